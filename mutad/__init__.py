@@ -1,0 +1,17 @@
+"""mutad: reverse-mode automatic differentiation for NumPy code that mutates arrays in place.
+
+>>> import numpy as np, mutad
+>>> def f(u):
+...     u[1:-1] += 0.1 * (u[2:] - 2 * u[1:-1] + u[:-2])
+...     return (u * u).sum()
+>>> grad, = mutad.gradient(f, np.linspace(0.0, 1.0, 5))
+>>> grad.round(3).tolist()
+[0.05, 0.5, 1.0, 1.3, 2.15]
+"""
+
+from . import rules  # noqa: F401  (registers every rule family)
+from .api import gradient, pullback, value_and_gradient
+from .errors import MutadError
+from .testing import check_grads
+
+__all__ = ["MutadError", "check_grads", "gradient", "pullback", "value_and_gradient"]

@@ -1,0 +1,246 @@
+"""The differentiating functions of the public API, as short compositions of the core."""
+
+import numpy as np
+
+from .errors import ArgnumsError, MutadError, NonScalarOutputError, PullbackReusedError
+from .shadows import Shadows
+from .tape import Tape
+from .tracing import ACTIVE, Traced
+from .trees import check_real, flatten, is_float_array, is_float_scalar
+from .views import owner
+
+
+class Run:
+    """One differentiation: its tape, the traced arguments, and the caller's original bytes.
+
+    The caller's float buffers are traced as they are, with no copy; the first write into one
+    saves it (``Tape.guard``), and :meth:`restore` writes every saved buffer back, so the
+    caller's arrays come back bit-for-bit whatever happened in between. Other writable arrays
+    (integer and boolean ones) are not traced, so they are saved up front.
+    """
+
+    def __init__(self, policy):
+        self.tape = Tape(policy)
+        self.saved = []
+        self.pending = {}
+        self.leaves = []
+        self.rebuilds = []
+        self.traced = []
+        self.scalar = []
+
+    def wrap(self, args):
+        """The traced version of each positional argument."""
+        wrapped = []
+        for arg in args:
+            leaves, rebuild = flatten(arg)
+            self.rebuilds.append((len(self.leaves), len(leaves), rebuild))
+            new = [self._wrap_leaf(leaf) for leaf in leaves]
+            self.leaves.extend(leaves)
+            wrapped.append(rebuild(new))
+        return wrapped
+
+    def _wrap_leaf(self, x):
+        check_real(x)
+        t = None
+        if is_float_array(x):
+            base = owner(x)
+            t = Traced(x, base, self.tape)
+            if x.flags.writeable:
+                self.pending.setdefault(id(base), []).append(x)
+                self.tape.guard(id(base), lambda key=id(base): self._save(key))
+        elif is_float_scalar(x):
+            value = np.array(x, dtype=np.result_type(x))
+            t = Traced(value, value, self.tape)
+        elif isinstance(x, np.ndarray) and x.flags.writeable:
+            self.saved.append((x, x.copy()))
+        self.traced.append(t)
+        self.scalar.append(t is not None and not isinstance(x, np.ndarray))
+        return x if t is None else t
+
+    def _save(self, key):
+        for x in self.pending.pop(key):
+            self.saved.append((x, x.copy()))
+
+    def call(self, f, args, kwargs=None):
+        ACTIVE.append(self.tape)
+        try:
+            return f(*args, **(kwargs or {}))
+        finally:
+            ACTIVE.pop()
+
+    def reverse(self, shadows):
+        self.tape.replay(shadows)
+
+    def gradients(self, shadows):
+        """One gradient per leaf: a copy of its shadow (zeros if none), a float for a scalar,
+        None for a leaf that is not differentiable."""
+        grads = []
+        for t, scalar in zip(self.traced, self.scalar, strict=True):
+            if t is None:
+                grads.append(None)
+                continue
+            s = shadows.get(t)
+            g = np.zeros_like(t.value) if s is None else np.array(s, copy=True)
+            grads.append(float(g) if scalar else g)
+        return grads
+
+    def per_argument(self, leaf_values):
+        """Rebuild each positional argument's structure around its leaves' values."""
+        return tuple(rebuild(leaf_values[start:start + n]) for start, n, rebuild in self.rebuilds)
+
+    def restore(self):
+        """Write back the caller's original bytes, and drop the tape."""
+        self.tape.records.clear()
+        while self.saved:
+            x, original = self.saved.pop()
+            np.copyto(x, original)
+
+
+def check_argnums(argnums, count):
+    """The tuple of selected argument positions, and whether one int was given."""
+    if argnums is None:
+        return tuple(range(count)), False
+    single = isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool)
+    items = (argnums,) if single else argnums
+    if not isinstance(items, tuple) or not all(
+            isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in items):
+        raise ArgnumsError(f"argnums={argnums!r}: give an int or a tuple of ints.")
+    for i in items:
+        if not -count <= i < count:
+            raise ArgnumsError(
+                f"argnums={argnums!r}: the function was given {count} positional argument(s), "
+                f"so each position must be in {-count}..{count - 1}.")
+    return tuple(int(i) % count for i in items), single
+
+
+def _scalar_output(y):
+    if type(y) is Traced:
+        if y.value.ndim != 0:
+            raise NonScalarOutputError(
+                f"gradient needs a scalar output, but the function returned an array of shape "
+                f"{y.value.shape}. Reduce it (y.sum()), or use mutad.pullback with a cotangent.")
+        return y.value[()]
+    value = np.asarray(y)
+    if value.ndim != 0 or value.dtype.kind not in "fiub":
+        raise NonScalarOutputError(
+            f"gradient needs a scalar output, but the function returned {type(y).__name__}"
+            f"{' of shape ' + str(value.shape) if value.ndim else ''}. Return a float "
+            "(y.sum() for an array), or use mutad.pullback for non-scalar outputs.")
+    return value[()]
+
+
+def value_and_gradient(f, *args, argnums=None, policy="restore"):
+    """The value of scalar-valued ``f(*args)`` and its gradient with respect to ``args``.
+
+    ``f`` may update arrays in place; every array reachable from ``args`` holds its original
+    bytes again when this returns or raises. Gradients mirror their arguments (see ``gradient``).
+
+    >>> import numpy as np, mutad
+    >>> def f(a, b):
+    ...     a += b
+    ...     return (a * a).sum()
+    >>> value, (da, db) = mutad.value_and_gradient(f, np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    >>> float(value), da.tolist(), db.tolist()
+    (52.0, [8.0, 12.0], [8.0, 12.0])
+    """
+    selected, single = check_argnums(argnums, len(args))
+    run = Run(policy)
+    try:
+        y = run.call(f, run.wrap(args))
+        value = _scalar_output(y)
+        shadows = Shadows()
+        if type(y) is Traced:
+            shadows.seed(y, 1.0)
+            run.reverse(shadows)
+        grads = run.per_argument(run.gradients(shadows))
+    finally:
+        run.restore()
+    if single:
+        return value, grads[selected[0]]
+    return value, tuple(grads[i] for i in selected)
+
+
+def gradient(f, *args, argnums=None, policy="restore"):
+    """The gradient of scalar-valued ``f`` at ``args``, through any in-place updates.
+
+    ``argnums=None`` gives a tuple with one entry per positional argument; an int gives that
+    gradient alone; a tuple of ints gives a tuple (negative positions count from the end).
+    Each gradient has its argument's structure: an array of the same shape and dtype for a
+    float array, a float for a float scalar, the same tuples, lists and dicts for containers,
+    and ``None`` for what cannot be differentiated (integers, booleans, integer arrays, None).
+    ``policy="checkpoint"`` saves every overwritten region instead of restoring it by
+    inversion: exact, at the cost of memory.
+
+    Arguments that share memory are one buffer with one gradient: each receives the gradient
+    with respect to that buffer (passing ``x`` twice gives the total derivative twice).
+
+    >>> import numpy as np, mutad
+    >>> def add_vecs(a, b):
+    ...     a += b            # in place: b reaches the output only through a's memory
+    >>> def add_sum(a, b):
+    ...     add_vecs(a, b)
+    ...     return a.sum()
+    >>> a, b = np.zeros(3), np.ones(3)
+    >>> mutad.gradient(add_sum, a, b)
+    (array([1., 1., 1.]), array([1., 1., 1.]))
+    >>> a.tolist()            # the caller's array is as it was
+    [0.0, 0.0, 0.0]
+    """
+    return value_and_gradient(f, *args, argnums=argnums, policy=policy)[1]
+
+
+def pullback(f, *args, policy="restore"):
+    """Run ``f(*args)`` and return ``(y, back)``; ``back(dy)`` gives one gradient per argument.
+
+    ``y`` is a plain array (or the same structure of them) that never aliases the arguments.
+    The caller's arrays are left as ``f`` left them until ``back`` runs, which puts them back
+    as they were before ``f``. ``back`` may be called once.
+
+    >>> import numpy as np, mutad
+    >>> def f(x):
+    ...     x *= 2.0
+    ...     return x[:2]
+    >>> x = np.array([1.0, 2.0, 3.0])
+    >>> y, back = mutad.pullback(f, x)
+    >>> y.tolist(), x.tolist()
+    ([2.0, 4.0], [2.0, 4.0, 6.0])
+    >>> back(np.array([1.0, 10.0]))[0].tolist(), x.tolist()
+    ([2.0, 20.0, 0.0], [1.0, 2.0, 3.0])
+    """
+    run = Run(policy)
+    try:
+        y = run.call(f, run.wrap(args))
+    except BaseException:
+        run.restore()
+        raise
+    outputs, rebuild = flatten(y)
+    # Copies: the replay in back() rewinds every buffer, the outputs' too.
+    plain = [t.value.copy() if type(t) is Traced else t for t in outputs]
+    done = []
+
+    def back(dy):
+        if done:
+            raise PullbackReusedError(
+                "back() was called a second time; call mutad.pullback again for another "
+                "cotangent.")
+        done.append(True)
+        try:
+            shadows = Shadows()
+            cotangents, _ = flatten(dy)
+            if len(cotangents) != len(outputs):
+                raise MutadError(
+                    f"back(dy): dy has {len(cotangents)} leaves but f returned {len(outputs)}.")
+            for t, g in zip(outputs, cotangents, strict=True):
+                if type(t) is Traced and g is not None:
+                    if np.shape(g) != t.value.shape:
+                        raise MutadError(
+                            f"back(dy): a cotangent of shape {np.shape(g)} was given for an "
+                            f"output of shape {t.value.shape}.")
+                    shadows.seed(t, g)
+            run.reverse(shadows)
+            return run.per_argument(run.gradients(shadows))
+        finally:
+            run.restore()
+
+    return rebuild(plain), back
+

@@ -1,0 +1,88 @@
+"""Elementwise ufuncs: partial derivatives and exact inverses.
+
+Each row gives, per input, the derivative of the output (from the output ``y`` and the inputs);
+the core multiplies it by the cotangent and sums over broadcast axes. The same row serves
+``np.f(x)``, ``np.f(x, out=z)``, ``x += ...`` and slice targets through the core's one in-place
+path. An inverse puts the overwritten target back in place of a checkpoint; it is listed only
+where it is exact up to rounding, and guarded where an operand could make it lose the value.
+"""
+
+import numpy as np
+
+from ..registry import ONE, elementwise
+
+LN2 = np.log(2.0)
+LN10 = np.log(10.0)
+
+
+def finite_nonzero(others):
+    """Dividing back by the other operand is exact only if it is finite and has no zeros."""
+    (other,) = others
+    return bool(np.all(np.isfinite(other)) and np.all(other != 0))
+
+
+def tie_half(a, b, win):
+    """1 where ``win``, 0 where lost, 1/2 on ties: the average of the one-sided derivatives."""
+    return np.where(a == b, 0.5, win.astype(float))
+
+
+# fmt: off
+# One line per ufunc: d y / d x from (y, x), what that reads, and the exact inverse if any.
+# ufunc           partial derivative                                     uses
+elementwise(np.negative,   lambda y, x: -1.0, inverse=(lambda t, o: np.negative(t, out=t),))
+elementwise(np.positive,   ONE,                                           inverse=(lambda t, o: None,))
+elementwise(np.conjugate,  ONE,                                           inverse=(lambda t, o: None,))
+elementwise(np.exp,        lambda y, x: y,                                uses="y")
+elementwise(np.expm1,      lambda y, x: y + 1.0,                          uses="y")
+elementwise(np.exp2,       lambda y, x: y * LN2,                          uses="y")
+elementwise(np.log,        lambda y, x: 1.0 / x)
+elementwise(np.log1p,      lambda y, x: 1.0 / (1.0 + x))
+elementwise(np.log2,       lambda y, x: 1.0 / (x * LN2))
+elementwise(np.log10,      lambda y, x: 1.0 / (x * LN10))
+elementwise(np.sqrt,       lambda y, x: 0.5 / y,                          uses="y")
+elementwise(np.cbrt,       lambda y, x: 1.0 / (3.0 * y * y),              uses="y")
+elementwise(np.square,     lambda y, x: 2.0 * x)
+elementwise(np.reciprocal, lambda y, x: -(y * y),                         uses="y")
+elementwise(np.absolute,   lambda y, x: np.sign(x))
+elementwise(np.fabs,       lambda y, x: np.sign(x))
+elementwise(np.sin,        lambda y, x: np.cos(x))
+elementwise(np.cos,        lambda y, x: -np.sin(x))
+elementwise(np.tan,        lambda y, x: 1.0 + y * y,                      uses="y")
+elementwise(np.arcsin,     lambda y, x: 1.0 / np.sqrt(1.0 - x * x))
+elementwise(np.arccos,     lambda y, x: -1.0 / np.sqrt(1.0 - x * x))
+elementwise(np.arctan,     lambda y, x: 1.0 / (1.0 + x * x))
+elementwise(np.sinh,       lambda y, x: np.cosh(x))
+elementwise(np.cosh,       lambda y, x: np.sinh(x))
+elementwise(np.tanh,       lambda y, x: 1.0 - y * y,                      uses="y")
+elementwise(np.arcsinh,    lambda y, x: 1.0 / np.sqrt(x * x + 1.0))
+elementwise(np.arccosh,    lambda y, x: 1.0 / np.sqrt(x * x - 1.0))
+elementwise(np.arctanh,    lambda y, x: 1.0 / (1.0 - x * x))
+elementwise(np.deg2rad,    lambda y, x: np.pi / 180.0)
+elementwise(np.rad2deg,    lambda y, x: 180.0 / np.pi)
+
+elementwise(np.add,        ONE, ONE,
+            inverse=(lambda t, o: np.subtract(t, o[0], out=t),
+                     lambda t, o: np.subtract(t, o[0], out=t)))
+elementwise(np.subtract,   ONE, lambda y, a, b: -1.0,
+            inverse=(lambda t, o: np.add(t, o[0], out=t),
+                     lambda t, o: np.subtract(o[0], t, out=t)))
+elementwise(np.multiply,   lambda y, a, b: b, lambda y, a, b: a,
+            inverse=(lambda t, o: np.divide(t, o[0], out=t),
+                     lambda t, o: np.divide(t, o[0], out=t)), is_safe=finite_nonzero)
+elementwise(np.divide,     lambda y, a, b: 1.0 / b, lambda y, a, b: -a / (b * b),
+            inverse=(lambda t, o: np.multiply(t, o[0], out=t),), is_safe=finite_nonzero)
+elementwise(np.power,      lambda y, a, b: b * a ** (b - 1.0),
+                           lambda y, a, b: np.log(np.where(a == 0, 1.0, a)) * a ** b)
+elementwise(np.remainder,  ONE, lambda y, a, b: -np.floor_divide(a, b))
+elementwise(np.fmod,       ONE, lambda y, a, b: -np.trunc(a / b))
+elementwise(np.maximum,    lambda y, a, b: tie_half(a, b, a > b), lambda y, a, b: tie_half(a, b, b > a))
+elementwise(np.minimum,    lambda y, a, b: tie_half(a, b, a < b), lambda y, a, b: tie_half(a, b, b < a))
+elementwise(np.fmax,       lambda y, a, b: tie_half(a, b, (a > b) | np.isnan(b)),
+                           lambda y, a, b: tie_half(a, b, (b > a) | np.isnan(a)))
+elementwise(np.fmin,       lambda y, a, b: tie_half(a, b, (a < b) | np.isnan(b)),
+                           lambda y, a, b: tie_half(a, b, (b < a) | np.isnan(a)))
+elementwise(np.hypot,      lambda y, a, b: a / y, lambda y, a, b: b / y,                uses="xy")
+elementwise(np.arctan2,    lambda y, a, b: b / (a * a + b * b), lambda y, a, b: -a / (a * a + b * b))
+elementwise(np.logaddexp,  lambda y, a, b: np.exp(a - y), lambda y, a, b: np.exp(b - y), uses="xy")
+elementwise(np.logaddexp2, lambda y, a, b: np.exp2(a - y), lambda y, a, b: np.exp2(b - y), uses="xy")
+# fmt: on

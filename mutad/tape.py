@@ -1,0 +1,79 @@
+"""The tape of one differentiation, and the invariant that makes mutation safe.
+
+A tape is the list of records of one differentiation, in forward order. A record is a callable
+``back(shadows)`` that, when replayed, does three things for one operation: puts back the bytes
+the operation overwrote (if it wrote in place), reads the cotangent of what it produced from the
+shadows, and accumulates the cotangents of its inputs into their shadows.
+
+Records are replayed newest first, and each in-place record puts back what it overwrote before
+its pullback reads any primal. By induction this gives the invariant the whole design rests on:
+
+    when the pullback of record k runs, every buffer holds the contents it held right after
+    record k ran in the forward pass.
+
+So pullbacks of pure operations may keep plain references to their inputs and outputs (never
+copies), and the program's own arrays hold their original contents again once the replay ends.
+
+Overwritten bytes are put back in one of two ways, chosen per write by :meth:`Tape.undo_for`:
+
+* restore: run the operation's exact inverse (``a -= b`` after ``a += b``); costs no memory,
+  drifts by rounding, and is only used where the inverse is safe for the operands at hand;
+* checkpoint: save just the region about to be overwritten and copy it back.
+
+``policy="checkpoint"`` forces the second everywhere.
+
+This module knows nothing about arrays: a test drives it with a toy value type.
+"""
+
+POLICIES = ("restore", "checkpoint")
+
+
+class Tape:
+    """The records of one differentiation, and the policy for putting overwritten bytes back."""
+
+    __slots__ = ("records", "policy", "guards")
+
+    def __init__(self, policy="restore"):
+        if policy not in POLICIES:
+            from .errors import PolicyError
+
+            raise PolicyError(f"policy={policy!r}: choose one of {', '.join(map(repr, POLICIES))}.")
+        self.records = []
+        self.policy = policy
+        self.guards = {}
+
+    def record(self, back):
+        """Append a record: ``back(shadows)`` is called once, during the replay."""
+        self.records.append(back)
+
+    def guard(self, key, save):
+        """Run ``save()`` once, just before the first write to the buffer named ``key``.
+
+        Used to keep the caller's original bytes (copy on first write) for an exact restore.
+        """
+        self.guards[key] = save
+
+    def before_write(self, key):
+        """Every in-place write calls this first, with its target buffer's key."""
+        if self.guards:
+            save = self.guards.pop(key, None)
+            if save is not None:
+                save()
+
+    def undo_for(self, inverse, is_safe, checkpoint):
+        """Decide, before an in-place write, how its overwritten bytes will be put back.
+
+        ``inverse()`` undoes the write; ``is_safe()`` says whether that inverse is exact enough
+        for the operands at hand; ``checkpoint()`` saves the region about to be overwritten and
+        returns a callable that copies it back. Returns the callable to run during the replay.
+        """
+        if inverse is not None and self.policy == "restore" and is_safe():
+            return inverse
+        return checkpoint()
+
+    def replay(self, shadows):
+        """Run every record's ``back`` newest first; each record is dropped as soon as it ran,
+        so the buffers only it kept alive are freed during the replay, not after it."""
+        records = self.records
+        while records:
+            records.pop()(shadows)

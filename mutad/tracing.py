@@ -1,0 +1,638 @@
+"""The traced array, and the paths every NumPy call on it takes.
+
+A :class:`Traced` wraps a plain float ndarray (``value``) and names the buffer whose shadow it
+uses (``base``): for a view, the buffer it views; for a fresh result, the result itself. Code
+written with plain ``import numpy as np`` reaches mutad through ``__array_ufunc__`` and
+``__array_function__``; operators, methods and indexing call the same paths directly.
+
+Every call takes one of four paths:
+
+* pure: run the rule on plain values, wrap a fresh result, record its pullback. A result that
+  views an input's memory is a view: it shares the input's buffer and records nothing, since
+  its shadow is the same view of the input's shadow.
+* in-place (``out=``, augmented assignment, slice assignment): decide how the overwritten bytes
+  will be put back (``Tape.undo_for``), write, and record a pullback that reads the cotangent of
+  the new values from the target's shadow and zeroes it there (``Shadows.take``), undoes the
+  write, then runs the rule's pullback.
+* gather / scatter for advanced indexing.
+* non-differentiable: run on plain values, return plain results.
+"""
+
+import sys
+import weakref
+
+import numpy as np
+
+from .errors import (
+    ConversionError,
+    MutadError,
+    UnsupportedFunctionError,
+    UnsupportedOperationError,
+    UntracedWriteError,
+)
+from .registry import FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule
+from .views import owner, same_region
+
+ACTIVE = []
+"""The tapes of the differentiations in progress, innermost last."""
+
+CONSTANT = ElementwiseRule((None, None, None))
+"""The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
+
+
+def function_name(func):
+    module = getattr(func, "__module__", None) or "numpy"
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    if isinstance(func, np.ufunc):
+        return f"np.{func.__name__}"
+    return f"{module.replace('numpy', 'np', 1) if module.startswith('numpy') else module}.{name}"
+
+
+def _active(tape):
+    if not ACTIVE or ACTIVE[-1] is not tape:
+        raise MutadError(
+            "a traced array was used outside the differentiation that created it (it escaped "
+            "through a global, a closure or an attribute). Return values from the "
+            "differentiated function instead of storing traced arrays.")
+    return tape
+
+
+def _unwrap(items):
+    """Plain values of ``items`` and the tape of the traced ones."""
+    tape = None
+    values = []
+    for x in items:
+        if type(x) is Traced:
+            if tape is None:
+                tape = x.tape
+            elif x.tape is not tape:
+                _active(None)
+            values.append(x.value)
+        else:
+            values.append(x)
+    return tape, values
+
+
+def _unwrap_args(args):
+    """Like ``_unwrap``, one level into lists and tuples (``np.concatenate([a, b])``)."""
+    tape = None
+    values = []
+    for x in args:
+        if type(x) is Traced:
+            tape = tape or x.tape
+            values.append(x.value)
+        elif type(x) in (list, tuple) and any(type(e) is Traced for e in x):
+            inner_tape, inner = _unwrap(x)
+            tape = tape or inner_tape
+            values.append(type(x)(inner))
+        else:
+            values.append(x)
+    return tape, values
+
+
+def _leaves(args):
+    for x in args:
+        if type(x) is Traced:
+            yield x
+        elif type(x) in (list, tuple):
+            yield from (e for e in x if type(e) is Traced)
+
+
+def _reject_traced_kwargs(name, kwargs):
+    for key, value in kwargs.items():
+        if type(value) is Traced:
+            raise UnsupportedOperationError(
+                f"{name}: the traced array passed as keyword argument {key}= cannot be "
+                "differentiated; pass it positionally.")
+
+
+def unbroadcast(g, shape):
+    """Sum ``g`` over the axes along which an input of ``shape`` was broadcast."""
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    if lead:
+        g = g.sum(axis=tuple(range(lead)))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    if stretched:
+        g = g.sum(axis=stretched, keepdims=True)
+    return g.reshape(shape)
+
+
+def checkpoint(region):
+    """Save ``region`` before it is overwritten; return the callable that copies it back."""
+    saved = region.copy()
+    return lambda: np.copyto(region, saved)
+
+
+def _fresh(y, tape):
+    """Wrap a fresh float result as the buffer of its own shadow."""
+    if type(y) is not np.ndarray:
+        y = np.asarray(y)
+    return Traced(y, y, tape)
+
+
+def _add_all(shadows, rows):
+    """Accumulate ``(traced, cotangent)`` rows; a cotangent the pullback owns may become the
+    shadow itself, unless another row already took the same memory."""
+    taken = set()
+    for t, g in rows:
+        if g is None:
+            continue
+        if type(g) is not np.ndarray or g.shape != t.value.shape:
+            g = np.broadcast_to(g, t.value.shape)
+        root = id(owner(g))
+        shadows.add(t, g, owned=root not in taken)
+        taken.add(root)
+
+
+# ----------------------------------------------------------------------------------------------
+# Elementwise ufuncs
+
+
+def _elementwise_cotangents(shadows, rule, dy, y, inputs, values, traced):
+    """Accumulate ``dy * partial`` into each traced input; the last one reuses ``dy``'s memory."""
+    last = traced[-1]
+    rows = []
+    for i in traced:
+        partial = rule.partials[i]
+        if partial is ONE:
+            g = dy if i == last else dy.copy()
+        elif i == last:
+            g = np.multiply(dy, partial(y, *values), out=dy)
+        else:
+            g = dy * partial(y, *values)
+        rows.append((inputs[i], unbroadcast(g, inputs[i].value.shape)))
+    for t, g in rows:
+        shadows.add(t, g, owned=True)
+
+
+def _differentiable(rule, inputs):
+    return [i for i, x in enumerate(inputs) if type(x) is Traced and rule.partials[i] is not None]
+
+
+def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
+    tape, values = _unwrap(inputs)
+    kwargs = kwargs or {}
+    if kwargs.get("where", True) is not True:
+        raise UnsupportedOperationError(
+            f"np.{ufunc.__name__}(..., where=...) on traced arrays: compute both branches and "
+            "select with np.where(mask, new, old) instead.")
+    rule = UFUNCS.get(ufunc)
+    if rule is None:
+        if ufunc not in NONDIFF:
+            raise UnsupportedFunctionError(
+                f"np.{ufunc.__name__} has no differentiation rule in mutad. Give it one with "
+                "mutad.adjoint, or compute it from ufuncs mutad differentiates.")
+        if out is None:
+            return ufunc(*values, **kwargs)
+        rule = CONSTANT
+    if out is not None:
+        return _write_elementwise(ufunc, rule, tape, inputs, values, out, kwargs)
+    _active(tape)
+    y = ufunc(*values, **kwargs)
+    yt = _fresh(y, tape)
+    traced = _differentiable(rule, inputs)
+    if not traced:
+        return yt
+    y = yt.value
+    keep_y = y if "y" in rule.uses else None
+    y_ref = weakref.ref(y)
+
+    def back(shadows):
+        base = y_ref()
+        dy = None if base is None else shadows.pop(base)
+        if dy is not None:
+            _elementwise_cotangents(shadows, rule, dy, keep_y, inputs, values, traced)
+
+    tape.record(back)
+    return yt
+
+
+def _may_overlap(target, x):
+    return type(x) is Traced and x.base is target.base and np.may_share_memory(x.value, target.value)
+
+
+def _write_elementwise(ufunc, rule, tape, inputs, values, out, kwargs):
+    traced = _differentiable(rule, inputs)
+    if type(out) is not Traced:
+        if traced:
+            raise UntracedWriteError(
+                f"np.{ufunc.__name__}(..., out=...): a traced value was written into an array "
+                "mutad is not tracing, so its gradient would be lost. Create the destination "
+                "from a traced value: np.zeros_like(x) or np.empty(n, like=x).")
+        return ufunc(*values, out=out, **kwargs)
+    tape = _active(out.tape if tape is None else tape)
+    target = out.value
+    position = next((i for i, x in enumerate(inputs)
+                     if type(x) is Traced and same_region(x.value, target)), None)
+    inverse = None
+    if position is not None and position < len(rule.inverse) and rule.inverse[position]:
+        others = [v for i, v in enumerate(values) if i != position]
+        invert = rule.inverse[position]
+
+        def inverse():
+            invert(target, others)
+
+        def is_safe():
+            return (not any(_may_overlap(out, x) for i, x in enumerate(inputs) if i != position)
+                    and rule.is_safe(others))
+    else:
+        is_safe = None
+    undo = tape.undo_for(inverse, is_safe, lambda: checkpoint(target))
+    tape.before_write(id(out.base))
+    ufunc(*values, out=target, **kwargs)
+
+    def back(shadows):
+        dy = shadows.take(out)
+        if dy is None or not traced:
+            undo()
+            return
+        if rule.uses == "y":
+            y = target
+        else:
+            undo()
+            y = ufunc(*values, **kwargs) if "y" in rule.uses else None
+        _elementwise_cotangents(shadows, rule, dy, y, inputs, values, traced)
+        if rule.uses == "y":
+            undo()
+
+    tape.record(back)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Functions with pure rules
+
+
+def _output(tape, y, leaves):
+    """Wrap one output of a pure rule; returns ``(wrapped, is_fresh_buffer)``."""
+    if isinstance(y, np.ndarray):
+        if y.dtype.kind != "f":
+            return y, False
+        if y.base is not None:
+            root = owner(y)
+            for t in leaves:
+                if owner(t.value) is root:
+                    if y.flags.writeable:
+                        return Traced(y, t.base, tape), False
+                    y = y.copy()  # read-only views (broadcast_to) may overlap themselves
+                    break
+        return Traced(y, y, tape), True
+    if isinstance(y, np.floating):
+        return _fresh(y, tape), True
+    return y, False
+
+
+def apply_function(name, rule, args, kwargs, tape=None):
+    """Run a pure ``rule`` on the plain values of ``args``, wrap and record its outputs."""
+    out = kwargs.pop("out", None) if "out" in kwargs else None
+    _reject_traced_kwargs(name, kwargs)
+    arg_tape, values = _unwrap_args(args)
+    tape = _active(arg_tape or tape)
+    y, back = rule(*values, **kwargs)
+    leaves = list(_leaves(args))
+    if isinstance(y, (tuple, list)):
+        wrapped = [_output(tape, yi, leaves) for yi in y]
+        result = type(y)(w for w, _ in wrapped)
+        if hasattr(y, "_fields"):  # named tuples such as eigh's EighResult
+            result = type(y)(*(w for w, _ in wrapped))
+    else:
+        wrapped = [_output(tape, y, leaves)]
+        result = wrapped[0][0]
+    fresh = [(w.value, w.value.shape, w.value.dtype) if is_fresh else None
+             for w, is_fresh in wrapped]
+    if leaves and any(fresh):
+        _record_function(tape, back, args, fresh, multiple=isinstance(y, (tuple, list)))
+    if out is not None:
+        if isinstance(y, (tuple, list)):
+            raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")
+        return apply_ufunc(np.positive, (result,), out=out)
+    return result
+
+
+def _record_function(tape, back, args, fresh, multiple):
+    refs = [None if f is None else (weakref.ref(f[0]), f[1], f[2]) for f in fresh]
+    del fresh
+
+    def back_record(shadows):
+        dys = []
+        for ref in refs:
+            base = None if ref is None else ref[0]()
+            dys.append(None if base is None else shadows.pop(base))
+        if all(dy is None for dy in dys):
+            return
+        if multiple:
+            cotangents = back(tuple(np.zeros(r[1], r[2]) if dy is None and r is not None else dy
+                                    for dy, r in zip(dys, refs, strict=True)))
+        else:
+            cotangents = back(dys[0])
+        rows = []
+        for x, g in zip(args, cotangents, strict=True):
+            if type(x) is Traced:
+                rows.append((x, g))
+            elif type(x) in (list, tuple) and g is not None:
+                rows.extend((e, ge) for e, ge in zip(x, g, strict=True) if type(e) is Traced)
+        _add_all(shadows, rows)
+
+    tape.record(back_record)
+
+
+def apply_array_function(func, args, kwargs, tape):
+    rule = FUNCTIONS.get(func)
+    if rule is not None:
+        return apply_function(function_name(func), rule, args, dict(kwargs), tape)
+    handler = INPLACE.get(func)
+    if handler is not None:
+        _active(tape)
+        return handler(*args, **kwargs)
+    if func in NONDIFF:
+        return func(*plain(args), **plain(kwargs))
+    raise UnsupportedFunctionError(
+        f"{function_name(func)} has no differentiation rule in mutad. Give it one by wrapping it "
+        "with mutad.adjoint (see the README, 'Custom rules'), or compute the same thing with "
+        "functions mutad differentiates.")
+
+
+def plain(tree):
+    """``tree`` with every traced array replaced by its plain value (for non-differentiable
+    functions, whose outputs carry no gradient)."""
+    if type(tree) is Traced:
+        return tree.value
+    if type(tree) in (list, tuple):
+        return type(tree)(plain(x) for x in tree)
+    if type(tree) is dict:
+        return {k: plain(v) for k, v in tree.items()}
+    return tree
+
+
+# ----------------------------------------------------------------------------------------------
+# Indexing
+
+
+def _has_integer_array(key):
+    items = key if type(key) is tuple else (key,)
+    return any(isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype.kind in "iu"
+               for k in items)
+
+
+def getitem(x, key):
+    tape = _active(x.tape)
+    key = plain(key)
+    y = x.value[key]
+    if isinstance(y, np.ndarray) and y.base is not None and owner(y) is owner(x.value):
+        return Traced(y, x.base, tape)
+    yt = _fresh(y, tape)
+    y_ref = weakref.ref(yt.value)
+    may_repeat = _has_integer_array(key)
+
+    def back(shadows):
+        base = y_ref()
+        dy = None if base is None else shadows.pop(base)
+        if dy is None:
+            return
+        if may_repeat:
+            shadows.add_at(x, key, dy)  # repeated indices each add their share
+        else:
+            region = shadows.of(x)
+            region[key] += dy
+
+    tape.record(back)
+    return yt
+
+
+def setitem(x, key, value):
+    tape = _active(x.tape)
+    key = plain(key)
+    region = x.value[key]
+    if isinstance(region, np.ndarray) and region.base is not None and owner(region) is owner(x.value):
+        apply_ufunc(np.positive, (value,), out=Traced(region, x.base, tape))
+    elif not isinstance(region, np.ndarray):  # x[i] = v with a scalar element: a 0-d view
+        key = (key if type(key) is tuple else (key,)) + (Ellipsis,)
+        apply_ufunc(np.positive, (value,), out=Traced(x.value[key], x.base, tape))
+    else:
+        _scatter(tape, x, key, value, saved=region)
+
+
+def _scatter(tape, x, key, value, saved):
+    """``x[key] = value`` with an advanced index: checkpoint the region, write, record."""
+    if type(value) is Traced:
+        _active(value.tape)
+    if _has_integer_array(key):
+        written = np.zeros(x.value.shape, bool)
+        written[key] = True
+        if np.count_nonzero(written) < written[key].size:
+            raise UnsupportedOperationError(
+                "x[index] = value with repeated indices: NumPy keeps one of the values and does "
+                "not say which, so the gradient is undefined. Remove the duplicates (np.unique), "
+                "or use np.add.at to add them.")
+    tape.before_write(id(x.base))
+    x.value[key] = value.value if type(value) is Traced else value
+
+    def back(shadows):
+        shadow = shadows.get(x)
+        dy = None
+        if shadow is not None:
+            dy = shadow[key]
+            shadow[key] = 0
+        x.value[key] = saved
+        if dy is not None and type(value) is Traced:
+            shadows.add(value, unbroadcast(dy, value.value.shape), owned=True)
+
+    tape.record(back)
+
+
+def _conversion_error(what):
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in ("numpy", "mutad"):
+        frame = frame.f_back
+    where = "" if frame is None else (
+        f" in {frame.f_globals.get('__name__', '?')}.{frame.f_code.co_name}")
+    return ConversionError(
+        f"a traced array was converted to a plain array by {what}{where}, which would cut its "
+        "gradient. If that function has no mutad rule (a SciPy routine, say), wrap it with "
+        "mutad.adjoint and give it a rule (README, 'Custom rules'); inside your own code keep "
+        "arrays as they are (x.copy() or np.array(x, like=x) instead of np.array(x)).")
+
+
+# ----------------------------------------------------------------------------------------------
+# The traced array
+
+
+def _call(name):
+    func = getattr(np, name)
+
+    def method(self, *args, **kwargs):
+        return func(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = f"As ``ndarray.{name}``; differentiated through ``np.{name}``."
+    return method
+
+
+def _binary(ufunc):
+    def forward(self, other):
+        return apply_ufunc(ufunc, (self, other))
+
+    def reflected(self, other):
+        return apply_ufunc(ufunc, (other, self))
+
+    def inplace(self, other):
+        return apply_ufunc(ufunc, (self, other), out=self)
+
+    return forward, reflected, inplace
+
+
+class Traced:
+    """A float array whose operations mutad records. Behaves like the ndarray it wraps."""
+
+    __slots__ = ("value", "base", "tape")
+
+    def __init__(self, value, base, tape):
+        self.value = value
+        self.base = base
+        self.tape = tape
+
+    # NumPy's protocols ---------------------------------------------------------------------
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        out = kwargs.pop("out", None)
+        if out is not None:
+            if len(out) != 1:
+                raise UnsupportedOperationError(f"np.{ufunc.__name__} with several out= arrays.")
+            out = out[0]
+        if method == "__call__":
+            return apply_ufunc(ufunc, inputs, out, kwargs)
+        if out is not None:
+            kwargs["out"] = out
+        key = (ufunc, method)
+        if key in FUNCTIONS:
+            return apply_function(f"np.{ufunc.__name__}.{method}", FUNCTIONS[key], inputs, kwargs)
+        if key in INPLACE:
+            _active(self.tape)
+            return INPLACE[key](*inputs, **kwargs)
+        if ufunc in NONDIFF:
+            return getattr(ufunc, method)(*plain(inputs), **plain(kwargs))
+        raise UnsupportedFunctionError(
+            f"np.{ufunc.__name__}.{method} has no differentiation rule in mutad; compute it with "
+            "functions mutad differentiates.")
+
+    def __array_function__(self, func, types, args, kwargs):
+        return apply_array_function(func, args, kwargs, self.tape)
+
+    def __array__(self, dtype=None, copy=None):
+        raise _conversion_error("np.asarray")
+
+    # attributes -----------------------------------------------------------------------------
+
+    shape = property(lambda self: self.value.shape)
+    dtype = property(lambda self: self.value.dtype)
+    ndim = property(lambda self: self.value.ndim)
+    size = property(lambda self: self.value.size)
+    itemsize = property(lambda self: self.value.itemsize)
+    nbytes = property(lambda self: self.value.nbytes)
+    strides = property(lambda self: self.value.strides)
+    flags = property(lambda self: self.value.flags)
+    T = property(lambda self: np.transpose(self))
+    mT = property(lambda self: np.swapaxes(self, -1, -2))
+    real = property(lambda self: self)
+
+    def __len__(self):
+        return len(self.value)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self.value)))
+
+    def __repr__(self):
+        return f"Traced({self.value!r})"
+
+    def __format__(self, spec):
+        return format(self.value, spec) if self.value.ndim == 0 else repr(self)
+
+    def __bool__(self):
+        return bool(self.value)
+
+    def __float__(self):
+        raise _conversion_error("float()")
+
+    def __int__(self):
+        raise _conversion_error("int()")
+
+    def __complex__(self):
+        raise _conversion_error("complex()")
+
+    def item(self, *args):
+        raise _conversion_error(".item()")
+
+    def tolist(self):
+        raise _conversion_error(".tolist()")
+
+    def __hash__(self):
+        return id(self)
+
+    # indexing -------------------------------------------------------------------------------
+
+    def __getitem__(self, key):
+        return getitem(self, key)
+
+    def __setitem__(self, key, value):
+        setitem(self, key, value)
+
+    # operators ------------------------------------------------------------------------------
+
+    __add__, __radd__, __iadd__ = _binary(np.add)
+    __sub__, __rsub__, __isub__ = _binary(np.subtract)
+    __mul__, __rmul__, __imul__ = _binary(np.multiply)
+    __truediv__, __rtruediv__, __itruediv__ = _binary(np.true_divide)
+    __floordiv__, __rfloordiv__, __ifloordiv__ = _binary(np.floor_divide)
+    __mod__, __rmod__, __imod__ = _binary(np.remainder)
+    __pow__, __rpow__, __ipow__ = _binary(np.power)
+    __matmul__, __rmatmul__, __imatmul__ = _binary(np.matmul)
+    __lt__ = _binary(np.less)[0]
+    __le__ = _binary(np.less_equal)[0]
+    __gt__ = _binary(np.greater)[0]
+    __ge__ = _binary(np.greater_equal)[0]
+    __eq__ = _binary(np.equal)[0]
+    __ne__ = _binary(np.not_equal)[0]
+
+    def __neg__(self):
+        return apply_ufunc(np.negative, (self,))
+
+    def __pos__(self):
+        return apply_ufunc(np.positive, (self,))
+
+    def __abs__(self):
+        return apply_ufunc(np.absolute, (self,))
+
+    # methods --------------------------------------------------------------------------------
+
+    for _name in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod",
+                  "ravel", "transpose", "swapaxes", "squeeze", "dot", "clip", "diagonal",
+                  "trace", "take", "repeat", "argmax", "argmin", "argsort", "nonzero", "any",
+                  "all", "round", "conj", "conjugate", "ptp", "searchsorted"):
+        locals()[_name] = _call(_name)
+    del _name
+
+    def reshape(self, *shape, **kwargs):
+        return np.reshape(self, shape[0] if len(shape) == 1 else shape, **kwargs)
+
+    def flatten(self, order="C"):
+        return np.ravel(self, order=order).copy()
+
+    def copy(self, order="C"):
+        return np.copy(self, order=order)
+
+    def astype(self, dtype, **kwargs):
+        return apply_function("ndarray.astype", FUNCTIONS["astype"], (self, dtype), kwargs)
+
+    def sort(self, axis=-1, kind=None, order=None):
+        """Sorts in place, as ``ndarray.sort``."""
+        setitem(self, Ellipsis, np.sort(self, axis=axis, kind=kind, order=order))
+
+    def fill(self, value):
+        setitem(self, Ellipsis, value)
+
+    def view(self, *args, **kwargs):
+        raise UnsupportedOperationError(
+            "ndarray.view on a traced array: reinterpreting bytes has no gradient. Use "
+            "reshape or indexing for views.")
