@@ -1,0 +1,1 @@
+"""indexing rules (being written)."""

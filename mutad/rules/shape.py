@@ -1,0 +1,1 @@
+"""shape rules (being written)."""
