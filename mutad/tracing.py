@@ -173,12 +173,16 @@ def _differentiable(rule, inputs):
 
 def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
     tape, values = _unwrap(inputs)
-    kwargs = kwargs or {}
+    kwargs = dict(kwargs) if kwargs else {}
     if kwargs.get("where", True) is not True:
         raise UnsupportedOperationError(
             f"np.{ufunc.__name__}(..., where=...) on traced arrays: compute both branches and "
             "select with np.where(mask, new, old) instead.")
     rule = UFUNCS.get(ufunc)
+    if rule is None and ufunc in FUNCTIONS:  # generalized ufuncs (matmul) have function rules
+        if out is not None:
+            kwargs["out"] = out
+        return apply_function(f"np.{ufunc.__name__}", FUNCTIONS[ufunc], inputs, kwargs)
     if rule is None:
         if ufunc not in NONDIFF:
             raise UnsupportedFunctionError(
