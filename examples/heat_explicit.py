@@ -79,7 +79,8 @@ def main():
     checkpointed = mutad.gradient(misfit, u0, target, weights, argnums=0, policy="checkpoint")
     policy_difference = np.max(np.abs(gradient - checkpointed)) / np.max(np.abs(checkpointed))
 
-    print(f"Explicit heat equation: {GRID_POINTS} grid points, {STEPS} steps, r = {DIFFUSION_NUMBER}")
+    print(f"Explicit heat equation: {GRID_POINTS} grid points, {STEPS} steps, "
+          f"r = {DIFFUSION_NUMBER}")
     print(f"misfit(u0) = {misfit(u0.copy(), target, weights):.12g}")
     print(f"|gradient| = {np.linalg.norm(gradient):.6g}")
     print()
