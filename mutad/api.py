@@ -65,6 +65,11 @@ class Run:
         ACTIVE.append(self.tape)
         try:
             return f(*args, **(kwargs or {}))
+        except (ValueError, TypeError) as error:
+            # NumPy wraps errors raised while it converts an element (``out[0] = x``).
+            if isinstance(error.__cause__, MutadError):
+                raise error.__cause__ from None
+            raise
         finally:
             ACTIVE.pop()
 

@@ -7,7 +7,7 @@ back bit-for-bit.
 
 
 class MutadError(Exception):
-    """Base class of every error mutad raises."""
+    """Base class of every error mutad raises: ``except mutad.MutadError`` catches them all."""
 
 
 class NonScalarOutputError(MutadError):

@@ -18,6 +18,7 @@ Every call takes one of four paths:
 * non-differentiable: run on plain values, return plain results.
 """
 
+import dis
 import sys
 import weakref
 
@@ -41,11 +42,16 @@ CONSTANT = ElementwiseRule((None, None, None))
 
 
 def function_name(func):
+    """How a user would spell ``func``: ``np.sum``, ``np.linalg.solve``, ``scipy.special.erf``."""
+    if isinstance(func, np.ufunc):
+        if getattr(np, func.__name__, None) is func:
+            return f"np.{func.__name__}"
+        return f"the ufunc {func.__name__}"
     module = getattr(func, "__module__", None) or "numpy"
     name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
-    if isinstance(func, np.ufunc):
-        return f"np.{func.__name__}"
-    return f"{module.replace('numpy', 'np', 1) if module.startswith('numpy') else module}.{name}"
+    if module.startswith("numpy"):
+        module = "np" + module[len("numpy"):]
+    return f"{module}.{name}"
 
 
 def _active(tape):
@@ -186,7 +192,7 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
     if rule is None:
         if ufunc not in NONDIFF:
             raise UnsupportedFunctionError(
-                f"np.{ufunc.__name__} has no differentiation rule in mutad. Give it one with "
+                f"{function_name(ufunc)} has no differentiation rule in mutad. Give it one with "
                 "mutad.adjoint, or compute it from ufuncs mutad differentiates.")
         if out is None:
             return ufunc(*values, **kwargs)
@@ -452,11 +458,23 @@ def _conversion_error(what):
         frame = frame.f_back
     where = "" if frame is None else (
         f" in {frame.f_globals.get('__name__', '?')}.{frame.f_code.co_name}")
+    if frame is not None and _storing_item(frame):
+        return UntracedWriteError(
+            f"a traced value was assigned into an element or slice of an array mutad is not "
+            f"tracing{where}, so its gradient would be lost. Create the destination from a "
+            "traced value: np.zeros_like(x) or np.empty(n, like=x).")
     return ConversionError(
         f"a traced array was converted to a plain array by {what}{where}, which would cut its "
         "gradient. If that function has no mutad rule (a SciPy routine, say), wrap it with "
         "mutad.adjoint and give it a rule (README, 'Custom rules'); inside your own code keep "
         "arrays as they are (x.copy() or np.array(x, like=x) instead of np.array(x)).")
+
+
+def _storing_item(frame):
+    """Whether ``frame`` is executing ``array[key] = value``: NumPy converts a traced value
+    assigned into a plain array, and the conversion should be reported as that write."""
+    instructions = {i.offset: i.opname for i in dis.get_instructions(frame.f_code)}
+    return instructions.get(frame.f_lasti) == "STORE_SUBSCR"
 
 
 # ----------------------------------------------------------------------------------------------
