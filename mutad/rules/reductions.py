@@ -1,8 +1,43 @@
-"""Reductions: each re-expands the reduced cotangent to the input's shape with one helper."""
+"""Reductions and scans: each re-expands the reduced cotangent to the input's shape with one
+helper (``expand``), so a rule only says how the cotangent spreads over the reduced elements.
+
+Ties and zeros follow JAX and HIPS autograd: a maximum shared by several elements splits its
+gradient equally among them, and ``prod``/``cumprod`` are exact when elements are zero (the
+product of the other elements, never a division by zero).
+"""
+
+import functools
 
 import numpy as np
 
 from ..registry import defrule
+
+
+def defunary(*funcs):
+    """Register ``rule(a, *rest, **kwargs) -> (y, back)`` whose ``back(dy)`` returns the one
+    cotangent of ``a``; the other positional arguments (axis, shape, dtype, ...) get ``None``.
+
+    A function may hand its input back unchanged (``np.real`` of a real array, ``atleast_1d``
+    of a matrix); the result is then made a view, so the core treats it as sharing the input's
+    shadow instead of as a fresh buffer. Returns ``rule`` undecorated, for reuse by variants.
+    """
+
+    def register(rule):
+        @functools.wraps(rule)
+        def rule_of_all_arguments(a, *rest, **kwargs):
+            y, back = rule(a, *rest, **kwargs)
+            if y is a:
+                y = a.view()
+
+            def back_of_all_arguments(dy):
+                return (back(dy),) + (None,) * len(rest)
+
+            return y, back_of_all_arguments
+
+        defrule(*funcs)(rule_of_all_arguments)
+        return rule
+
+    return register
 
 
 def expand(dy, shape, axis, keepdims):
@@ -13,22 +48,240 @@ def expand(dy, shape, axis, keepdims):
     return np.broadcast_to(dy, shape)
 
 
-@defrule(np.sum)
-def sum_(a, axis=None, dtype=None, keepdims=False, **kwargs):
+def masked(g, where):
+    """Zero the cotangent of the elements a ``where=`` mask left out of the reduction."""
+    return g if where is True else np.where(where, g, 0)
+
+
+def count(a, axis, where):
+    """How many elements each output of a reduction of ``a`` over ``axis`` averaged, shaped as
+    the output with ``keepdims=True``."""
+    if where is True:
+        kept = np.sum(np.ones(a.shape, bool), axis=axis, keepdims=True)
+    else:
+        kept = np.sum(np.broadcast_to(where, a.shape), axis=axis, keepdims=True)
+    return kept.astype(a.dtype)
+
+
+def reverse_cumsum(g, axis):
+    """``out[k] = sum(g[k:])`` along ``axis``: the transpose of a cumulative sum."""
+    return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
+
+
+########################################################################################
+# sum, mean, nansum, nanmean
+
+
+@defunary(np.sum)
+def sum_(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
-
-    def back(dy):
-        return (expand(dy, a.shape, axis, keepdims),)
-
-    return y, back
+    where = kwargs.get("where", True)
+    return y, lambda dy: masked(expand(dy, a.shape, axis, keepdims), where)
 
 
-@defrule(np.mean)
-def mean(a, axis=None, dtype=None, keepdims=False, **kwargs):
+@defunary((np.add, "reduce"))
+def add_reduce(a, axis=0, **kwargs):
+    return sum_(a, axis, **kwargs)
+
+
+@defunary(np.nansum)
+def nansum(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
+    y = np.nansum(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+    where = kwargs.get("where", True)
+    return y, lambda dy: masked(np.where(np.isnan(a), 0, expand(dy, a.shape, axis, keepdims)), where)
+
+
+@defunary(np.mean)
+def mean(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
-    count = a.size // max(np.size(y), 1) if a.size else 1
+    where = kwargs.get("where", True)
 
     def back(dy):
-        return (expand(dy / count, a.shape, axis, keepdims),)
+        share = expand(dy, a.shape, axis, keepdims) / count(a, axis, where)
+        return masked(share, where)
 
     return y, back
+
+
+@defunary(np.nanmean)
+def nanmean(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
+    y = np.nanmean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+    where = kwargs.get("where", True)
+
+    def back(dy):
+        present = ~np.isnan(a) if where is True else ~np.isnan(a) & where
+        share = expand(dy, a.shape, axis, keepdims) / count(a, axis, present)
+        return np.where(present, share, 0)
+
+    return y, back
+
+
+########################################################################################
+# prod
+
+
+def product_of_others(a, axis, factors_kwargs):
+    """For each element, the product of the other elements reduced with it, exact with zeros.
+
+    With no zero among them that is ``prod / a``; with exactly one zero it is the product of
+    the non-zero elements at the zero and 0 elsewhere; with two or more zeros it is 0 (as HIPS
+    autograd's and JAX's gradients of ``prod``).
+    """
+    zero = a == 0
+    where = factors_kwargs.get("where", True)
+    if where is not True:
+        zero &= where
+    nonzero = np.where(zero, 1, a)
+    product = np.prod(nonzero, axis=axis, keepdims=True, **factors_kwargs)
+    zeros = np.sum(zero, axis=axis, keepdims=True)
+    at_single_zero = np.where(zero & (zeros == 1), product, 0)
+    return masked(np.where(zeros == 0, product / nonzero, at_single_zero), where)
+
+
+@defunary(np.prod)
+def prod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
+    y = np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+    return y, lambda dy: expand(dy, a.shape, axis, keepdims) * product_of_others(a, axis, kwargs)
+
+
+@defunary((np.multiply, "reduce"))
+def multiply_reduce(a, axis=0, **kwargs):
+    return prod(a, axis, **kwargs)
+
+
+@defunary(np.nanprod)
+def nanprod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
+    y = np.nanprod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+
+    def back(dy):
+        present = ~np.isnan(a)
+        others = product_of_others(np.where(present, a, 1), axis, kwargs)
+        return np.where(present, expand(dy, a.shape, axis, keepdims) * others, 0)
+
+    return y, back
+
+
+########################################################################################
+# max, min, ptp
+
+
+def share_among_extremes(dy, a, y, axis, keepdims, where=True):
+    """The cotangent of an extreme value, split equally among the elements equal to it (JAX's
+    convention for ties). NaNs equal nothing, so a NaN result sends no gradient anywhere."""
+    hit = a == expand(y, a.shape, axis, keepdims)
+    if where is not True:
+        hit &= where
+    ties = np.maximum(np.sum(hit, axis=axis, keepdims=True), 1)
+    return np.where(hit, expand(dy, a.shape, axis, keepdims) / ties, 0)
+
+
+def extreme_rule(forward):
+    def rule(a, axis=None, *, keepdims=False, **kwargs):
+        y = forward(a, axis=axis, keepdims=keepdims, **kwargs)
+        where = kwargs.get("where", True)
+        return y, lambda dy: share_among_extremes(dy, a, y, axis, keepdims, where)
+
+    rule.__name__ = rule.__qualname__ = forward.__name__
+    return rule
+
+
+for _forward in (np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin):
+    defunary(_forward)(extreme_rule(_forward))
+
+for _ufunc in (np.maximum, np.minimum):
+    defunary((_ufunc, "reduce"))(functools.partial(extreme_rule(_ufunc.reduce), axis=0))
+
+
+@defunary(np.ptp)
+def ptp(a, axis=None, *, keepdims=False):
+    top = np.max(a, axis=axis, keepdims=keepdims)
+    bottom = np.min(a, axis=axis, keepdims=keepdims)
+
+    def back(dy):
+        return (share_among_extremes(dy, a, top, axis, keepdims)
+                - share_among_extremes(dy, a, bottom, axis, keepdims))
+
+    return top - bottom, back
+
+
+########################################################################################
+# var, std
+
+
+def variance_cotangent(dy, a, axis, keepdims, ddof, where):
+    """d var / d a = 2 (a - mean) / (n - ddof), times the expanded cotangent."""
+    n = count(a, axis, where)
+    centred = a - np.mean(a, axis=axis, keepdims=True, where=where)
+    return masked(expand(dy, a.shape, axis, keepdims) * (2 / (n - ddof)) * centred, where)
+
+
+@defunary(np.var)
+def var(a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
+    y = np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
+    ddof = kwargs.get("correction", ddof)
+    where = kwargs.get("where", True)
+    return y, lambda dy: variance_cotangent(dy, a, axis, keepdims, ddof, where)
+
+
+@defunary(np.std)
+def std(a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
+    y = np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
+    ddof = kwargs.get("correction", ddof)
+    where = kwargs.get("where", True)
+
+    def back(dy):
+        # d std = d var / (2 std); a constant slice (std 0) gets 0, its one-sided limit.
+        safe = np.where(y == 0, np.inf, 2 * y)
+        return variance_cotangent(dy / safe, a, axis, keepdims, ddof, where)
+
+    return y, back
+
+
+########################################################################################
+# cumsum, cumprod
+
+
+@defunary(np.cumsum)
+def cumsum(a, axis=None, dtype=None):
+    y = np.cumsum(a, axis=axis, dtype=dtype)
+    if axis is None:
+        return y, lambda dy: reverse_cumsum(dy, 0).reshape(a.shape)
+    return y, lambda dy: reverse_cumsum(dy, axis)
+
+
+@defunary((np.add, "accumulate"))
+def add_accumulate(a, axis=0, dtype=None):
+    return cumsum(a, axis, dtype)
+
+
+def cumprod_cotangent(dy, x, y, axis):
+    """The cotangent of ``x`` for ``y = cumprod(x, axis)``, without dividing by zero.
+
+    ``dx[k] = sum_{i >= k} dy[i] prod_{j <= i, j != k} x[j]``. Before the first zero ``z``
+    along the axis the terms with ``i >= z`` vanish and ``x[k] != 0``, so
+    ``dx[k] = sum_{i >= k} dy[i] y[i] / x[k]``. At ``z`` it is the same sum over the cumulative
+    product with ``x[z]`` replaced by 1; after ``z`` every term holds ``x[z]`` and is 0.
+    """
+    zero = x == 0
+    zeros_so_far = np.cumsum(zero, axis=axis)
+    before_first_zero = zeros_so_far == 0
+    g = np.where(before_first_zero,
+                 reverse_cumsum(dy * y, axis) / np.where(before_first_zero, x, 1), 0)
+    first_zero = zero & (zeros_so_far == 1)
+    if first_zero.any():
+        y_without_first_zero = np.cumprod(np.where(first_zero, 1, x), axis=axis)
+        g += np.where(first_zero, reverse_cumsum(dy * y_without_first_zero, axis), 0)
+    return g
+
+
+@defunary(np.cumprod)
+def cumprod(a, axis=None, dtype=None):
+    y = np.cumprod(a, axis=axis, dtype=dtype)
+    if axis is None:
+        return y, lambda dy: cumprod_cotangent(dy, a.reshape(-1), y, 0).reshape(a.shape)
+    return y, lambda dy: cumprod_cotangent(dy, a, y, axis)
+
+
+@defunary((np.multiply, "accumulate"))
+def multiply_accumulate(a, axis=0, dtype=None):
+    return cumprod(a, axis, dtype)
