@@ -79,13 +79,14 @@ class Run:
     def gradients(self, shadows):
         """One gradient per leaf: a copy of its shadow (zeros if none), a float for a scalar,
         None for a leaf that is not differentiable."""
+        # A shadow that no other argument reads is handed over instead of copied.
+        bases = [id(t.base) for t in self.traced if t is not None]
         grads = []
         for t, scalar in zip(self.traced, self.scalar, strict=True):
             if t is None:
                 grads.append(None)
                 continue
-            s = shadows.get(t)
-            g = np.zeros_like(t.value) if s is None else np.array(s, copy=True)
+            g = shadows.release(t, hand_over=bases.count(id(t.base)) == 1)
             grads.append(float(g) if scalar else g)
         return grads
 

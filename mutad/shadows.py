@@ -79,13 +79,28 @@ class Shadows:
         buffer without a shadow yet, ``g`` then becomes that shadow instead of being copied.
         """
         base = t.base
-        if (owned and t.value is base and id(base) not in self.entries
-                and g.dtype == base.dtype and g.shape == base.shape
-                and g.flags.c_contiguous and base.flags.c_contiguous and g.flags.writeable):
+        if t.value is base and id(base) not in self.entries and base.flags.c_contiguous:
+            # First touch of a whole buffer: the cotangent becomes its shadow (or a copy of it),
+            # saving the zero fill and the addition.
+            if not (owned and g.dtype == base.dtype and g.shape == base.shape
+                    and g.flags.c_contiguous and g.flags.writeable):
+                g = np.array(np.broadcast_to(g, base.shape), dtype=base.dtype, order="C")
             self.entries[id(base)] = [base, g, None, None]
             return
         view = self.of(t)
         view += g
+
+    def release(self, t, hand_over):
+        """The shadow of ``t`` for the caller to keep, zeros if nothing reached it. With
+        ``hand_over``, a whole C-contiguous buffer's shadow is given away (and forgotten) rather
+        than copied: for the last use of a shadow."""
+        entry = self.entries.get(id(t.base))
+        if entry is None:
+            return np.zeros_like(t.value)
+        if hand_over and t.value is t.base and entry[1].flags.c_contiguous:
+            del self.entries[id(t.base)]
+            return entry[1]
+        return np.array(self._view(entry, t.value), copy=True)
 
     def add_at(self, t, key, g):
         """Accumulate ``g`` into ``shadow(t)[key]``, adding repeated indices once each."""

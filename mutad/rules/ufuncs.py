@@ -15,10 +15,21 @@ LN2 = np.log(2.0)
 LN10 = np.log(10.0)
 
 
-def finite_nonzero(others):
-    """Dividing back by the other operand is exact only if it is finite and has no zeros."""
+def nonzero(others):
+    """Dividing back by the other operand needs it to have no zeros. (An infinite operand
+    makes the forward result infinite or NaN already, so it is not checked for: one pass.)"""
     (other,) = others
-    return bool(np.all(np.isfinite(other)) and np.all(other != 0))
+    return bool(np.all(other))
+
+
+def negated(d):
+    """``-d``, reusing ``d``'s memory: for partials that are fresh arrays."""
+    return np.negative(d, out=d)
+
+
+def one_minus_square(y):
+    d = np.multiply(y, y)
+    return np.subtract(1.0, d, out=d)
 
 
 def tie_half(a, b, win):
@@ -46,14 +57,14 @@ elementwise(np.reciprocal, lambda y, x: -(y * y),                         uses="
 elementwise(np.absolute,   lambda y, x: np.sign(x))
 elementwise(np.fabs,       lambda y, x: np.sign(x))
 elementwise(np.sin,        lambda y, x: np.cos(x))
-elementwise(np.cos,        lambda y, x: -np.sin(x))
+elementwise(np.cos,        lambda y, x: negated(np.sin(x)))
 elementwise(np.tan,        lambda y, x: 1.0 + y * y,                      uses="y")
 elementwise(np.arcsin,     lambda y, x: 1.0 / np.sqrt(1.0 - x * x))
 elementwise(np.arccos,     lambda y, x: -1.0 / np.sqrt(1.0 - x * x))
 elementwise(np.arctan,     lambda y, x: 1.0 / (1.0 + x * x))
 elementwise(np.sinh,       lambda y, x: np.cosh(x))
 elementwise(np.cosh,       lambda y, x: np.sinh(x))
-elementwise(np.tanh,       lambda y, x: 1.0 - y * y,                      uses="y")
+elementwise(np.tanh,       lambda y, x: one_minus_square(y),              uses="y")
 elementwise(np.arcsinh,    lambda y, x: 1.0 / np.sqrt(x * x + 1.0))
 elementwise(np.arccosh,    lambda y, x: 1.0 / np.sqrt(x * x - 1.0))
 elementwise(np.arctanh,    lambda y, x: 1.0 / (1.0 - x * x))
@@ -68,9 +79,9 @@ elementwise(np.subtract,   ONE, lambda y, a, b: -1.0,
                      lambda t, o: np.subtract(o[0], t, out=t)))
 elementwise(np.multiply,   lambda y, a, b: b, lambda y, a, b: a,
             inverse=(lambda t, o: np.divide(t, o[0], out=t),
-                     lambda t, o: np.divide(t, o[0], out=t)), is_safe=finite_nonzero)
+                     lambda t, o: np.divide(t, o[0], out=t)), is_safe=nonzero)
 elementwise(np.divide,     lambda y, a, b: 1.0 / b, lambda y, a, b: -a / (b * b),
-            inverse=(lambda t, o: np.multiply(t, o[0], out=t),), is_safe=finite_nonzero)
+            inverse=(lambda t, o: np.multiply(t, o[0], out=t),), is_safe=nonzero)
 elementwise(np.power,      lambda y, a, b: b * a ** (b - 1.0),
                            lambda y, a, b: np.log(np.where(a == 0, 1.0, a)) * a ** b)
 elementwise(np.remainder,  ONE, lambda y, a, b: -np.floor_divide(a, b))
