@@ -156,7 +156,7 @@ def value_and_gradient(f, *args, argnums=None, policy="restore"):
         value = _scalar_output(y)
         shadows = Shadows()
         if type(y) is Traced:
-            shadows.seed(y, 1.0)
+            shadows.add(y, 1.0)
             run.reverse(shadows)
         grads = run.per_argument(run.gradients(shadows))
     finally:
@@ -242,7 +242,7 @@ def pullback(f, *args, policy="restore"):
                         raise MutadError(
                             f"back(dy): a cotangent of shape {np.shape(g)} was given for an "
                             f"output of shape {t.value.shape}.")
-                    shadows.seed(t, g)
+                    shadows.add(t, g)  # outputs may share memory: add
             run.reverse(shadows)
             return run.per_argument(run.gradients(shadows))
         finally:

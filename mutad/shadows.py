@@ -105,8 +105,3 @@ class Shadows:
     def add_at(self, t, key, g):
         """Accumulate ``g`` into ``shadow(t)[key]``, adding repeated indices once each."""
         np.add.at(self.of(t), key, g)
-
-    def seed(self, t, g):
-        """Set the shadow of ``t`` to ``g`` (the output cotangent, or a test's random seed)."""
-        view = self.of(t)
-        view[...] = g

@@ -127,7 +127,7 @@ def check_grads(f, *args, policy="restore", rtol=None, atol=None, step=1e-4, see
         weights = [rng.standard_normal(np.shape(y)) if _is_float(y) else None for y in outputs]
         for y, w in zip(outputs, weights, strict=True):
             if type(y) is Traced:
-                shadows.seed(y, w)
+                shadows.add(y, w)  # outputs may share memory: add
         # Seed each argument buffer's shadow: a rule that assigns instead of accumulating
         # drops the seed, and the finite differences (which add <seed, buffer after f>) notice.
         seeds = {}

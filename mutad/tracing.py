@@ -304,9 +304,9 @@ def apply_function(name, rule, args, kwargs, tape=None):
     leaves = list(_leaves(args))
     if isinstance(y, (tuple, list)):
         wrapped = [_output(tape, yi, leaves) for yi in y]
-        result = type(y)(w for w, _ in wrapped)
-        if hasattr(y, "_fields"):  # named tuples such as eigh's EighResult
-            result = type(y)(*(w for w, _ in wrapped))
+        items = [w for w, _ in wrapped]
+        # Named tuples (eigh's EighResult) take their fields as separate arguments.
+        result = type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
     else:
         wrapped = [_output(tape, y, leaves)]
         result = wrapped[0][0]
