@@ -1,0 +1,412 @@
+"""Case tables for the elementwise-ufunc tests.
+
+``UFUNC_CASES`` has one row per differentiable ufunc in ``mutad/rules/ufuncs.py`` with the
+domain of each input. ``UNARY_SCENARIOS`` and ``BINARY_SCENARIOS`` are the ways a program can
+apply a ufunc: out of place, ``out=`` into a traced buffer, in place on its own input, into a
+slice, with broadcasting, and with operands that alias each other. The test crosses the two.
+"""
+
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+
+from strategies import (
+    Domain,
+    above_one,
+    between_one_and_two,
+    distinct,
+    nonzero,
+    open_unit_interval,
+    positive,
+    real,
+    small,
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A ufunc with the domain of each input; ``alias`` is the domain of a buffer that feeds
+    every operand at once (``a *= a``), for binary ufuncs whose operands' domains differ."""
+
+    ufunc: np.ufunc
+    domains: tuple
+    alias: Domain = None
+
+    @property
+    def arity(self):
+        return len(self.domains)
+
+    @property
+    def name(self):
+        return self.ufunc.__name__
+
+    @property
+    def alias_domain(self):
+        return self.alias or self.domains[0]
+
+
+# fmt: off
+UFUNC_CASES = [
+    Case(np.negative,    (real,)),
+    Case(np.positive,    (real,)),
+    Case(np.conjugate,   (real,)),
+    Case(np.exp,         (real,)),
+    Case(np.expm1,       (real,)),
+    Case(np.exp2,        (real,)),
+    Case(np.log,         (positive,)),
+    Case(np.log1p,       (positive,)),
+    Case(np.log2,        (positive,)),
+    Case(np.log10,       (positive,)),
+    Case(np.sqrt,        (positive,)),
+    Case(np.cbrt,        (nonzero,)),             # infinite slope at 0
+    Case(np.square,      (real,)),
+    Case(np.reciprocal,  (nonzero,)),
+    Case(np.absolute,    (nonzero,)),             # kink at 0
+    Case(np.fabs,        (nonzero,)),
+    Case(np.sin,         (real,)),
+    Case(np.cos,         (real,)),
+    Case(np.tan,         (small,)),               # poles at ±pi/2
+    Case(np.arcsin,      (open_unit_interval,)),
+    Case(np.arccos,      (open_unit_interval,)),
+    Case(np.arctan,      (real,)),
+    Case(np.sinh,        (real,)),
+    Case(np.cosh,        (real,)),
+    Case(np.tanh,        (real,)),
+    Case(np.arcsinh,     (real,)),
+    Case(np.arccosh,     (above_one,)),
+    Case(np.arctanh,     (open_unit_interval,)),
+    Case(np.deg2rad,     (real,)),
+    Case(np.rad2deg,     (real,)),
+
+    Case(np.add,         (real, real)),
+    Case(np.subtract,    (real, real)),
+    Case(np.multiply,    (real, real)),
+    Case(np.divide,      (real, nonzero),         alias=nonzero),
+    Case(np.power,       (positive, small),       alias=positive),
+    Case(np.remainder,   (between_one_and_two, between_one_and_two)),  # jumps where a/b is whole
+    Case(np.fmod,        (between_one_and_two, between_one_and_two)),
+    Case(np.maximum,     (distinct, distinct)),   # kinks where a == b
+    Case(np.minimum,     (distinct, distinct)),
+    Case(np.fmax,        (distinct, distinct)),
+    Case(np.fmin,        (distinct, distinct)),
+    Case(np.hypot,       (nonzero, nonzero)),     # kink at the origin
+    Case(np.arctan2,     (nonzero, nonzero)),     # branch cut along y == 0, x < 0
+    Case(np.logaddexp,   (real, real)),
+    Case(np.logaddexp2,  (real, real)),
+]
+# fmt: on
+
+
+def case_id(case):
+    return case.name
+
+
+AUGMENTED_OPERATORS = {
+    np.add: operator.iadd,
+    np.subtract: operator.isub,
+    np.multiply: operator.imul,
+    np.divide: operator.itruediv,
+    np.power: operator.ipow,
+    np.remainder: operator.imod,
+}
+"""The ufuncs Python's augmented assignments call: ``a += b`` is ``a = operator.iadd(a, b)``."""
+
+
+def update(ufunc, a, b):
+    """``a op= b`` through the operator when the ufunc has one, else ``ufunc(a, b, out=a)``."""
+    augmented = AUGMENTED_OPERATORS.get(ufunc)
+    if augmented is None:
+        return ufunc(a, b, out=a)
+    return augmented(a, b)
+
+
+def update_subscript(ufunc, a, key, b):
+    """``a[key] op= b`` exactly as Python runs it: read the item, update it, store it back."""
+    item = a[key]
+    item = update(ufunc, item, b)
+    a[key] = item
+
+
+# ----------------------------------------------------------------------------------------------
+# Scenarios: how a program applies the ufunc. Each has a program ``make(ufunc) -> f`` and the
+# argument shapes, each shape paired with the index of the case's domain it is drawn from
+# ("alias" for the domain of a buffer feeding every operand). A shape ``float`` is a Python
+# float argument.
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    make: object
+    arguments: tuple
+
+
+def _unary(name, arguments):
+    def register(make):
+        UNARY_SCENARIOS.append(Scenario(name, make, arguments))
+        return make
+    return register
+
+
+def _binary(name, arguments):
+    def register(make):
+        BINARY_SCENARIOS.append(Scenario(name, make, arguments))
+        return make
+    return register
+
+
+UNARY_SCENARIOS = []
+BINARY_SCENARIOS = []
+
+FREE = "free"
+"""The domain of an argument that only receives values (a slice target): any real."""
+
+
+@_unary("out_of_place", [((3, 4), 0)])
+def _(ufunc):
+    return lambda x: ufunc(x)
+
+
+@_unary("out_into_zeros_like", [((3, 4), 0)])
+def _(ufunc):
+    def f(x):
+        z = np.zeros_like(x)
+        ufunc(x, out=z)
+        return z
+    return f
+
+
+@_unary("in_place", [((3, 4), 0)])
+def _(ufunc):
+    def f(x):
+        ufunc(x, out=x)
+        return x
+    return f
+
+
+@_unary("in_place_on_transposed_argument", [("transposed", (4, 3), 0)])
+def _(ufunc):
+    def f(x):
+        ufunc(x, out=x)
+        return x
+    return f
+
+
+@_unary("slice_assignment", [((5,), FREE), ((5,), 0)])
+def _(ufunc):
+    def f(a, b):
+        a[1:] = ufunc(b[:-1])
+        return a
+    return f
+
+
+@_unary("out_into_strided_slice", [((6,), FREE), ((6,), 0)])
+def _(ufunc):
+    def f(a, b):
+        ufunc(b[1::2], out=a[::2])
+        return a
+    return f
+
+
+@_unary("element_assignment", [((3, 3), 0)])
+def _(ufunc):
+    def f(x):
+        x[1, 2] = ufunc(x[2, 1])
+        return x
+    return f
+
+
+@_unary("python_float", [(float, 0)])
+def _(ufunc):
+    return lambda s: ufunc(s)
+
+
+@_unary("self_aliased_shifted", [((6,), 0)])
+def _(ufunc):
+    def f(a):
+        ufunc(a[:-1], out=a[1:])
+        return a
+    return f
+
+
+@_unary("self_aliased_reversed", [((6,), 0)])
+def _(ufunc):
+    def f(a):
+        ufunc(a[::-1], out=a)
+        return a
+    return f
+
+
+@_binary("out_of_place", [((3, 4), 0), ((3, 4), 1)])
+def _(ufunc):
+    return lambda a, b: ufunc(a, b)
+
+
+@_binary("out_into_zeros_like", [((3, 4), 0), ((3, 4), 1)])
+def _(ufunc):
+    def f(a, b):
+        z = np.zeros_like(a)
+        ufunc(a, b, out=z)
+        return z
+    return f
+
+
+@_binary("in_place_first", [((3, 4), 0), ((3, 4), 1)])
+def _(ufunc):
+    def f(a, b):
+        a = update(ufunc, a, b)
+        return a
+    return f
+
+
+@_binary("in_place_second", [((3, 4), 0), ((3, 4), 1)])
+def _(ufunc):
+    def f(a, b):
+        ufunc(a, b, out=b)
+        return b
+    return f
+
+
+@_binary("in_place_on_transposed_argument", [("transposed", (4, 3), 0), ((4, 3), 1)])
+def _(ufunc):
+    def f(a, b):
+        a = update(ufunc, a, b)
+        return a
+    return f
+
+
+@_binary("into_strided_slice", [((6,), 0), ((6,), 1)])
+def _(ufunc):
+    def f(a, b):
+        update_subscript(ufunc, a, slice(None, None, 2), b[1::2])
+        return a
+    return f
+
+
+@_binary("slice_assignment", [((5,), FREE), ((5,), 0), ((5,), 1)])
+def _(ufunc):
+    def f(a, b, c):
+        a[1:] = ufunc(b[:-1], c[1:])
+        return a
+    return f
+
+
+@_binary("broadcast_outer", [((3, 1), 0), ((1, 4), 1)])
+def _(ufunc):
+    return lambda a, b: ufunc(a, b)
+
+
+@_binary("broadcast_leading_axis", [((4,), 0), ((2, 3, 4), 1)])
+def _(ufunc):
+    return lambda a, b: ufunc(a, b)
+
+
+@_binary("broadcast_row_in_place", [((3, 4), 0), ((4,), 1)])
+def _(ufunc):
+    def f(a, b):
+        a = update(ufunc, a, b)
+        return a
+    return f
+
+
+@_binary("broadcast_column_in_place", [((3, 4), 0), ((3, 1), 1)])
+def _(ufunc):
+    def f(a, b):
+        a = update(ufunc, a, b)
+        return a
+    return f
+
+
+@_binary("python_float_right", [((3, 4), 0), (float, 1)])
+def _(ufunc):
+    return lambda a, s: ufunc(a, s)
+
+
+@_binary("python_float_left", [(float, 0), ((3, 4), 1)])
+def _(ufunc):
+    return lambda s, b: ufunc(s, b)
+
+
+@_binary("python_float_in_place", [((3, 4), 0), (float, 1)])
+def _(ufunc):
+    def f(a, s):
+        a = update(ufunc, a, s)
+        return a
+    return f
+
+
+@_binary("self_operands", [((6,), "alias")])
+def _(ufunc):
+    return lambda a: ufunc(a, a)
+
+
+@_binary("self_in_place", [((6,), "alias")])
+def _(ufunc):
+    def f(a):
+        a = update(ufunc, a, a)
+        return a
+    return f
+
+
+@_binary("self_shifted", [((6,), "alias")])
+def _(ufunc):
+    def f(a):
+        update_subscript(ufunc, a, slice(1, None), a[:-1])
+        return a
+    return f
+
+
+@_binary("self_reversed", [((6,), "alias")])
+def _(ufunc):
+    def f(a):
+        update_subscript(ufunc, a, slice(None, None, -1), a)
+        return a
+    return f
+
+
+@_binary("argument_passed_twice", [("twice", (6,), "alias")])
+def _(ufunc):
+    def f(a, b):
+        a = update(ufunc, a, b)
+        return a
+    return f
+
+
+def sample_arguments(case, scenario, rng):
+    """The arguments of ``scenario`` for ``case``: arrays (or Python floats) in their domains.
+
+    Arguments drawn from a spaced domain are drawn together, so that their values are distinct
+    across arguments too (no ``a == b`` at a kink of maximum, no ``a / b == 1`` in remainder).
+    """
+    specs = []
+    for spec in scenario.arguments:
+        layout = spec[0] if spec[0] in ("transposed", "twice") else None
+        shape, which = spec[-2], spec[-1]
+        if which == FREE:
+            domain = real
+        elif which == "alias":
+            domain = case.alias_domain
+        else:
+            domain = case.domains[which]
+        specs.append((layout, () if shape is float else shape, shape is float, domain))
+
+    pools = {}
+    for _, shape, _, domain in specs:
+        pools[domain] = pools.get(domain, 0) + int(np.prod(shape, dtype=int))
+    pools = {domain: iter(domain.sample(rng, (size,))) for domain, size in pools.items()}
+
+    arguments = []
+    for layout, shape, is_float, domain in specs:
+        values = np.array([next(pools[domain]) for _ in range(int(np.prod(shape, dtype=int)))])
+        if is_float:
+            arguments.append(float(values[0]))
+        elif layout == "transposed":
+            # A view whose buffer is not passed: its shadow is a transposed view of the buffer's.
+            arguments.append(values.reshape(shape[::-1]).T)
+        elif layout == "twice":
+            array = values.reshape(shape)
+            arguments.extend([array, array])
+        else:
+            arguments.append(values.reshape(shape))
+    return arguments

@@ -1,0 +1,99 @@
+"""Elementwise ufuncs: every rule, in every way a program can apply it, under both policies."""
+
+import numpy as np
+import pytest
+
+import mutad
+from cases import BINARY_SCENARIOS, UFUNC_CASES, UNARY_SCENARIOS, case_id, sample_arguments
+from mutad.registry import UFUNCS
+
+POLICIES = ("restore", "checkpoint")
+
+ZERO_D_PARTIAL = pytest.mark.xfail(
+    strict=True, raises=TypeError,
+    reason="core bug: cos/tanh partials write out= into a NumPy scalar for 0-d values")
+KNOWN_CORE_BUGS = {
+    ("cos", "python_float"): ZERO_D_PARTIAL,
+    ("cos", "element_assignment"): ZERO_D_PARTIAL,
+    ("tanh", "python_float"): ZERO_D_PARTIAL,
+    ("tanh", "element_assignment"): ZERO_D_PARTIAL,
+}
+"""(ufunc name, scenario name) -> the xfail mark of a core bug recorded in /tmp/core_bugs.md."""
+
+
+def _case_scenario_pairs():
+    for case in UFUNC_CASES:
+        scenarios = UNARY_SCENARIOS if case.arity == 1 else BINARY_SCENARIOS
+        for scenario in scenarios:
+            bug = KNOWN_CORE_BUGS.get((case.name, scenario.name))
+            yield pytest.param(case, scenario, id=f"{case.name}-{scenario.name}",
+                               marks=() if bug is None else bug)
+
+
+def _cases_for(scenario_name):
+    for case in UFUNC_CASES:
+        bug = KNOWN_CORE_BUGS.get((case.name, scenario_name))
+        yield pytest.param(case, id=case.name, marks=() if bug is None else bug)
+
+
+def test_every_differentiable_ufunc_has_a_case():
+    assert {case.ufunc for case in UFUNC_CASES} == set(UFUNCS)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(("case", "scenario"), _case_scenario_pairs())
+def test_ufunc_gradient(case, scenario, policy, rng):
+    arguments = sample_arguments(case, scenario, rng)
+    mutad.check_grads(scenario.make(case.ufunc), *arguments, policy=policy)
+
+
+def _leapfrog(q, p, inverse_mass):
+    """A well-conditioned in-place program whose every update has an exact inverse, so the
+    default policy restores by inversion wherever it judges that safe."""
+    step = 0.05
+    for _ in range(25):
+        p -= 0.5 * step * np.sin(q)
+        q += step * inverse_mass * p
+        p -= 0.5 * step * np.sin(q)
+        q *= 1.01
+        p /= 1.01
+        np.negative(p, out=p)
+        np.subtract(0.1, p, out=p)
+    return (q * q).sum() + (p * p * inverse_mass).sum()
+
+
+def test_default_policy_agrees_with_checkpoint_to_1e_10(rng):
+    arguments = (rng.uniform(-1, 1, 8), rng.uniform(-1, 1, 8), rng.uniform(0.5, 2, 8))
+    restored = mutad.gradient(_leapfrog, *arguments)
+    checkpointed = mutad.gradient(_leapfrog, *arguments, policy="checkpoint")
+    for by_restore, by_checkpoint in zip(restored, checkpointed, strict=True):
+        np.testing.assert_allclose(by_restore, by_checkpoint, rtol=1e-10, atol=0)
+
+
+def _out_of_place_sum(ufunc):
+    return lambda *xs: ufunc(*xs).sum()
+
+
+def _in_place_sum(ufunc):
+    def f(*xs):
+        ufunc(*xs, out=xs[0])
+        return xs[0].sum()
+    return f
+
+
+@pytest.mark.parametrize("program", [_out_of_place_sum, _in_place_sum])
+@pytest.mark.parametrize("case", UFUNC_CASES, ids=case_id)
+def test_float32_arguments_give_float32_gradients(case, program, rng):
+    arguments = [domain.sample(rng, (3, 4)).astype(np.float32) for domain in case.domains]
+    gradients = mutad.gradient(program(case.ufunc), *arguments)
+    for argument, grad in zip(arguments, gradients, strict=True):
+        assert grad.dtype == np.float32
+        assert grad.shape == argument.shape
+    mutad.check_grads(program(case.ufunc), *arguments)
+
+
+@pytest.mark.parametrize("case", _cases_for("python_float"))
+def test_python_float_arguments_give_float_gradients(case, rng):
+    arguments = [float(domain.sample(rng, ())) for domain in case.domains]
+    gradients = mutad.gradient(lambda *xs: case.ufunc(*xs), *arguments)
+    assert [type(grad) for grad in gradients] == [float] * case.arity
