@@ -56,6 +56,12 @@ def function_name(func):
 
 def _active(tape):
     if not ACTIVE or ACTIVE[-1] is not tape:
+        if tape in ACTIVE or (tape is None and len(ACTIVE) > 1):
+            raise UnsupportedOperationError(
+                "a value traced by an outer differentiation reached an inner one (a gradient "
+                "of a function that itself calls mutad.gradient): nested differentiation is "
+                "not supported yet. Differentiate the inner function by hand, or restructure "
+                "so the outer function does not call mutad.")
         raise MutadError(
             "a traced array was used outside the differentiation that created it (it escaped "
             "through a global, a closure or an attribute). Return values from the "

@@ -113,3 +113,15 @@ def test_every_error_class_is_documented():
         cls = getattr(errors, name)
         if isinstance(cls, type) and issubclass(cls, errors.MutadError):
             assert cls.__doc__ and len(cls.__doc__) > 40, name
+
+
+def test_nested_differentiation_is_refused_clearly():
+    x = np.array(3.0)
+    before = x.tobytes()
+
+    def outer(x):
+        return x * mutad.gradient(lambda y: x * y, 2.0)[0]
+
+    with pytest.raises(errors.UnsupportedOperationError, match="nested differentiation"):
+        mutad.gradient(outer, x)
+    assert x.tobytes() == before
