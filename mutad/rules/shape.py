@@ -1,1 +1,331 @@
-"""shape rules (being written)."""
+"""Shape functions: rearranging, joining, splitting, padding, selecting.
+
+Most are linear maps of their first argument whose transpose is one line, so they sit in a
+table. When NumPy returns a view (reshape, transpose, flip, split, ...) the core records nothing
+and the gradient flows through the shared shadow; the rule's ``back`` serves the calls where
+NumPy has to copy. Functions with several differentiable arguments (joins, ``where``, ``clip``)
+are named rules below the table.
+"""
+
+import numpy as np
+
+from ..errors import UnsupportedOperationError
+from ..registry import defrule
+from ..tracing import unbroadcast
+from .reductions import defunary
+
+
+def linear(func, cotangent):
+    """Register ``func``, linear in its first argument ``a``, whose transpose is
+    ``cotangent(dy, a, *rest, **kwargs)``, called with ``func``'s own arguments."""
+
+    def rule(a, *rest, **kwargs):
+        return func(a, *rest, **kwargs), lambda dy: cotangent(dy, a, *rest, **kwargs)
+
+    rule.__name__ = rule.__qualname__ = func.__name__
+    defunary(func)(rule)
+
+
+def index_order(order, a):
+    """The index order (C or F) that ``order`` means for ``a`` in reshape and ravel."""
+    if order == "A":
+        return "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+    return order
+
+
+def inverse_permutation(axes, ndim):
+    if axes is None:
+        return None  # reversing the axes is its own inverse
+    return np.argsort([axis % ndim for axis in axes])
+
+
+def gather_cotangent(dy, a, rearrange):
+    """The cotangent of ``a`` for ``y = rearrange(a)`` that only copies elements of ``a``.
+
+    ``rearrange`` is applied to the flat index of each element, laid out in memory as ``a`` is
+    (so memory-order functions such as ``ravel(order="K")`` pick the same elements); every
+    element of ``y`` then names its source, and its cotangent is added there. A source of -1
+    marks an element that came from no input (constant padding).
+    """
+    sources = np.empty_like(a, dtype=np.intp)
+    sources[...] = np.arange(a.size).reshape(a.shape)
+    sources = np.asarray(rearrange(sources)).reshape(-1)
+    weights = np.asarray(dy).reshape(-1)
+    if sources.size and sources.min() < 0:
+        weights = weights[sources >= 0]
+        sources = sources[sources >= 0]
+    g = np.bincount(sources, weights=weights, minlength=a.size)
+    return g.astype(dy.dtype, copy=False).reshape(a.shape)
+
+
+def place_diagonal(dy, shape, offset=0, axis1=0, axis2=1):
+    """The transpose of ``np.diagonal``: ``dy`` on that diagonal of zeros of ``shape``."""
+    g = np.zeros(shape, dy.dtype)
+    length = dy.shape[-1]
+    rows = np.arange(length) + max(-offset, 0)
+    columns = np.arange(length) + max(offset, 0)
+    np.moveaxis(g, (axis1, axis2), (-2, -1))[..., rows, columns] = dy
+    return g
+
+
+def tile_cotangent(dy, A, reps):
+    """Sum the tiles: ``dy`` has shape ``reps * shape``, each tile a copy of ``A``."""
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    ndim = max(len(reps), A.ndim)
+    shape = (1,) * (ndim - A.ndim) + A.shape
+    reps = (1,) * (ndim - len(reps)) + reps
+    tiles_then_elements = [n for pair in zip(reps, shape, strict=True) for n in pair]
+    return dy.reshape(tiles_then_elements).sum(axis=tuple(range(0, 2 * ndim, 2))).reshape(A.shape)
+
+
+def repeat_cotangent(dy, a, repeats, axis=None):
+    """Add the cotangents of the copies of each element back into it."""
+    source = a.reshape(-1) if axis is None else a
+    axis = 0 if axis is None else axis
+    length = source.shape[axis]
+    copied_from = np.repeat(np.arange(length), repeats)
+    along_axis = np.moveaxis(dy, axis, 0)
+    g = np.zeros((length,) + along_axis.shape[1:], dy.dtype)
+    np.add.at(g, copied_from, along_axis)
+    return np.moveaxis(g, 0, axis).reshape(a.shape)
+
+
+GATHER_PAD_MODES = ("constant", "empty", "edge", "reflect", "symmetric", "wrap")
+
+
+def pad_cotangent(dy, array, pad_width, mode="constant", **kwargs):
+    """Each padded element copies an element of ``array`` (or a constant): pad the indices the
+    same way to learn which. Modes that compute new values (``mean``, ``linear_ramp``, odd
+    reflection) are not copies, and have no rule."""
+    if mode not in GATHER_PAD_MODES or kwargs.get("reflect_type", "even") != "even":
+        raise UnsupportedOperationError(
+            f"np.pad(..., mode={mode!r}, {kwargs}) on traced arrays: only modes that copy "
+            f"elements are differentiated ({', '.join(GATHER_PAD_MODES)}, with even reflection). "
+            "Build the padding from slices and np.concatenate instead.")
+    if mode in ("constant", "empty"):
+        return gather_cotangent(dy, array, lambda s: np.pad(s, pad_width, constant_values=-1))
+    return gather_cotangent(dy, array, lambda s: np.pad(s, pad_width, mode, **kwargs))
+
+
+# fmt: off
+# function             cotangent of the first argument, from dy and the function's own arguments
+linear(np.reshape,     lambda dy, a, shape=None, order="C", **kw: np.reshape(dy, a.shape, order=index_order(order, a)))
+linear(np.ravel,       lambda dy, a, order="C": gather_cotangent(dy, a, lambda s: np.ravel(s, order="K")) if order == "K"
+                                                else np.reshape(dy, a.shape, order=index_order(order, a)))
+linear(np.squeeze,     lambda dy, a, axis=None: np.reshape(dy, a.shape))
+linear(np.expand_dims, lambda dy, a, axis: np.reshape(dy, a.shape))
+linear(np.transpose,   lambda dy, a, axes=None: np.transpose(dy, inverse_permutation(axes, a.ndim)))
+linear(np.matrix_transpose, lambda dy, x: np.swapaxes(dy, -1, -2))
+linear(np.swapaxes,    lambda dy, a, axis1, axis2: np.swapaxes(dy, axis1, axis2))
+linear(np.moveaxis,    lambda dy, a, source, destination: np.moveaxis(dy, destination, source))
+linear(np.rollaxis,    lambda dy, a, axis, start=0: gather_cotangent(dy, a, lambda s: np.rollaxis(s, axis, start)))
+linear(np.flip,        lambda dy, m, axis=None: np.flip(dy, axis))
+linear(np.fliplr,      lambda dy, m: np.fliplr(dy))
+linear(np.flipud,      lambda dy, m: np.flipud(dy))
+linear(np.rot90,       lambda dy, m, k=1, axes=(0, 1): np.rot90(dy, -k, axes))
+linear(np.roll,        lambda dy, a, shift, axis=None: np.roll(dy, np.negative(shift), axis))
+linear(np.broadcast_to, lambda dy, array, shape, subok=False: unbroadcast(dy, array.shape))
+linear(np.tile,        tile_cotangent)
+linear(np.repeat,      repeat_cotangent)
+linear(np.delete,      lambda dy, arr, obj, axis=None: gather_cotangent(dy, arr, lambda s: np.delete(s, obj, axis)))
+linear(np.pad,         pad_cotangent)
+linear(np.triu,        lambda dy, m, k=0: np.triu(dy, k))
+linear(np.tril,        lambda dy, m, k=0: np.tril(dy, k))
+linear(np.diagonal,    lambda dy, a, offset=0, axis1=0, axis2=1: place_diagonal(dy, a.shape, offset, axis1, axis2))
+linear(np.diag,        lambda dy, v, k=0: np.diagonal(dy, k) if v.ndim == 1 else place_diagonal(dy, v.shape, k))
+linear(np.real,        lambda dy, val: dy)
+# fmt: on
+
+
+########################################################################################
+# Joining: concatenate, stack, hstack, vstack, dstack, column_stack, append
+
+
+def join_rule(func, layout):
+    """A rule for ``func(arrays, *rest, **kwargs)``, which concatenates its arrays along one
+    axis after reshaping each (``stack`` adds an axis, ``vstack`` makes rows of vectors).
+
+    ``layout(arrays, *rest, **kwargs)`` gives the shape each array has when it is
+    concatenated, and the axis; the pullback cuts ``dy`` there and reshapes each piece back.
+    """
+
+    def rule(arrays, *rest, **kwargs):
+        y = func(arrays, *rest, **kwargs)
+        joined_shapes, axis = layout(arrays, *rest, **kwargs)
+
+        def back(dy):
+            ends = np.cumsum([shape[axis] for shape in joined_shapes])[:-1]
+            pieces = np.split(dy, ends, axis=axis)
+            cotangents = [np.reshape(piece, np.shape(x))
+                          for piece, x in zip(pieces, arrays, strict=True)]
+            return (cotangents,) + (None,) * len(rest)
+
+        return y, back
+
+    rule.__name__ = rule.__qualname__ = func.__name__
+    defrule(func)(rule)
+
+
+def concatenate_layout(arrays, axis=0, *rest, **kwargs):
+    if axis is None:
+        return [(np.size(x),) for x in arrays], 0
+    return [np.shape(x) for x in arrays], axis % np.ndim(arrays[0])
+
+
+def stack_layout(arrays, axis=0, *rest, **kwargs):
+    axis %= np.ndim(arrays[0]) + 1
+    return [np.shape(x)[:axis] + (1,) + np.shape(x)[axis:] for x in arrays], axis
+
+
+def hstack_layout(tup, **kwargs):
+    shapes = [np.shape(np.atleast_1d(x)) for x in tup]
+    return shapes, 0 if len(shapes[0]) == 1 else 1
+
+
+def column_stack_layout(tup):
+    return [np.shape(x) if np.ndim(x) >= 2 else (np.size(x), 1) for x in tup], 1
+
+
+# fmt: off
+join_rule(np.concatenate, concatenate_layout)
+join_rule(np.stack,        stack_layout)
+join_rule(np.hstack,       hstack_layout)
+join_rule(np.vstack,       lambda tup, **kw: ([np.shape(np.atleast_2d(x)) for x in tup], 0))
+join_rule(np.dstack,       lambda tup: ([np.shape(np.atleast_3d(x)) for x in tup], 2))
+join_rule(np.column_stack, column_stack_layout)
+# fmt: on
+
+
+@defrule(np.append)
+def append(arr, values, *rest, **kwargs):
+    axis = rest[0] if rest else kwargs.get("axis")
+    y = np.append(arr, values, *rest, **kwargs)
+
+    def back(dy):
+        if axis is None:
+            head, tail = dy[:np.size(arr)], dy[np.size(arr):]
+        else:
+            head, tail = np.split(dy, [np.shape(arr)[axis]], axis=axis)
+        return (np.reshape(head, np.shape(arr)), np.reshape(tail, np.shape(values))) + (None,) * len(rest)
+
+    return y, back
+
+
+########################################################################################
+# Splitting: split, array_split, hsplit, vsplit, dsplit, unstack
+
+
+def split_rule(func, join):
+    """A rule for ``func(ary, *rest, **kwargs)`` returning pieces of ``ary`` that
+    ``join(pieces, ary, *rest, **kwargs)`` puts back together.
+
+    The pieces are usually views, so nothing is recorded; when they are copies, outputs no
+    gradient reached arrive as ``None`` and count as zeros.
+    """
+
+    def rule(ary, *rest, **kwargs):
+        pieces = func(ary, *rest, **kwargs)
+        shapes = [(piece.shape, piece.dtype) for piece in pieces]
+
+        def back(dys):
+            dys = [np.zeros(*shape) if dy is None else dy
+                   for dy, shape in zip(dys, shapes, strict=True)]
+            return (join(dys, ary, *rest, **kwargs),) + (None,) * len(rest)
+
+        return pieces, back
+
+    rule.__name__ = rule.__qualname__ = func.__name__
+    defrule(func)(rule)
+
+
+# fmt: off
+split_rule(np.split,       lambda dys, ary, indices_or_sections, axis=0: np.concatenate(dys, axis))
+split_rule(np.array_split, lambda dys, ary, indices_or_sections, axis=0: np.concatenate(dys, axis))
+split_rule(np.hsplit,      lambda dys, ary, indices_or_sections: np.concatenate(dys, 1 if ary.ndim > 1 else 0))
+split_rule(np.vsplit,      lambda dys, ary, indices_or_sections: np.concatenate(dys, 0))
+split_rule(np.dsplit,      lambda dys, ary, indices_or_sections: np.concatenate(dys, 2))
+# fmt: on
+if hasattr(np, "unstack"):  # NumPy 2.1 and later
+    split_rule(np.unstack, lambda dys, x, axis=0: np.stack(dys, axis))
+
+
+########################################################################################
+# atleast_1d/2d/3d, broadcast_arrays
+
+
+def atleast_rule(func):
+    """``atleast_nd(*arys)`` reshapes each argument; one argument gives one array, several a
+    tuple. An argument that already has enough dimensions comes back as a view of itself."""
+
+    def rule(*arys):
+        ys = func(*arys)
+        if len(arys) == 1:
+            y = arys[0].view() if ys is arys[0] else ys
+            return y, lambda dy: (np.reshape(dy, np.shape(arys[0])),)
+        ys = tuple(x.view() if y is x else y for x, y in zip(arys, ys, strict=True))
+
+        def back(dys):
+            return tuple(None if dy is None else np.reshape(dy, np.shape(x))
+                         for dy, x in zip(dys, arys, strict=True))
+
+        return ys, back
+
+    rule.__name__ = rule.__qualname__ = func.__name__
+    defrule(func)(rule)
+
+
+for _func in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
+    atleast_rule(_func)
+
+
+@defrule(np.broadcast_arrays)
+def broadcast_arrays(*args, subok=False):
+    """An argument already of the common shape comes back as a view of itself, as NumPy returns
+    the argument itself; the others are read-only broadcasts, which the core copies."""
+    shape = np.broadcast_shapes(*(np.shape(x) for x in args))
+    ys = tuple(x.view() if isinstance(x, np.ndarray) and x.shape == shape
+               else np.broadcast_to(x, shape) for x in args)
+
+    def back(dys):
+        return tuple(None if dy is None else unbroadcast(dy, np.shape(x))
+                     for dy, x in zip(dys, args, strict=True))
+
+    return ys, back
+
+
+########################################################################################
+# where, clip
+
+
+@defrule(np.where)
+def where(condition, *branches):
+    if not branches:  # np.where(condition): indices, no gradient
+        return np.where(condition), lambda dy: (None,)
+    x, y = branches
+
+    def back(dy):
+        return (None,
+                unbroadcast(np.where(condition, dy, 0), np.shape(x)),
+                unbroadcast(np.where(condition, 0, dy), np.shape(y)))
+
+    return np.where(condition, x, y), back
+
+
+@defrule(np.clip)
+def clip(a, *bounds, **kwargs):
+    """``clip(a, lower, upper) = minimum(maximum(a, lower), upper)``: each element's cotangent
+    goes to the operand it came from; where ``a`` equals a bound, to ``a``."""
+    y = np.clip(a, *bounds, **kwargs)
+    lower = bounds[0] if len(bounds) > 0 else kwargs.get("min")
+    upper = bounds[1] if len(bounds) > 1 else kwargs.get("max")
+
+    def back(dy):
+        raised = a if lower is None else np.maximum(a, lower)
+        above = np.zeros(y.shape, bool) if upper is None else np.broadcast_to(raised > upper, y.shape)
+        below = np.zeros(y.shape, bool) if lower is None else (a < lower) & ~above
+        cotangents = (unbroadcast(np.where(below | above, 0, dy), np.shape(a)),
+                      None if lower is None else unbroadcast(np.where(below, dy, 0), np.shape(lower)),
+                      None if upper is None else unbroadcast(np.where(above, dy, 0), np.shape(upper)))
+        return cotangents[:1 + len(bounds)]
+
+    return y, back
