@@ -168,6 +168,10 @@ def _elementwise_cotangents(shadows, rule, dy, y, inputs, values, traced):
     rows = []
     for i in traced:
         partial = rule.partials[i]
+        if partial is ONE and i != last and inputs[i].value.shape == dy.shape \
+                and shadows.get(inputs[i]) is not None:
+            shadows.add(inputs[i], dy)  # an existing shadow takes dy as it is: no copy
+            continue
         if partial is ONE:
             g = dy if i == last else dy.copy()
         elif i == last:
