@@ -121,7 +121,7 @@ def view_chains(draw, base, max_steps=3):
         kind = draw(st.sampled_from(kinds))
         if kind == "slice" and view.size:
             key = draw(slices_of(view.shape))
-            view = view[key]
+            view = view[key + (Ellipsis,)]  # the Ellipsis keeps a 0-d result a view, not a scalar
             description.append(f"[{', '.join(_slice_text(k) for k in key)}]")
         elif kind == "transpose":
             view = view.T
