@@ -145,9 +145,9 @@ def _fresh(y, tape):
 
 
 def _add_all(shadows, rows):
-    """Accumulate ``(traced, cotangent)`` rows; a cotangent the pullback owns may become the
-    shadow itself, unless another row already took the same memory."""
-    taken = set()
+    """Accumulate ``(traced, cotangent)`` rows. A fresh cotangent may become the shadow itself,
+    unless another row already took the same memory or it is an input's own primal memory."""
+    taken = {id(owner(t.value)) for t, _ in rows}
     for t, g in rows:
         if g is None:
             continue

@@ -9,15 +9,7 @@ from mutad.registry import UFUNCS
 
 POLICIES = ("restore", "checkpoint")
 
-ZERO_D_PARTIAL = pytest.mark.xfail(
-    strict=True, raises=TypeError,
-    reason="core bug: cos/tanh partials write out= into a NumPy scalar for 0-d values")
-KNOWN_CORE_BUGS = {
-    ("cos", "python_float"): ZERO_D_PARTIAL,
-    ("cos", "element_assignment"): ZERO_D_PARTIAL,
-    ("tanh", "python_float"): ZERO_D_PARTIAL,
-    ("tanh", "element_assignment"): ZERO_D_PARTIAL,
-}
+KNOWN_CORE_BUGS = {}
 """(ufunc name, scenario name) -> the xfail mark of a core bug recorded in /tmp/core_bugs.md."""
 
 

@@ -23,13 +23,13 @@ def nonzero(others):
 
 
 def negated(d):
-    """``-d``, reusing ``d``'s memory: for partials that are fresh arrays."""
-    return np.negative(d, out=d)
+    """``-d``, reusing ``d``'s memory when it is an array (0-d inputs give NumPy scalars)."""
+    return np.negative(d, out=d) if type(d) is np.ndarray else -d
 
 
 def one_minus_square(y):
     d = np.multiply(y, y)
-    return np.subtract(1.0, d, out=d)
+    return np.subtract(1.0, d, out=d) if type(d) is np.ndarray else 1.0 - d
 
 
 def tie_half(a, b, win):
