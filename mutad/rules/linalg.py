@@ -1,1 +1,653 @@
-"""linalg rules (being written)."""
+"""Linear algebra: products (dot, matmul, einsum, tensordot, …) and ``np.linalg``.
+
+Every product is a contraction, so all of them share one pullback: the cotangent of an einsum
+operand is the einsum of the output's cotangent with the other operands (``einsum_cotangent``).
+Products with a faster or simpler form (matmul, outer, vdot) spell it out.
+
+The matrix functions follow the standard results, cited beside each rule:
+Giles, "An extended collection of matrix derivative results for forward and reverse mode
+algorithmic differentiation" (2008) for inv, solve, det and the eigenproblem; Murray, "Differentiation
+of the Cholesky decomposition" (arXiv:1602.07527, 2016) for cholesky; Golub & Pereyra, "The
+differentiation of pseudo-inverses and nonlinear least squares problems" (SIAM J. Numer. Anal.,
+1973, Thm. 4.3) for pinv. Inputs of cholesky and eigh are symmetric by contract, so they get the
+symmetric gradient (the derivative along symmetric perturbations), as in PyTorch and JAX.
+"""
+
+import string
+
+import numpy as np
+
+from ..errors import UnsupportedOperationError
+from ..registry import defrule
+from ..tracing import unbroadcast
+
+
+def rule_for(*funcs):
+    """Register a rule whose ``back`` returns cotangents for its leading positional arguments
+    only; the settings a caller passes positionally after them (``ord``, ``axis``, ``UPLO``)
+    get ``None``, so the rule need not count them."""
+
+    def register(rule):
+        def counted(*args, **kwargs):
+            y, back = rule(*args, **kwargs)
+
+            def padded(dy):
+                cotangents = tuple(back(dy))[:len(args)]
+                return cotangents + (None,) * (len(args) - len(cotangents))
+
+            return y, padded
+
+        counted.__name__ = rule.__name__
+        counted.__doc__ = rule.__doc__
+        defrule(*funcs)(counted)
+        return rule
+
+    return register
+
+
+def transpose(x):
+    """The matrix transpose of a stack of matrices."""
+    return np.swapaxes(x, -1, -2)
+
+
+def symmetric_part(g):
+    return 0.5 * (g + transpose(g))
+
+
+# ----------------------------------------------------------------------------------------------
+# Contractions: einsum and every product written as one
+
+
+def _explicit_einsum(subscripts, shapes):
+    """One string of letters per operand and one for the output, with ``...`` spelled out in
+    letters the subscripts do not use and implicit output made explicit (NumPy's rule: the
+    broadcast axes, then the letters seen once, in ASCII order)."""
+    subscripts = subscripts.replace(" ", "")
+    inputs, arrow, output = subscripts.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(shapes):
+        raise UnsupportedOperationError(
+            f"np.einsum({subscripts!r}, ...): {len(terms)} operand subscripts for "
+            f"{len(shapes)} operands.")
+    spare = (c for c in string.ascii_letters if c not in subscripts)
+    ranks = [len(shape) - (len(term) - 3) for term, shape in zip(terms, shapes, strict=True)
+             if "..." in term]
+    broadcast = "".join(next(spare) for _ in range(max(ranks, default=0)))
+    expanded = []
+    for term, shape in zip(terms, shapes, strict=True):
+        if "..." in term:
+            rank = len(shape) - (len(term) - 3)
+            term = term.replace("...", broadcast[len(broadcast) - rank:])
+        expanded.append(term)
+    if arrow:
+        output = output.replace("...", broadcast)
+    else:
+        letters = inputs.replace("...", "").replace(",", "")
+        output = broadcast + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    return expanded, output
+
+
+def _squeeze_broadcast(terms, operands):
+    """Drop the axes of length 1 that broadcast against a longer axis of the same letter.
+
+    A broadcast axis contributes the same entry for every index, which is the same as the
+    operand not carrying that letter at all; afterwards every letter has one length.
+    """
+    sizes = {}
+    for term, x in zip(terms, operands, strict=True):
+        for letter, n in zip(term, np.shape(x), strict=True):
+            sizes[letter] = max(sizes.get(letter, 1), n)
+    squeezed_terms, squeezed = [], []
+    for term, x in zip(terms, operands, strict=True):
+        keep = [i for i, (letter, n) in enumerate(zip(term, np.shape(x), strict=True))
+                if n == sizes[letter]]
+        squeezed_terms.append("".join(term[i] for i in keep))
+        squeezed.append(np.reshape(x, [np.shape(x)[i] for i in keep]))
+    return squeezed_terms, squeezed, sizes
+
+
+def einsum_cotangent(k, terms, output, operands, dy, sizes):
+    """Cotangent of operand ``k`` of ``einsum(terms -> output)``, in ``terms[k]``'s shape.
+
+    y[out] = Σ Π_j x_j[term_j] is linear in x_k, so its cotangent is the same sum with x_k
+    replaced by dy: einsum(out, other terms -> term_k). Two letters einsum cannot output are
+    handled around it: letters only x_k carries (summed over in the forward pass, so the
+    cotangent is constant along them: broadcast) and letters x_k repeats (x_k was read on a
+    diagonal only: the cotangent goes onto that diagonal, zero elsewhere).
+    """
+    term = terms[k]
+    others = [t for j, t in enumerate(terms) if j != k]
+    other_operands = [x for j, x in enumerate(operands) if j != k]
+    unique = "".join(dict.fromkeys(term))
+    reached = set(output).union(*others)
+    target = "".join(c for c in unique if c in reached)
+    g = np.einsum(",".join([output, *others]) + "->" + target, dy, *other_operands,
+                  optimize=bool(others))
+    g = np.broadcast_to(np.reshape(g, [sizes[c] if c in target else 1 for c in unique]),
+                        [sizes[c] for c in unique])
+    if len(unique) < len(term):
+        diagonal = np.zeros([sizes[c] for c in term], g.dtype)
+        grids = dict(zip(unique, np.ogrid[tuple(slice(sizes[c]) for c in unique)], strict=True))
+        diagonal[tuple(grids[c] for c in term)] = g
+        g = diagonal
+    return g
+
+
+def contraction_back(terms, output, operands):
+    """The pullback of ``einsum(terms -> output)(*operands)``: one cotangent per operand."""
+    terms, squeezed, sizes = _squeeze_broadcast(terms, operands)
+
+    def back(dy):
+        dy = np.reshape(dy, [sizes[c] for c in output])
+        return tuple(
+            np.reshape(einsum_cotangent(k, terms, output, squeezed, dy, sizes), np.shape(x))
+            for k, x in enumerate(operands))
+
+    return back
+
+
+@defrule(np.einsum)
+def einsum(subscripts, *operands, **kwargs):
+    if not isinstance(subscripts, str):
+        raise UnsupportedOperationError(
+            "np.einsum(op0, sublist0, op1, ...): mutad differentiates the subscripts-string form "
+            "only; write np.einsum('ij,jk->ik', a, b).")
+    y = np.einsum(subscripts, *operands, **kwargs)
+    terms, output = _explicit_einsum(subscripts, [np.shape(x) for x in operands])
+    contract = contraction_back(terms, output, operands)
+
+    def back(dy):
+        return (None, *contract(dy))
+
+    return y, back
+
+
+def _letters(count, skip=""):
+    return "".join(c for c in string.ascii_letters if c not in skip)[:count]
+
+
+@rule_for(np.dot)
+def dot(a, b):
+    y = np.dot(a, b)
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        terms = (_letters(np.ndim(a)), _letters(np.ndim(b)))
+        output = max(terms, key=len)
+    else:
+        # dot(a, b)[i..., j..., k] = Σ_m a[i..., m] b[j..., m, k]
+        a_free = _letters(np.ndim(a) - 1, skip="z")
+        b_free = _letters(np.ndim(a) + np.ndim(b), skip="z")[np.ndim(a):][:np.ndim(b) - 1]
+        terms = (a_free + "z", b_free[:-1] + "z" + b_free[-1:])
+        output = a_free + b_free
+    return y, contraction_back(terms, output, (a, b))
+
+
+@rule_for(np.inner)
+def inner(a, b):
+    y = np.inner(a, b)
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        terms = (_letters(np.ndim(a)), _letters(np.ndim(b)))
+        output = max(terms, key=len)
+    else:
+        a_free = _letters(np.ndim(a) - 1, skip="z")
+        b_free = _letters(np.ndim(a) + np.ndim(b), skip="z")[np.ndim(a):][:np.ndim(b) - 1]
+        terms = (a_free + "z", b_free + "z")
+        output = a_free + b_free
+    return y, contraction_back(terms, output, (a, b))
+
+
+@rule_for(np.tensordot, np.linalg.tensordot)
+def tensordot(a, b, axes=2):
+    y = np.tensordot(a, b, axes)
+    if np.ndim(axes) == 0:
+        a_axes = list(range(np.ndim(a) - axes, np.ndim(a)))
+        b_axes = list(range(axes))
+    else:
+        a_axes, b_axes = (list(np.atleast_1d(side)) for side in axes)
+    a_axes = [i % np.ndim(a) for i in a_axes]
+    b_axes = [i % np.ndim(b) for i in b_axes]
+    letters = _letters(np.ndim(a) + np.ndim(b))
+    a_term = list(letters[:np.ndim(a)])
+    b_term = list(letters[np.ndim(a):])
+    for i, j in zip(a_axes, b_axes, strict=True):
+        b_term[j] = a_term[i]
+    output = ("".join(c for i, c in enumerate(a_term) if i not in a_axes)
+              + "".join(c for j, c in enumerate(b_term) if j not in b_axes))
+    return y, contraction_back(("".join(a_term), "".join(b_term)), output, (a, b))
+
+
+@rule_for(np.kron)
+def kron(a, b):
+    y = np.kron(a, b)
+    ndim = max(np.ndim(a), np.ndim(b))
+    a_shape = (1,) * (ndim - np.ndim(a)) + np.shape(a)
+    b_shape = (1,) * (ndim - np.ndim(b)) + np.shape(b)
+    # kron(a, b)[i*m + k] = a[i] b[k] along each axis: with y split into (i, k) pairs of axes
+    # it is the outer product a[i0, i1, …] b[k0, k1, …] with the axes interleaved.
+    letters = _letters(2 * ndim)
+    a_term, b_term = letters[:ndim], letters[ndim:]
+    output = "".join(i + k for i, k in zip(a_term, b_term, strict=True))
+    contract = contraction_back((a_term, b_term), output,
+                                (np.reshape(a, a_shape), np.reshape(b, b_shape)))
+    split = [n for pair in zip(a_shape, b_shape, strict=True) for n in pair]
+
+    def back(dy):
+        da, db = contract(np.reshape(dy, split))
+        return np.reshape(da, np.shape(a)), np.reshape(db, np.shape(b))
+
+    return y, back
+
+
+@rule_for(np.outer, np.linalg.outer)
+def outer(a, b):
+    y = np.outer(a, b)
+
+    def back(dy):
+        da = np.reshape(dy @ np.ravel(b), np.shape(a))
+        db = np.reshape(np.ravel(a) @ dy, np.shape(b))
+        return da, db
+
+    return y, back
+
+
+@rule_for(np.vdot)
+def vdot(a, b):
+    y = np.vdot(a, b)
+
+    def back(dy):
+        return np.reshape(dy * np.ravel(b), np.shape(a)), np.reshape(dy * np.ravel(a), np.shape(b))
+
+    return y, back
+
+
+@rule_for(np.matmul, np.linalg.matmul)
+def matmul(a, b, **kwargs):
+    if "axes" in kwargs or "axis" in kwargs:
+        raise UnsupportedOperationError("np.matmul(..., axes=...): move the axes first.")
+    y = np.matmul(a, b, **kwargs)
+
+    def back(dy):
+        # The 1-d operands are promoted to matrices, as matmul does, and demoted again after.
+        a2 = a[None, :] if np.ndim(a) == 1 else a
+        b2 = b[:, None] if np.ndim(b) == 1 else b
+        dy2 = dy
+        if np.ndim(a) == 1:
+            dy2 = np.expand_dims(dy2, -2 if np.ndim(b) > 1 else 0)
+        if np.ndim(b) == 1:
+            dy2 = np.expand_dims(dy2, -1)
+        da = unbroadcast(dy2 @ transpose(b2), np.shape(a2))
+        db = unbroadcast(transpose(a2) @ dy2, np.shape(b2))
+        return np.reshape(da, np.shape(a)), np.reshape(db, np.shape(b))
+
+    return y, back
+
+
+@rule_for(np.vecdot, np.linalg.vecdot)
+def vecdot(a, b, axis=-1, **kwargs):
+    y = np.vecdot(a, b, axis=axis, **kwargs)
+
+    def back(dy):
+        dy = np.expand_dims(dy, axis)
+        return unbroadcast(dy * b, np.shape(a)), unbroadcast(dy * a, np.shape(b))
+
+    return y, back
+
+
+for _func, _terms, _output in (
+        (getattr(np, "matvec", None), ("...ij", "...j"), "...i"),
+        (getattr(np, "vecmat", None), ("...j", "...ji"), "...i")):
+    if _func is not None:  # NumPy 2.2 and later
+        def _rule(a, b, _func=_func, _terms=_terms, _output=_output):
+            terms, output = _explicit_einsum(",".join(_terms) + "->" + _output,
+                                             [np.shape(a), np.shape(b)])
+            return _func(a, b), contraction_back(terms, output, (a, b))
+
+        _rule.__name__ = _func.__name__
+        rule_for(_func)(_rule)
+
+
+def _trace_back(a, offset, axis1, axis2):
+    def back(dy):
+        g = np.zeros(np.shape(a), np.result_type(dy, a))
+        g_moved = np.moveaxis(g, (axis1, axis2), (-2, -1))  # a view: writes land in g
+        length = max(0, min(g_moved.shape[-2] + min(offset, 0), g_moved.shape[-1] - max(offset, 0)))
+        rows = np.arange(length) - min(offset, 0)
+        columns = np.arange(length) + max(offset, 0)
+        g_moved[..., rows, columns] = np.expand_dims(dy, -1)
+        return (g,)
+
+    return back
+
+
+@rule_for(np.trace)
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    return np.trace(a, offset, axis1, axis2, dtype), _trace_back(a, offset, axis1, axis2)
+
+
+@rule_for(np.linalg.trace)
+def trace_of_matrices(x, offset=0, dtype=None):
+    return np.linalg.trace(x, offset=offset, dtype=dtype), _trace_back(x, offset, -2, -1)
+
+
+@rule_for(np.cross, np.linalg.cross)
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    y = np.cross(a, b, axisa, axisb, axisc)
+    a_last = np.moveaxis(a, axisa, -1)
+    b_last = np.moveaxis(b, axisb, -1)
+
+    def to3(v):
+        """A 2-vector is a 3-vector with z = 0 (NumPy's own convention for cross)."""
+        if v.shape[-1] == 3:
+            return v
+        return np.concatenate([v, np.zeros(v.shape[:-1] + (1,), v.dtype)], axis=-1)
+
+    def back(dy):
+        if a_last.shape[-1] == 2 and b_last.shape[-1] == 2:
+            dy3 = np.zeros(np.shape(dy) + (3,), np.result_type(dy))
+            dy3[..., 2] = dy  # both 2-vectors: y is the z component alone
+        else:
+            dy3 = np.moveaxis(dy, axisc, -1)
+        # <dy, a × b> = <a, b × dy> = <b, dy × a>
+        da = np.cross(to3(b_last), dy3)[..., :a_last.shape[-1]]
+        db = np.cross(dy3, to3(a_last))[..., :b_last.shape[-1]]
+        da = np.moveaxis(unbroadcast(da, a_last.shape), -1, axisa)
+        db = np.moveaxis(unbroadcast(db, b_last.shape), -1, axisb)
+        return da, db
+
+    return y, back
+
+
+# ----------------------------------------------------------------------------------------------
+# np.linalg: inverses and solves
+
+
+@rule_for(np.linalg.inv)
+def inv(a):
+    y = np.linalg.inv(a)
+
+    def back(dy):
+        # dY = -Y dA Y  (Giles 2008, §3.1), so Ā = -Yᵀ Ȳ Yᵀ.
+        y_t = transpose(y)
+        return (-(y_t @ dy @ y_t),)
+
+    return y, back
+
+
+@rule_for(np.linalg.solve)
+def solve(a, b):
+    x = np.linalg.solve(a, b)
+    is_vector = np.ndim(b) == 1  # NumPy 2: b is a vector only when it is 1-d
+
+    def back(dx):
+        # x = A⁻¹ b: b̄ = A⁻ᵀ x̄ and Ā = -b̄ xᵀ (Giles 2008, §3.1).
+        if is_vector:
+            db = np.linalg.solve(transpose(a), dx[..., None])[..., 0]
+            da = -db[..., :, None] * x[..., None, :]
+        else:
+            db = np.linalg.solve(transpose(a), dx)
+            da = -(db @ transpose(x))
+        return unbroadcast(da, np.shape(a)), unbroadcast(db, np.shape(b))
+
+    return x, back
+
+
+@rule_for(np.linalg.pinv)
+def pinv(a, *args, **kwargs):
+    p = np.linalg.pinv(a, *args, **kwargs)
+
+    def back(dp):
+        # Golub & Pereyra (1973), Thm. 4.3, for A of locally constant rank:
+        # dP = -P dA P + P Pᵀ dAᵀ (I - A P) + (I - P A) dAᵀ Pᵀ P, so
+        # Ā = -Pᵀ P̄ Pᵀ + (I - A P) P̄ᵀ P Pᵀ + Pᵀ P P̄ᵀ (I - P A).
+        p_t, dp_t = transpose(p), transpose(dp)
+        left_residual = dp_t - a @ (p @ dp_t)      # (I - A P) P̄ᵀ
+        right_residual = dp_t - (dp_t @ p) @ a     # P̄ᵀ (I - P A)
+        da = -(p_t @ dp @ p_t) + left_residual @ (p @ p_t) + (p_t @ p) @ right_residual
+        return (da,)
+
+    return p, back
+
+
+@rule_for(np.linalg.matrix_power)
+def matrix_power(a, n):
+    y = np.linalg.matrix_power(a, n)
+    base = np.linalg.inv(a) if n < 0 else a
+    count = abs(n)
+
+    def back(dy):
+        # Y = B^m: dY = Σ_k B^k dB B^(m-1-k), so B̄ = Σ_k (Bᵀ)^k Ȳ (Bᵀ)^(m-1-k).
+        base_t = transpose(base)
+        powers = [np.broadcast_to(np.eye(base.shape[-1]), base.shape)]
+        for _ in range(count - 1):
+            powers.append(powers[-1] @ base_t)
+        db = sum((powers[k] @ dy @ powers[count - 1 - k] for k in range(count)),
+                 start=np.zeros_like(dy))
+        if n < 0:  # B = A⁻¹: Ā = -Bᵀ B̄ Bᵀ
+            db = -(base_t @ db @ base_t)
+        return db, None
+
+    return y, back
+
+
+@rule_for(np.linalg.lstsq)
+def lstsq(a, b, rcond=None):
+    x, residuals, rank, s = np.linalg.lstsq(a, b, rcond=rcond)
+    p, pinv_back = pinv(a)
+    is_vector = np.ndim(b) == 1
+
+    def back(dys):
+        dx, dresiduals, _, ds = dys
+        dx2 = dx[:, None] if is_vector else dx
+        x2 = x[:, None] if is_vector else x
+        b2 = b[:, None] if is_vector else b
+        # x = P b with P = pinv(A) (full rank): b̄ = Pᵀ x̄, and Ā from P̄ = x̄ bᵀ (see pinv).
+        db = transpose(p) @ dx2
+        da = pinv_back(dx2 @ transpose(b2))[0]
+        if np.size(residuals):
+            # r_k = |b_k - A x_k|²; x is optimal, so only the explicit A, b dependence counts
+            # (envelope theorem): r̄ gives Ā = -2 r̄ (b - A x) xᵀ, b̄ = 2 r̄ (b - A x).
+            weighted = 2.0 * (b2 - a @ x2) * dresiduals
+            da = da - weighted @ transpose(x2)
+            db = db + weighted
+        if np.any(ds):
+            # Singular values: σ̄ gives Ā = U diag(σ̄) Vᵀ (Giles 2008, §3.2).
+            u, _, vt = np.linalg.svd(a, full_matrices=False)
+            da = da + (u * ds) @ vt
+        return da, np.reshape(db, np.shape(b))
+
+    return (x, residuals, rank, s), back
+
+
+# ----------------------------------------------------------------------------------------------
+# np.linalg: determinants and norms
+
+
+def _cofactor(a):
+    """d det(A) / dA = adj(A)ᵀ, finite even where A is singular.
+
+    With A = U S Vᵀ, adj(A)ᵀ = det(U) det(V) U adj(S) Vᵀ, adj(S)_ii = Π_{j≠i} s_j.
+    """
+    u, s, vt = np.linalg.svd(a)
+    n = s.shape[-1]
+    others = np.stack([np.prod(np.delete(s, i, axis=-1), axis=-1) for i in range(n)], axis=-1)
+    sign = np.linalg.det(u) * np.linalg.det(vt)
+    return sign[..., None, None] * ((u * others[..., None, :]) @ vt)
+
+
+@rule_for(np.linalg.det)
+def det(a):
+    y = np.linalg.det(a)
+
+    def back(dy):
+        # d det = det(A) tr(A⁻¹ dA)  (Jacobi's formula; Giles 2008, §3.1)
+        try:
+            cofactor = np.asarray(y)[..., None, None] * transpose(np.linalg.inv(a))
+        except np.linalg.LinAlgError:
+            cofactor = _cofactor(a)
+        return (np.asarray(dy)[..., None, None] * cofactor,)
+
+    return y, back
+
+
+@rule_for(np.linalg.slogdet)
+def slogdet(a):
+    result = np.linalg.slogdet(a)
+
+    def back(dys):
+        # d log|det A| = tr(A⁻¹ dA); the sign is piecewise constant.
+        dlogdet = np.asarray(dys[1])
+        return (dlogdet[..., None, None] * transpose(np.linalg.inv(a)),)
+
+    return result, back
+
+
+def _split_ties(mask, axis):
+    """An equal share of the subgradient for each entry attaining an extremum."""
+    return mask / np.sum(mask, axis=axis, keepdims=True)
+
+
+def _vector_norm_derivative(x, y, ord, axes):
+    """d y / d x for y = ‖x‖_ord over ``axes`` (``y`` with those axes kept).
+
+    Where the norm is not differentiable the subgradient 0 is taken at 0, and ties of the
+    max/min norms share the gradient equally.
+    """
+    magnitude = np.abs(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if ord in (None, 2):
+            return np.where(y == 0, 0.0, x / y)
+        if ord in (np.inf, -np.inf):
+            return np.sign(x) * _split_ties(magnitude == y, axes)
+        if ord == 0:
+            return np.zeros_like(x)
+        if ord == 1:
+            return np.sign(x)
+        # ‖x‖_p = (Σ|x_i|^p)^(1/p): d/dx_i = sign(x_i) (|x_i| / ‖x‖_p)^(p-1)
+        return np.where((x == 0) | (y == 0), 0.0, np.sign(x) * (magnitude / y) ** (ord - 1))
+
+
+def _matrix_norm_derivative(x, y, ord):
+    """d y / d x for a matrix norm of the last two axes of ``x`` (``y`` with them kept)."""
+    if ord in (None, "fro"):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(y == 0, 0.0, x / y)
+    if ord in ("nuc", 2, -2):
+        u, _, vt = np.linalg.svd(x, full_matrices=False)
+        if ord == "nuc":
+            return u @ vt  # d Σσ_i = tr(Uᵀ dA V)
+        pick = 0 if ord == 2 else -1  # d σ_i = u_iᵀ dA v_i
+        return u[..., :, pick, None] * vt[..., pick, None, :]
+    if ord in (1, -1, np.inf, -np.inf):
+        # 1: the largest column sum of |x|; inf: the largest row sum; negative: the smallest.
+        summed, across = (-2, -1) if ord in (1, -1) else (-1, -2)
+        sums = np.sum(np.abs(x), axis=summed, keepdims=True)
+        pick = np.max if ord > 0 else np.min
+        return np.sign(x) * _split_ties(sums == pick(sums, axis=across, keepdims=True), across)
+    raise UnsupportedOperationError(f"np.linalg.norm(..., ord={ord!r}) of a matrix.")
+
+
+def _norm_back(x, y, ord, axes, keepdims, matrix):
+    """The pullback of a norm of ``x`` over ``axes`` (a matrix norm when ``matrix``)."""
+    y_kept = y if keepdims else np.expand_dims(y, axes)
+
+    def back(dy):
+        dy_kept = dy if keepdims else np.expand_dims(dy, axes)
+        if not matrix:
+            return (dy_kept * _vector_norm_derivative(x, y_kept, ord, axes),)
+        moved = (-2, -1)
+        derivative = _matrix_norm_derivative(np.moveaxis(x, axes, moved),
+                                             np.moveaxis(y_kept, axes, moved), ord)
+        return (np.moveaxis(np.moveaxis(dy_kept, axes, moved) * derivative, moved, axes),)
+
+    return back
+
+
+def _axes(x, axis):
+    return tuple(int(i) % np.ndim(x) for i in np.atleast_1d(axis))
+
+
+@rule_for(np.linalg.norm)
+def norm(x, ord=None, axis=None, keepdims=False):
+    y = np.linalg.norm(x, ord, axis, keepdims)
+    if axis is None and ord is None:  # the 2-norm of all entries, whatever the shape
+        axes, matrix = tuple(range(np.ndim(x))), False
+    else:
+        axes = _axes(x, tuple(range(np.ndim(x))) if axis is None else axis)
+        matrix = len(axes) == 2
+    return y, _norm_back(x, y, ord, axes, keepdims, matrix)
+
+
+@rule_for(np.linalg.vector_norm)
+def vector_norm(x, axis=None, keepdims=False, ord=2):
+    y = np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
+    axes = _axes(x, tuple(range(np.ndim(x))) if axis is None else axis)
+    return y, _norm_back(x, y, ord, axes, keepdims, matrix=False)
+
+
+@rule_for(np.linalg.matrix_norm)
+def matrix_norm(x, keepdims=False, ord="fro"):
+    y = np.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
+    return y, _norm_back(x, y, ord, _axes(x, (-2, -1)), keepdims, matrix=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.linalg: factorisations of symmetric matrices
+
+
+def _lower_with_half_diagonal(x):
+    """Φ of Murray (2016): the lower triangle with the diagonal halved."""
+    return np.tril(x) - 0.5 * (np.eye(x.shape[-1]) * x)
+
+
+@rule_for(np.linalg.cholesky)
+def cholesky(a, upper=False):
+    factor = np.linalg.cholesky(a, upper=upper)
+    lower = transpose(factor) if upper else factor
+
+    def back(dfactor):
+        dlower = transpose(dfactor) if upper else dfactor
+        # A = L Lᵀ gives dL = L Φ(L⁻¹ dA L⁻ᵀ); Φ is self-adjoint, so for symmetric dA
+        # Ā = sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹)  (Murray 2016, eq. 10 and §3.1).
+        inner = _lower_with_half_diagonal(transpose(lower) @ dlower)
+        left = np.linalg.solve(transpose(lower), inner)                        # L⁻ᵀ Φ
+        g = transpose(np.linalg.solve(transpose(lower), transpose(left)))       # (L⁻ᵀ Φ) L⁻¹
+        return (symmetric_part(g),)
+
+    return factor, back
+
+
+def _eigh_back(w, v, dw, dv):
+    """Ā for A = V diag(w) Vᵀ (Giles 2008, §3.1): V (diag(w̄) + F ∘ Vᵀ V̄) Vᵀ with
+    F_ij = 1 / (w_j - w_i) off the diagonal, symmetrised. Equal eigenvalues make the
+    eigenvectors' gradient undefined; their pairs get F = 0 (no coupling)."""
+    middle = np.zeros(w.shape + w.shape[-1:], np.result_type(w, dw))
+    if dv is not None and np.any(dv):
+        gaps = w[..., None, :] - w[..., :, None]
+        with np.errstate(divide="ignore"):
+            couplings = np.where(gaps == 0, 0.0, 1.0 / np.where(gaps == 0, 1.0, gaps))
+        middle = couplings * (transpose(v) @ dv)
+    middle = middle + dw[..., None, :] * np.eye(w.shape[-1])
+    return symmetric_part(v @ middle @ transpose(v))
+
+
+@rule_for(np.linalg.eigh)
+def eigh(a, UPLO="L"):
+    result = np.linalg.eigh(a, UPLO)
+    w, v = result
+
+    def back(dys):
+        dw, dv = dys
+        return (_eigh_back(w, v, dw, dv),)
+
+    return result, back
+
+
+@rule_for(np.linalg.eigvalsh)
+def eigvalsh(a, UPLO="L"):
+    w, v = np.linalg.eigh(a, UPLO)
+
+    def back(dw):
+        return (_eigh_back(w, v, dw, None),)
+
+    return w, back

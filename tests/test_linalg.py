@@ -1,0 +1,291 @@
+"""Linear algebra rules: products, einsum and np.linalg, out of place and written in place."""
+
+from typing import Callable, NamedTuple
+
+import numpy as np
+import pytest
+
+import mutad
+
+POLICIES = ("restore", "checkpoint")
+
+# np.cross of 2-vectors is deprecated in NumPy 2 but still supported, so still differentiated.
+pytestmark = pytest.mark.filterwarnings("ignore:Arrays of 2-dimensional vectors:DeprecationWarning")
+
+
+class Case(NamedTuple):
+    name: str
+    function: Callable
+    sample: Callable  # rng -> tuple of arguments
+
+
+def normal(*shape):
+    return lambda rng: rng.standard_normal(shape)
+
+
+def well_conditioned(*shape):
+    """A (stack of) square matrices near n·I: far from singular."""
+    n = shape[-1]
+    return lambda rng: rng.standard_normal(shape) + n * np.eye(n)
+
+
+def symmetric_positive_definite(n):
+    def sample(rng):
+        m = rng.standard_normal((n, n))
+        return m @ m.T + n * np.eye(n)
+
+    return sample
+
+
+def arguments(*samplers):
+    return lambda rng: tuple(sample(rng) for sample in samplers)
+
+
+def symmetrised(function):
+    """``function`` of the symmetric part of its argument: cholesky and eigh read one triangle,
+    so finite differences must move along symmetric directions to see their symmetric gradient."""
+    return lambda a: function(0.5 * (a + a.T))
+
+
+def sign_free_eigh(a):
+    """Outputs of eigh that do not depend on the arbitrary sign of each eigenvector."""
+    w, v = np.linalg.eigh(a)
+    return w, v * v, v[0] * v
+
+
+def eigh_upper(a):
+    w, v = np.linalg.eigh(a, "U")
+    return w, v[1] * v
+
+
+# fmt: off
+PRODUCTS = [
+    Case("dot-2d",              np.dot,        arguments(normal(2, 3), normal(3, 4))),
+    Case("dot-nd",              np.dot,        arguments(normal(2, 2, 3), normal(4, 3, 2))),
+    Case("dot-1d-2d",           np.dot,        arguments(normal(3), normal(3, 2))),
+    Case("dot-2d-1d",           np.dot,        arguments(normal(2, 3), normal(3))),
+    Case("dot-vectors",         np.dot,        arguments(normal(3), normal(3))),
+    Case("dot-scalar",          np.dot,        arguments(normal(), normal(3))),
+    Case("method-dot",          lambda a, b: a.dot(b), arguments(normal(2, 3), normal(3))),
+    Case("matmul",              np.matmul,     arguments(normal(2, 3), normal(3, 4))),
+    Case("matmul-batched",      np.matmul,     arguments(normal(2, 1, 2, 3), normal(4, 3, 2))),
+    Case("matmul-1d-left",      np.matmul,     arguments(normal(3), normal(2, 3, 4))),
+    Case("matmul-1d-right",     np.matmul,     arguments(normal(2, 2, 3), normal(3))),
+    Case("matmul-vectors",      np.matmul,     arguments(normal(3), normal(3))),
+    Case("matmul-operator",     lambda a, b: a @ b, arguments(normal(2, 3), normal(3, 4))),
+    Case("matmul-reflected",    lambda a: np.ones((2, 3)) @ a, arguments(normal(3, 2))),
+    Case("linalg.matmul",       np.linalg.matmul, arguments(normal(2, 3), normal(3, 4))),
+    Case("vecdot",              np.vecdot,     arguments(normal(2, 3), normal(3))),
+    Case("vecdot-axis",         lambda a, b: np.vecdot(a, b, axis=0), arguments(normal(3, 2), normal(3, 1))),
+    Case("matvec",              np.matvec,     arguments(normal(2, 3, 4), normal(4))),
+    Case("vecmat",              np.vecmat,     arguments(normal(3), normal(2, 3, 4))),
+    Case("inner",               np.inner,      arguments(normal(2, 3), normal(4, 3))),
+    Case("inner-scalar",        np.inner,      arguments(normal(2), normal())),
+    Case("outer",               np.outer,      arguments(normal(2, 2), normal(3))),
+    Case("vdot",                np.vdot,       arguments(normal(2, 2), normal(4))),
+    Case("tensordot-int",       lambda a, b: np.tensordot(a, b, 1), arguments(normal(3, 2), normal(2, 5))),
+    Case("tensordot-default",   np.tensordot,  arguments(normal(2, 3, 4), normal(3, 4, 2))),
+    Case("tensordot-pairs",     lambda a, b: np.tensordot(a, b, axes=([1, 0], [0, 2])),
+                                arguments(normal(3, 2, 4), normal(2, 5, 3))),
+    Case("kron",                np.kron,       arguments(normal(2, 3), normal(3, 2))),
+    Case("kron-mixed-ndim",     np.kron,       arguments(normal(3), normal(2, 2))),
+    Case("trace",               np.trace,      arguments(normal(3, 4))),
+    Case("trace-offset-axes",   lambda a: np.trace(a, 1, 0, 2), arguments(normal(3, 2, 4))),
+    Case("trace-below",         lambda a: np.trace(a, -1), arguments(normal(3, 4))),
+    Case("method-trace",        lambda a: a.trace(), arguments(normal(3, 3))),
+    Case("linalg.trace",        np.linalg.trace, arguments(normal(2, 3, 3))),
+    Case("cross",               np.cross,      arguments(normal(4, 3), normal(3))),
+    Case("cross-2d",            np.cross,      arguments(normal(4, 2), normal(2))),
+    Case("cross-2d-3d",         np.cross,      arguments(normal(4, 2), normal(3))),
+    Case("cross-axes",          lambda a, b: np.cross(a, b, axisa=0, axisb=1, axisc=0),
+                                arguments(normal(3, 4), normal(4, 3))),
+]
+
+EINSUMS = [
+    Case("einsum-matmul",       lambda a, b: np.einsum("ij,jk->ik", a, b), arguments(normal(2, 3), normal(3, 4))),
+    Case("einsum-implicit",     lambda a, b: np.einsum("ij,jk", a, b), arguments(normal(2, 3), normal(3, 4))),
+    Case("einsum-implicit-order", lambda a: np.einsum("ba", a), arguments(normal(2, 3))),
+    Case("einsum-trace",        lambda a: np.einsum("ii", a), arguments(normal(3, 3))),
+    Case("einsum-diagonal",     lambda a: np.einsum("ii->i", a), arguments(normal(3, 3))),
+    Case("einsum-repeat-and-sum", lambda a, b: np.einsum("iij,j->i", a, b), arguments(normal(3, 3, 2), normal(2))),
+    Case("einsum-summed-alone", lambda a, b: np.einsum("ij,k->i", a, b), arguments(normal(2, 3), normal(4))),
+    Case("einsum-outer",        lambda a, b: np.einsum("i,j", a, b), arguments(normal(2), normal(3))),
+    Case("einsum-scalar",       lambda a, b: np.einsum(",i->i", a, b), arguments(normal(), normal(3))),
+    Case("einsum-three",        lambda a, b, c: np.einsum("ij,jk,kl->il", a, b, c),
+                                arguments(normal(2, 3), normal(3, 4), normal(4, 2))),
+    Case("einsum-ellipsis",     lambda a, b: np.einsum("...ij,...jk->...ik", a, b),
+                                arguments(normal(2, 1, 2, 3), normal(4, 3, 2))),
+    Case("einsum-ellipsis-implicit", lambda a: np.einsum("...ii", a), arguments(normal(2, 3, 3))),
+    Case("einsum-ellipsis-middle", lambda a, b: np.einsum("i...j,j->...i", a, b),
+                                arguments(normal(2, 4, 3), normal(3))),
+    Case("einsum-same-operand", lambda a: np.einsum("ij,ij->", a, a), arguments(normal(2, 3))),
+    Case("einsum-optimize",     lambda a, b, c: np.einsum("ij,jk,k->i", a, b, c, optimize=True),
+                                arguments(normal(2, 3), normal(3, 4), normal(4))),
+]
+
+MATRIX_FUNCTIONS = [
+    Case("inv",                 np.linalg.inv, arguments(well_conditioned(3, 3))),
+    Case("inv-batched",         np.linalg.inv, arguments(well_conditioned(2, 3, 3))),
+    Case("solve-vector",        np.linalg.solve, arguments(well_conditioned(3, 3), normal(3))),
+    Case("solve-matrix",        np.linalg.solve, arguments(well_conditioned(3, 3), normal(3, 2))),
+    Case("solve-batched-vector", np.linalg.solve, arguments(well_conditioned(2, 3, 3), normal(3))),
+    Case("solve-batched-matrix", np.linalg.solve, arguments(well_conditioned(2, 3, 3), normal(2, 3, 2))),
+    Case("solve-broadcast-matrix", np.linalg.solve, arguments(well_conditioned(3, 3), normal(2, 3, 2))),
+    Case("det",                 np.linalg.det, arguments(normal(3, 3))),
+    Case("det-batched",         np.linalg.det, arguments(normal(2, 3, 3))),
+    Case("slogdet",             np.linalg.slogdet, arguments(normal(3, 3))),
+    Case("slogdet-field",       lambda a: np.linalg.slogdet(a).logabsdet, arguments(normal(2, 3, 3))),
+    Case("pinv-tall",           np.linalg.pinv, arguments(normal(4, 3))),
+    Case("pinv-wide",           np.linalg.pinv, arguments(normal(2, 4))),
+    Case("matrix_power",        lambda a: np.linalg.matrix_power(a, 3), arguments(normal(3, 3))),
+    Case("matrix_power-zero",   lambda a: np.linalg.matrix_power(a, 0), arguments(normal(3, 3))),
+    Case("matrix_power-inverse", lambda a: np.linalg.matrix_power(a, -2), arguments(well_conditioned(3, 3))),
+    Case("lstsq-vector",        lambda a, b: np.linalg.lstsq(a, b)[0], arguments(normal(5, 3), normal(5))),
+    Case("lstsq-all",           lambda a, b: np.linalg.lstsq(a, b)[:2] + np.linalg.lstsq(a, b)[3:],
+                                arguments(normal(5, 3), normal(5, 2))),
+    Case("cholesky",            symmetrised(np.linalg.cholesky), arguments(symmetric_positive_definite(3))),
+    Case("cholesky-upper",      symmetrised(lambda a: np.linalg.cholesky(a, upper=True)),
+                                arguments(symmetric_positive_definite(3))),
+    Case("eigh",                symmetrised(sign_free_eigh), arguments(normal(3, 3))),
+    Case("eigh-upper",          symmetrised(eigh_upper), arguments(normal(3, 3))),
+    Case("eigh-values-field",   symmetrised(lambda a: np.linalg.eigh(a).eigenvalues), arguments(normal(4, 4))),
+    Case("eigvalsh",            symmetrised(np.linalg.eigvalsh), arguments(normal(3, 3))),
+]
+
+NORMS = [
+    Case("norm",                np.linalg.norm, arguments(normal(3, 4))),
+    Case("norm-3d",             np.linalg.norm, arguments(normal(2, 3, 2))),
+    Case("norm-1",              lambda x: np.linalg.norm(x, 1), arguments(normal(4))),
+    Case("norm-inf",            lambda x: np.linalg.norm(x, np.inf), arguments(normal(4))),
+    Case("norm-minus-inf",      lambda x: np.linalg.norm(x, -np.inf), arguments(normal(4))),
+    Case("norm-3",              lambda x: np.linalg.norm(x, 3), arguments(normal(4))),
+    Case("norm-axis-keepdims",  lambda x: np.linalg.norm(x, axis=1, keepdims=True), arguments(normal(3, 4))),
+    Case("norm-positional",     lambda x: np.linalg.norm(x, 2, 0), arguments(normal(3, 4))),
+    Case("norm-fro-axes",       lambda x: np.linalg.norm(x, "fro", axis=(0, 2)), arguments(normal(3, 2, 4))),
+    Case("norm-nuc",            lambda x: np.linalg.norm(x, "nuc"), arguments(normal(3, 4))),
+    Case("norm-2-matrix",       lambda x: np.linalg.norm(x, 2), arguments(normal(3, 4))),
+    Case("norm-minus-2-matrix", lambda x: np.linalg.norm(x, -2), arguments(normal(3, 4))),
+    Case("norm-1-matrix",       lambda x: np.linalg.norm(x, 1), arguments(normal(3, 4))),
+    Case("norm-inf-matrix-axes", lambda x: np.linalg.norm(x, np.inf, axis=(2, 0), keepdims=True),
+                                arguments(normal(3, 2, 4))),
+    Case("vector_norm-axes",    lambda x: np.linalg.vector_norm(x, axis=(0, 1)), arguments(normal(3, 2, 4))),
+    Case("vector_norm-ord",     lambda x: np.linalg.vector_norm(x, ord=1.5), arguments(normal(2, 3))),
+    Case("matrix_norm",         lambda x: np.linalg.matrix_norm(x, ord=-1), arguments(normal(2, 3, 4))),
+]
+
+
+def dot_into_new_buffer(a, b):
+    c = np.zeros_like(a)
+    np.dot(a, b, out=c)
+    return c
+
+
+def dot_into_argument(a, b, c):
+    np.dot(a, b, out=c)
+    return np.sin(c)
+
+
+def dot_into_own_operand(a, b):
+    np.dot(a, b, out=a)  # NumPy computes into a temporary when out overlaps an operand
+    return a
+
+
+def matmul_in_place(a, b):
+    a @= b
+    return a * a
+
+
+def solve_into_slice(x, a, b):
+    x[1:] = np.linalg.solve(a, b)[1:]
+    return x * x
+
+
+def inverse_into_own_column(m):
+    m[:, 0] = np.linalg.inv(m)[:, 1]  # reads all of m, then overwrites part of it
+    return np.linalg.det(m) + m
+
+
+def einsum_into_out(a, b):
+    c = np.empty_like(a[:, :2])
+    np.einsum("ij,jk->ik", a, b, out=c)
+    c *= 2.0
+    return c
+
+
+def factor_after_update(a, v):
+    a += np.outer(v, v)
+    a[...] = 0.5 * (a + a.T)
+    return np.linalg.cholesky(a)
+
+
+def norms_of_updated_rows(x):
+    x[0] -= x[1]
+    x[2] *= np.linalg.norm(x[0])
+    return np.linalg.norm(x, axis=1)
+
+
+IN_PLACE = [
+    Case("dot-out-new-buffer",  dot_into_new_buffer, arguments(normal(3, 3), normal(3, 3))),
+    Case("dot-out-argument",    dot_into_argument, arguments(normal(2, 3), normal(3, 2), normal(2, 2))),
+    Case("dot-out-own-operand", dot_into_own_operand, arguments(normal(3, 3), normal(3, 3))),
+    Case("matmul-augmented",    matmul_in_place, arguments(normal(3, 3), normal(3, 3))),
+    Case("solve-into-slice",    solve_into_slice,
+                                arguments(normal(3), well_conditioned(3, 3), normal(3))),
+    Case("inv-into-own-column", inverse_into_own_column, arguments(well_conditioned(3, 3))),
+    Case("einsum-out",          einsum_into_out, arguments(normal(2, 3), normal(3, 2))),
+    Case("cholesky-after-update", factor_after_update,
+                                arguments(symmetric_positive_definite(3), normal(3))),
+    Case("norm-of-updated-rows", norms_of_updated_rows, arguments(normal(3, 4))),
+]
+# fmt: on
+
+ALL_CASES = PRODUCTS + EINSUMS + MATRIX_FUNCTIONS + NORMS + IN_PLACE
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", ALL_CASES, ids=lambda case: case.name)
+def test_linalg_gradient(case, policy, rng):
+    mutad.check_grads(case.function, *case.sample(rng), policy=policy)
+
+
+def test_float32_product_gradient_keeps_dtype(rng):
+    a = rng.standard_normal((2, 3)).astype(np.float32)
+    b = rng.standard_normal((3, 2)).astype(np.float32)
+    da, db = mutad.gradient(lambda a, b: np.trace(a @ b), a, b)
+    assert da.dtype == db.dtype == np.float32
+    np.testing.assert_allclose(da, b.T, rtol=1e-6)
+
+
+def test_det_gradient_of_a_singular_matrix_is_the_cofactor_matrix():
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    (grad,) = mutad.gradient(np.linalg.det, singular)
+    np.testing.assert_allclose(grad, [[4.0, -2.0], [-2.0, 1.0]], atol=1e-12)
+
+
+@pytest.mark.parametrize("ord", [None, 1, 2, 3, np.inf, -np.inf])
+def test_vector_norm_subgradient_is_zero_at_zero(ord):
+    (grad,) = mutad.gradient(lambda x: np.linalg.norm(x, ord), np.zeros(3))
+    assert np.array_equal(grad, np.zeros(3))
+
+
+def test_inf_norm_ties_share_the_gradient():
+    (grad,) = mutad.gradient(lambda x: np.linalg.norm(x, np.inf), np.array([2.0, -2.0, 1.0]))
+    assert np.array_equal(grad, [0.5, -0.5, 0.0])
+
+
+def test_cholesky_gradient_is_symmetric(rng):
+    a = symmetric_positive_definite(4)(rng)
+    weights = rng.standard_normal((4, 4))
+    (grad,) = mutad.gradient(lambda a: (np.linalg.cholesky(a) * weights).sum(), a)
+    np.testing.assert_allclose(grad, grad.T, rtol=0, atol=1e-13)
+
+
+def test_eigh_gradient_matches_trace_identity(rng):
+    a = symmetric_positive_definite(4)(rng)
+    (grad,) = mutad.gradient(lambda a: np.linalg.eigvalsh(a).sum(), a)
+    np.testing.assert_allclose(grad, np.eye(4), atol=1e-12)
+
+
+def test_einsum_sublist_form_is_refused_with_the_fix(rng):
+    with pytest.raises(mutad.MutadError, match="subscripts-string form"):
+        mutad.gradient(lambda a: np.einsum(a, [0, 0]), rng.standard_normal((2, 2)))
