@@ -1,0 +1,297 @@
+"""Reductions and scans: one table of cases, each checked against finite differences in both
+policies, out of place and writing into traced buffers; ties and zeros checked exactly."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+import mutad
+
+POLICIES = ("restore", "checkpoint")
+
+
+def real(rng, shape):
+    return rng.standard_normal(shape)
+
+
+def positive(rng, shape):
+    return rng.uniform(0.5, 2.0, shape)
+
+
+def with_zeros(rng, shape):
+    """About a third of the elements exactly zero, so some slices hold one zero, some several."""
+    x = rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
+    return np.where(rng.uniform(size=shape) < 0.35, 0.0, x)
+
+
+def on_nans(reduction):
+    """``reduction`` of ``x`` with every third element replaced by NaN inside the program (a NaN
+    argument would make the finite differences NaN too)."""
+
+    def program(x, *args, **kwargs):
+        holes = np.arange(x.size).reshape(x.shape) % 3 == 0
+        return reduction(np.where(holes, np.nan, x), *args, **kwargs)
+
+    program.__name__ = f"{reduction.__name__}_on_nans"
+    return program
+
+
+@dataclass(frozen=True)
+class Case:
+    """``function(*arrays, *args, **kwargs)`` with one array per shape, drawn from ``domain``."""
+
+    function: object
+    shapes: tuple = ((3, 4),)
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    domain: object = real
+    dtype: type = np.float64
+
+    def sample(self, rng):
+        return [self.domain(rng, shape).astype(self.dtype) for shape in self.shapes]
+
+    def __call__(self, *arrays):
+        return self.function(*arrays, *self.args, **self.kwargs)
+
+
+def case_id(case):
+    name = getattr(case.function, "__name__", None) or repr(case.function)
+    parts = [name, "x".join(str(s) for s in case.shapes)]
+    parts += [repr(a) for a in case.args]
+    parts += [f"{k}={v!r}" for k, v in case.kwargs.items()]
+    if case.domain is not real:
+        parts.append(case.domain.__name__)
+    if case.dtype is not np.float64:
+        parts.append(np.dtype(case.dtype).name)
+    return "-".join(parts)
+
+
+# Programs that write reductions into traced buffers ------------------------------------------
+
+
+def into_traced_out(reduction):
+    """``reduction(x, out=z)`` into a traced ``z`` that held values depending on ``x``: the
+    overwritten values must pass no gradient, the new ones must."""
+
+    def program(x, *args, **kwargs):
+        shape = np.shape(reduction(np.zeros(x.shape), *args, **kwargs))
+        z = np.zeros_like(x, shape=shape)
+        z += np.sum(x * x)
+        reduction(x, *args, out=z, **kwargs)
+        return np.sin(z)
+
+    program.__name__ = f"{reduction.__name__}_into_out"
+    return program
+
+
+def over_own_input(scan):
+    """``scan(x, out=x)``: the result overwrites the array it was computed from."""
+
+    def program(x, *args, **kwargs):
+        scan(x, *args, out=x, **kwargs)
+        return x * x
+
+    program.__name__ = f"{scan.__name__}_over_input"
+    return program
+
+
+def sum_into_first_row(x):
+    np.sum(x, axis=0, out=x[0])
+    return np.cos(x)
+
+
+def cumsum_into_slice(x):
+    x[1:] = np.cumsum(x[:-1], axis=0)
+    return x * x
+
+
+def prod_after_mutating_reshaped_view(x):
+    flat = x.reshape(-1)
+    flat[::2] *= 3.0
+    return np.prod(x, axis=1)
+
+
+def max_after_mutating_transposed_view(x):
+    columns = x.T
+    columns[0] += 1.0
+    return np.max(x * x, axis=0)
+
+
+def var_of_a_row_updated_in_place(x):
+    x[0] -= np.mean(x, axis=0)
+    return np.var(x, axis=0, ddof=1) + np.std(x[0])
+
+
+def running_product_of_updated_rows(x):
+    x[1:] *= x[:-1]
+    return np.cumprod(x, axis=1)
+
+
+# fmt: off
+CASES = [
+    # sum, mean, nansum, nanmean
+    Case(np.sum),
+    Case(np.sum, args=(0,)),
+    Case(np.sum, kwargs=dict(axis=-1, keepdims=True)),
+    Case(np.sum, shapes=((2, 3, 4),), kwargs=dict(axis=(0, -1))),
+    Case(np.sum, kwargs=dict(axis=None, keepdims=True)),
+    Case(np.sum, kwargs=dict(axis=1, where=np.array([True, False, True, True]))),
+    Case(np.sum, kwargs=dict(axis=0), dtype=np.float32),
+    Case(np.mean),
+    Case(np.mean, args=(1,)),
+    Case(np.mean, shapes=((2, 3, 4),), kwargs=dict(axis=(1, 2), keepdims=True)),
+    Case(np.mean, kwargs=dict(axis=1, where=np.array([True, False, True, True]))),
+    Case(np.mean, kwargs=dict(axis=-2), dtype=np.float32),
+    Case(on_nans(np.nansum), kwargs=dict(axis=1)),
+    Case(on_nans(np.nansum)),
+    Case(on_nans(np.nanmean), kwargs=dict(axis=0)),
+    Case(on_nans(np.nanmean), kwargs=dict(axis=None)),
+    # prod, nanprod, with one zero and several zeros per slice
+    Case(np.prod),
+    Case(np.prod, kwargs=dict(axis=1)),
+    Case(np.prod, kwargs=dict(axis=0, keepdims=True), domain=with_zeros),
+    Case(np.prod, shapes=((4, 5),), kwargs=dict(axis=-1), domain=with_zeros),
+    Case(np.prod, shapes=((2, 3, 4),), kwargs=dict(axis=(0, 2)), domain=with_zeros),
+    Case(np.prod, shapes=((6,),), domain=with_zeros),
+    Case(np.prod, kwargs=dict(axis=1), dtype=np.float32, domain=positive),
+    Case(on_nans(np.nanprod), kwargs=dict(axis=1)),
+    # max, min and friends
+    Case(np.max),
+    Case(np.max, args=(0,)),
+    Case(np.min, kwargs=dict(axis=-1, keepdims=True)),
+    Case(np.amax, shapes=((2, 3, 4),), kwargs=dict(axis=(0, 2))),
+    Case(np.amin, kwargs=dict(axis=None)),
+    Case(np.max, kwargs=dict(axis=1, initial=0.0)),
+    Case(np.max, kwargs=dict(axis=1), dtype=np.float32),
+    Case(on_nans(np.nanmax), kwargs=dict(axis=0)),
+    Case(on_nans(np.nanmin), kwargs=dict(axis=1)),
+    Case(np.ptp),
+    Case(np.ptp, kwargs=dict(axis=0, keepdims=True)),
+    # var, std
+    Case(np.var),
+    Case(np.var, kwargs=dict(axis=0, ddof=1)),
+    Case(np.var, shapes=((2, 3, 4),), kwargs=dict(axis=(0, -1), keepdims=True)),
+    Case(np.var, kwargs=dict(axis=1, correction=1)),
+    Case(np.std),
+    Case(np.std, kwargs=dict(axis=-1, ddof=1, keepdims=True)),
+    Case(np.std, kwargs=dict(axis=0), dtype=np.float32),
+    # cumsum, cumprod
+    Case(np.cumsum),
+    Case(np.cumsum, args=(1,)),
+    Case(np.cumsum, shapes=((2, 3, 4),), kwargs=dict(axis=-2)),
+    Case(np.cumsum, kwargs=dict(axis=0), dtype=np.float32),
+    Case(np.cumprod),
+    Case(np.cumprod, kwargs=dict(axis=1)),
+    Case(np.cumprod, shapes=((4, 6),), kwargs=dict(axis=1), domain=with_zeros),
+    Case(np.cumprod, shapes=((6, 4),), kwargs=dict(axis=0), domain=with_zeros),
+    Case(np.cumprod, shapes=((8,),), domain=with_zeros),
+    Case(np.cumprod, kwargs=dict(axis=-1), dtype=np.float32, domain=positive),
+    # ufunc methods
+    Case(np.add.reduce),
+    Case(np.add.reduce, args=(1,)),
+    Case(np.add.reduce, kwargs=dict(axis=None, keepdims=True)),
+    Case(np.multiply.reduce, domain=with_zeros, shapes=((5, 3),)),
+    Case(np.multiply.reduce, kwargs=dict(axis=(0, 1))),
+    Case(np.maximum.reduce),
+    Case(np.maximum.reduce, kwargs=dict(axis=1, keepdims=True)),
+    Case(np.minimum.reduce, kwargs=dict(axis=None)),
+    Case(np.add.accumulate),
+    Case(np.add.accumulate, kwargs=dict(axis=1)),
+    Case(np.multiply.accumulate, kwargs=dict(axis=1), domain=with_zeros),
+    Case(np.multiply.accumulate, dtype=np.float32, domain=positive),
+    # methods of traced arrays
+    Case(lambda x: x.sum(1) + x.mean(axis=0).sum() + x.max() * x.min(0)[0]),
+    Case(lambda x: x.prod(axis=0) + x.var(1).sum() + x.std() + x.cumsum(0)[-1] + x.cumprod(1)[:, -1].sum()),
+    # written into traced buffers: out=, over the input, into a slice, after mutating views
+    Case(into_traced_out(np.sum), kwargs=dict(axis=0)),
+    Case(into_traced_out(np.mean), kwargs=dict(axis=1, keepdims=True)),
+    Case(into_traced_out(np.prod), kwargs=dict(axis=1), domain=with_zeros),
+    Case(into_traced_out(np.max), kwargs=dict(axis=0)),
+    Case(into_traced_out(np.var), kwargs=dict(axis=0)),
+    Case(into_traced_out(np.std), kwargs=dict(axis=1)),
+    Case(into_traced_out(np.ptp), kwargs=dict(axis=1)),
+    Case(into_traced_out(np.cumsum), kwargs=dict(axis=1)),
+    Case(into_traced_out(np.add.reduce), kwargs=dict(axis=1)),
+    Case(into_traced_out(np.sum), kwargs=dict(axis=0), dtype=np.float32),
+    Case(over_own_input(np.cumsum), kwargs=dict(axis=0)),
+    Case(over_own_input(np.cumprod), kwargs=dict(axis=1), domain=with_zeros),
+    Case(over_own_input(np.add.accumulate), kwargs=dict(axis=1)),
+    Case(over_own_input(np.multiply.accumulate), kwargs=dict(axis=0)),
+    Case(over_own_input(np.cumsum), kwargs=dict(axis=1), dtype=np.float32),
+    Case(sum_into_first_row),
+    Case(cumsum_into_slice),
+    Case(prod_after_mutating_reshaped_view, domain=with_zeros),
+    Case(max_after_mutating_transposed_view),
+    Case(var_of_a_row_updated_in_place),
+    Case(running_product_of_updated_rows, domain=with_zeros),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_reduction_gradient(case, policy, rng):
+    mutad.check_grads(case, *case.sample(rng), policy=policy)
+
+
+# Exact values where finite differences cannot decide: ties and zeros --------------------------
+
+
+def gradient(f, x):
+    return mutad.gradient(f, x)[0]
+
+
+TIED = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])
+
+
+@pytest.mark.parametrize("reduction", [np.max, np.amax, np.maximum.reduce, np.nanmax],
+                         ids=["max", "amax", "maximum.reduce", "nanmax"])
+def test_tied_maxima_share_the_gradient_equally(reduction):
+    expected = np.array([[0.0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3]])
+    np.testing.assert_allclose(gradient(lambda x: reduction(x, axis=1).sum(), TIED), expected)
+
+
+@pytest.mark.parametrize("reduction", [np.min, np.amin, np.minimum.reduce, np.nanmin],
+                         ids=["min", "amin", "minimum.reduce", "nanmin"])
+def test_tied_minima_share_the_gradient_equally(reduction):
+    x = np.array([[1.0, 2.0, 5.0], [1.0, 3.0, 4.0]])
+    expected = np.array([[0.5, 1.0, 0.0], [0.5, 0.0, 1.0]])
+    np.testing.assert_allclose(gradient(lambda x: reduction(x, axis=0).sum(), x), expected)
+
+
+def test_tied_maximum_of_everything():
+    np.testing.assert_allclose(gradient(np.max, TIED), [[0.0, 0.5, 0.5], [0.0, 0.0, 0.0]])
+
+
+def test_ptp_of_a_constant_slice_is_flat():
+    np.testing.assert_allclose(gradient(lambda x: np.ptp(x, axis=1).sum(), TIED),
+                               [[-1.0, 0.5, 0.5], [0.0, 0.0, 0.0]])
+
+
+def test_prod_with_no_one_and_two_zeros():
+    x = np.array([[2.0, 3.0, 4.0], [2.0, 0.0, 4.0], [0.0, 3.0, 0.0]])
+    expected = np.array([[12.0, 8.0, 6.0], [0.0, 8.0, 0.0], [0.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(gradient(lambda x: np.prod(x, axis=1).sum(), x), expected)
+
+
+def test_cumprod_with_zeros_matches_the_product_of_the_others():
+    x = np.array([2.0, 0.0, 3.0, 0.0, 5.0])
+    # d/dx_k sum_i prod_{j<=i} x_j: only products that skip every zero but x_k survive.
+    expected = np.array([1.0, 2.0 + 2 * 3.0, 0.0, 0.0, 0.0])
+    with np.errstate(all="raise"):
+        np.testing.assert_array_equal(gradient(lambda x: np.cumprod(x).sum(), x), expected)
+
+
+def test_std_of_a_constant_slice_has_zero_gradient():
+    x = np.array([[1.0, 1.0, 1.0], [1.0, 2.0, 4.0]])
+    g = gradient(lambda x: np.std(x, axis=1).sum(), x)
+    np.testing.assert_array_equal(g[0], 0.0)
+    assert np.all(np.isfinite(g))
+
+
+def test_gradient_keeps_float32():
+    x = np.arange(1.0, 7.0, dtype=np.float32).reshape(2, 3)
+    g = gradient(lambda x: np.prod(x, axis=0).sum() + np.cumsum(x, axis=1).sum(), x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, [[4 + 3, 5 + 2, 6 + 1], [1 + 3, 2 + 2, 3 + 1]])
