@@ -9,7 +9,8 @@ Each configuration (workload, size, policy) runs in a fresh interpreter, started
 * peak memory: ``gc.collect()``, glibc ``malloc_trim(0)``, read VmRSS, write ``5`` to
   ``/proc/self/clear_refs`` (which resets VmHWM), one gradient call with its result kept alive,
   read VmHWM; extra = VmHWM - VmRSS before. A thread sampling VmRSS every millisecond during
-  that call is a cross-check. The timing rounds come after, so the sampler cannot slow them;
+  that call is a cross-check. The same for one NumPy forward call gives the plain program's own
+  peak, for scale. The timing rounds come after, so the sampler cannot slow them;
 * timing: ``rounds`` rounds of (NumPy forward, gradient) back to back, and the per-round ratio
   gradient / NumPy forward, reported as median [min-max];
 * correctness, after the measurements: the loss against the reference, the gradient along a
@@ -148,8 +149,10 @@ def moved(args, argnums, displacement):
 
 def directional_finite_difference(problem, direction, step=FINITE_DIFFERENCE_STEP):
     """Fourth-order central difference of the NumPy forward along ``direction``."""
-    at = {k: float(problem.numpy_forward(*moved(problem.args, problem.argnums, k * step * direction)))
-          for k in (-2, -1, 1, 2)}
+    at = {}
+    for k in (-2, -1, 1, 2):
+        args = moved(problem.args, problem.argnums, k * step * direction)
+        at[k] = float(problem.numpy_forward(*args))
     return (8 * (at[1] - at[-1]) - (at[2] - at[-2])) / (12 * step)
 
 
@@ -225,6 +228,8 @@ def measure(configuration):
     problem.numpy_forward(*problem.args)
 
     (value, gradient), peak_mib, sampled_mib = peak_extra_memory(differentiate)
+    # The plain forward's own peak, for scale: what the program needs without any AD.
+    _, numpy_peak_mib, _ = peak_extra_memory(lambda: problem.numpy_forward(*problem.args))
 
     numpy_seconds, gradient_seconds = [], []
     for _ in range(configuration["rounds"]):
@@ -253,6 +258,7 @@ def measure(configuration):
         "gradient_seconds": gradient_seconds,
         "ratios": [g / n for g, n in zip(gradient_seconds, numpy_seconds, strict=True)],
         "peak_extra_mib": peak_mib,
+        "numpy_peak_extra_mib": numpy_peak_mib,
         "sampled_extra_mib": sampled_mib,
         "checks": checks,
     }
@@ -272,11 +278,12 @@ def run_in_fresh_interpreter(configuration, timeout=3600):
     for line in reversed(completed.stdout.splitlines()):
         if line.startswith(RESULT_MARKER):
             return json.loads(line[len(RESULT_MARKER):])
+    last_line = (completed.stderr.strip().splitlines() or [""])[-1]
     return {
         "workload": configuration["workload"],
         "params": configuration["params"],
         "policy": configuration["policy"],
-        "error": (completed.stderr.strip().splitlines() or [f"exit status {completed.returncode}"])[-1],
+        "error": last_line or f"exit status {completed.returncode}",
         "stderr": completed.stderr[-4000:],
     }
 
@@ -290,9 +297,13 @@ def spread(values):
     return statistics.median(values), min(values), max(values)
 
 
-def format_spread(values, scale=1.0, digits=3):
+def _number(value):
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def format_spread(values, scale=1.0):
     median, low, high = spread([v * scale for v in values])
-    return f"{median:.{digits}g} [{low:.{digits}g}-{high:.{digits}g}]"
+    return f"{_number(median)} [{_number(low)}-{_number(high)}]"
 
 
 def _time_scale(result, unit):
@@ -330,12 +341,12 @@ def format_table(workload, results):
     """A plain-text table of one workload's results, one row per configuration."""
     unit = workload.time_unit
     header = ["size", "policy", f"NumPy fwd {unit}", f"gradient {unit}", "gradient/NumPy",
-              "peak extra MiB", "sampled MiB", "extra/state", "check"]
+              "peak extra MiB", "sampled MiB", "NumPy fwd MiB", "extra/state", "check"]
     rows = []
     for result in results:
         if "error" in result:
             rows.append([_size_label(result["params"]), result["policy"], "-", "-", "-", "-",
-                         "-", "-", f"ERROR: {result['error']}"])
+                         "-", "-", "-", f"ERROR: {result['error']}"])
             continue
         scale = _time_scale(result, unit)
         rows.append([
@@ -346,6 +357,7 @@ def format_table(workload, results):
             format_spread(result["ratios"]),
             f"{result['peak_extra_mib']:.1f}",
             f"{result['sampled_extra_mib']:.1f}",
+            f"{result['numpy_peak_extra_mib']:.1f}",
             _extra_per_state(result),
             _check_label(result["checks"]),
         ])
@@ -354,7 +366,10 @@ def format_table(workload, results):
              "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-    lines.append("extra/state: peak extra memory in multiples of the differentiated input's size")
+    lines.append("peak extra MiB: VmHWM during one gradient call minus VmRSS before it "
+                 "(sampled: the same from 1 ms VmRSS samples);")
+    lines.append("NumPy fwd MiB: the same for one plain forward call; extra/state: peak extra "
+                 "in multiples of the differentiated input's size")
     return "\n".join(line.rstrip() for line in lines)
 
 
