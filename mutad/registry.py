@@ -16,6 +16,9 @@ else about them. Rules live in ``mutad/rules/``, one module per family.
 * ``NONDIFF``: functions and ufuncs whose outputs carry no gradient; they run on plain values.
 """
 
+import functools
+import inspect
+
 UFUNCS = {}
 FUNCTIONS = {}
 INPLACE = {}
@@ -78,3 +81,156 @@ def definplace(*funcs):
 
 def nondifferentiable(*funcs):
     NONDIFF.update(funcs)
+
+
+# ----------------------------------------------------------------------------------------------
+# Rules for functions a user decorates (DESIGN.md §3)
+
+
+def _positions(fn, names, what):
+    parameters = list(inspect.signature(fn).parameters)
+    unknown = [n for n in names if n not in parameters]
+    if unknown:
+        from .errors import MutadError
+
+        raise MutadError(f"{what}={tuple(names)!r}: {fn.__qualname__} has no parameter "
+                         f"{', '.join(map(repr, unknown))}; its parameters are {parameters}.")
+    return tuple(parameters.index(n) for n in names)
+
+
+class Adjoint:
+    """A function with a pure rule. Called with traced arguments it runs its rule; called with
+    plain arrays it just runs. See :func:`adjoint`."""
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.pure_rule = None
+
+    def rule(self, rule):
+        """Attach ``rule(*args, **kwargs) -> (y, back)``; ``back(dy)`` returns one cotangent per
+        positional argument (``None`` for one without a gradient)."""
+        self.pure_rule = rule
+        return rule
+
+    def __call__(self, *args, **kwargs):
+        from . import tracing
+
+        if not tracing.is_traced_call(args, kwargs):
+            return self.fn(*args, **kwargs)
+        return tracing.apply_function(self._name(), self._checked_rule(), args, dict(kwargs))
+
+    def _name(self):
+        return getattr(self.fn, "__qualname__", repr(self.fn))
+
+    def _checked_rule(self):
+        if self.pure_rule is None:
+            from .errors import UnsupportedFunctionError
+
+            raise UnsupportedFunctionError(
+                f"{self._name()} was given traced arrays but has no rule yet: attach one with "
+                f"@{getattr(self.fn, '__name__', 'f')}.rule.")
+        return self.pure_rule
+
+
+class InplaceAdjoint(Adjoint):
+    """A function that writes into its arguments, with an in-place rule. See
+    :func:`inplace_adjoint`."""
+
+    def __init__(self, fn, writes=None):
+        super().__init__(fn)
+        parameters = list(inspect.signature(fn).parameters)
+        self.writes = (tuple(range(len(parameters))) if writes is None
+                       else _positions(fn, writes, "writes"))
+        self.checkpointed = ()
+        self._returned = None
+
+    def rule(self, rule=None, *, checkpoint=()):
+        """Attach ``rule(*args) -> back``; usable as ``@f.rule`` or ``@f.rule(checkpoint=...)``.
+
+        The rule runs the function on plain arrays and returns ``back(da, db, ...)``, which
+        receives the shadows of the arguments (``None`` for untraced ones), accumulates into
+        them in place and restores the arguments it can. Arguments named in ``checkpoint`` are
+        saved by mutad before the call and copied back after ``back`` runs.
+        """
+        if rule is None:
+            def attach(rule):
+                self.checkpointed = _positions(self.fn, checkpoint, "checkpoint")
+                self.pure_rule = rule
+                return rule
+
+            return attach
+        self.pure_rule = rule
+        return rule
+
+    def __call__(self, *args, **kwargs):
+        from . import tracing
+
+        if not tracing.is_traced_call(args, kwargs):
+            result = self.fn(*args, **kwargs)
+            if self._returned is not None:
+                self._returned.append(result)
+            return result
+        return tracing.apply_inplace_rule(self._name(), self._checked_rule(), args, dict(kwargs),
+                                          self.writes, self.checkpointed, self._run_rule)
+
+    def _run_rule(self, *values, **kwargs):
+        """Run the rule, noting what the function returned when the rule called it."""
+        outer, self._returned = self._returned, []
+        try:
+            back = self.pure_rule(*values, **kwargs)
+            return back, self._returned[-1] if self._returned else None
+        finally:
+            self._returned = outer
+
+
+def adjoint(fn):
+    """Decorate ``fn`` so it can be given a pure rule with ``@fn.rule``.
+
+    The rule receives the plain arrays behind traced arguments and returns ``(y, back)``;
+    ``back(dy)`` returns a tuple with one cotangent per positional argument. It also wraps a
+    third-party function: ``gammaln = mutad.adjoint(scipy.special.gammaln)``.
+
+    >>> import numpy as np, mutad
+    >>> @mutad.adjoint
+    ... def cube(x):
+    ...     return x * x * x
+    >>> @cube.rule
+    ... def _cube_rule(x):
+    ...     def back(dy):
+    ...         return (3.0 * x * x * dy,)
+    ...     return cube(x), back
+    >>> mutad.gradient(lambda x: cube(x).sum(), np.array([1.0, 2.0]))
+    (array([ 3., 12.]),)
+    """
+    return Adjoint(fn)
+
+
+def inplace_adjoint(fn=None, *, writes=None):
+    """Decorate ``fn``, which writes into some of its arguments, so it can be given an in-place
+    rule with ``@fn.rule`` (see ``InplaceAdjoint.rule``).
+
+    ``writes`` names the arguments ``fn`` may write into (default: all): mutad keeps the
+    caller's original bytes of those, to give them back bit-for-bit.
+
+    >>> import numpy as np, mutad
+    >>> @mutad.inplace_adjoint(writes=("a",))
+    ... def add_vecs_(a, b):
+    ...     a += b
+    ...     return a
+    >>> @add_vecs_.rule
+    ... def _add_vecs_rule(a, b):
+    ...     add_vecs_(a, b)
+    ...     def back(da, db):
+    ...         a[...] -= b        # restore a
+    ...         db += da           # accumulate; da is unchanged: d(a + b)/da = 1
+    ...     return back
+    >>> def add_sum(a, b):
+    ...     add_vecs_(a, b)
+    ...     return a.sum()
+    >>> mutad.gradient(add_sum, np.zeros(2), np.ones(2))
+    (array([1., 1.]), array([1., 1.]))
+    """
+    if fn is None:
+        return lambda fn: InplaceAdjoint(fn, writes)
+    return InplaceAdjoint(fn, writes)

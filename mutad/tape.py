@@ -63,11 +63,11 @@ class Tape:
     def undo_for(self, inverse, is_safe, checkpoint):
         """Decide, before an in-place write, how its overwritten bytes will be put back.
 
-        ``inverse()`` undoes the write; ``is_safe()`` says whether that inverse is exact enough
-        for the operands at hand; ``checkpoint()`` saves the region about to be overwritten and
+        ``inverse()`` undoes the write; ``is_safe()`` (None: always) says whether that inverse is
+        exact enough for the operands at hand; ``checkpoint()`` saves the region about to be overwritten and
         returns a callable that copies it back. Returns the callable to run during the replay.
         """
-        if inverse is not None and self.policy == "restore" and is_safe():
+        if inverse is not None and self.policy == "restore" and (is_safe is None or is_safe()):
             return inverse
         return checkpoint()
 

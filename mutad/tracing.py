@@ -668,3 +668,63 @@ class Traced:
         raise UnsupportedOperationError(
             "ndarray.view on a traced array: reinterpreting bytes has no gradient. Use "
             "reshape or indexing for views.")
+
+
+# ----------------------------------------------------------------------------------------------
+# Decorated functions with user rules (mutad.adjoint, mutad.inplace_adjoint)
+
+
+def is_traced_call(args, kwargs):
+    return any(True for _ in _leaves(args)) or any(type(v) is Traced for v in kwargs.values())
+
+
+def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, run_rule):
+    """Run an in-place rule on the plain values of ``args`` and record its ``back``.
+
+    ``writes`` are the positions of the arguments the function may write; ``checkpointed``
+    those whose bytes mutad saves (the rule declared it cannot restore them): under
+    ``policy="checkpoint"`` every written argument is saved. ``back`` always runs on the
+    state the function left and restores what it can; saved arguments are copied back after it.
+    ``run_rule(*values, **kwargs)`` returns ``(back, result)``, ``result`` being what the
+    function returned; arguments in it come back as the traced arguments themselves.
+    """
+    _reject_traced_kwargs(name, kwargs)
+    tape, values = _unwrap_args(args)
+    tape = _active(tape)
+    written = [(i, args[i]) for i in writes if i < len(args) and type(args[i]) is Traced]
+    undos = [tape.undo_for(None if i in checkpointed else _rule_restores, None,
+                           lambda t=t: checkpoint(t.value)) for i, t in written]
+    for _, t in written:
+        tape.before_write(id(t.base))
+    back, result = run_rule(*values, **kwargs)
+    if not callable(back):
+        raise MutadError(f"the in-place rule of {name} must return its back function.")
+
+    def back_record(shadows):
+        back(*(shadows.of(x) if type(x) is Traced else None for x in args))
+        for undo in undos:
+            undo()
+
+    tape.record(back_record)
+    return _map_result(name, result, args, values, tape)
+
+
+def _rule_restores():
+    """The undo of an in-place rule that restores its own arguments in ``back``."""
+
+
+def _map_result(name, result, args, values, tape):
+    """What an in-place function returned, with its arguments replaced by the traced ones."""
+    if type(result) in (tuple, list):
+        return type(result)(_map_result(name, r, args, values, tape) for r in result)
+    if not isinstance(result, np.ndarray) or result.dtype.kind != "f":
+        return result
+    for x, value in zip(args, values, strict=True):
+        if type(x) is Traced:
+            if result is value:
+                return x
+            if result.base is not None and owner(result) is owner(value):
+                return Traced(result, x.base, tape)
+    raise UnsupportedOperationError(
+        f"{name} returned a new float array from an in-place rule: its gradient would be lost. "
+        "Return the arguments it wrote into, and give new outputs a pure rule (mutad.adjoint).")
