@@ -7,6 +7,7 @@ product of the other elements, never a division by zero).
 """
 
 import functools
+import math
 
 import numpy as np
 
@@ -54,13 +55,12 @@ def masked(g, where):
 
 
 def count(a, axis, where):
-    """How many elements each output of a reduction of ``a`` over ``axis`` averaged, shaped as
-    the output with ``keepdims=True``."""
+    """How many elements each output of a reduction of ``a`` over ``axis`` combined: a scalar,
+    or with a ``where=`` mask an array shaped as the output with ``keepdims=True``."""
     if where is True:
-        kept = np.sum(np.ones(a.shape, bool), axis=axis, keepdims=True)
-    else:
-        kept = np.sum(np.broadcast_to(where, a.shape), axis=axis, keepdims=True)
-    return kept.astype(a.dtype)
+        axes = range(a.ndim) if axis is None else np.atleast_1d(axis) % max(a.ndim, 1)
+        return a.dtype.type(math.prod(a.shape[i] for i in axes))
+    return np.sum(np.broadcast_to(where, a.shape), axis=axis, keepdims=True).astype(a.dtype)
 
 
 def reverse_cumsum(g, axis):

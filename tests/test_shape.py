@@ -1,0 +1,431 @@
+"""Shape functions: one table of cases, each checked against finite differences in both
+policies; views that NumPy returns are mutated afterwards, and results are written into traced
+buffers, slices and the functions' own inputs."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+import mutad
+
+POLICIES = ("restore", "checkpoint")
+
+
+def real(rng, shape):
+    return rng.standard_normal(shape)
+
+
+@dataclass(frozen=True)
+class Case:
+    """``function(*arrays, *args, **kwargs)`` with one array per shape, drawn from ``domain``."""
+
+    function: object
+    shapes: tuple = ((3, 4),)
+    name: str = ""
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    domain: object = real
+    dtype: type = np.float64
+
+    def sample(self, rng):
+        return [self.domain(rng, shape).astype(self.dtype) for shape in self.shapes]
+
+    def __call__(self, *arrays):
+        return self.function(*arrays, *self.args, **self.kwargs)
+
+
+def case_id(case):
+    name = case.name or getattr(case.function, "__name__", None) or repr(case.function)
+    parts = [name, "x".join(str(s) for s in case.shapes)]
+    parts += [repr(a) for a in case.args]
+    parts += [f"{k}={v!r}" for k, v in case.kwargs.items()]
+    if case.dtype is not np.float64:
+        parts.append(np.dtype(case.dtype).name)
+    return "-".join(parts)
+
+
+def squared(func):
+    """``func(...) ** 2``: a nonlinear use of the result, so a view's gradient is not constant."""
+
+    def program(*args, **kwargs):
+        return func(*args, **kwargs) ** 2
+
+    program.__name__ = func.__name__
+    return program
+
+
+def of_transposed(func):
+    """``func`` of ``x.T``: a non-contiguous input, so view functions must copy."""
+
+    def program(x, *args, **kwargs):
+        return func(x.T, *args, **kwargs)
+
+    program.__name__ = f"{func.__name__}_of_transposed"
+    return program
+
+
+def piece(split, index):
+    """One piece of a split, used nonlinearly."""
+
+    def program(x, *args, **kwargs):
+        return split(x, *args, **kwargs)[index] ** 2
+
+    program.__name__ = f"{split.__name__}_piece_{index}"
+    return program
+
+
+def first_and_second(pair_function):
+    def program(*arrays, **kwargs):
+        first, second = pair_function(*arrays, **kwargs)[:2]
+        return first * second
+
+    program.__name__ = pair_function.__name__
+    return program
+
+
+# Programs that mutate views and write results into traced buffers ----------------------------
+
+
+def mutate_transposed_view(x):
+    columns = x.T
+    columns[0] += 1.0
+    return (x * x).sum()
+
+
+def mutate_reshaped_view(x):
+    wide = x.reshape(2, 6)
+    wide[:, 0] *= wide[:, 1]
+    return np.sin(x)
+
+
+def mutate_permuted_view(x):
+    permuted = np.transpose(x, (2, 0, 1))
+    permuted[1] *= permuted[0]
+    return x * x
+
+
+def mutate_moved_and_swapped_views(x):
+    np.moveaxis(x, 0, -1)[..., 0] *= 2.0
+    np.swapaxes(x, 1, 2)[0, 0] += x[1, 1, 0]
+    return x ** 3
+
+
+def mutate_squeezed_and_expanded_views(x):
+    column = np.squeeze(x[:, :1])
+    column *= 3.0
+    np.expand_dims(x, 0)[0, 1] -= column[0]
+    return x * x
+
+
+def mutate_flipped_view(x):
+    flipped = np.flip(x)
+    flipped[0] -= x[0] * 0.5
+    return x * x
+
+
+def mutate_split_pieces(x):
+    top, bottom = np.split(x, 2)
+    top *= bottom
+    return np.exp(x)
+
+
+def mutate_atleast_and_real_views(x):
+    tail = x[1:]  # a view, so its buffer is x's, not itself
+    np.atleast_1d(tail)[0] *= 2.0
+    np.atleast_2d(x)[0, 0] *= 3.0
+    real = np.real(tail)
+    real += x[:-1]
+    return x * x
+
+
+def flip_into_slice(a, b):
+    a[1:] = np.flip(b)[1:]
+    return a * b
+
+
+def concatenate_into_out(x, y):
+    z = np.zeros_like(x, shape=(6, 4))
+    z += x.sum()
+    np.concatenate([x, y], out=z)
+    return z ** 2
+
+
+def stack_into_out(x, y):
+    z = np.empty_like(x, shape=(3, 2, 4))
+    np.stack([x, y], axis=1, out=z)
+    return z ** 2
+
+
+def where_into_a_column(x, y):
+    x[:, 0] = np.where(x[:, 1] > 0, x[:, 2], y[:, 0])
+    return x * y
+
+
+def clip_over_own_input(x):
+    np.clip(x, -0.5, 0.5, out=x)
+    return x * x
+
+
+def roll_over_own_input(x):
+    x[...] = np.roll(x, 1, axis=0)
+    return x * np.arange(4.0)
+
+
+def tile_into_a_fresh_buffer(x):
+    z = np.zeros_like(x, shape=(3, 8))
+    z[...] = np.tile(x, 2)
+    z[:, 0] *= z[:, 1]
+    return z
+
+
+def pad_into_a_slice(x, y):
+    y[1:, 1:] = np.pad(x, ((0, 0), (1, 0)), mode="edge")[:2, :3]
+    return y * y
+
+
+def broadcast_then_accumulate(x, v):
+    same, stretched = np.broadcast_arrays(x, v)
+    same += stretched * stretched
+    return x * x
+
+
+def triangle_of_an_updated_matrix(x):
+    x += np.tril(x, -1).T
+    return np.triu(x) ** 2
+
+
+def diagonal_written_back(x):
+    diagonal = np.diagonal(x) * 2.0
+    x[:, :3] = np.diag(diagonal)
+    return x ** 2
+
+
+# fmt: off
+CASES = [
+    # reshaping views, used nonlinearly; on a transposed input so NumPy copies
+    Case(squared(np.reshape), args=((4, 3),)),
+    Case(squared(np.reshape), args=((2, 6),), kwargs=dict(order="F")),
+    Case(of_transposed(squared(np.reshape)), args=(12,)),
+    Case(of_transposed(squared(np.reshape)), args=((2, 6),), kwargs=dict(order="A")),
+    Case(squared(np.ravel)),
+    Case(of_transposed(squared(np.ravel))),
+    Case(of_transposed(squared(np.ravel)), kwargs=dict(order="K")),
+    Case(lambda x: np.ravel(np.transpose(x[::-1, ::2], (1, 0)), order="K") ** 2, name="ravel_K_of_strided"),
+    Case(of_transposed(squared(np.ravel)), kwargs=dict(order="F")),
+    Case(squared(np.squeeze), shapes=((3, 1, 4),)),
+    Case(squared(np.squeeze), shapes=((3, 1, 1),), kwargs=dict(axis=-1)),
+    Case(squared(np.expand_dims), kwargs=dict(axis=(0, 2))),
+    Case(squared(np.transpose)),
+    Case(squared(np.transpose), shapes=((2, 3, 4),), args=((2, 0, -2),)),
+    Case(squared(np.matrix_transpose), shapes=((2, 3, 4),)),
+    Case(squared(np.swapaxes), shapes=((2, 3, 4),), args=(0, -1)),
+    Case(squared(np.moveaxis), shapes=((2, 3, 4),), args=((0, 1), (-1, 0))),
+    Case(squared(np.rollaxis), shapes=((2, 3, 4),), args=(2,)),
+    Case(lambda x: (x.T ** 2).T + x.mT.T + x.reshape(4, 3).T.ravel().reshape(3, 4), name="methods"),
+    Case(squared(np.reshape), args=((4, 3),), dtype=np.float32),
+    # flips and rotations
+    Case(squared(np.flip)),
+    Case(squared(np.flip), shapes=((2, 3, 4),), kwargs=dict(axis=(0, 2))),
+    Case(squared(np.fliplr)),
+    Case(squared(np.flipud)),
+    Case(squared(np.rot90)),
+    Case(squared(np.rot90), shapes=((2, 3, 4),), kwargs=dict(k=3, axes=(2, 0))),
+    Case(np.roll, args=(5,)),
+    Case(np.roll, args=((1, -2), (0, 1))),
+    Case(np.roll, args=(-1,), kwargs=dict(axis=1), dtype=np.float32),
+    # joining
+    Case(lambda x, y: np.concatenate([x, y, x]), shapes=((2, 4), (3, 4)), name="concatenate"),
+    Case(lambda x, y: np.concatenate((x, y), axis=-1), shapes=((3, 2), (3, 4)), name="concatenate"),
+    Case(lambda x, y: np.concatenate((x, y), None), shapes=((3, 2), (5,)), name="concatenate"),
+    Case(lambda x, y: np.concat([x, 2.0 * y], axis=1), shapes=((3, 4), (3, 4)), name="concat"),
+    Case(lambda x, y: np.stack([x, y], axis=-1), shapes=((3, 4), (3, 4)), name="stack"),
+    Case(lambda x, y: np.stack((x, y, x), 1), shapes=((3, 4), (3, 4)), name="stack"),
+    Case(lambda x, y: np.hstack([x, y]), shapes=((3, 2), (3, 4)), name="hstack"),
+    Case(lambda x, y: np.hstack((x, y, np.ones(2))), shapes=((3,), (4,)), name="hstack"),
+    Case(lambda x, y: np.vstack([x, y]), shapes=((3, 4), (4,)), name="vstack"),
+    Case(lambda x, y: np.dstack([x, y]), shapes=((3, 4), (3, 4)), name="dstack"),
+    Case(lambda x, y: np.dstack([x, y]), shapes=((4,), (4,)), name="dstack"),
+    Case(lambda x, y: np.column_stack([x, y]), shapes=((3,), (3, 2)), name="column_stack"),
+    Case(lambda x, y: np.append(x, y, axis=0), shapes=((3, 4), (2, 4)), name="append"),
+    Case(lambda x, y: np.append(x, y), shapes=((3, 4), (5,)), name="append"),
+    Case(lambda x, y: np.concatenate([x, y]), shapes=((2, 4), (3, 4)), dtype=np.float32, name="concatenate"),
+    # splitting: the pieces are views
+    Case(piece(np.split, 1), args=(2,), kwargs=dict(axis=1)),
+    Case(piece(np.split, 0), args=([1, 3],)),
+    Case(piece(np.array_split, 1), shapes=((5, 2),), args=(2,)),
+    Case(piece(np.hsplit, 1), args=([1],)),
+    Case(piece(np.vsplit, 2), args=(3,)),
+    Case(piece(np.dsplit, 0), shapes=((2, 3, 4),), args=(2,)),
+    Case(piece(np.unstack, 2), kwargs=dict(axis=1)),
+    Case(of_transposed(piece(np.split, 1)), args=(2,), kwargs=dict(axis=0)),
+    Case(lambda x: sum(p.sum() * p for p in np.split(x, 4, axis=1)), name="split"),
+    # broadcasting
+    Case(squared(np.broadcast_to), shapes=((4,),), args=((3, 4),)),
+    Case(squared(np.broadcast_to), shapes=((3, 1),), args=((2, 3, 4),)),
+    Case(first_and_second(np.broadcast_arrays), shapes=((3, 4), (4,))),
+    Case(first_and_second(np.broadcast_arrays), shapes=((3, 1), (1, 4))),
+    # copying and padding
+    Case(np.tile, shapes=((4,),), args=((2, 1, 3),)),
+    Case(np.tile, args=(2,)),
+    Case(np.tile, shapes=((2, 3, 1),), args=((2, 2),)),
+    Case(np.repeat, args=(2,), kwargs=dict(axis=0)),
+    Case(np.repeat, args=(3,)),
+    Case(np.repeat, args=([0, 2, 1, 3],), kwargs=dict(axis=1)),
+    Case(np.repeat, args=(2,), kwargs=dict(axis=-1), dtype=np.float32),
+    Case(np.delete, args=([0, 2],), kwargs=dict(axis=1)),
+    Case(np.delete, args=(slice(None, None, 3),)),
+    Case(np.pad, args=(1,)),
+    Case(np.pad, args=(((1, 2), (0, 3)),), kwargs=dict(constant_values=5.0)),
+    Case(np.pad, args=(2,), kwargs=dict(mode="edge")),
+    Case(np.pad, args=(((2, 1), (3, 3)), "reflect")),
+    Case(np.pad, args=(2,), kwargs=dict(mode="symmetric")),
+    Case(np.pad, args=(5,), kwargs=dict(mode="wrap")),
+    Case(np.pad, shapes=((5,),), args=((1, 7),), kwargs=dict(mode="reflect"), dtype=np.float32),
+    # triangles and diagonals
+    Case(np.triu),
+    Case(np.triu, args=(1,)),
+    Case(np.tril, kwargs=dict(k=-1)),
+    Case(np.tril, shapes=((2, 3, 3),)),
+    Case(np.diag, shapes=((4,),)),
+    Case(np.diag, shapes=((4,),), args=(-2,)),
+    Case(squared(np.diag)),
+    Case(squared(np.diag), args=(2,)),
+    Case(squared(np.diag), args=(-1,)),
+    Case(squared(np.diagonal)),
+    Case(squared(np.diagonal), shapes=((2, 3, 4),), args=(1, 1, 2)),
+    Case(squared(np.diagonal), shapes=((2, 3, 4),), kwargs=dict(offset=-1, axis1=2, axis2=0)),
+    Case(lambda x: x.diagonal(1) ** 2, name="diagonal"),
+    # selection
+    Case(lambda x, y: np.where(x > 0, x, y), shapes=((3, 4), (3, 4)), name="where"),
+    Case(lambda x, y: np.where(x > 0, y, 2.0), shapes=((3, 4), (4,)), name="where"),
+    Case(lambda c, x, y: np.where(c > 0, x * x, y), shapes=((3, 1), (1, 4), (3, 4)), name="where"),
+    Case(lambda x: x[np.where(x > 0)] ** 2, name="where"),
+    Case(np.clip, args=(-0.5, 0.5)),
+    Case(np.clip, args=(None, 0.3)),
+    Case(np.clip, kwargs=dict(min=-0.2)),
+    Case(lambda x, lower, upper: np.clip(x, lower, upper + 1.0), shapes=((3, 4), (3, 1), (4,)), name="clip"),
+    Case(lambda x, lower: x.clip(lower, 0.5), shapes=((3, 4), (4,)), name="clip"),
+    Case(lambda x, lower: np.clip(x, lower, lower - 1.0), shapes=((3, 4), (4,)), name="clip_inverted_bounds"),
+    Case(np.clip, args=(-0.5, 0.5), dtype=np.float32),
+    # no-copy functions
+    Case(squared(np.atleast_1d), shapes=((),)),
+    Case(squared(np.atleast_2d), shapes=((4,),)),
+    Case(squared(np.atleast_3d), shapes=((3, 4),)),
+    Case(squared(np.atleast_1d)),
+    Case(lambda x, y: np.atleast_2d(x, y)[0] * np.atleast_2d(x, y)[1], shapes=((4,), (1, 4)), name="atleast_2d"),
+    Case(lambda x, y: np.atleast_3d(x, y)[1] ** 2, shapes=((4,), (3, 4)), name="atleast_3d"),
+    Case(squared(np.real)),
+    # views mutated after they were made, results written into traced buffers
+    Case(mutate_transposed_view),
+    Case(mutate_reshaped_view),
+    Case(mutate_permuted_view, shapes=((2, 3, 4),)),
+    Case(mutate_moved_and_swapped_views, shapes=((2, 3, 4),)),
+    Case(mutate_squeezed_and_expanded_views),
+    Case(mutate_flipped_view),
+    Case(mutate_split_pieces, shapes=((4, 3),)),
+    Case(mutate_atleast_and_real_views, shapes=((4,),)),
+    Case(flip_into_slice, shapes=((5,), (5,))),
+    Case(flip_into_slice, shapes=((3, 4), (3, 4))),
+    Case(concatenate_into_out, shapes=((2, 4), (4, 4))),
+    Case(stack_into_out, shapes=((3, 4), (3, 4))),
+    Case(where_into_a_column, shapes=((3, 4), (3, 4))),
+    Case(clip_over_own_input),
+    Case(roll_over_own_input),
+    Case(tile_into_a_fresh_buffer),
+    Case(pad_into_a_slice, shapes=((2, 3), (3, 4))),
+    Case(broadcast_then_accumulate, shapes=((3, 4), (4,))),
+    Case(triangle_of_an_updated_matrix, shapes=((3, 3),)),
+    Case(diagonal_written_back, shapes=((3, 4),)),
+    Case(mutate_transposed_view, dtype=np.float32),
+    Case(flip_into_slice, shapes=((3, 4), (3, 4)), dtype=np.float32),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_shape_gradient(case, policy, rng):
+    mutad.check_grads(case, *case.sample(rng), policy=policy)
+
+
+# Each linear rule's pullback is its transpose: <dy, f(x)> = <back(dy), x>. This also checks the
+# pullbacks of functions that always return views, which the gradient checks never run.
+# fmt: off
+LINEAR_CASES = [
+    (np.reshape, (3, 4), ((2, 6),), {}),
+    (np.reshape, (3, 4), ((2, 6),), dict(order="F")),
+    (np.ravel, (3, 4), (), dict(order="F")),
+    (np.squeeze, (3, 1, 4), (), {}),
+    (np.expand_dims, (3, 4), (1,), {}),
+    (np.transpose, (2, 3, 4), ((1, -1, 0),), {}),
+    (np.matrix_transpose, (2, 3, 4), (), {}),
+    (np.swapaxes, (2, 3, 4), (0, 2), {}),
+    (np.moveaxis, (2, 3, 4), ((0, 1), (2, 0)), {}),
+    (np.rollaxis, (2, 3, 4), (2, 1), {}),
+    (np.flip, (2, 3, 4), (), dict(axis=1)),
+    (np.fliplr, (3, 4), (), {}),
+    (np.flipud, (3, 4), (), {}),
+    (np.rot90, (2, 3, 4), (3, (1, 2)), {}),
+    (np.rot90, (3, 4), (), {}),
+    (np.roll, (3, 4), ((2, -1), (0, 1)), {}),
+    (np.broadcast_to, (3, 1), ((2, 3, 5),), {}),
+    (np.tile, (2, 3), ((2, 1, 2),), {}),
+    (np.repeat, (3, 4), ([1, 0, 2],), dict(axis=0)),
+    (np.delete, (3, 4), (1,), dict(axis=1)),
+    (np.pad, (3, 4), (((1, 2), (3, 0)),), dict(mode="symmetric")),
+    (np.triu, (4, 3), (-1,), {}),
+    (np.tril, (4, 3), (), {}),
+    (np.diagonal, (3, 4, 5), (-1, 2, 0), {}),
+    (np.diag, (3, 5), (2,), {}),
+    (np.diag, (4,), (-1,), {}),
+    (np.real, (3, 4), (), {}),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("func, shape, args, kwargs", LINEAR_CASES,
+                         ids=[f"{case[0].__name__}-{case[1]}" for case in LINEAR_CASES])
+def test_linear_pullback_is_the_transpose(func, shape, args, kwargs, rng):
+    x = rng.standard_normal(shape)
+    y, back = mutad.registry.FUNCTIONS[func](x, *args, **kwargs)
+    dy = rng.standard_normal(np.shape(y))
+    cotangents = back(dy)
+    assert len(cotangents) == 1 + len(args)
+    np.testing.assert_allclose(np.vdot(cotangents[0], x), np.vdot(dy, y), rtol=1e-12)
+
+
+def test_where_with_one_argument_has_no_gradient():
+    def f(x):
+        rows, columns = np.where(x > 0)
+        assert isinstance(rows, np.ndarray) and rows.dtype.kind == "i"
+        return (x[rows, columns] ** 2).sum()
+
+    x = np.array([[1.0, -2.0], [3.0, 0.0]])
+    np.testing.assert_array_equal(mutad.gradient(f, x)[0], [[2.0, 0.0], [6.0, 0.0]])
+
+
+def test_clip_at_a_bound_passes_the_gradient_to_the_clipped_array():
+    x = np.array([-1.0, 0.0, 0.5, 1.0, 2.0])
+    np.testing.assert_array_equal(mutad.gradient(lambda x: np.clip(x, 0.0, 1.0).sum(), x)[0],
+                                  [0.0, 1.0, 1.0, 1.0, 0.0])
+
+
+def test_views_share_memory_as_numpy_returns_them():
+    def f(x):
+        assert np.shares_memory(np.real(x).value, x.value)
+        assert np.shares_memory(np.atleast_1d(x).value, x.value)
+        assert np.shares_memory(np.broadcast_arrays(x, x[0])[0].value, x.value)
+        return x.sum()
+
+    mutad.gradient(f, np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("kwargs", [dict(mode="mean"), dict(mode="linear_ramp"),
+                                    dict(mode="reflect", reflect_type="odd")])
+def test_pad_modes_that_compute_values_are_refused(kwargs):
+    def f(x):
+        return np.pad(x, 1, **kwargs).sum()
+
+    with pytest.raises(mutad.MutadError, match="np.pad"):
+        mutad.gradient(f, np.ones(3))
