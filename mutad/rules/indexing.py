@@ -1,1 +1,356 @@
-"""indexing rules (being written)."""
+"""Gathers and scatters beyond ``x[key]``: take, sort, choose, diff, interp; ufunc.at, put, copyto.
+
+A gather copies elements of its input, so its pullback adds each output's cotangent back where
+the element came from (``gather_cotangent`` in ``shape.py``, which also sums repeated indices).
+``np.sort`` and ``np.partition`` are gathers through ``argsort`` / ``argpartition``.
+
+Functions that write into an argument are in-place handlers. ``np.add.at`` / ``np.subtract.at``
+record themselves: their inverse is the opposite ``.at``, safe when the added values do not
+overlap the target, otherwise the written region is checkpointed. The others (``put``,
+``put_along_axis``, ``place``, ``putmask``, ``copyto``) are rewritten as the indexed assignment
+they perform, ``a[key] = values``, so the core's one scatter path records them.
+"""
+
+import numpy as np
+
+from ..errors import UnsupportedOperationError, UntracedWriteError
+from ..registry import definplace
+from ..tracing import Traced, plain, unbroadcast
+from .linalg import rule_for
+from .shape import gather_cotangent
+
+
+def _ndarray_index(indices, length, mode):
+    """``indices`` as NumPy's ``mode`` ("raise", "wrap" or "clip") resolves them."""
+    indices = np.asarray(indices)
+    if mode == "wrap":
+        return indices % length
+    if mode == "clip":
+        return np.clip(indices, 0, length - 1)
+    return indices
+
+
+def _along_axis_key(shape, indices, axis):
+    """The advanced index that ``take_along_axis(a, indices, axis)`` reads ``a`` with."""
+    key = []
+    for dimension, length in enumerate(shape):
+        if dimension == axis:
+            key.append(indices)
+        else:
+            span = [1] * len(shape)
+            span[dimension] = length
+            key.append(np.arange(length).reshape(span))
+    return tuple(key)
+
+
+# ----------------------------------------------------------------------------------------------
+# Gathers
+
+
+@rule_for(np.take)
+def take(a, indices, axis=None, mode="raise"):
+    y = np.take(a, indices, axis, mode=mode)
+
+    def back(dy):
+        return gather_cotangent(dy, a, lambda s: np.take(s, indices, axis, mode=mode)), None
+
+    return y, back
+
+
+@rule_for(np.take_along_axis)
+def take_along_axis(arr, indices, axis=-1):
+    y = np.take_along_axis(arr, indices, axis)
+
+    def back(dy):
+        return gather_cotangent(dy, arr, lambda s: np.take_along_axis(s, indices, axis)), None
+
+    return y, back
+
+
+@rule_for(np.compress)
+def compress(condition, a, axis=None):
+    y = np.compress(condition, a, axis)
+
+    def back(dy):
+        return None, gather_cotangent(dy, a, lambda s: np.compress(condition, s, axis))
+
+    return y, back
+
+
+@rule_for(np.extract)
+def extract(condition, arr):
+    y = np.extract(condition, arr)
+
+    def back(dy):
+        return None, gather_cotangent(dy, arr, lambda s: np.extract(condition, s))
+
+    return y, back
+
+
+def _sorting_gather(a, order, axis):
+    """``a`` rearranged by ``order`` along ``axis`` (flattened when ``axis`` is None)."""
+    source = np.ravel(a) if axis is None else a
+    y = np.take_along_axis(source, order, -1 if axis is None else axis)
+
+    def back(dy):
+        g = gather_cotangent(dy, source, lambda s: np.take_along_axis(s, order, -1 if axis is None else axis))
+        return (np.reshape(g, np.shape(a)),)
+
+    return y, back
+
+
+@rule_for(np.sort)
+def sort(a, axis=-1, kind=None, order=None, **kwargs):
+    # A sort permutes: the gradient goes back through the permutation argsort found (ties are
+    # equal values, so either choice is a valid one-sided derivative).
+    permutation = np.argsort(a, axis=axis, kind=kind, order=order, **kwargs)
+    return _sorting_gather(a, permutation, axis)
+
+
+@rule_for(np.partition)
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    # The values come from the same gather as the gradient, so the two always agree even where
+    # NumPy leaves the order within each side of kth unspecified.
+    selection = np.argpartition(a, kth, axis=axis, kind=kind, order=order)
+    return _sorting_gather(a, selection, axis)
+
+
+@rule_for(np.choose)
+def choose(a, choices, mode="raise"):
+    y = np.choose(a, choices, mode=mode)
+    picked = np.broadcast_to(_ndarray_index(a, len(choices), mode), np.shape(y))
+
+    def back(dy):
+        cotangents = [unbroadcast(np.where(picked == k, dy, 0.0), np.shape(choice))
+                      for k, choice in enumerate(choices)]
+        if isinstance(choices, np.ndarray):
+            return None, np.stack(cotangents)
+        return None, cotangents
+
+    return y, back
+
+
+@rule_for(np.select)
+def select(condlist, choicelist, default=0):
+    y = np.select(condlist, choicelist, default)
+
+    def back(dy):
+        # Each element comes from the first true condition, or from default if none is true.
+        unclaimed = np.ones(np.shape(y), bool)
+        cotangents = []
+        for condition, choice in zip(condlist, choicelist, strict=True):
+            taken = unclaimed & condition
+            unclaimed = unclaimed & ~taken
+            cotangents.append(unbroadcast(np.where(taken, dy, 0.0), np.shape(choice)))
+        return None, cotangents, unbroadcast(np.where(unclaimed, dy, 0.0), np.shape(default))
+
+    return y, back
+
+
+@rule_for(np.diff)
+def diff(a, n=1, axis=-1, *ends, **kwargs):
+    if n == 0:
+        return a[...], lambda dy: (dy,)  # NumPy returns a itself; as a view, it shares a's shadow
+    y = np.diff(a, n, axis, *ends, **kwargs)
+    prepend = (ends + (kwargs.get("prepend", np._NoValue),))[0]
+    append = (ends[1:] + (kwargs.get("append", np._NoValue),))[0]
+    axis = axis % np.ndim(a)
+
+    def width(end):
+        if end is np._NoValue:
+            return 0
+        return 1 if np.ndim(end) == 0 else np.shape(end)[axis]
+
+    def back(dy):
+        # One difference y_i = x_(i+1) - x_i has the transpose x̄_j = ȳ_(j-1) - ȳ_j (with ȳ zero
+        # past either end): minus the difference of ȳ padded by one zero on each side.
+        g = dy
+        padding = [(0, 0)] * np.ndim(dy)
+        padding[axis] = (1, 1)
+        for _ in range(n):
+            g = -np.diff(np.pad(g, padding), axis=axis)
+        first, last = width(prepend), g.shape[axis] - width(append)
+        pieces = np.split(g, [first, last], axis=axis)
+        ends_cotangents = [None if end is np._NoValue else unbroadcast(piece, np.shape(end))
+                           for end, piece in ((prepend, pieces[0]), (append, pieces[2]))]
+        return (pieces[1], None, None, *ends_cotangents)
+
+    return y, back
+
+
+@rule_for(np.interp)
+def interp(x, xp, fp, left=None, right=None, period=None):
+    if period is not None:
+        raise UnsupportedOperationError(
+            "np.interp(..., period=...) on traced arrays: reduce x and xp modulo the period "
+            "first, then call np.interp without it.")
+    y = np.interp(x, xp, fp, left, right)
+    x_values, xp, fp = np.asarray(x), np.asarray(xp), np.asarray(fp)
+    below = x_values < xp[0]
+    above = x_values > xp[-1]
+    inside = ~below & ~above
+
+    def back(dy):
+        dy = np.broadcast_to(dy, x_values.shape)
+        dx = np.zeros(x_values.shape)
+        dxp = np.zeros(xp.shape)
+        dfp = np.zeros(fp.shape)
+        if xp.size > 1:
+            # On [xp_i, xp_(i+1)]: y = fp_i + s (x - xp_i), s = (fp_(i+1) - fp_i) / h,
+            # t = (x - xp_i) / h. Then ∂y/∂x = s, ∂y/∂fp_i = 1 - t, ∂y/∂fp_(i+1) = t,
+            # ∂y/∂xp_i = s (t - 1), ∂y/∂xp_(i+1) = -s t.
+            i = np.clip(np.searchsorted(xp, x_values, side="right") - 1, 0, xp.size - 2)
+            h = xp[i + 1] - xp[i]
+            t = (x_values - xp[i]) / h
+            s = (fp[i + 1] - fp[i]) / h
+            inner = np.where(inside, dy, 0.0)
+            dx = inner * s
+            np.add.at(dfp, i, inner * (1.0 - t))
+            np.add.at(dfp, i + 1, inner * t)
+            np.add.at(dxp, i, inner * s * (t - 1.0))
+            np.add.at(dxp, i + 1, -inner * s * t)
+        else:
+            dfp[0] += np.sum(dy[inside])
+        dleft = np.sum(dy[below])
+        dright = np.sum(dy[above])
+        if left is None:
+            dfp[0] += dleft
+        if right is None:
+            dfp[-1] += dright
+        return dx.reshape(np.shape(x)), dxp, dfp, dleft, dright
+
+    return y, back
+
+
+# ----------------------------------------------------------------------------------------------
+# In-place writes
+
+
+def _require_traced_target(call, target, *values):
+    """Refuse to write a traced value into an array mutad does not trace."""
+    if type(target) is not Traced and any(type(v) is Traced for v in values):
+        raise UntracedWriteError(
+            f"{call}: a traced value was written into an array mutad is not tracing, so its "
+            "gradient would be lost. Create the destination from a traced value: "
+            "np.zeros_like(x) or np.empty(n, like=x).")
+    return type(target) is Traced
+
+
+def _overlaps(target, value):
+    return (type(value) is Traced and value.base is target.base
+            and np.may_share_memory(value.value, target.value))
+
+
+def _unbuffered(ufunc, opposite, sign):
+    """The handler of ``ufunc.at(a, indices, b)`` (``a[indices] ±= b``, repeated indices each
+    adding their share), undone by ``opposite.at`` when that is exact."""
+
+    def handler(a, indices, b=None):
+        call = f"np.{ufunc.__name__}.at"
+        if not _require_traced_target(call, a, b):
+            return ufunc.at(a, plain(indices), plain(b))
+        tape = a.tape
+        key = plain(indices)
+        values = plain(b)
+        target = a.value
+
+        def inverse():
+            opposite.at(target, key, values)
+
+        def is_safe():
+            # b aliasing a changes under the write, so subtracting it afterwards is not the
+            # inverse; infinities do not cancel.
+            return not _overlaps(a, b) and bool(np.all(np.isfinite(values)))
+
+        def save():
+            saved = np.array(target[key], copy=True)
+
+            def copy_back():
+                target[key] = saved  # repeated indices all get the same original value
+
+            return copy_back
+
+        undo = tape.undo_for(inverse, is_safe, save)
+        tape.before_write(id(a.base))
+        ufunc.at(target, key, values)
+
+        def back(shadows):
+            # a_after = a_before ± scatter(b): a's cotangent passes through unchanged, and b's
+            # is the gather of it (copied before b's shadow, which may be a view of a's, grows).
+            da = shadows.get(a)
+            undo()
+            if da is not None and type(b) is Traced:
+                gathered = np.array(da[key], copy=True)
+                if sign < 0:
+                    np.negative(gathered, out=gathered)
+                shadows.add(b, unbroadcast(gathered, b.value.shape), owned=True)
+
+        tape.record(back)
+
+    return handler
+
+
+definplace((np.add, "at"))(_unbuffered(np.add, np.subtract, +1))
+definplace((np.subtract, "at"))(_unbuffered(np.subtract, np.add, -1))
+
+
+def _write_flat(call, a, positions, values, value_index):
+    """``a.flat[positions] = ravel(values)[value_index]`` as one indexed assignment."""
+    if not _require_traced_target(call, a, values):
+        return False
+    positions = np.asarray(positions, dtype=np.intp).reshape(-1)
+    if positions.size:
+        a[np.unravel_index(positions, a.shape)] = np.take(values, value_index)
+    return True
+
+
+@definplace(np.put)
+def put(a, ind, v, mode="raise"):
+    size = np.size(a)
+    positions = _ndarray_index(np.asarray(ind).reshape(-1), size, mode)
+    if np.any((positions < -size) | (positions >= size)):
+        raise IndexError(f"np.put: an index is out of bounds for size {size}.")
+    positions = positions % max(size, 1)  # negative positions count from the end
+    if not _write_flat("np.put", a, positions, v, np.arange(positions.size) % max(np.size(v), 1)):
+        np.put(a, ind, plain(v), mode=mode)
+
+
+@definplace(np.place)
+def place(arr, mask, vals):
+    positions = np.flatnonzero(mask)
+    if not _write_flat("np.place", arr, positions, vals, np.arange(positions.size) % max(np.size(vals), 1)):
+        np.place(arr, mask, plain(vals))
+
+
+@definplace(np.putmask)
+def putmask(a, mask, values):
+    # putmask pairs a.flat[n] with values.flat[n % values.size]: by position, not by count.
+    positions = np.flatnonzero(np.broadcast_to(mask, np.shape(a)))
+    if not _write_flat("np.putmask", a, positions, values, positions % max(np.size(values), 1)):
+        np.putmask(a, mask, plain(values))
+
+
+@definplace(np.put_along_axis)
+def put_along_axis(arr, indices, values, axis):
+    if not _require_traced_target("np.put_along_axis", arr, values):
+        return np.put_along_axis(arr, indices, plain(values), axis)
+    if axis is None:
+        _write_flat("np.put_along_axis", arr, np.asarray(indices) % arr.size, values,
+                    np.arange(np.size(indices)) % max(np.size(values), 1))
+        return None
+    axis = axis % arr.ndim
+    arr[_along_axis_key(arr.shape, np.asarray(indices) % arr.shape[axis], axis)] = values
+    return None
+
+
+@definplace(np.copyto)
+def copyto(dst, src, casting="same_kind", where=True):
+    if not _require_traced_target("np.copyto", dst, src):
+        return np.copyto(dst, plain(src), casting=casting, where=where)
+    if where is True:
+        dst[...] = src
+    else:
+        # Elements outside `where` keep their value: a select between the new and the old.
+        dst[...] = np.where(where, src, dst)
+    return None
+
