@@ -1,0 +1,197 @@
+"""mutad.adjoint and mutad.inplace_adjoint, proven with mutad.testing.check_rule."""
+
+import numpy as np
+import pytest
+import scipy.special
+
+import mutad
+from mutad.testing import GradientCheckError, check_rule
+
+gammaln = mutad.adjoint(scipy.special.gammaln)
+
+
+@gammaln.rule
+def _gammaln_rule(x):
+    def back(dy):
+        return (dy * scipy.special.digamma(x),)
+
+    return gammaln(x), back
+
+
+@mutad.inplace_adjoint(writes=("a",))
+def add_vecs_(a, b):
+    a += b
+    return a
+
+
+@add_vecs_.rule
+def _add_vecs_rule(a, b):
+    add_vecs_(a, b)
+
+    def back(da, db):
+        if a is b:
+            a[...] *= 0.5
+        else:
+            a[...] -= b
+        db += da
+
+    return back
+
+
+@mutad.inplace_adjoint(writes=("a",))
+def scale_by_(a, s):
+    """a *= s, elementwise and in place (STYLE.md's example)."""
+    a *= s
+    return a
+
+
+@scale_by_.rule
+def _scale_by_rule(a, s):
+    if np.may_share_memory(a, s):
+        raise mutad.MutadError("scale_by_(a, s) with s overlapping a cannot be restored")
+    scale_by_(a, s)
+
+    def back(da, ds):
+        a[...] /= s          # restore first: both lines below need the old a
+        ds += da * a         # accumulate, never assign
+        da *= s
+
+    return back
+
+
+@mutad.inplace_adjoint(writes=("a",))
+def clamp_(a, low):
+    np.maximum(a, low, out=a)
+
+
+@clamp_.rule(checkpoint=("a",))
+def _clamp_rule(a, low):
+    above = a > low  # the maximum forgets a where it was below: not invertible, so checkpointed
+    clamp_(a, low)
+
+    def back(da, dlow):
+        dlow += np.where(above, 0.0, da).sum()
+        da *= above
+
+    return back
+
+
+def test_pure_rule_wraps_a_third_party_function(rng):
+    x = rng.uniform(0.5, 3.0, 5)
+    assert np.array_equal(gammaln(x), scipy.special.gammaln(x))  # plain arrays: it just runs
+    check_rule(gammaln, x)
+    mutad.check_grads(lambda x: gammaln(x * x).sum() * x, x)
+
+
+def test_in_place_rule_restores_by_inversion(rng):
+    a, b = rng.standard_normal(6), rng.standard_normal(6)
+    assert check_rule(add_vecs_, a, b) < 1e-15
+    s = rng.uniform(0.5, 2.0, 6)
+    error = check_rule(scale_by_, a, s)
+    assert 0.0 <= error < 1e-15
+
+
+def test_in_place_rule_with_a_declared_checkpoint(rng):
+    a = rng.standard_normal(8)
+    assert check_rule(clamp_, a, 0.1) == 0.0
+
+
+def test_in_place_rule_on_views_and_under_both_policies(rng):
+    x, s = rng.standard_normal(7), rng.uniform(0.5, 2.0, 7)
+
+    def f(x, s):
+        scale_by_(x[1:], s[:-1])
+        add_vecs_(x[:3], x[4:])
+        return np.sin(x)
+
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, x, s, policy=policy)
+
+
+def test_the_function_returns_the_same_traced_object():
+    def f(a, b):
+        assert add_vecs_(a, b) is a
+        return a.sum()
+
+    assert all(np.array_equal(g, np.ones(3)) for g in mutad.gradient(f, np.zeros(3), np.ones(3)))
+
+
+def test_zygote_120_with_an_in_place_rule():
+    def add_sum(a, b):
+        add_vecs_(a, b)
+        return a.sum()
+
+    a, b = np.zeros(4), np.ones(4)
+    da, db = mutad.gradient(add_sum, a, b)
+    assert np.array_equal(da, np.ones(4)) and np.array_equal(db, np.ones(4))
+    assert np.array_equal(a, np.zeros(4))
+
+
+def test_a_function_without_a_rule_names_the_fix():
+    undecided = mutad.adjoint(np.sinc)
+    with pytest.raises(mutad.MutadError, match="@sinc.rule"):
+        mutad.gradient(lambda x: undecided(x).sum(), np.ones(2))
+
+
+def test_an_in_place_rule_returning_a_new_array_is_refused():
+    @mutad.inplace_adjoint
+    def doubled_copy(a):
+        return a * 2.0
+
+    @doubled_copy.rule
+    def _rule(a):
+        doubled_copy(a)
+        return lambda da: None
+
+    x = np.ones(2)
+    with pytest.raises(mutad.MutadError, match="pure rule"):
+        mutad.gradient(lambda a: doubled_copy(a).sum(), x)
+    assert np.array_equal(x, np.ones(2))
+
+
+def test_check_rule_catches_assignment_instead_of_accumulation(rng):
+    @mutad.inplace_adjoint(writes=("a",))
+    def add_into_(a, b):
+        a += b
+
+    @add_into_.rule
+    def _rule(a, b):
+        add_into_(a, b)
+
+        def back(da, db):
+            a[...] -= b
+            db[...] = da  # wrong: drops what db already held
+
+        return back
+
+    with pytest.raises(GradientCheckError):
+        check_rule(add_into_, rng.standard_normal(3), rng.standard_normal(3))
+
+
+def test_check_rule_catches_a_rule_that_does_not_restore(rng):
+    @mutad.inplace_adjoint(writes=("a",))
+    def add_into_(a, b):
+        a += b
+
+    @add_into_.rule
+    def _rule(a, b):
+        add_into_(a, b)
+
+        def back(da, db):
+            db += da  # forgot to restore a
+
+        return back
+
+    with pytest.raises(GradientCheckError):
+        check_rule(add_into_, rng.standard_normal(3), rng.standard_normal(3))
+
+
+def test_check_rule_catches_a_wrong_pure_gradient(rng):
+    wrong = mutad.adjoint(np.sin)
+
+    @wrong.rule
+    def _rule(x):
+        return np.sin(x), lambda dy: (dy * np.sin(x),)
+
+    with pytest.raises(GradientCheckError, match="mismatch"):
+        check_rule(wrong, rng.standard_normal(3))
