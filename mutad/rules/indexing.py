@@ -90,10 +90,11 @@ def extract(condition, arr):
 def _sorting_gather(a, order, axis):
     """``a`` rearranged by ``order`` along ``axis`` (flattened when ``axis`` is None)."""
     source = np.ravel(a) if axis is None else a
-    y = np.take_along_axis(source, order, -1 if axis is None else axis)
+    along = -1 if axis is None else axis
+    y = np.take_along_axis(source, order, along)
 
     def back(dy):
-        g = gather_cotangent(dy, source, lambda s: np.take_along_axis(s, order, -1 if axis is None else axis))
+        g = gather_cotangent(dy, source, lambda s: np.take_along_axis(s, order, along))
         return (np.reshape(g, np.shape(a)),)
 
     return y, back
@@ -318,7 +319,8 @@ def put(a, ind, v, mode="raise"):
 @definplace(np.place)
 def place(arr, mask, vals):
     positions = np.flatnonzero(mask)
-    if not _write_flat("np.place", arr, positions, vals, np.arange(positions.size) % max(np.size(vals), 1)):
+    cycled = np.arange(positions.size) % max(np.size(vals), 1)  # vals repeat as needed
+    if not _write_flat("np.place", arr, positions, vals, cycled):
         np.place(arr, mask, plain(vals))
 
 

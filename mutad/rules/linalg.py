@@ -6,11 +6,12 @@ Products with a faster or simpler form (matmul, outer, vdot) spell it out.
 
 The matrix functions follow the standard results, cited beside each rule:
 Giles, "An extended collection of matrix derivative results for forward and reverse mode
-algorithmic differentiation" (2008) for inv, solve, det and the eigenproblem; Murray, "Differentiation
-of the Cholesky decomposition" (arXiv:1602.07527, 2016) for cholesky; Golub & Pereyra, "The
-differentiation of pseudo-inverses and nonlinear least squares problems" (SIAM J. Numer. Anal.,
-1973, Thm. 4.3) for pinv. Inputs of cholesky and eigh are symmetric by contract, so they get the
-symmetric gradient (the derivative along symmetric perturbations), as in PyTorch and JAX.
+algorithmic differentiation" (2008) for inv, solve, det and the eigenproblem; Murray,
+"Differentiation of the Cholesky decomposition" (arXiv:1602.07527, 2016) for cholesky; Golub &
+Pereyra, "The differentiation of pseudo-inverses and nonlinear least squares problems" (SIAM J.
+Numer. Anal., 1973, Thm. 4.3) for pinv and lstsq (which assume the rank does not change nearby).
+Inputs of cholesky and eigh are symmetric by contract, so they get the symmetric gradient (the
+derivative along symmetric perturbations), as in PyTorch and JAX.
 """
 
 import string
@@ -292,17 +293,20 @@ def vecdot(a, b, axis=-1, **kwargs):
     return y, back
 
 
-for _func, _terms, _output in (
-        (getattr(np, "matvec", None), ("...ij", "...j"), "...i"),
-        (getattr(np, "vecmat", None), ("...j", "...ji"), "...i")):
-    if _func is not None:  # NumPy 2.2 and later
-        def _rule(a, b, _func=_func, _terms=_terms, _output=_output):
-            terms, output = _explicit_einsum(",".join(_terms) + "->" + _output,
-                                             [np.shape(a), np.shape(b)])
-            return _func(a, b), contraction_back(terms, output, (a, b))
+def product_as_einsum(func, subscripts):
+    """Register ``func(a, b)``, which is the einsum ``subscripts`` of its two operands."""
 
-        _rule.__name__ = _func.__name__
-        rule_for(_func)(_rule)
+    def rule(a, b):
+        terms, output = _explicit_einsum(subscripts, [np.shape(a), np.shape(b)])
+        return func(a, b), contraction_back(terms, output, (a, b))
+
+    rule.__name__ = func.__name__
+    rule_for(func)(rule)
+
+
+if hasattr(np, "matvec"):  # NumPy 2.2 and later
+    product_as_einsum(np.matvec, "...ij,...j->...i")
+    product_as_einsum(np.vecmat, "...j,...ji->...i")
 
 
 def _trace_back(a, offset, axis1, axis2):
