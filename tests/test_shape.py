@@ -304,6 +304,7 @@ CASES = [
     Case(np.clip, args=(-0.5, 0.5)),
     Case(np.clip, args=(None, 0.3)),
     Case(np.clip, kwargs=dict(min=-0.2)),
+    Case(np.clip, kwargs=dict(a_min=-0.2, a_max=0.1)),
     Case(lambda x, lower, upper: np.clip(x, lower, upper + 1.0), shapes=((3, 4), (3, 1), (4,)), name="clip"),
     Case(lambda x, lower: x.clip(lower, 0.5), shapes=((3, 4), (4,)), name="clip"),
     Case(lambda x, lower: np.clip(x, lower, lower - 1.0), shapes=((3, 4), (4,)), name="clip_inverted_bounds"),

@@ -88,7 +88,12 @@ def add_reduce(a, axis=0, **kwargs):
 def nansum(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.nansum(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     where = kwargs.get("where", True)
-    return y, lambda dy: masked(np.where(np.isnan(a), 0, expand(dy, a.shape, axis, keepdims)), where)
+
+    def back(dy):
+        present = ~np.isnan(a) if where is True else ~np.isnan(a) & where
+        return np.where(present, expand(dy, a.shape, axis, keepdims), 0)
+
+    return y, back
 
 
 @defunary(np.mean)

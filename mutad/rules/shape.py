@@ -39,6 +39,12 @@ def inverse_permutation(axes, ndim):
     return np.argsort([axis % ndim for axis in axes])
 
 
+def ravel_cotangent(dy, a, order="C"):
+    if order == "K":  # memory order: which element comes where depends on a's strides
+        return gather_cotangent(dy, a, lambda s: np.ravel(s, order="K"))
+    return np.reshape(dy, a.shape, order=index_order(order, a))
+
+
 def gather_cotangent(dy, a, rearrange):
     """The cotangent of ``a`` for ``y = rearrange(a)`` that only copies elements of ``a``.
 
@@ -110,8 +116,7 @@ def pad_cotangent(dy, array, pad_width, mode="constant", **kwargs):
 # fmt: off
 # function             cotangent of the first argument, from dy and the function's own arguments
 linear(np.reshape,     lambda dy, a, shape=None, order="C", **kw: np.reshape(dy, a.shape, order=index_order(order, a)))
-linear(np.ravel,       lambda dy, a, order="C": gather_cotangent(dy, a, lambda s: np.ravel(s, order="K")) if order == "K"
-                                                else np.reshape(dy, a.shape, order=index_order(order, a)))
+linear(np.ravel,       ravel_cotangent)
 linear(np.squeeze,     lambda dy, a, axis=None: np.reshape(dy, a.shape))
 linear(np.expand_dims, lambda dy, a, axis: np.reshape(dy, a.shape))
 linear(np.transpose,   lambda dy, a, axes=None: np.transpose(dy, inverse_permutation(axes, a.ndim)))
@@ -206,7 +211,8 @@ def append(arr, values, *rest, **kwargs):
             head, tail = dy[:np.size(arr)], dy[np.size(arr):]
         else:
             head, tail = np.split(dy, [np.shape(arr)[axis]], axis=axis)
-        return (np.reshape(head, np.shape(arr)), np.reshape(tail, np.shape(values))) + (None,) * len(rest)
+        cotangents = (np.reshape(head, np.shape(arr)), np.reshape(tail, np.shape(values)))
+        return cotangents + (None,) * len(rest)
 
     return y, back
 
@@ -316,16 +322,18 @@ def clip(a, *bounds, **kwargs):
     """``clip(a, lower, upper) = minimum(maximum(a, lower), upper)``: each element's cotangent
     goes to the operand it came from; where ``a`` equals a bound, to ``a``."""
     y = np.clip(a, *bounds, **kwargs)
-    lower = bounds[0] if len(bounds) > 0 else kwargs.get("min")
-    upper = bounds[1] if len(bounds) > 1 else kwargs.get("max")
+    # Bounds given by keyword are constants (the core refuses traced keyword arguments).
+    lower = bounds[0] if len(bounds) > 0 else kwargs.get("a_min", kwargs.get("min"))
+    upper = bounds[1] if len(bounds) > 1 else kwargs.get("a_max", kwargs.get("max"))
 
     def back(dy):
+        nowhere = np.zeros(y.shape, bool)
         raised = a if lower is None else np.maximum(a, lower)
-        above = np.zeros(y.shape, bool) if upper is None else np.broadcast_to(raised > upper, y.shape)
-        below = np.zeros(y.shape, bool) if lower is None else (a < lower) & ~above
-        cotangents = (unbroadcast(np.where(below | above, 0, dy), np.shape(a)),
-                      None if lower is None else unbroadcast(np.where(below, dy, 0), np.shape(lower)),
-                      None if upper is None else unbroadcast(np.where(above, dy, 0), np.shape(upper)))
-        return cotangents[:1 + len(bounds)]
+        above = nowhere if upper is None else np.broadcast_to(raised > upper, y.shape)
+        below = nowhere if lower is None else (a < lower) & ~above
+        da = unbroadcast(np.where(below | above, 0, dy), np.shape(a))
+        dlower = None if lower is None else unbroadcast(np.where(below, dy, 0), np.shape(lower))
+        dupper = None if upper is None else unbroadcast(np.where(above, dy, 0), np.shape(upper))
+        return (da, dlower, dupper)[:1 + len(bounds)]
 
     return y, back
