@@ -20,7 +20,7 @@ from .linalg import rule_for
 from .shape import gather_cotangent
 
 
-def _ndarray_index(indices, length, mode):
+def _resolve_mode(indices, length, mode):
     """``indices`` as NumPy's ``mode`` ("raise", "wrap" or "clip") resolves them."""
     indices = np.asarray(indices)
     if mode == "wrap":
@@ -119,7 +119,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
 @rule_for(np.choose)
 def choose(a, choices, mode="raise"):
     y = np.choose(a, choices, mode=mode)
-    picked = np.broadcast_to(_ndarray_index(a, len(choices), mode), np.shape(y))
+    picked = np.broadcast_to(_resolve_mode(a, len(choices), mode), np.shape(y))
 
     def back(dy):
         cotangents = [unbroadcast(np.where(picked == k, dy, 0.0), np.shape(choice))
@@ -308,7 +308,7 @@ def _write_flat(call, a, positions, values, value_index):
 @definplace(np.put)
 def put(a, ind, v, mode="raise"):
     size = np.size(a)
-    positions = _ndarray_index(np.asarray(ind).reshape(-1), size, mode)
+    positions = _resolve_mode(np.asarray(ind).reshape(-1), size, mode)
     if np.any((positions < -size) | (positions >= size)):
         raise IndexError(f"np.put: an index is out of bounds for size {size}.")
     positions = positions % max(size, 1)  # negative positions count from the end
