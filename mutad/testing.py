@@ -99,12 +99,16 @@ def _objective(f, args, directions, h, weights, seeds):
     return total
 
 
-def check_grads(f, *args, policy="restore", rtol=None, atol=None, step=1e-4, seed=0):
+def check_grads(f, *args, policy="restore", rtol=None, atol=None, step=1e-4, seed=0,
+                symmetric=()):
     """Check mutad's gradient of ``f`` at ``args`` against central finite differences.
 
     Works for any output (a random cotangent reduces it to a scalar), raises
     ``GradientCheckError`` (a ``MutadError`` and an ``AssertionError``) on a mismatch, and
     returns ``None`` when the gradient is right and every argument came back bit-for-bit.
+    ``symmetric`` lists positional arguments (square matrices) perturbed only along symmetric
+    directions, for functions such as Cholesky that read one triangle and have a symmetric
+    gradient.
 
     >>> import numpy as np, mutad
     >>> def f(a, b):
@@ -112,10 +116,10 @@ def check_grads(f, *args, policy="restore", rtol=None, atol=None, step=1e-4, see
     ...     return np.sin(a)
     >>> mutad.check_grads(f, np.array([0.1, 0.2, 0.3]), np.array([1.5, -0.5, 2.0]))
     """
-    _check(f, args, policy, rtol, atol, step, seed)
+    _check(f, args, policy, rtol, atol, step, seed, symmetric)
 
 
-def _check(f, args, policy, rtol, atol, step, seed):
+def _check(f, args, policy, rtol, atol, step, seed, symmetric=()):
     """``check_grads``; returns the relative error with which the replay itself put the
     arguments back (0.0 when every overwritten region was checkpointed)."""
     rng = np.random.default_rng(seed)
@@ -153,6 +157,10 @@ def _check(f, args, policy, rtol, atol, step, seed):
 
     directions = [None if t is None else rng.standard_normal(np.shape(x))
                   for x, t in zip(run.leaves, run.traced, strict=True)]
+    for position in symmetric:
+        start, count, _ = run.rebuilds[position]
+        v = directions[start]
+        directions[start] = (v + np.swapaxes(v, -1, -2)) / 2
     analytic = sum(_inner(g, v) for g, v in zip(grads, directions, strict=True) if v is not None)
     f_at = {k: _objective(f, args, directions, k * step, weights, list(seeds.values()))
             for k in (-2, -1, 1, 2)}
@@ -175,7 +183,7 @@ def _relative_error(x, original):
     return float(error / scale) if scale else float(error)
 
 
-def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0):
+def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0, symmetric=()):
     """Prove the rule of a ``mutad.adjoint`` or ``mutad.inplace_adjoint`` function right.
 
     Checks, under both policies: the gradient against finite differences (with the argument
@@ -184,7 +192,8 @@ def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0):
     ``restore_rtol`` (relative) by the rule's own restoration; for a pure rule, that its ``y``
     equals the function's own output. Then the same for each aliased variant: every pair of
     float array arguments of one shape passed as one buffer (a rule may refuse that with a
-    ``MutadError``). Returns the worst relative restoration error seen.
+    ``MutadError``). ``symmetric`` is as for ``check_grads``. Returns the worst relative
+    restoration error seen.
 
     >>> import numpy as np, mutad
     >>> from mutad.testing import check_rule
@@ -223,7 +232,7 @@ def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0):
     for variant in [args, *_aliased_variants(args)]:
         for policy in ("restore", "checkpoint"):
             try:
-                error = _check(program, variant, policy, rtol, atol, 1e-4, seed)
+                error = _check(program, variant, policy, rtol, atol, 1e-4, seed, symmetric)
             except GradientCheckError:
                 raise
             except MutadError:
