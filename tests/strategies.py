@@ -82,7 +82,8 @@ def broadcasting_pairs(max_dims=3, max_side=4):
 # Views
 
 
-def _slice_of_length(draw, extent, length):
+@st.composite
+def axis_slices(draw, extent, length):
     """A slice of an axis of ``extent`` with ``length`` elements, step in {±1, ±2, ±3}."""
     steps = [s for s in (1, 2, 3, -1, -2, -3) if abs(s) * (length - 1) < extent]
     step = draw(st.sampled_from(steps))
@@ -102,7 +103,7 @@ def slices_of(draw, shape, min_side=1):
     key = []
     for extent in shape:
         length = draw(st.integers(min(min_side, extent), extent))
-        key.append(_slice_of_length(draw, extent, length) if length else slice(0, 0))
+        key.append(draw(axis_slices(extent, length)) if length else slice(0, 0))
     return tuple(key)
 
 
@@ -122,7 +123,7 @@ def view_chains(draw, base, max_steps=3):
         if kind == "slice" and view.size:
             key = draw(slices_of(view.shape))
             view = view[key + (Ellipsis,)]  # the Ellipsis keeps a 0-d result a view, not a scalar
-            description.append(f"[{', '.join(_slice_text(k) for k in key)}]")
+            description.append(f"[{', '.join(slice_text(k) for k in key)}]")
         elif kind == "transpose":
             view = view.T
             description.append(".T")
@@ -137,9 +138,10 @@ def view_chains(draw, base, max_steps=3):
     return view, "".join(description)
 
 
-def _slice_text(key):
+def slice_text(key):
+    """``key`` as it is written in a subscript: ``1:4``, ``::-2``, ``:``."""
     parts = ["" if key.start is None else str(key.start), "" if key.stop is None else str(key.stop)]
-    return ":".join(parts) + ("" if key.step == 1 else f":{key.step}")
+    return ":".join(parts) + ("" if key.step in (None, 1) else f":{key.step}")
 
 
 def _factorisations(size):
