@@ -41,6 +41,24 @@ def defunary(*funcs):
     return register
 
 
+class Template:
+    """An input's shape, dtype and index order: all most pullbacks need to know about it.
+
+    A pullback that keeps this instead of the array does not keep the array's values alive
+    until the reverse pass.
+    """
+
+    __slots__ = ("shape", "ndim", "size", "dtype", "fortran")
+
+    def __init__(self, a):
+        a = np.asarray(a)
+        self.shape = a.shape
+        self.ndim = a.ndim
+        self.size = a.size
+        self.dtype = a.dtype
+        self.fortran = a.flags.f_contiguous and not a.flags.c_contiguous
+
+
 def expand(dy, shape, axis, keepdims):
     """Broadcast a cotangent reduced over ``axis`` back to ``shape``."""
     if axis is not None and not keepdims:
@@ -76,7 +94,8 @@ def reverse_cumsum(g, axis):
 def sum_(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     where = kwargs.get("where", True)
-    return y, lambda dy: masked(expand(dy, a.shape, axis, keepdims), where)
+    shape = a.shape
+    return y, lambda dy: masked(expand(dy, shape, axis, keepdims), where)
 
 
 @defunary((np.add, "reduce"))
@@ -100,9 +119,10 @@ def nansum(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
 def mean(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     where = kwargs.get("where", True)
+    template = Template(a)
 
     def back(dy):
-        share = expand(dy, a.shape, axis, keepdims) / count(a, axis, where)
+        share = expand(dy, template.shape, axis, keepdims) / count(template, axis, where)
         return masked(share, where)
 
     return y, back
@@ -250,7 +270,8 @@ def std(a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
 def cumsum(a, axis=None, dtype=None):
     y = np.cumsum(a, axis=axis, dtype=dtype)
     if axis is None:
-        return y, lambda dy: reverse_cumsum(dy, 0).reshape(a.shape)
+        shape = a.shape
+        return y, lambda dy: reverse_cumsum(dy, 0).reshape(shape)
     return y, lambda dy: reverse_cumsum(dy, axis)
 
 

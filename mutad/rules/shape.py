@@ -7,20 +7,24 @@ NumPy has to copy. Functions with several differentiable arguments (joins, ``whe
 are named rules below the table.
 """
 
+import math
+
 import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..registry import defrule
 from ..tracing import unbroadcast
-from .reductions import defunary
+from .reductions import Template, defunary
 
 
 def linear(func, cotangent):
     """Register ``func``, linear in its first argument ``a``, whose transpose is
-    ``cotangent(dy, a, *rest, **kwargs)``, called with ``func``'s own arguments."""
+    ``cotangent(dy, a, *rest, **kwargs)``, called with ``func``'s own arguments except that
+    ``a`` is a :class:`Template` (a linear map's transpose needs no values of ``a``)."""
 
     def rule(a, *rest, **kwargs):
-        return func(a, *rest, **kwargs), lambda dy: cotangent(dy, a, *rest, **kwargs)
+        template = Template(a)
+        return func(a, *rest, **kwargs), lambda dy: cotangent(dy, template, *rest, **kwargs)
 
     rule.__name__ = rule.__qualname__ = func.__name__
     defunary(func)(rule)
@@ -29,7 +33,7 @@ def linear(func, cotangent):
 def index_order(order, a):
     """The index order (C or F) that ``order`` means for ``a`` in reshape and ravel."""
     if order == "A":
-        return "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+        return "F" if a.fortran else "C"
     return order
 
 
@@ -39,22 +43,19 @@ def inverse_permutation(axes, ndim):
     return np.argsort([axis % ndim for axis in axes])
 
 
-def ravel_cotangent(dy, a, order="C"):
-    if order == "K":  # memory order: which element comes where depends on a's strides
-        return gather_cotangent(dy, a, lambda s: np.ravel(s, order="K"))
-    return np.reshape(dy, a.shape, order=index_order(order, a))
-
-
-def gather_cotangent(dy, a, rearrange):
+def gather_cotangent(dy, a, rearrange, layout=None):
     """The cotangent of ``a`` for ``y = rearrange(a)`` that only copies elements of ``a``.
 
-    ``rearrange`` is applied to the flat index of each element, laid out in memory as ``a`` is
-    (so memory-order functions such as ``ravel(order="K")`` pick the same elements); every
-    element of ``y`` then names its source, and its cotangent is added there. A source of -1
-    marks an element that came from no input (constant padding).
+    ``rearrange`` is applied to the flat index of each element of ``a`` (laid out in memory as
+    the array ``layout``, if given, for functions that read in memory order); every element of
+    ``y`` then names its source, and its cotangent is added there. A source of -1 marks an
+    element that came from no input (constant padding).
     """
-    sources = np.empty_like(a, dtype=np.intp)
-    sources[...] = np.arange(a.size).reshape(a.shape)
+    sources = np.arange(a.size).reshape(a.shape)
+    if layout is not None:
+        laid_out = np.empty_like(layout, dtype=np.intp)
+        laid_out[...] = sources
+        sources = laid_out
     sources = np.asarray(rearrange(sources)).reshape(-1)
     weights = np.asarray(dy).reshape(-1)
     if sources.size and sources.min() < 0:
@@ -86,9 +87,8 @@ def tile_cotangent(dy, A, reps):
 
 def repeat_cotangent(dy, a, repeats, axis=None):
     """Add the cotangents of the copies of each element back into it."""
-    source = a.reshape(-1) if axis is None else a
+    length = a.size if axis is None else a.shape[axis]
     axis = 0 if axis is None else axis
-    length = source.shape[axis]
     copied_from = np.repeat(np.arange(length), repeats)
     along_axis = np.moveaxis(dy, axis, 0)
     g = np.zeros((length,) + along_axis.shape[1:], dy.dtype)
@@ -96,27 +96,9 @@ def repeat_cotangent(dy, a, repeats, axis=None):
     return np.moveaxis(g, 0, axis).reshape(a.shape)
 
 
-GATHER_PAD_MODES = ("constant", "empty", "edge", "reflect", "symmetric", "wrap")
-
-
-def pad_cotangent(dy, array, pad_width, mode="constant", **kwargs):
-    """Each padded element copies an element of ``array`` (or a constant): pad the indices the
-    same way to learn which. Modes that compute new values (``mean``, ``linear_ramp``, odd
-    reflection) are not copies, and have no rule."""
-    if mode not in GATHER_PAD_MODES or kwargs.get("reflect_type", "even") != "even":
-        raise UnsupportedOperationError(
-            f"np.pad(..., mode={mode!r}, {kwargs}) on traced arrays: only modes that copy "
-            f"elements are differentiated ({', '.join(GATHER_PAD_MODES)}, with even reflection). "
-            "Build the padding from slices and np.concatenate instead.")
-    if mode in ("constant", "empty"):
-        return gather_cotangent(dy, array, lambda s: np.pad(s, pad_width, constant_values=-1))
-    return gather_cotangent(dy, array, lambda s: np.pad(s, pad_width, mode, **kwargs))
-
-
 # fmt: off
 # function             cotangent of the first argument, from dy and the function's own arguments
 linear(np.reshape,     lambda dy, a, shape=None, order="C", **kw: np.reshape(dy, a.shape, order=index_order(order, a)))
-linear(np.ravel,       ravel_cotangent)
 linear(np.squeeze,     lambda dy, a, axis=None: np.reshape(dy, a.shape))
 linear(np.expand_dims, lambda dy, a, axis: np.reshape(dy, a.shape))
 linear(np.transpose,   lambda dy, a, axes=None: np.transpose(dy, inverse_permutation(axes, a.ndim)))
@@ -133,13 +115,45 @@ linear(np.broadcast_to, lambda dy, array, shape, subok=False: unbroadcast(dy, ar
 linear(np.tile,        tile_cotangent)
 linear(np.repeat,      repeat_cotangent)
 linear(np.delete,      lambda dy, arr, obj, axis=None: gather_cotangent(dy, arr, lambda s: np.delete(s, obj, axis)))
-linear(np.pad,         pad_cotangent)
 linear(np.triu,        lambda dy, m, k=0: np.triu(dy, k))
 linear(np.tril,        lambda dy, m, k=0: np.tril(dy, k))
 linear(np.diagonal,    lambda dy, a, offset=0, axis1=0, axis2=1: place_diagonal(dy, a.shape, offset, axis1, axis2))
 linear(np.diag,        lambda dy, v, k=0: np.diagonal(dy, k) if v.ndim == 1 else place_diagonal(dy, v.shape, k))
 linear(np.real,        lambda dy, val: dy)
 # fmt: on
+
+
+@defunary(np.ravel)
+def ravel(a, order="C"):
+    y = np.ravel(a, order)
+    if order == "K":  # memory order: where each element lands depends on a's strides
+        return y, lambda dy: gather_cotangent(dy, a, lambda s: np.ravel(s, order="K"), layout=a)
+    template = Template(a)
+    return y, lambda dy: np.reshape(dy, template.shape, order=index_order(order, template))
+
+
+GATHER_PAD_MODES = ("constant", "empty", "edge", "reflect", "symmetric", "wrap")
+
+
+@defunary(np.pad)
+def pad(array, pad_width, mode="constant", **kwargs):
+    """Each padded element copies an element of ``array`` or is a constant: padding the indices
+    the same way tells which. Modes that compute new values (``mean``, ``linear_ramp``, odd
+    reflection) are not copies, and have no rule."""
+    if mode not in GATHER_PAD_MODES or kwargs.get("reflect_type", "even") != "even":
+        raise UnsupportedOperationError(
+            f"np.pad(..., mode={mode!r}, {kwargs}) on traced arrays: only modes that copy "
+            f"elements are differentiated ({', '.join(GATHER_PAD_MODES)}, with even reflection). "
+            "Build the padding from slices and np.concatenate instead.")
+    y = np.pad(array, pad_width, mode, **kwargs)
+    template = Template(array)
+    if mode in ("constant", "empty"):
+        def pad_indices(s):
+            return np.pad(s, pad_width, constant_values=-1)
+    else:
+        def pad_indices(s):
+            return np.pad(s, pad_width, mode, **kwargs)
+    return y, lambda dy: gather_cotangent(dy, template, pad_indices)
 
 
 ########################################################################################
@@ -157,12 +171,13 @@ def join_rule(func, layout):
     def rule(arrays, *rest, **kwargs):
         y = func(arrays, *rest, **kwargs)
         joined_shapes, axis = layout(arrays, *rest, **kwargs)
+        shapes = [np.shape(x) for x in arrays]
 
         def back(dy):
             ends = np.cumsum([shape[axis] for shape in joined_shapes])[:-1]
             pieces = np.split(dy, ends, axis=axis)
-            cotangents = [np.reshape(piece, np.shape(x))
-                          for piece, x in zip(pieces, arrays, strict=True)]
+            cotangents = [np.reshape(piece, shape)
+                          for piece, shape in zip(pieces, shapes, strict=True)]
             return (cotangents,) + (None,) * len(rest)
 
         return y, back
@@ -205,13 +220,14 @@ join_rule(np.column_stack, column_stack_layout)
 def append(arr, values, *rest, **kwargs):
     axis = rest[0] if rest else kwargs.get("axis")
     y = np.append(arr, values, *rest, **kwargs)
+    head_shape, tail_shape = np.shape(arr), np.shape(values)
 
     def back(dy):
         if axis is None:
-            head, tail = dy[:np.size(arr)], dy[np.size(arr):]
+            head, tail = np.split(dy, [math.prod(head_shape)])
         else:
-            head, tail = np.split(dy, [np.shape(arr)[axis]], axis=axis)
-        cotangents = (np.reshape(head, np.shape(arr)), np.reshape(tail, np.shape(values)))
+            head, tail = np.split(dy, [head_shape[axis]], axis=axis)
+        cotangents = (np.reshape(head, head_shape), np.reshape(tail, tail_shape))
         return cotangents + (None,) * len(rest)
 
     return y, back
@@ -223,7 +239,7 @@ def append(arr, values, *rest, **kwargs):
 
 def split_rule(func, join):
     """A rule for ``func(ary, *rest, **kwargs)`` returning pieces of ``ary`` that
-    ``join(pieces, ary, *rest, **kwargs)`` puts back together.
+    ``join(pieces, ary, *rest, **kwargs)`` puts back together (``ary`` as a :class:`Template`).
 
     The pieces are usually views, so nothing is recorded; when they are copies, outputs no
     gradient reached arrive as ``None`` and count as zeros.
@@ -232,11 +248,12 @@ def split_rule(func, join):
     def rule(ary, *rest, **kwargs):
         pieces = func(ary, *rest, **kwargs)
         shapes = [(piece.shape, piece.dtype) for piece in pieces]
+        template = Template(ary)
 
         def back(dys):
             dys = [np.zeros(*shape) if dy is None else dy
                    for dy, shape in zip(dys, shapes, strict=True)]
-            return (join(dys, ary, *rest, **kwargs),) + (None,) * len(rest)
+            return (join(dys, template, *rest, **kwargs),) + (None,) * len(rest)
 
         return pieces, back
 
@@ -265,14 +282,15 @@ def atleast_rule(func):
 
     def rule(*arys):
         ys = func(*arys)
+        shapes = [np.shape(x) for x in arys]
         if len(arys) == 1:
             y = arys[0].view() if ys is arys[0] else ys
-            return y, lambda dy: (np.reshape(dy, np.shape(arys[0])),)
+            return y, lambda dy: (np.reshape(dy, shapes[0]),)
         ys = tuple(x.view() if y is x else y for x, y in zip(arys, ys, strict=True))
 
         def back(dys):
-            return tuple(None if dy is None else np.reshape(dy, np.shape(x))
-                         for dy, x in zip(dys, arys, strict=True))
+            return tuple(None if dy is None else np.reshape(dy, shape)
+                         for dy, shape in zip(dys, shapes, strict=True))
 
         return ys, back
 
@@ -291,10 +309,11 @@ def broadcast_arrays(*args, subok=False):
     shape = np.broadcast_shapes(*(np.shape(x) for x in args))
     ys = tuple(x.view() if isinstance(x, np.ndarray) and x.shape == shape
                else np.broadcast_to(x, shape) for x in args)
+    shapes = [np.shape(x) for x in args]
 
     def back(dys):
-        return tuple(None if dy is None else unbroadcast(dy, np.shape(x))
-                     for dy, x in zip(dys, args, strict=True))
+        return tuple(None if dy is None else unbroadcast(dy, shape)
+                     for dy, shape in zip(dys, shapes, strict=True))
 
     return ys, back
 
@@ -308,11 +327,12 @@ def where(condition, *branches):
     if not branches:  # np.where(condition): indices, no gradient
         return np.where(condition), lambda dy: (None,)
     x, y = branches
+    x_shape, y_shape = np.shape(x), np.shape(y)
 
     def back(dy):
         return (None,
-                unbroadcast(np.where(condition, dy, 0), np.shape(x)),
-                unbroadcast(np.where(condition, 0, dy), np.shape(y)))
+                unbroadcast(np.where(condition, dy, 0), x_shape),
+                unbroadcast(np.where(condition, 0, dy), y_shape))
 
     return np.where(condition, x, y), back
 
