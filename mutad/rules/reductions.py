@@ -201,6 +201,8 @@ def share_among_extremes(dy, a, y, axis, keepdims, where=True):
 
 
 def extreme_rule(forward):
+    """The rule of ``forward``, one of NumPy's maximum or minimum reductions."""
+
     def rule(a, axis=None, *, keepdims=False, **kwargs):
         y = forward(a, axis=axis, keepdims=keepdims, **kwargs)
         where = kwargs.get("where", True)
