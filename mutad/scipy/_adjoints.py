@@ -1,0 +1,50 @@
+"""What the SciPy wrappers share: a ``mutad.adjoint`` whose rule sees every argument in place."""
+
+import functools
+import inspect
+
+from .. import tracing
+from ..registry import Adjoint
+
+
+class ScipyAdjoint(Adjoint):
+    """``mutad.adjoint`` of a SciPy function written in Python, whose rule receives every
+    positional-or-keyword parameter positionally, defaults filled in.
+
+    The core differentiates traced arrays only in positional places (it refuses a traced keyword
+    argument), yet users write ``logsumexp(a, b=weights)`` and ``cho_solve((c, lower), b=y)``.
+    Binding the call to SciPy's signature first puts each argument in its place, so a rule has
+    one fixed argument list; its ``back`` returns cotangents for the leading parameters only,
+    and the settings after them (``axis``, ``lower``, ``check_finite``) get ``None``.
+    Plain calls go to SciPy untouched.
+    """
+
+    def __init__(self, fn):
+        super().__init__(fn)
+        self.signature = inspect.signature(fn)
+
+    def __call__(self, *args, **kwargs):
+        if not tracing.is_traced_call(args, kwargs):
+            return self.fn(*args, **kwargs)
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return super().__call__(*bound.args, **bound.kwargs)
+
+    def rule(self, rule):
+        @functools.wraps(rule)
+        def padded_rule(*args, **kwargs):
+            y, back = rule(*args, **kwargs)
+
+            def padded_back(dy):
+                cotangents = tuple(back(dy))
+                return cotangents + (None,) * (len(args) - len(cotangents))
+
+            return y, padded_back
+
+        super().rule(padded_rule)
+        return rule
+
+
+def scipy_adjoint(fn):
+    """Wrap the SciPy function ``fn`` for a rule attached with ``@wrapped.rule``."""
+    return ScipyAdjoint(fn)

@@ -1,0 +1,300 @@
+"""``scipy.linalg`` functions mutad differentiates: import them from here instead of SciPy, as
+with ``jax.scipy.linalg`` and ``autograd.scipy.linalg``.
+
+>>> import numpy as np, mutad
+>>> from mutad.scipy import linalg
+>>> def energy(a, b):
+...     x = linalg.cho_solve(linalg.cho_factor(a), b)
+...     return b @ x
+>>> a, b = np.array([[2.0, 0.5], [0.5, 1.0]]), np.array([1.0, -1.0])
+>>> mutad.gradient(energy, a, b)[1].round(4)
+array([ 1.7143, -2.8571])
+
+Called with plain arrays each function is SciPy's own, flags and all. Called with traced arrays
+it runs its rule, and then ``overwrite_a`` / ``overwrite_b`` are ignored: SciPy is never allowed
+to overwrite a traced buffer, whose value the rest of the program (and the reverse pass) still
+reads. For memory-saving work in place use mutad.linalg's in-place routines (``cholesky_``,
+``ldiv_``), which restore what they overwrite.
+
+Symmetric-matrix inputs (``cholesky``, ``cho_factor``, ``solve`` and ``inv`` with
+``assume_a="sym"``/``"her"``/``"pos"``) get the symmetric gradient, the derivative along
+symmetric perturbations, as in PyTorch and JAX; to check one with finite differences wrap it as
+``lambda m: cholesky((m + m.T) / 2)`` (or pass ``symmetric=`` to mutad.testing's checks).
+
+The rules follow Giles, "An extended collection of matrix derivative results for forward and
+reverse mode algorithmic differentiation" (2008) for solves and inverses, Murray,
+"Differentiation of the Cholesky decomposition" (arXiv:1602.07527, 2016) for Cholesky, and
+Al-Mohy & Higham, "Computing the Fréchet derivative of the matrix exponential" (SIAM J. Matrix
+Anal. Appl., 2009) for expm.
+"""
+
+import numpy as np
+import scipy.linalg as _linalg
+
+from ..errors import UnsupportedOperationError
+from ..rules.linalg import _lower_with_half_diagonal, symmetric_part, transpose
+from ._adjoints import scipy_adjoint
+
+cholesky = scipy_adjoint(_linalg.cholesky)
+cho_factor = scipy_adjoint(_linalg.cho_factor)
+cho_solve = scipy_adjoint(_linalg.cho_solve)
+solve_triangular = scipy_adjoint(_linalg.solve_triangular)
+lu_factor = scipy_adjoint(_linalg.lu_factor)
+lu_solve = scipy_adjoint(_linalg.lu_solve)
+solve = scipy_adjoint(_linalg.solve)
+inv = scipy_adjoint(_linalg.inv)
+expm = scipy_adjoint(_linalg.expm)
+
+__all__ = ["cho_factor", "cho_solve", "cholesky", "expm", "inv", "lu_factor", "lu_solve",
+           "solve", "solve_triangular"]
+
+
+def _times_transpose(u, v):
+    """``u vᵀ``, a 1-d ``u`` and ``v`` being columns (their outer product)."""
+    if np.ndim(u) == 1:
+        return np.outer(u, v)
+    return u @ transpose(v)
+
+
+def _is_transposed(trans):
+    """SciPy's ``trans``: 0/"N" solves a x = b, 1/"T" and 2/"C" (the same for real a) aᵀ x = b."""
+    return trans in (1, 2, "T", "C")
+
+
+def _require_matrix(name, a):
+    if np.ndim(a) != 2:
+        raise UnsupportedOperationError(
+            f"mutad.scipy.linalg.{name} differentiates one matrix, not a stack of shape "
+            f"{np.shape(a)}: loop over the stack.")
+
+
+# ----------------------------------------------------------------------------------------------
+# Cholesky
+
+
+def _cholesky_back(lower, dlower):
+    """Ā for the lower factor ``lower`` = L of A = L Lᵀ and its cotangent L̄: for symmetric dA,
+    dL = L Φ(L⁻¹ dA L⁻ᵀ) and Φ is self-adjoint, so Ā = sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹) (Murray 2016,
+    eq. 10 and §3.1); not yet symmetrised."""
+    middle = _lower_with_half_diagonal(transpose(lower) @ dlower)
+    left = _linalg.solve_triangular(lower, middle, trans=1, lower=True)                 # L⁻ᵀ Φ
+    return transpose(_linalg.solve_triangular(lower, transpose(left), trans=1, lower=True))
+
+
+@cholesky.rule
+def _cholesky_rule(a, lower=False, overwrite_a=False, check_finite=True):
+    factor = _linalg.cholesky(a, lower, False, check_finite)
+
+    def back(dfactor):
+        if lower:
+            return (symmetric_part(_cholesky_back(factor, dfactor)),)
+        return (symmetric_part(_cholesky_back(transpose(factor), transpose(dfactor))),)
+
+    return factor, back
+
+
+@cho_factor.rule
+def _cho_factor_rule(a, lower=False, overwrite_a=False, check_finite=True):
+    c, lower = _linalg.cho_factor(a, lower, False, check_finite)
+
+    def back(dresult):
+        dc = dresult[0]
+        # c holds the factor in one triangle and a's own entries, copied, in the other.
+        if lower:
+            g = _cholesky_back(np.tril(c), np.tril(dc)) + np.triu(dc, 1)
+        else:
+            g = _cholesky_back(transpose(np.triu(c)), transpose(np.triu(dc))) + np.tril(dc, -1)
+        return (symmetric_part(g),)
+
+    return (c, lower), back
+
+
+@cho_solve.rule
+def _cho_solve_rule(c_and_lower, b, overwrite_b=False, check_finite=True):
+    c, lower = c_and_lower
+    x = _linalg.cho_solve((c, lower), b, False, check_finite)
+
+    def back(dx):
+        # x = A⁻¹ b with A = L Lᵀ symmetric: b̄ = A⁻¹ x̄, Ā = -b̄ xᵀ (Giles 2008, §3.1). Then
+        # dA = dL Lᵀ + L dLᵀ gives L̄ = (Ā + Āᵀ) L on L's triangle (for an upper factor
+        # A = Uᵀ U, Ū = U (Ā + Āᵀ)); the other triangle of c is never read.
+        db = _linalg.cho_solve((c, lower), dx, check_finite=False)
+        da = -_times_transpose(db, x)
+        da_twice_symmetric = da + transpose(da)
+        if lower:
+            dc = np.tril(da_twice_symmetric @ np.tril(c))
+        else:
+            dc = np.triu(np.triu(c) @ da_twice_symmetric)
+        return (dc, None), db
+
+    return x, back
+
+
+# ----------------------------------------------------------------------------------------------
+# Triangular and LU solves
+
+
+@solve_triangular.rule
+def _solve_triangular_rule(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                           check_finite=True):
+    x = _linalg.solve_triangular(a, b, trans, lower, unit_diagonal, False, check_finite)
+    transposed = _is_transposed(trans)
+
+    def back(dx):
+        # x = M⁻¹ b with M = T or Tᵀ, T the triangle of a: b̄ = M⁻ᵀ x̄, M̄ = -b̄ xᵀ, and a
+        # gets T̄ on the entries solve_triangular reads (not the diagonal when it is unit).
+        db = _linalg.solve_triangular(a, dx, 0 if transposed else 1, lower, unit_diagonal,
+                                      check_finite=False)
+        dm = -_times_transpose(db, x)
+        dt = transpose(dm) if transposed else dm
+        offset = 1 if unit_diagonal else 0
+        da = np.tril(dt, -offset) if lower else np.triu(dt, offset)
+        return da, db
+
+    return x, back
+
+
+def _permutation(piv):
+    """The row order of LAPACK's getrf: row i was swapped with row piv[i], in turn, so that
+    a[order] = L U."""
+    order = np.arange(len(piv))
+    for i, j in enumerate(piv):
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+def _unit_lower_and_upper(lu):
+    lower = np.tril(lu, -1) + np.eye(lu.shape[-1])
+    return lower, np.triu(lu)
+
+
+@lu_factor.rule
+def _lu_factor_rule(a, overwrite_a=False, check_finite=True):
+    _require_matrix("lu_factor", a)
+    lu, piv = _linalg.lu_factor(a, False, check_finite)
+    order = _permutation(piv)
+
+    def back(dresult):
+        dlu = dresult[0]
+        # a[order] = L U: with F = L⁻¹ d(a[order]) U⁻¹, dL = L tril(F, -1) and dU = triu(F) U,
+        # so the cotangent of a[order] is L⁻ᵀ (tril(Lᵀ L̄, -1) + triu(Ū Uᵀ)) U⁻ᵀ
+        # (as in JAX's lu pullback; Giles 2008 for the product rule).
+        lower, upper = _unit_lower_and_upper(lu)
+        middle = np.tril(lower.T @ np.tril(dlu, -1), -1) + np.triu(np.triu(dlu) @ upper.T)
+        left = _linalg.solve_triangular(lower, middle, trans=1, lower=True, unit_diagonal=True)
+        dpermuted = _linalg.solve_triangular(upper, left.T, lower=False).T
+        da = np.empty_like(dpermuted)
+        da[order] = dpermuted
+        return (da,)
+
+    return (lu, piv), back
+
+
+@lu_solve.rule
+def _lu_solve_rule(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    lu, piv = lu_and_piv
+    _require_matrix("lu_solve", lu)
+    x = _linalg.lu_solve((lu, piv), b, trans, False, check_finite)
+    transposed = _is_transposed(trans)
+
+    def back(dx):
+        # x = M⁻¹ b, M = A or Aᵀ: b̄ = M⁻ᵀ x̄, M̄ = -b̄ xᵀ (Giles 2008, §3.1). With
+        # A[order] = L U, d(A[order]) = dL U + L dU gives L̄ = tril(Ā[order] Uᵀ, -1) and
+        # Ū = triu(Lᵀ Ā[order]), which share lu's memory layout.
+        db = _linalg.lu_solve((lu, piv), dx, 0 if transposed else 1, check_finite=False)
+        dm = -_times_transpose(db, x)
+        dpermuted = (transpose(dm) if transposed else dm)[_permutation(piv)]
+        lower, upper = _unit_lower_and_upper(lu)
+        dlu = np.tril(dpermuted @ upper.T, -1) + np.triu(lower.T @ dpermuted)
+        return (dlu, None), db
+
+    return x, back
+
+
+# ----------------------------------------------------------------------------------------------
+# General solves and inverses, with SciPy's assume_a structures
+
+_SYMMETRIC = {"sym", "symmetric", "her", "hermitian", "pos", "positive definite"}
+_READS_EVERY_ENTRY = {None, "gen", "general", "banded"}
+
+
+def _on_read_entries(g, assume_a):
+    """The gradient of a matrix argument from the gradient ``g`` of the matrix SciPy solved with.
+
+    Without a structure (or "banded") SciPy detects the structure from a's zeros, and a small
+    change to any entry gives the general solve of a continuously changed matrix, so every entry
+    gets its share. Symmetric structures read one triangle: the symmetric gradient. The others
+    read only their band, which alone gets gradient.
+    """
+    if assume_a in _READS_EVERY_ENTRY:
+        return g
+    if assume_a in _SYMMETRIC:
+        return symmetric_part(g)
+    if assume_a == "lower triangular":
+        return np.tril(g)
+    if assume_a == "upper triangular":
+        return np.triu(g)
+    if assume_a == "diagonal":
+        return np.tril(np.triu(g))
+    if assume_a == "tridiagonal":
+        return np.tril(np.triu(g, -1), 1)
+    raise UnsupportedOperationError(f"assume_a={assume_a!r}: a structure mutad does not know.")
+
+
+@solve.rule
+def _solve_rule(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
+                assume_a=None, transposed=False):
+    x = _linalg.solve(a, b, lower, False, False, check_finite, assume_a, transposed)
+
+    def back(dx):
+        # x = M⁻¹ b, M = a or aᵀ: b̄ = M⁻ᵀ x̄ and M̄ = -b̄ xᵀ (Giles 2008, §3.1).
+        db = _linalg.solve(a, dx, lower, check_finite=False, assume_a=assume_a,
+                           transposed=not transposed)
+        dm = -_times_transpose(db, x)
+        return _on_read_entries(transpose(dm) if transposed else dm, assume_a), db
+
+    return x, back
+
+
+def _diagonal_inverse_keeps_off_diagonal():
+    """Whether ``scipy.linalg.inv(a, assume_a="diagonal")`` returns a's off-diagonal entries
+    unchanged beside the inverted diagonal, as SciPy 1.17 does, rather than zeros."""
+    return _linalg.inv(np.array([[1.0, 1.0], [0.0, 1.0]]), assume_a="diagonal")[0, 1] != 0.0
+
+
+@inv.rule
+def _inv_rule(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
+    y = _linalg.inv(a, False, check_finite, assume_a=assume_a, lower=lower)
+
+    def back(dy):
+        if assume_a == "diagonal":
+            # y_ii = 1 / a_ii; the off-diagonal entries are a's own or zeros, whichever this
+            # SciPy returns, so the gradient is of the function SciPy computed.
+            identity = np.eye(np.shape(y)[-1])
+            off_diagonal = (1.0 - identity) if _diagonal_inverse_keeps_off_diagonal() else 0.0
+            return (dy * off_diagonal - identity * (dy * y * y),)
+        # dY = -Y dA Y (Giles 2008, §3.1), so Ā = -Yᵀ Ȳ Yᵀ.
+        y_transposed = transpose(y)
+        return (_on_read_entries(-(y_transposed @ dy @ y_transposed), assume_a),)
+
+    return y, back
+
+
+# ----------------------------------------------------------------------------------------------
+# The matrix exponential
+
+
+@expm.rule
+def _expm_rule(a):
+    y = _linalg.expm(a)
+
+    def back(dy):
+        # The Fréchet derivative L(A, E) of expm is linear in E, with adjoint L(Aᵀ, ·):
+        # <Ȳ, L(A, E)> = <L(Aᵀ, Ȳ), E> (Al-Mohy & Higham 2009, §2; Higham, Functions of
+        # Matrices, 2008, §3.2), so Ā = L(Aᵀ, Ȳ). expm_frechet takes one matrix at a time.
+        da = np.empty(np.shape(a), np.result_type(a, dy, float))
+        for index in np.ndindex(np.shape(a)[:-2]):
+            da[index] = _linalg.expm_frechet(transpose(a[index]), dy[index], compute_expm=False)
+        return (da,)
+
+    return y, back
