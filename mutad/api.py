@@ -3,7 +3,7 @@
 import numpy as np
 
 from .errors import ArgnumsError, MutadError, NonScalarOutputError, PullbackReusedError
-from .shadows import Shadows
+from .shadows import Buffer, Shadows
 from .tape import Tape
 from .tracing import ACTIVE, Traced
 from .trees import check_real, flatten, is_float_array, is_float_scalar
@@ -21,6 +21,7 @@ class Run:
 
     def __init__(self, policy):
         self.tape = Tape(policy)
+        self.buffers = {}
         self.saved = []
         self.pending = {}
         self.leaves = []
@@ -44,13 +45,16 @@ class Run:
         t = None
         if is_float_array(x):
             base = owner(x)
-            t = Traced(x, base, self.tape)
+            if id(base) not in self.buffers:
+                self.buffers[id(base)] = (base, Buffer(base))  # one buffer for all its views
+            buffer = self.buffers[id(base)][1]
+            t = Traced(x, buffer, self.tape, x is base)
             if x.flags.writeable:
-                self.pending.setdefault(id(base), []).append(x)
-                self.tape.guard(id(base), lambda key=id(base): self._save(key))
+                self.pending.setdefault(buffer.key, []).append(x)
+                self.tape.guard(buffer.key, lambda key=buffer.key: self._save(key))
         elif is_float_scalar(x):
             value = np.array(x, dtype=np.result_type(x))
-            t = Traced(value, value, self.tape)
+            t = Traced(value, Buffer(value), self.tape, True)
         elif isinstance(x, np.ndarray) and x.flags.writeable:
             self.saved.append((x, x.copy()))
         self.traced.append(t)
@@ -80,13 +84,13 @@ class Run:
         """One gradient per leaf: a copy of its shadow (zeros if none), a float for a scalar,
         None for a leaf that is not differentiable."""
         # A shadow that no other argument reads is handed over instead of copied.
-        bases = [id(t.base) for t in self.traced if t is not None]
+        keys = [t.buffer.key for t in self.traced if t is not None]
         grads = []
         for t, scalar in zip(self.traced, self.scalar, strict=True):
             if t is None:
                 grads.append(None)
                 continue
-            g = shadows.release(t, hand_over=bases.count(id(t.base)) == 1)
+            g = shadows.release(t, hand_over=keys.count(t.buffer.key) == 1)
             grads.append(float(g) if scalar else g)
         return grads
 

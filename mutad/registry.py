@@ -39,22 +39,25 @@ class ElementwiseRule:
     ``partials[i](y, *xs)`` is the derivative of the output with respect to input ``i``
     (``ONE`` for 1, ``None`` for an input with no gradient). ``uses`` says what the partials
     read: ``"x"`` (inputs only), ``"y"`` (output only: computed before an in-place write is
-    undone) or ``"xy"``. ``inverse[position](t, others)`` undoes ``t = ufunc(...)`` in place when
+    undone) or ``"xy"``; ``reads[i]`` lists the inputs partial ``i`` reads (default: all of them
+    if ``"x"`` in uses), so a record keeps only those alive. ``inverse[position](t, others)`` undoes ``t = ufunc(...)`` in place when
     ``t`` was input ``position`` (``None`` where that cannot be undone); ``is_safe(others)`` says
     whether the inverse is exact enough for these other operands.
     """
 
-    __slots__ = ("partials", "uses", "inverse", "is_safe")
+    __slots__ = ("partials", "uses", "reads", "inverse", "is_safe")
 
-    def __init__(self, partials, uses="x", inverse=(), is_safe=always):
+    def __init__(self, partials, uses="x", reads=None, inverse=(), is_safe=always):
         self.partials = partials
         self.uses = uses
+        everything = tuple(range(len(partials))) if "x" in uses else ()
+        self.reads = reads if reads is not None else (everything,) * len(partials)
         self.inverse = inverse
         self.is_safe = is_safe
 
 
-def elementwise(ufunc, *partials, uses="x", inverse=(), is_safe=always):
-    UFUNCS[ufunc] = ElementwiseRule(partials, uses, inverse, is_safe)
+def elementwise(ufunc, *partials, uses="x", reads=None, inverse=(), is_safe=always):
+    UFUNCS[ufunc] = ElementwiseRule(partials, uses, reads, inverse, is_safe)
 
 
 def defrule(*funcs):

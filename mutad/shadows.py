@@ -1,21 +1,64 @@
 """The shadow cache of one differentiation: one adjoint buffer per traced buffer.
 
-Shadows are keyed by the identity of the buffer (``id(traced.base)``), created zero-filled on
-first touch, and accumulated in place, so a write through any alias reaches the right place.
-A view's shadow is the same view of its buffer's shadow (``views.view_into``). Nothing exists for
+A traced array names its :class:`Buffer`: a small description of the memory behind it (a
+serial key, dtype, span, layout) that holds none of that memory, so records can keep it without
+keeping the array alive. Shadows are keyed by the buffer's key, created zero-filled on first
+touch, and accumulated in place, so a write through any alias reaches the right place. A view's
+shadow is the same view, by byte offset and strides, of its buffer's shadow. Nothing exists for
 a buffer no gradient reached, which is how the replay skips records off the path to the output.
+
+Shadows are addressed by *places*: anything with ``buffer``, ``whole`` (the place is the whole
+buffer, laid out as it) and, for a part of it, ``offset`` (bytes from the buffer's lowest byte),
+``shape``, ``strides``. Traced arrays are places; :class:`Place` is one that holds no array.
 """
+
+import itertools
 
 import numpy as np
 
-from .views import address, flat_shadow, view_into
+from .views import address, byte_span
+
+_serial = itertools.count()
+
+
+class Buffer:
+    """What a shadow needs to know about a buffer, without holding its memory."""
+
+    __slots__ = ("key", "dtype", "shape", "strides", "offset", "span", "low")
+
+    def __init__(self, array):
+        self.key = next(_serial)
+        self.dtype = array.dtype
+        self.shape = array.shape
+        self.strides = array.strides
+        self.low, self.span = byte_span(array)
+        self.offset = address(array) - self.low
+
+
+class Place:
+    """Where a shadow is read or written: a buffer, and the part of it (None: all of it)."""
+
+    __slots__ = ("buffer", "whole", "offset", "shape", "strides", "dtype")
+
+    def __init__(self, buffer, whole, offset, shape, strides, dtype):
+        self.buffer = buffer
+        self.whole = whole
+        self.offset = offset
+        self.shape = shape
+        self.strides = strides
+        self.dtype = dtype
+
+
+def whole(buffer):
+    """The place covering all of ``buffer``."""
+    return Place(buffer, True, buffer.offset, buffer.shape, buffer.strides, buffer.dtype)
 
 
 class Shadows:
-    """Identity-keyed shadows: ``id(buffer) -> [buffer, shadow, flat, low]``.
+    """Shadows by buffer key: ``key -> [buffer, shadow, flat]``.
 
-    ``shadow`` has the buffer's shape and strides; ``flat``/``low`` map views into it and are
-    made on the first view lookup. The entry keeps the buffer alive so its id is not reused.
+    ``shadow`` has the buffer's shape and strides; ``flat`` covers the buffer's bytes, for
+    mapping views into it, and is made on the first view lookup when the shadow was adopted.
     """
 
     __slots__ = ("entries",)
@@ -23,85 +66,99 @@ class Shadows:
     def __init__(self):
         self.entries = {}
 
-    def _entry(self, base):
-        entry = self.entries.get(id(base))
+    def _entry(self, buffer):
+        entry = self.entries.get(buffer.key)
         if entry is None:
-            flat, low = flat_shadow(base)
-            shadow = view_into(flat, low, base)
-            entry = self.entries[id(base)] = [base, shadow, flat, low]
+            flat = np.zeros(buffer.span, buffer.dtype)
+            shadow = np.ndarray(buffer.shape, buffer.dtype, flat, buffer.offset, buffer.strides)
+            entry = self.entries[buffer.key] = [buffer, shadow, flat]
         return entry
 
-    def _view(self, entry, value):
-        if value is entry[0]:
+    @staticmethod
+    def _view(entry, place):
+        if place.whole:
             return entry[1]
         if entry[2] is None:
             entry[2] = entry[1].reshape(-1)  # adopted shadows are C-contiguous, like their buffer
-            entry[3] = address(entry[0])
-        return view_into(entry[2], entry[3], value)
+        return np.ndarray(place.shape, place.dtype, entry[2], place.offset, place.strides)
 
-    def get(self, t):
-        """The shadow of traced ``t`` (a view if ``t`` is one), or None if nothing reached it."""
-        entry = self.entries.get(id(t.base))
-        return None if entry is None else self._view(entry, t.value)
+    def get(self, place):
+        """The shadow at ``place``, or None if no gradient reached its buffer."""
+        entry = self.entries.get(place.buffer.key)
+        return None if entry is None else self._view(entry, place)
 
-    def of(self, t):
-        """The shadow of ``t``, created zero-filled if nothing reached it yet."""
-        return self._view(self._entry(t.base), t.value)
+    def of(self, place):
+        """The shadow at ``place``, its buffer's shadow created zero-filled if needed."""
+        return self._view(self._entry(place.buffer), place)
 
-    def pop(self, base):
-        """Take the whole shadow of buffer ``base`` out of the cache.
+    def pop(self, buffer):
+        """Take ``buffer``'s whole shadow out of the cache, or None if it has none.
 
         Called by the record that created the buffer: nothing older can read it, so the
         shadow is handed to the pullback, which may reuse its memory.
         """
-        entry = self.entries.pop(id(base), None)
+        entry = self.entries.pop(buffer.key, None)
         return None if entry is None else entry[1]
 
-    def take(self, t):
-        """Read the cotangent of the values an in-place write left in ``t``, and zero it there.
-
-        Those values are gone once the write is undone, so their cotangent must not stay in the
-        shadow. Returns an array the caller owns, or None if no gradient reached ``t``.
-        """
-        if t.value is t.base:
-            return self.pop(t.base)
-        view = self.get(t)
+    def take(self, place):
+        """Read the cotangent of the values an in-place write left at ``place``, and zero it
+        there: those values are gone once the write is undone. Returns an array the caller
+        owns, or None if no gradient reached the buffer."""
+        if place.whole:
+            return self.pop(place.buffer)
+        view = self.get(place)
         if view is None:
             return None
         dy = view.copy()
         view[...] = 0
         return dy
 
-    def add(self, t, g, owned=False):
-        """Accumulate cotangent ``g`` into the shadow of ``t``: ``shadow(t) += g``.
+    def add(self, place, g, owned=False):
+        """Accumulate cotangent ``g`` into the shadow at ``place``: ``shadow += g``.
 
-        ``owned`` says ``g`` is an array nobody else will read or write; if ``t`` is a whole
-        buffer without a shadow yet, ``g`` then becomes that shadow instead of being copied.
+        ``owned`` says ``g`` is an array nobody else will read or write; on the first touch of a
+        whole C-contiguous buffer it then becomes the shadow itself (else a copy of it does):
+        no zero fill, no addition.
         """
-        base = t.base
-        if t.value is base and id(base) not in self.entries and base.flags.c_contiguous:
-            # First touch of a whole buffer: the cotangent becomes its shadow (or a copy of it),
-            # saving the zero fill and the addition.
-            if not (owned and g.dtype == base.dtype and g.shape == base.shape
-                    and g.flags.c_contiguous and g.flags.writeable):
-                g = np.array(np.broadcast_to(g, base.shape), dtype=base.dtype, order="C")
-            self.entries[id(base)] = [base, g, None, None]
+        buffer = place.buffer
+        if place.whole and buffer.key not in self.entries and buffer.offset == 0 \
+                and buffer.span == _size(buffer.shape) and _c_strides(buffer):
+            if not (owned and type(g) is np.ndarray and g.dtype == buffer.dtype
+                    and g.shape == buffer.shape and g.flags.c_contiguous and g.flags.writeable):
+                g = np.array(np.broadcast_to(g, buffer.shape), dtype=buffer.dtype, order="C")
+            self.entries[buffer.key] = [buffer, g, None]
             return
-        view = self.of(t)
+        view = self.of(place)
         view += g
 
-    def release(self, t, hand_over):
-        """The shadow of ``t`` for the caller to keep, zeros if nothing reached it. With
+    def add_at(self, place, key, g):
+        """Accumulate ``g`` into ``shadow[key]``, adding repeated indices once each."""
+        np.add.at(self.of(place), key, g)
+
+    def release(self, place, hand_over):
+        """The shadow at ``place`` for the caller to keep, zeros if nothing reached it. With
         ``hand_over``, a whole C-contiguous buffer's shadow is given away (and forgotten) rather
         than copied: for the last use of a shadow."""
-        entry = self.entries.get(id(t.base))
+        entry = self.entries.get(place.buffer.key)
         if entry is None:
-            return np.zeros_like(t.value)
-        if hand_over and t.value is t.base and entry[1].flags.c_contiguous:
-            del self.entries[id(t.base)]
+            return np.zeros(place.shape, place.dtype)
+        if hand_over and place.whole and entry[1].flags.c_contiguous:
+            del self.entries[place.buffer.key]
             return entry[1]
-        return np.array(self._view(entry, t.value), copy=True)
+        return np.array(self._view(entry, place), copy=True)
 
-    def add_at(self, t, key, g):
-        """Accumulate ``g`` into ``shadow(t)[key]``, adding repeated indices once each."""
-        np.add.at(self.of(t), key, g)
+
+def _size(shape):
+    size = 1
+    for n in shape:
+        size *= n
+    return size
+
+
+def _c_strides(buffer):
+    stride = buffer.dtype.itemsize
+    for n, s in zip(reversed(buffer.shape), reversed(buffer.strides), strict=True):
+        if n > 1 and s != stride:
+            return False
+        stride *= n
+    return True

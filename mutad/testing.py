@@ -13,7 +13,7 @@ import numpy as np
 
 from .api import Run
 from .errors import MutadError
-from .shadows import Shadows
+from .shadows import Shadows, whole
 from .trees import flatten, is_float_array, is_float_scalar
 from .tracing import Traced
 from .views import address, owner
@@ -142,11 +142,10 @@ def _check(f, args, policy, rtol, atol, step, seed, symmetric=()):
         # drops the seed, and the finite differences (which add <seed, buffer after f>) notice.
         seeds = {}
         for x, t in zip(run.leaves, run.traced, strict=True):
-            if t is not None and id(t.base) not in seeds:
-                s = rng.standard_normal(t.base.shape)
-                seeds[id(t.base)] = (x if t.base is t.value and not isinstance(x, np.ndarray)
-                                     else t.base, s)
-                shadows.add(Traced(t.base, t.base, None), s)
+            if t is not None and t.buffer.key not in seeds:
+                s = rng.standard_normal(t.buffer.shape)
+                seeds[t.buffer.key] = (owner(x) if isinstance(x, np.ndarray) else x, s)
+                shadows.add(whole(t.buffer), s)
         run.reverse(shadows)
         grads = [None if t is None else shadows.of(t).copy() for t in run.traced]
         restoration_error = max((_relative_error(x, original) for x, original in run.saved),

@@ -20,7 +20,6 @@ Every call takes one of four paths:
 
 import dis
 import sys
-import weakref
 
 import numpy as np
 
@@ -32,7 +31,8 @@ from .errors import (
     UntracedWriteError,
 )
 from .registry import FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule
-from .views import owner, same_region
+from .shadows import Buffer, Place
+from .views import address, owner, same_region
 
 ACTIVE = []
 """The tapes of the differentiations in progress, innermost last."""
@@ -138,23 +138,37 @@ def checkpoint(region):
 
 
 def _fresh(y, tape):
-    """Wrap a fresh float result as the buffer of its own shadow."""
+    """Wrap a fresh float result as a buffer of its own."""
     if type(y) is not np.ndarray:
         y = np.asarray(y)
-    return Traced(y, y, tape)
+    return Traced(y, Buffer(y), tape, True)
 
 
-def _add_all(shadows, rows):
-    """Accumulate ``(traced, cotangent)`` rows. A fresh cotangent may become the shadow itself,
-    unless another row already took the same memory or it is an input's own primal memory."""
-    taken = {id(owner(t.value)) for t, _ in rows}
-    for t, g in rows:
+def locate(x):
+    """Where the shadow of traced ``x`` lives, as a record keeps it: without ``x``'s memory,
+    so a record does not keep alive an array whose values its pullback does not read."""
+    if type(x) is not Traced:
+        return None
+    if x.whole:
+        buffer = x.buffer
+        return Place(buffer, True, buffer.offset, buffer.shape, buffer.strides, buffer.dtype)
+    value = x.value
+    return Place(x.buffer, False, address(value) - x.buffer.low, value.shape, value.strides,
+                 value.dtype)
+
+
+def _add_all(shadows, rows, primals):
+    """Accumulate ``(place, cotangent)`` rows. A fresh cotangent may become the shadow itself,
+    unless another row already took the same memory or it is memory of the inputs
+    (``primals``: ids of their owners)."""
+    taken = set(primals)
+    for p, g in rows:
         if g is None:
             continue
-        if type(g) is not np.ndarray or g.shape != t.value.shape:
-            g = np.broadcast_to(g, t.value.shape)
+        if type(g) is not np.ndarray or g.shape != p.shape:
+            g = np.broadcast_to(g, p.shape)
         root = id(owner(g))
-        shadows.add(t, g, owned=root not in taken)
+        shadows.add(p, g, owned=root not in taken)
         taken.add(root)
 
 
@@ -162,15 +176,15 @@ def _add_all(shadows, rows):
 # Elementwise ufuncs
 
 
-def _elementwise_cotangents(shadows, rule, dy, y, inputs, values, traced):
+def _elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
     """Accumulate ``dy * partial`` into each traced input; the last one reuses ``dy``'s memory."""
     last = traced[-1]
     rows = []
     for i in traced:
         partial = rule.partials[i]
-        if partial is ONE and i != last and inputs[i].value.shape == dy.shape \
-                and shadows.get(inputs[i]) is not None:
-            shadows.add(inputs[i], dy)  # an existing shadow takes dy as it is: no copy
+        if partial is ONE and i != last and places[i].shape == dy.shape \
+                and shadows.get(places[i]) is not None:
+            shadows.add(places[i], dy)  # an existing shadow takes dy as it is: no copy
             continue
         if partial is ONE:
             g = dy if i == last else dy.copy()
@@ -178,13 +192,21 @@ def _elementwise_cotangents(shadows, rule, dy, y, inputs, values, traced):
             g = np.multiply(dy, partial(y, *values), out=dy)
         else:
             g = dy * partial(y, *values)
-        rows.append((inputs[i], unbroadcast(g, inputs[i].value.shape)))
-    for t, g in rows:
-        shadows.add(t, g, owned=True)
+        rows.append((places[i], unbroadcast(g, places[i].shape)))
+    for p, g in rows:
+        shadows.add(p, g, owned=True)
 
 
 def _differentiable(rule, inputs):
     return [i for i, x in enumerate(inputs) if type(x) is Traced and rule.partials[i] is not None]
+
+
+def _read_by_partials(rule, values, traced):
+    """``values`` with None for every input no partial of a traced input reads."""
+    read = set()
+    for i in traced:
+        read.update(rule.reads[i])
+    return [v if i in read else None for i, v in enumerate(values)]
 
 
 def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
@@ -210,27 +232,27 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
     if out is not None:
         return _write_elementwise(ufunc, rule, tape, inputs, values, out, kwargs)
     _active(tape)
-    y = ufunc(*values, **kwargs)
-    yt = _fresh(y, tape)
+    yt = _fresh(ufunc(*values, **kwargs), tape)
     traced = _differentiable(rule, inputs)
     if not traced:
         return yt
-    y = yt.value
-    keep_y = y if "y" in rule.uses else None
-    y_ref = weakref.ref(y)
+    y = yt.value if "y" in rule.uses else None
+    read = _read_by_partials(rule, values, traced)
+    places = [locate(x) for x in inputs]
+    buffer = yt.buffer
 
     def back(shadows):
-        base = y_ref()
-        dy = None if base is None else shadows.pop(base)
+        dy = shadows.pop(buffer)
         if dy is not None:
-            _elementwise_cotangents(shadows, rule, dy, keep_y, inputs, values, traced)
+            _elementwise_cotangents(shadows, rule, dy, y, places, read, traced)
 
     tape.record(back)
     return yt
 
 
 def _may_overlap(target, x):
-    return type(x) is Traced and x.base is target.base and np.may_share_memory(x.value, target.value)
+    return (type(x) is Traced and x.buffer is target.buffer
+            and np.may_share_memory(x.value, target.value))
 
 
 def _write_elementwise(ufunc, rule, tape, inputs, values, out, kwargs):
@@ -260,11 +282,15 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, out, kwargs):
     else:
         is_safe = None
     undo = tape.undo_for(inverse, is_safe, lambda: checkpoint(target))
-    tape.before_write(id(out.base))
+    tape.before_write(out.buffer.key)
     ufunc(*values, out=target, **kwargs)
+    recompute_y = "x" in rule.uses and "y" in rule.uses
+    read = values if recompute_y else _read_by_partials(rule, values, traced)
+    places = [locate(x) for x in inputs]
+    target_place = locate(out)
 
     def back(shadows):
-        dy = shadows.take(out)
+        dy = shadows.take(target_place)
         if dy is None or not traced:
             undo()
             return
@@ -272,8 +298,8 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, out, kwargs):
             y = target
         else:
             undo()
-            y = ufunc(*values, **kwargs) if "y" in rule.uses else None
-        _elementwise_cotangents(shadows, rule, dy, y, inputs, values, traced)
+            y = ufunc(*read, **kwargs) if recompute_y else None
+        _elementwise_cotangents(shadows, rule, dy, y, places, read, traced)
         if rule.uses == "y":
             undo()
 
@@ -290,15 +316,18 @@ def _output(tape, y, leaves):
     if isinstance(y, np.ndarray):
         if y.dtype.kind != "f":
             return y, False
+        for t in leaves:
+            if y is t.value:  # the input itself: the same place
+                return Traced(y, t.buffer, tape, t.whole), False
         if y.base is not None:
             root = owner(y)
             for t in leaves:
                 if owner(t.value) is root:
                     if y.flags.writeable:
-                        return Traced(y, t.base, tape), False
+                        return Traced(y, t.buffer, tape, False), False
                     y = y.copy()  # read-only views (broadcast_to) may overlap themselves
                     break
-        return Traced(y, y, tape), True
+        return Traced(y, Buffer(y), tape, True), True
     if isinstance(y, np.floating):
         return _fresh(y, tape), True
     return y, False
@@ -320,8 +349,7 @@ def apply_function(name, rule, args, kwargs, tape=None):
     else:
         wrapped = [_output(tape, y, leaves)]
         result = wrapped[0][0]
-    fresh = [(w.value, w.value.shape, w.value.dtype) if is_fresh else None
-             for w, is_fresh in wrapped]
+    fresh = [w.buffer if is_fresh else None for w, is_fresh in wrapped]
     if leaves and any(fresh):
         _record_function(tape, back, args, fresh, multiple=isinstance(y, (tuple, list)))
     if out is not None:
@@ -331,29 +359,29 @@ def apply_function(name, rule, args, kwargs, tape=None):
     return result
 
 
-def _record_function(tape, back, args, fresh, multiple):
-    refs = [None if f is None else (weakref.ref(f[0]), f[1], f[2]) for f in fresh]
-    del fresh
+def _record_function(tape, back, args, outputs, multiple):
+    """Record a pure rule's ``back``: ``outputs`` are the buffers it created (None for other
+    outputs); the record keeps places of the arguments, not the arguments."""
+    places = [locate(x) if type(x) is Traced else
+              [locate(e) for e in x] if type(x) in (list, tuple) else None for x in args]
+    primals = {id(owner(x.value)) for x in _leaves(args)}
 
     def back_record(shadows):
-        dys = []
-        for ref in refs:
-            base = None if ref is None else ref[0]()
-            dys.append(None if base is None else shadows.pop(base))
+        dys = [None if b is None else shadows.pop(b) for b in outputs]
         if all(dy is None for dy in dys):
             return
         if multiple:
-            cotangents = back(tuple(np.zeros(r[1], r[2]) if dy is None and r is not None else dy
-                                    for dy, r in zip(dys, refs, strict=True)))
+            cotangents = back(tuple(np.zeros(b.shape, b.dtype) if dy is None and b is not None
+                                    else dy for dy, b in zip(dys, outputs, strict=True)))
         else:
             cotangents = back(dys[0])
         rows = []
-        for x, g in zip(args, cotangents, strict=True):
-            if type(x) is Traced:
-                rows.append((x, g))
-            elif type(x) in (list, tuple) and g is not None:
-                rows.extend((e, ge) for e, ge in zip(x, g, strict=True) if type(e) is Traced)
-        _add_all(shadows, rows)
+        for p, g in zip(places, cotangents, strict=True):
+            if type(p) is Place:
+                rows.append((p, g))
+            elif p is not None and g is not None:
+                rows.extend((e, ge) for e, ge in zip(p, g, strict=True) if e is not None)
+        _add_all(shadows, rows, primals)
 
     tape.record(back_record)
 
@@ -401,20 +429,20 @@ def getitem(x, key):
     key = plain(key)
     y = x.value[key]
     if isinstance(y, np.ndarray) and y.base is not None and owner(y) is owner(x.value):
-        return Traced(y, x.base, tape)
+        return Traced(y, x.buffer, tape, False)
     yt = _fresh(y, tape)
-    y_ref = weakref.ref(yt.value)
+    buffer = yt.buffer
+    source = locate(x)
     may_repeat = _has_integer_array(key)
 
     def back(shadows):
-        base = y_ref()
-        dy = None if base is None else shadows.pop(base)
+        dy = shadows.pop(buffer)
         if dy is None:
             return
         if may_repeat:
-            shadows.add_at(x, key, dy)  # repeated indices each add their share
+            shadows.add_at(source, key, dy)  # repeated indices each add their share
         else:
-            region = shadows.of(x)
+            region = shadows.of(source)
             region[key] += dy
 
     tape.record(back)
@@ -426,10 +454,10 @@ def setitem(x, key, value):
     key = plain(key)
     region = x.value[key]
     if isinstance(region, np.ndarray) and region.base is not None and owner(region) is owner(x.value):
-        apply_ufunc(np.positive, (value,), out=Traced(region, x.base, tape))
+        apply_ufunc(np.positive, (value,), out=Traced(region, x.buffer, tape, False))
     elif not isinstance(region, np.ndarray):  # x[i] = v with a scalar element: a 0-d view
         key = (key if type(key) is tuple else (key,)) + (Ellipsis,)
-        apply_ufunc(np.positive, (value,), out=Traced(x.value[key], x.base, tape))
+        apply_ufunc(np.positive, (value,), out=Traced(x.value[key], x.buffer, tape, False))
     else:
         _scatter(tape, x, key, value, saved=region)
 
@@ -446,18 +474,20 @@ def _scatter(tape, x, key, value, saved):
                 "x[index] = value with repeated indices: NumPy keeps one of the values and does "
                 "not say which, so the gradient is undefined. Remove the duplicates (np.unique), "
                 "or use np.add.at to add them.")
-    tape.before_write(id(x.base))
-    x.value[key] = value.value if type(value) is Traced else value
+    tape.before_write(x.buffer.key)
+    target = x.value
+    target[key] = value.value if type(value) is Traced else value
+    target_place, value_place = locate(x), locate(value)
 
     def back(shadows):
-        shadow = shadows.get(x)
+        shadow = shadows.get(target_place)
         dy = None
         if shadow is not None:
             dy = shadow[key]
             shadow[key] = 0
-        x.value[key] = saved
-        if dy is not None and type(value) is Traced:
-            shadows.add(value, unbroadcast(dy, value.value.shape), owned=True)
+        target[key] = saved
+        if dy is not None and value_place is not None:
+            shadows.add(value_place, unbroadcast(dy, value_place.shape), owned=True)
 
     tape.record(back)
 
@@ -518,12 +548,13 @@ def _binary(ufunc):
 class Traced:
     """A float array whose operations mutad records. Behaves like the ndarray it wraps."""
 
-    __slots__ = ("value", "base", "tape")
+    __slots__ = ("value", "buffer", "tape", "whole")
 
-    def __init__(self, value, base, tape):
+    def __init__(self, value, buffer, tape, whole):
         self.value = value
-        self.base = base
+        self.buffer = buffer  # the memory its shadow maps (a shadows.Buffer)
         self.tape = tape
+        self.whole = whole  # whether value is that whole buffer, laid out as it
 
     # NumPy's protocols ---------------------------------------------------------------------
 
@@ -564,6 +595,7 @@ class Traced:
     itemsize = property(lambda self: self.value.itemsize)
     nbytes = property(lambda self: self.value.nbytes)
     strides = property(lambda self: self.value.strides)
+    offset = property(lambda self: address(self.value) - self.buffer.low)
     flags = property(lambda self: self.value.flags)
     T = property(lambda self: np.transpose(self))
     mT = property(lambda self: np.swapaxes(self, -1, -2))
@@ -695,13 +727,14 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, run_rule)
     undos = [tape.undo_for(None if i in checkpointed else _rule_restores, None,
                            lambda t=t: checkpoint(t.value)) for i, t in written]
     for _, t in written:
-        tape.before_write(id(t.base))
+        tape.before_write(t.buffer.key)
     back, result = run_rule(*values, **kwargs)
     if not callable(back):
         raise MutadError(f"the in-place rule of {name} must return its back function.")
+    places = [locate(x) for x in args]
 
     def back_record(shadows):
-        back(*(shadows.of(x) if type(x) is Traced else None for x in args))
+        back(*(None if p is None else shadows.of(p) for p in places))
         for undo in undos:
             undo()
 
@@ -724,7 +757,7 @@ def _map_result(name, result, args, values, tape):
             if result is value:
                 return x
             if result.base is not None and owner(result) is owner(value):
-                return Traced(result, x.base, tape)
+                return Traced(result, x.buffer, tape, False)
     raise UnsupportedOperationError(
         f"{name} returned a new float array from an in-place rule: its gradient would be lost. "
         "Return the arguments it wrote into, and give new outputs a pure rule (mutad.adjoint).")

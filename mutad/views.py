@@ -1,9 +1,8 @@
 """Where an array's bytes live: its buffer, its address, and overlap questions.
 
-This is the one module that reads data pointers and strides. A *buffer* here is the ndarray
-whose identity keys a shadow: for an argument, the array that owns the memory (the root of
-NumPy's ``.base`` chain); for a result mutad creates, the result itself. A view's shadow is the
-same view, by byte offset and strides, of its buffer's shadow.
+This is the one module that reads data pointers and strides. A *buffer* is the memory behind
+traced arrays: for an argument, that of the array that owns it (the root of NumPy's ``.base``
+chain); for a result mutad creates, the result's own.
 """
 
 import numpy as np
@@ -30,22 +29,17 @@ def same_region(a, b):
     )
 
 
-def flat_shadow(buffer):
-    """A zero-filled 1-d array covering ``buffer``'s bytes, with the offset of its first byte.
-
-    Views of ``buffer`` map into it by byte offset, whatever the buffer's strides.
-    """
-    low, high = byte_bounds(buffer)
-    itemsize = buffer.dtype.itemsize
-    if any(stride % itemsize for stride in buffer.strides):
+def byte_span(array):
+    """``(low, span)``: the address of ``array``'s lowest byte, and how many elements of its
+    dtype its memory spans, whatever its strides."""
+    itemsize = array.dtype.itemsize
+    if array.flags.c_contiguous or array.flags.f_contiguous:
+        return address(array), array.size
+    low, high = byte_bounds(array)
+    if any(stride % itemsize for stride in array.strides):
         from .errors import UnsupportedOperationError
 
         raise UnsupportedOperationError(
             "an array whose strides are not multiples of its item size (a view of a structured "
             "or reinterpreted buffer) cannot be traced; pass a copy of it instead.")
-    return np.zeros((high - low) // itemsize, buffer.dtype), low
-
-
-def view_into(flat, low, a):
-    """The view of ``flat`` that ``a`` is of the memory whose first byte is at ``low``."""
-    return np.ndarray(a.shape, a.dtype, flat, address(a) - low, a.strides)
+    return low, (high - low) // itemsize

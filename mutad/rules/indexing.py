@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..registry import definplace
-from ..tracing import Traced, plain, unbroadcast
+from ..tracing import Traced, locate, plain, unbroadcast
 from .linalg import rule_for
 from .shape import gather_cotangent
 
@@ -238,7 +238,7 @@ def _require_traced_target(call, target, *values):
 
 
 def _overlaps(target, value):
-    return (type(value) is Traced and value.base is target.base
+    return (type(value) is Traced and value.buffer is target.buffer
             and np.may_share_memory(value.value, target.value))
 
 
@@ -272,19 +272,20 @@ def _unbuffered(ufunc, opposite, sign):
             return copy_back
 
         undo = tape.undo_for(inverse, is_safe, save)
-        tape.before_write(id(a.base))
+        tape.before_write(a.buffer.key)
         ufunc.at(target, key, values)
+        a_place, b_place = locate(a), locate(b)
 
         def back(shadows):
             # a_after = a_before ± scatter(b): a's cotangent passes through unchanged, and b's
             # is the gather of it (copied before b's shadow, which may be a view of a's, grows).
-            da = shadows.get(a)
+            da = shadows.get(a_place)
             undo()
-            if da is not None and type(b) is Traced:
+            if da is not None and b_place is not None:
                 gathered = np.array(da[key], copy=True)
                 if sign < 0:
                     np.negative(gathered, out=gathered)
-                shadows.add(b, unbroadcast(gathered, b.value.shape), owned=True)
+                shadows.add(b_place, unbroadcast(gathered, b_place.shape), owned=True)
 
         tape.record(back)
 

@@ -40,9 +40,9 @@ def tie_half(a, b, win):
 # fmt: off
 # One line per ufunc: d y / d x from (y, x), what that reads, and the exact inverse if any.
 # ufunc           partial derivative                                     uses
-elementwise(np.negative,   lambda y, x: -1.0, inverse=(lambda t, o: np.negative(t, out=t),))
-elementwise(np.positive,   ONE,                                           inverse=(lambda t, o: None,))
-elementwise(np.conjugate,  ONE,                                           inverse=(lambda t, o: None,))
+elementwise(np.negative,   lambda y, x: -1.0, reads=((),), inverse=(lambda t, o: np.negative(t, out=t),))
+elementwise(np.positive,   ONE, reads=((),),                                           inverse=(lambda t, o: None,))
+elementwise(np.conjugate,  ONE, reads=((),),                                           inverse=(lambda t, o: None,))
 elementwise(np.exp,        lambda y, x: y,                                uses="y")
 elementwise(np.expm1,      lambda y, x: y + 1.0,                          uses="y")
 elementwise(np.exp2,       lambda y, x: y * LN2,                          uses="y")
@@ -68,23 +68,23 @@ elementwise(np.tanh,       lambda y, x: one_minus_square(y),              uses="
 elementwise(np.arcsinh,    lambda y, x: 1.0 / np.sqrt(x * x + 1.0))
 elementwise(np.arccosh,    lambda y, x: 1.0 / np.sqrt(x * x - 1.0))
 elementwise(np.arctanh,    lambda y, x: 1.0 / (1.0 - x * x))
-elementwise(np.deg2rad,    lambda y, x: np.pi / 180.0)
-elementwise(np.rad2deg,    lambda y, x: 180.0 / np.pi)
+elementwise(np.deg2rad,    lambda y, x: np.pi / 180.0,                    reads=((),))
+elementwise(np.rad2deg,    lambda y, x: 180.0 / np.pi,                    reads=((),))
 
-elementwise(np.add,        ONE, ONE,
+elementwise(np.add,        ONE, ONE,                                      reads=((), ()),
             inverse=(lambda t, o: np.subtract(t, o[0], out=t),
                      lambda t, o: np.subtract(t, o[0], out=t)))
-elementwise(np.subtract,   ONE, lambda y, a, b: -1.0,
+elementwise(np.subtract,   ONE, lambda y, a, b: -1.0,                    reads=((), ()),
             inverse=(lambda t, o: np.add(t, o[0], out=t),
                      lambda t, o: np.subtract(o[0], t, out=t)))
-elementwise(np.multiply,   lambda y, a, b: b, lambda y, a, b: a,
+elementwise(np.multiply,   lambda y, a, b: b, lambda y, a, b: a,         reads=((1,), (0,)),
             inverse=(lambda t, o: np.divide(t, o[0], out=t),
                      lambda t, o: np.divide(t, o[0], out=t)), is_safe=nonzero)
-elementwise(np.divide,     lambda y, a, b: 1.0 / b, lambda y, a, b: -a / (b * b),
+elementwise(np.divide,     lambda y, a, b: 1.0 / b, lambda y, a, b: -a / (b * b), reads=((1,), (0, 1)),
             inverse=(lambda t, o: np.multiply(t, o[0], out=t),), is_safe=nonzero)
 elementwise(np.power,      lambda y, a, b: b * a ** (b - 1.0),
                            lambda y, a, b: np.log(np.where(a == 0, 1.0, a)) * a ** b)
-elementwise(np.remainder,  ONE, lambda y, a, b: -np.floor_divide(a, b))
+elementwise(np.remainder,  ONE, lambda y, a, b: -np.floor_divide(a, b),   reads=((), (0, 1)))
 elementwise(np.fmod,       ONE, lambda y, a, b: -np.trunc(a / b))
 elementwise(np.maximum,    lambda y, a, b: tie_half(a, b, a > b), lambda y, a, b: tie_half(a, b, b > a))
 elementwise(np.minimum,    lambda y, a, b: tie_half(a, b, a < b), lambda y, a, b: tie_half(a, b, b < a))
