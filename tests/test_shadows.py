@@ -1,8 +1,9 @@
 """Shadows of views and transposes share memory exactly as their primals do.
 
-Each test drives ``Shadows`` with ``Traced`` values made by hand (no tape): the shadow of a view
-of buffer ``x`` must be the same view of ``shadow(x)``, with the same shape, strides and byte
-offset, so a write through any alias lands where the same write on the primal would.
+Each test drives ``Shadows`` with ``Traced`` values made by hand (no tape), one ``Buffer`` per
+memory owner as ``mutad.api`` makes them: the shadow of a view of buffer ``x`` must be the same
+view of ``shadow(x)``, with the same shape, strides and byte offset, so a write through any
+alias lands where the same write on the primal would.
 """
 
 import numpy as np
@@ -10,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mutad.shadows import Shadows
+from mutad.shadows import Buffer, Place
+from mutad.shadows import Shadows as _Shadows
 from mutad.tracing import Traced
 from mutad.views import address
 from strategies import ALIASINGS, aliased_pair, view_chains
@@ -40,8 +42,41 @@ BUFFERS = [
 has its strides; reshapes of it are not views, so those rows use the C-ordered one only."""
 
 
+def place(t):
+    """Where traced ``t``'s shadow lives: its buffer, and its bytes' offset and layout in it."""
+    value = t.value
+    return Place(t.buffer, t.whole, address(value) - t.buffer.low, value.shape, value.strides,
+                 value.dtype)
+
+
+class Shadows:
+    """The shadow cache of ``mutad.shadows``, looked up by traced arrays rather than places."""
+
+    def __init__(self):
+        self.cache = _Shadows()
+
+    def of(self, t):
+        return self.cache.of(place(t))
+
+    def get(self, t):
+        return self.cache.get(place(t))
+
+    def take(self, t):
+        return self.cache.take(place(t))
+
+    def add(self, t, g, owned=False):
+        self.cache.add(place(t), g, owned)
+
+
+_BUFFERS = {}
+
+
 def traced(value, base):
-    return Traced(value, base, None)
+    """``value`` traced as a view of ``base``: every view of one base shares one Buffer."""
+    entry = _BUFFERS.get(id(base))
+    if entry is None or entry[0] is not base:
+        entry = _BUFFERS[id(base)] = (base, Buffer(base))
+    return Traced(value, entry[1], None, value is base)
 
 
 def assert_same_geometry(shadow_of_view, shadow_of_base, view, base):
