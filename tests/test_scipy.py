@@ -1,0 +1,357 @@
+"""mutad.scipy: special functions, lfilter and the pure scipy.linalg counterparts.
+
+Every function is proven with mutad.testing.check_rule (finite differences, accumulation,
+restoration, aliased arguments, both policies); functions of a symmetric matrix, which read one
+triangle, with check_grads along symmetric directions. Plain calls must be SciPy's own.
+"""
+
+from typing import Callable, NamedTuple
+
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.signal
+import scipy.special
+
+import mutad
+from mutad.scipy import linalg, signal, special
+from mutad.testing import check_rule
+
+POLICIES = ("restore", "checkpoint")
+
+
+class Case(NamedTuple):
+    name: str
+    function: Callable  # a mutad.scipy function
+    sample: Callable  # rng -> tuple of positional arguments
+    symmetric: bool = False  # the first argument is a symmetric matrix read in one triangle
+
+
+# ----------------------------------------------------------------------------------------------
+# Input domains
+
+
+def normal(*shape, scale=1.0):
+    return lambda rng: scale * rng.standard_normal(shape)
+
+
+def uniform(low, high, *shape):
+    return lambda rng: rng.uniform(low, high, shape)
+
+
+def well_conditioned(n):
+    return lambda rng: rng.standard_normal((n, n)) + n * np.eye(n)
+
+
+def symmetric_positive_definite(n):
+    def sample(rng):
+        m = rng.standard_normal((n, n))
+        return m @ m.T + n * np.eye(n)
+
+    return sample
+
+
+def cholesky_factor(n, lower):
+    return lambda rng: scipy.linalg.cho_factor(symmetric_positive_definite(n)(rng), lower=lower)
+
+
+def lu_factors(n):
+    return lambda rng: scipy.linalg.lu_factor(well_conditioned(n)(rng))
+
+
+def constant(value):
+    return lambda rng: value
+
+
+def arguments(*samplers):
+    return lambda rng: tuple(sample(rng) for sample in samplers)
+
+
+STABLE_IIR = constant(np.array([1.0, -0.6, 0.2]))
+UNNORMALISED_IIR = constant(np.array([2.0, -0.5, 0.3, -0.1]))  # a[0] != 1: SciPy divides by it
+FIR = constant(np.array([1.0]))
+
+# fmt: off
+SPECIAL_CASES = [
+    Case("gammaln",              special.gammaln,   arguments(uniform(0.2, 5.0, 6))),
+    Case("gammaln_negative",     special.gammaln,   arguments(uniform(-2.8, -2.2, 4))),
+    Case("digamma",              special.digamma,   arguments(uniform(0.2, 5.0, 6))),
+    Case("erf",                  special.erf,       arguments(normal(2, 3))),
+    Case("erfc",                 special.erfc,      arguments(normal(5))),
+    Case("expit",                special.expit,     arguments(normal(5, scale=3.0))),
+    Case("logit",                special.logit,     arguments(uniform(0.05, 0.95, 5))),
+    Case("xlogy",                special.xlogy,     arguments(uniform(0.1, 3.0, 4), uniform(0.1, 3.0, 4))),
+    Case("xlogy_broadcast",      special.xlogy,     arguments(normal(3, 1), uniform(0.1, 3.0, 4))),
+    Case("logsumexp",            special.logsumexp, arguments(normal(3, 4))),
+    Case("logsumexp_axis",       special.logsumexp, arguments(normal(3, 4), constant(1))),
+    Case("logsumexp_axes_kept",  special.logsumexp, arguments(normal(2, 3, 4), constant((0, 2)),
+                                                              constant(None), constant(True))),
+    Case("logsumexp_weights",    special.logsumexp, arguments(uniform(0.1, 2.0, 3, 4), constant(0),
+                                                              uniform(0.1, 2.0, 3, 4))),
+    Case("logsumexp_broadcast_weights", special.logsumexp,
+         arguments(normal(3, 4), constant(-1), uniform(0.1, 2.0, 4))),
+    Case("logsumexp_signed",     special.logsumexp, arguments(normal(3, 4), constant(1),
+                                                              normal(4), constant(False),
+                                                              constant(True))),
+]
+
+SIGNAL_CASES = [
+    Case("lfilter_fir",          signal.lfilter, arguments(normal(3), FIR, normal(9))),
+    Case("lfilter_iir",          signal.lfilter, arguments(normal(2), STABLE_IIR, normal(9))),
+    Case("lfilter_unnormalised", signal.lfilter, arguments(normal(3), UNNORMALISED_IIR, normal(9))),
+    Case("lfilter_long_b",       signal.lfilter, arguments(normal(5), STABLE_IIR, normal(4))),
+    Case("lfilter_fir_axis_last", signal.lfilter, arguments(normal(3), FIR, normal(3, 8))),
+    Case("lfilter_fir_axis_0",   signal.lfilter, arguments(normal(3), FIR, normal(8, 3),
+                                                           constant(0))),
+    Case("lfilter_iir_axis_last", signal.lfilter, arguments(normal(3), STABLE_IIR, normal(3, 8),
+                                                            constant(-1))),
+    Case("lfilter_iir_axis_0",   signal.lfilter, arguments(normal(2), UNNORMALISED_IIR,
+                                                           normal(8, 3), constant(0))),
+]
+
+LINALG_CASES = [
+    Case("cholesky",             linalg.cholesky,   arguments(symmetric_positive_definite(4)),
+         symmetric=True),
+    Case("cholesky_lower",       linalg.cholesky,   arguments(symmetric_positive_definite(4),
+                                                              constant(True)), symmetric=True),
+    Case("cho_factor",           linalg.cho_factor, arguments(symmetric_positive_definite(4)),
+         symmetric=True),
+    Case("cho_factor_lower",     linalg.cho_factor, arguments(symmetric_positive_definite(4),
+                                                              constant(True)), symmetric=True),
+    Case("cho_solve",            linalg.cho_solve,  arguments(cholesky_factor(4, False), normal(4, 2))),
+    Case("cho_solve_lower",      linalg.cho_solve,  arguments(cholesky_factor(4, True), normal(4))),
+    Case("solve_triangular",     linalg.solve_triangular, arguments(well_conditioned(4), normal(4, 2))),
+    Case("solve_triangular_lower_transposed", linalg.solve_triangular,
+         arguments(well_conditioned(4), normal(4), constant("T"), constant(True))),
+    Case("solve_triangular_unit", linalg.solve_triangular,
+         arguments(well_conditioned(4), normal(4, 3), constant(0), constant(True), constant(True))),
+    Case("solve_triangular_conjugate_unit", linalg.solve_triangular,
+         arguments(well_conditioned(4), normal(4), constant(2), constant(False), constant(True))),
+    Case("lu_factor",            linalg.lu_factor,  arguments(well_conditioned(5))),
+    Case("lu_solve",             linalg.lu_solve,   arguments(lu_factors(4), normal(4, 2))),
+    Case("lu_solve_transposed",  linalg.lu_solve,   arguments(lu_factors(4), normal(4), constant(1))),
+    Case("solve",                linalg.solve,      arguments(well_conditioned(4), normal(4, 2))),
+    Case("solve_vector",         linalg.solve,      arguments(well_conditioned(4), normal(4))),
+    Case("inv",                  linalg.inv,        arguments(well_conditioned(4))),
+    Case("expm",                 linalg.expm,       arguments(normal(4, 4, scale=0.5))),
+    Case("expm_stack",           linalg.expm,       arguments(normal(2, 3, 3, scale=0.5))),
+]
+# fmt: on
+
+# solve(a, b, lower, overwrite_a, overwrite_b, check_finite, assume_a, transposed)
+LINALG_CASES += [
+    Case(f"solve_{(assume_a or 'detected').replace(' ', '_')}"
+         f"{'_transposed' if transposed else ''}", linalg.solve,
+         arguments(well_conditioned(4), normal(4, 2), constant(False), constant(False),
+                   constant(False), constant(True), constant(assume_a), constant(transposed)))
+    for assume_a in ("gen", "banded", "lower triangular", "upper triangular", "diagonal",
+                     "tridiagonal")
+    for transposed in (False, True)
+] + [
+    Case(f"solve_{assume_a}{'_lower' if lower else ''}", linalg.solve,
+         arguments(symmetric_positive_definite(4), normal(4, 2), constant(lower),
+                   constant(False), constant(False), constant(True), constant(assume_a)),
+         symmetric=True)
+    for assume_a in ("sym", "her", "pos")
+    for lower in (False, True)
+]
+
+CASES = SPECIAL_CASES + SIGNAL_CASES + LINALG_CASES
+
+
+def case_id(case):
+    return case.name
+
+
+def symmetrised(function):
+    """``function`` of the symmetric part of its first argument, so finite differences move
+    along the symmetric directions whose derivative a one-triangle function's gradient gives."""
+    return lambda a, *rest: function(0.5 * (a + a.T), *rest)
+
+
+def as_tuple(result):
+    return tuple(result) if isinstance(result, tuple) else (result,)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_rule(case, rng):
+    args = case.sample(rng)
+    if case.symmetric:
+        for policy in POLICIES:
+            mutad.check_grads(symmetrised(case.function), *args, policy=policy)
+    else:
+        assert check_rule(case.function, *args) == 0.0
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_plain_call_is_scipys_own(case, rng):
+    args = case.sample(rng)
+    ours, theirs = as_tuple(case.function(*args)), as_tuple(case.function.fn(*args))
+    assert len(ours) == len(theirs)
+    for mine, scipys in zip(ours, theirs, strict=True):
+        assert type(mine) is type(scipys)
+        assert np.array_equal(mine, scipys)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_traced_call_gives_the_plain_result(case, rng):
+    args = case.sample(rng)
+    y, _ = mutad.pullback(case.function, *args)
+    for traced, plain in zip(as_tuple(y), as_tuple(case.function.fn(*args)), strict=True):
+        assert np.array_equal(traced, plain)
+
+
+def test_the_wrappers_are_scipys_functions():
+    assert special.gammaln.fn is scipy.special.gammaln
+    assert signal.lfilter.fn is scipy.signal.lfilter
+    assert linalg.expm.fn is scipy.linalg.expm
+    assert special.logsumexp.__doc__ == scipy.special.logsumexp.__doc__
+
+
+# ----------------------------------------------------------------------------------------------
+# Special functions at the edges of their domains
+
+
+def test_xlogy_is_zero_with_a_zero_gradient_where_x_is_zero():
+    x, y = np.array([0.0, 0.0, 1.0]), np.array([0.0, 2.0, 2.0])
+    dx, dy = mutad.gradient(lambda x, y: special.xlogy(x, y).sum(), x, y)
+    assert np.array_equal(dx, [0.0, np.log(2.0), np.log(2.0)])
+    assert np.array_equal(dy, [0.0, 0.0, 0.5])
+
+
+def test_logsumexp_gradient_is_stable_for_large_and_vanishing_terms():
+    grad, = mutad.gradient(special.logsumexp, np.array([1000.0, 1000.0, -np.inf]))
+    assert np.allclose(grad, [0.5, 0.5, 0.0], rtol=1e-12, atol=0.0)
+    with np.errstate(divide="ignore"):
+        grad, = mutad.gradient(special.logsumexp, np.full(3, -np.inf))
+    assert np.array_equal(grad, np.zeros(3))
+
+
+def test_logsumexp_weights_given_by_keyword_are_differentiated(rng):
+    a, weights = rng.standard_normal((3, 4)), rng.uniform(0.1, 2.0, (3, 4))
+    for policy in POLICIES:
+        mutad.check_grads(lambda a, w: special.logsumexp(a, axis=1, b=w), a, weights,
+                          policy=policy)
+
+
+# ----------------------------------------------------------------------------------------------
+# lfilter
+
+
+def test_lfilter_axis_given_by_keyword(rng):
+    b, a, x = rng.standard_normal(3), np.array([1.5, -0.3]), rng.standard_normal((7, 2))
+    for policy in POLICIES:
+        mutad.check_grads(lambda b, a, x: signal.lfilter(b, a, x, axis=0), b, a, x, policy=policy)
+
+
+def test_lfilter_initial_conditions_with_traced_inputs_name_the_fix(rng):
+    x = rng.standard_normal(6)
+    original = x.copy()
+    zi = np.zeros(1)
+    plain = signal.lfilter([1.0, 0.5], [1.0, -0.5], x, zi=zi)
+    expected = scipy.signal.lfilter([1.0, 0.5], [1.0, -0.5], x, zi=zi)
+    assert all(np.array_equal(mine, scipys) for mine, scipys in zip(plain, expected, strict=True))
+    with pytest.raises(mutad.MutadError, match="lfiltic"):
+        mutad.gradient(lambda x: signal.lfilter([1.0, 0.5], [1.0, -0.5], x, zi=zi)[0].sum(), x)
+    assert np.array_equal(x, original)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.linalg compositions and overwrite flags
+
+
+def test_cholesky_factor_then_solve(rng):
+    a, b = symmetric_positive_definite(4)(rng), rng.standard_normal(4)
+
+    def energy(a, b):
+        x = linalg.cho_solve(linalg.cho_factor(a, lower=True), b)
+        return b @ x
+
+    for policy in POLICIES:
+        mutad.check_grads(symmetrised(energy), a, b, policy=policy)
+    da, _ = mutad.gradient(energy, a, b)
+    x = np.linalg.solve(a, b)
+    assert np.allclose(da, -np.outer(x, x), rtol=1e-10, atol=0.0)  # symmetric gradient
+
+
+def test_lu_factor_then_solve(rng):
+    a, b = well_conditioned(4)(rng), rng.standard_normal((4, 2))
+
+    def f(a, b):
+        factors = linalg.lu_factor(a)
+        return linalg.lu_solve(factors, b) + linalg.lu_solve(factors, b, trans=1)
+
+    for policy in POLICIES:
+        mutad.check_grads(f, a, b, policy=policy)
+
+
+def test_inv_with_declared_structures(rng):
+    a = well_conditioned(4)(rng)
+    for assume_a in ("gen", "lower triangular", "upper triangular", "diagonal"):
+        for policy in POLICIES:
+            mutad.check_grads(lambda a: linalg.inv(a, assume_a=assume_a), a, policy=policy)
+    spd = symmetric_positive_definite(4)(rng)
+    for assume_a in ("sym", "pos"):
+        for lower in (False, True):
+            mutad.check_grads(symmetrised(lambda a: linalg.inv(a, assume_a=assume_a, lower=lower)),
+                              spd)
+
+
+def fortran(x):
+    return np.asfortranarray(x.copy())
+
+
+# Each call with its overwrite flag given, on a Fortran-ordered float64 array, which SciPy really
+# does overwrite when it is plain and the flag is set.
+# fmt: off
+OVERWRITING_CALLS = [
+    ("inv",              lambda a, flag: linalg.inv(a, overwrite_a=flag),                well_conditioned(4)),
+    ("cholesky",         lambda a, flag: linalg.cholesky(a, overwrite_a=flag),           symmetric_positive_definite(4)),
+    ("cho_factor",       lambda a, flag: linalg.cho_factor(a, overwrite_a=flag)[0],      symmetric_positive_definite(4)),
+    ("lu_factor",        lambda a, flag: linalg.lu_factor(a, overwrite_a=flag)[0],       well_conditioned(4)),
+    ("solve_a",          lambda a, flag: linalg.solve(a, np.ones(4), overwrite_a=flag),  well_conditioned(4)),
+    ("solve_b",          lambda b, flag: linalg.solve(np.diag([2.0, 3.0, 4.0, 5.0]) + 1.0, b,
+                                                      overwrite_b=flag),                 normal(4, 2)),
+    ("solve_triangular", lambda b, flag: linalg.solve_triangular(np.triu(np.ones((4, 4))), b,
+                                                                 overwrite_b=flag),      normal(4, 2)),
+    ("cho_solve",        lambda b, flag: linalg.cho_solve((np.eye(4) * 2.0, False), b,
+                                                          overwrite_b=flag),             normal(4, 2)),
+    ("lu_solve",         lambda b, flag: linalg.lu_solve(scipy.linalg.lu_factor(np.eye(4) + 1.0), b,
+                                                         overwrite_b=flag),              normal(4, 2)),
+]
+# fmt: on
+OVERWRITING_IDS = [name for name, _, _ in OVERWRITING_CALLS]
+
+
+@pytest.mark.parametrize("name, call, sample", OVERWRITING_CALLS, ids=OVERWRITING_IDS)
+def test_overwrite_flags_pass_through_on_plain_arrays(name, call, sample, rng):
+    value = fortran(sample(rng))
+    argument = value.copy(order="F")
+    call(argument, True)
+    assert not np.array_equal(argument, value), "SciPy did not overwrite: the test proves nothing"
+
+
+@pytest.mark.parametrize("name, call, sample", OVERWRITING_CALLS, ids=OVERWRITING_IDS)
+def test_overwrite_flags_never_overwrite_a_traced_input(name, call, sample, rng):
+    value = fortran(sample(rng))
+    argument = value.copy(order="F")
+
+    def reads_its_argument_after(x, flag=True):
+        return call(x, flag) * np.sin(x)  # an overwritten x would change value and gradient
+
+    y, _ = mutad.pullback(reads_its_argument_after, argument)
+    assert np.array_equal(argument, value)  # the call left its traced argument as it was
+    assert np.array_equal(y, call(value.copy(), False) * np.sin(value))
+
+    # The flag changes nothing: the gradient is that of the call without it, itself checked
+    # against finite differences (which run plain, where SciPy would overwrite).
+    without_flag = (lambda x: reads_its_argument_after(x, False))
+    if name in ("cholesky", "cho_factor"):
+        without_flag = symmetrised(without_flag)
+    mutad.check_grads(without_flag, argument)
+    for policy in POLICIES:
+        gradient = mutad.gradient(lambda x: reads_its_argument_after(x).sum(), argument,
+                                  policy=policy)
+        expected = mutad.gradient(lambda x: reads_its_argument_after(x, False).sum(), argument,
+                                  policy=policy)
+        assert np.array_equal(gradient[0], expected[0])
