@@ -454,6 +454,8 @@ def setitem(x, key, value):
     key = plain(key)
     region = x.value[key]
     if isinstance(region, np.ndarray) and region.base is not None and owner(region) is owner(x.value):
+        if type(value) is Traced and same_region(value.value, region):
+            return  # `x[k] += v` ends by assigning the updated view onto itself: nothing to do
         apply_ufunc(np.positive, (value,), out=Traced(region, x.buffer, tape, False))
     elif not isinstance(region, np.ndarray):  # x[i] = v with a scalar element: a 0-d view
         key = (key if type(key) is tuple else (key,)) + (Ellipsis,)
