@@ -312,21 +312,24 @@ def fortran(x):
 
 # Each call with its overwrite flag given, on a Fortran-ordered float64 array, which SciPy really
 # does overwrite when it is plain and the flag is set.
+SQUARE, SPD, RIGHT_HAND_SIDES = well_conditioned(4), symmetric_positive_definite(4), normal(4, 2)
+TRIANGLE = np.triu(np.ones((4, 4)))
 # fmt: off
 OVERWRITING_CALLS = [
-    ("inv",              lambda a, flag: linalg.inv(a, overwrite_a=flag),                well_conditioned(4)),
-    ("cholesky",         lambda a, flag: linalg.cholesky(a, overwrite_a=flag),           symmetric_positive_definite(4)),
-    ("cho_factor",       lambda a, flag: linalg.cho_factor(a, overwrite_a=flag)[0],      symmetric_positive_definite(4)),
-    ("lu_factor",        lambda a, flag: linalg.lu_factor(a, overwrite_a=flag)[0],       well_conditioned(4)),
-    ("solve_a",          lambda a, flag: linalg.solve(a, np.ones(4), overwrite_a=flag),  well_conditioned(4)),
-    ("solve_b",          lambda b, flag: linalg.solve(np.diag([2.0, 3.0, 4.0, 5.0]) + 1.0, b,
-                                                      overwrite_b=flag),                 normal(4, 2)),
-    ("solve_triangular", lambda b, flag: linalg.solve_triangular(np.triu(np.ones((4, 4))), b,
-                                                                 overwrite_b=flag),      normal(4, 2)),
-    ("cho_solve",        lambda b, flag: linalg.cho_solve((np.eye(4) * 2.0, False), b,
-                                                          overwrite_b=flag),             normal(4, 2)),
-    ("lu_solve",         lambda b, flag: linalg.lu_solve(scipy.linalg.lu_factor(np.eye(4) + 1.0), b,
-                                                         overwrite_b=flag),              normal(4, 2)),
+    ("inv",              lambda a, flag: linalg.inv(a, overwrite_a=flag),               SQUARE),
+    ("cholesky",         lambda a, flag: linalg.cholesky(a, overwrite_a=flag),          SPD),
+    ("cho_factor",       lambda a, flag: linalg.cho_factor(a, overwrite_a=flag)[0],     SPD),
+    ("lu_factor",        lambda a, flag: linalg.lu_factor(a, overwrite_a=flag)[0],      SQUARE),
+    ("solve_a",          lambda a, flag: linalg.solve(a, np.ones(4), overwrite_a=flag), SQUARE),
+    ("solve_b",          lambda b, flag: linalg.solve(TRIANGLE + TRIANGLE.T, b, overwrite_b=flag),
+     RIGHT_HAND_SIDES),
+    ("solve_triangular", lambda b, flag: linalg.solve_triangular(TRIANGLE, b, overwrite_b=flag),
+     RIGHT_HAND_SIDES),
+    ("cho_solve",        lambda b, flag: linalg.cho_solve((TRIANGLE, False), b, overwrite_b=flag),
+     RIGHT_HAND_SIDES),
+    ("lu_solve",         lambda b, flag: linalg.lu_solve(scipy.linalg.lu_factor(TRIANGLE), b,
+                                                         overwrite_b=flag),
+     RIGHT_HAND_SIDES),
 ]
 # fmt: on
 OVERWRITING_IDS = [name for name, _, _ in OVERWRITING_CALLS]

@@ -263,8 +263,10 @@ def _diagonal_inverse_keeps_off_diagonal():
 
 
 @inv.rule
-def _inv_rule(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
-    y = _linalg.inv(a, False, check_finite, assume_a=assume_a, lower=lower)
+def _inv_rule(a, overwrite_a=False, check_finite=True, **structure):
+    # structure: assume_a and lower, keywords of SciPy 1.17's inv, passed on only when given.
+    y = _linalg.inv(a, False, check_finite, **structure)
+    assume_a = structure.get("assume_a")
 
     def back(dy):
         if assume_a == "diagonal":
