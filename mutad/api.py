@@ -46,7 +46,9 @@ class Run:
         if is_float_array(x):
             base = owner(x)
             if id(base) not in self.buffers:
-                self.buffers[id(base)] = (base, Buffer(base))  # one buffer for all its views
+                buffer = Buffer(base)  # one buffer for all its views
+                buffer.note_address(base)
+                self.buffers[id(base)] = (base, buffer)
             buffer = self.buffers[id(base)][1]
             t = Traced(x, buffer, self.tape, x is base)
             if x.flags.writeable:

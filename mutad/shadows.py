@@ -24,15 +24,26 @@ _serial = itertools.count()
 class Buffer:
     """What a shadow needs to know about a buffer, without holding its memory."""
 
-    __slots__ = ("key", "dtype", "shape", "strides", "offset", "span", "low")
+    __slots__ = ("key", "dtype", "shape", "strides", "offset", "span", "low", "c_contiguous")
 
     def __init__(self, array):
         self.key = next(_serial)
         self.dtype = array.dtype
         self.shape = array.shape
         self.strides = array.strides
-        self.low, self.span = byte_span(array)
-        self.offset = address(array) - self.low
+        self.c_contiguous = array.flags.c_contiguous
+        if self.c_contiguous:
+            # The address of its first byte is only needed to map views: see note_address.
+            self.low, self.span, self.offset = None, array.size, 0
+        else:
+            self.low, self.span = byte_span(array)
+            self.offset = address(array) - self.low
+
+    def note_address(self, array):
+        """Record the address of the buffer's first byte from ``array``, the whole buffer,
+        before the first view of it is mapped."""
+        if self.low is None:
+            self.low = address(array)
 
 
 class Place:
@@ -121,8 +132,7 @@ class Shadows:
         no zero fill, no addition.
         """
         buffer = place.buffer
-        if place.whole and buffer.key not in self.entries and buffer.offset == 0 \
-                and buffer.span == _size(buffer.shape) and _c_strides(buffer):
+        if place.whole and buffer.c_contiguous and buffer.key not in self.entries:
             if not (owned and type(g) is np.ndarray and g.dtype == buffer.dtype
                     and g.shape == buffer.shape and g.flags.c_contiguous and g.flags.writeable):
                 g = np.array(np.broadcast_to(g, buffer.shape), dtype=buffer.dtype, order="C")
@@ -147,18 +157,3 @@ class Shadows:
             return entry[1]
         return np.array(self._view(entry, place), copy=True)
 
-
-def _size(shape):
-    size = 1
-    for n in shape:
-        size *= n
-    return size
-
-
-def _c_strides(buffer):
-    stride = buffer.dtype.itemsize
-    for n, s in zip(reversed(buffer.shape), reversed(buffer.strides), strict=True):
-        if n > 1 and s != stride:
-            return False
-        stride *= n
-    return True

@@ -144,6 +144,13 @@ def _fresh(y, tape):
     return Traced(y, Buffer(y), tape, True)
 
 
+def view_of(x, y, tape):
+    """The traced view ``y`` of traced ``x``'s memory: the same buffer, a part of it."""
+    if x.whole:
+        x.buffer.note_address(x.value)
+    return Traced(y, x.buffer, tape, False)
+
+
 def locate(x):
     """Where the shadow of traced ``x`` lives, as a record keeps it: without ``x``'s memory,
     so a record does not keep alive an array whose values its pullback does not read."""
@@ -206,6 +213,8 @@ def _read_by_partials(rule, values, traced):
     read = set()
     for i in traced:
         read.update(rule.reads[i])
+    if len(read) == len(values):
+        return values
     return [v if i in read else None for i, v in enumerate(values)]
 
 
@@ -324,7 +333,7 @@ def _output(tape, y, leaves):
             for t in leaves:
                 if owner(t.value) is root:
                     if y.flags.writeable:
-                        return Traced(y, t.buffer, tape, False), False
+                        return view_of(t, y, tape), False
                     y = y.copy()  # read-only views (broadcast_to) may overlap themselves
                     break
         return Traced(y, Buffer(y), tape, True), True
@@ -429,7 +438,7 @@ def getitem(x, key):
     key = plain(key)
     y = x.value[key]
     if isinstance(y, np.ndarray) and y.base is not None and owner(y) is owner(x.value):
-        return Traced(y, x.buffer, tape, False)
+        return view_of(x, y, tape)
     yt = _fresh(y, tape)
     buffer = yt.buffer
     source = locate(x)
@@ -456,10 +465,10 @@ def setitem(x, key, value):
     if isinstance(region, np.ndarray) and region.base is not None and owner(region) is owner(x.value):
         if type(value) is Traced and same_region(value.value, region):
             return  # `x[k] += v` ends by assigning the updated view onto itself: nothing to do
-        apply_ufunc(np.positive, (value,), out=Traced(region, x.buffer, tape, False))
+        apply_ufunc(np.positive, (value,), out=view_of(x, region, tape))
     elif not isinstance(region, np.ndarray):  # x[i] = v with a scalar element: a 0-d view
         key = (key if type(key) is tuple else (key,)) + (Ellipsis,)
-        apply_ufunc(np.positive, (value,), out=Traced(x.value[key], x.buffer, tape, False))
+        apply_ufunc(np.positive, (value,), out=view_of(x, x.value[key], tape))
     else:
         _scatter(tape, x, key, value, saved=region)
 
@@ -759,7 +768,7 @@ def _map_result(name, result, args, values, tape):
             if result is value:
                 return x
             if result.base is not None and owner(result) is owner(value):
-                return Traced(result, x.buffer, tape, False)
+                return view_of(x, result, tape)
     raise UnsupportedOperationError(
         f"{name} returned a new float array from an in-place rule: its gradient would be lost. "
         "Return the arguments it wrote into, and give new outputs a pure rule (mutad.adjoint).")

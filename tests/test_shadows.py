@@ -75,7 +75,9 @@ def traced(value, base):
     """``value`` traced as a view of ``base``: every view of one base shares one Buffer."""
     entry = _BUFFERS.get(id(base))
     if entry is None or entry[0] is not base:
-        entry = _BUFFERS[id(base)] = (base, Buffer(base))
+        buffer = Buffer(base)
+        buffer.note_address(base)  # as mutad.api does for an argument's buffer
+        entry = _BUFFERS[id(base)] = (base, buffer)
     return Traced(value, entry[1], None, value is base)
 
 
