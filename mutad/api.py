@@ -7,7 +7,7 @@ from .shadows import Buffer, Shadows
 from .tape import Tape
 from .tracing import ACTIVE, Traced
 from .trees import check_real, flatten, is_float_array, is_float_scalar
-from .views import owner
+from .views import owner, same_region, spans
 
 
 class Run:
@@ -46,11 +46,14 @@ class Run:
         if is_float_array(x):
             base = owner(x)
             if id(base) not in self.buffers:
-                buffer = Buffer(base)  # one buffer for all its views
-                buffer.note_address(base)
-                self.buffers[id(base)] = (base, buffer)
-            buffer = self.buffers[id(base)][1]
-            t = Traced(x, buffer, self.tape, x is base)
+                # One buffer for all views of the memory, laid out as the argument when it
+                # spans all of it (np.linspace's result views an array of its own).
+                layout = x if spans(x, base) else base
+                buffer = Buffer(layout)
+                buffer.note_address(layout)
+                self.buffers[id(base)] = (base, layout, buffer)
+            _, layout, buffer = self.buffers[id(base)]
+            t = Traced(x, buffer, self.tape, x is layout or same_region(x, layout))
             if x.flags.writeable:
                 self.pending.setdefault(buffer.key, []).append(x)
                 self.tape.guard(buffer.key, lambda key=buffer.key: self._save(key))

@@ -195,13 +195,36 @@ def _elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
             continue
         if partial is ONE:
             g = dy if i == last else dy.copy()
-        elif i == last:
-            g = np.multiply(dy, partial(y, *values), out=dy)
         else:
-            g = dy * partial(y, *values)
+            g = _times_partial(dy, partial, y, values, dy if i == last else np.empty_like(dy))
         rows.append((places[i], unbroadcast(g, places[i].shape)))
     for p, g in rows:
         shadows.add(p, g, owned=True)
+
+
+CHUNK = 1 << 15
+"""Elements per piece when a partial derivative of a large array is evaluated piecewise."""
+
+
+def _times_partial(dy, partial, y, values, out):
+    """``out = dy * partial(y, *values)``. For large arrays of one shape the partial is
+    evaluated a piece at a time, so its temporaries stay small and in cache."""
+    if dy.size < 4 * CHUNK or not dy.flags.c_contiguous or not out.flags.c_contiguous:
+        return np.multiply(dy, partial(y, *values), out=out)
+    pieces = []
+    for v in (y, *values):
+        if type(v) is np.ndarray and v.ndim:
+            if v.shape != dy.shape or not v.flags.c_contiguous:
+                return np.multiply(dy, partial(y, *values), out=out)
+            pieces.append(v.reshape(-1))
+        else:
+            pieces.append(v)  # a scalar, a 0-d array, or None (not read)
+    flat_dy, flat_out = dy.reshape(-1), out.reshape(-1)
+    for start in range(0, dy.size, CHUNK):
+        part = slice(start, start + CHUNK)
+        args = [v[part] if type(v) is np.ndarray and v.ndim else v for v in pieces]
+        np.multiply(flat_dy[part], partial(*args), out=flat_out[part])
+    return out
 
 
 def _differentiable(rule, inputs):

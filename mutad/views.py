@@ -29,6 +29,12 @@ def same_region(a, b):
     )
 
 
+def spans(a, base):
+    """True when contiguous ``a`` covers exactly the memory of ``base``."""
+    return (a.flags.c_contiguous and a.nbytes == base.nbytes and a.dtype == base.dtype
+            and address(a) == address(base))
+
+
 def byte_span(array):
     """``(low, span)``: the address of ``array``'s lowest byte, and how many elements of its
     dtype its memory spans, whatever its strides."""

@@ -181,3 +181,22 @@ def test_len_iter_shape_attributes(x):
 def test_array_creation_from_traced_without_like_names_the_fix(x):
     with pytest.raises(mutad.MutadError, match="like=x"):
         mutad.gradient(lambda a: np.array(a).sum(), x)
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_partials_evaluated_piecewise_give_the_same_gradient(monkeypatch, rng, policy):
+    # Large arrays evaluate partial derivatives a piece at a time; make small ones do it too,
+    # with pieces that do not divide the size, through every kind of operand.
+    import mutad.tracing
+
+    monkeypatch.setattr(mutad.tracing, "CHUNK", 3)
+    x, w = rng.uniform(0.2, 1.2, (5, 7)), rng.uniform(0.2, 1.2, (5, 7))
+
+    def f(x, w, s):
+        a = np.sin(x) * np.tanh(w)           # partials reading x, y and the other operand
+        a *= x                               # in place, partial read after the undo
+        b = np.exp(a) / (w + s)              # scalar operand and a partial reading both inputs
+        b[:, ::2] = np.cos(b[:, ::2].T).T    # non-contiguous: evaluated whole
+        return b * x[0]                      # broadcasting: evaluated whole
+
+    mutad.check_grads(f, x, w, 0.5, policy=policy)
