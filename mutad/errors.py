@@ -5,6 +5,8 @@ Whenever one is raised from inside a differentiation, the caller's arrays have a
 back bit-for-bit.
 """
 
+from numpy.linalg import LinAlgError
+
 
 class MutadError(Exception):
     """Base class of every error mutad raises: ``except mutad.MutadError`` catches them all."""
@@ -76,4 +78,13 @@ class UnsupportedOperationError(MutadError):
 
     The message names the operation and what to do instead, for example writing through
     duplicate indices (``x[[0, 0]] = v``) or a ufunc called with ``where=``.
+    """
+
+
+class NotPositiveDefiniteError(MutadError, LinAlgError):
+    """``mutad.linalg.cholesky_`` was given a matrix that is not (numerically) positive definite.
+
+    Example: ``cholesky_(np.array([[1.0, 2.0], [2.0, 1.0]]))``. The matrix is left as it was
+    (exactly, for a symmetric matrix). Fix: check the matrix is symmetric positive definite, or
+    add a small multiple of the identity.
     """

@@ -757,6 +757,12 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, run_rule)
     _reject_traced_kwargs(name, kwargs)
     tape, values = _unwrap_args(args)
     tape = _active(tape)
+    for i in writes:
+        if i < len(args) and isinstance(args[i], np.ndarray) and args[i].dtype.kind == "f":
+            raise UntracedWriteError(
+                f"{name} writes into argument {i}, an array mutad is not tracing, while other "
+                "arguments are traced: that gradient would be lost. Create it from a traced "
+                "value: np.zeros_like(x) or np.empty(n, like=x).")
     written = [(i, args[i]) for i in writes if i < len(args) and type(args[i]) is Traced]
     undos = [tape.undo_for(None if i in checkpointed else _rule_restores, None,
                            lambda t=t: checkpoint(t.value)) for i, t in written]

@@ -1,0 +1,452 @@
+"""In-place linear algebra whose reverse pass restores its inputs instead of copying them.
+
+``cholesky_(A)`` overwrites A with its Cholesky factor, ``ldiv_(F, b)`` overwrites b with
+F⁻¹ b, ``solve_triangular_`` and ``lu_factor_`` likewise. Each is an ``inplace_adjoint`` whose
+``back`` recomputes what the forward call overwrote from what it still holds (A = L Lᵀ,
+b = A x, A = P L U) rather than saving a copy, so a loop of T in-place solves needs no memory
+that grows with T. Each also works on plain arrays outside any differentiation.
+
+The work happens in the caller's memory, through SciPy's BLAS and LAPACK wrappers called on
+Fortran-ordered views (a C-ordered matrix is the Fortran-ordered view of its transpose), so
+the wrappers never copy; where one still returns a new array (an unusual dtype, a strided
+right-hand side), the result is copied back, so the call stays in place either way.
+
+>>> import numpy as np, mutad
+>>> from mutad.linalg import cholesky_, ldiv_
+>>> def energy(A, b):
+...     F = cholesky_(A)     # A now holds L
+...     ldiv_(F, b)          # b now holds A⁻¹ b
+...     return (b * b).sum()
+>>> A, b = np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0])
+>>> dA, db = mutad.gradient(energy, A, b)
+>>> np.allclose(dA, dA.T), A.tolist()     # a symmetric gradient; A is as it was
+(True, [[4.0, 1.0], [1.0, 3.0]])
+"""
+
+import numpy as np
+import scipy.linalg
+from scipy.linalg import get_blas_funcs, get_lapack_funcs
+
+from .errors import MutadError, NotPositiveDefiniteError
+from .registry import inplace_adjoint
+
+BLOCK = 64
+"""Rows per block when a factor is multiplied back into the matrix it came from."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Memory layout and triangular products, in place
+
+
+def _square(name, A):
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.dtype.kind != "f":
+        raise MutadError(f"{name} needs a square float matrix, not {A.dtype} of shape {A.shape}.")
+    if not (A.flags.c_contiguous or A.flags.f_contiguous) or not A.flags.writeable:
+        raise MutadError(f"{name} works in place on a contiguous, writable matrix; pass "
+                         "np.ascontiguousarray(A) (and keep the result) instead.")
+
+
+def _fortran(M):
+    """A Fortran-ordered view of square ``M``, and whether it is ``M`` itself (else ``M.T``)."""
+    if M.flags.f_contiguous:
+        return M, True
+    if M.flags.c_contiguous:
+        return M.T, False
+    M = np.asfortranarray(M)  # a strided matrix that is only read: a contiguous copy serves
+    return M, True
+
+
+def triangular_(T, lower, x, transpose=False, solve=True, unit=False):
+    """``x ← op(T)⁻¹ x`` (``solve``) or ``x ← op(T) x``, in place; ``op(T)`` is ``Tᵀ`` when
+    ``transpose``. Only the triangle of ``T`` named by ``lower`` is read; ``unit`` takes its
+    diagonal as ones. ``x`` is a vector or a matrix of right-hand sides."""
+    F, same = _fortran(T)
+    # In the Fortran view, T's triangle and op(T) both flip when the view is Tᵀ.
+    lower = lower if same else not lower
+    transpose = transpose if same else not transpose
+    if x.ndim == 1:
+        routine = get_blas_funcs("trsv" if solve else "trmv", (F, x))
+        result = routine(F, x, overwrite_x=1, lower=lower, trans=int(transpose), diag=int(unit))
+    else:
+        routine = get_blas_funcs("trsm" if solve else "trmm", (F, x))
+        if x.flags.f_contiguous:
+            result = routine(1.0, F, x, overwrite_b=1, side=0, lower=lower,
+                             trans_a=int(transpose), diag=int(unit))
+        else:
+            # op(T)⁻¹ X = Y  ⟺  Yᵀ = Xᵀ op(T)⁻ᵀ: a right-side product on Xᵀ, Fortran-ordered.
+            target = x.T if x.flags.c_contiguous else np.asfortranarray(x.T)
+            result = routine(1.0, F, target, overwrite_b=1, side=1, lower=lower,
+                             trans_a=int(not transpose), diag=int(unit)).T
+    if not np.shares_memory(result, x):
+        x[...] = result  # the wrapper copied (dtype or layout): keep the call in place anyway
+
+
+def _zero_strict_upper(A):
+    for i in range(A.shape[0] - 1):
+        A[i, i + 1:] = 0.0
+
+
+def _mirror_strict_lower(A):
+    """Copy the strict upper triangle onto the strict lower one."""
+    for i in range(1, A.shape[0]):
+        A[i, :i] = A[:i, i]
+
+
+def _times_own_transpose_(A):
+    """``A ← L Lᵀ`` in place, ``L`` the lower triangle of ``A`` (its upper triangle zero).
+
+    Block rows are computed from the bottom up: the rows of ``L Lᵀ`` up to the diagonal need
+    only rows of ``L`` at or above them, which are not overwritten yet. The strict upper
+    triangle is mirrored at the end. Extra memory: one block of rows.
+    """
+    n = A.shape[0]
+    for stop in range(n, 0, -BLOCK):
+        start = max(stop - BLOCK, 0)
+        A[start:stop, :stop] = A[start:stop, :stop] @ A[:stop, :stop].T
+    for stop in range(n, 0, -BLOCK):
+        start = max(stop - BLOCK, 0)
+        A[start:stop, stop:] = A[stop:, start:stop].T
+
+
+# ----------------------------------------------------------------------------------------------
+# Cholesky
+
+
+class Cholesky:
+    """The Cholesky factor made by ``cholesky_``: ``L`` is the lower triangle of the matrix it
+    overwrote (upper triangle zero), and shares its memory."""
+
+    __slots__ = ("L",)
+
+    def __init__(self, L):
+        self.L = L
+
+    def __repr__(self):
+        return f"Cholesky(L={self.L!r})"
+
+
+@inplace_adjoint(writes=("A",))
+def _cholesky_(A):
+    _square("cholesky_", A)
+    F, same = _fortran(A)
+    potrf = get_lapack_funcs("potrf", (F,))
+    diagonal = np.diagonal(A).copy()  # LAPACK overwrites it before it can fail
+    factor, info = potrf(F, lower=int(same), overwrite_a=1, clean=0)
+    if info > 0:
+        # The strict upper triangle was not touched: for a symmetric A it is the lower one.
+        _mirror_strict_lower(A)
+        np.fill_diagonal(A, diagonal)
+        raise NotPositiveDefiniteError(
+            f"cholesky_: the matrix is not positive definite (leading minor of order {info}); "
+            "it was left as it was.")
+    if not np.shares_memory(factor, A):
+        A[...] = factor if same else factor.T
+    _zero_strict_upper(A)
+    return A
+
+
+@_cholesky_.rule
+def _cholesky_rule(A):
+    _cholesky_(A)
+
+    def back(dA):
+        # dA holds the cotangent of L (A's lower triangle; the zeroed upper one is a constant).
+        # Murray 2016, "Differentiation of the Cholesky decomposition" (arXiv:1602.07527),
+        # eq. (10), symmetrised as PyTorch and JAX do: P = Φ(Lᵀ L̄), S = L⁻ᵀ P L⁻¹,
+        # Ā = (S + Sᵀ)/2, Φ taking the lower triangle with its diagonal halved.
+        P = np.tril(A.T @ np.tril(dA))
+        P[np.diag_indices_from(P)] *= 0.5
+        triangular_(A, True, P, transpose=True)     # P ← L⁻ᵀ P
+        triangular_(A, True, P.T, transpose=True)   # P ← P L⁻¹, through Pᵀ ← L⁻ᵀ Pᵀ
+        np.add(P, P.T, out=dA)
+        dA *= 0.5
+        _times_own_transpose_(A)                    # restore A = L Lᵀ: no n × n copy kept
+
+    return back
+
+
+def cholesky_(A):
+    """Overwrite symmetric positive definite ``A`` with its Cholesky factor, in place.
+
+    ``A``'s lower triangle becomes ``L`` (with ``A = L Lᵀ``) and its upper triangle zero; the
+    returned :class:`Cholesky` shares ``A``'s memory. The gradient with respect to ``A`` is the
+    symmetric one (the derivative along symmetric perturbations), as in PyTorch and JAX. The
+    reverse pass recomputes ``A = L Lᵀ`` instead of keeping a copy. A matrix that is not
+    positive definite raises ``NotPositiveDefiniteError`` and is left as it was.
+
+    >>> import numpy as np
+    >>> A = np.array([[4.0, 2.0], [2.0, 5.0]])
+    >>> cholesky_(A).L.tolist()
+    [[2.0, 0.0], [1.0, 2.0]]
+    """
+    return Cholesky(_cholesky_(A))
+
+
+@inplace_adjoint(writes=("b",))
+def _cholesky_solve_(L, b):
+    triangular_(L, True, b)                  # L y = b
+    triangular_(L, True, b, transpose=True)  # Lᵀ x = y
+    return b
+
+
+@_cholesky_solve_.rule
+def _cholesky_solve_rule(L, b):
+    if np.may_share_memory(L, b):
+        raise MutadError("ldiv_(F, b): b shares memory with the factor; pass a separate b.")
+    _cholesky_solve_(L, b)
+
+    def back(dL, db):
+        x = b  # the solution, until b is restored below
+        _cholesky_solve_(L, db)  # b̄ = A⁻¹ x̄ (A symmetric), in db's own memory
+        if dL is not None:
+            # Ā = -b̄ xᵀ and A = L Lᵀ, so L̄ = (Ā + Āᵀ) L = -(b̄ (Lᵀ x)ᵀ + x (Lᵀ b̄)ᵀ), lower part.
+            u, w = x.copy(), db.copy()
+            triangular_(L, True, u, transpose=True, solve=False)
+            triangular_(L, True, w, transpose=True, solve=False)
+            if x.ndim == 1:
+                dL -= np.tril(np.outer(db, u) + np.outer(x, w))
+            else:
+                dL -= np.tril(db @ u.T + x @ w.T)
+        triangular_(L, True, b, transpose=True, solve=False)  # restore b = L (Lᵀ x)
+        triangular_(L, True, b, solve=False)
+
+    return back
+
+
+# ----------------------------------------------------------------------------------------------
+# Triangular solves
+
+
+def _transposes(trans):
+    if trans in (0, "N", "n"):
+        return False
+    if trans in (1, 2, "T", "t", "C", "c"):
+        return True
+    raise MutadError(f"trans={trans!r}: use 0/'N' or 1/'T' (2/'C' is the same for real matrices).")
+
+
+@inplace_adjoint(writes=("b",))
+def _solve_triangular_(T, b, lower, transpose, unit):
+    triangular_(T, lower, b, transpose=transpose, unit=unit)
+    return b
+
+
+@_solve_triangular_.rule
+def _solve_triangular_rule(T, b, lower, transpose, unit):
+    if np.may_share_memory(T, b):
+        raise MutadError("solve_triangular_(T, b): b shares memory with T; pass a separate b.")
+    _solve_triangular_(T, b, lower, transpose, unit)
+
+    def back(dT, db, *_):
+        x = b
+        triangular_(T, lower, db, transpose=not transpose, unit=unit)  # b̄ = op(T)⁻ᵀ x̄
+        if dT is not None:
+            # op(T) x = b: op(T)‾ = -b̄ xᵀ, read back through op onto the stored triangle only.
+            G = np.outer(db, x) if x.ndim == 1 else db @ x.T
+            if transpose:
+                G = G.T
+            dT -= np.tril(G, -int(unit)) if lower else np.triu(G, int(unit))
+        triangular_(T, lower, b, transpose=transpose, solve=False, unit=unit)  # b = op(T) x
+
+    return back
+
+
+def solve_triangular_(T, b, lower=False, trans=0, unit_diagonal=False):
+    """Overwrite ``b`` with ``op(T)⁻¹ b`` in place (``op(T) = Tᵀ`` for ``trans=1``), as
+    ``scipy.linalg.solve_triangular`` computes it. Only the triangle named by ``lower`` is read.
+    The reverse pass restores ``b = op(T) x`` by a triangular product.
+
+    >>> import numpy as np
+    >>> b = np.array([2.0, 5.0])
+    >>> solve_triangular_(np.array([[2.0, 0.0], [1.0, 2.0]]), b, lower=True).tolist()
+    [1.0, 2.0]
+    """
+    return _solve_triangular_(T, b, lower, _transposes(trans), unit_diagonal)
+
+
+# ----------------------------------------------------------------------------------------------
+# General matrices: LU
+
+
+def _swap_rows(x, pivots, reverse):
+    """Apply LAPACK's row interchanges (row i with row pivots[i], in order) to ``x``."""
+    order = range(len(pivots) - 1, -1, -1) if reverse else range(len(pivots))
+    for i in order:
+        j = pivots[i]
+        if j != i:
+            x[[i, j]] = x[[j, i]]
+
+
+class LU:
+    """The LU factor made by ``lu_factor_``: ``packed`` (the matrix it overwrote, sharing its
+    memory) holds ``L`` below the diagonal (unit diagonal implied) and ``U`` on and above it,
+    with ``M = P L U`` for ``M`` the Fortran-ordered view of the matrix LAPACK factored: the
+    matrix itself, or for a C-ordered one its transpose."""
+
+    __slots__ = ("packed", "pivots")
+
+    def __init__(self, packed, pivots):
+        self.packed = packed
+        self.pivots = pivots
+
+
+@inplace_adjoint(writes=("A",))
+def _lu_factor_(A):
+    _square("lu_factor_", A)
+    F, same = _fortran(A)
+    getrf = get_lapack_funcs("getrf", (F,))
+    packed, piv, info = getrf(F, overwrite_a=1)
+    if info < 0:
+        raise MutadError(f"lu_factor_: LAPACK rejected argument {-info}.")
+    if not np.shares_memory(packed, A):
+        A[...] = packed if same else packed.T
+    return A, piv
+
+
+def _lu_parts(M):
+    return np.tril(M, -1) + np.eye(M.shape[0], dtype=M.dtype), np.triu(M)
+
+
+def _multiply_packed_lu_(M):
+    """``M ← L U`` in place, ``L`` (unit lower) and ``U`` packed in ``M``.
+
+    Entry (i, j) of ``L U`` needs only entries whose smaller index is below min(i, j), so the
+    rows and columns are rebuilt from the last one back to the first.
+    """
+    for m in range(M.shape[0] - 1, -1, -1):
+        M[m + 1:, m] = M[m + 1:, :m] @ M[:m, m] + M[m + 1:, m] * M[m, m]
+        M[m, m:] += M[m, :m] @ M[:m, m:]
+
+
+@_lu_factor_.rule
+def _lu_factor_rule(A):
+    _, pivots = _lu_factor_(A)
+    F, same = _fortran(A)
+
+    def back(dA):
+        dF = dA if same else dA.T
+        # M = P L U. With L̄ (strictly lower) and Ū (upper) read from the packed cotangent:
+        # M̄ = P L⁻ᵀ [tril(Lᵀ L̄, -1) + triu(Ū Uᵀ)] U⁻ᵀ (the transpose of the LU
+        # differential dM = P (dL U + L dU); e.g. de Hoog, Anderssen & Lukas 2011).
+        L, U = _lu_parts(F)
+        X = np.tril(L.T @ np.tril(dF, -1), -1) + np.triu(np.triu(dF) @ U.T)
+        X = scipy.linalg.solve_triangular(L, X, lower=True, trans=1, unit_diagonal=True)
+        X = scipy.linalg.solve_triangular(U, X.T, lower=False, trans=0).T  # X ← X U⁻ᵀ
+        _swap_rows(X, pivots, reverse=True)
+        dF[...] = X
+        _multiply_packed_lu_(F)                    # restore M = P L U in place
+        _swap_rows(F, pivots, reverse=True)
+
+    return back
+
+
+def lu_factor_(A):
+    """Overwrite square ``A`` with its LU factorisation, in place; returns an :class:`LU`
+    sharing ``A``'s memory, for ``ldiv_``. The reverse pass restores ``A = P L U`` by
+    multiplying the factors back in place.
+
+    >>> import numpy as np
+    >>> A = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> F = lu_factor_(A)
+    >>> ldiv_(F, np.array([5.0, 6.0])).tolist()
+    [-4.0, 4.5]
+    """
+    return LU(*_lu_factor_(A))
+
+
+def _getrs(packed, pivots, b, transpose):
+    """``b ← A⁻¹ b`` (``A⁻ᵀ b`` when ``transpose``) in place, for the matrix ``A`` whose LU
+    factorisation ``packed`` holds."""
+    F, same = _fortran(packed)
+    getrs = get_lapack_funcs("getrs", (F, b))
+    x, info = getrs(F, pivots, b, trans=int(transpose == same), overwrite_b=1)
+    if not np.shares_memory(x, b):
+        b[...] = x
+
+
+@inplace_adjoint(writes=("b",))
+def _lu_solve_(packed, pivots, b):
+    _getrs(packed, pivots, b, transpose=False)
+    return b
+
+
+@_lu_solve_.rule
+def _lu_solve_rule(packed, pivots, b):
+    if np.may_share_memory(packed, b):
+        raise MutadError("ldiv_(F, b): b shares memory with the factor; pass a separate b.")
+    _lu_solve_(packed, pivots, b)
+    F, same = _fortran(packed)
+
+    def back(dpacked, _, db):
+        x = b
+        _getrs(packed, pivots, db, transpose=True)  # b̄ = A⁻ᵀ x̄
+        L, U = _lu_parts(F)
+        if dpacked is not None:
+            # Ā = -b̄ xᵀ; the factored M is A (or Aᵀ), M = P L U with dM = P (dL U + L dU):
+            # L̄ = strict lower of Pᵀ M̄ Uᵀ, Ū = upper of Lᵀ Pᵀ M̄.
+            M_bar = -(np.outer(db, x) if x.ndim == 1 else db @ x.T)
+            if not same:
+                M_bar = M_bar.T
+            _swap_rows(M_bar, pivots, reverse=False)  # Pᵀ M̄
+            dF = dpacked if same else dpacked.T
+            dF += np.tril(M_bar @ U.T, -1) + np.triu(L.T @ M_bar)
+        # restore b = A x: M x = P L U x, or Mᵀ x = Uᵀ Lᵀ Pᵀ x
+        if not same:
+            _swap_rows(b, pivots, reverse=False)
+            b[...] = U.T @ (L.T @ b)
+        else:
+            b[...] = L @ (U @ b)
+            _swap_rows(b, pivots, reverse=True)
+
+    return back
+
+
+# ----------------------------------------------------------------------------------------------
+# Solving with a factor, or with a matrix
+
+
+@inplace_adjoint(writes=("b",))
+def _general_solve_(A, b):
+    factor = scipy.linalg.lu_factor(A, check_finite=False)  # of a copy: A is not mutated
+    x = scipy.linalg.lu_solve(factor, b, overwrite_b=True, check_finite=False)
+    if not np.shares_memory(x, b):
+        b[...] = x
+    return b
+
+
+@_general_solve_.rule
+def _general_solve_rule(A, b):
+    if np.may_share_memory(A, b):
+        raise MutadError("ldiv_(A, b): b shares memory with A; pass a separate b.")
+    _general_solve_(A, b)
+
+    def back(dA, db):
+        x = b
+        # Refactoring here costs time but keeps no n × n copy alive for the whole tape.
+        factor = scipy.linalg.lu_factor(A, check_finite=False)
+        db[...] = scipy.linalg.lu_solve(factor, db, trans=1, check_finite=False)  # b̄ = A⁻ᵀ x̄
+        if dA is not None:
+            dA -= np.outer(db, x) if x.ndim == 1 else db @ x.T        # Ā = -b̄ xᵀ
+        b[...] = A @ x                                                # restore b = A x
+
+    return back
+
+
+def ldiv_(F, b):
+    """Overwrite ``b`` with ``F⁻¹ b`` in place and return it.
+
+    ``F`` is a :class:`Cholesky` factor from ``cholesky_`` (two triangular solves), an
+    :class:`LU` factor from ``lu_factor_``, or a general square matrix (solved through the LU
+    factorisation of a copy; the matrix is not changed). ``b`` is a vector or a matrix of
+    right-hand sides. The reverse pass restores ``b = F x`` from the solution it holds.
+
+    >>> import numpy as np
+    >>> b = np.array([1.0, 2.0])
+    >>> ldiv_(np.array([[2.0, 0.0], [0.0, 4.0]]), b).tolist()
+    [0.5, 0.5]
+    """
+    if isinstance(F, Cholesky):
+        return _cholesky_solve_(F.L, b)
+    if isinstance(F, LU):
+        return _lu_solve_(F.packed, F.pivots, b)
+    return _general_solve_(F, b)
