@@ -2,11 +2,12 @@
 
     python benchmarks/profile_workload.py small-ops
     python benchmarks/profile_workload.py big-elementwise --param n=10000000 --calls 3
-    python benchmarks/profile_workload.py heat-explicit --param n=100000 --param steps=100
+    python benchmarks/profile_workload.py leapfrog --param n=100000 --param steps=100
 
 Prints the functions with the most time spent in their own body (``tottime``) and, separately,
 the most cumulative time, after one warm-up call. Meant for whoever optimises the core: the
-numbers are cProfile's, so per-call Python overhead is inflated relative to ``run.py``'s.
+numbers are cProfile's, so per-call Python overhead is inflated relative to ``mutad-bench``'s.
+Set OMP_NUM_THREADS=1 for the one compute thread ``mutad-bench`` uses.
 """
 
 import argparse
@@ -18,9 +19,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import benchmarks.harness  # noqa: E402, F401  (sets one compute thread before NumPy starts)
 import mutad  # noqa: E402
-from benchmarks.workloads import WORKLOADS  # noqa: E402
+from mutad.bench.workloads import WORKLOADS  # noqa: E402
 
 
 def parse_param(text):
@@ -30,7 +30,8 @@ def parse_param(text):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("workload", choices=sorted(WORKLOADS))
+    parser.add_argument("workload", choices=sorted(n for n, w in WORKLOADS.items()
+                                                   if not w.behaviour_only))
     parser.add_argument("--param", action="append", type=parse_param, default=[],
                         help="a size parameter, e.g. n=10000000 (default: the full size)")
     parser.add_argument("--policy", default="restore", choices=("restore", "checkpoint"))

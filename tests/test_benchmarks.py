@@ -1,33 +1,37 @@
 """The benchmark workloads at tiny sizes: right losses, right gradients, arguments unchanged.
 
-Correctness only; nothing here asserts a timing or a memory figure.
+Correctness only; nothing here asserts a timing or a memory figure. No peer is needed.
 """
 
-import sys
-from pathlib import Path
-
+import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.harness import (  # noqa: E402
-    POLICIES,
-    check,
-    format_table,
-    run_in_fresh_interpreter,
+from mutad.bench import peers
+from mutad.bench.harness import check, run_in_fresh_interpreter
+from mutad.bench.report import format_workload
+from mutad.bench.workloads import (
+    WORKLOADS,
+    build_big_elementwise,
+    build_implicit_heat,
+    build_leapfrog,
+    build_small_ops,
+    implicit_heat_by_eigenvalues,
+    leapfrog_out_of_place,
 )
-from benchmarks.workloads import WORKLOADS, build_big_elementwise, build_small_ops  # noqa: E402
 
-TINY = [(name, params) for name, workload in WORKLOADS.items()
+TINY = [(name, params) for name, workload in WORKLOADS.items() if not workload.behaviour_only
         for params in workload.sizes["tiny"]]
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("system", peers.MUTAD_SYSTEMS)
 @pytest.mark.parametrize(("name", "params"), TINY,
                          ids=[f"{name}-{'-'.join(map(str, p.values()))}" for name, p in TINY])
-def test_workload_gradient_is_right(name, params, policy):
+def test_workload_gradient_is_right(name, params, system, tmp_path):
     problem = WORKLOADS[name].build(**params)
-    checks = check(problem, policy)
+    before = [a.tobytes() if isinstance(a, np.ndarray) else a for a in problem.args]
+    implementation = peers.implementation(system, name, problem)
+    value, gradients = implementation.to_numpy(implementation.gradient())
+    checks = check(problem, name, system, value, gradients, tmp_path, before)
     assert checks["ok"], checks
 
 
@@ -42,11 +46,60 @@ def test_big_elementwise_closed_form_matches_the_in_place_code():
                                                                  rel=1e-13)
 
 
-def test_a_configuration_runs_in_a_fresh_interpreter_and_reports():
-    configuration = {"workload": "heat-explicit", "params": {"n": 50, "steps": 3},
-                     "policy": "restore", "rounds": 1, "check": True}
+def test_leapfrog_in_place_and_out_of_place_spellings_agree():
+    problem = build_leapfrog(n=300, steps=20)
+    q0, p0, steps = problem.args
+    assert problem.numpy_forward(*problem.args) == pytest.approx(
+        leapfrog_out_of_place(q0, p0, steps), rel=1e-12)
+
+
+def test_implicit_heat_matches_the_published_loss_at_t10():
+    problem = build_implicit_heat(n=1000, steps=10)
+    assert problem.numpy_forward(*problem.args) == pytest.approx(611.67995794183, rel=1e-12)
+
+
+def test_implicit_heat_eigenvalue_reference_agrees_with_the_solves():
+    problem = build_implicit_heat(n=200, steps=50)
+    assert implicit_heat_by_eigenvalues(*problem.args) == pytest.approx(
+        problem.numpy_forward(*problem.args), rel=1e-10)
+
+
+def test_a_configuration_runs_in_a_fresh_interpreter_and_reports(tmp_path):
+    configuration = {"system": "mutad-restore", "workload": "heat-explicit",
+                     "params": {"n": 50, "steps": 3}, "rounds": 1, "check": True,
+                     "reference_dir": str(tmp_path)}
     result = run_in_fresh_interpreter(configuration, timeout=120)
-    assert "error" not in result, result.get("stderr")
+    assert result["status"] == "ok", result
     assert result["checks"]["ok"], result["checks"]
-    table = format_table(WORKLOADS["heat-explicit"], [result])
-    assert "n=50 steps=3" in table and "restore" in table
+    table = format_workload(WORKLOADS["heat-explicit"], [result])
+    assert "n=50 steps=3" in table and "mutad-restore" in table
+
+
+def test_a_configuration_past_its_time_limit_is_reported_as_timeout(tmp_path):
+    configuration = {"system": "mutad-restore", "workload": "leapfrog",
+                     "params": {"n": 100_000, "steps": 1000}, "rounds": 1, "check": True,
+                     "reference_dir": str(tmp_path)}
+    result = run_in_fresh_interpreter(configuration, timeout=0.5)
+    assert result["status"] == "timeout"
+
+
+def test_a_configuration_past_its_memory_limit_is_reported_as_out_of_memory(tmp_path):
+    configuration = {"system": "mutad-checkpoint", "workload": "big-elementwise",
+                     "params": {"n": 10_000_000}, "rounds": 1, "check": True,
+                     "reference_dir": str(tmp_path)}
+    result = run_in_fresh_interpreter(configuration, timeout=120, memory_limit_mib=60)
+    assert result["status"] == "out of memory"
+
+
+def test_a_missing_peer_is_reported_as_not_installed(monkeypatch, tmp_path):
+    monkeypatch.setattr(peers, "installed", lambda system: system != "torch")
+    configuration = {"system": "torch", "workload": "leapfrog", "params": {"n": 20, "steps": 3},
+                     "rounds": 1, "check": True, "reference_dir": str(tmp_path)}
+    assert run_in_fresh_interpreter(configuration)["status"] == "not installed"
+
+
+@pytest.mark.parametrize("system", peers.MUTAD_SYSTEMS)
+def test_mutad_handles_the_literal_addvecs(system):
+    found = peers.behaviour(system, WORKLOADS["addvecs"].build(n=10))
+    assert found["a += b"]["ok"] and found["a[:] += b"]["ok"], found
+    assert not found["caller's a mutated"]

@@ -1,58 +1,62 @@
-"""The measurement protocol of BENCHMARKS.md, for mutad against plain NumPy.
+"""The measurement protocol of BENCHMARKS.md, identical for mutad, plain NumPy and every peer.
 
-Each configuration (workload, size, policy) runs in a fresh interpreter, started by
+Each configuration (system, workload, size) runs in a fresh interpreter, started by
 :func:`run_in_fresh_interpreter`, which calls :func:`measure` there:
 
-* one compute thread: ``OMP_NUM_THREADS`` and friends are set to 1 before NumPy is imported
-  (here at import time, and in the child's environment);
-* warm-up: one gradient call and one NumPy forward call;
+* one compute thread: ``OMP_NUM_THREADS`` and friends are 1 in the child's environment, so its
+  BLAS starts with one thread; torch gets ``set_num_threads(1)``, XLA
+  ``--xla_cpu_multi_thread_eigen=false`` (see ``peers.py``);
+* warm-up: one gradient call (for ``jax.jit`` that includes tracing and compiling), one peer
+  forward call, one NumPy forward call;
 * peak memory: ``gc.collect()``, glibc ``malloc_trim(0)``, read VmRSS, write ``5`` to
   ``/proc/self/clear_refs`` (which resets VmHWM), one gradient call with its result kept alive,
   read VmHWM; extra = VmHWM - VmRSS before. A thread sampling VmRSS every millisecond during
-  that call is a cross-check. The same for one NumPy forward call gives the plain program's own
-  peak, for scale. The timing rounds come after, so the sampler cannot slow them;
-* timing: ``rounds`` rounds of (NumPy forward, gradient) back to back, and the per-round ratio
-  gradient / NumPy forward, reported as median [min-max];
-* correctness, after the measurements: the loss against the reference, the gradient along a
-  fixed random direction against a fourth-order central difference of the NumPy forward, the
-  gradient against the other policy's, and the caller's arguments bit-for-bit unchanged.
+  that call is a cross-check, and the measurement itself where clear_refs cannot be written
+  (then the result says ``memory_method: "sampled"``). The same for one NumPy forward call gives
+  the plain program's own peak, for scale. The timing rounds come after, so the sampler cannot
+  slow them;
+* timing: ``rounds`` rounds of (NumPy forward, gradient, peer forward) back to back, and the
+  per-round ratios gradient / NumPy forward and gradient / peer forward;
+* correctness, after the measurements: the loss against the reference loss, the gradient
+  against mutad's checkpoint-policy gradient (max |g - g_ref| / max |g_ref| per input, symmetric
+  parts for symmetric matrices), the gradient along a fixed random direction against a
+  fourth-order central difference of the NumPy forward, and for mutad the caller's arguments
+  bit-for-bit unchanged. The reference gradient and the finite difference are computed once per
+  (workload, size) and shared between the children through a directory of ``.npz`` files.
 
-Run directly (``python benchmarks/harness.py --child '{json}'``) it is the child process: it
-measures one configuration and prints the result as one JSON line.
+The parent watches each child: past its time limit or memory limit the child is killed and its
+row says "timeout" or "out of memory", and the other configurations still run.
 """
 
+import ctypes
+import gc
+import json
 import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from mutad.bench import peers
+from mutad.bench.workloads import WORKLOADS
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-for _variable in THREAD_VARIABLES:
-    os.environ[_variable] = "1"  # before NumPy is imported, or its BLAS has already started
-
-import ctypes  # noqa: E402
-import gc  # noqa: E402
-import json  # noqa: E402
-import re  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-if __package__ in (None, ""):  # run as a script: make the repository importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import numpy as np  # noqa: E402
-
-import mutad  # noqa: E402
-from benchmarks.workloads import WORKLOADS  # noqa: E402
-
-POLICIES = ("restore", "checkpoint")
 MIB = 1024 * 1024
 RESULT_MARKER = "MUTAD-BENCH-RESULT "
 
 FINITE_DIFFERENCE_STEP = 1e-3
 FINITE_DIFFERENCE_TOLERANCE = 1e-6
-POLICY_TOLERANCE = 1e-10  # DESIGN.md: restore agrees with checkpoint to 1e-10 relative
+GRADIENT_TOLERANCE = 1e-8
+"""Agreement with mutad's checkpoint gradient that every system must reach. DESIGN.md asks 1e-10
+of mutad's restore policy on well-conditioned programs; peers sum in other orders."""
+
 NUMPY_LOSS_TOLERANCE = 1e-12
 
 
@@ -60,11 +64,14 @@ NUMPY_LOSS_TOLERANCE = 1e-12
 # Memory
 
 
-def status_kib(field):
-    """A ``/proc/self/status`` field such as VmRSS or VmHWM, in KiB."""
-    with open("/proc/self/status") as status:
-        match = re.search(rf"^{field}:\s+(\d+) kB", status.read(), re.MULTILINE)
-    return int(match.group(1))
+def status_kib(field, pid="self"):
+    """A ``/proc/<pid>/status`` field such as VmRSS or VmHWM, in KiB (None if absent)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            match = re.search(rf"^{field}:\s+(\d+) kB", status.read(), re.MULTILINE)
+    except OSError:
+        return None
+    return int(match.group(1)) if match else None
 
 
 def _load_malloc_trim():
@@ -85,9 +92,13 @@ def release_free_memory():
 
 
 def reset_peak():
-    """Reset VmHWM to the current VmRSS (Linux: writing 5 to clear_refs)."""
-    with open("/proc/self/clear_refs", "w") as clear_refs:
-        clear_refs.write("5")
+    """Reset VmHWM to the current VmRSS (Linux: writing 5 to clear_refs); False if impossible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as clear_refs:
+            clear_refs.write("5")
+    except OSError:
+        return False
+    return status_kib("VmHWM") is not None
 
 
 class RssSampler:
@@ -117,19 +128,26 @@ class RssSampler:
 
 
 def peak_extra_memory(call):
-    """Run ``call()`` once; return its result (kept alive until VmHWM is read), the peak extra
-    memory in MiB from VmHWM, and the same from the sampling thread."""
+    """Run ``call()`` once; return its result (kept alive until the peak is read), the peak
+    extra memory in MiB, the same from the sampling thread, and the method of the first:
+    "VmHWM" where the high-water mark could be reset, otherwise "sampled"."""
     release_free_memory()
     before = status_kib("VmRSS")
-    reset_peak()
+    high_water_mark = reset_peak()
     with RssSampler() as sampler:
         result = call()
-    highest = status_kib("VmHWM")
-    return result, (highest - before) / 1024, (sampler.highest_kib - before) / 1024
+    sampled = (sampler.highest_kib - before) / 1024
+    if not high_water_mark:
+        return result, sampled, sampled, "sampled"
+    return result, (status_kib("VmHWM") - before) / 1024, sampled, "VmHWM"
 
 
 # ----------------------------------------------------------------------------------------------
 # Correctness
+
+
+def symmetric_part(g):
+    return (g + g.T) / 2
 
 
 def relative_difference(a, b):
@@ -140,18 +158,35 @@ def relative_difference(a, b):
     return float(difference / scale) if scale else float(difference)
 
 
-def moved(args, argnums, displacement):
-    """``args`` with ``displacement`` added to the differentiated argument (a new array)."""
-    args = list(args)
-    args[argnums] = args[argnums] + displacement
-    return tuple(args)
+def gradient_difference(problem, gradients, reference):
+    """Max over the differentiated arguments of the relative difference to ``reference``."""
+    worst = 0.0
+    for position, g, g_ref in zip(problem.argnums, gradients, reference, strict=True):
+        if position in problem.symmetric:
+            g, g_ref = symmetric_part(g), symmetric_part(g_ref)
+        worst = max(worst, relative_difference(g, g_ref))
+    return worst
+
+
+def directions(problem, seed=0):
+    """A fixed random direction per differentiated argument; symmetric for symmetric ones."""
+    rng = np.random.default_rng(seed)
+    found = []
+    for position in problem.argnums:
+        v = rng.standard_normal(np.shape(problem.args[position]))
+        if position in problem.symmetric:
+            v = symmetric_part(v)
+        found.append(v * problem.direction_scale.get(position, 1.0))
+    return found
 
 
 def directional_finite_difference(problem, direction, step=FINITE_DIFFERENCE_STEP):
     """Fourth-order central difference of the NumPy forward along ``direction``."""
     at = {}
     for k in (-2, -1, 1, 2):
-        args = moved(problem.args, problem.argnums, k * step * direction)
+        args = list(problem.args)
+        for position, v in zip(problem.argnums, direction, strict=True):
+            args[position] = args[position] + k * step * v  # a new array: args stay as they are
         at[k] = float(problem.numpy_forward(*args))
     return (8 * (at[1] - at[-1]) - (at[2] - at[-2])) / (12 * step)
 
@@ -161,47 +196,79 @@ def snapshot(args):
     return [x.tobytes() if isinstance(x, np.ndarray) else x for x in args]
 
 
-def check(problem, policy, value=None, gradient=None, arguments_before=None,
-          compare_policies=True, seed=0):
-    """Check mutad's loss and gradient for ``problem``; returns a dict with ``ok``.
+def size_key(workload_name, params):
+    return workload_name + "-" + "-".join(f"{key}{value}" for key, value in sorted(params.items()))
 
-    ``value`` and ``gradient`` may be passed together when already computed (the measurement
-    keeps the ones of its memory pass), with ``arguments_before`` (:func:`snapshot` of the
-    arguments before any differentiation); otherwise they are computed here.
+
+def shared_reference(problem, workload_name, reference_dir, own_gradients=None, own_system=None):
+    """The reference gradient (mutad's checkpoint policy) and the finite difference along the
+    fixed direction, computed once per (workload, size) and kept in ``reference_dir``.
+
+    Returns a dict with ``gradients`` (None if mutad could not compute them, and then
+    ``gradient_error`` says why) and ``finite_difference``.
     """
-    if arguments_before is None:
-        arguments_before = snapshot(problem.args)
-    if gradient is None or value is None:
-        value, gradient = mutad.value_and_gradient(
-            problem.loss, *problem.args, argnums=problem.argnums, policy=policy)
+    path = Path(reference_dir) / f"{size_key(workload_name, problem.params)}.npz"
+    if path.exists():
+        with np.load(path) as stored:
+            count = int(stored["count"])
+            return {
+                "gradients": tuple(stored[f"g{i}"] for i in range(count)) if count else None,
+                "gradient_error": str(stored["gradient_error"]),
+                "finite_difference": float(stored["finite_difference"]),
+            }
+    gradient_error = ""
+    if own_system == peers.REFERENCE_SYSTEM:
+        gradients = own_gradients
+    else:
+        try:
+            reference = peers.implementation(peers.REFERENCE_SYSTEM, workload_name, problem)
+            gradients = reference.to_numpy(reference.gradient())[1]
+        except Exception as error:  # recorded in the row: the other checks still run
+            gradients = None
+            gradient_error = f"{type(error).__name__}: {error}"
+    finite_difference = directional_finite_difference(problem, directions(problem))
+    stored = {f"g{i}": g for i, g in enumerate(gradients or ())}
+    Path(reference_dir).mkdir(parents=True, exist_ok=True)
+    np.savez(path, count=len(gradients or ()), gradient_error=gradient_error,
+             finite_difference=finite_difference, **stored)
+    return {"gradients": gradients, "gradient_error": gradient_error,
+            "finite_difference": finite_difference}
 
+
+def check(problem, workload_name, system, value, gradients, reference_dir,
+          arguments_before=None):
+    """Check one system's loss and gradients; returns a dict with ``ok``."""
     results = {"loss": float(value)}
-    reference = problem.reference_loss()
-    results["reference_loss"] = reference
-    results["loss_error"] = abs(float(value) - reference) / abs(reference)
+    reference_loss = problem.reference_loss()
+    results["reference_loss"] = reference_loss
+    results["loss_error"] = abs(float(value) - reference_loss) / abs(reference_loss)
     numpy_loss = float(problem.numpy_forward(*problem.args))
     results["numpy_loss_error"] = abs(float(value) - numpy_loss) / abs(numpy_loss)
+    ok = (results["loss_error"] <= problem.reference_tolerance
+          and results["numpy_loss_error"] <= NUMPY_LOSS_TOLERANCE)
+    if gradients is None:  # plain NumPy: the loss is all there is to check
+        results["ok"] = bool(ok)
+        return results
 
-    x = problem.args[problem.argnums]
-    direction = np.random.default_rng(seed).standard_normal(np.shape(x))
-    along_gradient = float(np.vdot(gradient, direction))
-    finite_difference = directional_finite_difference(problem, direction)
+    shared = shared_reference(problem, workload_name, reference_dir, gradients, system)
+    along_gradient = sum(float(np.vdot(g, v)) for g, v in
+                         zip(gradients, directions(problem), strict=True))
+    finite_difference = shared["finite_difference"]
     results["directional_derivative"] = along_gradient
     results["finite_difference"] = finite_difference
     results["finite_difference_error"] = (
         abs(along_gradient - finite_difference) / max(abs(finite_difference), 1e-300))
-
-    ok = (results["loss_error"] <= problem.reference_tolerance
-          and results["numpy_loss_error"] <= NUMPY_LOSS_TOLERANCE
-          and results["finite_difference_error"] <= FINITE_DIFFERENCE_TOLERANCE)
-    if compare_policies:
-        other = POLICIES[1 - POLICIES.index(policy)]
-        other_gradient = mutad.gradient(
-            problem.loss, *problem.args, argnums=problem.argnums, policy=other)
-        results["policy_difference"] = relative_difference(gradient, other_gradient)
-        ok = ok and results["policy_difference"] <= POLICY_TOLERANCE
-    results["arguments_unchanged"] = snapshot(problem.args) == arguments_before
-    results["ok"] = bool(ok and results["arguments_unchanged"])
+    ok = ok and results["finite_difference_error"] <= FINITE_DIFFERENCE_TOLERANCE
+    if shared["gradients"] is not None:
+        results["gradient_error"] = gradient_difference(problem, gradients, shared["gradients"])
+        ok = ok and results["gradient_error"] <= GRADIENT_TOLERANCE
+    else:
+        results["gradient_error"] = None
+        results["reference_unavailable"] = shared["gradient_error"]
+    if arguments_before is not None:
+        results["arguments_unchanged"] = snapshot(problem.args) == arguments_before
+        ok = ok and results["arguments_unchanged"]
+    results["ok"] = bool(ok)
     return results
 
 
@@ -212,84 +279,174 @@ def check(problem, policy, value=None, gradient=None, arguments_before=None,
 def measure(configuration):
     """Measure one configuration in the current interpreter (meant to be a fresh one).
 
-    ``configuration``: ``{"workload": name, "params": {...}, "policy": ..., "rounds": int,
-    "check": bool}``. Returns a JSON-ready dict of raw per-round timings, memory and checks.
+    ``configuration``: ``{"system", "workload", "params", "rounds", "check", "reference_dir"}``.
+    Returns a JSON-ready dict of raw per-round timings, memory and checks.
     """
+    system = configuration["system"]
     workload = WORKLOADS[configuration["workload"]]
-    policy = configuration["policy"]
     problem = workload.build(**configuration["params"])
-    arguments_before = snapshot(problem.args)
-
-    def differentiate():
-        return mutad.value_and_gradient(
-            problem.loss, *problem.args, argnums=problem.argnums, policy=policy)
-
-    differentiate()
-    problem.numpy_forward(*problem.args)
-
-    (value, gradient), peak_mib, sampled_mib = peak_extra_memory(differentiate)
-    # The plain forward's own peak, for scale: what the program needs without any AD.
-    _, numpy_peak_mib, _ = peak_extra_memory(lambda: problem.numpy_forward(*problem.args))
-
-    numpy_seconds, gradient_seconds = [], []
-    for _ in range(configuration["rounds"]):
-        start = time.perf_counter()
-        problem.numpy_forward(*problem.args)
-        middle = time.perf_counter()
-        mutad.gradient(problem.loss, *problem.args, argnums=problem.argnums, policy=policy)
-        end = time.perf_counter()
-        numpy_seconds.append(middle - start)
-        gradient_seconds.append(end - middle)
-
-    checks = None
-    if configuration.get("check", True):
-        # Only one policy's child compares the two, so each comparison runs once.
-        checks = check(problem, policy, value=value, gradient=gradient,
-                       arguments_before=arguments_before, compare_policies=policy == "restore")
-    return {
+    result = {
+        "system": system,
         "workload": workload.name,
         "label": workload.label,
         "params": configuration["params"],
-        "policy": policy,
+        "version": peers.version(system),
+        "status": "ok",
+    }
+    if workload.behaviour_only:
+        result["behaviour"] = peers.behaviour(system, problem)
+        return result
+
+    implementation = peers.implementation(system, workload.name, problem)
+    arguments_before = snapshot(problem.args)
+
+    def numpy_forward():
+        return problem.numpy_forward(*problem.args)
+
+    start = time.perf_counter()
+    if implementation is not None:
+        implementation.gradient()
+    first_call_seconds = time.perf_counter() - start
+    if implementation is not None and implementation.forward is not None:
+        implementation.forward()
+    numpy_forward()
+
+    value, gradients = numpy_forward(), None
+    peak_mib = sampled_mib = None
+    if implementation is not None:
+        native, peak_mib, sampled_mib, memory_method = peak_extra_memory(
+            implementation.gradient)
+        value, gradients = implementation.to_numpy(native)
+        gradients = tuple(np.array(g) for g in gradients)  # own copies: free the native result
+        del native
+    numpy_value, numpy_peak_mib, numpy_sampled_mib, numpy_method = peak_extra_memory(
+        numpy_forward)
+    del numpy_value
+    if implementation is None:
+        peak_mib, sampled_mib, memory_method = numpy_peak_mib, numpy_sampled_mib, numpy_method
+
+    numpy_seconds, gradient_seconds, peer_seconds = [], [], []
+    for _ in range(configuration["rounds"]):
+        start = time.perf_counter()
+        numpy_forward()
+        numpy_seconds.append(time.perf_counter() - start)
+        if implementation is not None:
+            start = time.perf_counter()
+            implementation.gradient()
+            gradient_seconds.append(time.perf_counter() - start)
+        if implementation is not None and implementation.forward is not None:
+            start = time.perf_counter()
+            implementation.forward()
+            peer_seconds.append(time.perf_counter() - start)
+    if implementation is None:
+        gradient_seconds = list(numpy_seconds)  # the row's time is the forward's own
+
+    checks = None
+    if configuration.get("check", True):
+        checks = check(problem, workload.name, system, value, gradients,
+                       configuration["reference_dir"],
+                       arguments_before if system in peers.MUTAD_SYSTEMS else None)
+        if not checks["ok"]:
+            result["status"] = "wrong"
+    result.update({
         "rounds": configuration["rounds"],
         "operations": problem.operations,
         "state_mib": problem.state_bytes / MIB,
         "numpy_seconds": numpy_seconds,
         "gradient_seconds": gradient_seconds,
+        "peer_forward_seconds": peer_seconds,
         "ratios": [g / n for g, n in zip(gradient_seconds, numpy_seconds, strict=True)],
+        "peer_ratios": [g / p for g, p in zip(gradient_seconds, peer_seconds, strict=False)],
+        "first_call_seconds": first_call_seconds,
         "peak_extra_mib": peak_mib,
-        "numpy_peak_extra_mib": numpy_peak_mib,
         "sampled_extra_mib": sampled_mib,
+        "numpy_peak_extra_mib": numpy_peak_mib,
+        "memory_method": memory_method,
         "checks": checks,
-    }
+    })
+    return result
 
 
 # ----------------------------------------------------------------------------------------------
 # One configuration, in a fresh interpreter
 
 
-def run_in_fresh_interpreter(configuration, timeout=3600):
-    """Measure ``configuration`` in a new Python process with one compute thread."""
+def _outcome_row(configuration, status, detail=""):
+    return {"system": configuration["system"], "workload": configuration["workload"],
+            "label": WORKLOADS[configuration["workload"]].label,
+            "params": configuration["params"], "status": status, "detail": detail}
+
+
+def run_in_fresh_interpreter(configuration, timeout=3600, memory_limit_mib=None):
+    """Measure ``configuration`` in a new Python process with one compute thread.
+
+    The child is killed past ``timeout`` seconds or when its resident memory passes
+    ``memory_limit_mib``; the row then has status "timeout" or "out of memory".
+    """
+    system = configuration["system"]
+    if not peers.installed(system):
+        return _outcome_row(configuration, "not installed")
+    if not peers.has_implementation(system, configuration["workload"]):
+        return _outcome_row(configuration, "not implemented")
     environment = dict(os.environ)
     environment.update({variable: "1" for variable in THREAD_VARIABLES})
-    completed = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(configuration)],
-        env=environment, capture_output=True, text=True, timeout=timeout)
-    for line in reversed(completed.stdout.splitlines()):
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "mutad.bench.harness", "--child", json.dumps(configuration)],
+            env=environment, stdout=stdout, stderr=stderr, text=True)
+        stopped = _watch(child, timeout, memory_limit_mib)
+        stdout.seek(0)
+        stderr.seek(0)
+        output, errors = stdout.read(), stderr.read()
+    if stopped == "timeout":
+        return _outcome_row(configuration, "timeout", f"killed after {timeout:g} s")
+    if stopped == "memory":
+        return _outcome_row(configuration, "out of memory",
+                            f"killed above {memory_limit_mib:,.0f} MiB resident")
+    for line in reversed(output.splitlines()):
         if line.startswith(RESULT_MARKER):
             return json.loads(line[len(RESULT_MARKER):])
-    last_line = (completed.stderr.strip().splitlines() or [""])[-1]
-    return {
-        "workload": configuration["workload"],
-        "params": configuration["params"],
-        "policy": configuration["policy"],
-        "error": last_line or f"exit status {completed.returncode}",
-        "stderr": completed.stderr[-4000:],
-    }
+    if child.returncode == -signal.SIGKILL or "MemoryError" in errors:
+        # SIGKILL from outside is the kernel's out-of-memory killer in practice.
+        return _outcome_row(configuration, "out of memory", (errors.strip() or "killed")[-300:])
+    last_line = (errors.strip().splitlines() or [""])[-1]
+    row = _outcome_row(configuration, "error", last_line or f"exit status {child.returncode}")
+    row["stderr"] = errors[-4000:]
+    return row
+
+
+def _watch(child, timeout, memory_limit_mib, interval=0.05):
+    """Wait for ``child``; kill it past the limits. Returns None, "timeout" or "memory"."""
+    deadline = time.monotonic() + timeout
+    while child.poll() is None:
+        if time.monotonic() > deadline:
+            child.kill()
+            child.wait()
+            return "timeout"
+        resident = status_kib("VmRSS", child.pid)
+        if memory_limit_mib and resident and resident / 1024 > memory_limit_mib:
+            child.kill()
+            child.wait()
+            return "memory"
+        time.sleep(interval)
+    return None
+
+
+def default_memory_limit_mib():
+    """Nine tenths of the memory available now: a child past it would push the machine into
+    swap or the kernel's out-of-memory killer, and the other rows could not run."""
+    available = None
+    try:
+        with open("/proc/meminfo") as meminfo:
+            match = re.search(r"^MemAvailable:\s+(\d+) kB", meminfo.read(), re.MULTILINE)
+            available = int(match.group(1)) if match else None
+    except OSError:
+        pass
+    return 0.9 * available / 1024 if available else None
 
 
 # ----------------------------------------------------------------------------------------------
-# Reporting
+# Summaries
 
 
 def spread(values):
@@ -297,83 +454,12 @@ def spread(values):
     return statistics.median(values), min(values), max(values)
 
 
-def _number(value):
-    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
-
-
-def format_spread(values, scale=1.0):
-    median, low, high = spread([v * scale for v in values])
-    return f"{_number(median)} [{_number(low)}-{_number(high)}]"
-
-
-def _time_scale(result, unit):
-    """Factor from seconds to the workload's time unit."""
-    if unit == "us/op":
-        return 1e6 / result["operations"]
-    return 1e3
-
-
-def _size_label(params):
-    return " ".join(f"{key}={value:,}" if isinstance(value, int) else f"{key}={value}"
-                    for key, value in params.items())
-
-
-def _check_label(checks):
-    if checks is None:
-        return "not checked"
-    label = "ok" if checks["ok"] else "FAILED"
-    details = [f"loss {checks['loss_error']:.0e}", f"fd {checks['finite_difference_error']:.0e}"]
-    if "policy_difference" in checks:
-        details.append(f"policies {checks['policy_difference']:.0e}")
-    if not checks["arguments_unchanged"]:
-        details.append("arguments changed")
-    return f"{label} ({', '.join(details)})"
-
-
-def _extra_per_state(result):
-    # Below a MiB the peak is page-granular allocator noise, not a multiple of anything.
-    if result["peak_extra_mib"] < 1:
-        return "-"
-    return f"{result['peak_extra_mib'] / result['state_mib']:.3g}"
-
-
-def format_table(workload, results):
-    """A plain-text table of one workload's results, one row per configuration."""
-    unit = workload.time_unit
-    header = ["size", "policy", f"NumPy fwd {unit}", f"gradient {unit}", "gradient/NumPy",
-              "peak extra MiB", "sampled MiB", "NumPy fwd MiB", "extra/state", "check"]
-    rows = []
-    for result in results:
-        if "error" in result:
-            rows.append([_size_label(result["params"]), result["policy"], "-", "-", "-", "-",
-                         "-", "-", "-", f"ERROR: {result['error']}"])
-            continue
-        scale = _time_scale(result, unit)
-        rows.append([
-            _size_label(result["params"]),
-            result["policy"],
-            format_spread(result["numpy_seconds"], scale),
-            format_spread(result["gradient_seconds"], scale),
-            format_spread(result["ratios"]),
-            f"{result['peak_extra_mib']:.1f}",
-            f"{result['sampled_extra_mib']:.1f}",
-            f"{result['numpy_peak_extra_mib']:.1f}",
-            _extra_per_state(result),
-            _check_label(result["checks"]),
-        ])
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-    lines = [f"{workload.label} {workload.name}: {workload.summary}",
-             "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-    lines.append("peak extra MiB: VmHWM during one gradient call minus VmRSS before it "
-                 "(sampled: the same from 1 ms VmRSS samples);")
-    lines.append("NumPy fwd MiB: the same for one plain forward call; extra/state: peak extra "
-                 "in multiples of the differentiated input's size")
-    return "\n".join(line.rstrip() for line in lines)
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] != "--child":
+        sys.exit("usage: python -m mutad.bench.harness --child '<configuration as JSON>' "
+                 "(started by mutad-bench)")
+    print(RESULT_MARKER + json.dumps(measure(json.loads(sys.argv[2]))), flush=True)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "--child":
-        sys.exit("usage: harness.py --child '<configuration as JSON>' (started by run.py)")
-    print(RESULT_MARKER + json.dumps(measure(json.loads(sys.argv[2]))))
+    main()

@@ -1,24 +1,21 @@
 """The benchmark workloads: what is computed, on which inputs, and what the answer must be.
 
 Each workload builds a :class:`Problem` for one size. A problem holds the positional arguments,
-the plain-NumPy forward run every timing is compared with, the function ``mutad.gradient``
+the plain-NumPy forward every timing is compared with, the function ``mutad.gradient``
 differentiates, and a reference loss to check both against. The functions are the ones
-/work/shared/BENCHMARKS.md specifies, written the way a NumPy user writes them: the mutad
-version is the same in-place code as the NumPy one, handed to ``mutad.gradient`` unchanged.
+BENCHMARKS.md specifies (W1-W5), written the way a NumPy user writes them: the mutad version is
+the same in-place code as the NumPy one, handed to ``mutad.gradient`` unchanged. The peers'
+versions of the same workloads are in ``peers.py``.
 
-Nothing here measures anything (that is ``harness.py``), so the benchmark runner, the tests and
-the ``mutad-bench`` command can share these definitions.
+Nothing here measures anything (that is ``harness.py``), so the CLI and the tests share these
+definitions.
 """
 
-import importlib.util
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
-
-REPOSITORY = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -26,17 +23,25 @@ class Problem:
     """One workload at one size: everything needed to time it and to check it.
 
     ``numpy_forward(*args)`` returns the loss with plain NumPy and leaves ``args`` as they were;
-    ``loss(*args)`` is what mutad differentiates with respect to ``args[argnums]`` (it may write
-    into its arguments; mutad hands them back unchanged). ``reference_loss()`` is computed
-    independently of both, or published in BENCHMARKS.md. ``operations`` divides timings into a
-    per-operation cost where that is the quantity of interest.
+    ``loss(*args)`` is what mutad differentiates with respect to ``args[i]`` for ``i`` in
+    ``argnums`` (it may write into its arguments; mutad hands them back unchanged).
+    ``reference_loss()`` is computed independently of both, or published in BENCHMARKS.md.
+    ``symmetric`` lists the differentiated arguments that are symmetric matrices: their
+    gradients are compared by their symmetric parts and finite differences perturb them along
+    symmetric directions. ``operations`` divides timings into a per-operation cost where that is
+    the quantity of interest. ``direction_scale[i]`` shrinks the random direction along which
+    finite differences perturb ``args[i]``, where a unit perturbation would leave the region
+    in which a fourth-order difference is accurate.
     """
 
+    params: dict
     args: tuple
+    argnums: tuple
     numpy_forward: Callable
     loss: Callable
     reference_loss: Callable[[], float]
-    argnums: int = 0
+    symmetric: tuple = ()
+    direction_scale: dict = field(default_factory=dict)
     operations: int | None = None
     state_bytes: int = 0
     reference_tolerance: float = 1e-12
@@ -44,7 +49,14 @@ class Problem:
 
 @dataclass(frozen=True)
 class Workload:
-    """A named family of problems; ``sizes[mode]`` lists the parameters to build, per mode."""
+    """A named family of problems.
+
+    ``sizes[mode]`` lists the parameters to build for the modes ``full`` (BENCHMARKS.md),
+    ``quick`` (the default suite) and ``tiny`` (tests). ``steps_parameter`` and ``n_parameter``
+    name the parameters that ``--steps`` and ``--n`` replace, where the workload has them.
+    ``behaviour_only``: the workload records what each system does with one program (W1), not
+    timings.
+    """
 
     name: str
     label: str
@@ -52,6 +64,233 @@ class Workload:
     build: Callable[..., Problem]
     sizes: dict = field(default_factory=dict)
     time_unit: str = "ms"
+    steps_parameter: str | None = None
+    n_parameter: str | None = "n"
+    behaviour_only: bool = False
+
+
+def grid(n):
+    """x_i = (i+1)/(n+1), i = 0..n-1: the interior points of the unit interval."""
+    return np.arange(1, n + 1) / (n + 1)
+
+
+# ----------------------------------------------------------------------------------------------
+# W1 addvecs: what each system does with an in-place update of an argument.
+
+
+def add_vectors(a, b):
+    """BENCHMARKS.md W1: ``a += b`` in place (the caller's ``a`` is modified), then ``sum(a)``."""
+    a += b
+    return a.sum()
+
+
+def build_addvecs(n=1000):
+    a = np.linspace(0.0, 1.0, n)
+    b = np.linspace(1.0, 2.0, n)
+    return Problem(
+        params={"n": n},
+        args=(a, b),
+        argnums=(0, 1),
+        # Plain NumPy would modify the caller's a: the baseline works on a copy.
+        numpy_forward=lambda a, b: add_vectors(a.copy(), b),
+        loss=add_vectors,
+        reference_loss=lambda: float(math.fsum(a.tolist()) + math.fsum(b.tolist())),
+        state_bytes=a.nbytes,
+    )
+
+
+ADDVECS = Workload(
+    name="addvecs",
+    label="W1",
+    summary="a += b in place, then sum(a): what each system does with the literal spelling",
+    build=build_addvecs,
+    sizes={"full": [{"n": 1000}], "quick": [{"n": 1000}], "tiny": [{"n": 10}]},
+    behaviour_only=True,
+)
+
+
+# ----------------------------------------------------------------------------------------------
+# W2 leapfrog: velocity Verlet for the FPU-beta chain, every update in place.
+
+LEAPFROG_BETA = 0.1
+LEAPFROG_DT = 0.01
+LEAPFROG_REFERENCE = {
+    (100_000, 10): 15145.940538804,
+    (100_000, 100): 17192.450507368,
+    (100_000, 1000): 223066.477962855,
+}
+
+
+def fpu_force(q):
+    """F_i = (d_{i+1} - d_i) + beta (d_{i+1}^3 - d_i^3), d_j = q_j - q_{j-1}, fixed ends."""
+    padded = np.concatenate((np.zeros(1), q, np.zeros(1)))
+    d = padded[1:] - padded[:-1]
+    cube = d * d * d  # not d**3: NumPy's power calls libm pow for negative bases, ~25x slower
+    return (d[1:] - d[:-1]) + LEAPFROG_BETA * (cube[1:] - cube[:-1])
+
+
+def leapfrog(q, p, steps):
+    """BENCHMARKS.md W2: ``steps`` velocity-Verlet steps of ``q`` and ``p`` in place, then
+    ``sum(q^2) + sum(p^2)``."""
+    for _ in range(steps):
+        p += 0.5 * LEAPFROG_DT * fpu_force(q)
+        q += LEAPFROG_DT * p
+        p += 0.5 * LEAPFROG_DT * fpu_force(q)
+    return np.sum(q * q) + np.sum(p * p)
+
+
+def leapfrog_initial_state(n):
+    x = grid(n)
+    i = np.arange(n)
+    q0 = 0.5 * np.sin(7 * np.pi * x) + 0.1 * np.sin(0.37 * i)
+    p0 = 0.2 * np.cos(3 * np.pi * x) + 0.05 * np.cos(0.11 * i)
+    return q0, p0
+
+
+def leapfrog_out_of_place(q, p, steps):
+    """The same integrator with ``np.diff`` and no write into an existing array: an
+    independent spelling to check losses at sizes BENCHMARKS.md gives no value for."""
+    def force(q):
+        d = np.diff(q, prepend=0.0, append=0.0)
+        return np.diff(d) + LEAPFROG_BETA * np.diff(d * d * d)
+
+    for _ in range(steps):
+        p = p + 0.5 * LEAPFROG_DT * force(q)
+        q = q + LEAPFROG_DT * p
+        p = p + 0.5 * LEAPFROG_DT * force(q)
+    return float(np.dot(q, q) + np.dot(p, p))
+
+
+def build_leapfrog(n=100_000, steps=100):
+    q0, p0 = leapfrog_initial_state(n)
+
+    def reference_loss():
+        if (n, steps) in LEAPFROG_REFERENCE:
+            return LEAPFROG_REFERENCE[(n, steps)]
+        return leapfrog_out_of_place(q0, p0, steps)
+
+    return Problem(
+        params={"n": n, "steps": steps},
+        args=(q0, p0, steps),
+        argnums=(0, 1),
+        numpy_forward=lambda q, p, steps: leapfrog(q.copy(), p.copy(), steps),
+        loss=leapfrog,
+        reference_loss=reference_loss,
+        state_bytes=q0.nbytes + p0.nbytes,
+        # Published values have 14 significant digits; other sizes sum in another order.
+        reference_tolerance=1e-12 if (n, steps) in LEAPFROG_REFERENCE else 1e-10,
+    )
+
+
+LEAPFROG = Workload(
+    name="leapfrog",
+    label="W2",
+    summary="FPU-beta chain, T velocity-Verlet steps, every update in place",
+    build=build_leapfrog,
+    sizes={
+        "full": [{"n": 100_000, "steps": steps} for steps in (10, 100, 1000)],
+        "quick": [{"n": 10_000, "steps": steps} for steps in (10, 100)],
+        "tiny": [{"n": 20, "steps": 3}],
+    },
+    steps_parameter="steps",
+)
+
+
+# ----------------------------------------------------------------------------------------------
+# W3 implicit-heat: implicit Euler with a dense Cholesky factor, solves in place.
+
+HEAT_DT = 1e-5
+IMPLICIT_HEAT_REFERENCE = {
+    (1000, 10): 611.67995794183,
+    (1000, 100): 548.73947924403,
+    (1000, 1000): 409.61090918430,
+}
+
+
+def implicit_heat_matrix(n):
+    """A = I + dt K, K = h^-2 tridiag(-1, 2, -1), dense."""
+    h = 1.0 / (n + 1)
+    coupling = HEAT_DT / h**2
+    return (np.diag(np.full(n, 1.0 + 2.0 * coupling))
+            - np.diag(np.full(n - 1, coupling), 1) - np.diag(np.full(n - 1, coupling), -1))
+
+
+def implicit_heat_inputs(n):
+    x = grid(n)
+    i = np.arange(n, dtype=np.float64)
+    u0 = np.sin(np.pi * x) + 0.5 * np.sin(6 * np.pi * x) + 0.1 * np.sin(40 * np.pi * x)
+    weights = 1.0 + 0.5 * np.sin(0.37 * i * i + 1.1)
+    return u0, implicit_heat_matrix(n), weights
+
+
+def implicit_heat(u, A, weights, steps):
+    """BENCHMARKS.md W3 with mutad's in-place routines: factor ``A`` in place once, then
+    overwrite ``u`` with A^-1 u ``steps`` times."""
+    import mutad.linalg  # imported when run, so the other workloads never depend on it
+
+    factor = mutad.linalg.cholesky_(A)
+    for _ in range(steps):
+        mutad.linalg.ldiv_(factor, u)
+    return np.sum(weights * u * u)
+
+
+def implicit_heat_numpy(u0, A, weights, steps):
+    """The plain forward: LAPACK's Cholesky, then two triangular solves per step, in place."""
+    import scipy.linalg
+
+    lower = scipy.linalg.cholesky(A, lower=True)
+    u = u0.copy()
+    for _ in range(steps):
+        u = scipy.linalg.solve_triangular(lower, u, lower=True, overwrite_b=True,
+                                          check_finite=False)
+        u = scipy.linalg.solve_triangular(lower, u, lower=True, trans="T", overwrite_b=True,
+                                          check_finite=False)
+    return np.sum(weights * u * u)
+
+
+def implicit_heat_by_eigenvalues(u0, A, weights, steps):
+    """u_T = V diag(lambda^-T) V^T u0 from A's eigendecomposition: no Cholesky, no solve."""
+    eigenvalues, vectors = np.linalg.eigh(A)
+    u = vectors @ ((vectors.T @ u0) * eigenvalues ** (-float(steps)))
+    return float(np.sum(weights * u * u))
+
+
+def build_implicit_heat(n=1000, steps=100):
+    u0, A, weights = implicit_heat_inputs(n)
+
+    def reference_loss():
+        if (n, steps) in IMPLICIT_HEAT_REFERENCE:
+            return IMPLICIT_HEAT_REFERENCE[(n, steps)]
+        return implicit_heat_by_eigenvalues(u0, A, weights, steps)
+
+    return Problem(
+        params={"n": n, "steps": steps},
+        args=(u0, A, weights, steps),
+        argnums=(0, 1),
+        numpy_forward=implicit_heat_numpy,
+        loss=implicit_heat,
+        reference_loss=reference_loss,
+        symmetric=(1,),
+        # u_T depends on A through A^-T: a perturbation of A's spectrum by e changes the loss
+        # like (1 - e)^-T, so the direction is scaled to spectral norm about 1/T.
+        direction_scale={1: 1.0 / (np.sqrt(n) * steps)},
+        state_bytes=u0.nbytes,
+        reference_tolerance=1e-12 if (n, steps) in IMPLICIT_HEAT_REFERENCE else 1e-10,
+    )
+
+
+IMPLICIT_HEAT = Workload(
+    name="implicit-heat",
+    label="W3",
+    summary="implicit Euler, dense Cholesky factor once, T pairs of triangular solves",
+    build=build_implicit_heat,
+    sizes={
+        "full": [{"n": 1000, "steps": steps} for steps in (10, 100, 1000)],
+        "quick": [{"n": 200, "steps": steps} for steps in (10, 100)],
+        "tiny": [{"n": 8, "steps": 3}],
+    },
+    steps_parameter="steps",
+)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -95,7 +334,9 @@ def build_small_ops(groups=250):
         return float(total)
 
     return Problem(
+        params={"groups": groups},
         args=(x0, groups),
+        argnums=(0,),
         numpy_forward=small_ops,
         loss=small_ops,
         reference_loss=reference_loss,
@@ -111,8 +352,9 @@ SMALL_OPS = Workload(
     label="W4",
     summary="1000 elementwise ops (sin/tanh, scale, add) on length-10 arrays; time per op",
     build=build_small_ops,
-    sizes={"full": [{"groups": 250}], "quick": [{"groups": 250}], "tiny": [{"groups": 250}]},
+    sizes={"full": [{"groups": 250}], "quick": [{"groups": 250}], "tiny": [{"groups": 25}]},
     time_unit="us/op",
+    n_parameter=None,
 )
 
 
@@ -146,7 +388,9 @@ def build_big_elementwise(n=10_000_000):
         return float(np.sum(np.cos(x_sin_x * np.exp(-0.1 * (np.tanh(x_sin_x) + x)))))
 
     return Problem(
+        params={"n": n},
         args=(x,),
+        argnums=(0,),
         numpy_forward=big_elementwise,
         loss=big_elementwise,
         reference_loss=reference_loss,
@@ -166,21 +410,33 @@ BIG_ELEMENTWISE = Workload(
 
 
 # ----------------------------------------------------------------------------------------------
-# Explicit heat equation: the stepper of examples/heat_explicit.py, at a larger size.
+# Explicit heat equation: the slice-update stepper of examples/heat_explicit.py.
+
+EXPLICIT_HEAT_DIFFUSION_NUMBER = 0.4  # r = dt / dx^2; the explicit scheme is stable for r <= 1/2
 
 
-def load_heat_example():
-    """The module examples/heat_explicit.py, so the benchmark measures exactly the example."""
-    path = REPOSITORY / "examples" / "heat_explicit.py"
-    spec = importlib.util.spec_from_file_location("heat_explicit", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def explicit_heat(u, target, weights, steps):
+    """``steps`` explicit Euler steps of u_t = u_xx, each one slice update of ``u`` in place
+    (the ends are the fixed boundary values), then a weighted misfit against ``target``."""
+    for _ in range(steps):
+        u[1:-1] += EXPLICIT_HEAT_DIFFUSION_NUMBER * (u[2:] - 2 * u[1:-1] + u[:-2])
+    difference = u - target
+    return np.sum(weights * difference * difference)
 
 
-def heat_misfit_out_of_place(u0, target, weights, steps, r):
-    """The example's misfit without any in-place write: an independent reference."""
+def explicit_heat_inputs(n, seed=0):
+    """The inputs of examples/heat_explicit.py: a bump plus noise, zero at the ends."""
+    rng = np.random.default_rng(seed)
+    x = np.linspace(0.0, 1.0, n)
+    u0 = np.exp(-((x - 0.3) / 0.1) ** 2) + 0.05 * rng.standard_normal(n)
+    u0[0] = u0[-1] = 0.0
+    return u0, 0.5 * np.sin(np.pi * x), 1.0 + x
+
+
+def explicit_heat_out_of_place(u0, target, weights, steps):
+    """The same misfit without any in-place write: an independent reference."""
     u = u0
+    r = EXPLICIT_HEAT_DIFFUSION_NUMBER
     for _ in range(steps):
         interior = u[1:-1] + r * (u[2:] - 2 * u[1:-1] + u[:-2])
         u = np.concatenate([u[:1], interior, u[-1:]])
@@ -188,22 +444,17 @@ def heat_misfit_out_of_place(u0, target, weights, steps, r):
     return float(np.sum(weights * difference * difference))
 
 
-def build_heat_explicit(n=100_000, steps=100):
-    example = load_heat_example()
-    u0, target, weights = example.make_problem(n)
-
-    def numpy_forward(u0, target, weights, steps):
-        # The example steps its argument in place; plain NumPy needs a copy to keep u0.
-        return example.misfit(u0.copy(), target, weights, steps)
-
-    def reference_loss():
-        return heat_misfit_out_of_place(u0, target, weights, steps, example.DIFFUSION_NUMBER)
-
+def build_explicit_heat(n=100_000, steps=100):
+    u0, target, weights = explicit_heat_inputs(n)
     return Problem(
+        params={"n": n, "steps": steps},
         args=(u0, target, weights, steps),
-        numpy_forward=numpy_forward,
-        loss=example.misfit,
-        reference_loss=reference_loss,
+        argnums=(0,),
+        # The stepper writes into its argument; plain NumPy needs a copy to keep u0.
+        numpy_forward=lambda u0, target, weights, steps: explicit_heat(
+            u0.copy(), target, weights, steps),
+        loss=explicit_heat,
+        reference_loss=lambda: explicit_heat_out_of_place(u0, target, weights, steps),
         state_bytes=u0.nbytes,
         # A long sum of rounded steps, summed in a different order by the reference.
         reference_tolerance=1e-10,
@@ -213,14 +464,20 @@ def build_heat_explicit(n=100_000, steps=100):
 HEAT_EXPLICIT = Workload(
     name="heat-explicit",
     label="heat",
-    summary="examples/heat_explicit.py: T in-place slice updates of the state, then a misfit",
-    build=build_heat_explicit,
+    summary="examples/heat_explicit.py's stepper: T in-place slice updates, then a misfit",
+    build=build_explicit_heat,
     sizes={
         "full": [{"n": 100_000, "steps": steps} for steps in (10, 100, 1000)],
-        "quick": [{"n": 10_000, "steps": steps} for steps in (10, 100, 1000)],
-        "tiny": [{"n": 50, "steps": steps} for steps in (3, 30)],
+        "quick": [{"n": 10_000, "steps": steps} for steps in (10, 100)],
+        "tiny": [{"n": 50, "steps": 3}],
     },
+    steps_parameter="steps",
 )
 
 
-WORKLOADS = {workload.name: workload for workload in (SMALL_OPS, BIG_ELEMENTWISE, HEAT_EXPLICIT)}
+WORKLOADS = {workload.name: workload for workload in (
+    ADDVECS, LEAPFROG, IMPLICIT_HEAT, SMALL_OPS, BIG_ELEMENTWISE, HEAT_EXPLICIT)}
+"""Every workload by name, in the order tables list them."""
+
+DEFAULT_WORKLOADS = ("addvecs", "leapfrog", "implicit-heat", "small-ops", "big-elementwise")
+"""BENCHMARKS.md's W1-W5: what runs when no workload is chosen."""

@@ -1,0 +1,7 @@
+"""mutad-bench: the workloads of BENCHMARKS.md (W1-W5), the measurement protocol and the CLI.
+
+``workloads`` defines what is computed, ``peers`` each system's version of it (mutad's two
+policies, plain NumPy, PyTorch, JAX, HIPS autograd), ``harness`` how one configuration is
+measured in a fresh interpreter, ``report`` the tables and files, ``cli`` the command
+``mutad-bench`` (also ``python -m mutad.bench``).
+"""

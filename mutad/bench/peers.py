@@ -1,0 +1,560 @@
+"""Every system's version of every workload: mutad's two policies, plain NumPy and the peers.
+
+A peer is what a user would pick instead of mutad: PyTorch eager, JAX under ``jax.jit`` and HIPS
+autograd. Each writes the workloads of ``workloads.py`` idiomatically for itself, in place where
+it allows that and still gives correct gradients, out of place where it must, with float64 and
+one compute thread. Peers are optional: :func:`installed` says which can be imported, and the
+CLI reports the others as "not installed".
+
+:func:`implementation` returns an :class:`Implementation` for one (system, workload, problem);
+:func:`behaviour` answers W1's questions for one system.
+"""
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+import mutad
+
+POLICIES = ("restore", "checkpoint")
+MUTAD_SYSTEMS = tuple(f"mutad-{policy}" for policy in POLICIES)
+PEER_MODULES = {"torch": "torch", "jax": "jax", "autograd": "autograd"}
+SYSTEMS = (*MUTAD_SYSTEMS, "numpy", *PEER_MODULES)
+"""Every system, in the order tables list them. "numpy" is the plain forward, no AD."""
+
+REFERENCE_SYSTEM = "mutad-checkpoint"
+"""Every gradient is compared with this system's (BENCHMARKS.md): exact, no rounding drift."""
+
+
+class NotImplementedForWorkload(Exception):
+    """Raised by :func:`implementation` for a (system, workload) pair nobody wrote."""
+
+
+@dataclass
+class Implementation:
+    """One system's version of one problem.
+
+    ``gradient()`` runs one gradient call and returns the system's own result (kept alive while
+    memory is measured); ``to_numpy(result)`` turns it into ``(loss, gradients)`` with one NumPy
+    array per differentiated argument. ``forward()`` is the system's own forward without AD
+    (torch under ``no_grad``, ``jax.jit(loss)``, autograd's code on ndarrays), or None.
+    """
+
+    gradient: Callable[[], object]
+    to_numpy: Callable[[object], tuple]
+    forward: Callable[[], float] | None = None
+
+
+def installed(system):
+    """Whether ``system`` can run here (mutad and NumPy always can)."""
+    module = PEER_MODULES.get(system)
+    return module is None or importlib.util.find_spec(module) is not None
+
+
+def version(system):
+    """The version of the library behind ``system`` (imports it)."""
+    if system in MUTAD_SYSTEMS:
+        return getattr(mutad, "__version__", None) or _distribution_version("mutad")
+    if system == "numpy":
+        return np.__version__
+    return _distribution_version(PEER_MODULES[system])
+
+
+def _distribution_version(name):
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+# ----------------------------------------------------------------------------------------------
+# Setting up each peer: float64, one compute thread (BENCHMARKS.md's protocol).
+
+
+def _torch():
+    import torch
+
+    torch.set_num_threads(1)
+    return torch
+
+
+def _jax():
+    # Read when XLA's CPU client starts: set before the first import of jax.
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + " --xla_cpu_multi_thread_eigen=false").strip()
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def _torch_result(value, gradients):
+    return float(value.detach()), tuple(g.detach().numpy() for g in gradients)
+
+
+def _torch_inputs(torch, problem):
+    return [torch.from_numpy(problem.args[i].copy()).requires_grad_() for i in problem.argnums]
+
+
+def _torch_gradient(torch, loss, inputs, rest=()):
+    def gradient():
+        value = loss(*inputs, *rest)
+        return value, torch.autograd.grad(value, inputs)
+
+    def forward():
+        with torch.no_grad():
+            return float(loss(*inputs, *rest))
+
+    return Implementation(gradient, lambda result: _torch_result(*result), forward)
+
+
+def _jax_gradient(jax, loss, inputs, rest=()):
+    argnums = tuple(range(len(inputs)))
+    value_and_gradient = jax.jit(jax.value_and_grad(loss, argnums=argnums))
+    forward = jax.jit(loss)
+
+    def gradient():
+        return jax.block_until_ready(value_and_gradient(*inputs, *rest))
+
+    def to_numpy(result):
+        value, gradients = result
+        return float(value), tuple(np.asarray(g) for g in gradients)
+
+    return Implementation(gradient, to_numpy,
+                          lambda: float(jax.block_until_ready(forward(*inputs, *rest))))
+
+
+def _autograd_gradient(loss, inputs, rest=()):
+    import autograd
+
+    argnums = tuple(range(len(inputs)))
+    value_and_gradient = autograd.value_and_grad(loss, argnum=argnums)
+
+    def to_numpy(result):
+        value, gradients = result
+        return float(value), tuple(np.asarray(g) for g in gradients)
+
+    return Implementation(lambda: value_and_gradient(*inputs, *rest), to_numpy,
+                          lambda: float(loss(*inputs, *rest)))
+
+
+# ----------------------------------------------------------------------------------------------
+# mutad and plain NumPy: the functions of workloads.py as they are.
+
+
+def _mutad(problem, policy):
+    def gradient():
+        return mutad.value_and_gradient(problem.loss, *problem.args, argnums=problem.argnums,
+                                        policy=policy)
+
+    def to_numpy(result):
+        value, gradients = result
+        return float(value), tuple(np.asarray(g) for g in gradients)
+
+    return Implementation(gradient, to_numpy)
+
+
+# ----------------------------------------------------------------------------------------------
+# W2 leapfrog. torch: the same in-place updates (no saved tensor is overwritten: diff and add
+# save nothing, the cube saves d); JAX and autograd: out of place, JAX with a fori_loop so the
+# compiled program does not grow with T.
+
+
+def _leapfrog_torch(problem):
+    from mutad.bench.workloads import LEAPFROG_BETA as beta, LEAPFROG_DT as dt
+
+    torch = _torch()
+    steps = problem.params["steps"]
+
+    def force(q):
+        zero = q.new_zeros(1)
+        d = torch.diff(q, prepend=zero, append=zero)
+        cube = d * d * d
+        return (d[1:] - d[:-1]) + beta * (cube[1:] - cube[:-1])
+
+    def loss(q0, p0):
+        q, p = q0.clone(), p0.clone()
+        for _ in range(steps):
+            p += 0.5 * dt * force(q)
+            q += dt * p
+            p += 0.5 * dt * force(q)
+        return (q * q).sum() + (p * p).sum()
+
+    return _torch_gradient(torch, loss, _torch_inputs(torch, problem))
+
+
+def _leapfrog_jax(problem):
+    from mutad.bench.workloads import LEAPFROG_BETA as beta, LEAPFROG_DT as dt
+
+    jax = _jax()
+    jnp = jax.numpy
+    steps = problem.params["steps"]
+
+    def force(q):
+        d = jnp.diff(q, prepend=0.0, append=0.0)
+        cube = d * d * d
+        return (d[1:] - d[:-1]) + beta * (cube[1:] - cube[:-1])
+
+    def step(_, state):
+        q, p = state
+        p = p + 0.5 * dt * force(q)
+        q = q + dt * p
+        p = p + 0.5 * dt * force(q)
+        return q, p
+
+    def loss(q0, p0):
+        q, p = jax.lax.fori_loop(0, steps, step, (q0, p0))
+        return jnp.sum(q * q) + jnp.sum(p * p)
+
+    return _jax_gradient(jax, loss, [jnp.asarray(problem.args[i]) for i in problem.argnums])
+
+
+def _leapfrog_autograd(problem):
+    import autograd.numpy as anp
+
+    from mutad.bench.workloads import LEAPFROG_BETA as beta, LEAPFROG_DT as dt
+
+    steps = problem.params["steps"]
+
+    def force(q):
+        padded = anp.concatenate((anp.zeros(1), q, anp.zeros(1)))
+        d = padded[1:] - padded[:-1]
+        cube = d * d * d
+        return (d[1:] - d[:-1]) + beta * (cube[1:] - cube[:-1])
+
+    def loss(q, p):
+        for _ in range(steps):
+            p = p + 0.5 * dt * force(q)
+            q = q + dt * p
+            p = p + 0.5 * dt * force(q)
+        return anp.sum(q * q) + anp.sum(p * p)
+
+    return _autograd_gradient(loss, [problem.args[i].copy() for i in problem.argnums])
+
+
+# ----------------------------------------------------------------------------------------------
+# W3 implicit-heat: no peer can factor or solve in place under AD, so all are out of place.
+
+
+def _implicit_heat_torch(problem):
+    torch = _torch()
+    steps = problem.params["steps"]
+    weights = torch.from_numpy(problem.args[2].copy())
+
+    def loss(u0, A):
+        lower = torch.linalg.cholesky(A)
+        u = u0[:, None]
+        for _ in range(steps):
+            u = torch.cholesky_solve(u, lower)
+        return (weights * u[:, 0] * u[:, 0]).sum()
+
+    return _torch_gradient(torch, loss, _torch_inputs(torch, problem))
+
+
+def _implicit_heat_jax(problem):
+    jax = _jax()
+    import jax.scipy.linalg
+
+    jnp = jax.numpy
+    steps = problem.params["steps"]
+    weights = jnp.asarray(problem.args[2])
+
+    def loss(u0, A):
+        factor = (jnp.linalg.cholesky(A), True)
+        u = jax.lax.fori_loop(0, steps, lambda _, u: jax.scipy.linalg.cho_solve(factor, u), u0)
+        return jnp.sum(weights * u * u)
+
+    return _jax_gradient(jax, loss, [jnp.asarray(problem.args[i]) for i in problem.argnums])
+
+
+def _implicit_heat_autograd(problem):
+    import autograd.numpy as anp
+    import autograd.scipy.linalg
+
+    steps = problem.params["steps"]
+    weights = problem.args[2]
+
+    def loss(u, A):
+        lower = anp.linalg.cholesky(A)
+        for _ in range(steps):
+            u = autograd.scipy.linalg.solve_triangular(lower, u, lower=True)
+            u = autograd.scipy.linalg.solve_triangular(lower, u, lower=True, trans="T")
+        return anp.sum(weights * u * u)
+
+    return _autograd_gradient(loss, [problem.args[i].copy() for i in problem.argnums])
+
+
+# ----------------------------------------------------------------------------------------------
+# W4 small-ops: out of place for everyone, as BENCHMARKS.md writes it.
+
+
+def _small_ops_loss(sin, tanh, total, groups):
+    def loss(x):
+        for j in range(groups):
+            if j % 2 == 0:
+                s = sin(x)
+                s = s * 0.1
+                r = x * 0.999
+            else:
+                s = tanh(x)
+                s = s * -0.1
+                r = x * 1.001
+            x = s + r
+        return total(x)
+
+    return loss
+
+
+def _small_ops_torch(problem):
+    torch = _torch()
+    loss = _small_ops_loss(torch.sin, torch.tanh, torch.sum, problem.params["groups"])
+    return _torch_gradient(torch, loss, _torch_inputs(torch, problem))
+
+
+def _small_ops_jax(problem):
+    jax = _jax()
+    jnp = jax.numpy
+    loss = _small_ops_loss(jnp.sin, jnp.tanh, jnp.sum, problem.params["groups"])
+    return _jax_gradient(jax, loss, [jnp.asarray(problem.args[0])])
+
+
+def _small_ops_autograd(problem):
+    import autograd.numpy as anp
+
+    loss = _small_ops_loss(anp.sin, anp.tanh, anp.sum, problem.params["groups"])
+    return _autograd_gradient(loss, [problem.args[0].copy()])
+
+
+# ----------------------------------------------------------------------------------------------
+# W5 big-elementwise. torch: steps 2, 5 and 8 in place; 4 and 7 would overwrite outputs that
+# tanh and exp saved for backward, which torch rejects, so they are out of place.
+
+
+def _big_elementwise_torch(problem):
+    torch = _torch()
+
+    def loss(x):
+        a = torch.sin(x)
+        a *= x
+        b = torch.tanh(a)
+        b = b + x
+        b *= -0.1
+        c = torch.exp(b)
+        c = c * a
+        c.cos_()
+        return c.sum()
+
+    return _torch_gradient(torch, loss, _torch_inputs(torch, problem))
+
+
+def _big_elementwise_loss(np_like):
+    def loss(x):
+        a = np_like.sin(x) * x
+        b = (np_like.tanh(a) + x) * -0.1
+        c = np_like.cos(np_like.exp(b) * a)
+        return np_like.sum(c)
+
+    return loss
+
+
+def _big_elementwise_jax(problem):
+    jax = _jax()
+    return _jax_gradient(jax, _big_elementwise_loss(jax.numpy),
+                         [jax.numpy.asarray(problem.args[0])])
+
+
+def _big_elementwise_autograd(problem):
+    import autograd.numpy as anp
+
+    return _autograd_gradient(_big_elementwise_loss(anp), [problem.args[0].copy()])
+
+
+PEER_IMPLEMENTATIONS = {
+    ("torch", "leapfrog"): _leapfrog_torch,
+    ("jax", "leapfrog"): _leapfrog_jax,
+    ("autograd", "leapfrog"): _leapfrog_autograd,
+    ("torch", "implicit-heat"): _implicit_heat_torch,
+    ("jax", "implicit-heat"): _implicit_heat_jax,
+    ("autograd", "implicit-heat"): _implicit_heat_autograd,
+    ("torch", "small-ops"): _small_ops_torch,
+    ("jax", "small-ops"): _small_ops_jax,
+    ("autograd", "small-ops"): _small_ops_autograd,
+    ("torch", "big-elementwise"): _big_elementwise_torch,
+    ("jax", "big-elementwise"): _big_elementwise_jax,
+    ("autograd", "big-elementwise"): _big_elementwise_autograd,
+}
+
+
+def has_implementation(system, workload_name):
+    if system in MUTAD_SYSTEMS or system == "numpy":
+        return True
+    if workload_name == "addvecs":
+        return system in _PEER_BEHAVIOURS
+    return (system, workload_name) in PEER_IMPLEMENTATIONS
+
+
+def implementation(system, workload_name, problem):
+    """``system``'s version of ``problem``; None for "numpy", which has no gradient."""
+    if system in MUTAD_SYSTEMS:
+        return _mutad(problem, system.removeprefix("mutad-"))
+    if system == "numpy":
+        return None
+    try:
+        build = PEER_IMPLEMENTATIONS[(system, workload_name)]
+    except KeyError:
+        raise NotImplementedForWorkload(f"{system} has no version of {workload_name}") from None
+    return build(problem)
+
+
+# ----------------------------------------------------------------------------------------------
+# W1 addvecs: what the literal in-place spelling does in each system.
+
+
+def _outcome(attempt):
+    """Run ``attempt()`` (returning the gradients wrt a and b); describe what happened."""
+    try:
+        gradients = attempt()
+    except Exception as error:  # each peer raises its own type; the message is the finding
+        message = " ".join(str(error).split())
+        return {"ok": False, "text": f"{type(error).__name__}: {message[:160]}"}
+    da, db = (np.asarray(g, dtype=np.float64) for g in gradients)
+    if np.all(da == 1.0) and np.all(db == 1.0):
+        return {"ok": True, "text": "gradient (1, 1): right"}
+    return {"ok": False, "text": (f"gradient wrt a = {_describe(da)}, wrt b = {_describe(db)}: "
+                                  "WRONG, silently")}
+
+
+def _describe(g):
+    return f"{g.flat[0]:g}" if np.all(g == g.flat[0]) else "mixed"
+
+
+def behaviour(system, problem):
+    """W1 for ``system``: the outcome of ``a += b`` and ``a[:] += b`` written inside the function
+    that is differentiated, the idiomatic workaround and its outcome, and whether the caller's
+    ``a`` ends up mutated by the differentiation."""
+    a, b = problem.args
+    original_a = a.tobytes()
+    if system in MUTAD_SYSTEMS:
+        policy = system.removeprefix("mutad-")
+
+        def literal(a, b):
+            a += b
+            return a.sum()
+
+        def sliced(a, b):
+            a[:] += b
+            return a.sum()
+
+        caller_a = a.copy()
+        found = {
+            "a += b": _outcome(lambda: mutad.gradient(literal, caller_a, b, policy=policy)),
+            "a[:] += b": _outcome(lambda: mutad.gradient(sliced, caller_a, b, policy=policy)),
+            "workaround": "none needed",
+        }
+        found["workaround outcome"] = found["a += b"]
+        found["caller's a mutated"] = caller_a.tobytes() != original_a
+        return found
+    if system == "numpy":
+        caller_a = a.copy()
+        problem.loss(caller_a, b)
+        return {"a += b": {"ok": True, "text": "no AD: the forward runs"},
+                "a[:] += b": {"ok": True, "text": "no AD: the forward runs"},
+                "workaround": "-", "workaround outcome": {"ok": True, "text": "-"},
+                "caller's a mutated": caller_a.tobytes() != original_a}
+    return _PEER_BEHAVIOURS[system](a, b, original_a)
+
+
+def _torch_behaviour(a, b, original_a):
+    torch = _torch()
+    caller_a = torch.from_numpy(a.copy()).requires_grad_()
+    tb = torch.from_numpy(b.copy()).requires_grad_()
+
+    def literal():
+        x = caller_a
+        x += tb
+        return torch.autograd.grad(x.sum(), (caller_a, tb), allow_unused=True)
+
+    def sliced():
+        x = caller_a
+        x[:] += tb
+        return torch.autograd.grad(x.sum(), (caller_a, tb), allow_unused=True)
+
+    def workaround():
+        x = caller_a.clone()
+        x += tb
+        return torch.autograd.grad(x.sum(), (caller_a, tb))
+
+    return {"a += b": _outcome(literal), "a[:] += b": _outcome(sliced),
+            "workaround": "x = a.clone(); x += b", "workaround outcome": _outcome(workaround),
+            "caller's a mutated": caller_a.detach().numpy().tobytes() != original_a}
+
+
+def _jax_behaviour(a, b, original_a):
+    jax = _jax()
+    jnp = jax.numpy
+    caller_a, jb = jnp.asarray(a), jnp.asarray(b)
+
+    def literal(a, b):
+        a += b
+        return jnp.sum(a)
+
+    def sliced(a, b):
+        a[:] += b
+        return jnp.sum(a)
+
+    def workaround(a, b):
+        return jnp.sum(a.at[:].add(b))
+
+    def outcome(f):
+        return _outcome(lambda: jax.jit(jax.grad(f, argnums=(0, 1)))(caller_a, jb))
+
+    found = {"a += b": outcome(literal), "a[:] += b": outcome(sliced),
+             "workaround": "a = a.at[:].add(b) (or a = a + b)",
+             "workaround outcome": outcome(workaround),
+             "caller's a mutated": np.asarray(caller_a).tobytes() != original_a}
+    _note_rebinding(found)
+    return found
+
+
+def _autograd_behaviour(a, b, original_a):
+    import autograd
+    import autograd.numpy as anp
+
+    caller_a = a.copy()
+
+    def literal(a, b):
+        a += b
+        return anp.sum(a)
+
+    def sliced(a, b):
+        a[:] += b
+        return anp.sum(a)
+
+    def workaround(a, b):
+        return anp.sum(a + b)
+
+    def outcome(f):
+        return _outcome(lambda: autograd.grad(f, argnum=(0, 1))(caller_a, b))
+
+    found = {"a += b": outcome(literal), "a[:] += b": outcome(sliced),
+             "workaround": "a = a + b", "workaround outcome": outcome(workaround),
+             "caller's a mutated": caller_a.tobytes() != original_a}
+    _note_rebinding(found)
+    return found
+
+
+def _note_rebinding(found):
+    # JAX arrays and autograd's ArrayBox have no __iadd__, so `a += b` rebinds a local name:
+    # the right gradient, but not NumPy's semantics (there the caller's a would change).
+    if found["a += b"]["ok"]:
+        found["a += b"]["text"] += " (rebinds a; nothing is written in place)"
+
+
+_PEER_BEHAVIOURS = {"torch": _torch_behaviour, "jax": _jax_behaviour,
+                    "autograd": _autograd_behaviour}

@@ -1,0 +1,406 @@
+"""What a run prints and writes: the tables, the JSON and CSV files, and the plot."""
+
+import csv
+import datetime
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from mutad.bench import peers
+from mutad.bench.harness import spread
+from mutad.bench.workloads import WORKLOADS
+
+SCHEMA = "mutad-bench/1"
+
+METHOD = (
+    "Each (system, workload, size) runs in a fresh interpreter, one at a time, with one compute "
+    "thread. Warm-up: one gradient call, one peer forward, one NumPy forward. Peak extra memory: "
+    "gc.collect and malloc_trim(0), read VmRSS, reset VmHWM through /proc/self/clear_refs, one "
+    "gradient call with its result kept alive, VmHWM minus VmRSS before (a 1 ms VmRSS sampling "
+    "thread is the cross-check, and the measure where clear_refs is unavailable). Timing: rounds "
+    "of (NumPy forward, gradient, peer forward) back to back; median [min-max] over rounds, "
+    "ratios per round. Correctness: loss against the reference loss, gradient against mutad's "
+    "checkpoint-policy gradient (max |g - g_ref| / max |g_ref| per input, symmetric parts for "
+    "symmetric matrices), and g.v against a 4th-order central difference of the NumPy forward."
+)
+
+FIGURES = """\
+the figures, per workload, size and system:
+  peak MiB        peak extra memory of one gradient call: VmHWM during the call minus VmRSS
+                  before it, in MiB (for numpy: of one plain forward call)
+  gradient        time of one gradient call, median [min-max] over the rounds
+                  (ms; for small-ops microseconds per elementwise operation)
+  /NumPy fwd      gradient time over the plain NumPy forward's time in the same round,
+                  median [min-max] of the per-round ratios
+  /own fwd        the same over the system's own forward without AD (torch under no_grad,
+                  jax.jit(loss), autograd's code on ndarrays)
+  grad err        max relative difference of the gradient to mutad's checkpoint-policy
+                  gradient, the reference ("ref" on the reference row)
+  fd err          relative difference of g.v to a 4th-order central difference of the NumPy
+                  forward along a fixed random direction v
+  check           ok, or WRONG when the loss, grad err (> 1e-8), fd err (> 1e-6) or, for mutad,
+                  the caller's arguments after the call are not as they must be
+W1 addvecs prints what each system does with `a += b` and `a[:] += b` written inside the
+differentiated function, the idiomatic workaround, and whether the caller's a ends up mutated.
+"""
+
+
+# ----------------------------------------------------------------------------------------------
+# Environment
+
+
+def environment():
+    """Versions and machine facts, for the JSON and CSV files and RESULTS.md."""
+    facts = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "processor_count": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
+        "memory_total_mib": _memory_total_mib(),
+        "threads_per_configuration": 1,
+        "mutad_commit": _mutad_commit(),
+        "versions": {system: peers.version(system) if peers.installed(system) else None
+                     for system in ("mutad-restore", "numpy", *peers.PEER_MODULES)},
+    }
+    facts["versions"]["mutad"] = facts["versions"].pop("mutad-restore")
+    facts["versions"]["scipy"] = _scipy_version()
+    return facts
+
+
+def _scipy_version():
+    import scipy
+
+    return scipy.__version__
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _memory_total_mib():
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return None
+
+
+def _mutad_commit():
+    try:
+        completed = subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                   cwd=Path(__file__).resolve().parent, capture_output=True,
+                                   text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return completed.stdout.strip() or None
+
+
+# ----------------------------------------------------------------------------------------------
+# Tables
+
+
+def _number(value):
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def format_spread(values, scale=1.0):
+    if not values:
+        return "-"
+    median, low, high = spread([v * scale for v in values])
+    return f"{_number(median)} [{_number(low)}-{_number(high)}]"
+
+
+def _time_scale(workload, result):
+    if workload.time_unit == "us/op":
+        return 1e6 / result["operations"]
+    return 1e3
+
+
+def size_label(params):
+    return " ".join(f"{key}={value:,}" if isinstance(value, int) else f"{key}={value}"
+                    for key, value in params.items())
+
+
+def _error(value):
+    return "-" if value is None else f"{value:.0e}"
+
+
+def _check_label(result):
+    checks = result.get("checks")
+    if checks is None:
+        return "not checked"
+    if checks["ok"]:
+        return "ok"
+    reasons = []
+    if checks["loss_error"] > 1e-10:
+        reasons.append("loss")
+    if (checks.get("gradient_error") or 0) > 1e-8:
+        reasons.append("gradient")
+    if (checks.get("finite_difference_error") or 0) > 1e-6:
+        reasons.append("fd")
+    if checks.get("arguments_unchanged") is False:
+        reasons.append("arguments changed")
+    return "WRONG (" + ", ".join(reasons or ["numpy loss"]) + ")"
+
+
+def _row(workload, result):
+    size = size_label(result["params"])
+    if result["status"] not in ("ok", "wrong"):
+        detail = result.get("detail", "")
+        return [size, result["system"], result["status"] + (f": {detail}" if detail and
+                                                              result["status"] == "error"
+                                                              else "")]
+    checks = result.get("checks") or {}
+    scale = _time_scale(workload, result)
+    if result["system"] == peers.REFERENCE_SYSTEM:
+        gradient_error = "ref"
+    elif result["system"] == "numpy":
+        gradient_error = "-"
+    else:
+        gradient_error = _error(checks.get("gradient_error"))
+    return [
+        size,
+        result["system"],
+        f"{result['peak_extra_mib']:.1f}",
+        format_spread(result["gradient_seconds"], scale),
+        format_spread(result["ratios"]),
+        format_spread(result["peer_ratios"]),
+        gradient_error,
+        _error(checks.get("finite_difference_error")),
+        _check_label(result),
+    ]
+
+
+def _columns(header, rows):
+    full = [row for row in rows if len(row) == len(header)]
+    widths = [max(len(str(row[i])) for row in [header, *full]) for i in range(len(header))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
+             "  ".join("-" * w for w in widths)]
+    for row in rows:
+        if len(row) == len(header):
+            lines.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)))
+        else:  # a row without figures: its status spans the remaining columns
+            lines.append("  ".join(str(c).ljust(w) for c, w in zip(row[:-1], widths))
+                         + "  " + row[-1])
+    return [line.rstrip() for line in lines]
+
+
+def format_workload(workload, results):
+    """A plain-text table of one workload's results, one row per (size, system)."""
+    lines = [f"{workload.label} {workload.name}: {workload.summary}"]
+    if workload.behaviour_only:
+        return "\n".join(lines + format_behaviour(results))
+    unit = workload.time_unit
+    header = ["size", "system", "peak MiB", f"gradient {unit}", "/NumPy fwd", "/own fwd",
+              "grad err", "fd err", "check"]
+    return "\n".join(lines + _columns(header, [_row(workload, r) for r in results]))
+
+
+def format_behaviour(results):
+    header = ["system", "a += b", "a[:] += b", "workaround", "its outcome", "caller's a mutated"]
+    rows = []
+    for result in results:
+        if result["status"] != "ok":
+            rows.append([result["system"], result["status"] + (
+                f": {result.get('detail', '')}" if result["status"] == "error" else "")])
+            continue
+        found = result["behaviour"]
+        rows.append([result["system"], found["a += b"]["text"], found["a[:] += b"]["text"],
+                     found["workaround"], found["workaround outcome"]["text"],
+                     "yes" if found["caller's a mutated"] else "no"])
+    return _columns(header, rows)
+
+
+def format_results(results, workload_names):
+    blocks = []
+    for name in workload_names:
+        rows = [r for r in results if r["workload"] == name]
+        if rows:
+            blocks.append(format_workload(WORKLOADS[name], rows))
+    return "\n\n".join(blocks)
+
+
+def format_markdown(results, workload_names):
+    """The same tables in Markdown, for RESULTS.md."""
+    blocks = []
+    for name in workload_names:
+        workload = WORKLOADS[name]
+        rows = [r for r in results if r["workload"] == name]
+        if not rows:
+            continue
+        if workload.behaviour_only:
+            header = ["system", "a += b", "a[:] += b", "workaround", "its outcome",
+                      "caller's a mutated"]
+            body = [([r["system"], r["status"]] + [""] * 4 if r["status"] != "ok" else
+                     [r["system"], r["behaviour"]["a += b"]["text"],
+                      r["behaviour"]["a[:] += b"]["text"], f"`{r['behaviour']['workaround']}`",
+                      r["behaviour"]["workaround outcome"]["text"],
+                      "yes" if r["behaviour"]["caller's a mutated"] else "no"]) for r in rows]
+        else:
+            header = ["size", "system", "peak MiB", f"gradient {workload.time_unit}",
+                      "/NumPy fwd", "/own fwd", "grad err", "fd err", "check"]
+            body = []
+            for r in rows:
+                row = _row(workload, r)
+                body.append(row if len(row) == len(header) else
+                            row[:2] + [row[2]] + [""] * (len(header) - 3))
+        lines = [f"**{workload.label} {workload.name}**: {workload.summary}", "",
+                 "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |"
+                  for row in body]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+# ----------------------------------------------------------------------------------------------
+# Files
+
+CSV_FIELDS = [
+    "workload", "label", "size", "system", "version", "status", "detail", "peak_extra_mib",
+    "sampled_extra_mib", "memory_method", "numpy_forward_peak_extra_mib", "rounds",
+    "gradient_seconds_median", "gradient_seconds_min", "gradient_seconds_max",
+    "numpy_forward_seconds_median", "ratio_to_numpy_median", "ratio_to_numpy_min",
+    "ratio_to_numpy_max", "ratio_to_own_forward_median", "first_call_seconds", "loss",
+    "loss_error", "gradient_error", "finite_difference_error", "ok", "python", "numpy_version",
+    "cpu", "processor_count", "method",
+]
+
+
+def _median(values):
+    return spread(values)[0] if values else None
+
+
+def csv_rows(results, facts):
+    for r in results:
+        checks = r.get("checks") or {}
+        measured = r["status"] in ("ok", "wrong") and "gradient_seconds" in r
+        gradient = r.get("gradient_seconds") or []
+        ratios = r.get("ratios") or []
+        yield {
+            "workload": r["workload"], "label": r.get("label"), "size": size_label(r["params"]),
+            "system": r["system"], "version": r.get("version"), "status": r["status"],
+            "detail": r.get("detail", ""),
+            "peak_extra_mib": r.get("peak_extra_mib"),
+            "sampled_extra_mib": r.get("sampled_extra_mib"),
+            "memory_method": r.get("memory_method"),
+            "numpy_forward_peak_extra_mib": r.get("numpy_peak_extra_mib"),
+            "rounds": r.get("rounds"),
+            "gradient_seconds_median": _median(gradient),
+            "gradient_seconds_min": min(gradient) if measured and gradient else None,
+            "gradient_seconds_max": max(gradient) if measured and gradient else None,
+            "numpy_forward_seconds_median": _median(r.get("numpy_seconds") or []),
+            "ratio_to_numpy_median": _median(ratios),
+            "ratio_to_numpy_min": min(ratios) if ratios else None,
+            "ratio_to_numpy_max": max(ratios) if ratios else None,
+            "ratio_to_own_forward_median": _median(r.get("peer_ratios") or []),
+            "first_call_seconds": r.get("first_call_seconds"),
+            "loss": checks.get("loss"), "loss_error": checks.get("loss_error"),
+            "gradient_error": checks.get("gradient_error"),
+            "finite_difference_error": checks.get("finite_difference_error"),
+            "ok": checks.get("ok") if checks else None,
+            "python": facts["python"], "numpy_version": facts["versions"]["numpy"],
+            "cpu": facts["cpu"], "processor_count": facts["processor_count"],
+            "method": METHOD,
+        }
+
+
+def write_csv(path, results, facts):
+    with open(path, "w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        for row in csv_rows(results, facts):
+            writer.writerow({key: "" if value is None else value for key, value in row.items()})
+
+
+def plot(path, results, workload_names):
+    """Peak extra memory per system, one panel per workload: against T on log-log axes where
+    the workload has steps, per size on a log axis otherwise."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [name for name in workload_names if not WORKLOADS[name].behaviour_only
+             and any(r["workload"] == name and r.get("peak_extra_mib") is not None
+                     for r in results)]
+    figure, axes = plt.subplots(1, max(len(names), 1), figsize=(4.2 * max(len(names), 1), 3.4),
+                                squeeze=False)
+    for axis, name in zip(axes[0], names, strict=False):
+        workload = WORKLOADS[name]
+        rows = [r for r in results if r["workload"] == name
+                and r.get("peak_extra_mib") is not None]
+        systems = [s for s in peers.SYSTEMS if any(r["system"] == s for r in rows)]
+        if workload.steps_parameter:
+            _plot_against_steps(axis, workload, rows, systems)
+        else:
+            _plot_bars(axis, rows, systems)
+        axis.set_title(f"{workload.label} {workload.name}", fontsize=10)
+        axis.grid(True, which="both", alpha=0.3)
+    if not names:
+        axes[0][0].text(0.5, 0.5, "no memory figures in this run", ha="center")
+    axes[0][0].set_ylabel("peak extra memory of a gradient (MiB)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
+
+
+def _colour(system):
+    # One colour per system in every panel.
+    return f"C{peers.SYSTEMS.index(system)}"
+
+
+def _floor(mib):
+    # Log axes cannot show zero: a peak below a tenth of a MiB is drawn at 0.1.
+    return max(mib, 0.1)
+
+
+def _plot_against_steps(axis, workload, rows, systems):
+    other_sizes = sorted({tuple((k, v) for k, v in r["params"].items()
+                                if k != workload.steps_parameter) for r in rows})
+    for system in systems:
+        for other in other_sizes:
+            points = sorted((r["params"][workload.steps_parameter], _floor(r["peak_extra_mib"]))
+                            for r in rows if r["system"] == system
+                            and all(r["params"][k] == v for k, v in other))
+            if not points:
+                continue
+            label = system + ("" if len(other_sizes) == 1 else
+                              " " + " ".join(f"{k}={v}" for k, v in other))
+            axis.plot(*zip(*points, strict=True), marker="o", label=label,
+                      color=_colour(system))
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xlabel(f"T ({workload.steps_parameter})")
+    axis.legend(fontsize=7)
+
+
+def _plot_bars(axis, rows, systems):
+    labels, heights, colours = [], [], []
+    for system in systems:
+        for r in rows:
+            if r["system"] == system:
+                colours.append(_colour(system))
+                labels.append(system if len({size_label(x["params"]) for x in rows}) == 1
+                              else f"{system}\n{size_label(r['params'])}")
+                heights.append(_floor(r["peak_extra_mib"]))
+    axis.bar(np.arange(len(heights)), heights, color=colours)
+    axis.set_xticks(np.arange(len(heights)), labels, rotation=45, ha="right", fontsize=7)
+    axis.set_yscale("log")
