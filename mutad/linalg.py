@@ -29,6 +29,7 @@ from scipy.linalg import get_blas_funcs, get_lapack_funcs
 
 from .errors import MutadError, NotPositiveDefiniteError
 from .registry import inplace_adjoint
+from .tracing import plain
 
 BLOCK = 64
 """Rows per block when a factor is multiplied back into the matrix it came from."""
@@ -81,6 +82,19 @@ def triangular_(T, lower, x, transpose=False, solve=True, unit=False):
         x[...] = result  # the wrapper copied (dtype or layout): keep the call in place anyway
 
 
+def _triangular_condition(T, lower, unit=False):
+    """An estimate of cond(T) in the 1- and ∞-norms multiplied (LAPACK's trcon, O(n²)):
+    for ``T = L`` of a Cholesky factor it bounds cond(L Lᵀ) ≤ cond₁(L) cond∞(L)."""
+    F, same = _fortran(T)
+    trcon = get_lapack_funcs("trcon", (F,))
+    uplo = "L" if lower == same else "U"
+    growth = 1.0
+    for norm in ("1", "I"):
+        rcond, _ = trcon(F, norm=norm, uplo=uplo, diag="U" if unit else "N")
+        growth /= max(rcond, 1e-300)
+    return growth
+
+
 def _zero_strict_upper(A):
     for i in range(A.shape[0] - 1):
         A[i, i + 1:] = 0.0
@@ -116,13 +130,22 @@ class Cholesky:
     """The Cholesky factor made by ``cholesky_``: ``L`` is the lower triangle of the matrix it
     overwrote (upper triangle zero), and shares its memory."""
 
-    __slots__ = ("L",)
+    __slots__ = ("L", "_growth")
 
     def __init__(self, L):
         self.L = L
+        self._growth = None
 
     def __repr__(self):
         return f"Cholesky(L={self.L!r})"
+
+    @property
+    def growth(self):
+        """How much undoing a solve with this factor can amplify rounding errors: an estimate
+        of the condition number of ``L Lᵀ`` (computed once)."""
+        if self._growth is None:
+            self._growth = _triangular_condition(plain(self.L), lower=True)
+        return self._growth
 
 
 @inplace_adjoint(writes=("A",))
@@ -183,19 +206,19 @@ def cholesky_(A):
 
 
 @inplace_adjoint(writes=("b",))
-def _cholesky_solve_(L, b):
+def _cholesky_solve_(L, b, growth=1.0):
     triangular_(L, True, b)                  # L y = b
     triangular_(L, True, b, transpose=True)  # Lᵀ x = y
     return b
 
 
-@_cholesky_solve_.rule
-def _cholesky_solve_rule(L, b):
+@_cholesky_solve_.rule(growth=lambda L, b, growth=1.0: growth)
+def _cholesky_solve_rule(L, b, growth=1.0):
     if np.may_share_memory(L, b):
         raise MutadError("ldiv_(F, b): b shares memory with the factor; pass a separate b.")
     _cholesky_solve_(L, b)
 
-    def back(dL, db):
+    def back(dL, db, *_):
         x = b  # the solution, until b is restored below
         _cholesky_solve_(L, db)  # b̄ = A⁻¹ x̄ (A symmetric), in db's own memory
         if dL is not None:
@@ -231,7 +254,8 @@ def _solve_triangular_(T, b, lower, transpose, unit):
     return b
 
 
-@_solve_triangular_.rule
+@_solve_triangular_.rule(growth=lambda T, b, lower, transpose, unit:
+                         _triangular_condition(T, lower, unit) ** 0.5)
 def _solve_triangular_rule(T, b, lower, transpose, unit):
     if np.may_share_memory(T, b):
         raise MutadError("solve_triangular_(T, b): b shares memory with T; pass a separate b.")
@@ -283,24 +307,37 @@ class LU:
     with ``M = P L U`` for ``M`` the Fortran-ordered view of the matrix LAPACK factored: the
     matrix itself, or for a C-ordered one its transpose."""
 
-    __slots__ = ("packed", "pivots")
+    __slots__ = ("packed", "pivots", "norm", "_growth")
 
-    def __init__(self, packed, pivots):
+    def __init__(self, packed, pivots, norm):
         self.packed = packed
         self.pivots = pivots
+        self.norm = norm  # the 1-norm of the factored matrix, for its condition number
+        self._growth = None
+
+    @property
+    def growth(self):
+        """How much undoing a solve with this factor can amplify rounding errors: LAPACK's
+        estimate of the condition number (gecon, computed once)."""
+        if self._growth is None:
+            F, _ = _fortran(plain(self.packed))
+            rcond, _ = get_lapack_funcs("gecon", (F,))(F, self.norm, norm="1")
+            self._growth = 1.0 / max(rcond, 1e-300)
+        return self._growth
 
 
 @inplace_adjoint(writes=("A",))
 def _lu_factor_(A):
     _square("lu_factor_", A)
     F, same = _fortran(A)
+    norm = float(np.abs(F).sum(axis=0).max())
     getrf = get_lapack_funcs("getrf", (F,))
     packed, piv, info = getrf(F, overwrite_a=1)
     if info < 0:
         raise MutadError(f"lu_factor_: LAPACK rejected argument {-info}.")
     if not np.shares_memory(packed, A):
         A[...] = packed if same else packed.T
-    return A, piv
+    return A, piv, norm
 
 
 def _lu_parts(M):
@@ -320,7 +357,7 @@ def _multiply_packed_lu_(M):
 
 @_lu_factor_.rule
 def _lu_factor_rule(A):
-    _, pivots = _lu_factor_(A)
+    _, pivots, _ = _lu_factor_(A)
     F, same = _fortran(A)
 
     def back(dA):
@@ -365,19 +402,19 @@ def _getrs(packed, pivots, b, transpose):
 
 
 @inplace_adjoint(writes=("b",))
-def _lu_solve_(packed, pivots, b):
+def _lu_solve_(packed, pivots, b, growth=1.0):
     _getrs(packed, pivots, b, transpose=False)
     return b
 
 
-@_lu_solve_.rule
-def _lu_solve_rule(packed, pivots, b):
+@_lu_solve_.rule(growth=lambda packed, pivots, b, growth=1.0: growth)
+def _lu_solve_rule(packed, pivots, b, growth=1.0):
     if np.may_share_memory(packed, b):
         raise MutadError("ldiv_(F, b): b shares memory with the factor; pass a separate b.")
     _lu_solve_(packed, pivots, b)
     F, same = _fortran(packed)
 
-    def back(dpacked, _, db):
+    def back(dpacked, _, db, *__):
         x = b
         _getrs(packed, pivots, db, transpose=True)  # b̄ = A⁻ᵀ x̄
         L, U = _lu_parts(F)
@@ -407,6 +444,7 @@ def _lu_solve_rule(packed, pivots, b):
 
 @inplace_adjoint(writes=("b",))
 def _general_solve_(A, b):
+    # Its reverse pass refactors A, so b is simply checkpointed: n numbers, against n² work.
     factor = scipy.linalg.lu_factor(A, check_finite=False)  # of a copy: A is not mutated
     x = scipy.linalg.lu_solve(factor, b, overwrite_b=True, check_finite=False)
     if not np.shares_memory(x, b):
@@ -414,7 +452,7 @@ def _general_solve_(A, b):
     return b
 
 
-@_general_solve_.rule
+@_general_solve_.rule(checkpoint=("b",))
 def _general_solve_rule(A, b):
     if np.may_share_memory(A, b):
         raise MutadError("ldiv_(A, b): b shares memory with A; pass a separate b.")
@@ -427,7 +465,6 @@ def _general_solve_rule(A, b):
         db[...] = scipy.linalg.lu_solve(factor, db, trans=1, check_finite=False)  # b̄ = A⁻ᵀ x̄
         if dA is not None:
             dA -= np.outer(db, x) if x.ndim == 1 else db @ x.T        # Ā = -b̄ xᵀ
-        b[...] = A @ x                                                # restore b = A x
 
     return back
 
@@ -446,7 +483,7 @@ def ldiv_(F, b):
     [0.5, 0.5]
     """
     if isinstance(F, Cholesky):
-        return _cholesky_solve_(F.L, b)
+        return _cholesky_solve_(F.L, b, F.growth)
     if isinstance(F, LU):
-        return _lu_solve_(F.packed, F.pivots, b)
+        return _lu_solve_(F.packed, F.pivots, b, F.growth)
     return _general_solve_(F, b)

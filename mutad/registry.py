@@ -146,19 +146,24 @@ class InplaceAdjoint(Adjoint):
         self.writes = (tuple(range(len(parameters))) if writes is None
                        else _positions(fn, writes, "writes"))
         self.checkpointed = ()
+        self.growth = None
         self._returned = None
 
-    def rule(self, rule=None, *, checkpoint=()):
+    def rule(self, rule=None, *, checkpoint=(), growth=None):
         """Attach ``rule(*args) -> back``; usable as ``@f.rule`` or ``@f.rule(checkpoint=...)``.
 
         The rule runs the function on plain arrays and returns ``back(da, db, ...)``, which
         receives the shadows of the arguments (``None`` for untraced ones), accumulates into
         them in place and restores the arguments it can. Arguments named in ``checkpoint`` are
-        saved by mutad before the call and copied back after ``back`` runs.
+        saved by mutad before the call and copied back after ``back`` runs. ``growth(*args)``
+        bounds the factor by which the restoration can amplify relative rounding errors already
+        in the written arguments (a condition number, for a solve); mutad checkpoints instead
+        whenever consecutive restorations of one buffer would amplify them too much.
         """
         if rule is None:
             def attach(rule):
                 self.checkpointed = _positions(self.fn, checkpoint, "checkpoint")
+                self.growth = growth
                 self.pure_rule = rule
                 return rule
 
@@ -175,7 +180,8 @@ class InplaceAdjoint(Adjoint):
                 self._returned.append(result)
             return result
         return tracing.apply_inplace_rule(self._name(), self._checked_rule(), args, dict(kwargs),
-                                          self.writes, self.checkpointed, self._run_rule)
+                                          self.writes, self.checkpointed, self.growth,
+                                          self._run_rule)
 
     def _run_rule(self, *values, **kwargs):
         """Run the rule, noting what the function returned when the rule called it."""

@@ -313,7 +313,8 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, out, kwargs):
                     and rule.is_safe(others))
     else:
         is_safe = None
-    undo = tape.undo_for(inverse, is_safe, lambda: checkpoint(target))
+    undo = tape.undo_for(inverse, is_safe, lambda: checkpoint(target), out.buffer.key,
+                         whole=out.whole)
     tape.before_write(out.buffer.key)
     ufunc(*values, out=target, **kwargs)
     recompute_y = "x" in rule.uses and "y" in rule.uses
@@ -744,12 +745,13 @@ def is_traced_call(args, kwargs):
     return any(True for _ in _leaves(args)) or any(type(v) is Traced for v in kwargs.values())
 
 
-def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, run_rule):
+def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, run_rule):
     """Run an in-place rule on the plain values of ``args`` and record its ``back``.
 
     ``writes`` are the positions of the arguments the function may write; ``checkpointed``
     those whose bytes mutad saves (the rule declared it cannot restore them): under
-    ``policy="checkpoint"`` every written argument is saved. ``back`` always runs on the
+    ``policy="checkpoint"`` every written argument is saved. ``growth(*values)`` (or None: 1)
+    bounds how much the rule's restoration amplifies relative errors (``Tape.undo_for``). ``back`` always runs on the
     state the function left and restores what it can; saved arguments are copied back after it.
     ``run_rule(*values, **kwargs)`` returns ``(back, result)``, ``result`` being what the
     function returned; arguments in it come back as the traced arguments themselves.
@@ -764,8 +766,10 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, run_rule)
                 "arguments are traced: that gradient would be lost. Create it from a traced "
                 "value: np.zeros_like(x) or np.empty(n, like=x).")
     written = [(i, args[i]) for i in writes if i < len(args) and type(args[i]) is Traced]
+    factor = 1.0 if growth is None or not written else float(growth(*values, **kwargs))
     undos = [tape.undo_for(None if i in checkpointed else _rule_restores, None,
-                           lambda t=t: checkpoint(t.value)) for i, t in written]
+                           lambda t=t: checkpoint(t.value), t.buffer.key, factor, t.whole)
+             for i, t in written]
     for _, t in written:
         tape.before_write(t.buffer.key)
     back, result = run_rule(*values, **kwargs)

@@ -138,3 +138,20 @@ def test_a_million_records_replay_without_recursion():
         tape.record(lambda shadows: count.append(1))
     tape.replay({})
     assert len(count) == 10**6
+
+
+def test_consecutive_inversions_checkpoint_once_their_error_growth_is_too_large():
+    tape = Tape("restore")
+    chosen = []
+    for _ in range(10):
+        undo = tape.undo_for(lambda: None, None, lambda: (lambda: "copied back"), key="u",
+                             growth=10.0, whole=True)
+        chosen.append("checkpoint" if undo() == "copied back" else "inverse")
+    # 10 ** 4 is the most error growth allowed between exact restorations.
+    assert chosen == ["inverse"] * 4 + ["checkpoint"] + ["inverse"] * 4 + ["checkpoint"]
+
+
+def test_growth_of_one_never_forces_a_checkpoint():
+    tape = Tape("restore")
+    assert all(tape.undo_for(lambda: "inverse", None, lambda: None, key="u")() == "inverse"
+               for _ in range(1000))
