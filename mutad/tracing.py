@@ -19,6 +19,7 @@ Every call takes one of four paths:
 """
 
 import dis
+import inspect
 import sys
 
 import numpy as np
@@ -419,10 +420,31 @@ def _record_function(tape, back, args, outputs, multiple):
     tape.record(back_record)
 
 
+_OUT_POSITION = {}
+
+
+def _out_position(func):
+    """The position of ``func``'s ``out`` parameter when it can be passed positionally."""
+    if func not in _OUT_POSITION:
+        try:
+            parameters = list(inspect.signature(func).parameters.values())
+        except (TypeError, ValueError):
+            parameters = []
+        _OUT_POSITION[func] = next(
+            (i for i, p in enumerate(parameters)
+             if p.name == "out" and p.kind == p.POSITIONAL_OR_KEYWORD), None)
+    return _OUT_POSITION[func]
+
+
 def apply_array_function(func, args, kwargs, tape):
     rule = FUNCTIONS.get(func)
     if rule is not None:
-        return apply_function(function_name(func), rule, args, dict(kwargs), tape)
+        kwargs = dict(kwargs)
+        position = _out_position(func)
+        if position is not None and len(args) > position:  # np.dot(a, b, c): c is out
+            kwargs["out"] = args[position]
+            args = args[:position] + args[position + 1:]
+        return apply_function(function_name(func), rule, args, kwargs, tape)
     handler = INPLACE.get(func)
     if handler is not None:
         _active(tape)

@@ -200,3 +200,15 @@ def test_partials_evaluated_piecewise_give_the_same_gradient(monkeypatch, rng, p
         return b * x[0]                      # broadcasting: evaluated whole
 
     mutad.check_grads(f, x, w, 0.5, policy=policy)
+
+
+def test_out_passed_positionally(rng):
+    def f(a, b):
+        c = np.zeros_like(a)
+        np.dot(a, b, c)               # c is dot's out
+        np.cumsum(c, 0, None, c)      # and cumsum's
+        return c
+
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, rng.standard_normal((3, 3)), rng.standard_normal((3, 3)),
+                          policy=policy)
