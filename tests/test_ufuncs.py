@@ -33,7 +33,7 @@ def test_every_differentiable_ufunc_has_a_case():
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize(("case", "scenario"), _case_scenario_pairs())
+@pytest.mark.parametrize(("case", "scenario"), list(_case_scenario_pairs()))
 def test_ufunc_gradient(case, scenario, policy, rng):
     arguments = sample_arguments(case, scenario, rng)
     mutad.check_grads(scenario.make(case.ufunc), *arguments, policy=policy)
@@ -84,7 +84,7 @@ def test_float32_arguments_give_float32_gradients(case, program, rng):
     mutad.check_grads(program(case.ufunc), *arguments)
 
 
-@pytest.mark.parametrize("case", _cases_for("python_float"))
+@pytest.mark.parametrize("case", list(_cases_for("python_float")))
 def test_python_float_arguments_give_float_gradients(case, rng):
     arguments = [float(domain.sample(rng, ())) for domain in case.domains]
     gradients = mutad.gradient(lambda *xs: case.ufunc(*xs), *arguments)
