@@ -1,7 +1,9 @@
 """The traced array, and the paths every NumPy call on it takes.
 
-A :class:`Traced` wraps a plain float ndarray (``value``) and names the buffer whose shadow it
-uses (``base``): for a view, the buffer it views; for a fresh result, the result itself. Code
+A :class:`Traced` wraps a plain float ndarray (``value``) and names the memory whose shadow it
+uses (``buffer``, a :class:`shadows.Buffer`): for a view, that of the array it views; for a fresh
+result, its own. Records keep :class:`shadows.Place` descriptors of their inputs, not the inputs,
+and only the input values their pullbacks read (``locate``). Code
 written with plain ``import numpy as np`` reaches mutad through ``__array_ufunc__`` and
 ``__array_function__``; operators, methods and indexing call the same paths directly.
 
@@ -32,7 +34,7 @@ from .errors import (
     UntracedWriteError,
 )
 from .registry import FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule
-from .shadows import Buffer, Place
+from .shadows import Buffer, Place, whole
 from .views import address, owner, same_region
 
 ACTIVE = []
@@ -158,8 +160,7 @@ def locate(x):
     if type(x) is not Traced:
         return None
     if x.whole:
-        buffer = x.buffer
-        return Place(buffer, True, buffer.offset, buffer.shape, buffer.strides, buffer.dtype)
+        return whole(x.buffer)
     value = x.value
     return Place(x.buffer, False, address(value) - x.buffer.low, value.shape, value.strides,
                  value.dtype)
