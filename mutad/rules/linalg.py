@@ -167,32 +167,33 @@ def _letters(count, skip=""):
     return "".join(c for c in string.ascii_letters if c not in skip)[:count]
 
 
+def _product_subscripts(a, b, b_axis):
+    """The einsum terms and output of a product that sums ``a``'s last axis against axis
+    ``b_axis`` of ``b`` (non-negative), the free axes of ``a`` first, then those of ``b``; a
+    scalar operand multiplies the other instead."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        terms = (_letters(np.ndim(a)), _letters(np.ndim(b)))
+        return terms, max(terms, key=len)
+    a_free = _letters(np.ndim(a) - 1, skip="z")
+    b_free = _letters(np.ndim(a) + np.ndim(b), skip="z")[np.ndim(a):][:np.ndim(b) - 1]
+    terms = (a_free + "z", b_free[:b_axis] + "z" + b_free[b_axis:])
+    return terms, a_free + b_free
+
+
 @rule_for(np.dot)
 def dot(a, b):
     y = np.dot(a, b)
-    if np.ndim(a) == 0 or np.ndim(b) == 0:
-        terms = (_letters(np.ndim(a)), _letters(np.ndim(b)))
-        output = max(terms, key=len)
-    else:
-        # dot(a, b)[i..., j..., k] = Σ_m a[i..., m] b[j..., m, k]
-        a_free = _letters(np.ndim(a) - 1, skip="z")
-        b_free = _letters(np.ndim(a) + np.ndim(b), skip="z")[np.ndim(a):][:np.ndim(b) - 1]
-        terms = (a_free + "z", b_free[:-1] + "z" + b_free[-1:])
-        output = a_free + b_free
+    # dot(a, b)[i..., j..., k] = Σ_m a[i..., m] b[j..., m, k]: m is b's second-to-last axis
+    # (its only axis when b is a vector)
+    terms, output = _product_subscripts(a, b, b_axis=max(np.ndim(b) - 2, 0))
     return y, contraction_back(terms, output, (a, b))
 
 
 @rule_for(np.inner)
 def inner(a, b):
     y = np.inner(a, b)
-    if np.ndim(a) == 0 or np.ndim(b) == 0:
-        terms = (_letters(np.ndim(a)), _letters(np.ndim(b)))
-        output = max(terms, key=len)
-    else:
-        a_free = _letters(np.ndim(a) - 1, skip="z")
-        b_free = _letters(np.ndim(a) + np.ndim(b), skip="z")[np.ndim(a):][:np.ndim(b) - 1]
-        terms = (a_free + "z", b_free + "z")
-        output = a_free + b_free
+    # inner(a, b)[i..., j...] = Σ_m a[i..., m] b[j..., m]
+    terms, output = _product_subscripts(a, b, b_axis=np.ndim(b) - 1)
     return y, contraction_back(terms, output, (a, b))
 
 
