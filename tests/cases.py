@@ -1,13 +1,20 @@
-"""Case tables for the elementwise-ufunc tests.
+"""Case tables and the kinds of case the family tests loop over.
 
 ``UFUNC_CASES`` has one row per differentiable ufunc in ``mutad/rules/ufuncs.py`` with the
 domain of each input. ``UNARY_SCENARIOS`` and ``BINARY_SCENARIOS`` are the ways a program can
 apply a ufunc: out of place, ``out=`` into a traced buffer, in place on its own input, into a
 slice, with broadcasting, and with operands that alias each other. The test crosses the two.
+
+The other families write their tables in their own test files from two kinds of case:
+:class:`ArrayCase` (a function of arrays drawn by shape from one domain, with fixed settings:
+reductions, shape functions) and :class:`SampledCase` (a named program with a sampler of its
+whole argument tuple, built from ``normal``, ``fixed`` and ``arguments``: indexing, linalg).
+``case_id`` names a case of any kind for pytest.
 """
 
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -25,7 +32,7 @@ from strategies import (
 
 
 @dataclass(frozen=True)
-class Case:
+class UfuncCase:
     """A ufunc with the domain of each input; ``alias`` is the domain of a buffer that feeds
     every operand at once (``a *= a``), for binary ufuncs whose operands' domains differ."""
 
@@ -42,64 +49,137 @@ class Case:
         return self.ufunc.__name__
 
     @property
+    def id(self):
+        return self.name
+
+    @property
     def alias_domain(self):
         return self.alias or self.domains[0]
 
 
 # fmt: off
 UFUNC_CASES = [
-    Case(np.negative,    (real,)),
-    Case(np.positive,    (real,)),
-    Case(np.conjugate,   (real,)),
-    Case(np.exp,         (real,)),
-    Case(np.expm1,       (real,)),
-    Case(np.exp2,        (real,)),
-    Case(np.log,         (positive,)),
-    Case(np.log1p,       (positive,)),
-    Case(np.log2,        (positive,)),
-    Case(np.log10,       (positive,)),
-    Case(np.sqrt,        (positive,)),
-    Case(np.cbrt,        (nonzero,)),             # infinite slope at 0
-    Case(np.square,      (real,)),
-    Case(np.reciprocal,  (nonzero,)),
-    Case(np.absolute,    (nonzero,)),             # kink at 0
-    Case(np.fabs,        (nonzero,)),
-    Case(np.sin,         (real,)),
-    Case(np.cos,         (real,)),
-    Case(np.tan,         (small,)),               # poles at ±pi/2
-    Case(np.arcsin,      (open_unit_interval,)),
-    Case(np.arccos,      (open_unit_interval,)),
-    Case(np.arctan,      (real,)),
-    Case(np.sinh,        (real,)),
-    Case(np.cosh,        (real,)),
-    Case(np.tanh,        (real,)),
-    Case(np.arcsinh,     (real,)),
-    Case(np.arccosh,     (above_one,)),
-    Case(np.arctanh,     (open_unit_interval,)),
-    Case(np.deg2rad,     (real,)),
-    Case(np.rad2deg,     (real,)),
+    UfuncCase(np.negative,    (real,)),
+    UfuncCase(np.positive,    (real,)),
+    UfuncCase(np.conjugate,   (real,)),
+    UfuncCase(np.exp,         (real,)),
+    UfuncCase(np.expm1,       (real,)),
+    UfuncCase(np.exp2,        (real,)),
+    UfuncCase(np.log,         (positive,)),
+    UfuncCase(np.log1p,       (positive,)),
+    UfuncCase(np.log2,        (positive,)),
+    UfuncCase(np.log10,       (positive,)),
+    UfuncCase(np.sqrt,        (positive,)),
+    UfuncCase(np.cbrt,        (nonzero,)),             # infinite slope at 0
+    UfuncCase(np.square,      (real,)),
+    UfuncCase(np.reciprocal,  (nonzero,)),
+    UfuncCase(np.absolute,    (nonzero,)),             # kink at 0
+    UfuncCase(np.fabs,        (nonzero,)),
+    UfuncCase(np.sin,         (real,)),
+    UfuncCase(np.cos,         (real,)),
+    UfuncCase(np.tan,         (small,)),               # poles at ±pi/2
+    UfuncCase(np.arcsin,      (open_unit_interval,)),
+    UfuncCase(np.arccos,      (open_unit_interval,)),
+    UfuncCase(np.arctan,      (real,)),
+    UfuncCase(np.sinh,        (real,)),
+    UfuncCase(np.cosh,        (real,)),
+    UfuncCase(np.tanh,        (real,)),
+    UfuncCase(np.arcsinh,     (real,)),
+    UfuncCase(np.arccosh,     (above_one,)),
+    UfuncCase(np.arctanh,     (open_unit_interval,)),
+    UfuncCase(np.deg2rad,     (real,)),
+    UfuncCase(np.rad2deg,     (real,)),
 
-    Case(np.add,         (real, real)),
-    Case(np.subtract,    (real, real)),
-    Case(np.multiply,    (real, real)),
-    Case(np.divide,      (real, nonzero),         alias=nonzero),
-    Case(np.power,       (positive, small),       alias=positive),
-    Case(np.remainder,   (between_one_and_two, between_one_and_two)),  # jumps where a/b is whole
-    Case(np.fmod,        (between_one_and_two, between_one_and_two)),
-    Case(np.maximum,     (distinct, distinct)),   # kinks where a == b
-    Case(np.minimum,     (distinct, distinct)),
-    Case(np.fmax,        (distinct, distinct)),
-    Case(np.fmin,        (distinct, distinct)),
-    Case(np.hypot,       (nonzero, nonzero)),     # kink at the origin
-    Case(np.arctan2,     (nonzero, nonzero)),     # branch cut along y == 0, x < 0
-    Case(np.logaddexp,   (real, real)),
-    Case(np.logaddexp2,  (real, real)),
+    UfuncCase(np.add,         (real, real)),
+    UfuncCase(np.subtract,    (real, real)),
+    UfuncCase(np.multiply,    (real, real)),
+    UfuncCase(np.divide,      (real, nonzero),         alias=nonzero),
+    UfuncCase(np.power,       (positive, small),       alias=positive),
+    UfuncCase(np.remainder,   (between_one_and_two, between_one_and_two)),  # jumps where a/b is whole
+    UfuncCase(np.fmod,        (between_one_and_two, between_one_and_two)),
+    UfuncCase(np.maximum,     (distinct, distinct)),   # kinks where a == b
+    UfuncCase(np.minimum,     (distinct, distinct)),
+    UfuncCase(np.fmax,        (distinct, distinct)),
+    UfuncCase(np.fmin,        (distinct, distinct)),
+    UfuncCase(np.hypot,       (nonzero, nonzero)),     # kink at the origin
+    UfuncCase(np.arctan2,     (nonzero, nonzero)),     # branch cut along y == 0, x < 0
+    UfuncCase(np.logaddexp,   (real, real)),
+    UfuncCase(np.logaddexp2,  (real, real)),
 ]
 # fmt: on
 
 
 def case_id(case):
-    return case.name
+    """The pytest id of a case of any kind."""
+    return case.id
+
+
+# ----------------------------------------------------------------------------------------------
+# Cases of the other families: the tables are in their test files.
+
+
+def standard_normal(rng, shape):
+    """The default domain of an :class:`ArrayCase`: standard normal values."""
+    return rng.standard_normal(shape)
+
+
+@dataclass(frozen=True)
+class ArrayCase:
+    """``function(*arrays, *args, **kwargs)`` with one array per shape, drawn from ``domain``
+    (a function ``(rng, shape) -> array``); ``name`` stands for the function's in the id."""
+
+    function: object
+    shapes: tuple = ((3, 4),)
+    name: str = ""
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    domain: object = standard_normal
+    dtype: type = np.float64
+
+    def sample(self, rng):
+        return [self.domain(rng, shape).astype(self.dtype) for shape in self.shapes]
+
+    def __call__(self, *arrays):
+        return self.function(*arrays, *self.args, **self.kwargs)
+
+    @property
+    def id(self):
+        name = self.name or getattr(self.function, "__name__", None) or repr(self.function)
+        parts = [name, "x".join(str(s) for s in self.shapes)]
+        parts += [repr(a) for a in self.args]
+        parts += [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        if self.domain is not standard_normal:
+            parts.append(self.domain.__name__)
+        if self.dtype is not np.float64:
+            parts.append(np.dtype(self.dtype).name)
+        return "-".join(parts)
+
+
+class SampledCase(NamedTuple):
+    """A named program and a sampler of its whole argument tuple: ``function(*sample(rng))``."""
+
+    name: str
+    function: Callable
+    sample: Callable  # rng -> tuple of arguments
+
+    @property
+    def id(self):
+        return self.name
+
+
+def normal(*shape):
+    """A sampler of one standard normal array of ``shape``."""
+    return lambda rng: rng.standard_normal(shape)
+
+
+def fixed(value):
+    """A sampler that always gives ``value`` as a float array."""
+    return lambda rng: np.array(value, dtype=float)
+
+
+def arguments(*samplers):
+    """A sampler of an argument tuple, one argument per sampler."""
+    return lambda rng: tuple(sample(rng) for sample in samplers)
 
 
 AUGMENTED_OPERATORS = {

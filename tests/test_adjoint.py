@@ -149,7 +149,10 @@ def test_an_in_place_rule_returning_a_new_array_is_refused():
     assert np.array_equal(x, np.ones(2))
 
 
-def test_check_rule_catches_assignment_instead_of_accumulation(rng):
+def add_into_with_pullback(back):
+    """``a += b`` as a fresh in-place function whose rule's pullback is ``back(a, b, da, db)``:
+    a deliberately wrong one, for check_rule to catch."""
+
     @mutad.inplace_adjoint(writes=("a",))
     def add_into_(a, b):
         a += b
@@ -157,33 +160,26 @@ def test_check_rule_catches_assignment_instead_of_accumulation(rng):
     @add_into_.rule
     def _rule(a, b):
         add_into_(a, b)
+        return lambda da, db: back(a, b, da, db)
 
-        def back(da, db):
-            a[...] -= b
-            db[...] = da  # wrong: drops what db already held
+    return add_into_
 
-        return back
+
+def test_check_rule_catches_assignment_instead_of_accumulation(rng):
+    def back(a, b, da, db):
+        a[...] -= b
+        db[...] = da  # wrong: drops what db already held
 
     with pytest.raises(GradientCheckError):
-        check_rule(add_into_, rng.standard_normal(3), rng.standard_normal(3))
+        check_rule(add_into_with_pullback(back), rng.standard_normal(3), rng.standard_normal(3))
 
 
 def test_check_rule_catches_a_rule_that_does_not_restore(rng):
-    @mutad.inplace_adjoint(writes=("a",))
-    def add_into_(a, b):
-        a += b
-
-    @add_into_.rule
-    def _rule(a, b):
-        add_into_(a, b)
-
-        def back(da, db):
-            db += da  # forgot to restore a
-
-        return back
+    def back(a, b, da, db):
+        db += da  # forgot to restore a
 
     with pytest.raises(GradientCheckError):
-        check_rule(add_into_, rng.standard_normal(3), rng.standard_normal(3))
+        check_rule(add_into_with_pullback(back), rng.standard_normal(3), rng.standard_normal(3))
 
 
 def test_check_rule_catches_a_wrong_pure_gradient(rng):

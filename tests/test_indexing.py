@@ -1,32 +1,13 @@
 """Gathers (take, sort, choose, diff, interp, …) and in-place scatters (ufunc.at, put, copyto)."""
 
-from typing import Callable, NamedTuple
-
 import numpy as np
 import pytest
 
 import mutad
+from cases import SampledCase, arguments, case_id, fixed, normal
 from mutad import tape as tape_module
 
 POLICIES = ("restore", "checkpoint")
-
-
-class Case(NamedTuple):
-    name: str
-    function: Callable
-    sample: Callable  # rng -> tuple of arguments
-
-
-def normal(*shape):
-    return lambda rng: rng.standard_normal(shape)
-
-
-def fixed(value):
-    return lambda rng: np.array(value, dtype=float)
-
-
-def arguments(*samplers):
-    return lambda rng: tuple(sample(rng) for sample in samplers)
 
 
 def sort_in_place(x):
@@ -41,47 +22,47 @@ def sort_rows_of_view(x):
 
 # fmt: off
 GATHERS = [
-    Case("take",                lambda a: np.take(a, [0, 2, 2, -1]), arguments(normal(5))),
-    Case("take-axis",           lambda a: np.take(a, [[0, 1], [1, 1]], axis=1), arguments(normal(2, 3))),
-    Case("take-wrap",           lambda a: np.take(a, [5, -7], mode="wrap"), arguments(normal(3))),
-    Case("take-clip",           lambda a: np.take(a, [5, -7, 1], mode="clip"), arguments(normal(3))),
-    Case("take-method",         lambda a: a.take([1, 1]), arguments(normal(3))),
-    Case("take_along_axis",     lambda a: np.take_along_axis(a, np.array([[0, 0], [2, 1]]), 1),
-                                arguments(normal(2, 3))),
-    Case("take_along_axis-broadcast", lambda a: np.take_along_axis(a, np.array([[0, 2, 1], [2, 1, 1]]).T, 0),
-                                arguments(normal(3, 1))),
-    Case("take_along_axis-argsort", lambda a: np.take_along_axis(a, np.argsort(a, axis=0), 0),
-                                arguments(normal(4, 2))),
-    Case("compress",            lambda a: np.compress([True, False, True], a, axis=1), arguments(normal(2, 3))),
-    Case("extract",             lambda a: np.extract(a > 0, a), arguments(normal(2, 3))),
-    Case("sort",                np.sort,       arguments(normal(2, 4))),
-    Case("sort-axis-0",         lambda a: np.sort(a, 0), arguments(normal(3, 2))),
-    Case("sort-flat",           lambda a: np.sort(a, axis=None), arguments(normal(3, 2))),
-    Case("sort-stable",         lambda a: np.sort(a, stable=True), arguments(normal(4))),
-    Case("sort-method-in-place", sort_in_place, arguments(normal(5))),
-    Case("sort-view-in-place",  sort_rows_of_view, arguments(normal(2, 4))),
-    Case("partition",           lambda a: np.partition(a, 2), arguments(normal(2, 5))),
-    Case("partition-axis-0",    lambda a: np.partition(a, (1, 3), axis=0), arguments(normal(5, 2))),
-    Case("choose",              lambda a, b: np.choose([0, 1, 1, 0], [a, b]), arguments(normal(4), normal(1))),
-    Case("choose-array",        lambda c: np.choose(np.array([[0, 2], [1, 0]]), c), arguments(normal(3, 2, 2))),
-    Case("choose-clip",         lambda a, b: np.choose([0, 5, -1], (a, b), mode="clip"),
-                                arguments(normal(3), normal(3))),
-    Case("select",              lambda a, b, d: np.select([a > 0, b > 0], [a, b], d),
-                                arguments(normal(6), normal(6), normal(6))),
-    Case("select-overlapping",  lambda a, b: np.select([a > 0.5, a > 0], [a, b], 0.0),
-                                arguments(normal(6), normal(6))),
-    Case("diff",                np.diff,       arguments(normal(5))),
-    Case("diff-n2-axis0",       lambda a: np.diff(a, 2, 0), arguments(normal(5, 3))),
-    Case("diff-prepend-append", lambda a: np.diff(a, prepend=0.5, append=np.ones((2, 2))),
-                                arguments(normal(2, 3))),
-    Case("diff-traced-prepend", lambda a, p: np.diff(a, 1, -1, p), arguments(normal(2, 3), normal(2, 1))),
-    Case("diff-n0",             lambda a: np.diff(a, 0) * 2.0, arguments(normal(3))),
-    Case("interp",              np.interp,
-                                arguments(fixed([-1.0, 0.3, 1.4, 2.2, 5.0]), fixed([0.0, 1.0, 2.0, 3.0]), normal(4))),
-    Case("interp-left-right",   lambda x, fp, left, right: np.interp(x, [0.0, 1.0, 2.0], fp, left, right),
-                                arguments(fixed([-1.0, 0.5, 3.0]), normal(3), normal(), normal())),
-    Case("interp-scalar-x",     lambda x, fp: np.interp(x, [0.0, 1.0, 2.0], fp), arguments(fixed(1.3), normal(3))),
-    Case("interp-single-knot",  lambda x, fp: np.interp(x, [1.0], fp), arguments(fixed([0.0, 1.0, 2.0]), normal(1))),
+    SampledCase("take",                lambda a: np.take(a, [0, 2, 2, -1]), arguments(normal(5))),
+    SampledCase("take-axis",           lambda a: np.take(a, [[0, 1], [1, 1]], axis=1), arguments(normal(2, 3))),
+    SampledCase("take-wrap",           lambda a: np.take(a, [5, -7], mode="wrap"), arguments(normal(3))),
+    SampledCase("take-clip",           lambda a: np.take(a, [5, -7, 1], mode="clip"), arguments(normal(3))),
+    SampledCase("take-method",         lambda a: a.take([1, 1]), arguments(normal(3))),
+    SampledCase("take_along_axis",     lambda a: np.take_along_axis(a, np.array([[0, 0], [2, 1]]), 1),
+                                       arguments(normal(2, 3))),
+    SampledCase("take_along_axis-broadcast", lambda a: np.take_along_axis(a, np.array([[0, 2, 1], [2, 1, 1]]).T, 0),
+                                       arguments(normal(3, 1))),
+    SampledCase("take_along_axis-argsort", lambda a: np.take_along_axis(a, np.argsort(a, axis=0), 0),
+                                       arguments(normal(4, 2))),
+    SampledCase("compress",            lambda a: np.compress([True, False, True], a, axis=1), arguments(normal(2, 3))),
+    SampledCase("extract",             lambda a: np.extract(a > 0, a), arguments(normal(2, 3))),
+    SampledCase("sort",                np.sort,       arguments(normal(2, 4))),
+    SampledCase("sort-axis-0",         lambda a: np.sort(a, 0), arguments(normal(3, 2))),
+    SampledCase("sort-flat",           lambda a: np.sort(a, axis=None), arguments(normal(3, 2))),
+    SampledCase("sort-stable",         lambda a: np.sort(a, stable=True), arguments(normal(4))),
+    SampledCase("sort-method-in-place", sort_in_place, arguments(normal(5))),
+    SampledCase("sort-view-in-place",  sort_rows_of_view, arguments(normal(2, 4))),
+    SampledCase("partition",           lambda a: np.partition(a, 2), arguments(normal(2, 5))),
+    SampledCase("partition-axis-0",    lambda a: np.partition(a, (1, 3), axis=0), arguments(normal(5, 2))),
+    SampledCase("choose",              lambda a, b: np.choose([0, 1, 1, 0], [a, b]), arguments(normal(4), normal(1))),
+    SampledCase("choose-array",        lambda c: np.choose(np.array([[0, 2], [1, 0]]), c), arguments(normal(3, 2, 2))),
+    SampledCase("choose-clip",         lambda a, b: np.choose([0, 5, -1], (a, b), mode="clip"),
+                                       arguments(normal(3), normal(3))),
+    SampledCase("select",              lambda a, b, d: np.select([a > 0, b > 0], [a, b], d),
+                                       arguments(normal(6), normal(6), normal(6))),
+    SampledCase("select-overlapping",  lambda a, b: np.select([a > 0.5, a > 0], [a, b], 0.0),
+                                       arguments(normal(6), normal(6))),
+    SampledCase("diff",                np.diff,       arguments(normal(5))),
+    SampledCase("diff-n2-axis0",       lambda a: np.diff(a, 2, 0), arguments(normal(5, 3))),
+    SampledCase("diff-prepend-append", lambda a: np.diff(a, prepend=0.5, append=np.ones((2, 2))),
+                                       arguments(normal(2, 3))),
+    SampledCase("diff-traced-prepend", lambda a, p: np.diff(a, 1, -1, p), arguments(normal(2, 3), normal(2, 1))),
+    SampledCase("diff-n0",             lambda a: np.diff(a, 0) * 2.0, arguments(normal(3))),
+    SampledCase("interp",              np.interp,
+                                       arguments(fixed([-1.0, 0.3, 1.4, 2.2, 5.0]), fixed([0.0, 1.0, 2.0, 3.0]), normal(4))),
+    SampledCase("interp-left-right",   lambda x, fp, left, right: np.interp(x, [0.0, 1.0, 2.0], fp, left, right),
+                                       arguments(fixed([-1.0, 0.5, 3.0]), normal(3), normal(), normal())),
+    SampledCase("interp-scalar-x",     lambda x, fp: np.interp(x, [0.0, 1.0, 2.0], fp), arguments(fixed(1.3), normal(3))),
+    SampledCase("interp-single-knot",  lambda x, fp: np.interp(x, [1.0], fp), arguments(fixed([0.0, 1.0, 2.0]), normal(1))),
 ]
 # fmt: on
 
@@ -187,31 +168,31 @@ def copyto_new_buffer(v):
 
 # fmt: off
 SCATTERS = [
-    Case("add.at",                  add_at_argument, arguments(normal(6), normal(3))),
-    Case("add.at-view-of-target",   add_at_view_of_target, arguments(normal(6))),
-    Case("add.at-overlapping-view", add_at_overlapping_view, arguments(normal(6))),
-    Case("add.at-scalar-view",      add_at_scalar_view, arguments(normal(6))),
-    Case("add.at-broadcast",        add_at_broadcast, arguments(normal(3, 4), normal(4))),
-    Case("add.at-slice",            add_at_slice, arguments(normal(4), normal(2))),
-    Case("add.at-twice",            add_at_twice, arguments(normal(3), normal(2))),
-    Case("add.at-new-buffer",       add_at_into_new_buffer, arguments(normal(3), normal(3))),
-    Case("subtract.at-2d",          subtract_at_2d, arguments(normal(2, 3), normal(3))),
-    Case("put",                     put_into_argument, arguments(normal(5), normal(3))),
-    Case("put-cycling",             put_cycling_values, arguments(normal(6), normal(3))),
-    Case("put-clip",                put_clipped, arguments(normal(4), normal(2))),
-    Case("place",                   place_positive, arguments(normal(6), normal(2))),
-    Case("putmask",                 putmask_positive, arguments(normal(6), normal(4))),
-    Case("put_along_axis",          put_along_rows, arguments(normal(2, 3), normal(2, 1))),
-    Case("copyto",                  copyto_argument, arguments(normal(2, 3), normal(3))),
-    Case("copyto-where",            copyto_where, arguments(normal(2, 3), normal(3))),
-    Case("copyto-shifted-self",     copyto_shifted_self, arguments(normal(5))),
-    Case("copyto-new-buffer",       copyto_new_buffer, arguments(normal(3))),
+    SampledCase("add.at",                  add_at_argument, arguments(normal(6), normal(3))),
+    SampledCase("add.at-view-of-target",   add_at_view_of_target, arguments(normal(6))),
+    SampledCase("add.at-overlapping-view", add_at_overlapping_view, arguments(normal(6))),
+    SampledCase("add.at-scalar-view",      add_at_scalar_view, arguments(normal(6))),
+    SampledCase("add.at-broadcast",        add_at_broadcast, arguments(normal(3, 4), normal(4))),
+    SampledCase("add.at-slice",            add_at_slice, arguments(normal(4), normal(2))),
+    SampledCase("add.at-twice",            add_at_twice, arguments(normal(3), normal(2))),
+    SampledCase("add.at-new-buffer",       add_at_into_new_buffer, arguments(normal(3), normal(3))),
+    SampledCase("subtract.at-2d",          subtract_at_2d, arguments(normal(2, 3), normal(3))),
+    SampledCase("put",                     put_into_argument, arguments(normal(5), normal(3))),
+    SampledCase("put-cycling",             put_cycling_values, arguments(normal(6), normal(3))),
+    SampledCase("put-clip",                put_clipped, arguments(normal(4), normal(2))),
+    SampledCase("place",                   place_positive, arguments(normal(6), normal(2))),
+    SampledCase("putmask",                 putmask_positive, arguments(normal(6), normal(4))),
+    SampledCase("put_along_axis",          put_along_rows, arguments(normal(2, 3), normal(2, 1))),
+    SampledCase("copyto",                  copyto_argument, arguments(normal(2, 3), normal(3))),
+    SampledCase("copyto-where",            copyto_where, arguments(normal(2, 3), normal(3))),
+    SampledCase("copyto-shifted-self",     copyto_shifted_self, arguments(normal(5))),
+    SampledCase("copyto-new-buffer",       copyto_new_buffer, arguments(normal(3))),
 ]
 # fmt: on
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("case", GATHERS + SCATTERS, ids=lambda case: case.name)
+@pytest.mark.parametrize("case", GATHERS + SCATTERS, ids=case_id)
 def test_indexing_gradient(case, policy, rng):
     mutad.check_grads(case.function, *case.sample(rng), policy=policy)
 

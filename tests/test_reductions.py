@@ -1,18 +1,13 @@
 """Reductions and scans: one table of cases, each checked against finite differences in both
 policies, out of place and writing into traced buffers; ties and zeros checked exactly."""
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import pytest
 
 import mutad
+from cases import ArrayCase, case_id
 
 POLICIES = ("restore", "checkpoint")
-
-
-def real(rng, shape):
-    return rng.standard_normal(shape)
 
 
 def positive(rng, shape):
@@ -35,36 +30,6 @@ def on_nans(reduction):
 
     program.__name__ = f"{reduction.__name__}_on_nans"
     return program
-
-
-@dataclass(frozen=True)
-class Case:
-    """``function(*arrays, *args, **kwargs)`` with one array per shape, drawn from ``domain``."""
-
-    function: object
-    shapes: tuple = ((3, 4),)
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
-    domain: object = real
-    dtype: type = np.float64
-
-    def sample(self, rng):
-        return [self.domain(rng, shape).astype(self.dtype) for shape in self.shapes]
-
-    def __call__(self, *arrays):
-        return self.function(*arrays, *self.args, **self.kwargs)
-
-
-def case_id(case):
-    name = getattr(case.function, "__name__", None) or repr(case.function)
-    parts = [name, "x".join(str(s) for s in case.shapes)]
-    parts += [repr(a) for a in case.args]
-    parts += [f"{k}={v!r}" for k, v in case.kwargs.items()]
-    if case.domain is not real:
-        parts.append(case.domain.__name__)
-    if case.dtype is not np.float64:
-        parts.append(np.dtype(case.dtype).name)
-    return "-".join(parts)
 
 
 # Programs that write reductions into traced buffers ------------------------------------------
@@ -131,100 +96,100 @@ def running_product_of_updated_rows(x):
 # fmt: off
 CASES = [
     # sum, mean, nansum, nanmean
-    Case(np.sum),
-    Case(np.sum, args=(0,)),
-    Case(np.sum, kwargs=dict(axis=-1, keepdims=True)),
-    Case(np.sum, shapes=((2, 3, 4),), kwargs=dict(axis=(0, -1))),
-    Case(np.sum, kwargs=dict(axis=None, keepdims=True)),
-    Case(np.sum, kwargs=dict(axis=1, where=np.array([True, False, True, True]))),
-    Case(np.sum, kwargs=dict(axis=0), dtype=np.float32),
-    Case(np.mean),
-    Case(np.mean, args=(1,)),
-    Case(np.mean, shapes=((2, 3, 4),), kwargs=dict(axis=(1, 2), keepdims=True)),
-    Case(np.mean, kwargs=dict(axis=1, where=np.array([True, False, True, True]))),
-    Case(np.mean, kwargs=dict(axis=-2), dtype=np.float32),
-    Case(on_nans(np.nansum), kwargs=dict(axis=1)),
-    Case(on_nans(np.nansum)),
-    Case(on_nans(np.nanmean), kwargs=dict(axis=0)),
-    Case(on_nans(np.nanmean), kwargs=dict(axis=None)),
+    ArrayCase(np.sum),
+    ArrayCase(np.sum, args=(0,)),
+    ArrayCase(np.sum, kwargs=dict(axis=-1, keepdims=True)),
+    ArrayCase(np.sum, shapes=((2, 3, 4),), kwargs=dict(axis=(0, -1))),
+    ArrayCase(np.sum, kwargs=dict(axis=None, keepdims=True)),
+    ArrayCase(np.sum, kwargs=dict(axis=1, where=np.array([True, False, True, True]))),
+    ArrayCase(np.sum, kwargs=dict(axis=0), dtype=np.float32),
+    ArrayCase(np.mean),
+    ArrayCase(np.mean, args=(1,)),
+    ArrayCase(np.mean, shapes=((2, 3, 4),), kwargs=dict(axis=(1, 2), keepdims=True)),
+    ArrayCase(np.mean, kwargs=dict(axis=1, where=np.array([True, False, True, True]))),
+    ArrayCase(np.mean, kwargs=dict(axis=-2), dtype=np.float32),
+    ArrayCase(on_nans(np.nansum), kwargs=dict(axis=1)),
+    ArrayCase(on_nans(np.nansum)),
+    ArrayCase(on_nans(np.nanmean), kwargs=dict(axis=0)),
+    ArrayCase(on_nans(np.nanmean), kwargs=dict(axis=None)),
     # prod, nanprod, with one zero and several zeros per slice
-    Case(np.prod),
-    Case(np.prod, kwargs=dict(axis=1)),
-    Case(np.prod, kwargs=dict(axis=0, keepdims=True), domain=with_zeros),
-    Case(np.prod, shapes=((4, 5),), kwargs=dict(axis=-1), domain=with_zeros),
-    Case(np.prod, shapes=((2, 3, 4),), kwargs=dict(axis=(0, 2)), domain=with_zeros),
-    Case(np.prod, shapes=((6,),), domain=with_zeros),
-    Case(np.prod, kwargs=dict(axis=1), dtype=np.float32, domain=positive),
-    Case(on_nans(np.nanprod), kwargs=dict(axis=1)),
+    ArrayCase(np.prod),
+    ArrayCase(np.prod, kwargs=dict(axis=1)),
+    ArrayCase(np.prod, kwargs=dict(axis=0, keepdims=True), domain=with_zeros),
+    ArrayCase(np.prod, shapes=((4, 5),), kwargs=dict(axis=-1), domain=with_zeros),
+    ArrayCase(np.prod, shapes=((2, 3, 4),), kwargs=dict(axis=(0, 2)), domain=with_zeros),
+    ArrayCase(np.prod, shapes=((6,),), domain=with_zeros),
+    ArrayCase(np.prod, kwargs=dict(axis=1), dtype=np.float32, domain=positive),
+    ArrayCase(on_nans(np.nanprod), kwargs=dict(axis=1)),
     # max, min and friends
-    Case(np.max),
-    Case(np.max, args=(0,)),
-    Case(np.min, kwargs=dict(axis=-1, keepdims=True)),
-    Case(np.amax, shapes=((2, 3, 4),), kwargs=dict(axis=(0, 2))),
-    Case(np.amin, kwargs=dict(axis=None)),
-    Case(np.max, kwargs=dict(axis=1, initial=0.0)),
-    Case(np.max, kwargs=dict(axis=1), dtype=np.float32),
-    Case(on_nans(np.nanmax), kwargs=dict(axis=0)),
-    Case(on_nans(np.nanmin), kwargs=dict(axis=1)),
-    Case(np.ptp),
-    Case(np.ptp, kwargs=dict(axis=0, keepdims=True)),
+    ArrayCase(np.max),
+    ArrayCase(np.max, args=(0,)),
+    ArrayCase(np.min, kwargs=dict(axis=-1, keepdims=True)),
+    ArrayCase(np.amax, shapes=((2, 3, 4),), kwargs=dict(axis=(0, 2))),
+    ArrayCase(np.amin, kwargs=dict(axis=None)),
+    ArrayCase(np.max, kwargs=dict(axis=1, initial=0.0)),
+    ArrayCase(np.max, kwargs=dict(axis=1), dtype=np.float32),
+    ArrayCase(on_nans(np.nanmax), kwargs=dict(axis=0)),
+    ArrayCase(on_nans(np.nanmin), kwargs=dict(axis=1)),
+    ArrayCase(np.ptp),
+    ArrayCase(np.ptp, kwargs=dict(axis=0, keepdims=True)),
     # var, std
-    Case(np.var),
-    Case(np.var, kwargs=dict(axis=0, ddof=1)),
-    Case(np.var, shapes=((2, 3, 4),), kwargs=dict(axis=(0, -1), keepdims=True)),
-    Case(np.var, kwargs=dict(axis=1, correction=1)),
-    Case(np.std),
-    Case(np.std, kwargs=dict(axis=-1, ddof=1, keepdims=True)),
-    Case(np.std, kwargs=dict(axis=0), dtype=np.float32),
+    ArrayCase(np.var),
+    ArrayCase(np.var, kwargs=dict(axis=0, ddof=1)),
+    ArrayCase(np.var, shapes=((2, 3, 4),), kwargs=dict(axis=(0, -1), keepdims=True)),
+    ArrayCase(np.var, kwargs=dict(axis=1, correction=1)),
+    ArrayCase(np.std),
+    ArrayCase(np.std, kwargs=dict(axis=-1, ddof=1, keepdims=True)),
+    ArrayCase(np.std, kwargs=dict(axis=0), dtype=np.float32),
     # cumsum, cumprod
-    Case(np.cumsum),
-    Case(np.cumsum, args=(1,)),
-    Case(np.cumsum, shapes=((2, 3, 4),), kwargs=dict(axis=-2)),
-    Case(np.cumsum, kwargs=dict(axis=0), dtype=np.float32),
-    Case(np.cumprod),
-    Case(np.cumprod, kwargs=dict(axis=1)),
-    Case(np.cumprod, shapes=((4, 6),), kwargs=dict(axis=1), domain=with_zeros),
-    Case(np.cumprod, shapes=((6, 4),), kwargs=dict(axis=0), domain=with_zeros),
-    Case(np.cumprod, shapes=((8,),), domain=with_zeros),
-    Case(np.cumprod, kwargs=dict(axis=-1), dtype=np.float32, domain=positive),
+    ArrayCase(np.cumsum),
+    ArrayCase(np.cumsum, args=(1,)),
+    ArrayCase(np.cumsum, shapes=((2, 3, 4),), kwargs=dict(axis=-2)),
+    ArrayCase(np.cumsum, kwargs=dict(axis=0), dtype=np.float32),
+    ArrayCase(np.cumprod),
+    ArrayCase(np.cumprod, kwargs=dict(axis=1)),
+    ArrayCase(np.cumprod, shapes=((4, 6),), kwargs=dict(axis=1), domain=with_zeros),
+    ArrayCase(np.cumprod, shapes=((6, 4),), kwargs=dict(axis=0), domain=with_zeros),
+    ArrayCase(np.cumprod, shapes=((8,),), domain=with_zeros),
+    ArrayCase(np.cumprod, kwargs=dict(axis=-1), dtype=np.float32, domain=positive),
     # ufunc methods
-    Case(np.add.reduce),
-    Case(np.add.reduce, args=(1,)),
-    Case(np.add.reduce, kwargs=dict(axis=None, keepdims=True)),
-    Case(np.multiply.reduce, domain=with_zeros, shapes=((5, 3),)),
-    Case(np.multiply.reduce, kwargs=dict(axis=(0, 1))),
-    Case(np.maximum.reduce),
-    Case(np.maximum.reduce, kwargs=dict(axis=1, keepdims=True)),
-    Case(np.minimum.reduce, kwargs=dict(axis=None)),
-    Case(np.add.accumulate),
-    Case(np.add.accumulate, kwargs=dict(axis=1)),
-    Case(np.multiply.accumulate, kwargs=dict(axis=1), domain=with_zeros),
-    Case(np.multiply.accumulate, dtype=np.float32, domain=positive),
+    ArrayCase(np.add.reduce),
+    ArrayCase(np.add.reduce, args=(1,)),
+    ArrayCase(np.add.reduce, kwargs=dict(axis=None, keepdims=True)),
+    ArrayCase(np.multiply.reduce, domain=with_zeros, shapes=((5, 3),)),
+    ArrayCase(np.multiply.reduce, kwargs=dict(axis=(0, 1))),
+    ArrayCase(np.maximum.reduce),
+    ArrayCase(np.maximum.reduce, kwargs=dict(axis=1, keepdims=True)),
+    ArrayCase(np.minimum.reduce, kwargs=dict(axis=None)),
+    ArrayCase(np.add.accumulate),
+    ArrayCase(np.add.accumulate, kwargs=dict(axis=1)),
+    ArrayCase(np.multiply.accumulate, kwargs=dict(axis=1), domain=with_zeros),
+    ArrayCase(np.multiply.accumulate, dtype=np.float32, domain=positive),
     # methods of traced arrays
-    Case(lambda x: x.sum(1) + x.mean(axis=0).sum() + x.max() * x.min(0)[0]),
-    Case(lambda x: x.prod(axis=0) + x.var(1).sum() + x.std() + x.cumsum(0)[-1] + x.cumprod(1)[:, -1].sum()),
+    ArrayCase(lambda x: x.sum(1) + x.mean(axis=0).sum() + x.max() * x.min(0)[0]),
+    ArrayCase(lambda x: x.prod(axis=0) + x.var(1).sum() + x.std() + x.cumsum(0)[-1] + x.cumprod(1)[:, -1].sum()),
     # written into traced buffers: out=, over the input, into a slice, after mutating views
-    Case(into_traced_out(np.sum), kwargs=dict(axis=0)),
-    Case(into_traced_out(np.mean), kwargs=dict(axis=1, keepdims=True)),
-    Case(into_traced_out(np.prod), kwargs=dict(axis=1), domain=with_zeros),
-    Case(into_traced_out(np.max), kwargs=dict(axis=0)),
-    Case(into_traced_out(np.var), kwargs=dict(axis=0)),
-    Case(into_traced_out(np.std), kwargs=dict(axis=1)),
-    Case(into_traced_out(np.ptp), kwargs=dict(axis=1)),
-    Case(into_traced_out(np.cumsum), kwargs=dict(axis=1)),
-    Case(into_traced_out(np.add.reduce), kwargs=dict(axis=1)),
-    Case(into_traced_out(np.sum), kwargs=dict(axis=0), dtype=np.float32),
-    Case(over_own_input(np.cumsum), kwargs=dict(axis=0)),
-    Case(over_own_input(np.cumprod), kwargs=dict(axis=1), domain=with_zeros),
-    Case(over_own_input(np.add.accumulate), kwargs=dict(axis=1)),
-    Case(over_own_input(np.multiply.accumulate), kwargs=dict(axis=0)),
-    Case(over_own_input(np.cumsum), kwargs=dict(axis=1), dtype=np.float32),
-    Case(sum_into_first_row),
-    Case(cumsum_into_slice),
-    Case(prod_after_mutating_reshaped_view, domain=with_zeros),
-    Case(max_after_mutating_transposed_view),
-    Case(var_of_a_row_updated_in_place),
-    Case(running_product_of_updated_rows, domain=with_zeros),
+    ArrayCase(into_traced_out(np.sum), kwargs=dict(axis=0)),
+    ArrayCase(into_traced_out(np.mean), kwargs=dict(axis=1, keepdims=True)),
+    ArrayCase(into_traced_out(np.prod), kwargs=dict(axis=1), domain=with_zeros),
+    ArrayCase(into_traced_out(np.max), kwargs=dict(axis=0)),
+    ArrayCase(into_traced_out(np.var), kwargs=dict(axis=0)),
+    ArrayCase(into_traced_out(np.std), kwargs=dict(axis=1)),
+    ArrayCase(into_traced_out(np.ptp), kwargs=dict(axis=1)),
+    ArrayCase(into_traced_out(np.cumsum), kwargs=dict(axis=1)),
+    ArrayCase(into_traced_out(np.add.reduce), kwargs=dict(axis=1)),
+    ArrayCase(into_traced_out(np.sum), kwargs=dict(axis=0), dtype=np.float32),
+    ArrayCase(over_own_input(np.cumsum), kwargs=dict(axis=0)),
+    ArrayCase(over_own_input(np.cumprod), kwargs=dict(axis=1), domain=with_zeros),
+    ArrayCase(over_own_input(np.add.accumulate), kwargs=dict(axis=1)),
+    ArrayCase(over_own_input(np.multiply.accumulate), kwargs=dict(axis=0)),
+    ArrayCase(over_own_input(np.cumsum), kwargs=dict(axis=1), dtype=np.float32),
+    ArrayCase(sum_into_first_row),
+    ArrayCase(cumsum_into_slice),
+    ArrayCase(prod_after_mutating_reshaped_view, domain=with_zeros),
+    ArrayCase(max_after_mutating_transposed_view),
+    ArrayCase(var_of_a_row_updated_in_place),
+    ArrayCase(running_product_of_updated_rows, domain=with_zeros),
 ]
 # fmt: on
 
