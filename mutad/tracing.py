@@ -16,12 +16,14 @@ Every call takes one of four paths:
   will be put back (``Tape.undo_for``), write, and record a pullback that reads the cotangent of
   the new values from the target's shadow and zeroes it there (``Shadows.take``), undoes the
   write, then runs the rule's pullback.
-* gather / scatter for advanced indexing.
+* indexing (``x[key]``, ``x[key] = v``), handled by ``rules/indexing.py`` through the same
+  paths: basic indexing gives views, assignment to them is the in-place path.
 * non-differentiable: run on plain values, return plain results.
 """
 
 import dis
 import inspect
+import operator
 import sys
 
 import numpy as np
@@ -57,7 +59,8 @@ def function_name(func):
     return f"{module}.{name}"
 
 
-def _active(tape):
+def active(tape):
+    """``tape``, if it is the innermost differentiation in progress; otherwise a clear error."""
     if not ACTIVE or ACTIVE[-1] is not tape:
         if tape in ACTIVE or (tape is None and len(ACTIVE) > 1):
             raise UnsupportedOperationError(
@@ -81,7 +84,7 @@ def _unwrap(items):
             if tape is None:
                 tape = x.tape
             elif x.tape is not tape:
-                _active(None)
+                active(None)
             values.append(x.value)
         else:
             values.append(x)
@@ -140,7 +143,7 @@ def checkpoint(region):
     return lambda: np.copyto(region, saved)
 
 
-def _fresh(y, tape):
+def fresh(y, tape):
     """Wrap a fresh float result as a buffer of its own."""
     if type(y) is not np.ndarray:
         y = np.asarray(y)
@@ -265,8 +268,8 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
         rule = CONSTANT
     if out is not None:
         return _write_elementwise(ufunc, rule, tape, inputs, values, out, kwargs)
-    _active(tape)
-    yt = _fresh(ufunc(*values, **kwargs), tape)
+    active(tape)
+    yt = fresh(ufunc(*values, **kwargs), tape)
     traced = _differentiable(rule, inputs)
     if not traced:
         return yt
@@ -298,7 +301,7 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, out, kwargs):
                 "mutad is not tracing, so its gradient would be lost. Create the destination "
                 "from a traced value: np.zeros_like(x) or np.empty(n, like=x).")
         return ufunc(*values, out=out, **kwargs)
-    tape = _active(out.tape if tape is None else tape)
+    tape = active(out.tape if tape is None else tape)
     target = out.value
     position = next((i for i, x in enumerate(inputs)
                      if type(x) is Traced and same_region(x.value, target)), None)
@@ -364,7 +367,7 @@ def _output(tape, y, leaves):
                     break
         return Traced(y, Buffer(y), tape, True), True
     if isinstance(y, np.floating):
-        return _fresh(y, tape), True
+        return fresh(y, tape), True
     return y, False
 
 
@@ -373,7 +376,7 @@ def apply_function(name, rule, args, kwargs, tape=None):
     out = kwargs.pop("out", None) if "out" in kwargs else None
     _reject_traced_kwargs(name, kwargs)
     arg_tape, values = _unwrap_args(args)
-    tape = _active(arg_tape or tape)
+    tape = active(arg_tape or tape)
     y, back = rule(*values, **kwargs)
     leaves = list(_leaves(args))
     if isinstance(y, (tuple, list)):
@@ -384,9 +387,9 @@ def apply_function(name, rule, args, kwargs, tape=None):
     else:
         wrapped = [_output(tape, y, leaves)]
         result = wrapped[0][0]
-    fresh = [w.buffer if is_fresh else None for w, is_fresh in wrapped]
-    if leaves and any(fresh):
-        _record_function(tape, back, args, fresh, multiple=isinstance(y, (tuple, list)))
+    created = [w.buffer if is_fresh else None for w, is_fresh in wrapped]
+    if leaves and any(created):
+        _record_function(tape, back, args, created, multiple=isinstance(y, (tuple, list)))
     if out is not None:
         if isinstance(y, (tuple, list)):
             raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")
@@ -448,7 +451,7 @@ def apply_array_function(func, args, kwargs, tape):
         return apply_function(function_name(func), rule, args, kwargs, tape)
     handler = INPLACE.get(func)
     if handler is not None:
-        _active(tape)
+        active(tape)
         return handler(*args, **kwargs)
     if func in NONDIFF:
         return func(*plain(args), **plain(kwargs))
@@ -468,86 +471,6 @@ def plain(tree):
     if type(tree) is dict:
         return {k: plain(v) for k, v in tree.items()}
     return tree
-
-
-# ----------------------------------------------------------------------------------------------
-# Indexing
-
-
-def _has_integer_array(key):
-    items = key if type(key) is tuple else (key,)
-    return any(isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype.kind in "iu"
-               for k in items)
-
-
-def getitem(x, key):
-    tape = _active(x.tape)
-    key = plain(key)
-    y = x.value[key]
-    if isinstance(y, np.ndarray) and y.base is not None and owner(y) is owner(x.value):
-        return view_of(x, y, tape)
-    yt = _fresh(y, tape)
-    buffer = yt.buffer
-    source = locate(x)
-    may_repeat = _has_integer_array(key)
-
-    def back(shadows):
-        dy = shadows.pop(buffer)
-        if dy is None:
-            return
-        if may_repeat:
-            shadows.add_at(source, key, dy)  # repeated indices each add their share
-        else:
-            region = shadows.of(source)
-            region[key] += dy
-
-    tape.record(back)
-    return yt
-
-
-def setitem(x, key, value):
-    tape = _active(x.tape)
-    key = plain(key)
-    region = x.value[key]
-    if isinstance(region, np.ndarray) and region.base is not None and owner(region) is owner(x.value):
-        if type(value) is Traced and same_region(value.value, region):
-            return  # `x[k] += v` ends by assigning the updated view onto itself: nothing to do
-        apply_ufunc(np.positive, (value,), out=view_of(x, region, tape))
-    elif not isinstance(region, np.ndarray):  # x[i] = v with a scalar element: a 0-d view
-        key = (key if type(key) is tuple else (key,)) + (Ellipsis,)
-        apply_ufunc(np.positive, (value,), out=view_of(x, x.value[key], tape))
-    else:
-        _scatter(tape, x, key, value, saved=region)
-
-
-def _scatter(tape, x, key, value, saved):
-    """``x[key] = value`` with an advanced index: checkpoint the region, write, record."""
-    if type(value) is Traced:
-        _active(value.tape)
-    if _has_integer_array(key):
-        written = np.zeros(x.value.shape, bool)
-        written[key] = True
-        if np.count_nonzero(written) < written[key].size:
-            raise UnsupportedOperationError(
-                "x[index] = value with repeated indices: NumPy keeps one of the values and does "
-                "not say which, so the gradient is undefined. Remove the duplicates (np.unique), "
-                "or use np.add.at to add them.")
-    tape.before_write(x.buffer.key)
-    target = x.value
-    target[key] = value.value if type(value) is Traced else value
-    target_place, value_place = locate(x), locate(value)
-
-    def back(shadows):
-        shadow = shadows.get(target_place)
-        dy = None
-        if shadow is not None:
-            dy = shadow[key]
-            shadow[key] = 0
-        target[key] = saved
-        if dy is not None and value_place is not None:
-            shadows.add(value_place, unbroadcast(dy, value_place.shape), owned=True)
-
-    tape.record(back)
 
 
 def _conversion_error(what):
@@ -630,7 +553,7 @@ class Traced:
         if key in FUNCTIONS:
             return apply_function(f"np.{ufunc.__name__}.{method}", FUNCTIONS[key], inputs, kwargs)
         if key in INPLACE:
-            _active(self.tape)
+            active(self.tape)
             return INPLACE[key](*inputs, **kwargs)
         if ufunc in NONDIFF:
             return getattr(ufunc, method)(*plain(inputs), **plain(kwargs))
@@ -695,10 +618,10 @@ class Traced:
     # indexing -------------------------------------------------------------------------------
 
     def __getitem__(self, key):
-        return getitem(self, key)
+        return INPLACE[operator.getitem](self, key)
 
     def __setitem__(self, key, value):
-        setitem(self, key, value)
+        INPLACE[operator.setitem](self, key, value)
 
     # operators ------------------------------------------------------------------------------
 
@@ -749,10 +672,10 @@ class Traced:
 
     def sort(self, axis=-1, kind=None, order=None):
         """Sorts in place, as ``ndarray.sort``."""
-        setitem(self, Ellipsis, np.sort(self, axis=axis, kind=kind, order=order))
+        self[...] = np.sort(self, axis=axis, kind=kind, order=order)
 
     def fill(self, value):
-        setitem(self, Ellipsis, value)
+        self[...] = value
 
     def view(self, *args, **kwargs):
         raise UnsupportedOperationError(
@@ -781,7 +704,7 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
     """
     _reject_traced_kwargs(name, kwargs)
     tape, values = _unwrap_args(args)
-    tape = _active(tape)
+    tape = active(tape)
     for i in writes:
         if i < len(args) and isinstance(args[i], np.ndarray) and args[i].dtype.kind == "f":
             raise UntracedWriteError(

@@ -1,4 +1,10 @@
-"""Gathers and scatters beyond ``x[key]``: take, sort, choose, diff, interp; ufunc.at, put, copyto.
+"""Indexing: ``x[key]`` and ``x[key] = value``, and the gathers and scatters beyond them: take,
+sort, choose, diff, interp; ufunc.at, put, copyto.
+
+Basic indexing gives a view, which records nothing; assigning to one is the core's in-place
+path (``np.positive`` into the view). Advanced indexing gathers (its pullback adds the
+cotangent back where each element came from, repeated indices each adding their share) and
+scatters (the written region is checkpointed).
 
 A gather copies elements of its input, so its pullback adds each output's cotangent back where
 the element came from (``gather_cotangent`` in ``shape.py``, which also sums repeated indices).
@@ -11,11 +17,15 @@ overlap the target, otherwise the written region is checkpointed. The others (``
 they perform, ``a[key] = values``, so the core's one scatter path records them.
 """
 
+import operator
+
 import numpy as np
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..registry import definplace
-from ..tracing import Traced, locate, plain, unbroadcast
+from ..tracing import (Traced, active, apply_ufunc, fresh, locate, plain, unbroadcast,
+                       view_of)
+from ..views import owner, same_region
 from .linalg import rule_for
 from .shape import gather_cotangent
 
@@ -357,3 +367,86 @@ def copyto(dst, src, casting="same_kind", where=True):
         dst[...] = np.where(where, src, dst)
     return None
 
+
+# ----------------------------------------------------------------------------------------------
+# x[key] and x[key] = value: views, gathers and scatters
+
+
+def _has_integer_array(key):
+    items = key if type(key) is tuple else (key,)
+    return any(isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype.kind in "iu"
+               for k in items)
+
+
+@definplace(operator.getitem)
+def getitem(x, key):
+    """``x[key]``: a view for basic indexing (no record), else a gather."""
+    tape = active(x.tape)
+    key = plain(key)
+    y = x.value[key]
+    if isinstance(y, np.ndarray) and y.base is not None and owner(y) is owner(x.value):
+        return view_of(x, y, tape)
+    yt = fresh(y, tape)
+    buffer = yt.buffer
+    source = locate(x)
+    may_repeat = _has_integer_array(key)
+
+    def back(shadows):
+        dy = shadows.pop(buffer)
+        if dy is None:
+            return
+        if may_repeat:
+            shadows.add_at(source, key, dy)  # repeated indices each add their share
+        else:
+            region = shadows.of(source)
+            region[key] += dy
+
+    tape.record(back)
+    return yt
+
+
+@definplace(operator.setitem)
+def setitem(x, key, value):
+    """``x[key] = value``: the core's in-place path on the view ``x[key]``, or a scatter."""
+    tape = active(x.tape)
+    key = plain(key)
+    region = x.value[key]
+    if isinstance(region, np.ndarray) and region.base is not None and owner(region) is owner(x.value):
+        if type(value) is Traced and same_region(value.value, region):
+            return  # `x[k] += v` ends by assigning the updated view onto itself: nothing to do
+        apply_ufunc(np.positive, (value,), out=view_of(x, region, tape))
+    elif not isinstance(region, np.ndarray):  # x[i] = v with a scalar element: a 0-d view
+        key = (key if type(key) is tuple else (key,)) + (Ellipsis,)
+        apply_ufunc(np.positive, (value,), out=view_of(x, x.value[key], tape))
+    else:
+        _scatter(tape, x, key, value, saved=region)
+
+
+def _scatter(tape, x, key, value, saved):
+    """``x[key] = value`` with an advanced index: checkpoint the region, write, record."""
+    if type(value) is Traced:
+        active(value.tape)
+    if _has_integer_array(key):
+        written = np.zeros(x.value.shape, bool)
+        written[key] = True
+        if np.count_nonzero(written) < written[key].size:
+            raise UnsupportedOperationError(
+                "x[index] = value with repeated indices: NumPy keeps one of the values and does "
+                "not say which, so the gradient is undefined. Remove the duplicates (np.unique), "
+                "or use np.add.at to add them.")
+    tape.before_write(x.buffer.key)
+    target = x.value
+    target[key] = value.value if type(value) is Traced else value
+    target_place, value_place = locate(x), locate(value)
+
+    def back(shadows):
+        shadow = shadows.get(target_place)
+        dy = None
+        if shadow is not None:
+            dy = shadow[key]
+            shadow[key] = 0
+        target[key] = saved
+        if dy is not None and value_place is not None:
+            shadows.add(value_place, unbroadcast(dy, value_place.shape), owned=True)
+
+    tape.record(back)
