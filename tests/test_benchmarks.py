@@ -103,3 +103,9 @@ def test_mutad_handles_the_literal_addvecs(system):
     found = peers.behaviour(system, WORKLOADS["addvecs"].build(n=10))
     assert found["a += b"]["ok"] and found["a[:] += b"]["ok"], found
     assert not found["caller's a mutated"]
+
+
+def test_a_gradient_with_nan_fails_the_comparison():
+    from mutad.bench.harness import relative_difference
+
+    assert relative_difference(np.array([np.nan, 1.0]), np.ones(2)) == float("inf")

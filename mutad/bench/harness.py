@@ -153,6 +153,8 @@ def symmetric_part(g):
 def relative_difference(a, b):
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return float("inf")  # NaN compares false with every tolerance: make it fail them
     scale = np.max(np.abs(b)) if b.size else 0.0
     difference = np.max(np.abs(a - b)) if a.size else 0.0
     return float(difference / scale) if scale else float(difference)
@@ -257,7 +259,8 @@ def check(problem, workload_name, system, value, gradients, reference_dir,
     results["directional_derivative"] = along_gradient
     results["finite_difference"] = finite_difference
     results["finite_difference_error"] = (
-        abs(along_gradient - finite_difference) / max(abs(finite_difference), 1e-300))
+        abs(along_gradient - finite_difference) / max(abs(finite_difference), 1e-300)
+        if np.isfinite(along_gradient) else float("inf"))
     ok = ok and results["finite_difference_error"] <= FINITE_DIFFERENCE_TOLERANCE
     if shared["gradients"] is not None:
         results["gradient_error"] = gradient_difference(problem, gradients, shared["gradients"])

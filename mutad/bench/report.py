@@ -150,11 +150,11 @@ def _check_label(result):
     if checks["ok"]:
         return "ok"
     reasons = []
-    if checks["loss_error"] > 1e-10:
+    if not checks["loss_error"] <= 1e-10:
         reasons.append("loss")
-    if (checks.get("gradient_error") or 0) > 1e-8:
+    if not (checks.get("gradient_error") or 0) <= 1e-8:
         reasons.append("gradient")
-    if (checks.get("finite_difference_error") or 0) > 1e-6:
+    if not (checks.get("finite_difference_error") or 0) <= 1e-6:
         reasons.append("fd")
     if checks.get("arguments_unchanged") is False:
         reasons.append("arguments changed")
