@@ -23,6 +23,8 @@ right-hand side), the result is copied back, so the call stays in place either w
 (True, [[4.0, 1.0], [1.0, 3.0]])
 """
 
+import functools
+
 import numpy as np
 import scipy.linalg
 from scipy.linalg import get_blas_funcs, get_lapack_funcs
@@ -93,6 +95,26 @@ def _triangular_condition(T, lower, unit=False):
         rcond, _ = trcon(F, norm=norm, uplo=uplo, diag="U" if unit else "N")
         growth /= max(rcond, 1e-300)
     return growth
+
+
+@functools.lru_cache(maxsize=8)
+def _triangle_mask(n, lower, diagonal):
+    """Where a triangular matrix's free entries are: a boolean n × n mask (cached)."""
+    mask = np.tri(n, dtype=bool) if lower else ~np.tri(n, k=-1, dtype=bool)
+    if not diagonal:
+        mask[np.diag_indices(n)] = False
+    return mask
+
+
+def _subtract_product(M, left, right, lower=None, diagonal=True):
+    """``M -= left @ rightᵀ`` where ``left`` and ``right`` are vectors (an outer product) or
+    stacks of columns; only on one triangle of ``M`` when ``lower`` is given. One matrix
+    product and one masked subtraction: two passes over ``M``'s size."""
+    if left.ndim == 1:
+        left, right = left[:, None], right[:, None]
+    product = left @ right.T
+    where = True if lower is None else _triangle_mask(M.shape[0], lower, diagonal)
+    np.subtract(M, product, out=M, where=where)
 
 
 def _zero_strict_upper(A):
@@ -226,10 +248,7 @@ def _cholesky_solve_rule(L, b, growth=1.0):
             u, w = x.copy(), db.copy()
             triangular_(L, True, u, transpose=True, solve=False)
             triangular_(L, True, w, transpose=True, solve=False)
-            if x.ndim == 1:
-                dL -= np.tril(np.outer(db, u) + np.outer(x, w))
-            else:
-                dL -= np.tril(db @ u.T + x @ w.T)
+            _subtract_product(dL, np.column_stack([db, x]), np.column_stack([u, w]), lower=True)
         triangular_(L, True, b, transpose=True, solve=False)  # restore b = L (Lᵀ x)
         triangular_(L, True, b, solve=False)
 
@@ -266,10 +285,8 @@ def _solve_triangular_rule(T, b, lower, transpose, unit):
         triangular_(T, lower, db, transpose=not transpose, unit=unit)  # b̄ = op(T)⁻ᵀ x̄
         if dT is not None:
             # op(T) x = b: op(T)‾ = -b̄ xᵀ, read back through op onto the stored triangle only.
-            G = np.outer(db, x) if x.ndim == 1 else db @ x.T
-            if transpose:
-                G = G.T
-            dT -= np.tril(G, -int(unit)) if lower else np.triu(G, int(unit))
+            left, right = (x, db) if transpose else (db, x)
+            _subtract_product(dT, left, right, lower=lower, diagonal=not unit)
         triangular_(T, lower, b, transpose=transpose, solve=False, unit=unit)  # b = op(T) x
 
     return back
@@ -464,7 +481,7 @@ def _general_solve_rule(A, b):
         factor = scipy.linalg.lu_factor(A, check_finite=False)
         db[...] = scipy.linalg.lu_solve(factor, db, trans=1, check_finite=False)  # b̄ = A⁻ᵀ x̄
         if dA is not None:
-            dA -= np.outer(db, x) if x.ndim == 1 else db @ x.T        # Ā = -b̄ xᵀ
+            _subtract_product(dA, db, x)                               # Ā = -b̄ xᵀ
 
     return back
 
