@@ -45,7 +45,7 @@ class ElementwiseRule:
     whether the inverse is exact enough for these other operands.
     """
 
-    __slots__ = ("partials", "uses", "reads", "inverse", "is_safe")
+    __slots__ = ("partials", "uses", "reads", "inverse", "is_safe", "plans")
 
     def __init__(self, partials, uses="x", reads=None, inverse=(), is_safe=always):
         self.partials = partials
@@ -54,6 +54,7 @@ class ElementwiseRule:
         self.reads = reads if reads is not None else (everything,) * len(partials)
         self.inverse = inverse
         self.is_safe = is_safe
+        self.plans = {}  # which inputs are traced -> (differentiated inputs, values read)
 
 
 def elementwise(ufunc, *partials, uses="x", reads=None, inverse=(), is_safe=always):

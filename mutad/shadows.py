@@ -22,7 +22,17 @@ _serial = itertools.count()
 
 
 class Buffer:
-    """What a shadow needs to know about a buffer, without holding its memory."""
+    """What a shadow needs to know about a buffer, without holding its memory.
+
+    A buffer is also the place of all of itself (``buffer``, ``whole``, ``offset``, ``shape``,
+    ``strides``, ``dtype``), so naming a whole buffer allocates nothing.
+    """
+
+    whole = True
+
+    @property
+    def buffer(self):
+        return self
 
     __slots__ = ("key", "dtype", "shape", "strides", "offset", "span", "low", "c_contiguous")
 
@@ -61,8 +71,8 @@ class Place:
 
 
 def whole(buffer):
-    """The place covering all of ``buffer``."""
-    return Place(buffer, True, buffer.offset, buffer.shape, buffer.strides, buffer.dtype)
+    """The place covering all of ``buffer``: the buffer itself."""
+    return buffer
 
 
 class Shadows:

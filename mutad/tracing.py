@@ -76,19 +76,22 @@ def active(tape):
 
 
 def _unwrap(items):
-    """Plain values of ``items`` and the tape of the traced ones."""
+    """Plain values of ``items``, the tape of the traced ones, and which are traced (a bit
+    mask: bit i for item i)."""
     tape = None
     values = []
-    for x in items:
+    traced = 0
+    for i, x in enumerate(items):
         if type(x) is Traced:
             if tape is None:
                 tape = x.tape
             elif x.tape is not tape:
                 active(None)
             values.append(x.value)
+            traced |= 1 << i
         else:
             values.append(x)
-    return tape, values
+    return tape, values, traced
 
 
 def _unwrap_args(args):
@@ -100,7 +103,7 @@ def _unwrap_args(args):
             tape = tape or x.tape
             values.append(x.value)
         elif type(x) in (list, tuple) and any(type(e) is Traced for e in x):
-            inner_tape, inner = _unwrap(x)
+            inner_tape, inner, _ = _unwrap(x)
             tape = tape or inner_tape
             values.append(type(x)(inner))
         else:
@@ -163,7 +166,7 @@ def locate(x):
     if type(x) is not Traced:
         return None
     if x.whole:
-        return whole(x.buffer)
+        return x.buffer  # a buffer is the place of all of itself
     value = x.value
     return Place(x.buffer, False, address(value) - x.buffer.low, value.shape, value.strides,
                  value.dtype)
@@ -232,22 +235,26 @@ def _times_partial(dy, partial, y, values, out):
     return out
 
 
-def _differentiable(rule, inputs):
-    return [i for i, x in enumerate(inputs) if type(x) is Traced and rule.partials[i] is not None]
+def _differentiable(rule, pattern, count):
+    """The positions of the inputs that get a gradient, and of those their partials read:
+    worked out once per rule and ``pattern`` of traced inputs (bit i: input i is traced)."""
+    plan = rule.plans.get(pattern)
+    if plan is None:
+        traced = [i for i in range(count) if pattern >> i & 1 and rule.partials[i] is not None]
+        read = {j for i in traced for j in rule.reads[i]}
+        plan = rule.plans[pattern] = (traced, None if len(read) == count else read)
+    return plan
 
 
-def _read_by_partials(rule, values, traced):
-    """``values`` with None for every input no partial of a traced input reads."""
-    read = set()
-    for i in traced:
-        read.update(rule.reads[i])
-    if len(read) == len(values):
+def _read_by_partials(values, read):
+    """``values`` with None for every input no partial reads (``read`` None: all are read)."""
+    if read is None:
         return values
     return [v if i in read else None for i, v in enumerate(values)]
 
 
 def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
-    tape, values = _unwrap(inputs)
+    tape, values, pattern = _unwrap(inputs)
     kwargs = dict(kwargs) if kwargs else {}
     if kwargs.get("where", True) is not True:
         raise UnsupportedOperationError(
@@ -267,14 +274,14 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
             return ufunc(*values, **kwargs)
         rule = CONSTANT
     if out is not None:
-        return _write_elementwise(ufunc, rule, tape, inputs, values, out, kwargs)
+        return _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs)
     active(tape)
     yt = fresh(ufunc(*values, **kwargs), tape)
-    traced = _differentiable(rule, inputs)
+    traced, reads = _differentiable(rule, pattern, len(inputs))
     if not traced:
         return yt
     y = yt.value if "y" in rule.uses else None
-    read = _read_by_partials(rule, values, traced)
+    read = _read_by_partials(values, reads)
     places = [locate(x) for x in inputs]
     buffer = yt.buffer
 
@@ -292,8 +299,8 @@ def _may_overlap(target, x):
             and np.may_share_memory(x.value, target.value))
 
 
-def _write_elementwise(ufunc, rule, tape, inputs, values, out, kwargs):
-    traced = _differentiable(rule, inputs)
+def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
+    traced, reads = _differentiable(rule, pattern, len(inputs))
     if type(out) is not Traced:
         if traced:
             raise UntracedWriteError(
@@ -323,7 +330,7 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, out, kwargs):
     tape.before_write(out.buffer.key)
     ufunc(*values, out=target, **kwargs)
     recompute_y = "x" in rule.uses and "y" in rule.uses
-    read = values if recompute_y else _read_by_partials(rule, values, traced)
+    read = values if recompute_y else _read_by_partials(values, reads)
     places = [locate(x) for x in inputs]
     target_place = locate(out)
 
@@ -415,10 +422,11 @@ def _record_function(tape, back, args, outputs, multiple):
             cotangents = back(dys[0])
         rows = []
         for p, g in zip(places, cotangents, strict=True):
-            if type(p) is Place:
+            if type(p) is list:  # a sequence argument: one place per item
+                if g is not None:
+                    rows.extend((e, ge) for e, ge in zip(p, g, strict=True) if e is not None)
+            elif p is not None:
                 rows.append((p, g))
-            elif p is not None and g is not None:
-                rows.extend((e, ge) for e, ge in zip(p, g, strict=True) if e is not None)
         _add_all(shadows, rows, primals)
 
     tape.record(back_record)
