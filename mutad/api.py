@@ -1,11 +1,19 @@
 """The differentiating functions of the public API, as short compositions of the core."""
 
+import weakref
+
 import numpy as np
 
-from .errors import ArgnumsError, MutadError, NonScalarOutputError, PullbackReusedError
+from .errors import (
+    ArgnumsError,
+    ConstantModifiedError,
+    MutadError,
+    NonScalarOutputError,
+    PullbackReusedError,
+)
 from .shadows import Buffer, Shadows
 from .tape import Tape
-from .tracing import ACTIVE, Traced
+from .tracing import ACTIVE, Traced, thaw
 from .trees import check_real, flatten, is_float_array, is_float_scalar
 from .views import owner, same_region, spans
 
@@ -78,6 +86,13 @@ class Run:
             # NumPy wraps errors raised while it converts an element (``out[0] = x``).
             if isinstance(error.__cause__, MutadError):
                 raise error.__cause__ from None
+            if self.tape.frozen and "read-only" in str(error):
+                raise ConstantModifiedError(
+                    f"{error}: this array was read as a constant by an operation mutad "
+                    "recorded, and its gradient needs those values, so mutad keeps it read-only "
+                    "while it differentiates. Write into a new array instead (w = w.copy(), or "
+                    "w = np.cos(...) rather than w[:] = ...), or create it from a traced value "
+                    "(np.zeros_like(x)) so that mutad tracks its writes.") from error
             raise
         finally:
             ACTIVE.pop()
@@ -104,7 +119,9 @@ class Run:
         return tuple(rebuild(leaf_values[start:start + n]) for start, n, rebuild in self.rebuilds)
 
     def restore(self):
-        """Write back the caller's original bytes, and drop the tape."""
+        """Write back the caller's original bytes, make frozen constants writable again, and
+        drop the tape."""
+        thaw(self.tape)
         self.tape.records.clear()
         while self.saved:
             x, original = self.saved.pop()
@@ -209,7 +226,9 @@ def pullback(f, *args, policy="restore"):
 
     ``y`` is a plain array (or the same structure of them) that never aliases the arguments.
     The caller's arrays are left as ``f`` left them until ``back`` runs, which puts them back
-    as they were before ``f``. ``back`` may be called once.
+    as they were before ``f``. ``back`` may be called once. Untraced arrays that ``f``'s
+    operations read as constants stay read-only until then (or until ``back`` is discarded):
+    ``back`` needs their values.
 
     >>> import numpy as np, mutad
     >>> def f(x):
@@ -257,5 +276,6 @@ def pullback(f, *args, policy="restore"):
         finally:
             run.restore()
 
+    weakref.finalize(back, thaw, run.tape)  # a back never called still releases the constants
     return rebuild(plain), back
 

@@ -88,3 +88,14 @@ class NotPositiveDefiniteError(MutadError, LinAlgError):
     (exactly, for a symmetric matrix). Fix: check the matrix is symmetric positive definite, or
     add a small multiple of the identity.
     """
+
+
+class ConstantModifiedError(MutadError):
+    """An untraced array that a recorded operation reads was written afterwards.
+
+    Example: ``w = np.empty(n)`` is filled with constants and used in ``x = x * w``, then
+    overwritten on the next loop iteration (``w[:] = ...``). The gradient of the first product
+    needs the first values of ``w``, so mutad makes such arrays read-only while it differentiates,
+    and the write fails. Fix: write into a new array each time (``w = np.cos(...)``), or create
+    ``w`` from a traced value (``np.zeros_like(x)``) so that mutad tracks its writes.
+    """

@@ -40,7 +40,7 @@ DRIFT_LIMIT = 1e4
 class Tape:
     """The records of one differentiation, and the policy for putting overwritten bytes back."""
 
-    __slots__ = ("records", "policy", "guards", "drift")
+    __slots__ = ("records", "policy", "guards", "drift", "frozen")
 
     def __init__(self, policy="restore"):
         if policy not in POLICIES:
@@ -51,6 +51,7 @@ class Tape:
         self.policy = policy
         self.guards = {}
         self.drift = {}
+        self.frozen = []  # untraced objects records read, kept immutable while the tape lives
 
     def record(self, back):
         """Append a record: ``back(shadows)`` is called once, during the replay."""

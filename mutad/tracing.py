@@ -140,6 +140,28 @@ def unbroadcast(g, shape):
     return g.reshape(shape)
 
 
+def freeze(tape, value):
+    """Make an untraced array that a record reads read-only while the tape lives.
+
+    A record keeps such arrays by reference; if the program overwrote one later (a work array
+    refilled on every step), the replay would read the new values and the gradient would be
+    silently wrong. Frozen, that write fails instead, and ``api`` reports it as a
+    ``ConstantModifiedError`` naming the fix.
+    """
+    if type(value) is np.ndarray and value.flags.writeable:
+        value.flags.writeable = False
+        tape.frozen.append(value)
+    elif type(value) in (list, tuple):
+        for item in value:
+            freeze(tape, item)
+
+
+def thaw(tape):
+    """Make the arrays ``freeze`` made read-only writable again."""
+    while tape.frozen:
+        tape.frozen.pop().flags.writeable = True
+
+
 def checkpoint(region):
     """Save ``region`` before it is overwritten; return the callable that copies it back."""
     saved = region.copy()
@@ -282,6 +304,9 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
         return yt
     y = yt.value if "y" in rule.uses else None
     read = _read_by_partials(values, reads)
+    for i, v in enumerate(read):
+        if pattern >> i & 1 == 0:
+            freeze(tape, v)
     places = [locate(x) for x in inputs]
     buffer = yt.buffer
 
@@ -327,6 +352,9 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
         is_safe = None
     undo = tape.undo_for(inverse, is_safe, lambda: checkpoint(target), out.buffer.key,
                          whole=out.whole)
+    for i, v in enumerate(values):
+        if pattern >> i & 1 == 0:
+            freeze(tape, v)
     tape.before_write(out.buffer.key)
     ufunc(*values, out=target, **kwargs)
     recompute_y = "x" in rule.uses and "y" in rule.uses
@@ -386,6 +414,13 @@ def apply_function(name, rule, args, kwargs, tape=None):
     tape = active(arg_tape or tape)
     y, back = rule(*values, **kwargs)
     leaves = list(_leaves(args))
+    if leaves:  # the pullback may read the untraced arguments: keep them as they are
+        for x, v in zip(args, values, strict=True):
+            if type(x) is not Traced:
+                freeze(tape, [e for e in x if type(e) is not Traced]
+                       if type(x) in (list, tuple) else v)
+        for v in kwargs.values():
+            freeze(tape, v)
     if isinstance(y, (tuple, list)):
         wrapped = [_output(tape, yi, leaves) for yi in y]
         items = [w for w, _ in wrapped]
@@ -727,6 +762,9 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
     for _, t in written:
         tape.before_write(t.buffer.key)
     back, result = run_rule(*values, **kwargs)
+    for i, (x, v) in enumerate(zip(args, values, strict=True)):
+        if type(x) is not Traced and i not in writes:
+            freeze(tape, v)
     if not callable(back):
         raise MutadError(f"the in-place rule of {name} must return its back function.")
     places = [locate(x) for x in args]

@@ -125,3 +125,46 @@ def test_nested_differentiation_is_refused_clearly():
     with pytest.raises(errors.UnsupportedOperationError, match="nested differentiation"):
         mutad.gradient(outer, x)
     assert x.tobytes() == before
+
+
+def refill_constant(x):
+    w = np.empty(x.shape)
+    for k in range(3):
+        w[:] = np.cos(k + np.arange(x.size))  # the same work array, refilled
+        x = x * w
+    return x.sum()
+
+
+def reuse_matrix(x):
+    M = np.ones((x.size, x.size))
+    y = np.dot(M, x)
+    M += 1.0  # the product's pullback needs the first M
+    return (np.dot(M, y)).sum()
+
+
+def shift_indices(x):
+    index = np.array([0, 2])
+    y = x[index]
+    index += 1  # the gather's pullback scatters through the first index
+    return (y * x[index]).sum()
+
+
+@pytest.mark.parametrize("f", [refill_constant, reuse_matrix, shift_indices],
+                         ids=lambda f: f.__name__)
+def test_overwriting_a_constant_a_record_reads_is_refused(f):
+    x = np.linspace(0.5, 1.5, 4)
+    before = x.tobytes()
+    with pytest.raises(errors.ConstantModifiedError, match="copy"):
+        mutad.gradient(f, x)
+    assert x.tobytes() == before
+
+
+def test_constants_are_writable_again_after_the_gradient():
+    w = np.ones(3)
+    mutad.gradient(lambda x: (x * w).sum(), np.ones(3))
+    w[0] = 2.0
+    _, back = mutad.pullback(lambda x: x * w, np.ones(3))
+    with pytest.raises(ValueError):
+        w[0] = 3.0  # back still needs w
+    del back
+    w[0] = 3.0

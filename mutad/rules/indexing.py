@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..registry import definplace
-from ..tracing import (Traced, active, apply_ufunc, fresh, locate, plain, unbroadcast,
+from ..tracing import (Traced, active, apply_ufunc, freeze, fresh, locate, plain, unbroadcast,
                        view_of)
 from ..views import owner, same_region
 from .linalg import rule_for
@@ -284,6 +284,9 @@ def _unbuffered(ufunc, opposite, sign):
         undo = tape.undo_for(inverse, is_safe, save)
         tape.before_write(a.buffer.key)
         ufunc.at(target, key, values)
+        freeze(tape, key)
+        if type(b) is not Traced:
+            freeze(tape, values)
         a_place, b_place = locate(a), locate(b)
 
         def back(shadows):
@@ -390,6 +393,7 @@ def getitem(x, key):
     buffer = yt.buffer
     source = locate(x)
     may_repeat = _has_integer_array(key)
+    freeze(tape, key)
 
     def back(shadows):
         dy = shadows.pop(buffer)
@@ -437,6 +441,7 @@ def _scatter(tape, x, key, value, saved):
     tape.before_write(x.buffer.key)
     target = x.value
     target[key] = value.value if type(value) is Traced else value
+    freeze(tape, key)
     target_place, value_place = locate(x), locate(value)
 
     def back(shadows):
