@@ -352,13 +352,13 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
         is_safe = None
     undo = tape.undo_for(inverse, is_safe, lambda: checkpoint(target), out.buffer.key,
                          whole=out.whole)
-    for i, v in enumerate(values):
-        if pattern >> i & 1 == 0:
-            freeze(tape, v)
     tape.before_write(out.buffer.key)
     ufunc(*values, out=target, **kwargs)
     recompute_y = "x" in rule.uses and "y" in rule.uses
     read = values if recompute_y else _read_by_partials(values, reads)
+    for i, v in enumerate(values):  # freeze the untraced operands the replay will read
+        if pattern >> i & 1 == 0 and (read[i] is not None or (undo is inverse and i != position)):
+            freeze(tape, v)
     places = [locate(x) for x in inputs]
     target_place = locate(out)
 

@@ -168,3 +168,18 @@ def test_constants_are_writable_again_after_the_gradient():
         w[0] = 3.0  # back still needs w
     del back
     w[0] = 3.0
+
+
+def test_constants_only_copied_into_a_traced_array_stay_writable():
+    t = np.linspace(0.0, 1.0, 4)
+
+    def f(x):
+        work = np.empty(4)
+        total = np.zeros_like(x)
+        for k in range(3):
+            work[:] = np.cos(k * t)   # refilled: only ever copied into total, never read later
+            total[:] = work
+            total += x * k
+        return total.sum()
+
+    assert np.allclose(mutad.gradient(f, np.ones(4))[0], 2.0)
