@@ -79,7 +79,7 @@ class Run:
             self.saved.append((x, x.copy()))
 
     def call(self, f, args, kwargs=None):
-        ACTIVE.append(self.tape)
+        ACTIVE.tapes.append(self.tape)
         try:
             return f(*args, **(kwargs or {}))
         except (ValueError, TypeError) as error:
@@ -95,7 +95,7 @@ class Run:
                     "(np.zeros_like(x)) so that mutad tracks its writes.") from error
             raise
         finally:
-            ACTIVE.pop()
+            ACTIVE.tapes.pop()
 
     def reverse(self, shadows):
         self.tape.replay(shadows)

@@ -25,6 +25,7 @@ import dis
 import inspect
 import operator
 import sys
+import threading
 
 import numpy as np
 
@@ -39,8 +40,15 @@ from .registry import FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule
 from .shadows import Buffer, Place, whole
 from .views import address, owner, same_region
 
-ACTIVE = []
-"""The tapes of the differentiations in progress, innermost last."""
+class _Active(threading.local):
+    """The tapes of the differentiations in progress in this thread, innermost last: threads
+    differentiate independently."""
+
+    def __init__(self):
+        self.tapes = []
+
+
+ACTIVE = _Active()
 
 CONSTANT = ElementwiseRule((None, None, None))
 """The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
@@ -61,8 +69,9 @@ def function_name(func):
 
 def active(tape):
     """``tape``, if it is the innermost differentiation in progress; otherwise a clear error."""
-    if not ACTIVE or ACTIVE[-1] is not tape:
-        if tape in ACTIVE or (tape is None and len(ACTIVE) > 1):
+    tapes = ACTIVE.tapes
+    if not tapes or tapes[-1] is not tape:
+        if tape in tapes or (tape is None and len(tapes) > 1):
             raise UnsupportedOperationError(
                 "a value traced by an outer differentiation reached an inner one (a gradient "
                 "of a function that itself calls mutad.gradient): nested differentiation is "

@@ -195,3 +195,14 @@ def test_a_long_tape_of_small_operations(rng):
 
     (g,) = mutad.gradient(f, x)
     np.testing.assert_allclose(g, np.full(3, 0.9999 ** 20000), rtol=1e-9)
+
+
+def test_threads_differentiate_independently(rng):
+    from concurrent.futures import ThreadPoolExecutor
+
+    xs = [rng.standard_normal(50) for _ in range(8)]
+    expected = [mutad.gradient(leapfrog, x, x[::-1].copy())[0] for x in xs]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda x: mutad.gradient(leapfrog, x, x[::-1].copy())[0], xs))
+    for r, e in zip(results, expected, strict=True):
+        assert np.array_equal(r, e)
