@@ -212,3 +212,17 @@ def test_out_passed_positionally(rng):
     for policy in ("restore", "checkpoint"):
         mutad.check_grads(f, rng.standard_normal((3, 3)), rng.standard_normal((3, 3)),
                           policy=policy)
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_creation_functions_whose_values_depend_on_traced_arguments(policy):
+    mutad.check_grads(lambda a, b: np.sin(np.linspace(a, b, 7)), 0.2, 1.3, policy=policy)
+    mutad.check_grads(lambda a, b: np.sin(np.linspace(a, b, 4, endpoint=False, axis=1)),
+                      np.array([0.1, 0.3]), 2.0, policy=policy)
+    mutad.check_grads(lambda s, x: np.full((2, 3), s, like=x) * x, np.array([0.5, 1.5, 2.0]),
+                      np.ones((2, 3)), policy=policy)
+
+
+def test_arange_with_traced_bounds_names_the_rewrite():
+    with pytest.raises(mutad.MutadError, match="np.arange"):
+        mutad.gradient(lambda a, x: (np.arange(a, 3.0, like=x) * x[0]).sum(), 0.5, np.ones(2))

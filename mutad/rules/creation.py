@@ -6,7 +6,9 @@ gradients written through it reach their sources.
 
 import numpy as np
 
+from ..errors import UnsupportedOperationError
 from ..registry import FUNCTIONS, defrule
+from ..tracing import unbroadcast
 
 
 def _no_gradient(func):
@@ -17,9 +19,48 @@ def _no_gradient(func):
     return rule
 
 
+# Their values do not depend on the values of their array arguments (only on shapes).
 for _func in (np.zeros_like, np.ones_like, np.empty_like,
-              np.empty, np.zeros, np.ones, np.full, np.arange, np.linspace, np.eye, np.identity):
+              np.empty, np.zeros, np.ones, np.eye, np.identity):
     FUNCTIONS[_func] = _no_gradient(_func)
+
+
+@defrule(np.full)
+def full(shape, fill_value, *args, **kwargs):
+    y = np.full(shape, fill_value, *args, **kwargs)
+    fill_shape = np.shape(fill_value)
+
+    def back(dy):
+        return (None, unbroadcast(np.asarray(dy), fill_shape)) + (None,) * len(args)
+
+    return y, back
+
+
+@defrule(np.linspace)
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    if retstep:
+        raise UnsupportedOperationError(
+            "np.linspace(..., retstep=True) with traced endpoints: compute the step as "
+            "(stop - start) / (num - 1) instead.")
+    y = np.linspace(start, stop, num, endpoint, dtype=dtype, axis=axis)
+    start_shape, stop_shape = np.shape(start), np.shape(stop)
+
+    def back(dy):
+        # y = start + t (stop - start), t = linspace(0, 1, num) along ``axis``.
+        t = np.linspace(0.0, 1.0, num, endpoint, dtype=dy.dtype)
+        t = np.moveaxis(t.reshape((num,) + (1,) * (dy.ndim - 1)), 0, axis)
+        d_stop = (dy * t).sum(axis=axis)
+        d_start = dy.sum(axis=axis) - d_stop
+        return unbroadcast(d_start, start_shape), unbroadcast(d_stop, stop_shape), None
+
+    return y, back
+
+
+@defrule(np.arange)
+def arange(*args, **kwargs):
+    raise UnsupportedOperationError(
+        "np.arange with traced bounds: its length depends on them, so write "
+        "start + step * np.arange(n) (or np.linspace) instead.")
 
 
 @defrule(np.full_like)
