@@ -226,3 +226,15 @@ def test_creation_functions_whose_values_depend_on_traced_arguments(policy):
 def test_arange_with_traced_bounds_names_the_rewrite():
     with pytest.raises(mutad.MutadError, match="np.arange"):
         mutad.gradient(lambda a, x: (np.arange(a, 3.0, like=x) * x[0]).sum(), 0.5, np.ones(2))
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_elementwise_functions_that_are_not_ufuncs(policy):
+    mutad.check_grads(lambda x: np.sinc(x) * x, np.array([-1.3, 0.4, 2.2]), policy=policy)
+    assert mutad.gradient(lambda x: np.sinc(x).sum(), np.zeros(1))[0][0] == 0.0
+    x = np.array([1.0, np.inf, -2.0, np.nan])
+    grad = mutad.gradient(lambda x: (np.nan_to_num(x, posinf=5.0) * 2.0).sum(), x,
+                          policy=policy)[0]
+    assert np.array_equal(grad, [2.0, 0.0, 2.0, 0.0])
+    with pytest.raises(mutad.MutadError, match="x\\[...\\] = np.nan_to_num"):
+        mutad.gradient(lambda x: np.nan_to_num(x, copy=False).sum(), np.ones(2))

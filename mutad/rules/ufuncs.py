@@ -9,7 +9,8 @@ where it is exact up to rounding, and guarded where an operand could make it los
 
 import numpy as np
 
-from ..registry import ONE, elementwise
+from ..errors import UnsupportedOperationError
+from ..registry import ONE, defrule, elementwise
 
 LN2 = np.log(2.0)
 LN10 = np.log(10.0)
@@ -97,3 +98,33 @@ elementwise(np.arctan2,    lambda y, a, b: b / (a * a + b * b), lambda y, a, b: 
 elementwise(np.logaddexp,  lambda y, a, b: np.exp(a - y), lambda y, a, b: np.exp(b - y), uses="xy")
 elementwise(np.logaddexp2, lambda y, a, b: np.exp2(a - y), lambda y, a, b: np.exp2(b - y), uses="xy")
 # fmt: on
+
+
+# Elementwise functions that NumPy writes in Python rather than as ufuncs.
+
+
+@defrule(np.sinc)
+def sinc(x):
+    y = np.sinc(x)
+
+    def back(dy):
+        # d/dx sin(πx)/(πx) = (cos(πx) - sinc(x)) / x, and 0 at x = 0.
+        safe = np.where(x == 0, 1.0, x)
+        return (dy * np.where(x == 0, 0.0, (np.cos(np.pi * x) - np.sinc(x)) / safe),)
+
+    return y, back
+
+
+@defrule(np.nan_to_num)
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    if not copy:
+        raise UnsupportedOperationError(
+            "np.nan_to_num(x, copy=False) on a traced array: write x[...] = np.nan_to_num(x) "
+            "for the same in-place result.")
+    y = np.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
+    finite = np.isfinite(x)
+
+    def back(dy):
+        return (np.where(finite, dy, 0.0),)
+
+    return y, back
