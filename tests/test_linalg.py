@@ -38,6 +38,12 @@ def sign_free_eigh(a):
     return w, v * v, v[0] * v
 
 
+def sign_free_svd(a):
+    """Outputs of the SVD that do not depend on the arbitrary sign of each singular pair."""
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    return u * u, s, vt * vt, (u * s[..., None, :]) @ vt, u[..., :, :1] * vt[..., :1, :]
+
+
 def eigh_upper(a):
     w, v = np.linalg.eigh(a, "U")
     return w, v[1] * v
@@ -135,6 +141,12 @@ MATRIX_FUNCTIONS = [
     SampledCase("eigh-upper",          symmetrised(eigh_upper), arguments(normal(3, 3))),
     SampledCase("eigh-values-field",   symmetrised(lambda a: np.linalg.eigh(a).eigenvalues), arguments(normal(4, 4))),
     SampledCase("eigvalsh",            symmetrised(np.linalg.eigvalsh), arguments(normal(3, 3))),
+    SampledCase("svd-square",          sign_free_svd, arguments(normal(4, 4))),
+    SampledCase("svd-tall",            sign_free_svd, arguments(normal(5, 3))),
+    SampledCase("svd-wide",            sign_free_svd, arguments(normal(3, 5))),
+    SampledCase("svd-batched",         sign_free_svd, arguments(normal(2, 4, 3))),
+    SampledCase("svd-values",          lambda a: np.linalg.svd(a, compute_uv=False), arguments(normal(3, 5))),
+    SampledCase("svd-full-square",     lambda a: np.linalg.svd(a)[1], arguments(normal(3, 3))),
 ]
 
 NORMS = [
@@ -274,3 +286,13 @@ def test_eigh_gradient_matches_trace_identity(rng):
 def test_einsum_sublist_form_is_refused_with_the_fix(rng):
     with pytest.raises(mutad.MutadError, match="subscripts-string form"):
         mutad.gradient(lambda a: np.einsum(a, [0, 0]), rng.standard_normal((2, 2)))
+
+
+def test_svd_of_repeated_singular_values_when_only_the_values_are_used():
+    (grad,) = mutad.gradient(lambda a: np.linalg.svd(a)[1].sum(), 2.0 * np.eye(3))
+    assert np.allclose(grad, np.eye(3))
+
+
+def test_svd_full_matrices_of_a_non_square_matrix_is_refused():
+    with pytest.raises(mutad.MutadError, match="full_matrices=False"):
+        mutad.gradient(lambda a: np.linalg.svd(a)[0].sum(), np.ones((3, 2)))

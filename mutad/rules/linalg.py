@@ -656,3 +656,51 @@ def eigvalsh(a, UPLO="L"):
         return (_eigh_back(w, v, dw, None),)
 
     return w, back
+
+
+def _svd_back(u, s, vt, du, ds, dvt):
+    """The pullback of the thin SVD ``a = u diag(s) vt`` (Townsend 2016, "Differentiating the
+    singular value decomposition", eq. 30). Distinct singular values are assumed: the
+    singular vectors of repeated ones are not determined, and neither is their gradient."""
+    v = transpose(vt)
+    a_bar = u @ (ds[..., :, None] * vt)
+    if du is None and dvt is None:
+        return a_bar
+    s_sq = s * s
+    difference = s_sq[..., None, :] - s_sq[..., :, None]
+    diagonal = np.eye(s.shape[-1], dtype=bool)
+    f = np.where(diagonal, 0.0, 1.0 / np.where(diagonal, 1.0, difference))  # F_ij = 1/(s_j² - s_i²)
+    m, n = u.shape[-2], v.shape[-2]
+    if du is not None:
+        ut_du = transpose(u) @ du
+        a_bar = a_bar + u @ ((f * (ut_du - transpose(ut_du))) * s[..., None, :]) @ vt
+        if m > s.shape[-1]:  # the part of du outside u's column space
+            a_bar = a_bar + (du - u @ ut_du) @ (vt / s[..., :, None])
+    if dvt is not None:
+        dv = transpose(dvt)
+        vt_dv = vt @ dv
+        a_bar = a_bar + u @ (s[..., :, None] * (f * (vt_dv - transpose(vt_dv)))) @ vt
+        if n > s.shape[-1]:
+            a_bar = a_bar + (u / s[..., None, :]) @ transpose(dv - v @ vt_dv)
+    return a_bar
+
+
+@rule_for(np.linalg.svd)
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    m, n = a.shape[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise UnsupportedOperationError(
+            "np.linalg.svd(a, full_matrices=True) of a non-square matrix: the extra singular "
+            "vectors are not determined by a, so they have no gradient. Pass "
+            "full_matrices=False.")
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    if not compute_uv:
+        return s, lambda ds: (_svd_back(u, s, vt, None, ds, None),)
+
+    def back(dys):
+        # Outputs no gradient reached arrive as zeros: skip their terms, which would turn the
+        # undetermined F of repeated singular values into NaN for nothing.
+        du, ds, dvt = (d if d.any() else None for d in dys)
+        return (_svd_back(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt),)
+
+    return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=True), back
