@@ -704,7 +704,7 @@ class Traced:
     # methods --------------------------------------------------------------------------------
 
     for _name in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod",
-                  "ravel", "transpose", "swapaxes", "squeeze", "dot", "clip", "diagonal",
+                  "ravel", "swapaxes", "squeeze", "dot", "clip", "diagonal",
                   "trace", "take", "repeat", "argmax", "argmin", "argsort", "nonzero", "any",
                   "all", "round", "conj", "conjugate", "ptp", "searchsorted"):
         locals()[_name] = _call(_name)
@@ -712,6 +712,10 @@ class Traced:
 
     def reshape(self, *shape, **kwargs):
         return np.reshape(self, shape[0] if len(shape) == 1 else shape, **kwargs)
+
+    def transpose(self, *axes):
+        """As ``ndarray.transpose``: axes as one tuple or as separate arguments."""
+        return np.transpose(self, axes[0] if len(axes) == 1 else axes or None)
 
     def flatten(self, order="C"):
         return np.ravel(self, order=order).copy()

@@ -238,3 +238,13 @@ def test_elementwise_functions_that_are_not_ufuncs(policy):
     assert np.array_equal(grad, [2.0, 0.0, 2.0, 0.0])
     with pytest.raises(mutad.MutadError, match="x\\[...\\] = np.nan_to_num"):
         mutad.gradient(lambda x: np.nan_to_num(x, copy=False).sum(), np.ones(2))
+
+
+def test_methods_take_their_ndarray_signatures():
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    for method in (lambda a: a.transpose(1, 0), lambda a: a.transpose((1, 0)),
+                   lambda a: a.transpose(), lambda a: a.reshape(3, 2), lambda a: a.reshape((6,)),
+                   lambda a: a.swapaxes(0, 1), lambda a: a.cumsum(1), lambda a: a.std(ddof=1),
+                   lambda a: a.repeat(2, axis=0), lambda a: a.take([0, 2], axis=1),
+                   lambda a: a.clip(2.0, 5.0), lambda a: a.max(axis=0), lambda a: a.flatten()):
+        mutad.check_grads(method, x)
