@@ -10,11 +10,11 @@
 """
 
 from . import rules  # noqa: F401  (registers every rule family)
-from .api import gradient, pullback, value_and_gradient
+from .api import gradient, hessian, hvp, jacobian, jvp, pullback, value_and_gradient
 from .errors import MutadError
 from .registry import adjoint, inplace_adjoint
 from . import linalg, testing
 from .testing import check_grads
 
-__all__ = ["MutadError", "adjoint", "check_grads", "gradient", "inplace_adjoint", "linalg",
-           "pullback", "testing", "value_and_gradient"]
+__all__ = ["MutadError", "adjoint", "check_grads", "gradient", "hessian", "hvp", "inplace_adjoint",
+           "jacobian", "jvp", "linalg", "pullback", "testing", "value_and_gradient"]

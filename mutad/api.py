@@ -11,6 +11,7 @@ from .errors import (
     NonScalarOutputError,
     PullbackReusedError,
 )
+from . import forward
 from .shadows import Buffer, Shadows
 from .tape import Tape
 from .tracing import ACTIVE, Traced, thaw
@@ -279,3 +280,126 @@ def pullback(f, *args, policy="restore"):
     weakref.finalize(back, thaw, run.tape)  # a back never called still releases the constants
     return rebuild(plain), back
 
+
+
+# ----------------------------------------------------------------------------------------------
+# Forward mode and second derivatives
+
+
+def jvp(f, primals, tangents):
+    """Forward mode: ``(f(*primals), J tangents)``, through any in-place updates.
+
+    ``primals`` and ``tangents`` are tuples with one entry per positional argument of ``f``,
+    each tangent of its primal's structure and shapes (``None``: zero). Tangents ride alongside
+    the primals and are updated in place with them (``a += b`` makes ``ȧ += ḃ``); views share
+    tangent memory as they share primal memory. ``f`` works on private copies: the caller's
+    arrays are left as they were.
+
+    >>> import numpy as np, mutad
+    >>> def f(x):
+    ...     x *= x            # in place
+    ...     return x[1:] - x[:-1]
+    >>> y, dy = mutad.jvp(f, (np.array([1.0, 2.0, 3.0]),), (np.array([1.0, 0.0, 0.0]),))
+    >>> y.tolist(), dy.tolist()
+    ([3.0, 5.0], [-2.0, 0.0])
+    """
+    return forward.jvp(f, primals, tangents)
+
+
+def hvp(f, primals, tangents, policy="restore"):
+    """The Hessian of scalar-valued ``f`` at ``primals`` times ``tangents``, without forming it.
+
+    Computed as reverse mode over forward mode, ``∇ₓ ⟨∇f(x), v⟩ = ∇ₓ (J_f(x) v)``: the gradient
+    of ``jvp``'s tangent output, so it costs a small multiple of one gradient. Returns the
+    structure of ``primals[0]`` when there is one primal, a tuple otherwise.
+
+    >>> import numpy as np, mutad
+    >>> def f(x):
+    ...     x **= 3.0
+    ...     return x[0] + x[1]
+    >>> mutad.hvp(f, (np.array([1.0, 2.0]),), (np.array([1.0, 1.0]),)).tolist()
+    [6.0, 12.0]
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+
+    def directional_derivative(*xs):
+        return forward.jvp(f, xs, tangents)[1]
+
+    grads = gradient(directional_derivative, *primals, policy=policy)
+    return grads[0] if len(primals) == 1 else grads
+
+
+def _basis(x):
+    """The unit perturbations of float array or scalar ``x``, one per element, in C order."""
+    shape = np.shape(x)
+    dtype = np.result_type(x, 0.0)
+    for k in range(int(np.prod(shape))):
+        e = np.zeros(shape, dtype)
+        e.reshape(-1)[k] = 1.0
+        yield e if shape else dtype.type(1.0)
+
+
+def _differentiable_argument(x, function, position):
+    if not (is_float_array(x) or is_float_scalar(x)):
+        raise ArgnumsError(f"{function}: argument {position} is not a float array or scalar, "
+                           "so it has no derivative.")
+
+
+def jacobian(f, *args, argnums=0):
+    """The Jacobian of ``f`` with respect to ``args[argnums]``, of shape ``y.shape + x.shape``.
+
+    Forward mode (one ``jvp`` per input element) or reverse mode (one gradient per output
+    element), whichever takes fewer passes. A tuple ``argnums`` gives a tuple of Jacobians.
+    """
+    selected, single = check_argnums(argnums, len(args))
+    for i in selected:
+        _differentiable_argument(args[i], "jacobian", i)
+    zeros = [None] * len(args)
+    y = forward.jvp(f, tuple(args), tuple(zeros))[0]
+    if not (is_float_array(np.asarray(y)) or np.ndim(y) == 0):
+        raise NonScalarOutputError("jacobian needs f to return one float array or scalar.")
+    y_shape = np.shape(y)
+    jacobians = []
+    for i in selected:
+        x_shape = np.shape(args[i])
+        if int(np.prod(y_shape)) < int(np.prod(x_shape)):
+            rows = [gradient(lambda *a, e=e: (f(*a) * e).sum(), *args, argnums=i)
+                    for e in _basis(y)]
+            J = np.reshape(np.array(rows, dtype=np.result_type(args[i], 0.0)), y_shape + x_shape)
+        else:
+            columns = []
+            for e in _basis(args[i]):
+                tangents = list(zeros)
+                tangents[i] = e
+                columns.append(np.asarray(forward.jvp(f, tuple(args), tuple(tangents))[1]))
+            J = np.moveaxis(np.array(columns).reshape(x_shape + y_shape),
+                            tuple(range(len(x_shape))), tuple(range(-len(x_shape), 0)))
+        jacobians.append(J)
+    return jacobians[0] if single else tuple(jacobians)
+
+
+def hessian(f, *args, argnums=0, policy="restore"):
+    """The Hessian of scalar-valued ``f`` with respect to ``args[argnums]``, of shape
+    ``x.shape + x.shape``; for a tuple ``argnums``, the nested tuple of blocks
+    ``H[i][j]`` of shape ``x_i.shape + x_j.shape``. One ``hvp`` per element of ``x``."""
+    selected, single = check_argnums(argnums, len(args))
+    for i in selected:
+        _differentiable_argument(args[i], "hessian", i)
+    blocks = [[None] * len(selected) for _ in selected]
+    for column, j in enumerate(selected):
+        columns = []
+        for e in _basis(args[j]):
+            tangents = [None] * len(args)
+            tangents[j] = e
+            grads = gradient(lambda *xs, t=tuple(tangents): forward.jvp(f, xs, t)[1],
+                             *args, argnums=selected, policy=policy)
+            columns.append(grads)
+        x_shape = np.shape(args[j])
+        for row, i in enumerate(selected):
+            stacked = np.array([np.asarray(c[row]) for c in columns])  # x_j elements first
+            stacked = stacked.reshape(x_shape + np.shape(args[i]))
+            blocks[row][column] = np.moveaxis(stacked, tuple(range(len(x_shape))),
+                                              tuple(range(-len(x_shape), 0)))
+    if single:
+        return blocks[0][0]
+    return tuple(tuple(row) for row in blocks)

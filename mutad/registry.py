@@ -14,6 +14,14 @@ else about them. Rules live in ``mutad/rules/``, one module per family.
   its arguments (``np.add.at``, ``np.copyto``, ``np.put``); it receives traced arguments and
   records itself with the core's in-place helpers.
 * ``NONDIFF``: functions and ufuncs whose outputs carry no gradient; they run on plain values.
+* ``JVPS[func]``: forward mode's rule ``rule(tangents, *args, **kwargs) -> (y, dy)`` for a
+  function in ``FUNCTIONS`` or ``INPLACE``. ``tangents`` has one entry per positional argument:
+  its tangent (an array of the argument's shape; a list of them for a sequence argument), or
+  ``None`` where the argument carries none. ``dy`` is the tangent of ``y`` (a tuple for several
+  outputs, ``None`` for an output without one). A rule computes with NumPy calls that dispatch
+  (``np.*``, operators, methods, ``mutad.scipy``), never ``np.asarray`` or raw LAPACK, because
+  its arguments may be traced by an enclosing reverse pass (``hvp``, ``hessian``). Elementwise
+  ufuncs need no entry: their ``partials`` serve both modes.
 """
 
 import functools
@@ -23,6 +31,7 @@ UFUNCS = {}
 FUNCTIONS = {}
 INPLACE = {}
 NONDIFF = set()
+JVPS = {}
 
 
 class ONE:
@@ -83,6 +92,71 @@ def definplace(*funcs):
     return register
 
 
+def defjvp(*funcs):
+    """Register the decorated forward rule ``rule(tangents, *args, **kwargs) -> (y, dy)``."""
+
+    def register(rule):
+        for func in funcs:
+            JVPS[func] = rule
+        return rule
+
+    return register
+
+
+def _tangent_or_zero(arg, tangent):
+    """A linear operand's tangent; zeros where it carries none (a sequence: item by item)."""
+    if type(arg) in (list, tuple):
+        items = tangent if tangent is not None else [None] * len(arg)
+        return type(arg)(_tangent_or_zero(a, t) for a, t in zip(arg, items, strict=True))
+    if tangent is not None:
+        return tangent
+    import numpy as np
+
+    return np.zeros(np.shape(arg), np.result_type(arg, 0.0))
+
+
+def deflinear(*funcs, operands=(0,)):
+    """Register forward rules for ``funcs``, linear in the positional arguments ``operands``
+    jointly (the rest are settings: axes, shapes, indices, conditions): the output's tangent is
+    the function of the operands' tangents, zeros standing in for constant operands."""
+
+    def rule(func):
+        def linear_jvp(tangents, *args, **kwargs):
+            y = func(*args, **kwargs)
+            if all(tangents[i] is None for i in operands if i < len(args)):
+                return y, None
+            moved = [_tangent_or_zero(a, tangents[i]) if i in operands else a
+                     for i, a in enumerate(args)]
+            return y, func(*moved, **kwargs)
+
+        return linear_jvp
+
+    for func in funcs:
+        JVPS[func] = rule(func)
+
+
+def defmultilinear(*funcs, operands=None):
+    """Register forward rules for ``funcs``, linear in each of the positional arguments
+    ``operands`` separately (all of them if None): the product rule, one term per operand that
+    carries a tangent."""
+
+    def rule(func):
+        def multilinear_jvp(tangents, *args, **kwargs):
+            y = func(*args, **kwargs)
+            dy = None
+            for i, t in enumerate(tangents):
+                if t is None or (operands is not None and i not in operands):
+                    continue
+                term = func(*args[:i], t, *args[i + 1:], **kwargs)
+                dy = term if dy is None else dy + term
+            return y, dy
+
+        return multilinear_jvp
+
+    for func in funcs:
+        JVPS[func] = rule(func)
+
+
 def nondifferentiable(*funcs):
     NONDIFF.update(funcs)
 
@@ -110,6 +184,15 @@ class Adjoint:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.pure_rule = None
+        self.forward_rule = None
+
+    def jvp_rule(self, rule):
+        """Attach forward mode's rule ``rule(tangents, *args, **kwargs) -> (y, dy)``:
+        ``tangents`` has one entry per positional argument (``None`` for one without a
+        tangent), ``dy`` is the tangent of ``y``. It computes with NumPy calls that dispatch
+        (see ``JVPS``), so that a reverse pass can differentiate it again (``hvp``)."""
+        self.forward_rule = rule
+        return rule
 
     def rule(self, rule):
         """Attach ``rule(*args, **kwargs) -> (y, back)``; ``back(dy)`` returns one cotangent per
@@ -118,8 +201,11 @@ class Adjoint:
         return rule
 
     def __call__(self, *args, **kwargs):
-        from . import tracing
+        from . import forward, tracing
 
+        level = forward.innermost(args, kwargs)
+        if level is not None:
+            return forward.apply_adjoint(self, level, args, kwargs)
         if not tracing.is_traced_call(args, kwargs):
             return self.fn(*args, **kwargs)
         return tracing.apply_function(self._name(), self._checked_rule(), args, dict(kwargs))
@@ -173,8 +259,11 @@ class InplaceAdjoint(Adjoint):
         return rule
 
     def __call__(self, *args, **kwargs):
-        from . import tracing
+        from . import forward, tracing
 
+        level = forward.innermost(args, kwargs)
+        if level is not None:
+            return forward.apply_adjoint(self, level, args, kwargs)
         if not tracing.is_traced_call(args, kwargs):
             result = self.fn(*args, **kwargs)
             if self._returned is not None:
@@ -183,6 +272,14 @@ class InplaceAdjoint(Adjoint):
         return tracing.apply_inplace_rule(self._name(), self._checked_rule(), args, dict(kwargs),
                                           self.writes, self.checkpointed, self.growth,
                                           self._run_rule)
+
+    def jvp_rule(self, rule):
+        """Attach forward mode's rule ``rule(tangents, *args, **kwargs) -> result``. It calls
+        the function on the arguments and updates the tangents of the arguments it writes in
+        place (they are always arrays); ``tangents`` has ``None`` for read-only arguments
+        without one. It returns what the function returned."""
+        self.forward_rule = rule
+        return rule
 
     def _run_rule(self, *values, **kwargs):
         """Run the rule, noting what the function returned when the rule called it."""

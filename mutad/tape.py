@@ -33,14 +33,19 @@ within about ``DRIFT_LIMIT`` roundings of the truth.
 This module knows nothing about arrays: a test drives it with a toy value type.
 """
 
+import itertools
+
 POLICIES = ("restore", "checkpoint")
+LEVELS = itertools.count()
+"""Every differentiation (a tape, a forward-mode run) takes the next level: a later, inner one
+handles the operations that mix its values with an outer one's (see ``forward``)."""
 DRIFT_LIMIT = 1e4
 
 
 class Tape:
     """The records of one differentiation, and the policy for putting overwritten bytes back."""
 
-    __slots__ = ("records", "policy", "guards", "drift", "frozen")
+    __slots__ = ("records", "policy", "guards", "drift", "frozen", "level")
 
     def __init__(self, policy="restore"):
         if policy not in POLICIES:
@@ -52,6 +57,7 @@ class Tape:
         self.guards = {}
         self.drift = {}
         self.frozen = []  # untraced objects records read, kept immutable while the tape lives
+        self.level = next(LEVELS)
 
     def record(self, back):
         """Append a record: ``back(shadows)`` is called once, during the replay."""

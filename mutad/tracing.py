@@ -476,27 +476,27 @@ def _record_function(tape, back, args, outputs, multiple):
     tape.record(back_record)
 
 
-_OUT_POSITION = {}
+OUT_POSITIONS = {}
 
 
-def _out_position(func):
+def out_position(func):
     """The position of ``func``'s ``out`` parameter when it can be passed positionally."""
-    if func not in _OUT_POSITION:
+    if func not in OUT_POSITIONS:
         try:
             parameters = list(inspect.signature(func).parameters.values())
         except (TypeError, ValueError):
             parameters = []
-        _OUT_POSITION[func] = next(
+        OUT_POSITIONS[func] = next(
             (i for i, p in enumerate(parameters)
              if p.name == "out" and p.kind == p.POSITIONAL_OR_KEYWORD), None)
-    return _OUT_POSITION[func]
+    return OUT_POSITIONS[func]
 
 
 def apply_array_function(func, args, kwargs, tape):
     rule = FUNCTIONS.get(func)
     if rule is not None:
         kwargs = dict(kwargs)
-        position = _out_position(func)
+        position = out_position(func)
         if position is not None and len(args) > position:  # np.dot(a, b, c): c is out
             kwargs["out"] = args[position]
             args = args[:position] + args[position + 1:]
@@ -525,7 +525,7 @@ def plain(tree):
     return tree
 
 
-def _conversion_error(what):
+def conversion_error(what):
     frame = sys._getframe(2)
     while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in ("numpy", "mutad"):
         frame = frame.f_back
@@ -565,61 +565,43 @@ def _call(name):
     return method
 
 
-def _binary(ufunc):
-    def forward(self, other):
-        return apply_ufunc(ufunc, (self, other))
+OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+             "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
+             "matmul": np.matmul}
+COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+               "eq": np.equal, "ne": np.not_equal}
 
-    def reflected(self, other):
-        return apply_ufunc(ufunc, (other, self))
-
-    def inplace(self, other):
-        return apply_ufunc(ufunc, (self, other), out=self)
-
-    return forward, reflected, inplace
+INNER = set()
+"""Array types of forward mode (``forward.Dual``): an inner level's, when one meets a traced
+array, handles the operation (see ``defers``)."""
 
 
-class Traced:
-    """A float array whose operations mutad records. Behaves like the ndarray it wraps."""
+def defers(tape, items):
+    """Whether an operation on ``items`` belongs to an inner forward-mode level rather than to
+    ``tape``. A forward-mode value of an outer level would make a reverse pass differentiate
+    forward mode's values, which is not supported: that raises."""
+    for x in items:
+        if type(x) in INNER:
+            if x.level > tape.level:
+                return True
+            raise forward_over_reverse()
+        if type(x) in (list, tuple) and x and defers(tape, x):
+            return True
+    return False
 
-    __slots__ = ("value", "buffer", "tape", "whole")
 
-    def __init__(self, value, buffer, tape, whole):
-        self.value = value
-        self.buffer = buffer  # the memory its shadow maps (a shadows.Buffer)
-        self.tape = tape
-        self.whole = whole  # whether value is that whole buffer, laid out as it
+def forward_over_reverse():
+    return UnsupportedOperationError(
+        "forward mode over reverse mode (mutad.jvp of a function that calls mutad.gradient) is "
+        "not supported: compute second derivatives as reverse over forward, with mutad.hvp or "
+        "mutad.hessian.")
 
-    # NumPy's protocols ---------------------------------------------------------------------
 
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        out = kwargs.pop("out", None)
-        if out is not None:
-            if len(out) != 1:
-                raise UnsupportedOperationError(f"np.{ufunc.__name__} with several out= arrays.")
-            out = out[0]
-        if method == "__call__":
-            return apply_ufunc(ufunc, inputs, out, kwargs)
-        if out is not None:
-            kwargs["out"] = out
-        key = (ufunc, method)
-        if key in FUNCTIONS:
-            return apply_function(f"np.{ufunc.__name__}.{method}", FUNCTIONS[key], inputs, kwargs)
-        if key in INPLACE:
-            active(self.tape)
-            return INPLACE[key](*inputs, **kwargs)
-        if ufunc in NONDIFF:
-            return getattr(ufunc, method)(*plain(inputs), **plain(kwargs))
-        raise UnsupportedFunctionError(
-            f"np.{ufunc.__name__}.{method} has no differentiation rule in mutad; compute it with "
-            "functions mutad differentiates.")
+class ArrayMethods:
+    """What traced and dual arrays share: attributes of ``value``, and methods written as the
+    NumPy functions that dispatch back to them."""
 
-    def __array_function__(self, func, types, args, kwargs):
-        return apply_array_function(func, args, kwargs, self.tape)
-
-    def __array__(self, dtype=None, copy=None):
-        raise _conversion_error("np.asarray")
-
-    # attributes -----------------------------------------------------------------------------
+    __slots__ = ()
 
     shape = property(lambda self: self.value.shape)
     dtype = property(lambda self: self.value.dtype)
@@ -628,7 +610,6 @@ class Traced:
     itemsize = property(lambda self: self.value.itemsize)
     nbytes = property(lambda self: self.value.nbytes)
     strides = property(lambda self: self.value.strides)
-    offset = property(lambda self: address(self.value) - self.buffer.low)
     flags = property(lambda self: self.value.flags)
     T = property(lambda self: np.transpose(self))
     mT = property(lambda self: np.swapaxes(self, -1, -2))
@@ -640,9 +621,6 @@ class Traced:
     def __iter__(self):
         return (self[i] for i in range(len(self.value)))
 
-    def __repr__(self):
-        return f"Traced({self.value!r})"
-
     def __format__(self, spec):
         return format(self.value, spec) if self.value.ndim == 0 else repr(self)
 
@@ -650,58 +628,31 @@ class Traced:
         return bool(self.value)
 
     def __float__(self):
-        raise _conversion_error("float()")
+        raise conversion_error("float()")
 
     def __int__(self):
-        raise _conversion_error("int()")
+        raise conversion_error("int()")
 
     def __complex__(self):
-        raise _conversion_error("complex()")
+        raise conversion_error("complex()")
 
     def item(self, *args):
-        raise _conversion_error(".item()")
+        raise conversion_error(".item()")
 
     def tolist(self):
-        raise _conversion_error(".tolist()")
+        raise conversion_error(".tolist()")
 
     def __hash__(self):
         return id(self)
 
-    # indexing -------------------------------------------------------------------------------
-
-    def __getitem__(self, key):
-        return INPLACE[operator.getitem](self, key)
-
-    def __setitem__(self, key, value):
-        INPLACE[operator.setitem](self, key, value)
-
-    # operators ------------------------------------------------------------------------------
-
-    __add__, __radd__, __iadd__ = _binary(np.add)
-    __sub__, __rsub__, __isub__ = _binary(np.subtract)
-    __mul__, __rmul__, __imul__ = _binary(np.multiply)
-    __truediv__, __rtruediv__, __itruediv__ = _binary(np.true_divide)
-    __floordiv__, __rfloordiv__, __ifloordiv__ = _binary(np.floor_divide)
-    __mod__, __rmod__, __imod__ = _binary(np.remainder)
-    __pow__, __rpow__, __ipow__ = _binary(np.power)
-    __matmul__, __rmatmul__, __imatmul__ = _binary(np.matmul)
-    __lt__ = _binary(np.less)[0]
-    __le__ = _binary(np.less_equal)[0]
-    __gt__ = _binary(np.greater)[0]
-    __ge__ = _binary(np.greater_equal)[0]
-    __eq__ = _binary(np.equal)[0]
-    __ne__ = _binary(np.not_equal)[0]
-
     def __neg__(self):
-        return apply_ufunc(np.negative, (self,))
+        return np.negative(self)
 
     def __pos__(self):
-        return apply_ufunc(np.positive, (self,))
+        return np.positive(self)
 
     def __abs__(self):
-        return apply_ufunc(np.absolute, (self,))
-
-    # methods --------------------------------------------------------------------------------
+        return np.absolute(self)
 
     for _name in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod",
                   "ravel", "swapaxes", "squeeze", "dot", "clip", "diagonal",
@@ -723,9 +674,6 @@ class Traced:
     def copy(self, order="C"):
         return np.copy(self, order=order)
 
-    def astype(self, dtype, **kwargs):
-        return apply_function("ndarray.astype", FUNCTIONS["astype"], (self, dtype), kwargs)
-
     def sort(self, axis=-1, kind=None, order=None):
         """Sorts in place, as ``ndarray.sort``."""
         self[...] = np.sort(self, axis=axis, kind=kind, order=order)
@@ -735,8 +683,118 @@ class Traced:
 
     def view(self, *args, **kwargs):
         raise UnsupportedOperationError(
-            "ndarray.view on a traced array: reinterpreting bytes has no gradient. Use "
-            "reshape or indexing for views.")
+            "ndarray.view on a differentiated array: reinterpreting bytes has no derivative. "
+            "Use reshape or indexing for views.")
+
+
+def _binary(ufunc):
+    def forward(self, other):
+        if type(other) in INNER and defers(self.tape, (other,)):
+            return NotImplemented
+        return apply_ufunc(ufunc, (self, other))
+
+    def reflected(self, other):
+        if type(other) in INNER and defers(self.tape, (other,)):
+            return NotImplemented
+        return apply_ufunc(ufunc, (other, self))
+
+    def inplace(self, other):
+        if type(other) in INNER and defers(self.tape, (other,)):
+            raise _lost_tangent()
+        return apply_ufunc(ufunc, (self, other), out=self)
+
+    return forward, reflected, inplace
+
+
+def _lost_tangent():
+    return UntracedWriteError(
+        "a value with a forward-mode tangent (from mutad.jvp) was written into an array that "
+        "carries none, so the tangent would be lost. Create the destination inside the "
+        "function jvp differentiates (np.zeros_like(x)).")
+
+
+class Traced(ArrayMethods):
+    """A float array whose operations mutad records. Behaves like the ndarray it wraps."""
+
+    __slots__ = ("value", "buffer", "tape", "whole")
+
+    def __init__(self, value, buffer, tape, whole):
+        self.value = value
+        self.buffer = buffer  # the memory its shadow maps (a shadows.Buffer)
+        self.tape = tape
+        self.whole = whole  # whether value is that whole buffer, laid out as it
+
+    # NumPy's protocols ---------------------------------------------------------------------
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        out = kwargs.pop("out", None)
+        if out is not None:
+            if len(out) != 1:
+                raise UnsupportedOperationError(f"np.{ufunc.__name__} with several out= arrays.")
+            out = out[0]
+        if INNER and defers(self.tape, inputs):
+            return NotImplemented
+        if method == "__call__":
+            return apply_ufunc(ufunc, inputs, out, kwargs)
+        if out is not None:
+            kwargs["out"] = out
+        key = (ufunc, method)
+        if key in FUNCTIONS:
+            return apply_function(f"np.{ufunc.__name__}.{method}", FUNCTIONS[key], inputs, kwargs)
+        if key in INPLACE:
+            active(self.tape)
+            return INPLACE[key](*inputs, **kwargs)
+        if ufunc in NONDIFF:
+            return getattr(ufunc, method)(*plain(inputs), **plain(kwargs))
+        raise UnsupportedFunctionError(
+            f"np.{ufunc.__name__}.{method} has no differentiation rule in mutad; compute it with "
+            "functions mutad differentiates.")
+
+    def __array_function__(self, func, types, args, kwargs):
+        if INNER and not INNER.isdisjoint(types) and defers(self.tape, list(args) + list(kwargs.values())):
+            return NotImplemented
+        return apply_array_function(func, args, kwargs, self.tape)
+
+    def __array__(self, dtype=None, copy=None):
+        raise conversion_error("np.asarray")
+
+    offset = property(lambda self: address(self.value) - self.buffer.low)
+
+    def __repr__(self):
+        return f"Traced({self.value!r})"
+
+    # indexing -------------------------------------------------------------------------------
+
+    def __getitem__(self, key):
+        return INPLACE[operator.getitem](self, key)
+
+    def __setitem__(self, key, value):
+        if type(value) in INNER and defers(self.tape, (value,)):
+            raise _lost_tangent()
+        INPLACE[operator.setitem](self, key, value)
+
+    # operators ------------------------------------------------------------------------------
+
+    for _name, _ufunc in OPERATORS.items():
+        locals()[f"__{_name}__"], locals()[f"__r{_name}__"], locals()[f"__i{_name}__"] = \
+            _binary(_ufunc)
+    for _name, _ufunc in COMPARISONS.items():
+        locals()[f"__{_name}__"] = _binary(_ufunc)[0]
+    del _name, _ufunc
+
+    __hash__ = ArrayMethods.__hash__  # defining __eq__ would otherwise unset it
+
+    def __neg__(self):
+        return apply_ufunc(np.negative, (self,))
+
+    def __pos__(self):
+        return apply_ufunc(np.positive, (self,))
+
+    def __abs__(self):
+        return apply_ufunc(np.absolute, (self,))
+
+    def astype(self, dtype, **kwargs):
+        return apply_function("ndarray.astype", FUNCTIONS["astype"], (self, dtype), kwargs)
 
 
 # ----------------------------------------------------------------------------------------------

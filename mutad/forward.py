@@ -1,0 +1,533 @@
+"""Forward mode: arrays that carry their tangent alongside, through every in-place update.
+
+A :class:`Dual` pairs a primal ``value`` with a ``tangent`` of the same shape and layout. Every
+operation computes both: a pure one makes a new dual, an in-place one updates the target's
+primal and tangent in place, and a view of a dual is the same view of its primal and of its
+tangent, so a write through any alias reaches both. Nothing is recorded and nothing needs
+undoing: forward mode has no tape.
+
+Tangent memory mirrors primal memory: a fresh dual's tangent has its primal's strides, and the
+arguments' tangents are laid out as their primals. NumPy then makes a view of a tangent exactly
+when it makes a view of the primal, which is what keeps aliasing right.
+
+Rules compute with NumPy calls that dispatch, so the primal and tangent may themselves be traced
+by an enclosing reverse pass: reverse mode over this forward mode gives Hessian-vector products
+(``api.hvp``). Each differentiation has its own *level* (``tape.LEVELS``); an operation is
+handled by the innermost level among its operands, and values of outer levels are constants to
+it, which is what prevents perturbation confusion.
+"""
+
+import numpy as np
+
+from .errors import (
+    MutadError,
+    UnsupportedFunctionError,
+    UnsupportedOperationError,
+    UntracedWriteError,
+)
+from .registry import FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS
+from .tape import LEVELS
+from . import tracing
+from .tracing import ArrayMethods, function_name, out_position
+
+
+def level_of(items, level=-1):
+    """The innermost level among the duals in ``items`` (one level into lists and tuples)."""
+    for x in items:
+        if type(x) is Dual:
+            level = max(level, x.level)
+        elif type(x) in (list, tuple):
+            level = level_of(x, level)
+    return level
+
+
+def _split(x, level):
+    """``(primal, tangent)`` of ``x`` at ``level``: duals of other levels are constants."""
+    if type(x) is Dual and x.level == level:
+        return x.value, x.tangent
+    if type(x) in (list, tuple) and level_of(x) == level:
+        pairs = [_split(e, level) for e in x]
+        tangents = [t for _, t in pairs]
+        return type(x)(p for p, _ in pairs), None if all(t is None for t in tangents) else tangents
+    return x, None
+
+
+def _plain(x):
+    """The plain ndarray under any number of wrappers (for questions about memory)."""
+    while not isinstance(x, np.ndarray):
+        x = x.value
+    return x
+
+
+def _overlaps(a, b):
+    return np.may_share_memory(_plain(a), _plain(b))
+
+
+def _as_array(y):
+    """NumPy returns scalars for 0-d results; a dual holds arrays, so writes into it work."""
+    return np.asarray(y) if isinstance(y, (np.generic, float, int)) else y
+
+
+def _tangent_for(y, dy, sources):
+    """``dy`` as the tangent of a fresh result ``y``: laid out as ``y`` and sharing no memory
+    with the tangents ``sources`` (a later write into ``y`` must not reach them)."""
+    if dy is None:
+        dy = np.zeros_like(y)
+    dy = _as_array(dy)
+    if (dy.shape != y.shape or dy.strides != y.strides or not dy.flags.writeable
+            or any(s is not None and _overlaps(dy, s) for s in sources)):
+        fresh = np.zeros_like(y)
+        fresh[...] = dy
+        return fresh
+    return dy
+
+
+def _wrap(y, dy, level, args, tangents):
+    """Duals of the outputs ``y`` with tangents ``dy``. An output that views an argument's
+    memory keeps its tangent as the same view of that argument's tangent."""
+    if type(y) in (tuple, list) or (isinstance(y, tuple)):
+        dys = dy if dy is not None else (None,) * len(y)
+        items = [_wrap(a, b, level, args, tangents) for a, b in zip(y, dys, strict=True)]
+        return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
+    if dy is None or not hasattr(y, "dtype") or y.dtype.kind != "f":
+        return y
+    y = _as_array(y)
+    sources = [t for t in _leaves(tangents)]
+    primals = [p for p in _leaves(args)]
+    for p, t in zip(primals, sources, strict=True):
+        if t is not None and _overlaps(y, p):
+            if not _overlaps(dy, t):
+                raise UnsupportedOperationError(
+                    "internal: a view's tangent is not the same view of the tangent")
+            return Dual(y, dy, level)
+    return Dual(y, _tangent_for(y, dy, sources), level)
+
+
+def _leaves(items):
+    for x in items:
+        if type(x) in (list, tuple):
+            yield from _leaves(x)
+        else:
+            yield x
+
+
+# ----------------------------------------------------------------------------------------------
+# Elementwise ufuncs: the tangent is the sum of partial derivative times input tangent
+
+
+def _term(rule, i, y, primals, tangent):
+    partial = rule.partials[i]
+    if partial is ONE:
+        return tangent
+    return partial(y, *primals) * tangent
+
+
+def _sum_terms(terms):
+    total = None
+    for term in terms:
+        total = term if total is None else total + term
+    return total
+
+
+def apply_ufunc(ufunc, inputs, out, kwargs, level):
+    if kwargs.get("where", True) is not True:
+        raise UnsupportedOperationError(
+            f"np.{ufunc.__name__}(..., where=...) on duals: compute both branches and select "
+            "with np.where(mask, new, old) instead.")
+    pairs = [_split(x, level) for x in inputs]
+    primals = [p for p, _ in pairs]
+    tangents = [t for _, t in pairs]
+    rule = UFUNCS.get(ufunc)
+    if rule is None:
+        if ufunc in FUNCTIONS:  # generalized ufuncs (matmul) have function rules
+            if out is not None:
+                kwargs = dict(kwargs, out=out)
+            return apply_function(ufunc, inputs, kwargs, level)
+        if ufunc not in NONDIFF:
+            raise UnsupportedFunctionError(
+                f"{function_name(ufunc)} has no differentiation rule in mutad.")
+        if out is None:
+            return ufunc(*primals, **kwargs)
+        return _write_constant(ufunc, primals, out, kwargs, level)
+    traced = [i for i, t in enumerate(tangents) if t is not None and rule.partials[i] is not None]
+    if out is not None:
+        return _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level)
+    y = _as_array(ufunc(*primals, **kwargs))
+    if not traced:
+        return y
+    dy = _sum_terms(_term(rule, i, y, primals, tangents[i]) for i in traced)
+    return Dual(y, _tangent_for(y, dy, tangents), level)
+
+
+def _target(out, level, carries_tangent, name):
+    """The dual ``out`` an operation writes into; a plain target is fine only for constants."""
+    if type(out) is Dual and out.level == level:
+        return out
+    if carries_tangent:
+        raise UntracedWriteError(
+            f"{name}: a value with a tangent was written into an array that carries none, so "
+            "its tangent would be lost. Create the destination from a dual value: "
+            "np.zeros_like(x) or np.empty(n, like=x).")
+    return None
+
+
+def _write_constant(ufunc, primals, out, kwargs, level):
+    """A non-differentiable ufunc writing into ``out``: its new values are constants."""
+    target = _target(out, level, False, f"np.{ufunc.__name__}")
+    if target is None:
+        return ufunc(*primals, out=out, **kwargs)
+    ufunc(*primals, out=target.value, **kwargs)
+    target.tangent[...] = 0.0
+    return target
+
+
+def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level):
+    """``ufunc(*inputs, out=out)``, updating ``out``'s tangent in place.
+
+    The target's own tangent is updated in place where it is an input (``a *= b`` makes
+    ``ȧ *= b; ȧ += a ḃ``), so an enclosing reverse pass sees invertible in-place updates, not
+    copies. Partials that read the inputs are evaluated before the primal write, those that read
+    only the output after it.
+    """
+    target = _target(out, level, bool(traced), f"np.{ufunc.__name__}")
+    if target is None:
+        return ufunc(*primals, out=out, **kwargs)
+    position = next((i for i in traced if tracing.same_region(_plain(primals[i]),
+                                                              _plain(target.value))), None)
+    after = rule.uses == "y"  # partials that read only the output are evaluated after the write
+    if after:
+        ufunc(*primals, out=target.value, **kwargs)
+        y = target.value
+    else:
+        y = ufunc(*primals, **kwargs) if "y" in rule.uses else None
+    others = []
+    for i in traced:
+        if i == position:
+            continue
+        term = _term(rule, i, y, primals, tangents[i])
+        if term is tangents[i] and _overlaps(primals[i], target.value):
+            term = term.copy()  # the target's tangent changes before this term is added
+        others.append(term)
+    t = target.tangent
+    if position is None:
+        t[...] = 0.0 if not others else np.broadcast_to(_sum_terms(others), t.shape)
+    else:
+        if rule.partials[position] is not ONE:
+            np.multiply(t, rule.partials[position](y, *primals), out=t)
+        for term in others:
+            np.add(t, term, out=t)
+    if not after:  # the partials above read the primals as they were
+        ufunc(*primals, out=target.value, **kwargs)
+    return target
+
+
+# ----------------------------------------------------------------------------------------------
+# Functions
+
+
+def apply_function(func, args, kwargs, level):
+    kwargs = dict(kwargs)
+    position = out_position(func)
+    if position is not None and len(args) > position:  # np.dot(a, b, c): c is out
+        kwargs["out"] = args[position]
+        args = args[:position] + args[position + 1:]
+    out = kwargs.pop("out", None)
+    if type(out) is tuple and len(out) == 1:
+        out = out[0]
+    like = kwargs.get("like")
+    if type(like) is Dual:
+        kwargs["like"] = like.value
+    for key, value in kwargs.items():
+        if level_of([value]) == level:
+            raise UnsupportedOperationError(
+                f"{function_name(func)}: the dual passed as keyword argument {key}= cannot be "
+                "differentiated; pass it positionally.")
+    pairs = [_split(x, level) for x in args]
+    primals = [p for p, _ in pairs]
+    tangents = tuple(t for _, t in pairs)
+    rule = JVPS.get(func)
+    if rule is None:
+        if func in WRITES:
+            return _write_function(func, args, kwargs, level)
+        if func in NONDIFF:
+            return func(*primals, **kwargs)
+        raise UnsupportedFunctionError(
+            f"{function_name(func)} has no forward-mode rule in mutad"
+            + (" (it has a reverse-mode one: use mutad.gradient)" if func in FUNCTIONS else "")
+            + ". Compute it from functions mutad differentiates, or wrap it with mutad.adjoint "
+            "and attach a forward rule with @f.jvp_rule.")
+    y, dy = rule(tangents, *primals, **kwargs)
+    if dy is None and type(like) is Dual:  # created like a dual: a dual with zero tangent
+        dy = np.zeros_like(y)
+    result = _wrap(y, dy, level, primals, tangents)
+    if out is None:
+        return result
+    return _assign(out, result, level, function_name(func))
+
+
+def _assign(target, value, level, name):
+    """``target[...] = value`` for an ``out=`` argument, tangent included."""
+    value_primal, value_tangent = _split(value, level)
+    dual = _target(target, level, value_tangent is not None, name)
+    if dual is None:
+        target[...] = value_primal
+        return target
+    dual.value[...] = value_primal
+    dual.tangent[...] = 0.0 if value_tangent is None else value_tangent
+    return dual
+
+
+# Functions that write into their first argument values that enter linearly (at given indices
+# or under a mask): forward mode does the same write into the primal and into the tangent.
+# Each entry names the position of the values.
+WRITES = {
+    (np.add, "at"): 2,
+    (np.subtract, "at"): 2,
+    np.put: 2,
+    np.place: 2,
+    np.putmask: 2,
+    np.put_along_axis: 2,
+    np.copyto: 1,
+}
+
+ACCUMULATES = {(np.add, "at"), (np.subtract, "at")}
+
+
+def _write_function(func, args, kwargs, level):
+    """An in-place function of ``WRITES``: the same write into the primal and the tangent."""
+    where = WRITES[func]
+    call = getattr(*func) if type(func) is tuple else func
+    name = function_name(call)
+    pairs = [_split(x, level) for x in args]
+    primals = [p for p, _ in pairs]
+    values_tangent = pairs[where][1] if where < len(pairs) else None
+    if any(t is not None for i, (_, t) in enumerate(pairs) if i not in (0, where)):
+        raise UnsupportedOperationError(f"{name}: only its target and values may carry tangents.")
+    target = _target(args[0], level, values_tangent is not None, name)
+    call(*primals, **kwargs)
+    if target is None or (values_tangent is None and func in ACCUMULATES):
+        return None  # adding constants leaves the tangent as it was
+    moved = [target.tangent, *primals[1:]]
+    if where < len(moved):
+        moved[where] = 0.0 if values_tangent is None else values_tangent
+    call(*moved, **kwargs)
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+# The dual array
+
+
+class Dual(ArrayMethods):
+    """A float array and its tangent, for one forward-mode level. Behaves like the array."""
+
+    __slots__ = ("value", "tangent", "level")
+
+    def __init__(self, value, tangent, level):
+        self.value = value
+        self.tangent = tangent
+        self.level = level
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        out = kwargs.pop("out", None)
+        if out is not None:
+            if len(out) != 1:
+                raise UnsupportedOperationError(f"np.{ufunc.__name__} with several out= arrays.")
+            out = out[0]
+        level = level_of(inputs + (out,))
+        if level != self.level:
+            return NotImplemented
+        if method == "__call__":
+            return apply_ufunc(ufunc, inputs, out, kwargs, level)
+        if out is not None:
+            kwargs["out"] = out
+        return apply_function((ufunc, method), inputs, kwargs, level)
+
+    def __array_function__(self, func, types, args, kwargs):
+        level = level_of(list(args) + list(kwargs.values()))
+        if level != self.level:
+            return NotImplemented
+        return apply_function(func, args, kwargs, level)
+
+    def __array__(self, dtype=None, copy=None):
+        raise tracing.conversion_error("np.asarray")
+
+    __hash__ = ArrayMethods.__hash__
+
+    def astype(self, dtype, **kwargs):
+        return apply_function("astype", (self, dtype), kwargs, self.level)
+
+    def __repr__(self):
+        return f"Dual({self.value!r}, tangent={self.tangent!r})"
+
+    def __getitem__(self, key):
+        return Dual(self.value[key], self.tangent[key], self.level)
+
+    def __setitem__(self, key, value):
+        primal, tangent = _split(value, self.level)
+        if level_of([value]) > self.level:
+            raise _lost_tangent("x[key] = value")
+        self.value[key] = primal
+        self.tangent[key] = 0.0 if tangent is None else tangent
+
+    def _inplace(self, ufunc, other):
+        if level_of([other]) > self.level:
+            raise _lost_tangent(f"augmented assignment ({ufunc.__name__})")
+        return apply_ufunc(ufunc, (self, other), self, {}, self.level)
+
+
+def _lost_tangent(what):
+    return UntracedWriteError(
+        f"{what}: a value differentiated by an inner jvp was written into an array of an outer "
+        "one, so its inner tangent would be lost. Create the destination inside the inner "
+        "function (np.zeros_like(x)).")
+
+
+def _operators():
+    """Operators as NumPy calls: they reach ``__array_ufunc__`` with every operand, so the
+    innermost level handles them whatever side it is on."""
+    for name, ufunc in tracing.OPERATORS.items():
+        setattr(Dual, f"__{name}__", lambda self, other, u=ufunc: u(self, other))
+        setattr(Dual, f"__r{name}__", lambda self, other, u=ufunc: u(other, self))
+        setattr(Dual, f"__i{name}__", lambda self, other, u=ufunc: self._inplace(u, other))
+    for name, ufunc in tracing.COMPARISONS.items():
+        setattr(Dual, f"__{name}__", lambda self, other, u=ufunc: u(self, other))
+
+
+_operators()
+tracing.INNER.add(Dual)
+
+
+# ----------------------------------------------------------------------------------------------
+# Decorated functions (mutad.adjoint, mutad.inplace_adjoint) and the arguments of a run
+
+
+def innermost(args, kwargs):
+    """The level of the forward-mode run that should handle a decorated function's call, or
+    None when no dual takes part or a reverse pass inside it owns the call."""
+    items = list(args) + list(kwargs.values())
+    level = level_of(items)
+    if level < 0:
+        return None
+    traced = [x.tape.level for x in _leaves(items) if type(x) is tracing.Traced]
+    if traced and max(traced) > level:
+        raise tracing.forward_over_reverse()
+    return level
+
+
+def apply_adjoint(adjoint, level, args, kwargs):
+    """Call a decorated function's forward rule on the primals, tangents alongside."""
+    name = adjoint._name()
+    rule = adjoint.forward_rule
+    if rule is None:
+        raise UnsupportedFunctionError(
+            f"{name} was given dual arrays (forward mode) but has no forward rule: attach one "
+            f"with @{getattr(adjoint.fn, '__name__', 'f')}.jvp_rule.")
+    for key, value in kwargs.items():
+        if level_of([value]) == level:
+            raise UnsupportedOperationError(
+                f"{name}: the dual passed as keyword argument {key}= cannot be differentiated; "
+                "pass it positionally.")
+    pairs = [_split(x, level) for x in args]
+    primals = [p for p, _ in pairs]
+    tangents = tuple(t for _, t in pairs)
+    writes = getattr(adjoint, "writes", None)
+    if writes is None:
+        y, dy = rule(tangents, *primals, **kwargs)
+        return _wrap(y, dy, level, primals, tangents)
+    for i in writes:
+        if i < len(args) and tangents[i] is None and any(t is not None for t in tangents) \
+                and getattr(args[i], "dtype", np.dtype(int)).kind == "f":
+            _target(args[i], level, True, name)
+    result = rule(tangents, *primals, **kwargs)
+    return _returned(result, args, primals)
+
+
+def _returned(result, args, primals):
+    """What an in-place function returned, its arguments replaced by the duals they came from."""
+    if type(result) in (tuple, list):
+        return type(result)(_returned(r, args, primals) for r in result)
+    for x, p in zip(args, primals, strict=True):
+        if result is p and x is not p:
+            return x
+    return result
+
+
+def jvp(f, primals, tangents):
+    """Run ``f(*primals)`` with ``tangents`` riding alongside; return ``(y, dy)``."""
+    from .trees import check_real, flatten, is_float_array, is_float_scalar
+    from .views import address, owner
+
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise MutadError("jvp(f, primals, tangents): give primals and tangents as tuples, one "
+                         "entry per positional argument of f.")
+    if len(primals) != len(tangents):
+        raise MutadError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
+    level = next(LEVELS)
+    copies = {}  # id(owner) -> (the owner's private copy, its tangent)
+    written = []
+    args = []
+    for primal, tangent in zip(primals, tangents, strict=True):
+        leaves, rebuild = flatten(primal)
+        tangent_leaves = [None] * len(leaves) if tangent is None else flatten(tangent)[0]
+        if len(tangent_leaves) != len(leaves):
+            raise MutadError("jvp: each tangent must have the structure of its primal.")
+        new = []
+        for x, t in zip(leaves, tangent_leaves, strict=True):
+            check_real(x)
+            if t is not None and np.shape(t) != np.shape(x):
+                raise MutadError(f"jvp: a tangent of shape {np.shape(t)} was given for a primal "
+                                 f"of shape {np.shape(x)}.")
+            if is_float_array(x):
+                # Work on a private copy of the memory (the caller's arrays stay as they are),
+                # laid out as the original so that views of several arguments keep sharing it.
+                base = owner(x)
+                if id(base) not in copies:
+                    copy = base.copy(order="K")
+                    if copy.strides != base.strides:
+                        raise UnsupportedOperationError(
+                            "jvp: an argument views memory laid out with gaps; pass a copy.")
+                    copies[id(base)] = (base, copy, np.zeros_like(copy))
+                base, copy, zero = copies[id(base)]
+                offset = address(x) - address(base)
+                value = np.ndarray(x.shape, x.dtype, copy, offset, x.strides)
+                dual = Dual(value, np.ndarray(x.shape, x.dtype, zero, offset, x.strides), level)
+                if t is not None:
+                    dual.tangent[...] = t
+                    written.append((dual.tangent, t))
+                new.append(dual)
+            elif is_float_scalar(x):
+                value = np.array(x, dtype=np.result_type(x))
+                new.append(Dual(value, np.array(0.0 if t is None else t, value.dtype), level))
+            elif hasattr(x, "__array_function__") and not isinstance(x, np.ndarray) \
+                    and x.dtype.kind == "f":
+                # An array of an enclosing differentiation (reverse mode for hvp, an outer jvp):
+                # copied through NumPy, so that level records it.
+                value = np.copy(x, order="K")
+                tangent_array = np.zeros_like(value)
+                if t is not None:
+                    tangent_array[...] = t
+                new.append(Dual(value, tangent_array, level))
+            else:
+                new.append(x)
+        args.append(rebuild(new))
+    for region, t in written:  # aliased arguments must agree on their shared tangent
+        if not np.array_equal(region, t):
+            raise MutadError("jvp: arguments that share memory were given different tangents "
+                             "for it; one buffer has one tangent.")
+    y = f(*args)
+    outputs, rebuild = flatten(y)
+    values, dys = [], []
+    for out in outputs:
+        value, tangent = _split(out, level)
+        if tangent is None and (is_float_array(value) or is_float_scalar(value)
+                                or (type(value) is tracing.Traced)):
+            tangent = np.zeros_like(value)
+        values.append(_result(value))
+        dys.append(_result(tangent))
+    return rebuild(values), rebuild(dys)
+
+
+def _result(x):
+    """A 0-d plain result as a NumPy scalar, as NumPy itself returns them."""
+    return x[()] if type(x) is np.ndarray and x.ndim == 0 else x
