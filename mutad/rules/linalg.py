@@ -12,6 +12,11 @@ Pereyra, "The differentiation of pseudo-inverses and nonlinear least squares pro
 Numer. Anal., 1973, Thm. 4.3) for pinv and lstsq (which assume the rank does not change nearby).
 Inputs of cholesky and eigh are symmetric by contract, so they get the symmetric gradient (the
 derivative along symmetric perturbations), as in PyTorch and JAX.
+
+Forward mode: each rule has a tangent rule (``defjvp``) beside it, from the same sources, that
+agrees with it exactly, <ẏ, w> = <ẋ, vjp(w)>: the symmetric inputs take the symmetric part of
+their tangent, and the subgradients chosen at kinks (norms) and at repeated eigenvalues are the
+reverse rules' own. Products are linear in each operand, so ``defmultilinear`` covers them.
 """
 
 import string
@@ -19,7 +24,7 @@ import string
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..registry import defrule
+from ..registry import defjvp, deflinear, defmultilinear, defrule
 from ..tracing import unbroadcast
 
 
@@ -363,6 +368,17 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return y, back
 
 
+# Every product is linear in each of its operands, so its tangent is the product rule's sum, one
+# term per operand that carries a tangent (einsum's subscripts and sublists carry none).
+defmultilinear(np.einsum)
+defmultilinear(np.dot, np.inner, np.tensordot, np.linalg.tensordot, np.kron, np.outer,
+               np.linalg.outer, np.vdot, np.matmul, np.linalg.matmul, np.vecdot,
+               np.linalg.vecdot, np.cross, np.linalg.cross, operands=(0, 1))
+if hasattr(np, "matvec"):
+    defmultilinear(np.matvec, np.vecmat, operands=(0, 1))
+deflinear(np.trace, np.linalg.trace)
+
+
 # ----------------------------------------------------------------------------------------------
 # np.linalg: inverses and solves
 
@@ -377,6 +393,12 @@ def inv(a):
         return (-(y_t @ dy @ y_t),)
 
     return y, back
+
+
+@defjvp(np.linalg.inv)
+def inv_jvp(tangents, a):
+    y = np.linalg.inv(a)
+    return y, -(y @ tangents[0] @ y)  # Giles 2008, §3.1
 
 
 @rule_for(np.linalg.solve)
@@ -397,6 +419,20 @@ def solve(a, b):
     return x, back
 
 
+@defjvp(np.linalg.solve)
+def solve_jvp(tangents, a, b):
+    da, db = tangents
+    x = np.linalg.solve(a, b)
+    # dx = A⁻¹ (db - dA x)  (Giles 2008, §3.1), a 1-d b made a column for the products
+    is_vector = np.ndim(b) == 1
+    rhs = None if db is None else db[..., None] if is_vector else db
+    if da is not None:
+        da_x = da @ (x[..., None] if is_vector else x)
+        rhs = -da_x if rhs is None else rhs - da_x
+    dx = np.linalg.solve(a, rhs)
+    return x, dx[..., 0] if is_vector else dx
+
+
 @rule_for(np.linalg.pinv)
 def pinv(a, *args, **kwargs):
     p = np.linalg.pinv(a, *args, **kwargs)
@@ -412,6 +448,19 @@ def pinv(a, *args, **kwargs):
         return (da,)
 
     return p, back
+
+
+def _pinv_tangent(a, p, da):
+    """dP = -P dA P + P Pᵀ dAᵀ (I - A P) + (I - P A) dAᵀ Pᵀ P (Golub & Pereyra 1973, Thm. 4.3)."""
+    da_t = transpose(da)
+    return (-(p @ da @ p) + (p @ transpose(p)) @ (da_t - (da_t @ a) @ p)
+            + (da_t - p @ (a @ da_t)) @ (transpose(p) @ p))
+
+
+@defjvp(np.linalg.pinv)
+def pinv_jvp(tangents, a, *args, **kwargs):
+    p = np.linalg.pinv(a, *args, **kwargs)
+    return p, _pinv_tangent(a, p, tangents[0])
 
 
 @rule_for(np.linalg.matrix_power)
@@ -433,6 +482,22 @@ def matrix_power(a, n):
         return db, None
 
     return y, back
+
+
+@defjvp(np.linalg.matrix_power)
+def matrix_power_jvp(tangents, a, n):
+    y = np.linalg.matrix_power(a, n)
+    if n == 0:
+        return y, np.zeros_like(y)
+    base, dbase = a, tangents[0]
+    if n < 0:  # B = A⁻¹, dB = -B dA B
+        base = np.linalg.inv(a)
+        dbase = -(base @ dbase @ base)
+    # d(B^k B) = d(B^k) B + B^k dB, from B^1 up to B^|n|
+    power, dpower = base, dbase
+    for _ in range(abs(n) - 1):
+        power, dpower = power @ base, dpower @ base + power @ dbase
+    return y, dpower
 
 
 @rule_for(np.linalg.lstsq)
@@ -462,6 +527,32 @@ def lstsq(a, b, rcond=None):
         return da, np.reshape(db, np.shape(b))
 
     return (x, residuals, rank, s), back
+
+
+@defjvp(np.linalg.lstsq)
+def lstsq_jvp(tangents, a, b, rcond=None):
+    da, db = tangents[:2]
+    x, residuals, rank, s = np.linalg.lstsq(a, b, rcond=rcond)
+    is_vector = np.ndim(b) == 1
+    x2 = x[:, None] if is_vector else x
+    b2 = b[:, None] if is_vector else b
+    db2 = None if db is None else db[:, None] if is_vector else db
+    # The reverse rule's assumptions: x = P b with P = pinv(A) of locally constant rank, and
+    # the residuals |b - A x|² at an optimal x (envelope theorem): dr = 2 (b - A x)·(db - dA x).
+    p = np.linalg.pinv(a)
+    dx2 = 0.0 if db2 is None else p @ db2
+    moved = 0.0 if db2 is None else db2
+    if da is not None:
+        dx2 = dx2 + _pinv_tangent(a, p, da) @ b2
+        moved = moved - da @ x2
+    dresiduals = (2.0 * np.sum((b2 - a @ x2) * moved, axis=0) if np.size(residuals)
+                  else np.zeros_like(residuals))
+    if da is None:
+        ds = np.zeros_like(s)
+    else:  # dσ_i = u_iᵀ dA v_i (Giles 2008, §3.2)
+        u, _, vt = np.linalg.svd(a, full_matrices=False)
+        ds = np.sum(u * (da @ transpose(vt)), axis=0)
+    return (x, residuals, rank, s), (dx2[:, 0] if is_vector else dx2, dresiduals, None, ds)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -495,6 +586,16 @@ def det(a):
     return y, back
 
 
+@defjvp(np.linalg.det)
+def det_jvp(tangents, a):
+    y = np.linalg.det(a)
+    da = tangents[0]
+    try:  # d det = det(A) tr(A⁻¹ dA)  (Jacobi's formula; Giles 2008, §3.1)
+        return y, y * np.trace(np.linalg.solve(a, da), axis1=-2, axis2=-1)
+    except np.linalg.LinAlgError:  # singular A: <adj(A)ᵀ, dA>, as the reverse rule
+        return y, np.sum(_cofactor(a) * da, axis=(-2, -1))
+
+
 @rule_for(np.linalg.slogdet)
 def slogdet(a):
     result = np.linalg.slogdet(a)
@@ -505,6 +606,13 @@ def slogdet(a):
         return (dlogdet[..., None, None] * transpose(np.linalg.inv(a)),)
 
     return result, back
+
+
+@defjvp(np.linalg.slogdet)
+def slogdet_jvp(tangents, a):
+    result = np.linalg.slogdet(a)
+    # d log|det A| = tr(A⁻¹ dA); the sign is piecewise constant and has no tangent.
+    return result, type(result)(None, np.trace(np.linalg.solve(a, tangents[0]), axis1=-2, axis2=-1))
 
 
 def _split_ties(mask, axis):
@@ -552,48 +660,86 @@ def _matrix_norm_derivative(x, y, ord):
     raise UnsupportedOperationError(f"np.linalg.norm(..., ord={ord!r}) of a matrix.")
 
 
+def _norm_derivative(x, y, ord, axes, keepdims, matrix):
+    """d y / d x for y a norm of ``x`` over ``axes`` (a matrix norm when ``matrix``), in x's
+    shape."""
+    y_kept = y if keepdims else np.expand_dims(y, axes)
+    if not matrix:
+        return _vector_norm_derivative(x, y_kept, ord, axes)
+    moved = (-2, -1)
+    derivative = _matrix_norm_derivative(np.moveaxis(x, axes, moved),
+                                         np.moveaxis(y_kept, axes, moved), ord)
+    return np.moveaxis(derivative, moved, axes)
+
+
 def _norm_back(x, y, ord, axes, keepdims, matrix):
     """The pullback of a norm of ``x`` over ``axes`` (a matrix norm when ``matrix``)."""
-    y_kept = y if keepdims else np.expand_dims(y, axes)
 
     def back(dy):
         dy_kept = dy if keepdims else np.expand_dims(dy, axes)
-        if not matrix:
-            return (dy_kept * _vector_norm_derivative(x, y_kept, ord, axes),)
-        moved = (-2, -1)
-        derivative = _matrix_norm_derivative(np.moveaxis(x, axes, moved),
-                                             np.moveaxis(y_kept, axes, moved), ord)
-        return (np.moveaxis(np.moveaxis(dy_kept, axes, moved) * derivative, moved, axes),)
+        return (dy_kept * _norm_derivative(x, y, ord, axes, keepdims, matrix),)
 
     return back
+
+
+def _norm_tangent(x, dx, y, ord, axes, keepdims, matrix):
+    """The tangent of a norm: the reverse rule's (sub)gradient applied to ``dx``."""
+    derivative = _norm_derivative(x, y, ord, axes, keepdims, matrix)
+    return np.sum(derivative * dx, axis=axes, keepdims=keepdims)
 
 
 def _axes(x, axis):
     return tuple(int(i) % np.ndim(x) for i in np.atleast_1d(axis))
 
 
+def _norm_axes(x, ord, axis):
+    """The axes ``np.linalg.norm`` reduces, and whether it takes a matrix norm over them."""
+    if axis is None and ord is None:  # the 2-norm of all entries, whatever the shape
+        return tuple(range(np.ndim(x))), False
+    axes = _axes(x, tuple(range(np.ndim(x))) if axis is None else axis)
+    return axes, len(axes) == 2
+
+
 @rule_for(np.linalg.norm)
 def norm(x, ord=None, axis=None, keepdims=False):
     y = np.linalg.norm(x, ord, axis, keepdims)
-    if axis is None and ord is None:  # the 2-norm of all entries, whatever the shape
-        axes, matrix = tuple(range(np.ndim(x))), False
-    else:
-        axes = _axes(x, tuple(range(np.ndim(x))) if axis is None else axis)
-        matrix = len(axes) == 2
+    axes, matrix = _norm_axes(x, ord, axis)
     return y, _norm_back(x, y, ord, axes, keepdims, matrix)
+
+
+@defjvp(np.linalg.norm)
+def norm_jvp(tangents, x, ord=None, axis=None, keepdims=False):
+    y = np.linalg.norm(x, ord, axis, keepdims)
+    axes, matrix = _norm_axes(x, ord, axis)
+    return y, _norm_tangent(x, tangents[0], y, ord, axes, keepdims, matrix)
+
+
+def _vector_norm_axes(x, axis):
+    return _axes(x, tuple(range(np.ndim(x))) if axis is None else axis)
 
 
 @rule_for(np.linalg.vector_norm)
 def vector_norm(x, axis=None, keepdims=False, ord=2):
     y = np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
-    axes = _axes(x, tuple(range(np.ndim(x))) if axis is None else axis)
-    return y, _norm_back(x, y, ord, axes, keepdims, matrix=False)
+    return y, _norm_back(x, y, ord, _vector_norm_axes(x, axis), keepdims, matrix=False)
+
+
+@defjvp(np.linalg.vector_norm)
+def vector_norm_jvp(tangents, x, axis=None, keepdims=False, ord=2):
+    y = np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
+    return y, _norm_tangent(x, tangents[0], y, ord, _vector_norm_axes(x, axis), keepdims, False)
 
 
 @rule_for(np.linalg.matrix_norm)
 def matrix_norm(x, keepdims=False, ord="fro"):
     y = np.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
     return y, _norm_back(x, y, ord, _axes(x, (-2, -1)), keepdims, matrix=True)
+
+
+@defjvp(np.linalg.matrix_norm)
+def matrix_norm_jvp(tangents, x, keepdims=False, ord="fro"):
+    y = np.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
+    return y, _norm_tangent(x, tangents[0], y, ord, _axes(x, (-2, -1)), keepdims, True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -622,16 +768,35 @@ def cholesky(a, upper=False):
     return factor, back
 
 
+def cholesky_tangent(lower, da, solve=np.linalg.solve):
+    """The tangent of the lower factor ``lower`` = L of A = L Lᵀ along ``da``:
+    dL = L Φ(L⁻¹ dA L⁻ᵀ) (Murray 2016), dA symmetrised to match the symmetric gradient of the
+    reverse rules. ``solve(L, X)`` computes L⁻¹ X (a triangular solver where there is one)."""
+    left = solve(lower, symmetric_part(da))          # L⁻¹ dA
+    middle = solve(lower, transpose(left))           # L⁻¹ dA L⁻ᵀ, dA being symmetric
+    return lower @ _lower_with_half_diagonal(middle)
+
+
+@defjvp(np.linalg.cholesky)
+def cholesky_jvp(tangents, a, upper=False):
+    factor = np.linalg.cholesky(a, upper=upper)
+    if upper:
+        return factor, transpose(cholesky_tangent(transpose(factor), tangents[0]))
+    return factor, cholesky_tangent(factor, tangents[0])
+
+
+def _eigh_couplings(w):
+    """F_ij = 1 / (w_j - w_i) off the diagonal. Equal eigenvalues make the eigenvectors'
+    derivative undefined; their pairs get F = 0 (no coupling)."""
+    gaps = w[..., None, :] - w[..., :, None]
+    return np.where(gaps == 0, 0.0, 1.0 / np.where(gaps == 0, 1.0, gaps))
+
+
 def _eigh_back(w, v, dw, dv):
-    """Ā for A = V diag(w) Vᵀ (Giles 2008, §3.1): V (diag(w̄) + F ∘ Vᵀ V̄) Vᵀ with
-    F_ij = 1 / (w_j - w_i) off the diagonal, symmetrised. Equal eigenvalues make the
-    eigenvectors' gradient undefined; their pairs get F = 0 (no coupling)."""
+    """Ā for A = V diag(w) Vᵀ (Giles 2008, §3.1): V (diag(w̄) + F ∘ Vᵀ V̄) Vᵀ, symmetrised."""
     middle = np.zeros(w.shape + w.shape[-1:], np.result_type(w, dw))
     if dv is not None and np.any(dv):
-        gaps = w[..., None, :] - w[..., :, None]
-        with np.errstate(divide="ignore"):
-            couplings = np.where(gaps == 0, 0.0, 1.0 / np.where(gaps == 0, 1.0, gaps))
-        middle = couplings * (transpose(v) @ dv)
+        middle = _eigh_couplings(w) * (transpose(v) @ dv)
     middle = middle + dw[..., None, :] * np.eye(w.shape[-1])
     return symmetric_part(v @ middle @ transpose(v))
 
@@ -658,6 +823,34 @@ def eigvalsh(a, UPLO="L"):
     return w, back
 
 
+def _eigh_tangent(v, da):
+    """V's coordinates of the symmetric part of ``da``, Vᵀ dA V, and their diagonal dw."""
+    middle = transpose(v) @ symmetric_part(da) @ v
+    return middle, np.diagonal(middle, 0, -2, -1).copy()
+
+
+@defjvp(np.linalg.eigh)
+def eigh_jvp(tangents, a, UPLO="L"):
+    result = np.linalg.eigh(a, UPLO)
+    w, v = result
+    # dw = diag(Vᵀ dA V), dV = V (F ∘ Vᵀ dA V)  (Giles 2008, §3.1)
+    middle, dw = _eigh_tangent(v, tangents[0])
+    return result, type(result)(dw, v @ (_eigh_couplings(w) * middle))
+
+
+@defjvp(np.linalg.eigvalsh)
+def eigvalsh_jvp(tangents, a, UPLO="L"):
+    return np.linalg.eigvalsh(a, UPLO), _eigh_tangent(np.linalg.eigh(a, UPLO)[1], tangents[0])[1]
+
+
+def _svd_couplings(s):
+    """F_ij = 1/(s_j² - s_i²) off the diagonal (Townsend 2016)."""
+    s_sq = s * s
+    difference = s_sq[..., None, :] - s_sq[..., :, None]
+    diagonal = np.eye(s.shape[-1], dtype=bool)
+    return np.where(diagonal, 0.0, 1.0 / np.where(diagonal, 1.0, difference))
+
+
 def _svd_back(u, s, vt, du, ds, dvt):
     """The pullback of the thin SVD ``a = u diag(s) vt`` (Townsend 2016, "Differentiating the
     singular value decomposition", eq. 30). Distinct singular values are assumed: the
@@ -666,10 +859,7 @@ def _svd_back(u, s, vt, du, ds, dvt):
     a_bar = u @ (ds[..., :, None] * vt)
     if du is None and dvt is None:
         return a_bar
-    s_sq = s * s
-    difference = s_sq[..., None, :] - s_sq[..., :, None]
-    diagonal = np.eye(s.shape[-1], dtype=bool)
-    f = np.where(diagonal, 0.0, 1.0 / np.where(diagonal, 1.0, difference))  # F_ij = 1/(s_j² - s_i²)
+    f = _svd_couplings(s)
     m, n = u.shape[-2], v.shape[-2]
     if du is not None:
         ut_du = transpose(u) @ du
@@ -685,14 +875,18 @@ def _svd_back(u, s, vt, du, ds, dvt):
     return a_bar
 
 
-@rule_for(np.linalg.svd)
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+def _require_thin_svd(a, full_matrices, compute_uv):
     m, n = a.shape[-2:]
     if compute_uv and full_matrices and m != n:
         raise UnsupportedOperationError(
             "np.linalg.svd(a, full_matrices=True) of a non-square matrix: the extra singular "
             "vectors are not determined by a, so they have no gradient. Pass "
             "full_matrices=False.")
+
+
+@rule_for(np.linalg.svd)
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    _require_thin_svd(a, full_matrices, compute_uv)
     u, s, vt = np.linalg.svd(a, full_matrices=False)
     if not compute_uv:
         return s, lambda ds: (_svd_back(u, s, vt, None, ds, None),)
@@ -704,3 +898,28 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         return (_svd_back(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt),)
 
     return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=True), back
+
+
+@defjvp(np.linalg.svd)
+def svd_jvp(tangents, a, full_matrices=True, compute_uv=True, hermitian=False):
+    _require_thin_svd(a, full_matrices, compute_uv)
+    result = np.linalg.svd(a, full_matrices, compute_uv, hermitian)
+    # The tangent is of the factors NumPy returned, so the singular vectors' signs are theirs.
+    u, s, vt = result if compute_uv else np.linalg.svd(a, full_matrices=False)
+    v, da = transpose(vt), tangents[0]
+    dp = transpose(u) @ da @ v                                   # Uᵀ dA V
+    ds = np.diagonal(dp, 0, -2, -1).copy()
+    if not compute_uv:
+        return result, ds
+    # Townsend 2016: dU = U (F ∘ (dP S + S dPᵀ)) + (I - U Uᵀ) dA V S⁻¹,
+    #                dV = V (F ∘ (S dP + dPᵀ S)) + (I - V Vᵀ) dAᵀ U S⁻¹.
+    f = _svd_couplings(s)
+    dp_s, s_dp = dp * s[..., None, :], s[..., :, None] * dp
+    du = u @ (f * (dp_s + transpose(dp_s)))
+    dv = v @ (f * (s_dp + transpose(s_dp)))
+    m, n, k = u.shape[-2], v.shape[-2], s.shape[-1]
+    if m > k:
+        du = du + (da @ v - u @ dp) / s[..., None, :]
+    if n > k:
+        dv = dv + (transpose(da) @ u - v @ transpose(dp)) / s[..., None, :]
+    return result, type(result)(du, ds, transpose(dv))

@@ -1,0 +1,282 @@
+"""Forward mode's linear algebra: the tangent rules of products, np.linalg, mutad.linalg's
+in-place routines and mutad.scipy.linalg, against finite differences and the reverse rules."""
+
+from typing import Callable, NamedTuple
+
+import numpy as np
+import pytest
+
+import mutad
+from mutad.registry import FUNCTIONS, JVPS
+
+# np.cross of 2-vectors is deprecated in NumPy 2 but still supported, so still differentiated.
+pytestmark = pytest.mark.filterwarnings("ignore:Arrays of 2-dimensional vectors:DeprecationWarning")
+
+
+# ----------------------------------------------------------------------------------------------
+# Finite differences along a tangent
+
+
+def _combine(points, weights, scale):
+    """Σ w_k points[k] / scale, output by output; None for outputs that are not float."""
+    first = points[0]
+    if isinstance(first, tuple):
+        return tuple(_combine(p, weights, scale) for p in zip(*points, strict=True))
+    if np.asarray(first).dtype.kind != "f":
+        return None
+    return sum(w * np.asarray(p) for w, p in zip(weights, points, strict=True)) / scale
+
+
+def directional(f, args, tangents, h=1e-3):
+    """The derivative of ``f`` at ``args`` along ``tangents`` (None: held fixed), by the
+    fourth-order central difference."""
+
+    def at(t):
+        return f(*(a if d is None else a + t * d for a, d in zip(args, tangents, strict=True)))
+
+    return _combine([at(2 * h), at(h), at(-h), at(-2 * h)], (-1, 8, -8, 1), 12 * h)
+
+
+def assert_same(y, expected):
+    """``y`` is what the function returns: same type, same values."""
+    assert type(y) is type(expected)
+    if isinstance(y, tuple):
+        for a, b in zip(y, expected, strict=True):
+            assert_same(a, b)
+    else:
+        np.testing.assert_array_equal(y, expected)
+
+
+def assert_tangent(dy, expected, rtol=1e-6):
+    if isinstance(expected, tuple):
+        assert isinstance(dy, tuple) and len(dy) == len(expected)
+        for a, b in zip(dy, expected, strict=True):
+            assert_tangent(a, b, rtol)
+    elif dy is None:  # an output without a tangent: an integer, or a piecewise constant
+        assert expected is None or not np.any(expected)
+    else:
+        assert np.shape(dy) == np.shape(expected)
+        scale = np.max(np.abs(expected), initial=1.0)
+        np.testing.assert_allclose(dy, expected, rtol=rtol, atol=rtol * scale)
+
+
+def sample_tangents(rng, args, symmetric=()):
+    """A random tangent for each float array argument (symmetric at the positions given)."""
+    tangents = []
+    for i, a in enumerate(args):
+        if not (isinstance(a, np.ndarray) and a.dtype.kind == "f"):
+            tangents.append(None)
+            continue
+        t = rng.standard_normal(a.shape)
+        tangents.append(0.5 * (t + np.swapaxes(t, -1, -2)) if i in symmetric else t)
+    return tangents
+
+
+# ----------------------------------------------------------------------------------------------
+# Samplers
+
+
+def normal(*shape):
+    return lambda rng: rng.standard_normal(shape)
+
+
+def well_conditioned(*shape):
+    n = shape[-1]
+    return lambda rng: rng.standard_normal(shape) + 2 * n * np.eye(n)
+
+
+def spd(*shape):
+    def sample(rng):
+        m = rng.standard_normal(shape)
+        return m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+    return sample
+
+
+def fixed(value):
+    return lambda rng: value
+
+
+def align_columns(v, reference):
+    """``v`` with each column's sign chosen to point as ``reference``'s does: LAPACK may flip
+    an eigenvector or singular pair between nearby matrices."""
+    return v * np.sign(np.sum(v * reference, axis=-2, keepdims=True))
+
+
+def align_eigh(result, reference):
+    return type(result)(result[0], align_columns(result[1], reference[1]))
+
+
+def align_svd(result, reference):
+    signs = np.sign(np.sum(result[0] * reference[0], axis=-2, keepdims=True))
+    return type(result)(result[0] * signs, result[1], result[2] * np.swapaxes(signs, -1, -2))
+
+
+class Case(NamedTuple):
+    id: str
+    function: Callable
+    samplers: tuple
+    kwargs: dict = {}
+    symmetric: tuple = ()  # positions of symmetric matrices, with symmetric tangents
+    align: Callable = None  # align(output, reference) fixes sign choices for differences
+    rule: Callable = None  # the forward rule, if not JVPS[function]
+
+    def sample(self, rng):
+        args = tuple(s(rng) for s in self.samplers)
+        return args, sample_tangents(rng, args, self.symmetric)
+
+
+def check_case(case, rng):
+    args, tangents = case.sample(rng)
+    rule = case.rule or JVPS[case.function]
+    y, dy = rule(tangents, *args, **case.kwargs)
+    reference = case.function(*args, **case.kwargs)
+    assert_same(y, reference)
+
+    def f(*xs):
+        out = case.function(*xs, **case.kwargs)
+        return out if case.align is None else case.align(out, reference)
+
+    assert_tangent(dy, directional(f, args, tangents))
+
+
+# fmt: off
+PRODUCTS = [
+    Case("dot",                np.dot,             (normal(2, 3), normal(3, 4))),
+    Case("dot-nd",             np.dot,             (normal(2, 2, 3), normal(4, 3, 2))),
+    Case("dot-scalar",         np.dot,             (normal(), normal(3))),
+    Case("inner",              np.inner,           (normal(2, 3), normal(4, 3))),
+    Case("tensordot",          np.tensordot,       (normal(2, 3, 4), normal(3, 4, 2))),
+    Case("linalg.tensordot",   np.linalg.tensordot, (normal(3, 2), normal(2, 5)), {"axes": 1}),
+    Case("kron",               np.kron,            (normal(2, 3), normal(3, 2))),
+    Case("outer",              np.outer,           (normal(2, 2), normal(3))),
+    Case("linalg.outer",       np.linalg.outer,    (normal(2), normal(3))),
+    Case("vdot",               np.vdot,            (normal(2, 2), normal(4))),
+    Case("matmul",             np.matmul,          (normal(2, 1, 2, 3), normal(4, 3, 2))),
+    Case("matmul-1d",          np.matmul,          (normal(3), normal(2, 3, 4))),
+    Case("linalg.matmul",      np.linalg.matmul,   (normal(2, 3), normal(3, 4))),
+    Case("vecdot",             np.vecdot,          (normal(2, 3), normal(3))),
+    Case("linalg.vecdot",      np.linalg.vecdot,   (normal(3, 2), normal(3, 1)), {"axis": 0}),
+    Case("matvec",             np.matvec,          (normal(2, 3, 4), normal(4))),
+    Case("vecmat",             np.vecmat,          (normal(3), normal(2, 3, 4))),
+    Case("trace",              np.trace,           (normal(3, 2, 4), fixed(1), fixed(0), fixed(2))),
+    Case("linalg.trace",       np.linalg.trace,    (normal(2, 3, 3),), {"offset": -1}),
+    Case("cross",              np.cross,           (normal(4, 3), normal(3))),
+    Case("cross-2d",           np.cross,           (normal(4, 2), normal(2))),
+    Case("linalg.cross",       np.linalg.cross,    (normal(4, 3), normal(4, 3))),
+    Case("einsum",             np.einsum,          (fixed("ij,jk,k->i"), normal(2, 3), normal(3, 4), normal(4))),
+    Case("einsum-ellipsis",    np.einsum,          (fixed("...ii,...i"), normal(2, 3, 3), normal(3))),
+    Case("einsum-sublists",    np.einsum,          (normal(2, 3), fixed([0, 1]), normal(3), fixed([1]))),
+]
+
+MATRIX_FUNCTIONS = [
+    Case("inv",                np.linalg.inv,      (well_conditioned(2, 3, 3),)),
+    Case("solve-vector",       np.linalg.solve,    (well_conditioned(3, 3), normal(3))),
+    Case("solve-batched-vector", np.linalg.solve,  (well_conditioned(2, 3, 3), normal(3))),
+    Case("solve-broadcast",    np.linalg.solve,    (well_conditioned(3, 3), normal(2, 3, 2))),
+    Case("pinv-tall",          np.linalg.pinv,     (normal(4, 3),)),
+    Case("pinv-wide-batched",  np.linalg.pinv,     (normal(2, 2, 4),)),
+    Case("matrix_power",       np.linalg.matrix_power, (normal(2, 3, 3), fixed(3))),
+    Case("matrix_power-zero",  np.linalg.matrix_power, (normal(3, 3), fixed(0))),
+    Case("matrix_power-inverse", np.linalg.matrix_power, (well_conditioned(3, 3), fixed(-2))),
+    Case("lstsq-vector",       np.linalg.lstsq,    (normal(5, 3), normal(5))),
+    Case("lstsq-matrix",       np.linalg.lstsq,    (normal(5, 3), normal(5, 2))),
+    Case("lstsq-wide",         np.linalg.lstsq,    (normal(2, 4), normal(2))),
+    Case("det",                np.linalg.det,      (normal(2, 3, 3),)),
+    Case("slogdet",            np.linalg.slogdet,  (normal(2, 3, 3),)),
+    Case("cholesky",           np.linalg.cholesky, (spd(2, 3, 3),), symmetric=(0,)),
+    Case("cholesky-upper",     np.linalg.cholesky, (spd(4, 4),), {"upper": True}, symmetric=(0,)),
+    Case("eigh",               np.linalg.eigh,     (spd(2, 4, 4),), symmetric=(0,), align=align_eigh),
+    Case("eigh-upper",         np.linalg.eigh,     (spd(4, 4), fixed("U")), symmetric=(0,), align=align_eigh),
+    Case("eigvalsh",           np.linalg.eigvalsh, (spd(2, 4, 4),), symmetric=(0,)),
+    Case("svd-square",         np.linalg.svd,      (normal(2, 3, 3),), align=align_svd),
+    Case("svd-tall",           np.linalg.svd,      (normal(5, 3),), {"full_matrices": False}, align=align_svd),
+    Case("svd-wide",           np.linalg.svd,      (normal(2, 3, 5),), {"full_matrices": False}, align=align_svd),
+    Case("svd-values",         np.linalg.svd,      (normal(4, 3),), {"compute_uv": False}),
+    Case("svd-hermitian",      np.linalg.svd,      (spd(4, 4),), {"hermitian": True}, symmetric=(0,),
+         align=align_svd),
+]
+
+NORMS = [
+    Case("norm",               np.linalg.norm,     (normal(2, 3),)),
+    Case("norm-axis",          np.linalg.norm,     (normal(2, 3), fixed(3), fixed(1), fixed(True))),
+    Case("norm-inf",           np.linalg.norm,     (normal(4),), {"ord": np.inf}),
+    Case("norm-fro",           np.linalg.norm,     (normal(2, 3, 4),), {"ord": "fro", "axis": (0, 2)}),
+    Case("norm-nuc",           np.linalg.norm,     (normal(3, 4),), {"ord": "nuc"}),
+    Case("norm-2",             np.linalg.norm,     (normal(3, 4),), {"ord": 2}),
+    Case("norm-minus-2",       np.linalg.norm,     (normal(4, 3),), {"ord": -2}),
+    Case("norm-1",             np.linalg.norm,     (normal(3, 4),), {"ord": 1}),
+    Case("norm-inf-matrix",    np.linalg.norm,     (normal(3, 4),), {"ord": np.inf, "keepdims": True}),
+    Case("vector_norm",        np.linalg.vector_norm, (normal(2, 3),), {"axis": 0, "ord": 3}),
+    Case("matrix_norm",        np.linalg.matrix_norm, (normal(2, 3, 4),), {"ord": "nuc"}),
+    Case("matrix_norm-fro",    np.linalg.matrix_norm, (normal(3, 4),), {"keepdims": True}),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("case", PRODUCTS + MATRIX_FUNCTIONS + NORMS, ids=lambda c: c.id)
+def test_forward_rule_matches_finite_differences(case, rng):
+    check_case(case, rng)
+
+
+LINALG_INDEXING = {np.take, np.take_along_axis, np.compress, np.extract, np.sort, np.partition,
+                   np.choose, np.select, np.diff, np.interp}
+
+
+def test_every_linear_algebra_rule_has_a_forward_rule():
+    mine = {f for f, rule in FUNCTIONS.items() if rule.__module__ == "mutad.rules.linalg"}
+    assert not mine - LINALG_INDEXING - set(JVPS)
+
+
+def test_forward_rules_without_a_tangent_on_one_operand(rng):
+    a, b = well_conditioned(3, 3)(rng), normal(3, 2)(rng)
+    da, db = rng.standard_normal((3, 3)), rng.standard_normal((3, 2))
+    for tangents in ([da, None], [None, db]):
+        _, dx = JVPS[np.linalg.solve](tangents, a, b)
+        expected = directional(np.linalg.solve, (a, b), tangents)
+        assert_tangent(dx, expected)
+    _, dy = JVPS[np.matmul]([None, db], a, b)
+    np.testing.assert_allclose(dy, a @ db)
+
+
+def test_det_of_a_singular_matrix_uses_the_cofactor(rng):
+    a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 1.0]])
+    da = rng.standard_normal((3, 3))
+    _, dy = JVPS[np.linalg.det]([da], a)
+    np.testing.assert_allclose(dy, directional(np.linalg.det, (a,), (da,)), atol=1e-8)
+
+
+# ----------------------------------------------------------------------------------------------
+# Forward and reverse agree: <J v, w> = <v, Jᵀ w>
+
+
+def _tangent_leaves(dy, like):
+    if isinstance(like, tuple):
+        return [leaf for d, y in zip(dy, like, strict=True) for leaf in _tangent_leaves(d, y)]
+    return [] if dy is None else [(dy, like)]
+
+
+@pytest.mark.parametrize("case", [c for c in PRODUCTS + MATRIX_FUNCTIONS + NORMS
+                                  if c.id in {"tensordot", "einsum", "inv", "solve-broadcast",
+                                              "pinv-tall", "matrix_power-inverse", "lstsq-matrix",
+                                              "slogdet", "cholesky", "eigh", "svd-tall",
+                                              "norm-2", "matrix_norm"}],
+                         ids=lambda c: c.id)
+def test_forward_and_reverse_rules_are_transposes(case, rng):
+    args, tangents = case.sample(rng)
+    y, dy = (case.rule or JVPS[case.function])(tangents, *args, **case.kwargs)
+    pairs = _tangent_leaves(dy, y)
+    weights = [rng.standard_normal(np.shape(d)) for d, _ in pairs]
+    float_positions = [i for i, t in enumerate(tangents) if t is not None]
+
+    def objective(*xs):
+        full = list(args)
+        for i, x in zip(float_positions, xs, strict=True):
+            full[i] = x
+        outputs = _tangent_leaves(dy, case.function(*full, **case.kwargs))
+        return sum(np.sum(w * out) for w, (_, out) in zip(weights, outputs, strict=True))
+
+    grads = mutad.gradient(objective, *(args[i] for i in float_positions))
+    forward = sum(np.sum(w * d) for w, (d, _) in zip(weights, pairs, strict=True))
+    reverse = sum(np.sum(g * tangents[i]) for g, i in zip(grads, float_positions, strict=True))
+    np.testing.assert_allclose(forward, reverse, rtol=1e-9)
