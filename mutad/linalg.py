@@ -6,6 +6,14 @@ F⁻¹ b, ``solve_triangular_`` and ``lu_factor_`` likewise. Each is an ``inplac
 b = A x, A = P L U) rather than saving a copy, so a loop of T in-place solves needs no memory
 that grows with T. Each also works on plain arrays outside any differentiation.
 
+In forward mode (``mutad.jvp``) each updates its argument's tangent in place beside the primal:
+``cholesky_(A)`` overwrites A's tangent by L's, ``ldiv_(F, b)`` overwrites b's tangent by that
+of F⁻¹ b. A factor shares A's memory, so its tangent is A's tangent: L's for a Cholesky factor,
+the packed L and U's for an LU one. The forward rules (``jvp_rule``) receive the arrays behind
+the factor (``F.L``; ``F.packed`` and ``F.pivots``) as primal values with their tangents
+alongside, call the routine on the primals, and compute tangents with NumPy and
+mutad.scipy.linalg calls that dispatch, so a reverse pass can differentiate them (``hvp``).
+
 The work happens in the caller's memory, through SciPy's BLAS and LAPACK wrappers called on
 Fortran-ordered views (a C-ordered matrix is the Fortran-ordered view of its transpose), so
 the wrappers never copy; where one still returns a new array (an unusual dtype, a strided
@@ -31,7 +39,8 @@ from scipy.linalg import get_blas_funcs, get_lapack_funcs
 
 from .errors import MutadError, NotPositiveDefiniteError
 from .registry import inplace_adjoint
-from .tracing import plain
+from .rules.linalg import cholesky_tangent
+from .scipy.linalg import _lu_tangent, _lu_tangent_times, _permutation, _solve_lower
 
 BLOCK = 64
 """Rows per block when a factor is multiplied back into the matrix it came from."""
@@ -82,6 +91,14 @@ def triangular_(T, lower, x, transpose=False, solve=True, unit=False):
                              trans_a=int(not transpose), diag=int(unit)).T
     if not np.shares_memory(result, x):
         x[...] = result  # the wrapper copied (dtype or layout): keep the call in place anyway
+
+
+def _memory(x):
+    """The plain ndarray under any wrappers (traced, dual): condition estimates read only the
+    numbers, whatever is differentiating them."""
+    while not isinstance(x, np.ndarray):
+        x = x.value
+    return x
 
 
 def _triangular_condition(T, lower, unit=False):
@@ -166,7 +183,7 @@ class Cholesky:
         """How much undoing a solve with this factor can amplify rounding errors: an estimate
         of the condition number of ``L Lᵀ`` (computed once)."""
         if self._growth is None:
-            self._growth = _triangular_condition(plain(self.L), lower=True)
+            self._growth = _triangular_condition(_memory(self.L), lower=True)
         return self._growth
 
 
@@ -208,6 +225,16 @@ def _cholesky_rule(A):
         _times_own_transpose_(A)                    # restore A = L Lᵀ: no n × n copy kept
 
     return back
+
+
+@_cholesky_.jvp_rule
+def _cholesky_jvp(tangents, A):
+    # A's tangent becomes L's, dL = L Φ(L⁻¹ dA L⁻ᵀ) with dA symmetrised (Murray 2016): lower
+    # triangular, as the zeroed upper triangle is a constant.
+    dA = tangents[0]
+    _cholesky_(A)
+    dA[...] = cholesky_tangent(A, dA, _solve_lower)
+    return A
 
 
 def cholesky_(A):
@@ -255,6 +282,18 @@ def _cholesky_solve_rule(L, b, growth=1.0):
     return back
 
 
+@_cholesky_solve_.jvp_rule
+def _cholesky_solve_jvp(tangents, L, b, growth=1.0):
+    dL, db = tangents[:2]
+    _cholesky_solve_(L, b, growth)
+    if dL is not None:
+        # dx = A⁻¹ (db - dA x) (Giles 2008, §3.1), A = L Lᵀ: dA x = dL (Lᵀ x) + L (dLᵀ x), both
+        # factors zero above the diagonal (cholesky_ makes them so).
+        db -= dL @ (L.T @ b) + L @ (dL.T @ b)
+    _cholesky_solve_(L, db, growth)  # in db's own memory, as b's solve is in b's
+    return b
+
+
 # ----------------------------------------------------------------------------------------------
 # Triangular solves
 
@@ -290,6 +329,19 @@ def _solve_triangular_rule(T, b, lower, transpose, unit):
         triangular_(T, lower, b, transpose=transpose, solve=False, unit=unit)  # b = op(T) x
 
     return back
+
+
+@_solve_triangular_.jvp_rule
+def _solve_triangular_jvp(tangents, T, b, lower, transpose, unit):
+    dT, db = tangents[:2]
+    _solve_triangular_(T, b, lower, transpose, unit)
+    if dT is not None:
+        # dx = op(T)⁻¹ (db - op(dT) x), dT on the entries the solve reads (Giles 2008, §3.1).
+        offset = 1 if unit else 0
+        dT = np.tril(dT, -offset) if lower else np.triu(dT, offset)
+        db -= (dT.T if transpose else dT) @ b
+    _solve_triangular_(T, db, lower, transpose, unit)
+    return b
 
 
 def solve_triangular_(T, b, lower=False, trans=0, unit_diagonal=False):
@@ -337,7 +389,7 @@ class LU:
         """How much undoing a solve with this factor can amplify rounding errors: LAPACK's
         estimate of the condition number (gecon, computed once)."""
         if self._growth is None:
-            F, _ = _fortran(plain(self.packed))
+            F, _ = _fortran(_memory(self.packed))
             rcond, _ = get_lapack_funcs("gecon", (F,))(F, self.norm, norm="1")
             self._growth = 1.0 / max(rcond, 1e-300)
         return self._growth
@@ -392,6 +444,18 @@ def _lu_factor_rule(A):
         _swap_rows(F, pivots, reverse=True)
 
     return back
+
+
+@_lu_factor_.jvp_rule
+def _lu_factor_jvp(tangents, A):
+    # A's tangent becomes that of the packed L and U, laid out as they are: the factored M is
+    # the Fortran-ordered view F of A, with M[order] = L U.
+    dA = tangents[0]
+    result = _lu_factor_(A)
+    F, same = _fortran(A)
+    dF = dA if same else dA.T
+    dF[...] = _lu_tangent(F, dF[_permutation(result[1])])
+    return result
 
 
 def lu_factor_(A):
@@ -455,6 +519,20 @@ def _lu_solve_rule(packed, pivots, b, growth=1.0):
     return back
 
 
+@_lu_solve_.jvp_rule
+def _lu_solve_jvp(tangents, packed, pivots, b, growth=1.0):
+    dpacked, _, db = tangents[:3]
+    _lu_solve_(packed, pivots, b, growth)
+    if dpacked is not None:
+        # dx = A⁻¹ (db - dA x) (Giles 2008, §3.1). getrs solved with the factored M = F or,
+        # for a C-ordered packed, with Mᵀ; M[order] = L U, with dL and dU packed in F's tangent.
+        F, same = _fortran(packed)
+        dF = dpacked if same else dpacked.T
+        db -= _lu_tangent_times(F, dF, _permutation(pivots), b, transposed=not same)
+    _lu_solve_(packed, pivots, db, growth)
+    return b
+
+
 # ----------------------------------------------------------------------------------------------
 # Solving with a factor, or with a matrix
 
@@ -484,6 +562,16 @@ def _general_solve_rule(A, b):
             _subtract_product(dA, db, x)                               # Ā = -b̄ xᵀ
 
     return back
+
+
+@_general_solve_.jvp_rule
+def _general_solve_jvp(tangents, A, b):
+    dA, db = tangents
+    _general_solve_(A, b)
+    if dA is not None:
+        db -= dA @ b  # dx = A⁻¹ (db - dA x)  (Giles 2008, §3.1)
+    _general_solve_(A, db)
+    return b
 
 
 def ldiv_(F, b):

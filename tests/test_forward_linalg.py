@@ -115,14 +115,17 @@ def align_svd(result, reference):
 class Case(NamedTuple):
     id: str
     function: Callable
-    samplers: tuple
+    samplers: object  # one sampler per argument, or one of the whole argument tuple
     kwargs: dict = {}
     symmetric: tuple = ()  # positions of symmetric matrices, with symmetric tangents
     align: Callable = None  # align(output, reference) fixes sign choices for differences
     rule: Callable = None  # the forward rule, if not JVPS[function]
 
     def sample(self, rng):
-        args = tuple(s(rng) for s in self.samplers)
+        if callable(self.samplers):
+            args = self.samplers(rng)
+        else:
+            args = tuple(s(rng) for s in self.samplers)
         return args, sample_tangents(rng, args, self.symmetric)
 
 
@@ -280,3 +283,237 @@ def test_forward_and_reverse_rules_are_transposes(case, rng):
     forward = sum(np.sum(w * d) for w, (d, _) in zip(weights, pairs, strict=True))
     reverse = sum(np.sum(g * tangents[i]) for g, i in zip(grads, float_positions, strict=True))
     np.testing.assert_allclose(forward, reverse, rtol=1e-9)
+
+
+# ----------------------------------------------------------------------------------------------
+# mutad.scipy.linalg
+
+
+def with_factor(wrapper, **kwargs):
+    """A Case function and rule for ``wrapper((c, flag), b)``, the factor ``c`` passed alone so
+    that it carries the tuple's first tangent."""
+
+    def function(c, flag, b):
+        return wrapper((c, flag), b, **kwargs)
+
+    def rule(tangents, c, flag, b):
+        return wrapper.forward_rule([[tangents[0], None], tangents[2]], (c, flag), b, **kwargs)
+
+    return function, rule
+
+
+def scipy_cases():
+    from mutad.scipy import linalg as sl
+
+    def case(name, wrapper, samplers, kwargs=None, **options):
+        return Case(name, wrapper, samplers, kwargs or {}, rule=wrapper.forward_rule, **options)
+
+    cases = [
+        case("cholesky", sl.cholesky, (spd(4, 4),), symmetric=(0,)),
+        case("cholesky-lower", sl.cholesky, (spd(4, 4), fixed(True)), symmetric=(0,)),
+        case("cho_factor", sl.cho_factor, (spd(4, 4),), symmetric=(0,)),
+        case("cho_factor-lower", sl.cho_factor, (spd(4, 4), fixed(True)), symmetric=(0,)),
+        case("solve_triangular", sl.solve_triangular, (well_conditioned(4, 4), normal(4))),
+        case("solve_triangular-lower-trans-unit", sl.solve_triangular,
+             (well_conditioned(4, 4), normal(4, 2)), {"trans": 1, "lower": True, "unit_diagonal": True}),
+        case("lu_factor", sl.lu_factor, (well_conditioned(4, 4),)),
+        case("solve", sl.solve, (well_conditioned(4, 4), normal(4, 2))),
+        case("solve-pos-transposed", sl.solve, (spd(4, 4), normal(4)),
+             {"assume_a": "pos", "transposed": True}, symmetric=(0,)),
+        case("solve-upper-triangular", sl.solve, (well_conditioned(4, 4), normal(4)),
+             {"assume_a": "upper triangular"}),
+        case("inv", sl.inv, (well_conditioned(4, 4),)),
+        case("inv-sym", sl.inv, (spd(4, 4),), {"assume_a": "sym"}, symmetric=(0,)),
+        case("inv-diagonal", sl.inv, (well_conditioned(4, 4),), {"assume_a": "diagonal"}),
+        case("expm", sl.expm, (lambda rng: 0.5 * rng.standard_normal((4, 4)),)),
+        case("expm-batched", sl.expm, (lambda rng: 0.5 * rng.standard_normal((2, 3, 3)),)),
+    ]
+    for lower in (False, True):
+        function, rule = with_factor(sl.cho_solve)
+        cases.append(Case(f"cho_solve-lower={lower}", function, lambda rng, lower=lower: (
+            *sl.cho_factor(spd(4, 4)(rng), lower), rng.standard_normal((4, 2))), rule=rule))
+    for trans in (0, 1):
+        function, rule = with_factor(sl.lu_solve, trans=trans)
+        # a standard normal matrix, so that LAPACK pivots
+        cases.append(Case(f"lu_solve-trans={trans}", function, lambda rng: (
+            *sl.lu_factor(rng.standard_normal((4, 4))), rng.standard_normal(4)), rule=rule))
+    return cases
+
+
+@pytest.mark.parametrize("case", scipy_cases(), ids=lambda c: c.id)
+def test_scipy_forward_rule_matches_finite_differences(case, rng):
+    check_case(case, rng)
+
+
+# ----------------------------------------------------------------------------------------------
+# mutad.linalg: each in-place routine updates its argument's tangent in place beside the primal
+
+
+def _like(x, original):
+    """``x`` laid out as ``original`` (the in-place routines work on the memory as it is)."""
+    if not isinstance(original, np.ndarray):
+        return x
+    out = np.empty_like(original)
+    out[...] = x
+    return out
+
+
+def check_inplace(routine, args, tangents, written):
+    """``routine.forward_rule`` overwrites argument ``written`` as ``routine`` does and its
+    tangent, in place, with the finite differences of the routine along ``tangents``."""
+    expected = [_like(a, a) for a in args]
+    routine(*expected)
+
+    def f(*xs):
+        xs = [_like(x, a) for x, a in zip(xs, args, strict=True)]
+        routine(*xs)
+        return xs[written]
+
+    expected_tangent = directional(f, args, tangents)
+    result = routine.forward_rule(tangents, *args)
+    assert (result[0] if isinstance(result, tuple) else result) is args[written]
+    np.testing.assert_array_equal(args[written], expected[written])
+    assert_tangent(tangents[written], expected_tangent)
+
+
+ORDERS = ("C", "F")
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_cholesky_inplace_overwrites_the_tangent_by_the_factor_tangent(rng, order):
+    from mutad.linalg import _cholesky_
+
+    A = np.array(spd(5, 5)(rng), order=order)
+    dA = np.array(sample_tangents(rng, [A], symmetric=(0,))[0], order=order)
+    check_inplace(_cholesky_, [A], [dA], 0)
+    assert not np.any(np.triu(dA, 1))  # L's tangent is lower triangular, as L is
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("columns", [(), (3,)])
+def test_cholesky_solve_inplace(rng, order, columns):
+    from mutad.linalg import _cholesky_solve_, cholesky_
+
+    L = cholesky_(np.array(spd(5, 5)(rng), order=order)).L
+    b = np.array(rng.standard_normal((5, *columns)), order=order)
+    dL, db = np.tril(rng.standard_normal((5, 5))), rng.standard_normal(b.shape)
+    check_inplace(_cholesky_solve_, [L, b, 10.0], [dL, db, None], 1)
+    # b alone carries a tangent (a constant factor)
+    b = rng.standard_normal(5)
+    check_inplace(_cholesky_solve_, [L, b], [None, rng.standard_normal(5)], 1)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("lower, transpose, unit",
+                         [(True, False, False), (False, True, False), (True, True, True),
+                          (False, False, True)])
+def test_solve_triangular_inplace(rng, order, lower, transpose, unit):
+    from mutad.linalg import _solve_triangular_
+
+    T = np.array(rng.standard_normal((5, 5)) + 10 * np.eye(5), order=order)  # both triangles:
+    b = np.array(rng.standard_normal((5, 2)), order=order)                    # one is never read
+    dT, db = rng.standard_normal((5, 5)), rng.standard_normal((5, 2))
+    check_inplace(_solve_triangular_, [T, b, lower, transpose, unit], [dT, db, None, None, None], 1)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_lu_factor_and_solve_inplace(rng, order):
+    from mutad.linalg import _general_solve_, _lu_factor_, _lu_solve_, lu_factor_
+
+    A = np.array(rng.standard_normal((5, 5)), order=order)  # LAPACK pivots
+    check_inplace(_lu_factor_, [A.copy(order="K")], [rng.standard_normal((5, 5))], 0)
+    F = lu_factor_(A.copy(order="K"))
+    for b in (rng.standard_normal(5), np.array(rng.standard_normal((5, 2)), order=order)):
+        tangents = [rng.standard_normal((5, 5)), None, rng.standard_normal(b.shape), None]
+        check_inplace(_lu_solve_, [F.packed, F.pivots, b.copy(order="K"), 1.0], tangents, 2)
+        tangents = [rng.standard_normal((5, 5)), rng.standard_normal(b.shape)]
+        check_inplace(_general_solve_, [A, b.copy(order="K")], tangents, 1)
+
+
+# ----------------------------------------------------------------------------------------------
+# Through mutad.jvp and mutad.hvp
+
+
+def chol_solve_twice(A, b):
+    from mutad.linalg import cholesky_, ldiv_
+
+    F = cholesky_(A)
+    ldiv_(F, b)
+    ldiv_(F, b)
+    return b, A  # A holds L now
+
+
+def lu_solve_program(A, b):
+    from mutad.linalg import ldiv_, lu_factor_
+
+    ldiv_(lu_factor_(A), b)
+    return b
+
+
+def triangular_then_general(T, b):
+    from mutad.linalg import ldiv_, solve_triangular_
+
+    solve_triangular_(T, b, lower=True, trans=1)
+    return ldiv_(T, b) * 2.0
+
+
+def numpy_program(a, b):
+    return np.linalg.solve(a, b) @ np.linalg.inv(a) + np.linalg.det(a) * np.linalg.norm(b)
+
+
+def symmetric_program(s):
+    w = np.linalg.eigvalsh(s) * np.linalg.slogdet(s)[1] + np.linalg.svd(s, compute_uv=False)
+    return w @ np.linalg.cholesky(s)
+
+
+def scipy_program(a, b):
+    from mutad.scipy import linalg as sl
+
+    x = sl.cho_solve(sl.cho_factor(a), b) + sl.lu_solve(sl.lu_factor(a), b, trans=1)
+    return sl.expm(0.1 * a) @ x
+
+
+# fmt: off
+PROGRAMS = [
+    Case("cholesky_-ldiv_-C",  chol_solve_twice,   (spd(5, 5), normal(5)), symmetric=(0,)),
+    Case("cholesky_-ldiv_-F",  chol_solve_twice,   (lambda rng: np.asfortranarray(spd(5, 5)(rng)),
+                                                    lambda rng: np.asfortranarray(rng.standard_normal((5, 2)))),
+                                                   symmetric=(0,)),
+    Case("lu_factor_-ldiv_",   lu_solve_program,   (normal(5, 5), normal(5, 3))),
+    Case("solve_triangular_",  triangular_then_general, (well_conditioned(4, 4), normal(4))),
+    Case("numpy",              numpy_program,      (well_conditioned(4, 4), normal(4))),
+    Case("numpy-symmetric",    symmetric_program,  (spd(4, 4),), symmetric=(0,)),
+    Case("scipy",              scipy_program,      (spd(4, 4), normal(4)), symmetric=(0,)),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("case", PROGRAMS, ids=lambda c: c.id)
+def test_jvp_of_programs(case, rng):
+    args, tangents = case.sample(rng)
+    originals = [a.copy() for a in args]
+
+    def program(*xs):  # on copies laid out as the arguments: the routines work in place
+        return case.function(*(_like(x, a) for x, a in zip(xs, args, strict=True)))
+
+    y, dy = mutad.jvp(case.function, args, tangents)
+    for a, original in zip(args, originals, strict=True):
+        np.testing.assert_array_equal(a, original)  # the caller's arrays are as they were
+    expected = program(*args)
+    assert_tangent(y, expected, rtol=1e-12)
+    assert_tangent(dy, directional(program, args, tangents))
+
+
+@pytest.mark.parametrize("case", PROGRAMS, ids=lambda c: c.id)
+def test_hvp_of_programs(case, rng):
+    args, tangents = case.sample(rng)
+
+    def program(*xs):  # hvp and gradient leave the arguments as they were: no copies needed
+        out = case.function(*xs)
+        out = out[0] if isinstance(out, tuple) else out
+        return np.vdot(out, out)
+
+    hv = mutad.hvp(program, args, tangents)
+    hv = (hv,) if len(args) == 1 else hv
+    expected = directional(lambda *xs: mutad.gradient(program, *xs), args, tangents)
+    assert_tangent(hv, expected, rtol=1e-6)

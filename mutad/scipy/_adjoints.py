@@ -3,7 +3,7 @@
 import functools
 import inspect
 
-from .. import tracing
+from .. import forward, tracing
 from ..registry import Adjoint
 
 
@@ -11,12 +11,12 @@ class ScipyAdjoint(Adjoint):
     """``mutad.adjoint`` of a SciPy function written in Python, whose rule receives every
     positional-or-keyword parameter positionally, defaults filled in.
 
-    The core differentiates traced arrays only in positional places (it refuses a traced keyword
-    argument), yet users write ``logsumexp(a, b=weights)`` and ``cho_solve((c, lower), b=y)``.
-    Binding the call to SciPy's signature first puts each argument in its place, so a rule has
-    one fixed argument list; its ``back`` returns cotangents for the leading parameters only,
-    and the settings after them (``axis``, ``lower``, ``check_finite``) get ``None``.
-    Plain calls go to SciPy untouched.
+    The core differentiates traced arrays and duals only in positional places (it refuses them
+    as keyword arguments), yet users write ``logsumexp(a, b=weights)`` and
+    ``cho_solve((c, lower), b=y)``. Binding the call to SciPy's signature first puts each
+    argument in its place, so a rule has one fixed argument list; its ``back`` returns
+    cotangents for the leading parameters only, and the settings after them (``axis``,
+    ``lower``, ``check_finite``) get ``None``. Plain calls go to SciPy untouched.
     """
 
     def __init__(self, fn):
@@ -24,7 +24,8 @@ class ScipyAdjoint(Adjoint):
         self.signature = inspect.signature(fn)
 
     def __call__(self, *args, **kwargs):
-        if not tracing.is_traced_call(args, kwargs):
+        # Traced arrays (reverse mode) and duals (forward mode) both need the binding.
+        if forward.innermost(args, kwargs) is None and not tracing.is_traced_call(args, kwargs):
             return self.fn(*args, **kwargs)
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()

@@ -26,13 +26,19 @@ reverse mode algorithmic differentiation" (2008) for solves and inverses, Murray
 "Differentiation of the Cholesky decomposition" (arXiv:1602.07527, 2016) for Cholesky, and
 Al-Mohy & Higham, "Computing the Fréchet derivative of the matrix exponential" (SIAM J. Matrix
 Anal. Appl., 2009) for expm.
+
+Each function also has a forward rule (``@f.jvp_rule``) from the same results, agreeing with its
+reverse rule (<ẏ, w> = <ẋ, vjp(w)>: symmetric inputs take the symmetric part of their tangent,
+structured ones the part on the entries SciPy reads). It computes with these wrappers and NumPy,
+so that a reverse pass can differentiate it again (``mutad.hvp``). A tuple argument such as
+``cho_solve``'s ``(c, lower)`` has a list of tangents, one per item.
 """
 
 import numpy as np
 import scipy.linalg as _linalg
 
 from ..errors import UnsupportedOperationError
-from ..rules.linalg import _lower_with_half_diagonal, symmetric_part, transpose
+from ..rules.linalg import _lower_with_half_diagonal, cholesky_tangent, symmetric_part, transpose
 from ._adjoints import scipy_adjoint
 
 cholesky = scipy_adjoint(_linalg.cholesky)
@@ -93,6 +99,19 @@ def _cholesky_rule(a, lower=False, overwrite_a=False, check_finite=True):
     return factor, back
 
 
+def _solve_lower(lower, x):
+    """L⁻¹ x for lower triangular L, by a triangular solve that dispatches."""
+    return solve_triangular(lower, x, lower=True, check_finite=False)
+
+
+@cholesky.jvp_rule
+def _cholesky_jvp(tangents, a, lower=False, overwrite_a=False, check_finite=True):
+    factor = cholesky(a, lower, False, check_finite)
+    if lower:
+        return factor, cholesky_tangent(factor, tangents[0], _solve_lower)
+    return factor, transpose(cholesky_tangent(transpose(factor), tangents[0], _solve_lower))
+
+
 @cho_factor.rule
 def _cho_factor_rule(a, lower=False, overwrite_a=False, check_finite=True):
     c, lower = _linalg.cho_factor(a, lower, False, check_finite)
@@ -107,6 +126,18 @@ def _cho_factor_rule(a, lower=False, overwrite_a=False, check_finite=True):
         return (symmetric_part(g),)
 
     return (c, lower), back
+
+
+@cho_factor.jvp_rule
+def _cho_factor_jvp(tangents, a, lower=False, overwrite_a=False, check_finite=True):
+    c, lower = cho_factor(a, lower, False, check_finite)
+    # The factor's triangle moves as the Cholesky factor, the other one as the copy of a it is.
+    da = symmetric_part(tangents[0])
+    if lower:
+        dc = cholesky_tangent(np.tril(c), da, _solve_lower) + np.triu(da, 1)
+    else:
+        dc = transpose(cholesky_tangent(transpose(np.triu(c)), da, _solve_lower)) + np.tril(da, -1)
+    return (c, lower), (dc, None)
 
 
 @cho_solve.rule
@@ -128,6 +159,24 @@ def _cho_solve_rule(c_and_lower, b, overwrite_b=False, check_finite=True):
         return (dc, None), db
 
     return x, back
+
+
+@cho_solve.jvp_rule
+def _cho_solve_jvp(tangents, c_and_lower, b, overwrite_b=False, check_finite=True):
+    c, lower = c_and_lower
+    x = cho_solve((c, lower), b, False, check_finite)
+    dfactor, db = tangents[:2]
+    rhs = db
+    if dfactor is not None and dfactor[0] is not None:
+        # dx = A⁻¹ (db - dA x) (Giles 2008, §3.1), with A = L Lᵀ read from c's triangle (an
+        # upper factor U is Lᵀ): dA x = dL (Lᵀ x) + L (dLᵀ x).
+        if lower:
+            factor, dfactor = np.tril(c), np.tril(dfactor[0])
+        else:
+            factor, dfactor = transpose(np.triu(c)), transpose(np.triu(dfactor[0]))
+        da_x = dfactor @ (transpose(factor) @ x) + factor @ (transpose(dfactor) @ x)
+        rhs = -da_x if rhs is None else rhs - da_x
+    return x, cho_solve((c, lower), rhs, check_finite=False)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -152,6 +201,21 @@ def _solve_triangular_rule(a, b, trans=0, lower=False, unit_diagonal=False, over
         return da, db
 
     return x, back
+
+
+@solve_triangular.jvp_rule
+def _solve_triangular_jvp(tangents, a, b, trans=0, lower=False, unit_diagonal=False,
+                          overwrite_b=False, check_finite=True):
+    x = solve_triangular(a, b, trans, lower, unit_diagonal, False, check_finite)
+    da, db = tangents[:2]
+    rhs = db
+    if da is not None:
+        # dx = M⁻¹ (db - dM x), dM the tangent of the triangle solve_triangular reads.
+        offset = 1 if unit_diagonal else 0
+        dt = np.tril(da, -offset) if lower else np.triu(da, offset)
+        dm_x = (transpose(dt) if _is_transposed(trans) else dt) @ x
+        rhs = -dm_x if rhs is None else rhs - dm_x
+    return x, solve_triangular(a, rhs, trans, lower, unit_diagonal, check_finite=False)
 
 
 def _permutation(piv):
@@ -190,6 +254,35 @@ def _lu_factor_rule(a, overwrite_a=False, check_finite=True):
     return (lu, piv), back
 
 
+def _lu_tangent(lu, dm):
+    """The tangent of the packed factors ``lu`` of M = L U along dM: with X = L⁻¹ dM U⁻¹,
+    dL = L tril(X, -1) and dU = triu(X) U, packed as ``lu`` is (de Hoog, Anderssen & Lukas
+    2011; the transpose of the reverse rule)."""
+    lower, upper = _unit_lower_and_upper(lu)
+    x = solve_triangular(lower, dm, lower=True, unit_diagonal=True, check_finite=False)
+    x = transpose(solve_triangular(upper, transpose(x), trans=1, check_finite=False))  # X U⁻¹
+    return lower @ np.tril(x, -1) + np.triu(x) @ upper
+
+
+def _lu_tangent_times(lu, dlu, order, x, transposed):
+    """dA x (dAᵀ x when ``transposed``) for A[order] = L U, L and U packed in ``lu`` and their
+    tangents in ``dlu``: dA[order] = dL U + L dU, applied factor by factor (no n × n product)."""
+    lower, upper = _unit_lower_and_upper(lu)
+    dlower, dupper = np.tril(dlu, -1), np.triu(dlu)
+    if transposed:
+        z = x[order]
+        return (transpose(dupper) @ (transpose(lower) @ z)
+                + transpose(upper) @ (transpose(dlower) @ z))
+    return (dlower @ (upper @ x) + lower @ (dupper @ x))[np.argsort(order)]
+
+
+@lu_factor.jvp_rule
+def _lu_factor_jvp(tangents, a, overwrite_a=False, check_finite=True):
+    _require_matrix("lu_factor", a)
+    lu, piv = lu_factor(a, False, check_finite)
+    return (lu, piv), (_lu_tangent(lu, tangents[0][_permutation(piv)]), None)
+
+
 @lu_solve.rule
 def _lu_solve_rule(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     lu, piv = lu_and_piv
@@ -209,6 +302,20 @@ def _lu_solve_rule(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True)
         return (dlu, None), db
 
     return x, back
+
+
+@lu_solve.jvp_rule
+def _lu_solve_jvp(tangents, lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    lu, piv = lu_and_piv
+    _require_matrix("lu_solve", lu)
+    x = lu_solve((lu, piv), b, trans, False, check_finite)
+    dfactor, db = tangents[:2]
+    rhs = db
+    if dfactor is not None and dfactor[0] is not None:
+        # dx = M⁻¹ (db - dM x), M = A or Aᵀ (Giles 2008, §3.1)
+        dm_x = _lu_tangent_times(lu, dfactor[0], _permutation(piv), x, _is_transposed(trans))
+        rhs = -dm_x if rhs is None else rhs - dm_x
+    return x, lu_solve((lu, piv), rhs, trans, check_finite=False)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -256,6 +363,20 @@ def _solve_rule(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_f
     return x, back
 
 
+@solve.jvp_rule
+def _solve_jvp(tangents, a, b, lower=False, overwrite_a=False, overwrite_b=False,
+               check_finite=True, assume_a=None, transposed=False):
+    x = solve(a, b, lower, False, False, check_finite, assume_a, transposed)
+    da, db = tangents[:2]
+    rhs = db
+    if da is not None:
+        # dx = M⁻¹ (db - dM x), M = a or aᵀ, dM the tangent of the entries SciPy reads.
+        da = _on_read_entries(da, assume_a)
+        dm_x = (transpose(da) if transposed else da) @ x
+        rhs = -dm_x if rhs is None else rhs - dm_x
+    return x, solve(a, rhs, lower, check_finite=False, assume_a=assume_a, transposed=transposed)
+
+
 def _diagonal_inverse_keeps_off_diagonal():
     """Whether ``scipy.linalg.inv(a, assume_a="diagonal")`` returns a's off-diagonal entries
     unchanged beside the inverted diagonal, as SciPy 1.17 does, rather than zeros."""
@@ -282,6 +403,17 @@ def _inv_rule(a, overwrite_a=False, check_finite=True, **structure):
     return y, back
 
 
+@inv.jvp_rule
+def _inv_jvp(tangents, a, overwrite_a=False, check_finite=True, **structure):
+    y = inv(a, False, check_finite, **structure)
+    da = tangents[0]
+    if structure.get("assume_a") == "diagonal":  # y_ii = 1 / a_ii, as the reverse rule
+        identity = np.eye(np.shape(y)[-1])
+        off_diagonal = (1.0 - identity) if _diagonal_inverse_keeps_off_diagonal() else 0.0
+        return y, da * off_diagonal - identity * (da * y * y)
+    return y, -(y @ _on_read_entries(da, structure.get("assume_a")) @ y)  # Giles 2008, §3.1
+
+
 # ----------------------------------------------------------------------------------------------
 # The matrix exponential
 
@@ -300,3 +432,16 @@ def _expm_rule(a):
         return (da,)
 
     return y, back
+
+
+@expm.jvp_rule
+def _expm_jvp(tangents, a):
+    # The Fréchet derivative L(A, E) is the corner of expm([[A, E], [0, A]]), which is
+    # [[e^A, L(A, E)], [0, e^A]] (Mathias 1996; Higham, Functions of Matrices, 2008, §3.2).
+    # Computed with expm itself it dispatches (scipy.linalg.expm_frechet does not), so a reverse
+    # pass differentiates it again through expm's own rule, and stacks work as in expm.
+    n = np.shape(a)[-1]
+    da = tangents[0]
+    block = np.concatenate([np.concatenate([a, da], axis=-1),
+                            np.concatenate([np.zeros_like(a), a], axis=-1)], axis=-2)
+    return expm(a), expm(block)[..., :n, n:]
