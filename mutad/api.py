@@ -10,13 +10,14 @@ from .errors import (
     MutadError,
     NonScalarOutputError,
     PullbackReusedError,
+    UnsupportedOperationError,
 )
 from . import forward
 from .shadows import Buffer, Shadows
 from .tape import Tape
-from .tracing import ACTIVE, Traced, thaw
+from .tracing import ACTIVE, Traced, fresh, lift, thaw, view_of
 from .trees import check_real, flatten, is_float_array, is_float_scalar
-from .views import owner, same_region, spans
+from .views import owner, same_region, spans, wrapped
 
 
 class Run:
@@ -30,6 +31,7 @@ class Run:
 
     def __init__(self, policy):
         self.tape = Tape(policy)
+        self.tape.outer = ACTIVE.tapes[-1] if ACTIVE.tapes else None  # nested in another
         self.buffers = {}
         self.saved = []
         self.pending = {}
@@ -54,26 +56,51 @@ class Run:
         t = None
         if is_float_array(x):
             base = owner(x)
+            outer = self.tape.outer
             if id(base) not in self.buffers:
                 # One buffer for all views of the memory, laid out as the argument when it
                 # spans all of it (np.linspace's result views an array of its own).
                 layout = x if spans(x, base) else base
                 buffer = Buffer(layout)
                 buffer.note_address(layout)
-                self.buffers[id(base)] = (base, layout, buffer)
-            _, layout, buffer = self.buffers[id(base)]
-            t = Traced(x, buffer, self.tape, x is layout or same_region(x, layout))
+                lifted = None if outer is None else lift(layout, outer)
+                self.buffers[id(base)] = (layout, buffer, lifted)
+            layout, buffer, lifted = self.buffers[id(base)]
+            value = x if lifted is None else lifted if x is layout else view_of(lifted, x, outer)
+            t = Traced(value, buffer, self.tape, x is layout or same_region(x, layout))
             if x.flags.writeable:
-                self.pending.setdefault(buffer.key, []).append(x)
+                self.pending.setdefault(buffer.key, []).append(value)
                 self.tape.guard(buffer.key, lambda key=buffer.key: self._save(key))
         elif is_float_scalar(x):
-            value = np.array(x, dtype=np.result_type(x))
-            t = Traced(value, Buffer(value), self.tape, True)
+            t = fresh(np.array(x, dtype=np.result_type(x)), self.tape)
+        elif type(x) is Traced and x.dtype.kind == "f":
+            t = self._wrap_outer(x)
         elif isinstance(x, np.ndarray) and x.flags.writeable:
             self.saved.append((x, x.copy()))
         self.traced.append(t)
         self.scalar.append(t is not None and not isinstance(x, np.ndarray))
         return x if t is None else t
+
+    def _wrap_outer(self, x):
+        """An argument an outer differentiation traces (this gradient is nested in another):
+        traced here as a buffer of its own, its values outer-traced. Saving and restoring it
+        are operations the outer tape records like any other."""
+        key = ("outer", x.buffer.key)
+        if key in self.buffers:
+            first, t = self.buffers[key]
+            if first is not x:
+                raise UnsupportedOperationError(
+                    "a nested gradient was given two arguments that share memory an outer "
+                    "gradient traces; pass one of them, or a copy of the other.")
+            return t
+        value = lift(x, self.tape.outer)
+        buffer = Buffer(value)
+        buffer.note_address(value)
+        t = Traced(value, buffer, self.tape, True)
+        self.buffers[key] = (x, t)
+        self.pending[buffer.key] = [value]
+        self.tape.guard(buffer.key, lambda: self._save(buffer.key))
+        return t
 
     def _save(self, key):
         for x in self.pending.pop(key):
@@ -112,7 +139,7 @@ class Run:
                 grads.append(None)
                 continue
             g = shadows.release(t, hand_over=keys.count(t.buffer.key) == 1)
-            grads.append(float(g) if scalar else g)
+            grads.append(float(g) if scalar and not wrapped(g) else g)
         return grads
 
     def per_argument(self, leaf_values):

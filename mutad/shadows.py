@@ -16,7 +16,7 @@ import itertools
 
 import numpy as np
 
-from .views import address, byte_span
+from .views import address, byte_span, strided, wrapped
 
 _serial = itertools.count()
 
@@ -101,7 +101,21 @@ class Shadows:
             return entry[1]
         if entry[2] is None:
             entry[2] = entry[1].reshape(-1)  # adopted shadows are C-contiguous, like their buffer
-        return np.ndarray(place.shape, place.dtype, entry[2], place.offset, place.strides)
+        return strided(entry[2], place.shape, place.dtype, place.offset, place.strides)
+
+    def _traced_like(self, entry, g):
+        """Make ``entry``'s shadow an array traced like ``g``, before ``g`` is added into it.
+
+        Under nested differentiation cotangents are traced by the outer one; the first that
+        reaches a plain shadow turns it into a traced copy, so the accumulation is recorded."""
+        if wrapped(g) and not wrapped(entry[1]):
+            if entry[2] is None:
+                entry[2] = entry[1].reshape(-1)
+            buffer = entry[0]
+            entry[2] = np.array(entry[2], like=g)
+            entry[1] = strided(entry[2], buffer.shape, buffer.dtype, buffer.offset,
+                               buffer.strides)
+        return entry
 
     def get(self, place):
         """The shadow at ``place``, or None if no gradient reached its buffer."""
@@ -143,17 +157,18 @@ class Shadows:
         """
         buffer = place.buffer
         if place.whole and buffer.c_contiguous and buffer.key not in self.entries:
-            if not (owned and type(g) is np.ndarray and g.dtype == buffer.dtype
+            if not (owned and (type(g) is np.ndarray or wrapped(g)) and g.dtype == buffer.dtype
                     and g.shape == buffer.shape and g.flags.c_contiguous and g.flags.writeable):
-                g = np.array(np.broadcast_to(g, buffer.shape), dtype=buffer.dtype, order="C")
+                g = np.array(np.broadcast_to(g, buffer.shape), dtype=buffer.dtype, order="C",
+                             like=g if wrapped(g) else None)
             self.entries[buffer.key] = [buffer, g, None]
             return
-        view = self.of(place)
+        view = self._view(self._traced_like(self._entry(buffer), g), place)
         view += g
 
     def add_at(self, place, key, g):
         """Accumulate ``g`` into ``shadow[key]``, adding repeated indices once each."""
-        np.add.at(self.of(place), key, g)
+        np.add.at(self._view(self._traced_like(self._entry(place.buffer), g), place), key, g)
 
     def release(self, place, hand_over):
         """The shadow at ``place`` for the caller to keep, zeros if nothing reached it. With
@@ -165,5 +180,5 @@ class Shadows:
         if hand_over and place.whole and entry[1].flags.c_contiguous:
             del self.entries[place.buffer.key]
             return entry[1]
-        return np.array(self._view(entry, place), copy=True)
+        return np.copy(self._view(entry, place))
 

@@ -45,7 +45,7 @@ DRIFT_LIMIT = 1e4
 class Tape:
     """The records of one differentiation, and the policy for putting overwritten bytes back."""
 
-    __slots__ = ("records", "policy", "guards", "drift", "frozen", "level")
+    __slots__ = ("records", "policy", "guards", "drift", "frozen", "level", "outer")
 
     def __init__(self, policy="restore"):
         if policy not in POLICIES:
@@ -58,6 +58,7 @@ class Tape:
         self.drift = {}
         self.frozen = []  # untraced objects records read, kept immutable while the tape lives
         self.level = next(LEVELS)
+        self.outer = None  # the tape of the differentiation this one is nested in
 
     def record(self, back):
         """Append a record: ``back(shadows)`` is called once, during the replay."""

@@ -38,7 +38,7 @@ from .errors import (
 )
 from .registry import FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule
 from .shadows import Buffer, Place, whole
-from .views import address, owner, same_region
+from .views import address, may_overlap, memory, owner, same_region, strided, views
 
 class _Active(threading.local):
     """The tapes of the differentiations in progress in this thread, innermost last: threads
@@ -68,19 +68,25 @@ def function_name(func):
 
 
 def active(tape):
-    """``tape``, if it is the innermost differentiation in progress; otherwise a clear error."""
+    """``tape``, if its differentiation is in progress in this thread; otherwise a clear error."""
     tapes = ACTIVE.tapes
-    if not tapes or tapes[-1] is not tape:
-        if tape in tapes or (tape is None and len(tapes) > 1):
-            raise UnsupportedOperationError(
-                "a value traced by an outer differentiation reached an inner one (a gradient "
-                "of a function that itself calls mutad.gradient): nested differentiation is "
-                "not supported yet. Differentiate the inner function by hand, or restructure "
-                "so the outer function does not call mutad.")
+    if not tapes or (tapes[-1] is not tape and tape not in tapes):
         raise MutadError(
             "a traced array was used outside the differentiation that created it (it escaped "
             "through a global, a closure or an attribute). Return values from the "
             "differentiated function instead of storing traced arrays.")
+    return tape
+
+
+def innermost(items, tape=None):
+    """The tape of the innermost differentiation among the traced ``items`` (one level into
+    lists and tuples): it handles the operation, and values of outer ones are its constants."""
+    for x in items:
+        if type(x) is Traced:
+            if tape is None or x.tape.level > tape.level:
+                tape = x.tape
+        elif type(x) in (list, tuple):
+            tape = innermost(x, tape)
     return tape
 
 
@@ -94,8 +100,21 @@ def _unwrap(items):
         if type(x) is Traced:
             if tape is None:
                 tape = x.tape
-            elif x.tape is not tape:
-                active(None)
+            elif x.tape is not tape:  # nested differentiations: rare, so checked apart
+                return _unwrap_at(items, innermost(items))
+            values.append(x.value)
+            traced |= 1 << i
+        else:
+            values.append(x)
+    return tape, values, traced
+
+
+def _unwrap_at(items, tape):
+    """``_unwrap`` for ``tape``: arrays traced by other (outer) tapes stay as they are."""
+    values = []
+    traced = 0
+    for i, x in enumerate(items):
+        if type(x) is Traced and x.tape is tape:
             values.append(x.value)
             traced |= 1 << i
         else:
@@ -105,32 +124,31 @@ def _unwrap(items):
 
 def _unwrap_args(args):
     """Like ``_unwrap``, one level into lists and tuples (``np.concatenate([a, b])``)."""
-    tape = None
+    tape = innermost(args)
     values = []
     for x in args:
-        if type(x) is Traced:
-            tape = tape or x.tape
+        if type(x) is Traced and x.tape is tape:
             values.append(x.value)
         elif type(x) in (list, tuple) and any(type(e) is Traced for e in x):
-            inner_tape, inner, _ = _unwrap(x)
-            tape = tape or inner_tape
-            values.append(type(x)(inner))
+            values.append(type(x)(_unwrap_at(x, tape)[1]))
         else:
             values.append(x)
     return tape, values
 
 
-def _leaves(args):
+def _leaves(args, tape):
+    """The arrays ``tape`` traces among ``args``, one level into lists and tuples."""
     for x in args:
         if type(x) is Traced:
-            yield x
+            if x.tape is tape:
+                yield x
         elif type(x) in (list, tuple):
-            yield from (e for e in x if type(e) is Traced)
+            yield from (e for e in x if type(e) is Traced and e.tape is tape)
 
 
-def _reject_traced_kwargs(name, kwargs):
+def _reject_traced_kwargs(name, kwargs, tape):
     for key, value in kwargs.items():
-        if type(value) is Traced:
+        if type(value) is Traced and value.tape is tape:
             raise UnsupportedOperationError(
                 f"{name}: the traced array passed as keyword argument {key}= cannot be "
                 "differentiated; pass it positionally.")
@@ -179,9 +197,22 @@ def checkpoint(region):
 
 def fresh(y, tape):
     """Wrap a fresh float result as a buffer of its own."""
-    if type(y) is not np.ndarray:
+    if isinstance(y, (np.generic, float, int)):  # NumPy gives scalars for 0-d results
         y = np.asarray(y)
+    if tape.outer is not None:
+        y = lift(y, tape.outer)
     return Traced(y, Buffer(y), tape, True)
+
+
+def lift(y, tape):
+    """``y`` as an array ``tape`` traces, a constant to it unless it already is traced by it.
+
+    Under nested differentiation every value of the inner one is an array the outer one
+    traces, so that whatever the inner one writes into it (values that depend on the outer
+    arguments, restorations, shadow updates) is recorded by the outer one."""
+    if type(y) is Traced and y.tape is tape:
+        return y
+    return fresh(y, tape)
 
 
 def view_of(x, y, tape):
@@ -191,10 +222,11 @@ def view_of(x, y, tape):
     return Traced(y, x.buffer, tape, False)
 
 
-def locate(x):
-    """Where the shadow of traced ``x`` lives, as a record keeps it: without ``x``'s memory,
-    so a record does not keep alive an array whose values its pullback does not read."""
-    if type(x) is not Traced:
+def locate(x, tape):
+    """Where the shadow of ``x`` lives if ``tape`` traces it, as a record keeps it: without
+    ``x``'s memory, so a record does not keep alive an array whose values its pullback does not
+    read. None for anything else (constants, arrays of outer differentiations)."""
+    if type(x) is not Traced or x.tape is not tape:
         return None
     if x.whole:
         return x.buffer  # a buffer is the place of all of itself
@@ -211,7 +243,7 @@ def _add_all(shadows, rows, primals):
     for p, g in rows:
         if g is None:
             continue
-        if type(g) is not np.ndarray or g.shape != p.shape:
+        if getattr(g, "shape", None) != p.shape:
             g = np.broadcast_to(g, p.shape)
         root = id(owner(g))
         shadows.add(p, g, owned=root not in taken)
@@ -248,8 +280,12 @@ CHUNK = 1 << 15
 def _times_partial(dy, partial, y, values, out):
     """``out = dy * partial(y, *values)``. For large arrays of one shape the partial is
     evaluated a piece at a time, so its temporaries stay small and in cache."""
-    if dy.size < 4 * CHUNK or not dy.flags.c_contiguous or not out.flags.c_contiguous:
-        return np.multiply(dy, partial(y, *values), out=out)
+    if type(dy) is not np.ndarray or dy.size < 4 * CHUNK or not dy.flags.c_contiguous \
+            or not out.flags.c_contiguous:
+        p = partial(y, *values)
+        if type(p) is Traced and type(out) is np.ndarray:  # traced by an outer differentiation
+            return dy * p
+        return np.multiply(dy, p, out=out)
     pieces = []
     for v in (y, *values):
         if type(v) is np.ndarray and v.ndim:
@@ -285,7 +321,12 @@ def _read_by_partials(values, read):
 
 
 def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
-    tape, values, pattern = _unwrap(inputs)
+    if out is None:
+        tape, values, pattern = _unwrap(inputs)
+    else:  # the target takes part in choosing the level
+        tape, values, pattern = _unwrap((*inputs, out))
+        values.pop()
+        pattern &= ~(1 << len(inputs))
     kwargs = dict(kwargs) if kwargs else {}
     if kwargs.get("where", True) is not True:
         raise UnsupportedOperationError(
@@ -316,7 +357,7 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
     for i, v in enumerate(read):
         if pattern >> i & 1 == 0:
             freeze(tape, v)
-    places = [locate(x) for x in inputs]
+    places = [locate(x, tape) for x in inputs]
     buffer = yt.buffer
 
     def back(shadows):
@@ -329,23 +370,24 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
 
 
 def _may_overlap(target, x):
-    return (type(x) is Traced and x.buffer is target.buffer
-            and np.may_share_memory(x.value, target.value))
+    return type(x) is Traced and x.buffer is target.buffer and may_overlap(x.value, target.value)
 
 
 def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     traced, reads = _differentiable(rule, pattern, len(inputs))
-    if type(out) is not Traced:
+    if type(out) is not Traced or out.tape is not tape:
         if traced:
             raise UntracedWriteError(
                 f"np.{ufunc.__name__}(..., out=...): a traced value was written into an array "
-                "mutad is not tracing, so its gradient would be lost. Create the destination "
-                "from a traced value: np.zeros_like(x) or np.empty(n, like=x).")
+                "mutad is not tracing (or that an outer differentiation traces), so its "
+                "gradient would be lost. Create the destination from a traced value: "
+                "np.zeros_like(x) or np.empty(n, like=x).")
         return ufunc(*values, out=out, **kwargs)
-    tape = active(out.tape if tape is None else tape)
+    tape = active(tape)
     target = out.value
     position = next((i for i, x in enumerate(inputs)
-                     if type(x) is Traced and same_region(x.value, target)), None)
+                     if type(x) is Traced and x.buffer is out.buffer
+                     and same_region(x.value, target)), None)
     inverse = None
     if position is not None and position < len(rule.inverse) and rule.inverse[position]:
         others = [v for i, v in enumerate(values) if i != position]
@@ -368,8 +410,8 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     for i, v in enumerate(values):  # freeze the untraced operands the replay will read
         if pattern >> i & 1 == 0 and (read[i] is not None or (undo is inverse and i != position)):
             freeze(tape, v)
-    places = [locate(x) for x in inputs]
-    target_place = locate(out)
+    places = [locate(x, tape) for x in inputs]
+    target_place = locate(out, tape)
 
     def back(shadows):
         dy = shadows.take(target_place)
@@ -394,14 +436,15 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
 
 
 def _output(tape, y, leaves):
-    """Wrap one output of a pure rule; returns ``(wrapped, is_fresh_buffer)``."""
-    if isinstance(y, np.ndarray):
+    """Wrap one output of a pure rule; returns ``(wrapped, is_fresh_buffer)``. (Under nested
+    differentiation the output is an array an outer tape traces; it is wrapped the same way.)"""
+    if isinstance(y, np.ndarray) or type(y) is Traced:
         if y.dtype.kind != "f":
             return y, False
         for t in leaves:
             if y is t.value:  # the input itself: the same place
                 return Traced(y, t.buffer, tape, t.whole), False
-        if y.base is not None:
+        if memory(y).base is not None:
             root = owner(y)
             for t in leaves:
                 if owner(t.value) is root:
@@ -409,7 +452,7 @@ def _output(tape, y, leaves):
                         return view_of(t, y, tape), False
                     y = y.copy()  # read-only views (broadcast_to) may overlap themselves
                     break
-        return Traced(y, Buffer(y), tape, True), True
+        return fresh(y, tape), True
     if isinstance(y, np.floating):
         return fresh(y, tape), True
     return y, False
@@ -418,11 +461,11 @@ def _output(tape, y, leaves):
 def apply_function(name, rule, args, kwargs, tape=None):
     """Run a pure ``rule`` on the plain values of ``args``, wrap and record its outputs."""
     out = kwargs.pop("out", None) if "out" in kwargs else None
-    _reject_traced_kwargs(name, kwargs)
     arg_tape, values = _unwrap_args(args)
     tape = active(arg_tape or tape)
+    _reject_traced_kwargs(name, kwargs, tape)
     y, back = rule(*values, **kwargs)
-    leaves = list(_leaves(args))
+    leaves = list(_leaves(args, tape))
     if leaves:  # the pullback may read the untraced arguments: keep them as they are
         for x, v in zip(args, values, strict=True):
             if type(x) is not Traced:
@@ -451,9 +494,9 @@ def apply_function(name, rule, args, kwargs, tape=None):
 def _record_function(tape, back, args, outputs, multiple):
     """Record a pure rule's ``back``: ``outputs`` are the buffers it created (None for other
     outputs); the record keeps places of the arguments, not the arguments."""
-    places = [locate(x) if type(x) is Traced else
-              [locate(e) for e in x] if type(x) in (list, tuple) else None for x in args]
-    primals = {id(owner(x.value)) for x in _leaves(args)}
+    places = [[locate(e, tape) for e in x] if type(x) in (list, tuple) else locate(x, tape)
+              for x in args]
+    primals = {id(owner(x.value)) for x in _leaves(args, tape)}
 
     def back_record(shadows):
         dys = [None if b is None else shadows.pop(b) for b in outputs]
@@ -760,6 +803,10 @@ class Traced(ArrayMethods):
 
     offset = property(lambda self: address(self.value) - self.buffer.low)
 
+    def restrided(self, shape, dtype, offset, strides):
+        """The view of this one-dimensional array at byte ``offset`` (``views.strided``)."""
+        return view_of(self, strided(self.value, shape, dtype, offset, strides), self.tape)
+
     def __repr__(self):
         return f"Traced({self.value!r})"
 
@@ -802,7 +849,7 @@ class Traced(ArrayMethods):
 
 
 def is_traced_call(args, kwargs):
-    return any(True for _ in _leaves(args)) or any(type(v) is Traced for v in kwargs.values())
+    return innermost(args) is not None or any(type(v) is Traced for v in kwargs.values())
 
 
 def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, run_rule):
@@ -816,16 +863,17 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
     ``run_rule(*values, **kwargs)`` returns ``(back, result)``, ``result`` being what the
     function returned; arguments in it come back as the traced arguments themselves.
     """
-    _reject_traced_kwargs(name, kwargs)
     tape, values = _unwrap_args(args)
     tape = active(tape)
+    _reject_traced_kwargs(name, kwargs, tape)
     for i in writes:
         if i < len(args) and isinstance(args[i], np.ndarray) and args[i].dtype.kind == "f":
             raise UntracedWriteError(
                 f"{name} writes into argument {i}, an array mutad is not tracing, while other "
                 "arguments are traced: that gradient would be lost. Create it from a traced "
                 "value: np.zeros_like(x) or np.empty(n, like=x).")
-    written = [(i, args[i]) for i in writes if i < len(args) and type(args[i]) is Traced]
+    written = [(i, args[i]) for i in writes
+               if i < len(args) and type(args[i]) is Traced and args[i].tape is tape]
     factor = 1.0 if growth is None or not written else float(growth(*values, **kwargs))
     undos = [tape.undo_for(None if i in checkpointed else _rule_restores, None,
                            lambda t=t: checkpoint(t.value), t.buffer.key, factor, t.whole)
@@ -838,7 +886,7 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
             freeze(tape, v)
     if not callable(back):
         raise MutadError(f"the in-place rule of {name} must return its back function.")
-    places = [locate(x) for x in args]
+    places = [locate(x, tape) for x in args]
 
     def back_record(shadows):
         back(*(None if p is None else shadows.of(p) for p in places))
@@ -857,13 +905,14 @@ def _map_result(name, result, args, values, tape):
     """What an in-place function returned, with its arguments replaced by the traced ones."""
     if type(result) in (tuple, list):
         return type(result)(_map_result(name, r, args, values, tape) for r in result)
-    if not isinstance(result, np.ndarray) or result.dtype.kind != "f":
+    if not (isinstance(result, np.ndarray) or type(result) is Traced) \
+            or result.dtype.kind != "f":
         return result
     for x, value in zip(args, values, strict=True):
-        if type(x) is Traced:
+        if type(x) is Traced and x.tape is tape:
             if result is value:
                 return x
-            if result.base is not None and owner(result) is owner(value):
+            if views(result, value):
                 return view_of(x, result, tape)
     raise UnsupportedOperationError(
         f"{name} returned a new float array from an in-place rule: its gradient would be lost. "

@@ -3,22 +3,57 @@
 This is the one module that reads data pointers and strides. A *buffer* is the memory behind
 traced arrays: for an argument, that of the array that owns it (the root of NumPy's ``.base``
 chain); for a result mutad creates, the result's own.
+
+Every question takes a plain array or a differentiated one (traced, dual), whose memory is that
+of the plain array it wraps, at any depth of nesting.
 """
 
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
 
+def memory(a):
+    """The plain ndarray whose memory ``a`` is: ``a`` itself, or the one a wrapper wraps."""
+    while type(a) is not np.ndarray and hasattr(a, "value"):
+        a = a.value
+    return a
+
+
+def wrapped(a):
+    """Whether ``a`` is an array some differentiation traces (rather than a plain value)."""
+    return type(a) is not np.ndarray and hasattr(a, "value")
+
+
+def strided(flat, shape, dtype, offset, strides):
+    """The view of one-dimensional ``flat`` at byte ``offset`` with ``shape`` and ``strides``;
+    of a traced ``flat``, the traced view (the shadows of nested differentiations are traced
+    by the outer one)."""
+    if wrapped(flat):
+        return flat.restrided(shape, dtype, offset, strides)
+    return np.ndarray(shape, dtype, flat, offset, strides)
+
+
 def address(a):
     """The address of ``a``'s first element."""
-    return a.__array_interface__["data"][0]
+    return memory(a).__array_interface__["data"][0]
 
 
 def owner(a):
     """The ndarray at the root of ``a``'s ``.base`` chain: the array that owns its memory."""
+    a = memory(a)
     while isinstance(a.base, np.ndarray):
         a = a.base
     return a
+
+
+def views(y, x):
+    """Whether the result ``y`` views the memory of ``x`` (rather than being fresh)."""
+    y = memory(y)
+    return isinstance(y, np.ndarray) and y.base is not None and owner(y) is owner(x)
+
+
+def may_overlap(a, b):
+    return np.may_share_memory(memory(a), memory(b))
 
 
 def same_region(a, b):
@@ -31,6 +66,7 @@ def same_region(a, b):
 
 def spans(a, base):
     """True when contiguous ``a`` covers exactly the memory of ``base``."""
+    a, base = memory(a), memory(base)
     return (a.flags.c_contiguous and a.nbytes == base.nbytes and a.dtype == base.dtype
             and address(a) == address(base))
 
@@ -38,6 +74,7 @@ def spans(a, base):
 def byte_span(array):
     """``(low, span)``: the address of ``array``'s lowest byte, and how many elements of its
     dtype its memory spans, whatever its strides."""
+    array = memory(array)
     itemsize = array.dtype.itemsize
     if array.flags.c_contiguous or array.flags.f_contiguous:
         return address(array), array.size

@@ -115,18 +115,6 @@ def test_every_error_class_is_documented():
             assert cls.__doc__ and len(cls.__doc__) > 40, name
 
 
-def test_nested_differentiation_is_refused_clearly():
-    x = np.array(3.0)
-    before = x.tobytes()
-
-    def outer(x):
-        return x * mutad.gradient(lambda y: x * y, 2.0)[0]
-
-    with pytest.raises(errors.UnsupportedOperationError, match="nested differentiation"):
-        mutad.gradient(outer, x)
-    assert x.tobytes() == before
-
-
 def refill_constant(x):
     w = np.empty(x.shape)
     for k in range(3):

@@ -23,9 +23,9 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..registry import definplace
-from ..tracing import (Traced, active, apply_ufunc, freeze, fresh, locate, plain, unbroadcast,
-                       view_of)
-from ..views import owner, same_region
+from ..tracing import (Traced, active, apply_ufunc, freeze, fresh, innermost, locate, plain,
+                       unbroadcast, view_of)
+from ..views import owner, same_region, views
 from .linalg import rule_for
 from .shape import gather_cotangent
 
@@ -239,11 +239,13 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
 def _require_traced_target(call, target, *values):
     """Refuse to write a traced value into an array mutad does not trace."""
-    if type(target) is not Traced and any(type(v) is Traced for v in values):
+    tape = innermost((target, *values))
+    if (type(target) is not Traced or target.tape is not tape) and any(
+            type(v) is Traced and v.tape is tape for v in values):
         raise UntracedWriteError(
-            f"{call}: a traced value was written into an array mutad is not tracing, so its "
-            "gradient would be lost. Create the destination from a traced value: "
-            "np.zeros_like(x) or np.empty(n, like=x).")
+            f"{call}: a traced value was written into an array mutad is not tracing (or that an "
+            "outer differentiation traces), so its gradient would be lost. Create the "
+            "destination from a traced value: np.zeros_like(x) or np.empty(n, like=x).")
     return type(target) is Traced
 
 
@@ -262,7 +264,7 @@ def _unbuffered(ufunc, opposite, sign):
             return ufunc.at(a, plain(indices), plain(b))
         tape = a.tape
         key = plain(indices)
-        values = plain(b)
+        values = b.value if type(b) is Traced and b.tape is tape else b
         target = a.value
 
         def inverse():
@@ -274,7 +276,7 @@ def _unbuffered(ufunc, opposite, sign):
             return not _overlaps(a, b) and bool(np.all(np.isfinite(values)))
 
         def save():
-            saved = np.array(target[key], copy=True)
+            saved = np.copy(target[key])
 
             def copy_back():
                 target[key] = saved  # repeated indices all get the same original value
@@ -287,7 +289,7 @@ def _unbuffered(ufunc, opposite, sign):
         freeze(tape, key)
         if type(b) is not Traced:
             freeze(tape, values)
-        a_place, b_place = locate(a), locate(b)
+        a_place, b_place = locate(a, tape), locate(b, tape)
 
         def back(shadows):
             # a_after = a_before ± scatter(b): a's cotangent passes through unchanged, and b's
@@ -295,7 +297,7 @@ def _unbuffered(ufunc, opposite, sign):
             da = shadows.get(a_place)
             undo()
             if da is not None and b_place is not None:
-                gathered = np.array(da[key], copy=True)
+                gathered = np.copy(da[key])
                 if sign < 0:
                     np.negative(gathered, out=gathered)
                 shadows.add(b_place, unbroadcast(gathered, b_place.shape), owned=True)
@@ -387,11 +389,11 @@ def getitem(x, key):
     tape = active(x.tape)
     key = plain(key)
     y = x.value[key]
-    if isinstance(y, np.ndarray) and y.base is not None and owner(y) is owner(x.value):
+    if views(y, x.value):
         return view_of(x, y, tape)
     yt = fresh(y, tape)
     buffer = yt.buffer
-    source = locate(x)
+    source = locate(x, tape)
     may_repeat = _has_integer_array(key)
     freeze(tape, key)
 
@@ -413,13 +415,14 @@ def getitem(x, key):
 def setitem(x, key, value):
     """``x[key] = value``: the core's in-place path on the view ``x[key]``, or a scatter."""
     tape = active(x.tape)
+    _require_traced_target("x[key] = value", x, value)
     key = plain(key)
     region = x.value[key]
-    if isinstance(region, np.ndarray) and region.base is not None and owner(region) is owner(x.value):
-        if type(value) is Traced and same_region(value.value, region):
+    if views(region, x.value):
+        if type(value) is Traced and value.tape is tape and same_region(value.value, region):
             return  # `x[k] += v` ends by assigning the updated view onto itself: nothing to do
         apply_ufunc(np.positive, (value,), out=view_of(x, region, tape))
-    elif not isinstance(region, np.ndarray):  # x[i] = v with a scalar element: a 0-d view
+    elif getattr(region, "ndim", 0) == 0:  # x[i] = v with a scalar element: a 0-d view
         key = (key if type(key) is tuple else (key,)) + (Ellipsis,)
         apply_ufunc(np.positive, (value,), out=view_of(x, x.value[key], tape))
     else:
@@ -428,8 +431,7 @@ def setitem(x, key, value):
 
 def _scatter(tape, x, key, value, saved):
     """``x[key] = value`` with an advanced index: checkpoint the region, write, record."""
-    if type(value) is Traced:
-        active(value.tape)
+    here = type(value) is Traced and value.tape is tape
     if _has_integer_array(key):
         written = np.zeros(x.value.shape, bool)
         written[key] = True
@@ -440,9 +442,9 @@ def _scatter(tape, x, key, value, saved):
                 "or use np.add.at to add them.")
     tape.before_write(x.buffer.key)
     target = x.value
-    target[key] = value.value if type(value) is Traced else value
+    target[key] = value.value if here else value
     freeze(tape, key)
-    target_place, value_place = locate(x), locate(value)
+    target_place, value_place = locate(x, tape), locate(value, tape)
 
     def back(shadows):
         shadow = shadows.get(target_place)
