@@ -250,42 +250,6 @@ def test_det_of_a_singular_matrix_uses_the_cofactor(rng):
 
 
 # ----------------------------------------------------------------------------------------------
-# Forward and reverse agree: <J v, w> = <v, Jᵀ w>
-
-
-def _tangent_leaves(dy, like):
-    if isinstance(like, tuple):
-        return [leaf for d, y in zip(dy, like, strict=True) for leaf in _tangent_leaves(d, y)]
-    return [] if dy is None else [(dy, like)]
-
-
-@pytest.mark.parametrize("case", [c for c in PRODUCTS + MATRIX_FUNCTIONS + NORMS
-                                  if c.id in {"tensordot", "einsum", "inv", "solve-broadcast",
-                                              "pinv-tall", "matrix_power-inverse", "lstsq-matrix",
-                                              "slogdet", "cholesky", "eigh", "svd-tall",
-                                              "norm-2", "matrix_norm"}],
-                         ids=lambda c: c.id)
-def test_forward_and_reverse_rules_are_transposes(case, rng):
-    args, tangents = case.sample(rng)
-    y, dy = (case.rule or JVPS[case.function])(tangents, *args, **case.kwargs)
-    pairs = _tangent_leaves(dy, y)
-    weights = [rng.standard_normal(np.shape(d)) for d, _ in pairs]
-    float_positions = [i for i, t in enumerate(tangents) if t is not None]
-
-    def objective(*xs):
-        full = list(args)
-        for i, x in zip(float_positions, xs, strict=True):
-            full[i] = x
-        outputs = _tangent_leaves(dy, case.function(*full, **case.kwargs))
-        return sum(np.sum(w * out) for w, (_, out) in zip(weights, outputs, strict=True))
-
-    grads = mutad.gradient(objective, *(args[i] for i in float_positions))
-    forward = sum(np.sum(w * d) for w, (d, _) in zip(weights, pairs, strict=True))
-    reverse = sum(np.sum(g * tangents[i]) for g, i in zip(grads, float_positions, strict=True))
-    np.testing.assert_allclose(forward, reverse, rtol=1e-9)
-
-
-# ----------------------------------------------------------------------------------------------
 # mutad.scipy.linalg
 
 
@@ -306,7 +270,8 @@ def scipy_cases():
     from mutad.scipy import linalg as sl
 
     def case(name, wrapper, samplers, kwargs=None, **options):
-        return Case(name, wrapper, samplers, kwargs or {}, rule=wrapper.forward_rule, **options)
+        return Case(f"scipy.{name}", wrapper, samplers, kwargs or {}, rule=wrapper.forward_rule,
+                    **options)
 
     cases = [
         case("cholesky", sl.cholesky, (spd(4, 4),), symmetric=(0,)),
@@ -330,12 +295,12 @@ def scipy_cases():
     ]
     for lower in (False, True):
         function, rule = with_factor(sl.cho_solve)
-        cases.append(Case(f"cho_solve-lower={lower}", function, lambda rng, lower=lower: (
+        cases.append(Case(f"scipy.cho_solve-lower={lower}", function, lambda rng, lower=lower: (
             *sl.cho_factor(spd(4, 4)(rng), lower), rng.standard_normal((4, 2))), rule=rule))
     for trans in (0, 1):
         function, rule = with_factor(sl.lu_solve, trans=trans)
         # a standard normal matrix, so that LAPACK pivots
-        cases.append(Case(f"lu_solve-trans={trans}", function, lambda rng: (
+        cases.append(Case(f"scipy.lu_solve-trans={trans}", function, lambda rng: (
             *sl.lu_factor(rng.standard_normal((4, 4))), rng.standard_normal(4)), rule=rule))
     return cases
 
@@ -343,6 +308,50 @@ def scipy_cases():
 @pytest.mark.parametrize("case", scipy_cases(), ids=lambda c: c.id)
 def test_scipy_forward_rule_matches_finite_differences(case, rng):
     check_case(case, rng)
+
+
+# ----------------------------------------------------------------------------------------------
+# Forward and reverse agree: <J v, w> = <v, Jᵀ w>
+
+
+def _tangent_leaves(dy, like):
+    if isinstance(like, tuple):
+        return [leaf for d, y in zip(dy, like, strict=True) for leaf in _tangent_leaves(d, y)]
+    return [] if dy is None else [(dy, like)]
+
+
+TRANSPOSED = {"tensordot", "einsum", "inv", "solve-broadcast", "pinv-tall", "matrix_power-inverse",
+              "lstsq-matrix", "slogdet", "cholesky", "eigh", "svd-tall", "norm-2", "matrix_norm",
+              "scipy.cho_factor-lower", "scipy.cho_solve-lower=True", "scipy.lu_factor",
+              "scipy.lu_solve-trans=1", "scipy.solve-pos-transposed", "scipy.inv-diagonal",
+              "scipy.expm"}
+
+
+def transposed_cases():
+    cases = [c for c in PRODUCTS + MATRIX_FUNCTIONS + NORMS + scipy_cases() if c.id in TRANSPOSED]
+    assert len(cases) == len(TRANSPOSED)
+    return cases
+
+
+@pytest.mark.parametrize("case", transposed_cases(), ids=lambda c: c.id)
+def test_forward_and_reverse_rules_are_transposes(case, rng):
+    args, tangents = case.sample(rng)
+    y, dy = (case.rule or JVPS[case.function])(tangents, *args, **case.kwargs)
+    pairs = _tangent_leaves(dy, y)
+    weights = [rng.standard_normal(np.shape(d)) for d, _ in pairs]
+    float_positions = [i for i, t in enumerate(tangents) if t is not None]
+
+    def objective(*xs):
+        full = list(args)
+        for i, x in zip(float_positions, xs, strict=True):
+            full[i] = x
+        outputs = _tangent_leaves(dy, case.function(*full, **case.kwargs))
+        return sum(np.sum(w * out) for w, (_, out) in zip(weights, outputs, strict=True))
+
+    grads = mutad.gradient(objective, *(args[i] for i in float_positions))
+    forward = sum(np.sum(w * d) for w, (d, _) in zip(weights, pairs, strict=True))
+    reverse = sum(np.sum(g * tangents[i]) for g, i in zip(grads, float_positions, strict=True))
+    np.testing.assert_allclose(forward, reverse, rtol=1e-9)
 
 
 # ----------------------------------------------------------------------------------------------
