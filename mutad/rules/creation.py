@@ -1,13 +1,15 @@
 """Where new traced buffers are born: ``zeros_like``, ``empty(like=)``, ``copy``, ``astype``.
 
 A buffer created from a traced value is traced, so later writes into it are recorded and
-gradients written through it reach their sources.
+gradients written through it reach their sources. In forward mode a float buffer created from a
+dual (``like=`` one, too) gets a tangent, zero where its values do not depend on the arguments,
+so later writes of tangents into it have a place to go.
 """
 
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..registry import FUNCTIONS, defrule
+from ..registry import FUNCTIONS, JVPS, deflinear, defjvp, defrule
 from ..tracing import unbroadcast
 
 
@@ -19,10 +21,24 @@ def _no_gradient(func):
     return rule
 
 
+def created(y):
+    """``y`` with a zero tangent: a float buffer created by a call forward mode handles."""
+    return y, np.zeros_like(y) if np.issubdtype(y.dtype, np.inexact) else None
+
+
+def _zero_tangent(func):
+    def jvp(tangents, *args, **kwargs):
+        return created(func(*args, **kwargs))
+
+    jvp.__name__ = jvp.__qualname__ = f"{func.__name__}_jvp"
+    return jvp
+
+
 # Their values do not depend on the values of their array arguments (only on shapes).
 for _func in (np.zeros_like, np.ones_like, np.empty_like,
               np.empty, np.zeros, np.ones, np.eye, np.identity):
     FUNCTIONS[_func] = _no_gradient(_func)
+    JVPS[_func] = _zero_tangent(_func)
 
 
 @defrule(np.full)
@@ -36,41 +52,75 @@ def full(shape, fill_value, *args, **kwargs):
     return y, back
 
 
+def filled(y, dfill):
+    """The tangent of ``y`` filled with a value whose tangent is ``dfill``."""
+    if dfill is None or not np.issubdtype(y.dtype, np.inexact):
+        return created(y)
+    return y, np.broadcast_to(dfill, y.shape).astype(y.dtype)
+
+
+@defjvp(np.full)
+def full_jvp(tangents, shape, fill_value, *args, **kwargs):
+    return filled(np.full(shape, fill_value, *args, **kwargs), tangents[1])
+
+
 @defrule(np.linspace)
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
-    if retstep:
-        raise UnsupportedOperationError(
-            "np.linspace(..., retstep=True) with traced endpoints: compute the step as "
-            "(stop - start) / (num - 1) instead.")
-    y = np.linspace(start, stop, num, endpoint, dtype=dtype, axis=axis)
+    y = np.linspace(start, stop, num, endpoint, retstep, dtype=dtype, axis=axis)
     start_shape, stop_shape = np.shape(start), np.shape(stop)
+    intervals = num - 1 if endpoint else num
 
     def back(dy):
+        dy, d_step = dy if retstep else (dy, None)
         # y = start + t (stop - start), t = linspace(0, 1, num) along ``axis``.
         t = np.linspace(0.0, 1.0, num, endpoint, dtype=dy.dtype)
         t = np.moveaxis(t.reshape((num,) + (1,) * (dy.ndim - 1)), 0, axis)
         d_stop = (dy * t).sum(axis=axis)
         d_start = dy.sum(axis=axis) - d_stop
+        if d_step is not None and intervals > 0:  # step = (stop - start) / intervals
+            d_stop = d_stop + d_step / intervals
+            d_start = d_start - d_step / intervals
         return unbroadcast(d_start, start_shape), unbroadcast(d_stop, stop_shape), None
 
     return y, back
 
 
-@defrule(np.arange)
-def arange(*args, **kwargs):
-    raise UnsupportedOperationError(
+# linspace is linear in (start, stop) jointly; retstep's step too.
+deflinear(np.linspace, operands=(0, 1))
+
+
+def _arange_error():
+    return UnsupportedOperationError(
         "np.arange with traced bounds: its length depends on them, so write "
         "start + step * np.arange(n) (or np.linspace) instead.")
+
+
+@defrule(np.arange)
+def arange(*args, **kwargs):
+    raise _arange_error()
+
+
+@defjvp(np.arange)
+def arange_jvp(tangents, *args, **kwargs):
+    if any(t is not None for t in tangents):
+        raise _arange_error()
+    return created(np.arange(*args, **kwargs))  # np.arange(n, like=x)
 
 
 @defrule(np.full_like)
 def full_like(a, fill_value, *args, **kwargs):
     y = np.full_like(a, fill_value, *args, **kwargs)
+    fill_shape = np.shape(fill_value)
 
     def back(dy):
-        return (None, np.sum(dy)) + (None,) * len(args)
+        return (None, unbroadcast(np.asarray(dy), fill_shape)) + (None,) * len(args)
 
     return y, back
+
+
+@defjvp(np.full_like)
+def full_like_jvp(tangents, a, fill_value, *args, **kwargs):
+    return filled(np.full_like(a, fill_value, *args, **kwargs), tangents[1])
 
 
 def _identity_back(dy):
@@ -81,6 +131,9 @@ def _identity_back(dy):
 @defrule(np.copy)
 def copy(a, order="K", **kwargs):
     return np.array(a, order=order, copy=True), _identity_back
+
+
+deflinear(np.copy)
 
 
 @defrule(np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)
@@ -96,6 +149,51 @@ def array(a, dtype=None, **kwargs):
     return y, back
 
 
+def _arrays(tree):
+    if type(tree) in (list, tuple):
+        for x in tree:
+            yield from _arrays(x)
+    elif hasattr(tree, "__array_function__"):
+        yield tree
+
+
+def dispatcher(*trees):
+    """The array in ``trees`` (items of lists and tuples too) to pass as ``like=``: NumPy's array
+    constructors dispatch on nothing else, so a traced item would be converted. A traced array
+    comes before a plain one."""
+    arrays = list(_arrays(trees))
+    return next((x for x in arrays if type(x) is not np.ndarray), arrays[0] if arrays else None)
+
+
+def zero_filled(tree, tangents):
+    """``tangents`` of the items of ``tree``, zeros where an item has none."""
+    if type(tree) in (list, tuple):
+        tangents = [None] * len(tree) if tangents is None else tangents
+        return [zero_filled(x, t) for x, t in zip(tree, tangents, strict=True)]
+    return np.zeros(np.shape(tree)) if tangents is None else tangents
+
+
+def array_jvp(func):
+    """``np.array(a)`` and its variants, called as NumPy does (``np.asarray`` of an array is
+    that array, whose tangent is then the argument's), dispatching on the arrays inside ``a``."""
+
+    def jvp(tangents, a, *rest, like=None, **kwargs):
+        y = func(a, *rest, like=dispatcher(a, like), **kwargs)
+        if tangents[0] is None:
+            return created(y)
+        if not np.issubdtype(y.dtype, np.inexact):
+            return y, None
+        da = zero_filled(a, tangents[0])
+        return y, func(da, *rest, like=dispatcher(da), **kwargs)
+
+    jvp.__name__ = jvp.__qualname__ = f"{func.__name__}_jvp"
+    return jvp
+
+
+for _func in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray):
+    defjvp(_func)(array_jvp(_func))
+
+
 @defrule("astype")
 def astype(a, dtype, **kwargs):
     y = a.astype(dtype, **kwargs)
@@ -104,3 +202,11 @@ def astype(a, dtype, **kwargs):
         return dy.astype(a.dtype, copy=False), None
 
     return y, back
+
+
+@defjvp("astype")
+def astype_jvp(tangents, a, dtype, **kwargs):
+    y = a.astype(dtype, **kwargs)
+    if tangents[0] is None or not np.issubdtype(y.dtype, np.inexact):
+        return y, None
+    return y, tangents[0].astype(dtype, **kwargs)  # copy=False: a itself, then the tangent itself

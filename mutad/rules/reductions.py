@@ -1,5 +1,7 @@
 """Reductions and scans: each re-expands the reduced cotangent to the input's shape with one
 helper (``expand``), so a rule only says how the cotangent spreads over the reduced elements.
+Each forward rule (``*_jvp``) follows its reverse rule and is its transpose: it reduces the
+input's tangent the way the reverse rule spreads the cotangent.
 
 Ties and zeros follow JAX and HIPS autograd: a maximum shared by several elements splits its
 gradient equally among them, and ``prod``/``cumprod`` are exact when elements are zero (the
@@ -11,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..registry import defrule
+from ..registry import JVPS, defrule
 
 
 def defunary(*funcs):
@@ -39,6 +41,49 @@ def defunary(*funcs):
         return rule
 
     return register
+
+
+def _of_first_argument(call, rule):
+    def jvp(tangents, a, *rest, **kwargs):
+        if tangents[0] is None:  # the call reached forward mode through another argument
+            return call(a, *rest, **kwargs), None
+        return rule(tangents[0], a, *rest, **kwargs)
+
+    jvp.__name__ = jvp.__qualname__ = getattr(rule, "__name__", f"{call.__name__}_jvp")
+    return jvp
+
+
+def defunary_jvp(*funcs):
+    """Register ``rule(da, a, *rest, **kwargs) -> (y, dy)`` as the forward rule of each of
+    ``funcs`` (a function, or a ufunc method keyed ``(ufunc, method)``), differentiable in its
+    first argument ``a`` only; ``da`` is ``a``'s tangent. Returns ``rule`` undecorated."""
+
+    def register(rule):
+        for func in funcs:
+            call = getattr(*func) if type(func) is tuple else func
+            JVPS[func] = _of_first_argument(call, rule)
+        return rule
+
+    return register
+
+
+def _linear(call):
+    def jvp(da, a, *rest, **kwargs):
+        # An additive starting value (``initial=``) is a constant: it stays out of the tangent.
+        settings = {k: v for k, v in kwargs.items() if k != "initial"}
+        return call(a, *rest, **kwargs), call(da, *rest, **settings)
+
+    jvp.__name__ = jvp.__qualname__ = f"{call.__name__}_jvp"
+    return jvp
+
+
+def linear_jvp(*funcs):
+    """Forward rules for ``funcs``, linear in their first argument (the others are settings):
+    the tangent is the function of the tangent. Where the function returns a view of its
+    argument, that is the same view of the tangent, whose memory mirrors the argument's."""
+    for func in funcs:
+        call = getattr(*func) if type(func) is tuple else func
+        defunary_jvp(func)(_linear(call))
 
 
 class Template:
@@ -103,6 +148,9 @@ def add_reduce(a, axis=0, **kwargs):
     return sum_(a, axis, **kwargs)
 
 
+linear_jvp(np.sum, (np.add, "reduce"), np.mean)
+
+
 @defunary(np.nansum)
 def nansum(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.nansum(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
@@ -113,6 +161,16 @@ def nansum(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
         return np.where(present, expand(dy, a.shape, axis, keepdims), 0)
 
     return y, back
+
+
+@defunary_jvp(np.nansum)
+def nansum_jvp(da, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
+    y = np.nansum(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+    # A NaN is skipped, so its tangent is too (even a NaN one); initial= is a constant.
+    kwargs.pop("initial", None)
+    dy = np.sum(np.where(np.isnan(a), 0.0, da), axis=axis, dtype=dtype, keepdims=keepdims,
+                **kwargs)
+    return y, dy
 
 
 @defunary(np.mean)
@@ -139,6 +197,16 @@ def nanmean(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
         return np.where(present, share, 0)
 
     return y, back
+
+
+@defunary_jvp(np.nanmean)
+def nanmean_jvp(da, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
+    y = np.nanmean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+    where = kwargs.get("where", True)
+    present = ~np.isnan(a) if where is True else ~np.isnan(a) & where
+    total = np.sum(np.where(present, da, 0.0), axis=axis, dtype=dtype, keepdims=keepdims)
+    # An all-NaN slice (y is NaN) passes no tangent, as its elements get no gradient.
+    return y, total / np.maximum(np.sum(present, axis=axis, keepdims=keepdims), 1)
 
 
 ########################################################################################
@@ -174,6 +242,17 @@ def multiply_reduce(a, axis=0, **kwargs):
     return prod(a, axis, **kwargs)
 
 
+@defunary_jvp(np.prod)
+def prod_jvp(da, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
+    y = np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+    return y, np.sum(da * product_of_others(a, axis, kwargs), axis=axis, keepdims=keepdims)
+
+
+@defunary_jvp((np.multiply, "reduce"))
+def multiply_reduce_jvp(da, a, axis=0, **kwargs):
+    return prod_jvp(da, a, axis, **kwargs)
+
+
 @defunary(np.nanprod)
 def nanprod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.nanprod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
@@ -186,18 +265,39 @@ def nanprod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     return y, back
 
 
+@defunary_jvp(np.nanprod)
+def nanprod_jvp(da, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
+    y = np.nanprod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+    present = ~np.isnan(a)
+    others = product_of_others(np.where(present, a, 1), axis, kwargs)
+    return y, np.sum(np.where(present, da * others, 0), axis=axis, keepdims=keepdims)
+
+
 ########################################################################################
 # max, min, ptp
 
 
+def extremes(a, y, axis, keepdims, where):
+    """Which elements of ``a`` equal the extreme value ``y`` they were reduced to. NaNs equal
+    nothing, so a NaN result passes no derivative at all."""
+    hit = a == expand(y, a.shape, axis, keepdims)
+    return hit if where is True else hit & where
+
+
 def share_among_extremes(dy, a, y, axis, keepdims, where=True):
     """The cotangent of an extreme value, split equally among the elements equal to it (JAX's
-    convention for ties). NaNs equal nothing, so a NaN result sends no gradient anywhere."""
-    hit = a == expand(y, a.shape, axis, keepdims)
-    if where is not True:
-        hit &= where
+    convention for ties)."""
+    hit = extremes(a, y, axis, keepdims, where)
     ties = np.maximum(np.sum(hit, axis=axis, keepdims=True), 1)
     return np.where(hit, expand(dy, a.shape, axis, keepdims) / ties, 0)
+
+
+def mean_over_extremes(da, a, y, axis, keepdims, where=True):
+    """The tangent of an extreme value: the mean of the tangents of the elements equal to it,
+    the transpose of ``share_among_extremes``."""
+    hit = extremes(a, y, axis, keepdims, where)
+    ties = np.maximum(np.sum(hit, axis=axis, keepdims=keepdims), 1)
+    return np.sum(np.where(hit, da, 0.0), axis=axis, keepdims=keepdims) / ties
 
 
 def extreme_rule(forward):
@@ -212,11 +312,24 @@ def extreme_rule(forward):
     return rule
 
 
+def extreme_jvp(forward):
+    """The forward rule of ``forward``, one of NumPy's maximum or minimum reductions."""
+
+    def jvp(da, a, axis=None, *, keepdims=False, **kwargs):
+        y = forward(a, axis=axis, keepdims=keepdims, **kwargs)
+        return y, mean_over_extremes(da, a, y, axis, keepdims, kwargs.get("where", True))
+
+    jvp.__name__ = jvp.__qualname__ = f"{forward.__name__}_jvp"
+    return jvp
+
+
 for _forward in (np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin):
     defunary(_forward)(extreme_rule(_forward))
+    defunary_jvp(_forward)(extreme_jvp(_forward))
 
 for _ufunc in (np.maximum, np.minimum):
     defunary((_ufunc, "reduce"))(functools.partial(extreme_rule(_ufunc.reduce), axis=0))
+    defunary_jvp((_ufunc, "reduce"))(functools.partial(extreme_jvp(_ufunc.reduce), axis=0))
 
 
 @defunary(np.ptp)
@@ -231,15 +344,31 @@ def ptp(a, axis=None, *, keepdims=False):
     return top - bottom, back
 
 
+@defunary_jvp(np.ptp)
+def ptp_jvp(da, a, axis=None, *, keepdims=False):
+    top = np.max(a, axis=axis, keepdims=keepdims)
+    bottom = np.min(a, axis=axis, keepdims=keepdims)
+    return top - bottom, (mean_over_extremes(da, a, top, axis, keepdims)
+                          - mean_over_extremes(da, a, bottom, axis, keepdims))
+
+
 ########################################################################################
 # var, std
 
 
-def variance_cotangent(dy, a, axis, keepdims, ddof, where):
-    """d var / d a = 2 (a - mean) / (n - ddof), times the expanded cotangent."""
+def variance_gradient(a, axis, ddof, where):
+    """d var / d a = 2 (a - mean) / (n - ddof), zero where a ``where=`` mask leaves ``a`` out."""
     n = count(a, axis, where)
     centred = a - np.mean(a, axis=axis, keepdims=True, where=where)
-    return masked(expand(dy, a.shape, axis, keepdims) * (2 / (n - ddof)) * centred, where)
+    return masked((2 / (n - ddof)) * centred, where)
+
+
+def variance_cotangent(dy, a, axis, keepdims, ddof, where):
+    return expand(dy, a.shape, axis, keepdims) * variance_gradient(a, axis, ddof, where)
+
+
+def variance_tangent(da, a, axis, keepdims, ddof, where):
+    return np.sum(variance_gradient(a, axis, ddof, where) * da, axis=axis, keepdims=keepdims)
 
 
 @defunary(np.var)
@@ -248,6 +377,13 @@ def var(a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
     ddof = kwargs.get("correction", ddof)
     where = kwargs.get("where", True)
     return y, lambda dy: variance_cotangent(dy, a, axis, keepdims, ddof, where)
+
+
+@defunary_jvp(np.var)
+def var_jvp(da, a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
+    y = np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
+    ddof = kwargs.get("correction", ddof)
+    return y, variance_tangent(da, a, axis, keepdims, ddof, kwargs.get("where", True))
 
 
 @defunary(np.std)
@@ -262,6 +398,14 @@ def std(a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
         return variance_cotangent(dy / safe, a, axis, keepdims, ddof, where)
 
     return y, back
+
+
+@defunary_jvp(np.std)
+def std_jvp(da, a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
+    y = np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
+    ddof = kwargs.get("correction", ddof)
+    d_variance = variance_tangent(da, a, axis, keepdims, ddof, kwargs.get("where", True))
+    return y, d_variance / np.where(y == 0, np.inf, 2 * y)  # as the reverse rule: 0 at std 0
 
 
 ########################################################################################
@@ -280,6 +424,9 @@ def cumsum(a, axis=None, dtype=None):
 @defunary((np.add, "accumulate"))
 def add_accumulate(a, axis=0, dtype=None):
     return cumsum(a, axis, dtype)
+
+
+linear_jvp(np.cumsum, (np.add, "accumulate"))
 
 
 def cumprod_cotangent(dy, x, y, axis):
@@ -313,3 +460,37 @@ def cumprod(a, axis=None, dtype=None):
 @defunary((np.multiply, "accumulate"))
 def multiply_accumulate(a, axis=0, dtype=None):
     return cumprod(a, axis, dtype)
+
+
+def cumprod_tangent(dx, x, y, axis):
+    """The tangent of ``y = cumprod(x, axis)``, without dividing by zero.
+
+    ``dy[i] = sum_{k <= i} dx[k] prod_{j <= i, j != k} x[j]``. Before the first zero ``z``
+    along the axis that is ``y[i] sum_{k <= i} dx[k] / x[k]``. From ``z`` on every term but
+    ``k = z`` holds ``x[z] = 0``: ``dy[i] = dx[z]`` times the cumulative product with ``x[z]``
+    replaced by 1, which is 0 past a second zero.
+    """
+    zero = x == 0
+    zeros_so_far = np.cumsum(zero, axis=axis)
+    before_first_zero = zeros_so_far == 0
+    ratios = np.where(before_first_zero, dx / np.where(before_first_zero, x, 1), 0)
+    dy = np.where(before_first_zero, y * np.cumsum(ratios, axis=axis), 0)
+    first_zero = zero & (zeros_so_far == 1)
+    if first_zero.any():
+        at_zero = np.sum(np.where(first_zero, dx, 0), axis=axis, keepdims=True)
+        y_without_first_zero = np.cumprod(np.where(first_zero, 1, x), axis=axis)
+        dy = dy + np.where(before_first_zero, 0, at_zero * y_without_first_zero)
+    return dy
+
+
+@defunary_jvp(np.cumprod)
+def cumprod_jvp(da, a, axis=None, dtype=None):
+    y = np.cumprod(a, axis=axis, dtype=dtype)
+    if axis is None:
+        return y, cumprod_tangent(np.ravel(da), np.ravel(a), y, 0)
+    return y, cumprod_tangent(da, a, y, axis)
+
+
+@defunary_jvp((np.multiply, "accumulate"))
+def multiply_accumulate_jvp(da, a, axis=0, dtype=None):
+    return cumprod_jvp(da, a, axis, dtype)

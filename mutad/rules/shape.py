@@ -5,6 +5,10 @@ table. When NumPy returns a view (reshape, transpose, flip, split, ...) the core
 and the gradient flows through the shared shadow; the rule's ``back`` serves the calls where
 NumPy has to copy. Functions with several differentiable arguments (joins, ``where``, ``clip``)
 are named rules below the table.
+
+Forward rules: a function linear in its first argument has the function of the tangent as its
+tangent (``linear_jvp``); joins and selections are linear in all their array operands jointly,
+constants contributing zero tangents (``deflinear``).
 """
 
 import math
@@ -12,9 +16,9 @@ import math
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..registry import defrule
+from ..registry import defjvp, deflinear, defrule
 from ..tracing import unbroadcast
-from .reductions import Template, defunary
+from .reductions import Template, defunary, defunary_jvp, linear_jvp
 
 
 def linear(func, cotangent):
@@ -28,6 +32,7 @@ def linear(func, cotangent):
 
     rule.__name__ = rule.__qualname__ = func.__name__
     defunary(func)(rule)
+    linear_jvp(func)
 
 
 def index_order(order, a):
@@ -132,19 +137,27 @@ def ravel(a, order="C"):
     return y, lambda dy: np.reshape(dy, template.shape, order=index_order(order, template))
 
 
+# Order "K" (memory order) and "A" read the tangent as the argument is laid out: the same.
+linear_jvp(np.ravel)
+
 GATHER_PAD_MODES = ("constant", "empty", "edge", "reflect", "symmetric", "wrap")
 
 
-@defunary(np.pad)
-def pad(array, pad_width, mode="constant", **kwargs):
-    """Each padded element copies an element of ``array`` or is a constant: padding the indices
-    the same way tells which. Modes that compute new values (``mean``, ``linear_ramp``, odd
-    reflection) are not copies, and have no rule."""
+def check_pad_mode(mode, kwargs):
+    """Modes that compute new values (``mean``, ``linear_ramp``, odd reflection) are not
+    copies, and have no rule."""
     if mode not in GATHER_PAD_MODES or kwargs.get("reflect_type", "even") != "even":
         raise UnsupportedOperationError(
             f"np.pad(..., mode={mode!r}, {kwargs}) on traced arrays: only modes that copy "
             f"elements are differentiated ({', '.join(GATHER_PAD_MODES)}, with even reflection). "
             "Build the padding from slices and np.concatenate instead.")
+
+
+@defunary(np.pad)
+def pad(array, pad_width, mode="constant", **kwargs):
+    """Each padded element copies an element of ``array`` or is a constant: padding the indices
+    the same way tells which."""
+    check_pad_mode(mode, kwargs)
     y = np.pad(array, pad_width, mode, **kwargs)
     template = Template(array)
     if mode in ("constant", "empty"):
@@ -154,6 +167,15 @@ def pad(array, pad_width, mode="constant", **kwargs):
         def pad_indices(s):
             return np.pad(s, pad_width, mode, **kwargs)
     return y, lambda dy: gather_cotangent(dy, template, pad_indices)
+
+
+@defunary_jvp(np.pad)
+def pad_jvp(darray, array, pad_width, mode="constant", **kwargs):
+    check_pad_mode(mode, kwargs)
+    y = np.pad(array, pad_width, mode, **kwargs)
+    if mode in ("constant", "empty"):  # the padding is a constant (constant_values=): zeros
+        return y, np.pad(darray, pad_width)
+    return y, np.pad(darray, pad_width, mode, **kwargs)
 
 
 ########################################################################################
@@ -184,6 +206,7 @@ def join_rule(func, layout):
 
     rule.__name__ = rule.__qualname__ = func.__name__
     defrule(func)(rule)
+    deflinear(func)
 
 
 def concatenate_layout(arrays, axis=0, *rest, **kwargs):
@@ -233,6 +256,9 @@ def append(arr, values, *rest, **kwargs):
     return y, back
 
 
+deflinear(np.append, operands=(0, 1))
+
+
 ########################################################################################
 # Splitting: split, array_split, hsplit, vsplit, dsplit, unstack
 
@@ -259,6 +285,7 @@ def split_rule(func, join):
 
     rule.__name__ = rule.__qualname__ = func.__name__
     defrule(func)(rule)
+    linear_jvp(func)
 
 
 # fmt: off
@@ -294,8 +321,14 @@ def atleast_rule(func):
 
         return ys, back
 
+    def jvp(tangents, *arys):
+        dys = tuple(None if t is None else func(t) for t in tangents)
+        return func(*arys), dys[0] if len(arys) == 1 else dys
+
     rule.__name__ = rule.__qualname__ = func.__name__
+    jvp.__name__ = jvp.__qualname__ = f"{func.__name__}_jvp"
     defrule(func)(rule)
+    defjvp(func)(jvp)
 
 
 for _func in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
@@ -318,6 +351,17 @@ def broadcast_arrays(*args, subok=False):
     return ys, back
 
 
+@defjvp(np.broadcast_arrays)
+def broadcast_arrays_jvp(tangents, *args, subok=False):
+    # Broadcasting the tangents (zeros for constants) together makes NumPy take the same
+    # decisions, so each tangent is the same view of its argument's tangent as the output is of
+    # the argument (or the tangent itself, when NumPy hands the arguments back).
+    filled = [np.zeros(np.shape(x)) if t is None else t for x, t in zip(args, tangents, strict=True)]
+    dys = np.broadcast_arrays(*filled, subok=subok)
+    return (np.broadcast_arrays(*args, subok=subok),
+            tuple(None if t is None else dy for t, dy in zip(tangents, dys, strict=True)))
+
+
 ########################################################################################
 # where, clip
 
@@ -337,23 +381,50 @@ def where(condition, *branches):
     return np.where(condition, x, y), back
 
 
+deflinear(np.where, operands=(1, 2))
+
+
+def clip_bounds(bounds, kwargs):
+    # Bounds given by keyword are constants (the core refuses traced keyword arguments).
+    lower = bounds[0] if len(bounds) > 0 else kwargs.get("a_min", kwargs.get("min"))
+    upper = bounds[1] if len(bounds) > 1 else kwargs.get("a_max", kwargs.get("max"))
+    return lower, upper
+
+
+def clipped(a, y, lower, upper):
+    """Where ``y = clip(a, lower, upper)`` took the lower bound and where the upper one (the
+    upper wins when the bounds cross, as in NumPy); where ``a`` equals a bound, neither."""
+    nowhere = np.zeros(np.shape(y), bool)
+    raised = a if lower is None else np.maximum(a, lower)
+    above = nowhere if upper is None else np.broadcast_to(raised > upper, np.shape(y))
+    below = nowhere if lower is None else (a < lower) & ~above
+    return below, above
+
+
 @defrule(np.clip)
 def clip(a, *bounds, **kwargs):
     """``clip(a, lower, upper) = minimum(maximum(a, lower), upper)``: each element's cotangent
     goes to the operand it came from; where ``a`` equals a bound, to ``a``."""
     y = np.clip(a, *bounds, **kwargs)
-    # Bounds given by keyword are constants (the core refuses traced keyword arguments).
-    lower = bounds[0] if len(bounds) > 0 else kwargs.get("a_min", kwargs.get("min"))
-    upper = bounds[1] if len(bounds) > 1 else kwargs.get("a_max", kwargs.get("max"))
+    lower, upper = clip_bounds(bounds, kwargs)
 
     def back(dy):
-        nowhere = np.zeros(y.shape, bool)
-        raised = a if lower is None else np.maximum(a, lower)
-        above = nowhere if upper is None else np.broadcast_to(raised > upper, y.shape)
-        below = nowhere if lower is None else (a < lower) & ~above
+        below, above = clipped(a, y, lower, upper)
         da = unbroadcast(np.where(below | above, 0, dy), np.shape(a))
         dlower = None if lower is None else unbroadcast(np.where(below, dy, 0), np.shape(lower))
         dupper = None if upper is None else unbroadcast(np.where(above, dy, 0), np.shape(upper))
         return (da, dlower, dupper)[:1 + len(bounds)]
 
     return y, back
+
+
+@defjvp(np.clip)
+def clip_jvp(tangents, a, *bounds, **kwargs):
+    y = np.clip(a, *bounds, **kwargs)
+    if all(t is None for t in tangents):
+        return y, None
+    da, dlower, dupper = (tuple(tangents) + (None, None))[:3]
+    below, above = clipped(a, y, *clip_bounds(bounds, kwargs))
+    dy = np.where(above, 0.0 if dupper is None else dupper,
+                  np.where(below, 0.0 if dlower is None else dlower, 0.0 if da is None else da))
+    return y, dy

@@ -10,7 +10,7 @@ where it is exact up to rounding, and guarded where an operand could make it los
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..registry import ONE, defrule, elementwise
+from ..registry import ONE, defjvp, defrule, elementwise
 
 LN2 = np.log(2.0)
 LN10 = np.log(10.0)
@@ -103,24 +103,33 @@ elementwise(np.logaddexp2, lambda y, a, b: np.exp2(a - y), lambda y, a, b: np.ex
 # Elementwise functions that NumPy writes in Python rather than as ufuncs.
 
 
+def sinc_derivative(x):
+    """d/dx sin(πx)/(πx) = (cos(πx) - sinc(x)) / x, and 0 at x = 0."""
+    safe = np.where(x == 0, 1.0, x)
+    return np.where(x == 0, 0.0, (np.cos(np.pi * x) - np.sinc(x)) / safe)
+
+
 @defrule(np.sinc)
 def sinc(x):
-    y = np.sinc(x)
-
-    def back(dy):
-        # d/dx sin(πx)/(πx) = (cos(πx) - sinc(x)) / x, and 0 at x = 0.
-        safe = np.where(x == 0, 1.0, x)
-        return (dy * np.where(x == 0, 0.0, (np.cos(np.pi * x) - np.sinc(x)) / safe),)
-
-    return y, back
+    return np.sinc(x), lambda dy: (dy * sinc_derivative(x),)
 
 
-@defrule(np.nan_to_num)
-def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+@defjvp(np.sinc)
+def sinc_jvp(tangents, x):
+    (dx,) = tangents
+    return np.sinc(x), dx * sinc_derivative(x)
+
+
+def _refuse_in_place(copy):
     if not copy:
         raise UnsupportedOperationError(
             "np.nan_to_num(x, copy=False) on a traced array: write x[...] = np.nan_to_num(x) "
             "for the same in-place result.")
+
+
+@defrule(np.nan_to_num)
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    _refuse_in_place(copy)
     y = np.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
     finite = np.isfinite(x)
 
@@ -128,3 +137,11 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         return (np.where(finite, dy, 0.0),)
 
     return y, back
+
+
+@defjvp(np.nan_to_num)
+def nan_to_num_jvp(tangents, x, copy=True, nan=0.0, posinf=None, neginf=None):
+    # The replacements of NaN and infinities are constants.
+    _refuse_in_place(copy)
+    y = np.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
+    return y, np.where(np.isfinite(x), tangents[0], 0.0)

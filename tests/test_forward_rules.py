@@ -1,0 +1,469 @@
+"""Forward rules of reductions, shape functions, gathers, creation functions, np.sinc and
+np.nan_to_num, called directly: each tangent is compared with a fourth-order central difference
+along the tangent, and with the reverse rule through the transpose identity
+``<J t, w> = <t, Jᵀ w>``, which also pins down the conventions at ties and kinks."""
+
+import numpy as np
+import pytest
+
+from mutad.registry import FUNCTIONS, JVPS
+
+# All-NaN slices and NaN arguments are cases here, not accidents.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+RNG = np.random.default_rng(7)
+STEP = 1e-4
+
+
+class Const:
+    """An argument that carries no tangent."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def normal(*shape):
+    return RNG.standard_normal(shape)
+
+
+def positive(*shape):
+    return RNG.uniform(0.5, 2.0, shape)
+
+
+def with_nans(x, every=3):
+    x = x.copy()
+    x.reshape(-1)[::every] = np.nan
+    return x
+
+
+# ----------------------------------------------------------------------------------------------
+# The checker
+
+
+def callable_of(key):
+    if key == "astype":
+        return lambda a, dtype, **kwargs: a.astype(dtype, **kwargs)
+    return getattr(*key) if type(key) is tuple else key
+
+
+def split_tangents(args):
+    """Plain arguments and tangents: one for each float array not marked ``Const``."""
+    def split(x):
+        if type(x) is Const:
+            return x.value, None
+        if type(x) in (list, tuple):
+            pairs = [split(item) for item in x]
+            tangents = [t for _, t in pairs]
+            return type(x)(p for p, _ in pairs), None if all(t is None for t in tangents) else tangents
+        if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+            t = np.empty_like(x)  # laid out as its primal, as the core lays tangents out
+            t[...] = RNG.standard_normal(x.shape)
+            return x, t
+        return x, None
+
+    pairs = [split(x) for x in args]
+    return [p for p, _ in pairs], tuple(t for _, t in pairs)
+
+
+def moved(x, t, step):
+    if t is None:
+        return x
+    if type(x) in (list, tuple):
+        return type(x)(moved(a, b, step) for a, b in zip(x, t, strict=True))
+    return x + step * t
+
+
+def finite_difference(call, args, tangents, kwargs):
+    def at(step):
+        y = call(*(moved(x, t, step) for x, t in zip(args, tangents, strict=True)), **kwargs)
+        return [np.asarray(item, float) for item in y] if type(y) in (list, tuple) else np.asarray(y, float)
+
+    ys = [at(k * STEP) for k in (-2, -1, 1, 2)]
+    weights = (1 / 12, -8 / 12, 8 / 12, -1 / 12)
+    if type(ys[0]) is list:
+        return [sum(w * y[i] for w, y in zip(weights, ys)) / STEP for i in range(len(ys[0]))]
+    return sum(w * y for w, y in zip(weights, ys)) / STEP
+
+
+def pairs_of(xs, ts):
+    """Matching leaves of two trees (lists of arrays, ``None`` where one has nothing)."""
+    if type(xs) in (list, tuple) or type(ts) in (list, tuple):
+        for x, t in zip(xs, ts, strict=True):
+            yield from pairs_of(x, t)
+    elif xs is not None and ts is not None:
+        yield xs, ts
+
+
+def inner(pairs):
+    return sum(float(np.sum(np.where(np.isfinite(a), a, 0) * b)) for a, b in pairs)
+
+
+def outputs(y):
+    return list(y) if type(y) in (list, tuple) else [y]
+
+
+def check(key, *args, fd=True, **kwargs):
+    """Run ``JVPS[key]``; check ``y``, ``dy`` against finite differences (``fd``) and against the
+    reverse rule. Returns ``(y, dy, tangents)``."""
+    call = callable_of(key)
+    args, tangents = split_tangents(args)
+    y, dy = JVPS[key](tangents, *args, **kwargs)
+    expected_y = call(*args, **kwargs)
+    for a, b in zip(outputs(y), outputs(expected_y), strict=True):
+        np.testing.assert_array_equal(a, b)
+    dys = outputs(dy) if dy is not None else [None] * len(outputs(y))
+    for yi, di in zip(outputs(y), dys, strict=True):
+        if di is not None:
+            assert np.shape(di) == np.shape(yi)
+        elif any(t is not None for t in tangents):
+            assert np.result_type(yi).kind != "f" or type(y) in (list, tuple)
+    if fd and any(t is not None for t in tangents):
+        expected = finite_difference(call, args, tangents, kwargs)
+        for di, ei in zip(dys, outputs(expected), strict=True):
+            di = np.zeros_like(ei) if di is None else di
+            finite = np.isfinite(ei)
+            np.testing.assert_allclose(np.asarray(di)[finite], ei[finite], rtol=1e-6, atol=1e-8)
+    if key in FUNCTIONS and any(t is not None for t in tangents):
+        _, back = FUNCTIONS[key](*args, **kwargs)
+        ws = [np.where(np.isfinite(yi), RNG.standard_normal(np.shape(yi)), 0.0) for yi in outputs(y)]
+        cotangents = back(tuple(ws) if type(y) in (list, tuple) else ws[0])
+        forward = inner((w, d) for w, d in zip(ws, dys, strict=True) if d is not None)
+        reverse = inner(pairs_of(list(tangents), list(cotangents)))
+        single = any(np.result_type(yi) == np.float32 for yi in outputs(y))
+        np.testing.assert_allclose(forward, reverse, rtol=1e-5 if single else 1e-9, atol=1e-9)
+    return y, dy, tangents
+
+
+def case(key, *args, fd=True, **kwargs):
+    name = key if type(key) is str else (f"{key[0].__name__}.{key[1]}" if type(key) is tuple
+                                         else key.__name__)
+    settings = ",".join(f"{k}={v!r}"[:20] for k, v in kwargs.items())
+    return pytest.param(key, args, fd, kwargs, id=f"{name}({settings})")
+
+
+# ----------------------------------------------------------------------------------------------
+# Reductions
+
+X = normal(3, 4)
+X3 = normal(2, 3, 4)
+P = positive(3, 4)
+MASK = RNG.uniform(size=(3, 4)) < 0.7
+ZEROS = P.copy()
+ZEROS[0, 1] = 0.0                   # one zero in row 0
+ZEROS[1, 0] = ZEROS[1, 3] = 0.0     # two zeros in row 1
+TIED = np.array([[1.0, 3.0, 3.0, 0.5], [2.0, -1.0, 2.0, 0.0], [0.0, 0.1, -0.2, 0.3]])
+CONSTANT_ROW = np.vstack([X[:2], np.full((1, 4), 0.7)])
+
+REDUCTIONS = [
+    case(np.sum, X),
+    case(np.sum, X, axis=1),
+    case(np.sum, X3, axis=(0, 2), keepdims=True),
+    case(np.sum, X, axis=0, where=MASK),
+    case(np.sum, X, initial=5.0),
+    case((np.add, "reduce"), X),
+    case((np.add, "reduce"), X, axis=1, keepdims=True),
+    case(np.nansum, with_nans(X)),
+    case(np.nansum, with_nans(X3), axis=1, keepdims=True),
+    case(np.nansum, with_nans(X), axis=0, initial=2.0),
+    case(np.mean, X),
+    case(np.mean, X3, axis=(1, 2)),
+    case(np.mean, X, axis=0, keepdims=True, where=MASK),
+    case(np.nanmean, with_nans(X)),
+    case(np.nanmean, with_nans(X3, 2), axis=2, keepdims=True),
+    case(np.prod, P),
+    case(np.prod, P, axis=1),
+    case(np.prod, ZEROS, axis=1, keepdims=True),
+    case(np.prod, ZEROS, axis=0),
+    case(np.prod, P, axis=1, where=MASK, initial=2.0),
+    case((np.multiply, "reduce"), ZEROS),
+    case((np.multiply, "reduce"), P, axis=1),
+    case(np.nanprod, with_nans(P)),
+    case(np.nanprod, with_nans(ZEROS), axis=1),
+    case(np.var, X),
+    case(np.var, X3, axis=1, ddof=1),
+    case(np.var, X, axis=0, keepdims=True, where=MASK),
+    case(np.std, X),
+    case(np.std, X3, axis=(0, 2), keepdims=True, ddof=1),
+    case(np.std, CONSTANT_ROW, axis=1),
+    case(np.cumsum, X),
+    case(np.cumsum, X3, axis=1),
+    case((np.add, "accumulate"), X),
+    case((np.add, "accumulate"), X3, axis=2),
+    case(np.cumprod, P),
+    case(np.cumprod, ZEROS, axis=1),
+    case(np.cumprod, ZEROS.T, axis=0),
+    case(np.cumprod, ZEROS),
+    case((np.multiply, "accumulate"), ZEROS.T),
+    case((np.multiply, "accumulate"), P, axis=1),
+    case(np.ptp, X),
+    case(np.ptp, X3, axis=1, keepdims=True),
+    case(np.ptp, TIED, axis=1, fd=False),
+]
+for _extreme in (np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin):
+    REDUCTIONS += [
+        case(_extreme, X),
+        case(_extreme, X3, axis=1),
+        case(_extreme, X3, axis=(0, 2), keepdims=True),
+        case(_extreme, TIED, axis=1),            # two-way ties: the mean of two tangents
+        case(_extreme, np.vstack([TIED, TIED[:1]]), axis=0, fd=False),  # ties of three
+    ]
+REDUCTIONS += [
+    case(np.nanmax, with_nans(X), axis=1),
+    case(np.nanmin, with_nans(X3), axis=0),
+    case(np.max, X, axis=1, where=MASK, initial=-5.0),
+    case((np.maximum, "reduce"), X),
+    case((np.maximum, "reduce"), TIED, axis=1),
+    case((np.minimum, "reduce"), X3, axis=2),
+]
+
+
+@pytest.mark.parametrize("key, args, fd, kwargs", REDUCTIONS)
+def test_reduction(key, args, fd, kwargs):
+    check(key, *args, fd=fd, **kwargs)
+
+
+def test_extreme_ties_take_the_mean_tangent():
+    a = np.array([2.0, 5.0, 5.0, 5.0, 1.0])
+    t = np.array([1.0, 2.0, 4.0, 9.0, 7.0])
+    assert JVPS[np.max]((t,), a)[1] == 5.0
+    assert JVPS[np.ptp]((t,), a)[1] == 5.0 - 7.0
+
+
+def test_all_nan_slice_passes_no_tangent():
+    a = np.array([[np.nan, np.nan], [1.0, np.nan]])
+    t = np.ones_like(a)
+    for key in (np.nanmean, np.nansum, np.nanmax):
+        _, dy = JVPS[key]((t,), a, axis=1)
+        np.testing.assert_array_equal(dy, [0.0, 1.0])
+
+
+# ----------------------------------------------------------------------------------------------
+# Shape functions
+
+V = normal(5)
+V4 = normal(4)
+XF = np.asfortranarray(X)
+COLUMN = normal(3, 1, 4)
+X4 = normal(4, 4)
+BELOW, ABOVE = -0.5 + 0.1 * normal(3, 4), 0.5 + 0.1 * normal(3, 4)
+CROSSED = np.where(MASK, ABOVE, -ABOVE)
+# Values kept 0.01 away from the bounds, so the finite differences see no kink.
+CLIPPED = np.where(np.abs(np.abs(X) - 0.5) < 0.01, 0.3, X)
+
+SHAPE = [
+    case(np.reshape, X, (4, 3)),
+    case(np.reshape, X, (2, 6), order="F"),
+    case(np.reshape, XF, (12,), order="A"),
+    case(np.squeeze, COLUMN),
+    case(np.squeeze, COLUMN, axis=1),
+    case(np.expand_dims, X, 1),
+    case(np.transpose, X3),
+    case(np.transpose, X3, (1, 0, 2)),
+    case(np.matrix_transpose, X3),
+    case(np.swapaxes, X3, 0, 2),
+    case(np.moveaxis, X3, 0, -1),
+    case(np.rollaxis, X3, 2),
+    case(np.flip, X),
+    case(np.flip, X3, 1),
+    case(np.fliplr, X),
+    case(np.flipud, X),
+    case(np.rot90, X),
+    case(np.rot90, X3, 3, (1, 2)),
+    case(np.roll, X, 2),
+    case(np.roll, X, -1, 1),
+    case(np.broadcast_to, V4, (3, 4)),
+    case(np.tile, V, (2, 2)),
+    case(np.repeat, X, 2),
+    case(np.repeat, X, [1, 2, 0], axis=0),
+    case(np.delete, X, 1, 1),
+    case(np.delete, X, [0, 2]),
+    case(np.triu, X),
+    case(np.tril, X3, -1),
+    case(np.diagonal, X3, 1, 1, 2),
+    case(np.diag, V),
+    case(np.diag, X, 1),
+    case(np.real, X),
+    case(np.ravel, X),
+    case(np.ravel, X, "F"),
+    case(np.ravel, XF, order="K"),
+    case(np.ravel, XF, order="A"),
+    case(np.ravel, X3.transpose(2, 0, 1), order="K"),
+    case(np.pad, X, 2),
+    case(np.pad, X, ((1, 0), (2, 1)), constant_values=2.5),
+    case(np.pad, X, 1, "edge"),
+    case(np.pad, X, (2, 1), "reflect"),
+    case(np.pad, X, 2, "symmetric"),
+    case(np.pad, V, 3, "wrap"),
+    case(np.concatenate, [X, normal(2, 4)]),
+    case(np.concatenate, [X, Const(normal(3, 2))], 1),
+    case(np.concatenate, (X, V4), axis=None),
+    case(np.stack, [V4, V4 + 1]),
+    case(np.stack, [X, Const(X)], axis=2),
+    case(np.hstack, [X, Const(normal(3, 1))]),
+    case(np.hstack, [V, V4]),
+    case(np.vstack, [X, V4]),
+    case(np.dstack, [X, X]),
+    case(np.column_stack, [V4, X.T]),
+    case(np.append, X, V4),
+    case(np.append, X, X, axis=0),
+    case(np.append, X, 5.0),
+    case(np.append, Const(X), V4),
+    case(np.split, X, 2, 1),
+    case(np.split, V, [1, 4]),
+    case(np.array_split, V, 3),
+    case(np.hsplit, X, 2),
+    case(np.vsplit, X4, [1]),
+    case(np.dsplit, X3, 2),
+    case(np.atleast_1d, np.array(1.5)),
+    case(np.atleast_1d, np.array(1.5), V, Const(X)),
+    case(np.atleast_2d, V),
+    case(np.atleast_3d, X),
+    case(np.atleast_3d, X3, V),
+    case(np.broadcast_arrays, V4, X),
+    case(np.broadcast_arrays, X, X.copy()),
+    case(np.broadcast_arrays, Const(V4), X3),
+    case(np.where, MASK, X, normal(3, 4)),
+    case(np.where, MASK, X, 2.0),
+    case(np.where, MASK, Const(normal(3, 4)), V4),
+    case(np.clip, CLIPPED, -0.5, 0.5),
+    case(np.clip, CLIPPED, -0.5, None),
+    case(np.clip, CLIPPED, None, 0.5),
+    case(np.clip, X, BELOW, ABOVE),
+    case(np.clip, X, Const(BELOW), ABOVE),
+    case(np.clip, X, CROSSED, BELOW),
+    case(np.clip, CLIPPED, min=-0.5, max=0.5),
+    case(np.clip, np.array([-1.0, -0.5, 0.0, 0.5, 1.0]), -0.5, 0.5, fd=False),  # at the bounds
+]
+if hasattr(np, "unstack"):
+    SHAPE.append(case(np.unstack, X3, axis=1))
+
+
+@pytest.mark.parametrize("key, args, fd, kwargs", SHAPE)
+def test_shape(key, args, fd, kwargs):
+    check(key, *args, fd=fd, **kwargs)
+
+
+def test_views_have_views_of_the_tangent_as_tangents():
+    """Where NumPy returns a view of the argument, the tangent is the same view of its tangent."""
+    t = np.empty_like(XF)
+    for key, settings in [(np.reshape, ((12,), "A")), (np.ravel, ("K",)), (np.transpose, ()),
+                          (np.real, ()), (np.squeeze, ())]:
+        y, dy = JVPS[key]((t,), XF, *settings)
+        assert np.shares_memory(y, XF) and np.shares_memory(dy, t)
+        assert dy.strides == y.strides
+    y, dy = JVPS[np.split]((t,), XF, 2, 1)
+    assert all(np.shares_memory(d, t) for d in dy)
+    ys, dys = JVPS[np.broadcast_arrays]((t, t), XF, XF)
+    assert ys[0] is XF and dys[0] is t
+
+
+def test_clip_at_a_bound_passes_the_argument_tangent():
+    a = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
+    t, lower, upper = np.ones(5), np.full(5, 10.0), np.full(5, 100.0)
+    _, dy = JVPS[np.clip]((t, lower, upper), a, -0.5, 0.5)
+    np.testing.assert_array_equal(dy, [10.0, 1.0, 1.0, 1.0, 100.0])
+
+
+def test_constant_padding_and_constant_operands_have_zero_tangents():
+    t = np.ones(2)
+    _, dy = JVPS[np.pad]((t, None), np.zeros(2), 1, constant_values=7.0)
+    np.testing.assert_array_equal(dy, [0.0, 1.0, 1.0, 0.0])
+    _, dy = JVPS[np.concatenate](([t, None],), [np.zeros(2), np.full(2, 3.0)])
+    np.testing.assert_array_equal(dy, [1.0, 1.0, 0.0, 0.0])
+
+
+def test_pad_modes_that_compute_values_are_refused():
+    from mutad.errors import UnsupportedOperationError
+
+    with pytest.raises(UnsupportedOperationError, match="mean"):
+        JVPS[np.pad]((np.ones(3), None), np.ones(3), 1, "mean")
+
+
+# ----------------------------------------------------------------------------------------------
+# Creation functions and np.sinc, np.nan_to_num
+
+LIST = [np.array(1.5), 2.0, np.array(-0.5)]
+FILL = np.array(0.25)
+STARTS, STOPS = normal(3), normal(3)
+SPECIAL = np.array([[np.nan, np.inf, -np.inf, 1.0], [0.0, -2.0, 0.5, 3.0]])
+
+CREATION = [
+    case(np.copy, X),
+    case(np.copy, XF, order="C"),
+    case(np.array, X),
+    case(np.array, X, ndmin=3),
+    case(np.array, LIST),
+    case(np.array, [X, Const(X)]),
+    case(np.asarray, X),
+    case(np.asarray, X, dtype=np.float32, fd=False),  # differences in single precision
+    case(np.asanyarray, LIST),
+    case(np.ascontiguousarray, XF),
+    case(np.asfortranarray, X),
+    case("astype", X, np.float32, fd=False),
+    case("astype", X, np.float64, copy=False),
+    case(np.full, (2, 3), FILL),
+    case(np.full, (2, 3), V[:3]),
+    case(np.full_like, X, FILL),
+    case(np.full_like, X3, V4),
+    case(np.linspace, FILL, np.array(3.0), 7),
+    case(np.linspace, STARTS, STOPS, 4, axis=1),
+    case(np.linspace, Const(STARTS), STOPS, 5, endpoint=False),
+    case(np.linspace, FILL, 2.0, 5, retstep=True),
+    case(np.sinc, np.append(X, 0.0)),
+    case(np.nan_to_num, SPECIAL, fd=False),  # the largest float, differenced, is not 0
+    case(np.nan_to_num, SPECIAL, nan=1.0, posinf=5.0, neginf=-5.0),
+]
+
+
+@pytest.mark.parametrize("key, args, fd, kwargs", CREATION)
+def test_creation(key, args, fd, kwargs):
+    check(key, *args, fd=fd, **kwargs)
+
+
+@pytest.mark.parametrize("key, args, kwargs", [
+    (np.zeros_like, (X,), {}), (np.ones_like, (X3,), {"dtype": np.float32}),
+    (np.empty_like, (X,), {"shape": (2, 2)}), (np.zeros, ((2, 3),), {}), (np.ones, (4,), {}),
+    (np.empty, ((3,),), {}), (np.eye, (3, 4), {"k": 1}), (np.identity, (3,), {}),
+    (np.arange, (0.0, 1.0, 0.25), {}), (np.full, ((2,), 1.5), {}), (np.array, ([1.0, 2.0],), {}),
+])
+def test_created_float_buffers_get_zero_tangents(key, args, kwargs):
+    """Created from a dual (``like=`` one too), a float buffer gets a writable zero tangent."""
+    y, dy = JVPS[key]((None,) * len(args), *args, **kwargs)
+    assert dy.shape == y.shape and dy.dtype == y.dtype and not dy.any() and dy.flags.writeable
+    assert not np.shares_memory(y, dy)
+
+
+@pytest.mark.parametrize("key, args", [
+    (np.zeros_like, (np.arange(3),)), (np.arange, (5,)), ("astype", (X, int)),
+    (np.array, (X, int)),
+])
+def test_integer_results_have_no_tangent(key, args):
+    tangents = tuple(np.ones_like(x) if isinstance(x, np.ndarray) and x.dtype.kind == "f" else None
+                     for x in args)
+    assert JVPS[key](tangents, *args)[1] is None
+
+
+def test_arange_with_a_tangent_is_refused():
+    from mutad.errors import UnsupportedOperationError
+
+    with pytest.raises(UnsupportedOperationError, match="np.linspace"):
+        JVPS[np.arange]((np.array(1.0),), np.array(3.0))
+
+
+def test_asarray_of_an_array_is_the_array_and_its_tangent_the_tangent():
+    t = np.ones_like(X)
+    y, dy = JVPS[np.asarray]((t,), X)
+    assert y is X and dy is t
+
+
+# ----------------------------------------------------------------------------------------------
+# Every function these families differentiate in reverse mode has a forward rule
+
+
+FAMILIES = ("reductions", "shape", "creation", "ufuncs")
+
+
+def test_every_rule_of_these_families_has_a_forward_rule():
+    missing = [key for key, rule in FUNCTIONS.items()
+               if rule.__module__.rsplit(".", 1)[-1] in FAMILIES and key not in JVPS]
+    assert not missing
