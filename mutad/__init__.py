@@ -14,7 +14,7 @@ from .api import gradient, hessian, hvp, jacobian, jvp, pullback, value_and_grad
 from .errors import MutadError
 from .registry import adjoint, inplace_adjoint
 from . import linalg, testing
-from .testing import check_grads
+from .testing import check_grads, check_jvp
 
-__all__ = ["MutadError", "adjoint", "check_grads", "gradient", "hessian", "hvp", "inplace_adjoint",
+__all__ = ["MutadError", "adjoint", "check_grads", "check_jvp", "gradient", "hessian", "hvp", "inplace_adjoint",
            "jacobian", "jvp", "linalg", "pullback", "testing", "value_and_gradient"]

@@ -100,8 +100,13 @@ def _objective(f, args, directions, h, weights, seeds):
 
 
 def check_grads(f, *args, policy="restore", rtol=None, atol=None, step=1e-4, seed=0,
-                symmetric=()):
+                symmetric=(), order=1):
     """Check mutad's gradient of ``f`` at ``args`` against central finite differences.
+
+    With ``order=2``, check second derivatives instead: the Hessian-vector products of
+    ``<w, f>`` along a random direction, computed both as reverse over forward (``hvp``) and
+    as nested reverse mode (the gradient of ``<gradient, v>``), against finite differences of
+    mutad's gradient (checked with ``order=1``).
 
     Works for any output (a random cotangent reduces it to a scalar), raises
     ``GradientCheckError`` (a ``MutadError`` and an ``AssertionError``) on a mismatch, and
@@ -116,6 +121,10 @@ def check_grads(f, *args, policy="restore", rtol=None, atol=None, step=1e-4, see
     ...     return np.sin(a)
     >>> mutad.check_grads(f, np.array([0.1, 0.2, 0.3]), np.array([1.5, -0.5, 2.0]))
     """
+    if order == 2:
+        return _check_second(f, args, policy, rtol, atol, step, seed, symmetric)
+    if order != 1:
+        raise MutadError(f"check_grads(order={order!r}): order is 1 or 2.")
     _check(f, args, policy, rtol, atol, step, seed, symmetric)
 
 
@@ -172,6 +181,120 @@ def _check(f, args, policy, rtol, atol, step, seed, symmetric=()):
             f"random direction, finite differences give {numeric!r} "
             f"(difference {abs(analytic - numeric):.3g}, allowed {atol + rtol * scale:.3g}).")
     return restoration_error
+
+
+class _Directions:
+    """Random directions for every float leaf of ``args``, with the arguments' structure;
+    matrices named in ``symmetric`` get symmetric ones."""
+
+    def __init__(self, args, rng, symmetric):
+        self.parts = []
+        for position, a in enumerate(args):
+            leaves, rebuild = flatten(a)
+            vs = [rng.standard_normal(np.shape(x)) if _is_float(x) else None for x in leaves]
+            if position in symmetric:
+                vs = [(v + np.swapaxes(v, -1, -2)) / 2 for v in vs]
+            self.parts.append((vs, rebuild))
+
+    def tree(self):
+        """One direction per positional argument (``None`` leaves: not differentiable)."""
+        return tuple(rebuild(vs) for vs, rebuild in self.parts)
+
+    def moved(self, args, h):
+        """Copies of ``args`` (aliasing kept) moved by ``h`` along the directions."""
+        leaves = [leaf for a in args for leaf in flatten(a)[0]]
+        copies = _Copies(leaves)
+        flat = [v for vs, _ in self.parts for v in vs]
+        new = [x if v is None else (x.__iadd__(h * v) if isinstance(x, np.ndarray)
+                                    else float(x) + h * float(v))
+               for x, v in zip(copies.leaves, flat, strict=True)]
+        out, start = [], 0
+        for vs, rebuild in self.parts:
+            out.append(rebuild(new[start:start + len(vs)]))
+            start += len(vs)
+        return out
+
+    def dot(self, trees):
+        """``<directions, trees>`` summed over every leaf (traced leaves too)."""
+        flat = [v for vs, _ in self.parts for v in vs]
+        values = [leaf for t in trees for leaf in flatten(t)[0]]
+        return sum(((g * v).sum() for v, g in zip(flat, values, strict=True) if v is not None),
+                   0.0)
+
+
+def _weighted(f, weights):
+    """The scalar ``<w, f(*args)>``, for a random cotangent ``w`` per float output."""
+    def scalar(*args):
+        outputs = flatten(f(*args))[0]
+        total = 0.0
+        for w, y in zip(weights, outputs, strict=True):
+            if w is not None:
+                total = total + (y * w).sum()
+        return total
+
+    return scalar
+
+
+def _check_second(f, args, policy, rtol, atol, step, seed, symmetric):
+    from .api import gradient, hvp
+
+    rng = np.random.default_rng(seed)
+    leaves = [leaf for a in args for leaf in flatten(a)[0]]
+    before = _snapshot(leaves)
+    outputs = flatten(f(*_Directions(args, rng, symmetric).moved(args, 0.0)))[0]
+    weights = [rng.standard_normal(np.shape(y)) if _is_float(y) else None for y in outputs]
+    phi = _weighted(f, weights)
+    v, u = _Directions(args, rng, symmetric), _Directions(args, rng, symmetric)
+    reverse_over_forward = hvp(phi, args, v.tree(), policy=policy)
+    if len(args) == 1:
+        reverse_over_forward = (reverse_over_forward,)
+    _check_unchanged(leaves, before, "after hvp")
+
+    def directional(*xs):
+        return v.dot(gradient(phi, *xs, policy=policy))
+
+    nested_reverse = gradient(directional, *args, policy=policy)
+    _check_unchanged(leaves, before, "after nested gradients")
+    g_at = {k: u.dot(gradient(phi, *v.moved(args, k * step), policy=policy))
+            for k in (-2, -1, 1, 2)}
+    numeric = (8 * (g_at[1] - g_at[-1]) - (g_at[2] - g_at[-2])) / (12 * step)
+    _check_unchanged(leaves, before, "after the finite differences")
+    rtol = 1e-5 if rtol is None else rtol
+    atol = 1e-8 if atol is None else atol
+    for name, result in (("reverse over forward (hvp)", reverse_over_forward),
+                         ("nested reverse mode", nested_reverse)):
+        analytic = float(u.dot(result))
+        scale = max(abs(analytic), abs(numeric), max(abs(g) for g in g_at.values()) * 1e-3)
+        if not abs(analytic - numeric) <= atol + rtol * scale:
+            raise GradientCheckError(
+                f"second-derivative mismatch (policy={policy!r}, {name}): <u, H v> is "
+                f"{analytic!r}, finite differences of the gradient give {numeric!r}.")
+
+
+def check_jvp(f, *args, rtol=1e-6, atol=1e-9, step=1e-4, seed=0, symmetric=()):
+    """Check ``mutad.jvp`` of ``f`` at ``args`` against central finite differences along a
+    random tangent, and that every argument comes back bit-for-bit."""
+    from .api import jvp
+
+    rng = np.random.default_rng(seed)
+    leaves = [leaf for a in args for leaf in flatten(a)[0]]
+    before = _snapshot(leaves)
+    v = _Directions(args, rng, symmetric)
+    y, dy = jvp(f, tuple(args), v.tree())
+    _check_unchanged(leaves, before, "after jvp")
+    outputs = flatten(y)[0]
+    weights = [rng.standard_normal(np.shape(o)) if _is_float(o) else None for o in outputs]
+    phi = _weighted(f, weights)
+    at = {k: float(phi(*v.moved(args, k * step))) for k in (-2, -1, 1, 2)}
+    numeric = (8 * (at[1] - at[-1]) - (at[2] - at[-2])) / (12 * step)
+    analytic = sum(_inner(w, d) for w, d in zip(weights, flatten(dy)[0], strict=True)
+                   if w is not None)
+    _check_unchanged(leaves, before, "after the finite differences")
+    scale = max(abs(analytic), abs(numeric), max(abs(a) for a in at.values()) * 1e-3)
+    if not abs(analytic - numeric) <= atol + rtol * scale:
+        raise GradientCheckError(
+            f"jvp mismatch: forward mode gives {analytic!r} along a random direction, finite "
+            f"differences give {numeric!r}.")
 
 
 def _relative_error(x, original):
