@@ -526,3 +526,34 @@ def test_hvp_of_programs(case, rng):
     hv = (hv,) if len(args) == 1 else hv
     expected = directional(lambda *xs: mutad.gradient(program, *xs), args, tangents)
     assert_tangent(hv, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("case", PROGRAMS, ids=lambda c: c.id)
+def test_programs_pass_check_jvp(case, rng):
+    args, _ = case.sample(rng)
+    mutad.testing.check_jvp(case.function, *args, symmetric=case.symmetric)
+
+
+def test_jvp_of_jvp_through_inplace_factorisations(rng):
+    """Forward over forward: the inner rules run on the outer level's duals, so every tangent
+    they compute is differentiated again (second directional derivatives)."""
+    from mutad.linalg import cholesky_, ldiv_, lu_factor_
+    from mutad.scipy import linalg as sl
+
+    A, b = spd(4, 4)(rng), rng.standard_normal(4)
+    v, w = sample_tangents(rng, [A, A], symmetric=(0, 1))
+
+    def program(A):
+        x = np.zeros_like(A[0])
+        x[...] = b
+        y = np.zeros_like(x)
+        y[...] = b
+        ldiv_(cholesky_(A.copy()), x)
+        ldiv_(lu_factor_(A.copy()), y)
+        return sl.expm(0.1 * A) @ (x + y)
+
+    def first(A):
+        return mutad.jvp(program, (A,), (v,))[1]
+
+    _, second = mutad.jvp(first, (A,), (w,))
+    assert_tangent(second, directional(first, (A,), (w,)))
