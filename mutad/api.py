@@ -78,7 +78,7 @@ class Run:
         elif isinstance(x, np.ndarray) and x.flags.writeable:
             self.saved.append((x, x.copy()))
         self.traced.append(t)
-        self.scalar.append(t is not None and not isinstance(x, np.ndarray))
+        self.scalar.append(t is not None and is_float_scalar(x))
         return x if t is None else t
 
     def _wrap_outer(self, x):
@@ -88,11 +88,11 @@ class Run:
         key = ("outer", x.buffer.key)
         if key in self.buffers:
             first, t = self.buffers[key]
-            if first is not x:
+            if not same_region(first, x):
                 raise UnsupportedOperationError(
-                    "a nested gradient was given two arguments that share memory an outer "
-                    "gradient traces; pass one of them, or a copy of the other.")
-            return t
+                    "a nested gradient was given two arguments that are different views of "
+                    "memory an outer gradient traces; pass copies of them.")
+            return Traced(t.value, t.buffer, self.tape, True)
         value = lift(x, self.tape.outer)
         buffer = Buffer(value)
         buffer.note_address(value)
@@ -319,8 +319,10 @@ def jvp(f, primals, tangents):
     ``primals`` and ``tangents`` are tuples with one entry per positional argument of ``f``,
     each tangent of its primal's structure and shapes (``None``: zero). Tangents ride alongside
     the primals and are updated in place with them (``a += b`` makes ``ȧ += ḃ``); views share
-    tangent memory as they share primal memory. ``f`` works on private copies: the caller's
-    arrays are left as they were.
+    tangent memory as they share primal memory. Arguments that share memory are one buffer with
+    one tangent, the sum of the tangents given for its places: the transpose of ``gradient``,
+    which gives each place the gradient with respect to the buffer. ``f`` works on private
+    copies: the caller's arrays are left as they were.
 
     >>> import numpy as np, mutad
     >>> def f(x):

@@ -29,6 +29,7 @@ from .registry import FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS
 from .tape import LEVELS
 from . import tracing
 from .tracing import ArrayMethods, function_name, out_position
+from .views import address, may_overlap, owner, same_region
 
 
 def level_of(items, level=-1):
@@ -52,17 +53,6 @@ def _split(x, level):
     return x, None
 
 
-def _plain(x):
-    """The plain ndarray under any number of wrappers (for questions about memory)."""
-    while not isinstance(x, np.ndarray):
-        x = x.value
-    return x
-
-
-def _overlaps(a, b):
-    return np.may_share_memory(_plain(a), _plain(b))
-
-
 def _as_array(y):
     """NumPy returns scalars for 0-d results; a dual holds arrays, so writes into it work."""
     return np.asarray(y) if isinstance(y, (np.generic, float, int)) else y
@@ -75,7 +65,7 @@ def _tangent_for(y, dy, sources):
         dy = np.zeros_like(y)
     dy = _as_array(dy)
     if (dy.shape != y.shape or dy.strides != y.strides or not dy.flags.writeable
-            or any(s is not None and _overlaps(dy, s) for s in sources)):
+            or any(s is not None and may_overlap(dy, s) for s in sources)):
         fresh = np.zeros_like(y)
         fresh[...] = dy
         return fresh
@@ -95,8 +85,8 @@ def _wrap(y, dy, level, args, tangents):
     sources = [t for t in _leaves(tangents)]
     primals = [p for p in _leaves(args)]
     for p, t in zip(primals, sources, strict=True):
-        if t is not None and _overlaps(y, p):
-            if not _overlaps(dy, t):
+        if t is not None and may_overlap(y, p):
+            if not may_overlap(dy, t):
                 raise UnsupportedOperationError(
                     "internal: a view's tangent is not the same view of the tangent")
             return Dual(y, dy, level)
@@ -192,8 +182,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
     target = _target(out, level, bool(traced), f"np.{ufunc.__name__}")
     if target is None:
         return ufunc(*primals, out=out, **kwargs)
-    position = next((i for i in traced if tracing.same_region(_plain(primals[i]),
-                                                              _plain(target.value))), None)
+    position = next((i for i in traced if same_region(primals[i], target.value)), None)
     after = rule.uses == "y"  # partials that read only the output are evaluated after the write
     if after:
         ufunc(*primals, out=target.value, **kwargs)
@@ -205,7 +194,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         if i == position:
             continue
         term = _term(rule, i, y, primals, tangents[i])
-        if term is tangents[i] and _overlaps(primals[i], target.value):
+        if term is tangents[i] and may_overlap(primals[i], target.value):
             term = term.copy()  # the target's tangent changes before this term is added
         others.append(term)
     t = target.tangent
@@ -361,7 +350,7 @@ class Dual(ArrayMethods):
         return f"Dual({self.value!r}, tangent={self.tangent!r})"
 
     def __getitem__(self, key):
-        return Dual(self.value[key], self.tangent[key], self.level)
+        return Dual(_as_array(self.value[key]), _as_array(self.tangent[key]), self.level)
 
     def __setitem__(self, key, value):
         primal, tangent = _split(value, self.level)
@@ -456,7 +445,6 @@ def _returned(result, args, primals):
 def jvp(f, primals, tangents):
     """Run ``f(*primals)`` with ``tangents`` riding alongside; return ``(y, dy)``."""
     from .trees import check_real, flatten, is_float_array, is_float_scalar
-    from .views import address, owner
 
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise MutadError("jvp(f, primals, tangents): give primals and tangents as tuples, one "
@@ -465,7 +453,7 @@ def jvp(f, primals, tangents):
         raise MutadError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
     level = next(LEVELS)
     copies = {}  # id(owner) -> (the owner's private copy, its tangent)
-    written = []
+    enclosing = []  # (array of an enclosing differentiation, its dual)
     args = []
     for primal, tangent in zip(primals, tangents, strict=True):
         leaves, rebuild = flatten(primal)
@@ -493,8 +481,7 @@ def jvp(f, primals, tangents):
                 value = np.ndarray(x.shape, x.dtype, copy, offset, x.strides)
                 dual = Dual(value, np.ndarray(x.shape, x.dtype, zero, offset, x.strides), level)
                 if t is not None:
-                    dual.tangent[...] = t
-                    written.append((dual.tangent, t))
+                    dual.tangent[...] += t  # places that share memory: their tangents add up
                 new.append(dual)
             elif is_float_scalar(x):
                 value = np.array(x, dtype=np.result_type(x))
@@ -503,18 +490,21 @@ def jvp(f, primals, tangents):
                     and x.dtype.kind == "f":
                 # An array of an enclosing differentiation (reverse mode for hvp, an outer jvp):
                 # copied through NumPy, so that level records it.
-                value = np.copy(x, order="K")
-                tangent_array = np.zeros_like(value)
+                dual = next((d for y, d in enclosing if same_region(y, x)), None)
+                if dual is None:
+                    if any(may_overlap(y, x) for y, _ in enclosing):
+                        raise UnsupportedOperationError(
+                            "jvp was given two different views of one array that an enclosing "
+                            "differentiation traces; pass copies of them.")
+                    value = np.copy(x, order="K")
+                    dual = Dual(value, np.zeros_like(value), level)
+                    enclosing.append((x, dual))
                 if t is not None:
-                    tangent_array[...] = t
-                new.append(Dual(value, tangent_array, level))
+                    dual.tangent += t  # places that share memory: their tangents add up
+                new.append(dual)
             else:
                 new.append(x)
         args.append(rebuild(new))
-    for region, t in written:  # aliased arguments must agree on their shared tangent
-        if not np.array_equal(region, t):
-            raise MutadError("jvp: arguments that share memory were given different tangents "
-                             "for it; one buffer has one tangent.")
     y = f(*args)
     outputs, rebuild = flatten(y)
     values, dys = [], []

@@ -122,9 +122,11 @@ class Shadows:
         entry = self.entries.get(place.buffer.key)
         return None if entry is None else self._view(entry, place)
 
-    def of(self, place):
-        """The shadow at ``place``, its buffer's shadow created zero-filled if needed."""
-        return self._view(self._entry(place.buffer), place)
+    def of(self, place, like=None):
+        """The shadow at ``place``, its buffer's shadow created zero-filled if needed; traced
+        like ``like`` if that is traced (a cotangent about to be added into it)."""
+        entry = self._entry(place.buffer)
+        return self._view(entry if like is None else self._traced_like(entry, like), place)
 
     def pop(self, buffer):
         """Take ``buffer``'s whole shadow out of the cache, or None if it has none.

@@ -76,11 +76,11 @@ class Layout:
 
 
 @st.composite
-def layouts(draw, shared_only=False):
+def layouts(draw, shared_only=False, own_only=False):
     count = draw(st.integers(1, 3))
     arguments = []
     for index in range(count):
-        kinds = ["shared"] if shared_only else ["own", "shared"]
+        kinds = ["shared"] if shared_only else ["own"] if own_only else ["own", "shared"]
         kinds += ["again"] if index else []
         kind = draw(st.sampled_from(kinds))
         if kind == "own":
@@ -129,6 +129,13 @@ class Program:
     def check(self, policy):
         mutad.check_grads(lambda *arguments: self.run(arguments), *self.layout.build(),
                           policy=policy)
+
+    def check_jvp(self):
+        mutad.check_jvp(lambda *arguments: self.run(arguments), *self.layout.build())
+
+    def check_second(self, policy):
+        mutad.check_grads(lambda *arguments: self.run(arguments), *self.layout.build(),
+                          policy=policy, order=2)
 
     def __repr__(self):
         body = "\n".join(f"    {line}" for step in self.steps for line in step.code.split("\n"))
@@ -330,6 +337,24 @@ def test_random_programs_over_arguments_sharing_one_buffer(program, policy):
        st.sampled_from(POLICIES))
 def test_random_programs_with_temporaries_and_selections(program, policy):
     check_drawn(program, policy)
+
+
+@settings(max_examples=60)
+@given(programs(max_steps=6))
+def test_forward_mode_of_random_in_place_programs(program):
+    note(repr(program))
+    assume(program.kink_margin() > KINK_MARGIN)
+    program.check_jvp()
+
+
+@settings(max_examples=40, deadline=None)
+@given(programs(layouts(own_only=True), max_steps=5), st.sampled_from(POLICIES))
+def test_second_derivatives_of_random_in_place_programs(program, policy):
+    """Hessian-vector products, reverse over forward and nested reverse. (Arguments may be
+    passed twice, but not as different views of one buffer: hvp refuses those.)"""
+    note(repr(program))
+    assume(program.kink_margin() > KINK_MARGIN)
+    program.check_second(policy)
 
 
 def test_outputs_that_share_memory_are_seeded_once_each():

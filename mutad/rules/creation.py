@@ -130,7 +130,7 @@ def _identity_back(dy):
 # Each always makes a new buffer: a traced argument may be the caller's, never to be aliased.
 @defrule(np.copy)
 def copy(a, order="K", **kwargs):
-    return np.array(a, order=order, copy=True), _identity_back
+    return np.array(a, order=order, copy=True, like=a), _identity_back  # like: a may be traced
 
 
 deflinear(np.copy)

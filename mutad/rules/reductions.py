@@ -96,7 +96,8 @@ class Template:
     __slots__ = ("shape", "ndim", "size", "dtype", "fortran")
 
     def __init__(self, a):
-        a = np.asarray(a)
+        if not hasattr(a, "flags"):  # a scalar or a list; arrays (traced ones too) have it
+            a = np.asarray(a)
         self.shape = a.shape
         self.ndim = a.ndim
         self.size = a.size
