@@ -404,7 +404,7 @@ def getitem(x, key):
         if may_repeat:
             shadows.add_at(source, key, dy)  # repeated indices each add their share
         else:
-            region = shadows.of(source)
+            region = shadows.of(source, like=dy)
             region[key] += dy
 
     tape.record(back)
