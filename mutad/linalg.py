@@ -284,6 +284,9 @@ def _cholesky_solve_rule(L, b, growth=1.0):
 
 @_cholesky_solve_.jvp_rule
 def _cholesky_solve_jvp(tangents, L, b, growth=1.0):
+    """b ← x = A⁻¹ b and its tangent db ← A⁻¹ (db - dA x), both in place. ``L`` is the factor's
+    matrix ``F.L`` and ``tangents[0]`` its tangent: that of the memory ``cholesky_`` overwrote,
+    dL, or None for a constant factor."""
     dL, db = tangents[:2]
     _cholesky_solve_(L, b, growth)
     if dL is not None:
@@ -521,6 +524,9 @@ def _lu_solve_rule(packed, pivots, b, growth=1.0):
 
 @_lu_solve_.jvp_rule
 def _lu_solve_jvp(tangents, packed, pivots, b, growth=1.0):
+    """b ← x = A⁻¹ b and its tangent db ← A⁻¹ (db - dA x), both in place. ``packed`` is the
+    factor's ``F.packed`` and ``tangents[0]`` its tangent: that of the memory ``lu_factor_``
+    overwrote (dL and dU, packed as L and U are), or None for a constant factor."""
     dpacked, _, db = tangents[:3]
     _lu_solve_(packed, pivots, b, growth)
     if dpacked is not None:
