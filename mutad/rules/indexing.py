@@ -8,7 +8,8 @@ scatters (the written region is checkpointed).
 
 A gather copies elements of its input, so its pullback adds each output's cotangent back where
 the element came from (``gather_cotangent`` in ``shape.py``, which also sums repeated indices).
-``np.sort`` and ``np.partition`` are gathers through ``argsort`` / ``argpartition``.
+``np.sort`` and ``np.partition`` are gathers through ``argsort`` / ``argpartition``. A gather
+is linear in what it gathers from, so its forward rule gathers the tangent the same way.
 
 Functions that write into an argument are in-place handlers. ``np.add.at`` / ``np.subtract.at``
 record themselves: their inverse is the opposite ``.at``, safe when the added values do not
@@ -22,7 +23,7 @@ import operator
 import numpy as np
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
-from ..registry import definplace
+from ..registry import definplace, deflinear, defjvp
 from ..tracing import (Traced, active, apply_ufunc, freeze, fresh, innermost, locate, plain,
                        unbroadcast, view_of)
 from ..views import owner, same_region, views
@@ -67,6 +68,9 @@ def take(a, indices, axis=None, mode="raise"):
     return y, back
 
 
+deflinear(np.take)
+
+
 @rule_for(np.take_along_axis)
 def take_along_axis(arr, indices, axis=-1):
     y = np.take_along_axis(arr, indices, axis)
@@ -75,6 +79,9 @@ def take_along_axis(arr, indices, axis=-1):
         return gather_cotangent(dy, arr, lambda s: np.take_along_axis(s, indices, axis)), None
 
     return y, back
+
+
+deflinear(np.take_along_axis)
 
 
 @rule_for(np.compress)
@@ -87,6 +94,9 @@ def compress(condition, a, axis=None):
     return y, back
 
 
+deflinear(np.compress, operands=(1,))
+
+
 @rule_for(np.extract)
 def extract(condition, arr):
     y = np.extract(condition, arr)
@@ -97,17 +107,24 @@ def extract(condition, arr):
     return y, back
 
 
-def _sorting_gather(a, order, axis):
-    """``a`` rearranged by ``order`` along ``axis`` (flattened when ``axis`` is None)."""
-    source = np.ravel(a) if axis is None else a
+deflinear(np.extract, operands=(1,))
+
+
+def _rearranging(order, axis):
+    """The gather that rearranges an array by ``order`` along ``axis`` (flattened when None)."""
     along = -1 if axis is None else axis
-    y = np.take_along_axis(source, order, along)
+    return lambda x: np.take_along_axis(np.ravel(x) if axis is None else x, order, along)
+
+
+def _sorting_gather(a, order, axis):
+    rearrange = _rearranging(order, axis)
+    source = np.ravel(a) if axis is None else a
 
     def back(dy):
-        g = gather_cotangent(dy, source, lambda s: np.take_along_axis(s, order, along))
+        g = gather_cotangent(dy, source, rearrange)
         return (np.reshape(g, np.shape(a)),)
 
-    return y, back
+    return rearrange(a), back
 
 
 @rule_for(np.sort)
@@ -126,6 +143,18 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
     return _sorting_gather(a, selection, axis)
 
 
+@defjvp(np.sort)
+def sort_jvp(tangents, a, axis=-1, kind=None, order=None, **kwargs):
+    rearrange = _rearranging(np.argsort(a, axis=axis, kind=kind, order=order, **kwargs), axis)
+    return rearrange(a), rearrange(tangents[0])
+
+
+@defjvp(np.partition)
+def partition_jvp(tangents, a, kth, axis=-1, kind="introselect", order=None):
+    rearrange = _rearranging(np.argpartition(a, kth, axis=axis, kind=kind, order=order), axis)
+    return rearrange(a), rearrange(tangents[0])
+
+
 @rule_for(np.choose)
 def choose(a, choices, mode="raise"):
     y = np.choose(a, choices, mode=mode)
@@ -139,6 +168,9 @@ def choose(a, choices, mode="raise"):
         return None, cotangents
 
     return y, back
+
+
+deflinear(np.choose, operands=(1,))
 
 
 @rule_for(np.select)
@@ -158,13 +190,30 @@ def select(condlist, choicelist, default=0):
     return y, back
 
 
+@defjvp(np.select)
+def select_jvp(tangents, condlist, choicelist, default=0):
+    # A default given by keyword is a constant; the choices broadcast, so zeros can be scalars.
+    y = np.select(condlist, choicelist, default)
+    dchoices, ddefault = (tuple(tangents[1:]) + (None, None))[:2]
+    if dchoices is None and ddefault is None:
+        return y, None
+    dchoices = [0.0 if t is None else t for t in dchoices or [None] * len(choicelist)]
+    return y, np.select(condlist, dchoices, 0.0 if ddefault is None else ddefault)
+
+
+def _diff_ends(ends, kwargs):
+    """``prepend`` and ``append`` of ``np.diff``, given positionally or by keyword."""
+    prepend = (ends + (kwargs.get("prepend", np._NoValue),))[0]
+    append = (ends[1:] + (kwargs.get("append", np._NoValue),))[0]
+    return prepend, append
+
+
 @rule_for(np.diff)
 def diff(a, n=1, axis=-1, *ends, **kwargs):
     if n == 0:
         return a[...], lambda dy: (dy,)  # NumPy returns a itself; as a view, it shares a's shadow
     y = np.diff(a, n, axis, *ends, **kwargs)
-    prepend = (ends + (kwargs.get("prepend", np._NoValue),))[0]
-    append = (ends[1:] + (kwargs.get("append", np._NoValue),))[0]
+    prepend, append = _diff_ends(ends, kwargs)
     axis = axis % np.ndim(a)
 
     def width(end):
@@ -189,12 +238,31 @@ def diff(a, n=1, axis=-1, *ends, **kwargs):
     return y, back
 
 
-@rule_for(np.interp)
-def interp(x, xp, fp, left=None, right=None, period=None):
+@defjvp(np.diff)
+def diff_jvp(tangents, a, n=1, axis=-1, *ends, **kwargs):
+    y = np.diff(a, n, axis, *ends, **kwargs)
+    if n == 0:
+        return y, tangents[0]  # a itself
+    if all(t is None for t in tangents):
+        return y, None
+    # Differences are linear in a and the ends jointly; ends given by keyword are constants.
+    end_tangents = (tuple(tangents[3:]) + (None, None))[:2]
+    moved = [end if end is np._NoValue else np.zeros(np.shape(end)) if t is None else t
+             for end, t in zip(_diff_ends(ends, kwargs), end_tangents, strict=True)]
+    da = np.zeros(np.shape(a)) if tangents[0] is None else tangents[0]
+    return y, np.diff(da, n, axis, *moved)  # positional: the tangents may be traced
+
+
+def _refuse_period(period):
     if period is not None:
         raise UnsupportedOperationError(
             "np.interp(..., period=...) on traced arrays: reduce x and xp modulo the period "
             "first, then call np.interp without it.")
+
+
+@rule_for(np.interp)
+def interp(x, xp, fp, left=None, right=None, period=None):
+    _refuse_period(period)
     y = np.interp(x, xp, fp, left, right)
     x_values, xp, fp = np.asarray(x), np.asarray(xp), np.asarray(fp)
     below = x_values < xp[0]
@@ -231,6 +299,40 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         return dx.reshape(np.shape(x)), dxp, dfp, dleft, dright
 
     return y, back
+
+
+@defjvp(np.interp)
+def interp_jvp(tangents, x, xp, fp, left=None, right=None, period=None):
+    _refuse_period(period)
+    y = np.interp(x, xp, fp, left, right)
+    if all(t is None for t in tangents):
+        return y, None
+    dx, dxp, dfp, dleft, dright = (tuple(tangents) + (None,) * 5)[:5]
+    below = x < xp[0]
+    above = x > xp[-1]
+    terms = []
+    if np.size(xp) > 1:
+        # The partial derivatives of the reverse rule: on [xp_i, xp_(i+1)], with slope s and
+        # t = (x - xp_i) / h, dy = s dx + (1 - t) dfp_i + t dfp_(i+1) + s (t - 1) dxp_i - s t dxp_(i+1).
+        i = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, np.size(xp) - 2)
+        start = np.take(xp, i)
+        h = np.take(xp, i + 1) - start
+        t = (x - start) / h
+        s = (np.take(fp, i + 1) - np.take(fp, i)) / h
+        if dx is not None:
+            terms.append(s * dx)
+        if dfp is not None:
+            terms.append((1.0 - t) * np.take(dfp, i) + t * np.take(dfp, i + 1))
+        if dxp is not None:
+            terms.append(s * (t - 1.0) * np.take(dxp, i) - s * t * np.take(dxp, i + 1))
+    elif dfp is not None:
+        terms.append(dfp[0])
+    # Outside xp, y is left (default fp[0]) or right (default fp[-1]).
+    left_tangent = dleft if left is not None else None if dfp is None else dfp[0]
+    right_tangent = dright if right is not None else None if dfp is None else dfp[-1]
+    outside = np.where(below, 0.0 if left_tangent is None else left_tangent,
+                       0.0 if right_tangent is None else right_tangent)
+    return y, np.where(below | above, outside, sum(terms, 0.0))
 
 
 # ----------------------------------------------------------------------------------------------
