@@ -7,6 +7,7 @@ import numpy as np
 from .errors import (
     ArgnumsError,
     ConstantModifiedError,
+    ForwardOverReverseError,
     MutadError,
     NonScalarOutputError,
     PullbackReusedError,
@@ -15,7 +16,7 @@ from .errors import (
 from . import forward
 from .shadows import Buffer, Shadows
 from .tape import Tape
-from .tracing import ACTIVE, Traced, fresh, lift, thaw, view_of
+from .tracing import ACTIVE, INNER, Traced, forward_over_reverse, fresh, lift, thaw, view_of
 from .trees import check_real, flatten, is_float_array, is_float_scalar
 from .views import owner, same_region, spans, wrapped
 
@@ -75,6 +76,8 @@ class Run:
             t = fresh(np.array(x, dtype=np.result_type(x)), self.tape)
         elif type(x) is Traced and x.dtype.kind == "f":
             t = self._wrap_outer(x)
+        elif type(x) in INNER:  # an array of a forward-mode run this gradient is inside
+            raise forward_over_reverse()
         elif isinstance(x, np.ndarray) and x.flags.writeable:
             self.saved.append((x, x.copy()))
         self.traced.append(t)
@@ -339,8 +342,9 @@ def hvp(f, primals, tangents, policy="restore"):
     """The Hessian of scalar-valued ``f`` at ``primals`` times ``tangents``, without forming it.
 
     Computed as reverse mode over forward mode, ``∇ₓ ⟨∇f(x), v⟩ = ∇ₓ (J_f(x) v)``: the gradient
-    of ``jvp``'s tangent output, so it costs a small multiple of one gradient. Returns the
-    structure of ``primals[0]`` when there is one primal, a tuple otherwise.
+    of ``jvp``'s tangent output, so it costs a small multiple of one gradient. A function that
+    itself calls ``mutad.gradient`` is differentiated by nested reverse mode instead. Returns
+    the structure of ``primals[0]`` when there is one primal, a tuple otherwise.
 
     >>> import numpy as np, mutad
     >>> def f(x):
@@ -350,12 +354,29 @@ def hvp(f, primals, tangents, policy="restore"):
     [6.0, 12.0]
     """
     primals, tangents = tuple(primals), tuple(tangents)
+    grads = _hvp(f, primals, tangents, None, policy)
+    return grads[0] if len(primals) == 1 else grads
 
-    def directional_derivative(*xs):
+
+def _hvp(f, primals, tangents, argnums, policy):
+    """The gradient of ``<∇f, v>``: reverse over forward, or, for a function that itself runs
+    reverse mode (which forward mode cannot see through), nested reverse mode."""
+
+    def over_forward(*xs):
         return forward.jvp(f, xs, tangents)[1]
 
-    grads = gradient(directional_derivative, *primals, policy=policy)
-    return grads[0] if len(primals) == 1 else grads
+    def over_reverse(*xs):
+        total = 0.0
+        for g, v in zip(flatten(gradient(f, *xs, policy=policy))[0], flatten(tangents)[0],
+                        strict=True):
+            if g is not None and v is not None:
+                total = total + (g * v).sum()
+        return total
+
+    try:
+        return gradient(over_forward, *primals, argnums=argnums, policy=policy)
+    except ForwardOverReverseError:
+        return gradient(over_reverse, *primals, argnums=argnums, policy=policy)
 
 
 def _basis(x):
@@ -420,8 +441,7 @@ def hessian(f, *args, argnums=0, policy="restore"):
         for e in _basis(args[j]):
             tangents = [None] * len(args)
             tangents[j] = e
-            grads = gradient(lambda *xs, t=tuple(tangents): forward.jvp(f, xs, t)[1],
-                             *args, argnums=selected, policy=policy)
+            grads = _hvp(f, args, tuple(tangents), selected, policy)
             columns.append(grads)
         x_shape = np.shape(args[j])
         for row, i in enumerate(selected):

@@ -323,8 +323,9 @@ class Dual(ArrayMethods):
             if len(out) != 1:
                 raise UnsupportedOperationError(f"np.{ufunc.__name__} with several out= arrays.")
             out = out[0]
+        # NumPy asks one dual per call whatever their levels: it answers for the innermost.
         level = level_of(inputs + (out,))
-        if level != self.level:
+        if _reverse_inside(inputs + (out,), level):
             return NotImplemented
         if method == "__call__":
             return apply_ufunc(ufunc, inputs, out, kwargs, level)
@@ -333,8 +334,9 @@ class Dual(ArrayMethods):
         return apply_function((ufunc, method), inputs, kwargs, level)
 
     def __array_function__(self, func, types, args, kwargs):
-        level = level_of(list(args) + list(kwargs.values()))
-        if level != self.level:
+        items = list(args) + list(kwargs.values())
+        level = level_of(items)
+        if _reverse_inside(items, level):
             return NotImplemented
         return apply_function(func, args, kwargs, level)
 
@@ -363,6 +365,13 @@ class Dual(ArrayMethods):
         if level_of([other]) > self.level:
             raise _lost_tangent(f"augmented assignment ({ufunc.__name__})")
         return apply_ufunc(ufunc, (self, other), self, {}, self.level)
+
+
+def _reverse_inside(items, level):
+    """Whether a reverse pass nested inside this forward level takes part: its traced array
+    then handles the operation (and refuses forward mode over it)."""
+    tape = tracing.innermost(items)
+    return tape is not None and tape.level > level
 
 
 def _lost_tangent(what):

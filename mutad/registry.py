@@ -263,15 +263,16 @@ class InplaceAdjoint(Adjoint):
 
         level = forward.innermost(args, kwargs)
         if level is not None:
-            return forward.apply_adjoint(self, level, args, kwargs)
-        if not tracing.is_traced_call(args, kwargs):
+            result = forward.apply_adjoint(self, level, args, kwargs)
+        elif not tracing.is_traced_call(args, kwargs):
             result = self.fn(*args, **kwargs)
-            if self._returned is not None:
-                self._returned.append(result)
-            return result
-        return tracing.apply_inplace_rule(self._name(), self._checked_rule(), args, dict(kwargs),
-                                          self.writes, self.checkpointed, self.growth,
-                                          self._run_rule)
+        else:
+            result = tracing.apply_inplace_rule(
+                self._name(), self._checked_rule(), args, dict(kwargs), self.writes,
+                self.checkpointed, self.growth, self._run_rule)
+        if self._returned is not None:  # called by a rule (of a nested differentiation too)
+            self._returned.append(result)
+        return result
 
     def jvp_rule(self, rule):
         """Attach forward mode's rule ``rule(tangents, *args, **kwargs) -> result``. It calls

@@ -31,6 +31,7 @@ import numpy as np
 
 from .errors import (
     ConversionError,
+    ForwardOverReverseError,
     MutadError,
     UnsupportedFunctionError,
     UnsupportedOperationError,
@@ -634,10 +635,10 @@ def defers(tape, items):
 
 
 def forward_over_reverse():
-    return UnsupportedOperationError(
+    return ForwardOverReverseError(
         "forward mode over reverse mode (mutad.jvp of a function that calls mutad.gradient) is "
-        "not supported: compute second derivatives as reverse over forward, with mutad.hvp or "
-        "mutad.hessian.")
+        "not supported: differentiate it with mutad.gradient, or take second derivatives with "
+        "mutad.hvp or mutad.hessian, which nest reverse mode for such functions.")
 
 
 class ArrayMethods:

@@ -1,0 +1,191 @@
+"""Forward mode, second derivatives and nested differentiation, through in-place updates.
+
+Each differentiation has its own level; these tests pin the classic perturbation-confusion
+cases (Siskind and Pearlmutter, "Perturbation confusion and referential transparency", 2005),
+in every pairing mutad supports, and check that the caller's arrays come back bit-for-bit.
+"""
+
+import numpy as np
+import pytest
+
+import mutad
+from mutad import errors
+
+gradient, jvp, hvp = mutad.gradient, mutad.jvp, mutad.hvp
+
+
+def tangent(f, x):
+    """d/dx f at a float, by forward mode."""
+    return float(jvp(f, (x,), (1.0,))[1])
+
+
+def test_design_example_gives_six():
+    assert gradient(lambda x: x * gradient(lambda y: x * y, 2.0)[0], 3.0) == (6.0,)
+
+
+@pytest.mark.parametrize("outer, inner", [
+    ("reverse", "reverse"), ("forward", "forward"), ("reverse", "forward")])
+def test_siskind_pearlmutter(outer, inner):
+    """d/dx (x * d/dy (x + y) at y = 1) at x = 1 is 1; confusing the perturbations gives 2."""
+    def inner_derivative(x):
+        if inner == "reverse":
+            return gradient(lambda y: x + y, 1.0)[0]
+        return jvp(lambda y: x + y, (1.0,), (1.0,))[1]
+
+    def f(x):
+        return x * inner_derivative(x)
+
+    result = gradient(f, 1.0)[0] if outer == "reverse" else tangent(f, 1.0)
+    assert result == 1.0
+
+
+def test_forward_over_reverse_is_refused_clearly():
+    with pytest.raises(errors.ForwardOverReverseError, match="forward mode over reverse mode"):
+        jvp(lambda x: gradient(lambda y: x * y, 2.0)[0], (3.0,), (1.0,))
+
+
+def test_third_derivative_by_nesting_three_gradients():
+    def d(f):
+        return lambda x: gradient(f, x)[0]
+
+    assert d(d(d(lambda x: x ** 4)))(2.0) == pytest.approx(24 * 2.0)
+
+
+def test_hessian_vector_product_nested_and_reverse_over_forward_agree():
+    def f(x):
+        x[1:] *= x[:-1]
+        np.exp(x, out=x)
+        return (x * x).sum()
+
+    x = np.array([0.1, 0.2, 0.3, -0.4])
+    v = np.array([1.0, -1.0, 0.5, 2.0])
+    before = x.copy()
+    nested = gradient(lambda x: (gradient(f, x)[0] * v).sum(), x)[0]
+    np.testing.assert_allclose(nested, hvp(f, (x,), (v,)), rtol=1e-12)
+    assert x.tobytes() == before.tobytes()
+
+
+def test_inner_gradient_mutates_and_outer_mutates_its_result():
+    def inner(u, k):
+        u *= k
+        u[1:] += u[:-1] * u[1:]
+        return (u * u).sum()
+
+    def outer(k, u):
+        du, dk = gradient(inner, u, k)
+        w = np.zeros_like(du)
+        w += du            # the outer function updates the inner gradient in place
+        w[1:] *= np.sin(w[:-1])
+        return w.sum() + dk * dk
+
+    u = np.array([1.0, 2.0, 3.0])
+    before = u.copy()
+    mutad.check_grads(outer, 0.7, u)
+    mutad.check_grads(outer, 0.7, u, order=2)
+    assert u.tobytes() == before.tobytes()
+
+
+def test_an_inner_value_written_into_an_outer_array_is_refused():
+    def outer(x):
+        w = np.zeros_like(x)
+
+        def inner(y):
+            w[...] = y * y   # w belongs to the outer differentiation: y's gradient is lost
+            return y.sum()
+
+        gradient(inner, np.ones(2))
+        return w.sum()
+
+    with pytest.raises(errors.UntracedWriteError):
+        gradient(outer, np.ones(2))
+
+
+def test_a_jvp_value_written_into_an_outer_jvp_array_is_refused():
+    def outer(x):
+        def inner(y):
+            x[...] += y     # y's tangent (the inner level) has nowhere to go in x
+            return y
+
+        jvp(inner, (np.ones(2),), (np.ones(2),))
+        return x
+
+    with pytest.raises(errors.UntracedWriteError):
+        jvp(outer, (np.ones(2),), (np.ones(2),))
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_hessian_of_an_explicit_heat_solver(policy):
+    """A few hundred in-place steps; the Hessian against finite differences of the gradient."""
+    n, steps, r = 6, 200, 0.2
+
+    def energy(u, k):
+        u = u.copy()
+        for _ in range(steps):
+            u[1:-1] += r * k * (u[2:] - 2 * u[1:-1] + u[:-2])
+            u[1:-1] -= 0.01 * u[1:-1] ** 3
+        return (u * u).sum()
+
+    u0 = np.sin(np.linspace(0.0, 3.0, n))
+    H = mutad.hessian(energy, u0, 0.9, policy=policy)
+    h = 1e-5
+    grad = lambda u: gradient(energy, u, 0.9)[0]  # noqa: E731
+    fd = np.array([(grad(u0 + h * e) - grad(u0 - h * e)) / (2 * h) for e in np.eye(n)])
+    np.testing.assert_allclose(H, fd.T, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(H, H.T, rtol=1e-10, atol=1e-12)
+    mutad.check_grads(energy, u0, 0.9, policy=policy, order=2)
+
+
+def test_hessian_of_a_cholesky_gaussian_log_likelihood():
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal((5, 3))
+
+    def nll(mean, A):
+        C = A @ A.T + np.eye(3)
+        F = mutad.linalg.cholesky_(C)
+        r = (data - mean).T.copy()
+        mutad.linalg.ldiv_(F, r)           # r <- C^-1 (x - mean), in place
+        logdet = 2 * np.log(np.diagonal(C)).sum()
+        return 0.5 * ((data - mean).T * r).sum() + 0.5 * len(data) * logdet
+
+    mean = np.array([0.1, -0.2, 0.3])
+    A = np.eye(3) + 0.1 * rng.standard_normal((3, 3))
+    before = A.copy()
+    H = mutad.hessian(nll, mean, A, argnums=1)
+    h = 1e-5
+    grad = lambda A: gradient(nll, mean, A)[1]  # noqa: E731
+    basis = np.eye(9).reshape(9, 3, 3)
+    fd = np.array([(grad(A + h * e) - grad(A - h * e)) / (2 * h) for e in basis])
+    np.testing.assert_allclose(H.reshape(9, 9), fd.reshape(9, 9).T, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(mutad.hessian(nll, mean, A), np.linalg.inv(
+        (A @ A.T + np.eye(3))) * len(data), rtol=1e-10)  # d²/dmean² = n C⁻¹
+    assert A.tobytes() == before.tobytes()
+
+
+def test_jacobian_uses_either_mode_and_has_jax_shape():
+    def f(x):
+        y = np.zeros_like(x[:2])
+        y += x[1:] * x[:-1]
+        return y
+
+    x = np.array([1.0, 2.0, 3.0])
+    J = mutad.jacobian(f, x)
+    assert J.shape == (2, 3)
+    np.testing.assert_allclose(J, [[2.0, 1.0, 0.0], [0.0, 3.0, 2.0]])
+    # more outputs than inputs: forward passes; fewer: reverse passes; the same matrix
+    tall = mutad.jacobian(lambda s: s * x, 2.0)
+    np.testing.assert_allclose(tall, x)
+    wide = mutad.jacobian(lambda x: (x * x).sum(), x)
+    np.testing.assert_allclose(wide, 2 * x)
+
+
+def test_hessian_blocks_for_several_arguments():
+    def f(a, b):
+        a *= b
+        return (a * a).sum()
+
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    (Haa, Hab), (Hba, Hbb) = mutad.hessian(f, a, b, argnums=(0, 1))
+    np.testing.assert_allclose(Haa, np.diag(2 * b * b))
+    np.testing.assert_allclose(Hab, np.diag(4 * a * b))
+    np.testing.assert_allclose(Hba, Hab.T)
+    np.testing.assert_allclose(Hbb, np.diag(2 * a * a))
