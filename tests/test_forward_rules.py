@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import mutad
-from mutad.registry import FUNCTIONS, JVPS
+from mutad.registry import FUNCTIONS, JVPS, Adjoint
+from mutad.scipy import signal, special
 from mutad.testing import check_jvp
 
 # All-NaN slices and NaN arguments are cases here, not accidents.
@@ -43,6 +44,8 @@ def with_nans(x, every=3):
 
 
 def callable_of(key):
+    if isinstance(key, Adjoint):
+        return key.fn
     if key == "astype":
         return lambda a, dtype, **kwargs: a.astype(dtype, **kwargs)
     return getattr(*key) if type(key) is tuple else key
@@ -56,7 +59,9 @@ def split_tangents(args):
         if type(x) in (list, tuple):
             pairs = [split(item) for item in x]
             tangents = [t for _, t in pairs]
-            return type(x)(p for p, _ in pairs), None if all(t is None for t in tangents) else tangents
+            if all(t is None for t in tangents):
+                tangents = None
+            return type(x)(p for p, _ in pairs), tangents
         if isinstance(x, np.ndarray) and x.dtype.kind == "f":
             t = np.empty_like(x)  # laid out as its primal, as the core lays tangents out
             t[...] = RNG.standard_normal(x.shape)
@@ -78,7 +83,8 @@ def moved(x, t, step):
 def finite_difference(call, args, tangents, kwargs):
     def at(step):
         y = call(*(moved(x, t, step) for x, t in zip(args, tangents, strict=True)), **kwargs)
-        return [np.asarray(item, float) for item in y] if type(y) in (list, tuple) else np.asarray(y, float)
+        return [np.asarray(item, float) for item in outputs(y)] if type(y) in (list, tuple) \
+            else np.asarray(y, float)
 
     ys = [at(k * STEP) for k in (-2, -1, 1, 2)]
     weights = (1 / 12, -8 / 12, 8 / 12, -1 / 12)
@@ -108,8 +114,14 @@ def check(key, *args, fd=True, **kwargs):
     """Run ``JVPS[key]``; check ``y``, ``dy`` against finite differences (``fd``) and against the
     reverse rule. Returns ``(y, dy, tangents)``."""
     call = callable_of(key)
+    if hasattr(key, "signature"):  # a SciPy wrapper's rules see every parameter in its place
+        bound = key.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        args, kwargs = bound.args, bound.kwargs
     args, tangents = split_tangents(args)
-    y, dy = JVPS[key](tangents, *args, **kwargs)
+    forward_rule, reverse_rule = ((key.forward_rule, key.pure_rule) if isinstance(key, Adjoint)
+                                  else (JVPS[key], FUNCTIONS.get(key)))
+    y, dy = forward_rule(tangents, *args, **kwargs)
     expected_y = call(*args, **kwargs)
     for a, b in zip(outputs(y), outputs(expected_y), strict=True):
         np.testing.assert_array_equal(a, b)
@@ -125,9 +137,10 @@ def check(key, *args, fd=True, **kwargs):
             di = np.zeros_like(ei) if di is None else di
             finite = np.isfinite(ei)
             np.testing.assert_allclose(np.asarray(di)[finite], ei[finite], rtol=1e-6, atol=1e-8)
-    if key in FUNCTIONS and any(t is not None for t in tangents):
-        _, back = FUNCTIONS[key](*args, **kwargs)
-        ws = [np.where(np.isfinite(yi), RNG.standard_normal(np.shape(yi)), 0.0) for yi in outputs(y)]
+    if reverse_rule is not None and any(t is not None for t in tangents):
+        _, back = reverse_rule(*args, **kwargs)
+        ws = [np.where(np.isfinite(yi), RNG.standard_normal(np.shape(yi)), 0.0)
+              for yi in outputs(y)]
         cotangents = back(tuple(ws) if type(y) in (list, tuple) else ws[0])
         forward = inner((w, d) for w, d in zip(ws, dys, strict=True) if d is not None)
         reverse = inner(pairs_of(list(tangents), list(cotangents)))
@@ -139,6 +152,8 @@ def check(key, *args, fd=True, **kwargs):
 def case(key, *args, fd=True, **kwargs):
     name = key if type(key) is str else (f"{key[0].__name__}.{key[1]}" if type(key) is tuple
                                          else key.__name__)
+    if any(type(a) is np.ndarray for a in args[:2]):
+        name += "".join(f"[{'x'.join(map(str, a.shape))}]" for a in args if type(a) is np.ndarray)
     settings = ",".join(f"{k}={v!r}"[:20] for k, v in kwargs.items())
     return pytest.param(key, args, fd, kwargs, id=f"{name}({settings})")
 
@@ -510,6 +525,46 @@ def test_asarray_of_an_array_is_the_array_and_its_tangent_the_tangent():
 
 
 # ----------------------------------------------------------------------------------------------
+# mutad.scipy.special and mutad.scipy.signal (rules take SciPy's signature, bound positionally)
+
+SIGNS = np.where(MASK, 1.0, -1.0)
+SIGNAL = normal(8)
+B, A = np.array([0.5, -0.2, 0.1]), np.array([1.5, -0.4])
+
+SCIPY = [
+    case(special.gammaln, positive(5)),
+    case(special.gammaln, np.array([-2.5, -0.3, 0.7, 4.0])),
+    case(special.digamma, positive(5)),
+    case(special.polygamma, 1, positive(5)),
+    case(special.polygamma, np.array([0, 1, 2]), positive(3)),
+    case(special.erf, normal(5)),
+    case(special.erfc, normal(5)),
+    case(special.expit, normal(5)),
+    case(special.logit, RNG.uniform(0.1, 0.9, 5)),
+    case(special.xlogy, X, P),
+    case(special.xlogy, np.array([0.0, 0.0, 1.5]), np.array([0.0, 2.0, 0.5])),
+    case(special.xlogy, positive(3, 1), Const(positive(4))),
+    case(special.logsumexp, X),
+    case(special.logsumexp, X3, 1, None, True),
+    case(special.logsumexp, X, None, P),
+    case(special.logsumexp, X, 0, X * SIGNS, False, True),
+    case(special.logsumexp, V4, (0, 1), Const(P)),
+    case(signal.lfilter, B, A, SIGNAL),
+    case(signal.lfilter, B, A, X, 0),
+    case(signal.lfilter, B, A, SIGNAL, -1, normal(2)),
+    case(signal.lfilter, B[:2], np.array([2.0, 0.3, -0.1]), X, 1, normal(3, 2)),
+    case(signal.lfilter, Const(B), A, X3, 1, normal(2, 2, 4)),
+    case(signal.lfilter, B, Const(A), SIGNAL, -1, Const(normal(2))),
+    case(signal.lfilter, B, np.array([2.0]), SIGNAL),
+]
+
+
+@pytest.mark.parametrize("key, args, fd, kwargs", SCIPY)
+def test_scipy(key, args, fd, kwargs):
+    check(key, *args, fd=fd, **kwargs)
+
+
+# ----------------------------------------------------------------------------------------------
 # Every function these families differentiate in reverse mode has a forward rule
 
 
@@ -522,6 +577,8 @@ def test_every_rule_of_these_families_has_a_forward_rule():
     keys = [key for key, rule in FUNCTIONS.items()
             if rule.__module__.rsplit(".", 1)[-1] in FAMILIES] + list(GATHER_FUNCTIONS)
     assert not [key for key in keys if key not in JVPS]
+    adjoints = [getattr(module, name) for module in (special, signal) for name in module.__all__]
+    assert all(f.forward_rule is not None for f in adjoints)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -577,8 +634,19 @@ def skipping_nans(x):
             + np.sum(np.nan_to_num(np.log(np.abs(holes))), axis=0) + np.sinc(x[0]))
 
 
+def special_functions(x):
+    z = special.gammaln(x * x + 1.0) + special.digamma(np.exp(x)) * special.erf(x)
+    z = z + special.xlogy(special.expit(x), np.exp(x)) + special.logit(special.expit(x) * 0.5)
+    return z[0] + special.logsumexp(x, 0, np.exp(x[::-1]))
+
+
+def filtering(x):
+    y, final = signal.lfilter(x[0, :3], x[1, :2] + 2.0, x[2] * x[1], -1, x[0, 2:])
+    return np.concatenate([y, final * 3.0]) ** 2
+
+
 PROGRAMS = [reductions_program, scans_in_place, rearranging, selecting, gathering, creating,
-            skipping_nans]
+            skipping_nans, special_functions, filtering]
 SETTINGS_IN_TUPLES = pytest.mark.xfail(
     strict=True, reason="core: forward._wrap pairs the leaves of a tuple setting (a shape) with "
     "its one None tangent under hvp")

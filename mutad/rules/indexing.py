@@ -313,7 +313,8 @@ def interp_jvp(tangents, x, xp, fp, left=None, right=None, period=None):
     terms = []
     if np.size(xp) > 1:
         # The partial derivatives of the reverse rule: on [xp_i, xp_(i+1)], with slope s and
-        # t = (x - xp_i) / h, dy = s dx + (1 - t) dfp_i + t dfp_(i+1) + s (t - 1) dxp_i - s t dxp_(i+1).
+        # t = (x - xp_i) / h,
+        # dy = s dx + (1 - t) dfp_i + t dfp_(i+1) + s (t - 1) dxp_i - s t dxp_(i+1).
         i = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, np.size(xp) - 2)
         start = np.take(xp, i)
         h = np.take(xp, i + 1) - start

@@ -11,8 +11,9 @@ from ..registry import nondifferentiable
 nondifferentiable(
     # comparisons and predicates
     np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal,
-    np.isfinite, np.isnan, np.isinf, np.signbit, np.logical_and, np.logical_or,
-    np.logical_xor, np.logical_not, np.isclose, np.allclose, np.array_equal, np.array_equiv,
+    np.isfinite, np.isnan, np.isinf, np.isneginf, np.isposinf, np.signbit, np.logical_and,
+    np.logical_or, np.logical_xor, np.logical_not, np.isclose, np.allclose, np.array_equal,
+    np.array_equiv,
     np.any, np.all, np.iscomplexobj, np.isrealobj, np.isscalar,
     # piecewise constant
     np.sign, np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.fix, np.round,

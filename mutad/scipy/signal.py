@@ -8,8 +8,10 @@
 ([3.875, 3.75], [7.625, 5.25, 1.5])
 
 ``lfilter`` differentiates b, a, x and the initial state zi, along any axis, and with zi given
-the final state zf it returns as well.
+the final state zf it returns as well, in reverse and in forward mode.
 """
+
+import functools
 
 import numpy as np
 import scipy.signal as _signal
@@ -105,3 +107,63 @@ def _lfilter_rule(b, a, x, axis=-1, zi=None):
                 np.moveaxis(dx, -1, axis), None, dzi)
 
     return result, back
+
+
+def _coefficients_tangent(db, da, b, a, x, y, axis, state):
+    """The part of lfilter's tangent that comes from the coefficients' tangents ``db``, ``da``.
+
+    SciPy filters with b̂ = b / a[0], â = a / a[0]: â(z) y = b̂(z) x + c, c holding zi in its
+    first K samples and independent of the coefficients. So â dy = w with w = db̂ x - dâ y, and
+    dy = w filtered by 1 / â. The final state is linear in the same way: with every filter run
+    from a zero state (``state``), zf's tangent is the final state of the FIR filters making w
+    plus that of the recursive one making dy. Returns dy, or (dy, dzf) when ``state`` is given.
+    """
+    order = max(np.size(a), np.size(b)) - 1
+    a_first = np.ravel(a)[0]
+    b_normal, a_normal = np.ravel(b) / a_first, np.ravel(a) / a_first
+    da_first = 0.0 if da is None else np.ravel(da)[0]
+    db_normal = ((0.0 if db is None else np.ravel(db)) - b_normal * da_first) / a_first
+
+    def fir(coefficients, signal):
+        padded = np.pad(coefficients, (0, order + 1 - np.size(coefficients)))
+        return lfilter(padded, [1.0], signal, axis, state)
+
+    w = fir(db_normal, x)
+    if da is not None:
+        # dâ = (da - â da[0]) / a[0]; its first entry is 0, as â's is always 1.
+        w = _plus(w, fir((a_normal * da_first - np.ravel(da)) / a_first, y))
+    unit = np.eye(1, order + 1).ravel()  # 1, padded so that the state has K entries
+    if state is None:
+        return lfilter(unit, a_normal, w, axis)
+    w, w_final = w
+    dy, dy_final = lfilter(unit, a_normal, w, axis, state)
+    return dy, w_final + dy_final
+
+
+def _plus(p, q):
+    """``p + q`` for arrays, item by item for (y, zf) pairs."""
+    return tuple(u + v for u, v in zip(p, q, strict=True)) if type(p) is tuple else p + q
+
+
+@lfilter.jvp_rule
+def _lfilter_jvp(tangents, b, a, x, axis=-1, zi=None):
+    # The filter is linear in x and zi jointly; the coefficients add _coefficients_tangent.
+    # Every lfilter here is the wrapper and every tangent passed positionally, so that a
+    # reverse pass can differentiate this rule again (hvp).
+    result = lfilter(b, a, x, axis, zi)
+    db, da, dx, _, dzi = (tuple(tangents) + (None,) * 5)[:5]
+    y = result if zi is None else result[0]
+    state = None
+    if zi is not None:
+        shape = list(np.shape(x))
+        shape[axis] = max(np.size(a), np.size(b)) - 1
+        state = np.zeros(shape)
+    parts = []
+    if dx is not None or dzi is not None:
+        parts.append(lfilter(b, a, np.zeros(np.shape(x)) if dx is None else dx, axis,
+                             state if dzi is None else dzi))
+    if db is not None or da is not None:
+        parts.append(_coefficients_tangent(db, da, b, a, x, y, axis, state))
+    if not parts:
+        return result, None
+    return result, functools.reduce(_plus, parts)

@@ -6,6 +6,8 @@
 array([-0.5772,  0.4228])
 
 Called with plain arrays each function is SciPy's own; called with traced arrays it runs its rule.
+Each has a forward rule too (``@f.jvp_rule``), computed with these wrappers and NumPy so that a
+reverse pass can differentiate it again (``mutad.hvp``).
 """
 
 import math
@@ -19,6 +21,7 @@ from ._adjoints import scipy_adjoint
 
 gammaln = adjoint(_special.gammaln)
 digamma = adjoint(_special.digamma)
+polygamma = adjoint(_special.polygamma)
 erf = adjoint(_special.erf)
 erfc = adjoint(_special.erfc)
 expit = adjoint(_special.expit)
@@ -26,7 +29,8 @@ logit = adjoint(_special.logit)
 xlogy = adjoint(_special.xlogy)
 logsumexp = scipy_adjoint(_special.logsumexp)
 
-__all__ = ["digamma", "erf", "erfc", "expit", "gammaln", "logit", "logsumexp", "xlogy"]
+__all__ = ["digamma", "erf", "erfc", "expit", "gammaln", "logit", "logsumexp", "polygamma",
+           "xlogy"]
 
 
 def _elementwise(function, derivative):
@@ -42,14 +46,21 @@ def _elementwise(function, derivative):
 
         return y, back
 
+    @function.jvp_rule
+    def jvp(tangents, x):
+        y = function(x)
+        return y, tangents[0] * derivative(x, y)
+
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 # fmt: off
+# The derivatives call the wrappers, so that a reverse pass over a forward rule (hvp) can
+# differentiate them.
 for _function, _derivative in [
     # function  d y / d x, from (x, y)
-    (gammaln,   lambda x, y: _special.digamma(x)),           # d log|Γ(x)| = ψ(x) dx, also for x < 0
-    (digamma,   lambda x, y: _special.polygamma(1, x)),      # ψ' is the trigamma function
+    (gammaln,   lambda x, y: digamma(x)),                    # d log|Γ(x)| = ψ(x) dx, also for x < 0
+    (digamma,   lambda x, y: polygamma(1, x)),               # ψ' is the trigamma function
     (erf,       lambda x, y: _TWO_OVER_SQRT_PI * np.exp(-x * x)),
     (erfc,      lambda x, y: -_TWO_OVER_SQRT_PI * np.exp(-x * x)),
     (expit,     lambda x, y: y * (1.0 - y)),
@@ -59,53 +70,92 @@ for _function, _derivative in [
 # fmt: on
 
 
+@polygamma.rule
+def _polygamma_rule(n, x):
+    y = _special.polygamma(n, x)
+    return y, lambda dy: (None, unbroadcast(dy * _special.polygamma(n + 1, x), np.shape(x)))
+
+
+@polygamma.jvp_rule
+def _polygamma_jvp(tangents, n, x):
+    return polygamma(n, x), tangents[1] * polygamma(n + 1, x)
+
+
+def _xlogy_partials(x, y):
+    """The partial derivatives of z = x log y. z = 0 wherever x = 0 (SciPy's convention, even
+    at y = 0). There the y-derivative x / y is taken as its limit 0, and at x = y = 0, where
+    x log y is -inf for every x != 0, the x-derivative as 0 too, so a zero entry does not turn
+    the gradient into nan. The masked entries are computed from safe values (1 for y), so that
+    differentiating these partials again (hvp) gives no nan either."""
+    both_zero = (x == 0) & (y == 0)
+    with np.errstate(divide="ignore"):
+        dz_dx = np.where(both_zero, 0.0, np.log(np.where(both_zero, 1.0, y)))
+        dz_dy = np.where(x == 0, 0.0, x / np.where(x == 0, 1.0, y))
+    return dz_dx, dz_dy
+
+
 @xlogy.rule
 def _xlogy_rule(x, y):
     # SciPy names the arguments x and y, so the output is z here.
     z = _special.xlogy(x, y)
 
     def back(dz):
-        # z = x log y, and z = 0 wherever x = 0 (SciPy's convention, even at y = 0). There the
-        # y-derivative x / y is taken as its limit 0, and at x = y = 0, where x log y is -inf
-        # for every x != 0, the x-derivative as 0 too, so a zero entry does not turn the
-        # gradient into nan.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            dz_dx = np.where((x == 0) & (y == 0), 0.0, np.log(y))
-            dz_dy = np.where(x == 0, 0.0, x / y)
+        dz_dx, dz_dy = _xlogy_partials(x, y)
         return unbroadcast(dz * dz_dx, np.shape(x)), unbroadcast(dz * dz_dy, np.shape(y))
 
     return z, back
+
+
+@xlogy.jvp_rule
+def _xlogy_jvp(tangents, x, y):
+    z = xlogy(x, y)
+    partials = _xlogy_partials(x, y)
+    terms = [t * partial for t, partial in zip(tangents, partials, strict=True) if t is not None]
+    return z, np.broadcast_to(sum(terms), np.shape(z))
+
+
+def _reduced_axes(a, axis, b):
+    ndim = len(np.broadcast_shapes(np.shape(a), np.shape(b)))
+    return tuple(range(ndim)) if axis is None else tuple(int(i) % ndim for i in np.atleast_1d(axis))
+
+
+def _logsumexp_partials(a, b, y_kept, sign_kept):
+    """``dy/da`` and ``dy/db`` (None without ``b``) of ``y = logsumexp(a, b=b)``, with ``y``
+    and its sign (None: 1) kept as reduced axes of length 1.
+
+    y = log|s|, s = Σ b_i e^(a_i): dy/da_i = sign · b_i e^(a_i - y), dy/db_i = sign · e^(a_i - y).
+    With |b_i| folded into the exponent it is at most 0 when every b_i has one sign, so the
+    weights never overflow (the softmax trick). Where every term vanished (y = -inf) no entry
+    has any weight.
+    """
+    finite_y = np.where(np.isfinite(y_kept), y_kept, 0.0)
+    sign = 1.0 if sign_kept is None else sign_kept
+    with np.errstate(divide="ignore"):
+        magnitude = 0.0 if b is None else np.log(np.abs(b))
+    da = sign * np.exp(a + magnitude - finite_y)
+    if b is not None:
+        da = da * np.sign(b)
+    da = np.where(np.isneginf(y_kept), 0.0, da)
+    db = None if b is None else np.where(np.isneginf(y_kept), 0.0, sign * np.exp(a - finite_y))
+    return da, db
 
 
 @logsumexp.rule
 def _logsumexp_rule(a, axis=None, b=None, keepdims=False, return_sign=False):
     result = _special.logsumexp(a, axis, b, keepdims, return_sign)
     y, sign = result if return_sign else (result, None)
-    ndim = len(np.broadcast_shapes(np.shape(a), np.shape(b)))
-    axes = tuple(range(ndim)) if axis is None else tuple(
-        int(i) % ndim for i in np.atleast_1d(axis))
+    axes = _reduced_axes(a, axis, b)
 
     def kept(value):
-        return value if keepdims else np.expand_dims(value, axes)
+        return value if keepdims or value is None else np.expand_dims(value, axes)
 
     def back(dresult):
         dy = dresult[0] if return_sign else dresult  # the sign is piecewise constant
-        # y = log|s|, s = Σ b_i e^(a_i): dy/da_i = sign · b_i e^(a_i - y), dy/db_i =
-        # sign · e^(a_i - y). With |b_i| folded into the exponent it is at most 0 when every
-        # b_i has one sign, so the weights never overflow (the softmax trick). Where every
-        # term vanished (y = -inf) no entry has any weight.
-        y_kept = kept(y)
-        finite_y = np.where(np.isfinite(y_kept), y_kept, 0.0)
-        scale = kept(dy) if sign is None else kept(dy) * kept(sign)
-        with np.errstate(divide="ignore"):
-            magnitude = 0.0 if b is None else np.log(np.abs(b))
-        da = scale * np.exp(a + magnitude - finite_y)
-        if b is not None:
-            da = da * np.sign(b)
-        da = np.where(np.isneginf(y_kept), 0.0, da)
+        partial_a, partial_b = _logsumexp_partials(a, b, kept(y), kept(sign))
+        da = kept(dy) * partial_a
         db = None
         if b is not None:
-            db = np.where(np.isneginf(y_kept), 0.0, scale * np.exp(a - finite_y))
+            db = kept(dy) * partial_b
             db = unbroadcast(np.broadcast_to(db, np.broadcast_shapes(db.shape, np.shape(b))),
                              np.shape(b))
         da = unbroadcast(np.broadcast_to(da, np.broadcast_shapes(da.shape, np.shape(a))),
@@ -113,3 +163,19 @@ def _logsumexp_rule(a, axis=None, b=None, keepdims=False, return_sign=False):
         return da, None, db
 
     return result, back
+
+
+@logsumexp.jvp_rule
+def _logsumexp_jvp(tangents, a, axis=None, b=None, keepdims=False, return_sign=False):
+    result = logsumexp(a, axis, b, keepdims, return_sign)
+    y, sign = result if return_sign else (result, None)
+    axes = _reduced_axes(a, axis, b)
+
+    def kept(value):
+        return value if keepdims or value is None else np.expand_dims(value, axes)
+
+    partials = _logsumexp_partials(a, b, kept(y), kept(sign))
+    da, db = tangents[0], tangents[2]
+    terms = [t * partial for t, partial in zip((da, db), partials) if t is not None]
+    dy = np.sum(sum(terms), axis=axes, keepdims=keepdims)
+    return result, (dy, None) if return_sign else dy
