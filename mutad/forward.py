@@ -514,7 +514,13 @@ def jvp(f, primals, tangents):
             else:
                 new.append(x)
         args.append(rebuild(new))
-    y = f(*args)
+    try:
+        y = f(*args)
+    except (ValueError, TypeError) as error:
+        # NumPy wraps errors raised while it converts an element (``out[0] = x``).
+        if isinstance(error.__cause__, MutadError):
+            raise error.__cause__ from None
+        raise
     outputs, rebuild = flatten(y)
     values, dys = [], []
     for out in outputs:
