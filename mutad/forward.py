@@ -463,6 +463,7 @@ def jvp(f, primals, tangents):
     level = next(LEVELS)
     copies = {}  # id(owner) -> (the owner's private copy, its tangent)
     enclosing = []  # (array of an enclosing differentiation, its dual)
+    saved = []
     args = []
     for primal, tangent in zip(primals, tangents, strict=True):
         leaves, rebuild = flatten(primal)
@@ -512,6 +513,8 @@ def jvp(f, primals, tangents):
                     dual.tangent += t  # places that share memory: their tangents add up
                 new.append(dual)
             else:
+                if isinstance(x, np.ndarray) and x.flags.writeable:
+                    saved.append((x, x.copy()))  # integer arrays: not traced, so saved whole
                 new.append(x)
         args.append(rebuild(new))
     try:
@@ -521,6 +524,9 @@ def jvp(f, primals, tangents):
         if isinstance(error.__cause__, MutadError):
             raise error.__cause__ from None
         raise
+    finally:
+        for x, original in saved:
+            np.copyto(x, original)
     outputs, rebuild = flatten(y)
     values, dys = [], []
     for out in outputs:

@@ -139,3 +139,15 @@ def test_float32_stays_float32():
     x = np.array([1.0, 2.0], dtype=np.float32)
     y, dy = jvp(lambda x: np.sin(x) * x, (x,), (np.ones(2, np.float32),))
     assert y.dtype == np.float32 and dy.dtype == np.float32
+
+
+def test_integer_arrays_come_back_too():
+    index = np.array([0, 1])
+
+    def f(x, index):
+        index[0] = 1        # the program may scribble on its integer arguments
+        return x[index]
+
+    y, dy = jvp(f, (np.array([1.0, 2.0]), index), (np.ones(2), None))
+    np.testing.assert_array_equal(index, [0, 1])
+    np.testing.assert_array_equal(y, [2.0, 2.0])
