@@ -675,6 +675,17 @@ def test_hvp_end_to_end(program):
     np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-8)
 
 
+@pytest.mark.xfail(strict=True, reason="core: a like=<dual> call gets level -1 in "
+                   "forward.Dual.__array_function__ (NumPy strips like= from kwargs)")
+def test_buffers_created_like_a_dual_carry_tangents():
+    def program(x):
+        buffer = np.zeros(x.shape, like=x)
+        buffer[1:] = x[:-1] * 2.0
+        return buffer * np.array([1.0, 2.0, 3.0, 4.0, 5.0], like=x) + np.eye(5, like=x)[0]
+
+    check_jvp(program, V)
+
+
 def test_second_derivative_of_sinc_at_zero():
     """-π²/3: the rule's derivative near 0 is a series whose own derivative is right."""
     x = np.array([0.0, 1e-5, 0.3])
