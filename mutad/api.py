@@ -156,7 +156,8 @@ class Run:
         self.tape.records.clear()
         while self.saved:
             x, original = self.saved.pop()
-            np.copyto(x, original)
+            if x.flags.writeable:  # an enclosing differentiation may have frozen it: unchanged
+                np.copyto(x, original)
 
 
 def check_argnums(argnums, count):

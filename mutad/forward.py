@@ -82,15 +82,27 @@ def _wrap(y, dy, level, args, tangents):
     if dy is None or not hasattr(y, "dtype") or y.dtype.kind != "f":
         return y
     y = _as_array(y)
-    sources = [t for t in _leaves(tangents)]
-    primals = [p for p in _leaves(args)]
-    for p, t in zip(primals, sources, strict=True):
-        if t is not None and may_overlap(y, p):
+    pairs = list(_with_tangents(args, tangents))
+    sources = [t for _, t in pairs]
+    for p, t in pairs:
+        if may_overlap(y, p):
             if not may_overlap(dy, t):
                 raise UnsupportedOperationError(
                     "internal: a view's tangent is not the same view of the tangent")
             return Dual(y, dy, level)
     return Dual(y, _tangent_for(y, dy, sources), level)
+
+
+def _with_tangents(args, tangents):
+    """``(argument, tangent)`` for every array argument that has a tangent, one level into
+    sequences (a sequence of settings has no tangent at all: ``None``)."""
+    for a, t in zip(args, tangents, strict=True):
+        if t is None:
+            continue
+        if type(a) in (list, tuple):
+            yield from ((e, te) for e, te in zip(a, t, strict=True) if te is not None)
+        else:
+            yield a, t
 
 
 def _leaves(items):
@@ -336,6 +348,8 @@ class Dual(ArrayMethods):
     def __array_function__(self, func, types, args, kwargs):
         items = list(args) + list(kwargs.values())
         level = level_of(items)
+        if level < 0:  # np.zeros(n, like=x): NumPy hands over the call without its like=
+            kwargs, level = dict(kwargs, like=self), self.level
         if _reverse_inside(items, level):
             return NotImplemented
         return apply_function(func, args, kwargs, level)

@@ -647,9 +647,6 @@ def filtering(x):
 
 PROGRAMS = [reductions_program, scans_in_place, rearranging, selecting, gathering, creating,
             skipping_nans, special_functions, filtering]
-SETTINGS_IN_TUPLES = pytest.mark.xfail(
-    strict=True, reason="core: forward._wrap pairs the leaves of a tuple setting (a shape) with "
-    "its one None tangent under hvp")
 POINT = RNG.uniform(-1.5, 1.5, (3, 4))
 
 
@@ -658,9 +655,7 @@ def test_jvp_end_to_end(program):
     check_jvp(program, POINT)
 
 
-@pytest.mark.parametrize("program", [
-    pytest.param(f, marks=SETTINGS_IN_TUPLES) if f is selecting else f for f in PROGRAMS
-], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda f: f.__name__)
 def test_hvp_end_to_end(program):
     """Reverse mode over the forward rules: <u, H v> against differences of the gradient."""
     u, v = normal(3, 4), normal(3, 4)
@@ -675,8 +670,6 @@ def test_hvp_end_to_end(program):
     np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-8)
 
 
-@pytest.mark.xfail(strict=True, reason="core: a like=<dual> call gets level -1 in "
-                   "forward.Dual.__array_function__ (NumPy strips like= from kwargs)")
 def test_buffers_created_like_a_dual_carry_tangents():
     def program(x):
         buffer = np.zeros(x.shape, like=x)

@@ -189,3 +189,14 @@ def test_hessian_blocks_for_several_arguments():
     np.testing.assert_allclose(Hab, np.diag(4 * a * b))
     np.testing.assert_allclose(Hba, Hab.T)
     np.testing.assert_allclose(Hbb, np.diag(2 * a * a))
+
+
+def test_a_nested_gradient_gives_back_an_index_array_the_outer_one_froze():
+    x, index = np.array([1.0, 2.0, 3.0]), np.array([0, 2])
+
+    def inner(x, index):
+        return (x[index] ** 3).sum()
+
+    result = gradient(lambda x: gradient(inner, x, index)[0].sum(), x)[0]
+    np.testing.assert_allclose(result, [6.0, 0.0, 18.0])
+    np.testing.assert_array_equal(index, [0, 2])
