@@ -75,7 +75,7 @@ def _tangent_for(y, dy, sources):
 def _wrap(y, dy, level, args, tangents):
     """Duals of the outputs ``y`` with tangents ``dy``. An output that views an argument's
     memory keeps its tangent as the same view of that argument's tangent."""
-    if type(y) in (tuple, list) or (isinstance(y, tuple)):
+    if isinstance(y, (tuple, list)):  # named tuples (eigh's) too
         dys = dy if dy is not None else (None,) * len(y)
         items = [_wrap(a, b, level, args, tangents) for a, b in zip(y, dys, strict=True)]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
@@ -87,8 +87,11 @@ def _wrap(y, dy, level, args, tangents):
     for p, t in pairs:
         if may_overlap(y, p):
             if not may_overlap(dy, t):
-                raise UnsupportedOperationError(
-                    "internal: a view's tangent is not the same view of the tangent")
+                raise MutadError(
+                    "a forward rule returned an output that views an argument's memory with "
+                    "a tangent that is not the same view of the argument's tangent; a write "
+                    "through the output would miss the argument's tangent. Return that view "
+                    "of the tangent, or copy the output.")
             return Dual(y, dy, level)
     return Dual(y, _tangent_for(y, dy, sources), level)
 
@@ -238,14 +241,7 @@ def apply_function(func, args, kwargs, level):
     like = kwargs.get("like")
     if type(like) is Dual:
         kwargs["like"] = like.value
-    for key, value in kwargs.items():
-        if level_of([value]) == level:
-            raise UnsupportedOperationError(
-                f"{function_name(func)}: the dual passed as keyword argument {key}= cannot be "
-                "differentiated; pass it positionally.")
-    pairs = [_split(x, level) for x in args]
-    primals = [p for p, _ in pairs]
-    tangents = tuple(t for _, t in pairs)
+    primals, tangents = _split_call(function_name(func), args, kwargs, level)
     rule = JVPS.get(func)
     if rule is None:
         if func in WRITES:
@@ -264,6 +260,18 @@ def apply_function(func, args, kwargs, level):
     if out is None:
         return result
     return _assign(out, result, level, function_name(func))
+
+
+def _split_call(name, args, kwargs, level):
+    """The primals and tangents of a call's positional arguments (keyword arguments are
+    settings: a dual there is refused)."""
+    for key, value in kwargs.items():
+        if level_of([value]) == level:
+            raise UnsupportedOperationError(
+                f"{name}: the dual passed as keyword argument {key}= cannot be differentiated; "
+                "pass it positionally.")
+    pairs = [_split(x, level) for x in args]
+    return [p for p, _ in pairs], tuple(t for _, t in pairs)
 
 
 def _assign(target, value, level, name):
@@ -330,11 +338,7 @@ class Dual(ArrayMethods):
         self.level = level
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        out = kwargs.pop("out", None)
-        if out is not None:
-            if len(out) != 1:
-                raise UnsupportedOperationError(f"np.{ufunc.__name__} with several out= arrays.")
-            out = out[0]
+        out = tracing.single_out(ufunc, kwargs)
         # NumPy asks one dual per call whatever their levels: it answers for the innermost.
         level = level_of(inputs + (out,))
         if _reverse_inside(inputs + (out,), level):
@@ -435,14 +439,7 @@ def apply_adjoint(adjoint, level, args, kwargs):
         raise UnsupportedFunctionError(
             f"{name} was given dual arrays (forward mode) but has no forward rule: attach one "
             f"with @{getattr(adjoint.fn, '__name__', 'f')}.jvp_rule.")
-    for key, value in kwargs.items():
-        if level_of([value]) == level:
-            raise UnsupportedOperationError(
-                f"{name}: the dual passed as keyword argument {key}= cannot be differentiated; "
-                "pass it positionally.")
-    pairs = [_split(x, level) for x in args]
-    primals = [p for p, _ in pairs]
-    tangents = tuple(t for _, t in pairs)
+    primals, tangents = _split_call(name, args, kwargs, level)
     writes = getattr(adjoint, "writes", None)
     if writes is None:
         y, dy = rule(tangents, *primals, **kwargs)

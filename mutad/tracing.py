@@ -731,6 +731,16 @@ class ArrayMethods:
             "Use reshape or indexing for views.")
 
 
+def single_out(ufunc, kwargs):
+    """Take the one ``out=`` array of a ufunc call out of ``kwargs`` (None if there is none)."""
+    out = kwargs.pop("out", None)
+    if out is not None:
+        if len(out) != 1:
+            raise UnsupportedOperationError(f"np.{ufunc.__name__} with several out= arrays.")
+        out = out[0]
+    return out
+
+
 def _binary(ufunc):
     def forward(self, other):
         if type(other) in INNER and defers(self.tape, (other,)):
@@ -771,11 +781,7 @@ class Traced(ArrayMethods):
     # NumPy's protocols ---------------------------------------------------------------------
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        out = kwargs.pop("out", None)
-        if out is not None:
-            if len(out) != 1:
-                raise UnsupportedOperationError(f"np.{ufunc.__name__} with several out= arrays.")
-            out = out[0]
+        out = single_out(ufunc, kwargs)
         if INNER and defers(self.tape, inputs):
             return NotImplemented
         if method == "__call__":
