@@ -13,6 +13,10 @@ Numer. Anal., 1973, Thm. 4.3) for pinv and lstsq (which assume the rank does not
 Inputs of cholesky and eigh are symmetric by contract, so they get the symmetric gradient (the
 derivative along symmetric perturbations), as in PyTorch and JAX.
 
+Nested reverse mode: a pullback's inputs and cotangents may be arrays an outer differentiation
+traces (the inner one's values are), so rules compute with NumPy calls that dispatch: never
+``np.asarray``, and a buffer a cotangent is written into is created ``like=`` it.
+
 Forward mode: each rule has a tangent rule (``defjvp``) beside it, from the same sources, that
 agrees with it exactly, <ẏ, w> = <ẋ, vjp(w)>: the symmetric inputs take the symmetric part of
 their tangent, and the subgradients chosen at kinks (norms) and at repeated eigenvalues are the
@@ -132,7 +136,8 @@ def einsum_cotangent(k, terms, output, operands, dy, sizes):
     g = np.broadcast_to(np.reshape(g, [sizes[c] if c in target else 1 for c in unique]),
                         [sizes[c] for c in unique])
     if len(unique) < len(term):
-        diagonal = np.zeros([sizes[c] for c in term], g.dtype)
+        # like=g: a cotangent traced by an outer differentiation stays traced in its diagonal
+        diagonal = np.zeros([sizes[c] for c in term], g.dtype, like=g)
         grids = dict(zip(unique, np.ogrid[tuple(slice(sizes[c]) for c in unique)], strict=True))
         diagonal[tuple(grids[c] for c in term)] = g
         g = diagonal
@@ -152,18 +157,42 @@ def contraction_back(terms, output, operands):
     return back
 
 
+def _sublist_subscripts(args):
+    """The subscripts string and the operands of einsum's sublist form
+    ``einsum(op0, sublist0, op1, sublist1, ..., [sublist_out])``. Labels become letters as
+    NumPy makes them (0-25 'A'-'Z', 26-51 'a'-'z'), so an implicit output keeps NumPy's order;
+    ``Ellipsis`` is ``...``."""
+    def term(sublist):
+        return "".join("..." if label is Ellipsis else SUBLIST_LETTERS[int(label)]
+                       for label in sublist)
+
+    count = len(args) // 2
+    operands, sublists = args[0:2 * count:2], args[1:2 * count:2]
+    output = "->" + term(args[-1]) if len(args) % 2 else ""
+    return ",".join(term(s) for s in sublists) + output, operands
+
+
+SUBLIST_LETTERS = string.ascii_uppercase + string.ascii_lowercase
+
+
 @defrule(np.einsum)
-def einsum(subscripts, *operands, **kwargs):
-    if not isinstance(subscripts, str):
-        raise UnsupportedOperationError(
-            "np.einsum(op0, sublist0, op1, ...): mutad differentiates the subscripts-string form "
-            "only; write np.einsum('ij,jk->ik', a, b).")
-    y = np.einsum(subscripts, *operands, **kwargs)
+def einsum(*args, **kwargs):
+    y = np.einsum(*args, **kwargs)
+    if isinstance(args[0], str):  # einsum("ij,jk->ik", a, b)
+        subscripts, operands = args[0], args[1:]
+    else:  # einsum(a, [0, 1], b, [1, 2], [0, 2])
+        subscripts, operands = _sublist_subscripts(args)
     terms, output = _explicit_einsum(subscripts, [np.shape(x) for x in operands])
     contract = contraction_back(terms, output, operands)
 
     def back(dy):
-        return (None, *contract(dy))
+        cotangents = contract(dy)
+        if isinstance(args[0], str):
+            return (None, *cotangents)
+        # one cotangent per operand, None for each sublist (and for the output's sublist)
+        interleaved = [None] * len(args)
+        interleaved[0:2 * len(cotangents):2] = cotangents
+        return tuple(interleaved)
 
     return y, back
 
@@ -317,7 +346,7 @@ if hasattr(np, "matvec"):  # NumPy 2.2 and later
 
 def _trace_back(a, offset, axis1, axis2):
     def back(dy):
-        g = np.zeros(np.shape(a), np.result_type(dy, a))
+        g = np.zeros(np.shape(a), np.result_type(dy, a), like=dy)  # traced like dy, if it is
         g_moved = np.moveaxis(g, (axis1, axis2), (-2, -1))  # a view: writes land in g
         length = max(0, min(g_moved.shape[-2] + min(offset, 0), g_moved.shape[-1] - max(offset, 0)))
         rows = np.arange(length) - min(offset, 0)
@@ -354,7 +383,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
     def back(dy):
         if a_last.shape[-1] == 2 and b_last.shape[-1] == 2:
-            dy3 = np.zeros(np.shape(dy) + (3,), np.result_type(dy))
+            dy3 = np.zeros(np.shape(dy) + (3,), np.result_type(dy), like=dy)
             dy3[..., 2] = dy  # both 2-vectors: y is the z component alone
         else:
             dy3 = np.moveaxis(dy, axisc, -1)
@@ -571,6 +600,13 @@ def _cofactor(a):
     return sign[..., None, None] * ((u * others[..., None, :]) @ vt)
 
 
+def _as_matrices(y):
+    """A (stack of) scalars ``y`` as 1 × 1 matrices, to scale a stack of matrices. ``y`` may be
+    a Python or NumPy scalar, or an array an outer differentiation traces: np.reshape
+    dispatches where np.asarray would cut the outer gradient."""
+    return np.reshape(y, np.shape(y) + (1, 1))
+
+
 @rule_for(np.linalg.det)
 def det(a):
     y = np.linalg.det(a)
@@ -578,10 +614,10 @@ def det(a):
     def back(dy):
         # d det = det(A) tr(A⁻¹ dA)  (Jacobi's formula; Giles 2008, §3.1)
         try:
-            cofactor = np.asarray(y)[..., None, None] * transpose(np.linalg.inv(a))
+            cofactor = _as_matrices(y) * transpose(np.linalg.inv(a))
         except np.linalg.LinAlgError:
             cofactor = _cofactor(a)
-        return (np.asarray(dy)[..., None, None] * cofactor,)
+        return (_as_matrices(dy) * cofactor,)
 
     return y, back
 
@@ -602,8 +638,7 @@ def slogdet(a):
 
     def back(dys):
         # d log|det A| = tr(A⁻¹ dA); the sign is piecewise constant.
-        dlogdet = np.asarray(dys[1])
-        return (dlogdet[..., None, None] * transpose(np.linalg.inv(a)),)
+        return (_as_matrices(dys[1]) * transpose(np.linalg.inv(a)),)
 
     return result, back
 
