@@ -29,9 +29,13 @@ Anal. Appl., 2009) for expm.
 
 Each function also has a forward rule (``@f.jvp_rule``) from the same results, agreeing with its
 reverse rule (<ẏ, w> = <ẋ, vjp(w)>: symmetric inputs take the symmetric part of their tangent,
-structured ones the part on the entries SciPy reads). It computes with these wrappers and NumPy,
-so that a reverse pass can differentiate it again (``mutad.hvp``). A tuple argument such as
-``cho_solve``'s ``(c, lower)`` has a list of tangents, one per item.
+structured ones the part on the entries SciPy reads). A tuple argument such as ``cho_solve``'s
+``(c, lower)`` has a list of tangents, one per item.
+
+Both kinds of rule compute with these wrappers and NumPy, never with SciPy's own functions:
+under nested differentiation (``mutad.hvp``, a gradient of a gradient) their arguments and
+cotangents are arrays an outer differentiation traces, and the wrappers hand those to the
+outer level's rules, while plain arrays go straight to SciPy.
 """
 
 import numpy as np
@@ -39,6 +43,7 @@ import scipy.linalg as _linalg
 
 from ..errors import UnsupportedOperationError
 from ..rules.linalg import _lower_with_half_diagonal, cholesky_tangent, symmetric_part, transpose
+from ..views import wrapped
 from ._adjoints import scipy_adjoint
 
 cholesky = scipy_adjoint(_linalg.cholesky)
@@ -83,13 +88,14 @@ def _cholesky_back(lower, dlower):
     dL = L Φ(L⁻¹ dA L⁻ᵀ) and Φ is self-adjoint, so Ā = sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹) (Murray 2016,
     eq. 10 and §3.1); not yet symmetrised."""
     middle = _lower_with_half_diagonal(transpose(lower) @ dlower)
-    left = _linalg.solve_triangular(lower, middle, trans=1, lower=True)                 # L⁻ᵀ Φ
-    return transpose(_linalg.solve_triangular(lower, transpose(left), trans=1, lower=True))
+    left = solve_triangular(lower, middle, trans=1, lower=True, check_finite=False)     # L⁻ᵀ Φ
+    return transpose(solve_triangular(lower, transpose(left), trans=1, lower=True,
+                                      check_finite=False))
 
 
 @cholesky.rule
 def _cholesky_rule(a, lower=False, overwrite_a=False, check_finite=True):
-    factor = _linalg.cholesky(a, lower, False, check_finite)
+    factor = cholesky(a, lower, False, check_finite)
 
     def back(dfactor):
         if lower:
@@ -114,7 +120,7 @@ def _cholesky_jvp(tangents, a, lower=False, overwrite_a=False, check_finite=True
 
 @cho_factor.rule
 def _cho_factor_rule(a, lower=False, overwrite_a=False, check_finite=True):
-    c, lower = _linalg.cho_factor(a, lower, False, check_finite)
+    c, lower = cho_factor(a, lower, False, check_finite)
 
     def back(dresult):
         dc = dresult[0]
@@ -140,23 +146,26 @@ def _cho_factor_jvp(tangents, a, lower=False, overwrite_a=False, check_finite=Tr
     return (c, lower), (dc, None)
 
 
+def _cholesky_solve_factor_cotangent(c, lower, db, x):
+    """The cotangent of the factor in ``c``'s triangle from a solve x = A⁻¹ b with A = L Lᵀ
+    (A = Uᵀ U for an upper factor), given b̄ = A⁻¹ x̄: Ā = -b̄ xᵀ, and dA = dL Lᵀ + L dLᵀ
+    gives L̄ = (Ā + Āᵀ) L on L's triangle (Ū = U (Ā + Āᵀ)); the other triangle gets none."""
+    da = -_times_transpose(db, x)
+    da_twice_symmetric = da + transpose(da)
+    if lower:
+        return np.tril(da_twice_symmetric @ np.tril(c))
+    return np.triu(np.triu(c) @ da_twice_symmetric)
+
+
 @cho_solve.rule
 def _cho_solve_rule(c_and_lower, b, overwrite_b=False, check_finite=True):
     c, lower = c_and_lower
-    x = _linalg.cho_solve((c, lower), b, False, check_finite)
+    x = cho_solve((c, lower), b, False, check_finite)
 
     def back(dx):
-        # x = A⁻¹ b with A = L Lᵀ symmetric: b̄ = A⁻¹ x̄, Ā = -b̄ xᵀ (Giles 2008, §3.1). Then
-        # dA = dL Lᵀ + L dLᵀ gives L̄ = (Ā + Āᵀ) L on L's triangle (for an upper factor
-        # A = Uᵀ U, Ū = U (Ā + Āᵀ)); the other triangle of c is never read.
-        db = _linalg.cho_solve((c, lower), dx, check_finite=False)
-        da = -_times_transpose(db, x)
-        da_twice_symmetric = da + transpose(da)
-        if lower:
-            dc = np.tril(da_twice_symmetric @ np.tril(c))
-        else:
-            dc = np.triu(np.triu(c) @ da_twice_symmetric)
-        return (dc, None), db
+        # x = A⁻¹ b with A = L Lᵀ symmetric: b̄ = A⁻¹ x̄, Ā = -b̄ xᵀ (Giles 2008, §3.1).
+        db = cho_solve((c, lower), dx, check_finite=False)
+        return (_cholesky_solve_factor_cotangent(c, lower, db, x), None), db
 
     return x, back
 
@@ -183,22 +192,26 @@ def _cho_solve_jvp(tangents, c_and_lower, b, overwrite_b=False, check_finite=Tru
 # Triangular and LU solves
 
 
+def _read_triangle(m, lower, unit_diagonal):
+    """The entries of ``m`` a triangular solve reads: its lower or upper triangle, without the
+    diagonal when that is taken as ones."""
+    offset = 1 if unit_diagonal else 0
+    return np.tril(m, -offset) if lower else np.triu(m, offset)
+
+
 @solve_triangular.rule
 def _solve_triangular_rule(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
                            check_finite=True):
-    x = _linalg.solve_triangular(a, b, trans, lower, unit_diagonal, False, check_finite)
+    x = solve_triangular(a, b, trans, lower, unit_diagonal, False, check_finite)
     transposed = _is_transposed(trans)
 
     def back(dx):
         # x = M⁻¹ b with M = T or Tᵀ, T the triangle of a: b̄ = M⁻ᵀ x̄, M̄ = -b̄ xᵀ, and a
         # gets T̄ on the entries solve_triangular reads (not the diagonal when it is unit).
-        db = _linalg.solve_triangular(a, dx, 0 if transposed else 1, lower, unit_diagonal,
-                                      check_finite=False)
+        db = solve_triangular(a, dx, 0 if transposed else 1, lower, unit_diagonal,
+                              check_finite=False)
         dm = -_times_transpose(db, x)
-        dt = transpose(dm) if transposed else dm
-        offset = 1 if unit_diagonal else 0
-        da = np.tril(dt, -offset) if lower else np.triu(dt, offset)
-        return da, db
+        return _read_triangle(transpose(dm) if transposed else dm, lower, unit_diagonal), db
 
     return x, back
 
@@ -211,8 +224,7 @@ def _solve_triangular_jvp(tangents, a, b, trans=0, lower=False, unit_diagonal=Fa
     rhs = db
     if da is not None:
         # dx = M⁻¹ (db - dM x), dM the tangent of the triangle solve_triangular reads.
-        offset = 1 if unit_diagonal else 0
-        dt = np.tril(da, -offset) if lower else np.triu(da, offset)
+        dt = _read_triangle(da, lower, unit_diagonal)
         dm_x = (transpose(dt) if _is_transposed(trans) else dt) @ x
         rhs = -dm_x if rhs is None else rhs - dm_x
     return x, solve_triangular(a, rhs, trans, lower, unit_diagonal, check_finite=False)
@@ -232,24 +244,39 @@ def _unit_lower_and_upper(lu):
     return lower, np.triu(lu)
 
 
+def _lu_factor_cotangent(lu, order, dlu):
+    """The cotangent of ``a`` from that of its packed factors ``lu`` (L strictly below the
+    diagonal, U on and above it), a[order] = L U: with F = L⁻¹ d(a[order]) U⁻¹,
+    dL = L tril(F, -1) and dU = triu(F) U, so the cotangent of a[order] is
+    L⁻ᵀ (tril(Lᵀ L̄, -1) + triu(Ū Uᵀ)) U⁻ᵀ (as in JAX's lu pullback; Giles 2008 for the
+    product rule)."""
+    lower, upper = _unit_lower_and_upper(lu)
+    middle = np.tril(transpose(lower) @ np.tril(dlu, -1), -1) \
+        + np.triu(np.triu(dlu) @ transpose(upper))
+    left = solve_triangular(lower, middle, trans=1, lower=True, unit_diagonal=True,
+                            check_finite=False)
+    dpermuted = transpose(solve_triangular(upper, transpose(left), lower=False,
+                                           check_finite=False))
+    return dpermuted[np.argsort(order)]
+
+
+def _lu_cotangent(lu, order, dm):
+    """The cotangent of the packed factors ``lu`` of M, M[order] = L U, from M̄:
+    d(M[order]) = dL U + L dU gives L̄ = tril(M̄[order] Uᵀ, -1) and Ū = triu(Lᵀ M̄[order]),
+    which share lu's memory layout."""
+    lower, upper = _unit_lower_and_upper(lu)
+    dpermuted = dm[order]
+    return np.tril(dpermuted @ transpose(upper), -1) + np.triu(transpose(lower) @ dpermuted)
+
+
 @lu_factor.rule
 def _lu_factor_rule(a, overwrite_a=False, check_finite=True):
     _require_matrix("lu_factor", a)
-    lu, piv = _linalg.lu_factor(a, False, check_finite)
+    lu, piv = lu_factor(a, False, check_finite)
     order = _permutation(piv)
 
     def back(dresult):
-        dlu = dresult[0]
-        # a[order] = L U: with F = L⁻¹ d(a[order]) U⁻¹, dL = L tril(F, -1) and dU = triu(F) U,
-        # so the cotangent of a[order] is L⁻ᵀ (tril(Lᵀ L̄, -1) + triu(Ū Uᵀ)) U⁻ᵀ
-        # (as in JAX's lu pullback; Giles 2008 for the product rule).
-        lower, upper = _unit_lower_and_upper(lu)
-        middle = np.tril(lower.T @ np.tril(dlu, -1), -1) + np.triu(np.triu(dlu) @ upper.T)
-        left = _linalg.solve_triangular(lower, middle, trans=1, lower=True, unit_diagonal=True)
-        dpermuted = _linalg.solve_triangular(upper, left.T, lower=False).T
-        da = np.empty_like(dpermuted)
-        da[order] = dpermuted
-        return (da,)
+        return (_lu_factor_cotangent(lu, order, dresult[0]),)
 
     return (lu, piv), back
 
@@ -287,19 +314,15 @@ def _lu_factor_jvp(tangents, a, overwrite_a=False, check_finite=True):
 def _lu_solve_rule(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     lu, piv = lu_and_piv
     _require_matrix("lu_solve", lu)
-    x = _linalg.lu_solve((lu, piv), b, trans, False, check_finite)
+    x = lu_solve((lu, piv), b, trans, False, check_finite)
     transposed = _is_transposed(trans)
 
     def back(dx):
-        # x = M⁻¹ b, M = A or Aᵀ: b̄ = M⁻ᵀ x̄, M̄ = -b̄ xᵀ (Giles 2008, §3.1). With
-        # A[order] = L U, d(A[order]) = dL U + L dU gives L̄ = tril(Ā[order] Uᵀ, -1) and
-        # Ū = triu(Lᵀ Ā[order]), which share lu's memory layout.
-        db = _linalg.lu_solve((lu, piv), dx, 0 if transposed else 1, check_finite=False)
+        # x = M⁻¹ b, M = A or Aᵀ: b̄ = M⁻ᵀ x̄, M̄ = -b̄ xᵀ (Giles 2008, §3.1).
+        db = lu_solve((lu, piv), dx, 0 if transposed else 1, check_finite=False)
         dm = -_times_transpose(db, x)
-        dpermuted = (transpose(dm) if transposed else dm)[_permutation(piv)]
-        lower, upper = _unit_lower_and_upper(lu)
-        dlu = np.tril(dpermuted @ upper.T, -1) + np.triu(lower.T @ dpermuted)
-        return (dlu, None), db
+        return (_lu_cotangent(lu, _permutation(piv), transpose(dm) if transposed else dm),
+                None), db
 
     return x, back
 
@@ -351,12 +374,12 @@ def _on_read_entries(g, assume_a):
 @solve.rule
 def _solve_rule(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
                 assume_a=None, transposed=False):
-    x = _linalg.solve(a, b, lower, False, False, check_finite, assume_a, transposed)
+    x = solve(a, b, lower, False, False, check_finite, assume_a, transposed)
 
     def back(dx):
         # x = M⁻¹ b, M = a or aᵀ: b̄ = M⁻ᵀ x̄ and M̄ = -b̄ xᵀ (Giles 2008, §3.1).
-        db = _linalg.solve(a, dx, lower, check_finite=False, assume_a=assume_a,
-                           transposed=not transposed)
+        db = solve(a, dx, lower, check_finite=False, assume_a=assume_a,
+                   transposed=not transposed)
         dm = -_times_transpose(db, x)
         return _on_read_entries(transpose(dm) if transposed else dm, assume_a), db
 
@@ -386,7 +409,7 @@ def _diagonal_inverse_keeps_off_diagonal():
 @inv.rule
 def _inv_rule(a, overwrite_a=False, check_finite=True, **structure):
     # structure: assume_a and lower, keywords of SciPy 1.17's inv, passed on only when given.
-    y = _linalg.inv(a, False, check_finite, **structure)
+    y = inv(a, False, check_finite, **structure)
     assume_a = structure.get("assume_a")
 
     def back(dy):
@@ -418,14 +441,29 @@ def _inv_jvp(tangents, a, overwrite_a=False, check_finite=True, **structure):
 # The matrix exponential
 
 
+def _frechet(a, e):
+    """The Fréchet derivative L(A, E) of expm, as the corner of expm([[A, E], [0, A]]), which
+    is [[e^A, L(A, E)], [0, e^A]] (Mathias 1996; Higham, Functions of Matrices, 2008, §3.2).
+    Computed with expm itself it dispatches (scipy.linalg.expm_frechet does not), so a reverse
+    pass differentiates it again through expm's own rule, and stacks work as in expm."""
+    n = np.shape(a)[-1]
+    block = np.concatenate([np.concatenate([a, e], axis=-1),
+                            np.concatenate([np.zeros_like(a), a], axis=-1)], axis=-2)
+    return expm(block)[..., :n, n:]
+
+
 @expm.rule
 def _expm_rule(a):
-    y = _linalg.expm(a)
+    y = expm(a)
 
     def back(dy):
         # The Fréchet derivative L(A, E) of expm is linear in E, with adjoint L(Aᵀ, ·):
         # <Ȳ, L(A, E)> = <L(Aᵀ, Ȳ), E> (Al-Mohy & Higham 2009, §2; Higham, Functions of
-        # Matrices, 2008, §3.2), so Ā = L(Aᵀ, Ȳ). expm_frechet takes one matrix at a time.
+        # Matrices, 2008, §3.2), so Ā = L(Aᵀ, Ȳ).
+        if wrapped(a) or wrapped(dy):
+            # traced by an outer differentiation: by expm itself, which it differentiates
+            return (_frechet(transpose(a), dy),)
+        # plain arrays: SciPy's expm_frechet, a matrix at a time, at a quarter of the cost
         da = np.empty(np.shape(a), np.result_type(a, dy, float))
         for index in np.ndindex(np.shape(a)[:-2]):
             da[index] = _linalg.expm_frechet(transpose(a[index]), dy[index], compute_expm=False)
@@ -436,12 +474,4 @@ def _expm_rule(a):
 
 @expm.jvp_rule
 def _expm_jvp(tangents, a):
-    # The Fréchet derivative L(A, E) is the corner of expm([[A, E], [0, A]]), which is
-    # [[e^A, L(A, E)], [0, e^A]] (Mathias 1996; Higham, Functions of Matrices, 2008, §3.2).
-    # Computed with expm itself it dispatches (scipy.linalg.expm_frechet does not), so a reverse
-    # pass differentiates it again through expm's own rule, and stacks work as in expm.
-    n = np.shape(a)[-1]
-    da = tangents[0]
-    block = np.concatenate([np.concatenate([a, da], axis=-1),
-                            np.concatenate([np.zeros_like(a), a], axis=-1)], axis=-2)
-    return expm(a), expm(block)[..., :n, n:]
+    return expm(a), _frechet(a, tangents[0])
