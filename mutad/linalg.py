@@ -14,6 +14,15 @@ the factor (``F.L``; ``F.packed`` and ``F.pivots``) as primal values with their 
 alongside, call the routine on the primals, and compute tangents with NumPy and
 mutad.scipy.linalg calls that dispatch, so a reverse pass can differentiate them (``hvp``).
 
+Under nested reverse mode (a gradient of a function that itself calls ``mutad.gradient``) the
+inner differentiation's arrays hold arrays the outer one traces, which LAPACK cannot take and
+whose every change the outer one must record. There each routine runs an equivalent written
+with calls that dispatch instead: the factor or solution from np.linalg / mutad.scipy.linalg,
+whose rules nest, written into the argument with ``A[...] = ...``, which the inner level undoes
+from a copy as after any assignment. The outer level records every value anyway, so restoring
+by inversion would save it no memory. Plain arrays and single-level differentiation take the
+LAPACK path.
+
 The work happens in the caller's memory, through SciPy's BLAS and LAPACK wrappers called on
 Fortran-ordered views (a C-ordered matrix is the Fortran-ordered view of its transpose), so
 the wrappers never copy; where one still returns a new array (an unusual dtype, a strided
@@ -40,7 +49,10 @@ from scipy.linalg import get_blas_funcs, get_lapack_funcs
 from .errors import MutadError, NotPositiveDefiniteError
 from .registry import inplace_adjoint
 from .rules.linalg import cholesky_tangent
+from .scipy import linalg as dispatching
 from .scipy.linalg import _lu_tangent, _lu_tangent_times, _permutation, _solve_lower
+from .tracing import Traced
+from .views import may_overlap, wrapped
 
 BLOCK = 64
 """Rows per block when a factor is multiplied back into the matrix it came from."""
@@ -251,6 +263,8 @@ def cholesky_(A):
     >>> cholesky_(A).L.tolist()
     [[2.0, 0.0], [1.0, 2.0]]
     """
+    if _nested(A):
+        return Cholesky(_cholesky_nested(A))
     return Cholesky(_cholesky_(A))
 
 
@@ -357,6 +371,8 @@ def solve_triangular_(T, b, lower=False, trans=0, unit_diagonal=False):
     >>> solve_triangular_(np.array([[2.0, 0.0], [1.0, 2.0]]), b, lower=True).tolist()
     [1.0, 2.0]
     """
+    if _nested(b):
+        return _solve_triangular_nested(T, b, lower, _transposes(trans), unit_diagonal)
     return _solve_triangular_(T, b, lower, _transposes(trans), unit_diagonal)
 
 
@@ -472,6 +488,8 @@ def lu_factor_(A):
     >>> ldiv_(F, np.array([5.0, 6.0])).tolist()
     [-4.0, 4.5]
     """
+    if _nested(A):
+        return LU(*_lu_factor_nested(A))
     return LU(*_lu_factor_(A))
 
 
@@ -593,8 +611,66 @@ def ldiv_(F, b):
     >>> ldiv_(np.array([[2.0, 0.0], [0.0, 4.0]]), b).tolist()
     [0.5, 0.5]
     """
+    if _nested(b):
+        return _ldiv_nested(F, b)
     if isinstance(F, Cholesky):
         return _cholesky_solve_(F.L, b, F.growth)
     if isinstance(F, LU):
         return _lu_solve_(F.packed, F.pivots, b, F.growth)
     return _general_solve_(F, b)
+
+
+# ----------------------------------------------------------------------------------------------
+# Under nested reverse mode
+
+
+def _nested(x):
+    """Whether ``x`` is traced by a reverse differentiation inside another one: its values are
+    then arrays the outer one traces (see the module's docstring)."""
+    return type(x) is Traced and wrapped(x.value)
+
+
+def _cholesky_nested(A):
+    _square("cholesky_", A)
+    try:
+        L = np.linalg.cholesky(A)  # reads A's lower triangle, as potrf does above; upper is 0
+    except np.linalg.LinAlgError as error:
+        raise NotPositiveDefiniteError(
+            f"cholesky_: the matrix is not positive definite ({error}); it was left as it "
+            "was.") from None
+    A[...] = L
+    return A
+
+
+def _solve_triangular_nested(T, b, lower, transpose, unit):
+    _refuse_overlap("solve_triangular_(T, b)", T, b)
+    b[...] = dispatching.solve_triangular(T, b, int(transpose), lower, unit, check_finite=False)
+    return b
+
+
+def _lu_factor_nested(A):
+    _square("lu_factor_", A)
+    F, same = _fortran(A)  # factor the matrix _lu_factor_ factors, so an LU means one thing
+    norm = float(np.abs(_memory(F)).sum(axis=0).max())
+    packed, pivots = dispatching.lu_factor(F, check_finite=False)
+    F[...] = packed  # F views A's memory
+    return A, pivots, norm
+
+
+def _ldiv_nested(F, b):
+    if isinstance(F, Cholesky):
+        _refuse_overlap("ldiv_(F, b)", F.L, b)
+        b[...] = dispatching.cho_solve((F.L, True), b, check_finite=False)
+    elif isinstance(F, LU):
+        _refuse_overlap("ldiv_(F, b)", F.packed, b)
+        M, same = _fortran(F.packed)  # A = M, or Mᵀ for a C-ordered factor (see LU)
+        b[...] = dispatching.lu_solve((M, F.pivots), b, 0 if same else 1, check_finite=False)
+    else:
+        _refuse_overlap("ldiv_(A, b)", F, b)
+        b[...] = np.linalg.solve(F, b)
+    return b
+
+
+def _refuse_overlap(call, matrix, b):
+    if may_overlap(matrix, b):
+        raise MutadError(f"{call}: b shares memory with the matrix; pass a separate b.")

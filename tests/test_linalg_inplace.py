@@ -95,6 +95,9 @@ def test_not_positive_definite_leaves_the_matrix_as_it_was(order):
     with pytest.raises(np.linalg.LinAlgError):
         mutad.gradient(lambda A: cholesky_(A).L.sum(), A)
     assert A.tobytes() == before
+    with pytest.raises(NotPositiveDefiniteError):  # nested: the dispatching equivalent
+        mutad.gradient(lambda A: mutad.gradient(lambda A: cholesky_(A).L.sum(), A)[0].sum(), A)
+    assert A.tobytes() == before
 
 
 def test_in_place_program_through_factor_and_solves(rng):
@@ -172,3 +175,115 @@ def test_long_chains_of_dissipative_solves_stay_accurate():
     checkpointed = mutad.gradient(f, 1.0, u0, policy="checkpoint")
     assert abs(restored[0] - checkpointed[0]) <= 1e-10 * abs(checkpointed[0])
     assert np.max(np.abs(restored[1] - checkpointed[1])) <= 1e-10 * np.max(np.abs(checkpointed[1]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Nested reverse mode: each routine inside a gradient that is itself differentiated
+
+
+def sine_of(routine, *written):
+    """A program that calls ``routine`` on copies of its arguments and returns the sine of the
+    arrays at positions ``written`` (the sine makes the cotangents reaching the routine depend
+    on the point, as they do in programs)."""
+
+    def program(*args):
+        copies = [a.copy() for a in args]
+        routine(*copies)
+        return tuple(np.sin(copies[i]) for i in written)
+
+    return program
+
+
+def factor_then_solve(factorise):
+    def routine(A, b):
+        ldiv_(factorise(A), b)
+
+    return routine
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_second_derivatives_of_each_routine(rng, order):
+    """check_grads(order=2) differentiates each routine twice: reverse over forward (hvp) and
+    nested reverse (a gradient of a gradient, the routine running on arrays the outer
+    differentiation traces)."""
+    S, M = positive_definite(rng, 4, order), well_conditioned(rng, 4, order)
+    T = np.array(np.tril(M), order=order)
+    P = np.array(np.roll(M, 1, axis=0), order=order)  # LU pivots: a cyclic permutation
+    programs = [
+        (sine_of(cholesky_, 0), (S,), (0,)),
+        (sine_of(factor_then_solve(cholesky_), 0, 1), (S, rng.standard_normal(4)), (0,)),
+        (sine_of(lu_factor_, 0), (P,), ()),
+        (sine_of(factor_then_solve(lu_factor_), 0, 1),
+         (P, np.array(rng.standard_normal((4, 2)), order=order)), ()),
+        (sine_of(ldiv_, 1), (M, rng.standard_normal(4)), ()),
+    ] + [
+        (sine_of(lambda T, b, lower=lower, trans=trans, unit=unit:
+                 solve_triangular_(T if lower else T.T, b, lower, trans, unit), 1),
+         (T, np.array(rng.standard_normal((4, 2)), order=order)), ())
+        for lower, trans, unit in [(True, 0, False), (False, 1, True)]
+    ]
+    for program, args, symmetric in programs:
+        for policy in ("restore", "checkpoint"):
+            mutad.check_grads(program, *args, order=2, policy=policy, symmetric=symmetric)
+
+
+def gaussian_log_likelihood(mean, S, data):
+    """log N(data | mean, S) up to a constant, with S factored and solved with in place: S
+    holds L while the program runs."""
+    F = cholesky_(S)
+    r = (data - mean).T.copy()
+    ldiv_(F, r)  # r <- S⁻¹ (x - mean)
+    # log det S = 2 Σ log L_ii; the diagonal read with einsum, whose pullback nests (that of
+    # np.diagonal, in rules/shape.py, does not yet)
+    return -0.5 * ((data - mean).T * r).sum() - len(data) * np.log(np.einsum("ii->i", S)).sum()
+
+
+def score_norms(log_likelihood, *data):
+    """A function of the parameters through the gradient of ``log_likelihood``, which mutates
+    the parameters in place while it runs: differentiating it is nested reverse mode."""
+
+    def f(*parameters):
+        scores = mutad.gradient(log_likelihood, *parameters, *data)[:len(parameters)]
+        return sum((g * g).sum() for g in scores) + np.sin(scores[0]).sum()
+
+    return f
+
+
+def lu_residual(A, b):
+    F = lu_factor_(A)
+    ldiv_(F, b)  # b <- A⁻¹ b
+    return np.cos(b).sum()
+
+
+def general_residual(A, b):
+    ldiv_(A, b)
+    return np.cos(b).sum()
+
+
+def triangular_residual(T, b):
+    solve_triangular_(T, b, lower=True)
+    solve_triangular_(T, b, lower=True, trans=1)
+    return np.cos(b).sum()
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("name", ["cholesky", "lu", "general", "triangular"])
+def test_gradient_of_a_function_of_an_in_place_gradient(rng, name, order):
+    n = 3
+    if name == "cholesky":
+        data = rng.standard_normal((5, n))
+        f = score_norms(gaussian_log_likelihood, data)
+        args, symmetric = (rng.standard_normal(n), positive_definite(rng, n, order)), (1,)
+    else:
+        inner = {"lu": lu_residual, "general": general_residual,
+                 "triangular": triangular_residual}[name]
+        f = score_norms(inner)
+        A = well_conditioned(rng, n, order)
+        A = np.tril(A) if name == "triangular" else np.roll(A, 1, axis=0)  # LU pivots
+        args, symmetric = (np.array(A, order=order),
+                           np.array(rng.standard_normal((n, 2)), order=order)), ()
+    before = [a.tobytes() for a in args]
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, *args, policy=policy, symmetric=symmetric)
+        mutad.gradient(f, *args, policy=policy)
+        assert [a.tobytes() for a in args] == before  # the caller's arrays, bit for bit
