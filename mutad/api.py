@@ -11,6 +11,7 @@ from .errors import (
     MutadError,
     NonScalarOutputError,
     PullbackReusedError,
+    UnsupportedFunctionError,
     UnsupportedOperationError,
 )
 from . import forward
@@ -344,7 +345,8 @@ def hvp(f, primals, tangents, policy="restore"):
 
     Computed as reverse mode over forward mode, ``∇ₓ ⟨∇f(x), v⟩ = ∇ₓ (J_f(x) v)``: the gradient
     of ``jvp``'s tangent output, so it costs a small multiple of one gradient. A function that
-    itself calls ``mutad.gradient`` is differentiated by nested reverse mode instead. Returns
+    itself calls ``mutad.gradient``, or a decorated function with no forward rule, is
+    differentiated by nested reverse mode instead. Returns
     the structure of ``primals[0]`` when there is one primal, a tuple otherwise.
 
     >>> import numpy as np, mutad
@@ -376,7 +378,8 @@ def _hvp(f, primals, tangents, argnums, policy):
 
     try:
         return gradient(over_forward, *primals, argnums=argnums, policy=policy)
-    except ForwardOverReverseError:
+    except (ForwardOverReverseError, UnsupportedFunctionError):
+        # reverse mode inside f, or a decorated function with a reverse rule only
         return gradient(over_reverse, *primals, argnums=argnums, policy=policy)
 
 

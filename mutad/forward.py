@@ -537,7 +537,8 @@ def jvp(f, primals, tangents):
         raise
     finally:
         for x, original in saved:
-            np.copyto(x, original)
+            if x.flags.writeable:  # an enclosing differentiation may have frozen it: unchanged
+                np.copyto(x, original)
     outputs, rebuild = flatten(y)
     values, dys = [], []
     for out in outputs:

@@ -896,7 +896,10 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
     places = [locate(x, tape) for x in args]
 
     def back_record(shadows):
-        back(*(None if p is None else shadows.of(p) for p in places))
+        # Nested in another differentiation, the values are arrays it traces, and so must be
+        # the shadows the rule accumulates into: made like the values.
+        back(*(None if p is None else shadows.of(p, like=v)
+               for p, v in zip(places, values, strict=True)))
         for undo in undos:
             undo()
 

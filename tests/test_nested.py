@@ -200,3 +200,31 @@ def test_a_nested_gradient_gives_back_an_index_array_the_outer_one_froze():
     result = gradient(lambda x: gradient(inner, x, index)[0].sum(), x)[0]
     np.testing.assert_allclose(result, [6.0, 0.0, 18.0])
     np.testing.assert_array_equal(index, [0, 2])
+
+
+def test_a_user_in_place_rule_nests_and_hvp_falls_back_to_nested_reverse():
+    """The rule's back accumulates into shadows that the outer differentiation traces; with
+    no forward rule, hvp and hessian differentiate it by nested reverse mode."""
+    @mutad.inplace_adjoint(writes=("a",))
+    def scale_(a, b):
+        a *= b
+        return a
+
+    @scale_.rule
+    def _scale_rule(a, b):
+        scale_(a, b)
+
+        def back(da, db):
+            a[...] /= b
+            db += da * a
+            da *= b
+
+        return back
+
+    def f(a, b):
+        scale_(a, b)
+        return (a * a).sum()
+
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 0.5])
+    mutad.check_grads(f, a, b, order=2)
+    np.testing.assert_allclose(mutad.hessian(f, a, b), np.diag(2 * b * b))
