@@ -7,7 +7,7 @@ import numpy as np
 from .errors import (
     ArgnumsError,
     ConstantModifiedError,
-    ForwardOverReverseError,
+    ConversionError,
     MutadError,
     NonScalarOutputError,
     PullbackReusedError,
@@ -17,7 +17,7 @@ from .errors import (
 from . import forward
 from .shadows import Buffer, Shadows
 from .tape import Tape
-from .tracing import ACTIVE, INNER, Traced, forward_over_reverse, fresh, lift, thaw, view_of
+from .tracing import ACTIVE, INNER, Traced, fresh, lift, thaw, view_of
 from .trees import check_real, flatten, is_float_array, is_float_scalar
 from .views import owner, same_region, spans, wrapped
 
@@ -75,10 +75,8 @@ class Run:
                 self.tape.guard(buffer.key, lambda key=buffer.key: self._save(key))
         elif is_float_scalar(x):
             t = fresh(np.array(x, dtype=np.result_type(x)), self.tape)
-        elif type(x) is Traced and x.dtype.kind == "f":
-            t = self._wrap_outer(x)
-        elif type(x) in INNER:  # an array of a forward-mode run this gradient is inside
-            raise forward_over_reverse()
+        elif (type(x) is Traced or type(x) in INNER) and x.dtype.kind == "f":
+            t = self._wrap_outer(x)  # an array of a differentiation this one is inside
         elif isinstance(x, np.ndarray) and x.flags.writeable:
             self.saved.append((x, x.copy()))
         self.traced.append(t)
@@ -86,10 +84,10 @@ class Run:
         return x if t is None else t
 
     def _wrap_outer(self, x):
-        """An argument an outer differentiation traces (this gradient is nested in another):
-        traced here as a buffer of its own, its values outer-traced. Saving and restoring it
-        are operations the outer tape records like any other."""
-        key = ("outer", x.buffer.key)
+        """An argument an outer differentiation traces (this gradient is nested in another,
+        reverse or forward): traced here as a buffer of its own, its values the outer one's.
+        Saving and restoring it are operations the outer one follows like any other."""
+        key = ("outer", id(owner(x)))
         if key in self.buffers:
             first, t = self.buffers[key]
             if not same_region(first, x):
@@ -344,9 +342,9 @@ def hvp(f, primals, tangents, policy="restore"):
     """The Hessian of scalar-valued ``f`` at ``primals`` times ``tangents``, without forming it.
 
     Computed as reverse mode over forward mode, ``∇ₓ ⟨∇f(x), v⟩ = ∇ₓ (J_f(x) v)``: the gradient
-    of ``jvp``'s tangent output, so it costs a small multiple of one gradient. A function that
-    itself calls ``mutad.gradient``, or a decorated function with no forward rule, is
-    differentiated by nested reverse mode instead. Returns
+    of ``jvp``'s tangent output, so it costs a small multiple of one gradient (the cheaper
+    of the two orders here). A decorated function with no forward rule is differentiated by
+    nested reverse mode instead. Returns
     the structure of ``primals[0]`` when there is one primal, a tuple otherwise.
 
     >>> import numpy as np, mutad
@@ -362,8 +360,8 @@ def hvp(f, primals, tangents, policy="restore"):
 
 
 def _hvp(f, primals, tangents, argnums, policy):
-    """The gradient of ``<∇f, v>``: reverse over forward, or, for a function that itself runs
-    reverse mode (which forward mode cannot see through), nested reverse mode."""
+    """The gradient of ``<∇f, v>``: reverse over forward, or nested reverse mode where a
+    decorated function has no forward rule."""
 
     def over_forward(*xs):
         return forward.jvp(f, xs, tangents)[1]
@@ -378,8 +376,7 @@ def _hvp(f, primals, tangents, argnums, policy):
 
     try:
         return gradient(over_forward, *primals, argnums=argnums, policy=policy)
-    except (ForwardOverReverseError, UnsupportedFunctionError):
-        # reverse mode inside f, or a decorated function with a reverse rule only
+    except UnsupportedFunctionError:  # a decorated function with a reverse rule only
         return gradient(over_reverse, *primals, argnums=argnums, policy=policy)
 
 
@@ -432,10 +429,25 @@ def jacobian(f, *args, argnums=0):
     return jacobians[0] if single else tuple(jacobians)
 
 
+def _hessian_column(f, args, tangents, selected, policy):
+    """``H v`` for the arguments ``selected``: forward over reverse."""
+    def gradient_of_f(*xs):
+        return gradient(f, *xs, argnums=selected, policy=policy)
+
+    try:
+        return forward.jvp(gradient_of_f, args, tangents)[1]
+    except (UnsupportedFunctionError, ConversionError):  # a rule that does not dispatch
+        return _hvp(f, args, tangents, selected, policy)
+
+
 def hessian(f, *args, argnums=0, policy="restore"):
     """The Hessian of scalar-valued ``f`` with respect to ``args[argnums]``, of shape
     ``x.shape + x.shape``; for a tuple ``argnums``, the nested tuple of blocks
-    ``H[i][j]`` of shape ``x_i.shape + x_j.shape``. One ``hvp`` per element of ``x``."""
+    ``H[i][j]`` of shape ``x_i.shape + x_j.shape``.
+
+    Forward mode over reverse mode, as JAX's ``jacfwd(grad(f))``: one ``jvp`` of the gradient
+    per element of ``x``, the gradient's in-place reverse pass carrying tangents. A decorated
+    function whose reverse rule does not dispatch falls back to ``hvp``'s orders."""
     selected, single = check_argnums(argnums, len(args))
     for i in selected:
         _differentiable_argument(args[i], "hessian", i)
@@ -445,7 +457,7 @@ def hessian(f, *args, argnums=0, policy="restore"):
         for e in _basis(args[j]):
             tangents = [None] * len(args)
             tangents[j] = e
-            grads = _hvp(f, args, tuple(tangents), selected, policy)
+            grads = _hessian_column(f, args, tuple(tangents), selected, policy)
             columns.append(grads)
         x_shape = np.shape(args[j])
         for row, i in enumerate(selected):

@@ -81,16 +81,6 @@ class UnsupportedOperationError(MutadError):
     """
 
 
-class ForwardOverReverseError(UnsupportedOperationError):
-    """Forward mode was asked to differentiate a function that itself runs reverse mode
-    (``mutad.jvp`` of a function that calls ``mutad.gradient``).
-
-    Forward mode does not see through a reverse pass. Second derivatives of such functions are
-    computed as nested reverse mode: ``mutad.hvp`` and ``mutad.hessian`` switch to it by
-    themselves; for ``jvp``, differentiate with ``mutad.gradient`` instead.
-    """
-
-
 class NotPositiveDefiniteError(MutadError, LinAlgError):
     """``mutad.linalg.cholesky_`` was given a matrix that is not (numerically) positive definite.
 

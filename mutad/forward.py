@@ -29,7 +29,7 @@ from .registry import FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS
 from .tape import LEVELS
 from . import tracing
 from .tracing import ArrayMethods, function_name, out_position
-from .views import address, may_overlap, owner, same_region
+from .views import address, may_overlap, owner, same_region, strided
 
 
 def level_of(items, level=-1):
@@ -327,6 +327,23 @@ def _write_function(func, args, kwargs, level):
 # The dual array
 
 
+class Level:
+    """One forward-mode run, as a reverse differentiation nested inside it sees it: the level
+    its values must belong to (``tracing.lift``)."""
+
+    __slots__ = ("level",)
+
+    def __init__(self, level):
+        self.level = level
+
+    def lift(self, y):
+        """``y`` as a dual of this level: itself if it is one, else with a zero tangent."""
+        if type(y) is Dual and y.level == self.level:
+            return y
+        y = _as_array(y)
+        return Dual(y, np.zeros_like(y), self.level)
+
+
 class Dual(ArrayMethods):
     """A float array and its tangent, for one forward-mode level. Behaves like the array."""
 
@@ -362,6 +379,12 @@ class Dual(ArrayMethods):
         raise tracing.conversion_error("np.asarray")
 
     __hash__ = ArrayMethods.__hash__
+
+    def restrided(self, shape, dtype, offset, strides):
+        """The view of this one-dimensional dual at byte ``offset`` (``views.strided``): its
+        tangent is laid out as its value, so the same view of each."""
+        return Dual(strided(self.value, shape, dtype, offset, strides),
+                    strided(self.tangent, shape, dtype, offset, strides), self.level)
 
     def astype(self, dtype, **kwargs):
         return apply_function("astype", (self, dtype), kwargs, self.level)
@@ -426,9 +449,7 @@ def innermost(args, kwargs):
     if level < 0:
         return None
     traced = [x.tape.level for x in _leaves(items) if type(x) is tracing.Traced]
-    if traced and max(traced) > level:
-        raise tracing.forward_over_reverse()
-    return level
+    return None if traced and max(traced) > level else level
 
 
 def apply_adjoint(adjoint, level, args, kwargs):
@@ -472,6 +493,7 @@ def jvp(f, primals, tangents):
     if len(primals) != len(tangents):
         raise MutadError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
     level = next(LEVELS)
+    run = Level(level)
     copies = {}  # id(owner) -> (the owner's private copy, its tangent)
     enclosing = []  # (array of an enclosing differentiation, its dual)
     saved = []
@@ -528,6 +550,7 @@ def jvp(f, primals, tangents):
                     saved.append((x, x.copy()))  # integer arrays: not traced, so saved whole
                 new.append(x)
         args.append(rebuild(new))
+    tracing.ACTIVE.tapes.append(run)  # a gradient inside f takes this level as its outer one
     try:
         y = f(*args)
     except (ValueError, TypeError) as error:
@@ -536,6 +559,7 @@ def jvp(f, primals, tangents):
             raise error.__cause__ from None
         raise
     finally:
+        tracing.ACTIVE.tapes.pop()
         for x, original in saved:
             if x.flags.writeable:  # an enclosing differentiation may have frozen it: unchanged
                 np.copyto(x, original)

@@ -12,7 +12,7 @@ import copy
 import numpy as np
 
 from .api import Run
-from .errors import MutadError
+from .errors import MutadError, UnsupportedFunctionError
 from .shadows import Shadows, whole
 from .trees import flatten, is_float_array, is_float_scalar
 from .tracing import Traced
@@ -104,9 +104,11 @@ def check_grads(f, *args, policy="restore", rtol=None, atol=None, step=1e-4, see
     """Check mutad's gradient of ``f`` at ``args`` against central finite differences.
 
     With ``order=2``, check second derivatives instead: the Hessian-vector products of
-    ``<w, f>`` along a random direction, computed both as reverse over forward (``hvp``) and
-    as nested reverse mode (the gradient of ``<gradient, v>``), against finite differences of
-    mutad's gradient (checked with ``order=1``).
+    ``<w, f>`` along a random direction, computed three ways (reverse over forward, ``hvp``;
+    forward over reverse, ``jvp`` of the gradient; nested reverse mode, the gradient of
+    ``<gradient, v>``), against finite differences of mutad's gradient (checked with
+    ``order=1``). Forward over reverse is left out for a decorated function with no forward
+    rule (``hvp`` then nests reverse mode).
 
     Works for any output (a random cotangent reduces it to a scalar), raises
     ``GradientCheckError`` (a ``MutadError`` and an ``AssertionError``) on a mismatch, and
@@ -236,7 +238,7 @@ def _weighted(f, weights):
 
 
 def _check_second(f, args, policy, rtol, atol, step, seed, symmetric):
-    from .api import gradient, hvp
+    from .api import gradient, hvp, jvp
 
     rng = np.random.default_rng(seed)
     leaves = [leaf for a in args for leaf in flatten(a)[0]]
@@ -250,6 +252,13 @@ def _check_second(f, args, policy, rtol, atol, step, seed, symmetric):
         reverse_over_forward = (reverse_over_forward,)
     _check_unchanged(leaves, before, "after hvp")
 
+    try:
+        forward_over_reverse = jvp(lambda *xs: gradient(phi, *xs, policy=policy), args,
+                                   v.tree())[1]
+    except UnsupportedFunctionError:  # a decorated function without a forward rule
+        forward_over_reverse = None
+    _check_unchanged(leaves, before, "after jvp of the gradient")
+
     def directional(*xs):
         return v.dot(gradient(phi, *xs, policy=policy))
 
@@ -262,7 +271,10 @@ def _check_second(f, args, policy, rtol, atol, step, seed, symmetric):
     rtol = 1e-5 if rtol is None else rtol
     atol = 1e-8 if atol is None else atol
     for name, result in (("reverse over forward (hvp)", reverse_over_forward),
+                         ("forward over reverse", forward_over_reverse),
                          ("nested reverse mode", nested_reverse)):
+        if result is None:
+            continue
         analytic = float(u.dot(result))
         scale = max(abs(analytic), abs(numeric), max(abs(g) for g in g_at.values()) * 1e-3)
         if not abs(analytic - numeric) <= atol + rtol * scale:

@@ -31,7 +31,6 @@ import numpy as np
 
 from .errors import (
     ConversionError,
-    ForwardOverReverseError,
     MutadError,
     UnsupportedFunctionError,
     UnsupportedOperationError,
@@ -39,7 +38,8 @@ from .errors import (
 )
 from .registry import FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule
 from .shadows import Buffer, Place, whole
-from .views import address, may_overlap, memory, owner, same_region, strided, views
+from .tape import Tape
+from .views import address, may_overlap, memory, owner, same_region, strided, views, wrapped
 
 class _Active(threading.local):
     """The tapes of the differentiations in progress in this thread, innermost last: threads
@@ -211,6 +211,8 @@ def lift(y, tape):
     Under nested differentiation every value of the inner one is an array the outer one
     traces, so that whatever the inner one writes into it (values that depend on the outer
     arguments, restorations, shadow updates) is recorded by the outer one."""
+    if type(tape) is not Tape:  # a forward-mode run (forward.Level): a dual of its level
+        return tape.lift(y)
     if type(y) is Traced and y.tape is tape:
         return y
     return fresh(y, tape)
@@ -283,24 +285,27 @@ def _times_partial(dy, partial, y, values, out):
     evaluated a piece at a time, so its temporaries stay small and in cache."""
     if type(dy) is not np.ndarray or dy.size < 4 * CHUNK or not dy.flags.c_contiguous \
             or not out.flags.c_contiguous:
-        p = partial(y, *values)
-        if type(p) is Traced and type(out) is np.ndarray:  # traced by an outer differentiation
-            return dy * p
-        return np.multiply(dy, p, out=out)
+        return _times(dy, partial(y, *values), out)
     pieces = []
     for v in (y, *values):
-        if type(v) is np.ndarray and v.ndim:
-            if v.shape != dy.shape or not v.flags.c_contiguous:
-                return np.multiply(dy, partial(y, *values), out=out)
-            pieces.append(v.reshape(-1))
-        else:
-            pieces.append(v)  # a scalar, a 0-d array, or None (not read)
+        if wrapped(v) or (type(v) is np.ndarray and v.ndim and (
+                v.shape != dy.shape or not v.flags.c_contiguous)):
+            return _times(dy, partial(y, *values), out)
+        pieces.append(v.reshape(-1) if type(v) is np.ndarray and v.ndim else v)
     flat_dy, flat_out = dy.reshape(-1), out.reshape(-1)
     for start in range(0, dy.size, CHUNK):
         part = slice(start, start + CHUNK)
         args = [v[part] if type(v) is np.ndarray and v.ndim else v for v in pieces]
         np.multiply(flat_dy[part], partial(*args), out=flat_out[part])
     return out
+
+
+def _times(dy, p, out):
+    """``dy * p`` into ``out``, unless ``p`` belongs to an outer differentiation and ``out``
+    does not: then into a new array of that differentiation."""
+    if wrapped(p) and not wrapped(out):
+        return dy * p
+    return np.multiply(dy, p, out=out)
 
 
 def _differentiable(rule, pattern, count):
@@ -439,7 +444,7 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
 def _output(tape, y, leaves):
     """Wrap one output of a pure rule; returns ``(wrapped, is_fresh_buffer)``. (Under nested
     differentiation the output is an array an outer tape traces; it is wrapped the same way.)"""
-    if isinstance(y, np.ndarray) or type(y) is Traced:
+    if isinstance(y, np.ndarray) or wrapped(y):
         if y.dtype.kind != "f":
             return y, False
         for t in leaves:
@@ -622,23 +627,14 @@ array, handles the operation (see ``defers``)."""
 
 def defers(tape, items):
     """Whether an operation on ``items`` belongs to an inner forward-mode level rather than to
-    ``tape``. A forward-mode value of an outer level would make a reverse pass differentiate
-    forward mode's values, which is not supported: that raises."""
+    ``tape`` (a dual of an outer level is a constant to ``tape``, like an outer traced array)."""
     for x in items:
         if type(x) in INNER:
             if x.level > tape.level:
                 return True
-            raise forward_over_reverse()
-        if type(x) in (list, tuple) and x and defers(tape, x):
+        elif type(x) in (list, tuple) and x and defers(tape, x):
             return True
     return False
-
-
-def forward_over_reverse():
-    return ForwardOverReverseError(
-        "forward mode over reverse mode (mutad.jvp of a function that calls mutad.gradient) is "
-        "not supported: differentiate it with mutad.gradient, or take second derivatives with "
-        "mutad.hvp or mutad.hessian, which nest reverse mode for such functions.")
 
 
 class ArrayMethods:
@@ -915,8 +911,7 @@ def _map_result(name, result, args, values, tape):
     """What an in-place function returned, with its arguments replaced by the traced ones."""
     if type(result) in (tuple, list):
         return type(result)(_map_result(name, r, args, values, tape) for r in result)
-    if not (isinstance(result, np.ndarray) or type(result) is Traced) \
-            or result.dtype.kind != "f":
+    if not (isinstance(result, np.ndarray) or wrapped(result)) or result.dtype.kind != "f":
         return result
     for x, value in zip(args, values, strict=True):
         if type(x) is Traced and x.tape is tape:
