@@ -1,9 +1,9 @@
 """The cost of a Hessian-vector product relative to a gradient, on 10^6-element in-place programs.
 
 For each program the script times, in one process and round by round, the plain NumPy
-forward, ``mutad.gradient`` and ``mutad.hvp`` (reverse mode over forward mode), and with JAX
-installed its idiomatic forward-over-reverse ``jvp(grad(f))`` on the out-of-place equivalent.
-It reports the median over rounds of each ratio (computed within a round, since these machines
+forward, ``mutad.gradient``, ``mutad.hvp`` (reverse mode over forward mode) and the same
+product as forward mode over reverse mode (``jvp`` of the gradient: one Hessian column of
+``mutad.hessian``). It reports the median over rounds of each ratio (computed within a round, since these machines
 are shared and noisy) with its [min-max], and checks the hvp against finite differences of the
 gradient before timing. One BLAS thread.
 
@@ -70,6 +70,8 @@ def main():
             "numpy forward": lambda: f(args[0].copy(), *rest),
             "gradient": lambda: mutad.gradient(f, *args, argnums=0),
             "hvp": lambda: mutad.hvp(lambda x: f(x, *rest), (args[0],), (v,)),
+            "jvp of gradient": lambda: mutad.jvp(
+                lambda x: mutad.gradient(f, x, *rest, argnums=0), (args[0],), (v,)),
         }
         for call in calls.values():  # warm-up
             call()
@@ -80,7 +82,7 @@ def main():
         ratio = lambda a, b: np.array(times[a]) / np.array(times[b])  # noqa: E731
         print(f"\n{name} (hvp vs finite differences: {error:.1e})")
         for a, b in (("gradient", "numpy forward"), ("hvp", "numpy forward"),
-                     ("hvp", "gradient")):
+                     ("hvp", "gradient"), ("jvp of gradient", "gradient")):
             r = ratio(a, b)
             print(f"  {a} / {b}: {np.median(r):.2f}x [{r.min():.2f}-{r.max():.2f}]")
 
