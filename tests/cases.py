@@ -114,6 +114,25 @@ def case_id(case):
     return case.id
 
 
+def curved(function):
+    """``function`` with ``np.sin`` applied to each of its float outputs.
+
+    For second derivatives (``check_grads(order=2)``): the gradient of a function that is
+    linear in its outputs' cotangents hands every pullback a constant cotangent, so nested
+    reverse mode would only run them on plain arrays; through the sine each cotangent depends on
+    the arguments, and every pullback runs on cotangents the outer differentiation traces.
+    """
+    from mutad.trees import flatten
+
+    def curved_function(*args):
+        leaves, rebuild = flatten(function(*args))
+        return rebuild([np.sin(y) if isinstance(y, float) or getattr(y, "dtype", None) is not None
+                        and y.dtype.kind == "f" else y for y in leaves])
+
+    curved_function.__name__ = f"sin_of_{getattr(function, '__name__', 'function')}"
+    return curved_function
+
+
 # ----------------------------------------------------------------------------------------------
 # Cases of the other families: the tables are in their test files.
 

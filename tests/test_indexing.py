@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import mutad
-from cases import SampledCase, arguments, case_id, fixed, normal
+from cases import SampledCase, arguments, case_id, curved, fixed, normal
 from mutad import tape as tape_module
 
 POLICIES = ("restore", "checkpoint")
@@ -63,6 +63,8 @@ GATHERS = [
                                        arguments(fixed([-1.0, 0.5, 3.0]), normal(3), normal(), normal())),
     SampledCase("interp-scalar-x",     lambda x, fp: np.interp(x, [0.0, 1.0, 2.0], fp), arguments(fixed(1.3), normal(3))),
     SampledCase("interp-single-knot",  lambda x, fp: np.interp(x, [1.0], fp), arguments(fixed([0.0, 1.0, 2.0]), normal(1))),
+    SampledCase("interp-list-x",       lambda fp: np.interp([0.5, 2.5, -1.0], [0.0, 1.0, 2.0], fp), arguments(normal(3))),
+    SampledCase("interp-float-x",      lambda xp, fp: np.interp(1.3, xp, fp), arguments(fixed([0.0, 1.0, 2.0]), normal(3))),
 ]
 # fmt: on
 
@@ -166,6 +168,25 @@ def copyto_new_buffer(v):
     return x
 
 
+def getitem_repeated(a):
+    return a[[0, 2, 2, 4]] * a[[1, 1, 3, 0]]
+
+
+def getitem_two_arrays(a):
+    return a[[0, 1, 1], [2, 0, 2]] * a[1, [0, 0]].sum()
+
+
+def setitem_advanced(x, v):
+    x[[0, 3, 4]] = v ** 2
+    x[[4, 1]] *= 2.0
+    return x * x
+
+
+def setitem_boolean(x, v):
+    x[np.array([True, False, True, False, False, True])] = v * x[1]
+    return x * x
+
+
 # fmt: off
 SCATTERS = [
     SampledCase("add.at",                  add_at_argument, arguments(normal(6), normal(3))),
@@ -187,6 +208,10 @@ SCATTERS = [
     SampledCase("copyto-where",            copyto_where, arguments(normal(2, 3), normal(3))),
     SampledCase("copyto-shifted-self",     copyto_shifted_self, arguments(normal(5))),
     SampledCase("copyto-new-buffer",       copyto_new_buffer, arguments(normal(3))),
+    SampledCase("getitem-repeated",        getitem_repeated, arguments(normal(5))),
+    SampledCase("getitem-two-arrays",      getitem_two_arrays, arguments(normal(2, 3))),
+    SampledCase("setitem-advanced",        setitem_advanced, arguments(normal(5), normal(3))),
+    SampledCase("setitem-boolean",         setitem_boolean, arguments(normal(6), normal(3))),
 ]
 # fmt: on
 
@@ -195,6 +220,15 @@ SCATTERS = [
 @pytest.mark.parametrize("case", GATHERS + SCATTERS, ids=case_id)
 def test_indexing_gradient(case, policy, rng):
     mutad.check_grads(case.function, *case.sample(rng), policy=policy)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", GATHERS + SCATTERS, ids=case_id)
+def test_indexing_second_derivatives(case, policy, rng):
+    # Nested reverse mode: gathers add traced cotangents with np.add.at, and the scatters'
+    # restorations and checkpoints write into arrays the outer gradient traces (np.add.at
+    # through repeated indices too).
+    mutad.check_grads(curved(case.function), *case.sample(rng), policy=policy, order=2)
 
 
 def test_add_at_accumulates_repeated_indices():

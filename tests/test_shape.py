@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import mutad
-from cases import ArrayCase, case_id
+from cases import ArrayCase, case_id, curved
 
 POLICIES = ("restore", "checkpoint")
 
@@ -316,6 +316,14 @@ def test_shape_gradient(case, policy, rng):
     mutad.check_grads(case, *case.sample(rng), policy=policy)
 
 
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_shape_second_derivatives(case, policy, rng):
+    # Nested reverse mode: the pullbacks build their cotangents from traced ones (gathers with
+    # np.add.at into traced zeros, diagonals written into traced zeros).
+    mutad.check_grads(curved(case), *case.sample(rng), policy=policy, order=2)
+
+
 # Each linear rule's pullback is its transpose: <dy, f(x)> = <back(dy), x>. This also checks the
 # pullbacks of functions that always return views, which the gradient checks never run.
 # fmt: off
@@ -360,6 +368,18 @@ def test_linear_pullback_is_the_transpose(func, shape, args, kwargs, rng):
     cotangents = back(dy)
     assert len(cotangents) == 1 + len(args)
     np.testing.assert_allclose(np.vdot(cotangents[0], x), np.vdot(dy, y), rtol=1e-12)
+
+
+@pytest.mark.parametrize("func, shape, args, kwargs", LINEAR_CASES,
+                         ids=[f"{case[0].__name__}-{case[1]}" for case in LINEAR_CASES])
+def test_linear_pullback_runs_on_traced_cotangents(func, shape, args, kwargs, rng):
+    # Under nested reverse mode a pullback receives a cotangent an outer gradient traces: the
+    # gradient of <back(dy), x> with respect to dy is then y = f(x), the transpose's transpose.
+    x = rng.standard_normal(shape)
+    y, back = mutad.registry.FUNCTIONS[func](x, *args, **kwargs)
+    dy = rng.standard_normal(np.shape(y))
+    (through_back,) = mutad.gradient(lambda d: (back(d)[0] * x).sum(), dy)
+    np.testing.assert_allclose(through_back, y, rtol=1e-12)
 
 
 def test_where_with_one_argument_has_no_gradient():

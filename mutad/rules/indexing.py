@@ -26,7 +26,8 @@ from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..registry import definplace, deflinear, defjvp
 from ..tracing import (Traced, active, apply_ufunc, freeze, fresh, innermost, locate, plain,
                        unbroadcast, view_of)
-from ..views import owner, same_region, views
+from ..views import may_overlap, owner, same_region, views, wrapped
+from . import nesting
 from .linalg import rule_for
 from .shape import gather_cotangent
 
@@ -163,7 +164,7 @@ def choose(a, choices, mode="raise"):
     def back(dy):
         cotangents = [unbroadcast(np.where(picked == k, dy, 0.0), np.shape(choice))
                       for k, choice in enumerate(choices)]
-        if isinstance(choices, np.ndarray):
+        if not isinstance(choices, (list, tuple)):  # an array (one an outer tape traces, too)
             return None, np.stack(cotangents)
         return None, cotangents
 
@@ -264,39 +265,46 @@ def _refuse_period(period):
 def interp(x, xp, fp, left=None, right=None, period=None):
     _refuse_period(period)
     y = np.interp(x, xp, fp, left, right)
-    x_values, xp, fp = np.asarray(x), np.asarray(xp), np.asarray(fp)
-    below = x_values < xp[0]
-    above = x_values > xp[-1]
+    if not hasattr(x, "shape"):  # a Python float or list: plain, so converting it is safe
+        x = np.asarray(x)
+    x_shape, xp_shape, fp_shape = np.shape(x), np.shape(xp), np.shape(fp)
+    below = x < xp[0]
+    above = x > xp[-1]
     inside = ~below & ~above
 
     def back(dy):
-        dy = np.broadcast_to(dy, x_values.shape)
-        dx = np.zeros(x_values.shape)
-        dxp = np.zeros(xp.shape)
-        dfp = np.zeros(fp.shape)
-        if xp.size > 1:
+        # Built with calls that dispatch: under nested reverse mode dy, x, xp and fp are arrays
+        # an outer differentiation traces, and it records what is computed from them here.
+        dy = np.broadcast_to(dy, x_shape)
+        dleft = np.sum(np.where(below, dy, 0.0))
+        dright = np.sum(np.where(above, dy, 0.0))
+        if xp_shape[0] > 1:
             # On [xp_i, xp_(i+1)]: y = fp_i + s (x - xp_i), s = (fp_(i+1) - fp_i) / h,
             # t = (x - xp_i) / h. Then ∂y/∂x = s, ∂y/∂fp_i = 1 - t, ∂y/∂fp_(i+1) = t,
             # ∂y/∂xp_i = s (t - 1), ∂y/∂xp_(i+1) = -s t.
-            i = np.clip(np.searchsorted(xp, x_values, side="right") - 1, 0, xp.size - 2)
-            h = xp[i + 1] - xp[i]
-            t = (x_values - xp[i]) / h
-            s = (fp[i + 1] - fp[i]) / h
+            i = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, xp_shape[0] - 2)
+            start = np.take(xp, i)
+            h = np.take(xp, i + 1) - start
+            t = (x - start) / h
+            s = (np.take(fp, i + 1) - np.take(fp, i)) / h
             inner = np.where(inside, dy, 0.0)
             dx = inner * s
+            dfp = nesting.zeros(fp_shape, float, inner, t, dleft, dright)
+            dxp = nesting.zeros(xp_shape, float, inner, s, t)
             np.add.at(dfp, i, inner * (1.0 - t))
             np.add.at(dfp, i + 1, inner * t)
             np.add.at(dxp, i, inner * s * (t - 1.0))
             np.add.at(dxp, i + 1, -inner * s * t)
         else:
-            dfp[0] += np.sum(dy[inside])
-        dleft = np.sum(dy[below])
-        dright = np.sum(dy[above])
+            dx = np.zeros(x_shape)
+            dxp = np.zeros(xp_shape)
+            dfp = nesting.zeros(fp_shape, float, dy)
+            dfp[0] += np.sum(np.where(inside, dy, 0.0))
         if left is None:
             dfp[0] += dleft
         if right is None:
             dfp[-1] += dright
-        return dx.reshape(np.shape(x)), dxp, dfp, dleft, dright
+        return np.reshape(dx, x_shape), dxp, dfp, dleft, dright
 
     return y, back
 
@@ -307,6 +315,8 @@ def interp_jvp(tangents, x, xp, fp, left=None, right=None, period=None):
     y = np.interp(x, xp, fp, left, right)
     if all(t is None for t in tangents):
         return y, None
+    if not hasattr(x, "shape"):  # a Python float or list: plain, so converting it is safe
+        x = np.asarray(x)
     dx, dxp, dfp, dleft, dright = (tuple(tangents) + (None,) * 5)[:5]
     below = x < xp[0]
     above = x > xp[-1]
@@ -354,7 +364,7 @@ def _require_traced_target(call, target, *values):
 
 def _overlaps(target, value):
     return (type(value) is Traced and value.buffer is target.buffer
-            and np.may_share_memory(value.value, target.value))
+            and may_overlap(value.value, target.value))
 
 
 def _unbuffered(ufunc, opposite, sign):
@@ -379,6 +389,17 @@ def _unbuffered(ufunc, opposite, sign):
             return not _overlaps(a, b) and bool(np.all(np.isfinite(values)))
 
         def save():
+            if wrapped(target):
+                # Nested reverse mode: the target is traced by an outer differentiation, which
+                # refuses an assignment through repeated indices; a mask names each place once.
+                written = np.zeros(target.shape, bool)
+                written[key] = True
+                saved_once = target[written]
+
+                def copy_back_once():
+                    target[written] = saved_once
+
+                return copy_back_once
             saved = np.copy(target[key])
 
             def copy_back():

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..registry import defjvp, deflinear, defrule
 from ..tracing import unbroadcast
+from ..views import wrapped
 from .reductions import Template, defunary, defunary_jvp, linear_jvp
 
 
@@ -54,25 +55,32 @@ def gather_cotangent(dy, a, rearrange, layout=None):
     ``rearrange`` is applied to the flat index of each element of ``a`` (laid out in memory as
     the array ``layout``, if given, for functions that read in memory order); every element of
     ``y`` then names its source, and its cotangent is added there. A source of -1 marks an
-    element that came from no input (constant padding).
+    element that came from no input (constant padding). A plain ``dy`` is added with
+    ``np.bincount``; one an outer differentiation traces (nested reverse mode), with
+    ``np.add.at`` into traced zeros, which that differentiation records.
     """
     sources = np.arange(a.size).reshape(a.shape)
     if layout is not None:
-        laid_out = np.empty_like(layout, dtype=np.intp)
+        laid_out = np.empty_like(layout, dtype=np.intp)  # integers: plain even if layout is traced
         laid_out[...] = sources
         sources = laid_out
     sources = np.asarray(rearrange(sources)).reshape(-1)
-    weights = np.asarray(dy).reshape(-1)
+    weights = np.reshape(dy, -1)
     if sources.size and sources.min() < 0:
         weights = weights[sources >= 0]
         sources = sources[sources >= 0]
+    if wrapped(dy):
+        g = np.zeros_like(dy, shape=(a.size,))
+        np.add.at(g, sources, weights)
+        return g.reshape(a.shape)
     g = np.bincount(sources, weights=weights, minlength=a.size)
     return g.astype(dy.dtype, copy=False).reshape(a.shape)
 
 
 def place_diagonal(dy, shape, offset=0, axis1=0, axis2=1):
-    """The transpose of ``np.diagonal``: ``dy`` on that diagonal of zeros of ``shape``."""
-    g = np.zeros(shape, dy.dtype)
+    """The transpose of ``np.diagonal``: ``dy`` on that diagonal of zeros of ``shape`` (zeros
+    traced like ``dy`` under nested reverse mode, so that the write is recorded)."""
+    g = np.zeros_like(dy, shape=shape)
     length = dy.shape[-1]
     rows = np.arange(length) + max(-offset, 0)
     columns = np.arange(length) + max(offset, 0)
@@ -96,7 +104,7 @@ def repeat_cotangent(dy, a, repeats, axis=None):
     axis = 0 if axis is None else axis
     copied_from = np.repeat(np.arange(length), repeats)
     along_axis = np.moveaxis(dy, axis, 0)
-    g = np.zeros((length,) + along_axis.shape[1:], dy.dtype)
+    g = np.zeros_like(dy, shape=(length,) + along_axis.shape[1:])  # traced like dy, if it is
     np.add.at(g, copied_from, along_axis)
     return np.moveaxis(g, 0, axis).reshape(a.shape)
 
@@ -335,12 +343,18 @@ for _func in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
     atleast_rule(_func)
 
 
+def _itself(x):
+    return x if wrapped(x) else x.view()
+
+
 @defrule(np.broadcast_arrays)
 def broadcast_arrays(*args, subok=False):
     """An argument already of the common shape comes back as a view of itself, as NumPy returns
-    the argument itself; the others are read-only broadcasts, which the core copies."""
+    the argument itself (an array an outer differentiation traces, under nested reverse mode,
+    comes back as itself, which the core also reads as a view); the others are read-only
+    broadcasts, which the core copies."""
     shape = np.broadcast_shapes(*(np.shape(x) for x in args))
-    ys = tuple(x.view() if isinstance(x, np.ndarray) and x.shape == shape
+    ys = tuple(_itself(x) if (isinstance(x, np.ndarray) or wrapped(x)) and x.shape == shape
                else np.broadcast_to(x, shape) for x in args)
     shapes = [np.shape(x) for x in args]
 
