@@ -422,11 +422,17 @@ def jacobian(f, *args, argnums=0):
             for e in _basis(args[i]):
                 tangents = list(zeros)
                 tangents[i] = e
-                columns.append(np.asarray(forward.jvp(f, tuple(args), tuple(tangents))[1]))
-            J = np.moveaxis(np.array(columns).reshape(x_shape + y_shape),
-                            tuple(range(len(x_shape))), tuple(range(-len(x_shape), 0)))
-        jacobians.append(J)
+                columns.append(forward.jvp(f, tuple(args), tuple(tangents))[1])
+            J = _assemble(columns, x_shape, y_shape)
+        jacobians.append(float(J) if is_float_scalar(args[i]) and is_float_scalar(y) else J)
     return jacobians[0] if single else tuple(jacobians)
+
+
+def _assemble(columns, x_shape, out_shape):
+    """The derivative of shape ``out_shape + x_shape`` from its columns, one per element of
+    ``x`` in C order."""
+    stacked = np.array(columns).reshape(x_shape + out_shape)
+    return np.moveaxis(stacked, tuple(range(len(x_shape))), tuple(range(-len(x_shape), 0)))
 
 
 def _hessian_column(f, args, tangents, selected, policy):
@@ -459,12 +465,10 @@ def hessian(f, *args, argnums=0, policy="restore"):
             tangents[j] = e
             grads = _hessian_column(f, args, tuple(tangents), selected, policy)
             columns.append(grads)
-        x_shape = np.shape(args[j])
         for row, i in enumerate(selected):
-            stacked = np.array([np.asarray(c[row]) for c in columns])  # x_j elements first
-            stacked = stacked.reshape(x_shape + np.shape(args[i]))
-            blocks[row][column] = np.moveaxis(stacked, tuple(range(len(x_shape))),
-                                              tuple(range(-len(x_shape), 0)))
+            block = _assemble([c[row] for c in columns], np.shape(args[j]), np.shape(args[i]))
+            scalars = is_float_scalar(args[i]) and is_float_scalar(args[j])
+            blocks[row][column] = float(block) if scalars else block
     if single:
         return blocks[0][0]
     return tuple(tuple(row) for row in blocks)

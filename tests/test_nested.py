@@ -248,3 +248,55 @@ def test_a_user_in_place_rule_nests_and_hvp_falls_back_to_nested_reverse():
     a, b = np.array([1.0, 2.0]), np.array([3.0, 0.5])
     mutad.check_grads(f, a, b, order=2)
     np.testing.assert_allclose(mutad.hessian(f, a, b), np.diag(2 * b * b))
+
+
+# Nested gradients through every family of rules, with in-place updates in both levels ----------
+
+
+def _scans_and_scatters(x, w):
+    u = x.copy()
+    u[1:-1] += 0.1 * (u[2:] - 2.0 * u[1:-1] + u[:-2])   # slice assignment
+    np.add.at(u, [0, 0, 3], w[:3] * u[1:4])              # repeated indices add twice
+    s = np.sort(u)                                       # a gather through argsort
+    c = np.cumsum(s * w)
+    u[::2] = c[::2] ** 2                                 # a strided write over the sorted input
+    return (np.sin(c) * s).sum() + np.prod(u[:3]) + (u * u).sum()
+
+
+def _gathers_and_writes(a, v):
+    m = a.reshape(3, 3).copy()
+    d = np.diagonal(m).copy()
+    np.put(m, [1, 5], v[:2] * d[:2])
+    np.copyto(m[2], np.interp(m[2], [-2.0, 0.0, 2.0], v))
+    p = np.pad(m, 1, mode="reflect")
+    t = np.take_along_axis(p, np.argsort(p, axis=1), 1)
+    r = np.repeat(np.diff(t, axis=0), [1, 2, 1, 1], axis=0)
+    chosen = np.select([r[:, 0] > 0], [r[:, 1]], 0.5) * np.choose([0, 1, 1, 0, 1], [r[:, 2], r[:, 3]])
+    return (np.var(r, axis=1) * chosen).sum() + np.sin(np.diag(np.diag(d))).sum()
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+@pytest.mark.parametrize("inner", [_scans_and_scatters, _gathers_and_writes])
+def test_gradient_of_a_gradient_through_rules_of_every_family(inner, policy):
+    def outer(x, w):
+        gx, gw = gradient(inner, x, w, policy=policy)
+        gx[1:3] *= np.tanh(gw[:2])   # the outer function updates the inner gradient
+        return (gx * gx).sum() + np.max(gw)
+
+    rng = np.random.default_rng(3)
+    x, w = rng.uniform(-1.5, 1.5, 9 if inner is _gathers_and_writes else 6), rng.standard_normal(
+        3 if inner is _gathers_and_writes else 6)
+    before = [x.tobytes(), w.tobytes()]
+    mutad.check_grads(inner, x, w, policy=policy, order=2)
+    mutad.check_grads(outer, x, w, policy=policy)   # outer's gradient: second derivatives
+    hessian_row = gradient(outer, x, w, policy=policy)
+    assert all(np.all(np.isfinite(g)) for g in hessian_row)
+    assert [x.tobytes(), w.tobytes()] == before
+
+
+def test_derivatives_of_float_arguments_are_floats():
+    """As gradient gives a float for a float argument."""
+    assert mutad.jacobian(lambda x: x * x, 2.0) == 4.0
+    assert mutad.hessian(lambda x, y: x * x * y, 2.0, 3.0, argnums=(0, 1)) == (
+        (6.0, 4.0), (4.0, 0.0))
+    assert isinstance(mutad.hessian(lambda x: x ** 3, 2.0), float)
