@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import mutad
-from cases import ArrayCase, case_id
+from cases import ArrayCase, case_id, curved
 
 POLICIES = ("restore", "checkpoint")
 
@@ -200,6 +200,14 @@ def test_reduction_gradient(case, policy, rng):
     mutad.check_grads(case, *case.sample(rng), policy=policy)
 
 
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_reduction_second_derivatives(case, policy, rng):
+    # Nested reverse mode runs each pullback on values and cotangents the outer gradient
+    # traces; prod and cumprod at zeros included.
+    mutad.check_grads(curved(case), *case.sample(rng), policy=policy, order=2)
+
+
 # Exact values where finite differences cannot decide: ties and zeros --------------------------
 
 
@@ -260,3 +268,30 @@ def test_gradient_keeps_float32():
     g = gradient(lambda x: np.prod(x, axis=0).sum() + np.cumsum(x, axis=1).sum(), x)
     assert g.dtype == np.float32
     np.testing.assert_allclose(g, [[4 + 3, 5 + 2, 6 + 1], [1 + 3, 2 + 2, 3 + 1]])
+
+
+def nested_hessian(f, x):
+    """The Hessian of scalar ``f`` at ``x``, one row per nested gradient (reverse over reverse)."""
+    return np.array([mutad.gradient(lambda x: mutad.gradient(f, x)[0][k], x)[0]
+                     for k in range(x.size)])
+
+
+def test_second_derivatives_of_prod_and_cumprod_at_zeros_are_exact():
+    # d²/dx_k dx_m of prod(x) is the product of the elements other than x_k and x_m, and of
+    # sum(cumprod(x)) the sum over i >= max(k, m) of that product over x_0..x_i: exact, with
+    # one, two and three zeros.
+    for x in (np.array([2.0, 0.0, 3.0, -1.5, 0.5]), np.array([2.0, 0.0, 3.0, 0.0, 5.0, 1.5]),
+              np.array([0.0, 1.5, 0.0, 2.0, 0.0, 3.0])):
+        n = x.size
+        others = lambda keep, k, m: np.prod([x[j] for j in keep if j not in (k, m)])  # noqa: E731
+        prod = np.array([[0.0 if k == m else others(range(n), k, m) for m in range(n)]
+                         for k in range(n)])
+        cumprod = np.array([[0.0 if k == m else sum(others(range(i + 1), k, m)
+                                                    for i in range(max(k, m), n))
+                             for m in range(n)] for k in range(n)])
+        with np.errstate(all="raise"):
+            np.testing.assert_array_equal(nested_hessian(np.prod, x), prod)
+            np.testing.assert_array_equal(nested_hessian(lambda x: np.cumprod(x).sum(), x),
+                                          cumprod)
+            np.testing.assert_array_equal(mutad.hessian(lambda x: np.cumprod(x).sum(), x),
+                                          cumprod)

@@ -5,7 +5,11 @@ input's tangent the way the reverse rule spreads the cotangent.
 
 Ties and zeros follow JAX and HIPS autograd: a maximum shared by several elements splits its
 gradient equally among them, and ``prod``/``cumprod`` are exact when elements are zero (the
-product of the other elements, never a division by zero).
+product of the other elements, never a division by zero), to second order too.
+
+Nested reverse mode runs the pullbacks on arrays an outer differentiation traces, so they are
+written with NumPy calls that dispatch; branches that only matter for second derivatives (the
+vanishing terms of ``cumprod`` at zeros) run only when the input is traced (``wrapped``).
 """
 
 import functools
@@ -14,6 +18,7 @@ import math
 import numpy as np
 
 from ..registry import JVPS, defrule
+from ..views import wrapped
 
 
 def defunary(*funcs):
@@ -217,19 +222,40 @@ def nanmean_jvp(da, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
 def product_of_others(a, axis, factors_kwargs):
     """For each element, the product of the other elements reduced with it, exact with zeros.
 
-    With no zero among them that is ``prod / a``; with exactly one zero it is the product of
-    the non-zero elements at the zero and 0 elsewhere; with two or more zeros it is 0 (as HIPS
-    autograd's and JAX's gradients of ``prod``).
+    Without zeros that is ``prod / a``. With zeros it is the product of the elements before
+    times that of the elements after (exclusive cumulative products): no division, so with one
+    zero it is the product of the non-zero elements at the zero and 0 elsewhere, with two or
+    more 0 everywhere (as HIPS autograd's and JAX's gradients of ``prod``), and its own
+    derivatives are exact there too, so second derivatives of ``prod`` are right at zeros.
     """
     zero = a == 0
     where = factors_kwargs.get("where", True)
     if where is not True:
         zero &= where
-    nonzero = np.where(zero, 1, a)
-    product = np.prod(nonzero, axis=axis, keepdims=True, **factors_kwargs)
-    zeros = np.sum(zero, axis=axis, keepdims=True)
-    at_single_zero = np.where(zero & (zeros == 1), product, 0)
-    return masked(np.where(zeros == 0, product / nonzero, at_single_zero), where)
+    factors = a if where is True else np.where(where, a, 1)  # left-out elements count as 1
+    if zero.any():
+        others = _exclusive_products(factors, axis)
+        initial = factors_kwargs.get("initial", np._NoValue)
+        if initial is not np._NoValue:
+            others = others * initial
+        return masked(others, where)
+    product = np.prod(factors, axis=axis, keepdims=True, **factors_kwargs)
+    return masked(product / factors, where)
+
+
+def _exclusive_products(a, axis):
+    """``prod(a[others])`` over the elements reduced with each, as the product of the elements
+    before it times that of the elements after it, the reduced axes flattened in C order."""
+    axes = tuple(range(a.ndim)) if axis is None else tuple(
+        i % a.ndim for i in ((axis,) if np.ndim(axis) == 0 else axis))
+    last = tuple(range(a.ndim - len(axes), a.ndim))
+    moved = np.moveaxis(a, axes, last)
+    flat = np.reshape(moved, moved.shape[:a.ndim - len(axes)] + (-1,))
+    one = np.ones_like(flat[..., :1])
+    before = np.cumprod(np.concatenate([one, flat[..., :-1]], axis=-1), axis=-1)
+    after = np.flip(np.cumprod(np.concatenate([one, np.flip(flat, -1)[..., :-1]], axis=-1),
+                               axis=-1), -1)
+    return np.moveaxis(np.reshape(before * after, moved.shape), last, axes)
 
 
 @defunary(np.prod)
@@ -437,6 +463,12 @@ def cumprod_cotangent(dy, x, y, axis):
     along the axis the terms with ``i >= z`` vanish and ``x[k] != 0``, so
     ``dx[k] = sum_{i >= k} dy[i] y[i] / x[k]``. At ``z`` it is the same sum over the cumulative
     product with ``x[z]`` replaced by 1; after ``z`` every term holds ``x[z]`` and is 0.
+
+    Under nested reverse mode (``x`` traced by an outer differentiation) those zeros after
+    ``z`` are written as ``x[z]`` times their cofactor, which is 0 but has the right
+    derivative, so second derivatives are exact at zeros too: between ``z`` and the second
+    zero ``z2`` the cofactor is the sum above with ``x[z]`` replaced by 1, at ``z2`` the sum with
+    both replaced by 1; past ``z2`` every term holds ``x[z] x[z2]``, whose derivatives vanish.
     """
     zero = x == 0
     zeros_so_far = np.cumsum(zero, axis=axis)
@@ -446,7 +478,17 @@ def cumprod_cotangent(dy, x, y, axis):
     first_zero = zero & (zeros_so_far == 1)
     if first_zero.any():
         y_without_first_zero = np.cumprod(np.where(first_zero, 1, x), axis=axis)
-        g += np.where(first_zero, reverse_cumsum(dy * y_without_first_zero, axis), 0)
+        from_first_zero = reverse_cumsum(dy * y_without_first_zero, axis)
+        g = g + np.where(first_zero, from_first_zero, 0)
+        if wrapped(x):
+            x_first_zero = np.sum(np.where(first_zero, x, 0), axis=axis, keepdims=True)
+            between = (zeros_so_far == 1) & ~zero
+            g = g + x_first_zero * np.where(between, from_first_zero / np.where(between, x, 1), 0)
+            second_zero = zero & (zeros_so_far == 2)
+            if second_zero.any():
+                y_without_two = np.cumprod(np.where(first_zero | second_zero, 1, x), axis=axis)
+                g = g + x_first_zero * np.where(
+                    second_zero, reverse_cumsum(dy * y_without_two, axis), 0)
     return g
 
 
@@ -470,6 +512,12 @@ def cumprod_tangent(dx, x, y, axis):
     along the axis that is ``y[i] sum_{k <= i} dx[k] / x[k]``. From ``z`` on every term but
     ``k = z`` holds ``x[z] = 0``: ``dy[i] = dx[z]`` times the cumulative product with ``x[z]``
     replaced by 1, which is 0 past a second zero.
+
+    When ``x`` is traced by a reverse pass over this rule (``hvp``), the vanishing terms are
+    kept as ``x[z]`` times their cofactor, as in ``cumprod_cotangent``, so that the reverse
+    pass differentiates them right: from ``z`` to the second zero ``z2``,
+    ``x[z] y'[i] sum_{k <= i, k != z} dx[k] / x[k]`` (``y'`` the cumulative product with ``x[z]``
+    replaced by 1), and from ``z2`` on ``x[z] dx[z2] y''[i]`` (both zeros replaced by 1).
     """
     zero = x == 0
     zeros_so_far = np.cumsum(zero, axis=axis)
@@ -481,6 +529,17 @@ def cumprod_tangent(dx, x, y, axis):
         at_zero = np.sum(np.where(first_zero, dx, 0), axis=axis, keepdims=True)
         y_without_first_zero = np.cumprod(np.where(first_zero, 1, x), axis=axis)
         dy = dy + np.where(before_first_zero, 0, at_zero * y_without_first_zero)
+        if wrapped(x):
+            x_first_zero = np.sum(np.where(first_zero, x, 0), axis=axis, keepdims=True)
+            others = np.cumsum(np.where(zero, 0, dx / np.where(zero, 1, x)), axis=axis)
+            dy = dy + np.where(zeros_so_far == 1,
+                               x_first_zero * y_without_first_zero * others, 0)
+            second_zero = zero & (zeros_so_far == 2)
+            if second_zero.any():
+                at_second = np.sum(np.where(second_zero, dx, 0), axis=axis, keepdims=True)
+                y_without_two = np.cumprod(np.where(first_zero | second_zero, 1, x), axis=axis)
+                dy = dy + np.where(zeros_so_far >= 2,
+                                   x_first_zero * at_second * y_without_two, 0)
     return dy
 
 
