@@ -223,6 +223,69 @@ def test_creation_functions_whose_values_depend_on_traced_arguments(policy):
                       np.ones((2, 3)), policy=policy)
 
 
+def _filled_then_updated(make):
+    """A program that creates a buffer with ``make``, writes into it and reads it nonlinearly."""
+    def f(a):
+        b = make(a)
+        b[1:] = b[1:] + a[:-1] * a[1:]
+        return np.sin(b) * a
+
+    return f
+
+
+# fmt: off
+CREATIONS = {
+    "zeros_like":        lambda a: np.zeros_like(a),
+    "ones_like":         lambda a: np.ones_like(a),
+    "empty_like":        lambda a: (lambda e: (e.fill(0.5), e)[1])(np.empty_like(a)),
+    "empty-like=":       lambda a: (lambda e: (e.fill(0.5), e)[1])(np.empty(a.shape, like=a)),
+    "zeros-like=":       lambda a: np.zeros(a.shape, like=a),
+    "ones-like=":        lambda a: np.ones(a.shape, like=a),
+    "eye-like=":         lambda a: np.eye(1, a.size, like=a)[0],
+    "identity-like=":    lambda a: np.identity(a.size, like=a)[0],
+    "full-traced-fill":  lambda a: np.full(a.shape, a[0] * a[1], like=a),
+    "full_like":         lambda a: np.full_like(a, 2.0),
+    "full_like-traced-fill": lambda a: np.full_like(a, a[2] ** 2),
+    "full_like-row-fill": lambda a: np.full_like(np.stack([a, a]), np.sin(a))[1],
+    "copy":              lambda a: np.copy(a),
+    "copy-method":       lambda a: a.copy(),
+    "array-like=":       lambda a: np.array(a, like=a),
+    "array-of-items":    lambda a: np.array([a[0], a[1] * a[2], a[3], a[4], a[5], a[0] * a[0]], like=a),
+    "asarray-like=":     lambda a: np.asarray(a, like=a),
+    "asanyarray-like=":  lambda a: np.asanyarray(a[::-1], like=a),
+    "ascontiguousarray": lambda a: np.ascontiguousarray(a[::-1], like=a),
+    "asfortranarray":    lambda a: np.asfortranarray(a, like=a),
+    "astype":            lambda a: a.astype(np.float64),
+    "linspace":          lambda a: np.linspace(a[0], a[1] * a[2], 6),
+    "linspace-retstep":  lambda a: (lambda ys: ys[0] * ys[1])(np.linspace(a[0], a[1] * a[2], 6, retstep=True)),
+    "linspace-axis":     lambda a: np.linspace(a[:2], a[2:4] ** 2, 3, axis=1).reshape(-1),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+@pytest.mark.parametrize("make", CREATIONS.values(), ids=CREATIONS.keys())
+def test_creation_functions_second_derivatives(make, policy, x):
+    # Nested reverse mode: the creation rules run on arrays the outer gradient traces (like=
+    # them), and their pullbacks on traced cotangents.
+    f = _filled_then_updated(make)
+    mutad.check_grads(f, x, policy=policy)
+    mutad.check_grads(f, x, policy=policy, order=2)
+
+
+def test_asarray_of_a_traced_array_is_that_array(x):
+    # As in NumPy, np.asarray (and the other variants) of an array that already fits is that
+    # array: writes through it are writes into the argument.
+    def f(a):
+        b = np.asfortranarray(a, like=a)
+        b[1:] *= a[:-1]
+        return a * 1.0
+
+    mutad.check_grads(f, x)
+    expected = x[1:] * x[:-1]
+    assert np.allclose(f(x.copy())[1:], expected)
+
+
 def test_arange_with_traced_bounds_names_the_rewrite():
     with pytest.raises(mutad.MutadError, match="np.arange"):
         mutad.gradient(lambda a, x: (np.arange(a, 3.0, like=x) * x[0]).sum(), 0.5, np.ones(2))

@@ -11,6 +11,8 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..registry import FUNCTIONS, JVPS, deflinear, defjvp, defrule
 from ..tracing import unbroadcast
+from ..views import memory
+from .nesting import traced_among
 
 
 def _no_gradient(func):
@@ -43,11 +45,16 @@ for _func in (np.zeros_like, np.ones_like, np.empty_like,
 
 @defrule(np.full)
 def full(shape, fill_value, *args, **kwargs):
+    # NumPy dispatches np.full on like= alone; a fill value an outer differentiation traces
+    # (nested reverse mode) must be written into an array that differentiation traces.
+    like = traced_among(fill_value)
+    if like is not None:
+        kwargs["like"] = like
     y = np.full(shape, fill_value, *args, **kwargs)
     fill_shape = np.shape(fill_value)
 
     def back(dy):
-        return (None, unbroadcast(np.asarray(dy), fill_shape)) + (None,) * len(args)
+        return (None, unbroadcast(dy, fill_shape)) + (None,) * len(args)
 
     return y, back
 
@@ -61,12 +68,21 @@ def filled(y, dfill):
 
 @defjvp(np.full)
 def full_jvp(tangents, shape, fill_value, *args, **kwargs):
+    like = traced_among(fill_value)  # a reverse pass over this rule (hvp) traces fill_value
+    if like is not None:
+        kwargs["like"] = like
     return filled(np.full(shape, fill_value, *args, **kwargs), tangents[1])
 
 
+def _linspace_settings(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0,
+                       **kwargs):
+    return num, endpoint, retstep, axis
+
+
 @defrule(np.linspace)
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
-    y = np.linspace(start, stop, num, endpoint, retstep, dtype=dtype, axis=axis)
+def linspace(start, stop, *rest, **kwargs):
+    y = np.linspace(start, stop, *rest, **kwargs)
+    num, endpoint, retstep, axis = _linspace_settings(start, stop, *rest, **kwargs)
     start_shape, stop_shape = np.shape(start), np.shape(stop)
     intervals = num - 1 if endpoint else num
 
@@ -80,7 +96,10 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         if d_step is not None and intervals > 0:  # step = (stop - start) / intervals
             d_stop = d_stop + d_step / intervals
             d_start = d_start - d_step / intervals
-        return unbroadcast(d_start, start_shape), unbroadcast(d_stop, stop_shape), None
+        # One cotangent per positional argument: a rule of a nested differentiation passes
+        # the settings positionally.
+        return (unbroadcast(d_start, start_shape), unbroadcast(d_stop, stop_shape)) \
+            + (None,) * len(rest)
 
     return y, back
 
@@ -113,7 +132,7 @@ def full_like(a, fill_value, *args, **kwargs):
     fill_shape = np.shape(fill_value)
 
     def back(dy):
-        return (None, unbroadcast(np.asarray(dy), fill_shape)) + (None,) * len(args)
+        return (None, unbroadcast(dy, fill_shape)) + (None,) * len(args)
 
     return y, back
 
@@ -136,17 +155,33 @@ def copy(a, order="K", **kwargs):
 deflinear(np.copy)
 
 
-@defrule(np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)
-def array(a, dtype=None, **kwargs):
-    order = kwargs.get("order", "K")
-    y = np.array(a, dtype=dtype, order=order, copy=True, ndmin=kwargs.get("ndmin", 0))
+def array_rule(func):
+    """``np.array(a)`` and its variants, which reach mutad with ``like=`` a traced array, as
+    NumPy runs them: ``np.array`` copies, the others return ``a`` itself when it already fits
+    (the result then shares ``a``'s memory, so writes into it are writes into ``a``). Under
+    nested reverse mode ``a`` (or an item of it) is traced by the outer differentiation, and
+    the call dispatches to it with ``like=``."""
 
-    def back(dy):
-        if isinstance(a, (list, tuple)):  # np.array([x, y], like=x) stacks its items
-            return ([np.reshape(dy[i], np.shape(item)) for i, item in enumerate(a)],)
-        return (np.reshape(dy, np.shape(a)),)
+    def rule(a, *rest, **kwargs):
+        like = dispatcher(a)
+        if like is not None and type(like) is not np.ndarray:
+            kwargs["like"] = like
+        y = func(a, *rest, **kwargs)
+        if hasattr(a, "dtype") and memory(y) is memory(a):
+            y = a  # the argument itself: the same place, not a new buffer
+        shapes = [np.shape(item) for item in a] if isinstance(a, (list, tuple)) else None
+        shape = None if shapes is not None else np.shape(a)
 
-    return y, back
+        def back(dy):
+            if shapes is not None:  # np.array([x, y], like=x) stacks its items
+                return ([np.reshape(dy[i], item) for i, item in enumerate(shapes)],) \
+                    + (None,) * len(rest)
+            return (np.reshape(dy, shape),) + (None,) * len(rest)
+
+        return y, back
+
+    rule.__name__ = rule.__qualname__ = func.__name__
+    return rule
 
 
 def _arrays(tree):
@@ -191,6 +226,7 @@ def array_jvp(func):
 
 
 for _func in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray):
+    defrule(_func)(array_rule(_func))
     defjvp(_func)(array_jvp(_func))
 
 
