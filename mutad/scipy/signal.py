@@ -16,6 +16,7 @@ import functools
 import numpy as np
 import scipy.signal as _signal
 
+from ..rules.nesting import stacked, zeros
 from ..tracing import unbroadcast
 from ._adjoints import scipy_adjoint
 
@@ -28,8 +29,8 @@ def _lagged_products(v, u, count):
     """``Σ_n v[..., n] u[..., n - k]`` for ``k < count``, summed over every leading axis too: the
     cross-correlation that turns a filter's cotangent into its coefficients' cotangents."""
     length = v.shape[-1]
-    return np.array([np.vdot(v[..., k:], u[..., :length - k]) if k < length else 0.0
-                     for k in range(count)])
+    return stacked([np.vdot(v[..., k:], u[..., :length - k]) if k < length else 0.0
+                    for k in range(count)])
 
 
 def _final_state_back(dzf, x, y, zi, b_normal, a_normal):
@@ -41,23 +42,28 @@ def _final_state_back(dzf, x, y, zi, b_normal, a_normal):
     extra cotangents of x, y and zi and those of the divided coefficients (padded to K+1).
     """
     order, length = len(a_normal) - 1, x.shape[-1]
-    dx, dy, dzi = np.zeros_like(x), np.zeros_like(y), np.zeros_like(zi)
-    db_normal, da_normal = np.zeros(order + 1), np.zeros(order + 1)
+    # Traced like what is added into them, under nested reverse mode.
+    dx = zeros(np.shape(x), x.dtype, dzf, b_normal)
+    dy = zeros(np.shape(y), y.dtype, dzf, a_normal)
+    dzi = zeros(np.shape(zi), zi.dtype, dzf)
+    db_normal, da_normal = [0.0] * (order + 1), [0.0] * (order + 1)
     for m in range(order):
         for i in range(min(length - 1, order - m - 1) + 1):
             j, n = m + 1 + i, length - 1 - i
             dx[..., n] += b_normal[j] * dzf[..., m]
             dy[..., n] -= a_normal[j] * dzf[..., m]
-            db_normal[j] += np.vdot(dzf[..., m], x[..., n])
-            da_normal[j] -= np.vdot(dzf[..., m], y[..., n])
+            db_normal[j] = db_normal[j] + np.vdot(dzf[..., m], x[..., n])
+            da_normal[j] = da_normal[j] - np.vdot(dzf[..., m], y[..., n])
         if m + length < order:
             dzi[..., m + length] += dzf[..., m]
-    return dx, dy, dzi, db_normal, da_normal
+    return dx, dy, dzi, stacked(db_normal), stacked(da_normal)
 
 
 @lfilter.rule
 def _lfilter_rule(b, a, x, axis=-1, zi=None):
-    result = _signal.lfilter(b, a, x, axis, zi)
+    # Every filter here is the wrapper, not SciPy's own: under nested reverse mode the arrays
+    # are traced by the outer differentiation, which differentiates them again.
+    result = lfilter(b, a, x, axis, zi)
     y = result if zi is None else result[0]
     x_last = np.moveaxis(x, axis, -1)
     y_last = np.moveaxis(y, axis, -1)
@@ -73,7 +79,7 @@ def _lfilter_rule(b, a, x, axis=-1, zi=None):
         """The adjoint of the causal filter ``numerator / a`` along the last axis: the same
         filter run backwards in time (its matrix is lower triangular Toeplitz, its transpose
         the upper one)."""
-        return np.flip(_signal.lfilter(numerator, a, np.flip(signal, -1), -1), -1)
+        return np.flip(lfilter(numerator, a, np.flip(signal, -1), -1), -1)
 
     def back(dresult):
         dy_last = np.moveaxis(dresult if zi is None else dresult[0], axis, -1)
@@ -94,15 +100,15 @@ def _lfilter_rule(b, a, x, axis=-1, zi=None):
         dzi = None
         if zi is not None:
             start = min(order, v.shape[-1])
-            da[0] += np.vdot(v[..., :start], zi_last[..., :start])
-            dzi_full = dzi_final
-            dzi_full[..., :start] += a_first * v[..., :start]
+            padding = [(0, 0)] * (v.ndim - 1) + [(0, order - start)]
+            dzi_full = dzi_final + np.pad(a_first * v[..., :start], padding)
             dzi = np.moveaxis(unbroadcast(dzi_full, zi_shape), -1, axis)
             dx = dx + dx_final
             # zf used the coefficients divided by a[0]: b_j / a[0] and a_j / a[0] (j >= 1).
             db = db + db_normal[:np.size(b)] / a_first
-            da[1:] += da_normal[1:np.size(a)] / a_first
-            da[0] -= (np.dot(db_normal, b_normal) + np.dot(da_normal[1:], a_normal[1:])) / a_first
+            first = np.vdot(v[..., :start], zi_last[..., :start]) - (
+                np.dot(db_normal, b_normal) + np.dot(da_normal[1:], a_normal[1:])) / a_first
+            da = da + stacked([first] + [da_normal[k] / a_first for k in range(1, np.size(a))])
         return (np.reshape(db, np.shape(b)), np.reshape(da, np.shape(a)),
                 np.moveaxis(dx, -1, axis), None, dzi)
 

@@ -6,8 +6,10 @@
 array([-0.5772,  0.4228])
 
 Called with plain arrays each function is SciPy's own; called with traced arrays it runs its rule.
-Each has a forward rule too (``@f.jvp_rule``), computed with these wrappers and NumPy so that a
-reverse pass can differentiate it again (``mutad.hvp``).
+Each has a forward rule too (``@f.jvp_rule``). Forward rules, reverse rules and their pullbacks
+all compute with these wrappers and NumPy, never with SciPy directly, so that an enclosing
+differentiation can differentiate them again: a reverse pass over forward mode (``mutad.hvp``)
+or over reverse mode (a gradient of a function that calls ``mutad.gradient``).
 """
 
 import math
@@ -39,7 +41,7 @@ def _elementwise(function, derivative):
 
     @function.rule
     def rule(x):
-        y = function.fn(x)
+        y = function(x)  # SciPy's own on plain x; under nested reverse mode x is traced
 
         def back(dy):
             return (dy * derivative(x, y),)
@@ -72,8 +74,8 @@ for _function, _derivative in [
 
 @polygamma.rule
 def _polygamma_rule(n, x):
-    y = _special.polygamma(n, x)
-    return y, lambda dy: (None, unbroadcast(dy * _special.polygamma(n + 1, x), np.shape(x)))
+    y = polygamma(n, x)
+    return y, lambda dy: (None, unbroadcast(dy * polygamma(n + 1, x), np.shape(x)))
 
 
 @polygamma.jvp_rule
@@ -97,7 +99,7 @@ def _xlogy_partials(x, y):
 @xlogy.rule
 def _xlogy_rule(x, y):
     # SciPy names the arguments x and y, so the output is z here.
-    z = _special.xlogy(x, y)
+    z = xlogy(x, y)
 
     def back(dz):
         dz_dx, dz_dy = _xlogy_partials(x, y)
@@ -142,7 +144,7 @@ def _logsumexp_partials(a, b, y_kept, sign_kept):
 
 @logsumexp.rule
 def _logsumexp_rule(a, axis=None, b=None, keepdims=False, return_sign=False):
-    result = _special.logsumexp(a, axis, b, keepdims, return_sign)
+    result = logsumexp(a, axis, b, keepdims, return_sign)
     y, sign = result if return_sign else (result, None)
     axes = _reduced_axes(a, axis, b)
 
