@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import mutad
-from cases import BINARY_SCENARIOS, UFUNC_CASES, UNARY_SCENARIOS, case_id, sample_arguments
+from cases import BINARY_SCENARIOS, UFUNC_CASES, UNARY_SCENARIOS, case_id, curved, sample_arguments
 from mutad.registry import UFUNCS
 
 POLICIES = ("restore", "checkpoint")
@@ -37,6 +37,50 @@ def test_every_differentiable_ufunc_has_a_case():
 def test_ufunc_gradient(case, scenario, policy, rng):
     arguments = sample_arguments(case, scenario, rng)
     mutad.check_grads(scenario.make(case.ufunc), *arguments, policy=policy)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(("case", "scenario"), list(_case_scenario_pairs()))
+def test_ufunc_second_derivatives(case, scenario, policy, rng):
+    # Every row's partials, inverses and checkpoints run on arrays an outer gradient traces.
+    arguments = sample_arguments(case, scenario, rng)
+    mutad.check_grads(curved(scenario.make(case.ufunc)), *arguments, policy=policy, order=2)
+
+
+def _with_non_finite_values(x):
+    """``x * x`` with +inf above 1 and NaN below -1, for np.nan_to_num to replace."""
+    y = np.where(x > 1.0, np.inf, x * x)
+    return np.where(x < -1.0, np.nan, y)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("program", [
+    lambda x: np.sinc(x) * x,
+    lambda x: np.sinc(x[1:]) * np.sinc(x[:-1]),
+    lambda x: np.nan_to_num(_with_non_finite_values(x), posinf=5.0) * x,
+    lambda x: np.nan_to_num(_with_non_finite_values(x), nan=-2.0, posinf=3.0) + np.sinc(x),
+], ids=["sinc", "sinc-product", "nan_to_num", "nan_to_num-nan"])
+def test_elementwise_functions_that_are_not_ufuncs_second_derivatives(program, policy):
+    # 1e-4 and 0 sit where sinc's derivative switches to its Taylor series. (Not at a zero of
+    # sinc, where restoring sinc(x) * x in place runs into the core bug of
+    # test_restoring_an_addition_that_absorbed_the_target.)
+    x = np.array([-1.3, 0.4, 2.2, 1e-4, 0.0, -2.6, 1.5])
+    mutad.check_grads(curved(program), x, policy=policy, order=2)
+
+
+@pytest.mark.xfail(strict=True, reason="core bug in /tmp/core_bugs.md ('Restore policy: undoing "
+                   "t += o by t -= o where o absorbed t'): is_safe never sees the target")
+def test_restoring_an_addition_that_absorbed_the_target():
+    def f(x, c):
+        t = x * 1.0
+        t *= c
+        t += 1.0  # absorbs t: 1.0 + 1e-17 x == 1.0
+        return (t * x).sum()
+
+    x = np.array([0.7, -1.3])
+    restored = mutad.gradient(f, x, 1e-17)
+    checkpointed = mutad.gradient(f, x, 1e-17, policy="checkpoint")
+    np.testing.assert_allclose(restored[1], checkpointed[1], rtol=1e-10)
 
 
 def _leapfrog(q, p, inverse_mass):
