@@ -51,23 +51,26 @@ class ElementwiseRule:
     undone) or ``"xy"``; ``reads[i]`` lists the inputs partial ``i`` reads (default: all of them
     if ``"x"`` in uses), so a record keeps only those alive. ``inverse[position](t, others)`` undoes ``t = ufunc(...)`` in place when
     ``t`` was input ``position`` (``None`` where that cannot be undone); ``is_safe(others)`` says
-    whether the inverse is exact enough for these other operands.
+    whether the inverse is exact enough for these other operands, and ``growth(t, others)``
+    (None: 1) bounds how much it can amplify the relative error already in ``t``, evaluated
+    before the write (``Tape.undo_for``).
     """
 
-    __slots__ = ("partials", "uses", "reads", "inverse", "is_safe", "plans")
+    __slots__ = ("partials", "uses", "reads", "inverse", "is_safe", "growth", "plans")
 
-    def __init__(self, partials, uses="x", reads=None, inverse=(), is_safe=always):
+    def __init__(self, partials, uses="x", reads=None, inverse=(), is_safe=always, growth=None):
         self.partials = partials
         self.uses = uses
         everything = tuple(range(len(partials))) if "x" in uses else ()
         self.reads = reads if reads is not None else (everything,) * len(partials)
         self.inverse = inverse
         self.is_safe = is_safe
+        self.growth = growth
         self.plans = {}  # which inputs are traced -> (differentiated inputs, values read)
 
 
-def elementwise(ufunc, *partials, uses="x", reads=None, inverse=(), is_safe=always):
-    UFUNCS[ufunc] = ElementwiseRule(partials, uses, reads, inverse, is_safe)
+def elementwise(ufunc, *partials, uses="x", reads=None, inverse=(), is_safe=always, growth=None):
+    UFUNCS[ufunc] = ElementwiseRule(partials, uses, reads, inverse, is_safe, growth)
 
 
 def defrule(*funcs):

@@ -84,11 +84,14 @@ class Tape:
         ``inverse()`` undoes the write; ``is_safe()`` (None: always) says whether that inverse is
         exact enough for the operands at hand; ``checkpoint()`` saves the region about to be
         overwritten and returns a callable that copies it back. ``key`` names the buffer
-        written, ``growth`` bounds how much the inverse can amplify the relative error already
-        in it, and ``whole`` says the write covers all of it (so a checkpoint makes it exact).
-        Returns the callable to run during the replay.
+        written, ``growth`` (a number, or a callable evaluated only if the inverse is safe)
+        bounds how much the inverse can amplify the relative error already in it, and ``whole``
+        says the write covers all of it (so a checkpoint makes it exact). Returns the callable
+        to run during the replay.
         """
         if inverse is not None and self.policy == "restore" and (is_safe is None or is_safe()):
+            if callable(growth):
+                growth = growth()
             if growth == 1.0:
                 return inverse
             drift = self.drift.get(key, 1.0) * growth

@@ -405,10 +405,12 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
         def is_safe():
             return (not any(_may_overlap(out, x) for i, x in enumerate(inputs) if i != position)
                     and rule.is_safe(others))
+
+        growth = 1.0 if rule.growth is None else (lambda: rule.growth(target, others))
     else:
-        is_safe = None
+        is_safe, growth = None, 1.0
     undo = tape.undo_for(inverse, is_safe, lambda: checkpoint(target), out.buffer.key,
-                         whole=out.whole)
+                         growth, out.whole)
     tape.before_write(out.buffer.key)
     ufunc(*values, out=target, **kwargs)
     recompute_y = "x" in rule.uses and "y" in rule.uses

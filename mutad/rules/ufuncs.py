@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..registry import ONE, defjvp, defrule, elementwise
+from ..views import memory
 
 LN2 = np.log(2.0)
 LN10 = np.log(10.0)
@@ -21,6 +22,20 @@ def nonzero(others):
     makes the forward result infinite or NaN already, so it is not checked for: one pass.)"""
     (other,) = others
     return bool(np.all(other))
+
+
+def absorption(t, others):
+    """How much undoing ``t ± o`` by the opposite operation can amplify ``t``'s relative error:
+    rounding leaves an error of about eps |o| in the restored ``t``, so ``1 + max|o| / max|t|``
+    (``t *= 1e-17; t += 1.0`` loses ``t`` entirely, and must be checkpointed). An all-zero ``t``
+    comes back exactly. Norm-wise, so elements of ``t`` crossing zero in a time stepper do not
+    force checkpoints; computed by reductions, without temporaries."""
+    t, o = memory(t), memory(others[0])  # the magnitudes only: plain values, never recorded
+    size_t = max(np.max(t, initial=0.0), -np.min(t, initial=0.0))
+    if not size_t:
+        return 1.0
+    size_o = max(np.max(o, initial=0.0), -np.min(o, initial=0.0))
+    return 1.0 + float(size_o / size_t)
 
 
 def negated(d):
@@ -74,10 +89,10 @@ elementwise(np.rad2deg,    lambda y, x: 180.0 / np.pi,                    reads=
 
 elementwise(np.add,        ONE, ONE,                                      reads=((), ()),
             inverse=(lambda t, o: np.subtract(t, o[0], out=t),
-                     lambda t, o: np.subtract(t, o[0], out=t)))
+                     lambda t, o: np.subtract(t, o[0], out=t)), growth=absorption)
 elementwise(np.subtract,   ONE, lambda y, a, b: -1.0,                    reads=((), ()),
             inverse=(lambda t, o: np.add(t, o[0], out=t),
-                     lambda t, o: np.subtract(o[0], t, out=t)))
+                     lambda t, o: np.subtract(o[0], t, out=t)), growth=absorption)
 elementwise(np.multiply,   lambda y, a, b: b, lambda y, a, b: a,         reads=((1,), (0,)),
             inverse=(lambda t, o: np.divide(t, o[0], out=t),
                      lambda t, o: np.divide(t, o[0], out=t)), is_safe=nonzero)
