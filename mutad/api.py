@@ -12,14 +12,13 @@ from .errors import (
     NonScalarOutputError,
     PullbackReusedError,
     UnsupportedFunctionError,
-    UnsupportedOperationError,
 )
 from . import forward
 from .shadows import Buffer, Shadows
 from .tape import Tape
 from .tracing import ACTIVE, INNER, Traced, fresh, lift, thaw, view_of
 from .trees import check_real, flatten, is_float_array, is_float_scalar
-from .views import owner, same_region, spans, wrapped
+from .views import owner, owner_view, same_region, spans, wrapped
 
 
 class Run:
@@ -88,21 +87,16 @@ class Run:
         reverse or forward): traced here as a buffer of its own, its values the outer one's.
         Saving and restoring it are operations the outer one follows like any other."""
         key = ("outer", id(owner(x)))
-        if key in self.buffers:
-            first, t = self.buffers[key]
-            if not same_region(first, x):
-                raise UnsupportedOperationError(
-                    "a nested gradient was given two arguments that are different views of "
-                    "memory an outer gradient traces; pass copies of them.")
-            return Traced(t.value, t.buffer, self.tape, True)
+        if key not in self.buffers:  # one buffer for all of the memory, as for plain arrays
+            whole = lift(owner_view(x), self.tape.outer)
+            buffer = Buffer(whole)
+            buffer.note_address(whole)
+            self.buffers[key] = (whole, buffer)
+            self.tape.guard(buffer.key, lambda: self._save(buffer.key))
+        whole, buffer = self.buffers[key]
         value = lift(x, self.tape.outer)
-        buffer = Buffer(value)
-        buffer.note_address(value)
-        t = Traced(value, buffer, self.tape, True)
-        self.buffers[key] = (x, t)
-        self.pending[buffer.key] = [value]
-        self.tape.guard(buffer.key, lambda: self._save(buffer.key))
-        return t
+        self.pending.setdefault(buffer.key, []).append(value)
+        return Traced(value, buffer, self.tape, same_region(value, whole))
 
     def _save(self, key):
         for x in self.pending.pop(key):

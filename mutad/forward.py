@@ -29,7 +29,7 @@ from .registry import FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS
 from .tape import LEVELS
 from . import tracing
 from .tracing import ArrayMethods, function_name, out_position
-from .views import address, may_overlap, owner, same_region, strided
+from .views import address, may_overlap, owner, owner_view, same_region, strided
 
 
 def level_of(items, level=-1):
@@ -380,6 +380,11 @@ class Dual(ArrayMethods):
 
     __hash__ = ArrayMethods.__hash__
 
+    def owner_view(self):
+        """This dual's view of all of its memory (``views.owner_view``): its tangent's memory
+        mirrors its value's."""
+        return Dual(owner_view(self.value), owner_view(self.tangent), self.level)
+
     def restrided(self, shape, dtype, offset, strides):
         """The view of this one-dimensional dual at byte ``offset`` (``views.strided``): its
         tangent is laid out as its value, so the same view of each."""
@@ -495,7 +500,7 @@ def jvp(f, primals, tangents):
     level = next(LEVELS)
     run = Level(level)
     copies = {}  # id(owner) -> (the owner's private copy, its tangent)
-    enclosing = []  # (array of an enclosing differentiation, its dual)
+    enclosing = {}  # id(owner) -> (array of an enclosing differentiation, its dual copy)
     saved = []
     args = []
     for primal, tangent in zip(primals, tangents, strict=True):
@@ -533,17 +538,21 @@ def jvp(f, primals, tangents):
                     and x.dtype.kind == "f":
                 # An array of an enclosing differentiation (reverse mode for hvp, an outer jvp):
                 # copied through NumPy, so that level records it.
-                dual = next((d for y, d in enclosing if same_region(y, x)), None)
-                if dual is None:
-                    if any(may_overlap(y, x) for y, _ in enclosing):
-                        raise UnsupportedOperationError(
-                            "jvp was given two different views of one array that an enclosing "
-                            "differentiation traces; pass copies of them.")
-                    value = np.copy(x, order="K")
-                    dual = Dual(value, np.zeros_like(value), level)
-                    enclosing.append((x, dual))
+                base = owner(x)
+                if id(base) not in enclosing:
+                    # one copy of all of the memory, views of it for each argument
+                    whole = owner_view(x)
+                    copy = np.copy(whole, order="K")
+                    enclosing[id(base)] = (whole, Dual(copy, np.zeros_like(copy), level))
+                whole, copy = enclosing[id(base)]
+                if same_region(x, whole):
+                    dual = copy
+                else:
+                    flat = copy.reshape(-1, order="A")  # memory order: a view
+                    dual = flat.restrided(x.shape, x.dtype, address(x) - address(whole),
+                                          x.strides)
                 if t is not None:
-                    dual.tangent += t  # places that share memory: their tangents add up
+                    dual.tangent[...] += t  # places that share memory: their tangents add up
                 new.append(dual)
             else:
                 if isinstance(x, np.ndarray) and x.flags.writeable:

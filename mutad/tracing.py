@@ -39,7 +39,8 @@ from .errors import (
 from .registry import FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule
 from .shadows import Buffer, Place, whole
 from .tape import Tape
-from .views import address, may_overlap, memory, owner, same_region, strided, views, wrapped
+from .views import (address, may_overlap, memory, owner, owner_view, same_region, strided, views,
+                    wrapped)
 
 class _Active(threading.local):
     """The tapes of the differentiations in progress in this thread, innermost last: threads
@@ -807,6 +808,10 @@ class Traced(ArrayMethods):
         raise conversion_error("np.asarray")
 
     offset = property(lambda self: address(self.value) - self.buffer.low)
+
+    def owner_view(self):
+        """This traced array's view of all of its memory (``views.owner_view``)."""
+        return view_of(self, owner_view(self.value), self.tape)
 
     def restrided(self, shape, dtype, offset, strides):
         """The view of this one-dimensional array at byte ``offset`` (``views.strided``)."""

@@ -33,6 +33,12 @@ def strided(flat, shape, dtype, offset, strides):
     return np.ndarray(shape, dtype, flat, offset, strides)
 
 
+def owner_view(a):
+    """The array over all of the memory ``a`` views, at ``a``'s level: the owner of a plain
+    array; of a traced or dual one, the same-level wrapper of its value's owner view."""
+    return a.owner_view() if wrapped(a) else owner(a)
+
+
 def address(a):
     """The address of ``a``'s first element."""
     return memory(a).__array_interface__["data"][0]

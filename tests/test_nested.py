@@ -289,3 +289,20 @@ def test_derivatives_of_float_arguments_are_floats():
     assert mutad.hessian(lambda x, y: x * x * y, 2.0, 3.0, argnums=(0, 1)) == (
         (6.0, 4.0), (4.0, 0.0))
     assert isinstance(mutad.hessian(lambda x: x ** 3, 2.0), float)
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_second_derivatives_with_arguments_that_are_overlapping_views(policy):
+    """Every order of nesting follows the aliasing: one buffer, views of it in each level."""
+    base = np.random.default_rng(0).uniform(-1.0, 1.0, 16).reshape(4, 4)
+    before = base.tobytes()
+
+    def f(a, b):
+        a *= b
+        b[...] = np.sin(b)
+        return (a * a).sum() + (b * a).sum()
+
+    mutad.check_grads(f, base[:3, :3], base[1:, 1:].T, policy=policy, order=2)
+    H = mutad.hessian(f, base[:3, :3], base[1:, 1:], argnums=(0, 1))
+    np.testing.assert_allclose(H[0][1], np.moveaxis(H[1][0], (0, 1), (2, 3)), rtol=1e-10)
+    assert base.tobytes() == before
