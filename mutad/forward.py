@@ -29,7 +29,8 @@ from .registry import FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS
 from .tape import LEVELS
 from . import tracing
 from .tracing import ArrayMethods, function_name, out_position
-from .views import address, may_overlap, owner, owner_view, same_region, strided
+from .trees import check_real, flatten, is_float_array, is_float_scalar
+from .views import address, may_overlap, owner, owner_view, same_region, strided, wrapped
 
 
 def level_of(items, level=-1):
@@ -327,23 +328,6 @@ def _write_function(func, args, kwargs, level):
 # The dual array
 
 
-class Level:
-    """One forward-mode run, as a reverse differentiation nested inside it sees it: the level
-    its values must belong to (``tracing.lift``)."""
-
-    __slots__ = ("level",)
-
-    def __init__(self, level):
-        self.level = level
-
-    def lift(self, y):
-        """``y`` as a dual of this level: itself if it is one, else with a zero tangent."""
-        if type(y) is Dual and y.level == self.level:
-            return y
-        y = _as_array(y)
-        return Dual(y, np.zeros_like(y), self.level)
-
-
 class Dual(ArrayMethods):
     """A float array and its tangent, for one forward-mode level. Behaves like the array."""
 
@@ -490,76 +474,14 @@ def _returned(result, args, primals):
 
 def jvp(f, primals, tangents):
     """Run ``f(*primals)`` with ``tangents`` riding alongside; return ``(y, dy)``."""
-    from .trees import check_real, flatten, is_float_array, is_float_scalar
-
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise MutadError("jvp(f, primals, tangents): give primals and tangents as tuples, one "
                          "entry per positional argument of f.")
     if len(primals) != len(tangents):
         raise MutadError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
-    level = next(LEVELS)
-    run = Level(level)
-    copies = {}  # id(owner) -> (the owner's private copy, its tangent)
-    enclosing = {}  # id(owner) -> (array of an enclosing differentiation, its dual copy)
-    saved = []
-    args = []
-    for primal, tangent in zip(primals, tangents, strict=True):
-        leaves, rebuild = flatten(primal)
-        tangent_leaves = [None] * len(leaves) if tangent is None else flatten(tangent)[0]
-        if len(tangent_leaves) != len(leaves):
-            raise MutadError("jvp: each tangent must have the structure of its primal.")
-        new = []
-        for x, t in zip(leaves, tangent_leaves, strict=True):
-            check_real(x)
-            if t is not None and np.shape(t) != np.shape(x):
-                raise MutadError(f"jvp: a tangent of shape {np.shape(t)} was given for a primal "
-                                 f"of shape {np.shape(x)}.")
-            if is_float_array(x):
-                # Work on a private copy of the memory (the caller's arrays stay as they are),
-                # laid out as the original so that views of several arguments keep sharing it.
-                base = owner(x)
-                if id(base) not in copies:
-                    copy = base.copy(order="K")
-                    if copy.strides != base.strides:
-                        raise UnsupportedOperationError(
-                            "jvp: an argument views memory laid out with gaps; pass a copy.")
-                    copies[id(base)] = (base, copy, np.zeros_like(copy))
-                base, copy, zero = copies[id(base)]
-                offset = address(x) - address(base)
-                value = np.ndarray(x.shape, x.dtype, copy, offset, x.strides)
-                dual = Dual(value, np.ndarray(x.shape, x.dtype, zero, offset, x.strides), level)
-                if t is not None:
-                    dual.tangent[...] += t  # places that share memory: their tangents add up
-                new.append(dual)
-            elif is_float_scalar(x):
-                value = np.array(x, dtype=np.result_type(x))
-                new.append(Dual(value, np.array(0.0 if t is None else t, value.dtype), level))
-            elif hasattr(x, "__array_function__") and not isinstance(x, np.ndarray) \
-                    and x.dtype.kind == "f":
-                # An array of an enclosing differentiation (reverse mode for hvp, an outer jvp):
-                # copied through NumPy, so that level records it.
-                base = owner(x)
-                if id(base) not in enclosing:
-                    # one copy of all of the memory, views of it for each argument
-                    whole = owner_view(x)
-                    copy = np.copy(whole, order="K")
-                    enclosing[id(base)] = (whole, Dual(copy, np.zeros_like(copy), level))
-                whole, copy = enclosing[id(base)]
-                if same_region(x, whole):
-                    dual = copy
-                else:
-                    flat = copy.reshape(-1, order="A")  # memory order: a view
-                    dual = flat.restrided(x.shape, x.dtype, address(x) - address(whole),
-                                          x.strides)
-                if t is not None:
-                    dual.tangent[...] += t  # places that share memory: their tangents add up
-                new.append(dual)
-            else:
-                if isinstance(x, np.ndarray) and x.flags.writeable:
-                    saved.append((x, x.copy()))  # integer arrays: not traced, so saved whole
-                new.append(x)
-        args.append(rebuild(new))
-    tracing.ACTIVE.tapes.append(run)  # a gradient inside f takes this level as its outer one
+    run = Run(next(LEVELS))
+    args = [run.wrap(primal, tangent) for primal, tangent in zip(primals, tangents, strict=True)]
+    tracing.ACTIVE.tapes.append(run)  # a gradient inside f takes this run as its outer level
     try:
         y = f(*args)
     except (ValueError, TypeError) as error:
@@ -569,19 +491,82 @@ def jvp(f, primals, tangents):
         raise
     finally:
         tracing.ACTIVE.tapes.pop()
-        for x, original in saved:
+        run.restore()
+    outputs, rebuild = flatten(y)
+    pairs = [run.output(out) for out in outputs]
+    return rebuild([value for value, _ in pairs]), rebuild([dy for _, dy in pairs])
+
+
+class Run:
+    """One ``jvp``: its level, and its arguments, duals over private copies of the caller's
+    memory. A reverse differentiation nested inside it sees it as its outer level."""
+
+    def __init__(self, level):
+        self.level = level
+        self.copies = {}  # id(owner) -> (all of the memory, its dual copy)
+        self.saved = []  # integer arrays: not differentiated, so saved whole and put back
+
+    def lift(self, y):
+        """``y`` as a dual of this level (``tracing.lift``): itself if it is one, else with a
+        zero tangent."""
+        if type(y) is Dual and y.level == self.level:
+            return y
+        y = _as_array(y)
+        return Dual(y, np.zeros_like(y), self.level)
+
+    def wrap(self, primal, tangent):
+        leaves, rebuild = flatten(primal)
+        tangents = [None] * len(leaves) if tangent is None else flatten(tangent)[0]
+        if len(tangents) != len(leaves):
+            raise MutadError("jvp: each tangent must have the structure of its primal.")
+        return rebuild([self._leaf(x, t) for x, t in zip(leaves, tangents, strict=True)])
+
+    def _leaf(self, x, t):
+        check_real(x)
+        if t is not None and np.shape(t) != np.shape(x):
+            raise MutadError(f"jvp: a tangent of shape {np.shape(t)} was given for a primal "
+                             f"of shape {np.shape(x)}.")
+        level = self.level
+        if is_float_scalar(x):
+            value = np.array(x, dtype=np.result_type(x))
+            return Dual(value, np.array(0.0 if t is None else t, value.dtype), level)
+        if not (is_float_array(x) or (wrapped(x) and x.dtype.kind == "f")):
+            if isinstance(x, np.ndarray) and x.flags.writeable:
+                self.saved.append((x, x.copy()))
+            return x
+        # One private copy of all of the memory behind x, laid out as it, so the caller's
+        # arrays stay as they are and views of one buffer in several arguments keep sharing
+        # it. An array of an enclosing differentiation (hvp's reverse pass, an outer jvp) is
+        # copied through NumPy, so that level follows the copy.
+        base = owner(x)
+        if id(base) not in self.copies:
+            whole = owner_view(x)
+            copy = np.copy(whole, order="K")
+            if copy.strides != whole.strides:
+                raise UnsupportedOperationError(
+                    "jvp: an argument views memory laid out with gaps; pass a copy of it.")
+            self.copies[id(base)] = (whole, Dual(copy, np.zeros_like(copy), level))
+        whole, dual = self.copies[id(base)]
+        if not same_region(x, whole):
+            flat = dual.reshape(-1, order="A")  # memory order: a view
+            dual = flat.restrided(x.shape, x.dtype, address(x) - address(whole), x.strides)
+        if t is not None:
+            dual.tangent[...] += t  # places that share memory: their tangents add up
+        return dual
+
+    def restore(self):
+        for x, original in self.saved:
             if x.flags.writeable:  # an enclosing differentiation may have frozen it: unchanged
                 np.copyto(x, original)
-    outputs, rebuild = flatten(y)
-    values, dys = [], []
-    for out in outputs:
-        value, tangent = _split(out, level)
+
+    def output(self, out):
+        """``(value, tangent)`` of one output leaf; a float that does not depend on the
+        arguments has a zero tangent."""
+        value, tangent = _split(out, self.level)
         if tangent is None and (is_float_array(value) or is_float_scalar(value)
-                                or (type(value) is tracing.Traced)):
+                                or wrapped(value)):
             tangent = np.zeros_like(value)
-        values.append(_result(value))
-        dys.append(_result(tangent))
-    return rebuild(values), rebuild(dys)
+        return _result(value), _result(tangent)
 
 
 def _result(x):

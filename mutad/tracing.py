@@ -212,7 +212,7 @@ def lift(y, tape):
     Under nested differentiation every value of the inner one is an array the outer one
     traces, so that whatever the inner one writes into it (values that depend on the outer
     arguments, restorations, shadow updates) is recorded by the outer one."""
-    if type(tape) is not Tape:  # a forward-mode run (forward.Level): a dual of its level
+    if type(tape) is not Tape:  # a forward-mode run (forward.Run): a dual of its level
         return tape.lift(y)
     if type(y) is Traced and y.tape is tape:
         return y
