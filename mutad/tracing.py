@@ -19,6 +19,13 @@ Every call takes one of four paths:
 * indexing (``x[key]``, ``x[key] = v``), handled by ``rules/indexing.py`` through the same
   paths: basic indexing gives views, assignment to them is the in-place path.
 * non-differentiable: run on plain values, return plain results.
+
+Differentiations nest. Each has a level (``tape.LEVELS``), and an operation belongs to the
+innermost tape among its operands (``innermost``): arrays traced by outer tapes are its
+constants, and its own values are arrays the outer one traces (``lift``), so everything the
+inner differentiation does, its reverse pass included, is recorded by the outer one. Forward
+mode's duals (``forward.py``) take part through the same levels: a traced array defers to a
+dual of an inner level (``defers``), and a dual of an outer level is a constant to a tape.
 """
 
 import dis
