@@ -2,7 +2,8 @@
 
 `add_vecs_` writes into its first argument. Its rule runs it, then returns `back`, which
 restores `a` by subtracting `b` again (no copy of `a` is kept) and accumulates the gradients
-into the shadows it is handed. `mutad.testing.check_rule` proves the rule right: gradient
+into the shadows it is handed. It also has a forward rule, which updates the tangent of
+`a` in place. `mutad.testing.check_rule` proves both right: the forward rule and the gradient
 against finite differences, accumulation into non-zero shadows, restoration, and the aliased
 call `add_vecs_(a, a)`.
 """
@@ -34,6 +35,15 @@ def _add_vecs_rule(a, b):  # a, b: the plain arrays behind the traced ones
     return back
 
 
+@add_vecs_.jvp_rule
+def _add_vecs_forward(tangents, a, b):  # forward mode: tangents ride alongside
+    da, db = tangents  # da is always an array (a is written); db is None for a constant b
+    add_vecs_(a, b)
+    if db is not None:
+        da += db  # the tangent is updated in place, as the primal is
+    return a
+
+
 def add_sum(a, b):
     add_vecs_(a, b)  # b reaches the sum only through a's memory
     return a.sum()
@@ -46,5 +56,8 @@ if __name__ == "__main__":
     assert np.array_equal(da, np.ones(3)) and np.array_equal(db, np.ones(3))
     assert np.array_equal(a, np.zeros(3)), "the caller's a is as it was"
     print(f"add_vecs_ on plain arrays just runs: {add_vecs_(np.zeros(2), np.ones(2))}")
+    _, tangent = mutad.jvp(add_sum, (a, b), (np.zeros(3), np.ones(3)))
+    print(f"forward mode: d add_sum along b = ones: {tangent}")
+    assert tangent == 3.0
     error = check_rule(add_vecs_, np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.25, -3.0]))
     print(f"check_rule passed; worst relative restoration error {error:.1e}")

@@ -16,7 +16,7 @@ from .errors import MutadError, UnsupportedFunctionError
 from .shadows import Shadows, whole
 from .trees import flatten, is_float_array, is_float_scalar
 from .tracing import Traced
-from .views import address, owner
+from .views import address, owner, wrapped
 
 
 class GradientCheckError(MutadError, AssertionError):
@@ -320,7 +320,8 @@ def _relative_error(x, original):
 def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0, symmetric=()):
     """Prove the rule of a ``mutad.adjoint`` or ``mutad.inplace_adjoint`` function right.
 
-    Checks, under both policies: the gradient against finite differences (with the argument
+    Checks its forward rule, if it has one (``@f.jvp_rule``), with ``check_jvp``; then, under
+    both policies: the gradient against finite differences (with the argument
     shadows seeded non-zero, so ``back`` must accumulate, not assign); that every argument is
     put back by the replay bit-for-bit under ``policy="checkpoint"`` and within
     ``restore_rtol`` (relative) by the rule's own restoration; for a pure rule, that its ``y``
@@ -364,6 +365,15 @@ def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0, symmet
 
     worst = 0.0
     for variant in [args, *_aliased_variants(args)]:
+        if f.forward_rule is not None:
+            try:
+                check_jvp(program, *variant, rtol=1e-6 if rtol is None else rtol,
+                          atol=1e-9 if atol is None else atol, seed=seed, symmetric=symmetric)
+            except GradientCheckError:
+                raise
+            except MutadError:
+                if variant is args:
+                    raise
         for policy in ("restore", "checkpoint"):
             try:
                 error = _check(program, variant, policy, rtol, atol, 1e-4, seed, symmetric)
@@ -408,4 +418,4 @@ def _aliased_variants(args):
 
 
 def _is_float(y):
-    return type(y) is Traced or is_float_array(y) or is_float_scalar(y)
+    return (wrapped(y) and y.dtype.kind == "f") or is_float_array(y) or is_float_scalar(y)

@@ -191,3 +191,22 @@ def test_check_rule_catches_a_wrong_pure_gradient(rng):
 
     with pytest.raises(GradientCheckError, match="mismatch"):
         check_rule(wrong, rng.standard_normal(3))
+
+
+def test_check_rule_catches_a_wrong_forward_rule(rng):
+    def back(a, b, da, db):
+        a[...] -= b
+        db += da
+
+    add_into_ = add_into_with_pullback(back)
+
+    @add_into_.jvp_rule
+    def _forward(tangents, a, b):
+        da, db = tangents
+        add_into_(a, b)
+        if db is not None:
+            da -= db  # wrong sign
+        return a
+
+    with pytest.raises(GradientCheckError, match="jvp mismatch"):
+        check_rule(add_into_, rng.standard_normal(3), rng.standard_normal(3))
