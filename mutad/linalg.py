@@ -304,8 +304,9 @@ def _cholesky_solve_jvp(tangents, L, b, growth=1.0):
     dL, db = tangents[:2]
     _cholesky_solve_(L, b, growth)
     if dL is not None:
-        # dx = A⁻¹ (db - dA x) (Giles 2008, §3.1), A = L Lᵀ: dA x = dL (Lᵀ x) + L (dLᵀ x), both
-        # factors zero above the diagonal (cholesky_ makes them so).
+        # dx = A⁻¹ (db - dA x) (Giles 2008, §3.1), A = L Lᵀ: dA x = dL (Lᵀ x) + L (dLᵀ x). The
+        # solve reads the lower triangles only, so only theirs count.
+        L, dL = np.tril(L), np.tril(dL)
         db -= dL @ (L.T @ b) + L @ (dL.T @ b)
     _cholesky_solve_(L, db, growth)  # in db's own memory, as b's solve is in b's
     return b
