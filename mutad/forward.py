@@ -341,7 +341,7 @@ class Dual(ArrayMethods):
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         out = tracing.single_out(ufunc, kwargs)
         # NumPy asks one dual per call whatever their levels: it answers for the innermost.
-        level = level_of(inputs + (out,))
+        level = _active(level_of(inputs + (out,)))
         if _reverse_inside(inputs + (out,), level):
             return NotImplemented
         if method == "__call__":
@@ -355,6 +355,7 @@ class Dual(ArrayMethods):
         level = level_of(items)
         if level < 0:  # np.zeros(n, like=x): NumPy hands over the call without its like=
             kwargs, level = dict(kwargs, like=self), self.level
+        _active(level)
         if _reverse_inside(items, level):
             return NotImplemented
         return apply_function(func, args, kwargs, level)
@@ -395,6 +396,17 @@ class Dual(ArrayMethods):
         if level_of([other]) > self.level:
             raise _lost_tangent(f"augmented assignment ({ufunc.__name__})")
         return apply_ufunc(ufunc, (self, other), self, {}, self.level)
+
+
+def _active(level):
+    """``level``, if its ``jvp`` is running in this thread; otherwise a clear error (a dual
+    that escaped the function jvp differentiated would compute a meaningless tangent)."""
+    if not any(type(run) is Run and run.level == level for run in tracing.ACTIVE.tapes):
+        raise MutadError(
+            "a dual array (forward mode) was used outside the jvp that created it (it escaped "
+            "through a global, a closure or an attribute). Return values from the "
+            "differentiated function instead of storing them.")
+    return level
 
 
 def _reverse_inside(items, level):
@@ -480,9 +492,10 @@ def jvp(f, primals, tangents):
     if len(primals) != len(tangents):
         raise MutadError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
     run = Run(next(LEVELS))
-    args = [run.wrap(primal, tangent) for primal, tangent in zip(primals, tangents, strict=True)]
     tracing.ACTIVE.tapes.append(run)  # a gradient inside f takes this run as its outer level
     try:
+        args = [run.wrap(primal, tangent)
+                for primal, tangent in zip(primals, tangents, strict=True)]
         y = f(*args)
     except (ValueError, TypeError) as error:
         # NumPy wraps errors raised while it converts an element (``out[0] = x``).

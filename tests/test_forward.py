@@ -151,3 +151,10 @@ def test_integer_arrays_come_back_too():
     y, dy = jvp(f, (np.array([1.0, 2.0]), index), (np.ones(2), None))
     np.testing.assert_array_equal(index, [0, 1])
     np.testing.assert_array_equal(y, [2.0, 2.0])
+
+
+def test_a_dual_that_escaped_its_jvp_is_refused():
+    kept = []
+    jvp(lambda x: kept.append(x) or x * 2.0, (np.ones(2),), (np.ones(2),))
+    with pytest.raises(mutad.MutadError, match="outside the jvp"):
+        kept[0] + 1.0
