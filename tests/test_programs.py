@@ -356,6 +356,27 @@ def test_second_derivatives_of_random_in_place_programs(program, policy):
     program.check_second(policy)
 
 
+@settings(max_examples=30, deadline=None)
+@given(programs(max_steps=4), st.data(), st.sampled_from(POLICIES))
+def test_gradients_of_programs_that_mutate_an_inner_gradient(inner, data, policy):
+    """The outer function takes the gradient of one random in-place program and runs another
+    over that gradient, in place: nested reverse mode through mutation at both levels."""
+    # no comparisons in the outer program: its ties would sit at values the gradient takes
+    outer = data.draw(programs(st.just(inner.layout), max_steps=4, step_kinds=tuple(
+        kind for kind in STEP_KINDS if kind is not selection)))
+    note(repr(inner))
+    note(repr(outer))
+    assume(inner.kink_margin() > KINK_MARGIN)
+
+    def scalar(*arguments):
+        return sum((np.sin(y) * 0.5).sum() for y in inner.run(arguments))
+
+    def f(*arguments):
+        return outer.run(mutad.gradient(scalar, *arguments, policy=policy))
+
+    mutad.check_grads(f, *inner.layout.build(), policy=policy)
+
+
 def test_outputs_that_share_memory_are_seeded_once_each():
     base = np.arange(12.0).reshape(3, 4) / 10
     mutad.check_grads(lambda a, b: (a, b), base[:2], base[1:])
