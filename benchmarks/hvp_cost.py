@@ -3,7 +3,8 @@
 For each program the script times, in one process and round by round, the plain NumPy
 forward, ``mutad.gradient``, ``mutad.hvp`` (reverse mode over forward mode) and the same
 product as forward mode over reverse mode (``jvp`` of the gradient: one Hessian column of
-``mutad.hessian``). It reports the median over rounds of each ratio (computed within a round, since these machines
+``mutad.hessian``); for the W5 chain, with JAX installed, also JAX's jitted gradient and
+``jvp(grad(f))`` of the out-of-place equivalent. It reports the median over rounds of each ratio (computed within a round, since these machines
 are shared and noisy) with its [min-max], and checks the hvp against finite differences of the
 gradient before timing. One BLAS thread.
 
@@ -37,6 +38,22 @@ def programs(n):
         "W5 elementwise chain (5 in-place writes)": (big_elementwise, (x,)),
         f"explicit heat, {HEAT_STEPS} slice updates": (heat_loss, (u0, target, weights)),
     }
+
+
+def jax_calls(x, v):
+    """JAX's gradient and its idiomatic Hessian-vector product (forward over reverse, jitted)
+    of the out-of-place W5 chain, or None without JAX."""
+    from mutad.bench import peers
+
+    if not peers.installed("jax"):
+        return None
+    jax = peers._jax()
+    loss = peers._big_elementwise_loss(jax.numpy)
+    x, v = jax.numpy.asarray(x), jax.numpy.asarray(v)
+    grad = jax.jit(jax.grad(loss))
+    hvp = jax.jit(lambda x, v: jax.jvp(jax.grad(loss), (x,), (v,))[1])
+    return {"JAX gradient": lambda: jax.block_until_ready(grad(x)),
+            "JAX hvp": lambda: jax.block_until_ready(hvp(x, v))}
 
 
 def timed(call):
@@ -73,7 +90,9 @@ def main():
             "jvp of gradient": lambda: mutad.jvp(
                 lambda x: mutad.gradient(f, x, *rest, argnums=0), (args[0],), (v,)),
         }
-        for call in calls.values():  # warm-up
+        if f is big_elementwise:
+            calls.update(jax_calls(args[0], v) or {})
+        for call in calls.values():  # warm-up (and JAX's compilation)
             call()
         times = {key: [] for key in calls}
         for _ in range(options.rounds):
@@ -81,8 +100,12 @@ def main():
                 times[key].append(timed(call))
         ratio = lambda a, b: np.array(times[a]) / np.array(times[b])  # noqa: E731
         print(f"\n{name} (hvp vs finite differences: {error:.1e})")
-        for a, b in (("gradient", "numpy forward"), ("hvp", "numpy forward"),
-                     ("hvp", "gradient"), ("jvp of gradient", "gradient")):
+        pairs = [("gradient", "numpy forward"), ("hvp", "numpy forward"),
+                 ("hvp", "gradient"), ("jvp of gradient", "gradient")]
+        if "JAX hvp" in calls:
+            pairs += [("JAX gradient", "numpy forward"), ("JAX hvp", "numpy forward"),
+                      ("JAX hvp", "JAX gradient")]
+        for a, b in pairs:
             r = ratio(a, b)
             print(f"  {a} / {b}: {np.median(r):.2f}x [{r.min():.2f}-{r.max():.2f}]")
 
