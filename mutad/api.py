@@ -394,32 +394,48 @@ def jacobian(f, *args, argnums=0):
     """The Jacobian of ``f`` with respect to ``args[argnums]``, of shape ``y.shape + x.shape``.
 
     Forward mode (one ``jvp`` per input element) or reverse mode (one gradient per output
-    element), whichever takes fewer passes. A tuple ``argnums`` gives a tuple of Jacobians.
+    element), whichever takes fewer passes. A tuple ``argnums`` gives a tuple of Jacobians;
+    outputs in tuples, lists or dicts give Jacobians in the same structure.
     """
     selected, single = check_argnums(argnums, len(args))
     for i in selected:
         _differentiable_argument(args[i], "jacobian", i)
-    zeros = [None] * len(args)
-    y = forward.jvp(f, tuple(args), tuple(zeros))[0]
-    if not (is_float_array(np.asarray(y)) or np.ndim(y) == 0):
-        raise NonScalarOutputError("jacobian needs f to return one float array or scalar.")
-    y_shape = np.shape(y)
+    y = forward.jvp(f, tuple(args), (None,) * len(args))[0]
+    outputs, rebuild = flatten(y)
+    for out in outputs:
+        if not (is_float_array(out) or is_float_scalar(out)):
+            raise NonScalarOutputError(
+                "jacobian needs f to return float arrays or scalars (in tuples, lists or "
+                f"dicts), not {type(out).__name__}.")
+    sizes = [int(np.prod(np.shape(out))) for out in outputs]
     jacobians = []
     for i in selected:
         x_shape = np.shape(args[i])
-        if int(np.prod(y_shape)) < int(np.prod(x_shape)):
-            rows = [gradient(lambda *a, e=e: (f(*a) * e).sum(), *args, argnums=i)
-                    for e in _basis(y)]
-            J = np.reshape(np.array(rows, dtype=np.result_type(args[i], 0.0)), y_shape + x_shape)
+        if sum(sizes) < int(np.prod(x_shape)):
+            blocks = [_reverse_rows(f, args, i, k, out) for k, out in enumerate(outputs)]
         else:
             columns = []
             for e in _basis(args[i]):
-                tangents = list(zeros)
+                tangents = [None] * len(args)
                 tangents[i] = e
-                columns.append(forward.jvp(f, tuple(args), tuple(tangents))[1])
-            J = _assemble(columns, x_shape, y_shape)
-        jacobians.append(float(J) if is_float_scalar(args[i]) and is_float_scalar(y) else J)
+                columns.append(flatten(forward.jvp(f, tuple(args), tuple(tangents))[1])[0])
+            blocks = [_assemble([c[k] for c in columns], x_shape, np.shape(out))
+                      for k, out in enumerate(outputs)]
+        blocks = [float(J) if is_float_scalar(args[i]) and is_float_scalar(out) else J
+                  for J, out in zip(blocks, outputs, strict=True)]
+        jacobians.append(rebuild(blocks))
     return jacobians[0] if single else tuple(jacobians)
+
+
+def _reverse_rows(f, args, i, k, out):
+    """The Jacobian of output leaf ``k`` (``out``) with respect to ``args[i]``, a gradient per
+    element of the output."""
+    def component(*a, e):
+        return (flatten(f(*a))[0][k] * e).sum()
+
+    rows = [gradient(lambda *a, e=e: component(*a, e=e), *args, argnums=i) for e in _basis(out)]
+    return np.reshape(np.array(rows, dtype=np.result_type(args[i], 0.0)),
+                      np.shape(out) + np.shape(args[i]))
 
 
 def _assemble(columns, x_shape, out_shape):

@@ -187,6 +187,22 @@ def test_jacobian_uses_either_mode_and_has_jax_shape():
     np.testing.assert_allclose(wide, 2 * x)
 
 
+@pytest.mark.parametrize("n", [2, 5])  # more outputs than inputs (forward), fewer (reverse)
+def test_jacobian_of_outputs_in_containers(n):
+    def f(x):
+        x[1:] *= x[:-1]    # in place
+        return {"total": (x * x).sum(), "head": (x[:2] * 3.0, x[0])}
+
+    x = np.linspace(0.5, 1.5, n)
+    J = mutad.jacobian(f, x)
+    assert J["total"].shape == (n,) and J["head"][0].shape == (2, n) and J["head"][1].shape == (n,)
+    for leaf, path in ((J["total"], lambda y: y["total"]), (J["head"][0], lambda y: y["head"][0])):
+        h = 1e-6
+        fd = np.array([(np.asarray(path(f(x + h * e))) - np.asarray(path(f(x - h * e)))) / (2 * h)
+                       for e in np.eye(n)])
+        np.testing.assert_allclose(leaf, np.moveaxis(fd, 0, -1), rtol=1e-7, atol=1e-9)
+
+
 def test_hessian_blocks_for_several_arguments():
     def f(a, b):
         a *= b
