@@ -122,16 +122,33 @@ def _leaves(items):
 
 
 def _term(rule, i, y, primals, tangent):
+    """``partial_i * tangent``. A partial NumPy computed afresh takes the product in its own
+    memory (plain arrays only: an enclosing reverse pass should see new arrays, not writes)."""
     partial = rule.partials[i]
     if partial is ONE:
         return tangent
-    return partial(y, *primals) * tangent
+    p = partial(y, *primals)
+    if (type(p) is np.ndarray and type(tangent) is np.ndarray and p.flags.writeable
+            and p.shape == np.broadcast_shapes(p.shape, tangent.shape)
+            and not any(may_overlap(p, v) for v in (y, tangent, *primals)
+                        if type(v) is np.ndarray)):
+        return np.multiply(p, tangent, out=p)
+    return p * tangent
 
 
-def _sum_terms(terms):
+def _sum_terms(terms, sources):
+    """The sum of ``terms``, accumulated in the first one's memory when that is a new plain
+    array (not one of the tangents ``sources``)."""
     total = None
     for term in terms:
-        total = term if total is None else total + term
+        if total is None:
+            total = term
+        elif (type(total) is np.ndarray and type(term) is np.ndarray
+              and total.shape == np.broadcast_shapes(total.shape, term.shape)
+              and not any(total is s for s in sources)):
+            np.add(total, term, out=total)
+        else:
+            total = total + term
     return total
 
 
@@ -161,7 +178,7 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
     y = _as_array(ufunc(*primals, **kwargs))
     if not traced:
         return y
-    dy = _sum_terms(_term(rule, i, y, primals, tangents[i]) for i in traced)
+    dy = _sum_terms((_term(rule, i, y, primals, tangents[i]) for i in traced), tangents)
     return Dual(y, _tangent_for(y, dy, tangents), level)
 
 
@@ -215,7 +232,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         others.append(term)
     t = target.tangent
     if position is None:
-        t[...] = 0.0 if not others else np.broadcast_to(_sum_terms(others), t.shape)
+        t[...] = 0.0 if not others else np.broadcast_to(_sum_terms(others, tangents), t.shape)
     else:
         if rule.partials[position] is not ONE:
             np.multiply(t, rule.partials[position](y, *primals), out=t)
