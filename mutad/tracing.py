@@ -292,7 +292,7 @@ def _times_partial(dy, partial, y, values, out):
     """``out = dy * partial(y, *values)``. For large arrays of one shape the partial is
     evaluated a piece at a time, so its temporaries stay small and in cache."""
     if type(dy) is not np.ndarray or dy.size < 4 * CHUNK or not dy.flags.c_contiguous \
-            or not out.flags.c_contiguous:
+            or not out.flags.c_contiguous or not out.flags.writeable:
         return _times(dy, partial(y, *values), out)
     pieces = []
     for v in (y, *values):
@@ -309,9 +309,11 @@ def _times_partial(dy, partial, y, values, out):
 
 
 def _times(dy, p, out):
-    """``dy * p`` into ``out``, unless ``p`` belongs to an outer differentiation and ``out``
-    does not: then into a new array of that differentiation."""
-    if wrapped(p) and not wrapped(out):
+    """``dy * p`` into ``out``; into a new array where ``p`` belongs to an outer
+    differentiation and ``out`` does not, or where an outer differentiation froze ``out`` (it
+    read ``dy`` as a constant: nested, ``dy`` may already have gone into an outer-traced
+    shadow)."""
+    if (wrapped(p) and not wrapped(out)) or not out.flags.writeable:
         return dy * p
     return np.multiply(dy, p, out=out)
 

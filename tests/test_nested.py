@@ -322,3 +322,17 @@ def test_second_derivatives_with_arguments_that_are_overlapping_views(policy):
     H = mutad.hessian(f, base[:3, :3], base[1:, 1:], argnums=(0, 1))
     np.testing.assert_allclose(H[0][1], np.moveaxis(H[1][0], (0, 1), (2, 3)), rtol=1e-10)
     assert base.tobytes() == before
+
+
+def test_a_cotangent_an_outer_level_froze_is_not_reused_in_place():
+    """Nested, the inner pullback of `a0 = a1 - a0` hands its cotangent to an outer-traced
+    shadow (the outer tape keeps it, read-only, for its own restoration) before computing the
+    other input's cotangent, which must then go to new memory."""
+    rng = np.random.default_rng(0)
+
+    def f(a0, a1):
+        np.subtract(a1[0:1, 0:1], a0[0:1, 0:1], out=a0[0:1, 0:1])
+        np.sin(a1[0:1, 0:1], out=a1[0:1, 0:1])
+        return a0, a1
+
+    mutad.check_grads(f, rng.uniform(-1, 1, (2, 2)), rng.uniform(-1, 1, (2, 2)), order=2)
