@@ -109,14 +109,6 @@ def _with_tangents(args, tangents):
             yield a, t
 
 
-def _leaves(items):
-    for x in items:
-        if type(x) in (list, tuple):
-            yield from _leaves(x)
-        else:
-            yield x
-
-
 # ----------------------------------------------------------------------------------------------
 # Elementwise ufuncs: the tangent is the sum of partial derivative times input tangent
 
@@ -405,13 +397,13 @@ class Dual(ArrayMethods):
     def __setitem__(self, key, value):
         primal, tangent = _split(value, self.level)
         if level_of([value]) > self.level:
-            raise _lost_tangent("x[key] = value")
+            raise tracing.lost_tangent("x[key] = value")
         self.value[key] = primal
         self.tangent[key] = 0.0 if tangent is None else tangent
 
     def _inplace(self, ufunc, other):
         if level_of([other]) > self.level:
-            raise _lost_tangent(f"augmented assignment ({ufunc.__name__})")
+            raise tracing.lost_tangent(f"augmented assignment ({ufunc.__name__})")
         return apply_ufunc(ufunc, (self, other), self, {}, self.level)
 
 
@@ -431,13 +423,6 @@ def _reverse_inside(items, level):
     then handles the operation (and refuses forward mode over it)."""
     tape = tracing.innermost(items)
     return tape is not None and tape.level > level
-
-
-def _lost_tangent(what):
-    return UntracedWriteError(
-        f"{what}: a value differentiated by an inner jvp was written into an array of an outer "
-        "one, so its inner tangent would be lost. Create the destination inside the inner "
-        "function (np.zeros_like(x)).")
 
 
 def _operators():
@@ -464,10 +449,7 @@ def innermost(args, kwargs):
     None when no dual takes part or a reverse pass inside it owns the call."""
     items = list(args) + list(kwargs.values())
     level = level_of(items)
-    if level < 0:
-        return None
-    traced = [x.tape.level for x in _leaves(items) if type(x) is tracing.Traced]
-    return None if traced and max(traced) > level else level
+    return None if level < 0 or _reverse_inside(items, level) else level
 
 
 def apply_adjoint(adjoint, level, args, kwargs):

@@ -762,17 +762,20 @@ def _binary(ufunc):
 
     def inplace(self, other):
         if type(other) in INNER and defers(self.tape, (other,)):
-            raise _lost_tangent()
+            raise lost_tangent(f"augmented assignment ({ufunc.__name__})")
         return apply_ufunc(ufunc, (self, other), out=self)
 
     return forward, reflected, inplace
 
 
-def _lost_tangent():
+def lost_tangent(what):
+    """The error for writing a value with a tangent of an inner forward level into an array of
+    an outer level (traced, or a dual of an outer jvp), where that tangent would be lost."""
     return UntracedWriteError(
-        "a value with a forward-mode tangent (from mutad.jvp) was written into an array that "
-        "carries none, so the tangent would be lost. Create the destination inside the "
-        "function jvp differentiates (np.zeros_like(x)).")
+        f"{what}: a value with a forward-mode tangent (from mutad.jvp) was written into an "
+        "array of an enclosing differentiation, which carries no such tangent, so it would be "
+        "lost. Create the destination inside the function jvp differentiates "
+        "(np.zeros_like(x)).")
 
 
 class Traced(ArrayMethods):
@@ -790,7 +793,7 @@ class Traced(ArrayMethods):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         out = single_out(ufunc, kwargs)
-        if INNER and defers(self.tape, inputs):
+        if defers(self.tape, inputs):
             return NotImplemented
         if method == "__call__":
             return apply_ufunc(ufunc, inputs, out, kwargs)
@@ -809,7 +812,7 @@ class Traced(ArrayMethods):
             "functions mutad differentiates.")
 
     def __array_function__(self, func, types, args, kwargs):
-        if INNER and not INNER.isdisjoint(types) and defers(self.tape, list(args) + list(kwargs.values())):
+        if not INNER.isdisjoint(types) and defers(self.tape, [*args, *kwargs.values()]):
             return NotImplemented
         return apply_array_function(func, args, kwargs, self.tape)
 
@@ -836,7 +839,7 @@ class Traced(ArrayMethods):
 
     def __setitem__(self, key, value):
         if type(value) in INNER and defers(self.tape, (value,)):
-            raise _lost_tangent()
+            raise lost_tangent("x[key] = value")
         INPLACE[operator.setitem](self, key, value)
 
     # operators ------------------------------------------------------------------------------

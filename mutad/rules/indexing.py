@@ -26,7 +26,7 @@ from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..registry import definplace, deflinear, defjvp
 from ..tracing import (Traced, active, apply_ufunc, freeze, fresh, innermost, locate, plain,
                        unbroadcast, view_of)
-from ..views import may_overlap, owner, same_region, views, wrapped
+from ..views import may_overlap, same_region, views, wrapped
 from . import nesting
 from .linalg import rule_for
 from .shape import gather_cotangent
