@@ -128,6 +128,14 @@ def _term(rule, i, y, primals, tangent):
     return p * tangent
 
 
+def _partial_arguments(rule, primals, traced):
+    """What the partials read: the inputs, then the rule's decision taken from them as they
+    are now (``ElementwiseRule.decide``)."""
+    if rule.decide is None or not traced:
+        return primals
+    return [*primals, rule.decide(*primals)]
+
+
 def _sum_terms(terms, sources):
     """The sum of ``terms``, accumulated in the first one's memory when that is a new plain
     array (not one of the tangents ``sources``)."""
@@ -170,7 +178,8 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
     y = _as_array(ufunc(*primals, **kwargs))
     if not traced:
         return y
-    dy = _sum_terms((_term(rule, i, y, primals, tangents[i]) for i in traced), tangents)
+    given = _partial_arguments(rule, primals, traced)
+    dy = _sum_terms((_term(rule, i, y, given, tangents[i]) for i in traced), tangents)
     return Dual(y, _tangent_for(y, dy, tangents), level)
 
 
@@ -208,6 +217,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
     if target is None:
         return ufunc(*primals, out=out, **kwargs)
     position = next((i for i in traced if same_region(primals[i], target.value)), None)
+    given = _partial_arguments(rule, primals, traced)
     after = rule.uses == "y"  # partials that read only the output are evaluated after the write
     if after:
         ufunc(*primals, out=target.value, **kwargs)
@@ -218,7 +228,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
     for i in traced:
         if i == position:
             continue
-        term = _term(rule, i, y, primals, tangents[i])
+        term = _term(rule, i, y, given, tangents[i])
         if term is tangents[i] and may_overlap(primals[i], target.value):
             term = term.copy()  # the target's tangent changes before this term is added
         others.append(term)
@@ -227,7 +237,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         t[...] = 0.0 if not others else np.broadcast_to(_sum_terms(others, tangents), t.shape)
     else:
         if rule.partials[position] is not ONE:
-            np.multiply(t, rule.partials[position](y, *primals), out=t)
+            np.multiply(t, rule.partials[position](y, *given), out=t)
         for term in others:
             np.add(t, term, out=t)
     if not after:  # the partials above read the primals as they were

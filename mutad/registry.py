@@ -54,11 +54,18 @@ class ElementwiseRule:
     whether the inverse is exact enough for these other operands, and ``growth(t, others)``
     (None: 1) bounds how much it can amplify the relative error already in ``t``, evaluated
     before the write (``Tape.undo_for``).
+
+    ``decide(*xs)`` (None: no decision) computes, when the operation runs and only if a gradient
+    can flow, whatever discrete choice the partials depend on (which operand won, a sign, a
+    quotient), as a small array; the partials then take it as one more argument,
+    ``partial(y, *xs, decision)``. A pullback may read inputs restored by inversion, which are
+    the original values up to rounding, not the same bytes: a tie or a zero would not survive.
     """
 
-    __slots__ = ("partials", "uses", "reads", "inverse", "is_safe", "growth", "plans")
+    __slots__ = ("partials", "uses", "reads", "inverse", "is_safe", "growth", "decide", "plans")
 
-    def __init__(self, partials, uses="x", reads=None, inverse=(), is_safe=always, growth=None):
+    def __init__(self, partials, uses="x", reads=None, inverse=(), is_safe=always, growth=None,
+                 decide=None):
         self.partials = partials
         self.uses = uses
         everything = tuple(range(len(partials))) if "x" in uses else ()
@@ -66,11 +73,13 @@ class ElementwiseRule:
         self.inverse = inverse
         self.is_safe = is_safe
         self.growth = growth
+        self.decide = decide
         self.plans = {}  # which inputs are traced -> (differentiated inputs, values read)
 
 
-def elementwise(ufunc, *partials, uses="x", reads=None, inverse=(), is_safe=always, growth=None):
-    UFUNCS[ufunc] = ElementwiseRule(partials, uses, reads, inverse, is_safe, growth)
+def elementwise(ufunc, *partials, uses="x", reads=None, inverse=(), is_safe=always, growth=None,
+                decide=None):
+    UFUNCS[ufunc] = ElementwiseRule(partials, uses, reads, inverse, is_safe, growth, decide)
 
 
 def defrule(*funcs):

@@ -373,6 +373,8 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
     for i, v in enumerate(read):
         if pattern >> i & 1 == 0:
             freeze(tape, v)
+    if rule.decide is not None:
+        read = [*read, rule.decide(*values)]
     places = [locate(x, tape) for x in inputs]
     buffer = yt.buffer
 
@@ -422,12 +424,15 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     undo = tape.undo_for(inverse, is_safe, lambda: checkpoint(target), out.buffer.key,
                          growth, out.whole)
     tape.before_write(out.buffer.key)
+    # From the inputs as they are before the write (the target may be one of them).
+    decision = rule.decide(*values) if rule.decide is not None and traced else None
     ufunc(*values, out=target, **kwargs)
     recompute_y = "x" in rule.uses and "y" in rule.uses
     read = values if recompute_y else _read_by_partials(values, reads)
     for i, v in enumerate(values):  # freeze the untraced operands the replay will read
         if pattern >> i & 1 == 0 and (read[i] is not None or (undo is inverse and i != position)):
             freeze(tape, v)
+    given = read if rule.decide is None else [*read, decision]
     places = [locate(x, tape) for x in inputs]
     target_place = locate(out, tape)
 
@@ -441,7 +446,7 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
         else:
             undo()
             y = ufunc(*read, **kwargs) if recompute_y else None
-        _elementwise_cotangents(shadows, rule, dy, y, places, read, traced)
+        _elementwise_cotangents(shadows, rule, dy, y, places, given, traced)
         if rule.uses == "y":
             undo()
 

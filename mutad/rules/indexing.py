@@ -271,6 +271,10 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     below = x < xp[0]
     above = x > xp[-1]
     inside = ~below & ~above
+    # The interval of each x is found now: back may see x and xp restored up to rounding.
+    interval = None
+    if xp_shape[0] > 1:
+        interval = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, xp_shape[0] - 2)
 
     def back(dy):
         # Built with calls that dispatch: under nested reverse mode dy, x, xp and fp are arrays
@@ -282,7 +286,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
             # On [xp_i, xp_(i+1)]: y = fp_i + s (x - xp_i), s = (fp_(i+1) - fp_i) / h,
             # t = (x - xp_i) / h. Then ∂y/∂x = s, ∂y/∂fp_i = 1 - t, ∂y/∂fp_(i+1) = t,
             # ∂y/∂xp_i = s (t - 1), ∂y/∂xp_(i+1) = -s t.
-            i = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, xp_shape[0] - 2)
+            i = interval
             start = np.take(xp, i)
             h = np.take(xp, i + 1) - start
             t = (x - start) / h

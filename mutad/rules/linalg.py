@@ -708,11 +708,26 @@ def _norm_derivative(x, y, ord, axes, keepdims, matrix):
 
 
 def _norm_back(x, y, ord, axes, keepdims, matrix):
-    """The pullback of a norm of ``x`` over ``axes`` (a matrix norm when ``matrix``)."""
+    """The pullback of a norm of ``x`` over ``axes`` (a matrix norm when ``matrix``).
+
+    Where the derivative branches on ``x`` (signs, ties, zeros) the branch is taken now: back
+    may see ``x`` restored by inversion, equal up to rounding, where a tie or a zero would not
+    survive. The Euclidean norms keep only where they are 0 and divide by them in back; the
+    others keep their derivative, computed now."""
+    if ord in (None, "fro") or (ord == 2 and not matrix):
+        y_kept = y if keepdims else np.expand_dims(y, axes)
+        zero = y_kept == 0
+
+        def back(dy):
+            dy_kept = dy if keepdims else np.expand_dims(dy, axes)
+            return (dy_kept * np.where(zero, 0.0, x / np.where(zero, 1.0, y_kept)),)
+
+        return back
+    derivative = _norm_derivative(x, y, ord, axes, keepdims, matrix)
 
     def back(dy):
         dy_kept = dy if keepdims else np.expand_dims(dy, axes)
-        return (dy_kept * _norm_derivative(x, y, ord, axes, keepdims, matrix),)
+        return (dy_kept * derivative,)
 
     return back
 
@@ -820,18 +835,25 @@ def cholesky_jvp(tangents, a, upper=False):
     return factor, cholesky_tangent(factor, tangents[0])
 
 
-def _eigh_couplings(w):
+def _eigh_couplings(w, equal=None):
     """F_ij = 1 / (w_j - w_i) off the diagonal. Equal eigenvalues make the eigenvectors'
-    derivative undefined; their pairs get F = 0 (no coupling)."""
+    derivative undefined; their pairs get F = 0 (no coupling). ``equal`` (None: compare now)
+    says which pairs are equal, as ``_equal_pairs`` found them when w was computed."""
     gaps = w[..., None, :] - w[..., :, None]
-    return np.where(gaps == 0, 0.0, 1.0 / np.where(gaps == 0, 1.0, gaps))
+    if equal is None:
+        equal = gaps == 0
+    return np.where(equal, 0.0, 1.0 / np.where(equal, 1.0, gaps))
 
 
-def _eigh_back(w, v, dw, dv):
+def _equal_pairs(w):
+    return w[..., None, :] == w[..., :, None]
+
+
+def _eigh_back(w, v, dw, dv, equal):
     """Ā for A = V diag(w) Vᵀ (Giles 2008, §3.1): V (diag(w̄) + F ∘ Vᵀ V̄) Vᵀ, symmetrised."""
     middle = np.zeros(w.shape + w.shape[-1:], np.result_type(w, dw))
     if dv is not None and np.any(dv):
-        middle = _eigh_couplings(w) * (transpose(v) @ dv)
+        middle = _eigh_couplings(w, equal) * (transpose(v) @ dv)
     middle = middle + dw[..., None, :] * np.eye(w.shape[-1])
     return symmetric_part(v @ middle @ transpose(v))
 
@@ -840,10 +862,11 @@ def _eigh_back(w, v, dw, dv):
 def eigh(a, UPLO="L"):
     result = np.linalg.eigh(a, UPLO)
     w, v = result
+    equal = _equal_pairs(w)  # now: back may see w restored up to rounding
 
     def back(dys):
         dw, dv = dys
-        return (_eigh_back(w, v, dw, dv),)
+        return (_eigh_back(w, v, dw, dv, equal),)
 
     return result, back
 
@@ -853,7 +876,7 @@ def eigvalsh(a, UPLO="L"):
     w, v = np.linalg.eigh(a, UPLO)
 
     def back(dw):
-        return (_eigh_back(w, v, dw, None),)
+        return (_eigh_back(w, v, dw, None, None),)
 
     return w, back
 

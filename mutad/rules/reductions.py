@@ -7,6 +7,10 @@ Ties and zeros follow JAX and HIPS autograd: a maximum shared by several element
 gradient equally among them, and ``prod``/``cumprod`` are exact when elements are zero (the
 product of the other elements, never a division by zero), to second order too.
 
+Which elements tie, are zero or are NaN is decided when the rule runs and kept for ``back``:
+the reverse pass may hand ``back`` inputs restored by inversion, equal to the originals up to
+rounding but not always bit for bit, and a tie or a zero would not survive that.
+
 Nested reverse mode runs the pullbacks on arrays an outer differentiation traces, so they are
 written with NumPy calls that dispatch; branches that only matter for second derivatives (the
 vanishing terms of ``cumprod`` at zeros) run only when the input is traced (``wrapped``).
@@ -157,16 +161,18 @@ def add_reduce(a, axis=0, **kwargs):
 linear_jvp(np.sum, (np.add, "reduce"), np.mean)
 
 
+def present_of(a, where):
+    """The elements a NaN-skipping reduction combines: not NaN, and in ``where``."""
+    present = ~np.isnan(a)
+    return present if where is True else present & where
+
+
 @defunary(np.nansum)
 def nansum(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.nansum(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
-    where = kwargs.get("where", True)
-
-    def back(dy):
-        present = ~np.isnan(a) if where is True else ~np.isnan(a) & where
-        return np.where(present, expand(dy, a.shape, axis, keepdims), 0)
-
-    return y, back
+    present = present_of(a, kwargs.get("where", True))
+    shape = a.shape
+    return y, lambda dy: np.where(present, expand(dy, shape, axis, keepdims), 0)
 
 
 @defunary_jvp(np.nansum)
@@ -195,12 +201,12 @@ def mean(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
 @defunary(np.nanmean)
 def nanmean(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.nanmean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
-    where = kwargs.get("where", True)
+    present = present_of(a, kwargs.get("where", True))
+    combined = count(a, axis, present)
+    shape = a.shape
 
     def back(dy):
-        present = ~np.isnan(a) if where is True else ~np.isnan(a) & where
-        share = expand(dy, a.shape, axis, keepdims) / count(a, axis, present)
-        return np.where(present, share, 0)
+        return np.where(present, expand(dy, shape, axis, keepdims) / combined, 0)
 
     return y, back
 
@@ -219,7 +225,15 @@ def nanmean_jvp(da, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
 # prod
 
 
-def product_of_others(a, axis, factors_kwargs):
+def has_zero(a, factors_kwargs):
+    """Whether a product of ``a`` has a zero factor: which formula ``product_of_others`` takes,
+    decided when the product is computed."""
+    zero = a == 0
+    where = factors_kwargs.get("where", True)
+    return bool(np.any(zero if where is True else zero & where))
+
+
+def product_of_others(a, axis, factors_kwargs, any_zero):
     """For each element, the product of the other elements reduced with it, exact with zeros.
 
     Without zeros that is ``prod / a``. With zeros it is the product of the elements before
@@ -228,12 +242,9 @@ def product_of_others(a, axis, factors_kwargs):
     more 0 everywhere (as HIPS autograd's and JAX's gradients of ``prod``), and its own
     derivatives are exact there too, so second derivatives of ``prod`` are right at zeros.
     """
-    zero = a == 0
     where = factors_kwargs.get("where", True)
-    if where is not True:
-        zero &= where
     factors = a if where is True else np.where(where, a, 1)  # left-out elements count as 1
-    if zero.any():
+    if any_zero:
         others = _exclusive_products(factors, axis)
         initial = factors_kwargs.get("initial", np._NoValue)
         if initial is not np._NoValue:
@@ -261,7 +272,9 @@ def _exclusive_products(a, axis):
 @defunary(np.prod)
 def prod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
-    return y, lambda dy: expand(dy, a.shape, axis, keepdims) * product_of_others(a, axis, kwargs)
+    any_zero = has_zero(a, kwargs)
+    return y, lambda dy: (expand(dy, a.shape, axis, keepdims)
+                          * product_of_others(a, axis, kwargs, any_zero))
 
 
 @defunary((np.multiply, "reduce"))
@@ -272,7 +285,8 @@ def multiply_reduce(a, axis=0, **kwargs):
 @defunary_jvp(np.prod)
 def prod_jvp(da, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
-    return y, np.sum(da * product_of_others(a, axis, kwargs), axis=axis, keepdims=keepdims)
+    others = product_of_others(a, axis, kwargs, has_zero(a, kwargs))
+    return y, np.sum(da * others, axis=axis, keepdims=keepdims)
 
 
 @defunary_jvp((np.multiply, "reduce"))
@@ -283,10 +297,11 @@ def multiply_reduce_jvp(da, a, axis=0, **kwargs):
 @defunary(np.nanprod)
 def nanprod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.nanprod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+    present = ~np.isnan(a)
+    any_zero = has_zero(np.where(present, a, 1), kwargs)
 
     def back(dy):
-        present = ~np.isnan(a)
-        others = product_of_others(np.where(present, a, 1), axis, kwargs)
+        others = product_of_others(np.where(present, a, 1), axis, kwargs, any_zero)
         return np.where(present, expand(dy, a.shape, axis, keepdims) * others, 0)
 
     return y, back
@@ -296,7 +311,8 @@ def nanprod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
 def nanprod_jvp(da, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.nanprod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     present = ~np.isnan(a)
-    others = product_of_others(np.where(present, a, 1), axis, kwargs)
+    factors = np.where(present, a, 1)
+    others = product_of_others(factors, axis, kwargs, has_zero(factors, kwargs))
     return y, np.sum(np.where(present, da * others, 0), axis=axis, keepdims=keepdims)
 
 
@@ -311,12 +327,18 @@ def extremes(a, y, axis, keepdims, where):
     return hit if where is True else hit & where
 
 
-def share_among_extremes(dy, a, y, axis, keepdims, where=True):
-    """The cotangent of an extreme value, split equally among the elements equal to it (JAX's
-    convention for ties)."""
+def ties_of(a, y, axis, keepdims, where=True):
+    """The elements of ``a`` equal to the extreme ``y`` they were reduced to, and how many share
+    each extreme (at least 1): taken when the reduction runs, for ``share_among_extremes``."""
     hit = extremes(a, y, axis, keepdims, where)
-    ties = np.maximum(np.sum(hit, axis=axis, keepdims=True), 1)
-    return np.where(hit, expand(dy, a.shape, axis, keepdims) / ties, 0)
+    return hit, np.maximum(np.sum(hit, axis=axis, keepdims=True), 1)
+
+
+def share_among_extremes(dy, ties, axis, keepdims):
+    """The cotangent of an extreme value, split equally among the elements equal to it (JAX's
+    convention for ties), as ``ties_of`` found them."""
+    hit, count = ties
+    return np.where(hit, expand(dy, hit.shape, axis, keepdims) / count, 0)
 
 
 def mean_over_extremes(da, a, y, axis, keepdims, where=True):
@@ -332,8 +354,8 @@ def extreme_rule(forward):
 
     def rule(a, axis=None, *, keepdims=False, **kwargs):
         y = forward(a, axis=axis, keepdims=keepdims, **kwargs)
-        where = kwargs.get("where", True)
-        return y, lambda dy: share_among_extremes(dy, a, y, axis, keepdims, where)
+        ties = ties_of(a, y, axis, keepdims, kwargs.get("where", True))
+        return y, lambda dy: share_among_extremes(dy, ties, axis, keepdims)
 
     rule.__name__ = rule.__qualname__ = forward.__name__
     return rule
@@ -363,10 +385,11 @@ for _ufunc in (np.maximum, np.minimum):
 def ptp(a, axis=None, *, keepdims=False):
     top = np.max(a, axis=axis, keepdims=keepdims)
     bottom = np.min(a, axis=axis, keepdims=keepdims)
+    top_ties, bottom_ties = ties_of(a, top, axis, keepdims), ties_of(a, bottom, axis, keepdims)
 
     def back(dy):
-        return (share_among_extremes(dy, a, top, axis, keepdims)
-                - share_among_extremes(dy, a, bottom, axis, keepdims))
+        return (share_among_extremes(dy, top_ties, axis, keepdims)
+                - share_among_extremes(dy, bottom_ties, axis, keepdims))
 
     return top - bottom, back
 
@@ -418,10 +441,10 @@ def std(a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
     y = np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
     ddof = kwargs.get("correction", ddof)
     where = kwargs.get("where", True)
+    # d std = d var / (2 std); a constant slice (std 0) gets 0, its one-sided limit.
+    safe = np.where(y == 0, np.inf, 2 * y)
 
     def back(dy):
-        # d std = d var / (2 std); a constant slice (std 0) gets 0, its one-sided limit.
-        safe = np.where(y == 0, np.inf, 2 * y)
         return variance_cotangent(dy / safe, a, axis, keepdims, ddof, where)
 
     return y, back
@@ -456,7 +479,7 @@ def add_accumulate(a, axis=0, dtype=None):
 linear_jvp(np.cumsum, (np.add, "accumulate"))
 
 
-def cumprod_cotangent(dy, x, y, axis):
+def cumprod_cotangent(dy, x, y, axis, zero):
     """The cotangent of ``x`` for ``y = cumprod(x, axis)``, without dividing by zero.
 
     ``dx[k] = sum_{i >= k} dy[i] prod_{j <= i, j != k} x[j]``. Before the first zero ``z``
@@ -469,8 +492,8 @@ def cumprod_cotangent(dy, x, y, axis):
     derivative, so second derivatives are exact at zeros too: between ``z`` and the second
     zero ``z2`` the cofactor is the sum above with ``x[z]`` replaced by 1, at ``z2`` the sum with
     both replaced by 1; past ``z2`` every term holds ``x[z] x[z2]``, whose derivatives vanish.
+    ``zero`` is where ``x`` was 0 when the product was computed.
     """
-    zero = x == 0
     zeros_so_far = np.cumsum(zero, axis=axis)
     before_first_zero = zeros_so_far == 0
     g = np.where(before_first_zero,
@@ -496,8 +519,10 @@ def cumprod_cotangent(dy, x, y, axis):
 def cumprod(a, axis=None, dtype=None):
     y = np.cumprod(a, axis=axis, dtype=dtype)
     if axis is None:
-        return y, lambda dy: cumprod_cotangent(dy, a.reshape(-1), y, 0).reshape(a.shape)
-    return y, lambda dy: cumprod_cotangent(dy, a, y, axis)
+        zero = np.ravel(a) == 0
+        return y, lambda dy: cumprod_cotangent(dy, a.reshape(-1), y, 0, zero).reshape(a.shape)
+    zero = a == 0
+    return y, lambda dy: cumprod_cotangent(dy, a, y, axis, zero)
 
 
 @defunary((np.multiply, "accumulate"))

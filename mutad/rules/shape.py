@@ -421,9 +421,9 @@ def clip(a, *bounds, **kwargs):
     goes to the operand it came from; where ``a`` equals a bound, to ``a``."""
     y = np.clip(a, *bounds, **kwargs)
     lower, upper = clip_bounds(bounds, kwargs)
+    below, above = clipped(a, y, lower, upper)  # now: back may see a restored up to rounding
 
     def back(dy):
-        below, above = clipped(a, y, lower, upper)
         da = unbroadcast(np.where(below | above, 0, dy), np.shape(a))
         dlower = None if lower is None else unbroadcast(np.where(below, dy, 0), np.shape(lower))
         dupper = None if upper is None else unbroadcast(np.where(above, dy, 0), np.shape(upper))

@@ -48,9 +48,66 @@ def one_minus_square(y):
     return np.subtract(1.0, d, out=d) if type(d) is np.ndarray else 1.0 - d
 
 
-def tie_half(a, b, win):
-    """1 where ``win``, 0 where lost, 1/2 on ties: the average of the one-sided derivatives."""
-    return np.where(a == b, 0.5, win.astype(float))
+# Decisions (``ElementwiseRule.decide``): what a partial branches on is decided from the inputs
+# when the operation runs and kept, small, for the pullback, which may see the inputs restored
+# by inversion: equal up to rounding, so a tie or a zero would not survive.
+
+FIRST_SHARE = np.array([0.0, 1.0, 0.0, 0.5])
+SECOND_SHARE = np.array([0.0, 0.0, 1.0, 0.5])
+"""By ``winner`` code: the share of the cotangent each operand of a maximum or minimum takes.
+A tie splits it in halves (the average of the one-sided derivatives); where a NaN made the
+result, neither takes any (fmax and fmin pass over a NaN to the other operand)."""
+
+
+def winner(first, second):
+    """One byte per element: 1 where the first operand was taken, 2 the second, 3 both (a
+    tie), 0 neither (a NaN)."""
+    return np.add(first, np.multiply(second, 2, dtype=np.uint8), dtype=np.uint8)
+
+
+def first_share(y, a, b, won):
+    return FIRST_SHARE[won]
+
+
+def second_share(y, a, b, won):
+    return SECOND_SHARE[won]
+
+
+def sign_of(x):
+    """The sign of each element, NaN for NaN; two bytes (float16 holds -1, 0, 1 and NaN)."""
+    return np.sign(x).astype(np.float16)
+
+
+def as_float(sign):
+    return np.multiply(sign, 1.0, dtype=np.float64)
+
+
+def origin(a, b):
+    """Where hypot's arguments are both 0 (None if nowhere): its partials take 0 there, the
+    subgradient np.linalg.norm takes at 0."""
+    at_origin = np.logical_and(np.equal(a, 0), np.equal(b, 0))
+    return at_origin if np.any(at_origin) else None
+
+
+def over_hypot(x, y, at_origin):
+    if at_origin is None:
+        return x / y
+    return np.where(at_origin, 0.0, x / np.where(at_origin, 1.0, y))
+
+
+def zero_base(a, b):
+    """Where a power's base is 0 (None if nowhere): d(a**b)/db is taken as 0 there."""
+    zero = np.equal(a, 0)
+    return zero if np.any(zero) else None
+
+
+def power_by_exponent(y, a, b, zero):
+    return np.log(a if zero is None else np.where(zero, 1.0, a)) * a ** b
+
+
+def minus(quotient):
+    """The partial ``-quotient``, new memory: the record keeps ``quotient``."""
+    return np.negative(quotient)
 
 
 # fmt: off
@@ -70,8 +127,8 @@ elementwise(np.sqrt,       lambda y, x: 0.5 / y,                          uses="
 elementwise(np.cbrt,       lambda y, x: 1.0 / (3.0 * y * y),              uses="y")
 elementwise(np.square,     lambda y, x: 2.0 * x)
 elementwise(np.reciprocal, lambda y, x: -(y * y),                         uses="y")
-elementwise(np.absolute,   lambda y, x: np.sign(x))
-elementwise(np.fabs,       lambda y, x: np.sign(x))
+elementwise(np.absolute,   lambda y, x, sign: as_float(sign),             reads=((),), decide=sign_of)
+elementwise(np.fabs,       lambda y, x, sign: as_float(sign),             reads=((),), decide=sign_of)
 elementwise(np.sin,        lambda y, x: np.cos(x))
 elementwise(np.cos,        lambda y, x: negated(np.sin(x)))
 elementwise(np.tan,        lambda y, x: 1.0 + y * y,                      uses="y")
@@ -98,17 +155,24 @@ elementwise(np.multiply,   lambda y, a, b: b, lambda y, a, b: a,         reads=(
                      lambda t, o: np.divide(t, o[0], out=t)), is_safe=nonzero)
 elementwise(np.divide,     lambda y, a, b: 1.0 / b, lambda y, a, b: -a / (b * b), reads=((1,), (0, 1)),
             inverse=(lambda t, o: np.multiply(t, o[0], out=t),), is_safe=nonzero)
-elementwise(np.power,      lambda y, a, b: b * a ** (b - 1.0),
-                           lambda y, a, b: np.log(np.where(a == 0, 1.0, a)) * a ** b)
-elementwise(np.remainder,  ONE, lambda y, a, b: -np.floor_divide(a, b),   reads=((), (0, 1)))
-elementwise(np.fmod,       ONE, lambda y, a, b: -np.trunc(a / b))
-elementwise(np.maximum,    lambda y, a, b: tie_half(a, b, a > b), lambda y, a, b: tie_half(a, b, b > a))
-elementwise(np.minimum,    lambda y, a, b: tie_half(a, b, a < b), lambda y, a, b: tie_half(a, b, b < a))
-elementwise(np.fmax,       lambda y, a, b: tie_half(a, b, (a > b) | np.isnan(b)),
-                           lambda y, a, b: tie_half(a, b, (b > a) | np.isnan(a)))
-elementwise(np.fmin,       lambda y, a, b: tie_half(a, b, (a < b) | np.isnan(b)),
-                           lambda y, a, b: tie_half(a, b, (b < a) | np.isnan(a)))
-elementwise(np.hypot,      lambda y, a, b: a / y, lambda y, a, b: b / y,                uses="xy")
+elementwise(np.power,      lambda y, a, b, zero: b * a ** (b - 1.0), power_by_exponent, decide=zero_base)
+elementwise(np.remainder,  ONE, lambda y, a, b, q: minus(q),             reads=((), ()),
+            decide=np.floor_divide)
+elementwise(np.fmod,       ONE, lambda y, a, b, q: minus(q),             reads=((), ()),
+            decide=lambda a, b: np.trunc(a / b))
+elementwise(np.maximum,    first_share, second_share,                     reads=((), ()),
+            decide=lambda a, b: winner(np.greater_equal(a, b), np.greater_equal(b, a)))
+elementwise(np.minimum,    first_share, second_share,                     reads=((), ()),
+            decide=lambda a, b: winner(np.less_equal(a, b), np.less_equal(b, a)))
+elementwise(np.fmax,       first_share, second_share,                     reads=((), ()),
+            decide=lambda a, b: winner(np.greater_equal(a, b) | np.isnan(b),
+                                       np.greater_equal(b, a) | np.isnan(a)))
+elementwise(np.fmin,       first_share, second_share,                     reads=((), ()),
+            decide=lambda a, b: winner(np.less_equal(a, b) | np.isnan(b),
+                                       np.less_equal(b, a) | np.isnan(a)))
+elementwise(np.hypot,      lambda y, a, b, at_origin: over_hypot(a, y, at_origin),
+                           lambda y, a, b, at_origin: over_hypot(b, y, at_origin), uses="xy",
+            decide=origin)
 elementwise(np.arctan2,    lambda y, a, b: b / (a * a + b * b), lambda y, a, b: -a / (a * a + b * b))
 elementwise(np.logaddexp,  lambda y, a, b: np.exp(a - y), lambda y, a, b: np.exp(b - y), uses="xy")
 elementwise(np.logaddexp2, lambda y, a, b: np.exp2(a - y), lambda y, a, b: np.exp2(b - y), uses="xy")

@@ -83,16 +83,23 @@ def _polygamma_jvp(tangents, n, x):
     return polygamma(n, x), tangents[1] * polygamma(n + 1, x)
 
 
-def _xlogy_partials(x, y):
+def _xlogy_zeros(x, y):
+    """Where x is 0, and where both are: the branches of ``_xlogy_partials``, taken when z is
+    computed (a pullback may see x and y restored up to rounding, where a 0 may not survive)."""
+    x_zero = x == 0
+    return x_zero, x_zero & (y == 0)
+
+
+def _xlogy_partials(x, y, zeros):
     """The partial derivatives of z = x log y. z = 0 wherever x = 0 (SciPy's convention, even
     at y = 0). There the y-derivative x / y is taken as its limit 0, and at x = y = 0, where
     x log y is -inf for every x != 0, the x-derivative as 0 too, so a zero entry does not turn
     the gradient into nan. The masked entries are computed from safe values (1 for y), so that
     differentiating these partials again (hvp) gives no nan either."""
-    both_zero = (x == 0) & (y == 0)
+    x_zero, both_zero = zeros
     with np.errstate(divide="ignore"):
         dz_dx = np.where(both_zero, 0.0, np.log(np.where(both_zero, 1.0, y)))
-        dz_dy = np.where(x == 0, 0.0, x / np.where(x == 0, 1.0, y))
+        dz_dy = np.where(x_zero, 0.0, x / np.where(x_zero, 1.0, y))
     return dz_dx, dz_dy
 
 
@@ -100,9 +107,10 @@ def _xlogy_partials(x, y):
 def _xlogy_rule(x, y):
     # SciPy names the arguments x and y, so the output is z here.
     z = xlogy(x, y)
+    zeros = _xlogy_zeros(x, y)
 
     def back(dz):
-        dz_dx, dz_dy = _xlogy_partials(x, y)
+        dz_dx, dz_dy = _xlogy_partials(x, y, zeros)
         return unbroadcast(dz * dz_dx, np.shape(x)), unbroadcast(dz * dz_dy, np.shape(y))
 
     return z, back
@@ -111,7 +119,7 @@ def _xlogy_rule(x, y):
 @xlogy.jvp_rule
 def _xlogy_jvp(tangents, x, y):
     z = xlogy(x, y)
-    partials = _xlogy_partials(x, y)
+    partials = _xlogy_partials(x, y, _xlogy_zeros(x, y))
     terms = [t * partial for t, partial in zip(tangents, partials, strict=True) if t is not None]
     return z, np.broadcast_to(sum(terms), np.shape(z))
 
@@ -121,7 +129,13 @@ def _reduced_axes(a, axis, b):
     return tuple(range(ndim)) if axis is None else tuple(int(i) % ndim for i in np.atleast_1d(axis))
 
 
-def _logsumexp_partials(a, b, y_kept, sign_kept):
+def _logsumexp_limits(y_kept):
+    """Where y is finite and where it is -inf: the branches of ``_logsumexp_partials``, taken
+    when y is computed (a pullback may see y restored up to rounding)."""
+    return np.isfinite(y_kept), np.isneginf(y_kept)
+
+
+def _logsumexp_partials(a, b, y_kept, sign_kept, limits):
     """``dy/da`` and ``dy/db`` (None without ``b``) of ``y = logsumexp(a, b=b)``, with ``y``
     and its sign (None: 1) kept as reduced axes of length 1.
 
@@ -130,15 +144,16 @@ def _logsumexp_partials(a, b, y_kept, sign_kept):
     weights never overflow (the softmax trick). Where every term vanished (y = -inf) no entry
     has any weight.
     """
-    finite_y = np.where(np.isfinite(y_kept), y_kept, 0.0)
+    finite, vanished = limits
+    finite_y = np.where(finite, y_kept, 0.0)
     sign = 1.0 if sign_kept is None else sign_kept
     with np.errstate(divide="ignore"):
         magnitude = 0.0 if b is None else np.log(np.abs(b))
     da = sign * np.exp(a + magnitude - finite_y)
     if b is not None:
         da = da * np.sign(b)
-    da = np.where(np.isneginf(y_kept), 0.0, da)
-    db = None if b is None else np.where(np.isneginf(y_kept), 0.0, sign * np.exp(a - finite_y))
+    da = np.where(vanished, 0.0, da)
+    db = None if b is None else np.where(vanished, 0.0, sign * np.exp(a - finite_y))
     return da, db
 
 
@@ -151,9 +166,11 @@ def _logsumexp_rule(a, axis=None, b=None, keepdims=False, return_sign=False):
     def kept(value):
         return value if keepdims or value is None else np.expand_dims(value, axes)
 
+    limits = _logsumexp_limits(kept(y))
+
     def back(dresult):
         dy = dresult[0] if return_sign else dresult  # the sign is piecewise constant
-        partial_a, partial_b = _logsumexp_partials(a, b, kept(y), kept(sign))
+        partial_a, partial_b = _logsumexp_partials(a, b, kept(y), kept(sign), limits)
         da = kept(dy) * partial_a
         db = None
         if b is not None:
@@ -176,7 +193,7 @@ def _logsumexp_jvp(tangents, a, axis=None, b=None, keepdims=False, return_sign=F
     def kept(value):
         return value if keepdims or value is None else np.expand_dims(value, axes)
 
-    partials = _logsumexp_partials(a, b, kept(y), kept(sign))
+    partials = _logsumexp_partials(a, b, kept(y), kept(sign), _logsumexp_limits(kept(y)))
     da, db = tangents[0], tangents[2]
     terms = [t * partial for t, partial in zip((da, db), partials) if t is not None]
     dy = np.sum(sum(terms), axis=axes, keepdims=keepdims)
