@@ -295,3 +295,80 @@ def test_second_derivatives_of_prod_and_cumprod_at_zeros_are_exact():
                                           cumprod)
             np.testing.assert_array_equal(mutad.hessian(lambda x: np.cumprod(x).sum(), x),
                                           cumprod)
+
+
+# Decisions: ties, zeros and NaNs are decided when the reduction runs --------------------------
+
+from decisions import check_decision_kept, then_disturbed  # noqa: E402
+
+RESTORED_TIED = np.array([0.3, 0.7, 0.7, -0.3, -0.3, 0.2])
+"""Ties at the maximum and at the minimum, of values inversion does not restore bit for bit."""
+RESTORED_DISTINCT = np.array([0.3, 0.7, 0.2, -0.3, 0.4, -0.7])
+RESTORED_TIED_ROWS = np.array([[0.7, 0.7, 0.2], [0.4, -0.3, 0.8], [-0.3, 0.2, -0.3]])
+RESTORED_WITH_ZEROS = np.array([[0.7, 0.0, 0.2], [0.4, -0.3, 0.8], [0.0, 0.2, 0.0]])
+HOLES = np.array([[False, True, False], [False, False, True], [True, False, False]])
+
+DECISIONS = [
+    # (operation, argument, differentiable there)
+    (np.max, RESTORED_TIED, False),
+    (np.max, RESTORED_DISTINCT, True),
+    (np.min, RESTORED_TIED, False),
+    (np.amax, RESTORED_TIED, False),
+    (np.amin, RESTORED_DISTINCT, True),
+    (np.nanmax, RESTORED_TIED, False),
+    (np.nanmin, RESTORED_TIED, False),
+    (np.ptp, RESTORED_TIED, False),
+    (np.ptp, RESTORED_DISTINCT, True),
+    (lambda x: np.max(x, axis=1), RESTORED_TIED_ROWS, False),
+    (lambda x: np.min(x, axis=0, keepdims=True), RESTORED_TIED_ROWS, False),
+    (lambda x: np.ptp(x, axis=1), RESTORED_TIED_ROWS, False),
+    (lambda x: np.maximum.reduce(x, axis=1), RESTORED_TIED_ROWS, False),
+    (lambda x: np.minimum.reduce(x), RESTORED_TIED_ROWS, False),
+    (lambda x: x.max(axis=1), RESTORED_TIED_ROWS, False),
+    (lambda x: np.max(x, axis=1, where=x < 0.75, initial=-1.0), RESTORED_TIED_ROWS, False),
+    (np.prod, RESTORED_WITH_ZEROS, True),
+    (lambda x: np.prod(x, axis=1), RESTORED_WITH_ZEROS, True),
+    (lambda x: np.cumprod(x, axis=1), RESTORED_WITH_ZEROS, True),
+    (np.cumprod, RESTORED_WITH_ZEROS, True),
+    (lambda x: np.nanprod(x, axis=0), RESTORED_WITH_ZEROS, True),
+    (lambda x: np.nansum(np.where(HOLES, np.nan, x), axis=1), RESTORED_WITH_ZEROS, True),
+    (lambda x: np.nanmean(np.where(HOLES, np.nan, x), axis=0), RESTORED_WITH_ZEROS, True),
+    (lambda x: np.nanmax(np.where(HOLES, np.nan, x), axis=0), RESTORED_TIED_ROWS, False),
+    (lambda x: np.std(x[:, :1] * np.ones(3), axis=1), RESTORED_WITH_ZEROS, False),
+]
+
+
+@pytest.mark.parametrize(("operation", "x", "differentiable"), DECISIONS,
+                         ids=[f"{i}" for i in range(len(DECISIONS))])
+def test_reduction_decisions_survive_restoration_by_inversion(operation, x, differentiable):
+    check_decision_kept(then_disturbed(operation), x, differentiable=differentiable)
+
+
+def test_max_then_scaling_its_input_in_place():
+    """The reproducer: ``x /= 3`` restores x within an ulp, and the maximum's gradient must
+    still reach the element that was the maximum."""
+    def f(x):
+        m = x.max()
+        x *= 3.0
+        return m + x.sum()
+
+    x = np.array([0.3, 0.7, 0.5])
+    before = x.tobytes()
+    (restored,) = mutad.gradient(f, x)
+    (checkpointed,) = mutad.gradient(f, x, policy="checkpoint")
+    assert x.tobytes() == before
+    np.testing.assert_array_equal(restored, [3.0, 4.0, 3.0])
+    np.testing.assert_array_equal(checkpointed, [3.0, 4.0, 3.0])
+
+
+def test_tied_maxima_share_the_gradient_after_restoration():
+    # The convention (equal shares among tied maxima) holds under both policies.
+    def f(x):
+        m = np.max(x)
+        x *= 3.0
+        x += 0.1
+        return m
+
+    for policy in POLICIES:
+        (g,) = mutad.gradient(f, np.array([0.7, 0.2, 0.7]), policy=policy)
+        np.testing.assert_array_equal(g, [0.5, 0.0, 0.5])

@@ -133,3 +133,107 @@ def test_python_float_arguments_give_float_gradients(case, rng):
     arguments = [float(domain.sample(rng, ())) for domain in case.domains]
     gradients = mutad.gradient(lambda *xs: case.ufunc(*xs), *arguments)
     assert [type(grad) for grad in gradients] == [float] * case.arity
+
+
+# Decisions: which operand won, a sign at 0, a quotient, are decided when the ufunc runs ------
+
+from decisions import check_decision_kept, then_disturbed  # noqa: E402
+from mutad.registry import ONE  # noqa: E402
+
+VALUES = np.array([0.7, 0.2, 0.4, -0.7, -0.3, 0.8])
+"""None of these is restored bit for bit by inverting ``decisions.disturb``."""
+AT_ZERO = np.array([0.0, 0.7, -0.3, 0.0, 0.2])
+SAME = VALUES.copy()  # a constant equal to VALUES: ties between operands
+SHIFTED = np.array([0.2, 0.7, -0.3, -0.7, 0.4, 0.2])
+
+
+def _in_place(ufunc, other):
+    """``z = ufunc(z, other, out=z)`` on a copy of x: the decision is taken from the inputs as
+    they were before the write."""
+    def operation(x):
+        z = x * 1.0
+        z = ufunc(z, other(x), out=z)
+        return z
+    operation.__name__ = f"{ufunc.__name__}_in_place"
+    return operation
+
+
+def _augmented(ufunc, other):
+    """``z[...] = ufunc(z, other)`` and an out= view: the slice and assignment forms."""
+    def operation(x):
+        z = x * 1.0
+        z[1:] = ufunc(z[1:], other(x)[1:])
+        ufunc(z[:2], other(x)[:2], out=z[:2])
+        return z
+    operation.__name__ = f"{ufunc.__name__}_into_slices"
+    return operation
+
+
+UFUNC_DECISIONS = [
+    # (name, operation of x, x, differentiable at x)
+    ("absolute-at-0", np.absolute, AT_ZERO, False),
+    ("absolute", np.absolute, VALUES, True),
+    ("fabs-at-0", np.fabs, AT_ZERO, False),
+    ("abs-operator-at-0", abs, AT_ZERO, False),
+    ("absolute-out", lambda x: np.absolute(x, out=np.zeros_like(x)), AT_ZERO, False),
+    ("absolute-in-place", lambda x: np.absolute(x * 1.0, out=x), AT_ZERO, False),
+    ("sign-times-x-at-0", lambda x: np.sign(x) * x, AT_ZERO, False),
+    ("hypot-at-origin", lambda x: np.hypot(x, np.where(AT_ZERO == 0, 0.0, 0.3)), AT_ZERO, False),
+    ("hypot", lambda x: np.hypot(x, SHIFTED[:5]), AT_ZERO + 0.1, True),
+    ("power-zero-base", lambda x: np.power(x[:2], x[2:]), np.array([0.0, 0.7, 2.0, 1.3]), False),
+    ("remainder-whole", lambda x: np.remainder(np.array([0.2, 0.4, 0.8]), x[:3]), VALUES, False),
+    ("remainder", lambda x: np.remainder(x, 0.25), VALUES, True),
+    ("fmod-whole", lambda x: np.fmod(np.array([0.2, 0.4, 0.8]), x[:3]), VALUES, False),
+    ("remainder-operator", lambda x: np.array([0.2, 0.4, 0.8]) % x[:3], VALUES, False),
+]
+for _ufunc in (np.maximum, np.minimum, np.fmax, np.fmin):
+    _name = _ufunc.__name__
+    UFUNC_DECISIONS += [
+        (f"{_name}-ties-with-a-constant", lambda x, u=_ufunc: u(x, SAME), VALUES, False),
+        (f"{_name}-ties-reversed", lambda x, u=_ufunc: u(SAME, x), VALUES, False),
+        (f"{_name}-of-itself", lambda x, u=_ufunc: u(x, x), VALUES, False),
+        (f"{_name}-ties-across-elements", lambda x, u=_ufunc: u(x[:-1], x[1:]),
+         np.array([0.7, 0.7, 0.2, 0.2, -0.3]), False),
+        (f"{_name}", lambda x, u=_ufunc: u(x, SHIFTED), VALUES, False),
+        (f"{_name}-distinct", lambda x, u=_ufunc: u(x, VALUES[::-1] + 0.05), VALUES, True),
+        (f"{_name}-in-place", _in_place(_ufunc, lambda x: SAME), VALUES, False),
+        (f"{_name}-in-place-distinct", _in_place(_ufunc, lambda x: SHIFTED + 0.05), VALUES, True),
+        (f"{_name}-in-place-traced", _in_place(_ufunc, lambda x: x[::-1]),
+         np.array([0.7, 0.2, -0.3, 0.2, 0.7]), False),
+        (f"{_name}-into-slices", _augmented(_ufunc, lambda x: SAME), VALUES, False),
+        (f"{_name}-with-nan", lambda x, u=_ufunc: u(x, np.where(VALUES > 0.5, np.nan, SAME)),
+         VALUES, False),
+    ]
+
+
+@pytest.mark.parametrize(("operation", "x", "differentiable"),
+                         [pytest.param(*row[1:], id=row[0]) for row in UFUNC_DECISIONS])
+def test_ufunc_decisions_survive_restoration_by_inversion(operation, x, differentiable):
+    check_decision_kept(then_disturbed(operation), x, differentiable=differentiable)
+
+
+def test_every_decision_row_is_in_the_table():
+    # A row whose partials read a decision has a test above.
+    deciding = {u.__name__ for u, rule in UFUNCS.items() if rule.decide is not None}
+    tested = {row[0].split("-")[0] for row in UFUNC_DECISIONS}
+    assert deciding <= tested
+
+
+def test_maximum_convention_kept():
+    # Ties split the cotangent in halves; NaN passes none (maximum), or passes over to the
+    # other operand (fmax).
+    a = np.array([1.0, 2.0, 3.0, np.nan])
+    b = np.array([1.0, 3.0, 2.0, 1.0])
+    for policy in POLICIES:
+        ga, gb = mutad.gradient(lambda a, b: np.nansum(np.maximum(a, b)), a, b, policy=policy)
+        np.testing.assert_array_equal(ga, [0.5, 0.0, 1.0, 0.0])
+        np.testing.assert_array_equal(gb, [0.5, 1.0, 0.0, 0.0])
+        ga, gb = mutad.gradient(lambda a, b: np.sum(np.fmax(a, b)), a, b, policy=policy)
+        np.testing.assert_array_equal(ga, [0.5, 0.0, 1.0, 0.0])
+        np.testing.assert_array_equal(gb, [0.5, 1.0, 0.0, 1.0])
+
+
+def test_a_row_without_a_decision_reads_no_decision():
+    # The fast path: rows without decide pass the partials their inputs only.
+    assert UFUNCS[np.add].decide is None and UFUNCS[np.add].partials == (ONE, ONE)
+    assert UFUNCS[np.sin].decide is None
