@@ -300,3 +300,28 @@ def test_put_with_repeated_indices_is_refused():
 def test_interp_with_period_is_refused_with_the_fix():
     with pytest.raises(mutad.MutadError, match="modulo the period"):
         mutad.gradient(lambda fp: np.interp(0.5, [0.0, 1.0], fp, period=2.0), np.ones(2))
+
+
+# Decisions: permutations and intervals are decided when the rule runs -----------------------
+
+from decisions import check_decision_kept, then_disturbed  # noqa: E402
+
+ON_KNOTS = np.array([0.7, 0.2, 0.4, -0.3, 0.8])
+KNOTS = np.array([-0.5, 0.2, 0.4, 0.7, 1.0])
+HEIGHTS = np.array([1.0, -2.0, 0.5, 3.0, 0.0])
+
+
+@pytest.mark.parametrize(("operation", "x", "differentiable"), [
+    (lambda x: np.interp(x, KNOTS, HEIGHTS), ON_KNOTS, False),
+    (lambda x: np.interp(x, KNOTS, HEIGHTS), ON_KNOTS + 0.05, True),
+    (lambda x: np.interp(np.array([0.3, 0.5, 0.9]), np.sort(x), HEIGHTS), ON_KNOTS, True),
+    (lambda x: np.sort(x), np.array([0.7, 0.7, 0.2, -0.3, 0.2]), False),
+    (lambda x: np.sort(x), ON_KNOTS, True),
+    (lambda x: np.partition(x, 2), np.array([0.7, 0.2, 0.2, -0.3, 0.8]), False),
+    (lambda x: x[np.argsort(x)], np.array([0.7, 0.7, 0.2, -0.3, 0.2]), False),
+    (lambda x: np.take_along_axis(x, np.argmax(x, keepdims=True), 0),
+     np.array([0.7, 0.7, 0.2, -0.3, 0.2]), False),
+], ids=["interp-on-knots", "interp", "interp-knots", "sort-ties", "sort", "partition",
+        "argsort-gather", "argmax-gather"])
+def test_gather_decisions_survive_restoration_by_inversion(operation, x, differentiable):
+    check_decision_kept(then_disturbed(operation), x, differentiable=differentiable)

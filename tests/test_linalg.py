@@ -345,3 +345,29 @@ def test_svd_of_repeated_singular_values_when_only_the_values_are_used():
 def test_svd_full_matrices_of_a_non_square_matrix_is_refused():
     with pytest.raises(mutad.MutadError, match="full_matrices=False"):
         mutad.gradient(lambda a: np.linalg.svd(a)[0].sum(), np.ones((3, 2)))
+
+
+# Decisions: a norm's signs, ties and zeros are decided when it is computed -------------------
+
+from decisions import check_decision_kept, then_disturbed  # noqa: E402
+
+TIED_MAGNITUDES = np.array([0.7, -0.7, 0.2, 0.0, -0.3, 0.4])
+
+
+@pytest.mark.parametrize(("operation", "x", "differentiable"), [
+    (lambda x: np.linalg.norm(x, np.inf), TIED_MAGNITUDES, False),
+    (lambda x: np.linalg.norm(x, -np.inf), TIED_MAGNITUDES[[0, 1, 2, 4, 5]], False),
+    (lambda x: np.linalg.norm(x, 1), TIED_MAGNITUDES, False),
+    (lambda x: np.linalg.norm(x, 3), TIED_MAGNITUDES, False),
+    (lambda x: np.linalg.norm(x), TIED_MAGNITUDES, True),
+    (lambda x: np.linalg.norm(x * 0.0 + np.where(x == 0, x, 0.0)), TIED_MAGNITUDES, False),
+    (lambda x: np.linalg.vector_norm(x, ord=np.inf), TIED_MAGNITUDES, False),
+    (lambda x: np.linalg.norm(np.reshape(x, (2, 3)), 1), TIED_MAGNITUDES, False),
+    (lambda x: np.linalg.norm(np.reshape(x, (2, 3)), np.inf), TIED_MAGNITUDES, False),
+    (lambda x: np.linalg.norm(np.reshape(x, (2, 3)), axis=1, ord=np.inf), TIED_MAGNITUDES,
+     False),
+], ids=["inf", "-inf", "1", "3", "2", "2-at-0", "vector_norm-inf", "matrix-1", "matrix-inf",
+        "rows-inf"])
+def test_norm_decisions_survive_restoration_by_inversion(operation, x, differentiable):
+    check_decision_kept(then_disturbed(operation), x, differentiable=differentiable)
+

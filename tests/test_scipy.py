@@ -418,3 +418,18 @@ def test_overwrite_flags_never_overwrite_a_traced_input(name, call, sample, rng)
         expected = mutad.gradient(lambda x: reads_its_argument_after(x, False).sum(), argument,
                                   policy=policy)
         assert np.array_equal(gradient[0], expected[0])
+
+
+# Decisions: xlogy's zeros are decided when it is computed ------------------------------------
+
+from decisions import check_decision_kept, then_disturbed  # noqa: E402
+
+
+@pytest.mark.parametrize(("operation", "differentiable"), [
+    (lambda x: special.xlogy(x, np.where(x == 0, 0.0, 0.5)), False),
+    (lambda x: special.xlogy(np.where(x == 0, 0.0, 0.5), x), False),
+    (lambda x: special.logsumexp(x), True),
+], ids=["xlogy-x-at-0", "xlogy-y-at-0", "logsumexp"])
+def test_special_decisions_survive_restoration_by_inversion(operation, differentiable):
+    x = np.array([0.0, 0.7, 0.2, 0.0, 0.4])
+    check_decision_kept(then_disturbed(operation), x, differentiable=differentiable)

@@ -416,3 +416,24 @@ def test_pad_modes_that_compute_values_are_refused(kwargs):
 
     with pytest.raises(mutad.MutadError, match="np.pad"):
         mutad.pullback(f, np.ones(3))  # refused when called, not later in the reverse pass
+
+
+# Decisions: where clip took a bound is decided when it runs ----------------------------------
+
+from decisions import check_decision_kept, then_disturbed  # noqa: E402
+
+AT_BOUNDS = np.array([0.7, 0.2, 0.4, -0.3, 0.8])
+"""0.7 comes back from inverting ``decisions.disturb`` a little below, 0.2 a little above."""
+
+
+@pytest.mark.parametrize(("operation", "differentiable"), [
+    (lambda x: np.clip(x, 0.7, 1.0), False),           # at the lower bound
+    (lambda x: np.clip(x, -1.0, 0.2), False),          # at the upper bound
+    (lambda x: np.clip(x, 0.2, 0.7), False),           # at both
+    (lambda x: x.clip(0.25, 0.75), True),
+    (lambda x: np.clip(x[:4], x[1], x[0]), False),     # traced bounds equal to elements
+    (lambda x: np.clip(x, 0.7, None), False),
+    (lambda x: np.clip(x, None, 0.2), False),
+], ids=["lower", "upper", "both", "inside", "traced-bounds", "lower-only", "upper-only"])
+def test_clip_decisions_survive_restoration_by_inversion(operation, differentiable):
+    check_decision_kept(then_disturbed(operation), AT_BOUNDS, differentiable=differentiable)
