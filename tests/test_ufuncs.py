@@ -138,7 +138,6 @@ def test_python_float_arguments_give_float_gradients(case, rng):
 # Decisions: which operand won, a sign at 0, a quotient, are decided when the ufunc runs ------
 
 from decisions import check_decision_kept, then_disturbed  # noqa: E402
-from mutad.registry import ONE  # noqa: E402
 
 VALUES = np.array([0.7, 0.2, 0.4, -0.7, -0.3, 0.8])
 """None of these is restored bit for bit by inverting ``decisions.disturb``."""
@@ -232,8 +231,3 @@ def test_maximum_convention_kept():
         np.testing.assert_array_equal(ga, [0.5, 0.0, 1.0, 0.0])
         np.testing.assert_array_equal(gb, [0.5, 1.0, 0.0, 1.0])
 
-
-def test_a_row_without_a_decision_reads_no_decision():
-    # The fast path: rows without decide pass the partials their inputs only.
-    assert UFUNCS[np.add].decide is None and UFUNCS[np.add].partials == (ONE, ONE)
-    assert UFUNCS[np.sin].decide is None
