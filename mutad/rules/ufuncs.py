@@ -5,6 +5,8 @@ the core multiplies it by the cotangent and sums over broadcast axes. The same r
 ``np.f(x)``, ``np.f(x, out=z)``, ``x += ...`` and slice targets through the core's one in-place
 path. An inverse puts the overwritten target back in place of a checkpoint; it is listed only
 where it is exact up to rounding, and guarded where an operand could make it lose the value.
+Because of that rounding, a partial that branches (which operand a maximum took, a sign at 0)
+reads a decision taken when the ufunc ran, never its inputs as the reverse pass restored them.
 """
 
 import numpy as np
@@ -111,7 +113,8 @@ def minus(quotient):
 
 
 # fmt: off
-# One line per ufunc: d y / d x from (y, x), what that reads, and the exact inverse if any.
+# One line per ufunc: d y / d x from (y, x), what that reads, the exact inverse if any, and
+# the decision the partials branch on (decide=), taken when the ufunc runs.
 # ufunc           partial derivative                                     uses
 elementwise(np.negative,   lambda y, x: -1.0, reads=((),), inverse=(lambda t, o: np.negative(t, out=t),))
 elementwise(np.positive,   ONE, reads=((),),                                           inverse=(lambda t, o: None,))
@@ -182,11 +185,15 @@ elementwise(np.logaddexp2, lambda y, a, b: np.exp2(a - y), lambda y, a, b: np.ex
 # Elementwise functions that NumPy writes in Python rather than as ufuncs.
 
 
-def sinc_derivative(x):
+def near_zero(x):
+    """Where ``sinc_derivative`` takes the series: decided when sinc runs."""
+    return np.abs(x) < 1e-3
+
+
+def sinc_derivative(x, near_zero):
     """d/dx sin(πx)/(πx) = (cos(πx) - sinc(x)) / x. Near 0, where that cancels, its Taylor
     series -π²x/3 + π⁴x³/30 (next term below 1e-15 for |x| < 1e-3), whose own derivative is
     right too, so second derivatives through this rule are right at 0."""
-    near_zero = np.abs(x) < 1e-3
     safe = np.where(near_zero, 1.0, x)
     series = x * (-np.pi ** 2 / 3 + (np.pi ** 4 / 30) * x * x)
     return np.where(near_zero, series, (np.cos(np.pi * safe) - np.sinc(safe)) / safe)
@@ -194,13 +201,14 @@ def sinc_derivative(x):
 
 @defrule(np.sinc)
 def sinc(x):
-    return np.sinc(x), lambda dy: (dy * sinc_derivative(x),)
+    near = near_zero(x)
+    return np.sinc(x), lambda dy: (dy * sinc_derivative(x, near),)
 
 
 @defjvp(np.sinc)
 def sinc_jvp(tangents, x):
     (dx,) = tangents
-    return np.sinc(x), dx * sinc_derivative(x)
+    return np.sinc(x), dx * sinc_derivative(x, near_zero(x))
 
 
 def _refuse_in_place(copy):
