@@ -372,3 +372,71 @@ def test_tied_maxima_share_the_gradient_after_restoration():
     for policy in POLICIES:
         (g,) = mutad.gradient(f, np.array([0.7, 0.2, 0.7]), policy=policy)
         np.testing.assert_array_equal(g, [0.5, 0.0, 0.5])
+
+
+# median, quantile, percentile: the sort is decided when they run ------------------------------
+
+HOLES_2D = np.array([[False, True, False], [False, False, False], [True, False, True]])
+QUANTILE_CASES = [
+    lambda x: np.median(x),
+    lambda x: np.median(x, axis=1),
+    lambda x: np.median(x, axis=0, keepdims=True),
+    lambda x: np.quantile(x, [0.2, 0.7], axis=0),
+    lambda x: np.quantile(x, 0.3, axis=(0, 1), method="midpoint"),
+    lambda x: np.percentile(x, 30, axis=1, keepdims=True),
+    lambda x: np.quantile(x, 0.3, method="nearest"),
+    lambda x: np.quantile(x, 0.4, axis=-1, method="higher"),
+    lambda x: np.quantile(x, [0.1, 0.9], axis=1, method="lower"),
+    lambda x: np.nanmedian(np.where(HOLES_2D, np.nan, x), axis=1),
+    lambda x: np.nanquantile(np.where(HOLES_2D, np.nan, x), [0.25, 0.5], axis=0),
+    lambda x: np.nanpercentile(np.where(HOLES_2D, np.nan, x), 60.0),
+    lambda x: x.max(axis=0) - np.median(x, axis=0),
+]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("operation", QUANTILE_CASES,
+                         ids=[str(i) for i in range(len(QUANTILE_CASES))])
+def test_quantiles(operation, policy, rng):
+    x = rng.standard_normal((3, 3))
+    mutad.check_grads(lambda x: np.sum(np.sin(operation(x))), x, policy=policy, order=2)
+    mutad.check_jvp(lambda x: np.sum(np.sin(operation(x))), x)
+
+
+@pytest.mark.parametrize("operation", QUANTILE_CASES,
+                         ids=[str(i) for i in range(len(QUANTILE_CASES))])
+def test_quantile_decisions_survive_restoration_by_inversion(operation):
+    # Ties, and distinct values whose order inversion could swap were the sort taken again.
+    check_decision_kept(then_disturbed(operation), RESTORED_TIED_ROWS, differentiable=False)
+    check_decision_kept(then_disturbed(operation), RESTORED_DISTINCT[:6].reshape(2, 3)[[0, 1, 0]]
+                        + np.array([[0.0], [0.0], [0.05]]), differentiable=False)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_quantile_gradient_with_respect_to_q(policy, rng):
+    x = rng.standard_normal((4, 5))
+    q = np.array([0.2, 0.65])
+    mutad.check_grads(lambda x, q: np.sum(np.sin(np.quantile(x, q, axis=0))), x, q,
+                      policy=policy, order=2)
+    mutad.check_grads(lambda x, q: np.sum(np.sin(np.percentile(x, 100 * q, axis=1))), x, q,
+                      policy=policy)
+    mutad.check_jvp(lambda x, q: np.sum(np.sin(np.nanquantile(x, q, axis=0))), x, q)
+
+
+def test_quantile_conventions():
+    # A median of an even count averages the middle two; a NaN result passes no derivative;
+    # an all-NaN slice of nanmedian none either.
+    np.testing.assert_array_equal(
+        mutad.gradient(np.median, np.array([4.0, 1.0, 3.0, 2.0]))[0], [0.0, 0.0, 0.5, 0.5])
+    np.testing.assert_array_equal(
+        mutad.gradient(lambda x: np.quantile(x, 0.5), np.array([1.0, np.nan, 2.0]))[0],
+        [0.0, 0.0, 0.0])
+    with np.errstate(all="ignore"), pytest.warns(RuntimeWarning):
+        (g,) = mutad.gradient(lambda x: np.nansum(np.nanmedian(x, axis=1)),
+                              np.array([[1.0, np.nan, 2.0], [np.nan, np.nan, np.nan]]))
+    np.testing.assert_array_equal(g, [[0.5, 0.0, 0.5], [0.0, 0.0, 0.0]])
+
+
+def test_quantile_methods_without_a_rule_are_refused():
+    with pytest.raises(mutad.MutadError, match="method='weibull'"):
+        mutad.gradient(lambda x: np.quantile(x, 0.3, method="weibull"), np.arange(4.0))

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from ..errors import UnsupportedOperationError
 from ..registry import JVPS, defrule
 from ..views import wrapped
 
@@ -579,3 +580,159 @@ def cumprod_jvp(da, a, axis=None, dtype=None):
 @defunary_jvp((np.multiply, "accumulate"))
 def multiply_accumulate_jvp(da, a, axis=0, dtype=None):
     return cumprod_jvp(da, a, axis, dtype)
+
+
+########################################################################################
+# median, quantile, percentile and their NaN-skipping variants
+#
+# Each is (1 - g) s[lo] + g s[hi], s the sorted elements of a slice (NaNs last). Which
+# elements those are (the permutation, lo and hi) is decided when the rule runs, and back
+# spreads the cotangent over them. Tied elements: the gradient goes to those the sort put at lo
+# and hi (equal values, so either choice is a valid one-sided derivative, as for np.sort). A
+# NaN result passes no derivative, as for max.
+
+QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+class OrderStatistics:
+    """The decisions of the quantiles ``q`` of ``a`` over ``axis``: the reduced axes moved last
+    and flattened (length n), the sort of each slice, and the sorted positions ``lo``, ``hi``
+    and weight ``g`` of each quantile (shape ``q.shape + kept``)."""
+
+    def __init__(self, a, q, axis, method, skip_nan):
+        if method not in QUANTILE_METHODS:
+            raise UnsupportedOperationError(
+                f"a quantile with method={method!r} on traced arrays: mutad differentiates the "
+                f"methods {', '.join(QUANTILE_METHODS)}.")
+        ndim = np.ndim(a)
+        reduced = tuple(range(ndim)) if axis is None else tuple(
+            int(i) % ndim for i in np.atleast_1d(axis))
+        kept = tuple(i for i in range(ndim) if i not in reduced)
+        self.order = kept + reduced
+        self.kept_shape = tuple(np.shape(a)[i] for i in kept)
+        self.moved_shape = tuple(np.shape(a)[i] for i in self.order)
+        self.length = math.prod(np.shape(a)[i] for i in reduced)
+        self.q_shape = np.shape(q)
+        moved = self.along_last(a)
+        self.permutation = np.argsort(moved, axis=-1)  # NaNs last
+        self.inverse = np.argsort(self.permutation, axis=-1)
+        nan = np.isnan(moved)
+        count = np.sum(~nan, axis=-1) if skip_nan else self.length
+        # An all-NaN slice (skipping NaNs) or one with a NaN (not skipping them) gives NaN.
+        self.nothing = count == 0 if skip_nan else np.any(nan, axis=-1)
+        last = np.maximum(count - 1, 0)
+        v = np.reshape(q, self.q_shape + (1,) * len(kept)) * last
+        below = np.floor(v)
+        if method == "linear":
+            g = v - below
+        elif method == "midpoint":
+            g = np.where(v == below, 0.0, 0.5)
+        else:
+            below = {"lower": below, "higher": np.ceil(v), "nearest": np.around(v)}[method]
+            g = np.zeros_like(v)
+        self.lo = np.minimum(below, last).astype(np.intp)
+        self.hi = np.minimum(self.lo + 1, last)
+        self.g = g
+        self.smooth_in_q = method == "linear"
+        self.last = last  # d v / d q, for the linear method
+
+    def along_last(self, x):
+        return np.reshape(np.transpose(x, self.order), self.kept_shape + (self.length,))
+
+    def weights(self):
+        """The weight of each sorted position in each quantile: ``q.shape + kept + (n,)``."""
+        positions = np.arange(self.length)
+        lo, hi, g = self.lo[..., None], self.hi[..., None], self.g[..., None]
+        w = np.where(positions == lo, 1.0 - g, 0.0) + np.where(positions == hi, g, 0.0)
+        return np.where(self.nothing[..., None], 0.0, w)
+
+    def cotangent(self, dy):
+        """The cotangent of ``a`` from that of the quantiles, in ``a``'s shape."""
+        dy = np.reshape(dy, self.q_shape + self.kept_shape)[..., None] * self.weights()
+        by_rank = np.sum(dy, axis=tuple(range(len(self.q_shape))))
+        moved = np.reshape(np.take_along_axis(by_rank, self.inverse, -1), self.moved_shape)
+        return np.transpose(moved, np.argsort(self.order))
+
+    def tangent(self, da, shape):
+        """The tangent of the quantiles (in ``shape``) from that of ``a``."""
+        by_rank = np.take_along_axis(self.along_last(da), self.permutation, -1)
+        return np.reshape(np.sum(self.weights() * by_rank, axis=-1), shape)
+
+    def slope(self, a):
+        """d quantile / d q: (s[hi] - s[lo]) d v / d q, ``q.shape + kept``."""
+        ranked = np.take_along_axis(self.along_last(a), self.permutation, -1)
+        shape = self.q_shape + self.kept_shape + (self.length,)
+        ranked = np.broadcast_to(ranked, shape)
+        gap = np.take_along_axis(ranked, np.broadcast_to(self.hi[..., None], shape[:-1] + (1,)),
+                                 -1) - np.take_along_axis(
+            ranked, np.broadcast_to(self.lo[..., None], shape[:-1] + (1,)), -1)
+        return np.where(self.nothing, 0.0, gap[..., 0] * self.last)
+
+
+def _refuse_weights(weights):
+    if weights is not None:
+        raise UnsupportedOperationError(
+            "a quantile with weights= on traced arrays: mutad differentiates unweighted ones.")
+
+
+def quantile_rules(func, skip_nan, scale):
+    """The rule and forward rule of ``func`` (np.quantile and its kin), whose ``q`` is
+    ``scale`` times a quantile. ``overwrite_input`` only permits NumPy to scramble ``a``: not
+    doing so is always right."""
+
+    def rule(a, q, axis=None, overwrite_input=False, method="linear", keepdims=False, **kwargs):
+        _refuse_weights(kwargs.get("weights"))
+        y = func(a, q, axis=axis, method=method, keepdims=keepdims)
+        statistics = OrderStatistics(a, np.divide(q, scale), axis, method, skip_nan)
+        q_shape = np.shape(q)
+
+        def back(dy):
+            dq = None
+            if statistics.smooth_in_q:
+                per_quantile = np.reshape(dy, q_shape + statistics.kept_shape)
+                per_quantile = per_quantile * statistics.slope(a) / scale
+                dq = np.sum(per_quantile, axis=tuple(range(len(q_shape), per_quantile.ndim)))
+            return statistics.cotangent(dy), dq
+
+        return y, back
+
+    def jvp(tangents, a, q, axis=None, overwrite_input=False, method="linear", keepdims=False,
+            **kwargs):
+        _refuse_weights(kwargs.get("weights"))
+        y = func(a, q, axis=axis, method=method, keepdims=keepdims)
+        statistics = OrderStatistics(a, np.divide(q, scale), axis, method, skip_nan)
+        da, dq = (tuple(tangents) + (None, None))[:2]
+        dy = None if da is None else statistics.tangent(da, np.shape(y))
+        if dq is not None and statistics.smooth_in_q:
+            dq = np.reshape(dq, np.shape(q) + (1,) * len(statistics.kept_shape))
+            from_q = np.reshape(statistics.slope(a) * dq / scale, np.shape(y))
+            dy = from_q if dy is None else dy + from_q
+        return y, dy
+
+    return rule, jvp
+
+
+def median_rules(func, skip_nan):
+    """The rule and forward rule of ``func`` (np.median or np.nanmedian): a 0.5 quantile."""
+
+    def rule(a, axis=None, overwrite_input=False, keepdims=False):
+        y = func(a, axis=axis, keepdims=keepdims)
+        statistics = OrderStatistics(a, 0.5, axis, "linear", skip_nan)
+        return y, lambda dy: (statistics.cotangent(dy),)
+
+    def jvp(tangents, a, axis=None, overwrite_input=False, keepdims=False):
+        y = func(a, axis=axis, keepdims=keepdims)
+        statistics = OrderStatistics(a, 0.5, axis, "linear", skip_nan)
+        return y, None if tangents[0] is None else statistics.tangent(tangents[0], np.shape(y))
+
+    return rule, jvp
+
+
+for _func, _skip_nan, _scale in ((np.quantile, False, 1.0), (np.percentile, False, 100.0),
+                                 (np.nanquantile, True, 1.0), (np.nanpercentile, True, 100.0)):
+    _rule, JVPS[_func] = quantile_rules(_func, _skip_nan, _scale)
+    defrule(_func)(_rule)
+
+for _func, _skip_nan in ((np.median, False), (np.nanmedian, True)):
+    _rule, JVPS[_func] = median_rules(_func, _skip_nan)
+    defrule(_func)(_rule)
