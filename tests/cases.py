@@ -337,6 +337,14 @@ def _(ufunc):
     return f
 
 
+@_unary("self_aliased_other_stride", [((6,), 0)])
+def _(ufunc):
+    def f(a):
+        ufunc(a[:3], out=a[::2])  # reads a[2] after a[::2] wrote it, unless NumPy buffers
+        return a
+    return f
+
+
 @_binary("out_of_place", [((3, 4), 0), ((3, 4), 1)])
 def _(ufunc):
     return lambda a, b: ufunc(a, b)
@@ -460,6 +468,22 @@ def _(ufunc):
 def _(ufunc):
     def f(a):
         update_subscript(ufunc, a, slice(None, None, -1), a)
+        return a
+    return f
+
+
+@_binary("self_out_overlapping_inputs", [((6,), "alias")])
+def _(ufunc):
+    def f(a):
+        ufunc(a[1:], a[:-1], out=a[:-1])
+        return a
+    return f
+
+
+@_binary("self_transposed", [((3, 3), "alias")])
+def _(ufunc):
+    def f(a):
+        a = update(ufunc, a, a.T)
         return a
     return f
 

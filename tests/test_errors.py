@@ -95,19 +95,6 @@ def test_traced_array_escaping_its_differentiation():
         leaked[0] + 1.0
 
 
-def test_repeated_indices_in_assignment():
-    x = np.linspace(0.0, 1.0, 4)
-    before = x.tobytes()
-
-    def f(x):
-        x[np.array([0, 0])] = np.array([1.0, 2.0]) * x[1]
-        return x.sum()
-
-    with pytest.raises(errors.UnsupportedOperationError, match="np.add.at"):
-        mutad.gradient(f, x)
-    assert x.tobytes() == before
-
-
 def test_every_error_class_is_documented():
     for name in dir(errors):
         cls = getattr(errors, name)

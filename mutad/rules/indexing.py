@@ -13,20 +13,27 @@ is linear in what it gathers from, so its forward rule gathers the tangent the s
 
 Functions that write into an argument are in-place handlers. ``np.add.at`` / ``np.subtract.at``
 record themselves: their inverse is the opposite ``.at``, safe when the added values do not
-overlap the target, otherwise the written region is checkpointed. The others (``put``,
-``put_along_axis``, ``place``, ``putmask``, ``copyto``) are rewritten as the indexed assignment
-they perform, ``a[key] = values``, so the core's one scatter path records them.
+overlap the target, otherwise the written region is checkpointed (NumPy reads overlapping
+values as they were before the call).
+
+Writes that copy elements (``x[key] = v``, ``copyto``, ``put``, ``place``, ``putmask``,
+``put_along_axis``) compute what NumPy computes, which is not always "as if the source were
+copied first": assigning ``x[0:3]`` to ``x[::2]`` reads ``x[2]`` after writing it, and of
+repeated indices one write wins. Where the source overlaps the target or an index repeats, the
+same NumPy call is first run on integer labels laid out in memory as the operands, which says
+where each new element came from (``_provenance``); the write is then a gather whose pullback
+adds each new element's cotangent to its origin, and it is checkpointed.
 """
 
 import operator
 
 import numpy as np
 
-from ..errors import UnsupportedOperationError, UntracedWriteError
+from ..errors import MutadError, UnsupportedOperationError, UntracedWriteError
 from ..registry import definplace, deflinear, defjvp
 from ..tracing import (Traced, active, apply_ufunc, freeze, fresh, innermost, locate, plain,
                        unbroadcast, view_of)
-from ..views import may_overlap, same_region, views, wrapped
+from ..views import address, byte_span, may_overlap, memory, same_region, views, wrapped
 from . import nesting
 from .linalg import rule_for
 from .shape import gather_cotangent
@@ -40,19 +47,6 @@ def _resolve_mode(indices, length, mode):
     if mode == "clip":
         return np.clip(indices, 0, length - 1)
     return indices
-
-
-def _along_axis_key(shape, indices, axis):
-    """The advanced index that ``take_along_axis(a, indices, axis)`` reads ``a`` with."""
-    key = []
-    for dimension, length in enumerate(shape):
-        if dimension == axis:
-            key.append(indices)
-        else:
-            span = [1] * len(shape)
-            span[dimension] = length
-            key.append(np.arange(length).reshape(span))
-    return tuple(key)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -366,9 +360,12 @@ def _require_traced_target(call, target, *values):
     return type(target) is Traced
 
 
-def _overlaps(target, value):
-    return (type(value) is Traced and value.buffer is target.buffer
-            and may_overlap(value.value, target.value))
+def _overlaps(target, value, region=None):
+    """Whether the memory of the array ``value`` may overlap ``region`` of ``target`` (all of it
+    by default): traced by this differentiation, by an enclosing one (whose arrays a nested
+    one's arguments may be) or by none."""
+    return ((isinstance(value, np.ndarray) or wrapped(value))
+            and may_overlap(value, target.value if region is None else region))
 
 
 def _unbuffered(ufunc, opposite, sign):
@@ -439,61 +436,174 @@ definplace((np.add, "at"))(_unbuffered(np.add, np.subtract, +1))
 definplace((np.subtract, "at"))(_unbuffered(np.subtract, np.add, -1))
 
 
-def _write_flat(call, a, positions, values, value_index):
-    """``a.flat[positions] = ravel(values)[value_index]`` as one indexed assignment."""
-    if not _require_traced_target(call, a, values):
-        return False
-    positions = np.asarray(positions, dtype=np.intp).reshape(-1)
-    if positions.size:
-        a[np.unravel_index(positions, a.shape)] = np.take(values, value_index)
-    return True
+# ----------------------------------------------------------------------------------------------
+# Writes that copy elements: what NumPy does where the source overlaps the target or an index
+# repeats
+
+
+def _twins(target, source):
+    """Integer arrays with the shapes and relative memory layout of the plain arrays ``target``
+    and ``source`` (strides counted in items), over one scratch buffer: each element of
+    ``source`` holds its C-order position in ``source``, memory outside it holds -1. Operands
+    whose memory may overlap overlap there too; otherwise they lie side by side."""
+    spans = [byte_span(a) for a in (target, source)]
+    (target_low, target_count), (source_low, source_count) = spans
+    if np.may_share_memory(target, source):
+        size = target.itemsize
+        if source.itemsize != size or (target_low - source_low) % size:
+            raise UnsupportedOperationError(
+                "a write whose source overlaps its target with a different item layout (a "
+                "reinterpreted view): copy the source first (x[key] = v.copy()).")
+        low = min(target_low, source_low)
+        high = max(target_low + target_count * size, source_low + source_count * size)
+        starts = ((target_low - low) // size, (source_low - low) // size)
+        total = (high - low) // size
+    else:
+        starts, total = (0, target_count), target_count + source_count
+    scratch = np.full(total, -1, np.int64)
+    twins = []
+    for a, (low, _), start in zip((target, source), spans, starts, strict=True):
+        first = start + (address(a) - low) // a.itemsize
+        twins.append(np.ndarray(a.shape, scratch.dtype, scratch, first * scratch.itemsize,
+                                tuple(s // a.itemsize * scratch.itemsize for s in a.strides)))
+    twins[1][...] = np.arange(source.size).reshape(source.shape)
+    return twins
+
+
+def _provenance(write, target, source):
+    """Which elements ``write(target, source)`` changes in the plain array ``target``, and where
+    each new value comes from, as NumPy itself does it (reading overlapping elements before or
+    after writing them, keeping one of repeated indices): the same call runs on integer twins
+    of the operands that hold the source's element positions. Returns a mask of the changed
+    elements of ``target`` and, for each in C order, the C-order position of the element of
+    ``source`` whose value it took."""
+    target_twin, source_twin = _twins(target, source)
+    before = target_twin.copy()
+    write(target_twin, source_twin)
+    changed = target_twin != before
+    origins = target_twin[changed]
+    if np.any(origins < 0):
+        raise MutadError(
+            "a write copied values that do not come from its source, so mutad cannot tell what "
+            "it differentiates; copy the source first (x[key] = v.copy()).")
+    return changed, origins
+
+
+def _indexable(a):
+    """``a``, or its one-element 1-d view if it is 0-d, so element positions can index it."""
+    return a.reshape(1) if a.ndim == 0 else a
+
+
+def _elements(positions, shape):
+    """The advanced index of the elements at C-order ``positions`` of an array of ``shape``
+    (of its ``_indexable`` view)."""
+    return np.unravel_index(positions, shape or (1,))
+
+
+def _same_bits(a, b):
+    """Whether the arrays ``a`` and ``b`` of one dtype hold the same bits (NaNs and signed
+    zeros included)."""
+    if a.itemsize > 8:
+        return a.tobytes() == b.tobytes()
+    bits = np.dtype(f"u{a.itemsize}")
+    return np.array_equal(a.view(bits), b.view(bits))
+
+
+def _copying_write(target, value, write):
+    """``write(target, value)``, a NumPy call that copies elements of ``value`` into the traced
+    ``target`` (assignment, copyto, put, place, putmask, put_along_axis), recorded as the gather
+    NumPy performed: each changed element takes the cotangent back to the element of ``value``
+    it came from. The changed elements are checkpointed: an inverse would read its own target."""
+    tape = active(target.tape)
+    here = type(value) is Traced and value.tape is tape
+    source = value.value if here else value
+    layout = memory(source) if isinstance(source, np.ndarray) or wrapped(source) \
+        else np.asarray(source)
+    changed, origins = _provenance(write, memory(target.value), layout)
+    checked = not (wrapped(target.value) or wrapped(source))
+    if checked:
+        expected = np.take(layout, origins)  # before the write, which may overwrite the source
+
+    def checkpoint():
+        saved = target.value[changed]  # a boolean index: a copy
+
+        def copy_back():
+            target.value[changed] = saved
+
+        return copy_back
+
+    undo = tape.undo_for(None, None, checkpoint, target.buffer.key)
+    tape.before_write(target.buffer.key)
+    write(target.value, source)
+    if checked:
+        written = target.value[changed]
+        if not _same_bits(written, expected.astype(written.dtype, copy=False)):
+            raise MutadError(
+                "NumPy wrote other values than it wrote into integer labels laid out as the "
+                "operands, so mutad cannot tell which elements it copied; copy the source first "
+                "(x[key] = v.copy()) and remove repeated indices (np.unique).")
+    if not origins.size:
+        return
+    source_key = _elements(origins, layout.shape)
+    target_place, source_place = locate(target, tape), locate(value, tape)
+
+    def back(shadows):
+        shadow = shadows.get(target_place)
+        dy = None
+        if shadow is not None:
+            dy = shadow[changed]
+            shadow[changed] = 0
+        undo()
+        if dy is not None and source_place is not None:
+            # Several elements may come from one: each adds its share.
+            np.add.at(_indexable(shadows.of(source_place, like=dy)), source_key, dy)
+
+    tape.record(back)
 
 
 @definplace(np.put)
 def put(a, ind, v, mode="raise"):
-    size = np.size(a)
-    positions = _resolve_mode(np.asarray(ind).reshape(-1), size, mode)
-    if np.any((positions < -size) | (positions >= size)):
-        raise IndexError(f"np.put: an index is out of bounds for size {size}.")
-    positions = positions % max(size, 1)  # negative positions count from the end
-    if not _write_flat("np.put", a, positions, v, np.arange(positions.size) % max(np.size(v), 1)):
+    ind = plain(ind)
+    if _require_traced_target("np.put", a, v):
+        _copying_write(a, v, lambda t, s: np.put(t, ind, s, mode=mode))
+    else:
         np.put(a, ind, plain(v), mode=mode)
 
 
 @definplace(np.place)
 def place(arr, mask, vals):
-    positions = np.flatnonzero(mask)
-    cycled = np.arange(positions.size) % max(np.size(vals), 1)  # vals repeat as needed
-    if not _write_flat("np.place", arr, positions, vals, cycled):
+    mask = plain(mask)
+    if _require_traced_target("np.place", arr, vals):
+        _copying_write(arr, vals, lambda t, s: np.place(t, mask, s))
+    else:
         np.place(arr, mask, plain(vals))
 
 
 @definplace(np.putmask)
 def putmask(a, mask, values):
-    # putmask pairs a.flat[n] with values.flat[n % values.size]: by position, not by count.
-    positions = np.flatnonzero(np.broadcast_to(mask, np.shape(a)))
-    if not _write_flat("np.putmask", a, positions, values, positions % max(np.size(values), 1)):
+    mask = plain(mask)
+    if _require_traced_target("np.putmask", a, values):
+        _copying_write(a, values, lambda t, s: np.putmask(t, mask, s))
+    else:
         np.putmask(a, mask, plain(values))
 
 
 @definplace(np.put_along_axis)
 def put_along_axis(arr, indices, values, axis):
-    if not _require_traced_target("np.put_along_axis", arr, values):
-        return np.put_along_axis(arr, indices, plain(values), axis)
-    if axis is None:
-        _write_flat("np.put_along_axis", arr, np.asarray(indices) % arr.size, values,
-                    np.arange(np.size(indices)) % max(np.size(values), 1))
-        return None
-    axis = axis % arr.ndim
-    arr[_along_axis_key(arr.shape, np.asarray(indices) % arr.shape[axis], axis)] = values
-    return None
+    indices = plain(indices)
+    if _require_traced_target("np.put_along_axis", arr, values):
+        _copying_write(arr, values, lambda t, s: np.put_along_axis(t, indices, s, axis))
+    else:
+        np.put_along_axis(arr, indices, plain(values), axis)
 
 
 @definplace(np.copyto)
 def copyto(dst, src, casting="same_kind", where=True):
     if not _require_traced_target("np.copyto", dst, src):
         return np.copyto(dst, plain(src), casting=casting, where=where)
-    if where is True:
+    if _overlaps(dst, src):
+        _copying_write(dst, src, lambda t, s: np.copyto(t, s, casting=casting, where=where))
+    elif where is True:
         dst[...] = src
     else:
         # Elements outside `where` keep their value: a select between the new and the old.
@@ -509,6 +619,16 @@ def _has_integer_array(key):
     items = key if type(key) is tuple else (key,)
     return any(isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype.kind in "iu"
                for k in items)
+
+
+def _repeats(x, key):
+    """Whether the advanced index ``key`` names an element of ``x`` more than once (negative
+    indices count from the end, so ``[0, -n]`` repeats too)."""
+    if not _has_integer_array(key):
+        return False
+    written = np.zeros(x.shape, bool)
+    written[key] = True
+    return np.count_nonzero(written) < written[key].size
 
 
 @definplace(operator.getitem)
@@ -541,33 +661,43 @@ def getitem(x, key):
 
 @definplace(operator.setitem)
 def setitem(x, key, value):
-    """``x[key] = value``: the core's in-place path on the view ``x[key]``, or a scatter."""
+    """``x[key] = value``: the core's in-place path on the view ``x[key]``, or a scatter; NumPy's
+    own assignment where the value overlaps its target or an index repeats."""
     tape = active(x.tape)
     _require_traced_target("x[key] = value", x, value)
     key = plain(key)
     region = x.value[key]
-    if views(region, x.value):
+    if views(region, x.value) or getattr(region, "ndim", 0) == 0:
+        if not views(region, x.value):  # x[i] = v with a scalar element: a 0-d view
+            region = x.value[(key if type(key) is tuple else (key,)) + (Ellipsis,)]
+        else:
+            value = _without_leading_ones(value, region.ndim)
         if type(value) is Traced and value.tape is tape and same_region(value.value, region):
             return  # `x[k] += v` ends by assigning the updated view onto itself: nothing to do
-        apply_ufunc(np.positive, (value,), out=view_of(x, region, tape))
-    elif getattr(region, "ndim", 0) == 0:  # x[i] = v with a scalar element: a 0-d view
-        key = (key if type(key) is tuple else (key,)) + (Ellipsis,)
-        apply_ufunc(np.positive, (value,), out=view_of(x, x.value[key], tape))
+        if _overlaps(x, value, region):
+            _copying_write(x, value, lambda t, v: operator.setitem(t, key, v))
+        else:
+            apply_ufunc(np.positive, (value,), out=view_of(x, region, tape))
+    elif _overlaps(x, value) or _repeats(x.value, key):
+        _copying_write(x, value, lambda t, v: operator.setitem(t, key, v))
     else:
         _scatter(tape, x, key, value, saved=region)
 
 
+def _without_leading_ones(value, ndim):
+    """``value`` without the leading length-1 axes that NumPy's assignment drops to fit a
+    target of ``ndim`` axes (``x[0, ...] = v[1:2]``), which a ufunc's ``out=`` would refuse."""
+    shape = value.shape if hasattr(value, "shape") else np.shape(value)
+    drop = 0
+    while len(shape) - drop > ndim and shape[drop] == 1:
+        drop += 1
+    return np.reshape(value, shape[drop:]) if drop else value
+
+
 def _scatter(tape, x, key, value, saved):
-    """``x[key] = value`` with an advanced index: checkpoint the region, write, record."""
+    """``x[key] = value`` with an advanced index naming each element once, its value apart from
+    ``x``: checkpoint the region, write, record."""
     here = type(value) is Traced and value.tape is tape
-    if _has_integer_array(key):
-        written = np.zeros(x.value.shape, bool)
-        written[key] = True
-        if np.count_nonzero(written) < written[key].size:
-            raise UnsupportedOperationError(
-                "x[index] = value with repeated indices: NumPy keeps one of the values and does "
-                "not say which, so the gradient is undefined. Remove the duplicates (np.unique), "
-                "or use np.add.at to add them.")
     tape.before_write(x.buffer.key)
     target = x.value
     target[key] = value.value if here else value
