@@ -553,6 +553,38 @@ def test_writes_compute_what_numpy_computes(case, policy, rng):
     assert np.isclose(reverse, forward, rtol=1e-5 if single else 1e-12, atol=1e-12)
 
 
+def _slices_of(length, size):
+    """Every slice with steps of ±1 and ±2 that picks ``length`` elements of ``size``."""
+    found = []
+    for step in (1, -1, 2, -2):
+        for start in range(size):
+            stop = start + step * length
+            if 0 <= start + step * (length - 1) < size:
+                found.append(slice(start, None if stop < 0 else stop, step))
+    return found
+
+
+def test_every_strided_overlap_of_three_elements_in_six(rng):
+    """x[t] = x[s] and np.copyto(x[t], x[s]) for every pair of such slices: NumPy's values bit
+    for bit in both modes, and the gradient the transpose of the forward derivative."""
+    slices = _slices_of(3, 6)
+    x = rng.standard_normal(6)
+    w, v = rng.standard_normal(6), rng.standard_normal(6)
+    for t in slices:
+        for s in slices:
+            for write in (lambda x: x.__setitem__(t, x[s]), lambda x: np.copyto(x[t], x[s])):
+                def f(x):
+                    write(x)
+                    return x
+
+                expected = f(x.copy())
+                y, back = mutad.pullback(f, x)
+                (grad,) = back(w)
+                y_forward, dy = mutad.jvp(f, (x,), (v,))
+                assert y.tobytes() == expected.tobytes() == y_forward.tobytes(), (t, s)
+                assert np.isclose(grad @ v, w @ dy, rtol=1e-12, atol=1e-12), (t, s)
+
+
 @pytest.mark.parametrize("case", OVERLAPS + REPEATS, ids=case_id)
 def test_writes_jvp(case, rng):
     mutad.check_jvp(case.function, *case.sample(rng))
