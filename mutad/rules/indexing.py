@@ -544,8 +544,12 @@ def _copying_write(target, value, write):
                 "(x[key] = v.copy()) and remove repeated indices (np.unique).")
     if not origins.size:
         return
-    source_key = _elements(origins, layout.shape)
+    shape = layout.shape
     target_place, source_place = locate(target, tape), locate(value, tape)
+    if source_place is None:
+        origins = None  # a constant: nothing to keep for the replay
+    elif layout.size <= np.iinfo(np.int32).max:
+        origins = origins.astype(np.int32)  # kept until the replay: half the memory
 
     def back(shadows):
         shadow = shadows.get(target_place)
@@ -556,7 +560,8 @@ def _copying_write(target, value, write):
         undo()
         if dy is not None and source_place is not None:
             # Several elements may come from one: each adds its share.
-            np.add.at(_indexable(shadows.of(source_place, like=dy)), source_key, dy)
+            np.add.at(_indexable(shadows.of(source_place, like=dy)), _elements(origins, shape),
+                      dy)
 
     tape.record(back)
 
@@ -668,16 +673,20 @@ def setitem(x, key, value):
     key = plain(key)
     region = x.value[key]
     if views(region, x.value) or getattr(region, "ndim", 0) == 0:
-        if not views(region, x.value):  # x[i] = v with a scalar element: a 0-d view
+        element = not views(region, x.value)
+        if element:  # x[i] = v with a scalar element: a 0-d view
             region = x.value[(key if type(key) is tuple else (key,)) + (Ellipsis,)]
         else:
             value = _without_leading_ones(value, region.ndim)
         if type(value) is Traced and value.tape is tape and same_region(value.value, region):
             return  # `x[k] += v` ends by assigning the updated view onto itself: nothing to do
-        if _overlaps(x, value, region):
-            _copying_write(x, value, lambda t, v: operator.setitem(t, key, v))
-        else:
+        if not _overlaps(x, value, region):
             apply_ufunc(np.positive, (value,), out=view_of(x, region, tape))
+        elif element:  # NumPy's own rules for assigning one element
+            _copying_write(x, value, lambda t, v: operator.setitem(t, key, v))
+        else:  # x[key] = v is view[...] = v: only the view's memory is asked about
+            _copying_write(view_of(x, region, tape), value,
+                           lambda t, v: operator.setitem(t, Ellipsis, v))
     elif _overlaps(x, value) or _repeats(x.value, key):
         _copying_write(x, value, lambda t, v: operator.setitem(t, key, v))
     else:
