@@ -120,7 +120,9 @@ def _unwrap(items):
 
 
 def _unwrap_at(items, tape):
-    """``_unwrap`` for ``tape``: arrays traced by other (outer) tapes stay as they are."""
+    """``_unwrap`` for ``tape``: arrays traced by other (outer) tapes stay as they are. A
+    constant whose differentiation has ended (kept in a cache, say) is the plain array it
+    holds."""
     values = []
     traced = 0
     for i, x in enumerate(items):
@@ -128,9 +130,16 @@ def _unwrap_at(items, tape):
             values.append(x.value)
             if not x.buffer.constant:
                 traced |= 1 << i
+        elif ended(x):
+            values.append(memory(x))
         else:
             values.append(x)
     return tape, values, traced
+
+
+def ended(x):
+    """Whether ``x`` is a constant whose differentiation is no longer running."""
+    return type(x) is Traced and x.buffer.constant and x.tape not in ACTIVE.tapes
 
 
 def _unwrap_args(args):
@@ -142,6 +151,8 @@ def _unwrap_args(args):
             values.append(x.value)
         elif type(x) in (list, tuple) and any(type(e) is Traced for e in x):
             values.append(type(x)(_unwrap_at(x, tape)[1]))
+        elif ended(x):
+            values.append(memory(x))
         else:
             values.append(x)
     return tape, values
@@ -211,6 +222,8 @@ def keep(tape, x, value):
     if type(x) is Traced:
         if x.tape is tape and x.buffer.constant:
             x.buffer.read = True
+        elif ended(x):
+            freeze(tape, value)
     elif type(x) in (list, tuple) and type(value) in (list, tuple):
         for item, v in zip(x, value, strict=True):
             keep(tape, item, v)

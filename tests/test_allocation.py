@@ -224,6 +224,23 @@ def test_a_constant_becomes_traced_through_any_view():
     mutad.check_grads(f, np.array([0.3, -0.5, 0.8]))
 
 
+def test_an_array_cached_by_an_earlier_differentiation_is_a_constant_later():
+    cache = {}
+
+    def grid(n):
+        if n not in cache:
+            cache[n] = np.linspace(0.0, 1.0, n)   # allocated during the first gradient
+        return cache[n]
+
+    def f(x):
+        return (x * grid(3)).sum() + np.dot(x, grid(3)) + (np.array([x[0], 1.0]) @ grid(2))
+
+    first = mutad.gradient(f, np.ones(3))[0]
+    assert first.tolist() == [0.0, 1.0, 2.0]
+    assert mutad.gradient(f, np.ones(3))[0].tolist() == first.tolist()
+    assert np.asarray(cache[3]).tolist() == [0.0, 0.5, 1.0]
+
+
 def test_float_of_a_traced_value_says_what_to_do():
     x = np.ones(2)
     with pytest.raises(errors.ConversionError, match="comparisons"):
