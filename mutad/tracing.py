@@ -252,15 +252,15 @@ def fresh(y, tape):
     return Traced(y, Buffer(y), tape, True)
 
 
-def constant(y, tape, lift=True):
+def constant(y, tape):
     """Wrap a float array made inside the differentiated code, whose values do not depend on
     the arguments, as a constant of ``tape``: operations on constants alone run as on plain
     arrays and record nothing, and writing a traced value into one makes it traced (its
-    buffer's ``constant`` state). ``lift``: make its value an array the enclosing
-    differentiations follow, as ``fresh`` does (as constants of theirs)."""
+    buffer's ``constant`` state). Its value is an array the enclosing differentiations follow,
+    as ``fresh`` makes it (a constant of theirs)."""
     if isinstance(y, (np.generic, float, int)):
         y = np.asarray(y)
-    if lift and tape.outer is not None:
+    if tape.outer is not None:
         y = lift_constant(y, tape.outer)
     return Traced(y, Buffer(y, constant=True), tape, True)
 

@@ -10,11 +10,11 @@ import pytest
 import scipy.linalg
 from numpy import empty, zeros
 
+import kalman_style  # imported before mutad: its NumPy names are bound long before
+
 import mutad
 from mutad import errors, registry
 from mutad.allocation import MODE
-
-import kalman_style
 
 P = np.array([0.5, -1.0, 2.0])  # a plain array made before any differentiation
 
@@ -80,6 +80,7 @@ def test_integer_boolean_and_complex_allocations_stay_plain():
         seen["complex"] = np.zeros(2, complex)
         seen["same"] = np.asarray(P)      # not an allocation: the array itself
         seen["random"] = np.random.default_rng(0).standard_normal(3)
+        seen["scipy"] = scipy.linalg.block_diag(P[:2], P[:2])  # SciPy's internals: plain
         return x.sum()
 
     mutad.gradient(f, np.ones(2))
