@@ -12,9 +12,10 @@
 from . import rules  # noqa: F401  (registers every rule family)
 from .api import gradient, hessian, hvp, jacobian, jvp, pullback, value_and_gradient
 from .errors import MutadError
+from .allocation import plain_allocation
 from .registry import adjoint, inplace_adjoint
 from . import linalg, testing
 from .testing import check_grads, check_jvp
 
 __all__ = ["MutadError", "adjoint", "check_grads", "check_jvp", "gradient", "hessian", "hvp", "inplace_adjoint",
-           "jacobian", "jvp", "linalg", "pullback", "testing", "value_and_gradient"]
+           "jacobian", "jvp", "linalg", "plain_allocation", "pullback", "testing", "value_and_gradient"]

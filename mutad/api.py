@@ -14,6 +14,7 @@ from .errors import (
     UnsupportedFunctionError,
 )
 from . import forward
+from .allocation import mode
 from .shadows import Buffer, Shadows
 from .tape import Tape
 from .tracing import ACTIVE, INNER, Traced, fresh, lift, thaw, view_of
@@ -103,6 +104,10 @@ class Run:
             self.saved.append((x, x.copy()))
 
     def call(self, f, args, kwargs=None):
+        with mode(f):
+            return self._call(f, args, kwargs)
+
+    def _call(self, f, args, kwargs):
         ACTIVE.tapes.append(self.tape)
         try:
             return f(*args, **(kwargs or {}))
@@ -114,9 +119,9 @@ class Run:
                 raise ConstantModifiedError(
                     f"{error}: this array was read as a constant by an operation mutad "
                     "recorded, and its gradient needs those values, so mutad keeps it read-only "
-                    "while it differentiates. Write into a new array instead (w = w.copy(), or "
-                    "w = np.cos(...) rather than w[:] = ...), or create it from a traced value "
-                    "(np.zeros_like(x)) so that mutad tracks its writes.") from error
+                    "while it differentiates. Allocate it inside the differentiated function "
+                    "(mutad then follows its writes), or write into a new array instead "
+                    "(w = np.cos(...) rather than w[:] = ...).") from error
             raise
         finally:
             ACTIVE.tapes.pop()

@@ -22,22 +22,26 @@ class NonScalarOutputError(MutadError):
 
 
 class UntracedWriteError(MutadError):
-    """A traced value was written into an array that mutad is not tracing.
+    """A traced value was written into an array that mutad does not follow.
 
-    Example: ``out = np.zeros(3); out[0] = x`` inside the differentiated function, where ``x``
-    depends on an argument. The gradient of that write would be lost.
-    Fix: create the destination from a traced value, ``np.zeros_like(x)`` or
-    ``np.empty(n, like=x)``, so mutad traces it.
+    Arrays the differentiated code allocates (``np.zeros``, ``np.empty``, ``np.array``, ...)
+    are followed; an array allocated before the differentiation started is not. Example:
+    ``WORK = np.zeros(3)`` at module level, then ``WORK[0] = x[0]`` inside the differentiated
+    function: the gradient of that write would be lost. Fix: allocate the array inside the
+    function (or pass it as an argument).
     """
 
 
 class ConversionError(MutadError):
-    """A traced array was converted to a plain ndarray (``np.asarray``, ``float()``).
+    """A traced array was converted to a plain ndarray or number (``float()``, or
+    ``np.asarray`` inside code without a mutad rule).
 
-    This happens when code without a mutad rule, typically a SciPy routine, converts its input:
-    the conversion would cut the gradient. Fix: wrap the routine with ``mutad.adjoint`` (or
+    This happens when code without a mutad rule, typically a SciPy routine, converts its input,
+    or when ``float(x)`` is taken of a value that depends on the arguments: the conversion
+    would cut the gradient. Fix: wrap the routine with ``mutad.adjoint`` (or
     ``mutad.inplace_adjoint`` if it writes into its arguments) and give it a rule with
-    ``@routine.rule``; see the README, "Custom rules".
+    ``@routine.rule`` (see the README, "Custom rules"); keep computing with the array instead
+    of ``float(x)``. Arrays with no dependence on the arguments convert as plain arrays do.
     """
 
 
@@ -94,8 +98,10 @@ class ConstantModifiedError(MutadError):
     """An untraced array that a recorded operation reads was written afterwards.
 
     Example: ``w = np.empty(n)`` is filled with constants and used in ``x = x * w``, then
-    overwritten on the next loop iteration (``w[:] = ...``). The gradient of the first product
-    needs the first values of ``w``, so mutad makes such arrays read-only while it differentiates,
-    and the write fails. Fix: write into a new array each time (``w = np.cos(...)``), or create
-    ``w`` from a traced value (``np.zeros_like(x)``) so that mutad tracks its writes.
+    overwritten on the next loop iteration (``w[:] = ...``), where ``w`` was allocated before
+    the differentiation started. The gradient of the first product needs the first values of
+    ``w``, so mutad makes such arrays read-only while it differentiates, and the write fails.
+    Fix: allocate ``w`` inside the differentiated function (mutad then follows its writes and
+    puts the overwritten values back in the reverse pass), or write into a new array each time
+    (``w = np.cos(...)``).
     """

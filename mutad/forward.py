@@ -27,7 +27,7 @@ from .errors import (
 )
 from .registry import FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS
 from .tape import LEVELS
-from . import tracing
+from . import allocation, tracing
 from .tracing import ArrayMethods, function_name, out_position
 from .trees import check_real, flatten, is_float_array, is_float_scalar
 from .views import address, may_overlap, owner, owner_view, same_region, strided, wrapped
@@ -189,9 +189,10 @@ def _target(out, level, carries_tangent, name):
         return out
     if carries_tangent:
         raise UntracedWriteError(
-            f"{name}: a value with a tangent was written into an array that carries none, so "
-            "its tangent would be lost. Create the destination from a dual value: "
-            "np.zeros_like(x) or np.empty(n, like=x).")
+            f"{name}: a value with a tangent was written into an array that carries none (one "
+            "created before jvp started, or by an enclosing differentiation), so its tangent "
+            "would be lost. Allocate the destination inside the function jvp differentiates: "
+            "arrays created there (np.zeros, np.empty, np.array, ...) carry tangents.")
     return None
 
 
@@ -284,9 +285,13 @@ def apply_function(func, args, kwargs, level):
 
 def _split_call(name, args, kwargs, level):
     """The primals and tangents of a call's positional arguments (keyword arguments are
-    settings: a dual there is refused)."""
+    settings: a dual there is refused, unless its tangent is zero, as that of an array the
+    function allocated: then it is its value)."""
     for key, value in kwargs.items():
         if level_of([value]) == level:
+            if type(value) is Dual and value.constant():
+                kwargs[key] = value.value
+                continue
             raise UnsupportedOperationError(
                 f"{name}: the dual passed as keyword argument {key}= cannot be differentiated; "
                 "pass it positionally.")
@@ -380,7 +385,25 @@ class Dual(ArrayMethods):
         return apply_function(func, args, kwargs, level)
 
     def __array__(self, dtype=None, copy=None):
-        raise tracing.conversion_error("np.asarray")
+        value = self.plain_value()
+        if value is None:
+            raise tracing.conversion_error("np.asarray")
+        if dtype is not None and np.dtype(dtype) != value.dtype:
+            return value.astype(dtype)
+        return value.copy() if copy else value
+
+    def plain_value(self):
+        """A dual whose tangent is zero converts as its value: along the tangent direction it
+        is constant, so no derivative is lost (``ArrayMethods``)."""
+        return np.asarray(self.value) if self.constant() else None
+
+    def constant(self):
+        """Whether the tangent is zero, and not an array an enclosing differentiation traces
+        (one it follows only as a constant is fine)."""
+        tangent = self.tangent
+        if wrapped(tangent):
+            tangent = tangent.plain_value()
+        return tangent is not None and not tangent.any()
 
     __hash__ = ArrayMethods.__hash__
 
@@ -500,6 +523,11 @@ def jvp(f, primals, tangents):
                          "entry per positional argument of f.")
     if len(primals) != len(tangents):
         raise MutadError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
+    with allocation.mode(f):
+        return _jvp(f, primals, tangents)
+
+
+def _jvp(f, primals, tangents):
     run = Run(next(LEVELS))
     tracing.ACTIVE.tapes.append(run)  # a gradient inside f takes this run as its outer level
     try:

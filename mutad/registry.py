@@ -22,6 +22,15 @@ else about them. Rules live in ``mutad/rules/``, one module per family.
   (``np.*``, operators, methods, ``mutad.scipy``), never ``np.asarray`` or raw LAPACK, because
   its arguments may be traced by an enclosing reverse pass (``hvp``, ``hessian``). Elementwise
   ufuncs need no entry: their ``partials`` serve both modes.
+* ``METHODS[(cls, name)]``: a rule ``rule(self, *args, **kwargs)`` that replaces method ``name``
+  of class ``cls`` (looked up on its instances and those of its subclasses) while a
+  differentiation runs, when a traced array is among the call's arguments; otherwise the
+  method runs as it is. For methods of library objects user code calls by their own names
+  (``scipy.stats.norm.logpdf(x, mu, sigma)``), which NumPy's protocols never reach. The rule
+  computes with calls that dispatch, as a ``JVPS`` rule does. See ``allocation``.
+* ``RULE_MODULES[library] = module``: the rule module to import when a differentiation starts
+  and ``library`` has been imported, so that its rows are registered when a user uses it
+  (``{"scipy.special": "mutad.scipy.special"}``).
 """
 
 import functools
@@ -32,6 +41,12 @@ FUNCTIONS = {}
 INPLACE = {}
 NONDIFF = set()
 JVPS = {}
+METHODS = {}
+RULE_MODULES = {
+    "scipy.special": "mutad.scipy.special",
+    "scipy.linalg": "mutad.scipy.linalg",
+    "scipy.signal": "mutad.scipy.signal",
+}
 
 
 class ONE:

@@ -34,10 +34,17 @@ class Buffer:
     def buffer(self):
         return self
 
-    __slots__ = ("key", "dtype", "shape", "strides", "offset", "span", "low", "c_contiguous")
+    __slots__ = ("key", "dtype", "shape", "strides", "offset", "span", "low", "c_contiguous",
+                 "constant", "read")
 
-    def __init__(self, array):
+    def __init__(self, array, constant=False):
         self.key = next(_serial)
+        # A constant buffer holds values that do not depend on the arguments (an array the
+        # differentiated code allocated); it stops being one when a traced value is written
+        # into it. ``read``: a record has read its values, so later writes into it are undone
+        # in the replay.
+        self.constant = constant
+        self.read = False
         self.dtype = array.dtype
         self.shape = array.shape
         self.strides = array.strides

@@ -112,23 +112,34 @@ def _unwrap(items):
             elif x.tape is not tape:  # nested differentiations: rare, so checked apart
                 return _unwrap_at(items, innermost(items))
             values.append(x.value)
-            traced |= 1 << i
+            if not x.buffer.constant:
+                traced |= 1 << i
         else:
             values.append(x)
     return tape, values, traced
 
 
 def _unwrap_at(items, tape):
-    """``_unwrap`` for ``tape``: arrays traced by other (outer) tapes stay as they are."""
+    """``_unwrap`` for ``tape``: arrays traced by other (outer) tapes stay as they are. A
+    constant whose differentiation has ended (kept in a cache, say) is the plain array it
+    holds."""
     values = []
     traced = 0
     for i, x in enumerate(items):
         if type(x) is Traced and x.tape is tape:
             values.append(x.value)
-            traced |= 1 << i
+            if not x.buffer.constant:
+                traced |= 1 << i
+        elif ended(x):
+            values.append(memory(x))
         else:
             values.append(x)
     return tape, values, traced
+
+
+def ended(x):
+    """Whether ``x`` is a constant whose differentiation is no longer running."""
+    return type(x) is Traced and x.buffer.constant and x.tape not in ACTIVE.tapes
 
 
 def _unwrap_args(args):
@@ -140,27 +151,39 @@ def _unwrap_args(args):
             values.append(x.value)
         elif type(x) in (list, tuple) and any(type(e) is Traced for e in x):
             values.append(type(x)(_unwrap_at(x, tape)[1]))
+        elif ended(x):
+            values.append(memory(x))
         else:
             values.append(x)
     return tape, values
 
 
 def _leaves(args, tape):
-    """The arrays ``tape`` traces among ``args``, one level into lists and tuples."""
+    """The arrays ``tape`` traces among ``args``, one level into lists and tuples (not its
+    constants)."""
     for x in args:
         if type(x) is Traced:
-            if x.tape is tape:
+            if x.tape is tape and not x.buffer.constant:
                 yield x
         elif type(x) in (list, tuple):
-            yield from (e for e in x if type(e) is Traced and e.tape is tape)
+            yield from (e for e in x
+                        if type(e) is Traced and e.tape is tape and not e.buffer.constant)
 
 
-def _reject_traced_kwargs(name, kwargs, tape):
+def _keyword_values(name, kwargs, tape):
+    """``kwargs`` with the constants of ``tape`` replaced by their values (a record may read
+    them); a traced array there is refused."""
+    values = kwargs
     for key, value in kwargs.items():
         if type(value) is Traced and value.tape is tape:
-            raise UnsupportedOperationError(
-                f"{name}: the traced array passed as keyword argument {key}= cannot be "
-                "differentiated; pass it positionally.")
+            if not value.buffer.constant:
+                raise UnsupportedOperationError(
+                    f"{name}: the traced array passed as keyword argument {key}= cannot be "
+                    "differentiated; pass it positionally.")
+            value.buffer.read = True
+            values = dict(values) if values is kwargs else values
+            values[key] = value.value
+    return values
 
 
 def unbroadcast(g, shape):
@@ -192,6 +215,22 @@ def freeze(tape, value):
             freeze(tape, item)
 
 
+def keep(tape, x, value):
+    """A record of ``tape`` reads ``value``, the value of its untraced operand ``x``. A constant
+    of the tape is marked read, so that later writes into it are undone in the replay; a plain
+    array is frozen (``freeze``)."""
+    if type(x) is Traced:
+        if x.tape is tape and x.buffer.constant:
+            x.buffer.read = True
+        elif ended(x):
+            freeze(tape, value)
+    elif type(x) in (list, tuple) and type(value) in (list, tuple):
+        for item, v in zip(x, value, strict=True):
+            keep(tape, item, v)
+    else:
+        freeze(tape, value)
+
+
 def thaw(tape):
     """Make the arrays ``freeze`` made read-only writable again."""
     while tape.frozen:
@@ -211,6 +250,114 @@ def fresh(y, tape):
     if tape.outer is not None:
         y = lift(y, tape.outer)
     return Traced(y, Buffer(y), tape, True)
+
+
+def constant(y, tape):
+    """Wrap a float array made inside the differentiated code, whose values do not depend on
+    the arguments, as a constant of ``tape``: operations on constants alone run as on plain
+    arrays and record nothing, and writing a traced value into one makes it traced (its
+    buffer's ``constant`` state). Its value is an array the enclosing differentiations follow,
+    as ``fresh`` makes it (a constant of theirs)."""
+    if isinstance(y, (np.generic, float, int)):
+        y = np.asarray(y)
+    if tape.outer is not None:
+        y = lift_constant(y, tape.outer)
+    return Traced(y, Buffer(y, constant=True), tape, True)
+
+
+def lift_constant(y, tape):
+    """``y`` as an array ``tape`` follows, a constant of it unless it already is its array."""
+    if type(tape) is not Tape:  # a forward-mode run: a dual with a zero tangent
+        return tape.lift(y)
+    if type(y) is Traced and y.tape is tape:
+        return y
+    return constant(y, tape)
+
+
+def constant_result(y, tape, sources):
+    """The result of an operation on constants of ``tape`` (and plain values): an argument
+    itself, a view of a constant's memory (the same buffer), a plain non-float value, or a
+    new constant. ``sources`` are the operation's arguments."""
+    if type(y) in (tuple, list):
+        items = [constant_result(item, tape, sources) for item in y]
+        return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
+    if isinstance(y, np.floating):
+        y = np.asarray(y)
+    if not (type(y) is np.ndarray or wrapped(y)) or y.dtype.kind != "f":
+        return y
+    root = owner(y)
+    for x in _flat(sources):
+        if type(x) is Traced and x.tape is tape:
+            if y is x.value:
+                return x
+            if x.buffer.constant and owner(x.value) is root:
+                return view_of(x, y, tape)
+        elif type(x) is np.ndarray and owner(x) is root:
+            return y  # a view of a plain array stays plain
+    return constant(y, tape)
+
+
+def _flat(items):
+    for x in items:
+        if type(x) in (list, tuple):
+            yield from _flat(x)
+        else:
+            yield x
+
+
+def carries(items, tape):
+    """Whether an array ``tape`` traces (not a constant) is among ``items``, at any depth of
+    lists and tuples."""
+    for x in items:
+        if type(x) is Traced:
+            if x.tape is tape and not x.buffer.constant:
+                return True
+        elif type(x) in (list, tuple) and carries(x, tape):
+            return True
+    return False
+
+
+def values_at(tree, tape):
+    """``tree`` with the arrays of ``tape`` (constants, here) replaced by their values, at any
+    depth of lists and tuples."""
+    if type(tree) is Traced and tree.tape is tape:
+        return tree.value
+    if type(tree) in (list, tuple):
+        return type(tree)(values_at(x, tape) for x in tree)
+    return tree
+
+
+def write_constant(tape, target, key, write):
+    """Run ``write()``, which writes constants into ``target[key]`` (``key`` None: all of it),
+    a constant of ``tape``. If a record already read its buffer, the bytes about to be
+    overwritten are saved and put back in the replay, so that record reads them again."""
+    if target.buffer.read:
+        value = target.value
+        if key is None:
+            restore = checkpoint(value)
+        else:
+            region = value[key]
+            if views(region, value):
+                restore = checkpoint(region)
+            else:  # an advanced index, or one element: a copy of what it selects
+                saved = np.copy(region)
+
+                def restore():
+                    value[key] = saved
+
+        tape.record(lambda shadows: restore())
+    write()
+
+
+def on_constants(call, args, kwargs, tape, written=()):
+    """``call(*args, **kwargs)`` where every array of ``tape`` among the arguments is a
+    constant: run on their values, as on plain arrays, recording nothing but the undoing of
+    writes into constants a record has read (``written``: the arguments it may write)."""
+    for target in written:
+        if type(target) is Traced and target.tape is tape and target.buffer.constant:
+            write_constant(tape, target, None, lambda: None)
+    y = call(*values_at(args, tape), **{k: values_at(v, tape) for k, v in kwargs.items()})
+    return constant_result(y, tape, (*args, *kwargs.values()))
 
 
 def lift(y, tape):
@@ -237,7 +384,7 @@ def locate(x, tape):
     """Where the shadow of ``x`` lives if ``tape`` traces it, as a record keeps it: without
     ``x``'s memory, so a record does not keep alive an array whose values its pullback does not
     read. None for anything else (constants, arrays of outer differentiations)."""
-    if type(x) is not Traced or x.tape is not tape:
+    if type(x) is not Traced or x.tape is not tape or x.buffer.constant:
         return None
     if x.whole:
         return x.buffer  # a buffer is the place of all of itself
@@ -344,6 +491,9 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
         values.pop()
         pattern &= ~(1 << len(inputs))
     kwargs = dict(kwargs) if kwargs else {}
+    if not pattern and (out is None or (type(out) is Traced and out.tape is tape
+                                        and out.buffer.constant)):
+        return _ufunc_on_constants(ufunc, inputs, values, out, kwargs, tape)
     if kwargs.get("where", True) is not True:
         raise UnsupportedOperationError(
             f"np.{ufunc.__name__}(..., where=...) on traced arrays: compute both branches and "
@@ -372,7 +522,7 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
     read = _read_by_partials(values, reads)
     for i, v in enumerate(read):
         if pattern >> i & 1 == 0:
-            freeze(tape, v)
+            keep(tape, inputs[i], v)
     if rule.decide is not None:
         read = [*read, rule.decide(*values)]
     places = [locate(x, tape) for x in inputs]
@@ -387,6 +537,15 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
     return yt
 
 
+def _ufunc_on_constants(ufunc, inputs, values, out, kwargs, tape):
+    """A ufunc whose operands are constants and plain values, written into a constant or
+    into a new array: it runs as on plain arrays."""
+    if out is None:
+        return constant_result(ufunc(*values, **kwargs), tape, inputs)
+    write_constant(tape, out, None, lambda: ufunc(*values, out=out.value, **kwargs))
+    return out
+
+
 def _may_overlap(target, x):
     return type(x) is Traced and x.buffer is target.buffer and may_overlap(x.value, target.value)
 
@@ -395,13 +554,14 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     traced, reads = _differentiable(rule, pattern, len(inputs))
     if type(out) is not Traced or out.tape is not tape:
         if traced:
-            raise UntracedWriteError(
-                f"np.{ufunc.__name__}(..., out=...): a traced value was written into an array "
-                "mutad is not tracing (or that an outer differentiation traces), so its "
-                "gradient would be lost. Create the destination from a traced value: "
-                "np.zeros_like(x) or np.empty(n, like=x).")
+            raise untraced_write(f"np.{ufunc.__name__}(..., out=...)")
         return ufunc(*values, out=out, **kwargs)
     tape = active(tape)
+    if out.buffer.constant:
+        if not traced:  # constants only: what gradient reaches them goes nowhere
+            write_constant(tape, out, None, lambda: ufunc(*values, out=out.value, **kwargs))
+            return out
+        out.buffer.constant = False  # it now holds values that depend on the arguments
     target = out.value
     position = next((i for i, x in enumerate(inputs)
                      if type(x) is Traced and x.buffer is out.buffer
@@ -429,9 +589,9 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     ufunc(*values, out=target, **kwargs)
     recompute_y = "x" in rule.uses and "y" in rule.uses
     read = values if recompute_y else _read_by_partials(values, reads)
-    for i, v in enumerate(values):  # freeze the untraced operands the replay will read
+    for i, v in enumerate(values):  # keep the untraced operands the replay will read
         if pattern >> i & 1 == 0 and (read[i] is not None or (undo is inverse and i != position)):
-            freeze(tape, v)
+            keep(tape, inputs[i], v)
     given = read if rule.decide is None else [*read, decision]
     places = [locate(x, tape) for x in inputs]
     target_place = locate(out, tape)
@@ -486,16 +646,18 @@ def apply_function(name, rule, args, kwargs, tape=None):
     out = kwargs.pop("out", None) if "out" in kwargs else None
     arg_tape, values = _unwrap_args(args)
     tape = active(arg_tape or tape)
-    _reject_traced_kwargs(name, kwargs, tape)
+    kwargs = _keyword_values(name, kwargs, tape)
     y, back = rule(*values, **kwargs)
     leaves = list(_leaves(args, tape))
-    if leaves:  # the pullback may read the untraced arguments: keep them as they are
-        for x, v in zip(args, values, strict=True):
-            if type(x) is not Traced:
-                freeze(tape, [e for e in x if type(e) is not Traced]
-                       if type(x) in (list, tuple) else v)
-        for v in kwargs.values():
-            freeze(tape, v)
+    if not leaves:  # constants and plain values only: nothing to record
+        result = constant_result(y, tape, args)
+        return result if out is None else apply_ufunc(np.positive, (result,), out=out)
+    # The pullback may read the untraced arguments: keep them as they are.
+    for x, v in zip(args, values, strict=True):
+        if not (type(x) is Traced and x.tape is tape and not x.buffer.constant):
+            keep(tape, x, v)
+    for v in kwargs.values():
+        freeze(tape, v)
     if isinstance(y, (tuple, list)):
         wrapped = [_output(tape, yi, leaves) for yi in y]
         items = [w for w, _ in wrapped]
@@ -558,7 +720,25 @@ def out_position(func):
     return OUT_POSITIONS[func]
 
 
+def _written(func, args, kwargs):
+    """The arguments a NumPy function may write into: its ``out``, the target of an in-place
+    function, and every argument of a function mutad knows nothing about."""
+    out = kwargs.get("out")
+    position = out_position(func)
+    if out is None and position is not None and len(args) > position:
+        out = args[position]
+    targets = list(out) if type(out) is tuple else [] if out is None else [out]
+    if func in INPLACE and args:
+        targets.append(args[0])
+    elif func not in FUNCTIONS and func not in NONDIFF:
+        targets.extend(_flat(args))
+    return targets
+
+
 def apply_array_function(func, args, kwargs, tape):
+    level = innermost((*args, *kwargs.values()), tape)
+    if not carries((*args, *kwargs.values()), level):
+        return on_constants(func, args, kwargs, level, _written(func, args, kwargs))
     rule = FUNCTIONS.get(func)
     if rule is not None:
         kwargs = dict(kwargs)
@@ -598,15 +778,28 @@ def conversion_error(what):
     where = "" if frame is None else (
         f" in {frame.f_globals.get('__name__', '?')}.{frame.f_code.co_name}")
     if frame is not None and _storing_item(frame):
-        return UntracedWriteError(
-            f"a traced value was assigned into an element or slice of an array mutad is not "
-            f"tracing{where}, so its gradient would be lost. Create the destination from a "
-            "traced value: np.zeros_like(x) or np.empty(n, like=x).")
+        return untraced_write(f"an assignment into an element or slice{where}")
+    if what in ("float()", "int()", "complex()", ".item()", ".tolist()"):
+        return ConversionError(
+            f"{what} of a traced value{where} would cut its gradient. Keep computing with the "
+            "array itself (a 0-d array works wherever NumPy takes a float; comparisons such as "
+            "`if x > 0:` work, and f'{x:.3g}' formats it); take integer results with NumPy "
+            "(np.argmin, np.floor(x).astype(int)).")
     return ConversionError(
         f"a traced array was converted to a plain array by {what}{where}, which would cut its "
         "gradient. If that function has no mutad rule (a SciPy routine, say), wrap it with "
-        "mutad.adjoint and give it a rule (README, 'Custom rules'); inside your own code keep "
-        "arrays as they are (x.copy() or np.array(x, like=x) instead of np.array(x)).")
+        "mutad.adjoint and give it a rule (README, 'Custom rules'); inside the differentiated "
+        "code np.array(x) and np.asarray(x) of a traced x work, as x.copy() does.")
+
+
+def untraced_write(what):
+    """The error for writing a traced value into an array mutad does not follow."""
+    return UntracedWriteError(
+        f"{what}: a traced value was written into an array created before the differentiation "
+        "started (a module-level work buffer, a default argument, a cache) or by an enclosing "
+        "differentiation, so its gradient would be lost. Allocate that array inside the "
+        "function being differentiated: arrays created there (np.zeros, np.empty, np.array, "
+        "...) are followed. Or pass it as an argument.")
 
 
 def _storing_item(frame):
@@ -684,20 +877,31 @@ class ArrayMethods:
     def __bool__(self):
         return bool(self.value)
 
+    def plain_value(self):
+        """The plain array this one stands for when converting it loses no derivative (an
+        array with no dependence on the arguments), else None."""
+        return None
+
+    def _converted(self, what):
+        value = self.plain_value()
+        if value is None:
+            raise conversion_error(what)
+        return value
+
     def __float__(self):
-        raise conversion_error("float()")
+        return float(self._converted("float()"))
 
     def __int__(self):
-        raise conversion_error("int()")
+        return int(self._converted("int()"))
 
     def __complex__(self):
-        raise conversion_error("complex()")
+        return complex(self._converted("complex()"))
 
     def item(self, *args):
-        raise conversion_error(".item()")
+        return self._converted(".item()").item(*args)
 
     def tolist(self):
-        raise conversion_error(".tolist()")
+        return self._converted(".tolist()").tolist()
 
     def __hash__(self):
         return id(self)
@@ -779,8 +983,8 @@ def lost_tangent(what):
     return UntracedWriteError(
         f"{what}: a value with a forward-mode tangent (from mutad.jvp) was written into an "
         "array of an enclosing differentiation, which carries no such tangent, so it would be "
-        "lost. Create the destination inside the function jvp differentiates "
-        "(np.zeros_like(x)).")
+        "lost. Allocate the destination inside the function jvp differentiates (np.zeros(n) "
+        "there carries a tangent).")
 
 
 class Traced(ArrayMethods):
@@ -804,6 +1008,10 @@ class Traced(ArrayMethods):
             return apply_ufunc(ufunc, inputs, out, kwargs)
         if out is not None:
             kwargs["out"] = out
+        level = innermost((*inputs, out))
+        if not carries((*inputs, out), level):  # ufunc.at writes into its first operand
+            written = (out, inputs[0]) if method == "at" else (out,)
+            return on_constants(getattr(ufunc, method), inputs, kwargs, level, written)
         key = (ufunc, method)
         if key in FUNCTIONS:
             return apply_function(f"np.{ufunc.__name__}.{method}", FUNCTIONS[key], inputs, kwargs)
@@ -822,7 +1030,21 @@ class Traced(ArrayMethods):
         return apply_array_function(func, args, kwargs, self.tape)
 
     def __array__(self, dtype=None, copy=None):
-        raise conversion_error("np.asarray")
+        """A constant converts as a plain array would (read-only once a record has read it:
+        code without a rule must not change it behind mutad's back); a traced array cannot."""
+        if not self.buffer.constant:
+            raise conversion_error("np.asarray")
+        value = np.asarray(self.value)
+        if self.buffer.read:
+            value = value.view()
+            value.flags.writeable = False
+        if dtype is not None and np.dtype(dtype) != value.dtype:
+            return value.astype(dtype)
+        return value.copy() if copy else value
+
+    def plain_value(self):
+        """The plain array a constant stands for (``ArrayMethods``), None if traced."""
+        return self.__array__() if self.buffer.constant else None
 
     offset = property(lambda self: address(self.value) - self.buffer.low)
 
@@ -840,11 +1062,19 @@ class Traced(ArrayMethods):
     # indexing -------------------------------------------------------------------------------
 
     def __getitem__(self, key):
+        if self.buffer.constant:
+            return constant_result(self.value[plain(key)], self.tape, (self,))
         return INPLACE[operator.getitem](self, key)
 
     def __setitem__(self, key, value):
         if type(value) in INNER and defers(self.tape, (value,)):
             raise lost_tangent("x[key] = value")
+        if self.buffer.constant and innermost((value,), self.tape) is self.tape:
+            if not carries((value,), self.tape):
+                key, value = plain(key), values_at(value, self.tape)
+                write_constant(self.tape, self, key, lambda: self.value.__setitem__(key, value))
+                return
+            self.buffer.constant = False  # a traced value written: it now depends on them
         INPLACE[operator.setitem](self, key, value)
 
     # operators ------------------------------------------------------------------------------
@@ -892,15 +1122,20 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
     """
     tape, values = _unwrap_args(args)
     tape = active(tape)
-    _reject_traced_kwargs(name, kwargs, tape)
+    kwargs = _keyword_values(name, kwargs, tape)
+    if not carries(args, tape):  # constants and plain values only: it runs as on plain arrays
+        for i in writes:
+            if i < len(args) and type(args[i]) is Traced and args[i].tape is tape:
+                write_constant(tape, args[i], None, lambda: None)
+        return _map_result(name, run_rule(*values, **kwargs)[1], args, values, tape)
     for i in writes:
         if i < len(args) and isinstance(args[i], np.ndarray) and args[i].dtype.kind == "f":
-            raise UntracedWriteError(
-                f"{name} writes into argument {i}, an array mutad is not tracing, while other "
-                "arguments are traced: that gradient would be lost. Create it from a traced "
-                "value: np.zeros_like(x) or np.empty(n, like=x).")
+            raise untraced_write(f"{name} writes into argument {i} while other arguments are "
+                                 "traced")
     written = [(i, args[i]) for i in writes
                if i < len(args) and type(args[i]) is Traced and args[i].tape is tape]
+    for _, t in written:  # the values written depend on the traced arguments
+        t.buffer.constant = False
     factor = 1.0 if growth is None or not written else float(growth(*values, **kwargs))
     undos = [tape.undo_for(None if i in checkpointed else _rule_restores, None,
                            lambda t=t: checkpoint(t.value), t.buffer.key, factor, t.whole)
@@ -909,8 +1144,8 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
         tape.before_write(t.buffer.key)
     back, result = run_rule(*values, **kwargs)
     for i, (x, v) in enumerate(zip(args, values, strict=True)):
-        if type(x) is not Traced and i not in writes:
-            freeze(tape, v)
+        if i not in writes:
+            keep(tape, x, v)
     if not callable(back):
         raise MutadError(f"the in-place rule of {name} must return its back function.")
     places = [locate(x, tape) for x in args]

@@ -128,10 +128,20 @@ def test_the_factor_of_a_traced_matrix_shares_its_memory(rng):
     mutad.check_grads(f, positive_definite(rng, 4), symmetric=(0,))
 
 
-def test_writing_into_an_untraced_right_hand_side_is_refused(rng):
-    A = positive_definite(rng, 3)
-    with pytest.raises(mutad.MutadError, match="not tracing"):
-        mutad.gradient(lambda A: ldiv_(cholesky_(A), np.ones(3)).sum(), A)
+def test_writing_into_a_right_hand_side_allocated_before_the_gradient_is_refused(rng):
+    A, b = positive_definite(rng, 3), np.ones(3)
+    with pytest.raises(mutad.MutadError, match="Allocate that array inside"):
+        mutad.gradient(lambda A: ldiv_(cholesky_(A), b).sum(), A)
+    assert np.array_equal(b, np.ones(3))
+
+
+def test_a_right_hand_side_allocated_inside_is_followed(rng):
+    def f(A):
+        b = np.ones(3)
+        b[0] = 2.0
+        return (ldiv_(cholesky_(A), b) ** 2).sum()
+
+    mutad.check_grads(f, positive_definite(rng, 3), symmetric=(0,))
 
 
 @pytest.mark.parametrize("routine", ["cholesky_", "cholesky ldiv_", "lu_factor_", "lu ldiv_",

@@ -1,7 +1,10 @@
 """Where new traced buffers are born: ``zeros_like``, ``empty(like=)``, ``copy``, ``astype``.
 
-A buffer created from a traced value is traced, so later writes into it are recorded and
-gradients written through it reach their sources. In forward mode a float buffer created from a
+A buffer created from a traced value is one the differentiation follows: a constant of it
+(``tracing.constant``) when its values do not depend on the arguments, until a traced value is
+written into it, so later writes into it are recorded and gradients written through it reach
+their sources. (Buffers the differentiated code allocates without ``like=`` reach the same
+place through the allocation mode, ``allocation.py``.) In forward mode a float buffer created from a
 dual (``like=`` one, too) gets a tangent, zero where its values do not depend on the arguments,
 so later writes of tangents into it have a place to go.
 """

@@ -29,10 +29,10 @@ import operator
 
 import numpy as np
 
-from ..errors import MutadError, UnsupportedOperationError, UntracedWriteError
+from ..errors import MutadError, UnsupportedOperationError
 from ..registry import definplace, deflinear, defjvp
-from ..tracing import (Traced, active, apply_ufunc, freeze, fresh, innermost, locate, plain,
-                       unbroadcast, view_of)
+from ..tracing import (Traced, active, apply_ufunc, carries, freeze, fresh, innermost, keep,
+                       locate, plain, unbroadcast, untraced_write, view_of)
 from ..views import address, byte_span, may_overlap, memory, same_region, views, wrapped
 from . import nesting
 from .linalg import rule_for
@@ -351,12 +351,10 @@ def interp_jvp(tangents, x, xp, fp, left=None, right=None, period=None):
 def _require_traced_target(call, target, *values):
     """Refuse to write a traced value into an array mutad does not trace."""
     tape = innermost((target, *values))
-    if (type(target) is not Traced or target.tape is not tape) and any(
-            type(v) is Traced and v.tape is tape for v in values):
-        raise UntracedWriteError(
-            f"{call}: a traced value was written into an array mutad is not tracing (or that an "
-            "outer differentiation traces), so its gradient would be lost. Create the "
-            "destination from a traced value: np.zeros_like(x) or np.empty(n, like=x).")
+    if carries(values, tape):
+        if type(target) is not Traced or target.tape is not tape:
+            raise untraced_write(call)
+        target.buffer.constant = False  # a constant written with traced values is traced
     return type(target) is Traced
 
 
@@ -412,8 +410,7 @@ def _unbuffered(ufunc, opposite, sign):
         tape.before_write(a.buffer.key)
         ufunc.at(target, key, values)
         freeze(tape, key)
-        if type(b) is not Traced:
-            freeze(tape, values)
+        keep(tape, b, values)
         a_place, b_place = locate(a, tape), locate(b, tape)
 
         def back(shadows):

@@ -1,0 +1,380 @@
+"""The allocation mode: arrays the differentiated code creates are arrays mutad follows.
+
+Numerical code allocates work arrays and fills them (``K = np.empty((4, n)); K[0] = f(y)``).
+NumPy has no hook for allocation (``like=`` dispatches only when it is passed), so while a
+differentiation runs mutad puts its own factories in place of NumPy's, as PyTorch's modes
+intercept its factory functions:
+
+* in every module other than NumPy's, SciPy's and mutad's own, the names bound to the
+  ``numpy`` module (``np``, ``numpy``) are bound to a copy of it whose factories are mutad's,
+  and names bound to a factory itself (``from numpy import zeros``) to mutad's factory. NumPy
+  and SciPy internals keep their own bindings, so they receive and make plain arrays;
+* a factory called in a thread running a differentiation gives a float array as a *constant*
+  of the innermost differentiation (``tracing.constant``; a dual with a zero tangent in
+  forward mode): it behaves as a plain array until a traced value is written into it, from
+  when on it is traced. Other threads, integer and boolean results, and results that are
+  views of existing arrays (``np.asarray(a)`` of an array) are left plain;
+* ``np.array`` and its variants build traced arrays from traced values (``np.array([a, b])``),
+  and functions with integer results (``np.argmin((a, b))``) take the plain values of traced
+  scalars inside lists and tuples;
+* methods listed in ``registry.METHODS`` are routed to their rules when traced arrays are among
+  their arguments (``scipy.stats.norm.logpdf``).
+
+The bindings are swapped in when the first differentiation starts (in any thread) and swapped
+back when the last one ends, on return or exception, so code outside a differentiation runs
+NumPy's own functions at no cost. ``plain_allocation()`` turns the mode off in its block.
+
+Not followed: arrays allocated before the differentiation started (a module-level work
+buffer), names bound in other ways than at module level (a default argument ``zeros=np.zeros``,
+a class attribute), ``np.random`` draws and ``np.frombuffer`` (their values are not made by the
+differentiated code: copy them, ``np.array(r)``, to write into them).
+"""
+
+import contextlib
+import importlib
+import sys
+import threading
+import types
+
+import numpy as np
+
+from .registry import METHODS, RULE_MODULES
+from .shadows import Buffer
+from .tape import Tape
+from .tracing import ACTIVE, Traced
+from .views import owner, wrapped
+
+FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
+             "ones_like", "empty_like", "full_like", "copy", "linspace", "logspace", "geomspace",
+             "arange", "diag", "diagflat", "vander", "fromfunction", "fromiter",
+             "asarray_chkfinite")
+"""NumPy functions whose float results are new arrays, allocated as constants in the mode."""
+
+BUILDERS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray")
+"""NumPy's array constructors: they also build arrays from traced values."""
+
+TAKES_LIKE = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "arange",
+              "fromfunction", "fromiter")
+"""Factories that dispatch on ``like=`` alone: a traced argument (``np.full(n, x[0])``) is
+passed as ``like=`` too, so that its rule runs instead of a conversion."""
+
+INTEGRAL = ("argmin", "argmax", "argsort", "argpartition", "lexsort", "nonzero", "flatnonzero",
+            "argwhere", "searchsorted", "digitize", "count_nonzero", "shape", "ndim", "size",
+            "isclose", "allclose", "array_equal")
+"""NumPy functions with integer or boolean results: traced scalars in lists are read plainly."""
+
+INTERNAL = ("numpy", "scipy", "mutad")
+"""Packages whose modules keep NumPy's own functions."""
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.plain = 0  # depth of plain_allocation() blocks in this thread
+
+
+STATE = _State()
+
+
+@contextlib.contextmanager
+def plain_allocation():
+    """Turn the allocation mode off in this block (of this thread): arrays created here are
+    plain, as outside a differentiation. For code that hands its arrays to compiled routines
+    needing plain ndarrays; writing a traced value into such an array raises
+    ``UntracedWriteError``. Usable as a decorator too.
+
+    >>> import numpy as np, mutad
+    >>> def f(x):
+    ...     with mutad.plain_allocation():
+    ...         grid = np.linspace(0.0, 1.0, 3)   # a plain ndarray
+    ...     return (x * grid).sum()
+    >>> mutad.gradient(f, np.ones(3))[0].tolist()
+    [0.0, 0.5, 1.0]
+    """
+    STATE.plain += 1
+    try:
+        yield
+    finally:
+        STATE.plain -= 1
+
+
+def allocate(y):
+    """``y``, a new plain array, as a constant of every differentiation running in this
+    thread (each level's value an array of the levels outside it); the innermost's array."""
+    for level in ACTIVE.tapes:
+        if type(level) is Tape:
+            y = Traced(y, Buffer(y, constant=True), level, True)
+        else:  # a forward-mode run: a dual with a zero tangent
+            y = level.lift(y)
+    return y
+
+
+def _in_mode():
+    return ACTIVE.tapes and not STATE.plain
+
+
+def _holds_wrapped(tree):
+    if type(tree) in (list, tuple):
+        return any(_holds_wrapped(x) for x in tree)
+    return wrapped(tree)
+
+
+def _arrays(tree):
+    if type(tree) in (list, tuple):
+        for x in tree:
+            yield from _arrays(x)
+    elif isinstance(tree, np.ndarray):
+        yield tree
+    elif type(tree) is dict:
+        yield from _arrays(list(tree.values()))
+
+
+def _allocated(y, args, kwargs):
+    """Whether ``y`` is a new float ndarray, not the memory of an argument."""
+    if type(y) is not np.ndarray or y.dtype.kind != "f":
+        return False
+    root = owner(y)
+    return not any(owner(a) is root for a in _arrays([args, kwargs]))
+
+
+def factory(func):
+    """``func`` allocating constants in the mode."""
+
+    takes_like = func.__name__ in TAKES_LIKE
+
+    def allocating(*args, **kwargs):
+        if takes_like and ACTIVE.tapes and "like" not in kwargs:
+            like = next((a for a in (*args, *kwargs.values()) if wrapped(a)), None)
+            if like is not None:
+                return func(*args, like=like, **kwargs)
+        y = func(*args, **kwargs)
+        if _in_mode() and _allocated(y, args, kwargs):
+            return allocate(y)
+        return y
+
+    return _named(allocating, func)
+
+
+def _stacked(tree):
+    """Nested lists and tuples holding traced values, as one array: each level stacked, so
+    that every item keeps its gradient and plain numbers are constants."""
+    if type(tree) not in (list, tuple):
+        return tree
+    items = [_stacked(x) for x in tree]
+    if any(wrapped(x) for x in items):
+        return np.stack(items)
+    return np.array(items)
+
+
+def builder(func):
+    """``func`` (``np.array`` and its variants) allocating constants in the mode, and building
+    arrays from traced values: ``np.array(x)`` of a traced ``x`` is a copy and
+    ``np.asarray(x)`` is ``x``, as NumPy's; nested lists with traced items are stacked."""
+    allocating = factory(func)
+
+    def building(*args, **kwargs):
+        if not (args and ACTIVE.tapes and _holds_wrapped(args[0])):
+            return allocating(*args, **kwargs)
+        a, *rest = args
+        if wrapped(a):  # NumPy dispatches on like= alone
+            kwargs.setdefault("like", a)
+            y = func(a, *rest, **kwargs)
+            return a if wrapped(y) and y.value is a.value else y  # np.asarray(x): x itself
+        y = _stacked(a)
+        dtype = kwargs.get("dtype", rest[0] if rest else None)
+        if dtype is not None and np.dtype(dtype) != y.dtype:
+            y = y.astype(dtype)
+        ndmin = kwargs.get("ndmin", 0)
+        if y.ndim < ndmin:
+            y = y.reshape((1,) * (ndmin - y.ndim) + y.shape)
+        return y
+
+    return _named(building, func)
+
+
+def _plain_values(tree):
+    if type(tree) in (list, tuple):
+        return type(tree)(_plain_values(x) for x in tree)
+    while wrapped(tree):
+        tree = tree.value
+    return tree
+
+
+def integral(func):
+    """``func``, whose result is integer or boolean (no gradient), reading traced scalars
+    inside lists and tuples by their values (NumPy converts those; it dispatches only on
+    arrays)."""
+
+    def reading_values(*args, **kwargs):
+        if ACTIVE.tapes and any(type(a) in (list, tuple) and _holds_wrapped(a) for a in args):
+            return func(*_plain_values(args), **kwargs)
+        return func(*args, **kwargs)
+
+    return _named(reading_values, func)
+
+
+def _named(wrapper, func):
+    wrapper.__name__ = func.__name__
+    wrapper.__qualname__ = getattr(func, "__qualname__", func.__name__)
+    wrapper.__module__ = getattr(func, "__module__", "numpy")
+    wrapper.__doc__ = func.__doc__
+    wrapper.__wrapped__ = func
+    return wrapper
+
+
+def _replacements():
+    """NumPy's functions and mutad's for the mode, by name."""
+    table = {}
+    for names, make in ((FACTORIES, factory), (BUILDERS, builder), (INTEGRAL, integral)):
+        for name in names:
+            func = getattr(np, name, None)
+            if func is not None:
+                table[name] = (func, make(func))
+    return table
+
+
+REPLACEMENTS = _replacements()
+_BY_ORIGINAL = {id(func): (func, new) for func, new in REPLACEMENTS.values()}
+
+
+class _ModeNumpy(types.ModuleType):
+    """The ``numpy`` module as user code sees it during a differentiation: NumPy's own
+    attributes, with the mode's factories."""
+
+
+def _mode_numpy():
+    module = _ModeNumpy(np.__name__, np.__doc__)
+    module.__dict__.update(np.__dict__)
+    module.__dict__.update({name: new for name, (_, new) in REPLACEMENTS.items()})
+    return module
+
+
+class _Mode:
+    """The bindings swapped in while any differentiation runs."""
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.depth = 0
+        self.numpy = _mode_numpy()
+        self.numpy_size = len(np.__dict__)
+        self.scanned = {}  # module name -> its namespace's size when scanned
+        self.sites = {}  # (id(namespace), name) -> (namespace, name, original, replacement)
+        self.methods = {}  # (cls, name) -> (whether cls defined it, its own attribute)
+        self.modules = 0
+
+    # finding the bindings ----------------------------------------------------------------
+
+    def _scan(self, namespace):
+        for name, value in list(namespace.items()):
+            if value is np:
+                replacement = self.numpy
+            else:
+                pair = _BY_ORIGINAL.get(id(value))
+                if pair is None or pair[0] is not value:
+                    continue
+                replacement = pair[1]
+            self.sites[id(namespace), name] = (namespace, name, value, replacement)
+
+    def _scan_modules(self, f):
+        """Find the bindings in modules imported since the last scan, and in ``f``'s module
+        if it gained names (a script binding ``from numpy import zeros`` after its first
+        differentiation)."""
+        if len(sys.modules) != self.modules:
+            for name, module in list(sys.modules.items()):
+                if name in self.scanned or not isinstance(module, types.ModuleType):
+                    continue
+                namespace = getattr(module, "__dict__", None)
+                internal = name.partition(".")[0] in INTERNAL
+                self.scanned[name] = len(namespace) if namespace is not None else 0
+                if namespace is not None and not internal:
+                    self._scan(namespace)
+            self.modules = len(sys.modules)
+        namespace = getattr(f, "__globals__", None)
+        name = namespace.get("__name__") if namespace is not None else None
+        if (name is not None and self.scanned.get(name) != len(namespace)
+                and name.partition(".")[0] not in INTERNAL):
+            self.scanned[name] = len(namespace)
+            self._scan(namespace)
+
+    # swapping them -----------------------------------------------------------------------
+
+    def enter(self, f=None):
+        """A differentiation starts in this thread: load the rule modules of the libraries in
+        use, and swap the mode's bindings in if none was running."""
+        for library, rules in RULE_MODULES.items():
+            if library in sys.modules and rules not in sys.modules:
+                importlib.import_module(rules)
+        with self.lock:
+            self.depth += 1
+            if self.depth > 1:
+                if len(self.methods) != len(METHODS):
+                    self._route_methods()
+                return
+            try:
+                if len(np.__dict__) != self.numpy_size:  # NumPy loaded a submodule lazily
+                    self.numpy.__dict__.update(
+                        {k: v for k, v in np.__dict__.items() if k not in REPLACEMENTS})
+                    self.numpy_size = len(np.__dict__)
+                self._scan_modules(f)
+                for namespace, name, original, replacement in self.sites.values():
+                    if namespace.get(name) is original:
+                        namespace[name] = replacement
+                self._route_methods()
+            except BaseException:
+                self._undo()
+                self.depth -= 1
+                raise
+
+    def exit(self):
+        """A differentiation ended (returned or raised): swap NumPy's bindings back when it
+        was the last one running."""
+        with self.lock:
+            self.depth -= 1
+            if self.depth == 0:
+                self._undo()
+
+    def _undo(self):
+        for namespace, name, original, replacement in self.sites.values():
+            if namespace.get(name) is replacement:
+                namespace[name] = original
+        for (cls, name), (defined, attribute) in self.methods.items():
+            if defined:
+                setattr(cls, name, attribute)
+            else:
+                delattr(cls, name)
+        self.methods.clear()
+
+    def _route_methods(self):
+        for (cls, name), rule in list(METHODS.items()):
+            if (cls, name) not in self.methods:
+                defined = name in cls.__dict__
+                self.methods[cls, name] = (defined, cls.__dict__.get(name))
+                setattr(cls, name, _routed(cls, name, rule))
+
+
+def _routed(cls, name, rule):
+    """Method ``name`` of ``cls`` that calls ``rule(self, *args, **kwargs)`` when a traced
+    array is among its arguments, and the method it replaces otherwise."""
+    original = next(base.__dict__[name] for base in cls.__mro__ if name in base.__dict__)
+
+    def method(self, *args, **kwargs):
+        if ACTIVE.tapes and (_holds_wrapped(args) or _holds_wrapped(list(kwargs.values()))):
+            return rule(self, *args, **kwargs)
+        return original.__get__(self, type(self))(*args, **kwargs)
+
+    method.__name__ = name
+    method.__qualname__ = f"{cls.__qualname__}.{name}"
+    method.__doc__ = getattr(original, "__doc__", None)
+    return method
+
+
+MODE = _Mode()
+
+
+@contextlib.contextmanager
+def mode(f=None):
+    """The allocation mode around one differentiation of ``f``."""
+    MODE.enter(f)
+    try:
+        yield
+    finally:
+        MODE.exit()

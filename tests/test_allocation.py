@@ -1,0 +1,411 @@
+"""The allocation mode: arrays the differentiated code creates are followed, however it spells
+the call, and only while a differentiation runs in the calling thread."""
+
+import sys
+import threading
+
+import numpy
+import numpy as np
+import pytest
+import scipy.linalg
+from numpy import empty, zeros
+
+import kalman_style  # imported before mutad: its NumPy names are bound long before
+
+import mutad
+from mutad import errors, registry
+from mutad.allocation import MODE
+
+P = np.array([0.5, -1.0, 2.0])  # a plain array made before any differentiation
+
+FACTORIES = {
+    "zeros": lambda: np.zeros(3),
+    "numpy.zeros": lambda: numpy.zeros((3,)),
+    "from numpy import zeros": lambda: zeros(3),
+    "from numpy import empty": lambda: empty(3),
+    "empty": lambda: np.empty((3,)),
+    "ones": lambda: np.ones(3),
+    "full": lambda: np.full(3, 2.0),
+    "eye": lambda: np.eye(3),
+    "identity": lambda: np.identity(3),
+    "tri": lambda: np.tri(3),
+    "zeros_like": lambda: np.zeros_like(P),
+    "ones_like": lambda: np.ones_like(P),
+    "empty_like": lambda: np.empty_like(P),
+    "full_like": lambda: np.full_like(P, 1.5),
+    "copy": lambda: np.copy(P),
+    "array of a plain array": lambda: np.array(P),
+    "array of a list": lambda: np.array([1.0, 2.0, 3.0]),
+    "asarray of a list": lambda: np.asarray([1.0, 2.0, 3.0]),
+    "ascontiguousarray": lambda: np.ascontiguousarray(P[::-1]),
+    "linspace": lambda: np.linspace(0.0, 1.0, 3),
+    "logspace": lambda: np.logspace(0.0, 1.0, 3),
+    "arange": lambda: np.arange(3.0),
+    "diag of a plain vector": lambda: np.diag(P),
+    "zeros().copy()": lambda: np.zeros((3, 3)).copy(),
+    "zeros().reshape": lambda: np.zeros(9).reshape(3, 3),
+    "float32": lambda: np.zeros(3, np.float32),
+}
+
+
+@pytest.mark.parametrize("make", FACTORIES.values(), ids=FACTORIES.keys())
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_every_factory_gives_an_array_that_carries_gradients(make, policy):
+    def f(x):
+        b = make()
+        first = (0,) * b.ndim
+        b[first] = x[0] * x[1]         # a traced value into a freshly allocated array
+        b *= 2.0
+        return (b * b).sum() + (b[first] * x[2])
+
+    mutad.check_grads(f, np.array([0.3, -0.7, 1.1]), policy=policy, rtol=1e-4)
+
+
+def test_the_third_party_style_module_imported_numpy_names_before_mutad_ran():
+    assert kalman_style.zeros is np.zeros  # NumPy's own, outside any differentiation
+    observations = np.array([0.1, 0.5, 0.4, 1.2, 1.0, 1.9])
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(lambda a, q, r: kalman_style.kalman_loglik(observations, a, q, r),
+                          0.9, 0.3, 0.5, policy=policy, rtol=1e-5)
+    assert kalman_style.zeros is np.zeros and kalman_style.numpy is numpy
+
+
+def test_integer_boolean_and_complex_allocations_stay_plain():
+    seen = {}
+
+    def f(x):
+        seen["int"] = np.zeros(3, dtype=int)
+        seen["bool"] = np.ones(2, dtype=bool)
+        seen["arange"] = np.arange(4)
+        seen["complex"] = np.zeros(2, complex)
+        seen["same"] = np.asarray(P)      # not an allocation: the array itself
+        seen["random"] = np.random.default_rng(0).standard_normal(3)
+        seen["scipy"] = scipy.linalg.block_diag(P[:2], P[:2])  # SciPy's internals: plain
+        return x.sum()
+
+    mutad.gradient(f, np.ones(2))
+    assert all(type(v) is np.ndarray for v in seen.values())
+    assert seen["same"] is P
+
+
+def test_allocations_outside_a_differentiation_and_in_other_threads_are_plain():
+    seen = {}
+
+    def elsewhere():
+        seen["thread"] = np.zeros(3)
+
+    def f(x):
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        thread.join()
+        seen["here"] = np.zeros(3)
+        return x.sum()
+
+    mutad.gradient(f, np.ones(2))
+    assert type(seen["thread"]) is np.ndarray
+    assert type(seen["here"]) is not np.ndarray
+    assert type(np.zeros(3)) is np.ndarray
+
+
+def _numpy_bindings():
+    return (globals()["np"], globals()["zeros"], kalman_style.zeros, kalman_style.numpy)
+
+
+def test_the_mode_is_undone_on_return_and_on_exceptions():
+    before = _numpy_bindings()
+    assert before == (numpy, numpy.zeros, numpy.zeros, numpy)
+
+    def failing(x):
+        assert np is not sys.modules["numpy"]  # swapped in while it runs
+        np.zeros(3)[0] = x[0]
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        mutad.gradient(failing, np.ones(2))
+    assert _numpy_bindings() == before and MODE.depth == 0
+    with pytest.raises(RuntimeError, match="boom"):
+        mutad.jvp(failing, (np.ones(2),), (np.ones(2),))
+    assert _numpy_bindings() == before and MODE.depth == 0
+
+
+def test_plain_allocation_turns_the_mode_off():
+    def f(x):
+        with mutad.plain_allocation():
+            grid = np.linspace(0.0, 1.0, 3)
+            work = np.zeros(3)
+        assert type(grid) is np.ndarray and type(work) is np.ndarray
+        return (x * grid).sum()
+
+    assert mutad.gradient(f, np.ones(3))[0].tolist() == [0.0, 0.5, 1.0]
+
+    def g(x):
+        with mutad.plain_allocation():
+            work = np.zeros(3)
+        work[0] = x[0]
+        return work.sum()
+
+    x = np.ones(3)
+    with pytest.raises(errors.UntracedWriteError, match="inside"):
+        mutad.gradient(g, x)
+    assert x.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_module_level_work_buffer_is_refused_with_advice():
+    def f(x):
+        kalman_style_buffer[0] = x[0]
+        return kalman_style_buffer.sum()
+
+    x = np.ones(3)
+    with pytest.raises(errors.UntracedWriteError, match="Allocate that array inside"):
+        mutad.gradient(f, x)
+    assert kalman_style_buffer.tolist() == [0.0, 0.0]
+
+
+kalman_style_buffer = np.zeros(2)
+
+
+# ----------------------------------------------------------------------------------------------
+# Constants: arrays that hold no traced value yet behave as plain ones
+
+
+def test_constants_work_where_plain_arrays_do():
+    def f(x):
+        A = np.eye(3)
+        scale = float(A[1, 1]) + int(A[0, 0])          # converting a constant loses nothing
+        B = scipy.linalg.expm(A * 0.1)                  # code without a rule
+        spectrum = np.fft.fft(np.ones(4)).real          # a NumPy function without a rule
+        assert A.tolist()[0] == [1.0, 0.0, 0.0] and A.item(0) == 1.0
+        return (x * scale).sum() + (B @ x).sum() + spectrum[0] * x[0]
+
+    mutad.check_grads(f, np.array([0.2, 0.4, 0.6]))
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_a_work_array_refilled_every_step(policy):
+    """The work array is read by the step's product, then overwritten on the next step: its
+    overwritten values are put back in the reverse pass."""
+    def f(x):
+        w = np.empty(x.shape)
+        total = np.zeros(x.shape)
+        for k in range(4):
+            w[:] = np.cos(k + np.arange(x.size))
+            w *= 1.0 + 0.1 * k                 # constants written in place, after a read
+            np.multiply(w, 2.0, out=w)
+            x = x * w
+            total += x
+        return (total * total).sum()
+
+    mutad.check_grads(f, np.linspace(0.5, 1.5, 4), policy=policy)
+
+
+def test_a_constant_matrix_updated_between_reads():
+    def f(x):
+        M = np.ones((x.size, x.size))
+        y = M @ x
+        M += 1.0
+        np.fill_diagonal(M, 3.0)
+        M[[0, 1], [1, 0]] = -1.0
+        return (M @ y).sum() + (M @ x).sum()
+
+    mutad.check_grads(f, np.linspace(0.5, 1.5, 3))
+    mutad.check_grads(f, np.linspace(0.5, 1.5, 3), policy="checkpoint")
+
+
+def test_a_constant_becomes_traced_through_any_view():
+    def f(x):
+        A = np.zeros((2, 3))
+        row = A[1]
+        column = A.T[:, 0]
+        row[:] = x                # writes through a view make all of A's memory traced
+        column += x
+        np.add.at(A, ([0, 0], [2, 2]), x[0])
+        np.copyto(A[:, 1], x[1:])
+        return (A ** 2).sum()
+
+    mutad.check_grads(f, np.array([0.3, -0.5, 0.8]))
+
+
+def test_an_array_cached_by_an_earlier_differentiation_is_a_constant_later():
+    cache = {}
+
+    def grid(n):
+        if n not in cache:
+            cache[n] = np.linspace(0.0, 1.0, n)   # allocated during the first gradient
+        return cache[n]
+
+    def f(x):
+        return (x * grid(3)).sum() + np.dot(x, grid(3)) + (np.array([x[0], 1.0]) @ grid(2))
+
+    first = mutad.gradient(f, np.ones(3))[0]
+    assert first.tolist() == [0.0, 1.0, 2.0]
+    assert mutad.gradient(f, np.ones(3))[0].tolist() == first.tolist()
+    assert np.asarray(cache[3]).tolist() == [0.0, 0.5, 1.0]
+
+
+def test_float_of_a_traced_value_says_what_to_do():
+    x = np.ones(2)
+    with pytest.raises(errors.ConversionError, match="comparisons"):
+        mutad.gradient(lambda x: float(x[0]) * x.sum(), x)
+    assert x.tolist() == [1.0, 1.0]
+
+
+# ----------------------------------------------------------------------------------------------
+# Building arrays from traced values
+
+
+def test_building_arrays_from_traced_values():
+    def f(x):
+        a, b = x[0] * 2.0, np.sin(x[1])
+        v = np.array([a, b])
+        D = np.array([[x[0], 0.0], [0.0, x[1]]])
+        w = np.asarray([a, 1, b])
+        z = np.array((x[2], a), dtype=np.float64)
+        return (D @ v).sum() + (w * w).sum() + z.prod()
+
+    mutad.check_grads(f, np.array([0.3, -0.5, 0.8]))
+    mutad.check_jvp(f, np.array([0.3, -0.5, 0.8]))
+
+
+def test_array_and_asarray_of_a_traced_array_follow_numpy():
+    def f(x):
+        same = np.asarray(x)
+        copy = np.array(x)
+        assert same is x and copy is not x
+        copy *= 3.0                  # a copy: x is unchanged
+        same[0] = same[0] * 2.0      # the array itself: x changes
+        return (copy * x).sum()
+
+    mutad.check_grads(f, np.array([0.3, -0.5, 0.8]))
+
+
+def test_integer_valued_functions_of_traced_scalars_are_plain():
+    def f(x):
+        best = np.argmin((x[0], x[1]))
+        order = np.argsort([x[2], x[0], x[1]])
+        where = np.searchsorted(np.array([0.0, 1.0]), x[2])
+        assert isinstance(best, np.integer) and order.dtype.kind == "i"
+        return x[best] * 2.0 + x[order[0]] + where
+
+    g = mutad.gradient(f, np.array([0.3, -0.5, 0.8]))[0]
+    assert g.tolist() == [0.0, 2.0, 1.0]
+
+
+# ----------------------------------------------------------------------------------------------
+# Nested differentiations, forward mode, second derivatives
+
+
+def _fill_and_sum(x):
+    buf = np.zeros((2, x.size))
+    buf[0] = x * x
+    buf[1] = np.sin(buf[0])
+    return (buf ** 2).sum()
+
+
+def test_an_allocation_belongs_to_the_innermost_differentiation():
+    def outer(x):
+        work = np.zeros(2)
+        inner = mutad.gradient(_fill_and_sum, x)[0]
+        work[:] = inner * x[:2]
+        return work.sum()
+
+    mutad.check_grads(outer, np.array([0.3, -0.5]))
+
+
+def test_forward_mode_gives_allocations_a_zero_tangent():
+    mutad.check_jvp(_fill_and_sum, np.array([0.3, -0.5, 0.8]))
+    y, dy = mutad.jvp(lambda x: np.full(2, x[0]) * np.zeros(2), (np.ones(2),), (np.ones(2),))
+    assert dy.tolist() == [0.0, 0.0]
+
+
+def test_second_derivatives_through_allocations():
+    x = np.array([0.3, -0.5, 0.8])
+    mutad.check_grads(_fill_and_sum, x, order=2)
+    H = mutad.hessian(_fill_and_sum, x)
+    assert H.shape == (3, 3) and np.allclose(H, H.T)
+
+
+# ----------------------------------------------------------------------------------------------
+# The realistic patterns
+
+
+def rk4_fit(theta, y0):
+    """An RK4 integrator of a damped oscillator with a preallocated stage buffer."""
+    n, steps, h = y0.size, 40, 0.05
+    K = np.empty((4, n))
+    y = np.array(y0)
+    trajectory = np.zeros(steps)
+
+    def rhs(state, out):
+        out[0] = state[1]
+        out[1] = -theta[0] * state[0] - theta[1] * state[1]
+
+    for k in range(steps):
+        rhs(y, K[0])
+        rhs(y + 0.5 * h * K[0], K[1])
+        rhs(y + 0.5 * h * K[1], K[2])
+        rhs(y + h * K[2], K[3])
+        y += h / 6.0 * (K[0] + 2.0 * K[1] + 2.0 * K[2] + K[3])
+        trajectory[k] = y[0]
+    return ((trajectory - np.cos(np.linspace(0.0, 2.0, steps))) ** 2).sum()
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_rk4_with_a_preallocated_stage_buffer(policy):
+    y0 = np.array([1.0, 0.0])
+    mutad.check_grads(rk4_fit, np.array([2.0, 0.3]), y0, policy=policy, rtol=1e-5)
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_a_finite_volume_step_allocating_work_arrays_every_step(policy):
+    def f(u, c):
+        for _ in range(5):
+            flux = np.zeros(u.size + 1)
+            flux[1:-1] = c * (u[1:] - u[:-1])
+            du = np.empty_like(flux[:-1])
+            du[:] = flux[1:] - flux[:-1]
+            u = u + 0.2 * du
+        return (u ** 3).sum()
+
+    mutad.check_grads(f, np.linspace(0.1, 1.0, 6), 0.7, policy=policy)
+
+
+# ----------------------------------------------------------------------------------------------
+# Routing methods and loading rule modules
+
+
+class Distribution:
+    def logpdf(self, x, mu):
+        return -0.5 * (np.asarray(x) - mu) ** 2
+
+
+def test_a_method_is_routed_to_its_rule_only_with_traced_arguments():
+    calls = []
+
+    def rule(self, x, mu):
+        calls.append(type(self).__name__)
+        return -0.5 * (x - mu) ** 2
+
+    d = Distribution()
+    registry.METHODS[Distribution, "logpdf"] = rule
+    try:
+        g = mutad.gradient(lambda x: d.logpdf(x, 1.0).sum(), np.array([0.0, 2.0]))[0]
+        assert g.tolist() == [1.0, -1.0] and calls == ["Distribution"]
+        assert d.logpdf(np.zeros(1), 1.0).tolist() == [-0.5]   # outside: the method itself
+        assert "logpdf" in Distribution.__dict__ and calls == ["Distribution"]
+    finally:
+        del registry.METHODS[Distribution, "logpdf"]
+    assert Distribution.__dict__["logpdf"].__qualname__ == "Distribution.logpdf"
+
+
+def test_a_rule_module_is_imported_when_its_library_is_in_use(tmp_path, monkeypatch):
+    (tmp_path / "fake_library_rules.py").write_text("LOADED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(registry.RULE_MODULES, "fake_library", "fake_library_rules")
+    mutad.gradient(lambda x: x.sum(), np.ones(1))
+    assert "fake_library_rules" not in sys.modules   # the library is not in use
+    monkeypatch.setitem(sys.modules, "fake_library", type(sys)("fake_library"))
+    try:
+        mutad.gradient(lambda x: x.sum(), np.ones(1))
+        assert sys.modules["fake_library_rules"].LOADED
+    finally:
+        sys.modules.pop("fake_library_rules", None)
