@@ -16,7 +16,7 @@ from .errors import (
 from . import forward
 from .shadows import Buffer, Shadows
 from .tape import Tape
-from .tracing import ACTIVE, INNER, Traced, fresh, lift, thaw, view_of
+from .tracing import ACTIVE, INNER, Traced, check_constants, fresh, lift, thaw, view_of
 from .trees import check_real, flatten, is_float_array, is_float_scalar
 from .views import owner, owner_view, same_region, spans, wrapped
 
@@ -112,16 +112,18 @@ class Run:
                 raise error.__cause__ from None
             if self.tape.frozen and "read-only" in str(error):
                 raise ConstantModifiedError(
-                    f"{error}: this array was read as a constant by an operation mutad "
-                    "recorded, and its gradient needs those values, so mutad keeps it read-only "
-                    "while it differentiates. Write into a new array instead (w = w.copy(), or "
-                    "w = np.cos(...) rather than w[:] = ...), or create it from a traced value "
+                    f"{error}: this array (or the memory it views) was read as a constant by an "
+                    "operation mutad recorded, and its gradient needs those values, so mutad "
+                    "keeps it read-only while it differentiates, for every thread of the "
+                    "process. Write into a new array instead (w = w.copy(), or w = np.cos(...) "
+                    "rather than w[:] = ...), or create it from a traced value "
                     "(np.zeros_like(x)) so that mutad tracks its writes.") from error
             raise
         finally:
             ACTIVE.tapes.pop()
 
     def reverse(self, shadows):
+        check_constants(self.tape)
         self.tape.replay(shadows)
 
     def gradients(self, shadows):

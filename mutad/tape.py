@@ -45,7 +45,7 @@ DRIFT_LIMIT = 1e4
 class Tape:
     """The records of one differentiation, and the policy for putting overwritten bytes back."""
 
-    __slots__ = ("records", "policy", "guards", "drift", "frozen", "level", "outer")
+    __slots__ = ("records", "policy", "guards", "drift", "frozen", "sums", "level", "outer")
 
     def __init__(self, policy="restore"):
         if policy not in POLICIES:
@@ -56,7 +56,8 @@ class Tape:
         self.policy = policy
         self.guards = {}
         self.drift = {}
-        self.frozen = []  # untraced objects records read, kept immutable while the tape lives
+        self.frozen = {}  # untraced arrays records read, kept read-only while the tape lives
+        self.sums = {}  # the checksums of their bytes, checked before the replay
         self.level = next(LEVELS)
         self.outer = None  # the tape of the differentiation this one is nested in
 
