@@ -184,11 +184,12 @@ def freeze(tape, value):
 
     A record keeps such arrays by reference; if the program overwrote one later (a work array
     refilled on every step), the replay would read the new values and the gradient would be
-    silently wrong. So the array, every array its view is taken from and the array that owns
-    the memory are made read-only: a write through any of them, or through a view made from
-    them later, fails, and ``api`` reports it as a ``ConstantModifiedError`` naming the fix. A
-    view made before (NumPy does not make those read-only) could still write, so the bytes read
-    are also summed now and checked before the replay reads them (``check_constants``).
+    silently wrong. So the array and the array that owns its memory (its ``base``) are made
+    read-only: a write through either, or through a view made from them later, fails, and
+    ``api`` reports it as a ``ConstantModifiedError`` naming the fix. A view made before (NumPy
+    does not make those read-only with their owner) could still write, so the bytes read are
+    also summed now and checked before the replay reads them (``check_constants``). The flags
+    are the process's: another thread writing such an array meanwhile fails too.
     """
     if type(value) is np.ndarray:
         if id(value) not in tape.sums:  # an array seen before is protected already
@@ -378,13 +379,25 @@ def _times(dy, p, out):
     return times(dy, p, out)
 
 
+def _finite(p):
+    """Whether every element of ``p`` is finite; may say no for a few huge ones (|p|² overflows
+    in the dot product that checks a contiguous array at memory speed), which costs only time."""
+    if not hasattr(p, "dtype"):
+        return math.isfinite(p)
+    p = memory(p)
+    if p.dtype.kind != "f":
+        return True
+    if p.flags.c_contiguous:
+        return math.isfinite(np.vdot(p, p))
+    return math.isfinite(np.sum(p))
+
+
 def times(d, p, out=None):
     """``d * p`` (into ``out`` if given): a (co)tangent ``d`` times a partial derivative ``p``,
     where a zero ``d`` gives zero even where ``p`` is infinite or NaN (the derivative of
     ``sqrt`` at 0, say): no change in the input times any slope is no change. Checked by one
-    sum of ``p``, so only a partial with a non-finite entry pays for the mask."""
-    finite = math.isfinite(np.sum(memory(p))) if hasattr(p, "dtype") else math.isfinite(p)
-    if finite:
+    reduction of ``p``, so only a partial with a non-finite entry pays for the mask."""
+    if _finite(p):
         return d * p if out is None else np.multiply(d, p, out=out)
     zero = memory(d) == 0
     with np.errstate(invalid="ignore"):  # 0 * inf, replaced below

@@ -33,7 +33,8 @@ def absorption(t, others):
     if not size_t:
         return 1.0
     size_o = max(np.max(o, initial=0.0), -np.min(o, initial=0.0))
-    return 1.0 + float(size_o / size_t)
+    with np.errstate(over="ignore"):  # an infinite growth forces a checkpoint: right
+        return 1.0 + float(size_o / size_t)
 
 
 def bounded_where_normal(inverse):
