@@ -17,7 +17,7 @@ from . import forward
 from .allocation import mode
 from .shadows import Buffer, Shadows
 from .tape import Tape
-from .tracing import ACTIVE, INNER, Traced, fresh, lift, thaw, view_of
+from .tracing import ACTIVE, INNER, Traced, check_constants, fresh, lift, thaw, view_of
 from .trees import check_real, flatten, is_float_array, is_float_scalar
 from .views import owner, owner_view, same_region, spans, wrapped
 
@@ -117,16 +117,18 @@ class Run:
                 raise error.__cause__ from None
             if self.tape.frozen and "read-only" in str(error):
                 raise ConstantModifiedError(
-                    f"{error}: this array was read as a constant by an operation mutad "
-                    "recorded, and its gradient needs those values, so mutad keeps it read-only "
-                    "while it differentiates. Allocate it inside the differentiated function "
-                    "(mutad then follows its writes), or write into a new array instead "
+                    f"{error}: this array (or the memory it views) was read as a constant by an "
+                    "operation mutad recorded, and its gradient needs those values, so mutad "
+                    "keeps it read-only while it differentiates, for every thread of the "
+                    "process. Allocate it inside the differentiated function (mutad then "
+                    "follows its writes), or write into a new array instead "
                     "(w = np.cos(...) rather than w[:] = ...).") from error
             raise
         finally:
             ACTIVE.tapes.pop()
 
     def reverse(self, shadows):
+        check_constants(self.tape)
         self.tape.replay(shadows)
 
     def gradients(self, shadows):

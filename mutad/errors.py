@@ -100,8 +100,11 @@ class ConstantModifiedError(MutadError):
     Example: ``w = np.empty(n)`` is filled with constants and used in ``x = x * w``, then
     overwritten on the next loop iteration (``w[:] = ...``), where ``w`` was allocated before
     the differentiation started. The gradient of the first product needs the first values of
-    ``w``, so mutad makes such arrays read-only while it differentiates, and the write fails.
-    Fix: allocate ``w`` inside the differentiated function (mutad then follows its writes and
-    puts the overwritten values back in the reverse pass), or write into a new array each time
-    (``w = np.cos(...)``).
+    ``w``, so mutad makes such arrays (and the arrays that own their memory) read-only while it
+    differentiates, and the write fails; a write through a view made before the differentiation
+    started, which NumPy leaves writable, is found by a checksum before the reverse pass. The
+    flags are the process's: another thread writing ``w`` meanwhile gets NumPy's read-only
+    ``ValueError``. Fix: allocate ``w`` inside the differentiated function (mutad then follows
+    its writes and puts the overwritten values back in the reverse pass), or write into a new
+    array each time (``w = np.cos(...)``).
     """

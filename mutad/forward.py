@@ -124,8 +124,8 @@ def _term(rule, i, y, primals, tangent):
             and p.shape == np.broadcast_shapes(p.shape, tangent.shape)
             and not any(may_overlap(p, v) for v in (y, tangent, *primals)
                         if type(v) is np.ndarray)):
-        return np.multiply(p, tangent, out=p)
-    return p * tangent
+        return tracing.times(tangent, p, out=p)
+    return tracing.times(tangent, p)
 
 
 def _partial_arguments(rule, primals, traced):
@@ -238,7 +238,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         t[...] = 0.0 if not others else np.broadcast_to(_sum_terms(others, tangents), t.shape)
     else:
         if rule.partials[position] is not ONE:
-            np.multiply(t, rule.partials[position](y, *given), out=t)
+            tracing.times(t, rule.partials[position](y, *given), out=t)
         for term in others:
             np.add(t, term, out=t)
     if not after:  # the partials above read the primals as they were

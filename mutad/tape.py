@@ -16,19 +16,27 @@ copies), and the program's own arrays hold their original contents again once th
 
 Overwritten bytes are put back in one of two ways, chosen per write by :meth:`Tape.undo_for`:
 
-* restore: run the operation's exact inverse (``a -= b`` after ``a += b``); costs no memory,
-  drifts by rounding, and is only used where the inverse is safe for the operands at hand;
+* restore: run the operation's inverse (``a -= b`` after ``a += b``); costs no memory, drifts
+  by rounding, and is only used where the inverse is safe for the operands at hand;
 * checkpoint: save just the region about to be overwritten and copy it back.
 
 ``policy="checkpoint"`` forces the second everywhere.
 
+The restore policy's guarantee is per element. An elementwise write is undone by its inverse
+only where that gives each element back within ``tracing.ULPS`` (2) units in the last place of
+the value it held, given the bytes the write left: the core computes the write and its inverse
+on the values at hand before writing, and saves the elements where they miss (an underflow, an
+overflow, a division by zero, an absorbed term), which are put back after the inverse runs.
+In-place rules (``inplace_adjoint``) restore their own arguments, to their own accuracy.
+
 Restoring one record's write is accurate, but a chain of them can lose it: undoing ``u ← A⁻¹ u``
 by ``u ← A u`` multiplies the rounding error already in ``u`` by up to the condition number of
 ``A``, so for a dissipative step repeated T times it grows like cond(A)^T. An inverse therefore
-states its *growth* (1 for ``a -= b`` or ``a /= s``, whose errors do not compound), the tape
-multiplies the growths of consecutive inversions on one buffer, and it checkpoints the write
-that would take the product past ``DRIFT_LIMIT``, which restarts it. Each restored value is then
-within about ``DRIFT_LIMIT`` roundings of the truth.
+states its *growth* (1 for ``a /= s``, whose relative errors do not compound; ``1 + max|o| /
+max|t|`` for ``t -= o``), the tape multiplies the growths of consecutive inversions on one
+buffer, and it checkpoints the write that would take the product past ``DRIFT_LIMIT``, which
+restarts it. Each restored value is then within about ``DRIFT_LIMIT`` roundings of the truth
+(norm-wise for a chain: its first link is the per-element check above).
 
 This module knows nothing about arrays: a test drives it with a toy value type.
 """
@@ -45,7 +53,7 @@ DRIFT_LIMIT = 1e4
 class Tape:
     """The records of one differentiation, and the policy for putting overwritten bytes back."""
 
-    __slots__ = ("records", "policy", "guards", "drift", "frozen", "level", "outer")
+    __slots__ = ("records", "policy", "guards", "drift", "frozen", "sums", "level", "outer")
 
     def __init__(self, policy="restore"):
         if policy not in POLICIES:
@@ -56,7 +64,8 @@ class Tape:
         self.policy = policy
         self.guards = {}
         self.drift = {}
-        self.frozen = []  # untraced objects records read, kept immutable while the tape lives
+        self.frozen = {}  # untraced arrays records read, kept read-only while the tape lives
+        self.sums = {}  # the checksums of their bytes, checked before the replay
         self.level = next(LEVELS)
         self.outer = None  # the tape of the differentiation this one is nested in
 

@@ -30,13 +30,16 @@ dual of an inner level (``defers``), and a dual of an outer level is a constant 
 
 import dis
 import inspect
+import math
 import operator
 import sys
 import threading
+import zlib
 
 import numpy as np
 
 from .errors import (
+    ConstantModifiedError,
     ConversionError,
     MutadError,
     UnsupportedFunctionError,
@@ -200,16 +203,20 @@ def unbroadcast(g, shape):
 
 
 def freeze(tape, value):
-    """Make an untraced array that a record reads read-only while the tape lives.
+    """Keep the memory of an untraced array that a record reads unchanged while the tape lives.
 
     A record keeps such arrays by reference; if the program overwrote one later (a work array
     refilled on every step), the replay would read the new values and the gradient would be
-    silently wrong. Frozen, that write fails instead, and ``api`` reports it as a
-    ``ConstantModifiedError`` naming the fix.
+    silently wrong. So the array and the array that owns its memory (its ``base``) are made
+    read-only: a write through either, or through a view made from them later, fails, and
+    ``api`` reports it as a ``ConstantModifiedError`` naming the fix. A view made before (NumPy
+    does not make those read-only with their owner) could still write, so the bytes read are
+    also summed now and checked before the replay reads them (``check_constants``). The flags
+    are the process's: another thread writing such an array meanwhile fails too.
     """
-    if type(value) is np.ndarray and value.flags.writeable:
-        value.flags.writeable = False
-        tape.frozen.append(value)
+    if type(value) is np.ndarray:
+        if id(value) not in tape.sums:  # an array seen before is protected already
+            _protect(tape, value)
     elif type(value) in (list, tuple):
         for item in value:
             freeze(tape, item)
@@ -231,10 +238,64 @@ def keep(tape, x, value):
         freeze(tape, value)
 
 
+def _protect(tape, value):
+    chain = [value]
+    while isinstance(chain[-1].base, np.ndarray):
+        chain.append(chain[-1].base)
+    root = chain[-1]
+    if root.flags.writeable or id(root) in tape.frozen:
+        # Owner first: a view can be made writable again only while its owner is.
+        for a in reversed(chain):
+            if a.flags.writeable:
+                a.flags.writeable = False
+                tape.frozen[id(a)] = a
+    # One sum per region read, keyed by where it lies (a new slice of the same bytes on every
+    # step is summed once); the array is kept so that its id stays its own.
+    region = (address(value), value.shape, value.strides, value.dtype.str)
+    if region not in tape.sums:
+        tape.sums[region] = (value, _checksum(value))
+    tape.sums[id(value)] = (value, None)
+
+
+def _checksum(a):
+    """A checksum of the bytes of ``a``, whatever its layout, without copying it whole."""
+    if a.flags.c_contiguous:
+        return zlib.crc32(a.reshape(-1).view(np.uint8))
+    if a.flags.f_contiguous:
+        return zlib.crc32(a.T.reshape(-1).view(np.uint8))
+    total = 0
+    for part in np.nditer(a, flags=("external_loop", "buffered", "zerosize_ok"),
+                          buffersize=CHUNK, order="C"):
+        total = zlib.crc32(np.ascontiguousarray(part).view(np.uint8), total)
+    return total
+
+
+def check_constants(tape):
+    """Before the replay: raise if the bytes of an untraced array a record reads changed since
+    it was read (written through a view made before the differentiation started, which
+    ``freeze`` could not make read-only)."""
+    for value, total in tape.sums.values():
+        if total is not None and _checksum(value) != total:
+            raise ConstantModifiedError(
+                f"an array of shape {value.shape} that an operation mutad recorded read as a "
+                "constant was changed before the gradient was computed (through a view of its "
+                "memory made before the differentiation started, which mutad cannot make "
+                "read-only, or by another thread). Its old values are needed by the gradient: "
+                "allocate it inside the differentiated function (mutad then follows its "
+                "writes), or write into a new array instead.")
+
+
+def writable(a):
+    """Whether ``a`` may be written without changing memory some tape froze (its owner's)."""
+    return a.flags.writeable and owner(a).flags.writeable
+
+
 def thaw(tape):
-    """Make the arrays ``freeze`` made read-only writable again."""
-    while tape.frozen:
-        tape.frozen.pop().flags.writeable = True
+    """Make the arrays ``freeze`` made read-only writable again (owners first)."""
+    frozen, tape.frozen = tape.frozen, {}
+    for a in frozen.values():
+        a.flags.writeable = True
+    tape.sums.clear()
 
 
 def checkpoint(region):
@@ -439,7 +500,7 @@ def _times_partial(dy, partial, y, values, out):
     """``out = dy * partial(y, *values)``. For large arrays of one shape the partial is
     evaluated a piece at a time, so its temporaries stay small and in cache."""
     if type(dy) is not np.ndarray or dy.size < 4 * CHUNK or not dy.flags.c_contiguous \
-            or not out.flags.c_contiguous or not out.flags.writeable:
+            or not out.flags.c_contiguous or not writable(out):
         return _times(dy, partial(y, *values), out)
     pieces = []
     for v in (y, *values):
@@ -451,7 +512,7 @@ def _times_partial(dy, partial, y, values, out):
     for start in range(0, dy.size, CHUNK):
         part = slice(start, start + CHUNK)
         args = [v[part] if type(v) is np.ndarray and v.ndim else v for v in pieces]
-        np.multiply(flat_dy[part], partial(*args), out=flat_out[part])
+        times(flat_dy[part], partial(*args), flat_out[part])
     return out
 
 
@@ -460,9 +521,39 @@ def _times(dy, p, out):
     differentiation and ``out`` does not, or where an outer differentiation froze ``out`` (it
     read ``dy`` as a constant: nested, ``dy`` may already have gone into an outer-traced
     shadow)."""
-    if (wrapped(p) and not wrapped(out)) or not out.flags.writeable:
-        return dy * p
-    return np.multiply(dy, p, out=out)
+    if (wrapped(p) and not wrapped(out)) or not writable(out):
+        out = None
+    return times(dy, p, out)
+
+
+def _finite(p):
+    """Whether every element of ``p`` is finite; may say no for a few huge ones (|p|² overflows
+    in the dot product that checks a contiguous array at memory speed), which costs only time."""
+    if not hasattr(p, "dtype"):
+        return math.isfinite(p)
+    p = memory(p)
+    if p.dtype.kind != "f":
+        return True
+    if p.flags.c_contiguous:
+        return math.isfinite(np.vdot(p, p))
+    return math.isfinite(np.sum(p))
+
+
+def times(d, p, out=None):
+    """``d * p`` (into ``out`` if given): a (co)tangent ``d`` times a partial derivative ``p``,
+    where a zero ``d`` gives zero even where ``p`` is infinite or NaN (the derivative of
+    ``sqrt`` at 0, say): no change in the input times any slope is no change. Checked by one
+    reduction of ``p``, so only a partial with a non-finite entry pays for the mask."""
+    if _finite(p):
+        return d * p if out is None else np.multiply(d, p, out=out)
+    zero = memory(d) == 0
+    with np.errstate(invalid="ignore"):  # 0 * inf, replaced below
+        if out is None or wrapped(out):
+            product = d * p if out is None else np.multiply(d, p, out=out)
+            return np.where(zero, 0.0, product) if np.any(zero) else product
+        np.multiply(d, p, out=out)
+    np.copyto(out, 0.0, where=zero)
+    return out
 
 
 def _differentiable(rule, pattern, count):
@@ -550,6 +641,100 @@ def _may_overlap(target, x):
     return type(x) is Traced and x.buffer is target.buffer and may_overlap(x.value, target.value)
 
 
+ULPS = 2
+"""The restore policy's per-element guarantee: where an elementwise write is undone by its
+inverse, each element comes back within this many units in the last place of the value it
+held, given the bytes the write left; any other element is saved before the write."""
+
+
+def _exactly(inverse, ufunc, invert, target, values, position, kwargs):
+    """``inverse``, made to give back every element of ``target`` that ``ufunc(*values,
+    out=target)`` is about to overwrite to within ``ULPS``.
+
+    Run before the write: the write and its inverse are computed on the values at hand, a piece
+    at a time into scratch memory, and the elements the inverse would not give back (an
+    underflow, an overflow, a small term absorbed by a large one, a division by zero) are saved
+    now, as a bit mask and their values, and put back after the inverse runs. The replay
+    computes the same correctly rounded operations on the same bytes, so it gives back what was
+    verified here. An inverse marked ``bounded_where_normal`` (a product undone by a division)
+    is within ``ULPS`` wherever the write's result is a normal float, so that is all a piece is
+    checked for before its elements are. Under nested differentiation (the target is an array an outer one traces),
+    saved values would have to be traced too: the whole region is checkpointed instead.
+    """
+    plain = [memory(v) if wrapped(v) else v for v in values]
+    plain[position] = memory(target)
+    bounded = getattr(invert, "bounded_where_normal", False)
+    saved = []
+    scratch = None
+    with np.errstate(all="ignore"):  # the write itself warns, as NumPy does
+        for where, piece, operands in _pieces(plain, position):
+            if scratch is None or scratch[0].size < piece.size:
+                scratch = np.empty(piece.size, piece.dtype), np.empty(piece.size, bool)
+            back = scratch[0][:piece.size].reshape(piece.shape)
+            ufunc(*operands, out=back, **kwargs)
+            if bounded and _normal(back):
+                continue
+            invert(back, [v for i, v in enumerate(operands) if i != position])
+            lost = _far(back, piece, scratch[1][:piece.size].reshape(piece.shape))
+            if not lost.any():
+                continue
+            if wrapped(target):
+                return checkpoint(target)
+            saved.append((where, np.packbits(lost), piece[lost]))
+    if not saved:
+        return inverse
+
+    def inverse_then_put_back():
+        with np.errstate(all="ignore"):  # at the elements put back below
+            inverse()
+        for where, packed, original in saved:
+            region = target if where is None else target.reshape(-1)[where]
+            lost = np.unpackbits(packed, count=region.size).view(bool)
+            region[lost.reshape(region.shape)] = original
+
+    return inverse_then_put_back
+
+
+def _pieces(values, position):
+    """``(where, piece, operands)``: the target ``values[position]`` of a write and the
+    operands, a piece at a time (``where`` slices the flat target) when the target is large and
+    contiguous and the array operands are laid out as it, else all at once (``where`` None)."""
+    target = values[position]
+    size = target.size
+    if size > 2 * CHUNK and target.flags.c_contiguous and all(
+            type(v) is not np.ndarray or v.ndim == 0
+            or (v.shape == target.shape and v.flags.c_contiguous) for v in values):
+        flat = [v.reshape(-1) if type(v) is np.ndarray and v.ndim else v for v in values]
+        for start in range(0, size, CHUNK):
+            where = slice(start, start + CHUNK)
+            yield (where, flat[position][where],
+                   [v[where] if type(v) is np.ndarray and v.ndim else v for v in flat])
+    else:
+        yield None, target, values
+
+
+def _normal(a):
+    """Whether every element of ``a`` is a normal float (not zero, subnormal, infinite or
+    NaN), as magnitudes; overwrites ``a``."""
+    np.abs(a, out=a)
+    info = np.finfo(a.dtype)
+    return bool(np.min(a) >= info.smallest_normal and np.max(a) <= info.max)
+
+
+def _far(a, b, out):
+    """Into bool ``out``: where ``a`` is more than ``ULPS`` units in the last place from ``b``
+    (of the other sign, a zero of the other sign included, or NaN where ``b`` is not). Uses
+    ``a``'s memory."""
+    if a.dtype.itemsize in (2, 4, 8):  # the ordered bit patterns of same-signed floats
+        kind = f"i{a.dtype.itemsize}"
+        d = a.view(kind)
+        np.subtract(d, b.view(kind), out=d)
+        np.add(d, ULPS, out=d)
+        return np.greater(d.view(f"u{a.dtype.itemsize}"), 2 * ULPS, out=out)
+    close = np.abs(a - b) <= ULPS * np.spacing(b)
+    return np.logical_or(~close, np.signbit(a) != np.signbit(b), out=out)
+
+
 def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     traced, reads = _differentiable(rule, pattern, len(inputs))
     if type(out) is not Traced or out.tape is not tape:
@@ -583,6 +768,8 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
         is_safe, growth = None, 1.0
     undo = tape.undo_for(inverse, is_safe, lambda: checkpoint(target), out.buffer.key,
                          growth, out.whole)
+    if undo is inverse:
+        undo = _exactly(undo, ufunc, invert, target, values, position, kwargs)
     tape.before_write(out.buffer.key)
     # From the inputs as they are before the write (the target may be one of them).
     decision = rule.decide(*values) if rule.decide is not None and traced else None

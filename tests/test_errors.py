@@ -160,3 +160,117 @@ def test_constants_only_copied_into_a_traced_array_stay_writable():
         return total.sum()
 
     assert np.allclose(mutad.gradient(f, np.ones(4))[0], 2.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Constants a record reads are protected as memory, not as the view object it was handed
+
+
+def _constant_views():
+    S = np.array([1.0, 2.0, 3.0, 4.0])
+    inner = S[1:]
+    return S, inner
+
+
+def test_writing_the_owner_of_a_constant_view_is_refused():
+    S = np.array([1.0, 2.0, 3.0, 4.0])
+
+    def f(x):
+        y = x[:2] * S[::2]
+        S[:] = 0
+        return (y * y).sum()
+
+    for policy in ("restore", "checkpoint"):
+        x = np.ones(4)
+        with pytest.raises(errors.ConstantModifiedError, match="read-only"):
+            mutad.gradient(f, x, policy=policy)
+        assert x.tobytes() == np.ones(4).tobytes()
+        assert S.tolist() == [1.0, 2.0, 3.0, 4.0] and S.flags.writeable
+
+
+@pytest.mark.parametrize("write", [
+    lambda S, inner, view: S.__setitem__(slice(None), 0.0),        # the owner
+    lambda S, inner, view: S[1:].__setitem__(0, 9.0),              # a view made afterwards
+    lambda S, inner, view: view.__setitem__(0, 9.0),               # the view read
+    lambda S, inner, view: view[1:].__setitem__(0, 9.0),           # a view of it
+    lambda S, inner, view: np.multiply(S, 2.0, out=S),             # out=
+], ids=["owner", "later-view", "view-read", "view-of-view-read", "out"])
+def test_every_way_to_the_memory_of_a_constant_view_is_read_only(write):
+    S, inner = _constant_views()
+
+    def f(x):
+        view = inner[::2]
+        y = x * view
+        write(S, inner, view)
+        return y.sum()
+
+    with pytest.raises(errors.ConstantModifiedError):
+        mutad.gradient(f, np.ones(2))
+    assert S.tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert S.flags.writeable and inner.flags.writeable and inner[::2].flags.writeable
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_writing_a_constant_through_a_view_made_before_is_caught_before_the_replay(policy):
+    S = np.array([1.0, 2.0, 3.0, 4.0])
+    earlier = S[::-1]  # NumPy does not make views made before read-only with their owner
+
+    def f(x):
+        y = x * S[:2]
+        earlier[:] = 0.0
+        return (y * y).sum()
+
+    x = np.array([0.5, 1.5])
+    before = x.tobytes()
+    with pytest.raises(errors.ConstantModifiedError, match="view of its memory made before"):
+        mutad.gradient(f, x, policy=policy)
+    assert x.tobytes() == before
+    assert S.flags.writeable and earlier.flags.writeable
+
+
+def test_a_pullback_checks_its_constants_when_called():
+    S = np.array([1.0, 2.0, 3.0])
+    earlier = S[:]
+    y, back = mutad.pullback(lambda x: x * S, np.ones(3))
+    earlier[1] = 7.0
+    with pytest.raises(errors.ConstantModifiedError):
+        back(np.ones(3))
+    assert S.flags.writeable
+
+
+def test_constants_read_through_fresh_slices_on_every_step_are_summed_once():
+    c = np.linspace(0.5, 1.5, 6)
+
+    def f(x):
+        for _ in range(50):
+            x = x[1:] * c[:-1] + x[:-1] * c[1:] * 0.5 + np.concatenate((x[:1], x[:0]))[:0].sum()
+            x = np.concatenate((x, x[-1:]))
+        return (x * x).sum()
+
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, np.linspace(-1.0, 1.0, 6), policy=policy)
+    assert c.flags.writeable
+
+
+def test_another_thread_writing_a_constant_fails_while_the_gradient_runs():
+    import threading
+
+    w = np.array([1.0, 2.0, 3.0])
+    failures = []
+
+    def writer():
+        try:
+            w[0] = 5.0
+        except ValueError as error:
+            failures.append(error)
+
+    def f(x):
+        y = x * w
+        thread = threading.Thread(target=writer)
+        thread.start()
+        thread.join()
+        return y.sum()
+
+    assert mutad.gradient(f, np.ones(3))[0].tolist() == [1.0, 2.0, 3.0]
+    assert len(failures) == 1 and "read-only" in str(failures[0])
+    w[0] = 5.0  # writable again once the gradient returned

@@ -4,9 +4,11 @@ Each row gives, per input, the derivative of the output (from the output ``y`` a
 the core multiplies it by the cotangent and sums over broadcast axes. The same row serves
 ``np.f(x)``, ``np.f(x, out=z)``, ``x += ...`` and slice targets through the core's one in-place
 path. An inverse puts the overwritten target back in place of a checkpoint; it is listed only
-where it is exact up to rounding, and guarded where an operand could make it lose the value.
-Because of that rounding, a partial that branches (which operand a maximum took, a sign at 0)
-reads a decision taken when the ufunc ran, never its inputs as the reverse pass restored them.
+where it is one correctly rounded operation. The core runs it on the values at hand before
+each write and saves the elements it would not give back to within 2 ulps
+(``tracing._exactly``). Because of that rounding, a partial that branches (which operand a
+maximum took, a sign at 0) reads a decision taken when the ufunc ran, never its inputs as the
+reverse pass restored them.
 """
 
 import numpy as np
@@ -19,25 +21,29 @@ LN2 = np.log(2.0)
 LN10 = np.log(10.0)
 
 
-def nonzero(others):
-    """Dividing back by the other operand needs it to have no zeros. (An infinite operand
-    makes the forward result infinite or NaN already, so it is not checked for: one pass.)"""
-    (other,) = others
-    return bool(np.all(other))
-
-
 def absorption(t, others):
-    """How much undoing ``t ± o`` by the opposite operation can amplify ``t``'s relative error:
-    rounding leaves an error of about eps |o| in the restored ``t``, so ``1 + max|o| / max|t|``
-    (``t *= 1e-17; t += 1.0`` loses ``t`` entirely, and must be checkpointed). An all-zero ``t``
-    comes back exactly. Norm-wise, so elements of ``t`` crossing zero in a time stepper do not
-    force checkpoints; computed by reductions, without temporaries."""
+    """How much undoing ``t ± o`` can amplify an error already in ``t``: rounding errors of
+    about eps |o| come back on a ``t`` that may be much smaller, so ``1 + max|o| / max|t|``.
+    The inverse itself is exact (verified per element), so this only matters for a later
+    restoration of the same buffer that is not exact (an in-place solve), which the tape
+    checkpoints when the product grows too large. An all-zero ``t`` comes back exactly.
+    Norm-wise, computed by reductions, without temporaries."""
     t, o = memory(t), memory(others[0])  # the magnitudes only: plain values, never recorded
     size_t = max(np.max(t, initial=0.0), -np.min(t, initial=0.0))
     if not size_t:
         return 1.0
     size_o = max(np.max(o, initial=0.0), -np.min(o, initial=0.0))
-    return 1.0 + float(size_o / size_t)
+    with np.errstate(over="ignore"):  # an infinite growth forces a checkpoint: right
+        return 1.0 + float(size_o / size_t)
+
+
+def bounded_where_normal(inverse):
+    """Mark an inverse made of two correctly rounded operations whose relative errors do not
+    grow (``t * o / o``, ``t / o * o``): it gives back every element within 2 units in the last
+    place (relative error at most 2^-52) wherever the forward result is a normal float, so the
+    core checks only that, not each element (``tracing._exactly``)."""
+    inverse.bounded_where_normal = True
+    return inverse
 
 
 def negated(d):
@@ -154,10 +160,10 @@ elementwise(np.subtract,   ONE, lambda y, a, b: -1.0,                    reads=(
             inverse=(lambda t, o: np.add(t, o[0], out=t),
                      lambda t, o: np.subtract(o[0], t, out=t)), growth=absorption)
 elementwise(np.multiply,   lambda y, a, b: b, lambda y, a, b: a,         reads=((1,), (0,)),
-            inverse=(lambda t, o: np.divide(t, o[0], out=t),
-                     lambda t, o: np.divide(t, o[0], out=t)), is_safe=nonzero)
+            inverse=(bounded_where_normal(lambda t, o: np.divide(t, o[0], out=t)),
+                     bounded_where_normal(lambda t, o: np.divide(t, o[0], out=t))))
 elementwise(np.divide,     lambda y, a, b: 1.0 / b, lambda y, a, b: -a / (b * b), reads=((1,), (0, 1)),
-            inverse=(lambda t, o: np.multiply(t, o[0], out=t),), is_safe=nonzero)
+            inverse=(bounded_where_normal(lambda t, o: np.multiply(t, o[0], out=t)),))
 elementwise(np.power,      lambda y, a, b, zero: b * a ** (b - 1.0), power_by_exponent, decide=zero_base)
 elementwise(np.remainder,  ONE, lambda y, a, b, q: minus(q),             reads=((), ()),
             decide=np.floor_divide)
