@@ -12,16 +12,12 @@ import copy
 import numpy as np
 
 from .api import Run
-from .errors import MutadError, UnsupportedFunctionError
+from . import errors
+from .errors import GradientCheckError, InvalidArgumentError, UnsupportedFunctionError
 from .shadows import Shadows, whole
 from .trees import flatten, is_float_array, is_float_scalar
 from .tracing import Traced
 from .views import address, owner, wrapped
-
-
-class GradientCheckError(MutadError, AssertionError):
-    """``check_grads`` found a gradient that disagrees with finite differences, or an argument
-    that did not come back bit-for-bit."""
 
 
 def _snapshot(leaves):
@@ -126,7 +122,7 @@ def check_grads(f, *args, policy="restore", rtol=None, atol=None, step=1e-4, see
     if order == 2:
         return _check_second(f, args, policy, rtol, atol, step, seed, symmetric)
     if order != 1:
-        raise MutadError(f"check_grads(order={order!r}): order is 1 or 2.")
+        raise InvalidArgumentError(f"check_grads(order={order!r}): order is 1 or 2.")
     _check(f, args, policy, rtol, atol, step, seed, symmetric)
 
 
@@ -352,7 +348,7 @@ def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0, symmet
     from .registry import Adjoint, InplaceAdjoint
 
     if not isinstance(f, Adjoint) or f.pure_rule is None:
-        raise MutadError("check_rule takes a function decorated with mutad.adjoint or "
+        raise InvalidArgumentError("check_rule takes a function decorated with mutad.adjoint or "
                          "mutad.inplace_adjoint that has a rule attached.")
     if isinstance(f, InplaceAdjoint):
         def program(*values):
@@ -371,7 +367,7 @@ def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0, symmet
                           atol=1e-9 if atol is None else atol, seed=seed, symmetric=symmetric)
             except GradientCheckError:
                 raise
-            except MutadError:
+            except errors.MutadError:
                 if variant is args:
                     raise
         for policy in ("restore", "checkpoint"):
@@ -379,7 +375,7 @@ def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0, symmet
                 error = _check(program, variant, policy, rtol, atol, 1e-4, seed, symmetric)
             except GradientCheckError:
                 raise
-            except MutadError:
+            except errors.MutadError:
                 if variant is args:
                     raise
                 continue  # the rule refuses this aliasing explicitly: allowed

@@ -38,7 +38,9 @@ import numpy as np
 
 from .errors import (
     ConversionError,
+    EscapedTracerError,
     MutadError,
+    RuleError,
     UnsupportedFunctionError,
     UnsupportedOperationError,
     UntracedWriteError,
@@ -80,7 +82,7 @@ def active(tape):
     """``tape``, if its differentiation is in progress in this thread; otherwise a clear error."""
     tapes = ACTIVE.tapes
     if not tapes or (tapes[-1] is not tape and tape not in tapes):
-        raise MutadError(
+        raise EscapedTracerError(
             "a traced array was used outside the differentiation that created it (it escaped "
             "through a global, a closure or an attribute). Return values from the "
             "differentiated function instead of storing traced arrays.")
@@ -609,6 +611,16 @@ def conversion_error(what):
         "arrays as they are (x.copy() or np.array(x, like=x) instead of np.array(x)).")
 
 
+def unwrapped(error):
+    """The mutad error behind ``error``, if NumPy wrapped one it met while converting an
+    element (``out[0] = x`` calls ``float(x)``), with ``error``'s traceback: it runs down to the
+    user's line that made the write, where the wrapped error's own stops inside NumPy."""
+    cause = error.__cause__
+    if isinstance(cause, MutadError) and not isinstance(error, MutadError):
+        return cause.with_traceback(error.__traceback__)
+    return None
+
+
 def _storing_item(frame):
     """Whether ``frame`` is executing ``array[key] = value``: NumPy converts a traced value
     assigned into a plain array, and the conversion should be reported as that write."""
@@ -912,7 +924,7 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
         if type(x) is not Traced and i not in writes:
             freeze(tape, v)
     if not callable(back):
-        raise MutadError(f"the in-place rule of {name} must return its back function.")
+        raise RuleError(f"the in-place rule of {name} must return its back function.")
     places = [locate(x, tape) for x in args]
 
     def back_record(shadows):
