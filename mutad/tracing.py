@@ -30,7 +30,9 @@ dual of an inner level (``defers``), and a dual of an outer level is a constant 
 
 import dis
 import inspect
+import linecache
 import operator
+import re
 import sys
 import threading
 
@@ -594,9 +596,7 @@ def plain(tree):
 
 
 def conversion_error(what):
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in ("numpy", "mutad"):
-        frame = frame.f_back
+    frame = _outside(sys._getframe(2), ("numpy", "mutad"))
     where = "" if frame is None else (
         f" in {frame.f_globals.get('__name__', '?')}.{frame.f_code.co_name}")
     if frame is not None and _storing_item(frame):
@@ -604,11 +604,79 @@ def conversion_error(what):
             f"a traced value was assigned into an element or slice of an array mutad is not "
             f"tracing{where}, so its gradient would be lost. Create the destination from a "
             "traced value: np.zeros_like(x) or np.empty(n, like=x).")
+    called = _called(frame)
+    what = f"{called}()" if called else what  # as the code spells it: np.array, not np.asarray
+    fix = CONVERSION_FIXES.get(what.split("(")[0].rsplit(".", 1)[-1], CONVERSION_FIX)
+    user = _outside(frame, ("numpy", "mutad", "scipy"))
+    if user is None or user is frame:
+        return ConversionError(
+            f"a traced array was converted to a plain array by {what}{where}, which would cut "
+            f"its gradient. {fix}")
+    called = _called(user) or "a library function"
+    equivalent = _mutad_equivalent(user, called)
     return ConversionError(
-        f"a traced array was converted to a plain array by {what}{where}, which would cut its "
-        "gradient. If that function has no mutad rule (a SciPy routine, say), wrap it with "
-        "mutad.adjoint and give it a rule (README, 'Custom rules'); inside your own code keep "
-        "arrays as they are (x.copy() or np.array(x, like=x) instead of np.array(x)).")
+        f"a traced array was converted to a plain array by {what}{where}, called through "
+        f"{called} in {user.f_globals.get('__name__', '?')}.{user.f_code.co_name}, which would "
+        "cut its gradient. "
+        + (f"Call {equivalent} instead, which mutad differentiates. " if equivalent else "")
+        + CONVERSION_FIX)
+
+
+CONVERSION_FIX = (
+    "If that function has no mutad rule (a SciPy routine, say), wrap it with mutad.adjoint and "
+    "give it a rule (README, 'Custom rules'). Where no gradient should flow, take "
+    "mutad.stop_gradient(x).")
+CONVERSION_FIXES = {  # what to write instead of a conversion in the user's own code
+    "array": "Copy the traced array as it is: x.copy(), or np.array(x, like=x).",
+    "asarray": "A traced array is already an array: use it as it is (or np.asarray(x, like=x)).",
+    "float": "Keep the value a 0-d array (x[0], x.sum()) for the gradient to flow, or take "
+             "float(mutad.stop_gradient(x)) where none should.",
+}
+CONVERSION_FIXES["item"] = CONVERSION_FIXES["int"] = CONVERSION_FIXES["float"]
+
+
+def _outside(frame, packages):
+    """The first frame from ``frame`` outwards whose module is in none of ``packages``."""
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in packages:
+        frame = frame.f_back
+    return frame
+
+
+def _called(frame):
+    """The function the call ``frame`` is executing is spelled as in its source
+    (``np.array``, ``scipy.linalg.expm``, ``x.item``), or None."""
+    if frame is None:
+        return None
+    try:
+        line, end_line, start, end = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+    except (AttributeError, IndexError, ValueError):
+        return None
+    if None in (line, end_line, start, end):
+        return None
+    text = "".join(linecache.getline(frame.f_code.co_filename, n)
+                   for n in range(line, end_line + 1)).encode()
+    last = len(text) - len(linecache.getline(frame.f_code.co_filename, end_line).encode())
+    callee = text[start:last + end].decode(errors="replace").split("(", 1)[0].strip()
+    return callee if re.fullmatch(r"[A-Za-z_][\w.]*", callee) else None
+
+
+def _mutad_equivalent(frame, called):
+    """``mutad.scipy.linalg.expm`` for a call of ``scipy.linalg.expm`` (however the code
+    imported it), when mutad has a differentiated version of that function."""
+    head, *rest = called.split(".")
+    func = frame.f_locals.get(head, frame.f_globals.get(head))
+    for name in rest:
+        func = getattr(func, name, None)
+    module = getattr(func, "__module__", None) or ""
+    parts = module.split(".")
+    if parts[0] != "scipy" or len(parts) < 2:
+        return None
+    submodule = parts[1]
+    name = getattr(func, "__name__", None)
+    equivalent = sys.modules.get(f"mutad.scipy.{submodule}")
+    if name and equivalent is not None and callable(getattr(equivalent, name, None)):
+        return f"mutad.scipy.{submodule}.{name}"
+    return None
 
 
 def unwrapped(error):
