@@ -32,7 +32,8 @@ import types
 
 import numpy as np
 
-from .errors import ComplexInputError, InvalidArgumentError, UnsupportedArgumentError
+from .errors import (ComplexInputError, InvalidArgumentError, MutadError,
+                     UnsupportedArgumentError)
 
 REGISTERED = {}
 """Types given to :func:`register_pytree`: ``type -> (flatten, unflatten)``."""
@@ -91,7 +92,16 @@ def _flatten(tree, path):
         for (_, sub), n in zip(parts, sizes, strict=True):
             out.append(sub(new[start:start + n]))
             start += n
-        return build(out)
+        try:
+            return build(out)
+        except MutadError:
+            raise
+        except Exception as error:  # a tuple subclass with its own __new__, an object copy
+            raise UnsupportedArgumentError(
+                f"mutad cannot rebuild an argument of type {type(tree).__qualname__} around "
+                f"traced arrays or gradients ({type(error).__name__}: {error}). Register the "
+                "type with mutad.register_pytree(cls, flatten, unflatten), or pass its arrays "
+                "in a tuple, list or dict.") from error
 
     return leaves, rebuild
 
@@ -187,13 +197,7 @@ def _attributes(x):
 
 
 def _with_attributes(x, names, values):
-    try:
-        new = copy.copy(x)
-    except Exception as error:
-        raise UnsupportedArgumentError(
-            f"mutad cannot copy an argument of type {type(x).__qualname__} ({error}), so it "
-            "cannot rebuild it around traced arrays or gradients. Register the type with "
-            "mutad.register_pytree(cls, flatten, unflatten).") from error
+    new = copy.copy(x)
     for name, value in zip(names, values, strict=True):
         object.__setattr__(new, name, value)  # frozen dataclasses too
     return new

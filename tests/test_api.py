@@ -364,6 +364,14 @@ class Holder:
         self.w = w
 
 
+class Pair(tuple):
+    """A tuple subclass whose constructor takes its items one by one: mutad cannot rebuild it
+    without being told how."""
+
+    def __new__(cls, a, b):
+        return super().__new__(cls, (a, b))
+
+
 def cyclic():
     h = Holder(np.ones(2))
     h.me = h
@@ -375,7 +383,8 @@ def cyclic():
     (lambda: (np.ones(2) * k for k in range(2)), ["iterator", "generator", "tuple(it)"]),
     (lambda: iter([np.ones(2)]), ["iterator", "list_iterator"]),
     (cyclic, ["refers back", "Holder"]),
-], ids=["set", "generator", "iterator", "cycle"])
+    (lambda: Pair(np.ones(2), 1.0), ["rebuild", "Pair", "register_pytree"]),
+], ids=["set", "generator", "iterator", "cycle", "tuple-subclass"])
 def test_what_cannot_be_followed_is_refused_before_f_runs(make, words):
     ran = []
 
