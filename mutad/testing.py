@@ -8,6 +8,7 @@ the function received holds its original bytes afterwards.
 """
 
 import copy
+import numbers
 
 import numpy as np
 
@@ -15,19 +16,28 @@ from .api import Run
 from . import errors
 from .errors import GradientCheckError, InvalidArgumentError, UnsupportedFunctionError
 from .shadows import Shadows, whole
-from .trees import flatten, is_float_array, is_float_scalar
+from .trees import arrays_within, flatten, is_float_array, is_float_scalar
 from .tracing import Traced
 from .views import address, owner, wrapped
 
 
 def _snapshot(leaves):
-    return [x.tobytes() if isinstance(x, np.ndarray) else copy.deepcopy(x) for x in leaves]
+    return [_fingerprint(x) for x in leaves]
+
+
+def _fingerprint(x):
+    """What must come back unchanged of one argument leaf: an array's bytes, those of the
+    arrays inside an object mutad passes as it is (a SciPy spline), a number's value."""
+    if isinstance(x, np.ndarray):
+        return x.tobytes()
+    if isinstance(x, (numbers.Number, str, bytes)):
+        return copy.deepcopy(x)
+    return [a.tobytes() for a in arrays_within(x)]
 
 
 def _check_unchanged(leaves, before, what):
     for i, (x, old) in enumerate(zip(leaves, before, strict=True)):
-        now = x.tobytes() if isinstance(x, np.ndarray) else x
-        if now != old:
+        if _fingerprint(x) != old:
             raise GradientCheckError(f"{what}: argument leaf {i} did not come back bit-for-bit.")
 
 
@@ -55,7 +65,7 @@ class _Copies:
                                    tuple(s // size * 8 for s in x.strides))
                 else:
                     x = x.astype(np.float64)
-            elif isinstance(x, np.ndarray) or is_float_scalar(x):
+            elif isinstance(x, np.ndarray) or is_float_scalar(x) or arrays_within(x):
                 x = copy.deepcopy(x)
             self.leaves.append(x)
 

@@ -355,6 +355,9 @@ def test_objects_of_numpy_and_scipy_classes_are_leaves_whose_arrays_come_back():
     x = np.ones(2)
     gx, gs = mutad.gradient(f, x, spline)
     assert gs is None and snapshot([spline.c, spline.x]) == before
+    mutad.check_grads(f, x, spline)
+    mutad.check_jvp(f, x, spline)
+    assert snapshot([spline.c, spline.x]) == before
     np.testing.assert_allclose(gx, 2 * np.full(2, float(
         scipy.interpolate.CubicSpline([0.0, 1.0, 2.0], [0.0, 1.0, 0.0])(1.5))))
 
@@ -426,6 +429,8 @@ class Opaque:
 
 
 def test_register_pytree():
+    with pytest.raises(mutad.errors.InvalidArgumentError):
+        mutad.register_pytree("Opaque", len, len)
     mutad.register_pytree(Opaque, lambda o: ((o.w,), None), lambda aux, children: Opaque(*children))
     try:
         o = Opaque(np.array([1.0, 2.0]))
