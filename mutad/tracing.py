@@ -662,21 +662,22 @@ def _called(frame):
 
 def _mutad_equivalent(frame, called):
     """``mutad.scipy.linalg.expm`` for a call of ``scipy.linalg.expm`` (however the code
-    imported it), when mutad has a differentiated version of that function."""
+    imported it), ``mutad.scipy.stats.norm.logpdf`` for ``norm.logpdf``, when mutad has a
+    differentiated version of that function."""
     head, *rest = called.split(".")
     func = frame.f_locals.get(head, frame.f_globals.get(head))
     for name in rest:
         func = getattr(func, name, None)
-    module = getattr(func, "__module__", None) or ""
-    parts = module.split(".")
-    if parts[0] != "scipy" or len(parts) < 2:
+    parts = (getattr(func, "__module__", None) or "").split(".")
+    equivalent = sys.modules.get(f"mutad.scipy.{parts[1]}") if (
+        len(parts) > 1 and parts[0] == "scipy") else None
+    if equivalent is None:
         return None
-    submodule = parts[1]
-    name = getattr(func, "__name__", None)
-    equivalent = sys.modules.get(f"mutad.scipy.{submodule}")
-    if name and equivalent is not None and callable(getattr(equivalent, name, None)):
-        return f"mutad.scipy.{submodule}.{name}"
-    return None
+    path = called.split(".")[-2 if inspect.ismethod(func) else -1:]  # norm.logpdf, expm
+    target = equivalent
+    for name in path:
+        target = getattr(target, name, None)
+    return f"{equivalent.__name__}.{'.'.join(path)}" if callable(target) else None
 
 
 def unwrapped(error):
