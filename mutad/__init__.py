@@ -10,12 +10,16 @@
 """
 
 from . import rules  # noqa: F401  (registers every rule family)
-from .api import gradient, hessian, hvp, jacobian, jvp, pullback, value_and_gradient
+from .api import (grad, gradient, hessian, hvp, jacobian, jvp, pullback, stop_gradient,
+                  value_and_grad, value_and_gradient)
 from .errors import MutadError
 from .allocation import plain_allocation
+from .trees import register_pytree
 from .registry import adjoint, inplace_adjoint
-from . import linalg, testing
+from . import errors, linalg, testing
 from .testing import check_grads, check_jvp
 
-__all__ = ["MutadError", "adjoint", "check_grads", "check_jvp", "gradient", "hessian", "hvp", "inplace_adjoint",
-           "jacobian", "jvp", "linalg", "plain_allocation", "pullback", "testing", "value_and_gradient"]
+__all__ = ["MutadError", "adjoint", "check_grads", "check_jvp", "errors", "grad", "gradient",
+           "hessian", "hvp", "inplace_adjoint", "jacobian", "jvp", "linalg", "plain_allocation",
+           "pullback", "register_pytree", "stop_gradient", "testing", "value_and_grad",
+           "value_and_gradient"]

@@ -1,5 +1,6 @@
 """The differentiating functions of the public API, as short compositions of the core."""
 
+import functools
 import weakref
 
 import numpy as np
@@ -8,6 +9,7 @@ from .errors import (
     ArgnumsError,
     ConstantModifiedError,
     ConversionError,
+    InvalidArgumentError,
     MutadError,
     NonScalarOutputError,
     PullbackReusedError,
@@ -17,8 +19,9 @@ from . import forward
 from .allocation import mode
 from .shadows import Buffer, Shadows
 from .tape import Tape
-from .tracing import ACTIVE, INNER, Traced, check_constants, fresh, lift, thaw, view_of
-from .trees import check_real, flatten, is_float_array, is_float_scalar
+from .tracing import (ACTIVE, INNER, Traced, active, check_constants, fresh, lift, thaw,
+                      unwrapped, view_of)
+from .trees import arrays_within, check_real, flatten, is_float_array, is_float_scalar
 from .views import owner, owner_view, same_region, spans, wrapped
 
 
@@ -77,8 +80,8 @@ class Run:
             t = fresh(np.array(x, dtype=np.result_type(x)), self.tape)
         elif (type(x) is Traced or type(x) in INNER) and x.dtype.kind == "f":
             t = self._wrap_outer(x)  # an array of a differentiation this one is inside
-        elif isinstance(x, np.ndarray) and x.flags.writeable:
-            self.saved.append((x, x.copy()))
+        else:  # integer arrays, and those inside objects of NumPy's and SciPy's classes
+            self.saved.extend((a, a.copy()) for a in arrays_within(x))
         self.traced.append(t)
         self.scalar.append(t is not None and is_float_scalar(x))
         return x if t is None else t
@@ -111,10 +114,12 @@ class Run:
         ACTIVE.tapes.append(self.tape)
         try:
             return f(*args, **(kwargs or {}))
+        except MutadError:
+            raise
         except (ValueError, TypeError) as error:
-            # NumPy wraps errors raised while it converts an element (``out[0] = x``).
-            if isinstance(error.__cause__, MutadError):
-                raise error.__cause__ from None
+            mutad_error = unwrapped(error)
+            if mutad_error is not None:
+                raise mutad_error from None
             if self.tape.frozen and "read-only" in str(error):
                 raise ConstantModifiedError(
                     f"{error}: this array (or the memory it views) was read as a constant by an "
@@ -122,7 +127,8 @@ class Run:
                     "keeps it read-only while it differentiates, for every thread of the "
                     "process. Allocate it inside the differentiated function (mutad then "
                     "follows its writes), or write into a new array instead "
-                    "(w = np.cos(...) rather than w[:] = ...).") from error
+                    "(w = np.cos(...) rather than w[:] = ...)."
+                ).with_traceback(error.__traceback__) from error  # down to the user's write
             raise
         finally:
             ACTIVE.tapes.pop()
@@ -178,6 +184,11 @@ def check_argnums(argnums, count):
 
 
 def _scalar_output(y):
+    if isinstance(y, (tuple, list)):
+        raise NonScalarOutputError(
+            f"gradient needs a scalar output, but the function returned a {type(y).__name__}. "
+            "If it is (loss, aux), pass has_aux=True to get aux back beside the gradients; "
+            "otherwise return one float (y.sum() for an array).")
     if type(y) is Traced:
         if y.value.ndim != 0:
             raise NonScalarOutputError(
@@ -193,11 +204,13 @@ def _scalar_output(y):
     return value[()]
 
 
-def value_and_gradient(f, *args, argnums=None, policy="restore"):
+def value_and_gradient(f, *args, argnums=None, policy="restore", has_aux=False):
     """The value of scalar-valued ``f(*args)`` and its gradient with respect to ``args``.
 
     ``f`` may update arrays in place; every array reachable from ``args`` holds its original
     bytes again when this returns or raises. Gradients mirror their arguments (see ``gradient``).
+    With ``has_aux=True``, ``f`` returns ``(loss, aux)`` and this returns
+    ``((value, aux), grads)`` (JAX's convention).
 
     >>> import numpy as np, mutad
     >>> def f(a, b):
@@ -207,10 +220,19 @@ def value_and_gradient(f, *args, argnums=None, policy="restore"):
     >>> float(value), da.tolist(), db.tolist()
     (52.0, [8.0, 12.0], [8.0, 12.0])
     """
+    return _value_and_gradient(f, args, {}, argnums, policy, has_aux)
+
+
+def _value_and_gradient(f, args, kwargs, argnums, policy, has_aux):
     selected, single = check_argnums(argnums, len(args))
     run = Run(policy)
     try:
-        y = run.call(f, run.wrap(args))
+        # Keyword arguments are traced like the others (they may alias or be written), but
+        # get no gradient.
+        *traced_args, traced_kwargs = run.wrap((*args, kwargs))
+        y = run.call(f, traced_args, traced_kwargs)
+        if has_aux:
+            y, aux = _loss_and_aux(y)
         value = _scalar_output(y)
         shadows = Shadows()
         if type(y) is Traced:
@@ -219,21 +241,43 @@ def value_and_gradient(f, *args, argnums=None, policy="restore"):
         grads = run.per_argument(run.gradients(shadows))
     finally:
         run.restore()
-    if single:
-        return value, grads[selected[0]]
-    return value, tuple(grads[i] for i in selected)
+    grads = grads[selected[0]] if single else tuple(grads[i] for i in selected)
+    return ((value, aux) if has_aux else value), grads
 
 
-def gradient(f, *args, argnums=None, policy="restore"):
+def _loss_and_aux(y):
+    """``(loss, aux)`` returned by ``f``, aux detached as it is now: plain copies, which the
+    replay that follows (it rewinds every traced buffer) cannot change."""
+    if not (isinstance(y, (tuple, list)) and len(y) == 2):
+        raise NonScalarOutputError(
+            f"has_aux=True: f must return a pair (loss, aux), but it returned "
+            f"{type(y).__name__}{' of length ' + str(len(y)) if isinstance(y, (tuple, list)) else ''}.")
+    loss, aux = y
+    leaves, rebuild = flatten(aux)
+    return loss, rebuild([_detached(leaf) for leaf in leaves])
+
+
+def _detached(x):
+    if type(x) is Traced:
+        x = x.value.copy()  # under an enclosing differentiation, an array it traces
+    elif isinstance(x, np.ndarray):
+        x = x.copy()  # the caller's integer arrays are put back after f returns
+    return x[()] if type(x) is np.ndarray and x.ndim == 0 else x
+
+
+def gradient(f, *args, argnums=None, policy="restore", has_aux=False):
     """The gradient of scalar-valued ``f`` at ``args``, through any in-place updates.
 
     ``argnums=None`` gives a tuple with one entry per positional argument; an int gives that
     gradient alone; a tuple of ints gives a tuple (negative positions count from the end).
     Each gradient has its argument's structure: an array of the same shape and dtype for a
-    float array, a float for a float scalar, the same tuples, lists and dicts for containers,
-    and ``None`` for what cannot be differentiated (integers, booleans, integer arrays, None).
+    float array, a float for a float scalar, the same tuples, lists, dicts, namedtuples,
+    dataclasses and objects for containers (see the README, "Argument structures"), and
+    ``None`` for what cannot be differentiated (integers, booleans, integer arrays, None).
     ``policy="checkpoint"`` saves every overwritten region instead of restoring it by
-    inversion: exact, at the cost of memory.
+    inversion: exact, at the cost of memory. With ``has_aux=True``, ``f`` returns
+    ``(loss, aux)`` and this returns ``(grads, aux)``. Keyword arguments for ``f`` go through
+    :func:`grad`: ``mutad.grad(f)(x, scale=2.0)``.
 
     Arguments that share memory are one buffer with one gradient: each receives the gradient
     with respect to that buffer (passing ``x`` twice gives the total derivative twice).
@@ -250,7 +294,73 @@ def gradient(f, *args, argnums=None, policy="restore"):
     >>> a.tolist()            # the caller's array is as it was
     [0.0, 0.0, 0.0]
     """
-    return value_and_gradient(f, *args, argnums=argnums, policy=policy)[1]
+    value, grads = _value_and_gradient(f, args, {}, argnums, policy, has_aux)
+    return (grads, value[1]) if has_aux else grads
+
+
+def grad(f, argnums=0, has_aux=False, policy="restore"):
+    """``f``'s gradient as a function, as JAX's ``grad``: ``grad(f)(x, ...)`` is
+    ``gradient(f, x, ..., argnums=0)``. Keyword arguments of the call are passed to ``f``
+    without being differentiated; every array reachable from them comes back as it was too.
+    With ``has_aux=True`` the function returns ``(grads, aux)``.
+
+    >>> import numpy as np, mutad
+    >>> def f(x, scale):
+    ...     x *= scale
+    ...     return (x * x).sum()
+    >>> mutad.grad(f)(np.array([1.0, 2.0]), scale=3.0).tolist()
+    [18.0, 36.0]
+    """
+    @functools.wraps(f)
+    def gradient_of_f(*args, **kwargs):
+        value, grads = _value_and_gradient(f, args, kwargs, argnums, policy, has_aux)
+        return (grads, value[1]) if has_aux else grads
+
+    return gradient_of_f
+
+
+def value_and_grad(f, argnums=0, has_aux=False, policy="restore"):
+    """``f``'s value and gradient as a function, as JAX's ``value_and_grad``: it returns
+    ``(value, grads)``, or ``((value, aux), grads)`` with ``has_aux=True``. With the default
+    ``argnums=0`` it is what ``scipy.optimize.minimize(fun, x0, jac=True)`` takes.
+
+    >>> import numpy as np, scipy.optimize, mutad
+    >>> def f(x):
+    ...     x -= [1.0, 2.0]   # in place
+    ...     return (x * x).sum()
+    >>> scipy.optimize.minimize(mutad.value_and_grad(f), np.zeros(2), jac=True).x.round(6).tolist()
+    [1.0, 2.0]
+    """
+    @functools.wraps(f)
+    def value_and_gradient_of_f(*args, **kwargs):
+        return _value_and_gradient(f, args, kwargs, argnums, policy, has_aux)
+
+    return value_and_gradient_of_f
+
+
+def stop_gradient(x):
+    """``x``'s value, through which no gradient flows (at any level of nested
+    differentiation), as JAX's ``stop_gradient``. Works on traced and dual arrays, plain arrays,
+    scalars, and containers of them (the same structure comes back).
+
+    The result is a new array, as in JAX: writing into it does not write into ``x``'s memory.
+    Inside a differentiation it is an array mutad traces as a constant, so traced values can
+    be written into it.
+    """
+    leaves, rebuild = flatten(x)
+    return rebuild([_stopped(leaf) for leaf in leaves])
+
+
+def _stopped(x):
+    if type(x) is not Traced and type(x) not in INNER:
+        return x.copy() if isinstance(x, np.ndarray) else x
+    value = x
+    while type(value) is Traced or type(value) in INNER:
+        value = value.value  # through every level: the plain numbers
+    value = value.copy()
+    if type(x) is Traced:
+        return fresh(value, active(x.tape))
+    return forward.constant(value, x.level)
 
 
 def pullback(f, *args, policy="restore"):
@@ -294,12 +404,12 @@ def pullback(f, *args, policy="restore"):
             shadows = Shadows()
             cotangents, _ = flatten(dy)
             if len(cotangents) != len(outputs):
-                raise MutadError(
+                raise InvalidArgumentError(
                     f"back(dy): dy has {len(cotangents)} leaves but f returned {len(outputs)}.")
             for t, g in zip(outputs, cotangents, strict=True):
                 if type(t) is Traced and g is not None:
                     if np.shape(g) != t.value.shape:
-                        raise MutadError(
+                        raise InvalidArgumentError(
                             f"back(dy): a cotangent of shape {np.shape(g)} was given for an "
                             f"output of shape {t.value.shape}.")
                     shadows.add(t, g)  # outputs may share memory: add
@@ -392,9 +502,31 @@ def _basis(x):
 
 
 def _differentiable_argument(x, function, position):
-    if not (is_float_array(x) or is_float_scalar(x)):
-        raise ArgnumsError(f"{function}: argument {position} is not a float array or scalar, "
+    if not any(is_float_array(leaf) or is_float_scalar(leaf) for leaf in flatten(x)[0]):
+        raise ArgnumsError(f"{function}: argument {position} holds no float array or scalar, "
                            "so it has no derivative.")
+
+
+def _on_leaves(f, args, selected):
+    """``f`` as a function of the leaves of ``args``, the leaves, the positions of the float
+    leaves of each selected argument, and ``per_argument(values, i)``, which rebuilds argument
+    ``i``'s structure around one value per float leaf (None for the others)."""
+    leaves, parts = [], []
+    for a in args:
+        these, rebuild = flatten(a)
+        parts.append((len(leaves), len(these), rebuild))
+        leaves.extend(these)
+
+    def f_of_leaves(*xs):
+        return f(*(rebuild(list(xs[start:start + n])) for start, n, rebuild in parts))
+
+    def per_argument(values, i):
+        start, n, rebuild = parts[i]
+        return rebuild([values.get(k) for k in range(start, start + n)])
+
+    positions = {i: [k for k in range(parts[i][0], parts[i][0] + parts[i][1])
+                     if is_float_array(leaves[k]) or is_float_scalar(leaves[k])] for i in selected}
+    return f_of_leaves, leaves, positions, per_argument
 
 
 def jacobian(f, *args, argnums=0):
@@ -402,11 +534,14 @@ def jacobian(f, *args, argnums=0):
 
     Forward mode (one ``jvp`` per input element) or reverse mode (one gradient per output
     element), whichever takes fewer passes. A tuple ``argnums`` gives a tuple of Jacobians;
-    outputs in tuples, lists or dicts give Jacobians in the same structure.
+    outputs in tuples, lists or dicts give Jacobians in the same structure. An argument that is
+    a structure (a tuple, dataclass, object) gives that structure, each float leaf holding its
+    Jacobian (of the outputs' structure) and ``None`` for the others.
     """
     selected, single = check_argnums(argnums, len(args))
     for i in selected:
         _differentiable_argument(args[i], "jacobian", i)
+    f, args, positions, per_argument = _on_leaves(f, args, selected)
     y = forward.jvp(f, tuple(args), (None,) * len(args))[0]
     outputs, rebuild = flatten(y)
     for out in outputs:
@@ -415,8 +550,8 @@ def jacobian(f, *args, argnums=0):
                 "jacobian needs f to return float arrays or scalars (in tuples, lists or "
                 f"dicts), not {type(out).__name__}.")
     sizes = [int(np.prod(np.shape(out))) for out in outputs]
-    jacobians = []
-    for i in selected:
+    jacobians = {}
+    for i in sorted({k for leaves in positions.values() for k in leaves}):
         x_shape = np.shape(args[i])
         if sum(sizes) < int(np.prod(x_shape)):
             blocks = [_reverse_rows(f, args, i, k, out) for k, out in enumerate(outputs)]
@@ -430,8 +565,9 @@ def jacobian(f, *args, argnums=0):
                       for k, out in enumerate(outputs)]
         blocks = [float(J) if is_float_scalar(args[i]) and is_float_scalar(out) else J
                   for J, out in zip(blocks, outputs, strict=True)]
-        jacobians.append(rebuild(blocks))
-    return jacobians[0] if single else tuple(jacobians)
+        jacobians[i] = rebuild(blocks)
+    results = [per_argument(jacobians, i) for i in selected]
+    return results[0] if single else tuple(results)
 
 
 def _reverse_rows(f, args, i, k, out):
@@ -466,7 +602,9 @@ def _hessian_column(f, args, tangents, selected, policy):
 def hessian(f, *args, argnums=0, policy="restore"):
     """The Hessian of scalar-valued ``f`` with respect to ``args[argnums]``, of shape
     ``x.shape + x.shape``; for a tuple ``argnums``, the nested tuple of blocks
-    ``H[i][j]`` of shape ``x_i.shape + x_j.shape``.
+    ``H[i][j]`` of shape ``x_i.shape + x_j.shape``. An argument that is a structure (a tuple,
+    dataclass, object) gives its structure of its structures: ``H.w.b`` is the block for
+    leaves ``w`` and ``b`` (``None`` where a leaf is not a float).
 
     Forward mode over reverse mode, as JAX's ``jacfwd(grad(f))``: one ``jvp`` of the gradient
     per element of ``x``, the gradient's in-place reverse pass carrying tangents. A decorated
@@ -474,18 +612,23 @@ def hessian(f, *args, argnums=0, policy="restore"):
     selected, single = check_argnums(argnums, len(args))
     for i in selected:
         _differentiable_argument(args[i], "hessian", i)
-    blocks = [[None] * len(selected) for _ in selected]
-    for column, j in enumerate(selected):
+    f, args, positions, per_argument = _on_leaves(f, args, selected)
+    leaves = sorted({k for ks in positions.values() for k in ks})
+    blocks = {}  # (leaf, leaf) -> block
+    for j in leaves:
         columns = []
         for e in _basis(args[j]):
             tangents = [None] * len(args)
             tangents[j] = e
-            grads = _hessian_column(f, args, tuple(tangents), selected, policy)
-            columns.append(grads)
-        for row, i in enumerate(selected):
+            columns.append(_hessian_column(f, args, tuple(tangents), tuple(leaves), policy))
+        for row, i in enumerate(leaves):
             block = _assemble([c[row] for c in columns], np.shape(args[j]), np.shape(args[i]))
             scalars = is_float_scalar(args[i]) and is_float_scalar(args[j])
-            blocks[row][column] = float(block) if scalars else block
+            blocks[i, j] = float(block) if scalars else block
+    # Argument i's structure of argument j's structures: H[i][j] holds the second derivatives
+    # with respect to a leaf of i, then a leaf of j.
+    H = [[per_argument({a: per_argument({b: blocks[a, b] for b in positions[j]}, j)
+                        for a in positions[i]}, i) for j in selected] for i in selected]
     if single:
-        return blocks[0][0]
-    return tuple(tuple(row) for row in blocks)
+        return H[0][0]
+    return tuple(tuple(row) for row in H)

@@ -1,8 +1,11 @@
 """Every error mutad raises, each documented with when it happens and how to fix it.
 
-All of them derive from :class:`MutadError`, so ``except mutad.MutadError`` catches any of them.
+All of them derive from :class:`MutadError`, so ``except mutad.MutadError`` catches any of them,
+and each also derives from the built-in exception a Python user would expect (``TypeError`` for
+conversions and unsupported types, ``ValueError`` for bad arguments, ``NotImplementedError`` for
+what has no rule), as JAX's errors do, so existing ``except TypeError`` code keeps working.
 Whenever one is raised from inside a differentiation, the caller's arrays have already been put
-back bit-for-bit.
+back bit-for-bit, and its traceback shows the line of the differentiated function that caused it.
 """
 
 from numpy.linalg import LinAlgError
@@ -12,16 +15,17 @@ class MutadError(Exception):
     """Base class of every error mutad raises: ``except mutad.MutadError`` catches them all."""
 
 
-class NonScalarOutputError(MutadError):
+class NonScalarOutputError(MutadError, TypeError):
     """``gradient`` was asked to differentiate a function whose output is not a scalar.
 
-    Example: ``mutad.gradient(lambda x: x * 2, np.ones(3))``.
-    Fix: reduce the output to a scalar (``.sum()``), or use ``mutad.pullback`` with an explicit
-    output cotangent.
+    Example: ``mutad.gradient(lambda x: x * 2, np.ones(3))``, or a function returning
+    ``(loss, extras)`` without ``has_aux=True``.
+    Fix: reduce the output to a scalar (``.sum()``), pass ``has_aux=True`` for a ``(loss, aux)``
+    pair, or use ``mutad.pullback`` with an explicit output cotangent.
     """
 
 
-class UntracedWriteError(MutadError):
+class UntracedWriteError(MutadError, TypeError):
     """A traced value was written into an array that mutad does not follow.
 
     Arrays the differentiated code allocates (``np.zeros``, ``np.empty``, ``np.array``, ...)
@@ -32,7 +36,7 @@ class UntracedWriteError(MutadError):
     """
 
 
-class ConversionError(MutadError):
+class ConversionError(MutadError, TypeError):
     """A traced array was converted to a plain ndarray or number (``float()``, or
     ``np.asarray`` inside code without a mutad rule).
 
@@ -41,11 +45,21 @@ class ConversionError(MutadError):
     would cut the gradient. Fix: wrap the routine with ``mutad.adjoint`` (or
     ``mutad.inplace_adjoint`` if it writes into its arguments) and give it a rule with
     ``@routine.rule`` (see the README, "Custom rules"); keep computing with the array instead
-    of ``float(x)``. Arrays with no dependence on the arguments convert as plain arrays do.
+    of ``float(x)``, and take ``mutad.stop_gradient(x)`` for a value that should carry no
+    gradient. Arrays with no dependence on the arguments convert as plain arrays do.
     """
 
 
-class UnsupportedFunctionError(MutadError):
+class EscapedTracerError(MutadError, TypeError):
+    """A traced or dual array was used after the differentiation that created it had ended.
+
+    Example: ``leaked.append(x * 2)`` inside ``f``, then ``leaked[0] + 1`` after
+    ``mutad.gradient(f, x)`` returned. Fix: return values from the differentiated function
+    (``has_aux=True`` returns extra values beside the loss) instead of storing them.
+    """
+
+
+class UnsupportedFunctionError(MutadError, NotImplementedError):
     """A NumPy function or ufunc that mutad has no rule for received a traced array.
 
     Example: ``np.fft.fft(x)`` with ``x`` traced. Fix: give the function a rule by wrapping it
@@ -53,7 +67,18 @@ class UnsupportedFunctionError(MutadError):
     """
 
 
-class ComplexInputError(MutadError):
+class UnsupportedArgumentError(MutadError, TypeError):
+    """An argument holds arrays in a way mutad cannot follow, so it could not promise to give
+    them back bit-for-bit or to differentiate them. Raised before the function runs.
+
+    Example: a set of objects holding arrays (no order to rebuild it in), a generator or
+    iterator (reading it consumes it), an object that refers back to itself, or an object of a
+    type whose arrays are not in its attributes. Fix: pass the arrays in a tuple, list, dict,
+    namedtuple, dataclass or plain object, or register the type with ``mutad.register_pytree``.
+    """
+
+
+class ComplexInputError(MutadError, TypeError):
     """A complex array or number was passed to a differentiating function.
 
     Complex differentiation is not designed yet. Fix: split real and imaginary parts into two
@@ -61,15 +86,33 @@ class ComplexInputError(MutadError):
     """
 
 
-class PolicyError(MutadError):
+class InvalidArgumentError(MutadError, ValueError):
+    """A mutad function was called with an argument it cannot use.
+
+    Example: ``mutad.jvp(f, x, v)`` with ``x`` not in a tuple, a tangent of the wrong shape, or
+    a non-square matrix for ``mutad.linalg.cholesky_``. The message names the argument and what
+    it must be.
+    """
+
+
+class PolicyError(InvalidArgumentError):
     """``policy`` was neither ``"restore"`` nor ``"checkpoint"``."""
 
 
-class ArgnumsError(MutadError):
+class ArgnumsError(InvalidArgumentError):
     """``argnums`` named an argument that does not exist, or was not an int or tuple of ints."""
 
 
-class PullbackReusedError(MutadError):
+class RuleError(MutadError, TypeError):
+    """A rule given with ``mutad.adjoint`` or ``mutad.inplace_adjoint`` returned something mutad
+    cannot use.
+
+    Example: an in-place rule that returns nothing instead of its ``back`` function. Fix: follow
+    the README's "Custom rules", and prove the rule with ``mutad.testing.check_rule``.
+    """
+
+
+class PullbackReusedError(MutadError, RuntimeError):
     """The ``back`` function returned by ``mutad.pullback`` was called a second time.
 
     The first call runs the reverse pass, which consumes the tape and puts the caller's arrays
@@ -77,7 +120,7 @@ class PullbackReusedError(MutadError):
     """
 
 
-class UnsupportedOperationError(MutadError):
+class UnsupportedOperationError(MutadError, NotImplementedError):
     """A traced array was used in a way mutad cannot differentiate exactly.
 
     The message names the operation and what to do instead, for example writing through
@@ -94,7 +137,7 @@ class NotPositiveDefiniteError(MutadError, LinAlgError):
     """
 
 
-class ConstantModifiedError(MutadError):
+class ConstantModifiedError(MutadError, ValueError):
     """An untraced array that a recorded operation reads was written afterwards.
 
     Example: ``w = np.empty(n)`` is filled with constants and used in ``x = x * w``, then
@@ -107,4 +150,13 @@ class ConstantModifiedError(MutadError):
     ``ValueError``. Fix: allocate ``w`` inside the differentiated function (mutad then follows
     its writes and puts the overwritten values back in the reverse pass), or write into a new
     array each time (``w = np.cos(...)``).
+    """
+
+
+class GradientCheckError(MutadError, AssertionError):
+    """``check_grads`` or ``check_jvp`` found a derivative that disagrees with finite
+    differences, or an argument that did not come back bit-for-bit.
+
+    Example: a rule given with ``mutad.adjoint`` whose pullback has a wrong sign. Fix: the
+    message gives both numbers; check the rule against its derivation.
     """

@@ -20,7 +20,9 @@ it, which is what prevents perturbation confusion.
 import numpy as np
 
 from .errors import (
-    MutadError,
+    EscapedTracerError,
+    InvalidArgumentError,
+    RuleError,
     UnsupportedFunctionError,
     UnsupportedOperationError,
     UntracedWriteError,
@@ -29,7 +31,7 @@ from .registry import FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS
 from .tape import LEVELS
 from . import allocation, tracing
 from .tracing import ArrayMethods, function_name, out_position
-from .trees import check_real, flatten, is_float_array, is_float_scalar
+from .trees import arrays_within, check_real, flatten, is_float_array, is_float_scalar
 from .views import address, may_overlap, owner, owner_view, same_region, strided, wrapped
 
 
@@ -88,7 +90,7 @@ def _wrap(y, dy, level, args, tangents):
     for p, t in pairs:
         if may_overlap(y, p):
             if not may_overlap(dy, t):
-                raise MutadError(
+                raise RuleError(
                     "a forward rule returned an output that views an argument's memory with "
                     "a tangent that is not the same view of the argument's tangent; a write "
                     "through the output would miss the argument's tangent. Return that view "
@@ -444,11 +446,16 @@ def _active(level):
     """``level``, if its ``jvp`` is running in this thread; otherwise a clear error (a dual
     that escaped the function jvp differentiated would compute a meaningless tangent)."""
     if not any(type(run) is Run and run.level == level for run in tracing.ACTIVE.tapes):
-        raise MutadError(
+        raise EscapedTracerError(
             "a dual array (forward mode) was used outside the jvp that created it (it escaped "
             "through a global, a closure or an attribute). Return values from the "
             "differentiated function instead of storing them.")
     return level
+
+
+def constant(value, level):
+    """A dual of ``level`` holding plain ``value`` with a zero tangent (``stop_gradient``)."""
+    return Dual(value, np.zeros_like(value), _active(level))
 
 
 def _reverse_inside(items, level):
@@ -519,10 +526,10 @@ def _returned(result, args, primals):
 def jvp(f, primals, tangents):
     """Run ``f(*primals)`` with ``tangents`` riding alongside; return ``(y, dy)``."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise MutadError("jvp(f, primals, tangents): give primals and tangents as tuples, one "
-                         "entry per positional argument of f.")
+        raise InvalidArgumentError("jvp(f, primals, tangents): give primals and tangents as "
+                                   "tuples, one entry per positional argument of f.")
     if len(primals) != len(tangents):
-        raise MutadError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
+        raise InvalidArgumentError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
     with allocation.mode(f):
         return _jvp(f, primals, tangents)
 
@@ -535,9 +542,9 @@ def _jvp(f, primals, tangents):
                 for primal, tangent in zip(primals, tangents, strict=True)]
         y = f(*args)
     except (ValueError, TypeError) as error:
-        # NumPy wraps errors raised while it converts an element (``out[0] = x``).
-        if isinstance(error.__cause__, MutadError):
-            raise error.__cause__ from None
+        mutad_error = tracing.unwrapped(error)
+        if mutad_error is not None:
+            raise mutad_error from None
         raise
     finally:
         tracing.ACTIVE.tapes.pop()
@@ -568,21 +575,20 @@ class Run:
         leaves, rebuild = flatten(primal)
         tangents = [None] * len(leaves) if tangent is None else flatten(tangent)[0]
         if len(tangents) != len(leaves):
-            raise MutadError("jvp: each tangent must have the structure of its primal.")
+            raise InvalidArgumentError("jvp: each tangent must have the structure of its primal.")
         return rebuild([self._leaf(x, t) for x, t in zip(leaves, tangents, strict=True)])
 
     def _leaf(self, x, t):
         check_real(x)
         if t is not None and np.shape(t) != np.shape(x):
-            raise MutadError(f"jvp: a tangent of shape {np.shape(t)} was given for a primal "
-                             f"of shape {np.shape(x)}.")
+            raise InvalidArgumentError(f"jvp: a tangent of shape {np.shape(t)} was given for a "
+                                       f"primal of shape {np.shape(x)}.")
         level = self.level
         if is_float_scalar(x):
             value = np.array(x, dtype=np.result_type(x))
             return Dual(value, np.array(0.0 if t is None else t, value.dtype), level)
         if not (is_float_array(x) or (wrapped(x) and x.dtype.kind == "f")):
-            if isinstance(x, np.ndarray) and x.flags.writeable:
-                self.saved.append((x, x.copy()))
+            self.saved.extend((a, a.copy()) for a in arrays_within(x))
             return x
         # One private copy of all of the memory behind x, laid out as it, so the caller's
         # arrays stay as they are and views of one buffer in several arguments keep sharing

@@ -46,7 +46,7 @@ import numpy as np
 import scipy.linalg
 from scipy.linalg import get_blas_funcs, get_lapack_funcs
 
-from .errors import MutadError, NotPositiveDefiniteError
+from .errors import InvalidArgumentError, NotPositiveDefiniteError
 from .registry import inplace_adjoint
 from .rules.linalg import cholesky_tangent
 from .scipy import linalg as dispatching
@@ -64,10 +64,10 @@ BLOCK = 64
 
 def _square(name, A):
     if A.ndim != 2 or A.shape[0] != A.shape[1] or A.dtype.kind != "f":
-        raise MutadError(f"{name} needs a square float matrix, not {A.dtype} of shape {A.shape}.")
+        raise InvalidArgumentError(f"{name} needs a square float matrix, not {A.dtype} of shape {A.shape}.")
     if not (A.flags.c_contiguous or A.flags.f_contiguous) or not A.flags.writeable:
-        raise MutadError(f"{name} works in place on a contiguous, writable matrix; pass "
-                         "np.ascontiguousarray(A) (and keep the result) instead.")
+        raise InvalidArgumentError(f"{name} works in place on a contiguous, writable matrix; pass "
+                                   "np.ascontiguousarray(A) (and keep the result) instead.")
 
 
 def _fortran(M):
@@ -278,7 +278,7 @@ def _cholesky_solve_(L, b, growth=1.0):
 @_cholesky_solve_.rule(growth=lambda L, b, growth=1.0: growth)
 def _cholesky_solve_rule(L, b, growth=1.0):
     if np.may_share_memory(L, b):
-        raise MutadError("ldiv_(F, b): b shares memory with the factor; pass a separate b.")
+        raise InvalidArgumentError("ldiv_(F, b): b shares memory with the factor; pass a separate b.")
     _cholesky_solve_(L, b)
 
     def back(dL, db, *_):
@@ -321,7 +321,7 @@ def _transposes(trans):
         return False
     if trans in (1, 2, "T", "t", "C", "c"):
         return True
-    raise MutadError(f"trans={trans!r}: use 0/'N' or 1/'T' (2/'C' is the same for real matrices).")
+    raise InvalidArgumentError(f"trans={trans!r}: use 0/'N' or 1/'T' (2/'C' is the same for real matrices).")
 
 
 @inplace_adjoint(writes=("b",))
@@ -334,7 +334,7 @@ def _solve_triangular_(T, b, lower, transpose, unit):
                          _triangular_condition(T, lower, unit) ** 0.5)
 def _solve_triangular_rule(T, b, lower, transpose, unit):
     if np.may_share_memory(T, b):
-        raise MutadError("solve_triangular_(T, b): b shares memory with T; pass a separate b.")
+        raise InvalidArgumentError("solve_triangular_(T, b): b shares memory with T; pass a separate b.")
     _solve_triangular_(T, b, lower, transpose, unit)
 
     def back(dT, db, *_):
@@ -423,7 +423,7 @@ def _lu_factor_(A):
     getrf = get_lapack_funcs("getrf", (F,))
     packed, piv, info = getrf(F, overwrite_a=1)
     if info < 0:
-        raise MutadError(f"lu_factor_: LAPACK rejected argument {-info}.")
+        raise InvalidArgumentError(f"lu_factor_: LAPACK rejected argument {-info}.")
     if not np.shares_memory(packed, A):
         A[...] = packed if same else packed.T
     return A, piv, norm
@@ -513,7 +513,7 @@ def _lu_solve_(packed, pivots, b, growth=1.0):
 @_lu_solve_.rule(growth=lambda packed, pivots, b, growth=1.0: growth)
 def _lu_solve_rule(packed, pivots, b, growth=1.0):
     if np.may_share_memory(packed, b):
-        raise MutadError("ldiv_(F, b): b shares memory with the factor; pass a separate b.")
+        raise InvalidArgumentError("ldiv_(F, b): b shares memory with the factor; pass a separate b.")
     _lu_solve_(packed, pivots, b)
     F, same = _fortran(packed)
 
@@ -575,7 +575,7 @@ def _general_solve_(A, b):
 @_general_solve_.rule(checkpoint=("b",))
 def _general_solve_rule(A, b):
     if np.may_share_memory(A, b):
-        raise MutadError("ldiv_(A, b): b shares memory with A; pass a separate b.")
+        raise InvalidArgumentError("ldiv_(A, b): b shares memory with A; pass a separate b.")
     _general_solve_(A, b)
 
     def back(dA, db):
@@ -674,4 +674,4 @@ def _ldiv_nested(F, b):
 
 def _refuse_overlap(call, matrix, b):
     if may_overlap(matrix, b):
-        raise MutadError(f"{call}: b shares memory with the matrix; pass a separate b.")
+        raise InvalidArgumentError(f"{call}: b shares memory with the matrix; pass a separate b.")

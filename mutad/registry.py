@@ -196,10 +196,10 @@ def _positions(fn, names, what):
     parameters = list(inspect.signature(fn).parameters)
     unknown = [n for n in names if n not in parameters]
     if unknown:
-        from .errors import MutadError
+        from .errors import InvalidArgumentError
 
-        raise MutadError(f"{what}={tuple(names)!r}: {fn.__qualname__} has no parameter "
-                         f"{', '.join(map(repr, unknown))}; its parameters are {parameters}.")
+        raise InvalidArgumentError(f"{what}={tuple(names)!r}: {fn.__qualname__} has no parameter "
+                                   f"{', '.join(map(repr, unknown))}; its parameters are {parameters}.")
     return tuple(parameters.index(n) for n in names)
 
 

@@ -8,30 +8,36 @@ the function received holds its original bytes afterwards.
 """
 
 import copy
+import numbers
 
 import numpy as np
 
 from .api import Run
-from .errors import MutadError, UnsupportedFunctionError
+from . import errors
+from .errors import GradientCheckError, InvalidArgumentError, UnsupportedFunctionError
 from .shadows import Shadows, whole
-from .trees import flatten, is_float_array, is_float_scalar
+from .trees import arrays_within, flatten, is_float_array, is_float_scalar
 from .tracing import Traced
 from .views import address, owner, wrapped
 
 
-class GradientCheckError(MutadError, AssertionError):
-    """``check_grads`` found a gradient that disagrees with finite differences, or an argument
-    that did not come back bit-for-bit."""
-
-
 def _snapshot(leaves):
-    return [x.tobytes() if isinstance(x, np.ndarray) else copy.deepcopy(x) for x in leaves]
+    return [_fingerprint(x) for x in leaves]
+
+
+def _fingerprint(x):
+    """What must come back unchanged of one argument leaf: an array's bytes, those of the
+    arrays inside an object mutad passes as it is (a SciPy spline), a number's value."""
+    if isinstance(x, np.ndarray):
+        return x.tobytes()
+    if isinstance(x, (numbers.Number, str, bytes)):
+        return copy.deepcopy(x)
+    return [a.tobytes() for a in arrays_within(x)]
 
 
 def _check_unchanged(leaves, before, what):
     for i, (x, old) in enumerate(zip(leaves, before, strict=True)):
-        now = x.tobytes() if isinstance(x, np.ndarray) else x
-        if now != old:
+        if _fingerprint(x) != old:
             raise GradientCheckError(f"{what}: argument leaf {i} did not come back bit-for-bit.")
 
 
@@ -59,7 +65,7 @@ class _Copies:
                                    tuple(s // size * 8 for s in x.strides))
                 else:
                     x = x.astype(np.float64)
-            elif isinstance(x, np.ndarray) or is_float_scalar(x):
+            elif isinstance(x, np.ndarray) or is_float_scalar(x) or arrays_within(x):
                 x = copy.deepcopy(x)
             self.leaves.append(x)
 
@@ -126,7 +132,7 @@ def check_grads(f, *args, policy="restore", rtol=None, atol=None, step=1e-4, see
     if order == 2:
         return _check_second(f, args, policy, rtol, atol, step, seed, symmetric)
     if order != 1:
-        raise MutadError(f"check_grads(order={order!r}): order is 1 or 2.")
+        raise InvalidArgumentError(f"check_grads(order={order!r}): order is 1 or 2.")
     _check(f, args, policy, rtol, atol, step, seed, symmetric)
 
 
@@ -352,7 +358,7 @@ def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0, symmet
     from .registry import Adjoint, InplaceAdjoint
 
     if not isinstance(f, Adjoint) or f.pure_rule is None:
-        raise MutadError("check_rule takes a function decorated with mutad.adjoint or "
+        raise InvalidArgumentError("check_rule takes a function decorated with mutad.adjoint or "
                          "mutad.inplace_adjoint that has a rule attached.")
     if isinstance(f, InplaceAdjoint):
         def program(*values):
@@ -371,7 +377,7 @@ def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0, symmet
                           atol=1e-9 if atol is None else atol, seed=seed, symmetric=symmetric)
             except GradientCheckError:
                 raise
-            except MutadError:
+            except errors.MutadError:
                 if variant is args:
                     raise
         for policy in ("restore", "checkpoint"):
@@ -379,7 +385,7 @@ def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0, symmet
                 error = _check(program, variant, policy, rtol, atol, 1e-4, seed, symmetric)
             except GradientCheckError:
                 raise
-            except MutadError:
+            except errors.MutadError:
                 if variant is args:
                     raise
                 continue  # the rule refuses this aliasing explicitly: allowed

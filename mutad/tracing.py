@@ -30,8 +30,10 @@ dual of an inner level (``defers``), and a dual of an outer level is a constant 
 
 import dis
 import inspect
+import linecache
 import math
 import operator
+import re
 import sys
 import threading
 import zlib
@@ -41,7 +43,9 @@ import numpy as np
 from .errors import (
     ConstantModifiedError,
     ConversionError,
+    EscapedTracerError,
     MutadError,
+    RuleError,
     UnsupportedFunctionError,
     UnsupportedOperationError,
     UntracedWriteError,
@@ -83,7 +87,7 @@ def active(tape):
     """``tape``, if its differentiation is in progress in this thread; otherwise a clear error."""
     tapes = ACTIVE.tapes
     if not tapes or (tapes[-1] is not tape and tape not in tapes):
-        raise MutadError(
+        raise EscapedTracerError(
             "a traced array was used outside the differentiation that created it (it escaped "
             "through a global, a closure or an attribute). Return values from the "
             "differentiated function instead of storing traced arrays.")
@@ -959,24 +963,101 @@ def plain(tree):
 
 
 def conversion_error(what):
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in ("numpy", "mutad"):
-        frame = frame.f_back
+    frame = _outside(sys._getframe(2), ("numpy", "mutad"))
     where = "" if frame is None else (
         f" in {frame.f_globals.get('__name__', '?')}.{frame.f_code.co_name}")
     if frame is not None and _storing_item(frame):
         return untraced_write(f"an assignment into an element or slice{where}")
-    if what in ("float()", "int()", "complex()", ".item()", ".tolist()"):
+    called = _called(frame)
+    what = f"{called}()" if called else what  # as the code spells it: np.array, not np.asarray
+    fix = CONVERSION_FIXES.get(what.split("(")[0].rsplit(".", 1)[-1], CONVERSION_FIX)
+    user = _outside(frame, ("numpy", "mutad", "scipy"))
+    if user is None or user is frame:
         return ConversionError(
-            f"{what} of a traced value{where} would cut its gradient. Keep computing with the "
-            "array itself (a 0-d array works wherever NumPy takes a float; comparisons such as "
-            "`if x > 0:` work, and f'{x:.3g}' formats it); take integer results with NumPy "
-            "(np.argmin, np.floor(x).astype(int)).")
+            f"a traced array was converted to a plain array by {what}{where}, which would cut "
+            f"its gradient. {fix}")
+    called = _called(user) or "a library function"
+    equivalent = _mutad_equivalent(user, called)
     return ConversionError(
-        f"a traced array was converted to a plain array by {what}{where}, which would cut its "
-        "gradient. If that function has no mutad rule (a SciPy routine, say), wrap it with "
-        "mutad.adjoint and give it a rule (README, 'Custom rules'); inside the differentiated "
-        "code np.array(x) and np.asarray(x) of a traced x work, as x.copy() does.")
+        f"a traced array was converted to a plain array by {what}{where}, called through "
+        f"{called} in {user.f_globals.get('__name__', '?')}.{user.f_code.co_name}, which would "
+        "cut its gradient. "
+        + (f"Call {equivalent} instead, which mutad differentiates. " if equivalent else "")
+        + CONVERSION_FIX)
+
+
+CONVERSION_FIX = (
+    "If that function has no mutad rule (a SciPy routine, say), wrap it with mutad.adjoint and "
+    "give it a rule (README, 'Custom rules'). Where no gradient should flow, take "
+    "mutad.stop_gradient(x).")
+CONVERSION_FIXES = {  # what to write instead of a conversion in the user's own code
+    "array": "Inside the differentiated code np.array(x) of a traced x is a traced copy; where "
+             "mutad's allocation mode does not reach (mutad.plain_allocation, a name bound "
+             "inside a function), copy it with x.copy().",
+    "asarray": "A traced array is already an array: use it as it is.",
+    "float": "Keep computing with the array itself (a 0-d array works wherever NumPy takes a "
+             "float; comparisons such as `if x > 0:` work, and f'{x:.3g}' formats it); take "
+             "integer results with NumPy (np.argmin, np.floor(x).astype(int)), and "
+             "float(mutad.stop_gradient(x)) where no gradient should flow.",
+}
+for _name in ("int", "complex", "item", "tolist"):
+    CONVERSION_FIXES[_name] = CONVERSION_FIXES["float"]
+del _name
+
+
+def _outside(frame, packages):
+    """The first frame from ``frame`` outwards whose module is in none of ``packages``."""
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in packages:
+        frame = frame.f_back
+    return frame
+
+
+def _called(frame):
+    """The function the call ``frame`` is executing is spelled as in its source
+    (``np.array``, ``scipy.linalg.expm``, ``x.item``), or None."""
+    if frame is None:
+        return None
+    try:
+        line, end_line, start, end = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+    except (AttributeError, IndexError, ValueError):
+        return None
+    if None in (line, end_line, start, end):
+        return None
+    text = "".join(linecache.getline(frame.f_code.co_filename, n)
+                   for n in range(line, end_line + 1)).encode()
+    last = len(text) - len(linecache.getline(frame.f_code.co_filename, end_line).encode())
+    callee = text[start:last + end].decode(errors="replace").split("(", 1)[0].strip()
+    return callee if re.fullmatch(r"[A-Za-z_][\w.]*", callee) else None
+
+
+def _mutad_equivalent(frame, called):
+    """``mutad.scipy.linalg.expm`` for a call of ``scipy.linalg.expm`` (however the code
+    imported it), ``mutad.scipy.stats.norm.logpdf`` for ``norm.logpdf``, when mutad has a
+    differentiated version of that function."""
+    head, *rest = called.split(".")
+    func = frame.f_locals.get(head, frame.f_globals.get(head))
+    for name in rest:
+        func = getattr(func, name, None)
+    parts = (getattr(func, "__module__", None) or "").split(".")
+    equivalent = sys.modules.get(f"mutad.scipy.{parts[1]}") if (
+        len(parts) > 1 and parts[0] == "scipy") else None
+    if equivalent is None:
+        return None
+    path = called.split(".")[-2 if inspect.ismethod(func) else -1:]  # norm.logpdf, expm
+    target = equivalent
+    for name in path:
+        target = getattr(target, name, None)
+    return f"{equivalent.__name__}.{'.'.join(path)}" if callable(target) else None
+
+
+def unwrapped(error):
+    """The mutad error behind ``error``, if NumPy wrapped one it met while converting an
+    element (``out[0] = x`` calls ``float(x)``), with ``error``'s traceback: it runs down to the
+    user's line that made the write, where the wrapped error's own stops inside NumPy."""
+    cause = error.__cause__
+    if isinstance(cause, MutadError) and not isinstance(error, MutadError):
+        return cause.with_traceback(error.__traceback__)
+    return None
 
 
 def untraced_write(what):
@@ -1334,7 +1415,7 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
         if i not in writes:
             keep(tape, x, v)
     if not callable(back):
-        raise MutadError(f"the in-place rule of {name} must return its back function.")
+        raise RuleError(f"the in-place rule of {name} must return its back function.")
     places = [locate(x, tape) for x in args]
 
     def back_record(shadows):

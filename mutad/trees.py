@@ -1,36 +1,258 @@
-"""Arguments as trees: flatten tuples, lists and dicts to leaves, and rebuild the same nesting.
+"""Arguments as trees: flatten any structure of arrays to leaves, and rebuild the same structure.
 
 Gradients mirror their arguments: the same containers, an ndarray of the argument's shape and
 dtype for a float array, a float for a float scalar, ``None`` for what cannot be differentiated.
+
+What is followed, and how it is rebuilt (the gradient of a structure is the same structure):
+
+* tuples, lists, namedtuples, dicts and dict subclasses (``OrderedDict``, ``defaultdict`` with
+  its factory), in their own order;
+* dataclass instances (frozen ones too) and plain objects: every attribute stored in the
+  instance, in ``__dict__`` and in ``__slots__``. The rebuilt object is a shallow copy whose
+  attributes are set directly (``object.__setattr__``): neither ``__init__`` nor
+  ``__post_init__`` runs, because a gradient need not pass the checks made on parameters (a
+  negative scale), and attributes derived in ``__post_init__`` are followed like the others;
+* types registered with :func:`register_pytree`, by their own functions.
+
+Leaves: arrays and anything array-like, numbers, strings, ``None``, functions, modules, classes,
+and objects of NumPy's and SciPy's own classes (passed as they are: mutad saves the writable
+arrays inside them and writes them back, see :func:`arrays_within`). What cannot be followed is
+refused before the function runs, with :class:`UnsupportedArgumentError`: sets holding arrays
+(no order to rebuild them in), iterators and generators (reading them consumes them), objects
+that refer back to themselves, and objects that hold arrays outside their attributes.
 """
+
+import collections.abc
+import copy
+import enum
+import functools
+import gc
+import numbers
+import types
 
 import numpy as np
 
-from .errors import ComplexInputError
+from .errors import (ComplexInputError, InvalidArgumentError, MutadError,
+                     UnsupportedArgumentError)
+
+REGISTERED = {}
+"""Types given to :func:`register_pytree`: ``type -> (flatten, unflatten)``."""
+
+STATIC = (numbers.Number, str, bytes, type(None), type(Ellipsis), slice, range, type,
+          types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
+          functools.partial, enum.Enum, np.dtype, np.generic)
+"""Leaves that are not containers: values and code, never followed."""
+
+LIBRARIES = ("numpy", "scipy")
+
+
+def register_pytree(cls, flatten, unflatten):
+    """Tell mutad how to take apart and rebuild objects of type ``cls``, as JAX's
+    ``register_pytree_node``: ``flatten(obj)`` returns ``(children, aux)``, a sequence of the
+    values to follow and anything else needed to rebuild; ``unflatten(aux, children)`` builds an
+    object from them (it is called with gradients as children, to give the gradient).
+
+    Needed only for types whose arrays are not attributes of the instance (a C extension type),
+    or whose gradient should be built by the type's own constructor."""
+    if not isinstance(cls, type) or not callable(flatten) or not callable(unflatten):
+        raise InvalidArgumentError("register_pytree(cls, flatten, unflatten): give a class and "
+                                   "two functions.")
+    REGISTERED[cls] = (flatten, unflatten)
 
 
 def flatten(tree):
     """``(leaves, rebuild)``: the leaves in order, and ``rebuild(new_leaves)`` for the structure."""
-    if isinstance(tree, (tuple, list)) and not hasattr(tree, "_fields"):
-        parts = [flatten(x) for x in tree]
-        kind = type(tree)
-    elif type(tree) is dict:
-        keys = list(tree)
-        parts = [flatten(tree[k]) for k in keys]
-        kind = lambda values: dict(zip(keys, values, strict=True))  # noqa: E731
-    else:
-        return [tree], lambda leaves: leaves[0]
-    sizes = [len(p[0]) for p in parts]
+    if type(tree) is np.ndarray:  # the common case, first
+        return [tree], _first
+    return _flatten(tree, set())
+
+
+def _first(leaves):
+    return leaves[0]
+
+
+def _flatten(tree, path):
+    children, build = _node(tree)
+    if build is None:
+        return [tree], _first
+    if id(tree) in path:
+        raise UnsupportedArgumentError(
+            f"an argument of type {type(tree).__name__} refers back to itself, so mutad cannot "
+            "follow or rebuild it. Pass the arrays it holds in a tuple, list or dict instead.")
+    path.add(id(tree))
+    parts = [_flatten(child, path) for child in children]
+    path.discard(id(tree))
+    sizes = [len(leaves) for leaves, _ in parts]
     leaves = [leaf for p in parts for leaf in p[0]]
+    if type(build) is _ObjectBuilder and not any(map(_data, leaves)):
+        return [tree], _first  # nothing to differentiate or restore: passed as it is
 
     def rebuild(new):
         out, start = [], 0
         for (_, sub), n in zip(parts, sizes, strict=True):
             out.append(sub(new[start:start + n]))
             start += n
-        return kind(out)
+        try:
+            return build(out)
+        except MutadError:
+            raise
+        except Exception as error:  # a tuple subclass with its own __new__, an object copy
+            raise UnsupportedArgumentError(
+                f"mutad cannot rebuild an argument of type {type(tree).__qualname__} around "
+                f"traced arrays or gradients ({type(error).__name__}: {error}). Register the "
+                "type with mutad.register_pytree(cls, flatten, unflatten), or pass its arrays "
+                "in a tuple, list or dict.") from error
 
     return leaves, rebuild
+
+
+def _node(x):
+    """``(children, build)`` of a container, ``build(children)`` making one of its kind;
+    ``(None, None)`` for a leaf."""
+    kind = type(x)
+    if kind in REGISTERED:
+        flatten_, unflatten = REGISTERED[kind]
+        children, aux = flatten_(x)
+        return list(children), lambda values: unflatten(aux, values)
+    if kind in (tuple, list):
+        return x, kind
+    if kind is dict:
+        keys = list(x)
+        return [x[k] for k in keys], lambda values: dict(zip(keys, values, strict=True))
+    if isinstance(x, STATIC) or _array_like(x):
+        return None, None
+    if isinstance(x, tuple):
+        if hasattr(kind, "_make"):  # a namedtuple
+            return x, kind._make
+        return x, kind
+    if isinstance(x, list):
+        return x, kind
+    if isinstance(x, dict):  # OrderedDict, defaultdict (copied with its factory), others
+        keys = list(x)
+        return [x[k] for k in keys], lambda values: _refilled(x, keys, values)
+    if isinstance(x, (set, frozenset)):
+        if any(_holds_arrays(e) for e in x):
+            raise UnsupportedArgumentError(
+                f"an argument is a {kind.__name__} holding arrays: a set has no order, so mutad "
+                "cannot rebuild it around traced arrays or gradients. Pass a tuple or list.")
+        return None, None
+    if isinstance(x, collections.abc.Iterator):  # a file, a generator, iter(list)
+        if isinstance(x, types.GeneratorType) or _reaches_arrays(x):
+            raise UnsupportedArgumentError(
+                f"an argument is an iterator ({kind.__name__}) that may yield arrays: mutad "
+                "would consume it to find them, and could not give it back as it was. Pass a "
+                "tuple or list (tuple(it)).")
+        return None, None
+    if kind.__module__.split(".")[0] in LIBRARIES:
+        return None, None
+    names = _attributes(x)
+    if names is None:
+        if _reaches_arrays(x):
+            raise UnsupportedArgumentError(
+                f"an argument of type {kind.__qualname__} holds arrays that are not attributes "
+                "of the instance, so mutad cannot follow them. Register the type with "
+                "mutad.register_pytree(cls, flatten, unflatten), or pass its arrays instead.")
+        return None, None
+    return [getattr(x, n) for n in names], _ObjectBuilder(x, names)
+
+
+class _ObjectBuilder:
+    """Rebuilds a plain object or dataclass instance: a shallow copy with its attributes set
+    directly, so that neither ``__init__`` nor ``__post_init__`` runs on gradients."""
+
+    def __init__(self, x, names):
+        self.x, self.names = x, names
+
+    def __call__(self, values):
+        return _with_attributes(self.x, self.names, values)
+
+
+def _data(leaf):
+    """Whether a leaf is an array or a float: something to differentiate or to restore."""
+    return isinstance(leaf, (np.ndarray, float, np.floating)) or _array_like(leaf)
+
+
+def _array_like(x):
+    kind = type(x)
+    return hasattr(kind, "__array_ufunc__") or hasattr(kind, "__array_function__")
+
+
+def _attributes(x):
+    """The names of the attributes stored in instance ``x`` (its ``__dict__`` and its slots),
+    or None when it stores none there."""
+    slots = []
+    for cls in type(x).__mro__:
+        declared = cls.__dict__.get("__slots__", ())
+        for name in (declared,) if isinstance(declared, str) else declared:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            if name.startswith("__") and not name.endswith("__"):
+                name = f"_{cls.__name__.lstrip('_')}{name}"  # Python's name mangling
+            if hasattr(x, name):  # an unset slot has no value to follow
+                slots.append(name)
+    own = getattr(x, "__dict__", None)
+    if not isinstance(own, dict):
+        return slots or None
+    return list(own) + [n for n in slots if n not in own]
+
+
+def _with_attributes(x, names, values):
+    new = copy.copy(x)
+    for name, value in zip(names, values, strict=True):
+        object.__setattr__(new, name, value)  # frozen dataclasses too
+    return new
+
+
+def _refilled(x, keys, values):
+    new = copy.copy(x)
+    new.clear()
+    new.update(zip(keys, values, strict=True))
+    return new
+
+
+def _holds_arrays(x):
+    try:
+        leaves = flatten(x)[0]
+    except UnsupportedArgumentError:
+        return True
+    return any(isinstance(leaf, np.ndarray) or _array_like(leaf) for leaf in leaves)
+
+
+def _reaches_arrays(x, depth=3):
+    """Whether an object mutad cannot take apart refers to arrays through C-level storage, a
+    few references deep (code, modules and classes are not searched: they are not data)."""
+    level = [x]
+    for _ in range(depth):
+        level = [r for item in level for r in gc.get_referents(item)
+                 if not isinstance(r, (type, types.ModuleType, types.FunctionType, types.CodeType))]
+        if any(isinstance(r, np.ndarray) for r in level):
+            return True
+    return False
+
+
+def arrays_within(x):
+    """The writable arrays inside a leaf that mutad does not follow (an object of a NumPy or
+    SciPy class): saved before the function runs and written back after, not differentiated."""
+    if isinstance(x, np.ndarray):
+        return [x] if x.flags.writeable else []
+    if isinstance(x, STATIC) or _array_like(x) or not type(x).__module__.startswith(LIBRARIES):
+        return []
+    found, seen, stack = [], set(), [x]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if type(item) is np.ndarray:
+            if item.flags.writeable:
+                found.append(item)
+        elif isinstance(item, (tuple, list)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif not isinstance(item, STATIC) and not _array_like(item):
+            stack.extend(getattr(item, name) for name in _attributes(item) or ())
+    return found
 
 
 def is_float_array(x):

@@ -1,7 +1,13 @@
 """The public API's conventions (DESIGN.md §2): argnums, structure, dtypes, restoration."""
 
+import collections
+import dataclasses
+import sys
+
 import numpy as np
 import pytest
+import scipy.interpolate
+import scipy.optimize
 
 import mutad
 
@@ -206,3 +212,406 @@ def test_threads_differentiate_independently(rng):
         results = list(pool.map(lambda x: mutad.gradient(leapfrog, x, x[::-1].copy())[0], xs))
     for r, e in zip(results, expected, strict=True):
         assert np.array_equal(r, e)
+
+
+# ----------------------------------------------------------------------------------------------
+# Argument structures: gradients in the argument's structure, every reachable array restored
+
+
+P = collections.namedtuple("P", "w b")
+
+
+def snapshot(tree):
+    """The bytes of every array in ``tree``, to check that they come back bit-for-bit."""
+    return [leaf.tobytes() for leaf in mutad.trees.flatten(tree)[0] if isinstance(leaf, np.ndarray)]
+
+
+def test_namedtuple_from_the_issue():
+    def h(p):
+        p.w[:] *= 2
+        return (p.w ** 2).sum() + p.b.sum()
+
+    p = P(np.ones(3), np.ones(2))
+    before = snapshot(p)
+    (g,) = mutad.gradient(h, p)
+    assert type(g) is P
+    assert np.array_equal(g.w, np.full(3, 8.0)) and np.array_equal(g.b, np.ones(2))
+    assert snapshot(p) == before
+    mutad.check_grads(h, p)
+
+
+@dataclasses.dataclass(frozen=True)
+class Params:
+    w: np.ndarray
+    scale: float
+    n: int = 2
+    total: np.ndarray = dataclasses.field(init=False)
+
+    def __post_init__(self):
+        if self.scale <= 0:
+            raise ValueError("scale must be positive")
+        object.__setattr__(self, "total", np.zeros(1))  # derived: restored too
+
+
+def loss_of_params(p):
+    p.w[1:] *= p.w[:-1]
+    p.total[0] = 7.0
+    return (p.w * p.scale).sum() * p.n
+
+
+def test_frozen_dataclass_gradient_is_a_dataclass_built_without_init():
+    p = Params(np.array([1.0, 2.0, 3.0]), 2.0)
+    before = snapshot(p)
+    (g,) = mutad.gradient(loss_of_params, p)
+    assert snapshot(p) == before
+    assert type(g) is Params and g.n is None
+    assert np.array_equal(g.w, [12.0, 16.0, 8.0]) and g.scale == 18.0
+    assert np.array_equal(g.total, [0.0])
+    (g,) = mutad.gradient(lambda p: -p.scale * p.w.sum(), p)
+    assert g.scale == -6.0  # a negative 'scale': __post_init__ did not run on the gradient
+    mutad.check_grads(loss_of_params, p)
+
+
+class Model:
+    """A plain object: arrays in __dict__, a derived property."""
+
+    def __init__(self, W, bias):
+        self.W, self.bias, self.name = W, bias, "model"
+
+    @property
+    def shape(self):
+        return self.W.shape
+
+    def __call__(self, x):
+        return np.tanh(self.W @ x + self.bias)
+
+
+class Slotted:
+    __slots__ = ("a", "__hidden")
+
+    def __init__(self, a, hidden):
+        self.a = a
+        self.__hidden = hidden
+
+    def total(self):
+        self.__hidden *= 3.0
+        return (self.a * self.__hidden).sum()
+
+
+def test_plain_objects_with_dict_and_slots():
+    rng = np.random.default_rng(1)
+    model = Model(rng.standard_normal((2, 3)), rng.standard_normal(2))
+    x = rng.standard_normal(3)
+
+    def f(model, x):
+        model.W *= 0.5  # in place through the attribute
+        assert model.shape == (2, 3)
+        return (model(x) ** 2).sum()
+
+    before = snapshot([model, x])
+    gm, gx = mutad.gradient(f, model, x)
+    assert snapshot([model, x]) == before
+    assert type(gm) is Model and gm.name is None and gm.W.shape == (2, 3)
+    mutad.check_grads(f, model, x)
+
+    s = Slotted(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    before = snapshot([s.a, s._Slotted__hidden])
+    (g,) = mutad.gradient(Slotted.total, s)
+    assert snapshot([s.a, s._Slotted__hidden]) == before
+    assert type(g) is Slotted
+    assert np.array_equal(g.a, [9.0, 12.0]) and np.array_equal(g._Slotted__hidden, [3.0, 6.0])
+
+
+def test_nested_containers_ordered_and_default_dicts_and_none():
+    x = np.linspace(0.5, 1.5, 3)
+    tree = {"layers": [P(x, 2.0), P(x[::2], None)],
+            "ordered": collections.OrderedDict([("b", np.ones(2)), ("a", 3.0)]),
+            "default": collections.defaultdict(list, {"k": np.full(2, 2.0)})}
+
+    def f(tree):
+        first, second = tree["layers"]
+        first.w[...] *= first.b  # second.w views the same memory
+        return ((second.w * tree["ordered"]["a"]).sum() + tree["ordered"]["b"].sum()
+                + (tree["default"]["k"] ** 2).sum())
+
+    before = snapshot(tree)
+    (g,) = mutad.gradient(f, tree)
+    assert snapshot(tree) == before
+    assert type(g["ordered"]) is collections.OrderedDict and list(g["ordered"]) == ["b", "a"]
+    assert type(g["default"]) is collections.defaultdict and g["default"].default_factory is list
+    assert g["layers"][1].b is None and type(g["layers"][0]) is P
+    assert np.array_equal(g["default"]["k"], [4.0, 4.0])
+    mutad.check_grads(f, tree)
+
+
+def test_objects_of_numpy_and_scipy_classes_are_leaves_whose_arrays_come_back():
+    spline = scipy.interpolate.CubicSpline([0.0, 1.0, 2.0], [0.0, 1.0, 0.0])
+
+    def f(x, spline):
+        spline.c[...] *= 2.0  # not differentiated, but written back
+        return (x * spline(1.5)).sum()
+
+    before = snapshot([spline.c, spline.x])
+    x = np.ones(2)
+    gx, gs = mutad.gradient(f, x, spline)
+    assert gs is None and snapshot([spline.c, spline.x]) == before
+    mutad.check_grads(f, x, spline)
+    mutad.check_jvp(f, x, spline)
+    assert snapshot([spline.c, spline.x]) == before
+    np.testing.assert_allclose(gx, 2 * np.full(2, float(
+        scipy.interpolate.CubicSpline([0.0, 1.0, 2.0], [0.0, 1.0, 0.0])(1.5))))
+
+
+class Holder:
+    def __init__(self, w):
+        self.w = w
+
+
+class Pair(tuple):
+    """A tuple subclass whose constructor takes its items one by one: mutad cannot rebuild it
+    without being told how."""
+
+    def __new__(cls, a, b):
+        return super().__new__(cls, (a, b))
+
+
+def cyclic():
+    h = Holder(np.ones(2))
+    h.me = h
+    return h
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: {Holder(np.ones(2))}, ["set", "tuple"]),
+    (lambda: (np.ones(2) * k for k in range(2)), ["iterator", "generator", "tuple(it)"]),
+    (lambda: iter([np.ones(2)]), ["iterator", "list_iterator"]),
+    (cyclic, ["refers back", "Holder"]),
+    (lambda: Pair(np.ones(2), 1.0), ["rebuild", "Pair", "register_pytree"]),
+], ids=["set", "generator", "iterator", "cycle", "tuple-subclass"])
+def test_what_cannot_be_followed_is_refused_before_f_runs(make, words):
+    ran = []
+
+    def f(x, extra):
+        ran.append(True)
+        return x.sum()
+
+    for differentiate in (lambda: mutad.gradient(f, np.ones(2), make()),
+                          lambda: mutad.jvp(f, (np.ones(2), make()), (None, None))):
+        with pytest.raises(mutad.errors.UnsupportedArgumentError) as caught:
+            differentiate()
+        assert isinstance(caught.value, TypeError)
+        for word in words:
+            assert word in str(caught.value)
+    assert not ran
+
+
+def test_sets_iterators_and_objects_without_arrays_are_leaves():
+    config = Holder(3)  # no float, no array: passed as it is
+    (gx, gs, gc, gf) = mutad.gradient(lambda x, s, c, file: x.sum() * c.w, np.ones(2), {1, 2},
+                                      config, sys.stdout)
+    assert gs is None and gc is None and gf is None and np.array_equal(gx, [3.0, 3.0])
+
+
+class Opaque:
+    """Keeps its arrays where mutad cannot see them: registered to be followed."""
+
+    __slots__ = ()
+    store = {}
+
+    def __new__(cls, w):
+        self = super().__new__(cls)
+        Opaque.store[id(self)] = w
+        return self
+
+    @property
+    def w(self):
+        return Opaque.store[id(self)]
+
+
+def test_register_pytree():
+    with pytest.raises(mutad.errors.InvalidArgumentError):
+        mutad.register_pytree("Opaque", len, len)
+    mutad.register_pytree(Opaque, lambda o: ((o.w,), None), lambda aux, children: Opaque(*children))
+    try:
+        o = Opaque(np.array([1.0, 2.0]))
+        before = snapshot(o.w)
+
+        def f(o):
+            o.w[:] *= 3.0
+            return (o.w ** 2).sum()
+
+        (g,) = mutad.gradient(f, o)
+        assert type(g) is Opaque and np.array_equal(g.w, [18.0, 36.0])
+        assert snapshot(o.w) == before
+    finally:
+        del mutad.trees.REGISTERED[Opaque]
+
+
+def test_structures_in_every_differentiating_function():
+    p = P(np.array([1.0, 2.0]), 3.0)
+    before = snapshot(p)
+    v = P(np.array([1.0, -1.0]), 0.5)
+
+    def h(p):
+        p.w[:] *= p.b
+        return (p.w ** 2).sum() * p.b
+
+    def vector(p):
+        p.w[:] *= p.b
+        return p.w * p.w
+
+    y, back = mutad.pullback(vector, p)
+    (g,) = back(np.ones(2))
+    assert type(g) is P and np.array_equal(g.w, 2 * 9.0 * p.w)
+    y, dy = mutad.jvp(h, (p,), (v,))
+    np.testing.assert_allclose(dy, 54.0 * 1 + 108.0 * -1 + 135.0 * 0.5)
+    J = mutad.jacobian(vector, p)
+    assert type(J) is P and np.array_equal(J.w, np.diag(2 * 9.0 * p.w))
+    np.testing.assert_allclose(J.b, 2 * 3.0 * p.w ** 2)
+    H = mutad.hessian(h, p)
+    assert type(H) is P and type(H.w) is P
+    np.testing.assert_allclose(H.w.w, 54.0 * np.eye(2))
+    np.testing.assert_allclose(H.w.b, [54.0, 108.0])
+    assert H.b.b == 90.0
+    Hv = mutad.hvp(h, (p,), (v,))
+    np.testing.assert_allclose(Hv.w, H.w.w @ v.w + H.w.b * v.b)
+    mutad.check_grads(h, p)
+    mutad.check_grads(h, p, order=2)
+    mutad.check_jvp(vector, p)
+    assert snapshot(p) == before
+
+
+# ----------------------------------------------------------------------------------------------
+# Keyword arguments, has_aux, grad and value_and_grad, stop_gradient
+
+
+def scaled(x, scale, offset=None):
+    x *= scale
+    if offset is not None:
+        x += offset
+    return (x * x).sum()
+
+
+def test_grad_passes_keyword_arguments_undifferentiated_and_restores_them():
+    x, offset = np.array([1.0, 2.0]), np.array([0.5, -0.5])
+    before = snapshot([x, offset])
+    g = mutad.grad(scaled)(x, scale=3.0, offset=offset)
+    np.testing.assert_allclose(g, 2 * 3.0 * (3.0 * x + offset))
+    value, g2 = mutad.value_and_grad(scaled)(x, 3.0, offset=offset)
+    assert value == ((3.0 * x + offset) ** 2).sum() and np.array_equal(g, g2)
+    assert snapshot([x, offset]) == before
+    assert mutad.grad(scaled).__name__ == "scaled"
+
+    def write_into_keyword(x, out):
+        out[...] = x * 2.0  # a keyword argument is traced: writes into it carry gradients
+        out *= x
+        return out.sum()
+
+    out = np.zeros(2)
+    np.testing.assert_allclose(mutad.grad(write_into_keyword)(x, out=out), 4.0 * x)
+    assert not out.any()
+    # A keyword argument that views a positional one is the same memory.
+    base = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(mutad.grad(lambda a, b: (a * b).sum())(base[:2], b=base[1:]),
+                               [2.0, 4.0])
+
+
+def test_grad_argnums():
+    assert mutad.grad(scaled, argnums=1)(np.array([1.0, 2.0]), 3.0) == 2 * 3.0 * 5.0
+    gx, gs = mutad.grad(scaled, argnums=(0, 1))(np.array([1.0]), 2.0)
+    assert gx.tolist() == [8.0] and gs == 4.0
+
+
+def loss_with_aux(x):
+    x[1:] += x[:-1]
+    aux = {"state": x, "mean": x.mean(), "label": "run", "count": 2}
+    x *= 2.0  # aux must hold the values at return: x after this line
+    return (x * x).sum(), aux
+
+
+def test_has_aux_conventions_and_detached_aux():
+    x = np.array([1.0, 2.0, 3.0])
+    before = x.tobytes()
+    after_f = np.array([2.0, 6.0, 10.0])
+    g, aux = mutad.gradient(loss_with_aux, x, has_aux=True)
+    (value, aux2), (g2,) = mutad.value_and_gradient(loss_with_aux, x, has_aux=True)
+    g3, aux3 = mutad.grad(loss_with_aux, has_aux=True)(x)
+    (value4, aux4), g4 = mutad.value_and_grad(loss_with_aux, has_aux=True)(x)
+    assert x.tobytes() == before
+    assert value == value4 == (after_f ** 2).sum()
+    for a in (aux, aux2, aux3, aux4):
+        assert type(a["state"]) is np.ndarray and np.array_equal(a["state"], after_f)
+        assert type(a["mean"]) is np.float64 and a["mean"] == 3.0
+        assert a["label"] == "run" and a["count"] == 2
+    for gradient in (g[0], g2, g3, g4):
+        np.testing.assert_allclose(gradient, mutad.gradient(lambda x: loss_with_aux(x)[0], x)[0])
+
+
+def test_a_pair_without_has_aux_and_has_aux_without_a_pair():
+    x = np.ones(2)
+    with pytest.raises(mutad.errors.NonScalarOutputError, match="has_aux=True"):
+        mutad.gradient(loss_with_aux, x)
+    with pytest.raises(mutad.errors.NonScalarOutputError, match="pair"):
+        mutad.gradient(lambda x: x.sum(), x, has_aux=True)
+    with pytest.raises(mutad.errors.NonScalarOutputError, match="pair"):
+        mutad.gradient(lambda x: (x.sum(), 1, 2), x, has_aux=True)
+    assert x.tobytes() == np.ones(2).tobytes()
+
+
+def test_has_aux_nested_keeps_the_outer_derivative():
+    def inner(y, x):
+        return (x * y * y).sum(), x * y  # aux depends on the outer argument
+
+    def outer(x):
+        g, aux = mutad.gradient(inner, x.copy(), x, argnums=0, has_aux=True)
+        return (g + aux).sum()
+
+    x = np.array([1.0, 2.0])
+    # g = 2 x y and aux = x y with y a copy of x: the outer loss is 3 x^2 summed.
+    np.testing.assert_allclose(mutad.gradient(outer, x)[0], 6 * x)
+
+
+def test_minimize_takes_value_and_grad_with_jac_true():
+    target = np.array([1.0, -2.0, 0.5])
+
+    def f(x):
+        x -= target  # in place on minimize's own array
+        x **= 2
+        return x.sum() + 0.1 * x[0]
+
+    x0 = np.zeros(3)
+    before = x0.tobytes()
+    fun = mutad.value_and_grad(f)
+    value, g = fun(x0)
+    assert isinstance(value, float) and type(g) is np.ndarray and g.dtype == np.float64
+    result = scipy.optimize.minimize(fun, x0, jac=True, method="BFGS")
+    assert result.success
+    np.testing.assert_allclose(result.x, target, atol=1e-5)
+    assert x0.tobytes() == before
+
+
+def test_stop_gradient_everywhere():
+    x = np.array([1.0, 2.0])
+    for value in (x, 3.0, np.float32(2.0), {"a": (x, 1)}):
+        stopped = mutad.stop_gradient(value)
+        assert snapshot(stopped) == snapshot(value)
+    assert not np.shares_memory(mutad.stop_gradient(x), x)
+
+    def f(x):
+        s = mutad.stop_gradient(x)
+        s[0] = x[1] * 3.0  # a new array: x is not written, and traced values go into it
+        return (s * x).sum()
+
+    before = x.tobytes()
+    np.testing.assert_allclose(mutad.gradient(f, x)[0], [3.0 * 2.0, 3.0 * 1.0 + 2.0])
+    assert x.tobytes() == before
+    y, dy = mutad.jvp(lambda x: mutad.stop_gradient(x) * x, (x,), (np.ones(2),))
+    assert np.array_equal(dy, x)
+
+    def outer(x):
+        g = mutad.gradient(lambda y: (mutad.stop_gradient(x) * y * y).sum(), x)[0]
+        return (x * g).sum()  # x * 2 x_stopped x: 4 x^2 summed, not 6 x^2
+
+    np.testing.assert_allclose(mutad.gradient(outer, x)[0], 4 * x ** 2)
+    np.testing.assert_allclose(mutad.hvp(lambda x: (mutad.stop_gradient(x) * x * x).sum(),
+                                         (x,), (np.ones(2),)), 2 * x)

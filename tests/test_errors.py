@@ -1,5 +1,7 @@
 """Every MutadError path: raised, names the fix, and leaves the caller's arrays as they were."""
 
+import traceback
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -274,3 +276,196 @@ def test_another_thread_writing_a_constant_fails_while_the_gradient_runs():
     assert mutad.gradient(f, np.ones(3))[0].tolist() == [1.0, 2.0, 3.0]
     assert len(failures) == 1 and "read-only" in str(failures[0])
     w[0] = 5.0  # writable again once the gradient returned
+
+
+# Every class derives from the built-in a Python user expects, and its traceback shows the
+# user's line that caused it
+
+
+BUILT_INS = {
+    errors.NonScalarOutputError: TypeError,
+    errors.UntracedWriteError: TypeError,
+    errors.ConversionError: TypeError,
+    errors.EscapedTracerError: TypeError,
+    errors.UnsupportedArgumentError: TypeError,
+    errors.ComplexInputError: TypeError,
+    errors.RuleError: TypeError,
+    errors.InvalidArgumentError: ValueError,
+    errors.PolicyError: ValueError,
+    errors.ArgnumsError: ValueError,
+    errors.ConstantModifiedError: ValueError,
+    errors.NotPositiveDefiniteError: ValueError,
+    errors.UnsupportedFunctionError: NotImplementedError,
+    errors.UnsupportedOperationError: NotImplementedError,
+    errors.PullbackReusedError: RuntimeError,
+    errors.GradientCheckError: AssertionError,
+}
+
+
+def test_every_class_derives_from_its_built_in():
+    classes = {c for c in vars(errors).values()
+               if isinstance(c, type) and issubclass(c, errors.MutadError)} - {errors.MutadError}
+    assert classes == set(BUILT_INS)
+    assert mutad.testing.GradientCheckError is errors.GradientCheckError
+
+
+ELEMENT_BUFFER = np.ones(3)  # allocated before any differentiation: mutad cannot follow it
+UFUNC_BUFFER = np.ones(2)
+CONSTANT = np.ones((2, 2))
+
+
+def write_element(x):
+    ELEMENT_BUFFER[0] = x[1]  # CAUSE
+    return ELEMENT_BUFFER.sum()
+
+
+def write_ufunc(x):
+    np.sin(x, out=UFUNC_BUFFER)  # CAUSE
+    return UFUNC_BUFFER.sum()
+
+
+def convert(x):
+    y = float(x[1])  # CAUSE
+    return y
+
+
+def call_scipy(x):
+    return scipy.linalg.expm(x[:, None] * x).sum()  # CAUSE
+
+
+def no_rule(x):
+    return np.fft.fft(x).real.sum()  # CAUSE
+
+
+def unsupported(x):
+    return np.add(x, 1.0, out=x, where=x > 0).sum()  # CAUSE
+
+
+def overwrite_constant(x):
+    y = np.dot(CONSTANT, x)
+    CONSTANT[...] += 1.0  # CAUSE
+    return np.dot(CONSTANT, y).sum()
+
+
+def nested_conversion(x):
+    return mutad.gradient(lambda y: float(y[0] * x[0]), x)[0].sum()  # CAUSE
+
+
+@mutad.inplace_adjoint(writes=("a",))
+def scale_(a):
+    a *= 2.0
+    return a
+
+
+@scale_.rule
+def _scale_rule(a):
+    scale_(a)  # returns no back function: a RuleError
+
+
+def bad_rule(x):
+    return scale_(x).sum()  # CAUSE
+
+
+def not_a_pair(x):
+    return x.sum()
+
+
+@pytest.mark.parametrize("f, error", [
+    (write_element, errors.UntracedWriteError),
+    (write_ufunc, errors.UntracedWriteError),
+    (convert, errors.ConversionError),
+    (call_scipy, errors.ConversionError),
+    (no_rule, errors.UnsupportedFunctionError),
+    (unsupported, errors.UnsupportedOperationError),
+    (overwrite_constant, errors.ConstantModifiedError),
+    (nested_conversion, errors.ConversionError),
+    (bad_rule, errors.RuleError),
+], ids=lambda c: getattr(c, "__name__", ""))
+@pytest.mark.parametrize("mode", ["gradient", "jvp"])
+def test_traceback_shows_the_users_line(f, error, mode):
+    if mode == "jvp" and f in (overwrite_constant, nested_conversion, bad_rule):
+        pytest.skip("reverse mode only")
+    x = np.linspace(0.5, 1.5, 2)
+    before = x.tobytes()
+    with pytest.raises(error) as caught:
+        if mode == "gradient":
+            mutad.gradient(mutate_then(f), x)
+        else:
+            mutad.jvp(mutate_then(f), (x,), (np.ones(2),))
+    assert isinstance(caught.value, BUILT_INS[error])
+    frames = traceback.extract_tb(caught.value.__traceback__)
+    assert any(frame.name == f.__name__ and "# CAUSE" in frame.line for frame in frames), frames
+    assert x.tobytes() == before
+
+
+def raises_at_this_line(error, action):
+    """Run ``action`` (a lambda written on the line that makes the call) and check the error's
+    traceback holds that line."""
+    with pytest.raises(error) as caught:
+        action()
+    assert isinstance(caught.value, BUILT_INS[error])
+    frames = traceback.extract_tb(caught.value.__traceback__)
+    assert any(frame.filename == __file__ and frame.name == "<lambda>"
+               and frame.lineno == action.__code__.co_firstlineno for frame in frames), frames
+    return caught.value
+
+
+def test_errors_raised_by_the_api_show_the_calling_line():
+    x = np.ones(2)
+    raises_at_this_line(errors.NonScalarOutputError, lambda: mutad.gradient(lambda x: x, x))
+    raises_at_this_line(errors.NonScalarOutputError,
+                        lambda: mutad.gradient(not_a_pair, x, has_aux=True))
+    raises_at_this_line(errors.ComplexInputError, lambda: mutad.gradient(not_a_pair, 1j))
+    raises_at_this_line(errors.PolicyError, lambda: mutad.gradient(not_a_pair, x, policy="no"))
+    raises_at_this_line(errors.ArgnumsError, lambda: mutad.gradient(not_a_pair, x, argnums=3))
+    raises_at_this_line(errors.InvalidArgumentError, lambda: mutad.jvp(not_a_pair, x, x))
+    raises_at_this_line(errors.InvalidArgumentError,
+                        lambda: mutad.jvp(not_a_pair, (x,), (np.ones(3),)))
+    raises_at_this_line(errors.InvalidArgumentError,
+                        lambda: mutad.linalg.cholesky_(np.ones((2, 3))))
+    raises_at_this_line(errors.InvalidArgumentError, lambda: mutad.check_grads(
+        not_a_pair, x, order=3))
+    raises_at_this_line(errors.UnsupportedArgumentError,
+                        lambda: mutad.gradient(lambda x, g: x.sum(), x, (y for y in [x])))
+    raises_at_this_line(errors.NotPositiveDefiniteError, lambda: mutad.linalg.cholesky_(
+        np.array([[1.0, 2.0], [2.0, 1.0]])))
+    _, back = mutad.pullback(lambda x: x * 2.0, x)
+    back(np.ones(2))
+    raises_at_this_line(errors.PullbackReusedError, lambda: back(np.ones(2)))
+    _, back = mutad.pullback(lambda x: x * 2.0, x)
+    raises_at_this_line(errors.InvalidArgumentError, lambda: back(np.ones(3)))
+    leaked = []
+    mutad.gradient(lambda x: leaked.append(x * 2.0) or x.sum(), x)
+    raises_at_this_line(errors.EscapedTracerError, lambda: leaked[0] + 1.0)
+    leaked.clear()
+    mutad.jvp(lambda x: leaked.append(x * 2.0) or x.sum(), (x,), (x,))
+    raises_at_this_line(errors.EscapedTracerError, lambda: leaked[0] + 1.0)
+
+    wrong = mutad.adjoint(lambda x: x * 2.0)
+
+    @wrong.rule
+    def _wrong_rule(x):
+        return x * 2.0, lambda dy: (-2.0 * dy,)
+
+    raises_at_this_line(errors.GradientCheckError, lambda: mutad.check_grads(
+        lambda x: wrong(x).sum(), x))
+    assert x.tobytes() == np.ones(2).tobytes()
+
+
+def test_messages_name_what_the_user_wrote_and_the_mutad_equivalent():
+    x = np.linspace(0.5, 1.5, 2)
+    def copy_without_the_mode(x):
+        import numpy  # bound inside the function: the allocation mode does not reach it
+
+        return numpy.array(x).sum()
+
+    with pytest.raises(errors.ConversionError) as caught:
+        mutad.gradient(copy_without_the_mode, x)
+    assert "numpy.array()" in str(caught.value) and "np.asarray" not in str(caught.value)
+    assert "x.copy()" in str(caught.value)
+    with pytest.raises(errors.ConversionError) as caught:
+        mutad.gradient(call_scipy, x)
+    assert "scipy.linalg.expm" in str(caught.value)
+    assert "mutad.scipy.linalg.expm" in str(caught.value)
+    with pytest.raises(errors.ConversionError, match="stop_gradient"):
+        mutad.gradient(lambda x: float(x[0]), x)
