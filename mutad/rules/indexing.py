@@ -366,9 +366,10 @@ def _overlaps(target, value, region=None):
             and may_overlap(value, target.value if region is None else region))
 
 
-def _unbuffered(ufunc, opposite, sign):
+def _unbuffered(ufunc, sign):
     """The handler of ``ufunc.at(a, indices, b)`` (``a[indices] ±= b``, repeated indices each
-    adding their share), undone by ``opposite.at`` when that is exact."""
+    adding their share). The touched elements are saved, never restored by ``opposite.at``:
+    a scatter touches few elements, and subtracting back loses those an addition absorbed."""
 
     def handler(a, indices, b=None):
         call = f"np.{ufunc.__name__}.at"
@@ -378,14 +379,6 @@ def _unbuffered(ufunc, opposite, sign):
         key = plain(indices)
         values = b.value if type(b) is Traced and b.tape is tape else b
         target = a.value
-
-        def inverse():
-            opposite.at(target, key, values)
-
-        def is_safe():
-            # b aliasing a changes under the write, so subtracting it afterwards is not the
-            # inverse; infinities do not cancel.
-            return not _overlaps(a, b) and bool(np.all(np.isfinite(values)))
 
         def save():
             if wrapped(target):
@@ -406,7 +399,7 @@ def _unbuffered(ufunc, opposite, sign):
 
             return copy_back
 
-        undo = tape.undo_for(inverse, is_safe, save)
+        undo = tape.undo_for(None, None, save)
         tape.before_write(a.buffer.key)
         ufunc.at(target, key, values)
         freeze(tape, key)
@@ -429,8 +422,8 @@ def _unbuffered(ufunc, opposite, sign):
     return handler
 
 
-definplace((np.add, "at"))(_unbuffered(np.add, np.subtract, +1))
-definplace((np.subtract, "at"))(_unbuffered(np.subtract, np.add, -1))
+definplace((np.add, "at"))(_unbuffered(np.add, +1))
+definplace((np.subtract, "at"))(_unbuffered(np.subtract, -1))
 
 
 # ----------------------------------------------------------------------------------------------
