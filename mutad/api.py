@@ -112,6 +112,8 @@ class Run:
         try:
             return f(*args, **(kwargs or {}))
         except (ValueError, TypeError) as error:
+            if isinstance(error, MutadError):  # ReadOnlyError is a ValueError too
+                raise
             # NumPy wraps errors raised while it converts an element (``out[0] = x``).
             if isinstance(error.__cause__, MutadError):
                 raise error.__cause__ from None

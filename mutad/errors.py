@@ -85,6 +85,16 @@ class UnsupportedOperationError(MutadError):
     """
 
 
+class ReadOnlyError(MutadError, ValueError):
+    """A traced array NumPy makes read-only was written into.
+
+    Example: ``d = np.diagonal(x); d += 1``. NumPy's ``np.diagonal``, ``np.broadcast_to`` and
+    ``sliding_window_view`` give read-only views, and mutad's views are read-only exactly when
+    NumPy's are, so the write fails as it does in NumPy (this is also a ``ValueError``).
+    Fix: write into a copy (``d = np.diagonal(x).copy()``), or into the base array.
+    """
+
+
 class NotPositiveDefiniteError(MutadError, LinAlgError):
     """``mutad.linalg.cholesky_`` was given a matrix that is not (numerically) positive definite.
 

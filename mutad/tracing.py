@@ -28,6 +28,7 @@ mode's duals (``forward.py``) take part through the same levels: a traced array 
 dual of an inner level (``defers``), and a dual of an outer level is a constant to a tape.
 """
 
+import builtins
 import dis
 import inspect
 import math
@@ -42,15 +43,16 @@ from .errors import (
     ConstantModifiedError,
     ConversionError,
     MutadError,
+    ReadOnlyError,
     UnsupportedFunctionError,
     UnsupportedOperationError,
     UntracedWriteError,
 )
 from .registry import FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule
-from .shadows import Buffer, Place, whole
+from .shadows import Buffer, Place, overlapping, whole
 from .tape import Tape
-from .views import (address, may_overlap, memory, owner, owner_view, same_region, strided, views,
-                    wrapped)
+from .views import (address, may_overlap, memory, overlaps_itself, owner, owner_view, same_region,
+                    strided, views, wrapped)
 
 class _Active(threading.local):
     """The tapes of the differentiations in progress in this thread, innermost last: threads
@@ -735,6 +737,20 @@ def _far(a, b, out):
     return np.logical_or(~close, np.signbit(a) != np.signbit(b), out=out)
 
 
+def writable(target, what):
+    """Refuse, before anything is recorded, a write into a traced array NumPy would not write
+    (a read-only view, as ``np.diagonal`` gives) or whose elements share bytes, whose gradient
+    depends on the order NumPy writes them in."""
+    if not target.value.flags.writeable:
+        raise ReadOnlyError(f"{what}: the destination is read-only, as NumPy makes it (a view "
+                            "from np.diagonal, np.broadcast_to, ...). Write into a copy of it.")
+    if not target.whole and overlaps_itself(target.value):
+        raise UnsupportedOperationError(
+            f"{what}: the destination is a view whose elements share memory (from "
+            "np.broadcast_arrays, sliding_window_view(..., writeable=True) or as_strided), so "
+            "the result depends on the order of the writes. Write into the base array instead.")
+
+
 def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     traced, reads = _differentiable(rule, pattern, len(inputs))
     if type(out) is not Traced or out.tape is not tape:
@@ -742,6 +758,7 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
             raise untraced_write(f"np.{ufunc.__name__}(..., out=...)")
         return ufunc(*values, out=out, **kwargs)
     tape = active(tape)
+    writable(out, f"np.{ufunc.__name__}(..., out=...)")
     if out.buffer.constant:
         if not traced:  # constants only: what gradient reaches them goes nowhere
             write_constant(tape, out, None, lambda: ufunc(*values, out=out.value, **kwargs))
@@ -817,11 +834,8 @@ def _output(tape, y, leaves):
         if memory(y).base is not None:
             root = owner(y)
             for t in leaves:
-                if owner(t.value) is root:
-                    if y.flags.writeable:
-                        return view_of(t, y, tape), False
-                    y = y.copy()  # read-only views (broadcast_to) may overlap themselves
-                    break
+                if owner(t.value) is root:  # read-only views too: later writes show through
+                    return view_of(t, y, tape), False
         return fresh(y, tape), True
     if isinstance(y, np.floating):
         return fresh(y, tape), True
@@ -1129,10 +1143,17 @@ class ArrayMethods:
     def fill(self, value):
         self[...] = value
 
-    def view(self, *args, **kwargs):
+    def view(self, dtype=None, type=None):
+        """As ``ndarray.view``: a new view of the same memory. Reinterpreting its bytes as
+        another dtype, or as an ndarray subclass, has no derivative and is refused."""
+        if isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray):
+            dtype, type = None, dtype
+        if (dtype is None or np.dtype(dtype) == self.dtype) and type in (None, np.ndarray):
+            return self[...]
         raise UnsupportedOperationError(
-            "ndarray.view on a differentiated array: reinterpreting bytes has no derivative. "
-            "Use reshape or indexing for views.")
+            f"ndarray.view({dtype if type is None else type}) on a differentiated array: "
+            "reinterpreting its bytes, or viewing it as an ndarray subclass, has no derivative. "
+            "Use x.view(), reshape or indexing for views, and x.astype for another dtype.")
 
 
 def single_out(ufunc, kwargs):
@@ -1321,6 +1342,8 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
                                  "traced")
     written = [(i, args[i]) for i in writes
                if i < len(args) and type(args[i]) is Traced and args[i].tape is tape]
+    for _, t in written:
+        writable(t, name)
     for _, t in written:  # the values written depend on the traced arguments
         t.buffer.constant = False
     factor = 1.0 if growth is None or not written else float(growth(*values, **kwargs))
@@ -1339,9 +1362,15 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
 
     def back_record(shadows):
         # Nested in another differentiation, the values are arrays it traces, and so must be
-        # the shadows the rule accumulates into: made like the values.
-        back(*(None if p is None else shadows.of(p, like=v)
-               for p, v in zip(places, values, strict=True)))
+        # the shadows the rule accumulates into: made like the values. A read-only argument
+        # whose elements share memory gets zeros to accumulate into, added up afterwards.
+        summed = [np.zeros_like(v) if p is not None and overlapping(p) else None
+                  for p, v in zip(places, values, strict=True)]
+        back(*(s if s is not None else None if p is None else shadows.of(p, like=v)
+               for p, v, s in zip(places, values, summed, strict=True)))
+        for p, s in zip(places, summed, strict=True):
+            if s is not None:
+                shadows.add(p, s)
         for undo in undos:
             undo()
 

@@ -24,4 +24,8 @@ nondifferentiable(
     np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift,
     # shape queries
     np.shape, np.ndim, np.size, np.result_type, np.can_cast, np.min_scalar_type,
+    # memory queries
+    np.shares_memory, np.may_share_memory,
+    # the imaginary part of a real array: read-only zeros, as NumPy gives
+    np.imag,
 )
