@@ -47,11 +47,17 @@ def address(a):
 
 
 def owner(a):
-    """The ndarray at the root of ``a``'s ``.base`` chain: the array that owns its memory."""
+    """The ndarray at the root of ``a``'s ``.base`` chain: the array that owns its memory.
+    ``as_strided`` (and ``sliding_window_view``, built on it) puts an object that is not an
+    array in the chain, holding the array it views as its own ``base``."""
     a = memory(a)
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
+    while True:
+        base = a.base
+        if not isinstance(base, np.ndarray):
+            base = getattr(base, "base", None)
+            if not isinstance(base, np.ndarray):
+                return a
+        a = base
 
 
 def views(y, x):
