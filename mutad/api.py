@@ -18,7 +18,7 @@ from .allocation import mode
 from .shadows import Buffer, Shadows
 from .tape import Tape
 from .tracing import ACTIVE, INNER, Traced, check_constants, fresh, lift, thaw, view_of
-from .trees import check_real, flatten, is_float_array, is_float_scalar
+from .trees import check_leaf, flatten, is_float_array, is_float_scalar
 from .views import owner, owner_view, same_region, spans, wrapped
 
 
@@ -54,7 +54,7 @@ class Run:
         return wrapped
 
     def _wrap_leaf(self, x):
-        check_real(x)
+        check_leaf(x)
         t = None
         if is_float_array(x):
             base = owner(x)
@@ -394,6 +394,7 @@ def _basis(x):
 
 
 def _differentiable_argument(x, function, position):
+    check_leaf(x)
     if not (is_float_array(x) or is_float_scalar(x)):
         raise ArgnumsError(f"{function}: argument {position} is not a float array or scalar, "
                            "so it has no derivative.")

@@ -85,6 +85,19 @@ class UnsupportedOperationError(MutadError):
     """
 
 
+class UnsupportedArrayError(MutadError, TypeError):
+    """An argument is an array mutad cannot differentiate exactly: an ndarray subclass
+    (``np.ma.MaskedArray``, ``np.matrix``, ``np.memmap``, ...), whose operations mean something
+    other than a plain ndarray's (a mask, matrix products), or an ``object`` array holding
+    numbers, whose gradient would silently be None.
+
+    Example: ``mutad.gradient(f, np.ma.array([1.0, 2.0], mask=[0, 1]))``.
+    Fix: pass a plain float ndarray: ``x.filled(0.0)`` or ``x.compressed()`` for a masked array
+    (and apply the mask inside ``f``, with ``np.where``), ``np.asarray(x)`` for a matrix (with
+    ``@`` for its products) or a memory map, ``x.astype(float)`` for an object array.
+    """
+
+
 class ReadOnlyError(MutadError, ValueError):
     """A traced array NumPy makes read-only was written into.
 

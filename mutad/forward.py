@@ -21,6 +21,7 @@ import numpy as np
 
 from .errors import (
     MutadError,
+    UnsupportedArrayError,
     UnsupportedFunctionError,
     UnsupportedOperationError,
     UntracedWriteError,
@@ -29,7 +30,7 @@ from .registry import FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS
 from .tape import LEVELS
 from . import allocation, tracing
 from .tracing import ArrayMethods, function_name, out_position
-from .trees import check_real, flatten, is_float_array, is_float_scalar
+from .trees import check_leaf, flatten, is_float_array, is_float_scalar, unsupported_array
 from .views import address, may_overlap, owner, owner_view, same_region, strided, wrapped
 
 
@@ -55,7 +56,11 @@ def _split(x, level):
 
 
 def _as_array(y):
-    """NumPy returns scalars for 0-d results; a dual holds arrays, so writes into it work."""
+    """NumPy returns scalars for 0-d results; a dual holds arrays, so writes into it work. A
+    result of an ndarray subclass (a constant's: a masked array, a matrix) is refused."""
+    if type(y) is not np.ndarray and isinstance(y, np.ndarray):
+        raise UnsupportedArrayError(unsupported_array(
+            y, "a result computed from a dual array and an array the function uses"))
     return np.asarray(y) if isinstance(y, (np.generic, float, int)) else y
 
 
@@ -572,7 +577,7 @@ class Run:
         return rebuild([self._leaf(x, t) for x, t in zip(leaves, tangents, strict=True)])
 
     def _leaf(self, x, t):
-        check_real(x)
+        check_leaf(x)
         if t is not None and np.shape(t) != np.shape(x):
             raise MutadError(f"jvp: a tangent of shape {np.shape(t)} was given for a primal "
                              f"of shape {np.shape(x)}.")

@@ -44,6 +44,7 @@ from .errors import (
     ConversionError,
     MutadError,
     ReadOnlyError,
+    UnsupportedArrayError,
     UnsupportedFunctionError,
     UnsupportedOperationError,
     UntracedWriteError,
@@ -51,6 +52,7 @@ from .errors import (
 from .registry import FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule
 from .shadows import Buffer, Place, overlapping, whole
 from .tape import Tape
+from .trees import unsupported_array
 from .views import (address, may_overlap, memory, overlaps_itself, owner, owner_view, same_region,
                     strided, views, wrapped)
 
@@ -310,6 +312,9 @@ def fresh(y, tape):
     """Wrap a fresh float result as a buffer of its own."""
     if isinstance(y, (np.generic, float, int)):  # NumPy gives scalars for 0-d results
         y = np.asarray(y)
+    elif type(y) is not np.ndarray and isinstance(y, np.ndarray):
+        raise UnsupportedArrayError(unsupported_array(
+            y, "a result computed from a traced array and an array the function uses"))
     if tape.outer is not None:
         y = lift(y, tape.outer)
     return Traced(y, Buffer(y), tape, True)
@@ -740,15 +745,19 @@ def _far(a, b, out):
 def writable(target, what):
     """Refuse, before anything is recorded, a write into a traced array NumPy would not write
     (a read-only view, as ``np.diagonal`` gives) or whose elements share bytes, whose gradient
-    depends on the order NumPy writes them in."""
-    if not target.value.flags.writeable:
+    depends on the order NumPy writes them in. ``what`` names the write (a ufunc: its out=)."""
+    value = target.value
+    if value.flags.writeable and (target.whole or not overlaps_itself(value)):
+        return
+    if isinstance(what, np.ufunc):
+        what = f"np.{what.__name__}(..., out=...)"
+    if not value.flags.writeable:
         raise ReadOnlyError(f"{what}: the destination is read-only, as NumPy makes it (a view "
                             "from np.diagonal, np.broadcast_to, ...). Write into a copy of it.")
-    if not target.whole and overlaps_itself(target.value):
-        raise UnsupportedOperationError(
-            f"{what}: the destination is a view whose elements share memory (from "
-            "np.broadcast_arrays, sliding_window_view(..., writeable=True) or as_strided), so "
-            "the result depends on the order of the writes. Write into the base array instead.")
+    raise UnsupportedOperationError(
+        f"{what}: the destination is a view whose elements share memory (from "
+        "np.broadcast_arrays, sliding_window_view(..., writeable=True) or as_strided), so the "
+        "result depends on the order of the writes. Write into the base array instead.")
 
 
 def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
@@ -758,7 +767,7 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
             raise untraced_write(f"np.{ufunc.__name__}(..., out=...)")
         return ufunc(*values, out=out, **kwargs)
     tape = active(tape)
-    writable(out, f"np.{ufunc.__name__}(..., out=...)")
+    writable(out, ufunc)
     if out.buffer.constant:
         if not traced:  # constants only: what gradient reaches them goes nowhere
             write_constant(tape, out, None, lambda: ufunc(*values, out=out.value, **kwargs))
@@ -1065,6 +1074,23 @@ class ArrayMethods:
     T = property(lambda self: np.transpose(self))
     mT = property(lambda self: np.swapaxes(self, -1, -2))
     real = property(lambda self: self)
+    imag = property(lambda self: np.imag(self))  # of a real array: read-only zeros, as NumPy
+    device = property(lambda self: self.value.device)
+
+    @property
+    def flat(self):
+        """As ``ndarray.flat``: elements in C order, read and written by flat position."""
+        return FlatIterator(self)
+
+    @flat.setter
+    def flat(self, value):
+        FlatIterator(self)[...] = value
+
+    @property
+    def base(self):
+        """None for an array that owns its memory, else an array over all of that memory (not
+        the very object NumPy would give, which a traced array does not keep)."""
+        return None if memory(self).base is None else self.owner_view()
 
     def __len__(self):
         return len(self.value)
@@ -1104,6 +1130,71 @@ class ArrayMethods:
     def tolist(self):
         return self._converted(".tolist()").tolist()
 
+    def tobytes(self, order="C"):
+        raise conversion_error(".tobytes()")
+
+    def tofile(self, *args, **kwargs):
+        raise conversion_error(".tofile()")
+
+    def dump(self, file):
+        raise conversion_error(".dump()")
+
+    def dumps(self):
+        raise conversion_error(".dumps()")
+
+    def __reduce__(self):
+        raise conversion_error("pickling")
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __delitem__(self, key):
+        raise ValueError("cannot delete array elements")  # NumPy's error
+
+    def __divmod__(self, other):
+        return np.floor_divide(self, other), np.remainder(self, other)
+
+    def __rdivmod__(self, other):
+        return np.floor_divide(other, self), np.remainder(other, self)
+
+    def to_device(self, device, /, *, stream=None):
+        if device != "cpu" or stream is not None:
+            return self.value.to_device(device, stream=stream)  # NumPy's error
+        return self
+
+    def _refuse(self, what, instead):
+        raise UnsupportedOperationError(f"{what} on a differentiated array: {instead}")
+
+    data = property(lambda self: self._refuse(
+        "x.data", "its raw memory cannot be followed. Use indexing to read or write elements."))
+    ctypes = property(lambda self: self._refuse(
+        "x.ctypes", "compiled code reading its memory has no derivative. Give the routine a "
+        "rule with mutad.adjoint (README, 'Custom rules')."))
+
+    def resize(self, *new_shape, refcheck=True):
+        self._refuse("x.resize(...)", "it replaces the array's memory in place, which "
+                     "mutad cannot follow. Make a new array: x = np.resize(x, shape), or "
+                     "np.pad / np.concatenate.")
+
+    def setflags(self, write=None, align=None, uic=None):
+        self._refuse("x.setflags(...)", "mutad writes the array's memory back during the "
+                     "reverse pass. Use a copy (y = x.copy(); y.setflags(...)) or leave it.")
+
+    def byteswap(self, inplace=False):
+        self._refuse("x.byteswap()", "reinterpreting its bytes has no derivative. Use "
+                     "x.astype(...) for another dtype.")
+
+    def getfield(self, dtype, offset=0):
+        self._refuse("x.getfield(...)", "reinterpreting its bytes has no derivative. Use "
+                     "indexing, or x.astype(...) for another dtype.")
+
+    def setfield(self, val, dtype, offset=0):
+        self._refuse("x.setfield(...)", "writing reinterpreted bytes has no derivative. Use "
+                     "indexing to write elements.")
+
     def __hash__(self):
         return id(self)
 
@@ -1119,7 +1210,8 @@ class ArrayMethods:
     for _name in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod",
                   "ravel", "swapaxes", "squeeze", "dot", "clip", "diagonal",
                   "trace", "take", "repeat", "argmax", "argmin", "argsort", "nonzero", "any",
-                  "all", "round", "conj", "conjugate", "ptp", "searchsorted"):
+                  "all", "round", "conj", "conjugate", "ptp", "searchsorted", "argpartition",
+                  "choose", "put"):
         locals()[_name] = _call(_name)
     del _name
 
@@ -1140,6 +1232,13 @@ class ArrayMethods:
         """Sorts in place, as ``ndarray.sort``."""
         self[...] = np.sort(self, axis=axis, kind=kind, order=order)
 
+    def compress(self, condition, axis=None, out=None):
+        return np.compress(condition, self, axis=axis, out=out)
+
+    def partition(self, kth, axis=-1, kind="introselect", order=None):
+        """Partitions in place, as ``ndarray.partition``."""
+        self[...] = np.partition(self, kth, axis=axis, kind=kind, order=order)
+
     def fill(self, value):
         self[...] = value
 
@@ -1154,6 +1253,45 @@ class ArrayMethods:
             f"ndarray.view({dtype if type is None else type}) on a differentiated array: "
             "reinterpreting its bytes, or viewing it as an ndarray subclass, has no derivative. "
             "Use x.view(), reshape or indexing for views, and x.astype for another dtype.")
+
+
+class FlatIterator:
+    """``x.flat`` of a traced or dual array: reads through ``np.ravel`` (a view when ``x`` is
+    C-contiguous, a copy otherwise), writes through that view or at the positions
+    ``np.unravel_index`` names. Values too few for the positions repeat, as in NumPy."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base):
+        self.base = base
+
+    def __len__(self):
+        return self.base.size
+
+    def __iter__(self):
+        return iter(np.ravel(self.base))
+
+    def __getitem__(self, key):
+        return np.ravel(self.base)[plain(key)]
+
+    def __setitem__(self, key, value):
+        base = self.base
+        key = plain(key)
+        positions = np.arange(base.size)[key]
+        values = np.ravel(value)
+        if values.size != positions.size and values.size:
+            values = np.take(values, np.arange(positions.size) % values.size)
+        values = np.reshape(values, positions.shape)
+        if base.value.flags.c_contiguous:
+            np.ravel(base)[key] = values
+        else:
+            base[np.unravel_index(positions, base.shape)] = values
+
+    def copy(self):
+        return np.ravel(self.base).copy()
+
+    def __array__(self, dtype=None, copy=None):
+        raise conversion_error("np.asarray")
 
 
 def single_out(ufunc, kwargs):
