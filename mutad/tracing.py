@@ -845,6 +845,8 @@ def _output(tape, y, leaves):
             for t in leaves:
                 if owner(t.value) is root:  # read-only views too: later writes show through
                     return view_of(t, y, tape), False
+            if overlaps_itself(y):  # a broadcast of a constant: a buffer's shadow cannot be
+                y = np.copy(y)      # laid out with elements that share memory
         return fresh(y, tape), True
     if isinstance(y, np.floating):
         return fresh(y, tape), True

@@ -325,3 +325,47 @@ def test_diagonal_is_a_read_only_view_of_its_base():
         g(a.copy())
     with pytest.raises(ReadOnlyError, match="read-only"):
         mutad.gradient(g, a)
+
+
+def test_broadcasts_of_constants_next_to_traced_arrays():
+    constant = np.array([[1.0], [2.0], [3.0]])
+
+    def program(x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            _, stretched = np.broadcast_arrays(x, constant)
+        return (stretched * stretched * x).sum()
+
+    x = np.ones((1, 4))
+    np.testing.assert_array_equal(mutad.gradient(program, x)[0], np.full((1, 4), 14.0))
+    mutad.check_grads(program, x)
+    mutad.check_jvp(program, x)
+
+
+def test_arguments_that_overlap_themselves():
+    """An argument viewing memory several times gets, at each element, the gradient with
+    respect to the memory it reads (as arguments sharing memory do); a write into it is
+    refused."""
+    base = np.array([1.0, 2.0, 3.0])
+    windows = np.lib.stride_tricks.as_strided(base, (2, 2), (8, 8))  # writeable, overlapping
+
+    def reads(w):
+        return (w * w).sum()
+
+    np.testing.assert_array_equal(mutad.gradient(reads, windows)[0], [[2.0, 8.0], [8.0, 6.0]])
+
+    def writes(w):
+        w *= 2.0
+        return w.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="share memory"):
+        mutad.gradient(writes, windows)
+    np.testing.assert_array_equal(base, [1.0, 2.0, 3.0])
+
+
+def test_as_strided_of_a_traced_array_is_a_clear_error():
+    def program(x):
+        return np.lib.stride_tricks.as_strided(x, (2, 2), (8, 8)).sum()
+
+    with pytest.raises(mutad.MutadError, match="converted to a plain array"):
+        mutad.gradient(program, np.ones(3))
