@@ -327,6 +327,7 @@ WRITES = {
     np.putmask: 2,
     np.put_along_axis: 2,
     np.copyto: 1,
+    np.fill_diagonal: 1,
 }
 
 ACCUMULATES = {(np.add, "at"), (np.subtract, "at")}

@@ -241,3 +241,18 @@ def test_every_public_ndarray_attribute_exists_on_traced_and_dual_arrays():
     mutad.gradient(f, np.ones((2, 2)))
     mutad.jvp(f, (np.ones((2, 2)),), (np.ones((2, 2)),))
     assert seen == [[], []]
+
+
+@pytest.mark.parametrize("wrap", [False, True])
+@pytest.mark.parametrize("layout", [contiguous, transposed])
+def test_fill_diagonal_writes_through_flat(layout, wrap, rng):
+    def f(a, v):
+        np.fill_diagonal(layout(a), v, wrap=wrap)
+        a[np.diag_indices_from(a[:3, :3])] *= 2.0
+        return (np.sin(a) * np.arange(15.0).reshape(5, 3)).sum()
+
+    a, v = rng.normal(size=(5, 3)), rng.normal(size=2)
+    np.testing.assert_allclose(mutad.value_and_gradient(f, a, v)[0], f(a.copy(), v))
+    for policy in POLICIES:
+        mutad.check_grads(f, a, v, policy=policy)
+    mutad.check_jvp(f, a, v)

@@ -16,8 +16,8 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..errors import UnsupportedOperationError
-from ..registry import defjvp, deflinear, defrule
+from ..errors import UnsupportedOperationError, UntracedWriteError
+from ..registry import defjvp, definplace, deflinear, defrule
 from ..tracing import unbroadcast
 from ..views import wrapped
 from .reductions import Template, defunary, defunary_jvp, linear_jvp
@@ -150,6 +150,17 @@ def ravel(a, order="C"):
 
 # Order "K" (memory order) and "A" read the tangent as the argument is laid out: the same.
 linear_jvp(np.ravel)
+
+
+@definplace(np.fill_diagonal)
+def fill_diagonal(a, val, wrap=False):
+    """NumPy's own code, which writes through ``a.flat``: a traced array's flat writes."""
+    if not wrapped(a):
+        raise UntracedWriteError(
+            "np.fill_diagonal: a traced value was written into an array mutad is not tracing, "
+            "so its gradient would be lost. Create the destination from a traced value: "
+            "np.zeros_like(x) or np.empty(n, like=x).")
+    np.fill_diagonal.__wrapped__(a, val, wrap)
 
 GATHER_PAD_MODES = ("constant", "empty", "edge", "reflect", "symmetric", "wrap")
 
