@@ -74,7 +74,7 @@ class Run:
                 self.pending.setdefault(buffer.key, []).append(value)
                 self.tape.guard(buffer.key, lambda key=buffer.key: self._save(key))
         elif is_float_scalar(x):
-            t = fresh(np.array(x, dtype=np.result_type(x)), self.tape)
+            t = fresh(np.result_type(x).type(x), self.tape)  # a NumPy scalar: immutable
         elif (type(x) is Traced or type(x) in INNER) and x.dtype.kind == "f":
             t = self._wrap_outer(x)  # an array of a differentiation this one is inside
         elif isinstance(x, np.ndarray) and x.flags.writeable:

@@ -61,7 +61,10 @@ def _as_array(y):
     if type(y) is not np.ndarray and isinstance(y, np.ndarray):
         raise UnsupportedArrayError(unsupported_array(
             y, "a result computed from a dual array and an array the function uses"))
-    return np.asarray(y) if isinstance(y, (np.generic, float, int)) else y
+    if isinstance(y, (np.generic, float, int)):
+        y = np.array(y)
+        y.flags.writeable = False  # as a NumPy scalar (tracing.stands_for_scalar)
+    return y
 
 
 def _tangent_for(y, dy, sources):
@@ -443,6 +446,8 @@ class Dual(ArrayMethods):
     def _inplace(self, ufunc, other):
         if level_of([other]) > self.level:
             raise tracing.lost_tangent(f"augmented assignment ({ufunc.__name__})")
+        if tracing.stands_for_scalar(self):
+            return apply_ufunc(ufunc, (self, other), None, {}, self.level)
         return apply_ufunc(ufunc, (self, other), self, {}, self.level)
 
 
@@ -584,7 +589,7 @@ class Run:
                              f"of shape {np.shape(x)}.")
         level = self.level
         if is_float_scalar(x):
-            value = np.array(x, dtype=np.result_type(x))
+            value = _as_array(np.result_type(x).type(x))
             return Dual(value, np.array(0.0 if t is None else t, value.dtype), level)
         if not (is_float_array(x) or (wrapped(x) and x.dtype.kind == "f")):
             if isinstance(x, np.ndarray) and x.flags.writeable:

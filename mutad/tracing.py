@@ -308,10 +308,20 @@ def checkpoint(region):
     return lambda: np.copyto(region, saved)
 
 
+def stands_for_scalar(x):
+    """Whether traced or dual ``x`` stands for a NumPy scalar (a reduction's result, ``x[i]``, a
+    float argument): a 0-d array of its own, read-only, as NumPy's scalars are immutable. An
+    augmented assignment to it makes a new value, as Python does for immutable numbers, so
+    another name for the old value keeps it."""
+    value = memory(x)
+    return value.ndim == 0 and value.base is None and not value.flags.writeable
+
+
 def fresh(y, tape):
     """Wrap a fresh float result as a buffer of its own."""
     if isinstance(y, (np.generic, float, int)):  # NumPy gives scalars for 0-d results
-        y = np.asarray(y)
+        y = np.array(y)
+        y.flags.writeable = False  # as a NumPy scalar: see stands_for_scalar
     elif type(y) is not np.ndarray and isinstance(y, np.ndarray):
         raise UnsupportedArrayError(unsupported_array(
             y, "a result computed from a traced array and an array the function uses"))
@@ -1320,6 +1330,8 @@ def _binary(ufunc):
     def inplace(self, other):
         if type(other) in INNER and defers(self.tape, (other,)):
             raise lost_tangent(f"augmented assignment ({ufunc.__name__})")
+        if stands_for_scalar(self):
+            return apply_ufunc(ufunc, (self, other))
         return apply_ufunc(ufunc, (self, other), out=self)
 
     return forward, reflected, inplace

@@ -28,6 +28,13 @@ VIEWS = {
     "a.reshape":          lambda a: a.reshape(4, 3),
     "a.reshape of .T":    lambda a: a.T.reshape(12),
     "np.transpose":       lambda a: np.transpose(a),
+    "np.transpose axes":  lambda a: np.transpose(a[None], (2, 0, 1)),
+    "np.ravel F of .T":   lambda a: np.ravel(a.T, order="F"),
+    "np.reshape F":       lambda a: np.reshape(a, (6, 2), order="F"),
+    "np.diagonal 3-d":    lambda a: np.diagonal(a.reshape(3, 2, 2), 0, 1, 2),
+    "np.unstack":         lambda a: np.unstack(a, axis=1)[2],
+    "a[1]":               lambda a: a[1],
+    "a[1, 2]":            lambda a: a[1, 2],
     "a.transpose":        lambda a: a.transpose(1, 0),
     "a.T":                lambda a: a.T,
     "a.mT":               lambda a: a.mT,
@@ -179,7 +186,8 @@ def test_writes_through_writeable_views_reach_the_base_forward(name, rng):
     mutad.check_jvp(program, a)
 
 
-READ_ONLY = [name for name in NAMES if not numpy_layout(name)[1]]
+READ_ONLY = [name for name in NAMES if not numpy_layout(name)[1]
+             and not isinstance(VIEWS[name](np.ones((3, 4))), np.generic)]  # scalars: below
 WRITES = {
     "d += 1": lambda d: d.__iadd__(1.0),
     "np.add(d, 1, out=d)": lambda d: np.add(d, 1.0, out=d),
@@ -369,3 +377,43 @@ def test_as_strided_of_a_traced_array_is_a_clear_error():
 
     with pytest.raises(mutad.MutadError, match="converted to a plain array"):
         mutad.gradient(program, np.ones(3))
+
+
+SCALARS = {
+    "a reduction": lambda x, c: x.sum(),
+    "an element": lambda x, c: x[1],
+    "an element of a row": lambda x, c: x[1:][0],
+    "an iterated element": lambda x, c: list(x)[0],
+    "a float argument": lambda x, c: c,
+}
+
+
+@pytest.mark.parametrize("name", list(SCALARS))
+def test_scalars_are_immutable_as_numpy_scalars(name, rng):
+    """NumPy gives scalars for 0-d results, and ``s += 1`` makes a new one: another name for
+    the old value keeps it (mutad's 0-d results stand for them, read-only)."""
+
+    def program(x, c):
+        s = SCALARS[name](x, c)
+        kept = s
+        s += x[0]
+        s *= 3.0
+        return kept * s + c
+
+    x = rng.normal(size=3)
+    c = 0.7
+    for policy in POLICIES:
+        value, _ = mutad.value_and_gradient(program, x, c, policy=policy)
+        np.testing.assert_allclose(value, program(x.copy(), c), rtol=1e-12)
+        mutad.check_grads(program, x, c, policy=policy)
+    value, _ = mutad.jvp(program, (x, c), (np.ones(3), 1.0))
+    np.testing.assert_allclose(value, program(x.copy(), c), rtol=1e-12)
+    mutad.check_jvp(program, x, c)
+
+    def writes(x, c):
+        s = SCALARS[name](x, c)
+        s[...] = 1.0  # NumPy: TypeError, scalars do not support item assignment
+        return s
+
+    with pytest.raises(ValueError, match="read-only"):
+        mutad.gradient(writes, x, c)
