@@ -1075,18 +1075,26 @@ class ArrayMethods:
 
     __slots__ = ()
 
-    shape = property(lambda self: self.value.shape)
-    dtype = property(lambda self: self.value.dtype)
+    shape = property(lambda self: self.value.shape, lambda self, shape: self._refuse(
+        "x.shape = ...", "a traced array stands for its argument, whose shape stays. Use "
+        "x = x.reshape(...)."))
+    dtype = property(lambda self: self.value.dtype, lambda self, dtype: self._refuse(
+        "x.dtype = ...", "reinterpreting its bytes has no derivative. Use x = x.astype(...)."))
     ndim = property(lambda self: self.value.ndim)
     size = property(lambda self: self.value.size)
     itemsize = property(lambda self: self.value.itemsize)
     nbytes = property(lambda self: self.value.nbytes)
-    strides = property(lambda self: self.value.strides)
-    flags = property(lambda self: self.value.flags)
+    strides = property(lambda self: self.value.strides, lambda self, strides: self._refuse(
+        "x.strides = ...", "use indexing or reshape for views."))
+    flags = property(lambda self: Flags(self.value.flags))
     T = property(lambda self: np.transpose(self))
     mT = property(lambda self: np.swapaxes(self, -1, -2))
-    real = property(lambda self: self)
-    imag = property(lambda self: np.imag(self))  # of a real array: read-only zeros, as NumPy
+    real = property(lambda self: self, lambda self, value: self.__setitem__(Ellipsis, value))
+
+    def _no_imaginary_part(self, value):
+        raise TypeError("array does not have imaginary part to set")  # NumPy's error
+
+    imag = property(lambda self: np.imag(self), _no_imaginary_part)  # zeros, as NumPy
     device = property(lambda self: self.value.device)
 
     @property
@@ -1265,6 +1273,39 @@ class ArrayMethods:
             f"ndarray.view({dtype if type is None else type}) on a differentiated array: "
             "reinterpreting its bytes, or viewing it as an ndarray subclass, has no derivative. "
             "Use x.view(), reshape or indexing for views, and x.astype for another dtype.")
+
+
+class Flags:
+    """``x.flags`` of a traced or dual array: NumPy's flags, to read. Setting one would change
+    the array mutad writes back during the reverse pass (or the caller's own array), so it is
+    refused."""
+
+    __slots__ = ("numpy_flags",)
+
+    def __init__(self, numpy_flags):
+        object.__setattr__(self, "numpy_flags", numpy_flags)
+
+    def __getattr__(self, name):
+        return getattr(self.numpy_flags, name)
+
+    def __getitem__(self, key):
+        return self.numpy_flags[key]
+
+    def __setattr__(self, name, value):
+        raise UnsupportedOperationError(
+            f"x.flags.{name} = {value!r} on a differentiated array: mutad writes the array's "
+            "memory back during the reverse pass. Set flags on a copy (y = x.copy()).")
+
+    def __setitem__(self, key, value):
+        self.__setattr__(key, value)
+
+    def __eq__(self, other):
+        return self.numpy_flags == getattr(other, "numpy_flags", other)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return repr(self.numpy_flags)
 
 
 class FlatIterator:

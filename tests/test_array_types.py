@@ -256,3 +256,47 @@ def test_fill_diagonal_writes_through_flat(layout, wrap, rng):
     for policy in POLICIES:
         mutad.check_grads(f, a, v, policy=policy)
     mutad.check_jvp(f, a, v)
+
+
+def test_attribute_assignments(rng):
+    def f(x, v):
+        x.real = v  # writes every element, as NumPy
+        return (x * x).sum()
+
+    x, v = rng.normal(size=3), rng.normal(size=3)
+    np.testing.assert_allclose(mutad.gradient(f, x, v)[1], 2 * v)
+    mutad.check_grads(f, x, v)
+    mutad.check_jvp(f, x, v)
+
+    def imag(x):
+        x.imag = 1.0
+        return x.sum()
+
+    with pytest.raises(TypeError, match="imaginary part"):
+        imag(np.ones(3))
+    with pytest.raises(TypeError, match="imaginary part"):
+        mutad.gradient(imag, np.ones(3))
+    for setting, fix in (("shape", "reshape"), ("dtype", "astype"), ("strides", "indexing")):
+        def assign(x, setting=setting):
+            setattr(x, setting, getattr(np.ones((3, 1)), setting))
+            return x.sum()
+
+        with pytest.raises(UnsupportedOperationError, match=fix):
+            mutad.gradient(assign, np.ones(3))
+        with pytest.raises(UnsupportedOperationError, match=fix):
+            mutad.jvp(assign, (np.ones(3),), (np.ones(3),))
+
+
+def test_flags_are_read_and_not_set(rng):
+    x = np.ones((2, 3))
+
+    def f(x):
+        assert x.flags.c_contiguous and x.flags["C_CONTIGUOUS"] and not x.T.flags.c_contiguous
+        assert "WRITEABLE" in repr(x.flags)
+        x.flags.writeable = False
+        return x.sum()
+
+    for differentiate in (lambda: mutad.gradient(f, x), lambda: mutad.jvp(f, (x,), (x,))):
+        with pytest.raises(UnsupportedOperationError, match="copy"):
+            differentiate()
+        assert x.flags.writeable  # the caller's array is as it was
