@@ -128,10 +128,11 @@ def _term(rule, i, y, primals, tangent):
     if partial is ONE:
         return tangent
     p = partial(y, *primals)
-    if (type(p) is np.ndarray and type(tangent) is np.ndarray and p.flags.writeable
+    # The flag is read last: reading it from an input's view np.broadcast_arrays made warns.
+    if (type(p) is np.ndarray and type(tangent) is np.ndarray
             and p.shape == np.broadcast_shapes(p.shape, tangent.shape)
             and not any(may_overlap(p, v) for v in (y, tangent, *primals)
-                        if type(v) is np.ndarray)):
+                        if type(v) is np.ndarray) and p.flags.writeable):
         return tracing.times(tangent, p, out=p)
     return tracing.times(tangent, p)
 
