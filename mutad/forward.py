@@ -614,6 +614,9 @@ class Run:
             dual = flat.restrided(x.shape, x.dtype, address(x) - address(whole), x.strides)
         if t is not None:
             dual.tangent[...] += t  # places that share memory: their tangents add up
+        if type(x) is np.ndarray and not x.flags.writeable:  # the private copy is read-only
+            dual = Dual(dual.value.view(), dual.tangent, level)  # too, so writes raise as
+            dual.value.flags.writeable = False                   # they would in NumPy
         return dual
 
     def restore(self):

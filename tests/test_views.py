@@ -417,3 +417,21 @@ def test_scalars_are_immutable_as_numpy_scalars(name, rng):
 
     with pytest.raises(ValueError, match="read-only"):
         mutad.gradient(writes, x, c)
+
+
+def test_read_only_arguments_stay_read_only(rng):
+    def program(d):
+        d += 1.0
+        return d.sum()
+
+    a = rng.normal(size=(3, 3))
+    with pytest.raises(ValueError, match="read-only"):
+        program(np.diagonal(a))
+    with pytest.raises(ReadOnlyError):
+        mutad.gradient(program, np.diagonal(a))
+    with pytest.raises(ValueError, match="read-only"):
+        mutad.jvp(program, (np.diagonal(a),), (np.ones(3),))
+    reads = lambda d: (d * d).sum()  # noqa: E731
+    np.testing.assert_allclose(mutad.jvp(reads, (np.diagonal(a),), (np.ones(3),))[1],
+                               2 * np.diagonal(a).sum())
+    mutad.check_jvp(reads, np.diagonal(a))
