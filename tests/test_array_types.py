@@ -189,13 +189,13 @@ REFUSED = {
     "x.setfield":   (lambda x: x.setfield(1.0, np.float64), UnsupportedOperationError, "indexing"),
     "x.view(int)":  (lambda x: x.view(np.int64), UnsupportedOperationError, "astype"),
     "x.view(matrix)": (lambda x: x.view(np.matrix), UnsupportedOperationError, "subclass"),
-    "x.tobytes":    (lambda x: x.tobytes(), ConversionError, "mutad.adjoint"),
-    "x.tofile":     (lambda x: x.tofile("unused"), ConversionError, "mutad.adjoint"),
-    "x.dump":       (lambda x: x.dump("unused"), ConversionError, "mutad.adjoint"),
-    "x.dumps":      (lambda x: x.dumps(), ConversionError, "mutad.adjoint"),
-    "pickle":       (lambda x: pickle.dumps(x), ConversionError, "mutad.adjoint"),
-    "x.tolist":     (lambda x: x.tolist(), ConversionError, "mutad.adjoint"),
-    "np.asarray(x.flat)": (lambda x: np.asarray(x.flat), ConversionError, "mutad.adjoint"),
+    "x.tobytes":    (lambda x: x.tobytes(), ConversionError, "cut its gradient"),
+    "x.tofile":     (lambda x: x.tofile("unused"), ConversionError, "cut its gradient"),
+    "x.dump":       (lambda x: x.dump("unused"), ConversionError, "cut its gradient"),
+    "x.dumps":      (lambda x: x.dumps(), ConversionError, "cut its gradient"),
+    "pickle":       (lambda x: pickle.dumps(x), ConversionError, "cut its gradient"),
+    "x.tolist":     (lambda x: x.tolist(), ConversionError, "cut its gradient"),
+    "np.asarray(x.flat)": (lambda x: np.asarray(x.flat), ConversionError, "cut its gradient"),
 }
 # fmt: on
 
