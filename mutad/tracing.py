@@ -752,7 +752,7 @@ def _far(a, b, out):
     return np.logical_or(~close, np.signbit(a) != np.signbit(b), out=out)
 
 
-def writable(target, what):
+def check_destination(target, what):
     """Refuse, before anything is recorded, a write into a traced array NumPy would not write
     (a read-only view, as ``np.diagonal`` gives) or whose elements share bytes, whose gradient
     depends on the order NumPy writes them in. ``what`` names the write (a ufunc: its out=)."""
@@ -777,7 +777,7 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
             raise untraced_write(f"np.{ufunc.__name__}(..., out=...)")
         return ufunc(*values, out=out, **kwargs)
     tape = active(tape)
-    writable(out, ufunc)
+    check_destination(out, ufunc)
     if out.buffer.constant:
         if not traced:  # constants only: what gradient reaches them goes nowhere
             write_constant(tape, out, None, lambda: ufunc(*values, out=out.value, **kwargs))
@@ -1536,7 +1536,7 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
     written = [(i, args[i]) for i in writes
                if i < len(args) and type(args[i]) is Traced and args[i].tape is tape]
     for _, t in written:
-        writable(t, name)
+        check_destination(t, name)
     for _, t in written:  # the values written depend on the traced arguments
         t.buffer.constant = False
     factor = 1.0 if growth is None or not written else float(growth(*values, **kwargs))

@@ -32,8 +32,8 @@ import numpy as np
 from ..errors import MutadError, UnsupportedOperationError
 from ..registry import definplace, deflinear, defjvp
 from ..shadows import overlapping
-from ..tracing import (Traced, active, apply_ufunc, carries, freeze, fresh, innermost, keep,
-                       locate, plain, unbroadcast, untraced_write, view_of, writable)
+from ..tracing import (Traced, active, apply_ufunc, carries, check_destination, freeze, fresh,
+                       innermost, keep, locate, plain, unbroadcast, untraced_write, view_of)
 from ..views import address, byte_span, may_overlap, memory, same_region, views, wrapped
 from . import nesting
 from .linalg import rule_for
@@ -375,7 +375,7 @@ def _unbuffered(ufunc, opposite, sign):
         call = f"np.{ufunc.__name__}.at"
         if not _require_traced_target(call, a, b):
             return ufunc.at(a, plain(indices), plain(b))
-        writable(a, call)
+        check_destination(a, call)
         tape = a.tape
         key = plain(indices)
         values = b.value if type(b) is Traced and b.tape is tape else b
@@ -669,7 +669,7 @@ def setitem(x, key, value):
     own assignment where the value overlaps its target or an index repeats."""
     tape = active(x.tape)
     _require_traced_target("x[key] = value", x, value)
-    writable(x, "x[key] = value")
+    check_destination(x, "x[key] = value")
     key = plain(key)
     region = x.value[key]
     if views(region, x.value) or getattr(region, "ndim", 0) == 0:
