@@ -21,7 +21,7 @@ from .shadows import Buffer, Shadows
 from .tape import Tape
 from .tracing import (ACTIVE, INNER, Traced, active, check_constants, fresh, lift, thaw,
                       unwrapped, view_of)
-from .trees import arrays_within, check_real, flatten, is_float_array, is_float_scalar
+from .trees import arrays_within, check_leaf, flatten, is_float_array, is_float_scalar
 from .views import owner, owner_view, same_region, spans, wrapped
 
 
@@ -57,7 +57,7 @@ class Run:
         return wrapped
 
     def _wrap_leaf(self, x):
-        check_real(x)
+        check_leaf(x)
         t = None
         if is_float_array(x):
             base = owner(x)
@@ -77,7 +77,7 @@ class Run:
                 self.pending.setdefault(buffer.key, []).append(value)
                 self.tape.guard(buffer.key, lambda key=buffer.key: self._save(key))
         elif is_float_scalar(x):
-            t = fresh(np.array(x, dtype=np.result_type(x)), self.tape)
+            t = fresh(np.result_type(x).type(x), self.tape)  # a NumPy scalar: immutable
         elif (type(x) is Traced or type(x) in INNER) and x.dtype.kind == "f":
             t = self._wrap_outer(x)  # an array of a differentiation this one is inside
         else:  # integer arrays, and those inside objects of NumPy's and SciPy's classes
@@ -502,7 +502,10 @@ def _basis(x):
 
 
 def _differentiable_argument(x, function, position):
-    if not any(is_float_array(leaf) or is_float_scalar(leaf) for leaf in flatten(x)[0]):
+    leaves = flatten(x)[0]
+    for leaf in leaves:
+        check_leaf(leaf)
+    if not any(is_float_array(leaf) or is_float_scalar(leaf) for leaf in leaves):
         raise ArgnumsError(f"{function}: argument {position} holds no float array or scalar, "
                            "so it has no derivative.")
 

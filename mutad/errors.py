@@ -128,6 +128,29 @@ class UnsupportedOperationError(MutadError, NotImplementedError):
     """
 
 
+class UnsupportedArrayError(MutadError, TypeError):
+    """An argument is an array mutad cannot differentiate exactly: an ndarray subclass
+    (``np.ma.MaskedArray``, ``np.matrix``, ``np.memmap``, ...), whose operations mean something
+    other than a plain ndarray's (a mask, matrix products), or an ``object`` array holding
+    numbers, whose gradient would silently be None.
+
+    Example: ``mutad.gradient(f, np.ma.array([1.0, 2.0], mask=[0, 1]))``.
+    Fix: pass a plain float ndarray: ``x.filled(0.0)`` or ``x.compressed()`` for a masked array
+    (and apply the mask inside ``f``, with ``np.where``), ``np.asarray(x)`` for a matrix (with
+    ``@`` for its products) or a memory map, ``x.astype(float)`` for an object array.
+    """
+
+
+class ReadOnlyError(MutadError, ValueError):
+    """A traced array NumPy makes read-only was written into.
+
+    Example: ``d = np.diagonal(x); d += 1``. NumPy's ``np.diagonal``, ``np.broadcast_to`` and
+    ``sliding_window_view`` give read-only views, and mutad's views are read-only exactly when
+    NumPy's are, so the write fails as it does in NumPy (this is also a ``ValueError``).
+    Fix: write into a copy (``d = np.diagonal(x).copy()``), or into the base array.
+    """
+
+
 class NotPositiveDefiniteError(MutadError, LinAlgError):
     """``mutad.linalg.cholesky_`` was given a matrix that is not (numerically) positive definite.
 

@@ -23,6 +23,7 @@ from .errors import (
     EscapedTracerError,
     InvalidArgumentError,
     RuleError,
+    UnsupportedArrayError,
     UnsupportedFunctionError,
     UnsupportedOperationError,
     UntracedWriteError,
@@ -31,7 +32,8 @@ from .registry import FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS
 from .tape import LEVELS
 from . import allocation, tracing
 from .tracing import ArrayMethods, function_name, out_position
-from .trees import arrays_within, check_real, flatten, is_float_array, is_float_scalar
+from .trees import (arrays_within, check_leaf, flatten, is_float_array, is_float_scalar,
+                    unsupported_array)
 from .views import address, may_overlap, owner, owner_view, same_region, strided, wrapped
 
 
@@ -57,8 +59,15 @@ def _split(x, level):
 
 
 def _as_array(y):
-    """NumPy returns scalars for 0-d results; a dual holds arrays, so writes into it work."""
-    return np.asarray(y) if isinstance(y, (np.generic, float, int)) else y
+    """NumPy returns scalars for 0-d results; a dual holds arrays, so writes into it work. A
+    result of an ndarray subclass (a constant's: a masked array, a matrix) is refused."""
+    if type(y) is not np.ndarray and isinstance(y, np.ndarray):
+        raise UnsupportedArrayError(unsupported_array(
+            y, "a result computed from a dual array and an array the function uses"))
+    if isinstance(y, (np.generic, float, int)):
+        y = np.array(y)
+        y.flags.writeable = False  # as a NumPy scalar (tracing.stands_for_scalar)
+    return y
 
 
 def _tangent_for(y, dy, sources):
@@ -122,10 +131,11 @@ def _term(rule, i, y, primals, tangent):
     if partial is ONE:
         return tangent
     p = partial(y, *primals)
-    if (type(p) is np.ndarray and type(tangent) is np.ndarray and p.flags.writeable
+    # The flag is read last: reading it from an input's view np.broadcast_arrays made warns.
+    if (type(p) is np.ndarray and type(tangent) is np.ndarray
             and p.shape == np.broadcast_shapes(p.shape, tangent.shape)
             and not any(may_overlap(p, v) for v in (y, tangent, *primals)
-                        if type(v) is np.ndarray)):
+                        if type(v) is np.ndarray) and p.flags.writeable):
         return tracing.times(tangent, p, out=p)
     return tracing.times(tangent, p)
 
@@ -324,6 +334,7 @@ WRITES = {
     np.putmask: 2,
     np.put_along_axis: 2,
     np.copyto: 1,
+    np.fill_diagonal: 1,
 }
 
 ACCUMULATES = {(np.add, "at"), (np.subtract, "at")}
@@ -439,6 +450,8 @@ class Dual(ArrayMethods):
     def _inplace(self, ufunc, other):
         if level_of([other]) > self.level:
             raise tracing.lost_tangent(f"augmented assignment ({ufunc.__name__})")
+        if tracing.stands_for_scalar(self):
+            return apply_ufunc(ufunc, (self, other), None, {}, self.level)
         return apply_ufunc(ufunc, (self, other), self, {}, self.level)
 
 
@@ -579,13 +592,13 @@ class Run:
         return rebuild([self._leaf(x, t) for x, t in zip(leaves, tangents, strict=True)])
 
     def _leaf(self, x, t):
-        check_real(x)
+        check_leaf(x)
         if t is not None and np.shape(t) != np.shape(x):
             raise InvalidArgumentError(f"jvp: a tangent of shape {np.shape(t)} was given for a "
                                        f"primal of shape {np.shape(x)}.")
         level = self.level
         if is_float_scalar(x):
-            value = np.array(x, dtype=np.result_type(x))
+            value = _as_array(np.result_type(x).type(x))
             return Dual(value, np.array(0.0 if t is None else t, value.dtype), level)
         if not (is_float_array(x) or (wrapped(x) and x.dtype.kind == "f")):
             self.saved.extend((a, a.copy()) for a in arrays_within(x))
@@ -608,6 +621,9 @@ class Run:
             dual = flat.restrided(x.shape, x.dtype, address(x) - address(whole), x.strides)
         if t is not None:
             dual.tangent[...] += t  # places that share memory: their tangents add up
+        if type(x) is np.ndarray and not x.flags.writeable:  # the private copy is read-only
+            dual = Dual(dual.value.view(), dual.tangent, level)  # too, so writes raise as
+            dual.value.flags.writeable = False                   # they would in NumPy
         return dual
 
     def restore(self):

@@ -16,7 +16,7 @@ import itertools
 
 import numpy as np
 
-from .views import address, byte_span, strided, wrapped
+from .views import address, byte_span, element_indices, self_overlapping, strided, wrapped
 
 _serial = itertools.count()
 
@@ -75,6 +75,11 @@ class Place:
         self.shape = shape
         self.strides = strides
         self.dtype = dtype
+
+
+def overlapping(place):
+    """Whether ``place`` is a view whose elements may share bytes (``views.overlaps_itself``)."""
+    return not place.whole and self_overlapping(place.shape, place.strides, place.dtype.itemsize)
 
 
 def whole(buffer):
@@ -172,12 +177,31 @@ class Shadows:
                              like=g if wrapped(g) else None)
             self.entries[buffer.key] = [buffer, g, None]
             return
-        view = self._view(self._traced_like(self._entry(buffer), g), place)
+        entry = self._traced_like(self._entry(buffer), g)
+        if overlapping(place):
+            self._add_overlapping(entry, place, g)
+            return
+        view = self._view(entry, place)
         view += g
+
+    def _add_overlapping(self, entry, place, g):
+        """``shadow += g`` where several elements of ``place`` are one element of memory
+        (``np.broadcast_to``, a sliding window): each element of memory receives the sum of the
+        cotangents of all the elements that are it, as ``np.add.at`` adds repeated indices."""
+        if entry[2] is None:
+            entry[2] = entry[1].reshape(-1)
+        index = element_indices(place.shape, place.strides, place.offset, place.dtype.itemsize)
+        np.add.at(entry[2], index.reshape(-1), np.reshape(np.broadcast_to(g, place.shape), -1))
 
     def add_at(self, place, key, g):
         """Accumulate ``g`` into ``shadow[key]``, adding repeated indices once each."""
-        np.add.at(self._view(self._traced_like(self._entry(place.buffer), g), place), key, g)
+        entry = self._traced_like(self._entry(place.buffer), g)
+        if overlapping(place):  # gather into the view's elements, then add those up in memory
+            gathered = np.zeros_like(g, shape=place.shape)
+            np.add.at(gathered, key, g)
+            self._add_overlapping(entry, place, gathered)
+            return
+        np.add.at(self._view(entry, place), key, g)
 
     def release(self, place, hand_over):
         """The shadow at ``place`` for the caller to keep, zeros if nothing reached it. With

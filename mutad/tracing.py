@@ -28,6 +28,7 @@ mode's duals (``forward.py``) take part through the same levels: a traced array 
 dual of an inner level (``defers``), and a dual of an outer level is a constant to a tape.
 """
 
+import builtins
 import dis
 import inspect
 import linecache
@@ -46,15 +47,18 @@ from .errors import (
     EscapedTracerError,
     MutadError,
     RuleError,
+    ReadOnlyError,
+    UnsupportedArrayError,
     UnsupportedFunctionError,
     UnsupportedOperationError,
     UntracedWriteError,
 )
 from .registry import FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule
-from .shadows import Buffer, Place, whole
+from .shadows import Buffer, Place, overlapping, whole
 from .tape import Tape
-from .views import (address, may_overlap, memory, owner, owner_view, same_region, strided, views,
-                    wrapped)
+from .trees import unsupported_array
+from .views import (address, may_overlap, memory, overlaps_itself, owner, owner_view, same_region,
+                    strided, views, wrapped)
 
 class _Active(threading.local):
     """The tapes of the differentiations in progress in this thread, innermost last: threads
@@ -308,10 +312,23 @@ def checkpoint(region):
     return lambda: np.copyto(region, saved)
 
 
+def stands_for_scalar(x):
+    """Whether traced or dual ``x`` stands for a NumPy scalar (a reduction's result, ``x[i]``, a
+    float argument): a 0-d array of its own, read-only, as NumPy's scalars are immutable. An
+    augmented assignment to it makes a new value, as Python does for immutable numbers, so
+    another name for the old value keeps it."""
+    value = memory(x)
+    return value.ndim == 0 and value.base is None and not value.flags.writeable
+
+
 def fresh(y, tape):
     """Wrap a fresh float result as a buffer of its own."""
     if isinstance(y, (np.generic, float, int)):  # NumPy gives scalars for 0-d results
-        y = np.asarray(y)
+        y = np.array(y)
+        y.flags.writeable = False  # as a NumPy scalar: see stands_for_scalar
+    elif type(y) is not np.ndarray and isinstance(y, np.ndarray):
+        raise UnsupportedArrayError(unsupported_array(
+            y, "a result computed from a traced array and an array the function uses"))
     if tape.outer is not None:
         y = lift(y, tape.outer)
     return Traced(y, Buffer(y), tape, True)
@@ -739,6 +756,24 @@ def _far(a, b, out):
     return np.logical_or(~close, np.signbit(a) != np.signbit(b), out=out)
 
 
+def check_destination(target, what):
+    """Refuse, before anything is recorded, a write into a traced array NumPy would not write
+    (a read-only view, as ``np.diagonal`` gives) or whose elements share bytes, whose gradient
+    depends on the order NumPy writes them in. ``what`` names the write (a ufunc: its out=)."""
+    value = target.value
+    if value.flags.writeable and (target.whole or not overlaps_itself(value)):
+        return
+    if isinstance(what, np.ufunc):
+        what = f"np.{what.__name__}(..., out=...)"
+    if not value.flags.writeable:
+        raise ReadOnlyError(f"{what}: the destination is read-only, as NumPy makes it (a view "
+                            "from np.diagonal, np.broadcast_to, ...). Write into a copy of it.")
+    raise UnsupportedOperationError(
+        f"{what}: the destination is a view whose elements share memory (from "
+        "np.broadcast_arrays, sliding_window_view(..., writeable=True) or as_strided), so the "
+        "result depends on the order of the writes. Write into the base array instead.")
+
+
 def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     traced, reads = _differentiable(rule, pattern, len(inputs))
     if type(out) is not Traced or out.tape is not tape:
@@ -746,6 +781,7 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
             raise untraced_write(f"np.{ufunc.__name__}(..., out=...)")
         return ufunc(*values, out=out, **kwargs)
     tape = active(tape)
+    check_destination(out, ufunc)
     if out.buffer.constant:
         if not traced:  # constants only: what gradient reaches them goes nowhere
             write_constant(tape, out, None, lambda: ufunc(*values, out=out.value, **kwargs))
@@ -821,11 +857,10 @@ def _output(tape, y, leaves):
         if memory(y).base is not None:
             root = owner(y)
             for t in leaves:
-                if owner(t.value) is root:
-                    if y.flags.writeable:
-                        return view_of(t, y, tape), False
-                    y = y.copy()  # read-only views (broadcast_to) may overlap themselves
-                    break
+                if owner(t.value) is root:  # read-only views too: later writes show through
+                    return view_of(t, y, tape), False
+            if overlaps_itself(y):  # a broadcast of a constant: a buffer's shadow cannot be
+                y = np.copy(y)      # laid out with elements that share memory
         return fresh(y, tape), True
     if isinstance(y, np.floating):
         return fresh(y, tape), True
@@ -1121,17 +1156,42 @@ class ArrayMethods:
 
     __slots__ = ()
 
-    shape = property(lambda self: self.value.shape)
-    dtype = property(lambda self: self.value.dtype)
+    shape = property(lambda self: self.value.shape, lambda self, shape: self._refuse(
+        "x.shape = ...", "a traced array stands for its argument, whose shape stays. Use "
+        "x = x.reshape(...)."))
+    dtype = property(lambda self: self.value.dtype, lambda self, dtype: self._refuse(
+        "x.dtype = ...", "reinterpreting its bytes has no derivative. Use x = x.astype(...)."))
     ndim = property(lambda self: self.value.ndim)
     size = property(lambda self: self.value.size)
     itemsize = property(lambda self: self.value.itemsize)
     nbytes = property(lambda self: self.value.nbytes)
-    strides = property(lambda self: self.value.strides)
-    flags = property(lambda self: self.value.flags)
+    strides = property(lambda self: self.value.strides, lambda self, strides: self._refuse(
+        "x.strides = ...", "use indexing or reshape for views."))
+    flags = property(lambda self: Flags(self.value.flags))
     T = property(lambda self: np.transpose(self))
     mT = property(lambda self: np.swapaxes(self, -1, -2))
-    real = property(lambda self: self)
+    real = property(lambda self: self, lambda self, value: self.__setitem__(Ellipsis, value))
+
+    def _no_imaginary_part(self, value):
+        raise TypeError("array does not have imaginary part to set")  # NumPy's error
+
+    imag = property(lambda self: np.imag(self), _no_imaginary_part)  # zeros, as NumPy
+    device = property(lambda self: self.value.device)
+
+    @property
+    def flat(self):
+        """As ``ndarray.flat``: elements in C order, read and written by flat position."""
+        return FlatIterator(self)
+
+    @flat.setter
+    def flat(self, value):
+        FlatIterator(self)[...] = value
+
+    @property
+    def base(self):
+        """None for an array that owns its memory, else an array over all of that memory (not
+        the very object NumPy would give, which a traced array does not keep)."""
+        return None if memory(self).base is None else self.owner_view()
 
     def __len__(self):
         return len(self.value)
@@ -1171,6 +1231,71 @@ class ArrayMethods:
     def tolist(self):
         return self._converted(".tolist()").tolist()
 
+    def tobytes(self, order="C"):
+        raise conversion_error(".tobytes()")
+
+    def tofile(self, *args, **kwargs):
+        raise conversion_error(".tofile()")
+
+    def dump(self, file):
+        raise conversion_error(".dump()")
+
+    def dumps(self):
+        raise conversion_error(".dumps()")
+
+    def __reduce__(self):
+        raise conversion_error("pickling")
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __delitem__(self, key):
+        raise ValueError("cannot delete array elements")  # NumPy's error
+
+    def __divmod__(self, other):
+        return np.floor_divide(self, other), np.remainder(self, other)
+
+    def __rdivmod__(self, other):
+        return np.floor_divide(other, self), np.remainder(other, self)
+
+    def to_device(self, device, /, *, stream=None):
+        if device != "cpu" or stream is not None:
+            return self.value.to_device(device, stream=stream)  # NumPy's error
+        return self
+
+    def _refuse(self, what, instead):
+        raise UnsupportedOperationError(f"{what} on a differentiated array: {instead}")
+
+    data = property(lambda self: self._refuse(
+        "x.data", "its raw memory cannot be followed. Use indexing to read or write elements."))
+    ctypes = property(lambda self: self._refuse(
+        "x.ctypes", "compiled code reading its memory has no derivative. Give the routine a "
+        "rule with mutad.adjoint (README, 'Custom rules')."))
+
+    def resize(self, *new_shape, refcheck=True):
+        self._refuse("x.resize(...)", "it replaces the array's memory in place, which "
+                     "mutad cannot follow. Make a new array: x = np.resize(x, shape), or "
+                     "np.pad / np.concatenate.")
+
+    def setflags(self, write=None, align=None, uic=None):
+        self._refuse("x.setflags(...)", "mutad writes the array's memory back during the "
+                     "reverse pass. Use a copy (y = x.copy(); y.setflags(...)) or leave it.")
+
+    def byteswap(self, inplace=False):
+        self._refuse("x.byteswap()", "reinterpreting its bytes has no derivative. Use "
+                     "x.astype(...) for another dtype.")
+
+    def getfield(self, dtype, offset=0):
+        self._refuse("x.getfield(...)", "reinterpreting its bytes has no derivative. Use "
+                     "indexing, or x.astype(...) for another dtype.")
+
+    def setfield(self, val, dtype, offset=0):
+        self._refuse("x.setfield(...)", "writing reinterpreted bytes has no derivative. Use "
+                     "indexing to write elements.")
+
     def __hash__(self):
         return id(self)
 
@@ -1186,7 +1311,8 @@ class ArrayMethods:
     for _name in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod",
                   "ravel", "swapaxes", "squeeze", "dot", "clip", "diagonal",
                   "trace", "take", "repeat", "argmax", "argmin", "argsort", "nonzero", "any",
-                  "all", "round", "conj", "conjugate", "ptp", "searchsorted"):
+                  "all", "round", "conj", "conjugate", "ptp", "searchsorted", "argpartition",
+                  "choose", "put"):
         locals()[_name] = _call(_name)
     del _name
 
@@ -1207,13 +1333,99 @@ class ArrayMethods:
         """Sorts in place, as ``ndarray.sort``."""
         self[...] = np.sort(self, axis=axis, kind=kind, order=order)
 
+    def compress(self, condition, axis=None, out=None):
+        return np.compress(condition, self, axis=axis, out=out)
+
+    def partition(self, kth, axis=-1, kind="introselect", order=None):
+        """Partitions in place, as ``ndarray.partition``."""
+        self[...] = np.partition(self, kth, axis=axis, kind=kind, order=order)
+
     def fill(self, value):
         self[...] = value
 
-    def view(self, *args, **kwargs):
+    def view(self, dtype=None, type=None):
+        """As ``ndarray.view``: a new view of the same memory. Reinterpreting its bytes as
+        another dtype, or as an ndarray subclass, has no derivative and is refused."""
+        if isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray):
+            dtype, type = None, dtype
+        if (dtype is None or np.dtype(dtype) == self.dtype) and type in (None, np.ndarray):
+            return self[...]
         raise UnsupportedOperationError(
-            "ndarray.view on a differentiated array: reinterpreting bytes has no derivative. "
-            "Use reshape or indexing for views.")
+            f"ndarray.view({dtype if type is None else type}) on a differentiated array: "
+            "reinterpreting its bytes, or viewing it as an ndarray subclass, has no derivative. "
+            "Use x.view(), reshape or indexing for views, and x.astype for another dtype.")
+
+
+class Flags:
+    """``x.flags`` of a traced or dual array: NumPy's flags, to read. Setting one would change
+    the array mutad writes back during the reverse pass (or the caller's own array), so it is
+    refused."""
+
+    __slots__ = ("numpy_flags",)
+
+    def __init__(self, numpy_flags):
+        object.__setattr__(self, "numpy_flags", numpy_flags)
+
+    def __getattr__(self, name):
+        return getattr(self.numpy_flags, name)
+
+    def __getitem__(self, key):
+        return self.numpy_flags[key]
+
+    def __setattr__(self, name, value):
+        raise UnsupportedOperationError(
+            f"x.flags.{name} = {value!r} on a differentiated array: mutad writes the array's "
+            "memory back during the reverse pass. Set flags on a copy (y = x.copy()).")
+
+    def __setitem__(self, key, value):
+        self.__setattr__(key, value)
+
+    def __eq__(self, other):
+        return self.numpy_flags == getattr(other, "numpy_flags", other)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return repr(self.numpy_flags)
+
+
+class FlatIterator:
+    """``x.flat`` of a traced or dual array: reads through ``np.ravel`` (a view when ``x`` is
+    C-contiguous, a copy otherwise), writes through that view or at the positions
+    ``np.unravel_index`` names. Values too few for the positions repeat, as in NumPy."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base):
+        self.base = base
+
+    def __len__(self):
+        return self.base.size
+
+    def __iter__(self):
+        return iter(np.ravel(self.base))
+
+    def __getitem__(self, key):
+        return np.ravel(self.base)[plain(key)]
+
+    def __setitem__(self, key, value):
+        base = self.base
+        key = plain(key)
+        positions = np.arange(base.size)[key]
+        values = np.ravel(value)
+        if values.size != positions.size and values.size:
+            values = np.take(values, np.arange(positions.size) % values.size)
+        values = np.reshape(values, positions.shape)
+        if base.value.flags.c_contiguous:
+            np.ravel(base)[key] = values
+        else:
+            base[np.unravel_index(positions, base.shape)] = values
+
+    def copy(self):
+        return np.ravel(self.base).copy()
+
+    def __array__(self, dtype=None, copy=None):
+        raise conversion_error("np.asarray")
 
 
 def single_out(ufunc, kwargs):
@@ -1240,6 +1452,8 @@ def _binary(ufunc):
     def inplace(self, other):
         if type(other) in INNER and defers(self.tape, (other,)):
             raise lost_tangent(f"augmented assignment ({ufunc.__name__})")
+        if stands_for_scalar(self):
+            return apply_ufunc(ufunc, (self, other))
         return apply_ufunc(ufunc, (self, other), out=self)
 
     return forward, reflected, inplace
@@ -1402,6 +1616,8 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
                                  "traced")
     written = [(i, args[i]) for i in writes
                if i < len(args) and type(args[i]) is Traced and args[i].tape is tape]
+    for _, t in written:
+        check_destination(t, name)
     for _, t in written:  # the values written depend on the traced arguments
         t.buffer.constant = False
     factor = 1.0 if growth is None or not written else float(growth(*values, **kwargs))
@@ -1420,9 +1636,15 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
 
     def back_record(shadows):
         # Nested in another differentiation, the values are arrays it traces, and so must be
-        # the shadows the rule accumulates into: made like the values.
-        back(*(None if p is None else shadows.of(p, like=v)
-               for p, v in zip(places, values, strict=True)))
+        # the shadows the rule accumulates into: made like the values. A read-only argument
+        # whose elements share memory gets zeros to accumulate into, added up afterwards.
+        summed = [np.zeros_like(v) if p is not None and overlapping(p) else None
+                  for p, v in zip(places, values, strict=True)]
+        back(*(s if s is not None else None if p is None else shadows.of(p, like=v)
+               for p, v, s in zip(places, values, summed, strict=True)))
+        for p, s in zip(places, summed, strict=True):
+            if s is not None:
+                shadows.add(p, s)
         for undo in undos:
             undo()
 

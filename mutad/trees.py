@@ -33,7 +33,7 @@ import types
 import numpy as np
 
 from .errors import (ComplexInputError, InvalidArgumentError, MutadError,
-                     UnsupportedArgumentError)
+                     UnsupportedArgumentError, UnsupportedArrayError)
 
 REGISTERED = {}
 """Types given to :func:`register_pytree`: ``type -> (flatten, unflatten)``."""
@@ -269,3 +269,31 @@ def check_real(x):
         raise ComplexInputError(
             "complex inputs are not supported yet: pass the real and imaginary parts as two "
             "real arguments.")
+
+
+def check_leaf(x):
+    """Refuse a leaf mutad would differentiate wrongly: complex numbers (``check_real``),
+    ndarray subclasses, and ``object`` arrays holding numbers."""
+    check_real(x)
+    if isinstance(x, np.ndarray) and type(x) is not np.ndarray:
+        raise UnsupportedArrayError(unsupported_array(x, "an argument"))
+    if isinstance(x, np.ndarray) and x.dtype == object and any(
+            isinstance(e, (float, complex, np.inexact))
+            or (isinstance(e, np.ndarray) and e.dtype.kind in "fc") for e in x.flat):
+        raise UnsupportedArrayError(
+            "an argument is an array of dtype object holding numbers: mutad differentiates "
+            "float arrays only, and would give it no gradient. Convert it: x.astype(float).")
+
+
+def unsupported_array(x, what):
+    """What to say about ``what``, an ndarray subclass ``x``, and what to pass instead."""
+    if isinstance(x, np.ma.MaskedArray):
+        instead = ("x.filled(0.0) or x.compressed(), applying the mask inside the function "
+                   "(np.where(mask, 0.0, x)) if it matters there")
+    elif isinstance(x, np.matrix):
+        instead = "np.asarray(x), writing matrix products with @"
+    else:
+        instead = "np.asarray(x)"
+    return (f"{what} is a {type(x).__module__}.{type(x).__qualname__}, a subclass of "
+            "ndarray, whose operations may mean something else than a plain ndarray's, which "
+            f"is what mutad differentiates. Pass {instead} instead.")

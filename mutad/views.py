@@ -8,6 +8,8 @@ Every question takes a plain array or a differentiated one (traced, dual), whose
 of the plain array it wraps, at any depth of nesting.
 """
 
+import functools
+
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
@@ -45,11 +47,17 @@ def address(a):
 
 
 def owner(a):
-    """The ndarray at the root of ``a``'s ``.base`` chain: the array that owns its memory."""
+    """The ndarray at the root of ``a``'s ``.base`` chain: the array that owns its memory.
+    ``as_strided`` (and ``sliding_window_view``, built on it) puts an object that is not an
+    array in the chain, holding the array it views as its own ``base``."""
     a = memory(a)
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
+    while True:
+        base = a.base
+        if not isinstance(base, np.ndarray):
+            base = getattr(base, "base", None)
+            if not isinstance(base, np.ndarray):
+                return a
+        a = base
 
 
 def views(y, x):
@@ -68,6 +76,35 @@ def same_region(a, b):
         a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
         and address(a) == address(b)
     )
+
+
+def overlaps_itself(a):
+    """Whether two elements of ``a`` may share bytes: a broadcast (stride 0) or a sliding
+    window view. A shadow of such a view cannot be added into directly, nor written through."""
+    a = memory(a)
+    return self_overlapping(a.shape, a.strides, a.dtype.itemsize)
+
+
+@functools.lru_cache(maxsize=4096)
+def self_overlapping(shape, strides, itemsize):
+    """``overlaps_itself`` from a layout. Sufficient test, so True may be conservative: taken
+    by increasing stride, each axis must step past all the bytes the axes before it span."""
+    reach = itemsize
+    for stride, n in sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1):
+        if stride < reach:
+            return True
+        reach += (n - 1) * stride
+    return False
+
+
+def element_indices(shape, strides, offset, itemsize):
+    """The index of each element of a view into the one-dimensional array of its memory
+    (``offset`` bytes from its start), as an array of the view's shape."""
+    index = np.full(shape, offset // itemsize, dtype=np.intp)
+    for axis, (n, stride) in enumerate(zip(shape, strides)):
+        step = np.arange(n, dtype=np.intp) * (stride // itemsize)
+        index += step.reshape((n,) + (1,) * (len(shape) - axis - 1))
+    return index
 
 
 def spans(a, base):

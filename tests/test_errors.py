@@ -294,6 +294,8 @@ BUILT_INS = {
     errors.PolicyError: ValueError,
     errors.ArgnumsError: ValueError,
     errors.ConstantModifiedError: ValueError,
+    errors.ReadOnlyError: ValueError,
+    errors.UnsupportedArrayError: TypeError,
     errors.NotPositiveDefiniteError: ValueError,
     errors.UnsupportedFunctionError: NotImplementedError,
     errors.UnsupportedOperationError: NotImplementedError,

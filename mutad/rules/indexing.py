@@ -31,8 +31,9 @@ import numpy as np
 
 from ..errors import MutadError, UnsupportedOperationError
 from ..registry import definplace, deflinear, defjvp
-from ..tracing import (Traced, active, apply_ufunc, carries, freeze, fresh, innermost, keep,
-                       locate, plain, unbroadcast, untraced_write, view_of)
+from ..shadows import overlapping
+from ..tracing import (Traced, active, apply_ufunc, carries, check_destination, freeze, fresh,
+                       innermost, keep, locate, plain, unbroadcast, untraced_write, view_of)
 from ..views import address, byte_span, may_overlap, memory, same_region, views, wrapped
 from . import nesting
 from .linalg import rule_for
@@ -375,6 +376,7 @@ def _unbuffered(ufunc, sign):
         call = f"np.{ufunc.__name__}.at"
         if not _require_traced_target(call, a, b):
             return ufunc.at(a, plain(indices), plain(b))
+        check_destination(a, call)
         tape = a.tape
         key = plain(indices)
         values = b.value if type(b) is Traced and b.tape is tape else b
@@ -644,7 +646,7 @@ def getitem(x, key):
         dy = shadows.pop(buffer)
         if dy is None:
             return
-        if may_repeat:
+        if may_repeat or overlapping(source):
             shadows.add_at(source, key, dy)  # repeated indices each add their share
         else:
             region = shadows.of(source, like=dy)
@@ -660,6 +662,7 @@ def setitem(x, key, value):
     own assignment where the value overlaps its target or an index repeats."""
     tape = active(x.tape)
     _require_traced_target("x[key] = value", x, value)
+    check_destination(x, "x[key] = value")
     key = plain(key)
     region = x.value[key]
     if views(region, x.value) or getattr(region, "ndim", 0) == 0:

@@ -24,4 +24,9 @@ nondifferentiable(
     np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift,
     # shape queries
     np.shape, np.ndim, np.size, np.result_type, np.can_cast, np.min_scalar_type,
+    # memory queries, and indices of an array's diagonal and triangles
+    np.shares_memory, np.may_share_memory, np.diag_indices_from, np.tril_indices_from,
+    np.triu_indices_from,
+    # the imaginary part of a real array: read-only zeros, as NumPy gives
+    np.imag,
 )

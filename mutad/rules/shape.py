@@ -14,9 +14,10 @@ constants contributing zero tangents (``deflinear``).
 import math
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
-from ..errors import UnsupportedOperationError
-from ..registry import defjvp, deflinear, defrule
+from ..errors import UnsupportedOperationError, UntracedWriteError
+from ..registry import defjvp, definplace, deflinear, defrule
 from ..tracing import unbroadcast
 from ..views import wrapped
 from .reductions import Template, defunary, defunary_jvp, linear_jvp
@@ -127,12 +128,14 @@ linear(np.roll,        lambda dy, a, shift, axis=None: np.roll(dy, np.negative(s
 linear(np.broadcast_to, lambda dy, array, shape, subok=False: unbroadcast(dy, array.shape))
 linear(np.tile,        tile_cotangent)
 linear(np.repeat,      repeat_cotangent)
+linear(np.resize,      lambda dy, a, new_shape: gather_cotangent(dy, a, lambda s: np.resize(s, new_shape)))
 linear(np.delete,      lambda dy, arr, obj, axis=None: gather_cotangent(dy, arr, lambda s: np.delete(s, obj, axis)))
 linear(np.triu,        lambda dy, m, k=0: np.triu(dy, k))
 linear(np.tril,        lambda dy, m, k=0: np.tril(dy, k))
 linear(np.diagonal,    lambda dy, a, offset=0, axis1=0, axis2=1: place_diagonal(dy, a.shape, offset, axis1, axis2))
 linear(np.diag,        lambda dy, v, k=0: np.diagonal(dy, k) if v.ndim == 1 else place_diagonal(dy, v.shape, k))
 linear(np.real,        lambda dy, val: dy)
+linear(sliding_window_view, lambda dy, x, window_shape, axis=None, **kw: gather_cotangent(dy, x, lambda s: sliding_window_view(s, window_shape, axis)))
 # fmt: on
 
 
@@ -147,6 +150,17 @@ def ravel(a, order="C"):
 
 # Order "K" (memory order) and "A" read the tangent as the argument is laid out: the same.
 linear_jvp(np.ravel)
+
+
+@definplace(np.fill_diagonal)
+def fill_diagonal(a, val, wrap=False):
+    """NumPy's own code, which writes through ``a.flat``: a traced array's flat writes."""
+    if not wrapped(a):
+        raise UntracedWriteError(
+            "np.fill_diagonal: a traced value was written into an array mutad is not tracing, "
+            "so its gradient would be lost. Create the destination from a traced value: "
+            "np.zeros_like(x) or np.empty(n, like=x).")
+    np.fill_diagonal.__wrapped__(a, val, wrap)
 
 GATHER_PAD_MODES = ("constant", "empty", "edge", "reflect", "symmetric", "wrap")
 
@@ -349,14 +363,14 @@ def _itself(x):
 
 @defrule(np.broadcast_arrays)
 def broadcast_arrays(*args, subok=False):
-    """An argument already of the common shape comes back as a view of itself, as NumPy returns
-    the argument itself (an array an outer differentiation traces, under nested reverse mode,
-    comes back as itself, which the core also reads as a view); the others are read-only
-    broadcasts, which the core copies."""
-    shape = np.broadcast_shapes(*(np.shape(x) for x in args))
-    ys = tuple(_itself(x) if (isinstance(x, np.ndarray) or wrapped(x)) and x.shape == shape
-               else np.broadcast_to(x, shape) for x in args)
+    """NumPy's views: an argument it returns as itself comes back as a view of itself (an
+    array an outer differentiation traces, under nested reverse mode, comes back as itself,
+    which the core also reads as a view); the others are broadcasts, writeable as NumPy makes
+    them, whose shadows the core accumulates element by element of memory."""
     shapes = [np.shape(x) for x in args]
+    shape = np.broadcast_shapes(*shapes)
+    ys = tuple(_itself(x) if (isinstance(x, np.ndarray) or wrapped(x)) and x.shape == shape
+               else y for x, y in zip(args, np.broadcast_arrays(*args, subok=subok), strict=True))
 
     def back(dys):
         return tuple(None if dy is None else unbroadcast(dy, shape)
