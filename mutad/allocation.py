@@ -18,7 +18,11 @@ intercept its factory functions:
   and functions with integer results (``np.argmin((a, b))``) take the plain values of traced
   scalars inside lists and tuples;
 * methods listed in ``registry.METHODS`` are routed to their rules when traced arrays are among
-  their arguments (``scipy.stats.norm.logpdf``).
+  their arguments (``scipy.stats.norm.logpdf``);
+* functions listed in ``registry.ROUTES`` (``scipy.linalg.solve``) are replaced by their
+  stand-ins wherever user code reaches them: names bound to them in user modules, and the
+  attributes of the library's public modules (``scipy.linalg.solve``, not
+  ``scipy.linalg._basic.solve``, which SciPy's internals call).
 
 The bindings are swapped in when the first differentiation starts (in any thread) and swapped
 back when the last one ends, on return or exception, so code outside a differentiation runs
@@ -38,7 +42,7 @@ import types
 
 import numpy as np
 
-from .registry import METHODS, RULE_MODULES
+from .registry import METHODS, ROUTES, RULE_MODULES
 from .shadows import Buffer
 from .tape import Tape
 from .tracing import ACTIVE, Traced
@@ -260,15 +264,21 @@ class _Mode:
         self.sites = {}  # (id(namespace), name) -> (namespace, name, original, replacement)
         self.methods = {}  # (cls, name) -> (whether cls defined it, its own attribute)
         self.modules = 0
+        self.routes = {}  # id(original) -> (original, stand-in), from registry.ROUTES
 
     # finding the bindings ----------------------------------------------------------------
 
-    def _scan(self, namespace):
+    def _scan(self, namespace, internal=False):
+        """Note the bindings of ``namespace`` to swap: of a user module, those to NumPy, its
+        factories and routed functions; of a library's public module, those to routed
+        functions alone."""
         for name, value in list(namespace.items()):
-            if value is np:
+            if value is np and not internal:
                 replacement = self.numpy
             else:
-                pair = _BY_ORIGINAL.get(id(value))
+                pair = self.routes.get(id(value))
+                if pair is None and not internal:
+                    pair = _BY_ORIGINAL.get(id(value))
                 if pair is None or pair[0] is not value:
                     continue
                 replacement = pair[1]
@@ -278,15 +288,22 @@ class _Mode:
         """Find the bindings in modules imported since the last scan, and in ``f``'s module
         if it gained names (a script binding ``from numpy import zeros`` after its first
         differentiation)."""
+        if len(ROUTES) != len(self.routes):  # a rule module was loaded: look everywhere again
+            self.routes = {id(f): (f, stand_in) for f, stand_in in ROUTES.items()}
+            self.scanned.clear()
+            self.modules = 0
         if len(sys.modules) != self.modules:
             for name, module in list(sys.modules.items()):
                 if name in self.scanned or not isinstance(module, types.ModuleType):
                     continue
                 namespace = getattr(module, "__dict__", None)
-                internal = name.partition(".")[0] in INTERNAL
                 self.scanned[name] = len(namespace) if namespace is not None else 0
-                if namespace is not None and not internal:
+                if namespace is None:
+                    continue
+                if name.partition(".")[0] not in INTERNAL:
                     self._scan(namespace)
+                elif not any(part.startswith("_") for part in name.split(".")):
+                    self._scan(namespace, internal=True)  # scipy.linalg, not its _basic
             self.modules = len(sys.modules)
         namespace = getattr(f, "__globals__", None)
         name = namespace.get("__name__") if namespace is not None else None

@@ -28,6 +28,10 @@ else about them. Rules live in ``mutad/rules/``, one module per family.
   method runs as it is. For methods of library objects user code calls by their own names
   (``scipy.stats.norm.logpdf(x, mu, sigma)``), which NumPy's protocols never reach. The rule
   computes with calls that dispatch, as a ``JVPS`` rule does. See ``allocation``.
+* ``ROUTES[function] = stand_in``: a library function user code calls by its own name
+  (``scipy.linalg.solve``, however it was imported), and the function that stands in for it
+  while a differentiation runs: an ``adjoint`` of it, which runs the original on plain arrays
+  and its rule on traced ones. See ``allocation``.
 * ``RULE_MODULES[library] = module``: the rule module to import when a differentiation starts
   and ``library`` has been imported, so that its rows are registered when a user uses it
   (``{"scipy.special": "mutad.scipy.special"}``).
@@ -42,6 +46,7 @@ INPLACE = {}
 NONDIFF = set()
 JVPS = {}
 METHODS = {}
+ROUTES = {}
 RULE_MODULES = {
     "scipy.special": "mutad.scipy.special",
     "scipy.linalg": "mutad.scipy.linalg",

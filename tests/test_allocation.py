@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 from numpy import empty, zeros
+from scipy.linalg import expm as matrix_exponential  # a SciPy function under a name of ours
 
 import kalman_style  # imported before mutad: its NumPy names are bound long before
 
@@ -409,3 +410,35 @@ def test_a_rule_module_is_imported_when_its_library_is_in_use(tmp_path, monkeypa
         assert sys.modules["fake_library_rules"].LOADED
     finally:
         sys.modules.pop("fake_library_rules", None)
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_scipy_functions_are_differentiated_by_scipy_names(policy):
+    A = np.array([[3.0, 1.0], [0.5, 2.0]])
+    b = np.array([1.0, 2.0])
+    before = A.tobytes(), b.tobytes()
+
+    def f(A, b):
+        x = scipy.linalg.solve(A, b)  # the public module's attribute
+        return (x * x).sum() + matrix_exponential(0.1 * A).sum()  # a name bound on import
+
+    mutad.check_grads(f, A, b, policy=policy)
+    assert (A.tobytes(), b.tobytes()) == before
+
+
+def test_routed_functions_are_scipys_own_outside_a_differentiation_and_inside_scipy():
+    import scipy.linalg._basic as basic
+
+    seen = []
+
+    def f(x):
+        seen.append((scipy.linalg.solve, basic.solve, matrix_exponential))
+        return x.sum()
+
+    original = scipy.linalg.solve
+    mutad.gradient(f, np.ones(2))
+    routed, internal, by_name = seen[0]
+    assert routed is not original and routed is registry.ROUTES[original]
+    assert internal is original  # SciPy's internals keep SciPy's function
+    assert by_name is registry.ROUTES[scipy.linalg.expm]
+    assert scipy.linalg.solve is original and matrix_exponential is scipy.linalg.expm

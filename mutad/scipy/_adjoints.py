@@ -4,7 +4,7 @@ import functools
 import inspect
 
 from .. import forward, tracing
-from ..registry import Adjoint
+from ..registry import ROUTES, Adjoint
 
 
 class ScipyAdjoint(Adjoint):
@@ -47,5 +47,8 @@ class ScipyAdjoint(Adjoint):
 
 
 def scipy_adjoint(fn):
-    """Wrap the SciPy function ``fn`` for a rule attached with ``@wrapped.rule``."""
-    return ScipyAdjoint(fn)
+    """Wrap the SciPy function ``fn`` for a rule attached with ``@wrapped.rule``; the wrapper
+    stands in for ``fn`` while a differentiation runs (``registry.ROUTES``), so that user code
+    calling ``scipy.linalg.solve`` by SciPy's name is differentiated."""
+    wrapper = ROUTES[fn] = ScipyAdjoint(fn)
+    return wrapper
