@@ -28,7 +28,7 @@ from .errors import (
     UnsupportedOperationError,
     UntracedWriteError,
 )
-from .registry import FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS
+from .registry import FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS, NoClosedForm
 from .tape import LEVELS
 from . import allocation, tracing
 from .tracing import ArrayMethods, function_name, out_position
@@ -185,6 +185,9 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
             return ufunc(*primals, **kwargs)
         return _write_constant(ufunc, primals, out, kwargs, level)
     traced = [i for i, t in enumerate(tangents) if t is not None and rule.partials[i] is not None]
+    for i in traced:
+        if type(rule.partials[i]) is NoClosedForm:
+            raise rule.partials[i].error(ufunc)
     if out is not None:
         return _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level)
     y = _as_array(ufunc(*primals, **kwargs))

@@ -58,6 +58,31 @@ class ONE:
     """Marks a partial derivative that is exactly 1, so the cotangent passes through untouched."""
 
 
+class NoClosedForm:
+    """The partial derivative of an elementwise ufunc with respect to an input for which mutad
+    has no formula (the order of a Bessel function, the parameters of an incomplete gamma or
+    beta function). Differentiating with respect to that input raises, in the forward pass,
+    rather than giving a wrong number; with the input held constant the other partials work."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what):
+        self.what = what
+
+    def error(self, ufunc):
+        from .errors import UnsupportedOperationError
+        from .tracing import function_name
+
+        name = "this function" if ufunc is None else function_name(ufunc)
+        return UnsupportedOperationError(
+            f"{name}: mutad has no derivative with respect to {self.what}, and that argument "
+            "depends on the differentiated arguments. Pass it as a constant (a number, or an "
+            "array not computed from the arguments).")
+
+    def __call__(self, y, *xs):
+        raise self.error(None)
+
+
 def always(*values):
     return True
 

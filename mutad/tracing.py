@@ -53,7 +53,7 @@ from .errors import (
     UnsupportedOperationError,
     UntracedWriteError,
 )
-from .registry import FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule
+from .registry import FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule, NoClosedForm
 from .shadows import Buffer, Place, overlapping, whole
 from .tape import Tape
 from .trees import unsupported_array
@@ -79,6 +79,9 @@ def function_name(func):
     if isinstance(func, np.ufunc):
         if getattr(np, func.__name__, None) is func:
             return f"np.{func.__name__}"
+        special = sys.modules.get("scipy.special")
+        if getattr(special, func.__name__, None) is func:
+            return f"scipy.special.{func.__name__}"
         return f"the ufunc {func.__name__}"
     module = getattr(func, "__module__", None) or "numpy"
     name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
@@ -577,12 +580,15 @@ def times(d, p, out=None):
     return out
 
 
-def _differentiable(rule, pattern, count):
+def _differentiable(ufunc, rule, pattern, count):
     """The positions of the inputs that get a gradient, and of those their partials read:
     worked out once per rule and ``pattern`` of traced inputs (bit i: input i is traced)."""
     plan = rule.plans.get(pattern)
     if plan is None:
         traced = [i for i in range(count) if pattern >> i & 1 and rule.partials[i] is not None]
+        for i in traced:
+            if type(rule.partials[i]) is NoClosedForm:
+                raise rule.partials[i].error(ufunc)
         read = {j for i in traced for j in rule.reads[i]}
         plan = rule.plans[pattern] = (traced, None if len(read) == count else read)
     return plan
@@ -627,7 +633,7 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
         return _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs)
     active(tape)
     yt = fresh(ufunc(*values, **kwargs), tape)
-    traced, reads = _differentiable(rule, pattern, len(inputs))
+    traced, reads = _differentiable(ufunc, rule, pattern, len(inputs))
     if not traced:
         return yt
     y = yt.value if "y" in rule.uses else None
@@ -775,7 +781,7 @@ def check_destination(target, what):
 
 
 def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
-    traced, reads = _differentiable(rule, pattern, len(inputs))
+    traced, reads = _differentiable(ufunc, rule, pattern, len(inputs))
     if type(out) is not Traced or out.tape is not tape:
         if traced:
             raise untraced_write(f"np.{ufunc.__name__}(..., out=...)")

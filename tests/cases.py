@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 import numpy as np
+import scipy.special as special
 
 from strategies import (
     Domain,
@@ -34,11 +35,18 @@ from strategies import (
 @dataclass(frozen=True)
 class UfuncCase:
     """A ufunc with the domain of each input; ``alias`` is the domain of a buffer that feeds
-    every operand at once (``a *= a``), for binary ufuncs whose operands' domains differ."""
+    every operand at once (``a *= a``), for binary ufuncs whose operands' domains differ.
+
+    ``settings`` are ``(position, value)`` pairs of inputs held constant (a Bessel function's
+    order, an incomplete beta function's parameters): the case is then the function of the
+    other inputs, whose domains ``domains`` lists, and ``function`` calls the ufunc with the
+    settings in their places."""
 
     ufunc: np.ufunc
     domains: tuple
     alias: Domain = None
+    settings: tuple = ()
+    label: str = ""  # tells apart two rows of one ufunc with different domains
 
     @property
     def arity(self):
@@ -50,7 +58,22 @@ class UfuncCase:
 
     @property
     def id(self):
-        return self.name
+        return (self.name + "".join(f"-{value!r}" for _, value in self.settings)
+                + (f"-{self.label}" if self.label else ""))
+
+    @property
+    def function(self):
+        if not self.settings:
+            return self.ufunc
+        ufunc, settings = self.ufunc, dict(self.settings)
+
+        def with_settings(*inputs, **kwargs):
+            inputs = iter(inputs)
+            return ufunc(*(settings[i] if i in settings else next(inputs)
+                           for i in range(ufunc.nin)), **kwargs)
+
+        with_settings.__name__ = self.id
+        return with_settings
 
     @property
     def alias_domain(self):
@@ -105,6 +128,67 @@ UFUNC_CASES = [
     UfuncCase(np.arctan2,     (nonzero, nonzero)),     # branch cut along y == 0, x < 0
     UfuncCase(np.logaddexp,   (real, real)),
     UfuncCase(np.logaddexp2,  (real, real)),
+    UfuncCase(np.radians,     (real,)),
+    UfuncCase(np.degrees,     (real,)),
+]
+
+# scipy.special: x > 0 away from the poles and zeros where finite differences would misjudge
+unit_interior = Domain("unit_interior", 0.1, 0.9)
+above_half = Domain("above_half", 0.6, 3.0)
+bessel_argument = Domain("bessel_argument", 0.5, 3.0)
+exponent = Domain("exponent", -1.5, 1.5)
+probability = Domain("probability", 0.05, 0.95)
+negative_non_integer = Domain("negative_non_integer", -2.8, -2.2)
+
+UFUNC_CASES += [
+    UfuncCase(special.gamma,     (above_half,)),
+    UfuncCase(special.gamma,     (negative_non_integer,), label="negative"),
+    UfuncCase(special.rgamma,    (above_half,)),
+    UfuncCase(special.gammaln,   (positive,)),
+    UfuncCase(special.gammaln,   (negative_non_integer,), label="negative"),
+    UfuncCase(special.loggamma,  (positive,)),
+    UfuncCase(special.psi,       (above_half,)),
+    UfuncCase(special.beta,      (above_half, above_half)),
+    UfuncCase(special.betaln,    (positive, positive)),
+    UfuncCase(special.betainc,   (unit_interior,), settings=((0, 2.5), (1, 1.5))),
+    UfuncCase(special.betaincc,  (unit_interior,), settings=((0, 0.7), (1, 3.0))),
+    UfuncCase(special.gammainc,  (positive,),      settings=((0, 1.7),)),
+    UfuncCase(special.gammaincc, (positive,),      settings=((0, 2.5),)),
+    UfuncCase(special.stdtr,     (real,),          settings=((0, 3.5),)),
+    UfuncCase(special.erf,       (real,)),
+    UfuncCase(special.erfc,      (real,)),
+    UfuncCase(special.erfinv,    (open_unit_interval,)),
+    UfuncCase(special.erfcinv,   (Domain("erfc_range", 0.1, 1.9),)),
+    UfuncCase(special.ndtr,      (real,)),
+    UfuncCase(special.ndtri,     (probability,)),
+    UfuncCase(special.log_ndtr,  (real,)),
+    UfuncCase(special.expit,     (real,)),
+    UfuncCase(special.log_expit, (real,)),
+    UfuncCase(special.logit,     (probability,)),
+    UfuncCase(special.xlogy,     (real, positive),      alias=positive),
+    UfuncCase(special.xlog1py,   (real, above_half),    alias=positive),
+    UfuncCase(special.entr,      (positive,)),
+    UfuncCase(special.rel_entr,  (positive, positive)),
+    UfuncCase(special.j0,        (real,)),
+    UfuncCase(special.j1,        (real,)),
+    UfuncCase(special.jv,        (bessel_argument,),    settings=((0, 1.5),)),
+    UfuncCase(special.jv,        (real,),               settings=((0, 2.0),)),
+    UfuncCase(special.y0,        (bessel_argument,)),
+    UfuncCase(special.y1,        (bessel_argument,)),
+    UfuncCase(special.yn,        (bessel_argument,),    settings=((0, 2),)),
+    UfuncCase(special.yv,        (bessel_argument,),    settings=((0, 0.7),)),
+    UfuncCase(special.i0,        (real,)),
+    UfuncCase(special.i1,        (real,)),
+    UfuncCase(special.iv,        (bessel_argument,),    settings=((0, 1.3),)),
+    UfuncCase(special.i0e,       (nonzero,)),           # kink of e^-|x| at 0
+    UfuncCase(special.i1e,       (nonzero,)),
+    UfuncCase(special.ive,       (bessel_argument,),    settings=((0, 2.5),)),
+    UfuncCase(special.k0,        (bessel_argument,)),
+    UfuncCase(special.k1,        (bessel_argument,)),
+    UfuncCase(special.kv,        (bessel_argument,),    settings=((0, 0.4),)),
+    UfuncCase(special.k0e,       (bessel_argument,)),
+    UfuncCase(special.k1e,       (bessel_argument,)),
+    UfuncCase(special.kve,       (bessel_argument,),    settings=((0, 1.5),)),
 ]
 # fmt: on
 
@@ -494,6 +578,22 @@ def _(ufunc):
         a = update(ufunc, a, b)
         return a
     return f
+
+
+ROW_SCENARIOS = {"out_of_place", "in_place", "in_place_first", "in_place_second",
+                 "slice_assignment", "broadcast_outer", "python_float", "self_operands",
+                 "self_in_place"}
+"""The scenarios that exercise a row itself (its partials out of place and in place, broadcast
+and with aliased operands): those the rows of ``scipy.special`` run. The others exercise the
+core's paths, which the rows of NumPy's ufuncs cover."""
+
+
+def scenarios_for(case):
+    """The scenarios ``case`` runs."""
+    scenarios = UNARY_SCENARIOS if case.arity == 1 else BINARY_SCENARIOS
+    if getattr(np, case.name, None) is case.ufunc:
+        return scenarios
+    return [scenario for scenario in scenarios if scenario.name in ROW_SCENARIOS]
 
 
 def sample_arguments(case, scenario, rng):

@@ -79,15 +79,18 @@ FIR = constant(np.array([1.0]))
 
 # fmt: off
 SPECIAL_CASES = [
-    Case("gammaln",              special.gammaln,   arguments(uniform(0.2, 5.0, 6))),
-    Case("gammaln_negative",     special.gammaln,   arguments(uniform(-2.8, -2.2, 4))),
-    Case("digamma",              special.digamma,   arguments(uniform(0.2, 5.0, 6))),
-    Case("erf",                  special.erf,       arguments(normal(2, 3))),
-    Case("erfc",                 special.erfc,      arguments(normal(5))),
-    Case("expit",                special.expit,     arguments(normal(5, scale=3.0))),
-    Case("logit",                special.logit,     arguments(uniform(0.05, 0.95, 5))),
-    Case("xlogy",                special.xlogy,     arguments(uniform(0.1, 3.0, 4), uniform(0.1, 3.0, 4))),
-    Case("xlogy_broadcast",      special.xlogy,     arguments(normal(3, 1), uniform(0.1, 3.0, 4))),
+    # The ufuncs of scipy.special are rows of tests/cases.py's UFUNC_CASES; these are the
+    # functions SciPy writes in Python.
+    Case("polygamma",            special.polygamma, arguments(constant(1), uniform(0.5, 3.0, 5))),
+    Case("polygamma_orders",     special.polygamma, arguments(constant(np.array([0, 1, 2])),
+                                                              uniform(0.5, 3.0, 3))),
+    Case("multigammaln",         special.multigammaln, arguments(uniform(2.0, 5.0, 4), constant(3))),
+    Case("multigammaln_scalar",  special.multigammaln, arguments(uniform(1.0, 3.0), constant(2))),
+    Case("softmax",              special.softmax,   arguments(normal(3, 4))),
+    Case("softmax_axis",         special.softmax,   arguments(normal(3, 4), constant(1))),
+    Case("softmax_axes",         special.softmax,   arguments(normal(2, 3, 4), constant((0, 2)))),
+    Case("log_softmax",          special.log_softmax, arguments(normal(5))),
+    Case("log_softmax_axis",     special.log_softmax, arguments(normal(3, 4), constant(0))),
     Case("logsumexp",            special.logsumexp, arguments(normal(3, 4))),
     Case("logsumexp_axis",       special.logsumexp, arguments(normal(3, 4), constant(1))),
     Case("logsumexp_axes_kept",  special.logsumexp, arguments(normal(2, 3, 4), constant((0, 2)),
@@ -257,7 +260,8 @@ def test_hvp_with_writable_pivots(rng):
 
 
 def test_the_wrappers_are_scipys_functions():
-    assert special.gammaln.fn is scipy.special.gammaln
+    assert special.gammaln is scipy.special.gammaln  # a ufunc with a row: SciPy's own
+    assert special.logsumexp.fn is scipy.special.logsumexp
     assert signal.lfilter.fn is scipy.signal.lfilter
     assert linalg.expm.fn is scipy.linalg.expm
     assert special.logsumexp.__doc__ == scipy.special.logsumexp.__doc__
@@ -429,7 +433,56 @@ from decisions import check_decision_kept, then_disturbed  # noqa: E402
     (lambda x: special.xlogy(x, np.where(x == 0, 0.0, 0.5)), False),
     (lambda x: special.xlogy(np.where(x == 0, 0.0, 0.5), x), False),
     (lambda x: special.logsumexp(x), True),
-], ids=["xlogy-x-at-0", "xlogy-y-at-0", "logsumexp"])
+    (lambda x: special.xlog1py(x, np.where(x == 0, -1.0, 0.5)), False),
+    (lambda x: special.rel_entr(x, np.where(x == 0, 0.0, 0.5)), False),
+    (lambda x: special.rgamma(x - np.where(x == 0, 0.0, 0.5)), False),
+    (lambda x: special.i0e(x), False),
+    (lambda x: special.ive(0.0, x), False),
+], ids=["xlogy-x-at-0", "xlogy-y-at-0", "logsumexp", "xlog1py-at-0", "rel_entr-at-0",
+        "rgamma-at-a-pole", "i0e-at-0", "ive-at-0"])
 def test_special_decisions_survive_restoration_by_inversion(operation, differentiable):
     x = np.array([0.0, 0.7, 0.2, 0.0, 0.4])
     check_decision_kept(then_disturbed(operation), x, differentiable=differentiable)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.special ufuncs by SciPy's own names (their rows are cases of tests/cases.py)
+
+
+@pytest.mark.parametrize("program", [
+    lambda v, x: scipy.special.jv(v, x),
+    lambda v, x: scipy.special.kve(v, x, out=x),
+    lambda a, x: scipy.special.gammainc(a, x),
+    lambda a, x: scipy.special.betainc(a, 2.0, x),
+], ids=["jv", "kve_in_place", "gammainc", "betainc"])
+def test_an_argument_without_a_derivative_is_refused_when_traced(program, rng):
+    order, x = rng.uniform(0.5, 2.0, 3), rng.uniform(0.2, 0.8, 3)
+    before = (order.tobytes(), x.tobytes())
+    with pytest.raises(mutad.MutadError, match="constant"):
+        mutad.gradient(lambda v, x: program(v, x).sum(), order, x)
+    with pytest.raises(mutad.MutadError, match="constant"):
+        mutad.jvp(program, (order, x.copy()), (np.ones(3), np.zeros(3)))
+    assert (order.tobytes(), x.tobytes()) == before
+    # held constant, the same call differentiates in its other argument
+    mutad.check_grads(lambda x: program(order, x), x)
+    mutad.check_jvp(lambda x: program(order, x), x)
+
+
+def test_reciprocal_gamma_has_its_derivative_at_the_poles_of_gamma():
+    x = np.array([0.0, -1.0, -2.0, -3.0])
+    grad, = mutad.gradient(lambda x: scipy.special.rgamma(x).sum(), x)
+    assert np.array_equal(grad, [1.0, -1.0, 2.0, -6.0])  # (-1)^n n!
+
+
+def test_special_ufuncs_write_in_place_by_their_own_names(rng):
+    def f(x, v):
+        z = np.zeros_like(x)
+        scipy.special.expit(x, out=z)
+        z *= scipy.special.gammaln(v)
+        scipy.special.log_ndtr(z[1:], out=z[:-1])
+        return z
+
+    x, v = rng.standard_normal(5), rng.uniform(0.5, 3.0, 5)
+    for policy in POLICIES:
+        mutad.check_grads(f, x, v, policy=policy, order=2)
+    mutad.check_jvp(f, x, v)

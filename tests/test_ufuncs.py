@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import mutad
-from cases import BINARY_SCENARIOS, UFUNC_CASES, UNARY_SCENARIOS, case_id, curved, sample_arguments
+from cases import UFUNC_CASES, case_id, curved, sample_arguments, scenarios_for
 from mutad.registry import UFUNCS
 
 POLICIES = ("restore", "checkpoint")
@@ -15,17 +15,16 @@ KNOWN_CORE_BUGS = {}
 
 def _case_scenario_pairs():
     for case in UFUNC_CASES:
-        scenarios = UNARY_SCENARIOS if case.arity == 1 else BINARY_SCENARIOS
-        for scenario in scenarios:
+        for scenario in scenarios_for(case):
             bug = KNOWN_CORE_BUGS.get((case.name, scenario.name))
-            yield pytest.param(case, scenario, id=f"{case.name}-{scenario.name}",
+            yield pytest.param(case, scenario, id=f"{case.id}-{scenario.name}",
                                marks=() if bug is None else bug)
 
 
 def _cases_for(scenario_name):
     for case in UFUNC_CASES:
         bug = KNOWN_CORE_BUGS.get((case.name, scenario_name))
-        yield pytest.param(case, id=case.name, marks=() if bug is None else bug)
+        yield pytest.param(case, id=case.id, marks=() if bug is None else bug)
 
 
 def test_every_differentiable_ufunc_has_a_case():
@@ -36,7 +35,7 @@ def test_every_differentiable_ufunc_has_a_case():
 @pytest.mark.parametrize(("case", "scenario"), list(_case_scenario_pairs()))
 def test_ufunc_gradient(case, scenario, policy, rng):
     arguments = sample_arguments(case, scenario, rng)
-    mutad.check_grads(scenario.make(case.ufunc), *arguments, policy=policy)
+    mutad.check_grads(scenario.make(case.function), *arguments, policy=policy)
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -44,7 +43,13 @@ def test_ufunc_gradient(case, scenario, policy, rng):
 def test_ufunc_second_derivatives(case, scenario, policy, rng):
     # Every row's partials, inverses and checkpoints run on arrays an outer gradient traces.
     arguments = sample_arguments(case, scenario, rng)
-    mutad.check_grads(curved(scenario.make(case.ufunc)), *arguments, policy=policy, order=2)
+    mutad.check_grads(curved(scenario.make(case.function)), *arguments, policy=policy, order=2)
+
+
+@pytest.mark.parametrize(("case", "scenario"), list(_case_scenario_pairs()))
+def test_ufunc_jvp(case, scenario, rng):
+    arguments = sample_arguments(case, scenario, rng)
+    mutad.check_jvp(scenario.make(case.function), *arguments)
 
 
 def _with_non_finite_values(x):
@@ -126,17 +131,17 @@ def _in_place_sum(ufunc):
 @pytest.mark.parametrize("case", UFUNC_CASES, ids=case_id)
 def test_float32_arguments_give_float32_gradients(case, program, rng):
     arguments = [domain.sample(rng, (3, 4)).astype(np.float32) for domain in case.domains]
-    gradients = mutad.gradient(program(case.ufunc), *arguments)
+    gradients = mutad.gradient(program(case.function), *arguments)
     for argument, grad in zip(arguments, gradients, strict=True):
         assert grad.dtype == np.float32
         assert grad.shape == argument.shape
-    mutad.check_grads(program(case.ufunc), *arguments)
+    mutad.check_grads(program(case.function), *arguments)
 
 
 @pytest.mark.parametrize("case", list(_cases_for("python_float")))
 def test_python_float_arguments_give_float_gradients(case, rng):
     arguments = [float(domain.sample(rng, ())) for domain in case.domains]
-    gradients = mutad.gradient(lambda *xs: case.ufunc(*xs), *arguments)
+    gradients = mutad.gradient(lambda *xs: case.function(*xs), *arguments)
     assert [type(grad) for grad in gradients] == [float] * case.arity
 
 

@@ -152,6 +152,8 @@ elementwise(np.arccosh,    lambda y, x: 1.0 / np.sqrt(x * x - 1.0))
 elementwise(np.arctanh,    lambda y, x: 1.0 / (1.0 - x * x))
 elementwise(np.deg2rad,    lambda y, x: np.pi / 180.0,                    reads=((),))
 elementwise(np.rad2deg,    lambda y, x: 180.0 / np.pi,                    reads=((),))
+elementwise(np.radians,     lambda y, x: np.pi / 180.0,                    reads=((),))
+elementwise(np.degrees,     lambda y, x: 180.0 / np.pi,                    reads=((),))
 
 elementwise(np.add,        ONE, ONE,                                      reads=((), ()),
             inverse=(lambda t, o: np.subtract(t, o[0], out=t),

@@ -1,74 +1,218 @@
-"""``scipy.special`` functions mutad differentiates: import them from here instead of SciPy.
+"""``scipy.special`` by its own names.
 
->>> import numpy as np, mutad
->>> from mutad.scipy import special
->>> mutad.gradient(lambda x: special.gammaln(x).sum(), np.array([1.0, 2.0]))[0].round(4)
+SciPy's special functions are ufuncs, and mutad differentiates them as it does NumPy's: each is
+one row of partial derivatives here, so ``scipy.special.expit(x)`` works on traced arrays as
+written, in place (``out=``) too, in reverse and forward mode and to any order.
+
+>>> import numpy as np, mutad, scipy.special
+>>> mutad.gradient(lambda x: scipy.special.gammaln(x).sum(), np.array([1.0, 2.0]))[0].round(4)
 array([-0.5772,  0.4228])
 
-Called with plain arrays each function is SciPy's own; called with traced arrays it runs its rule.
-Each has a forward rule too (``@f.jvp_rule``). Forward rules, reverse rules and their pullbacks
-all compute with these wrappers and NumPy, never with SciPy directly, so that an enclosing
-differentiation can differentiate them again: a reverse pass over forward mode (``mutad.hvp``)
-or over reverse mode (a gradient of a function that calls ``mutad.gradient``).
+The functions SciPy writes in Python (``polygamma``, ``multigammaln``, ``logsumexp``,
+``softmax``, ``log_softmax``) convert their arguments with ``np.asarray``; import them from here
+instead (``from mutad.scipy.special import logsumexp``). Called with plain arrays each is SciPy's
+own; called with traced arrays it runs its rule. ``ROUTES`` maps SciPy's functions to these.
+
+Every partial derivative computes with ufuncs that have rows and with these wrappers, never
+with SciPy's Python functions directly, so that an enclosing differentiation can differentiate
+it again (``mutad.hvp``, a gradient of a gradient). Where a derivative has no closed form (a
+Bessel function's order, an incomplete gamma or beta function's parameters) the row says so
+(``NoClosedForm``): differentiating with respect to that argument raises a ``MutadError``.
 """
 
 import math
 
 import numpy as np
 import scipy.special as _special
+# The ufuncs are SciPy's own objects: importing them from here or from SciPy is the same.
+from scipy.special import (
+    beta, betainc, betaincc, betaln, digamma, entr, erf, erfc, erfcinv, erfinv, expit, gamma,
+    gammainc, gammaincc, gammaln, i0, i0e, i1, i1e, iv, ive, j0, j1, jv, k0, k0e, k1, k1e, kv,
+    kve, log_expit, log_ndtr, loggamma, logit, ndtr, ndtri, psi, rel_entr, rgamma, stdtr, xlog1py,
+    xlogy, y0, y1, yn, yv,
+)
 
-from ..registry import adjoint
+from ..registry import NoClosedForm, adjoint, elementwise
+from ..rules.ufuncs import as_float, sign_of
 from ..tracing import unbroadcast
 from ._adjoints import scipy_adjoint
 
-gammaln = adjoint(_special.gammaln)
-digamma = adjoint(_special.digamma)
 polygamma = adjoint(_special.polygamma)
-erf = adjoint(_special.erf)
-erfc = adjoint(_special.erfc)
-expit = adjoint(_special.expit)
-logit = adjoint(_special.logit)
-xlogy = adjoint(_special.xlogy)
+multigammaln = scipy_adjoint(_special.multigammaln)
 logsumexp = scipy_adjoint(_special.logsumexp)
+softmax = scipy_adjoint(_special.softmax)
+log_softmax = scipy_adjoint(_special.log_softmax)
 
-__all__ = ["digamma", "erf", "erfc", "expit", "gammaln", "logit", "logsumexp", "polygamma",
-           "xlogy"]
+__all__ = ["beta", "betainc", "betaincc", "betaln", "digamma", "entr", "erf", "erfc", "erfcinv",
+           "erfinv", "expit", "gamma", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1",
+           "i1e", "iv", "ive", "j0", "j1", "jv", "k0", "k0e", "k1", "k1e", "kv", "kve",
+           "log_expit", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
+           "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "rel_entr", "rgamma", "softmax",
+           "stdtr", "xlog1py", "xlogy", "y0", "y1", "yn", "yv"]
 
+ROUTES = {_special.polygamma: polygamma, _special.multigammaln: multigammaln,
+          _special.logsumexp: logsumexp, _special.softmax: softmax,
+          _special.log_softmax: log_softmax}
+"""SciPy's special functions written in Python -> the wrappers that differentiate them."""
 
-def _elementwise(function, derivative):
-    """Attach the rule of a unary elementwise ``function`` whose derivative at ``x`` is
-    ``derivative(x, y)``, ``y`` being the function's value there."""
-
-    @function.rule
-    def rule(x):
-        y = function(x)  # SciPy's own on plain x; under nested reverse mode x is traced
-
-        def back(dy):
-            return (dy * derivative(x, y),)
-
-        return y, back
-
-    @function.jvp_rule
-    def jvp(tangents, x):
-        y = function(x)
-        return y, tangents[0] * derivative(x, y)
+_SQRT_PI = math.sqrt(math.pi)
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+def trigamma(x):
+    return polygamma(1, x)
+
+
+def _poles(x):
+    """Where x is a pole of Γ (0, -1, -2, ...; None if nowhere), decided when rgamma runs."""
+    at_pole = (x <= 0) & (x == np.floor(x))
+    return at_pole if np.any(at_pole) else None
+
+
+def _rgamma_derivative(y, x, at_pole):
+    """d/dx 1/Γ(x) = -ψ(x)/Γ(x); at the poles of Γ (x = -n), where 1/Γ is 0 and ψ infinite, its
+    limit (-1)^n n!."""
+    if at_pole is None:
+        return -y * psi(x)
+    n = np.where(at_pole, np.round(-x), 0.0)  # x may come back within rounding of -n
+    regular = -y * psi(np.where(at_pole, 0.5, x))
+    return np.where(at_pole, np.where(n % 2 == 0, 1.0, -1.0) * gamma(n + 1.0), regular)
+
+
+# Where x log w and x log(1 + w) are SciPy's 0 (x = 0), and where w is at the log's pole as
+# well: decided when the ufunc runs, one byte per element (0: neither, 1: x = 0, 2: both).
+def _xlogy_zeros(x, w):
+    return np.add(x == 0, (x == 0) & (w == 0), dtype=np.uint8)
+
+
+def _xlog1py_zeros(x, w):
+    return np.add(x == 0, (x == 0) & (w == -1), dtype=np.uint8)
+
+
+def _xlogy_dx(y, x, w, zeros):
+    """d/dx x log w. SciPy's x log w is 0 wherever x = 0, even at w = 0; there, where x log w
+    is -inf for every other x, the derivative is taken as 0 so a zero entry gives no nan. The
+    masked entries read safe values, so that differentiating this again gives no nan either."""
+    both_zero = zeros == 2
+    return np.where(both_zero, 0.0, np.log(np.where(both_zero, 1.0, w)))
+
+
+def _xlogy_dw(y, x, w, zeros):
+    """d/dw x log w = x / w, taken as its limit 0 where x = 0 (SciPy's x log w is 0 there)."""
+    x_zero = zeros > 0
+    return np.where(x_zero, 0.0, x / np.where(x_zero, 1.0, w))
+
+
+def _xlog1py_dx(y, x, w, zeros):
+    both_zero = zeros == 2
+    return np.where(both_zero, 0.0, np.log1p(np.where(both_zero, 0.0, w)))
+
+
+def _xlog1py_dw(y, x, w, zeros):
+    x_zero = zeros > 0
+    return np.where(x_zero, 0.0, x / (1.0 + np.where(x_zero, 0.0, w)))
+
+
+def _rel_entr_dx(y, x, w, zeros):
+    """d/dx x log(x / w) = log(x / w) + 1: -inf as x reaches 0 (decided, not re-derived from a
+    restored x, which may come back as a tiny number), and 0 where w is 0 too (as xlogy)."""
+    x_zero = zeros > 0
+    safe = np.log(np.where(x_zero, 1.0, x) / np.where(x_zero, 1.0, w)) + 1.0
+    return np.where(zeros == 2, 0.0, np.where(x_zero, -np.inf, safe))
+
+
+def _rel_entr_dw(y, x, w, zeros):
+    return -_xlogy_dw(y, x, w, zeros)
+
+
+def _scaled(partial):
+    """The partial of a Bessel function scaled by e^-|x| from the unscaled one's recurrence:
+    minus sign(x) y, the sign decided when the function runs (at 0 it is 0)."""
+    return lambda y, *xs: partial(y, *xs[:-1]) - as_float(xs[-1]) * y
+
+
+def _incomplete_beta_density(y, a, b, x):
+    """d/dx I_x(a, b) = x^(a-1) (1-x)^(b-1) / B(a, b)."""
+    return np.exp(xlogy(a - 1.0, x) + xlog1py(b - 1.0, -x) - betaln(a, b))
+
+
+def _incomplete_gamma_density(y, a, x):
+    """d/dx P(a, x) = x^(a-1) e^(-x) / Γ(a)."""
+    return np.exp(xlogy(a - 1.0, x) - x - gammaln(a))
+
+
+def _student_t_density(y, df, t):
+    """d/dt of Student's t distribution function: its density."""
+    return np.exp(gammaln(0.5 * (df + 1.0)) - gammaln(0.5 * df) - 0.5 * np.log(df * np.pi)
+                  - 0.5 * (df + 1.0) * np.log1p(t * t / df))
+
+
+def _negated(partial):
+    return lambda *args: -partial(*args)
+
+
+def _sign_of_x(v, x):
+    return sign_of(x)
+
+
+ORDER = NoClosedForm("the order v")
+PARAMETER_A = NoClosedForm("the parameter a")
+PARAMETER_B = NoClosedForm("the parameter b")
+DEGREES_OF_FREEDOM = NoClosedForm("the degrees of freedom df")
 
 # fmt: off
-# The derivatives call the wrappers, so that a reverse pass over a forward rule (hvp) can
-# differentiate them.
-for _function, _derivative in [
-    # function  d y / d x, from (x, y)
-    (gammaln,   lambda x, y: digamma(x)),                    # d log|Γ(x)| = ψ(x) dx, also for x < 0
-    (digamma,   lambda x, y: polygamma(1, x)),               # ψ' is the trigamma function
-    (erf,       lambda x, y: _TWO_OVER_SQRT_PI * np.exp(-x * x)),
-    (erfc,      lambda x, y: -_TWO_OVER_SQRT_PI * np.exp(-x * x)),
-    (expit,     lambda x, y: y * (1.0 - y)),
-    (logit,     lambda x, y: 1.0 / (x * (1.0 - x))),
-]:
-    _elementwise(_function, _derivative)
+# One line per ufunc: the partial derivative of each input, from (y, *inputs). Recurrences for
+# the Bessel functions: C'_v = (C_{v-1} - C_{v+1}) / 2 for J and Y, (I_{v-1} + I_{v+1}) / 2,
+# -(K_{v-1} + K_{v+1}) / 2; the exponentially scaled ones (ive = iv e^-|x|, kve = kv e^x) add
+# the derivative of the scaling. Integer orders (yn) are piecewise constant: no gradient.
+elementwise(gamma,     lambda y, x: y * psi(x),                                      uses="xy")
+elementwise(rgamma,    _rgamma_derivative,                               uses="xy", decide=_poles)
+elementwise(gammaln,   lambda y, x: psi(x))
+elementwise(loggamma,  lambda y, x: psi(x))
+elementwise(psi,       lambda y, x: trigamma(x))
+elementwise(beta,      lambda y, a, b: y * (psi(a) - psi(a + b)),
+                       lambda y, a, b: y * (psi(b) - psi(a + b)),                    uses="xy")
+elementwise(betaln,    lambda y, a, b: psi(a) - psi(a + b), lambda y, a, b: psi(b) - psi(a + b))
+elementwise(betainc,   PARAMETER_A, PARAMETER_B, _incomplete_beta_density)
+elementwise(betaincc,  PARAMETER_A, PARAMETER_B, _negated(_incomplete_beta_density))
+elementwise(gammainc,  PARAMETER_A, _incomplete_gamma_density)
+elementwise(gammaincc, PARAMETER_A, _negated(_incomplete_gamma_density))
+elementwise(stdtr,     DEGREES_OF_FREEDOM, _student_t_density)
+elementwise(erf,       lambda y, x: (2.0 / _SQRT_PI) * np.exp(-x * x))
+elementwise(erfc,      lambda y, x: (-2.0 / _SQRT_PI) * np.exp(-x * x))
+elementwise(erfinv,    lambda y, x: (0.5 * _SQRT_PI) * np.exp(y * y),                uses="y")
+elementwise(erfcinv,   lambda y, x: (-0.5 * _SQRT_PI) * np.exp(y * y),               uses="y")
+elementwise(ndtr,      lambda y, x: np.exp(-0.5 * x * x) / _SQRT_2PI)
+elementwise(ndtri,     lambda y, x: _SQRT_2PI * np.exp(0.5 * y * y),                 uses="y")
+elementwise(log_ndtr,  lambda y, x: np.exp(-0.5 * x * x - y) / _SQRT_2PI,           uses="xy")
+elementwise(expit,     lambda y, x: y * (1.0 - y),                                   uses="y")
+elementwise(log_expit, lambda y, x: expit(-x))
+elementwise(logit,     lambda y, x: 1.0 / (x * (1.0 - x)))
+elementwise(xlogy,     _xlogy_dx, _xlogy_dw,                                     decide=_xlogy_zeros)
+elementwise(xlog1py,   _xlog1py_dx, _xlog1py_dw,                                 decide=_xlog1py_zeros)
+elementwise(entr,      lambda y, x: -(np.log(x) + 1.0))
+elementwise(rel_entr,  _rel_entr_dx, _rel_entr_dw,                               decide=_xlogy_zeros)
+elementwise(j0,        lambda y, x: -j1(x))
+elementwise(j1,        lambda y, x: 0.5 * (j0(x) - jv(2.0, x)))
+elementwise(jv,        ORDER, lambda y, v, x: 0.5 * (jv(v - 1.0, x) - jv(v + 1.0, x)))
+elementwise(y0,        lambda y, x: -y1(x))
+elementwise(y1,        lambda y, x: 0.5 * (y0(x) - yn(2, x)))
+elementwise(yn,        None, lambda y, n, x: 0.5 * (yn(n - 1, x) - yn(n + 1, x)))
+elementwise(yv,        ORDER, lambda y, v, x: 0.5 * (yv(v - 1.0, x) - yv(v + 1.0, x)))
+elementwise(i0,        lambda y, x: i1(x))
+elementwise(i1,        lambda y, x: 0.5 * (i0(x) + iv(2.0, x)))
+elementwise(iv,        ORDER, lambda y, v, x: 0.5 * (iv(v - 1.0, x) + iv(v + 1.0, x)))
+elementwise(i0e,       _scaled(lambda y, x: i1e(x)),                      uses="xy", decide=sign_of)
+elementwise(i1e,       _scaled(lambda y, x: 0.5 * (i0e(x) + ive(2.0, x))), uses="xy", decide=sign_of)
+elementwise(ive,       ORDER, _scaled(lambda y, v, x: 0.5 * (ive(v - 1.0, x) + ive(v + 1.0, x))),
+                                                                  uses="xy", decide=_sign_of_x)
+elementwise(k0,        lambda y, x: -k1(x))
+elementwise(k1,        lambda y, x: -0.5 * (k0(x) + kv(2.0, x)))
+elementwise(kv,        ORDER, lambda y, v, x: -0.5 * (kv(v - 1.0, x) + kv(v + 1.0, x)))
+elementwise(k0e,       lambda y, x: y - k1e(x),                                      uses="xy")
+elementwise(k1e,       lambda y, x: y - 0.5 * (k0e(x) + kve(2.0, x)),                uses="xy")
+elementwise(kve,       ORDER, lambda y, v, x: y - 0.5 * (kve(v - 1.0, x) + kve(v + 1.0, x)),
+                                                                                     uses="xy")
 # fmt: on
 
 
@@ -81,47 +225,6 @@ def _polygamma_rule(n, x):
 @polygamma.jvp_rule
 def _polygamma_jvp(tangents, n, x):
     return polygamma(n, x), tangents[1] * polygamma(n + 1, x)
-
-
-def _xlogy_zeros(x, y):
-    """Where x is 0, and where both are: the branches of ``_xlogy_partials``, taken when z is
-    computed (a pullback may see x and y restored up to rounding, where a 0 may not survive)."""
-    x_zero = x == 0
-    return x_zero, x_zero & (y == 0)
-
-
-def _xlogy_partials(x, y, zeros):
-    """The partial derivatives of z = x log y. z = 0 wherever x = 0 (SciPy's convention, even
-    at y = 0). There the y-derivative x / y is taken as its limit 0, and at x = y = 0, where
-    x log y is -inf for every x != 0, the x-derivative as 0 too, so a zero entry does not turn
-    the gradient into nan. The masked entries are computed from safe values (1 for y), so that
-    differentiating these partials again (hvp) gives no nan either."""
-    x_zero, both_zero = zeros
-    with np.errstate(divide="ignore"):
-        dz_dx = np.where(both_zero, 0.0, np.log(np.where(both_zero, 1.0, y)))
-        dz_dy = np.where(x_zero, 0.0, x / np.where(x_zero, 1.0, y))
-    return dz_dx, dz_dy
-
-
-@xlogy.rule
-def _xlogy_rule(x, y):
-    # SciPy names the arguments x and y, so the output is z here.
-    z = xlogy(x, y)
-    zeros = _xlogy_zeros(x, y)
-
-    def back(dz):
-        dz_dx, dz_dy = _xlogy_partials(x, y, zeros)
-        return unbroadcast(dz * dz_dx, np.shape(x)), unbroadcast(dz * dz_dy, np.shape(y))
-
-    return z, back
-
-
-@xlogy.jvp_rule
-def _xlogy_jvp(tangents, x, y):
-    z = xlogy(x, y)
-    partials = _xlogy_partials(x, y, _xlogy_zeros(x, y))
-    terms = [t * partial for t, partial in zip(tangents, partials, strict=True) if t is not None]
-    return z, np.broadcast_to(sum(terms), np.shape(z))
 
 
 def _reduced_axes(a, axis, b):
@@ -198,3 +301,53 @@ def _logsumexp_jvp(tangents, a, axis=None, b=None, keepdims=False, return_sign=F
     terms = [t * partial for t, partial in zip((da, db), partials) if t is not None]
     dy = np.sum(sum(terms), axis=axes, keepdims=keepdims)
     return result, (dy, None) if return_sign else dy
+
+
+def _multigammaln_derivative(a, d):
+    """d/da log Γ_d(a) = Σ_{j<d} ψ(a - j/2)."""
+    return sum(psi(a - 0.5 * j) for j in range(int(d)))
+
+
+@multigammaln.rule
+def _multigammaln_rule(a, d):
+    y = multigammaln(a, d)
+    return y, lambda dy: (dy * _multigammaln_derivative(a, d), None)
+
+
+@multigammaln.jvp_rule
+def _multigammaln_jvp(tangents, a, d):
+    return multigammaln(a, d), tangents[0] * _multigammaln_derivative(a, d)
+
+
+@softmax.rule
+def _softmax_rule(x, axis=None):
+    y = softmax(x, axis)
+
+    def back(dy):
+        return (y * (dy - np.sum(dy * y, axis=axis, keepdims=True)),)
+
+    return y, back
+
+
+@softmax.jvp_rule
+def _softmax_jvp(tangents, x, axis=None):
+    y = softmax(x, axis)
+    dx = tangents[0]
+    return y, y * (dx - np.sum(dx * y, axis=axis, keepdims=True))
+
+
+@log_softmax.rule
+def _log_softmax_rule(x, axis=None):
+    y = log_softmax(x, axis)
+
+    def back(dy):
+        return (dy - np.exp(y) * np.sum(dy, axis=axis, keepdims=True),)
+
+    return y, back
+
+
+@log_softmax.jvp_rule
+def _log_softmax_jvp(tangents, x, axis=None):
+    y = log_softmax(x, axis)
+    dx = tangents[0]
+    return y, dx - np.sum(np.exp(y) * dx, axis=axis, keepdims=True)
