@@ -10,6 +10,9 @@ Each function is SciPy's own when called with plain arrays, and runs its rule wh
 traced ones inside a differentiated function.
 """
 
-from . import linalg, signal, special
+from . import linalg, signal, special, stats
 
-__all__ = ["linalg", "signal", "special"]
+__all__ = ["linalg", "signal", "special", "stats"]
+
+ROUTES = {**special.ROUTES, **linalg.ROUTES}
+"""SciPy's module functions -> the mutad.scipy functions a differentiation routes them to."""

@@ -142,9 +142,13 @@ def _incomplete_gamma_density(y, a, x):
 
 
 def _student_t_density(y, df, t):
-    """d/dt of Student's t distribution function: its density."""
-    return np.exp(gammaln(0.5 * (df + 1.0)) - gammaln(0.5 * df) - 0.5 * np.log(df * np.pi)
-                  - 0.5 * (df + 1.0) * np.log1p(t * t / df))
+    """d/dt of Student's t distribution function: its density (the normal's for df = inf)."""
+    finite = np.isfinite(df)
+    df = np.where(finite, df, 1.0)
+    return np.where(finite, np.exp(gammaln(0.5 * (df + 1.0)) - gammaln(0.5 * df)
+                                   - 0.5 * np.log(df * np.pi)
+                                   - 0.5 * (df + 1.0) * np.log1p(t * t / df)),
+                    np.exp(-0.5 * t * t) / _SQRT_2PI)
 
 
 def _negated(partial):

@@ -1,0 +1,413 @@
+"""``scipy.stats`` distributions mutad differentiates, with every parameter traced.
+
+>>> import numpy as np, mutad
+>>> from mutad.scipy import stats
+>>> def loss(mu, sigma):
+...     return -stats.norm.logpdf(np.array([0.5, 1.5]), mu, sigma).sum()
+>>> [float(g) for g in mutad.gradient(loss, 1.0, 2.0)]
+[0.0, 0.875]
+
+Each distribution is used as SciPy's is: ``stats.norm.logpdf(x, loc, scale)``, or frozen,
+``stats.norm(loc, scale).logpdf(x)``. Called with plain arguments a method is SciPy's own;
+called with traced arguments (or forward-mode duals) it is a composition of functions mutad
+differentiates (ufuncs, ``scipy.special`` rows, ``np.where``), so reverse and forward mode and
+every order come from their rules. The compositions follow SciPy's conventions: ``nan`` for
+invalid parameters (``scale <= 0``, a shape parameter out of range), the values outside the
+support (a density 0, a log-density ``-inf``, a distribution function 0 or 1), with no
+gradient there; their parameters are substituted by valid ones before the formula is evaluated,
+so that neither the value nor the gradient of the valid entries meets a ``nan``.
+
+``METHODS`` (``mutad.registry``) gets one rule per method of SciPy's distribution classes and of
+their frozen classes, so that a differentiation can route ``scipy.stats.norm.logpdf(x, mu,
+sigma)``, called by SciPy's names, here.
+"""
+
+import math
+
+import numpy as np
+import scipy.stats as _stats
+from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen
+from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen,
+                                       multivariate_normal_frozen, multivariate_normal_gen)
+
+from .. import forward, tracing
+from ..errors import UnsupportedOperationError
+from ..registry import METHODS
+from . import linalg
+from .special import (betainc, betaincc, betaln, gammainc, gammaincc, gammaln, log_expit,
+                      log_ndtr, ndtr, stdtr, xlog1py, xlogy)
+
+__all__ = ["beta", "cauchy", "chi2", "dirichlet", "expon", "gamma", "laplace", "logistic",
+           "multivariate_normal", "norm", "poisson", "t"]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+_LOG_PI = math.log(math.pi)
+_LOG_2 = math.log(2.0)
+
+
+def is_traced(args, kwargs):
+    """Whether a differentiation (reverse or forward) follows any of these arguments."""
+    return tracing.is_traced_call(args, kwargs) or forward.innermost(args, kwargs) is not None
+
+
+def _log(x):
+    with np.errstate(divide="ignore"):
+        return np.log(x)
+
+
+# ----------------------------------------------------------------------------------------------
+# Univariate distributions: the standardised functions of z = (x - loc) / scale and the shapes
+
+
+class Univariate:
+    """One of SciPy's univariate distributions (``scipy``: its generator, ``scipy.stats.norm``).
+
+    ``functions`` maps a method (``"logpdf"``, ``"cdf"``, ...) to its standardised form
+    ``f(z, *shapes)``; ``valid(*shapes)`` says which shape parameters are in range (SciPy's
+    ``_argcheck``); ``safe`` are valid stand-ins for the shapes and for ``z`` where an entry is
+    out of range or outside the support; ``support`` is ``(low, high)`` of ``z``.
+    """
+
+    discrete = False
+
+    def __init__(self, scipy, functions, valid=None, safe=(), support=(-np.inf, np.inf),
+                 inside=0.0):
+        self.scipy = scipy
+        self.functions = functions
+        self.valid = valid
+        self.safe = safe
+        self.support = support
+        self.inside = inside
+        for name in self.methods():
+            setattr(self, name, self._method(name))
+
+    def methods(self):
+        names = ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf")
+        return tuple(n.replace("pdf", "pmf") for n in names) if self.discrete else names
+
+    def _method(self, name):
+        def method(*args, **kwargs):
+            if not is_traced(args, kwargs):
+                return getattr(self.scipy, name)(*args, **kwargs)
+            return self.evaluate(name, *args, **kwargs)
+
+        method.__name__ = name
+        method.__qualname__ = f"{self.scipy.name}.{name}"
+        method.__doc__ = f"``scipy.stats.{self.scipy.name}.{name}``, differentiable."
+        return method
+
+    def __call__(self, *args, **kwargs):
+        """The frozen distribution: ``norm(loc, scale).logpdf(x)``."""
+        return Frozen(self, args, kwargs)
+
+    def _parse(self, x, args, kwargs):
+        shapes, loc, scale = self.scipy._parse_args(*args, **kwargs)
+        return x, shapes, loc, scale
+
+    def evaluate(self, name, x, *args, **kwargs):
+        """Method ``name`` as a composition, SciPy's conventions included."""
+        x, shapes, loc, scale = self._parse(x, args, kwargs)
+        valid = (scale > 0) & (True if self.valid is None else self.valid(*shapes))
+        z = (x - loc) / np.where(valid, scale, 1.0)
+        low, high = self.support
+        valid = valid & ~np.isnan(z)
+        if self.discrete:
+            integral = np.floor(z)  # no gradient in k: the distribution is piecewise constant
+            if name in ("pmf", "logpmf"):
+                inside = valid & (z == integral) & (z >= low) & (z <= high)
+            else:
+                inside = valid & (z >= low) & (z < high)
+            z = integral
+        elif name in ("pdf", "logpdf"):
+            inside = valid & (z >= low) & (z <= high)
+        else:
+            inside = valid & (z > low) & (z < high)
+        shapes = [np.where(valid, s, safe) for s, safe in zip(shapes, self.safe, strict=True)]
+        z = np.where(inside, z, self.inside)
+        base = name[3:] if name.startswith("log") else name
+        density = base in ("pdf", "pmf")
+        logged = name.startswith("log")
+        if density:
+            value = self.functions["logpdf"](z, *shapes)
+            if not self.discrete:
+                value = value - _log(np.where(valid, scale, 1.0))
+            if not logged:
+                value = np.exp(value)
+        else:
+            value = self.functions[name if name in self.functions else base](z, *shapes)
+            if logged and name not in self.functions:
+                value = _log(value)
+        outside = self._outside(name, x, loc, np.where(valid, scale, 1.0), low, high)
+        result = np.where(inside, value, np.where(valid, outside, np.nan))
+        return result[()] if np.ndim(result) == 0 else result
+
+    def _outside(self, name, x, loc, scale, low, high):
+        """The constant value of method ``name`` outside the support."""
+        zero, one = (-np.inf, 0.0) if name.startswith("log") else (0.0, 1.0)
+        if name.endswith(("pdf", "pmf")):
+            return zero
+        z = (x - loc) / scale  # compared only: plain results
+        above = z >= high if not self.discrete else z >= high
+        if name.endswith("cdf"):
+            return np.where(above, one, zero)
+        return np.where(above, zero, one)  # sf
+
+
+class Discrete(Univariate):
+    discrete = True
+
+    def _parse(self, x, args, kwargs):
+        shapes, loc, _ = self.scipy._parse_args(*args, **kwargs)
+        return x, shapes, loc, 1.0
+
+
+class Frozen:
+    """A distribution with its parameters fixed, as ``scipy.stats.norm(loc, scale)``."""
+
+    def __init__(self, distribution, args, kwargs):
+        self.distribution = distribution
+        self.args = args
+        self.kwds = kwargs
+
+    def __getattr__(self, name):
+        method = getattr(self.distribution, name)
+        return lambda x, *args, **kwargs: method(x, *self.args, *args, **self.kwds, **kwargs)
+
+
+def _student_t_logpdf(z, df):
+    finite = np.isfinite(df)
+    df = np.where(finite, df, 1.0)
+    t = (gammaln(0.5 * (df + 1.0)) - gammaln(0.5 * df) - 0.5 * (_LOG_PI + np.log(df))
+         - 0.5 * (df + 1.0) * np.log1p(z * z / df))
+    return np.where(finite, t, -0.5 * z * z - 0.5 * _LOG_2PI)
+
+
+def _laplace_tail(z):
+    return 0.5 * np.exp(-np.abs(z))
+
+
+# fmt: off
+norm = Univariate(_stats.norm, {
+    "logpdf": lambda z: -0.5 * z * z - 0.5 * _LOG_2PI,
+    "cdf":    lambda z: ndtr(z),
+    "logcdf": lambda z: log_ndtr(z),
+    "sf":     lambda z: ndtr(-z),
+    "logsf":  lambda z: log_ndtr(-z),
+})
+t = Univariate(_stats.t, {
+    "logpdf": _student_t_logpdf,
+    "cdf":    lambda z, df: stdtr(df, z),
+    "sf":     lambda z, df: stdtr(df, -z),
+}, valid=lambda df: df > 0, safe=(1.0,))
+gamma = Univariate(_stats.gamma, {
+    "logpdf": lambda z, a: xlogy(a - 1.0, z) - z - gammaln(a),
+    "cdf":    lambda z, a: gammainc(a, z),
+    "sf":     lambda z, a: gammaincc(a, z),
+}, valid=lambda a: a > 0, safe=(1.0,), support=(0.0, np.inf), inside=1.0)
+chi2 = Univariate(_stats.chi2, {
+    "logpdf": lambda z, df: (xlogy(0.5 * df - 1.0, z) - 0.5 * z - gammaln(0.5 * df)
+                             - 0.5 * df * _LOG_2),
+    "cdf":    lambda z, df: gammainc(0.5 * df, 0.5 * z),
+    "sf":     lambda z, df: gammaincc(0.5 * df, 0.5 * z),
+}, valid=lambda df: df > 0, safe=(1.0,), support=(0.0, np.inf), inside=1.0)
+beta = Univariate(_stats.beta, {
+    "logpdf": lambda z, a, b: xlog1py(b - 1.0, -z) + xlogy(a - 1.0, z) - betaln(a, b),
+    "cdf":    lambda z, a, b: betainc(a, b, z),
+    "sf":     lambda z, a, b: betaincc(a, b, z),
+}, valid=lambda a, b: (a > 0) & (b > 0), safe=(1.0, 1.0), support=(0.0, 1.0), inside=0.5)
+expon = Univariate(_stats.expon, {
+    "logpdf": lambda z: -z,
+    "cdf":    lambda z: -np.expm1(-z),
+    "sf":     lambda z: np.exp(-z),
+    "logsf":  lambda z: -z,
+}, support=(0.0, np.inf), inside=1.0)
+laplace = Univariate(_stats.laplace, {
+    "logpdf": lambda z: -np.abs(z) - _LOG_2,
+    "cdf":    lambda z: np.where(z > 0, 1.0 - _laplace_tail(z), _laplace_tail(z)),
+    "sf":     lambda z: np.where(z > 0, _laplace_tail(z), 1.0 - _laplace_tail(z)),
+    "logcdf": lambda z: np.where(z > 0, np.log1p(-_laplace_tail(z)), z - _LOG_2),
+    "logsf":  lambda z: np.where(z > 0, -z - _LOG_2, np.log1p(-_laplace_tail(z))),
+})
+logistic = Univariate(_stats.logistic, {
+    "logpdf": lambda z: -np.abs(z) - 2.0 * np.log1p(np.exp(-np.abs(z))),
+    "cdf":    lambda z: np.exp(log_expit(z)),
+    "sf":     lambda z: np.exp(log_expit(-z)),
+    "logcdf": lambda z: log_expit(z),
+    "logsf":  lambda z: log_expit(-z),
+})
+cauchy = Univariate(_stats.cauchy, {
+    "logpdf": lambda z: -_LOG_PI - np.log1p(z * z),
+    "cdf":    lambda z: 0.5 + np.arctan(z) / np.pi,
+    "sf":     lambda z: 0.5 - np.arctan(z) / np.pi,
+})
+poisson = Discrete(_stats.poisson, {
+    "logpdf": lambda k, mu: xlogy(k, mu) - gammaln(k + 1.0) - mu,
+    "cdf":    lambda k, mu: gammaincc(k + 1.0, mu),
+    "sf":     lambda k, mu: gammainc(k + 1.0, mu),
+}, valid=lambda mu: mu >= 0, safe=(1.0,), support=(0.0, np.inf))
+# fmt: on
+
+UNIVARIATE = (norm, t, gamma, chi2, beta, expon, laplace, logistic, cauchy, poisson)
+
+
+# ----------------------------------------------------------------------------------------------
+# Multivariate distributions
+
+
+def _squeezed(y):
+    y = np.squeeze(y)
+    return y[()] if np.ndim(y) == 0 else y
+
+
+class MultivariateNormal:
+    """``scipy.stats.multivariate_normal``: ``logpdf`` and ``pdf`` through a Cholesky factor
+    of the covariance (which, as SciPy's, reads its lower triangle)."""
+
+    scipy = _stats.multivariate_normal
+
+    def __call__(self, mean=None, cov=1, allow_singular=False, seed=None):
+        return Frozen(self, (mean, cov, allow_singular), {})
+
+    def _parameters(self, x, mean, cov):
+        cov_ndim, mean_ndim = np.ndim(cov), 0 if mean is None else np.ndim(mean)
+        dim = np.shape(cov)[0] if cov_ndim else np.shape(mean)[0] if mean_ndim else 1
+        if cov_ndim == 0:
+            cov = cov * np.eye(dim)
+        elif cov_ndim == 1:
+            cov = np.diag(cov)
+        if mean is None:
+            mean = np.zeros(dim)
+        x = x if np.ndim(x) else x * np.ones(1)
+        if np.ndim(x) == 1:
+            x = x[:, None] if dim == 1 else x[None, :]
+        return x, mean, cov, dim
+
+    def logpdf(self, x, mean=None, cov=1, allow_singular=False):
+        if not is_traced((x, mean, cov), {}):
+            return self.scipy.logpdf(x, mean, cov, allow_singular)
+        x, mean, cov, dim = self._parameters(x, mean, cov)
+        try:
+            factor = np.linalg.cholesky(cov)
+        except np.linalg.LinAlgError:
+            if allow_singular:
+                raise UnsupportedOperationError(
+                    "multivariate_normal with a singular covariance that is differentiated: "
+                    "its density lives on a subspace whose derivative mutad does not "
+                    "compute. Regularise the covariance (cov + eps * np.eye(n)).") from None
+            raise
+        residual = x - mean
+        points = np.reshape(residual, (-1, dim))
+        z = linalg.solve_triangular(factor, np.transpose(points), lower=True)
+        mahalanobis = np.reshape(np.sum(z * z, axis=0), np.shape(residual)[:-1])
+        log_det = 2.0 * np.sum(np.log(np.diagonal(factor)))
+        return _squeezed(-0.5 * (dim * _LOG_2PI + log_det + mahalanobis))
+
+    def pdf(self, x, mean=None, cov=1, allow_singular=False):
+        if not is_traced((x, mean, cov), {}):
+            return self.scipy.pdf(x, mean, cov, allow_singular)
+        return np.exp(self.logpdf(x, mean, cov, allow_singular))
+
+    def cdf(self, x, mean=None, cov=1, *args, **kwargs):
+        if not is_traced((x, mean, cov, *args), kwargs):
+            return self.scipy.cdf(x, mean, cov, *args, **kwargs)
+        raise UnsupportedOperationError(
+            "multivariate_normal.cdf of differentiated arguments: SciPy integrates it "
+            "numerically, and mutad has no rule for that integral.")
+
+    logcdf = cdf
+
+
+class Dirichlet:
+    """``scipy.stats.dirichlet``: ``logpdf`` and ``pdf``, with SciPy's checks of ``alpha`` and
+    of ``x`` (components along the first axis, the last one optionally left out)."""
+
+    scipy = _stats.dirichlet
+
+    def __call__(self, alpha, seed=None):
+        return Frozen(self, (alpha,), {})
+
+    def logpdf(self, x, alpha):
+        if not is_traced((x, alpha), {}):
+            return self.scipy.logpdf(x, alpha)
+        if np.min(alpha) <= 0:
+            raise ValueError("All parameters must be greater than 0")
+        if np.ndim(alpha) != 1:
+            raise ValueError(f"Parameter vector 'a' must be one dimensional, but a.shape = "
+                             f"{np.shape(alpha)}.")
+        k = np.shape(alpha)[0]
+        if np.shape(x)[0] not in (k, k - 1):
+            raise ValueError("Vector 'x' must have either the same number of entries as, or "
+                             "one entry fewer than, parameter vector 'a'.")
+        if np.shape(x)[0] == k - 1:
+            x = np.concatenate([x, (1.0 - np.sum(x, axis=0))[None]], axis=0)
+        if np.min(x) < 0 or np.max(x) > 1:
+            raise ValueError("Each entry in 'x' must lie in [0, 1].")
+        a = np.reshape(alpha, (k,) + (1,) * (np.ndim(x) - 1))
+        if np.any((x == 0) & (a < 1)):
+            raise ValueError("Each entry in 'x' must be greater than zero if its alpha is "
+                             "less than one.")
+        if np.any(np.abs(np.sum(x, axis=0) - 1.0) > 10e-10):
+            raise ValueError("The input vector 'x' must lie within the normal simplex.")
+        log_b = np.sum(gammaln(alpha)) - gammaln(np.sum(alpha))
+        return _squeezed(np.sum(xlogy(a - 1.0, x), axis=0) - log_b)
+
+    def pdf(self, x, alpha):
+        if not is_traced((x, alpha), {}):
+            return self.scipy.pdf(x, alpha)
+        return np.exp(self.logpdf(x, alpha))
+
+
+multivariate_normal = MultivariateNormal()
+dirichlet = Dirichlet()
+
+
+# ----------------------------------------------------------------------------------------------
+# The rules a differentiation routes SciPy's methods to (registry.METHODS)
+
+
+def _generator_rule(distribution, name):
+    def rule(self, *args, **kwargs):
+        return getattr(distribution, name)(*args, **kwargs)
+
+    return rule
+
+
+def _frozen_rule(name):
+    """A method of SciPy's univariate frozen classes: the distribution's, with the frozen
+    parameters (``self.dist``, ``self.args``, ``self.kwds``)."""
+
+    def rule(self, x, *args, **kwargs):
+        distribution = BY_GENERATOR.get(type(self.dist))
+        if distribution is None:
+            raise UnsupportedOperationError(
+                f"scipy.stats.{self.dist.name}.{name}: mutad has no rule for this distribution; "
+                f"those it differentiates are {', '.join(__all__)}.")
+        return getattr(distribution, name)(x, *self.args, *args, **self.kwds, **kwargs)
+
+    return rule
+
+
+BY_GENERATOR = {type(d.scipy): d for d in UNIVARIATE}
+
+for _distribution in UNIVARIATE:
+    for _name in _distribution.methods():
+        METHODS[(type(_distribution.scipy), _name)] = _generator_rule(_distribution, _name)
+for _name in norm.methods():
+    METHODS[(rv_continuous_frozen, _name)] = _frozen_rule(_name)
+for _name in poisson.methods():
+    METHODS[(rv_discrete_frozen, _name)] = _frozen_rule(_name)
+
+for _generator, _frozen, _distribution, _names in (
+        (multivariate_normal_gen, multivariate_normal_frozen, multivariate_normal,
+         ("logpdf", "pdf", "cdf", "logcdf")),
+        (dirichlet_gen, dirichlet_frozen, dirichlet, ("logpdf", "pdf"))):
+    METHODS[(_generator, "__call__")] = _generator_rule(_distribution, "__call__")
+    for _name in _names:
+        METHODS[(_generator, _name)] = _generator_rule(_distribution, _name)
+METHODS[(multivariate_normal_frozen, "logpdf")] = (
+    lambda self, x: multivariate_normal.logpdf(x, self.mean, self.cov_object.covariance))
+METHODS[(multivariate_normal_frozen, "pdf")] = (
+    lambda self, x: multivariate_normal.pdf(x, self.mean, self.cov_object.covariance))
+METHODS[(dirichlet_frozen, "logpdf")] = lambda self, x: dirichlet.logpdf(x, self.alpha)
+METHODS[(dirichlet_frozen, "pdf")] = lambda self, x: dirichlet.pdf(x, self.alpha)
+del _distribution, _name, _generator, _frozen, _names

@@ -1,0 +1,216 @@
+"""mutad.scipy.stats: SciPy's distributions with every parameter traced.
+
+Values match SciPy's (its conventions at invalid parameters and outside the support included);
+gradients, forward mode and second derivatives are checked against finite differences; plain
+calls are SciPy's own; METHODS holds a rule for every method of SciPy's classes these cover.
+"""
+
+import numpy as np
+import pytest
+import scipy.stats
+from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen
+
+import mutad
+from mutad.registry import METHODS
+from mutad.scipy import stats
+
+POLICIES = ("restore", "checkpoint")
+RNG = np.random.default_rng(3)
+REAL = RNG.normal(size=5) * 2.0
+POSITIVE = np.abs(REAL) + 0.1
+UNIT = RNG.uniform(0.1, 0.9, 5)
+CONTINUOUS = ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf")
+DISCRETE = ("pmf", "logpmf", "cdf", "logcdf", "sf", "logsf")
+INTEGRALS = ("cdf", "logcdf", "sf", "logsf")
+
+# distribution, x, shape parameters, (loc, scale)
+UNIVARIATE = [
+    ("norm", REAL, (), (0.3, 1.7)),
+    ("t", REAL, (3.5,), (0.3, 1.7)),
+    ("gamma", POSITIVE, (2.5,), (0.0, 1.3)),
+    ("chi2", POSITIVE, (3.5,), ()),
+    ("beta", UNIT, (2.5, 1.5), ()),
+    ("expon", POSITIVE, (), (0.05, 1.5)),
+    ("laplace", REAL, (), (0.1, 1.5)),
+    ("logistic", REAL, (), (0.1, 1.5)),
+    ("cauchy", REAL, (), (0.1, 1.5)),
+]
+# The distribution functions of t, gamma, chi2 and beta are incomplete beta and gamma functions,
+# whose derivatives in their parameters have no closed form: those shapes are held constant.
+WITHOUT_SHAPE_DERIVATIVE = {"t", "gamma", "chi2", "beta"}
+
+
+def univariate_cases():
+    for name, x, shapes, loc_scale in UNIVARIATE:
+        for method in CONTINUOUS:
+            yield pytest.param(name, method, x, shapes, loc_scale, id=f"{name}.{method}")
+
+
+def program(name, method, shapes):
+    """The method as a function of its differentiated arguments, and which those are."""
+    function = getattr(getattr(stats, name), method)
+    if method in INTEGRALS and name in WITHOUT_SHAPE_DERIVATIVE:
+        return (lambda x, *loc_scale: function(x, *shapes, *loc_scale)), False
+    return function, True
+
+
+@pytest.mark.parametrize("name, method, x, shapes, loc_scale", list(univariate_cases()))
+def test_univariate(name, method, x, shapes, loc_scale):
+    function, with_shapes = program(name, method, shapes)
+    args = (x, *shapes, *loc_scale) if with_shapes else (x, *loc_scale)
+    y, _ = mutad.pullback(function, *args)
+    expected = getattr(getattr(scipy.stats, name), method)(x, *shapes, *loc_scale)
+    np.testing.assert_allclose(y, expected, rtol=1e-10)
+    for policy in POLICIES:
+        mutad.check_grads(function, *args, policy=policy)
+    mutad.check_grads(function, *args, order=2)
+    mutad.check_jvp(function, *args)
+
+
+@pytest.mark.parametrize("method", DISCRETE)
+def test_poisson(method):
+    k = np.array([0.0, 1.0, 2.0, 5.0, 3.0])
+    function = getattr(stats.poisson, method)
+    y, _ = mutad.pullback(lambda mu: function(k, mu), 2.3)
+    np.testing.assert_allclose(y, getattr(scipy.stats.poisson, method)(k, 2.3), rtol=1e-10)
+    for policy in POLICIES:
+        mutad.check_grads(lambda mu: function(k, mu), 2.3, policy=policy, order=2)
+    mutad.check_jvp(lambda mu: function(k, mu), 2.3)
+    dk, dmu = mutad.gradient(lambda k, mu: function(k, mu).sum(), k, 2.3)
+    assert not dk.any()  # a count is piecewise constant
+
+
+EDGES = [
+    ("norm", np.array([0.0, 1.0]), (0.0, -1.0)),             # scale <= 0: nan
+    ("norm", np.array([np.nan, 1.0]), (0.0, 1.0)),
+    ("expon", np.array([-1.0, 0.0, 2.0]), (0.0, 1.0)),       # below, at and inside the support
+    ("gamma", np.array([-1.0, 0.0, 2.0]), (1.0,)),
+    ("gamma", np.array([0.0, 2.0]), (-1.0,)),                # a shape out of range: nan
+    ("beta", np.array([-0.5, 0.0, 1.0, 1.5, 0.5]), (2.0, 3.0)),
+    ("t", np.array([0.5, 2.0]), (np.inf,)),                  # infinite df: the normal
+    ("chi2", np.array([-1.0, 0.0, 3.0]), (0.0,)),
+    ("poisson", np.array([-1.0, 0.0, 1.5, 2.0]), (0.0,)),    # mu = 0 and a non-integral k
+    ("poisson", np.array([-1.0, 0.0, 1.5, 2.0]), (1.5,)),
+]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("name, x, params", EDGES, ids=lambda v: v if type(v) is str else "")
+def test_values_outside_the_support_and_for_invalid_parameters_are_scipys(name, x, params):
+    methods = DISCRETE if name == "poisson" else CONTINUOUS
+    for method in methods:
+        function = getattr(getattr(stats, name), method)
+        before = x.tobytes()
+        y, back = mutad.pullback(lambda x: function(x, *params), x)
+        expected = getattr(getattr(scipy.stats, name), method)(x, *params)
+        np.testing.assert_allclose(y, expected, rtol=1e-10, equal_nan=True)
+        gradient, = back(np.ones_like(y))
+        # Not on a boundary of the support, where a density that vanishes there is exp(-inf)
+        # with an infinite log-derivative: its gradient is nan (issue 10, item 5's 0 * inf).
+        away = np.isfinite(y) & (x != 0) & (x != 1)
+        assert not np.isnan(gradient[away]).any()
+        assert x.tobytes() == before
+
+
+def test_gradients_vanish_outside_the_support():
+    x = np.array([-1.0, 0.5, 2.0])
+    dx, dloc = mutad.gradient(lambda x, loc: stats.expon.logpdf(x, loc).sum(), x, 0.0)
+    assert dx.tolist() == [0.0, -1.0, -1.0] and dloc == 2.0
+
+
+def test_plain_calls_are_scipys_own():
+    assert stats.norm.logpdf(0.3, 1.0, 2.0) == scipy.stats.norm.logpdf(0.3, 1.0, 2.0)
+    assert np.array_equal(stats.beta(2.0, 3.0).cdf(UNIT), scipy.stats.beta(2.0, 3.0).cdf(UNIT))
+    assert stats.poisson.pmf(3, 2.0) == scipy.stats.poisson.pmf(3, 2.0)
+
+
+def test_frozen_and_keyword_parameters():
+    def f(mu, sigma, df):
+        frozen = stats.t(df, loc=mu, scale=sigma)
+        return frozen.logpdf(REAL).sum() + stats.gamma.logpdf(POSITIVE, a=df, scale=sigma).sum()
+
+    for policy in POLICIES:
+        mutad.check_grads(f, 0.2, 1.4, 4.0, policy=policy, order=2)
+    mutad.check_jvp(f, 0.2, 1.4, 4.0)
+
+
+def test_a_shape_without_a_derivative_is_refused_when_traced():
+    with pytest.raises(mutad.MutadError, match="constant"):
+        mutad.gradient(lambda df: stats.t.cdf(REAL, df).sum(), 3.0)
+
+
+def spd(n):
+    a = RNG.normal(size=(n, n))
+    return a @ a.T + n * np.eye(n)
+
+
+def symmetrised(function):
+    return lambda x, mean, cov: function(x, mean, 0.5 * (cov + cov.T))
+
+
+@pytest.mark.parametrize("x", [RNG.normal(size=3), RNG.normal(size=(4, 3)),
+                               RNG.normal(size=(2, 2, 3))], ids=["point", "points", "grid"])
+def test_multivariate_normal(x):
+    mean, cov = RNG.normal(size=3), spd(3)
+    y, _ = mutad.pullback(stats.multivariate_normal.logpdf, x, mean, cov)
+    np.testing.assert_allclose(y, scipy.stats.multivariate_normal.logpdf(x, mean, cov),
+                               rtol=1e-10)
+    for method in ("logpdf", "pdf"):
+        function = symmetrised(getattr(stats.multivariate_normal, method))
+        for policy in POLICIES:
+            mutad.check_grads(function, x, mean, cov, policy=policy, order=2)
+        mutad.check_jvp(function, x, mean, cov)
+    mutad.check_grads(lambda x, mean: stats.multivariate_normal(mean, cov).logpdf(x), x, mean)
+
+
+def test_multivariate_normal_scalar_and_diagonal_covariances():
+    x = RNG.normal(size=(4, 2))
+    for cov in (2.0, np.array([1.5, 0.5])):
+        y, _ = mutad.pullback(lambda x: stats.multivariate_normal.logpdf(x, np.ones(2), cov), x)
+        np.testing.assert_allclose(y, scipy.stats.multivariate_normal.logpdf(x, np.ones(2), cov))
+        mutad.check_grads(lambda x, c: stats.multivariate_normal.logpdf(x, np.zeros(2), c), x,
+                          cov)
+
+
+def test_multivariate_normal_cdf_is_refused_when_traced():
+    with pytest.raises(mutad.MutadError, match="cdf"):
+        mutad.gradient(lambda x: stats.multivariate_normal.cdf(x, np.zeros(2)), np.ones(2))
+
+
+def test_dirichlet():
+    alpha, x = np.array([1.5, 2.0, 3.0]), np.array([[0.2, 0.3], [0.5, 0.1], [0.3, 0.6]])
+    y, _ = mutad.pullback(stats.dirichlet.logpdf, x, alpha)
+    np.testing.assert_allclose(y, scipy.stats.dirichlet.logpdf(x, alpha), rtol=1e-12)
+    for policy in POLICIES:
+        mutad.check_grads(lambda a: stats.dirichlet.logpdf(x, a), alpha, policy=policy, order=2)
+        # the last component left out, as SciPy allows: it is 1 - the sum of the others
+        mutad.check_grads(lambda x, a: stats.dirichlet(a).pdf(x), x[:2, 0], alpha, policy=policy)
+    mutad.check_jvp(stats.dirichlet.logpdf, x[:2], alpha)
+    with pytest.raises(ValueError, match="simplex"):
+        mutad.gradient(lambda x: stats.dirichlet.logpdf(x, alpha), np.array([0.2, 0.2, 0.2]))
+
+
+def test_methods_has_a_rule_for_every_method_of_these_classes():
+    for name in stats.__all__:
+        distribution = getattr(stats, name)
+        generator = type(distribution.scipy)
+        for method in ("pmf", "logpmf") if name == "poisson" else ("pdf", "logpdf"):
+            assert (generator, method) in METHODS
+    for method in CONTINUOUS:
+        assert (rv_continuous_frozen, method) in METHODS
+    for method in DISCRETE:
+        assert (rv_discrete_frozen, method) in METHODS
+
+
+def test_methods_rules_stand_in_for_scipys_methods():
+    """What the routing will call: ``rule(self, *args, **kwargs)`` for SciPy's objects."""
+    def f(mu, sigma):
+        frozen = scipy.stats.norm(0.5, 2.0)
+        return (METHODS[(type(scipy.stats.norm), "logpdf")](scipy.stats.norm, REAL, mu, sigma)
+                + METHODS[(rv_continuous_frozen, "logcdf")](frozen, REAL * mu)
+                + METHODS[(type(scipy.stats.multivariate_normal), "logpdf")](
+                    scipy.stats.multivariate_normal, REAL[:3], mu * np.ones(3)))
+
+    mutad.check_grads(f, 0.2, 1.4)
+    frozen = scipy.stats.multivariate_normal(np.zeros(3), spd(3))
+    mutad.check_grads(lambda x: METHODS[(type(frozen), "logpdf")](frozen, x), REAL[:3])
