@@ -5,7 +5,7 @@
 >>> def loss(mu, sigma):
 ...     return -stats.norm.logpdf(np.array([0.5, 1.5]), mu, sigma).sum()
 >>> [float(g) for g in mutad.gradient(loss, 1.0, 2.0)]
-[0.0, 0.875]
+[0.0, 0.9375]
 
 Each distribution is used as SciPy's is: ``stats.norm.logpdf(x, loc, scale)``, or frozen,
 ``stats.norm(loc, scale).logpdf(x)``. Called with plain arguments a method is SciPy's own;
