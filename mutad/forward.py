@@ -28,7 +28,7 @@ from .errors import (
     UnsupportedOperationError,
     UntracedWriteError,
 )
-from .registry import FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS, NoClosedForm
+from .registry import COMPOSITES, FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS, NoClosedForm
 from .tape import LEVELS
 from . import allocation, tracing
 from .tracing import ArrayMethods, function_name, out_position
@@ -266,6 +266,9 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
 
 
 def apply_function(func, args, kwargs, level):
+    composite = COMPOSITES.get(func)
+    if composite is not None and func not in JVPS:
+        return composite(*args, **kwargs)
     kwargs = dict(kwargs)
     position = out_position(func)
     if position is not None and len(args) > position:  # np.dot(a, b, c): c is out

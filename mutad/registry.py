@@ -14,6 +14,10 @@ else about them. Rules live in ``mutad/rules/``, one module per family.
   its arguments (``np.add.at``, ``np.copyto``, ``np.put``); it receives traced arguments and
   records itself with the core's in-place helpers.
 * ``NONDIFF``: functions and ufuncs whose outputs carry no gradient; they run on plain values.
+* ``COMPOSITES[func]``: for a function NumPy writes in Python out of functions mutad
+  differentiates (``np.trapezoid``, ``np.cov``), a composition ``composite(*args, **kwargs)``
+  called with the traced arrays (or duals) themselves: every step it takes is recorded by its
+  own rule, so reverse and forward mode and every order follow with no rule of its own.
 * ``JVPS[func]``: forward mode's rule ``rule(tangents, *args, **kwargs) -> (y, dy)`` for a
   function in ``FUNCTIONS`` or ``INPLACE``. ``tangents`` has one entry per positional argument:
   its tangent (an array of the argument's shape; a list of them for a sequence argument), or
@@ -45,6 +49,7 @@ FUNCTIONS = {}
 INPLACE = {}
 NONDIFF = set()
 JVPS = {}
+COMPOSITES = {}
 METHODS = {}
 ROUTES = {}
 RULE_MODULES = {
@@ -212,6 +217,17 @@ def defmultilinear(*funcs, operands=None):
 
     for func in funcs:
         JVPS[func] = rule(func)
+
+
+def defcomposite(*funcs):
+    """Register the decorated composition for each of ``funcs`` (see ``COMPOSITES``)."""
+
+    def register(composite):
+        for func in funcs:
+            COMPOSITES[func] = composite
+        return composite
+
+    return register
 
 
 def nondifferentiable(*funcs):

@@ -53,7 +53,8 @@ from .errors import (
     UnsupportedOperationError,
     UntracedWriteError,
 )
-from .registry import FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule, NoClosedForm
+from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule,
+                       NoClosedForm)
 from .shadows import Buffer, Place, overlapping, whole
 from .tape import Tape
 from .trees import unsupported_array
@@ -983,6 +984,10 @@ def apply_array_function(func, args, kwargs, tape):
     if handler is not None:
         active(tape)
         return handler(*args, **kwargs)
+    composite = COMPOSITES.get(func)
+    if composite is not None:
+        active(tape)
+        return composite(*args, **kwargs)
     if func in NONDIFF:
         return func(*plain(args), **plain(kwargs))
     raise UnsupportedFunctionError(

@@ -128,6 +128,10 @@ UFUNC_CASES = [
     UfuncCase(np.arctan2,     (nonzero, nonzero)),     # branch cut along y == 0, x < 0
     UfuncCase(np.logaddexp,   (real, real)),
     UfuncCase(np.logaddexp2,  (real, real)),
+    UfuncCase(np.float_power, (positive, small),       alias=positive),
+    UfuncCase(np.copysign,    (nonzero, nonzero)),     # kink at 0, jump where b changes sign
+    UfuncCase(np.ldexp,       (real,),                 settings=((1, 3),)),
+    UfuncCase(np.nextafter,   (real,),                 settings=((1, 10.0),)),
     UfuncCase(np.radians,     (real,)),
     UfuncCase(np.degrees,     (real,)),
 ]

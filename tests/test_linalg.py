@@ -90,6 +90,10 @@ PRODUCTS = [
     SampledCase("cross-2d-3d",         np.cross,      arguments(normal(4, 2), normal(3))),
     SampledCase("cross-axes",          lambda a, b: np.cross(a, b, axisa=0, axisb=1, axisc=0),
                                        arguments(normal(3, 4), normal(4, 3))),
+    SampledCase("convolve",            np.convolve,   arguments(normal(5), normal(3))),
+    SampledCase("convolve-longer-second", np.convolve, arguments(normal(2), normal(5))),
+    SampledCase("convolve-same",       lambda a, v: np.convolve(a, v, "same"), arguments(normal(6), normal(4))),
+    SampledCase("convolve-valid",      lambda a, v: np.convolve(a, v, mode="valid"), arguments(normal(3), normal(6))),
 ]
 
 EINSUMS = [
@@ -158,6 +162,10 @@ MATRIX_FUNCTIONS = [
     SampledCase("svd-batched",         sign_free_svd, arguments(normal(2, 4, 3))),
     SampledCase("svd-values",          lambda a: np.linalg.svd(a, compute_uv=False), arguments(normal(3, 5))),
     SampledCase("svd-full-square",     lambda a: np.linalg.svd(a)[1], arguments(normal(3, 3))),
+    SampledCase("qr-tall",             np.linalg.qr,  arguments(normal(5, 3))),
+    SampledCase("qr-square",           np.linalg.qr,  arguments(well_conditioned(3, 3))),
+    SampledCase("qr-batched",          np.linalg.qr,  arguments(normal(2, 4, 3))),
+    SampledCase("qr-r",                lambda a: np.linalg.qr(a, "r"), arguments(normal(4, 2))),
 ]
 
 NORMS = [
@@ -287,6 +295,14 @@ def test_float32_product_gradient_keeps_dtype(rng):
     da, db = mutad.gradient(lambda a, b: np.trace(a @ b), a, b)
     assert da.dtype == db.dtype == np.float32
     np.testing.assert_allclose(da, b.T, rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape, mode", [((3, 5), "reduced"), ((5, 3), "complete"),
+                                         ((4, 3), "raw")])
+def test_qr_factors_that_are_not_unique_are_refused(shape, mode, rng):
+    a = rng.standard_normal(shape)
+    with pytest.raises(mutad.MutadError, match="reduced QR"):
+        mutad.gradient(lambda a: np.linalg.qr(a, mode)[0].sum(), a)
 
 
 def test_det_gradient_of_a_singular_matrix_is_the_cofactor_matrix():

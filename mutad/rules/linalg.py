@@ -981,3 +981,94 @@ def svd_jvp(tangents, a, full_matrices=True, compute_uv=True, hermitian=False):
     if n > k:
         dv = dv + (transpose(da) @ u - v @ transpose(dp)) / s[..., None, :]
     return result, type(result)(du, ds, transpose(dv))
+
+
+# ----------------------------------------------------------------------------------------------
+# Convolution: bilinear, its adjoints correlations with the cotangent padded to the full result
+
+
+def _convolution_window(n, m, mode):
+    """Where the ``mode`` result sits in the full convolution of lengths ``n`` and ``m``."""
+    longer, shorter = max(n, m), min(n, m)
+    if mode in ("full", 2):
+        return 0, longer + shorter - 1
+    if mode in ("same", 1):
+        return (shorter - 1) // 2, longer
+    return shorter - 1, longer - shorter + 1
+
+
+@defrule(np.convolve)
+def convolve(a, v, *settings, mode="full"):
+    mode = settings[0] if settings else mode
+    y = np.convolve(a, v, mode)
+    n, m = np.shape(a)[0], np.shape(v)[0]
+
+    def back(dy):
+        start, length = _convolution_window(n, m, mode)
+        full = np.pad(dy, (start, n + m - 1 - start - length))
+        # y[k] = Σ_i a[i] v[k - i]: da[i] = Σ_j dy[i + j] v[j], dv[j] = Σ_i dy[i + j] a[i].
+        return (_correlate_valid(full, v), _correlate_valid(full, a)) + (None,) * len(settings)
+
+    return y, back
+
+
+def _correlate_valid(x, w):
+    """``out[i] = Σ_j x[i + j] w[j]`` for every ``i`` where ``w`` fits inside ``x``, through
+    ``np.convolve`` so that it is differentiated again under nesting."""
+    return np.convolve(x, w[::-1], "valid")
+
+
+defmultilinear(np.convolve)
+
+
+# ----------------------------------------------------------------------------------------------
+# QR of a tall or square matrix, reduced (Walter & Lehmann 2018; the forward rule as JAX's)
+
+
+def _require_reduced_qr(a, mode):
+    if mode not in ("reduced", "r") or a.shape[-2] < a.shape[-1]:
+        raise UnsupportedOperationError(
+            f"np.linalg.qr(a, mode={mode!r}) of a {a.shape[-2]}x{a.shape[-1]} matrix: mutad "
+            "differentiates the reduced QR of tall or square matrices (mode='reduced' or 'r'), "
+            "whose factors are unique. Transpose a wide matrix, or take the reduced factors.")
+
+
+def _times_inverse_transpose(y, r):
+    """``y R⁻ᵀ``, through a solve."""
+    return transpose(np.linalg.solve(r, transpose(y)))
+
+
+@defrule(np.linalg.qr)
+def qr(a, *settings, mode="reduced"):
+    mode = settings[0] if settings else mode
+    _require_reduced_qr(a, mode)
+    q, r = np.linalg.qr(a)
+
+    def back(dys):
+        dq, dr = (None, dys) if mode == "r" else dys
+        # dA = (dQ + Q copyltu(M)) R⁻ᵀ, M = R dRᵀ - dQᵀ Q, copyltu(M) = its lower triangle
+        # mirrored to the upper one.
+        m = r @ transpose(dr) - (0.0 if dq is None else transpose(dq) @ q)
+        lower = np.tril(m, -1)
+        mirrored = lower + transpose(lower) + m * np.eye(m.shape[-1])
+        da = _times_inverse_transpose((0.0 if dq is None else dq) + q @ mirrored, r)
+        return (da,) + (None,) * len(settings)
+
+    return (r if mode == "r" else np.linalg.qr(a)), back
+
+
+@defjvp(np.linalg.qr)
+def qr_jvp(tangents, a, mode="reduced"):
+    _require_reduced_qr(a, mode)
+    q, r = np.linalg.qr(a)
+    da = tangents[0]
+    da_r_inverse = transpose(np.linalg.solve(transpose(r), transpose(da)))  # dA R⁻¹
+    c = transpose(q) @ da_r_inverse
+    lower = np.tril(c, -1)
+    omega = lower - transpose(lower)                                         # skew-symmetric
+    dq = q @ (omega - c) + da_r_inverse
+    dr = (c - omega) @ r
+    if mode == "r":
+        return r, dr
+    result = np.linalg.qr(a)
+    return result, type(result)(dq, dr)

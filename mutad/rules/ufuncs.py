@@ -186,6 +186,11 @@ elementwise(np.hypot,      lambda y, a, b, at_origin: over_hypot(a, y, at_origin
             decide=origin)
 elementwise(np.arctan2,    lambda y, a, b: b / (a * a + b * b), lambda y, a, b: -a / (a * a + b * b))
 elementwise(np.logaddexp,  lambda y, a, b: np.exp(a - y), lambda y, a, b: np.exp(b - y), uses="xy")
+elementwise(np.float_power, lambda y, a, b: b * np.float_power(a, b - 1.0),
+                           lambda y, a, b: np.log(np.where(a == 0, 1.0, a)) * np.float_power(a, b))
+elementwise(np.copysign,   lambda y, a, b: np.sign(a) * np.copysign(1.0, b), None)  # sign: constant
+elementwise(np.ldexp,      lambda y, x, i: np.ldexp(1.0, i), None)                  # i: an integer
+elementwise(np.nextafter,  ONE, None)                                               # one ulp away
 elementwise(np.logaddexp2, lambda y, a, b: np.exp2(a - y), lambda y, a, b: np.exp2(b - y), uses="xy")
 # fmt: on
 

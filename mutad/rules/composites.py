@@ -1,0 +1,412 @@
+"""Functions NumPy writes in Python, as compositions of functions mutad differentiates.
+
+NumPy's own implementations convert their arguments with ``np.asarray``, which would cut the
+gradient; the compositions here compute the same values from functions with rules (``np.diff``,
+``np.cumsum``, ``np.linalg.svd``, ``np.convolve``, ...), called on the traced arrays themselves,
+so every step is recorded by its own rule and reverse mode, forward mode and every order follow.
+They take NumPy's arguments and follow its conventions; an option they do not follow raises an
+``UnsupportedOperationError`` rather than computing something else. The functions whose outputs
+carry no gradient (index helpers, ranks) are in ``nondiff``-style rows at the end.
+"""
+
+import functools
+import math
+
+import numpy as np
+
+from ..errors import UnsupportedOperationError
+from ..registry import defcomposite, nondifferentiable
+
+
+def _along(ndim, axis, key):
+    """The index tuple that applies ``key`` along ``axis`` of an ``ndim``-dimensional array."""
+    index = [slice(None)] * ndim
+    index[axis] = key
+    return tuple(index)
+
+
+def _refuse(name, option):
+    raise UnsupportedOperationError(
+        f"np.{name} with {option} on differentiated arrays: mutad follows only its other "
+        "options; compute it from functions mutad differentiates.")
+
+
+# ----------------------------------------------------------------------------------------------
+# Differences, integrals and scans
+
+
+def _spacing_derivative(f, axis, spacing, edge_order):
+    """NumPy's second-order accurate differences of ``f`` along ``axis`` with ``spacing`` (a
+    scalar step or the coordinates), one-sided of ``edge_order`` at the ends."""
+    n = f.shape[axis]
+    if n < edge_order + 1:
+        raise ValueError("Shape of array too small to calculate a numerical gradient, at least "
+                         "(edge_order + 1) elements are required.")
+
+    def at(key):
+        return f[_along(f.ndim, axis, key)]
+
+    def shaped(values):  # a 1-d array of coefficients along ``axis``
+        return np.reshape(values, tuple(-1 if i == axis else 1 for i in range(f.ndim)))
+
+    uniform = np.ndim(spacing) == 0
+    if uniform:
+        interior = (at(slice(2, None)) - at(slice(None, -2))) / (2.0 * spacing)
+        if edge_order == 1:
+            first = (at(slice(1, 2)) - at(slice(0, 1))) / spacing
+            last = (at(slice(-1, None)) - at(slice(-2, -1))) / spacing
+        else:
+            first = (-1.5 * at(slice(0, 1)) + 2.0 * at(slice(1, 2)) - 0.5 * at(slice(2, 3))) \
+                / spacing
+            last = (0.5 * at(slice(-3, -2)) - 2.0 * at(slice(-2, -1)) + 1.5 * at(slice(-1, None))) \
+                / spacing
+    else:
+        if np.shape(spacing) != (n,):
+            raise ValueError("when 1d, distances must match the length of the corresponding "
+                             "dimension")
+        dx = np.diff(spacing)
+        dx1, dx2 = dx[:-1], dx[1:]
+        a = shaped(-dx2 / (dx1 * (dx1 + dx2)))
+        b = shaped((dx2 - dx1) / (dx1 * dx2))
+        c = shaped(dx1 / (dx2 * (dx1 + dx2)))
+        interior = a * at(slice(None, -2)) + b * at(slice(1, -1)) + c * at(slice(2, None))
+        if edge_order == 1:
+            first = (at(slice(1, 2)) - at(slice(0, 1))) / dx[0]
+            last = (at(slice(-1, None)) - at(slice(-2, -1))) / dx[-1]
+        else:
+            d1, d2 = dx[0], dx[1]
+            first = (-(2.0 * d1 + d2) / (d1 * (d1 + d2)) * at(slice(0, 1))
+                     + (d1 + d2) / (d1 * d2) * at(slice(1, 2))
+                     - d1 / (d2 * (d1 + d2)) * at(slice(2, 3)))
+            d1, d2 = dx[-2], dx[-1]
+            last = (d2 / (d1 * (d1 + d2)) * at(slice(-3, -2))
+                    - (d2 + d1) / (d1 * d2) * at(slice(-2, -1))
+                    + (2.0 * d2 + d1) / (d2 * (d1 + d2)) * at(slice(-1, None)))
+    return np.concatenate([first, interior, last], axis=axis)
+
+
+@defcomposite(np.gradient)
+def gradient(f, *varargs, axis=None, edge_order=1):
+    if edge_order not in (1, 2):
+        raise ValueError("'edge_order' greater than 2 not supported")
+    axes = tuple(range(f.ndim)) if axis is None else tuple(
+        a % f.ndim for a in np.atleast_1d(axis).tolist())
+    if len(varargs) == 0:
+        spacings = [1.0] * len(axes)
+    elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        spacings = list(varargs) * len(axes)
+    elif len(varargs) == len(axes):
+        spacings = list(varargs)
+    else:
+        raise TypeError("invalid number of arguments")
+    derivatives = tuple(_spacing_derivative(f, a, s, edge_order)
+                        for a, s in zip(axes, spacings, strict=True))
+    return derivatives[0] if len(derivatives) == 1 else derivatives
+
+
+@defcomposite(np.trapezoid)
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    ndim = np.ndim(y)
+    if x is None:
+        d = dx
+    elif np.ndim(x) == 1:
+        d = np.reshape(np.diff(x), tuple(-1 if i == axis % ndim else 1 for i in range(ndim)))
+    else:
+        d = np.diff(x, axis=axis)
+    upper, lower = y[_along(ndim, axis, slice(1, None))], y[_along(ndim, axis, slice(None, -1))]
+    return np.sum(d * (upper + lower) / 2.0, axis=axis)
+
+
+@defcomposite(np.ediff1d)
+def ediff1d(ary, to_end=None, to_begin=None):
+    parts = [np.ravel(to_begin)] if to_begin is not None else []
+    parts.append(np.diff(np.ravel(ary)))
+    if to_end is not None:
+        parts.append(np.ravel(to_end))
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def _cumulative(scan, identity):
+    def cumulative(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+        if axis is None:
+            if np.ndim(x) != 1:
+                raise ValueError("For arrays which have more than one dimension ``axis`` "
+                                 "argument is required.")
+            axis = 0
+        y = scan(x, axis=axis, dtype=dtype)
+        if include_initial:
+            shape = tuple(1 if i == axis % y.ndim else n for i, n in enumerate(y.shape))
+            y = np.concatenate([np.full_like(y, identity, shape=shape), y], axis=axis)
+        if out is not None:
+            out[...] = y
+            return out
+        return y
+
+    return cumulative
+
+
+defcomposite(np.cumulative_sum)(_cumulative(np.cumsum, 0.0))
+defcomposite(np.cumulative_prod)(_cumulative(np.cumprod, 1.0))
+
+
+@defcomposite(np.nancumsum)
+def nancumsum(a, axis=None, dtype=None, out=None):
+    return np.cumsum(np.where(np.isnan(a), 0.0, a), axis=axis, dtype=dtype, out=out)
+
+
+@defcomposite(np.nancumprod)
+def nancumprod(a, axis=None, dtype=None, out=None):
+    return np.cumprod(np.where(np.isnan(a), 1.0, a), axis=axis, dtype=dtype, out=out)
+
+
+# ----------------------------------------------------------------------------------------------
+# Statistics
+
+
+@defcomposite(np.average)
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    if weights is None:
+        avg = np.mean(a, axis=axis, keepdims=keepdims)
+        scale = np.full(np.shape(avg), np.size(a) / max(np.size(avg), 1))
+    else:
+        if np.shape(weights) != np.shape(a):
+            if axis is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            if np.ndim(weights) != 1 or np.shape(weights)[0] != np.shape(a)[axis]:
+                raise ValueError("Length of weights not compatible with specified axis.")
+            weights = np.reshape(weights, tuple(-1 if i == axis % np.ndim(a) else 1
+                                                for i in range(np.ndim(a))))
+            weights = np.broadcast_to(weights, np.shape(a))
+        scale = np.sum(weights, axis=axis, keepdims=keepdims)
+        if np.any(scale == 0.0):
+            raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+        avg = np.sum(a * weights, axis=axis, keepdims=keepdims) / scale
+    if returned:
+        return avg, np.broadcast_to(scale, np.shape(avg)).copy()
+    return avg
+
+
+@defcomposite(np.nanvar)
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+    if out is not None or kwargs:
+        _refuse("nanvar", "out=, where= or mean=")
+    present = ~np.isnan(a)
+    count = np.sum(present, axis=axis, keepdims=True)
+    zeroed = np.where(present, a, 0.0)
+    mean = np.sum(zeroed, axis=axis, keepdims=True) / count
+    deviation = np.where(present, a - mean, 0.0)
+    variance = np.sum(deviation * deviation, axis=axis, keepdims=True) / np.maximum(
+        count - ddof, 0)
+    return variance if keepdims else np.squeeze(variance, axis=axis)
+
+
+@defcomposite(np.nanstd)
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+    return np.sqrt(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
+                          **kwargs))
+
+
+@defcomposite(np.cov)
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
+        dtype=None):
+    x = np.atleast_2d(m)
+    if not rowvar and x.shape[0] != 1:
+        x = x.T
+    if y is not None:
+        y = np.atleast_2d(y)
+        if not rowvar and y.shape[0] != 1:
+            y = y.T
+        x = np.concatenate((x, y), axis=0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    weights = None
+    if fweights is not None:
+        weights = fweights
+    if aweights is not None:
+        weights = aweights if weights is None else weights * aweights
+    mean, total = average(x, axis=1, weights=weights, returned=True)
+    total = total[0]
+    if weights is None:
+        factor = x.shape[1] - ddof
+    elif ddof == 0:
+        factor = total
+    elif aweights is None:
+        factor = total - ddof
+    else:
+        factor = total - ddof * np.sum(weights * aweights) / total
+    centred = x - mean[:, None]
+    weighted = centred.T if weights is None else (centred * weights).T
+    return np.squeeze(np.dot(centred, weighted) / factor)
+
+
+@defcomposite(np.corrcoef)
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    c = cov(x, y, rowvar)
+    if np.ndim(c) == 0:
+        return c / c
+    deviation = np.sqrt(np.diagonal(c))
+    return np.clip(c / deviation[:, None] / deviation[None, :], -1.0, 1.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Polynomials and products
+
+
+@defcomposite(np.polyval)
+def polyval(p, x):
+    y = 0.0 * x
+    for coefficient in p:
+        y = y * x + coefficient
+    return y
+
+
+@defcomposite(np.polyder)
+def polyder(p, m=1):
+    for _ in range(m):
+        n = np.shape(p)[0] - 1
+        p = p[:-1] * np.arange(n, 0, -1.0)
+    return p
+
+
+@defcomposite(np.polyint)
+def polyint(p, m=1, k=None):
+    constants = [0.0] * m if k is None else [k] * m if np.ndim(k) == 0 else list(k)
+    for i in range(m):
+        n = np.shape(p)[0]
+        p = np.concatenate([p / np.arange(n, 0, -1.0), np.reshape(constants[i], (1,))])
+    return p
+
+
+def _aligned(a, b):
+    """Two coefficient vectors padded at the front to one length."""
+    n = max(np.shape(a)[0], np.shape(b)[0])
+    return (np.pad(a, (n - np.shape(a)[0], 0)), np.pad(b, (n - np.shape(b)[0], 0)))
+
+
+@defcomposite(np.polyadd)
+def polyadd(a1, a2):
+    a, b = _aligned(np.atleast_1d(a1), np.atleast_1d(a2))
+    return a + b
+
+
+@defcomposite(np.polysub)
+def polysub(a1, a2):
+    a, b = _aligned(np.atleast_1d(a1), np.atleast_1d(a2))
+    return a - b
+
+
+@defcomposite(np.polymul)
+def polymul(a1, a2):
+    return np.convolve(a1, a2)
+
+
+@defcomposite(np.polyfit)
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    if full or cov:
+        _refuse("polyfit", "full=True or cov=True")
+    order = int(deg) + 1
+    if rcond is None:
+        rcond = np.shape(x)[0] * np.finfo(float).eps
+    lhs = vander(x, order)
+    rhs = y
+    if w is not None:
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w if np.ndim(rhs) == 1 else w[:, None])
+    scale = np.sqrt(np.sum(lhs * lhs, axis=0))
+    coefficients = np.linalg.lstsq(lhs / scale, rhs, rcond)[0]
+    return (coefficients.T / scale).T
+
+
+@defcomposite(np.vander)
+def vander(x, N=None, increasing=False):
+    n = np.shape(x)[0] if N is None else N
+    column = np.reshape(x, (-1, 1))
+    if n == 0:
+        return column[:, :0]
+    powers = np.cumprod(np.concatenate(
+        [np.ones_like(column), np.broadcast_to(column, (np.shape(x)[0], n - 1))], axis=1), axis=1)
+    return powers if increasing else powers[:, ::-1]
+
+
+@defcomposite(np.correlate)
+def correlate(a, v, mode="valid"):
+    if np.shape(v)[0] > np.shape(a)[0]:  # NumPy correlates the other way round, reversed
+        return correlate(v, a, mode)[::-1]
+    return np.convolve(a, v[::-1], mode)
+
+
+@defcomposite(np.linalg.multi_dot)
+def multi_dot(arrays, *, out=None):
+    product = functools.reduce(np.dot, arrays)
+    if out is not None:
+        out[...] = product
+        return out
+    return product
+
+
+# ----------------------------------------------------------------------------------------------
+# Shapes
+
+
+@defcomposite(np.meshgrid)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    ndim = len(xi)
+    grids = []
+    for i, x in enumerate(xi):
+        shape = [1] * ndim
+        shape[i] = -1
+        grids.append(np.reshape(x, shape))
+    if indexing == "xy" and ndim > 1:
+        grids[0] = np.swapaxes(grids[0], 0, 1)
+        grids[1] = np.swapaxes(grids[1], 0, 1)
+    if not sparse:
+        grids = np.broadcast_arrays(*grids)
+    return tuple(g.copy() for g in grids) if copy else tuple(grids)
+
+
+@defcomposite(np.diagflat)
+def diagflat(v, k=0):
+    return np.diag(np.ravel(v), k)
+
+
+@defcomposite(np.resize)
+def resize(a, new_shape):
+    shape = (new_shape,) if np.ndim(new_shape) == 0 else tuple(new_shape)
+    flat = np.ravel(a)
+    size = math.prod(shape)
+    if size == 0 or np.size(flat) == 0:
+        return np.reshape(np.zeros_like(flat, shape=(size,)) + 0.0 * np.sum(flat), shape)
+    repeats = -(-size // np.size(flat))
+    return np.reshape(np.concatenate([flat] * repeats)[:size], shape)
+
+
+@defcomposite(np.real_if_close)
+def real_if_close(a, tol=100):
+    return a  # a real array is its own real part
+
+
+# ----------------------------------------------------------------------------------------------
+# Linear algebra
+
+
+def _singular_values(x):
+    return np.linalg.svd(x, compute_uv=False)
+
+
+@defcomposite(np.linalg.svdvals)
+def svdvals(x, /):
+    return _singular_values(x)
+
+
+@defcomposite(np.linalg.cond)
+def cond(x, p=None):
+    if p in (None, 2, -2):
+        s = _singular_values(x)
+        return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+    return np.linalg.norm(x, p, axis=(-2, -1)) * np.linalg.norm(np.linalg.inv(x), p,
+                                                                axis=(-2, -1))
+
+
+# Index helpers, ranks and the parts of real arrays that are constants.
+nondifferentiable(np.diag_indices_from, np.triu_indices_from, np.tril_indices_from, np.imag,
+                  np.angle, np.spacing, np.linalg.matrix_rank)

@@ -1,0 +1,126 @@
+"""Functions NumPy writes in Python, differentiated as compositions (mutad/rules/composites.py),
+and the forward rules of np.convolve and np.linalg.qr: every case against finite differences
+under both policies, to second order, and in forward mode; values are NumPy's."""
+
+import numpy as np
+import pytest
+
+import mutad
+from cases import SampledCase, arguments, case_id, fixed, normal
+from mutad.registry import COMPOSITES
+
+POLICIES = ("restore", "checkpoint")
+
+# all-NaN slices and degrees of freedom <= 0 give NumPy's warnings, as they do without mutad
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def positive(*shape):
+    return lambda rng: rng.uniform(0.5, 2.0, shape)
+
+
+def increasing(n):
+    return lambda rng: np.cumsum(rng.uniform(0.3, 1.0, n))
+
+
+def on_nans(function):
+    """``function`` of ``x`` with every third element replaced by NaN inside the program (a NaN
+    argument would make the finite differences NaN too)."""
+
+    def program(x):
+        holes = np.arange(x.size).reshape(x.shape) % 3 == 0
+        return function(np.where(holes, np.nan, x))
+
+    return program
+
+
+# fmt: off
+CASES = [
+    SampledCase("gradient",             np.gradient,  arguments(normal(6))),
+    SampledCase("gradient-2d",          np.gradient,  arguments(normal(4, 5))),
+    SampledCase("gradient-step",        lambda f: np.gradient(f, 0.3, edge_order=2), arguments(normal(6))),
+    SampledCase("gradient-axis",        lambda f: np.gradient(f, axis=1), arguments(normal(3, 5))),
+    SampledCase("gradient-coordinates", np.gradient,  arguments(normal(6), increasing(6))),
+    SampledCase("gradient-coordinates-edge-2", lambda f, x: np.gradient(f, x, edge_order=2),
+                                        arguments(normal(6), increasing(6))),
+    SampledCase("gradient-per-axis",    lambda f, x: np.gradient(f, 0.5, x), arguments(normal(3, 4), increasing(4))),
+    SampledCase("trapezoid",            np.trapezoid, arguments(normal(6))),
+    SampledCase("trapezoid-x",          lambda y, x: np.trapezoid(y, x), arguments(normal(3, 6), increasing(6))),
+    SampledCase("trapezoid-axis",       lambda y: np.trapezoid(y, dx=0.2, axis=0), arguments(normal(4, 3))),
+    SampledCase("ediff1d",              lambda a, b: np.ediff1d(a, to_begin=b), arguments(normal(2, 3), normal(2))),
+    SampledCase("cumulative_sum",       lambda x: np.cumulative_sum(x, axis=1, include_initial=True),
+                                        arguments(normal(2, 4))),
+    SampledCase("cumulative_prod",      np.cumulative_prod, arguments(positive(5))),
+    SampledCase("nancumsum",            on_nans(np.nancumsum), arguments(normal(6))),
+    SampledCase("nancumprod",           on_nans(lambda x: np.nancumprod(x, axis=0)), arguments(normal(4, 2))),
+    SampledCase("average",              np.average,   arguments(normal(3, 4))),
+    SampledCase("average-weights",      lambda a, w: np.average(a, axis=1, weights=w), arguments(normal(3, 4), positive(4))),
+    SampledCase("average-returned",     lambda a, w: np.average(a, 0, w, returned=True), arguments(normal(3, 2), positive(3, 2))),
+    SampledCase("nanvar",               on_nans(lambda x: np.nanvar(x, axis=0, ddof=1)), arguments(normal(5, 4))),
+    SampledCase("nanstd",               on_nans(np.nanstd), arguments(normal(7))),
+    SampledCase("cov",                  np.cov,       arguments(normal(3, 6))),
+    SampledCase("cov-columns-weights",  lambda m, w: np.cov(m, rowvar=False, aweights=w), arguments(normal(6, 2), positive(6))),
+    SampledCase("cov-two",              lambda x, y: np.cov(x, y, bias=True), arguments(normal(5), normal(5))),
+    SampledCase("corrcoef",             np.corrcoef,  arguments(normal(3, 6))),
+    SampledCase("polyval",              np.polyval,   arguments(normal(4), normal(5))),
+    SampledCase("polyval-list",         lambda p, x: np.polyval([p[0], 2.0, p[1]], x), arguments(normal(2), normal(3))),
+    SampledCase("polyder",              lambda p: np.polyder(p, 2), arguments(normal(5))),
+    SampledCase("polyint",              lambda p: np.polyint(p, 2, k=[1.0, 2.0]), arguments(normal(3))),
+    SampledCase("polyadd",              np.polyadd,   arguments(normal(2), normal(4))),
+    SampledCase("polysub",              np.polysub,   arguments(normal(4), normal(3))),
+    SampledCase("polymul",              np.polymul,   arguments(normal(3), normal(2))),
+    SampledCase("polyfit",              lambda x, y: np.polyfit(x, y, 2), arguments(increasing(6), normal(6))),
+    SampledCase("polyfit-weights",      lambda y, w: np.polyfit(np.arange(5.0), y, 1, w=w), arguments(normal(5, 2), positive(5))),
+    SampledCase("vander",               np.vander,    arguments(normal(4))),
+    SampledCase("vander-increasing",    lambda x: np.vander(x, 3, increasing=True), arguments(normal(4))),
+    SampledCase("vander-at-zero",       np.vander,    arguments(fixed([0.0, 1.5, -0.5]))),
+    SampledCase("correlate",            np.correlate, arguments(normal(6), normal(3))),
+    SampledCase("correlate-full",       lambda a, v: np.correlate(a, v, "full"), arguments(normal(3), normal(5))),
+    SampledCase("correlate-same",       lambda a, v: np.correlate(a, v, "same"), arguments(normal(2), normal(6))),
+    SampledCase("convolve",             np.convolve,  arguments(normal(5), normal(3))),
+    SampledCase("multi_dot",            lambda a, b, c: np.linalg.multi_dot([a, b, c]), arguments(normal(3), normal(3, 4), normal(4))),
+    SampledCase("meshgrid",             np.meshgrid,  arguments(normal(3), normal(4))),
+    SampledCase("meshgrid-ij-sparse",   lambda x, y: np.meshgrid(x, y, indexing="ij", sparse=True), arguments(normal(3), normal(2))),
+    SampledCase("diagflat",             lambda v: np.diagflat(v, 1), arguments(normal(2, 2))),
+    SampledCase("resize",               lambda a: np.resize(a, (3, 5)), arguments(normal(2, 3))),
+    SampledCase("real_if_close",        np.real_if_close, arguments(normal(3))),
+    SampledCase("svdvals",              np.linalg.svdvals, arguments(normal(4, 3))),
+    SampledCase("cond",                 np.linalg.cond, arguments(normal(3, 3))),
+    SampledCase("cond-fro",             lambda a: np.linalg.cond(a, "fro"), arguments(normal(3, 3))),
+    SampledCase("qr",                   lambda a: tuple(np.linalg.qr(a)), arguments(normal(5, 3))),
+    SampledCase("qr-r",                 lambda a: np.linalg.qr(a, mode="r"), arguments(normal(3, 3))),
+    SampledCase("indices-from",         lambda a: a[np.diag_indices_from(a)] + a[np.triu_indices_from(a)][:3]
+                                        + np.imag(a)[0] + np.angle(a)[1], arguments(normal(3, 3))),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_values_are_numpys(case, rng):
+    args = case.sample(rng)
+    y, _ = mutad.pullback(case.function, *args)
+    expected = case.function(*args)
+    for mine, numpys in zip(y if isinstance(y, tuple) else [y],
+                            expected if isinstance(expected, tuple) else [expected], strict=True):
+        np.testing.assert_allclose(mine, numpys, rtol=1e-12, atol=1e-14, equal_nan=True)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_gradient(case, policy, rng):
+    mutad.check_grads(case.function, *case.sample(rng), policy=policy)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_second_derivatives(case, rng):
+    mutad.check_grads(case.function, *case.sample(rng), order=2)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_jvp(case, rng):
+    mutad.check_jvp(case.function, *case.sample(rng))
+
+
+def test_the_composites_take_numpys_names():
+    assert {f.__name__ for f in COMPOSITES} >= {
+        "gradient", "trapezoid", "polyval", "cumulative_sum", "cumulative_prod", "correlate"}
