@@ -433,6 +433,27 @@ def _(ufunc):
     return f
 
 
+@_unary("empty", [((0,), 0)])
+def _(ufunc):
+    return lambda x: ufunc(x)
+
+
+@_unary("empty_in_place", [((0, 3), 0)])
+def _(ufunc):
+    def f(x):
+        ufunc(x, out=x)
+        return x
+    return f
+
+
+@_unary("empty_slice_of_a_buffer", [((4,), FREE), ((4,), 0)])
+def _(ufunc):
+    def f(a, b):  # the last step of a textbook loop: nothing left to update
+        a[4:] = ufunc(b[4:])
+        return a
+    return f
+
+
 @_binary("out_of_place", [((3, 4), 0), ((3, 4), 1)])
 def _(ufunc):
     return lambda a, b: ufunc(a, b)
@@ -513,6 +534,24 @@ def _(ufunc):
     return f
 
 
+@_binary("empty", [((0,), 0), ((0,), 1)])
+def _(ufunc):
+    return lambda a, b: ufunc(a, b)
+
+
+@_binary("empty_broadcast", [((0, 1), 0), ((1, 4), 1)])
+def _(ufunc):
+    return lambda a, b: ufunc(a, b)
+
+
+@_binary("empty_in_place", [((0, 3), 0), ((3,), 1)])
+def _(ufunc):
+    def f(a, b):
+        a = update(ufunc, a, b)
+        return a
+    return f
+
+
 @_binary("python_float_right", [((3, 4), 0), (float, 1)])
 def _(ufunc):
     return lambda a, s: ufunc(a, s)
@@ -586,7 +625,7 @@ def _(ufunc):
 
 ROW_SCENARIOS = {"out_of_place", "in_place", "in_place_first", "in_place_second",
                  "slice_assignment", "broadcast_outer", "python_float", "self_operands",
-                 "self_in_place"}
+                 "self_in_place", "empty", "empty_broadcast"}
 """The scenarios that exercise a row itself (its partials out of place and in place, broadcast
 and with aliased operands): those the rows of ``scipy.special`` run. The others exercise the
 core's paths, which the rows of NumPy's ufuncs cover."""

@@ -444,3 +444,13 @@ def test_pairwise_inverse_distances_with_zeros_on_the_diagonal(policy):
     expected = np.array([1 + 1 / 9, -1 + 1 / 4, -1 / 9 - 1 / 4])
     np.testing.assert_allclose(g, expected, rtol=1e-14)
     np.testing.assert_allclose(dy, expected @ np.array([1.0, -0.5, 2.0]), rtol=1e-14)
+
+
+
+
+def test_dividing_by_a_python_zero_gives_numpys_infinite_gradient():
+    # The partial 1 / b was computed with Python's float division, which raises for b = 0.0.
+    x = np.array([1.0, -2.0])
+    with np.errstate(divide="ignore"):
+        grad, = mutad.gradient(lambda x: (x / 0.0).sum(), x)
+    assert grad.tolist() == [np.inf, np.inf]

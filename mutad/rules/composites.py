@@ -217,6 +217,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         if not rowvar and y.shape[0] != 1:
             y = y.T
         x = np.concatenate((x, y), axis=0)
+    if x.shape[0] == 0:
+        return np.zeros((0, 0))
     if ddof is None:
         ddof = 0 if bias else 1
     weights = None
@@ -224,16 +226,22 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         weights = fweights
     if aweights is not None:
         weights = aweights if weights is None else weights * aweights
-    mean, total = average(x, axis=1, weights=weights, returned=True)
-    total = total[0]
     if weights is None:
+        mean = np.mean(x, axis=1)
         factor = x.shape[1] - ddof
+    else:
+        mean, total = average(x, axis=1, weights=weights, returned=True)
+        total = total[0] if np.size(total) else np.sum(weights)
+    if weights is None:
+        pass
     elif ddof == 0:
         factor = total
     elif aweights is None:
         factor = total - ddof
     else:
         factor = total - ddof * np.sum(weights * aweights) / total
+    if factor <= 0:  # NumPy's convention: a warning, and the covariance divided by 0
+        factor = 0.0
     centred = x - mean[:, None]
     weighted = centred.T if weights is None else (centred * weights).T
     return np.squeeze(np.dot(centred, weighted) / factor)
@@ -295,9 +303,18 @@ def polysub(a1, a2):
     return a - b
 
 
+def _as_poly1d(p):
+    """The coefficients ``np.poly1d(p)`` keeps: leading zeros dropped, at least one."""
+    p = np.atleast_1d(p)
+    nonzero = np.flatnonzero(p != 0)
+    if nonzero.size == 0:
+        return np.zeros_like(p, shape=(1,))
+    return p[nonzero[0]:]
+
+
 @defcomposite(np.polymul)
 def polymul(a1, a2):
-    return np.convolve(a1, a2)
+    return _as_poly1d(np.convolve(_as_poly1d(a1), _as_poly1d(a2)))
 
 
 @defcomposite(np.polyfit)

@@ -218,6 +218,10 @@ def diff(a, n=1, axis=-1, *ends, **kwargs):
         return 1 if np.ndim(end) == 0 else np.shape(end)[axis]
 
     def back(dy):
+        if np.shape(dy)[axis] == 0:  # n at least the length: nothing depends on the input
+            return (np.zeros_like(a), None, None, *(None if end is np._NoValue else
+                                                    np.zeros_like(end, dtype=float)
+                                                    for end in (prepend, append)))
         # One difference y_i = x_(i+1) - x_i has the transpose x̄_j = ȳ_(j-1) - ȳ_j (with ȳ zero
         # past either end): minus the difference of ȳ padded by one zero on each side.
         g = dy

@@ -106,7 +106,8 @@ def _squeeze_broadcast(terms, operands):
     sizes = {}
     for term, x in zip(terms, operands, strict=True):
         for letter, n in zip(term, np.shape(x), strict=True):
-            sizes[letter] = max(sizes.get(letter, 1), n)
+            if sizes.get(letter, 1) == 1:  # length 1 broadcasts to any length, 0 included
+                sizes[letter] = n
     squeezed_terms, squeezed = [], []
     for term, x in zip(terms, operands, strict=True):
         keep = [i for i, (letter, n) in enumerate(zip(term, np.shape(x), strict=True))
@@ -681,6 +682,8 @@ def _matrix_norm_derivative(x, y, ord):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(y == 0, 0.0, x / y)
     if ord in ("nuc", 2, -2):
+        if 0 in np.shape(x)[-2:]:  # no singular value: the norm of an empty matrix is 0
+            return np.zeros_like(x)
         u, _, vt = np.linalg.svd(x, full_matrices=False)
         if ord == "nuc":
             return u @ vt  # d Σσ_i = tr(Uᵀ dA V)
@@ -1026,7 +1029,7 @@ defmultilinear(np.convolve)
 
 
 def _require_reduced_qr(a, mode):
-    if mode not in ("reduced", "r") or a.shape[-2] < a.shape[-1]:
+    if mode not in ("reduced", "r") or 0 < a.shape[-2] < a.shape[-1]:
         raise UnsupportedOperationError(
             f"np.linalg.qr(a, mode={mode!r}) of a {a.shape[-2]}x{a.shape[-1]} matrix: mutad "
             "differentiates the reduced QR of tall or square matrices (mode='reduced' or 'r'), "
@@ -1045,6 +1048,8 @@ def qr(a, *settings, mode="reduced"):
     q, r = np.linalg.qr(a)
 
     def back(dys):
+        if 0 in a.shape[-2:]:  # empty factors: nothing depends on the input
+            return (np.zeros_like(a),) + (None,) * len(settings)
         dq, dr = (None, dys) if mode == "r" else dys
         # dA = (dQ + Q copyltu(M)) R⁻ᵀ, M = R dRᵀ - dQᵀ Q, copyltu(M) = its lower triangle
         # mirrored to the upper one.
@@ -1061,6 +1066,10 @@ def qr(a, *settings, mode="reduced"):
 def qr_jvp(tangents, a, mode="reduced"):
     _require_reduced_qr(a, mode)
     q, r = np.linalg.qr(a)
+    if 0 in a.shape[-2:]:  # empty factors: nothing depends on the input
+        result = np.linalg.qr(a, mode)
+        return result, (np.zeros_like(r) if mode == "r" else
+                        type(result)(np.zeros_like(q), np.zeros_like(r)))
     da = tangents[0]
     da_r_inverse = transpose(np.linalg.solve(transpose(r), transpose(da)))  # dA R⁻¹
     c = transpose(q) @ da_r_inverse

@@ -113,6 +113,10 @@ def power_by_exponent(y, a, b, zero):
     return np.log(a if zero is None else np.where(zero, 1.0, a)) * a ** b
 
 
+def float_power_by_exponent(a, b, zero):
+    return np.log(a if zero is None else np.where(zero, 1.0, a)) * np.float_power(a, b)
+
+
 def minus(quotient):
     """The partial ``-quotient``, new memory: the record keeps ``quotient``."""
     return np.negative(quotient)
@@ -164,7 +168,7 @@ elementwise(np.subtract,   ONE, lambda y, a, b: -1.0,                    reads=(
 elementwise(np.multiply,   lambda y, a, b: b, lambda y, a, b: a,         reads=((1,), (0,)),
             inverse=(bounded_where_normal(lambda t, o: np.divide(t, o[0], out=t)),
                      bounded_where_normal(lambda t, o: np.divide(t, o[0], out=t))))
-elementwise(np.divide,     lambda y, a, b: 1.0 / b, lambda y, a, b: -a / (b * b), reads=((1,), (0, 1)),
+elementwise(np.divide,     lambda y, a, b: np.divide(1.0, b), lambda y, a, b: -a / (b * b), reads=((1,), (0, 1)),
             inverse=(bounded_where_normal(lambda t, o: np.multiply(t, o[0], out=t)),))
 elementwise(np.power,      lambda y, a, b, zero: b * a ** (b - 1.0), power_by_exponent, decide=zero_base)
 elementwise(np.remainder,  ONE, lambda y, a, b, q: minus(q),             reads=((), ()),
@@ -186,9 +190,10 @@ elementwise(np.hypot,      lambda y, a, b, at_origin: over_hypot(a, y, at_origin
             decide=origin)
 elementwise(np.arctan2,    lambda y, a, b: b / (a * a + b * b), lambda y, a, b: -a / (a * a + b * b))
 elementwise(np.logaddexp,  lambda y, a, b: np.exp(a - y), lambda y, a, b: np.exp(b - y), uses="xy")
-elementwise(np.float_power, lambda y, a, b: b * np.float_power(a, b - 1.0),
-                           lambda y, a, b: np.log(np.where(a == 0, 1.0, a)) * np.float_power(a, b))
-elementwise(np.copysign,   lambda y, a, b: np.sign(a) * np.copysign(1.0, b), None)  # sign: constant
+elementwise(np.float_power, lambda y, a, b, zero: b * np.float_power(a, b - 1.0),
+                           lambda y, a, b, zero: float_power_by_exponent(a, b, zero), decide=zero_base)
+elementwise(np.copysign,   lambda y, a, b, signs: as_float(signs), None, reads=((), ()),
+            decide=lambda a, b: sign_of(a) * sign_of(np.copysign(1.0, b)))  # b: only its sign
 elementwise(np.ldexp,      lambda y, x, i: np.ldexp(1.0, i), None)                  # i: an integer
 elementwise(np.nextafter,  ONE, None)                                               # one ulp away
 elementwise(np.logaddexp2, lambda y, a, b: np.exp2(a - y), lambda y, a, b: np.exp2(b - y), uses="xy")

@@ -275,13 +275,26 @@ def _lu_cotangent(lu, order, dm):
     return np.tril(dpermuted @ transpose(upper), -1) + np.triu(transpose(lower) @ dpermuted)
 
 
+def _require_square_or_empty(a):
+    """The factors of a rectangular matrix are differentiated only when empty (no entry)."""
+    _require_matrix("lu_factor", a)
+    if a.shape[0] != a.shape[1] and a.size:
+        raise UnsupportedOperationError(
+            f"mutad.scipy.linalg.lu_factor of a {a.shape[0]}x{a.shape[1]} matrix: mutad "
+            "differentiates the LU factors of square matrices. Wrap the rectangular factorisation with "
+            "mutad.adjoint and give it a rule.")
+    return a.size == 0
+
+
 @lu_factor.rule
 def _lu_factor_rule(a, overwrite_a=False, check_finite=True):
-    _require_matrix("lu_factor", a)
+    empty = _require_square_or_empty(a)
     lu, piv = lu_factor(a, False, check_finite)
     order = _permutation(piv)
 
     def back(dresult):
+        if empty:
+            return (np.zeros_like(a),)
         return (_lu_factor_cotangent(lu, order, dresult[0]),)
 
     return (lu, piv), back
@@ -311,8 +324,10 @@ def _lu_tangent_times(lu, dlu, order, x, transposed):
 
 @lu_factor.jvp_rule
 def _lu_factor_jvp(tangents, a, overwrite_a=False, check_finite=True):
-    _require_matrix("lu_factor", a)
+    empty = _require_square_or_empty(a)
     lu, piv = lu_factor(a, False, check_finite)
+    if empty:
+        return (lu, piv), (np.zeros_like(lu), None)
     return (lu, piv), (_lu_tangent(lu, tangents[0][_permutation(piv)]), None)
 
 
