@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.special
 
 import mutad
 from cases import UFUNC_CASES, case_id, curved, sample_arguments, scenarios_for
@@ -194,6 +195,20 @@ UFUNC_DECISIONS = [
     ("remainder", lambda x: np.remainder(x, 0.25), VALUES, True),
     ("fmod-whole", lambda x: np.fmod(np.array([0.2, 0.4, 0.8]), x[:3]), VALUES, False),
     ("remainder-operator", lambda x: np.array([0.2, 0.4, 0.8]) % x[:3], VALUES, False),
+    ("float_power-zero-base", lambda x: np.float_power(x[:2], x[2:]), np.array([0.0, 0.7, 2.0, 1.3]),
+     False),
+    ("copysign-at-0", lambda x: np.copysign(x, x[::-1]), AT_ZERO, False),
+    ("rgamma-at-a-pole", lambda x: scipy.special.rgamma(x - np.where(AT_ZERO == 0, 0.0, 0.5)),
+     AT_ZERO, False),
+    ("xlogy-at-0", lambda x: scipy.special.xlogy(x, np.where(AT_ZERO == 0, 0.0, 0.5)), AT_ZERO,
+     False),
+    ("xlog1py-at-0", lambda x: scipy.special.xlog1py(x, np.where(AT_ZERO == 0, -1.0, 0.5)),
+     AT_ZERO, False),
+    ("rel_entr-at-0", lambda x: scipy.special.rel_entr(x * x, np.where(AT_ZERO == 0, 0.0, 0.5)),
+     AT_ZERO, False),
+    ("i0e-at-0", lambda x: scipy.special.i0e(x), AT_ZERO, False),
+    ("i1e-at-0", lambda x: scipy.special.i1e(x), AT_ZERO, False),
+    ("ive-at-0", lambda x: scipy.special.ive(0.0, x), AT_ZERO, False),
 ]
 for _ufunc in (np.maximum, np.minimum, np.fmax, np.fmin):
     _name = _ufunc.__name__
