@@ -56,6 +56,7 @@ RULE_MODULES = {
     "scipy.special": "mutad.scipy.special",
     "scipy.linalg": "mutad.scipy.linalg",
     "scipy.signal": "mutad.scipy.signal",
+    "scipy.stats": "mutad.scipy.stats",
 }
 
 

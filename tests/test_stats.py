@@ -214,3 +214,10 @@ def test_methods_rules_stand_in_for_scipys_methods():
     mutad.check_grads(f, 0.2, 1.4)
     frozen = scipy.stats.multivariate_normal(np.zeros(3), spd(3))
     mutad.check_grads(lambda x: METHODS[(type(frozen), "logpdf")](frozen, x), REAL[:3])
+
+
+def test_a_generator_with_its_own_support_is_refused():
+    shifted = type(scipy.stats.expon)(a=1.0, name="expon")
+    rule = METHODS[(type(scipy.stats.expon), "logpdf")]
+    with pytest.raises(mutad.MutadError, match="support"):
+        mutad.gradient(lambda x: rule(shifted, x).sum(), np.array([2.0, 3.0]))

@@ -367,6 +367,12 @@ dirichlet = Dirichlet()
 
 def _generator_rule(distribution, name):
     def rule(self, *args, **kwargs):
+        support, standard = ((getattr(d, "a", None), getattr(d, "b", None))
+                             for d in (self, distribution.scipy))
+        if support != standard:
+            raise UnsupportedOperationError(
+                f"scipy.stats.{self.name}.{name} of an instance made with its own support "
+                f"{support}: mutad's rule is for SciPy's standard one.")
         return getattr(distribution, name)(*args, **kwargs)
 
     return rule
