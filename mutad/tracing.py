@@ -746,7 +746,9 @@ def _normal(a):
     NaN), as magnitudes; overwrites ``a``."""
     np.abs(a, out=a)
     info = np.finfo(a.dtype)
-    return bool(np.min(a) >= info.smallest_normal and np.max(a) <= info.max)
+    # ``initial`` makes an empty ``a`` (every element of nothing) normal
+    return bool(np.min(a, initial=info.max) >= info.smallest_normal
+                and np.max(a, initial=info.smallest_normal) <= info.max)
 
 
 def _far(a, b, out):
