@@ -91,6 +91,8 @@ def overlaps_itself(a):
 def self_overlapping(shape, strides, itemsize):
     """``overlaps_itself`` from a layout. Sufficient test, so True may be conservative: taken
     by increasing stride, each axis must step past all the bytes the axes before it span."""
+    if 0 in shape:  # no element: none shares bytes with another (NumPy gives them stride 0)
+        return False
     reach = itemsize
     for stride, n in sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1):
         if stride < reach:

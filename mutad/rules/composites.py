@@ -10,7 +10,6 @@ carry no gradient (index helpers, ranks) are in ``nondiff``-style rows at the en
 """
 
 import functools
-import math
 
 import numpy as np
 
@@ -384,17 +383,6 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
 @defcomposite(np.diagflat)
 def diagflat(v, k=0):
     return np.diag(np.ravel(v), k)
-
-
-@defcomposite(np.resize)
-def resize(a, new_shape):
-    shape = (new_shape,) if np.ndim(new_shape) == 0 else tuple(new_shape)
-    flat = np.ravel(a)
-    size = math.prod(shape)
-    if size == 0 or np.size(flat) == 0:
-        return np.reshape(np.zeros_like(flat, shape=(size,)) + 0.0 * np.sum(flat), shape)
-    repeats = -(-size // np.size(flat))
-    return np.reshape(np.concatenate([flat] * repeats)[:size], shape)
 
 
 @defcomposite(np.real_if_close)

@@ -128,7 +128,8 @@ linear(np.roll,        lambda dy, a, shift, axis=None: np.roll(dy, np.negative(s
 linear(np.broadcast_to, lambda dy, array, shape, subok=False: unbroadcast(dy, array.shape))
 linear(np.tile,        tile_cotangent)
 linear(np.repeat,      repeat_cotangent)
-linear(np.resize,      lambda dy, a, new_shape: gather_cotangent(dy, a, lambda s: np.resize(s, new_shape)))
+linear(np.resize,      lambda dy, a, new_shape: np.zeros(a.shape, a.dtype) if a.size == 0  # y: 0s
+       else gather_cotangent(dy, a, lambda s: np.resize(s, new_shape)))
 linear(np.delete,      lambda dy, arr, obj, axis=None: gather_cotangent(dy, arr, lambda s: np.delete(s, obj, axis)))
 linear(np.triu,        lambda dy, m, k=0: np.triu(dy, k))
 linear(np.tril,        lambda dy, m, k=0: np.tril(dy, k))
