@@ -486,3 +486,17 @@ def test_special_ufuncs_write_in_place_by_their_own_names(rng):
     for policy in POLICIES:
         mutad.check_grads(f, x, v, policy=policy, order=2)
     mutad.check_jvp(f, x, v)
+
+
+@pytest.mark.parametrize("program", [
+    lambda x: scipy.special.softmax(x) * x,
+    lambda x: scipy.special.log_softmax(x, axis=0) * x,
+    lambda x: scipy.special.logsumexp(x, b=x * x),
+    lambda x: scipy.special.polygamma(1, x + 2.0),
+    lambda x: scipy.special.multigammaln(x + 3.0, 2),
+], ids=["softmax", "log_softmax", "logsumexp", "polygamma", "multigammaln"])
+def test_special_functions_written_in_python_by_scipys_names(program):
+    x = np.array([0.3, 1.2, -0.4])
+    for policy in POLICIES:
+        mutad.check_grads(program, x, policy=policy, order=2)
+    mutad.check_jvp(program, x)

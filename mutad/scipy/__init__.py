@@ -13,6 +13,3 @@ traced ones inside a differentiated function.
 from . import linalg, signal, special, stats
 
 __all__ = ["linalg", "signal", "special", "stats"]
-
-ROUTES = {**special.ROUTES, **linalg.ROUTES}
-"""SciPy's module functions -> the mutad.scipy functions a differentiation routes them to."""

@@ -60,12 +60,6 @@ __all__ = ["cho_factor", "cho_solve", "cholesky", "expm", "inv", "lu_factor", "l
            "solve", "solve_triangular"]
 
 
-ROUTES = {getattr(_linalg, name): globals()[name] for name in __all__}
-"""``scipy.linalg``'s functions -> these wrappers. SciPy's own convert traced arrays with
-``np.asarray`` (a ``ConversionError``); a differentiation that routes ``scipy.linalg.solve``
-here differentiates code that calls SciPy by its own names."""
-
-
 def _times_transpose(u, v):
     """``u vᵀ``, a 1-d ``u`` and ``v`` being columns (their outer product)."""
     if np.ndim(u) == 1:

@@ -11,7 +11,8 @@ array([-0.5772,  0.4228])
 The functions SciPy writes in Python (``polygamma``, ``multigammaln``, ``logsumexp``,
 ``softmax``, ``log_softmax``) convert their arguments with ``np.asarray``; import them from here
 instead (``from mutad.scipy.special import logsumexp``). Called with plain arrays each is SciPy's
-own; called with traced arrays it runs its rule. ``ROUTES`` maps SciPy's functions to these.
+own; called with traced arrays it runs its rule; while a differentiation runs, SciPy's own names
+reach them (``registry.ROUTES``).
 
 Every partial derivative computes with ufuncs that have rows and with these wrappers, never
 with SciPy's Python functions directly, so that an enclosing differentiation can differentiate
@@ -32,12 +33,12 @@ from scipy.special import (
     xlogy, y0, y1, yn, yv,
 )
 
-from ..registry import NoClosedForm, adjoint, elementwise
+from ..registry import NoClosedForm, elementwise
 from ..rules.ufuncs import as_float, sign_of
 from ..tracing import unbroadcast
 from ._adjoints import scipy_adjoint
 
-polygamma = adjoint(_special.polygamma)
+polygamma = scipy_adjoint(_special.polygamma)
 multigammaln = scipy_adjoint(_special.multigammaln)
 logsumexp = scipy_adjoint(_special.logsumexp)
 softmax = scipy_adjoint(_special.softmax)
@@ -50,10 +51,6 @@ __all__ = ["beta", "betainc", "betaincc", "betaln", "digamma", "entr", "erf", "e
            "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "rel_entr", "rgamma", "softmax",
            "stdtr", "xlog1py", "xlogy", "y0", "y1", "yn", "yv"]
 
-ROUTES = {_special.polygamma: polygamma, _special.multigammaln: multigammaln,
-          _special.logsumexp: logsumexp, _special.softmax: softmax,
-          _special.log_softmax: log_softmax}
-"""SciPy's special functions written in Python -> the wrappers that differentiate them."""
 
 _SQRT_PI = math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
