@@ -18,6 +18,7 @@ from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
 import mutad
+import random_programs as rp
 from strategies import axis_slices, slice_text
 
 POLICIES = ("restore", "checkpoint")
@@ -387,8 +388,141 @@ def test_outputs_that_share_memory_are_seeded_once_each():
                    "writes to the wrong elements, outside the region mutad records")
 @pytest.mark.parametrize("policy", POLICIES)
 def test_negative_into_a_strided_column_view(policy):
-    """Hypothesis's minimal failing program (see /tmp/core_bugs.md); np.negative is kept out
+    """Hypothesis's minimal failing program; np.negative is kept out
     of the random programs until this passes."""
     program = Program(Layout(3, (("shared", 0, 0, False, False),), 0),
                       (Step("np.negative(a0[0:3:2, 0:1], out=a0[0:3:2, 0:1])"),), ("a0",))
     program.check(policy)
+
+
+# ----------------------------------------------------------------------------------------------
+# Programs by feature class (tests/random_programs.py): discrete decisions, every view-returning
+# function, overlapping operands, repeated indices, extreme magnitudes, ties, constants written
+# through views. Each program is judged by every oracle of random_programs.check: NumPy's value
+# bit-for-bit, the caller's bytes, restore against checkpoint, finite differences where no
+# decision came near a tie, forward against reverse mode. Classes whose bugs are still open
+# (random_programs.FAILING_ON_MAIN) stay out until their fix lands; their regression tests are
+# below. 1,000 reverse-mode programs (each also run in forward mode) and 40 second-order ones.
+
+
+def judge(program, **kwargs):
+    note(program.reproducer())
+    return rp.check(program, **kwargs)
+
+
+@settings(max_examples=500)
+@given(rp.programs(rp.CI_FEATURES))
+def test_random_programs_of_every_enabled_class(program):
+    judge(program)
+
+
+@pytest.mark.parametrize("feature", [
+    pytest.param(f, marks=pytest.mark.skip(reason=f"issue 9, {rp.FAILING_ON_MAIN[f]}"))
+    if f in rp.FAILING_ON_MAIN else f for f in rp.FEATURES if f != "classic"])
+def test_random_programs_of_one_class(feature):
+    """Each class mixed with the classic statements only, so a failure names its class."""
+
+    @settings(max_examples=150)
+    @given(rp.programs(("classic", feature), max_steps=5))
+    def programs_of_the_class(program):
+        judge(program)
+
+    programs_of_the_class()
+
+
+@settings(max_examples=200)
+@given(rp.programs(rp.CI_FEATURES, max_steps=8))
+def test_long_random_programs(program):
+    judge(program)
+
+
+@settings(max_examples=40)
+@given(rp.programs(rp.CI_FEATURES, max_steps=4))
+def test_second_derivatives_of_random_programs(program):
+    judge(program, second_order=True)
+
+
+def test_the_oracles_catch_a_wrong_value():
+    """The value oracle is not vacuous: a program whose plain run differs from itself (a
+    constant drawn afresh by NumPy's global generator) is reported."""
+    program = rp.Program({"s": [0.1, 0.2, 0.3]}, {}, ["s"], ["a0 += np.random.random()"], ["a0"])
+    with pytest.raises(rp.ProgramFailure, match=r"\[value\]"):
+        rp.check(program)
+
+
+def test_reproducers_are_standalone_python():
+    program = rp.Program({"s": [0.3, 0.7, 0.5]}, {"C0": [1.0, 2.0]}, ["s"],
+                         ["t0 = a0.max()", "a0 *= C0[1]"], ["a0", "t0"])
+    scope = {}
+    exec(program.reproducer(), scope)  # runs: prints both gradients and finite differences
+    assert set(scope) >= {"make", "gradient", "numeric", "W"}
+
+
+# Regression tests: hypothesis's shrunk programs of each class that fails on main (issue 9).
+# Each passes when its fix lands; then delete the class from random_programs.FAILING_ON_MAIN.
+
+def regression(program, name):
+    """A shrunk failure of the class ``name`` starts with, expected to fail until the fix of
+    that class lands."""
+    feature = name.split("-")[0]  # the class, as in random_programs.FAILING_ON_MAIN
+    return pytest.param(program, id=name, marks=pytest.mark.xfail(
+        strict=True, raises=rp.ProgramFailure,
+        reason=f"issue 9, {rp.FAILING_ON_MAIN[feature]}"))
+
+
+def shrunk(values, statements, outputs, argument="s", constants=None):
+    return rp.Program({"s": values}, constants or {}, [argument], statements, outputs)
+
+
+REGRESSIONS = [
+    regression(shrunk([0.3, 0.7, 0.5], ["t0 = np.max(a0)", "a0 *= 3.0"], ["a0", "t0"]),
+               "decisions-max-then-scaled"),
+    regression(shrunk([0.274, -0.46], ["t0 = np.max(a0)", "a0[...] += np.sin(a0[0])"],
+                      ["a0", "t0"]), "decisions-max-then-shifted"),
+    regression(shrunk([0.1, -0.6, 0.9], ["t0 = np.clip(a0, -0.5, 0.1)", "a0 *= 3.0"],
+                      ["a0", "t0"]), "decisions-clip-at-its-bound-then-scaled"),
+    regression(shrunk([0.1, 0.7, 0.1], ["t0 = np.maximum(a0, 0.1)", "a0 *= 3.0"], ["a0", "t0"]),
+               "decisions-maximum-tied-then-scaled"),
+    regression(shrunk([0.1, 0.7, 0.5, 0.3], ["t0 = np.min(a0)", "a0 -= 0.4"], ["a0", "t0"]),
+               "decisions-min-then-shifted"),
+    regression(shrunk([2.0, 0.0, 0.0, 2.0], ["v0 = np.diagonal(a0)", "a0 *= 2.0"], ["a0", "v0"],
+                      argument="s.reshape(2, 2)"), "readonly_views-diagonal-then-base-written"),
+    regression(shrunk([0.1, 0.2, 0.3], ["v0 = np.broadcast_to(a0, (2, 3))",
+                                        "v0[...] += 1.0  # NumPy raises ValueError"],
+                      ["a0", "v0"]), "readonly_views-write-through-broadcast_to"),
+    regression(shrunk([0.274, -0.46], ["v0 = np.broadcast_to(a0, (2, 2))", "a0 *= 3.0"],
+                      ["a0", "v0"]), "readonly_views-broadcast_to-then-base-written"),
+    regression(shrunk([0.1, 0.2, 0.3], ["v0 = a0.imag", "a0 *= 2.0"], ["a0", "v0"]),
+               "readonly_views-imag-attribute"),
+    regression(shrunk([1.0, 2.0, 3.0, 4.0, 5.0], ["a0[::2] = a0[0:3]"], ["a0"]),
+               "overlap_assign-different-strides"),
+    regression(shrunk([1.0, 2.0, 3.0, 4.0, 5.0], ["np.copyto(a0[::2], a0[0:3])"], ["a0"]),
+               "overlap_assign-copyto"),
+    regression(shrunk([0.3, 0.2, 0.5], ["t0 = a0 * a0", "a0 *= 1e-300", "a0 *= 1e-300"],
+                      ["t0"]), "magnitudes-underflow"),
+    regression(shrunk([0.3, 0.2, 0.5], ["t0 = a0 * a0", "for _ in range(60):\n    a0 *= 1e-6"],
+                      ["t0"]), "magnitudes-sixty-small-factors"),
+    regression(shrunk([0.3, 0.2, 0.5], ["t0 = a0 * a0", "a0 *= 1e300", "a0 *= 1e300"], ["t0"]),
+               "magnitudes-overflow"),
+    regression(shrunk([1.0, 1.0, 1.0, 1.0], ["t0 = a0[:2] * C0[::2]", "C0[:] = 0.0"], ["t0"],
+                      constants={"C0": [1.0, 2.0, 3.0, 4.0]}),
+               "constants-overwritten-through-a-view"),
+]
+
+
+@pytest.mark.parametrize("program", REGRESSIONS)
+def test_shrunk_failures_of_issue_9(program):
+    rp.check(program)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 9, item 4: x[[0, 0, 1]] = v is refused")
+@pytest.mark.parametrize("statement", ["a0[[0, 0, 1]] = a0[1:4]", "a0[[0, 0]] += 0.5"])
+def test_repeated_indices_run_as_in_numpy(statement):
+    assert rp.check(shrunk([0.1, 0.2, 0.3, 0.4, 0.5], [statement], ["a0"])).refused == []
+
+
+@pytest.mark.xfail(strict=True, raises=rp.ProgramFailure,
+                   reason="0-d sum(axis=0): NumPy allows it, mutad's pullback divides by zero")
+def test_sum_over_axis_0_of_a_0d_array():
+    """Kept out of the classic statements until fixed (random_programs.classic)."""
+    rp.check(shrunk([0.1, 0.2], ["t0 = np.tanh(a0[0]).sum(axis=0)"], ["a0", "t0"]))

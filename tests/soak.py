@@ -1,0 +1,151 @@
+"""Soak the random programs: fresh seeds for as long as asked, every failure shrunk and printed
+as a standalone reproducer, and counts of programs run and failures by class.
+
+    python -m tests.soak --minutes 30                      # every feature class, both policies
+    python -m tests.soak --minutes 30 --policy checkpoint  # one policy alone
+    python -m tests.soak --minutes 10 --features decisions,ties --second-order 1
+    python -m tests.soak --minutes 10 --ci                 # only the classes CI runs
+
+Each batch draws ``--batch`` programs from a fresh seed and judges each with
+``random_programs.check`` (values against NumPy, the caller's bytes, restore against
+checkpoint, finite differences, forward against reverse mode, and for one program in
+``--second-order`` the Hessian-vector products). The first failure of each class (its oracle
+and the feature classes of the program) is shrunk by hypothesis and printed; later ones are
+counted. The exit status is 1 if anything failed.
+"""
+
+import argparse
+import collections
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
+
+import random_programs as rp  # noqa: E402
+
+QUIET = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck),
+             derandomize=False)
+
+
+def _judge(program, policies, second_order):
+    return rp.check(program, policies=policies, second_order=second_order)
+
+
+def run_batch(features, policies, count, batch_seed, second_order_every, counts, failures,
+              classes=()):
+    """Draw ``count`` programs; count outcomes; keep the first program of each failure class
+    (``classes``: the classes found so far, as their shrunk programs' oracle and features)."""
+    state = {"n": 0}
+
+    @seed(batch_seed)
+    @settings(max_examples=count, **QUIET)
+    @given(rp.programs(features))
+    def batch(program):
+        state["n"] += 1
+        second = bool(second_order_every) and state["n"] % second_order_every == 0
+        counts["programs"] += 1
+        counts["second order"] += second
+        try:
+            outcome = _judge(program, policies, second)
+        except rp.ProgramFailure as failure:
+            key = (failure.oracle, tuple(sorted(program.features)))
+            # A class already shrunk to a subset of these features is taken to be the cause.
+            key = next((known for known in classes if known[0] == key[0]
+                        and set(known[1]) <= set(key[1])), key)
+            counts["failed: " + " / ".join((key[0], "+".join(key[1])))] += 1
+            failures.setdefault(key, (program, failure))
+            return
+        except Exception as error:  # noqa: BLE001 - the generator or the oracle itself
+            counts[f"harness error: {type(error).__name__}: {error}"[:100]] += 1
+            return
+        counts["kinks (finite differences excused)"] += outcome.kink
+        counts["extreme values (finite differences excused)"] += outcome.extreme
+        for refusal in outcome.refused:
+            counts["refused: " + refusal[:90]] += 1
+
+    batch()
+
+
+def shrink(key, features, policies, second_order, seconds=120):
+    """Hypothesis's smallest program failing the same oracle with a subset of the features,
+    found within ``seconds`` (after that every candidate passes, which ends the shrinking)."""
+    oracle, classes = key
+    best = []
+    stop = time.monotonic() + seconds
+
+    def size(program):
+        return len(program.statements), len(program.source())
+
+    @settings(max_examples=2000, **QUIET)
+    @given(rp.programs(features))
+    def fails(program):
+        if not program.features <= set(classes) or time.monotonic() > stop:
+            return
+        try:
+            _judge(program, policies, second_order)
+        except rp.ProgramFailure as failure:
+            if failure.oracle == oracle:
+                if not best or size(program) < size(best[0][0]):
+                    best[:] = [(program, failure)]
+                raise
+
+    try:
+        fails()
+    except Exception:  # noqa: BLE001 - the failure itself, or Flaky once the time is up
+        pass
+    return best[0] if best else None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=5.0)
+    parser.add_argument("--policy", choices=("both", "restore", "checkpoint"), default="both",
+                        help="both: each program under both policies, compared (default)")
+    parser.add_argument("--features", default=",".join(rp.FEATURES),
+                        help=f"comma-separated classes among {', '.join(rp.FEATURES)}")
+    parser.add_argument("--ci", action="store_true", help="only the classes CI runs")
+    parser.add_argument("--batch", type=int, default=200)
+    parser.add_argument("--second-order", type=int, default=10, metavar="K",
+                        help="check Hessian-vector products on one program in K (0: never)")
+    parser.add_argument("--shrink-seconds", type=float, default=120.0,
+                        help="time to shrink each new failure class (0: print it unshrunk)")
+    args = parser.parse_args(argv)
+    features = rp.CI_FEATURES if args.ci else tuple(args.features.split(","))
+    unknown = set(features) - set(rp.FEATURES)
+    if unknown:
+        parser.error(f"unknown feature classes: {', '.join(sorted(unknown))}")
+    policies = ("restore", "checkpoint") if args.policy == "both" else (args.policy,)
+    counts, failures, shown, classes = collections.Counter(), {}, set(), []
+    deadline = time.monotonic() + 60 * args.minutes
+    start = time.monotonic()
+    while time.monotonic() < deadline:
+        run_batch(features, policies, args.batch, random.getrandbits(64), args.second_order,
+                  counts, failures, classes)
+        for key, (program, failure) in list(failures.items()):
+            if key in shown:
+                continue
+            shown.add(key)
+            if args.shrink_seconds:
+                program, failure = (shrink(key, features, policies, False, args.shrink_seconds)
+                                    or (program, failure))
+            shrunk = (failure.oracle, tuple(sorted(program.features)))
+            classes.append(shrunk)
+            print(f"\n=== failure: {key[0]} (found with {'+'.join(key[1])}; shrunk: "
+                  f"{'+'.join(shrunk[1])}) ===\n")
+            print(program.reproducer(failure), flush=True)
+        print(f"[{(time.monotonic() - start) / 60:.1f} min] {counts['programs']} programs, "
+              f"{sum(v for k, v in counts.items() if k.startswith('failed'))} failures",
+              file=sys.stderr, flush=True)
+    print(f"\nfeatures: {', '.join(features)}; policies: {', '.join(policies)}; "
+          f"{(time.monotonic() - start) / 60:.1f} minutes")
+    for name, value in sorted(counts.items()):
+        print(f"{value:8d}  {name}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
