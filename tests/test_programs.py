@@ -10,6 +10,7 @@ Where a program compares values (np.maximum, np.minimum, np.where) it is only ke
 compared pair is within ``KINK_MARGIN`` of a tie, measured on a plain NumPy run.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -458,20 +459,25 @@ def test_reproducers_are_standalone_python():
     assert set(scope) >= {"make", "gradient", "numeric", "W"}
 
 
-# Regression tests: hypothesis's shrunk programs of each class that fails on main (issue 9).
-# Each passes when its fix lands; then delete the class from random_programs.FAILING_ON_MAIN.
+# Regression tests: hypothesis's shrunk failures of each class (issue 9), strict xfails while
+# their class is in random_programs.FAILING_ON_MAIN.
 
 def regression(program, name):
-    """A shrunk failure of the class ``name`` starts with, expected to fail until the fix of
-    that class lands."""
-    feature = name.split("-")[0]  # the class, as in random_programs.FAILING_ON_MAIN
+    """A shrunk failure of the class ``name`` starts with: expected to fail while that class
+    is in random_programs.FAILING_ON_MAIN, an ordinary test once its fix has landed."""
+    feature = name.split("-")[0]
+    if feature not in rp.FAILING_ON_MAIN:
+        return pytest.param(program, id=name)
     return pytest.param(program, id=name, marks=pytest.mark.xfail(
         strict=True, raises=rp.ProgramFailure,
         reason=f"issue 9, {rp.FAILING_ON_MAIN[feature]}"))
 
 
-def shrunk(values, statements, outputs, argument="s", constants=None):
-    return rp.Program({"s": values}, constants or {}, [argument], statements, outputs)
+def shrunk(values, statements, outputs, argument="s", constants=None, at_a_kink=False):
+    """A program written by hand; ``at_a_kink`` where a decision sits at a tie (finite
+    differences are then excused, as for a drawn program whose margin is 0)."""
+    return rp.Program({"s": values}, constants or {}, [argument], statements, outputs,
+                      margin=0.0 if at_a_kink else math.inf)
 
 
 REGRESSIONS = [
@@ -480,11 +486,14 @@ REGRESSIONS = [
     regression(shrunk([0.274, -0.46], ["t0 = np.max(a0)", "a0[...] += np.sin(a0[0])"],
                       ["a0", "t0"]), "decisions-max-then-shifted"),
     regression(shrunk([0.1, -0.6, 0.9], ["t0 = np.clip(a0, -0.5, 0.1)", "a0 *= 3.0"],
-                      ["a0", "t0"]), "decisions-clip-at-its-bound-then-scaled"),
-    regression(shrunk([0.1, 0.7, 0.1], ["t0 = np.maximum(a0, 0.1)", "a0 *= 3.0"], ["a0", "t0"]),
-               "decisions-maximum-tied-then-scaled"),
+                      ["a0", "t0"], at_a_kink=True), "decisions-clip-at-its-bound-then-scaled"),
+    regression(shrunk([0.1, 0.7, 0.1], ["t0 = np.maximum(a0, 0.1)", "a0 *= 3.0"], ["a0", "t0"],
+                      at_a_kink=True), "decisions-maximum-tied-then-scaled"),
     regression(shrunk([0.1, 0.7, 0.5, 0.3], ["t0 = np.min(a0)", "a0 -= 0.4"], ["a0", "t0"]),
                "decisions-min-then-shifted"),
+    regression(rp.Program({"o0": [0.274, -0.46, -0.918, -0.967]}, {}, ["o0.reshape(2, 2, order='F')"],
+                          ["t0 = np.sort(a0, axis=0)", "v1 = np.ravel(t0)", "t0[...] *= 3.0"],
+                          ["t0", "v1"]), "sorts-ravel-of-the-sort-of-an-F-ordered-array"),
     regression(shrunk([2.0, 0.0, 0.0, 2.0], ["v0 = np.diagonal(a0)", "a0 *= 2.0"], ["a0", "v0"],
                       argument="s.reshape(2, 2)"), "readonly_views-diagonal-then-base-written"),
     regression(shrunk([0.1, 0.2, 0.3], ["v0 = np.broadcast_to(a0, (2, 3))",
