@@ -42,15 +42,17 @@ FEATURES = ("classic", "decisions", "sorts", "views", "readonly_views", "overlap
             "overlap_assign", "repeated", "magnitudes", "ties", "constants")
 """classic: augmented assignment, ``out=`` ufuncs, slice assignment, temporaries;
 decisions: max/min/argmax/clip/where/abs/sign/maximum/minimum/median/percentile/masks, then
-writes into their inputs; sorts: sort/argsort/partition, the same; views: every function that returns a writeable view, writes through views and
-into bases; readonly_views: those that return a read-only view (diagonal, broadcast_to, imag,
-sliding_window_view), whose writes NumPy refuses;
+writes into their inputs; sorts: sort/argsort/partition, the same;
+views: every function that returns a writeable view, writes through views and into bases;
+readonly_views: those that return a read-only view (diagonal, broadcast_to, imag,
+sliding_window_view), through which NumPy refuses writes;
 overlap: ufuncs and augmented assignment whose operands overlap at different strides and
-offsets; overlap_assign: the same for assignment and ``np.copyto``, where NumPy's own copy order
-decides the value;
-repeated: repeated indices in fancy assignment and ``ufunc.at``; magnitudes: underflow,
-overflow, subnormals; ties: values that compare equal; constants: arrays ``f`` reads but does
-not receive, overwritten through views."""
+offsets; overlap_assign: the same for assignment and ``np.copyto``, where NumPy's own copy
+order decides the value;
+repeated: repeated indices in fancy assignment and ``ufunc.at``;
+magnitudes: underflow, overflow, subnormals;
+ties: values that compare equal;
+constants: arrays ``f`` reads but does not receive, overwritten through views."""
 
 FAILING_ON_MAIN = {
     # class: the issue 9 item whose fix lets CI run it (delete the line when the fix lands)
@@ -106,9 +108,10 @@ class Program:
         lines += [f"    {name} = np.array({values!r}) + d{name}"
                   for name, values in self.buffers.items()]
         lines += [f"    {name} = np.array({values!r})" for name, values in self.constants.items()]
+        arguments = ", ".join(self.arguments) + ("," if len(self.arguments) == 1 else "")
         lines += [f"    def f({names}):", body or "        pass",
                   f"        return ({returns})" if self.outputs else "        return ()",
-                  f"    return f, ({', '.join(self.arguments)}{',' if len(self.arguments) == 1 else ''})"]
+                  f"    return f, ({arguments})"]
         return "\n".join(lines)
 
     def make(self, shifts=None):
@@ -204,7 +207,8 @@ class Drawing:
             x = self.scope[name]
             if x.ndim == len(shape) and all(e >= n for e, n in zip(x.shape, shape)):
                 options.append((name, False))
-            if x.ndim == 2 and len(shape) == 2 and x.shape[1] >= shape[0] and x.shape[0] >= shape[1]:
+            if (x.ndim == 2 and len(shape) == 2 and x.shape[1] >= shape[0]
+                    and x.shape[0] >= shape[1]):
                 options.append((name, True))
             if len(shape) == 1 and x.ndim == 2 and x.shape[1] >= shape[0]:
                 options.append((name, "row"))
@@ -632,7 +636,8 @@ def constants(d):
             start = d.draw(st.integers(0, size - step * (last - 1) - 1))
             view = f"{c}[{start}:{start + step * (last - 1) + 1}{':2' if step == 2 else ''}]"
         result = d.new_name()
-        code = d.draw(st.sampled_from([f"{result} = {s} * {view}", f"{result} = np.sin({s}) + {view}",
+        code = d.draw(st.sampled_from([f"{result} = {s} * {view}",
+                                       f"{result} = np.sin({s}) + {view}",
                                        f"{result} = {s} / (2.0 + {view})"]))
         d.run(code, "constants")
         if d.draw(st.booleans()):
@@ -677,7 +682,8 @@ def _layout(draw, enabled):
             name = f"o{len(buffers) - 1}"
             buffers[name] = values(rows * columns)
             arguments.append(draw(st.sampled_from([
-                f"{name}.reshape({rows}, {columns})", f"{name}.reshape({rows}, {columns}, order='F')",
+                f"{name}.reshape({rows}, {columns})",
+                f"{name}.reshape({rows}, {columns}, order='F')",
                 f"{name}.reshape({columns}, {rows}).T", name])))
         else:
             length = draw(st.integers(2, shared))
@@ -831,10 +837,10 @@ def check(program, policies=("restore", "checkpoint"), modes=True, second_order=
             _check_bytes(buffers, before, f"after an error under policy={policy!r}")
             if expected_error is not None and type(error) is type(expected_error):
                 continue
+            where = ("" if expected_error is None
+                     else f" where NumPy raised {type(expected_error).__name__}")
             raise ProgramFailure("crash", f"policy={policy!r}: mutad raised "
-                                 f"{type(error).__name__}: {error}"
-                                 + ("" if expected_error is None else
-                                    f" where NumPy raised {type(expected_error).__name__}")) from error
+                                 f"{type(error).__name__}: {error}{where}") from error
         if expected_error is not None:
             raise ProgramFailure("value", f"NumPy raises {type(expected_error).__name__} "
                                  f"({expected_error}); mutad ran it (policy={policy!r})")
@@ -926,10 +932,11 @@ def _compare_policies(restore, checkpoint):
                  for g in checkpoint.values()), default=0.0)
     for name in checkpoint:
         r, c = restore[name], checkpoint[name]
-        same_pattern = (np.array_equal(np.isnan(r), np.isnan(c))
-                        and np.array_equal(np.where(np.isinf(r), r, 0), np.where(np.isinf(c), c, 0)))
+        same_pattern = (np.array_equal(np.isnan(r), np.isnan(c)) and
+                        np.array_equal(np.where(np.isinf(r), r, 0), np.where(np.isinf(c), c, 0)))
         finite = np.isfinite(r) & np.isfinite(c)
-        if not same_pattern or np.max(np.abs(r[finite] - c[finite]), initial=0.0) > POLICY_RTOL * scale:
+        error = np.max(np.abs(r[finite] - c[finite]), initial=0.0)
+        if not same_pattern or error > POLICY_RTOL * scale:
             raise ProgramFailure("policies", f"buffer {name}: restore gives {r!r}, checkpoint "
                                  f"gives {c!r}")
 
