@@ -129,6 +129,8 @@ def main(argv=None):
             if key in shown:
                 continue
             shown.add(key)
+            if any(known[0] == key[0] and set(known[1]) <= set(key[1]) for known in classes):
+                continue  # drawn in the same batch as a class shrunk since: counted there next
             if args.shrink_seconds:
                 program, failure = (shrink(key, features, policies, False, args.shrink_seconds)
                                     or (program, failure))
