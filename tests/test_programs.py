@@ -438,8 +438,9 @@ def test_long_random_programs(program):
 
 
 @settings(max_examples=40)
-@given(rp.programs(rp.CI_FEATURES, max_steps=4))
+@given(rp.programs(tuple(f for f in rp.CI_FEATURES if f != "views"), max_steps=4))
 def test_second_derivatives_of_random_programs(program):
+    """Views wait for test_forward_over_reverse_through_a_written_atleast_1d_view."""
     judge(program, second_order=True)
 
 
@@ -536,3 +537,22 @@ def test_repeated_indices_run_as_in_numpy(statement):
 def test_sum_over_axis_0_of_a_0d_array():
     """Kept out of the classic statements until fixed (random_programs.classic)."""
     rp.check(shrunk([0.1, 0.2], ["t0 = np.tanh(a0[0]).sum(axis=0)"], ["a0", "t0"]))
+
+
+@pytest.mark.xfail(strict=True, reason="forward over reverse (jvp of a gradient) loses a write "
+                   "through np.atleast_1d's view of a temporary; hvp and nested reverse are right")
+def test_forward_over_reverse_through_a_written_atleast_1d_view():
+    """Found by the soak (second order, views); views stay out of the random second-order
+    programs until this passes."""
+    def f(a):
+        t = np.sin(a) + 0.5
+        v = np.atleast_1d(t)
+        v *= 2.0
+        return (t * np.array([1.0, 2.0])).sum()
+
+    x, direction = np.array([0.3, 0.2]), np.array([1.0, 0.0])
+    before = x.tobytes()
+    over_forward = mutad.hvp(f, (x,), (direction,))
+    over_reverse = mutad.jvp(lambda a: mutad.gradient(f, a)[0], (x,), (direction,))[1]
+    assert x.tobytes() == before
+    np.testing.assert_allclose(over_reverse, over_forward, rtol=1e-12)
