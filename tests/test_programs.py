@@ -492,6 +492,10 @@ REGRESSIONS = [
                       at_a_kink=True), "decisions-maximum-tied-then-scaled"),
     regression(shrunk([0.1, 0.7, 0.5, 0.3], ["t0 = np.min(a0)", "a0 -= 0.4"], ["a0", "t0"]),
                "decisions-min-then-shifted"),
+    regression(shrunk([0.3, 0.2], ["a0[a0 > 0.5] *= 2.0"], ["a0"]),
+               "empty_writes-through-a-mask-of-no-element"),
+    regression(shrunk([0.3, 0.2], ["v0 = np.array_split(a0[None], 2)[1]", "v0[...] *= 0.5"],
+                      ["a0", "v0"]), "empty_writes-through-an-empty-view"),
     regression(shrunk([0.274, -0.46, -0.918, -0.967],
                       ["t0 = np.sort(a0, axis=0)", "v1 = np.ravel(t0)", "t0[...] *= 3.0"],
                       ["t0", "v1"], argument="s.reshape(2, 2, order='F')"),
@@ -526,7 +530,6 @@ def test_shrunk_failures_of_issue_9(program):
     rp.check(program)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 9, item 4: x[[0, 0, 1]] = v is refused")
 @pytest.mark.parametrize("statement", ["a0[[0, 0, 1]] = a0[1:4]", "a0[[0, 0]] += 0.5"])
 def test_repeated_indices_run_as_in_numpy(statement):
     assert rp.check(shrunk([0.1, 0.2, 0.3, 0.4, 0.5], [statement], ["a0"])).refused == []
