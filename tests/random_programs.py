@@ -231,8 +231,11 @@ class Drawing:
         """Run ``code`` on the plain state and keep it; ``margin`` a function of the state
         before it giving the distance of its decisions from a tie."""
         if margin is not None:
-            with np.errstate(all="ignore"):
-                self.program.margin = min(self.program.margin, float(margin()))
+            try:
+                with np.errstate(all="ignore"):
+                    self.program.margin = min(self.program.margin, float(margin()))
+            except ValueError:  # no elements to decide on, or operands NumPy refuses below
+                pass
         try:
             with np.errstate(all="ignore"):
                 exec(code, self.scope)
