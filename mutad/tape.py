@@ -24,9 +24,10 @@ Overwritten bytes are put back in one of two ways, chosen per write by :meth:`Ta
 
 The restore policy's guarantee is per element. An elementwise write is undone by its inverse
 only where that gives each element back within ``tracing.ULPS`` (2) units in the last place of
-the value it held, given the bytes the write left: the core computes the write and its inverse
-on the values at hand before writing, and saves the elements where they miss (an underflow, an
-overflow, a division by zero, an absorbed term), which are put back after the inverse runs.
+the value it held (exactly, where that is zero or subnormal), given the bytes the write left:
+the core computes the write and its inverse on the values at hand before writing, and saves the
+elements where they miss (an underflow, an overflow, a division by zero, an absorbed term), which
+are put back after the inverse runs.
 In-place rules (``inplace_adjoint``) restore their own arguments, to their own accuracy.
 
 Restoring one record's write is accurate, but a chain of them can lose it: undoing ``u ← A⁻¹ u``

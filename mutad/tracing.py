@@ -672,7 +672,8 @@ def _may_overlap(target, x):
 ULPS = 2
 """The restore policy's per-element guarantee: where an elementwise write is undone by its
 inverse, each element comes back within this many units in the last place of the value it
-held, given the bytes the write left; any other element is saved before the write."""
+held (bit for bit where that is zero or subnormal), given the bytes the write left; any other
+element is saved before the write."""
 
 
 def _exactly(inverse, ufunc, invert, target, values, position, kwargs):
@@ -753,16 +754,24 @@ def _normal(a):
 
 def _far(a, b, out):
     """Into bool ``out``: where ``a`` is more than ``ULPS`` units in the last place from ``b``
-    (of the other sign, a zero of the other sign included, or NaN where ``b`` is not). Uses
-    ``a``'s memory."""
+    (of the other sign, a zero of the other sign included, or NaN where ``b`` is not), or is
+    not ``b`` itself where ``b`` is zero or subnormal. Uses ``a``'s memory.
+
+    Below the normal range an ulp is no longer a small relative error (5e-324 is one ulp from
+    0), and a later inverse (undoing ``x *= 5e-324``) would magnify it to a wrong value of any
+    size: there an element must come back bit for bit."""
+    tiny = np.abs(b) < np.finfo(b.dtype).smallest_normal
     if a.dtype.itemsize in (2, 4, 8):  # the ordered bit patterns of same-signed floats
         kind = f"i{a.dtype.itemsize}"
         d = a.view(kind)
         np.subtract(d, b.view(kind), out=d)
+        tiny &= d != 0
         np.add(d, ULPS, out=d)
-        return np.greater(d.view(f"u{a.dtype.itemsize}"), 2 * ULPS, out=out)
+        np.greater(d.view(f"u{a.dtype.itemsize}"), 2 * ULPS, out=out)
+        return np.logical_or(out, tiny, out=out)
     close = np.abs(a - b) <= ULPS * np.spacing(b)
-    return np.logical_or(~close, np.signbit(a) != np.signbit(b), out=out)
+    tiny &= a != b
+    return np.logical_or(~close | tiny, np.signbit(a) != np.signbit(b), out=out)
 
 
 def check_destination(target, what):

@@ -58,8 +58,6 @@ constants: arrays ``f`` reads but does not receive, overwritten through views.""
 
 FAILING_ON_MAIN = {
     # class: the issue 9 item whose fix lets CI run it (delete the line when the fix lands)
-    "magnitudes": "item 6: after x *= 5e-324 or an absorption the restore policy's gradient "
-                  "differs from the checkpoint policy's",
     "sorts": "item 2: np.sort and np.partition of an F-ordered array give a C-ordered result, "
              "so a ravel or reshape of it is a view where NumPy's is a copy",
 }

@@ -295,6 +295,7 @@ LOSSY_WRITES = {
     "underflow-twice":    [_scale(1e-300), _scale(1e-300)],
     "sixty-small-steps":  [_scale(1e-6)] * 60,
     "subnormal-factor":   [_scale(5e-324)],
+    "subnormal-then-zero": [_scale(2.0**-1073), _scale(0.5)],  # 0.5 comes back as 0, 1 ulp off
     "partial-underflow":  [_scale(np.array([1.0, 1e-310, 1.0, 1e-320]))],
     "overflow-to-inf":    [_scale(1e300), _scale(1e300)],
     "zero-factor":        [_scale(np.array([1.0, 0.0, 2.0, -0.0]))],
