@@ -784,3 +784,89 @@ def test_a_scatter_that_absorbs_its_target_is_undone_exactly(scatter, policy):
     (g,) = mutad.gradient(f, x, policy=policy)
     np.testing.assert_allclose(g, 2 * x, rtol=1e-15)
     assert x.tobytes() == before
+
+
+def layout(y):
+    """What a later ravel, reshape or write depends on: shape, strides and contiguity flags."""
+    return y.shape, y.strides, y.flags.c_contiguous, y.flags.f_contiguous
+
+
+def in_place_sort(a):
+    a = a.copy(order="K")
+    a.sort(axis=0)
+    return a
+
+
+# Results NumPy computes itself (a copy in the input's order, then sorted or gathered) have the
+# input's layout or a C-ordered one; the traced result must have NumPy's, or a later ravel is
+# a view where NumPy's is a copy.
+# fmt: off
+GATHER_LAYOUTS = {
+    "sort-axis-0":        lambda a: np.sort(a, axis=0),
+    "sort-last-axis":     np.sort,
+    "sort-flat":          lambda a: np.sort(a, axis=None),
+    "sort-method":        in_place_sort,
+    "partition-axis-0":   lambda a: np.partition(a, 1, axis=0),
+    "partition-last":     lambda a: np.partition(a, (0, 2)),
+    "take_along_axis":    lambda a: np.take_along_axis(a, np.argsort(a, axis=0), 0),
+    "choose":             lambda a: np.choose(np.zeros(a.shape, int), [a, a * 2.0]),
+}
+LAYOUT_INPUTS = {
+    "F-ordered":          lambda x: np.asfortranarray(x[:, :, 0]),
+    "strided":            lambda x: x[::2, ::2, 0],
+    "transposed-3d":      lambda x: x.transpose(2, 0, 1),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize("made", LAYOUT_INPUTS.values(), ids=LAYOUT_INPUTS.keys())
+@pytest.mark.parametrize("func", GATHER_LAYOUTS.values(), ids=GATHER_LAYOUTS.keys())
+def test_gathers_have_numpys_layout_and_values(func, made, rng):
+    x = made(rng.standard_normal((6, 5, 4)))
+    expected = func(x)
+    seen = {}
+
+    def f(a):
+        y = func(a)
+        seen["layout"], seen["bytes"] = layout(y.value), y.value.tobytes(order="A")
+        return (y * y).sum()
+
+    before = x.tobytes()
+    mutad.gradient(f, x)
+    assert x.tobytes() == before
+    assert seen["layout"] == layout(expected)
+    assert seen["bytes"] == expected.tobytes(order="A")
+
+
+def test_ravel_of_the_sort_of_an_f_ordered_array_is_a_copy():
+    a = np.array([0.274, -0.46, -0.918, -0.967]).reshape(2, 2, order="F")
+
+    def f(a):
+        t = np.sort(a, axis=0)
+        v = np.ravel(t)
+        t *= 3.0
+        return t.sum() + 10 * v.sum()
+
+    value, _ = mutad.value_and_grad(f)(a)
+    assert value == f(np.copy(a, order="K"))
+    mutad.check_grads(f, a)
+
+
+@pytest.mark.parametrize("func", [np.sort, lambda a: np.partition(a, 3)], ids=["sort", "partition"])
+def test_sort_keeps_the_signs_of_zeros_numpy_gives(func):
+    # NumPy's SIMD sort may order +0.0 and -0.0 otherwise than a stable gather would.
+    x = np.array([0.0, -0.0, 1.0, -0.0, 0.0, -1.0, 0.0, -0.0] * 4)
+    seen = {}
+
+    def f(a):
+        y = func(a * 1.0)
+        seen["bytes"] = y.value.tobytes()
+        return (y * np.arange(32.0)).sum()
+
+    (g,) = mutad.gradient(f, x)
+    assert seen["bytes"] == func(x).tobytes()
+    # Each output's weight goes to an input of equal value: the weights sum as the outputs do.
+    weights = np.arange(32.0)
+    y = func(x)
+    for value in (-1.0, 0.0, 1.0):
+        assert g[x == value].sum() == weights[y == value].sum()

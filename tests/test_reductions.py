@@ -459,3 +459,23 @@ def test_cumprod_after_writes_whose_undo_would_round_a_factor_to_zero(policy):
     (grad,) = mutad.gradient(g, x, policy=policy)
     np.testing.assert_allclose(grad, [0.9, 5.551115123125783e-17], rtol=1e-12)
     assert x.tobytes() == before
+
+
+# NumPy lets these reduce a 0-d array over axis 0 or -1 (a tuple of axes, or mean, var, std,
+# median, only over no axis); their pullbacks expand the cotangent by the axis they removed.
+# (nanstd is left out: the std of one element sits at the kink of the square root.)
+ZERO_D_REDUCTIONS = [np.sum, np.prod, np.max, np.min, np.amax, np.ptp, np.nansum, np.nanprod,
+                     np.nanmax, np.nanmin, np.nanmean, np.nanvar, np.cumsum,
+                     np.cumprod, np.nancumsum, np.nancumprod]
+
+
+@pytest.mark.parametrize("axis", [0, -1])
+@pytest.mark.parametrize("reduction", ZERO_D_REDUCTIONS, ids=lambda f: f.__name__)
+def test_reductions_over_axis_0_of_a_0d_array(reduction, axis):
+    def f(x):
+        return np.sum(np.sin(reduction(x * 2.0, axis=axis)))
+
+    x = np.array(0.3)
+    value, _ = mutad.value_and_grad(f)(x)
+    assert value == f(x)
+    mutad.check_grads(f, x)

@@ -8,8 +8,9 @@ scatters (the written region is checkpointed).
 
 A gather copies elements of its input, so its pullback adds each output's cotangent back where
 the element came from (``gather_cotangent`` in ``shape.py``, which also sums repeated indices).
-``np.sort`` and ``np.partition`` are gathers through ``argsort`` / ``argpartition``. A gather
-is linear in what it gathers from, so its forward rule gathers the tangent the same way.
+``np.sort`` and ``np.partition`` take their values (bits and memory layout included) from
+NumPy's own functions, and their gradient through a permutation that maps the input onto those
+values (``_matching``). A gather is linear in what it gathers from, so its forward rule gathers the tangent the same way.
 
 Functions that write into an argument are in-place handlers. ``np.add.at`` / ``np.subtract.at``
 record themselves: their inverse is the opposite ``.at``, safe when the added values do not
@@ -112,7 +113,28 @@ def _rearranging(order, axis):
     return lambda x: np.take_along_axis(np.ravel(x) if axis is None else x, order, along)
 
 
-def _sorting_gather(a, order, axis):
+def _matching(a, y, axis):
+    """A permutation ``p`` along ``axis`` (of the flattened ``a`` when None) with
+    ``a[p] == y``, ``y`` a rearrangement of ``a`` along it: the ranks of ``y``'s elements among
+    the stably sorted ``a``. Equal elements (+0.0 and -0.0 too) are interchangeable, so any
+    such ``p`` routes the gradient validly."""
+    source = np.ravel(a) if axis is None else a
+    along = -1 if axis is None else axis
+    by_rank = np.argsort(source, axis=along, kind="stable")
+    rank = np.argsort(np.argsort(y, axis=along, kind="stable"), axis=along, kind="stable")
+    return np.take_along_axis(by_rank, rank, along)
+
+
+def _laid_out_as(y, values):
+    """``values`` in a new array with ``y``'s shape and memory layout."""
+    out = np.empty_like(y, dtype=np.result_type(values))
+    out[...] = values
+    return out
+
+
+def _sorting_gather(a, y, order, axis):
+    """``y`` (NumPy's own result, so its values, bits and memory layout are NumPy's) with the
+    pullback of the gather of ``a`` by ``order`` along ``axis``, which gives ``y``'s values."""
     rearrange = _rearranging(order, axis)
     source = np.ravel(a) if axis is None else a
 
@@ -120,35 +142,40 @@ def _sorting_gather(a, order, axis):
         g = gather_cotangent(dy, source, rearrange)
         return (np.reshape(g, np.shape(a)),)
 
-    return rearrange(a), back
+    return y, back
 
 
 @rule_for(np.sort)
 def sort(a, axis=-1, kind=None, order=None, **kwargs):
-    # A sort permutes: the gradient goes back through the permutation argsort found (ties are
-    # equal values, so either choice is a valid one-sided derivative).
-    permutation = np.argsort(a, axis=axis, kind=kind, order=order, **kwargs)
-    return _sorting_gather(a, permutation, axis)
+    # A sort permutes: the gradient goes back through a permutation a stable argsort finds
+    # (ties are equal values, so either choice is a valid one-sided derivative).
+    y = np.sort(a, axis=axis, kind=kind, order=order, **kwargs)
+    along = -1 if axis is None else axis
+    permutation = np.argsort(np.ravel(a) if axis is None else a, axis=along, kind="stable",
+                             order=order)
+    return _sorting_gather(a, y, permutation, axis)
 
 
 @rule_for(np.partition)
 def partition(a, kth, axis=-1, kind="introselect", order=None):
-    # The values come from the same gather as the gradient, so the two always agree even where
-    # NumPy leaves the order within each side of kth unspecified.
-    selection = np.argpartition(a, kth, axis=axis, kind=kind, order=order)
-    return _sorting_gather(a, selection, axis)
+    # NumPy leaves the order within each side of kth unspecified, so the permutation is found
+    # from NumPy's own result rather than from np.argpartition.
+    y = np.partition(a, kth, axis=axis, kind=kind, order=order)
+    return _sorting_gather(a, y, _matching(a, y, axis), axis)
 
 
 @defjvp(np.sort)
 def sort_jvp(tangents, a, axis=-1, kind=None, order=None, **kwargs):
-    rearrange = _rearranging(np.argsort(a, axis=axis, kind=kind, order=order, **kwargs), axis)
-    return rearrange(a), rearrange(tangents[0])
+    y = np.sort(a, axis=axis, kind=kind, order=order, **kwargs)
+    rearrange = _rearranging(_matching(a, y, axis), axis)
+    return y, _laid_out_as(y, rearrange(tangents[0]))
 
 
 @defjvp(np.partition)
 def partition_jvp(tangents, a, kth, axis=-1, kind="introselect", order=None):
-    rearrange = _rearranging(np.argpartition(a, kth, axis=axis, kind=kind, order=order), axis)
-    return rearrange(a), rearrange(tangents[0])
+    y = np.partition(a, kth, axis=axis, kind=kind, order=order)
+    rearrange = _rearranging(_matching(a, y, axis), axis)
+    return y, _laid_out_as(y, rearrange(tangents[0]))
 
 
 @rule_for(np.choose)

@@ -117,7 +117,7 @@ class Template:
 
 def expand(dy, shape, axis, keepdims):
     """Broadcast a cotangent reduced over ``axis`` back to ``shape``."""
-    if axis is not None and not keepdims:
+    if axis is not None and not keepdims and shape:  # a 0-d input's axis 0 removes no axis
         axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
         dy = np.expand_dims(dy, tuple(a % len(shape) for a in axes))
     return np.broadcast_to(dy, shape)
@@ -258,7 +258,7 @@ def product_of_others(a, axis, factors_kwargs, any_zero):
 def _exclusive_products(a, axis):
     """``prod(a[others])`` over the elements reduced with each, as the product of the elements
     before it times that of the elements after it, the reduced axes flattened in C order."""
-    axes = tuple(range(a.ndim)) if axis is None else tuple(
+    axes = tuple(range(a.ndim)) if axis is None or a.ndim == 0 else tuple(
         i % a.ndim for i in ((axis,) if np.ndim(axis) == 0 else axis))
     last = tuple(range(a.ndim - len(axes), a.ndim))
     moved = np.moveaxis(a, axes, last)
@@ -466,7 +466,7 @@ def std_jvp(da, a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
 @defunary(np.cumsum)
 def cumsum(a, axis=None, dtype=None):
     y = np.cumsum(a, axis=axis, dtype=dtype)
-    if axis is None:
+    if axis is None or a.ndim == 0:  # both flatten: a 0-d input's axis 0 gives shape (1,)
         shape = a.shape
         return y, lambda dy: reverse_cumsum(dy, 0).reshape(shape)
     return y, lambda dy: reverse_cumsum(dy, axis)
@@ -519,7 +519,7 @@ def cumprod_cotangent(dy, x, y, axis, zero):
 @defunary(np.cumprod)
 def cumprod(a, axis=None, dtype=None):
     y = np.cumprod(a, axis=axis, dtype=dtype)
-    if axis is None:
+    if axis is None or a.ndim == 0:  # both flatten: a 0-d input's axis 0 gives shape (1,)
         zero = np.ravel(a) == 0
         return y, lambda dy: cumprod_cotangent(dy, a.reshape(-1), y, 0, zero).reshape(a.shape)
     zero = a == 0
@@ -572,7 +572,7 @@ def cumprod_tangent(dx, x, y, axis):
 @defunary_jvp(np.cumprod)
 def cumprod_jvp(da, a, axis=None, dtype=None):
     y = np.cumprod(a, axis=axis, dtype=dtype)
-    if axis is None:
+    if axis is None or a.ndim == 0:  # both flatten: a 0-d input's axis 0 gives shape (1,)
         return y, cumprod_tangent(np.ravel(da), np.ravel(a), y, 0)
     return y, cumprod_tangent(da, a, y, axis)
 
