@@ -58,8 +58,8 @@ from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, Ele
 from .shadows import Buffer, Place, overlapping, whole
 from .tape import Tape
 from .trees import unsupported_array
-from .views import (address, may_overlap, memory, overlaps_itself, owner, owner_view, same_region,
-                    strided, views, wrapped)
+from .views import (address, itself, may_overlap, memory, overlaps_itself, owner, owner_view,
+                    same_region, strided, views, wrapped)
 
 class _Active(threading.local):
     """The tapes of the differentiations in progress in this thread, innermost last: threads
@@ -374,7 +374,7 @@ def constant_result(y, tape, sources):
     root = owner(y)
     for x in _flat(sources):
         if type(x) is Traced and x.tape is tape:
-            if y is x.value:
+            if itself(y, x.value):
                 return x
             if x.buffer.constant and owner(x.value) is root:
                 return view_of(x, y, tape)
@@ -870,7 +870,7 @@ def _output(tape, y, leaves):
         if y.dtype.kind != "f":
             return y, False
         for t in leaves:
-            if y is t.value:  # the input itself: the same place
+            if itself(y, t.value):  # the input itself: the same place
                 return Traced(y, t.buffer, tape, t.whole), False
         if memory(y).base is not None:
             root = owner(y)
@@ -1686,7 +1686,7 @@ def _map_result(name, result, args, values, tape):
         return result
     for x, value in zip(args, values, strict=True):
         if type(x) is Traced and x.tape is tape:
-            if result is value:
+            if itself(result, value):
                 return x
             if views(result, value):
                 return view_of(x, result, tape)

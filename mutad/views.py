@@ -62,6 +62,13 @@ def owner(a):
         a = base
 
 
+def itself(y, x):
+    """Whether ``y`` is ``x``'s very array: ``x`` itself, or another wrapper of the plain array
+    ``x`` wraps (a function that returns its argument, as ``np.atleast_1d`` of a 1-d array does,
+    returns a new dual of it when a forward differentiation runs inside a reverse one)."""
+    return y is x or memory(y) is memory(x)
+
+
 def views(y, x):
     """Whether the result ``y`` views the memory of ``x`` (rather than being fresh)."""
     y = memory(y)

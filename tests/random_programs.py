@@ -909,6 +909,9 @@ def check(program, policies=("restore", "checkpoint"), modes=True, second_order=
     if second_order and differentiable:
         for policy in policies:
             f, args = program.make()
+            if program.constants:  # f may write the constants it reads: each call of the
+                def f(*xs):        # check starts from them afresh, as every call above does
+                    return program.make()[0](*xs)
             try:
                 with np.errstate(all="ignore"):
                     mutad.check_grads(f, *args, policy=policy, order=2)

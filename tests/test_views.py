@@ -82,6 +82,10 @@ VIEWS = {
     "np.asarray of .T":   lambda a: np.asarray(a.T),
     "np.array":           lambda a: np.array(a),
     "np.ascontiguousarray of .T": lambda a: np.ascontiguousarray(a.T),
+    "np.ascontiguousarray": lambda a: np.ascontiguousarray(a),  # the input itself, as:
+    "np.asarray dtype":   lambda a: np.asarray(a, dtype=np.float64),
+    "np.array copy=False": lambda a: np.array(a, copy=False),
+    "np.atleast_3d of 3-d": lambda a: np.atleast_3d(a[None]),
     "a.copy()":           lambda a: a.copy(),
     "a.flatten()":        lambda a: a.flatten(),
     "np.triu":            lambda a: np.triu(a),
@@ -440,3 +444,37 @@ def test_read_only_arguments_stay_read_only(rng):
     np.testing.assert_allclose(mutad.jvp(reads, (np.diagonal(a),), (np.ones(3),))[1],
                                2 * np.diagonal(a).sum())
     mutad.check_jvp(reads, np.diagonal(a))
+
+
+def then_write_view_of_a_temporary(name):
+    """A write through the view of an array computed inside the function (a buffer of its own,
+    which a function like ``np.atleast_1d`` returns as itself): under forward over reverse the
+    view is a dual of the outer differentiation, and the write must still reach the buffer."""
+    view = VIEWS[name]
+
+    def program(a):
+        t = np.sin(a) + 0.5
+        d = view(t)
+        d *= np.cos(d)
+        return (t * t * np.arange(1.0, 13.0).reshape(3, 4)).sum()
+
+    return program
+
+
+@pytest.mark.parametrize("of", ["argument", "temporary"])
+@pytest.mark.parametrize("name", WRITEABLE)
+def test_second_derivatives_through_writes_into_views(name, of, rng):
+    """jvp of the gradient and mutad.hessian (forward over reverse) agree with hvp (reverse
+    over forward); check_grads(order=2) compares all three orders with finite differences of
+    the gradient."""
+    program = (then_write_view if of == "argument" else then_write_view_of_a_temporary)(name)
+    a, direction = sample(rng), rng.standard_normal((3, 4))
+    before = a.tobytes()
+    over_forward = mutad.hvp(program, (a,), (direction,))
+    over_reverse = mutad.jvp(lambda x: mutad.gradient(program, x)[0], (a,), (direction,))[1]
+    hessian = mutad.hessian(program, a)
+    assert a.tobytes() == before
+    np.testing.assert_allclose(over_reverse, over_forward, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.tensordot(hessian, direction, 2), over_forward, rtol=1e-10,
+                               atol=1e-12)
+    mutad.check_grads(program, a, order=2)
