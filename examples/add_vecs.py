@@ -1,4 +1,4 @@
-"""An in-place primitive with a rule of its own: the seed case of DESIGN.md §3.
+"""An in-place primitive with a rule of its own: the seed case of the design.
 
 `add_vecs_` writes into its first argument. Its rule runs it, then returns `back`, which
 restores `a` by subtracting `b` again (no copy of `a` is kept) and accumulates the gradients

@@ -236,7 +236,7 @@ def nondifferentiable(*funcs):
 
 
 # ----------------------------------------------------------------------------------------------
-# Rules for functions a user decorates (DESIGN.md §3)
+# Rules for functions a user decorates (README, "Custom rules")
 
 
 def _positions(fn, names, what):

@@ -40,7 +40,7 @@ def _add_vecs_rule(a, b):
 
 @mutad.inplace_adjoint(writes=("a",))
 def scale_by_(a, s):
-    """a *= s, elementwise and in place (STYLE.md's example)."""
+    """a *= s, elementwise and in place."""
     a *= s
     return a
 

@@ -1,9 +1,9 @@
 """mutad-bench: the memory and time of a gradient through in-place NumPy code, for mutad's two
 policies, plain NumPy and the peers a user would pick instead (PyTorch eager, JAX jit, HIPS
-autograd), on the workloads W1-W5 of BENCHMARKS.md.
+autograd), on the workloads W1-W5.
 
     mutad-bench                                   # the quick suite: mutad and NumPy, < 1 minute
-    mutad-bench --full --systems all              # BENCHMARKS.md's sizes, every installed peer
+    mutad-bench --full --systems all              # the full sizes, every installed peer
     mutad-bench --workloads leapfrog,implicit-heat --steps 10,100,1000 --systems all
     mutad-bench --full --json run.json --csv run.csv --plot memory.png
 """
@@ -71,7 +71,7 @@ def parser():
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     result.add_argument("--full", action="store_true",
-                        help="BENCHMARKS.md's sizes and rounds, every system unless --systems "
+                        help="the full sizes and rounds, every system unless --systems "
                              "says otherwise (many minutes; W2 at T=1000 needs GiBs for the "
                              "peers)")
     result.add_argument("--workloads", type=_comma_list, metavar="NAMES",

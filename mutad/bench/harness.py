@@ -1,4 +1,4 @@
-"""The measurement protocol of BENCHMARKS.md, identical for mutad, plain NumPy and every peer.
+"""The measurement protocol, identical for mutad, plain NumPy and every peer.
 
 Each configuration (system, workload, size) runs in a fresh interpreter, started by
 :func:`run_in_fresh_interpreter`, which calls :func:`measure` there:
@@ -54,7 +54,7 @@ RESULT_MARKER = "MUTAD-BENCH-RESULT "
 FINITE_DIFFERENCE_STEP = 1e-3
 FINITE_DIFFERENCE_TOLERANCE = 1e-6
 GRADIENT_TOLERANCE = 1e-8
-"""Agreement with mutad's checkpoint gradient that every system must reach. DESIGN.md asks 1e-10
+"""Agreement with mutad's checkpoint gradient that every system must reach. The design asks 1e-10
 of mutad's restore policy on well-conditioned programs; peers sum in other orders."""
 
 NUMPY_LOSS_TOLERANCE = 1e-12

@@ -26,7 +26,7 @@ SYSTEMS = (*MUTAD_SYSTEMS, "numpy", *PEER_MODULES)
 """Every system, in the order tables list them. "numpy" is the plain forward, no AD."""
 
 REFERENCE_SYSTEM = "mutad-checkpoint"
-"""Every gradient is compared with this system's (BENCHMARKS.md): exact, no rounding drift."""
+"""Every gradient is compared with this system's: exact, no rounding drift."""
 
 
 class NotImplementedForWorkload(Exception):
@@ -73,7 +73,7 @@ def _distribution_version(name):
 
 
 # ----------------------------------------------------------------------------------------------
-# Setting up each peer: float64, one compute thread (BENCHMARKS.md's protocol).
+# Setting up each peer: float64, one compute thread (the measurement protocol).
 
 
 def _torch():
@@ -291,7 +291,7 @@ def _implicit_heat_autograd(problem):
 
 
 # ----------------------------------------------------------------------------------------------
-# W4 small-ops: out of place for everyone, as BENCHMARKS.md writes it.
+# W4 small-ops: out of place for everyone, as the workload specifies it.
 
 
 def _small_ops_loss(sin, tanh, total, groups):

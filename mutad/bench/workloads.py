@@ -3,7 +3,7 @@
 Each workload builds a :class:`Problem` for one size. A problem holds the positional arguments,
 the plain-NumPy forward every timing is compared with, the function ``mutad.gradient``
 differentiates, and a reference loss to check both against. The functions are the ones
-BENCHMARKS.md specifies (W1-W5), written the way a NumPy user writes them: the mutad version is
+the project specifies (W1-W5), written the way a NumPy user writes them: the mutad version is
 the same in-place code as the NumPy one, handed to ``mutad.gradient`` unchanged. The peers'
 versions of the same workloads are in ``peers.py``.
 
@@ -25,7 +25,7 @@ class Problem:
     ``numpy_forward(*args)`` returns the loss with plain NumPy and leaves ``args`` as they were;
     ``loss(*args)`` is what mutad differentiates with respect to ``args[i]`` for ``i`` in
     ``argnums`` (it may write into its arguments; mutad hands them back unchanged).
-    ``reference_loss()`` is computed independently of both, or published in BENCHMARKS.md.
+    ``reference_loss()`` is computed independently of both, or published with the workload.
     ``symmetric`` lists the differentiated arguments that are symmetric matrices: their
     gradients are compared by their symmetric parts and finite differences perturb them along
     symmetric directions. ``operations`` divides timings into a per-operation cost where that is
@@ -51,7 +51,7 @@ class Problem:
 class Workload:
     """A named family of problems.
 
-    ``sizes[mode]`` lists the parameters to build for the modes ``full`` (BENCHMARKS.md),
+    ``sizes[mode]`` lists the parameters to build for the modes ``full``,
     ``quick`` (the default suite) and ``tiny`` (tests). ``steps_parameter`` and ``n_parameter``
     name the parameters that ``--steps`` and ``--n`` replace, where the workload has them.
     ``behaviour_only``: the workload records what each system does with one program (W1), not
@@ -79,7 +79,7 @@ def grid(n):
 
 
 def add_vectors(a, b):
-    """BENCHMARKS.md W1: ``a += b`` in place (the caller's ``a`` is modified), then ``sum(a)``."""
+    """Workload W1: ``a += b`` in place (the caller's ``a`` is modified), then ``sum(a)``."""
     a += b
     return a.sum()
 
@@ -130,7 +130,7 @@ def fpu_force(q):
 
 
 def leapfrog(q, p, steps):
-    """BENCHMARKS.md W2: ``steps`` velocity-Verlet steps of ``q`` and ``p`` in place, then
+    """Workload W2: ``steps`` velocity-Verlet steps of ``q`` and ``p`` in place, then
     ``sum(q^2) + sum(p^2)``."""
     for _ in range(steps):
         p += 0.5 * LEAPFROG_DT * fpu_force(q)
@@ -149,7 +149,7 @@ def leapfrog_initial_state(n):
 
 def leapfrog_out_of_place(q, p, steps):
     """The same integrator with ``np.diff`` and no write into an existing array: an
-    independent spelling to check losses at sizes BENCHMARKS.md gives no value for."""
+    independent spelling to check losses at sizes with no published reference value."""
     def force(q):
         d = np.diff(q, prepend=0.0, append=0.0)
         return np.diff(d) + LEAPFROG_BETA * np.diff(d * d * d)
@@ -224,7 +224,7 @@ def implicit_heat_inputs(n):
 
 
 def implicit_heat(u, A, weights, steps):
-    """BENCHMARKS.md W3 with mutad's in-place routines: factor ``A`` in place once, then
+    """Workload W3 with mutad's in-place routines: factor ``A`` in place once, then
     overwrite ``u`` with A^-1 u ``steps`` times."""
     import mutad.linalg  # imported when run, so the other workloads never depend on it
 
@@ -301,7 +301,7 @@ SMALL_OPS_LENGTH = 10
 
 
 def small_ops(x, groups=250):
-    """BENCHMARKS.md W4: ``groups`` groups of four elementwise operations, then ``sum``."""
+    """Workload W4: ``groups`` groups of four elementwise operations, then ``sum``."""
     for j in range(groups):
         if j % 2 == 0:
             s = np.sin(x)
@@ -365,7 +365,7 @@ BIG_ELEMENTWISE_REFERENCE = {10_000_000: 4658291.78756316}
 
 
 def big_elementwise(x):
-    """BENCHMARKS.md W5, steps 1-9; steps 2, 4, 5, 7 and 8 write in place."""
+    """Workload W5, steps 1-9; steps 2, 4, 5, 7 and 8 write in place."""
     a = np.sin(x)
     a *= x
     b = np.tanh(a)
@@ -383,7 +383,7 @@ def build_big_elementwise(n=10_000_000):
     def reference_loss():
         if n in BIG_ELEMENTWISE_REFERENCE:
             return BIG_ELEMENTWISE_REFERENCE[n]
-        # The closed form of BENCHMARKS.md, spelled out of place.
+        # The workload's closed form, spelled out of place.
         x_sin_x = x * np.sin(x)
         return float(np.sum(np.cos(x_sin_x * np.exp(-0.1 * (np.tanh(x_sin_x) + x)))))
 
@@ -480,4 +480,4 @@ WORKLOADS = {workload.name: workload for workload in (
 """Every workload by name, in the order tables list them."""
 
 DEFAULT_WORKLOADS = ("addvecs", "leapfrog", "implicit-heat", "small-ops", "big-elementwise")
-"""BENCHMARKS.md's W1-W5: what runs when no workload is chosen."""
+"""The workloads W1-W5: what runs when no workload is chosen."""
