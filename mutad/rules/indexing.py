@@ -532,6 +532,17 @@ def _same_bits(a, b):
     return np.array_equal(a.view(bits), b.view(bits))
 
 
+def _taken(shadows, place, key):
+    """The cotangent of the elements ``key`` of ``place`` overwrote, zeroed there (their old
+    values had no path to the output past the write); None if no gradient reached the place."""
+    shadow = shadows.get(place)
+    if shadow is None:
+        return None
+    dy = shadow[key]
+    shadow[key] = 0
+    return dy
+
+
 def _copying_write(target, value, write):
     """``write(target, value)``, a NumPy call that copies elements of ``value`` into the traced
     ``target`` (assignment, copyto, put, place, putmask, put_along_axis), recorded as the gather
@@ -575,11 +586,7 @@ def _copying_write(target, value, write):
         origins = origins.astype(np.int32)  # kept until the replay: half the memory
 
     def back(shadows):
-        shadow = shadows.get(target_place)
-        dy = None
-        if shadow is not None:
-            dy = shadow[changed]
-            shadow[changed] = 0
+        dy = _taken(shadows, target_place, changed)
         undo()
         if dy is not None and source_place is not None:
             # Several elements may come from one: each adds its share.
@@ -738,11 +745,7 @@ def _scatter(tape, x, key, value, saved):
     target_place, value_place = locate(x, tape), locate(value, tape)
 
     def back(shadows):
-        shadow = shadows.get(target_place)
-        dy = None
-        if shadow is not None:
-            dy = shadow[key]
-            shadow[key] = 0
+        dy = _taken(shadows, target_place, key)
         target[key] = saved
         if dy is not None and value_place is not None:
             shadows.add(value_place, unbroadcast(dy, value_place.shape), owned=True)
