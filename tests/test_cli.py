@@ -17,7 +17,7 @@ TINY = ["--n", "20", "--steps", "3", "--reps", "1", "--no-progress"]
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    """One run of every workload W1-W5 at tiny sizes, with every output file asked for."""
+    """One run of every workload W1-W6 at tiny sizes, with every output file asked for."""
     directory = tmp_path_factory.mktemp("run")
     paths = {"json": directory / "run.json", "csv": directory / "run.csv",
              "plot": directory / "memory.png"}
@@ -70,7 +70,7 @@ def test_csv_has_one_row_per_configuration(tiny_run):
     _, paths = tiny_run
     with open(paths["csv"], newline="") as file:
         rows = list(csv.DictReader(file))
-    assert len(rows) == 5 * 2
+    assert len(rows) == len(DEFAULT_WORKLOADS) * 2  # one per workload and policy
     assert {"workload", "system", "peak_extra_mib", "ratio_to_numpy_median", "gradient_error",
             "python", "cpu", "method"} <= set(rows[0])
     assert all(row["status"] == "ok" for row in rows)

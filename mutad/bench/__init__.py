@@ -1,4 +1,4 @@
-"""mutad-bench: the workloads W1-W5, the measurement protocol and the CLI.
+"""mutad-bench: the workloads W1-W6, the measurement protocol and the CLI.
 
 ``workloads`` defines what is computed, ``peers`` each system's version of it (mutad's two
 policies, plain NumPy, PyTorch, JAX, HIPS autograd), ``harness`` how one configuration is

@@ -1,6 +1,6 @@
 """mutad-bench: the memory and time of a gradient through in-place NumPy code, for mutad's two
 policies, plain NumPy and the peers a user would pick instead (PyTorch eager, JAX jit, HIPS
-autograd), on the workloads W1-W5.
+autograd), on the workloads W1-W6.
 
     mutad-bench                                   # the quick suite: mutad and NumPy, < 1 minute
     mutad-bench --full --systems all              # the full sizes, every installed peer
@@ -76,14 +76,14 @@ def parser():
                              "peers)")
     result.add_argument("--workloads", type=_comma_list, metavar="NAMES",
                         help=f"comma-separated workloads, by name or label: {workload_help} "
-                             f"(default: W1-W5)")
+                             f"(default: W1-W6)")
     result.add_argument("--systems", type=_comma_list, metavar="NAMES",
                         help="comma-separated systems: " + ", ".join(peers.SYSTEMS)
                              + "; 'all' for every one, 'peers' for torch,jax,autograd "
                                "(default: mutad's two policies and numpy; with --full, all)")
     result.add_argument("--steps", type=_positive_integers, metavar="T,...",
                         help="time steps T for the workloads that have them (leapfrog, "
-                             "implicit-heat, heat-explicit), e.g. 10,100,1000")
+                             "implicit-heat, bratu-gs, heat-explicit), e.g. 10,100,1000")
     result.add_argument("--n", type=_positive_integers, metavar="N,...",
                         help="problem sizes n for the workloads that have one (all but "
                              "small-ops)")
@@ -134,7 +134,7 @@ def _resolve(options):
     systems.sort(key=peers.SYSTEMS.index)
 
     if options.steps and not any(WORKLOADS[n].steps_parameter for n in workloads):
-        raise UsageError("--steps applies to leapfrog, implicit-heat and heat-explicit, "
+        raise UsageError("--steps applies to leapfrog, implicit-heat, bratu-gs and heat-explicit, "
                          "none of which was chosen")
     if options.n and not any(WORKLOADS[n].n_parameter for n in workloads):
         raise UsageError("--n applies to every workload but small-ops, and only small-ops "

@@ -198,7 +198,7 @@ def _leapfrog_jax(problem):
 
     def force(q):
         d = jnp.diff(q, prepend=0.0, append=0.0)
-        cube = d * d * d
+        cube = d**3  # XLA lowers an integer power to products and keeps one residual fewer
         return (d[1:] - d[:-1]) + beta * (cube[1:] - cube[:-1])
 
     def step(_, state):
@@ -375,6 +375,81 @@ def _big_elementwise_autograd(problem):
     return _autograd_gradient(_big_elementwise_loss(anp), [problem.args[0].copy()])
 
 
+# ----------------------------------------------------------------------------------------------
+# W6 bratu-gs. torch: the same slice assignments in place (exp saves its output, which no later
+# write touches); JAX and autograd cannot assign into an array under AD, so they sweep the odd
+# and even points held as two arrays, out of place (JAX in a fori_loop, so the compiled
+# program does not grow with T).
+
+
+def _bratu_half_sweeps(np_like, n, c):
+    """The two half-sweeps of one W6 sweep on the even and odd points held apart."""
+    odd_inner, even_inner = len(range(1, n - 1, 2)), len(range(2, n - 1, 2))
+
+    def sweep(even, odd):
+        odd = np_like.concatenate((0.5 * (even[:odd_inner] + even[1:odd_inner + 1]
+                                          + c * np_like.exp(odd[:odd_inner])),
+                                   odd[odd_inner:]))
+        even = np_like.concatenate((even[:1], 0.5 * (odd[:even_inner] + odd[1:even_inner + 1]
+                                                     + c * np_like.exp(even[1:even_inner + 1])),
+                                    even[even_inner + 1:]))
+        return even, odd
+
+    return sweep
+
+
+def _bratu_torch(problem):
+    torch = _torch()
+    steps = problem.params["steps"]
+    weights = torch.from_numpy(problem.args[2])
+
+    def loss(u0, c):
+        u = u0.clone()
+        for _ in range(steps):
+            u[1:-1:2] = 0.5 * (u[0:-2:2] + u[2::2] + c * torch.exp(u[1:-1:2]))
+            u[2:-1:2] = 0.5 * (u[1:-2:2] + u[3::2] + c * torch.exp(u[2:-1:2]))
+        return (weights * u * u).sum()
+
+    u0, c = problem.args[:2]
+    inputs = [torch.from_numpy(u0.copy()).requires_grad_(),
+              torch.tensor(c, dtype=torch.float64, requires_grad=True)]
+    return _torch_gradient(torch, loss, inputs)
+
+
+def _bratu_jax(problem):
+    jax = _jax()
+    jnp = jax.numpy
+    steps = problem.params["steps"]
+    u0, c, weights = problem.args[:3]
+    n = len(u0)
+    w_even, w_odd = jnp.asarray(weights[0::2]), jnp.asarray(weights[1::2])
+
+    def loss(u0, c):
+        sweep = _bratu_half_sweeps(jnp, n, c)
+        even, odd = jax.lax.fori_loop(0, steps, lambda _, state: sweep(*state),
+                                      (u0[0::2], u0[1::2]))
+        return jnp.sum(w_even * even * even) + jnp.sum(w_odd * odd * odd)
+
+    return _jax_gradient(jax, loss, [jnp.asarray(u0), jnp.asarray(c)])
+
+
+def _bratu_autograd(problem):
+    import autograd.numpy as anp
+
+    steps = problem.params["steps"]
+    u0, c, weights = problem.args[:3]
+    n = len(u0)
+
+    def loss(u0, c):
+        sweep = _bratu_half_sweeps(anp, n, c)
+        even, odd = u0[0::2], u0[1::2]
+        for _ in range(steps):
+            even, odd = sweep(even, odd)
+        return anp.sum(weights[0::2] * even * even) + anp.sum(weights[1::2] * odd * odd)
+
+    return _autograd_gradient(loss, [u0.copy(), c])
+
+
 PEER_IMPLEMENTATIONS = {
     ("torch", "leapfrog"): _leapfrog_torch,
     ("jax", "leapfrog"): _leapfrog_jax,
@@ -388,6 +463,9 @@ PEER_IMPLEMENTATIONS = {
     ("torch", "big-elementwise"): _big_elementwise_torch,
     ("jax", "big-elementwise"): _big_elementwise_jax,
     ("autograd", "big-elementwise"): _big_elementwise_autograd,
+    ("torch", "bratu-gs"): _bratu_torch,
+    ("jax", "bratu-gs"): _bratu_jax,
+    ("autograd", "bratu-gs"): _bratu_autograd,
 }
 
 

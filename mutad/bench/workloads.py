@@ -3,7 +3,7 @@
 Each workload builds a :class:`Problem` for one size. A problem holds the positional arguments,
 the plain-NumPy forward every timing is compared with, the function ``mutad.gradient``
 differentiates, and a reference loss to check both against. The functions are the ones
-the project specifies (W1-W5), written the way a NumPy user writes them: the mutad version is
+the project specifies (W1-W6), written the way a NumPy user writes them: the mutad version is
 the same in-place code as the NumPy one, handed to ``mutad.gradient`` unchanged. The peers'
 versions of the same workloads are in ``peers.py``.
 
@@ -475,9 +475,100 @@ HEAT_EXPLICIT = Workload(
 )
 
 
+# ----------------------------------------------------------------------------------------------
+# W6 bratu-gs: red-black nonlinear Gauss-Seidel sweeps, whose writes cannot be inverted.
+
+BRATU_C = -1e-3
+BRATU_REFERENCE = {
+    (100_000, 10): 11621.5633877355,
+    (100_000, 100): 5392.58441947430,
+    (100_000, 1000): 30571.9237527232,
+}
+
+
+def bratu_sweeps(u, c, weights, steps):
+    """Workload W6: ``steps`` red-black Gauss-Seidel sweeps for the discrete Bratu problem
+    u'' = -c exp(u) (mesh width folded into ``c``), in place, then ``sum(weights * u^2)``.
+
+    Each half-sweep assigns every other interior point from its two neighbours and from its own
+    old value, inside ``exp``: the new values do not determine the old ones, so a reverse pass
+    must bring the old ones back from saved bytes or recompute them from an earlier state. The
+    end points are never written.
+    """
+    for _ in range(steps):
+        u[1:-1:2] = 0.5 * (u[0:-2:2] + u[2::2] + c * np.exp(u[1:-1:2]))  # odd points
+        u[2:-1:2] = 0.5 * (u[1:-2:2] + u[3::2] + c * np.exp(u[2:-1:2]))  # even interior points
+    return np.sum(weights * u * u)
+
+
+def bratu_inputs(n):
+    """n points x_i = i/(n-1), i = 0..n-1: the starting state, zero at both ends, and the
+    weights of the loss."""
+    i = np.arange(n)
+    u0 = 0.5 * np.sin(np.pi * i / (n - 1)) + 0.1 * np.sin(0.37 * i)
+    u0[0] = u0[-1] = 0.0
+    weights = 1.0 + 0.5 * np.sin(0.37 * i**2 + 1.1)
+    return u0, weights
+
+
+def bratu_out_of_place(u0, c, weights, steps):
+    """The same sweeps on the odd and even points held apart, with no write into an existing
+    array: an independent reference."""
+    even, odd = u0[0::2], u0[1::2]
+    n = len(u0)
+    odd_inner, even_inner = len(range(1, n - 1, 2)), len(range(2, n - 1, 2))
+    for _ in range(steps):
+        odd = np.concatenate((0.5 * (even[:odd_inner] + even[1:odd_inner + 1]
+                                     + c * np.exp(odd[:odd_inner])), odd[odd_inner:]))
+        even = np.concatenate((even[:1], 0.5 * (odd[:even_inner] + odd[1:even_inner + 1]
+                                                + c * np.exp(even[1:even_inner + 1])),
+                               even[even_inner + 1:]))
+    return float(np.sum(weights[0::2] * even * even) + np.sum(weights[1::2] * odd * odd))
+
+
+def build_bratu(n=100_000, steps=100):
+    u0, weights = bratu_inputs(n)
+
+    def reference_loss():
+        if (n, steps) in BRATU_REFERENCE:
+            return BRATU_REFERENCE[(n, steps)]
+        return bratu_out_of_place(u0, BRATU_C, weights, steps)
+
+    return Problem(
+        params={"n": n, "steps": steps},
+        args=(u0, BRATU_C, weights, steps),
+        argnums=(0, 1),
+        numpy_forward=lambda u0, c, weights, steps: bratu_sweeps(u0.copy(), c, weights, steps),
+        loss=bratu_sweeps,
+        reference_loss=reference_loss,
+        state_bytes=u0.nbytes,
+        # c is 1e-3 in size: a step of 1e-3 along a unit direction doubles it, and the loss is
+        # far from quadratic over that range; a hundredth of it is.
+        direction_scale={0: 1e-2, 1: 1e-2},
+        # Published values have 15 significant digits; other sizes sum in another order.
+        reference_tolerance=1e-12 if (n, steps) in BRATU_REFERENCE else 1e-10,
+    )
+
+
+BRATU = Workload(
+    name="bratu-gs",
+    label="W6",
+    summary="red-black nonlinear Gauss-Seidel: T sweeps of slice assignments that cannot be "
+            "inverted",
+    build=build_bratu,
+    sizes={
+        "full": [{"n": 100_000, "steps": steps} for steps in (10, 100, 1000)],
+        "quick": [{"n": 10_000, "steps": steps} for steps in (10, 100)],
+        "tiny": [{"n": 20, "steps": 3}],
+    },
+    steps_parameter="steps",
+)
+
+
 WORKLOADS = {workload.name: workload for workload in (
-    ADDVECS, LEAPFROG, IMPLICIT_HEAT, SMALL_OPS, BIG_ELEMENTWISE, HEAT_EXPLICIT)}
+    ADDVECS, LEAPFROG, IMPLICIT_HEAT, SMALL_OPS, BIG_ELEMENTWISE, BRATU, HEAT_EXPLICIT)}
 """Every workload by name, in the order tables list them."""
 
-DEFAULT_WORKLOADS = ("addvecs", "leapfrog", "implicit-heat", "small-ops", "big-elementwise")
-"""The workloads W1-W5: what runs when no workload is chosen."""
+DEFAULT_WORKLOADS = ("addvecs", "leapfrog", "implicit-heat", "small-ops", "big-elementwise",
+                     "bratu-gs")
+"""The workloads W1-W6: what runs when no workload is chosen."""
