@@ -438,7 +438,7 @@ class Dual(ArrayMethods):
                     strided(self.tangent, shape, dtype, offset, strides), self.level)
 
     def astype(self, dtype, **kwargs):
-        return apply_function("astype", (self, dtype), kwargs, self.level)
+        return apply_function(np.ndarray.astype, (self, dtype), kwargs, self.level)
 
     def __repr__(self):
         return f"Dual({self.value!r}, tangent={self.tangent!r})"

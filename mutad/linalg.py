@@ -48,11 +48,11 @@ from scipy.linalg import get_blas_funcs, get_lapack_funcs
 
 from .errors import InvalidArgumentError, NotPositiveDefiniteError
 from .registry import inplace_adjoint
-from .rules.linalg import cholesky_tangent
+from .rules.factorizations import cholesky_tangent, lu_tangent, lu_tangent_times, permutation
 from .scipy import linalg as dispatching
-from .scipy.linalg import _lu_tangent, _lu_tangent_times, _permutation, _solve_lower
+from .scipy.linalg import _solve_lower
 from .tracing import Traced
-from .views import may_overlap, wrapped
+from .views import may_overlap, memory, wrapped
 
 BLOCK = 64
 """Rows per block when a factor is multiplied back into the matrix it came from."""
@@ -103,14 +103,6 @@ def triangular_(T, lower, x, transpose=False, solve=True, unit=False):
                              trans_a=int(not transpose), diag=int(unit)).T
     if not np.shares_memory(result, x):
         x[...] = result  # the wrapper copied (dtype or layout): keep the call in place anyway
-
-
-def _memory(x):
-    """The plain ndarray under any wrappers (traced, dual): condition estimates read only the
-    numbers, whatever is differentiating them."""
-    while not isinstance(x, np.ndarray):
-        x = x.value
-    return x
 
 
 def _triangular_condition(T, lower, unit=False):
@@ -195,7 +187,7 @@ class Cholesky:
         """How much undoing a solve with this factor can amplify rounding errors: an estimate
         of the condition number of ``L Lᵀ`` (computed once)."""
         if self._growth is None:
-            self._growth = _triangular_condition(_memory(self.L), lower=True)
+            self._growth = _triangular_condition(memory(self.L), lower=True)
         return self._growth
 
 
@@ -409,7 +401,7 @@ class LU:
         """How much undoing a solve with this factor can amplify rounding errors: LAPACK's
         estimate of the condition number (gecon, computed once)."""
         if self._growth is None:
-            F, _ = _fortran(_memory(self.packed))
+            F, _ = _fortran(memory(self.packed))
             rcond, _ = get_lapack_funcs("gecon", (F,))(F, self.norm, norm="1")
             self._growth = 1.0 / max(rcond, 1e-300)
         return self._growth
@@ -474,7 +466,7 @@ def _lu_factor_jvp(tangents, A):
     result = _lu_factor_(A)
     F, same = _fortran(A)
     dF = dA if same else dA.T
-    dF[...] = _lu_tangent(F, dF[_permutation(result[1])])
+    dF[...] = lu_tangent(F, dF[permutation(result[1])], dispatching.solve_triangular)
     return result
 
 
@@ -553,7 +545,7 @@ def _lu_solve_jvp(tangents, packed, pivots, b, growth=1.0):
         # for a C-ordered packed, with Mᵀ; M[order] = L U, with dL and dU packed in F's tangent.
         F, same = _fortran(packed)
         dF = dpacked if same else dpacked.T
-        db -= _lu_tangent_times(F, dF, _permutation(pivots), b, transposed=not same)
+        db -= lu_tangent_times(F, dF, permutation(pivots), b, transposed=not same)
     _lu_solve_(packed, pivots, db, growth)
     return b
 
@@ -652,7 +644,7 @@ def _solve_triangular_nested(T, b, lower, transpose, unit):
 def _lu_factor_nested(A):
     _square("lu_factor_", A)
     F, same = _fortran(A)  # factor the matrix _lu_factor_ factors, so an LU means one thing
-    norm = float(np.abs(_memory(F)).sum(axis=0).max())
+    norm = float(np.abs(memory(F)).sum(axis=0).max())
     packed, pivots = dispatching.lu_factor(F, check_finite=False)
     F[...] = packed  # F views A's memory
     return A, pivots, norm

@@ -130,40 +130,103 @@ class ElementwiseRule:
 
 def elementwise(ufunc, *partials, uses="x", reads=None, inverse=(), is_safe=always, growth=None,
                 decide=None):
+    """Declare an elementwise ufunc (see :class:`ElementwiseRule`): one row serves both modes,
+    every calling form (``out=``, augmented assignment, slice targets) and every order."""
     UFUNCS[ufunc] = ElementwiseRule(partials, uses, reads, inverse, is_safe, growth, decide)
 
 
-def defrule(*funcs):
-    """Register the decorated ``rule(*args, **kwargs) -> (y, back)`` for each of ``funcs``."""
+def _enter(table, funcs, entry):
+    """Enter ``entry(func)`` into ``table`` under each of ``funcs``."""
+    for func in funcs:
+        table[func] = entry(func)
 
-    def register(rule):
-        for func in funcs:
-            FUNCTIONS[func] = rule
-        return rule
+
+def _entering(table, funcs, wrap=None):
+    """The decorator that enters the function it decorates (``wrap(function, func)`` instead,
+    if given) into ``table`` under each of ``funcs``, and returns it unchanged."""
+
+    def register(function):
+        _enter(table, funcs, lambda func: function if wrap is None else wrap(function, func))
+        return function
 
     return register
+
+
+def _callable(func):
+    """The function a table key names: the key itself, or ``getattr(ufunc, method)`` for a
+    ufunc method keyed ``(ufunc, method)``."""
+    return getattr(*func) if type(func) is tuple else func
+
+
+def padded(rule, leading=None):
+    """``rule`` whose ``back`` returns cotangents for its leading positional arguments only
+    (``leading`` of them, if given): the arguments a caller passes positionally after them
+    (an axis, a shape, ``ord``) get ``None``, so the rule need not count them."""
+
+    @functools.wraps(rule)
+    def rule_of_all_arguments(*args, **kwargs):
+        y, back = rule(*args, **kwargs)
+
+        def back_of_all_arguments(dy):
+            cotangents = tuple(back(dy))
+            if leading is not None and len(cotangents) != leading:
+                name = getattr(rule, "__qualname__", repr(rule))
+                raise TypeError(f"the rule {name} declares leading={leading} but "
+                                f"its back returned {len(cotangents)} cotangents")
+            return cotangents[:len(args)] + (None,) * (len(args) - len(cotangents))
+
+        return y, back_of_all_arguments
+
+    return rule_of_all_arguments
+
+
+def defrule(*funcs, leading=None):
+    """Declare the decorated pure rule ``rule(*args, **kwargs) -> (y, back)`` of ``funcs``.
+
+    ``back(dy)`` returns one cotangent per positional argument (see ``FUNCTIONS``); with
+    ``leading=n``, one for each of the first ``n`` only, the settings after them getting
+    ``None`` however many the caller passed. Returns the rule undecorated, for reuse.
+    """
+    return _entering(FUNCTIONS, funcs, None if leading is None
+                     else lambda rule, func: padded(rule, leading))
+
+
+def defjvp(*funcs, leading=None):
+    """Declare the decorated forward rule ``rule(tangents, *args, **kwargs) -> (y, dy)`` of
+    ``funcs`` (see ``JVPS``). With ``leading=n`` only the first ``n`` positional arguments are
+    differentiable: when none of them carries a tangent the function runs and its output carries
+    none, without calling the rule. Returns the rule undecorated."""
+    if leading is None:
+        return _entering(JVPS, funcs)
+
+    def of_leading(rule, func):
+        call = _callable(func)
+
+        @functools.wraps(rule)
+        def jvp(tangents, *args, **kwargs):
+            if all(t is None for t in tangents[:leading]):  # reached through a setting
+                return call(*args, **kwargs), None
+            return rule(tangents, *args, **kwargs)
+
+        return jvp
+
+    return _entering(JVPS, funcs, of_leading)
 
 
 def definplace(*funcs):
-    """Register the decorated in-place handler for each of ``funcs``."""
-
-    def register(handler):
-        for func in funcs:
-            INPLACE[func] = handler
-        return handler
-
-    return register
+    """Declare the decorated in-place handler of ``funcs``, which write into an argument (see
+    ``INPLACE``)."""
+    return _entering(INPLACE, funcs)
 
 
-def defjvp(*funcs):
-    """Register the decorated forward rule ``rule(tangents, *args, **kwargs) -> (y, dy)``."""
+def defcomposite(*funcs):
+    """Declare the decorated composition of ``funcs`` (see ``COMPOSITES``)."""
+    return _entering(COMPOSITES, funcs)
 
-    def register(rule):
-        for func in funcs:
-            JVPS[func] = rule
-        return rule
 
-    return register
+def nondifferentiable(*funcs):
+    """Declare ``funcs`` (functions or ufuncs) to have outputs that carry no gradient."""
+    NONDIFF.update(funcs)
 
 
 def _tangent_or_zero(arg, tangent):
@@ -178,61 +241,51 @@ def _tangent_or_zero(arg, tangent):
     return np.zeros(np.shape(arg), np.result_type(arg, 0.0))
 
 
-def deflinear(*funcs, operands=(0,)):
-    """Register forward rules for ``funcs``, linear in the positional arguments ``operands``
+def deflinear(*funcs, operands=(0,), offsets=()):
+    """Declare the forward rules of ``funcs``, linear in the positional arguments ``operands``
     jointly (the rest are settings: axes, shapes, indices, conditions): the output's tangent is
-    the function of the operands' tangents, zeros standing in for constant operands."""
+    the function of the operands' tangents, zeros standing in for constant operands. Where the
+    function returns a view of an operand, that is the same view of its tangent. The keyword
+    arguments named in ``offsets`` (``initial=`` of a sum) add a constant, which stays out of
+    the tangent."""
 
-    def rule(func):
-        def linear_jvp(tangents, *args, **kwargs):
-            y = func(*args, **kwargs)
+    def linear_jvp(func):
+        call = _callable(func)
+
+        def jvp(tangents, *args, **kwargs):
+            y = call(*args, **kwargs)
             if all(tangents[i] is None for i in operands if i < len(args)):
                 return y, None
             moved = [_tangent_or_zero(a, tangents[i]) if i in operands else a
                      for i, a in enumerate(args)]
-            return y, func(*moved, **kwargs)
+            return y, call(*moved, **{k: v for k, v in kwargs.items() if k not in offsets})
 
-        return linear_jvp
+        return jvp
 
-    for func in funcs:
-        JVPS[func] = rule(func)
+    _enter(JVPS, funcs, linear_jvp)
 
 
 def defmultilinear(*funcs, operands=None):
-    """Register forward rules for ``funcs``, linear in each of the positional arguments
+    """Declare the forward rules of ``funcs``, linear in each of the positional arguments
     ``operands`` separately (all of them if None): the product rule, one term per operand that
     carries a tangent."""
 
-    def rule(func):
-        def multilinear_jvp(tangents, *args, **kwargs):
-            y = func(*args, **kwargs)
+    def multilinear_jvp(func):
+        call = _callable(func)
+
+        def jvp(tangents, *args, **kwargs):
+            y = call(*args, **kwargs)
             dy = None
             for i, t in enumerate(tangents):
                 if t is None or (operands is not None and i not in operands):
                     continue
-                term = func(*args[:i], t, *args[i + 1:], **kwargs)
+                term = call(*args[:i], t, *args[i + 1:], **kwargs)
                 dy = term if dy is None else dy + term
             return y, dy
 
-        return multilinear_jvp
+        return jvp
 
-    for func in funcs:
-        JVPS[func] = rule(func)
-
-
-def defcomposite(*funcs):
-    """Register the decorated composition for each of ``funcs`` (see ``COMPOSITES``)."""
-
-    def register(composite):
-        for func in funcs:
-            COMPOSITES[func] = composite
-        return composite
-
-    return register
-
-
-def nondifferentiable(*funcs):
-    NONDIFF.update(funcs)
+    _enter(JVPS, funcs, multilinear_jvp)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1602,7 +1602,7 @@ class Traced(ArrayMethods):
         return apply_ufunc(np.absolute, (self,))
 
     def astype(self, dtype, **kwargs):
-        return apply_function("ndarray.astype", FUNCTIONS["astype"], (self, dtype), kwargs)
+        return apply_function("ndarray.astype", FUNCTIONS[np.ndarray.astype], (self, dtype), kwargs)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -12,17 +12,16 @@ so later writes of tangents into it have a place to go.
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..registry import FUNCTIONS, JVPS, deflinear, defjvp, defrule
-from ..tracing import unbroadcast
+from ..registry import deflinear, defjvp, defrule
 from ..views import memory
-from .nesting import traced_among
+from ._helpers import traced_among, unbroadcast
 
 
 def _no_gradient(func):
     def rule(*args, **kwargs):
-        y = func(*args, **kwargs)
-        return y, lambda dy: (None,) * len(args)
+        return func(*args, **kwargs), lambda dy: ()
 
+    rule.__name__ = rule.__qualname__ = func.__name__
     return rule
 
 
@@ -42,11 +41,11 @@ def _zero_tangent(func):
 # Their values do not depend on the values of their array arguments (only on shapes).
 for _func in (np.zeros_like, np.ones_like, np.empty_like,
               np.empty, np.zeros, np.ones, np.eye, np.identity):
-    FUNCTIONS[_func] = _no_gradient(_func)
-    JVPS[_func] = _zero_tangent(_func)
+    defrule(_func, leading=0)(_no_gradient(_func))
+    defjvp(_func)(_zero_tangent(_func))
 
 
-@defrule(np.full)
+@defrule(np.full, leading=2)
 def full(shape, fill_value, *args, **kwargs):
     # NumPy dispatches np.full on like= alone; a fill value an outer differentiation traces
     # (nested reverse mode) must be written into an array that differentiation traces.
@@ -56,10 +55,7 @@ def full(shape, fill_value, *args, **kwargs):
     y = np.full(shape, fill_value, *args, **kwargs)
     fill_shape = np.shape(fill_value)
 
-    def back(dy):
-        return (None, unbroadcast(dy, fill_shape)) + (None,) * len(args)
-
-    return y, back
+    return y, lambda dy: (None, unbroadcast(dy, fill_shape))
 
 
 def filled(y, dfill):
@@ -82,7 +78,7 @@ def _linspace_settings(start, stop, num=50, endpoint=True, retstep=False, dtype=
     return num, endpoint, retstep, axis
 
 
-@defrule(np.linspace)
+@defrule(np.linspace, leading=2)
 def linspace(start, stop, *rest, **kwargs):
     y = np.linspace(start, stop, *rest, **kwargs)
     num, endpoint, retstep, axis = _linspace_settings(start, stop, *rest, **kwargs)
@@ -99,10 +95,7 @@ def linspace(start, stop, *rest, **kwargs):
         if d_step is not None and intervals > 0:  # step = (stop - start) / intervals
             d_stop = d_stop + d_step / intervals
             d_start = d_start - d_step / intervals
-        # One cotangent per positional argument: a rule of a nested differentiation passes
-        # the settings positionally.
-        return (unbroadcast(d_start, start_shape), unbroadcast(d_stop, stop_shape)) \
-            + (None,) * len(rest)
+        return unbroadcast(d_start, start_shape), unbroadcast(d_stop, stop_shape)
 
     return y, back
 
@@ -129,15 +122,11 @@ def arange_jvp(tangents, *args, **kwargs):
     return created(np.arange(*args, **kwargs))  # np.arange(n, like=x)
 
 
-@defrule(np.full_like)
+@defrule(np.full_like, leading=2)
 def full_like(a, fill_value, *args, **kwargs):
     y = np.full_like(a, fill_value, *args, **kwargs)
     fill_shape = np.shape(fill_value)
-
-    def back(dy):
-        return (None, unbroadcast(dy, fill_shape)) + (None,) * len(args)
-
-    return y, back
+    return y, lambda dy: (None, unbroadcast(dy, fill_shape))
 
 
 @defjvp(np.full_like)
@@ -150,7 +139,7 @@ def _identity_back(dy):
 
 
 # Each always makes a new buffer: a traced argument may be the caller's, never to be aliased.
-@defrule(np.copy)
+@defrule(np.copy, leading=1)
 def copy(a, order="K", **kwargs):
     return np.array(a, order=order, copy=True, like=a), _identity_back  # like: a may be traced
 
@@ -177,9 +166,8 @@ def array_rule(func):
 
         def back(dy):
             if shapes is not None:  # np.array([x, y], like=x) stacks its items
-                return ([np.reshape(dy[i], item) for i, item in enumerate(shapes)],) \
-                    + (None,) * len(rest)
-            return (np.reshape(dy, shape),) + (None,) * len(rest)
+                return ([np.reshape(dy[i], item) for i, item in enumerate(shapes)],)
+            return (np.reshape(dy, shape),)
 
         return y, back
 
@@ -229,21 +217,17 @@ def array_jvp(func):
 
 
 for _func in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray):
-    defrule(_func)(array_rule(_func))
+    defrule(_func, leading=1)(array_rule(_func))
     defjvp(_func)(array_jvp(_func))
 
 
-@defrule("astype")
+@defrule(np.ndarray.astype, leading=1)
 def astype(a, dtype, **kwargs):
     y = a.astype(dtype, **kwargs)
-
-    def back(dy):
-        return dy.astype(a.dtype, copy=False), None
-
-    return y, back
+    return y, lambda dy: (dy.astype(a.dtype, copy=False),)
 
 
-@defjvp("astype")
+@defjvp(np.ndarray.astype)
 def astype_jvp(tangents, a, dtype, **kwargs):
     y = a.astype(dtype, **kwargs)
     if tangents[0] is None or not np.issubdtype(y.dtype, np.inexact):

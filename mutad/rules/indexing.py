@@ -7,7 +7,7 @@ cotangent back where each element came from, repeated indices each adding their 
 scatters (the written region is checkpointed).
 
 A gather copies elements of its input, so its pullback adds each output's cotangent back where
-the element came from (``gather_cotangent`` in ``shape.py``, which also sums repeated indices).
+the element came from (``gather_cotangent``, which also sums repeated indices).
 ``np.sort`` and ``np.partition`` take their values (bits and memory layout included) from
 NumPy's own functions, and their gradient through a permutation that maps the input onto those
 values (``_matching``). A gather is linear in what it gathers from, so its forward rule gathers the tangent the same way.
@@ -31,14 +31,12 @@ import operator
 import numpy as np
 
 from ..errors import MutadError, UnsupportedOperationError
-from ..registry import definplace, deflinear, defjvp
+from ..registry import definplace, deflinear, defjvp, defrule
 from ..shadows import overlapping
 from ..tracing import (Traced, active, apply_ufunc, carries, check_destination, freeze, fresh,
                        innermost, keep, locate, plain, unbroadcast, untraced_write, view_of)
 from ..views import address, byte_span, may_overlap, memory, same_region, views, wrapped
-from . import nesting
-from .linalg import rule_for
-from .shape import gather_cotangent
+from ._helpers import accumulator, gather_cotangent
 
 
 def _resolve_mode(indices, length, mode):
@@ -55,7 +53,7 @@ def _resolve_mode(indices, length, mode):
 # Gathers
 
 
-@rule_for(np.take)
+@defrule(np.take, leading=2)
 def take(a, indices, axis=None, mode="raise"):
     y = np.take(a, indices, axis, mode=mode)
 
@@ -68,7 +66,7 @@ def take(a, indices, axis=None, mode="raise"):
 deflinear(np.take)
 
 
-@rule_for(np.take_along_axis)
+@defrule(np.take_along_axis, leading=2)
 def take_along_axis(arr, indices, axis=-1):
     y = np.take_along_axis(arr, indices, axis)
 
@@ -81,7 +79,7 @@ def take_along_axis(arr, indices, axis=-1):
 deflinear(np.take_along_axis)
 
 
-@rule_for(np.compress)
+@defrule(np.compress, leading=2)
 def compress(condition, a, axis=None):
     y = np.compress(condition, a, axis)
 
@@ -94,7 +92,7 @@ def compress(condition, a, axis=None):
 deflinear(np.compress, operands=(1,))
 
 
-@rule_for(np.extract)
+@defrule(np.extract, leading=2)
 def extract(condition, arr):
     y = np.extract(condition, arr)
 
@@ -145,7 +143,7 @@ def _sorting_gather(a, y, order, axis):
     return y, back
 
 
-@rule_for(np.sort)
+@defrule(np.sort, leading=1)
 def sort(a, axis=-1, kind=None, order=None, **kwargs):
     # A sort permutes: the gradient goes back through a permutation a stable argsort finds
     # (ties are equal values, so either choice is a valid one-sided derivative).
@@ -156,19 +154,19 @@ def sort(a, axis=-1, kind=None, order=None, **kwargs):
     return _sorting_gather(a, y, permutation, axis)
 
 
-@rule_for(np.partition)
-def partition(a, kth, axis=-1, kind="introselect", order=None):
-    # NumPy leaves the order within each side of kth unspecified, so the permutation is found
-    # from NumPy's own result rather than from np.argpartition.
-    y = np.partition(a, kth, axis=axis, kind=kind, order=order)
-    return _sorting_gather(a, y, _matching(a, y, axis), axis)
-
-
 @defjvp(np.sort)
 def sort_jvp(tangents, a, axis=-1, kind=None, order=None, **kwargs):
     y = np.sort(a, axis=axis, kind=kind, order=order, **kwargs)
     rearrange = _rearranging(_matching(a, y, axis), axis)
     return y, _laid_out_as(y, rearrange(tangents[0]))
+
+
+@defrule(np.partition, leading=1)
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    # NumPy leaves the order within each side of kth unspecified, so the permutation is found
+    # from NumPy's own result rather than from np.argpartition.
+    y = np.partition(a, kth, axis=axis, kind=kind, order=order)
+    return _sorting_gather(a, y, _matching(a, y, axis), axis)
 
 
 @defjvp(np.partition)
@@ -178,7 +176,7 @@ def partition_jvp(tangents, a, kth, axis=-1, kind="introselect", order=None):
     return y, _laid_out_as(y, rearrange(tangents[0]))
 
 
-@rule_for(np.choose)
+@defrule(np.choose, leading=2)
 def choose(a, choices, mode="raise"):
     y = np.choose(a, choices, mode=mode)
     picked = np.broadcast_to(_resolve_mode(a, len(choices), mode), np.shape(y))
@@ -196,7 +194,7 @@ def choose(a, choices, mode="raise"):
 deflinear(np.choose, operands=(1,))
 
 
-@rule_for(np.select)
+@defrule(np.select, leading=3)
 def select(condlist, choicelist, default=0):
     y = np.select(condlist, choicelist, default)
 
@@ -231,10 +229,11 @@ def _diff_ends(ends, kwargs):
     return prepend, append
 
 
-@rule_for(np.diff)
+@defrule(np.diff, leading=5)
 def diff(a, n=1, axis=-1, *ends, **kwargs):
     if n == 0:
-        return a[...], lambda dy: (dy,)  # NumPy returns a itself; as a view, it shares a's shadow
+        # NumPy returns a itself; as a view, it shares a's shadow
+        return a[...], lambda dy: (dy, None, None, None, None)
     y = np.diff(a, n, axis, *ends, **kwargs)
     prepend, append = _diff_ends(ends, kwargs)
     axis = axis % np.ndim(a)
@@ -287,7 +286,7 @@ def _refuse_period(period):
             "first, then call np.interp without it.")
 
 
-@rule_for(np.interp)
+@defrule(np.interp, leading=5)
 def interp(x, xp, fp, left=None, right=None, period=None):
     _refuse_period(period)
     y = np.interp(x, xp, fp, left, right)
@@ -319,8 +318,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
             s = (np.take(fp, i + 1) - np.take(fp, i)) / h
             inner = np.where(inside, dy, 0.0)
             dx = inner * s
-            dfp = nesting.zeros(fp_shape, float, inner, t, dleft, dright)
-            dxp = nesting.zeros(xp_shape, float, inner, s, t)
+            dfp = accumulator(fp_shape, float, inner, t, dleft, dright)
+            dxp = accumulator(xp_shape, float, inner, s, t)
             np.add.at(dfp, i, inner * (1.0 - t))
             np.add.at(dfp, i + 1, inner * t)
             np.add.at(dxp, i, inner * s * (t - 1.0))
@@ -328,7 +327,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         else:
             dx = np.zeros(x_shape)
             dxp = np.zeros(xp_shape)
-            dfp = nesting.zeros(fp_shape, float, dy)
+            dfp = accumulator(fp_shape, float, dy)
             dfp[0] += np.sum(np.where(inside, dy, 0.0))
         if left is None:
             dfp[0] += dleft

@@ -29,39 +29,8 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..registry import defjvp, deflinear, defmultilinear, defrule
-from ..tracing import unbroadcast
-
-
-def rule_for(*funcs):
-    """Register a rule whose ``back`` returns cotangents for its leading positional arguments
-    only; the settings a caller passes positionally after them (``ord``, ``axis``, ``UPLO``)
-    get ``None``, so the rule need not count them."""
-
-    def register(rule):
-        def counted(*args, **kwargs):
-            y, back = rule(*args, **kwargs)
-
-            def padded(dy):
-                cotangents = tuple(back(dy))[:len(args)]
-                return cotangents + (None,) * (len(args) - len(cotangents))
-
-            return y, padded
-
-        counted.__name__ = rule.__name__
-        counted.__doc__ = rule.__doc__
-        defrule(*funcs)(counted)
-        return rule
-
-    return register
-
-
-def transpose(x):
-    """The matrix transpose of a stack of matrices."""
-    return np.swapaxes(x, -1, -2)
-
-
-def symmetric_part(g):
-    return 0.5 * (g + transpose(g))
+from ._helpers import symmetric_part, transpose, unbroadcast
+from .factorizations import cholesky_cotangent, cholesky_tangent
 
 
 # ----------------------------------------------------------------------------------------------
@@ -198,6 +167,11 @@ def einsum(*args, **kwargs):
     return y, back
 
 
+# einsum is linear in each operand: the product rule (its subscripts and sublists carry no
+# tangent). So is every product below.
+defmultilinear(np.einsum)
+
+
 def _letters(count, skip=""):
     return "".join(c for c in string.ascii_letters if c not in skip)[:count]
 
@@ -215,7 +189,7 @@ def _product_subscripts(a, b, b_axis):
     return terms, a_free + b_free
 
 
-@rule_for(np.dot)
+@defrule(np.dot, leading=2)
 def dot(a, b):
     y = np.dot(a, b)
     # dot(a, b)[i..., j..., k] = Σ_m a[i..., m] b[j..., m, k]: m is b's second-to-last axis
@@ -224,7 +198,10 @@ def dot(a, b):
     return y, contraction_back(terms, output, (a, b))
 
 
-@rule_for(np.inner)
+defmultilinear(np.dot, operands=(0, 1))
+
+
+@defrule(np.inner, leading=2)
 def inner(a, b):
     y = np.inner(a, b)
     # inner(a, b)[i..., j...] = Σ_m a[i..., m] b[j..., m]
@@ -232,7 +209,10 @@ def inner(a, b):
     return y, contraction_back(terms, output, (a, b))
 
 
-@rule_for(np.tensordot, np.linalg.tensordot)
+defmultilinear(np.inner, operands=(0, 1))
+
+
+@defrule(np.tensordot, np.linalg.tensordot, leading=2)
 def tensordot(a, b, axes=2):
     y = np.tensordot(a, b, axes)
     if np.ndim(axes) == 0:
@@ -252,7 +232,10 @@ def tensordot(a, b, axes=2):
     return y, contraction_back(("".join(a_term), "".join(b_term)), output, (a, b))
 
 
-@rule_for(np.kron)
+defmultilinear(np.tensordot, np.linalg.tensordot, operands=(0, 1))
+
+
+@defrule(np.kron, leading=2)
 def kron(a, b):
     y = np.kron(a, b)
     ndim = max(np.ndim(a), np.ndim(b))
@@ -274,7 +257,10 @@ def kron(a, b):
     return y, back
 
 
-@rule_for(np.outer, np.linalg.outer)
+defmultilinear(np.kron, operands=(0, 1))
+
+
+@defrule(np.outer, np.linalg.outer, leading=2)
 def outer(a, b):
     y = np.outer(a, b)
 
@@ -286,7 +272,10 @@ def outer(a, b):
     return y, back
 
 
-@rule_for(np.vdot)
+defmultilinear(np.outer, np.linalg.outer, operands=(0, 1))
+
+
+@defrule(np.vdot, leading=2)
 def vdot(a, b):
     y = np.vdot(a, b)
 
@@ -296,7 +285,10 @@ def vdot(a, b):
     return y, back
 
 
-@rule_for(np.matmul, np.linalg.matmul)
+defmultilinear(np.vdot, operands=(0, 1))
+
+
+@defrule(np.matmul, np.linalg.matmul, leading=2)
 def matmul(a, b, **kwargs):
     if "axes" in kwargs or "axis" in kwargs:
         raise UnsupportedOperationError("np.matmul(..., axes=...): move the axes first.")
@@ -318,7 +310,10 @@ def matmul(a, b, **kwargs):
     return y, back
 
 
-@rule_for(np.vecdot, np.linalg.vecdot)
+defmultilinear(np.matmul, np.linalg.matmul, operands=(0, 1))
+
+
+@defrule(np.vecdot, np.linalg.vecdot, leading=2)
 def vecdot(a, b, axis=-1, **kwargs):
     y = np.vecdot(a, b, axis=axis, **kwargs)
 
@@ -329,6 +324,9 @@ def vecdot(a, b, axis=-1, **kwargs):
     return y, back
 
 
+defmultilinear(np.vecdot, np.linalg.vecdot, operands=(0, 1))
+
+
 def product_as_einsum(func, subscripts):
     """Register ``func(a, b)``, which is the einsum ``subscripts`` of its two operands."""
 
@@ -337,7 +335,8 @@ def product_as_einsum(func, subscripts):
         return func(a, b), contraction_back(terms, output, (a, b))
 
     rule.__name__ = func.__name__
-    rule_for(func)(rule)
+    defrule(func, leading=2)(rule)
+    defmultilinear(func, operands=(0, 1))
 
 
 if hasattr(np, "matvec"):  # NumPy 2.2 and later
@@ -358,17 +357,23 @@ def _trace_back(a, offset, axis1, axis2):
     return back
 
 
-@rule_for(np.trace)
+@defrule(np.trace, leading=1)
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
     return np.trace(a, offset, axis1, axis2, dtype), _trace_back(a, offset, axis1, axis2)
 
 
-@rule_for(np.linalg.trace)
+deflinear(np.trace)
+
+
+@defrule(np.linalg.trace, leading=1)
 def trace_of_matrices(x, offset=0, dtype=None):
     return np.linalg.trace(x, offset=offset, dtype=dtype), _trace_back(x, offset, -2, -1)
 
 
-@rule_for(np.cross, np.linalg.cross)
+deflinear(np.linalg.trace)
+
+
+@defrule(np.cross, np.linalg.cross, leading=2)
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     if axis is not None:
         axisa = axisb = axisc = axis
@@ -398,22 +403,14 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return y, back
 
 
-# Every product is linear in each of its operands, so its tangent is the product rule's sum, one
-# term per operand that carries a tangent (einsum's subscripts and sublists carry none).
-defmultilinear(np.einsum)
-defmultilinear(np.dot, np.inner, np.tensordot, np.linalg.tensordot, np.kron, np.outer,
-               np.linalg.outer, np.vdot, np.matmul, np.linalg.matmul, np.vecdot,
-               np.linalg.vecdot, np.cross, np.linalg.cross, operands=(0, 1))
-if hasattr(np, "matvec"):
-    defmultilinear(np.matvec, np.vecmat, operands=(0, 1))
-deflinear(np.trace, np.linalg.trace)
+defmultilinear(np.cross, np.linalg.cross, operands=(0, 1))
 
 
 # ----------------------------------------------------------------------------------------------
 # np.linalg: inverses and solves
 
 
-@rule_for(np.linalg.inv)
+@defrule(np.linalg.inv, leading=1)
 def inv(a):
     y = np.linalg.inv(a)
 
@@ -431,7 +428,7 @@ def inv_jvp(tangents, a):
     return y, -(y @ tangents[0] @ y)  # Giles 2008, §3.1
 
 
-@rule_for(np.linalg.solve)
+@defrule(np.linalg.solve, leading=2)
 def solve(a, b):
     x = np.linalg.solve(a, b)
     is_vector = np.ndim(b) == 1  # NumPy 2: b is a vector only when it is 1-d
@@ -463,7 +460,7 @@ def solve_jvp(tangents, a, b):
     return x, dx[..., 0] if is_vector else dx
 
 
-@rule_for(np.linalg.pinv)
+@defrule(np.linalg.pinv, leading=1)
 def pinv(a, *args, **kwargs):
     p = np.linalg.pinv(a, *args, **kwargs)
 
@@ -493,7 +490,7 @@ def pinv_jvp(tangents, a, *args, **kwargs):
     return p, _pinv_tangent(a, p, tangents[0])
 
 
-@rule_for(np.linalg.matrix_power)
+@defrule(np.linalg.matrix_power, leading=1)
 def matrix_power(a, n):
     y = np.linalg.matrix_power(a, n)
     base = np.linalg.inv(a) if n < 0 else a
@@ -509,7 +506,7 @@ def matrix_power(a, n):
                  start=np.zeros_like(dy))
         if n < 0:  # B = A⁻¹: Ā = -Bᵀ B̄ Bᵀ
             db = -(base_t @ db @ base_t)
-        return db, None
+        return (db,)
 
     return y, back
 
@@ -530,7 +527,7 @@ def matrix_power_jvp(tangents, a, n):
     return y, dpower
 
 
-@rule_for(np.linalg.lstsq)
+@defrule(np.linalg.lstsq, leading=2)
 def lstsq(a, b, rcond=None):
     x, residuals, rank, s = np.linalg.lstsq(a, b, rcond=rcond)
     p, pinv_back = pinv(a)
@@ -608,7 +605,7 @@ def _as_matrices(y):
     return np.reshape(y, np.shape(y) + (1, 1))
 
 
-@rule_for(np.linalg.det)
+@defrule(np.linalg.det, leading=1)
 def det(a):
     y = np.linalg.det(a)
 
@@ -633,7 +630,7 @@ def det_jvp(tangents, a):
         return y, np.sum(_cofactor(a) * da, axis=(-2, -1))
 
 
-@rule_for(np.linalg.slogdet)
+@defrule(np.linalg.slogdet, leading=1)
 def slogdet(a):
     result = np.linalg.slogdet(a)
 
@@ -753,7 +750,7 @@ def _norm_axes(x, ord, axis):
     return axes, len(axes) == 2
 
 
-@rule_for(np.linalg.norm)
+@defrule(np.linalg.norm, leading=1)
 def norm(x, ord=None, axis=None, keepdims=False):
     y = np.linalg.norm(x, ord, axis, keepdims)
     axes, matrix = _norm_axes(x, ord, axis)
@@ -771,7 +768,7 @@ def _vector_norm_axes(x, axis):
     return _axes(x, tuple(range(np.ndim(x))) if axis is None else axis)
 
 
-@rule_for(np.linalg.vector_norm)
+@defrule(np.linalg.vector_norm, leading=1)
 def vector_norm(x, axis=None, keepdims=False, ord=2):
     y = np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
     return y, _norm_back(x, y, ord, _vector_norm_axes(x, axis), keepdims, matrix=False)
@@ -783,7 +780,7 @@ def vector_norm_jvp(tangents, x, axis=None, keepdims=False, ord=2):
     return y, _norm_tangent(x, tangents[0], y, ord, _vector_norm_axes(x, axis), keepdims, False)
 
 
-@rule_for(np.linalg.matrix_norm)
+@defrule(np.linalg.matrix_norm, leading=1)
 def matrix_norm(x, keepdims=False, ord="fro"):
     y = np.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
     return y, _norm_back(x, y, ord, _axes(x, (-2, -1)), keepdims, matrix=True)
@@ -799,35 +796,16 @@ def matrix_norm_jvp(tangents, x, keepdims=False, ord="fro"):
 # np.linalg: factorisations of symmetric matrices
 
 
-def _lower_with_half_diagonal(x):
-    """Φ of Murray (2016): the lower triangle with the diagonal halved."""
-    return np.tril(x) - 0.5 * (np.eye(x.shape[-1]) * x)
-
-
-@rule_for(np.linalg.cholesky)
+@defrule(np.linalg.cholesky, leading=1)
 def cholesky(a, upper=False):
     factor = np.linalg.cholesky(a, upper=upper)
     lower = transpose(factor) if upper else factor
 
     def back(dfactor):
         dlower = transpose(dfactor) if upper else dfactor
-        # A = L Lᵀ gives dL = L Φ(L⁻¹ dA L⁻ᵀ); Φ is self-adjoint, so for symmetric dA
-        # Ā = sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹)  (Murray 2016, eq. 10 and §3.1).
-        inner = _lower_with_half_diagonal(transpose(lower) @ dlower)
-        left = np.linalg.solve(transpose(lower), inner)                        # L⁻ᵀ Φ
-        g = transpose(np.linalg.solve(transpose(lower), transpose(left)))       # (L⁻ᵀ Φ) L⁻¹
-        return (symmetric_part(g),)
+        return (symmetric_part(cholesky_cotangent(lower, dlower)),)  # Murray 2016
 
     return factor, back
-
-
-def cholesky_tangent(lower, da, solve=np.linalg.solve):
-    """The tangent of the lower factor ``lower`` = L of A = L Lᵀ along ``da``:
-    dL = L Φ(L⁻¹ dA L⁻ᵀ) (Murray 2016), dA symmetrised to match the symmetric gradient of the
-    reverse rules. ``solve(L, X)`` computes L⁻¹ X (a triangular solver where there is one)."""
-    left = solve(lower, symmetric_part(da))          # L⁻¹ dA
-    middle = solve(lower, transpose(left))           # L⁻¹ dA L⁻ᵀ, dA being symmetric
-    return lower @ _lower_with_half_diagonal(middle)
 
 
 @defjvp(np.linalg.cholesky)
@@ -861,7 +839,7 @@ def _eigh_back(w, v, dw, dv, equal):
     return symmetric_part(v @ middle @ transpose(v))
 
 
-@rule_for(np.linalg.eigh)
+@defrule(np.linalg.eigh, leading=1)
 def eigh(a, UPLO="L"):
     result = np.linalg.eigh(a, UPLO)
     w, v = result
@@ -874,7 +852,7 @@ def eigh(a, UPLO="L"):
     return result, back
 
 
-@rule_for(np.linalg.eigvalsh)
+@defrule(np.linalg.eigvalsh, leading=1)
 def eigvalsh(a, UPLO="L"):
     w, v = np.linalg.eigh(a, UPLO)
 
@@ -945,7 +923,7 @@ def _require_thin_svd(a, full_matrices, compute_uv):
             "full_matrices=False.")
 
 
-@rule_for(np.linalg.svd)
+@defrule(np.linalg.svd, leading=1)
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     _require_thin_svd(a, full_matrices, compute_uv)
     u, s, vt = np.linalg.svd(a, full_matrices=False)

@@ -22,105 +22,9 @@ import math
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..registry import JVPS, defrule
+from ..registry import defjvp, deflinear, defrule
 from ..views import wrapped
-
-
-def defunary(*funcs):
-    """Register ``rule(a, *rest, **kwargs) -> (y, back)`` whose ``back(dy)`` returns the one
-    cotangent of ``a``; the other positional arguments (axis, shape, dtype, ...) get ``None``.
-
-    A function may hand its input back unchanged (``np.real`` of a real array, ``atleast_1d``
-    of a matrix); the result is then made a view, so the core treats it as sharing the input's
-    shadow instead of as a fresh buffer. Returns ``rule`` undecorated, for reuse by variants.
-    """
-
-    def register(rule):
-        @functools.wraps(rule)
-        def rule_of_all_arguments(a, *rest, **kwargs):
-            y, back = rule(a, *rest, **kwargs)
-            if y is a:
-                y = a.view()
-
-            def back_of_all_arguments(dy):
-                return (back(dy),) + (None,) * len(rest)
-
-            return y, back_of_all_arguments
-
-        defrule(*funcs)(rule_of_all_arguments)
-        return rule
-
-    return register
-
-
-def _of_first_argument(call, rule):
-    def jvp(tangents, a, *rest, **kwargs):
-        if tangents[0] is None:  # the call reached forward mode through another argument
-            return call(a, *rest, **kwargs), None
-        return rule(tangents[0], a, *rest, **kwargs)
-
-    jvp.__name__ = jvp.__qualname__ = getattr(rule, "__name__", f"{call.__name__}_jvp")
-    return jvp
-
-
-def defunary_jvp(*funcs):
-    """Register ``rule(da, a, *rest, **kwargs) -> (y, dy)`` as the forward rule of each of
-    ``funcs`` (a function, or a ufunc method keyed ``(ufunc, method)``), differentiable in its
-    first argument ``a`` only; ``da`` is ``a``'s tangent. Returns ``rule`` undecorated."""
-
-    def register(rule):
-        for func in funcs:
-            call = getattr(*func) if type(func) is tuple else func
-            JVPS[func] = _of_first_argument(call, rule)
-        return rule
-
-    return register
-
-
-def _linear(call):
-    def jvp(da, a, *rest, **kwargs):
-        # An additive starting value (``initial=``) is a constant: it stays out of the tangent.
-        settings = {k: v for k, v in kwargs.items() if k != "initial"}
-        return call(a, *rest, **kwargs), call(da, *rest, **settings)
-
-    jvp.__name__ = jvp.__qualname__ = f"{call.__name__}_jvp"
-    return jvp
-
-
-def linear_jvp(*funcs):
-    """Forward rules for ``funcs``, linear in their first argument (the others are settings):
-    the tangent is the function of the tangent. Where the function returns a view of its
-    argument, that is the same view of the tangent, whose memory mirrors the argument's."""
-    for func in funcs:
-        call = getattr(*func) if type(func) is tuple else func
-        defunary_jvp(func)(_linear(call))
-
-
-class Template:
-    """An input's shape, dtype and index order: all most pullbacks need to know about it.
-
-    A pullback that keeps this instead of the array does not keep the array's values alive
-    until the reverse pass.
-    """
-
-    __slots__ = ("shape", "ndim", "size", "dtype", "fortran")
-
-    def __init__(self, a):
-        if not hasattr(a, "flags"):  # a scalar or a list; arrays (traced ones too) have it
-            a = np.asarray(a)
-        self.shape = a.shape
-        self.ndim = a.ndim
-        self.size = a.size
-        self.dtype = a.dtype
-        self.fortran = a.flags.f_contiguous and not a.flags.c_contiguous
-
-
-def expand(dy, shape, axis, keepdims):
-    """Broadcast a cotangent reduced over ``axis`` back to ``shape``."""
-    if axis is not None and not keepdims and shape:  # a 0-d input's axis 0 removes no axis
-        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-        dy = np.expand_dims(dy, tuple(a % len(shape) for a in axes))
-    return np.broadcast_to(dy, shape)
+from ._helpers import Template, expand
 
 
 def masked(g, where):
@@ -146,20 +50,21 @@ def reverse_cumsum(g, axis):
 # sum, mean, nansum, nanmean
 
 
-@defunary(np.sum)
+@defrule(np.sum, leading=1)
 def sum_(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     where = kwargs.get("where", True)
     shape = a.shape
-    return y, lambda dy: masked(expand(dy, shape, axis, keepdims), where)
+    return y, lambda dy: (masked(expand(dy, shape, axis, keepdims), where),)
 
 
-@defunary((np.add, "reduce"))
+@defrule((np.add, "reduce"), leading=1)
 def add_reduce(a, axis=0, **kwargs):
     return sum_(a, axis, **kwargs)
 
 
-linear_jvp(np.sum, (np.add, "reduce"), np.mean)
+# An additive starting value (initial=) is a constant: it stays out of the tangent.
+deflinear(np.sum, (np.add, "reduce"), np.mean, offsets=("initial",))
 
 
 def present_of(a, where):
@@ -168,25 +73,7 @@ def present_of(a, where):
     return present if where is True else present & where
 
 
-@defunary(np.nansum)
-def nansum(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
-    y = np.nansum(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
-    present = present_of(a, kwargs.get("where", True))
-    shape = a.shape
-    return y, lambda dy: np.where(present, expand(dy, shape, axis, keepdims), 0)
-
-
-@defunary_jvp(np.nansum)
-def nansum_jvp(da, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
-    y = np.nansum(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
-    # A NaN is skipped, so its tangent is too (even a NaN one); initial= is a constant.
-    kwargs.pop("initial", None)
-    dy = np.sum(np.where(np.isnan(a), 0.0, da), axis=axis, dtype=dtype, keepdims=keepdims,
-                **kwargs)
-    return y, dy
-
-
-@defunary(np.mean)
+@defrule(np.mean, leading=1)
 def mean(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     where = kwargs.get("where", True)
@@ -194,32 +81,45 @@ def mean(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
 
     def back(dy):
         share = expand(dy, template.shape, axis, keepdims) / count(template, axis, where)
-        return masked(share, where)
+        return (masked(share, where),)
 
     return y, back
 
 
-@defunary(np.nanmean)
-def nanmean(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
-    y = np.nanmean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
-    present = present_of(a, kwargs.get("where", True))
-    combined = count(a, axis, present)
-    shape = a.shape
+def nan_skipping_rules(func, average):
+    """The rule and forward rule of ``func``, np.nansum or (``average``) np.nanmean: a sum or
+    mean of the elements ``present_of`` finds, so the cotangent spreads over those alone
+    (equally, for a mean) and the tangent sums (averages) theirs alone, even a NaN one. An
+    all-NaN slice of a mean (y is NaN) passes nothing. ``initial=`` is a constant."""
 
-    def back(dy):
-        return np.where(present, expand(dy, shape, axis, keepdims) / combined, 0)
+    def rule(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
+        y = func(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+        present = present_of(a, kwargs.get("where", True))
+        combined = count(a, axis, present) if average else None
+        shape = a.shape
 
-    return y, back
+        def back(dy):
+            share = expand(dy, shape, axis, keepdims)
+            return (np.where(present, share if combined is None else share / combined, 0),)
+
+        return y, back
+
+    def jvp(tangents, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
+        y = func(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+        present = present_of(a, kwargs.get("where", True))
+        dy = np.sum(np.where(present, tangents[0], 0.0), axis=axis, dtype=dtype,
+                    keepdims=keepdims)
+        if average:
+            dy = dy / np.maximum(np.sum(present, axis=axis, keepdims=keepdims), 1)
+        return y, dy
+
+    return rule, jvp
 
 
-@defunary_jvp(np.nanmean)
-def nanmean_jvp(da, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
-    y = np.nanmean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
-    where = kwargs.get("where", True)
-    present = ~np.isnan(a) if where is True else ~np.isnan(a) & where
-    total = np.sum(np.where(present, da, 0.0), axis=axis, dtype=dtype, keepdims=keepdims)
-    # An all-NaN slice (y is NaN) passes no tangent, as its elements get no gradient.
-    return y, total / np.maximum(np.sum(present, axis=axis, keepdims=keepdims), 1)
+for _func, _average in ((np.nansum, False), (np.nanmean, True)):
+    _rule, _jvp = nan_skipping_rules(_func, _average)
+    defrule(_func, leading=1)(_rule)
+    defjvp(_func, leading=1)(_jvp)
 
 
 ########################################################################################
@@ -270,32 +170,33 @@ def _exclusive_products(a, axis):
     return np.moveaxis(np.reshape(before * after, moved.shape), last, axes)
 
 
-@defunary(np.prod)
+@defrule(np.prod, leading=1)
 def prod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     any_zero = has_zero(a, kwargs)
     return y, lambda dy: (expand(dy, a.shape, axis, keepdims)
-                          * product_of_others(a, axis, kwargs, any_zero))
+                          * product_of_others(a, axis, kwargs, any_zero),)
 
 
-@defunary((np.multiply, "reduce"))
+@defrule((np.multiply, "reduce"), leading=1)
 def multiply_reduce(a, axis=0, **kwargs):
     return prod(a, axis, **kwargs)
 
 
-@defunary_jvp(np.prod)
-def prod_jvp(da, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
+@defjvp(np.prod, leading=1)
+def prod_jvp(tangents, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
+    da = tangents[0]
     y = np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     others = product_of_others(a, axis, kwargs, has_zero(a, kwargs))
     return y, np.sum(da * others, axis=axis, keepdims=keepdims)
 
 
-@defunary_jvp((np.multiply, "reduce"))
-def multiply_reduce_jvp(da, a, axis=0, **kwargs):
-    return prod_jvp(da, a, axis, **kwargs)
+@defjvp((np.multiply, "reduce"), leading=1)
+def multiply_reduce_jvp(tangents, a, axis=0, **kwargs):
+    return prod_jvp(tangents, a, axis, **kwargs)
 
 
-@defunary(np.nanprod)
+@defrule(np.nanprod, leading=1)
 def nanprod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.nanprod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     present = ~np.isnan(a)
@@ -303,13 +204,14 @@ def nanprod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
 
     def back(dy):
         others = product_of_others(np.where(present, a, 1), axis, kwargs, any_zero)
-        return np.where(present, expand(dy, a.shape, axis, keepdims) * others, 0)
+        return (np.where(present, expand(dy, a.shape, axis, keepdims) * others, 0),)
 
     return y, back
 
 
-@defunary_jvp(np.nanprod)
-def nanprod_jvp(da, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
+@defjvp(np.nanprod, leading=1)
+def nanprod_jvp(tangents, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
+    da = tangents[0]
     y = np.nanprod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     present = ~np.isnan(a)
     factors = np.where(present, a, 1)
@@ -356,7 +258,7 @@ def extreme_rule(forward):
     def rule(a, axis=None, *, keepdims=False, **kwargs):
         y = forward(a, axis=axis, keepdims=keepdims, **kwargs)
         ties = ties_of(a, y, axis, keepdims, kwargs.get("where", True))
-        return y, lambda dy: share_among_extremes(dy, ties, axis, keepdims)
+        return y, lambda dy: (share_among_extremes(dy, ties, axis, keepdims),)
 
     rule.__name__ = rule.__qualname__ = forward.__name__
     return rule
@@ -365,24 +267,24 @@ def extreme_rule(forward):
 def extreme_jvp(forward):
     """The forward rule of ``forward``, one of NumPy's maximum or minimum reductions."""
 
-    def jvp(da, a, axis=None, *, keepdims=False, **kwargs):
+    def jvp(tangents, a, axis=None, *, keepdims=False, **kwargs):
         y = forward(a, axis=axis, keepdims=keepdims, **kwargs)
-        return y, mean_over_extremes(da, a, y, axis, keepdims, kwargs.get("where", True))
+        return y, mean_over_extremes(tangents[0], a, y, axis, keepdims, kwargs.get("where", True))
 
     jvp.__name__ = jvp.__qualname__ = f"{forward.__name__}_jvp"
     return jvp
 
 
 for _forward in (np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin):
-    defunary(_forward)(extreme_rule(_forward))
-    defunary_jvp(_forward)(extreme_jvp(_forward))
+    defrule(_forward, leading=1)(extreme_rule(_forward))
+    defjvp(_forward, leading=1)(extreme_jvp(_forward))
 
 for _ufunc in (np.maximum, np.minimum):
-    defunary((_ufunc, "reduce"))(functools.partial(extreme_rule(_ufunc.reduce), axis=0))
-    defunary_jvp((_ufunc, "reduce"))(functools.partial(extreme_jvp(_ufunc.reduce), axis=0))
+    defrule((_ufunc, "reduce"), leading=1)(functools.partial(extreme_rule(_ufunc.reduce), axis=0))
+    defjvp((_ufunc, "reduce"), leading=1)(functools.partial(extreme_jvp(_ufunc.reduce), axis=0))
 
 
-@defunary(np.ptp)
+@defrule(np.ptp, leading=1)
 def ptp(a, axis=None, *, keepdims=False):
     top = np.max(a, axis=axis, keepdims=keepdims)
     bottom = np.min(a, axis=axis, keepdims=keepdims)
@@ -390,13 +292,14 @@ def ptp(a, axis=None, *, keepdims=False):
 
     def back(dy):
         return (share_among_extremes(dy, top_ties, axis, keepdims)
-                - share_among_extremes(dy, bottom_ties, axis, keepdims))
+                - share_among_extremes(dy, bottom_ties, axis, keepdims),)
 
     return top - bottom, back
 
 
-@defunary_jvp(np.ptp)
-def ptp_jvp(da, a, axis=None, *, keepdims=False):
+@defjvp(np.ptp, leading=1)
+def ptp_jvp(tangents, a, axis=None, *, keepdims=False):
+    da = tangents[0]
     top = np.max(a, axis=axis, keepdims=keepdims)
     bottom = np.min(a, axis=axis, keepdims=keepdims)
     return top - bottom, (mean_over_extremes(da, a, top, axis, keepdims)
@@ -422,22 +325,23 @@ def variance_tangent(da, a, axis, keepdims, ddof, where):
     return np.sum(variance_gradient(a, axis, ddof, where) * da, axis=axis, keepdims=keepdims)
 
 
-@defunary(np.var)
+@defrule(np.var, leading=1)
 def var(a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
     y = np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
     ddof = kwargs.get("correction", ddof)
     where = kwargs.get("where", True)
-    return y, lambda dy: variance_cotangent(dy, a, axis, keepdims, ddof, where)
+    return y, lambda dy: (variance_cotangent(dy, a, axis, keepdims, ddof, where),)
 
 
-@defunary_jvp(np.var)
-def var_jvp(da, a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
+@defjvp(np.var, leading=1)
+def var_jvp(tangents, a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
+    da = tangents[0]
     y = np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
     ddof = kwargs.get("correction", ddof)
     return y, variance_tangent(da, a, axis, keepdims, ddof, kwargs.get("where", True))
 
 
-@defunary(np.std)
+@defrule(np.std, leading=1)
 def std(a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
     y = np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
     ddof = kwargs.get("correction", ddof)
@@ -446,13 +350,14 @@ def std(a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
     safe = np.where(y == 0, np.inf, 2 * y)
 
     def back(dy):
-        return variance_cotangent(dy / safe, a, axis, keepdims, ddof, where)
+        return (variance_cotangent(dy / safe, a, axis, keepdims, ddof, where),)
 
     return y, back
 
 
-@defunary_jvp(np.std)
-def std_jvp(da, a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
+@defjvp(np.std, leading=1)
+def std_jvp(tangents, a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
+    da = tangents[0]
     y = np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
     ddof = kwargs.get("correction", ddof)
     d_variance = variance_tangent(da, a, axis, keepdims, ddof, kwargs.get("where", True))
@@ -463,21 +368,21 @@ def std_jvp(da, a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
 # cumsum, cumprod
 
 
-@defunary(np.cumsum)
+@defrule(np.cumsum, leading=1)
 def cumsum(a, axis=None, dtype=None):
     y = np.cumsum(a, axis=axis, dtype=dtype)
     if axis is None or a.ndim == 0:  # both flatten: a 0-d input's axis 0 gives shape (1,)
         shape = a.shape
-        return y, lambda dy: reverse_cumsum(dy, 0).reshape(shape)
-    return y, lambda dy: reverse_cumsum(dy, axis)
+        return y, lambda dy: (reverse_cumsum(dy, 0).reshape(shape),)
+    return y, lambda dy: (reverse_cumsum(dy, axis),)
 
 
-@defunary((np.add, "accumulate"))
+@defrule((np.add, "accumulate"), leading=1)
 def add_accumulate(a, axis=0, dtype=None):
     return cumsum(a, axis, dtype)
 
 
-linear_jvp(np.cumsum, (np.add, "accumulate"))
+deflinear(np.cumsum, (np.add, "accumulate"))
 
 
 def cumprod_cotangent(dy, x, y, axis, zero):
@@ -516,17 +421,17 @@ def cumprod_cotangent(dy, x, y, axis, zero):
     return g
 
 
-@defunary(np.cumprod)
+@defrule(np.cumprod, leading=1)
 def cumprod(a, axis=None, dtype=None):
     y = np.cumprod(a, axis=axis, dtype=dtype)
     if axis is None or a.ndim == 0:  # both flatten: a 0-d input's axis 0 gives shape (1,)
         zero = np.ravel(a) == 0
-        return y, lambda dy: cumprod_cotangent(dy, a.reshape(-1), y, 0, zero).reshape(a.shape)
+        return y, lambda dy: (cumprod_cotangent(dy, a.reshape(-1), y, 0, zero).reshape(a.shape),)
     zero = a == 0
-    return y, lambda dy: cumprod_cotangent(dy, a, y, axis, zero)
+    return y, lambda dy: (cumprod_cotangent(dy, a, y, axis, zero),)
 
 
-@defunary((np.multiply, "accumulate"))
+@defrule((np.multiply, "accumulate"), leading=1)
 def multiply_accumulate(a, axis=0, dtype=None):
     return cumprod(a, axis, dtype)
 
@@ -569,17 +474,18 @@ def cumprod_tangent(dx, x, y, axis):
     return dy
 
 
-@defunary_jvp(np.cumprod)
-def cumprod_jvp(da, a, axis=None, dtype=None):
+@defjvp(np.cumprod, leading=1)
+def cumprod_jvp(tangents, a, axis=None, dtype=None):
+    da = tangents[0]
     y = np.cumprod(a, axis=axis, dtype=dtype)
     if axis is None or a.ndim == 0:  # both flatten: a 0-d input's axis 0 gives shape (1,)
         return y, cumprod_tangent(np.ravel(da), np.ravel(a), y, 0)
     return y, cumprod_tangent(da, a, y, axis)
 
 
-@defunary_jvp((np.multiply, "accumulate"))
-def multiply_accumulate_jvp(da, a, axis=0, dtype=None):
-    return cumprod_jvp(da, a, axis, dtype)
+@defjvp((np.multiply, "accumulate"), leading=1)
+def multiply_accumulate_jvp(tangents, a, axis=0, dtype=None):
+    return cumprod_jvp(tangents, a, axis, dtype)
 
 
 ########################################################################################
@@ -723,16 +629,18 @@ def median_rules(func, skip_nan):
     def jvp(tangents, a, axis=None, overwrite_input=False, keepdims=False):
         y = func(a, axis=axis, keepdims=keepdims)
         statistics = OrderStatistics(a, 0.5, axis, "linear", skip_nan)
-        return y, None if tangents[0] is None else statistics.tangent(tangents[0], np.shape(y))
+        return y, statistics.tangent(tangents[0], np.shape(y))
 
     return rule, jvp
 
 
 for _func, _skip_nan, _scale in ((np.quantile, False, 1.0), (np.percentile, False, 100.0),
                                  (np.nanquantile, True, 1.0), (np.nanpercentile, True, 100.0)):
-    _rule, JVPS[_func] = quantile_rules(_func, _skip_nan, _scale)
+    _rule, _jvp = quantile_rules(_func, _skip_nan, _scale)
     defrule(_func)(_rule)
+    defjvp(_func)(_jvp)
 
 for _func, _skip_nan in ((np.median, False), (np.nanmedian, True)):
-    _rule, JVPS[_func] = median_rules(_func, _skip_nan)
+    _rule, _jvp = median_rules(_func, _skip_nan)
     defrule(_func)(_rule)
+    defjvp(_func, leading=1)(_jvp)

@@ -7,8 +7,8 @@ NumPy has to copy. Functions with several differentiable arguments (joins, ``whe
 are named rules below the table.
 
 Forward rules: a function linear in its first argument has the function of the tangent as its
-tangent (``linear_jvp``); joins and selections are linear in all their array operands jointly,
-constants contributing zero tangents (``deflinear``).
+tangent; joins and selections are linear in all their array operands jointly, constants
+contributing zero tangents (``deflinear`` for both).
 """
 
 import math
@@ -18,23 +18,26 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..registry import defjvp, definplace, deflinear, defrule
-from ..tracing import unbroadcast
 from ..views import wrapped
-from .reductions import Template, defunary, defunary_jvp, linear_jvp
+from ._helpers import Template, gather_cotangent, unbroadcast
 
 
-def linear(func, cotangent):
-    """Register ``func``, linear in its first argument ``a``, whose transpose is
-    ``cotangent(dy, a, *rest, **kwargs)``, called with ``func``'s own arguments except that
-    ``a`` is a :class:`Template` (a linear map's transpose needs no values of ``a``)."""
+def linear_map(func, transpose):
+    """Declare ``func``, linear in its first argument ``a``, whose transpose is
+    ``transpose(dy, a, *rest, **kwargs)``, called with ``func``'s own arguments except that
+    ``a`` is a :class:`Template` (a linear map's transpose needs no values of ``a``). A
+    function that hands ``a`` back unchanged (``np.real`` of a real array) gives a view of it,
+    which shares its shadow."""
 
     def rule(a, *rest, **kwargs):
         template = Template(a)
-        return func(a, *rest, **kwargs), lambda dy: cotangent(dy, template, *rest, **kwargs)
+        y = func(a, *rest, **kwargs)
+        return (a.view() if y is a else y,
+                lambda dy: (transpose(dy, template, *rest, **kwargs),))
 
     rule.__name__ = rule.__qualname__ = func.__name__
-    defunary(func)(rule)
-    linear_jvp(func)
+    defrule(func, leading=1)(rule)
+    deflinear(func)
 
 
 def index_order(order, a):
@@ -48,34 +51,6 @@ def inverse_permutation(axes, ndim):
     if axes is None:
         return None  # reversing the axes is its own inverse
     return np.argsort([axis % ndim for axis in axes])
-
-
-def gather_cotangent(dy, a, rearrange, layout=None):
-    """The cotangent of ``a`` for ``y = rearrange(a)`` that only copies elements of ``a``.
-
-    ``rearrange`` is applied to the flat index of each element of ``a`` (laid out in memory as
-    the array ``layout``, if given, for functions that read in memory order); every element of
-    ``y`` then names its source, and its cotangent is added there. A source of -1 marks an
-    element that came from no input (constant padding). A plain ``dy`` is added with
-    ``np.bincount``; one an outer differentiation traces (nested reverse mode), with
-    ``np.add.at`` into traced zeros, which that differentiation records.
-    """
-    sources = np.arange(a.size).reshape(a.shape)
-    if layout is not None:
-        laid_out = np.empty_like(layout, dtype=np.intp)  # integers: plain even if layout is traced
-        laid_out[...] = sources
-        sources = laid_out
-    sources = np.asarray(rearrange(sources)).reshape(-1)
-    weights = np.reshape(dy, -1)
-    if sources.size and sources.min() < 0:
-        weights = weights[sources >= 0]
-        sources = sources[sources >= 0]
-    if wrapped(dy):
-        g = np.zeros_like(dy, shape=(a.size,))
-        np.add.at(g, sources, weights)
-        return g.reshape(a.shape)
-    g = np.bincount(sources, weights=weights, minlength=a.size)
-    return g.astype(dy.dtype, copy=False).reshape(a.shape)
 
 
 def place_diagonal(dy, shape, offset=0, axis1=0, axis2=1):
@@ -111,46 +86,46 @@ def repeat_cotangent(dy, a, repeats, axis=None):
 
 
 # fmt: off
-# function             cotangent of the first argument, from dy and the function's own arguments
-linear(np.reshape,     lambda dy, a, shape=None, order="C", **kw: np.reshape(dy, a.shape, order=index_order(order, a)))
-linear(np.squeeze,     lambda dy, a, axis=None: np.reshape(dy, a.shape))
-linear(np.expand_dims, lambda dy, a, axis: np.reshape(dy, a.shape))
-linear(np.transpose,   lambda dy, a, axes=None: np.transpose(dy, inverse_permutation(axes, a.ndim)))
-linear(np.matrix_transpose, lambda dy, x: np.swapaxes(dy, -1, -2))
-linear(np.swapaxes,    lambda dy, a, axis1, axis2: np.swapaxes(dy, axis1, axis2))
-linear(np.moveaxis,    lambda dy, a, source, destination: np.moveaxis(dy, destination, source))
-linear(np.rollaxis,    lambda dy, a, axis, start=0: gather_cotangent(dy, a, lambda s: np.rollaxis(s, axis, start)))
-linear(np.flip,        lambda dy, m, axis=None: np.flip(dy, axis))
-linear(np.fliplr,      lambda dy, m: np.fliplr(dy))
-linear(np.flipud,      lambda dy, m: np.flipud(dy))
-linear(np.rot90,       lambda dy, m, k=1, axes=(0, 1): np.rot90(dy, -k, axes))
-linear(np.roll,        lambda dy, a, shift, axis=None: np.roll(dy, np.negative(shift), axis))
-linear(np.broadcast_to, lambda dy, array, shape, subok=False: unbroadcast(dy, array.shape))
-linear(np.tile,        tile_cotangent)
-linear(np.repeat,      repeat_cotangent)
-linear(np.resize,      lambda dy, a, new_shape: np.zeros(a.shape, a.dtype) if a.size == 0  # y: 0s
-       else gather_cotangent(dy, a, lambda s: np.resize(s, new_shape)))
-linear(np.delete,      lambda dy, arr, obj, axis=None: gather_cotangent(dy, arr, lambda s: np.delete(s, obj, axis)))
-linear(np.triu,        lambda dy, m, k=0: np.triu(dy, k))
-linear(np.tril,        lambda dy, m, k=0: np.tril(dy, k))
-linear(np.diagonal,    lambda dy, a, offset=0, axis1=0, axis2=1: place_diagonal(dy, a.shape, offset, axis1, axis2))
-linear(np.diag,        lambda dy, v, k=0: np.diagonal(dy, k) if v.ndim == 1 else place_diagonal(dy, v.shape, k))
-linear(np.real,        lambda dy, val: dy)
-linear(sliding_window_view, lambda dy, x, window_shape, axis=None, **kw: gather_cotangent(dy, x, lambda s: sliding_window_view(s, window_shape, axis)))
+# function                  its transpose: the cotangent of the first argument, from dy and the function's own arguments
+linear_map(np.reshape,      lambda dy, a, shape=None, order="C", **kw: np.reshape(dy, a.shape, order=index_order(order, a)))
+linear_map(np.squeeze,      lambda dy, a, axis=None: np.reshape(dy, a.shape))
+linear_map(np.expand_dims,  lambda dy, a, axis: np.reshape(dy, a.shape))
+linear_map(np.transpose,    lambda dy, a, axes=None: np.transpose(dy, inverse_permutation(axes, a.ndim)))
+linear_map(np.matrix_transpose, lambda dy, x: np.swapaxes(dy, -1, -2))
+linear_map(np.swapaxes,     lambda dy, a, axis1, axis2: np.swapaxes(dy, axis1, axis2))
+linear_map(np.moveaxis,     lambda dy, a, source, destination: np.moveaxis(dy, destination, source))
+linear_map(np.rollaxis,     lambda dy, a, axis, start=0: gather_cotangent(dy, a, lambda s: np.rollaxis(s, axis, start)))
+linear_map(np.flip,         lambda dy, m, axis=None: np.flip(dy, axis))
+linear_map(np.fliplr,       lambda dy, m: np.fliplr(dy))
+linear_map(np.flipud,       lambda dy, m: np.flipud(dy))
+linear_map(np.rot90,        lambda dy, m, k=1, axes=(0, 1): np.rot90(dy, -k, axes))
+linear_map(np.roll,         lambda dy, a, shift, axis=None: np.roll(dy, np.negative(shift), axis))
+linear_map(np.broadcast_to, lambda dy, array, shape, subok=False: unbroadcast(dy, array.shape))
+linear_map(np.tile,         tile_cotangent)
+linear_map(np.repeat,       repeat_cotangent)
+linear_map(np.resize,       lambda dy, a, new_shape: np.zeros(a.shape, a.dtype) if a.size == 0  # y: 0s
+           else gather_cotangent(dy, a, lambda s: np.resize(s, new_shape)))
+linear_map(np.delete,       lambda dy, arr, obj, axis=None: gather_cotangent(dy, arr, lambda s: np.delete(s, obj, axis)))
+linear_map(np.triu,         lambda dy, m, k=0: np.triu(dy, k))
+linear_map(np.tril,         lambda dy, m, k=0: np.tril(dy, k))
+linear_map(np.diagonal,     lambda dy, a, offset=0, axis1=0, axis2=1: place_diagonal(dy, a.shape, offset, axis1, axis2))
+linear_map(np.diag,         lambda dy, v, k=0: np.diagonal(dy, k) if v.ndim == 1 else place_diagonal(dy, v.shape, k))
+linear_map(np.real,         lambda dy, val: dy)
+linear_map(sliding_window_view, lambda dy, x, window_shape, axis=None, **kw: gather_cotangent(dy, x, lambda s: sliding_window_view(s, window_shape, axis)))
 # fmt: on
 
 
-@defunary(np.ravel)
+@defrule(np.ravel, leading=1)
 def ravel(a, order="C"):
     y = np.ravel(a, order)
     if order == "K":  # memory order: where each element lands depends on a's strides
-        return y, lambda dy: gather_cotangent(dy, a, lambda s: np.ravel(s, order="K"), layout=a)
+        return y, lambda dy: (gather_cotangent(dy, a, lambda s: np.ravel(s, order="K"), layout=a),)
     template = Template(a)
-    return y, lambda dy: np.reshape(dy, template.shape, order=index_order(order, template))
+    return y, lambda dy: (np.reshape(dy, template.shape, order=index_order(order, template)),)
 
 
 # Order "K" (memory order) and "A" read the tangent as the argument is laid out: the same.
-linear_jvp(np.ravel)
+deflinear(np.ravel)
 
 
 @definplace(np.fill_diagonal)
@@ -176,7 +151,7 @@ def check_pad_mode(mode, kwargs):
             "Build the padding from slices and np.concatenate instead.")
 
 
-@defunary(np.pad)
+@defrule(np.pad, leading=1)
 def pad(array, pad_width, mode="constant", **kwargs):
     """Each padded element copies an element of ``array`` or is a constant: padding the indices
     the same way tells which."""
@@ -189,11 +164,12 @@ def pad(array, pad_width, mode="constant", **kwargs):
     else:
         def pad_indices(s):
             return np.pad(s, pad_width, mode, **kwargs)
-    return y, lambda dy: gather_cotangent(dy, template, pad_indices)
+    return y, lambda dy: (gather_cotangent(dy, template, pad_indices),)
 
 
-@defunary_jvp(np.pad)
-def pad_jvp(darray, array, pad_width, mode="constant", **kwargs):
+@defjvp(np.pad, leading=1)
+def pad_jvp(tangents, array, pad_width, mode="constant", **kwargs):
+    darray = tangents[0]
     check_pad_mode(mode, kwargs)
     y = np.pad(array, pad_width, mode, **kwargs)
     if mode in ("constant", "empty"):  # the padding is a constant (constant_values=): zeros
@@ -223,12 +199,12 @@ def join_rule(func, layout):
             pieces = np.split(dy, ends, axis=axis)
             cotangents = [np.reshape(piece, shape)
                           for piece, shape in zip(pieces, shapes, strict=True)]
-            return (cotangents,) + (None,) * len(rest)
+            return (cotangents,)
 
         return y, back
 
     rule.__name__ = rule.__qualname__ = func.__name__
-    defrule(func)(rule)
+    defrule(func, leading=1)(rule)
     deflinear(func)
 
 
@@ -262,7 +238,7 @@ join_rule(np.column_stack, column_stack_layout)
 # fmt: on
 
 
-@defrule(np.append)
+@defrule(np.append, leading=2)
 def append(arr, values, *rest, **kwargs):
     axis = rest[0] if rest else kwargs.get("axis")
     y = np.append(arr, values, *rest, **kwargs)
@@ -273,8 +249,7 @@ def append(arr, values, *rest, **kwargs):
             head, tail = np.split(dy, [math.prod(head_shape)])
         else:
             head, tail = np.split(dy, [head_shape[axis]], axis=axis)
-        cotangents = (np.reshape(head, head_shape), np.reshape(tail, tail_shape))
-        return cotangents + (None,) * len(rest)
+        return np.reshape(head, head_shape), np.reshape(tail, tail_shape)
 
     return y, back
 
@@ -302,13 +277,13 @@ def split_rule(func, join):
         def back(dys):
             dys = [np.zeros(*shape) if dy is None else dy
                    for dy, shape in zip(dys, shapes, strict=True)]
-            return (join(dys, template, *rest, **kwargs),) + (None,) * len(rest)
+            return (join(dys, template, *rest, **kwargs),)
 
         return pieces, back
 
     rule.__name__ = rule.__qualname__ = func.__name__
-    defrule(func)(rule)
-    linear_jvp(func)
+    defrule(func, leading=1)(rule)
+    deflinear(func)
 
 
 # fmt: off

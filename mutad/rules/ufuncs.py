@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..registry import ONE, defjvp, defrule, elementwise
 from ..views import memory
+from ._helpers import as_float, sign_of
 
 LN2 = np.log(2.0)
 LN10 = np.log(10.0)
@@ -81,15 +82,6 @@ def second_share(y, a, b, won):
     return SECOND_SHARE[won]
 
 
-def sign_of(x):
-    """The sign of each element, NaN for NaN; two bytes (float16 holds -1, 0, 1 and NaN)."""
-    return np.sign(x).astype(np.float16)
-
-
-def as_float(sign):
-    return np.multiply(sign, 1.0, dtype=np.float64)
-
-
 def origin(a, b):
     """Where hypot's arguments are both 0 (None if nowhere): its partials take 0 there, the
     subgradient np.linalg.norm takes at 0."""
@@ -123,9 +115,13 @@ def minus(quotient):
 
 
 # fmt: off
-# One line per ufunc: d y / d x from (y, x), what that reads, the exact inverse if any, and
-# the decision the partials branch on (decide=), taken when the ufunc runs.
-# ufunc           partial derivative                                     uses
+# One row per ufunc: the partial derivative of the output with respect to each input, from
+# (y, *inputs[, decision]), then by keyword what the partials read (uses=: "x", "y" or "xy";
+# reads=: which inputs each partial reads), the exact inverse of a write into each input
+# (inverse=), when that inverse is exact enough (is_safe=), how much it can amplify an error
+# already in the target (growth=), and the decision the partials branch on (decide=), taken
+# when the ufunc runs.
+# ufunc           partials                                               keywords
 elementwise(np.negative,   lambda y, x: -1.0, reads=((),), inverse=(lambda t, o: np.negative(t, out=t),))
 elementwise(np.positive,   ONE, reads=((),),                                           inverse=(lambda t, o: None,))
 elementwise(np.conjugate,  ONE, reads=((),),                                           inverse=(lambda t, o: None,))
@@ -236,7 +232,7 @@ def _refuse_in_place(copy):
             "for the same in-place result.")
 
 
-@defrule(np.nan_to_num)
+@defrule(np.nan_to_num, leading=1)
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     _refuse_in_place(copy)
     y = np.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
@@ -248,7 +244,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     return y, back
 
 
-@defjvp(np.nan_to_num)
+@defjvp(np.nan_to_num, leading=1)
 def nan_to_num_jvp(tangents, x, copy=True, nan=0.0, posinf=None, neginf=None):
     # The replacements of NaN and infinities are constants.
     _refuse_in_place(copy)

@@ -1,10 +1,9 @@
 """What the SciPy wrappers share: a ``mutad.adjoint`` whose rule sees every argument in place."""
 
-import functools
 import inspect
 
 from .. import forward, tracing
-from ..registry import ROUTES, Adjoint
+from ..registry import ROUTES, Adjoint, padded
 
 
 class ScipyAdjoint(Adjoint):
@@ -32,17 +31,7 @@ class ScipyAdjoint(Adjoint):
         return super().__call__(*bound.args, **bound.kwargs)
 
     def rule(self, rule):
-        @functools.wraps(rule)
-        def padded_rule(*args, **kwargs):
-            y, back = rule(*args, **kwargs)
-
-            def padded_back(dy):
-                cotangents = tuple(back(dy))
-                return cotangents + (None,) * (len(args) - len(cotangents))
-
-            return y, padded_back
-
-        super().rule(padded_rule)
+        super().rule(padded(rule))
         return rule
 
 

@@ -42,7 +42,9 @@ import numpy as np
 import scipy.linalg as _linalg
 
 from ..errors import UnsupportedOperationError
-from ..rules.linalg import _lower_with_half_diagonal, cholesky_tangent, symmetric_part, transpose
+from ..rules._helpers import symmetric_part, transpose
+from ..rules.factorizations import (cholesky_cotangent, cholesky_tangent, lu_tangent,
+                                    lu_tangent_times, permutation, unit_lower_and_upper)
 from ..views import wrapped
 from ._adjoints import scipy_adjoint
 
@@ -84,13 +86,9 @@ def _require_matrix(name, a):
 
 
 def _cholesky_back(lower, dlower):
-    """Ā for the lower factor ``lower`` = L of A = L Lᵀ and its cotangent L̄: for symmetric dA,
-    dL = L Φ(L⁻¹ dA L⁻ᵀ) and Φ is self-adjoint, so Ā = sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹) (Murray 2016,
-    eq. 10 and §3.1); not yet symmetrised."""
-    middle = _lower_with_half_diagonal(transpose(lower) @ dlower)
-    left = solve_triangular(lower, middle, trans=1, lower=True, check_finite=False)     # L⁻ᵀ Φ
-    return transpose(solve_triangular(lower, transpose(left), trans=1, lower=True,
-                                      check_finite=False))
+    """Ā from the lower factor and its cotangent, by triangular solves that dispatch."""
+    return cholesky_cotangent(lower, dlower, lambda factor, x: solve_triangular(
+        factor, x, trans=1, lower=True, check_finite=False))
 
 
 @cholesky.rule
@@ -230,27 +228,13 @@ def _solve_triangular_jvp(tangents, a, b, trans=0, lower=False, unit_diagonal=Fa
     return x, solve_triangular(a, rhs, trans, lower, unit_diagonal, check_finite=False)
 
 
-def _permutation(piv):
-    """The row order of LAPACK's getrf: row i was swapped with row piv[i], in turn, so that
-    a[order] = L U."""
-    order = np.arange(len(piv))
-    for i, j in enumerate(piv):
-        order[i], order[j] = order[j], order[i]
-    return order
-
-
-def _unit_lower_and_upper(lu):
-    lower = np.tril(lu, -1) + np.eye(lu.shape[-1])
-    return lower, np.triu(lu)
-
-
 def _lu_factor_cotangent(lu, order, dlu):
     """The cotangent of ``a`` from that of its packed factors ``lu`` (L strictly below the
     diagonal, U on and above it), a[order] = L U: with F = L⁻¹ d(a[order]) U⁻¹,
     dL = L tril(F, -1) and dU = triu(F) U, so the cotangent of a[order] is
     L⁻ᵀ (tril(Lᵀ L̄, -1) + triu(Ū Uᵀ)) U⁻ᵀ (as in JAX's lu pullback; Giles 2008 for the
     product rule)."""
-    lower, upper = _unit_lower_and_upper(lu)
+    lower, upper = unit_lower_and_upper(lu)
     middle = np.tril(transpose(lower) @ np.tril(dlu, -1), -1) \
         + np.triu(np.triu(dlu) @ transpose(upper))
     left = solve_triangular(lower, middle, trans=1, lower=True, unit_diagonal=True,
@@ -264,7 +248,7 @@ def _lu_cotangent(lu, order, dm):
     """The cotangent of the packed factors ``lu`` of M, M[order] = L U, from M̄:
     d(M[order]) = dL U + L dU gives L̄ = tril(M̄[order] Uᵀ, -1) and Ū = triu(Lᵀ M̄[order]),
     which share lu's memory layout."""
-    lower, upper = _unit_lower_and_upper(lu)
+    lower, upper = unit_lower_and_upper(lu)
     dpermuted = dm[order]
     return np.tril(dpermuted @ transpose(upper), -1) + np.triu(transpose(lower) @ dpermuted)
 
@@ -284,7 +268,7 @@ def _require_square_or_empty(a):
 def _lu_factor_rule(a, overwrite_a=False, check_finite=True):
     empty = _require_square_or_empty(a)
     lu, piv = lu_factor(a, False, check_finite)
-    order = _permutation(piv)
+    order = permutation(piv)
 
     def back(dresult):
         if empty:
@@ -294,35 +278,13 @@ def _lu_factor_rule(a, overwrite_a=False, check_finite=True):
     return (lu, piv), back
 
 
-def _lu_tangent(lu, dm):
-    """The tangent of the packed factors ``lu`` of M = L U along dM: with X = L⁻¹ dM U⁻¹,
-    dL = L tril(X, -1) and dU = triu(X) U, packed as ``lu`` is (de Hoog, Anderssen & Lukas
-    2011; the transpose of the reverse rule)."""
-    lower, upper = _unit_lower_and_upper(lu)
-    x = solve_triangular(lower, dm, lower=True, unit_diagonal=True, check_finite=False)
-    x = transpose(solve_triangular(upper, transpose(x), trans=1, check_finite=False))  # X U⁻¹
-    return lower @ np.tril(x, -1) + np.triu(x) @ upper
-
-
-def _lu_tangent_times(lu, dlu, order, x, transposed):
-    """dA x (dAᵀ x when ``transposed``) for A[order] = L U, L and U packed in ``lu`` and their
-    tangents in ``dlu``: dA[order] = dL U + L dU, applied factor by factor (no n × n product)."""
-    lower, upper = _unit_lower_and_upper(lu)
-    dlower, dupper = np.tril(dlu, -1), np.triu(dlu)
-    if transposed:
-        z = x[order]
-        return (transpose(dupper) @ (transpose(lower) @ z)
-                + transpose(upper) @ (transpose(dlower) @ z))
-    return (dlower @ (upper @ x) + lower @ (dupper @ x))[np.argsort(order)]
-
-
 @lu_factor.jvp_rule
 def _lu_factor_jvp(tangents, a, overwrite_a=False, check_finite=True):
     empty = _require_square_or_empty(a)
     lu, piv = lu_factor(a, False, check_finite)
     if empty:
         return (lu, piv), (np.zeros_like(lu), None)
-    return (lu, piv), (_lu_tangent(lu, tangents[0][_permutation(piv)]), None)
+    return (lu, piv), (lu_tangent(lu, tangents[0][permutation(piv)], solve_triangular), None)
 
 
 @lu_solve.rule
@@ -336,7 +298,7 @@ def _lu_solve_rule(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True)
         # x = M⁻¹ b, M = A or Aᵀ: b̄ = M⁻ᵀ x̄, M̄ = -b̄ xᵀ (Giles 2008, §3.1).
         db = lu_solve((lu, piv), dx, 0 if transposed else 1, check_finite=False)
         dm = -_times_transpose(db, x)
-        return (_lu_cotangent(lu, _permutation(piv), transpose(dm) if transposed else dm),
+        return (_lu_cotangent(lu, permutation(piv), transpose(dm) if transposed else dm),
                 None), db
 
     return x, back
@@ -351,7 +313,7 @@ def _lu_solve_jvp(tangents, lu_and_piv, b, trans=0, overwrite_b=False, check_fin
     rhs = db
     if dfactor is not None and dfactor[0] is not None:
         # dx = M⁻¹ (db - dM x), M = A or Aᵀ (Giles 2008, §3.1)
-        dm_x = _lu_tangent_times(lu, dfactor[0], _permutation(piv), x, _is_transposed(trans))
+        dm_x = lu_tangent_times(lu, dfactor[0], permutation(piv), x, _is_transposed(trans))
         rhs = -dm_x if rhs is None else rhs - dm_x
     return x, lu_solve((lu, piv), rhs, trans, check_finite=False)
 

@@ -16,8 +16,7 @@ import functools
 import numpy as np
 import scipy.signal as _signal
 
-from ..rules.nesting import stacked, zeros
-from ..tracing import unbroadcast
+from ..rules._helpers import accumulator, stacked, unbroadcast
 from ._adjoints import scipy_adjoint
 
 lfilter = scipy_adjoint(_signal.lfilter)
@@ -43,9 +42,9 @@ def _final_state_back(dzf, x, y, zi, b_normal, a_normal):
     """
     order, length = len(a_normal) - 1, x.shape[-1]
     # Traced like what is added into them, under nested reverse mode.
-    dx = zeros(np.shape(x), x.dtype, dzf, b_normal)
-    dy = zeros(np.shape(y), y.dtype, dzf, a_normal)
-    dzi = zeros(np.shape(zi), zi.dtype, dzf)
+    dx = accumulator(np.shape(x), x.dtype, dzf, b_normal)
+    dy = accumulator(np.shape(y), y.dtype, dzf, a_normal)
+    dzi = accumulator(np.shape(zi), zi.dtype, dzf)
     db_normal, da_normal = [0.0] * (order + 1), [0.0] * (order + 1)
     for m in range(order):
         for i in range(min(length - 1, order - m - 1) + 1):

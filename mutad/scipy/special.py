@@ -34,8 +34,7 @@ from scipy.special import (
 )
 
 from ..registry import NoClosedForm, elementwise
-from ..rules.ufuncs import as_float, sign_of
-from ..tracing import unbroadcast
+from ..rules._helpers import as_float, sign_of, unbroadcast
 from ._adjoints import scipy_adjoint
 
 polygamma = scipy_adjoint(_special.polygamma)

@@ -1,0 +1,118 @@
+"""What rules of several families share: cotangent plumbing, matrix helpers, and what pullbacks
+need to stay differentiable under nested reverse mode. Rule modules import shared helpers from
+here, never from one another.
+
+Under nested differentiation (a gradient of a function that itself calls ``mutad.gradient``)
+the inner differentiation's values, and so the cotangents its pullbacks receive, are arrays the
+outer one traces. A pullback then builds its cotangents with NumPy calls that dispatch, so the
+outer tape records them: no ``np.asarray``, no ``np.bincount`` with traced weights, and no
+traced value written into a buffer made with ``np.zeros(shape)``. ``accumulator`` and ``stacked``
+make accumulators that are traced when what will be added into them is, and plain (as fast as
+before) otherwise.
+"""
+
+import numpy as np
+
+from ..tracing import unbroadcast  # noqa: F401  (the core's own, for rules to import from here)
+from ..views import wrapped
+
+
+class Template:
+    """An input's shape, dtype and index order: all most pullbacks need to know about it.
+
+    A pullback that keeps this instead of the array does not keep the array's values alive
+    until the reverse pass.
+    """
+
+    __slots__ = ("shape", "ndim", "size", "dtype", "fortran")
+
+    def __init__(self, a):
+        if not hasattr(a, "flags"):  # a scalar or a list; arrays (traced ones too) have it
+            a = np.asarray(a)
+        self.shape = a.shape
+        self.ndim = a.ndim
+        self.size = a.size
+        self.dtype = a.dtype
+        self.fortran = a.flags.f_contiguous and not a.flags.c_contiguous
+
+
+def expand(dy, shape, axis, keepdims):
+    """Broadcast a cotangent reduced over ``axis`` back to ``shape``."""
+    if axis is not None and not keepdims and shape:  # a 0-d input's axis 0 removes no axis
+        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+        dy = np.expand_dims(dy, tuple(a % len(shape) for a in axes))
+    return np.broadcast_to(dy, shape)
+
+
+def gather_cotangent(dy, a, rearrange, layout=None):
+    """The cotangent of ``a`` for ``y = rearrange(a)`` that only copies elements of ``a``.
+
+    ``rearrange`` is applied to the flat index of each element of ``a`` (laid out in memory as
+    the array ``layout``, if given, for functions that read in memory order); every element of
+    ``y`` then names its source, and its cotangent is added there. A source of -1 marks an
+    element that came from no input (constant padding). A plain ``dy`` is added with
+    ``np.bincount``; one an outer differentiation traces (nested reverse mode), with
+    ``np.add.at`` into traced zeros, which that differentiation records.
+    """
+    sources = np.arange(a.size).reshape(a.shape)
+    if layout is not None:
+        laid_out = np.empty_like(layout, dtype=np.intp)  # integers: plain even if layout is traced
+        laid_out[...] = sources
+        sources = laid_out
+    sources = np.asarray(rearrange(sources)).reshape(-1)
+    weights = np.reshape(dy, -1)
+    if sources.size and sources.min() < 0:
+        weights = weights[sources >= 0]
+        sources = sources[sources >= 0]
+    if wrapped(dy):
+        g = np.zeros_like(dy, shape=(a.size,))
+        np.add.at(g, sources, weights)
+        return g.reshape(a.shape)
+    g = np.bincount(sources, weights=weights, minlength=a.size)
+    return g.astype(dy.dtype, copy=False).reshape(a.shape)
+
+
+def transpose(x):
+    """The matrix transpose of a stack of matrices."""
+    return np.swapaxes(x, -1, -2)
+
+
+def symmetric_part(g):
+    return 0.5 * (g + transpose(g))
+
+
+def sign_of(x):
+    """The sign of each element, NaN for NaN; two bytes (float16 holds -1, 0, 1 and NaN)."""
+    return np.sign(x).astype(np.float16)
+
+
+def as_float(sign):
+    return np.multiply(sign, 1.0, dtype=np.float64)
+
+
+def traced_among(*values):
+    """The value among ``values`` that the innermost differentiation traces (to pass as
+    ``like=``), or None when all are plain."""
+    best = None
+    for v in values:
+        if wrapped(v):
+            level = getattr(getattr(v, "tape", None), "level", -1)
+            if best is None or level > best[0]:
+                best = (level, v)
+    return None if best is None else best[1]
+
+
+def accumulator(shape, dtype, *operands):
+    """Zeros to accumulate values computed from ``operands`` into: traced like the innermost
+    traced operand, plain when none is."""
+    like = traced_among(*operands)
+    if like is None:
+        return np.zeros(shape, dtype)
+    return np.zeros_like(like, dtype=dtype, shape=shape)
+
+
+def stacked(items):
+    """``np.array(items)`` of scalars and 0-d arrays, some of which may be traced."""
+    if any(wrapped(item) for item in items):
+        return np.stack(items)  # dispatches on the traced items; plain ones are constants
+    return np.array(items)
