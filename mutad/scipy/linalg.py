@@ -48,15 +48,10 @@ from ..rules.factorizations import (cholesky_cotangent, cholesky_tangent, lu_tan
 from ..views import wrapped
 from ._adjoints import scipy_adjoint
 
-cholesky = scipy_adjoint(_linalg.cholesky)
-cho_factor = scipy_adjoint(_linalg.cho_factor)
-cho_solve = scipy_adjoint(_linalg.cho_solve)
-solve_triangular = scipy_adjoint(_linalg.solve_triangular)
-lu_factor = scipy_adjoint(_linalg.lu_factor)
-lu_solve = scipy_adjoint(_linalg.lu_solve)
-solve = scipy_adjoint(_linalg.solve)
-inv = scipy_adjoint(_linalg.inv)
-expm = scipy_adjoint(_linalg.expm)
+cholesky, cho_factor, cho_solve, solve_triangular, lu_factor, lu_solve, solve, inv, expm = map(
+    scipy_adjoint, (_linalg.cholesky, _linalg.cho_factor, _linalg.cho_solve,
+                    _linalg.solve_triangular, _linalg.lu_factor, _linalg.lu_solve,
+                    _linalg.solve, _linalg.inv, _linalg.expm))
 
 __all__ = ["cho_factor", "cho_solve", "cholesky", "expm", "inv", "lu_factor", "lu_solve",
            "solve", "solve_triangular"]

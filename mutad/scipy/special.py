@@ -37,11 +37,9 @@ from ..registry import NoClosedForm, elementwise
 from ..rules._helpers import as_float, sign_of, unbroadcast
 from ._adjoints import scipy_adjoint
 
-polygamma = scipy_adjoint(_special.polygamma)
-multigammaln = scipy_adjoint(_special.multigammaln)
-logsumexp = scipy_adjoint(_special.logsumexp)
-softmax = scipy_adjoint(_special.softmax)
-log_softmax = scipy_adjoint(_special.log_softmax)
+polygamma, multigammaln, logsumexp, softmax, log_softmax = map(scipy_adjoint, (
+    _special.polygamma, _special.multigammaln, _special.logsumexp, _special.softmax,
+    _special.log_softmax))
 
 __all__ = ["beta", "betainc", "betaincc", "betaln", "digamma", "entr", "erf", "erfc", "erfcinv",
            "erfinv", "expit", "gamma", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1",

@@ -1,0 +1,67 @@
+"""The rule declarations: settings passed positionally get no cotangent, tables are keyed by
+the objects NumPy dispatches on, and rule families share helpers through one module."""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mutad
+from mutad import registry
+
+PACKAGE = Path(mutad.__file__).parent
+FAMILIES = {"composites", "creation", "indexing", "linalg", "nondiff", "reductions", "shape",
+            "ufuncs"}
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.copy(x, "C") * x,                  # order passed positionally
+    lambda x: np.nan_to_num(x, True) * x,           # copy passed positionally
+    lambda x: np.full_like(x, x[0], float) * x,     # dtype passed positionally
+    lambda x: np.squeeze(x) * x,                    # NumPy hands x itself back
+], ids=["copy-order", "nan_to_num-copy", "full_like-dtype", "squeeze-itself"])
+def test_settings_passed_positionally_get_no_cotangent(f):
+    x = np.array([0.5, 1.5, 2.5])
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, x, policy=policy)
+    mutad.check_jvp(f, x)
+
+
+def test_a_rule_that_returns_other_than_its_leading_cotangents_is_refused():
+    def rule(a, axis=None):
+        return np.sum(a, axis), lambda dy: (dy, None)  # two cotangents: declared one
+
+    padded = registry.padded(rule, leading=1)
+    y, back = padded(np.ones(3), 0)
+    with pytest.raises(TypeError, match="leading=1"):
+        back(1.0)
+
+
+def test_tables_are_keyed_by_what_numpy_dispatches_on():
+    """No string pseudo-primitives: a key is a function, a ufunc or ``(ufunc, method)``."""
+    for table in (registry.FUNCTIONS, registry.JVPS, registry.INPLACE, registry.COMPOSITES):
+        for key in table:
+            assert callable(key) or (type(key) is tuple and callable(getattr(*key))), key
+
+
+def _imported_modules(path):
+    """Every module ``path`` imports from within mutad, as dotted names, at any depth."""
+    package = ("mutad." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts)).split(".")
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[:-node.level]
+            module = base + (node.module.split(".") if node.module else [])
+            if node.module:
+                yield ".".join(module)
+            yield from (".".join(module + [alias.name]) for alias in node.names)
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_a_rule_family(path):
+    """Rule families share helpers through ``rules._helpers`` (and the factorisations'
+    derivatives through ``rules.factorizations``), never by importing one another."""
+    if path == PACKAGE / "rules" / "__init__.py":
+        return  # registers every family
+    families = {f"mutad.rules.{family}" for family in FAMILIES}
+    assert not families & set(_imported_modules(path))
