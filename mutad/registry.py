@@ -39,6 +39,13 @@ else about them. Rules live in ``mutad/rules/``, one module per family.
 * ``RULE_MODULES[library] = module``: the rule module to import when a differentiation starts
   and ``library`` has been imported, so that its rows are registered when a user uses it
   (``{"scipy.special": "mutad.scipy.special"}``).
+
+Rules are declared with one helper per shape of rule (CONTRIBUTING.md shows each):
+``elementwise`` (a ufunc, both modes), ``defrule`` (a pure rule with a pullback, ``leading=``
+padding the settings' cotangents) and ``defjvp`` (its forward rule, declared beside it),
+``deflinear`` and ``defmultilinear`` (the forward rule of a function linear in some arguments
+jointly, or in each separately), ``definplace`` (a function that writes into an argument),
+``defcomposite`` (a function NumPy writes in Python) and ``nondifferentiable``.
 """
 
 import functools

@@ -839,6 +839,12 @@ def _eigh_back(w, v, dw, dv, equal):
     return symmetric_part(v @ middle @ transpose(v))
 
 
+def _eigh_tangent(v, da):
+    """V's coordinates of the symmetric part of ``da``, Vᵀ dA V, and their diagonal dw."""
+    middle = transpose(v) @ symmetric_part(da) @ v
+    return middle, np.diagonal(middle, 0, -2, -1).copy()
+
+
 @defrule(np.linalg.eigh, leading=1)
 def eigh(a, UPLO="L"):
     result = np.linalg.eigh(a, UPLO)
@@ -852,6 +858,15 @@ def eigh(a, UPLO="L"):
     return result, back
 
 
+@defjvp(np.linalg.eigh)
+def eigh_jvp(tangents, a, UPLO="L"):
+    result = np.linalg.eigh(a, UPLO)
+    w, v = result
+    # dw = diag(Vᵀ dA V), dV = V (F ∘ Vᵀ dA V)  (Giles 2008, §3.1)
+    middle, dw = _eigh_tangent(v, tangents[0])
+    return result, type(result)(dw, v @ (_eigh_couplings(w) * middle))
+
+
 @defrule(np.linalg.eigvalsh, leading=1)
 def eigvalsh(a, UPLO="L"):
     w, v = np.linalg.eigh(a, UPLO)
@@ -860,21 +875,6 @@ def eigvalsh(a, UPLO="L"):
         return (_eigh_back(w, v, dw, None, None),)
 
     return w, back
-
-
-def _eigh_tangent(v, da):
-    """V's coordinates of the symmetric part of ``da``, Vᵀ dA V, and their diagonal dw."""
-    middle = transpose(v) @ symmetric_part(da) @ v
-    return middle, np.diagonal(middle, 0, -2, -1).copy()
-
-
-@defjvp(np.linalg.eigh)
-def eigh_jvp(tangents, a, UPLO="L"):
-    result = np.linalg.eigh(a, UPLO)
-    w, v = result
-    # dw = diag(Vᵀ dA V), dV = V (F ∘ Vᵀ dA V)  (Giles 2008, §3.1)
-    middle, dw = _eigh_tangent(v, tangents[0])
-    return result, type(result)(dw, v @ (_eigh_couplings(w) * middle))
 
 
 @defjvp(np.linalg.eigvalsh)

@@ -64,13 +64,7 @@ def add_reduce(a, axis=0, **kwargs):
 
 
 # An additive starting value (initial=) is a constant: it stays out of the tangent.
-deflinear(np.sum, (np.add, "reduce"), np.mean, offsets=("initial",))
-
-
-def present_of(a, where):
-    """The elements a NaN-skipping reduction combines: not NaN, and in ``where``."""
-    present = ~np.isnan(a)
-    return present if where is True else present & where
+deflinear(np.sum, (np.add, "reduce"), offsets=("initial",))
 
 
 @defrule(np.mean, leading=1)
@@ -84,6 +78,15 @@ def mean(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
         return (masked(share, where),)
 
     return y, back
+
+
+deflinear(np.mean)
+
+
+def present_of(a, where):
+    """The elements a NaN-skipping reduction combines: not NaN, and in ``where``."""
+    present = ~np.isnan(a)
+    return present if where is True else present & where
 
 
 def nan_skipping_rules(func, average):
@@ -178,17 +181,17 @@ def prod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
                           * product_of_others(a, axis, kwargs, any_zero),)
 
 
-@defrule((np.multiply, "reduce"), leading=1)
-def multiply_reduce(a, axis=0, **kwargs):
-    return prod(a, axis, **kwargs)
-
-
 @defjvp(np.prod, leading=1)
 def prod_jvp(tangents, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     da = tangents[0]
     y = np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     others = product_of_others(a, axis, kwargs, has_zero(a, kwargs))
     return y, np.sum(da * others, axis=axis, keepdims=keepdims)
+
+
+@defrule((np.multiply, "reduce"), leading=1)
+def multiply_reduce(a, axis=0, **kwargs):
+    return prod(a, axis, **kwargs)
 
 
 @defjvp((np.multiply, "reduce"), leading=1)
@@ -421,21 +424,6 @@ def cumprod_cotangent(dy, x, y, axis, zero):
     return g
 
 
-@defrule(np.cumprod, leading=1)
-def cumprod(a, axis=None, dtype=None):
-    y = np.cumprod(a, axis=axis, dtype=dtype)
-    if axis is None or a.ndim == 0:  # both flatten: a 0-d input's axis 0 gives shape (1,)
-        zero = np.ravel(a) == 0
-        return y, lambda dy: (cumprod_cotangent(dy, a.reshape(-1), y, 0, zero).reshape(a.shape),)
-    zero = a == 0
-    return y, lambda dy: (cumprod_cotangent(dy, a, y, axis, zero),)
-
-
-@defrule((np.multiply, "accumulate"), leading=1)
-def multiply_accumulate(a, axis=0, dtype=None):
-    return cumprod(a, axis, dtype)
-
-
 def cumprod_tangent(dx, x, y, axis):
     """The tangent of ``y = cumprod(x, axis)``, without dividing by zero.
 
@@ -474,6 +462,16 @@ def cumprod_tangent(dx, x, y, axis):
     return dy
 
 
+@defrule(np.cumprod, leading=1)
+def cumprod(a, axis=None, dtype=None):
+    y = np.cumprod(a, axis=axis, dtype=dtype)
+    if axis is None or a.ndim == 0:  # both flatten: a 0-d input's axis 0 gives shape (1,)
+        zero = np.ravel(a) == 0
+        return y, lambda dy: (cumprod_cotangent(dy, a.reshape(-1), y, 0, zero).reshape(a.shape),)
+    zero = a == 0
+    return y, lambda dy: (cumprod_cotangent(dy, a, y, axis, zero),)
+
+
 @defjvp(np.cumprod, leading=1)
 def cumprod_jvp(tangents, a, axis=None, dtype=None):
     da = tangents[0]
@@ -481,6 +479,11 @@ def cumprod_jvp(tangents, a, axis=None, dtype=None):
     if axis is None or a.ndim == 0:  # both flatten: a 0-d input's axis 0 gives shape (1,)
         return y, cumprod_tangent(np.ravel(da), np.ravel(a), y, 0)
     return y, cumprod_tangent(da, a, y, axis)
+
+
+@defrule((np.multiply, "accumulate"), leading=1)
+def multiply_accumulate(a, axis=0, dtype=None):
+    return cumprod(a, axis, dtype)
 
 
 @defjvp((np.multiply, "accumulate"), leading=1)
