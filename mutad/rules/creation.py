@@ -21,7 +21,6 @@ def _no_gradient(func):
     def rule(*args, **kwargs):
         return func(*args, **kwargs), lambda dy: ()
 
-    rule.__name__ = rule.__qualname__ = func.__name__
     return rule
 
 
