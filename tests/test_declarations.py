@@ -20,7 +20,11 @@ FAMILIES = {"composites", "creation", "indexing", "linalg", "nondiff", "reductio
     lambda x: np.nan_to_num(x, True) * x,           # copy passed positionally
     lambda x: np.full_like(x, x[0], float) * x,     # dtype passed positionally
     lambda x: np.squeeze(x) * x,                    # NumPy hands x itself back
-], ids=["copy-order", "nan_to_num-copy", "full_like-dtype", "squeeze-itself"])
+    lambda x: np.median(x, 0),                      # axis passed positionally
+    lambda x: np.quantile(x, 0.3, 0),
+    lambda x: np.nanpercentile(x, 30.0, 0),
+], ids=["copy-order", "nan_to_num-copy", "full_like-dtype", "squeeze-itself", "median-axis",
+        "quantile-axis", "nanpercentile-axis"])
 def test_settings_passed_positionally_get_no_cotangent(f):
     x = np.array([0.5, 1.5, 2.5])
     for policy in ("restore", "checkpoint"):

@@ -978,7 +978,7 @@ def _convolution_window(n, m, mode):
     return shorter - 1, longer - shorter + 1
 
 
-@defrule(np.convolve)
+@defrule(np.convolve, leading=2)
 def convolve(a, v, *settings, mode="full"):
     mode = settings[0] if settings else mode
     y = np.convolve(a, v, mode)
@@ -988,7 +988,7 @@ def convolve(a, v, *settings, mode="full"):
         start, length = _convolution_window(n, m, mode)
         full = np.pad(dy, (start, n + m - 1 - start - length))
         # y[k] = Σ_i a[i] v[k - i]: da[i] = Σ_j dy[i + j] v[j], dv[j] = Σ_i dy[i + j] a[i].
-        return (_correlate_valid(full, v), _correlate_valid(full, a)) + (None,) * len(settings)
+        return _correlate_valid(full, v), _correlate_valid(full, a)
 
     return y, back
 
@@ -1019,7 +1019,7 @@ def _times_inverse_transpose(y, r):
     return transpose(np.linalg.solve(r, transpose(y)))
 
 
-@defrule(np.linalg.qr)
+@defrule(np.linalg.qr, leading=1)
 def qr(a, *settings, mode="reduced"):
     mode = settings[0] if settings else mode
     _require_reduced_qr(a, mode)
@@ -1027,7 +1027,7 @@ def qr(a, *settings, mode="reduced"):
 
     def back(dys):
         if 0 in a.shape[-2:]:  # empty factors: nothing depends on the input
-            return (np.zeros_like(a),) + (None,) * len(settings)
+            return (np.zeros_like(a),)
         dq, dr = (None, dys) if mode == "r" else dys
         # dA = (dQ + Q copyltu(M)) R⁻ᵀ, M = R dRᵀ - dQᵀ Q, copyltu(M) = its lower triangle
         # mirrored to the upper one.
@@ -1035,7 +1035,7 @@ def qr(a, *settings, mode="reduced"):
         lower = np.tril(m, -1)
         mirrored = lower + transpose(lower) + m * np.eye(m.shape[-1])
         da = _times_inverse_transpose((0.0 if dq is None else dq) + q @ mirrored, r)
-        return (da,) + (None,) * len(settings)
+        return (da,)
 
     return (r if mode == "r" else np.linalg.qr(a)), back
 

@@ -640,10 +640,10 @@ def median_rules(func, skip_nan):
 for _func, _skip_nan, _scale in ((np.quantile, False, 1.0), (np.percentile, False, 100.0),
                                  (np.nanquantile, True, 1.0), (np.nanpercentile, True, 100.0)):
     _rule, _jvp = quantile_rules(_func, _skip_nan, _scale)
-    defrule(_func)(_rule)
+    defrule(_func, leading=2)(_rule)
     defjvp(_func)(_jvp)
 
 for _func, _skip_nan in ((np.median, False), (np.nanmedian, True)):
     _rule, _jvp = median_rules(_func, _skip_nan)
-    defrule(_func)(_rule)
+    defrule(_func, leading=1)(_rule)
     defjvp(_func, leading=1)(_jvp)

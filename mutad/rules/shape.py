@@ -26,8 +26,8 @@ def linear_map(func, transpose):
     """Declare ``func``, linear in its first argument ``a``, whose transpose is
     ``transpose(dy, a, *rest, **kwargs)``, called with ``func``'s own arguments except that
     ``a`` is a :class:`Template` (a linear map's transpose needs no values of ``a``). A
-    function that hands ``a`` back unchanged (``np.real`` of a real array) gives a view of it,
-    which shares its shadow."""
+    function that hands ``a`` back unchanged (``np.real`` of a real array, ``np.squeeze`` of
+    one without axes of length 1) gives a view of it, which shares its shadow."""
 
     def rule(a, *rest, **kwargs):
         template = Template(a)
