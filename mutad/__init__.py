@@ -15,7 +15,7 @@ from .api import (grad, gradient, hessian, hvp, jacobian, jvp, pullback, stop_gr
 from .errors import MutadError
 from .allocation import plain_allocation
 from .trees import register_pytree
-from .registry import adjoint, inplace_adjoint
+from .custom import adjoint, inplace_adjoint
 from . import errors, linalg, testing
 from .testing import check_grads, check_jvp
 

@@ -42,10 +42,8 @@ import types
 
 import numpy as np
 
+from .levels import ACTIVE
 from .registry import METHODS, ROUTES, RULE_MODULES
-from .shadows import Buffer
-from .tape import Tape
-from .tracing import ACTIVE, Traced
 from .views import owner, wrapped
 
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
@@ -104,16 +102,13 @@ def plain_allocation():
 def allocate(y):
     """``y``, a new plain array, as a constant of every differentiation running in this
     thread (each level's value an array of the levels outside it); the innermost's array."""
-    for level in ACTIVE.tapes:
-        if type(level) is Tape:
-            y = Traced(y, Buffer(y, constant=True), level, True)
-        else:  # a forward-mode run: a dual with a zero tangent
-            y = level.lift(y)
+    for differentiation in ACTIVE.running:
+        y = differentiation.constant(y)
     return y
 
 
 def _in_mode():
-    return ACTIVE.tapes and not STATE.plain
+    return ACTIVE.running and not STATE.plain
 
 
 def _holds_wrapped(tree):
@@ -146,7 +141,7 @@ def factory(func):
     takes_like = func.__name__ in TAKES_LIKE
 
     def allocating(*args, **kwargs):
-        if takes_like and ACTIVE.tapes and "like" not in kwargs:
+        if takes_like and ACTIVE.running and "like" not in kwargs:
             like = next((a for a in (*args, *kwargs.values()) if wrapped(a)), None)
             if like is not None:
                 return func(*args, like=like, **kwargs)
@@ -176,7 +171,7 @@ def builder(func):
     allocating = factory(func)
 
     def building(*args, **kwargs):
-        if not (args and ACTIVE.tapes and _holds_wrapped(args[0])):
+        if not (args and ACTIVE.running and _holds_wrapped(args[0])):
             return allocating(*args, **kwargs)
         a, *rest = args
         if wrapped(a):  # NumPy dispatches on like= alone
@@ -209,7 +204,7 @@ def integral(func):
     arrays)."""
 
     def reading_values(*args, **kwargs):
-        if ACTIVE.tapes and any(type(a) in (list, tuple) and _holds_wrapped(a) for a in args):
+        if ACTIVE.running and any(type(a) in (list, tuple) and _holds_wrapped(a) for a in args):
             return func(*_plain_values(args), **kwargs)
         return func(*args, **kwargs)
 
@@ -374,7 +369,7 @@ def _routed(cls, name, rule):
     original = next(base.__dict__[name] for base in cls.__mro__ if name in base.__dict__)
 
     def method(self, *args, **kwargs):
-        if ACTIVE.tapes and (_holds_wrapped(args) or _holds_wrapped(list(kwargs.values()))):
+        if ACTIVE.running and (_holds_wrapped(args) or _holds_wrapped(list(kwargs.values()))):
             return rule(self, *args, **kwargs)
         return original.__get__(self, type(self))(*args, **kwargs)
 

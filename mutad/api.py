@@ -12,14 +12,16 @@ from .errors import (
     InvalidArgumentError,
     MutadError,
     NonScalarOutputError,
+    PolicyError,
     PullbackReusedError,
     UnsupportedFunctionError,
 )
 from . import forward
 from .allocation import mode
+from .levels import ACTIVE, Tracer
 from .shadows import Buffer, Shadows
-from .tape import Tape
-from .tracing import (ACTIVE, INNER, Traced, active, check_constants, fresh, lift, thaw,
+from .tape import POLICIES
+from .tracing import (ReverseTape, Traced, active, check_constants, fresh, thaw,
                       unwrapped, view_of)
 from .trees import arrays_within, check_leaf, flatten, is_float_array, is_float_scalar
 from .views import owner, owner_view, same_region, spans, wrapped
@@ -35,8 +37,10 @@ class Run:
     """
 
     def __init__(self, policy):
-        self.tape = Tape(policy)
-        self.tape.outer = ACTIVE.tapes[-1] if ACTIVE.tapes else None  # nested in another
+        if policy not in POLICIES:
+            raise PolicyError(f"policy={policy!r}: choose one of {', '.join(map(repr, POLICIES))}.")
+        # Nested in another differentiation, its outer level is the innermost running one.
+        self.tape = ReverseTape(policy, ACTIVE.running[-1] if ACTIVE.running else None)
         self.buffers = {}
         self.saved = []
         self.pending = {}
@@ -68,7 +72,7 @@ class Run:
                 layout = x if spans(x, base) else base
                 buffer = Buffer(layout)
                 buffer.note_address(layout)
-                lifted = None if outer is None else lift(layout, outer)
+                lifted = None if outer is None else outer.lift(layout)
                 self.buffers[id(base)] = (layout, buffer, lifted)
             layout, buffer, lifted = self.buffers[id(base)]
             value = x if lifted is None else lifted if x is layout else view_of(lifted, x, outer)
@@ -78,7 +82,7 @@ class Run:
                 self.tape.guard(buffer.key, lambda key=buffer.key: self._save(key))
         elif is_float_scalar(x):
             t = fresh(np.result_type(x).type(x), self.tape)  # a NumPy scalar: immutable
-        elif (type(x) is Traced or type(x) in INNER) and x.dtype.kind == "f":
+        elif isinstance(x, Tracer) and x.dtype.kind == "f":
             t = self._wrap_outer(x)  # an array of a differentiation this one is inside
         else:  # integer arrays, and those inside objects of NumPy's and SciPy's classes
             self.saved.extend((a, a.copy()) for a in arrays_within(x))
@@ -92,13 +96,13 @@ class Run:
         Saving and restoring it are operations the outer one follows like any other."""
         key = ("outer", id(owner(x)))
         if key not in self.buffers:  # one buffer for all of the memory, as for plain arrays
-            whole = lift(owner_view(x), self.tape.outer)
+            whole = self.tape.outer.lift(owner_view(x))
             buffer = Buffer(whole)
             buffer.note_address(whole)
             self.buffers[key] = (whole, buffer)
             self.tape.guard(buffer.key, lambda: self._save(buffer.key))
         whole, buffer = self.buffers[key]
-        value = lift(x, self.tape.outer)
+        value = self.tape.outer.lift(x)
         self.pending.setdefault(buffer.key, []).append(value)
         return Traced(value, buffer, self.tape, same_region(value, whole))
 
@@ -111,7 +115,7 @@ class Run:
             return self._call(f, args, kwargs)
 
     def _call(self, f, args, kwargs):
-        ACTIVE.tapes.append(self.tape)
+        ACTIVE.running.append(self.tape)
         try:
             return f(*args, **(kwargs or {}))
         except MutadError:
@@ -131,7 +135,7 @@ class Run:
                 ).with_traceback(error.__traceback__) from error  # down to the user's write
             raise
         finally:
-            ACTIVE.tapes.pop()
+            ACTIVE.running.pop()
 
     def reverse(self, shadows):
         check_constants(self.tape)
@@ -352,10 +356,10 @@ def stop_gradient(x):
 
 
 def _stopped(x):
-    if type(x) is not Traced and type(x) not in INNER:
+    if not isinstance(x, Tracer):
         return x.copy() if isinstance(x, np.ndarray) else x
     value = x
-    while type(value) is Traced or type(value) in INNER:
+    while isinstance(value, Tracer):
         value = value.value  # through every level: the plain numbers
     value = value.copy()
     if type(x) is Traced:

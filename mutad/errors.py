@@ -8,6 +8,8 @@ Whenever one is raised from inside a differentiation, the caller's arrays have a
 back bit-for-bit, and its traceback shows the line of the differentiated function that caused it.
 """
 
+import sys
+
 from numpy.linalg import LinAlgError
 
 
@@ -183,3 +185,20 @@ class GradientCheckError(MutadError, AssertionError):
     Example: a rule given with ``mutad.adjoint`` whose pullback has a wrong sign. Fix: the
     message gives both numbers; check the rule against its derivation.
     """
+
+
+def function_name(func):
+    """How a user would spell ``func``: ``np.sum``, ``np.linalg.solve``, ``scipy.special.erf``."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(func, numpy.ufunc):
+        if getattr(numpy, func.__name__, None) is func:
+            return f"np.{func.__name__}"
+        special = sys.modules.get("scipy.special")
+        if getattr(special, func.__name__, None) is func:
+            return f"scipy.special.{func.__name__}"
+        return f"the ufunc {func.__name__}"
+    module = getattr(func, "__module__", None) or "numpy"
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    if module.startswith("numpy"):
+        module = "np" + module[len("numpy"):]
+    return f"{module}.{name}"

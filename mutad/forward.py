@@ -20,18 +20,18 @@ it, which is what prevents perturbation confusion.
 import numpy as np
 
 from .errors import (
-    EscapedTracerError,
     InvalidArgumentError,
     RuleError,
     UnsupportedArrayError,
     UnsupportedFunctionError,
     UnsupportedOperationError,
     UntracedWriteError,
+    function_name,
 )
+from .levels import ACTIVE, LEVELS, escaped, innermost, running
 from .registry import COMPOSITES, FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS, NoClosedForm
-from .tape import LEVELS
 from . import allocation, tracing
-from .tracing import ArrayMethods, function_name, out_position
+from .tracing import ArrayMethods, out_position
 from .trees import (arrays_within, check_leaf, flatten, is_float_array, is_float_scalar,
                     unsupported_array)
 from .views import address, may_overlap, owner, owner_view, same_region, strided, wrapped
@@ -385,7 +385,7 @@ class Dual(ArrayMethods):
         out = tracing.single_out(ufunc, kwargs)
         # NumPy asks one dual per call whatever their levels: it answers for the innermost.
         level = _active(level_of(inputs + (out,)))
-        if _reverse_inside(inputs + (out,), level):
+        if _outranked(inputs + (out,), level):
             return NotImplemented
         if method == "__call__":
             return apply_ufunc(ufunc, inputs, out, kwargs, level)
@@ -399,7 +399,7 @@ class Dual(ArrayMethods):
         if level < 0:  # np.zeros(n, like=x): NumPy hands over the call without its like=
             kwargs, level = dict(kwargs, like=self), self.level
         _active(level)
-        if _reverse_inside(items, level):
+        if _outranked(items, level):
             return NotImplemented
         return apply_function(func, args, kwargs, level)
 
@@ -464,11 +464,8 @@ class Dual(ArrayMethods):
 def _active(level):
     """``level``, if its ``jvp`` is running in this thread; otherwise a clear error (a dual
     that escaped the function jvp differentiated would compute a meaningless tangent)."""
-    if not any(type(run) is Run and run.level == level for run in tracing.ACTIVE.tapes):
-        raise EscapedTracerError(
-            "a dual array (forward mode) was used outside the jvp that created it (it escaped "
-            "through a global, a closure or an attribute). Return values from the "
-            "differentiated function instead of storing them.")
+    if not running(level):
+        raise escaped("a dual array (forward mode)", "the jvp")
     return level
 
 
@@ -477,11 +474,12 @@ def constant(value, level):
     return Dual(value, np.zeros_like(value), _active(level))
 
 
-def _reverse_inside(items, level):
-    """Whether a reverse pass nested inside this forward level takes part: its traced array
-    then handles the operation (and refuses forward mode over it)."""
-    tape = tracing.innermost(items)
-    return tape is not None and tape.level > level
+def _outranked(items, level):
+    """Whether a value of a level inside this one takes part (of a reverse pass nested inside
+    this jvp: the innermost dual among ``items`` is of ``level``): it then handles the
+    operation (and refuses forward mode over it)."""
+    inner = innermost(items)
+    return inner is not None and inner.level > level
 
 
 def _operators():
@@ -496,19 +494,10 @@ def _operators():
 
 
 _operators()
-tracing.INNER.add(Dual)
 
 
 # ----------------------------------------------------------------------------------------------
 # Decorated functions (mutad.adjoint, mutad.inplace_adjoint) and the arguments of a run
-
-
-def innermost(args, kwargs):
-    """The level of the forward-mode run that should handle a decorated function's call, or
-    None when no dual takes part or a reverse pass inside it owns the call."""
-    items = list(args) + list(kwargs.values())
-    level = level_of(items)
-    return None if level < 0 or _reverse_inside(items, level) else level
 
 
 def apply_adjoint(adjoint, level, args, kwargs):
@@ -555,7 +544,7 @@ def jvp(f, primals, tangents):
 
 def _jvp(f, primals, tangents):
     run = Run(next(LEVELS))
-    tracing.ACTIVE.tapes.append(run)  # a gradient inside f takes this run as its outer level
+    ACTIVE.running.append(run)  # a gradient inside f takes this run as its outer level
     try:
         args = [run.wrap(primal, tangent)
                 for primal, tangent in zip(primals, tangents, strict=True)]
@@ -566,7 +555,7 @@ def _jvp(f, primals, tangents):
             raise mutad_error from None
         raise
     finally:
-        tracing.ACTIVE.tapes.pop()
+        ACTIVE.running.pop()
         run.restore()
     outputs, rebuild = flatten(y)
     pairs = [run.output(out) for out in outputs]
@@ -583,12 +572,14 @@ class Run:
         self.saved = []  # integer arrays: not differentiated, so saved whole and put back
 
     def lift(self, y):
-        """``y`` as a dual of this level (``tracing.lift``): itself if it is one, else with a
-        zero tangent."""
+        """``y`` as a dual of this level (as ``ReverseTape.lift``): itself if it is one, else
+        with a zero tangent."""
         if type(y) is Dual and y.level == self.level:
             return y
         y = _as_array(y)
         return Dual(y, np.zeros_like(y), self.level)
+
+    constant = lift  # a dual with a zero tangent is a constant of this level
 
     def wrap(self, primal, tangent):
         leaves, rebuild = flatten(primal)

@@ -46,8 +46,8 @@ import numpy as np
 import scipy.linalg
 from scipy.linalg import get_blas_funcs, get_lapack_funcs
 
+from .custom import inplace_adjoint
 from .errors import InvalidArgumentError, NotPositiveDefiniteError
-from .registry import inplace_adjoint
 from .rules.factorizations import cholesky_tangent, lu_tangent, lu_tangent_times, permutation
 from .scipy import linalg as dispatching
 from .scipy.linalg import _solve_lower

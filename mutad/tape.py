@@ -42,33 +42,20 @@ restarts it. Each restored value is then within about ``DRIFT_LIMIT`` roundings 
 This module knows nothing about arrays: a test drives it with a toy value type.
 """
 
-import itertools
-
 POLICIES = ("restore", "checkpoint")
-LEVELS = itertools.count()
-"""Every differentiation (a tape, a forward-mode run) takes the next level: a later, inner one
-handles the operations that mix its values with an outer one's (see ``forward``)."""
 DRIFT_LIMIT = 1e4
 
 
 class Tape:
     """The records of one differentiation, and the policy for putting overwritten bytes back."""
 
-    __slots__ = ("records", "policy", "guards", "drift", "frozen", "sums", "level", "outer")
+    __slots__ = ("records", "policy", "guards", "drift")
 
     def __init__(self, policy="restore"):
-        if policy not in POLICIES:
-            from .errors import PolicyError
-
-            raise PolicyError(f"policy={policy!r}: choose one of {', '.join(map(repr, POLICIES))}.")
         self.records = []
-        self.policy = policy
+        self.policy = policy  # one of POLICIES
         self.guards = {}
         self.drift = {}
-        self.frozen = {}  # untraced arrays records read, kept read-only while the tape lives
-        self.sums = {}  # the checksums of their bytes, checked before the replay
-        self.level = next(LEVELS)
-        self.outer = None  # the tape of the differentiation this one is nested in
 
     def record(self, back):
         """Append a record: ``back(shadows)`` is called once, during the replay."""

@@ -355,7 +355,7 @@ def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0, symmet
     >>> check_rule(add_vecs_, np.array([0.5, 1.5]), np.array([2.0, -1.0])) < 1e-15
     True
     """
-    from .registry import Adjoint, InplaceAdjoint
+    from .custom import Adjoint, InplaceAdjoint
 
     if not isinstance(f, Adjoint) or f.pure_rule is None:
         raise InvalidArgumentError("check_rule takes a function decorated with mutad.adjoint or "

@@ -20,9 +20,9 @@ Every call takes one of four paths:
   paths: basic indexing gives views, assignment to them is the in-place path.
 * non-differentiable: run on plain values, return plain results.
 
-Differentiations nest. Each has a level (``tape.LEVELS``), and an operation belongs to the
+Differentiations nest. Each has a level (``levels.LEVELS``), and an operation belongs to the
 innermost tape among its operands (``innermost``): arrays traced by outer tapes are its
-constants, and its own values are arrays the outer one traces (``lift``), so everything the
+constants, and its own values are arrays the outer one traces (``ReverseTape.lift``), so everything the
 inner differentiation does, its reverse pass included, is recorded by the outer one. Forward
 mode's duals (``forward.py``) take part through the same levels: a traced array defers to a
 dual of an inner level (``defers``), and a dual of an outer level is a constant to a tape.
@@ -36,7 +36,6 @@ import math
 import operator
 import re
 import sys
-import threading
 import zlib
 
 import numpy as np
@@ -44,7 +43,6 @@ import numpy as np
 from .errors import (
     ConstantModifiedError,
     ConversionError,
-    EscapedTracerError,
     MutadError,
     RuleError,
     ReadOnlyError,
@@ -52,7 +50,10 @@ from .errors import (
     UnsupportedFunctionError,
     UnsupportedOperationError,
     UntracedWriteError,
+    function_name,
 )
+from .levels import ACTIVE, LEVELS, Tracer, escaped
+from .levels import innermost as innermost_tracer
 from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule,
                        NoClosedForm)
 from .shadows import Buffer, Place, overlapping, whole
@@ -61,44 +62,48 @@ from .trees import unsupported_array
 from .views import (address, itself, may_overlap, memory, overlaps_itself, owner, owner_view,
                     same_region, strided, views, wrapped)
 
-class _Active(threading.local):
-    """The tapes of the differentiations in progress in this thread, innermost last: threads
-    differentiate independently."""
-
-    def __init__(self):
-        self.tapes = []
-
-
-ACTIVE = _Active()
-
 CONSTANT = ElementwiseRule((None, None, None))
 """The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
 
 
-def function_name(func):
-    """How a user would spell ``func``: ``np.sum``, ``np.linalg.solve``, ``scipy.special.erf``."""
-    if isinstance(func, np.ufunc):
-        if getattr(np, func.__name__, None) is func:
-            return f"np.{func.__name__}"
-        special = sys.modules.get("scipy.special")
-        if getattr(special, func.__name__, None) is func:
-            return f"scipy.special.{func.__name__}"
-        return f"the ufunc {func.__name__}"
-    module = getattr(func, "__module__", None) or "numpy"
-    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
-    if module.startswith("numpy"):
-        module = "np" + module[len("numpy"):]
-    return f"{module}.{name}"
+class ReverseTape(Tape):
+    """The tape of one reverse-mode differentiation, and what the engine keeps beside its
+    records: its level, the differentiation it is nested in (``outer``, None at the top), and
+    the untraced arrays its records read (``freeze``)."""
+
+    __slots__ = ("level", "outer", "frozen", "sums")
+
+    def __init__(self, policy, outer):
+        super().__init__(policy)
+        self.level = next(LEVELS)
+        self.outer = outer
+        self.frozen = {}  # untraced arrays records read, kept read-only while the tape lives
+        self.sums = {}  # the checksums of their bytes, checked before the replay
+
+    def lift(self, y):
+        """``y`` as an array this tape traces, a constant to it unless it already is traced
+        by it.
+
+        Under nested differentiation every value of the inner one is an array the outer one
+        traces, so that whatever the inner one writes into it (values that depend on the
+        outer arguments, restorations, shadow updates) is recorded by the outer one."""
+        if type(y) is Traced and y.tape is self:
+            return y
+        return fresh(y, self)
+
+    def constant(self, y):
+        """``y`` as an array this tape follows, a constant of it unless it already is its
+        array."""
+        if type(y) is Traced and y.tape is self:
+            return y
+        return constant(y, self)
 
 
 def active(tape):
     """``tape``, if its differentiation is in progress in this thread; otherwise a clear error."""
-    tapes = ACTIVE.tapes
-    if not tapes or (tapes[-1] is not tape and tape not in tapes):
-        raise EscapedTracerError(
-            "a traced array was used outside the differentiation that created it (it escaped "
-            "through a global, a closure or an attribute). Return values from the "
-            "differentiated function instead of storing traced arrays.")
+    running = ACTIVE.running
+    if not running or (running[-1] is not tape and tape not in running):
+        raise escaped("a traced array")
     return tape
 
 
@@ -154,7 +159,7 @@ def _unwrap_at(items, tape):
 
 def ended(x):
     """Whether ``x`` is a constant whose differentiation is no longer running."""
-    return type(x) is Traced and x.buffer.constant and x.tape not in ACTIVE.tapes
+    return type(x) is Traced and x.buffer.constant and x.tape not in ACTIVE.running
 
 
 def _unwrap_args(args):
@@ -334,7 +339,7 @@ def fresh(y, tape):
         raise UnsupportedArrayError(unsupported_array(
             y, "a result computed from a traced array and an array the function uses"))
     if tape.outer is not None:
-        y = lift(y, tape.outer)
+        y = tape.outer.lift(y)
     return Traced(y, Buffer(y), tape, True)
 
 
@@ -347,17 +352,8 @@ def constant(y, tape):
     if isinstance(y, (np.generic, float, int)):
         y = np.asarray(y)
     if tape.outer is not None:
-        y = lift_constant(y, tape.outer)
+        y = tape.outer.constant(y)
     return Traced(y, Buffer(y, constant=True), tape, True)
-
-
-def lift_constant(y, tape):
-    """``y`` as an array ``tape`` follows, a constant of it unless it already is its array."""
-    if type(tape) is not Tape:  # a forward-mode run: a dual with a zero tangent
-        return tape.lift(y)
-    if type(y) is Traced and y.tape is tape:
-        return y
-    return constant(y, tape)
 
 
 def constant_result(y, tape, sources):
@@ -444,19 +440,6 @@ def on_constants(call, args, kwargs, tape, written=()):
             write_constant(tape, target, None, lambda: None)
     y = call(*values_at(args, tape), **{k: values_at(v, tape) for k, v in kwargs.items()})
     return constant_result(y, tape, (*args, *kwargs.values()))
-
-
-def lift(y, tape):
-    """``y`` as an array ``tape`` traces, a constant to it unless it already is traced by it.
-
-    Under nested differentiation every value of the inner one is an array the outer one
-    traces, so that whatever the inner one writes into it (values that depend on the outer
-    arguments, restorations, shadow updates) is recorded by the outer one."""
-    if type(tape) is not Tape:  # a forward-mode run (forward.Run): a dual of its level
-        return tape.lift(y)
-    if type(y) is Traced and y.tape is tape:
-        return y
-    return fresh(y, tape)
 
 
 def view_of(x, y, tape):
@@ -1155,24 +1138,20 @@ OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": n
 COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
                "eq": np.equal, "ne": np.not_equal}
 
-INNER = set()
-"""Array types of forward mode (``forward.Dual``): an inner level's, when one meets a traced
-array, handles the operation (see ``defers``)."""
-
-
 def defers(tape, items):
-    """Whether an operation on ``items`` belongs to an inner forward-mode level rather than to
-    ``tape`` (a dual of an outer level is a constant to ``tape``, like an outer traced array)."""
-    for x in items:
-        if type(x) in INNER:
-            if x.level > tape.level:
-                return True
-        elif type(x) in (list, tuple) and x and defers(tape, x):
-            return True
-    return False
+    """Whether an operation on ``items`` belongs to a level inside ``tape``'s of another mode
+    (a dual of an inner jvp): it then handles the operation. Values of outer levels are
+    constants to ``tape``, and arrays of inner tapes are handled by this engine."""
+    inner = innermost_tracer(items)
+    return inner is not None and type(inner) is not Traced and inner.level > tape.level
 
 
-class ArrayMethods:
+def _deeper(x, tape):
+    """``defers`` for one operand."""
+    return isinstance(x, Tracer) and type(x) is not Traced and x.level > tape.level
+
+
+class ArrayMethods(Tracer):
     """What traced and dual arrays share: attributes of ``value``, and methods written as the
     NumPy functions that dispatch back to them."""
 
@@ -1462,17 +1441,17 @@ def single_out(ufunc, kwargs):
 
 def _binary(ufunc):
     def forward(self, other):
-        if type(other) in INNER and defers(self.tape, (other,)):
+        if _deeper(other, self.tape):
             return NotImplemented
         return apply_ufunc(ufunc, (self, other))
 
     def reflected(self, other):
-        if type(other) in INNER and defers(self.tape, (other,)):
+        if _deeper(other, self.tape):
             return NotImplemented
         return apply_ufunc(ufunc, (other, self))
 
     def inplace(self, other):
-        if type(other) in INNER and defers(self.tape, (other,)):
+        if _deeper(other, self.tape):
             raise lost_tangent(f"augmented assignment ({ufunc.__name__})")
         if stands_for_scalar(self):
             return apply_ufunc(ufunc, (self, other))
@@ -1502,6 +1481,8 @@ class Traced(ArrayMethods):
         self.tape = tape
         self.whole = whole  # whether value is that whole buffer, laid out as it
 
+    level = property(lambda self: self.tape.level)
+
     # NumPy's protocols ---------------------------------------------------------------------
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -1529,7 +1510,7 @@ class Traced(ArrayMethods):
             "functions mutad differentiates.")
 
     def __array_function__(self, func, types, args, kwargs):
-        if not INNER.isdisjoint(types) and defers(self.tape, [*args, *kwargs.values()]):
+        if len(types) > 1 and defers(self.tape, [*args, *kwargs.values()]):
             return NotImplemented
         return apply_array_function(func, args, kwargs, self.tape)
 
@@ -1571,7 +1552,7 @@ class Traced(ArrayMethods):
         return INPLACE[operator.getitem](self, key)
 
     def __setitem__(self, key, value):
-        if type(value) in INNER and defers(self.tape, (value,)):
+        if _deeper(value, self.tape):
             raise lost_tangent("x[key] = value")
         if self.buffer.constant and innermost((value,), self.tape) is self.tape:
             if not carries((value,), self.tape):
@@ -1607,10 +1588,6 @@ class Traced(ArrayMethods):
 
 # ----------------------------------------------------------------------------------------------
 # Decorated functions with user rules (mutad.adjoint, mutad.inplace_adjoint)
-
-
-def is_traced_call(args, kwargs):
-    return innermost(args) is not None or any(type(v) is Traced for v in kwargs.values())
 
 
 def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, run_rule):

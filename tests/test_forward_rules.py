@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import mutad
-from mutad.registry import FUNCTIONS, JVPS, Adjoint
+from mutad.custom import Adjoint
+from mutad.registry import FUNCTIONS, JVPS
 from mutad.scipy import signal, special
 from mutad.testing import check_jvp
 

@@ -2,8 +2,9 @@
 
 import inspect
 
-from .. import forward, tracing
-from ..registry import ROUTES, Adjoint, padded
+from ..custom import Adjoint
+from ..levels import innermost
+from ..registry import ROUTES, padded
 
 
 class ScipyAdjoint(Adjoint):
@@ -24,7 +25,7 @@ class ScipyAdjoint(Adjoint):
 
     def __call__(self, *args, **kwargs):
         # Traced arrays (reverse mode) and duals (forward mode) both need the binding.
-        if forward.innermost(args, kwargs) is None and not tracing.is_traced_call(args, kwargs):
+        if innermost((*args, *kwargs.values())) is None:
             return self.fn(*args, **kwargs)
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()

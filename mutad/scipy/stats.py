@@ -30,8 +30,8 @@ from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_
 from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen)
 
-from .. import forward, tracing
 from ..errors import UnsupportedOperationError
+from ..levels import innermost
 from ..registry import METHODS
 from . import linalg
 from .special import (betainc, betaincc, betaln, gammainc, gammaincc, gammaln, log_expit,
@@ -47,7 +47,7 @@ _LOG_2 = math.log(2.0)
 
 def is_traced(args, kwargs):
     """Whether a differentiation (reverse or forward) follows any of these arguments."""
-    return tracing.is_traced_call(args, kwargs) or forward.innermost(args, kwargs) is not None
+    return innermost((*args, *kwargs.values())) is not None
 
 
 def _log(x):

@@ -1,0 +1,209 @@
+"""Functions with rules of their own (``mutad.adjoint``, ``mutad.inplace_adjoint``; README,
+"Custom rules").
+
+A decorated function is called like any other; :func:`dispatch` decides, from the innermost of
+its arguments' levels, whether the call runs plainly, under the forward-mode level of a dual
+(its ``jvp_rule``), or recorded by the tape of a traced array (its ``rule``). It is the one
+place that knows both engines.
+"""
+
+import functools
+import inspect
+import threading
+
+from . import forward, tracing
+from .errors import InvalidArgumentError, UnsupportedFunctionError
+from .levels import innermost
+
+
+def dispatch(adjoint, args, kwargs):
+    """Call decorated ``adjoint`` on ``args``: plainly when no differentiation follows them,
+    else in the mode of the innermost one among them (values of outer ones are its constants)."""
+    inner = innermost((*args, *kwargs.values()))
+    if inner is None:
+        return adjoint.fn(*args, **kwargs)
+    if type(inner) is forward.Dual:
+        return forward.apply_adjoint(adjoint, inner.level, args, kwargs)
+    return adjoint.record(args, dict(kwargs))
+
+
+class _Rules(threading.local):
+    """The in-place rules running in this thread, innermost last: ``(adjoint, returned)``,
+    ``returned`` collecting what the calls of ``adjoint`` made by that rule returned."""
+
+    def __init__(self):
+        self.running = []
+
+
+RULES = _Rules()
+
+
+def _positions(fn, names, what):
+    parameters = list(inspect.signature(fn).parameters)
+    unknown = [n for n in names if n not in parameters]
+    if unknown:
+        raise InvalidArgumentError(f"{what}={tuple(names)!r}: {fn.__qualname__} has no parameter "
+                                   f"{', '.join(map(repr, unknown))}; its parameters are {parameters}.")
+    return tuple(parameters.index(n) for n in names)
+
+
+class Adjoint:
+    """A function with a pure rule. Called with traced arguments it runs its rule; called with
+    plain arrays it just runs. See :func:`adjoint`."""
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.pure_rule = None
+        self.forward_rule = None
+
+    def jvp_rule(self, rule):
+        """Attach forward mode's rule ``rule(tangents, *args, **kwargs) -> (y, dy)``:
+        ``tangents`` has one entry per positional argument (``None`` for one without a
+        tangent), ``dy`` is the tangent of ``y``. It computes with NumPy calls that dispatch
+        (see ``JVPS``), so that a reverse pass can differentiate it again (``hvp``)."""
+        self.forward_rule = rule
+        return rule
+
+    def rule(self, rule):
+        """Attach ``rule(*args, **kwargs) -> (y, back)``; ``back(dy)`` returns one cotangent per
+        positional argument (``None`` for one without a gradient)."""
+        self.pure_rule = rule
+        return rule
+
+    def __call__(self, *args, **kwargs):
+        return dispatch(self, args, kwargs)
+
+    def record(self, args, kwargs):
+        """The call on arrays a reverse pass traces: recorded with its rule's pullback."""
+        return tracing.apply_function(self._name(), self._checked_rule(), args, kwargs)
+
+    def _name(self):
+        return getattr(self.fn, "__qualname__", repr(self.fn))
+
+    def _checked_rule(self):
+        if self.pure_rule is None:
+            raise UnsupportedFunctionError(
+                f"{self._name()} was given traced arrays but has no rule yet: attach one with "
+                f"@{getattr(self.fn, '__name__', 'f')}.rule.")
+        return self.pure_rule
+
+
+class InplaceAdjoint(Adjoint):
+    """A function that writes into its arguments, with an in-place rule. See
+    :func:`inplace_adjoint`."""
+
+    def __init__(self, fn, writes=None):
+        super().__init__(fn)
+        parameters = list(inspect.signature(fn).parameters)
+        self.writes = (tuple(range(len(parameters))) if writes is None
+                       else _positions(fn, writes, "writes"))
+        self.checkpointed = ()
+        self.growth = None
+
+    def rule(self, rule=None, *, checkpoint=(), growth=None):
+        """Attach ``rule(*args) -> back``; usable as ``@f.rule`` or ``@f.rule(checkpoint=...)``.
+
+        The rule runs the function on plain arrays and returns ``back(da, db, ...)``, which
+        receives the shadows of the arguments (``None`` for untraced ones), accumulates into
+        them in place and restores the arguments it can. Arguments named in ``checkpoint`` are
+        saved by mutad before the call and copied back after ``back`` runs. ``growth(*args)``
+        bounds the factor by which the restoration can amplify relative rounding errors already
+        in the written arguments (a condition number, for a solve); mutad checkpoints instead
+        whenever consecutive restorations of one buffer would amplify them too much.
+        """
+        if rule is None:
+            def attach(rule):
+                self.checkpointed = _positions(self.fn, checkpoint, "checkpoint")
+                self.growth = growth
+                self.pure_rule = rule
+                return rule
+
+            return attach
+        self.pure_rule = rule
+        return rule
+
+    def __call__(self, *args, **kwargs):
+        result = dispatch(self, args, kwargs)
+        for adjoint, returned in reversed(RULES.running):
+            if adjoint is self:  # called by its rule (of a nested differentiation too)
+                returned.append(result)
+                break
+        return result
+
+    def record(self, args, kwargs):
+        """The call on arrays a reverse pass traces: recorded with its in-place rule."""
+        return tracing.apply_inplace_rule(
+            self._name(), self._checked_rule(), args, kwargs, self.writes, self.checkpointed,
+            self.growth, self._run_rule)
+
+    def jvp_rule(self, rule):
+        """Attach forward mode's rule ``rule(tangents, *args, **kwargs) -> result``. It calls
+        the function on the arguments and updates the tangents of the arguments it writes in
+        place (they are always arrays); ``tangents`` has ``None`` for read-only arguments
+        without one. It returns what the function returned."""
+        self.forward_rule = rule
+        return rule
+
+    def _run_rule(self, *values, **kwargs):
+        """Run the rule, noting what the function returned when the rule called it. That is
+        kept in this call's own list, so concurrent calls (other threads) do not mix."""
+        returned = []
+        RULES.running.append((self, returned))
+        try:
+            back = self.pure_rule(*values, **kwargs)
+        finally:
+            RULES.running.pop()
+        return back, returned[-1] if returned else None
+
+
+def adjoint(fn):
+    """Decorate ``fn`` so it can be given a pure rule with ``@fn.rule``.
+
+    The rule receives the plain arrays behind traced arguments and returns ``(y, back)``;
+    ``back(dy)`` returns a tuple with one cotangent per positional argument. It also wraps a
+    third-party function: ``gammaln = mutad.adjoint(scipy.special.gammaln)``.
+
+    >>> import numpy as np, mutad
+    >>> @mutad.adjoint
+    ... def cube(x):
+    ...     return x * x * x
+    >>> @cube.rule
+    ... def _cube_rule(x):
+    ...     def back(dy):
+    ...         return (3.0 * x * x * dy,)
+    ...     return cube(x), back
+    >>> mutad.gradient(lambda x: cube(x).sum(), np.array([1.0, 2.0]))
+    (array([ 3., 12.]),)
+    """
+    return Adjoint(fn)
+
+
+def inplace_adjoint(fn=None, *, writes=None):
+    """Decorate ``fn``, which writes into some of its arguments, so it can be given an in-place
+    rule with ``@fn.rule`` (see ``InplaceAdjoint.rule``).
+
+    ``writes`` names the arguments ``fn`` may write into (default: all): mutad keeps the
+    caller's original bytes of those, to give them back bit-for-bit.
+
+    >>> import numpy as np, mutad
+    >>> @mutad.inplace_adjoint(writes=("a",))
+    ... def add_vecs_(a, b):
+    ...     a += b
+    ...     return a
+    >>> @add_vecs_.rule
+    ... def _add_vecs_rule(a, b):
+    ...     add_vecs_(a, b)
+    ...     def back(da, db):
+    ...         a[...] -= b        # restore a
+    ...         db += da           # accumulate; da is unchanged: d(a + b)/da = 1
+    ...     return back
+    >>> def add_sum(a, b):
+    ...     add_vecs_(a, b)
+    ...     return a.sum()
+    >>> mutad.gradient(add_sum, np.zeros(2), np.ones(2))
+    (array([1., 1.]), array([1., 1.]))
+    """
+    if fn is None:
+        return lambda fn: InplaceAdjoint(fn, writes)
+    return InplaceAdjoint(fn, writes)

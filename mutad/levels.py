@@ -1,0 +1,69 @@
+"""Levels: how differentiations nest, whatever their mode.
+
+Every differentiation (a reverse-mode tape, a forward-mode run) takes the next number of
+``LEVELS`` when it starts, so a later one, running inside an earlier one, has a greater level.
+Its values (traced arrays, duals) are :class:`Tracer`\\ s and carry its level. An operation
+whose operands belong to several differentiations is handled by the innermost one
+(:func:`innermost`): values of the outer ones are its constants, which is what keeps a
+derivative of one level from being confused with another's. The engines settle who handles a
+mixed operation by comparing levels alone, never by asking for each other's types.
+
+``ACTIVE`` holds the differentiations running in this thread, innermost last: threads
+differentiate independently, and a value whose differentiation is no longer running has
+escaped it (``escaped``).
+
+This module knows nothing about arrays.
+"""
+
+import itertools
+import threading
+
+from .errors import EscapedTracerError
+
+LEVELS = itertools.count()
+"""Every differentiation takes the next level: a later, inner one handles the operations that
+mix its values with an outer one's."""
+
+
+class _Active(threading.local):
+    """The differentiations running in this thread, innermost last. Each has a ``level``,
+    ``lift(y)`` (``y`` as a value it follows) and ``constant(y)`` (``y``, a value of the
+    levels outside it, as its constant)."""
+
+    def __init__(self):
+        self.running = []
+
+
+ACTIVE = _Active()
+
+
+class Tracer:
+    """What the values of every differentiation have in common: a ``level``."""
+
+    __slots__ = ()
+
+
+def innermost(items, inner=None):
+    """The tracer of the innermost level among ``items`` (one level into lists and tuples), or
+    ``inner`` if none is deeper than it; None when there is none."""
+    for x in items:
+        if isinstance(x, Tracer):
+            if inner is None or x.level > inner.level:
+                inner = x
+        elif type(x) in (list, tuple):
+            inner = innermost(x, inner)
+    return inner
+
+
+def running(level):
+    """Whether the differentiation of ``level`` is running in this thread."""
+    return any(d.level == level for d in ACTIVE.running)
+
+
+def escaped(what, differentiation="the differentiation"):
+    """The error for ``what`` (a traced array, a dual) used after ``differentiation`` (the
+    one that created it) ended."""
+    return EscapedTracerError(
+        f"{what} was used outside {differentiation} that created it (it escaped through a "
+        "global, a closure or an attribute). Return values from the differentiated function "
+        "instead of storing them.")
