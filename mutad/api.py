@@ -10,20 +10,18 @@ from .errors import (
     ConstantModifiedError,
     ConversionError,
     InvalidArgumentError,
-    MutadError,
     NonScalarOutputError,
     PolicyError,
     PullbackReusedError,
     UnsupportedFunctionError,
 )
 from . import forward
-from .allocation import mode
+from .arguments import Originals, run
 from .levels import ACTIVE, Tracer
 from .shadows import Buffer, Shadows
 from .tape import POLICIES
-from .tracing import (ReverseTape, Traced, active, check_constants, fresh, thaw,
-                      unwrapped, view_of)
-from .trees import arrays_within, check_leaf, flatten, is_float_array, is_float_scalar
+from .tracing import ReverseTape, Traced, active, check_constants, fresh, thaw, view_of
+from .trees import check_leaf, flatten, is_float_array, is_float_scalar
 from .views import owner, owner_view, same_region, spans, wrapped
 
 
@@ -42,7 +40,7 @@ class Run:
         # Nested in another differentiation, its outer level is the innermost running one.
         self.tape = ReverseTape(policy, ACTIVE.running[-1] if ACTIVE.running else None)
         self.buffers = {}
-        self.saved = []
+        self.originals = Originals()
         self.pending = {}
         self.leaves = []
         self.rebuilds = []
@@ -85,7 +83,7 @@ class Run:
         elif isinstance(x, Tracer) and x.dtype.kind == "f":
             t = self._wrap_outer(x)  # an array of a differentiation this one is inside
         else:  # integer arrays, and those inside objects of NumPy's and SciPy's classes
-            self.saved.extend((a, a.copy()) for a in arrays_within(x))
+            self.originals.keep_within(x)
         self.traced.append(t)
         self.scalar.append(t is not None and is_float_scalar(x))
         return x if t is None else t
@@ -108,34 +106,22 @@ class Run:
 
     def _save(self, key):
         for x in self.pending.pop(key):
-            self.saved.append((x, x.copy()))
+            self.originals.keep(x)
 
     def call(self, f, args, kwargs=None):
-        with mode(f):
-            return self._call(f, args, kwargs)
+        return run(self.tape, f, lambda: f(*args, **(kwargs or {})), self._explain)
 
-    def _call(self, f, args, kwargs):
-        ACTIVE.running.append(self.tape)
-        try:
-            return f(*args, **(kwargs or {}))
-        except MutadError:
-            raise
-        except (ValueError, TypeError) as error:
-            mutad_error = unwrapped(error)
-            if mutad_error is not None:
-                raise mutad_error from None
-            if self.tape.frozen and "read-only" in str(error):
-                raise ConstantModifiedError(
-                    f"{error}: this array (or the memory it views) was read as a constant by an "
-                    "operation mutad recorded, and its gradient needs those values, so mutad "
-                    "keeps it read-only while it differentiates, for every thread of the "
-                    "process. Allocate it inside the differentiated function (mutad then "
-                    "follows its writes), or write into a new array instead "
-                    "(w = np.cos(...) rather than w[:] = ...)."
-                ).with_traceback(error.__traceback__) from error  # down to the user's write
-            raise
-        finally:
-            ACTIVE.running.pop()
+    def _explain(self, error):
+        """A write NumPy refused because the array is one mutad keeps read-only."""
+        if self.tape.frozen and "read-only" in str(error):
+            return ConstantModifiedError(
+                f"{error}: this array (or the memory it views) was read as a constant by an "
+                "operation mutad recorded, and its gradient needs those values, so mutad "
+                "keeps it read-only while it differentiates, for every thread of the "
+                "process. Allocate it inside the differentiated function (mutad then "
+                "follows its writes), or write into a new array instead "
+                "(w = np.cos(...) rather than w[:] = ...).")
+        return None
 
     def reverse(self, shadows):
         check_constants(self.tape)
@@ -164,10 +150,7 @@ class Run:
         drop the tape."""
         thaw(self.tape)
         self.tape.records.clear()
-        while self.saved:
-            x, original = self.saved.pop()
-            if x.flags.writeable:  # an enclosing differentiation may have frozen it: unchanged
-                np.copyto(x, original)
+        self.originals.restore()
 
 
 def check_argnums(argnums, count):

@@ -28,11 +28,14 @@ from .errors import (
     UntracedWriteError,
     function_name,
 )
-from .levels import ACTIVE, LEVELS, escaped, innermost, running
+from .levels import LEVELS, escaped, innermost, running
 from .registry import COMPOSITES, FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS, NoClosedForm
-from . import allocation, tracing
-from .tracing import ArrayMethods, out_position
-from .trees import (arrays_within, check_leaf, flatten, is_float_array, is_float_scalar,
+from . import arguments
+from .arguments import Originals
+from .arraylike import (ArrayMethods, conversion_error, install_operators, lost_tangent,
+                        out_position, single_out, stands_for_scalar)
+from .products import times
+from .trees import (check_leaf, flatten, is_float_array, is_float_scalar,
                     unsupported_array)
 from .views import address, may_overlap, owner, owner_view, same_region, strided, wrapped
 
@@ -66,7 +69,7 @@ def _as_array(y):
             y, "a result computed from a dual array and an array the function uses"))
     if isinstance(y, (np.generic, float, int)):
         y = np.array(y)
-        y.flags.writeable = False  # as a NumPy scalar (tracing.stands_for_scalar)
+        y.flags.writeable = False  # as a NumPy scalar (arraylike.stands_for_scalar)
     return y
 
 
@@ -136,8 +139,8 @@ def _term(rule, i, y, primals, tangent):
             and p.shape == np.broadcast_shapes(p.shape, tangent.shape)
             and not any(may_overlap(p, v) for v in (y, tangent, *primals)
                         if type(v) is np.ndarray) and p.flags.writeable):
-        return tracing.times(tangent, p, out=p)
-    return tracing.times(tangent, p)
+        return times(tangent, p, out=p)
+    return times(tangent, p)
 
 
 def _partial_arguments(rule, primals, traced):
@@ -253,7 +256,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         t[...] = 0.0 if not others else np.broadcast_to(_sum_terms(others, tangents), t.shape)
     else:
         if rule.partials[position] is not ONE:
-            tracing.times(t, rule.partials[position](y, *given), out=t)
+            times(t, rule.partials[position](y, *given), out=t)
         for term in others:
             np.add(t, term, out=t)
     if not after:  # the partials above read the primals as they were
@@ -382,7 +385,7 @@ class Dual(ArrayMethods):
         self.level = level
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        out = tracing.single_out(ufunc, kwargs)
+        out = single_out(ufunc, kwargs)
         # NumPy asks one dual per call whatever their levels: it answers for the innermost.
         level = _active(level_of(inputs + (out,)))
         if _outranked(inputs + (out,), level):
@@ -406,7 +409,7 @@ class Dual(ArrayMethods):
     def __array__(self, dtype=None, copy=None):
         value = self.plain_value()
         if value is None:
-            raise tracing.conversion_error("np.asarray")
+            raise conversion_error("np.asarray")
         if dtype is not None and np.dtype(dtype) != value.dtype:
             return value.astype(dtype)
         return value.copy() if copy else value
@@ -423,8 +426,6 @@ class Dual(ArrayMethods):
         if wrapped(tangent):
             tangent = tangent.plain_value()
         return tangent is not None and not tangent.any()
-
-    __hash__ = ArrayMethods.__hash__
 
     def owner_view(self):
         """This dual's view of all of its memory (``views.owner_view``): its tangent's memory
@@ -449,14 +450,14 @@ class Dual(ArrayMethods):
     def __setitem__(self, key, value):
         primal, tangent = _split(value, self.level)
         if level_of([value]) > self.level:
-            raise tracing.lost_tangent("x[key] = value")
+            raise lost_tangent("x[key] = value")
         self.value[key] = primal
         self.tangent[key] = 0.0 if tangent is None else tangent
 
     def _inplace(self, ufunc, other):
         if level_of([other]) > self.level:
-            raise tracing.lost_tangent(f"augmented assignment ({ufunc.__name__})")
-        if tracing.stands_for_scalar(self):
+            raise lost_tangent(f"augmented assignment ({ufunc.__name__})")
+        if stands_for_scalar(self):
             return apply_ufunc(ufunc, (self, other), None, {}, self.level)
         return apply_ufunc(ufunc, (self, other), self, {}, self.level)
 
@@ -482,18 +483,14 @@ def _outranked(items, level):
     return inner is not None and inner.level > level
 
 
-def _operators():
+def _binary(ufunc):
     """Operators as NumPy calls: they reach ``__array_ufunc__`` with every operand, so the
     innermost level handles them whatever side it is on."""
-    for name, ufunc in tracing.OPERATORS.items():
-        setattr(Dual, f"__{name}__", lambda self, other, u=ufunc: u(self, other))
-        setattr(Dual, f"__r{name}__", lambda self, other, u=ufunc: u(other, self))
-        setattr(Dual, f"__i{name}__", lambda self, other, u=ufunc: self._inplace(u, other))
-    for name, ufunc in tracing.COMPARISONS.items():
-        setattr(Dual, f"__{name}__", lambda self, other, u=ufunc: u(self, other))
+    return (lambda self, other: ufunc(self, other), lambda self, other: ufunc(other, self),
+            lambda self, other: self._inplace(ufunc, other))
 
 
-_operators()
+install_operators(Dual, _binary)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -538,25 +535,16 @@ def jvp(f, primals, tangents):
                                    "tuples, one entry per positional argument of f.")
     if len(primals) != len(tangents):
         raise InvalidArgumentError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
-    with allocation.mode(f):
-        return _jvp(f, primals, tangents)
-
-
-def _jvp(f, primals, tangents):
     run = Run(next(LEVELS))
-    ACTIVE.running.append(run)  # a gradient inside f takes this run as its outer level
+
+    def call():  # wrapped while run runs: a gradient inside f takes it as its outer level
+        return f(*[run.wrap(primal, tangent)
+                   for primal, tangent in zip(primals, tangents, strict=True)])
+
     try:
-        args = [run.wrap(primal, tangent)
-                for primal, tangent in zip(primals, tangents, strict=True)]
-        y = f(*args)
-    except (ValueError, TypeError) as error:
-        mutad_error = tracing.unwrapped(error)
-        if mutad_error is not None:
-            raise mutad_error from None
-        raise
+        y = arguments.run(run, f, call)
     finally:
-        ACTIVE.running.pop()
-        run.restore()
+        run.originals.restore()
     outputs, rebuild = flatten(y)
     pairs = [run.output(out) for out in outputs]
     return rebuild([value for value, _ in pairs]), rebuild([dy for _, dy in pairs])
@@ -569,7 +557,7 @@ class Run:
     def __init__(self, level):
         self.level = level
         self.copies = {}  # id(owner) -> (all of the memory, its dual copy)
-        self.saved = []  # integer arrays: not differentiated, so saved whole and put back
+        self.originals = Originals()  # integer arrays: not differentiated, saved whole
 
     def lift(self, y):
         """``y`` as a dual of this level (as ``ReverseTape.lift``): itself if it is one, else
@@ -598,7 +586,7 @@ class Run:
             value = _as_array(np.result_type(x).type(x))
             return Dual(value, np.array(0.0 if t is None else t, value.dtype), level)
         if not (is_float_array(x) or (wrapped(x) and x.dtype.kind == "f")):
-            self.saved.extend((a, a.copy()) for a in arrays_within(x))
+            self.originals.keep_within(x)
             return x
         # One private copy of all of the memory behind x, laid out as it, so the caller's
         # arrays stay as they are and views of one buffer in several arguments keep sharing
@@ -622,11 +610,6 @@ class Run:
             dual = Dual(dual.value.view(), dual.tangent, level)  # too, so writes raise as
             dual.value.flags.writeable = False                   # they would in NumPy
         return dual
-
-    def restore(self):
-        for x, original in self.saved:
-            if x.flags.writeable:  # an enclosing differentiation may have frozen it: unchanged
-                np.copyto(x, original)
 
     def output(self, out):
         """``(value, tangent)`` of one output leaf; a float that does not depend on the

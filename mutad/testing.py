@@ -165,7 +165,7 @@ def _check(f, args, policy, rtol, atol, step, seed, symmetric=()):
                 shadows.add(whole(t.buffer), s)
         run.reverse(shadows)
         grads = [None if t is None else shadows.of(t).copy() for t in run.traced]
-        restoration_error = max((_relative_error(x, original) for x, original in run.saved),
+        restoration_error = max((_relative_error(x, original) for x, original in run.originals.copies),
                                 default=0.0)
     finally:
         run.restore()

@@ -22,38 +22,32 @@ Every call takes one of four paths:
 
 Differentiations nest. Each has a level (``levels.LEVELS``), and an operation belongs to the
 innermost tape among its operands (``innermost``): arrays traced by outer tapes are its
-constants, and its own values are arrays the outer one traces (``ReverseTape.lift``), so everything the
-inner differentiation does, its reverse pass included, is recorded by the outer one. Forward
-mode's duals (``forward.py``) take part through the same levels: a traced array defers to a
-dual of an inner level (``defers``), and a dual of an outer level is a constant to a tape.
+constants, and its own values are arrays the outer one traces (``ReverseTape.lift``), so
+everything the inner differentiation does, its reverse pass included, is recorded by the outer
+one. Forward mode's duals (``forward.py``) take part through the same levels: a traced array
+defers to a value of a deeper level of the other mode (``defers``), and a dual of an outer
+level is a constant to a tape.
 """
 
-import builtins
-import dis
-import inspect
-import linecache
-import math
 import operator
-import re
-import sys
 import zlib
 
 import numpy as np
 
+from .arraylike import (ArrayMethods, conversion_error, install_operators, lost_tangent,
+                        out_position, single_out, stands_for_scalar, untraced_write)
 from .errors import (
     ConstantModifiedError,
-    ConversionError,
-    MutadError,
     RuleError,
     ReadOnlyError,
     UnsupportedArrayError,
     UnsupportedFunctionError,
     UnsupportedOperationError,
-    UntracedWriteError,
     function_name,
 )
 from .levels import ACTIVE, LEVELS, Tracer, escaped
 from .levels import innermost as innermost_tracer
+from .products import CHUNK, times_partial
 from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule,
                        NoClosedForm)
 from .shadows import Buffer, Place, overlapping, whole
@@ -302,11 +296,6 @@ def check_constants(tape):
                 "writes), or write into a new array instead.")
 
 
-def writable(a):
-    """Whether ``a`` may be written without changing memory some tape froze (its owner's)."""
-    return a.flags.writeable and owner(a).flags.writeable
-
-
 def thaw(tape):
     """Make the arrays ``freeze`` made read-only writable again (owners first)."""
     frozen, tape.frozen = tape.frozen, {}
@@ -319,15 +308,6 @@ def checkpoint(region):
     """Save ``region`` before it is overwritten; return the callable that copies it back."""
     saved = region.copy()
     return lambda: np.copyto(region, saved)
-
-
-def stands_for_scalar(x):
-    """Whether traced or dual ``x`` stands for a NumPy scalar (a reduction's result, ``x[i]``, a
-    float argument): a 0-d array of its own, read-only, as NumPy's scalars are immutable. An
-    augmented assignment to it makes a new value, as Python does for immutable numbers, so
-    another name for the old value keeps it."""
-    value = memory(x)
-    return value.ndim == 0 and value.base is None and not value.flags.writeable
 
 
 def fresh(y, tape):
@@ -494,74 +474,10 @@ def _elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
         if partial is ONE:
             g = dy if i == last else dy.copy()
         else:
-            g = _times_partial(dy, partial, y, values, dy if i == last else np.empty_like(dy))
+            g = times_partial(dy, partial, y, values, dy if i == last else np.empty_like(dy))
         rows.append((places[i], unbroadcast(g, places[i].shape)))
     for p, g in rows:
         shadows.add(p, g, owned=True)
-
-
-CHUNK = 1 << 15
-"""Elements per piece when a partial derivative of a large array is evaluated piecewise."""
-
-
-def _times_partial(dy, partial, y, values, out):
-    """``out = dy * partial(y, *values)``. For large arrays of one shape the partial is
-    evaluated a piece at a time, so its temporaries stay small and in cache."""
-    if type(dy) is not np.ndarray or dy.size < 4 * CHUNK or not dy.flags.c_contiguous \
-            or not out.flags.c_contiguous or not writable(out):
-        return _times(dy, partial(y, *values), out)
-    pieces = []
-    for v in (y, *values):
-        if wrapped(v) or (type(v) is np.ndarray and v.ndim and (
-                v.shape != dy.shape or not v.flags.c_contiguous)):
-            return _times(dy, partial(y, *values), out)
-        pieces.append(v.reshape(-1) if type(v) is np.ndarray and v.ndim else v)
-    flat_dy, flat_out = dy.reshape(-1), out.reshape(-1)
-    for start in range(0, dy.size, CHUNK):
-        part = slice(start, start + CHUNK)
-        args = [v[part] if type(v) is np.ndarray and v.ndim else v for v in pieces]
-        times(flat_dy[part], partial(*args), flat_out[part])
-    return out
-
-
-def _times(dy, p, out):
-    """``dy * p`` into ``out``; into a new array where ``p`` belongs to an outer
-    differentiation and ``out`` does not, or where an outer differentiation froze ``out`` (it
-    read ``dy`` as a constant: nested, ``dy`` may already have gone into an outer-traced
-    shadow)."""
-    if (wrapped(p) and not wrapped(out)) or not writable(out):
-        out = None
-    return times(dy, p, out)
-
-
-def _finite(p):
-    """Whether every element of ``p`` is finite; may say no for a few huge ones (|p|² overflows
-    in the dot product that checks a contiguous array at memory speed), which costs only time."""
-    if not hasattr(p, "dtype"):
-        return math.isfinite(p)
-    p = memory(p)
-    if p.dtype.kind != "f":
-        return True
-    if p.flags.c_contiguous:
-        return math.isfinite(np.vdot(p, p))
-    return math.isfinite(np.sum(p))
-
-
-def times(d, p, out=None):
-    """``d * p`` (into ``out`` if given): a (co)tangent ``d`` times a partial derivative ``p``,
-    where a zero ``d`` gives zero even where ``p`` is infinite or NaN (the derivative of
-    ``sqrt`` at 0, say): no change in the input times any slope is no change. Checked by one
-    reduction of ``p``, so only a partial with a non-finite entry pays for the mask."""
-    if _finite(p):
-        return d * p if out is None else np.multiply(d, p, out=out)
-    zero = memory(d) == 0
-    with np.errstate(invalid="ignore"):  # 0 * inf, replaced below
-        if out is None or wrapped(out):
-            product = d * p if out is None else np.multiply(d, p, out=out)
-            return np.where(zero, 0.0, product) if np.any(zero) else product
-        np.multiply(d, p, out=out)
-    np.copyto(out, 0.0, where=zero)
-    return out
 
 
 def _differentiable(ufunc, rule, pattern, count):
@@ -931,22 +847,6 @@ def _record_function(tape, back, args, outputs, multiple):
     tape.record(back_record)
 
 
-OUT_POSITIONS = {}
-
-
-def out_position(func):
-    """The position of ``func``'s ``out`` parameter when it can be passed positionally."""
-    if func not in OUT_POSITIONS:
-        try:
-            parameters = list(inspect.signature(func).parameters.values())
-        except (TypeError, ValueError):
-            parameters = []
-        OUT_POSITIONS[func] = next(
-            (i for i, p in enumerate(parameters)
-             if p.name == "out" and p.kind == p.POSITIONAL_OR_KEYWORD), None)
-    return OUT_POSITIONS[func]
-
-
 def _written(func, args, kwargs):
     """The arguments a NumPy function may write into: its ``out``, the target of an in-place
     function, and every argument of a function mutad knows nothing about."""
@@ -1002,141 +902,9 @@ def plain(tree):
     return tree
 
 
-def conversion_error(what):
-    frame = _outside(sys._getframe(2), ("numpy", "mutad"))
-    where = "" if frame is None else (
-        f" in {frame.f_globals.get('__name__', '?')}.{frame.f_code.co_name}")
-    if frame is not None and _storing_item(frame):
-        return untraced_write(f"an assignment into an element or slice{where}")
-    called = _called(frame)
-    what = f"{called}()" if called else what  # as the code spells it: np.array, not np.asarray
-    fix = CONVERSION_FIXES.get(what.split("(")[0].rsplit(".", 1)[-1], CONVERSION_FIX)
-    user = _outside(frame, ("numpy", "mutad", "scipy"))
-    if user is None or user is frame:
-        return ConversionError(
-            f"a traced array was converted to a plain array by {what}{where}, which would cut "
-            f"its gradient. {fix}")
-    called = _called(user) or "a library function"
-    equivalent = _mutad_equivalent(user, called)
-    return ConversionError(
-        f"a traced array was converted to a plain array by {what}{where}, called through "
-        f"{called} in {user.f_globals.get('__name__', '?')}.{user.f_code.co_name}, which would "
-        "cut its gradient. "
-        + (f"Call {equivalent} instead, which mutad differentiates. " if equivalent else "")
-        + CONVERSION_FIX)
-
-
-CONVERSION_FIX = (
-    "If that function has no mutad rule (a SciPy routine, say), wrap it with mutad.adjoint and "
-    "give it a rule (README, 'Custom rules'). Where no gradient should flow, take "
-    "mutad.stop_gradient(x).")
-CONVERSION_FIXES = {  # what to write instead of a conversion in the user's own code
-    "array": "Inside the differentiated code np.array(x) of a traced x is a traced copy; where "
-             "mutad's allocation mode does not reach (mutad.plain_allocation, a name bound "
-             "inside a function), copy it with x.copy().",
-    "asarray": "A traced array is already an array: use it as it is.",
-    "float": "Keep computing with the array itself (a 0-d array works wherever NumPy takes a "
-             "float; comparisons such as `if x > 0:` work, and f'{x:.3g}' formats it); take "
-             "integer results with NumPy (np.argmin, np.floor(x).astype(int)), and "
-             "float(mutad.stop_gradient(x)) where no gradient should flow.",
-}
-for _name in ("int", "complex", "item", "tolist"):
-    CONVERSION_FIXES[_name] = CONVERSION_FIXES["float"]
-del _name
-
-
-def _outside(frame, packages):
-    """The first frame from ``frame`` outwards whose module is in none of ``packages``."""
-    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in packages:
-        frame = frame.f_back
-    return frame
-
-
-def _called(frame):
-    """The function the call ``frame`` is executing is spelled as in its source
-    (``np.array``, ``scipy.linalg.expm``, ``x.item``), or None."""
-    if frame is None:
-        return None
-    try:
-        line, end_line, start, end = list(frame.f_code.co_positions())[frame.f_lasti // 2]
-    except (AttributeError, IndexError, ValueError):
-        return None
-    if None in (line, end_line, start, end):
-        return None
-    text = "".join(linecache.getline(frame.f_code.co_filename, n)
-                   for n in range(line, end_line + 1)).encode()
-    last = len(text) - len(linecache.getline(frame.f_code.co_filename, end_line).encode())
-    callee = text[start:last + end].decode(errors="replace").split("(", 1)[0].strip()
-    return callee if re.fullmatch(r"[A-Za-z_][\w.]*", callee) else None
-
-
-def _mutad_equivalent(frame, called):
-    """``mutad.scipy.linalg.expm`` for a call of ``scipy.linalg.expm`` (however the code
-    imported it), ``mutad.scipy.stats.norm.logpdf`` for ``norm.logpdf``, when mutad has a
-    differentiated version of that function."""
-    head, *rest = called.split(".")
-    func = frame.f_locals.get(head, frame.f_globals.get(head))
-    for name in rest:
-        func = getattr(func, name, None)
-    parts = (getattr(func, "__module__", None) or "").split(".")
-    equivalent = sys.modules.get(f"mutad.scipy.{parts[1]}") if (
-        len(parts) > 1 and parts[0] == "scipy") else None
-    if equivalent is None:
-        return None
-    path = called.split(".")[-2 if inspect.ismethod(func) else -1:]  # norm.logpdf, expm
-    target = equivalent
-    for name in path:
-        target = getattr(target, name, None)
-    return f"{equivalent.__name__}.{'.'.join(path)}" if callable(target) else None
-
-
-def unwrapped(error):
-    """The mutad error behind ``error``, if NumPy wrapped one it met while converting an
-    element (``out[0] = x`` calls ``float(x)``), with ``error``'s traceback: it runs down to the
-    user's line that made the write, where the wrapped error's own stops inside NumPy."""
-    cause = error.__cause__
-    if isinstance(cause, MutadError) and not isinstance(error, MutadError):
-        return cause.with_traceback(error.__traceback__)
-    return None
-
-
-def untraced_write(what):
-    """The error for writing a traced value into an array mutad does not follow."""
-    return UntracedWriteError(
-        f"{what}: a traced value was written into an array created before the differentiation "
-        "started (a module-level work buffer, a default argument, a cache) or by an enclosing "
-        "differentiation, so its gradient would be lost. Allocate that array inside the "
-        "function being differentiated: arrays created there (np.zeros, np.empty, np.array, "
-        "...) are followed. Or pass it as an argument.")
-
-
-def _storing_item(frame):
-    """Whether ``frame`` is executing ``array[key] = value``: NumPy converts a traced value
-    assigned into a plain array, and the conversion should be reported as that write."""
-    instructions = {i.offset: i.opname for i in dis.get_instructions(frame.f_code)}
-    return instructions.get(frame.f_lasti) == "STORE_SUBSCR"
-
-
 # ----------------------------------------------------------------------------------------------
 # The traced array
 
-
-def _call(name):
-    func = getattr(np, name)
-
-    def method(self, *args, **kwargs):
-        return func(self, *args, **kwargs)
-
-    method.__name__ = name
-    method.__doc__ = f"As ``ndarray.{name}``; differentiated through ``np.{name}``."
-    return method
-
-
-OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
-             "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
-             "matmul": np.matmul}
-COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-               "eq": np.equal, "ne": np.not_equal}
 
 def defers(tape, items):
     """Whether an operation on ``items`` belongs to a level inside ``tape``'s of another mode
@@ -1149,294 +917,6 @@ def defers(tape, items):
 def _deeper(x, tape):
     """``defers`` for one operand."""
     return isinstance(x, Tracer) and type(x) is not Traced and x.level > tape.level
-
-
-class ArrayMethods(Tracer):
-    """What traced and dual arrays share: attributes of ``value``, and methods written as the
-    NumPy functions that dispatch back to them."""
-
-    __slots__ = ()
-
-    shape = property(lambda self: self.value.shape, lambda self, shape: self._refuse(
-        "x.shape = ...", "a traced array stands for its argument, whose shape stays. Use "
-        "x = x.reshape(...)."))
-    dtype = property(lambda self: self.value.dtype, lambda self, dtype: self._refuse(
-        "x.dtype = ...", "reinterpreting its bytes has no derivative. Use x = x.astype(...)."))
-    ndim = property(lambda self: self.value.ndim)
-    size = property(lambda self: self.value.size)
-    itemsize = property(lambda self: self.value.itemsize)
-    nbytes = property(lambda self: self.value.nbytes)
-    strides = property(lambda self: self.value.strides, lambda self, strides: self._refuse(
-        "x.strides = ...", "use indexing or reshape for views."))
-    flags = property(lambda self: Flags(self.value.flags))
-    T = property(lambda self: np.transpose(self))
-    mT = property(lambda self: np.swapaxes(self, -1, -2))
-    real = property(lambda self: self, lambda self, value: self.__setitem__(Ellipsis, value))
-
-    def _no_imaginary_part(self, value):
-        raise TypeError("array does not have imaginary part to set")  # NumPy's error
-
-    imag = property(lambda self: np.imag(self), _no_imaginary_part)  # zeros, as NumPy
-    device = property(lambda self: self.value.device)
-
-    @property
-    def flat(self):
-        """As ``ndarray.flat``: elements in C order, read and written by flat position."""
-        return FlatIterator(self)
-
-    @flat.setter
-    def flat(self, value):
-        FlatIterator(self)[...] = value
-
-    @property
-    def base(self):
-        """None for an array that owns its memory, else an array over all of that memory (not
-        the very object NumPy would give, which a traced array does not keep)."""
-        return None if memory(self).base is None else self.owner_view()
-
-    def __len__(self):
-        return len(self.value)
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self.value)))
-
-    def __format__(self, spec):
-        return format(self.value, spec) if self.value.ndim == 0 else repr(self)
-
-    def __bool__(self):
-        return bool(self.value)
-
-    def plain_value(self):
-        """The plain array this one stands for when converting it loses no derivative (an
-        array with no dependence on the arguments), else None."""
-        return None
-
-    def _converted(self, what):
-        value = self.plain_value()
-        if value is None:
-            raise conversion_error(what)
-        return value
-
-    def __float__(self):
-        return float(self._converted("float()"))
-
-    def __int__(self):
-        return int(self._converted("int()"))
-
-    def __complex__(self):
-        return complex(self._converted("complex()"))
-
-    def item(self, *args):
-        return self._converted(".item()").item(*args)
-
-    def tolist(self):
-        return self._converted(".tolist()").tolist()
-
-    def tobytes(self, order="C"):
-        raise conversion_error(".tobytes()")
-
-    def tofile(self, *args, **kwargs):
-        raise conversion_error(".tofile()")
-
-    def dump(self, file):
-        raise conversion_error(".dump()")
-
-    def dumps(self):
-        raise conversion_error(".dumps()")
-
-    def __reduce__(self):
-        raise conversion_error("pickling")
-
-    def __copy__(self):
-        return self.copy()
-
-    def __deepcopy__(self, memo):
-        return self.copy()
-
-    def __delitem__(self, key):
-        raise ValueError("cannot delete array elements")  # NumPy's error
-
-    def __divmod__(self, other):
-        return np.floor_divide(self, other), np.remainder(self, other)
-
-    def __rdivmod__(self, other):
-        return np.floor_divide(other, self), np.remainder(other, self)
-
-    def to_device(self, device, /, *, stream=None):
-        if device != "cpu" or stream is not None:
-            return self.value.to_device(device, stream=stream)  # NumPy's error
-        return self
-
-    def _refuse(self, what, instead):
-        raise UnsupportedOperationError(f"{what} on a differentiated array: {instead}")
-
-    data = property(lambda self: self._refuse(
-        "x.data", "its raw memory cannot be followed. Use indexing to read or write elements."))
-    ctypes = property(lambda self: self._refuse(
-        "x.ctypes", "compiled code reading its memory has no derivative. Give the routine a "
-        "rule with mutad.adjoint (README, 'Custom rules')."))
-
-    def resize(self, *new_shape, refcheck=True):
-        self._refuse("x.resize(...)", "it replaces the array's memory in place, which "
-                     "mutad cannot follow. Make a new array: x = np.resize(x, shape), or "
-                     "np.pad / np.concatenate.")
-
-    def setflags(self, write=None, align=None, uic=None):
-        self._refuse("x.setflags(...)", "mutad writes the array's memory back during the "
-                     "reverse pass. Use a copy (y = x.copy(); y.setflags(...)) or leave it.")
-
-    def byteswap(self, inplace=False):
-        self._refuse("x.byteswap()", "reinterpreting its bytes has no derivative. Use "
-                     "x.astype(...) for another dtype.")
-
-    def getfield(self, dtype, offset=0):
-        self._refuse("x.getfield(...)", "reinterpreting its bytes has no derivative. Use "
-                     "indexing, or x.astype(...) for another dtype.")
-
-    def setfield(self, val, dtype, offset=0):
-        self._refuse("x.setfield(...)", "writing reinterpreted bytes has no derivative. Use "
-                     "indexing to write elements.")
-
-    def __hash__(self):
-        return id(self)
-
-    def __neg__(self):
-        return np.negative(self)
-
-    def __pos__(self):
-        return np.positive(self)
-
-    def __abs__(self):
-        return np.absolute(self)
-
-    for _name in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod",
-                  "ravel", "swapaxes", "squeeze", "dot", "clip", "diagonal",
-                  "trace", "take", "repeat", "argmax", "argmin", "argsort", "nonzero", "any",
-                  "all", "round", "conj", "conjugate", "ptp", "searchsorted", "argpartition",
-                  "choose", "put"):
-        locals()[_name] = _call(_name)
-    del _name
-
-    def reshape(self, *shape, **kwargs):
-        return np.reshape(self, shape[0] if len(shape) == 1 else shape, **kwargs)
-
-    def transpose(self, *axes):
-        """As ``ndarray.transpose``: axes as one tuple or as separate arguments."""
-        return np.transpose(self, axes[0] if len(axes) == 1 else axes or None)
-
-    def flatten(self, order="C"):
-        return np.ravel(self, order=order).copy()
-
-    def copy(self, order="C"):
-        return np.copy(self, order=order)
-
-    def sort(self, axis=-1, kind=None, order=None):
-        """Sorts in place, as ``ndarray.sort``."""
-        self[...] = np.sort(self, axis=axis, kind=kind, order=order)
-
-    def compress(self, condition, axis=None, out=None):
-        return np.compress(condition, self, axis=axis, out=out)
-
-    def partition(self, kth, axis=-1, kind="introselect", order=None):
-        """Partitions in place, as ``ndarray.partition``."""
-        self[...] = np.partition(self, kth, axis=axis, kind=kind, order=order)
-
-    def fill(self, value):
-        self[...] = value
-
-    def view(self, dtype=None, type=None):
-        """As ``ndarray.view``: a new view of the same memory. Reinterpreting its bytes as
-        another dtype, or as an ndarray subclass, has no derivative and is refused."""
-        if isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray):
-            dtype, type = None, dtype
-        if (dtype is None or np.dtype(dtype) == self.dtype) and type in (None, np.ndarray):
-            return self[...]
-        raise UnsupportedOperationError(
-            f"ndarray.view({dtype if type is None else type}) on a differentiated array: "
-            "reinterpreting its bytes, or viewing it as an ndarray subclass, has no derivative. "
-            "Use x.view(), reshape or indexing for views, and x.astype for another dtype.")
-
-
-class Flags:
-    """``x.flags`` of a traced or dual array: NumPy's flags, to read. Setting one would change
-    the array mutad writes back during the reverse pass (or the caller's own array), so it is
-    refused."""
-
-    __slots__ = ("numpy_flags",)
-
-    def __init__(self, numpy_flags):
-        object.__setattr__(self, "numpy_flags", numpy_flags)
-
-    def __getattr__(self, name):
-        return getattr(self.numpy_flags, name)
-
-    def __getitem__(self, key):
-        return self.numpy_flags[key]
-
-    def __setattr__(self, name, value):
-        raise UnsupportedOperationError(
-            f"x.flags.{name} = {value!r} on a differentiated array: mutad writes the array's "
-            "memory back during the reverse pass. Set flags on a copy (y = x.copy()).")
-
-    def __setitem__(self, key, value):
-        self.__setattr__(key, value)
-
-    def __eq__(self, other):
-        return self.numpy_flags == getattr(other, "numpy_flags", other)
-
-    __hash__ = None
-
-    def __repr__(self):
-        return repr(self.numpy_flags)
-
-
-class FlatIterator:
-    """``x.flat`` of a traced or dual array: reads through ``np.ravel`` (a view when ``x`` is
-    C-contiguous, a copy otherwise), writes through that view or at the positions
-    ``np.unravel_index`` names. Values too few for the positions repeat, as in NumPy."""
-
-    __slots__ = ("base",)
-
-    def __init__(self, base):
-        self.base = base
-
-    def __len__(self):
-        return self.base.size
-
-    def __iter__(self):
-        return iter(np.ravel(self.base))
-
-    def __getitem__(self, key):
-        return np.ravel(self.base)[plain(key)]
-
-    def __setitem__(self, key, value):
-        base = self.base
-        key = plain(key)
-        positions = np.arange(base.size)[key]
-        values = np.ravel(value)
-        if values.size != positions.size and values.size:
-            values = np.take(values, np.arange(positions.size) % values.size)
-        values = np.reshape(values, positions.shape)
-        if base.value.flags.c_contiguous:
-            np.ravel(base)[key] = values
-        else:
-            base[np.unravel_index(positions, base.shape)] = values
-
-    def copy(self):
-        return np.ravel(self.base).copy()
-
-    def __array__(self, dtype=None, copy=None):
-        raise conversion_error("np.asarray")
-
-
-def single_out(ufunc, kwargs):
-    """Take the one ``out=`` array of a ufunc call out of ``kwargs`` (None if there is none)."""
-    out = kwargs.pop("out", None)
-    if out is not None:
-        if len(out) != 1:
-            raise UnsupportedOperationError(f"np.{ufunc.__name__} with several out= arrays.")
-        out = out[0]
-    return out
 
 
 def _binary(ufunc):
@@ -1458,16 +938,6 @@ def _binary(ufunc):
         return apply_ufunc(ufunc, (self, other), out=self)
 
     return forward, reflected, inplace
-
-
-def lost_tangent(what):
-    """The error for writing a value with a tangent of an inner forward level into an array of
-    an outer level (traced, or a dual of an outer jvp), where that tangent would be lost."""
-    return UntracedWriteError(
-        f"{what}: a value with a forward-mode tangent (from mutad.jvp) was written into an "
-        "array of an enclosing differentiation, which carries no such tangent, so it would be "
-        "lost. Allocate the destination inside the function jvp differentiates (np.zeros(n) "
-        "there carries a tangent).")
 
 
 class Traced(ArrayMethods):
@@ -1562,16 +1032,7 @@ class Traced(ArrayMethods):
             self.buffer.constant = False  # a traced value written: it now depends on them
         INPLACE[operator.setitem](self, key, value)
 
-    # operators ------------------------------------------------------------------------------
-
-    for _name, _ufunc in OPERATORS.items():
-        locals()[f"__{_name}__"], locals()[f"__r{_name}__"], locals()[f"__i{_name}__"] = \
-            _binary(_ufunc)
-    for _name, _ufunc in COMPARISONS.items():
-        locals()[f"__{_name}__"] = _binary(_ufunc)[0]
-    del _name, _ufunc
-
-    __hash__ = ArrayMethods.__hash__  # defining __eq__ would otherwise unset it
+    # operators (the binary ones: install_operators below) -----------------------------------
 
     def __neg__(self):
         return apply_ufunc(np.negative, (self,))
@@ -1584,6 +1045,9 @@ class Traced(ArrayMethods):
 
     def astype(self, dtype, **kwargs):
         return apply_function("ndarray.astype", FUNCTIONS[np.ndarray.astype], (self, dtype), kwargs)
+
+
+install_operators(Traced, _binary)
 
 
 # ----------------------------------------------------------------------------------------------

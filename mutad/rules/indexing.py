@@ -30,11 +30,12 @@ import operator
 
 import numpy as np
 
+from ..arraylike import untraced_write
 from ..errors import MutadError, UnsupportedOperationError
 from ..registry import definplace, deflinear, defjvp, defrule
 from ..shadows import overlapping
 from ..tracing import (Traced, active, apply_ufunc, carries, check_destination, freeze, fresh,
-                       innermost, keep, locate, plain, unbroadcast, untraced_write, view_of)
+                       innermost, keep, locate, plain, unbroadcast, view_of)
 from ..views import address, byte_span, may_overlap, memory, same_region, views, wrapped
 from ._helpers import accumulator, gather_cotangent
 

@@ -1,0 +1,78 @@
+"""The caller's side of a differentiation, the same for both modes: the bytes of the caller's
+arrays, which come back as they were, and the call of the differentiated function.
+
+A differentiation changes no array of the caller's for good. Reverse mode traces the caller's
+float arrays in place and copies one the first time it is written; forward mode works on
+private copies; both copy the other writable arrays reachable from the arguments (integer and
+boolean ones, arrays inside objects of NumPy's and SciPy's classes) up front. ``Originals``
+keeps those copies and writes them back.
+
+:func:`run` calls the differentiated function with its differentiation running in this thread
+(``levels.ACTIVE``) and the allocation mode on, and reports an error NumPy wrapped (a mutad
+error raised while NumPy converted an element) as the mutad error itself.
+"""
+
+import numpy as np
+
+from .allocation import mode
+from .errors import MutadError
+from .levels import ACTIVE
+from .trees import arrays_within
+
+
+class Originals:
+    """Copies of the caller's arrays that a differentiation may change, to write back."""
+
+    __slots__ = ("copies",)
+
+    def __init__(self):
+        self.copies = []
+
+    def keep(self, x):
+        """Copy ``x`` now, to write back at the end."""
+        self.copies.append((x, x.copy()))
+
+    def keep_within(self, x):
+        """Copy every array reachable from ``x`` (an integer array, an object's arrays)."""
+        self.copies.extend((a, a.copy()) for a in arrays_within(x))
+
+    def restore(self):
+        """Write the copies back, the earliest last: it holds the caller's own bytes."""
+        copies = self.copies
+        while copies:
+            x, original = copies.pop()
+            if x.flags.writeable:  # an enclosing differentiation may have frozen it: unchanged
+                np.copyto(x, original)
+
+
+def run(differentiation, f, call, explain=None):
+    """``call()``, which calls the differentiated function ``f``, with ``differentiation``
+    running in this thread and the allocation mode on. A ``ValueError`` or ``TypeError`` that
+    NumPy raised around a mutad error is that mutad error; ``explain(error)`` may give a
+    clearer error for another one (None: it stands)."""
+    with mode(f):
+        ACTIVE.running.append(differentiation)
+        try:
+            return call()
+        except MutadError:
+            raise
+        except (ValueError, TypeError) as error:
+            mutad_error = unwrapped(error)
+            if mutad_error is not None:
+                raise mutad_error from None
+            clearer = None if explain is None else explain(error)
+            if clearer is not None:
+                raise clearer.with_traceback(error.__traceback__) from error  # the user's line
+            raise
+        finally:
+            ACTIVE.running.pop()
+
+
+def unwrapped(error):
+    """The mutad error behind ``error``, if NumPy wrapped one it met while converting an
+    element (``out[0] = x`` calls ``float(x)``), with ``error``'s traceback: it runs down to the
+    user's line that made the write, where the wrapped error's own stops inside NumPy."""
+    cause = error.__cause__
+    if isinstance(cause, MutadError) and not isinstance(error, MutadError):
+        return cause.with_traceback(error.__traceback__)
+    return None

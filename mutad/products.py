@@ -1,0 +1,76 @@
+"""The products both engines take of a (co)tangent and a partial derivative: exact zeros where
+the derivative is not finite, and a piece at a time for large arrays."""
+
+import math
+
+import numpy as np
+
+from .views import memory, owner, wrapped
+
+CHUNK = 1 << 15
+"""Elements per piece when a partial derivative of a large array is evaluated piecewise."""
+
+
+def writable(a):
+    """Whether ``a`` may be written without changing memory some tape froze (its owner's)."""
+    return a.flags.writeable and owner(a).flags.writeable
+
+
+def times_partial(dy, partial, y, values, out):
+    """``out = dy * partial(y, *values)``. For large arrays of one shape the partial is
+    evaluated a piece at a time, so its temporaries stay small and in cache."""
+    if type(dy) is not np.ndarray or dy.size < 4 * CHUNK or not dy.flags.c_contiguous \
+            or not out.flags.c_contiguous or not writable(out):
+        return _times(dy, partial(y, *values), out)
+    pieces = []
+    for v in (y, *values):
+        if wrapped(v) or (type(v) is np.ndarray and v.ndim and (
+                v.shape != dy.shape or not v.flags.c_contiguous)):
+            return _times(dy, partial(y, *values), out)
+        pieces.append(v.reshape(-1) if type(v) is np.ndarray and v.ndim else v)
+    flat_dy, flat_out = dy.reshape(-1), out.reshape(-1)
+    for start in range(0, dy.size, CHUNK):
+        part = slice(start, start + CHUNK)
+        args = [v[part] if type(v) is np.ndarray and v.ndim else v for v in pieces]
+        times(flat_dy[part], partial(*args), flat_out[part])
+    return out
+
+
+def _times(dy, p, out):
+    """``dy * p`` into ``out``; into a new array where ``p`` belongs to an outer
+    differentiation and ``out`` does not, or where an outer differentiation froze ``out`` (it
+    read ``dy`` as a constant: nested, ``dy`` may already have gone into an outer-traced
+    shadow)."""
+    if (wrapped(p) and not wrapped(out)) or not writable(out):
+        out = None
+    return times(dy, p, out)
+
+
+def _finite(p):
+    """Whether every element of ``p`` is finite; may say no for a few huge ones (|p|² overflows
+    in the dot product that checks a contiguous array at memory speed), which costs only time."""
+    if not hasattr(p, "dtype"):
+        return math.isfinite(p)
+    p = memory(p)
+    if p.dtype.kind != "f":
+        return True
+    if p.flags.c_contiguous:
+        return math.isfinite(np.vdot(p, p))
+    return math.isfinite(np.sum(p))
+
+
+def times(d, p, out=None):
+    """``d * p`` (into ``out`` if given): a (co)tangent ``d`` times a partial derivative ``p``,
+    where a zero ``d`` gives zero even where ``p`` is infinite or NaN (the derivative of
+    ``sqrt`` at 0, say): no change in the input times any slope is no change. Checked by one
+    reduction of ``p``, so only a partial with a non-finite entry pays for the mask."""
+    if _finite(p):
+        return d * p if out is None else np.multiply(d, p, out=out)
+    zero = memory(d) == 0
+    with np.errstate(invalid="ignore"):  # 0 * inf, replaced below
+        if out is None or wrapped(out):
+            product = d * p if out is None else np.multiply(d, p, out=out)
+            return np.where(zero, 0.0, product) if np.any(zero) else product
+        np.multiply(d, p, out=out)
+    np.copyto(out, 0.0, where=zero)
+    return out
