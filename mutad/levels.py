@@ -44,7 +44,7 @@ class Tracer:
 
 
 def innermost(items, inner=None):
-    """The tracer of the innermost level among ``items`` (one level into lists and tuples), or
+    """The tracer of the innermost level among ``items`` (inside lists and tuples too), or
     ``inner`` if none is deeper than it; None when there is none."""
     for x in items:
         if isinstance(x, Tracer):

@@ -910,8 +910,11 @@ def defers(tape, items):
     """Whether an operation on ``items`` belongs to a level inside ``tape``'s of another mode
     (a dual of an inner jvp): it then handles the operation. Values of outer levels are
     constants to ``tape``, and arrays of inner tapes are handled by this engine."""
-    inner = innermost_tracer(items)
-    return inner is not None and type(inner) is not Traced and inner.level > tape.level
+    for x in items:
+        if type(x) is not Traced and (isinstance(x, Tracer) or type(x) in (list, tuple)):
+            inner = innermost_tracer(items)  # another kind of value takes part: by levels
+            return type(inner) is not Traced and inner.level > tape.level
+    return False
 
 
 def _deeper(x, tape):
