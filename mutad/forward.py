@@ -12,7 +12,7 @@ when it makes a view of the primal, which is what keeps aliasing right.
 
 Rules compute with NumPy calls that dispatch, so the primal and tangent may themselves be traced
 by an enclosing reverse pass: reverse mode over this forward mode gives Hessian-vector products
-(``api.hvp``). Each differentiation has its own *level* (``tape.LEVELS``); an operation is
+(``api.hvp``). Each differentiation has its own *level* (``levels.LEVELS``); an operation is
 handled by the innermost level among its operands, and values of outer levels are constants to
 it, which is what prevents perturbation confusion.
 """
