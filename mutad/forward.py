@@ -19,6 +19,10 @@ it, which is what prevents perturbation confusion.
 
 import numpy as np
 
+from . import arguments
+from .arguments import Originals
+from .arraylike import (ArrayMethods, conversion_error, install_operators, lost_tangent,
+                        out_position, single_out, stands_for_scalar)
 from .errors import (
     InvalidArgumentError,
     RuleError,
@@ -29,12 +33,8 @@ from .errors import (
     function_name,
 )
 from .levels import LEVELS, escaped, innermost, running
-from .registry import COMPOSITES, FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS, NoClosedForm
-from . import arguments
-from .arguments import Originals
-from .arraylike import (ArrayMethods, conversion_error, install_operators, lost_tangent,
-                        out_position, single_out, stands_for_scalar)
 from .products import times
+from .registry import COMPOSITES, FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS, NoClosedForm
 from .trees import (check_leaf, flatten, is_float_array, is_float_scalar,
                     unsupported_array)
 from .views import address, may_overlap, owner, owner_view, same_region, strided, wrapped
