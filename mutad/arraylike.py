@@ -362,16 +362,32 @@ OUT_POSITIONS = {}
 
 
 def out_position(func):
-    """The position of ``func``'s ``out`` parameter when it can be passed positionally."""
+    """The position of ``func``'s ``out`` parameter when it can be passed positionally, and
+    the names of the parameters from there on (``out`` first)."""
     if func not in OUT_POSITIONS:
         try:
             parameters = list(inspect.signature(func).parameters.values())
         except (TypeError, ValueError):
             parameters = []
-        OUT_POSITIONS[func] = next(
-            (i for i, p in enumerate(parameters)
-             if p.name == "out" and p.kind == p.POSITIONAL_OR_KEYWORD), None)
-    return OUT_POSITIONS[func]
+        position = next((i for i, p in enumerate(parameters)
+                          if p.name == "out" and p.kind == p.POSITIONAL_OR_KEYWORD), None)
+        names = () if position is None else tuple(
+            p.name for p in parameters[position:] if p.kind == p.POSITIONAL_OR_KEYWORD)
+        OUT_POSITIONS[func] = position, names
+    return OUT_POSITIONS[func][0]
+
+
+def out_by_keyword(func, args, kwargs):
+    """``args`` and ``kwargs`` with ``out`` and every argument after it passed by keyword, when
+    the call gave ``out`` positionally (``np.sum(x, 0, None, None, True)``): rules take ``out``
+    apart, and the arguments after it must keep their names."""
+    position = out_position(func)
+    if position is None or len(args) <= position:
+        return args, kwargs
+    names = OUT_POSITIONS[func][1]
+    kwargs = dict(kwargs)
+    kwargs.update(zip(names, args[position:], strict=False))
+    return args[:position], kwargs
 
 
 def stands_for_scalar(x):

@@ -22,7 +22,7 @@ import numpy as np
 from . import arguments
 from .arguments import Originals
 from .arraylike import (ArrayMethods, conversion_error, install_operators, lost_tangent,
-                        out_position, single_out, stands_for_scalar)
+                        out_by_keyword, single_out, stands_for_scalar)
 from .errors import (
     InvalidArgumentError,
     RuleError,
@@ -272,11 +272,8 @@ def apply_function(func, args, kwargs, level):
     composite = COMPOSITES.get(func)
     if composite is not None and func not in JVPS:
         return composite(*args, **kwargs)
+    args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
     kwargs = dict(kwargs)
-    position = out_position(func)
-    if position is not None and len(args) > position:  # np.dot(a, b, c): c is out
-        kwargs["out"] = args[position]
-        args = args[:position] + args[position + 1:]
     out = kwargs.pop("out", None)
     if type(out) is tuple and len(out) == 1:
         out = out[0]

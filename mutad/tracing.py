@@ -35,7 +35,8 @@ import zlib
 import numpy as np
 
 from .arraylike import (ArrayMethods, conversion_error, install_operators, lost_tangent,
-                        out_position, single_out, stands_for_scalar, untraced_write)
+                        out_by_keyword, out_position, single_out, stands_for_scalar,
+                        untraced_write)
 from .errors import (
     ConstantModifiedError,
     RuleError,
@@ -50,7 +51,7 @@ from .levels import innermost as innermost_tracer
 from .products import CHUNK, times_partial
 from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule,
                        NoClosedForm)
-from .shadows import Buffer, Place, overlapping, whole
+from .shadows import Buffer, Place, overlapping
 from .tape import Tape
 from .trees import unsupported_array
 from .views import (address, itself, may_overlap, memory, overlaps_itself, owner, owner_view,
@@ -868,11 +869,7 @@ def apply_array_function(func, args, kwargs, tape):
         return on_constants(func, args, kwargs, level, _written(func, args, kwargs))
     rule = FUNCTIONS.get(func)
     if rule is not None:
-        kwargs = dict(kwargs)
-        position = out_position(func)
-        if position is not None and len(args) > position:  # np.dot(a, b, c): c is out
-            kwargs["out"] = args[position]
-            args = args[:position] + args[position + 1:]
+        args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
         return apply_function(function_name(func), rule, args, kwargs, tape)
     handler = INPLACE.get(func)
     if handler is not None:

@@ -23,8 +23,11 @@ FAMILIES = {"composites", "creation", "indexing", "linalg", "nondiff", "reductio
     lambda x: np.median(x, 0),                      # axis passed positionally
     lambda x: np.quantile(x, 0.3, 0),
     lambda x: np.nanpercentile(x, 30.0, 0),
+    lambda x: np.sum(x * x, 0, None, None, True),   # out positionally, keepdims after it
+    lambda x: np.cumsum(x * x, 0, None, None) * x,  # out positionally, at the end
+    lambda x: np.dot(x, x, None),                   # out=None positionally
 ], ids=["copy-order", "nan_to_num-copy", "full_like-dtype", "squeeze-itself", "median-axis",
-        "quantile-axis", "nanpercentile-axis"])
+        "quantile-axis", "nanpercentile-axis", "sum-out-keepdims", "cumsum-out", "dot-out"])
 def test_settings_passed_positionally_get_no_cotangent(f):
     x = np.array([0.5, 1.5, 2.5])
     for policy in ("restore", "checkpoint"):
