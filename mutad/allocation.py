@@ -295,9 +295,13 @@ class _Mode:
                 self.scanned[name] = len(namespace) if namespace is not None else 0
                 if namespace is None:
                     continue
-                if name.partition(".")[0] not in INTERNAL:
+                # A library's module filed under another package's name too (an alias in
+                # sys.modules) is still the library's: judged by its own name, not the key.
+                own = namespace.get("__name__")
+                own = own if isinstance(own, str) else name
+                if own.partition(".")[0] not in INTERNAL:
                     self._scan(namespace)
-                elif not any(part.startswith("_") for part in name.split(".")):
+                elif not any(part.startswith("_") for part in own.split(".")):
                     self._scan(namespace, internal=True)  # scipy.linalg, not its _basic
             self.modules = len(sys.modules)
         namespace = getattr(f, "__globals__", None)

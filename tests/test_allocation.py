@@ -442,3 +442,26 @@ def test_routed_functions_are_scipys_own_outside_a_differentiation_and_inside_sc
     assert internal is original  # SciPy's internals keep SciPy's function
     assert by_name is registry.ROUTES[scipy.linalg.expm]
     assert scipy.linalg.solve is original and matrix_exponential is scipy.linalg.expm
+
+
+def test_numpy_filed_under_another_name_keeps_its_own_functions(monkeypatch):
+    # A package that re-exports NumPy by filing its modules in sys.modules under names of its
+    # own: they are still NumPy's modules, so the mode must not swap bindings inside them.
+    alias = type(sys)("numpy_alias_package")
+    monkeypatch.setitem(sys.modules, "numpy_alias_package", alias)
+    monkeypatch.setitem(sys.modules, "numpy_alias_package.numpy", numpy)
+    monkeypatch.setitem(sys.modules, "numpy_alias_package.linalg", numpy.linalg)
+    monkeypatch.setitem(sys.modules, "numpy_alias_package.special", sys.modules["scipy.linalg"])
+    MODE.modules = 0  # look at every module again, the aliases too
+    real_numpy, original = sys.modules["numpy"], sys.modules["numpy"].zeros
+
+    def f(x):
+        assert real_numpy.__dict__["zeros"] is original  # NumPy's namespace is left alone
+        y = np.zeros(3)
+        y[1:] = np.sin(x)
+        return (y * y).sum() + np.linalg.norm(x)
+
+    x = np.array([0.3, -1.2])
+    before = x.tobytes()
+    mutad.check_grads(f, x)
+    assert x.tobytes() == before
