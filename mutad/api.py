@@ -17,6 +17,7 @@ from .errors import (
 )
 from . import forward
 from .arguments import Originals, run
+from .arraylike import stands_for_scalar
 from .levels import ACTIVE, Tracer
 from .shadows import Buffer, Shadows
 from .tape import POLICIES
@@ -81,7 +82,10 @@ class Run:
         elif is_float_scalar(x):
             t = fresh(np.result_type(x).type(x), self.tape)  # a NumPy scalar: immutable
         elif isinstance(x, Tracer) and x.dtype.kind == "f":
-            t = self._wrap_outer(x)  # an array of a differentiation this one is inside
+            if stands_for_scalar(x):  # an enclosing level's scalar: immutable, so a value of
+                t = fresh(x, self.tape)  # its own at each place, as a float argument is
+            else:
+                t = self._wrap_outer(x)  # an array of a differentiation this one is inside
         else:  # integer arrays, and those inside objects of NumPy's and SciPy's classes
             self.originals.keep_within(x)
         self.traced.append(t)

@@ -590,14 +590,17 @@ class Run:
         # it. An array of an enclosing differentiation (hvp's reverse pass, an outer jvp) is
         # copied through NumPy, so that level follows the copy.
         base = owner(x)
-        if id(base) not in self.copies:
+        # An enclosing level's scalar is immutable: a copy of its own at each place, as a
+        # float argument gets, not one buffer for the places that pass it.
+        key = object() if wrapped(x) and stands_for_scalar(x) else id(base)
+        if key not in self.copies:
             whole = owner_view(x)
             copy = np.copy(whole, order="K")
             if copy.strides != whole.strides:
                 raise UnsupportedOperationError(
                     "jvp: an argument views memory laid out with gaps; pass a copy of it.")
-            self.copies[id(base)] = (whole, Dual(copy, np.zeros_like(copy), level))
-        whole, dual = self.copies[id(base)]
+            self.copies[key] = (whole, Dual(copy, np.zeros_like(copy), level))
+        whole, dual = self.copies[key]
         if not same_region(x, whole):
             flat = dual.reshape(-1, order="A")  # memory order: a view
             dual = flat.restrided(x.shape, x.dtype, address(x) - address(whole), x.strides)

@@ -39,6 +39,27 @@ def test_siskind_pearlmutter(outer, inner):
     assert result == 1.0
 
 
+
+@pytest.mark.parametrize("outer", ["reverse", "forward"])
+@pytest.mark.parametrize("inner", ["reverse", "forward"])
+def test_a_scalar_of_the_outer_level_passed_twice_is_two_values(outer, inner):
+    """An enclosing level's scalar is immutable, as a float is: passed in two places, each
+    place is a value of its own, not one buffer with the total derivative in each.
+    d/dy0 (y0 * y1) at (x, x) is x, so f(x) = x and f'(x) = 1."""
+    def f(x):
+        if inner == "reverse":
+            return gradient(lambda y: y[0] * y[1], (x, x))[0][0]
+        return jvp(lambda y: y[0] * y[1], ((x, x),), ((1.0, 0.0),))[1]
+
+    assert f(5.0) == 5.0
+    if outer == "reverse":
+        value, (slope,) = mutad.value_and_gradient(f, 5.0)
+    else:
+        value, slope = jvp(f, (5.0,), (1.0,))
+    assert (value, slope) == (5.0, 1.0)
+    x = np.array([2.0, 3.0])
+    mutad.check_grads(lambda x: f(x.sum()) * x, x)  # a reduction's result is a scalar too
+
 def test_the_three_orders_agree_through_in_place_code():
     """Reverse over forward (hvp), forward over reverse (jvp of a gradient whose reverse pass
     restores and accumulates in place, carrying tangents) and nested reverse mode."""
