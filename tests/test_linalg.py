@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import mutad
 from cases import SampledCase, arguments, case_id, normal
@@ -387,3 +388,31 @@ TIED_MAGNITUDES = np.array([0.7, -0.7, 0.2, 0.0, -0.3, 0.4])
 def test_norm_decisions_survive_restoration_by_inversion(operation, x, differentiable):
     check_decision_kept(then_disturbed(operation), x, differentiable=differentiable)
 
+
+
+SYMMETRIC_CONTRACT = {
+    "np.linalg.cholesky": np.linalg.cholesky,
+    "np.linalg.eigh": lambda a: np.linalg.eigh(a)[0],
+    "np.linalg.eigvalsh": np.linalg.eigvalsh,
+    "scipy.linalg.cholesky": lambda a: scipy.linalg.cholesky(a),
+    "scipy.linalg.cho_factor": lambda a: scipy.linalg.cho_factor(a)[0],
+}
+
+
+@pytest.mark.parametrize("function", SYMMETRIC_CONTRACT.values(), ids=SYMMETRIC_CONTRACT.keys())
+def test_a_matrix_that_is_not_symmetric_is_refused_where_the_gradient_is_symmetric(function, rng):
+    # These functions read one triangle; the symmetric gradient is their derivative along
+    # symmetric perturbations only, so it would be a wrong gradient for a non-symmetric matrix.
+    m = rng.standard_normal((4, 4))
+    a = m @ m.T + 4 * np.eye(4)
+    a[0, 1] += 0.5
+    before = a.tobytes()
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="not symmetric"):
+        mutad.gradient(lambda a: (function(a) ** 2).sum(), a)
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="not symmetric"):
+        mutad.jvp(function, (a,), (np.ones_like(a),))
+    assert a.tobytes() == before
+    b = m @ m.T + 4 * np.eye(4)
+    c = b @ m @ m.T @ b  # symmetric but for rounding, as computed symmetric matrices are
+    mutad.check_grads(symmetrised(lambda a: function(a) ** 2), c / np.abs(c).max() + np.eye(4))
+    mutad.check_grads(lambda a: function(a) ** 2, c, symmetric=(0,), rtol=1e-5)

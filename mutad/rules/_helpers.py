@@ -13,6 +13,7 @@ before) otherwise.
 
 import numpy as np
 
+from ..errors import UnsupportedOperationError
 from ..tracing import unbroadcast  # noqa: F401  (the core's own, for rules to import from here)
 from ..views import wrapped
 
@@ -79,6 +80,20 @@ def transpose(x):
 
 def symmetric_part(g):
     return 0.5 * (g + transpose(g))
+
+
+def require_symmetric(a, name):
+    """Refuse a matrix that is not symmetric for a rule with the symmetric gradient (the
+    derivative along symmetric perturbations): NumPy's function of a non-symmetric matrix reads
+    one triangle, and its derivative along other perturbations is not that gradient. Rounding
+    leaves a computed symmetric matrix (B @ B.T) asymmetric by a few ulps: that passes."""
+    scale = np.max(np.abs(a), initial=0.0)
+    if np.max(np.abs(a - transpose(a)), initial=0.0) > 1e-8 * scale:
+        raise UnsupportedOperationError(
+            f"{name} of a matrix that is not symmetric: it reads one triangle, and mutad gives "
+            "the symmetric gradient, the derivative along symmetric perturbations, which is not "
+            "the derivative of this call. Pass a symmetric matrix, (A + A.T) / 2, or the "
+            "matrix its triangle stands for, np.tril(A) + np.tril(A, -1).T.")
 
 
 def sign_of(x):

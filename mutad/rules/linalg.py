@@ -11,7 +11,8 @@ algorithmic differentiation" (2008) for inv, solve, det and the eigenproblem; Mu
 Pereyra, "The differentiation of pseudo-inverses and nonlinear least squares problems" (SIAM J.
 Numer. Anal., 1973, Thm. 4.3) for pinv and lstsq (which assume the rank does not change nearby).
 Inputs of cholesky and eigh are symmetric by contract, so they get the symmetric gradient (the
-derivative along symmetric perturbations), as in PyTorch and JAX.
+derivative along symmetric perturbations), as in PyTorch and JAX; a matrix that is not symmetric
+(beyond rounding) is refused, since that gradient is not the derivative of NumPy's function of it.
 
 Nested reverse mode: a pullback's inputs and cotangents may be arrays an outer differentiation
 traces (the inner one's values are), so rules compute with NumPy calls that dispatch: never
@@ -29,7 +30,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..registry import defjvp, deflinear, defmultilinear, defrule
-from ._helpers import symmetric_part, transpose, unbroadcast
+from ._helpers import require_symmetric, symmetric_part, transpose, unbroadcast
 from .factorizations import cholesky_cotangent, cholesky_tangent
 
 
@@ -798,6 +799,7 @@ def matrix_norm_jvp(tangents, x, keepdims=False, ord="fro"):
 
 @defrule(np.linalg.cholesky, leading=1)
 def cholesky(a, upper=False):
+    require_symmetric(a, "np.linalg.cholesky")
     factor = np.linalg.cholesky(a, upper=upper)
     lower = transpose(factor) if upper else factor
 
@@ -810,6 +812,7 @@ def cholesky(a, upper=False):
 
 @defjvp(np.linalg.cholesky)
 def cholesky_jvp(tangents, a, upper=False):
+    require_symmetric(a, "np.linalg.cholesky")
     factor = np.linalg.cholesky(a, upper=upper)
     if upper:
         return factor, transpose(cholesky_tangent(transpose(factor), tangents[0]))
@@ -847,6 +850,7 @@ def _eigh_tangent(v, da):
 
 @defrule(np.linalg.eigh, leading=1)
 def eigh(a, UPLO="L"):
+    require_symmetric(a, "np.linalg.eigh")
     result = np.linalg.eigh(a, UPLO)
     w, v = result
     equal = _equal_pairs(w)  # now: back may see w restored up to rounding
@@ -860,6 +864,7 @@ def eigh(a, UPLO="L"):
 
 @defjvp(np.linalg.eigh)
 def eigh_jvp(tangents, a, UPLO="L"):
+    require_symmetric(a, "np.linalg.eigh")
     result = np.linalg.eigh(a, UPLO)
     w, v = result
     # dw = diag(Vᵀ dA V), dV = V (F ∘ Vᵀ dA V)  (Giles 2008, §3.1)
@@ -869,6 +874,7 @@ def eigh_jvp(tangents, a, UPLO="L"):
 
 @defrule(np.linalg.eigvalsh, leading=1)
 def eigvalsh(a, UPLO="L"):
+    require_symmetric(a, "np.linalg.eigvalsh")
     w, v = np.linalg.eigh(a, UPLO)
 
     def back(dw):
@@ -879,6 +885,7 @@ def eigvalsh(a, UPLO="L"):
 
 @defjvp(np.linalg.eigvalsh)
 def eigvalsh_jvp(tangents, a, UPLO="L"):
+    require_symmetric(a, "np.linalg.eigvalsh")
     return np.linalg.eigvalsh(a, UPLO), _eigh_tangent(np.linalg.eigh(a, UPLO)[1], tangents[0])[1]
 
 

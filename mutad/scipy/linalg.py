@@ -20,6 +20,7 @@ Symmetric-matrix inputs (``cholesky``, ``cho_factor``, ``solve`` and ``inv`` wit
 ``assume_a="sym"``/``"her"``/``"pos"``) get the symmetric gradient, the derivative along
 symmetric perturbations, as in PyTorch and JAX; to check one with finite differences wrap it as
 ``lambda m: cholesky((m + m.T) / 2)`` (or pass ``symmetric=`` to mutad.testing's checks).
+``cholesky`` and ``cho_factor`` refuse a matrix that is not symmetric beyond rounding.
 
 The rules follow Giles, "An extended collection of matrix derivative results for forward and
 reverse mode algorithmic differentiation" (2008) for solves and inverses, Murray,
@@ -42,7 +43,7 @@ import numpy as np
 import scipy.linalg as _linalg
 
 from ..errors import UnsupportedOperationError
-from ..rules._helpers import symmetric_part, transpose
+from ..rules._helpers import require_symmetric, symmetric_part, transpose
 from ..rules.factorizations import (cholesky_cotangent, cholesky_tangent, lu_tangent,
                                     lu_tangent_times, permutation, unit_lower_and_upper)
 from ..views import wrapped
@@ -88,6 +89,7 @@ def _cholesky_back(lower, dlower):
 
 @cholesky.rule
 def _cholesky_rule(a, lower=False, overwrite_a=False, check_finite=True):
+    require_symmetric(a, "scipy.linalg.cholesky")
     factor = cholesky(a, lower, False, check_finite)
 
     def back(dfactor):
@@ -105,6 +107,7 @@ def _solve_lower(lower, x):
 
 @cholesky.jvp_rule
 def _cholesky_jvp(tangents, a, lower=False, overwrite_a=False, check_finite=True):
+    require_symmetric(a, "scipy.linalg.cholesky")
     factor = cholesky(a, lower, False, check_finite)
     if lower:
         return factor, cholesky_tangent(factor, tangents[0], _solve_lower)
@@ -113,6 +116,7 @@ def _cholesky_jvp(tangents, a, lower=False, overwrite_a=False, check_finite=True
 
 @cho_factor.rule
 def _cho_factor_rule(a, lower=False, overwrite_a=False, check_finite=True):
+    require_symmetric(a, "scipy.linalg.cho_factor")
     c, lower = cho_factor(a, lower, False, check_finite)
 
     def back(dresult):
@@ -129,6 +133,7 @@ def _cho_factor_rule(a, lower=False, overwrite_a=False, check_finite=True):
 
 @cho_factor.jvp_rule
 def _cho_factor_jvp(tangents, a, lower=False, overwrite_a=False, check_finite=True):
+    require_symmetric(a, "scipy.linalg.cho_factor")
     c, lower = cho_factor(a, lower, False, check_finite)
     # The factor's triangle moves as the Cholesky factor, the other one as the copy of a it is.
     da = symmetric_part(tangents[0])
