@@ -80,6 +80,32 @@ def test_second_derivatives_at_zeros_of_sinc(policy):
     mutad.check_grads(curved(lambda x: np.sinc(x) * x), x, policy=policy, order=2)
 
 
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("power", [np.power, np.float_power])
+def test_a_zero_power_of_a_zero_base_has_slope_zero(power, policy):
+    """0**0 is 1, a constant in the base: its derivative is 0, not 0 * inf = NaN, and so is the
+    second derivative of x**1 at 0 (its first derivative is x**0)."""
+    exponents = np.array([0.0, 1.0, 2.0, 3.0])
+
+    def f(x):
+        return (power(x, exponents) * np.array([1.0, 2.0, 3.0, 4.0])).sum()
+
+    def f_in_place(x):
+        z = x * np.ones(4)
+        power(z, exponents, out=z)
+        return (z * np.array([1.0, 2.0, 3.0, 4.0])).sum()
+
+    for program in (f, f_in_place):
+        with np.errstate(all="ignore"):
+            assert mutad.gradient(program, 0.0, policy=policy) == (2.0,)
+            assert mutad.hessian(program, 0.0, policy=policy) == 6.0
+            first = mutad.grad(program, policy=policy)
+            assert mutad.gradient(first, 0.0, policy=policy) == (6.0,)
+            assert mutad.jvp(first, (0.0,), (1.0,))[1] == 6.0
+    mutad.check_grads(lambda x: power(x, exponents), np.array([0.5, 1.5, 0.8, 2.0]),
+                      policy=policy, order=2)
+
 def test_restoring_an_addition_that_absorbed_the_target():
     """1.0 + 1e-17 x is 1.0: subtracting 1.0 back cannot give t, so those elements are saved."""
     def f(x, c):

@@ -96,17 +96,32 @@ def over_hypot(x, y, at_origin):
 
 
 def zero_base(a, b):
-    """Where a power's base is 0 (None if nowhere): d(a**b)/db is taken as 0 there."""
+    """Where a power's base is 0 (None if nowhere), and where its exponent is 0 as well:
+    d(a**b)/db is taken as 0 at a zero base, and d(a**b)/da is 0 where a**b is 0**0 = 1 (a
+    constant), not 0 * inf."""
     zero = np.equal(a, 0)
-    return zero if np.any(zero) else None
+    return (zero, np.logical_and(zero, np.equal(b, 0))) if np.any(zero) else None
+
+
+def base_away_from(a, zero, at):
+    """``a``, with 1 where ``zero[at]`` holds: a base whose terms there are multiplied by 0."""
+    return a if zero is None else np.where(zero[at], 1.0, a)
+
+
+def power_by_base(y, a, b, zero):
+    return b * base_away_from(a, zero, 1) ** (b - 1.0)
 
 
 def power_by_exponent(y, a, b, zero):
-    return np.log(a if zero is None else np.where(zero, 1.0, a)) * a ** b
+    return np.log(base_away_from(a, zero, 0)) * a ** b
+
+
+def float_power_by_base(a, b, zero):
+    return b * np.float_power(base_away_from(a, zero, 1), b - 1.0)
 
 
 def float_power_by_exponent(a, b, zero):
-    return np.log(a if zero is None else np.where(zero, 1.0, a)) * np.float_power(a, b)
+    return np.log(base_away_from(a, zero, 0)) * np.float_power(a, b)
 
 
 def minus(quotient):
@@ -166,7 +181,7 @@ elementwise(np.multiply,   lambda y, a, b: b, lambda y, a, b: a,         reads=(
                      bounded_where_normal(lambda t, o: np.divide(t, o[0], out=t))))
 elementwise(np.divide,     lambda y, a, b: np.divide(1.0, b), lambda y, a, b: -a / (b * b), reads=((1,), (0, 1)),
             inverse=(bounded_where_normal(lambda t, o: np.multiply(t, o[0], out=t)),))
-elementwise(np.power,      lambda y, a, b, zero: b * a ** (b - 1.0), power_by_exponent, decide=zero_base)
+elementwise(np.power,      power_by_base, power_by_exponent, decide=zero_base)
 elementwise(np.remainder,  ONE, lambda y, a, b, q: minus(q),             reads=((), ()),
             decide=np.floor_divide)
 elementwise(np.fmod,       ONE, lambda y, a, b, q: minus(q),             reads=((), ()),
@@ -186,7 +201,7 @@ elementwise(np.hypot,      lambda y, a, b, at_origin: over_hypot(a, y, at_origin
             decide=origin)
 elementwise(np.arctan2,    lambda y, a, b: b / (a * a + b * b), lambda y, a, b: -a / (a * a + b * b))
 elementwise(np.logaddexp,  lambda y, a, b: np.exp(a - y), lambda y, a, b: np.exp(b - y), uses="xy")
-elementwise(np.float_power, lambda y, a, b, zero: b * np.float_power(a, b - 1.0),
+elementwise(np.float_power, lambda y, a, b, zero: float_power_by_base(a, b, zero),
                            lambda y, a, b, zero: float_power_by_exponent(a, b, zero), decide=zero_base)
 elementwise(np.copysign,   lambda y, a, b, signs: as_float(signs), None, reads=((), ()),
             decide=lambda a, b: sign_of(a) * sign_of(np.copysign(1.0, b)))  # b: only its sign
