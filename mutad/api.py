@@ -492,11 +492,16 @@ def _basis(x):
         yield e if shape else dtype.type(1.0)
 
 
+def _is_float(x):
+    """A float array or scalar, or one an enclosing differentiation traces (nested)."""
+    return is_float_array(x) or is_float_scalar(x) or (wrapped(x) and x.dtype.kind == "f")
+
+
 def _differentiable_argument(x, function, position):
     leaves = flatten(x)[0]
     for leaf in leaves:
         check_leaf(leaf)
-    if not any(is_float_array(leaf) or is_float_scalar(leaf) for leaf in leaves):
+    if not any(_is_float(leaf) for leaf in leaves):
         raise ArgnumsError(f"{function}: argument {position} holds no float array or scalar, "
                            "so it has no derivative.")
 
@@ -519,7 +524,7 @@ def _on_leaves(f, args, selected):
         return rebuild([values.get(k) for k in range(start, start + n)])
 
     positions = {i: [k for k in range(parts[i][0], parts[i][0] + parts[i][1])
-                     if is_float_array(leaves[k]) or is_float_scalar(leaves[k])] for i in selected}
+                     if _is_float(leaves[k])] for i in selected}
     return f_of_leaves, leaves, positions, per_argument
 
 
@@ -539,7 +544,7 @@ def jacobian(f, *args, argnums=0):
     y = forward.jvp(f, tuple(args), (None,) * len(args))[0]
     outputs, rebuild = flatten(y)
     for out in outputs:
-        if not (is_float_array(out) or is_float_scalar(out)):
+        if not _is_float(out):
             raise NonScalarOutputError(
                 "jacobian needs f to return float arrays or scalars (in tuples, lists or "
                 f"dicts), not {type(out).__name__}.")
@@ -571,14 +576,17 @@ def _reverse_rows(f, args, i, k, out):
         return (flatten(f(*a))[0][k] * e).sum()
 
     rows = [gradient(lambda *a, e=e: component(*a, e=e), *args, argnums=i) for e in _basis(out)]
-    return np.reshape(np.array(rows, dtype=np.result_type(args[i], 0.0)),
-                      np.shape(out) + np.shape(args[i]))
+    # np.stack, not np.array: rows an enclosing differentiation traces stay traced (nested).
+    stacked = np.stack(rows) if rows else np.zeros(0, np.result_type(args[i].dtype, 0.0))
+    return np.reshape(stacked, np.shape(out) + np.shape(args[i]))
 
 
 def _assemble(columns, x_shape, out_shape):
     """The derivative of shape ``out_shape + x_shape`` from its columns, one per element of
     ``x`` in C order."""
-    stacked = np.array(columns).reshape(x_shape + out_shape)
+    if not columns:  # x has no elements
+        return np.zeros(out_shape + x_shape)
+    stacked = np.stack(columns).reshape(x_shape + out_shape)  # traced columns stay traced
     return np.moveaxis(stacked, tuple(range(len(x_shape))), tuple(range(-len(x_shape), 0)))
 
 

@@ -191,6 +191,29 @@ def test_hessian_of_a_cholesky_gaussian_log_likelihood():
     assert A.tobytes() == before.tobytes()
 
 
+
+@pytest.mark.parametrize("outputs", [2, 4])  # fewer outputs than inputs: reverse rows
+def test_jacobians_nest_in_jacobians_and_gradients(outputs):
+    def f(x):
+        y = np.zeros(outputs)
+        y += np.sin(x[:1] * x[1:outputs + 1].sum())  # in place into a work array
+        y[1:] *= x[:outputs - 1]
+        return y
+
+    x = np.array([0.3, -0.7, 1.1, 0.4, 0.9])
+    before = x.tobytes()
+    jac = lambda x: mutad.jacobian(f, x)  # noqa: E731
+    second = mutad.jacobian(jac, x)
+    assert second.shape == (outputs, 5, 5)
+    h = 1e-6
+    fd = np.stack([(jac(x + h * e) - jac(x - h * e)) / (2 * h) for e in np.eye(5)], axis=-1)
+    np.testing.assert_allclose(second, fd, rtol=1e-6, atol=1e-8)
+    mutad.check_grads(lambda x: np.sin(jac(x)), x)
+    mutad.check_jvp(lambda x: np.sin(jac(x)), x)
+    assert mutad.jacobian(lambda s: mutad.jacobian(lambda t: np.sin(t) * t, s), 0.5) == (
+        pytest.approx(2 * np.cos(0.5) - 0.5 * np.sin(0.5), rel=1e-12))
+    assert x.tobytes() == before
+
 def test_jacobian_uses_either_mode_and_has_jax_shape():
     def f(x):
         y = np.zeros_like(x[:2])
