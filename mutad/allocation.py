@@ -22,7 +22,12 @@ intercept its factory functions:
 * functions listed in ``registry.ROUTES`` (``scipy.linalg.solve``) are replaced by their
   stand-ins wherever user code reaches them: names bound to them in user modules, and the
   attributes of the library's public modules (``scipy.linalg.solve``, not
-  ``scipy.linalg._basic.solve``, which SciPy's internals call).
+  ``scipy.linalg._basic.solve``, which SciPy's internals call);
+* routed functions, bound methods and ``functools.partial`` objects of them that the
+  differentiated function reaches through its closure cells and the module-level names its
+  code reads, and that the functions those hold reach (a callback bound before the
+  differentiation started: ``make_loss(scipy.stats.norm.logpdf)``), are swapped for their
+  stand-ins there.
 
 The bindings are swapped in when the first differentiation starts (in any thread) and swapped
 back when the last one ends, on return or exception, so code outside a differentiation runs
@@ -35,6 +40,7 @@ differentiated code: copy them, ``np.array(r)``, to write into them).
 """
 
 import contextlib
+import functools
 import importlib
 import sys
 import threading
@@ -258,6 +264,7 @@ class _Mode:
         self.scanned = {}  # module name -> its namespace's size when scanned
         self.sites = {}  # (id(namespace), name) -> (namespace, name, original, replacement)
         self.methods = {}  # (cls, name) -> (whether cls defined it, its own attribute)
+        self.cells = []  # (cell or namespace, key, what it held, the stand-in swapped in)
         self.modules = 0
         self.routes = {}  # id(original) -> (original, stand-in), from registry.ROUTES
 
@@ -324,6 +331,7 @@ class _Mode:
             if self.depth > 1:
                 if len(self.methods) != len(METHODS):
                     self._route_methods()
+                self._swap_cells(f)
                 return
             try:
                 if len(np.__dict__) != self.numpy_size:  # NumPy loaded a submodule lazily
@@ -335,6 +343,7 @@ class _Mode:
                     if namespace.get(name) is original:
                         namespace[name] = replacement
                 self._route_methods()
+                self._swap_cells(f)
             except BaseException:
                 self._undo()
                 self.depth -= 1
@@ -358,6 +367,59 @@ class _Mode:
             else:
                 delattr(cls, name)
         self.methods.clear()
+        while self.cells:
+            place, key, original, stand_in = self.cells.pop()
+            if (place.get(key) if type(place) is dict else place.cell_contents) is stand_in:
+                _put(place, key, original)
+
+    def _swap_cells(self, f, depth=4):
+        """Swap the routed functions and methods that ``f`` reaches through its closure cells
+        and the module-level names its code reads (a bound method or a partial, which the
+        module scan leaves), and that the functions, bound methods and partials held there
+        reach, ``depth`` levels down."""
+        todo, seen = [(f, 0)], set()
+        while todo:
+            g, level = todo.pop()
+            if g is None or id(g) in seen or level > depth:
+                continue
+            seen.add(id(g))
+            if isinstance(g, functools.partial):
+                todo.append((g.func, level + 1))
+                continue
+            g = getattr(g, "__func__", g)
+            code, namespace = getattr(g, "__code__", None), getattr(g, "__globals__", None)
+            places = [(cell, "cell_contents") for cell in getattr(g, "__closure__", None) or ()]
+            if code is not None and namespace is not None:
+                places += [(namespace, name) for name in code.co_names if name in namespace]
+            for place, key in places:
+                try:
+                    value = place[key] if type(place) is dict else place.cell_contents
+                except ValueError:  # a cell not filled yet
+                    continue
+                stand_in = self._stand_in(value)
+                if stand_in is not None:
+                    self.cells.append((place, key, value, stand_in))
+                    _put(place, key, stand_in)
+                elif callable(value) and not isinstance(value, (type, types.ModuleType)):
+                    todo.append((value, level + 1))
+
+    def _stand_in(self, value):
+        """What routes ``value`` (a routed function, a bound method of a routed class, a
+        partial of either), or None."""
+        pair = self.routes.get(id(value))
+        if pair is not None and pair[0] is value:
+            return pair[1]
+        if isinstance(value, types.MethodType) and not isinstance(value.__self__, type):
+            owner_class, name = type(value.__self__), value.__func__.__name__
+            if any((base, name) in self.methods for base in owner_class.__mro__):
+                routed = getattr(owner_class, name, None)
+                if routed is not None and routed is not value.__func__:
+                    return types.MethodType(routed, value.__self__)
+        if isinstance(value, functools.partial):
+            func = self._stand_in(value.func)
+            if func is not None:
+                return functools.partial(func, *value.args, **value.keywords)
+        return None
 
     def _route_methods(self):
         for (cls, name), rule in list(METHODS.items()):
@@ -365,6 +427,14 @@ class _Mode:
                 defined = name in cls.__dict__
                 self.methods[cls, name] = (defined, cls.__dict__.get(name))
                 setattr(cls, name, _routed(cls, name, rule))
+
+
+def _put(place, key, value):
+    """Bind ``value`` in a namespace (``key`` its name) or a closure cell."""
+    if type(place) is dict:
+        place[key] = value
+    else:
+        place.cell_contents = value
 
 
 def _routed(cls, name, rule):

@@ -465,3 +465,29 @@ def test_numpy_filed_under_another_name_keeps_its_own_functions(monkeypatch):
     before = x.tobytes()
     mutad.check_grads(f, x)
     assert x.tobytes() == before
+
+
+def test_routed_functions_and_methods_bound_before_the_differentiation_are_routed():
+    # A callback bound before the differentiation starts, held in a closure cell, a partial
+    # or a module-level name its code reads: SciPy's own function or bound method, which the
+    # mode swaps for its stand-in there while the differentiation runs.
+    import functools
+
+    import scipy.special
+    import scipy.stats
+
+    def make_loss(logpdf, normaliser):
+        return lambda x: (logpdf(x, 0.5, 2.0) - normaliser(x)).sum()
+
+    loss = make_loss(scipy.stats.norm.logpdf, scipy.special.logsumexp)
+    weighted = functools.partial(scipy.stats.norm.logpdf, loc=0.5, scale=2.0)
+    x = np.array([1.0, 2.0, -0.5])
+    before = x.tobytes()
+    mutad.check_grads(loss, x)
+    mutad.check_jvp(loss, x)
+    mutad.check_grads(lambda x: make_loss(lambda x, m, s: weighted(x), np.sin)(x), x)
+    (g,) = mutad.gradient(loss, x)
+    np.testing.assert_allclose(g, -(x - 0.5) / 4.0 - 3 * np.exp(x) / np.exp(x).sum())
+    assert x.tobytes() == before
+    cell = loss.__closure__[0]  # SciPy's own again once the differentiation is over
+    assert cell.cell_contents == scipy.stats.norm.logpdf and not MODE.cells
