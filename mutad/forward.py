@@ -585,22 +585,23 @@ class Run:
         if not (is_float_array(x) or (wrapped(x) and x.dtype.kind == "f")):
             self.originals.keep_within(x)
             return x
+        if wrapped(x) and stands_for_scalar(x):
+            # An enclosing level's scalar is immutable, as a float argument is: a value of its
+            # own at each place (not one buffer for the places that pass it), and no copy.
+            return Dual(x, np.zeros_like(x) if t is None else np.zeros_like(x) + t, level)
         # One private copy of all of the memory behind x, laid out as it, so the caller's
         # arrays stay as they are and views of one buffer in several arguments keep sharing
         # it. An array of an enclosing differentiation (hvp's reverse pass, an outer jvp) is
         # copied through NumPy, so that level follows the copy.
         base = owner(x)
-        # An enclosing level's scalar is immutable: a copy of its own at each place, as a
-        # float argument gets, not one buffer for the places that pass it.
-        key = object() if wrapped(x) and stands_for_scalar(x) else id(base)
-        if key not in self.copies:
+        if id(base) not in self.copies:
             whole = owner_view(x)
             copy = np.copy(whole, order="K")
             if copy.strides != whole.strides:
                 raise UnsupportedOperationError(
                     "jvp: an argument views memory laid out with gaps; pass a copy of it.")
-            self.copies[key] = (whole, Dual(copy, np.zeros_like(copy), level))
-        whole, dual = self.copies[key]
+            self.copies[id(base)] = (whole, Dual(copy, np.zeros_like(copy), level))
+        whole, dual = self.copies[id(base)]
         if not same_region(x, whole):
             flat = dual.reshape(-1, order="A")  # memory order: a view
             dual = flat.restrided(x.shape, x.dtype, address(x) - address(whole), x.strides)

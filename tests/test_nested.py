@@ -59,6 +59,13 @@ def test_a_scalar_of_the_outer_level_passed_twice_is_two_values(outer, inner):
     assert (value, slope) == (5.0, 1.0)
     x = np.array([2.0, 3.0])
     mutad.check_grads(lambda x: f(x.sum()) * x, x)  # a reduction's result is a scalar too
+    half_square = lambda x: f(x) ** 2 / 2  # noqa: E731  (second derivative 1, at three levels)
+    if outer == "reverse":
+        assert mutad.hvp(half_square, (5.0,), (1.0,)) == 1.0
+        assert gradient(lambda x: jvp(half_square, (x,), (1.0,))[1], 5.0) == (1.0,)
+    else:
+        assert jvp(lambda x: jvp(half_square, (x,), (1.0,))[1], (5.0,), (1.0,))[1] == 1.0
+        assert jvp(mutad.grad(half_square), (5.0,), (1.0,))[1] == 1.0
 
 def test_the_three_orders_agree_through_in_place_code():
     """Reverse over forward (hvp), forward over reverse (jvp of a gradient whose reverse pass
