@@ -14,7 +14,7 @@ nondifferentiable(
     np.isfinite, np.isnan, np.isinf, np.isneginf, np.isposinf, np.signbit, np.logical_and,
     np.logical_or, np.logical_xor, np.logical_not, np.isclose, np.allclose, np.array_equal,
     np.array_equiv,
-    np.any, np.all, np.iscomplexobj, np.isrealobj, np.isscalar,
+    np.any, np.all, np.iscomplexobj, np.isrealobj, np.iscomplex, np.isreal, np.isscalar,
     # piecewise constant
     np.sign, np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.fix, np.round,
     np.around, np.heaviside,

@@ -33,13 +33,16 @@ from scipy.special import (
     xlogy, y0, y1, yn, yv,
 )
 
-from ..registry import NoClosedForm, elementwise
+from ..registry import NoClosedForm, elementwise, nondifferentiable
 from ..rules._helpers import as_float, sign_of, unbroadcast
 from ._adjoints import scipy_adjoint
 
 polygamma, multigammaln, logsumexp, softmax, log_softmax = map(scipy_adjoint, (
     _special.polygamma, _special.multigammaln, _special.logsumexp, _special.softmax,
     _special.log_softmax))
+
+# The sign of the gamma function: piecewise constant, no gradient.
+nondifferentiable(_special.gammasgn)
 
 __all__ = ["beta", "betainc", "betaincc", "betaln", "digamma", "entr", "erf", "erfc", "erfcinv",
            "erfinv", "expit", "gamma", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1",
