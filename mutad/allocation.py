@@ -15,7 +15,8 @@ intercept its factory functions:
   when on it is traced. Other threads, integer and boolean results, and results that are
   views of existing arrays (``np.asarray(a)`` of an array) are left plain;
 * ``np.array`` and its variants build traced arrays from traced values (``np.array([a, b])``),
-  and functions with integer results (``np.argmin((a, b))``) take the plain values of traced
+  reductions read lists and tuples of traced values as those arrays (``np.mean([a, b])``), and
+  functions with integer results (``np.argmin((a, b))``) take the plain values of traced
   scalars inside lists and tuples;
 * methods listed in ``registry.METHODS`` are routed to their rules when traced arrays are among
   their arguments (``scipy.stats.norm.logpdf``);
@@ -70,6 +71,12 @@ INTEGRAL = ("argmin", "argmax", "argsort", "argpartition", "lexsort", "nonzero",
             "argwhere", "searchsorted", "digitize", "count_nonzero", "shape", "ndim", "size",
             "isclose", "allclose", "array_equal")
 """NumPy functions with integer or boolean results: traced scalars in lists are read plainly."""
+
+READERS = ("sum", "prod", "mean", "std", "var", "max", "min", "amax", "amin", "average",
+           "cumsum", "cumprod", "ptp", "median", "append", "diff", "sort")
+"""NumPy functions of array_like arguments that dispatch on arrays alone: lists and tuples
+holding traced values among their positional arguments (``np.mean([a, b])``) are stacked into
+one traced array first, as ``np.array`` would build it."""
 
 INTERNAL = ("numpy", "scipy", "mutad")
 """Packages whose modules keep NumPy's own functions."""
@@ -217,6 +224,18 @@ def integral(func):
     return _named(reading_values, func)
 
 
+def reader(func):
+    """``func``, reading lists and tuples of traced values as the arrays they stand for."""
+
+    def reading_arrays(*args, **kwargs):
+        if ACTIVE.running and any(type(a) in (list, tuple) and _holds_wrapped(a) for a in args):
+            args = [_stacked(a) if type(a) in (list, tuple) and _holds_wrapped(a) else a
+                    for a in args]
+        return func(*args, **kwargs)
+
+    return _named(reading_arrays, func)
+
+
 def _named(wrapper, func):
     wrapper.__name__ = func.__name__
     wrapper.__qualname__ = getattr(func, "__qualname__", func.__name__)
@@ -229,7 +248,8 @@ def _named(wrapper, func):
 def _replacements():
     """NumPy's functions and mutad's for the mode, by name."""
     table = {}
-    for names, make in ((FACTORIES, factory), (BUILDERS, builder), (INTEGRAL, integral)):
+    for names, make in ((FACTORIES, factory), (BUILDERS, builder), (INTEGRAL, integral),
+                        (READERS, reader)):
         for name in names:
             func = getattr(np, name, None)
             if func is not None:

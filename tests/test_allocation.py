@@ -491,3 +491,19 @@ def test_routed_functions_and_methods_bound_before_the_differentiation_are_route
     assert x.tobytes() == before
     cell = loss.__closure__[0]  # SciPy's own again once the differentiation is over
     assert cell.cell_contents == scipy.stats.norm.logpdf and not MODE.cells
+
+
+@pytest.mark.parametrize("program", [
+    lambda x: np.mean([x[0], x[0] * x[1], 2.0]),
+    lambda x: np.std((x[0], x[1] + 2.0)) * np.var([x[1], x[0] * x[0]]),
+    lambda x: np.sum([x[0], np.sin(x[1])], axis=0) + np.prod((x[0], x[1])),
+    lambda x: np.max([x[0], 0.25]) - np.min((x[1], -3.0)) + np.cumsum([x[0], x[1]])[1],
+    lambda x: (np.append([x[0], 1.0], x[1:]) ** 2).sum() + np.diff([x[1], x[0] * 3.0])[0],
+], ids=["mean", "std-var", "sum-prod", "max-min-cumsum", "append-diff"])
+def test_reductions_of_lists_of_traced_values(program):
+    # NumPy dispatches on arrays, not on the items of a list: the mode stacks them first.
+    x = np.array([0.7, -1.2])
+    before = x.tobytes()
+    mutad.check_grads(program, x)
+    mutad.check_jvp(program, x)
+    assert x.tobytes() == before
