@@ -125,6 +125,14 @@ SIGNAL_CASES = [
                                                             constant(0), normal(3, 2))),
     Case("lfilter_zi_short_x",   signal.lfilter, arguments(normal(2), UNNORMALISED_IIR, normal(2),
                                                            constant(-1), normal(3))),
+    Case("convolve",             signal.convolve, arguments(normal(5), normal(3))),
+    Case("convolve_same",        signal.convolve, arguments(normal(4), normal(6), constant("same"))),
+    Case("convolve_valid",       signal.convolve, arguments(normal(3), normal(5), constant("valid"))),
+    Case("convolve_2d_same",     signal.convolve, arguments(normal(4, 3), normal(2, 2),
+                                                            constant("same"))),
+    Case("convolve_2d_valid_fft", signal.convolve, arguments(normal(5, 4), normal(3, 1),
+                                                             constant("valid"), constant("fft"))),
+    Case("convolve_scalars",     signal.convolve, arguments(normal(), normal())),
 ]
 
 LINALG_CASES = [

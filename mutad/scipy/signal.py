@@ -1,4 +1,4 @@
-"""``scipy.signal`` functions mutad differentiates: import them from here instead of SciPy.
+"""``scipy.signal`` functions mutad differentiates (``lfilter``, ``convolve``), by SciPy's names too.
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import signal
@@ -16,12 +16,14 @@ import functools
 import numpy as np
 import scipy.signal as _signal
 
+from ..errors import UnsupportedOperationError
 from ..rules._helpers import accumulator, stacked, unbroadcast
 from ._adjoints import scipy_adjoint
 
 lfilter = scipy_adjoint(_signal.lfilter)
+convolve = scipy_adjoint(_signal.convolve)
 
-__all__ = ["lfilter"]
+__all__ = ["convolve", "lfilter"]
 
 
 def _lagged_products(v, u, count):
@@ -172,3 +174,51 @@ def _lfilter_jvp(tangents, b, a, x, axis=-1, zi=None):
     if not parts:
         return result, None
     return result, functools.reduce(_plus, parts)
+
+
+# ----------------------------------------------------------------------------------------------
+# convolve: bilinear, each output mode a window of the full convolution
+
+
+def _window(in1, in2, mode):
+    """The shape of the full convolution of ``in1`` and ``in2``, and the slices of it that
+    ``mode`` keeps, centred as SciPy centres them."""
+    full = tuple(m + n - 1 for m, n in zip(np.shape(in1), np.shape(in2), strict=True))
+    if mode == "full":
+        kept = full
+    elif mode == "same":
+        kept = np.shape(in1)
+    elif mode == "valid":
+        kept = tuple(abs(m - n) + 1 for m, n in zip(np.shape(in1), np.shape(in2), strict=True))
+    else:
+        raise UnsupportedOperationError(f"scipy.signal.convolve(mode={mode!r}): a mode mutad "
+                                        "does not know; use 'full', 'same' or 'valid'.")
+    return full, tuple(slice((f - k) // 2, (f - k) // 2 + k) for f, k in zip(full, kept))
+
+
+@convolve.rule
+def _convolve_rule(in1, in2, mode="full", method="auto"):
+    # The wrapper, not SciPy's own, so that nested reverse mode differentiates the pullback.
+    y = convolve(in1, in2, mode, method)
+    full, window = _window(in1, in2, mode)
+
+    def back(dy):
+        if np.size(in1) == 0 or np.size(in2) == 0:  # "same" of an empty in1: y is empty too
+            return np.zeros_like(dy, shape=np.shape(in1)), np.zeros_like(dy, shape=np.shape(in2))
+        # y is a window of the full convolution; each input's cotangent is the full cotangent
+        # correlated with the other input: a valid convolution with it flipped on every axis.
+        dfull = np.zeros_like(dy, shape=full)
+        dfull[window] = dy
+        return (convolve(dfull, np.flip(in2), "valid", method),
+                convolve(dfull, np.flip(in1), "valid", method))
+
+    return y, back
+
+
+@convolve.jvp_rule
+def _convolve_jvp(tangents, in1, in2, mode="full", method="auto"):
+    _window(in1, in2, mode)
+    d1, d2 = (tuple(tangents) + (None, None))[:2]
+    parts = [convolve(d, other, mode, method) if first else convolve(other, d, mode, method)
+             for d, other, first in ((d1, in2, True), (d2, in1, False)) if d is not None]
+    return convolve(in1, in2, mode, method), functools.reduce(np.add, parts) if parts else None
