@@ -172,6 +172,22 @@ def test_multivariate_normal_scalar_and_diagonal_covariances():
                           cov)
 
 
+
+def test_multivariate_normal_entropy():
+    cov = spd(3)
+    entropy = lambda mean, cov: stats.multivariate_normal.entropy(mean, 0.5 * (cov + cov.T))  # noqa: E731
+    y, _ = mutad.pullback(entropy, np.ones(3), cov)
+    np.testing.assert_allclose(y, scipy.stats.multivariate_normal.entropy(np.ones(3), cov),
+                               rtol=1e-12)
+    for policy in POLICIES:
+        mutad.check_grads(entropy, np.ones(3), cov, policy=policy, order=2)
+    mutad.check_jvp(entropy, np.ones(3), cov)
+    # by SciPy's name, a scalar and a diagonal covariance: d/ds of (n/2) log s is n / (2 s)
+    assert mutad.gradient(lambda s: scipy.stats.multivariate_normal.entropy(cov=s), 2.0) == (
+        pytest.approx(0.25, rel=1e-12),)
+    assert mutad.gradient(lambda s: scipy.stats.multivariate_normal.entropy(
+        np.zeros(2), np.array([s, 2.0 * s])), 2.0) == (pytest.approx(0.5, rel=1e-12),)
+
 def test_multivariate_normal_cdf_is_refused_when_traced():
     with pytest.raises(mutad.MutadError, match="cdf"):
         mutad.gradient(lambda x: stats.multivariate_normal.cdf(x, np.zeros(2)), np.ones(2))

@@ -316,6 +316,13 @@ class MultivariateNormal:
 
     logcdf = cdf
 
+    def entropy(self, mean=None, cov=1):
+        if not is_traced((mean, cov), {}):
+            return self.scipy.entropy(mean, cov)
+        _, _, cov, dim = self._parameters(0.0, mean, cov)
+        log_det = 2.0 * np.sum(np.log(np.diagonal(np.linalg.cholesky(cov))))
+        return 0.5 * (dim * (_LOG_2PI + 1.0) + log_det)
+
 
 class Dirichlet:
     """``scipy.stats.dirichlet``: ``logpdf`` and ``pdf``, with SciPy's checks of ``alpha`` and
@@ -405,7 +412,7 @@ for _name in poisson.methods():
 
 for _generator, _frozen, _distribution, _names in (
         (multivariate_normal_gen, multivariate_normal_frozen, multivariate_normal,
-         ("logpdf", "pdf", "cdf", "logcdf")),
+         ("logpdf", "pdf", "cdf", "logcdf", "entropy")),
         (dirichlet_gen, dirichlet_frozen, dirichlet, ("logpdf", "pdf"))):
     METHODS[(_generator, "__call__")] = _generator_rule(_distribution, "__call__")
     for _name in _names:
