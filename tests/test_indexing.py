@@ -68,6 +68,11 @@ GATHERS = [
     SampledCase("interp-single-knot",  lambda x, fp: np.interp(x, [1.0], fp), arguments(fixed([0.0, 1.0, 2.0]), normal(1))),
     SampledCase("interp-list-x",       lambda fp: np.interp([0.5, 2.5, -1.0], [0.0, 1.0, 2.0], fp), arguments(normal(3))),
     SampledCase("interp-float-x",      lambda xp, fp: np.interp(1.3, xp, fp), arguments(fixed([0.0, 1.0, 2.0]), normal(3))),
+    SampledCase("interp-period",       lambda x, xp, fp: np.interp(x, xp, fp, period=4.0),
+                                       arguments(fixed([-5.3, -0.4, 0.3, 1.4, 2.2, 5.1, 9.7]),
+                                                 fixed([3.1, 0.2, 1.5, 6.6]), normal(4))),
+    SampledCase("interp-period-negative", lambda x, fp: np.interp(x, [0.5, 2.5, 1.5], fp, -3.0, 3.0, -3.0),
+                                       arguments(fixed([-1.0, 0.3, 2.9, 4.2]), normal(3))),
 ]
 # fmt: on
 
@@ -740,9 +745,16 @@ def test_writing_a_traced_value_into_an_untraced_array_names_the_fix(call):
     assert np.array_equal(untraced, np.ones(3))
 
 
-def test_interp_with_period_is_refused_with_the_fix():
-    with pytest.raises(mutad.MutadError, match="modulo the period"):
-        mutad.gradient(lambda fp: np.interp(0.5, [0.0, 1.0], fp, period=2.0), np.ones(2))
+def test_interp_with_period_is_numpys_reduction_differentiated():
+    # NumPy reduces x and xp modulo the period and wraps xp around: fp's ends get the weight of
+    # the points past them, and left and right are ignored.
+    f = lambda fp: np.interp([0.25, 1.75, 3.5], [0.0, 1.0], fp, period=2.0, left=9.0)  # noqa: E731
+    fp = np.array([1.0, 3.0])
+    before = fp.tobytes()
+    y, back = mutad.pullback(f, fp)
+    assert np.array_equal(y, f(fp))
+    np.testing.assert_allclose(back(np.ones(3))[0], [0.75 + 0.75 + 0.5, 0.25 + 0.25 + 0.5])
+    assert fp.tobytes() == before
 
 
 # Decisions: permutations and intervals are decided when the rule runs -----------------------

@@ -280,16 +280,44 @@ def diff_jvp(tangents, a, n=1, axis=-1, *ends, **kwargs):
     return y, np.diff(da, n, axis, *moved)  # positional: the tangents may be traced
 
 
-def _refuse_period(period):
-    if period is not None:
-        raise UnsupportedOperationError(
-            "np.interp(..., period=...) on traced arrays: reduce x and xp modulo the period "
-            "first, then call np.interp without it.")
+def _periodic(x, xp, fp, period):
+    """NumPy's own reduction of a periodic interpolation to a plain one: x and xp modulo the
+    period, xp sorted (fp with it), and xp's last and first points repeated one period before
+    and after. Also the sorting order, a decision taken now."""
+    period = abs(period)
+    xp_mod = np.mod(xp, period)
+    order = np.argsort(xp_mod)
+    xp_sorted, fp_sorted = np.take(xp_mod, order), np.take(fp, order)
+    xp_reduced = np.concatenate((xp_sorted[-1:] - period, xp_sorted, xp_sorted[:1] + period))
+    fp_reduced = np.concatenate((fp_sorted[-1:], fp_sorted, fp_sorted[:1]))
+    return np.mod(x, period), xp_reduced, fp_reduced, order
+
+
+def _unreduced(g, order):
+    """The cotangent of xp (or fp) from that of its reduced form: the repeated points add to
+    the points they repeat, and the sorting is undone (x mod p has slope 1)."""
+    n = np.size(order)
+    inner = g[1:-1] + g[-1] * (np.arange(n) == 0) + g[0] * (np.arange(n) == n - 1)
+    return np.take(inner, np.argsort(order))
+
+
+def _reduced(t, order):
+    """The tangent of the reduced xp (or fp) from that of xp (or fp)."""
+    t_sorted = np.take(t, order)
+    return np.concatenate((t_sorted[-1:], t_sorted, t_sorted[:1]))
 
 
 @defrule(np.interp, leading=5)
 def interp(x, xp, fp, left=None, right=None, period=None):
-    _refuse_period(period)
+    if period is not None:  # left and right are ignored, as NumPy ignores them
+        x_reduced, xp_reduced, fp_reduced, order = _periodic(x, xp, fp, period)
+        y, reduced_back = interp(x_reduced, xp_reduced, fp_reduced)
+
+        def periodic_back(dy):
+            dx, dxp, dfp = reduced_back(dy)[:3]
+            return dx, _unreduced(dxp, order), _unreduced(dfp, order), None, None
+
+        return y, periodic_back
     y = np.interp(x, xp, fp, left, right)
     if not hasattr(x, "shape"):  # a Python float or list: plain, so converting it is safe
         x = np.asarray(x)
@@ -341,7 +369,12 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
 @defjvp(np.interp)
 def interp_jvp(tangents, x, xp, fp, left=None, right=None, period=None):
-    _refuse_period(period)
+    if period is not None:
+        x_reduced, xp_reduced, fp_reduced, order = _periodic(x, xp, fp, period)
+        dx, dxp, dfp = (tuple(tangents) + (None,) * 3)[:3]
+        return interp_jvp((dx, None if dxp is None else _reduced(dxp, order),
+                           None if dfp is None else _reduced(dfp, order)),
+                          x_reduced, xp_reduced, fp_reduced)
     y = np.interp(x, xp, fp, left, right)
     if all(t is None for t in tangents):
         return y, None
