@@ -164,6 +164,12 @@ LINALG_CASES = [
     Case("inv",                  linalg.inv,        arguments(well_conditioned(4))),
     Case("expm",                 linalg.expm,       arguments(normal(4, 4, scale=0.5))),
     Case("expm_stack",           linalg.expm,       arguments(normal(2, 3, 3, scale=0.5))),
+    Case("solve_sylvester",      linalg.solve_sylvester, arguments(well_conditioned(3),
+                                                                   well_conditioned(3), normal(3, 3))),
+    Case("solve_sylvester_rectangular", linalg.solve_sylvester,
+         arguments(well_conditioned(2), well_conditioned(4), normal(2, 4))),
+    Case("sqrtm",                linalg.sqrtm,      arguments(symmetric_positive_definite(3))),
+    Case("sqrtm_nonsymmetric",   linalg.sqrtm,      arguments(well_conditioned(3))),
 ]
 # fmt: on
 
@@ -508,3 +514,9 @@ def test_special_functions_written_in_python_by_scipys_names(program):
     for policy in POLICIES:
         mutad.check_grads(program, x, policy=policy, order=2)
     mutad.check_jvp(program, x)
+
+
+def test_sqrtm_with_a_complex_root_is_refused():
+    a = -np.eye(2) + 0.1 * np.ones((2, 2))
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="complex"):
+        mutad.gradient(lambda a: scipy.linalg.sqrtm(a).sum(), a)

@@ -39,6 +39,8 @@ cotangents are arrays an outer differentiation traces, and the wrappers hand tho
 outer level's rules, while plain arrays go straight to SciPy.
 """
 
+import functools
+
 import numpy as np
 import scipy.linalg as _linalg
 
@@ -53,9 +55,10 @@ cholesky, cho_factor, cho_solve, solve_triangular, lu_factor, lu_solve, solve, i
     scipy_adjoint, (_linalg.cholesky, _linalg.cho_factor, _linalg.cho_solve,
                     _linalg.solve_triangular, _linalg.lu_factor, _linalg.lu_solve,
                     _linalg.solve, _linalg.inv, _linalg.expm))
+solve_sylvester, sqrtm = map(scipy_adjoint, (_linalg.solve_sylvester, _linalg.sqrtm))
 
 __all__ = ["cho_factor", "cho_solve", "cholesky", "expm", "inv", "lu_factor", "lu_solve",
-           "solve", "solve_triangular"]
+           "solve", "solve_sylvester", "solve_triangular", "sqrtm"]
 
 
 def _times_transpose(u, v):
@@ -452,3 +455,61 @@ def _expm_rule(a):
 @expm.jvp_rule
 def _expm_jvp(tangents, a):
     return expm(a), _frechet(a, tangents[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# Sylvester equations, and the matrix square root whose derivative solves one
+
+
+@solve_sylvester.rule
+def _solve_sylvester_rule(a, b, q):
+    x = solve_sylvester(a, b, q)
+
+    def back(dx):
+        if np.size(x) == 0:  # nothing depends on the inputs (SciPy accepts some odd empties)
+            return tuple(np.zeros_like(dx, shape=np.shape(m)) for m in (a, b, q))
+        # A X + X B = Q. With S(Y) = A Y + Y B, dX = S⁻¹(dQ - dA X - X dB), and S's adjoint is
+        # Y ↦ Aᵀ Y + Y Bᵀ: Q̄ solves Aᵀ Q̄ + Q̄ Bᵀ = X̄, Ā = -Q̄ Xᵀ, B̄ = -Xᵀ Q̄.
+        dq = solve_sylvester(transpose(a), transpose(b), dx)
+        return -(dq @ transpose(x)), -(transpose(x) @ dq), dq
+
+    return x, back
+
+
+@solve_sylvester.jvp_rule
+def _solve_sylvester_jvp(tangents, a, b, q):
+    x = solve_sylvester(a, b, q)
+    da, db, dq = (tuple(tangents) + (None,) * 3)[:3]
+    if np.size(x) == 0:
+        return x, np.zeros(np.shape(x))
+    terms = [t for t in (dq, None if da is None else -(da @ x), None if db is None else -(x @ db))
+             if t is not None]
+    if not terms:
+        return x, None
+    return x, solve_sylvester(a, b, functools.reduce(np.add, terms))
+
+
+def _real_square_root(a):
+    root = sqrtm(a)
+    if np.iscomplexobj(root):
+        raise UnsupportedOperationError(
+            "scipy.linalg.sqrtm of a matrix whose square root is complex (a negative real "
+            "eigenvalue): mutad differentiates real arrays only.")
+    return root
+
+
+@sqrtm.rule
+def _sqrtm_rule(a, *settings):
+    root = _real_square_root(a)
+
+    def back(droot):
+        # X X = A gives X dX + dX X = dA, a Sylvester equation; its adjoint is Xᵀ Y + Y Xᵀ.
+        return (solve_sylvester(transpose(root), transpose(root), droot),)
+
+    return root, back
+
+
+@sqrtm.jvp_rule
+def _sqrtm_jvp(tangents, a, *settings):
+    root = _real_square_root(a)
+    return root, solve_sylvester(root, root, tangents[0])
