@@ -24,19 +24,19 @@ intercept its factory functions:
   stand-ins wherever user code reaches them: names bound to them in user modules, and the
   attributes of the library's public modules (``scipy.linalg.solve``, not
   ``scipy.linalg._basic.solve``, which SciPy's internals call);
-* routed functions, bound methods and ``functools.partial`` objects of them that the
-  differentiated function reaches through its closure cells and the module-level names its
-  code reads, and that the functions those hold reach (a callback bound before the
-  differentiation started: ``make_loss(scipy.stats.norm.logpdf)``), are swapped for their
-  stand-ins there.
+* the ``numpy`` module, the functions above, routed functions, bound methods and
+  ``functools.partial`` objects of them that the differentiated function reaches through its
+  closure cells and the module-level names its code reads, and that the user functions those
+  hold reach (a callback bound before the differentiation started:
+  ``make_loss(scipy.stats.norm.logpdf)``, ``check(np.append)``), are swapped there too.
 
 The bindings are swapped in when the first differentiation starts (in any thread) and swapped
 back when the last one ends, on return or exception, so code outside a differentiation runs
 NumPy's own functions at no cost. ``plain_allocation()`` turns the mode off in its block.
 
 Not followed: arrays allocated before the differentiation started (a module-level work
-buffer), names bound in other ways than at module level (a default argument ``zeros=np.zeros``,
-a class attribute), ``np.random`` draws and ``np.frombuffer`` (their values are not made by the
+buffer), names bound in other ways than at module level or in closures (a default argument
+``zeros=np.zeros``, a class attribute), ``np.random`` draws and ``np.frombuffer`` (their values are not made by the
 differentiated code: copy them, ``np.array(r)``, to write into them).
 """
 
@@ -393,10 +393,10 @@ class _Mode:
                 _put(place, key, original)
 
     def _swap_cells(self, f, depth=4):
-        """Swap the routed functions and methods that ``f`` reaches through its closure cells
-        and the module-level names its code reads (a bound method or a partial, which the
-        module scan leaves), and that the functions, bound methods and partials held there
-        reach, ``depth`` levels down."""
+        """Swap what the mode replaces or routes where ``f`` reaches it through its closure
+        cells and the module-level names its code reads (a bound method or a partial, which the
+        module scan leaves), and where the user functions, bound methods and partials held there
+        reach it, ``depth`` levels down."""
         todo, seen = [(f, 0)], set()
         while todo:
             g, level = todo.pop()
@@ -408,6 +408,8 @@ class _Mode:
                 continue
             g = getattr(g, "__func__", g)
             code, namespace = getattr(g, "__code__", None), getattr(g, "__globals__", None)
+            if namespace is not None and str(namespace.get("__name__")).partition(".")[0] in INTERNAL:
+                continue  # NumPy's, SciPy's and mutad's own functions keep their bindings
             places = [(cell, "cell_contents") for cell in getattr(g, "__closure__", None) or ()]
             if code is not None and namespace is not None:
                 places += [(namespace, name) for name in code.co_names if name in namespace]
@@ -424,9 +426,11 @@ class _Mode:
                     todo.append((value, level + 1))
 
     def _stand_in(self, value):
-        """What routes ``value`` (a routed function, a bound method of a routed class, a
-        partial of either), or None."""
-        pair = self.routes.get(id(value))
+        """What stands in for ``value`` in the mode (the numpy module, a function the mode
+        replaces or routes, a bound method of a routed class, a partial of these), or None."""
+        if value is np:
+            return self.numpy
+        pair = self.routes.get(id(value)) or _BY_ORIGINAL.get(id(value))
         if pair is not None and pair[0] is value:
             return pair[1]
         if isinstance(value, types.MethodType) and not isinstance(value.__self__, type):

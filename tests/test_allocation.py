@@ -493,6 +493,21 @@ def test_routed_functions_and_methods_bound_before_the_differentiation_are_route
     assert cell.cell_contents == scipy.stats.norm.logpdf and not MODE.cells
 
 
+def test_numpy_functions_held_in_a_closure_are_the_modes():
+    def make(join, allocate):
+        def f(a, b):
+            w = allocate(2)
+            w[1] = b * b  # a traced value into an array a closure's np.zeros made
+            return (join(a, b) ** 2).sum() + w.sum()  # np.append of a list of traced floats
+        return f
+
+    f = make(np.append, np.zeros)
+    mutad.check_grads(f, [1.0, -2.0], 3.0)
+    mutad.check_jvp(f, [1.0, -2.0], 3.0)
+    assert {c.cell_contents for c in f.__closure__} == {numpy.append, numpy.zeros}
+    assert not MODE.cells
+
+
 @pytest.mark.parametrize("program", [
     lambda x: np.mean([x[0], x[0] * x[1], 2.0]),
     lambda x: np.std((x[0], x[1] + 2.0)) * np.var([x[1], x[0] * x[0]]),
