@@ -408,17 +408,21 @@ class _Mode:
                 continue
             g = getattr(g, "__func__", g)
             code, namespace = getattr(g, "__code__", None), getattr(g, "__globals__", None)
-            if namespace is not None and str(namespace.get("__name__")).partition(".")[0] in INTERNAL:
-                continue  # NumPy's, SciPy's and mutad's own functions keep their bindings
+            package = str((namespace or {}).get("__name__")).partition(".")[0]
+            if package in INTERNAL and package != "mutad":
+                continue  # NumPy's and SciPy's own functions keep their bindings
+            # mutad's own (a wrapper around the user's function, in testing or api) keep theirs
+            # too, but the functions they hold are followed.
+            own = package == "mutad"
             places = [(cell, "cell_contents") for cell in getattr(g, "__closure__", None) or ()]
-            if code is not None and namespace is not None:
+            if code is not None and namespace is not None and not own:
                 places += [(namespace, name) for name in code.co_names if name in namespace]
             for place, key in places:
                 try:
                     value = place[key] if type(place) is dict else place.cell_contents
                 except ValueError:  # a cell not filled yet
                     continue
-                stand_in = self._stand_in(value)
+                stand_in = None if own else self._stand_in(value)
                 if stand_in is not None:
                     self.cells.append((place, key, value, stand_in))
                     _put(place, key, stand_in)
