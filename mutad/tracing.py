@@ -753,12 +753,13 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
     the region about to be overwritten (default: all of ``target``); save the caller's bytes
     before their first write (``Tape.before_write``); write; keep the constants the record
     reads unchanged (``kept``: per input of ``inputs``, the value the pullback reads or None;
-    ``inverse_reads``: the positions the inverse reads); record. The replay reads and zeroes
+    ``inverse_reads``: the positions the inverse reads, whose values the record keeps too when
+    it is undone by the inverse); record. The replay reads and zeroes
     the cotangent of the new values at ``taken`` (the target's place, at ``key`` within it;
     ``taken=False``: the target's cotangent passes through), undoes the write and runs
     ``pullback(record, shadows, dy)``, before the undo if not ``undo_first``.
 
-    ``write()``'s result becomes the record's ``state`` if none is given. Returns the record.
+    ``state`` is whatever else the pullback reads. Returns the record.
     """
     several = type(target) is list
     targets = target if several else [target]
@@ -777,7 +778,7 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
         kinds.append(kind)
     for t in targets:
         tape.before_write(t.buffer.key)
-    done = write()
+    write()
     inverting = any(kind != "checkpoint" for kind in kinds)
     held = kept
     if values is not None:
@@ -791,7 +792,7 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
                 keep(tape, x, values[i])
     places = [place_of(t) for t in targets]
     record = Record(primitive, recipe(inputs, values, held, tape) if values is not None else
-                    [], settings, (), kept, done if state is None else state, pullback,
+                    [], settings, (), held, state, pullback,
                     tuple(places) if several else places[0],
                     undos[0] if len(undos) == 1 else _Undos(undos),
                     ", ".join(sorted(set(kinds))) or "none",
@@ -961,9 +962,35 @@ def _record_function(tape, name, rule, back, args, values, kwargs, outputs, mult
     places = [[locate(e, tape) for e in x] if type(x) in (list, tuple) else locate(x, tape)
               for x in args]
     primals = {id(owner(x.value)) for x in _leaves(args, tape)}
-    tape.record(Record(primitive(name, rule), recipe(args, values, values, tape), kwargs or None,
+    # The recipe names the constants the rule's pullback holds, and describes the others: the
+    # record keeps no memory the pullback does not.
+    held = _held_by(back)
+    kept = [_if_held(v, held) for v in values]
+    settings = {k: _if_held(v, held) for k, v in kwargs.items()} if kwargs else None
+    tape.record(Record(primitive(name, rule), recipe(args, values, kept, tape), settings,
                        tuple(b for b in outputs if b is not None), None,
                        (back, places, primals, outputs, multiple), _function_pullback))
+
+
+def _held_by(back):
+    """The ids of the values the closure ``back`` holds."""
+    held = set()
+    for cell in getattr(back, "__closure__", None) or ():
+        try:
+            held.add(id(cell.cell_contents))
+        except ValueError:  # an empty cell
+            pass
+    return held
+
+
+def _if_held(value, held):
+    """``value`` if it is not an array, or ``held`` holds it (one level into sequences);
+    otherwise an ``Absent`` stand-in."""
+    if type(value) in (list, tuple):
+        return type(value)(_if_held(v, held) for v in value)
+    if (isinstance(value, np.ndarray) or wrapped(value)) and id(value) not in held:
+        return Absent(value.shape, value.dtype)
+    return value
 
 
 def _function_pullback(record, shadows, _):
@@ -1226,12 +1253,14 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
         t.buffer.constant = False
     factor = 1.0 if growth is None or not written else float(growth(*values, **kwargs))
     kept = [None if i in writes else v for i, v in enumerate(values)]
+    ran = []
     record = record_write(
-        rule, [t for _, t in written], lambda: run_rule(*values, **kwargs), args, values,
-        settings=kwargs or None, kept=kept, growth=factor, taken=False, undo_first=False,
+        primitive(name, rule), [t for _, t in written],
+        lambda: ran.append(run_rule(*values, **kwargs)), args, values, settings=kwargs or None,
+        kept=kept, growth=factor, taken=False, undo_first=False,
         inverse=[None if i in checkpointed else _rule_restores for i, _ in written],
         pullback=_inplace_rule_pullback)
-    back, result = record.state
+    back, result = ran[0]
     if not callable(back):
         raise RuleError(f"the in-place rule of {name} must return its back function.")
     record.state = (back, values, [locate(x, tape) for x in args])

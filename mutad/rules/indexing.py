@@ -405,7 +405,7 @@ def _unbuffered(ufunc, sign):
                 shadows.add(b_place, unbroadcast(gathered, b_place.shape), owned=True)
 
         record_write(ufunc.at, a, lambda: ufunc.at(target, key, values), (a, indices, b),
-                     (target, key, values), kept=[None, key, values], checkpoint=save,
+                     (target, key, values), kept=[None, key, None], checkpoint=save,
                      taken=False, pullback=None if b_place is None else pullback)
 
     return handler
