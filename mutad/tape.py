@@ -81,27 +81,21 @@ class Record:
       array the differentiation follows, else the constant itself (or an :class:`Absent`
       stand-in when the record does not keep it); ``settings``: its keyword arguments (None:
       none). With ``primitive`` they are the recipe of what it produced;
-    * ``outputs``: the buffers it created; ``written``: the place it wrote in place (a tuple
-      of places for several; None for a pure operation);
-    * ``kept``: the values it keeps for its pullback (by input position, None where it keeps
-      nothing), and ``state``, whatever else its pullback reads;
-    * ``undo``: for a write, the callable that puts back the bytes it overwrote, and
-      ``undo_kind``: ``"inverse"`` (computed back), ``"partial"`` (the inverse, then the few
-      elements it could not give back copied back), ``"checkpoint"`` (the region copied back);
-    * ``taken``: the place whose cotangent (of the values the write left) is read and zeroed
-      before the write is undone, at ``key`` within it (None: all of it); None if the write
-      passes the target's cotangent through;
-    * ``undo_first``: whether the pullback reads the inputs as they were before the write (so
-      the undo runs first) or the values the write left (the undo runs after it);
+    * ``outputs``: the buffers it created;
+    * ``kept``: the values it keeps (by input position, None where it keeps nothing), and
+      ``state``, whatever else its pullback reads;
     * ``pullback(record, shadows, dy)``: accumulates the cotangents of the inputs, ``dy`` being
-      the cotangent taken (None for a pure operation, which reads its outputs' shadows).
+      the cotangent a write took (None for a pure operation, which reads its outputs' shadows).
+
+    A pure operation writes nothing: it has no ``written`` place and no ``undo``.
     """
 
-    __slots__ = ("primitive", "inputs", "settings", "outputs", "written", "kept", "state",
-                 "undo", "undo_kind", "taken", "key", "undo_first", "pullback")
+    __slots__ = ("primitive", "inputs", "settings", "outputs", "kept", "state", "pullback")
 
-    def __init__(self, primitive, inputs, settings, outputs, kept, state, pullback,
-                 written=None, undo=None, undo_kind=None, taken=None, key=None, undo_first=True):
+    written = undo = undo_kind = taken = key = None
+    undo_first = True
+
+    def __init__(self, primitive, inputs, settings, outputs, kept, state, pullback):
         self.primitive = primitive
         self.inputs = inputs
         self.settings = settings
@@ -109,6 +103,27 @@ class Record:
         self.kept = kept
         self.state = state
         self.pullback = pullback
+
+
+class Write(Record):
+    """A record of an operation that wrote in place. Besides a record's fields:
+
+    * ``written``: the place it wrote (a tuple of places for several);
+    * ``undo``: the callable that puts back the bytes it overwrote, and ``undo_kind``:
+      ``"inverse"`` (computed back), ``"partial"`` (the inverse, then the few elements it could
+      not give back copied back), ``"checkpoint"`` (the region copied back);
+    * ``taken``: the place whose cotangent (of the values the write left) is read and zeroed
+      before the write is undone, at ``key`` within it (None: all of it); None if the write
+      passes the target's cotangent through;
+    * ``undo_first``: whether the pullback reads the inputs as they were before the write (so
+      the undo runs first) or the values the write left (the undo runs after it).
+    """
+
+    __slots__ = ("written", "undo", "undo_kind", "taken", "key", "undo_first")
+
+    def __init__(self, primitive, inputs, settings, kept, state, pullback, written, undo,
+                 undo_kind, taken=None, key=None, undo_first=True):
+        Record.__init__(self, primitive, inputs, settings, (), kept, state, pullback)
         self.written = written
         self.undo = undo
         self.undo_kind = undo_kind
@@ -117,12 +132,9 @@ class Record:
         self.undo_first = undo_first
 
     def reverse(self, shadows):
-        """Undo this record's write (if any) and run its pullback, in the order it needs."""
+        """Take the cotangent of the values written, undo the write and run the pullback, in
+        the order the record states."""
         undo = self.undo
-        if undo is None:
-            if self.pullback is not None:
-                self.pullback(self, shadows, None)
-            return
         dy = None
         if self.taken is not None:
             dy = shadows.take(self.taken, self.key)
@@ -149,7 +161,8 @@ class Tape:
         self.drift = {}
 
     def record(self, record):
-        """Append a :class:`Record`; its ``reverse(shadows)`` runs once, during the replay."""
+        """Append a :class:`Record` (a :class:`Write` for an in-place operation); the replay
+        reverses it once."""
         self.records.append(record)
 
     def guard(self, key, save):
@@ -196,7 +209,7 @@ class Tape:
         records = self.records
         while records:
             record = records.pop()
-            if record.undo is None:  # a pure operation: the common case, without a call more
+            if record.undo is None:  # a pure operation
                 record.pullback(record, shadows, None)
             else:
                 record.reverse(shadows)

@@ -54,7 +54,7 @@ from .products import CHUNK, times_partial
 from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule,
                        NoClosedForm)
 from .shadows import Buffer, Place, overlapping
-from .tape import Absent, Primitive, Record, Tape
+from .tape import Absent, Primitive, Record, Tape, Write
 from .trees import unsupported_array
 from .views import (address, byte_span, itself, may_overlap, memory, overlaps_itself, owner,
                     owner_view, same_region, strided, views, wrapped)
@@ -791,12 +791,11 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
                     type(x) is Traced and x.tape is tape and not x.buffer.constant):
                 keep(tape, x, values[i])
     places = [place_of(t) for t in targets]
-    record = Record(primitive, recipe(inputs, values, held, tape) if values is not None else
-                    [], settings, (), held, state, pullback,
-                    tuple(places) if several else places[0],
-                    undos[0] if len(undos) == 1 else _Undos(undos),
-                    ", ".join(sorted(set(kinds))) or "none",
-                    places[0] if taken else None, key, undo_first)
+    record = Write(primitive, recipe(inputs, values, held, tape) if values is not None else [],
+                   settings, held, state, pullback, tuple(places) if several else places[0],
+                   undos[0] if len(undos) == 1 else _Undos(undos),
+                   ", ".join(sorted(set(kinds))) or "none", places[0] if taken else None, key,
+                   undo_first)
     tape.record(record)
     return record
 

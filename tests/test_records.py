@@ -8,7 +8,7 @@ import mutad
 from mutad import tracing
 from mutad.api import Run
 from mutad.shadows import Buffer, Place
-from mutad.tape import Absent, Primitive, Record, Tape
+from mutad.tape import Absent, Primitive, Record, Tape, Write
 
 
 class ToyShadows:
@@ -27,9 +27,8 @@ def _write(log, undo_first, taken="a"):
     def pullback(record, shadows, dy):
         shadows.log.append(("pullback", dy))
 
-    return Record("scale", [taken, 2.0], None, (), None, None, pullback, written=taken,
-                  undo=lambda: log.append(("undo",)), undo_kind="inverse", taken=taken,
-                  undo_first=undo_first)
+    return Write("scale", [taken, 2.0], None, None, None, pullback, taken,
+                 lambda: log.append(("undo",)), "inverse", taken=taken, undo_first=undo_first)
 
 
 @pytest.mark.parametrize("undo_first", [True, False])

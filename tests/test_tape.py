@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import mutad
-from mutad.tape import Record, Tape
+from mutad.tape import Record, Tape, Write
 
 
 class Cell:
@@ -34,8 +34,8 @@ class Program:
             self.log.append(("add", a.value))
             shadows[id(b)] = shadows.get(id(b), 0.0) + shadows.get(id(a), 0.0)
 
-        self.tape.record(Record("add", [id(a), id(b)], None, (), None, None, pullback,
-                                written=id(a), undo=undo))
+        self.tape.record(Write("add", [id(a), id(b)], None, None, None, pullback, id(a), undo,
+                               None))
 
     def scale_(self, a, s):
         """a *= s, s a constant: the inverse divides, unsafe for s == 0."""
@@ -48,8 +48,8 @@ class Program:
             self.log.append(("scale", a.value))
             shadows[id(a)] = shadows.get(id(a), 0.0) * s
 
-        self.tape.record(Record("scale", [id(a), s], None, (), None, None, pullback,
-                                written=id(a), undo=undo))
+        self.tape.record(Write("scale", [id(a), s], None, None, None, pullback, id(a), undo,
+                               None))
 
     def _sub(self, a, b):
         a.value -= b.value
