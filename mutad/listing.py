@@ -79,7 +79,9 @@ class TapeListing:
         if type(x) in (Buffer, Place):
             return self._place(x)
         if type(x) is Absent:
-            return f"<{_dtype(x.dtype)}{list(x.shape)} not kept>"
+            if x.shape is None:
+                return "<not kept>"
+            return f"<{'' if x.dtype is None else _dtype(x.dtype)}{list(x.shape)} not kept>"
         if type(x) in (list, tuple):
             items = ", ".join(self._value(e) for e in x)
             return f"[{items}]" if type(x) is list else f"({items}{',' if len(x) == 1 else ''})"

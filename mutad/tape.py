@@ -50,7 +50,8 @@ DRIFT_LIMIT = 1e4
 
 class Absent:
     """An input of a record that it does not keep (a constant its pullback does not read):
-    described by what it looked like, not held, so the record keeps no memory for it."""
+    described by what it looked like (``shape`` and ``dtype``, None where it has none), not
+    held, so the record keeps no memory for it."""
 
     __slots__ = ("shape", "dtype")
 

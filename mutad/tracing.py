@@ -12,10 +12,11 @@ Every call takes one of four paths:
 * pure: run the rule on plain values, wrap a fresh result, record its pullback. A result that
   views an input's memory is a view: it shares the input's buffer and records nothing, since
   its shadow is the same view of the input's shadow.
-* in-place (``out=``, augmented assignment, slice assignment): decide how the overwritten bytes
-  will be put back (``Tape.undo_for``), write, and record a pullback that reads the cotangent of
-  the new values from the target's shadow and zeroes it there (``Shadows.take``), undoes the
-  write, then runs the rule's pullback.
+* in-place (``out=``, augmented assignment, slice assignment, scatters, the functions that
+  write into an argument, in-place custom rules), all through ``record_write``: decide how the
+  overwritten bytes will be put back (``Tape.undo_for``), write, and record a ``tape.Write``
+  whose replay reads the cotangent of the new values from the target's shadow and zeroes it
+  there (``Shadows.take``), undoes the write, then runs the rule's pullback.
 * indexing (``x[key]``, ``x[key] = v``): the engine's own view and assignment semantics
   (``getitem``, ``setitem``), through the same paths: basic indexing gives views, assignment
   to them is the in-place path.
@@ -480,10 +481,24 @@ def recipe(inputs, values, kept, tape):
         elif kept is not None and kept[i] is not None:
             named.append(kept[i])
         else:
-            v = values[i]
-            named.append(Absent(v.shape, v.dtype) if isinstance(v, np.ndarray) or wrapped(v)
-                         else v)
+            named.append(_if_held(values[i], ()))
     return named
+
+
+SETTINGS = (int, float, complex, str, bytes, slice, type(None), type(Ellipsis), np.generic,
+            np.dtype, type)
+"""Values a record may hold whatever its pullback reads: numbers and settings, which keep no
+array alive."""
+
+
+def _if_held(value, held):
+    """``value`` if it is a number or a setting, or ``held`` (ids) holds it; else an ``Absent``
+    stand-in (one level into lists and tuples)."""
+    if type(value) in (list, tuple):
+        return type(value)(_if_held(v, held) for v in value)
+    if isinstance(value, SETTINGS) or id(value) in held:
+        return value
+    return Absent(getattr(value, "shape", None), getattr(value, "dtype", None))
 
 
 def _add_all(shadows, rows, primals):
@@ -982,16 +997,6 @@ def _held_by(back):
     return held
 
 
-def _if_held(value, held):
-    """``value`` if it is not an array, or ``held`` holds it (one level into sequences);
-    otherwise an ``Absent`` stand-in."""
-    if type(value) in (list, tuple):
-        return type(value)(_if_held(v, held) for v in value)
-    if (isinstance(value, np.ndarray) or wrapped(value)) and id(value) not in held:
-        return Absent(value.shape, value.dtype)
-    return value
-
-
 def _function_pullback(record, shadows, _):
     """The pullback of a pure rule: ``state`` is the rule's ``back``, the places of the
     arguments (None where none is differentiated), the ids of their memory, the buffers the
@@ -1253,9 +1258,11 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
     factor = 1.0 if growth is None or not written else float(growth(*values, **kwargs))
     kept = [None if i in writes else v for i, v in enumerate(values)]
     ran = []
+    held = {id(v) for v in values}
     record = record_write(
         primitive(name, rule), [t for _, t in written],
-        lambda: ran.append(run_rule(*values, **kwargs)), args, values, settings=kwargs or None,
+        lambda: ran.append(run_rule(*values, **kwargs)), args, values,
+        settings={k: _if_held(v, held) for k, v in kwargs.items()} or None,
         kept=kept, growth=factor, taken=False, undo_first=False,
         inverse=[None if i in checkpointed else _rule_restores for i, _ in written],
         pullback=_inplace_rule_pullback)
