@@ -21,8 +21,8 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..registry import definplace, deflinear, defjvp, defrule
-from ..tracing import (Traced, check_destination, checkpoint, copy_into, function_name, locate,
-                       overlaps, plain, record_write, unbroadcast, writes_into)
+from ..tracing import (Traced, check_destination, checkpoint, copy_into, locate, overlaps, plain,
+                       record_write, unbroadcast, writes_into)
 from ..views import wrapped
 from ._helpers import accumulator, gather_cotangent
 
@@ -415,13 +415,11 @@ definplace((np.add, "at"))(_unbuffered(np.add, +1))
 definplace((np.subtract, "at"))(_unbuffered(np.subtract, -1))
 
 
-def _same_write_on_tangents(call, values_at, accumulates=False, name=None):
+def _same_write_on_tangents(call, name, values_at, accumulates=False):
     """Forward mode's rule of ``call``, which writes into its first argument values (argument
     ``values_at``) that enter linearly, at given indices or under a mask: the same write into
     the target's tangent, with the values' tangent (zeros where they carry none). An
     accumulating write (``ufunc.at``) of constants leaves the tangent as it was."""
-    name = name or function_name(call)
-
     def jvp(tangents, *args, **kwargs):
         if any(t is not None for i, t in enumerate(tangents) if i not in (0, values_at)):
             raise UnsupportedOperationError(
@@ -448,10 +446,10 @@ def _same_write_on_tangents(call, values_at, accumulates=False, name=None):
 
 for _func, _values_at in ((np.put, 2), (np.place, 2), (np.putmask, 2), (np.put_along_axis, 2),
                           (np.copyto, 1), (np.fill_diagonal, 1)):
-    defjvp(_func)(_same_write_on_tangents(_func, _values_at))
+    defjvp(_func)(_same_write_on_tangents(_func, f"np.{_func.__name__}", _values_at))
 for _ufunc in (np.add, np.subtract):
-    defjvp((_ufunc, "at"))(_same_write_on_tangents(_ufunc.at, 2, accumulates=True,
-                                                   name=f"np.{_ufunc.__name__}.at"))
+    defjvp((_ufunc, "at"))(_same_write_on_tangents(_ufunc.at, f"np.{_ufunc.__name__}.at", 2,
+                                                   accumulates=True))
 del _func, _values_at, _ufunc
 
 
