@@ -119,3 +119,37 @@ def _scatter(x):
     y = x * 1.0
     y[[0, 2]] = x[[1, 3]]
     return y.sum()
+
+
+@mutad.adjoint
+def _doubled_plus(x, c):
+    return 2.0 * x + c
+
+
+@_doubled_plus.rule
+def _doubled_plus_rule(x, c):
+    return _doubled_plus(x, c), lambda dy: (2.0 * dy, None)  # holds neither x nor c
+
+
+@pytest.mark.parametrize("operation", [
+    lambda x, c: x + c,                                  # an elementwise rule that reads no input
+    _doubled_plus,                                       # a rule whose pullback holds neither
+    lambda x, c: np.add(x, [c, c]),                      # a sequence of constants
+], ids=["elementwise", "function", "sequence"])
+def test_a_record_keeps_alive_no_constant_its_pullback_does_not_read(operation):
+    import gc
+    import weakref
+
+    holder = [np.arange(3.0)]
+    refs = []
+
+    def f(x):
+        c = holder.pop()
+        refs.append(weakref.ref(c))
+        y = operation(x, c)
+        del c
+        return y.sum()
+
+    records, _ = _records(f, np.ones(3))
+    gc.collect()
+    assert records and refs[0]() is None
