@@ -10,8 +10,8 @@
 """
 
 from . import rules  # noqa: F401  (registers every rule family)
-from .api import (grad, gradient, hessian, hvp, jacobian, jvp, pullback, stop_gradient,
-                  value_and_grad, value_and_gradient)
+from .api import (grad, gradient, hessian, hvp, jacobian, jvp, make_tape, pullback,
+                  stop_gradient, value_and_grad, value_and_gradient)
 from .errors import MutadError
 from .allocation import plain_allocation
 from .trees import register_pytree
@@ -20,6 +20,7 @@ from . import errors, linalg, testing
 from .testing import check_grads, check_jvp
 
 __all__ = ["MutadError", "adjoint", "check_grads", "check_jvp", "errors", "grad", "gradient",
-           "hessian", "hvp", "inplace_adjoint", "jacobian", "jvp", "linalg", "plain_allocation",
+           "hessian", "hvp", "inplace_adjoint", "jacobian", "jvp", "linalg", "make_tape",
+           "plain_allocation",
            "pullback", "register_pytree", "stop_gradient", "testing", "value_and_grad",
            "value_and_gradient"]

@@ -21,7 +21,8 @@ from .arraylike import stands_for_scalar
 from .levels import ACTIVE, Tracer
 from .shadows import Buffer, Shadows
 from .tape import POLICIES
-from .tracing import ReverseTape, Traced, active, check_constants, fresh, thaw, view_of
+from .tracing import (ReverseTape, Traced, active, check_constants, fresh, place_of, thaw,
+                      view_of)
 from .trees import check_leaf, flatten, is_float_array, is_float_scalar
 from .views import owner, owner_view, same_region, spans, wrapped
 
@@ -411,6 +412,44 @@ def pullback(f, *args, policy="restore"):
 
     weakref.finalize(back, thaw, run.tape)  # a back never called still releases the constants
     return rebuild(plain), back
+
+
+def make_tape(f, *args, **kwargs):
+    """The program mutad records for ``f(*args, **kwargs)``, as JAX's ``make_jaxpr`` shows
+    JAX's: ``str()`` of the result is a Wengert list, one line per record, with its outputs,
+    primitive, inputs, the bytes it keeps for the reverse pass and how its write is undone.
+    Buffers are named ``%0``, ``%1``, ... in order of appearance, the arguments' first; views
+    are shown as regions of their buffer. ``f`` runs once, and the caller's arrays come back
+    as they were; no gradient is computed. The records are in ``.records``.
+
+    >>> import numpy as np, mutad
+    >>> def step(u, v):
+    ...     u += 0.1 * v
+    ...     return (u * u).sum()
+    >>> print(mutad.make_tape(step, np.ones(3), np.ones(3)))
+    step(%0: f64[3], %1: f64[3]):
+      %2 = np.multiply(0.1, %1)         0 B
+      %0 <- np.add(%0, %2)             24 B  inverse
+      %3 = np.multiply(%0, %0)          0 B
+      %4 = np.sum(%3)                   0 B
+      return %4
+    """
+    from .listing import TapeListing
+
+    run = Run("restore")
+    try:
+        *traced_args, traced_kwargs = run.wrap((*args, kwargs))
+        y = run.call(f, traced_args, traced_kwargs)
+        outputs, _ = flatten(y)
+        places = [place_of(t) if type(t) is Traced and t.tape is run.tape else None
+                  for t in outputs]
+        arguments = [None if t is None or type(t) is not Traced else t.buffer
+                     for t in run.traced]
+        memory = [id(owner(t.value)) for t in run.traced if type(t) is Traced]
+        return TapeListing(getattr(f, "__name__", "f"), list(run.tape.records), arguments,
+                           places, memory)
+    finally:
+        run.restore()
 
 
 

@@ -283,8 +283,6 @@ def apply_function(func, args, kwargs, level):
     primals, tangents = _split_call(function_name(func), args, kwargs, level)
     rule = JVPS.get(func)
     if rule is None:
-        if func in WRITES:
-            return _write_function(func, args, kwargs, level)
         if func in NONDIFF:
             return func(*primals, **kwargs)
         raise UnsupportedFunctionError(
@@ -327,44 +325,6 @@ def _assign(target, value, level, name):
     dual.value[...] = value_primal
     dual.tangent[...] = 0.0 if value_tangent is None else value_tangent
     return dual
-
-
-# Functions that write into their first argument values that enter linearly (at given indices
-# or under a mask): forward mode does the same write into the primal and into the tangent.
-# Each entry names the position of the values.
-WRITES = {
-    (np.add, "at"): 2,
-    (np.subtract, "at"): 2,
-    np.put: 2,
-    np.place: 2,
-    np.putmask: 2,
-    np.put_along_axis: 2,
-    np.copyto: 1,
-    np.fill_diagonal: 1,
-}
-
-ACCUMULATES = {(np.add, "at"), (np.subtract, "at")}
-
-
-def _write_function(func, args, kwargs, level):
-    """An in-place function of ``WRITES``: the same write into the primal and the tangent."""
-    where = WRITES[func]
-    call = getattr(*func) if type(func) is tuple else func
-    name = function_name(call)
-    pairs = [_split(x, level) for x in args]
-    primals = [p for p, _ in pairs]
-    values_tangent = pairs[where][1] if where < len(pairs) else None
-    if any(t is not None for i, (_, t) in enumerate(pairs) if i not in (0, where)):
-        raise UnsupportedOperationError(f"{name}: only its target and values may carry tangents.")
-    target = _target(args[0], level, values_tangent is not None, name)
-    call(*primals, **kwargs)
-    if target is None or (values_tangent is None and func in ACCUMULATES):
-        return None  # adding constants leaves the tangent as it was
-    moved = [target.tangent, *primals[1:]]
-    if where < len(moved):
-        moved[where] = 0.0 if values_tangent is None else values_tangent
-    call(*moved, **kwargs)
-    return None
 
 
 # ----------------------------------------------------------------------------------------------

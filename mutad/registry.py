@@ -171,6 +171,7 @@ def padded(rule, leading=None):
     @functools.wraps(rule)
     def rule_of_all_arguments(*args, **kwargs):
         y, back = rule(*args, **kwargs)
+        count = len(args)  # not the arguments: the pullback must not keep them alive
 
         def back_of_all_arguments(dy):
             cotangents = tuple(back(dy))
@@ -178,7 +179,7 @@ def padded(rule, leading=None):
                 name = getattr(rule, "__qualname__", repr(rule))
                 raise TypeError(f"the rule {name} declares leading={leading} but "
                                 f"its back returned {len(cotangents)} cotangents")
-            return cotangents[:len(args)] + (None,) * (len(args) - len(cotangents))
+            return cotangents[:count] + (None,) * (count - len(cotangents))
 
         return y, back_of_all_arguments
 

@@ -149,17 +149,22 @@ class Shadows:
         entry = self.entries.pop(buffer.key, None)
         return None if entry is None else entry[1]
 
-    def take(self, place):
-        """Read the cotangent of the values an in-place write left at ``place``, and zero it
-        there: those values are gone once the write is undone. Returns an array the caller
-        owns, or None if no gradient reached the buffer."""
-        if place.whole:
+    def take(self, place, key=None):
+        """Read the cotangent of the values an in-place write left at ``place`` (at the
+        advanced index or mask ``key`` within it, if given), and zero it there: those values
+        are gone once the write is undone. Returns an array the caller owns, or None if no
+        gradient reached the buffer."""
+        if place.whole and key is None:
             return self.pop(place.buffer)
         view = self.get(place)
         if view is None:
             return None
-        dy = view.copy()
-        view[...] = 0
+        if key is None:
+            dy = view.copy()
+            view[...] = 0
+        else:
+            dy = view[key]  # an advanced index: a copy
+            view[key] = 0
         return dy
 
     def add(self, place, g, owned=False):

@@ -1,9 +1,11 @@
 """The tape of one differentiation, and the invariant that makes mutation safe.
 
-A tape is the list of records of one differentiation, in forward order. A record is a callable
-``back(shadows)`` that, when replayed, does three things for one operation: puts back the bytes
-the operation overwrote (if it wrote in place), reads the cotangent of what it produced from the
-shadows, and accumulates the cotangents of its inputs into their shadows.
+A tape is the list of records of one differentiation, in forward order. A :class:`Record` is
+data: the operation's primitive, the places it read and wrote, the values it keeps, how its
+write is undone, and the recipe of what it produced (primitive, inputs, settings). Replaying a
+record does three things for one operation: puts back the bytes the operation overwrote (if it
+wrote in place), reads the cotangent of what it produced from the shadows, and accumulates the
+cotangents of its inputs into their shadows (its ``pullback``).
 
 Records are replayed newest first, and each in-place record puts back what it overwrote before
 its pullback reads any primal. By induction this gives the invariant the whole design rests on:
@@ -46,6 +48,108 @@ POLICIES = ("restore", "checkpoint")
 DRIFT_LIMIT = 1e4
 
 
+class Absent:
+    """An input of a record that it does not keep (a constant its pullback does not read):
+    described by what it looked like (``shape`` and ``dtype``, None where it has none), not
+    held, so the record keeps no memory for it."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = shape
+        self.dtype = dtype
+
+
+class Primitive:
+    """A rule as a record names it: ``rule(*inputs, **settings)`` returns ``(outputs,
+    pullback)``, so it recomputes the outputs from the record's recipe; printed as ``name``."""
+
+    __slots__ = ("name", "rule")
+
+    def __init__(self, name, rule):
+        self.name = name
+        self.rule = rule
+
+    def __repr__(self):
+        return self.name
+
+
+class Record:
+    """One operation of the recorded program.
+
+    * ``primitive``: what ran (a NumPy function or ufunc, a rule; printable);
+    * ``inputs``: its positional arguments: a place (a buffer or a region of one) for each
+      array the differentiation follows, else the constant itself (or an :class:`Absent`
+      stand-in when the record does not keep it); ``settings``: its keyword arguments (None:
+      none). With ``primitive`` they are the recipe of what it produced;
+    * ``outputs``: the buffers it created;
+    * ``kept``: the values it keeps (by input position, None where it keeps nothing), and
+      ``state``, whatever else its pullback reads;
+    * ``pullback(record, shadows, dy)``: accumulates the cotangents of the inputs, ``dy`` being
+      the cotangent a write took (None for a pure operation, which reads its outputs' shadows).
+
+    A pure operation writes nothing: it has no ``written`` place and no ``undo``.
+    """
+
+    __slots__ = ("primitive", "inputs", "settings", "outputs", "kept", "state", "pullback")
+
+    written = undo = undo_kind = taken = key = None
+    undo_first = True
+
+    def __init__(self, primitive, inputs, settings, outputs, kept, state, pullback):
+        self.primitive = primitive
+        self.inputs = inputs
+        self.settings = settings
+        self.outputs = outputs
+        self.kept = kept
+        self.state = state
+        self.pullback = pullback
+
+
+class Write(Record):
+    """A record of an operation that wrote in place. Besides a record's fields:
+
+    * ``written``: the place it wrote (a tuple of places for several);
+    * ``undo``: the callable that puts back the bytes it overwrote, and ``undo_kind``:
+      ``"inverse"`` (computed back), ``"partial"`` (the inverse, then the few elements it could
+      not give back copied back), ``"checkpoint"`` (the region copied back);
+    * ``taken``: the place whose cotangent (of the values the write left) is read and zeroed
+      before the write is undone, at ``key`` within it (None: all of it); None if the write
+      passes the target's cotangent through;
+    * ``undo_first``: whether the pullback reads the inputs as they were before the write (so
+      the undo runs first) or the values the write left (the undo runs after it).
+    """
+
+    __slots__ = ("written", "undo", "undo_kind", "taken", "key", "undo_first")
+
+    def __init__(self, primitive, inputs, settings, kept, state, pullback, written, undo,
+                 undo_kind, taken=None, key=None, undo_first=True):
+        Record.__init__(self, primitive, inputs, settings, (), kept, state, pullback)
+        self.written = written
+        self.undo = undo
+        self.undo_kind = undo_kind
+        self.taken = taken
+        self.key = key
+        self.undo_first = undo_first
+
+    def reverse(self, shadows):
+        """Take the cotangent of the values written, undo the write and run the pullback, in
+        the order the record states."""
+        undo = self.undo
+        dy = None
+        if self.taken is not None:
+            dy = shadows.take(self.taken, self.key)
+            if dy is None:  # no gradient reached the values it wrote
+                undo()
+                return
+        if self.undo_first:
+            undo()
+        if self.pullback is not None:
+            self.pullback(self, shadows, dy)
+        if not self.undo_first:
+            undo()
+
+
 class Tape:
     """The records of one differentiation, and the policy for putting overwritten bytes back."""
 
@@ -57,9 +161,10 @@ class Tape:
         self.guards = {}
         self.drift = {}
 
-    def record(self, back):
-        """Append a record: ``back(shadows)`` is called once, during the replay."""
-        self.records.append(back)
+    def record(self, record):
+        """Append a :class:`Record` (a :class:`Write` for an in-place operation); the replay
+        reverses it once."""
+        self.records.append(record)
 
     def guard(self, key, save):
         """Run ``save()`` once, just before the first write to the buffer named ``key``.
@@ -100,8 +205,12 @@ class Tape:
         return checkpoint()
 
     def replay(self, shadows):
-        """Run every record's ``back`` newest first; each record is dropped as soon as it ran,
-        so the buffers only it kept alive are freed during the replay, not after it."""
+        """Reverse every record newest first; each record is dropped as soon as it ran, so the
+        buffers only it kept alive are freed during the replay, not after it."""
         records = self.records
         while records:
-            records.pop()(shadows)
+            record = records.pop()
+            if record.undo is None:  # a pure operation
+                record.pullback(record, shadows, None)
+            else:
+                record.reverse(shadows)

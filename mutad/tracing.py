@@ -12,12 +12,14 @@ Every call takes one of four paths:
 * pure: run the rule on plain values, wrap a fresh result, record its pullback. A result that
   views an input's memory is a view: it shares the input's buffer and records nothing, since
   its shadow is the same view of the input's shadow.
-* in-place (``out=``, augmented assignment, slice assignment): decide how the overwritten bytes
-  will be put back (``Tape.undo_for``), write, and record a pullback that reads the cotangent of
-  the new values from the target's shadow and zeroes it there (``Shadows.take``), undoes the
-  write, then runs the rule's pullback.
-* indexing (``x[key]``, ``x[key] = v``), handled by ``rules/indexing.py`` through the same
-  paths: basic indexing gives views, assignment to them is the in-place path.
+* in-place (``out=``, augmented assignment, slice assignment, scatters, the functions that
+  write into an argument, in-place custom rules), all through ``record_write``: decide how the
+  overwritten bytes will be put back (``Tape.undo_for``), write, and record a ``tape.Write``
+  whose replay reads the cotangent of the new values from the target's shadow and zeroes it
+  there (``Shadows.take``), undoes the write, then runs the rule's pullback.
+* indexing (``x[key]``, ``x[key] = v``): the engine's own view and assignment semantics
+  (``getitem``, ``setitem``), through the same paths: basic indexing gives views, assignment
+  to them is the in-place path.
 * non-differentiable: run on plain values, return plain results.
 
 Differentiations nest. Each has a level (``levels.LEVELS``), and an operation belongs to the
@@ -39,6 +41,7 @@ from .arraylike import (ArrayMethods, conversion_error, install_operators, lost_
                         untraced_write)
 from .errors import (
     ConstantModifiedError,
+    MutadError,
     RuleError,
     ReadOnlyError,
     UnsupportedArrayError,
@@ -52,10 +55,10 @@ from .products import CHUNK, times_partial
 from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule,
                        NoClosedForm)
 from .shadows import Buffer, Place, overlapping
-from .tape import Tape
+from .tape import Absent, Primitive, Record, Tape, Write
 from .trees import unsupported_array
-from .views import (address, itself, may_overlap, memory, overlaps_itself, owner, owner_view,
-                    same_region, strided, views, wrapped)
+from .views import (address, byte_span, itself, may_overlap, memory, overlaps_itself, owner,
+                    owner_view, same_region, strided, views, wrapped)
 
 CONSTANT = ElementwiseRule((None, None, None))
 """The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
@@ -305,10 +308,28 @@ def thaw(tape):
     tape.sums.clear()
 
 
-def checkpoint(region):
-    """Save ``region`` before it is overwritten; return the callable that copies it back."""
-    saved = region.copy()
-    return lambda: np.copyto(region, saved)
+class CopyBack:
+    """The undo of a checkpointed write: the saved bytes of ``region`` (at ``key`` within it,
+    an advanced index or mask, if given), copied back when called."""
+
+    __slots__ = ("region", "key", "saved")
+
+    def __init__(self, region, key=None):
+        self.region = region
+        self.key = key
+        self.saved = region.copy() if key is None else region[key]  # an advanced index copies
+
+    def __call__(self):
+        if self.key is None:
+            np.copyto(self.region, self.saved)
+        else:
+            self.region[self.key] = self.saved  # repeated indices all get the same original
+
+
+def checkpoint(region, key=None):
+    """Save ``region`` (``region[key]``) before it is overwritten; return the callable that
+    copies it back."""
+    return CopyBack(region, key)
 
 
 def fresh(y, tape):
@@ -390,26 +411,23 @@ def values_at(tree, tape):
     return tree
 
 
-def write_constant(tape, target, key, write):
+def write_constant(tape, target, key, write, primitive=None, inputs=()):
     """Run ``write()``, which writes constants into ``target[key]`` (``key`` None: all of it),
     a constant of ``tape``. If a record already read its buffer, the bytes about to be
     overwritten are saved and put back in the replay, so that record reads them again."""
-    if target.buffer.read:
-        value = target.value
-        if key is None:
-            restore = checkpoint(value)
-        else:
-            region = value[key]
-            if views(region, value):
-                restore = checkpoint(region)
-            else:  # an advanced index, or one element: a copy of what it selects
-                saved = np.copy(region)
-
-                def restore():
-                    value[key] = saved
-
-        tape.record(lambda shadows: restore())
-    write()
+    if not target.buffer.read:
+        write()
+        return
+    value = target.value
+    if key is None:
+        save = lambda: checkpoint(value)  # noqa: E731
+    else:
+        region = value[key]
+        if views(region, value):
+            save = lambda: checkpoint(region)  # noqa: E731
+        else:  # an advanced index, or one element: a copy of what it selects
+            save = lambda: checkpoint(value, key)  # noqa: E731
+    record_write(primitive, target, write, inputs, checkpoint=save, taken=False)
 
 
 def on_constants(call, args, kwargs, tape, written=()):
@@ -436,11 +454,51 @@ def locate(x, tape):
     read. None for anything else (constants, arrays of outer differentiations)."""
     if type(x) is not Traced or x.tape is not tape or x.buffer.constant:
         return None
+    return place_of(x)
+
+
+def place_of(x):
+    """The place of traced ``x`` in its buffer (a constant's too), holding none of its memory."""
     if x.whole:
         return x.buffer  # a buffer is the place of all of itself
     value = x.value
     return Place(x.buffer, False, address(value) - x.buffer.low, value.shape, value.strides,
                  value.dtype)
+
+
+def recipe(inputs, values, kept, tape):
+    """The inputs of a record, as its recipe names them: the place of each array ``tape``
+    follows (its constants included), the value of each other input the record keeps
+    (``kept[i]`` not None) or that is not an array (a number, a setting), and an ``Absent``
+    stand-in for an array it does not keep, so that the record holds no memory the
+    pullback does not read."""
+    named = []
+    for i, x in enumerate(inputs):
+        if type(x) is Traced and x.tape is tape:
+            named.append(x.buffer if x.whole else place_of(x))
+        elif type(x) in (list, tuple) and kept is not None and kept[i] is not None:
+            named.append(type(x)(recipe(x, kept[i], kept[i], tape)))  # concatenate's arrays
+        elif kept is not None and kept[i] is not None:
+            named.append(kept[i])
+        else:
+            named.append(_if_held(values[i], ()))
+    return named
+
+
+SETTINGS = (int, float, complex, str, bytes, slice, type(None), type(Ellipsis), np.generic,
+            np.dtype, type)
+"""Values a record may hold whatever its pullback reads: numbers and settings, which keep no
+array alive."""
+
+
+def _if_held(value, held):
+    """``value`` if it is a number or a setting, or ``held`` (ids) holds it; else an ``Absent``
+    stand-in (one level into lists and tuples)."""
+    if type(value) in (list, tuple):
+        return type(value)(_if_held(v, held) for v in value)
+    if isinstance(value, SETTINGS) or id(value) in held:
+        return value
+    return Absent(getattr(value, "shape", None), getattr(value, "dtype", None))
 
 
 def _add_all(shadows, rows, primals):
@@ -502,7 +560,8 @@ def _read_by_partials(values, read):
     return [v if i in read else None for i, v in enumerate(values)]
 
 
-def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
+def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
+    """``ufunc(*inputs, out=out, **kwargs)`` with ``ufunc``'s rule (or ``rule``, given)."""
     if out is None:
         tape, values, pattern = _unwrap(inputs)
     else:  # the target takes part in choosing the level
@@ -517,7 +576,8 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
         raise UnsupportedOperationError(
             f"np.{ufunc.__name__}(..., where=...) on traced arrays: compute both branches and "
             "select with np.where(mask, new, old) instead.")
-    rule = UFUNCS.get(ufunc)
+    if rule is None:
+        rule = UFUNCS.get(ufunc)
     if rule is None and ufunc in FUNCTIONS:  # generalized ufuncs (matmul) have function rules
         if out is not None:
             kwargs["out"] = out
@@ -542,18 +602,21 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None):
     for i, v in enumerate(read):
         if pattern >> i & 1 == 0:
             keep(tape, inputs[i], v)
+    named = recipe(inputs, values, read, tape)
     if rule.decide is not None:
         read = [*read, rule.decide(*values)]
-    places = [locate(x, tape) for x in inputs]
-    buffer = yt.buffer
-
-    def back(shadows):
-        dy = shadows.pop(buffer)
-        if dy is not None:
-            _elementwise_cotangents(shadows, rule, dy, y, places, read, traced)
-
-    tape.record(back)
+    tape.record(Record(ufunc, named, kwargs or None, (yt.buffer,), read, (rule, y, traced),
+                       _elementwise_pullback))
     return yt
+
+
+def _elementwise_pullback(record, shadows, _):
+    """The pullback of a pure elementwise operation: ``state`` is (rule, output value if the
+    partials read it, the differentiated inputs' positions)."""
+    dy = shadows.pop(record.outputs[0])
+    if dy is not None:
+        rule, y, traced = record.state
+        _elementwise_cotangents(shadows, rule, dy, y, record.inputs, record.kept, traced)
 
 
 def _ufunc_on_constants(ufunc, inputs, values, out, kwargs, tape):
@@ -692,6 +755,79 @@ def check_destination(target, what):
         "result depends on the order of the writes. Write into the base array instead.")
 
 
+def record_write(primitive, target, write, inputs=(), values=None, *, settings=None, kept=None,
+                 inverse=None, is_safe=None, growth=1.0, exactly=None, checkpoint=None,
+                 inverse_reads=(), pullback=None, state=None, taken=True, key=None,
+                 undo_first=True):
+    """The one in-place path: ``write()`` overwrites (part of) ``target``, an array of its tape
+    (or several: a list, with a list of ``inverse``), and the write is recorded.
+
+    In order: decide how the overwritten bytes will be put back (``Tape.undo_for``):
+    ``inverse()`` where ``is_safe()`` and the error ``growth`` allow, made exact element by
+    element by ``exactly(inverse)`` (elementwise writes), else ``checkpoint()``, which saves
+    the region about to be overwritten (default: all of ``target``); save the caller's bytes
+    before their first write (``Tape.before_write``); write; keep the constants the record
+    reads unchanged (``kept``: per input of ``inputs``, the value the pullback reads or None;
+    ``inverse_reads``: the positions the inverse reads, whose values the record keeps too when
+    it is undone by the inverse); record. The replay reads and zeroes
+    the cotangent of the new values at ``taken`` (the target's place, at ``key`` within it;
+    ``taken=False``: the target's cotangent passes through), undoes the write and runs
+    ``pullback(record, shadows, dy)``, before the undo if not ``undo_first``.
+
+    ``state`` is whatever else the pullback reads. Returns the record.
+    """
+    several = type(target) is list
+    targets = target if several else [target]
+    tape = targets[0].tape if targets else innermost(inputs)
+    undos, kinds = [], []
+    for t, inv in zip(targets, inverse if several else [inverse], strict=True):
+        save = checkpoint or (lambda t=t: CopyBack(t.value))
+        undo = tape.undo_for(inv, is_safe, save, t.buffer.key, growth,
+                             t.whole and checkpoint is None)
+        kind = "inverse" if undo is inv else "checkpoint"
+        if undo is inv and exactly is not None:
+            undo = exactly(undo)
+            kind = ("inverse" if undo is inv else "checkpoint" if type(undo) is CopyBack
+                    else "partial")
+        undos.append(undo)
+        kinds.append(kind)
+    for t in targets:
+        tape.before_write(t.buffer.key)
+    write()
+    inverting = any(kind != "checkpoint" for kind in kinds)
+    held = kept
+    if values is not None:
+        if inverting and inverse_reads:
+            held = list(kept) if kept is not None else [None] * len(values)
+            for i in inverse_reads:
+                held[i] = values[i]
+        for i, x in enumerate(inputs):
+            if held is not None and held[i] is not None and not (
+                    type(x) is Traced and x.tape is tape and not x.buffer.constant):
+                keep(tape, x, values[i])
+    places = [place_of(t) for t in targets]
+    record = Write(primitive, recipe(inputs, values, held, tape) if values is not None else [],
+                   settings, held, state, pullback, tuple(places) if several else places[0],
+                   undos[0] if len(undos) == 1 else _Undos(undos),
+                   ", ".join(sorted(set(kinds))) or "none", places[0] if taken else None, key,
+                   undo_first)
+    tape.record(record)
+    return record
+
+
+class _Undos:
+    """The undo of a write into several arrays: each one's, in turn."""
+
+    __slots__ = ("undos",)
+
+    def __init__(self, undos):
+        self.undos = undos
+
+    def __call__(self):
+        for undo in self.undos:
+            undo()
+
+
 def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     traced, reads = _differentiable(ufunc, rule, pattern, len(inputs))
     if type(out) is not Traced or out.tape is not tape:
@@ -700,16 +836,19 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
         return ufunc(*values, out=out, **kwargs)
     tape = active(tape)
     check_destination(out, ufunc)
+    primitive = assign if rule is ASSIGNMENT else ufunc
     if out.buffer.constant:
         if not traced:  # constants only: what gradient reaches them goes nowhere
-            write_constant(tape, out, None, lambda: ufunc(*values, out=out.value, **kwargs))
+            write_constant(tape, out, None, lambda: ufunc(*values, out=out.value, **kwargs),
+                           primitive, inputs)
             return out
         out.buffer.constant = False  # it now holds values that depend on the arguments
     target = out.value
     position = next((i for i, x in enumerate(inputs)
                      if type(x) is Traced and x.buffer is out.buffer
                      and same_region(x.value, target)), None)
-    inverse = None
+    inverse = exactly = None
+    is_safe, growth = None, 1.0
     if position is not None and position < len(rule.inverse) and rule.inverse[position]:
         others = [v for i, v in enumerate(values) if i != position]
         invert = rule.inverse[position]
@@ -721,42 +860,41 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
             return (not any(_may_overlap(out, x) for i, x in enumerate(inputs) if i != position)
                     and rule.is_safe(others))
 
-        growth = 1.0 if rule.growth is None else (lambda: rule.growth(target, others))
-    else:
-        is_safe, growth = None, 1.0
-    undo = tape.undo_for(inverse, is_safe, lambda: checkpoint(target), out.buffer.key,
-                         growth, out.whole)
-    if undo is inverse:
-        undo = _exactly(undo, ufunc, invert, target, values, position, kwargs)
-    tape.before_write(out.buffer.key)
+        def exactly(inverse):
+            return _exactly(inverse, ufunc, invert, target, values, position, kwargs)
+
+        if rule.growth is not None:
+            growth = lambda: rule.growth(target, others)  # noqa: E731
     # From the inputs as they are before the write (the target may be one of them).
     decision = rule.decide(*values) if rule.decide is not None and traced else None
-    ufunc(*values, out=target, **kwargs)
     recompute_y = "x" in rule.uses and "y" in rule.uses
-    read = values if recompute_y else _read_by_partials(values, reads)
-    for i, v in enumerate(values):  # keep the untraced operands the replay will read
-        if pattern >> i & 1 == 0 and (read[i] is not None or (undo is inverse and i != position)):
-            keep(tape, inputs[i], v)
-    given = read if rule.decide is None else [*read, decision]
-    places = [locate(x, tape) for x in inputs]
-    target_place = locate(out, tape)
+    read = list(values) if recompute_y else list(_read_by_partials(values, reads))
+    if traced:
+        given = read if rule.decide is None else [*read, decision]
 
-    def back(shadows):
-        dy = shadows.take(target_place)
-        if dy is None or not traced:
-            undo()
-            return
-        if rule.uses == "y":
-            y = target
-        else:
-            undo()
-            y = ufunc(*read, **kwargs) if recompute_y else None
-        _elementwise_cotangents(shadows, rule, dy, y, places, given, traced)
-        if rule.uses == "y":
-            undo()
-
-    tape.record(back)
+        def pullback(record, shadows, dy):
+            y = target if rule.uses == "y" else (
+                ufunc(*read, **kwargs) if recompute_y else None)
+            _elementwise_cotangents(shadows, rule, dy, y, record.inputs, given, traced)
+    else:
+        pullback = None
+    record_write(primitive, out, lambda: ufunc(*values, out=target, **kwargs), inputs, values,
+                 settings=kwargs or None, kept=read, inverse=inverse, is_safe=is_safe,
+                 growth=growth, exactly=exactly,
+                 inverse_reads=[i for i in range(len(inputs)) if i != position],
+                 pullback=pullback, undo_first=rule.uses != "y")
     return out
+
+
+ASSIGNMENT = ElementwiseRule((ONE,), reads=((),), inverse=(lambda t, others: None,))
+"""The engine's own rule for assignment (``x[key] = v``, a function's ``out=``): NumPy copies
+``v`` into the target (``np.positive`` with ``out=``), and the cotangent passes back to ``v``.
+Assigning a region onto itself changes nothing, so its inverse does nothing."""
+
+
+def assign(target, value):
+    """``target[...] = value`` for the traced array ``target``, recorded as an assignment."""
+    return apply_ufunc(np.positive, (value,), target, None, ASSIGNMENT)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -795,7 +933,7 @@ def apply_function(name, rule, args, kwargs, tape=None):
     leaves = list(_leaves(args, tape))
     if not leaves:  # constants and plain values only: nothing to record
         result = constant_result(y, tape, args)
-        return result if out is None else apply_ufunc(np.positive, (result,), out=out)
+        return result if out is None else assign(out, result)
     # The pullback may read the untraced arguments: keep them as they are.
     for x, v in zip(args, values, strict=True):
         if not (type(x) is Traced and x.tape is tape and not x.buffer.constant):
@@ -812,40 +950,74 @@ def apply_function(name, rule, args, kwargs, tape=None):
         result = wrapped[0][0]
     created = [w.buffer if is_fresh else None for w, is_fresh in wrapped]
     if leaves and any(created):
-        _record_function(tape, back, args, created, multiple=isinstance(y, (tuple, list)))
+        _record_function(tape, name, rule, back, args, values, kwargs, created,
+                         multiple=isinstance(y, (tuple, list)))
     if out is not None:
         if isinstance(y, (tuple, list)):
             raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")
-        return apply_ufunc(np.positive, (result,), out=out)
+        return assign(out, result)
     return result
 
 
-def _record_function(tape, back, args, outputs, multiple):
+PRIMITIVES = {}
+
+
+def primitive(name, rule):
+    """The ``Primitive`` that names ``rule`` as ``name`` in records, one per pair."""
+    named = PRIMITIVES.get((name, rule))
+    if named is None:
+        named = PRIMITIVES[name, rule] = Primitive(name, rule)
+    return named
+
+
+def _record_function(tape, name, rule, back, args, values, kwargs, outputs, multiple):
     """Record a pure rule's ``back``: ``outputs`` are the buffers it created (None for other
     outputs); the record keeps places of the arguments, not the arguments."""
     places = [[locate(e, tape) for e in x] if type(x) in (list, tuple) else locate(x, tape)
               for x in args]
     primals = {id(owner(x.value)) for x in _leaves(args, tape)}
+    # The recipe names the constants the rule's pullback holds, and describes the others: the
+    # record keeps no memory the pullback does not.
+    held = _held_by(back)
+    kept = [_if_held(v, held) for v in values]
+    settings = {k: _if_held(v, held) for k, v in kwargs.items()} if kwargs else None
+    tape.record(Record(primitive(name, rule), recipe(args, values, kept, tape), settings,
+                       tuple(b for b in outputs if b is not None), None,
+                       (back, places, primals, outputs, multiple), _function_pullback))
 
-    def back_record(shadows):
-        dys = [None if b is None else shadows.pop(b) for b in outputs]
-        if all(dy is None for dy in dys):
-            return
-        if multiple:
-            cotangents = back(tuple(np.zeros(b.shape, b.dtype) if dy is None and b is not None
-                                    else dy for dy, b in zip(dys, outputs, strict=True)))
-        else:
-            cotangents = back(dys[0])
-        rows = []
-        for p, g in zip(places, cotangents, strict=True):
-            if type(p) is list:  # a sequence argument: one place per item
-                if g is not None:
-                    rows.extend((e, ge) for e, ge in zip(p, g, strict=True) if e is not None)
-            elif p is not None:
-                rows.append((p, g))
-        _add_all(shadows, rows, primals)
 
-    tape.record(back_record)
+def _held_by(back):
+    """The ids of the values the closure ``back`` holds."""
+    held = set()
+    for cell in getattr(back, "__closure__", None) or ():
+        try:
+            held.add(id(cell.cell_contents))
+        except ValueError:  # an empty cell
+            pass
+    return held
+
+
+def _function_pullback(record, shadows, _):
+    """The pullback of a pure rule: ``state`` is the rule's ``back``, the places of the
+    arguments (None where none is differentiated), the ids of their memory, the buffers the
+    rule created (None for other outputs), and whether it returned several outputs."""
+    back, places, primals, outputs, multiple = record.state
+    dys = [None if b is None else shadows.pop(b) for b in outputs]
+    if all(dy is None for dy in dys):
+        return
+    if multiple:
+        cotangents = back(tuple(np.zeros(b.shape, b.dtype) if dy is None and b is not None
+                                else dy for dy, b in zip(dys, outputs, strict=True)))
+    else:
+        cotangents = back(dys[0])
+    rows = []
+    for p, g in zip(places, cotangents, strict=True):
+        if type(p) is list:  # a sequence argument: one place per item
+            if g is not None:
+                rows.extend((e, ge) for e, ge in zip(p, g, strict=True) if e is not None)
+        elif p is not None:
+            rows.append((p, g))
+    _add_all(shadows, rows, primals)
 
 
 def _written(func, args, kwargs):
@@ -1019,7 +1191,7 @@ class Traced(ArrayMethods):
     def __getitem__(self, key):
         if self.buffer.constant:
             return constant_result(self.value[plain(key)], self.tape, (self,))
-        return INPLACE[operator.getitem](self, key)
+        return getitem(self, key)
 
     def __setitem__(self, key, value):
         if _deeper(value, self.tape):
@@ -1030,7 +1202,7 @@ class Traced(ArrayMethods):
                 write_constant(self.tape, self, key, lambda: self.value.__setitem__(key, value))
                 return
             self.buffer.constant = False  # a traced value written: it now depends on them
-        INPLACE[operator.setitem](self, key, value)
+        setitem(self, key, value)
 
     # operators (the binary ones: install_operators below) -----------------------------------
 
@@ -1084,35 +1256,37 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
     for _, t in written:  # the values written depend on the traced arguments
         t.buffer.constant = False
     factor = 1.0 if growth is None or not written else float(growth(*values, **kwargs))
-    undos = [tape.undo_for(None if i in checkpointed else _rule_restores, None,
-                           lambda t=t: checkpoint(t.value), t.buffer.key, factor, t.whole)
-             for i, t in written]
-    for _, t in written:
-        tape.before_write(t.buffer.key)
-    back, result = run_rule(*values, **kwargs)
-    for i, (x, v) in enumerate(zip(args, values, strict=True)):
-        if i not in writes:
-            keep(tape, x, v)
+    kept = [None if i in writes else v for i, v in enumerate(values)]
+    ran = []
+    held = {id(v) for v in values}
+    record = record_write(
+        primitive(name, rule), [t for _, t in written],
+        lambda: ran.append(run_rule(*values, **kwargs)), args, values,
+        settings={k: _if_held(v, held) for k, v in kwargs.items()} or None,
+        kept=kept, growth=factor, taken=False, undo_first=False,
+        inverse=[None if i in checkpointed else _rule_restores for i, _ in written],
+        pullback=_inplace_rule_pullback)
+    back, result = ran[0]
     if not callable(back):
         raise RuleError(f"the in-place rule of {name} must return its back function.")
-    places = [locate(x, tape) for x in args]
-
-    def back_record(shadows):
-        # Nested in another differentiation, the values are arrays it traces, and so must be
-        # the shadows the rule accumulates into: made like the values. A read-only argument
-        # whose elements share memory gets zeros to accumulate into, added up afterwards.
-        summed = [np.zeros_like(v) if p is not None and overlapping(p) else None
-                  for p, v in zip(places, values, strict=True)]
-        back(*(s if s is not None else None if p is None else shadows.of(p, like=v)
-               for p, v, s in zip(places, values, summed, strict=True)))
-        for p, s in zip(places, summed, strict=True):
-            if s is not None:
-                shadows.add(p, s)
-        for undo in undos:
-            undo()
-
-    tape.record(back_record)
+    record.state = (back, values, [locate(x, tape) for x in args])
     return _map_result(name, result, args, values, tape)
+
+
+def _inplace_rule_pullback(record, shadows, _):
+    """Run an in-place rule's ``back`` on the shadows of its arguments (``state``: ``back``,
+    the arguments' values, and the places of those it differentiates)."""
+    back, values, places = record.state
+    # Nested in another differentiation, the values are arrays it traces, and so must be the
+    # shadows the rule accumulates into: made like the values. A read-only argument whose
+    # elements share memory gets zeros to accumulate into, added up afterwards.
+    summed = [np.zeros_like(v) if p is not None and overlapping(p) else None
+              for p, v in zip(places, values, strict=True)]
+    back(*(s if s is not None else None if p is None else shadows.of(p, like=v)
+           for p, v, s in zip(places, values, summed, strict=True)))
+    for p, s in zip(places, summed, strict=True):
+        if s is not None:
+            shadows.add(p, s)
 
 
 def _rule_restores():
@@ -1134,3 +1308,248 @@ def _map_result(name, result, args, values, tape):
     raise UnsupportedOperationError(
         f"{name} returned a new float array from an in-place rule: its gradient would be lost. "
         "Return the arguments it wrote into, and give new outputs a pure rule (mutad.adjoint).")
+
+
+# ----------------------------------------------------------------------------------------------
+# Indexing and assignment: the engine's view and write semantics
+
+
+def writes_into(call, target, *values):
+    """Whether ``call``, writing ``values`` into ``target``, writes into an array a
+    differentiation traces; refuses to write a traced value into an array mutad does not trace."""
+    tape = innermost((target, *values))
+    if carries(values, tape):
+        if type(target) is not Traced or target.tape is not tape:
+            raise untraced_write(call)
+        target.buffer.constant = False  # a constant written with traced values is traced
+    return type(target) is Traced
+
+
+def overlaps(target, value, region=None):
+    """Whether the memory of the array ``value`` may overlap ``region`` of ``target`` (all of it
+    by default): traced by this differentiation, by an enclosing one (whose arrays a nested
+    one's arguments may be) or by none."""
+    return ((isinstance(value, np.ndarray) or wrapped(value))
+            and may_overlap(value, target.value if region is None else region))
+
+
+# ----------------------------------------------------------------------------------------------
+# Writes that copy elements: what NumPy does where the source overlaps the target or an index
+# repeats
+
+
+def _twins(target, source):
+    """Integer arrays with the shapes and relative memory layout of the plain arrays ``target``
+    and ``source`` (strides counted in items), over one scratch buffer: each element of
+    ``source`` holds its C-order position in ``source``, memory outside it holds -1. Operands
+    whose memory may overlap overlap there too; otherwise they lie side by side."""
+    spans = [byte_span(a) for a in (target, source)]
+    (target_low, target_count), (source_low, source_count) = spans
+    if np.may_share_memory(target, source):
+        size = target.itemsize
+        if source.itemsize != size or (target_low - source_low) % size:
+            raise UnsupportedOperationError(
+                "a write whose source overlaps its target with a different item layout (a "
+                "reinterpreted view): copy the source first (x[key] = v.copy()).")
+        low = min(target_low, source_low)
+        high = max(target_low + target_count * size, source_low + source_count * size)
+        starts = ((target_low - low) // size, (source_low - low) // size)
+        total = (high - low) // size
+    else:
+        starts, total = (0, target_count), target_count + source_count
+    scratch = np.full(total, -1, np.int64)
+    twins = []
+    for a, (low, _), start in zip((target, source), spans, starts, strict=True):
+        first = start + (address(a) - low) // a.itemsize
+        twins.append(np.ndarray(a.shape, scratch.dtype, scratch, first * scratch.itemsize,
+                                tuple(s // a.itemsize * scratch.itemsize for s in a.strides)))
+    twins[1][...] = np.arange(source.size).reshape(source.shape)
+    return twins
+
+
+def _provenance(write, target, source):
+    """Which elements ``write(target, source)`` changes in the plain array ``target``, and where
+    each new value comes from, as NumPy itself does it (reading overlapping elements before or
+    after writing them, keeping one of repeated indices): the same call runs on integer twins
+    of the operands that hold the source's element positions. Returns a mask of the changed
+    elements of ``target`` and, for each in C order, the C-order position of the element of
+    ``source`` whose value it took."""
+    target_twin, source_twin = _twins(target, source)
+    before = target_twin.copy()
+    write(target_twin, source_twin)
+    changed = target_twin != before
+    origins = target_twin[changed]
+    if np.any(origins < 0):
+        raise MutadError(
+            "a write copied values that do not come from its source, so mutad cannot tell what "
+            "it differentiates; copy the source first (x[key] = v.copy()).")
+    return changed, origins
+
+
+def _indexable(a):
+    """``a``, or its one-element 1-d view if it is 0-d, so element positions can index it."""
+    return a.reshape(1) if a.ndim == 0 else a
+
+
+def _elements(positions, shape):
+    """The advanced index of the elements at C-order ``positions`` of an array of ``shape``
+    (of its ``_indexable`` view)."""
+    return np.unravel_index(positions, shape or (1,))
+
+
+def _same_bits(a, b):
+    """Whether the arrays ``a`` and ``b`` of one dtype hold the same bits (NaNs and signed
+    zeros included)."""
+    if a.itemsize > 8:
+        return a.tobytes() == b.tobytes()
+    bits = np.dtype(f"u{a.itemsize}")
+    return np.array_equal(a.view(bits), b.view(bits))
+
+
+def copy_into(primitive, target, value, write):
+    """``write(target, value)``, a NumPy call that copies elements of ``value`` into the traced
+    ``target`` (assignment, copyto, put, place, putmask, put_along_axis), recorded as the gather
+    NumPy performed: each changed element takes the cotangent back to the element of ``value``
+    it came from. The changed elements are checkpointed: an inverse would read its own target."""
+    tape = active(target.tape)
+    here = type(value) is Traced and value.tape is tape
+    source = value.value if here else value
+    layout = memory(source) if isinstance(source, np.ndarray) or wrapped(source) \
+        else np.asarray(source)
+    changed, origins = _provenance(write, memory(target.value), layout)
+    checked = not (wrapped(target.value) or wrapped(source))
+    if checked:
+        expected = np.take(layout, origins)  # before the write, which may overwrite the source
+
+    def checked_write():
+        write(target.value, source)
+        if checked:
+            written = target.value[changed]
+            if not _same_bits(written, expected.astype(written.dtype, copy=False)):
+                raise MutadError(
+                    "NumPy wrote other values than it wrote into integer labels laid out as the "
+                    "operands, so mutad cannot tell which elements it copied; copy the source "
+                    "first (x[key] = v.copy()) and remove repeated indices (np.unique).")
+
+    shape = layout.shape
+    source_place = locate(value, tape)
+    if source_place is None or not origins.size:
+        pullback = None  # a constant, or nothing written: nothing to keep for the replay
+    else:
+        if layout.size <= np.iinfo(np.int32).max:
+            origins = origins.astype(np.int32)  # kept until the replay: half the memory
+
+        def pullback(record, shadows, dy):
+            # Several elements may come from one: each adds its share.
+            np.add.at(_indexable(shadows.of(source_place, like=dy)),
+                      _elements(origins, shape), dy)
+
+    record_write(primitive, target, checked_write, (target, value), (target.value, source),
+                 kept=[None, None], checkpoint=lambda: CopyBack(target.value, changed),
+                 key=changed, pullback=pullback, state=origins if pullback else None)
+
+
+# ----------------------------------------------------------------------------------------------
+# x[key] and x[key] = value: views, gathers and scatters (the engine's, not rules)
+
+
+def _has_integer_array(key):
+    items = key if type(key) is tuple else (key,)
+    return any(isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype.kind in "iu"
+               for k in items)
+
+
+def _repeats(x, key):
+    """Whether the advanced index ``key`` names an element of ``x`` more than once (negative
+    indices count from the end, so ``[0, -n]`` repeats too)."""
+    if not _has_integer_array(key):
+        return False
+    written = np.zeros(x.shape, bool)
+    written[key] = True
+    return np.count_nonzero(written) < written[key].size
+
+
+def getitem(x, key):
+    """``x[key]``: a view for basic indexing (no record), else a gather."""
+    tape = active(x.tape)
+    key = plain(key)
+    y = x.value[key]
+    if views(y, x.value):
+        return view_of(x, y, tape)
+    yt = fresh(y, tape)
+    source = locate(x, tape)
+    freeze(tape, key)
+    tape.record(Record(operator.getitem, [source, key], None, (yt.buffer,), None,
+                       _has_integer_array(key) or overlapping(source), _gather_pullback))
+    return yt
+
+
+def _gather_pullback(record, shadows, _):
+    """``x[key]``'s pullback adds the cotangent back where each element came from; ``state``
+    says an element may have come from one place several times (repeated indices, a view
+    whose elements share memory), each adding its share."""
+    dy = shadows.pop(record.outputs[0])
+    if dy is None:
+        return
+    source, key = record.inputs
+    if record.state:
+        shadows.add_at(source, key, dy)
+    else:
+        region = shadows.of(source, like=dy)
+        region[key] += dy
+
+
+def setitem(x, key, value):
+    """``x[key] = value``: the core's in-place path on the view ``x[key]``, or a scatter; NumPy's
+    own assignment where the value overlaps its target or an index repeats."""
+    tape = active(x.tape)
+    writes_into("x[key] = value", x, value)
+    check_destination(x, "x[key] = value")
+    key = plain(key)
+    region = x.value[key]
+    if views(region, x.value) or getattr(region, "ndim", 0) == 0:
+        element = not views(region, x.value)
+        if element:  # x[i] = v with a scalar element: a 0-d view
+            region = x.value[(key if type(key) is tuple else (key,)) + (Ellipsis,)]
+        else:
+            value = _without_leading_ones(value, region.ndim)
+        if type(value) is Traced and value.tape is tape and same_region(value.value, region):
+            return  # `x[k] += v` ends by assigning the updated view onto itself: nothing to do
+        if not overlaps(x, value, region):
+            assign(view_of(x, region, tape), value)
+        elif element:  # NumPy's own rules for assigning one element
+            copy_into(operator.setitem, x, value, lambda t, v: operator.setitem(t, key, v))
+        else:  # x[key] = v is view[...] = v: only the view's memory is asked about
+            copy_into(operator.setitem, view_of(x, region, tape), value,
+                      lambda t, v: operator.setitem(t, Ellipsis, v))
+    elif overlaps(x, value) or _repeats(x.value, key):
+        copy_into(operator.setitem, x, value, lambda t, v: operator.setitem(t, key, v))
+    else:
+        _scatter(tape, x, key, value)
+
+
+def _without_leading_ones(value, ndim):
+    """``value`` without the leading length-1 axes that NumPy's assignment drops to fit a
+    target of ``ndim`` axes (``x[0, ...] = v[1:2]``), which a ufunc's ``out=`` would refuse."""
+    shape = value.shape if hasattr(value, "shape") else np.shape(value)
+    drop = 0
+    while len(shape) - drop > ndim and shape[drop] == 1:
+        drop += 1
+    return np.reshape(value, shape[drop:]) if drop else value
+
+
+def _scatter(tape, x, key, value):
+    """``x[key] = value`` with an advanced index naming each element once, its value apart from
+    ``x``: checkpoint the region, write, record."""
+    here = type(value) is Traced and value.tape is tape
+    target = x.value
+    source = value.value if here else value
+    value_place = locate(value, tape)
+
+    def pullback(record, shadows, dy):
+        shadows.add(value_place, unbroadcast(dy, value_place.shape), owned=True)
+
+    record_write(operator.setitem, x, lambda: target.__setitem__(key, source), (x, key, value),
+                 (target, key, source), kept=[None, key, None],
+                 checkpoint=lambda: CopyBack(target, key), key=key,
+                 pullback=None if value_place is None else pullback)

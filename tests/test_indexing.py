@@ -7,7 +7,7 @@ import pytest
 import mutad
 from cases import SampledCase, arguments, case_id, curved, fixed, normal
 from mutad import tape as tape_module
-from mutad.rules import indexing as indexing_rules
+from mutad import tracing
 from mutad.trees import flatten
 
 POLICIES = ("restore", "checkpoint")
@@ -694,8 +694,8 @@ def test_a_write_numpy_performs_otherwise_than_on_labels_is_refused(monkeypatch)
         changed, origins = provenance(write, target, source)
         return changed, (origins + 1) % source.size
 
-    provenance = indexing_rules._provenance
-    monkeypatch.setattr(indexing_rules, "_provenance", shifted_provenance)
+    provenance = tracing._provenance
+    monkeypatch.setattr(tracing, "_provenance", shifted_provenance)
     x = np.arange(1.0, 6.0)
     with pytest.raises(mutad.MutadError, match="labels"):
         mutad.gradient(lambda x: assign_strided_from_prefix(x).sum(), x)

@@ -10,7 +10,8 @@ The layers, lowest first (CONTRIBUTING.md, "Architecture", says what each holds)
     2  arraylike products                  the array layer both engines share
     3  tracing | forward                   the engines, reverse and forward: apart
     4  custom rules rules.*                rules, and the functions users give rules to
-    5  api testing linalg scipy scipy.*    what users call
+    5  api listing testing linalg        what users call
+       scipy scipy.*
     6  mutad bench bench.*                 the package itself, and its tools
 
 Every import counts: at the top of a module or inside a function, absolute or relative. A
@@ -28,7 +29,7 @@ LAYERS = [
     ("arraylike", "products"),
     ("tracing", "forward"),
     ("custom", "rules", "rules.*"),
-    ("api", "testing", "linalg", "scipy", "scipy.*"),
+    ("api", "listing", "testing", "linalg", "scipy", "scipy.*"),
     ("mutad", "bench", "bench.*"),
 ]
 APART = {3}

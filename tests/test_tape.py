@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import mutad
-from mutad.tape import Tape
+from mutad.tape import Record, Tape, Write
 
 
 class Cell:
@@ -30,12 +30,12 @@ class Program:
         self.tape.before_write(id(a))
         a.value += b.value
 
-        def back(shadows):
-            undo()
+        def pullback(record, shadows, _):
             self.log.append(("add", a.value))
             shadows[id(b)] = shadows.get(id(b), 0.0) + shadows.get(id(a), 0.0)
 
-        self.tape.record(back)
+        self.tape.record(Write("add", [id(a), id(b)], None, None, None, pullback, id(a), undo,
+                               None))
 
     def scale_(self, a, s):
         """a *= s, s a constant: the inverse divides, unsafe for s == 0."""
@@ -44,12 +44,12 @@ class Program:
         self.tape.before_write(id(a))
         a.value *= s
 
-        def back(shadows):
-            undo()
+        def pullback(record, shadows, _):
             self.log.append(("scale", a.value))
             shadows[id(a)] = shadows.get(id(a), 0.0) * s
 
-        self.tape.record(back)
+        self.tape.record(Write("scale", [id(a), s], None, None, None, pullback, id(a), undo,
+                               None))
 
     def _sub(self, a, b):
         a.value -= b.value
@@ -135,7 +135,8 @@ def test_a_million_records_replay_without_recursion():
     tape = Tape()
     count = []
     for _ in range(10**6):
-        tape.record(lambda shadows: count.append(1))
+        tape.record(Record("count", [], None, (), None, None,
+                           lambda record, shadows, dy: count.append(1)))
     tape.replay({})
     assert len(count) == 10**6
 

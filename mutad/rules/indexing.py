@@ -1,10 +1,6 @@
-"""Indexing: ``x[key]`` and ``x[key] = value``, and the gathers and scatters beyond them: take,
-sort, choose, diff, interp; ufunc.at, put, copyto.
-
-Basic indexing gives a view, which records nothing; assigning to one is the core's in-place
-path (``np.positive`` into the view). Advanced indexing gathers (its pullback adds the
-cotangent back where each element came from, repeated indices each adding their share) and
-scatters (the written region is checkpointed).
+"""Indexing beyond ``x[key]``: the gathers (take, sort, choose, diff, interp) and the functions
+that write into an argument (ufunc.at, put, place, putmask, put_along_axis, copyto).
+``x[key]`` and ``x[key] = value`` themselves are the engine's view and assignment semantics.
 
 A gather copies elements of its input, so its pullback adds each output's cotangent back where
 the element came from (``gather_cotangent``, which also sums repeated indices).
@@ -12,31 +8,22 @@ the element came from (``gather_cotangent``, which also sums repeated indices).
 NumPy's own functions, and their gradient through a permutation that maps the input onto those
 values (``_matching``). A gather is linear in what it gathers from, so its forward rule gathers the tangent the same way.
 
-Functions that write into an argument are in-place handlers. ``np.add.at`` / ``np.subtract.at``
-record themselves: their inverse is the opposite ``.at``, safe when the added values do not
-overlap the target, otherwise the written region is checkpointed (NumPy reads overlapping
-values as they were before the call).
-
-Writes that copy elements (``x[key] = v``, ``copyto``, ``put``, ``place``, ``putmask``,
-``put_along_axis``) compute what NumPy computes, which is not always "as if the source were
-copied first": assigning ``x[0:3]`` to ``x[::2]`` reads ``x[2]`` after writing it, and of
-repeated indices one write wins. Where the source overlaps the target or an index repeats, the
-same NumPy call is first run on integer labels laid out in memory as the operands, which says
-where each new element came from (``_provenance``); the write is then a gather whose pullback
-adds each new element's cotangent to its origin, and it is checkpointed.
+Functions that write into an argument are in-place handlers: each says how it writes, and the
+engine's one in-place path (``record_write``) records it. ``np.add.at`` / ``np.subtract.at``
+checkpoint the touched elements. Writes that copy elements (``copyto``, ``put``, ``place``,
+``putmask``, ``put_along_axis``) compute what NumPy computes, which is not always "as if the
+source were copied first"; the engine's ``copy_into`` finds where each new element came from
+and records the write as the gather NumPy performed. In forward mode each of these writes does
+the same write into the target's tangent, with the values' tangent (``_same_write_on_tangents``).
 """
-
-import operator
 
 import numpy as np
 
-from ..arraylike import untraced_write
-from ..errors import MutadError, UnsupportedOperationError
+from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..registry import definplace, deflinear, defjvp, defrule
-from ..shadows import overlapping
-from ..tracing import (Traced, active, apply_ufunc, carries, check_destination, freeze, fresh,
-                       innermost, keep, locate, plain, unbroadcast, view_of)
-from ..views import address, byte_span, may_overlap, memory, same_region, views, wrapped
+from ..tracing import (Traced, check_destination, checkpoint, copy_into, locate, overlaps, plain,
+                       record_write, unbroadcast, writes_into)
+from ..views import wrapped
 from ._helpers import accumulator, gather_cotangent
 
 
@@ -410,25 +397,8 @@ def interp_jvp(tangents, x, xp, fp, left=None, right=None, period=None):
 
 
 # ----------------------------------------------------------------------------------------------
-# In-place writes
-
-
-def _require_traced_target(call, target, *values):
-    """Refuse to write a traced value into an array mutad does not trace."""
-    tape = innermost((target, *values))
-    if carries(values, tape):
-        if type(target) is not Traced or target.tape is not tape:
-            raise untraced_write(call)
-        target.buffer.constant = False  # a constant written with traced values is traced
-    return type(target) is Traced
-
-
-def _overlaps(target, value, region=None):
-    """Whether the memory of the array ``value`` may overlap ``region`` of ``target`` (all of it
-    by default): traced by this differentiation, by an enclosing one (whose arrays a nested
-    one's arguments may be) or by none."""
-    return ((isinstance(value, np.ndarray) or wrapped(value))
-            and may_overlap(value, target.value if region is None else region))
+# In-place writes: how each writes (the engine records them), and forward mode's same write into
+# the tangent
 
 
 def _unbuffered(ufunc, sign):
@@ -438,7 +408,7 @@ def _unbuffered(ufunc, sign):
 
     def handler(a, indices, b=None):
         call = f"np.{ufunc.__name__}.at"
-        if not _require_traced_target(call, a, b):
+        if not writes_into(call, a, b):
             return ufunc.at(a, plain(indices), plain(b))
         check_destination(a, call)
         tape = a.tape
@@ -452,38 +422,24 @@ def _unbuffered(ufunc, sign):
                 # refuses an assignment through repeated indices; a mask names each place once.
                 written = np.zeros(target.shape, bool)
                 written[key] = True
-                saved_once = target[written]
+                return checkpoint(target, written)
+            return checkpoint(target, key)  # repeated indices all get the same original value
 
-                def copy_back_once():
-                    target[written] = saved_once
+        b_place = locate(b, tape)
 
-                return copy_back_once
-            saved = np.copy(target[key])
-
-            def copy_back():
-                target[key] = saved  # repeated indices all get the same original value
-
-            return copy_back
-
-        undo = tape.undo_for(None, None, save)
-        tape.before_write(a.buffer.key)
-        ufunc.at(target, key, values)
-        freeze(tape, key)
-        keep(tape, b, values)
-        a_place, b_place = locate(a, tape), locate(b, tape)
-
-        def back(shadows):
+        def pullback(record, shadows, _):
             # a_after = a_before ± scatter(b): a's cotangent passes through unchanged, and b's
             # is the gather of it (copied before b's shadow, which may be a view of a's, grows).
-            da = shadows.get(a_place)
-            undo()
-            if da is not None and b_place is not None:
+            da = shadows.get(record.written)
+            if da is not None:
                 gathered = np.copy(da[key])
                 if sign < 0:
                     np.negative(gathered, out=gathered)
                 shadows.add(b_place, unbroadcast(gathered, b_place.shape), owned=True)
 
-        tape.record(back)
+        record_write(ufunc.at, a, lambda: ufunc.at(target, key, values), (a, indices, b),
+                     (target, key, values), kept=[None, key, None], checkpoint=save,
+                     taken=False, pullback=None if b_place is None else pullback)
 
     return handler
 
@@ -492,148 +448,54 @@ definplace((np.add, "at"))(_unbuffered(np.add, +1))
 definplace((np.subtract, "at"))(_unbuffered(np.subtract, -1))
 
 
-# ----------------------------------------------------------------------------------------------
-# Writes that copy elements: what NumPy does where the source overlaps the target or an index
-# repeats
-
-
-def _twins(target, source):
-    """Integer arrays with the shapes and relative memory layout of the plain arrays ``target``
-    and ``source`` (strides counted in items), over one scratch buffer: each element of
-    ``source`` holds its C-order position in ``source``, memory outside it holds -1. Operands
-    whose memory may overlap overlap there too; otherwise they lie side by side."""
-    spans = [byte_span(a) for a in (target, source)]
-    (target_low, target_count), (source_low, source_count) = spans
-    if np.may_share_memory(target, source):
-        size = target.itemsize
-        if source.itemsize != size or (target_low - source_low) % size:
+def _same_write_on_tangents(call, name, values_at, accumulates=False):
+    """Forward mode's rule of ``call``, which writes into its first argument values (argument
+    ``values_at``) that enter linearly, at given indices or under a mask: the same write into
+    the target's tangent, with the values' tangent (zeros where they carry none). An
+    accumulating write (``ufunc.at``) of constants leaves the tangent as it was."""
+    def jvp(tangents, *args, **kwargs):
+        if any(t is not None for i, t in enumerate(tangents) if i not in (0, values_at)):
             raise UnsupportedOperationError(
-                "a write whose source overlaps its target with a different item layout (a "
-                "reinterpreted view): copy the source first (x[key] = v.copy()).")
-        low = min(target_low, source_low)
-        high = max(target_low + target_count * size, source_low + source_count * size)
-        starts = ((target_low - low) // size, (source_low - low) // size)
-        total = (high - low) // size
-    else:
-        starts, total = (0, target_count), target_count + source_count
-    scratch = np.full(total, -1, np.int64)
-    twins = []
-    for a, (low, _), start in zip((target, source), spans, starts, strict=True):
-        first = start + (address(a) - low) // a.itemsize
-        twins.append(np.ndarray(a.shape, scratch.dtype, scratch, first * scratch.itemsize,
-                                tuple(s // a.itemsize * scratch.itemsize for s in a.strides)))
-    twins[1][...] = np.arange(source.size).reshape(source.shape)
-    return twins
+                f"{name}: only its target and values may carry tangents.")
+        values_tangent = tangents[values_at] if values_at < len(tangents) else None
+        if tangents[0] is None and values_tangent is not None:
+            raise UntracedWriteError(
+                f"{name}: a value with a tangent was written into an array that carries none "
+                "(one created before jvp started, or by an enclosing differentiation), so its "
+                "tangent would be lost. Allocate the destination inside the function jvp "
+                "differentiates: arrays created there (np.zeros, np.empty, np.array, ...) "
+                "carry tangents.")
+        call(*args, **kwargs)
+        if tangents[0] is None or (values_tangent is None and accumulates):
+            return None, None
+        moved = [tangents[0], *args[1:]]
+        if values_at < len(moved):
+            moved[values_at] = 0.0 if values_tangent is None else values_tangent
+        call(*moved, **kwargs)
+        return None, None
+
+    return jvp
 
 
-def _provenance(write, target, source):
-    """Which elements ``write(target, source)`` changes in the plain array ``target``, and where
-    each new value comes from, as NumPy itself does it (reading overlapping elements before or
-    after writing them, keeping one of repeated indices): the same call runs on integer twins
-    of the operands that hold the source's element positions. Returns a mask of the changed
-    elements of ``target`` and, for each in C order, the C-order position of the element of
-    ``source`` whose value it took."""
-    target_twin, source_twin = _twins(target, source)
-    before = target_twin.copy()
-    write(target_twin, source_twin)
-    changed = target_twin != before
-    origins = target_twin[changed]
-    if np.any(origins < 0):
-        raise MutadError(
-            "a write copied values that do not come from its source, so mutad cannot tell what "
-            "it differentiates; copy the source first (x[key] = v.copy()).")
-    return changed, origins
+for _func, _values_at in ((np.put, 2), (np.place, 2), (np.putmask, 2), (np.put_along_axis, 2),
+                          (np.copyto, 1), (np.fill_diagonal, 1)):
+    defjvp(_func)(_same_write_on_tangents(_func, f"np.{_func.__name__}", _values_at))
+for _ufunc in (np.add, np.subtract):
+    defjvp((_ufunc, "at"))(_same_write_on_tangents(_ufunc.at, f"np.{_ufunc.__name__}.at", 2,
+                                                   accumulates=True))
+del _func, _values_at, _ufunc
 
 
-def _indexable(a):
-    """``a``, or its one-element 1-d view if it is 0-d, so element positions can index it."""
-    return a.reshape(1) if a.ndim == 0 else a
-
-
-def _elements(positions, shape):
-    """The advanced index of the elements at C-order ``positions`` of an array of ``shape``
-    (of its ``_indexable`` view)."""
-    return np.unravel_index(positions, shape or (1,))
-
-
-def _same_bits(a, b):
-    """Whether the arrays ``a`` and ``b`` of one dtype hold the same bits (NaNs and signed
-    zeros included)."""
-    if a.itemsize > 8:
-        return a.tobytes() == b.tobytes()
-    bits = np.dtype(f"u{a.itemsize}")
-    return np.array_equal(a.view(bits), b.view(bits))
-
-
-def _taken(shadows, place, key):
-    """The cotangent of the elements ``key`` of ``place`` overwrote, zeroed there (their old
-    values had no path to the output past the write); None if no gradient reached the place."""
-    shadow = shadows.get(place)
-    if shadow is None:
-        return None
-    dy = shadow[key]
-    shadow[key] = 0
-    return dy
-
-
-def _copying_write(target, value, write):
-    """``write(target, value)``, a NumPy call that copies elements of ``value`` into the traced
-    ``target`` (assignment, copyto, put, place, putmask, put_along_axis), recorded as the gather
-    NumPy performed: each changed element takes the cotangent back to the element of ``value``
-    it came from. The changed elements are checkpointed: an inverse would read its own target."""
-    tape = active(target.tape)
-    here = type(value) is Traced and value.tape is tape
-    source = value.value if here else value
-    layout = memory(source) if isinstance(source, np.ndarray) or wrapped(source) \
-        else np.asarray(source)
-    changed, origins = _provenance(write, memory(target.value), layout)
-    checked = not (wrapped(target.value) or wrapped(source))
-    if checked:
-        expected = np.take(layout, origins)  # before the write, which may overwrite the source
-
-    def checkpoint():
-        saved = target.value[changed]  # a boolean index: a copy
-
-        def copy_back():
-            target.value[changed] = saved
-
-        return copy_back
-
-    undo = tape.undo_for(None, None, checkpoint, target.buffer.key)
-    tape.before_write(target.buffer.key)
-    write(target.value, source)
-    if checked:
-        written = target.value[changed]
-        if not _same_bits(written, expected.astype(written.dtype, copy=False)):
-            raise MutadError(
-                "NumPy wrote other values than it wrote into integer labels laid out as the "
-                "operands, so mutad cannot tell which elements it copied; copy the source first "
-                "(x[key] = v.copy()) and remove repeated indices (np.unique).")
-    if not origins.size:
-        return
-    shape = layout.shape
-    target_place, source_place = locate(target, tape), locate(value, tape)
-    if source_place is None:
-        origins = None  # a constant: nothing to keep for the replay
-    elif layout.size <= np.iinfo(np.int32).max:
-        origins = origins.astype(np.int32)  # kept until the replay: half the memory
-
-    def back(shadows):
-        dy = _taken(shadows, target_place, changed)
-        undo()
-        if dy is not None and source_place is not None:
-            # Several elements may come from one: each adds its share.
-            np.add.at(_indexable(shadows.of(source_place, like=dy)), _elements(origins, shape),
-                      dy)
-
-    tape.record(back)
+# ----------------------------------------------------------------------------------------------
+# Writes that copy elements: the engine's copy_into follows what NumPy does where the source
+# overlaps the target or an index repeats
 
 
 @definplace(np.put)
 def put(a, ind, v, mode="raise"):
     ind = plain(ind)
-    if _require_traced_target("np.put", a, v):
-        _copying_write(a, v, lambda t, s: np.put(t, ind, s, mode=mode))
+    if writes_into("np.put", a, v):
+        copy_into(np.put, a, v, lambda t, s: np.put(t, ind, s, mode=mode))
     else:
         np.put(a, ind, plain(v), mode=mode)
 
@@ -641,8 +503,8 @@ def put(a, ind, v, mode="raise"):
 @definplace(np.place)
 def place(arr, mask, vals):
     mask = plain(mask)
-    if _require_traced_target("np.place", arr, vals):
-        _copying_write(arr, vals, lambda t, s: np.place(t, mask, s))
+    if writes_into("np.place", arr, vals):
+        copy_into(np.place, arr, vals, lambda t, s: np.place(t, mask, s))
     else:
         np.place(arr, mask, plain(vals))
 
@@ -650,8 +512,8 @@ def place(arr, mask, vals):
 @definplace(np.putmask)
 def putmask(a, mask, values):
     mask = plain(mask)
-    if _require_traced_target("np.putmask", a, values):
-        _copying_write(a, values, lambda t, s: np.putmask(t, mask, s))
+    if writes_into("np.putmask", a, values):
+        copy_into(np.putmask, a, values, lambda t, s: np.putmask(t, mask, s))
     else:
         np.putmask(a, mask, plain(values))
 
@@ -659,128 +521,22 @@ def putmask(a, mask, values):
 @definplace(np.put_along_axis)
 def put_along_axis(arr, indices, values, axis):
     indices = plain(indices)
-    if _require_traced_target("np.put_along_axis", arr, values):
-        _copying_write(arr, values, lambda t, s: np.put_along_axis(t, indices, s, axis))
+    if writes_into("np.put_along_axis", arr, values):
+        copy_into(np.put_along_axis, arr, values,
+                  lambda t, s: np.put_along_axis(t, indices, s, axis))
     else:
         np.put_along_axis(arr, indices, plain(values), axis)
 
 
 @definplace(np.copyto)
 def copyto(dst, src, casting="same_kind", where=True):
-    if not _require_traced_target("np.copyto", dst, src):
+    if not writes_into("np.copyto", dst, src):
         return np.copyto(dst, plain(src), casting=casting, where=where)
-    if _overlaps(dst, src):
-        _copying_write(dst, src, lambda t, s: np.copyto(t, s, casting=casting, where=where))
+    if overlaps(dst, src):
+        copy_into(np.copyto, dst, src, lambda t, s: np.copyto(t, s, casting=casting, where=where))
     elif where is True:
         dst[...] = src
     else:
         # Elements outside `where` keep their value: a select between the new and the old.
         dst[...] = np.where(where, src, dst)
     return None
-
-
-# ----------------------------------------------------------------------------------------------
-# x[key] and x[key] = value: views, gathers and scatters
-
-
-def _has_integer_array(key):
-    items = key if type(key) is tuple else (key,)
-    return any(isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype.kind in "iu"
-               for k in items)
-
-
-def _repeats(x, key):
-    """Whether the advanced index ``key`` names an element of ``x`` more than once (negative
-    indices count from the end, so ``[0, -n]`` repeats too)."""
-    if not _has_integer_array(key):
-        return False
-    written = np.zeros(x.shape, bool)
-    written[key] = True
-    return np.count_nonzero(written) < written[key].size
-
-
-@definplace(operator.getitem)
-def getitem(x, key):
-    """``x[key]``: a view for basic indexing (no record), else a gather."""
-    tape = active(x.tape)
-    key = plain(key)
-    y = x.value[key]
-    if views(y, x.value):
-        return view_of(x, y, tape)
-    yt = fresh(y, tape)
-    buffer = yt.buffer
-    source = locate(x, tape)
-    may_repeat = _has_integer_array(key)
-    freeze(tape, key)
-
-    def back(shadows):
-        dy = shadows.pop(buffer)
-        if dy is None:
-            return
-        if may_repeat or overlapping(source):
-            shadows.add_at(source, key, dy)  # repeated indices each add their share
-        else:
-            region = shadows.of(source, like=dy)
-            region[key] += dy
-
-    tape.record(back)
-    return yt
-
-
-@definplace(operator.setitem)
-def setitem(x, key, value):
-    """``x[key] = value``: the core's in-place path on the view ``x[key]``, or a scatter; NumPy's
-    own assignment where the value overlaps its target or an index repeats."""
-    tape = active(x.tape)
-    _require_traced_target("x[key] = value", x, value)
-    check_destination(x, "x[key] = value")
-    key = plain(key)
-    region = x.value[key]
-    if views(region, x.value) or getattr(region, "ndim", 0) == 0:
-        element = not views(region, x.value)
-        if element:  # x[i] = v with a scalar element: a 0-d view
-            region = x.value[(key if type(key) is tuple else (key,)) + (Ellipsis,)]
-        else:
-            value = _without_leading_ones(value, region.ndim)
-        if type(value) is Traced and value.tape is tape and same_region(value.value, region):
-            return  # `x[k] += v` ends by assigning the updated view onto itself: nothing to do
-        if not _overlaps(x, value, region):
-            apply_ufunc(np.positive, (value,), out=view_of(x, region, tape))
-        elif element:  # NumPy's own rules for assigning one element
-            _copying_write(x, value, lambda t, v: operator.setitem(t, key, v))
-        else:  # x[key] = v is view[...] = v: only the view's memory is asked about
-            _copying_write(view_of(x, region, tape), value,
-                           lambda t, v: operator.setitem(t, Ellipsis, v))
-    elif _overlaps(x, value) or _repeats(x.value, key):
-        _copying_write(x, value, lambda t, v: operator.setitem(t, key, v))
-    else:
-        _scatter(tape, x, key, value, saved=region)
-
-
-def _without_leading_ones(value, ndim):
-    """``value`` without the leading length-1 axes that NumPy's assignment drops to fit a
-    target of ``ndim`` axes (``x[0, ...] = v[1:2]``), which a ufunc's ``out=`` would refuse."""
-    shape = value.shape if hasattr(value, "shape") else np.shape(value)
-    drop = 0
-    while len(shape) - drop > ndim and shape[drop] == 1:
-        drop += 1
-    return np.reshape(value, shape[drop:]) if drop else value
-
-
-def _scatter(tape, x, key, value, saved):
-    """``x[key] = value`` with an advanced index naming each element once, its value apart from
-    ``x``: checkpoint the region, write, record."""
-    here = type(value) is Traced and value.tape is tape
-    tape.before_write(x.buffer.key)
-    target = x.value
-    target[key] = value.value if here else value
-    freeze(tape, key)
-    target_place, value_place = locate(x, tape), locate(value, tape)
-
-    def back(shadows):
-        dy = _taken(shadows, target_place, key)
-        target[key] = saved
-        if dy is not None and value_place is not None:
-            shadows.add(value_place, unbroadcast(dy, value_place.shape), owned=True)
-
-    tape.record(back)

@@ -1,0 +1,173 @@
+"""mutad.make_tape: the recorded program as a Wengert list, pinned for a few small programs and
+run on every example's differentiated function."""
+
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mutad
+from mutad.linalg import cholesky_
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def pure(x):
+    return (np.sin(x) * 2.0 + x).sum()
+
+
+def leapfrog_kick(u, v):
+    dt = 0.1
+    u += dt * v
+    return (u * u).sum()
+
+
+def slice_assignment(u, v):
+    u[1:3] = v[:2]
+    return (u * v).sum()
+
+
+def scatter_add(x, y):
+    np.add.at(x, [0, 0, 2], y)
+    return (x * x).sum()
+
+
+def in_place_cholesky(A):
+    L = A.copy()
+    cholesky_(L)
+    return L.sum()
+
+
+def filled_in_a_loop(x):
+    y = np.zeros(3)
+    for i in range(3):
+        y[i] = x[i] * x[i]
+    return y.sum()
+
+
+PINNED = {
+    pure: ((np.arange(3.0),), """\
+pure(%0: f64[3]):
+  %1 = np.sin(%0)                   0 B
+  %2 = np.multiply(%1, 2.0)         0 B
+  %3 = np.add(%2, %0)               0 B
+  %4 = np.sum(%3)                   0 B
+  return %4"""),
+    leapfrog_kick: ((np.ones(3), np.arange(3.0)), """\
+leapfrog_kick(%0: f64[3], %1: f64[3]):
+  %2 = np.multiply(0.1, %1)         0 B
+  %0 <- np.add(%0, %2)             24 B  inverse
+  %3 = np.multiply(%0, %0)          0 B
+  %4 = np.sum(%3)                   0 B
+  return %4"""),
+    slice_assignment: ((np.zeros(4), np.arange(4.0)), """\
+slice_assignment(%0: f64[4], %1: f64[4]):
+  %0[1:3] <- assign(%1[:2])        16 B  checkpoint
+  %2 = np.multiply(%0, %1)          0 B
+  %3 = np.sum(%2)                   0 B
+  return %3"""),
+    scatter_add: ((np.zeros(3), np.ones(3)), """\
+scatter_add(%0: f64[3], %1: f64[3]):
+  %0 <- np.add.at(%0, [0, 0, 2], %1)        24 B  checkpoint
+  %2 = np.multiply(%0, %0)                   0 B
+  %3 = np.sum(%2)                            0 B
+  return %3"""),
+    in_place_cholesky: ((np.array([[4.0, 1.0], [1.0, 3.0]]),), """\
+in_place_cholesky(%0: f64[2, 2]):
+  %1 = np.copy(%0, order='C')         0 B
+  %1 <- _cholesky_(%1)               32 B  inverse
+  %2 = np.sum(%1)                     0 B
+  return %2"""),
+    filled_in_a_loop: ((np.arange(1.0, 4.0),), """\
+filled_in_a_loop(%0: f64[3]):
+  %1 = getitem(%0, 0)               0 B
+  %2 = getitem(%0, 0)               0 B
+  %3 = np.multiply(%1, %2)         16 B
+  %4[0] <- assign(%3)               8 B  checkpoint
+  %5 = getitem(%0, 1)               0 B
+  %6 = getitem(%0, 1)               0 B
+  %7 = np.multiply(%5, %6)         16 B
+  %4[1] <- assign(%7)               8 B  checkpoint
+  %8 = getitem(%0, 2)               0 B
+  %9 = getitem(%0, 2)               0 B
+  %10 = np.multiply(%8, %9)        16 B
+  %4[2] <- assign(%10)              8 B  checkpoint
+  %11 = np.sum(%4)                  0 B
+  return %11"""),
+}
+
+
+@pytest.mark.parametrize("f", list(PINNED), ids=lambda f: f.__name__)
+def test_listing_of_a_small_program_is_pinned(f):
+    args, expected = PINNED[f]
+    before = [a.tobytes() for a in args]
+    assert str(mutad.make_tape(f, *args)) == expected
+    assert [a.tobytes() for a in args] == before
+
+
+def _example(name):
+    return runpy.run_path(str(EXAMPLES / f"{name}.py"))
+
+
+def _burgers():
+    m = _example("burgers_finite_volume")
+    x = (np.arange(m["CELLS"]) + 0.5) / m["CELLS"]
+    return m["misfit"], (0.5 + 0.4 * np.sin(2 * np.pi * x), 0.5 + 0.4 * np.sin(2 * np.pi * x))
+
+
+def _heat_explicit():
+    m = _example("heat_explicit")
+    return m["misfit"], (*m["make_problem"](20), 5)
+
+
+def _implicit_heat():
+    m = _example("implicit_heat")
+    return m["loss"], (*m["make_problem"](n=8, ensemble=2), 3)
+
+
+def _kalman():
+    m = _example("kalman_minimize")
+    return m["negative_loglik"], (np.zeros(2), m["simulate"](1.0, 0.5, steps=10))
+
+
+def _newton():
+    m = _example("newton_gaussian_mle")
+    data = np.random.default_rng(0).standard_normal((20, m["DIMENSION"]))
+    about = data - data[0]
+    rows, columns = np.tril_indices(m["DIMENSION"])
+    start = np.concatenate([data[0], (about.T @ about / len(data))[rows, columns]])
+    return m["negative_log_likelihood"], (start, data)
+
+
+def _rk4():
+    m = _example("rk4_fit")
+    rates, y0 = np.array([0.8, 0.6, 0.9, 0.3]), np.array([1.5, 1.0])
+    return m["trajectory_misfit"], (rates, y0, m["observations_of"](rates, y0))
+
+
+def _add_sum(name):
+    return lambda: (_example(name)["add_sum"], (np.zeros(3), np.ones(3)))
+
+
+PROGRAMS = {"add_vecs": _add_sum("add_vecs"), "burgers_finite_volume": _burgers,
+            "heat_explicit": _heat_explicit, "implicit_heat": _implicit_heat,
+            "kalman_minimize": _kalman, "newton_gaussian_mle": _newton, "rk4_fit": _rk4,
+            "zygote120": _add_sum("zygote120")}
+
+
+def test_every_example_has_a_program_here():
+    assert sorted(PROGRAMS) == sorted(p.stem for p in EXAMPLES.glob("*.py"))
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_listing_of_every_example(name):
+    f, args = PROGRAMS[name]()
+    before = [a.tobytes() for a in args if isinstance(a, np.ndarray)]
+    tape = mutad.make_tape(f, *args)
+    lines = str(tape).splitlines()
+    assert len(lines) == len(tape.records) + 2
+    assert lines[0].startswith(f"{f.__name__}(%0: f64[")
+    assert lines[-1].startswith("  return %")
+    assert all(" = " in line or " <- " in line for line in lines[1:-1])
+    assert [a.tobytes() for a in args if isinstance(a, np.ndarray)] == before

@@ -1,0 +1,155 @@
+"""Records are data: the replay interprets them in the order each states, with toy values (the
+tape knows nothing about arrays); the records the engine makes name what they read and keep."""
+
+import numpy as np
+import pytest
+
+import mutad
+from mutad import tracing
+from mutad.api import Run
+from mutad.shadows import Buffer, Place
+from mutad.tape import Absent, Primitive, Record, Tape, Write
+
+
+class ToyShadows:
+    """Cotangents in a dict by place name; ``take`` reads and zeroes, as ``Shadows.take``."""
+
+    def __init__(self, **values):
+        self.values = values
+        self.log = []
+
+    def take(self, place, key=None):
+        self.log.append(("take", place, key))
+        return self.values.pop(place, None)
+
+
+def _write(log, undo_first, taken="a"):
+    def pullback(record, shadows, dy):
+        shadows.log.append(("pullback", dy))
+
+    return Write("scale", [taken, 2.0], None, None, None, pullback, taken,
+                 lambda: log.append(("undo",)), "inverse", taken=taken, undo_first=undo_first)
+
+
+@pytest.mark.parametrize("undo_first", [True, False])
+def test_a_write_is_taken_then_undone_before_or_after_its_pullback(undo_first):
+    tape = Tape()
+    shadows = ToyShadows(a=3.0)
+    tape.record(_write(shadows.log, undo_first))
+    tape.replay(shadows)
+    steps = [entry[0] for entry in shadows.log]
+    assert steps == (["take", "undo", "pullback"] if undo_first else ["take", "pullback", "undo"])
+    assert ("pullback", 3.0) in shadows.log
+
+
+def test_a_write_no_gradient_reached_is_only_undone():
+    tape = Tape()
+    shadows = ToyShadows()
+    tape.record(_write(shadows.log, True))
+    tape.replay(shadows)
+    assert [entry[0] for entry in shadows.log] == ["take", "undo"]
+
+
+def test_a_pure_record_runs_its_pullback_with_no_cotangent_taken():
+    seen = []
+    tape = Tape()
+    tape.record(Record(Primitive("double", None), ["x"], None, ("y",), None, None,
+                       lambda record, shadows, dy: seen.append((record.primitive, dy))))
+    tape.replay(ToyShadows())
+    assert [(repr(p), dy) for p, dy in seen] == [("double", None)]
+
+
+def _records(f, *args):
+    """The records of ``f(*args)``, taken before the run is undone."""
+    run = Run("restore")
+    try:
+        y = run.call(f, run.wrap(args))
+        return list(run.tape.records), y
+    finally:
+        run.restore()
+
+
+def test_a_pure_record_names_its_recipe_and_keeps_only_what_its_pullback_reads():
+    c = np.arange(3.0)
+
+    def f(x):
+        return np.add(x, c) * np.sin(x)
+
+    records, _ = _records(f, np.ones(3))
+    add, sin, multiply = records
+    assert add.primitive is np.add and add.undo is None
+    assert type(add.inputs[0]) is Buffer and type(add.inputs[1]) is Absent  # c is not kept
+    assert add.inputs[1].shape == (3,) and add.kept == [None, None]
+    assert sin.kept[0] is not None  # cos(x) reads x
+    assert len(add.outputs) == 1 and multiply.written is None
+
+
+def test_a_write_names_its_target_its_undo_and_the_temporary_its_inverse_reads():
+    def f(u, v):
+        u[1:] += 0.5 * v[1:]
+        return u.sum()
+
+    records, _ = _records(f, np.ones(4), np.ones(4))
+    write = records[1]
+    assert write.primitive is np.add and write.undo_kind == "inverse"
+    assert type(write.written) is Place and write.written.shape == (3,)
+    assert write.taken is write.written
+    # The inverse (u -= t) reads the temporary t = 0.5 * v[1:]: named by its place, and kept.
+    assert type(write.inputs[1]) is Buffer and write.kept[1] is not None
+
+
+def test_a_scatter_goes_through_the_tapes_decision_and_is_checkpointed(monkeypatch):
+    chosen = []
+    undo_for = Tape.undo_for
+
+    def spy(self, *args, **kwargs):
+        chosen.append(undo_for(self, *args, **kwargs))
+        return chosen[-1]
+
+    monkeypatch.setattr(Tape, "undo_for", spy)
+    x = np.arange(4.0)
+    mutad.check_grads(_scatter, x)
+    records, _ = _records(lambda x: _scatter(x), x)
+    assert chosen and all(type(undo) is tracing.CopyBack for undo in chosen)
+    scatter = records[-2]
+    assert scatter.undo_kind == "checkpoint" and scatter.key is not None
+
+
+def _scatter(x):
+    y = x * 1.0
+    y[[0, 2]] = x[[1, 3]]
+    return y.sum()
+
+
+@mutad.adjoint
+def _doubled_plus(x, c):
+    return 2.0 * x + c
+
+
+@_doubled_plus.rule
+def _doubled_plus_rule(x, c):
+    return _doubled_plus(x, c), lambda dy: (2.0 * dy, None)  # holds neither x nor c
+
+
+@pytest.mark.parametrize("operation", [
+    lambda x, c: x + c,                                  # an elementwise rule that reads no input
+    _doubled_plus,                                       # a rule whose pullback holds neither
+    lambda x, c: np.add(x, [c, c]),                      # a sequence of constants
+], ids=["elementwise", "function", "sequence"])
+def test_a_record_keeps_alive_no_constant_its_pullback_does_not_read(operation):
+    import gc
+    import weakref
+
+    holder = [np.arange(3.0)]
+    refs = []
+
+    def f(x):
+        c = holder.pop()
+        refs.append(weakref.ref(c))
+        y = operation(x, c)
+        del c
+        return y.sum()
+
+    records, _ = _records(f, np.ones(3))
+    gc.collect()
+    assert records and refs[0]() is None
