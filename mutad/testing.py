@@ -285,7 +285,8 @@ def check_transpose(forward_rule, reverse_rule, *args, tangents=None, rtol=1e-9,
     ``(y, back)``, ``back(w)`` one cotangent per positional argument. ``tangents`` defaults to
     random ones for every float array argument. The cotangent ``w`` is zero where an output is
     not finite (NaN cases), and terms where a tangent or cotangent is not finite are left out.
-    Pins down the conventions at ties and kinks that finite differences cannot see.
+    Pins down the conventions at ties and kinks that finite differences cannot see. The rules
+    are pure: the arguments must come back bit-for-bit.
 
     >>> import numpy as np
     >>> from mutad.testing import check_transpose
@@ -296,10 +297,13 @@ def check_transpose(forward_rule, reverse_rule, *args, tangents=None, rtol=1e-9,
     >>> check_transpose(square_jvp, square_vjp, np.array([1.0, -2.0]))
     """
     rng = np.random.default_rng(seed)
+    leaves = _leaves(args)
+    before = [_fingerprint(x) for x in leaves]
     if tangents is None:
         tangents = tuple(rng.standard_normal(np.shape(a)) if is_float_array(a) else None
                          for a in args)
     y, dy = forward_rule(tuple(tangents), *args, **kwargs)
+    _check_unchanged(leaves, before, "after the forward rule")
     y_reverse, back = reverse_rule(*args, **kwargs)
     outputs, dys = flatten(y)[0], flatten(dy)[0] if dy is not None else [None] * len(flatten(y)[0])
     for a, b in zip(outputs, flatten(y_reverse)[0], strict=True):
@@ -308,6 +312,7 @@ def check_transpose(forward_rule, reverse_rule, *args, tangents=None, rtol=1e-9,
     ws = [np.where(np.isfinite(o), rng.standard_normal(np.shape(o)), 0.0) if _is_float(o)
           else None for o in outputs]
     cotangents = back(flatten(y)[1](ws) if isinstance(y, (tuple, list)) else ws[0])
+    _check_unchanged(leaves, before, "after the reverse rule")
     forward = _finite_dot(zip(ws, dys, strict=True))
     reverse = _finite_dot(_pairs(tuple(tangents), tuple(cotangents)))
     if any(np.result_type(o) == np.float32 for o in outputs):
