@@ -14,7 +14,7 @@ import numpy as np
 import mutad
 
 from cases import Case, arguments
-from mutad.registry import FUNCTIONS, JVPS, Adjoint
+from mutad.registry import FUNCTIONS, JVPS
 from mutad.testing import check_transpose, directional_fd
 
 
@@ -41,9 +41,14 @@ def rule_case(key, *args, fd=True, **kwargs):
     return Case.named(f"{name}({settings})", key, given(*args), kwargs=kwargs, fd=fd)
 
 
+def is_decorated(f):
+    """Whether ``f`` is a function decorated with ``mutad.adjoint`` or ``mutad.inplace_adjoint``."""
+    return hasattr(f, "pure_rule") and hasattr(f, "forward_rule")
+
+
 def callable_of(key):
     """The function a rule table's key stands for."""
-    if isinstance(key, Adjoint):
+    if is_decorated(key):
         return key.fn
     return getattr(*key) if type(key) is tuple else key
 
@@ -51,7 +56,7 @@ def callable_of(key):
 def rules_of(case):
     """``(forward rule, reverse rule or None)`` of the case's function."""
     key = case.function
-    if isinstance(key, Adjoint):
+    if is_decorated(key):
         return case.rule or key.forward_rule, key.pure_rule
     return case.rule or JVPS[key], FUNCTIONS.get(key)
 
