@@ -20,8 +20,8 @@ import numbers
 
 import numpy as np
 
-# mutad's __init__ binds these before it imports this module.
-from . import inplace_adjoint, jvp, pullback
+from .api import jvp, pullback
+from .custom import inplace_adjoint
 from .errors import GradientCheckError, InvalidArgumentError, MutadError, UnsupportedFunctionError
 from .trees import arrays_within, flatten, is_float_array, is_float_scalar
 from .views import address, owner, wrapped
