@@ -1,10 +1,18 @@
-"""Proving gradients right: ``check_grads`` compares mutad with finite differences.
+"""Proving derivatives right: every check compares mutad with one finite-difference stencil.
 
-The check runs mutad's reverse pass with a random output cotangent ``w`` and random non-zero
-*seeds* in the arguments' shadows, so a rule that assigns where it must accumulate fails. It
-compares ``<gradient, v>`` with a fourth-order central difference of ``<w, f(x + h v)>`` along
-a random direction ``v`` (cost independent of the array sizes), and it checks that every array
-the function received holds its original bytes afterwards.
+``directional_fd`` is the stencil: the fourth-order central difference of a function along a
+direction ``v``, on copies of the arguments (aliasing kept), so its cost does not grow with the
+arrays' sizes. A check draws ``v`` and a cotangent ``w`` for the outputs at random: reverse
+mode ("rev") must give ``<vjp(w), v>`` and forward mode ("fwd") ``<w, jvp(v)>``, and both equal
+the stencil's ``<w, d/dh f(x + h v)>``. Higher orders recurse, as HIPS autograd's checker does:
+order 2 checks the derivatives of the pullback ``(x, w) -> vjp(w)`` and of the pushforward
+``(x, v) -> jvp(v)`` the same way.
+
+A check differentiates ``f`` as the function that also returns its float arguments as they are
+after ``f``, with a random cotangent on them too: the reverse pass then starts with a non-zero
+gradient in every argument buffer, and a rule that assigns where it must accumulate drops it.
+Checks run on the caller's arrays and verify that each comes back bit-for-bit. They
+differentiate through the public API only (``pullback``, ``jvp``, ``inplace_adjoint``).
 """
 
 import copy
@@ -12,37 +20,57 @@ import numbers
 
 import numpy as np
 
-from .api import Run
-from . import errors
-from .errors import GradientCheckError, InvalidArgumentError, UnsupportedFunctionError
-from .shadows import Shadows, whole
+from .api import jvp, pullback
+from .custom import inplace_adjoint
+from .errors import GradientCheckError, InvalidArgumentError, MutadError, UnsupportedFunctionError
 from .trees import arrays_within, flatten, is_float_array, is_float_scalar
-from .tracing import Traced
 from .views import address, owner, wrapped
 
-
-def _snapshot(leaves):
-    return [_fingerprint(x) for x in leaves]
+MODES = ("rev", "fwd")
 
 
-def _fingerprint(x):
-    """What must come back unchanged of one argument leaf: an array's bytes, those of the
-    arrays inside an object mutad passes as it is (a SciPy spline), a number's value."""
-    if isinstance(x, np.ndarray):
-        return x.tobytes()
-    if isinstance(x, (numbers.Number, str, bytes)):
-        return copy.deepcopy(x)
-    return [a.tobytes() for a in arrays_within(x)]
+# ----------------------------------------------------------------------------------------------
+# The stencil
 
 
-def _check_unchanged(leaves, before, what):
-    for i, (x, old) in enumerate(zip(leaves, before, strict=True)):
-        if _fingerprint(x) != old:
-            raise GradientCheckError(f"{what}: argument leaf {i} did not come back bit-for-bit.")
+def directional_fd(f, args, directions, step=1e-4):
+    """The derivative of ``f`` at ``args`` along ``directions`` by the fourth-order central
+    difference: ``f``'s output structure, each float leaf holding its directional derivative
+    (``None`` for the other leaves).
+
+    ``directions`` has one entry per positional argument, of its structure (``None`` leaves, or
+    ``None`` for a whole argument, are held fixed). ``f`` runs on float64 copies of the
+    arguments that keep their aliasing, so it may write into them; the caller's are untouched.
+    """
+    points = _points(f, args, _direction_leaves(args, directions), step)
+    return points[0][1](_combine([leaves for leaves, _ in points], step))
 
 
-def _inner(a, b):
-    return float(np.vdot(np.asarray(a, np.float64), np.asarray(b, np.float64)))
+def _points(f, args, directions, step):
+    """``f``'s output leaves and ``rebuild`` at ``args`` moved by ``k * step`` along the
+    direction leaves, for k = -2, -1, 1, 2."""
+    return [flatten(f(*_moved(args, directions, k * step))) for k in (-2, -1, 1, 2)]
+
+
+def _combine(points, step):
+    """``(8 (y₁ - y₋₁) - (y₂ - y₋₂)) / 12h`` leaf by leaf; ``None`` for leaves not float."""
+    out = []
+    for ys in zip(*points, strict=True):
+        if _is_float(ys[0]):
+            y = dict(zip((-2, -1, 1, 2), (np.asarray(y, np.float64) for y in ys), strict=True))
+            out.append((8 * (y[1] - y[-1]) - (y[2] - y[-2])) / (12 * step))
+        else:
+            out.append(None)
+    return out
+
+
+def _moved(args, directions, h):
+    """Copies of ``args`` (aliasing kept) moved by ``h`` along the direction leaves."""
+    copies = _Copies(_leaves(args))
+    moved = [x if v is None else x.__iadd__(h * v) if isinstance(x, np.ndarray)
+             else float(x) + h * float(v)
+             for x, v in zip(copies.leaves, directions, strict=True)]
+    return _rebuilt(args, moved)
 
 
 class _Copies:
@@ -51,17 +79,17 @@ class _Copies:
     program mutad differentiated."""
 
     def __init__(self, leaves):
-        self.buffers = {}
+        buffers = {}
         self.leaves = []
         for x in leaves:
             if is_float_array(x):
                 base = owner(x)
                 if base.flags.c_contiguous or base.flags.f_contiguous:
-                    if id(base) not in self.buffers:
-                        self.buffers[id(base)] = (base, base.reshape(-1, order="A").astype(np.float64))
-                    flat = self.buffers[id(base)][1]
+                    if id(base) not in buffers:
+                        buffers[id(base)] = base.reshape(-1, order="A").astype(np.float64)
                     size = x.dtype.itemsize
-                    x = np.ndarray(x.shape, np.float64, flat, (address(x) - address(base)) // size * 8,
+                    x = np.ndarray(x.shape, np.float64, buffers[id(base)],
+                                   (address(x) - address(base)) // size * 8,
                                    tuple(s // size * 8 for s in x.strides))
                 else:
                     x = x.astype(np.float64)
@@ -69,56 +97,25 @@ class _Copies:
                 x = copy.deepcopy(x)
             self.leaves.append(x)
 
-    def base_view(self, base):
-        flat = self.buffers[id(base)][1]
-        size = base.dtype.itemsize
-        return np.ndarray(base.shape, np.float64, flat, 0, tuple(s // size * 8 for s in base.strides))
 
-
-def _objective(f, args, directions, h, weights, seeds):
-    """``<w, f(x + h v)> + <s, x after f>``: the scalar whose derivative mutad computed when it
-    seeded the output's shadow with ``w`` and every argument buffer's shadow with ``s``."""
-    leaves = [leaf for a in args for leaf in flatten(a)[0]]
-    copies = _Copies(leaves)
-    moved = []
-    for x, v in zip(copies.leaves, directions, strict=True):
-        if v is None:
-            moved.append(x)
-        elif isinstance(x, np.ndarray):
-            x += h * v
-            moved.append(x)
-        else:
-            moved.append(float(x) + h * float(v))
-    new_args, start = [], 0
-    for a in args:
-        leaves_a, rebuild = flatten(a)
-        new_args.append(rebuild(moved[start:start + len(leaves_a)]))
-        start += len(leaves_a)
-    outputs, _ = flatten(f(*new_args))
-    total = sum(_inner(w, y) for w, y in zip(weights, outputs, strict=True) if w is not None)
-    for base, s in seeds:
-        if isinstance(base, np.ndarray) and id(base) in copies.buffers:
-            total += _inner(s, copies.base_view(base))
-        else:  # a scalar argument: its value after f is the perturbed value itself
-            index = next(i for i, x in enumerate(leaves) if x is base)
-            total += _inner(s, moved[index])
-    return total
+# ----------------------------------------------------------------------------------------------
+# The check, recursive in order
 
 
 def check_grads(f, *args, policy="restore", rtol=None, atol=None, step=1e-4, seed=0,
-                symmetric=(), order=1):
-    """Check mutad's gradient of ``f`` at ``args`` against central finite differences.
+                symmetric=(), order=1, modes=None):
+    """Check mutad's derivatives of ``f`` at ``args`` against central finite differences.
 
-    With ``order=2``, check second derivatives instead: the Hessian-vector products of
-    ``<w, f>`` along a random direction, computed three ways (reverse over forward, ``hvp``;
-    forward over reverse, ``jvp`` of the gradient; nested reverse mode, the gradient of
-    ``<gradient, v>``), against finite differences of mutad's gradient (checked with
-    ``order=1``). Forward over reverse is left out for a decorated function with no forward
-    rule (``hvp`` then nests reverse mode).
+    ``modes`` lists ``"rev"`` (reverse mode, under ``policy``) and ``"fwd"`` (forward mode).
+    By default: reverse mode at ``order=1``; both at ``order=2``, forward mode wherever the
+    function has forward rules (a decorated function may have a reverse rule only). ``order=2``
+    checks the first derivatives, then, for each mode, the derivatives of ``(x, w) -> vjp(w)``
+    or ``(x, v) -> jvp(v)`` in each mode: reverse over reverse, forward over reverse, reverse
+    over forward (``hvp``) and forward over forward.
 
     Works for any output (a random cotangent reduces it to a scalar), raises
     ``GradientCheckError`` (a ``MutadError`` and an ``AssertionError``) on a mismatch, and
-    returns ``None`` when the gradient is right and every argument came back bit-for-bit.
+    returns ``None`` when the derivatives are right and every argument came back bit-for-bit.
     ``symmetric`` lists positional arguments (square matrices) perturbed only along symmetric
     directions, for functions such as Cholesky that read one triangle and have a symmetric
     gradient.
@@ -129,211 +126,214 @@ def check_grads(f, *args, policy="restore", rtol=None, atol=None, step=1e-4, see
     ...     return np.sin(a)
     >>> mutad.check_grads(f, np.array([0.1, 0.2, 0.3]), np.array([1.5, -0.5, 2.0]))
     """
-    if order == 2:
-        return _check_second(f, args, policy, rtol, atol, step, seed, symmetric)
-    if order != 1:
+    if order not in (1, 2):
         raise InvalidArgumentError(f"check_grads(order={order!r}): order is 1 or 2.")
-    _check(f, args, policy, rtol, atol, step, seed, symmetric)
+    if modes is not None and (not modes or set(modes) - set(MODES)):
+        raise InvalidArgumentError(f"check_grads(modes={modes!r}): the modes are 'rev' and 'fwd'.")
+    settings = _Settings(policy, rtol, atol, step, symmetric,
+                         modes or (("rev",) if order == 1 else MODES), optional_fwd=modes is None)
+    _check(f, args, settings, np.random.default_rng(seed), order)
 
 
-def _check(f, args, policy, rtol, atol, step, seed, symmetric=()):
-    """``check_grads``; returns the relative error with which the replay itself put the
-    arguments back (0.0 when every overwritten region was checkpointed)."""
-    rng = np.random.default_rng(seed)
-    leaves = [leaf for a in args for leaf in flatten(a)[0]]
-    before = _snapshot(leaves)
-    low_precision = any(isinstance(x, (np.ndarray, np.floating)) and x.dtype == np.float32
-                        for x in leaves)
-    rtol = rtol if rtol is not None else (2e-3 if low_precision else 1e-6)
-    atol = atol if atol is not None else (1e-4 if low_precision else 1e-9)
-
-    run = Run(policy)
-    try:
-        outputs, _ = flatten(run.call(f, run.wrap(args)))
-        shadows = Shadows()
-        weights = [rng.standard_normal(np.shape(y)) if _is_float(y) else None for y in outputs]
-        for y, w in zip(outputs, weights, strict=True):
-            if type(y) is Traced:
-                shadows.add(y, w)  # outputs may share memory: add
-        # Seed each argument buffer's shadow: a rule that assigns instead of accumulating
-        # drops the seed, and the finite differences (which add <seed, buffer after f>) notice.
-        seeds = {}
-        for x, t in zip(run.leaves, run.traced, strict=True):
-            if t is not None and t.buffer.key not in seeds:
-                s = rng.standard_normal(t.buffer.shape)
-                seeds[t.buffer.key] = (owner(x) if isinstance(x, np.ndarray) else x, s)
-                shadows.add(whole(t.buffer), s)
-        run.reverse(shadows)
-        grads = [None if t is None else shadows.of(t).copy() for t in run.traced]
-        restoration_error = max((_relative_error(x, original) for x, original in run.originals.copies),
-                                default=0.0)
-    finally:
-        run.restore()
-    _check_unchanged(leaves, before, "after mutad's gradient")
-
-    directions = [None if t is None else rng.standard_normal(np.shape(x))
-                  for x, t in zip(run.leaves, run.traced, strict=True)]
-    for position in symmetric:
-        start, count, _ = run.rebuilds[position]
-        v = directions[start]
-        directions[start] = (v + np.swapaxes(v, -1, -2)) / 2
-    analytic = sum(_inner(g, v) for g, v in zip(grads, directions, strict=True) if v is not None)
-    f_at = {k: _objective(f, args, directions, k * step, weights, list(seeds.values()))
-            for k in (-2, -1, 1, 2)}
-    numeric = (8 * (f_at[1] - f_at[-1]) - (f_at[2] - f_at[-2])) / (12 * step)
-    _check_unchanged(leaves, before, "after the finite differences")
-    scale = max(abs(analytic), abs(numeric), max(abs(v) for v in f_at.values()) * 1e-3)
-    if not abs(analytic - numeric) <= atol + rtol * scale:
-        raise GradientCheckError(
-            f"gradient mismatch (policy={policy!r}): reverse mode gives {analytic!r} along a "
-            f"random direction, finite differences give {numeric!r} "
-            f"(difference {abs(analytic - numeric):.3g}, allowed {atol + rtol * scale:.3g}).")
-    return restoration_error
-
-
-class _Directions:
-    """Random directions for every float leaf of ``args``, with the arguments' structure;
-    matrices named in ``symmetric`` get symmetric ones."""
-
-    def __init__(self, args, rng, symmetric):
-        self.parts = []
-        for position, a in enumerate(args):
-            leaves, rebuild = flatten(a)
-            vs = [rng.standard_normal(np.shape(x)) if _is_float(x) else None for x in leaves]
-            if position in symmetric:
-                vs = [(v + np.swapaxes(v, -1, -2)) / 2 for v in vs]
-            self.parts.append((vs, rebuild))
-
-    def tree(self):
-        """One direction per positional argument (``None`` leaves: not differentiable)."""
-        return tuple(rebuild(vs) for vs, rebuild in self.parts)
-
-    def moved(self, args, h):
-        """Copies of ``args`` (aliasing kept) moved by ``h`` along the directions."""
-        leaves = [leaf for a in args for leaf in flatten(a)[0]]
-        copies = _Copies(leaves)
-        flat = [v for vs, _ in self.parts for v in vs]
-        new = [x if v is None else (x.__iadd__(h * v) if isinstance(x, np.ndarray)
-                                    else float(x) + h * float(v))
-               for x, v in zip(copies.leaves, flat, strict=True)]
-        out, start = [], 0
-        for vs, rebuild in self.parts:
-            out.append(rebuild(new[start:start + len(vs)]))
-            start += len(vs)
-        return out
-
-    def dot(self, trees):
-        """``<directions, trees>`` summed over every leaf (traced leaves too)."""
-        flat = [v for vs, _ in self.parts for v in vs]
-        values = [leaf for t in trees for leaf in flatten(t)[0]]
-        return sum(((g * v).sum() for v, g in zip(flat, values, strict=True) if v is not None),
-                   0.0)
-
-
-def _weighted(f, weights):
-    """The scalar ``<w, f(*args)>``, for a random cotangent ``w`` per float output."""
-    def scalar(*args):
-        outputs = flatten(f(*args))[0]
-        total = 0.0
-        for w, y in zip(weights, outputs, strict=True):
-            if w is not None:
-                total = total + (y * w).sum()
-        return total
-
-    return scalar
-
-
-def _check_second(f, args, policy, rtol, atol, step, seed, symmetric):
-    from .api import gradient, hvp, jvp
-
-    rng = np.random.default_rng(seed)
-    leaves = [leaf for a in args for leaf in flatten(a)[0]]
-    before = _snapshot(leaves)
-    outputs = flatten(f(*_Directions(args, rng, symmetric).moved(args, 0.0)))[0]
-    weights = [rng.standard_normal(np.shape(y)) if _is_float(y) else None for y in outputs]
-    phi = _weighted(f, weights)
-    v, u = _Directions(args, rng, symmetric), _Directions(args, rng, symmetric)
-    reverse_over_forward = hvp(phi, args, v.tree(), policy=policy)
-    if len(args) == 1:
-        reverse_over_forward = (reverse_over_forward,)
-    _check_unchanged(leaves, before, "after hvp")
-
-    try:
-        forward_over_reverse = jvp(lambda *xs: gradient(phi, *xs, policy=policy), args,
-                                   v.tree())[1]
-    except UnsupportedFunctionError:  # a decorated function without a forward rule
-        forward_over_reverse = None
-    _check_unchanged(leaves, before, "after jvp of the gradient")
-
-    def directional(*xs):
-        return v.dot(gradient(phi, *xs, policy=policy))
-
-    nested_reverse = gradient(directional, *args, policy=policy)
-    _check_unchanged(leaves, before, "after nested gradients")
-    g_at = {k: u.dot(gradient(phi, *v.moved(args, k * step), policy=policy))
-            for k in (-2, -1, 1, 2)}
-    numeric = (8 * (g_at[1] - g_at[-1]) - (g_at[2] - g_at[-2])) / (12 * step)
-    _check_unchanged(leaves, before, "after the finite differences")
-    rtol = 1e-5 if rtol is None else rtol
-    atol = 1e-8 if atol is None else atol
-    for name, result in (("reverse over forward (hvp)", reverse_over_forward),
-                         ("forward over reverse", forward_over_reverse),
-                         ("nested reverse mode", nested_reverse)):
-        if result is None:
-            continue
-        analytic = float(u.dot(result))
-        scale = max(abs(analytic), abs(numeric), max(abs(g) for g in g_at.values()) * 1e-3)
-        if not abs(analytic - numeric) <= atol + rtol * scale:
-            raise GradientCheckError(
-                f"second-derivative mismatch (policy={policy!r}, {name}): <u, H v> is "
-                f"{analytic!r}, finite differences of the gradient give {numeric!r}.")
-
-
-def check_jvp(f, *args, rtol=1e-6, atol=1e-9, step=1e-4, seed=0, symmetric=()):
+def check_jvp(f, *args, rtol=1e-6, atol=1e-9, step=1e-4, seed=0, symmetric=(), order=1):
     """Check ``mutad.jvp`` of ``f`` at ``args`` against central finite differences along a
-    random tangent, and that every argument comes back bit-for-bit."""
-    from .api import jvp
+    random tangent, and that every argument comes back bit-for-bit: ``check_grads`` in
+    forward mode."""
+    check_grads(f, *args, rtol=rtol, atol=atol, step=step, seed=seed, symmetric=symmetric,
+                order=order, modes=("fwd",))
 
+
+class _Settings:
+    """What the recursion keeps: ``optional_fwd`` skips forward mode for a function without
+    forward rules; ``restoration``, a list, collects how far each replay left the arguments
+    from their values before it (``check_rule``)."""
+
+    def __init__(self, policy, rtol, atol, step, symmetric, modes, optional_fwd=False,
+                 restoration=None):
+        self.policy, self.rtol, self.atol, self.step = policy, rtol, atol, step
+        self.symmetric, self.modes = tuple(symmetric), tuple(modes)
+        self.optional_fwd, self.restoration = optional_fwd, restoration
+
+    def tolerances(self, leaves, depth):
+        """(rtol, atol): looser for single precision and for derivatives of derivatives, whose
+        finite differences difference values that are themselves derivatives."""
+        if any(isinstance(x, (np.ndarray, np.floating)) and x.dtype == np.float32 for x in leaves):
+            rtol, atol = 2e-3, 1e-4
+        else:
+            rtol, atol = (1e-6, 1e-9) if depth == 0 else (1e-5, 1e-8)
+        return (rtol if self.rtol is None else self.rtol), (atol if self.atol is None else self.atol)
+
+    def inner(self, symmetric):
+        return _Settings(self.policy, self.rtol, self.atol, self.step, symmetric, self.modes,
+                         self.optional_fwd)
+
+
+def _check(f, args, settings, rng, order, depth=0, name="f"):
+    """Check ``f`` at ``args`` in each mode of ``settings``, then its derivatives to ``order``."""
+    leaves = _leaves(args)
+    before = [_fingerprint(x) for x in leaves]
+    program = _returning_arguments(f, args, settings.restoration)
+    directions = _directions(args, rng, settings.symmetric)
+    analytic, w = {}, None
+    if "rev" in settings.modes:
+        y, back = pullback(program, *args, policy=settings.policy)
+        w = _cotangents(y, rng)
+        analytic["reverse mode"] = _dot(directions, _leaves(back(w)))
+        _check_unchanged(leaves, before, f"after reverse mode of {name}")
+    if "fwd" in settings.modes:
+        try:
+            y, dy = jvp(program, tuple(args), _rebuilt(args, directions))
+        except UnsupportedFunctionError:  # a decorated function with a reverse rule only
+            if not settings.optional_fwd:
+                raise
+        else:
+            w = _cotangents(y, rng) if w is None else w
+            analytic["forward mode"] = _dot(flatten(w)[0], flatten(dy)[0])
+            _check_unchanged(leaves, before, f"after forward mode of {name}")
+    if w is None:
+        raise UnsupportedFunctionError(f"{name} has no forward rule, and reverse mode was not "
+                                       "asked for: nothing was checked.")
+    points = [leaves_at for leaves_at, _ in _points(program, args, directions, settings.step)]
+    weights = flatten(w)[0]
+    numeric = _dot(weights, _combine(points, settings.step))
+    magnitude = max(abs(_dot(weights, p)) for p in points)
+    _check_unchanged(leaves, before, f"after the finite differences of {name}")
+    rtol, atol = settings.tolerances(leaves, depth)
+    for mode, value in analytic.items():
+        allowed = atol + rtol * max(abs(value), abs(numeric), magnitude * 1e-3)
+        if not abs(value - numeric) <= allowed:
+            what = ("second-derivative" if depth else "gradient" if mode == "reverse mode"
+                    else "jvp")
+            raise GradientCheckError(
+                f"{what} mismatch in {name} (policy={settings.policy!r}): {mode} gives "
+                f"{value!r} along a random direction, finite differences give {numeric!r} "
+                f"(difference {abs(value - numeric):.3g}, allowed {allowed:.3g}).")
+    if order > 1:
+        n = len(args)
+        if "reverse mode" in analytic:
+            _check(_pullback_of(f, n, settings.policy), (*args, _cotangents(w[0], rng)),
+                   settings.inner(settings.symmetric), rng, order - 1, depth + 1,
+                   f"the pullback of {name}")
+        if "forward mode" in analytic:
+            tangents = _rebuilt(args, _directions(args, rng, settings.symmetric))
+            _check(_pushforward_of(f, n), (*args, *tangents),
+                   settings.inner(settings.symmetric + tuple(n + i for i in settings.symmetric)),
+                   rng, order - 1, depth + 1, f"the pushforward of {name}")
+
+
+def _returning_arguments(f, args, restoration):
+    """``f`` returning ``(f(*xs), the float leaves of xs after f)``. With ``restoration`` (a
+    list), it first calls a probe whose pullback, run after every later record was undone,
+    measures how far the replay left the argument arrays from their values at the call."""
+    floats = [i for i, x in enumerate(_leaves(args)) if _is_float(x)]
+    arrays = [i for i in floats if is_float_array(_leaves(args)[i])]
+    probe = None if restoration is None else _restoration_probe(restoration)
+
+    def program(*xs):
+        leaves = _leaves(xs)
+        if probe is not None:
+            probe(*(leaves[i] for i in arrays))
+        return f(*xs), [leaves[i] for i in floats]
+
+    return program
+
+
+def _restoration_probe(errors):
+    @inplace_adjoint(writes=())
+    def probe(*arrays):
+        pass
+
+    @probe.rule
+    def _probe_rule(*arrays):
+        originals = [a.copy() for a in arrays]
+
+        def back(*shadows):
+            errors.extend(_relative_error(a, o) for a, o in zip(arrays, originals, strict=True))
+
+        return back
+
+    return probe
+
+
+def _pullback_of(f, n, policy):
+    """``(*xs, w) -> vjp(w)`` of ``f`` at ``xs`` (``n`` positional arguments)."""
+    def pullback_of_f(*xs_and_w):
+        return pullback(f, *xs_and_w[:n], policy=policy)[1](xs_and_w[n])
+
+    return pullback_of_f
+
+
+def _pushforward_of(f, n):
+    """``(*xs, *vs) -> jvp(vs)`` of ``f`` at ``xs`` (``n`` positional arguments)."""
+    def pushforward_of_f(*xs_and_vs):
+        return jvp(f, xs_and_vs[:n], xs_and_vs[n:])[1]
+
+    return pushforward_of_f
+
+
+# ----------------------------------------------------------------------------------------------
+# Rule-level checks
+
+
+def check_transpose(forward_rule, reverse_rule, *args, tangents=None, rtol=1e-9, atol=1e-9,
+                    seed=0, **kwargs):
+    """Check that a primitive's forward and reverse rules are transposes of each other,
+    ``<w, J t> = <t, Jᵀ w>``, and that both compute the same output.
+
+    ``forward_rule(tangents, *args, **kwargs)`` returns ``(y, dy)`` (``tangents``: one per
+    positional argument, ``None`` for one without); ``reverse_rule(*args, **kwargs)`` returns
+    ``(y, back)``, ``back(w)`` one cotangent per positional argument. ``tangents`` defaults to
+    random ones for every float array argument. The cotangent ``w`` is zero where an output is
+    not finite (NaN cases), and terms where a tangent or cotangent is not finite are left out.
+    Pins down the conventions at ties and kinks that finite differences cannot see. The rules
+    are pure: the arguments must come back bit-for-bit.
+
+    >>> import numpy as np
+    >>> from mutad.testing import check_transpose
+    >>> def square_jvp(tangents, x):
+    ...     return x * x, 2 * x * tangents[0]
+    >>> def square_vjp(x):
+    ...     return x * x, lambda w: (2 * x * w,)
+    >>> check_transpose(square_jvp, square_vjp, np.array([1.0, -2.0]))
+    """
     rng = np.random.default_rng(seed)
-    leaves = [leaf for a in args for leaf in flatten(a)[0]]
-    before = _snapshot(leaves)
-    v = _Directions(args, rng, symmetric)
-    y, dy = jvp(f, tuple(args), v.tree())
-    _check_unchanged(leaves, before, "after jvp")
-    outputs = flatten(y)[0]
-    weights = [rng.standard_normal(np.shape(o)) if _is_float(o) else None for o in outputs]
-    phi = _weighted(f, weights)
-    at = {k: float(phi(*v.moved(args, k * step))) for k in (-2, -1, 1, 2)}
-    numeric = (8 * (at[1] - at[-1]) - (at[2] - at[-2])) / (12 * step)
-    analytic = sum(_inner(w, d) for w, d in zip(weights, flatten(dy)[0], strict=True)
-                   if w is not None)
-    _check_unchanged(leaves, before, "after the finite differences")
-    scale = max(abs(analytic), abs(numeric), max(abs(a) for a in at.values()) * 1e-3)
-    if not abs(analytic - numeric) <= atol + rtol * scale:
+    leaves = _leaves(args)
+    before = [_fingerprint(x) for x in leaves]
+    if tangents is None:
+        tangents = tuple(rng.standard_normal(np.shape(a)) if is_float_array(a) else None
+                         for a in args)
+    y, dy = forward_rule(tuple(tangents), *args, **kwargs)
+    _check_unchanged(leaves, before, "after the forward rule")
+    y_reverse, back = reverse_rule(*args, **kwargs)
+    outputs, dys = flatten(y)[0], flatten(dy)[0] if dy is not None else [None] * len(flatten(y)[0])
+    for a, b in zip(outputs, flatten(y_reverse)[0], strict=True):
+        if not np.array_equal(a, b, equal_nan=np.result_type(a).kind == "f"):
+            raise GradientCheckError("the forward and reverse rules compute different outputs.")
+    ws = [np.where(np.isfinite(o), rng.standard_normal(np.shape(o)), 0.0) if _is_float(o)
+          else None for o in outputs]
+    cotangents = back(flatten(y)[1](ws) if isinstance(y, (tuple, list)) else ws[0])
+    _check_unchanged(leaves, before, "after the reverse rule")
+    forward = _finite_dot(zip(ws, dys, strict=True))
+    reverse = _finite_dot(_pairs(tuple(tangents), tuple(cotangents)))
+    if any(np.result_type(o) == np.float32 for o in outputs):
+        rtol = max(rtol, 1e-5)
+    if not abs(forward - reverse) <= atol + rtol * max(abs(forward), abs(reverse)):
         raise GradientCheckError(
-            f"jvp mismatch: forward mode gives {analytic!r} along a random direction, finite "
-            f"differences give {numeric!r}.")
-
-
-def _relative_error(x, original):
-    if x.dtype.kind != "f":
-        return 0.0 if np.array_equal(x, original) else np.inf
-    scale = np.max(np.abs(original), initial=0.0)
-    error = np.max(np.abs(x - original), initial=0.0)
-    return float(error / scale) if scale else float(error)
+            f"the rules are not transposes: <w, J t> = {forward!r} by the forward rule, "
+            f"<t, Jᵀ w> = {reverse!r} by the reverse rule.")
 
 
 def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0, symmetric=()):
     """Prove the rule of a ``mutad.adjoint`` or ``mutad.inplace_adjoint`` function right.
 
-    Checks its forward rule, if it has one (``@f.jvp_rule``), with ``check_jvp``; then, under
-    both policies: the gradient against finite differences (with the argument
-    shadows seeded non-zero, so ``back`` must accumulate, not assign); that every argument is
-    put back by the replay bit-for-bit under ``policy="checkpoint"`` and within
-    ``restore_rtol`` (relative) by the rule's own restoration; for a pure rule, that its ``y``
-    equals the function's own output. Then the same for each aliased variant: every pair of
-    float array arguments of one shape passed as one buffer (a rule may refuse that with a
-    ``MutadError``). ``symmetric`` is as for ``check_grads``. Returns the worst relative
+    For a pure rule, its ``y`` must equal the function's own output. Then, for the arguments
+    and for each aliased variant (every pair of float array arguments of one shape passed as
+    one buffer; a rule may refuse that with a ``MutadError``): the forward rule, if it has one
+    (``@f.jvp_rule``), in forward mode; the rule in reverse mode under both policies, the
+    gradient against finite differences (with the argument shadows seeded non-zero, so
+    ``back`` must accumulate, not assign), every argument put back by the replay bit-for-bit
+    under ``policy="checkpoint"`` and within ``restore_rtol`` (relative) by the rule's own
+    restoration. ``symmetric`` is as for ``check_grads``. Returns the worst relative
     restoration error seen.
 
     >>> import numpy as np, mutad
@@ -355,40 +355,35 @@ def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0, symmet
     >>> check_rule(add_vecs_, np.array([0.5, 1.5]), np.array([2.0, -1.0])) < 1e-15
     True
     """
-    from .custom import Adjoint, InplaceAdjoint
-
-    if not isinstance(f, Adjoint) or f.pure_rule is None:
+    if getattr(f, "pure_rule", None) is None:
         raise InvalidArgumentError("check_rule takes a function decorated with mutad.adjoint or "
-                         "mutad.inplace_adjoint that has a rule attached.")
-    if isinstance(f, InplaceAdjoint):
+                                   "mutad.inplace_adjoint that has a rule attached.")
+    if hasattr(f, "writes"):  # in place: the arrays it writes are its outputs
         def program(*values):
             f(*values)
             return tuple(values[i] for i in f.writes
                          if i < len(values) and _is_float(values[i]))
     else:
         program = f
-        _check_forward(f, args)
+        _check_output(f, args)
 
+    checks = ([("fwd", None)] if f.forward_rule is not None else []) + [
+        ("rev", "restore"), ("rev", "checkpoint")]
     worst = 0.0
     for variant in [args, *_aliased_variants(args)]:
-        if f.forward_rule is not None:
+        for mode, policy in checks:
+            restoration = [] if mode == "rev" else None
+            settings = _Settings(policy, rtol, atol, 1e-4, symmetric, (mode,),
+                                 restoration=restoration)
             try:
-                check_jvp(program, *variant, rtol=1e-6 if rtol is None else rtol,
-                          atol=1e-9 if atol is None else atol, seed=seed, symmetric=symmetric)
+                _check(program, variant, settings, np.random.default_rng(seed), 1)
             except GradientCheckError:
                 raise
-            except errors.MutadError:
-                if variant is args:
-                    raise
-        for policy in ("restore", "checkpoint"):
-            try:
-                error = _check(program, variant, policy, rtol, atol, 1e-4, seed, symmetric)
-            except GradientCheckError:
-                raise
-            except errors.MutadError:
+            except MutadError:
                 if variant is args:
                     raise
                 continue  # the rule refuses this aliasing explicitly: allowed
+            error = max(restoration or (), default=0.0)
             if policy == "checkpoint" and error != 0.0:
                 raise GradientCheckError(
                     f"{f.__name__}: under policy='checkpoint' an argument came back with "
@@ -402,7 +397,7 @@ def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0, symmet
     return worst
 
 
-def _check_forward(f, args):
+def _check_output(f, args):
     y_function = f.fn(*copy.deepcopy(args))
     y_rule, _ = f.pure_rule(*copy.deepcopy(args))
     for a, b in zip(flatten(y_function)[0], flatten(y_rule)[0], strict=True):
@@ -423,5 +418,104 @@ def _aliased_variants(args):
                 yield tuple(variant)
 
 
+# ----------------------------------------------------------------------------------------------
+# Leaves, directions and inner products
+
+
+def _leaves(trees):
+    return [leaf for t in trees for leaf in flatten(t)[0]]
+
+
+def _rebuilt(args, leaves):
+    """One tree per positional argument of ``args``, around ``leaves``."""
+    out, start = [], 0
+    for a in args:
+        count, rebuild = len(flatten(a)[0]), flatten(a)[1]
+        out.append(rebuild(leaves[start:start + count]))
+        start += count
+    return tuple(out)
+
+
+def _direction_leaves(args, directions):
+    """The leaves of ``directions``, one per leaf of ``args``: ``None`` for a whole argument
+    spreads over its leaves."""
+    out = []
+    for a, d in zip(args, directions, strict=True):
+        count = len(flatten(a)[0])
+        out.extend([None] * count if d is None else flatten(d)[0])
+    return out
+
+
+def _directions(args, rng, symmetric):
+    """A random direction for each float leaf of ``args`` (``None`` for the others); those of
+    the positional arguments in ``symmetric`` symmetric."""
+    out = []
+    for position, a in enumerate(args):
+        for x in flatten(a)[0]:
+            v = rng.standard_normal(np.shape(x)) if _is_float(x) else None
+            if v is not None and position in symmetric:
+                v = (v + np.swapaxes(v, -1, -2)) / 2
+            out.append(v)
+    return out
+
+
+def _cotangents(y, rng):
+    """A random cotangent for each float leaf of ``y``, in ``y``'s structure."""
+    leaves, rebuild = flatten(y)
+    return rebuild([rng.standard_normal(np.shape(o)) if _is_float(o) else None for o in leaves])
+
+
+def _dot(a, b):
+    """``Σ <a_i, b_i>`` over leaf lists, skipping ``None`` on either side."""
+    return sum((float(np.vdot(np.asarray(x, np.float64), np.asarray(y, np.float64)))
+                for x, y in zip(a, b, strict=True) if x is not None and y is not None), 0.0)
+
+
+def _finite_dot(pairs):
+    """``Σ <x, y>`` over pairs, leaving out the terms where ``x`` is not finite."""
+    return sum((float(np.sum(np.where(np.isfinite(x), x, 0.0) * np.asarray(y, np.float64)))
+                for x, y in pairs if x is not None and y is not None), 0.0)
+
+
+def _pairs(a, b):
+    """The matching leaves of two trees of tuples and lists; ``None`` on either side (a whole
+    argument without a tangent or a cotangent) matches nothing."""
+    if a is None or b is None:
+        return
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        for x, y in zip(a, b, strict=True):
+            yield from _pairs(x, y)
+    else:
+        yield a, b
+
+
 def _is_float(y):
     return (wrapped(y) and y.dtype.kind == "f") or is_float_array(y) or is_float_scalar(y)
+
+
+# ----------------------------------------------------------------------------------------------
+# The caller's bytes
+
+
+def _fingerprint(x):
+    """What must come back unchanged of one argument leaf: an array's bytes, those of the
+    arrays inside an object mutad passes as it is (a SciPy spline), a number's value."""
+    if isinstance(x, np.ndarray):
+        return x.tobytes()
+    if isinstance(x, (numbers.Number, str, bytes)):
+        return copy.deepcopy(x)
+    return [a.tobytes() for a in arrays_within(x)]
+
+
+def _check_unchanged(leaves, before, when):
+    for i, (x, old) in enumerate(zip(leaves, before, strict=True)):
+        if _fingerprint(x) != old:
+            raise GradientCheckError(f"{when}: argument leaf {i} did not come back bit-for-bit.")
+
+
+def _relative_error(x, original):
+    if x.dtype.kind != "f":
+        return 0.0 if np.array_equal(x, original) else np.inf
+    scale = np.max(np.abs(original), initial=0.0)
+    error = np.max(np.abs(x - original), initial=0.0)
+    return float(error / scale) if scale else float(error)

@@ -5,16 +5,15 @@ domain of each input. ``UNARY_SCENARIOS`` and ``BINARY_SCENARIOS`` are the ways 
 apply a ufunc: out of place, ``out=`` into a traced buffer, in place on its own input, into a
 slice, with broadcasting, and with operands that alias each other. The test crosses the two.
 
-The other families write their tables in their own test files from two kinds of case:
-:class:`ArrayCase` (a function of arrays drawn by shape from one domain, with fixed settings:
-reductions, shape functions) and :class:`SampledCase` (a named program with a sampler of its
-whole argument tuple, built from ``normal``, ``fixed`` and ``arguments``: indexing, linalg).
-``case_id`` names a case of any kind for pytest.
+The other families write their tables in their own test files, with the same :class:`Case`:
+drawn by shape (reductions, shape functions), or by a sampler of the whole argument tuple
+built from ``normal``, ``fixed`` and ``arguments`` (indexing, linalg). ``case_id`` names a
+case for pytest.
 """
 
 import operator
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 import scipy.special as special
@@ -32,108 +31,168 @@ from strategies import (
 )
 
 
+def standard_normal(rng, shape):
+    """The default domain of a case drawn by shape: standard normal values."""
+    return rng.standard_normal(shape)
+
+
 @dataclass(frozen=True)
-class UfuncCase:
-    """A ufunc with the domain of each input; ``alias`` is the domain of a buffer that feeds
-    every operand at once (``a *= a``), for binary ufuncs whose operands' domains differ.
+class Case:
+    """One row of a case table: a function, how its arguments are drawn, and how to check it.
 
-    ``settings`` are ``(position, value)`` pairs of inputs held constant (a Bessel function's
-    order, an incomplete beta function's parameters): the case is then the function of the
-    other inputs, whose domains ``domains`` lists, and ``function`` calls the ufunc with the
-    settings in their places."""
+    Arguments are drawn one of three ways:
 
-    ufunc: np.ufunc
-    domains: tuple
+    * a ufunc row, ``Case(np.arccosh, (above_one,))``: the domain of each input; the scenarios
+      choose the shapes and the aliasing. ``alias`` is the domain of a buffer that feeds every
+      operand at once (``a *= a``), for binary ufuncs whose operands' domains differ;
+      ``settings`` are ``(position, value)`` pairs of inputs held constant (a Bessel function's
+      order), the case then being the function of the other inputs; ``label`` tells apart two
+      rows of one ufunc.
+    * by shape, ``Case(np.sum, shapes=((2, 3, 4),), kwargs=dict(axis=0))``: one array per shape,
+      drawn from ``domains`` (functions ``(rng, shape) -> array``; the last one serves the
+      remaining shapes) in ``dtype``.
+    * by a sampler of the whole argument tuple, ``Case.named("dot-2d", np.dot,
+      arguments(normal(2, 3), normal(3, 4)))``.
+
+    ``args`` and ``kwargs`` are settings passed after the drawn arguments (``program`` puts
+    them in place). ``symmetric`` lists the positions of symmetric matrices (perturbed along
+    symmetric directions), ``align(output, reference)`` fixes sign choices (of eigenvectors)
+    before outputs are differenced, ``rule`` is the forward rule when the function's own is
+    not the one in the table, and ``fd=False`` skips finite differences at ties and kinks,
+    which only the transpose check can judge.
+    """
+
+    function: object
+    domains: tuple = ()
     alias: Domain = None
     settings: tuple = ()
-    label: str = ""  # tells apart two rows of one ufunc with different domains
+    label: str = ""
+    shapes: tuple = ((3, 4),)
+    name: str = ""
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    dtype: type = np.float64
+    sampler: Callable = None
+    symmetric: tuple = ()
+    align: Callable = None
+    rule: Callable = None
+    fd: bool = True
+
+    @classmethod
+    def named(cls, name, function, sampler, **options):
+        return cls(function, name=name, sampler=sampler, **options)
+
+    @property
+    def is_ufunc_row(self):
+        return isinstance(self.function, np.ufunc)
 
     @property
     def arity(self):
         return len(self.domains)
 
     @property
-    def name(self):
-        return self.ufunc.__name__
+    def alias_domain(self):
+        return self.alias or self.domains[0]
 
     @property
     def id(self):
-        return (self.name + "".join(f"-{value!r}" for _, value in self.settings)
-                + (f"-{self.label}" if self.label else ""))
+        if self.sampler is not None:
+            return self.name
+        name = self.name or getattr(self.function, "__name__", None) or repr(self.function)
+        if self.is_ufunc_row:
+            return (name + "".join(f"-{value!r}" for _, value in self.settings)
+                    + (f"-{self.label}" if self.label else ""))
+        parts = [name, "x".join(str(s) for s in self.shapes)]
+        parts += [repr(a) for a in self.args]
+        parts += [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        parts += [d.__name__ for d in self.domains]
+        if self.dtype is not np.float64:
+            parts.append(np.dtype(self.dtype).name)
+        return "-".join(parts)
+
+    def sample(self, rng):
+        """The drawn arguments (a ufunc row's come from ``sample_arguments``)."""
+        if self.sampler is not None:
+            return tuple(self.sampler(rng))
+        domains = self.domains or (standard_normal,)
+        return [domains[min(i, len(domains) - 1)](rng, shape).astype(self.dtype)
+                for i, shape in enumerate(self.shapes)]
+
+    def __call__(self, *drawn, **kwargs):
+        return self.program(*drawn, **kwargs)
 
     @property
-    def function(self):
-        if not self.settings:
-            return self.ufunc
-        ufunc, settings = self.ufunc, dict(self.settings)
+    def program(self):
+        """The function of the drawn arguments, the settings in their places."""
+        if not (self.settings or self.args or self.kwargs):
+            return self.function
+        function, settings, args, kwargs = self.function, dict(self.settings), self.args, self.kwargs
+        count = len(self.settings) + len(self.domains)
 
-        def with_settings(*inputs, **kwargs):
-            inputs = iter(inputs)
-            return ufunc(*(settings[i] if i in settings else next(inputs)
-                           for i in range(ufunc.nin)), **kwargs)
+        def with_settings(*drawn, **more):
+            drawn = iter(drawn)
+            inputs = [settings[i] if i in settings else next(drawn) for i in range(count)] \
+                if settings else list(drawn)
+            return function(*inputs, *args, **kwargs, **more)
 
         with_settings.__name__ = self.id
         return with_settings
 
-    @property
-    def alias_domain(self):
-        return self.alias or self.domains[0]
-
 
 # fmt: off
 UFUNC_CASES = [
-    UfuncCase(np.negative,    (real,)),
-    UfuncCase(np.positive,    (real,)),
-    UfuncCase(np.conjugate,   (real,)),
-    UfuncCase(np.exp,         (real,)),
-    UfuncCase(np.expm1,       (real,)),
-    UfuncCase(np.exp2,        (real,)),
-    UfuncCase(np.log,         (positive,)),
-    UfuncCase(np.log1p,       (positive,)),
-    UfuncCase(np.log2,        (positive,)),
-    UfuncCase(np.log10,       (positive,)),
-    UfuncCase(np.sqrt,        (positive,)),
-    UfuncCase(np.cbrt,        (nonzero,)),             # infinite slope at 0
-    UfuncCase(np.square,      (real,)),
-    UfuncCase(np.reciprocal,  (nonzero,)),
-    UfuncCase(np.absolute,    (nonzero,)),             # kink at 0
-    UfuncCase(np.fabs,        (nonzero,)),
-    UfuncCase(np.sin,         (real,)),
-    UfuncCase(np.cos,         (real,)),
-    UfuncCase(np.tan,         (small,)),               # poles at ±pi/2
-    UfuncCase(np.arcsin,      (open_unit_interval,)),
-    UfuncCase(np.arccos,      (open_unit_interval,)),
-    UfuncCase(np.arctan,      (real,)),
-    UfuncCase(np.sinh,        (real,)),
-    UfuncCase(np.cosh,        (real,)),
-    UfuncCase(np.tanh,        (real,)),
-    UfuncCase(np.arcsinh,     (real,)),
-    UfuncCase(np.arccosh,     (above_one,)),
-    UfuncCase(np.arctanh,     (open_unit_interval,)),
-    UfuncCase(np.deg2rad,     (real,)),
-    UfuncCase(np.rad2deg,     (real,)),
+    Case(np.negative,    (real,)),
+    Case(np.positive,    (real,)),
+    Case(np.conjugate,   (real,)),
+    Case(np.exp,         (real,)),
+    Case(np.expm1,       (real,)),
+    Case(np.exp2,        (real,)),
+    Case(np.log,         (positive,)),
+    Case(np.log1p,       (positive,)),
+    Case(np.log2,        (positive,)),
+    Case(np.log10,       (positive,)),
+    Case(np.sqrt,        (positive,)),
+    Case(np.cbrt,        (nonzero,)),             # infinite slope at 0
+    Case(np.square,      (real,)),
+    Case(np.reciprocal,  (nonzero,)),
+    Case(np.absolute,    (nonzero,)),             # kink at 0
+    Case(np.fabs,        (nonzero,)),
+    Case(np.sin,         (real,)),
+    Case(np.cos,         (real,)),
+    Case(np.tan,         (small,)),               # poles at ±pi/2
+    Case(np.arcsin,      (open_unit_interval,)),
+    Case(np.arccos,      (open_unit_interval,)),
+    Case(np.arctan,      (real,)),
+    Case(np.sinh,        (real,)),
+    Case(np.cosh,        (real,)),
+    Case(np.tanh,        (real,)),
+    Case(np.arcsinh,     (real,)),
+    Case(np.arccosh,     (above_one,)),
+    Case(np.arctanh,     (open_unit_interval,)),
+    Case(np.deg2rad,     (real,)),
+    Case(np.rad2deg,     (real,)),
 
-    UfuncCase(np.add,         (real, real)),
-    UfuncCase(np.subtract,    (real, real)),
-    UfuncCase(np.multiply,    (real, real)),
-    UfuncCase(np.divide,      (real, nonzero),         alias=nonzero),
-    UfuncCase(np.power,       (positive, small),       alias=positive),
-    UfuncCase(np.remainder,   (between_one_and_two, between_one_and_two)),  # jumps where a/b is whole
-    UfuncCase(np.fmod,        (between_one_and_two, between_one_and_two)),
-    UfuncCase(np.maximum,     (distinct, distinct)),   # kinks where a == b
-    UfuncCase(np.minimum,     (distinct, distinct)),
-    UfuncCase(np.fmax,        (distinct, distinct)),
-    UfuncCase(np.fmin,        (distinct, distinct)),
-    UfuncCase(np.hypot,       (nonzero, nonzero)),     # kink at the origin
-    UfuncCase(np.arctan2,     (nonzero, nonzero)),     # branch cut along y == 0, x < 0
-    UfuncCase(np.logaddexp,   (real, real)),
-    UfuncCase(np.logaddexp2,  (real, real)),
-    UfuncCase(np.float_power, (positive, small),       alias=positive),
-    UfuncCase(np.copysign,    (nonzero, nonzero)),     # kink at 0, jump where b changes sign
-    UfuncCase(np.ldexp,       (real,),                 settings=((1, 3),)),
-    UfuncCase(np.nextafter,   (real,),                 settings=((1, 10.0),)),
-    UfuncCase(np.radians,     (real,)),
-    UfuncCase(np.degrees,     (real,)),
+    Case(np.add,         (real, real)),
+    Case(np.subtract,    (real, real)),
+    Case(np.multiply,    (real, real)),
+    Case(np.divide,      (real, nonzero),         alias=nonzero),
+    Case(np.power,       (positive, small),       alias=positive),
+    Case(np.remainder,   (between_one_and_two, between_one_and_two)),  # jumps where a/b is whole
+    Case(np.fmod,        (between_one_and_two, between_one_and_two)),
+    Case(np.maximum,     (distinct, distinct)),   # kinks where a == b
+    Case(np.minimum,     (distinct, distinct)),
+    Case(np.fmax,        (distinct, distinct)),
+    Case(np.fmin,        (distinct, distinct)),
+    Case(np.hypot,       (nonzero, nonzero)),     # kink at the origin
+    Case(np.arctan2,     (nonzero, nonzero)),     # branch cut along y == 0, x < 0
+    Case(np.logaddexp,   (real, real)),
+    Case(np.logaddexp2,  (real, real)),
+    Case(np.float_power, (positive, small),       alias=positive),
+    Case(np.copysign,    (nonzero, nonzero)),     # kink at 0, jump where b changes sign
+    Case(np.ldexp,       (real,),                 settings=((1, 3),)),
+    Case(np.nextafter,   (real,),                 settings=((1, 10.0),)),
+    Case(np.radians,     (real,)),
+    Case(np.degrees,     (real,)),
 ]
 
 # scipy.special: x > 0 away from the poles and zeros where finite differences would misjudge
@@ -145,54 +204,54 @@ probability = Domain("probability", 0.05, 0.95)
 negative_non_integer = Domain("negative_non_integer", -2.8, -2.2)
 
 UFUNC_CASES += [
-    UfuncCase(special.gamma,     (above_half,)),
-    UfuncCase(special.gamma,     (negative_non_integer,), label="negative"),
-    UfuncCase(special.rgamma,    (above_half,)),
-    UfuncCase(special.gammaln,   (positive,)),
-    UfuncCase(special.gammaln,   (negative_non_integer,), label="negative"),
-    UfuncCase(special.loggamma,  (positive,)),
-    UfuncCase(special.psi,       (above_half,)),
-    UfuncCase(special.beta,      (above_half, above_half)),
-    UfuncCase(special.betaln,    (positive, positive)),
-    UfuncCase(special.betainc,   (unit_interior,), settings=((0, 2.5), (1, 1.5))),
-    UfuncCase(special.betaincc,  (unit_interior,), settings=((0, 0.7), (1, 3.0))),
-    UfuncCase(special.gammainc,  (positive,),      settings=((0, 1.7),)),
-    UfuncCase(special.gammaincc, (positive,),      settings=((0, 2.5),)),
-    UfuncCase(special.stdtr,     (real,),          settings=((0, 3.5),)),
-    UfuncCase(special.erf,       (real,)),
-    UfuncCase(special.erfc,      (real,)),
-    UfuncCase(special.erfinv,    (open_unit_interval,)),
-    UfuncCase(special.erfcinv,   (Domain("erfc_range", 0.1, 1.9),)),
-    UfuncCase(special.ndtr,      (real,)),
-    UfuncCase(special.ndtri,     (probability,)),
-    UfuncCase(special.log_ndtr,  (real,)),
-    UfuncCase(special.expit,     (real,)),
-    UfuncCase(special.log_expit, (real,)),
-    UfuncCase(special.logit,     (probability,)),
-    UfuncCase(special.xlogy,     (real, positive),      alias=positive),
-    UfuncCase(special.xlog1py,   (real, above_half),    alias=positive),
-    UfuncCase(special.entr,      (positive,)),
-    UfuncCase(special.rel_entr,  (positive, positive)),
-    UfuncCase(special.j0,        (real,)),
-    UfuncCase(special.j1,        (real,)),
-    UfuncCase(special.jv,        (bessel_argument,),    settings=((0, 1.5),)),
-    UfuncCase(special.jv,        (real,),               settings=((0, 2.0),)),
-    UfuncCase(special.y0,        (bessel_argument,)),
-    UfuncCase(special.y1,        (bessel_argument,)),
-    UfuncCase(special.yn,        (bessel_argument,),    settings=((0, 2),)),
-    UfuncCase(special.yv,        (bessel_argument,),    settings=((0, 0.7),)),
-    UfuncCase(special.i0,        (real,)),
-    UfuncCase(special.i1,        (real,)),
-    UfuncCase(special.iv,        (bessel_argument,),    settings=((0, 1.3),)),
-    UfuncCase(special.i0e,       (nonzero,)),           # kink of e^-|x| at 0
-    UfuncCase(special.i1e,       (nonzero,)),
-    UfuncCase(special.ive,       (bessel_argument,),    settings=((0, 2.5),)),
-    UfuncCase(special.k0,        (bessel_argument,)),
-    UfuncCase(special.k1,        (bessel_argument,)),
-    UfuncCase(special.kv,        (bessel_argument,),    settings=((0, 0.4),)),
-    UfuncCase(special.k0e,       (bessel_argument,)),
-    UfuncCase(special.k1e,       (bessel_argument,)),
-    UfuncCase(special.kve,       (bessel_argument,),    settings=((0, 1.5),)),
+    Case(special.gamma,     (above_half,)),
+    Case(special.gamma,     (negative_non_integer,), label="negative"),
+    Case(special.rgamma,    (above_half,)),
+    Case(special.gammaln,   (positive,)),
+    Case(special.gammaln,   (negative_non_integer,), label="negative"),
+    Case(special.loggamma,  (positive,)),
+    Case(special.psi,       (above_half,)),
+    Case(special.beta,      (above_half, above_half)),
+    Case(special.betaln,    (positive, positive)),
+    Case(special.betainc,   (unit_interior,), settings=((0, 2.5), (1, 1.5))),
+    Case(special.betaincc,  (unit_interior,), settings=((0, 0.7), (1, 3.0))),
+    Case(special.gammainc,  (positive,),      settings=((0, 1.7),)),
+    Case(special.gammaincc, (positive,),      settings=((0, 2.5),)),
+    Case(special.stdtr,     (real,),          settings=((0, 3.5),)),
+    Case(special.erf,       (real,)),
+    Case(special.erfc,      (real,)),
+    Case(special.erfinv,    (open_unit_interval,)),
+    Case(special.erfcinv,   (Domain("erfc_range", 0.1, 1.9),)),
+    Case(special.ndtr,      (real,)),
+    Case(special.ndtri,     (probability,)),
+    Case(special.log_ndtr,  (real,)),
+    Case(special.expit,     (real,)),
+    Case(special.log_expit, (real,)),
+    Case(special.logit,     (probability,)),
+    Case(special.xlogy,     (real, positive),      alias=positive),
+    Case(special.xlog1py,   (real, above_half),    alias=positive),
+    Case(special.entr,      (positive,)),
+    Case(special.rel_entr,  (positive, positive)),
+    Case(special.j0,        (real,)),
+    Case(special.j1,        (real,)),
+    Case(special.jv,        (bessel_argument,),    settings=((0, 1.5),)),
+    Case(special.jv,        (real,),               settings=((0, 2.0),)),
+    Case(special.y0,        (bessel_argument,)),
+    Case(special.y1,        (bessel_argument,)),
+    Case(special.yn,        (bessel_argument,),    settings=((0, 2),)),
+    Case(special.yv,        (bessel_argument,),    settings=((0, 0.7),)),
+    Case(special.i0,        (real,)),
+    Case(special.i1,        (real,)),
+    Case(special.iv,        (bessel_argument,),    settings=((0, 1.3),)),
+    Case(special.i0e,       (nonzero,)),           # kink of e^-|x| at 0
+    Case(special.i1e,       (nonzero,)),
+    Case(special.ive,       (bessel_argument,),    settings=((0, 2.5),)),
+    Case(special.k0,        (bessel_argument,)),
+    Case(special.k1,        (bessel_argument,)),
+    Case(special.kv,        (bessel_argument,),    settings=((0, 0.4),)),
+    Case(special.k0e,       (bessel_argument,)),
+    Case(special.k1e,       (bessel_argument,)),
+    Case(special.kve,       (bessel_argument,),    settings=((0, 1.5),)),
 ]
 # fmt: on
 
@@ -225,55 +284,6 @@ def curved(function):
 # Cases of the other families: the tables are in their test files.
 
 
-def standard_normal(rng, shape):
-    """The default domain of an :class:`ArrayCase`: standard normal values."""
-    return rng.standard_normal(shape)
-
-
-@dataclass(frozen=True)
-class ArrayCase:
-    """``function(*arrays, *args, **kwargs)`` with one array per shape, drawn from ``domain``
-    (a function ``(rng, shape) -> array``); ``name`` stands for the function's in the id."""
-
-    function: object
-    shapes: tuple = ((3, 4),)
-    name: str = ""
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
-    domain: object = standard_normal
-    dtype: type = np.float64
-
-    def sample(self, rng):
-        return [self.domain(rng, shape).astype(self.dtype) for shape in self.shapes]
-
-    def __call__(self, *arrays):
-        return self.function(*arrays, *self.args, **self.kwargs)
-
-    @property
-    def id(self):
-        name = self.name or getattr(self.function, "__name__", None) or repr(self.function)
-        parts = [name, "x".join(str(s) for s in self.shapes)]
-        parts += [repr(a) for a in self.args]
-        parts += [f"{k}={v!r}" for k, v in self.kwargs.items()]
-        if self.domain is not standard_normal:
-            parts.append(self.domain.__name__)
-        if self.dtype is not np.float64:
-            parts.append(np.dtype(self.dtype).name)
-        return "-".join(parts)
-
-
-class SampledCase(NamedTuple):
-    """A named program and a sampler of its whole argument tuple: ``function(*sample(rng))``."""
-
-    name: str
-    function: Callable
-    sample: Callable  # rng -> tuple of arguments
-
-    @property
-    def id(self):
-        return self.name
-
-
 def normal(*shape):
     """A sampler of one standard normal array of ``shape``."""
     return lambda rng: rng.standard_normal(shape)
@@ -282,6 +292,11 @@ def normal(*shape):
 def fixed(value):
     """A sampler that always gives ``value`` as a float array."""
     return lambda rng: np.array(value, dtype=float)
+
+
+def constant(value):
+    """A sampler that always gives ``value`` as it is (a setting: an axis, a flag, a string)."""
+    return lambda rng: value
 
 
 def arguments(*samplers):
@@ -634,7 +649,7 @@ core's paths, which the rows of NumPy's ufuncs cover."""
 def scenarios_for(case):
     """The scenarios ``case`` runs."""
     scenarios = UNARY_SCENARIOS if case.arity == 1 else BINARY_SCENARIOS
-    if getattr(np, case.name, None) is case.ufunc:
+    if getattr(np, case.function.__name__, None) is case.function:
         return scenarios
     return [scenario for scenario in scenarios if scenario.name in ROW_SCENARIOS]
 

@@ -74,12 +74,8 @@ def _cases():
     ]
     for family, cases in tables:
         for case in cases:
-            function = getattr(case, "function", case)
-            if family == "reductions" or family == "shape":
-                function = case  # an ArrayCase calls its function with its settings
-            if getattr(case, "symmetric", False):
-                function = _symmetrised(function)
-            name = f"{family}-{case.id if hasattr(case, 'id') else case.name}"
+            function = _symmetrised(case.program) if case.symmetric else case.program
+            name = f"{family}-{case.id}"
             yield pytest.param(function, case.sample, name, id=name)
 
 

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 import mutad
-from cases import SampledCase, arguments, case_id, curved, fixed, normal
+from cases import Case, arguments, case_id, curved, fixed, normal
+from rule_checks import (RNG, TIES, V4, WHERE, X3, Const, V, X, check_forward_rule, normal_array,
+                         rule_case)
 from mutad import tape as tape_module
 from mutad import tracing
 from mutad.trees import flatten
@@ -25,53 +27,53 @@ def sort_rows_of_view(x):
 
 # fmt: off
 GATHERS = [
-    SampledCase("take",                lambda a: np.take(a, [0, 2, 2, -1]), arguments(normal(5))),
-    SampledCase("take-axis",           lambda a: np.take(a, [[0, 1], [1, 1]], axis=1), arguments(normal(2, 3))),
-    SampledCase("take-wrap",           lambda a: np.take(a, [5, -7], mode="wrap"), arguments(normal(3))),
-    SampledCase("take-clip",           lambda a: np.take(a, [5, -7, 1], mode="clip"), arguments(normal(3))),
-    SampledCase("take-method",         lambda a: a.take([1, 1]), arguments(normal(3))),
-    SampledCase("take_along_axis",     lambda a: np.take_along_axis(a, np.array([[0, 0], [2, 1]]), 1),
+    Case.named("take",                lambda a: np.take(a, [0, 2, 2, -1]), arguments(normal(5))),
+    Case.named("take-axis",           lambda a: np.take(a, [[0, 1], [1, 1]], axis=1), arguments(normal(2, 3))),
+    Case.named("take-wrap",           lambda a: np.take(a, [5, -7], mode="wrap"), arguments(normal(3))),
+    Case.named("take-clip",           lambda a: np.take(a, [5, -7, 1], mode="clip"), arguments(normal(3))),
+    Case.named("take-method",         lambda a: a.take([1, 1]), arguments(normal(3))),
+    Case.named("take_along_axis",     lambda a: np.take_along_axis(a, np.array([[0, 0], [2, 1]]), 1),
                                        arguments(normal(2, 3))),
-    SampledCase("take_along_axis-broadcast", lambda a: np.take_along_axis(a, np.array([[0, 2, 1], [2, 1, 1]]).T, 0),
+    Case.named("take_along_axis-broadcast", lambda a: np.take_along_axis(a, np.array([[0, 2, 1], [2, 1, 1]]).T, 0),
                                        arguments(normal(3, 1))),
-    SampledCase("take_along_axis-argsort", lambda a: np.take_along_axis(a, np.argsort(a, axis=0), 0),
+    Case.named("take_along_axis-argsort", lambda a: np.take_along_axis(a, np.argsort(a, axis=0), 0),
                                        arguments(normal(4, 2))),
-    SampledCase("compress",            lambda a: np.compress([True, False, True], a, axis=1), arguments(normal(2, 3))),
-    SampledCase("extract",             lambda a: np.extract(a > 0, a), arguments(normal(2, 3))),
-    SampledCase("sort",                np.sort,       arguments(normal(2, 4))),
-    SampledCase("sort-axis-0",         lambda a: np.sort(a, 0), arguments(normal(3, 2))),
-    SampledCase("sort-flat",           lambda a: np.sort(a, axis=None), arguments(normal(3, 2))),
-    SampledCase("sort-stable",         lambda a: np.sort(a, stable=True), arguments(normal(4))),
-    SampledCase("sort-method-in-place", sort_in_place, arguments(normal(5))),
-    SampledCase("sort-view-in-place",  sort_rows_of_view, arguments(normal(2, 4))),
-    SampledCase("partition",           lambda a: np.partition(a, 2), arguments(normal(2, 5))),
-    SampledCase("partition-axis-0",    lambda a: np.partition(a, (1, 3), axis=0), arguments(normal(5, 2))),
-    SampledCase("choose",              lambda a, b: np.choose([0, 1, 1, 0], [a, b]), arguments(normal(4), normal(1))),
-    SampledCase("choose-array",        lambda c: np.choose(np.array([[0, 2], [1, 0]]), c), arguments(normal(3, 2, 2))),
-    SampledCase("choose-clip",         lambda a, b: np.choose([0, 5, -1], (a, b), mode="clip"),
+    Case.named("compress",            lambda a: np.compress([True, False, True], a, axis=1), arguments(normal(2, 3))),
+    Case.named("extract",             lambda a: np.extract(a > 0, a), arguments(normal(2, 3))),
+    Case.named("sort",                np.sort,       arguments(normal(2, 4))),
+    Case.named("sort-axis-0",         lambda a: np.sort(a, 0), arguments(normal(3, 2))),
+    Case.named("sort-flat",           lambda a: np.sort(a, axis=None), arguments(normal(3, 2))),
+    Case.named("sort-stable",         lambda a: np.sort(a, stable=True), arguments(normal(4))),
+    Case.named("sort-method-in-place", sort_in_place, arguments(normal(5))),
+    Case.named("sort-view-in-place",  sort_rows_of_view, arguments(normal(2, 4))),
+    Case.named("partition",           lambda a: np.partition(a, 2), arguments(normal(2, 5))),
+    Case.named("partition-axis-0",    lambda a: np.partition(a, (1, 3), axis=0), arguments(normal(5, 2))),
+    Case.named("choose",              lambda a, b: np.choose([0, 1, 1, 0], [a, b]), arguments(normal(4), normal(1))),
+    Case.named("choose-array",        lambda c: np.choose(np.array([[0, 2], [1, 0]]), c), arguments(normal(3, 2, 2))),
+    Case.named("choose-clip",         lambda a, b: np.choose([0, 5, -1], (a, b), mode="clip"),
                                        arguments(normal(3), normal(3))),
-    SampledCase("select",              lambda a, b, d: np.select([a > 0, b > 0], [a, b], d),
+    Case.named("select",              lambda a, b, d: np.select([a > 0, b > 0], [a, b], d),
                                        arguments(normal(6), normal(6), normal(6))),
-    SampledCase("select-overlapping",  lambda a, b: np.select([a > 0.5, a > 0], [a, b], 0.0),
+    Case.named("select-overlapping",  lambda a, b: np.select([a > 0.5, a > 0], [a, b], 0.0),
                                        arguments(normal(6), normal(6))),
-    SampledCase("diff",                np.diff,       arguments(normal(5))),
-    SampledCase("diff-n2-axis0",       lambda a: np.diff(a, 2, 0), arguments(normal(5, 3))),
-    SampledCase("diff-prepend-append", lambda a: np.diff(a, prepend=0.5, append=np.ones((2, 2))),
+    Case.named("diff",                np.diff,       arguments(normal(5))),
+    Case.named("diff-n2-axis0",       lambda a: np.diff(a, 2, 0), arguments(normal(5, 3))),
+    Case.named("diff-prepend-append", lambda a: np.diff(a, prepend=0.5, append=np.ones((2, 2))),
                                        arguments(normal(2, 3))),
-    SampledCase("diff-traced-prepend", lambda a, p: np.diff(a, 1, -1, p), arguments(normal(2, 3), normal(2, 1))),
-    SampledCase("diff-n0",             lambda a: np.diff(a, 0) * 2.0, arguments(normal(3))),
-    SampledCase("interp",              np.interp,
+    Case.named("diff-traced-prepend", lambda a, p: np.diff(a, 1, -1, p), arguments(normal(2, 3), normal(2, 1))),
+    Case.named("diff-n0",             lambda a: np.diff(a, 0) * 2.0, arguments(normal(3))),
+    Case.named("interp",              np.interp,
                                        arguments(fixed([-1.0, 0.3, 1.4, 2.2, 5.0]), fixed([0.0, 1.0, 2.0, 3.0]), normal(4))),
-    SampledCase("interp-left-right",   lambda x, fp, left, right: np.interp(x, [0.0, 1.0, 2.0], fp, left, right),
+    Case.named("interp-left-right",   lambda x, fp, left, right: np.interp(x, [0.0, 1.0, 2.0], fp, left, right),
                                        arguments(fixed([-1.0, 0.5, 3.0]), normal(3), normal(), normal())),
-    SampledCase("interp-scalar-x",     lambda x, fp: np.interp(x, [0.0, 1.0, 2.0], fp), arguments(fixed(1.3), normal(3))),
-    SampledCase("interp-single-knot",  lambda x, fp: np.interp(x, [1.0], fp), arguments(fixed([0.0, 1.0, 2.0]), normal(1))),
-    SampledCase("interp-list-x",       lambda fp: np.interp([0.5, 2.5, -1.0], [0.0, 1.0, 2.0], fp), arguments(normal(3))),
-    SampledCase("interp-float-x",      lambda xp, fp: np.interp(1.3, xp, fp), arguments(fixed([0.0, 1.0, 2.0]), normal(3))),
-    SampledCase("interp-period",       lambda x, xp, fp: np.interp(x, xp, fp, period=4.0),
+    Case.named("interp-scalar-x",     lambda x, fp: np.interp(x, [0.0, 1.0, 2.0], fp), arguments(fixed(1.3), normal(3))),
+    Case.named("interp-single-knot",  lambda x, fp: np.interp(x, [1.0], fp), arguments(fixed([0.0, 1.0, 2.0]), normal(1))),
+    Case.named("interp-list-x",       lambda fp: np.interp([0.5, 2.5, -1.0], [0.0, 1.0, 2.0], fp), arguments(normal(3))),
+    Case.named("interp-float-x",      lambda xp, fp: np.interp(1.3, xp, fp), arguments(fixed([0.0, 1.0, 2.0]), normal(3))),
+    Case.named("interp-period",       lambda x, xp, fp: np.interp(x, xp, fp, period=4.0),
                                        arguments(fixed([-5.3, -0.4, 0.3, 1.4, 2.2, 5.1, 9.7]),
                                                  fixed([3.1, 0.2, 1.5, 6.6]), normal(4))),
-    SampledCase("interp-period-negative", lambda x, fp: np.interp(x, [0.5, 2.5, 1.5], fp, -3.0, 3.0, -3.0),
+    Case.named("interp-period-negative", lambda x, fp: np.interp(x, [0.5, 2.5, 1.5], fp, -3.0, 3.0, -3.0),
                                        arguments(fixed([-1.0, 0.3, 2.9, 4.2]), normal(3))),
 ]
 # fmt: on
@@ -197,29 +199,29 @@ def setitem_boolean(x, v):
 
 # fmt: off
 SCATTERS = [
-    SampledCase("add.at",                  add_at_argument, arguments(normal(6), normal(3))),
-    SampledCase("add.at-view-of-target",   add_at_view_of_target, arguments(normal(6))),
-    SampledCase("add.at-overlapping-view", add_at_overlapping_view, arguments(normal(6))),
-    SampledCase("add.at-scalar-view",      add_at_scalar_view, arguments(normal(6))),
-    SampledCase("add.at-broadcast",        add_at_broadcast, arguments(normal(3, 4), normal(4))),
-    SampledCase("add.at-slice",            add_at_slice, arguments(normal(4), normal(2))),
-    SampledCase("add.at-twice",            add_at_twice, arguments(normal(3), normal(2))),
-    SampledCase("add.at-new-buffer",       add_at_into_new_buffer, arguments(normal(3), normal(3))),
-    SampledCase("subtract.at-2d",          subtract_at_2d, arguments(normal(2, 3), normal(3))),
-    SampledCase("put",                     put_into_argument, arguments(normal(5), normal(3))),
-    SampledCase("put-cycling",             put_cycling_values, arguments(normal(6), normal(3))),
-    SampledCase("put-clip",                put_clipped, arguments(normal(4), normal(2))),
-    SampledCase("place",                   place_positive, arguments(normal(6), normal(2))),
-    SampledCase("putmask",                 putmask_positive, arguments(normal(6), normal(4))),
-    SampledCase("put_along_axis",          put_along_rows, arguments(normal(2, 3), normal(2, 1))),
-    SampledCase("copyto",                  copyto_argument, arguments(normal(2, 3), normal(3))),
-    SampledCase("copyto-where",            copyto_where, arguments(normal(2, 3), normal(3))),
-    SampledCase("copyto-shifted-self",     copyto_shifted_self, arguments(normal(5))),
-    SampledCase("copyto-new-buffer",       copyto_new_buffer, arguments(normal(3))),
-    SampledCase("getitem-repeated",        getitem_repeated, arguments(normal(5))),
-    SampledCase("getitem-two-arrays",      getitem_two_arrays, arguments(normal(2, 3))),
-    SampledCase("setitem-advanced",        setitem_advanced, arguments(normal(5), normal(3))),
-    SampledCase("setitem-boolean",         setitem_boolean, arguments(normal(6), normal(3))),
+    Case.named("add.at",                  add_at_argument, arguments(normal(6), normal(3))),
+    Case.named("add.at-view-of-target",   add_at_view_of_target, arguments(normal(6))),
+    Case.named("add.at-overlapping-view", add_at_overlapping_view, arguments(normal(6))),
+    Case.named("add.at-scalar-view",      add_at_scalar_view, arguments(normal(6))),
+    Case.named("add.at-broadcast",        add_at_broadcast, arguments(normal(3, 4), normal(4))),
+    Case.named("add.at-slice",            add_at_slice, arguments(normal(4), normal(2))),
+    Case.named("add.at-twice",            add_at_twice, arguments(normal(3), normal(2))),
+    Case.named("add.at-new-buffer",       add_at_into_new_buffer, arguments(normal(3), normal(3))),
+    Case.named("subtract.at-2d",          subtract_at_2d, arguments(normal(2, 3), normal(3))),
+    Case.named("put",                     put_into_argument, arguments(normal(5), normal(3))),
+    Case.named("put-cycling",             put_cycling_values, arguments(normal(6), normal(3))),
+    Case.named("put-clip",                put_clipped, arguments(normal(4), normal(2))),
+    Case.named("place",                   place_positive, arguments(normal(6), normal(2))),
+    Case.named("putmask",                 putmask_positive, arguments(normal(6), normal(4))),
+    Case.named("put_along_axis",          put_along_rows, arguments(normal(2, 3), normal(2, 1))),
+    Case.named("copyto",                  copyto_argument, arguments(normal(2, 3), normal(3))),
+    Case.named("copyto-where",            copyto_where, arguments(normal(2, 3), normal(3))),
+    Case.named("copyto-shifted-self",     copyto_shifted_self, arguments(normal(5))),
+    Case.named("copyto-new-buffer",       copyto_new_buffer, arguments(normal(3))),
+    Case.named("getitem-repeated",        getitem_repeated, arguments(normal(5))),
+    Case.named("getitem-two-arrays",      getitem_two_arrays, arguments(normal(2, 3))),
+    Case.named("setitem-advanced",        setitem_advanced, arguments(normal(5), normal(3))),
+    Case.named("setitem-boolean",         setitem_boolean, arguments(normal(6), normal(3))),
 ]
 # fmt: on
 
@@ -375,34 +377,34 @@ def views_of_one_array(rng):
 
 # fmt: off
 OVERLAPS = [
-    SampledCase("assign-strided-from-prefix",       assign_strided_from_prefix, arguments(normal(5))),
-    SampledCase("copyto-strided-from-prefix",       copyto_strided_from_prefix, arguments(normal(5))),
-    SampledCase("copyto-where-overlapping",         copyto_where_overlapping, arguments(normal(5))),
-    SampledCase("assign-shifted-right",             assign_shifted_right, arguments(normal(5))),
-    SampledCase("assign-shifted-left",              assign_shifted_left, arguments(normal(5))),
-    SampledCase("assign-reversed",                  assign_reversed, arguments(normal(5))),
-    SampledCase("assign-negative-strides",          assign_negative_strides, arguments(normal(5))),
-    SampledCase("assign-partly-overlapping",        assign_partly_overlapping, arguments(normal(6))),
-    SampledCase("assign-fancy-from-overlapping",    assign_fancy_from_overlapping_view, arguments(normal(5))),
-    SampledCase("assign-boolean-from-overlapping",  assign_boolean_from_overlapping_view, arguments(normal(5))),
-    SampledCase("assign-expression-of-self",        assign_expression_of_self, arguments(normal(5))),
-    SampledCase("put-overlapping",                  put_overlapping, arguments(normal(5))),
-    SampledCase("place-overlapping",                place_overlapping, arguments(normal(5))),
-    SampledCase("putmask-overlapping",              putmask_overlapping, arguments(normal(5))),
-    SampledCase("put_along_axis-overlapping",       put_along_axis_overlapping, arguments(normal(2, 3))),
-    SampledCase("add.at-overlapping-shifted",       add_at_overlapping_shifted, arguments(normal(5))),
-    SampledCase("add.at-overlapping-reversed",      add_at_overlapping_reversed, arguments(normal(5))),
-    SampledCase("add-out-overlapping-inputs",       add_out_overlapping_inputs, arguments(normal(5))),
-    SampledCase("negative-reversed-out",            negative_reversed_out, arguments(normal(5))),
-    SampledCase("add-shifted-in-place",             add_shifted_in_place, arguments(normal(5))),
-    SampledCase("multiply-strided-reversed",        multiply_strided_reversed_in_place, arguments(normal(5))),
-    SampledCase("assign-transposed",                assign_transposed, arguments(normal(3, 3))),
-    SampledCase("add-transposed-in-place",          add_transposed_in_place, arguments(normal(3, 3))),
-    SampledCase("assign-part-transposed",           assign_part_transposed, arguments(normal(3, 3))),
-    SampledCase("assign-rows-shifted-flipped",      assign_rows_shifted_and_flipped, arguments(normal(3, 4))),
-    SampledCase("assign-columns-shifted",           assign_columns_shifted, arguments(normal(3, 4))),
-    SampledCase("assign-between-argument-views",    assign_between_argument_views, views_of_one_array),
-    SampledCase("assign-strided-float32",           assign_strided_from_prefix,
+    Case.named("assign-strided-from-prefix",       assign_strided_from_prefix, arguments(normal(5))),
+    Case.named("copyto-strided-from-prefix",       copyto_strided_from_prefix, arguments(normal(5))),
+    Case.named("copyto-where-overlapping",         copyto_where_overlapping, arguments(normal(5))),
+    Case.named("assign-shifted-right",             assign_shifted_right, arguments(normal(5))),
+    Case.named("assign-shifted-left",              assign_shifted_left, arguments(normal(5))),
+    Case.named("assign-reversed",                  assign_reversed, arguments(normal(5))),
+    Case.named("assign-negative-strides",          assign_negative_strides, arguments(normal(5))),
+    Case.named("assign-partly-overlapping",        assign_partly_overlapping, arguments(normal(6))),
+    Case.named("assign-fancy-from-overlapping",    assign_fancy_from_overlapping_view, arguments(normal(5))),
+    Case.named("assign-boolean-from-overlapping",  assign_boolean_from_overlapping_view, arguments(normal(5))),
+    Case.named("assign-expression-of-self",        assign_expression_of_self, arguments(normal(5))),
+    Case.named("put-overlapping",                  put_overlapping, arguments(normal(5))),
+    Case.named("place-overlapping",                place_overlapping, arguments(normal(5))),
+    Case.named("putmask-overlapping",              putmask_overlapping, arguments(normal(5))),
+    Case.named("put_along_axis-overlapping",       put_along_axis_overlapping, arguments(normal(2, 3))),
+    Case.named("add.at-overlapping-shifted",       add_at_overlapping_shifted, arguments(normal(5))),
+    Case.named("add.at-overlapping-reversed",      add_at_overlapping_reversed, arguments(normal(5))),
+    Case.named("add-out-overlapping-inputs",       add_out_overlapping_inputs, arguments(normal(5))),
+    Case.named("negative-reversed-out",            negative_reversed_out, arguments(normal(5))),
+    Case.named("add-shifted-in-place",             add_shifted_in_place, arguments(normal(5))),
+    Case.named("multiply-strided-reversed",        multiply_strided_reversed_in_place, arguments(normal(5))),
+    Case.named("assign-transposed",                assign_transposed, arguments(normal(3, 3))),
+    Case.named("add-transposed-in-place",          add_transposed_in_place, arguments(normal(3, 3))),
+    Case.named("assign-part-transposed",           assign_part_transposed, arguments(normal(3, 3))),
+    Case.named("assign-rows-shifted-flipped",      assign_rows_shifted_and_flipped, arguments(normal(3, 4))),
+    Case.named("assign-columns-shifted",           assign_columns_shifted, arguments(normal(3, 4))),
+    Case.named("assign-between-argument-views",    assign_between_argument_views, views_of_one_array),
+    Case.named("assign-strided-float32",           assign_strided_from_prefix,
                                                     lambda rng: (rng.standard_normal(5).astype(np.float32),)),
 ]
 # fmt: on
@@ -479,19 +481,19 @@ def put_along_axis_repeated(a, v):
 
 # fmt: off
 REPEATS = [
-    SampledCase("assign-repeated",                  assign_repeated, arguments(normal(5), normal(3))),
-    SampledCase("add-repeated-in-place",            add_repeated_in_place, arguments(normal(5), normal(2))),
-    SampledCase("multiply-repeated-in-place",       multiply_repeated_in_place, arguments(normal(5), normal(3))),
-    SampledCase("assign-repeated-constants",        assign_repeated_constants, arguments(normal(5))),
-    SampledCase("assign-negative-alias",            assign_negative_alias, arguments(normal(5), normal(2))),
-    SampledCase("assign-repeated-from-self",        assign_repeated_from_self, arguments(normal(5))),
-    SampledCase("assign-repeated-pairs",            assign_repeated_pairs, arguments(normal(2, 3), normal(3))),
-    SampledCase("assign-repeated-index-grids",      assign_repeated_index_grids, arguments(normal(2, 3), normal(2, 2))),
-    SampledCase("assign-repeated-rows-and-slice",   assign_repeated_rows_and_slice, arguments(normal(2, 3), normal(2, 2))),
-    SampledCase("assign-boolean-mask",              assign_boolean_mask, arguments(normal(5), normal(3))),
-    SampledCase("put-repeated",                     put_repeated, arguments(normal(5), normal(3))),
-    SampledCase("put-wrapped-alias",                put_wrapped_alias, arguments(normal(5), normal(2))),
-    SampledCase("put_along_axis-repeated",          put_along_axis_repeated, arguments(normal(2, 3), normal(2, 2))),
+    Case.named("assign-repeated",                  assign_repeated, arguments(normal(5), normal(3))),
+    Case.named("add-repeated-in-place",            add_repeated_in_place, arguments(normal(5), normal(2))),
+    Case.named("multiply-repeated-in-place",       multiply_repeated_in_place, arguments(normal(5), normal(3))),
+    Case.named("assign-repeated-constants",        assign_repeated_constants, arguments(normal(5))),
+    Case.named("assign-negative-alias",            assign_negative_alias, arguments(normal(5), normal(2))),
+    Case.named("assign-repeated-from-self",        assign_repeated_from_self, arguments(normal(5))),
+    Case.named("assign-repeated-pairs",            assign_repeated_pairs, arguments(normal(2, 3), normal(3))),
+    Case.named("assign-repeated-index-grids",      assign_repeated_index_grids, arguments(normal(2, 3), normal(2, 2))),
+    Case.named("assign-repeated-rows-and-slice",   assign_repeated_rows_and_slice, arguments(normal(2, 3), normal(2, 2))),
+    Case.named("assign-boolean-mask",              assign_boolean_mask, arguments(normal(5), normal(3))),
+    Case.named("put-repeated",                     put_repeated, arguments(normal(5), normal(3))),
+    Case.named("put-wrapped-alias",                put_wrapped_alias, arguments(normal(5), normal(2))),
+    Case.named("put_along_axis-repeated",          put_along_axis_repeated, arguments(normal(2, 3), normal(2, 2))),
 ]
 # fmt: on
 
@@ -882,3 +884,112 @@ def test_sort_keeps_the_signs_of_zeros_numpy_gives(func):
     y = func(x)
     for value in (-1.0, 0.0, 1.0):
         assert g[x == value].sum() == weights[y == value].sum()
+
+# ----------------------------------------------------------------------------------------------
+# Indexing traced arrays: basic reads are views, element reads copies, advanced and boolean
+# indexing read and write
+
+
+def check_both_policies(f, *args):
+    for policy in POLICIES:
+        mutad.check_grads(f, *args, policy=policy)
+
+
+@pytest.fixture
+def x(rng):
+    return rng.uniform(0.5, 1.5, 6)
+
+
+def test_basic_indexing_reads_are_views_that_see_later_writes(x):
+    def f(a):
+        view = a[1:4]
+        a[2] = 10.0 * a[0]  # visible through the view, as in NumPy
+        return view * 1.0
+
+    check_both_policies(f, x)
+    y, _ = mutad.pullback(f, x.copy())
+    assert y[1] == 10.0 * x[0]
+
+
+def test_scalar_element_reads_are_copies(x):
+    def f(a):
+        first = a[0]
+        a[0] = 5.0  # NumPy's a[0] is a copy: `first` keeps the old value
+        return first * a
+
+    check_both_policies(f, x)
+
+
+@pytest.mark.parametrize("index", [
+    np.array([0, 2, 2, 5]), np.array([True, False, True, False, False, True]),
+    ([0, 3],), (slice(None, None, -2),), (Ellipsis,), (np.array([[1], [4]]),),
+], ids=repr)
+def test_advanced_and_boolean_indexing_reads_and_writes(x, index):
+    def read(a):
+        return a[index] * a[index]
+
+    check_both_policies(read, x)
+
+
+@pytest.mark.parametrize("index", [np.array([0, 2, 5]), np.array([True, False, True, False, False, True]),
+                                   [4, 1]], ids=repr)
+def test_advanced_and_boolean_indexing_writes(x, index):
+    def write(a, b):
+        a[index] = b[: np.size(a[index])] ** 2
+        a[index] *= 2.0
+        return a
+
+    check_both_policies(write, x, x[::-1] + 0.5)
+
+
+# ----------------------------------------------------------------------------------------------
+# Forward rules, called directly: the tangent against finite differences, and the transpose of
+# the reverse rule (rule_checks.check_forward_rule)
+
+Y = normal_array(3, 4)
+PICK = RNG.integers(0, 2, (3, 4))
+XP = np.sort(normal_array(6))
+SAMPLES = np.concatenate([XP[0] - [1.0, 0.3], XP[:-1] + 0.4 * np.diff(XP), XP[-1] + [0.2, 2.0]])
+
+FORWARD_GATHERS = [
+    rule_case(np.take, X, [0, 2, 2], axis=1),
+    rule_case(np.take, X, [3, 11, 0, 3]),
+    rule_case(np.take, X, [5, -1, 20], mode="clip"),
+    rule_case(np.take, X, 7),
+    rule_case(np.take_along_axis, X, np.argsort(X, 1), 1),
+    rule_case(np.take_along_axis, X, np.array([[0, 0, 2, 1]]), 0),
+    rule_case(np.compress, [True, False, True], X, axis=0),
+    rule_case(np.compress, [False, True], V),
+    rule_case(np.extract, WHERE, X),
+    rule_case(np.sort, X),
+    rule_case(np.sort, X3, 0),
+    rule_case(np.sort, X, None),
+    rule_case(np.sort, TIES, fd=False),
+    rule_case(np.partition, V, 2),
+    rule_case(np.partition, X, 1, axis=0),
+    rule_case(np.partition, X, [0, 5], axis=None),
+    rule_case(np.choose, PICK, [X, Y]),
+    rule_case(np.choose, PICK, np.stack([X, Y])),
+    rule_case(np.choose, PICK, [Const(X), Y]),
+    rule_case(np.choose, PICK + 1, [X, Y, V4], mode="wrap"),
+    rule_case(np.select, [WHERE, X > 0], [X, Y], default=1.5),
+    rule_case(np.select, [WHERE, X > 0], [Const(X), Y], V4),
+    rule_case(np.select, [WHERE], [X]),
+    rule_case(np.diff, X),
+    rule_case(np.diff, X, 2, 0),
+    rule_case(np.diff, X, 1, -1, prepend=2.5, append=V[:3, None]),
+    rule_case(np.diff, X, 1, 1, normal_array(3, 2), np.array(0.5)),
+    rule_case(np.diff, X, 2, 1, Const(normal_array(3, 1))),
+    rule_case(np.diff, X, 0),
+    rule_case(np.interp, SAMPLES, XP, normal_array(6)),
+    rule_case(np.interp, SAMPLES, Const(XP), normal_array(6), np.array(-3.0), np.array(4.0)),
+    rule_case(np.interp, SAMPLES, XP, Const(normal_array(6)), -3.0),
+    rule_case(np.interp, np.array(0.1), np.array([0.1]), np.array([2.0])),
+    rule_case(np.interp, SAMPLES[2], XP, normal_array(6)),
+]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NaN arguments are cases here
+@pytest.mark.parametrize("case", FORWARD_GATHERS, ids=case_id)
+def test_forward_rule_gather(case, rng):
+    check_forward_rule(case, rng)

@@ -5,7 +5,11 @@ import pytest
 import scipy.linalg
 
 import mutad
-from cases import SampledCase, arguments, case_id, normal
+from cases import Case, arguments, case_id, constant, normal
+from mutad.registry import FUNCTIONS, JVPS
+from mutad.testing import directional_fd
+from rule_checks import (align_eigh, align_svd, assert_tangent, check_forward_rule, check_reverse_over_forward,
+                         check_transposed_by_reverse_mode, dominant, forward_case, spd)
 
 POLICIES = ("restore", "checkpoint")
 
@@ -52,142 +56,142 @@ def eigh_upper(a):
 
 # fmt: off
 PRODUCTS = [
-    SampledCase("dot-2d",              np.dot,        arguments(normal(2, 3), normal(3, 4))),
-    SampledCase("dot-nd",              np.dot,        arguments(normal(2, 2, 3), normal(4, 3, 2))),
-    SampledCase("dot-1d-2d",           np.dot,        arguments(normal(3), normal(3, 2))),
-    SampledCase("dot-2d-1d",           np.dot,        arguments(normal(2, 3), normal(3))),
-    SampledCase("dot-vectors",         np.dot,        arguments(normal(3), normal(3))),
-    SampledCase("dot-scalar",          np.dot,        arguments(normal(), normal(3))),
-    SampledCase("method-dot",          lambda a, b: a.dot(b), arguments(normal(2, 3), normal(3))),
-    SampledCase("matmul",              np.matmul,     arguments(normal(2, 3), normal(3, 4))),
-    SampledCase("matmul-batched",      np.matmul,     arguments(normal(2, 1, 2, 3), normal(4, 3, 2))),
-    SampledCase("matmul-1d-left",      np.matmul,     arguments(normal(3), normal(2, 3, 4))),
-    SampledCase("matmul-1d-right",     np.matmul,     arguments(normal(2, 2, 3), normal(3))),
-    SampledCase("matmul-vectors",      np.matmul,     arguments(normal(3), normal(3))),
-    SampledCase("matmul-operator",     lambda a, b: a @ b, arguments(normal(2, 3), normal(3, 4))),
-    SampledCase("matmul-reflected",    lambda a: np.ones((2, 3)) @ a, arguments(normal(3, 2))),
-    SampledCase("linalg.matmul",       np.linalg.matmul, arguments(normal(2, 3), normal(3, 4))),
-    SampledCase("vecdot",              np.vecdot,     arguments(normal(2, 3), normal(3))),
-    SampledCase("vecdot-axis",         lambda a, b: np.vecdot(a, b, axis=0), arguments(normal(3, 2), normal(3, 1))),
-    SampledCase("matvec",              np.matvec,     arguments(normal(2, 3, 4), normal(4))),
-    SampledCase("vecmat",              np.vecmat,     arguments(normal(3), normal(2, 3, 4))),
-    SampledCase("inner",               np.inner,      arguments(normal(2, 3), normal(4, 3))),
-    SampledCase("inner-scalar",        np.inner,      arguments(normal(2), normal())),
-    SampledCase("outer",               np.outer,      arguments(normal(2, 2), normal(3))),
-    SampledCase("vdot",                np.vdot,       arguments(normal(2, 2), normal(4))),
-    SampledCase("tensordot-int",       lambda a, b: np.tensordot(a, b, 1), arguments(normal(3, 2), normal(2, 5))),
-    SampledCase("tensordot-default",   np.tensordot,  arguments(normal(2, 3, 4), normal(3, 4, 2))),
-    SampledCase("tensordot-pairs",     lambda a, b: np.tensordot(a, b, axes=([1, 0], [0, 2])),
+    Case.named("dot-2d",              np.dot,        arguments(normal(2, 3), normal(3, 4))),
+    Case.named("dot-nd",              np.dot,        arguments(normal(2, 2, 3), normal(4, 3, 2))),
+    Case.named("dot-1d-2d",           np.dot,        arguments(normal(3), normal(3, 2))),
+    Case.named("dot-2d-1d",           np.dot,        arguments(normal(2, 3), normal(3))),
+    Case.named("dot-vectors",         np.dot,        arguments(normal(3), normal(3))),
+    Case.named("dot-scalar",          np.dot,        arguments(normal(), normal(3))),
+    Case.named("method-dot",          lambda a, b: a.dot(b), arguments(normal(2, 3), normal(3))),
+    Case.named("matmul",              np.matmul,     arguments(normal(2, 3), normal(3, 4))),
+    Case.named("matmul-batched",      np.matmul,     arguments(normal(2, 1, 2, 3), normal(4, 3, 2))),
+    Case.named("matmul-1d-left",      np.matmul,     arguments(normal(3), normal(2, 3, 4))),
+    Case.named("matmul-1d-right",     np.matmul,     arguments(normal(2, 2, 3), normal(3))),
+    Case.named("matmul-vectors",      np.matmul,     arguments(normal(3), normal(3))),
+    Case.named("matmul-operator",     lambda a, b: a @ b, arguments(normal(2, 3), normal(3, 4))),
+    Case.named("matmul-reflected",    lambda a: np.ones((2, 3)) @ a, arguments(normal(3, 2))),
+    Case.named("linalg.matmul",       np.linalg.matmul, arguments(normal(2, 3), normal(3, 4))),
+    Case.named("vecdot",              np.vecdot,     arguments(normal(2, 3), normal(3))),
+    Case.named("vecdot-axis",         lambda a, b: np.vecdot(a, b, axis=0), arguments(normal(3, 2), normal(3, 1))),
+    Case.named("matvec",              np.matvec,     arguments(normal(2, 3, 4), normal(4))),
+    Case.named("vecmat",              np.vecmat,     arguments(normal(3), normal(2, 3, 4))),
+    Case.named("inner",               np.inner,      arguments(normal(2, 3), normal(4, 3))),
+    Case.named("inner-scalar",        np.inner,      arguments(normal(2), normal())),
+    Case.named("outer",               np.outer,      arguments(normal(2, 2), normal(3))),
+    Case.named("vdot",                np.vdot,       arguments(normal(2, 2), normal(4))),
+    Case.named("tensordot-int",       lambda a, b: np.tensordot(a, b, 1), arguments(normal(3, 2), normal(2, 5))),
+    Case.named("tensordot-default",   np.tensordot,  arguments(normal(2, 3, 4), normal(3, 4, 2))),
+    Case.named("tensordot-pairs",     lambda a, b: np.tensordot(a, b, axes=([1, 0], [0, 2])),
                                        arguments(normal(3, 2, 4), normal(2, 5, 3))),
-    SampledCase("kron",                np.kron,       arguments(normal(2, 3), normal(3, 2))),
-    SampledCase("kron-mixed-ndim",     np.kron,       arguments(normal(3), normal(2, 2))),
-    SampledCase("trace",               np.trace,      arguments(normal(3, 4))),
-    SampledCase("trace-offset-axes",   lambda a: np.trace(a, 1, 0, 2), arguments(normal(3, 2, 4))),
-    SampledCase("trace-below",         lambda a: np.trace(a, -1), arguments(normal(3, 4))),
-    SampledCase("method-trace",        lambda a: a.trace(), arguments(normal(3, 3))),
-    SampledCase("linalg.trace",        np.linalg.trace, arguments(normal(2, 3, 3))),
-    SampledCase("cross",               np.cross,      arguments(normal(4, 3), normal(3))),
-    SampledCase("cross-2d",            np.cross,      arguments(normal(4, 2), normal(2))),
-    SampledCase("cross-2d-3d",         np.cross,      arguments(normal(4, 2), normal(3))),
-    SampledCase("cross-axes",          lambda a, b: np.cross(a, b, axisa=0, axisb=1, axisc=0),
+    Case.named("kron",                np.kron,       arguments(normal(2, 3), normal(3, 2))),
+    Case.named("kron-mixed-ndim",     np.kron,       arguments(normal(3), normal(2, 2))),
+    Case.named("trace",               np.trace,      arguments(normal(3, 4))),
+    Case.named("trace-offset-axes",   lambda a: np.trace(a, 1, 0, 2), arguments(normal(3, 2, 4))),
+    Case.named("trace-below",         lambda a: np.trace(a, -1), arguments(normal(3, 4))),
+    Case.named("method-trace",        lambda a: a.trace(), arguments(normal(3, 3))),
+    Case.named("linalg.trace",        np.linalg.trace, arguments(normal(2, 3, 3))),
+    Case.named("cross",               np.cross,      arguments(normal(4, 3), normal(3))),
+    Case.named("cross-2d",            np.cross,      arguments(normal(4, 2), normal(2))),
+    Case.named("cross-2d-3d",         np.cross,      arguments(normal(4, 2), normal(3))),
+    Case.named("cross-axes",          lambda a, b: np.cross(a, b, axisa=0, axisb=1, axisc=0),
                                        arguments(normal(3, 4), normal(4, 3))),
-    SampledCase("convolve",            np.convolve,   arguments(normal(5), normal(3))),
-    SampledCase("convolve-longer-second", np.convolve, arguments(normal(2), normal(5))),
-    SampledCase("convolve-same",       lambda a, v: np.convolve(a, v, "same"), arguments(normal(6), normal(4))),
-    SampledCase("convolve-valid",      lambda a, v: np.convolve(a, v, mode="valid"), arguments(normal(3), normal(6))),
+    Case.named("convolve",            np.convolve,   arguments(normal(5), normal(3))),
+    Case.named("convolve-longer-second", np.convolve, arguments(normal(2), normal(5))),
+    Case.named("convolve-same",       lambda a, v: np.convolve(a, v, "same"), arguments(normal(6), normal(4))),
+    Case.named("convolve-valid",      lambda a, v: np.convolve(a, v, mode="valid"), arguments(normal(3), normal(6))),
 ]
 
 EINSUMS = [
-    SampledCase("einsum-matmul",       lambda a, b: np.einsum("ij,jk->ik", a, b), arguments(normal(2, 3), normal(3, 4))),
-    SampledCase("einsum-implicit",     lambda a, b: np.einsum("ij,jk", a, b), arguments(normal(2, 3), normal(3, 4))),
-    SampledCase("einsum-implicit-order", lambda a: np.einsum("ba", a), arguments(normal(2, 3))),
-    SampledCase("einsum-trace",        lambda a: np.einsum("ii", a), arguments(normal(3, 3))),
-    SampledCase("einsum-diagonal",     lambda a: np.einsum("ii->i", a), arguments(normal(3, 3))),
-    SampledCase("einsum-repeat-and-sum", lambda a, b: np.einsum("iij,j->i", a, b), arguments(normal(3, 3, 2), normal(2))),
-    SampledCase("einsum-summed-alone", lambda a, b: np.einsum("ij,k->i", a, b), arguments(normal(2, 3), normal(4))),
-    SampledCase("einsum-outer",        lambda a, b: np.einsum("i,j", a, b), arguments(normal(2), normal(3))),
-    SampledCase("einsum-scalar",       lambda a, b: np.einsum(",i->i", a, b), arguments(normal(), normal(3))),
-    SampledCase("einsum-three",        lambda a, b, c: np.einsum("ij,jk,kl->il", a, b, c),
+    Case.named("einsum-matmul",       lambda a, b: np.einsum("ij,jk->ik", a, b), arguments(normal(2, 3), normal(3, 4))),
+    Case.named("einsum-implicit",     lambda a, b: np.einsum("ij,jk", a, b), arguments(normal(2, 3), normal(3, 4))),
+    Case.named("einsum-implicit-order", lambda a: np.einsum("ba", a), arguments(normal(2, 3))),
+    Case.named("einsum-trace",        lambda a: np.einsum("ii", a), arguments(normal(3, 3))),
+    Case.named("einsum-diagonal",     lambda a: np.einsum("ii->i", a), arguments(normal(3, 3))),
+    Case.named("einsum-repeat-and-sum", lambda a, b: np.einsum("iij,j->i", a, b), arguments(normal(3, 3, 2), normal(2))),
+    Case.named("einsum-summed-alone", lambda a, b: np.einsum("ij,k->i", a, b), arguments(normal(2, 3), normal(4))),
+    Case.named("einsum-outer",        lambda a, b: np.einsum("i,j", a, b), arguments(normal(2), normal(3))),
+    Case.named("einsum-scalar",       lambda a, b: np.einsum(",i->i", a, b), arguments(normal(), normal(3))),
+    Case.named("einsum-three",        lambda a, b, c: np.einsum("ij,jk,kl->il", a, b, c),
                                        arguments(normal(2, 3), normal(3, 4), normal(4, 2))),
-    SampledCase("einsum-ellipsis",     lambda a, b: np.einsum("...ij,...jk->...ik", a, b),
+    Case.named("einsum-ellipsis",     lambda a, b: np.einsum("...ij,...jk->...ik", a, b),
                                        arguments(normal(2, 1, 2, 3), normal(4, 3, 2))),
-    SampledCase("einsum-ellipsis-implicit", lambda a: np.einsum("...ii", a), arguments(normal(2, 3, 3))),
-    SampledCase("einsum-ellipsis-middle", lambda a, b: np.einsum("i...j,j->...i", a, b),
+    Case.named("einsum-ellipsis-implicit", lambda a: np.einsum("...ii", a), arguments(normal(2, 3, 3))),
+    Case.named("einsum-ellipsis-middle", lambda a, b: np.einsum("i...j,j->...i", a, b),
                                        arguments(normal(2, 4, 3), normal(3))),
-    SampledCase("einsum-same-operand", lambda a: np.einsum("ij,ij->", a, a), arguments(normal(2, 3))),
-    SampledCase("einsum-optimize",     lambda a, b, c: np.einsum("ij,jk,k->i", a, b, c, optimize=True),
+    Case.named("einsum-same-operand", lambda a: np.einsum("ij,ij->", a, a), arguments(normal(2, 3))),
+    Case.named("einsum-optimize",     lambda a, b, c: np.einsum("ij,jk,k->i", a, b, c, optimize=True),
                                        arguments(normal(2, 3), normal(3, 4), normal(4))),
 ]
 
 # np.einsum(op0, sublist0, op1, sublist1, ..., [sublist_out]): integer labels, Ellipsis for ...
 EINSUM_SUBLISTS = [
-    SampledCase("einsum-sublist-matmul", lambda a, b: np.einsum(a, [0, 1], b, [1, 2], [0, 2]),
+    Case.named("einsum-sublist-matmul", lambda a, b: np.einsum(a, [0, 1], b, [1, 2], [0, 2]),
                                        arguments(normal(2, 3), normal(3, 4))),
-    SampledCase("einsum-sublist-implicit", lambda a, b: np.einsum(a, [30, 1], b, [1, 2]),
+    Case.named("einsum-sublist-implicit", lambda a, b: np.einsum(a, [30, 1], b, [1, 2]),
                                        arguments(normal(2, 3), normal(3, 4))),
-    SampledCase("einsum-sublist-diagonal", lambda a: np.einsum(a, [0, 0], [0]), arguments(normal(3, 3))),
-    SampledCase("einsum-sublist-ellipsis", lambda a, b: np.einsum(a, [Ellipsis, 0, 1], b, [1], [Ellipsis, 0]),
+    Case.named("einsum-sublist-diagonal", lambda a: np.einsum(a, [0, 0], [0]), arguments(normal(3, 3))),
+    Case.named("einsum-sublist-ellipsis", lambda a, b: np.einsum(a, [Ellipsis, 0, 1], b, [1], [Ellipsis, 0]),
                                        arguments(normal(2, 2, 3), normal(3))),
 ]
 
 MATRIX_FUNCTIONS = [
-    SampledCase("inv",                 np.linalg.inv, arguments(well_conditioned(3, 3))),
-    SampledCase("inv-batched",         np.linalg.inv, arguments(well_conditioned(2, 3, 3))),
-    SampledCase("solve-vector",        np.linalg.solve, arguments(well_conditioned(3, 3), normal(3))),
-    SampledCase("solve-matrix",        np.linalg.solve, arguments(well_conditioned(3, 3), normal(3, 2))),
-    SampledCase("solve-batched-vector", np.linalg.solve, arguments(well_conditioned(2, 3, 3), normal(3))),
-    SampledCase("solve-batched-matrix", np.linalg.solve, arguments(well_conditioned(2, 3, 3), normal(2, 3, 2))),
-    SampledCase("solve-broadcast-matrix", np.linalg.solve, arguments(well_conditioned(3, 3), normal(2, 3, 2))),
-    SampledCase("det",                 np.linalg.det, arguments(normal(3, 3))),
-    SampledCase("det-batched",         np.linalg.det, arguments(normal(2, 3, 3))),
-    SampledCase("slogdet",             np.linalg.slogdet, arguments(normal(3, 3))),
-    SampledCase("slogdet-field",       lambda a: np.linalg.slogdet(a).logabsdet, arguments(normal(2, 3, 3))),
-    SampledCase("pinv-tall",           np.linalg.pinv, arguments(normal(4, 3))),
-    SampledCase("pinv-wide",           np.linalg.pinv, arguments(normal(2, 4))),
-    SampledCase("matrix_power",        lambda a: np.linalg.matrix_power(a, 3), arguments(normal(3, 3))),
-    SampledCase("matrix_power-zero",   lambda a: np.linalg.matrix_power(a, 0), arguments(normal(3, 3))),
-    SampledCase("matrix_power-inverse", lambda a: np.linalg.matrix_power(a, -2), arguments(well_conditioned(3, 3))),
-    SampledCase("lstsq-vector",        lambda a, b: np.linalg.lstsq(a, b)[0], arguments(normal(5, 3), normal(5))),
-    SampledCase("lstsq-all",           lambda a, b: np.linalg.lstsq(a, b)[:2] + np.linalg.lstsq(a, b)[3:],
+    Case.named("inv",                 np.linalg.inv, arguments(well_conditioned(3, 3))),
+    Case.named("inv-batched",         np.linalg.inv, arguments(well_conditioned(2, 3, 3))),
+    Case.named("solve-vector",        np.linalg.solve, arguments(well_conditioned(3, 3), normal(3))),
+    Case.named("solve-matrix",        np.linalg.solve, arguments(well_conditioned(3, 3), normal(3, 2))),
+    Case.named("solve-batched-vector", np.linalg.solve, arguments(well_conditioned(2, 3, 3), normal(3))),
+    Case.named("solve-batched-matrix", np.linalg.solve, arguments(well_conditioned(2, 3, 3), normal(2, 3, 2))),
+    Case.named("solve-broadcast-matrix", np.linalg.solve, arguments(well_conditioned(3, 3), normal(2, 3, 2))),
+    Case.named("det",                 np.linalg.det, arguments(normal(3, 3))),
+    Case.named("det-batched",         np.linalg.det, arguments(normal(2, 3, 3))),
+    Case.named("slogdet",             np.linalg.slogdet, arguments(normal(3, 3))),
+    Case.named("slogdet-field",       lambda a: np.linalg.slogdet(a).logabsdet, arguments(normal(2, 3, 3))),
+    Case.named("pinv-tall",           np.linalg.pinv, arguments(normal(4, 3))),
+    Case.named("pinv-wide",           np.linalg.pinv, arguments(normal(2, 4))),
+    Case.named("matrix_power",        lambda a: np.linalg.matrix_power(a, 3), arguments(normal(3, 3))),
+    Case.named("matrix_power-zero",   lambda a: np.linalg.matrix_power(a, 0), arguments(normal(3, 3))),
+    Case.named("matrix_power-inverse", lambda a: np.linalg.matrix_power(a, -2), arguments(well_conditioned(3, 3))),
+    Case.named("lstsq-vector",        lambda a, b: np.linalg.lstsq(a, b)[0], arguments(normal(5, 3), normal(5))),
+    Case.named("lstsq-all",           lambda a, b: np.linalg.lstsq(a, b)[:2] + np.linalg.lstsq(a, b)[3:],
                                        arguments(normal(5, 3), normal(5, 2))),
-    SampledCase("cholesky",            symmetrised(np.linalg.cholesky), arguments(symmetric_positive_definite(3))),
-    SampledCase("cholesky-upper",      symmetrised(lambda a: np.linalg.cholesky(a, upper=True)),
+    Case.named("cholesky",            symmetrised(np.linalg.cholesky), arguments(symmetric_positive_definite(3))),
+    Case.named("cholesky-upper",      symmetrised(lambda a: np.linalg.cholesky(a, upper=True)),
                                        arguments(symmetric_positive_definite(3))),
-    SampledCase("eigh",                symmetrised(sign_free_eigh), arguments(normal(3, 3))),
-    SampledCase("eigh-upper",          symmetrised(eigh_upper), arguments(normal(3, 3))),
-    SampledCase("eigh-values-field",   symmetrised(lambda a: np.linalg.eigh(a).eigenvalues), arguments(normal(4, 4))),
-    SampledCase("eigvalsh",            symmetrised(np.linalg.eigvalsh), arguments(normal(3, 3))),
-    SampledCase("svd-square",          sign_free_svd, arguments(normal(4, 4))),
-    SampledCase("svd-tall",            sign_free_svd, arguments(normal(5, 3))),
-    SampledCase("svd-wide",            sign_free_svd, arguments(normal(3, 5))),
-    SampledCase("svd-batched",         sign_free_svd, arguments(normal(2, 4, 3))),
-    SampledCase("svd-values",          lambda a: np.linalg.svd(a, compute_uv=False), arguments(normal(3, 5))),
-    SampledCase("svd-full-square",     lambda a: np.linalg.svd(a)[1], arguments(normal(3, 3))),
-    SampledCase("qr-tall",             np.linalg.qr,  arguments(normal(5, 3))),
-    SampledCase("qr-square",           np.linalg.qr,  arguments(well_conditioned(3, 3))),
-    SampledCase("qr-batched",          np.linalg.qr,  arguments(normal(2, 4, 3))),
-    SampledCase("qr-r",                lambda a: np.linalg.qr(a, "r"), arguments(normal(4, 2))),
+    Case.named("eigh",                symmetrised(sign_free_eigh), arguments(normal(3, 3))),
+    Case.named("eigh-upper",          symmetrised(eigh_upper), arguments(normal(3, 3))),
+    Case.named("eigh-values-field",   symmetrised(lambda a: np.linalg.eigh(a).eigenvalues), arguments(normal(4, 4))),
+    Case.named("eigvalsh",            symmetrised(np.linalg.eigvalsh), arguments(normal(3, 3))),
+    Case.named("svd-square",          sign_free_svd, arguments(normal(4, 4))),
+    Case.named("svd-tall",            sign_free_svd, arguments(normal(5, 3))),
+    Case.named("svd-wide",            sign_free_svd, arguments(normal(3, 5))),
+    Case.named("svd-batched",         sign_free_svd, arguments(normal(2, 4, 3))),
+    Case.named("svd-values",          lambda a: np.linalg.svd(a, compute_uv=False), arguments(normal(3, 5))),
+    Case.named("svd-full-square",     lambda a: np.linalg.svd(a)[1], arguments(normal(3, 3))),
+    Case.named("qr-tall",             np.linalg.qr,  arguments(normal(5, 3))),
+    Case.named("qr-square",           np.linalg.qr,  arguments(well_conditioned(3, 3))),
+    Case.named("qr-batched",          np.linalg.qr,  arguments(normal(2, 4, 3))),
+    Case.named("qr-r",                lambda a: np.linalg.qr(a, "r"), arguments(normal(4, 2))),
 ]
 
 NORMS = [
-    SampledCase("norm",                np.linalg.norm, arguments(normal(3, 4))),
-    SampledCase("norm-3d",             np.linalg.norm, arguments(normal(2, 3, 2))),
-    SampledCase("norm-1",              lambda x: np.linalg.norm(x, 1), arguments(normal(4))),
-    SampledCase("norm-inf",            lambda x: np.linalg.norm(x, np.inf), arguments(normal(4))),
-    SampledCase("norm-minus-inf",      lambda x: np.linalg.norm(x, -np.inf), arguments(normal(4))),
-    SampledCase("norm-3",              lambda x: np.linalg.norm(x, 3), arguments(normal(4))),
-    SampledCase("norm-axis-keepdims",  lambda x: np.linalg.norm(x, axis=1, keepdims=True), arguments(normal(3, 4))),
-    SampledCase("norm-positional",     lambda x: np.linalg.norm(x, 2, 0), arguments(normal(3, 4))),
-    SampledCase("norm-fro-axes",       lambda x: np.linalg.norm(x, "fro", axis=(0, 2)), arguments(normal(3, 2, 4))),
-    SampledCase("norm-nuc",            lambda x: np.linalg.norm(x, "nuc"), arguments(normal(3, 4))),
-    SampledCase("norm-2-matrix",       lambda x: np.linalg.norm(x, 2), arguments(normal(3, 4))),
-    SampledCase("norm-minus-2-matrix", lambda x: np.linalg.norm(x, -2), arguments(normal(3, 4))),
-    SampledCase("norm-1-matrix",       lambda x: np.linalg.norm(x, 1), arguments(normal(3, 4))),
-    SampledCase("norm-inf-matrix-axes", lambda x: np.linalg.norm(x, np.inf, axis=(2, 0), keepdims=True),
+    Case.named("norm",                np.linalg.norm, arguments(normal(3, 4))),
+    Case.named("norm-3d",             np.linalg.norm, arguments(normal(2, 3, 2))),
+    Case.named("norm-1",              lambda x: np.linalg.norm(x, 1), arguments(normal(4))),
+    Case.named("norm-inf",            lambda x: np.linalg.norm(x, np.inf), arguments(normal(4))),
+    Case.named("norm-minus-inf",      lambda x: np.linalg.norm(x, -np.inf), arguments(normal(4))),
+    Case.named("norm-3",              lambda x: np.linalg.norm(x, 3), arguments(normal(4))),
+    Case.named("norm-axis-keepdims",  lambda x: np.linalg.norm(x, axis=1, keepdims=True), arguments(normal(3, 4))),
+    Case.named("norm-positional",     lambda x: np.linalg.norm(x, 2, 0), arguments(normal(3, 4))),
+    Case.named("norm-fro-axes",       lambda x: np.linalg.norm(x, "fro", axis=(0, 2)), arguments(normal(3, 2, 4))),
+    Case.named("norm-nuc",            lambda x: np.linalg.norm(x, "nuc"), arguments(normal(3, 4))),
+    Case.named("norm-2-matrix",       lambda x: np.linalg.norm(x, 2), arguments(normal(3, 4))),
+    Case.named("norm-minus-2-matrix", lambda x: np.linalg.norm(x, -2), arguments(normal(3, 4))),
+    Case.named("norm-1-matrix",       lambda x: np.linalg.norm(x, 1), arguments(normal(3, 4))),
+    Case.named("norm-inf-matrix-axes", lambda x: np.linalg.norm(x, np.inf, axis=(2, 0), keepdims=True),
                                        arguments(normal(3, 2, 4))),
-    SampledCase("vector_norm-axes",    lambda x: np.linalg.vector_norm(x, axis=(0, 1)), arguments(normal(3, 2, 4))),
-    SampledCase("vector_norm-ord",     lambda x: np.linalg.vector_norm(x, ord=1.5), arguments(normal(2, 3))),
-    SampledCase("matrix_norm",         lambda x: np.linalg.matrix_norm(x, ord=-1), arguments(normal(2, 3, 4))),
+    Case.named("vector_norm-axes",    lambda x: np.linalg.vector_norm(x, axis=(0, 1)), arguments(normal(3, 2, 4))),
+    Case.named("vector_norm-ord",     lambda x: np.linalg.vector_norm(x, ord=1.5), arguments(normal(2, 3))),
+    Case.named("matrix_norm",         lambda x: np.linalg.matrix_norm(x, ord=-1), arguments(normal(2, 3, 4))),
 ]
 
 
@@ -242,17 +246,17 @@ def norms_of_updated_rows(x):
 
 
 IN_PLACE = [
-    SampledCase("dot-out-new-buffer",  dot_into_new_buffer, arguments(normal(3, 3), normal(3, 3))),
-    SampledCase("dot-out-argument",    dot_into_argument, arguments(normal(2, 3), normal(3, 2), normal(2, 2))),
-    SampledCase("dot-out-own-operand", dot_into_own_operand, arguments(normal(3, 3), normal(3, 3))),
-    SampledCase("matmul-augmented",    matmul_in_place, arguments(normal(3, 3), normal(3, 3))),
-    SampledCase("solve-into-slice",    solve_into_slice,
+    Case.named("dot-out-new-buffer",  dot_into_new_buffer, arguments(normal(3, 3), normal(3, 3))),
+    Case.named("dot-out-argument",    dot_into_argument, arguments(normal(2, 3), normal(3, 2), normal(2, 2))),
+    Case.named("dot-out-own-operand", dot_into_own_operand, arguments(normal(3, 3), normal(3, 3))),
+    Case.named("matmul-augmented",    matmul_in_place, arguments(normal(3, 3), normal(3, 3))),
+    Case.named("solve-into-slice",    solve_into_slice,
                                        arguments(normal(3), well_conditioned(3, 3), normal(3))),
-    SampledCase("inv-into-own-column", inverse_into_own_column, arguments(well_conditioned(3, 3))),
-    SampledCase("einsum-out",          einsum_into_out, arguments(normal(2, 3), normal(3, 2))),
-    SampledCase("cholesky-after-update", factor_after_update,
+    Case.named("inv-into-own-column", inverse_into_own_column, arguments(well_conditioned(3, 3))),
+    Case.named("einsum-out",          einsum_into_out, arguments(normal(2, 3), normal(3, 2))),
+    Case.named("cholesky-after-update", factor_after_update,
                                        arguments(symmetric_positive_definite(3), normal(3))),
-    SampledCase("norm-of-updated-rows", norms_of_updated_rows, arguments(normal(3, 4))),
+    Case.named("norm-of-updated-rows", norms_of_updated_rows, arguments(normal(3, 4))),
 ]
 # fmt: on
 
@@ -416,3 +420,129 @@ def test_a_matrix_that_is_not_symmetric_is_refused_where_the_gradient_is_symmetr
     c = b @ m @ m.T @ b  # symmetric but for rounding, as computed symmetric matrices are
     mutad.check_grads(symmetrised(lambda a: function(a) ** 2), c / np.abs(c).max() + np.eye(4))
     mutad.check_grads(lambda a: function(a) ** 2, c, symmetric=(0,), rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# Forward rules, called directly: the tangent against finite differences, the transpose of
+# mutad's reverse mode, and reverse mode over them (rule_checks)
+
+# fmt: off
+FORWARD_PRODUCTS = [
+    forward_case("dot",                np.dot,             (normal(2, 3), normal(3, 4))),
+    forward_case("dot-nd",             np.dot,             (normal(2, 2, 3), normal(4, 3, 2))),
+    forward_case("dot-scalar",         np.dot,             (normal(), normal(3))),
+    forward_case("inner",              np.inner,           (normal(2, 3), normal(4, 3))),
+    forward_case("tensordot",          np.tensordot,       (normal(2, 3, 4), normal(3, 4, 2))),
+    forward_case("linalg.tensordot",   np.linalg.tensordot, (normal(3, 2), normal(2, 5)), {"axes": 1}),
+    forward_case("kron",               np.kron,            (normal(2, 3), normal(3, 2))),
+    forward_case("outer",              np.outer,           (normal(2, 2), normal(3))),
+    forward_case("linalg.outer",       np.linalg.outer,    (normal(2), normal(3))),
+    forward_case("vdot",               np.vdot,            (normal(2, 2), normal(4))),
+    forward_case("matmul",             np.matmul,          (normal(2, 1, 2, 3), normal(4, 3, 2))),
+    forward_case("matmul-1d",          np.matmul,          (normal(3), normal(2, 3, 4))),
+    forward_case("linalg.matmul",      np.linalg.matmul,   (normal(2, 3), normal(3, 4))),
+    forward_case("vecdot",             np.vecdot,          (normal(2, 3), normal(3))),
+    forward_case("linalg.vecdot",      np.linalg.vecdot,   (normal(3, 2), normal(3, 1)), {"axis": 0}),
+    forward_case("matvec",             np.matvec,          (normal(2, 3, 4), normal(4))),
+    forward_case("vecmat",             np.vecmat,          (normal(3), normal(2, 3, 4))),
+    forward_case("trace",              np.trace,           (normal(3, 2, 4), constant(1), constant(0), constant(2))),
+    forward_case("linalg.trace",       np.linalg.trace,    (normal(2, 3, 3),), {"offset": -1}),
+    forward_case("cross",              np.cross,           (normal(4, 3), normal(3))),
+    forward_case("cross-2d",           np.cross,           (normal(4, 2), normal(2))),
+    forward_case("linalg.cross",       np.linalg.cross,    (normal(4, 3), normal(4, 3))),
+    forward_case("einsum",             np.einsum,          (constant("ij,jk,k->i"), normal(2, 3), normal(3, 4), normal(4))),
+    forward_case("einsum-ellipsis",    np.einsum,          (constant("...ii,...i"), normal(2, 3, 3), normal(3))),
+    forward_case("einsum-sublists",    np.einsum,          (normal(2, 3), constant([0, 1]), normal(3), constant([1]))),
+]
+
+FORWARD_MATRIX_FUNCTIONS = [
+    forward_case("inv",                np.linalg.inv,      (dominant(2, 3, 3),)),
+    forward_case("solve-vector",       np.linalg.solve,    (dominant(3, 3), normal(3))),
+    forward_case("solve-batched-vector", np.linalg.solve,  (dominant(2, 3, 3), normal(3))),
+    forward_case("solve-broadcast",    np.linalg.solve,    (dominant(3, 3), normal(2, 3, 2))),
+    forward_case("pinv-tall",          np.linalg.pinv,     (normal(4, 3),)),
+    forward_case("pinv-wide-batched",  np.linalg.pinv,     (normal(2, 2, 4),)),
+    forward_case("matrix_power",       np.linalg.matrix_power, (normal(2, 3, 3), constant(3))),
+    forward_case("matrix_power-zero",  np.linalg.matrix_power, (normal(3, 3), constant(0))),
+    forward_case("matrix_power-inverse", np.linalg.matrix_power, (dominant(3, 3), constant(-2))),
+    forward_case("lstsq-vector",       np.linalg.lstsq,    (normal(5, 3), normal(5))),
+    forward_case("lstsq-matrix",       np.linalg.lstsq,    (normal(5, 3), normal(5, 2))),
+    forward_case("lstsq-wide",         np.linalg.lstsq,    (normal(2, 4), normal(2))),
+    forward_case("det",                np.linalg.det,      (normal(2, 3, 3),)),
+    forward_case("slogdet",            np.linalg.slogdet,  (normal(2, 3, 3),)),
+    forward_case("cholesky",           np.linalg.cholesky, (spd(2, 3, 3),), symmetric=(0,)),
+    forward_case("cholesky-upper",     np.linalg.cholesky, (spd(4, 4),), {"upper": True}, symmetric=(0,)),
+    forward_case("eigh",               np.linalg.eigh,     (spd(2, 4, 4),), symmetric=(0,), align=align_eigh),
+    forward_case("eigh-upper",         np.linalg.eigh,     (spd(4, 4), constant("U")), symmetric=(0,), align=align_eigh),
+    forward_case("eigvalsh",           np.linalg.eigvalsh, (spd(2, 4, 4),), symmetric=(0,)),
+    forward_case("svd-square",         np.linalg.svd,      (normal(2, 3, 3),), align=align_svd),
+    forward_case("svd-tall",           np.linalg.svd,      (normal(5, 3),), {"full_matrices": False}, align=align_svd),
+    forward_case("svd-wide",           np.linalg.svd,      (normal(2, 3, 5),), {"full_matrices": False}, align=align_svd),
+    forward_case("svd-values",         np.linalg.svd,      (normal(4, 3),), {"compute_uv": False}),
+    forward_case("svd-hermitian",      np.linalg.svd,      (spd(4, 4),), {"hermitian": True}, symmetric=(0,),
+         align=align_svd),
+]
+
+FORWARD_NORMS = [
+    forward_case("norm",               np.linalg.norm,     (normal(2, 3),)),
+    forward_case("norm-axis",          np.linalg.norm,     (normal(2, 3), constant(3), constant(1), constant(True))),
+    forward_case("norm-inf",           np.linalg.norm,     (normal(4),), {"ord": np.inf}),
+    forward_case("norm-fro",           np.linalg.norm,     (normal(2, 3, 4),), {"ord": "fro", "axis": (0, 2)}),
+    forward_case("norm-nuc",           np.linalg.norm,     (normal(3, 4),), {"ord": "nuc"}),
+    forward_case("norm-2",             np.linalg.norm,     (normal(3, 4),), {"ord": 2}),
+    forward_case("norm-minus-2",       np.linalg.norm,     (normal(4, 3),), {"ord": -2}),
+    forward_case("norm-1",             np.linalg.norm,     (normal(3, 4),), {"ord": 1}),
+    forward_case("norm-inf-matrix",    np.linalg.norm,     (normal(3, 4),), {"ord": np.inf, "keepdims": True}),
+    forward_case("vector_norm",        np.linalg.vector_norm, (normal(2, 3),), {"axis": 0, "ord": 3}),
+    forward_case("matrix_norm",        np.linalg.matrix_norm, (normal(2, 3, 4),), {"ord": "nuc"}),
+    forward_case("matrix_norm-fro",    np.linalg.matrix_norm, (normal(3, 4),), {"keepdims": True}),
+]
+# fmt: on
+
+FORWARD_CASES = FORWARD_PRODUCTS + FORWARD_MATRIX_FUNCTIONS + FORWARD_NORMS
+TRANSPOSED = {"tensordot", "einsum", "inv", "solve-broadcast", "pinv-tall", "matrix_power-inverse",
+              "lstsq-matrix", "slogdet", "cholesky", "eigh", "svd-tall", "norm-2", "matrix_norm"}
+
+
+@pytest.mark.parametrize("case", FORWARD_CASES, ids=case_id)
+def test_forward_rule_matches_finite_differences(case, rng):
+    check_forward_rule(case, rng, step=1e-3, atol=None, transpose=False)
+
+
+@pytest.mark.parametrize("case", [c for c in FORWARD_CASES if c.id in TRANSPOSED], ids=case_id)
+def test_forward_and_reverse_rules_are_transposes(case, rng):
+    check_transposed_by_reverse_mode(case, rng)
+
+
+# reverse mode takes einsum's subscripts-string form only
+@pytest.mark.parametrize("case", [c for c in FORWARD_CASES if c.id != "einsum-sublists"],
+                         ids=case_id)
+def test_reverse_over_forward(case, rng):
+    check_reverse_over_forward(case, rng)
+
+
+LINALG_INDEXING = {np.take, np.take_along_axis, np.compress, np.extract, np.sort, np.partition,
+                   np.choose, np.select, np.diff, np.interp}
+
+
+def test_every_linear_algebra_rule_has_a_forward_rule():
+    mine = {f for f, rule in FUNCTIONS.items() if rule.__module__ == "mutad.rules.linalg"}
+    assert not mine - LINALG_INDEXING - set(JVPS)
+
+
+def test_forward_rules_without_a_tangent_on_one_operand(rng):
+    a, b = dominant(3, 3)(rng), rng.standard_normal((3, 2))
+    da, db = rng.standard_normal((3, 3)), rng.standard_normal((3, 2))
+    for tangents in ([da, None], [None, db]):
+        _, dx = JVPS[np.linalg.solve](tangents, a, b)
+        expected = directional_fd(np.linalg.solve, (a, b), tangents, step=1e-3)
+        assert_tangent(dx, expected)
+    _, dy = JVPS[np.matmul]([None, db], a, b)
+    np.testing.assert_allclose(dy, a @ db)
+
+
+def test_forward_rule_of_det_of_a_singular_matrix_uses_the_cofactor(rng):
+    a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 1.0]])
+    da = rng.standard_normal((3, 3))
+    _, dy = JVPS[np.linalg.det]([da], a)
+    np.testing.assert_allclose(dy, directional_fd(np.linalg.det, (a,), (da,), step=1e-3), atol=1e-8)

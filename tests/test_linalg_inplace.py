@@ -9,7 +9,9 @@ import mutad
 import mutad.linalg as linalg
 from mutad.errors import NotPositiveDefiniteError
 from mutad.linalg import cholesky_, ldiv_, lu_factor_, solve_triangular_
-from mutad.testing import check_rule
+from mutad.testing import check_jvp, check_rule, directional_fd
+from cases import case_id, normal as normal_sampler
+from rule_checks import assert_tangent, dominant, forward_case, spd, split_tangents
 
 ORDERS = ["C", "F"]
 
@@ -297,3 +299,202 @@ def test_gradient_of_a_function_of_an_in_place_gradient(rng, name, order):
         mutad.check_grads(f, *args, policy=policy, symmetric=symmetric)
         mutad.gradient(f, *args, policy=policy)
         assert [a.tobytes() for a in args] == before  # the caller's arrays, bit for bit
+
+# ----------------------------------------------------------------------------------------------
+# Forward mode: each in-place routine updates its argument's tangent in place beside the primal
+
+def _like(x, original):
+    """``x`` laid out as ``original`` (the in-place routines work on the memory as it is)."""
+    if not isinstance(original, np.ndarray):
+        return x
+    out = np.empty_like(original)
+    out[...] = x
+    return out
+
+
+def check_inplace(routine, args, tangents, written):
+    """``routine.forward_rule`` overwrites argument ``written`` as ``routine`` does and its
+    tangent, in place, with the finite differences of the routine along ``tangents``."""
+    expected = [_like(a, a) for a in args]
+    routine(*expected)
+
+    def f(*xs):
+        xs = [_like(x, a) for x, a in zip(xs, args, strict=True)]
+        routine(*xs)
+        return xs[written]
+
+    expected_tangent = directional_fd(f, args, tangents, step=1e-3)
+    result = routine.forward_rule(tangents, *args)
+    assert (result[0] if isinstance(result, tuple) else result) is args[written]
+    np.testing.assert_array_equal(args[written], expected[written])
+    assert_tangent(tangents[written], expected_tangent)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_forward_rule_of_cholesky_inplace_overwrites_the_tangent_by_the_factor_tangent(rng, order):
+    from mutad.linalg import _cholesky_
+
+    A = np.array(spd(5, 5)(rng), order=order)
+    dA = np.array(split_tangents([A], rng, symmetric=(0,))[1][0], order=order)
+    check_inplace(_cholesky_, [A], [dA], 0)
+    assert not np.any(np.triu(dA, 1))  # L's tangent is lower triangular, as L is
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("columns", [(), (3,)])
+def test_forward_rule_of_cholesky_solve_inplace(rng, order, columns):
+    from mutad.linalg import _cholesky_solve_, cholesky_
+
+    L = cholesky_(np.array(spd(5, 5)(rng), order=order)).L
+    b = np.array(rng.standard_normal((5, *columns)), order=order)
+    dL, db = np.tril(rng.standard_normal((5, 5))), rng.standard_normal(b.shape)
+    check_inplace(_cholesky_solve_, [L, b, 10.0], [dL, db, None], 1)
+    # b alone carries a tangent (a constant factor)
+    b = rng.standard_normal(5)
+    check_inplace(_cholesky_solve_, [L, b], [None, rng.standard_normal(5)], 1)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("lower, transpose, unit",
+                         [(True, False, False), (False, True, False), (True, True, True),
+                          (False, False, True)])
+def test_solve_triangular_inplace(rng, order, lower, transpose, unit):
+    from mutad.linalg import _solve_triangular_
+
+    T = np.array(rng.standard_normal((5, 5)) + 10 * np.eye(5), order=order)  # both triangles:
+    b = np.array(rng.standard_normal((5, 2)), order=order)                    # one is never read
+    dT, db = rng.standard_normal((5, 5)), rng.standard_normal((5, 2))
+    check_inplace(_solve_triangular_, [T, b, lower, transpose, unit], [dT, db, None, None, None], 1)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_forward_rule_of_lu_factor_and_solve_inplace(rng, order):
+    from mutad.linalg import _general_solve_, _lu_factor_, _lu_solve_, lu_factor_
+
+    A = np.array(rng.standard_normal((5, 5)), order=order)  # LAPACK pivots
+    check_inplace(_lu_factor_, [A.copy(order="K")], [rng.standard_normal((5, 5))], 0)
+    F = lu_factor_(A.copy(order="K"))
+    for b in (rng.standard_normal(5), np.array(rng.standard_normal((5, 2)), order=order)):
+        tangents = [rng.standard_normal((5, 5)), None, rng.standard_normal(b.shape), None]
+        check_inplace(_lu_solve_, [F.packed, F.pivots, b.copy(order="K"), 1.0], tangents, 2)
+        tangents = [rng.standard_normal((5, 5)), rng.standard_normal(b.shape)]
+        check_inplace(_general_solve_, [A, b.copy(order="K")], tangents, 1)
+
+
+# ----------------------------------------------------------------------------------------------
+# Forward mode through mutad.jvp and mutad.hvp
+
+def chol_solve_twice(A, b):
+    from mutad.linalg import cholesky_, ldiv_
+
+    F = cholesky_(A)
+    ldiv_(F, b)
+    ldiv_(F, b)
+    return b, A  # A holds L now
+
+
+def lu_solve_program(A, b):
+    from mutad.linalg import ldiv_, lu_factor_
+
+    ldiv_(lu_factor_(A), b)
+    return b
+
+
+def triangular_then_general(T, b):
+    from mutad.linalg import ldiv_, solve_triangular_
+
+    solve_triangular_(T, b, lower=True, trans=1)
+    return ldiv_(T, b) * 2.0
+
+
+def numpy_program(a, b):
+    return np.linalg.solve(a, b) @ np.linalg.inv(a) + np.linalg.det(a) * np.linalg.norm(b)
+
+
+def symmetric_program(s):
+    w = np.linalg.eigvalsh(s) * np.linalg.slogdet(s)[1] + np.linalg.svd(s, compute_uv=False)
+    return w @ np.linalg.cholesky(s)
+
+
+def scipy_program(a, b):
+    from mutad.scipy import linalg as sl
+
+    x = sl.cho_solve(sl.cho_factor(a), b) + sl.lu_solve(sl.lu_factor(a), b, trans=1)
+    return sl.expm(0.1 * a) @ x
+
+
+# fmt: off
+FORWARD_PROGRAMS = [
+    forward_case("cholesky_-ldiv_-C",  chol_solve_twice,   (spd(5, 5), normal_sampler(5)), symmetric=(0,)),
+    forward_case("cholesky_-ldiv_-F",  chol_solve_twice,   (lambda rng: np.asfortranarray(spd(5, 5)(rng)),
+                                                    lambda rng: np.asfortranarray(rng.standard_normal((5, 2)))),
+                                                   symmetric=(0,)),
+    forward_case("lu_factor_-ldiv_",   lu_solve_program,   (normal_sampler(5, 5), normal_sampler(5, 3))),
+    forward_case("solve_triangular_",  triangular_then_general, (dominant(4, 4), normal_sampler(4))),
+    forward_case("numpy",              numpy_program,      (dominant(4, 4), normal_sampler(4))),
+    forward_case("numpy-symmetric",    symmetric_program,  (spd(4, 4),), symmetric=(0,)),
+    forward_case("scipy",              scipy_program,      (spd(4, 4), normal_sampler(4)), symmetric=(0,)),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("case", FORWARD_PROGRAMS, ids=case_id)
+def test_jvp_of_programs(case, rng):
+    args, tangents = split_tangents(case.sample(rng), rng, case.symmetric)
+    originals = [a.copy() for a in args]
+
+    def program(*xs):  # on copies laid out as the arguments: the routines work in place
+        return case.function(*(_like(x, a) for x, a in zip(xs, args, strict=True)))
+
+    y, dy = mutad.jvp(case.function, args, tangents)
+    for a, original in zip(args, originals, strict=True):
+        np.testing.assert_array_equal(a, original)  # the caller's arrays are as they were
+    expected = program(*args)
+    assert_tangent(y, expected, rtol=1e-12)
+    assert_tangent(dy, directional_fd(program, args, tangents, step=1e-3))
+
+
+@pytest.mark.parametrize("case", FORWARD_PROGRAMS, ids=case_id)
+def test_hvp_of_programs(case, rng):
+    args, tangents = split_tangents(case.sample(rng), rng, case.symmetric)
+
+    def program(*xs):  # hvp and gradient leave the arguments as they were: no copies needed
+        out = case.function(*xs)
+        out = out[0] if isinstance(out, tuple) else out
+        return np.vdot(out, out)
+
+    hv = mutad.hvp(program, args, tangents)
+    hv = (hv,) if len(args) == 1 else hv
+    expected = directional_fd(lambda *xs: mutad.gradient(program, *xs), args, tangents, step=1e-3)
+    assert_tangent(hv, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("case", FORWARD_PROGRAMS, ids=case_id)
+def test_programs_pass_check_jvp(case, rng):
+    args = case.sample(rng)
+    check_jvp(case.function, *args, symmetric=case.symmetric)
+
+
+def test_jvp_of_jvp_through_inplace_factorisations(rng):
+    """Forward over forward: the inner rules run on the outer level's duals, so every tangent
+    they compute is differentiated again (second directional derivatives)."""
+    from mutad.linalg import cholesky_, ldiv_, lu_factor_
+    from mutad.scipy import linalg as sl
+
+    A, b = spd(4, 4)(rng), rng.standard_normal(4)
+    v, w = split_tangents([A, A], rng, symmetric=(0, 1))[1]
+
+    def program(A):
+        x = np.zeros_like(A[0])
+        x[...] = b
+        y = np.zeros_like(x)
+        y[...] = b
+        ldiv_(cholesky_(A.copy()), x)
+        ldiv_(lu_factor_(A.copy()), y)
+        return sl.expm(0.1 * A) @ (x + y)
+
+    def first(A):
+        return mutad.jvp(program, (A,), (v,))[1]
+
+    _, second = mutad.jvp(first, (A,), (w,))
+    assert_tangent(second, directional_fd(first, (A,), (w,), step=1e-3))

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 import mutad
-from cases import ArrayCase, case_id, curved
+from cases import Case, case_id, curved
+from mutad.registry import JVPS
+from rule_checks import WHERE, P, TIES, X, X3, check_forward_rule, rule_case, with_nans
 
 POLICIES = ("restore", "checkpoint")
 
@@ -96,100 +98,100 @@ def running_product_of_updated_rows(x):
 # fmt: off
 CASES = [
     # sum, mean, nansum, nanmean
-    ArrayCase(np.sum),
-    ArrayCase(np.sum, args=(0,)),
-    ArrayCase(np.sum, kwargs=dict(axis=-1, keepdims=True)),
-    ArrayCase(np.sum, shapes=((2, 3, 4),), kwargs=dict(axis=(0, -1))),
-    ArrayCase(np.sum, kwargs=dict(axis=None, keepdims=True)),
-    ArrayCase(np.sum, kwargs=dict(axis=1, where=np.array([True, False, True, True]))),
-    ArrayCase(np.sum, kwargs=dict(axis=0), dtype=np.float32),
-    ArrayCase(np.mean),
-    ArrayCase(np.mean, args=(1,)),
-    ArrayCase(np.mean, shapes=((2, 3, 4),), kwargs=dict(axis=(1, 2), keepdims=True)),
-    ArrayCase(np.mean, kwargs=dict(axis=1, where=np.array([True, False, True, True]))),
-    ArrayCase(np.mean, kwargs=dict(axis=-2), dtype=np.float32),
-    ArrayCase(on_nans(np.nansum), kwargs=dict(axis=1)),
-    ArrayCase(on_nans(np.nansum)),
-    ArrayCase(on_nans(np.nanmean), kwargs=dict(axis=0)),
-    ArrayCase(on_nans(np.nanmean), kwargs=dict(axis=None)),
+    Case(np.sum),
+    Case(np.sum, args=(0,)),
+    Case(np.sum, kwargs=dict(axis=-1, keepdims=True)),
+    Case(np.sum, shapes=((2, 3, 4),), kwargs=dict(axis=(0, -1))),
+    Case(np.sum, kwargs=dict(axis=None, keepdims=True)),
+    Case(np.sum, kwargs=dict(axis=1, where=np.array([True, False, True, True]))),
+    Case(np.sum, kwargs=dict(axis=0), dtype=np.float32),
+    Case(np.mean),
+    Case(np.mean, args=(1,)),
+    Case(np.mean, shapes=((2, 3, 4),), kwargs=dict(axis=(1, 2), keepdims=True)),
+    Case(np.mean, kwargs=dict(axis=1, where=np.array([True, False, True, True]))),
+    Case(np.mean, kwargs=dict(axis=-2), dtype=np.float32),
+    Case(on_nans(np.nansum), kwargs=dict(axis=1)),
+    Case(on_nans(np.nansum)),
+    Case(on_nans(np.nanmean), kwargs=dict(axis=0)),
+    Case(on_nans(np.nanmean), kwargs=dict(axis=None)),
     # prod, nanprod, with one zero and several zeros per slice
-    ArrayCase(np.prod),
-    ArrayCase(np.prod, kwargs=dict(axis=1)),
-    ArrayCase(np.prod, kwargs=dict(axis=0, keepdims=True), domain=with_zeros),
-    ArrayCase(np.prod, shapes=((4, 5),), kwargs=dict(axis=-1), domain=with_zeros),
-    ArrayCase(np.prod, shapes=((2, 3, 4),), kwargs=dict(axis=(0, 2)), domain=with_zeros),
-    ArrayCase(np.prod, shapes=((6,),), domain=with_zeros),
-    ArrayCase(np.prod, kwargs=dict(axis=1), dtype=np.float32, domain=positive),
-    ArrayCase(on_nans(np.nanprod), kwargs=dict(axis=1)),
+    Case(np.prod),
+    Case(np.prod, kwargs=dict(axis=1)),
+    Case(np.prod, kwargs=dict(axis=0, keepdims=True), domains=(with_zeros,)),
+    Case(np.prod, shapes=((4, 5),), kwargs=dict(axis=-1), domains=(with_zeros,)),
+    Case(np.prod, shapes=((2, 3, 4),), kwargs=dict(axis=(0, 2)), domains=(with_zeros,)),
+    Case(np.prod, shapes=((6,),), domains=(with_zeros,)),
+    Case(np.prod, kwargs=dict(axis=1), dtype=np.float32, domains=(positive,)),
+    Case(on_nans(np.nanprod), kwargs=dict(axis=1)),
     # max, min and friends
-    ArrayCase(np.max),
-    ArrayCase(np.max, args=(0,)),
-    ArrayCase(np.min, kwargs=dict(axis=-1, keepdims=True)),
-    ArrayCase(np.amax, shapes=((2, 3, 4),), kwargs=dict(axis=(0, 2))),
-    ArrayCase(np.amin, kwargs=dict(axis=None)),
-    ArrayCase(np.max, kwargs=dict(axis=1, initial=0.0)),
-    ArrayCase(np.max, kwargs=dict(axis=1), dtype=np.float32),
-    ArrayCase(on_nans(np.nanmax), kwargs=dict(axis=0)),
-    ArrayCase(on_nans(np.nanmin), kwargs=dict(axis=1)),
-    ArrayCase(np.ptp),
-    ArrayCase(np.ptp, kwargs=dict(axis=0, keepdims=True)),
+    Case(np.max),
+    Case(np.max, args=(0,)),
+    Case(np.min, kwargs=dict(axis=-1, keepdims=True)),
+    Case(np.amax, shapes=((2, 3, 4),), kwargs=dict(axis=(0, 2))),
+    Case(np.amin, kwargs=dict(axis=None)),
+    Case(np.max, kwargs=dict(axis=1, initial=0.0)),
+    Case(np.max, kwargs=dict(axis=1), dtype=np.float32),
+    Case(on_nans(np.nanmax), kwargs=dict(axis=0)),
+    Case(on_nans(np.nanmin), kwargs=dict(axis=1)),
+    Case(np.ptp),
+    Case(np.ptp, kwargs=dict(axis=0, keepdims=True)),
     # var, std
-    ArrayCase(np.var),
-    ArrayCase(np.var, kwargs=dict(axis=0, ddof=1)),
-    ArrayCase(np.var, shapes=((2, 3, 4),), kwargs=dict(axis=(0, -1), keepdims=True)),
-    ArrayCase(np.var, kwargs=dict(axis=1, correction=1)),
-    ArrayCase(np.std),
-    ArrayCase(np.std, kwargs=dict(axis=-1, ddof=1, keepdims=True)),
-    ArrayCase(np.std, kwargs=dict(axis=0), dtype=np.float32),
+    Case(np.var),
+    Case(np.var, kwargs=dict(axis=0, ddof=1)),
+    Case(np.var, shapes=((2, 3, 4),), kwargs=dict(axis=(0, -1), keepdims=True)),
+    Case(np.var, kwargs=dict(axis=1, correction=1)),
+    Case(np.std),
+    Case(np.std, kwargs=dict(axis=-1, ddof=1, keepdims=True)),
+    Case(np.std, kwargs=dict(axis=0), dtype=np.float32),
     # cumsum, cumprod
-    ArrayCase(np.cumsum),
-    ArrayCase(np.cumsum, args=(1,)),
-    ArrayCase(np.cumsum, shapes=((2, 3, 4),), kwargs=dict(axis=-2)),
-    ArrayCase(np.cumsum, kwargs=dict(axis=0), dtype=np.float32),
-    ArrayCase(np.cumprod),
-    ArrayCase(np.cumprod, kwargs=dict(axis=1)),
-    ArrayCase(np.cumprod, shapes=((4, 6),), kwargs=dict(axis=1), domain=with_zeros),
-    ArrayCase(np.cumprod, shapes=((6, 4),), kwargs=dict(axis=0), domain=with_zeros),
-    ArrayCase(np.cumprod, shapes=((8,),), domain=with_zeros),
-    ArrayCase(np.cumprod, kwargs=dict(axis=-1), dtype=np.float32, domain=positive),
+    Case(np.cumsum),
+    Case(np.cumsum, args=(1,)),
+    Case(np.cumsum, shapes=((2, 3, 4),), kwargs=dict(axis=-2)),
+    Case(np.cumsum, kwargs=dict(axis=0), dtype=np.float32),
+    Case(np.cumprod),
+    Case(np.cumprod, kwargs=dict(axis=1)),
+    Case(np.cumprod, shapes=((4, 6),), kwargs=dict(axis=1), domains=(with_zeros,)),
+    Case(np.cumprod, shapes=((6, 4),), kwargs=dict(axis=0), domains=(with_zeros,)),
+    Case(np.cumprod, shapes=((8,),), domains=(with_zeros,)),
+    Case(np.cumprod, kwargs=dict(axis=-1), dtype=np.float32, domains=(positive,)),
     # ufunc methods
-    ArrayCase(np.add.reduce),
-    ArrayCase(np.add.reduce, args=(1,)),
-    ArrayCase(np.add.reduce, kwargs=dict(axis=None, keepdims=True)),
-    ArrayCase(np.multiply.reduce, domain=with_zeros, shapes=((5, 3),)),
-    ArrayCase(np.multiply.reduce, kwargs=dict(axis=(0, 1))),
-    ArrayCase(np.maximum.reduce),
-    ArrayCase(np.maximum.reduce, kwargs=dict(axis=1, keepdims=True)),
-    ArrayCase(np.minimum.reduce, kwargs=dict(axis=None)),
-    ArrayCase(np.add.accumulate),
-    ArrayCase(np.add.accumulate, kwargs=dict(axis=1)),
-    ArrayCase(np.multiply.accumulate, kwargs=dict(axis=1), domain=with_zeros),
-    ArrayCase(np.multiply.accumulate, dtype=np.float32, domain=positive),
+    Case(np.add.reduce),
+    Case(np.add.reduce, args=(1,)),
+    Case(np.add.reduce, kwargs=dict(axis=None, keepdims=True)),
+    Case(np.multiply.reduce, domains=(with_zeros,), shapes=((5, 3),)),
+    Case(np.multiply.reduce, kwargs=dict(axis=(0, 1))),
+    Case(np.maximum.reduce),
+    Case(np.maximum.reduce, kwargs=dict(axis=1, keepdims=True)),
+    Case(np.minimum.reduce, kwargs=dict(axis=None)),
+    Case(np.add.accumulate),
+    Case(np.add.accumulate, kwargs=dict(axis=1)),
+    Case(np.multiply.accumulate, kwargs=dict(axis=1), domains=(with_zeros,)),
+    Case(np.multiply.accumulate, dtype=np.float32, domains=(positive,)),
     # methods of traced arrays
-    ArrayCase(lambda x: x.sum(1) + x.mean(axis=0).sum() + x.max() * x.min(0)[0]),
-    ArrayCase(lambda x: x.prod(axis=0) + x.var(1).sum() + x.std() + x.cumsum(0)[-1] + x.cumprod(1)[:, -1].sum()),
+    Case(lambda x: x.sum(1) + x.mean(axis=0).sum() + x.max() * x.min(0)[0]),
+    Case(lambda x: x.prod(axis=0) + x.var(1).sum() + x.std() + x.cumsum(0)[-1] + x.cumprod(1)[:, -1].sum()),
     # written into traced buffers: out=, over the input, into a slice, after mutating views
-    ArrayCase(into_traced_out(np.sum), kwargs=dict(axis=0)),
-    ArrayCase(into_traced_out(np.mean), kwargs=dict(axis=1, keepdims=True)),
-    ArrayCase(into_traced_out(np.prod), kwargs=dict(axis=1), domain=with_zeros),
-    ArrayCase(into_traced_out(np.max), kwargs=dict(axis=0)),
-    ArrayCase(into_traced_out(np.var), kwargs=dict(axis=0)),
-    ArrayCase(into_traced_out(np.std), kwargs=dict(axis=1)),
-    ArrayCase(into_traced_out(np.ptp), kwargs=dict(axis=1)),
-    ArrayCase(into_traced_out(np.cumsum), kwargs=dict(axis=1)),
-    ArrayCase(into_traced_out(np.add.reduce), kwargs=dict(axis=1)),
-    ArrayCase(into_traced_out(np.sum), kwargs=dict(axis=0), dtype=np.float32),
-    ArrayCase(over_own_input(np.cumsum), kwargs=dict(axis=0)),
-    ArrayCase(over_own_input(np.cumprod), kwargs=dict(axis=1), domain=with_zeros),
-    ArrayCase(over_own_input(np.add.accumulate), kwargs=dict(axis=1)),
-    ArrayCase(over_own_input(np.multiply.accumulate), kwargs=dict(axis=0)),
-    ArrayCase(over_own_input(np.cumsum), kwargs=dict(axis=1), dtype=np.float32),
-    ArrayCase(sum_into_first_row),
-    ArrayCase(cumsum_into_slice),
-    ArrayCase(prod_after_mutating_reshaped_view, domain=with_zeros),
-    ArrayCase(max_after_mutating_transposed_view),
-    ArrayCase(var_of_a_row_updated_in_place),
-    ArrayCase(running_product_of_updated_rows, domain=with_zeros),
+    Case(into_traced_out(np.sum), kwargs=dict(axis=0)),
+    Case(into_traced_out(np.mean), kwargs=dict(axis=1, keepdims=True)),
+    Case(into_traced_out(np.prod), kwargs=dict(axis=1), domains=(with_zeros,)),
+    Case(into_traced_out(np.max), kwargs=dict(axis=0)),
+    Case(into_traced_out(np.var), kwargs=dict(axis=0)),
+    Case(into_traced_out(np.std), kwargs=dict(axis=1)),
+    Case(into_traced_out(np.ptp), kwargs=dict(axis=1)),
+    Case(into_traced_out(np.cumsum), kwargs=dict(axis=1)),
+    Case(into_traced_out(np.add.reduce), kwargs=dict(axis=1)),
+    Case(into_traced_out(np.sum), kwargs=dict(axis=0), dtype=np.float32),
+    Case(over_own_input(np.cumsum), kwargs=dict(axis=0)),
+    Case(over_own_input(np.cumprod), kwargs=dict(axis=1), domains=(with_zeros,)),
+    Case(over_own_input(np.add.accumulate), kwargs=dict(axis=1)),
+    Case(over_own_input(np.multiply.accumulate), kwargs=dict(axis=0)),
+    Case(over_own_input(np.cumsum), kwargs=dict(axis=1), dtype=np.float32),
+    Case(sum_into_first_row),
+    Case(cumsum_into_slice),
+    Case(prod_after_mutating_reshaped_view, domains=(with_zeros,)),
+    Case(max_after_mutating_transposed_view),
+    Case(var_of_a_row_updated_in_place),
+    Case(running_product_of_updated_rows, domains=(with_zeros,)),
 ]
 # fmt: on
 
@@ -479,3 +481,96 @@ def test_reductions_over_axis_0_of_a_0d_array(reduction, axis):
     value, _ = mutad.value_and_grad(f)(x)
     assert value == f(x)
     mutad.check_grads(f, x)
+
+# ----------------------------------------------------------------------------------------------
+# Forward rules, called directly: the tangent against finite differences, and the transpose of
+# the reverse rule (rule_checks.check_forward_rule)
+
+ZEROS = P.copy()
+ZEROS[0, 1] = 0.0                   # one zero in row 0
+ZEROS[1, 0] = ZEROS[1, 3] = 0.0     # two zeros in row 1
+CONSTANT_ROW = np.vstack([X[:2], np.full((1, 4), 0.7)])
+
+REDUCTIONS = [
+    rule_case(np.sum, X),
+    rule_case(np.sum, X, axis=1),
+    rule_case(np.sum, X3, axis=(0, 2), keepdims=True),
+    rule_case(np.sum, X, axis=0, where=WHERE),
+    rule_case(np.sum, X, initial=5.0),
+    rule_case((np.add, "reduce"), X),
+    rule_case((np.add, "reduce"), X, axis=1, keepdims=True),
+    rule_case(np.nansum, with_nans(X)),
+    rule_case(np.nansum, with_nans(X3), axis=1, keepdims=True),
+    rule_case(np.nansum, with_nans(X), axis=0, initial=2.0),
+    rule_case(np.mean, X),
+    rule_case(np.mean, X3, axis=(1, 2)),
+    rule_case(np.mean, X, axis=0, keepdims=True, where=WHERE),
+    rule_case(np.nanmean, with_nans(X)),
+    rule_case(np.nanmean, with_nans(X3, 2), axis=2, keepdims=True),
+    rule_case(np.prod, P),
+    rule_case(np.prod, P, axis=1),
+    rule_case(np.prod, ZEROS, axis=1, keepdims=True),
+    rule_case(np.prod, ZEROS, axis=0),
+    rule_case(np.prod, P, axis=1, where=WHERE, initial=2.0),
+    rule_case((np.multiply, "reduce"), ZEROS),
+    rule_case((np.multiply, "reduce"), P, axis=1),
+    rule_case(np.nanprod, with_nans(P)),
+    rule_case(np.nanprod, with_nans(ZEROS), axis=1),
+    rule_case(np.var, X),
+    rule_case(np.var, X3, axis=1, ddof=1),
+    rule_case(np.var, X, axis=0, keepdims=True, where=WHERE),
+    rule_case(np.std, X),
+    rule_case(np.std, X3, axis=(0, 2), keepdims=True, ddof=1),
+    rule_case(np.std, CONSTANT_ROW, axis=1),
+    rule_case(np.cumsum, X),
+    rule_case(np.cumsum, X3, axis=1),
+    rule_case((np.add, "accumulate"), X),
+    rule_case((np.add, "accumulate"), X3, axis=2),
+    rule_case(np.cumprod, P),
+    rule_case(np.cumprod, ZEROS, axis=1),
+    rule_case(np.cumprod, ZEROS.T, axis=0),
+    rule_case(np.cumprod, ZEROS),
+    rule_case((np.multiply, "accumulate"), ZEROS.T),
+    rule_case((np.multiply, "accumulate"), P, axis=1),
+    rule_case(np.ptp, X),
+    rule_case(np.ptp, X3, axis=1, keepdims=True),
+    rule_case(np.ptp, TIES, axis=1, fd=False),
+]
+for _extreme in (np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin):
+    REDUCTIONS += [
+        rule_case(_extreme, X),
+        rule_case(_extreme, X3, axis=1),
+        rule_case(_extreme, X3, axis=(0, 2), keepdims=True),
+        rule_case(_extreme, TIES, axis=1),            # two-way ties: the mean of two tangents
+        rule_case(_extreme, np.vstack([TIES, TIES[:1]]), axis=0, fd=False),  # ties of three
+    ]
+REDUCTIONS += [
+    rule_case(np.nanmax, with_nans(X), axis=1),
+    rule_case(np.nanmin, with_nans(X3), axis=0),
+    rule_case(np.max, X, axis=1, where=WHERE, initial=-5.0),
+    rule_case((np.maximum, "reduce"), X),
+    rule_case((np.maximum, "reduce"), TIES, axis=1),
+    rule_case((np.minimum, "reduce"), X3, axis=2),
+]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NaN arguments are cases here
+@pytest.mark.parametrize("case", REDUCTIONS, ids=case_id)
+def test_forward_rule_reduction(case, rng):
+    check_forward_rule(case, rng)
+
+
+def test_extreme_ties_take_the_mean_tangent():
+    a = np.array([2.0, 5.0, 5.0, 5.0, 1.0])
+    t = np.array([1.0, 2.0, 4.0, 9.0, 7.0])
+    assert JVPS[np.max]((t,), a)[1] == 5.0
+    assert JVPS[np.ptp]((t,), a)[1] == 5.0 - 7.0
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_all_nan_slice_passes_no_tangent():
+    a = np.array([[np.nan, np.nan], [1.0, np.nan]])
+    t = np.ones_like(a)
+    for key in (np.nanmean, np.nansum, np.nanmax):
+        _, dy = JVPS[key]((t,), a, axis=1)
+        np.testing.assert_array_equal(dy, [0.0, 1.0])

@@ -5,8 +5,6 @@ restoration, aliased arguments, both policies); functions of a symmetric matrix,
 triangle, with check_grads along symmetric directions. Plain calls must be SciPy's own.
 """
 
-from typing import Callable, NamedTuple
-
 import numpy as np
 import pytest
 import scipy.linalg
@@ -14,17 +12,15 @@ import scipy.signal
 import scipy.special
 
 import mutad
+from cases import Case, arguments, case_id, constant
+from rule_checks import (WHERE, P, V4, X3, Const, X, check_forward_rule,
+                         check_reverse_over_forward, check_transposed_by_reverse_mode, dominant,
+                         forward_case, normal_array, positive_array, rule_case, spd)
+from cases import normal as normal_sampler
 from mutad.scipy import linalg, signal, special
 from mutad.testing import check_rule
 
 POLICIES = ("restore", "checkpoint")
-
-
-class Case(NamedTuple):
-    name: str
-    function: Callable  # a mutad.scipy function
-    sample: Callable  # rng -> tuple of positional arguments
-    symmetric: bool = False  # the first argument is a symmetric matrix read in one triangle
 
 
 # ----------------------------------------------------------------------------------------------
@@ -65,14 +61,6 @@ def lu_factors(n, matrix=well_conditioned):
     return lambda rng: scipy.linalg.lu_factor(matrix(n)(rng))
 
 
-def constant(value):
-    return lambda rng: value
-
-
-def arguments(*samplers):
-    return lambda rng: tuple(sample(rng) for sample in samplers)
-
-
 STABLE_IIR = constant(np.array([1.0, -0.6, 0.2]))
 UNNORMALISED_IIR = constant(np.array([2.0, -0.5, 0.3, -0.1]))  # a[0] != 1: SciPy divides by it
 FIR = constant(np.array([1.0]))
@@ -81,101 +69,101 @@ FIR = constant(np.array([1.0]))
 SPECIAL_CASES = [
     # The ufuncs of scipy.special are rows of tests/cases.py's UFUNC_CASES; these are the
     # functions SciPy writes in Python.
-    Case("polygamma",            special.polygamma, arguments(constant(1), uniform(0.5, 3.0, 5))),
-    Case("polygamma_orders",     special.polygamma, arguments(constant(np.array([0, 1, 2])),
+    Case.named("polygamma",            special.polygamma, arguments(constant(1), uniform(0.5, 3.0, 5))),
+    Case.named("polygamma_orders",     special.polygamma, arguments(constant(np.array([0, 1, 2])),
                                                               uniform(0.5, 3.0, 3))),
-    Case("multigammaln",         special.multigammaln, arguments(uniform(2.0, 5.0, 4), constant(3))),
-    Case("multigammaln_scalar",  special.multigammaln, arguments(uniform(1.0, 3.0), constant(2))),
-    Case("softmax",              special.softmax,   arguments(normal(3, 4))),
-    Case("softmax_axis",         special.softmax,   arguments(normal(3, 4), constant(1))),
-    Case("softmax_axes",         special.softmax,   arguments(normal(2, 3, 4), constant((0, 2)))),
-    Case("log_softmax",          special.log_softmax, arguments(normal(5))),
-    Case("log_softmax_axis",     special.log_softmax, arguments(normal(3, 4), constant(0))),
-    Case("logsumexp",            special.logsumexp, arguments(normal(3, 4))),
-    Case("logsumexp_axis",       special.logsumexp, arguments(normal(3, 4), constant(1))),
-    Case("logsumexp_axes_kept",  special.logsumexp, arguments(normal(2, 3, 4), constant((0, 2)),
+    Case.named("multigammaln",         special.multigammaln, arguments(uniform(2.0, 5.0, 4), constant(3))),
+    Case.named("multigammaln_scalar",  special.multigammaln, arguments(uniform(1.0, 3.0), constant(2))),
+    Case.named("softmax",              special.softmax,   arguments(normal(3, 4))),
+    Case.named("softmax_axis",         special.softmax,   arguments(normal(3, 4), constant(1))),
+    Case.named("softmax_axes",         special.softmax,   arguments(normal(2, 3, 4), constant((0, 2)))),
+    Case.named("log_softmax",          special.log_softmax, arguments(normal(5))),
+    Case.named("log_softmax_axis",     special.log_softmax, arguments(normal(3, 4), constant(0))),
+    Case.named("logsumexp",            special.logsumexp, arguments(normal(3, 4))),
+    Case.named("logsumexp_axis",       special.logsumexp, arguments(normal(3, 4), constant(1))),
+    Case.named("logsumexp_axes_kept",  special.logsumexp, arguments(normal(2, 3, 4), constant((0, 2)),
                                                               constant(None), constant(True))),
-    Case("logsumexp_weights",    special.logsumexp, arguments(uniform(0.1, 2.0, 3, 4), constant(0),
+    Case.named("logsumexp_weights",    special.logsumexp, arguments(uniform(0.1, 2.0, 3, 4), constant(0),
                                                               uniform(0.1, 2.0, 3, 4))),
-    Case("logsumexp_broadcast_weights", special.logsumexp,
+    Case.named("logsumexp_broadcast_weights", special.logsumexp,
          arguments(normal(3, 4), constant(-1), uniform(0.1, 2.0, 4))),
-    Case("logsumexp_signed",     special.logsumexp, arguments(normal(3, 4), constant(1),
+    Case.named("logsumexp_signed",     special.logsumexp, arguments(normal(3, 4), constant(1),
                                                               normal(4), constant(False),
                                                               constant(True))),
 ]
 
 SIGNAL_CASES = [
-    Case("lfilter_fir",          signal.lfilter, arguments(normal(3), FIR, normal(9))),
-    Case("lfilter_iir",          signal.lfilter, arguments(normal(2), STABLE_IIR, normal(9))),
-    Case("lfilter_unnormalised", signal.lfilter, arguments(normal(3), UNNORMALISED_IIR, normal(9))),
-    Case("lfilter_long_b",       signal.lfilter, arguments(normal(5), STABLE_IIR, normal(4))),
-    Case("lfilter_fir_axis_last", signal.lfilter, arguments(normal(3), FIR, normal(3, 8))),
-    Case("lfilter_fir_axis_0",   signal.lfilter, arguments(normal(3), FIR, normal(8, 3),
+    Case.named("lfilter_fir",          signal.lfilter, arguments(normal(3), FIR, normal(9))),
+    Case.named("lfilter_iir",          signal.lfilter, arguments(normal(2), STABLE_IIR, normal(9))),
+    Case.named("lfilter_unnormalised", signal.lfilter, arguments(normal(3), UNNORMALISED_IIR, normal(9))),
+    Case.named("lfilter_long_b",       signal.lfilter, arguments(normal(5), STABLE_IIR, normal(4))),
+    Case.named("lfilter_fir_axis_last", signal.lfilter, arguments(normal(3), FIR, normal(3, 8))),
+    Case.named("lfilter_fir_axis_0",   signal.lfilter, arguments(normal(3), FIR, normal(8, 3),
                                                            constant(0))),
-    Case("lfilter_iir_axis_last", signal.lfilter, arguments(normal(3), STABLE_IIR, normal(3, 8),
+    Case.named("lfilter_iir_axis_last", signal.lfilter, arguments(normal(3), STABLE_IIR, normal(3, 8),
                                                             constant(-1))),
-    Case("lfilter_iir_axis_0",   signal.lfilter, arguments(normal(2), UNNORMALISED_IIR,
+    Case.named("lfilter_iir_axis_0",   signal.lfilter, arguments(normal(2), UNNORMALISED_IIR,
                                                            normal(8, 3), constant(0))),
     # zi: the initial state, K = max(len(a), len(b)) - 1 values along the axis
-    Case("lfilter_fir_zi",       signal.lfilter, arguments(normal(3), FIR, normal(8), constant(-1),
+    Case.named("lfilter_fir_zi",       signal.lfilter, arguments(normal(3), FIR, normal(8), constant(-1),
                                                            normal(2))),
-    Case("lfilter_iir_zi",       signal.lfilter, arguments(normal(2), UNNORMALISED_IIR, normal(3, 8),
+    Case.named("lfilter_iir_zi",       signal.lfilter, arguments(normal(2), UNNORMALISED_IIR, normal(3, 8),
                                                            constant(-1), normal(3, 3))),
-    Case("lfilter_iir_zi_axis_0", signal.lfilter, arguments(normal(4), STABLE_IIR, normal(8, 2),
+    Case.named("lfilter_iir_zi_axis_0", signal.lfilter, arguments(normal(4), STABLE_IIR, normal(8, 2),
                                                             constant(0), normal(3, 2))),
-    Case("lfilter_zi_short_x",   signal.lfilter, arguments(normal(2), UNNORMALISED_IIR, normal(2),
+    Case.named("lfilter_zi_short_x",   signal.lfilter, arguments(normal(2), UNNORMALISED_IIR, normal(2),
                                                            constant(-1), normal(3))),
-    Case("convolve",             signal.convolve, arguments(normal(5), normal(3))),
-    Case("convolve_same",        signal.convolve, arguments(normal(4), normal(6), constant("same"))),
-    Case("convolve_valid",       signal.convolve, arguments(normal(3), normal(5), constant("valid"))),
-    Case("convolve_2d_same",     signal.convolve, arguments(normal(4, 3), normal(2, 2),
+    Case.named("convolve",             signal.convolve, arguments(normal(5), normal(3))),
+    Case.named("convolve_same",        signal.convolve, arguments(normal(4), normal(6), constant("same"))),
+    Case.named("convolve_valid",       signal.convolve, arguments(normal(3), normal(5), constant("valid"))),
+    Case.named("convolve_2d_same",     signal.convolve, arguments(normal(4, 3), normal(2, 2),
                                                             constant("same"))),
-    Case("convolve_2d_valid_fft", signal.convolve, arguments(normal(5, 4), normal(3, 1),
+    Case.named("convolve_2d_valid_fft", signal.convolve, arguments(normal(5, 4), normal(3, 1),
                                                              constant("valid"), constant("fft"))),
-    Case("convolve_scalars",     signal.convolve, arguments(normal(), normal())),
+    Case.named("convolve_scalars",     signal.convolve, arguments(normal(), normal())),
 ]
 
 LINALG_CASES = [
-    Case("cholesky",             linalg.cholesky,   arguments(symmetric_positive_definite(4)),
-         symmetric=True),
-    Case("cholesky_lower",       linalg.cholesky,   arguments(symmetric_positive_definite(4),
-                                                              constant(True)), symmetric=True),
-    Case("cho_factor",           linalg.cho_factor, arguments(symmetric_positive_definite(4)),
-         symmetric=True),
-    Case("cho_factor_lower",     linalg.cho_factor, arguments(symmetric_positive_definite(4),
-                                                              constant(True)), symmetric=True),
-    Case("cho_solve",            linalg.cho_solve,  arguments(cholesky_factor(4, False), normal(4, 2))),
-    Case("cho_solve_lower",      linalg.cho_solve,  arguments(cholesky_factor(4, True), normal(4))),
-    Case("solve_triangular",     linalg.solve_triangular, arguments(well_conditioned(4), normal(4, 2))),
-    Case("solve_triangular_lower_transposed", linalg.solve_triangular,
+    Case.named("cholesky",             linalg.cholesky,   arguments(symmetric_positive_definite(4)),
+         symmetric=(0,)),
+    Case.named("cholesky_lower",       linalg.cholesky,   arguments(symmetric_positive_definite(4),
+                                                              constant(True)), symmetric=(0,)),
+    Case.named("cho_factor",           linalg.cho_factor, arguments(symmetric_positive_definite(4)),
+         symmetric=(0,)),
+    Case.named("cho_factor_lower",     linalg.cho_factor, arguments(symmetric_positive_definite(4),
+                                                              constant(True)), symmetric=(0,)),
+    Case.named("cho_solve",            linalg.cho_solve,  arguments(cholesky_factor(4, False), normal(4, 2))),
+    Case.named("cho_solve_lower",      linalg.cho_solve,  arguments(cholesky_factor(4, True), normal(4))),
+    Case.named("solve_triangular",     linalg.solve_triangular, arguments(well_conditioned(4), normal(4, 2))),
+    Case.named("solve_triangular_lower_transposed", linalg.solve_triangular,
          arguments(well_conditioned(4), normal(4), constant("T"), constant(True))),
-    Case("solve_triangular_unit", linalg.solve_triangular,
+    Case.named("solve_triangular_unit", linalg.solve_triangular,
          arguments(well_conditioned(4), normal(4, 3), constant(0), constant(True), constant(True))),
-    Case("solve_triangular_conjugate_unit", linalg.solve_triangular,
+    Case.named("solve_triangular_conjugate_unit", linalg.solve_triangular,
          arguments(well_conditioned(4), normal(4), constant(2), constant(False), constant(True))),
-    Case("lu_factor",            linalg.lu_factor,  arguments(well_conditioned(5))),
-    Case("lu_factor_pivoted",    linalg.lu_factor,  arguments(needs_pivoting(5))),
-    Case("lu_solve",             linalg.lu_solve,   arguments(lu_factors(4), normal(4, 2))),
-    Case("lu_solve_pivoted",     linalg.lu_solve,   arguments(lu_factors(4, needs_pivoting),
+    Case.named("lu_factor",            linalg.lu_factor,  arguments(well_conditioned(5))),
+    Case.named("lu_factor_pivoted",    linalg.lu_factor,  arguments(needs_pivoting(5))),
+    Case.named("lu_solve",             linalg.lu_solve,   arguments(lu_factors(4), normal(4, 2))),
+    Case.named("lu_solve_pivoted",     linalg.lu_solve,   arguments(lu_factors(4, needs_pivoting),
                                                               normal(4))),
-    Case("lu_solve_transposed",  linalg.lu_solve,   arguments(lu_factors(4), normal(4), constant(1))),
-    Case("solve",                linalg.solve,      arguments(well_conditioned(4), normal(4, 2))),
-    Case("solve_vector",         linalg.solve,      arguments(well_conditioned(4), normal(4))),
-    Case("inv",                  linalg.inv,        arguments(well_conditioned(4))),
-    Case("expm",                 linalg.expm,       arguments(normal(4, 4, scale=0.5))),
-    Case("expm_stack",           linalg.expm,       arguments(normal(2, 3, 3, scale=0.5))),
-    Case("solve_sylvester",      linalg.solve_sylvester, arguments(well_conditioned(3),
+    Case.named("lu_solve_transposed",  linalg.lu_solve,   arguments(lu_factors(4), normal(4), constant(1))),
+    Case.named("solve",                linalg.solve,      arguments(well_conditioned(4), normal(4, 2))),
+    Case.named("solve_vector",         linalg.solve,      arguments(well_conditioned(4), normal(4))),
+    Case.named("inv",                  linalg.inv,        arguments(well_conditioned(4))),
+    Case.named("expm",                 linalg.expm,       arguments(normal(4, 4, scale=0.5))),
+    Case.named("expm_stack",           linalg.expm,       arguments(normal(2, 3, 3, scale=0.5))),
+    Case.named("solve_sylvester",      linalg.solve_sylvester, arguments(well_conditioned(3),
                                                                    well_conditioned(3), normal(3, 3))),
-    Case("solve_sylvester_rectangular", linalg.solve_sylvester,
+    Case.named("solve_sylvester_rectangular", linalg.solve_sylvester,
          arguments(well_conditioned(2), well_conditioned(4), normal(2, 4))),
-    Case("sqrtm",                linalg.sqrtm,      arguments(symmetric_positive_definite(3))),
-    Case("sqrtm_nonsymmetric",   linalg.sqrtm,      arguments(well_conditioned(3))),
+    Case.named("sqrtm",                linalg.sqrtm,      arguments(symmetric_positive_definite(3))),
+    Case.named("sqrtm_nonsymmetric",   linalg.sqrtm,      arguments(well_conditioned(3))),
 ]
 # fmt: on
 
 # solve(a, b, lower, overwrite_a, overwrite_b, check_finite, assume_a, transposed)
 LINALG_CASES += [
-    Case(f"solve_{(assume_a or 'detected').replace(' ', '_')}"
+    Case.named(f"solve_{(assume_a or 'detected').replace(' ', '_')}"
          f"{'_transposed' if transposed else ''}", linalg.solve,
          arguments(well_conditioned(4), normal(4, 2), constant(False), constant(False),
                    constant(False), constant(True), constant(assume_a), constant(transposed)))
@@ -183,19 +171,15 @@ LINALG_CASES += [
                      "tridiagonal")
     for transposed in (False, True)
 ] + [
-    Case(f"solve_{assume_a}{'_lower' if lower else ''}", linalg.solve,
+    Case.named(f"solve_{assume_a}{'_lower' if lower else ''}", linalg.solve,
          arguments(symmetric_positive_definite(4), normal(4, 2), constant(lower),
                    constant(False), constant(False), constant(True), constant(assume_a)),
-         symmetric=True)
+         symmetric=(0,))
     for assume_a in ("sym", "her", "pos")
     for lower in (False, True)
 ]
 
 CASES = SPECIAL_CASES + SIGNAL_CASES + LINALG_CASES
-
-
-def case_id(case):
-    return case.name
 
 
 def symmetrised(function):
@@ -520,3 +504,115 @@ def test_sqrtm_with_a_complex_root_is_refused():
     a = -np.eye(2) + 0.1 * np.ones((2, 2))
     with pytest.raises(mutad.errors.UnsupportedOperationError, match="complex"):
         mutad.gradient(lambda a: scipy.linalg.sqrtm(a).sum(), a)
+
+
+# ----------------------------------------------------------------------------------------------
+# Forward rules, called directly: the tangent against finite differences, and the transpose of
+# the reverse rule (rule_checks.check_forward_rule)
+
+SIGNS = np.where(WHERE, 1.0, -1.0)
+SIGNAL = normal_array(8)
+B, A = np.array([0.5, -0.2, 0.1]), np.array([1.5, -0.4])
+
+SCIPY = [
+    rule_case(special.polygamma, 1, positive_array(5)),
+    rule_case(special.polygamma, np.array([0, 1, 2]), positive_array(3)),
+    rule_case(special.multigammaln, positive_array(4) + 2.0, 3),
+    rule_case(special.softmax, X),
+    rule_case(special.softmax, X3, (0, 2)),
+    rule_case(special.log_softmax, X, 1),
+    rule_case(special.logsumexp, X),
+    rule_case(special.logsumexp, X3, 1, None, True),
+    rule_case(special.logsumexp, X, None, P),
+    rule_case(special.logsumexp, X, 0, X * SIGNS, False, True),
+    rule_case(special.logsumexp, V4, (0, 1), Const(P)),
+    rule_case(signal.lfilter, B, A, SIGNAL),
+    rule_case(signal.lfilter, B, A, X, 0),
+    rule_case(signal.lfilter, B, A, SIGNAL, -1, normal_array(2)),
+    rule_case(signal.lfilter, B[:2], np.array([2.0, 0.3, -0.1]), X, 1, normal_array(3, 2)),
+    rule_case(signal.lfilter, Const(B), A, X3, 1, normal_array(2, 2, 4)),
+    rule_case(signal.lfilter, B, Const(A), SIGNAL, -1, Const(normal_array(2))),
+    rule_case(signal.lfilter, B, np.array([2.0]), SIGNAL),
+]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NaN arguments are cases here
+@pytest.mark.parametrize("case", SCIPY, ids=case_id)
+def test_forward_rule_scipy(case, rng):
+    check_forward_rule(case, rng)
+
+# ----------------------------------------------------------------------------------------------
+# Forward rules of mutad.scipy.linalg, called directly: the tangent against finite differences,
+# the transpose of mutad's reverse mode, and reverse mode over them (rule_checks)
+
+def with_factor(wrapper, **kwargs):
+    """A Case function and rule for ``wrapper((c, flag), b)``, the factor ``c`` passed alone so
+    that it carries the tuple's first tangent."""
+
+    def function(c, flag, b):
+        return wrapper((c, flag), b, **kwargs)
+
+    def rule(tangents, c, flag, b):
+        return wrapper.forward_rule([[tangents[0], None], tangents[2]], (c, flag), b, **kwargs)
+
+    return function, rule
+
+
+def forward_linalg_cases():
+    sl = linalg
+
+    def case(name, wrapper, samplers, kwargs=None, **options):
+        return forward_case(f"scipy.{name}", wrapper, samplers, kwargs, rule=wrapper.forward_rule,
+                            **options)
+
+    cases = [
+        case("cholesky", sl.cholesky, (spd(4, 4),), symmetric=(0,)),
+        case("cholesky-lower", sl.cholesky, (spd(4, 4), constant(True)), symmetric=(0,)),
+        case("cho_factor", sl.cho_factor, (spd(4, 4),), symmetric=(0,)),
+        case("cho_factor-lower", sl.cho_factor, (spd(4, 4), constant(True)), symmetric=(0,)),
+        case("solve_triangular", sl.solve_triangular, (dominant(4, 4), normal_sampler(4))),
+        case("solve_triangular-lower-trans-unit", sl.solve_triangular,
+             (dominant(4, 4), normal_sampler(4, 2)), {"trans": 1, "lower": True, "unit_diagonal": True}),
+        case("lu_factor", sl.lu_factor, (dominant(4, 4),)),
+        case("solve", sl.solve, (dominant(4, 4), normal_sampler(4, 2))),
+        case("solve-pos-transposed", sl.solve, (spd(4, 4), normal_sampler(4)),
+             {"assume_a": "pos", "transposed": True}, symmetric=(0,)),
+        case("solve-upper-triangular", sl.solve, (dominant(4, 4), normal_sampler(4)),
+             {"assume_a": "upper triangular"}),
+        case("inv", sl.inv, (dominant(4, 4),)),
+        case("inv-sym", sl.inv, (spd(4, 4),), {"assume_a": "sym"}, symmetric=(0,)),
+        case("inv-diagonal", sl.inv, (dominant(4, 4),), {"assume_a": "diagonal"}),
+        case("expm", sl.expm, (lambda rng: 0.5 * rng.standard_normal((4, 4)),)),
+        case("expm-batched", sl.expm, (lambda rng: 0.5 * rng.standard_normal((2, 3, 3)),)),
+    ]
+    for lower in (False, True):
+        function, rule = with_factor(sl.cho_solve)
+        cases.append(forward_case(f"scipy.cho_solve-lower={lower}", function, lambda rng, lower=lower: (
+            *sl.cho_factor(spd(4, 4)(rng), lower), rng.standard_normal((4, 2))), rule=rule))
+    for trans in (0, 1):
+        function, rule = with_factor(sl.lu_solve, trans=trans)
+        # a standard normal matrix, so that LAPACK pivots
+        cases.append(forward_case(f"scipy.lu_solve-trans={trans}", function, lambda rng: (
+            *sl.lu_factor(rng.standard_normal((4, 4))), rng.standard_normal(4)), rule=rule))
+    return cases
+
+
+FORWARD_LINALG = forward_linalg_cases()
+TRANSPOSED = {"scipy.cho_factor-lower", "scipy.cho_solve-lower=True", "scipy.lu_factor",
+              "scipy.lu_solve-trans=1", "scipy.solve-pos-transposed", "scipy.inv-diagonal",
+              "scipy.expm"}
+
+
+@pytest.mark.parametrize("case", FORWARD_LINALG, ids=case_id)
+def test_scipy_forward_rule_matches_finite_differences(case, rng):
+    check_forward_rule(case, rng, step=1e-3, atol=None, transpose=False)
+
+
+@pytest.mark.parametrize("case", [c for c in FORWARD_LINALG if c.id in TRANSPOSED], ids=case_id)
+def test_forward_and_reverse_rules_are_transposes(case, rng):
+    check_transposed_by_reverse_mode(case, rng)
+
+
+@pytest.mark.parametrize("case", FORWARD_LINALG, ids=case_id)
+def test_reverse_over_forward(case, rng):
+    check_reverse_over_forward(case, rng)

@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 import mutad
-from cases import ArrayCase, case_id, curved
+from cases import Case, case_id, curved
+from mutad.registry import JVPS
+from rule_checks import (WHERE, V4, X3, XF, Const, V, X, check_forward_rule, normal_array,
+                         rule_case)
 
 POLICIES = ("restore", "checkpoint")
 
@@ -170,142 +173,142 @@ def diagonal_written_back(x):
 # fmt: off
 CASES = [
     # reshaping views, used nonlinearly; on a transposed input so NumPy copies
-    ArrayCase(squared(np.reshape), args=((4, 3),)),
-    ArrayCase(squared(np.reshape), args=((2, 6),), kwargs=dict(order="F")),
-    ArrayCase(of_transposed(squared(np.reshape)), args=(12,)),
-    ArrayCase(of_transposed(squared(np.reshape)), args=((2, 6),), kwargs=dict(order="A")),
-    ArrayCase(squared(np.ravel)),
-    ArrayCase(of_transposed(squared(np.ravel))),
-    ArrayCase(of_transposed(squared(np.ravel)), kwargs=dict(order="K")),
-    ArrayCase(lambda x: np.ravel(np.transpose(x[::-1, ::2], (1, 0)), order="K") ** 2, name="ravel_K_of_strided"),
-    ArrayCase(of_transposed(squared(np.ravel)), kwargs=dict(order="F")),
-    ArrayCase(squared(np.squeeze), shapes=((3, 1, 4),)),
-    ArrayCase(squared(np.squeeze), shapes=((3, 1, 1),), kwargs=dict(axis=-1)),
-    ArrayCase(squared(np.expand_dims), kwargs=dict(axis=(0, 2))),
-    ArrayCase(squared(np.transpose)),
-    ArrayCase(squared(np.transpose), shapes=((2, 3, 4),), args=((2, 0, -2),)),
-    ArrayCase(squared(np.matrix_transpose), shapes=((2, 3, 4),)),
-    ArrayCase(squared(np.swapaxes), shapes=((2, 3, 4),), args=(0, -1)),
-    ArrayCase(squared(np.moveaxis), shapes=((2, 3, 4),), args=((0, 1), (-1, 0))),
-    ArrayCase(squared(np.rollaxis), shapes=((2, 3, 4),), args=(2,)),
-    ArrayCase(lambda x: (x.T ** 2).T + x.mT.T + x.reshape(4, 3).T.ravel().reshape(3, 4), name="methods"),
-    ArrayCase(squared(np.reshape), args=((4, 3),), dtype=np.float32),
+    Case(squared(np.reshape), args=((4, 3),)),
+    Case(squared(np.reshape), args=((2, 6),), kwargs=dict(order="F")),
+    Case(of_transposed(squared(np.reshape)), args=(12,)),
+    Case(of_transposed(squared(np.reshape)), args=((2, 6),), kwargs=dict(order="A")),
+    Case(squared(np.ravel)),
+    Case(of_transposed(squared(np.ravel))),
+    Case(of_transposed(squared(np.ravel)), kwargs=dict(order="K")),
+    Case(lambda x: np.ravel(np.transpose(x[::-1, ::2], (1, 0)), order="K") ** 2, name="ravel_K_of_strided"),
+    Case(of_transposed(squared(np.ravel)), kwargs=dict(order="F")),
+    Case(squared(np.squeeze), shapes=((3, 1, 4),)),
+    Case(squared(np.squeeze), shapes=((3, 1, 1),), kwargs=dict(axis=-1)),
+    Case(squared(np.expand_dims), kwargs=dict(axis=(0, 2))),
+    Case(squared(np.transpose)),
+    Case(squared(np.transpose), shapes=((2, 3, 4),), args=((2, 0, -2),)),
+    Case(squared(np.matrix_transpose), shapes=((2, 3, 4),)),
+    Case(squared(np.swapaxes), shapes=((2, 3, 4),), args=(0, -1)),
+    Case(squared(np.moveaxis), shapes=((2, 3, 4),), args=((0, 1), (-1, 0))),
+    Case(squared(np.rollaxis), shapes=((2, 3, 4),), args=(2,)),
+    Case(lambda x: (x.T ** 2).T + x.mT.T + x.reshape(4, 3).T.ravel().reshape(3, 4), name="methods"),
+    Case(squared(np.reshape), args=((4, 3),), dtype=np.float32),
     # flips and rotations
-    ArrayCase(squared(np.flip)),
-    ArrayCase(squared(np.flip), shapes=((2, 3, 4),), kwargs=dict(axis=(0, 2))),
-    ArrayCase(squared(np.fliplr)),
-    ArrayCase(squared(np.flipud)),
-    ArrayCase(squared(np.rot90)),
-    ArrayCase(squared(np.rot90), shapes=((2, 3, 4),), kwargs=dict(k=3, axes=(2, 0))),
-    ArrayCase(np.roll, args=(5,)),
-    ArrayCase(np.roll, args=((1, -2), (0, 1))),
-    ArrayCase(np.roll, args=(-1,), kwargs=dict(axis=1), dtype=np.float32),
+    Case(squared(np.flip)),
+    Case(squared(np.flip), shapes=((2, 3, 4),), kwargs=dict(axis=(0, 2))),
+    Case(squared(np.fliplr)),
+    Case(squared(np.flipud)),
+    Case(squared(np.rot90)),
+    Case(squared(np.rot90), shapes=((2, 3, 4),), kwargs=dict(k=3, axes=(2, 0))),
+    Case(np.roll, args=(5,)),
+    Case(np.roll, args=((1, -2), (0, 1))),
+    Case(np.roll, args=(-1,), kwargs=dict(axis=1), dtype=np.float32),
     # joining
-    ArrayCase(lambda x, y: np.concatenate([x, y, x]), shapes=((2, 4), (3, 4)), name="concatenate"),
-    ArrayCase(lambda x, y: np.concatenate((x, y), axis=-1), shapes=((3, 2), (3, 4)), name="concatenate"),
-    ArrayCase(lambda x, y: np.concatenate((x, y), None), shapes=((3, 2), (5,)), name="concatenate"),
-    ArrayCase(lambda x, y: np.concat([x, 2.0 * y], axis=1), shapes=((3, 4), (3, 4)), name="concat"),
-    ArrayCase(lambda x, y: np.stack([x, y], axis=-1), shapes=((3, 4), (3, 4)), name="stack"),
-    ArrayCase(lambda x, y: np.stack((x, y, x), 1), shapes=((3, 4), (3, 4)), name="stack"),
-    ArrayCase(lambda x, y: np.hstack([x, y]), shapes=((3, 2), (3, 4)), name="hstack"),
-    ArrayCase(lambda x, y: np.hstack((x, y, np.ones(2))), shapes=((3,), (4,)), name="hstack"),
-    ArrayCase(lambda x, y: np.vstack([x, y]), shapes=((3, 4), (4,)), name="vstack"),
-    ArrayCase(lambda x, y: np.dstack([x, y]), shapes=((3, 4), (3, 4)), name="dstack"),
-    ArrayCase(lambda x, y: np.dstack([x, y]), shapes=((4,), (4,)), name="dstack"),
-    ArrayCase(lambda x, y: np.column_stack([x, y]), shapes=((3,), (3, 2)), name="column_stack"),
-    ArrayCase(lambda x, y: np.append(x, y, axis=0), shapes=((3, 4), (2, 4)), name="append"),
-    ArrayCase(lambda x, y: np.append(x, y), shapes=((3, 4), (5,)), name="append"),
-    ArrayCase(lambda x, y: np.concatenate([x, y]), shapes=((2, 4), (3, 4)), dtype=np.float32, name="concatenate"),
+    Case(lambda x, y: np.concatenate([x, y, x]), shapes=((2, 4), (3, 4)), name="concatenate"),
+    Case(lambda x, y: np.concatenate((x, y), axis=-1), shapes=((3, 2), (3, 4)), name="concatenate"),
+    Case(lambda x, y: np.concatenate((x, y), None), shapes=((3, 2), (5,)), name="concatenate"),
+    Case(lambda x, y: np.concat([x, 2.0 * y], axis=1), shapes=((3, 4), (3, 4)), name="concat"),
+    Case(lambda x, y: np.stack([x, y], axis=-1), shapes=((3, 4), (3, 4)), name="stack"),
+    Case(lambda x, y: np.stack((x, y, x), 1), shapes=((3, 4), (3, 4)), name="stack"),
+    Case(lambda x, y: np.hstack([x, y]), shapes=((3, 2), (3, 4)), name="hstack"),
+    Case(lambda x, y: np.hstack((x, y, np.ones(2))), shapes=((3,), (4,)), name="hstack"),
+    Case(lambda x, y: np.vstack([x, y]), shapes=((3, 4), (4,)), name="vstack"),
+    Case(lambda x, y: np.dstack([x, y]), shapes=((3, 4), (3, 4)), name="dstack"),
+    Case(lambda x, y: np.dstack([x, y]), shapes=((4,), (4,)), name="dstack"),
+    Case(lambda x, y: np.column_stack([x, y]), shapes=((3,), (3, 2)), name="column_stack"),
+    Case(lambda x, y: np.append(x, y, axis=0), shapes=((3, 4), (2, 4)), name="append"),
+    Case(lambda x, y: np.append(x, y), shapes=((3, 4), (5,)), name="append"),
+    Case(lambda x, y: np.concatenate([x, y]), shapes=((2, 4), (3, 4)), dtype=np.float32, name="concatenate"),
     # splitting: the pieces are views
-    ArrayCase(piece(np.split, 1), args=(2,), kwargs=dict(axis=1)),
-    ArrayCase(piece(np.split, 0), args=([1, 3],)),
-    ArrayCase(piece(np.array_split, 1), shapes=((5, 2),), args=(2,)),
-    ArrayCase(piece(np.hsplit, 1), args=([1],)),
-    ArrayCase(piece(np.vsplit, 2), args=(3,)),
-    ArrayCase(piece(np.dsplit, 0), shapes=((2, 3, 4),), args=(2,)),
-    ArrayCase(piece(np.unstack, 2), kwargs=dict(axis=1)),
-    ArrayCase(of_transposed(piece(np.split, 1)), args=(2,), kwargs=dict(axis=0)),
-    ArrayCase(lambda x: sum(p.sum() * p for p in np.split(x, 4, axis=1)), name="split"),
+    Case(piece(np.split, 1), args=(2,), kwargs=dict(axis=1)),
+    Case(piece(np.split, 0), args=([1, 3],)),
+    Case(piece(np.array_split, 1), shapes=((5, 2),), args=(2,)),
+    Case(piece(np.hsplit, 1), args=([1],)),
+    Case(piece(np.vsplit, 2), args=(3,)),
+    Case(piece(np.dsplit, 0), shapes=((2, 3, 4),), args=(2,)),
+    Case(piece(np.unstack, 2), kwargs=dict(axis=1)),
+    Case(of_transposed(piece(np.split, 1)), args=(2,), kwargs=dict(axis=0)),
+    Case(lambda x: sum(p.sum() * p for p in np.split(x, 4, axis=1)), name="split"),
     # broadcasting
-    ArrayCase(squared(np.broadcast_to), shapes=((4,),), args=((3, 4),)),
-    ArrayCase(squared(np.broadcast_to), shapes=((3, 1),), args=((2, 3, 4),)),
-    ArrayCase(first_and_second(np.broadcast_arrays), shapes=((3, 4), (4,))),
-    ArrayCase(first_and_second(np.broadcast_arrays), shapes=((3, 1), (1, 4))),
+    Case(squared(np.broadcast_to), shapes=((4,),), args=((3, 4),)),
+    Case(squared(np.broadcast_to), shapes=((3, 1),), args=((2, 3, 4),)),
+    Case(first_and_second(np.broadcast_arrays), shapes=((3, 4), (4,))),
+    Case(first_and_second(np.broadcast_arrays), shapes=((3, 1), (1, 4))),
     # copying and padding
-    ArrayCase(np.tile, shapes=((4,),), args=((2, 1, 3),)),
-    ArrayCase(np.tile, args=(2,)),
-    ArrayCase(np.tile, shapes=((2, 3, 1),), args=((2, 2),)),
-    ArrayCase(np.repeat, args=(2,), kwargs=dict(axis=0)),
-    ArrayCase(np.repeat, args=(3,)),
-    ArrayCase(np.repeat, args=([0, 2, 1, 3],), kwargs=dict(axis=1)),
-    ArrayCase(np.repeat, args=(2,), kwargs=dict(axis=-1), dtype=np.float32),
-    ArrayCase(np.delete, args=([0, 2],), kwargs=dict(axis=1)),
-    ArrayCase(np.delete, args=(slice(None, None, 3),)),
-    ArrayCase(np.pad, args=(1,)),
-    ArrayCase(np.pad, args=(((1, 2), (0, 3)),), kwargs=dict(constant_values=5.0)),
-    ArrayCase(np.pad, args=(2,), kwargs=dict(mode="edge")),
-    ArrayCase(np.pad, args=(((2, 1), (3, 3)), "reflect")),
-    ArrayCase(np.pad, args=(2,), kwargs=dict(mode="symmetric")),
-    ArrayCase(np.pad, args=(5,), kwargs=dict(mode="wrap")),
-    ArrayCase(np.pad, shapes=((5,),), args=((1, 7),), kwargs=dict(mode="reflect"), dtype=np.float32),
+    Case(np.tile, shapes=((4,),), args=((2, 1, 3),)),
+    Case(np.tile, args=(2,)),
+    Case(np.tile, shapes=((2, 3, 1),), args=((2, 2),)),
+    Case(np.repeat, args=(2,), kwargs=dict(axis=0)),
+    Case(np.repeat, args=(3,)),
+    Case(np.repeat, args=([0, 2, 1, 3],), kwargs=dict(axis=1)),
+    Case(np.repeat, args=(2,), kwargs=dict(axis=-1), dtype=np.float32),
+    Case(np.delete, args=([0, 2],), kwargs=dict(axis=1)),
+    Case(np.delete, args=(slice(None, None, 3),)),
+    Case(np.pad, args=(1,)),
+    Case(np.pad, args=(((1, 2), (0, 3)),), kwargs=dict(constant_values=5.0)),
+    Case(np.pad, args=(2,), kwargs=dict(mode="edge")),
+    Case(np.pad, args=(((2, 1), (3, 3)), "reflect")),
+    Case(np.pad, args=(2,), kwargs=dict(mode="symmetric")),
+    Case(np.pad, args=(5,), kwargs=dict(mode="wrap")),
+    Case(np.pad, shapes=((5,),), args=((1, 7),), kwargs=dict(mode="reflect"), dtype=np.float32),
     # triangles and diagonals
-    ArrayCase(np.triu),
-    ArrayCase(np.triu, args=(1,)),
-    ArrayCase(np.tril, kwargs=dict(k=-1)),
-    ArrayCase(np.tril, shapes=((2, 3, 3),)),
-    ArrayCase(np.diag, shapes=((4,),)),
-    ArrayCase(np.diag, shapes=((4,),), args=(-2,)),
-    ArrayCase(squared(np.diag)),
-    ArrayCase(squared(np.diag), args=(2,)),
-    ArrayCase(squared(np.diag), args=(-1,)),
-    ArrayCase(squared(np.diagonal)),
-    ArrayCase(squared(np.diagonal), shapes=((2, 3, 4),), args=(1, 1, 2)),
-    ArrayCase(squared(np.diagonal), shapes=((2, 3, 4),), kwargs=dict(offset=-1, axis1=2, axis2=0)),
-    ArrayCase(lambda x: x.diagonal(1) ** 2, name="diagonal"),
+    Case(np.triu),
+    Case(np.triu, args=(1,)),
+    Case(np.tril, kwargs=dict(k=-1)),
+    Case(np.tril, shapes=((2, 3, 3),)),
+    Case(np.diag, shapes=((4,),)),
+    Case(np.diag, shapes=((4,),), args=(-2,)),
+    Case(squared(np.diag)),
+    Case(squared(np.diag), args=(2,)),
+    Case(squared(np.diag), args=(-1,)),
+    Case(squared(np.diagonal)),
+    Case(squared(np.diagonal), shapes=((2, 3, 4),), args=(1, 1, 2)),
+    Case(squared(np.diagonal), shapes=((2, 3, 4),), kwargs=dict(offset=-1, axis1=2, axis2=0)),
+    Case(lambda x: x.diagonal(1) ** 2, name="diagonal"),
     # selection
-    ArrayCase(lambda x, y: np.where(x > 0, x, y), shapes=((3, 4), (3, 4)), name="where"),
-    ArrayCase(lambda x, y: np.where(x > 0, y, 2.0), shapes=((3, 4), (4,)), name="where"),
-    ArrayCase(lambda c, x, y: np.where(c > 0, x * x, y), shapes=((3, 1), (1, 4), (3, 4)), name="where"),
-    ArrayCase(lambda x: x[np.where(x > 0)] ** 2, name="where"),
-    ArrayCase(np.clip, args=(-0.5, 0.5)),
-    ArrayCase(np.clip, args=(None, 0.3)),
-    ArrayCase(np.clip, kwargs=dict(min=-0.2)),
-    ArrayCase(np.clip, kwargs=dict(a_min=-0.2, a_max=0.1)),
-    ArrayCase(lambda x, lower, upper: np.clip(x, lower, upper + 1.0), shapes=((3, 4), (3, 1), (4,)), name="clip"),
-    ArrayCase(lambda x, lower: x.clip(lower, 0.5), shapes=((3, 4), (4,)), name="clip"),
-    ArrayCase(lambda x, lower: np.clip(x, lower, lower - 1.0), shapes=((3, 4), (4,)), name="clip_inverted_bounds"),
-    ArrayCase(np.clip, args=(-0.5, 0.5), dtype=np.float32),
+    Case(lambda x, y: np.where(x > 0, x, y), shapes=((3, 4), (3, 4)), name="where"),
+    Case(lambda x, y: np.where(x > 0, y, 2.0), shapes=((3, 4), (4,)), name="where"),
+    Case(lambda c, x, y: np.where(c > 0, x * x, y), shapes=((3, 1), (1, 4), (3, 4)), name="where"),
+    Case(lambda x: x[np.where(x > 0)] ** 2, name="where"),
+    Case(np.clip, args=(-0.5, 0.5)),
+    Case(np.clip, args=(None, 0.3)),
+    Case(np.clip, kwargs=dict(min=-0.2)),
+    Case(np.clip, kwargs=dict(a_min=-0.2, a_max=0.1)),
+    Case(lambda x, lower, upper: np.clip(x, lower, upper + 1.0), shapes=((3, 4), (3, 1), (4,)), name="clip"),
+    Case(lambda x, lower: x.clip(lower, 0.5), shapes=((3, 4), (4,)), name="clip"),
+    Case(lambda x, lower: np.clip(x, lower, lower - 1.0), shapes=((3, 4), (4,)), name="clip_inverted_bounds"),
+    Case(np.clip, args=(-0.5, 0.5), dtype=np.float32),
     # no-copy functions
-    ArrayCase(squared(np.atleast_1d), shapes=((),)),
-    ArrayCase(squared(np.atleast_2d), shapes=((4,),)),
-    ArrayCase(squared(np.atleast_3d), shapes=((3, 4),)),
-    ArrayCase(squared(np.atleast_1d)),
-    ArrayCase(lambda x, y: np.atleast_2d(x, y)[0] * np.atleast_2d(x, y)[1], shapes=((4,), (1, 4)), name="atleast_2d"),
-    ArrayCase(lambda x, y: np.atleast_3d(x, y)[1] ** 2, shapes=((4,), (3, 4)), name="atleast_3d"),
-    ArrayCase(squared(np.real)),
+    Case(squared(np.atleast_1d), shapes=((),)),
+    Case(squared(np.atleast_2d), shapes=((4,),)),
+    Case(squared(np.atleast_3d), shapes=((3, 4),)),
+    Case(squared(np.atleast_1d)),
+    Case(lambda x, y: np.atleast_2d(x, y)[0] * np.atleast_2d(x, y)[1], shapes=((4,), (1, 4)), name="atleast_2d"),
+    Case(lambda x, y: np.atleast_3d(x, y)[1] ** 2, shapes=((4,), (3, 4)), name="atleast_3d"),
+    Case(squared(np.real)),
     # views mutated after they were made, results written into traced buffers
-    ArrayCase(mutate_transposed_view),
-    ArrayCase(mutate_reshaped_view),
-    ArrayCase(mutate_permuted_view, shapes=((2, 3, 4),)),
-    ArrayCase(mutate_moved_and_swapped_views, shapes=((2, 3, 4),)),
-    ArrayCase(mutate_squeezed_and_expanded_views),
-    ArrayCase(mutate_flipped_view),
-    ArrayCase(mutate_split_pieces, shapes=((4, 3),)),
-    ArrayCase(mutate_atleast_and_real_views, shapes=((4,),)),
-    ArrayCase(flip_into_slice, shapes=((5,), (5,))),
-    ArrayCase(flip_into_slice, shapes=((3, 4), (3, 4))),
-    ArrayCase(concatenate_into_out, shapes=((2, 4), (4, 4))),
-    ArrayCase(stack_into_out, shapes=((3, 4), (3, 4))),
-    ArrayCase(where_into_a_column, shapes=((3, 4), (3, 4))),
-    ArrayCase(clip_over_own_input),
-    ArrayCase(roll_over_own_input),
-    ArrayCase(tile_into_a_fresh_buffer),
-    ArrayCase(pad_into_a_slice, shapes=((2, 3), (3, 4))),
-    ArrayCase(broadcast_then_accumulate, shapes=((3, 4), (4,))),
-    ArrayCase(triangle_of_an_updated_matrix, shapes=((3, 3),)),
-    ArrayCase(diagonal_written_back, shapes=((3, 4),)),
-    ArrayCase(mutate_transposed_view, dtype=np.float32),
-    ArrayCase(flip_into_slice, shapes=((3, 4), (3, 4)), dtype=np.float32),
+    Case(mutate_transposed_view),
+    Case(mutate_reshaped_view),
+    Case(mutate_permuted_view, shapes=((2, 3, 4),)),
+    Case(mutate_moved_and_swapped_views, shapes=((2, 3, 4),)),
+    Case(mutate_squeezed_and_expanded_views),
+    Case(mutate_flipped_view),
+    Case(mutate_split_pieces, shapes=((4, 3),)),
+    Case(mutate_atleast_and_real_views, shapes=((4,),)),
+    Case(flip_into_slice, shapes=((5,), (5,))),
+    Case(flip_into_slice, shapes=((3, 4), (3, 4))),
+    Case(concatenate_into_out, shapes=((2, 4), (4, 4))),
+    Case(stack_into_out, shapes=((3, 4), (3, 4))),
+    Case(where_into_a_column, shapes=((3, 4), (3, 4))),
+    Case(clip_over_own_input),
+    Case(roll_over_own_input),
+    Case(tile_into_a_fresh_buffer),
+    Case(pad_into_a_slice, shapes=((2, 3), (3, 4))),
+    Case(broadcast_then_accumulate, shapes=((3, 4), (4,))),
+    Case(triangle_of_an_updated_matrix, shapes=((3, 3),)),
+    Case(diagonal_written_back, shapes=((3, 4),)),
+    Case(mutate_transposed_view, dtype=np.float32),
+    Case(flip_into_slice, shapes=((3, 4), (3, 4)), dtype=np.float32),
 ]
 # fmt: on
 
@@ -437,3 +440,143 @@ AT_BOUNDS = np.array([0.7, 0.2, 0.4, -0.3, 0.8])
 ], ids=["lower", "upper", "both", "inside", "traced-bounds", "lower-only", "upper-only"])
 def test_clip_decisions_survive_restoration_by_inversion(operation, differentiable):
     check_decision_kept(then_disturbed(operation), AT_BOUNDS, differentiable=differentiable)
+
+# ----------------------------------------------------------------------------------------------
+# Forward rules, called directly: the tangent against finite differences, and the transpose of
+# the reverse rule (rule_checks.check_forward_rule)
+
+COLUMN = normal_array(3, 1, 4)
+X4 = normal_array(4, 4)
+BELOW, ABOVE = -0.5 + 0.1 * normal_array(3, 4), 0.5 + 0.1 * normal_array(3, 4)
+CROSSED = np.where(WHERE, ABOVE, -ABOVE)
+# Values kept 0.01 away from the bounds, so the finite differences see no kink.
+CLIPPED = np.where(np.abs(np.abs(X) - 0.5) < 0.01, 0.3, X)
+
+SHAPE = [
+    rule_case(np.reshape, X, (4, 3)),
+    rule_case(np.reshape, X, (2, 6), order="F"),
+    rule_case(np.reshape, XF, (12,), order="A"),
+    rule_case(np.squeeze, COLUMN),
+    rule_case(np.squeeze, COLUMN, axis=1),
+    rule_case(np.expand_dims, X, 1),
+    rule_case(np.transpose, X3),
+    rule_case(np.transpose, X3, (1, 0, 2)),
+    rule_case(np.matrix_transpose, X3),
+    rule_case(np.swapaxes, X3, 0, 2),
+    rule_case(np.moveaxis, X3, 0, -1),
+    rule_case(np.rollaxis, X3, 2),
+    rule_case(np.flip, X),
+    rule_case(np.flip, X3, 1),
+    rule_case(np.fliplr, X),
+    rule_case(np.flipud, X),
+    rule_case(np.rot90, X),
+    rule_case(np.rot90, X3, 3, (1, 2)),
+    rule_case(np.roll, X, 2),
+    rule_case(np.roll, X, -1, 1),
+    rule_case(np.broadcast_to, V4, (3, 4)),
+    rule_case(np.tile, V, (2, 2)),
+    rule_case(np.repeat, X, 2),
+    rule_case(np.repeat, X, [1, 2, 0], axis=0),
+    rule_case(np.delete, X, 1, 1),
+    rule_case(np.delete, X, [0, 2]),
+    rule_case(np.triu, X),
+    rule_case(np.tril, X3, -1),
+    rule_case(np.diagonal, X3, 1, 1, 2),
+    rule_case(np.diag, V),
+    rule_case(np.diag, X, 1),
+    rule_case(np.real, X),
+    rule_case(np.ravel, X),
+    rule_case(np.ravel, X, "F"),
+    rule_case(np.ravel, XF, order="K"),
+    rule_case(np.ravel, XF, order="A"),
+    rule_case(np.ravel, X3.transpose(2, 0, 1), order="K"),
+    rule_case(np.pad, X, 2),
+    rule_case(np.pad, X, ((1, 0), (2, 1)), constant_values=2.5),
+    rule_case(np.pad, X, 1, "edge"),
+    rule_case(np.pad, X, (2, 1), "reflect"),
+    rule_case(np.pad, X, 2, "symmetric"),
+    rule_case(np.pad, V, 3, "wrap"),
+    rule_case(np.concatenate, [X, normal_array(2, 4)]),
+    rule_case(np.concatenate, [X, Const(normal_array(3, 2))], 1),
+    rule_case(np.concatenate, (X, V4), axis=None),
+    rule_case(np.stack, [V4, V4 + 1]),
+    rule_case(np.stack, [X, Const(X)], axis=2),
+    rule_case(np.hstack, [X, Const(normal_array(3, 1))]),
+    rule_case(np.hstack, [V, V4]),
+    rule_case(np.vstack, [X, V4]),
+    rule_case(np.dstack, [X, X]),
+    rule_case(np.column_stack, [V4, X.T]),
+    rule_case(np.append, X, V4),
+    rule_case(np.append, X, X, axis=0),
+    rule_case(np.append, X, 5.0),
+    rule_case(np.append, Const(X), V4),
+    rule_case(np.split, X, 2, 1),
+    rule_case(np.split, V, [1, 4]),
+    rule_case(np.array_split, V, 3),
+    rule_case(np.hsplit, X, 2),
+    rule_case(np.vsplit, X4, [1]),
+    rule_case(np.dsplit, X3, 2),
+    rule_case(np.atleast_1d, np.array(1.5)),
+    rule_case(np.atleast_1d, np.array(1.5), V, Const(X)),
+    rule_case(np.atleast_2d, V),
+    rule_case(np.atleast_3d, X),
+    rule_case(np.atleast_3d, X3, V),
+    rule_case(np.broadcast_arrays, V4, X),
+    rule_case(np.broadcast_arrays, X, X.copy()),
+    rule_case(np.broadcast_arrays, Const(V4), X3),
+    rule_case(np.where, WHERE, X, normal_array(3, 4)),
+    rule_case(np.where, WHERE, X, 2.0),
+    rule_case(np.where, WHERE, Const(normal_array(3, 4)), V4),
+    rule_case(np.clip, CLIPPED, -0.5, 0.5),
+    rule_case(np.clip, CLIPPED, -0.5, None),
+    rule_case(np.clip, CLIPPED, None, 0.5),
+    rule_case(np.clip, X, BELOW, ABOVE),
+    rule_case(np.clip, X, Const(BELOW), ABOVE),
+    rule_case(np.clip, X, CROSSED, BELOW),
+    rule_case(np.clip, CLIPPED, min=-0.5, max=0.5),
+    rule_case(np.clip, np.array([-1.0, -0.5, 0.0, 0.5, 1.0]), -0.5, 0.5, fd=False),  # at the bounds
+]
+if hasattr(np, "unstack"):
+    SHAPE.append(rule_case(np.unstack, X3, axis=1))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NaN arguments are cases here
+@pytest.mark.parametrize("case", SHAPE, ids=case_id)
+def test_forward_rule_shape(case, rng):
+    check_forward_rule(case, rng)
+
+
+def test_views_have_views_of_the_tangent_as_tangents():
+    """Where NumPy returns a view of the argument, the tangent is the same view of its tangent."""
+    t = np.empty_like(XF)
+    for key, settings in [(np.reshape, ((12,), "A")), (np.ravel, ("K",)), (np.transpose, ()),
+                          (np.real, ()), (np.squeeze, ())]:
+        y, dy = JVPS[key]((t,), XF, *settings)
+        assert np.shares_memory(y, XF) and np.shares_memory(dy, t)
+        assert dy.strides == y.strides
+    y, dy = JVPS[np.split]((t,), XF, 2, 1)
+    assert all(np.shares_memory(d, t) for d in dy)
+    ys, dys = JVPS[np.broadcast_arrays]((t, t), XF, XF)
+    assert ys[0] is XF and dys[0] is t
+
+
+def test_clip_at_a_bound_passes_the_argument_tangent():
+    a = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
+    t, lower, upper = np.ones(5), np.full(5, 10.0), np.full(5, 100.0)
+    _, dy = JVPS[np.clip]((t, lower, upper), a, -0.5, 0.5)
+    np.testing.assert_array_equal(dy, [10.0, 1.0, 1.0, 1.0, 100.0])
+
+
+def test_constant_padding_and_constant_operands_have_zero_tangents():
+    t = np.ones(2)
+    _, dy = JVPS[np.pad]((t, None), np.zeros(2), 1, constant_values=7.0)
+    np.testing.assert_array_equal(dy, [0.0, 1.0, 1.0, 0.0])
+    _, dy = JVPS[np.concatenate](([t, None],), [np.zeros(2), np.full(2, 3.0)])
+    np.testing.assert_array_equal(dy, [1.0, 1.0, 0.0, 0.0])
+
+
+def test_forward_rule_of_pad_modes_that_compute_values_is_refused():
+    from mutad.errors import UnsupportedOperationError
+
+    with pytest.raises(UnsupportedOperationError, match="mean"):
+        JVPS[np.pad]((np.ones(3), None), np.ones(3), 1, "mean")

@@ -1,0 +1,179 @@
+"""Creation functions (rules/creation.py): buffers made from traced values, filled from traced
+fills and written afterwards, in both modes; np.sinc and np.nan_to_num's forward rules."""
+
+import numpy as np
+import pytest
+
+import mutad
+from cases import case_id
+from mutad.registry import JVPS
+from rule_checks import V, V4, X, X3, XF, Const, check_forward_rule, normal_array, rule_case
+
+
+@pytest.fixture
+def x(rng):
+    return rng.uniform(0.5, 1.5, 6)
+
+
+def test_array_creation_from_traced_without_like_is_a_copy(x):
+    def f(a):
+        b = np.array(a)
+        b *= 2.0                      # a copy: a is unchanged
+        return (b * a).sum()
+
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, x, policy=policy)
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_creation_functions_whose_values_depend_on_traced_arguments(policy):
+    mutad.check_grads(lambda a, b: np.sin(np.linspace(a, b, 7)), 0.2, 1.3, policy=policy)
+    mutad.check_grads(lambda a, b: np.sin(np.linspace(a, b, 4, endpoint=False, axis=1)),
+                      np.array([0.1, 0.3]), 2.0, policy=policy)
+    mutad.check_grads(lambda s, x: np.full((2, 3), s, like=x) * x, np.array([0.5, 1.5, 2.0]),
+                      np.ones((2, 3)), policy=policy)
+
+
+def _filled_then_updated(make):
+    """A program that creates a buffer with ``make``, writes into it and reads it nonlinearly."""
+    def f(a):
+        b = make(a)
+        b[1:] = b[1:] + a[:-1] * a[1:]
+        return np.sin(b) * a
+
+    return f
+
+
+# fmt: off
+CREATIONS = {
+    "zeros_like":        lambda a: np.zeros_like(a),
+    "ones_like":         lambda a: np.ones_like(a),
+    "empty_like":        lambda a: (lambda e: (e.fill(0.5), e)[1])(np.empty_like(a)),
+    "empty-like=":       lambda a: (lambda e: (e.fill(0.5), e)[1])(np.empty(a.shape, like=a)),
+    "zeros-like=":       lambda a: np.zeros(a.shape, like=a),
+    "ones-like=":        lambda a: np.ones(a.shape, like=a),
+    "eye-like=":         lambda a: np.eye(1, a.size, like=a)[0],
+    "identity-like=":    lambda a: np.identity(a.size, like=a)[0],
+    "full-traced-fill":  lambda a: np.full(a.shape, a[0] * a[1], like=a),
+    "full_like":         lambda a: np.full_like(a, 2.0),
+    "full_like-traced-fill": lambda a: np.full_like(a, a[2] ** 2),
+    "full_like-row-fill": lambda a: np.full_like(np.stack([a, a]), np.sin(a))[1],
+    "copy":              lambda a: np.copy(a),
+    "copy-method":       lambda a: a.copy(),
+    "array-like=":       lambda a: np.array(a, like=a),
+    "array-of-items":    lambda a: np.array([a[0], a[1] * a[2], a[3], a[4], a[5], a[0] * a[0]], like=a),
+    "asarray-like=":     lambda a: np.asarray(a, like=a),
+    "asanyarray-like=":  lambda a: np.asanyarray(a[::-1], like=a),
+    "ascontiguousarray": lambda a: np.ascontiguousarray(a[::-1], like=a),
+    "asfortranarray":    lambda a: np.asfortranarray(a, like=a),
+    "astype":            lambda a: a.astype(np.float64),
+    "linspace":          lambda a: np.linspace(a[0], a[1] * a[2], 6),
+    "linspace-retstep":  lambda a: (lambda ys: ys[0] * ys[1])(np.linspace(a[0], a[1] * a[2], 6, retstep=True)),
+    "linspace-axis":     lambda a: np.linspace(a[:2], a[2:4] ** 2, 3, axis=1).reshape(-1),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+@pytest.mark.parametrize("make", CREATIONS.values(), ids=CREATIONS.keys())
+def test_creation_functions_second_derivatives(make, policy, x):
+    # Nested reverse mode: the creation rules run on arrays the outer gradient traces (like=
+    # them), and their pullbacks on traced cotangents.
+    mutad.check_grads(_filled_then_updated(make), x, policy=policy, order=2)
+
+
+def test_asarray_of_a_traced_array_is_that_array(x):
+    # As in NumPy, np.asarray (and the other variants) of an array that already fits is that
+    # array: writes through it are writes into the argument.
+    def f(a):
+        b = np.asfortranarray(a, like=a)
+        b[1:] *= a[:-1]
+        return a * 1.0
+
+    mutad.check_grads(f, x)
+    expected = x[1:] * x[:-1]
+    assert np.allclose(f(x.copy())[1:], expected)
+
+
+def test_arange_with_traced_bounds_names_the_rewrite():
+    with pytest.raises(mutad.MutadError, match="np.arange"):
+        mutad.gradient(lambda a, x: (np.arange(a, 3.0, like=x) * x[0]).sum(), 0.5, np.ones(2))
+
+
+# ----------------------------------------------------------------------------------------------
+# Forward rules, called directly: the tangent against finite differences, and the transpose of
+# the reverse rule (rule_checks.check_forward_rule)
+
+LIST = [np.array(1.5), 2.0, np.array(-0.5)]
+FILL = np.array(0.25)
+STARTS, STOPS = normal_array(3), normal_array(3)
+SPECIAL = np.array([[np.nan, np.inf, -np.inf, 1.0], [0.0, -2.0, 0.5, 3.0]])
+
+CREATION = [
+    rule_case(np.copy, X),
+    rule_case(np.copy, XF, order="C"),
+    rule_case(np.array, X),
+    rule_case(np.array, X, ndmin=3),
+    rule_case(np.array, LIST),
+    rule_case(np.array, [X, Const(X)]),
+    rule_case(np.asarray, X),
+    rule_case(np.asarray, X, dtype=np.float32, fd=False),  # differences in single precision
+    rule_case(np.asanyarray, LIST),
+    rule_case(np.ascontiguousarray, XF),
+    rule_case(np.asfortranarray, X),
+    rule_case(np.ndarray.astype, X, np.float32, fd=False),
+    rule_case(np.ndarray.astype, X, np.float64, copy=False),
+    rule_case(np.full, (2, 3), FILL),
+    rule_case(np.full, (2, 3), V[:3]),
+    rule_case(np.full_like, X, FILL),
+    rule_case(np.full_like, X3, V4),
+    rule_case(np.linspace, FILL, np.array(3.0), 7),
+    rule_case(np.linspace, STARTS, STOPS, 4, axis=1),
+    rule_case(np.linspace, Const(STARTS), STOPS, 5, endpoint=False),
+    rule_case(np.linspace, FILL, 2.0, 5, retstep=True),
+    rule_case(np.sinc, np.append(X, 0.0)),
+    rule_case(np.nan_to_num, SPECIAL, fd=False),  # the largest float, differenced, is not 0
+    rule_case(np.nan_to_num, SPECIAL, nan=1.0, posinf=5.0, neginf=-5.0),
+]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NaN arguments are cases here
+@pytest.mark.parametrize("case", CREATION, ids=case_id)
+def test_forward_rule_creation(case, rng):
+    check_forward_rule(case, rng)
+
+
+@pytest.mark.parametrize("key, args, kwargs", [
+    (np.zeros_like, (X,), {}), (np.ones_like, (X3,), {"dtype": np.float32}),
+    (np.empty_like, (X,), {"shape": (2, 2)}), (np.zeros, ((2, 3),), {}), (np.ones, (4,), {}),
+    (np.empty, ((3,),), {}), (np.eye, (3, 4), {"k": 1}), (np.identity, (3,), {}),
+    (np.arange, (0.0, 1.0, 0.25), {}), (np.full, ((2,), 1.5), {}), (np.array, ([1.0, 2.0],), {}),
+])
+def test_created_float_buffers_get_zero_tangents(key, args, kwargs):
+    """Created from a dual (``like=`` one too), a float buffer gets a writable zero tangent."""
+    y, dy = JVPS[key]((None,) * len(args), *args, **kwargs)
+    assert dy.shape == y.shape and dy.dtype == y.dtype and not dy.any() and dy.flags.writeable
+    assert not np.shares_memory(y, dy)
+
+
+@pytest.mark.parametrize("key, args", [
+    (np.zeros_like, (np.arange(3),)), (np.arange, (5,)), (np.ndarray.astype, (X, int)),
+    (np.array, (X, int)),
+])
+def test_integer_results_have_no_tangent(key, args):
+    tangents = tuple(np.ones_like(x) if isinstance(x, np.ndarray) and x.dtype.kind == "f" else None
+                     for x in args)
+    assert JVPS[key](tangents, *args)[1] is None
+
+
+def test_arange_with_a_tangent_is_refused():
+    from mutad.errors import UnsupportedOperationError
+
+    with pytest.raises(UnsupportedOperationError, match="np.linspace"):
+        JVPS[np.arange]((np.array(1.0),), np.array(3.0))
+
+
+def test_asarray_of_an_array_is_the_array_and_its_tangent_the_tangent():
+    t = np.ones_like(X)
+    y, dy = JVPS[np.asarray]((t,), X)
+    assert y is X and dy is t
