@@ -187,22 +187,19 @@ def inplace_adjoint(fn=None, *, writes=None):
     caller's original bytes of those, to give them back bit-for-bit.
 
     >>> import numpy as np, mutad
-    >>> @mutad.inplace_adjoint(writes=("a",))
-    ... def add_vecs_(a, b):
-    ...     a += b
-    ...     return a
-    >>> @add_vecs_.rule
-    ... def _add_vecs_rule(a, b):
-    ...     add_vecs_(a, b)
-    ...     def back(da, db):
-    ...         a[...] -= b        # restore a
-    ...         db += da           # accumulate; da is unchanged: d(a + b)/da = 1
+    >>> @mutad.inplace_adjoint(writes=("x",))
+    ... def scale_(x, s):
+    ...     x *= s
+    >>> @scale_.rule
+    ... def _scale_rule(x, s):
+    ...     scale_(x, s)
+    ...     def back(dx, ds):
+    ...         x[...] /= s            # restore x to what it held before the call
+    ...         ds += np.vdot(dx, x)   # accumulate: d(s x)/ds = x
+    ...         dx *= s                # dx is the cotangent of the new x: d(s x)/dx = s
     ...     return back
-    >>> def add_sum(a, b):
-    ...     add_vecs_(a, b)
-    ...     return a.sum()
-    >>> mutad.gradient(add_sum, np.zeros(2), np.ones(2))
-    (array([1., 1.]), array([1., 1.]))
+    >>> mutad.gradient(lambda x, s: (scale_(x, s), x.sum())[1], np.array([1.0, 2.0]), np.array(3.0))
+    (array([3., 3.]), array(3.))
     """
     if fn is None:
         return lambda fn: InplaceAdjoint(fn, writes)

@@ -37,6 +37,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 import mutad
+from strategies import axis_slices, slice_text
 
 FEATURES = ("classic", "decisions", "empty_writes", "sorts", "views", "readonly_views", "overlap",
             "overlap_assign", "repeated", "magnitudes", "ties", "constants")
@@ -180,7 +181,7 @@ class Drawing:
         key = []
         for extent in x.shape:
             length = self.draw(st.integers(1, extent))
-            key.append(_slice_text(self.draw(_axis_slices(extent, length))))
+            key.append(slice_text(self.draw(axis_slices(extent, length))))
         text = f"{name}[{', '.join(key)}]"
         if x.ndim == 2 and self.draw(st.integers(0, 3)) == 0:
             text += ".T"
@@ -216,9 +217,9 @@ class Drawing:
         x = self.scope[name]
         if how == "row":
             row = self.draw(st.integers(-x.shape[0], x.shape[0] - 1))
-            return f"{name}[{row}, {_slice_text(self.draw(_axis_slices(x.shape[1], shape[0])))}]"
+            return f"{name}[{row}, {slice_text(self.draw(axis_slices(x.shape[1], shape[0])))}]"
         lengths = shape[::-1] if how else shape
-        key = [_slice_text(self.draw(_axis_slices(e, n))) for e, n in zip(x.shape, lengths)]
+        key = [slice_text(self.draw(axis_slices(e, n))) for e, n in zip(x.shape, lengths)]
         return f"{name}[{', '.join(key)}]" + (".T" if how else "")
 
     # -- running a statement ------------------------------------------------------------------
@@ -253,29 +254,6 @@ class Drawing:
                 if (x.size and not np.all(np.isfinite(x))) or (big.size and (
                         big.max() > 1e100 or np.min(np.where(big == 0, 1.0, big)) < 1e-100)):
                     self.program.extreme = True
-
-
-def _axis_slices(extent, length):
-    steps = [s for s in (1, 2, 3, -1, -2) if abs(s) * (length - 1) < extent]
-
-    @st.composite
-    def slices(draw):
-        step = draw(st.sampled_from(steps))
-        span = abs(step) * (length - 1)
-        first = draw(st.integers(0, extent - 1 - span))
-        if step > 0:
-            return slice(first, first + span + 1, step)
-        start = first + span
-        stop = start - span - 1
-        return slice(start, None if stop < 0 else stop, step)
-
-    return slices()
-
-
-def _slice_text(key):
-    parts = ["" if key.start is None else str(key.start), "" if key.stop is None else str(key.stop)]
-    text = ":".join(parts) + ("" if key.step in (None, 1) else f":{key.step}")
-    return text
 
 
 # fmt: off
@@ -515,9 +493,9 @@ def overlap(d, assignment=False):
     n = x.size if flat else x.shape[axis]
     assume(n >= 2)
     length = d.draw(st.integers(1, n - 1))
-    t = _slice_text(d.draw(_axis_slices(n, length)))
-    s = _slice_text(d.draw(_axis_slices(n, length)))
-    s2 = _slice_text(d.draw(_axis_slices(n, length)))
+    t = slice_text(d.draw(axis_slices(n, length)))
+    s = slice_text(d.draw(axis_slices(n, length)))
+    s2 = slice_text(d.draw(axis_slices(n, length)))
     assume(t != s)
     prefix = "" if flat or axis == 0 else ":, "
     array = f"{name}.reshape(-1)" if flat else name
