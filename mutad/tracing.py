@@ -1145,6 +1145,9 @@ class Traced(ArrayMethods):
         if key in INPLACE:
             active(self.tape)
             return INPLACE[key](*inputs, **kwargs)
+        if key in COMPOSITES:
+            active(self.tape)
+            return COMPOSITES[key](*inputs, **kwargs)
         if ufunc in NONDIFF:
             return getattr(ufunc, method)(*plain(inputs), **plain(kwargs))
         raise UnsupportedFunctionError(

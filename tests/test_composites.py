@@ -122,5 +122,5 @@ def test_jvp(case, rng):
 
 
 def test_the_composites_take_numpys_names():
-    assert {f.__name__ for f in COMPOSITES} >= {
+    assert {f.__name__ for f in COMPOSITES if callable(f)} >= {
         "gradient", "trapezoid", "polyval", "cumulative_sum", "cumulative_prod", "correlate"}

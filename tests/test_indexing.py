@@ -109,6 +109,26 @@ def subtract_at_2d(x, v):
     return np.sin(x)
 
 
+def multiply_at_repeated(x, v):
+    np.multiply.at(x, ([0, 1, 0, 0], [1, 2, 1, 1]), 1.5 + np.sin(v))
+    return np.sin(x)
+
+
+def divide_at_broadcast(x, v):
+    np.divide.at(x, (slice(None), [2, 0, 2]), 2.0 + v * v)  # v along the rows, columns repeated
+    return x * x
+
+
+def maximum_at_repeated(x, v):
+    np.maximum.at(x, [3, 1, 3, 0], v)
+    return x * np.arange(1.0, 6.0)
+
+
+def negative_at_repeated(x):
+    np.negative.at(x, [0, 2, 2, 2, 4])
+    return np.cos(x) + x
+
+
 def add_at_into_new_buffer(a, v):
     x = np.zeros_like(a)
     np.add.at(x, [1, 1, 0], v)
@@ -208,6 +228,10 @@ SCATTERS = [
     Case.named("add.at-twice",            add_at_twice, arguments(normal(3), normal(2))),
     Case.named("add.at-new-buffer",       add_at_into_new_buffer, arguments(normal(3), normal(3))),
     Case.named("subtract.at-2d",          subtract_at_2d, arguments(normal(2, 3), normal(3))),
+    Case.named("multiply.at-repeated",    multiply_at_repeated, arguments(normal(2, 3), normal(4))),
+    Case.named("divide.at-broadcast",     divide_at_broadcast, arguments(normal(2, 3), normal(2, 1))),
+    Case.named("maximum.at-repeated",     maximum_at_repeated, arguments(normal(5), normal(4))),
+    Case.named("negative.at-repeated",    negative_at_repeated, arguments(normal(5))),
     Case.named("put",                     put_into_argument, arguments(normal(5), normal(3))),
     Case.named("put-cycling",             put_cycling_values, arguments(normal(6), normal(3))),
     Case.named("put-clip",                put_clipped, arguments(normal(4), normal(2))),
@@ -993,3 +1017,12 @@ FORWARD_GATHERS = [
 @pytest.mark.parametrize("case", FORWARD_GATHERS, ids=case_id)
 def test_forward_rule_gather(case, rng):
     check_forward_rule(case, rng)
+
+
+def test_a_ufunc_at_whose_operand_shares_the_targets_memory_is_refused():
+    # NumPy reads the operand while it writes the target: refused rather than guessed.
+    x = np.array([0.5, 1.5, 2.5, 3.5])
+    before = x.tobytes()
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="shares memory"):
+        mutad.gradient(lambda x: (np.multiply.at(x, [0, 1], x[2:]), x.sum())[1], x)
+    assert x.tobytes() == before

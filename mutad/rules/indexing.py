@@ -23,6 +23,7 @@ from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..registry import definplace, deflinear, defjvp, defrule
 from ..tracing import (Traced, check_destination, checkpoint, copy_into, locate, overlaps, plain,
                        record_write, unbroadcast, writes_into)
+from .. import views
 from ..views import wrapped
 from ._helpers import accumulator, gather_cotangent
 
@@ -446,6 +447,39 @@ def _unbuffered(ufunc, sign):
 
 definplace((np.add, "at"))(_unbuffered(np.add, +1))
 definplace((np.subtract, "at"))(_unbuffered(np.subtract, -1))
+
+
+def at_in_rounds(ufunc):
+    """``ufunc.at(a, indices[, b])`` for any other ufunc with a rule, as a composition: NumPy
+    applies ``a[i] = ufunc(a[i], b_k)`` once per occurrence of ``i``, in order, so round ``r``
+    applies the ``r``-th occurrence of every index at once, where no index repeats, as an
+    indexed assignment the engine follows. Same operations on the same values in the same order
+    per element: NumPy's result, bit for bit, in both modes and at every order."""
+
+    def at(a, indices, b=None):
+        name = f"np.{ufunc.__name__}.at"
+        if (b is None) != (ufunc.nin == 1):
+            return ufunc.at(plain(a), plain(indices), *(() if b is None else (plain(b),)))
+        if b is not None and np.shares_memory(views.memory(a), views.memory(b)):
+            raise UnsupportedOperationError(
+                f"{name}: its operand shares memory with the array it writes, which NumPy reads "
+                "as it writes; pass a copy of the operand.")
+        shape = np.shape(a)
+        positions = np.arange(np.size(a)).reshape(shape)[plain(indices)]  # NumPy's indexing
+        flat = positions.reshape(-1)
+        order = np.argsort(flat, kind="stable")
+        ordered = flat[order]
+        first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(flat)) - np.repeat(first, np.diff(np.r_[first, len(flat)]))
+        values = None if b is None else np.broadcast_to(b, positions.shape).reshape(-1)
+        for r in range(rank.max() + 1 if len(rank) else 0):
+            chosen = rank == r
+            index = np.unravel_index(flat[chosen], shape)
+            a[index] = ufunc(a[index]) if b is None else ufunc(a[index], values[chosen])
+
+    return at
+
 
 
 def _same_write_on_tangents(call, name, values_at, accumulates=False):
