@@ -219,7 +219,7 @@ def _write_constant(ufunc, primals, out, kwargs, level):
     target = _target(out, level, False, f"np.{ufunc.__name__}")
     if target is None:
         return ufunc(*primals, out=out, **kwargs)
-    ufunc(*primals, out=target.value, **kwargs)
+    ufunc(*primals, out=target.value, **kwargs)  # in place: where= leaves the rest as it was
     target.tangent[...] = 0.0
     return target
 
@@ -315,15 +315,18 @@ def _split_call(name, args, kwargs, level):
     return [p for p, _ in pairs], tuple(t for _, t in pairs)
 
 
-def _assign(target, value, level, name):
-    """``target[...] = value`` for an ``out=`` argument, tangent included."""
+def _assign(target, value, level, name, key=...):
+    """``target[key] = value``, tangent included: forward mode's one assignment, for ``out=``
+    arguments and ``x[key] = value``."""
+    if level_of([value]) > level:
+        raise lost_tangent(name)
     value_primal, value_tangent = _split(value, level)
     dual = _target(target, level, value_tangent is not None, name)
     if dual is None:
-        target[...] = value_primal
+        target[key] = value_primal
         return target
-    dual.value[...] = value_primal
-    dual.tangent[...] = 0.0 if value_tangent is None else value_tangent
+    dual.value[key] = value_primal
+    dual.tangent[key] = 0.0 if value_tangent is None else value_tangent
     return dual
 
 
@@ -405,11 +408,7 @@ class Dual(ArrayMethods):
         return Dual(_as_array(self.value[key]), _as_array(self.tangent[key]), self.level)
 
     def __setitem__(self, key, value):
-        primal, tangent = _split(value, self.level)
-        if level_of([value]) > self.level:
-            raise lost_tangent("x[key] = value")
-        self.value[key] = primal
-        self.tangent[key] = 0.0 if tangent is None else tangent
+        _assign(self, value, self.level, "x[key] = value", key)
 
     def _inplace(self, ufunc, other):
         if level_of([other]) > self.level:
