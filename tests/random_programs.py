@@ -66,6 +66,7 @@ CI_FEATURES = tuple(f for f in FEATURES if f not in FAILING_ON_MAIN)
 KINK_MARGIN = 0.02
 POLICY_RTOL = 1e-8
 MODE_RTOL = 1e-9
+ZERO_RTOL = 1e-13
 
 
 class ProgramFailure(AssertionError):
@@ -841,8 +842,11 @@ def check(program, policies=("restore", "checkpoint"), modes=True, second_order=
                                  f"{type(error).__name__}: {error}") from error
         _check_bytes(buffers, before, f"after the reverse pass under policy={policy!r}")
         gradients[policy] = _scatter(program, grads)
+    # Rounding in a cancellation to zero is relative to the terms that cancelled, of the
+    # order of the weights, not to the result: below this, two results are both zero.
+    zero = ZERO_RTOL * sum(float(np.sum(np.abs(w))) for w in weights) if weights else 0.0
     if "restore" in gradients and "checkpoint" in gradients:
-        _compare_policies(gradients["restore"], gradients["checkpoint"])
+        _compare_policies(gradients["restore"], gradients["checkpoint"], zero)
     if not gradients:
         return outcome
     reference = gradients.get("checkpoint", next(iter(gradients.values())))
@@ -852,12 +856,20 @@ def check(program, policies=("restore", "checkpoint"), modes=True, second_order=
     direction = {name: rng.standard_normal(len(v)) for name, v in program.buffers.items()}
     if differentiable and finite_differences:
         numeric = _finite_difference(program, weights, direction)
+        finer = None
         for policy, g in gradients.items():
             analytic = _dot(g, direction)
             scale = max(abs(analytic), abs(numeric[0]), numeric[1] * 1e-3)
-            if not abs(analytic - numeric[0]) <= 1e-9 + 1e-6 * scale:
+            if abs(analytic - numeric[0]) <= 1e-9 + 1e-6 * scale:
+                continue
+            # A steep function: the stencil's truncation error, estimated from a step four
+            # times smaller (whose own error is 256 times smaller), may exceed the tolerance.
+            finer = finer or _finite_difference(program, weights, direction, step=2.5e-5)
+            truncation = abs(numeric[0] - finer[0])
+            if not abs(analytic - finer[0]) <= 1e-9 + 1e-6 * scale + 0.1 * truncation:
                 raise ProgramFailure("finite differences", f"policy={policy!r}: <gradient, v> = "
-                                     f"{analytic!r}, finite differences give {numeric[0]!r}")
+                                     f"{analytic!r}, finite differences give {numeric[0]!r} "
+                                     f"(step 1e-4) and {finer[0]!r} (step 2.5e-5)")
     if modes:
         # Not at extreme magnitudes: there the two modes multiply the same factors in opposite
         # orders, and one underflows where the other does not (x *= 1e-6 sixty times, then
@@ -885,7 +897,10 @@ def check(program, policies=("restore", "checkpoint"), modes=True, second_order=
             terms = max(
                 sum(float(np.abs(reference[k]) @ np.abs(direction[k])) for k in reference),
                 sum(float(np.vdot(np.abs(w), np.abs(t))) for w, t in zip(weights, dy)))
-            if not abs(forward - reverse) <= MODE_RTOL * max(terms, abs(forward)) + 1e-300:
+            direction_size = max((float(np.max(np.abs(d), initial=0.0))
+                                  for d in direction.values()), default=0.0)
+            if not abs(forward - reverse) <= (MODE_RTOL * max(terms, abs(forward))
+                                              + zero * direction_size + 1e-300):
                 raise ProgramFailure("modes", f"<w, jvp(v)> = {forward!r} but <gradient, v> = "
                                      f"{reverse!r}")
     if second_order and differentiable:
@@ -920,7 +935,7 @@ def _check_value(y, expected, who):
                                  f"computes {np.asarray(b)!r}")
 
 
-def _compare_policies(restore, checkpoint):
+def _compare_policies(restore, checkpoint, zero):
     scale = max((float(np.max(np.abs(g[np.isfinite(g)]), initial=0.0))
                  for g in checkpoint.values()), default=0.0)
     for name in checkpoint:
@@ -929,7 +944,7 @@ def _compare_policies(restore, checkpoint):
                         np.array_equal(np.where(np.isinf(r), r, 0), np.where(np.isinf(c), c, 0)))
         finite = np.isfinite(r) & np.isfinite(c)
         error = np.max(np.abs(r[finite] - c[finite]), initial=0.0)
-        if not same_pattern or error > POLICY_RTOL * scale:
+        if not same_pattern or error > POLICY_RTOL * scale + zero:
             raise ProgramFailure("policies", f"buffer {name}: restore gives {r!r}, checkpoint "
                                  f"gives {c!r}")
 

@@ -532,6 +532,29 @@ def test_shrunk_failures_of_issue_9(program):
     rp.check(program)
 
 
+# False alarms of the oracles themselves, each once a soak failure: both must pass.
+ORACLE_FALSE_ALARMS = [
+    # Every output is 0 after a cancellation; the gradient is 3e-15 of rounding from terms of
+    # the order of the weights, forward mode's tangent exactly 0.
+    pytest.param(rp.Program({"s": [0.274, -0.46, -0.918, -0.967, 0.627, 0.826]}, {},
+                            ["s[0:5]", "s[0:5]", "s[0:5]"],
+                            ["np.sin(a0[0], out=a0[...])", "a0[...] -= a0[0]"],
+                            ["a0", "a1", "a2"]), id="a-cancellation-to-zero"),
+    # cos(27 x)^3-like: a step of 1e-4 truncates the stencil beyond its tolerance.
+    pytest.param(rp.Program({"s": [0.274, -0.46, -0.918, -0.967, 0.627, 0.826]}, {},
+                            ["s[0:3]", "s[0:2]"],
+                            ["v0 = np.ravel(a0)", "a0[...] *= 3.0", "v1 = np.ravel(a0)",
+                             "a0[...] *= 3.0", "a0[...] *= 3.0", "a0[...] *= np.cos(a0[0])",
+                             "a0[...] *= np.cos(a0[0])", "a0[...] *= np.cos(a0[0])"],
+                            ["a0", "a1", "v0", "v1"]), id="a-steep-function"),
+]
+
+
+@pytest.mark.parametrize("program", ORACLE_FALSE_ALARMS)
+def test_the_oracles_raise_no_false_alarm(program):
+    rp.check(program)
+
+
 @pytest.mark.parametrize("statement", ["a0[[0, 0, 1]] = a0[1:4]", "a0[[0, 0]] += 0.5"])
 def test_repeated_indices_run_as_in_numpy(statement):
     assert rp.check(shrunk([0.1, 0.2, 0.3, 0.4, 0.5], [statement], ["a0"])).refused == []
