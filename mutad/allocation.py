@@ -236,6 +236,36 @@ def reader(func):
     return _named(reading_arrays, func)
 
 
+class _Joined:
+    """``np.r_`` or ``np.c_`` in the mode: an index expression joining traced values (``np.r_[a,
+    0.0, b]``, ``np.c_[x, y]``) is the concatenation it stands for, which the engines follow;
+    NumPy's own would convert them. Keys with a slice or a string directive, or without traced
+    values, are NumPy's own."""
+
+    def __init__(self, original, columns):
+        self.original = original
+        self.columns = columns
+
+    def __getitem__(self, key):
+        items = key if type(key) is tuple else (key,)
+        if not (ACTIVE.running and _holds_wrapped(items)) or any(
+                type(x) in (slice, str) for x in items):
+            return self.original[key]
+        parts = [x if wrapped(x) else np.asarray(x) for x in items]
+        if not self.columns:  # r_: along the first axis, scalars as 1-d
+            return np.concatenate([p.reshape(1) if p.ndim == 0 else p for p in parts])
+        if any(p.ndim == 0 for p in parts):
+            return self.original[key]
+        return np.concatenate([p.reshape(-1, 1) if p.ndim == 1 else p for p in parts], axis=-1)
+
+    def __len__(self):
+        return len(self.original)
+
+
+JOINED = {"r_": (np.r_, _Joined(np.r_, columns=False)), "c_": (np.c_, _Joined(np.c_, columns=True))}
+"""NumPy's index expressions that build arrays, and the mode's."""
+
+
 def _named(wrapper, func):
     wrapper.__name__ = func.__name__
     wrapper.__qualname__ = getattr(func, "__qualname__", func.__name__)
@@ -254,6 +284,7 @@ def _replacements():
             func = getattr(np, name, None)
             if func is not None:
                 table[name] = (func, make(func))
+    table.update(JOINED)
     return table
 
 

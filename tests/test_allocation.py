@@ -536,3 +536,24 @@ def test_callbacks_are_routed_through_mutads_own_wrappers():
     mutad.check_grads(make(scipy.stats.norm.logpdf), x, order=2)
     assert mutad.hvp(make(scipy.stats.norm.logpdf), (x,), (np.ones(3),)) == pytest.approx(
         np.full(3, -0.25))
+
+
+def test_index_expressions_join_traced_values():
+    # np.r_ and np.c_ convert their items inside NumPy; in the mode they are the concatenations
+    # they stand for. Slices and directives stay NumPy's own.
+    from numpy import r_
+
+    def f(a, b):
+        x = np.r_[a, 1.5, b, np.array(2.0)]
+        y = np.c_[a, a * a, np.ones((3, 1))]
+        z = r_[b, a[0]]
+        return np.sum(x * x) + np.sum(y[:, 1] * y[:, 0] * y[:, 2]) + np.sum(z**3) \
+            + np.sum(np.r_[0:3] * a)
+
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([0.5, 2.0])
+    before = a.tobytes() + b.tobytes()
+    assert mutad.value_and_gradient(f, a, b)[0] == f(a, b)
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, a, b, policy=policy, order=2)
+    mutad.check_jvp(f, a, b)
+    assert a.tobytes() + b.tobytes() == before
