@@ -102,11 +102,12 @@ class TapeListing:
 
 def kept_bytes(record, argument_memory=()):
     """The bytes of the arrays ``record`` holds for its replay: the values its pullback reads,
-    the constants of its recipe, what its checkpoint saved, and the arrays a rule's pullback
-    closure holds. A view counts the memory it keeps alive; each memory counts once, and the
+    the constants and settings of its recipe, what its checkpoint saved, and the arrays a
+    rule's pullback closure holds. A view counts the memory it keeps alive; each memory counts once, and the
     arguments' memory (``argument_memory``: ids of its owners), alive anyway, not at all."""
     owners = {}
-    items = [record.kept, record.inputs, record.state, record.undo]
+    items = [record.kept, record.inputs, record.state, record.undo,
+             list((record.settings or {}).values())]
     seen = set()
     while items:
         x = items.pop()

@@ -1409,11 +1409,13 @@ def _same_bits(a, b):
     return np.array_equal(a.view(bits), b.view(bits))
 
 
-def copy_into(primitive, target, value, write):
+def copy_into(primitive, target, value, write, settings):
     """``write(target, value)``, a NumPy call that copies elements of ``value`` into the traced
     ``target`` (assignment, copyto, put, place, putmask, put_along_axis), recorded as the gather
     NumPy performed: each changed element takes the cotangent back to the element of ``value``
-    it came from. The changed elements are checkpointed: an inverse would read its own target."""
+    it came from. The changed elements are checkpointed: an inverse would read its own target.
+    ``settings`` are the call's other arguments by name (indices, mask, mode): with
+    ``primitive`` and the two inputs, the recipe of the write."""
     tape = active(target.tape)
     here = type(value) is Traced and value.tape is tape
     source = value.value if here else value
@@ -1448,7 +1450,8 @@ def copy_into(primitive, target, value, write):
                       _elements(origins, shape), dy)
 
     record_write(primitive, target, checked_write, (target, value), (target.value, source),
-                 kept=[None, None], checkpoint=lambda: CopyBack(target.value, changed),
+                 settings=settings, kept=[None, None],
+                 checkpoint=lambda: CopyBack(target.value, changed),
                  key=changed, pullback=pullback, state=origins if pullback else None)
 
 
@@ -1521,12 +1524,14 @@ def setitem(x, key, value):
         if not overlaps(x, value, region):
             assign(view_of(x, region, tape), value)
         elif element:  # NumPy's own rules for assigning one element
-            copy_into(operator.setitem, x, value, lambda t, v: operator.setitem(t, key, v))
+            copy_into(operator.setitem, x, value, lambda t, v: operator.setitem(t, key, v),
+                      {"key": key})
         else:  # x[key] = v is view[...] = v: only the view's memory is asked about
             copy_into(operator.setitem, view_of(x, region, tape), value,
-                      lambda t, v: operator.setitem(t, Ellipsis, v))
+                      lambda t, v: operator.setitem(t, Ellipsis, v), {"key": Ellipsis})
     elif overlaps(x, value) or _repeats(x.value, key):
-        copy_into(operator.setitem, x, value, lambda t, v: operator.setitem(t, key, v))
+        copy_into(operator.setitem, x, value, lambda t, v: operator.setitem(t, key, v),
+                  {"key": key})
     else:
         _scatter(tape, x, key, value)
 

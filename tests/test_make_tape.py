@@ -39,6 +39,14 @@ def in_place_cholesky(A):
     return L.sum()
 
 
+def copying_writes(a, b):
+    # Each recipe names the settings of its write: indices, mode, key, mask.
+    np.put(a, [0, 2], b[:2], mode="clip")
+    a[[1, 1]] = b[1:3]
+    np.copyto(a, a[::-1], where=b > 0)
+    return a.sum()
+
+
 def filled_in_a_loop(x):
     y = np.zeros(3)
     for i in range(3):
@@ -78,6 +86,13 @@ in_place_cholesky(%0: f64[2, 2]):
   %1 = np.copy(%0, order='C')         0 B
   %1 <- _cholesky_(%1)               32 B  inverse
   %2 = np.sum(%1)                     0 B
+  return %2"""),
+    copying_writes: ((np.arange(1.0, 4.0), np.array([0.5, -1.0, 2.0])), """\
+copying_writes(%0: f64[3], %1: f64[3]):
+  %0 <- np.put(%0, %1[:2], ind=[0, 2], mode='clip')                           24 B  checkpoint
+  %0 <- setitem(%0, %1[1:], key=[1, 1])                                       12 B  checkpoint
+  %0 <- np.copyto(%0, %0[2::-1], casting='same_kind', where=<bool[3]>)        27 B  checkpoint
+  %2 = np.sum(%0)                                                              0 B
   return %2"""),
     filled_in_a_loop: ((np.arange(1.0, 4.0),), """\
 filled_in_a_loop(%0: f64[3]):

@@ -529,7 +529,8 @@ del _func, _values_at, _ufunc
 def put(a, ind, v, mode="raise"):
     ind = plain(ind)
     if writes_into("np.put", a, v):
-        copy_into(np.put, a, v, lambda t, s: np.put(t, ind, s, mode=mode))
+        copy_into(np.put, a, v, lambda t, s: np.put(t, ind, s, mode=mode),
+                  {"ind": ind, "mode": mode})
     else:
         np.put(a, ind, plain(v), mode=mode)
 
@@ -538,7 +539,7 @@ def put(a, ind, v, mode="raise"):
 def place(arr, mask, vals):
     mask = plain(mask)
     if writes_into("np.place", arr, vals):
-        copy_into(np.place, arr, vals, lambda t, s: np.place(t, mask, s))
+        copy_into(np.place, arr, vals, lambda t, s: np.place(t, mask, s), {"mask": mask})
     else:
         np.place(arr, mask, plain(vals))
 
@@ -547,7 +548,7 @@ def place(arr, mask, vals):
 def putmask(a, mask, values):
     mask = plain(mask)
     if writes_into("np.putmask", a, values):
-        copy_into(np.putmask, a, values, lambda t, s: np.putmask(t, mask, s))
+        copy_into(np.putmask, a, values, lambda t, s: np.putmask(t, mask, s), {"mask": mask})
     else:
         np.putmask(a, mask, plain(values))
 
@@ -557,7 +558,8 @@ def put_along_axis(arr, indices, values, axis):
     indices = plain(indices)
     if writes_into("np.put_along_axis", arr, values):
         copy_into(np.put_along_axis, arr, values,
-                  lambda t, s: np.put_along_axis(t, indices, s, axis))
+                  lambda t, s: np.put_along_axis(t, indices, s, axis),
+                  {"indices": indices, "axis": axis})
     else:
         np.put_along_axis(arr, indices, plain(values), axis)
 
@@ -567,7 +569,8 @@ def copyto(dst, src, casting="same_kind", where=True):
     if not writes_into("np.copyto", dst, src):
         return np.copyto(dst, plain(src), casting=casting, where=where)
     if overlaps(dst, src):
-        copy_into(np.copyto, dst, src, lambda t, s: np.copyto(t, s, casting=casting, where=where))
+        copy_into(np.copyto, dst, src, lambda t, s: np.copyto(t, s, casting=casting, where=where),
+                  {"casting": casting, "where": where})
     elif where is True:
         dst[...] = src
     else:
