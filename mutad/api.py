@@ -19,6 +19,7 @@ from . import forward
 from .arguments import Originals, run
 from .arraylike import stands_for_scalar
 from .levels import ACTIVE, Tracer
+from .recompute import hold_for_good
 from .shadows import Buffer, Shadows
 from .tape import POLICIES
 from .tracing import (ReverseTape, Traced, active, check_constants, fresh, place_of, thaw,
@@ -72,6 +73,8 @@ class Run:
                 layout = x if spans(x, base) else base
                 buffer = Buffer(layout)
                 buffer.note_address(layout)
+                if outer is None:
+                    hold_for_good(buffer, layout)
                 lifted = None if outer is None else outer.lift(layout)
                 self.buffers[id(base)] = (layout, buffer, lifted)
             layout, buffer, lifted = self.buffers[id(base)]
@@ -82,6 +85,8 @@ class Run:
                 self.tape.guard(buffer.key, lambda key=buffer.key: self._save(key))
         elif is_float_scalar(x):
             t = fresh(np.result_type(x).type(x), self.tape)  # a NumPy scalar: immutable
+            if self.tape.outer is None:
+                hold_for_good(t.buffer, t.value)
         elif isinstance(x, Tracer) and x.dtype.kind == "f":
             if stands_for_scalar(x):  # an enclosing level's scalar: immutable, so a value of
                 t = fresh(x, self.tape)  # its own at each place, as a float argument is

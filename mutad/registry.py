@@ -36,6 +36,8 @@ else about them. Rules live in ``mutad/rules/``, one module per family.
   (``scipy.linalg.solve``, however it was imported), and the function that stands in for it
   while a differentiation runs: an ``adjoint`` of it, which runs the original on plain arrays
   and its rule on traced ones. See ``allocation``.
+* ``RECOMPUTABLE``: the ``FUNCTIONS`` rules whose outputs the reverse pass may compute again
+  rather than keep (``recomputable``): cheap, and the same bytes each time.
 * ``RULE_MODULES[library] = module``: the rule module to import when a differentiation starts
   and ``library`` has been imported, so that its rows are registered when a user uses it
   (``{"scipy.special": "mutad.scipy.special"}``).
@@ -45,7 +47,8 @@ Rules are declared with one helper per shape of rule (CONTRIBUTING.md shows each
 padding the settings' cotangents) and ``defjvp`` (its forward rule, declared beside it),
 ``deflinear`` and ``defmultilinear`` (the forward rule of a function linear in some arguments
 jointly, or in each separately), ``definplace`` (a function that writes into an argument),
-``defcomposite`` (a function NumPy writes in Python) and ``nondifferentiable``.
+``defcomposite`` (a function NumPy writes in Python), ``recomputable`` and
+``nondifferentiable``.
 """
 
 import functools
@@ -60,6 +63,7 @@ JVPS = {}
 COMPOSITES = {}
 METHODS = {}
 ROUTES = {}
+RECOMPUTABLE = set()
 RULE_MODULES = {
     "scipy.special": "mutad.scipy.special",
     "scipy.linalg": "mutad.scipy.linalg",
@@ -223,6 +227,13 @@ def definplace(*funcs):
     """Declare the decorated in-place handler of ``funcs``, which write into an argument (see
     ``INPLACE``)."""
     return _entering(INPLACE, funcs)
+
+
+def recomputable(*funcs):
+    """Declare that the pure rules of ``funcs`` compute their outputs at about the cost of
+    writing them, the same bytes each time: the reverse pass may compute such an output again
+    rather than keep it (see ``recompute``)."""
+    RECOMPUTABLE.update(FUNCTIONS[func] for func in funcs)
 
 
 def defcomposite(*funcs):

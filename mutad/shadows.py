@@ -35,10 +35,17 @@ class Buffer:
         return self
 
     __slots__ = ("key", "dtype", "shape", "strides", "offset", "span", "low", "c_contiguous",
-                 "constant", "read")
+                 "constant", "read", "version", "origin", "ref")
 
     def __init__(self, array, constant=False):
         self.key = next(_serial)
+        # ``version`` counts the writes into it so far in the forward pass. ``origin`` says how
+        # the replay can read its bytes: ``HELD`` (the differentiation holds the array: an
+        # argument), a ``Recipe`` (recomputable from the record that created it), or None;
+        # ``ref`` is a weak reference to the array, for as long as the program keeps it.
+        self.version = 0
+        self.origin = None
+        self.ref = None
         # A constant buffer holds values that do not depend on the arguments (an array the
         # differentiated code allocated); it stops being one when a traced value is written
         # into it. ``read``: a record has read its values, so later writes into it are undone

@@ -209,8 +209,12 @@ class Tape:
         buffers only it kept alive are freed during the replay, not after it."""
         records = self.records
         while records:
-            record = records.pop()
-            if record.undo is None:  # a pure operation
-                record.pullback(record, shadows, None)
-            else:
-                record.reverse(shadows)
+            self.reverse(records.pop(), shadows)
+
+    @staticmethod
+    def reverse(record, shadows):
+        """Reverse one record: its pullback, and for a write its undo."""
+        if record.undo is None:  # a pure operation
+            record.pullback(record, shadows, None)
+        else:
+            record.reverse(shadows)

@@ -52,8 +52,9 @@ from .errors import (
 from .levels import ACTIVE, LEVELS, Tracer, escaped
 from .levels import innermost as innermost_tracer
 from .products import CHUNK, times_partial
-from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, UFUNCS, ElementwiseRule,
-                       NoClosedForm)
+from .recompute import Recomputation, give_recipe, small, track
+from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, RECOMPUTABLE, UFUNCS,
+                       ElementwiseRule, NoClosedForm)
 from .shadows import Buffer, Place, overlapping
 from .tape import Absent, Primitive, Record, Tape, Write
 from .trees import unsupported_array
@@ -69,7 +70,7 @@ class ReverseTape(Tape):
     records: its level, the differentiation it is nested in (``outer``, None at the top), and
     the untraced arrays its records read (``freeze``)."""
 
-    __slots__ = ("level", "outer", "frozen", "sums")
+    __slots__ = ("level", "outer", "frozen", "sums", "recomputation")
 
     def __init__(self, policy, outer):
         super().__init__(policy)
@@ -77,6 +78,40 @@ class ReverseTape(Tape):
         self.outer = outer
         self.frozen = {}  # untraced arrays records read, kept read-only while the tape lives
         self.sums = {}  # the checksums of their bytes, checked before the replay
+        # Under nested differentiation every value is an array the outer one traces, and its
+        # recomputation would have to be traced too: only the outermost recomputes.
+        self.recomputation = Recomputation() if outer is None else None
+
+    def hold(self, kept, places):
+        """What a record keeps of the values ``kept`` it reads at ``places`` (both lists, None
+        where it reads none): stand-ins for those the replay can recompute (``recompute``)."""
+        recomputation = self.recomputation
+        if recomputation is None or kept is None:
+            return kept
+        for i, (value, place) in enumerate(zip(kept, places)):
+            if value is not None and (type(place) is Buffer or type(place) is Place):
+                kept[i] = recomputation.hold(place, value)
+        return kept
+
+    def replay(self, shadows):
+        """``Tape.replay``, with the stand-ins of each record resolved just before it runs.
+
+        Once a record has run, nothing older can read what it created: its outputs forget
+        their recipe, which also breaks the cycle record, output, recipe, record (which would
+        keep the values the record read alive until the garbage collector runs)."""
+        recomputation = self.recomputation
+        records = self.records
+        while records:
+            record = records.pop()
+            keys = None
+            if recomputation is not None and recomputation.readers:
+                keys = [key for held in (record.kept, record.state) if type(held) is list
+                        for key in recomputation.resolve(held)]
+            self.reverse(record, shadows)
+            for buffer in record.outputs:
+                buffer.origin = None
+            if keys:
+                recomputation.release(keys)
 
     def lift(self, y):
         """``y`` as an array this tape traces, a constant to it unless it already is traced
@@ -340,9 +375,12 @@ def fresh(y, tape):
     elif type(y) is not np.ndarray and isinstance(y, np.ndarray):
         raise UnsupportedArrayError(unsupported_array(
             y, "a result computed from a traced array and an array the function uses"))
+    buffer = Buffer(y)
     if tape.outer is not None:
         y = tape.outer.lift(y)
-    return Traced(y, Buffer(y), tape, True)
+    else:
+        track(buffer, y)
+    return Traced(y, buffer, tape, True)
 
 
 def constant(y, tape):
@@ -353,9 +391,12 @@ def constant(y, tape):
     as ``fresh`` makes it (a constant of theirs)."""
     if isinstance(y, (np.generic, float, int)):
         y = np.asarray(y)
+    buffer = Buffer(y, constant=True)
     if tape.outer is not None:
         y = tape.outer.constant(y)
-    return Traced(y, Buffer(y, constant=True), tape, True)
+    elif type(y) is np.ndarray:
+        track(buffer, y)
+    return Traced(y, buffer, tape, True)
 
 
 def constant_result(y, tape, sources):
@@ -416,6 +457,7 @@ def write_constant(tape, target, key, write, primitive=None, inputs=()):
     a constant of ``tape``. If a record already read its buffer, the bytes about to be
     overwritten are saved and put back in the replay, so that record reads them again."""
     if not target.buffer.read:
+        target.buffer.version += 1
         write()
         return
     value = target.value
@@ -477,12 +519,23 @@ def recipe(inputs, values, kept, tape):
         if type(x) is Traced and x.tape is tape:
             named.append(x.buffer if x.whole else place_of(x))
         elif type(x) in (list, tuple) and kept is not None and kept[i] is not None:
-            named.append(type(x)(recipe(x, kept[i], kept[i], tape)))  # concatenate's arrays
-        elif kept is not None and kept[i] is not None:
+            named.append(type(x)(recipe(x, values[i], kept[i], tape)))  # concatenate's arrays
+        elif kept is not None and kept[i] is not None and type(kept[i]) is not Absent:
             named.append(kept[i])
         else:
-            named.append(_if_held(values[i], ()))
+            named.append(_small_copy(values[i], tape))
     return named
+
+
+def _small_copy(value, tape):
+    """An untraced input a record's pullback does not read, as its recipe names it: a copy of a
+    small plain array (so that the recipe can be computed again, at little cost in memory and
+    without making the array read-only), else ``_if_held``'s description."""
+    if type(value) is np.ndarray and small(value) and tape.recomputation is not None:
+        return value.copy()
+    if type(value) in (list, tuple):
+        return type(value)(_small_copy(v, tape) for v in value)
+    return _if_held(value, ())
 
 
 SETTINGS = (int, float, complex, str, bytes, slice, type(None), type(Ellipsis), np.generic,
@@ -605,14 +658,20 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
     named = recipe(inputs, values, read, tape)
     if rule.decide is not None:
         read = [*read, rule.decide(*values)]
-    tape.record(Record(ufunc, named, kwargs or None, (yt.buffer,), read, (rule, y, traced),
-                       _elementwise_pullback))
+    record = Record(ufunc, named, kwargs or None, (yt.buffer,), read, [rule, y, traced],
+                    _elementwise_pullback)
+    if tape.recomputation is not None:
+        give_recipe(record, 0, yt.buffer, kwargs)
+        tape.hold(read, named)
+        if y is not None:
+            tape.hold(record.state, (None, yt.buffer))
+    tape.record(record)
     return yt
 
 
 def _elementwise_pullback(record, shadows, _):
-    """The pullback of a pure elementwise operation: ``state`` is (rule, output value if the
-    partials read it, the differentiated inputs' positions)."""
+    """The pullback of a pure elementwise operation: ``state`` is [rule, output value if the
+    partials read it, the differentiated inputs' positions]."""
     dy = shadows.pop(record.outputs[0])
     if dy is not None:
         rule, y, traced = record.state
@@ -758,7 +817,7 @@ def check_destination(target, what):
 def record_write(primitive, target, write, inputs=(), values=None, *, settings=None, kept=None,
                  inverse=None, is_safe=None, growth=1.0, exactly=None, checkpoint=None,
                  inverse_reads=(), pullback=None, state=None, taken=True, key=None,
-                 undo_first=True):
+                 undo_first=True, recompute=False):
     """The one in-place path: ``write()`` overwrites (part of) ``target``, an array of its tape
     (or several: a list, with a list of ``inverse``), and the write is recorded.
 
@@ -774,7 +833,9 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
     ``taken=False``: the target's cotangent passes through), undoes the write and runs
     ``pullback(record, shadows, dy)``, before the undo if not ``undo_first``.
 
-    ``state`` is whatever else the pullback reads. Returns the record.
+    ``state`` is whatever else the pullback reads. With ``recompute``, the pullback and the
+    inverse read the values they need from the record's ``kept``, which may then hold stand-ins
+    for values the replay can recompute (``ReverseTape.hold``). Returns the record.
     """
     several = type(target) is list
     targets = target if several else [target]
@@ -794,21 +855,26 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
     for t in targets:
         tape.before_write(t.buffer.key)
     write()
+    for t in targets:
+        t.buffer.version += 1
     inverting = any(kind != "checkpoint" for kind in kinds)
     held = kept
     if values is not None:
         if inverting and inverse_reads:
-            held = list(kept) if kept is not None else [None] * len(values)
-            for i in inverse_reads:
+            if held is None:
+                held = [None] * len(values)
+            for i in inverse_reads:  # into ``kept`` itself, which an inverse may read
                 held[i] = values[i]
         for i, x in enumerate(inputs):
             if held is not None and held[i] is not None and not (
                     type(x) is Traced and x.tape is tape and not x.buffer.constant):
                 keep(tape, x, values[i])
     places = [place_of(t) for t in targets]
-    record = Write(primitive, recipe(inputs, values, held, tape) if values is not None else [],
-                   settings, held, state, pullback, tuple(places) if several else places[0],
-                   undos[0] if len(undos) == 1 else _Undos(undos),
+    named = recipe(inputs, values, held, tape) if values is not None else []
+    if recompute:
+        held = tape.hold(held, named)
+    record = Write(primitive, named, settings, held, state, pullback,
+                   tuple(places) if several else places[0], undos[0] if len(undos) == 1 else _Undos(undos),
                    ", ".join(sorted(set(kinds))) or "none", places[0] if taken else None, key,
                    undo_first)
     tape.record(record)
@@ -847,14 +913,21 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     position = next((i for i, x in enumerate(inputs)
                      if type(x) is Traced and x.buffer is out.buffer
                      and same_region(x.value, target)), None)
+    # From the inputs as they are before the write (the target may be one of them).
+    decision = rule.decide(*values) if rule.decide is not None and traced else None
+    recompute_y = "x" in rule.uses and "y" in rule.uses
+    # What the record keeps (``record_write`` adds what the inverse reads): the pullback and
+    # the inverse read this list, in which the replay puts the values it recomputes.
+    kept = list(values) if recompute_y else list(_read_by_partials(values, reads))
     inverse = exactly = None
     is_safe, growth = None, 1.0
+    others_at = [i for i in range(len(inputs)) if i != position]
     if position is not None and position < len(rule.inverse) and rule.inverse[position]:
-        others = [v for i, v in enumerate(values) if i != position]
+        others = [values[i] for i in others_at]
         invert = rule.inverse[position]
 
         def inverse():
-            invert(target, others)
+            invert(target, [kept[i] for i in others_at])
 
         def is_safe():
             return (not any(_may_overlap(out, x) for i, x in enumerate(inputs) if i != position)
@@ -865,24 +938,23 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
 
         if rule.growth is not None:
             growth = lambda: rule.growth(target, others)  # noqa: E731
-    # From the inputs as they are before the write (the target may be one of them).
-    decision = rule.decide(*values) if rule.decide is not None and traced else None
-    recompute_y = "x" in rule.uses and "y" in rule.uses
-    read = list(values) if recompute_y else list(_read_by_partials(values, reads))
     if traced:
-        given = read if rule.decide is None else [*read, decision]
+        if rule.decide is not None:
+            kept.append(decision)
+
+        count = len(inputs)  # the pullback must not hold the inputs: only what it keeps
 
         def pullback(record, shadows, dy):
+            kept = record.kept
             y = target if rule.uses == "y" else (
-                ufunc(*read, **kwargs) if recompute_y else None)
-            _elementwise_cotangents(shadows, rule, dy, y, record.inputs, given, traced)
+                ufunc(*kept[:count], **kwargs) if recompute_y else None)
+            _elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
     else:
         pullback = None
     record_write(primitive, out, lambda: ufunc(*values, out=target, **kwargs), inputs, values,
-                 settings=kwargs or None, kept=read, inverse=inverse, is_safe=is_safe,
-                 growth=growth, exactly=exactly,
-                 inverse_reads=[i for i in range(len(inputs)) if i != position],
-                 pullback=pullback, undo_first=rule.uses != "y")
+                 settings=kwargs or None, kept=kept, inverse=inverse, is_safe=is_safe,
+                 growth=growth, exactly=exactly, inverse_reads=others_at, pullback=pullback,
+                 undo_first=rule.uses != "y", recompute=True)
     return out
 
 
@@ -981,9 +1053,14 @@ def _record_function(tape, name, rule, back, args, values, kwargs, outputs, mult
     held = _held_by(back)
     kept = [_if_held(v, held) for v in values]
     settings = {k: _if_held(v, held) for k, v in kwargs.items()} if kwargs else None
-    tape.record(Record(primitive(name, rule), recipe(args, values, kept, tape), settings,
-                       tuple(b for b in outputs if b is not None), None,
-                       (back, places, primals, outputs, multiple), _function_pullback))
+    record = Record(primitive(name, rule), recipe(args, values, kept, tape), settings,
+                    tuple(b for b in outputs if b is not None), None,
+                    (back, places, primals, outputs, multiple), _function_pullback)
+    if tape.recomputation is not None and rule in RECOMPUTABLE:
+        for i, buffer in enumerate(outputs):
+            if buffer is not None:
+                give_recipe(record, i if multiple else None, buffer, settings)
+    tape.record(record)
 
 
 def _held_by(back):

@@ -26,7 +26,7 @@ import mutad
 LAYERS = [
     ("errors", "tape", "levels", "registry"),
     ("views", "shadows", "trees", "allocation", "arguments"),
-    ("arraylike", "products"),
+    ("arraylike", "products", "recompute"),
     ("tracing", "forward"),
     ("custom", "rules", "rules.*"),
     ("api", "listing", "testing", "linalg", "scipy", "scipy.*"),

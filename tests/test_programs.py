@@ -20,10 +20,18 @@ from hypothesis import strategies as st
 
 import mutad
 import random_programs as rp
+from mutad import recompute
 from strategies import axis_slices, slice_text
 
 POLICIES = ("restore", "checkpoint")
 KINK_MARGIN = 0.02
+
+
+@pytest.fixture(autouse=True)
+def recompute_everything(monkeypatch):
+    """The programs' arrays are small, which mutad keeps rather than recomputes: here every
+    temporary that can be recomputed is, so the programs check recomputation too."""
+    monkeypatch.setattr(recompute, "SMALL", 0)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import pytest
 import mutad
 from mutad import tracing
 from mutad.api import Run
+from mutad.recompute import SMALL
 from mutad.shadows import Buffer, Place
 from mutad.tape import Absent, Primitive, Record, Tape, Write
 
@@ -78,10 +79,18 @@ def test_a_pure_record_names_its_recipe_and_keeps_only_what_its_pullback_reads()
     records, _ = _records(f, np.ones(3))
     add, sin, multiply = records
     assert add.primitive is np.add and add.undo is None
-    assert type(add.inputs[0]) is Buffer and type(add.inputs[1]) is Absent  # c is not kept
-    assert add.inputs[1].shape == (3,) and add.kept == [None, None]
+    # c is not kept for the pullback; being small, the recipe names a copy of it
+    assert type(add.inputs[0]) is Buffer and add.inputs[1] is not c
+    assert np.array_equal(add.inputs[1], c) and add.kept == [None, None]
     assert sin.kept[0] is not None  # cos(x) reads x
     assert len(add.outputs) == 1 and multiply.written is None
+
+
+def test_a_large_constant_the_pullback_does_not_read_is_described_not_held():
+    c = np.arange(float(SMALL))
+
+    records, _ = _records(lambda x: np.add(x, c).sum(), np.ones(c.size))
+    assert type(records[0].inputs[1]) is Absent and records[0].inputs[1].shape == c.shape
 
 
 def test_a_write_names_its_target_its_undo_and_the_temporary_its_inverse_reads():

@@ -12,7 +12,7 @@ so later writes of tangents into it have a place to go.
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..registry import deflinear, defjvp, defrule
+from ..registry import deflinear, defjvp, defrule, recomputable
 from ..views import memory
 from ._helpers import traced_among, unbroadcast
 
@@ -144,6 +144,7 @@ def copy(a, order="K", **kwargs):
 
 
 deflinear(np.copy)
+recomputable(np.copy)
 
 
 def array_rule(func):

@@ -20,7 +20,7 @@ the same write into the target's tangent, with the values' tangent (``_same_writ
 import numpy as np
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
-from ..registry import definplace, deflinear, defjvp, defrule
+from ..registry import definplace, deflinear, defjvp, defrule, recomputable
 from ..tracing import (Traced, check_destination, checkpoint, copy_into, locate, overlaps, plain,
                        record_write, unbroadcast, writes_into)
 from .. import views
@@ -251,6 +251,9 @@ def diff(a, n=1, axis=-1, *ends, **kwargs):
         return (pieces[1], None, None, *ends_cotangents)
 
     return y, back
+
+
+recomputable(np.diff)
 
 
 @defjvp(np.diff)

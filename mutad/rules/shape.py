@@ -17,7 +17,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
-from ..registry import defjvp, definplace, deflinear, defrule
+from ..registry import defjvp, definplace, deflinear, defrule, recomputable
 from ..views import wrapped
 from ._helpers import Template, gather_cotangent, unbroadcast
 
@@ -38,6 +38,7 @@ def linear_map(func, transpose):
     rule.__name__ = rule.__qualname__ = func.__name__
     defrule(func, leading=1)(rule)
     deflinear(func)
+    recomputable(func)
 
 
 def index_order(order, a):
@@ -206,6 +207,7 @@ def join_rule(func, layout):
     rule.__name__ = rule.__qualname__ = func.__name__
     defrule(func, leading=1)(rule)
     deflinear(func)
+    recomputable(func)
 
 
 def concatenate_layout(arrays, axis=0, *rest, **kwargs):
@@ -284,6 +286,7 @@ def split_rule(func, join):
     rule.__name__ = rule.__qualname__ = func.__name__
     defrule(func, leading=1)(rule)
     deflinear(func)
+    recomputable(func)
 
 
 # fmt: off

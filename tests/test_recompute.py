@@ -1,0 +1,123 @@
+"""Recomputation: temporaries the reverse pass computes again from their recipes instead of
+keeping them alive (mutad/recompute.py)."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import mutad
+from mutad.api import Run
+from mutad.recompute import SMALL, Lazy
+
+N = 2 * SMALL // 8  # arrays large enough to be recomputed rather than kept
+
+
+def _records(f, *args):
+    run = Run("restore")
+    try:
+        run.call(f, run.wrap(args))
+        return list(run.tape.records)
+    finally:
+        run.restore()
+
+
+def force(q):
+    padded = np.concatenate((np.zeros(1), q, np.zeros(1)))
+    d = padded[1:] - padded[:-1]
+    cube = d * d * d
+    return (d[1:] - d[:-1]) + 0.1 * (cube[1:] - cube[:-1])
+
+
+def leapfrog(q, p, steps, keep=None):
+    for _ in range(steps):
+        for half in (0, 1):
+            s = 0.005 * force(q)
+            if keep is not None:
+                keep.append(s)  # the program holds the temporaries: nothing is recomputed
+            p += s
+            if not half:
+                q += 0.01 * p
+    return np.sum(q * q) + np.sum(p * p)
+
+
+def state(n=N):
+    x = np.linspace(0, 1, n)
+    return np.sin(7 * x), 0.3 * np.cos(3 * x)
+
+
+def test_the_temporaries_of_a_step_are_recomputed_not_kept():
+    q, p = state()
+    records = _records(lambda q, p: leapfrog(q, p, 1), q, p)
+    lazy = [r for r in records if any(type(k) is Lazy for k in (r.kept or ()))]
+    # d * d, (d * d) * d and the three inverses of p += s, q += 0.01 p, p += s
+    assert len(lazy) >= 7
+    kept = [k for r in records for k in (r.kept or ()) if isinstance(k, np.ndarray)]
+    # what is kept is small, or the arguments themselves (the loss q * q reads q)
+    assert all(k.nbytes < SMALL or np.shares_memory(k, q) or np.shares_memory(k, p)
+               for k in kept)
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_recomputed_temporaries_give_the_gradient_of_kept_ones(policy):
+    q, p = state()
+    before = q.tobytes(), p.tobytes()
+    recomputed = mutad.gradient(lambda q, p: leapfrog(q, p, 5), q, p, policy=policy)
+    kept = mutad.gradient(lambda q, p: leapfrog(q, p, 5, keep=[]), q, p, policy=policy)
+    assert (q.tobytes(), p.tobytes()) == before
+    for a, b in zip(recomputed, kept, strict=True):
+        if policy == "checkpoint":  # every input restored bit for bit: the same bytes
+            assert a.tobytes() == b.tobytes()
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    mutad.check_grads(lambda q, p: leapfrog(q, p, 2), *state())
+
+
+def test_memory_does_not_grow_with_the_number_of_steps():
+    n = 100_000
+
+    def peak(steps):
+        q, p = state(n)
+        tracemalloc.start()
+        mutad.gradient(lambda q, p: leapfrog(q, p, steps), q, p)
+        high = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return high
+
+    # Keeping the temporaries costs several states per step; the records alone, a few KiB.
+    per_step = (peak(24) - peak(4)) / 20
+    assert per_step < n * 8 / 8, per_step
+
+
+def test_a_temporary_whose_input_is_written_afterwards_is_kept():
+    def f(x):
+        t = np.sin(x) * 2.0
+        x += 1.0  # t can no longer be computed from x when its reader's pullback runs
+        return np.sum(t * t * x)
+
+    records = _records(f, np.linspace(0, 1, N))
+    reads_t = [r for r in records if r.primitive is np.multiply and r.undo is None][1]
+    assert isinstance(reads_t.kept[0], np.ndarray)
+    mutad.check_grads(f, np.linspace(0, 1, N))
+
+
+def test_a_temporary_written_after_it_was_read_is_recomputed_as_it_was():
+    def f(x):
+        t = np.sin(x)
+        y = t * t  # reads t as np.sin(x) made it
+        t *= 3.0
+        return np.sum(y) + np.sum(t)
+
+    mutad.check_grads(f, np.linspace(0, 1, N))
+
+
+def test_recomputation_reads_views_of_arguments_laid_out_in_fortran_order():
+    """Regression: a view of an F-ordered argument was read from a C-ordered copy of it."""
+    a0 = np.asfortranarray(np.linspace(-1, 1, 2 * N).reshape(2, N))
+    a1 = np.asfortranarray(np.linspace(1, -1, 2 * N).reshape(2, N))
+
+    def f(a0, a1):
+        a0[0:1] /= 1.5 + np.sin(a1[0:1])
+        return np.sum(a0 * a0)
+
+    mutad.check_grads(f, a0, a1)
