@@ -37,11 +37,14 @@ class Run:
     (integer and boolean ones) are not traced, so they are saved up front.
     """
 
-    def __init__(self, policy):
+    def __init__(self, policy, memory=None):
         if policy not in POLICIES:
             raise PolicyError(f"policy={policy!r}: choose one of {', '.join(map(repr, POLICIES))}.")
+        if memory is not None and not (isinstance(memory, (int, float)) and memory >= 0):
+            raise PolicyError(f"memory={memory!r}: give a number of bytes, or None.")
         # Nested in another differentiation, its outer level is the innermost running one.
-        self.tape = ReverseTape(policy, ACTIVE.running[-1] if ACTIVE.running else None)
+        self.tape = ReverseTape(policy, ACTIVE.running[-1] if ACTIVE.running else None,
+                                None if memory is None else int(memory))
         self.buffers = {}
         self.originals = Originals()
         self.pending = {}
@@ -201,7 +204,7 @@ def _scalar_output(y):
     return value[()]
 
 
-def value_and_gradient(f, *args, argnums=None, policy="restore", has_aux=False):
+def value_and_gradient(f, *args, argnums=None, policy="restore", has_aux=False, memory=None):
     """The value of scalar-valued ``f(*args)`` and its gradient with respect to ``args``.
 
     ``f`` may update arrays in place; every array reachable from ``args`` holds its original
@@ -217,12 +220,12 @@ def value_and_gradient(f, *args, argnums=None, policy="restore", has_aux=False):
     >>> float(value), da.tolist(), db.tolist()
     (52.0, [8.0, 12.0], [8.0, 12.0])
     """
-    return _value_and_gradient(f, args, {}, argnums, policy, has_aux)
+    return _value_and_gradient(f, args, {}, argnums, policy, has_aux, memory)
 
 
-def _value_and_gradient(f, args, kwargs, argnums, policy, has_aux):
+def _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory=None):
     selected, single = check_argnums(argnums, len(args))
-    run = Run(policy)
+    run = Run(policy, memory)
     try:
         # Keyword arguments are traced like the others (they may alias or be written), but
         # get no gradient.
@@ -262,7 +265,7 @@ def _detached(x):
     return x[()] if type(x) is np.ndarray and x.ndim == 0 else x
 
 
-def gradient(f, *args, argnums=None, policy="restore", has_aux=False):
+def gradient(f, *args, argnums=None, policy="restore", has_aux=False, memory=None):
     """The gradient of scalar-valued ``f`` at ``args``, through any in-place updates.
 
     ``argnums=None`` gives a tuple with one entry per positional argument; an int gives that
@@ -272,7 +275,11 @@ def gradient(f, *args, argnums=None, policy="restore", has_aux=False):
     dataclasses and objects for containers (see the README, "Argument structures"), and
     ``None`` for what cannot be differentiated (integers, booleans, integer arrays, None).
     ``policy="checkpoint"`` saves every overwritten region instead of restoring it by
-    inversion: exact, at the cost of memory. With ``has_aux=True``, ``f`` returns
+    inversion: exact, at the cost of memory. ``memory=`` (bytes) bounds what is saved of an
+    array that writes overwrite without a safe inverse (a clip, an assignment, a dissipative
+    step): a few snapshots of it within that many bytes, from which the reverse pass redoes
+    the recorded writes in between (binomial checkpointing; see the README, "Memory"). With
+    ``has_aux=True``, ``f`` returns
     ``(loss, aux)`` and this returns ``(grads, aux)``. Keyword arguments for ``f`` go through
     :func:`grad`: ``mutad.grad(f)(x, scale=2.0)``.
 
@@ -291,11 +298,11 @@ def gradient(f, *args, argnums=None, policy="restore", has_aux=False):
     >>> a.tolist()            # the caller's array is as it was
     [0.0, 0.0, 0.0]
     """
-    value, grads = _value_and_gradient(f, args, {}, argnums, policy, has_aux)
+    value, grads = _value_and_gradient(f, args, {}, argnums, policy, has_aux, memory)
     return (grads, value[1]) if has_aux else grads
 
 
-def grad(f, argnums=0, has_aux=False, policy="restore"):
+def grad(f, argnums=0, has_aux=False, policy="restore", memory=None):
     """``f``'s gradient as a function, as JAX's ``grad``: ``grad(f)(x, ...)`` is
     ``gradient(f, x, ..., argnums=0)``. Keyword arguments of the call are passed to ``f``
     without being differentiated; every array reachable from them comes back as it was too.
@@ -310,13 +317,13 @@ def grad(f, argnums=0, has_aux=False, policy="restore"):
     """
     @functools.wraps(f)
     def gradient_of_f(*args, **kwargs):
-        value, grads = _value_and_gradient(f, args, kwargs, argnums, policy, has_aux)
+        value, grads = _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory)
         return (grads, value[1]) if has_aux else grads
 
     return gradient_of_f
 
 
-def value_and_grad(f, argnums=0, has_aux=False, policy="restore"):
+def value_and_grad(f, argnums=0, has_aux=False, policy="restore", memory=None):
     """``f``'s value and gradient as a function, as JAX's ``value_and_grad``: it returns
     ``(value, grads)``, or ``((value, aux), grads)`` with ``has_aux=True``. With the default
     ``argnums=0`` it is what ``scipy.optimize.minimize(fun, x0, jac=True)`` takes.
@@ -330,7 +337,7 @@ def value_and_grad(f, argnums=0, has_aux=False, policy="restore"):
     """
     @functools.wraps(f)
     def value_and_gradient_of_f(*args, **kwargs):
-        return _value_and_gradient(f, args, kwargs, argnums, policy, has_aux)
+        return _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory)
 
     return value_and_gradient_of_f
 
@@ -360,7 +367,7 @@ def _stopped(x):
     return forward.constant(value, x.level)
 
 
-def pullback(f, *args, policy="restore"):
+def pullback(f, *args, policy="restore", memory=None):
     """Run ``f(*args)`` and return ``(y, back)``; ``back(dy)`` gives one gradient per argument.
 
     ``y`` is a plain array (or the same structure of them) that never aliases the arguments.
@@ -380,7 +387,7 @@ def pullback(f, *args, policy="restore"):
     >>> back(np.array([1.0, 10.0]))[0].tolist(), x.tolist()
     ([2.0, 20.0, 0.0], [1.0, 2.0, 3.0])
     """
-    run = Run(policy)
+    run = Run(policy, memory)
     try:
         y = run.call(f, run.wrap(args))
     except BaseException:

@@ -127,18 +127,16 @@ def _pin(buffer):
     return type(buffer.ref) is Held
 
 
-def give_recipe(record, output, buffer, settings=None):
-    """Make ``buffer``, output ``output`` of the pure ``record``, recomputable from the record's
-    recipe, if the recipe is whole (no input described rather than held) and everything it
-    reads will exist during the replay; ``settings``, the record's keyword arguments."""
-    if buffer.ref is None or not buffer.c_contiguous:
-        return
-    depends = [(buffer, 0)]
-    cost = buffer.span
-    for x in _places((record.inputs, list((settings or {}).values()))):
+def _reads(items):
+    """What computing from ``items`` (a recipe's inputs and settings) reads, at this point of the
+    forward pass: ``(depends, cost)``, the buffers with their versions and the elements of the
+    temporaries it recomputes; None if something it reads may not exist during the replay."""
+    depends = []
+    cost = 0
+    for x in _places(items):
         if not _is_place(x):
             if type(x) is Absent:
-                return
+                return None
             continue
         source = x.buffer
         if source.version > 0 or type(source.ref) is Held:  # alive during the replay
@@ -149,20 +147,32 @@ def give_recipe(record, output, buffer, settings=None):
         elif source.constant and _pin(source):  # allocated by the program: hold it
             depends.append((source, source.version))
         else:
-            return
-    if cost <= WORK * buffer.span:
-        buffer.origin = Recipe(record, output, tuple(depends), cost)
+            return None
+    return depends, cost
+
+
+def give_recipe(record, output, buffer, settings=None):
+    """Make ``buffer``, output ``output`` of the pure ``record``, recomputable from the record's
+    recipe, if the recipe is whole (no input described rather than held) and everything it
+    reads will exist during the replay; ``settings``, the record's keyword arguments."""
+    if buffer.ref is None or not buffer.c_contiguous:
+        return
+    reads = _reads((record.inputs, list((settings or {}).values())))
+    if reads is not None and reads[1] + buffer.span <= WORK * buffer.span:
+        buffer.origin = Recipe(record, output, ((buffer, 0), *reads[0]), reads[1] + buffer.span)
 
 
 class Recomputation:
     """The stand-ins of one tape: how many records will read each buffer's recomputed value,
     and the values recomputed while some still will."""
 
-    __slots__ = ("readers", "values")
+    __slots__ = ("readers", "values", "budget", "chains")
 
-    def __init__(self):
+    def __init__(self, budget=None):
         self.readers = {}
         self.values = {}
+        self.budget = budget  # bytes of snapshots per rebuilt buffer; None: save every write
+        self.chains = {}
 
     def hold(self, place, value):
         """What a record keeps of ``value``, which it reads at ``place``: a :class:`Lazy`
@@ -199,28 +209,24 @@ class Recomputation:
                 del self.readers[key]
                 self.values.pop(key, None)
 
-    def read(self, place):
-        """The value at ``place`` now: its buffer's array if alive, else recomputed."""
+    def read(self, place, rebuilt=None):
+        """The value at ``place`` now: its buffer's array if alive, else recomputed.
+        ``rebuilt`` maps the keys of buffers being rebuilt to the arrays that stand for them."""
         buffer = place.buffer
-        array = buffer.ref() if buffer.ref is not None else None
+        array = None if rebuilt is None else rebuilt.get(buffer.key)
+        if array is None:
+            array = buffer.ref() if buffer.ref is not None else None
         if array is None:
             array = self.values.get(buffer.key)
             if array is None:
-                array = self._recompute(buffer)
-        if place.whole:
-            return array
-        if buffer.c_contiguous:
-            flat = array.reshape(-1)
-        else:  # the memory the buffer spans, from its lowest byte
-            root = owner(array)
-            flat = np.ndarray(buffer.span, buffer.dtype, root, buffer.low - address(root))
-        return strided(flat, place.shape, place.dtype, place.offset, place.strides)
+                array = self._recompute(buffer, rebuilt)
+        return view(array, buffer, place)
 
-    def _recompute(self, buffer):
+    def _recompute(self, buffer, rebuilt):
         recipe = buffer.origin
         record = recipe.record
-        inputs = [self._read_all(x) for x in record.inputs]
-        settings = {k: self._read_all(v) for k, v in (record.settings or {}).items()}
+        inputs = [self.read_all(x, rebuilt) for x in record.inputs]
+        settings = {k: self.read_all(v, rebuilt) for k, v in (record.settings or {}).items()}
         primitive = record.primitive
         rule = getattr(primitive, "rule", None)
         if rule is not None:  # a rule: its outputs, without the pullback it also returns
@@ -229,11 +235,158 @@ class Recomputation:
                 y = y[recipe.output]
         else:
             y = primitive(*inputs, **settings)
-        if buffer.key in self.readers:
+        if rebuilt is None and buffer.key in self.readers:
+            # kept for the records left that read it; not what a rebuild computes on its way
+            # (those stay as long as the rebuild needs them)
             self.values[buffer.key] = y
         return y
 
-    def _read_all(self, x):
+    def read_all(self, x, rebuilt=None):
+        """``x`` (a recipe's input: a place, a constant, a list of them) as a value now."""
         if type(x) in (list, tuple):
-            return type(x)(self._read_all(e) for e in x)
-        return self.read(x) if _is_place(x) else x
+            return type(x)(self.read_all(e, rebuilt) for e in x)
+        return self.read(x, rebuilt) if _is_place(x) else x
+
+    def chain(self, place, inputs):
+        """The undo of a write into ``place`` from ``inputs`` (the places and values it reads),
+        when the replay can rebuild what it overwrites (see :class:`Chain`) under the memory
+        budget; None otherwise."""
+        buffer = place.buffer
+        array = buffer.ref() if buffer.ref is not None else None
+        if self.budget is None or array is None or not buffer.c_contiguous:
+            return None
+        reads = _reads(inputs)
+        if reads is None:
+            return None
+        chain = self.chains.get(buffer.key)
+        if chain is None:
+            chain = self.chains[buffer.key] = Chain(self, buffer, array, self.budget)
+        return chain.before_write(place, [(b, v) for b, v in reads[0] if b is not buffer])
+
+
+def keeps_memory(place, written):
+    """Whether a record that keeps the value at ``place`` after a write into the buffer
+    ``written`` holds memory for it: unless it is an argument's or the replay can recompute
+    it then."""
+    buffer = place.buffer
+    if type(buffer.ref) is Held:
+        return False
+    origin = buffer.origin
+    return origin is None or not origin.current() or any(b is written for b, _ in origin.depends)
+
+
+def view(array, buffer, place):
+    """The view at ``place`` of ``array``, all of ``buffer``."""
+    if place.whole:
+        return array
+    if buffer.c_contiguous:
+        flat = array.reshape(-1)
+    else:  # the memory the buffer spans, from its lowest byte
+        root = owner(array)
+        flat = np.ndarray(buffer.span, buffer.dtype, root, buffer.low - address(root))
+    return strided(flat, place.shape, place.dtype, place.offset, place.strides)
+
+
+class Chain:
+    """The writes into one buffer whose overwritten bytes the replay computes again instead of
+    saving them: binomial checkpointing over the recorded program, after Griewank's *revolve*.
+
+    The forward pass keeps a few snapshots of the whole buffer (at most half the budget,
+    evenly spaced: when they are too many, every other one goes and the spacing doubles), and
+    each write records how to redo it: its record, whose inputs are places of the buffer itself
+    (read from the copy being rebuilt) and recomputable temporaries. The replay needs the
+    buffer as it was before each write, newest first (``state_at``): from the nearest snapshot
+    below, it redoes the writes in between, leaving snapshots halfway on the way while the
+    budget allows (so reversing a stretch of L writes redoes about L log L of them), and drops
+    those above, which it will not need again. Nothing else may change what the redone writes
+    read: when a buffer they depend on is written, the next write starts from a snapshot kept
+    to the end (a barrier).
+    """
+
+    __slots__ = ("recomputation", "buffer", "array", "writes", "snapshots", "barriers", "budget",
+                 "spacing", "depends")
+
+    def __init__(self, recomputation, buffer, array, budget):
+        self.recomputation = recomputation
+        self.buffer = buffer
+        self.array = array  # held: the replay writes into it
+        self.writes = {}  # the version each write leaves -> (record, redo)
+        self.snapshots = {}  # version -> a copy of the whole buffer at that version
+        self.barriers = set()
+        self.budget = max(4, budget // max(1, array.nbytes))  # snapshots
+        self.spacing = 1
+        self.depends = {}  # what the writes since the last barrier read, by buffer key
+
+    def before_write(self, place, depends):
+        """Just before a write into ``place`` that reads ``depends``: snapshot if due; returns
+        the write's undo."""
+        version = self.buffer.version
+        if not self.snapshots or any(b.version != v for b, v in self.depends.values()):
+            self._snapshot(version, barrier=True)
+            self.depends = {}
+        elif version % self.spacing == 0:
+            self._snapshot(version, barrier=False)
+        for b, v in depends:
+            self.depends[b.key] = (b, v)
+        return Rebuild(self, version, place)
+
+    def _snapshot(self, version, barrier):
+        self.snapshots[version] = self.array.copy()
+        if barrier:
+            self.barriers.add(version)
+        forward = self.budget // 2
+        while len(self.snapshots) > forward and self.spacing < 1 << 30:
+            self.spacing *= 2
+            for v in [v for v in self.snapshots if v % self.spacing and v not in self.barriers]:
+                del self.snapshots[v]
+            if len(self.snapshots) <= len(self.barriers):
+                break
+
+    def wrote(self, inputs, written, redo):
+        """The write just made, into the place ``written`` from ``inputs`` (places and
+        values): ``redo(inputs, out)`` does it again."""
+        self.writes[self.buffer.version] = (inputs, written, redo)
+
+    def state_at(self, version):
+        """The whole buffer as it was at ``version`` (an array not to be written)."""
+        snapshots = self.snapshots
+        for v in [v for v in snapshots if v > version]:
+            del snapshots[v]
+        while True:
+            start = max(v for v in snapshots if v <= version)
+            if start == version:
+                return snapshots[start]
+            if len(snapshots) < self.budget and version - start > 1:
+                middle = (start + version + 1) // 2
+                snapshots[middle] = self._redo(snapshots[start], start, middle)
+            else:
+                return self._redo(snapshots[start], start, version)
+
+    def _redo(self, snapshot, start, stop):
+        """The buffer at version ``stop``: ``snapshot`` (at ``start``), the writes between
+        redone into a copy of it."""
+        work = snapshot.copy()
+        rebuilt = {self.buffer.key: work}
+        read_all = self.recomputation.read_all
+        for version in range(start + 1, stop + 1):
+            inputs, written, redo = self.writes[version]
+            redo(read_all(inputs, rebuilt), view(work, self.buffer, written))
+        return work
+
+
+class Rebuild:
+    """The undo of a write in a :class:`Chain`: the bytes it overwrote, from the state the
+    chain rebuilds."""
+
+    __slots__ = ("chain", "version", "place")
+
+    def __init__(self, chain, version, place):
+        self.chain = chain
+        self.version = version
+        self.place = place
+
+    def __call__(self):
+        chain = self.chain
+        state = chain.state_at(self.version)
+        np.copyto(view(chain.array, chain.buffer, self.place),
+                  view(state, chain.buffer, self.place))

@@ -52,7 +52,7 @@ from .errors import (
 from .levels import ACTIVE, LEVELS, Tracer, escaped
 from .levels import innermost as innermost_tracer
 from .products import CHUNK, times_partial
-from .recompute import Recomputation, give_recipe, small, track
+from .recompute import Rebuild, Recomputation, give_recipe, keeps_memory, small, track
 from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, RECOMPUTABLE, UFUNCS,
                        ElementwiseRule, NoClosedForm)
 from .shadows import Buffer, Place, overlapping
@@ -72,7 +72,7 @@ class ReverseTape(Tape):
 
     __slots__ = ("level", "outer", "frozen", "sums", "recomputation")
 
-    def __init__(self, policy, outer):
+    def __init__(self, policy, outer, memory=None):
         super().__init__(policy)
         self.level = next(LEVELS)
         self.outer = outer
@@ -80,7 +80,7 @@ class ReverseTape(Tape):
         self.sums = {}  # the checksums of their bytes, checked before the replay
         # Under nested differentiation every value is an array the outer one traces, and its
         # recomputation would have to be traced too: only the outermost recomputes.
-        self.recomputation = Recomputation() if outer is None else None
+        self.recomputation = Recomputation(memory) if outer is None else None
 
     def hold(self, kept, places):
         """What a record keeps of the values ``kept`` it reads at ``places`` (both lists, None
@@ -817,7 +817,7 @@ def check_destination(target, what):
 def record_write(primitive, target, write, inputs=(), values=None, *, settings=None, kept=None,
                  inverse=None, is_safe=None, growth=1.0, exactly=None, checkpoint=None,
                  inverse_reads=(), pullback=None, state=None, taken=True, key=None,
-                 undo_first=True, recompute=False):
+                 undo_first=True, recompute=False, redo=None):
     """The one in-place path: ``write()`` overwrites (part of) ``target``, an array of its tape
     (or several: a list, with a list of ``inverse``), and the write is recorded.
 
@@ -835,17 +835,27 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
 
     ``state`` is whatever else the pullback reads. With ``recompute``, the pullback and the
     inverse read the values they need from the record's ``kept``, which may then hold stand-ins
-    for values the replay can recompute (``ReverseTape.hold``). Returns the record.
+    for values the replay can recompute (``ReverseTape.hold``). Under a memory budget, a write
+    that would be checkpointed is instead rebuilt in the replay (``recompute.Chain``) where
+    ``redo(inputs, out)`` can do it again from what it read. Returns the record.
     """
     several = type(target) is list
     targets = target if several else [target]
     tape = targets[0].tape if targets else innermost(inputs)
     undos, kinds = [], []
+    recomputation = tape.recomputation
+    rebuilding = (redo is not None and not several and checkpoint is None
+                  and recomputation is not None and recomputation.budget is not None)
+    if rebuilding:
+        redo_inputs = recipe(inputs, values, None, tape)
     for t, inv in zip(targets, inverse if several else [inverse], strict=True):
         save = checkpoint or (lambda t=t: CopyBack(t.value))
+        if rebuilding:
+            save = lambda t=t: (recomputation.chain(place_of(t), redo_inputs)  # noqa: E731
+                                or CopyBack(t.value))
         undo = tape.undo_for(inv, is_safe, save, t.buffer.key, growth,
                              t.whole and checkpoint is None)
-        kind = "inverse" if undo is inv else "checkpoint"
+        kind = "inverse" if undo is inv else "rebuild" if type(undo) is Rebuild else "checkpoint"
         if undo is inv and exactly is not None:
             undo = exactly(undo)
             kind = ("inverse" if undo is inv else "checkpoint" if type(undo) is CopyBack
@@ -857,7 +867,7 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
     write()
     for t in targets:
         t.buffer.version += 1
-    inverting = any(kind != "checkpoint" for kind in kinds)
+    inverting = any(kind in ("inverse", "partial") for kind in kinds)
     held = kept
     if values is not None:
         if inverting and inverse_reads:
@@ -878,6 +888,8 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
                    ", ".join(sorted(set(kinds))) or "none", places[0] if taken else None, key,
                    undo_first)
     tape.record(record)
+    if type(record.undo) is Rebuild:
+        record.undo.chain.wrote(redo_inputs, places[0], redo)
     return record
 
 
@@ -938,6 +950,10 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
 
         if rule.growth is not None:
             growth = lambda: rule.growth(target, others)  # noqa: E731
+        if tape.recomputation is not None and tape.recomputation.budget is not None and any(
+                type(inputs[i]) is Traced and inputs[i].tape is tape
+                and keeps_memory(place_of(inputs[i]), out.buffer) for i in others_at):
+            inverse = None  # it would keep a value as large as a snapshot: rebuild instead
     if traced:
         if rule.decide is not None:
             kept.append(decision)
@@ -954,7 +970,8 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     record_write(primitive, out, lambda: ufunc(*values, out=target, **kwargs), inputs, values,
                  settings=kwargs or None, kept=kept, inverse=inverse, is_safe=is_safe,
                  growth=growth, exactly=exactly, inverse_reads=others_at, pullback=pullback,
-                 undo_first=rule.uses != "y", recompute=True)
+                 undo_first=rule.uses != "y", recompute=True,
+                 redo=lambda inputs, out: ufunc(*inputs, out=out, **kwargs))
     return out
 
 
