@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from mutad.bench import cli
+from mutad.bench import cli, peers
 from mutad.bench.workloads import DEFAULT_WORKLOADS
 
 TINY = ["--n", "20", "--steps", "3", "--reps", "1", "--no-progress"]
@@ -70,7 +70,7 @@ def test_csv_has_one_row_per_configuration(tiny_run):
     _, paths = tiny_run
     with open(paths["csv"], newline="") as file:
         rows = list(csv.DictReader(file))
-    assert len(rows) == len(DEFAULT_WORKLOADS) * 2  # one per workload and policy
+    assert len(rows) == len(DEFAULT_WORKLOADS) * len(peers.MUTAD_SYSTEMS)  # per workload, system
     assert {"workload", "system", "peak_extra_mib", "ratio_to_numpy_median", "gradient_error",
             "python", "cpu", "method"} <= set(rows[0])
     assert all(row["status"] == "ok" for row in rows)

@@ -7,7 +7,8 @@ The layers, lowest first (CONTRIBUTING.md, "Architecture", says what each holds)
                                             NumPy's LinAlgError, as a base class)
     1  views shadows trees allocation      NumPy plumbing, and the caller's side of a
        arguments                            differentiation
-    2  arraylike products                  the array layer both engines share
+    2  arraylike products recompute        the array layer both engines share,
+                                            and recomputation
     3  tracing | forward                   the engines, reverse and forward: apart
     4  custom rules rules.*                rules, and the functions users give rules to
     5  api listing testing linalg        what users call

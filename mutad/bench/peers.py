@@ -20,7 +20,10 @@ import numpy as np
 import mutad
 
 POLICIES = ("restore", "checkpoint")
-MUTAD_SYSTEMS = tuple(f"mutad-{policy}" for policy in POLICIES)
+BUDGET_STATES = 8
+"""mutad-budget: the restore policy with ``memory=`` this many times the largest argument's
+bytes, for the writes that cannot be inverted (W6, heat-explicit)."""
+MUTAD_SYSTEMS = (*(f"mutad-{policy}" for policy in POLICIES), "mutad-budget")
 PEER_MODULES = {"torch": "torch", "jax": "jax", "autograd": "autograd"}
 SYSTEMS = (*MUTAD_SYSTEMS, "numpy", *PEER_MODULES)
 """Every system, in the order tables list them. "numpy" is the plain forward, no AD."""
@@ -148,10 +151,15 @@ def _autograd_gradient(loss, inputs, rest=()):
 # mutad and plain NumPy: the functions of workloads.py as they are.
 
 
-def _mutad(problem, policy):
+def _mutad(problem, system):
+    policy = "restore" if system == "mutad-budget" else system.removeprefix("mutad-")
+    memory = None
+    if system == "mutad-budget":
+        memory = BUDGET_STATES * max(np.asarray(a).nbytes for a in problem.args)
+
     def gradient():
         return mutad.value_and_gradient(problem.loss, *problem.args, argnums=problem.argnums,
-                                        policy=policy)
+                                        policy=policy, memory=memory)
 
     def to_numpy(result):
         value, gradients = result
@@ -480,7 +488,7 @@ def has_implementation(system, workload_name):
 def implementation(system, workload_name, problem):
     """``system``'s version of ``problem``; None for "numpy", which has no gradient."""
     if system in MUTAD_SYSTEMS:
-        return _mutad(problem, system.removeprefix("mutad-"))
+        return _mutad(problem, system)
     if system == "numpy":
         return None
     try:
@@ -519,7 +527,7 @@ def behaviour(system, problem):
     a, b = problem.args
     original_a = a.tobytes()
     if system in MUTAD_SYSTEMS:
-        policy = system.removeprefix("mutad-")
+        policy = "restore" if system == "mutad-budget" else system.removeprefix("mutad-")
 
         def literal(a, b):
             a += b
