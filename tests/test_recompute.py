@@ -74,19 +74,24 @@ def test_recomputed_temporaries_give_the_gradient_of_kept_ones(policy):
     mutad.check_grads(lambda q, p: leapfrog(q, p, 2), *state())
 
 
+def growth_per_step(gradient, few, many):
+    """The growth of the peak memory of ``gradient(steps)`` per step, from ``few`` to ``many``
+    steps (NumPy reports its arrays to tracemalloc)."""
+    peaks = []
+    for steps in (few, many):
+        tracemalloc.start()
+        gradient(steps)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    return (peaks[1] - peaks[0]) / (many - few)
+
+
 def test_memory_does_not_grow_with_the_number_of_steps():
     n = 100_000
-
-    def peak(steps):
-        q, p = state(n)
-        tracemalloc.start()
-        mutad.gradient(lambda q, p: leapfrog(q, p, steps), q, p)
-        high = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        return high
-
+    q, p = state(n)
+    per_step = growth_per_step(
+        lambda steps: mutad.gradient(lambda q, p: leapfrog(q, p, steps), q, p), 4, 24)
     # Keeping the temporaries costs several states per step; the records alone, a few KiB.
-    per_step = (peak(24) - peak(4)) / 20
     assert per_step < n * 8 / 8, per_step
 
 
@@ -156,16 +161,9 @@ def test_a_budget_gives_the_checkpoint_policys_gradient_of_writes_that_cannot_be
 
 def test_a_budget_bounds_the_memory_of_writes_that_cannot_be_inverted():
     n = 100_000
-
-    def peak(steps):
-        u = np.sin(np.linspace(0, 3, n))
-        tracemalloc.start()
-        mutad.gradient(lambda u: heat(u, steps), u, memory=6 * u.nbytes)
-        high = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        return high
-
-    per_step = (peak(44) - peak(4)) / 40
+    u = np.sin(np.linspace(0, 3, n))
+    per_step = growth_per_step(
+        lambda steps: mutad.gradient(lambda u: heat(u, steps), u, memory=6 * u.nbytes), 4, 44)
     assert per_step < n * 8 / 8, per_step
 
 
