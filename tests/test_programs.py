@@ -12,6 +12,7 @@ compared pair is within ``KINK_MARGIN`` of a tie, measured on a plain NumPy run.
 
 import math
 from dataclasses import dataclass
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 
 import mutad
 import random_programs as rp
-from mutad import recompute
+from mutad import recompute, tracing
 from strategies import axis_slices, slice_text
 
 POLICIES = ("restore", "checkpoint")
@@ -334,6 +335,15 @@ def check_drawn(program, policy):
 @given(programs(max_steps=8), st.sampled_from(POLICIES))
 def test_random_in_place_programs(program, policy):
     check_drawn(program, policy)
+
+
+@settings(max_examples=100)
+@given(programs(max_steps=8), st.sampled_from(POLICIES))
+def test_random_in_place_programs_under_a_memory_budget(program, policy):
+    """Every write that would be checkpointed is rebuilt from snapshots (a budget of 0 keeps
+    the fewest the schedule allows)."""
+    with mock.patch.object(tracing, "Recomputation", lambda budget: recompute.Recomputation(0)):
+        check_drawn(program, policy)
 
 
 @settings(max_examples=100)
