@@ -19,21 +19,49 @@ def writable(a):
 def times_partial(dy, partial, y, values, out):
     """``out = dy * partial(y, *values)``. For large arrays of one shape the partial is
     evaluated a piece at a time, so its temporaries stay small and in cache."""
-    if type(dy) is not np.ndarray or dy.size < 4 * CHUNK or not dy.flags.c_contiguous \
-            or not out.flags.c_contiguous or not writable(out):
+    pieces = _pieces(dy, out, y, values)
+    if pieces is None:
         return _times(dy, partial(y, *values), out)
-    pieces = []
+    flat_dy, flat_out = dy.reshape(-1), out.reshape(-1)
+    for part, args in pieces:
+        times(flat_dy[part], partial(*args), flat_out[part])
+    return out
+
+
+def add_times_partial(into, dy, partial, y, values):
+    """``into += dy * partial(y, *values)`` a piece at a time, so no temporary of ``dy``'s size
+    is made: for accumulating into a shadow that already exists. Returns False, having done
+    nothing, where the arrays cannot be taken in pieces (the caller then forms the product
+    whole)."""
+    if wrapped(into) or not into.flags.c_contiguous:
+        return False
+    pieces = _pieces(dy, into, y, values)
+    if pieces is None:
+        return False
+    flat_dy, flat_into = dy.reshape(-1), into.reshape(-1)
+    scratch = np.empty(min(CHUNK, dy.size), np.result_type(dy, into))
+    for part, args in pieces:
+        d = flat_dy[part]
+        product = times(d, partial(*args), scratch[:d.size])
+        np.add(flat_into[part], product, out=flat_into[part])
+    return True
+
+
+def _pieces(dy, out, y, values):
+    """``(part, arguments of the partial)`` for each piece of the flat arrays, or None where
+    they are not taken in pieces: small, or not all C-contiguous arrays of ``dy``'s shape
+    (scalars aside), or belonging to an outer differentiation, or ``out`` not writable."""
+    if type(dy) is not np.ndarray or dy.size < 4 * CHUNK or not dy.flags.c_contiguous \
+            or out.shape != dy.shape or not out.flags.c_contiguous or not writable(out):
+        return None
+    flat = []
     for v in (y, *values):
         if wrapped(v) or (type(v) is np.ndarray and v.ndim and (
                 v.shape != dy.shape or not v.flags.c_contiguous)):
-            return _times(dy, partial(y, *values), out)
-        pieces.append(v.reshape(-1) if type(v) is np.ndarray and v.ndim else v)
-    flat_dy, flat_out = dy.reshape(-1), out.reshape(-1)
-    for start in range(0, dy.size, CHUNK):
-        part = slice(start, start + CHUNK)
-        args = [v[part] if type(v) is np.ndarray and v.ndim else v for v in pieces]
-        times(flat_dy[part], partial(*args), flat_out[part])
-    return out
+            return None
+        flat.append(v.reshape(-1) if type(v) is np.ndarray and v.ndim else v)
+    return ((part, [v[part] if type(v) is np.ndarray and v.ndim else v for v in flat])
+            for part in (slice(start, start + CHUNK) for start in range(0, dy.size, CHUNK)))
 
 
 def _times(dy, p, out):

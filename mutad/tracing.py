@@ -51,7 +51,7 @@ from .errors import (
 )
 from .levels import ACTIVE, LEVELS, Tracer, escaped
 from .levels import innermost as innermost_tracer
-from .products import CHUNK, times_partial
+from .products import CHUNK, add_times_partial, times_partial
 from .recompute import Rebuild, Recomputation, give_recipe, keeps_memory, small, track
 from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, RECOMPUTABLE, UFUNCS,
                        ElementwiseRule, NoClosedForm)
@@ -574,19 +574,33 @@ def _add_all(shadows, rows, primals):
 
 
 def _elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
-    """Accumulate ``dy * partial`` into each traced input; the last one reuses ``dy``'s memory."""
-    last = traced[-1]
+    """Accumulate ``dy * partial`` into each traced input. Into a shadow that exists already
+    the product is added a piece at a time; of the others, one (of ``dy``'s shape if any)
+    takes ``dy``'s own memory as its new shadow, after every other product has read ``dy``,
+    and the rest get fresh memory."""
     rows = []
+    pending = []
     for i in traced:
         partial = rule.partials[i]
-        if partial is ONE and i != last and places[i].shape == dy.shape \
-                and shadows.get(places[i]) is not None:
-            shadows.add(places[i], dy)  # an existing shadow takes dy as it is: no copy
-            continue
+        if places[i].shape == dy.shape:
+            existing = shadows.get(places[i])
+            if existing is not None and not overlapping(places[i]):
+                if partial is ONE:
+                    shadows.add(places[i], dy)  # an existing shadow takes dy as it is: no copy
+                    continue
+                if add_times_partial(existing, dy, partial, y, values):
+                    continue
+        pending.append(i)
+    if not pending:
+        return
+    reuser = next((i for i in pending if places[i].shape == dy.shape), pending[-1])
+    for i in (*(i for i in pending if i != reuser), reuser):
+        partial = rule.partials[i]
         if partial is ONE:
-            g = dy if i == last else dy.copy()
+            g = dy if i == reuser else dy.copy()
         else:
-            g = times_partial(dy, partial, y, values, dy if i == last else np.empty_like(dy))
+            g = times_partial(dy, partial, y, values,
+                              dy if i == reuser else np.empty_like(dy))
         rows.append((places[i], unbroadcast(g, places[i].shape)))
     for p, g in rows:
         shadows.add(p, g, owned=True)

@@ -155,6 +155,38 @@ def test_partials_evaluated_piecewise_give_the_same_gradient(monkeypatch, rng, p
     mutad.check_grads(f, x, w, 0.5, policy=policy)
 
 
+@pytest.mark.parametrize("chunk", [3, 1 << 20])
+def test_products_added_into_existing_shadows_piecewise(monkeypatch, rng, chunk):
+    # A partial's product is added into an input's shadow a piece at a time where that shadow
+    # exists already; the gradient is the one the whole products give, bit for bit.
+    import mutad.products
+
+    monkeypatch.setattr(mutad.products, "CHUNK", chunk)
+    x, w = rng.uniform(0.2, 1.2, (5, 7)), rng.uniform(0.2, 1.2, (5, 7))
+
+    def f(x, w):
+        a = np.sin(x)
+        a *= x                     # x's shadow exists when this is reversed
+        b = np.tanh(a)
+        b += x
+        b *= w                     # neither shadow exists: one takes the cotangent's memory
+        c = x * x                  # one buffer twice
+        return (np.exp(b) * a).sum() + (c * w).sum() + x.sum()
+
+    # A zero cotangent times an infinite partial (sqrt at 0) adds zero to an existing shadow.
+    z = np.tile([0.0, 0.0, 1.0, 4.0, 0.0, 9.0, 0.25], 2)
+    mask = (z != 0).astype(float)
+    grad = mutad.gradient(lambda z: (np.sqrt(z) * mask).sum() + z.sum(), z)[0]
+    assert np.array_equal(grad, 1.0 + mask * np.where(z == 0, 0.0, 0.5 / np.sqrt(z + (z == 0))))
+
+    x0 = x.tobytes()
+    grads = mutad.gradient(f, x, w)
+    assert x.tobytes() == x0
+    mutad.check_grads(f, x, w)
+    monkeypatch.setattr(mutad.products, "CHUNK", 1 << 20)
+    assert all(np.array_equal(g, e) for g, e in zip(grads, mutad.gradient(f, x, w)))
+
+
 def test_out_passed_positionally(rng):
     def f(a, b):
         c = np.zeros_like(a)
