@@ -95,10 +95,13 @@ def whole(buffer):
 
 
 class Shadows:
-    """Shadows by buffer key: ``key -> [buffer, shadow, flat]``.
+    """Shadows by buffer key: ``key -> [buffer, shadow, flat, sharers]``.
 
     ``shadow`` has the buffer's shape and strides; ``flat`` covers the buffer's bytes, for
     mapping views into it, and is made on the first view lookup when the shadow was adopted.
+    ``sharers`` is None, or the list of the keys whose shadows are this same memory (``share``:
+    equal cotangents, one copy); every method that writes a shadow or hands it out first gives
+    a shadow still shared a copy of its own (``_own``), so sharing is never seen.
     """
 
     __slots__ = ("entries",)
@@ -111,7 +114,19 @@ class Shadows:
         if entry is None:
             flat = np.zeros(buffer.span, buffer.dtype)
             shadow = np.ndarray(buffer.shape, buffer.dtype, flat, buffer.offset, buffer.strides)
-            entry = self.entries[buffer.key] = [buffer, shadow, flat]
+            entry = self.entries[buffer.key] = [buffer, shadow, flat, None]
+        return self._own(entry)
+
+    @staticmethod
+    def _own(entry):
+        """``entry``, with a shadow of its own memory if it shared one."""
+        sharers = entry[3]
+        if sharers is not None:
+            entry[3] = None
+            sharers.remove(entry[0].key)
+            if sharers:
+                entry[1] = entry[1].copy()  # whole and C-contiguous, as every shared shadow
+                entry[2] = None
         return entry
 
     @staticmethod
@@ -139,7 +154,7 @@ class Shadows:
     def get(self, place):
         """The shadow at ``place``, or None if no gradient reached its buffer."""
         entry = self.entries.get(place.buffer.key)
-        return None if entry is None else self._view(entry, place)
+        return None if entry is None else self._view(self._own(entry), place)
 
     def of(self, place, like=None):
         """The shadow at ``place``, its buffer's shadow created zero-filled if needed; traced
@@ -147,14 +162,24 @@ class Shadows:
         entry = self._entry(place.buffer)
         return self._view(entry if like is None else self._traced_like(entry, like), place)
 
-    def pop(self, buffer):
+    def pop(self, buffer, read_only=False):
         """Take ``buffer``'s whole shadow out of the cache, or None if it has none.
 
         Called by the record that created the buffer: nothing older can read it, so the
-        shadow is handed to the pullback, which may reuse its memory.
+        shadow is handed to the pullback, which may reuse its memory. ``read_only``: the caller
+        only reads it, so a shadow another buffer still shares comes as a read-only view of
+        that memory, not a copy (the caller must not hold it past a write into a shadow).
         """
         entry = self.entries.pop(buffer.key, None)
-        return None if entry is None else entry[1]
+        if entry is None:
+            return None
+        sharers = entry[3]
+        if read_only and sharers is not None and len(sharers) > 1:
+            sharers.remove(entry[0].key)
+            view = entry[1].view()
+            view.flags.writeable = False
+            return view
+        return self._own(entry)[1]
 
     def take(self, place, key=None):
         """Read the cotangent of the values an in-place write left at ``place`` (at the
@@ -187,7 +212,7 @@ class Shadows:
                     and g.shape == buffer.shape and g.flags.c_contiguous and g.flags.writeable):
                 g = np.array(np.broadcast_to(g, buffer.shape), dtype=buffer.dtype, order="C",
                              like=g if wrapped(g) else None)
-            self.entries[buffer.key] = [buffer, g, None]
+            self.entries[buffer.key] = [buffer, g, None, None]
             return
         entry = self._traced_like(self._entry(buffer), g)
         if overlapping(place):
@@ -195,6 +220,14 @@ class Shadows:
             return
         view = self._view(entry, place)
         view += g
+
+    def share(self, buffers, g):
+        """Make the array ``g``, which nobody else will read or write, the shadow of each of
+        ``buffers``: whole, C-contiguous buffers of ``g``'s shape and dtype that have no shadow
+        yet (the cotangents of ``a + b``, equal), so they cost one array, not one each."""
+        sharers = [buffer.key for buffer in buffers]
+        for buffer in buffers:
+            self.entries[buffer.key] = [buffer, g, None, sharers]
 
     def _add_overlapping(self, entry, place, g):
         """``shadow += g`` where several elements of ``place`` are one element of memory
@@ -222,7 +255,8 @@ class Shadows:
         entry = self.entries.get(place.buffer.key)
         if entry is None:
             return np.zeros(place.shape, place.dtype)
-        if hand_over and place.whole and entry[1].flags.c_contiguous:
+        if hand_over and place.whole and entry[1].flags.c_contiguous and (
+                entry[3] is None or len(entry[3]) == 1):
             del self.entries[place.buffer.key]
             return entry[1]
         return np.copy(self._view(entry, place))

@@ -575,26 +575,36 @@ def _add_all(shadows, rows, primals):
 
 def _elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
     """Accumulate ``dy * partial`` into each traced input. Into a shadow that exists already
-    the product is added a piece at a time; of the others, one (of ``dy``'s shape if any)
-    takes ``dy``'s own memory as its new shadow, after every other product has read ``dy``,
-    and the rest get fresh memory."""
-    rows = []
+    the product is added a piece at a time. Of the others, those whose partial is 1 and that
+    are whole buffers of ``dy``'s layout share ``dy``'s own memory as their new shadow (else
+    one of them, of ``dy``'s shape if any, takes it), after every other product has read
+    ``dy``; the rest get fresh memory."""
+    existing = {}
+    for i in traced:
+        if places[i].shape == dy.shape and not overlapping(places[i]):
+            shadow = shadows.get(places[i])
+            if shadow is not None:
+                existing[i] = shadow
+                if not dy.flags.writeable and np.may_share_memory(dy, shadow):
+                    dy = dy.copy()  # a shared shadow, about to be written: read a copy
     pending = []
     for i in traced:
         partial = rule.partials[i]
-        if places[i].shape == dy.shape:
-            existing = shadows.get(places[i])
-            if existing is not None and not overlapping(places[i]):
-                if partial is ONE:
-                    shadows.add(places[i], dy)  # an existing shadow takes dy as it is: no copy
-                    continue
-                if add_times_partial(existing, dy, partial, y, values):
-                    continue
+        if i in existing:
+            if partial is ONE:
+                shadows.add(places[i], dy)  # an existing shadow takes dy as it is: no copy
+                continue
+            if add_times_partial(existing[i], dy, partial, y, values):
+                continue
         pending.append(i)
     if not pending:
         return
-    reuser = next((i for i in pending if places[i].shape == dy.shape), pending[-1])
-    for i in (*(i for i in pending if i != reuser), reuser):
+    sharing = _sharing(rule, dy, places, pending, shadows)
+    reuser = None if sharing else next(
+        (i for i in pending if places[i].shape == dy.shape), pending[-1])
+    rows = []
+    for i in (*(i for i in pending if i != reuser and i not in sharing),
+              *([] if reuser is None else [reuser])):
         partial = rule.partials[i]
         if partial is ONE:
             g = dy if i == reuser else dy.copy()
@@ -602,8 +612,28 @@ def _elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
             g = times_partial(dy, partial, y, values,
                               dy if i == reuser else np.empty_like(dy))
         rows.append((places[i], unbroadcast(g, places[i].shape)))
+    if sharing:
+        shadows.share([places[i] for i in sharing], dy)
     for p, g in rows:
         shadows.add(p, g, owned=True)
+
+
+def _sharing(rule, dy, places, pending, shadows):
+    """The inputs among ``pending`` that may share ``dy``'s memory as their new shadow: if
+    there are several, those whose partial is 1 and that are distinct whole C-contiguous
+    buffers of ``dy``'s shape and dtype with no shadow yet; ``dy`` must be writable."""
+    if type(dy) is not np.ndarray or not dy.flags.writeable or not dy.flags.c_contiguous:
+        return []
+    sharing, keys = [], set()
+    for i in pending:
+        buffer = places[i]
+        if rule.partials[i] is ONE and buffer.whole and type(buffer) is Buffer \
+                and buffer.c_contiguous and buffer.shape == dy.shape \
+                and buffer.dtype == dy.dtype and buffer.key not in keys \
+                and shadows.get(buffer) is None:
+            sharing.append(i)
+            keys.add(buffer.key)
+    return sharing if len(sharing) > 1 else []
 
 
 def _differentiable(ufunc, rule, pattern, count):
@@ -686,7 +716,7 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
 def _elementwise_pullback(record, shadows, _):
     """The pullback of a pure elementwise operation: ``state`` is [rule, output value if the
     partials read it, the differentiated inputs' positions]."""
-    dy = shadows.pop(record.outputs[0])
+    dy = shadows.pop(record.outputs[0], read_only=True)
     if dy is not None:
         rule, y, traced = record.state
         _elementwise_cotangents(shadows, rule, dy, y, record.inputs, record.kept, traced)

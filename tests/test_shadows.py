@@ -223,3 +223,38 @@ def test_distinct_buffers_have_distinct_shadows():
     shadows = Shadows()
     shadows.of(traced(first, first))[...] = 1.0
     assert not shadows.of(traced(second, second)).any()
+
+
+def test_shared_shadows_are_never_seen_sharing():
+    # Equal cotangents (of a + b) may be one array for several buffers; every write, take or
+    # hand-over through one of them first gives it memory of its own, so no other one moves.
+    first, second, third = np.zeros(6), np.zeros(6), np.zeros(6)
+    a, b, c = Buffer(first), Buffer(second), Buffer(third)
+    for b_ in (a, b, c):
+        b_.note_address(first if b_ is a else second if b_ is b else third)
+    cache = _Shadows()
+    g = np.arange(6.0)
+    cache.share([a, b, c], g)
+    cache.add(a, np.ones(6))                             # a write: a gets its own copy
+    np.testing.assert_array_equal(cache.get(a), np.arange(6.0) + 1)
+    popped = cache.pop(b, read_only=True)                # still shared with c: a read-only view
+    assert not popped.flags.writeable
+    np.testing.assert_array_equal(popped, np.arange(6.0))
+    of_view = cache.of(Place(c, False, 8, (2,), (16,), c.dtype))   # c is the last: no copy
+    of_view[...] = -1.0
+    np.testing.assert_array_equal(cache.get(c), [0.0, -1.0, 2.0, -1.0, 4.0, 5.0])
+    assert cache.pop(a) is not cache.get(c)
+
+
+def test_a_shared_shadow_taken_or_released_is_a_copy_of_its_own():
+    first, second = np.zeros(4), np.zeros(4)
+    a, b = Buffer(first), Buffer(second)
+    cache = _Shadows()
+    cache.share([a, b], np.full(4, 2.0))
+    taken = cache.take(a)
+    taken += 1.0
+    np.testing.assert_array_equal(cache.get(b), np.full(4, 2.0))
+    cache.share([a, Buffer(np.zeros(4))], np.full(4, 3.0))
+    released = cache.release(a, hand_over=True)
+    released += 1.0
+    np.testing.assert_array_equal(cache.release(a, hand_over=True), np.full(4, 3.0))

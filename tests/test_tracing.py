@@ -187,6 +187,35 @@ def test_products_added_into_existing_shadows_piecewise(monkeypatch, rng, chunk)
     assert all(np.array_equal(g, e) for g, e in zip(grads, mutad.gradient(f, x, w)))
 
 
+@pytest.mark.parametrize("chunk", [3, 1 << 20])
+def test_equal_cotangents_share_memory_unseen(monkeypatch, rng, chunk):
+    # The cotangents of a + b are one array for both until one of them is written; a pullback
+    # reading one while writing the other reads what it held (here x's shadow is b's when
+    # b = x * w is reversed).
+    import mutad.products
+
+    monkeypatch.setattr(mutad.products, "CHUNK", chunk)
+    x, w = rng.uniform(0.2, 1.2, 14), rng.uniform(0.2, 1.2, 14)
+
+    def f(x, w):
+        b = x * w
+        b += x
+        c = np.sin(b) + w
+        return (c * c).sum()
+
+    gx, gw = mutad.gradient(f, x, w)
+    db = 2 * (np.sin(x * w + x) + w) * np.cos(x * w + x)
+    np.testing.assert_allclose(gx, db * (w + 1), rtol=1e-13)
+    np.testing.assert_allclose(gw, db * x + 2 * (np.sin(x * w + x) + w), rtol=1e-13)
+    mutad.check_grads(f, x, w)
+
+    # Arguments' gradients that were one shared array come back as arrays of their own.
+    gx, gy = mutad.gradient(lambda x, y: (x + y).sum(), x, w)
+    assert not np.shares_memory(gx, gy)
+    gx += 1.0
+    np.testing.assert_array_equal(gy, np.ones(14))
+
+
 def test_out_passed_positionally(rng):
     def f(a, b):
         c = np.zeros_like(a)
