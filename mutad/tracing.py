@@ -585,7 +585,8 @@ def _elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
             shadow = shadows.get(places[i])
             if shadow is not None:
                 existing[i] = shadow
-                if not dy.flags.writeable and np.may_share_memory(dy, shadow):
+                if type(dy) is np.ndarray and not dy.flags.writeable \
+                        and np.may_share_memory(dy, shadow):
                     dy = dy.copy()  # a shared shadow, about to be written: read a copy
     pending = []
     for i in traced:
