@@ -162,7 +162,7 @@ class Run:
         """Write back the caller's original bytes, make frozen constants writable again, and
         drop the tape."""
         thaw(self.tape)
-        self.tape.records.clear()
+        self.tape.clear()
         self.originals.restore()
 
 

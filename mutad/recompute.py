@@ -10,8 +10,10 @@ in between included) has been written since it was computed (``Recipe.current``)
 
 What a recomputation reads must then exist at that point of the replay:
 
-* arrays held for the whole differentiation (``Held``): the arguments, and any array a record
-  keeps (pinned when it is kept);
+* arrays held for the whole differentiation (``Held``): the arguments, and the constants
+  recipes read;
+* arrays an older record keeps (``Kept``): alive until the replay passes that record, so for
+  every record made after it;
 * arrays written in place before: the undo of each write holds its target until the replay
   reaches it;
 * other temporaries, themselves read or recomputed the same way (the program may still hold
@@ -21,8 +23,8 @@ A record holds a :class:`Lazy` stand-in instead of a value (``hold``) where that
 the work of recomputing it (the elements computed by the chain of temporaries it recomputes,
 counted as if none of them were alive) is at most ``WORK`` per element it saves, and it is not
 small (below ``SMALL`` bytes the memory saved is less than a record's own, and the call costs
-more than the arithmetic). Otherwise the record keeps the value, and pins its buffer, so that
-later recipes may read it.
+more than the arithmetic). Otherwise the record keeps the value, and marks its buffer
+``Kept``, so that later recipes may read it.
 
 The replay resolves a record's stand-ins just before it runs (``Recomputation.resolve``), and
 keeps a recomputed value only while records that will read it remain (``release``).
@@ -53,6 +55,13 @@ SMALL = 4096
 def small(value):
     """Whether the array ``value`` is small enough to keep rather than recompute."""
     return value.nbytes < SMALL
+
+
+class Kept(weakref.ref):
+    """A weak reference to the array of a buffer that a record keeps: whatever reads it in the
+    replay of a newer record finds it alive."""
+
+    __slots__ = ()
 
 
 class Held:
@@ -119,12 +128,18 @@ def _is_place(x):
 
 def _pin(buffer):
     """Hold the array of ``buffer`` (which the program still holds) from now on."""
-    if type(buffer.ref) is weakref.ReferenceType:
+    if type(buffer.ref) is not Held and buffer.ref is not None:
         array = buffer.ref()
         if array is not None:
             buffer.ref = Held(array)
             return True
     return type(buffer.ref) is Held
+
+
+def _alive(buffer):
+    """Whether the array of ``buffer`` exists when the replay reaches any record made from now
+    on (an argument's, one a record keeps, or one written in place, which the undos hold)."""
+    return buffer.version > 0 or type(buffer.ref) is Held or type(buffer.ref) is Kept
 
 
 def _reads(items):
@@ -139,7 +154,7 @@ def _reads(items):
                 return None
             continue
         source = x.buffer
-        if source.version > 0 or type(source.ref) is Held:  # alive during the replay
+        if _alive(source):
             depends.append((source, source.version))
         elif source.origin is not None and source.origin.current():
             depends.extend(source.origin.depends)
@@ -177,15 +192,17 @@ class Recomputation:
     def hold(self, place, value):
         """What a record keeps of ``value``, which it reads at ``place``: a :class:`Lazy`
         stand-in if it can be recomputed when the replay reaches the record and that is worth
-        it; else ``value`` itself, whose buffer is then pinned."""
+        it; else ``value`` itself, its buffer marked ``Kept``."""
         buffer = place.buffer
         origin = buffer.origin
         if origin is not None and origin.current() and not small(value):
             key = buffer.key
             self.readers[key] = self.readers.get(key, 0) + 1
             return Lazy(place)
-        if buffer.ref is not None:
-            _pin(buffer)
+        if type(buffer.ref) is weakref.ReferenceType:  # the record keeps it: say so
+            array = buffer.ref()
+            if array is not None:
+                buffer.ref = Kept(array)
         return value
 
     def resolve(self, items):
@@ -247,6 +264,12 @@ class Recomputation:
             return type(x)(self.read_all(e, rebuilt) for e in x)
         return self.read(x, rebuilt) if _is_place(x) else x
 
+    def clear(self):
+        """Forget everything: the differentiation is over."""
+        self.readers.clear()
+        self.values.clear()
+        self.chains.clear()
+
     def chain(self, place, inputs):
         """The undo of a write into ``place`` from ``inputs`` (the places and values it reads),
         when the replay can rebuild what it overwrites (see :class:`Chain`) under the memory
@@ -269,7 +292,7 @@ def keeps_memory(place, written):
     ``written`` holds memory for it: unless it is an argument's or the replay can recompute
     it then."""
     buffer = place.buffer
-    if type(buffer.ref) is Held:
+    if type(buffer.ref) is Held or type(buffer.ref) is Kept:  # held anyway
         return False
     origin = buffer.origin
     return origin is None or not origin.current() or any(b is written for b, _ in origin.depends)
@@ -304,7 +327,7 @@ class Chain:
     """
 
     __slots__ = ("recomputation", "buffer", "array", "writes", "snapshots", "barriers", "budget",
-                 "spacing", "depends")
+                 "spacing", "depends", "first")
 
     def __init__(self, recomputation, buffer, array, budget):
         self.recomputation = recomputation
@@ -316,6 +339,7 @@ class Chain:
         self.budget = max(4, budget // max(1, array.nbytes))  # snapshots
         self.spacing = 1
         self.depends = {}  # what the writes since the last barrier read, by buffer key
+        self.first = buffer.version  # the version before its first write
 
     def before_write(self, place, depends):
         """Just before a write into ``place`` that reads ``depends``: snapshot if due; returns
@@ -390,3 +414,6 @@ class Rebuild:
         state = chain.state_at(self.version)
         np.copyto(view(chain.array, chain.buffer, self.place),
                   view(state, chain.buffer, self.place))
+        if self.version == chain.first:  # its first write: nothing left to rebuild
+            chain.snapshots.clear()
+            chain.writes.clear()

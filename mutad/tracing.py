@@ -112,6 +112,14 @@ class ReverseTape(Tape):
                 buffer.origin = None
             if keys:
                 recomputation.release(keys)
+        self.clear()
+
+    def clear(self):
+        """Drop the records, and what recomputation kept beside them (its chains refer back to
+        it: without this the garbage collector would have to free them)."""
+        self.records.clear()
+        if self.recomputation is not None:
+            self.recomputation.clear()
 
     def lift(self, y):
         """``y`` as an array this tape traces, a constant to it unless it already is traced

@@ -1,6 +1,7 @@
 """Recomputation: temporaries the reverse pass computes again from their recipes instead of
 keeping them alive (mutad/recompute.py)."""
 
+import gc
 import tracemalloc
 
 import numpy as np
@@ -188,3 +189,31 @@ def test_a_write_that_reads_an_array_changed_later_starts_from_a_snapshot_of_its
 def test_the_budget_is_a_number_of_bytes():
     with pytest.raises(PolicyError):
         mutad.gradient(lambda x: np.sum(x * x), np.ones(3), memory="a lot")
+
+
+def chain_of_writes(x):
+    a = np.sin(x)
+    a *= x
+    b = np.tanh(a)
+    b += x
+    b *= -0.1
+    c = np.exp(b)
+    c *= a
+    np.cos(c, out=c)
+    return c.sum()
+
+
+def test_a_budget_leaves_nothing_behind_for_the_garbage_collector():
+    """Regression: the snapshots of a budget stayed alive after the gradient returned, in a
+    reference cycle, until the garbage collector ran."""
+    x = np.linspace(0, 1, 200_000)
+    gc.disable()
+    try:
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        grad = mutad.gradient(chain_of_writes, x, memory=8 * x.nbytes)
+        left = tracemalloc.get_traced_memory()[0] - base - grad[0].nbytes
+        tracemalloc.stop()
+    finally:
+        gc.enable()
+    assert left < 0.5 * x.nbytes, left / x.nbytes
