@@ -137,8 +137,9 @@ def _pin(buffer):
 
 
 def _alive(buffer):
-    """Whether the array of ``buffer`` exists when the replay reaches any record made from now
-    on (an argument's, one a record keeps, or one written in place, which the undos hold)."""
+    """Whether the array of ``buffer`` (not a constant) exists when the replay reaches any record
+    made from now on: an argument's, one a record keeps, or one written in place (the undos of
+    its writes hold it)."""
     return buffer.version > 0 or type(buffer.ref) is Held or type(buffer.ref) is Kept
 
 
@@ -154,13 +155,16 @@ def _reads(items):
                 return None
             continue
         source = x.buffer
-        if _alive(source):
+        if source.constant:  # allocated by the program: hold it, and undo later writes into it
+            if not _pin(source):
+                return None
+            source.read = True
+            depends.append((source, source.version))
+        elif _alive(source):
             depends.append((source, source.version))
         elif source.origin is not None and source.origin.current():
             depends.extend(source.origin.depends)
             cost += source.origin.cost
-        elif source.constant and _pin(source):  # allocated by the program: hold it
-            depends.append((source, source.version))
         else:
             return None
     return depends, cost
@@ -327,7 +331,7 @@ class Chain:
     """
 
     __slots__ = ("recomputation", "buffer", "array", "writes", "snapshots", "barriers", "budget",
-                 "spacing", "depends", "first")
+                 "spacing", "depends", "first", "last")
 
     def __init__(self, recomputation, buffer, array, budget):
         self.recomputation = recomputation
@@ -340,11 +344,16 @@ class Chain:
         self.spacing = 1
         self.depends = {}  # what the writes since the last barrier read, by buffer key
         self.first = buffer.version  # the version before its first write
+        self.last = None  # the version its last write left
 
     def before_write(self, place, depends):
         """Just before a write into ``place`` that reads ``depends``: snapshot if due; returns
         the write's undo."""
         version = self.buffer.version
+        if self.last is not None and version != self.last:
+            # written since by a write not in the chain (undone by its inverse, an in-place
+            # rule), which cannot be redone: the chain ends, later writes are checkpointed
+            return None
         if not self.snapshots or any(b.version != v for b, v in self.depends.values()):
             self._snapshot(version, barrier=True)
             self.depends = {}
@@ -369,7 +378,8 @@ class Chain:
     def wrote(self, inputs, written, redo):
         """The write just made, into the place ``written`` from ``inputs`` (places and
         values): ``redo(inputs, out)`` does it again."""
-        self.writes[self.buffer.version] = (inputs, written, redo)
+        self.last = self.buffer.version
+        self.writes[self.last] = (inputs, written, redo)
 
     def state_at(self, version):
         """The whole buffer as it was at ``version`` (an array not to be written)."""

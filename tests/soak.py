@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
 import random_programs as rp  # noqa: E402
+from mutad import recompute  # noqa: E402
 
 QUIET = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck),
              derandomize=False)
@@ -119,6 +120,7 @@ def main(argv=None):
     if unknown:
         parser.error(f"unknown feature classes: {', '.join(sorted(unknown))}")
     policies = ("restore", "checkpoint") if args.policy == "both" else (args.policy,)
+    recompute.SMALL = 0  # the programs' arrays are small: recompute every temporary that can be
     counts, failures, shown, classes = collections.Counter(), {}, set(), []
     deadline = time.monotonic() + 60 * args.minutes
     start = time.monotonic()
