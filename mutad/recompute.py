@@ -79,7 +79,8 @@ class Held:
 
 class Recipe:
     """How to compute a buffer again: output ``output`` of ``record``, whose recomputation reads
-    the buffers of ``depends`` (with the versions they had) and computes ``cost`` elements."""
+    the buffers of ``depends`` with the versions they had (``buffer, version, buffer, ...``: one
+    flat tuple, the smallest) and computes ``cost`` elements."""
 
     __slots__ = ("record", "output", "depends", "cost")
 
@@ -91,7 +92,13 @@ class Recipe:
 
     def current(self):
         """Whether every buffer the recomputation reads still holds the bytes it read."""
-        return all(buffer.version == version for buffer, version in self.depends)
+        depends = self.depends
+        return all(depends[i].version == depends[i + 1] for i in range(0, len(depends), 2))
+
+    def pairs(self):
+        """``(buffer, version)`` for each buffer the recomputation reads."""
+        flat = iter(self.depends)
+        return zip(flat, flat)
 
 
 class Lazy:
@@ -145,9 +152,10 @@ def _alive(buffer):
 
 def _reads(items):
     """What computing from ``items`` (a recipe's inputs and settings) reads, at this point of the
-    forward pass: ``(depends, cost)``, the buffers with their versions and the elements of the
-    temporaries it recomputes; None if something it reads may not exist during the replay."""
-    depends = []
+    forward pass: ``(depends, cost)``, the buffers with their versions (each once: all it
+    reads of one buffer is of its present version) and the elements of the temporaries it
+    recomputes; None if something it reads may not exist during the replay."""
+    depends = {}
     cost = 0
     for x in _places(items):
         if not _is_place(x):
@@ -159,11 +167,11 @@ def _reads(items):
             if not _pin(source):
                 return None
             source.read = True
-            depends.append((source, source.version))
+            depends[source] = source.version
         elif _alive(source):
-            depends.append((source, source.version))
+            depends[source] = source.version
         elif source.origin is not None and source.origin.current():
-            depends.extend(source.origin.depends)
+            depends.update(source.origin.pairs())
             cost += source.origin.cost
         else:
             return None
@@ -178,7 +186,9 @@ def give_recipe(record, output, buffer, settings=None):
         return
     reads = _reads((record.inputs, list((settings or {}).values())))
     if reads is not None and reads[1] + buffer.span <= WORK * buffer.span:
-        buffer.origin = Recipe(record, output, ((buffer, 0), *reads[0]), reads[1] + buffer.span)
+        reads[0][buffer] = 0
+        depends = tuple(x for pair in reads[0].items() for x in pair)
+        buffer.origin = Recipe(record, output, depends, reads[1] + buffer.span)
 
 
 class Recomputation:
@@ -288,7 +298,7 @@ class Recomputation:
         chain = self.chains.get(buffer.key)
         if chain is None:
             chain = self.chains[buffer.key] = Chain(self, buffer, array, self.budget)
-        return chain.before_write(place, [(b, v) for b, v in reads[0] if b is not buffer])
+        return chain.before_write(place, [(b, v) for b, v in reads[0].items() if b is not buffer])
 
 
 def keeps_memory(place, written):
@@ -299,7 +309,7 @@ def keeps_memory(place, written):
     if type(buffer.ref) is Held or type(buffer.ref) is Kept:  # held anyway
         return False
     origin = buffer.origin
-    return origin is None or not origin.current() or any(b is written for b, _ in origin.depends)
+    return origin is None or not origin.current() or any(b is written for b in origin.depends[::2])
 
 
 def view(array, buffer, place):
@@ -360,7 +370,8 @@ class Chain:
         elif version % self.spacing == 0:
             self._snapshot(version, barrier=False)
         for b, v in depends:
-            self.depends[b.key] = (b, v)
+            if b.key not in self.depends:  # since the last barrier, b had this version
+                self.depends[b.key] = (b, v)
         return Rebuild(self, version, place)
 
     def _snapshot(self, version, barrier):

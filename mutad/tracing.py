@@ -52,7 +52,7 @@ from .errors import (
 from .levels import ACTIVE, LEVELS, Tracer, escaped
 from .levels import innermost as innermost_tracer
 from .products import CHUNK, add_times_partial, times_partial
-from .recompute import Rebuild, Recomputation, give_recipe, keeps_memory, small, track
+from .recompute import Held, Rebuild, Recomputation, give_recipe, keeps_memory, small, track
 from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, RECOMPUTABLE, UFUNCS,
                        ElementwiseRule, NoClosedForm)
 from .shadows import Buffer, Place, overlapping
@@ -70,7 +70,7 @@ class ReverseTape(Tape):
     records: its level, the differentiation it is nested in (``outer``, None at the top), and
     the untraced arrays its records read (``freeze``)."""
 
-    __slots__ = ("level", "outer", "frozen", "sums", "recomputation")
+    __slots__ = ("level", "outer", "frozen", "sums", "recomputation", "places")
 
     def __init__(self, policy, outer, memory=None):
         super().__init__(policy)
@@ -81,6 +81,7 @@ class ReverseTape(Tape):
         # Under nested differentiation every value is an array the outer one traces, and its
         # recomputation would have to be traced too: only the outermost recomputes.
         self.recomputation = Recomputation(memory) if outer is None else None
+        self.places = {}  # the places of arguments' views records name, each made once
 
     def hold(self, kept, places):
         """What a record keeps of the values ``kept`` it reads at ``places`` (both lists, None
@@ -512,8 +513,15 @@ def place_of(x):
     if x.whole:
         return x.buffer  # a buffer is the place of all of itself
     value = x.value
-    return Place(x.buffer, False, address(value) - x.buffer.low, value.shape, value.strides,
-                 value.dtype)
+    place = (x.buffer, address(value) - x.buffer.low, value.shape, value.strides, value.dtype)
+    if type(x.buffer.ref) is not Held:
+        return Place(place[0], False, *place[1:])
+    # The views of an argument repeat on every step of a loop: one place for each
+    places = x.tape.places
+    named = places.get(place)
+    if named is None:
+        named = places[place] = Place(place[0], False, *place[1:])
+    return named
 
 
 def recipe(inputs, values, kept, tape):
