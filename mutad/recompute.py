@@ -53,7 +53,10 @@ SMALL = 4096
 
 
 def small(value):
-    """Whether the array ``value`` is small enough to keep rather than recompute."""
+    """Whether the array ``value`` (or all of a buffer) is small enough to keep rather than
+    recompute."""
+    if type(value) is Buffer:
+        return value.span * value.dtype.itemsize < SMALL
     return value.nbytes < SMALL
 
 
@@ -82,13 +85,14 @@ class Recipe:
     the buffers of ``depends`` with the versions they had (``buffer, version, buffer, ...``: one
     flat tuple, the smallest) and computes ``cost`` elements."""
 
-    __slots__ = ("record", "output", "depends", "cost")
+    __slots__ = ("record", "output", "depends", "cost", "same")
 
-    def __init__(self, record, output, depends, cost):
+    def __init__(self, record, output, depends, cost, same=None):
         self.record = record
         self.output = output
         self.depends = depends
         self.cost = cost
+        self.same = same  # an older buffer computed the same way from the same bytes
 
     def current(self):
         """Whether every buffer the recomputation reads still holds the bytes it read."""
@@ -178,30 +182,76 @@ def _reads(items):
     return depends, cost
 
 
-def give_recipe(record, output, buffer, settings=None):
-    """Make ``buffer``, output ``output`` of the pure ``record``, recomputable from the record's
-    recipe, if the recipe is whole (no input described rather than held) and everything it
-    reads will exist during the replay; ``settings``, the record's keyword arguments."""
-    if buffer.ref is None or not buffer.c_contiguous:
-        return
-    reads = _reads((record.inputs, list((settings or {}).values())))
-    if reads is not None and reads[1] + buffer.span <= WORK * buffer.span:
-        reads[0][buffer] = 0
-        depends = tuple(x for pair in reads[0].items() for x in pair)
-        buffer.origin = Recipe(record, output, depends, reads[1] + buffer.span)
+NUMBERED = 256
+"""How many recent recipes are remembered by what they compute (``Recomputation.numbers``)."""
 
 
+def _number(x):
+    """What identifies the input ``x`` of a recipe for value numbering: a buffer (that of the
+    older one computed the same way, if any) with its version and the region; a number or a
+    small array by its bytes and type; None if it cannot be told."""
+    if type(x) in (list, tuple):
+        items = tuple(_number(e) for e in x)
+        return None if None in items else (type(x), items)
+    if type(x) is dict:
+        return _number(tuple((k, v) for k, v in sorted(x.items())))
+    if _is_place(x):
+        buffer = x.buffer
+        origin = buffer.origin
+        same = buffer if origin is None or origin.same is None else origin.same
+        if x.whole:
+            return (same.key, buffer.version)
+        return (same.key, buffer.version, x.offset, x.shape, x.strides, x.dtype.str)
+    if type(x) is np.ndarray or isinstance(x, np.generic):
+        return (x.dtype.str, np.shape(x), x.tobytes())
+    if type(x) in (float, int, bool, complex):
+        return (type(x), np.array(x).tobytes())  # tells 0.0 from -0.0
+    try:
+        hash(x)
+    except TypeError:
+        return None
+    return (type(x), x)
 class Recomputation:
     """The stand-ins of one tape: how many records will read each buffer's recomputed value,
     and the values recomputed while some still will."""
 
-    __slots__ = ("readers", "values", "budget", "chains")
+    __slots__ = ("readers", "values", "budget", "chains", "numbers")
 
     def __init__(self, budget=None):
         self.readers = {}
         self.values = {}
         self.budget = budget  # bytes of snapshots per rebuilt buffer; None: save every write
         self.chains = {}
+        # Value numbering: recent recipes by what they compute, so that a temporary computed
+        # again by the program (a force evaluated at the end of one step and at the start of
+        # the next) is recomputed once in the replay, not once per evaluation.
+        self.numbers = {}
+
+    def give_recipe(self, record, output, buffer, settings=None):
+        """Make ``buffer``, output ``output`` of the pure ``record``, recomputable from the
+        record's recipe, if the recipe is whole (no input described rather than held) and
+        everything it reads will exist during the replay; ``settings``, the record's keyword
+        arguments."""
+        if buffer.ref is None or not buffer.c_contiguous:
+            return
+        reads = _reads((record.inputs, list((settings or {}).values())))
+        if reads is None or reads[1] + buffer.span > WORK * buffer.span:
+            return
+        reads[0][buffer] = 0
+        depends = tuple(x for pair in reads[0].items() for x in pair)
+        recipe = buffer.origin = Recipe(record, output, depends, reads[1] + buffer.span)
+        if small(buffer):
+            return
+        key = _number((record.primitive, output, record.inputs, settings))
+        if key is None:
+            return
+        same = self.numbers.get(key)
+        if same is not None and same.origin is not None and same.origin.current():
+            recipe.same = same
+            return
+        self.numbers[key] = buffer
+        if len(self.numbers) > NUMBERED:
+            del self.numbers[next(iter(self.numbers))]
 
     def hold(self, place, value):
         """What a record keeps of ``value``, which it reads at ``place``: a :class:`Lazy`
@@ -255,6 +305,11 @@ class Recomputation:
 
     def _recompute(self, buffer, rebuilt):
         recipe = buffer.origin
+        if recipe.same is not None:  # the same bytes as an older buffer's
+            y = self.read(recipe.same, rebuilt)
+            if rebuilt is None and buffer.key in self.readers:
+                self.values[buffer.key] = y
+            return y
         record = recipe.record
         inputs = [self.read_all(x, rebuilt) for x in record.inputs]
         settings = {k: self.read_all(v, rebuilt) for k, v in (record.settings or {}).items()}
@@ -283,6 +338,7 @@ class Recomputation:
         self.readers.clear()
         self.values.clear()
         self.chains.clear()
+        self.numbers.clear()
 
     def chain(self, place, inputs):
         """The undo of a write into ``place`` from ``inputs`` (the places and values it reads),

@@ -52,7 +52,7 @@ from .errors import (
 from .levels import ACTIVE, LEVELS, Tracer, escaped
 from .levels import innermost as innermost_tracer
 from .products import CHUNK, add_times_partial, times_partial
-from .recompute import Held, Rebuild, Recomputation, give_recipe, keeps_memory, small, track
+from .recompute import Held, Rebuild, Recomputation, keeps_memory, small, track
 from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, RECOMPUTABLE, UFUNCS,
                        ElementwiseRule, NoClosedForm)
 from .shadows import Buffer, Place, overlapping
@@ -722,7 +722,7 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
     record = Record(ufunc, named, kwargs or None, (yt.buffer,), read, [rule, y, traced],
                     _elementwise_pullback)
     if tape.recomputation is not None:
-        give_recipe(record, 0, yt.buffer, kwargs)
+        tape.recomputation.give_recipe(record, 0, yt.buffer, kwargs)
         tape.hold(read, named)
         if y is not None:
             tape.hold(record.state, (None, yt.buffer))
@@ -945,8 +945,8 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
     if recompute:
         held = tape.hold(held, named)
     record = Write(primitive, named, settings, held, state, pullback,
-                   tuple(places) if several else places[0], undos[0] if len(undos) == 1 else _Undos(undos),
-                   ", ".join(sorted(set(kinds))) or "none", places[0] if taken else None, key,
+                   tuple(places) if several else places[0],
+                   undos[0] if len(undos) == 1 else _Undos(undos), ", ".join(sorted(set(kinds))) or "none", places[0] if taken else None, key,
                    undo_first)
     tape.record(record)
     if type(record.undo) is Rebuild:
@@ -1137,7 +1137,8 @@ def _record_function(tape, name, rule, back, args, values, kwargs, outputs, mult
     if tape.recomputation is not None and rule in RECOMPUTABLE:
         for i, buffer in enumerate(outputs):
             if buffer is not None:
-                give_recipe(record, i if multiple else None, buffer, settings)
+                tape.recomputation.give_recipe(record, i if multiple else None, buffer,
+                                               settings)
     tape.record(record)
 
 

@@ -252,3 +252,20 @@ def test_a_chain_ends_where_a_write_it_cannot_redo_comes_between():
     u = np.linspace(0, 1, N)
     exact = mutad.gradient(f, u, policy="checkpoint")[0]
     np.testing.assert_allclose(mutad.gradient(f, u, memory=0)[0], exact, rtol=1e-14)
+
+
+def test_a_temporary_computed_twice_from_the_same_bytes_is_recomputed_once():
+    def f(x, changed, zero):
+        first = np.sin(x) * 2.0
+        if changed:
+            x *= 1.5
+        second = np.sin(x) * zero  # the same computation only if x did not change and zero is 2.0
+        return np.sum(first * first) + np.sum(second * second)
+
+    x = np.linspace(0, 1, N)
+    for changed, zero, same in ((False, 2.0, True), (True, 2.0, False), (False, -2.0, False)):
+        records = _records(lambda x: f(x, changed, zero), x.copy())
+        products = [r for r in records if r.primitive is np.multiply and r.undo is None]
+        recipe = products[1].outputs[0].origin
+        assert (recipe.same is products[0].outputs[0]) is same
+        mutad.check_grads(lambda x: f(x, changed, zero), x)
