@@ -9,6 +9,7 @@ import pytest
 
 import mutad
 from mutad.api import Run
+from mutad.bench.workloads import big_elementwise
 from mutad.errors import PolicyError
 from mutad.recompute import SMALL, Lazy
 
@@ -191,18 +192,6 @@ def test_the_budget_is_a_number_of_bytes():
         mutad.gradient(lambda x: np.sum(x * x), np.ones(3), memory="a lot")
 
 
-def chain_of_writes(x):
-    a = np.sin(x)
-    a *= x
-    b = np.tanh(a)
-    b += x
-    b *= -0.1
-    c = np.exp(b)
-    c *= a
-    np.cos(c, out=c)
-    return c.sum()
-
-
 def test_a_budget_leaves_nothing_behind_for_the_garbage_collector():
     """Regression: the snapshots of a budget stayed alive after the gradient returned, in a
     reference cycle, until the garbage collector ran."""
@@ -211,7 +200,7 @@ def test_a_budget_leaves_nothing_behind_for_the_garbage_collector():
     try:
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
-        grad = mutad.gradient(chain_of_writes, x, memory=8 * x.nbytes)
+        grad = mutad.gradient(big_elementwise, x, memory=8 * x.nbytes)
         left = tracemalloc.get_traced_memory()[0] - base - grad[0].nbytes
         tracemalloc.stop()
     finally:
