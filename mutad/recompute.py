@@ -27,7 +27,13 @@ more than the arithmetic). Otherwise the record keeps the value, and marks its b
 ``Kept``, so that later recipes may read it.
 
 The replay resolves a record's stand-ins just before it runs (``Recomputation.resolve``), and
-keeps a recomputed value only while records that will read it remain (``release``).
+keeps a recomputed value only while records that will read it remain (``release``). A
+temporary the program computes twice from the same bytes (a force evaluated at the end of one
+time step and again at the start of the next) is recomputed once: value numbering names the
+older buffer in the later one's recipe (``Recipe.same``).
+
+Under a memory budget (``gradient(..., memory=...)``) the writes that would save what they
+overwrite are rebuilt instead, from a few snapshots of the array they write (:class:`Chain`).
 
 Recomputing gives the same bytes as the first computation when its inputs hold the same bytes:
 only elementwise ufuncs and rules declared cheap to rerun (``recomputable``) have recipes, and
