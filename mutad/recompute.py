@@ -238,16 +238,14 @@ class Recomputation:
         record's recipe, if the recipe is whole (no input described rather than held) and
         everything it reads will exist during the replay; ``settings``, the record's keyword
         arguments."""
-        if buffer.ref is None or not buffer.c_contiguous:
-            return
+        if buffer.ref is None or not buffer.c_contiguous or small(buffer):
+            return  # a small array is kept, never recomputed: no recipe needed
         reads = _reads((record.inputs, list((settings or {}).values())))
         if reads is None or reads[1] + buffer.span > WORK * buffer.span:
             return
         reads[0][buffer] = 0
         depends = tuple(x for pair in reads[0].items() for x in pair)
         recipe = buffer.origin = Recipe(record, output, depends, reads[1] + buffer.span)
-        if small(buffer):
-            return
         key = _number((record.primitive, output, record.inputs, settings))
         if key is None:
             return
@@ -269,8 +267,9 @@ class Recomputation:
             key = buffer.key
             self.readers[key] = self.readers.get(key, 0) + 1
             return Lazy(place)
-        if type(buffer.ref) is weakref.ReferenceType:  # the record keeps it: say so
-            array = buffer.ref()
+        if buffer.ref is None or type(buffer.ref) is weakref.ReferenceType:
+            # the record keeps it: say so (a small array is not followed until now)
+            array = owner(value) if buffer.ref is None else buffer.ref()
             if array is not None:
                 buffer.ref = Kept(array)
         return value

@@ -387,7 +387,7 @@ def fresh(y, tape):
     buffer = Buffer(y)
     if tape.outer is not None:
         y = tape.outer.lift(y)
-    else:
+    elif not small(y):  # a small array is never recomputed: nothing to follow
         track(buffer, y)
     return Traced(y, buffer, tape, True)
 
@@ -403,7 +403,7 @@ def constant(y, tape):
     buffer = Buffer(y, constant=True)
     if tape.outer is not None:
         y = tape.outer.constant(y)
-    elif type(y) is np.ndarray:
+    elif type(y) is np.ndarray:  # small ones too: a recipe may hold it (recompute._reads)
         track(buffer, y)
     return Traced(y, buffer, tape, True)
 
@@ -589,12 +589,34 @@ def _add_all(shadows, rows, primals):
 # Elementwise ufuncs
 
 
+def _small_cotangents(shadows, rule, dy, y, places, values, traced):
+    """``_elementwise_cotangents`` for a small ``dy``, where Python's overhead is the cost:
+    a product each (the last one into ``dy``'s memory), no sharing."""
+    last = traced[-1]
+    rows = []
+    for i in traced:
+        partial = rule.partials[i]
+        if partial is ONE and i != last and places[i].shape == dy.shape \
+                and shadows.get(places[i]) is not None:
+            shadows.add(places[i], dy)  # an existing shadow takes dy as it is: no copy
+            continue
+        if partial is ONE:
+            g = dy if i == last else dy.copy()
+        else:
+            g = times_partial(dy, partial, y, values, dy if i == last else np.empty_like(dy))
+        rows.append((places[i], unbroadcast(g, places[i].shape)))
+    for p, g in rows:
+        shadows.add(p, g, owned=True)
+
+
 def _elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
     """Accumulate ``dy * partial`` into each traced input. Into a shadow that exists already
     the product is added a piece at a time. Of the others, those whose partial is 1 and that
     are whole buffers of ``dy``'s layout share ``dy``'s own memory as their new shadow (else
     one of them, of ``dy``'s shape if any, takes it), after every other product has read
     ``dy``; the rest get fresh memory."""
+    if type(dy) is np.ndarray and dy.flags.writeable and small(dy):
+        return _small_cotangents(shadows, rule, dy, y, places, values, traced)
     existing = {}
     for i in traced:
         if places[i].shape == dy.shape and not overlapping(places[i]):
@@ -722,8 +744,8 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
     record = Record(ufunc, named, kwargs or None, (yt.buffer,), read, [rule, y, traced],
                     _elementwise_pullback)
     if tape.recomputation is not None:
+        tape.hold(read, named)  # first: an input it keeps may be read by the recipe
         tape.recomputation.give_recipe(record, 0, yt.buffer, kwargs)
-        tape.hold(read, named)
         if y is not None:
             tape.hold(record.state, (None, yt.buffer))
     tape.record(record)
