@@ -217,6 +217,8 @@ def _number(x):
     except TypeError:
         return None
     return (type(x), x)
+
+
 class Recomputation:
     """The stand-ins of one tape: how many records will read each buffer's recomputed value,
     and the values recomputed while some still will."""
@@ -267,11 +269,12 @@ class Recomputation:
             key = buffer.key
             self.readers[key] = self.readers.get(key, 0) + 1
             return Lazy(place)
-        if buffer.ref is None or type(buffer.ref) is weakref.ReferenceType:
-            # the record keeps it: say so (a small array is not followed until now)
-            array = owner(value) if buffer.ref is None else buffer.ref()
+        if type(buffer.ref) is weakref.ReferenceType:  # the record keeps it: say so
+            array = buffer.ref()
             if array is not None:
                 buffer.ref = Kept(array)
+        elif buffer.ref is None and place.whole:  # a small array, followed from now on
+            buffer.ref = Kept(value)
         return value
 
     def resolve(self, items):
