@@ -2,6 +2,7 @@
 keeping them alive (mutad/recompute.py)."""
 
 import gc
+import weakref
 import tracemalloc
 
 import numpy as np
@@ -258,3 +259,27 @@ def test_a_temporary_computed_twice_from_the_same_bytes_is_recomputed_once():
         recipe = products[1].outputs[0].origin
         assert (recipe.same is products[0].outputs[0]) is same
         mutad.check_grads(lambda x: f(x, changed, zero), x)
+
+
+def test_an_array_a_record_keeps_is_freed_once_that_record_has_run(monkeypatch):
+    """Regression: an array a record kept stayed alive until the replay ended."""
+    from mutad import tracing
+
+    refs, alive = [], []
+    reverse = tracing.ReverseTape.reverse
+
+    def watched(record, shadows):  # by then the record before it has been dropped
+        alive.append(refs[0]() is not None)
+        reverse(record, shadows)
+
+    monkeypatch.setattr(tracing.ReverseTape, "reverse", staticmethod(watched))
+
+    def f(x):
+        c = np.exp(x)
+        c *= x  # its pullback keeps c's old values
+        refs.append(weakref.ref(c.value))
+        return np.sum(c)
+
+    mutad.gradient(f, np.linspace(0, 1, N))
+    # before sum, c *= x, exp: once c *= x has run, nothing holds c (exp recomputes it)
+    assert alive == [True, True, False]
