@@ -131,10 +131,11 @@ def hold_for_good(buffer, array):
     buffer.ref = Held(array)
 
 
-def _places(items):
+def flat(items):
+    """The items of ``items``, at any depth of lists and tuples."""
     for x in items:
         if type(x) in (list, tuple):
-            yield from _places(x)
+            yield from flat(x)
         else:
             yield x
 
@@ -167,7 +168,7 @@ def _reads(items):
     recomputes; None if something it reads may not exist during the replay."""
     depends = {}
     cost = 0
-    for x in _places(items):
+    for x in flat(items):
         if not _is_place(x):
             if type(x) is Absent:
                 return None

@@ -52,7 +52,7 @@ from .errors import (
 from .levels import ACTIVE, LEVELS, Tracer, escaped
 from .levels import innermost as innermost_tracer
 from .products import CHUNK, add_times_partial, times_partial
-from .recompute import Held, Rebuild, Recomputation, keeps_memory, small, track
+from .recompute import Held, Rebuild, Recomputation, flat, keeps_memory, small, track
 from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, RECOMPUTABLE, UFUNCS,
                        ElementwiseRule, NoClosedForm)
 from .shadows import Buffer, Place, overlapping
@@ -420,7 +420,7 @@ def constant_result(y, tape, sources):
     if not (type(y) is np.ndarray or wrapped(y)) or y.dtype.kind != "f":
         return y
     root = owner(y)
-    for x in _flat(sources):
+    for x in flat(sources):
         if type(x) is Traced and x.tape is tape:
             if itself(y, x.value):
                 return x
@@ -429,14 +429,6 @@ def constant_result(y, tape, sources):
         elif type(x) is np.ndarray and owner(x) is root:
             return y  # a view of a plain array stays plain
     return constant(y, tape)
-
-
-def _flat(items):
-    for x in items:
-        if type(x) in (list, tuple):
-            yield from _flat(x)
-        else:
-            yield x
 
 
 def carries(items, tape):
@@ -1209,7 +1201,7 @@ def _written(func, args, kwargs):
     if func in INPLACE and args:
         targets.append(args[0])
     elif func not in FUNCTIONS and func not in NONDIFF:
-        targets.extend(_flat(args))
+        targets.extend(flat(args))
     return targets
 
 
