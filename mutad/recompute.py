@@ -86,6 +86,23 @@ class Held:
         return self.array
 
 
+class Written:
+    """The array of a temporary the program writes in place, held from its first write on
+    (``Recomputation.write``). The undos of its writes read it through here rather than hold
+    it, so that once the forward pass is over it can be let go where nothing else needs it
+    (``Recomputation.finish``); they then put back nothing. Called as a weak reference is."""
+
+    __slots__ = ("array", "was", "buffer")
+
+    def __init__(self, array, was, buffer):
+        self.array = array
+        self.was = was  # the buffer's weak reference before
+        self.buffer = buffer
+
+    def __call__(self):
+        return self.array
+
+
 class Recipe:
     """How to compute a buffer again: output ``output`` of ``record``, whose recomputation reads
     the buffers of ``depends`` with the versions they had (``buffer, version, buffer, ...``: one
@@ -189,6 +206,17 @@ def _reads(items):
     return depends, cost
 
 
+def _reading(buffer):
+    """The replay may recompute ``buffer`` from its recipe: the buffers that reads after a
+    write into them (at a version above 0) must have the writes since undone."""
+    origin = buffer.origin
+    for recipe in (origin, None if origin.same is None else origin.same.origin):
+        if recipe is not None:
+            for source, version in recipe.pairs():
+                if version:
+                    source.read = True
+
+
 NUMBERED = 256
 """How many recent recipes are remembered by what they compute (``Recomputation.numbers``)."""
 
@@ -224,7 +252,7 @@ class Recomputation:
     """The stand-ins of one tape: how many records will read each buffer's recomputed value,
     and the values recomputed while some still will."""
 
-    __slots__ = ("readers", "values", "budget", "chains", "numbers")
+    __slots__ = ("readers", "values", "budget", "chains", "numbers", "written", "lazy")
 
     def __init__(self, budget=None):
         self.readers = {}
@@ -235,6 +263,49 @@ class Recomputation:
         # again by the program (a force evaluated at the end of one step and at the start of
         # the next) is recomputed once in the replay, not once per evaluation.
         self.numbers = {}
+        self.written = []  # the Written holders of this forward pass
+        self.lazy = {}  # the buffers records hold stand-ins of, by key
+
+    def write(self, buffer):
+        """``buffer`` is about to be written in place for the first time: if it is a temporary
+        the program holds (a weak reference follows it), hold its array in a :class:`Written`
+        from now on, and return that (None otherwise)."""
+        ref = buffer.ref
+        if type(ref) is weakref.ReferenceType or type(ref) is Kept:
+            array = ref()
+            if array is not None:
+                holder = buffer.ref = Written(array, ref, buffer)
+                self.written.append(holder)
+                return holder
+        return None
+
+    def finish(self):
+        """The forward pass is over: let go of the temporaries written in place that are dead.
+
+        A temporary whose array is held by a ``Written`` holder stays alive in the replay
+        until the record that made it has run, so a stand-in for it reads it rather than
+        recomputes it. It is dead when nothing reads its bytes any more: no record keeps it,
+        the program no longer holds it (what its reference count says once the holder lets go),
+        and no recomputation in the replay reads it after a write (``read``). A dead temporary
+        is let go now, and the undos of its writes do nothing: W5 frees one array of the three
+        it writes this way. What a stand-in for a dead or never-written temporary recomputes is
+        read; so temporaries are decided newest first, each before those its recipe reads.
+        """
+        written = {holder.buffer.key: holder for holder in self.written
+                   if holder.buffer.ref is holder}
+        for key, buffer in self.lazy.items():
+            if key not in written:
+                _reading(buffer)
+        for key in sorted(written, reverse=True):
+            holder = written[key]
+            if holder.buffer.read:
+                continue
+            holder.array = None  # freed here unless something else holds it
+            holder.array = holder.was()
+            if holder.array is None and key in self.lazy:
+                _reading(holder.buffer)
+        self.written.clear()
+        self.lazy.clear()
 
     def give_recipe(self, record, output, buffer, settings=None):
         """Make ``buffer``, output ``output`` of the pure ``record``, recomputable from the
@@ -269,6 +340,7 @@ class Recomputation:
         if origin is not None and origin.current() and not small(value):
             key = buffer.key
             self.readers[key] = self.readers.get(key, 0) + 1
+            self.lazy[key] = buffer
             return Lazy(place)
         if type(buffer.ref) is weakref.ReferenceType:  # the record keeps it: say so
             array = buffer.ref()
@@ -348,6 +420,8 @@ class Recomputation:
         self.values.clear()
         self.chains.clear()
         self.numbers.clear()
+        self.written.clear()
+        self.lazy.clear()
 
     def chain(self, place, inputs):
         """The undo of a write into ``place`` from ``inputs`` (the places and values it reads),
@@ -363,7 +437,18 @@ class Recomputation:
         chain = self.chains.get(buffer.key)
         if chain is None:
             chain = self.chains[buffer.key] = Chain(self, buffer, array, self.budget)
+        for source, version in reads[0].items():
+            if version:  # read as it is now by the writes the replay redoes
+                source.read = True
         return chain.before_write(place, [(b, v) for b, v in reads[0].items() if b is not buffer])
+
+
+def current_region(place):
+    """The array at ``place`` now, read through its buffer's reference (None if the array is
+    gone): how the undo of a write finds what it writes back without holding it."""
+    buffer = place.buffer
+    array = buffer.ref()
+    return None if array is None else view(array, buffer, place)
 
 
 def keeps_memory(place, written):

@@ -31,6 +31,7 @@ defers to a value of a deeper level of the other mode (``defers``), and a dual o
 level is a constant to a tape.
 """
 
+import functools
 import operator
 import zlib
 
@@ -52,7 +53,8 @@ from .errors import (
 from .levels import ACTIVE, LEVELS, Tracer, escaped
 from .levels import innermost as innermost_tracer
 from .products import CHUNK, add_times_partial, times_partial
-from .recompute import Held, Rebuild, Recomputation, flat, keeps_memory, small, track
+from .recompute import (Held, Rebuild, Recomputation, Written, current_region, flat,
+                        keeps_memory, small, track)
 from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, RECOMPUTABLE, UFUNCS,
                        ElementwiseRule, NoClosedForm)
 from .shadows import Buffer, Place, overlapping
@@ -101,6 +103,8 @@ class ReverseTape(Tape):
         their recipe, which also breaks the cycle record, output, recipe, record (which would
         keep the values the record read alive until the garbage collector runs)."""
         recomputation = self.recomputation
+        if recomputation is not None:
+            recomputation.finish()
         records = self.records
         while records:
             record = records.pop()
@@ -111,6 +115,8 @@ class ReverseTape(Tape):
             self.reverse(record, shadows)
             for buffer in record.outputs:
                 buffer.origin = None
+                if type(buffer.ref) is Written:  # from now on only what reads it holds it
+                    buffer.ref = buffer.ref.was
             if keys:
                 recomputation.release(keys)
         self.clear()
@@ -354,20 +360,26 @@ def thaw(tape):
 
 class CopyBack:
     """The undo of a checkpointed write: the saved bytes of ``region`` (at ``key`` within it,
-    an advanced index or mask, if given), copied back when called."""
+    an advanced index or mask, if given), copied back when called, once. ``at``, if given,
+    finds the region then (``recompute.current_region``), so that the undo does not hold it."""
 
-    __slots__ = ("region", "key", "saved")
+    __slots__ = ("region", "key", "saved", "at")
 
-    def __init__(self, region, key=None):
-        self.region = region
+    def __init__(self, region, key=None, at=None):
+        self.region = region if at is None else None
+        self.at = at
         self.key = key
         self.saved = region.copy() if key is None else region[key]  # an advanced index copies
 
     def __call__(self):
+        region = self.region if self.at is None else self.at()
+        saved, self.saved = self.saved, None  # freed once copied back, before the pullback runs
+        if region is None:  # a temporary nothing reads any more
+            return
         if self.key is None:
-            np.copyto(self.region, self.saved)
+            np.copyto(region, saved)
         else:
-            self.region[self.key] = self.saved  # repeated indices all get the same original
+            region[self.key] = saved  # repeated indices all get the same original
 
 
 def checkpoint(region, key=None):
@@ -773,9 +785,10 @@ held (bit for bit where that is zero or subnormal), given the bytes the write le
 element is saved before the write."""
 
 
-def _exactly(inverse, ufunc, invert, target, values, position, kwargs):
+def _exactly(inverse, ufunc, invert, target, find, values, position, kwargs):
     """``inverse``, made to give back every element of ``target`` that ``ufunc(*values,
-    out=target)`` is about to overwrite to within ``ULPS``.
+    out=target)`` is about to overwrite to within ``ULPS``; ``find()`` gives the target in the
+    replay (None: a temporary nothing reads any more).
 
     Run before the write: the write and its inverse are computed on the values at hand, a piece
     at a time into scratch memory, and the elements the inverse would not give back (an
@@ -811,10 +824,13 @@ def _exactly(inverse, ufunc, invert, target, values, position, kwargs):
         return inverse
 
     def inverse_then_put_back():
+        written = find()
+        if written is None:
+            return
         with np.errstate(all="ignore"):  # at the elements put back below
             inverse()
         for where, packed, original in saved:
-            region = target if where is None else target.reshape(-1)[where]
+            region = written if where is None else written.reshape(-1)[where]
             lost = np.unpackbits(packed, count=region.size).view(bool)
             region[lost.reshape(region.shape)] = original
 
@@ -924,7 +940,7 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
     if rebuilding:
         redo_inputs = recipe(inputs, values, None, tape)
     for t, inv in zip(targets, inverse if several else [inverse], strict=True):
-        save = checkpoint or (lambda t=t: CopyBack(t.value))
+        save = checkpoint or (lambda t=t: CopyBack(t.value, at=_finder(t)))
         if rebuilding:
             save = lambda t=t: (recomputation.chain(place_of(t), redo_inputs)  # noqa: E731
                                 or CopyBack(t.value))
@@ -939,6 +955,8 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
         kinds.append(kind)
     for t in targets:
         tape.before_write(t.buffer.key)
+        if recomputation is not None and not several:
+            recomputation.write(t.buffer)
     write()
     for t in targets:
         t.buffer.version += 1
@@ -966,6 +984,15 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
     if type(record.undo) is Rebuild:
         record.undo.chain.wrote(redo_inputs, places[0], redo)
     return record
+
+
+def _finder(target):
+    """What the undo of a write into the traced ``target`` calls to find it then: through its
+    buffer's reference (``recompute.Written``) where one follows the buffer, so that the undo
+    alone does not keep a temporary alive; else None (the undo holds ``target``)."""
+    if target.buffer.ref is None:
+        return None
+    return functools.partial(current_region, place_of(target))
 
 
 class _Undos:
@@ -1012,16 +1039,19 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     if position is not None and position < len(rule.inverse) and rule.inverse[position]:
         others = [values[i] for i in others_at]
         invert = rule.inverse[position]
+        find = _finder(out) or (lambda: target)
 
         def inverse():
-            invert(target, [kept[i] for i in others_at])
+            written = find()
+            if written is not None:  # else a temporary nothing reads any more
+                invert(written, [kept[i] for i in others_at])
 
         def is_safe():
             return (not any(_may_overlap(out, x) for i, x in enumerate(inputs) if i != position)
                     and rule.is_safe(others))
 
         def exactly(inverse):
-            return _exactly(inverse, ufunc, invert, target, values, position, kwargs)
+            return _exactly(inverse, ufunc, invert, target, find, values, position, kwargs)
 
         if rule.growth is not None:
             growth = lambda: rule.growth(target, others)  # noqa: E731
@@ -1034,10 +1064,11 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
             kept.append(decision)
 
         count = len(inputs)  # the pullback must not hold the inputs: only what it keeps
+        written = target if rule.uses == "y" else None  # nor the target, unless it reads it
 
         def pullback(record, shadows, dy):
             kept = record.kept
-            y = target if rule.uses == "y" else (
+            y = written if written is not None else (
                 ufunc(*kept[:count], **kwargs) if recompute_y else None)
             _elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
     else:

@@ -275,11 +275,119 @@ def test_an_array_a_record_keeps_is_freed_once_that_record_has_run(monkeypatch):
     monkeypatch.setattr(tracing.ReverseTape, "reverse", staticmethod(watched))
 
     def f(x):
-        c = np.exp(x)
+        c = np.exp(2 * x)
         c *= x  # its pullback keeps c's old values
         refs.append(weakref.ref(c.value))
         return np.sum(c)
 
     mutad.gradient(f, np.linspace(0, 1, N))
-    # before sum, c *= x, exp: once c *= x has run, nothing holds c (exp recomputes it)
-    assert alive == [True, True, False]
+    # before sum, c *= x, exp, 2 * x: a temporary written in place stays alive until the
+    # record that made it has run (exp reads it rather than recomputes it), not longer
+    assert alive == [True, True, True, False]
+
+
+def _alive_when_the_replay_starts(f, x, monkeypatch, policy="restore"):
+    """Run ``mutad.gradient(f, x)``; f appends weak references to the arrays to watch to the
+    list it is given. Returns the gradient, and which of them were alive at the first
+    record the replay reversed."""
+    from mutad import tracing
+
+    refs, alive = [], []
+    reverse = tracing.ReverseTape.reverse
+
+    def watched(record, shadows):
+        if not alive:
+            alive.append([ref() is not None for ref in refs])
+        reverse(record, shadows)
+
+    monkeypatch.setattr(tracing.ReverseTape, "reverse", staticmethod(watched))
+    g, = mutad.gradient(lambda x: f(x, refs), x, policy=policy)
+    return g, alive[0]
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_a_dead_temporary_is_not_put_back(monkeypatch, policy):
+    """W5's ``b``: written twice in place, read later only through a recipe (exp reads its own
+    output, which stays alive), so nothing reads the bytes its undos would put back: it is
+    freed when the forward pass ends. ``a``, which a pullback reads, is not."""
+    x = np.linspace(-3, 3, N)
+    before = x.tobytes()
+
+    def f(x, refs):
+        a = np.sin(x)
+        a *= x
+        b = np.tanh(a)
+        b += x
+        b *= -0.1
+        c = np.exp(b)
+        c *= a
+        refs.extend(weakref.ref(v.value) for v in (a, b, c))
+        return np.sum(np.cos(c))
+
+    g, alive = _alive_when_the_replay_starts(f, x, monkeypatch, policy)
+    assert alive == [True, False, True]
+    assert x.tobytes() == before
+    kept, = mutad.gradient(big_elementwise, x, policy="checkpoint")
+    if policy == "checkpoint":
+        assert g.tobytes() == kept.tobytes()
+    np.testing.assert_allclose(g, kept, rtol=1e-13)
+    mutad.check_grads(big_elementwise, x)
+
+
+def test_a_temporary_a_later_recipe_reads_after_a_write_is_put_back(monkeypatch):
+    """``t`` is dead to the program once ``u`` is made, but ``u``'s recipe reads it after its
+    write, and ``u`` (dropped, not written) is recomputed in the replay: ``t``'s write must
+    be undone, so it stays alive."""
+
+    def f(x, refs):
+        t = np.sin(x)
+        t *= 2.0
+        u = np.exp(t)  # its recipe reads t as it is now
+        refs.append(weakref.ref(t.value))
+        t = None
+        return np.sum(u * u)
+
+    g, alive = _alive_when_the_replay_starts(f, np.linspace(0, 1, N), monkeypatch)
+    assert alive == [True]
+    np.testing.assert_allclose(g, 4 * np.cos(np.linspace(0, 1, N))
+                               * np.exp(4 * np.sin(np.linspace(0, 1, N))), rtol=1e-13)
+
+
+def test_a_temporary_the_program_still_holds_is_put_back(monkeypatch):
+    """An array the program keeps after it returns (here in a list) is not dead: its writes
+    are undone as every other's, so it holds its first values after the gradient."""
+    held = []
+
+    def f(x, refs):
+        t = np.sin(x)
+        held.append(t)
+        t += x
+        t *= 3.0
+        refs.append(weakref.ref(t.value))
+        return np.sum(np.exp(t))
+
+    x = np.linspace(0, 1, N)
+    g, alive = _alive_when_the_replay_starts(f, x, monkeypatch)
+    assert alive == [True]
+    np.testing.assert_allclose(np.asarray(held[0].value), np.sin(x), rtol=1e-15)
+    np.testing.assert_allclose(g, 3 * np.exp(3 * (np.sin(x) + x)) * (np.cos(x) + 1),
+                               rtol=1e-13)
+
+
+def test_what_a_dead_temporary_is_recomputed_from_is_put_back(monkeypatch):
+    """``t`` is dead (written, then only summed), so exp's pullback recomputes it from ``d``
+    as it was after its write: ``d``, though dropped by the program, must have that write
+    undone, not be recomputed from its own recipe (``sin(x)``, before the write)."""
+
+    def f(x, refs):
+        d = np.sin(x)
+        d *= 2.0
+        t = np.exp(d)
+        t += 1.0
+        refs.extend(weakref.ref(v.value) for v in (d, t))
+        return np.sum(t)
+
+    x = np.linspace(0, 1, N)
+    g, alive = _alive_when_the_replay_starts(f, x, monkeypatch)
+    assert alive == [True, False]
+    np.testing.assert_allclose(g, 2 * np.cos(x) * np.exp(2 * np.sin(x)), rtol=1e-13)
