@@ -988,9 +988,10 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
 
 def _finder(target):
     """What the undo of a write into the traced ``target`` calls to find it then: through its
-    buffer's reference (``recompute.Written``) where one follows the buffer, so that the undo
-    alone does not keep a temporary alive; else None (the undo holds ``target``)."""
-    if target.buffer.ref is None:
+    buffer's reference (``recompute.Written``) where one follows the buffer (a C-contiguous
+    one: ``recompute.view`` maps views of those), so that the undo alone does not keep a
+    temporary alive; else None (the undo holds ``target``)."""
+    if target.buffer.ref is None or not target.buffer.c_contiguous:
         return None
     return functools.partial(current_region, place_of(target))
 

@@ -391,3 +391,17 @@ def test_what_a_dead_temporary_is_recomputed_from_is_put_back(monkeypatch):
     g, alive = _alive_when_the_replay_starts(f, x, monkeypatch)
     assert alive == [True, False]
     np.testing.assert_allclose(g, 2 * np.cos(x) * np.exp(2 * np.sin(x)), rtol=1e-13)
+
+
+def test_the_undo_of_a_write_into_a_temporary_laid_out_in_neither_order():
+    """Regression: the undo looked its target up in a flat view of its memory, which a
+    temporary contiguous in neither order (a ufunc of a broadcast F-ordered argument keeps
+    its layout) cannot give."""
+    x = np.asfortranarray(np.linspace(-1, 1, N).reshape(N // 4, 4))
+
+    def f(x):
+        t = np.broadcast_to(x, (2, *x.shape)) * 1.5
+        t[:, 1:] *= 3.0  # a view of it
+        return np.sum(t * t)
+
+    mutad.check_grads(f, x)
