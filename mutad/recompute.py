@@ -32,6 +32,12 @@ temporary the program computes twice from the same bytes (a force evaluated at t
 time step and again at the start of the next) is recomputed once: value numbering names the
 older buffer in the later one's recipe (``Recipe.same``).
 
+A temporary written in place is held from its first write on (``Written``) until the record
+that made it has run, and the undos of its writes read it through that holder. When the forward
+pass ends, one that no record keeps, no recomputation reads after a write and the program no
+longer holds is let go (``Recomputation.finish``): the bytes its undos would put back are read
+by nothing, so they do nothing.
+
 Under a memory budget (``gradient(..., memory=...)``) the writes that would save what they
 overwrite are rebuilt instead, from a few snapshots of the array they write (:class:`Chain`).
 
