@@ -72,7 +72,33 @@ def small(value):
     return value.nbytes < SMALL
 
 
-class Kept(weakref.ref):
+class Tracked(weakref.ref):
+    """A weak reference to the array of a buffer, alive as long as its memory is.
+
+    It refers to the array that owns the memory, and gives the buffer's array back as a view of
+    it where that is another array: a result may view memory of its own (``np.reshape`` of an
+    F-ordered array views the C-ordered copy it makes), and what keeps the memory alive (a
+    record or an undo holding part of it, the program holding another view of it) holds its
+    owner, not that view. A buffer taken for gone would be recomputed from its recipe, which
+    gives its bytes as they were before any write into it, or its undos would be skipped."""
+
+    __slots__ = ("layout",)
+
+    def __new__(cls, array):
+        root = owner(array)
+        self = weakref.ref.__new__(cls, root)
+        self.layout = None if root is array else (
+            array.shape, array.dtype, address(array) - address(root), array.strides)
+        return self
+
+    def __call__(self):
+        root = weakref.ref.__call__(self)
+        if root is None or self.layout is None:
+            return root
+        return strided(root, *self.layout)
+
+
+class Kept(Tracked):
     """A weak reference to the array of a buffer that a record keeps: whatever reads it in the
     replay of a newer record finds it alive."""
 
@@ -146,7 +172,7 @@ class Lazy:
 
 def track(buffer, array):
     """Follow ``array``, the memory of the new ``buffer``, without keeping it alive."""
-    buffer.ref = weakref.ref(array)
+    buffer.ref = Tracked(array)
 
 
 def hold_for_good(buffer, array):
@@ -277,7 +303,7 @@ class Recomputation:
         the program holds (a weak reference follows it), hold its array in a :class:`Written`
         from now on, and return that (None otherwise)."""
         ref = buffer.ref
-        if type(ref) is weakref.ReferenceType or type(ref) is Kept:
+        if type(ref) is Tracked or type(ref) is Kept:
             array = ref()
             if array is not None:
                 holder = buffer.ref = Written(array, ref, buffer)
@@ -348,7 +374,7 @@ class Recomputation:
             self.readers[key] = self.readers.get(key, 0) + 1
             self.lazy[key] = buffer
             return Lazy(place)
-        if type(buffer.ref) is weakref.ReferenceType:  # the record keeps it: say so
+        if type(buffer.ref) is Tracked:  # the record keeps it: say so
             array = buffer.ref()
             if array is not None:
                 buffer.ref = Kept(array)

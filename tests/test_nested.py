@@ -387,3 +387,21 @@ def test_a_cotangent_an_outer_level_froze_is_not_reused_in_place():
         return a0, a1
 
     mutad.check_grads(f, rng.uniform(-1, 1, (2, 2)), rng.uniform(-1, 1, (2, 2)), order=2)
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_second_derivatives_through_a_write_into_a_reshape_that_copies(policy, monkeypatch):
+    """Regression: the outer replay took ``v`` (a view of the copy ``np.reshape`` makes of an
+    F-ordered array) for gone once the program dropped it, though other views of that copy
+    kept its memory, and recomputed it from its recipe (reading ``a`` doubled) where the inner
+    differentiation had written it since."""
+    monkeypatch.setattr(mutad.recompute, "SMALL", 0)  # these small temporaries recomputed too
+
+    def f(a):
+        v = a.reshape(3, 2)
+        a *= 2.0
+        np.sin(v[:, 1], out=v[:, 1])
+        return v
+
+    a = np.asfortranarray(np.linspace(-1, 1, 6).reshape(2, 3))
+    mutad.check_grads(f, a, policy=policy, order=2)

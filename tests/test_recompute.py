@@ -132,6 +132,32 @@ def test_recomputation_reads_views_of_arguments_laid_out_in_fortran_order():
     mutad.check_grads(f, a0, a1)
 
 
+def _keeps_part_of_a_reshaped_copy(a):
+    v = a.reshape(N, 2)
+    v *= 2.0
+    c = v[:, 1]
+    z = c * c  # keeps c, a view of the copy rather than of v
+    v *= 3.0
+    return np.sum(z) + np.sum(v)
+
+
+def _drops_a_reshaped_copy_at_once(a):
+    c = a.reshape(N, 2)[:, 1]
+    c *= 2.0
+    return np.sum(np.sin(np.exp(c)))  # exp's value is recomputed from c
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+@pytest.mark.parametrize("f", [_keeps_part_of_a_reshaped_copy, _drops_a_reshaped_copy_at_once])
+def test_a_result_that_views_memory_of_its_own_lives_as_long_as_that_memory(f, policy):
+    """Regression: ``np.reshape`` of an F-ordered array gives a view of the copy it makes. A weak
+    reference to that view followed the buffer, and died with it while other views kept the
+    memory (a record's, the program's): the replay took the array for gone, and skipped the
+    undos of the writes into it or recomputed it from its recipe, as it was before them."""
+    mutad.check_grads(f, np.asfortranarray(np.linspace(-1, 1, 2 * N).reshape(2, N)),
+                      policy=policy)
+
+
 # ----------------------------------------------------------------------------------------------
 # A memory budget: writes that cannot be inverted, rebuilt from a few snapshots
 
