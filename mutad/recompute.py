@@ -53,7 +53,7 @@ import weakref
 
 import numpy as np
 
-from .shadows import Buffer, Place
+from .shadows import Buffer, Place, shared
 from .tape import Absent
 from .views import address, owner, strided
 
@@ -137,8 +137,12 @@ class Written:
 
 class Recipe:
     """How to compute a buffer again: output ``output`` of ``record``, whose recomputation reads
-    the buffers of ``depends`` with the versions they had (``buffer, version, buffer, ...``: one
-    flat tuple, the smallest) and computes ``cost`` elements."""
+    the buffers of ``depends`` (``buffer, how, buffer, how, ...``: one flat tuple, the smallest),
+    each as it is, ``how`` being the version it must still have (the buffer itself among them,
+    at 0), or computed again, ``how`` being its recipe; and computes ``cost`` elements, those of
+    the recipes it follows included. A recipe names only the buffers it reads directly: one
+    that names every buffer its chain of recipes reads would hold as many as the chain is long.
+    """
 
     __slots__ = ("record", "output", "depends", "cost", "same")
 
@@ -152,12 +156,19 @@ class Recipe:
     def current(self):
         """Whether every buffer the recomputation reads still holds the bytes it read."""
         depends = self.depends
-        return all(depends[i].version == depends[i + 1] for i in range(0, len(depends), 2))
+        for i in range(0, len(depends), 2):
+            how = depends[i + 1]
+            if type(how) is Recipe:
+                if not how.current():
+                    return False
+            elif depends[i].version != how:
+                return False
+        return True
 
     def pairs(self):
-        """``(buffer, version)`` for each buffer the recomputation reads."""
-        flat = iter(self.depends)
-        return zip(flat, flat)
+        """``(buffer, version)`` for each buffer the recomputation reads, those its chain of
+        recipes reads included (some more than once)."""
+        return versions(self.depends)
 
 
 class Lazy:
@@ -210,11 +221,23 @@ def _alive(buffer):
     return buffer.version > 0 or type(buffer.ref) is Held or type(buffer.ref) is Kept
 
 
+def versions(depends):
+    """``(buffer, version)`` for each buffer of ``depends`` (``buffer, how, ...`` as in a
+    :class:`Recipe`, or a dict ``buffer -> how``) and each one the recipes among them read."""
+    flat = iter(depends.items() if type(depends) is dict else zip(*[iter(depends)] * 2))
+    for buffer, how in flat:
+        if type(how) is Recipe:
+            yield from how.pairs()
+        else:
+            yield buffer, how
+
+
 def _reads(items):
     """What computing from ``items`` (a recipe's inputs and settings) reads, at this point of the
-    forward pass: ``(depends, cost)``, the buffers with their versions (each once: all it
-    reads of one buffer is of its present version) and the elements of the temporaries it
-    recomputes; None if something it reads may not exist during the replay."""
+    forward pass: ``(depends, cost)``, the buffers it reads directly (each once: all it reads of
+    one buffer is of its present version) with their versions, or their recipes for those it
+    computes again, and the elements of the temporaries it recomputes; None if something it
+    reads may not exist during the replay."""
     depends = {}
     cost = 0
     for x in flat(items):
@@ -231,7 +254,7 @@ def _reads(items):
         elif _alive(source):
             depends[source] = source.version
         elif source.origin is not None and source.origin.current():
-            depends.update(source.origin.pairs())
+            depends[source] = source.origin
             cost += source.origin.cost
         else:
             return None
@@ -351,7 +374,7 @@ class Recomputation:
             return
         reads[0][buffer] = 0
         depends = tuple(x for pair in reads[0].items() for x in pair)
-        recipe = buffer.origin = Recipe(record, output, depends, reads[1] + buffer.span)
+        recipe = buffer.origin = Recipe(record, output, depends, shared(reads[1] + buffer.span))
         key = _number((record.primitive, output, record.inputs, settings))
         if key is None:
             return
@@ -450,6 +473,8 @@ class Recomputation:
         """Forget everything: the differentiation is over."""
         self.readers.clear()
         self.values.clear()
+        for chain in self.chains.values():
+            chain.writes.clear()  # the undos of its writes, which refer back to it
         self.chains.clear()
         self.numbers.clear()
         self.written.clear()
@@ -469,10 +494,11 @@ class Recomputation:
         chain = self.chains.get(buffer.key)
         if chain is None:
             chain = self.chains[buffer.key] = Chain(self, buffer, array, self.budget)
-        for source, version in reads[0].items():
+        pairs = list(versions(reads[0]))
+        for source, version in pairs:
             if version:  # read as it is now by the writes the replay redoes
                 source.read = True
-        return chain.before_write(place, [(b, v) for b, v in reads[0].items() if b is not buffer])
+        return chain.before_write(place, [(b, v) for b, v in pairs if b is not buffer])
 
 
 def current_region(place):
@@ -491,7 +517,7 @@ def keeps_memory(place, written):
     if type(buffer.ref) is Held or type(buffer.ref) is Kept:  # held anyway
         return False
     origin = buffer.origin
-    return origin is None or not origin.current() or any(b is written for b in origin.depends[::2])
+    return origin is None or not origin.current() or any(b is written for b, _ in origin.pairs())
 
 
 def view(array, buffer, place):
@@ -523,13 +549,16 @@ class Chain:
     """
 
     __slots__ = ("recomputation", "buffer", "array", "writes", "snapshots", "barriers", "budget",
-                 "spacing", "depends", "first", "last")
+                 "spacing", "depends", "first", "last", "pending")
 
     def __init__(self, recomputation, buffer, array, budget):
         self.recomputation = recomputation
         self.buffer = buffer
         self.array = array  # held: the replay writes into it
-        self.writes = {}  # the version each write leaves -> (record, redo)
+        # The undo (``Rebuild``) of each write, which also says how to redo it; the writes of a
+        # chain are consecutive (see before_write), so the one leaving version v is at
+        # v - first - 1.
+        self.writes = []
         self.snapshots = {}  # version -> a copy of the whole buffer at that version
         self.barriers = set()
         self.budget = max(4, budget // max(1, array.nbytes))  # snapshots
@@ -537,6 +566,7 @@ class Chain:
         self.depends = {}  # what the writes since the last barrier read, by buffer key
         self.first = buffer.version  # the version before its first write
         self.last = None  # the version its last write left
+        self.pending = None  # the undo of the write about to be made
 
     def before_write(self, place, depends):
         """Just before a write into ``place`` that reads ``depends``: snapshot if due; returns
@@ -546,7 +576,7 @@ class Chain:
             # written since by a write not in the chain (undone by its inverse, an in-place
             # rule), which cannot be redone: the chain ends, later writes are checkpointed
             return None
-        if not self.snapshots or any(b.version != v for b, v in self.depends.values()):
+        if not self.snapshots or not self._unchanged():
             self._snapshot(version, barrier=True)
             self.depends = {}
         elif version % self.spacing == 0:
@@ -554,7 +584,20 @@ class Chain:
         for b, v in depends:
             if b.key not in self.depends:  # since the last barrier, b had this version
                 self.depends[b.key] = (b, v)
-        return Rebuild(self, version, place)
+        self.pending = Rebuild(self, version, place)
+        return self.pending
+
+    def _unchanged(self):
+        """Whether no buffer the writes since the last barrier read has been written since.
+        Forgets those that can no longer be (unchanged, their memory gone): without that the
+        list would grow by every temporary the writes read, for as long as the chain lasts."""
+        depends = self.depends
+        for key, (b, v) in list(depends.items()):
+            if b.version != v:
+                return False
+            if type(b.ref) is Tracked and b.ref() is None:  # its memory is gone
+                del depends[key]
+        return True
 
     def _snapshot(self, version, barrier):
         self.snapshots[version] = self.array.copy()
@@ -569,10 +612,12 @@ class Chain:
                 break
 
     def wrote(self, inputs, written, redo):
-        """The write just made, into the place ``written`` from ``inputs`` (places and
-        values): ``redo(inputs, out)`` does it again."""
+        """The write just made, into the place ``written`` (its undo's) from ``inputs`` (places
+        and values): ``redo(inputs, out)`` does it again."""
         self.last = self.buffer.version
-        self.writes[self.last] = (inputs, written, redo)
+        rebuild, self.pending = self.pending, None
+        rebuild.inputs, rebuild.redo = inputs, redo
+        self.writes.append(rebuild)
 
     def state_at(self, version):
         """The whole buffer as it was at ``version`` (an array not to be written)."""
@@ -595,22 +640,23 @@ class Chain:
         work = snapshot.copy()
         rebuilt = {self.buffer.key: work}
         read_all = self.recomputation.read_all
-        for version in range(start + 1, stop + 1):
-            inputs, written, redo = self.writes[version]
-            redo(read_all(inputs, rebuilt), view(work, self.buffer, written))
+        for write in self.writes[start - self.first:stop - self.first]:
+            write.redo(read_all(write.inputs, rebuilt), view(work, self.buffer, write.place))
         return work
 
 
 class Rebuild:
     """The undo of a write in a :class:`Chain`: the bytes it overwrote, from the state the
-    chain rebuilds."""
+    chain rebuilds. It also says how the chain redoes the write (``Chain.wrote``): ``redo(the
+    values of inputs now, out)``, into ``place``."""
 
-    __slots__ = ("chain", "version", "place")
+    __slots__ = ("chain", "version", "place", "inputs", "redo")
 
     def __init__(self, chain, version, place):
         self.chain = chain
-        self.version = version
+        self.version = version  # the buffer's before the write
         self.place = place
+        self.inputs = self.redo = None
 
     def __call__(self):
         chain = self.chain

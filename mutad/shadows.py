@@ -20,6 +20,22 @@ from .views import address, byte_span, element_indices, self_overlapping, stride
 
 _serial = itertools.count()
 
+_layouts = {}
+LAYOUTS = 1024
+"""How many distinct shapes, strides and sizes ``shared`` remembers."""
+
+
+def shared(value):
+    """One object for all equal ``value`` (a shape, strides, a size): a buffer is made for
+    every operation, and the few layouts of a program repeat, so the buffers of a long recording
+    hold one copy of each rather than one each."""
+    one = _layouts.get(value)
+    if one is None:
+        if len(_layouts) >= LAYOUTS:
+            _layouts.clear()
+        one = _layouts[value] = value
+    return one
+
 
 class Buffer:
     """What a shadow needs to know about a buffer, without holding its memory.
@@ -53,12 +69,12 @@ class Buffer:
         self.constant = constant
         self.read = False
         self.dtype = array.dtype
-        self.shape = array.shape
-        self.strides = array.strides
+        self.shape = shared(array.shape)
+        self.strides = shared(array.strides)
         self.c_contiguous = array.flags.c_contiguous
         if self.c_contiguous:
             # The address of its first byte is only needed to map views: see note_address.
-            self.low, self.span, self.offset = None, array.size, 0
+            self.low, self.span, self.offset = None, shared(array.size), 0
         else:
             self.low, self.span = byte_span(array)
             self.offset = address(array) - self.low
