@@ -134,7 +134,8 @@ class ElementwiseRule:
         self.is_safe = is_safe
         self.growth = growth
         self.decide = decide
-        self.plans = {}  # which inputs are traced -> (differentiated inputs, values read)
+        # which inputs are traced -> (differentiated inputs, values read, their records' state)
+        self.plans = {}
 
 
 def elementwise(ufunc, *partials, uses="x", reads=None, inverse=(), is_safe=always, growth=None,

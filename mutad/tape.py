@@ -106,6 +106,31 @@ class Record:
         self.pullback = pullback
 
 
+class OneOutput:
+    """A record of a pure operation with one output, of a kind whose pullback is the kind's own
+    (``pullback``, a static method of a subclass): a :class:`Record` whose ``outputs`` are
+    derived from ``output``, the buffer it created. Most records of a long program are of such
+    kinds (elementwise operations), so neither a tuple of one output nor the pullback is held by
+    each of them."""
+
+    __slots__ = ("primitive", "inputs", "settings", "output", "kept", "state")
+
+    written = undo = undo_kind = taken = key = None
+    undo_first = True
+
+    def __init__(self, primitive, inputs, settings, output, kept, state):
+        self.primitive = primitive
+        self.inputs = inputs
+        self.settings = settings
+        self.output = output
+        self.kept = kept
+        self.state = state
+
+    @property
+    def outputs(self):
+        return (self.output,)
+
+
 class Write(Record):
     """A record of an operation that wrote in place. Besides a record's fields:
 

@@ -58,7 +58,7 @@ from .recompute import (Held, Rebuild, Recomputation, Written, current_region, f
 from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, RECOMPUTABLE, UFUNCS,
                        ElementwiseRule, NoClosedForm)
 from .shadows import Buffer, Place, overlapping
-from .tape import Absent, Primitive, Record, Tape, Write
+from .tape import Absent, OneOutput, Primitive, Record, Tape, Write
 from .trees import unsupported_array
 from .views import (address, byte_span, itself, may_overlap, memory, overlaps_itself, owner,
                     owner_view, same_region, strided, views, wrapped)
@@ -533,7 +533,7 @@ def recipe(inputs, values, kept, tape):
     follows (its constants included), the value of each other input the record keeps
     (``kept[i]`` not None) or that is not an array (a number, a setting), and an ``Absent``
     stand-in for an array it does not keep, so that the record holds no memory the
-    pullback does not read."""
+    pullback does not read. A tuple: a record holds it for its whole life, unchanged."""
     named = []
     for i, x in enumerate(inputs):
         if type(x) is Traced and x.tape is tape:
@@ -544,7 +544,7 @@ def recipe(inputs, values, kept, tape):
             named.append(kept[i])
         else:
             named.append(_small_copy(values[i], tape))
-    return named
+    return tuple(named)
 
 
 def _small_copy(value, tape):
@@ -680,16 +680,19 @@ def _sharing(rule, dy, places, pending, shadows):
 
 
 def _differentiable(ufunc, rule, pattern, count):
-    """The positions of the inputs that get a gradient, and of those their partials read:
-    worked out once per rule and ``pattern`` of traced inputs (bit i: input i is traced)."""
+    """The positions of the inputs that get a gradient, those their partials read (None: all),
+    and ``(rule, positions)``, the state its records share: worked out once per rule and
+    ``pattern`` of traced inputs (bit i: input i is traced)."""
     plan = rule.plans.get(pattern)
     if plan is None:
-        traced = [i for i in range(count) if pattern >> i & 1 and rule.partials[i] is not None]
+        traced = tuple(i for i in range(count)
+                       if pattern >> i & 1 and rule.partials[i] is not None)
         for i in traced:
             if type(rule.partials[i]) is NoClosedForm:
                 raise rule.partials[i].error(ufunc)
         read = {j for i in traced for j in rule.reads[i]}
-        plan = rule.plans[pattern] = (traced, None if len(read) == count else read)
+        plan = rule.plans[pattern] = (traced, None if len(read) == count else read,
+                                      (rule, traced))
     return plan
 
 
@@ -734,35 +737,56 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
         return _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs)
     active(tape)
     yt = fresh(ufunc(*values, **kwargs), tape)
-    traced, reads = _differentiable(ufunc, rule, pattern, len(inputs))
+    traced, reads, state = _differentiable(ufunc, rule, pattern, len(inputs))
     if not traced:
         return yt
-    y = yt.value if "y" in rule.uses else None
     read = _read_by_partials(values, reads)
     for i, v in enumerate(read):
         if pattern >> i & 1 == 0:
             keep(tape, inputs[i], v)
     named = recipe(inputs, values, read, tape)
-    if rule.decide is not None:
-        read = [*read, rule.decide(*values)]
-    record = Record(ufunc, named, kwargs or None, (yt.buffer,), read, [rule, y, traced],
-                    _elementwise_pullback)
+    uses_y = "y" in rule.uses
+    if rule.decide is not None or uses_y:
+        if rule.decide is not None:
+            read = [*read, rule.decide(*values)]
+        if uses_y:
+            read.append(yt.value)  # last: the partials take the inputs and decision as ``*values``
+    elif reads is not None and not reads:
+        read = _NOTHING_KEPT.get(len(values)) or (None,) * len(values)
+    # ``state`` is shared by every record of this rule and pattern: what a record holds of its
+    # own is in its other fields.
+    record = Elementwise(ufunc, named, kwargs or None, yt.buffer, read, state)
     if tape.recomputation is not None:
         tape.hold(read, named)  # first: an input it keeps may be read by the recipe
         tape.recomputation.give_recipe(record, 0, yt.buffer, kwargs)
-        if y is not None:
-            tape.hold(record.state, (None, yt.buffer))
+        if uses_y:
+            read[-1] = tape.recomputation.hold(yt.buffer, yt.value)
     tape.record(record)
     return yt
 
 
-def _elementwise_pullback(record, shadows, _):
-    """The pullback of a pure elementwise operation: ``state`` is [rule, output value if the
-    partials read it, the differentiated inputs' positions]."""
-    dy = shadows.pop(record.outputs[0], read_only=True)
-    if dy is not None:
-        rule, y, traced = record.state
-        _elementwise_cotangents(shadows, rule, dy, y, record.inputs, record.kept, traced)
+_NOTHING_KEPT = {count: (None,) * count for count in range(1, 4)}
+"""What a record of an elementwise ufunc of ``count`` inputs keeps when its partials read
+none of them (``a + b``): one tuple for all such records."""
+
+
+class Elementwise(OneOutput):
+    """The record of a pure elementwise operation: ``state`` is the rule's plan for the pattern
+    of traced inputs (``_differentiable``); ``kept`` ends with the output's value if the
+    partials read it."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def pullback(record, shadows, _):
+        dy = shadows.pop(record.output, read_only=True)
+        if dy is not None:
+            rule, traced = record.state
+            kept = record.kept
+            y = None
+            if "y" in rule.uses:
+                y, kept = kept[-1], kept[:-1]
+            _elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
 
 
 def _ufunc_on_constants(ufunc, inputs, values, out, kwargs, tape):
@@ -1010,7 +1034,7 @@ class _Undos:
 
 
 def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
-    traced, reads = _differentiable(ufunc, rule, pattern, len(inputs))
+    traced, reads, state = _differentiable(ufunc, rule, pattern, len(inputs))
     if type(out) is not Traced or out.tape is not tape:
         if traced:
             raise untraced_write(f"np.{ufunc.__name__}(..., out=...)")
@@ -1063,23 +1087,58 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     if traced:
         if rule.decide is not None:
             kept.append(decision)
-
-        count = len(inputs)  # the pullback must not hold the inputs: only what it keeps
-        written = target if rule.uses == "y" else None  # nor the target, unless it reads it
-
-        def pullback(record, shadows, dy):
-            kept = record.kept
-            y = written if written is not None else (
-                ufunc(*kept[:count], **kwargs) if recompute_y else None)
-            _elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
-    else:
-        pullback = None
+        if rule.uses == "y":  # the partials read the values written: the target holds them
+            state = (*state, target)
+        elif recompute_y:
+            state = (*state, ufunc)
     record_write(primitive, out, lambda: ufunc(*values, out=target, **kwargs), inputs, values,
                  settings=kwargs or None, kept=kept, inverse=inverse, is_safe=is_safe,
-                 growth=growth, exactly=exactly, inverse_reads=others_at, pullback=pullback,
-                 undo_first=rule.uses != "y", recompute=True,
-                 redo=lambda inputs, out: ufunc(*inputs, out=out, **kwargs))
+                 growth=growth, exactly=exactly, inverse_reads=others_at,
+                 pullback=_write_pullback if traced else None,
+                 state=state if traced else None, undo_first=rule.uses != "y", recompute=True,
+                 redo=Rerun.of(ufunc, kwargs))
     return out
+
+
+def _write_pullback(record, shadows, dy):
+    """The pullback of an elementwise write: ``state`` is the rule's plan for the pattern of
+    traced inputs (``_differentiable``), then the target if the partials read only the values
+    written, or the ufunc if they read the output and the inputs (the output is computed
+    again from those the record keeps)."""
+    state, kept = record.state, record.kept
+    rule = state[0]
+    y = None
+    if len(state) > 2:
+        y = state[2] if rule.uses == "y" else state[2](*kept[:len(record.inputs)],
+                                                       **(record.settings or {}))
+    _elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, state[1])
+
+
+class Rerun:
+    """How an elementwise write is redone (``record_write``'s ``redo``): ``ufunc`` again, from
+    the inputs read now, into ``out``. Writes without keyword arguments share one per ufunc."""
+
+    __slots__ = ("ufunc", "kwargs")
+
+    _shared = {}
+
+    def __init__(self, ufunc, kwargs):
+        self.ufunc = ufunc
+        self.kwargs = kwargs
+
+    @classmethod
+    def of(cls, ufunc, kwargs):
+        if kwargs:
+            return cls(ufunc, kwargs)
+        rerun = cls._shared.get(ufunc)
+        if rerun is None:
+            rerun = cls._shared[ufunc] = cls(ufunc, None)
+        return rerun
+
+    def __call__(self, inputs, out):
+        if self.kwargs:
+            return self.ufunc(*inputs, out=out, **self.kwargs)
+        return self.ufunc(*inputs, out=out)
 
 
 ASSIGNMENT = ElementwiseRule((ONE,), reads=((),), inverse=(lambda t, others: None,))

@@ -81,9 +81,31 @@ def test_a_pure_record_names_its_recipe_and_keeps_only_what_its_pullback_reads()
     assert add.primitive is np.add and add.undo is None
     # c is not kept for the pullback; being small, the recipe names a copy of it
     assert type(add.inputs[0]) is Buffer and add.inputs[1] is not c
-    assert np.array_equal(add.inputs[1], c) and add.kept == [None, None]
+    assert np.array_equal(add.inputs[1], c) and list(add.kept) == [None, None]
     assert sin.kept[0] is not None  # cos(x) reads x
     assert len(add.outputs) == 1 and multiply.written is None
+
+
+def test_the_records_of_a_loop_hold_only_what_is_their_own():
+    """A long program is mostly records of elementwise operations, one per operation: what does
+    not change from one step to the next (the rule's plan, the pullback, a layout) is one object
+    for all of them, not one per record."""
+    weights = np.linspace(1, 2, 3 * SMALL)
+
+    def f(u):
+        for _ in range(3):
+            u[1:-1:2] = 0.5 * (u[0:-2:2] + u[2::2] + np.exp(u[1:-1:2]))
+        return np.sum(weights * u * u)
+
+    records, _ = _records(f, np.sin(np.linspace(0, 3, weights.size)))
+    exps = [r for r in records if r.primitive is np.exp]
+    writes = [r for r in records if r.written is not None]
+    assert len(exps) == len(writes) == 3
+    assert all(r.state is exps[0].state for r in exps)
+    assert all(w.state is writes[0].state and w.pullback is writes[0].pullback for w in writes)
+    assert all(type(r.inputs) is tuple for r in records)
+    assert all(r.outputs == (r.output,) and r.output.shape is exps[0].output.shape
+               and r.output.strides is exps[0].output.strides for r in exps)
 
 
 def test_a_large_constant_the_pullback_does_not_read_is_described_not_held():
