@@ -745,13 +745,12 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
         if pattern >> i & 1 == 0:
             keep(tape, inputs[i], v)
     named = recipe(inputs, values, read, tape)
+    if rule.decide is not None:
+        read = [*read, rule.decide(*values)]
     uses_y = "y" in rule.uses
-    if rule.decide is not None or uses_y:
-        if rule.decide is not None:
-            read = [*read, rule.decide(*values)]
-        if uses_y:
-            read.append(yt.value)  # last: the partials take the inputs and decision as ``*values``
-    elif reads is not None and not reads:
+    if uses_y:  # last: the partials take the inputs and the decision as ``*values``
+        read.append(yt.value)
+    elif reads is not None and not reads and rule.decide is None:
         read = _NOTHING_KEPT.get(len(values)) or (None,) * len(values)
     # ``state`` is shared by every record of this rule and pattern: what a record holds of its
     # own is in its other fields.
