@@ -136,25 +136,29 @@ class Written:
 
 
 class Recipe:
-    """How to compute a buffer again: output ``output`` of ``record``, whose recomputation reads
-    the buffers of ``depends`` (``buffer, how, buffer, how, ...``: one flat tuple, the smallest),
-    each as it is, ``how`` being the version it must still have (the buffer itself among them,
-    at 0), or computed again, ``how`` being its recipe; and computes ``cost`` elements, those of
-    the recipes it follows included. A recipe names only the buffers it reads directly: one
-    that names every buffer its chain of recipes reads would hold as many as the chain is long.
+    """How to compute ``buffer`` again, while it is unwritten: output ``output`` of ``record``,
+    whose recomputation reads the buffers of ``depends`` (``buffer, how, buffer, how, ...``: one
+    flat tuple, the smallest), each as it is, ``how`` being the version it must still have, or
+    computed again, ``how`` being its recipe; and computes ``cost`` elements, those of the
+    recipes it follows included. A recipe names only the buffers it reads directly: one that
+    named every buffer its chain of recipes reads would hold as many as the chain is long.
     """
 
-    __slots__ = ("record", "output", "depends", "cost", "same")
+    __slots__ = ("record", "output", "buffer", "depends", "cost", "same")
 
-    def __init__(self, record, output, depends, cost, same=None):
+    def __init__(self, record, output, buffer, depends, cost, same=None):
         self.record = record
         self.output = output
+        self.buffer = buffer
         self.depends = depends
         self.cost = cost
         self.same = same  # an older buffer computed the same way from the same bytes
 
     def current(self):
-        """Whether every buffer the recomputation reads still holds the bytes it read."""
+        """Whether every buffer the recomputation reads still holds the bytes it read, and its
+        own buffer still the bytes it computed."""
+        if self.buffer.version:
+            return False
         depends = self.depends
         for i in range(0, len(depends), 2):
             how = depends[i + 1]
@@ -166,9 +170,10 @@ class Recipe:
         return True
 
     def pairs(self):
-        """``(buffer, version)`` for each buffer the recomputation reads, those its chain of
-        recipes reads included (some more than once)."""
-        return versions(self.depends)
+        """``(buffer, version)`` for its own buffer and each buffer the recomputation reads,
+        those its chain of recipes reads included (some more than once)."""
+        yield self.buffer, 0
+        yield from versions(self.depends)
 
 
 class Lazy:
@@ -372,9 +377,9 @@ class Recomputation:
         reads = _reads((record.inputs, list((settings or {}).values())))
         if reads is None or reads[1] + buffer.span > WORK * buffer.span:
             return
-        reads[0][buffer] = 0
         depends = tuple(x for pair in reads[0].items() for x in pair)
-        recipe = buffer.origin = Recipe(record, output, depends, shared(reads[1] + buffer.span))
+        recipe = buffer.origin = Recipe(record, output, buffer, depends,
+                                        shared(reads[1] + buffer.span))
         key = _number((record.primitive, output, record.inputs, settings))
         if key is None:
             return
