@@ -238,8 +238,15 @@ def run(options):
 
     facts = report.environment()
     memory_methods = {r.get("memory_method") for r in results} - {None}
-    print(f"mutad-bench ({mode} sizes; each row a fresh interpreter with one compute thread; "
-          "times and ratios: median [min-max] over rounds)")
+    timed = [r for r in results if r.get("gradient_seconds")]
+    pinned = all(r.get("allocator") for r in timed)
+    print(f"mutad-bench ({mode} sizes; each row a fresh interpreter with one compute thread"
+          + (", glibc malloc pinned: blocks under 32 MiB from the heap, never trimmed, so every "
+             "timed call runs on memory already mapped" if pinned else "")
+          + "; an untimed round, then times and ratios: median [min-max] over rounds)")
+    if not pinned:
+        print("note: malloc's thresholds could not be pinned here (not glibc); a time can depend "
+              "on what its process allocated before (fresh pages or reused ones)")
     if "sampled" in memory_methods:
         print("note: /proc/self/clear_refs could not reset VmHWM here; peak memory comes from "
               "a thread sampling VmRSS every millisecond, which can miss short peaks")

@@ -6,6 +6,13 @@ Each configuration (system, workload, size) runs in a fresh interpreter, started
 * one compute thread: ``OMP_NUM_THREADS`` and friends are 1 in the child's environment, so its
   BLAS starts with one thread; torch gets ``set_num_threads(1)``, XLA
   ``--xla_cpu_multi_thread_eigen=false`` (see ``peers.py``);
+* one allocator state: with glibc, :func:`pin_allocator` fixes malloc's thresholds before
+  anything is built (blocks up to 32 MiB from the heap, no trimming of the heap's free top).
+  glibc's defaults move with the process's history: the mmap threshold rises after the first
+  free of a large block, and the heap is trimmed whenever its free top passes twice that, so the
+  same NumPy forward at n = 10^5 ran 10x slower in one process than in another, page-faulting
+  every temporary afresh, and the gradient and the forward of one process could run in
+  different states. Pinned, every system runs every timed call on memory already mapped;
 * warm-up: one gradient call (for ``jax.jit`` that includes tracing and compiling), one peer
   forward call, one NumPy forward call;
 * peak memory: ``gc.collect()``, glibc ``malloc_trim(0)``, read VmRSS, write ``5`` to
@@ -15,8 +22,10 @@ Each configuration (system, workload, size) runs in a fresh interpreter, started
   (then the result says ``memory_method: "sampled"``). The same for one NumPy forward call gives
   the plain program's own peak, for scale. The timing rounds come after, so the sampler cannot
   slow them;
-* timing: ``rounds`` rounds of (NumPy forward, gradient, peer forward) back to back, and the
-  per-round ratios gradient / NumPy forward and gradient / peer forward;
+* timing: one untimed round of (NumPy forward, gradient, peer forward), which maps again the
+  memory that ``malloc_trim`` handed back for the peak measurements, then ``rounds`` rounds of
+  the same back to back, and the per-round ratios gradient / NumPy forward and gradient / peer
+  forward;
 * correctness, after the measurements: the loss against the reference loss, the gradient
   against mutad's checkpoint-policy gradient (max |g - g_ref| / max |g_ref| per input, symmetric
   parts for symmetric matrices), the gradient along a fixed random direction against a
@@ -82,6 +91,32 @@ def _load_malloc_trim():
 
 
 MALLOC_TRIM = _load_malloc_trim()
+
+# mallopt's parameters (malloc.h) and the values the bench pins.
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+PINNED_MMAP_THRESHOLD = 32 * MIB
+"""glibc's largest mmap threshold, the one its dynamic rule reaches in a process that has freed a
+block of 32 MiB or more: smaller blocks come from the heap and are reused once freed."""
+NO_TRIMMING = -1  # mallopt's documented value for "never trim the heap's top"
+
+
+def pin_allocator():
+    """Fix glibc malloc's mmap and trim thresholds for the rest of the process (setting them
+    also turns its dynamic threshold off), so that timings do not depend on what the process
+    allocated before. Returns the pinned settings, or None where mallopt is unavailable.
+
+    Peak memory stays honest: :func:`release_free_memory` hands the free heap back before each
+    peak measurement, so memory the allocator keeps can neither hide in VmRSS before the call
+    nor be counted in it; blocks of 32 MiB or more are still mapped and unmapped one by one."""
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):  # not glibc: its own allocator, left as it is
+        return None
+    if not (mallopt(M_MMAP_THRESHOLD, PINNED_MMAP_THRESHOLD)
+            and mallopt(M_TRIM_THRESHOLD, NO_TRIMMING)):
+        return None
+    return {"mmap_threshold_bytes": PINNED_MMAP_THRESHOLD, "heap_trimming": "off"}
 
 
 def release_free_memory():
@@ -279,12 +314,20 @@ def check(problem, workload_name, system, value, gradients, reference_dir,
 # One configuration, in this process
 
 
+def seconds(call):
+    """The wall-clock time of one ``call()``."""
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
 def measure(configuration):
     """Measure one configuration in the current interpreter (meant to be a fresh one).
 
     ``configuration``: ``{"system", "workload", "params", "rounds", "check", "reference_dir"}``.
     Returns a JSON-ready dict of raw per-round timings, memory and checks.
     """
+    allocator = pin_allocator()
     system = configuration["system"]
     workload = WORKLOADS[configuration["workload"]]
     problem = workload.build(**configuration["params"])
@@ -294,6 +337,7 @@ def measure(configuration):
         "label": workload.label,
         "params": configuration["params"],
         "version": peers.version(system),
+        "allocator": allocator,
         "status": "ok",
     }
     if workload.behaviour_only:
@@ -328,19 +372,19 @@ def measure(configuration):
     if implementation is None:
         peak_mib, sampled_mib, memory_method = numpy_peak_mib, numpy_sampled_mib, numpy_method
 
-    numpy_seconds, gradient_seconds, peer_seconds = [], [], []
-    for _ in range(configuration["rounds"]):
-        start = time.perf_counter()
-        numpy_forward()
-        numpy_seconds.append(time.perf_counter() - start)
-        if implementation is not None:
-            start = time.perf_counter()
-            implementation.gradient()
-            gradient_seconds.append(time.perf_counter() - start)
-        if implementation is not None and implementation.forward is not None:
-            start = time.perf_counter()
-            implementation.forward()
-            peer_seconds.append(time.perf_counter() - start)
+    calls = [numpy_forward]
+    if implementation is not None:
+        calls.append(implementation.gradient)
+        if implementation.forward is not None:
+            calls.append(implementation.forward)
+
+    def one_round():
+        return [seconds(call) for call in calls]
+
+    one_round()  # untimed: maps again what the peak measurements' malloc_trim handed back
+    rounds = [one_round() for _ in range(configuration["rounds"])]
+    per_call = [list(times) for times in zip(*rounds, strict=True)]
+    numpy_seconds, gradient_seconds, peer_seconds = (per_call + [[], []])[:3]
     if implementation is None:
         gradient_seconds = list(numpy_seconds)  # the row's time is the forward's own
 
