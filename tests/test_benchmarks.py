@@ -116,12 +116,14 @@ def test_a_gradient_with_nan_fails_the_comparison():
 
 
 PINNED_ALLOCATOR_PROBE = """
+import sys
 import numpy as np
 from mutad.bench import harness
-if harness.pin_allocator() is None:
+np.ones(8 * 1024 * 1024 // 8)  # a history: freeing 8 MiB raises glibc's mmap threshold
+if sys.argv[1] != "none" and harness.pin_allocator(sys.argv[1]) is None:
     print("unpinned")
     raise SystemExit
-block = np.ones(4 * 1024 * 1024 // 8)  # 4 MiB: glibc's default would map it, and unmap it on free
+block = np.ones(4 * 1024 * 1024 // 8)  # 4 MiB: glibc's defaults would map it, then keep it
 held = harness.status_kib("VmRSS")
 del block
 freed = harness.status_kib("VmRSS")
@@ -130,13 +132,24 @@ print(held - freed, freed - harness.status_kib("VmRSS"))
 """
 
 
-def test_the_pinned_allocator_keeps_freed_blocks_mapped_until_memory_is_measured():
-    # Timed calls must find memory already mapped whatever ran before them, and the peak
-    # measurement must still start from live data only.
-    probe = subprocess.run([sys.executable, "-c", PINNED_ALLOCATOR_PROBE], capture_output=True,
-                           text=True, check=True)
+def allocator_probe(state):
+    """KiB handed back when a 4 MiB block is freed, and then by release_free_memory."""
+    probe = subprocess.run([sys.executable, "-c", PINNED_ALLOCATOR_PROBE, state],
+                           capture_output=True, text=True, check=True)
     if probe.stdout.strip() == "unpinned":
         pytest.skip("malloc's thresholds cannot be pinned here (not glibc)")
-    kept_on_free_kib, handed_back_kib = map(int, probe.stdout.split())
+    return tuple(map(int, probe.stdout.split()))
+
+
+def test_for_peaks_the_pinned_allocator_unmaps_a_freed_block_at_once():
+    # A freed block the heap kept would count in VmRSS, inflating a peak that follows it.
+    unmapped_on_free_kib, _ = allocator_probe("peak")
+    assert unmapped_on_free_kib > 3 * 1024
+
+
+def test_for_timing_the_pinned_allocator_keeps_freed_blocks_until_memory_is_measured():
+    # Timed calls must find memory already mapped whatever ran before them, and the peak
+    # measurement must still start from live data only.
+    kept_on_free_kib, handed_back_kib = allocator_probe("timing")
     assert kept_on_free_kib < 1024
     assert handed_back_kib > 3 * 1024

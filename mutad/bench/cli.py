@@ -241,12 +241,13 @@ def run(options):
     timed = [r for r in results if r.get("gradient_seconds")]
     pinned = all(r.get("allocator") for r in timed)
     print(f"mutad-bench ({mode} sizes; each row a fresh interpreter with one compute thread"
-          + (", glibc malloc pinned: blocks under 32 MiB from the heap, never trimmed, so every "
-             "timed call runs on memory already mapped" if pinned else "")
+          + ("; glibc malloc pinned: for peaks every block of 128 KiB or more mapped on its own, "
+             "for times blocks under 32 MiB from a heap never trimmed" if pinned else "")
           + "; an untimed round, then times and ratios: median [min-max] over rounds)")
     if not pinned:
         print("note: malloc's thresholds could not be pinned here (not glibc); a time can depend "
-              "on what its process allocated before (fresh pages or reused ones)")
+              "on what its process allocated before (fresh pages or reused ones), and a peak on "
+              "how the allocator keeps freed memory")
     if "sampled" in memory_methods:
         print("note: /proc/self/clear_refs could not reset VmHWM here; peak memory comes from "
               "a thread sampling VmRSS every millisecond, which can miss short peaks")

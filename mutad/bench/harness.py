@@ -6,13 +6,10 @@ Each configuration (system, workload, size) runs in a fresh interpreter, started
 * one compute thread: ``OMP_NUM_THREADS`` and friends are 1 in the child's environment, so its
   BLAS starts with one thread; torch gets ``set_num_threads(1)``, XLA
   ``--xla_cpu_multi_thread_eigen=false`` (see ``peers.py``);
-* one allocator state: with glibc, :func:`pin_allocator` fixes malloc's thresholds before
-  anything is built (blocks up to 32 MiB from the heap, no trimming of the heap's free top).
-  glibc's defaults move with the process's history: the mmap threshold rises after the first
-  free of a large block, and the heap is trimmed whenever its free top passes twice that, so the
-  same NumPy forward at n = 10^5 ran 10x slower in one process than in another, page-faulting
-  every temporary afresh, and the gradient and the forward of one process could run in
-  different states. Pinned, every system runs every timed call on memory already mapped;
+* glibc malloc pinned (:data:`ALLOCATOR_STATES`), so that neither figure depends on what the
+  process allocated before: for the warm-up and the peaks, every block of 128 KiB or more is a
+  mapping of its own; for the timing, blocks under 32 MiB come from a heap that is never
+  trimmed, and every timed call of every system runs on memory already mapped;
 * warm-up: one gradient call (for ``jax.jit`` that includes tracing and compiling), one peer
   forward call, one NumPy forward call;
 * peak memory: ``gc.collect()``, glibc ``malloc_trim(0)``, read VmRSS, write ``5`` to
@@ -22,10 +19,9 @@ Each configuration (system, workload, size) runs in a fresh interpreter, started
   (then the result says ``memory_method: "sampled"``). The same for one NumPy forward call gives
   the plain program's own peak, for scale. The timing rounds come after, so the sampler cannot
   slow them;
-* timing: one untimed round of (NumPy forward, gradient, peer forward), which maps again the
-  memory that ``malloc_trim`` handed back for the peak measurements, then ``rounds`` rounds of
-  the same back to back, and the per-round ratios gradient / NumPy forward and gradient / peer
-  forward;
+* timing: one untimed round of (NumPy forward, gradient, peer forward), which maps in the timing
+  state the memory those calls need, then ``rounds`` rounds of the same back to back, and the
+  per-round ratios gradient / NumPy forward and gradient / peer forward;
 * correctness, after the measurements: the loss against the reference loss, the gradient
   against mutad's checkpoint-policy gradient (max |g - g_ref| / max |g_ref| per input, symmetric
   parts for symmetric matrices), the gradient along a fixed random direction against a
@@ -92,31 +88,46 @@ def _load_malloc_trim():
 
 MALLOC_TRIM = _load_malloc_trim()
 
-# mallopt's parameters (malloc.h) and the values the bench pins.
-M_TRIM_THRESHOLD = -1
+# glibc malloc's thresholds move with the process's history: the mmap threshold rises after the
+# first free of a large block, and the heap is trimmed whenever its free top passes twice that.
+# Each child pins them with mallopt (which also turns the dynamic rule off), in one of two states.
+M_TRIM_THRESHOLD = -1  # mallopt's parameters (malloc.h)
 M_MMAP_THRESHOLD = -3
-PINNED_MMAP_THRESHOLD = 32 * MIB
-"""glibc's largest mmap threshold, the one its dynamic rule reaches in a process that has freed a
-block of 32 MiB or more: smaller blocks come from the heap and are reused once freed."""
-NO_TRIMMING = -1  # mallopt's documented value for "never trim the heap's top"
+NEVER = -1  # mallopt's documented trim threshold for "never trim the heap's top"
+ALLOCATOR_STATES = {
+    # Peak memory: every block of 128 KiB or more (glibc's starting threshold) is mapped and
+    # unmapped on its own, so VmRSS counts live blocks. A block freed into the heap stays
+    # resident, and the heap does not always reuse it for the next large one: PyTorch's W2
+    # peak read 4x the bytes of its saved tensors that way.
+    "peak": {M_MMAP_THRESHOLD: 128 * 1024, M_TRIM_THRESHOLD: 128 * 1024},
+    # Timing: blocks under 32 MiB (glibc's largest threshold, the one its rule reaches in a
+    # process that has freed such a block) come from the heap, which is never trimmed, so every
+    # timed call runs on memory already mapped instead of page-faulting fresh blocks, whatever
+    # the process did before.
+    "timing": {M_MMAP_THRESHOLD: 32 * MIB, M_TRIM_THRESHOLD: NEVER},
+}
 
 
-def pin_allocator():
-    """Fix glibc malloc's mmap and trim thresholds for the rest of the process (setting them
-    also turns its dynamic threshold off), so that timings do not depend on what the process
-    allocated before. Returns the pinned settings, or None where mallopt is unavailable.
-
-    Peak memory stays honest: :func:`release_free_memory` hands the free heap back before each
-    peak measurement, so memory the allocator keeps can neither hide in VmRSS before the call
-    nor be counted in it; blocks of 32 MiB or more are still mapped and unmapped one by one."""
+def _load_mallopt():
     try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
+        return ctypes.CDLL("libc.so.6").mallopt
     except (OSError, AttributeError):  # not glibc: its own allocator, left as it is
         return None
-    if not (mallopt(M_MMAP_THRESHOLD, PINNED_MMAP_THRESHOLD)
-            and mallopt(M_TRIM_THRESHOLD, NO_TRIMMING)):
+
+
+MALLOPT = _load_mallopt()
+
+
+def pin_allocator(state):
+    """Put glibc malloc in ``state`` (a key of :data:`ALLOCATOR_STATES`) for the rest of the
+    process; returns its thresholds by name, or None where they cannot be pinned."""
+    settings = ALLOCATOR_STATES[state]
+    if MALLOPT is None or not all(MALLOPT(parameter, value)
+                                  for parameter, value in settings.items()):
         return None
-    return {"mmap_threshold_bytes": PINNED_MMAP_THRESHOLD, "heap_trimming": "off"}
+    trim = settings[M_TRIM_THRESHOLD]
+    return {"mmap_threshold_bytes": settings[M_MMAP_THRESHOLD],
+            "trim_threshold_bytes": None if trim == NEVER else trim}
 
 
 def release_free_memory():
@@ -327,7 +338,7 @@ def measure(configuration):
     ``configuration``: ``{"system", "workload", "params", "rounds", "check", "reference_dir"}``.
     Returns a JSON-ready dict of raw per-round timings, memory and checks.
     """
-    allocator = pin_allocator()
+    peak_allocator = pin_allocator("peak")
     system = configuration["system"]
     workload = WORKLOADS[configuration["workload"]]
     problem = workload.build(**configuration["params"])
@@ -337,7 +348,6 @@ def measure(configuration):
         "label": workload.label,
         "params": configuration["params"],
         "version": peers.version(system),
-        "allocator": allocator,
         "status": "ok",
     }
     if workload.behaviour_only:
@@ -372,6 +382,7 @@ def measure(configuration):
     if implementation is None:
         peak_mib, sampled_mib, memory_method = numpy_peak_mib, numpy_sampled_mib, numpy_method
 
+    timing_allocator = pin_allocator("timing")
     calls = [numpy_forward]
     if implementation is not None:
         calls.append(implementation.gradient)
@@ -381,7 +392,7 @@ def measure(configuration):
     def one_round():
         return [seconds(call) for call in calls]
 
-    one_round()  # untimed: maps again what the peak measurements' malloc_trim handed back
+    one_round()  # untimed: the heap grows to what the calls need
     rounds = [one_round() for _ in range(configuration["rounds"])]
     per_call = [list(times) for times in zip(*rounds, strict=True)]
     numpy_seconds, gradient_seconds, peer_seconds = (per_call + [[], []])[:3]
@@ -405,6 +416,8 @@ def measure(configuration):
         "ratios": [g / n for g, n in zip(gradient_seconds, numpy_seconds, strict=True)],
         "peer_ratios": [g / p for g, p in zip(gradient_seconds, peer_seconds, strict=False)],
         "first_call_seconds": first_call_seconds,
+        "allocator": ({"peak": peak_allocator, "timing": timing_allocator}
+                      if peak_allocator and timing_allocator else None),
         "peak_extra_mib": peak_mib,
         "sampled_extra_mib": sampled_mib,
         "numpy_peak_extra_mib": numpy_peak_mib,
