@@ -219,6 +219,15 @@ def _pin(buffer):
     return type(buffer.ref) is Held
 
 
+def _kept(buffer):
+    """Whether the array of ``buffer`` is held for good or by a record (``Kept``, also once
+    its ``Written`` holder lets go of it)."""
+    ref = buffer.ref
+    if type(ref) is Written:
+        ref = ref.was
+    return type(ref) is Held or type(ref) is Kept
+
+
 def _alive(buffer):
     """Whether the array of ``buffer`` (not a constant) exists when the replay reaches any record
     made from now on: an argument's, one a record keeps, or one written in place (the undos of
@@ -402,11 +411,14 @@ class Recomputation:
             self.readers[key] = self.readers.get(key, 0) + 1
             self.lazy[key] = buffer
             return Lazy(place)
-        if type(buffer.ref) is Tracked:  # the record keeps it: say so
-            array = buffer.ref()
+        ref = buffer.ref
+        if type(ref) is Tracked:  # the record keeps it: say so
+            array = ref()
             if array is not None:
                 buffer.ref = Kept(array)
-        elif buffer.ref is None and place.whole:  # a small array, followed from now on
+        elif type(ref) is Written and type(ref.was) is Tracked:  # say so once it is let go
+            ref.was = Kept(ref.array)
+        elif ref is None and place.whole:  # a small array, followed from now on
             buffer.ref = Kept(value)
         return value
 
@@ -519,7 +531,7 @@ def keeps_memory(place, written):
     ``written`` holds memory for it: unless it is an argument's or the replay can recompute
     it then."""
     buffer = place.buffer
-    if type(buffer.ref) is Held or type(buffer.ref) is Kept:  # held anyway
+    if _kept(buffer):  # held anyway
         return False
     origin = buffer.origin
     return origin is None or not origin.current() or any(b is written for b, _ in origin.pairs())
@@ -671,3 +683,4 @@ class Rebuild:
         if self.version == chain.first:  # its first write: nothing left to rebuild
             chain.snapshots.clear()
             chain.writes.clear()
+            chain.array = None  # from now on only what reads the buffer holds it
