@@ -159,6 +159,10 @@ class Recipe:
         own buffer still the bytes it computed."""
         if self.buffer.version:
             return False
+        if self.same is not None and self.same.version:
+            # Its twin has been written since: what reads this value from now on computes it
+            # from this recipe (what read it before reads the twin as it was then).
+            self.same = None
         depends = self.depends
         for i in range(0, len(depends), 2):
             how = depends[i + 1]

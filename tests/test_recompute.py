@@ -474,3 +474,25 @@ def test_the_undo_of_a_write_into_a_temporary_laid_out_in_neither_order():
         return np.sum(t * t)
 
     mutad.check_grads(f, x)
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_a_temporary_computed_again_after_its_twin_was_written_is_not_read_from_it(policy):
+    """Regression (found by the random programs; silently wrong on the simplest program): the
+    second ``np.sin(x)`` was recomputed by reading the first one's buffer (value numbering),
+    which ``t *= ...`` had overwritten by the time the replay read it."""
+
+    def f(x):
+        t = np.sin(x)
+        t *= np.sin(x)
+        return t
+
+    def read_before_the_write(x):
+        t = np.sin(x)
+        y = np.sin(x) * x  # reads the twin while t still holds it
+        t *= 3.0
+        return np.sum(y) + np.sum(t * t)
+
+    x = np.linspace(-1, 1, N)
+    mutad.check_grads(f, x, policy=policy)
+    mutad.check_grads(read_before_the_write, x, policy=policy)
