@@ -272,7 +272,12 @@ SQUASHES = {
 
 def classic(d):
     kind = d.draw(st.sampled_from(["augmented", "augmented", "out", "assign", "temporary",
-                                   "unary"]))
+                                   "unary", "twin"]))
+    if kind == "twin":  # computed twice from the same bytes (value numbering), then one written
+        name = d.new_name()
+        source = d.source(d.value(d.slices(d.pick())).shape)
+        d.run(f"{name} = np.sin({source})\n{name} *= np.sin({source})", "classic")
+        return
     if kind == "temporary":
         name = d.new_name()
         source = d.source(d.value(d.slices(d.pick())).shape)
