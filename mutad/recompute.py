@@ -342,15 +342,13 @@ class Recomputation:
     def write(self, buffer):
         """``buffer`` is about to be written in place for the first time: if it is a temporary
         the program holds (a weak reference follows it), hold its array in a :class:`Written`
-        from now on, and return that (None otherwise)."""
+        from now on."""
         ref = buffer.ref
         if type(ref) is Tracked or type(ref) is Kept:
             array = ref()
             if array is not None:
-                holder = buffer.ref = Written(array, ref, buffer)
-                self.written.append(holder)
-                return holder
-        return None
+                buffer.ref = Written(array, ref, buffer)
+                self.written.append(buffer.ref)
 
     def finish(self):
         """The forward pass is over: let go of the temporaries written in place that are dead.
