@@ -16,7 +16,7 @@ from .errors import MutadError
 from .allocation import plain_allocation
 from .trees import register_pytree
 from .custom import adjoint, inplace_adjoint
-from . import errors, linalg, testing
+from . import errors, linalg, replay, testing
 from .testing import check_grads, check_jvp
 
 __all__ = ["MutadError", "adjoint", "check_grads", "check_jvp", "errors", "grad", "gradient",

@@ -112,11 +112,12 @@ def plain_allocation():
         STATE.plain -= 1
 
 
-def allocate(y):
+def allocate(y, made=None):
     """``y``, a new plain array, as a constant of every differentiation running in this
-    thread (each level's value an array of the levels outside it); the innermost's array."""
+    thread (each level's value an array of the levels outside it); the innermost's array.
+    ``made``: ``(function, args, kwargs)``, the call that made it."""
     for differentiation in ACTIVE.running:
-        y = differentiation.constant(y)
+        y = differentiation.constant(y, made)
     return y
 
 
@@ -160,7 +161,7 @@ def factory(func):
                 return func(*args, like=like, **kwargs)
         y = func(*args, **kwargs)
         if _in_mode() and _allocated(y, args, kwargs):
-            return allocate(y)
+            return allocate(y, (func, args, kwargs))
         return y
 
     return _named(allocating, func)

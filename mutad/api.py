@@ -16,10 +16,11 @@ from .errors import (
     UnsupportedFunctionError,
 )
 from . import forward
-from .arguments import Originals, run
+from .arguments import Originals, check_argnums, run
 from .arraylike import stands_for_scalar
 from .levels import ACTIVE, Tracer
 from .recompute import hold_for_good
+from .replay import Replayed
 from .shadows import Buffer, Shadows
 from .tape import POLICIES
 from .tracing import (ReverseTape, Traced, active, check_constants, fresh, place_of, thaw,
@@ -166,23 +167,6 @@ class Run:
         self.originals.restore()
 
 
-def check_argnums(argnums, count):
-    """The tuple of selected argument positions, and whether one int was given."""
-    if argnums is None:
-        return tuple(range(count)), False
-    single = isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool)
-    items = (argnums,) if single else argnums
-    if not isinstance(items, tuple) or not all(
-            isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in items):
-        raise ArgnumsError(f"argnums={argnums!r}: give an int or a tuple of ints.")
-    for i in items:
-        if not -count <= i < count:
-            raise ArgnumsError(
-                f"argnums={argnums!r}: the function was given {count} positional argument(s), "
-                f"so each position must be in {-count}..{count - 1}.")
-    return tuple(int(i) % count for i in items), single
-
-
 def _scalar_output(y):
     if isinstance(y, (tuple, list)):
         raise NonScalarOutputError(
@@ -223,14 +207,20 @@ def value_and_gradient(f, *args, argnums=None, policy="restore", has_aux=False, 
     return _value_and_gradient(f, args, {}, argnums, policy, has_aux, memory)
 
 
-def _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory=None):
+def _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory=None,
+                        recording=None):
+    """``value_and_gradient``; ``recording`` (``replay.Recording``) writes the program down."""
     selected, single = check_argnums(argnums, len(args))
     run = Run(policy, memory)
     try:
         # Keyword arguments are traced like the others (they may alias or be written), but
         # get no gradient.
         *traced_args, traced_kwargs = run.wrap((*args, kwargs))
+        if recording is not None:
+            recording.start(run)
         y = run.call(f, traced_args, traced_kwargs)
+        if recording is not None:
+            recording.end(run, y)
         if has_aux:
             y, aux = _loss_and_aux(y)
         value = _scalar_output(y)
@@ -302,7 +292,7 @@ def gradient(f, *args, argnums=None, policy="restore", has_aux=False, memory=Non
     return (grads, value[1]) if has_aux else grads
 
 
-def grad(f, argnums=0, has_aux=False, policy="restore", memory=None):
+def grad(f, argnums=0, has_aux=False, policy="restore", memory=None, replay=False):
     """``f``'s gradient as a function, as JAX's ``grad``: ``grad(f)(x, ...)`` is
     ``gradient(f, x, ..., argnums=0)``. Keyword arguments of the call are passed to ``f``
     without being differentiated; every array reachable from them comes back as it was too.
@@ -314,7 +304,14 @@ def grad(f, argnums=0, has_aux=False, policy="restore", memory=None):
     ...     return (x * x).sum()
     >>> mutad.grad(f)(np.array([1.0, 2.0]), scale=3.0).tolist()
     [18.0, 36.0]
+
+    With ``replay=True`` the first call for each signature of arguments records ``f``'s
+    program, and later calls replay it as plain NumPy calls, guarded on every decision it
+    depends on (see the README, "Record once, replay fast").
     """
+    if replay:
+        return Replayed(f, _value_and_gradient, argnums, policy, False, has_aux, memory)
+
     @functools.wraps(f)
     def gradient_of_f(*args, **kwargs):
         value, grads = _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory)
@@ -323,7 +320,7 @@ def grad(f, argnums=0, has_aux=False, policy="restore", memory=None):
     return gradient_of_f
 
 
-def value_and_grad(f, argnums=0, has_aux=False, policy="restore", memory=None):
+def value_and_grad(f, argnums=0, has_aux=False, policy="restore", memory=None, replay=False):
     """``f``'s value and gradient as a function, as JAX's ``value_and_grad``: it returns
     ``(value, grads)``, or ``((value, aux), grads)`` with ``has_aux=True``. With the default
     ``argnums=0`` it is what ``scipy.optimize.minimize(fun, x0, jac=True)`` takes.
@@ -334,7 +331,12 @@ def value_and_grad(f, argnums=0, has_aux=False, policy="restore", memory=None):
     ...     return (x * x).sum()
     >>> scipy.optimize.minimize(mutad.value_and_grad(f), np.zeros(2), jac=True).x.round(6).tolist()
     [1.0, 2.0]
+
+    ``replay=True`` records and replays, as for :func:`grad`.
     """
+    if replay:
+        return Replayed(f, _value_and_gradient, argnums, policy, True, has_aux, memory)
+
     @functools.wraps(f)
     def value_and_gradient_of_f(*args, **kwargs):
         return _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory)

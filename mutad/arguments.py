@@ -15,7 +15,7 @@ error raised while NumPy converted an element) as the mutad error itself.
 import numpy as np
 
 from .allocation import mode
-from .errors import MutadError
+from .errors import ArgnumsError, MutadError
 from .levels import ACTIVE
 from .trees import arrays_within
 
@@ -76,3 +76,20 @@ def unwrapped(error):
     if isinstance(cause, MutadError) and not isinstance(error, MutadError):
         return cause.with_traceback(error.__traceback__)
     return None
+
+
+def check_argnums(argnums, count):
+    """The tuple of selected argument positions, and whether one int was given."""
+    if argnums is None:
+        return tuple(range(count)), False
+    single = isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool)
+    items = (argnums,) if single else argnums
+    if not isinstance(items, tuple) or not all(
+            isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in items):
+        raise ArgnumsError(f"argnums={argnums!r}: give an int or a tuple of ints.")
+    for i in items:
+        if not -count <= i < count:
+            raise ArgnumsError(
+                f"argnums={argnums!r}: the function was given {count} positional argument(s), "
+                f"so each position must be in {-count}..{count - 1}.")
+    return tuple(int(i) % count for i in items), single

@@ -523,7 +523,10 @@ class Run:
         y = _as_array(y)
         return Dual(y, np.zeros_like(y), self.level)
 
-    constant = lift  # a dual with a zero tangent is a constant of this level
+    def constant(self, y, made=None):
+        """A dual with a zero tangent is a constant of this level (``made``: how ``y`` was
+        allocated, which only a replay's recording reads)."""
+        return self.lift(y)
 
     def wrap(self, primal, tangent):
         leaves, rebuild = flatten(primal)

@@ -178,9 +178,10 @@ class Write(Record):
 class Tape:
     """The records of one differentiation, and the policy for putting overwritten bytes back."""
 
-    __slots__ = ("records", "policy", "guards", "drift")
+    __slots__ = ("records", "policy", "guards", "drift", "recorder")
 
     def __init__(self, policy="restore"):
+        self.recorder = None  # a replay's recorder (``replay.Recorder``) while one records
         self.records = []
         self.policy = policy  # one of POLICIES
         self.guards = {}

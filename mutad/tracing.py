@@ -96,6 +96,12 @@ class ReverseTape(Tape):
                 kept[i] = recomputation.hold(place, value)
         return kept
 
+    def record(self, record):
+        if self.recorder is not None and self.recorder.ready:
+            self.recorder.refuse(f"an operation recorded outside a replayable step "
+                                 f"({record.primitive!r})")
+        self.records.append(record)
+
     def replay(self, shadows):
         """``Tape.replay``, with the stand-ins of each record resolved just before it runs.
 
@@ -139,12 +145,15 @@ class ReverseTape(Tape):
             return y
         return fresh(y, self)
 
-    def constant(self, y):
+    def constant(self, y, made=None):
         """``y`` as an array this tape follows, a constant of it unless it already is its
-        array."""
+        array. ``made``: ``(function, args, kwargs)`` that allocated it, for a replay."""
         if type(y) is Traced and y.tape is self:
             return y
-        return constant(y, self)
+        t = constant(y, self)
+        if self.recorder is not None and self.recorder.ready:
+            self.recorder.allocated(t, made)
+        return t
 
 
 def active(tape):
@@ -388,12 +397,19 @@ def checkpoint(region, key=None):
     return CopyBack(region, key)
 
 
+def fresh_value(y):
+    """A fresh float result as a traced array holds it: NumPy's scalars (for 0-d results) as
+    read-only 0-d arrays, as immutable as they are (see ``stands_for_scalar``)."""
+    if isinstance(y, (np.generic, float, int)):
+        y = np.array(y)
+        y.flags.writeable = False
+    return y
+
+
 def fresh(y, tape):
     """Wrap a fresh float result as a buffer of its own."""
-    if isinstance(y, (np.generic, float, int)):  # NumPy gives scalars for 0-d results
-        y = np.array(y)
-        y.flags.writeable = False  # as a NumPy scalar: see stands_for_scalar
-    elif type(y) is not np.ndarray and isinstance(y, np.ndarray):
+    y = fresh_value(y)
+    if type(y) is not np.ndarray and isinstance(y, np.ndarray):
         raise UnsupportedArrayError(unsupported_array(
             y, "a result computed from a traced array and an array the function uses"))
     buffer = Buffer(y)
@@ -469,6 +485,9 @@ def write_constant(tape, target, key, write, primitive=None, inputs=()):
     """Run ``write()``, which writes constants into ``target[key]`` (``key`` None: all of it),
     a constant of ``tape``. If a record already read its buffer, the bytes about to be
     overwritten are saved and put back in the replay, so that record reads them again."""
+    if tape.recorder is not None and tape.recorder.ready:
+        tape.recorder.refuse("a write into an array allocated in the function, outside a "
+                             "replayable step")
     if not target.buffer.read:
         target.buffer.version += 1
         write()
@@ -489,6 +508,8 @@ def on_constants(call, args, kwargs, tape, written=()):
     """``call(*args, **kwargs)`` where every array of ``tape`` among the arguments is a
     constant: run on their values, as on plain arrays, recording nothing but the undoing of
     writes into constants a record has read (``written``: the arguments it may write)."""
+    if tape.recorder is not None and tape.recorder.ready:
+        return tape.recorder.on_constants(call, args, kwargs, tape, written)
     for target in written:
         if type(target) is Traced and target.tape is tape and target.buffer.constant:
             write_constant(tape, target, None, lambda: None)
@@ -711,6 +732,8 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
         tape, values, pattern = _unwrap((*inputs, out))
         values.pop()
         pattern &= ~(1 << len(inputs))
+    if tape.recorder is not None and tape.recorder.ready:
+        return tape.recorder.ufunc(ufunc, inputs, out, kwargs, rule)
     kwargs = dict(kwargs) if kwargs else {}
     if not pattern and (out is None or (type(out) is Traced and out.tape is tape
                                         and out.buffer.constant)):
@@ -745,13 +768,8 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
         if pattern >> i & 1 == 0:
             keep(tape, inputs[i], v)
     named = recipe(inputs, values, read, tape)
-    if rule.decide is not None:
-        read = [*read, rule.decide(*values)]
+    read = elementwise_kept(rule, reads, read, values, yt.value)
     uses_y = "y" in rule.uses
-    if uses_y:  # last: the partials take the inputs and the decision as ``*values``
-        read.append(yt.value)
-    elif reads is not None and not reads and rule.decide is None:
-        read = _NOTHING_KEPT.get(len(values)) or (None,) * len(values)
     # ``state`` is shared by every record of this rule and pattern: what a record holds of its
     # own is in its other fields.
     record = Elementwise(ufunc, named, kwargs or None, yt.buffer, read, state)
@@ -762,6 +780,19 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
             read[-1] = tape.recomputation.hold(yt.buffer, yt.value)
     tape.record(record)
     return yt
+
+
+def elementwise_kept(rule, reads, read, values, y):
+    """What the record of a pure elementwise operation keeps: ``read``, the inputs its
+    partials read (``_read_by_partials``), then the decision, then the output ``y`` if the
+    partials read it (last: the partials take the inputs and the decision as ``*values``)."""
+    if rule.decide is not None:
+        read = [*read, rule.decide(*values)]
+    if "y" in rule.uses:
+        read.append(y)
+    elif reads is not None and not reads and rule.decide is None:
+        read = _NOTHING_KEPT.get(len(values)) or (None,) * len(values)
+    return read
 
 
 _NOTHING_KEPT = {count: (None,) * count for count in range(1, 4)}
@@ -1179,9 +1210,11 @@ def _output(tape, y, leaves):
 
 def apply_function(name, rule, args, kwargs, tape=None):
     """Run a pure ``rule`` on the plain values of ``args``, wrap and record its outputs."""
-    out = kwargs.pop("out", None) if "out" in kwargs else None
     arg_tape, values = _unwrap_args(args)
     tape = active(arg_tape or tape)
+    if tape.recorder is not None and tape.recorder.ready:
+        return tape.recorder.function(name, rule, args, kwargs, tape)
+    out = kwargs.pop("out", None) if "out" in kwargs else None
     kwargs = _keyword_values(name, kwargs, tape)
     y, back = rule(*values, **kwargs)
     leaves = list(_leaves(args, tape))
@@ -1312,11 +1345,20 @@ def apply_array_function(func, args, kwargs, tape):
         active(tape)
         return composite(*args, **kwargs)
     if func in NONDIFF:
+        _plain_result(level, function_name(func))
         return func(*plain(args), **plain(kwargs))
     raise UnsupportedFunctionError(
         f"{function_name(func)} has no differentiation rule in mutad. Give it one by wrapping it "
         "with mutad.adjoint (see the README, 'Custom rules'), or compute the same thing with "
         "functions mutad differentiates.")
+
+
+def _plain_result(tape, name):
+    """A function without a derivative is about to give plain values computed from arrays
+    ``tape`` traces: a recording replay cannot follow what Python does with them."""
+    if tape.recorder is not None and tape.recorder.ready:
+        tape.recorder.refuse(f"{name} of a traced array (its result is a plain value whose uses "
+                             "a replay cannot follow)")
 
 
 def plain(tree):
@@ -1409,6 +1451,7 @@ class Traced(ArrayMethods):
             active(self.tape)
             return COMPOSITES[key](*inputs, **kwargs)
         if ufunc in NONDIFF:
+            _plain_result(level, f"np.{ufunc.__name__}.{method}")
             return getattr(ufunc, method)(*plain(inputs), **plain(kwargs))
         raise UnsupportedFunctionError(
             f"np.{ufunc.__name__}.{method} has no differentiation rule in mutad; compute it with "
@@ -1424,6 +1467,9 @@ class Traced(ArrayMethods):
         code without a rule must not change it behind mutad's back); a traced array cannot."""
         if not self.buffer.constant:
             raise conversion_error("np.asarray")
+        if self.tape.recorder is not None and self.tape.recorder.ready:
+            self.tape.recorder.refuse("the conversion of an array allocated in the function to "
+                                      "a plain array")
         value = np.asarray(self.value)
         if self.buffer.read:
             value = value.view()
@@ -1435,6 +1481,18 @@ class Traced(ArrayMethods):
     def plain_value(self):
         """The plain array a constant stands for (``ArrayMethods``), None if traced."""
         return self.__array__() if self.buffer.constant else None
+
+    def _converted(self, what):
+        value = ArrayMethods._converted(self, what)
+        if self.tape.recorder is not None and self.tape.recorder.ready:
+            self.tape.recorder.guard(self, value.tobytes())
+        return value
+
+    def __bool__(self):
+        truth = bool(self.value)
+        if self.tape.recorder is not None and self.tape.recorder.ready:
+            self.tape.recorder.guard(self, truth)
+        return truth
 
     offset = property(lambda self: address(self.value) - self.buffer.low)
 
@@ -1452,6 +1510,8 @@ class Traced(ArrayMethods):
     # indexing -------------------------------------------------------------------------------
 
     def __getitem__(self, key):
+        if self.tape.recorder is not None and self.tape.recorder.ready:
+            return self.tape.recorder.getitem(self, key)
         if self.buffer.constant:
             return constant_result(self.value[plain(key)], self.tape, (self,))
         return getitem(self, key)
@@ -1461,6 +1521,8 @@ class Traced(ArrayMethods):
             raise lost_tangent("x[key] = value")
         if self.buffer.constant and innermost((value,), self.tape) is self.tape:
             if not carries((value,), self.tape):
+                if self.tape.recorder is not None and self.tape.recorder.ready:
+                    return self.tape.recorder.constant_setitem(self, key, value)
                 key, value = plain(key), values_at(value, self.tape)
                 write_constant(self.tape, self, key, lambda: self.value.__setitem__(key, value))
                 return
@@ -1775,14 +1837,19 @@ def setitem(x, key, value):
     region = x.value[key]
     if views(region, x.value) or getattr(region, "ndim", 0) == 0:
         element = not views(region, x.value)
+        index = key
         if element:  # x[i] = v with a scalar element: a 0-d view
-            region = x.value[(key if type(key) is tuple else (key,)) + (Ellipsis,)]
+            index = (key if type(key) is tuple else (key,)) + (Ellipsis,)
+            region = x.value[index]
         else:
             value = _without_leading_ones(value, region.ndim)
         if type(value) is Traced and value.tape is tape and same_region(value.value, region):
             return  # `x[k] += v` ends by assigning the updated view onto itself: nothing to do
         if not overlaps(x, value, region):
-            assign(view_of(x, region, tape), value)
+            target = view_of(x, region, tape)
+            if tape.recorder is not None and tape.recorder.ready:
+                tape.recorder.view(x, index, target)
+            assign(target, value)
         elif element:  # NumPy's own rules for assigning one element
             copy_into(operator.setitem, x, value, lambda t, v: operator.setitem(t, key, v),
                       {"key": key})

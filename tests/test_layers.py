@@ -10,7 +10,8 @@ The layers, lowest first (CONTRIBUTING.md, "Architecture", says what each holds)
     2  arraylike products recompute        the array layer both engines share,
                                             and recomputation
     3  tracing | forward                   the engines, reverse and forward: apart
-    4  custom rules rules.*                rules, and the functions users give rules to
+    4  custom rules rules.* replay         rules, and the functions users give rules to;
+                                            recorded programs, replayed
     5  api listing testing linalg        what users call
        scipy scipy.*
     6  mutad bench bench.*                 the package itself, and its tools
@@ -29,7 +30,7 @@ LAYERS = [
     ("views", "shadows", "trees", "allocation", "arguments"),
     ("arraylike", "products", "recompute"),
     ("tracing", "forward"),
-    ("custom", "rules", "rules.*"),
+    ("custom", "rules", "rules.*", "replay"),
     ("api", "listing", "testing", "linalg", "scipy", "scipy.*"),
     ("mutad", "bench", "bench.*"),
 ]

@@ -1,0 +1,905 @@
+"""Record once, replay fast: a differentiated function's program, recorded the first time it
+is called and replayed on later calls as plain NumPy calls.
+
+Tracing pays, on every operation of every call, for NumPy's dispatch to a traced array, for
+the bookkeeping that follows buffers, places and versions, and for Python running the
+function itself. Code that calls a gradient thousands of times (an optimiser, a sampler, a
+time-stepping loop over small arrays) pays it thousands of times for the same program.
+
+``grad(f, replay=True)`` and ``value_and_grad(f, replay=True)`` trace ``f`` on its first call
+for each *signature* of arguments, as ``gradient`` does, and a :class:`Recorder` writes down
+the program as it runs: one *step* for each operation mutad handles where NumPy hands it over
+(a ufunc, a function with a rule, an index, an assignment, an allocation). A step holds the
+same call again, for plain arrays, and what the tracing engine would record for it, built the
+way the engine builds it: the replay's reverse pass runs the engine's own pullbacks and undos
+(``Tape.replay``), so its gradients are the traced gradients bit for bit, and the restore and
+checkpoint policies decide each write afresh, on the values at hand.
+
+Every decision the program depends on is a *guard*:
+
+* what Python did with a traced value (``if``, ``while``, ``int()``, ``float()``): a step
+  that checks the replayed value gives the same answer, else the call is recorded again;
+* the arguments' structure, shapes, dtypes and memory layouts, which arguments share memory,
+  and the values of the arguments that are not differentiated (numbers, strings, integer
+  arrays): the signature that picks a program;
+* the identity of what ``f`` closes over, its defaults and the globals its code names.
+
+Replay runs ``f``'s program, not ``f``: what ``f`` reads from elsewhere than its arguments and
+the arrays it closes over (a random draw, a global number that is rebound) is read as it was
+when the program was recorded, as under ``jax.jit``. Pass what changes between calls as an
+argument.
+
+Whatever the recording meets that no step can redo (an in-place rule, a plain value computed
+from a traced one, such as a comparison, a nested differentiation) leaves that signature traced
+on every call, correct but not faster; :attr:`Replayed.reasons` says why.
+"""
+
+import collections
+import operator
+import types
+
+import numpy as np
+
+from .arguments import Originals, check_argnums
+from .levels import ACTIVE
+from .shadows import Buffer, Place, Shadows
+from .tape import Record, Tape, Write
+from .trees import flatten
+from .tracing import (CopyBack, Elementwise, Traced, UFUNCS, _differentiable, _exactly,
+                      _function_pullback, _gather_pullback, _may_overlap, _read_by_partials,
+                      _write_pullback, elementwise_kept, fresh_value, place_of)
+from .views import address, overlaps_itself, owner, same_region, views
+
+CACHE_SIZE = 8
+"""Programs kept per replayed function (one per signature), the least recently used dropped."""
+
+FAILED_GUARDS = 4
+"""A signature whose guards fail this many calls in a row is traced from then on: its program
+changes from call to call."""
+
+
+class GuardFailed(Exception):
+    """A decision the recorded program depends on went the other way on this call."""
+
+
+class Slot:
+    """In a step's arguments: the value the program computed at ``index`` (else a constant)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+
+def resolve(spec, values):
+    """``spec`` with every :class:`Slot` replaced by its value in this call."""
+    kind = type(spec)
+    if kind is Slot:
+        return values[spec.index]
+    if kind is tuple or kind is list:
+        return kind(resolve(item, values) for item in spec)
+    if kind is dict:
+        return {key: resolve(item, values) for key, item in spec.items()}
+    return spec
+
+
+def _slots(spec):
+    kind = type(spec)
+    if kind is Slot:
+        yield spec.index
+    elif kind is tuple or kind is list:
+        for item in spec:
+            yield from _slots(item)
+    elif kind is dict:
+        for item in spec.values():
+            yield from _slots(item)
+
+
+# ----------------------------------------------------------------------------------------------
+# How a step's result becomes the value the traced array held
+
+
+def as_constant(y):
+    """A constant allocated or computed in the function, as ``tracing.constant`` holds it."""
+    return np.asarray(y) if isinstance(y, (np.generic, float, int)) else y
+
+
+def as_fresh(y):
+    """A rule's new float output, as ``tracing._output`` holds it: a broadcast view copied."""
+    if type(y) is np.ndarray and y.base is not None and overlaps_itself(y):
+        y = np.copy(y)
+    return fresh_value(y)
+
+
+def _as_is(y):
+    return y
+
+
+# ----------------------------------------------------------------------------------------------
+# Steps: each is called with this call's values and tape, and appends the records it makes
+
+
+class Call:
+    """``function(*args, **kwargs)``, whose results the program holds as ``outputs`` says: a
+    :class:`Slot` and the conversion for each traced array among them (None elsewhere)."""
+
+    __slots__ = ("function", "args", "kwargs", "outputs")
+
+    def __init__(self, function, args, kwargs, outputs):
+        self.function = function
+        self.args = args
+        self.kwargs = kwargs
+        self.outputs = outputs
+
+    def __call__(self, values, tape):
+        y = self.function(*resolve(self.args, values), **resolve(self.kwargs, values))
+        _store(self.outputs, y, values)
+
+
+class Out:
+    """Where a step stores a traced array it made: its slot, and ``convert``, which makes the
+    value NumPy gave the value the traced array held (see ``as_constant``)."""
+
+    __slots__ = ("slot", "convert")
+
+    def __init__(self, slot, convert):
+        self.slot = slot
+        self.convert = convert
+
+
+def _store(outputs, y, values):
+    """Store ``y`` as ``outputs`` says: an :class:`Out`, None (nothing to store), or a tuple
+    of those for the items of ``y``."""
+    if outputs is None:
+        return
+    if type(outputs) is Out:
+        values[outputs.slot] = outputs.convert(y)
+        return
+    for out, item in zip(outputs, y, strict=True):
+        _store(out, item, values)
+
+
+class Pure:
+    """A pure elementwise operation: the ufunc, and the engine's record of it
+    (``tracing.Elementwise``) with this call's values."""
+
+    __slots__ = ("ufunc", "args", "at", "kwargs", "out", "rule", "reads", "inputs", "buffer",
+                 "state")
+
+    def __init__(self, ufunc, args, kwargs, out, rule, reads, record):
+        self.ufunc = ufunc
+        self.args = [a if type(a) is not Slot else None for a in args]
+        self.at = [(i, a.index) for i, a in enumerate(args) if type(a) is Slot]
+        self.kwargs = kwargs
+        self.out = out
+        self.rule = rule
+        self.reads = reads
+        self.inputs = _places(record.inputs)
+        self.buffer = record.output
+        self.state = record.state
+
+    def __call__(self, values, tape):
+        vals = self.args.copy()
+        for i, slot in self.at:
+            vals[i] = values[slot]
+        y = fresh_value(self.ufunc(*vals, **self.kwargs) if self.kwargs else self.ufunc(*vals))
+        values[self.out] = y
+        kept = elementwise_kept(self.rule, self.reads, _read_by_partials(vals, self.reads),
+                                vals, y)
+        tape.records.append(Elementwise(self.ufunc, self.inputs, self.kwargs or None,
+                                        self.buffer, kept, self.state))
+
+
+class ElementwiseWrite:
+    """An elementwise write into a traced array (``out=``, an augmented assignment, an
+    assignment to a region): as ``tracing._write_elementwise`` and ``record_write`` do it,
+    deciding afresh how the overwritten bytes will be put back."""
+
+    __slots__ = ("ufunc", "args", "kwargs", "target", "rule", "reads", "position", "others_at",
+                 "apart", "traced", "state", "inputs", "written", "primitive", "key", "whole")
+
+    def __init__(self, ufunc, args, kwargs, target, rule, reads, position, apart, record,
+                 key, whole):
+        self.ufunc = ufunc
+        self.args = args
+        self.kwargs = kwargs
+        self.target = target
+        self.rule = rule
+        self.reads = reads
+        self.position = position
+        self.others_at = [i for i in range(len(args)) if i != position]
+        self.apart = apart  # no other operand overlaps the target (so the inverse may run)
+        self.traced = record.pullback is not None
+        self.state = None if record.state is None else record.state[:2]  # (rule, positions)
+        self.inputs = _places(record.inputs)
+        self.written = record.written
+        self.primitive = record.primitive
+        self.key = key
+        self.whole = whole
+
+    def __call__(self, values, tape):
+        rule, ufunc, kwargs = self.rule, self.ufunc, self.kwargs
+        vals = resolve(self.args, values)
+        target = values[self.target]
+        recompute_y = "x" in rule.uses and "y" in rule.uses
+        decision = rule.decide(*vals) if rule.decide is not None and self.traced else None
+        kept = list(vals) if recompute_y else list(_read_by_partials(vals, self.reads))
+        others_at = self.others_at
+        inverse = exactly = is_safe = None
+        growth = 1.0
+        position = self.position
+        if position is not None and position < len(rule.inverse) and rule.inverse[position]:
+            others = [vals[i] for i in others_at]
+            invert = rule.inverse[position]
+
+            def inverse():
+                invert(target, [kept[i] for i in others_at])
+
+            def is_safe():
+                return self.apart and rule.is_safe(others)
+
+            def exactly(inverse):
+                return _exactly(inverse, ufunc, invert, target, lambda: target, vals, position,
+                                kwargs)
+
+            if rule.growth is not None:
+                growth = lambda: rule.growth(target, others)  # noqa: E731
+        state = None
+        if self.traced:
+            state = self.state
+            if rule.decide is not None:
+                kept.append(decision)
+            if rule.uses == "y":  # the partials read the values written: the target
+                state = (*state, target)
+            elif recompute_y:  # they read the output, computed again from the inputs
+                state = (*state, ufunc)
+        undo = tape.undo_for(inverse, is_safe, lambda: CopyBack(target), self.key, growth,
+                             self.whole)
+        kind = "inverse" if undo is inverse else "checkpoint"
+        if undo is inverse and exactly is not None:
+            undo = exactly(undo)
+            kind = ("inverse" if undo is inverse else "checkpoint" if type(undo) is CopyBack
+                    else "partial")
+        tape.before_write(self.key)
+        ufunc(*vals, out=target, **kwargs)
+        if kind != "checkpoint":
+            for i in others_at:  # into ``kept`` itself, which the inverse reads
+                kept[i] = vals[i]
+        tape.records.append(Write(
+            self.primitive, self.inputs, kwargs or None, kept, state,
+            _write_pullback if self.traced else None, self.written, undo, kind, self.written,
+            None, rule.uses != "y"))
+
+
+class ConstantWrite:
+    """A write of constants into an array allocated in the function: ``write(target,
+    *args)``; if a record read the array before, its bytes are saved first
+    (``tracing.write_constant``), at ``key`` within it (None: all of it)."""
+
+    __slots__ = ("write", "target", "args", "saved", "key")
+
+    def __init__(self, write, target, args, saved, key):
+        self.write = write
+        self.target = target
+        self.args = args
+        self.saved = saved  # the written place, if the bytes are saved
+        self.key = key
+
+    def __call__(self, values, tape):
+        target = values[self.target]
+        args = resolve(self.args, values)
+        if self.saved is not None:
+            key = resolve(self.key, values)
+            if key is None:
+                undo = CopyBack(target)
+            else:
+                region = target[key]
+                undo = CopyBack(region) if views(region, target) else CopyBack(target, key)
+            tape.records.append(Write(None, (), None, None, None, None, self.saved, undo,
+                                      "checkpoint"))
+        self.write(target, *args)
+
+
+class Gather:
+    """``x[key]`` that copies (an advanced index, one element): ``tracing.getitem``'s record."""
+
+    __slots__ = ("source", "key", "out", "place", "buffer", "repeats")
+
+    def __init__(self, source, key, out, record):
+        self.source = source
+        self.key = key
+        self.out = out
+        self.place = record.inputs[0]
+        self.buffer = record.outputs[0]
+        self.repeats = record.state
+
+    def __call__(self, values, tape):
+        key = resolve(self.key, values)
+        y = fresh_value(values[self.source][key])
+        values[self.out] = y
+        tape.records.append(Record(operator.getitem, [self.place, key], None, (self.buffer,),
+                                   None, self.repeats, _gather_pullback))
+
+
+class Function:
+    """A function with a pure rule: the rule again (``y, back = rule(...)``), and the engine's
+    record of ``back`` (``tracing._function_pullback``)."""
+
+    __slots__ = ("rule", "args", "kwargs", "outputs", "traced", "primitive", "settings",
+                 "created", "places", "buffers", "multiple")
+
+    def __init__(self, rule, args, kwargs, outputs, traced, record):
+        self.rule = rule
+        self.args = args
+        self.kwargs = kwargs
+        self.outputs = outputs
+        self.traced = traced  # the slots of the traced arrays among the arguments
+        self.primitive = record.primitive
+        self.settings = record.settings
+        self.created = record.outputs
+        _, self.places, _, self.buffers, self.multiple = record.state
+
+    def __call__(self, values, tape):
+        y, back = self.rule(*resolve(self.args, values), **resolve(self.kwargs, values))
+        _store(self.outputs, y, values)
+        primals = {id(owner(values[slot])) for slot in self.traced}
+        tape.records.append(Record(self.primitive, (), self.settings, self.created, None,
+                                   (back, self.places, primals, self.buffers, self.multiple),
+                                   _function_pullback))
+
+
+class Guard:
+    """Python took a decision on the value at ``slot``: ``decide(value)`` must be ``taken``."""
+
+    __slots__ = ("slot", "decide", "taken")
+
+    def __init__(self, slot, decide, taken):
+        self.slot = slot
+        self.decide = decide
+        self.taken = taken
+
+    def __call__(self, values, tape):
+        if self.decide(values[self.slot]) != self.taken:
+            raise GuardFailed
+
+
+def _bytes(value):
+    return np.asarray(value).tobytes()
+
+
+def _places(inputs):
+    """A record's inputs as a step keeps them: the places (what its pullback reads), not the
+    values of the first call."""
+    return tuple(x if type(x) is Buffer or type(x) is Place else None for x in inputs)
+
+
+# ----------------------------------------------------------------------------------------------
+# Recording
+
+
+class Recorder:
+    """Writes down the program of one traced call, step by step (``tape.recorder``).
+
+    The engine asks it at each door (``ready`` says it is not inside a step already): it runs
+    the operation as the engine would, with ``ready`` off so that the operations inside it are
+    not steps of their own, and then writes the step. ``ReverseTape.record`` and
+    ``write_constant`` report what happens outside any step; that, or anything else a step
+    cannot redo, is ``refuse``d, and the program is dropped (``reason`` says why)."""
+
+    def __init__(self, tape):
+        self.tape = tape
+        self.ready = True
+        self.reason = None
+        self.steps = []
+        self.slots = {}  # id of a traced array (or of a plain argument) -> its slot
+        self.objects = []  # what each slot stood for when recorded: kept, so ids stay theirs
+
+    def refuse(self, reason):
+        if self.reason is None:
+            self.reason = reason
+
+    def bind(self, x):
+        self.slots[id(x)] = len(self.objects)
+        self.objects.append(x)
+        return len(self.objects) - 1
+
+    def spec(self, x):
+        """``x`` (an argument of an operation) with each array the program computes replaced
+        by its :class:`Slot`."""
+        kind = type(x)
+        if kind is Traced:
+            slot = self.slots.get(id(x))
+            if slot is None or x.tape is not self.tape:
+                self.refuse("an array mutad made outside the operations a replay redoes")
+                return x
+            return Slot(slot)
+        if kind is tuple or kind is list:
+            return kind(self.spec(item) for item in x)
+        if kind is dict:
+            return {key: self.spec(item) for key, item in x.items()}
+        slot = self.slots.get(id(x))
+        if slot is not None and self.objects[slot] is x:
+            return Slot(slot)
+        return x
+
+    def outputs(self, y):
+        """How a step stores its result ``y``: a new slot for each traced array in it."""
+        if type(y) is Traced:
+            if y.tape is not self.tape:
+                self.refuse("an array of another differentiation")
+                return None
+            if id(y) in self.slots:
+                return None  # the array itself (``np.asarray(x)``, an ``out=``)
+            convert = as_constant if y.buffer.constant else fresh_value
+            return Out(self.bind(y), convert)
+        if type(y) in (tuple, list) or (isinstance(y, tuple) and hasattr(y, "_fields")):
+            return tuple(self.outputs(item) for item in y)
+        return None
+
+    def _run(self, operation, *args):
+        self.ready = False
+        try:
+            return operation(*args)
+        finally:
+            self.ready = True
+
+    def _new_records(self, before):
+        return self.tape.records[before:]
+
+    # the doors ---------------------------------------------------------------------------
+
+    def ufunc(self, ufunc, inputs, out, kwargs, rule):
+        from .tracing import apply_ufunc
+        tape = self.tape
+        before = len(tape.records)
+        target = out if type(out) is Traced and out.tape is tape else None
+        constant_target = target is not None and target.buffer.constant
+        read_target = target is not None and target.buffer.read
+        pattern = sum(1 << i for i, x in enumerate(inputs)
+                      if type(x) is Traced and x.tape is tape and not x.buffer.constant)
+        position = None
+        if target is not None:
+            position = next((i for i, x in enumerate(inputs)
+                             if type(x) is Traced and x.buffer is target.buffer
+                             and same_region(x.value, target.value)), None)
+        apart = target is None or not any(_may_overlap(target, x) for i, x in enumerate(inputs)
+                                          if i != position)
+        y = self._run(apply_ufunc, ufunc, inputs, out, kwargs, rule)
+        if self.reason is not None:
+            return y
+        args = [self.spec(x) for x in inputs]
+        settings = dict(kwargs) if kwargs else {}
+        settings.pop("out", None)
+        settings = self.spec(settings)
+        new = self._new_records(before)
+        rule = rule or UFUNCS.get(ufunc)
+        if out is not None:
+            if target is None:
+                self.refuse(f"np.{ufunc.__name__}(..., out=...) into an array the "
+                            "differentiation does not follow")
+            elif constant_target and target.buffer.constant:  # constants into a constant
+                self.steps.append(ConstantWrite(_ufunc_into(ufunc, settings), self.spec(target),
+                                                args, new[0].written if new else None, None))
+            elif len(new) == 1 and type(new[0]) is Write and rule is not None:
+                reads = _differentiable(ufunc, rule, pattern, len(inputs))[1]
+                buffer = target.buffer
+                self.steps.append(ElementwiseWrite(
+                    ufunc, args, settings, self.spec(target).index, rule, reads, position,
+                    apart, new[0], buffer.key, target.whole))
+                if tape.recomputation is not None and tape.recomputation.budget is not None:
+                    self.refuse("a memory budget (memory=)")
+            else:
+                self.refuse(f"np.{ufunc.__name__}(..., out=...) of this kind")
+            return y
+        if not new:
+            if type(y) is not Traced and pattern:
+                self.refuse(f"np.{ufunc.__name__} of a traced array (its result is a plain "
+                            "value whose uses a replay cannot follow)")
+            self.steps.append(Call(ufunc, args, settings, self.outputs(y)))
+        elif len(new) == 1 and type(new[0]) is Elementwise:
+            reads = _differentiable(ufunc, rule, pattern, len(inputs))[1]
+            self.steps.append(Pure(ufunc, args, settings, self.bind(y), rule, reads, new[0]))
+        elif len(new) == 1 and new[0].pullback is _function_pullback:  # np.matmul's rule
+            from .registry import FUNCTIONS
+            self._function(FUNCTIONS[ufunc], inputs, settings, y, new[0])
+        else:
+            self.refuse(f"np.{ufunc.__name__} recorded as {len(new)} operations")
+        return y
+
+    def function(self, name, rule, args, kwargs, tape):
+        from .tracing import apply_function
+        before = len(tape.records)
+        if kwargs.get("out") is not None:
+            self.refuse(f"{name}(..., out=...)")
+        settings = {k: v for k, v in kwargs.items() if k != "out"}
+        traced = [x for x in _items(args)
+                  if type(x) is Traced and x.tape is tape and not x.buffer.constant]
+        y = self._run(apply_function, name, rule, args, dict(kwargs), tape)
+        if self.reason is not None:
+            return y
+        new = self._new_records(before)
+        if not new:
+            self.steps.append(Call(_first_of(rule), self.spec(args), self.spec(settings),
+                                   self.outputs(y)))
+        elif len(new) == 1 and new[0].pullback is _function_pullback:
+            self._function(rule, args, self.spec(settings), y, new[0], traced)
+        else:
+            self.refuse(f"{name} recorded as {len(new)} operations")
+        return y
+
+    def _function(self, rule, args, settings, y, record, traced=None):
+        if traced is None:
+            traced = [x for x in _items(args) if type(x) is Traced and x.tape is self.tape
+                      and not x.buffer.constant]
+        leaves = {x.buffer for x in traced}
+        outputs = self._function_outputs(y, leaves)
+        self.steps.append(Function(rule, self.spec(args), settings, outputs,
+                                   [self.slots[id(x)] for x in traced], record))
+
+    def _function_outputs(self, y, leaves):
+        if type(y) is Traced:
+            if id(y) in self.slots:
+                return None
+            return Out(self.bind(y), _as_is if y.buffer in leaves else as_fresh)
+        if type(y) in (tuple, list) or (isinstance(y, tuple) and hasattr(y, "_fields")):
+            return tuple(self._function_outputs(item, leaves) for item in y)
+        if isinstance(y, (np.ndarray, np.generic)):
+            self.refuse("a function whose result is a plain array computed from traced ones")
+        return None
+
+    def on_constants(self, call, args, kwargs, tape, written):
+        from .tracing import on_constants
+        if any(type(t) is Traced or isinstance(t, np.ndarray) for t in written):
+            self.refuse("a function that may write into its arguments")
+        y = self._run(on_constants, call, args, kwargs, tape, written)
+        self.steps.append(Call(call, self.spec(args), self.spec(kwargs), self.outputs(y)))
+        return y
+
+    def getitem(self, x, key):
+        tape = self.tape
+        before = len(tape.records)
+        y = self._run(Traced.__getitem__, x, key)
+        if self.reason is not None:
+            return y
+        new = self._new_records(before)
+        source, index = self.spec(x), self.spec(key)
+        if type(source) is not Slot:
+            return y
+        if not new:
+            self.steps.append(Call(operator.getitem, (source, index), {}, self.outputs(y)))
+        elif len(new) == 1 and new[0].pullback is _gather_pullback:
+            self.steps.append(Gather(source.index, index, self.bind(y), new[0]))
+        else:
+            self.refuse("an index recorded as several operations")
+        return y
+
+    def view(self, x, key, y):
+        """``setitem`` made ``y = x[key]``, a view, to assign into it."""
+        source = self.spec(x)
+        if type(source) is Slot:
+            self.steps.append(Call(operator.getitem, (source, self.spec(key)), {},
+                                   Out(self.bind(y), _as_is)))
+
+    def constant_setitem(self, x, key, value):
+        tape = self.tape
+        before = len(tape.records)
+        self._run(Traced.__setitem__, x, key, value)
+        new = self._new_records(before)
+        target = self.spec(x)
+        if type(target) is Slot:
+            self.steps.append(ConstantWrite(operator.setitem, target.index,
+                                            (self.spec(key), self.spec(value)),
+                                            new[0].written if new else None, self.spec(key)))
+
+    def allocated(self, t, made):
+        if made is None:
+            self.refuse("an array allocated in the function by a call a replay cannot redo")
+            return
+        function, args, kwargs = made
+        self.steps.append(Call(function, self.spec(args), self.spec(kwargs),
+                               Out(self.bind(t), as_constant)))
+
+    def guard(self, x, taken):
+        slot = self.slots.get(id(x))
+        if slot is None:
+            self.refuse("a decision on an array mutad made outside the operations a replay "
+                        "redoes")
+            return
+        decide = bool if type(taken) is bool else _bytes
+        self.steps.append(Guard(slot, decide, taken))
+
+
+def _ufunc_into(ufunc, settings):
+    def write(target, *args):
+        ufunc(*args, out=target, **settings)
+    return write
+
+
+def _first_of(rule):
+    def outputs(*args, **kwargs):
+        return rule(*args, **kwargs)[0]
+    return outputs
+
+
+def _items(args):
+    for x in args:
+        if type(x) in (list, tuple):
+            yield from x
+        else:
+            yield x
+
+
+# ----------------------------------------------------------------------------------------------
+# Programs
+
+
+class Program:
+    """The steps of one recorded call, and how to run them on another call's arguments."""
+
+    def __init__(self, recorder, run, y):
+        self.steps = recorder.steps
+        self.size = len(recorder.objects)
+        self.policy = run.tape.policy
+        self.inputs = []  # per leaf: (slot, is a float scalar), slot None if not an array
+        self.places = []  # per leaf: where its gradient is, None if it has none
+        self.saves = {}  # buffer key -> the leaves to save before its first write
+        for j, (leaf, t) in enumerate(zip(run.leaves, run.traced, strict=True)):
+            slot = recorder.slots.get(id(t if t is not None else leaf))
+            self.inputs.append((slot, run.scalar[j]))
+            self.places.append(None if t is None else _place(t))
+            if t is not None and t.value.flags.writeable and not run.scalar[j]:
+                self.saves.setdefault(t.buffer.key, []).append(j)
+        self.keys = [None if p is None else p.buffer.key for p in self.places]
+        self.output = recorder.slots.get(id(y)) if type(y) is Traced else None
+        self.output_place = _place(y) if type(y) is Traced else None
+        self.constant = None if type(y) is Traced else y
+
+    def run(self, leaves):
+        """``(value, gradients per leaf)`` for the flattened arguments ``leaves``; raises
+        :class:`GuardFailed` (the caller's arrays as they were) if a decision goes otherwise."""
+        values = [None] * self.size
+        for x, (slot, scalar) in zip(leaves, self.inputs, strict=True):
+            if slot is not None:
+                values[slot] = fresh_value(np.result_type(x).type(x)) if scalar else x
+        tape = Tape(self.policy)
+        originals = Originals()
+        for key, saved in self.saves.items():
+            tape.guard(key, lambda saved=saved: [originals.keep(leaves[j]) for j in saved])
+        try:
+            for step in self.steps:
+                step(values, tape)
+            shadows = Shadows()
+            if self.output is None:
+                value = self.constant
+            else:
+                value = values[self.output][()]
+                shadows.add(self.output_place, 1.0)
+                tape.replay(shadows)
+            keys = self.keys
+            grads = []
+            for place, key, (_, scalar) in zip(self.places, keys, self.inputs, strict=True):
+                if place is None:
+                    grads.append(None)
+                    continue
+                g = shadows.release(place, hand_over=keys.count(key) == 1)
+                grads.append(float(g) if scalar else g)
+        finally:
+            tape.records.clear()
+            originals.restore()
+        return value, grads
+
+
+def _place(t):
+    """The place of the traced array ``t``, holding none of its memory."""
+    if t.whole:
+        return t.buffer
+    value = t.value
+    return Place(t.buffer, False, t.offset, value.shape, value.strides, value.dtype)
+
+
+class Recording:
+    """What ``api._value_and_gradient`` calls while it traces a call to be replayed: ``start``
+    once the arguments are traced, ``end`` once the function returned; ``program`` is then
+    the recorded program, or None (``reason`` says why)."""
+
+    def __init__(self):
+        self.recorder = None
+        self.program = None
+        self.reason = None
+
+    def start(self, run):
+        tape = run.tape
+        if tape.outer is not None:
+            self.reason = "a differentiation nested in another"
+            return
+        self.recorder = recorder = Recorder(tape)
+        for leaf, t in zip(run.leaves, run.traced, strict=True):
+            recorder.bind(t if t is not None else leaf)
+        tape.recorder = recorder
+
+    def end(self, run, y):
+        recorder = self.recorder
+        if recorder is None:
+            return
+        run.tape.recorder = None
+        if type(y) is Traced and id(y) not in recorder.slots:
+            recorder.refuse("a result mutad made outside the operations a replay redoes")
+        if recorder.reason is not None:
+            self.reason = recorder.reason
+        else:
+            self.program = Program(recorder, run, y)
+
+    def seal(self):
+        """Once the traced call is over: the buffers the program names forget the first
+        call's arrays (``shadows.Buffer.ref``), which the program must not keep alive."""
+        if self.recorder is not None:
+            for x in self.recorder.objects:
+                if type(x) is Traced:
+                    x.buffer.ref = x.buffer.origin = None
+            self.recorder = None
+
+
+# ----------------------------------------------------------------------------------------------
+# The replaying function
+
+
+def signature(parts):
+    """What picks a program for the flattened arguments ``parts`` (``(leaves, structure)``
+    per argument): the structure, and per leaf its kind, shape, dtype and layout (which
+    arguments share memory, and where), or its value if it is not differentiated. None if an
+    argument is of a kind a replay does not follow."""
+    owners = {}
+    key = []
+    for leaves, structure in parts:
+        if structure is None:
+            return None
+        key.append(structure)
+        for x in leaves:
+            kind = type(x)
+            if kind is np.ndarray:
+                if x.dtype.kind == "f":
+                    base = owner(x)
+                    if type(base) is not np.ndarray:
+                        return None
+                    key.append((x.shape, x.dtype.str, x.strides, x.flags.writeable,
+                                owners.setdefault(id(base), len(owners)),
+                                address(x) - address(base), base.shape, base.strides))
+                else:  # not differentiated: the program may depend on its values
+                    key.append((x.shape, x.dtype.str, x.tobytes()))
+            elif kind in (float, np.float64, np.float32, np.float16):
+                key.append(kind)
+            elif kind in (int, bool, str, bytes, type(None)) or isinstance(x, np.generic):
+                key.append((kind, x))
+            else:
+                return None
+    return tuple(key)
+
+
+def structure(tree):
+    """A hashable description of the containers around the leaves of ``tree`` (tuples, lists,
+    dicts), None for any other container."""
+    kind = type(tree)
+    if kind is tuple or kind is list:
+        items = tuple(structure(x) for x in tree)
+        return None if None in items else (kind, items)
+    if kind is dict:
+        items = tuple(structure(x) for x in tree.values())
+        return None if None in items else (dict, tuple(tree), items)
+    if kind is np.ndarray or isinstance(tree, (float, int, str, bytes, type(None), np.generic)):
+        return "leaf"
+    return None
+
+
+def fingerprint(f):
+    """What ``f``'s program may depend on besides its arguments: what it closes over, its
+    defaults, and the globals its code names (and its nested functions' code), as objects,
+    compared by identity."""
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return (f,)
+    held = [f, *(cell.cell_contents for cell in f.__closure__ or () if _filled(cell)),
+            *(f.__defaults__ or ()), *(f.__kwdefaults__ or {}).values()]
+    names = set()
+    codes = [code]
+    while codes:
+        c = codes.pop()
+        names.update(c.co_names)
+        codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    namespace = f.__globals__
+    held.extend(namespace.get(name, _MISSING) for name in sorted(names))
+    return tuple(held)
+
+
+_MISSING = object()
+
+
+def _filled(cell):
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+class Replayed:
+    """``grad(f, replay=True)``: records ``f``'s program per signature and replays it."""
+
+    def __init__(self, f, trace, argnums, policy, with_value, has_aux=False, memory=None):
+        self.f = f
+        self.trace = trace  # api._value_and_gradient
+        self.argnums = argnums
+        self.policy = policy
+        self.with_value = with_value
+        self.has_aux = has_aux
+        self.memory = memory
+        # Not replayed yet: an aux output, a memory budget (both traced on every call)
+        self.always = ("has_aux=True" if has_aux else
+                       "a memory budget (memory=)" if memory is not None else None)
+        self.programs = collections.OrderedDict()  # signature -> Program, or why it is traced
+        self.failures = collections.Counter()
+        self.held = None
+        self.__wrapped__ = f
+        for name in ("__module__", "__name__", "__qualname__", "__doc__"):
+            if hasattr(f, name):
+                setattr(self, name, getattr(f, name))
+
+    @property
+    def reasons(self):
+        """Why each signature that is traced on every call is: ``{signature: reason}``."""
+        return {key: p for key, p in self.programs.items() if type(p) is str}
+
+    def __call__(self, *args, **kwargs):
+        if self.always is not None:
+            value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
+                                      self.has_aux, self.memory)
+            if self.with_value:
+                return value, grads
+            return (grads, value[1]) if self.has_aux else grads
+        value, grads = self._value_and_gradient(args, kwargs)
+        return (value, grads) if self.with_value else grads
+
+    def _value_and_gradient(self, args, kwargs):
+        selected, single = check_argnums(self.argnums, len(args))
+        held = fingerprint(self.f)
+        if self.held is None or len(held) != len(self.held) or any(
+                a is not b for a, b in zip(held, self.held)):
+            self.programs.clear()  # what f closes over changed: every program may differ
+            self.held = held
+        parts = [flatten(arg) for arg in (*args, kwargs)]
+        key = None if ACTIVE.running else signature(
+            [(leaves, structure(arg)) for (leaves, _), arg in zip(parts, (*args, kwargs))])
+        program = None if key is None else self.programs.get(key)
+        if type(program) is Program:
+            self.programs.move_to_end(key)
+            try:
+                value, grads = program.run([leaf for leaves, _ in parts for leaf in leaves])
+            except GuardFailed:
+                self.failures[key] += 1
+                if self.failures[key] >= FAILED_GUARDS:
+                    self._keep(key, f"its guards failed on {FAILED_GUARDS} calls in a row: the "
+                                    "program changes from call to call")
+            else:
+                self.failures.pop(key, None)
+                start, per_argument = 0, []
+                for leaves, rebuild in parts:
+                    per_argument.append(rebuild(grads[start:start + len(leaves)]))
+                    start += len(leaves)
+                grads = per_argument[selected[0]] if single else tuple(
+                    per_argument[i] for i in selected)
+                return value, grads
+        recording = Recording() if key is not None and type(program) is not str else None
+        try:
+            value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy, False,
+                                      recording=recording)
+        finally:
+            if recording is not None:
+                recording.seal()
+        if recording is not None:
+            self._keep(key, recording.program or recording.reason)
+        return value, grads
+
+    def _keep(self, key, program):
+        self.programs[key] = program
+        self.programs.move_to_end(key)
+        while len(self.programs) > CACHE_SIZE:
+            self.programs.popitem(last=False)
