@@ -48,10 +48,18 @@ from .trees import flatten
 from .tracing import (CopyBack, Elementwise, Traced, UFUNCS, _differentiable, _exactly,
                       _function_pullback, _gather_pullback, _may_overlap, _read_by_partials,
                       _write_pullback, elementwise_kept, fresh_value, place_of)
+from .products import times
+from .recompute import small
+from .registry import ONE
 from .views import address, overlaps_itself, owner, same_region, views
 
 CACHE_SIZE = 8
 """Programs kept per replayed function (one per signature), the least recently used dropped."""
+
+KEPT_FLOOR = 1 << 20
+"""Replay keeps every value its records read, as tracing does for small arrays; tracing
+recomputes large temporaries instead, so that memory stays O(state). A program whose records
+may keep more than its arguments' bytes, or this many, is traced on every call."""
 
 FAILED_GUARDS = 4
 """A signature whose guards fail this many calls in a row is traced from then on: its program
@@ -161,10 +169,16 @@ def _store(outputs, y, values):
 
 class Pure:
     """A pure elementwise operation: the ufunc, and the engine's record of it
-    (``tracing.Elementwise``) with this call's values."""
+    (``tracing.Elementwise``) with this call's values.
+
+    On small arrays Python's overhead is the cost, so where the pullback takes the engine's
+    path for those (``tracing._small_cotangents``: each traced input a whole C-contiguous
+    buffer of the output's shape and dtype, no decision) the step does the same arithmetic in
+    the same order itself (``lean``: per traced input, its partial, whether it is the last,
+    its buffer), from a tuple of this call's values in place of a record."""
 
     __slots__ = ("ufunc", "args", "at", "kwargs", "out", "rule", "reads", "inputs", "buffer",
-                 "state")
+                 "state", "lean")
 
     def __init__(self, ufunc, args, kwargs, out, rule, reads, record):
         self.ufunc = ufunc
@@ -175,19 +189,67 @@ class Pure:
         self.rule = rule
         self.reads = reads
         self.inputs = _places(record.inputs)
-        self.buffer = record.output
+        self.buffer = buffer = record.output
         self.state = record.state
+        traced = record.state[1]
+        self.lean = None
+        if rule.decide is None and small(buffer) and buffer.c_contiguous and all(
+                type(self.inputs[i]) is Buffer and self.inputs[i].c_contiguous
+                and self.inputs[i].shape == buffer.shape
+                and self.inputs[i].dtype == buffer.dtype for i in traced):
+            self.lean = [(i, rule.partials[i], i == traced[-1], self.inputs[i]) for i in traced]
 
     def __call__(self, values, tape):
         vals = self.args.copy()
         for i, slot in self.at:
             vals[i] = values[slot]
-        y = fresh_value(self.ufunc(*vals, **self.kwargs) if self.kwargs else self.ufunc(*vals))
+        y = self.ufunc(*vals, **self.kwargs) if self.kwargs else self.ufunc(*vals)
+        if type(y) is not np.ndarray:
+            y = fresh_value(y)
         values[self.out] = y
+        if self.lean is not None:
+            tape.records.append((self, vals, y))
+        else:
+            tape.records.append(self.record(vals, y))
+
+    def record(self, vals, y):
         kept = elementwise_kept(self.rule, self.reads, _read_by_partials(vals, self.reads),
                                 vals, y)
-        tape.records.append(Elementwise(self.ufunc, self.inputs, self.kwargs or None,
-                                        self.buffer, kept, self.state))
+        return Elementwise(self.ufunc, self.inputs, self.kwargs or None, self.buffer, kept,
+                           self.state)
+
+    def back(self, shadows, vals, y):
+        """The pullback from ``(self, vals, y)``: ``Elementwise.pullback`` and
+        ``_small_cotangents``, for a program in which no shadow is shared."""
+        entries = shadows.entries
+        entry = entries.pop(self.buffer.key, None)
+        if entry is None:
+            return
+        dy = entry[1]
+        if entry[3] is not None or not dy.flags.writeable:  # the engine's general path
+            entries[self.buffer.key] = entry
+            Elementwise.pullback(self.record(vals, y), shadows, None)
+            return
+        rows = []
+        for i, partial, last, buffer in self.lean:
+            if partial is ONE:
+                if not last:
+                    existing = entries.get(buffer.key)
+                    if existing is not None:  # takes dy as it is
+                        existing[1] += dy
+                        continue
+                    g = dy.copy()
+                else:
+                    g = dy
+            else:
+                g = times(dy, partial(y, *vals), dy if last else np.empty_like(dy))
+            rows.append((buffer, g))
+        for buffer, g in rows:
+            existing = entries.get(buffer.key)
+            if existing is None:
+                entries[buffer.key] = [buffer, g, None, None]
+            else:
+                existing[1] += g
 
 
 class ElementwiseWrite:
@@ -196,7 +258,8 @@ class ElementwiseWrite:
     deciding afresh how the overwritten bytes will be put back."""
 
     __slots__ = ("ufunc", "args", "kwargs", "target", "rule", "reads", "position", "others_at",
-                 "apart", "traced", "state", "inputs", "written", "primitive", "key", "whole")
+                 "apart", "traced", "state", "inputs", "written", "buffer", "primitive", "key",
+                 "whole")
 
     def __init__(self, ufunc, args, kwargs, target, rule, reads, position, apart, record,
                  key, whole):
@@ -213,6 +276,7 @@ class ElementwiseWrite:
         self.state = None if record.state is None else record.state[:2]  # (rule, positions)
         self.inputs = _places(record.inputs)
         self.written = record.written
+        self.buffer = record.written.buffer
         self.primitive = record.primitive
         self.key = key
         self.whole = whole
@@ -325,7 +389,7 @@ class Function:
     """A function with a pure rule: the rule again (``y, back = rule(...)``), and the engine's
     record of ``back`` (``tracing._function_pullback``)."""
 
-    __slots__ = ("rule", "args", "kwargs", "outputs", "traced", "primitive", "settings",
+    __slots__ = ("rule", "args", "kwargs", "outputs", "primals", "primitive", "settings",
                  "created", "places", "buffers", "multiple")
 
     def __init__(self, rule, args, kwargs, outputs, traced, record):
@@ -333,7 +397,7 @@ class Function:
         self.args = args
         self.kwargs = kwargs
         self.outputs = outputs
-        self.traced = traced  # the slots of the traced arrays among the arguments
+        self.primals = traced  # the slots of the traced arrays among the arguments
         self.primitive = record.primitive
         self.settings = record.settings
         self.created = record.outputs
@@ -342,7 +406,7 @@ class Function:
     def __call__(self, values, tape):
         y, back = self.rule(*resolve(self.args, values), **resolve(self.kwargs, values))
         _store(self.outputs, y, values)
-        primals = {id(owner(values[slot])) for slot in self.traced}
+        primals = {id(owner(values[slot])) for slot in self.primals}
         tape.records.append(Record(self.primitive, (), self.settings, self.created, None,
                                    (back, self.places, primals, self.buffers, self.multiple),
                                    _function_pullback))
@@ -373,6 +437,61 @@ def _places(inputs):
     return tuple(x if type(x) is Buffer or type(x) is Place else None for x in inputs)
 
 
+class Free:
+    """Let go of the values at ``slots``, which no later step reads (the records that need
+    them hold them)."""
+
+    __slots__ = ("slots",)
+
+    def __init__(self, slots):
+        self.slots = slots
+
+    def __call__(self, values, tape):
+        for slot in self.slots:
+            values[slot] = None
+
+
+def _read_slots(step):
+    """The slots a step reads or writes."""
+    for name in ("args", "kwargs", "key"):
+        yield from _slots(getattr(step, name, None))
+    for name in ("target", "source", "slot"):
+        slot = getattr(step, name, None)
+        if type(slot) is int:
+            yield slot
+    yield from (slot for _, slot in getattr(step, "at", ()))
+    yield from getattr(step, "primals", ())
+
+
+def with_frees(steps, keep):
+    """``steps`` with a :class:`Free` after the last step that uses each slot (but those in
+    ``keep``), so that the replay holds a temporary no longer than the traced call did."""
+    last = {}
+    for k, step in enumerate(steps):
+        for slot in _read_slots(step):
+            last[slot] = k
+    after = collections.defaultdict(list)
+    for slot, k in last.items():
+        if slot not in keep:
+            after[k].append(slot)
+    out = []
+    for k, step in enumerate(steps):
+        out.append(step)
+        if k in after:
+            out.append(Free(after[k]))
+    return out
+
+
+def _nbytes(items):
+    """The bytes of the arrays among ``items`` (traced or plain)."""
+    total = 0
+    for x in _items(items):
+        value = x.value if type(x) is Traced else x
+        if isinstance(value, np.ndarray):
+            total += value.nbytes
+    return total
+
+
 # ----------------------------------------------------------------------------------------------
 # Recording
 
@@ -393,6 +512,10 @@ class Recorder:
         self.steps = []
         self.slots = {}  # id of a traced array (or of a plain argument) -> its slot
         self.objects = []  # what each slot stood for when recorded: kept, so ids stay theirs
+        self.held = 0  # the bytes the replay's records may keep (see KEPT_FLOOR)
+        # The buffers of constants whose values were computed from traced ones: Python's
+        # decisions on them are guarded as on traced values (``derive``).
+        self.derived = set()
 
     def refuse(self, reason):
         if self.reason is None:
@@ -436,6 +559,36 @@ class Recorder:
             return tuple(self.outputs(item) for item in y)
         return None
 
+    def depends(self, items):
+        """Whether a traced array, or a constant computed from one, is among ``items``."""
+        for x in _items(items):
+            if type(x) is Traced and x.tape is self.tape and (
+                    not x.buffer.constant or id(x.buffer) in self.derived):
+                return True
+            if type(x) is dict and self.depends(list(x.values())):
+                return True
+        return False
+
+    def derive(self, y, depends):
+        """``y``, an operation's result; if it ``depends`` on traced values, each NumPy array
+        or scalar in it (a comparison's result, an index) becomes a constant of the tape, so
+        that what Python decides on it is seen (``Traced.__bool__``, ``_converted``) and
+        guarded. Python's own numbers (a shape) stay as they are."""
+        if not depends:
+            return y
+        if type(y) is Traced:
+            if y.buffer.constant:
+                self.derived.add(id(y.buffer))
+            return y
+        if type(y) in (tuple, list):
+            return type(y)(self.derive(item, True) for item in y)
+        if isinstance(y, (np.ndarray, np.generic)):
+            from .tracing import constant
+            t = constant(np.asarray(y), self.tape)
+            self.derived.add(id(t.buffer))
+            return t
+        return y
+
     def _run(self, operation, *args):
         self.ready = False
         try:
@@ -478,27 +631,31 @@ class Recorder:
                 self.refuse(f"np.{ufunc.__name__}(..., out=...) into an array the "
                             "differentiation does not follow")
             elif constant_target and target.buffer.constant:  # constants into a constant
-                self.steps.append(ConstantWrite(_ufunc_into(ufunc, settings), self.spec(target),
-                                                args, new[0].written if new else None, None))
+                self.derive(target, self.depends(inputs))
+                self.steps.append(ConstantWrite(_ufunc_into(ufunc, settings),
+                                                self.spec(target).index, args,
+                                                new[0].written if new else None, None))
+                self.held += _nbytes((target,)) if new else 0
             elif len(new) == 1 and type(new[0]) is Write and rule is not None:
                 reads = _differentiable(ufunc, rule, pattern, len(inputs))[1]
                 buffer = target.buffer
                 self.steps.append(ElementwiseWrite(
                     ufunc, args, settings, self.spec(target).index, rule, reads, position,
                     apart, new[0], buffer.key, target.whole))
+                self.held += _nbytes((target, *inputs))
                 if tape.recomputation is not None and tape.recomputation.budget is not None:
                     self.refuse("a memory budget (memory=)")
             else:
                 self.refuse(f"np.{ufunc.__name__}(..., out=...) of this kind")
             return y
         if not new:
-            if type(y) is not Traced and pattern:
-                self.refuse(f"np.{ufunc.__name__} of a traced array (its result is a plain "
-                            "value whose uses a replay cannot follow)")
+            y = self.derive(y, self.depends(inputs))
             self.steps.append(Call(ufunc, args, settings, self.outputs(y)))
         elif len(new) == 1 and type(new[0]) is Elementwise:
             reads = _differentiable(ufunc, rule, pattern, len(inputs))[1]
             self.steps.append(Pure(ufunc, args, settings, self.bind(y), rule, reads, new[0]))
+            self.held += _nbytes([x for i, x in enumerate(inputs) if reads is None or i in reads])
+            self.held += _nbytes((y,)) if "y" in rule.uses else 0
         elif len(new) == 1 and new[0].pullback is _function_pullback:  # np.matmul's rule
             from .registry import FUNCTIONS
             self._function(FUNCTIONS[ufunc], inputs, settings, y, new[0])
@@ -519,6 +676,7 @@ class Recorder:
             return y
         new = self._new_records(before)
         if not new:
+            y = self.derive(y, self.depends(args))
             self.steps.append(Call(_first_of(rule), self.spec(args), self.spec(settings),
                                    self.outputs(y)))
         elif len(new) == 1 and new[0].pullback is _function_pullback:
@@ -533,6 +691,7 @@ class Recorder:
                       and not x.buffer.constant]
         leaves = {x.buffer for x in traced}
         outputs = self._function_outputs(y, leaves)
+        self.held += _nbytes(args) + _nbytes(y if type(y) in (tuple, list) else (y,))
         self.steps.append(Function(rule, self.spec(args), settings, outputs,
                                    [self.slots[id(x)] for x in traced], record))
 
@@ -552,7 +711,16 @@ class Recorder:
         if any(type(t) is Traced or isinstance(t, np.ndarray) for t in written):
             self.refuse("a function that may write into its arguments")
         y = self._run(on_constants, call, args, kwargs, tape, written)
+        y = self.derive(y, self.depends((*args, kwargs)))
         self.steps.append(Call(call, self.spec(args), self.spec(kwargs), self.outputs(y)))
+        return y
+
+    def nondiff(self, function, args, kwargs):
+        """A function without a derivative (a comparison, an index): run on the plain values,
+        its result derived (``derive``)."""
+        from .tracing import plain
+        y = self.derive(function(*plain(args), **plain(kwargs)), self.depends((*args, kwargs)))
+        self.steps.append(Call(function, self.spec(args), self.spec(kwargs), self.outputs(y)))
         return y
 
     def getitem(self, x, key):
@@ -566,6 +734,7 @@ class Recorder:
         if type(source) is not Slot:
             return y
         if not new:
+            y = self.derive(y, self.depends((x, key)))
             self.steps.append(Call(operator.getitem, (source, index), {}, self.outputs(y)))
         elif len(new) == 1 and new[0].pullback is _gather_pullback:
             self.steps.append(Gather(source.index, index, self.bind(y), new[0]))
@@ -584,12 +753,14 @@ class Recorder:
         tape = self.tape
         before = len(tape.records)
         self._run(Traced.__setitem__, x, key, value)
+        self.derive(x, self.depends((key, value)))
         new = self._new_records(before)
         target = self.spec(x)
         if type(target) is Slot:
             self.steps.append(ConstantWrite(operator.setitem, target.index,
                                             (self.spec(key), self.spec(value)),
                                             new[0].written if new else None, self.spec(key)))
+            self.held += _nbytes((x,)) if new else 0
 
     def allocated(self, t, made):
         if made is None:
@@ -653,6 +824,15 @@ class Program:
         self.output = recorder.slots.get(id(y)) if type(y) is Traced else None
         self.output_place = _place(y) if type(y) is Traced else None
         self.constant = None if type(y) is Traced else y
+        self.steps = with_frees(self.steps, {self.output} | {
+            slot for slot, x in enumerate(recorder.objects) if _nbytes((x,)) < KEPT_FLOOR // 64})
+        # The lean pullbacks assume no two buffers share a shadow, which only the engine's
+        # path for large elementwise cotangents makes (``tracing._sharing``).
+        if any(type(step) in (Pure, ElementwiseWrite) and not small(step.buffer)
+               for step in self.steps):
+            for step in self.steps:
+                if type(step) is Pure:
+                    step.lean = None
 
     def run(self, leaves):
         """``(value, gradients per leaf)`` for the flattened arguments ``leaves``; raises
@@ -674,7 +854,13 @@ class Program:
             else:
                 value = values[self.output][()]
                 shadows.add(self.output_place, 1.0)
-                tape.replay(shadows)
+                records = tape.records
+                while records:
+                    record = records.pop()
+                    if type(record) is tuple:
+                        record[0].back(shadows, record[1], record[2])
+                    else:
+                        Tape.reverse(record, shadows)
             keys = self.keys
             grads = []
             for place, key, (_, scalar) in zip(self.places, keys, self.inputs, strict=True):
@@ -724,6 +910,11 @@ class Recording:
         run.tape.recorder = None
         if type(y) is Traced and id(y) not in recorder.slots:
             recorder.refuse("a result mutad made outside the operations a replay redoes")
+        limit = max(KEPT_FLOOR, _nbytes(run.leaves))
+        if recorder.held > limit:
+            recorder.refuse(f"its records would keep up to {recorder.held} bytes (more than "
+                            f"{limit}, its arguments' bytes or {KEPT_FLOOR}), where tracing "
+                            "recomputes temporaries instead")
         if recorder.reason is not None:
             self.reason = recorder.reason
         else:

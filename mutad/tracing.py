@@ -1345,20 +1345,13 @@ def apply_array_function(func, args, kwargs, tape):
         active(tape)
         return composite(*args, **kwargs)
     if func in NONDIFF:
-        _plain_result(level, function_name(func))
+        if level.recorder is not None and level.recorder.ready:
+            return level.recorder.nondiff(func, args, kwargs)
         return func(*plain(args), **plain(kwargs))
     raise UnsupportedFunctionError(
         f"{function_name(func)} has no differentiation rule in mutad. Give it one by wrapping it "
         "with mutad.adjoint (see the README, 'Custom rules'), or compute the same thing with "
         "functions mutad differentiates.")
-
-
-def _plain_result(tape, name):
-    """A function without a derivative is about to give plain values computed from arrays
-    ``tape`` traces: a recording replay cannot follow what Python does with them."""
-    if tape.recorder is not None and tape.recorder.ready:
-        tape.recorder.refuse(f"{name} of a traced array (its result is a plain value whose uses "
-                             "a replay cannot follow)")
 
 
 def plain(tree):
@@ -1451,7 +1444,8 @@ class Traced(ArrayMethods):
             active(self.tape)
             return COMPOSITES[key](*inputs, **kwargs)
         if ufunc in NONDIFF:
-            _plain_result(level, f"np.{ufunc.__name__}.{method}")
+            if level.recorder is not None and level.recorder.ready:
+                return level.recorder.nondiff(getattr(ufunc, method), inputs, kwargs)
             return getattr(ufunc, method)(*plain(inputs), **plain(kwargs))
         raise UnsupportedFunctionError(
             f"np.{ufunc.__name__}.{method} has no differentiation rule in mutad; compute it with "
@@ -1483,10 +1477,22 @@ class Traced(ArrayMethods):
         return self.__array__() if self.buffer.constant else None
 
     def _converted(self, what):
-        value = ArrayMethods._converted(self, what)
-        if self.tape.recorder is not None and self.tape.recorder.ready:
-            self.tape.recorder.guard(self, value.tobytes())
+        recorder = self.tape.recorder
+        if recorder is None or not recorder.ready:
+            return ArrayMethods._converted(self, what)
+        recorder.ready = False  # not a conversion of the program's own: a decision of Python's
+        try:
+            value = ArrayMethods._converted(self, what)
+        finally:
+            recorder.ready = True
+        recorder.guard(self, value.tobytes())
         return value
+
+    def __index__(self):
+        value = self._converted("an index")
+        if value.ndim or value.dtype.kind not in "iub":
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return operator.index(value[()])
 
     def __bool__(self):
         truth = bool(self.value)
