@@ -82,6 +82,8 @@ def _finite(p):
     p = memory(p)
     if p.dtype.kind != "f":
         return True
+    if p.ndim == 0:
+        return math.isfinite(p)
     if p.flags.c_contiguous:
         return math.isfinite(np.vdot(p, p))
     return math.isfinite(np.sum(p))

@@ -45,12 +45,13 @@ from .levels import ACTIVE
 from .shadows import Buffer, Place, Shadows
 from .tape import Record, Tape, Write
 from .trees import flatten
-from .tracing import (CopyBack, Elementwise, Traced, UFUNCS, _differentiable, _exactly,
+from .registry import FUNCTIONS, ONE, UFUNCS
+from .tracing import (CopyBack, Elementwise, Traced, _differentiable, _exactly,
                       _function_pullback, _gather_pullback, _may_overlap, _read_by_partials,
-                      _write_pullback, elementwise_kept, fresh_value, place_of)
+                      _write_pullback, apply_function, apply_ufunc, constant, elementwise_kept,
+                      fresh_value, on_constants, plain)
 from .products import times
-from .recompute import small
-from .registry import ONE
+from .recompute import SMALL, small
 from .views import address, overlaps_itself, owner, same_region, views
 
 CACHE_SIZE = 8
@@ -60,6 +61,9 @@ KEPT_FLOOR = 1 << 20
 """Replay keeps every value its records read, as tracing does for small arrays; tracing
 recomputes large temporaries instead, so that memory stays O(state). A program whose records
 may keep more than its arguments' bytes, or this many, is traced on every call."""
+
+FREED = 1 << 14
+"""Temporaries of this many bytes or more are let go after the last step that reads them."""
 
 FAILED_GUARDS = 4
 """A signature whose guards fail this many calls in a row is traced from then on: its program
@@ -144,6 +148,12 @@ class Call:
         _store(self.outputs, y, values)
 
 
+ARITHMETIC = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
+              np.true_divide: operator.truediv}
+"""Ufuncs a step computes with Python's operators: the same ufunc for arrays, and NumPy's own
+scalar arithmetic for NumPy scalars (the values a replay holds for read-only 0-d arrays)."""
+
+
 class Out:
     """Where a step stores a traced array it made: its slot, and ``convert``, which makes the
     value NumPy gave the value the traced array held (see ``as_constant``)."""
@@ -177,13 +187,24 @@ class Pure:
     the same order itself (``lean``: per traced input, its partial, whether it is the last,
     its buffer), from a tuple of this call's values in place of a record."""
 
-    __slots__ = ("ufunc", "args", "at", "kwargs", "out", "rule", "reads", "inputs", "buffer",
-                 "state", "lean")
+    __slots__ = ("ufunc", "record_ufunc", "args", "at", "kwargs", "out", "rule", "reads",
+                 "inputs", "buffer", "state", "lean")
 
     def __init__(self, ufunc, args, kwargs, out, rule, reads, record):
-        self.ufunc = ufunc
-        self.args = [a if type(a) is not Slot else None for a in args]
-        self.at = [(i, a.index) for i, a in enumerate(args) if type(a) is Slot]
+        # NumPy's scalars compute the four operations in their own arithmetic, at a tenth of
+        # a ufunc call's cost, to the same correctly rounded bits
+        self.ufunc = self.record_ufunc = ufunc
+        self.args = list(args)
+        self.at = []
+        operands = True  # every argument a value of the program or a Python number
+        for i, a in enumerate(args):
+            if type(a) is Slot:
+                self.args[i] = None
+                self.at.append((i, a.index))
+            elif type(a) is not float and type(a) is not int:
+                operands = False
+        if operands and not kwargs and ufunc in ARITHMETIC:
+            self.ufunc = ARITHMETIC[ufunc]
         self.kwargs = kwargs
         self.out = out
         self.rule = rule
@@ -191,22 +212,24 @@ class Pure:
         self.inputs = _places(record.inputs)
         self.buffer = buffer = record.output
         self.state = record.state
-        traced = record.state[1]
         self.lean = None
-        if rule.decide is None and small(buffer) and buffer.c_contiguous and all(
-                type(self.inputs[i]) is Buffer and self.inputs[i].c_contiguous
-                and self.inputs[i].shape == buffer.shape
-                and self.inputs[i].dtype == buffer.dtype for i in traced):
-            self.lean = [(i, rule.partials[i], i == traced[-1], self.inputs[i]) for i in traced]
+        if rule.decide is None and buffer.c_contiguous and small(buffer):
+            traced = record.state[1]
+            lean = []
+            for i in traced:
+                place = self.inputs[i]
+                if type(place) is not Buffer or not place.c_contiguous \
+                        or place.shape != buffer.shape or place.dtype != buffer.dtype:
+                    return
+                lean.append((i, rule.partials[i], i == traced[-1], place))
+            self.lean = lean
 
     def __call__(self, values, tape):
         vals = self.args.copy()
         for i, slot in self.at:
             vals[i] = values[slot]
         y = self.ufunc(*vals, **self.kwargs) if self.kwargs else self.ufunc(*vals)
-        if type(y) is not np.ndarray:
-            y = fresh_value(y)
-        values[self.out] = y
+        values[self.out] = y  # a NumPy scalar where the traced array was a read-only 0-d one
         if self.lean is not None:
             tape.records.append((self, vals, y))
         else:
@@ -215,8 +238,8 @@ class Pure:
     def record(self, vals, y):
         kept = elementwise_kept(self.rule, self.reads, _read_by_partials(vals, self.reads),
                                 vals, y)
-        return Elementwise(self.ufunc, self.inputs, self.kwargs or None, self.buffer, kept,
-                           self.state)
+        return Elementwise(self.record_ufunc, self.inputs, self.kwargs or None, self.buffer,
+                           kept, self.state)
 
     def back(self, shadows, vals, y):
         """The pullback from ``(self, vals, y)``: ``Elementwise.pullback`` and
@@ -379,10 +402,18 @@ class Gather:
 
     def __call__(self, values, tape):
         key = resolve(self.key, values)
-        y = fresh_value(values[self.source][key])
-        values[self.out] = y
-        tape.records.append(Record(operator.getitem, [self.place, key], None, (self.buffer,),
-                                   None, self.repeats, _gather_pullback))
+        values[self.out] = values[self.source][key]
+        if self.repeats or type(self.place) is not Buffer:
+            tape.records.append(Record(operator.getitem, [self.place, key], None,
+                                       (self.buffer,), None, self.repeats, _gather_pullback))
+        else:
+            tape.records.append((self, key, None))
+
+    def back(self, shadows, key, _):
+        """``_gather_pullback`` for a whole buffer's elements, each taken once."""
+        dy = shadows.pop(self.buffer)
+        if dy is not None:
+            shadows.of(self.place)[key] += dy
 
 
 class Function:
@@ -404,7 +435,8 @@ class Function:
         _, self.places, _, self.buffers, self.multiple = record.state
 
     def __call__(self, values, tape):
-        y, back = self.rule(*resolve(self.args, values), **resolve(self.kwargs, values))
+        y, back = self.rule(*_arrays(resolve(self.args, values)),
+                            **resolve(self.kwargs, values))
         _store(self.outputs, y, values)
         primals = {id(owner(values[slot])) for slot in self.primals}
         tape.records.append(Record(self.primitive, (), self.settings, self.created, None,
@@ -427,6 +459,13 @@ class Guard:
             raise GuardFailed
 
 
+def _arrays(args):
+    """A rule's arguments as the tracing engine hands them over: NumPy scalars the replay
+    holds as the read-only 0-d arrays they stood for (``tracing.fresh_value``)."""
+    return [fresh_value(x) if isinstance(x, np.generic) else
+            type(x)(_arrays(x)) if type(x) in (list, tuple) else x for x in args]
+
+
 def _bytes(value):
     return np.asarray(value).tobytes()
 
@@ -434,7 +473,7 @@ def _bytes(value):
 def _places(inputs):
     """A record's inputs as a step keeps them: the places (what its pullback reads), not the
     values of the first call."""
-    return tuple(x if type(x) is Buffer or type(x) is Place else None for x in inputs)
+    return tuple([x if type(x) is Buffer or type(x) is Place else None for x in inputs])
 
 
 class Free:
@@ -463,17 +502,19 @@ def _read_slots(step):
     yield from getattr(step, "primals", ())
 
 
-def with_frees(steps, keep):
-    """``steps`` with a :class:`Free` after the last step that uses each slot (but those in
-    ``keep``), so that the replay holds a temporary no longer than the traced call did."""
+def with_frees(steps, large):
+    """``steps`` with a :class:`Free` after the last step that uses each of the slots
+    ``large``, so that the replay holds a large temporary no longer than the traced call."""
+    if not large:
+        return steps
     last = {}
     for k, step in enumerate(steps):
         for slot in _read_slots(step):
-            last[slot] = k
+            if slot in large:
+                last[slot] = k
     after = collections.defaultdict(list)
     for slot, k in last.items():
-        if slot not in keep:
-            after[k].append(slot)
+        after[k].append(slot)
     out = []
     for k, step in enumerate(steps):
         out.append(step)
@@ -505,8 +546,9 @@ class Recorder:
     ``write_constant`` report what happens outside any step; that, or anything else a step
     cannot redo, is ``refuse``d, and the program is dropped (``reason`` says why)."""
 
-    def __init__(self, tape):
+    def __init__(self, tape, limit):
         self.tape = tape
+        self.limit = limit
         self.ready = True
         self.reason = None
         self.steps = []
@@ -520,6 +562,15 @@ class Recorder:
     def refuse(self, reason):
         if self.reason is None:
             self.reason = reason
+            self.tape.recorder = None  # the rest of the call is traced as usual
+
+    def keeps(self, nbytes):
+        """The replay's records may keep ``nbytes`` more (see ``KEPT_FLOOR``)."""
+        self.held += nbytes
+        if self.held > self.limit:
+            self.refuse(f"its records would keep more than {self.limit} bytes (its arguments' "
+                        f"bytes, or {KEPT_FLOOR}), where tracing recomputes temporaries "
+                        "instead")
 
     def bind(self, x):
         self.slots[id(x)] = len(self.objects)
@@ -583,7 +634,6 @@ class Recorder:
         if type(y) in (tuple, list):
             return type(y)(self.derive(item, True) for item in y)
         if isinstance(y, (np.ndarray, np.generic)):
-            from .tracing import constant
             t = constant(np.asarray(y), self.tape)
             self.derived.add(id(t.buffer))
             return t
@@ -596,37 +646,34 @@ class Recorder:
         finally:
             self.ready = True
 
-    def _new_records(self, before):
-        return self.tape.records[before:]
-
     # the doors ---------------------------------------------------------------------------
 
     def ufunc(self, ufunc, inputs, out, kwargs, rule):
-        from .tracing import apply_ufunc
         tape = self.tape
         before = len(tape.records)
         target = out if type(out) is Traced and out.tape is tape else None
         constant_target = target is not None and target.buffer.constant
-        read_target = target is not None and target.buffer.read
-        pattern = sum(1 << i for i, x in enumerate(inputs)
-                      if type(x) is Traced and x.tape is tape and not x.buffer.constant)
-        position = None
-        if target is not None:
-            position = next((i for i, x in enumerate(inputs)
-                             if type(x) is Traced and x.buffer is target.buffer
-                             and same_region(x.value, target.value)), None)
-        apart = target is None or not any(_may_overlap(target, x) for i, x in enumerate(inputs)
-                                          if i != position)
+        pattern = 0
+        for i, x in enumerate(inputs):
+            if type(x) is Traced and x.tape is tape and not x.buffer.constant:
+                pattern |= 1 << i
         y = self._run(apply_ufunc, ufunc, inputs, out, kwargs, rule)
         if self.reason is not None:
             return y
         args = [self.spec(x) for x in inputs]
-        settings = dict(kwargs) if kwargs else {}
-        settings.pop("out", None)
-        settings = self.spec(settings)
-        new = self._new_records(before)
+        settings = {}
+        if kwargs:
+            settings = self.spec({k: v for k, v in kwargs.items() if k != "out"})
+        new = tape.records[before:]
         rule = rule or UFUNCS.get(ufunc)
         if out is not None:
+            position = apart = None
+            if target is not None:
+                position = next((i for i, x in enumerate(inputs)
+                                 if type(x) is Traced and x.buffer is target.buffer
+                                 and same_region(x.value, target.value)), None)
+                apart = not any(_may_overlap(target, x) for i, x in enumerate(inputs)
+                                if i != position)
             if target is None:
                 self.refuse(f"np.{ufunc.__name__}(..., out=...) into an array the "
                             "differentiation does not follow")
@@ -635,14 +682,14 @@ class Recorder:
                 self.steps.append(ConstantWrite(_ufunc_into(ufunc, settings),
                                                 self.spec(target).index, args,
                                                 new[0].written if new else None, None))
-                self.held += _nbytes((target,)) if new else 0
+                self.keeps(_nbytes((target,)) if new else 0)
             elif len(new) == 1 and type(new[0]) is Write and rule is not None:
                 reads = _differentiable(ufunc, rule, pattern, len(inputs))[1]
                 buffer = target.buffer
                 self.steps.append(ElementwiseWrite(
                     ufunc, args, settings, self.spec(target).index, rule, reads, position,
                     apart, new[0], buffer.key, target.whole))
-                self.held += _nbytes((target, *inputs))
+                self.keeps(_nbytes((target, *inputs)))
                 if tape.recomputation is not None and tape.recomputation.budget is not None:
                     self.refuse("a memory budget (memory=)")
             else:
@@ -654,17 +701,19 @@ class Recorder:
         elif len(new) == 1 and type(new[0]) is Elementwise:
             reads = _differentiable(ufunc, rule, pattern, len(inputs))[1]
             self.steps.append(Pure(ufunc, args, settings, self.bind(y), rule, reads, new[0]))
-            self.held += _nbytes([x for i, x in enumerate(inputs) if reads is None or i in reads])
-            self.held += _nbytes((y,)) if "y" in rule.uses else 0
+            kept = y.value.nbytes if "y" in rule.uses else 0
+            for i, x in enumerate(inputs):
+                if type(x) is Traced and (reads is None or i in reads):
+                    kept += x.value.nbytes
+            if kept >= SMALL:  # tracing keeps small values too: they are never recomputed
+                self.keeps(kept)
         elif len(new) == 1 and new[0].pullback is _function_pullback:  # np.matmul's rule
-            from .registry import FUNCTIONS
             self._function(FUNCTIONS[ufunc], inputs, settings, y, new[0])
         else:
             self.refuse(f"np.{ufunc.__name__} recorded as {len(new)} operations")
         return y
 
     def function(self, name, rule, args, kwargs, tape):
-        from .tracing import apply_function
         before = len(tape.records)
         if kwargs.get("out") is not None:
             self.refuse(f"{name}(..., out=...)")
@@ -674,7 +723,7 @@ class Recorder:
         y = self._run(apply_function, name, rule, args, dict(kwargs), tape)
         if self.reason is not None:
             return y
-        new = self._new_records(before)
+        new = tape.records[before:]
         if not new:
             y = self.derive(y, self.depends(args))
             self.steps.append(Call(_first_of(rule), self.spec(args), self.spec(settings),
@@ -691,7 +740,7 @@ class Recorder:
                       and not x.buffer.constant]
         leaves = {x.buffer for x in traced}
         outputs = self._function_outputs(y, leaves)
-        self.held += _nbytes(args) + _nbytes(y if type(y) in (tuple, list) else (y,))
+        self.keeps(_nbytes(args) + _nbytes(y if type(y) in (tuple, list) else (y,)))
         self.steps.append(Function(rule, self.spec(args), settings, outputs,
                                    [self.slots[id(x)] for x in traced], record))
 
@@ -707,7 +756,6 @@ class Recorder:
         return None
 
     def on_constants(self, call, args, kwargs, tape, written):
-        from .tracing import on_constants
         if any(type(t) is Traced or isinstance(t, np.ndarray) for t in written):
             self.refuse("a function that may write into its arguments")
         y = self._run(on_constants, call, args, kwargs, tape, written)
@@ -718,7 +766,6 @@ class Recorder:
     def nondiff(self, function, args, kwargs):
         """A function without a derivative (a comparison, an index): run on the plain values,
         its result derived (``derive``)."""
-        from .tracing import plain
         y = self.derive(function(*plain(args), **plain(kwargs)), self.depends((*args, kwargs)))
         self.steps.append(Call(function, self.spec(args), self.spec(kwargs), self.outputs(y)))
         return y
@@ -729,7 +776,7 @@ class Recorder:
         y = self._run(Traced.__getitem__, x, key)
         if self.reason is not None:
             return y
-        new = self._new_records(before)
+        new = tape.records[before:]
         source, index = self.spec(x), self.spec(key)
         if type(source) is not Slot:
             return y
@@ -754,13 +801,13 @@ class Recorder:
         before = len(tape.records)
         self._run(Traced.__setitem__, x, key, value)
         self.derive(x, self.depends((key, value)))
-        new = self._new_records(before)
+        new = tape.records[before:]
         target = self.spec(x)
         if type(target) is Slot:
             self.steps.append(ConstantWrite(operator.setitem, target.index,
                                             (self.spec(key), self.spec(value)),
                                             new[0].written if new else None, self.spec(key)))
-            self.held += _nbytes((x,)) if new else 0
+            self.keeps(_nbytes((x,)) if new else 0)
 
     def allocated(self, t, made):
         if made is None:
@@ -824,8 +871,9 @@ class Program:
         self.output = recorder.slots.get(id(y)) if type(y) is Traced else None
         self.output_place = _place(y) if type(y) is Traced else None
         self.constant = None if type(y) is Traced else y
-        self.steps = with_frees(self.steps, {self.output} | {
-            slot for slot, x in enumerate(recorder.objects) if _nbytes((x,)) < KEPT_FLOOR // 64})
+        self.steps = with_frees(self.steps, {
+            slot for slot, x in enumerate(recorder.objects)
+            if slot != self.output and _nbytes((x,)) >= FREED})
         # The lean pullbacks assume no two buffers share a shadow, which only the engine's
         # path for large elementwise cotangents makes (``tracing._sharing``).
         if any(type(step) in (Pure, ElementwiseWrite) and not small(step.buffer)
@@ -898,7 +946,7 @@ class Recording:
         if tape.outer is not None:
             self.reason = "a differentiation nested in another"
             return
-        self.recorder = recorder = Recorder(tape)
+        self.recorder = recorder = Recorder(tape, max(KEPT_FLOOR, _nbytes(run.leaves)))
         for leaf, t in zip(run.leaves, run.traced, strict=True):
             recorder.bind(t if t is not None else leaf)
         tape.recorder = recorder
@@ -910,11 +958,6 @@ class Recording:
         run.tape.recorder = None
         if type(y) is Traced and id(y) not in recorder.slots:
             recorder.refuse("a result mutad made outside the operations a replay redoes")
-        limit = max(KEPT_FLOOR, _nbytes(run.leaves))
-        if recorder.held > limit:
-            recorder.refuse(f"its records would keep up to {recorder.held} bytes (more than "
-                            f"{limit}, its arguments' bytes or {KEPT_FLOOR}), where tracing "
-                            "recomputes temporaries instead")
         if recorder.reason is not None:
             self.reason = recorder.reason
         else:
