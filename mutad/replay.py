@@ -51,16 +51,11 @@ from .tracing import (CopyBack, Elementwise, Traced, _differentiable, _exactly,
                       _write_pullback, apply_function, apply_ufunc, constant, elementwise_kept,
                       fresh_value, on_constants, plain)
 from .products import times
-from .recompute import SMALL, small
+from .recompute import Lazy, small
 from .views import address, overlaps_itself, owner, same_region, views
 
 CACHE_SIZE = 8
 """Programs kept per replayed function (one per signature), the least recently used dropped."""
-
-KEPT_FLOOR = 1 << 20
-"""Replay keeps every value its records read, as tracing does for small arrays; tracing
-recomputes large temporaries instead, so that memory stays O(state). A program whose records
-may keep more than its arguments' bytes, or this many, is traced on every call."""
 
 FREED = 1 << 14
 """Temporaries of this many bytes or more are let go after the last step that reads them."""
@@ -546,15 +541,13 @@ class Recorder:
     ``write_constant`` report what happens outside any step; that, or anything else a step
     cannot redo, is ``refuse``d, and the program is dropped (``reason`` says why)."""
 
-    def __init__(self, tape, limit):
+    def __init__(self, tape):
         self.tape = tape
-        self.limit = limit
         self.ready = True
         self.reason = None
         self.steps = []
         self.slots = {}  # id of a traced array (or of a plain argument) -> its slot
         self.objects = []  # what each slot stood for when recorded: kept, so ids stay theirs
-        self.held = 0  # the bytes the replay's records may keep (see KEPT_FLOOR)
         # The buffers of constants whose values were computed from traced ones: Python's
         # decisions on them are guarded as on traced values (``derive``).
         self.derived = set()
@@ -564,13 +557,13 @@ class Recorder:
             self.reason = reason
             self.tape.recorder = None  # the rest of the call is traced as usual
 
-    def keeps(self, nbytes):
-        """The replay's records may keep ``nbytes`` more (see ``KEPT_FLOOR``)."""
-        self.held += nbytes
-        if self.held > self.limit:
-            self.refuse(f"its records would keep more than {self.limit} bytes (its arguments' "
-                        f"bytes, or {KEPT_FLOOR}), where tracing recomputes temporaries "
-                        "instead")
+    def recomputed(self, record):
+        """Refuse if the traced call's ``record`` keeps a stand-in for a value it recomputes
+        in the reverse pass (``recompute.Lazy``): a replay would keep the value instead, whose
+        bits can differ from one recomputed from inputs the restore policy put back."""
+        if record.kept is not None and any(type(k) is Lazy for k in record.kept):
+            self.refuse("large temporaries, which tracing recomputes in the reverse pass (so "
+                        "that memory stays O(state)) and a replay would keep")
 
     def bind(self, x):
         self.slots[id(x)] = len(self.objects)
@@ -682,14 +675,13 @@ class Recorder:
                 self.steps.append(ConstantWrite(_ufunc_into(ufunc, settings),
                                                 self.spec(target).index, args,
                                                 new[0].written if new else None, None))
-                self.keeps(_nbytes((target,)) if new else 0)
             elif len(new) == 1 and type(new[0]) is Write and rule is not None:
                 reads = _differentiable(ufunc, rule, pattern, len(inputs))[1]
                 buffer = target.buffer
                 self.steps.append(ElementwiseWrite(
                     ufunc, args, settings, self.spec(target).index, rule, reads, position,
                     apart, new[0], buffer.key, target.whole))
-                self.keeps(_nbytes((target, *inputs)))
+                self.recomputed(new[0])
                 if tape.recomputation is not None and tape.recomputation.budget is not None:
                     self.refuse("a memory budget (memory=)")
             else:
@@ -701,12 +693,7 @@ class Recorder:
         elif len(new) == 1 and type(new[0]) is Elementwise:
             reads = _differentiable(ufunc, rule, pattern, len(inputs))[1]
             self.steps.append(Pure(ufunc, args, settings, self.bind(y), rule, reads, new[0]))
-            kept = y.value.nbytes if "y" in rule.uses else 0
-            for i, x in enumerate(inputs):
-                if type(x) is Traced and (reads is None or i in reads):
-                    kept += x.value.nbytes
-            if kept >= SMALL:  # tracing keeps small values too: they are never recomputed
-                self.keeps(kept)
+            self.recomputed(new[0])
         elif len(new) == 1 and new[0].pullback is _function_pullback:  # np.matmul's rule
             self._function(FUNCTIONS[ufunc], inputs, settings, y, new[0])
         else:
@@ -740,7 +727,6 @@ class Recorder:
                       and not x.buffer.constant]
         leaves = {x.buffer for x in traced}
         outputs = self._function_outputs(y, leaves)
-        self.keeps(_nbytes(args) + _nbytes(y if type(y) in (tuple, list) else (y,)))
         self.steps.append(Function(rule, self.spec(args), settings, outputs,
                                    [self.slots[id(x)] for x in traced], record))
 
@@ -807,7 +793,6 @@ class Recorder:
             self.steps.append(ConstantWrite(operator.setitem, target.index,
                                             (self.spec(key), self.spec(value)),
                                             new[0].written if new else None, self.spec(key)))
-            self.keeps(_nbytes((x,)) if new else 0)
 
     def allocated(self, t, made):
         if made is None:
@@ -946,7 +931,7 @@ class Recording:
         if tape.outer is not None:
             self.reason = "a differentiation nested in another"
             return
-        self.recorder = recorder = Recorder(tape, max(KEPT_FLOOR, _nbytes(run.leaves)))
+        self.recorder = recorder = Recorder(tape)
         for leaf, t in zip(run.leaves, run.traced, strict=True):
             recorder.bind(t if t is not None else leaf)
         tape.recorder = recorder

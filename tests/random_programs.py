@@ -37,7 +37,11 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 import mutad
+from mutad import recompute
 from strategies import axis_slices, slice_text
+
+SMALL = recompute.SMALL
+"""The library's own threshold below which temporaries are kept rather than recomputed."""
 
 FEATURES = ("classic", "decisions", "empty_writes", "sorts", "views", "readonly_views", "overlap",
             "overlap_assign", "repeated", "magnitudes", "ties", "constants")
@@ -795,8 +799,9 @@ class Outcome:
 
 
 def check(program, policies=("restore", "checkpoint"), modes=True, second_order=False,
-          finite_differences=True):
-    """Judge ``program`` with every oracle; raise :class:`ProgramFailure` on a wrong answer."""
+          finite_differences=True, replay=False):
+    """Judge ``program`` with every oracle; raise :class:`ProgramFailure` on a wrong answer.
+    With ``replay``, also :func:`check_replay` under each policy."""
     outcome = Outcome()
     outcome.kink = program.margin <= KINK_MARGIN
     outcome.extreme = program.extreme
@@ -908,6 +913,9 @@ def check(program, policies=("restore", "checkpoint"), modes=True, second_order=
                                               + zero * direction_size + 1e-300):
                 raise ProgramFailure("modes", f"<w, jvp(v)> = {forward!r} but <gradient, v> = "
                                      f"{reverse!r}")
+    if replay and "constants" not in program.features:
+        for policy in policies:
+            check_replay(program, policy, weights, outcome)
     if second_order and differentiable:
         for policy in policies:
             f, args = program.make()
@@ -923,6 +931,59 @@ def check(program, policies=("restore", "checkpoint"), modes=True, second_order=
                 outcome.refused.append(f"order 2 {type(error).__name__}: "
                                        f"{str(error).splitlines()[0]}")
     return outcome
+
+
+def check_replay(program, policy, weights, outcome):
+    """The ``replay`` oracle: ``value_and_grad(..., replay=True)`` of the weighted sum of the
+    outputs, recorded on arguments shifted by a constant and replayed (twice) on the program's
+    own, gives the traced value and gradients bit for bit, and the caller's bytes back.
+    (Not for programs that write the arrays they close over: no two calls of those agree.)"""
+    f = program.make()[0]
+
+    def loss(*xs):
+        total = 0.0
+        for w, y in zip(weights, f(*xs)):
+            total = total + (w * y).sum()
+        return total
+
+    argnums = tuple(range(len(program.arguments)))
+    replaying = mutad.value_and_grad(loss, argnums=argnums, policy=policy, replay=True)
+    # Small temporaries are kept, not recomputed, as by default: a replay is refused where the
+    # traced call would recompute one, and its bits be those of inputs restored by inverses
+    small, recompute.SMALL = recompute.SMALL, SMALL
+    try:
+        _replay_twice(program, policy, loss, argnums, replaying, outcome)
+    finally:
+        recompute.SMALL = small
+    if replaying.reasons:
+        outcome.refused.append("replay traced: " + next(iter(replaying.reasons.values())))
+
+
+def _replay_twice(program, policy, loss, argnums, replaying, outcome):
+    with np.errstate(all="ignore"):
+        try:
+            replaying(*program.make({name: 0.25 for name in program.buffers})[1])
+        except (mutad.MutadError, FloatingPointError, ValueError):
+            return
+        for _ in range(2):
+            args = program.make()[1]
+            buffers = _buffers_of(args, program)
+            before = _bytes(buffers)
+            try:
+                got = replaying(*args)
+            except mutad.MutadError as error:
+                _check_bytes(buffers, before, "after a refusal of a replay")
+                outcome.refused.append(f"replay {type(error).__name__}: "
+                                       f"{str(error).splitlines()[0]}")
+                return
+            _check_bytes(buffers, before, f"after a replay ({policy!r})")
+            expected = mutad.value_and_grad(loss, argnums=argnums, policy=policy)(
+                *program.make()[1])
+            for what, a, b in (("value", got[0], expected[0]), *(
+                    (f"gradient {i}", x, y) for i, (x, y) in enumerate(zip(got[1], expected[1])))):
+                if not _same(a, b):
+                    raise ProgramFailure("replay", f"policy={policy!r}: the replayed {what} is "
+                                         f"{a!r}, traced {b!r}")
 
 
 def _check_bytes(buffers, before, when):

@@ -8,7 +8,8 @@ as a standalone reproducer, and counts of programs run and failures by class.
 
 Each batch draws ``--batch`` programs from a fresh seed and judges each with
 ``random_programs.check`` (values against NumPy, the caller's bytes, restore against
-checkpoint, finite differences, forward against reverse mode, and for one program in
+checkpoint, finite differences, forward against reverse mode, replay against tracing, and
+for one program in
 ``--second-order`` the Hessian-vector products). The first failure of each class (its oracle
 and the feature classes of the program) is shrunk by hypothesis and printed; later ones are
 counted. The exit status is 1 if anything failed.
@@ -33,7 +34,7 @@ QUIET = dict(deadline=None, database=None, suppress_health_check=list(HealthChec
 
 
 def _judge(program, policies, second_order):
-    return rp.check(program, policies=policies, second_order=second_order)
+    return rp.check(program, policies=policies, second_order=second_order, replay=True)
 
 
 def run_batch(features, policies, count, batch_seed, second_order_every, counts, failures,
