@@ -50,6 +50,10 @@ def run(differentiation, f, call, explain=None):
     running in this thread and the allocation mode on. A ``ValueError`` or ``TypeError`` that
     NumPy raised around a mutad error is that mutad error; ``explain(error)`` may give a
     clearer error for another one (None: it stands)."""
+    for outer in ACTIVE.running:  # a replay records no program with one nested inside it
+        recorder = getattr(outer, "recorder", None)
+        if recorder is not None:
+            recorder.refuse("a differentiation nested inside the function")
     with mode(f):
         ACTIVE.running.append(differentiation)
         try:

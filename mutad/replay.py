@@ -46,10 +46,10 @@ from .shadows import Buffer, Place, Shadows
 from .tape import Record, Tape, Write
 from .trees import flatten
 from .registry import FUNCTIONS, ONE, UFUNCS
-from .tracing import (CopyBack, Elementwise, Traced, _differentiable, _exactly,
+from .tracing import (CopyBack, Elementwise, ReverseTape, Traced, _differentiable, _exactly,
                       _function_pullback, _gather_pullback, _may_overlap, _read_by_partials,
                       _write_pullback, apply_function, apply_ufunc, constant, elementwise_kept,
-                      fresh_value, on_constants, plain)
+                      check_constants, fresh_value, on_constants, plain, thaw)
 from .products import times
 from .recompute import Lazy, small
 from .views import address, overlaps_itself, owner, same_region, views
@@ -471,6 +471,53 @@ def _places(inputs):
     return tuple([x if type(x) is Buffer or type(x) is Place else None for x in inputs])
 
 
+class Reenter:
+    """An operation the engine records in ways no other step redoes (a scatter, ``ufunc.at``,
+    ``np.copyto``, an in-place rule): the engine's own ``operation`` again, on traced arrays
+    made for this call over the program's buffers, so that it records and decides as when
+    it was recorded. ``traced`` maps the slot of each traced argument to its buffer, whether
+    it was all of it, its byte offset in it, and the buffer's state then (constant, read)."""
+
+    __slots__ = ("operation", "args", "kwargs", "traced", "outputs")
+
+    def __init__(self, operation, args, kwargs, traced, outputs):
+        self.operation = operation
+        self.args = args
+        self.kwargs = kwargs
+        self.traced = traced
+        self.outputs = outputs
+
+    def __call__(self, values, tape):
+        wrapped = {}
+        for slot, (buffer, whole, offset, constant, read) in self.traced.items():
+            value = values[slot]
+            if isinstance(value, np.generic):
+                value = fresh_value(value)
+            buffer.low = address(value) - (buffer.offset if whole else offset)
+            buffer.constant, buffer.read = constant, read
+            wrapped[slot] = Traced(value, buffer, tape, whole)
+        y = self.operation(*_wrapped(self.args, values, wrapped),
+                           **_wrapped(self.kwargs, values, wrapped))
+        _store(self.outputs, y, values)
+
+
+def _wrapped(spec, values, wrapped):
+    """``resolve``, with the traced arrays ``wrapped`` in place of their slots' values."""
+    kind = type(spec)
+    if kind is Slot:
+        t = wrapped.get(spec.index)
+        return values[spec.index] if t is None else t
+    if kind is tuple or kind is list:
+        return kind(_wrapped(item, values, wrapped) for item in spec)
+    if kind is dict:
+        return {key: _wrapped(item, values, wrapped) for key, item in spec.items()}
+    return spec
+
+
+def _value_of(y):
+    return y.value if type(y) is Traced else y
+
+
 class Free:
     """Let go of the values at ``slots``, which no later step reads (the records that need
     them hold them)."""
@@ -551,6 +598,54 @@ class Recorder:
         # The buffers of constants whose values were computed from traced ones: Python's
         # decisions on them are guarded as on traced values (``derive``).
         self.derived = set()
+        self.soft = None  # inside a door: what the engine recorded outside a step
+
+    def outside(self, what):
+        """The engine recorded ``what`` outside a step: inside a door (``door``), the door
+        becomes a :class:`Reenter` step; else the program cannot be replayed."""
+        if self.soft is not None:
+            self.soft.append(what)
+        else:
+            self.refuse(f"an operation recorded outside a replayable step ({what})")
+
+    def door(self, operation, args, kwargs):
+        """``operation(*args, **kwargs)`` (``tracing.door``): the operations it makes are steps
+        of their own, unless the engine records anything else meanwhile; then they are dropped
+        and the whole operation is one :class:`Reenter` step."""
+        mark = len(self.steps)
+        traced = {}
+        for x in _traced_within((args, kwargs)):
+            slot = self.slots.get(id(x))
+            if slot is None or x.tape is not self.tape:
+                continue  # spec() refuses it below
+            buffer = x.buffer
+            offset = 0 if x.whole else address(x.value) - buffer.low
+            traced[slot] = (buffer, x.whole, offset, buffer.constant, buffer.read)
+        self.soft = []
+        try:
+            y = operation(*args, **kwargs)
+        finally:
+            soft, self.soft = self.soft, None
+        if soft and self.reason is None:
+            del self.steps[mark:]
+            buffers = {info[0] for info in traced.values()}
+            self.steps.append(Reenter(operation, self.spec(args), self.spec(kwargs), traced,
+                                      self._reentered(y, buffers)))
+        return y
+
+    def _reentered(self, y, buffers):
+        """How a :class:`Reenter` step stores its result: views of the buffers it was given
+        (a new buffer would have a key the program's other records do not know)."""
+        if type(y) is Traced:
+            if id(y) in self.slots:
+                return None
+            if y.buffer not in buffers:
+                self.refuse("an operation that records its own new arrays")
+                return None
+            return Out(self.bind(y), _value_of)
+        if type(y) in (tuple, list):
+            return tuple(self._reentered(item, buffers) for item in y)
+        return None
 
     def refuse(self, reason):
         if self.reason is None:
@@ -824,6 +919,18 @@ def _first_of(rule):
     return outputs
 
 
+def _traced_within(tree):
+    kind = type(tree)
+    if kind is Traced:
+        yield tree
+    elif kind is tuple or kind is list:
+        for item in tree:
+            yield from _traced_within(item)
+    elif kind is dict:
+        for item in tree.values():
+            yield from _traced_within(item)
+
+
 def _items(args):
     for x in args:
         if type(x) in (list, tuple):
@@ -874,10 +981,12 @@ class Program:
         for x, (slot, scalar) in zip(leaves, self.inputs, strict=True):
             if slot is not None:
                 values[slot] = fresh_value(np.result_type(x).type(x)) if scalar else x
-        tape = Tape(self.policy)
+        tape = ReverseTape(self.policy, None)
+        tape.recomputation = None  # a replay keeps what tracing keeps (see Recorder.recomputed)
         originals = Originals()
         for key, saved in self.saves.items():
             tape.guard(key, lambda saved=saved: [originals.keep(leaves[j]) for j in saved])
+        ACTIVE.running.append(tape)  # the engine's own operations (Reenter) run on it
         try:
             for step in self.steps:
                 step(values, tape)
@@ -886,6 +995,7 @@ class Program:
                 value = self.constant
             else:
                 value = values[self.output][()]
+                check_constants(tape)
                 shadows.add(self.output_place, 1.0)
                 records = tape.records
                 while records:
@@ -903,7 +1013,9 @@ class Program:
                 g = shadows.release(place, hand_over=keys.count(key) == 1)
                 grads.append(float(g) if scalar else g)
         finally:
+            ACTIVE.running.remove(tape)
             tape.records.clear()
+            thaw(tape)
             originals.restore()
         return value, grads
 

@@ -98,8 +98,7 @@ class ReverseTape(Tape):
 
     def record(self, record):
         if self.recorder is not None and self.recorder.ready:
-            self.recorder.refuse(f"an operation recorded outside a replayable step "
-                                 f"({record.primitive!r})")
+            self.recorder.outside(f"{record.primitive!r}")
         self.records.append(record)
 
     def replay(self, shadows):
@@ -486,8 +485,7 @@ def write_constant(tape, target, key, write, primitive=None, inputs=()):
     a constant of ``tape``. If a record already read its buffer, the bytes about to be
     overwritten are saved and put back in the replay, so that record reads them again."""
     if tape.recorder is not None and tape.recorder.ready:
-        tape.recorder.refuse("a write into an array allocated in the function, outside a "
-                             "replayable step")
+        tape.recorder.outside("a write into an array allocated in the function")
     if not target.buffer.read:
         target.buffer.version += 1
         write()
@@ -1336,14 +1334,10 @@ def apply_array_function(func, args, kwargs, tape):
     if rule is not None:
         args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
         return apply_function(function_name(func), rule, args, kwargs, tape)
-    handler = INPLACE.get(func)
+    handler = INPLACE.get(func) or COMPOSITES.get(func)
     if handler is not None:
         active(tape)
-        return handler(*args, **kwargs)
-    composite = COMPOSITES.get(func)
-    if composite is not None:
-        active(tape)
-        return composite(*args, **kwargs)
+        return door(tape, handler, args, kwargs)
     if func in NONDIFF:
         if level.recorder is not None and level.recorder.ready:
             return level.recorder.nondiff(func, args, kwargs)
@@ -1352,6 +1346,16 @@ def apply_array_function(func, args, kwargs, tape):
         f"{function_name(func)} has no differentiation rule in mutad. Give it one by wrapping it "
         "with mutad.adjoint (see the README, 'Custom rules'), or compute the same thing with "
         "functions mutad differentiates.")
+
+
+def door(tape, operation, args, kwargs):
+    """``operation(*args, **kwargs)``, an operation whose records may be of any kind (a
+    write, a composite of others): a recording replay redoes it as the engine does it, unless
+    every record it makes is one of a step of its own (``replay.Recorder.door``)."""
+    recorder = tape.recorder
+    if recorder is not None and recorder.ready and recorder.soft is None:
+        return recorder.door(operation, args, kwargs)
+    return operation(*args, **kwargs)
 
 
 def plain(tree):
@@ -1437,12 +1441,10 @@ class Traced(ArrayMethods):
         key = (ufunc, method)
         if key in FUNCTIONS:
             return apply_function(f"np.{ufunc.__name__}.{method}", FUNCTIONS[key], inputs, kwargs)
-        if key in INPLACE:
+        handler = INPLACE.get(key) or COMPOSITES.get(key)
+        if handler is not None:
             active(self.tape)
-            return INPLACE[key](*inputs, **kwargs)
-        if key in COMPOSITES:
-            active(self.tape)
-            return COMPOSITES[key](*inputs, **kwargs)
+            return door(self.tape, handler, inputs, kwargs)
         if ufunc in NONDIFF:
             if level.recorder is not None and level.recorder.ready:
                 return level.recorder.nondiff(getattr(ufunc, method), inputs, kwargs)
@@ -1523,6 +1525,9 @@ class Traced(ArrayMethods):
         return getitem(self, key)
 
     def __setitem__(self, key, value):
+        recorder = self.tape.recorder
+        if recorder is not None and recorder.ready and recorder.soft is None:
+            return recorder.door(Traced.__setitem__, (self, key, value), {})
         if _deeper(value, self.tape):
             raise lost_tangent("x[key] = value")
         if self.buffer.constant and innermost((value,), self.tape) is self.tape:
@@ -1570,6 +1575,9 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
     """
     tape, values = _unwrap_args(args)
     tape = active(tape)
+    if tape.recorder is not None and tape.recorder.ready and tape.recorder.soft is None:
+        return tape.recorder.door(apply_inplace_rule, (name, rule, args, kwargs, writes,
+                                                       checkpointed, growth, run_rule), {})
     kwargs = _keyword_values(name, kwargs, tape)
     if not carries(args, tape):  # constants and plain values only: it runs as on plain arrays
         for i in writes:
