@@ -48,8 +48,9 @@ from .trees import flatten
 from .registry import FUNCTIONS, ONE, UFUNCS
 from .tracing import (CopyBack, Elementwise, ReverseTape, Traced, _differentiable, _exactly,
                       _function_pullback, _gather_pullback, _may_overlap, _read_by_partials,
-                      _write_pullback, apply_function, apply_ufunc, constant, elementwise_kept,
-                      check_constants, fresh_value, on_constants, plain, thaw)
+                      _write_pullback, apply_function, constant, elementwise_kept,
+                      check_constants, fresh_value, on_constants, plain, thaw,
+                      unwrapped_ufunc)
 from .products import times
 from .recompute import Lazy, small
 from .views import address, overlaps_itself, owner, same_region, views
@@ -736,16 +737,11 @@ class Recorder:
 
     # the doors ---------------------------------------------------------------------------
 
-    def ufunc(self, ufunc, inputs, out, kwargs, rule):
-        tape = self.tape
+    def ufunc(self, ufunc, inputs, out, kwargs, rule, tape, values, pattern):
         before = len(tape.records)
         target = out if type(out) is Traced and out.tape is tape else None
         constant_target = target is not None and target.buffer.constant
-        pattern = 0
-        for i, x in enumerate(inputs):
-            if type(x) is Traced and x.tape is tape and not x.buffer.constant:
-                pattern |= 1 << i
-        y = self._run(apply_ufunc, ufunc, inputs, out, kwargs, rule)
+        y = self._run(unwrapped_ufunc, ufunc, inputs, out, kwargs, rule, tape, values, pattern)
         if self.reason is not None:
             return y
         args = [self.spec(x) for x in inputs]

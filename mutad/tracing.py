@@ -731,7 +731,13 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
         values.pop()
         pattern &= ~(1 << len(inputs))
     if tape.recorder is not None and tape.recorder.ready:
-        return tape.recorder.ufunc(ufunc, inputs, out, kwargs, rule)
+        return tape.recorder.ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)
+    return unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)
+
+
+def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
+    """``apply_ufunc`` once the inputs are unwrapped (``_unwrap``: ``tape``, their ``values``
+    and the ``pattern`` of traced ones)."""
     kwargs = dict(kwargs) if kwargs else {}
     if not pattern and (out is None or (type(out) is Traced and out.tape is tape
                                         and out.buffer.constant)):
