@@ -36,6 +36,7 @@ on every call, correct but not faster; :attr:`Replayed.reasons` says why.
 
 import collections
 import operator
+import threading
 import types
 
 import numpy as np
@@ -1163,6 +1164,9 @@ class Replayed:
         self.always = ("has_aux=True" if has_aux else
                        "a memory budget (memory=)" if memory is not None else None)
         self.programs = collections.OrderedDict()  # signature -> Program, or why it is traced
+        # Programs share their buffers' descriptions between calls: one call at a time
+        # replays, and one made meanwhile from another thread is traced
+        self.lock = threading.Lock()
         self.failures = collections.Counter()
         self.held = None
         self.__wrapped__ = f
@@ -1187,13 +1191,21 @@ class Replayed:
 
     def _value_and_gradient(self, args, kwargs):
         selected, single = check_argnums(self.argnums, len(args))
+        if ACTIVE.running or not self.lock.acquire(blocking=False):
+            return self.trace(self.f, args, kwargs, self.argnums, self.policy, False)
+        try:
+            return self._replay_or_record(args, kwargs, selected, single)
+        finally:
+            self.lock.release()
+
+    def _replay_or_record(self, args, kwargs, selected, single):
         held = fingerprint(self.f)
         if self.held is None or len(held) != len(self.held) or any(
                 a is not b for a, b in zip(held, self.held)):
             self.programs.clear()  # what f closes over changed: every program may differ
             self.held = held
         parts = [flatten(arg) for arg in (*args, kwargs)]
-        key = None if ACTIVE.running else signature(
+        key = signature(
             [(leaves, structure(arg)) for (leaves, _), arg in zip(parts, (*args, kwargs))])
         program = None if key is None else self.programs.get(key)
         if type(program) is Program:

@@ -241,6 +241,39 @@ def test_what_a_replay_cannot_follow_is_traced_on_every_call_with_a_reason():
     assert "nested" in reason
 
 
+def test_a_replayed_gradient_differentiated_again_is_traced_there():
+    def f(x):
+        y = x * 1.0
+        y *= np.sin(x)
+        return (y * y).sum()
+
+    replaying = mutad.grad(f, replay=True)
+    x, v = np.linspace(0.1, 1.0, 4), np.linspace(1.0, -1.0, 4)
+    replaying(x)                          # recorded; inside jvp and hvp it is traced
+    _, tangent = mutad.jvp(replaying, (x,), (v,))
+    assert same(tangent, mutad.hvp(f, (x,), (v,)))
+    assert np.allclose(mutad.jacobian(replaying, x), mutad.hessian(f, x), rtol=1e-12)
+    assert same(replaying(x), mutad.grad(f)(x))
+
+
+def test_threads_share_a_replayed_function():
+    import concurrent.futures
+
+    def f(x):
+        y = np.zeros_like(x)
+        y[1:] = x[:-1] * x[1:]
+        x *= 2.0
+        return (y * x).sum()
+
+    replaying = mutad.grad(f, replay=True)
+    rng = np.random.default_rng(4)
+    inputs = [rng.random(6) for _ in range(40)]
+    expected = [mutad.grad(f)(x.copy()) for x in inputs]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda x: replaying(x.copy()), inputs))
+    assert all(same(a, b) for a, b in zip(got, expected))
+
+
 def test_the_cache_keeps_a_bounded_number_of_programs():
     replaying = mutad.grad(lambda x: (x * x).sum(), replay=True)
     for n in range(1, 3 * mutad.replay.CACHE_SIZE):
