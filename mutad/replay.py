@@ -653,6 +653,9 @@ class Recorder:
         if self.reason is None:
             self.reason = reason
             self.tape.recorder = None  # the rest of the call is traced as usual
+            # and the arrays it holds let go: whether the program still holds a temporary
+            # decides whether tracing reads or recomputes it, which is not always the same bits
+            self.steps, self.slots, self.objects = [], {}, []
 
     def recomputed(self, record):
         """Refuse if the traced call's ``record`` keeps a stand-in for a value it recomputes

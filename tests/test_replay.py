@@ -241,6 +241,28 @@ def test_what_a_replay_cannot_follow_is_traced_on_every_call_with_a_reason():
     assert "nested" in reason
 
 
+def test_the_recording_call_of_a_refused_program_is_the_traced_call():
+    """A recording that is refused lets go of the arrays it held at once: the traced call then
+    reads or recomputes the same temporaries as without recording, to the same bits."""
+    def f(x):
+        a = np.sin(x)
+        a *= x
+        b = np.tanh(a)
+        b += x
+        b *= -0.1
+        c = np.exp(b)
+        c *= a
+        np.cos(c, out=c)
+        return c.sum()
+
+    x = np.linspace(-3.0, 3.0, 1000)
+    replaying = mutad.grad(f, replay=True)
+    recorded, again = replaying(x), replaying(x)
+    assert replaying.reasons  # large temporaries, recomputed by tracing
+    traced = mutad.grad(f)(x)
+    assert same(recorded, traced) and same(again, traced)
+
+
 def test_a_replayed_gradient_differentiated_again_is_traced_there():
     def f(x):
         y = x * 1.0
