@@ -16,6 +16,8 @@ from mutad.bench.report import format_workload
 from mutad.bench.workloads import (
     WORKLOADS,
     build_big_elementwise,
+    build_explicit_heat,
+    build_explicit_heat_scalar,
     build_implicit_heat,
     build_leapfrog,
     build_small_ops,
@@ -66,6 +68,13 @@ def test_implicit_heat_eigenvalue_reference_agrees_with_the_solves():
     problem = build_implicit_heat(n=200, steps=50)
     assert implicit_heat_by_eigenvalues(*problem.args) == pytest.approx(
         problem.numpy_forward(*problem.args), rel=1e-10)
+
+
+def test_heat_scalar_steps_are_those_of_the_vectorised_stepper_bit_for_bit():
+    # Each point update is the vectorised one's arithmetic on one element, in the same order.
+    scalar, vectorised = build_explicit_heat_scalar(n=40, steps=7), build_explicit_heat(40, 7)
+    assert scalar.numpy_forward(*scalar.args) == vectorised.numpy_forward(*vectorised.args)
+    assert scalar.operations == 7 * 38
 
 
 def test_a_configuration_runs_in_a_fresh_interpreter_and_reports(tmp_path):

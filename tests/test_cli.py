@@ -118,3 +118,10 @@ def test_sizes_replace_only_the_parameters_a_workload_has():
     assert cli.sizes(WORKLOADS["leapfrog"], "quick", steps=[5, 7], n=[30]) == [
         {"n": 30, "steps": 5}, {"n": 30, "steps": 7}]
     assert cli.sizes(WORKLOADS["small-ops"], "quick", steps=[5], n=[30]) == [{"groups": 250}]
+
+
+def test_workloads_are_found_by_name_or_label_in_any_case():
+    # The labels "heat" and "scalar" are lower case; W1-W6 are typed either way.
+    options = cli.parser().parse_args(["--workloads", "w4,W2,heat,scalar,bratu-gs"])
+    _, workloads, _ = cli._resolve(options)
+    assert workloads == ["small-ops", "leapfrog", "heat-explicit", "heat-scalar", "bratu-gs"]

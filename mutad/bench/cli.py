@@ -18,6 +18,7 @@ from mutad.bench import harness, peers, report
 from mutad.bench.workloads import DEFAULT_WORKLOADS, WORKLOADS
 
 QUICK_SYSTEMS = (*peers.MUTAD_SYSTEMS, "numpy")
+STEPPED_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.steps_parameter)
 ROUNDS = {"full": {"small-ops": 21}, "quick": {"small-ops": 7}}
 DEFAULT_ROUNDS = {"full": 5, "quick": 3}
 TIMEOUT = {"full": 3600.0, "quick": 300.0}
@@ -62,7 +63,7 @@ def _positive_number(text):
 
 
 def parser():
-    labels = {workload.label: name for name, workload in WORKLOADS.items()}
+    labels = {workload.label.lower(): name for name, workload in WORKLOADS.items()}
     workload_help = ", ".join(f"{name} ({w.label})" for name, w in WORKLOADS.items())
     result = argparse.ArgumentParser(
         prog="mutad-bench",
@@ -76,14 +77,14 @@ def parser():
                              "peers)")
     result.add_argument("--workloads", type=_comma_list, metavar="NAMES",
                         help=f"comma-separated workloads, by name or label: {workload_help} "
-                             f"(default: W1-W6)")
+                             f"(default: W1-W6 and heat-scalar)")
     result.add_argument("--systems", type=_comma_list, metavar="NAMES",
                         help="comma-separated systems: " + ", ".join(peers.SYSTEMS)
                              + "; 'all' for every one, 'peers' for torch,jax,autograd "
                                "(default: mutad's two policies and numpy; with --full, all)")
     result.add_argument("--steps", type=_positive_integers, metavar="T,...",
-                        help="time steps T for the workloads that have them (leapfrog, "
-                             "implicit-heat, bratu-gs, heat-explicit), e.g. 10,100,1000")
+                        help="time steps T for the workloads that have them ("
+                             + ", ".join(STEPPED_WORKLOADS) + "), e.g. 10,100,1000")
     result.add_argument("--n", type=_positive_integers, metavar="N,...",
                         help="problem sizes n for the workloads that have one (all but "
                              "small-ops)")
@@ -114,7 +115,7 @@ def _resolve(options):
     mode = "full" if options.full else "quick"
     workloads = []
     for item in options.workloads or DEFAULT_WORKLOADS:
-        name = options.labels.get(item.upper(), item)
+        name = options.labels.get(item.lower(), item)
         if name not in WORKLOADS:
             raise UsageError(f"unknown workload {item!r}; choose from "
                              + ", ".join(f"{n} ({w.label})" for n, w in WORKLOADS.items()))
@@ -134,8 +135,8 @@ def _resolve(options):
     systems.sort(key=peers.SYSTEMS.index)
 
     if options.steps and not any(WORKLOADS[n].steps_parameter for n in workloads):
-        raise UsageError("--steps applies to leapfrog, implicit-heat, bratu-gs and heat-explicit, "
-                         "none of which was chosen")
+        raise UsageError("--steps applies to " + ", ".join(STEPPED_WORKLOADS)
+                         + ", none of which was chosen")
     if options.n and not any(WORKLOADS[n].n_parameter for n in workloads):
         raise UsageError("--n applies to every workload but small-ops, and only small-ops "
                          "was chosen")

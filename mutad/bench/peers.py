@@ -458,6 +458,76 @@ def _bratu_autograd(problem):
     return _autograd_gradient(loss, [u0.copy(), c])
 
 
+# ----------------------------------------------------------------------------------------------
+# heat-scalar: every peer keeps the loops over points, as the workload is about them (the
+# vectorised spelling of the same scheme is heat-explicit's). torch: the same element updates
+# in place on a clone (un, a second clone, is what they read, so no saved tensor is
+# overwritten); JAX: both loops as lax.fori_loop, jitted, since unrolled Python loops would
+# compile one operation per point update; autograd cannot assign into an array, so the points
+# are a list of scalars.
+
+
+def _heat_scalar_torch(problem):
+    from mutad.bench.workloads import EXPLICIT_HEAT_DIFFUSION_NUMBER as r
+
+    torch = _torch()
+    steps = problem.params["steps"]
+    target, weights = (torch.from_numpy(a.copy()) for a in problem.args[1:3])
+
+    def loss(u0):
+        u = u0.clone()
+        for _ in range(steps):
+            un = u.clone()
+            for i in range(1, len(u) - 1):
+                u[i] += r * (un[i + 1] - 2 * un[i] + un[i - 1])
+        difference = u - target
+        return (weights * difference * difference).sum()
+
+    return _torch_gradient(torch, loss, _torch_inputs(torch, problem))
+
+
+def _heat_scalar_jax(problem):
+    from mutad.bench.workloads import EXPLICIT_HEAT_DIFFUSION_NUMBER as r
+
+    jax = _jax()
+    jnp = jax.numpy
+    steps = problem.params["steps"]
+    target, weights = (jnp.asarray(a) for a in problem.args[1:3])
+    n = len(target)
+
+    def step(_, un):  # arrays are values: the step reads the state it started from
+        def update(i, u):
+            return u.at[i].add(r * (un[i + 1] - 2 * un[i] + un[i - 1]))
+
+        return jax.lax.fori_loop(1, n - 1, update, un)
+
+    def loss(u0):
+        difference = jax.lax.fori_loop(0, steps, step, u0) - target
+        return jnp.sum(weights * difference * difference)
+
+    return _jax_gradient(jax, loss, [jnp.asarray(problem.args[0])])
+
+
+def _heat_scalar_autograd(problem):
+    import autograd.numpy as anp
+
+    from mutad.bench.workloads import EXPLICIT_HEAT_DIFFUSION_NUMBER as r
+
+    steps = problem.params["steps"]
+    target, weights = problem.args[1:3]
+
+    def loss(u0):
+        u = [u0[i] for i in range(len(u0))]
+        for _ in range(steps):
+            un = list(u)
+            for i in range(1, len(u) - 1):
+                u[i] = u[i] + r * (un[i + 1] - 2 * un[i] + un[i - 1])
+        difference = anp.array(u) - target
+        return anp.sum(weights * difference * difference)
+
+    return _autograd_gradient(loss, [problem.args[0].copy()])
+
+
 PEER_IMPLEMENTATIONS = {
     ("torch", "leapfrog"): _leapfrog_torch,
     ("jax", "leapfrog"): _leapfrog_jax,
@@ -474,6 +544,9 @@ PEER_IMPLEMENTATIONS = {
     ("torch", "bratu-gs"): _bratu_torch,
     ("jax", "bratu-gs"): _bratu_jax,
     ("autograd", "bratu-gs"): _bratu_autograd,
+    ("torch", "heat-scalar"): _heat_scalar_torch,
+    ("jax", "heat-scalar"): _heat_scalar_jax,
+    ("autograd", "heat-scalar"): _heat_scalar_autograd,
 }
 
 

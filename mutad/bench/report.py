@@ -134,7 +134,7 @@ def format_spread(values, scale=1.0):
 
 
 def _time_scale(workload, result):
-    if workload.time_unit == "us/op":
+    if workload.time_unit.startswith("us/"):  # per operation: us/op, us/update
         return 1e6 / result["operations"]
     return 1e3
 
