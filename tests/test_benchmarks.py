@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from mutad.bench import peers
-from mutad.bench.harness import check, run_in_fresh_interpreter
+from mutad.bench import peers, report
+from mutad.bench.harness import check, fingerprint, measure, run_in_fresh_interpreter
 from mutad.bench.report import format_workload
 from mutad.bench.workloads import (
     WORKLOADS,
@@ -36,9 +36,12 @@ def test_workload_gradient_is_right(name, params, system, tmp_path):
     problem = WORKLOADS[name].build(**params)
     before = [a.tobytes() if isinstance(a, np.ndarray) else a for a in problem.args]
     implementation = peers.implementation(system, name, problem)
+    first_call = fingerprint(*implementation.to_numpy(implementation.gradient()))
+    # The second call is the one the harness checks.
     value, gradients = implementation.to_numpy(implementation.gradient())
-    checks = check(problem, name, system, value, gradients, tmp_path, before)
+    checks = check(problem, name, system, value, gradients, tmp_path, before, first_call)
     assert checks["ok"], checks
+    assert checks["same_as_first_call"] and checks["arguments_unchanged"]
 
 
 def test_small_ops_matches_the_published_loss():
@@ -84,8 +87,32 @@ def test_a_configuration_runs_in_a_fresh_interpreter_and_reports(tmp_path):
     result = run_in_fresh_interpreter(configuration, timeout=120)
     assert result["status"] == "ok", result
     assert result["checks"]["ok"], result["checks"]
+    assert result["checks"]["same_as_first_call"]
+    assert result["first_call_seconds"] > 0 and result["kept_mib"] is not None
     table = format_workload(WORKLOADS["heat-explicit"], [result])
     assert "n=50 steps=3" in table and "mutad-restore" in table
+
+
+def test_a_result_that_is_not_the_first_calls_fails_the_check(tmp_path):
+    problem = WORKLOADS["small-ops"].build(groups=5)
+    implementation = peers.implementation("mutad-restore", "small-ops", problem)
+    value, gradients = implementation.to_numpy(implementation.gradient())
+    other = fingerprint(value, [np.nextafter(gradients[0], np.inf)])
+    checks = check(problem, "small-ops", "mutad-restore", value, gradients, tmp_path,
+                   first_call=other)
+    assert not checks["ok"] and checks["same_as_first_call"] is False
+    assert "not the first call's bits" in report._check_label({"checks": checks})
+
+
+def test_a_mutad_system_wrong_on_addvecs_makes_its_row_wrong(monkeypatch):
+    wrong = {"ok": False, "text": "gradient wrt a = 0, wrt b = 1: WRONG, silently"}
+    monkeypatch.setattr(peers, "behaviour", lambda system, problem: {
+        "a += b": wrong, "a[:] += b": wrong, "workaround": "none needed",
+        "workaround outcome": wrong, "caller's a mutated": False})
+    result = measure({"system": "mutad-restore", "workload": "addvecs", "params": {"n": 10},
+                      "rounds": 1})
+    assert result["status"] == "wrong"
+    assert "WRONG, silently" in format_workload(WORKLOADS["addvecs"], [result])
 
 
 def test_a_configuration_past_its_time_limit_is_reported_as_timeout(tmp_path):

@@ -62,8 +62,10 @@ def test_json_has_the_schema(tiny_run):
         assert result["peak_extra_mib"] is not None
         assert len(result["gradient_seconds"]) == len(result["ratios"]) == 1
         assert result["checks"]["ok"]
+        assert result["first_call_seconds"] > 0 and result["kept_mib"] is not None
         if result["system"].startswith("mutad"):
             assert result["checks"]["arguments_unchanged"]
+            assert result["checks"]["same_as_first_call"]
 
 
 def test_csv_has_one_row_per_configuration(tiny_run):
@@ -72,7 +74,7 @@ def test_csv_has_one_row_per_configuration(tiny_run):
         rows = list(csv.DictReader(file))
     assert len(rows) == len(DEFAULT_WORKLOADS) * len(peers.MUTAD_SYSTEMS)  # per workload, system
     assert {"workload", "system", "peak_extra_mib", "ratio_to_numpy_median", "gradient_error",
-            "python", "cpu", "method"} <= set(rows[0])
+            "first_call_seconds", "kept_mib", "python", "cpu", "method"} <= set(rows[0])
     assert all(row["status"] == "ok" for row in rows)
 
 

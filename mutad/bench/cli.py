@@ -279,8 +279,9 @@ def run(options):
 
     broken = [r for r in results if r["status"] in ("wrong", "error")]
     for row in broken:
+        found = row.get("detail") or row.get("checks") or row.get("behaviour")
         print(f"{row['status'].upper()}: {row['workload']} {report.size_label(row['params'])} "
-              f"{row['system']}: {row.get('detail') or row.get('checks')}", file=sys.stderr)
+              f"{row['system']}: {found}", file=sys.stderr)
     return 1 if broken else 0
 
 

@@ -21,15 +21,19 @@ METHOD = (
     "allocated before: for the warm-up and the peaks every block of 128 KiB or more is mapped "
     "and unmapped on its own, so VmRSS counts live blocks, not freed ones the heap keeps; for "
     "the timing blocks under 32 MiB come from a heap that is never trimmed, so every timed call "
-    "runs on memory already mapped. Warm-up: one gradient call, one peer forward, one "
-    "NumPy forward. Peak extra memory: gc.collect and malloc_trim(0), read VmRSS, reset VmHWM "
-    "through /proc/self/clear_refs, one gradient call with its result kept alive, VmHWM minus "
-    "VmRSS before (a 1 ms VmRSS sampling thread is the cross-check, and the measure where "
+    "runs on memory already mapped. Warm-up: the first gradient call of the process, timed on "
+    "its own (for jax tracing and compiling), with gc.collect and malloc_trim(0) and a read of "
+    "VmRSS before it and after it once its result is dropped (the difference is what the "
+    "system keeps between calls); one peer forward; one NumPy forward. Peak extra memory: "
+    "gc.collect and malloc_trim(0), read VmRSS, reset VmHWM through /proc/self/clear_refs, "
+    "one gradient call with its result kept alive, VmHWM minus VmRSS before (a 1 ms VmRSS sampling thread is the cross-check, and the measure where "
     "clear_refs is unavailable). Timing: one untimed round, then rounds of (NumPy forward, "
     "gradient, peer forward) back to back; median [min-max] over rounds, ratios per round. "
     "Correctness: loss against the reference loss, gradient against mutad's "
     "checkpoint-policy gradient (max |g - g_ref| / max |g_ref| per input, symmetric parts for "
-    "symmetric matrices), and g.v against a 4th-order central difference of the NumPy forward."
+    "symmetric matrices), g.v against a 4th-order central difference of the NumPy forward, and, "
+    "for mutad, the caller's arguments bit-for-bit as before the first call and the checked "
+    "result bit-for-bit the first call's."
 )
 
 FIGURES = """\
@@ -47,7 +51,8 @@ the figures, per workload, size and system:
   fd err          relative difference of g.v to a 4th-order central difference of the NumPy
                   forward along a fixed random direction v
   check           ok, or WRONG when the loss, grad err (> 1e-8), fd err (> 1e-6) or, for mutad,
-                  the caller's arguments after the call are not as they must be
+                  the caller's arguments after the call are not as they must be, or the checked
+                  call's result is not bit-for-bit the first call's
 W1 addvecs prints what each system does with `a += b` and `a[:] += b` written inside the
 differentiated function, the idiomatic workaround, and whether the caller's a ends up mutated.
 """
@@ -163,6 +168,8 @@ def _check_label(result):
         reasons.append("fd")
     if checks.get("arguments_unchanged") is False:
         reasons.append("arguments changed")
+    if checks.get("same_as_first_call") is False:
+        reasons.append("not the first call's bits")
     return "WRONG (" + ", ".join(reasons or ["numpy loss"]) + ")"
 
 
@@ -223,7 +230,7 @@ def format_behaviour(results):
     header = ["system", "a += b", "a[:] += b", "workaround", "its outcome", "caller's a mutated"]
     rows = []
     for result in results:
-        if result["status"] != "ok":
+        if "behaviour" not in result:
             rows.append([result["system"], result["status"] + (
                 f": {result.get('detail', '')}" if result["status"] == "error" else "")])
             continue
@@ -254,7 +261,7 @@ def format_markdown(results, workload_names):
         if workload.behaviour_only:
             header = ["system", "a += b", "a[:] += b", "workaround", "its outcome",
                       "caller's a mutated"]
-            body = [([r["system"], r["status"]] + [""] * 4 if r["status"] != "ok" else
+            body = [([r["system"], r["status"]] + [""] * 4 if "behaviour" not in r else
                      [r["system"], r["behaviour"]["a += b"]["text"],
                       r["behaviour"]["a[:] += b"]["text"], f"`{r['behaviour']['workaround']}`",
                       r["behaviour"]["workaround outcome"]["text"],
@@ -283,7 +290,8 @@ CSV_FIELDS = [
     "sampled_extra_mib", "memory_method", "numpy_forward_peak_extra_mib", "rounds",
     "gradient_seconds_median", "gradient_seconds_min", "gradient_seconds_max",
     "numpy_forward_seconds_median", "ratio_to_numpy_median", "ratio_to_numpy_min",
-    "ratio_to_numpy_max", "ratio_to_own_forward_median", "first_call_seconds", "loss",
+    "ratio_to_numpy_max", "ratio_to_own_forward_median", "first_call_seconds", "kept_mib",
+    "loss",
     "loss_error", "gradient_error", "finite_difference_error", "ok", "python", "numpy_version",
     "cpu", "processor_count", "method",
 ]
@@ -317,6 +325,7 @@ def csv_rows(results, facts):
             "ratio_to_numpy_max": max(ratios) if ratios else None,
             "ratio_to_own_forward_median": _median(r.get("peer_ratios") or []),
             "first_call_seconds": r.get("first_call_seconds"),
+            "kept_mib": r.get("kept_mib"),
             "loss": checks.get("loss"), "loss_error": checks.get("loss_error"),
             "gradient_error": checks.get("gradient_error"),
             "finite_difference_error": checks.get("finite_difference_error"),
