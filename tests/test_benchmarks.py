@@ -37,7 +37,7 @@ def test_workload_gradient_is_right(name, params, system, tmp_path):
     before = [a.tobytes() if isinstance(a, np.ndarray) else a for a in problem.args]
     implementation = peers.implementation(system, name, problem)
     first_call = fingerprint(*implementation.to_numpy(implementation.gradient()))
-    # The second call is the one the harness checks.
+    # The second call is the one the harness checks: for mutad-replay, a replayed one.
     value, gradients = implementation.to_numpy(implementation.gradient())
     checks = check(problem, name, system, value, gradients, tmp_path, before, first_call)
     assert checks["ok"], checks
@@ -91,6 +91,42 @@ def test_a_configuration_runs_in_a_fresh_interpreter_and_reports(tmp_path):
     assert result["first_call_seconds"] > 0 and result["kept_mib"] is not None
     table = format_workload(WORKLOADS["heat-explicit"], [result])
     assert "n=50 steps=3" in table and "mutad-restore" in table
+
+
+def test_replay_is_checked_on_a_replayed_call_and_its_recording_is_reported(tmp_path):
+    rows = [run_in_fresh_interpreter(
+        {"system": system, "workload": "heat-scalar", "params": {"n": 10, "steps": 2},
+         "rounds": 2, "check": True, "reference_dir": str(tmp_path)}, timeout=120)
+        for system in ("mutad-checkpoint", "mutad-restore", "mutad-replay")]
+    report.annotate_first_calls(rows)
+    replay = rows[-1]
+    assert replay["status"] == "ok", replay
+    assert replay["checks"]["ok"] and replay["checks"]["same_as_first_call"], replay["checks"]
+    assert replay["first_call_over_traced"] == pytest.approx(
+        replay["first_call_seconds"] / np.median(rows[1]["gradient_seconds"]))
+    table = report.format_replay(rows, ["heat-scalar"])
+    assert "scalar heat-scalar" in table and "n=10 steps=2" in table
+
+
+def synthetic_row(system, first_call_seconds, gradient_seconds, workload="small-ops"):
+    return {"system": system, "workload": workload, "params": {"groups": 25}, "status": "ok",
+            "first_call_seconds": first_call_seconds, "gradient_seconds": gradient_seconds,
+            "ratios": [2.0, 3.0, 4.0], "kept_mib": 0.5}
+
+
+def test_the_recording_is_set_against_the_traced_gradient_of_the_same_size():
+    rows = [synthetic_row("mutad-restore", 0.012, [0.010, 0.011, 0.009]),
+            synthetic_row("mutad-replay", 0.015, [0.001, 0.002, 0.003]),
+            synthetic_row("mutad-replay", 0.015, [0.001], workload="big-elementwise")]
+    report.annotate_first_calls(rows)
+    assert rows[1]["first_call_over_traced"] == pytest.approx(1.5)  # over the median, 10 ms
+    assert rows[2]["first_call_over_traced"] is None  # no traced row for this workload
+    table = report.format_replay(rows, ["small-ops", "big-elementwise"]).splitlines()
+    small_ops, big_elementwise = table[3].split(), table[4].split()
+    # traced, recording, rec/traced, rec/traced 1st, replayed, replayed/traced
+    assert small_ops[3:9] == ["10", "15", "1.5", "1.25", "2", "0.2"]
+    assert big_elementwise[3:6] == ["-", "15", "-"]
+    assert report.format_replay(rows[:1], ["small-ops"]) == ""
 
 
 def test_a_result_that_is_not_the_first_calls_fails_the_check(tmp_path):

@@ -1,6 +1,8 @@
-"""mutad-bench: the memory and time of a gradient through in-place NumPy code, for mutad's two
-policies, plain NumPy and the peers a user would pick instead (PyTorch eager, JAX jit, HIPS
-autograd), on the workloads W1-W6.
+"""mutad-bench: the memory and time of a gradient through in-place NumPy code, for mutad's
+policies traced on every call (restore, checkpoint, restore with a memory budget) and recorded
+once then replayed (mutad-replay, timed after its first call, which is reported on its own),
+plain NumPy and the peers a user would pick instead (PyTorch eager, JAX jit, HIPS autograd), on
+the workloads W1-W6 and heat-scalar.
 
     mutad-bench                                   # the quick suite: mutad and NumPy, < 1 minute
     mutad-bench --full --systems all              # the full sizes, every installed peer
@@ -80,8 +82,9 @@ def parser():
                              f"(default: W1-W6 and heat-scalar)")
     result.add_argument("--systems", type=_comma_list, metavar="NAMES",
                         help="comma-separated systems: " + ", ".join(peers.SYSTEMS)
-                             + "; 'all' for every one, 'peers' for torch,jax,autograd "
-                               "(default: mutad's two policies and numpy; with --full, all)")
+                             + "; 'all' for every one, 'mutad' for mutad's, 'peers' for "
+                               "torch,jax,autograd (default: mutad's and numpy; with --full, "
+                               "all)")
     result.add_argument("--steps", type=_positive_integers, metavar="T,...",
                         help="time steps T for the workloads that have them ("
                              + ", ".join(STEPPED_WORKLOADS) + "), e.g. 10,100,1000")
@@ -236,6 +239,7 @@ def run(options):
                 progress.advance()
         finally:
             progress.close()
+    report.annotate_first_calls(results)
 
     facts = report.environment()
     memory_methods = {r.get("memory_method") for r in results} - {None}
@@ -244,7 +248,8 @@ def run(options):
     print(f"mutad-bench ({mode} sizes; each row a fresh interpreter with one compute thread"
           + ("; glibc malloc pinned: for peaks every block of 128 KiB or more mapped on its own, "
              "for times blocks under 32 MiB from a heap never trimmed" if pinned else "")
-          + "; an untimed round, then times and ratios: median [min-max] over rounds)")
+          + "; the first gradient call timed on its own, for mutad-replay the recording; "
+            "an untimed round, then times and ratios: median [min-max] over rounds)")
     if not pinned:
         print("note: malloc's thresholds could not be pinned here (not glibc); a time can depend "
               "on what its process allocated before (fresh pages or reused ones), and a peak on "
@@ -256,6 +261,10 @@ def run(options):
     tables = (report.format_markdown if options.markdown else report.format_results)
     print(tables(results, workloads))
     print()
+    replay = report.format_replay(results, workloads, markdown=options.markdown)
+    if replay:
+        print(replay)
+        print()
     missing = [s for s in peers.PEER_MODULES if not peers.installed(s)]
     unused = [s for s in peers.PEER_MODULES if peers.installed(s) and s not in systems]
     if missing:

@@ -11,10 +11,12 @@ Each configuration (system, workload, size) runs in a fresh interpreter, started
   mapping of its own; for the timing, blocks under 32 MiB come from a heap that is never
   trimmed, and every timed call of every system runs on memory already mapped;
 * warm-up: the first gradient call of the process, timed on its own (for ``jax.jit`` it
-  includes tracing and compiling), with ``gc.collect()`` and glibc ``malloc_trim(0)`` before it
-  and after it once its result is dropped, and VmRSS read both times: the difference is the
-  memory the system keeps between calls (compiled programs, caches, modules imported on first
-  use); then one peer forward call, one NumPy forward call;
+  includes tracing and compiling, for mutad-replay it is the recording), with ``gc.collect()``
+  and glibc ``malloc_trim(0)`` before it and after it once its result is dropped, and VmRSS
+  read both times: the difference is the memory the system keeps between calls (compiled or
+  recorded programs, buffers, caches, modules imported on first use); then one peer forward
+  call, one NumPy forward call. mutad-replay's later gradient calls replay the recorded program
+  (or trace again, where mutad cannot replay it);
 * peak memory: ``gc.collect()``, glibc ``malloc_trim(0)``, read VmRSS, write ``5`` to
   ``/proc/self/clear_refs`` (which resets VmHWM), one gradient call with its result kept alive,
   read VmHWM; extra = VmHWM - VmRSS before. A thread sampling VmRSS every millisecond during
@@ -29,7 +31,8 @@ Each configuration (system, workload, size) runs in a fresh interpreter, started
   against mutad's checkpoint-policy gradient (max |g - g_ref| / max |g_ref| per input, symmetric
   parts for symmetric matrices), the gradient along a fixed random direction against a
   fourth-order central difference of the NumPy forward, and for mutad the caller's arguments
-  bit-for-bit unchanged and the checked result (a later call's) bit-for-bit the first call's.
+  bit-for-bit unchanged and the checked result (a later call's: for mutad-replay a replayed
+  one) bit-for-bit the first call's.
   The reference gradient and the finite difference are computed once per (workload, size) and
   shared between the children through a directory of ``.npz`` files.
 

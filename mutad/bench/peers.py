@@ -1,4 +1,5 @@
-"""Every system's version of every workload: mutad's two policies, plain NumPy and the peers.
+"""Every system's version of every workload: mutad's policies, its replay, plain NumPy and the
+peers.
 
 A peer is what a user would pick instead of mutad: PyTorch eager, JAX under ``jax.jit`` and HIPS
 autograd. Each writes the workloads of ``workloads.py`` idiomatically for itself, in place where
@@ -23,7 +24,14 @@ POLICIES = ("restore", "checkpoint")
 BUDGET_STATES = 8
 """mutad-budget: the restore policy with ``memory=`` this many times the largest argument's
 bytes, for the writes that cannot be inverted (W6, heat-explicit)."""
-MUTAD_SYSTEMS = (*(f"mutad-{policy}" for policy in POLICIES), "mutad-budget")
+REPLAY_SYSTEM = "mutad-replay"
+"""The restore policy through ``mutad.value_and_grad(..., replay=True)``, made once per process:
+its first call records the program (a traced gradient besides), later calls with the same
+argument signature replay it. The harness times it after that first call, which it reports on
+its own."""
+TRACED_SYSTEM = "mutad-restore"
+"""What mutad-replay is compared with: the same policy, traced on every call."""
+MUTAD_SYSTEMS = (*(f"mutad-{policy}" for policy in POLICIES), "mutad-budget", REPLAY_SYSTEM)
 PEER_MODULES = {"torch": "torch", "jax": "jax", "autograd": "autograd"}
 SYSTEMS = (*MUTAD_SYSTEMS, "numpy", *PEER_MODULES)
 """Every system, in the order tables list them. "numpy" is the plain forward, no AD."""
@@ -151,15 +159,29 @@ def _autograd_gradient(loss, inputs, rest=()):
 # mutad and plain NumPy: the functions of workloads.py as they are.
 
 
+def _policy(system):
+    """The policy behind a mutad system: its name's, restore for the budget and the replay."""
+    name = system.removeprefix("mutad-")
+    return name if name in POLICIES else "restore"
+
+
 def _mutad(problem, system):
-    policy = "restore" if system == "mutad-budget" else system.removeprefix("mutad-")
+    policy = _policy(system)
     memory = None
     if system == "mutad-budget":
         memory = BUDGET_STATES * max(np.asarray(a).nbytes for a in problem.args)
 
-    def gradient():
-        return mutad.value_and_gradient(problem.loss, *problem.args, argnums=problem.argnums,
-                                        policy=policy, memory=memory)
+    if system == REPLAY_SYSTEM:
+        replayed = mutad.value_and_grad(problem.loss, argnums=problem.argnums, policy=policy,
+                                        replay=True)
+
+        def gradient():
+            return replayed(*problem.args)
+    else:
+        def gradient():
+            return mutad.value_and_gradient(problem.loss, *problem.args,
+                                            argnums=problem.argnums, policy=policy,
+                                            memory=memory)
 
     def to_numpy(result):
         value, gradients = result
@@ -600,7 +622,18 @@ def behaviour(system, problem):
     a, b = problem.args
     original_a = a.tobytes()
     if system in MUTAD_SYSTEMS:
-        policy = "restore" if system == "mutad-budget" else system.removeprefix("mutad-")
+        policy = _policy(system)
+
+        def differentiate(f):
+            if system != REPLAY_SYSTEM:
+                return mutad.gradient(f, caller_a, b, policy=policy)
+            replayed = mutad.grad(f, argnums=(0, 1), policy=policy, replay=True)
+            recorded = replayed(caller_a, b)
+            again = replayed(caller_a, b)  # what a user gets from the second call on
+            if [g.tobytes() for g in recorded] != [g.tobytes() for g in again]:
+                raise AssertionError(f"the replayed gradient {again} is not the recorded one "
+                                     f"{recorded}")
+            return again
 
         def literal(a, b):
             a += b
@@ -612,8 +645,8 @@ def behaviour(system, problem):
 
         caller_a = a.copy()
         found = {
-            "a += b": _outcome(lambda: mutad.gradient(literal, caller_a, b, policy=policy)),
-            "a[:] += b": _outcome(lambda: mutad.gradient(sliced, caller_a, b, policy=policy)),
+            "a += b": _outcome(lambda: differentiate(literal)),
+            "a[:] += b": _outcome(lambda: differentiate(sliced)),
             "workaround": "none needed",
         }
         found["workaround outcome"] = found["a += b"]
