@@ -74,6 +74,7 @@ def test_json_has_the_schema(tiny_run):
             assert result["checks"]["same_as_first_call"]
         if result["system"] == "mutad-replay":
             assert result["first_call_over_traced"] > 0
+            assert "traced_instead" in result  # None, or mutad's reason
 
 
 def test_csv_has_one_row_per_configuration(tiny_run):
@@ -82,8 +83,8 @@ def test_csv_has_one_row_per_configuration(tiny_run):
         rows = list(csv.DictReader(file))
     assert len(rows) == len(DEFAULT_WORKLOADS) * len(peers.MUTAD_SYSTEMS)  # per workload, system
     assert {"workload", "system", "peak_extra_mib", "ratio_to_numpy_median", "gradient_error",
-            "first_call_seconds", "first_call_over_traced", "kept_mib", "python", "cpu",
-            "method"} <= set(rows[0])
+            "first_call_seconds", "first_call_over_traced", "kept_mib", "traced_instead",
+            "python", "cpu", "method"} <= set(rows[0])
     assert all(row["status"] == "ok" for row in rows)
 
 
@@ -120,7 +121,7 @@ def test_help_explains_each_figure(capsys):
     text = capsys.readouterr().out
     for figure in ("peak MiB", "/NumPy fwd", "/own fwd", "grad err", "fd err", "--steps",
                    "--plot", "--json", "--csv", "--systems", "mutad-replay", "recording ms",
-                   "rec/traced", "replayed ms", "kept MiB", "heat-scalar"):
+                   "rec/traced", "later ms", "replays", "kept MiB", "heat-scalar"):
         assert figure in text
 
 

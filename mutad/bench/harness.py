@@ -436,6 +436,8 @@ def measure(configuration):
     if implementation is None:
         gradient_seconds = list(numpy_seconds)  # the row's time is the forward's own
 
+    if implementation is not None and implementation.traced_instead is not None:
+        result["traced_instead"] = implementation.traced_instead()
     checks = None
     if configuration.get("check", True):
         mutad_system = system in peers.MUTAD_SYSTEMS

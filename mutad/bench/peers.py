@@ -52,11 +52,14 @@ class Implementation:
     memory is measured); ``to_numpy(result)`` turns it into ``(loss, gradients)`` with one NumPy
     array per differentiated argument. ``forward()`` is the system's own forward without AD
     (torch under ``no_grad``, ``jax.jit(loss)``, autograd's code on ndarrays), or None.
+    ``traced_instead()``, for mutad-replay, says why its calls are traced instead of replayed
+    (mutad's own reason), or returns None when they replay.
     """
 
     gradient: Callable[[], object]
     to_numpy: Callable[[object], tuple]
     forward: Callable[[], float] | None = None
+    traced_instead: Callable[[], str | None] | None = None
 
 
 def installed(system):
@@ -171,12 +174,16 @@ def _mutad(problem, system):
     if system == "mutad-budget":
         memory = BUDGET_STATES * max(np.asarray(a).nbytes for a in problem.args)
 
+    traced_instead = None
     if system == REPLAY_SYSTEM:
         replayed = mutad.value_and_grad(problem.loss, argnums=problem.argnums, policy=policy,
                                         replay=True)
 
         def gradient():
             return replayed(*problem.args)
+
+        def traced_instead():
+            return "; ".join(sorted(set(replayed.reasons.values()))) or None
     else:
         def gradient():
             return mutad.value_and_gradient(problem.loss, *problem.args,
@@ -187,7 +194,7 @@ def _mutad(problem, system):
         value, gradients = result
         return float(value), tuple(np.asarray(g) for g in gradients)
 
-    return Implementation(gradient, to_numpy)
+    return Implementation(gradient, to_numpy, traced_instead=traced_instead)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -64,8 +64,10 @@ where mutad-replay ran, a table sets it against mutad-restore (traced on every c
   recording ms    mutad-replay's first call, which records (a traced gradient besides); over
                   the traced median (rec/traced) and over mutad-restore's own first call
                   (rec/traced 1st: both the first gradient call of a fresh process)
-  replayed ms     mutad-replay's gradient after the first call, median; over the traced median
-                  (replayed/traced) and, per round, over the NumPy forward (as in its row)
+  replays         yes, or no where mutad traces the program on every call instead of
+                  replaying it (correct, not faster), with mutad's reason below the table
+  later ms        mutad-replay's gradient after the first call, median; over the traced median
+                  (later/traced) and, per round, over the NumPy forward (as in its row)
   kept MiB        resident memory the first call leaves once its result is dropped (recorded
                   program, buffers, modules imported on first use, what Python's allocator
                   keeps), for mutad-replay and for mutad-restore (traced kept MiB)
@@ -329,9 +331,9 @@ def annotate_first_calls(results):
     return results
 
 
-REPLAY_HEADER = ["workload", "size", "traced ms", "recording ms", "rec/traced",
-                 "rec/traced 1st", "replayed ms", "replayed/traced", "replayed/NumPy fwd",
-                 "kept MiB", "traced kept MiB"]
+REPLAY_HEADER = ["workload", "size", "replays", "traced ms", "recording ms", "rec/traced",
+                 "rec/traced 1st", "later ms", "later/traced", "later/NumPy fwd", "kept MiB",
+                 "traced kept MiB"]
 
 
 def _ratio(numerator, denominator):
@@ -339,7 +341,9 @@ def _ratio(numerator, denominator):
 
 
 def _replay_rows(results, workload_names):
-    rows = []
+    """The table's rows, and the reasons mutad gave for the programs it traces on every call
+    instead of replaying them, numbered as the rows refer to them."""
+    rows, reasons = [], []
     for name in workload_names:
         for replay in results:
             if (replay["workload"] != name or replay["system"] != peers.REPLAY_SYSTEM
@@ -347,35 +351,41 @@ def _replay_rows(results, workload_names):
                 continue
             traced = _traced_row(results, replay) or {}
             traced_seconds = _median(traced.get("gradient_seconds") or [])
-            replayed_seconds = _median(replay["gradient_seconds"])
+            later_seconds = _median(replay["gradient_seconds"])
             milliseconds = [None if t is None else 1e3 * t for t in
-                            (traced_seconds, replay["first_call_seconds"], replayed_seconds)]
+                            (traced_seconds, replay["first_call_seconds"], later_seconds)]
             kept = [r.get("kept_mib") for r in (replay, traced)]
+            reason = replay.get("traced_instead")
+            if reason and reason not in reasons:
+                reasons.append(reason)
             rows.append([
                 f"{WORKLOADS[name].label} {name}", size_label(replay["params"]),
+                f"no ({reasons.index(reason) + 1})" if reason else "yes",
                 _number(milliseconds[0]), _number(milliseconds[1]),
                 _number(replay.get("first_call_over_traced")),
                 _number(_ratio(replay["first_call_seconds"], traced.get("first_call_seconds"))),
-                _number(milliseconds[2]), _number(_ratio(replayed_seconds, traced_seconds)),
+                _number(milliseconds[2]), _number(_ratio(later_seconds, traced_seconds)),
                 format_spread(replay["ratios"]),
                 *("-" if k is None else f"{k:.1f}" for k in kept),
             ])
-    return rows
+    return rows, [f"({i}) traced on every call: {reason}" for i, reason in
+                  enumerate(reasons, start=1)]
 
 
 def format_replay(results, workload_names, markdown=False):
     """mutad-replay against mutad-restore per workload and size (the figures of issue 13's
     targets), or "" when mutad-replay was not measured."""
-    rows = _replay_rows(results, workload_names)
+    rows, notes = _replay_rows(results, workload_names)
     if not rows:
         return ""
     title = ("mutad-replay: the first call records, later calls replay; against mutad-restore, "
              "traced on every call (ms, medians)")
     if not markdown:
-        return "\n".join([title, *_columns(REPLAY_HEADER, rows)])
+        return "\n".join([title, *_columns(REPLAY_HEADER, rows), *notes])
     lines = [f"**{title}**", "", "| " + " | ".join(REPLAY_HEADER) + " |",
              "|" + "---|" * len(REPLAY_HEADER)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines + ([""] + [f"{note}  " for note in notes] if notes else []))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -387,7 +397,7 @@ CSV_FIELDS = [
     "gradient_seconds_median", "gradient_seconds_min", "gradient_seconds_max",
     "numpy_forward_seconds_median", "ratio_to_numpy_median", "ratio_to_numpy_min",
     "ratio_to_numpy_max", "ratio_to_own_forward_median", "first_call_seconds",
-    "first_call_over_traced", "kept_mib", "loss",
+    "first_call_over_traced", "kept_mib", "traced_instead", "loss",
     "loss_error", "gradient_error", "finite_difference_error", "ok", "python", "numpy_version",
     "cpu", "processor_count", "method",
 ]
@@ -423,6 +433,7 @@ def csv_rows(results, facts):
             "first_call_seconds": r.get("first_call_seconds"),
             "first_call_over_traced": r.get("first_call_over_traced"),
             "kept_mib": r.get("kept_mib"),
+            "traced_instead": r.get("traced_instead"),
             "loss": checks.get("loss"), "loss_error": checks.get("loss_error"),
             "gradient_error": checks.get("gradient_error"),
             "finite_difference_error": checks.get("finite_difference_error"),
