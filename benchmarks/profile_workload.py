@@ -3,10 +3,12 @@
     python benchmarks/profile_workload.py small-ops
     python benchmarks/profile_workload.py big-elementwise --param n=10000000 --calls 3
     python benchmarks/profile_workload.py leapfrog --param n=100000 --param steps=100
+    python benchmarks/profile_workload.py heat-scalar --replay    # replayed calls
 
 Prints the functions with the most time spent in their own body (``tottime``) and, separately,
-the most cumulative time, after one warm-up call. Meant for whoever optimises the core: the
-numbers are cProfile's, so per-call Python overhead is inflated relative to ``mutad-bench``'s.
+the most cumulative time, after one warm-up call (with ``--replay``, the call that records).
+Meant for whoever optimises the core: the numbers are cProfile's, so per-call Python overhead is
+inflated relative to ``mutad-bench``'s.
 Set OMP_NUM_THREADS=1 for the one compute thread ``mutad-bench`` uses.
 """
 
@@ -35,6 +37,9 @@ def main(argv=None):
     parser.add_argument("--param", action="append", type=parse_param, default=[],
                         help="a size parameter, e.g. n=10000000 (default: the full size)")
     parser.add_argument("--policy", default="restore", choices=("restore", "checkpoint"))
+    parser.add_argument("--replay", action="store_true",
+                        help="profile mutad.value_and_grad(..., replay=True): the warm-up call "
+                             "records the program, the profiled calls replay it")
     parser.add_argument("--calls", type=int, default=10, help="gradient calls to profile")
     parser.add_argument("--top", type=int, default=10)
     options = parser.parse_args(argv)
@@ -44,16 +49,23 @@ def main(argv=None):
     params.update(options.param)
     problem = workload.build(**params)
 
+    if options.replay:
+        gradient = mutad.value_and_grad(problem.loss, argnums=problem.argnums,
+                                        policy=options.policy, replay=True)
+    else:
+        def gradient(*args):
+            return mutad.value_and_gradient(problem.loss, *args, argnums=problem.argnums,
+                                            policy=options.policy)
+
     def differentiate():
         for _ in range(options.calls):
-            mutad.gradient(problem.loss, *problem.args, argnums=problem.argnums,
-                           policy=options.policy)
+            gradient(*problem.args)
 
-    mutad.gradient(problem.loss, *problem.args, argnums=problem.argnums, policy=options.policy)
+    gradient(*problem.args)
     profiler = cProfile.Profile()
     profiler.runcall(differentiate)
-    print(f"{workload.label} {workload.name} {params} policy={options.policy}, "
-          f"{options.calls} gradient calls")
+    print(f"{workload.label} {workload.name} {params} policy={options.policy}"
+          f"{', replayed' if options.replay else ''}, {options.calls} gradient calls")
     stats = pstats.Stats(profiler)
     stats.sort_stats("tottime").print_stats(options.top)
     stats.sort_stats("cumulative").print_stats(options.top)

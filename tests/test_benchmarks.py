@@ -10,12 +10,14 @@ import sys
 import numpy as np
 import pytest
 
-from mutad.bench import peers
-from mutad.bench.harness import check, run_in_fresh_interpreter
+from mutad.bench import peers, report
+from mutad.bench.harness import check, fingerprint, measure, run_in_fresh_interpreter
 from mutad.bench.report import format_workload
 from mutad.bench.workloads import (
     WORKLOADS,
     build_big_elementwise,
+    build_explicit_heat,
+    build_explicit_heat_scalar,
     build_implicit_heat,
     build_leapfrog,
     build_small_ops,
@@ -34,9 +36,12 @@ def test_workload_gradient_is_right(name, params, system, tmp_path):
     problem = WORKLOADS[name].build(**params)
     before = [a.tobytes() if isinstance(a, np.ndarray) else a for a in problem.args]
     implementation = peers.implementation(system, name, problem)
+    first_call = fingerprint(*implementation.to_numpy(implementation.gradient()))
+    # The second call is the one the harness checks: for mutad-replay, a replayed one.
     value, gradients = implementation.to_numpy(implementation.gradient())
-    checks = check(problem, name, system, value, gradients, tmp_path, before)
+    checks = check(problem, name, system, value, gradients, tmp_path, before, first_call)
     assert checks["ok"], checks
+    assert checks["same_as_first_call"] and checks["arguments_unchanged"]
 
 
 def test_small_ops_matches_the_published_loss():
@@ -68,6 +73,13 @@ def test_implicit_heat_eigenvalue_reference_agrees_with_the_solves():
         problem.numpy_forward(*problem.args), rel=1e-10)
 
 
+def test_heat_scalar_steps_are_those_of_the_vectorised_stepper_bit_for_bit():
+    # Each point update is the vectorised one's arithmetic on one element, in the same order.
+    scalar, vectorised = build_explicit_heat_scalar(n=40, steps=7), build_explicit_heat(40, 7)
+    assert scalar.numpy_forward(*scalar.args) == vectorised.numpy_forward(*vectorised.args)
+    assert scalar.operations == 7 * 38
+
+
 def test_a_configuration_runs_in_a_fresh_interpreter_and_reports(tmp_path):
     configuration = {"system": "mutad-restore", "workload": "heat-explicit",
                      "params": {"n": 50, "steps": 3}, "rounds": 1, "check": True,
@@ -75,8 +87,71 @@ def test_a_configuration_runs_in_a_fresh_interpreter_and_reports(tmp_path):
     result = run_in_fresh_interpreter(configuration, timeout=120)
     assert result["status"] == "ok", result
     assert result["checks"]["ok"], result["checks"]
+    assert result["checks"]["same_as_first_call"]
+    assert result["first_call_seconds"] > 0 and result["kept_mib"] is not None
     table = format_workload(WORKLOADS["heat-explicit"], [result])
     assert "n=50 steps=3" in table and "mutad-restore" in table
+
+
+def test_replay_is_checked_on_a_replayed_call_and_its_recording_is_reported(tmp_path):
+    rows = [run_in_fresh_interpreter(
+        {"system": system, "workload": "heat-scalar", "params": {"n": 10, "steps": 2},
+         "rounds": 2, "check": True, "reference_dir": str(tmp_path)}, timeout=120)
+        for system in ("mutad-checkpoint", "mutad-restore", "mutad-replay")]
+    report.annotate_first_calls(rows)
+    replay = rows[-1]
+    assert replay["status"] == "ok", replay
+    assert replay["checks"]["ok"] and replay["checks"]["same_as_first_call"], replay["checks"]
+    assert replay["traced_instead"] is None  # the scalar loops are replayed
+    assert replay["first_call_over_traced"] == pytest.approx(
+        replay["first_call_seconds"] / np.median(rows[1]["gradient_seconds"]))
+    table = report.format_replay(rows, ["heat-scalar"])
+    assert "scalar heat-scalar" in table and "n=10 steps=2" in table
+
+
+def synthetic_row(system, first_call_seconds, gradient_seconds, workload="small-ops"):
+    return {"system": system, "workload": workload, "params": {"groups": 25}, "status": "ok",
+            "first_call_seconds": first_call_seconds, "gradient_seconds": gradient_seconds,
+            "ratios": [2.0, 3.0, 4.0], "kept_mib": 0.5}
+
+
+def test_the_recording_is_set_against_the_traced_gradient_of_the_same_size():
+    rows = [synthetic_row("mutad-restore", 0.012, [0.010, 0.011, 0.009]),
+            synthetic_row("mutad-replay", 0.015, [0.001, 0.002, 0.003]),
+            {**synthetic_row("mutad-replay", 0.015, [0.001], workload="big-elementwise"),
+             "traced_instead": "its records would keep too much"}]
+    report.annotate_first_calls(rows)
+    assert rows[1]["first_call_over_traced"] == pytest.approx(1.5)  # over the median, 10 ms
+    assert rows[2]["first_call_over_traced"] is None  # no traced row for this workload
+    table = report.format_replay(rows, ["small-ops", "big-elementwise"]).splitlines()
+    small_ops, big_elementwise = table[3].split(), table[4].split()
+    # replays, traced, recording, rec/traced, rec/traced 1st, later, later/traced
+    assert small_ops[3:10] == ["yes", "10", "15", "1.5", "1.25", "2", "0.2"]
+    assert big_elementwise[3:8] == ["no", "(1)", "-", "15", "-"]
+    assert table[5] == "(1) traced on every call: its records would keep too much"
+    assert report.format_replay(rows[:1], ["small-ops"]) == ""
+
+
+def test_a_result_that_is_not_the_first_calls_fails_the_check(tmp_path):
+    problem = WORKLOADS["small-ops"].build(groups=5)
+    implementation = peers.implementation("mutad-restore", "small-ops", problem)
+    value, gradients = implementation.to_numpy(implementation.gradient())
+    other = fingerprint(value, [np.nextafter(gradients[0], np.inf)])
+    checks = check(problem, "small-ops", "mutad-restore", value, gradients, tmp_path,
+                   first_call=other)
+    assert not checks["ok"] and checks["same_as_first_call"] is False
+    assert "not the first call's bits" in report._check_label({"checks": checks})
+
+
+def test_a_mutad_system_wrong_on_addvecs_makes_its_row_wrong(monkeypatch):
+    wrong = {"ok": False, "text": "gradient wrt a = 0, wrt b = 1: WRONG, silently"}
+    monkeypatch.setattr(peers, "behaviour", lambda system, problem: {
+        "a += b": wrong, "a[:] += b": wrong, "workaround": "none needed",
+        "workaround outcome": wrong, "caller's a mutated": False})
+    result = measure({"system": "mutad-restore", "workload": "addvecs", "params": {"n": 10},
+                      "rounds": 1})
+    assert result["status"] == "wrong"
+    assert "WRONG, silently" in format_workload(WORKLOADS["addvecs"], [result])
 
 
 def test_a_configuration_past_its_time_limit_is_reported_as_timeout(tmp_path):

@@ -1,5 +1,6 @@
-"""mutad-bench at tiny sizes: every workload under both policies, the table, the JSON, CSV and
-plot files, and argument errors. No peer is needed; nothing asserts a timing."""
+"""mutad-bench at tiny sizes: every workload under mutad's systems (its policies and the replay),
+the tables, the JSON, CSV and plot files, and argument errors. No peer is needed; nothing
+asserts a timing."""
 
 import csv
 import importlib.util
@@ -17,7 +18,7 @@ TINY = ["--n", "20", "--steps", "3", "--reps", "1", "--no-progress"]
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    """One run of every workload W1-W6 at tiny sizes, with every output file asked for."""
+    """One run of the default workloads at tiny sizes, with every output file asked for."""
     directory = tmp_path_factory.mktemp("run")
     paths = {"json": directory / "run.json", "csv": directory / "run.csv",
              "plot": directory / "memory.png"}
@@ -30,17 +31,22 @@ def tiny_run(tmp_path_factory):
     return completed, paths
 
 
-def test_every_workload_runs_and_is_right_under_both_policies(tiny_run):
+def test_every_workload_runs_and_is_right_under_every_mutad_system(tiny_run):
     completed, _ = tiny_run
     assert completed.returncode == 0, completed.stdout + completed.stderr
     table = completed.stdout
     for heading in ("W1 addvecs", "W2 leapfrog", "W3 implicit-heat", "W4 small-ops",
-                    "W5 big-elementwise"):
+                    "W5 big-elementwise", "W6 bratu-gs", "scalar heat-scalar"):
         assert heading in table
-    for system in ("mutad-restore", "mutad-checkpoint"):
+    for system in peers.MUTAD_SYSTEMS:
         assert system in table
     assert "WRONG" not in table and "error" not in table
     assert "peak MiB" in table and "/NumPy fwd" in table and "grad err" in table
+    # mutad-replay's recording call, set against the traced gradient, one row per size
+    assert "mutad-replay: the first call records" in table
+    assert "recording ms" in table and "rec/traced" in table and "kept MiB" in table
+    replay_table = table[table.index("mutad-replay: the first call records"):]
+    assert "W6 bratu-gs" in replay_table and "scalar heat-scalar" in replay_table
 
 
 def test_json_has_the_schema(tiny_run):
@@ -62,8 +68,13 @@ def test_json_has_the_schema(tiny_run):
         assert result["peak_extra_mib"] is not None
         assert len(result["gradient_seconds"]) == len(result["ratios"]) == 1
         assert result["checks"]["ok"]
+        assert result["first_call_seconds"] > 0 and result["kept_mib"] is not None
         if result["system"].startswith("mutad"):
             assert result["checks"]["arguments_unchanged"]
+            assert result["checks"]["same_as_first_call"]
+        if result["system"] == "mutad-replay":
+            assert result["first_call_over_traced"] > 0
+            assert "traced_instead" in result  # None, or mutad's reason
 
 
 def test_csv_has_one_row_per_configuration(tiny_run):
@@ -72,6 +83,7 @@ def test_csv_has_one_row_per_configuration(tiny_run):
         rows = list(csv.DictReader(file))
     assert len(rows) == len(DEFAULT_WORKLOADS) * len(peers.MUTAD_SYSTEMS)  # per workload, system
     assert {"workload", "system", "peak_extra_mib", "ratio_to_numpy_median", "gradient_error",
+            "first_call_seconds", "first_call_over_traced", "kept_mib", "traced_instead",
             "python", "cpu", "method"} <= set(rows[0])
     assert all(row["status"] == "ok" for row in rows)
 
@@ -108,7 +120,8 @@ def test_help_explains_each_figure(capsys):
     assert stopped.value.code == 0
     text = capsys.readouterr().out
     for figure in ("peak MiB", "/NumPy fwd", "/own fwd", "grad err", "fd err", "--steps",
-                   "--plot", "--json", "--csv", "--systems"):
+                   "--plot", "--json", "--csv", "--systems", "mutad-replay", "recording ms",
+                   "rec/traced", "later ms", "replays", "kept MiB", "heat-scalar"):
         assert figure in text
 
 
@@ -118,3 +131,10 @@ def test_sizes_replace_only_the_parameters_a_workload_has():
     assert cli.sizes(WORKLOADS["leapfrog"], "quick", steps=[5, 7], n=[30]) == [
         {"n": 30, "steps": 5}, {"n": 30, "steps": 7}]
     assert cli.sizes(WORKLOADS["small-ops"], "quick", steps=[5], n=[30]) == [{"groups": 250}]
+
+
+def test_workloads_are_found_by_name_or_label_in_any_case():
+    # The labels "heat" and "scalar" are lower case; W1-W6 are typed either way.
+    options = cli.parser().parse_args(["--workloads", "w4,W2,heat,scalar,bratu-gs"])
+    _, workloads, _ = cli._resolve(options)
+    assert workloads == ["small-ops", "leapfrog", "heat-explicit", "heat-scalar", "bratu-gs"]

@@ -136,6 +136,11 @@ def _heat_explicit():
     return m["misfit"], (*m["make_problem"](20), 5)
 
 
+def _heat_scalar():
+    m = _example("heat_scalar")
+    return m["misfit"], (*m["make_problem"](6), 2)
+
+
 def _implicit_heat():
     m = _example("implicit_heat")
     return m["loss"], (*m["make_problem"](n=8, ensemble=2), 3)
@@ -166,7 +171,8 @@ def _add_sum(name):
 
 
 PROGRAMS = {"add_vecs": _add_sum("add_vecs"), "burgers_finite_volume": _burgers,
-            "heat_explicit": _heat_explicit, "implicit_heat": _implicit_heat,
+            "heat_explicit": _heat_explicit, "heat_scalar": _heat_scalar,
+            "implicit_heat": _implicit_heat,
             "kalman_minimize": _kalman, "newton_gaussian_mle": _newton, "rk4_fit": _rk4,
             "zygote120": _add_sum("zygote120")}
 

@@ -1,6 +1,8 @@
-"""mutad-bench: the memory and time of a gradient through in-place NumPy code, for mutad's two
-policies, plain NumPy and the peers a user would pick instead (PyTorch eager, JAX jit, HIPS
-autograd), on the workloads W1-W6.
+"""mutad-bench: the memory and time of a gradient through in-place NumPy code, for mutad's
+policies traced on every call (restore, checkpoint, restore with a memory budget) and recorded
+once then replayed (mutad-replay, timed after its first call, which is reported on its own),
+plain NumPy and the peers a user would pick instead (PyTorch eager, JAX jit, HIPS autograd), on
+the workloads W1-W6 and heat-scalar.
 
     mutad-bench                                   # the quick suite: mutad and NumPy, < 1 minute
     mutad-bench --full --systems all              # the full sizes, every installed peer
@@ -18,6 +20,7 @@ from mutad.bench import harness, peers, report
 from mutad.bench.workloads import DEFAULT_WORKLOADS, WORKLOADS
 
 QUICK_SYSTEMS = (*peers.MUTAD_SYSTEMS, "numpy")
+STEPPED_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.steps_parameter)
 ROUNDS = {"full": {"small-ops": 21}, "quick": {"small-ops": 7}}
 DEFAULT_ROUNDS = {"full": 5, "quick": 3}
 TIMEOUT = {"full": 3600.0, "quick": 300.0}
@@ -62,7 +65,7 @@ def _positive_number(text):
 
 
 def parser():
-    labels = {workload.label: name for name, workload in WORKLOADS.items()}
+    labels = {workload.label.lower(): name for name, workload in WORKLOADS.items()}
     workload_help = ", ".join(f"{name} ({w.label})" for name, w in WORKLOADS.items())
     result = argparse.ArgumentParser(
         prog="mutad-bench",
@@ -76,14 +79,15 @@ def parser():
                              "peers)")
     result.add_argument("--workloads", type=_comma_list, metavar="NAMES",
                         help=f"comma-separated workloads, by name or label: {workload_help} "
-                             f"(default: W1-W6)")
+                             f"(default: W1-W6 and heat-scalar)")
     result.add_argument("--systems", type=_comma_list, metavar="NAMES",
                         help="comma-separated systems: " + ", ".join(peers.SYSTEMS)
-                             + "; 'all' for every one, 'peers' for torch,jax,autograd "
-                               "(default: mutad's two policies and numpy; with --full, all)")
+                             + "; 'all' for every one, 'mutad' for mutad's, 'peers' for "
+                               "torch,jax,autograd (default: mutad's and numpy; with --full, "
+                               "all)")
     result.add_argument("--steps", type=_positive_integers, metavar="T,...",
-                        help="time steps T for the workloads that have them (leapfrog, "
-                             "implicit-heat, bratu-gs, heat-explicit), e.g. 10,100,1000")
+                        help="time steps T for the workloads that have them ("
+                             + ", ".join(STEPPED_WORKLOADS) + "), e.g. 10,100,1000")
     result.add_argument("--n", type=_positive_integers, metavar="N,...",
                         help="problem sizes n for the workloads that have one (all but "
                              "small-ops)")
@@ -114,7 +118,7 @@ def _resolve(options):
     mode = "full" if options.full else "quick"
     workloads = []
     for item in options.workloads or DEFAULT_WORKLOADS:
-        name = options.labels.get(item.upper(), item)
+        name = options.labels.get(item.lower(), item)
         if name not in WORKLOADS:
             raise UsageError(f"unknown workload {item!r}; choose from "
                              + ", ".join(f"{n} ({w.label})" for n, w in WORKLOADS.items()))
@@ -134,8 +138,8 @@ def _resolve(options):
     systems.sort(key=peers.SYSTEMS.index)
 
     if options.steps and not any(WORKLOADS[n].steps_parameter for n in workloads):
-        raise UsageError("--steps applies to leapfrog, implicit-heat, bratu-gs and heat-explicit, "
-                         "none of which was chosen")
+        raise UsageError("--steps applies to " + ", ".join(STEPPED_WORKLOADS)
+                         + ", none of which was chosen")
     if options.n and not any(WORKLOADS[n].n_parameter for n in workloads):
         raise UsageError("--n applies to every workload but small-ops, and only small-ops "
                          "was chosen")
@@ -235,6 +239,7 @@ def run(options):
                 progress.advance()
         finally:
             progress.close()
+    report.annotate_first_calls(results)
 
     facts = report.environment()
     memory_methods = {r.get("memory_method") for r in results} - {None}
@@ -243,7 +248,8 @@ def run(options):
     print(f"mutad-bench ({mode} sizes; each row a fresh interpreter with one compute thread"
           + ("; glibc malloc pinned: for peaks every block of 128 KiB or more mapped on its own, "
              "for times blocks under 32 MiB from a heap never trimmed" if pinned else "")
-          + "; an untimed round, then times and ratios: median [min-max] over rounds)")
+          + "; the first gradient call timed on its own, for mutad-replay the recording; "
+            "an untimed round, then times and ratios: median [min-max] over rounds)")
     if not pinned:
         print("note: malloc's thresholds could not be pinned here (not glibc); a time can depend "
               "on what its process allocated before (fresh pages or reused ones), and a peak on "
@@ -255,6 +261,10 @@ def run(options):
     tables = (report.format_markdown if options.markdown else report.format_results)
     print(tables(results, workloads))
     print()
+    replay = report.format_replay(results, workloads, markdown=options.markdown)
+    if replay:
+        print(replay)
+        print()
     missing = [s for s in peers.PEER_MODULES if not peers.installed(s)]
     unused = [s for s in peers.PEER_MODULES if peers.installed(s) and s not in systems]
     if missing:
@@ -278,8 +288,9 @@ def run(options):
 
     broken = [r for r in results if r["status"] in ("wrong", "error")]
     for row in broken:
+        found = row.get("detail") or row.get("checks") or row.get("behaviour")
         print(f"{row['status'].upper()}: {row['workload']} {report.size_label(row['params'])} "
-              f"{row['system']}: {row.get('detail') or row.get('checks')}", file=sys.stderr)
+              f"{row['system']}: {found}", file=sys.stderr)
     return 1 if broken else 0
 
 

@@ -10,8 +10,13 @@ Each configuration (system, workload, size) runs in a fresh interpreter, started
   process allocated before: for the warm-up and the peaks, every block of 128 KiB or more is a
   mapping of its own; for the timing, blocks under 32 MiB come from a heap that is never
   trimmed, and every timed call of every system runs on memory already mapped;
-* warm-up: one gradient call (for ``jax.jit`` that includes tracing and compiling), one peer
-  forward call, one NumPy forward call;
+* warm-up: the first gradient call of the process, timed on its own (for ``jax.jit`` it
+  includes tracing and compiling, for mutad-replay it is the recording), with ``gc.collect()``
+  and glibc ``malloc_trim(0)`` before it and after it once its result is dropped, and VmRSS
+  read both times: the difference is the memory the system keeps between calls (compiled or
+  recorded programs, buffers, caches, modules imported on first use); then one peer forward
+  call, one NumPy forward call. mutad-replay's later gradient calls replay the recorded program
+  (or trace again, where mutad cannot replay it);
 * peak memory: ``gc.collect()``, glibc ``malloc_trim(0)``, read VmRSS, write ``5`` to
   ``/proc/self/clear_refs`` (which resets VmHWM), one gradient call with its result kept alive,
   read VmHWM; extra = VmHWM - VmRSS before. A thread sampling VmRSS every millisecond during
@@ -26,8 +31,10 @@ Each configuration (system, workload, size) runs in a fresh interpreter, started
   against mutad's checkpoint-policy gradient (max |g - g_ref| / max |g_ref| per input, symmetric
   parts for symmetric matrices), the gradient along a fixed random direction against a
   fourth-order central difference of the NumPy forward, and for mutad the caller's arguments
-  bit-for-bit unchanged. The reference gradient and the finite difference are computed once per
-  (workload, size) and shared between the children through a directory of ``.npz`` files.
+  bit-for-bit unchanged and the checked result (a later call's: for mutad-replay a replayed
+  one) bit-for-bit the first call's.
+  The reference gradient and the finite difference are computed once per (workload, size) and
+  shared between the children through a directory of ``.npz`` files.
 
 The parent watches each child: past its time limit or memory limit the child is killed and its
 row says "timeout" or "out of memory", and the other configurations still run.
@@ -35,6 +42,7 @@ row says "timeout" or "out of memory", and the other configurations still run.
 
 import ctypes
 import gc
+import hashlib
 import json
 import os
 import re
@@ -244,6 +252,17 @@ def snapshot(args):
     return [x.tobytes() if isinstance(x, np.ndarray) else x for x in args]
 
 
+def fingerprint(value, gradients):
+    """A digest of the bits of a loss and its gradients: two calls' results can be compared
+    without keeping the first's arrays alive while memory is measured."""
+    digest = hashlib.blake2b(np.float64(value).tobytes())
+    for g in gradients:
+        g = np.asarray(g)
+        digest.update(f"{g.dtype.str}{g.shape}".encode())
+        digest.update(np.ascontiguousarray(g).tobytes())
+    return digest.hexdigest()
+
+
 def size_key(workload_name, params):
     return workload_name + "-" + "-".join(f"{key}{value}" for key, value in sorted(params.items()))
 
@@ -284,8 +303,10 @@ def shared_reference(problem, workload_name, reference_dir, own_gradients=None, 
 
 
 def check(problem, workload_name, system, value, gradients, reference_dir,
-          arguments_before=None):
-    """Check one system's loss and gradients; returns a dict with ``ok``."""
+          arguments_before=None, first_call=None):
+    """Check one system's loss and gradients; returns a dict with ``ok``. ``first_call``, the
+    :func:`fingerprint` of an earlier call's result, asks the checked one to be bit-for-bit
+    the same."""
     results = {"loss": float(value)}
     reference_loss = problem.reference_loss()
     results["reference_loss"] = reference_loss
@@ -317,6 +338,9 @@ def check(problem, workload_name, system, value, gradients, reference_dir,
     if arguments_before is not None:
         results["arguments_unchanged"] = snapshot(problem.args) == arguments_before
         ok = ok and results["arguments_unchanged"]
+    if first_call is not None:
+        results["same_as_first_call"] = fingerprint(value, gradients) == first_call
+        ok = ok and results["same_as_first_call"]
     results["ok"] = bool(ok)
     return results
 
@@ -351,7 +375,11 @@ def measure(configuration):
         "status": "ok",
     }
     if workload.behaviour_only:
-        result["behaviour"] = peers.behaviour(system, problem)
+        found = result["behaviour"] = peers.behaviour(system, problem)
+        if system in peers.MUTAD_SYSTEMS and not (
+                found["a += b"]["ok"] and found["a[:] += b"]["ok"]
+                and not found["caller's a mutated"]):
+            result["status"] = "wrong"  # mutad promises all three
         return result
 
     implementation = peers.implementation(system, workload.name, problem)
@@ -360,12 +388,21 @@ def measure(configuration):
     def numpy_forward():
         return problem.numpy_forward(*problem.args)
 
-    start = time.perf_counter()
+    first_call_seconds = kept_mib = first_call = None
     if implementation is not None:
-        implementation.gradient()
-    first_call_seconds = time.perf_counter() - start
-    if implementation is not None and implementation.forward is not None:
-        implementation.forward()
+        release_free_memory()
+        resident_before = status_kib("VmRSS")
+        start = time.perf_counter()
+        native = implementation.gradient()
+        first_call_seconds = time.perf_counter() - start
+        first_call = fingerprint(*implementation.to_numpy(native))
+        del native
+        release_free_memory()
+        resident_after = status_kib("VmRSS")
+        if resident_before is not None and resident_after is not None:
+            kept_mib = (resident_after - resident_before) / 1024
+        if implementation.forward is not None:
+            implementation.forward()
     numpy_forward()
 
     value, gradients = numpy_forward(), None
@@ -399,11 +436,15 @@ def measure(configuration):
     if implementation is None:
         gradient_seconds = list(numpy_seconds)  # the row's time is the forward's own
 
+    if implementation is not None and implementation.traced_instead is not None:
+        result["traced_instead"] = implementation.traced_instead()
     checks = None
     if configuration.get("check", True):
+        mutad_system = system in peers.MUTAD_SYSTEMS
         checks = check(problem, workload.name, system, value, gradients,
                        configuration["reference_dir"],
-                       arguments_before if system in peers.MUTAD_SYSTEMS else None)
+                       arguments_before if mutad_system else None,
+                       first_call if mutad_system else None)
         if not checks["ok"]:
             result["status"] = "wrong"
     result.update({
@@ -416,6 +457,7 @@ def measure(configuration):
         "ratios": [g / n for g, n in zip(gradient_seconds, numpy_seconds, strict=True)],
         "peer_ratios": [g / p for g, p in zip(gradient_seconds, peer_seconds, strict=False)],
         "first_call_seconds": first_call_seconds,
+        "kept_mib": kept_mib,
         "allocator": ({"peak": peak_allocator, "timing": timing_allocator}
                       if peak_allocator and timing_allocator else None),
         "peak_extra_mib": peak_mib,

@@ -1,4 +1,5 @@
-"""Every system's version of every workload: mutad's two policies, plain NumPy and the peers.
+"""Every system's version of every workload: mutad's policies, its replay, plain NumPy and the
+peers.
 
 A peer is what a user would pick instead of mutad: PyTorch eager, JAX under ``jax.jit`` and HIPS
 autograd. Each writes the workloads of ``workloads.py`` idiomatically for itself, in place where
@@ -23,7 +24,14 @@ POLICIES = ("restore", "checkpoint")
 BUDGET_STATES = 8
 """mutad-budget: the restore policy with ``memory=`` this many times the largest argument's
 bytes, for the writes that cannot be inverted (W6, heat-explicit)."""
-MUTAD_SYSTEMS = (*(f"mutad-{policy}" for policy in POLICIES), "mutad-budget")
+REPLAY_SYSTEM = "mutad-replay"
+"""The restore policy through ``mutad.value_and_grad(..., replay=True)``, made once per process:
+its first call records the program (a traced gradient besides), later calls with the same
+argument signature replay it. The harness times it after that first call, which it reports on
+its own."""
+TRACED_SYSTEM = "mutad-restore"
+"""What mutad-replay is compared with: the same policy, traced on every call."""
+MUTAD_SYSTEMS = (*(f"mutad-{policy}" for policy in POLICIES), "mutad-budget", REPLAY_SYSTEM)
 PEER_MODULES = {"torch": "torch", "jax": "jax", "autograd": "autograd"}
 SYSTEMS = (*MUTAD_SYSTEMS, "numpy", *PEER_MODULES)
 """Every system, in the order tables list them. "numpy" is the plain forward, no AD."""
@@ -44,11 +52,14 @@ class Implementation:
     memory is measured); ``to_numpy(result)`` turns it into ``(loss, gradients)`` with one NumPy
     array per differentiated argument. ``forward()`` is the system's own forward without AD
     (torch under ``no_grad``, ``jax.jit(loss)``, autograd's code on ndarrays), or None.
+    ``traced_instead()``, for mutad-replay, says why its calls are traced instead of replayed
+    (mutad's own reason), or returns None when they replay.
     """
 
     gradient: Callable[[], object]
     to_numpy: Callable[[object], tuple]
     forward: Callable[[], float] | None = None
+    traced_instead: Callable[[], str | None] | None = None
 
 
 def installed(system):
@@ -151,21 +162,39 @@ def _autograd_gradient(loss, inputs, rest=()):
 # mutad and plain NumPy: the functions of workloads.py as they are.
 
 
+def _policy(system):
+    """The policy behind a mutad system: its name's, restore for the budget and the replay."""
+    name = system.removeprefix("mutad-")
+    return name if name in POLICIES else "restore"
+
+
 def _mutad(problem, system):
-    policy = "restore" if system == "mutad-budget" else system.removeprefix("mutad-")
+    policy = _policy(system)
     memory = None
     if system == "mutad-budget":
         memory = BUDGET_STATES * max(np.asarray(a).nbytes for a in problem.args)
 
-    def gradient():
-        return mutad.value_and_gradient(problem.loss, *problem.args, argnums=problem.argnums,
-                                        policy=policy, memory=memory)
+    traced_instead = None
+    if system == REPLAY_SYSTEM:
+        replayed = mutad.value_and_grad(problem.loss, argnums=problem.argnums, policy=policy,
+                                        replay=True)
+
+        def gradient():
+            return replayed(*problem.args)
+
+        def traced_instead():
+            return "; ".join(sorted(set(replayed.reasons.values()))) or None
+    else:
+        def gradient():
+            return mutad.value_and_gradient(problem.loss, *problem.args,
+                                            argnums=problem.argnums, policy=policy,
+                                            memory=memory)
 
     def to_numpy(result):
         value, gradients = result
         return float(value), tuple(np.asarray(g) for g in gradients)
 
-    return Implementation(gradient, to_numpy)
+    return Implementation(gradient, to_numpy, traced_instead=traced_instead)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -458,6 +487,76 @@ def _bratu_autograd(problem):
     return _autograd_gradient(loss, [u0.copy(), c])
 
 
+# ----------------------------------------------------------------------------------------------
+# heat-scalar: every peer keeps the loops over points, as the workload is about them (the
+# vectorised spelling of the same scheme is heat-explicit's). torch: the same element updates
+# in place on a clone (un, a second clone, is what they read, so no saved tensor is
+# overwritten); JAX: both loops as lax.fori_loop, jitted, since unrolled Python loops would
+# compile one operation per point update; autograd cannot assign into an array, so the points
+# are a list of scalars.
+
+
+def _heat_scalar_torch(problem):
+    from mutad.bench.workloads import EXPLICIT_HEAT_DIFFUSION_NUMBER as r
+
+    torch = _torch()
+    steps = problem.params["steps"]
+    target, weights = (torch.from_numpy(a.copy()) for a in problem.args[1:3])
+
+    def loss(u0):
+        u = u0.clone()
+        for _ in range(steps):
+            un = u.clone()
+            for i in range(1, len(u) - 1):
+                u[i] += r * (un[i + 1] - 2 * un[i] + un[i - 1])
+        difference = u - target
+        return (weights * difference * difference).sum()
+
+    return _torch_gradient(torch, loss, _torch_inputs(torch, problem))
+
+
+def _heat_scalar_jax(problem):
+    from mutad.bench.workloads import EXPLICIT_HEAT_DIFFUSION_NUMBER as r
+
+    jax = _jax()
+    jnp = jax.numpy
+    steps = problem.params["steps"]
+    target, weights = (jnp.asarray(a) for a in problem.args[1:3])
+    n = len(target)
+
+    def step(_, un):  # arrays are values: the step reads the state it started from
+        def update(i, u):
+            return u.at[i].add(r * (un[i + 1] - 2 * un[i] + un[i - 1]))
+
+        return jax.lax.fori_loop(1, n - 1, update, un)
+
+    def loss(u0):
+        difference = jax.lax.fori_loop(0, steps, step, u0) - target
+        return jnp.sum(weights * difference * difference)
+
+    return _jax_gradient(jax, loss, [jnp.asarray(problem.args[0])])
+
+
+def _heat_scalar_autograd(problem):
+    import autograd.numpy as anp
+
+    from mutad.bench.workloads import EXPLICIT_HEAT_DIFFUSION_NUMBER as r
+
+    steps = problem.params["steps"]
+    target, weights = problem.args[1:3]
+
+    def loss(u0):
+        u = [u0[i] for i in range(len(u0))]
+        for _ in range(steps):
+            un = list(u)
+            for i in range(1, len(u) - 1):
+                u[i] = u[i] + r * (un[i + 1] - 2 * un[i] + un[i - 1])
+        difference = anp.array(u) - target
+        return anp.sum(weights * difference * difference)
+
+    return _autograd_gradient(loss, [problem.args[0].copy()])
+
+
 PEER_IMPLEMENTATIONS = {
     ("torch", "leapfrog"): _leapfrog_torch,
     ("jax", "leapfrog"): _leapfrog_jax,
@@ -474,6 +573,9 @@ PEER_IMPLEMENTATIONS = {
     ("torch", "bratu-gs"): _bratu_torch,
     ("jax", "bratu-gs"): _bratu_jax,
     ("autograd", "bratu-gs"): _bratu_autograd,
+    ("torch", "heat-scalar"): _heat_scalar_torch,
+    ("jax", "heat-scalar"): _heat_scalar_jax,
+    ("autograd", "heat-scalar"): _heat_scalar_autograd,
 }
 
 
@@ -527,7 +629,18 @@ def behaviour(system, problem):
     a, b = problem.args
     original_a = a.tobytes()
     if system in MUTAD_SYSTEMS:
-        policy = "restore" if system == "mutad-budget" else system.removeprefix("mutad-")
+        policy = _policy(system)
+
+        def differentiate(f):
+            if system != REPLAY_SYSTEM:
+                return mutad.gradient(f, caller_a, b, policy=policy)
+            replayed = mutad.grad(f, argnums=(0, 1), policy=policy, replay=True)
+            recorded = replayed(caller_a, b)
+            again = replayed(caller_a, b)  # what a user gets from the second call on
+            if [g.tobytes() for g in recorded] != [g.tobytes() for g in again]:
+                raise AssertionError(f"the replayed gradient {again} is not the recorded one "
+                                     f"{recorded}")
+            return again
 
         def literal(a, b):
             a += b
@@ -539,8 +652,8 @@ def behaviour(system, problem):
 
         caller_a = a.copy()
         found = {
-            "a += b": _outcome(lambda: mutad.gradient(literal, caller_a, b, policy=policy)),
-            "a[:] += b": _outcome(lambda: mutad.gradient(sliced, caller_a, b, policy=policy)),
+            "a += b": _outcome(lambda: differentiate(literal)),
+            "a[:] += b": _outcome(lambda: differentiate(sliced)),
             "workaround": "none needed",
         }
         found["workaround outcome"] = found["a += b"]

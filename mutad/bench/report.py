@@ -21,15 +21,22 @@ METHOD = (
     "allocated before: for the warm-up and the peaks every block of 128 KiB or more is mapped "
     "and unmapped on its own, so VmRSS counts live blocks, not freed ones the heap keeps; for "
     "the timing blocks under 32 MiB come from a heap that is never trimmed, so every timed call "
-    "runs on memory already mapped. Warm-up: one gradient call, one peer forward, one "
-    "NumPy forward. Peak extra memory: gc.collect and malloc_trim(0), read VmRSS, reset VmHWM "
-    "through /proc/self/clear_refs, one gradient call with its result kept alive, VmHWM minus "
-    "VmRSS before (a 1 ms VmRSS sampling thread is the cross-check, and the measure where "
-    "clear_refs is unavailable). Timing: one untimed round, then rounds of (NumPy forward, "
-    "gradient, peer forward) back to back; median [min-max] over rounds, ratios per round. "
+    "runs on memory already mapped. Warm-up: the first gradient call of the process, timed on "
+    "its own (for mutad-replay the recording, for jax tracing and compiling), with gc.collect "
+    "and malloc_trim(0) and a read of VmRSS before it and after it once its result is dropped "
+    "(the difference is what the system keeps between calls); one peer forward; one NumPy "
+    "forward. mutad-replay's later calls replay the recorded program (or trace again, where "
+    "mutad cannot replay it). Peak extra memory: gc.collect and malloc_trim(0), read VmRSS, "
+    "reset VmHWM through /proc/self/clear_refs, one gradient call with its result kept alive, "
+    "VmHWM minus VmRSS before (a 1 ms VmRSS sampling thread is the cross-check, and the "
+    "measure where clear_refs is unavailable). Timing: one untimed round, then rounds of "
+    "(NumPy forward, gradient, peer forward) back to back; median [min-max] over rounds, "
+    "ratios per round. "
     "Correctness: loss against the reference loss, gradient against mutad's "
     "checkpoint-policy gradient (max |g - g_ref| / max |g_ref| per input, symmetric parts for "
-    "symmetric matrices), and g.v against a 4th-order central difference of the NumPy forward."
+    "symmetric matrices), g.v against a 4th-order central difference of the NumPy forward, and, "
+    "for mutad, the caller's arguments bit-for-bit as before the first call and the checked "
+    "result bit-for-bit the first call's."
 )
 
 FIGURES = """\
@@ -37,7 +44,9 @@ the figures, per workload, size and system:
   peak MiB        peak extra memory of one gradient call: VmHWM during the call minus VmRSS
                   before it, in MiB (for numpy: of one plain forward call)
   gradient        time of one gradient call, median [min-max] over the rounds
-                  (ms; for small-ops microseconds per elementwise operation)
+                  (ms; for small-ops microseconds per elementwise operation, for heat-scalar
+                  per point update); for mutad-replay the calls after the first, which
+                  replay it (or trace again, where mutad cannot replay the program)
   /NumPy fwd      gradient time over the plain NumPy forward's time in the same round,
                   median [min-max] of the per-round ratios
   /own fwd        the same over the system's own forward without AD (torch under no_grad,
@@ -47,7 +56,22 @@ the figures, per workload, size and system:
   fd err          relative difference of g.v to a 4th-order central difference of the NumPy
                   forward along a fixed random direction v
   check           ok, or WRONG when the loss, grad err (> 1e-8), fd err (> 1e-6) or, for mutad,
-                  the caller's arguments after the call are not as they must be
+                  the caller's arguments after the call are not as they must be, or the checked
+                  call's result is not bit-for-bit the first call's (for mutad-replay: the
+                  replayed gradient is not the recorded, traced one)
+where mutad-replay ran, a table sets it against mutad-restore (traced on every call):
+  traced ms       mutad-restore's gradient, median
+  recording ms    mutad-replay's first call, which records (a traced gradient besides); over
+                  the traced median (rec/traced) and over mutad-restore's own first call
+                  (rec/traced 1st: both the first gradient call of a fresh process)
+  replays         yes, or no where mutad traces the program on every call instead of
+                  replaying it (correct, not faster), with mutad's reason below the table
+  later ms        mutad-replay's gradient after the first call, median; over the traced median
+                  (later/traced) and, per round, over the NumPy forward (as in its row)
+  kept MiB        resident memory the first call leaves once its result is dropped (recorded
+                  program, buffers, modules imported on first use, what Python's allocator
+                  keeps), for mutad-replay and for mutad-restore (traced kept MiB)
+                  ("first_call_seconds" and "kept_mib" are in --json and --csv for every system)
 W1 addvecs prints what each system does with `a += b` and `a[:] += b` written inside the
 differentiated function, the idiomatic workaround, and whether the caller's a ends up mutated.
 """
@@ -134,7 +158,7 @@ def format_spread(values, scale=1.0):
 
 
 def _time_scale(workload, result):
-    if workload.time_unit == "us/op":
+    if workload.time_unit.startswith("us/"):  # per operation: us/op, us/update
         return 1e6 / result["operations"]
     return 1e3
 
@@ -163,6 +187,8 @@ def _check_label(result):
         reasons.append("fd")
     if checks.get("arguments_unchanged") is False:
         reasons.append("arguments changed")
+    if checks.get("same_as_first_call") is False:
+        reasons.append("not the first call's bits")
     return "WRONG (" + ", ".join(reasons or ["numpy loss"]) + ")"
 
 
@@ -223,7 +249,7 @@ def format_behaviour(results):
     header = ["system", "a += b", "a[:] += b", "workaround", "its outcome", "caller's a mutated"]
     rows = []
     for result in results:
-        if result["status"] != "ok":
+        if "behaviour" not in result:
             rows.append([result["system"], result["status"] + (
                 f": {result.get('detail', '')}" if result["status"] == "error" else "")])
             continue
@@ -254,7 +280,7 @@ def format_markdown(results, workload_names):
         if workload.behaviour_only:
             header = ["system", "a += b", "a[:] += b", "workaround", "its outcome",
                       "caller's a mutated"]
-            body = [([r["system"], r["status"]] + [""] * 4 if r["status"] != "ok" else
+            body = [([r["system"], r["status"]] + [""] * 4 if "behaviour" not in r else
                      [r["system"], r["behaviour"]["a += b"]["text"],
                       r["behaviour"]["a[:] += b"]["text"], f"`{r['behaviour']['workaround']}`",
                       r["behaviour"]["workaround outcome"]["text"],
@@ -276,6 +302,93 @@ def format_markdown(results, workload_names):
 
 
 # ----------------------------------------------------------------------------------------------
+# Record once, replay: mutad-replay next to the traced gradient it replaces
+
+
+def _measured(result):
+    return result["status"] in ("ok", "wrong") and bool(result.get("gradient_seconds"))
+
+
+def _traced_row(results, replay_row):
+    """The measured mutad-restore row of the same workload and size, or None."""
+    for r in results:
+        if (r["system"] == peers.TRACED_SYSTEM and r["workload"] == replay_row["workload"]
+                and r["params"] == replay_row["params"] and _measured(r)):
+            return r
+    return None
+
+
+def annotate_first_calls(results):
+    """Give each measured mutad-replay row ``first_call_over_traced``: its first (recording)
+    call's time over the median traced gradient of mutad-restore at the same size in the same
+    run, or None where mutad-restore did not run."""
+    for row in results:
+        if row["system"] == peers.REPLAY_SYSTEM and _measured(row):
+            traced = _traced_row(results, row)
+            row["first_call_over_traced"] = (
+                row["first_call_seconds"] / _median(traced["gradient_seconds"])
+                if traced else None)
+    return results
+
+
+REPLAY_HEADER = ["workload", "size", "replays", "traced ms", "recording ms", "rec/traced",
+                 "rec/traced 1st", "later ms", "later/traced", "later/NumPy fwd", "kept MiB",
+                 "traced kept MiB"]
+
+
+def _ratio(numerator, denominator):
+    return None if numerator is None or not denominator else numerator / denominator
+
+
+def _replay_rows(results, workload_names):
+    """The table's rows, and the reasons mutad gave for the programs it traces on every call
+    instead of replaying them, numbered as the rows refer to them."""
+    rows, reasons = [], []
+    for name in workload_names:
+        for replay in results:
+            if (replay["workload"] != name or replay["system"] != peers.REPLAY_SYSTEM
+                    or not _measured(replay)):
+                continue
+            traced = _traced_row(results, replay) or {}
+            traced_seconds = _median(traced.get("gradient_seconds") or [])
+            later_seconds = _median(replay["gradient_seconds"])
+            milliseconds = [None if t is None else 1e3 * t for t in
+                            (traced_seconds, replay["first_call_seconds"], later_seconds)]
+            kept = [r.get("kept_mib") for r in (replay, traced)]
+            reason = replay.get("traced_instead")
+            if reason and reason not in reasons:
+                reasons.append(reason)
+            rows.append([
+                f"{WORKLOADS[name].label} {name}", size_label(replay["params"]),
+                f"no ({reasons.index(reason) + 1})" if reason else "yes",
+                _number(milliseconds[0]), _number(milliseconds[1]),
+                _number(replay.get("first_call_over_traced")),
+                _number(_ratio(replay["first_call_seconds"], traced.get("first_call_seconds"))),
+                _number(milliseconds[2]), _number(_ratio(later_seconds, traced_seconds)),
+                format_spread(replay["ratios"]),
+                *("-" if k is None else f"{k:.1f}" for k in kept),
+            ])
+    return rows, [f"({i}) traced on every call: {reason}" for i, reason in
+                  enumerate(reasons, start=1)]
+
+
+def format_replay(results, workload_names, markdown=False):
+    """mutad-replay against mutad-restore per workload and size (the figures of issue 13's
+    targets), or "" when mutad-replay was not measured."""
+    rows, notes = _replay_rows(results, workload_names)
+    if not rows:
+        return ""
+    title = ("mutad-replay: the first call records, later calls replay; against mutad-restore, "
+             "traced on every call (ms, medians)")
+    if not markdown:
+        return "\n".join([title, *_columns(REPLAY_HEADER, rows), *notes])
+    lines = [f"**{title}**", "", "| " + " | ".join(REPLAY_HEADER) + " |",
+             "|" + "---|" * len(REPLAY_HEADER)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines + ([""] + [f"{note}  " for note in notes] if notes else []))
+
+
+# ----------------------------------------------------------------------------------------------
 # Files
 
 CSV_FIELDS = [
@@ -283,7 +396,8 @@ CSV_FIELDS = [
     "sampled_extra_mib", "memory_method", "numpy_forward_peak_extra_mib", "rounds",
     "gradient_seconds_median", "gradient_seconds_min", "gradient_seconds_max",
     "numpy_forward_seconds_median", "ratio_to_numpy_median", "ratio_to_numpy_min",
-    "ratio_to_numpy_max", "ratio_to_own_forward_median", "first_call_seconds", "loss",
+    "ratio_to_numpy_max", "ratio_to_own_forward_median", "first_call_seconds",
+    "first_call_over_traced", "kept_mib", "traced_instead", "loss",
     "loss_error", "gradient_error", "finite_difference_error", "ok", "python", "numpy_version",
     "cpu", "processor_count", "method",
 ]
@@ -317,6 +431,9 @@ def csv_rows(results, facts):
             "ratio_to_numpy_max": max(ratios) if ratios else None,
             "ratio_to_own_forward_median": _median(r.get("peer_ratios") or []),
             "first_call_seconds": r.get("first_call_seconds"),
+            "first_call_over_traced": r.get("first_call_over_traced"),
+            "kept_mib": r.get("kept_mib"),
+            "traced_instead": r.get("traced_instead"),
             "loss": checks.get("loss"), "loss_error": checks.get("loss_error"),
             "gradient_error": checks.get("gradient_error"),
             "finite_difference_error": checks.get("finite_difference_error"),

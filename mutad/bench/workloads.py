@@ -476,6 +476,59 @@ HEAT_EXPLICIT = Workload(
 
 
 # ----------------------------------------------------------------------------------------------
+# Explicit heat one point at a time: the scalar loops of teaching codes (CFD courses write the
+# stencil as a loop over i before they vectorise it).
+
+
+def explicit_heat_scalar(u, target, weights, steps):
+    """heat-explicit's scheme written one element at a time: each step copies ``u`` into ``un``
+    and updates the interior points of ``u`` in place in a Python loop, then the same misfit.
+    Every update reads only ``un``, so the steps are those of :func:`explicit_heat`."""
+    r = EXPLICIT_HEAT_DIFFUSION_NUMBER
+    n = len(u)
+    for _ in range(steps):
+        un = u.copy()
+        for i in range(1, n - 1):
+            u[i] += r * (un[i + 1] - 2 * un[i] + un[i - 1])
+    difference = u - target
+    return np.sum(weights * difference * difference)
+
+
+def build_explicit_heat_scalar(n=200, steps=100):
+    u0, target, weights = explicit_heat_inputs(n)
+    return Problem(
+        params={"n": n, "steps": steps},
+        args=(u0, target, weights, steps),
+        argnums=(0,),
+        numpy_forward=lambda u0, target, weights, steps: explicit_heat_scalar(
+            u0.copy(), target, weights, steps),
+        loss=explicit_heat_scalar,
+        # Vectorised and out of place: the same arithmetic on each element, none of the loops.
+        reference_loss=lambda: explicit_heat_out_of_place(u0, target, weights, steps),
+        operations=steps * (n - 2),
+        state_bytes=u0.nbytes,
+    )
+
+
+HEAT_SCALAR = Workload(
+    name="heat-scalar",
+    label="scalar",
+    summary="heat-explicit one point at a time: T times un = u.copy(), then "
+            "u[i] += r*(un[i+1] - 2*un[i] + un[i-1]) for each i; time per point update "
+            "(torch: the same loops in place; jax: nested lax.fori_loop of u.at[i].add, "
+            "jitted; autograd: the loops on a list of scalars)",
+    build=build_explicit_heat_scalar,
+    sizes={
+        "full": [{"n": 200, "steps": steps} for steps in (10, 100)],
+        "quick": [{"n": 100, "steps": 10}],
+        "tiny": [{"n": 10, "steps": 2}],
+    },
+    time_unit="us/update",
+    steps_parameter="steps",
+)
+
+
+# ----------------------------------------------------------------------------------------------
 # W6 bratu-gs: red-black nonlinear Gauss-Seidel sweeps, whose writes cannot be inverted.
 
 BRATU_C = -1e-3
@@ -566,9 +619,10 @@ BRATU = Workload(
 
 
 WORKLOADS = {workload.name: workload for workload in (
-    ADDVECS, LEAPFROG, IMPLICIT_HEAT, SMALL_OPS, BIG_ELEMENTWISE, BRATU, HEAT_EXPLICIT)}
+    ADDVECS, LEAPFROG, IMPLICIT_HEAT, SMALL_OPS, BIG_ELEMENTWISE, BRATU, HEAT_EXPLICIT,
+    HEAT_SCALAR)}
 """Every workload by name, in the order tables list them."""
 
 DEFAULT_WORKLOADS = ("addvecs", "leapfrog", "implicit-heat", "small-ops", "big-elementwise",
-                     "bratu-gs")
-"""The workloads W1-W6: what runs when no workload is chosen."""
+                     "bratu-gs", "heat-scalar")
+"""What runs when no workload is chosen: W1-W6 and the scalar loops of heat-scalar."""
