@@ -202,7 +202,8 @@ class Pure:
                 operands = False
         if operands and not kwargs and ufunc in ARITHMETIC:
             self.ufunc = ARITHMETIC[ufunc]
-        self.kwargs = kwargs
+        self.at = tuple(self.at)
+        self.kwargs = kwargs or None
         self.out = out
         self.rule = rule
         self.reads = reads
@@ -219,7 +220,7 @@ class Pure:
                         or place.shape != buffer.shape or place.dtype != buffer.dtype:
                     return
                 lean.append((i, rule.partials[i], i == traced[-1], place))
-            self.lean = lean
+            self.lean = tuple(lean)
 
     def __call__(self, values, tape):
         vals = self.args.copy()
@@ -748,7 +749,11 @@ class Recorder:
         y = self._run(unwrapped_ufunc, ufunc, inputs, out, kwargs, rule, tape, values, pattern)
         if self.reason is not None:
             return y
-        args = [self.spec(x) for x in inputs]
+        slots = self.slots
+        args = []
+        for x in inputs:  # self.spec, for the common case inline
+            slot = slots.get(id(x)) if type(x) is Traced and x.tape is tape else None
+            args.append(self.spec(x) if slot is None else Slot(slot))
         settings = {}
         if kwargs:
             settings = self.spec({k: v for k, v in kwargs.items() if k != "out"})
