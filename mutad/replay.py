@@ -29,12 +29,17 @@ the arrays it closes over (a random draw, a global number that is rebound) is re
 when the program was recorded, as under ``jax.jit``. Pass what changes between calls as an
 argument.
 
-Whatever the recording meets that no step can redo (an in-place rule, a plain value computed
-from a traced one, such as a comparison, a nested differentiation) leaves that signature traced
-on every call, correct but not faster; :attr:`Replayed.reasons` says why.
+A plain value computed from a traced one (a comparison, an index) comes back, while
+recording, as a constant of the tape, so that Python's decisions on it are seen. An operation
+the engine records in ways no step of its own redoes (a scatter, ``ufunc.at``, an in-place
+rule) is a :class:`Reenter` step: the engine's operation again, on traced arrays made for the
+call. What a replay cannot redo at all (a differentiation nested in ``f``, a temporary that
+tracing would recompute in its reverse pass) leaves that signature traced on every call,
+correct but not faster; :attr:`Replayed.reasons` says why.
 """
 
 import collections
+import gc
 import operator
 import threading
 import types
@@ -43,17 +48,16 @@ import numpy as np
 
 from .arguments import Originals, check_argnums
 from .levels import ACTIVE
-from .shadows import Buffer, Place, Shadows
-from .tape import Record, Tape, Write
-from .trees import flatten
-from .registry import FUNCTIONS, ONE, UFUNCS
-from .tracing import (CopyBack, Elementwise, ReverseTape, Traced, _differentiable, _exactly,
-                      _function_pullback, _gather_pullback, _may_overlap, _read_by_partials,
-                      _write_pullback, apply_function, constant, elementwise_kept,
-                      check_constants, fresh_value, on_constants, plain, thaw,
-                      unwrapped_ufunc)
 from .products import times
 from .recompute import Lazy, small
+from .registry import FUNCTIONS, ONE, UFUNCS
+from .shadows import Buffer, Place, Shadows
+from .tape import Record, Tape, Write
+from .tracing import (CopyBack, Elementwise, ReverseTape, Traced, _differentiable, _exactly,
+                      _function_pullback, _gather_pullback, _may_overlap, _read_by_partials,
+                      _write_pullback, apply_function, check_constants, constant,
+                      elementwise_kept, fresh_value, on_constants, plain, thaw, unwrapped_ufunc)
+from .trees import flatten
 from .views import address, overlaps_itself, owner, same_region, views
 
 CACHE_SIZE = 8
@@ -80,28 +84,31 @@ class Slot:
         self.index = index
 
 
-def resolve(spec, values):
-    """``spec`` with every :class:`Slot` replaced by its value in this call."""
+def resolve(spec, values, wrapped=None):
+    """``spec`` with every :class:`Slot` replaced by its value in this call, or by the traced
+    array ``wrapped`` has for it (:class:`Reenter`)."""
     kind = type(spec)
     if kind is Slot:
+        if wrapped is not None and spec.index in wrapped:
+            return wrapped[spec.index]
         return values[spec.index]
     if kind is tuple or kind is list:
-        return kind(resolve(item, values) for item in spec)
+        return kind(resolve(item, values, wrapped) for item in spec)
     if kind is dict:
-        return {key: resolve(item, values) for key, item in spec.items()}
+        return {key: resolve(item, values, wrapped) for key, item in spec.items()}
     return spec
 
 
-def _slots(spec):
-    kind = type(spec)
-    if kind is Slot:
-        yield spec.index
-    elif kind is tuple or kind is list:
-        for item in spec:
-            yield from _slots(item)
-    elif kind is dict:
-        for item in spec.values():
-            yield from _slots(item)
+def within(tree, kind):
+    """The items of type ``kind`` in ``tree``, at any depth of tuples, lists and dicts."""
+    if type(tree) is kind:
+        yield tree
+    elif type(tree) in (tuple, list):
+        for item in tree:
+            yield from within(item, kind)
+    elif type(tree) is dict:
+        for item in tree.values():
+            yield from within(item, kind)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -129,8 +136,8 @@ def _as_is(y):
 
 
 class Call:
-    """``function(*args, **kwargs)``, whose results the program holds as ``outputs`` says: a
-    :class:`Slot` and the conversion for each traced array among them (None elsewhere)."""
+    """``function(*args, **kwargs)``, whose results the program holds as ``outputs`` says
+    (``_store``)."""
 
     __slots__ = ("function", "args", "kwargs", "outputs")
 
@@ -499,22 +506,9 @@ class Reenter:
             buffer.low = address(value) - (buffer.offset if whole else offset)
             buffer.constant, buffer.read = constant, read
             wrapped[slot] = Traced(value, buffer, tape, whole)
-        y = self.operation(*_wrapped(self.args, values, wrapped),
-                           **_wrapped(self.kwargs, values, wrapped))
+        y = self.operation(*resolve(self.args, values, wrapped),
+                           **resolve(self.kwargs, values, wrapped))
         _store(self.outputs, y, values)
-
-
-def _wrapped(spec, values, wrapped):
-    """``resolve``, with the traced arrays ``wrapped`` in place of their slots' values."""
-    kind = type(spec)
-    if kind is Slot:
-        t = wrapped.get(spec.index)
-        return values[spec.index] if t is None else t
-    if kind is tuple or kind is list:
-        return kind(_wrapped(item, values, wrapped) for item in spec)
-    if kind is dict:
-        return {key: _wrapped(item, values, wrapped) for key, item in spec.items()}
-    return spec
 
 
 def _value_of(y):
@@ -538,7 +532,7 @@ class Free:
 def _read_slots(step):
     """The slots a step reads or writes."""
     for name in ("args", "kwargs", "key"):
-        yield from _slots(getattr(step, name, None))
+        yield from (slot.index for slot in within(getattr(step, name, None), Slot))
     for name in ("target", "source", "slot"):
         slot = getattr(step, name, None)
         if type(slot) is int:
@@ -588,8 +582,9 @@ class Recorder:
     The engine asks it at each door (``ready`` says it is not inside a step already): it runs
     the operation as the engine would, with ``ready`` off so that the operations inside it are
     not steps of their own, and then writes the step. ``ReverseTape.record`` and
-    ``write_constant`` report what happens outside any step; that, or anything else a step
-    cannot redo, is ``refuse``d, and the program is dropped (``reason`` says why)."""
+    ``write_constant`` report what the engine records outside any step (``outside``): inside a
+    ``door`` that makes the door a :class:`Reenter` step; elsewhere, as anything else no step
+    can redo, it is ``refuse``d, and the program is dropped (``reason`` says why)."""
 
     def __init__(self, tape):
         self.tape = tape
@@ -602,6 +597,7 @@ class Recorder:
         # decisions on them are guarded as on traced values (``derive``).
         self.derived = set()
         self.soft = None  # inside a door: what the engine recorded outside a step
+        self.paused = False  # whether the recording holds the garbage collector off
 
     def outside(self, what):
         """The engine recorded ``what`` outside a step: inside a door (``door``), the door
@@ -617,7 +613,7 @@ class Recorder:
         and the whole operation is one :class:`Reenter` step."""
         mark = len(self.steps)
         traced = {}
-        for x in _traced_within((args, kwargs)):
+        for x in within((args, kwargs), Traced):
             slot = self.slots.get(id(x))
             if slot is None or x.tape is not self.tape:
                 continue  # spec() refuses it below
@@ -654,9 +650,23 @@ class Recorder:
         if self.reason is None:
             self.reason = reason
             self.tape.recorder = None  # the rest of the call is traced as usual
+            self.collect()
             # and the arrays it holds let go: whether the program still holds a temporary
             # decides whether tracing reads or recomputes it, which is not always the same bits
             self.steps, self.slots, self.objects = [], {}, []
+
+    def pause_collector(self):
+        """A recording holds every object the traced call makes until it ends; the cyclic
+        garbage collector, run by their number, would walk them again and again (half the cost
+        of recording a long program of scalar operations). It waits until the recording ends
+        (``collect``)."""
+        self.paused = gc.isenabled()
+        gc.disable()
+
+    def collect(self):
+        if self.paused:
+            self.paused = False
+            gc.enable()
 
     def recomputed(self, record):
         """Refuse if the traced call's ``record`` keeps a stand-in for a value it recomputes
@@ -706,13 +716,8 @@ class Recorder:
 
     def depends(self, items):
         """Whether a traced array, or a constant computed from one, is among ``items``."""
-        for x in _items(items):
-            if type(x) is Traced and x.tape is self.tape and (
-                    not x.buffer.constant or id(x.buffer) in self.derived):
-                return True
-            if type(x) is dict and self.depends(list(x.values())):
-                return True
-        return False
+        return any(x.tape is self.tape and (not x.buffer.constant or id(x.buffer) in self.derived)
+                   for x in within(items, Traced))
 
     def derive(self, y, depends):
         """``y``, an operation's result; if it ``depends`` on traced values, each NumPy array
@@ -924,18 +929,6 @@ def _first_of(rule):
     return outputs
 
 
-def _traced_within(tree):
-    kind = type(tree)
-    if kind is Traced:
-        yield tree
-    elif kind is tuple or kind is list:
-        for item in tree:
-            yield from _traced_within(item)
-    elif kind is dict:
-        for item in tree.values():
-            yield from _traced_within(item)
-
-
 def _items(args):
     for x in args:
         if type(x) in (list, tuple):
@@ -971,6 +964,9 @@ class Program:
         self.steps = with_frees(self.steps, {
             slot for slot, x in enumerate(recorder.objects)
             if slot != self.output and _nbytes((x,)) >= FREED})
+        # The plain arrays the steps read as they are on each call (what f closes over)
+        self.read = list({id(a): a for step in self.steps for name in ("args", "kwargs", "key")
+                          for a in within(getattr(step, name, None), np.ndarray)}.values())
         # The lean pullbacks assume no two buffers share a shadow, which only the engine's
         # path for large elementwise cotangents makes (``tracing._sharing``).
         if any(type(step) in (Pure, ElementwiseWrite) and not small(step.buffer)
@@ -978,6 +974,12 @@ class Program:
             for step in self.steps:
                 if type(step) is Pure:
                     step.lean = None
+
+    def aliases(self, leaves):
+        """Whether an argument shares memory with an array the program reads as a constant:
+        tracing would keep that array read-only, and refuse a write into the argument."""
+        return any(type(x) is np.ndarray and np.may_share_memory(x, a)
+                   for x in leaves for a in self.read)
 
     def run(self, leaves):
         """``(value, gradients per leaf)`` for the flattened arguments ``leaves``; raises
@@ -1052,12 +1054,14 @@ class Recording:
         for leaf, t in zip(run.leaves, run.traced, strict=True):
             recorder.bind(t if t is not None else leaf)
         tape.recorder = recorder
+        recorder.pause_collector()
 
     def end(self, run, y):
         recorder = self.recorder
         if recorder is None:
             return
         run.tape.recorder = None
+        recorder.collect()
         if type(y) is Traced and id(y) not in recorder.slots:
             recorder.refuse("a result mutad made outside the operations a replay redoes")
         if recorder.reason is not None:
@@ -1069,6 +1073,7 @@ class Recording:
         """Once the traced call is over: the buffers the program names forget the first
         call's arrays (``shadows.Buffer.ref``), which the program must not keep alive."""
         if self.recorder is not None:
+            self.recorder.collect()  # also if the call raised
             for x in self.recorder.objects:
                 if type(x) is Traced:
                     x.buffer.ref = x.buffer.origin = None
@@ -1216,10 +1221,13 @@ class Replayed:
         key = signature(
             [(leaves, structure(arg)) for (leaves, _), arg in zip(parts, (*args, kwargs))])
         program = None if key is None else self.programs.get(key)
+        flat = [leaf for leaves, _ in parts for leaf in leaves]
+        if type(program) is Program and program.aliases(flat):
+            return self.trace(self.f, args, kwargs, self.argnums, self.policy, False)
         if type(program) is Program:
             self.programs.move_to_end(key)
             try:
-                value, grads = program.run([leaf for leaves, _ in parts for leaf in leaves])
+                value, grads = program.run(flat)
             except GuardFailed:
                 self.failures[key] += 1
                 if self.failures[key] >= FAILED_GUARDS:

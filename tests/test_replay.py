@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import mutad
 import random_programs as rp
+from mutad.bench.workloads import big_elementwise
 
 POLICIES = ("restore", "checkpoint")
 
@@ -102,6 +103,23 @@ def test_float_scalar_arguments_give_float_gradients():
 
 # ----------------------------------------------------------------------------------------------
 # Guards and signatures
+
+
+def test_an_argument_sharing_memory_with_a_constant_of_the_program_is_traced():
+    weights = np.linspace(1.0, 2.0, 6)
+
+    def f(x):
+        y = x * weights                   # weights: read as a constant
+        x *= 2.0                          # a write into the argument
+        return (y * x).sum() + (weights * weights).sum()
+
+    replaying = mutad.grad(f, replay=True)
+    x = np.ones(6)
+    assert same(replaying(x), mutad.grad(f)(x.copy()))
+    assert same(replaying(x), mutad.grad(f)(x.copy()))
+    with pytest.raises(mutad.MutadError):  # traced, which refuses it
+        replaying(weights)
+    assert same(weights, np.linspace(1.0, 2.0, 6))
 
 
 def test_a_new_shape_dtype_or_aliasing_is_a_new_program():
@@ -244,17 +262,7 @@ def test_what_a_replay_cannot_follow_is_traced_on_every_call_with_a_reason():
 def test_the_recording_call_of_a_refused_program_is_the_traced_call():
     """A recording that is refused lets go of the arrays it held at once: the traced call then
     reads or recomputes the same temporaries as without recording, to the same bits."""
-    def f(x):
-        a = np.sin(x)
-        a *= x
-        b = np.tanh(a)
-        b += x
-        b *= -0.1
-        c = np.exp(b)
-        c *= a
-        np.cos(c, out=c)
-        return c.sum()
-
+    f = big_elementwise  # W5
     x = np.linspace(-3.0, 3.0, 1000)
     replaying = mutad.grad(f, replay=True)
     recorded, again = replaying(x), replaying(x)
@@ -294,6 +302,27 @@ def test_threads_share_a_replayed_function():
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda x: replaying(x.copy()), inputs))
     assert all(same(a, b) for a, b in zip(got, expected))
+
+
+def test_the_garbage_collector_runs_again_once_a_recording_ends():
+    import gc
+
+    def fails(x):
+        y = x * 2.0
+        raise ValueError("f's own error")
+
+    def refused(x):
+        inner = mutad.grad(lambda y: (y * y).sum())(x)  # nested: refused midway
+        assert gc.isenabled()
+        return (inner * x).sum()
+
+    assert gc.isenabled()
+    with pytest.raises(ValueError, match="f's own error"):
+        mutad.grad(fails, replay=True)(np.ones(2))
+    assert gc.isenabled()
+    mutad.grad(refused, replay=True)(np.ones(2))
+    mutad.grad(small_ops, replay=True)(np.ones(3))
+    assert gc.isenabled()
 
 
 def test_the_cache_keeps_a_bounded_number_of_programs():
