@@ -171,29 +171,45 @@ def test_a_failed_guard_leaves_the_callers_arrays_as_they_were():
     assert same(got[0], expected[0]) and same(got[1], expected[1])
 
 
+SCALE = np.full(3, 2.0)
+
+
+def scaled(x):
+    return (x * SCALE).sum()
+
+
 def test_what_the_function_closes_over_is_guarded_by_identity():
+    global SCALE
+    x = np.ones(3)
+    replaying = mutad.grad(scaled, replay=True)
+    assert same(replaying(x), np.full(3, 2.0))
+    SCALE[:] = 4.0                        # the same array, changed: read as it is now
+    assert same(replaying(x), np.full(3, 4.0))
+    saved = SCALE
+    try:
+        SCALE = np.full(3, 5.0)           # a global f names, rebound: recorded again
+        assert same(replaying(x), np.full(3, 5.0))
+        assert same(replaying(x), np.full(3, 5.0))
+    finally:
+        SCALE = saved
+
     def make(scale):
         def f(x):
             return (x * scale).sum()
         return f
 
-    scale = np.full(3, 2.0)
+    for scale in (3.0, 7.0):              # a closure over a number: a function of its own
+        assert same(mutad.grad(make(scale), replay=True)(x), np.full(3, scale))
+
+    factor = 3.0
 
     def f(x):
-        return (x * scale).sum()
+        return (x * factor).sum()
 
     replaying = mutad.grad(f, replay=True)
-    x = np.ones(3)
-    assert same(replaying(x), np.full(3, 2.0))
-    scale[:] = 4.0                        # the same array, changed: read as it is now
-    assert same(replaying(x), np.full(3, 4.0))
-    globals_before = dict(globals())
-    try:
-        globals()["np"] = np                # rebinding a name f uses clears its programs
-        assert same(replaying(x), np.full(3, 4.0))
-    finally:
-        globals().update(globals_before)
-    assert same(mutad.grad(make(3.0), replay=True)(x), np.full(3, 3.0))
+    assert same(replaying(x), np.full(3, 3.0))
+    factor = 6.0                          # the cell f closes over, rebound: recorded again
+    assert same(replaying(x), np.full(3, 6.0))
 
 
 def test_comparisons_indices_and_loop_trip_counts_are_guarded():
