@@ -994,6 +994,11 @@ class Program:
         for key, saved in self.saves.items():
             tape.guard(key, lambda saved=saved: [originals.keep(leaves[j]) for j in saved])
         ACTIVE.running.append(tape)  # the engine's own operations (Reenter) run on it
+        # A long program is many objects the cyclic garbage collector would walk on every
+        # collection its records trigger (at 20,000 operations, half the replay's time); what
+        # a replay frees, it frees by reference count, so the collector waits until it ends
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             for step in self.steps:
                 step(values, tape)
@@ -1020,6 +1025,8 @@ class Program:
                 g = shadows.release(place, hand_over=keys.count(key) == 1)
                 grads.append(float(g) if scalar else g)
         finally:
+            if collecting:
+                gc.enable()
             ACTIVE.running.remove(tape)
             tape.records.clear()
             thaw(tape)

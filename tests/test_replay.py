@@ -320,7 +320,7 @@ def test_threads_share_a_replayed_function():
     assert all(same(a, b) for a, b in zip(got, expected))
 
 
-def test_the_garbage_collector_runs_again_once_a_recording_ends():
+def test_the_garbage_collector_runs_again_once_a_recording_or_a_replay_ends():
     import gc
 
     def fails(x):
@@ -337,7 +337,13 @@ def test_the_garbage_collector_runs_again_once_a_recording_ends():
         mutad.grad(fails, replay=True)(np.ones(2))
     assert gc.isenabled()
     mutad.grad(refused, replay=True)(np.ones(2))
-    mutad.grad(small_ops, replay=True)(np.ones(3))
+    replaying = mutad.grad(small_ops, replay=True)
+    replaying(np.ones(3))
+    assert gc.isenabled()
+    replaying(np.ones(3))                 # a replay holds it off too
+    assert gc.isenabled()
+    with pytest.raises(TypeError):
+        replaying(np.ones(3), np.ones(3))
     assert gc.isenabled()
 
 
