@@ -159,14 +159,17 @@ scalar arithmetic for NumPy scalars (the values a replay holds for read-only 0-d
 
 
 class Out:
-    """Where a step stores a traced array it made: its slot, and ``convert``, which makes the
-    value NumPy gave the value the traced array held (see ``as_constant``)."""
+    """Where a step stores a traced array it made: its slot, ``convert``, which makes the
+    value NumPy gave the value the traced array held (see ``as_constant``), and the shape it
+    had when recorded: a guard, since a shape may depend on values (``x[x > 0]``), and the
+    program's later steps on it were recorded for that one."""
 
-    __slots__ = ("slot", "convert")
+    __slots__ = ("slot", "convert", "shape")
 
-    def __init__(self, slot, convert):
+    def __init__(self, slot, convert, t):
         self.slot = slot
         self.convert = convert
+        self.shape = t.value.shape
 
 
 def _store(outputs, y, values):
@@ -175,7 +178,10 @@ def _store(outputs, y, values):
     if outputs is None:
         return
     if type(outputs) is Out:
-        values[outputs.slot] = outputs.convert(y)
+        value = outputs.convert(y)
+        if value.shape != outputs.shape:
+            raise GuardFailed
+        values[outputs.slot] = value
         return
     for out, item in zip(outputs, y, strict=True):
         _store(out, item, values)
@@ -402,12 +408,15 @@ class Gather:
         self.key = key
         self.out = out
         self.place = record.inputs[0]
-        self.buffer = record.outputs[0]
+        self.buffer = record.outputs[0]  # its shape is a guard (``Out``): x[x > 0]
         self.repeats = record.state
 
     def __call__(self, values, tape):
         key = resolve(self.key, values)
-        values[self.out] = values[self.source][key]
+        y = values[self.source][key]
+        if y.shape != self.buffer.shape:
+            raise GuardFailed
+        values[self.out] = y
         if self.repeats or type(self.place) is not Buffer:
             tape.records.append(Record(operator.getitem, [self.place, key], None,
                                        (self.buffer,), None, self.repeats, _gather_pullback))
@@ -641,7 +650,7 @@ class Recorder:
             if y.buffer not in buffers:
                 self.refuse("an operation that records its own new arrays")
                 return None
-            return Out(self.bind(y), _value_of)
+            return Out(self.bind(y), _value_of, y)
         if type(y) in (tuple, list):
             return tuple(self._reentered(item, buffers) for item in y)
         return None
@@ -709,7 +718,7 @@ class Recorder:
             if id(y) in self.slots:
                 return None  # the array itself (``np.asarray(x)``, an ``out=``)
             convert = as_constant if y.buffer.constant else fresh_value
-            return Out(self.bind(y), convert)
+            return Out(self.bind(y), convert, y)
         if type(y) in (tuple, list) or (isinstance(y, tuple) and hasattr(y, "_fields")):
             return tuple(self.outputs(item) for item in y)
         return None
@@ -839,7 +848,7 @@ class Recorder:
         if type(y) is Traced:
             if id(y) in self.slots:
                 return None
-            return Out(self.bind(y), _as_is if y.buffer in leaves else as_fresh)
+            return Out(self.bind(y), _as_is if y.buffer in leaves else as_fresh, y)
         if type(y) in (tuple, list) or (isinstance(y, tuple) and hasattr(y, "_fields")):
             return tuple(self._function_outputs(item, leaves) for item in y)
         if isinstance(y, (np.ndarray, np.generic)):
@@ -885,7 +894,7 @@ class Recorder:
         source = self.spec(x)
         if type(source) is Slot:
             self.steps.append(Call(operator.getitem, (source, self.spec(key)), {},
-                                   Out(self.bind(y), _as_is)))
+                                   Out(self.bind(y), _as_is, y)))
 
     def constant_setitem(self, x, key, value):
         tape = self.tape
@@ -905,7 +914,7 @@ class Recorder:
             return
         function, args, kwargs = made
         self.steps.append(Call(function, self.spec(args), self.spec(kwargs),
-                               Out(self.bind(t), as_constant)))
+                               Out(self.bind(t), as_constant, t)))
 
     def guard(self, x, taken):
         slot = self.slots.get(id(x))

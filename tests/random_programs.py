@@ -976,6 +976,16 @@ def _replay_twice(program, policy, loss, argnums, replaying, outcome):
                 outcome.refused.append(f"replay {type(error).__name__}: "
                                        f"{str(error).splitlines()[0]}")
                 return
+            except Exception as error:  # noqa: BLE001 - a crash, unless tracing raises it too
+                _check_bytes(buffers, before, "after an error in a replay")
+                try:
+                    mutad.value_and_grad(loss, argnums=argnums, policy=policy)(
+                        *program.make()[1])
+                except type(error):
+                    return
+                raise ProgramFailure("replay", f"policy={policy!r}: the replay raised "
+                                     f"{type(error).__name__}: {error}; tracing does not") \
+                    from error
             _check_bytes(buffers, before, f"after a replay ({policy!r})")
             expected = mutad.value_and_grad(loss, argnums=argnums, policy=policy)(
                 *program.make()[1])

@@ -231,6 +231,18 @@ def test_comparisons_indices_and_loop_trip_counts_are_guarded():
     assert program_count(replaying) == 1 and not replaying.reasons
 
 
+def test_a_shape_that_depends_on_values_is_guarded():
+    def f(x):
+        x[x > -0.5] *= 2.0                # a gather, then a scatter, of a data-dependent size
+        y = x[np.flatnonzero(x < 0.5)]
+        return (x * x).sum() + (y * y).sum()
+
+    rng = np.random.default_rng(5)
+    calls = [(rng.uniform(-1, 1, 8),) for _ in range(6)]  # the counts differ from call to call
+    replaying = replayed_like_traced(f, calls)
+    assert program_count(replaying) == 1
+
+
 def test_integer_and_float_conversions_of_computed_values_are_guarded():
     def f(x):
         n = np.zeros(1)
