@@ -953,8 +953,9 @@ def _items(args):
 class Program:
     """The steps of one recorded call, and how to run them on another call's arguments."""
 
-    def __init__(self, recorder, run, y):
+    def __init__(self, recorder, run, y, aux=None):
         self.steps = recorder.steps
+        self.aux = aux  # (leaves, rebuild) of the aux output, leaves Slots or values
         self.size = len(recorder.objects)
         self.policy = run.tape.policy
         self.inputs = []  # per leaf: (slot, is a float scalar), slot None if not an array
@@ -1011,6 +1012,11 @@ class Program:
         try:
             for step in self.steps:
                 step(values, tape)
+            aux = None
+            if self.aux is not None:  # plain copies, as f returned them (api._loss_and_aux)
+                held, rebuild = self.aux
+                aux = rebuild([_detached(values[x.index]) if type(x) is Slot else x
+                               for x in held])
             shadows = Shadows()
             if self.output is None:
                 value = self.constant
@@ -1040,7 +1046,14 @@ class Program:
             tape.records.clear()
             thaw(tape)
             originals.restore()
-        return value, grads
+        return (value if self.aux is None else (value, aux)), grads
+
+
+def _detached(x):
+    """A value of the program as a plain copy (NumPy's scalar for a 0-d array)."""
+    if isinstance(x, np.generic):
+        return x
+    return x[()] if x.ndim == 0 else x.copy()
 
 
 def _place(t):
@@ -1056,7 +1069,8 @@ class Recording:
     once the arguments are traced, ``end`` once the function returned; ``program`` is then
     the recorded program, or None (``reason`` says why)."""
 
-    def __init__(self):
+    def __init__(self, has_aux=False):
+        self.has_aux = has_aux  # f returns (loss, aux)
         self.recorder = None
         self.program = None
         self.reason = None
@@ -1078,12 +1092,40 @@ class Recording:
             return
         run.tape.recorder = None
         recorder.collect()
+        aux = None
+        if self.has_aux:
+            if not (isinstance(y, (tuple, list)) and len(y) == 2):
+                recorder.refuse("has_aux=True, but f did not return a pair")
+            else:
+                y, aux = y
+                aux = self._aux(recorder, aux)
         if type(y) is Traced and id(y) not in recorder.slots:
             recorder.refuse("a result mutad made outside the operations a replay redoes")
         if recorder.reason is not None:
             self.reason = recorder.reason
         else:
-            self.program = Program(recorder, run, y)
+            self.program = Program(recorder, run, y, aux)
+
+    @staticmethod
+    def _aux(recorder, aux):
+        """``(leaves, rebuild)`` of the aux output: a slot for each array the program
+        computed, else the value itself (a Python number or string, the same on every call
+        the guards let through); an array from elsewhere is refused."""
+        leaves, rebuild = flatten(aux)
+        held = []
+        for leaf in leaves:
+            if type(leaf) is Traced:
+                slot = recorder.slots.get(id(leaf))
+                if slot is None:
+                    recorder.refuse("an aux output mutad made outside the operations a replay "
+                                    "redoes")
+                held.append(Slot(slot))
+            elif isinstance(leaf, (np.ndarray, np.generic)):
+                recorder.refuse("an aux output holding a NumPy value the replay does not "
+                                "compute")
+            else:
+                held.append(leaf)
+        return held, rebuild
 
     def seal(self):
         """Once the traced call is over: the buffers the program names forget the first
@@ -1189,9 +1231,8 @@ class Replayed:
         self.with_value = with_value
         self.has_aux = has_aux
         self.memory = memory
-        # Not replayed yet: an aux output, a memory budget (both traced on every call)
-        self.always = ("has_aux=True" if has_aux else
-                       "a memory budget (memory=)" if memory is not None else None)
+        # Not replayed yet: a memory budget (traced on every call)
+        self.always = "a memory budget (memory=)" if memory is not None else None
         self.programs = collections.OrderedDict()  # signature -> Program, or why it is traced
         # Programs share their buffers' descriptions between calls: one call at a time
         # replays, and one made meanwhile from another thread is traced
@@ -1212,16 +1253,16 @@ class Replayed:
         if self.always is not None:
             value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
                                       self.has_aux, self.memory)
-            if self.with_value:
-                return value, grads
-            return (grads, value[1]) if self.has_aux else grads
-        value, grads = self._value_and_gradient(args, kwargs)
-        return (value, grads) if self.with_value else grads
+        else:
+            value, grads = self._value_and_gradient(args, kwargs)
+        if self.with_value:
+            return value, grads
+        return (grads, value[1]) if self.has_aux else grads
 
     def _value_and_gradient(self, args, kwargs):
         selected, single = check_argnums(self.argnums, len(args))
         if ACTIVE.running or not self.lock.acquire(blocking=False):
-            return self.trace(self.f, args, kwargs, self.argnums, self.policy, False)
+            return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
         try:
             return self._replay_or_record(args, kwargs, selected, single)
         finally:
@@ -1239,7 +1280,7 @@ class Replayed:
         program = None if key is None else self.programs.get(key)
         flat = [leaf for leaves, _ in parts for leaf in leaves]
         if type(program) is Program and program.aliases(flat):
-            return self.trace(self.f, args, kwargs, self.argnums, self.policy, False)
+            return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
         if type(program) is Program:
             self.programs.move_to_end(key)
             try:
@@ -1258,10 +1299,11 @@ class Replayed:
                 grads = per_argument[selected[0]] if single else tuple(
                     per_argument[i] for i in selected)
                 return value, grads
-        recording = Recording() if key is not None and type(program) is not str else None
+        recording = (Recording(self.has_aux) if key is not None and type(program) is not str
+                     else None)
         try:
-            value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy, False,
-                                      recording=recording)
+            value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
+                                      self.has_aux, recording=recording)
         finally:
             if recording is not None:
                 recording.seal()

@@ -366,11 +366,32 @@ def test_the_cache_keeps_a_bounded_number_of_programs():
     assert len(replaying.programs) == mutad.replay.CACHE_SIZE
 
 
-def test_aux_outputs_and_budgets_are_traced():
-    replaying = mutad.grad(lambda x: ((x * x).sum(), x * 2), has_aux=True, replay=True)
+def test_aux_outputs_are_replayed_and_budgets_traced():
+    def f(x, k):
+        y = np.sin(x)
+        y *= 2.0
+        steps = 0
+        while y.sum() > 0.5:              # aux: a count Python kept, and arrays
+            y = y * 0.5
+            steps += 1
+        return (y * y).sum(), {"y": y, "steps": steps, "k": k, "first": y[0]}
+
+    replaying = mutad.value_and_grad(f, has_aux=True, replay=True)
+    traced = mutad.value_and_grad(f, has_aux=True)
+    for x in (np.linspace(0.1, 1.0, 4), np.linspace(0.2, 1.1, 4), np.linspace(0.1, 1.0, 4)):
+        got, expected = replaying(x, 3), traced(x.copy(), 3)
+        assert same(got[1], expected[1]) and same(got[0][0], expected[0][0])
+        aux, expected_aux = got[0][1], expected[0][1]
+        assert aux.keys() == expected_aux.keys() and all(
+            same(aux[k], expected_aux[k]) and type(aux[k]) is type(expected_aux[k])
+            for k in aux)
+    assert program_count(replaying) == 1 and not replaying.reasons
+    g, aux = mutad.grad(f, has_aux=True, replay=True)(np.ones(2), 1)
+    assert same(g, mutad.grad(f, has_aux=True)(np.ones(2), 1)[0]) and aux["k"] == 1
+
+    budget = mutad.grad(lambda x: (x * x).sum(), memory=1024, replay=True)
     for _ in range(2):
-        g, aux = replaying(np.arange(3.0))
-        assert same(g, 2 * np.arange(3.0)) and same(aux, 2 * np.arange(3.0))
+        assert same(budget(np.arange(3.0)), 2 * np.arange(3.0))
 
 
 # ----------------------------------------------------------------------------------------------
