@@ -12,7 +12,7 @@ the program as it runs: one *step* for each operation mutad handles where NumPy 
 (a ufunc, a function with a rule, an index, an assignment, an allocation). A step holds the
 same call again, for plain arrays, and what the tracing engine would record for it, built the
 way the engine builds it: the replay's reverse pass runs the engine's own pullbacks and undos
-(``Tape.replay``), so its gradients are the traced gradients bit for bit, and the restore and
+(``Tape.reverse``), so its gradients are the traced gradients bit for bit, and the restore and
 checkpoint policies decide each write afresh, on the values at hand.
 
 Every decision the program depends on is a *guard*:
@@ -1076,10 +1076,7 @@ class Recording:
         self.reason = None
 
     def start(self, run):
-        tape = run.tape
-        if tape.outer is not None:
-            self.reason = "a differentiation nested in another"
-            return
+        tape = run.tape  # never nested: Replayed traces without recording inside another
         self.recorder = recorder = Recorder(tape)
         for leaf, t in zip(run.leaves, run.traced, strict=True):
             recorder.bind(t if t is not None else leaf)
