@@ -77,13 +77,20 @@ def _times(dy, p, out):
 def _finite(p):
     """Whether every element of ``p`` is finite; may say no for a few huge ones (|p|² overflows
     in the dot product that checks a contiguous array at memory speed), which costs only time."""
-    if not hasattr(p, "dtype"):
+    kind = type(p)
+    if kind is float:
         return math.isfinite(p)
-    p = memory(p)
+    if kind is not np.ndarray:
+        if not hasattr(p, "dtype"):
+            return math.isfinite(p)
+        p = memory(p)
     if p.dtype.kind != "f":
         return True
-    if p.ndim == 0:
+    dimensions = p.ndim
+    if dimensions == 0:
         return math.isfinite(p)
+    if dimensions == 1:  # the method, not np.vdot: a third of the cost on a short array
+        return math.isfinite(p.dot(p))
     if p.flags.c_contiguous:
         return math.isfinite(np.vdot(p, p))
     return math.isfinite(np.sum(p))

@@ -47,6 +47,7 @@ import types
 import numpy as np
 
 from .arguments import Originals, check_argnums
+from .blocks import Block, indent
 from .levels import ACTIVE
 from .products import times
 from .recompute import Lazy, small
@@ -65,6 +66,11 @@ CACHE_SIZE = 8
 
 FREED = 1 << 14
 """Temporaries of this many bytes or more are let go after the last step that reads them."""
+
+COMPILE_AFTER = 1
+"""A program's runs of small elementwise steps are compiled into straight-line Python
+(:mod:`blocks`) after this many replays: a signature replayed once is likely to be replayed
+many times, and compiling costs about as much as a few traced calls."""
 
 FAILED_GUARDS = 4
 """A signature whose guards fail this many calls in a row is traced from then on: its program
@@ -97,6 +103,21 @@ def resolve(spec, values, wrapped=None):
     if kind is dict:
         return {key: resolve(item, values, wrapped) for key, item in spec.items()}
     return spec
+
+
+def resolver(spec):
+    """``lambda values: resolve(spec, values)``, made once for a step: only the slots are
+    looked up on each call."""
+    if not any(within(spec, Slot)):
+        return lambda values: spec
+    kind = type(spec)
+    if kind is Slot:
+        index = spec.index
+        return lambda values: values[index]
+    if kind is tuple or kind is list:
+        parts = [resolver(item) for item in spec]
+        return lambda values: kind([part(values) for part in parts])
+    return lambda values: resolve(spec, values)
 
 
 def within(tree, kind):
@@ -139,16 +160,17 @@ class Call:
     """``function(*args, **kwargs)``, whose results the program holds as ``outputs`` says
     (``_store``)."""
 
-    __slots__ = ("function", "args", "kwargs", "outputs")
+    __slots__ = ("function", "args", "kwargs", "outputs", "args_of", "kwargs_of")
 
     def __init__(self, function, args, kwargs, outputs):
         self.function = function
         self.args = args
         self.kwargs = kwargs
         self.outputs = outputs
+        self.args_of, self.kwargs_of = resolver(args), resolver(kwargs)
 
     def __call__(self, values, tape):
-        y = self.function(*resolve(self.args, values), **resolve(self.kwargs, values))
+        y = self.function(*self.args_of(values), **self.kwargs_of(values))
         _store(self.outputs, y, values)
 
 
@@ -285,6 +307,87 @@ class Pure:
             else:
                 existing[1] += g
 
+    def emit(self, code, k):
+        """This step's line in a :class:`blocks.Block`'s forward pass."""
+        at = dict(self.at)
+        vals = [code.value(at[i]) if i in at else code.bind(a) for i, a in enumerate(self.args)]
+        infix = INFIX.get(self.ufunc)
+        if infix is not None and len(vals) == 2:
+            operands = vals
+            if self.buffer.dtype == np.float64 and self.buffer.shape != ():
+                # NumPy takes longer over a Python float than over a float64 0-d array, for
+                # the same float64 loop on the same numbers (the partials see the float)
+                operands = [code.bind(np.array(a)) if type(a) is float else name
+                            for a, name in zip(self.args, vals)]
+            expression = f"{operands[0]} {infix} {operands[1]}"
+        else:
+            kwargs = f", **{code.bind(self.kwargs)}" if self.kwargs else ""
+            expression = f"{code.bind(self.ufunc)}({', '.join(vals)}{kwargs})"
+        y = code.made(self.out, expression, self.buffer.key in code.internal)
+        for name in (*vals, y):
+            if name[0] == "v":
+                code.keep(name)
+        code.records.append((", ".join(vals), y))
+
+    def emit_back(self, code, k):
+        """Its lines in the block's reverse pass: :meth:`back`, unrolled."""
+        vals, y = code.records[k]
+        if self.buffer.key in code.internal:
+            dy = code.take(self.buffer)
+            if dy is None:  # no cotangent reaches the value
+                return []
+            return [f"dy = {dy}", *self._lean_back(code, vals, y)]
+        key = code.key(self.buffer)
+        if not any(code.cotangent(buffer) for *_, buffer in self.lean):
+            return [f"x = pop({key}, None)", "if x is not None:", "    dy = x[1]",
+                    "    if x[3] is not None or not dy.flags.writeable:",
+                    f"        entries[{key}] = x",
+                    f"        {code.bind(self)}.back(shadows, [{vals}], {y})",
+                    "    else:", *indent(self._lean_back(code, vals, y), 2)]
+        # The local cotangents of its inputs are known to hold arrays only if it has one
+        return [f"x = pop({key}, None)",
+                "if x is None or x[3] is not None or not x[1].flags.writeable:",
+                f"    {code.deopt(k, 'x')}",
+                "dy = x[1]", *self._lean_back(code, vals, y)]
+
+    def _lean_back(self, code, vals, y):
+        """The lean path of :meth:`back`, from ``dy`` on."""
+        lines, rows = [], []
+        for j, (_, partial, last, buffer) in enumerate(self.lean):
+            g = f"g{j}"
+            if partial is ONE and not last:
+                local = code.cotangent(buffer)
+                if local is None:
+                    lines += [f"x = get({code.key(buffer)})", "if x is not None:",
+                              "    x[1] += dy", f"    {g} = None", "else:", f"    {g} = dy.copy()"]
+                    rows.append((g, buffer, True))
+                elif buffer.key in code.live:
+                    lines.append(f"{local} += dy")
+                else:
+                    lines.append(f"{g} = dy.copy()")
+                    rows.append((g, buffer, False))
+                continue
+            if partial is ONE:
+                lines.append(f"{g} = dy")
+            else:
+                into = "dy" if last else "empty_like(dy)"
+                # dy * p is multiply(dy, p, out=empty_like(dy)) at half the cost, but gives
+                # a NumPy scalar, not a 0-d array, where dy is one
+                product = (f"multiply(dy, p, out={into})" if last or self.buffer.shape == ()
+                           else "dy * p")
+                lines += [f"p = {code.bind(partial)}({y}, {vals})",
+                          f"{g} = {product} if (isfinite(p) if type(p) is float else finite(p)) "
+                          f"else times(dy, p, {into})"]
+            rows.append((g, buffer, False))
+        for g, buffer, optional in rows:
+            add = code.add(buffer, g)
+            lines += [f"if {g} is not None:", *indent(add)] if optional else add
+        return lines
+
+
+INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
+"""The operators a :class:`Pure` step's line in a block writes as Python's own."""
+
 
 class ElementwiseWrite:
     """An elementwise write into a traced array (``out=``, an augmented assignment, an
@@ -293,12 +396,13 @@ class ElementwiseWrite:
 
     __slots__ = ("ufunc", "args", "kwargs", "target", "rule", "reads", "position", "others_at",
                  "apart", "traced", "state", "inputs", "written", "buffer", "primitive", "key",
-                 "whole")
+                 "whole", "args_of")
 
     def __init__(self, ufunc, args, kwargs, target, rule, reads, position, apart, record,
                  key, whole):
         self.ufunc = ufunc
         self.args = args
+        self.args_of = resolver(args)
         self.kwargs = kwargs
         self.target = target
         self.rule = rule
@@ -317,7 +421,7 @@ class ElementwiseWrite:
 
     def __call__(self, values, tape):
         rule, ufunc, kwargs = self.rule, self.ufunc, self.kwargs
-        vals = resolve(self.args, values)
+        vals = self.args_of(values)
         target = values[self.target]
         recompute_y = "x" in rule.uses and "y" in rule.uses
         decision = rule.decide(*vals) if rule.decide is not None and self.traced else None
@@ -417,7 +521,7 @@ class Gather:
         if y.shape != self.buffer.shape:
             raise GuardFailed
         values[self.out] = y
-        if self.repeats or type(self.place) is not Buffer:
+        if not self.lean:
             tape.records.append(Record(operator.getitem, [self.place, key], None,
                                        (self.buffer,), None, self.repeats, _gather_pullback))
         else:
@@ -429,18 +533,50 @@ class Gather:
         if dy is not None:
             shadows.of(self.place)[key] += dy
 
+    @property
+    def lean(self):
+        """Whether the step records itself (:meth:`back`), not the engine's record."""
+        return not self.repeats and type(self.place) is Buffer
+
+    def emit(self, code, k):
+        """As :meth:`Pure.emit`: this step's lines in a :class:`blocks.Block`."""
+        if any(within(self.key, Slot)):
+            key = code.keep(f"key{k}")
+            code.forward.append(f"{key} = {code.bind(resolve)}({code.bind(self.key)}, values)")
+        else:
+            key = code.bind(self.key)
+        y = code.made(self.out, f"{code.value(self.source)}[{key}]",
+                      self.buffer.key in code.internal)
+        code.forward += [f"if {y}.shape != {code.bind(self.buffer.shape)}:",
+                         "    raise GuardFailed"]
+        code.records.append((key, None))
+
+    def emit_back(self, code, k):
+        """As :meth:`Pure.emit_back`."""
+        key = code.records[k][0]
+        if self.buffer.key in code.internal:
+            dy = code.take(self.buffer)
+            if dy is None:
+                return []
+            lines, shadow = code.shadow(self.place, always=True)
+            return [*lines, f"{shadow}[{key}] += {dy}"]
+        _, shadow = code.shadow(self.place, always=False)
+        return [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
+                f"    {shadow}[{key}] += dy"]
+
 
 class Function:
     """A function with a pure rule: the rule again (``y, back = rule(...)``), and the engine's
     record of ``back`` (``tracing._function_pullback``)."""
 
     __slots__ = ("rule", "args", "kwargs", "outputs", "primals", "primitive", "settings",
-                 "created", "places", "buffers", "multiple")
+                 "created", "places", "buffers", "multiple", "args_of", "kwargs_of")
 
     def __init__(self, rule, args, kwargs, outputs, traced, record):
         self.rule = rule
         self.args = args
         self.kwargs = kwargs
+        self.args_of, self.kwargs_of = resolver(args), resolver(kwargs)
         self.outputs = outputs
         self.primals = traced  # the slots of the traced arrays among the arguments
         self.primitive = record.primitive
@@ -449,8 +585,7 @@ class Function:
         _, self.places, _, self.buffers, self.multiple = record.state
 
     def __call__(self, values, tape):
-        y, back = self.rule(*_arrays(resolve(self.args, values)),
-                            **resolve(self.kwargs, values))
+        y, back = self.rule(*_arrays(self.args_of(values)), **self.kwargs_of(values))
         _store(self.outputs, y, values)
         primals = {id(owner(values[slot])) for slot in self.primals}
         tape.records.append(Record(self.primitive, (), self.settings, self.created, None,
@@ -569,6 +704,44 @@ def with_frees(steps, large):
         if k in after:
             out.append(Free(after[k]))
     return out
+
+
+def with_blocks(steps, held):
+    """``steps`` with each run of two or more lean elementwise steps (:class:`Pure`,
+    :class:`Gather`) as one :class:`blocks.Block`. ``held``: the slots the program reads when
+    its steps are done (its result, its aux)."""
+    runs, run = [], []
+    for k, step in enumerate(steps):
+        if type(step) in (Pure, Gather) and step.lean:
+            run.append(k)
+            continue
+        if len(run) > 1:
+            runs.append(run)
+        run = []
+    if len(run) > 1:
+        runs.append(run)
+    if not runs:
+        return steps
+    block_of = {k: j for j, run in enumerate(runs) for k in run}
+    # A value's cotangent is a local of its block if only the block's Pure steps read it
+    outside = set(held)
+    read_in = {}
+    for k, step in enumerate(steps):
+        for slot in _read_slots(step):
+            if type(step) is Pure and k in block_of:
+                if read_in.setdefault(slot, block_of[k]) != block_of[k]:
+                    outside.add(slot)
+            else:
+                outside.add(slot)
+    out, start = [], 0
+    for j, run in enumerate(runs):
+        out += steps[start:run[0]]
+        members = [steps[k] for k in run]
+        internal = {step.buffer.key for step in members
+                    if step.out not in outside and read_in.get(step.out, j) == j}
+        out.append(Block(members, internal, GuardFailed))
+        start = run[-1] + 1
+    return out + steps[start:]
 
 
 def _nbytes(items):
@@ -958,6 +1131,7 @@ class Program:
         self.aux = aux  # (leaves, rebuild) of the aux output, leaves Slots or values
         self.size = len(recorder.objects)
         self.policy = run.tape.policy
+        self.replays = 0  # successful replays; the steps are compiled after COMPILE_AFTER
         self.inputs = []  # per leaf: (slot, is a float scalar), slot None if not an array
         self.places = []  # per leaf: where its gradient is, None if it has none
         self.saves = {}  # buffer key -> the leaves to save before its first write
@@ -1046,6 +1220,12 @@ class Program:
             tape.records.clear()
             thaw(tape)
             originals.restore()
+        self.replays += 1
+        if self.replays == COMPILE_AFTER:
+            held = [] if self.output is None else [self.output]
+            if self.aux is not None:
+                held += [x.index for x in self.aux[0] if type(x) is Slot]
+            self.steps = with_blocks(self.steps, held)
         return (value if self.aux is None else (value, aux)), grads
 
 

@@ -11,7 +11,7 @@ The layers, lowest first (CONTRIBUTING.md, "Architecture", says what each holds)
                                             and recomputation
     3  tracing | forward                   the engines, reverse and forward: apart
     4  custom rules rules.* replay         rules, and the functions users give rules to;
-                                            recorded programs, replayed
+       blocks                               recorded programs, replayed and compiled
     5  api listing testing linalg        what users call
        scipy scipy.*
     6  mutad bench bench.*                 the package itself, and its tools
@@ -30,7 +30,7 @@ LAYERS = [
     ("views", "shadows", "trees", "allocation", "arguments"),
     ("arraylike", "products", "recompute"),
     ("tracing", "forward"),
-    ("custom", "rules", "rules.*", "replay"),
+    ("custom", "rules", "rules.*", "replay", "blocks"),
     ("api", "listing", "testing", "linalg", "scipy", "scipy.*"),
     ("mutad", "bench", "bench.*"),
 ]

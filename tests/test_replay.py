@@ -395,6 +395,128 @@ def test_aux_outputs_are_replayed_and_budgets_traced():
 
 
 # ----------------------------------------------------------------------------------------------
+# Compiled runs of elementwise steps (mutad.blocks)
+
+
+def blocks(replaying):
+    from mutad.blocks import Block
+    return [step for program in replaying.programs.values() if type(program) is not str
+            for step in program.steps if type(step) is Block]
+
+
+def heat_scalar(u, r):
+    for _ in range(3):
+        un = u.copy()
+        for i in range(1, len(u) - 1):
+            u[i] += r * (un[i + 1] - 2 * un[i] + un[i - 1])
+    return (u * u).sum()
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("f, make", [
+    (small_ops, lambda rng: (rng.standard_normal(10),)),
+    (heat_scalar, lambda rng: (rng.standard_normal(9), 0.2 + 0.1 * rng.random())),
+])
+def test_compiled_runs_of_elementwise_steps_replay_bit_for_bit(f, make, policy):
+    rng = np.random.default_rng(11)
+    replaying = replayed_like_traced(f, [make(rng) for _ in range(5)], policy, argnums=(0,))
+    assert blocks(replaying), "the later calls ran compiled blocks"
+
+
+def test_a_block_whose_outputs_get_no_cotangent_finishes_one_step_at_a_time(monkeypatch):
+    from mutad.blocks import Block
+    left = []
+    deopt = Block.deopt
+    monkeypatch.setattr(Block, "deopt", lambda self, *args: (left.append(1), deopt(self, *args)))
+
+    def f(x):
+        a = np.sin(x)        # read only by the next step: its cotangent is a local
+        b = a * 2.0          # read by a decision only: no cotangent reaches it
+        c = x * 3.0
+        if b.sum() > 0:
+            c = c + 1.0
+        return (c * c).sum()
+
+    rng = np.random.default_rng(12)
+    replaying = replayed_like_traced(f, [(rng.uniform(0.1, 1, 5),) for _ in range(4)])
+    assert blocks(replaying) and left
+
+
+def test_a_guard_that_fails_inside_a_block_records_again():
+    def f(x):
+        y = x[np.flatnonzero(x > 0)] * 2.0   # a gather whose size depends on the values
+        z = np.sin(y) * y
+        return (z * z).sum() + (x * x).sum()
+
+    rng = np.random.default_rng(13)
+    x = rng.uniform(-1, 1, 8)
+    replaying = replayed_like_traced(f, [(x,)] * 3)  # the third call runs compiled
+    assert blocks(replaying)
+    traced = replaying.trace
+    recorded = []
+    replaying.trace = lambda *args, **kwargs: (recorded.append(1), traced(*args, **kwargs))[1]
+    other = -x
+    assert np.count_nonzero(other > 0) != np.count_nonzero(x > 0)
+    before = other.tobytes()
+    got = replaying(other)
+    assert recorded and other.tobytes() == before
+    expected = mutad.value_and_grad(f)(-x)
+    assert same(got[0], expected[0]) and same(got[1], expected[1])
+
+
+UNARY = (np.sin, np.tanh, np.negative, np.square, np.exp)
+BINARY = (np.add, np.subtract, np.multiply, np.divide, np.maximum)
+
+
+@st.composite
+def elementwise_chains(draw):
+    """Straight-line programs of small elementwise operations on two arrays, their elements
+    and Python numbers: each operation reads earlier values, some values are read only by a
+    decision or by an in-place update (which ends a block), the result sums a few of them."""
+    operations = []
+    for k in range(draw(st.integers(2, 14))):
+        kind = draw(st.sampled_from(["unary", "binary", "binary", "constant", "element",
+                                     "decide", "update"]))
+        a, b = draw(st.integers(0, k + 1)), draw(st.integers(0, k + 1))
+        operations.append((kind, a, b, draw(st.integers(0, 4)),
+                           draw(st.sampled_from([0.5, -1.5, 2.0, 3]))))
+    kept = draw(st.lists(st.integers(0, len(operations) + 1), min_size=1, max_size=3))
+    return operations, kept
+
+
+def chain(operations, kept):
+    def f(x, y):
+        values = [x, y]
+        for kind, a, b, which, number in operations:
+            u, v = values[a], values[b]
+            if kind == "unary":
+                values.append(UNARY[which](np.tanh(u) if which == 4 else u))
+            elif kind == "binary":
+                values.append(BINARY[which](u, v * v + 1.0 if which == 3 else v))
+            elif kind == "constant":
+                values.append(u * number if which % 2 else number - u)
+            elif kind == "element":
+                values.append(u[which % u.size] if u.ndim else u * number)
+            elif kind == "decide":
+                values.append(u * 2.0 if np.sum(v) > 0 else u - 1.0)
+            else:
+                w = u + 0.0
+                w += v
+                values.append(w)
+        return sum(np.sum(values[i]) for i in kept)
+    return f
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(elementwise_chains(), st.sampled_from(POLICIES))
+def test_random_elementwise_chains_compile_bit_for_bit(program, policy):
+    f = chain(*program)
+    rng = np.random.default_rng(len(program[0]))
+    calls = [(rng.uniform(-1, 1, 5), rng.uniform(-1, 1, 5)) for _ in range(4)]
+    replayed_like_traced(f, calls, policy, argnums=(0, 1))
+
+
+# ----------------------------------------------------------------------------------------------
 # Random programs
 
 

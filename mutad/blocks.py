@@ -1,0 +1,230 @@
+"""Straight-line Python for a run of a replayed program's steps.
+
+A replay that interprets its steps pays, per operation, for a method call, a list of this
+call's values, a record on the tape and, in the reverse pass, a dictionary of shadows looked
+up and written by buffer key. For a long run of small elementwise operations that is most of
+the cost: NumPy itself takes a few hundred nanoseconds per call on a short array. A
+:class:`Block` turns such a run into two Python functions of straight-line code: the forward
+pass, with each value a local variable, and the reverse pass, each step's pullback unrolled in
+reverse order.
+
+The cotangent of a value that only the block's own elementwise steps read is a local variable
+too, and which of those exist at each point is known when the code is written, so the reverse
+pass tests nothing about them. That knowledge rests on one assumption: that a cotangent
+reaches each value the rest of the program reads, as a plain array of the block's own (as it
+does unless a gradient stops on the way, or a large operation shares memory between
+shadows). Where that fails the reverse pass hands its local cotangents over to the shadows'
+dictionary and finishes the block one step at a time, as an interpreted replay does
+(:meth:`Block.deopt`).
+
+The code names no object, slot or buffer of its own: those are the arguments of a factory
+that makes the functions, so that the runs of a loop body, which differ only in them, share
+one compiled template (:data:`TEMPLATES`).
+
+The steps write their own code (``emit``, ``emit_back``), each next to the pullback it unrolls,
+so that both say the same thing: the same NumPy calls on the same arrays in the same order,
+and so the same bits.
+"""
+
+import collections
+import math
+
+import numpy as np
+
+from .products import _finite, times
+
+TEMPLATES = collections.OrderedDict()
+"""Compiled factories by source, the least recently used dropped past :data:`KEPT`."""
+
+KEPT = 256
+
+HELPERS = {"isfinite": math.isfinite, "finite": _finite, "times": times,
+           "multiply": np.multiply, "empty_like": np.empty_like}
+
+
+class Code:
+    """The source of one block as its steps write it, and the constants it names.
+
+    ``internal``: the buffer keys whose cotangents are local variables (values made in the
+    block that only the block's own elementwise steps read)."""
+
+    def __init__(self, internal):
+        self.internal = internal
+        self.constants = []  # the factory's arguments, named k0, k1, ...
+        self.named = {}  # id of an object, or (kind, number), -> its name
+        self.locals = {}  # slot -> the local holding its value
+        self.cotangents = {}  # buffer key -> the local holding its cotangent
+        self.forward = []
+        self.reverse = []
+        self.records = []  # per step, the arguments of its ``back``: (values, result) of a
+        # Pure step, (index, None) of a Gather
+        self.kept = {}  # the locals the reverse pass reads, in order of first use
+        self.live = {}  # key -> buffer: the local cotangents that hold an array, at this point
+        self.shadows = {}  # place -> the local holding ``shadows.of(place)`` in the reverse
+
+    def bind(self, value, kind=None):
+        """The name of a constant: an object, or the number ``value`` of ``kind`` (a slot, a
+        buffer key)."""
+        tag = id(value) if kind is None else (kind, value)
+        name = self.named.get(tag)
+        if name is None:
+            name = self.named[tag] = f"k{len(self.constants)}"
+            self.constants.append(value)
+        return name
+
+    def key(self, buffer):
+        return self.bind(buffer.key, "key")
+
+    def local(self, slot):
+        name = self.locals.get(slot)
+        if name is None:
+            name = self.locals[slot] = f"v{len(self.locals)}"
+        return name
+
+    def value(self, slot):
+        """The local holding the value at ``slot``, read from the program's values at its
+        first use in the block."""
+        if slot not in self.locals:
+            self.forward.append(f"{self.local(slot)} = values[{self.bind(slot, 'slot')}]")
+        return self.locals[slot]
+
+    def made(self, slot, expression, internal):
+        """A forward line that makes the value at ``slot``; stored back into the program's
+        values unless only the block reads it. Returns its local."""
+        name = self.local(slot)
+        self.forward.append(f"{name} = {expression}")
+        if not internal:
+            self.forward.append(f"values[{self.bind(slot, 'slot')}] = {name}")
+        return name
+
+    def keep(self, name):
+        """Name a local of the forward pass that the reverse pass reads."""
+        self.kept.setdefault(name, None)
+        return name
+
+    def cotangent(self, buffer):
+        """The local holding ``buffer``'s cotangent if the block keeps it in one, else None."""
+        if buffer.key not in self.internal:
+            return None
+        name = self.cotangents.get(buffer.key)
+        if name is None:
+            name = self.cotangents[buffer.key] = f"c{len(self.cotangents)}"
+        return name
+
+    def take(self, buffer):
+        """The local cotangent of a value the block made, for the step that made it (no other
+        step touches it after), or None if none reaches it: then the step has nothing to do."""
+        if self.live.pop(buffer.key, None) is None:
+            return None
+        return self.cotangent(buffer)
+
+    def add(self, buffer, g):
+        """Lines that accumulate the array ``g``, which nothing else holds, into ``buffer``'s
+        cotangent, as ``Pure.back`` does: it becomes the cotangent if there is none."""
+        local = self.cotangent(buffer)
+        if local is not None:
+            if buffer.key in self.live:
+                return [f"{local} += {g}"]
+            self.live[buffer.key] = buffer
+            return [f"{local} = {g}"]
+        key = self.key(buffer)
+        return [f"x = get({key})", "if x is None:",
+                f"    entries[{key}] = [{self.bind(buffer)}, {g}, None, None]", "else:",
+                f"    x[1] += {g}"]
+
+    def shadow(self, place, always):
+        """``(lines, expression)``: the shadow of ``place`` (``shadows.of``) where a reverse
+        line adds into it. Once a line that always runs has made it, it is a local: until the
+        block's reverse pass ends, nothing but adding in place touches that shadow."""
+        name = self.shadows.get(place)
+        if name is not None:
+            return [], name
+        of = f"shadows.of({self.bind(place)})"
+        if not always:
+            return [], of
+        name = self.shadows[place] = f"s{len(self.shadows)}"
+        return [f"{name} = {of}"], name
+
+    def deopt(self, k, entry):
+        """A line that leaves the compiled reverse pass at step ``k`` (:meth:`Block.deopt`),
+        ``entry`` the shadow entry the step took out of the dictionary."""
+        keys = self.bind(tuple(self.live))
+        live = "".join(f"{self.cotangents[key]}, " for key in self.live)
+        return f"return deopt(shadows, kept, {k}, {entry}, {keys}, ({live}))"
+
+    def source(self):
+        """The factory: ``make(constants)`` returns the block's three functions."""
+        kept = "".join(f"{name}, " for name in self.kept)
+        constants = "".join(f"k{i}, " for i in range(len(self.constants)))
+        records = [f"([{a}], {b})," if b is not None else f"({a}, None),"
+                   for a, b in self.records]
+        return "\n".join([
+            "def make(constants, deopt, GuardFailed):", f"    ({constants}) = constants",
+            *indent([
+                "def forward(values):", *indent(self.forward), f"    return ({kept})",
+                "def backward(shadows, kept):", f"    ({kept}) = kept",
+                "    entries = shadows.entries", "    get = entries.get", "    pop = entries.pop",
+                *indent(self.reverse),
+                "def recorded(kept):", f"    ({kept}) = kept",
+                "    return [", *indent(records, 2), "    ]",
+                "return forward, backward, recorded"])]) + "\n"
+
+
+def indent(lines, levels=1):
+    return [" " * (4 * levels) + line for line in lines]
+
+
+def _factory(source):
+    """The compiled ``make`` of ``source``, from :data:`TEMPLATES` if it is there."""
+    make = TEMPLATES.get(source)
+    if make is None:
+        namespace = dict(HELPERS)
+        exec(compile(source, "<mutad replay block>", "exec"), namespace)
+        make = TEMPLATES[source] = namespace["make"]
+        if len(TEMPLATES) > KEPT:
+            TEMPLATES.popitem(last=False)
+    else:
+        TEMPLATES.move_to_end(source)
+    return make
+
+
+class Block:
+    """A run of steps as generated functions; one tuple on the tape for all of them."""
+
+    __slots__ = ("steps", "outputs", "buffers", "forward", "backward", "recorded")
+
+    def __init__(self, steps, internal, guard_failed):
+        """``steps``: the run, each with ``emit`` and ``emit_back``; ``internal``: the keys of
+        the buffers made in the run whose cotangents are locals (no step outside the run reads
+        them); ``guard_failed``: the exception a failed guard raises."""
+        self.steps = steps
+        self.outputs = [step.buffer.key for step in steps]
+        self.buffers = {step.buffer.key: step.buffer for step in steps}
+        code = Code(internal)
+        for k, step in enumerate(steps):
+            step.emit(code, k)
+        for k in reversed(range(len(steps))):
+            code.reverse += steps[k].emit_back(code, k)
+        make = _factory(code.source())
+        self.forward, self.backward, self.recorded = make(code.constants, self.deopt,
+                                                          guard_failed)
+
+    def __call__(self, values, tape):
+        tape.records.append((self, self.forward(values), None))
+
+    def back(self, shadows, kept, _):
+        self.backward(shadows, kept)
+
+    def deopt(self, shadows, kept, k, entry, keys, live):
+        """Finish the reverse pass from step ``k`` on, one step at a time with each step's own
+        ``back``: the cotangents of the values made in the block that the compiled pass held
+        (``keys``, ``live``) go into the shadows' dictionary, and so does ``entry``, the one
+        step ``k`` took out."""
+        entries = shadows.entries
+        if entry is not None:
+            entries[self.outputs[k]] = entry
+        for key, g in zip(keys, live, strict=True):
+            entries[key] = [self.buffers[key], g, None, None]
+        records = self.recorded(kept)
+        for j in reversed(range(k + 1)):
+            self.steps[j].back(shadows, *records[j])
