@@ -38,8 +38,24 @@ TEMPLATES = collections.OrderedDict()
 
 KEPT = 256
 
+
+
+def scalar(buffer):
+    """Whether the block computes the cotangents of ``buffer`` as NumPy's float64 scalars
+    rather than 0-d arrays: the same correctly rounded operations at a tenth of a ufunc
+    call's cost, where a loop updates one element at a time. (Not for other dtypes: a
+    scalar's arithmetic may promote where ``out=`` would cast back.)"""
+    return buffer.shape == () and buffer.dtype == np.float64
+
+
+def _finite_scalar(p):
+    """``products._finite`` for the partial of a float64 scalar."""
+    return math.isfinite(p) if type(p) is float or type(p) is np.float64 else _finite(p)
+
+
 HELPERS = {"isfinite": math.isfinite, "finite": _finite, "times": times,
-           "multiply": np.multiply, "empty_like": np.empty_like}
+           "multiply": np.multiply, "empty_like": np.empty_like, "array": np.array,
+           "finite_scalar": _finite_scalar, "zero": np.float64(0.0)}
 
 
 class Code:
@@ -56,8 +72,7 @@ class Code:
         self.cotangents = {}  # buffer key -> the local holding its cotangent
         self.forward = []
         self.reverse = []
-        self.records = []  # per step, the arguments of its ``back``: (values, result) of a
-        # Pure step, (index, None) of a Gather
+        self.records = []  # per step, the arguments of its ``back`` after the shadows
         self.kept = {}  # the locals the reverse pass reads, in order of first use
         self.live = {}  # key -> buffer: the local cotangents that hold an array, at this point
         self.shadows = {}  # place -> the local holding ``shadows.of(place)`` in the reverse
@@ -120,16 +135,18 @@ class Code:
 
     def add(self, buffer, g):
         """Lines that accumulate the array ``g``, which nothing else holds, into ``buffer``'s
-        cotangent, as ``Pure.back`` does: it becomes the cotangent if there is none."""
+        cotangent, as ``Pure.back`` does: it becomes the cotangent if there is none. For a
+        float64 scalar ``g`` is NumPy's scalar (:func:`scalar`), an array in the shadows."""
         local = self.cotangent(buffer)
         if local is not None:
             if buffer.key in self.live:
-                return [f"{local} += {g}"]
+                return [f"{local} = {local} + {g}" if scalar(buffer) else f"{local} += {g}"]
             self.live[buffer.key] = buffer
             return [f"{local} = {g}"]
         key = self.key(buffer)
+        shadow = f"array({g})" if scalar(buffer) else g
         return [f"x = get({key})", "if x is None:",
-                f"    entries[{key}] = [{self.bind(buffer)}, {g}, None, None]", "else:",
+                f"    entries[{key}] = [{self.bind(buffer)}, {shadow}, None, None]", "else:",
                 f"    x[1] += {g}"]
 
     def shadow(self, place, always):
@@ -156,12 +173,11 @@ class Code:
         """The factory: ``make(constants)`` returns the block's three functions."""
         kept = "".join(f"{name}, " for name in self.kept)
         constants = "".join(f"k{i}, " for i in range(len(self.constants)))
-        records = [f"([{a}], {b})," if b is not None else f"({a}, None),"
-                   for a, b in self.records]
+        records = [f"({a}, {b})," for a, b in self.records]
         return "\n".join([
             "def make(constants, deopt, GuardFailed):", f"    ({constants}) = constants",
             *indent([
-                "def forward(values):", *indent(self.forward), f"    return ({kept})",
+                "def forward(values, tape):", *indent(self.forward), f"    return ({kept})",
                 "def backward(shadows, kept):", f"    ({kept}) = kept",
                 "    entries = shadows.entries", "    get = entries.get", "    pop = entries.pop",
                 *indent(self.reverse),
@@ -198,8 +214,8 @@ class Block:
         the buffers made in the run whose cotangents are locals (no step outside the run reads
         them); ``guard_failed``: the exception a failed guard raises."""
         self.steps = steps
-        self.outputs = [step.buffer.key for step in steps]
-        self.buffers = {step.buffer.key: step.buffer for step in steps}
+        self.outputs = [None if step.buffer is None else step.buffer.key for step in steps]
+        self.buffers = {step.buffer.key: step.buffer for step in steps if step.buffer is not None}
         code = Code(internal)
         for k, step in enumerate(steps):
             step.emit(code, k)
@@ -210,7 +226,7 @@ class Block:
                                                           guard_failed)
 
     def __call__(self, values, tape):
-        tape.records.append((self, self.forward(values), None))
+        tape.records.append((self, self.forward(values, tape), None))
 
     def back(self, shadows, kept, _):
         self.backward(shadows, kept)
@@ -224,7 +240,8 @@ class Block:
         if entry is not None:
             entries[self.outputs[k]] = entry
         for key, g in zip(keys, live, strict=True):
-            entries[key] = [self.buffers[key], g, None, None]
+            entries[key] = [self.buffers[key], g if type(g) is np.ndarray else np.array(g),
+                            None, None]
         records = self.recorded(kept)
         for j in reversed(range(k + 1)):
             self.steps[j].back(shadows, *records[j])

@@ -47,14 +47,14 @@ import types
 import numpy as np
 
 from .arguments import Originals, check_argnums
-from .blocks import Block, indent
+from .blocks import Block, indent, scalar
 from .levels import ACTIVE
 from .products import times
 from .recompute import Lazy, small
 from .registry import FUNCTIONS, ONE, UFUNCS
 from .shadows import Buffer, Place, Shadows
 from .tape import Record, Tape, Write
-from .tracing import (CopyBack, Elementwise, ReverseTape, Traced, _differentiable, _exactly,
+from .tracing import (ASSIGNMENT, CopyBack, Elementwise, ReverseTape, Traced, _differentiable, _exactly,
                       _function_pullback, _gather_pullback, _may_overlap, _read_by_partials,
                       _write_pullback, apply_function, check_constants, constant,
                       elementwise_kept, fresh_value, on_constants, plain, thaw, unwrapped_ufunc)
@@ -327,48 +327,57 @@ class Pure:
         for name in (*vals, y):
             if name[0] == "v":
                 code.keep(name)
-        code.records.append((", ".join(vals), y))
+        code.records.append((f"[{', '.join(vals)}]", y))
 
     def emit_back(self, code, k):
         """Its lines in the block's reverse pass: :meth:`back`, unrolled."""
         vals, y = code.records[k]
+        vals = vals[1:-1]
         if self.buffer.key in code.internal:
             dy = code.take(self.buffer)
             if dy is None:  # no cotangent reaches the value
                 return []
             return [f"dy = {dy}", *self._lean_back(code, vals, y)]
         key = code.key(self.buffer)
+        # A float64 scalar's cotangent is NumPy's scalar, not a 0-d array (blocks.scalar)
+        dy = "x[1][()]" if scalar(self.buffer) else "x[1]"
         if not any(code.cotangent(buffer) for *_, buffer in self.lean):
-            return [f"x = pop({key}, None)", "if x is not None:", "    dy = x[1]",
-                    "    if x[3] is not None or not dy.flags.writeable:",
+            return [f"x = pop({key}, None)", "if x is not None:",
+                    "    if x[3] is not None or not x[1].flags.writeable:",
                     f"        entries[{key}] = x",
                     f"        {code.bind(self)}.back(shadows, [{vals}], {y})",
-                    "    else:", *indent(self._lean_back(code, vals, y), 2)]
+                    "    else:", f"        dy = {dy}", *indent(self._lean_back(code, vals, y), 2)]
         # The local cotangents of its inputs are known to hold arrays only if it has one
         return [f"x = pop({key}, None)",
                 "if x is None or x[3] is not None or not x[1].flags.writeable:",
                 f"    {code.deopt(k, 'x')}",
-                "dy = x[1]", *self._lean_back(code, vals, y)]
+                f"dy = {dy}", *self._lean_back(code, vals, y)]
 
     def _lean_back(self, code, vals, y):
-        """The lean path of :meth:`back`, from ``dy`` on."""
+        """The lean path of :meth:`back`, from ``dy`` on; for a float64 scalar, the same
+        arithmetic on NumPy's scalars, which need no copies."""
+        scalar_ = scalar(self.buffer)
         lines, rows = [], []
         for j, (_, partial, last, buffer) in enumerate(self.lean):
             g = f"g{j}"
+            copy = "dy" if scalar_ else "dy.copy()"
             if partial is ONE and not last:
                 local = code.cotangent(buffer)
                 if local is None:
                     lines += [f"x = get({code.key(buffer)})", "if x is not None:",
-                              "    x[1] += dy", f"    {g} = None", "else:", f"    {g} = dy.copy()"]
+                              "    x[1] += dy", f"    {g} = None", "else:", f"    {g} = {copy}"]
                     rows.append((g, buffer, True))
                 elif buffer.key in code.live:
-                    lines.append(f"{local} += dy")
+                    lines.append(f"{local} = {local} + dy" if scalar_ else f"{local} += dy")
                 else:
-                    lines.append(f"{g} = dy.copy()")
+                    lines.append(f"{g} = {copy}")
                     rows.append((g, buffer, False))
                 continue
             if partial is ONE:
                 lines.append(f"{g} = dy")
+            elif scalar_:  # times(dy, p): zero where dy is, whatever p
+                lines += [f"p = {code.bind(partial)}({y}, {vals})",
+                          f"{g} = dy * p if finite_scalar(p) else zero if dy == 0 else dy * p"]
             else:
                 into = "dy" if last else "empty_like(dy)"
                 # dy * p is multiply(dy, p, out=empty_like(dy)) at half the cost, but gives
@@ -549,7 +558,7 @@ class Gather:
                       self.buffer.key in code.internal)
         code.forward += [f"if {y}.shape != {code.bind(self.buffer.shape)}:",
                          "    raise GuardFailed"]
-        code.records.append((key, None))
+        code.records.append((key, "None"))
 
     def emit_back(self, code, k):
         """As :meth:`Pure.emit_back`."""
@@ -563,6 +572,86 @@ class Gather:
         _, shadow = code.shadow(self.place, always=False)
         return [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
                 f"    {shadow}[{key}] += dy"]
+
+
+class SetElement:
+    """``x[i, j] = v``: one element of a float64 array, ``v`` a float64 scalar the program
+    computed. Recorded as a view (:class:`Call`) and an assignment into it
+    (:class:`ElementwiseWrite` with the engine's ``ASSIGNMENT``), which :func:`with_blocks`
+    fuses into this step when a run of steps is compiled. It does what they do: the element
+    saved and copied back in the reverse pass (an assignment has no inverse, under either
+    policy), and its cotangent taken from the array's and handed to ``v``
+    (``Write.reverse``, ``_write_pullback``)."""
+
+    __slots__ = ("source", "index", "value", "place", "written", "key", "buffer", "out")
+
+    def __init__(self, source, index, value, place, written, key):
+        self.source = source  # the slot of the array
+        self.index = index  # a tuple of integers
+        self.value = value  # the slot of v
+        self.place = place  # v's buffer
+        self.written = written  # the element's place
+        self.key = key  # the array's buffer key
+        self.buffer = self.out = None  # it makes no value
+
+    @classmethod
+    def fused(cls, view, write):
+        """The step that does ``view`` and then ``write``, or None if they are not that."""
+        if type(view) is not Call or view.function is not operator.getitem or view.kwargs \
+                or type(view.outputs) is not Out or view.outputs.shape != () \
+                or view.outputs.convert is not _as_is or type(view.args[0]) is not Slot:
+            return None
+        index = view.args[1]
+        index = tuple(i for i in (index if type(index) is tuple else (index,))
+                      if i is not Ellipsis)
+        if not all(type(i) is int for i in index):
+            return None
+        if type(write) is not ElementwiseWrite or write.rule is not ASSIGNMENT \
+                or write.target != view.outputs.slot or write.kwargs or not write.traced \
+                or type(write.args[0]) is not Slot or type(write.inputs[0]) is not Buffer \
+                or not scalar(write.inputs[0]):
+            return None
+        written = write.written
+        if written.whole or written.shape != () or written.dtype != np.float64:
+            return None
+        return cls(view.args[0].index, index, write.args[0].index, write.inputs[0], written,
+                   write.key)
+
+    def __call__(self, values, tape):
+        array = values[self.source]
+        old = array[self.index]
+        if tape.guards:
+            tape.before_write(self.key)
+        array[self.index] = values[self.value]
+        tape.records.append((self, array, old))
+
+    def back(self, shadows, array, old):
+        dy = shadows.take(self.written)
+        array[self.index] = old
+        if dy is not None:
+            shadows.add(self.place, dy, owned=True)
+
+    def emit(self, code, k):
+        """As :meth:`Pure.emit`."""
+        array = code.keep(code.value(self.source))
+        old = code.keep(f"old{k}")
+        index = code.bind(self.index)
+        code.forward += [f"{old} = {array}[{index}]",
+                         f"if tape.guards: tape.before_write({code.bind(self.key, 'key')})",
+                         f"{array}[{index}] = {code.value(self.value)}"]
+        code.records.append((array, old))
+
+    def emit_back(self, code, k):
+        """As :meth:`Pure.emit_back`."""
+        array, old = code.records[k]
+        restore = f"{array}[{code.bind(self.index)}] = {old}"
+        take = f"dy = shadows.take({code.bind(self.written)})"
+        if code.cotangent(self.place) is None:
+            return [take, restore, "if dy is not None:",
+                    f"    shadows.add({code.bind(self.place)}, dy, True)"]
+        # v's cotangent is a local, known to hold a scalar if the array has a shadow
+        return [f"if get({code.bind(self.key, 'key')}) is None:", f"    {code.deopt(k, 'None')}",
+                take, restore, *code.add(self.place, "dy[()]")]
 
 
 class Function:
@@ -677,7 +766,7 @@ def _read_slots(step):
     """The slots a step reads or writes."""
     for name in ("args", "kwargs", "key"):
         yield from (slot.index for slot in within(getattr(step, name, None), Slot))
-    for name in ("target", "source", "slot"):
+    for name in ("target", "source", "slot", "value"):
         slot = getattr(step, name, None)
         if type(slot) is int:
             yield slot
@@ -707,38 +796,48 @@ def with_frees(steps, large):
 
 
 def with_blocks(steps, held):
-    """``steps`` with each run of two or more lean elementwise steps (:class:`Pure`,
-    :class:`Gather`) as one :class:`blocks.Block`. ``held``: the slots the program reads when
-    its steps are done (its result, its aux)."""
+    """``steps`` with each run of lean elementwise steps (:class:`Pure`, :class:`Gather`, and
+    :class:`SetElement`, fused here) as one :class:`blocks.Block`. ``held``: the slots the
+    program reads when its steps are done (its result, its aux)."""
+    views = collections.Counter(slot for step in steps for slot in _read_slots(step))
+    fused = []
+    for step in steps:
+        if fused and type(step) is ElementwiseWrite and views[step.target] == 1 \
+                and step.target not in held:
+            element = SetElement.fused(fused[-1], step)
+            if element is not None:
+                fused[-1] = element
+                continue
+        fused.append(step)
+    steps = fused
     runs, run = [], []
-    for k, step in enumerate(steps):
-        if type(step) in (Pure, Gather) and step.lean:
+    for k, step in enumerate((*steps, None)):
+        if type(step) is SetElement or type(step) in (Pure, Gather) and step.lean:
             run.append(k)
             continue
-        if len(run) > 1:
+        if len(run) > 1 or run and type(steps[run[0]]) is SetElement:
             runs.append(run)
         run = []
-    if len(run) > 1:
-        runs.append(run)
     if not runs:
         return steps
     block_of = {k: j for j, run in enumerate(runs) for k in run}
-    # A value's cotangent is a local of its block if only the block's Pure steps read it
+    # A value's cotangent is a local of its block if only the block's Pure steps, or the
+    # assignment of an element, read it
     outside = set(held)
     read_in = {}
     for k, step in enumerate(steps):
-        for slot in _read_slots(step):
-            if type(step) is Pure and k in block_of:
-                if read_in.setdefault(slot, block_of[k]) != block_of[k]:
-                    outside.add(slot)
-            else:
+        local = (tuple(slot for _, slot in step.at) if type(step) is Pure else
+                 (step.value,) if type(step) is SetElement else ()) if k in block_of else ()
+        for slot in local:
+            if read_in.setdefault(slot, block_of[k]) != block_of[k]:
                 outside.add(slot)
+        outside.update(set(_read_slots(step)) - set(local))
     out, start = [], 0
     for j, run in enumerate(runs):
         out += steps[start:run[0]]
         members = [steps[k] for k in run]
-        internal = {step.buffer.key for step in members
-                    if step.out not in outside and read_in.get(step.out, j) == j}
+        internal = {step.buffer.key for step in members if step.out is not None
+                    and step.out not in outside and read_in.get(step.out, j) == j}
         out.append(Block(members, internal, GuardFailed))
         start = run[-1] + 1
     return out + steps[start:]

@@ -472,11 +472,12 @@ BINARY = (np.add, np.subtract, np.multiply, np.divide, np.maximum)
 def elementwise_chains(draw):
     """Straight-line programs of small elementwise operations on two arrays, their elements
     and Python numbers: each operation reads earlier values, some values are read only by a
-    decision or by an in-place update (which ends a block), the result sums a few of them."""
+    decision or by an in-place update (which ends a block), some are assigned into one
+    element of an array, and the result sums a few of them."""
     operations = []
     for k in range(draw(st.integers(2, 14))):
         kind = draw(st.sampled_from(["unary", "binary", "binary", "constant", "element",
-                                     "decide", "update"]))
+                                     "decide", "update", "assign"]))
         a, b = draw(st.integers(0, k + 1)), draw(st.integers(0, k + 1))
         operations.append((kind, a, b, draw(st.integers(0, 4)),
                            draw(st.sampled_from([0.5, -1.5, 2.0, 3]))))
@@ -499,6 +500,10 @@ def chain(operations, kept):
                 values.append(u[which % u.size] if u.ndim else u * number)
             elif kind == "decide":
                 values.append(u * 2.0 if np.sum(v) > 0 else u - 1.0)
+            elif kind == "assign" and u.ndim:  # one element of a new array
+                w = u * 1.0
+                w[which % w.size] = v[which % v.size] * number if v.ndim else v * number
+                values.append(w)
             else:
                 w = u + 0.0
                 w += v
