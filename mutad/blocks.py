@@ -21,6 +21,13 @@ The code names no object, slot or buffer of its own: those are the arguments of 
 that makes the functions, so that the runs of a loop body, which differ only in them, share
 one compiled template (:data:`TEMPLATES`).
 
+A float64 scalar's cotangent is NumPy's scalar, not a 0-d array: the same correctly rounded
+operations at a tenth of a ufunc call's cost. Where both operands of an operation are NaN,
+which of them comes out (the sign and payload of the NaN) is up to the code that computes it,
+and NumPy's scalar arithmetic and its ufunc loops may choose differently; so wherever a block
+computes with NumPy's scalars and gets a NaN, it computes that result again with the ufunc,
+as the tracing engine does.
+
 The steps write their own code (``emit``, ``emit_back``), each next to the pullback it unrolls,
 so that both say the same thing: the same NumPy calls on the same arrays in the same order,
 and so the same bits.
@@ -42,9 +49,8 @@ KEPT = 256
 
 def scalar(buffer):
     """Whether the block computes the cotangents of ``buffer`` as NumPy's float64 scalars
-    rather than 0-d arrays: the same correctly rounded operations at a tenth of a ufunc
-    call's cost, where a loop updates one element at a time. (Not for other dtypes: a
-    scalar's arithmetic may promote where ``out=`` would cast back.)"""
+    rather than 0-d arrays. (Not for other dtypes: a scalar's arithmetic may promote where
+    ``out=`` would cast back.)"""
     return buffer.shape == () and buffer.dtype == np.float64
 
 
@@ -54,7 +60,7 @@ def _finite_scalar(p):
 
 
 HELPERS = {"isfinite": math.isfinite, "finite": _finite, "times": times,
-           "multiply": np.multiply, "empty_like": np.empty_like, "array": np.array,
+           "multiply": np.multiply, "add": np.add, "empty_like": np.empty_like, "array": np.array,
            "finite_scalar": _finite_scalar, "zero": np.float64(0.0)}
 
 
@@ -140,7 +146,7 @@ class Code:
         local = self.cotangent(buffer)
         if local is not None:
             if buffer.key in self.live:
-                return [f"{local} = {local} + {g}" if scalar(buffer) else f"{local} += {g}"]
+                return self.plus(local, g) if scalar(buffer) else [f"{local} += {g}"]
             self.live[buffer.key] = buffer
             return [f"{local} = {g}"]
         key = self.key(buffer)
@@ -148,6 +154,11 @@ class Code:
         return [f"x = get({key})", "if x is None:",
                 f"    entries[{key}] = [{self.bind(buffer)}, {shadow}, None, None]", "else:",
                 f"    x[1] += {g}"]
+
+    @staticmethod
+    def plus(target, g):
+        """Lines for ``target += g`` on NumPy's float64 scalars, a NaN as ``np.add`` makes it."""
+        return [f"t = {target} + {g}", f"{target} = t if t == t else add({target}, {g})"]
 
     def shadow(self, place, always):
         """``(lines, expression)``: the shadow of ``place`` (``shadows.of``) where a reverse

@@ -262,6 +262,8 @@ class Pure:
         for i, slot in self.at:
             vals[i] = values[slot]
         y = self.ufunc(*vals, **self.kwargs) if self.kwargs else self.ufunc(*vals)
+        if self.ufunc is not self.record_ufunc and isinstance(y, np.generic) and y != y:
+            y = self.record_ufunc(*vals)  # a NaN as the ufunc makes it (see blocks)
         values[self.out] = y  # a NumPy scalar where the traced array was a read-only 0-d one
         if self.lean is not None:
             tape.records.append((self, vals, y))
@@ -320,6 +322,10 @@ class Pure:
                 operands = [code.bind(np.array(a)) if type(a) is float else name
                             for a, name in zip(self.args, vals)]
             expression = f"{operands[0]} {infix} {operands[1]}"
+            if self.buffer.shape == ():  # NumPy's scalars: a NaN as the ufunc makes it
+                y = code.made(self.out, expression, True)
+                ufunc = code.bind(self.record_ufunc)
+                expression = f"{y} if {y} == {y} else {ufunc}({vals[0]}, {vals[1]})"
         else:
             kwargs = f", **{code.bind(self.kwargs)}" if self.kwargs else ""
             expression = f"{code.bind(self.ufunc)}({', '.join(vals)}{kwargs})"
@@ -368,7 +374,7 @@ class Pure:
                               "    x[1] += dy", f"    {g} = None", "else:", f"    {g} = {copy}"]
                     rows.append((g, buffer, True))
                 elif buffer.key in code.live:
-                    lines.append(f"{local} = {local} + dy" if scalar_ else f"{local} += dy")
+                    lines += code.plus(local, "dy") if scalar_ else [f"{local} += dy"]
                 else:
                     lines.append(f"{g} = {copy}")
                     rows.append((g, buffer, False))
@@ -377,7 +383,8 @@ class Pure:
                 lines.append(f"{g} = dy")
             elif scalar_:  # times(dy, p): zero where dy is, whatever p
                 lines += [f"p = {code.bind(partial)}({y}, {vals})",
-                          f"{g} = dy * p if finite_scalar(p) else zero if dy == 0 else dy * p"]
+                          f"{g} = dy * p if finite_scalar(p) else zero if dy == 0 else dy * p",
+                          f"if {g} != {g}:", f"    {g} = multiply(dy, p)"]
             else:
                 into = "dy" if last else "empty_like(dy)"
                 # dy * p is multiply(dy, p, out=empty_like(dy)) at half the cost, but gives
@@ -568,6 +575,8 @@ class Gather:
             if dy is None:
                 return []
             lines, shadow = code.shadow(self.place, always=True)
+            if scalar(self.buffer):
+                return [*lines, *code.plus(f"{shadow}[{key}]", dy)]
             return [*lines, f"{shadow}[{key}] += {dy}"]
         _, shadow = code.shadow(self.place, always=False)
         return [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
@@ -799,17 +808,19 @@ def with_blocks(steps, held):
     """``steps`` with each run of lean elementwise steps (:class:`Pure`, :class:`Gather`, and
     :class:`SetElement`, fused here) as one :class:`blocks.Block`. ``held``: the slots the
     program reads when its steps are done (its result, its aux)."""
-    views = collections.Counter(slot for step in steps for slot in _read_slots(step))
-    fused = []
-    for step in steps:
-        if fused and type(step) is ElementwiseWrite and views[step.target] == 1 \
+    reads = [set(_read_slots(step)) for step in steps]
+    readers = collections.Counter(slot for slots in reads for slot in slots)
+    fused, fused_reads = [], []
+    for step, slots in zip(steps, reads):
+        if fused and type(step) is ElementwiseWrite and readers[step.target] == 1 \
                 and step.target not in held:
             element = SetElement.fused(fused[-1], step)
             if element is not None:
-                fused[-1] = element
+                fused[-1], fused_reads[-1] = element, {element.source, element.value}
                 continue
         fused.append(step)
-    steps = fused
+        fused_reads.append(slots)
+    steps, reads = fused, fused_reads
     runs, run = [], []
     for k, step in enumerate((*steps, None)):
         if type(step) is SetElement or type(step) in (Pure, Gather) and step.lean:
@@ -831,7 +842,7 @@ def with_blocks(steps, held):
         for slot in local:
             if read_in.setdefault(slot, block_of[k]) != block_of[k]:
                 outside.add(slot)
-        outside.update(set(_read_slots(step)) - set(local))
+        outside.update(reads[k].difference(local))
     out, start = [], 0
     for j, run in enumerate(runs):
         out += steps[start:run[0]]

@@ -464,6 +464,35 @@ def test_a_guard_that_fails_inside_a_block_records_again():
     assert same(got[0], expected[0]) and same(got[1], expected[1])
 
 
+def test_a_nan_from_two_nans_has_the_bits_tracing_gives():
+    """Where both operands are NaN, NumPy's scalar arithmetic and its ufunc loops may return
+    different ones; a compiled block computes such a result again with the ufunc. (Shrunk
+    from a random program: infinities, then cos of one element, and a scatter.)"""
+    def make(shift=0.0):
+        o0 = np.array([0.264, -0.545, 0.279, 0.811]) + shift
+
+        def f(a0):
+            t0 = a0 * a0
+            a0 *= 1e300
+            a0 *= 1e300
+            np.copyto(t0[:, 3:0:-1], t0[:, 0:3])
+            v1 = np.diagonal(a0, 1)
+            t2 = v1 * 1.5
+            t0[0, 0] = t0[0, 2]
+            np.multiply.at(t0, [-1, -1, -1, 0], np.cos(a0[0, 3]))
+            v3 = np.broadcast_to(v1, (2,) + v1.shape)
+            t4 = v3 * 1.5
+            outputs = (a0, t0, t2, t4, v1, v3)
+            return sum((np.linspace(1.0, 2.0, np.size(y)).reshape(np.shape(y)) * y).sum()
+                       for y in outputs)
+        return f, o0.reshape(4, 1).T
+
+    f, _ = make()
+    with np.errstate(all="ignore"):
+        replaying = replayed_like_traced(f, [(make(0.25)[1],), (make()[1],), (make()[1],)])
+    assert blocks(replaying)
+
+
 UNARY = (np.sin, np.tanh, np.negative, np.square, np.exp)
 BINARY = (np.add, np.subtract, np.multiply, np.divide, np.maximum)
 
