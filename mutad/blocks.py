@@ -35,6 +35,7 @@ and so the same bits.
 
 import collections
 import math
+import threading
 
 import numpy as np
 
@@ -44,6 +45,8 @@ TEMPLATES = collections.OrderedDict()
 """Compiled factories by source, the least recently used dropped past :data:`KEPT`."""
 
 KEPT = 256
+
+_TEMPLATES_LOCK = threading.Lock()
 
 
 
@@ -82,6 +85,7 @@ class Code:
         self.kept = {}  # the locals the reverse pass reads, in order of first use
         self.live = {}  # key -> buffer: the local cotangents that hold an array, at this point
         self.shadows = {}  # place -> the local holding ``shadows.of(place)`` in the reverse
+        self.arrays = {}  # the name of a finite float -> that of the same float64 0-d array
 
     def bind(self, value, kind=None):
         """The name of a constant: an object, or the number ``value`` of ``kind`` (a slot, a
@@ -203,16 +207,18 @@ def indent(lines, levels=1):
 
 def _factory(source):
     """The compiled ``make`` of ``source``, from :data:`TEMPLATES` if it is there."""
-    make = TEMPLATES.get(source)
-    if make is None:
-        namespace = dict(HELPERS)
-        exec(compile(source, "<mutad replay block>", "exec"), namespace)
-        make = TEMPLATES[source] = namespace["make"]
+    with _TEMPLATES_LOCK:  # replayed functions compile in the threads that call them
+        make = TEMPLATES.get(source)
+        if make is not None:
+            TEMPLATES.move_to_end(source)
+            return make
+    namespace = dict(HELPERS)
+    exec(compile(source, "<mutad replay block>", "exec"), namespace)
+    with _TEMPLATES_LOCK:
+        TEMPLATES[source] = namespace["make"]
         if len(TEMPLATES) > KEPT:
             TEMPLATES.popitem(last=False)
-    else:
-        TEMPLATES.move_to_end(source)
-    return make
+    return namespace["make"]
 
 
 class Block:

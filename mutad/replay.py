@@ -15,6 +15,11 @@ way the engine builds it: the replay's reverse pass runs the engine's own pullba
 (``Tape.reverse``), so its gradients are the traced gradients bit for bit, and the restore and
 checkpoint policies decide each write afresh, on the values at hand.
 
+After a signature's first replay, its runs of small elementwise steps (whole arrays of up to
+a few KiB, single elements read or assigned) are compiled into straight-line Python
+(:func:`with_blocks`, :mod:`blocks`): the same NumPy calls, without a step's dispatch, its
+record, or the shadows' dictionary for the values only the run reads.
+
 Every decision the program depends on is a *guard*:
 
 * what Python did with a traced value (``if``, ``while``, ``int()``, ``float()``): a step
@@ -40,6 +45,7 @@ correct but not faster; :attr:`Replayed.reasons` says why.
 
 import collections
 import gc
+import math
 import operator
 import threading
 import types
@@ -120,16 +126,22 @@ def resolver(spec):
     return lambda values: resolve(spec, values)
 
 
-def within(tree, kind):
-    """The items of type ``kind`` in ``tree``, at any depth of tuples, lists and dicts."""
-    if type(tree) is kind:
-        yield tree
-    elif type(tree) in (tuple, list):
-        for item in tree:
-            yield from within(item, kind)
-    elif type(tree) is dict:
-        for item in tree.values():
-            yield from within(item, kind)
+def within(tree, kind, found=None):
+    """The items of type ``kind`` in ``tree``, at any depth of tuples, lists and dicts, as a
+    list (a recursive generator cost recording a tenth of its time)."""
+    if found is None:
+        found = []
+    branch = type(tree)
+    if branch is kind:
+        found.append(tree)
+    elif branch is tuple or branch is list or branch is dict:
+        for item in tree.values() if branch is dict else tree:
+            branch = type(item)
+            if branch is kind:
+                found.append(item)
+            elif branch is tuple or branch is list or branch is dict:
+                within(item, kind, found)
+    return found
 
 
 # ----------------------------------------------------------------------------------------------
@@ -318,9 +330,13 @@ class Pure:
             operands = vals
             if self.buffer.dtype == np.float64 and self.buffer.shape != ():
                 # NumPy takes longer over a Python float than over a float64 0-d array, for
-                # the same float64 loop on the same numbers (the partials see the float)
+                # the same float64 loop on the same numbers (the partials see the float, and
+                # where one is that float, the product takes the array: _lean_back)
                 operands = [code.bind(np.array(a)) if type(a) is float else name
                             for a, name in zip(self.args, vals)]
+                code.arrays.update((name, operand) for a, name, operand
+                                   in zip(self.args, vals, operands)
+                                   if type(a) is float and math.isfinite(a))
             expression = f"{operands[0]} {infix} {operands[1]}"
             if self.buffer.shape == ():  # NumPy's scalars: a NaN as the ufunc makes it
                 y = code.made(self.out, expression, True)
@@ -387,13 +403,19 @@ class Pure:
                           f"if {g} != {g}:", f"    {g} = multiply(dy, p)"]
             else:
                 into = "dy" if last else "empty_like(dy)"
-                # dy * p is multiply(dy, p, out=empty_like(dy)) at half the cost, but gives
-                # a NumPy scalar, not a 0-d array, where dy is one
-                product = (f"multiply(dy, p, out={into})" if last or self.buffer.shape == ()
-                           else "dy * p")
-                lines += [f"p = {code.bind(partial)}({y}, {vals})",
-                          f"{g} = {product} if (isfinite(p) if type(p) is float else finite(p)) "
-                          f"else times(dy, p, {into})"]
+
+                def product(factor):
+                    # dy * p is multiply(dy, p, out=empty_like(dy)) at half the cost, but
+                    # gives a NumPy scalar, not a 0-d array, where dy is one
+                    return (f"multiply(dy, {factor}, out={into})"
+                            if last or self.buffer.shape == () else f"dy * {factor}")
+                general = (f"{product('p')} if (isfinite(p) if type(p) is float "
+                           f"else finite(p)) else times(dy, p, {into})")
+                for number in vals.split(", "):
+                    if number in code.arrays:  # the partial is that float: the array, finite
+                        general = (f"{product(code.arrays[number])} if p is {number} "
+                                   f"else {general}")
+                lines += [f"p = {code.bind(partial)}({y}, {vals})", f"{g} = {general}"]
             rows.append((g, buffer, False))
         for g, buffer, optional in rows:
             add = code.add(buffer, g)
