@@ -57,14 +57,22 @@ def scalar(buffer):
     return buffer.shape == () and buffer.dtype == np.float64
 
 
+def _product(dy, p, out):
+    """``times(dy, p, out)``; ``out`` None: a new array, ``dy * p`` (half the cost of
+    ``multiply`` into a new ``empty_like``)."""
+    if math.isfinite(p) if type(p) is float else _finite(p):
+        return dy * p if out is None else np.multiply(dy, p, out=out)
+    return times(dy, p, np.empty_like(dy) if out is None else out)
+
+
 def _finite_scalar(p):
     """``products._finite`` for the partial of a float64 scalar."""
     return math.isfinite(p) if type(p) is float or type(p) is np.float64 else _finite(p)
 
 
-HELPERS = {"isfinite": math.isfinite, "finite": _finite, "times": times,
-           "multiply": np.multiply, "add": np.add, "empty_like": np.empty_like, "array": np.array,
-           "finite_scalar": _finite_scalar, "zero": np.float64(0.0)}
+HELPERS = {"product": _product, "multiply": np.multiply, "add": np.add,
+           "empty_like": np.empty_like, "array": np.array, "finite_scalar": _finite_scalar,
+           "zero": np.float64(0.0)}
 
 
 class Code:
@@ -81,7 +89,8 @@ class Code:
         self.cotangents = {}  # buffer key -> the local holding its cotangent
         self.forward = []
         self.reverse = []
-        self.records = []  # per step, the arguments of its ``back`` after the shadows
+        self.records = []  # per step, the arguments of its ``back`` after the shadows, by
+        # name (a list of names for a list), for Block.deopt
         self.kept = {}  # the locals the reverse pass reads, in order of first use
         self.live = {}  # key -> buffer: the local cotangents that hold an array, at this point
         self.shadows = {}  # place -> the local holding ``shadows.of(place)`` in the reverse
@@ -185,10 +194,10 @@ class Code:
         return f"return deopt(shadows, kept, {k}, {entry}, {keys}, ({live}))"
 
     def source(self):
-        """The factory: ``make(constants)`` returns the block's three functions."""
+        """The factory: ``make(constants, deopt, GuardFailed)`` returns the block's two
+        functions."""
         kept = "".join(f"{name}, " for name in self.kept)
         constants = "".join(f"k{i}, " for i in range(len(self.constants)))
-        records = [f"({a}, {b})," for a, b in self.records]
         return "\n".join([
             "def make(constants, deopt, GuardFailed):", f"    ({constants}) = constants",
             *indent([
@@ -196,9 +205,7 @@ class Code:
                 "def backward(shadows, kept):", f"    ({kept}) = kept",
                 "    entries = shadows.entries", "    get = entries.get", "    pop = entries.pop",
                 *indent(self.reverse),
-                "def recorded(kept):", f"    ({kept}) = kept",
-                "    return [", *indent(records, 2), "    ]",
-                "return forward, backward, recorded"])]) + "\n"
+                "return forward, backward"])]) + "\n"
 
 
 def indent(lines, levels=1):
@@ -224,7 +231,8 @@ def _factory(source):
 class Block:
     """A run of steps as generated functions; one tuple on the tape for all of them."""
 
-    __slots__ = ("steps", "outputs", "buffers", "forward", "backward", "recorded")
+    __slots__ = ("steps", "outputs", "buffers", "forward", "backward", "records", "constants",
+                 "kept")
 
     def __init__(self, steps, internal, guard_failed):
         """``steps``: the run, each with ``emit`` and ``emit_back``; ``internal``: the keys of
@@ -239,8 +247,9 @@ class Block:
         for k in reversed(range(len(steps))):
             code.reverse += steps[k].emit_back(code, k)
         make = _factory(code.source())
-        self.forward, self.backward, self.recorded = make(code.constants, self.deopt,
-                                                          guard_failed)
+        self.forward, self.backward = make(code.constants, self.deopt, guard_failed)
+        self.records, self.constants = code.records, code.constants
+        self.kept = {name: i for i, name in enumerate(code.kept)}
 
     def __call__(self, values, tape):
         tape.records.append((self, self.forward(values, tape), None))
@@ -259,6 +268,15 @@ class Block:
         for key, g in zip(keys, live, strict=True):
             entries[key] = [self.buffers[key], g if type(g) is np.ndarray else np.array(g),
                             None, None]
-        records = self.recorded(kept)
         for j in reversed(range(k + 1)):
-            self.steps[j].back(shadows, *records[j])
+            self.steps[j].back(shadows, *(self._named(name, kept) for name in self.records[j]))
+
+    def _named(self, name, kept):
+        """The value ``name`` has in the generated code: a local the forward pass kept, or a
+        constant ``k<i>``; a list of them for a list of names."""
+        if name is None:
+            return None
+        if type(name) is list:
+            return [self._named(item, kept) for item in name]
+        index = self.kept.get(name)
+        return self.constants[int(name[1:])] if index is None else kept[index]

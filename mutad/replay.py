@@ -349,12 +349,12 @@ class Pure:
         for name in (*vals, y):
             if name[0] == "v":
                 code.keep(name)
-        code.records.append((f"[{', '.join(vals)}]", y))
+        code.records.append((vals, y))
 
     def emit_back(self, code, k):
         """Its lines in the block's reverse pass: :meth:`back`, unrolled."""
         vals, y = code.records[k]
-        vals = vals[1:-1]
+        vals = ", ".join(vals)
         if self.buffer.key in code.internal:
             dy = code.take(self.buffer)
             if dy is None:  # no cotangent reaches the value
@@ -402,19 +402,15 @@ class Pure:
                           f"{g} = dy * p if finite_scalar(p) else zero if dy == 0 else dy * p",
                           f"if {g} != {g}:", f"    {g} = multiply(dy, p)"]
             else:
-                into = "dy" if last else "empty_like(dy)"
-
-                def product(factor):
-                    # dy * p is multiply(dy, p, out=empty_like(dy)) at half the cost, but
-                    # gives a NumPy scalar, not a 0-d array, where dy is one
-                    return (f"multiply(dy, {factor}, out={into})"
-                            if last or self.buffer.shape == () else f"dy * {factor}")
-                general = (f"{product('p')} if (isfinite(p) if type(p) is float "
-                           f"else finite(p)) else times(dy, p, {into})")
+                into = ("dy" if last else "None" if self.buffer.shape != ()
+                        else "empty_like(dy)")  # dy * p gives a NumPy scalar for a 0-d dy
+                general = f"product(dy, p, {into})"
                 for number in vals.split(", "):
                     if number in code.arrays:  # the partial is that float: the array, finite
-                        general = (f"{product(code.arrays[number])} if p is {number} "
-                                   f"else {general}")
+                        factor = code.arrays[number]
+                        fast = (f"dy * {factor}" if into == "None" else
+                                f"multiply(dy, {factor}, out={into})")
+                        general = f"{fast} if p is {number} else {general}"
                 lines += [f"p = {code.bind(partial)}({y}, {vals})", f"{g} = {general}"]
             rows.append((g, buffer, False))
         for g, buffer, optional in rows:
@@ -587,7 +583,7 @@ class Gather:
                       self.buffer.key in code.internal)
         code.forward += [f"if {y}.shape != {code.bind(self.buffer.shape)}:",
                          "    raise GuardFailed"]
-        code.records.append((key, "None"))
+        code.records.append((key, None))
 
     def emit_back(self, code, k):
         """As :meth:`Pure.emit_back`."""
