@@ -179,7 +179,10 @@ class Call:
         self.args = args
         self.kwargs = kwargs
         self.outputs = outputs
-        self.args_of, self.kwargs_of = resolver(args), resolver(kwargs)
+        self.args_of = self.kwargs_of = None  # prepare(), before the first replay
+
+    def prepare(self):
+        self.args_of, self.kwargs_of = resolver(self.args), resolver(self.kwargs)
 
     def __call__(self, values, tape):
         y = self.function(*self.args_of(values), **self.kwargs_of(values))
@@ -436,7 +439,7 @@ class ElementwiseWrite:
                  key, whole):
         self.ufunc = ufunc
         self.args = args
-        self.args_of = resolver(args)
+        self.args_of = None  # prepare(), before the first replay
         self.kwargs = kwargs
         self.target = target
         self.rule = rule
@@ -452,6 +455,9 @@ class ElementwiseWrite:
         self.primitive = record.primitive
         self.key = key
         self.whole = whole
+
+    def prepare(self):
+        self.args_of = resolver(self.args)
 
     def __call__(self, values, tape):
         rule, ufunc, kwargs = self.rule, self.ufunc, self.kwargs
@@ -692,13 +698,15 @@ class Function:
         self.rule = rule
         self.args = args
         self.kwargs = kwargs
-        self.args_of, self.kwargs_of = resolver(args), resolver(kwargs)
+        self.args_of = self.kwargs_of = None  # prepare(), before the first replay
         self.outputs = outputs
         self.primals = traced  # the slots of the traced arrays among the arguments
         self.primitive = record.primitive
         self.settings = record.settings
         self.created = record.outputs
         _, self.places, _, self.buffers, self.multiple = record.state
+
+    prepare = Call.prepare
 
     def __call__(self, values, tape):
         y, back = self.rule(*_arrays(self.args_of(values)), **self.kwargs_of(values))
@@ -870,16 +878,6 @@ def with_blocks(steps, held):
         out.append(Block(members, internal, GuardFailed))
         start = run[-1] + 1
     return out + steps[start:]
-
-
-def _nbytes(items):
-    """The bytes of the arrays among ``items`` (traced or plain)."""
-    total = 0
-    for x in _items(items):
-        value = x.value if type(x) is Traced else x
-        if isinstance(value, np.ndarray):
-            total += value.nbytes
-    return total
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1274,8 +1272,9 @@ class Program:
         self.output_place = _place(y) if type(y) is Traced else None
         self.constant = None if type(y) is Traced else y
         self.steps = with_frees(self.steps, {
-            slot for slot, x in enumerate(recorder.objects)
-            if slot != self.output and _nbytes((x,)) >= FREED})
+            slot for slot, x in enumerate(recorder.objects) if slot != self.output
+            and isinstance(value := x.value if type(x) is Traced else x, np.ndarray)
+            and value.nbytes >= FREED})
         # The plain arrays the steps read as they are on each call (what f closes over)
         self.read = list({id(a): a for step in self.steps for name in ("args", "kwargs", "key")
                           for a in within(getattr(step, name, None), np.ndarray)}.values())
@@ -1296,6 +1295,10 @@ class Program:
     def run(self, leaves):
         """``(value, gradients per leaf)`` for the flattened arguments ``leaves``; raises
         :class:`GuardFailed` (the caller's arrays as they were) if a decision goes otherwise."""
+        if not self.replays:  # made here, not while the first call records
+            for step in self.steps:
+                if hasattr(step, "prepare"):
+                    step.prepare()
         values = [None] * self.size
         for x, (slot, scalar) in zip(leaves, self.inputs, strict=True):
             if slot is not None:
@@ -1396,7 +1399,6 @@ class Recording:
         if recorder is None:
             return
         run.tape.recorder = None
-        recorder.collect()
         aux = None
         if self.has_aux:
             if not (isinstance(y, (tuple, list)) and len(y) == 2):
@@ -1435,12 +1437,13 @@ class Recording:
     def seal(self):
         """Once the traced call is over: the buffers the program names forget the first
         call's arrays (``shadows.Buffer.ref``), which the program must not keep alive."""
-        if self.recorder is not None:
-            self.recorder.collect()  # also if the call raised
-            for x in self.recorder.objects:
+        recorder, self.recorder = self.recorder, None
+        if recorder is not None:
+            for x in recorder.objects:
                 if type(x) is Traced:
                     x.buffer.ref = x.buffer.origin = None
-            self.recorder = None
+            recorder.objects.clear()  # before the collector runs again: fewer objects to walk
+            recorder.collect()  # also if the call raised
 
 
 # ----------------------------------------------------------------------------------------------
