@@ -260,9 +260,12 @@ class Pure:
         self.inputs = _places(record.inputs)
         self.buffer = buffer = record.output
         self.state = record.state
-        self.lean = None
+        self.lean = None  # prepare(), before the first replay
+
+    def prepare(self):
+        buffer, rule = self.buffer, self.rule
         if rule.decide is None and buffer.c_contiguous and small(buffer):
-            traced = record.state[1]
+            traced = self.state[1]
             lean = []
             for i in traced:
                 place = self.inputs[i]
@@ -1275,9 +1278,24 @@ class Program:
             slot for slot, x in enumerate(recorder.objects) if slot != self.output
             and isinstance(value := x.value if type(x) is Traced else x, np.ndarray)
             and value.nbytes >= FREED})
-        # The plain arrays the steps read as they are on each call (what f closes over)
-        self.read = list({id(a): a for step in self.steps for name in ("args", "kwargs", "key")
-                          for a in within(getattr(step, name, None), np.ndarray)}.values())
+        self.read = None  # the plain arrays the steps read (what f closes over): aliases()
+
+    def aliases(self, leaves):
+        """Whether an argument shares memory with an array the program reads as a constant:
+        tracing would keep that array read-only, and refuse a write into the argument."""
+        if self.read is None:  # found here, not while the first call records
+            self.read = list({id(a): a for step in self.steps
+                              for name in ("args", "kwargs", "key")
+                              for a in within(getattr(step, name, None), np.ndarray)}.values())
+        return any(type(x) is np.ndarray and np.may_share_memory(x, a)
+                   for x in leaves for a in self.read)
+
+    def prepare(self):
+        """What the steps need to replay, made before the first replay rather than while the
+        first call records (which is timed against a traced call)."""
+        for step in self.steps:
+            if hasattr(step, "prepare"):
+                step.prepare()
         # The lean pullbacks assume no two buffers share a shadow, which only the engine's
         # path for large elementwise cotangents makes (``tracing._sharing``).
         if any(type(step) in (Pure, ElementwiseWrite) and not small(step.buffer)
@@ -1286,19 +1304,11 @@ class Program:
                 if type(step) is Pure:
                     step.lean = None
 
-    def aliases(self, leaves):
-        """Whether an argument shares memory with an array the program reads as a constant:
-        tracing would keep that array read-only, and refuse a write into the argument."""
-        return any(type(x) is np.ndarray and np.may_share_memory(x, a)
-                   for x in leaves for a in self.read)
-
     def run(self, leaves):
         """``(value, gradients per leaf)`` for the flattened arguments ``leaves``; raises
         :class:`GuardFailed` (the caller's arrays as they were) if a decision goes otherwise."""
-        if not self.replays:  # made here, not while the first call records
-            for step in self.steps:
-                if hasattr(step, "prepare"):
-                    step.prepare()
+        if not self.replays:
+            self.prepare()
         values = [None] * self.size
         for x, (slot, scalar) in zip(leaves, self.inputs, strict=True):
             if slot is not None:

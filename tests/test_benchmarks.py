@@ -103,6 +103,7 @@ def test_replay_is_checked_on_a_replayed_call_and_its_recording_is_reported(tmp_
     assert replay["status"] == "ok", replay
     assert replay["checks"]["ok"] and replay["checks"]["same_as_first_call"], replay["checks"]
     assert replay["traced_instead"] is None  # the scalar loops are replayed
+    assert replay["second_call_seconds"] > 0  # which compiles, timed on its own
     assert replay["first_call_over_traced"] == pytest.approx(
         replay["first_call_seconds"] / np.median(rows[1]["gradient_seconds"]))
     table = report.format_replay(rows, ["heat-scalar"])
@@ -117,7 +118,8 @@ def synthetic_row(system, first_call_seconds, gradient_seconds, workload="small-
 
 def test_the_recording_is_set_against_the_traced_gradient_of_the_same_size():
     rows = [synthetic_row("mutad-restore", 0.012, [0.010, 0.011, 0.009]),
-            synthetic_row("mutad-replay", 0.015, [0.001, 0.002, 0.003]),
+            {**synthetic_row("mutad-replay", 0.015, [0.001, 0.002, 0.003]),
+             "second_call_seconds": 0.03},
             {**synthetic_row("mutad-replay", 0.015, [0.001], workload="big-elementwise"),
              "traced_instead": "its records would keep too much"}]
     report.annotate_first_calls(rows)
@@ -125,8 +127,8 @@ def test_the_recording_is_set_against_the_traced_gradient_of_the_same_size():
     assert rows[2]["first_call_over_traced"] is None  # no traced row for this workload
     table = report.format_replay(rows, ["small-ops", "big-elementwise"]).splitlines()
     small_ops, big_elementwise = table[3].split(), table[4].split()
-    # replays, traced, recording, rec/traced, rec/traced 1st, later, later/traced
-    assert small_ops[3:10] == ["yes", "10", "15", "1.5", "1.25", "2", "0.2"]
+    # replays, traced, recording, rec/traced, rec/traced 1st, 2nd call, later, later/traced
+    assert small_ops[3:11] == ["yes", "10", "15", "1.5", "1.25", "30", "2", "0.2"]
     assert big_elementwise[3:8] == ["no", "(1)", "-", "15", "-"]
     assert table[5] == "(1) traced on every call: its records would keep too much"
     assert report.format_replay(rows[:1], ["small-ops"]) == ""

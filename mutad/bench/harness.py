@@ -15,8 +15,10 @@ Each configuration (system, workload, size) runs in a fresh interpreter, started
   and glibc ``malloc_trim(0)`` before it and after it once its result is dropped, and VmRSS
   read both times: the difference is the memory the system keeps between calls (compiled or
   recorded programs, buffers, caches, modules imported on first use); then one peer forward
-  call, one NumPy forward call. mutad-replay's later gradient calls replay the recorded program
-  (or trace again, where mutad cannot replay it);
+  call, one NumPy forward call. mutad-replay's second call, which replays and compiles the
+  program's runs of small steps, is timed on its own too, before the second read of VmRSS.
+  Its later gradient calls replay the compiled program (or trace again, where mutad cannot
+  replay it);
 * peak memory: ``gc.collect()``, glibc ``malloc_trim(0)``, read VmRSS, write ``5`` to
   ``/proc/self/clear_refs`` (which resets VmHWM), one gradient call with its result kept alive,
   read VmHWM; extra = VmHWM - VmRSS before. A thread sampling VmRSS every millisecond during
@@ -388,7 +390,7 @@ def measure(configuration):
     def numpy_forward():
         return problem.numpy_forward(*problem.args)
 
-    first_call_seconds = kept_mib = first_call = None
+    first_call_seconds = second_call_seconds = kept_mib = first_call = None
     if implementation is not None:
         release_free_memory()
         resident_before = status_kib("VmRSS")
@@ -397,6 +399,10 @@ def measure(configuration):
         first_call_seconds = time.perf_counter() - start
         first_call = fingerprint(*implementation.to_numpy(native))
         del native
+        if system == peers.REPLAY_SYSTEM:  # the second call replays and compiles, once
+            start = time.perf_counter()
+            implementation.gradient()
+            second_call_seconds = time.perf_counter() - start
         release_free_memory()
         resident_after = status_kib("VmRSS")
         if resident_before is not None and resident_after is not None:
@@ -457,6 +463,7 @@ def measure(configuration):
         "ratios": [g / n for g, n in zip(gradient_seconds, numpy_seconds, strict=True)],
         "peer_ratios": [g / p for g, p in zip(gradient_seconds, peer_seconds, strict=False)],
         "first_call_seconds": first_call_seconds,
+        "second_call_seconds": second_call_seconds,
         "kept_mib": kept_mib,
         "allocator": ({"peak": peak_allocator, "timing": timing_allocator}
                       if peak_allocator and timing_allocator else None),

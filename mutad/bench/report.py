@@ -24,9 +24,10 @@ METHOD = (
     "runs on memory already mapped. Warm-up: the first gradient call of the process, timed on "
     "its own (for mutad-replay the recording, for jax tracing and compiling), with gc.collect "
     "and malloc_trim(0) and a read of VmRSS before it and after it once its result is dropped "
-    "(the difference is what the system keeps between calls); one peer forward; one NumPy "
-    "forward. mutad-replay's later calls replay the recorded program (or trace again, where "
-    "mutad cannot replay it). Peak extra memory: gc.collect and malloc_trim(0), read VmRSS, "
+    "(the difference is what the system keeps between calls; for mutad-replay the second read "
+    "follows its second call, which replays and compiles, timed on its own too); one peer "
+    "forward; one NumPy forward. mutad-replay's later calls replay the compiled program (or "
+    "trace again, where mutad cannot replay it). Peak extra memory: gc.collect and malloc_trim(0), read VmRSS, "
     "reset VmHWM through /proc/self/clear_refs, one gradient call with its result kept alive, "
     "VmHWM minus VmRSS before (a 1 ms VmRSS sampling thread is the cross-check, and the "
     "measure where clear_refs is unavailable). Timing: one untimed round, then rounds of "
@@ -64,13 +65,16 @@ where mutad-replay ran, a table sets it against mutad-restore (traced on every c
   recording ms    mutad-replay's first call, which records (a traced gradient besides); over
                   the traced median (rec/traced) and over mutad-restore's own first call
                   (rec/traced 1st: both the first gradient call of a fresh process)
+  2nd call ms     mutad-replay's second call, which replays the program and compiles its
+                  runs of small elementwise steps (once)
   replays         yes, or no where mutad traces the program on every call instead of
                   replaying it (correct, not faster), with mutad's reason below the table
   later ms        mutad-replay's gradient after the first call, median; over the traced median
                   (later/traced) and, per round, over the NumPy forward (as in its row)
   kept MiB        resident memory the first call leaves once its result is dropped (recorded
                   program, buffers, modules imported on first use, what Python's allocator
-                  keeps), for mutad-replay and for mutad-restore (traced kept MiB)
+                  keeps), for mutad-restore (traced kept MiB) and for mutad-replay, whose
+                  figure is read after its second call (the program as it is compiled)
                   ("first_call_seconds" and "kept_mib" are in --json and --csv for every system)
 W1 addvecs prints what each system does with `a += b` and `a[:] += b` written inside the
 differentiated function, the idiomatic workaround, and whether the caller's a ends up mutated.
@@ -332,7 +336,7 @@ def annotate_first_calls(results):
 
 
 REPLAY_HEADER = ["workload", "size", "replays", "traced ms", "recording ms", "rec/traced",
-                 "rec/traced 1st", "later ms", "later/traced", "later/NumPy fwd", "kept MiB",
+                 "rec/traced 1st", "2nd call ms", "later ms", "later/traced", "later/NumPy fwd", "kept MiB",
                  "traced kept MiB"]
 
 
@@ -364,6 +368,8 @@ def _replay_rows(results, workload_names):
                 _number(milliseconds[0]), _number(milliseconds[1]),
                 _number(replay.get("first_call_over_traced")),
                 _number(_ratio(replay["first_call_seconds"], traced.get("first_call_seconds"))),
+                _number(None if replay.get("second_call_seconds") is None
+                        else 1e3 * replay["second_call_seconds"]),
                 _number(milliseconds[2]), _number(_ratio(later_seconds, traced_seconds)),
                 format_spread(replay["ratios"]),
                 *("-" if k is None else f"{k:.1f}" for k in kept),
@@ -397,7 +403,7 @@ CSV_FIELDS = [
     "gradient_seconds_median", "gradient_seconds_min", "gradient_seconds_max",
     "numpy_forward_seconds_median", "ratio_to_numpy_median", "ratio_to_numpy_min",
     "ratio_to_numpy_max", "ratio_to_own_forward_median", "first_call_seconds",
-    "first_call_over_traced", "kept_mib", "traced_instead", "loss",
+    "first_call_over_traced", "second_call_seconds", "kept_mib", "traced_instead", "loss",
     "loss_error", "gradient_error", "finite_difference_error", "ok", "python", "numpy_version",
     "cpu", "processor_count", "method",
 ]
@@ -432,6 +438,7 @@ def csv_rows(results, facts):
             "ratio_to_own_forward_median": _median(r.get("peer_ratios") or []),
             "first_call_seconds": r.get("first_call_seconds"),
             "first_call_over_traced": r.get("first_call_over_traced"),
+            "second_call_seconds": r.get("second_call_seconds"),
             "kept_mib": r.get("kept_mib"),
             "traced_instead": r.get("traced_instead"),
             "loss": checks.get("loss"), "loss_error": checks.get("loss_error"),
