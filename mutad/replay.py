@@ -78,6 +78,10 @@ COMPILE_AFTER = 1
 (:mod:`blocks`) after this many replays: a signature replayed once is likely to be replayed
 many times, and compiling costs about as much as a few traced calls."""
 
+BLOCK_STEPS = 128
+"""Steps per compiled block at most: a long run is cut into blocks of this many, which share
+compiled templates wherever a loop body repeats (Python compiles one long function slowly)."""
+
 FAILED_GUARDS = 4
 """A signature whose guards fail this many calls in a row is traced from then on: its program
 changes from call to call."""
@@ -852,12 +856,14 @@ def with_blocks(steps, held):
     steps, reads = fused, fused_reads
     runs, run = [], []
     for k, step in enumerate((*steps, None)):
-        if type(step) is SetElement or type(step) in (Pure, Gather) and step.lean:
+        if (type(step) is SetElement or type(step) in (Pure, Gather) and step.lean) \
+                and len(run) < BLOCK_STEPS:
             run.append(k)
             continue
         if len(run) > 1 or run and type(steps[run[0]]) is SetElement:
             runs.append(run)
-        run = []
+        run = [k] if step is not None and (
+            type(step) is SetElement or type(step) in (Pure, Gather) and step.lean) else []
     if not runs:
         return steps
     block_of = {k: j for j, run in enumerate(runs) for k in run}

@@ -417,10 +417,14 @@ def heat_scalar(u, r):
     (small_ops, lambda rng: (rng.standard_normal(10),)),
     (heat_scalar, lambda rng: (rng.standard_normal(9), 0.2 + 0.1 * rng.random())),
 ])
-def test_compiled_runs_of_elementwise_steps_replay_bit_for_bit(f, make, policy):
+@pytest.mark.parametrize("block_steps", [7, 128])
+def test_compiled_runs_of_elementwise_steps_replay_bit_for_bit(f, make, policy, block_steps,
+                                                                monkeypatch):
+    from mutad import replay
+    monkeypatch.setattr(replay, "BLOCK_STEPS", block_steps)  # 7: a run cut into many blocks
     rng = np.random.default_rng(11)
     replaying = replayed_like_traced(f, [make(rng) for _ in range(5)], policy, argnums=(0,))
-    assert blocks(replaying), "the later calls ran compiled blocks"
+    assert len(blocks(replaying)) > (5 if block_steps == 7 else 0), "compiled blocks ran"
 
 
 def test_a_block_whose_outputs_get_no_cotangent_finishes_one_step_at_a_time(monkeypatch):
@@ -542,12 +546,19 @@ def chain(operations, kept):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(elementwise_chains(), st.sampled_from(POLICIES))
-def test_random_elementwise_chains_compile_bit_for_bit(program, policy):
+@given(elementwise_chains(), st.sampled_from(POLICIES), st.sampled_from([3, 128]))
+def test_random_elementwise_chains_compile_bit_for_bit(program, policy, block_steps):
+    """Also with runs cut into blocks of 3 steps (``replay.BLOCK_STEPS``): a value made in one
+    block and read in the next."""
+    from mutad import replay
     f = chain(*program)
     rng = np.random.default_rng(len(program[0]))
     calls = [(rng.uniform(-1, 1, 5), rng.uniform(-1, 1, 5)) for _ in range(4)]
-    replayed_like_traced(f, calls, policy, argnums=(0, 1))
+    kept, replay.BLOCK_STEPS = replay.BLOCK_STEPS, block_steps
+    try:
+        replayed_like_traced(f, calls, policy, argnums=(0, 1))
+    finally:
+        replay.BLOCK_STEPS = kept
 
 
 # ----------------------------------------------------------------------------------------------
