@@ -49,8 +49,7 @@ KEPT = 256
 _TEMPLATES_LOCK = threading.Lock()
 
 
-
-def scalar(buffer):
+def scalar_cotangents(buffer):
     """Whether the block computes the cotangents of ``buffer`` as NumPy's float64 scalars
     rather than 0-d arrays. (Not for other dtypes: a scalar's arithmetic may promote where
     ``out=`` would cast back.)"""
@@ -159,11 +158,11 @@ class Code:
         local = self.cotangent(buffer)
         if local is not None:
             if buffer.key in self.live:
-                return self.plus(local, g) if scalar(buffer) else [f"{local} += {g}"]
+                return self.plus(local, g) if scalar_cotangents(buffer) else [f"{local} += {g}"]
             self.live[buffer.key] = buffer
             return [f"{local} = {g}"]
         key = self.key(buffer)
-        shadow = f"array({g})" if scalar(buffer) else g
+        shadow = f"array({g})" if scalar_cotangents(buffer) else g
         return [f"x = get({key})", "if x is None:",
                 f"    entries[{key}] = [{self.bind(buffer)}, {shadow}, None, None]", "else:",
                 f"    x[1] += {g}"]

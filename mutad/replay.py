@@ -53,7 +53,7 @@ import types
 import numpy as np
 
 from .arguments import Originals, check_argnums
-from .blocks import Block, indent, scalar
+from .blocks import Block, indent, scalar_cotangents
 from .levels import ACTIVE
 from .products import times
 from .recompute import Lazy, small
@@ -262,7 +262,7 @@ class Pure:
         self.rule = rule
         self.reads = reads
         self.inputs = _places(record.inputs)
-        self.buffer = buffer = record.output
+        self.buffer = record.output
         self.state = record.state
         self.lean = None  # prepare(), before the first replay
 
@@ -372,7 +372,7 @@ class Pure:
             return [f"dy = {dy}", *self._lean_back(code, vals, y)]
         key = code.key(self.buffer)
         # A float64 scalar's cotangent is NumPy's scalar, not a 0-d array (blocks.scalar)
-        dy = "x[1][()]" if scalar(self.buffer) else "x[1]"
+        dy = "x[1][()]" if scalar_cotangents(self.buffer) else "x[1]"
         if not any(code.cotangent(buffer) for *_, buffer in self.lean):
             return [f"x = pop({key}, None)", "if x is not None:",
                     "    if x[3] is not None or not x[1].flags.writeable:",
@@ -388,11 +388,11 @@ class Pure:
     def _lean_back(self, code, vals, y):
         """The lean path of :meth:`back`, from ``dy`` on; for a float64 scalar, the same
         arithmetic on NumPy's scalars, which need no copies."""
-        scalar_ = scalar(self.buffer)
+        scalar = scalar_cotangents(self.buffer)
         lines, rows = [], []
         for j, (_, partial, last, buffer) in enumerate(self.lean):
             g = f"g{j}"
-            copy = "dy" if scalar_ else "dy.copy()"
+            copy = "dy" if scalar else "dy.copy()"
             if partial is ONE and not last:
                 local = code.cotangent(buffer)
                 if local is None:
@@ -400,14 +400,14 @@ class Pure:
                               "    x[1] += dy", f"    {g} = None", "else:", f"    {g} = {copy}"]
                     rows.append((g, buffer, True))
                 elif buffer.key in code.live:
-                    lines += code.plus(local, "dy") if scalar_ else [f"{local} += dy"]
+                    lines += code.plus(local, "dy") if scalar else [f"{local} += dy"]
                 else:
                     lines.append(f"{g} = {copy}")
                     rows.append((g, buffer, False))
                 continue
             if partial is ONE:
                 lines.append(f"{g} = dy")
-            elif scalar_:  # times(dy, p): zero where dy is, whatever p
+            elif scalar:  # times(dy, p): zero where dy is, whatever p
                 lines += [f"p = {code.bind(partial)}({y}, {vals})",
                           f"{g} = dy * p if finite_scalar(p) else zero if dy == 0 else dy * p",
                           f"if {g} != {g}:", f"    {g} = multiply(dy, p)"]
@@ -606,7 +606,7 @@ class Gather:
             if dy is None:
                 return []
             lines, shadow = code.shadow(self.place, always=True)
-            if scalar(self.buffer):
+            if scalar_cotangents(self.buffer):
                 return [*lines, *code.plus(f"{shadow}[{key}]", dy)]
             return [*lines, f"{shadow}[{key}] += {dy}"]
         _, shadow = code.shadow(self.place, always=False)
@@ -649,7 +649,7 @@ class SetElement:
         if type(write) is not ElementwiseWrite or write.rule is not ASSIGNMENT \
                 or write.target != view.outputs.slot or write.kwargs or not write.traced \
                 or type(write.args[0]) is not Slot or type(write.inputs[0]) is not Buffer \
-                or not scalar(write.inputs[0]):
+                or not scalar_cotangents(write.inputs[0]):
             return None
         written = write.written
         if written.whole or written.shape != () or written.dtype != np.float64:
