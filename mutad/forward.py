@@ -35,7 +35,7 @@ from .errors import (
 from .levels import LEVELS, escaped, innermost, running
 from .products import times
 from .registry import COMPOSITES, FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS, NoClosedForm
-from .trees import (check_leaf, flatten, is_float_array, is_float_scalar,
+from .trees import (check_leaf, check_real_result, flatten, is_float_array, is_float_scalar,
                     unsupported_array)
 from .views import address, may_overlap, owner, owner_view, same_region, strided, wrapped
 
@@ -94,6 +94,8 @@ def _wrap(y, dy, level, args, tangents):
         dys = dy if dy is not None else (None,) * len(y)
         items = [_wrap(a, b, level, args, tangents) for a, b in zip(y, dys, strict=True)]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
+    if dy is not None:
+        check_real_result(y)
     if dy is None or not hasattr(y, "dtype") or y.dtype.kind != "f":
         return y
     y = _as_array(y)
@@ -196,6 +198,7 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
     y = _as_array(ufunc(*primals, **kwargs))
     if not traced:
         return y
+    check_real_result(y)
     given = _partial_arguments(rule, primals, traced)
     dy = _sum_terms((_term(rule, i, y, given, tangents[i]) for i in traced), tangents)
     return Dual(y, _tangent_for(y, dy, tangents), level)

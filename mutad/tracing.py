@@ -59,7 +59,7 @@ from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, RECOMPUTABL
                        ElementwiseRule, NoClosedForm)
 from .shadows import Buffer, Place, overlapping
 from .tape import Absent, OneOutput, Primitive, Record, Tape, Write
-from .trees import unsupported_array
+from .trees import check_real_result, unsupported_array
 from .views import (address, byte_span, itself, may_overlap, memory, overlaps_itself, owner,
                     owner_view, same_region, strided, views, wrapped)
 
@@ -408,6 +408,7 @@ def fresh_value(y):
 def fresh(y, tape):
     """Wrap a fresh float result as a buffer of its own."""
     y = fresh_value(y)
+    check_real_result(y)
     if type(y) is not np.ndarray and isinstance(y, np.ndarray):
         raise UnsupportedArrayError(unsupported_array(
             y, "a result computed from a traced array and an array the function uses"))
@@ -1194,6 +1195,7 @@ def _output(tape, y, leaves):
     """Wrap one output of a pure rule; returns ``(wrapped, is_fresh_buffer)``. (Under nested
     differentiation the output is an array an outer tape traces; it is wrapped the same way.)"""
     if isinstance(y, np.ndarray) or wrapped(y):
+        check_real_result(y)
         if y.dtype.kind != "f":
             return y, False
         for t in leaves:

@@ -271,6 +271,17 @@ def check_real(x):
             "real arguments.")
 
 
+def check_real_result(y):
+    """Refuse ``y``, computed from differentiated arrays, if it is complex: mutad differentiates
+    real arithmetic only so far, and would otherwise drop or mangle its imaginary part."""
+    if getattr(y, "dtype", None) is not None and y.dtype.kind == "c":
+        raise ComplexInputError(
+            "a complex value was computed from a differentiated array: mutad differentiates "
+            "real arithmetic only, so far. Compute with the real and imaginary parts as two "
+            "real arrays (|x + 1j*c| is np.hypot(x, c)), or keep the complex computation out of "
+            "the differentiated function.")
+
+
 def check_leaf(x):
     """Refuse a leaf mutad would differentiate wrongly: complex numbers (``check_real``),
     ndarray subclasses, and ``object`` arrays holding numbers."""

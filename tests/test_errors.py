@@ -82,6 +82,27 @@ def test_complex_input():
         mutad.gradient(lambda a, c: a.sum(), np.ones(2), 1j)
 
 
+@pytest.mark.parametrize("f", [
+    lambda x: np.abs(x + 1j).sum(),                  # np.abs's rule gave float16-rounded slopes
+    lambda x: np.real(np.exp(1j * x)).sum(),
+    lambda x: ((x + 2j) * np.conj(x + 2j)).real.sum(),
+])
+@pytest.mark.parametrize("how", ["reverse", "forward", "replay"])
+def test_a_complex_value_computed_from_a_differentiated_array_is_refused(f, how):
+    """Regression: a complex intermediate of real arguments gave a silently wrong gradient (its
+    imaginary part dropped, or a rule computing in float16)."""
+    x = np.linspace(0.1, 1.0, 4)
+    before = x.tobytes()
+    with pytest.raises(errors.ComplexInputError, match="real and imaginary parts"):
+        if how == "reverse":
+            mutad.gradient(f, x)
+        elif how == "forward":
+            mutad.jvp(f, (x,), (np.ones_like(x),))
+        else:
+            mutad.grad(f, replay=True)(x)
+    assert x.tobytes() == before
+
+
 def test_unknown_policy():
     x = np.ones(2)
     with pytest.raises(errors.PolicyError, match="checkpoint"):
