@@ -371,7 +371,7 @@ class Pure:
                 return []
             return [f"dy = {dy}", *self._lean_back(code, vals, y)]
         key = code.key(self.buffer)
-        # A float64 scalar's cotangent is NumPy's scalar, not a 0-d array (blocks.scalar)
+        # A float64 scalar's cotangent is NumPy's scalar, not a 0-d array (scalar_cotangents)
         dy = "x[1][()]" if scalar_cotangents(self.buffer) else "x[1]"
         if not any(code.cotangent(buffer) for *_, buffer in self.lean):
             return [f"x = pop({key}, None)", "if x is not None:",
@@ -856,14 +856,12 @@ def with_blocks(steps, held):
     steps, reads = fused, fused_reads
     runs, run = [], []
     for k, step in enumerate((*steps, None)):
-        if (type(step) is SetElement or type(step) in (Pure, Gather) and step.lean) \
-                and len(run) < BLOCK_STEPS:
+        if type(step) is SetElement or type(step) in (Pure, Gather) and step.lean:
             run.append(k)
             continue
-        if len(run) > 1 or run and type(steps[run[0]]) is SetElement:
-            runs.append(run)
-        run = [k] if step is not None and (
-            type(step) is SetElement or type(step) in (Pure, Gather) and step.lean) else []
+        runs += [run[i:i + BLOCK_STEPS] for i in range(0, len(run), BLOCK_STEPS)]
+        run = []
+    runs = [run for run in runs if len(run) > 1 or type(steps[run[0]]) is SetElement]
     if not runs:
         return steps
     block_of = {k: j for j, run in enumerate(runs) for k in run}
