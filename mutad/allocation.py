@@ -143,7 +143,7 @@ def _arrays(tree):
 
 def _allocated(y, args, kwargs):
     """Whether ``y`` is a new float ndarray, not the memory of an argument."""
-    if type(y) is not np.ndarray or y.dtype.kind != "f":
+    if type(y) is not np.ndarray or y.dtype.kind not in "fc":
         return False
     root = owner(y)
     return not any(owner(a) is root for a in _arrays([args, kwargs]))

@@ -7,6 +7,7 @@ import numpy as np
 
 from .errors import (
     ArgnumsError,
+    ComplexInputError,
     ConstantModifiedError,
     ConversionError,
     InvalidArgumentError,
@@ -25,7 +26,7 @@ from .shadows import Buffer, Shadows
 from .tape import POLICIES
 from .tracing import (ReverseTape, Traced, active, check_constants, fresh, place_of, thaw,
                       view_of)
-from .trees import check_leaf, flatten, is_float_array, is_float_scalar
+from .trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
 from .views import owner, owner_view, same_region, spans, wrapped
 
 
@@ -68,7 +69,7 @@ class Run:
     def _wrap_leaf(self, x):
         check_leaf(x)
         t = None
-        if is_float_array(x):
+        if is_inexact_array(x):
             base = owner(x)
             outer = self.tape.outer
             if id(base) not in self.buffers:
@@ -87,11 +88,11 @@ class Run:
             if x.flags.writeable:
                 self.pending.setdefault(buffer.key, []).append(value)
                 self.tape.guard(buffer.key, lambda key=buffer.key: self._save(key))
-        elif is_float_scalar(x):
+        elif is_inexact_scalar(x):
             t = fresh(np.result_type(x).type(x), self.tape)  # a NumPy scalar: immutable
             if self.tape.outer is None:
                 hold_for_good(t.buffer, t.value)
-        elif isinstance(x, Tracer) and x.dtype.kind == "f":
+        elif isinstance(x, Tracer) and x.dtype.kind in "fc":
             if stands_for_scalar(x):  # an enclosing level's scalar: immutable, so a value of
                 t = fresh(x, self.tape)  # its own at each place, as a float argument is
             else:
@@ -99,7 +100,7 @@ class Run:
         else:  # integer arrays, and those inside objects of NumPy's and SciPy's classes
             self.originals.keep_within(x)
         self.traced.append(t)
-        self.scalar.append(t is not None and is_float_scalar(x))
+        self.scalar.append(t is not None and is_inexact_scalar(x))
         return x if t is None else t
 
     def _wrap_outer(self, x):
@@ -152,7 +153,7 @@ class Run:
                 grads.append(None)
                 continue
             g = shadows.release(t, hand_over=keys.count(t.buffer.key) == 1)
-            grads.append(float(g) if scalar and not wrapped(g) else g)
+            grads.append(g.item() if scalar and not wrapped(g) else g)
         return grads
 
     def per_argument(self, leaf_values):
@@ -173,6 +174,11 @@ def _scalar_output(y):
             f"gradient needs a scalar output, but the function returned a {type(y).__name__}. "
             "If it is (loss, aux), pass has_aux=True to get aux back beside the gradients; "
             "otherwise return one float (y.sum() for an array).")
+    if getattr(y, "dtype", None) is not None and y.dtype.kind == "c" or type(y) is complex:
+        raise ComplexInputError(
+            "gradient needs a real-valued function, but this one returned a complex value, "
+            "whose derivative is not a gradient. Return a real loss (np.abs(y) ** 2, "
+            "np.real(y), ...), or use mutad.pullback with a complex cotangent.")
     if type(y) is Traced:
         if y.value.ndim != 0:
             raise NonScalarOutputError(
@@ -547,13 +553,19 @@ def _basis(x):
 
 def _is_float(x):
     """A float array or scalar, or one an enclosing differentiation traces (nested)."""
-    return is_float_array(x) or is_float_scalar(x) or (wrapped(x) and x.dtype.kind == "f")
+    return is_inexact_array(x) or is_inexact_scalar(x) or (wrapped(x) and x.dtype.kind in "fc")
 
 
 def _differentiable_argument(x, function, position):
     leaves = flatten(x)[0]
     for leaf in leaves:
         check_leaf(leaf)
+        if np.iscomplexobj(leaf) and not wrapped(leaf):
+            raise ComplexInputError(
+                f"{function}: argument {position} is complex, and a complex function's "
+                "derivative is a matrix only where it is complex-differentiable. Use "
+                "mutad.pullback and mutad.jvp, or pass the real and imaginary parts as real "
+                "arguments.")
     if not any(_is_float(leaf) for leaf in leaves):
         raise ArgnumsError(f"{function}: argument {position} holds no float array or scalar, "
                            "so it has no derivative.")
@@ -597,6 +609,10 @@ def jacobian(f, *args, argnums=0):
     y = forward.jvp(f, tuple(args), (None,) * len(args))[0]
     outputs, rebuild = flatten(y)
     for out in outputs:
+        if np.iscomplexobj(out):
+            raise ComplexInputError(
+                "jacobian of a function with complex outputs: use mutad.pullback and "
+                "mutad.jvp, or return the real and imaginary parts as real arrays.")
         if not _is_float(out):
             raise NonScalarOutputError(
                 "jacobian needs f to return float arrays or scalars (in tuples, lists or "
@@ -615,7 +631,7 @@ def jacobian(f, *args, argnums=0):
                 columns.append(flatten(forward.jvp(f, tuple(args), tuple(tangents))[1])[0])
             blocks = [_assemble([c[k] for c in columns], x_shape, np.shape(out))
                       for k, out in enumerate(outputs)]
-        blocks = [float(J) if is_float_scalar(args[i]) and is_float_scalar(out) else J
+        blocks = [float(J) if is_inexact_scalar(args[i]) and is_inexact_scalar(out) else J
                   for J, out in zip(blocks, outputs, strict=True)]
         jacobians[i] = rebuild(blocks)
     results = [per_argument(jacobians, i) for i in selected]
@@ -678,7 +694,7 @@ def hessian(f, *args, argnums=0, policy="restore"):
             columns.append(_hessian_column(f, args, tuple(tangents), tuple(leaves), policy))
         for row, i in enumerate(leaves):
             block = _assemble([c[row] for c in columns], np.shape(args[j]), np.shape(args[i]))
-            scalars = is_float_scalar(args[i]) and is_float_scalar(args[j])
+            scalars = is_inexact_scalar(args[i]) and is_inexact_scalar(args[j])
             blocks[i, j] = float(block) if scalars else block
     # Argument i's structure of argument j's structures: H[i][j] holds the second derivatives
     # with respect to a leaf of i, then a leaf of j.

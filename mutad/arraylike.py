@@ -81,12 +81,17 @@ class ArrayMethods(Tracer):
     flags = property(lambda self: Flags(self.value.flags))
     T = property(lambda self: np.transpose(self))
     mT = property(lambda self: np.swapaxes(self, -1, -2))
-    real = property(lambda self: self, lambda self, value: self.__setitem__(Ellipsis, value))
+    # Of a complex array, views of its memory (writing them writes the array); of a real one,
+    # the array itself, and read-only zeros, as NumPy gives.
+    real = property(lambda self: np.real(self),
+                    lambda self, value: np.real(self).__setitem__(Ellipsis, value))
 
-    def _no_imaginary_part(self, value):
-        raise TypeError("array does not have imaginary part to set")  # NumPy's error
+    def _set_imaginary_part(self, value):
+        if self.dtype.kind != "c":
+            raise TypeError("array does not have imaginary part to set")  # NumPy's error
+        np.imag(self)[...] = value
 
-    imag = property(lambda self: np.imag(self), _no_imaginary_part)  # zeros, as NumPy
+    imag = property(lambda self: np.imag(self), _set_imaginary_part)
     device = property(lambda self: self.value.device)
 
     @property

@@ -14,6 +14,7 @@ import threading
 from . import forward, tracing
 from .errors import InvalidArgumentError, UnsupportedFunctionError
 from .levels import innermost
+from .registry import COMPLEX, CONVENTION
 
 
 def dispatch(adjoint, args, kwargs):
@@ -51,6 +52,11 @@ class Adjoint:
     """A function with a pure rule. Called with traced arguments it runs its rule; called with
     plain arrays it just runs. See :func:`adjoint`."""
 
+    complex_values = CONVENTION
+    """How the rules attached take complex values (``registry.COMPLEX``): a user's rules are
+    given them as they are, in mutad's convention (README, "Complex numbers"); None refuses
+    them."""
+
     def __init__(self, fn):
         functools.update_wrapper(self, fn)
         self.fn = fn
@@ -63,13 +69,19 @@ class Adjoint:
         tangent), ``dy`` is the tangent of ``y``. It computes with NumPy calls that dispatch
         (see ``JVPS``), so that a reverse pass can differentiate it again (``hvp``)."""
         self.forward_rule = rule
+        self._declare_complex(rule)
         return rule
 
     def rule(self, rule):
         """Attach ``rule(*args, **kwargs) -> (y, back)``; ``back(dy)`` returns one cotangent per
         positional argument (``None`` for one without a gradient)."""
         self.pure_rule = rule
+        self._declare_complex(rule)
         return rule
+
+    def _declare_complex(self, rule):
+        if self.complex_values is not None:
+            COMPLEX[rule] = self.complex_values
 
     def __call__(self, *args, **kwargs):
         return dispatch(self, args, kwargs)
@@ -121,7 +133,12 @@ class InplaceAdjoint(Adjoint):
 
             return attach
         self.pure_rule = rule
+        self._declare_complex(rule)
         return rule
+
+    def _declare_complex(self, rule):
+        if self.complex_values is not None:
+            COMPLEX[rule] = self.complex_values
 
     def __call__(self, *args, **kwargs):
         result = dispatch(self, args, kwargs)
@@ -143,6 +160,7 @@ class InplaceAdjoint(Adjoint):
         place (they are always arrays); ``tangents`` has ``None`` for read-only arguments
         without one. It returns what the function returned."""
         self.forward_rule = rule
+        self._declare_complex(rule)
         return rule
 
     def _run_rule(self, *values, **kwargs):

@@ -81,10 +81,12 @@ class UnsupportedArgumentError(MutadError, TypeError):
 
 
 class ComplexInputError(MutadError, TypeError):
-    """A complex array or number was passed to a differentiating function.
+    """Complex values reached something mutad does not differentiate for them.
 
-    Complex differentiation is not designed yet. Fix: split real and imaginary parts into two
-    real arguments.
+    Example: a function whose rule is written for real values only (``np.linalg.eigh`` of a
+    complex matrix), or a complex-valued function given to ``gradient``, which needs a real
+    loss. The message names the function and what to do instead (take ``np.abs`` or
+    ``np.real`` of a complex loss; use ``pullback`` for complex outputs).
     """
 
 

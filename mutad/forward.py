@@ -34,10 +34,12 @@ from .errors import (
 )
 from .levels import LEVELS, escaped, innermost, running
 from .products import times
-from .registry import COMPOSITES, FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS, NoClosedForm
-from .trees import (check_leaf, check_real_result, flatten, is_float_array, is_float_scalar,
+from .registry import (COMPLEX_UFUNCS, COMPOSITES, FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS,
+                       NoClosedForm, check_complex, complex_among)
+from .trees import (check_leaf, flatten, is_inexact_array, is_inexact_scalar,
                     unsupported_array)
-from .views import address, may_overlap, owner, owner_view, same_region, strided, wrapped
+from .views import (address, may_overlap, owner, owner_view, real_part_if, same_region, strided,
+                    wrapped)
 
 
 def level_of(items, level=-1):
@@ -67,7 +69,7 @@ def _as_array(y):
     if type(y) is not np.ndarray and isinstance(y, np.ndarray):
         raise UnsupportedArrayError(unsupported_array(
             y, "a result computed from a dual array and an array the function uses"))
-    if isinstance(y, (np.generic, float, int)):
+    if isinstance(y, (np.generic, float, int, complex)):
         y = np.array(y)
         y.flags.writeable = False  # as a NumPy scalar (arraylike.stands_for_scalar)
     return y
@@ -78,7 +80,7 @@ def _tangent_for(y, dy, sources):
     with the tangents ``sources`` (a later write into ``y`` must not reach them)."""
     if dy is None:
         dy = np.zeros_like(y)
-    dy = _as_array(dy)
+    dy = real_part_if(y, _as_array(dy))
     if (dy.shape != y.shape or dy.strides != y.strides or not dy.flags.writeable
             or any(s is not None and may_overlap(dy, s) for s in sources)):
         fresh = np.zeros_like(y)
@@ -94,9 +96,7 @@ def _wrap(y, dy, level, args, tangents):
         dys = dy if dy is not None else (None,) * len(y)
         items = [_wrap(a, b, level, args, tangents) for a, b in zip(y, dys, strict=True)]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
-    if dy is not None:
-        check_real_result(y)
-    if dy is None or not hasattr(y, "dtype") or y.dtype.kind != "f":
+    if dy is None or not hasattr(y, "dtype") or y.dtype.kind not in "fc":
         return y
     y = _as_array(y)
     pairs = list(_with_tangents(args, tangents))
@@ -139,6 +139,7 @@ def _term(rule, i, y, primals, tangent):
     # The flag is read last: reading it from an input's view np.broadcast_arrays made warns.
     if (type(p) is np.ndarray and type(tangent) is np.ndarray
             and p.shape == np.broadcast_shapes(p.shape, tangent.shape)
+            and p.dtype == np.result_type(p, tangent)  # a real partial of a complex tangent
             and not any(may_overlap(p, v) for v in (y, tangent, *primals)
                         if type(v) is np.ndarray) and p.flags.writeable):
         return times(tangent, p, out=p)
@@ -162,6 +163,7 @@ def _sum_terms(terms, sources):
             total = term
         elif (type(total) is np.ndarray and type(term) is np.ndarray
               and total.shape == np.broadcast_shapes(total.shape, term.shape)
+              and total.dtype == np.result_type(total, term)
               and not any(total is s for s in sources)):
             np.add(total, term, out=total)
         else:
@@ -178,6 +180,10 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
     primals = [p for p, _ in pairs]
     tangents = [t for _, t in pairs]
     rule = UFUNCS.get(ufunc)
+    if ufunc in COMPLEX_UFUNCS and complex_among(primals):  # not complex-differentiable
+        if out is not None:
+            kwargs = dict(kwargs, out=out)
+        return apply_function(ufunc, inputs, kwargs, level, COMPLEX_UFUNCS[ufunc][1])
     if rule is None:
         if ufunc in FUNCTIONS:  # generalized ufuncs (matmul) have function rules
             if out is not None:
@@ -198,7 +204,6 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
     y = _as_array(ufunc(*primals, **kwargs))
     if not traced:
         return y
-    check_real_result(y)
     given = _partial_arguments(rule, primals, traced)
     dy = _sum_terms((_term(rule, i, y, given, tangents[i]) for i in traced), tangents)
     return Dual(y, _tangent_for(y, dy, tangents), level)
@@ -271,9 +276,12 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
 # Functions
 
 
-def apply_function(func, args, kwargs, level):
+def apply_function(func, args, kwargs, level, rule=None):
+    """``func(*args, **kwargs)`` with its forward rule (or ``rule``, given)."""
     composite = COMPOSITES.get(func)
     if composite is not None and func not in JVPS:
+        if complex_among(args):
+            check_complex(function_name(func), composite)
         return composite(*args, **kwargs)
     args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
     kwargs = dict(kwargs)
@@ -284,7 +292,7 @@ def apply_function(func, args, kwargs, level):
     if type(like) is Dual:
         kwargs["like"] = like.value
     primals, tangents = _split_call(function_name(func), args, kwargs, level)
-    rule = JVPS.get(func)
+    rule = rule or JVPS.get(func)
     if rule is None:
         if func in NONDIFF:
             return func(*primals, **kwargs)
@@ -293,7 +301,12 @@ def apply_function(func, args, kwargs, level):
             + (" (it has a reverse-mode one: use mutad.gradient)" if func in FUNCTIONS else "")
             + ". Compute it from functions mutad differentiates, or wrap it with mutad.adjoint "
             "and attach a forward rule with @f.jvp_rule.")
+    complex_values = complex_among(primals)
+    if complex_values:  # before the rule, which may refuse them for another reason
+        check_complex(function_name(func), rule)
     y, dy = rule(tangents, *primals, **kwargs)
+    if not complex_values and complex_among(y if isinstance(y, (tuple, list)) else (y,)):
+        check_complex(function_name(func), rule)
     if dy is None and type(like) is Dual:  # created like a dual: a dual with zero tangent
         dy = np.zeros_like(y)
     result = _wrap(y, dy, level, primals, tangents)
@@ -465,13 +478,15 @@ def apply_adjoint(adjoint, level, args, kwargs):
             f"{name} was given dual arrays (forward mode) but has no forward rule: attach one "
             f"with @{getattr(adjoint.fn, '__name__', 'f')}.jvp_rule.")
     primals, tangents = _split_call(name, args, kwargs, level)
+    if complex_among(primals):
+        check_complex(name, rule)
     writes = getattr(adjoint, "writes", None)
     if writes is None:
         y, dy = rule(tangents, *primals, **kwargs)
         return _wrap(y, dy, level, primals, tangents)
     for i in writes:
         if i < len(args) and tangents[i] is None and any(t is not None for t in tangents) \
-                and getattr(args[i], "dtype", np.dtype(int)).kind == "f":
+                and getattr(args[i], "dtype", np.dtype(int)).kind in "fc":
             _target(args[i], level, True, name)
     result = rule(tangents, *primals, **kwargs)
     return _returned(result, args, primals)
@@ -544,10 +559,10 @@ class Run:
             raise InvalidArgumentError(f"jvp: a tangent of shape {np.shape(t)} was given for a "
                                        f"primal of shape {np.shape(x)}.")
         level = self.level
-        if is_float_scalar(x):
+        if is_inexact_scalar(x):
             value = _as_array(np.result_type(x).type(x))
             return Dual(value, np.array(0.0 if t is None else t, value.dtype), level)
-        if not (is_float_array(x) or (wrapped(x) and x.dtype.kind == "f")):
+        if not (is_inexact_array(x) or (wrapped(x) and x.dtype.kind in "fc")):
             self.originals.keep_within(x)
             return x
         if wrapped(x) and stands_for_scalar(x):
@@ -581,7 +596,7 @@ class Run:
         """``(value, tangent)`` of one output leaf; a float that does not depend on the
         arguments has a zero tangent."""
         value, tangent = _split(out, self.level)
-        if tangent is None and (is_float_array(value) or is_float_scalar(value)
+        if tangent is None and (is_inexact_array(value) or is_inexact_scalar(value)
                                 or wrapped(value)):
             tangent = np.zeros_like(value)
         return _result(value), _result(tangent)

@@ -1,6 +1,11 @@
 """The products both engines take of a (co)tangent and a partial derivative: exact zeros where
-the derivative is not finite, and a piece at a time for large arrays."""
+the derivative is not finite, and a piece at a time for large arrays.
 
+A complex partial ``p`` is a complex derivative (README, "Complex numbers"): a tangent ``t``
+moves the output by ``p * t``, and a cotangent ``g`` of the output reaches the input as
+``g * conj(p)``, which is what the reverse products here take."""
+
+import cmath
 import math
 
 import numpy as np
@@ -16,15 +21,24 @@ def writable(a):
     return a.flags.writeable and owner(a).flags.writeable
 
 
+def adjoint(p):
+    """The factor a cotangent takes from partial ``p``: ``p``, conjugated if complex."""
+    return p.conjugate() if type(p) is complex or getattr(p, "dtype", _REAL).kind == "c" else p
+
+
+_REAL = np.dtype(float)
+
+
 def times_partial(dy, partial, y, values, out):
-    """``out = dy * partial(y, *values)``. For large arrays of one shape the partial is
-    evaluated a piece at a time, so its temporaries stay small and in cache."""
+    """``out = dy * conj(partial(y, *values))`` (``out`` is a suggestion where the product is
+    complex and it is not). For large arrays of one shape the partial is evaluated a piece at
+    a time, so its temporaries stay small and in cache."""
     pieces = _pieces(dy, out, y, values)
     if pieces is None:
-        return _times(dy, partial(y, *values), out)
+        return _times(dy, adjoint(partial(y, *values)), out)
     flat_dy, flat_out = dy.reshape(-1), out.reshape(-1)
     for part, args in pieces:
-        times(flat_dy[part], partial(*args), flat_out[part])
+        times(flat_dy[part], adjoint(partial(*args)), flat_out[part])
     return out
 
 
@@ -33,7 +47,7 @@ def add_times_partial(into, dy, partial, y, values):
     is made: for accumulating into a shadow that already exists. Returns False, having done
     nothing, where the arrays cannot be taken in pieces (the caller then forms the product
     whole)."""
-    if wrapped(into) or not into.flags.c_contiguous:
+    if wrapped(into) or not into.flags.c_contiguous or into.dtype != dy.dtype:
         return False
     pieces = _pieces(dy, into, y, values)
     if pieces is None:
@@ -42,7 +56,7 @@ def add_times_partial(into, dy, partial, y, values):
     scratch = np.empty(min(CHUNK, dy.size), np.result_type(dy, into))
     for part, args in pieces:
         d = flat_dy[part]
-        product = times(d, partial(*args), scratch[:d.size])
+        product = times(d, adjoint(partial(*args)), scratch[:d.size])
         np.add(flat_into[part], product, out=flat_into[part])
     return True
 
@@ -55,7 +69,10 @@ def _pieces(dy, out, y, values):
             or out.shape != dy.shape or not out.flags.c_contiguous or not writable(out):
         return None
     flat = []
+    real = out.dtype.kind == "f"
     for v in (y, *values):
+        if real and (type(v) is complex or getattr(v, "dtype", _REAL).kind == "c"):
+            return None  # a complex product, which ``out`` cannot hold
         if wrapped(v) or (type(v) is np.ndarray and v.ndim and (
                 v.shape != dy.shape or not v.flags.c_contiguous)):
             return None
@@ -69,7 +86,8 @@ def _times(dy, p, out):
     differentiation and ``out`` does not, or where an outer differentiation froze ``out`` (it
     read ``dy`` as a constant: nested, ``dy`` may already have gone into an outer-traced
     shadow)."""
-    if (wrapped(p) and not wrapped(out)) or not writable(out):
+    if (wrapped(p) and not wrapped(out)) or not writable(out) \
+            or (out.dtype.kind == "f" and getattr(p, "dtype", _REAL).kind == "c"):
         out = None
     return times(dy, p, out)
 
@@ -82,9 +100,11 @@ def _finite(p):
         return math.isfinite(p)
     if kind is not np.ndarray:
         if not hasattr(p, "dtype"):
-            return math.isfinite(p)
+            return cmath.isfinite(p)
         p = memory(p)
-    if p.dtype.kind != "f":
+    if p.dtype.kind == "c":  # its real and imaginary parts, as floats
+        p = p.view(p.real.dtype) if p.ndim and p.flags.c_contiguous else np.abs(p)
+    elif p.dtype.kind != "f":
         return True
     dimensions = p.ndim
     if dimensions == 0:

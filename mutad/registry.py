@@ -38,6 +38,16 @@ else about them. Rules live in ``mutad/rules/``, one module per family.
   and its rule on traced ones. See ``allocation``.
 * ``RECOMPUTABLE``: the ``FUNCTIONS`` rules whose outputs the reverse pass may compute again
   rather than keep (``recomputable``): cheap, and the same bytes each time.
+* ``COMPLEX[rule]``: how a rule of ``FUNCTIONS`` or ``JVPS`` takes complex values, which it is
+  given only if declared here (else the core refuses them): ``HOLOMORPHIC`` (``holomorphic``),
+  a rule written for real values whose formulas hold for complex ones, the function being
+  complex-differentiable or linear with real coefficients; the core conjugates the
+  cotangents around such a ``back``, whose formulas give the transpose, not the adjoint.
+  ``CONVENTION`` (``complex_aware``): a rule written for complex values in mutad's convention
+  (README, "Complex numbers": a cotangent is dL/dx + i dL/dy), given them as they are.
+* ``COMPLEX_UFUNCS[ufunc] = (rule, jvp)``: for an elementwise ufunc that is not
+  complex-differentiable (``np.conjugate``, ``np.absolute``), the ``CONVENTION`` rules that
+  serve it when an operand is complex, in place of its partials.
 * ``RULE_MODULES[library] = module``: the rule module to import when a differentiation starts
   and ``library`` has been imported, so that its rows are registered when a user uses it
   (``{"scipy.special": "mutad.scipy.special"}``).
@@ -53,7 +63,7 @@ jointly, or in each separately), ``definplace`` (a function that writes into an 
 
 import functools
 
-from .errors import UnsupportedOperationError, function_name
+from .errors import ComplexInputError, UnsupportedOperationError, function_name
 
 UFUNCS = {}
 FUNCTIONS = {}
@@ -64,10 +74,15 @@ COMPOSITES = {}
 METHODS = {}
 ROUTES = {}
 RECOMPUTABLE = set()
+COMPLEX = {}
+COMPLEX_UFUNCS = {}
+HOLOMORPHIC = "holomorphic"
+CONVENTION = "convention"
 RULE_MODULES = {
     "scipy.special": "mutad.scipy.special",
     "scipy.linalg": "mutad.scipy.linalg",
     "scipy.signal": "mutad.scipy.signal",
+    "scipy.fft": "mutad.scipy.fft",
     "scipy.stats": "mutad.scipy.stats",
 }
 
@@ -240,6 +255,63 @@ def recomputable(*funcs):
 def defcomposite(*funcs):
     """Declare the decorated composition of ``funcs`` (see ``COMPOSITES``)."""
     return _entering(COMPOSITES, funcs)
+
+
+def holomorphic(*funcs):
+    """Declare that the rules of ``funcs`` hold as written for complex values (see
+    ``COMPLEX``): complex-differentiable functions, and those linear with real coefficients."""
+    _declare_complex(funcs, HOLOMORPHIC)
+
+
+def complex_aware(*funcs):
+    """Declare that the rules of ``funcs`` are written for complex values in mutad's
+    convention (see ``COMPLEX``)."""
+    _declare_complex(funcs, CONVENTION)
+
+
+def _declare_complex(funcs, kind):
+    for func in funcs:
+        rules = [table[func] for table in (FUNCTIONS, JVPS, COMPOSITES, INPLACE) if func in table]
+        if not rules:
+            raise KeyError(f"{func!r} has no rule to declare complex")
+        for rule in rules:
+            COMPLEX[rule] = kind
+
+
+def complex_ufunc(ufunc, rule, jvp):
+    """Declare the ``CONVENTION`` rules of ``ufunc`` for complex operands (see
+    ``COMPLEX_UFUNCS``)."""
+    COMPLEX_UFUNCS[ufunc] = (rule, jvp)
+    COMPLEX[rule] = COMPLEX[jvp] = CONVENTION
+
+
+def complex_among(items):
+    """Whether a complex array or number is among ``items`` (one level into sequences)."""
+    for x in items:
+        if type(x) in (list, tuple):
+            if any(_complex(e) for e in x):
+                return True
+        elif _complex(x):
+            return True
+    return False
+
+
+def _complex(x):
+    return type(x) is complex or getattr(getattr(x, "dtype", None), "kind", None) == "c"
+
+
+def check_complex(name, rule):
+    """Refuse complex values for a rule not declared to take them (``registry.COMPLEX``);
+    else how it takes them."""
+    kind = COMPLEX.get(rule)
+    if kind is None:
+        raise ComplexInputError(
+            f"{name} was given complex values, and mutad has no complex rule for it yet (its "
+            "rule is written for real values and would give a wrong gradient). Compute it "
+            "from functions mutad differentiates for complex values, work with the real and "
+            "imaginary parts (z.real, z.imag) as real arrays, or give it a rule with "
+            "mutad.adjoint.")
+    return kind
 
 
 def nondifferentiable(*funcs):

@@ -1477,6 +1477,9 @@ def signature(parts):
         key.append(structure)
         for x in leaves:
             kind = type(x)
+            if kind is complex or isinstance(x, np.complexfloating) or (
+                    kind is np.ndarray and x.dtype.kind == "c"):
+                return None  # complex values are traced on every call
             if kind is np.ndarray:
                 if x.dtype.kind == "f":
                     base = owner(x)

@@ -16,7 +16,8 @@ import itertools
 
 import numpy as np
 
-from .views import address, byte_span, element_indices, self_overlapping, strided, wrapped
+from .views import (address, byte_span, element_indices, real_part_if, self_overlapping, strided,
+                    wrapped)
 
 _serial = itertools.count()
 
@@ -223,6 +224,7 @@ class Shadows:
         no zero fill, no addition.
         """
         buffer = place.buffer
+        g = real_part_if(place, g)
         if place.whole and buffer.c_contiguous and buffer.key not in self.entries:
             if not (owned and (type(g) is np.ndarray or wrapped(g)) and g.dtype == buffer.dtype
                     and g.shape == buffer.shape and g.flags.c_contiguous and g.flags.writeable):
@@ -256,6 +258,7 @@ class Shadows:
 
     def add_at(self, place, key, g):
         """Accumulate ``g`` into ``shadow[key]``, adding repeated indices once each."""
+        g = real_part_if(place, g)
         entry = self._traced_like(self._entry(place.buffer), g)
         if overlapping(place):  # gather into the view's elements, then add those up in memory
             gathered = np.zeros_like(g, shape=place.shape)

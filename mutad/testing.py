@@ -23,7 +23,7 @@ import numpy as np
 from .api import jvp, pullback
 from .custom import inplace_adjoint
 from .errors import GradientCheckError, InvalidArgumentError, MutadError, UnsupportedFunctionError
-from .trees import arrays_within, flatten, is_float_array, is_float_scalar
+from .trees import arrays_within, flatten, is_inexact_array, is_inexact_scalar
 from .views import address, owner, wrapped
 
 MODES = ("rev", "fwd")
@@ -57,7 +57,7 @@ def _combine(points, step):
     out = []
     for ys in zip(*points, strict=True):
         if _is_float(ys[0]):
-            y = dict(zip((-2, -1, 1, 2), (np.asarray(y, np.float64) for y in ys), strict=True))
+            y = dict(zip((-2, -1, 1, 2), (np.asarray(y, _wide(y)) for y in ys), strict=True))
             out.append((8 * (y[1] - y[-1]) - (y[2] - y[-2])) / (12 * step))
         else:
             out.append(None)
@@ -68,32 +68,37 @@ def _moved(args, directions, h):
     """Copies of ``args`` (aliasing kept) moved by ``h`` along the direction leaves."""
     copies = _Copies(_leaves(args))
     moved = [x if v is None else x.__iadd__(h * v) if isinstance(x, np.ndarray)
-             else float(x) + h * float(v)
+             else _wide(x).type(x) + h * _wide(v).type(v)
              for x, v in zip(copies.leaves, directions, strict=True)]
     return _rebuilt(args, moved)
 
 
+def _wide(x):
+    """The double-precision dtype of a float or complex value (float64 or complex128)."""
+    return np.dtype(np.complex128 if np.result_type(x).kind == "c" else np.float64)
+
+
 class _Copies:
-    """Float64 copies of the arguments that keep their aliasing: views of one buffer in the
-    arguments are the same views of one copied buffer, so the finite differences see the same
-    program mutad differentiated."""
+    """Double-precision copies of the arguments that keep their aliasing: views of one buffer
+    in the arguments (the real part of a complex one too) are the same views of one copied
+    buffer, so the finite differences see the same program mutad differentiated."""
 
     def __init__(self, leaves):
         buffers = {}
         self.leaves = []
         for x in leaves:
-            if is_float_array(x):
+            if is_inexact_array(x):
                 base = owner(x)
                 if base.flags.c_contiguous or base.flags.f_contiguous:
                     if id(base) not in buffers:
-                        buffers[id(base)] = base.reshape(-1, order="A").astype(np.float64)
-                    size = x.dtype.itemsize
-                    x = np.ndarray(x.shape, np.float64, buffers[id(base)],
-                                   (address(x) - address(base)) // size * 8,
-                                   tuple(s // size * 8 for s in x.strides))
+                        buffers[id(base)] = base.reshape(-1, order="A").astype(_wide(base))
+                    scale = _wide(base).itemsize // base.dtype.itemsize
+                    x = np.ndarray(x.shape, _wide(x), buffers[id(base)],
+                                   (address(x) - address(base)) * scale,
+                                   tuple(s * scale for s in x.strides))
                 else:
-                    x = x.astype(np.float64)
-            elif isinstance(x, np.ndarray) or is_float_scalar(x) or arrays_within(x):
+                    x = x.astype(_wide(x))
+            elif isinstance(x, np.ndarray) or is_inexact_scalar(x) or arrays_within(x):
                 x = copy.deepcopy(x)
             self.leaves.append(x)
 
@@ -226,7 +231,7 @@ def _returning_arguments(f, args, restoration):
     list), it first calls a probe whose pullback, run after every later record was undone,
     measures how far the replay left the argument arrays from their values at the call."""
     floats = [i for i, x in enumerate(_leaves(args)) if _is_float(x)]
-    arrays = [i for i in floats if is_float_array(_leaves(args)[i])]
+    arrays = [i for i in floats if is_inexact_array(_leaves(args)[i])]
     probe = None if restoration is None else _restoration_probe(restoration)
 
     def program(*xs):
@@ -300,17 +305,16 @@ def check_transpose(forward_rule, reverse_rule, *args, tangents=None, rtol=1e-9,
     leaves = _leaves(args)
     before = [_fingerprint(x) for x in leaves]
     if tangents is None:
-        tangents = tuple(rng.standard_normal(np.shape(a)) if is_float_array(a) else None
-                         for a in args)
+        tangents = tuple(_random(a, rng) if is_inexact_array(a) else None for a in args)
     y, dy = forward_rule(tuple(tangents), *args, **kwargs)
     _check_unchanged(leaves, before, "after the forward rule")
     y_reverse, back = reverse_rule(*args, **kwargs)
     outputs, dys = flatten(y)[0], flatten(dy)[0] if dy is not None else [None] * len(flatten(y)[0])
     for a, b in zip(outputs, flatten(y_reverse)[0], strict=True):
-        if not np.array_equal(a, b, equal_nan=np.result_type(a).kind == "f"):
+        if not np.array_equal(a, b, equal_nan=np.result_type(a).kind in "fc"):
             raise GradientCheckError("the forward and reverse rules compute different outputs.")
-    ws = [np.where(np.isfinite(o), rng.standard_normal(np.shape(o)), 0.0) if _is_float(o)
-          else None for o in outputs]
+    ws = [np.where(np.isfinite(o), _random(o, rng), 0.0) if _is_float(o) else None
+          for o in outputs]
     cotangents = back(flatten(y)[1](ws) if isinstance(y, (tuple, list)) else ws[0])
     _check_unchanged(leaves, before, "after the reverse rule")
     forward = _finite_dot(zip(ws, dys, strict=True))
@@ -409,7 +413,7 @@ def _check_output(f, args):
 def _aliased_variants(args):
     """``args`` with argument j replaced by argument i, for each pair of float arrays of one
     shape and dtype: the rule then sees one buffer in both places."""
-    positions = [i for i, a in enumerate(args) if is_float_array(a)]
+    positions = [i for i, a in enumerate(args) if is_inexact_array(a)]
     for n, i in enumerate(positions):
         for j in positions[n + 1:]:
             if args[i].shape == args[j].shape and args[i].dtype == args[j].dtype:
@@ -452,7 +456,7 @@ def _directions(args, rng, symmetric):
     out = []
     for position, a in enumerate(args):
         for x in flatten(a)[0]:
-            v = rng.standard_normal(np.shape(x)) if _is_float(x) else None
+            v = _random(x, rng) if _is_float(x) else None
             if v is not None and position in symmetric:
                 v = (v + np.swapaxes(v, -1, -2)) / 2
             out.append(v)
@@ -462,19 +466,28 @@ def _directions(args, rng, symmetric):
 def _cotangents(y, rng):
     """A random cotangent for each float leaf of ``y``, in ``y``'s structure."""
     leaves, rebuild = flatten(y)
-    return rebuild([rng.standard_normal(np.shape(o)) if _is_float(o) else None for o in leaves])
+    return rebuild([_random(o, rng) if _is_float(o) else None for o in leaves])
+
+
+def _random(x, rng):
+    """Standard normal numbers of ``x``'s shape; complex ones (both parts drawn) for a complex
+    ``x``, so that directions and cotangents probe the imaginary parts too."""
+    v = rng.standard_normal(np.shape(x))
+    return v + 1j * rng.standard_normal(np.shape(x)) if _wide(x).kind == "c" else v
 
 
 def _dot(a, b):
-    """``Σ <a_i, b_i>`` over leaf lists, skipping ``None`` on either side."""
-    return sum((float(np.vdot(np.asarray(x, np.float64), np.asarray(y, np.float64)))
+    """``Σ Re <a_i, b_i>`` over leaf lists, skipping ``None`` on either side: the pairing of a
+    tangent and a cotangent (the real part of ``Σ conj(a) b`` for complex values)."""
+    return sum((float(np.vdot(np.asarray(x, _wide(x)), np.asarray(y, _wide(y))).real)
                 for x, y in zip(a, b, strict=True) if x is not None and y is not None), 0.0)
 
 
 def _finite_dot(pairs):
-    """``Σ <x, y>`` over pairs, leaving out the terms where ``x`` is not finite."""
-    return sum((float(np.sum(np.where(np.isfinite(x), x, 0.0) * np.asarray(y, np.float64)))
-                for x, y in pairs if x is not None and y is not None), 0.0)
+    """``_dot`` over pairs, leaving out the terms where ``x`` is not finite."""
+    kept = [(np.where(np.isfinite(x), x, 0.0), y) for x, y in pairs
+            if x is not None and y is not None]
+    return _dot([x for x, _ in kept], [y for _, y in kept])
 
 
 def _pairs(a, b):
@@ -490,7 +503,7 @@ def _pairs(a, b):
 
 
 def _is_float(y):
-    return (wrapped(y) and y.dtype.kind == "f") or is_float_array(y) or is_float_scalar(y)
+    return (wrapped(y) and y.dtype.kind in "fc") or is_inexact_array(y) or is_inexact_scalar(y)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -514,7 +527,7 @@ def _check_unchanged(leaves, before, when):
 
 
 def _relative_error(x, original):
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         return 0.0 if np.array_equal(x, original) else np.inf
     scale = np.max(np.abs(original), initial=0.0)
     error = np.max(np.abs(x - original), initial=0.0)

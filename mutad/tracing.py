@@ -55,11 +55,12 @@ from .levels import innermost as innermost_tracer
 from .products import CHUNK, add_times_partial, times_partial
 from .recompute import (Held, Rebuild, Recomputation, Written, current_region, flat,
                         keeps_memory, small, track)
-from .registry import (COMPOSITES, FUNCTIONS, INPLACE, NONDIFF, ONE, RECOMPUTABLE, UFUNCS,
-                       ElementwiseRule, NoClosedForm)
+from .registry import (COMPLEX_UFUNCS, COMPOSITES, CONVENTION, FUNCTIONS, INPLACE, NONDIFF, ONE,
+                       RECOMPUTABLE, UFUNCS, ElementwiseRule, NoClosedForm, check_complex,
+                       complex_among)
 from .shadows import Buffer, Place, overlapping
 from .tape import Absent, OneOutput, Primitive, Record, Tape, Write
-from .trees import check_real_result, unsupported_array
+from .trees import unsupported_array
 from .views import (address, byte_span, itself, may_overlap, memory, overlaps_itself, owner,
                     owner_view, same_region, strided, views, wrapped)
 
@@ -399,7 +400,7 @@ def checkpoint(region, key=None):
 def fresh_value(y):
     """A fresh float result as a traced array holds it: NumPy's scalars (for 0-d results) as
     read-only 0-d arrays, as immutable as they are (see ``stands_for_scalar``)."""
-    if isinstance(y, (np.generic, float, int)):
+    if isinstance(y, (np.generic, float, int, complex)):
         y = np.array(y)
         y.flags.writeable = False
     return y
@@ -408,7 +409,8 @@ def fresh_value(y):
 def fresh(y, tape):
     """Wrap a fresh float result as a buffer of its own."""
     y = fresh_value(y)
-    check_real_result(y)
+    if tape.recorder is not None and y.dtype.kind == "c":
+        tape.recorder.refuse("complex values")  # traced on every call
     if type(y) is not np.ndarray and isinstance(y, np.ndarray):
         raise UnsupportedArrayError(unsupported_array(
             y, "a result computed from a traced array and an array the function uses"))
@@ -428,6 +430,8 @@ def constant(y, tape):
     as ``fresh`` makes it (a constant of theirs)."""
     if isinstance(y, (np.generic, float, int)):
         y = np.asarray(y)
+    if tape.recorder is not None and y.dtype.kind == "c":
+        tape.recorder.refuse("complex values")  # traced on every call
     buffer = Buffer(y, constant=True)
     if tape.outer is not None:
         y = tape.outer.constant(y)
@@ -443,9 +447,9 @@ def constant_result(y, tape, sources):
     if type(y) in (tuple, list):
         items = [constant_result(item, tape, sources) for item in y]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
-    if isinstance(y, np.floating):
+    if isinstance(y, np.inexact):
         y = np.asarray(y)
-    if not (type(y) is np.ndarray or wrapped(y)) or y.dtype.kind != "f":
+    if not (type(y) is np.ndarray or wrapped(y)) or y.dtype.kind not in "fc":
         return y
     root = owner(y)
     for x in flat(sources):
@@ -749,6 +753,11 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
             "select with np.where(mask, new, old) instead.")
     if rule is None:
         rule = UFUNCS.get(ufunc)
+        if ufunc in COMPLEX_UFUNCS and complex_among(values):  # not complex-differentiable
+            if out is not None:
+                kwargs["out"] = out
+            return apply_function(f"np.{ufunc.__name__}", COMPLEX_UFUNCS[ufunc][0], inputs,
+                                  kwargs)
     if rule is None and ufunc in FUNCTIONS:  # generalized ufuncs (matmul) have function rules
         if out is not None:
             kwargs["out"] = out
@@ -861,7 +870,8 @@ def _exactly(inverse, ufunc, invert, target, find, values, position, kwargs):
     """
     plain = [memory(v) if wrapped(v) else v for v in values]
     plain[position] = memory(target)
-    bounded = getattr(invert, "bounded_where_normal", False)
+    # (complex products are not correctly rounded part by part: checked element by element)
+    bounded = getattr(invert, "bounded_where_normal", False) and target.dtype.kind != "c"
     saved = []
     scratch = None
     with np.errstate(all="ignore"):  # the write itself warns, as NumPy does
@@ -931,7 +941,10 @@ def _far(a, b, out):
 
     Below the normal range an ulp is no longer a small relative error (5e-324 is one ulp from
     0), and a later inverse (undoing ``x *= 5e-324``) would magnify it to a wrong value of any
-    size: there an element must come back bit for bit."""
+    size: there an element must come back bit for bit. Complex values: each part so."""
+    if a.dtype.kind == "c":
+        far_imaginary = _far(a.imag, b.imag, np.empty(out.shape, bool))
+        return np.logical_or(_far(a.real, b.real, out), far_imaginary, out=out)
     tiny = np.abs(b) < np.finfo(b.dtype).smallest_normal
     if a.dtype.itemsize in (2, 4, 8):  # the ordered bit patterns of same-signed floats
         kind = f"i{a.dtype.itemsize}"
@@ -1195,8 +1208,7 @@ def _output(tape, y, leaves):
     """Wrap one output of a pure rule; returns ``(wrapped, is_fresh_buffer)``. (Under nested
     differentiation the output is an array an outer tape traces; it is wrapped the same way.)"""
     if isinstance(y, np.ndarray) or wrapped(y):
-        check_real_result(y)
-        if y.dtype.kind != "f":
+        if y.dtype.kind not in "fc":
             return y, False
         for t in leaves:
             if itself(y, t.value):  # the input itself: the same place
@@ -1209,7 +1221,7 @@ def _output(tape, y, leaves):
             if overlaps_itself(y):  # a broadcast of a constant: a buffer's shadow cannot be
                 y = np.copy(y)      # laid out with elements that share memory
         return fresh(y, tape), True
-    if isinstance(y, np.floating):
+    if isinstance(y, np.inexact):
         return fresh(y, tape), True
     return y, False
 
@@ -1222,7 +1234,12 @@ def apply_function(name, rule, args, kwargs, tape=None):
         return tape.recorder.function(name, rule, args, kwargs, tape)
     out = kwargs.pop("out", None) if "out" in kwargs else None
     kwargs = _keyword_values(name, kwargs, tape)
+    complex_values = complex_among(values)
+    if complex_values:  # before the rule, which may refuse them for another reason
+        check_complex(name, rule)
     y, back = rule(*values, **kwargs)
+    if complex_values or complex_among(y if isinstance(y, (tuple, list)) else (y,)):
+        back = complex_back(name, rule, back)
     leaves = list(_leaves(args, tape))
     if not leaves:  # constants and plain values only: nothing to record
         result = constant_result(y, tape, args)
@@ -1250,6 +1267,30 @@ def apply_function(name, rule, args, kwargs, tape=None):
             raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")
         return assign(out, result)
     return result
+
+
+def complex_back(name, rule, back):
+    """The pullback of a rule that met complex values: its ``back`` as it is if the rule is
+    written in mutad's convention; for a rule whose real formulas hold for complex values
+    (``HOLOMORPHIC``), those give the transpose of the derivative, so the cotangents are
+    conjugated around it to give the adjoint."""
+    if check_complex(name, rule) is CONVENTION:
+        return back
+
+    def adjoint_back(dy):
+        return _conjugated(back(_conjugated(dy)))
+
+    return adjoint_back
+
+
+def _conjugated(tree):
+    """Each complex array in ``tree`` (tuples and lists of them) conjugated."""
+    if type(tree) in (list, tuple):
+        return type(tree)(_conjugated(x) for x in tree)
+    if not complex_among((tree,)):
+        return tree
+    conjugated = np.conjugate(tree)  # of a 0-d array, NumPy's scalar: an array, as it came
+    return np.asarray(conjugated) if type(tree) is np.ndarray else conjugated
 
 
 PRIMITIVES = {}
@@ -1344,6 +1385,8 @@ def apply_array_function(func, args, kwargs, tape):
         return apply_function(function_name(func), rule, args, kwargs, tape)
     handler = INPLACE.get(func) or COMPOSITES.get(func)
     if handler is not None:
+        if complex_among(args):
+            check_complex(function_name(func), handler)
         active(tape)
         return door(tape, handler, args, kwargs)
     if func in NONDIFF:
@@ -1593,7 +1636,7 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
                 write_constant(tape, args[i], None, lambda: None)
         return _map_result(name, run_rule(*values, **kwargs)[1], args, values, tape)
     for i in writes:
-        if i < len(args) and isinstance(args[i], np.ndarray) and args[i].dtype.kind == "f":
+        if i < len(args) and isinstance(args[i], np.ndarray) and args[i].dtype.kind in "fc":
             raise untraced_write(f"{name} writes into argument {i} while other arguments are "
                                  "traced")
     written = [(i, args[i]) for i in writes
@@ -1644,7 +1687,7 @@ def _map_result(name, result, args, values, tape):
     """What an in-place function returned, with its arguments replaced by the traced ones."""
     if type(result) in (tuple, list):
         return type(result)(_map_result(name, r, args, values, tape) for r in result)
-    if not (isinstance(result, np.ndarray) or wrapped(result)) or result.dtype.kind != "f":
+    if not (isinstance(result, np.ndarray) or wrapped(result)) or result.dtype.kind not in "fc":
         return result
     for x, value in zip(args, values, strict=True):
         if type(x) is Traced and x.tape is tape:

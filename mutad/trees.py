@@ -32,7 +32,7 @@ import types
 
 import numpy as np
 
-from .errors import (ComplexInputError, InvalidArgumentError, MutadError,
+from .errors import (InvalidArgumentError, MutadError,
                      UnsupportedArgumentError, UnsupportedArrayError)
 
 REGISTERED = {}
@@ -169,7 +169,7 @@ class _ObjectBuilder:
 
 def _data(leaf):
     """Whether a leaf is an array or a float: something to differentiate or to restore."""
-    return isinstance(leaf, (np.ndarray, float, np.floating)) or _array_like(leaf)
+    return isinstance(leaf, (np.ndarray, float, complex, np.inexact)) or _array_like(leaf)
 
 
 def _array_like(x):
@@ -255,37 +255,19 @@ def arrays_within(x):
     return found
 
 
-def is_float_array(x):
-    return isinstance(x, np.ndarray) and x.dtype.kind == "f"
+def is_inexact_array(x):
+    """A float or complex array: one mutad differentiates."""
+    return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
 
 
-def is_float_scalar(x):
-    return isinstance(x, (float, np.floating)) and not isinstance(x, bool)
-
-
-def check_real(x):
-    if isinstance(x, (complex, np.complexfloating)) or (
-            isinstance(x, np.ndarray) and x.dtype.kind == "c"):
-        raise ComplexInputError(
-            "complex inputs are not supported yet: pass the real and imaginary parts as two "
-            "real arguments.")
-
-
-def check_real_result(y):
-    """Refuse ``y``, computed from differentiated arrays, if it is complex: mutad differentiates
-    real arithmetic only so far, and would otherwise drop or mangle its imaginary part."""
-    if getattr(y, "dtype", None) is not None and y.dtype.kind == "c":
-        raise ComplexInputError(
-            "a complex value was computed from a differentiated array: mutad differentiates "
-            "real arithmetic only, so far. Compute with the real and imaginary parts as two "
-            "real arrays (|x + 1j*c| is np.hypot(x, c)), or keep the complex computation out of "
-            "the differentiated function.")
+def is_inexact_scalar(x):
+    """A float or complex number: one mutad differentiates."""
+    return isinstance(x, (float, complex, np.inexact)) and not isinstance(x, bool)
 
 
 def check_leaf(x):
-    """Refuse a leaf mutad would differentiate wrongly: complex numbers (``check_real``),
-    ndarray subclasses, and ``object`` arrays holding numbers."""
-    check_real(x)
+    """Refuse a leaf mutad would differentiate wrongly: ndarray subclasses, and ``object``
+    arrays holding numbers."""
     if isinstance(x, np.ndarray) and type(x) is not np.ndarray:
         raise UnsupportedArrayError(unsupported_array(x, "an argument"))
     if isinstance(x, np.ndarray) and x.dtype == object and any(
@@ -293,7 +275,7 @@ def check_leaf(x):
             or (isinstance(e, np.ndarray) and e.dtype.kind in "fc") for e in x.flat):
         raise UnsupportedArrayError(
             "an argument is an array of dtype object holding numbers: mutad differentiates "
-            "float arrays only, and would give it no gradient. Convert it: x.astype(float).")
+            "float and complex arrays only, and would give it no gradient. Convert it: x.astype(float).")
 
 
 def unsupported_array(x, what):

@@ -49,8 +49,8 @@ CASES = [
     (lambda x: scipy.linalg.logm(x[:, None] * x + np.eye(x.size)).real.sum(),
      errors.ConversionError, ["scipy.linalg", "logm", "mutad.adjoint"]),
     (lambda x: float(x[0]) * 2.0, errors.ConversionError, ["float()"]),
-    (lambda x: np.fft.fft(x).real.sum(), errors.UnsupportedFunctionError,
-     ["np.fft.fft", "mutad.adjoint"]),
+    (lambda x: np.unwrap(x).sum(), errors.UnsupportedFunctionError,
+     ["np.unwrap", "mutad.adjoint"]),
     (lambda x: scipy.special.spence(x).sum(), errors.UnsupportedFunctionError,
      ["scipy.special.spence", "mutad.adjoint"]),
     (lambda x: scipy.special.jv(x, 2.0).sum(), errors.UnsupportedOperationError,
@@ -74,33 +74,24 @@ def test_error_names_the_fix_and_restores_arguments(action, error, words):
     assert x.tobytes() == before
 
 
-def test_complex_input():
+def test_a_complex_valued_function_has_no_gradient():
     z = np.ones(2, complex)
-    with pytest.raises(errors.ComplexInputError, match="real and imaginary"):
+    before = z.tobytes()
+    with pytest.raises(errors.ComplexInputError, match="real-valued"):
         mutad.gradient(lambda z: z.sum(), z)
-    with pytest.raises(errors.ComplexInputError):
-        mutad.gradient(lambda a, c: a.sum(), np.ones(2), 1j)
+    with pytest.raises(errors.ComplexInputError, match="np.abs"):
+        mutad.gradient(lambda a, c: (a * c).sum(), np.ones(2), 1j)
+    assert z.tobytes() == before
 
 
-@pytest.mark.parametrize("f", [
-    lambda x: np.abs(x + 1j).sum(),                  # np.abs's rule gave float16-rounded slopes
-    lambda x: np.real(np.exp(1j * x)).sum(),
-    lambda x: ((x + 2j) * np.conj(x + 2j)).real.sum(),
-])
-@pytest.mark.parametrize("how", ["reverse", "forward", "replay"])
-def test_a_complex_value_computed_from_a_differentiated_array_is_refused(f, how):
-    """Regression: a complex intermediate of real arguments gave a silently wrong gradient (its
-    imaginary part dropped, or a rule computing in float16)."""
-    x = np.linspace(0.1, 1.0, 4)
-    before = x.tobytes()
-    with pytest.raises(errors.ComplexInputError, match="real and imaginary parts"):
-        if how == "reverse":
-            mutad.gradient(f, x)
-        elif how == "forward":
-            mutad.jvp(f, (x,), (np.ones_like(x),))
-        else:
-            mutad.grad(f, replay=True)(x)
-    assert x.tobytes() == before
+def test_a_rule_written_for_real_values_refuses_complex_ones():
+    z = np.array([[2.0, 1j], [-1j, 3.0]])
+    before = z.tobytes()
+    with pytest.raises(errors.ComplexInputError, match="np.linalg.eigh"):
+        mutad.gradient(lambda z: np.linalg.eigh(z)[0].sum(), z)
+    with pytest.raises(errors.ComplexInputError, match="np.linalg.eigh"):
+        mutad.jvp(lambda z: np.linalg.eigh(z)[0], (z,), (np.ones_like(z),))
+    assert z.tobytes() == before
 
 
 def test_unknown_policy():
@@ -361,7 +352,7 @@ def call_scipy(x):
 
 
 def no_rule(x):
-    return np.fft.fft(x).real.sum()  # CAUSE
+    return np.unwrap(x).sum()  # CAUSE
 
 
 def unsupported(x):
@@ -442,7 +433,7 @@ def test_errors_raised_by_the_api_show_the_calling_line():
     raises_at_this_line(errors.NonScalarOutputError, lambda: mutad.gradient(lambda x: x, x))
     raises_at_this_line(errors.NonScalarOutputError,
                         lambda: mutad.gradient(not_a_pair, x, has_aux=True))
-    raises_at_this_line(errors.ComplexInputError, lambda: mutad.gradient(not_a_pair, 1j))
+    raises_at_this_line(errors.ComplexInputError, lambda: mutad.gradient(np.sum, x + 1j))
     raises_at_this_line(errors.PolicyError, lambda: mutad.gradient(not_a_pair, x, policy="no"))
     raises_at_this_line(errors.ArgnumsError, lambda: mutad.gradient(not_a_pair, x, argnums=3))
     raises_at_this_line(errors.InvalidArgumentError, lambda: mutad.jvp(not_a_pair, x, x))

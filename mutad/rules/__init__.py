@@ -4,12 +4,13 @@ Families share helpers through ``_helpers`` (and the factorisations' derivatives
 ``factorizations``), never by importing one another.
 """
 
-from ..registry import INPLACE, UFUNCS, defcomposite
-from . import composites, creation, indexing, linalg, nondiff, reductions, shape, ufuncs  # noqa: F401
+from ..registry import INPLACE, UFUNCS, complex_aware, defcomposite
+from . import composites, creation, fft, indexing, linalg, nondiff, reductions, shape, ufuncs  # noqa: F401
 
 # ``ufunc.at`` of every elementwise row, once all rows are in: ``np.add.at`` and
 # ``np.subtract.at`` have handlers of their own; the others apply their occurrences in rounds.
 for _ufunc in list(UFUNCS):
     if _ufunc.nout == 1 and (_ufunc, "at") not in INPLACE:
         defcomposite((_ufunc, "at"))(indexing.at_in_rounds(_ufunc))
+        complex_aware((_ufunc, "at"))  # each round is the ufunc's own call
 del _ufunc

@@ -69,7 +69,11 @@ def gather_cotangent(dy, a, rearrange, layout=None):
         g = np.zeros_like(dy, shape=(a.size,))
         np.add.at(g, sources, weights)
         return g.reshape(a.shape)
-    g = np.bincount(sources, weights=weights, minlength=a.size)
+    if weights.dtype.kind == "c":  # np.bincount adds real weights: each part on its own
+        g = (np.bincount(sources, weights=weights.real, minlength=a.size)
+             + 1j * np.bincount(sources, weights=weights.imag, minlength=a.size))
+    else:
+        g = np.bincount(sources, weights=weights, minlength=a.size)
     return g.astype(dy.dtype, copy=False).reshape(a.shape)
 
 

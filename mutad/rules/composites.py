@@ -14,7 +14,7 @@ import functools
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..registry import defcomposite, nondifferentiable
+from ..registry import complex_aware, defcomposite, nondifferentiable
 
 
 def _along(ndim, axis, key):
@@ -385,6 +385,15 @@ def diagflat(v, k=0):
     return np.diag(np.ravel(v), k)
 
 
+@defcomposite(np.angle)
+def angle(z, deg=False):
+    if np.iscomplexobj(z):
+        y = np.arctan2(np.imag(z), np.real(z))
+    else:  # 0 or pi by the sign bit, as NumPy's arctan2(0, x): a constant
+        y = np.where(np.isnan(z), np.nan, np.where(np.signbit(z), np.pi, 0.0))
+    return y * (180 / np.pi) if deg else y
+
+
 @defcomposite(np.real_if_close)
 def real_if_close(a, tol=100):
     return a  # a real array is its own real part
@@ -413,5 +422,14 @@ def cond(x, p=None):
 
 
 # Index helpers, ranks and the parts of real arrays that are constants.
-nondifferentiable(np.diag_indices_from, np.triu_indices_from, np.tril_indices_from, np.imag,
-                  np.angle, np.spacing, np.linalg.matrix_rank)
+nondifferentiable(np.diag_indices_from, np.triu_indices_from, np.tril_indices_from, np.spacing,
+                  np.linalg.matrix_rank)
+
+
+# Complex values (registry.COMPLEX): the compositions that compute NumPy's values for complex
+# arrays too. The others (the variances, covariances and correlation, which conjugate or take
+# magnitudes) are refused for complex values.
+complex_aware(np.gradient, np.trapezoid, np.ediff1d, np.cumulative_sum, np.cumulative_prod,
+              np.nancumsum, np.nancumprod, np.average, np.polyval, np.polyder, np.polyint,
+              np.polyadd, np.polysub, np.polymul, np.vander, np.linalg.multi_dot, np.meshgrid,
+              np.diagflat, np.angle)

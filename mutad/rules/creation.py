@@ -12,7 +12,7 @@ so later writes of tangents into it have a place to go.
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..registry import deflinear, defjvp, defrule, recomputable
+from ..registry import deflinear, defjvp, defrule, holomorphic, recomputable
 from ..views import memory
 from ._helpers import traced_among, unbroadcast
 
@@ -224,7 +224,9 @@ for _func in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfo
 @defrule(np.ndarray.astype, leading=1)
 def astype(a, dtype, **kwargs):
     y = a.astype(dtype, **kwargs)
-    return y, lambda dy: (dy.astype(a.dtype, copy=False),)
+    # to a real dtype from a complex one, the core takes the real part (registry.COMPLEX)
+    return y, lambda dy: (dy if dy.dtype.kind == "c" and a.dtype.kind == "f"
+                          else dy.astype(a.dtype, copy=False),)
 
 
 @defjvp(np.ndarray.astype)
@@ -232,4 +234,13 @@ def astype_jvp(tangents, a, dtype, **kwargs):
     y = a.astype(dtype, **kwargs)
     if tangents[0] is None or not np.issubdtype(y.dtype, np.inexact):
         return y, None
-    return y, tangents[0].astype(dtype, **kwargs)  # copy=False: a itself, then the tangent itself
+    t = tangents[0]
+    if t.dtype.kind == "c" and y.dtype.kind == "f":  # NumPy drops the imaginary part, and warns
+        t = np.real(t)
+    return y, t.astype(dtype, **kwargs)  # copy=False: a itself, then the tangent itself
+
+
+# Complex values (registry.COMPLEX): copies and fills are linear with real coefficients.
+holomorphic(np.zeros_like, np.ones_like, np.empty_like, np.empty, np.zeros, np.ones, np.eye,
+            np.identity, np.full, np.full_like, np.linspace, np.copy, np.array, np.asarray,
+            np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.ndarray.astype)

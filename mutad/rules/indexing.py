@@ -20,7 +20,8 @@ the same write into the target's tangent, with the values' tangent (``_same_writ
 import numpy as np
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
-from ..registry import definplace, deflinear, defjvp, defrule, recomputable
+from ..registry import (complex_aware, definplace, deflinear, defjvp, defrule, holomorphic,
+                        recomputable)
 from ..tracing import (Traced, check_destination, checkpoint, copy_into, locate, overlaps, plain,
                        record_write, unbroadcast, writes_into)
 from .. import views
@@ -580,3 +581,12 @@ def copyto(dst, src, casting="same_kind", where=True):
         # Elements outside `where` keep their value: a select between the new and the old.
         dst[...] = np.where(where, src, dst)
     return None
+
+
+# Complex values (registry.COMPLEX): selections, sorts (in NumPy's order of complex numbers)
+# and differences are linear with real coefficients, and interpolation's formulas hold for
+# complex values; the in-place handlers write through the core's assignment, which takes them.
+holomorphic(np.take, np.take_along_axis, np.compress, np.extract, np.sort, np.partition,
+            np.choose, np.select, np.diff, np.interp)
+complex_aware((np.add, "at"), (np.subtract, "at"), np.put, np.place, np.putmask, np.put_along_axis,
+              np.copyto)

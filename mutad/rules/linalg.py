@@ -29,7 +29,7 @@ import string
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..registry import defjvp, deflinear, defmultilinear, defrule
+from ..registry import complex_aware, defjvp, deflinear, defmultilinear, defrule, holomorphic
 from ._helpers import require_symmetric, symmetric_part, transpose, unbroadcast
 from .factorizations import cholesky_cotangent, cholesky_tangent
 
@@ -280,8 +280,9 @@ defmultilinear(np.outer, np.linalg.outer, operands=(0, 1))
 def vdot(a, b):
     y = np.vdot(a, b)
 
-    def back(dy):
-        return np.reshape(dy * np.ravel(b), np.shape(a)), np.reshape(dy * np.ravel(a), np.shape(b))
+    def back(dy):  # a is conjugated: its cotangent is conj(dy) b (and holds for complex ones)
+        return (np.reshape(np.conjugate(dy) * np.ravel(b), np.shape(a)),
+                np.reshape(dy * np.ravel(a), np.shape(b)))
 
     return y, back
 
@@ -318,9 +319,9 @@ defmultilinear(np.matmul, np.linalg.matmul, operands=(0, 1))
 def vecdot(a, b, axis=-1, **kwargs):
     y = np.vecdot(a, b, axis=axis, **kwargs)
 
-    def back(dy):
+    def back(dy):  # a is conjugated, as in vdot
         dy = np.expand_dims(dy, axis)
-        return unbroadcast(dy * b, np.shape(a)), unbroadcast(dy * a, np.shape(b))
+        return unbroadcast(np.conjugate(dy) * b, np.shape(a)), unbroadcast(dy * a, np.shape(b))
 
     return y, back
 
@@ -1066,3 +1067,14 @@ def qr_jvp(tangents, a, mode="reduced"):
         return r, dr
     result = np.linalg.qr(a)
     return result, type(result)(dq, dr)
+
+
+# Complex values (registry.COMPLEX): the products, inverse, solve and determinant are
+# complex-differentiable, so their real rules hold; vdot and vecdot conjugate their first
+# operand, and their rules above say so. The factorisations, norms and least squares read
+# conjugates and are refused for complex values until they have rules of their own.
+holomorphic(np.einsum, np.dot, np.inner, np.tensordot, np.linalg.tensordot, np.kron, np.outer,
+            np.linalg.outer, np.matmul, np.linalg.matmul, np.matvec, np.vecmat, np.trace,
+            np.linalg.trace, np.cross, np.linalg.cross, np.convolve, np.linalg.inv,
+            np.linalg.solve, np.linalg.matrix_power, np.linalg.det)
+complex_aware(np.vdot, np.vecdot, np.linalg.vecdot)

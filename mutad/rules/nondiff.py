@@ -27,6 +27,4 @@ nondifferentiable(
     # memory queries, and indices of an array's diagonal and triangles
     np.shares_memory, np.may_share_memory, np.diag_indices_from, np.tril_indices_from,
     np.triu_indices_from,
-    # the imaginary part of a real array: read-only zeros, as NumPy gives
-    np.imag,
 )

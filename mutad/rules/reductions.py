@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..registry import defjvp, deflinear, defrule
+from ..registry import complex_aware, defjvp, deflinear, defrule, holomorphic
 from ..views import wrapped
 from ._helpers import Template, expand
 
@@ -325,7 +325,11 @@ def variance_cotangent(dy, a, axis, keepdims, ddof, where):
 
 
 def variance_tangent(da, a, axis, keepdims, ddof, where):
-    return np.sum(variance_gradient(a, axis, ddof, where) * da, axis=axis, keepdims=keepdims)
+    """The gradient's inner product with ``da``: for complex ``a``, Re(conj(gradient) da), the
+    real variance's change (NumPy's variance of complex values is that of |a - mean|)."""
+    g = variance_gradient(a, axis, ddof, where)
+    product = np.real(np.conjugate(g) * da) if np.iscomplexobj(g) else g * da
+    return np.sum(product, axis=axis, keepdims=keepdims)
 
 
 @defrule(np.var, leading=1)
@@ -647,3 +651,14 @@ for _func, _skip_nan in ((np.median, False), (np.nanmedian, True)):
     _rule, _jvp = median_rules(_func, _skip_nan)
     defrule(_func, leading=1)(_rule)
     defjvp(_func, leading=1)(_jvp)
+
+
+# Complex values (registry.COMPLEX): sums, products and their running forms are
+# complex-differentiable; extremes select elements (in NumPy's order of complex numbers). The
+# variance's gradient above, 2 (a - mean) / (n - ddof), is the gradient of |a - mean|^2 in
+# mutad's convention, and its tangent takes the real part. Quantiles are refused by NumPy.
+holomorphic(np.sum, (np.add, "reduce"), np.mean, np.nansum, np.nanmean, np.prod,
+            (np.multiply, "reduce"), np.nanprod, np.cumsum, (np.add, "accumulate"), np.cumprod,
+            (np.multiply, "accumulate"), np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin,
+            np.ptp, (np.maximum, "reduce"), (np.minimum, "reduce"))
+complex_aware(np.var, np.std)

@@ -17,7 +17,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
-from ..registry import defjvp, definplace, deflinear, defrule, recomputable
+from ..registry import (complex_aware, defjvp, definplace, deflinear, defrule, holomorphic,
+                        recomputable)
 from ..views import wrapped
 from ._helpers import Template, gather_cotangent, unbroadcast
 
@@ -112,6 +113,7 @@ linear_map(np.tril,         lambda dy, m, k=0: np.tril(dy, k))
 linear_map(np.diagonal,     lambda dy, a, offset=0, axis1=0, axis2=1: place_diagonal(dy, a.shape, offset, axis1, axis2))
 linear_map(np.diag,         lambda dy, v, k=0: np.diagonal(dy, k) if v.ndim == 1 else place_diagonal(dy, v.shape, k))
 linear_map(np.real,         lambda dy, val: dy)
+linear_map(np.imag,         lambda dy, val: np.zeros(val.shape, val.dtype))  # of real ones: 0s
 linear_map(sliding_window_view, lambda dy, x, window_shape, axis=None, **kw: gather_cotangent(dy, x, lambda s: sliding_window_view(s, window_shape, axis)))
 # fmt: on
 
@@ -435,3 +437,16 @@ def clip_jvp(tangents, a, *bounds, **kwargs):
     dy = np.where(above, 0.0 if dupper is None else dupper,
                   np.where(below, 0.0 if dlower is None else dlower, 0.0 if da is None else da))
     return y, dy
+
+
+# Complex values (registry.COMPLEX): every function above but clip is linear with real
+# coefficients (np.real and np.imag of complex arrays are views: nothing is recorded, the
+# shadow of the view is the real or imaginary part of the array's, as in memory).
+holomorphic(np.reshape, np.squeeze, np.expand_dims, np.transpose, np.matrix_transpose,
+            np.swapaxes, np.moveaxis, np.rollaxis, np.flip, np.fliplr, np.flipud, np.rot90,
+            np.roll, np.broadcast_to, np.tile, np.repeat, np.resize, np.delete, np.triu, np.tril,
+            np.diagonal, np.diag, np.real, np.imag, sliding_window_view, np.ravel, np.pad,
+            np.concatenate, np.stack, np.hstack, np.vstack, np.dstack, np.column_stack,
+            np.append, np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.unstack,
+            np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_arrays, np.where)
+complex_aware(np.fill_diagonal)

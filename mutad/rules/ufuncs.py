@@ -14,7 +14,7 @@ reverse pass restored them.
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..registry import ONE, defjvp, defrule, elementwise
+from ..registry import ONE, complex_ufunc, defjvp, defrule, elementwise, holomorphic
 from ..views import memory
 from ._helpers import as_float, sign_of
 
@@ -30,6 +30,7 @@ def absorption(t, others):
     checkpoints when the product grows too large. An all-zero ``t`` comes back exactly.
     Norm-wise, computed by reductions, without temporaries."""
     t, o = memory(t), memory(others[0])  # the magnitudes only: plain values, never recorded
+    t, o = (np.abs(v) if np.iscomplexobj(v) else v for v in (t, o))
     size_t = max(np.max(t, initial=0.0), -np.min(t, initial=0.0))
     if not size_t:
         return 1.0
@@ -163,7 +164,7 @@ elementwise(np.sinh,       lambda y, x: np.cosh(x))
 elementwise(np.cosh,       lambda y, x: np.sinh(x))
 elementwise(np.tanh,       lambda y, x: one_minus_square(y),              uses="y")
 elementwise(np.arcsinh,    lambda y, x: 1.0 / np.sqrt(x * x + 1.0))
-elementwise(np.arccosh,    lambda y, x: 1.0 / np.sqrt(x * x - 1.0))
+elementwise(np.arccosh,    lambda y, x: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)))  # complex x too
 elementwise(np.arctanh,    lambda y, x: 1.0 / (1.0 - x * x))
 elementwise(np.deg2rad,    lambda y, x: np.pi / 180.0,                    reads=((),))
 elementwise(np.rad2deg,    lambda y, x: 180.0 / np.pi,                    reads=((),))
@@ -211,6 +212,55 @@ elementwise(np.logaddexp2, lambda y, a, b: np.exp2(a - y), lambda y, a, b: np.ex
 # fmt: on
 
 
+# The ufuncs that are not complex-differentiable, for complex operands (the rows above serve
+# real ones): rules in mutad's convention, a cotangent being dL/dx + i dL/dy.
+
+
+def conjugate(z, **kwargs):
+    return np.conjugate(z, **kwargs), lambda dy: (np.conjugate(dy),)
+
+
+def conjugate_jvp(tangents, z, **kwargs):
+    return np.conjugate(z, **kwargs), np.conjugate(tangents[0])
+
+
+def unit(z, magnitude):
+    """``z / |z|``, 0 where ``z`` is 0: the direction in which |z| grows fastest, and at 0 the
+    subgradient the real rows take there (the sign of 0 is 0)."""
+    zero = magnitude == 0
+    return np.where(zero, 0.0, z / np.where(zero, 1.0, magnitude))
+
+
+def absolute(z, **kwargs):
+    y = np.absolute(z, **kwargs)
+    direction = unit(z, y)
+    return y, lambda dy: (dy * direction,)
+
+
+def absolute_jvp(tangents, z, **kwargs):
+    y = np.absolute(z, **kwargs)
+    return y, np.real(np.conjugate(unit(z, y)) * tangents[0])
+
+
+def sign(z, **kwargs):
+    """``z / |z|``, which moves with ``z``'s direction only: a change ``dz`` moves it by
+    ``(dz - y Re(conj(y) dz)) / |z|``, and a cotangent comes back by the same projection."""
+    y = np.sign(z, **kwargs)
+    magnitude = np.absolute(z)
+    scale = np.where(magnitude == 0, 0.0, 1.0 / np.where(magnitude == 0, 1.0, magnitude))
+    return y, lambda dy: (scale * (dy - y * np.real(np.conjugate(y) * dy)),)
+
+
+def sign_jvp(tangents, z, **kwargs):
+    y, back = sign(z, **kwargs)
+    return y, back(tangents[0])[0]  # the projection is self-adjoint
+
+
+complex_ufunc(np.conjugate, conjugate, conjugate_jvp)
+complex_ufunc(np.absolute, absolute, absolute_jvp)
+complex_ufunc(np.sign, sign, sign_jvp)
+
+
 # Elementwise functions that NumPy writes in Python rather than as ufuncs.
 
 
@@ -238,6 +288,9 @@ def sinc(x):
 def sinc_jvp(tangents, x):
     (dx,) = tangents
     return np.sinc(x), dx * sinc_derivative(x, near_zero(x))
+
+
+holomorphic(np.sinc)  # the series and the quotient hold for complex x
 
 
 def _refuse_in_place(copy):

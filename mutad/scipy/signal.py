@@ -1,4 +1,5 @@
-"""``scipy.signal`` functions mutad differentiates (``lfilter``, ``convolve``), by SciPy's names too.
+"""``scipy.signal`` functions mutad differentiates (``lfilter``, ``convolve``, ``fftconvolve``), by
+SciPy's names too.
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import signal
@@ -17,13 +18,15 @@ import numpy as np
 import scipy.signal as _signal
 
 from ..errors import UnsupportedOperationError
+from ..registry import HOLOMORPHIC
 from ..rules._helpers import accumulator, stacked, unbroadcast
 from ._adjoints import scipy_adjoint
 
 lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
+fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
-__all__ = ["convolve", "lfilter"]
+__all__ = ["convolve", "fftconvolve", "lfilter"]
 
 
 def _lagged_products(v, u, count):
@@ -196,29 +199,53 @@ def _window(in1, in2, mode):
     return full, tuple(slice((f - k) // 2, (f - k) // 2 + k) for f, k in zip(full, kept))
 
 
-@convolve.rule
-def _convolve_rule(in1, in2, mode="full", method="auto"):
-    # The wrapper, not SciPy's own, so that nested reverse mode differentiates the pullback.
-    y = convolve(in1, in2, mode, method)
-    full, window = _window(in1, in2, mode)
+def _convolution_rules(convolution, default):
+    """The rules of ``convolution(in1, in2, mode, setting)``, bilinear: ``convolve`` (the
+    setting its method) and ``fftconvolve`` (its axes, which must be None: every axis);
+    ``default`` is the setting's default."""
+    # No conjugate in a convolution: the real formulas hold for complex values.
+    convolution.complex_values = HOLOMORPHIC
 
-    def back(dy):
-        if np.size(in1) == 0 or np.size(in2) == 0:  # "same" of an empty in1: y is empty too
-            return np.zeros_like(dy, shape=np.shape(in1)), np.zeros_like(dy, shape=np.shape(in2))
-        # y is a window of the full convolution; each input's cotangent is the full cotangent
-        # correlated with the other input: a valid convolution with it flipped on every axis.
-        dfull = np.zeros_like(dy, shape=full)
-        dfull[window] = dy
-        return (convolve(dfull, np.flip(in2), "valid", method),
-                convolve(dfull, np.flip(in1), "valid", method))
+    @convolution.rule
+    def rule(in1, in2, mode="full", setting=default):
+        _all_axes(convolution, setting)
+        # The wrapper, not SciPy's own, so that nested reverse mode differentiates the pullback.
+        y = convolution(in1, in2, mode, setting)
+        full, window = _window(in1, in2, mode)
 
-    return y, back
+        def back(dy):
+            if np.size(in1) == 0 or np.size(in2) == 0:  # "same" of an empty in1: y is empty
+                return (np.zeros_like(dy, shape=np.shape(in1)),
+                        np.zeros_like(dy, shape=np.shape(in2)))
+            # y is a window of the full convolution; each input's cotangent is the full
+            # cotangent correlated with the other input: a valid convolution with it flipped
+            # on every axis.
+            dfull = np.zeros_like(dy, shape=full)
+            dfull[window] = dy
+            return (convolution(dfull, np.flip(in2), "valid", setting),
+                    convolution(dfull, np.flip(in1), "valid", setting))
+
+        return y, back
+
+    @convolution.jvp_rule
+    def jvp(tangents, in1, in2, mode="full", setting=default):
+        _all_axes(convolution, setting)
+        _window(in1, in2, mode)
+        d1, d2 = (tuple(tangents) + (None, None))[:2]
+        parts = [convolution(d, other, mode, setting) if first
+                 else convolution(other, d, mode, setting)
+                 for d, other, first in ((d1, in2, True), (d2, in1, False)) if d is not None]
+        return (convolution(in1, in2, mode, setting),
+                functools.reduce(np.add, parts) if parts else None)
 
 
-@convolve.jvp_rule
-def _convolve_jvp(tangents, in1, in2, mode="full", method="auto"):
-    _window(in1, in2, mode)
-    d1, d2 = (tuple(tangents) + (None, None))[:2]
-    parts = [convolve(d, other, mode, method) if first else convolve(other, d, mode, method)
-             for d, other, first in ((d1, in2, True), (d2, in1, False)) if d is not None]
-    return convolve(in1, in2, mode, method), functools.reduce(np.add, parts) if parts else None
+def _all_axes(convolution, setting):
+    if convolution is fftconvolve and setting is not None:
+        raise UnsupportedOperationError(
+            "scipy.signal.fftconvolve(..., axes=...) on differentiated arrays: mutad follows "
+            "convolutions over every axis. Convolve slices in a loop, or over every axis of "
+            "arrays whose other axes have length 1.")
+
+
+_convolution_rules(convolve, "auto")
+_convolution_rules(fftconvolve, None)

@@ -1,0 +1,394 @@
+"""Complex values: the convention, every ufunc, views of the real and imaginary parts, in-place
+updates and their inverses, mixed real and complex operands, products, linear algebra and the
+FFT, each checked against finite differences along complex directions, in both modes (and at
+order 2 where marked), with the caller's arrays checked bit for bit by the checker."""
+
+import numpy as np
+import pytest
+
+import mutad
+from mutad import errors
+
+RNG = np.random.default_rng(7)
+
+
+def complex_array(*shape, scale=1.0, shift=0.0):
+    return scale * (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)) + shift
+
+
+Z = complex_array(5)
+W = complex_array(5)
+X = RNG.standard_normal(5)
+POSITIVE_Z = complex_array(5, scale=0.3, shift=1.5)  # away from branch cuts and poles
+SMALL_Z = complex_array(5, scale=0.3)                # inside |z| < 1
+
+
+def check(f, *args, order=1, policies=("restore", "checkpoint")):
+    for policy in policies:
+        mutad.check_grads(f, *args, policy=policy, order=order, modes=("rev", "fwd"))
+
+
+# ----------------------------------------------------------------------------------------------
+# The convention: a complex gradient is dL/dx + i dL/dy
+
+
+def test_the_gradient_is_that_of_the_real_and_imaginary_parts():
+    def loss(z):
+        return np.sum(np.abs(np.exp(z) * W - 1.0) ** 2) + np.sum(np.imag(z) ** 3)
+
+    def split(x, y):
+        return loss(x + 1j * y)
+
+    (g,) = mutad.gradient(loss, Z)
+    gx, gy = mutad.gradient(split, Z.real.copy(), Z.imag.copy())
+    np.testing.assert_allclose(g, gx + 1j * gy, rtol=1e-12)
+
+
+def test_a_step_against_the_gradient_descends():
+    def loss(z):
+        return np.sum(np.abs(z * W - 1.0) ** 2)
+
+    z = Z.copy()
+    before = loss(z)
+    z -= 0.01 * mutad.gradient(loss, z)[0]
+    assert loss(z) < before
+
+
+def test_the_gradient_of_a_squared_magnitude():
+    (g,) = mutad.gradient(lambda z: np.sum(z * np.conj(z)).real, Z)
+    np.testing.assert_allclose(g, 2 * Z, rtol=1e-14)
+
+
+def test_a_complex_scalar_argument():
+    g = mutad.gradient(lambda c, x: np.sum(np.abs(c * x) ** 2), 1.0 + 2.0j, X)[0]
+    assert type(g) is complex
+    np.testing.assert_allclose(g, 2 * (1.0 + 2.0j) * np.sum(X * X), rtol=1e-12)
+
+
+@pytest.mark.parametrize("f, expected", [
+    # a complex value computed from real arguments (once refused: np.abs's rule then computed
+    # in float16, and complex intermediates lost their imaginary parts)
+    (lambda x: np.abs(x + 1j).sum(), lambda x: x / np.sqrt(x * x + 1)),
+    (lambda x: np.real(np.exp(1j * x)).sum(), lambda x: -np.sin(x)),
+    (lambda x: ((x + 2j) * np.conj(x + 2j)).real.sum(), lambda x: 2 * x),
+])
+@pytest.mark.parametrize("how", ["reverse", "forward", "replay"])
+def test_complex_intermediates_of_real_arguments(f, expected, how):
+    x = np.linspace(0.1, 1.0, 4)
+    before = x.tobytes()
+    if how == "reverse":
+        (g,) = mutad.gradient(f, x)
+    elif how == "forward":
+        g = np.array([mutad.jvp(f, (x,), (e,))[1] for e in np.eye(4)])
+    else:
+        replayed = mutad.grad(f, replay=True)
+        g = [replayed(x) for _ in range(3)][-1]  # complex values: traced on every call
+    np.testing.assert_allclose(g, expected(x), rtol=1e-12)
+    assert x.tobytes() == before
+
+
+def test_replay_traces_complex_programs_on_every_call():
+    def f(z, x):
+        z = z * x
+        z += 1j
+        return np.sum(np.abs(z) ** 2)
+
+    replayed = mutad.grad(f, argnums=(0, 1), replay=True)
+    expected = mutad.gradient(f, Z, X)
+    for _ in range(3):
+        got = replayed(Z, X)
+        for a, b in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+# ----------------------------------------------------------------------------------------------
+# Elementwise
+
+
+HOLOMORPHIC = [
+    (np.negative, Z), (np.positive, Z), (np.exp, Z), (np.expm1, Z), (np.exp2, Z),
+    (np.log, POSITIVE_Z), (np.log1p, POSITIVE_Z), (np.log2, POSITIVE_Z), (np.log10, POSITIVE_Z),
+    (np.sqrt, POSITIVE_Z), (np.square, Z), (np.reciprocal, POSITIVE_Z),
+    (np.sin, Z), (np.cos, Z), (np.tan, SMALL_Z), (np.arcsin, SMALL_Z), (np.arccos, SMALL_Z),
+    (np.arctan, SMALL_Z), (np.sinh, Z), (np.cosh, Z), (np.tanh, SMALL_Z),
+    (np.arcsinh, SMALL_Z), (np.arccosh, POSITIVE_Z), (np.arctanh, SMALL_Z), (np.sinc, Z),
+]
+
+
+@pytest.mark.parametrize("ufunc, z", HOLOMORPHIC, ids=lambda u: getattr(u, "__name__", ""))
+def test_complex_differentiable_ufuncs(ufunc, z):
+    weights = complex_array(z.size)
+    check(lambda z: np.sum(np.abs(ufunc(z) * weights) ** 2), z, order=2)
+    check(lambda z: ufunc(z), z)  # a complex output: complex cotangents
+
+
+def test_arccosh_on_both_sides_of_the_imaginary_axis():
+    """Regression: the partial 1/sqrt(z^2 - 1) has the wrong sign where Re z < 0."""
+    z = complex_array(6, scale=0.5, shift=-1.5)
+    check(lambda z: np.arccosh(z), z)
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.subtract, np.multiply, np.divide, np.power,
+                                   np.float_power, np.maximum, np.minimum],
+                         ids=lambda u: u.__name__)
+def test_binary_ufuncs_of_complex_and_mixed_operands(ufunc):
+    a, b = POSITIVE_Z, complex_array(5, scale=0.3, shift=1.0)
+    check(lambda a, b: ufunc(a, b), a, b, order=2)
+    check(lambda a, x: ufunc(a, x), a, np.abs(X) + 0.5)  # complex and real
+    check(lambda x, b: ufunc(x, b), np.abs(X) + 0.5, b)
+
+
+@pytest.mark.parametrize("f", [
+    np.abs, np.conj, np.conjugate, np.real, np.imag, np.angle, np.sign,
+    lambda z: np.angle(z, deg=True), lambda z: z.conj(), lambda z: abs(z),
+], ids=["abs", "conj", "conjugate", "real", "imag", "angle", "sign", "degrees", "method",
+        "builtin"])
+def test_functions_that_are_not_complex_differentiable(f):
+    weights = complex_array(5)
+    check(lambda z: f(z) * weights, Z, order=2)
+
+
+def test_the_magnitude_at_zero_takes_the_subgradient_zero():
+    z = np.array([0.0 + 0.0j, 1.0 + 1.0j])
+    np.testing.assert_allclose(mutad.gradient(lambda z: np.abs(z).sum(), z)[0],
+                               [0.0, (1 + 1j) / np.sqrt(2)])
+
+
+def test_angle_of_real_arrays_is_a_constant():
+    x = np.array([-1.0, -0.0, 0.0, 2.0])
+    np.testing.assert_array_equal(mutad.gradient(lambda x: (np.angle(x) * x).sum(), x)[0],
+                                  np.angle(x))
+
+
+# ----------------------------------------------------------------------------------------------
+# In place, views of the parts, mixed buffers
+
+
+def test_writable_views_of_the_real_and_imaginary_parts():
+    def f(z, x):
+        z.real[:] = z.imag * x
+        z.imag[1:] *= 3.0
+        np.real(z)[0] += 2.0
+        np.imag(z)[...] = np.exp(np.imag(z))
+        return np.abs(z)
+
+    check(f, Z, X, order=2)
+
+
+def test_in_place_complex_updates():
+    def f(z, w, x):
+        z *= w
+        z += x
+        z /= w + 2.0
+        z -= 1j * x
+        np.exp(z, out=z)
+        np.multiply(z, z, out=z)
+        return z
+
+    check(f, SMALL_Z, W * 0.3, X, order=2)
+
+
+def test_a_complex_update_is_undone_by_its_inverse():
+    def f(z, w):
+        z *= w
+        z += w
+        return np.sum(np.abs(z))
+
+    undos = [r.undo_kind for r in mutad.make_tape(f, Z, W).records if r.undo_kind]
+    assert undos and all(kind in ("inverse", "partial") for kind in undos), undos
+
+
+def test_an_inverse_that_is_not_exact_saves_those_elements():
+    """Complex products are not correctly rounded part by part: each element is checked, and
+    the ones z * w / w would not give back are saved."""
+    z = np.array([1e-20 + 1.0j, 1.0 + 2.0j])  # z * w / w loses 1e-20: saved, put back
+    w = np.array([1.0 + 1.0j, 2.0 - 1.0j])
+
+    def f(z, w):
+        z *= w
+        return np.sum(np.abs(z) ** 2 * np.arange(1, 3))
+
+    kinds = [r.undo_kind for r in mutad.make_tape(f, z, w).records if r.undo_kind]
+    assert kinds == ["partial"], kinds
+    check(f, z, w, policies=("restore",))
+
+
+def test_a_buffer_allocated_complex_and_filled_with_real_values():
+    def f(x):
+        u = np.zeros(x.size, complex)
+        u[:] = x
+        u *= np.exp(1j * x)
+        v = np.empty(x.size)
+        v[:] = np.abs(u) ** 2  # a real value into a real buffer
+        return v.sum() + np.real(u).sum()
+
+    check(f, X, order=2)
+
+
+def test_astype_between_real_and_complex():
+    check(lambda z: z.astype(float) * 2.0, Z)
+    check(lambda x: np.abs(x.astype(complex) * W), X)
+
+
+# ----------------------------------------------------------------------------------------------
+# Reductions, products, linear algebra
+
+
+@pytest.mark.parametrize("f", [
+    np.sum, np.mean, np.prod, np.cumsum, np.cumprod, np.max, np.min, np.ptp, np.trapezoid,
+    lambda z: np.diff(z, 2), lambda z: np.sort(z), lambda z: np.var(z), lambda z: np.std(z),
+    lambda z: np.where(np.real(z) > 0, z, 2 * z), lambda z: np.concatenate([z, z[::-1]]),
+    lambda z: np.reshape(np.outer(z, z), -1)[::3], lambda z: np.polyval(z, 0.5 + 0.5j),
+], ids=lambda f: getattr(f, "__name__", ""))
+def test_reductions_and_rearrangements(f):
+    check(f, Z, order=2)
+
+
+@pytest.mark.parametrize("f", [
+    np.dot, np.vdot, np.inner, np.outer, np.kron, np.matmul, np.vecdot,
+    lambda a, b: np.einsum("i,j->ij", a, b), lambda a, b: np.tensordot(a, b, 1),
+    lambda a, b: np.convolve(a, b), lambda a, b: np.cross(a[:3], b[:3]),
+], ids=lambda f: getattr(f, "__name__", ""))
+def test_products(f):
+    check(f, Z, W, order=2)
+    check(f, Z, X)  # complex and real
+
+
+def test_matrix_products_and_linear_algebra():
+    A = complex_array(3, 3) + 3 * np.eye(3)
+    B = complex_array(3, 2)
+    check(lambda A, B: A @ B, A, B, order=2)
+    check(lambda A, B: np.linalg.solve(A, B), A, B, order=2)
+    check(lambda A: np.linalg.inv(A), A, order=2)
+    check(lambda A: np.linalg.det(A), A, order=2)
+    check(lambda A: np.trace(A @ A.conj().T).real, A)
+
+
+# ----------------------------------------------------------------------------------------------
+# The FFT
+
+
+NORMS = [None, "backward", "ortho", "forward"]
+X8, X7 = RNG.standard_normal(8), RNG.standard_normal(7)
+Z5, Z8 = complex_array(5), complex_array(8)
+M = RNG.standard_normal((4, 6))
+ZM = complex_array(4, 6)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("n", [None, 6, 11])
+def test_one_dimensional_transforms(norm, n):
+    fft = np.fft
+    check(lambda z: fft.fft(z, n, norm=norm), Z8)
+    check(lambda x: fft.fft(x, n, norm=norm), X7)
+    check(lambda z: fft.ifft(z, n, norm=norm), Z8)
+    check(lambda x: fft.rfft(x, n, norm=norm), X8)
+    check(lambda x: fft.rfft(x, n, norm=norm), X7)
+    check(lambda z: fft.irfft(z, n, norm=norm), Z5)
+    check(lambda z: fft.hfft(z, n, norm=norm), Z5)
+    check(lambda x: fft.ihfft(x, n, norm=norm), X7)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("s, axes", [(None, None), ((3, 8), (0, 1)), ((5,), (0,)),
+                                     ((8, 3), (1, 0))])
+def test_transforms_over_several_axes(norm, s, axes):
+    fft = np.fft
+    check(lambda z: fft.fftn(z, s, axes, norm), ZM)
+    check(lambda z: fft.ifftn(z, s, axes, norm), ZM)
+    check(lambda x: fft.rfftn(x, s, axes, norm), M)
+    check(lambda z: fft.irfftn(z, s, axes, norm), ZM)
+    if s is None or len(s) == 2:
+        two = (-2, -1) if axes is None else axes
+        check(lambda z: fft.fft2(z, s, two, norm), ZM)
+        check(lambda z: fft.ifft2(z, s, two, norm), ZM)
+        check(lambda x: fft.rfft2(x, s, two, norm), M)
+        check(lambda z: fft.irfft2(z, s, two, norm), ZM)
+
+
+def test_transforms_at_order_two():
+    check(lambda x: np.abs(np.fft.rfft(x)) ** 3, X7, order=2)
+    check(lambda z: np.fft.irfft(np.fft.fft(z) * z, 8), Z8, order=2)
+    check(lambda z: np.fft.fftn(z * z, norm="ortho"), ZM, order=2)
+
+
+def test_shifts_and_frequencies():
+    check(lambda z: np.fft.fftshift(z), ZM)
+    check(lambda z: np.fft.ifftshift(z, axes=1), ZM)
+    check(lambda z: np.fft.fftshift(z, axes=(0,)) * np.fft.fftfreq(6, 0.1), ZM)
+    check(lambda x: np.fft.rfft(x) * np.fft.rfftfreq(7), X7)
+
+
+def test_transforms_give_numpys_bits():
+    def f(z):
+        return np.fft.ifftn(np.fft.rfft2(np.real(z)) * 2.0, axes=(0,))
+
+    y, _ = mutad.pullback(f, ZM)
+    np.testing.assert_array_equal(y, f(ZM))
+
+
+def spectral_heat(u, diffusivity, steps=20):
+    """A pseudo-spectral heat step, in place in Fourier space."""
+    k = 2 * np.pi * np.fft.rfftfreq(u.size, 1.0 / u.size)
+    u_hat = np.fft.rfft(u)
+    for _ in range(steps):
+        u_hat *= np.exp(-diffusivity * k ** 2 * 1e-3)
+        u_hat[0] += 0.1j * np.sum(u)
+    u[:] = np.fft.irfft(u_hat, u.size)
+    return np.sum(u ** 2)
+
+
+def test_a_spectral_step_in_place():
+    u = np.sin(np.linspace(0, 2 * np.pi, 16, endpoint=False)) + 0.3 * RNG.standard_normal(16)
+    check(spectral_heat, u, 0.7, order=2)
+
+
+@pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"])
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_scipy_transforms_by_scipys_names(name, norm):
+    import scipy.fft
+
+    def transform(*args, **kwargs):  # looked up at the call, as a user's module would
+        return getattr(scipy.fft, name)(*args, **kwargs)
+
+    arg = X7 if name in ("rfft", "ihfft") else Z5
+    check(lambda a: transform(a, 9, -1, norm, workers=2), arg, order=2)
+    y, _ = mutad.pullback(lambda a: transform(a, 9, norm=norm), arg)
+    np.testing.assert_array_equal(y, transform(arg, 9, norm=norm))  # SciPy's bits
+
+
+@pytest.mark.parametrize("name", ["fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2", "rfft2",
+                                  "irfft2", "hfftn", "ihfftn", "hfft2", "ihfft2"])
+def test_scipy_transforms_over_several_axes(name):
+    import scipy.fft
+
+    def transform(*args, **kwargs):
+        return getattr(scipy.fft, name)(*args, **kwargs)
+
+    arg = M if name in ("rfftn", "rfft2", "ihfftn", "ihfft2") else ZM
+    check(lambda a: transform(a, norm="ortho"), arg)
+    check(lambda a: transform(a, (5, 4), (1, 0)), arg)
+
+
+def test_scipy_shifts():
+    import scipy.fft
+
+    check(lambda z: scipy.fft.fftshift(scipy.fft.ifftshift(z, axes=0) * np.arange(6)), ZM)
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_fftconvolve(mode):
+    import scipy.signal
+
+    a, b = complex_array(7), complex_array(3)
+    check(lambda a, b: scipy.signal.fftconvolve(a, b, mode), a, b, order=2)
+    check(lambda x, b: scipy.signal.fftconvolve(x, b, mode), X7, b)
+    check(lambda x, y: scipy.signal.fftconvolve(x, y, mode), M, M[:2, :3] * 2.0)
+    check(lambda a, b: scipy.signal.convolve(a, b, mode), a, b)
+
+
+def test_fftconvolve_along_some_axes_is_refused():
+    import scipy.signal
+
+    with pytest.raises(errors.UnsupportedOperationError, match="axes"):
+        mutad.gradient(lambda x: scipy.signal.fftconvolve(x, x, axes=0).sum(), M)
