@@ -35,10 +35,12 @@ In-place rules (``inplace_adjoint``) restore their own arguments, to their own a
 Restoring one record's write is accurate, but a chain of them can lose it: undoing ``u ← A⁻¹ u``
 by ``u ← A u`` multiplies the rounding error already in ``u`` by up to the condition number of
 ``A``, so for a dissipative step repeated T times it grows like cond(A)^T. An inverse therefore
-states its *growth* (1 for ``a /= s``, whose relative errors do not compound; ``1 + max|o| /
-max|t|`` for ``t -= o``), the tape multiplies the growths of consecutive inversions on one
-buffer, and it checkpoints the write that would take the product past ``DRIFT_LIMIT``, which
-restarts it. Each restored value is then within about ``DRIFT_LIMIT`` roundings of the truth
+states its *growth*, norm-wise (``max|s| / min|s|`` for ``a /= s``, 1 for a scalar ``s``;
+``1 + max|o| / max|t|`` for ``t -= o``), the tape multiplies the growths of consecutive
+inversions on one buffer, and it checkpoints a write whose inverse's rounding the product of
+the earlier ones (undone after it) would amplify past ``DRIFT_LIMIT``; a checkpoint of the
+whole buffer restarts the product. The last write's growth never counts: its inverse acts on
+exact bytes. Each restored value is then within about ``DRIFT_LIMIT`` roundings of the truth
 (norm-wise for a chain: its first link is the per-element check above).
 
 This module knows nothing about arrays: a test drives it with a toy value type.
@@ -218,13 +220,15 @@ class Tape:
         to run during the replay.
         """
         if inverse is not None and self.policy == "restore" and (is_safe is None or is_safe()):
-            if callable(growth):
-                growth = growth()
-            if growth == 1.0:
-                return inverse
-            drift = self.drift.get(key, 1.0) * growth
+            # This inverse's own rounding is amplified by the inversions undone after it, the
+            # earlier writes' (``drift``); its growth amplifies the rounding of those undone
+            # before it, the later writes': it counts from the next write on.
+            drift = self.drift.get(key, 1.0)
             if drift <= DRIFT_LIMIT:
-                self.drift[key] = drift
+                if callable(growth):
+                    growth = growth()
+                if growth != 1.0:
+                    self.drift[key] = drift * growth
                 return inverse
         if whole:
             self.drift.pop(key, None)

@@ -109,6 +109,32 @@ def test_restoring_an_addition_that_absorbed_the_target():
     np.testing.assert_allclose(restored[1], checkpointed[1], rtol=1e-10)
 
 
+def test_a_scaling_then_an_absorbed_term_is_not_undone_past_its_accuracy():
+    """Regression: undoing ``u *= decay`` counted as no growth of the error already in u, and
+    undoing ``u -= o`` as growth 1 + max|o| / max|u|, norm-wise. The elements the decay made
+    small absorb the other term's rounding, and undoing the decay scales it back up: after 300
+    steps the restored state was garbage and the gradient NaN. Scaling by an array now grows
+    the error by max|decay| / min|decay|, and the chain is checkpointed in time."""
+    rng = np.random.default_rng(3)
+    n = 64
+    mixing = rng.standard_normal((n, n)) / n
+    decay = np.exp(-np.linspace(0.0, 4.0, n))
+    weights = np.exp(np.linspace(0.0, 8.0, n))
+
+    def f(u0, scale):
+        u = u0.copy()
+        for _ in range(300):
+            u -= 1e-2 * scale * (mixing @ (u * u * u))
+            u *= decay
+        return np.sum(u * u * weights)
+
+    u0 = rng.standard_normal(n)
+    restored = mutad.gradient(f, u0, 1.0)
+    checkpointed = mutad.gradient(f, u0, 1.0, policy="checkpoint")
+    for a, b in zip(restored, checkpointed, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9)
+
+
 def _leapfrog(q, p, inverse_mass):
     """A well-conditioned in-place program whose every update has an exact inverse, so the
     default policy restores by inversion wherever it judges that safe."""

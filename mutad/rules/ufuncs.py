@@ -39,6 +39,24 @@ def absorption(t, others):
         return 1.0 + float(size_o / size_t)
 
 
+def scaling(t, others):
+    """How much undoing ``t * o`` or ``t / o`` can amplify an error already in ``t``, norm-wise
+    (as ``absorption``, so that the two compound in one measure): the ratio of the largest to
+    the smallest ``|o|``. A relative error per element would not grow, but it is not what a
+    later ``t ± o`` preserves: an element scaled down, then absorbed, comes back with its error
+    scaled up (a spectral step's decay of the high modes, then a reaction term). Elements of
+    ``o`` that are zero or not finite are left out: the write saves those elements of ``t``."""
+    o = memory(others[0])
+    if np.ndim(o) == 0:
+        return 1.0
+    size = np.abs(o)
+    kept = size[np.isfinite(size) & (size > 0)]
+    if kept.size == 0:
+        return 1.0
+    with np.errstate(over="ignore"):
+        return float(np.max(kept) / np.min(kept))
+
+
 def bounded_where_normal(inverse):
     """Mark an inverse made of two correctly rounded operations whose relative errors do not
     grow (``t * o / o``, ``t / o * o``): it gives back every element within 2 units in the last
@@ -179,9 +197,11 @@ elementwise(np.subtract,   ONE, lambda y, a, b: -1.0,                    reads=(
                      lambda t, o: np.subtract(o[0], t, out=t)), growth=absorption)
 elementwise(np.multiply,   lambda y, a, b: b, lambda y, a, b: a,         reads=((1,), (0,)),
             inverse=(bounded_where_normal(lambda t, o: np.divide(t, o[0], out=t)),
-                     bounded_where_normal(lambda t, o: np.divide(t, o[0], out=t))))
+                     bounded_where_normal(lambda t, o: np.divide(t, o[0], out=t))),
+            growth=scaling)
 elementwise(np.divide,     lambda y, a, b: np.divide(1.0, b), lambda y, a, b: -a / (b * b), reads=((1,), (0, 1)),
-            inverse=(bounded_where_normal(lambda t, o: np.multiply(t, o[0], out=t)),))
+            inverse=(bounded_where_normal(lambda t, o: np.multiply(t, o[0], out=t)),),
+            growth=scaling)
 elementwise(np.power,      power_by_base, power_by_exponent, decide=zero_base)
 elementwise(np.remainder,  ONE, lambda y, a, b, q: minus(q),             reads=((), ()),
             decide=np.floor_divide)
