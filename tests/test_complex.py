@@ -392,3 +392,60 @@ def test_fftconvolve_along_some_axes_is_refused():
 
     with pytest.raises(errors.UnsupportedOperationError, match="axes"):
         mutad.gradient(lambda x: scipy.signal.fftconvolve(x, x, axes=0).sum(), M)
+
+
+CUBE, ZCUBE = RNG.standard_normal((5, 4, 5)) / 10, complex_array(5, 4, 5) / 10
+
+
+@pytest.mark.parametrize("name", ["fft2", "ifft2", "fftn", "ifftn", "rfft2", "irfft2", "rfftn",
+                                  "irfftn"])
+@pytest.mark.parametrize("s, axes", [((7, 3), (0, 2)), ((4, 6), (0, 0)), (None, (2, 0))],
+                         ids=["s-bigger-and-smaller", "repeated-axis", "reordered"])
+def test_transforms_of_three_dimensional_arrays(name, s, axes):
+    transform = getattr(np.fft, name)
+    arg = CUBE if name.startswith("rfft") else ZCUBE
+    if name.startswith("irfft") and axes[0] == axes[1]:
+        return  # NumPy: an inverse real transform cannot repeat its last axis
+    check(lambda a: transform(a, s, axes), arg)
+
+
+def test_a_subset_of_a_transform():
+    check(lambda x: np.fft.rfftn(x)[(0, 1, 0), (3, 3, 2)], CUBE)
+    check(lambda z: np.fft.irfftn(z)[(0, 1, 0), (3, 3, 2)], ZCUBE)
+
+
+@pytest.mark.parametrize("size", [4, 5])
+def test_shifts_of_even_and_odd_lengths(size):
+    z = complex_array(size, size)
+    check(lambda z: np.fft.fftshift(z) * np.arange(size), z)
+    check(lambda z: np.fft.ifftshift(z, axes=1) * np.arange(size), z)
+
+
+@pytest.mark.parametrize("x", [0.7, -0.4, 0.6 + 0.8j, -1.2 - 0.3j])
+def test_angle_and_magnitude_of_scalars_to_order_two(x):
+    check(lambda x: np.angle(x), x, order=2)
+    check(lambda x: np.abs(x), x, order=2)
+
+
+def test_a_gradient_has_its_arguments_dtype():
+    (g,) = mutad.gradient(lambda x: np.sum(np.real(x)), np.array([2.0]))
+    assert g.dtype == np.float64
+    (g,) = mutad.gradient(lambda z: np.sum(np.real(z)), np.array([1j]))
+    assert g.dtype == np.complex128 and g[0] == 1.0
+    assert type(mutad.gradient(lambda z: np.real(z * z), 1j)[0]) is complex
+
+
+def test_real_if_close():
+    check(lambda z: np.real_if_close(z * np.conj(z)) * np.arange(5), Z, order=2)  # real
+    check(lambda z: np.real_if_close(z) * W, Z)                                    # complex
+
+
+def test_jacobian_and_hessian_of_complex_values_are_refused():
+    before = Z.tobytes()
+    with pytest.raises(errors.ComplexInputError, match="pullback"):
+        mutad.jacobian(lambda z: z * 2.0, Z)
+    with pytest.raises(errors.ComplexInputError, match="pullback"):
+        mutad.hessian(lambda z: np.sum(np.abs(z) ** 2), Z)
+    with pytest.raises(errors.ComplexInputError, match="pullback"):
+        mutad.jacobian(lambda x: x * 1j, X)
+    assert Z.tobytes() == before

@@ -166,6 +166,12 @@ def _rk4():
     return m["trajectory_misfit"], (rates, y0, m["observations_of"](rates, y0))
 
 
+def _spectral_heat():
+    example = _example("spectral_heat")
+    u0, observations = example["make_problem"]()
+    return example["misfit"], (np.log(0.05), u0, observations)
+
+
 def _add_sum(name):
     return lambda: (_example(name)["add_sum"], (np.zeros(3), np.ones(3)))
 
@@ -174,6 +180,7 @@ PROGRAMS = {"add_vecs": _add_sum("add_vecs"), "burgers_finite_volume": _burgers,
             "heat_explicit": _heat_explicit, "heat_scalar": _heat_scalar,
             "implicit_heat": _implicit_heat,
             "kalman_minimize": _kalman, "newton_gaussian_mle": _newton, "rk4_fit": _rk4,
+            "spectral_heat": _spectral_heat,
             "zygote120": _add_sum("zygote120")}
 
 
