@@ -449,3 +449,29 @@ def test_jacobian_and_hessian_of_complex_values_are_refused():
     with pytest.raises(errors.ComplexInputError, match="pullback"):
         mutad.jacobian(lambda x: x * 1j, X)
     assert Z.tobytes() == before
+
+
+def c(*shape):
+    return complex_array(*shape)
+
+
+@pytest.mark.parametrize("f, args", [
+    (lambda a, b: np.einsum("ijk,lji->lki", a, b), (c(3, 4, 4), c(4, 4, 3))),
+    (lambda a, b: np.einsum("...jk,...lj->...lk", a, b), (c(3, 4, 4), c(3, 4, 4))),
+    (lambda a, b, d: np.einsum("ijk,lji,lli->lki", a, b, d), (c(3, 4, 4), c(4, 4, 3), c(4, 4, 3))),
+    (lambda a, b: np.tensordot(a, b, [(0, 1), (1, 2)]), (c(2, 3), c(1, 2, 3))),
+    (lambda a, b: np.tensordot(a, b, 2), (c(2, 2), c(2, 2, 4))),
+    (lambda a, b: np.maximum(a, b), (c(1, 4), c(3, 4))),
+    (lambda a, b: np.minimum(a, b), (c(1), c(3, 4))),
+    (lambda a: np.sort(a), (c(7),)),
+    (lambda a: np.partition(a, 3), (c(7),)),
+    (lambda a: np.atleast_3d(a), (c(2, 4),)),
+    (lambda a: np.trace(a, offset=1), (c(4, 5),)),
+    (lambda a: np.transpose(a, (2, 0, 1)), (c(2, 3, 4),)),
+    (lambda a, b: a ** b, (POSITIVE_Z, c(5) * 0.3)),
+    (lambda a, b: a / b, (c(3, 4), c(4) + 3.0)),
+], ids=["einsum-covsum", "einsum-ellipsis", "einsum-three", "tensordot-axes", "tensordot-2",
+        "maximum", "minimum", "sort", "partition", "atleast_3d", "trace", "transpose", "pow",
+        "divide"])
+def test_systematic_complex_cases(f, args):
+    check(f, *args, order=2)
