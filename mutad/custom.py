@@ -54,8 +54,8 @@ class Adjoint:
 
     complex_values = CONVENTION
     """How the rules attached take complex values (``registry.COMPLEX``): a user's rules are
-    given them as they are, in mutad's convention (README, "Complex numbers"); None refuses
-    them."""
+    given them as they are, in mutad's convention (README, "Complex numbers and the FFT");
+    None refuses them."""
 
     def __init__(self, fn):
         functools.update_wrapper(self, fn)

@@ -1,9 +1,9 @@
 """The products both engines take of a (co)tangent and a partial derivative: exact zeros where
 the derivative is not finite, and a piece at a time for large arrays.
 
-A complex partial ``p`` is a complex derivative (README, "Complex numbers"): a tangent ``t``
-moves the output by ``p * t``, and a cotangent ``g`` of the output reaches the input as
-``g * conj(p)``, which is what the reverse products here take."""
+A complex partial ``p`` is a complex derivative (README, "Complex numbers and the FFT"): a
+tangent ``t`` moves the output by ``p * t``, and a cotangent ``g`` of the output reaches the
+input as ``g * conj(p)``, which is what the reverse products here take."""
 
 import cmath
 import math
@@ -21,12 +21,12 @@ def writable(a):
     return a.flags.writeable and owner(a).flags.writeable
 
 
+_REAL = np.dtype(float)
+
+
 def adjoint(p):
     """The factor a cotangent takes from partial ``p``: ``p``, conjugated if complex."""
     return p.conjugate() if type(p) is complex or getattr(p, "dtype", _REAL).kind == "c" else p
-
-
-_REAL = np.dtype(float)
 
 
 def times_partial(dy, partial, y, values, out):

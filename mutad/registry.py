@@ -44,7 +44,8 @@ else about them. Rules live in ``mutad/rules/``, one module per family.
   complex-differentiable or linear with real coefficients; the core conjugates the
   cotangents around such a ``back``, whose formulas give the transpose, not the adjoint.
   ``CONVENTION`` (``complex_aware``): a rule written for complex values in mutad's convention
-  (README, "Complex numbers": a cotangent is dL/dx + i dL/dy), given them as they are.
+  (README, "Complex numbers and the FFT": a cotangent is dL/dx + i dL/dy), given them as
+  they are.
 * ``COMPLEX_UFUNCS[ufunc] = (rule, jvp)``: for an elementwise ufunc that is not
   complex-differentiable (``np.conjugate``, ``np.absolute``), the ``CONVENTION`` rules that
   serve it when an operand is complex, in place of its partials.
@@ -301,8 +302,8 @@ def _complex(x):
 
 
 def check_complex(name, rule):
-    """Refuse complex values for a rule not declared to take them (``registry.COMPLEX``);
-    else how it takes them."""
+    """Refuse complex values for a rule not declared to take them (``COMPLEX``); else say how
+    it takes them."""
     kind = COMPLEX.get(rule)
     if kind is None:
         raise ComplexInputError(
