@@ -135,6 +135,21 @@ def test_a_scaling_then_an_absorbed_term_is_not_undone_past_its_accuracy():
         np.testing.assert_allclose(a, b, rtol=1e-9)
 
 
+@pytest.mark.parametrize("scale", [np.arange(2), np.arange(1, 3) + 1j, np.array([2.0, 0.0])],
+                         ids=["integers", "complex", "a zero"])
+def test_the_growth_of_a_scaling_by_integers_complex_numbers_and_zeros(scale):
+    """Regression: the growth of ``y *= s`` took its minimum with a float initial value, which
+    an integer ``s`` refused (OverflowError)."""
+    def f(x):
+        y = x * 1.0
+        y *= scale
+        y *= scale
+        return np.sum(np.abs(y))
+
+    mutad.check_grads(f, np.array([1.0 + 0.5j, 2.0]) if np.iscomplexobj(scale)
+                      else np.array([1.0, 2.0]), order=2)
+
+
 def _leapfrog(q, p, inverse_mass):
     """A well-conditioned in-place program whose every update has an exact inverse, so the
     default policy restores by inversion wherever it judges that safe."""

@@ -49,8 +49,8 @@ def scaling(t, others):
     o = memory(others[0])
     if np.ndim(o) == 0:
         return 1.0
-    if np.iscomplexobj(o):
-        o = np.abs(o)
+    if o.dtype.kind != "f":  # magnitudes of complex numbers; integers, as floats
+        o = np.abs(o, dtype=np.float64) if o.dtype.kind == "c" else o.astype(np.float64)
     # by reductions, with one byte of temporary per element: W5 scales arrays of 10^7
     largest = max(np.max(o, initial=0.0), -np.min(o, initial=0.0))
     smallest = min(np.min(o, where=o > 0, initial=np.inf), -np.max(o, where=o < 0, initial=-np.inf))
