@@ -83,9 +83,8 @@ class UnsupportedArgumentError(MutadError, TypeError):
 class ComplexInputError(MutadError, TypeError):
     """Complex values reached something mutad does not differentiate for them.
 
-    Example: a function whose rule is written for real values only (``np.linalg.eigh`` of a
-    complex matrix), or a complex-valued function given to ``gradient``, which needs a real
-    loss. The message names the function and what to do instead (take ``np.abs`` or
+    Example: a function whose rule is written for real values only (``np.cov`` of a complex
+    array), or a complex-valued function given to ``gradient``, which needs a real loss. The message names the function and what to do instead (take ``np.abs`` or
     ``np.real`` of a complex loss; use ``pullback`` for complex outputs).
     """
 

@@ -47,7 +47,7 @@ import scipy.linalg
 from scipy.linalg import get_blas_funcs, get_lapack_funcs
 
 from .custom import inplace_adjoint
-from .errors import InvalidArgumentError, NotPositiveDefiniteError
+from .errors import ComplexInputError, InvalidArgumentError, NotPositiveDefiniteError
 from .rules.factorizations import cholesky_tangent, lu_tangent, lu_tangent_times, permutation
 from .scipy import linalg as dispatching
 from .scipy.linalg import _solve_lower
@@ -60,6 +60,28 @@ BLOCK = 64
 
 # ----------------------------------------------------------------------------------------------
 # Memory layout and triangular products, in place
+
+
+def _refuse_complex(call, *arrays):
+    """These routines are real only (their LAPACK calls, in-place restorations and rules are
+    written for real matrices): refuse complex values, plain or traced, before anything is
+    overwritten, rather than drop imaginary parts or give a wrong gradient."""
+    if any(getattr(getattr(x, "dtype", None), "kind", None) == "c" for x in arrays):
+        raise ComplexInputError(
+            f"{call} was given complex values: mutad.linalg's in-place routines work on real "
+            "matrices only. For complex matrices use NumPy's out-of-place functions, which "
+            "mutad differentiates for complex values: np.linalg.cholesky (Hermitian positive "
+            "definite), np.linalg.solve (for ldiv_ and solve_triangular_ too), np.linalg.inv; "
+            "or work with the real and imaginary parts as real arrays.")
+
+
+def _factor_array(F):
+    """The array behind a factor ``ldiv_`` takes (or the matrix itself)."""
+    if isinstance(F, Cholesky):
+        return F.L
+    if isinstance(F, LU):
+        return F.packed
+    return F
 
 
 def _square(name, A):
@@ -255,6 +277,7 @@ def cholesky_(A):
     >>> cholesky_(A).L.tolist()
     [[2.0, 0.0], [1.0, 2.0]]
     """
+    _refuse_complex("cholesky_", A)
     if _nested(A):
         return Cholesky(_cholesky_nested(A))
     return Cholesky(_cholesky_(A))
@@ -364,6 +387,7 @@ def solve_triangular_(T, b, lower=False, trans=0, unit_diagonal=False):
     >>> solve_triangular_(np.array([[2.0, 0.0], [1.0, 2.0]]), b, lower=True).tolist()
     [1.0, 2.0]
     """
+    _refuse_complex("solve_triangular_", T, b)
     if _nested(b):
         return _solve_triangular_nested(T, b, lower, _transposes(trans), unit_diagonal)
     return _solve_triangular_(T, b, lower, _transposes(trans), unit_diagonal)
@@ -481,6 +505,7 @@ def lu_factor_(A):
     >>> ldiv_(F, np.array([5.0, 6.0])).tolist()
     [-4.0, 4.5]
     """
+    _refuse_complex("lu_factor_", A)
     if _nested(A):
         return LU(*_lu_factor_nested(A))
     return LU(*_lu_factor_(A))
@@ -604,6 +629,7 @@ def ldiv_(F, b):
     >>> ldiv_(np.array([[2.0, 0.0], [0.0, 4.0]]), b).tolist()
     [0.5, 0.5]
     """
+    _refuse_complex("ldiv_", _factor_array(F), b)
     if _nested(b):
         return _ldiv_nested(F, b)
     if isinstance(F, Cholesky):

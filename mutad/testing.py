@@ -122,8 +122,8 @@ def check_grads(f, *args, policy="restore", rtol=None, atol=None, step=1e-4, see
     ``GradientCheckError`` (a ``MutadError`` and an ``AssertionError``) on a mismatch, and
     returns ``None`` when the derivatives are right and every argument came back bit-for-bit.
     ``symmetric`` lists positional arguments (square matrices) perturbed only along symmetric
-    directions, for functions such as Cholesky that read one triangle and have a symmetric
-    gradient.
+    directions (Hermitian ones for complex arguments), for functions such as Cholesky that read
+    one triangle and have a symmetric (Hermitian) gradient.
 
     >>> import numpy as np, mutad
     >>> def f(a, b):
@@ -148,6 +148,10 @@ def check_jvp(f, *args, rtol=1e-6, atol=1e-9, step=1e-4, seed=0, symmetric=(), o
                 order=order, modes=("fwd",))
 
 
+SINGLE = (np.dtype(np.float32), np.dtype(np.complex64))
+"""Single precision, checked to looser tolerances."""
+
+
 class _Settings:
     """What the recursion keeps: ``optional_fwd`` skips forward mode for a function without
     forward rules; ``restoration``, a list, collects how far each replay left the arguments
@@ -162,7 +166,7 @@ class _Settings:
     def tolerances(self, leaves, depth):
         """(rtol, atol): looser for single precision and for derivatives of derivatives, whose
         finite differences difference values that are themselves derivatives."""
-        if any(isinstance(x, (np.ndarray, np.floating)) and x.dtype == np.float32 for x in leaves):
+        if any(isinstance(x, (np.ndarray, np.inexact)) and x.dtype in SINGLE for x in leaves):
             rtol, atol = 2e-3, 1e-4
         else:
             rtol, atol = (1e-6, 1e-9) if depth == 0 else (1e-5, 1e-8)
@@ -319,7 +323,7 @@ def check_transpose(forward_rule, reverse_rule, *args, tangents=None, rtol=1e-9,
     _check_unchanged(leaves, before, "after the reverse rule")
     forward = _finite_dot(zip(ws, dys, strict=True))
     reverse = _finite_dot(_pairs(tuple(tangents), tuple(cotangents)))
-    if any(np.result_type(o) == np.float32 for o in outputs):
+    if any(np.result_type(o) in SINGLE for o in outputs):
         rtol = max(rtol, 1e-5)
     if not abs(forward - reverse) <= atol + rtol * max(abs(forward), abs(reverse)):
         raise GradientCheckError(
@@ -452,13 +456,14 @@ def _direction_leaves(args, directions):
 
 def _directions(args, rng, symmetric):
     """A random direction for each float leaf of ``args`` (``None`` for the others); those of
-    the positional arguments in ``symmetric`` symmetric."""
+    the positional arguments in ``symmetric`` symmetric (Hermitian for complex arguments)."""
     out = []
     for position, a in enumerate(args):
         for x in flatten(a)[0]:
             v = _random(x, rng) if _is_float(x) else None
             if v is not None and position in symmetric:
-                v = (v + np.swapaxes(v, -1, -2)) / 2
+                transposed = np.swapaxes(v, -1, -2)
+                v = (v + (np.conjugate(transposed) if np.iscomplexobj(v) else transposed)) / 2
             out.append(v)
     return out
 

@@ -87,10 +87,12 @@ def test_a_complex_valued_function_has_no_gradient():
 def test_a_rule_written_for_real_values_refuses_complex_ones():
     z = np.array([[2.0, 1j], [-1j, 3.0]])
     before = z.tobytes()
-    with pytest.raises(errors.ComplexInputError, match="np.linalg.eigh"):
-        mutad.gradient(lambda z: np.linalg.eigh(z)[0].sum(), z)
-    with pytest.raises(errors.ComplexInputError, match="np.linalg.eigh"):
-        mutad.jvp(lambda z: np.linalg.eigh(z)[0], (z,), (np.ones_like(z),))
+    with pytest.raises(errors.ComplexInputError, match="np.nanvar"):
+        mutad.gradient(lambda z: np.nanvar(z), z)
+    with pytest.raises(errors.ComplexInputError, match="np.nanvar"):
+        mutad.jvp(lambda z: np.nanvar(z), (z,), (np.ones_like(z),))
+    with pytest.raises(errors.ComplexInputError, match="np.cov"):
+        mutad.gradient(lambda z: np.abs(np.cov(z)).sum(), z)
     assert z.tobytes() == before
 
 

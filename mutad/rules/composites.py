@@ -436,4 +436,4 @@ nondifferentiable(np.diag_indices_from, np.triu_indices_from, np.tril_indices_fr
 complex_aware(np.gradient, np.trapezoid, np.ediff1d, np.cumulative_sum, np.cumulative_prod,
               np.nancumsum, np.nancumprod, np.average, np.polyval, np.polyder, np.polyint,
               np.polyadd, np.polysub, np.polymul, np.vander, np.linalg.multi_dot, np.meshgrid,
-              np.diagflat, np.angle, np.real_if_close)
+              np.diagflat, np.angle, np.real_if_close, np.linalg.svdvals, np.linalg.cond)

@@ -3,11 +3,26 @@
 
 Each takes the triangular solver it computes with, so that each caller passes one that
 dispatches (a reverse pass over a forward rule, or an outer differentiation, records it).
+
+The Cholesky rules hold for complex Hermitian matrices too, A = L Lᴴ, in mutad's convention (a
+cotangent is dL/dx + i dL/dy): every transpose is then the conjugate transpose (``adjoint``),
+which is the transpose itself for real arrays, so real values take the same operations.
 """
 
 import numpy as np
 
 from ._helpers import symmetric_part, transpose
+
+
+def adjoint(x):
+    """The conjugate transpose of a stack of matrices: the transpose of a real one (the same
+    operation, so real values keep their bits)."""
+    return transpose(np.conjugate(x)) if np.iscomplexobj(x) else transpose(x)
+
+
+def hermitian_part(g):
+    """(G + Gᴴ) / 2: the symmetric part of a real G."""
+    return 0.5 * (g + adjoint(g)) if np.iscomplexobj(g) else symmetric_part(g)
 
 
 def lower_with_half_diagonal(x):
@@ -16,24 +31,30 @@ def lower_with_half_diagonal(x):
 
 
 def _solve_transposed(lower, x):
-    return np.linalg.solve(transpose(lower), x)
+    return np.linalg.solve(adjoint(lower), x)
 
 
 def cholesky_cotangent(lower, dlower, solve_transposed=_solve_transposed):
     """Ā for the lower factor ``lower`` = L of A = L Lᵀ and its cotangent L̄: for symmetric dA,
     dL = L Φ(L⁻¹ dA L⁻ᵀ) and Φ is self-adjoint, so Ā = sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹) (Murray 2016,
-    eq. 10 and §3.1); not yet symmetrised. ``solve_transposed(L, X)`` computes L⁻ᵀ X."""
-    middle = lower_with_half_diagonal(transpose(lower) @ dlower)
+    eq. 10 and §3.1); not yet symmetrised. ``solve_transposed(L, X)`` computes L⁻ᵀ X.
+
+    Complex Hermitian A = L Lᴴ (L's diagonal real, as LAPACK's): the same with ᴴ for ᵀ. L⁻¹ dL
+    is lower triangular with a real diagonal, and L⁻¹ dA L⁻ᴴ = L⁻¹ dL + (L⁻¹ dL)ᴴ, so again
+    dL = L Φ(L⁻¹ dA L⁻ᴴ); Φ is self-adjoint for the real inner product Re<a, b> too, so
+    Ā = herm(L⁻ᴴ Φ(Lᴴ L̄) L⁻¹), and ``solve_transposed(L, X)`` computes L⁻ᴴ X."""
+    middle = lower_with_half_diagonal(adjoint(lower) @ dlower)
     left = solve_transposed(lower, middle)                                  # L⁻ᵀ Φ
-    return transpose(solve_transposed(lower, transpose(left)))              # (L⁻ᵀ Φ) L⁻¹
+    return adjoint(solve_transposed(lower, adjoint(left)))                  # (L⁻ᵀ Φ) L⁻¹
 
 
 def cholesky_tangent(lower, da, solve=np.linalg.solve):
     """The tangent of the lower factor ``lower`` = L of A = L Lᵀ along ``da``:
     dL = L Φ(L⁻¹ dA L⁻ᵀ) (Murray 2016), dA symmetrised to match the symmetric gradient of the
-    reverse rules. ``solve(L, X)`` computes L⁻¹ X (a triangular solver where there is one)."""
-    left = solve(lower, symmetric_part(da))          # L⁻¹ dA
-    middle = solve(lower, transpose(left))           # L⁻¹ dA L⁻ᵀ, dA being symmetric
+    reverse rules (for complex A = L Lᴴ: ᴴ for ᵀ, dA's Hermitian part). ``solve(L, X)``
+    computes L⁻¹ X (a triangular solver where there is one)."""
+    left = solve(lower, hermitian_part(da))          # L⁻¹ dA
+    middle = solve(lower, adjoint(left))             # L⁻¹ dA L⁻ᵀ, dA being symmetric
     return lower @ lower_with_half_diagonal(middle)
 
 

@@ -14,6 +14,14 @@ Inputs of cholesky and eigh are symmetric by contract, so they get the symmetric
 derivative along symmetric perturbations), as in PyTorch and JAX; a matrix that is not symmetric
 (beyond rounding) is refused, since that gradient is not the derivative of NumPy's function of it.
 
+Complex matrices (``registry.COMPLEX``): the products, inv, solve, matrix_power and det are
+complex-differentiable, so their real rules hold (``holomorphic``). The factorisations (cholesky,
+eigh, eigvalsh, svd, qr, eig, eigvals), slogdet, the norms, pinv and lstsq have rules written in
+mutad's convention (``complex_aware``): a transpose becomes a conjugate transpose, Hermitian
+matrices take the place of symmetric ones (the Hermitian gradient), and the phases of complex
+eigenvectors and singular vectors, which NumPy fixes by LAPACK's conventions, are left out of
+every gradient: a loss that reads them is refused (``_require_phase_free``).
+
 Nested reverse mode: a pullback's inputs and cotangents may be arrays an outer differentiation
 traces (the inner one's values are), so rules compute with NumPy calls that dispatch: never
 ``np.asarray``, and a buffer a cotangent is written into is created ``like=`` it.
@@ -31,7 +39,7 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..registry import complex_aware, defjvp, deflinear, defmultilinear, defrule, holomorphic
 from ._helpers import require_symmetric, symmetric_part, transpose, unbroadcast
-from .factorizations import cholesky_cotangent, cholesky_tangent
+from .factorizations import adjoint, cholesky_cotangent, cholesky_tangent, hermitian_part
 
 
 # ----------------------------------------------------------------------------------------------
@@ -462,6 +470,11 @@ def solve_jvp(tangents, a, b):
     return x, dx[..., 0] if is_vector else dx
 
 
+def _conjugate(x):
+    """The complex conjugate; a real ``x`` itself (no operation recorded)."""
+    return np.conjugate(x) if np.iscomplexobj(x) else x
+
+
 @defrule(np.linalg.pinv, leading=1)
 def pinv(a, *args, **kwargs):
     p = np.linalg.pinv(a, *args, **kwargs)
@@ -469,8 +482,9 @@ def pinv(a, *args, **kwargs):
     def back(dp):
         # Golub & Pereyra (1973), Thm. 4.3, for A of locally constant rank:
         # dP = -P dA P + P Pᵀ dAᵀ (I - A P) + (I - P A) dAᵀ Pᵀ P, so
-        # Ā = -Pᵀ P̄ Pᵀ + (I - A P) P̄ᵀ P Pᵀ + Pᵀ P P̄ᵀ (I - P A).
-        p_t, dp_t = transpose(p), transpose(dp)
+        # Ā = -Pᵀ P̄ Pᵀ + (I - A P) P̄ᵀ P Pᵀ + Pᵀ P P̄ᵀ (I - P A). Complex A: ᴴ for ᵀ in both
+        # (dP is real-linear in dA, not holomorphic; the pullback is its adjoint for Re<a, b>).
+        p_t, dp_t = adjoint(p), adjoint(dp)
         left_residual = dp_t - a @ (p @ dp_t)      # (I - A P) P̄ᵀ
         right_residual = dp_t - (dp_t @ p) @ a     # P̄ᵀ (I - P A)
         da = -(p_t @ dp @ p_t) + left_residual @ (p @ p_t) + (p_t @ p) @ right_residual
@@ -480,10 +494,11 @@ def pinv(a, *args, **kwargs):
 
 
 def _pinv_tangent(a, p, da):
-    """dP = -P dA P + P Pᵀ dAᵀ (I - A P) + (I - P A) dAᵀ Pᵀ P (Golub & Pereyra 1973, Thm. 4.3)."""
-    da_t = transpose(da)
-    return (-(p @ da @ p) + (p @ transpose(p)) @ (da_t - (da_t @ a) @ p)
-            + (da_t - p @ (a @ da_t)) @ (transpose(p) @ p))
+    """dP = -P dA P + P Pᵀ dAᵀ (I - A P) + (I - P A) dAᵀ Pᵀ P (Golub & Pereyra 1973, Thm. 4.3;
+    ᴴ for ᵀ for complex A)."""
+    da_t = adjoint(da)
+    return (-(p @ da @ p) + (p @ adjoint(p)) @ (da_t - (da_t @ a) @ p)
+            + (da_t - p @ (a @ da_t)) @ (adjoint(p) @ p))
 
 
 @defjvp(np.linalg.pinv)
@@ -540,17 +555,18 @@ def lstsq(a, b, rcond=None):
         dx2 = dx[:, None] if is_vector else dx
         x2 = x[:, None] if is_vector else x
         b2 = b[:, None] if is_vector else b
-        # x = P b with P = pinv(A) (full rank): b̄ = Pᵀ x̄, and Ā from P̄ = x̄ bᵀ (see pinv).
-        db = transpose(p) @ dx2
-        da = pinv_back(dx2 @ transpose(b2))[0]
+        # x = P b with P = pinv(A) (full rank): b̄ = Pᵀ x̄, and Ā from P̄ = x̄ bᵀ (see pinv);
+        # ᴴ for ᵀ for complex values, here and below.
+        db = adjoint(p) @ dx2
+        da = pinv_back(dx2 @ adjoint(b2))[0]
         if np.size(residuals):
             # r_k = |b_k - A x_k|²; x is optimal, so only the explicit A, b dependence counts
             # (envelope theorem): r̄ gives Ā = -2 r̄ (b - A x) xᵀ, b̄ = 2 r̄ (b - A x).
             weighted = 2.0 * (b2 - a @ x2) * dresiduals
-            da = da - weighted @ transpose(x2)
+            da = da - weighted @ adjoint(x2)
             db = db + weighted
         if np.any(ds):
-            # Singular values: σ̄ gives Ā = U diag(σ̄) Vᵀ (Giles 2008, §3.2).
+            # Singular values: σ̄ gives Ā = U diag(σ̄) Vᵀ (Giles 2008, §3.2; vt is Vᴴ).
             u, _, vt = np.linalg.svd(a, full_matrices=False)
             da = da + (u * ds) @ vt
         return da, np.reshape(db, np.shape(b))
@@ -574,13 +590,19 @@ def lstsq_jvp(tangents, a, b, rcond=None):
     if da is not None:
         dx2 = dx2 + _pinv_tangent(a, p, da) @ b2
         moved = moved - da @ x2
-    dresiduals = (2.0 * np.sum((b2 - a @ x2) * moved, axis=0) if np.size(residuals)
-                  else np.zeros_like(residuals))
+    if not np.size(residuals):
+        dresiduals = np.zeros_like(residuals)
+    elif np.iscomplexobj(x2) or np.iscomplexobj(moved):  # dr = 2 Re <b - A x, db - dA x>
+        dresiduals = 2.0 * np.sum(np.real(_conjugate(b2 - a @ x2) * moved), axis=0)
+    else:
+        dresiduals = 2.0 * np.sum((b2 - a @ x2) * moved, axis=0)
     if da is None:
         ds = np.zeros_like(s)
-    else:  # dσ_i = u_iᵀ dA v_i (Giles 2008, §3.2)
+    else:  # dσ_i = u_iᵀ dA v_i (Giles 2008, §3.2; Re(u_iᴴ dA v_i) for complex A)
         u, _, vt = np.linalg.svd(a, full_matrices=False)
-        ds = np.sum(u * (da @ transpose(vt)), axis=0)
+        ds = np.sum(_conjugate(u) * (da @ adjoint(vt)), axis=0)
+        if np.iscomplexobj(ds):
+            ds = np.real(ds)
     return (x, residuals, rank, s), (dx2[:, 0] if is_vector else dx2, dresiduals, None, ds)
 
 
@@ -591,13 +613,15 @@ def lstsq_jvp(tangents, a, b, rcond=None):
 def _cofactor(a):
     """d det(A) / dA = adj(A)ᵀ, finite even where A is singular.
 
-    With A = U S Vᵀ, adj(A)ᵀ = det(U) det(V) U adj(S) Vᵀ, adj(S)_ii = Π_{j≠i} s_j.
+    With A = U S Vᵀ, adj(A)ᵀ = det(U) det(V) U adj(S) Vᵀ, adj(S)_ii = Π_{j≠i} s_j. For complex
+    A = U S Vᴴ (the holomorphic derivative, det(A) A⁻ᵀ where A is invertible):
+    adj(A)ᵀ = det(U) det(Vᴴ) conj(U) adj(S) conj(Vᴴ).
     """
     u, s, vt = np.linalg.svd(a)
     n = s.shape[-1]
     others = np.stack([np.prod(np.delete(s, i, axis=-1), axis=-1) for i in range(n)], axis=-1)
     sign = np.linalg.det(u) * np.linalg.det(vt)
-    return sign[..., None, None] * ((u * others[..., None, :]) @ vt)
+    return sign[..., None, None] * ((_conjugate(u) * others[..., None, :]) @ _conjugate(vt))
 
 
 def _as_matrices(y):
@@ -634,7 +658,20 @@ def det_jvp(tangents, a):
 
 @defrule(np.linalg.slogdet, leading=1)
 def slogdet(a):
+    """Real A: d log|det A| = tr(A⁻¹ dA); the sign is piecewise constant.
+
+    Complex A: with t = d log det A = tr(A⁻¹ dA) (complex), d log|det A| = Re t and the sign
+    det/|det| = e^{iθ} moves by d sign = i sign Im t. A loss's change is then
+    l̄ Re t + Re(conj(s̄) i sign Im t) = Re(conj(g) t) with g = l̄ + i Im(conj(sign) s̄), and
+    t = <A⁻ᴴ, dA>, so Ā = g A⁻ᴴ."""
     result = np.linalg.slogdet(a)
+    if np.iscomplexobj(a):
+        def back(dys):
+            dsign, dlog = dys
+            g = dlog + 1j * np.imag(np.conjugate(result[0]) * dsign)
+            return (_as_matrices(g) * adjoint(np.linalg.inv(a)),)
+
+        return result, back
 
     def back(dys):
         # d log|det A| = tr(A⁻¹ dA); the sign is piecewise constant.
@@ -646,8 +683,11 @@ def slogdet(a):
 @defjvp(np.linalg.slogdet)
 def slogdet_jvp(tangents, a):
     result = np.linalg.slogdet(a)
+    t = np.trace(np.linalg.solve(a, tangents[0]), axis1=-2, axis2=-1)  # d log det A
+    if np.iscomplexobj(a):  # d log|det| = Re t, d sign = i sign Im t (see slogdet)
+        return result, type(result)(1j * result[0] * np.imag(t), np.real(t))
     # d log|det A| = tr(A⁻¹ dA); the sign is piecewise constant and has no tangent.
-    return result, type(result)(None, np.trace(np.linalg.solve(a, tangents[0]), axis1=-2, axis2=-1))
+    return result, type(result)(None, t)
 
 
 def _split_ties(mask, axis):
@@ -659,7 +699,9 @@ def _vector_norm_derivative(x, y, ord, axes):
     """d y / d x for y = ‖x‖_ord over ``axes`` (``y`` with those axes kept).
 
     Where the norm is not differentiable the subgradient 0 is taken at 0, and ties of the
-    max/min norms share the gradient equally.
+    max/min norms share the gradient equally. For complex ``x`` the same formulas give the
+    gradient in mutad's convention (dy/d Re x + i dy/d Im x): ``np.sign(x)`` is then x / |x|,
+    the direction in which |x| grows, and x / y that of the 2-norm.
     """
     magnitude = np.abs(x)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -676,7 +718,9 @@ def _vector_norm_derivative(x, y, ord, axes):
 
 
 def _matrix_norm_derivative(x, y, ord):
-    """d y / d x for a matrix norm of the last two axes of ``x`` (``y`` with them kept)."""
+    """d y / d x for a matrix norm of the last two axes of ``x`` (``y`` with them kept); for
+    complex ``x`` the gradient in mutad's convention: dσ_i = Re(u_iᴴ dA v_i), so the
+    singular-value norms' gradients are U Vᴴ and u_i v_iᴴ (``vt`` being Vᴴ)."""
     if ord in (None, "fro"):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(y == 0, 0.0, x / y)
@@ -685,7 +729,7 @@ def _matrix_norm_derivative(x, y, ord):
             return np.zeros_like(x)
         u, _, vt = np.linalg.svd(x, full_matrices=False)
         if ord == "nuc":
-            return u @ vt  # d Σσ_i = tr(Uᵀ dA V)
+            return u @ vt  # d Σσ_i = tr(Uᵀ dA V) (Re tr(Uᴴ dA V) for complex A)
         pick = 0 if ord == 2 else -1  # d σ_i = u_iᵀ dA v_i
         return u[..., :, pick, None] * vt[..., pick, None, :]
     if ord in (1, -1, np.inf, -np.inf):
@@ -735,8 +779,11 @@ def _norm_back(x, y, ord, axes, keepdims, matrix):
 
 
 def _norm_tangent(x, dx, y, ord, axes, keepdims, matrix):
-    """The tangent of a norm: the reverse rule's (sub)gradient applied to ``dx``."""
+    """The tangent of a norm: the reverse rule's (sub)gradient applied to ``dx``, for complex
+    ``x`` as the real inner product Re(conj(gradient) dx)."""
     derivative = _norm_derivative(x, y, ord, axes, keepdims, matrix)
+    if np.iscomplexobj(derivative):
+        return np.sum(np.real(np.conjugate(derivative) * dx), axis=axes, keepdims=keepdims)
     return np.sum(derivative * dx, axis=axes, keepdims=keepdims)
 
 
@@ -795,35 +842,100 @@ def matrix_norm_jvp(tangents, x, keepdims=False, ord="fro"):
 
 
 # ----------------------------------------------------------------------------------------------
-# np.linalg: factorisations of symmetric matrices
+# np.linalg: factorisations of symmetric (complex: Hermitian) matrices, and the SVD
+#
+# Complex matrices: each rule is written in mutad's convention (a cotangent is dL/dx + i dL/dy,
+# the pullback the adjoint for the real inner product Re<a, b>), its transposes conjugate
+# transposes (``adjoint``: for real arrays the transpose itself, so real values take the same
+# operations as before). The eigenvectors and singular vectors of complex matrices are each
+# determined only up to a phase: see ``_require_phase_free``.
+
+
+def _require_hermitian(a, name):
+    """``require_symmetric`` for real ``a``; a complex ``a`` that is not Hermitian beyond
+    rounding (its diagonal real) is refused: NumPy reads one triangle and the real part of the
+    diagonal, and mutad gives the Hermitian gradient, the derivative along Hermitian
+    perturbations, which is not the derivative of that call."""
+    if not np.iscomplexobj(a):
+        require_symmetric(a, name)
+        return
+    scale = np.max(np.abs(a), initial=0.0)
+    if np.max(np.abs(a - adjoint(a)), initial=0.0) > 1e-8 * scale:
+        raise UnsupportedOperationError(
+            f"{name} of a complex matrix that is not Hermitian: it reads one triangle, and "
+            "mutad gives the Hermitian gradient, the derivative along Hermitian perturbations, "
+            "which is not the derivative of this call. Pass a Hermitian matrix, "
+            "(A + A.conj().T) / 2, or the matrix its triangle stands for, "
+            "np.tril(A, -1) + np.diag(A.diagonal().real) + np.tril(A, -1).conj().T.")
+
+
+PHASE_TOLERANCE = 1e-6
+"""How large Im diag(Vᴴ V̄) may be, relative to the norm of V̄'s column, before a loss counts
+as reading an eigenvector's (or singular vector's) phase: rounding leaves it near 1e-16."""
+
+
+def _squared_column_norms(x):
+    return np.sum(np.real(np.conjugate(x) * x), axis=-2)
+
+
+def _require_phase_free(name, phases, squared_scale):
+    """Refuse a loss that depends on the phases of complex eigenvectors or singular vectors.
+
+    Each column of V (eigh, eig; for the SVD the pairs of columns of U and V together) is
+    determined only up to a factor e^{iφ}, which NumPy (LAPACK) fixes by a convention that
+    mutad does not differentiate: the rules take their own phase convention, so the gradient
+    of a loss invariant under those phases (|V|², V diag(c) Vᴴ, a projector v vᴴ, eig's
+    V diag(f(w)) V⁻¹) is right, and that of a loss that reads a phase would be arbitrary. Such
+    a loss is told by its cotangent: the change of the loss along V → V diag(e^{iφ}) is
+    Σ φ_j Im (Vᴴ V̄)_jj, so invariance means ``phases`` = Im diag(Vᴴ V̄) = 0 (for the SVD,
+    Im diag(Uᴴ Ū) + Im diag(Vᴴ V̄)). As in PyTorch, a loss that is not invariant is refused,
+    in reverse mode (forward mode cannot tell: its tangents are in the rules' convention).
+    The test is per call: a program that calls the factorisation twice on one matrix and
+    cancels one call's phases by the other's (``V1.conj().T @ V2``) is refused too, although
+    its gradient would be right; each rule therefore reads the same call's factors that it
+    returns.
+    ``squared_scale`` is the squared norm of the cotangent's columns (|phases|² is at most
+    that); squares, so that no square root of 0 is recorded under nested differentiation."""
+    if np.any(phases * phases > PHASE_TOLERANCE ** 2 * squared_scale):
+        raise UnsupportedOperationError(
+            f"{name} of a complex matrix: the loss depends on the phases of the "
+            "eigenvectors (or singular vectors), which are arbitrary (each column may be "
+            "multiplied by e^{iφ}; NumPy's choice is LAPACK's convention, not a differentiable "
+            "function of the matrix), so it has no gradient. Differentiate quantities that do "
+            "not depend on the phases, such as np.abs(V) ** 2, V @ np.diag(c) @ V.conj().T, "
+            "or vectors whose phase your own code fixes, V * (V[k].conj() / np.abs(V[k])).")
 
 
 @defrule(np.linalg.cholesky, leading=1)
 def cholesky(a, upper=False):
-    require_symmetric(a, "np.linalg.cholesky")
+    """A = L Lᵀ (complex: A = L Lᴴ, Hermitian positive definite), with the symmetric
+    (Hermitian) gradient; the upper factor is Lᵀ (Lᴴ). Murray 2016; see
+    ``factorizations.cholesky_cotangent``."""
+    _require_hermitian(a, "np.linalg.cholesky")
     factor = np.linalg.cholesky(a, upper=upper)
-    lower = transpose(factor) if upper else factor
+    lower = adjoint(factor) if upper else factor
 
     def back(dfactor):
-        dlower = transpose(dfactor) if upper else dfactor
-        return (symmetric_part(cholesky_cotangent(lower, dlower)),)  # Murray 2016
+        dlower = adjoint(dfactor) if upper else dfactor
+        return (hermitian_part(cholesky_cotangent(lower, dlower)),)  # Murray 2016
 
     return factor, back
 
 
 @defjvp(np.linalg.cholesky)
 def cholesky_jvp(tangents, a, upper=False):
-    require_symmetric(a, "np.linalg.cholesky")
+    _require_hermitian(a, "np.linalg.cholesky")
     factor = np.linalg.cholesky(a, upper=upper)
     if upper:
-        return factor, transpose(cholesky_tangent(transpose(factor), tangents[0]))
+        return factor, adjoint(cholesky_tangent(adjoint(factor), tangents[0]))
     return factor, cholesky_tangent(factor, tangents[0])
 
 
 def _eigh_couplings(w, equal=None):
     """F_ij = 1 / (w_j - w_i) off the diagonal. Equal eigenvalues make the eigenvectors'
     derivative undefined; their pairs get F = 0 (no coupling). ``equal`` (None: compare now)
-    says which pairs are equal, as ``_equal_pairs`` found them when w was computed."""
+    says which pairs are equal, as ``_equal_pairs`` found them when w was computed. (Complex
+    eigenvalues, for eig, too.)"""
     gaps = w[..., None, :] - w[..., :, None]
     if equal is None:
         equal = gaps == 0
@@ -835,23 +947,47 @@ def _equal_pairs(w):
 
 
 def _eigh_back(w, v, dw, dv, equal):
-    """Ā for A = V diag(w) Vᵀ (Giles 2008, §3.1): V (diag(w̄) + F ∘ Vᵀ V̄) Vᵀ, symmetrised."""
+    """Ā for A = V diag(w) Vᵀ (Giles 2008, §3.1): V (diag(w̄) + F ∘ Vᵀ V̄) Vᵀ, symmetrised.
+    Complex Hermitian A = V diag(w) Vᴴ: the same with ᴴ for ᵀ, its Hermitian part (see eigh)."""
     middle = np.zeros(w.shape + w.shape[-1:], np.result_type(w, dw))
     if dv is not None and np.any(dv):
-        middle = _eigh_couplings(w, equal) * (transpose(v) @ dv)
+        vh_dv = adjoint(v) @ dv
+        if np.iscomplexobj(vh_dv):
+            _require_phase_free("np.linalg.eigh", np.imag(np.diagonal(vh_dv, 0, -2, -1)),
+                                _squared_column_norms(dv))
+        middle = _eigh_couplings(w, equal) * vh_dv
     middle = middle + dw[..., None, :] * np.eye(w.shape[-1])
-    return symmetric_part(v @ middle @ transpose(v))
+    return hermitian_part(v @ middle @ adjoint(v))
+
+
+def _real_diagonal(m):
+    """The diagonal of a stack of matrices, its real part for complex ones, as a new array."""
+    diagonal = np.diagonal(m, 0, -2, -1)
+    return (np.real(diagonal) if np.iscomplexobj(diagonal) else diagonal).copy()
 
 
 def _eigh_tangent(v, da):
-    """V's coordinates of the symmetric part of ``da``, Vᵀ dA V, and their diagonal dw."""
-    middle = transpose(v) @ symmetric_part(da) @ v
-    return middle, np.diagonal(middle, 0, -2, -1).copy()
+    """V's coordinates of the symmetric (Hermitian) part of ``da``, Vᴴ dA V, and their
+    diagonal dw, real."""
+    middle = adjoint(v) @ hermitian_part(da) @ v
+    return middle, _real_diagonal(middle)
 
 
 @defrule(np.linalg.eigh, leading=1)
 def eigh(a, UPLO="L"):
-    require_symmetric(a, "np.linalg.eigh")
+    """A = V diag(w) Vᵀ, symmetric A, with the symmetric gradient (Giles 2008, §3.1).
+
+    Complex Hermitian A = V diag(w) Vᴴ, w real: the gradient is the Hermitian one (the
+    derivative along Hermitian perturbations; a matrix that is not Hermitian is refused). With
+    M = Vᴴ dA V: dw = diag(M), dV = V (F ∘ M) + V diag(iφ), F_ij = 1/(w_j - w_i). The real φ
+    is the eigenvectors' phase freedom (V → V diag(e^{iφ})): NumPy's phases follow LAPACK's
+    convention, which mutad does not differentiate, and the rules take φ = 0 (forward mode's
+    tangent of V has Im diag(Vᴴ dV) = 0). The gradient of a loss invariant under the phases
+    is therefore right; one that reads them has none, and reverse mode refuses it
+    (``_require_phase_free``), as PyTorch does. The pullback is
+    Ā = herm(V (diag(w̄) + F ∘ Vᴴ V̄) Vᴴ). Equal eigenvalues: F = 0 on their pairs, as for
+    real matrices."""
+    _require_hermitian(a, "np.linalg.eigh")
     result = np.linalg.eigh(a, UPLO)
     w, v = result
     equal = _equal_pairs(w)  # now: back may see w restored up to rounding
@@ -865,17 +1001,17 @@ def eigh(a, UPLO="L"):
 
 @defjvp(np.linalg.eigh)
 def eigh_jvp(tangents, a, UPLO="L"):
-    require_symmetric(a, "np.linalg.eigh")
+    _require_hermitian(a, "np.linalg.eigh")
     result = np.linalg.eigh(a, UPLO)
     w, v = result
-    # dw = diag(Vᵀ dA V), dV = V (F ∘ Vᵀ dA V)  (Giles 2008, §3.1)
+    # dw = diag(Vᵀ dA V), dV = V (F ∘ Vᵀ dA V)  (Giles 2008, §3.1; ᴴ for complex A)
     middle, dw = _eigh_tangent(v, tangents[0])
     return result, type(result)(dw, v @ (_eigh_couplings(w) * middle))
 
 
 @defrule(np.linalg.eigvalsh, leading=1)
 def eigvalsh(a, UPLO="L"):
-    require_symmetric(a, "np.linalg.eigvalsh")
+    _require_hermitian(a, "np.linalg.eigvalsh")
     w, v = np.linalg.eigh(a, UPLO)
 
     def back(dw):
@@ -886,7 +1022,7 @@ def eigvalsh(a, UPLO="L"):
 
 @defjvp(np.linalg.eigvalsh)
 def eigvalsh_jvp(tangents, a, UPLO="L"):
-    require_symmetric(a, "np.linalg.eigvalsh")
+    _require_hermitian(a, "np.linalg.eigvalsh")
     return np.linalg.eigvalsh(a, UPLO), _eigh_tangent(np.linalg.eigh(a, UPLO)[1], tangents[0])[1]
 
 
@@ -901,24 +1037,39 @@ def _svd_couplings(s):
 def _svd_back(u, s, vt, du, ds, dvt):
     """The pullback of the thin SVD ``a = u diag(s) vt`` (Townsend 2016, "Differentiating the
     singular value decomposition", eq. 30). Distinct singular values are assumed: the
-    singular vectors of repeated ones are not determined, and neither is their gradient."""
-    v = transpose(vt)
+    singular vectors of repeated ones are not determined, and neither is their gradient.
+
+    Complex A = U S Vᴴ (``vt`` = Vᴴ): ᴴ for ᵀ, and one more term. With dP = Uᴴ dA V,
+    Ω_U = Uᴴ dU and Ω_V = Vᴴ dV skew-Hermitian, Im dP_ii = s_i Im(Ω_U - Ω_V)_ii: only the
+    difference of the phases of u_i and v_i is determined, the pair's common phase being free
+    (see ``_require_phase_free``). The rules split it evenly, dU gaining
+    U diag(i Im dP_ii / 2s_i) and dV its opposite, so P̄ gains i diag((Im J_ii - Im K_ii) / 2s_i),
+    J = Uᴴ Ū, K = Vᴴ V̄; for a phase-free loss Im J_ii = -Im K_ii."""
+    v = adjoint(vt)
     a_bar = u @ (ds[..., :, None] * vt)
     if du is None and dvt is None:
         return a_bar
     f = _svd_couplings(s)
     m, n = u.shape[-2], v.shape[-2]
+    phases = np.iscomplexobj(u) and np.iscomplexobj(v)
+    ut_du = vt_dv = dv = None
     if du is not None:
-        ut_du = transpose(u) @ du
-        a_bar = a_bar + u @ ((f * (ut_du - transpose(ut_du))) * s[..., None, :]) @ vt
+        ut_du = adjoint(u) @ du
+        a_bar = a_bar + u @ ((f * (ut_du - adjoint(ut_du))) * s[..., None, :]) @ vt
         if m > s.shape[-1]:  # the part of du outside u's column space
             a_bar = a_bar + (du - u @ ut_du) @ (vt / s[..., :, None])
     if dvt is not None:
-        dv = transpose(dvt)
+        dv = adjoint(dvt)
         vt_dv = vt @ dv
-        a_bar = a_bar + u @ (s[..., :, None] * (f * (vt_dv - transpose(vt_dv)))) @ vt
+        a_bar = a_bar + u @ (s[..., :, None] * (f * (vt_dv - adjoint(vt_dv)))) @ vt
         if n > s.shape[-1]:
-            a_bar = a_bar + (u / s[..., None, :]) @ transpose(dv - v @ vt_dv)
+            a_bar = a_bar + (u / s[..., None, :]) @ adjoint(dv - v @ vt_dv)
+    if phases:
+        j, k = (0.0 if x is None else np.imag(np.diagonal(x, 0, -2, -1))
+                for x in (ut_du, vt_dv))
+        norms = sum(0.0 if x is None else _squared_column_norms(x) for x in (du, dv))
+        _require_phase_free("np.linalg.svd", j + k, norms)
+        a_bar = a_bar + u @ ((1j * (j - k) / (2 * s))[..., :, None] * vt)
     return a_bar
 
 
@@ -934,6 +1085,19 @@ def _require_thin_svd(a, full_matrices, compute_uv):
 @defrule(np.linalg.svd, leading=1)
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     _require_thin_svd(a, full_matrices, compute_uv)
+    if compute_uv and np.iscomplexobj(a):
+        # One call, whose factors are both the output and what back reads: the phases of the
+        # singular vectors are then one choice, which a phase-free loss's cotangent cancels
+        # (with two calls, an outer differentiation would see each call's phases cancelled
+        # only by the other's; see _require_phase_free).
+        result = np.linalg.svd(a, full_matrices=full_matrices, compute_uv=True)
+        u, s, vt = result
+
+        def back_complex(dys):
+            du, ds, dvt = (d if d.any() else None for d in dys)
+            return (_svd_back(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt),)
+
+        return result, back_complex
     u, s, vt = np.linalg.svd(a, full_matrices=False)
     if not compute_uv:
         return s, lambda ds: (_svd_back(u, s, vt, None, ds, None),)
@@ -953,23 +1117,121 @@ def svd_jvp(tangents, a, full_matrices=True, compute_uv=True, hermitian=False):
     result = np.linalg.svd(a, full_matrices, compute_uv, hermitian)
     # The tangent is of the factors NumPy returned, so the singular vectors' signs are theirs.
     u, s, vt = result if compute_uv else np.linalg.svd(a, full_matrices=False)
-    v, da = transpose(vt), tangents[0]
-    dp = transpose(u) @ da @ v                                   # Uᵀ dA V
-    ds = np.diagonal(dp, 0, -2, -1).copy()
+    v, da = adjoint(vt), tangents[0]
+    dp = adjoint(u) @ da @ v                                     # Uᵀ dA V
+    ds = _real_diagonal(dp)
     if not compute_uv:
         return result, ds
     # Townsend 2016: dU = U (F ∘ (dP S + S dPᵀ)) + (I - U Uᵀ) dA V S⁻¹,
-    #                dV = V (F ∘ (S dP + dPᵀ S)) + (I - V Vᵀ) dAᵀ U S⁻¹.
+    #                dV = V (F ∘ (S dP + dPᵀ S)) + (I - V Vᵀ) dAᵀ U S⁻¹  (ᴴ for complex A).
     f = _svd_couplings(s)
     dp_s, s_dp = dp * s[..., None, :], s[..., :, None] * dp
-    du = u @ (f * (dp_s + transpose(dp_s)))
-    dv = v @ (f * (s_dp + transpose(s_dp)))
+    du = u @ (f * (dp_s + adjoint(dp_s)))
+    dv = v @ (f * (s_dp + adjoint(s_dp)))
+    if np.iscomplexobj(dp):  # the phases, split evenly between u_i and v_i (see _svd_back)
+        phase = 1j * np.imag(np.diagonal(dp, 0, -2, -1)) / (2 * s)
+        du = du + u * phase[..., None, :]
+        dv = dv - v * phase[..., None, :]
     m, n, k = u.shape[-2], v.shape[-2], s.shape[-1]
     if m > k:
         du = du + (da @ v - u @ dp) / s[..., None, :]
     if n > k:
-        dv = dv + (transpose(da) @ u - v @ transpose(dp)) / s[..., None, :]
-    return result, type(result)(du, ds, transpose(dv))
+        dv = dv + (adjoint(da) @ u - v @ adjoint(dp)) / s[..., None, :]
+    return result, type(result)(du, ds, adjoint(dv))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.linalg: eigendecomposition of general matrices
+
+
+def _eig_back(w, v, dw, dv, equal):
+    """Ā for A V = V diag(w), V's columns of unit 2-norm (see eig):
+    Ā = V⁻ᴴ (diag(w̄) + conj(F) ∘ (Vᴴ V̄ - Vᴴ V diag(Re diag(Vᴴ V̄)))) Vᴴ."""
+    vh = adjoint(v)
+    middle = dw[..., None, :] * np.eye(w.shape[-1])
+    if dv is not None and np.any(dv):
+        vh_dv = vh @ dv
+        diagonal = np.diagonal(vh_dv, 0, -2, -1)
+        if np.iscomplexobj(vh_dv):
+            _require_phase_free("np.linalg.eig", np.imag(diagonal), _squared_column_norms(dv))
+            diagonal = np.real(diagonal)
+        normalised = vh_dv - (vh @ v) * diagonal[..., None, :]
+        middle = middle + _conjugate(_eigh_couplings(w, equal)) * normalised
+    return np.linalg.solve(vh, middle @ vh)
+
+
+def _eig_tangent(w, v, da):
+    """dw = diag(M) and dV = V (F ∘ M) - V diag(Re diag(Vᴴ V (F ∘ M))), M = V⁻¹ dA V."""
+    middle = np.linalg.solve(v, da @ v)
+    dv = v @ (_eigh_couplings(w) * middle)
+    dv = dv - v * np.real(np.sum(_conjugate(v) * dv, axis=-2, keepdims=True))
+    return np.diagonal(middle, 0, -2, -1).copy(), dv
+
+
+@defrule(np.linalg.eig, leading=1)
+def eig(a):
+    """A V = V diag(w) for a general square A, real or complex; NumPy returns complex w and V
+    for a real A whose eigenvalues are not all real, and the gradient of a real A is then the
+    real part of the complex one (the core takes it). Eigenvalues are taken simple: where two
+    are equal neither they nor their eigenvectors are differentiable, and the couplings F of
+    such a pair are 0, as for eigh.
+
+    With M = V⁻¹ dA V (rows of V⁻¹ the left eigenvectors): dw = diag(M), holomorphic in A, and
+    dV = V (F ∘ M) + V diag(c), F_ij = 1/(w_j - w_i) off the diagonal (Giles 2008, §3.1).
+    NumPy scales each eigenvector to unit 2-norm, so Re(v_iᴴ dv_i) = 0 fixes Re c_i; Im c_i is
+    the eigenvector's phase freedom (v_i → v_i e^{iφ}), which the rules set to 0 (a real
+    eigenvector's sign is only a discrete choice: there the rules are exact). As for eigh,
+    the gradient of a loss invariant under the phases (|V|², V diag(f(w)) V⁻¹, a real A's
+    real eigenvectors) is right, and reverse mode refuses a loss that reads them
+    (``_require_phase_free``). The pullback, the adjoint for Re<a, b>:
+    Ā = V⁻ᴴ (diag(w̄) + conj(F) ∘ (Vᴴ V̄ - Vᴴ V diag(Re diag(Vᴴ V̄)))) Vᴴ."""
+    result = np.linalg.eig(a)
+    w, v = result
+    equal = _equal_pairs(w)  # now: back may see w restored up to rounding
+
+    def back(dys):
+        dw, dv = dys
+        return (_eig_back(w, v, dw, dv, equal),)
+
+    return result, back
+
+
+@defjvp(np.linalg.eig)
+def eig_jvp(tangents, a):
+    result = np.linalg.eig(a)
+    w, v = result
+    return result, type(result)(*_eig_tangent(w, v, tangents[0]))
+
+
+def _eigenvectors_in_order(a, w):
+    """The eigenvectors of ``a`` for its eigenvalues ``w`` as np.linalg.eigvals orders them.
+    np.linalg.eig computes the same eigenvalues in the same order (LAPACK's geev either way);
+    should they ever differ, each is matched with the nearest."""
+    w_eig, v = np.linalg.eig(a)
+    if not np.all(w_eig == w):
+        order = np.argmin(np.abs(w[..., :, None] - w_eig[..., None, :]), axis=-1)
+        v = np.take_along_axis(v, order[..., None, :], axis=-1)
+    return v
+
+
+@defrule(np.linalg.eigvals, leading=1)
+def eigvals(a):
+    """The eigenvalues of eig (see there): dw = diag(V⁻¹ dA V), Ā = V⁻ᴴ diag(w̄) Vᴴ."""
+    w = np.linalg.eigvals(a)
+    v = _eigenvectors_in_order(a, w)
+
+    def back(dw):
+        vh = adjoint(v)
+        return (np.linalg.solve(vh, dw[..., :, None] * vh),)
+
+    return w, back
+
+
+@defjvp(np.linalg.eigvals)
+def eigvals_jvp(tangents, a):
+    w = np.linalg.eigvals(a)
+    v = _eigenvectors_in_order(a, w)
+    return w, np.diagonal(np.linalg.solve(v, tangents[0] @ v), 0, -2, -1).copy()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1022,13 +1284,22 @@ def _require_reduced_qr(a, mode):
             "whose factors are unique. Transpose a wide matrix, or take the reduced factors.")
 
 
-def _times_inverse_transpose(y, r):
-    """``y R⁻ᵀ``, through a solve."""
-    return transpose(np.linalg.solve(r, transpose(y)))
+def _times_inverse_adjoint(y, r):
+    """``y R⁻ᵀ`` (``y R⁻ᴴ`` for complex ones), through a solve."""
+    return adjoint(np.linalg.solve(r, adjoint(y)))
 
 
 @defrule(np.linalg.qr, leading=1)
 def qr(a, *settings, mode="reduced"):
+    """A = Q R, reduced, of a tall or square A (Walter & Lehmann 2018).
+
+    Complex A: LAPACK's R has a real diagonal, which makes the factors unique (but for the
+    diagonal's signs, a discrete choice), so every loss of Q and R has a gradient. With
+    C = Qᴴ dA R⁻¹: Qᴴ dQ = Ω is skew-Hermitian and dR R⁻¹ upper triangular with a real
+    diagonal, so Ω = tril(C, -1) - tril(C, -1)ᴴ + i Im diag(C), dQ = Q (Ω - C) + dA R⁻¹ and
+    dR = (C - Ω) R. The adjoint for Re<a, b>: Ā = (Q̄ + Q G) R⁻ᴴ, G the Hermitian matrix with
+    M = R R̄ᴴ - Q̄ᴴ Q's strict lower triangle below the diagonal and Re diag(M) on it
+    (the real rule's copyltu, with ᴴ for ᵀ)."""
     mode = settings[0] if settings else mode
     _require_reduced_qr(a, mode)
     q, r = np.linalg.qr(a)
@@ -1039,10 +1310,11 @@ def qr(a, *settings, mode="reduced"):
         dq, dr = (None, dys) if mode == "r" else dys
         # dA = (dQ + Q copyltu(M)) R⁻ᵀ, M = R dRᵀ - dQᵀ Q, copyltu(M) = its lower triangle
         # mirrored to the upper one.
-        m = r @ transpose(dr) - (0.0 if dq is None else transpose(dq) @ q)
+        m = r @ adjoint(dr) - (0.0 if dq is None else adjoint(dq) @ q)
         lower = np.tril(m, -1)
-        mirrored = lower + transpose(lower) + m * np.eye(m.shape[-1])
-        da = _times_inverse_transpose((0.0 if dq is None else dq) + q @ mirrored, r)
+        diagonal = np.real(m) if np.iscomplexobj(m) else m
+        mirrored = lower + adjoint(lower) + diagonal * np.eye(m.shape[-1])
+        da = _times_inverse_adjoint((0.0 if dq is None else dq) + q @ mirrored, r)
         return (da,)
 
     return (r if mode == "r" else np.linalg.qr(a)), back
@@ -1058,9 +1330,11 @@ def qr_jvp(tangents, a, mode="reduced"):
                         type(result)(np.zeros_like(q), np.zeros_like(r)))
     da = tangents[0]
     da_r_inverse = transpose(np.linalg.solve(transpose(r), transpose(da)))  # dA R⁻¹
-    c = transpose(q) @ da_r_inverse
+    c = adjoint(q) @ da_r_inverse
     lower = np.tril(c, -1)
-    omega = lower - transpose(lower)                                         # skew-symmetric
+    omega = lower - adjoint(lower)                                 # skew-symmetric (Hermitian)
+    if np.iscomplexobj(c):  # R's diagonal stays real: Ω's diagonal is i Im diag(C) (see qr)
+        omega = omega + 1j * np.imag(c) * np.eye(c.shape[-1])
     dq = q @ (omega - c) + da_r_inverse
     dr = (c - omega) @ r
     if mode == "r":
@@ -1071,10 +1345,14 @@ def qr_jvp(tangents, a, mode="reduced"):
 
 # Complex values (registry.COMPLEX): the products, inverse, solve and determinant are
 # complex-differentiable, so their real rules hold; vdot and vecdot conjugate their first
-# operand, and their rules above say so. The factorisations, norms and least squares read
-# conjugates and are refused for complex values until they have rules of their own.
+# operand, and their rules above say so. The factorisations, norms, pseudo-inverse and least
+# squares read conjugates: their rules above are written in mutad's convention for complex
+# values (conjugate transposes, phases), and take real ones as before.
 holomorphic(np.einsum, np.dot, np.inner, np.tensordot, np.linalg.tensordot, np.kron, np.outer,
             np.linalg.outer, np.matmul, np.linalg.matmul, np.matvec, np.vecmat, np.trace,
             np.linalg.trace, np.cross, np.linalg.cross, np.convolve, np.linalg.inv,
             np.linalg.solve, np.linalg.matrix_power, np.linalg.det)
-complex_aware(np.vdot, np.vecdot, np.linalg.vecdot)
+complex_aware(np.vdot, np.vecdot, np.linalg.vecdot, np.linalg.slogdet, np.linalg.norm,
+              np.linalg.vector_norm, np.linalg.matrix_norm, np.linalg.cholesky, np.linalg.eigh,
+              np.linalg.eigvalsh, np.linalg.svd, np.linalg.qr, np.linalg.eig, np.linalg.eigvals,
+              np.linalg.pinv, np.linalg.lstsq)
