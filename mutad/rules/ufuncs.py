@@ -30,7 +30,10 @@ def absorption(t, others):
     checkpoints when the product grows too large. An all-zero ``t`` comes back exactly.
     Norm-wise, computed by reductions, without temporaries."""
     t, o = memory(t), memory(others[0])  # the magnitudes only: plain values, never recorded
-    t, o = (np.abs(v) if np.iscomplexobj(v) else v for v in (t, o))
+    if t.dtype.kind == "c":
+        t = np.abs(t)
+    if type(o) is complex or getattr(o, "dtype", None) is not None and o.dtype.kind == "c":
+        o = np.abs(o)
     size_t = max(np.max(t, initial=0.0), -np.min(t, initial=0.0))
     if not size_t:
         return 1.0
