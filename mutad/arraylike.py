@@ -41,6 +41,30 @@ def install_operators(cls, binary):
         setattr(cls, f"__i{name}__", inplace)
     for name, ufunc in COMPARISONS.items():
         setattr(cls, f"__{name}__", binary(ufunc)[0])
+    cls.__pow__, cls.__ipow__ = _fast_powers(cls.__pow__, cls.__ipow__)
+
+
+FAST_POWERS = {2: np.square, 0.5: np.sqrt, -1: np.reciprocal}
+"""The Python-number exponents for which NumPy's ``a ** e`` and ``a **= e`` call another
+ufunc (its fast path): the same bits as ``np.power`` for real arrays, not for complex ones."""
+
+
+def _fast_powers(power, power_in_place):
+    """``__pow__`` and ``__ipow__`` taking NumPy's fast path, ``power`` and ``power_in_place``
+    for other exponents."""
+
+    def fast_power(self, other):
+        if type(other) in (int, float) and other in FAST_POWERS:
+            return FAST_POWERS[other](self)
+        return power(self, other)
+
+    def fast_power_in_place(self, other):
+        if type(other) in (int, float) and other in FAST_POWERS:
+            ufunc = FAST_POWERS[other]
+            return ufunc(self) if stands_for_scalar(self) else ufunc(self, out=self)
+        return power_in_place(self, other)
+
+    return fast_power, fast_power_in_place
 
 
 FORWARDED = ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod", "ravel",

@@ -204,6 +204,8 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
     y = _as_array(ufunc(*primals, **kwargs))
     if not traced:
         return y
+    if y.dtype.kind == "c":  # of complex operands: a row declared for them (registry.COMPLEX)
+        check_complex(function_name(ufunc), rule)
     given = _partial_arguments(rule, primals, traced)
     dy = _sum_terms((_term(rule, i, y, given, tangents[i]) for i in traced), tangents)
     return Dual(y, _tangent_for(y, dy, tangents), level)
@@ -243,6 +245,8 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
     target = _target(out, level, bool(traced), f"np.{ufunc.__name__}")
     if target is None:
         return ufunc(*primals, out=out, **kwargs)
+    if traced and target.value.dtype.kind == "c":
+        check_complex(function_name(ufunc), rule)
     position = next((i for i in traced if same_region(primals[i], target.value)), None)
     given = _partial_arguments(rule, primals, traced)
     after = rule.uses == "y"  # partials that read only the output are evaluated after the write

@@ -38,8 +38,9 @@ else about them. Rules live in ``mutad/rules/``, one module per family.
   and its rule on traced ones. See ``allocation``.
 * ``RECOMPUTABLE``: the ``FUNCTIONS`` rules whose outputs the reverse pass may compute again
   rather than keep (``recomputable``): cheap, and the same bytes each time.
-* ``COMPLEX[rule]``: how a rule of ``FUNCTIONS`` or ``JVPS`` takes complex values, which it is
-  given only if declared here (else the core refuses them): ``HOLOMORPHIC`` (``holomorphic``),
+* ``COMPLEX[rule]``: how a rule of ``UFUNCS``, ``FUNCTIONS`` or ``JVPS`` takes complex values,
+  which it is given only if declared here (else the core refuses them): ``HOLOMORPHIC``
+  (``holomorphic``; an elementwise row's partials are then complex derivatives),
   a rule written for real values whose formulas hold for complex ones, the function being
   complex-differentiable or linear with real coefficients; the core conjugates the
   cotangents around such a ``back``, whose formulas give the transpose, not the adjoint.
@@ -272,7 +273,8 @@ def complex_aware(*funcs):
 
 def _declare_complex(funcs, kind):
     for func in funcs:
-        rules = [table[func] for table in (FUNCTIONS, JVPS, COMPOSITES, INPLACE) if func in table]
+        rules = [table[func] for table in (UFUNCS, FUNCTIONS, JVPS, COMPOSITES, INPLACE)
+                 if func in table]
         if not rules:
             raise KeyError(f"{func!r} has no rule to declare complex")
         for rule in rules:

@@ -253,8 +253,12 @@ class Shadows:
         cotangents of all the elements that are it, as ``np.add.at`` adds repeated indices."""
         if entry[2] is None:
             entry[2] = entry[1].reshape(-1)
+        flat = entry[2]
+        if flat.dtype != place.dtype:  # a part of a complex buffer: its floats
+            size = place.dtype.itemsize
+            flat = strided(flat, (flat.nbytes // size,), place.dtype, 0, (size,))
         index = element_indices(place.shape, place.strides, place.offset, place.dtype.itemsize)
-        np.add.at(entry[2], index.reshape(-1), np.reshape(np.broadcast_to(g, place.shape), -1))
+        np.add.at(flat, index.reshape(-1), np.reshape(np.broadcast_to(g, place.shape), -1))
 
     def add_at(self, place, key, g):
         """Accumulate ``g`` into ``shadow[key]``, adding repeated indices once each."""

@@ -55,17 +55,18 @@ from .levels import innermost as innermost_tracer
 from .products import CHUNK, add_times_partial, times_partial
 from .recompute import (Held, Rebuild, Recomputation, Written, current_region, flat,
                         keeps_memory, small, track)
-from .registry import (COMPLEX_UFUNCS, COMPOSITES, CONVENTION, FUNCTIONS, INPLACE, NONDIFF, ONE,
-                       RECOMPUTABLE, UFUNCS, ElementwiseRule, NoClosedForm, check_complex,
-                       complex_among)
+from .registry import (COMPLEX, COMPLEX_UFUNCS, COMPOSITES, CONVENTION, FUNCTIONS, HOLOMORPHIC,
+                       INPLACE, NONDIFF, ONE, RECOMPUTABLE, UFUNCS, ElementwiseRule,
+                       NoClosedForm, check_complex, complex_among)
 from .shadows import Buffer, Place, overlapping
 from .tape import Absent, OneOutput, Primitive, Record, Tape, Write
 from .trees import unsupported_array
 from .views import (address, byte_span, itself, may_overlap, memory, overlaps_itself, owner,
-                    owner_view, same_region, strided, views, wrapped)
+                    owner_view, real_part_if, same_region, strided, views, wrapped)
 
 CONSTANT = ElementwiseRule((None, None, None))
 """The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
+COMPLEX[CONSTANT] = HOLOMORPHIC  # for complex values too
 
 
 class ReverseTape(Tape):
@@ -773,7 +774,10 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
     if out is not None:
         return _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs)
     active(tape)
-    yt = fresh(ufunc(*values, **kwargs), tape)
+    y = ufunc(*values, **kwargs)
+    if y.dtype.kind == "c":  # of complex operands: a row declared for them (registry.COMPLEX)
+        check_complex(function_name(ufunc), rule)
+    yt = fresh(y, tape)
     traced, reads, state = _differentiable(ufunc, rule, pattern, len(inputs))
     if not traced:
         return yt
@@ -1089,6 +1093,8 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
         return ufunc(*values, out=out, **kwargs)
     tape = active(tape)
     check_destination(out, ufunc)
+    if out.value.dtype.kind == "c":
+        check_complex(function_name(ufunc), rule)
     primitive = assign if rule is ASSIGNMENT else ufunc
     if out.buffer.constant:
         if not traced:  # constants only: what gradient reaches them goes nowhere
@@ -1193,11 +1199,18 @@ ASSIGNMENT = ElementwiseRule((ONE,), reads=((),), inverse=(lambda t, others: Non
 """The engine's own rule for assignment (``x[key] = v``, a function's ``out=``): NumPy copies
 ``v`` into the target (``np.positive`` with ``out=``), and the cotangent passes back to ``v``.
 Assigning a region onto itself changes nothing, so its inverse does nothing."""
+COMPLEX[ASSIGNMENT] = HOLOMORPHIC  # a copy: complex values too
 
 
 def assign(target, value):
-    """``target[...] = value`` for the traced array ``target``, recorded as an assignment."""
-    return apply_ufunc(np.positive, (value,), target, None, ASSIGNMENT)
+    """``target[...] = value`` for the traced array ``target``, recorded as an assignment. A
+    complex value into a real target keeps its real part, as NumPy's assignment does (with
+    its ComplexWarning): the cast NumPy's ufuncs refuse unless told."""
+    unsafe = target.dtype.kind == "f" and complex_among((value,))
+    return apply_ufunc(np.positive, (value,), target, _UNSAFE if unsafe else None, ASSIGNMENT)
+
+
+_UNSAFE = {"casting": "unsafe"}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1817,7 +1830,8 @@ def copy_into(primitive, target, value, write, settings):
         write(target.value, source)
         if checked:
             written = target.value[changed]
-            if not _same_bits(written, expected.astype(written.dtype, copy=False)):
+            cast = real_part_if(written, expected).astype(written.dtype, copy=False)
+            if not _same_bits(written, cast):
                 raise MutadError(
                     "NumPy wrote other values than it wrote into integer labels laid out as the "
                     "operands, so mutad cannot tell which elements it copied; copy the source "
@@ -1834,7 +1848,7 @@ def copy_into(primitive, target, value, write, settings):
         def pullback(record, shadows, dy):
             # Several elements may come from one: each adds its share.
             np.add.at(_indexable(shadows.of(source_place, like=dy)),
-                      _elements(origins, shape), dy)
+                      _elements(origins, shape), real_part_if(source_place, dy))
 
     record_write(primitive, target, checked_write, (target, value), (target.value, source),
                  settings=settings, kept=[None, None],

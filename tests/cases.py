@@ -1,17 +1,22 @@
 """Case tables and the kinds of case the family tests loop over.
 
 ``UFUNC_CASES`` has one row per differentiable ufunc in ``mutad/rules/ufuncs.py`` with the
-domain of each input. ``UNARY_SCENARIOS`` and ``BINARY_SCENARIOS`` are the ways a program can
-apply a ufunc: out of place, ``out=`` into a traced buffer, in place on its own input, into a
-slice, with broadcasting, and with operands that alias each other. The test crosses the two.
+domain of each input; ``COMPLEX_UFUNC_CASES`` the rows of those mutad differentiates for
+complex values, on complex domains (``strategies.ComplexDomain``). ``UNARY_SCENARIOS`` and
+``BINARY_SCENARIOS`` are the ways a program can apply a ufunc: out of place, ``out=`` into a
+traced buffer, in place on its own input, into a slice, with broadcasting, and with operands
+that alias each other. The test crosses the two.
 
 The other families write their tables in their own test files, with the same :class:`Case`:
 drawn by shape (reductions, shape functions), or by a sampler of the whole argument tuple
 built from ``normal``, ``fixed`` and ``arguments`` (indexing, linalg). ``case_id`` names a
-case for pytest.
+case for pytest. ``COMPLEX`` makes a case drawn by shape complex, ``complexified`` gives an
+imaginary part to every float argument of a case, and ``check_complex`` checks one in both
+modes (at order 1) or to order 2.
 """
 
 import operator
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -22,7 +27,14 @@ from strategies import (
     Domain,
     above_one,
     between_one_and_two,
+    complex_distinct,
+    complex_nonzero,
+    complex_plane,
+    complex_right,
+    complex_right_of_one,
+    complex_small,
     distinct,
+    is_complex_domain,
     nonzero,
     open_unit_interval,
     positive,
@@ -256,25 +268,131 @@ UFUNC_CASES += [
 # fmt: on
 
 
+# Complex rows: every ufunc above that NumPy (or SciPy) computes for complex values and that
+# mutad differentiates for them, on complex domains away from branch cuts and poles (the real
+# rows' domains moved into the plane), and the binary ones again with one operand real. The
+# scenarios are the real rows' (``scenarios_for``): a slice target (``FREE``) is complex, a
+# Python float a Python complex; a mixed row runs those NumPy runs (``runs_on_numpy``: not an
+# ``out=`` into its real operand). Left out, refused for complex values (ComplexInputError)
+# (test_ufuncs.COMPLEX_UFUNCS_LEFT_OUT): scipy.special.ive (not complex-differentiable, its
+# e^-|Re z| scaling), rgamma and psi (their partials call functions with no complex loop),
+# gamma and loggamma (their second derivatives call polygamma, which has none).
+between_grid = Domain("between_grid", 0.075, 2.0, symmetric=True, spacing=0.05)
+"""Real values 0.025 away from every real part ``complex_distinct`` draws: a mixed maximum
+never meets a tie in NumPy's complex order."""
+
+# fmt: off
+COMPLEX_UFUNC_CASES = [
+    Case(np.negative,    (complex_plane,),        label="complex"),
+    Case(np.positive,    (complex_plane,),        label="complex"),
+    Case(np.conjugate,   (complex_plane,),        label="complex"),   # not holomorphic
+    Case(np.exp,         (complex_plane,),        label="complex"),
+    Case(np.expm1,       (complex_plane,),        label="complex"),
+    Case(np.exp2,        (complex_plane,),        label="complex"),
+    Case(np.log,         (complex_right,),        label="complex"),
+    Case(np.log1p,       (complex_right,),        label="complex"),
+    Case(np.log2,        (complex_right,),        label="complex"),
+    Case(np.log10,       (complex_right,),        label="complex"),
+    Case(np.sqrt,        (complex_right,),        label="complex"),
+    Case(np.square,      (complex_plane,),        label="complex"),
+    Case(np.reciprocal,  (complex_nonzero,),      label="complex"),
+    Case(np.absolute,    (complex_nonzero,),      label="complex"),   # real output, kink at 0
+    Case(np.sign,        (complex_nonzero,),      label="complex"),   # z / |z|
+    Case(np.sin,         (complex_plane,),        label="complex"),
+    Case(np.cos,         (complex_plane,),        label="complex"),
+    Case(np.tan,         (complex_small,),        label="complex"),
+    Case(np.arcsin,      (complex_small,),        label="complex"),
+    Case(np.arccos,      (complex_small,),        label="complex"),
+    Case(np.arctan,      (complex_small,),        label="complex"),
+    Case(np.sinh,        (complex_plane,),        label="complex"),
+    Case(np.cosh,        (complex_plane,),        label="complex"),
+    Case(np.tanh,        (complex_small,),        label="complex"),
+    Case(np.arcsinh,     (complex_small,),        label="complex"),
+    Case(np.arccosh,     (complex_right_of_one,), label="complex"),
+    Case(np.arctanh,     (complex_small,),        label="complex"),
+
+    Case(np.add,         (complex_plane, complex_plane),      label="complex"),
+    Case(np.subtract,    (complex_plane, complex_plane),      label="complex"),
+    Case(np.multiply,    (complex_plane, complex_plane),      label="complex"),
+    Case(np.divide,      (complex_plane, complex_nonzero),    label="complex",
+         alias=complex_nonzero),
+    Case(np.power,       (complex_right, complex_small),      label="complex", alias=complex_right),
+    Case(np.float_power, (complex_right, complex_small),      label="complex", alias=complex_right),
+    Case(np.maximum,     (complex_distinct, complex_distinct), label="complex"),
+    Case(np.minimum,     (complex_distinct, complex_distinct), label="complex"),
+    Case(np.fmax,        (complex_distinct, complex_distinct), label="complex"),
+    Case(np.fmin,        (complex_distinct, complex_distinct), label="complex"),
+
+    Case(np.add,         (complex_plane, real),               label="complex-real"),
+    Case(np.add,         (real, complex_plane),               label="real-complex"),
+    Case(np.subtract,    (complex_plane, real),               label="complex-real"),
+    Case(np.subtract,    (real, complex_plane),               label="real-complex"),
+    Case(np.multiply,    (complex_plane, real),               label="complex-real"),
+    Case(np.multiply,    (real, complex_plane),               label="real-complex"),
+    Case(np.divide,      (complex_plane, nonzero),            label="complex-real"),
+    Case(np.divide,      (real, complex_nonzero),             label="real-complex"),
+    Case(np.power,       (complex_right, small),              label="complex-real"),
+    Case(np.power,       (positive, complex_small),           label="real-complex"),
+    Case(np.float_power, (positive, complex_small),           label="real-complex"),
+    Case(np.maximum,     (complex_distinct, between_grid),    label="complex-real"),
+    Case(np.minimum,     (between_grid, complex_distinct),    label="real-complex"),
+
+    Case(special.erf,     (complex_small,),                   label="complex"),
+    Case(special.erfc,    (complex_small,),                   label="complex"),
+    Case(special.ndtr,    (complex_small,),                   label="complex"),
+    Case(special.log_ndtr, (complex_small,),                  label="complex"),
+    Case(special.xlogy,   (complex_plane, complex_right),     label="complex", alias=complex_right),
+    Case(special.xlog1py, (complex_plane, complex_right),     label="complex", alias=complex_right),
+    Case(special.jv,      (complex_right,),  settings=((0, 1.5),), label="complex"),
+    Case(special.yv,      (complex_right,),  settings=((0, 0.7),), label="complex"),
+    Case(special.iv,      (complex_right,),  settings=((0, 1.3),), label="complex"),
+    Case(special.kv,      (complex_right,),  settings=((0, 0.4),), label="complex"),
+    Case(special.kve,     (complex_right,),  settings=((0, 1.5),), label="complex"),
+]
+# fmt: on
+
+
+def is_complex_case(case):
+    return any(is_complex_domain(d) for d in case.domains)
+
+
+def runs_on_numpy(case, scenario, rng):
+    """Whether plain NumPy runs ``scenario`` of ``case`` (a mixed row's ``out=`` into its real
+    operand is a casting error; its aliased scenarios are those of a complex row)."""
+    if any(spec[-1] == "alias" for spec in scenario.arguments) and not all(
+            is_complex_domain(d) for d in case.domains):
+        return False
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("error")
+            scenario.make(case.program)(*sample_arguments(case, scenario, rng))
+    except (TypeError, ValueError, Warning):
+        return False
+    return True
+
+
 def case_id(case):
     """The pytest id of a case of any kind."""
     return case.id
 
 
-def curved(function):
+def curved(function, complex_outputs=False):
     """``function`` with ``np.sin`` applied to each of its float outputs.
 
     For second derivatives (``check_grads(order=2)``): the gradient of a function that is
     linear in its outputs' cotangents hands every pullback a constant cotangent, so nested
     reverse mode would only run them on plain arrays; through the sine each cotangent depends on
     the arguments, and every pullback runs on cotangents the outer differentiation traces.
+    ``complex_outputs``: complex outputs too (sin is complex-differentiable).
     """
     from mutad.trees import flatten
 
     def curved_function(*args):
         leaves, rebuild = flatten(function(*args))
-        return rebuild([np.sin(y) if isinstance(y, float) or getattr(y, "dtype", None) is not None
-                        and y.dtype.kind == "f" else y for y in leaves])
+        kinds = "fc" if complex_outputs else "f"
+        return rebuild([np.sin(y) if isinstance(y, float) or complex_outputs and isinstance(
+                            y, complex) or getattr(y, "dtype", None) is not None
+                        and y.dtype.kind in kinds else y for y in leaves])
 
     curved_function.__name__ = f"sin_of_{getattr(function, '__name__', 'function')}"
     return curved_function
@@ -287,6 +405,58 @@ def curved(function):
 def normal(*shape):
     """A sampler of one standard normal array of ``shape``."""
     return lambda rng: rng.standard_normal(shape)
+
+
+def complex_normal(*shape):
+    """A sampler of one complex array of ``shape``, real and imaginary parts standard normal."""
+    return lambda rng: rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+def standard_complex(rng, shape):
+    """The complex domain of a case drawn by shape (``dtype=np.complex128``): real and
+    imaginary parts standard normal."""
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+COMPLEX = dict(dtype=np.complex128, domains=(standard_complex,))
+"""The options of a case drawn by shape that make it complex: ``Case(np.sum, **COMPLEX)``."""
+
+
+def check_complex(case, arguments, policy, order=1):
+    """``check_grads`` of a complex case: both modes at order 1; at order 2 with ``sin`` of
+    every output, complex ones too (see ``curved``)."""
+    import mutad
+
+    if order == 1:
+        mutad.check_grads(case, *arguments, policy=policy, modes=("rev", "fwd"))
+    else:
+        mutad.check_grads(curved(case, complex_outputs=True), *arguments, policy=policy, order=2)
+
+
+def complexified(case):
+    """``case`` on complex arrays: each float array argument gains an imaginary part; float64
+    arguments that view one buffer view one complex buffer the same way."""
+
+    def sampler(rng):
+        buffers = {}
+
+        def complex_of(a):
+            if not isinstance(a, np.ndarray) or a.dtype.kind != "f":
+                return a
+            base = a
+            while isinstance(base.base, np.ndarray):
+                base = base.base
+            if a.dtype != np.float64 or not (base.flags.c_contiguous or base.flags.f_contiguous):
+                return a + 1j * rng.standard_normal(a.shape)
+            if id(base) not in buffers:
+                buffers[id(base)] = base + 1j * rng.standard_normal(base.shape)  # same layout
+            offset = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+            return np.ndarray(a.shape, np.complex128, buffers[id(base)], 2 * offset,
+                              tuple(2 * stride for stride in a.strides))
+
+        return tuple(complex_of(a) for a in case.sample(rng))
+
+    return Case.named(f"{case.name}-complex", case.function, sampler)
 
 
 def fixed(value):
@@ -665,7 +835,7 @@ def sample_arguments(case, scenario, rng):
         layout = spec[0] if spec[0] in ("transposed", "twice") else None
         shape, which = spec[-2], spec[-1]
         if which == FREE:
-            domain = real
+            domain = complex_plane if is_complex_case(case) else real
         elif which == "alias":
             domain = case.alias_domain
         else:
@@ -681,7 +851,7 @@ def sample_arguments(case, scenario, rng):
     for layout, shape, is_float, domain in specs:
         values = np.array([next(pools[domain]) for _ in range(int(np.prod(shape, dtype=int)))])
         if is_float:
-            arguments.append(float(values[0]))
+            arguments.append(values[0].item())  # a Python float, or complex
         elif layout == "transposed":
             # A view whose buffer is not passed: its shadow is a transposed view of the buffer's.
             arguments.append(values.reshape(shape[::-1]).T)

@@ -25,8 +25,13 @@ still open can be kept out of CI while its regression tests say why (``FAILING_O
 * ``second order`` (on request): ``check_grads(order=2)``: hvp, forward over reverse and nested
   reverse against finite differences of the gradient.
 
+Complex outputs get complex cotangents ``w`` (the loss is ``Re <w, y>``: a cotangent is
+dL/dRe y + i dL/dIm y), complex buffers complex directions, and ``<gradient, v>`` is
+``Re <gradient, v>``; each part of a complex gradient is compared on its own.
+
 A failure raises :class:`ProgramFailure` carrying its oracle; ``Program.reproducer`` prints the
-program as standalone Python that anyone can paste.
+program as standalone Python that anyone can paste. Statements that show mutad bugs still open
+(:data:`KNOWN_BUGS`) are left out of a program on request (``programs(avoid=...)``).
 """
 
 import math
@@ -44,7 +49,7 @@ SMALL = recompute.SMALL
 """The library's own threshold below which temporaries are kept rather than recomputed."""
 
 FEATURES = ("classic", "decisions", "empty_writes", "sorts", "views", "readonly_views", "overlap",
-            "overlap_assign", "repeated", "magnitudes", "ties", "constants")
+            "overlap_assign", "repeated", "magnitudes", "ties", "constants", "complex")
 """classic: augmented assignment, ``out=`` ufuncs, slice assignment, temporaries;
 decisions: max/min/argmax/clip/where/abs/sign/maximum/minimum/median/percentile, then writes
 into their inputs; empty_writes: writes through a mask computed from values (with decisions)
@@ -59,13 +64,34 @@ order decides the value;
 repeated: repeated indices in fancy assignment and ``ufunc.at``;
 magnitudes: underflow, overflow, subnormals;
 ties: values that compare equal;
-constants: arrays ``f`` reads but does not receive, overwritten through views."""
+constants: arrays ``f`` reads but does not receive, overwritten through views;
+complex: complex128 buffers (some arguments complex, some real views ``.real``/``.imag`` of
+them) and complex statements: in-place complex updates (``z *= w``, ``z /= ...``,
+``np.exp(z, out=z)``, slice targets), writes through ``z.real``/``z.imag``, complex values made
+from real ones and real values from complex ones, complex reductions and decisions in NumPy's
+complex order; with it the views, overlap, repeated, ties and magnitudes classes work on
+complex arrays too. Without it every array is real, as before the class existed: the same
+draws give the same programs."""
+
+REAL_FEATURES = tuple(f for f in FEATURES if f != "complex")
+"""Every class but ``complex``: real programs only."""
 
 FAILING_ON_MAIN = {
     # class: the issue 9 item whose fix lets CI run it (delete the line when the fix lands)
 }
 CI_FEATURES = tuple(f for f in FEATURES if f not in FAILING_ON_MAIN)
 """The classes CI's random programs use: those whose bugs are fixed on this branch."""
+
+KNOWN_BUGS = {
+    # statements CI's programs leave out (``programs(avoid=...)``) until mutad's fix lands;
+    # the soak draws them unless told not to (delete the line when the fix lands)
+    "complex_multiply_at": "np.multiply.at on complex arrays: mutad's value differs from "
+                           "NumPy's in the last bit (NumPy's indexed loop rounds otherwise)",
+    "complex_scalar_arithmetic": "arithmetic on elements of complex arrays (z[0] * z[1], "
+                                 "z[0] *= s): NumPy's scalar math rounds otherwise than its "
+                                 "array loops, which mutad runs on them: values differ in the "
+                                 "last bit, or in the sign of an underflowed zero",
+}
 
 KINK_MARGIN = 0.02
 POLICY_RTOL = 1e-8
@@ -142,10 +168,11 @@ def _plain(f, args):
 class Drawing:
     """A program being drawn, with the plain NumPy state after its statements so far."""
 
-    def __init__(self, draw, program, enabled):
+    def __init__(self, draw, program, enabled, avoid=()):
         self.draw = draw
         self.program = program
         self.enabled = enabled
+        self.avoid = avoid  # names of KNOWN_BUGS whose statements are not drawn
         f, args = program.make()
         self.scope = {"np": np}
         self.scope.update((f"a{i}", a) for i, a in enumerate(args))
@@ -155,9 +182,15 @@ class Drawing:
 
     # -- names --------------------------------------------------------------------------------
 
-    def arrays(self, writeable=False, min_ndim=1, min_size=1):
+    @property
+    def kinds(self):
+        """The dtype kinds of the arrays the generic classes work on: real ones, and complex
+        ones too with the complex class."""
+        return "fc" if "complex" in self.enabled else "f"
+
+    def arrays(self, writeable=False, min_ndim=1, min_size=1, kinds="f"):
         names = [n for n, v in self.scope.items()
-                 if n[0] in "atv" and isinstance(v, np.ndarray) and v.dtype.kind == "f"
+                 if n[0] in "atv" and isinstance(v, np.ndarray) and v.dtype.kind in kinds
                  and v.ndim >= min_ndim and v.size >= min_size
                  and (v.flags.writeable or not writeable)]
         return sorted(names)
@@ -192,18 +225,18 @@ class Drawing:
             text += ".T"
         return text
 
-    def target(self):
+    def target(self, kinds="f"):
         """``(text, shape)``: a writeable view some statement writes into."""
-        name = self.pick(writeable=True)
+        name = self.pick(writeable=True, kinds=kinds)
         text = self.slices(name)
         shape = self.value(text).shape
         # a bare name or a transpose is not assignable as such (a0 = ... rebinds a0)
         return (f"{text}[...]" if text.endswith(".T") or text == name else text), shape
 
-    def source(self, shape):
+    def source(self, shape, kinds="f"):
         """Source text of a value that broadcasts to ``shape``."""
         options = []
-        for name in self.arrays():
+        for name in self.arrays(kinds=kinds):
             x = self.scope[name]
             if x.ndim == len(shape) and all(e >= n for e, n in zip(x.shape, shape)):
                 options.append((name, False))
@@ -214,9 +247,11 @@ class Drawing:
                 options.append((name, "row"))
         kind = self.draw(st.integers(0, 5))
         if not options or kind == 0:
-            name = self.pick()
+            name = self.pick(kinds=kinds)
             x = self.scope[name]
             index = ", ".join(str(self.draw(st.integers(-e, e - 1))) for e in x.shape)
+            if x.dtype.kind == "c" and "complex_scalar_arithmetic" in self.avoid:
+                return f"{name}[{index}, ...]"  # a 0-d array: NumPy's array loops, not scalars
             return f"{name}[{index}]"  # one element: broadcasts to anything
         name, how = self.draw(st.sampled_from(options))
         x = self.scope[name]
@@ -252,7 +287,7 @@ class Drawing:
             return
         self.program.statements.append(code)
         self.program.features.add(feature)
-        for name in self.arrays(min_size=0, min_ndim=0):
+        for name in self.arrays(min_size=0, min_ndim=0, kinds="fc"):
             x = self.scope[name]
             with np.errstate(all="ignore"):
                 big = np.abs(x[np.isfinite(x)]) if x.size else x
@@ -432,7 +467,7 @@ def sorts(d):
 
 
 def views(d):
-    name = d.pick()
+    name = d.pick(kinds=d.kinds)
     x = d.scope[name]
     view = d.new_name("v")
     options = [f"np.ravel({name})", f"{name}.ravel()", f"{name}.reshape(-1)",
@@ -456,7 +491,7 @@ def views(d):
 def readonly_views(d):
     """Functions whose result NumPy makes a read-only view: writes through it must raise,
     writes into its base must show through it."""
-    name = d.pick()
+    name = d.pick(kinds=d.kinds)
     x = d.scope[name]
     view = d.new_name("v")
     options = [f"np.broadcast_to({name}, (2,) + {name}.shape)", f"np.imag({name})",
@@ -496,7 +531,7 @@ def _view_and_writes(d, name, view, options, feature):
 
 
 def overlap(d, assignment=False):
-    name = d.pick(writeable=True)
+    name = d.pick(writeable=True, kinds=d.kinds)
     x = d.scope[name]
     axis = int(np.argmax(x.shape))  # the longest axis leaves most room for overlap
     flat = x.ndim == 2 and x.flags.c_contiguous and d.draw(st.booleans())
@@ -523,8 +558,8 @@ def overlap(d, assignment=False):
                         f"{name} -= {name}[:, ::-1]"]
     code = d.draw(st.sampled_from(options))
     margin = None
-    if "maximum" in code:
-        a, b = d.value(S).copy(), d.value(S2).copy()
+    if "maximum" in code:  # NumPy's complex order compares the real parts first
+        a, b = d.value(S).real.copy(), d.value(S2).real.copy()
         margin = lambda: np.min(np.abs(a - b))  # noqa: E731
     d.run(code, "overlap_assign" if assignment else "overlap", margin=margin)
 
@@ -537,8 +572,9 @@ def overlap_assign(d):
 
 
 def repeated(d):
-    name = d.pick(writeable=True)
+    name = d.pick(writeable=True, kinds=d.kinds)
     x = d.scope[name]
+    kinds = d.kinds if x.dtype.kind == "c" else "f"  # a complex value into a real array: no
     n = x.shape[0]
     count = d.draw(st.integers(2, 4))
     index = d.draw(st.lists(st.integers(-n, n - 1), min_size=count, max_size=count))
@@ -546,7 +582,8 @@ def repeated(d):
         index[-1] = index[0]  # at least one repeat
     rest = x.shape[1:]
     value_shape = (count,) + rest
-    source = d.source(value_shape) if d.draw(st.booleans()) else d.source(rest) if rest else "0.75"
+    source = (d.source(value_shape, kinds) if d.draw(st.booleans())
+              else d.source(rest, kinds) if rest else "0.75")
     i = repr(index)
     kind = d.draw(st.sampled_from(["assign", "add", "mul", "at", "at_mul", "sub_at", "2d"]))
     if kind == "assign":
@@ -558,6 +595,8 @@ def repeated(d):
     elif kind == "at":
         code = f"np.add.at({name}, {i}, {source})"
     elif kind == "at_mul":
+        if "complex_multiply_at" in d.avoid and x.dtype.kind == "c":
+            return
         code = f"np.multiply.at({name}, {i}, np.cos({source}))"
     elif kind == "sub_at":
         code = f"np.subtract.at({name}, {i}, {source})"
@@ -565,8 +604,8 @@ def repeated(d):
         if x.ndim != 2:
             return
         j = repr(d.draw(st.lists(st.integers(0, x.shape[1] - 1), min_size=count, max_size=count)))
-        code = d.draw(st.sampled_from([f"{name}[{i}, {j}] = {d.source((count,))}",
-                                       f"{name}[{i}, {j}] += {d.source((count,))}"]))
+        code = d.draw(st.sampled_from([f"{name}[{i}, {j}] = {d.source((count,), kinds)}",
+                                       f"{name}[{i}, {j}] += {d.source((count,), kinds)}"]))
     d.run(code, "repeated")
 
 
@@ -574,7 +613,7 @@ def repeated(d):
 
 
 def magnitudes(d):
-    name = d.pick(writeable=True)
+    name = d.pick(writeable=True, kinds=d.kinds)
     if d.draw(st.booleans()):  # a record reads the values first: its pullback needs them back
         d.run(f"{d.new_name()} = {name} * {name}", "magnitudes")
     target = name if name[0] == "a" else f"{name}[...]"
@@ -588,6 +627,8 @@ def magnitudes(d):
         f"{element} *= 1e300\n{element} *= 1e300", f"for _ in range(60):\n    {target} *= 1e-6",
         f"{target} *= 1e-17\n{target} += 1.0", f"{target} += 1e20\n{target} -= 1e20",
         f"{element} += 1e17\n{element} -= 1e17", f"{target} *= 1e-200"]))
+    if "complex_scalar_arithmetic" in d.avoid and d.scope[name].dtype.kind == "c":
+        code = code.replace(element, element[:-1] + ", ...]")  # a 0-d view: NumPy's array loops
     d.run(code, "magnitudes")
     # Finite differences see the rounding (x + 1e20 - 1e20 is 0 whatever x), not the derivative
     # of the formula, which is what differentiation gives: they are excused, the policies not.
@@ -598,7 +639,7 @@ def magnitudes(d):
 
 
 def ties(d):
-    name = d.pick(writeable=True)
+    name = d.pick(writeable=True, kinds=d.kinds)
     x = d.scope[name]
     flat = x.size
     i, j = d.draw(st.integers(0, flat - 1)), d.draw(st.integers(0, flat - 1))
@@ -642,9 +683,182 @@ def constants(d):
         d.run(code, "constants")
 
 
+# -- complex ------------------------------------------------------------------------------------
+
+
+def _cut_distance(z):
+    """How far ``z`` comes to the branch cut of sqrt, log and angle (the real axis left of 0,
+    0 included): finite differences across it see a jump, not the derivative."""
+    z = np.asarray(z, complex).reshape(-1)
+    if z.size == 0:
+        return np.inf
+    return float(np.min(np.where(z.real >= 0, np.abs(z), np.abs(z.imag))))
+
+
+def _smallest(x):
+    x = np.asarray(x)
+    return float(np.min(x)) if x.size else np.inf
+
+
+# fmt: off
+COMPLEX_SQUASHES = {  # bounded updates of a complex target by a real or complex source
+    "+=": ("np.sin({})", "0.5j * {}", "{}", "np.conj({})", "(0.25 - 0.5j)"),
+    "-=": ("np.sin({})", "1j * {}", "{}"),
+    "*=": ("np.exp(0.5j * {})", "np.cos(0.5 * {})", "{}", "(0.6 - 0.8j)", "1j"),
+    "/=": ("(2.0 + np.sin(0.3 * {}))", "(1.5 + 1j * np.cos({}))", "(0.8 + 0.6j)"),
+}
+# fmt: on
+
+
+def _complex_write_into(d, name):
+    """An in-place complex write into array ``name`` (all of it), after a statement read it."""
+    if not d.scope[name].flags.writeable or d.finished:
+        return
+    target = f"{name}[...]"
+    d.run(d.draw(st.sampled_from([
+        f"{target} *= (0.5 - 1j)", f"{target} += 0.5j", f"np.exp(0.5 * {name}, out={name})",
+        f"{target} /= (1.5 + 0.5j)", f"{name}.imag[...] *= -2.0",
+        f"np.conjugate({name}, out={name})", f"{target} = np.sin({name})"])), "complex")
+
+
+def complex_numbers(d):
+    """The complex class's statements (see ``FEATURES``)."""
+    kind = d.draw(st.sampled_from(["make", "make", "augmented", "augmented", "out", "in_place",
+                                   "parts", "parts", "real_target", "view", "reduce",
+                                   "decision"]))
+    if not d.arrays(kinds="c"):
+        kind = "make"
+    if kind == "make":  # a complex temporary, from real arrays, complex ones or both
+        name = d.new_name()
+        shape = d.value(d.slices(d.pick(kinds="fc"))).shape
+        r, r2 = d.source(shape), d.source(shape)
+        z = d.source(shape, kinds="fc")
+        options = [f"{name} = {r} * np.exp(1j * {r2})", f"{name} = {r} + 1j * {r2}",
+                   f"{name} = np.zeros({shape}, complex)\n{name}[...] = {r}\n"
+                   f"{name} *= np.exp(0.5j * {z})",
+                   f"{name} = {z} * {r}", f"{name} = np.conj({z})", f"{name} = {z}.copy()",
+                   f"{name} = 1j * {z} - {r}", f"{name} = {r}.astype(complex)",
+                   f"{name} = {z} * {d.source(shape, kinds='fc')}"]
+        d.run(d.draw(st.sampled_from(options)), "complex")
+        return
+    if kind == "augmented":  # z op= w, w real or complex, into the whole or a slice
+        target, shape = d.target(kinds="c")
+        operator = d.draw(st.sampled_from(sorted(COMPLEX_SQUASHES)))
+        value = d.draw(st.sampled_from(COMPLEX_SQUASHES[operator]))
+        d.run(f"{target} {operator} {value.format(d.source(shape, kinds='fc'))}", "complex")
+        return
+    if kind == "out":  # ufunc(..., out=z)
+        target, shape = d.target(kinds="c")
+        source = d.source(shape, kinds="fc")
+        first = target if d.draw(st.booleans()) else d.source(shape, kinds="fc")
+        code = d.draw(st.sampled_from([
+            f"np.exp(0.5 * {source}, out={target})", f"np.sin({source}, out={target})",
+            f"np.conjugate({source}, out={target})", f"np.sqrt(1.5 + {source}, out={target})",
+            f"np.log(1.5 + {source}, out={target})",
+            f"np.multiply({first}, np.exp(0.5j * {source}), out={target})",
+            f"np.add({first}, {source}, out={target})",
+            f"np.subtract({first}, 1j * {source}, out={target})",
+            f"np.divide({first}, 2.0 + np.sin(0.3 * {source}), out={target})"]))
+        shifted = d.value(f"1.5 + {source}")
+        d.run(code, "complex",
+              margin=(lambda: _cut_distance(shifted)) if "1.5 +" in code else None)
+        return
+    if kind == "in_place":  # a unary ufunc over its own input
+        target, _ = d.target(kinds="c")
+        code = d.draw(st.sampled_from([
+            f"np.exp({target}, out={target})", f"np.sin({target}, out={target})",
+            f"np.conjugate({target}, out={target})", f"{target} *= 1j",
+            f"np.square({target}, out={target})", f"np.sqrt({target}, out={target})",
+            f"np.multiply({target}, 0.5 - 0.5j, out={target})", f"{target} **= 2",
+            f"np.tanh(0.5 * {target}, out={target})"]))
+        before = d.value(target).copy()
+        d.run(code, "complex", margin=(lambda: _cut_distance(before)) if "sqrt" in code else None)
+        return
+    if kind == "parts":  # writes through z.real and z.imag
+        z = d.pick(writeable=True, kinds="c")
+        which = d.draw(st.sampled_from(["real", "imag"]))
+        other = "imag" if which == "real" else "real"
+        spelled = d.draw(st.sampled_from([f"{z}.{which}", f"np.{which}({z})"]))
+        key = ", ".join(slice_text(d.draw(axis_slices(e, d.draw(st.integers(1, e)))))
+                        for e in d.scope[z].shape)
+        target, mirror = f"{spelled}[{key}]", f"{z}.{other}[{key}]"
+        shape = d.value(target).shape
+        code = d.draw(st.sampled_from([
+            f"{target} = np.sin({d.source(shape)})", f"{target} *= 0.5",
+            f"{target} += {d.source(shape)}", f"{target} = {mirror}",
+            f"{target} = {mirror}[::-1]", f"{target} *= {mirror}",
+            f"np.sin({target}, out={target})", f"{target} -= np.abs({mirror})",
+            f"{target} -= 0.5 * {d.source(shape, kinds='c')}.real"]))
+        margin = None
+        if "np.abs" in code:
+            m = d.value(mirror).copy()
+            margin = lambda: _smallest(np.abs(m))  # noqa: E731
+        d.run(code, "complex", margin=margin)
+        return
+    if kind == "real_target":  # real values from complex ones, into a real array
+        target, shape = d.target()
+        z, w = d.source(shape, kinds="c"), d.source(shape, kinds="fc")
+        zv = d.value(z).copy()
+        code, margin = d.draw(st.sampled_from([
+            (f"{target} = np.abs({z})", lambda: _smallest(np.abs(zv))),
+            (f"{target} *= np.abs(np.cos({z}))", lambda: _smallest(np.abs(np.cos(zv)))),
+            (f"{target} = np.real({z} * np.conj({w}))", None),
+            (f"{target} += np.imag({z})", None),
+            (f"{target} = np.angle({z})", lambda: _cut_distance(zv)),
+            (f"{target} -= {z}.real * {z}.imag", None),
+            (f"{target} = np.abs({z}) ** 2", None)]))
+        d.run(code, "complex", margin=margin)
+        return
+    z = d.pick(kinds="c")
+    if kind == "view":  # real views of a complex array, written through
+        options = [f"{z}.real", f"{z}.imag", f"np.real({z})", f"np.imag({z})",
+                   f"{z}.real[::-1]", f"{z}.imag.T", f"{z}[..., None].imag"]
+        _view_and_writes(d, z, d.new_name("v"), options, "complex")
+        return
+    source = d.slices(z)
+    s = d.value(source)
+    axis = d.draw(st.sampled_from([None] + list(range(s.ndim))))
+    a = "" if axis is None else f", axis={axis}"
+    result = d.new_name()
+    margin = None
+    if kind == "reduce":
+        other = d.source(s.shape, kinds="fc")
+        code = d.draw(st.sampled_from([
+            f"{result} = np.sum({source}{a})", f"{result} = np.mean({source}{a})",
+            f"{result} = np.prod(0.8 * {source}{a})", f"{result} = np.cumsum({source}{a})",
+            f"{result} = np.cumprod({source}{a})", f"{result} = {source}.sum({a[2:]})",
+            f"{result} = np.var({source}{a})", f"{result} = np.vdot({source}, {other})",
+            f"{result} = np.dot({source}.reshape(-1), {other}.reshape(-1))",
+            f"{result} = np.std({source}{a})"]))
+        if "np.std" in code:
+            margin = lambda: _smallest(np.var(s, axis=axis))  # noqa: E731
+    else:  # decisions in NumPy's complex order (real parts first), and at |z| = 0
+        other = d.source(s.shape, kinds="fc")
+        o = d.value(other)
+        real = d.source(s.shape)
+        rv = d.value(real)
+        code, margin = d.draw(st.sampled_from([
+            (f"{result} = np.maximum({source}, {other})",
+             lambda: _smallest(np.abs(s.real - o.real))),
+            (f"{result} = np.minimum({source}, {other})",
+             lambda: _smallest(np.abs(s.real - o.real))),
+            (f"{result} = np.max({source}{a})", lambda: _gap_to_runner_up(s.real, axis)),
+            (f"{result} = np.min({source}{a})", lambda: _gap_to_runner_up(-s.real, axis)),
+            (f"{result} = np.sort({source}.reshape(-1))", lambda: _smallest_gap(s.real)),
+            (f"{result} = np.abs({source}) * {other}", lambda: _smallest(np.abs(s))),
+            (f"{result} = np.sign({source}) * {other}", lambda: _smallest(np.abs(s))),
+            (f"{result} = np.where({source}.real > {real}, {source}, 2.0 * {source})",
+             lambda: _smallest(np.abs(s.real - rv))),
+            (f"{result} = np.angle({source}) * {other}", lambda: _cut_distance(s))]))
+    d.run(code, "complex", margin=margin)
+    if d.draw(st.integers(0, 2)):  # mostly: then write into what it read
+        _complex_write_into(d, z)
+
+
 STEPS = {"classic": classic, "decisions": decisions, "sorts": sorts, "views": views,
          "readonly_views": readonly_views, "overlap": overlap, "overlap_assign": overlap_assign,
-         "repeated": repeated, "magnitudes": magnitudes, "ties": ties, "constants": constants}
+         "repeated": repeated, "magnitudes": magnitudes, "ties": ties, "constants": constants,
+         "complex": complex_numbers}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -654,16 +868,26 @@ STEPS = {"classic": classic, "decisions": decisions, "sorts": sorts, "views": vi
 @st.composite
 def _layout(draw, enabled):
     tied = "ties" in enabled and draw(st.booleans())
+    complex_buffers = "complex" in enabled  # then each buffer may be complex
 
-    def values(count):
+    def values(count, is_complex=False):
         if tied:
-            return draw(st.lists(st.sampled_from([-1.0, -0.5, 0.0, 0.5, 1.0]), min_size=count,
-                                 max_size=count))
+            parts = [draw(st.lists(st.sampled_from([-1.0, -0.5, 0.0, 0.5, 1.0]), min_size=count,
+                                   max_size=count)) for _ in range(1 + is_complex)]
+            return parts[0] if not is_complex else [complex(*v) for v in zip(*parts)]
         rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        if is_complex:
+            return [complex(*v) for v in np.round(rng.uniform(-1, 1, (count, 2)), 3).tolist()]
         return [float(v) for v in np.round(rng.uniform(-1, 1, count), 3)]
 
+    def part(window, buffer):
+        """A complex buffer's argument may be its real or imaginary part (a real view)."""
+        if not any(isinstance(v, complex) for v in buffers[buffer]):
+            return window
+        return window + draw(st.sampled_from(["", "", "", "", ".real", ".imag"]))
+
     shared = draw(st.integers(6, 12))
-    buffers = {"s": values(shared)}
+    buffers = {"s": values(shared, complex_buffers and draw(st.integers(0, 2)) == 0)}
     arguments = []
     for _ in range(draw(st.integers(1, 3))):
         kind = draw(st.sampled_from(["shared", "shared", "own", "again"] if arguments
@@ -673,11 +897,12 @@ def _layout(draw, enabled):
         elif kind == "own":
             rows, columns = draw(st.integers(1, 3)), draw(st.integers(2, 4))
             name = f"o{len(buffers) - 1}"
-            buffers[name] = values(rows * columns)
-            arguments.append(draw(st.sampled_from([
+            buffers[name] = values(rows * columns, complex_buffers and draw(st.integers(0, 2)) == 0)
+            window = draw(st.sampled_from([
                 f"{name}.reshape({rows}, {columns})",
                 f"{name}.reshape({rows}, {columns}, order='F')",
-                f"{name}.reshape({columns}, {rows}).T", name])))
+                f"{name}.reshape({columns}, {rows}).T", name]))
+            arguments.append(part(window, name) if complex_buffers else window)
         else:
             length = draw(st.integers(2, shared))
             start = draw(st.integers(0, shared - length))
@@ -694,7 +919,7 @@ def _layout(draw, enabled):
                 window = f"{window}.reshape({rows}, {length // rows})"
                 if draw(st.booleans()):
                     window += ".T"
-            arguments.append(window)
+            arguments.append(part(window, "s") if complex_buffers else window)
     constants = {}
     if "constants" in enabled:
         constants["C0"] = values(8)
@@ -702,11 +927,14 @@ def _layout(draw, enabled):
 
 
 @st.composite
-def programs(draw, enabled=FEATURES, max_steps=6):
-    """A random program using the feature classes in ``enabled`` (``classic`` always)."""
+def programs(draw, enabled=FEATURES, max_steps=6, avoid=()):
+    """A random program using the feature classes in ``enabled`` (``classic`` always), without
+    the statements of the ``KNOWN_BUGS`` named in ``avoid``."""
     enabled = tuple(enabled)
     program = draw(_layout(enabled))
-    d = Drawing(draw, program, enabled)
+    if any(_is_complex_buffer(v) for v in program.buffers.values()):
+        program.features.add("complex")
+    d = Drawing(draw, program, enabled, tuple(avoid))
     kinds = [k for k in enabled if k in STEPS]
     for _ in range(draw(st.integers(1, max_steps))):
         draw_step = STEPS[draw(st.sampled_from(kinds))]
@@ -714,8 +942,9 @@ def programs(draw, enabled=FEATURES, max_steps=6):
         if d.finished:
             break
     assume(program.statements)
-    names = [n for n in d.arrays(min_ndim=0, min_size=0)]
-    scalars = [n for n, v in d.scope.items() if n[0] == "t" and isinstance(v, np.floating)]
+    names = [n for n in d.arrays(min_ndim=0, min_size=0, kinds="fc")]
+    scalars = [n for n, v in d.scope.items()
+               if n[0] == "t" and isinstance(v, (np.floating, np.complexfloating))]
     program.outputs = sorted(set(names + scalars), key=_order)
     return program
 
@@ -733,7 +962,29 @@ def _bytes(buffers):
 
 
 def _weights(outputs):
-    return tuple(np.linspace(1.0, 2.0, np.size(y)).reshape(np.shape(y)) for y in outputs)
+    """The cotangents of the outputs: real, and complex for complex outputs (the loss is then
+    ``Re <w, y>``: a cotangent is dL/dRe y + i dL/dIm y)."""
+    return tuple(_weight(np.size(y), np.iscomplexobj(y)).reshape(np.shape(y)) for y in outputs)
+
+
+def _weight(size, is_complex):
+    w = np.linspace(1.0, 2.0, size)
+    return w + 1j * np.linspace(-1.0, 0.5, size) if is_complex else w
+
+
+def _is_complex_buffer(values):
+    return any(isinstance(v, complex) for v in values)
+
+
+def _parts(x):
+    """The real arrays ``x`` is made of: itself, or views of its real and imaginary parts."""
+    x = np.asarray(x)
+    return (x.real, x.imag) if x.dtype.kind == "c" else (x,)
+
+
+def _buffer_zeros(program):
+    return {name: np.zeros(len(v), complex if _is_complex_buffer(v) else float)
+            for name, v in program.buffers.items()}
 
 
 def _same(a, b):
@@ -757,36 +1008,45 @@ def _buffers_of(f_args, program):
 def _scatter(program, grads):
     """Each argument's gradient written into its buffer's shape (arguments viewing one element
     must agree there: the gradient with respect to the buffer)."""
-    total = {name: np.zeros(len(v)) for name, v in program.buffers.items()}
-    covered = {name: np.zeros(len(v), bool) for name, v in program.buffers.items()}
+    total, covered = _buffer_zeros(program), _buffer_zeros(program)  # covered: 1 where seen
     for text, g in zip(program.arguments, grads):
         name = _base_name(text)
         view = eval(text, {"np": np, name: total[name]})
         seen = eval(text, {"np": np, name: covered[name]})
-        if np.any(seen) and not np.array_equal(view[seen], np.asarray(g)[seen], equal_nan=True):
-            raise ProgramFailure("aliasing", f"arguments viewing one element of buffer {name} "
-                                 f"got different gradients there: {view[seen]} vs "
-                                 f"{np.asarray(g)[seen]}")
-        view[...] = g
-        seen[...] = True
+        g = np.asarray(g)
+        if g.dtype.kind != view.dtype.kind or g.shape != view.shape:
+            raise ProgramFailure("aliasing", f"the gradient of argument {text} is {g!r}: not of "
+                                 f"its dtype {view.dtype} and shape {view.shape}")
+        for v, s, gp in zip(_parts(view), _parts(seen), _parts(g)):
+            s = s != 0
+            if np.any(s) and not np.array_equal(v[s], gp[s], equal_nan=True):
+                raise ProgramFailure("aliasing", f"arguments viewing one element of buffer "
+                                     f"{name} got different gradients there: {v[s]} vs {gp[s]}")
+            v[...] = gp
+        for s in _parts(seen):
+            s[...] = 1
     return total
 
 
 def _tangents(program, direction):
     """One tangent per argument whose sum over arguments sharing a buffer is ``direction``."""
-    covered = {name: np.zeros(len(v), bool) for name, v in program.buffers.items()}
+    covered = _buffer_zeros(program)  # 1 where an earlier argument's tangent holds the direction
     tangents = []
     for text in program.arguments:
         name = _base_name(text)
         seen = eval(text, {"np": np, name: covered[name]})
-        v = eval(text, {"np": np, name: direction[name]})
-        tangents.append(np.where(seen, 0.0, v))
-        seen[...] = True
+        tangent = np.array(eval(text, {"np": np, name: direction[name]}), order="C")
+        for t, s in zip(_parts(tangent), _parts(seen)):
+            t[s != 0] = 0.0
+            s[...] = 1
+        tangents.append(tangent)
     return tuple(tangents)
 
 
 def _dot(a, b):
-    return sum(float(np.vdot(a[k], b[k])) for k in a)
+    """``Re <a, b>`` over the buffers: for a gradient ``a`` and a direction ``b``, the
+    directional derivative (complex buffers too)."""
+    return sum(float(np.vdot(a[k], b[k]).real) for k in a)
 
 
 class Outcome:
@@ -864,6 +1124,9 @@ def check(program, policies=("restore", "checkpoint"), modes=True, second_order=
     differentiable = finite and not outcome.kink and not outcome.extreme
     rng = np.random.default_rng(len(program.statements))
     direction = {name: rng.standard_normal(len(v)) for name, v in program.buffers.items()}
+    for name, v in program.buffers.items():  # after the real ones: the same for real programs
+        if _is_complex_buffer(v):
+            direction[name] = direction[name] + 1j * rng.standard_normal(len(v))
     if differentiable and finite_differences:
         numeric = _finite_difference(program, weights, direction)
         finer = None
@@ -900,7 +1163,7 @@ def check(program, policies=("restore", "checkpoint"), modes=True, second_order=
         _check_bytes(buffers, before, "after jvp")
         _check_value(y, expected, "jvp")
         if linear_maps_agree:
-            forward = sum(float(np.vdot(w, t)) for w, t in zip(weights, dy))
+            forward = sum(float(np.vdot(w, t).real) for w, t in zip(weights, dy))
             reverse = _dot(reference, direction)
             # Each side's sum of absolute terms scales its rounding: both may be a cancellation
             # to zero, one exactly and the other within an ulp of those terms.
@@ -943,7 +1206,7 @@ def check_replay(program, policy, weights, outcome):
     def loss(*xs):
         total = 0.0
         for w, y in zip(weights, f(*xs)):
-            total = total + (w * y).sum()
+            total = total + ((np.conj(w) * y).real.sum() if np.iscomplexobj(w) else (w * y).sum())
         return total
 
     argnums = tuple(range(len(program.arguments)))
@@ -1015,11 +1278,13 @@ def _compare_policies(restore, checkpoint, zero):
     scale = max((float(np.max(np.abs(g[np.isfinite(g)]), initial=0.0))
                  for g in checkpoint.values()), default=0.0)
     for name in checkpoint:
+        same_pattern, error = True, 0.0
+        for r, c in zip(_parts(restore[name]), _parts(checkpoint[name])):  # complex: each part
+            same_pattern &= (np.array_equal(np.isnan(r), np.isnan(c)) and np.array_equal(
+                np.where(np.isinf(r), r, 0), np.where(np.isinf(c), c, 0)))
+            finite = np.isfinite(r) & np.isfinite(c)
+            error = max(error, np.max(np.abs(r[finite] - c[finite]), initial=0.0))
         r, c = restore[name], checkpoint[name]
-        same_pattern = (np.array_equal(np.isnan(r), np.isnan(c)) and
-                        np.array_equal(np.where(np.isinf(r), r, 0), np.where(np.isinf(c), c, 0)))
-        finite = np.isfinite(r) & np.isfinite(c)
-        error = np.max(np.abs(r[finite] - c[finite]), initial=0.0)
         if not same_pattern or error > POLICY_RTOL * scale + zero:
             raise ProgramFailure("policies", f"buffer {name}: restore gives {r!r}, checkpoint "
                                  f"gives {c!r}")
@@ -1030,7 +1295,8 @@ def _finite_difference(program, weights, direction, step=1e-4):
     for k in (-2, -1, 1, 2):
         f, args = program.make({name: k * step * v for name, v in direction.items()})
         outputs = _plain(f, args)
-        values[k] = sum(float(np.vdot(w, np.asarray(y))) for w, y in zip(weights, outputs))
+        values[k] = sum(float(np.vdot(w, np.asarray(y)).real)
+                        for w, y in zip(weights, outputs))
     numeric = (8 * (values[1] - values[-1]) - (values[2] - values[-2])) / (12 * step)
     return numeric, max(abs(v) for v in values.values())
 
@@ -1047,6 +1313,9 @@ def reproducer(program, failure=None):
              "f, args = make()",
              "numpy_value = f(*args)                  # plain NumPy on fresh copies",
              "W = [np.linspace(1.0, 2.0, np.size(y)).reshape(np.shape(y)) for y in numpy_value]",
+             "W = [w + 1j * np.linspace(-1.0, 0.5, np.size(y)).reshape(np.shape(y))",
+             "     if np.iscomplexobj(y) else w for w, y in zip(W, numpy_value)]"
+             "  # loss: Re <W, y>",
              "",
              "def gradient(policy):",
              "    f, args = make()",
@@ -1060,22 +1329,26 @@ def reproducer(program, failure=None):
     elif oracle == "modes":
         lines += ["f, args = make()",
                   "v = tuple(np.cos(np.arange(np.size(a))).reshape(np.shape(a)) for a in args)",
+                  "v = tuple(u * (1 - 0.5j) if np.iscomplexobj(a) else u for u, a in zip(v, args))",
                   "_, dy = mutad.jvp(f, args, v)",
                   "_, g = gradient('checkpoint')",
-                  "print(sum((w * t).sum() for w, t in zip(W, dy)),",
-                  "      sum((gi * vi).sum() for gi, vi in zip(g, v)))   # differ"]
+                  "print(sum(np.vdot(w, t).real for w, t in zip(W, dy)),",
+                  "      sum(np.vdot(gi, vi).real for gi, vi in zip(g, v)))   # differ"]
     else:
         lines += ["print('restore:   ', gradient('restore')[1])",
                   "print('checkpoint:', gradient('checkpoint')[1])",
                   "",
-                  "def numeric(buffer, size, h=1e-6):   # central differences of <W, f>",
+                  "def numeric(buffer, size, is_complex, h=1e-6):  # differences of Re <W, f>",
                   "    def at(shift):",
                   "        f, args = make(**{'d' + buffer: shift})",
-                  "        return sum((w * np.asarray(y)).sum() for w, y in zip(W, f(*args)))",
-                  "    return np.array([(at(h * e) - at(-h * e)) / (2 * h) for e in np.eye(size)])",
+                  "        return sum(np.vdot(w, np.asarray(y)).real for w, y in zip(W, f(*args)))",
+                  "    def along(e):",
+                  "        return (at(h * e) - at(-h * e)) / (2 * h)",
+                  "    return np.array([along(e) + (1j * along(1j * e) if is_complex else 0)",
+                  "                     for e in np.eye(size)])  # d/dRe + i d/dIm for complex",
                   "",
-                  *[f"print('numeric d/d{name}:', numeric({name!r}, {len(v)}))"
-                    for name, v in program.buffers.items()]]
+                  *[f"print('numeric d/d{name}:', numeric({name!r}, {len(v)}, "
+                    f"{_is_complex_buffer(v)}))" for name, v in program.buffers.items()]]
     if failure is not None:
         lines += ["", f"# {failure}".replace("\n", "\n# ")]
     return "\n".join(lines)

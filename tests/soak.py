@@ -5,6 +5,8 @@ as a standalone reproducer, and counts of programs run and failures by class.
     python -m tests.soak --minutes 30 --policy checkpoint  # one policy alone
     python -m tests.soak --minutes 10 --features decisions,ties --second-order 1
     python -m tests.soak --minutes 10 --ci                 # only the classes CI runs
+    python -m tests.soak --minutes 10 --real               # every class but complex
+    python -m tests.soak --minutes 10 --features classic,complex --avoid-known-bugs
 
 Each batch draws ``--batch`` programs from a fresh seed and judges each with
 ``random_programs.check`` (values against NumPy, the caller's bytes, restore against
@@ -12,7 +14,8 @@ checkpoint, finite differences, forward against reverse mode, replay against tra
 for one program in
 ``--second-order`` the Hessian-vector products). The first failure of each class (its oracle
 and the feature classes of the program) is shrunk by hypothesis and printed; later ones are
-counted. The exit status is 1 if anything failed.
+counted. The exit status is 1 if anything failed. Statements that show bugs still open
+(``random_programs.KNOWN_BUGS``) are drawn unless ``--avoid-known-bugs`` (or ``--ci``).
 """
 
 import argparse
@@ -38,14 +41,14 @@ def _judge(program, policies, second_order):
 
 
 def run_batch(features, policies, count, batch_seed, second_order_every, counts, failures,
-              classes=()):
+              classes=(), avoid=()):
     """Draw ``count`` programs; count outcomes; keep the first program of each failure class
     (``classes``: the classes found so far, as their shrunk programs' oracle and features)."""
     state = {"n": 0}
 
     @seed(batch_seed)
     @settings(max_examples=count, **QUIET)
-    @given(rp.programs(features))
+    @given(rp.programs(features, avoid=avoid))
     def batch(program):
         state["n"] += 1
         second = bool(second_order_every) and state["n"] % second_order_every == 0
@@ -72,7 +75,7 @@ def run_batch(features, policies, count, batch_seed, second_order_every, counts,
     batch()
 
 
-def shrink(key, features, policies, second_order, seconds=120):
+def shrink(key, features, policies, second_order, seconds=120, avoid=()):
     """Hypothesis's smallest program failing the same oracle with a subset of the features,
     found within ``seconds`` (after that every candidate passes, which ends the shrinking)."""
     oracle, classes = key
@@ -83,7 +86,7 @@ def shrink(key, features, policies, second_order, seconds=120):
         return len(program.statements), len(program.source())
 
     @settings(max_examples=2000, **QUIET)
-    @given(rp.programs(features))
+    @given(rp.programs(features, avoid=avoid))
     def fails(program):
         if not program.features <= set(classes) or time.monotonic() > stop:
             return
@@ -109,7 +112,12 @@ def main(argv=None):
                         help="both: each program under both policies, compared (default)")
     parser.add_argument("--features", default=",".join(rp.FEATURES),
                         help=f"comma-separated classes among {', '.join(rp.FEATURES)}")
-    parser.add_argument("--ci", action="store_true", help="only the classes CI runs")
+    parser.add_argument("--ci", action="store_true",
+                        help="only the classes CI runs, without the known bugs' statements")
+    parser.add_argument("--real", action="store_true",
+                        help="every class but complex: real programs only")
+    parser.add_argument("--avoid-known-bugs", action="store_true",
+                        help="leave out the statements of random_programs.KNOWN_BUGS")
     parser.add_argument("--batch", type=int, default=200)
     parser.add_argument("--second-order", type=int, default=10, metavar="K",
                         help="check Hessian-vector products on one program in K (0: never)")
@@ -117,6 +125,9 @@ def main(argv=None):
                         help="time to shrink each new failure class (0: print it unshrunk)")
     args = parser.parse_args(argv)
     features = rp.CI_FEATURES if args.ci else tuple(args.features.split(","))
+    if args.real:
+        features = tuple(f for f in features if f != "complex")
+    avoid = tuple(rp.KNOWN_BUGS) if args.ci or args.avoid_known_bugs else ()
     unknown = set(features) - set(rp.FEATURES)
     if unknown:
         parser.error(f"unknown feature classes: {', '.join(sorted(unknown))}")
@@ -127,7 +138,7 @@ def main(argv=None):
     start = time.monotonic()
     while time.monotonic() < deadline:
         run_batch(features, policies, args.batch, random.getrandbits(64), args.second_order,
-                  counts, failures, classes)
+                  counts, failures, classes, avoid)
         for key, (program, failure) in list(failures.items()):
             if key in shown:
                 continue
@@ -135,8 +146,8 @@ def main(argv=None):
             if any(known[0] == key[0] and set(known[1]) <= set(key[1]) for known in classes):
                 continue  # drawn in the same batch as a class shrunk since: counted there next
             if args.shrink_seconds:
-                program, failure = (shrink(key, features, policies, False, args.shrink_seconds)
-                                    or (program, failure))
+                program, failure = (shrink(key, features, policies, False, args.shrink_seconds,
+                                           avoid) or (program, failure))
             shrunk = (failure.oracle, tuple(sorted(program.features)))
             classes.append(shrunk)
             print(f"\n=== failure: {key[0]} (found with {'+'.join(key[1])}; shrunk: "
@@ -146,6 +157,7 @@ def main(argv=None):
               f"{sum(v for k, v in counts.items() if k.startswith('failed'))} failures",
               file=sys.stderr, flush=True)
     print(f"\nfeatures: {', '.join(features)}; policies: {', '.join(policies)}; "
+          f"avoided: {', '.join(avoid) or 'nothing'}; "
           f"{(time.monotonic() - start) / 60:.1f} minutes")
     for name, value in sorted(counts.items()):
         print(f"{value:8d}  {name}")

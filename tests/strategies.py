@@ -63,6 +63,42 @@ between_one_and_two = Domain("between_one_and_two", 1.05, 1.95, spacing=0.025)
 stay at least 0.012 from 1, so ``remainder`` and ``fmod`` are far from their jumps."""
 
 
+@dataclass(frozen=True)
+class ComplexDomain:
+    """Complex values whose real parts are drawn from ``real`` and imaginary parts from
+    ``imag`` (two :class:`Domain`), away from the branch cuts and poles of the functions that
+    take them: a rectangle of the plane (``spacing`` in ``real`` keeps real parts distinct, for
+    NumPy's complex order, in which maximum and minimum compare real parts first)."""
+
+    name: str
+    real: Domain
+    imag: Domain
+
+    def sample(self, rng, shape):
+        return self.real.sample(rng, shape) + 1j * self.imag.sample(rng, shape)
+
+
+def is_complex_domain(domain):
+    return isinstance(domain, ComplexDomain)
+
+
+complex_plane = ComplexDomain("complex", Domain("re", -1.5, 1.5), Domain("im", -1.5, 1.5))
+complex_small = ComplexDomain("complex_small", Domain("re", -0.6, 0.6), Domain("im", -0.6, 0.6))
+"""Inside the unit disc, away from the cuts of arcsin, arccos, arctan, arcsinh and arctanh
+(on the axes beyond ±1 or ±i) and the poles of tan and tanh (±pi/2, ±i pi/2)."""
+complex_right = ComplexDomain("complex_right", Domain("re", 0.5, 2.0), Domain("im", -1.0, 1.0))
+"""The right half plane away from 0: log, sqrt, reciprocal, the base of a power (cut along
+the negative real axis); log1p's cut lies beyond -1."""
+complex_right_of_one = ComplexDomain("complex_right_of_one", Domain("re", 1.3, 2.5),
+                                     Domain("im", -0.8, 0.8))
+"""arccosh: away from its cut along the real axis left of 1."""
+complex_nonzero = ComplexDomain("complex_nonzero", nonzero, Domain("im", -1.0, 1.0))
+"""|z| >= 0.3: divisors, and the kink of absolute and sign at 0."""
+complex_distinct = ComplexDomain("complex_distinct", distinct, Domain("im", -1.0, 1.0))
+"""Real parts distinct and spaced: maximum and minimum (NumPy's complex order compares real
+parts first) take each operand well away from a switch."""
+
+
 def arrays_in(domain, shape, dtype=np.float64):
     return hnp.arrays(dtype, shape, elements=domain.elements())
 

@@ -3,6 +3,8 @@ updates and their inverses, mixed real and complex operands, products, linear al
 FFT, each checked against finite differences along complex directions, in both modes (and at
 order 2 where marked), with the caller's arrays checked bit for bit by the checker."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -475,3 +477,71 @@ def c(*shape):
         "divide"])
 def test_systematic_complex_cases(f, args):
     check(f, *args, order=2)
+
+
+def test_interpolating_complex_values():
+    """Regression: np.interp's rule accumulated the cotangent of a complex fp in a float array
+    (the imaginary part dropped, with a ComplexWarning)."""
+    fp = np.array([1 + 2j, 3 - 1j, 0.5 + 0.5j])
+    x = np.array([0.3, 1.2, 1.9, 2.5, -0.2])
+    np.testing.assert_allclose(
+        mutad.gradient(lambda fp: np.interp([0.5, 1.5], [0.0, 1.0, 2.0], fp).imag.sum(), fp)[0],
+        [0.5j, 1j, 0.5j])
+    check(lambda x, xp, fp: np.interp(x, xp, fp), x, np.array([0.0, 1.0, 2.0]), fp, order=2)
+    check(lambda x, fp: np.interp(x, [0.0], fp, left=1j), x, fp[:1], order=2)
+    away_from_knots = np.array([0.3, 1.2, 1.9, 2.2, -0.2, 3.1])  # 2.5 is a knot, period 2.5
+    check(lambda x, fp: np.interp(x, [0.0, 1.0, 2.0], fp, period=2.5), away_from_knots, fp)
+
+
+def test_a_complex_value_assigned_into_a_real_array_keeps_its_real_part():
+    """Regression: NumPy's assignment casts, with a ComplexWarning; mutad's raised a casting
+    error."""
+    def f(a):
+        b = np.zeros(3)
+        b[1:] = a[1:]
+        c = np.zeros(3)
+        c[...] = a * a
+        return b * np.arange(3) + c
+
+    with np.errstate(all="ignore"), pytest.warns(np.exceptions.ComplexWarning):
+        check(f, W[:3], order=2)
+
+
+def test_powers_take_numpys_fast_paths():
+    """Regression: z ** 2, z ** 0.5 and z ** -1 (and **=) are np.square, np.sqrt and
+    np.reciprocal in NumPy, which round complex values otherwise than np.power."""
+    def f(z):
+        w = z.copy()
+        w **= 2
+        return z ** 2, z ** 0.5, z ** -1, w, z ** 3
+
+    y, _ = mutad.pullback(f, Z)
+    for a, b in zip(y, f(Z), strict=True):
+        assert a.tobytes() == b.tobytes()
+    check(lambda z: f(z)[3] * f(z)[1] + f(z)[2], Z, order=2)
+
+
+def test_overlapping_views_of_the_parts():
+    """Regression: a broadcast or sliding window of z.real or z.imag put its gradient at the
+    wrong floats of z's (or raised an IndexError)."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    s = np.array([1 + 2j, 3 + 4j, 5 + 6j, 7 + 8j, 9 + 1j, 2 + 3j])
+    y, back = mutad.pullback(lambda z: np.broadcast_to(z.imag, (2, 3)), s[0:3])
+    np.testing.assert_array_equal(back(np.ones((2, 3)))[0], [2j, 2j, 2j])
+    check(lambda z: np.broadcast_to(z.imag, (2, 6)) * np.arange(6), s, order=2)
+    check(lambda z: sliding_window_view(z.real, 3) * np.arange(3), s, order=2)
+    check(lambda z: np.broadcast_to(z[:3], (2, 3)).real * np.arange(3), s, order=2)
+
+
+def test_real_values_put_into_a_complex_array_warn_nothing():
+    """Regression: np.put and np.copyto of real values into a complex array cast the complex
+    cotangent into the real source's gradient with a ComplexWarning (the value was right)."""
+    def f(z, x):
+        np.put(z, [1, 3], x)
+        np.copyto(z[:2], x)
+        return z * z
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check(f, complex_array(4), X[:2], order=2)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import mutad
-from cases import Case, arguments, case_id, fixed, normal
+from cases import Case, arguments, case_id, check_complex, complexified, fixed, normal
 from mutad.registry import COMPOSITES
 
 POLICIES = ("restore", "checkpoint")
@@ -119,6 +119,46 @@ def test_second_derivatives(case, rng):
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_jvp(case, rng):
     mutad.check_jvp(case.function, *case.sample(rng))
+
+
+# Complex arrays: the composites declared complex-capable (registry.COMPLEX) with an imaginary
+# part on every float argument; the others refuse complex values rather than differentiate
+# them as if they were real.
+
+COMPLEX_REFUSED = {"nanvar", "nanstd", "cov", "cov-columns-weights", "cov-two", "corrcoef",
+                   "polyfit", "polyfit-weights", "correlate", "correlate-full", "correlate-same"}
+COMPLEX_ELSEWHERE = {"svdvals", "cond", "cond-fro", "qr", "qr-r"}  # factorizations
+COMPLEX_CASES = [complexified(c) for c in CASES
+                 if c.name not in COMPLEX_REFUSED | COMPLEX_ELSEWHERE]
+
+
+@pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
+def test_complex_values_are_numpys(case, rng):
+    args = case.sample(rng)
+    y, _ = mutad.pullback(case.function, *args)
+    expected = case.function(*args)
+    for mine, numpys in zip(y if isinstance(y, tuple) else [y],
+                            expected if isinstance(expected, tuple) else [expected], strict=True):
+        np.testing.assert_allclose(mine, numpys, rtol=1e-12, atol=1e-14, equal_nan=True)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
+def test_complex_gradient(case, policy, rng):
+    check_complex(case, case.sample(rng), policy)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
+def test_complex_second_derivatives(case, policy, rng):
+    check_complex(case, case.sample(rng), policy, order=2)
+
+
+@pytest.mark.parametrize("case", [complexified(c) for c in CASES if c.name in COMPLEX_REFUSED],
+                         ids=case_id)
+def test_complex_values_without_a_complex_rule_are_refused(case, rng):
+    with pytest.raises(mutad.errors.ComplexInputError):
+        mutad.gradient(lambda *args: np.sum(np.abs(case.function(*args))), *case.sample(rng))
 
 
 def test_the_composites_take_numpys_names():

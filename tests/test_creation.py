@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import mutad
-from cases import case_id
+from cases import case_id, check_complex
 from mutad.registry import JVPS
 from rule_checks import V, V4, X, X3, XF, Const, check_forward_rule, normal_array, rule_case
 
@@ -80,6 +80,31 @@ def test_creation_functions_second_derivatives(make, policy, x):
     # Nested reverse mode: the creation rules run on arrays the outer gradient traces (like=
     # them), and their pullbacks on traced cotangents.
     mutad.check_grads(_filled_then_updated(make), x, policy=policy, order=2)
+
+
+REAL_BUFFERS = {"empty-like=", "zeros-like=", "ones-like=", "eye-like=", "identity-like=",
+                "astype"}  # float64 whatever a's dtype: complex versions below
+COMPLEX_CREATIONS = {  # the same on complex values, and complex buffers made from real ones
+    **{name: CREATIONS[name] for name in CREATIONS if name not in REAL_BUFFERS},
+    "astype": lambda a: a.astype(np.complex128),
+    "empty-like=": lambda a: (lambda e: (e.fill(0.5j), e)[1])(np.empty(a.shape, complex, like=a)),
+    "zeros-like=": lambda a: np.zeros(a.shape, complex, like=a),
+    "ones-like=": lambda a: np.ones(a.shape, np.complex128, like=a),
+    "eye-like=": lambda a: np.eye(1, a.size, dtype=complex, like=a)[0],
+    "identity-like=": lambda a: np.identity(a.size, complex, like=a)[0],
+    "zeros-complex-filled": lambda a: (lambda z: (z.__setitem__(Ellipsis, a * a), z)[1])(
+        np.zeros(a.shape, complex, like=a)),
+    "full-complex-fill": lambda a: np.full(a.shape, (1.0 - 2.0j) * a[3], like=a),
+    "linspace-complex": lambda a: np.linspace(a[0] + 1j * a[1], a[2], 6),
+}
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+@pytest.mark.parametrize("order", [1, 2])
+@pytest.mark.parametrize("make", COMPLEX_CREATIONS.values(), ids=COMPLEX_CREATIONS.keys())
+def test_creation_functions_of_complex_values(make, order, policy, x, rng):
+    z = x + 1j * rng.uniform(-1.0, 1.0, x.shape)
+    check_complex(_filled_then_updated(make), (z,), policy, order=order)
 
 
 def test_asarray_of_a_traced_array_is_that_array(x):

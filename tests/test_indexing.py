@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import mutad
-from cases import Case, arguments, case_id, curved, fixed, normal
+from cases import Case, arguments, case_id, check_complex, complexified, curved, fixed, normal
 from rule_checks import (RNG, TIES, V4, WHERE, X3, Const, V, X, check_forward_rule, normal_array,
                          rule_case)
 from mutad import tape as tape_module
@@ -584,6 +584,63 @@ def test_writes_compute_what_numpy_computes(case, policy, rng):
     assert np.isclose(reverse, forward, rtol=1e-5 if single else 1e-12, atol=1e-12)
 
 
+# Complex arrays: every case above but interp's (np.interp takes complex values in fp only:
+# tests/test_complex.py) with an imaginary part on each float array, in both modes and to
+# order 2; the writes' values NumPy's bit for bit.
+
+
+COMPLEX_VALUES_LEFT_OUT = {
+    # NumPy's np.multiply.at rounds complex products otherwise than np.multiply, which mutad
+    # computes: the value differs in the last bit (the gradient is right)
+    "multiply.at-repeated-complex",
+}
+COMPLEX_GATHERS = [complexified(c) for c in GATHERS if not c.name.startswith("interp")]
+COMPLEX_WRITES = [complexified(c) for c in SCATTERS + OVERLAPS + REPEATS]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", COMPLEX_GATHERS + COMPLEX_WRITES, ids=case_id)
+def test_complex_indexing_gradient(case, policy, rng):
+    check_complex(case, case.sample(rng), policy)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", COMPLEX_GATHERS + COMPLEX_WRITES, ids=case_id)
+def test_complex_indexing_second_derivatives(case, policy, rng):
+    check_complex(case, case.sample(rng), policy, order=2)
+
+
+def _complex_normal(rng, shape):
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+@pytest.mark.parametrize("case", [c for c in COMPLEX_WRITES
+                                  if c.name not in COMPLEX_VALUES_LEFT_OUT], ids=case_id)
+def test_complex_writes_compute_what_numpy_computes(case, rng):
+    """As ``test_writes_compute_what_numpy_computes``, on complex arrays (restore policy):
+    values bit for bit in both modes, ``Re <gradient, v> = Re <w, jvp(v)>``."""
+    args = case.sample(rng)
+    before = _bytes(args)
+    expected_arguments = _copies_sharing_as(args)
+    expected = case.function(*expected_arguments)
+
+    y, back = mutad.pullback(case.function, *args)
+    assert _bytes(y) == _bytes(expected)
+    assert _bytes(args) == _bytes(expected_arguments)
+    w = [_complex_normal(rng, np.shape(leaf)) if np.iscomplexobj(leaf)
+         else rng.standard_normal(np.shape(leaf)) for leaf in flatten(y)[0]]
+    grads = back(flatten(y)[1](w))
+    assert _bytes(args) == before
+
+    tangents = tuple(_complex_normal(rng, np.shape(a)) for a in args)
+    y_forward, dy = mutad.jvp(case.function, tuple(args), tangents)
+    assert _bytes(y_forward) == _bytes(expected)
+    assert _bytes(args) == before
+    reverse = sum(np.vdot(g, t).real for g, t in zip(grads, tangents, strict=True))
+    forward = sum(np.vdot(wi, di).real for wi, di in zip(w, flatten(dy)[0], strict=True))
+    assert np.isclose(reverse, forward, rtol=1e-12, atol=1e-12)
+
+
 def _slices_of(length, size):
     """Every slice with steps of ±1 and ±2 that picks ``length`` elements of ``size``."""
     found = []
@@ -1026,3 +1083,22 @@ def test_a_ufunc_at_whose_operand_shares_the_targets_memory_is_refused():
     with pytest.raises(mutad.errors.UnsupportedOperationError, match="shares memory"):
         mutad.gradient(lambda x: (np.multiply.at(x, [0, 1], x[2:]), x.sum())[1], x)
     assert x.tobytes() == before
+
+
+def test_bincount_is_linear_in_its_weights():
+    """Regression: np.bincount and np.histogram were non-differentiable, so a differentiated
+    weights argument got a silent zero gradient."""
+    rng = np.random.default_rng(0)
+    indices, w = np.array([0, 3, 3, 1, 5, 0]), rng.random(6)
+    y, _ = mutad.pullback(lambda w: np.bincount(indices, weights=w, minlength=8), w)
+    assert y.tobytes() == np.bincount(indices, w, 8).tobytes()
+    for policy in POLICIES:
+        mutad.check_grads(lambda w: np.bincount(indices, w * w, minlength=8), w, order=2,
+                          policy=policy, modes=("rev", "fwd"))
+    samples = np.array([0.1, 0.35, 0.6, 0.9])
+    assert mutad.gradient(lambda x: np.histogram(x, 2, (0, 1))[0].sum() * x.sum(), samples)[
+        0].tolist() == [4.0] * 4
+    before = w.tobytes()
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="np.bincount"):
+        mutad.gradient(lambda w: np.histogram(samples, 2, (0, 1), weights=w[:4])[0].sum(), w)
+    assert w.tobytes() == before

@@ -5,7 +5,7 @@ import pytest
 import scipy.linalg
 
 import mutad
-from cases import Case, arguments, case_id, constant, normal
+from cases import Case, arguments, case_id, check_complex, complexified, constant, normal
 from mutad.registry import FUNCTIONS, JVPS
 from mutad.testing import directional_fd
 from rule_checks import (align_eigh, align_svd, assert_tangent, check_forward_rule, check_reverse_over_forward,
@@ -292,6 +292,62 @@ def test_linalg_second_derivatives(case, rng):
     for policy in POLICIES:
         mutad.check_grads(case.function, *args, order=2, policy=policy)
     mutad.check_grads(curved(case.function), *args, order=2)
+
+
+# Complex matrices: every product, einsum, and the matrix functions declared complex-capable
+# (inv, solve, det, matrix_power; the factorizations are tested elsewhere), out of place and
+# written in place, with an imaginary part on every argument, and mixed with real operands.
+
+COMPLEX_MATRIX_FUNCTIONS = {"inv", "inv-batched", "solve-vector", "solve-matrix",
+                            "solve-batched-vector", "solve-batched-matrix",
+                            "solve-broadcast-matrix", "det", "det-batched", "matrix_power",
+                            "matrix_power-zero", "matrix_power-inverse"}
+COMPLEX_IN_PLACE = {"dot-out-new-buffer", "dot-out-argument", "dot-out-own-operand",
+                    "matmul-augmented", "solve-into-slice", "inv-into-own-column", "einsum-out"}
+
+
+def half_complex(case):
+    """``case`` with an imaginary part on its first argument only: complex and real operands."""
+    def sampler(rng):
+        first, *rest = case.sample(rng)
+        return (first + 1j * rng.standard_normal(np.shape(first)), *rest)
+
+    return Case.named(f"{case.name}-complex-real", case.function, sampler)
+
+
+def complex_updates_of_a_matrix(a, b):
+    a.imag[0] += b.real[:, 0]
+    a @= b
+    a[1:] = np.linalg.solve(a + 3.0 * np.eye(3), b.conj())[1:]
+    return np.linalg.det(a), np.einsum("ij,ji->i", a, b)
+
+
+# fmt: off
+COMPLEX_CASES = (
+    [complexified(c) for c in PRODUCTS + EINSUMS + EINSUM_SUBLISTS]
+    + [complexified(c) for c in MATRIX_FUNCTIONS if c.name in COMPLEX_MATRIX_FUNCTIONS]
+    + [complexified(c) for c in IN_PLACE if c.name in COMPLEX_IN_PLACE]
+    + [half_complex(c) for c in PRODUCTS if c.name in {
+        "dot-2d", "matmul-batched", "vdot", "vecdot", "inner", "outer", "tensordot-pairs", "kron",
+        "cross", "convolve"}]
+    + [half_complex(c) for c in MATRIX_FUNCTIONS
+       if c.name in {"solve-matrix", "solve-batched-vector"}]
+    + [complexified(Case.named("updates-of-a-matrix", complex_updates_of_a_matrix,
+                               arguments(well_conditioned(3, 3), normal(3, 3))))]
+)
+# fmt: on
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
+def test_complex_linalg_gradient(case, policy, rng):
+    check_complex(case, case.sample(rng), policy)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
+def test_complex_linalg_second_derivatives(case, policy, rng):
+    check_complex(case, case.sample(rng), policy, order=2)
 
 
 def test_float32_product_gradient_keeps_dtype(rng):

@@ -422,6 +422,10 @@ def test_negative_into_a_strided_column_view(policy):
 # decision came near a tie, forward against reverse mode. Classes whose bugs are still open
 # (random_programs.FAILING_ON_MAIN) stay out until their fix lands; their regression tests are
 # below. 1,000 reverse-mode programs (each also run in forward mode) and 40 second-order ones.
+# With the complex class, some buffers are complex (and some arguments real views of them);
+# statements of mutad's open complex bugs (random_programs.KNOWN_BUGS) are left out.
+
+AVOID = tuple(rp.KNOWN_BUGS)
 
 
 def judge(program, **kwargs):
@@ -430,7 +434,7 @@ def judge(program, **kwargs):
 
 
 @settings(max_examples=500)
-@given(rp.programs(rp.CI_FEATURES))
+@given(rp.programs(rp.CI_FEATURES, avoid=AVOID))
 def test_random_programs_of_every_enabled_class(program):
     judge(program)
 
@@ -442,7 +446,7 @@ def test_random_programs_of_one_class(feature):
     """Each class mixed with the classic statements only, so a failure names its class."""
 
     @settings(max_examples=150)
-    @given(rp.programs(("classic", feature), max_steps=5))
+    @given(rp.programs(("classic", feature), max_steps=5, avoid=AVOID))
     def programs_of_the_class(program):
         judge(program)
 
@@ -450,13 +454,13 @@ def test_random_programs_of_one_class(feature):
 
 
 @settings(max_examples=200)
-@given(rp.programs(rp.CI_FEATURES, max_steps=8))
+@given(rp.programs(rp.CI_FEATURES, max_steps=8, avoid=AVOID))
 def test_long_random_programs(program):
     judge(program)
 
 
 @settings(max_examples=40)
-@given(rp.programs(rp.CI_FEATURES, max_steps=4))
+@given(rp.programs(rp.CI_FEATURES, max_steps=4, avoid=AVOID))
 def test_second_derivatives_of_random_programs(program):
     judge(program, second_order=True)
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import mutad
-from cases import Case, case_id, curved
+from cases import COMPLEX, Case, case_id, check_complex, curved, standard_complex
 from mutad.registry import JVPS
 from rule_checks import WHERE, P, TIES, X, X3, check_forward_rule, rule_case, with_nans
 
@@ -208,6 +208,101 @@ def test_reduction_second_derivatives(case, policy, rng):
     # Nested reverse mode runs each pullback on values and cotangents the outer gradient
     # traces; prod and cumprod at zeros included.
     mutad.check_grads(curved(case), *case.sample(rng), policy=policy, order=2)
+
+
+# Complex arrays: every reduction and scan declared complex-capable, out of place and into
+# traced buffers; max, min and ptp in NumPy's complex order (real parts first) -------------------
+
+
+def complex_with_zeros(rng, shape):
+    """About a third of the elements exactly 0 + 0j."""
+    z = standard_complex(rng, shape)
+    return np.where(rng.uniform(size=shape) < 0.35, 0.0, z)
+
+
+def complex_var_of_a_row_updated_in_place(x):
+    x[0] -= np.mean(x, axis=0)
+    x[1] *= np.conj(x[2])
+    return np.var(x, axis=0, ddof=1) + np.std(x[0]) + np.real(x).sum(axis=0)
+
+
+def parts_updated_then_reduced(x):
+    x.imag[0] *= x.real[1]
+    np.real(x)[:, 1] += np.sum(x.imag, axis=0)[:3]
+    return np.cumprod(x, axis=0), np.max(x, axis=1)
+
+
+# fmt: off
+COMPLEX_CASES = [
+    Case(np.sum, **COMPLEX),
+    Case(np.sum, kwargs=dict(axis=-1, keepdims=True), **COMPLEX),
+    Case(np.sum, kwargs=dict(axis=1, where=np.array([True, False, True, True])), **COMPLEX),
+    Case(np.mean, args=(1,), **COMPLEX),
+    Case(np.mean, shapes=((2, 3, 4),), kwargs=dict(axis=(1, 2), keepdims=True), **COMPLEX),
+    Case(on_nans(np.nansum), kwargs=dict(axis=1), **COMPLEX),
+    Case(on_nans(np.nanmean), kwargs=dict(axis=0), **COMPLEX),
+    Case(np.prod, kwargs=dict(axis=1), **COMPLEX),
+    Case(np.prod, shapes=((4, 5),), kwargs=dict(axis=-1), dtype=np.complex128, domains=(complex_with_zeros,)),
+    Case(on_nans(np.nanprod), kwargs=dict(axis=1), **COMPLEX),
+    Case(np.max, **COMPLEX),
+    Case(np.max, args=(0,), **COMPLEX),
+    Case(np.min, kwargs=dict(axis=-1, keepdims=True), **COMPLEX),
+    Case(np.amax, shapes=((2, 3, 4),), kwargs=dict(axis=(0, 2)), **COMPLEX),
+    Case(np.amin, kwargs=dict(axis=None), **COMPLEX),
+    Case(on_nans(np.nanmax), kwargs=dict(axis=0), **COMPLEX),
+    Case(on_nans(np.nanmin), kwargs=dict(axis=1), **COMPLEX),
+    Case(np.ptp, **COMPLEX),
+    Case(np.ptp, kwargs=dict(axis=0, keepdims=True), **COMPLEX),
+    Case(np.var, **COMPLEX),
+    Case(np.var, kwargs=dict(axis=0, ddof=1), **COMPLEX),
+    Case(np.std, **COMPLEX),
+    Case(np.std, kwargs=dict(axis=-1, ddof=1, keepdims=True), **COMPLEX),
+    Case(np.cumsum, args=(1,), **COMPLEX),
+    Case(np.cumprod, kwargs=dict(axis=1), **COMPLEX),
+    Case(np.cumprod, shapes=((6, 4),), kwargs=dict(axis=0), dtype=np.complex128, domains=(complex_with_zeros,)),
+    Case(np.add.reduce, args=(1,), **COMPLEX),
+    Case(np.multiply.reduce, kwargs=dict(axis=(0, 1)), shapes=((2, 3),), **COMPLEX),
+    Case(np.maximum.reduce, kwargs=dict(axis=1, keepdims=True), **COMPLEX),
+    Case(np.minimum.reduce, kwargs=dict(axis=None), **COMPLEX),
+    Case(np.add.accumulate, kwargs=dict(axis=1), **COMPLEX),
+    Case(np.multiply.accumulate, kwargs=dict(axis=1), dtype=np.complex128, domains=(complex_with_zeros,)),
+    Case(lambda x: x.sum(1) + x.mean(axis=0).sum() + x.max() * x.min(0)[0], name="methods", **COMPLEX),
+    Case(lambda x: x.prod(axis=0) + x.var(1).sum() + x.std() + x.cumsum(0)[-1] + x.cumprod(1)[:, -1].sum(),
+         name="methods", **COMPLEX),
+    Case(into_traced_out(np.sum), kwargs=dict(axis=0), **COMPLEX),
+    Case(into_traced_out(np.mean), kwargs=dict(axis=1, keepdims=True), **COMPLEX),
+    Case(into_traced_out(np.prod), kwargs=dict(axis=1), dtype=np.complex128, domains=(complex_with_zeros,)),
+    Case(into_traced_out(np.max), kwargs=dict(axis=0), **COMPLEX),
+    Case(into_traced_out(np.ptp), kwargs=dict(axis=1), **COMPLEX),
+    Case(into_traced_out(np.cumsum), kwargs=dict(axis=1), **COMPLEX),
+    Case(into_traced_out(np.add.reduce), kwargs=dict(axis=1), **COMPLEX),
+    Case(over_own_input(np.cumsum), kwargs=dict(axis=0), **COMPLEX),
+    Case(over_own_input(np.cumprod), kwargs=dict(axis=1), dtype=np.complex128, domains=(complex_with_zeros,)),
+    Case(over_own_input(np.multiply.accumulate), kwargs=dict(axis=0), **COMPLEX),
+    Case(sum_into_first_row, **COMPLEX),
+    Case(cumsum_into_slice, **COMPLEX),
+    Case(prod_after_mutating_reshaped_view, dtype=np.complex128, domains=(complex_with_zeros,)),
+    Case(max_after_mutating_transposed_view, **COMPLEX),
+    Case(complex_var_of_a_row_updated_in_place, **COMPLEX),
+    Case(running_product_of_updated_rows, **COMPLEX),
+    Case(parts_updated_then_reduced, **COMPLEX),
+    # real reductions of complex values, complex reductions of real ones
+    Case(lambda x, y: np.sum(x * np.exp(1j * y), axis=0), shapes=((3, 4), (3, 4)), name="sum_of_phasors"),
+    Case(lambda z: np.max(np.abs(z), axis=1) + np.var(z.imag), name="max_of_magnitudes", **COMPLEX),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
+def test_complex_reduction_gradient(case, policy, rng):
+    check_complex(case, case.sample(rng), policy)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
+def test_complex_reduction_second_derivatives(case, policy, rng):
+    check_complex(case, case.sample(rng), policy, order=2)
 
 
 # Exact values where finite differences cannot decide: ties and zeros --------------------------

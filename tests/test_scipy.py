@@ -12,7 +12,7 @@ import scipy.signal
 import scipy.special
 
 import mutad
-from cases import Case, arguments, case_id, constant
+from cases import Case, arguments, case_id, check_complex, complexified, constant
 from rule_checks import (WHERE, P, V4, X3, Const, X, check_forward_rule,
                          check_reverse_over_forward, check_transposed_by_reverse_mode, dominant,
                          forward_case, normal_array, positive_array, rule_case, spd)
@@ -190,6 +190,28 @@ def symmetrised(function):
 
 def as_tuple(result):
     return tuple(result) if isinstance(result, tuple) else (result,)
+
+
+# Complex values: scipy.signal.convolve takes them (its rule is complex-capable), to order 2;
+# the functions without a complex rule refuse them. scipy.special's ufuncs have complex rows
+# in tests/cases.py's COMPLEX_UFUNC_CASES; the factorizations are tested elsewhere.
+COMPLEX_CASES = [complexified(c) for c in SIGNAL_CASES if c.name.startswith("convolve")]
+COMPLEX_REFUSED = [complexified(c) for c in SPECIAL_CASES + SIGNAL_CASES
+                   if c.name in ("softmax", "log_softmax_axis", "logsumexp_weights", "lfilter_iir",
+                                 "lfilter_fir_zi")]
+
+
+@pytest.mark.parametrize("policy", ("restore", "checkpoint"))
+@pytest.mark.parametrize("order", [1, 2])
+@pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
+def test_complex_rule(case, order, policy, rng):
+    check_complex(case, case.sample(rng), policy, order=order)
+
+
+@pytest.mark.parametrize("case", COMPLEX_REFUSED, ids=case_id)
+def test_complex_values_without_a_complex_rule_are_refused(case, rng):
+    with pytest.raises(mutad.errors.ComplexInputError):
+        mutad.gradient(lambda *args: np.sum(np.abs(case.function(*args))), *case.sample(rng))
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)

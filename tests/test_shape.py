@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import mutad
-from cases import Case, case_id, curved
+from cases import COMPLEX, Case, arguments, case_id, check_complex, complex_normal, curved, normal
 from mutad.registry import JVPS
 from rule_checks import (WHERE, V4, X3, XF, Const, V, X, check_forward_rule, normal_array,
                          rule_case)
@@ -325,6 +325,122 @@ def test_shape_second_derivatives(case, policy, rng):
     # Nested reverse mode: the pullbacks build their cotangents from traced ones (gathers with
     # np.add.at into traced zeros, diagonals written into traced zeros).
     mutad.check_grads(curved(case), *case.sample(rng), policy=policy, order=2)
+
+
+# Complex arrays: every shape function declared complex-capable, its views mutated, its results
+# written into traced complex buffers, and views of the real and imaginary parts --------------
+
+
+def mutate_parts_and_complex_views(x):
+    tail = x[1:]
+    np.atleast_1d(tail)[0] *= 2.0 - 1.0j
+    np.real(tail)[...] += x.imag[:-1]
+    x.imag[0] = np.abs(x[-1])
+    np.imag(np.flip(x))[0] *= 3.0
+    return x * x
+
+
+def where_on_real_parts(x, y):
+    x[:, 0] = np.where(x[:, 1].real > 0, x[:, 2], y[:, 0])
+    return x * y
+
+
+def real_and_complex_joined(x, r):
+    z = np.concatenate([x, r])
+    z[1:] *= np.stack([x.real, x.imag], axis=0).reshape(-1)[: z.size - 1]
+    return z
+
+
+C = COMPLEX
+# fmt: off
+COMPLEX_CASES = [
+    Case(squared(np.reshape), args=((4, 3),), **C),
+    Case(of_transposed(squared(np.reshape)), args=((2, 6),), kwargs=dict(order="A"), **C),
+    Case(squared(np.ravel), **C),
+    Case(of_transposed(squared(np.ravel)), kwargs=dict(order="K"), **C),
+    Case(squared(np.squeeze), shapes=((3, 1, 4),), **C),
+    Case(squared(np.expand_dims), kwargs=dict(axis=(0, 2)), **C),
+    Case(squared(np.transpose), shapes=((2, 3, 4),), args=((2, 0, -2),), **C),
+    Case(squared(np.matrix_transpose), shapes=((2, 3, 4),), **C),
+    Case(squared(np.swapaxes), shapes=((2, 3, 4),), args=(0, -1), **C),
+    Case(squared(np.moveaxis), shapes=((2, 3, 4),), args=((0, 1), (-1, 0)), **C),
+    Case(squared(np.rollaxis), shapes=((2, 3, 4),), args=(2,), **C),
+    Case(lambda x: (x.T ** 2).T + x.mT.T + x.reshape(4, 3).T.ravel().reshape(3, 4), name="methods", **C),
+    Case(squared(np.flip), shapes=((2, 3, 4),), kwargs=dict(axis=(0, 2)), **C),
+    Case(squared(np.fliplr), **C),
+    Case(squared(np.flipud), **C),
+    Case(squared(np.rot90), **C),
+    Case(np.roll, args=((1, -2), (0, 1)), **C),
+    Case(lambda x, y: np.concatenate([x, y, x]), shapes=((2, 4), (3, 4)), name="concatenate", **C),
+    Case(lambda x, y: np.stack((x, y, x), 1), shapes=((3, 4), (3, 4)), name="stack", **C),
+    Case(lambda x, y: np.hstack([x, y]), shapes=((3, 2), (3, 4)), name="hstack", **C),
+    Case(lambda x, y: np.vstack([x, y]), shapes=((3, 4), (4,)), name="vstack", **C),
+    Case(lambda x, y: np.dstack([x, y]), shapes=((3, 4), (3, 4)), name="dstack", **C),
+    Case(lambda x, y: np.column_stack([x, y]), shapes=((3,), (3, 2)), name="column_stack", **C),
+    Case(lambda x, y: np.append(x, y, axis=0), shapes=((3, 4), (2, 4)), name="append", **C),
+    Case.named("real_and_complex_joined", real_and_complex_joined,
+               arguments(complex_normal(4), normal(3))),
+    Case(piece(np.split, 1), args=(2,), kwargs=dict(axis=1), **C),
+    Case(piece(np.array_split, 1), shapes=((5, 2),), args=(2,), **C),
+    Case(piece(np.hsplit, 1), args=([1],), **C),
+    Case(piece(np.vsplit, 2), args=(3,), **C),
+    Case(piece(np.dsplit, 0), shapes=((2, 3, 4),), args=(2,), **C),
+    Case(piece(np.unstack, 2), kwargs=dict(axis=1), **C),
+    Case(squared(np.broadcast_to), shapes=((3, 1),), args=((2, 3, 4),), **C),
+    Case(first_and_second(np.broadcast_arrays), shapes=((3, 1), (1, 4)), **C),
+    Case(np.tile, shapes=((2, 3, 1),), args=((2, 2),), **C),
+    Case(np.repeat, args=([0, 2, 1, 3],), kwargs=dict(axis=1), **C),
+    Case(np.delete, args=([0, 2],), kwargs=dict(axis=1), **C),
+    Case(np.pad, args=(((1, 2), (0, 3)),), kwargs=dict(constant_values=5.0 - 1.0j), **C),
+    Case(np.pad, args=(2,), kwargs=dict(mode="edge"), **C),
+    Case(np.pad, args=(((2, 1), (3, 3)), "reflect"), **C),
+    Case(np.pad, args=(2,), kwargs=dict(mode="symmetric"), **C),
+    Case(np.pad, args=(5,), kwargs=dict(mode="wrap"), **C),
+    Case(np.triu, args=(1,), **C),
+    Case(np.tril, shapes=((2, 3, 3),), **C),
+    Case(np.diag, shapes=((4,),), args=(-2,), **C),
+    Case(squared(np.diag), args=(2,), **C),
+    Case(squared(np.diagonal), shapes=((2, 3, 4),), kwargs=dict(offset=-1, axis1=2, axis2=0), **C),
+    Case(lambda x, y: np.where(x.real > 0, x, y), shapes=((3, 4), (3, 4)), name="where", **C),
+    Case(lambda x: x[np.where(x.imag > 0)] ** 2, name="where", **C),
+    Case(squared(np.atleast_1d), shapes=((),), **C),
+    Case(squared(np.atleast_2d), shapes=((4,),), **C),
+    Case(squared(np.atleast_3d), shapes=((3, 4),), **C),
+    Case(squared(np.real), **C),
+    Case(squared(np.imag), **C),
+    Case(lambda x: x.real * x.imag + x.T.imag.T, name="parts", **C),
+    Case(mutate_transposed_view, **C),
+    Case(mutate_reshaped_view, **C),
+    Case(mutate_permuted_view, shapes=((2, 3, 4),), **C),
+    Case(mutate_moved_and_swapped_views, shapes=((2, 3, 4),), **C),
+    Case(mutate_squeezed_and_expanded_views, **C),
+    Case(mutate_flipped_view, **C),
+    Case(mutate_split_pieces, shapes=((4, 3),), **C),
+    Case(mutate_parts_and_complex_views, shapes=((4,),), **C),
+    Case(flip_into_slice, shapes=((3, 4), (3, 4)), **C),
+    Case(concatenate_into_out, shapes=((2, 4), (4, 4)), **C),
+    Case(stack_into_out, shapes=((3, 4), (3, 4)), **C),
+    Case(where_on_real_parts, shapes=((3, 4), (3, 4)), **C),
+    Case(roll_over_own_input, **C),
+    Case(tile_into_a_fresh_buffer, **C),
+    Case(pad_into_a_slice, shapes=((2, 3), (3, 4)), **C),
+    Case(broadcast_then_accumulate, shapes=((3, 4), (4,)), **C),
+    Case(triangle_of_an_updated_matrix, shapes=((3, 3),), **C),
+    Case(diagonal_written_back, shapes=((3, 4),), **C),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
+def test_complex_shape_gradient(case, policy, rng):
+    check_complex(case, case.sample(rng), policy)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
+def test_complex_shape_second_derivatives(case, policy, rng):
+    check_complex(case, case.sample(rng), policy, order=2)
 
 
 # Each linear rule's pullback is its transpose: <dy, f(x)> = <back(dy), x>. This also checks the

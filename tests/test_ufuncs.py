@@ -5,7 +5,15 @@ import pytest
 import scipy.special
 
 import mutad
-from cases import UFUNC_CASES, case_id, curved, sample_arguments, scenarios_for
+from cases import (
+    COMPLEX_UFUNC_CASES,
+    UFUNC_CASES,
+    case_id,
+    curved,
+    runs_on_numpy,
+    sample_arguments,
+    scenarios_for,
+)
 from mutad.registry import UFUNCS
 
 POLICIES = ("restore", "checkpoint")
@@ -40,6 +48,69 @@ def test_ufunc_second_derivatives(case, scenario, policy, rng):
 def test_ufunc_jvp(case, scenario, rng):
     arguments = sample_arguments(case, scenario, rng)
     mutad.check_jvp(scenario.make(case.program), *arguments)
+
+
+# Complex rows (cases.COMPLEX_UFUNC_CASES) in the same scenarios: complex directions and
+# cotangents, both modes at order 1, and at order 2, under both policies.
+
+
+def _complex_case_scenario_pairs():
+    for case in COMPLEX_UFUNC_CASES:
+        for scenario in scenarios_for(case):
+            if runs_on_numpy(case, scenario, np.random.default_rng(0)):
+                yield pytest.param(case, scenario, id=f"{case.id}-{scenario.name}")
+
+
+COMPLEX_PAIRS = list(_complex_case_scenario_pairs())
+
+COMPLEX_UFUNCS_LEFT_OUT = {
+    # NumPy/SciPy compute them for complex values; mutad refuses them there (see
+    # cases.COMPLEX_UFUNC_CASES): a row declared for complex values goes in that table instead
+    scipy.special.ive, scipy.special.rgamma, scipy.special.psi, scipy.special.gamma,
+    scipy.special.loggamma,
+}
+
+
+def test_every_complex_ufunc_has_a_complex_case():
+    import mutad.scipy.special  # noqa: F401 - registers the rows of scipy.special
+
+    takes_complex = {u for u in UFUNCS if isinstance(u, np.ufunc)
+                     and any("D" in t.split("->")[0] for t in u.types)}
+    covered = {case.function for case in COMPLEX_UFUNC_CASES}
+    assert takes_complex - covered == COMPLEX_UFUNCS_LEFT_OUT
+    assert len({case.function for case, _ in (p.values for p in COMPLEX_PAIRS)}) == len(covered)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(("case", "scenario"), COMPLEX_PAIRS)
+def test_complex_ufunc_gradient(case, scenario, policy, rng):
+    arguments = sample_arguments(case, scenario, rng)
+    mutad.check_grads(scenario.make(case.program), *arguments, policy=policy,
+                      modes=("rev", "fwd"))
+
+
+@pytest.mark.parametrize("ufunc", sorted(COMPLEX_UFUNCS_LEFT_OUT, key=lambda u: u.__name__),
+                         ids=lambda u: u.__name__)
+def test_a_row_not_declared_for_complex_values_refuses_them(ufunc):
+    """Regression: scipy.special.ive's row (not complex-differentiable) gave a wrong gradient
+    for complex arguments, and rgamma's and psi's crashed: rows take complex values only where
+    declared."""
+    z = np.array([1.2 + 0.5j, 0.8 - 0.3j])
+    f = (lambda z: ufunc(1.3, z)) if ufunc.nin == 2 else ufunc
+    before = z.tobytes()
+    with pytest.raises(mutad.errors.ComplexInputError, match=ufunc.__name__):
+        mutad.gradient(lambda z: np.abs(f(z)).sum(), z)
+    with pytest.raises(mutad.errors.ComplexInputError, match=ufunc.__name__):
+        mutad.jvp(f, (z,), (np.ones_like(z),))
+    assert z.tobytes() == before
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(("case", "scenario"), COMPLEX_PAIRS)
+def test_complex_ufunc_second_derivatives(case, scenario, policy, rng):
+    arguments = sample_arguments(case, scenario, rng)
+    mutad.check_grads(curved(scenario.make(case.program), complex_outputs=True), *arguments,
+                      policy=policy, order=2)
 
 
 def _with_non_finite_values(x):

@@ -20,7 +20,7 @@ the same write into the target's tangent, with the values' tangent (``_same_writ
 import numpy as np
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
-from ..registry import (complex_aware, definplace, deflinear, defjvp, defrule, holomorphic,
+from ..registry import (complex_aware, defcomposite, definplace, deflinear, defjvp, defrule, holomorphic,
                         recomputable)
 from ..tracing import (Traced, check_destination, checkpoint, copy_into, locate, overlaps, plain,
                        record_write, unbroadcast, writes_into)
@@ -339,8 +339,9 @@ def interp(x, xp, fp, left=None, right=None, period=None):
             s = (np.take(fp, i + 1) - np.take(fp, i)) / h
             inner = np.where(inside, dy, 0.0)
             dx = inner * s
-            dfp = accumulator(fp_shape, float, inner, t, dleft, dright)
-            dxp = accumulator(xp_shape, float, inner, s, t)
+            dfp = accumulator(fp_shape, np.result_type(inner, t), inner, t, dleft, dright)
+            dxp = accumulator(xp_shape, np.result_type(inner, s), inner, s, t)  # complex fp:
+            # complex, and the core keeps the real part for the real xp
             np.add.at(dfp, i, inner * (1.0 - t))
             np.add.at(dfp, i + 1, inner * t)
             np.add.at(dxp, i, inner * s * (t - 1.0))
@@ -348,7 +349,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         else:
             dx = np.zeros(x_shape)
             dxp = np.zeros(xp_shape)
-            dfp = accumulator(fp_shape, float, dy)
+            dfp = accumulator(fp_shape, np.result_type(dy, 0.0), dy)
             dfp[0] += np.sum(np.where(inside, dy, 0.0))
         if left is None:
             dfp[0] += dleft
@@ -590,3 +591,33 @@ holomorphic(np.take, np.take_along_axis, np.compress, np.extract, np.sort, np.pa
             np.choose, np.select, np.diff, np.interp)
 complex_aware((np.add, "at"), (np.subtract, "at"), np.put, np.place, np.putmask, np.put_along_axis,
               np.copyto)
+
+
+# Counting with weights: np.bincount is linear in its weights; np.histogram's weights are
+# refused when differentiated (its sums follow an algorithm of NumPy's own), and its counts of
+# differentiated samples are constants, as those of any function whose output is piecewise
+# constant.
+
+
+@defcomposite(np.bincount)
+def bincount(x, weights=None, minlength=0):
+    """Each weight added into its bin, in order, as NumPy adds them (the same bits)."""
+    counts = np.bincount(views.memory(x), minlength=minlength)  # NumPy's checks, and the size
+    if weights is None or not wrapped(weights):
+        return np.bincount(views.memory(x), views.memory(weights), minlength)
+    if np.shape(weights) != np.shape(x):
+        raise ValueError("The weights and list don't have the same length.")
+    total = np.zeros_like(weights, dtype=np.float64, shape=counts.shape)
+    np.add.at(total, views.memory(x), weights)
+    return total
+
+
+@defcomposite(np.histogram)
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    if wrapped(weights):
+        raise UnsupportedOperationError(
+            "np.histogram(..., weights=w) with differentiated weights: mutad does not follow "
+            "NumPy's sums of them. Add them into their bins with np.bincount, which it "
+            "differentiates: np.bincount(np.digitize(a, edges) - 1, weights=w).")
+    plain_bins = views.memory(bins) if wrapped(bins) else bins
+    return np.histogram(views.memory(a), plain_bins, range, density, views.memory(weights))

@@ -351,7 +351,19 @@ def product_as_einsum(func, subscripts):
 
 if hasattr(np, "matvec"):  # NumPy 2.2 and later
     product_as_einsum(np.matvec, "...ij,...j->...i")
-    product_as_einsum(np.vecmat, "...j,...ji->...i")
+
+    @defrule(np.vecmat, leading=2)
+    def vecmat(x, a):
+        """y = conj(x) A (the vector is conjugated, as in vdot): x̄ = A conj(ȳ), Ā = x ȳᵀ."""
+        y = np.vecmat(x, a)
+
+        def back(dy):
+            return (unbroadcast(np.matvec(a, np.conjugate(dy)), np.shape(x)),
+                    unbroadcast(x[..., :, None] * dy[..., None, :], np.shape(a)))
+
+        return y, back
+
+    defmultilinear(np.vecmat, operands=(0, 1))
 
 
 def _trace_back(a, offset, axis1, axis2):
@@ -1349,10 +1361,10 @@ def qr_jvp(tangents, a, mode="reduced"):
 # squares read conjugates: their rules above are written in mutad's convention for complex
 # values (conjugate transposes, phases), and take real ones as before.
 holomorphic(np.einsum, np.dot, np.inner, np.tensordot, np.linalg.tensordot, np.kron, np.outer,
-            np.linalg.outer, np.matmul, np.linalg.matmul, np.matvec, np.vecmat, np.trace,
+            np.linalg.outer, np.matmul, np.linalg.matmul, np.matvec, np.trace,
             np.linalg.trace, np.cross, np.linalg.cross, np.convolve, np.linalg.inv,
             np.linalg.solve, np.linalg.matrix_power, np.linalg.det)
-complex_aware(np.vdot, np.vecdot, np.linalg.vecdot, np.linalg.slogdet, np.linalg.norm,
+complex_aware(np.vdot, np.vecdot, np.linalg.vecdot, np.vecmat, np.linalg.slogdet, np.linalg.norm,
               np.linalg.vector_norm, np.linalg.matrix_norm, np.linalg.cholesky, np.linalg.eigh,
               np.linalg.eigvalsh, np.linalg.svd, np.linalg.qr, np.linalg.eig, np.linalg.eigvals,
               np.linalg.pinv, np.linalg.lstsq)

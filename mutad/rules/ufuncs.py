@@ -282,6 +282,13 @@ def sign_jvp(tangents, z, **kwargs):
     return y, back(tangents[0])[0]  # the projection is self-adjoint
 
 
+# The rows above whose partials are complex derivatives, for the ufuncs NumPy computes for
+# complex values (registry.COMPLEX); the extremes select an operand, in NumPy's complex order.
+holomorphic(np.negative, np.positive, np.conjugate, np.exp, np.expm1, np.exp2, np.log,
+            np.log1p, np.log2, np.log10, np.sqrt, np.square, np.reciprocal, np.sin, np.cos,
+            np.tan, np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh, np.tanh, np.arcsinh,
+            np.arccosh, np.arctanh, np.add, np.subtract, np.multiply, np.divide, np.power,
+            np.float_power, np.maximum, np.minimum, np.fmax, np.fmin)
 complex_ufunc(np.conjugate, conjugate, conjugate_jvp)
 complex_ufunc(np.absolute, absolute, absolute_jvp)
 complex_ufunc(np.sign, sign, sign_jvp)

@@ -33,7 +33,7 @@ from scipy.special import (
     xlogy, y0, y1, yn, yv,
 )
 
-from ..registry import NoClosedForm, elementwise, nondifferentiable
+from ..registry import NoClosedForm, elementwise, holomorphic, nondifferentiable
 from ..rules._helpers import as_float, sign_of, unbroadcast
 from ._adjoints import scipy_adjoint
 
@@ -215,6 +215,12 @@ elementwise(k1e,       lambda y, x: y - 0.5 * (k0e(x) + kve(2.0, x)),           
 elementwise(kve,       ORDER, lambda y, v, x: y - 0.5 * (kve(v - 1.0, x) + kve(v + 1.0, x)),
                                                                                      uses="xy")
 # fmt: on
+
+# The rows whose partials are complex derivatives, for complex arguments (registry.COMPLEX).
+# Not ive, jve, yve (their scaling by exp(-|Re z|) or exp(-|Im z|) is not complex-
+# differentiable), nor those whose partials call functions SciPy computes for real values only
+# (rgamma and psi at order 1; gamma and loggamma at order 2, through polygamma).
+holomorphic(erf, erfc, ndtr, log_ndtr, xlogy, xlog1py, jv, yv, iv, kv, kve)
 
 
 @polygamma.rule
