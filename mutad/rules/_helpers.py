@@ -90,8 +90,19 @@ def require_symmetric(a, name):
     """Refuse a matrix that is not symmetric for a rule with the symmetric gradient (the
     derivative along symmetric perturbations): NumPy's function of a non-symmetric matrix reads
     one triangle, and its derivative along other perturbations is not that gradient. Rounding
-    leaves a computed symmetric matrix (B @ B.T) asymmetric by a few ulps: that passes."""
+    leaves a computed symmetric matrix (B @ B.T) asymmetric by a few ulps: that passes. A
+    complex matrix must be Hermitian (its diagonal real), its rule having the Hermitian
+    gradient."""
     scale = np.max(np.abs(a), initial=0.0)
+    if np.iscomplexobj(a):
+        if np.max(np.abs(a - np.conjugate(transpose(a))), initial=0.0) > 1e-8 * scale:
+            raise UnsupportedOperationError(
+                f"{name} of a complex matrix that is not Hermitian: it reads one triangle, and "
+                "mutad gives the Hermitian gradient, the derivative along Hermitian "
+                "perturbations, which is not the derivative of this call. Pass a Hermitian "
+                "matrix, (A + A.conj().T) / 2, or the matrix its triangle stands for, "
+                "np.tril(A, -1) + np.diag(A.diagonal().real) + np.tril(A, -1).conj().T.")
+        return
     if np.max(np.abs(a - transpose(a)), initial=0.0) > 1e-8 * scale:
         raise UnsupportedOperationError(
             f"{name} of a matrix that is not symmetric: it reads one triangle, and mutad gives "

@@ -863,24 +863,6 @@ def matrix_norm_jvp(tangents, x, keepdims=False, ord="fro"):
 # determined only up to a phase: see ``_require_phase_free``.
 
 
-def _require_hermitian(a, name):
-    """``require_symmetric`` for real ``a``; a complex ``a`` that is not Hermitian beyond
-    rounding (its diagonal real) is refused: NumPy reads one triangle and the real part of the
-    diagonal, and mutad gives the Hermitian gradient, the derivative along Hermitian
-    perturbations, which is not the derivative of that call."""
-    if not np.iscomplexobj(a):
-        require_symmetric(a, name)
-        return
-    scale = np.max(np.abs(a), initial=0.0)
-    if np.max(np.abs(a - adjoint(a)), initial=0.0) > 1e-8 * scale:
-        raise UnsupportedOperationError(
-            f"{name} of a complex matrix that is not Hermitian: it reads one triangle, and "
-            "mutad gives the Hermitian gradient, the derivative along Hermitian perturbations, "
-            "which is not the derivative of this call. Pass a Hermitian matrix, "
-            "(A + A.conj().T) / 2, or the matrix its triangle stands for, "
-            "np.tril(A, -1) + np.diag(A.diagonal().real) + np.tril(A, -1).conj().T.")
-
-
 PHASE_TOLERANCE = 1e-6
 """How large Im diag(Vᴴ V̄) may be, relative to the norm of V̄'s column, before a loss counts
 as reading an eigenvector's (or singular vector's) phase: rounding leaves it near 1e-16."""
@@ -923,7 +905,7 @@ def cholesky(a, upper=False):
     """A = L Lᵀ (complex: A = L Lᴴ, Hermitian positive definite), with the symmetric
     (Hermitian) gradient; the upper factor is Lᵀ (Lᴴ). Murray 2016; see
     ``factorizations.cholesky_cotangent``."""
-    _require_hermitian(a, "np.linalg.cholesky")
+    require_symmetric(a, "np.linalg.cholesky")
     factor = np.linalg.cholesky(a, upper=upper)
     lower = adjoint(factor) if upper else factor
 
@@ -936,7 +918,7 @@ def cholesky(a, upper=False):
 
 @defjvp(np.linalg.cholesky)
 def cholesky_jvp(tangents, a, upper=False):
-    _require_hermitian(a, "np.linalg.cholesky")
+    require_symmetric(a, "np.linalg.cholesky")
     factor = np.linalg.cholesky(a, upper=upper)
     if upper:
         return factor, adjoint(cholesky_tangent(adjoint(factor), tangents[0]))
@@ -999,7 +981,7 @@ def eigh(a, UPLO="L"):
     (``_require_phase_free``), as PyTorch does. The pullback is
     Ā = herm(V (diag(w̄) + F ∘ Vᴴ V̄) Vᴴ). Equal eigenvalues: F = 0 on their pairs, as for
     real matrices."""
-    _require_hermitian(a, "np.linalg.eigh")
+    require_symmetric(a, "np.linalg.eigh")
     result = np.linalg.eigh(a, UPLO)
     w, v = result
     equal = _equal_pairs(w)  # now: back may see w restored up to rounding
@@ -1013,7 +995,7 @@ def eigh(a, UPLO="L"):
 
 @defjvp(np.linalg.eigh)
 def eigh_jvp(tangents, a, UPLO="L"):
-    _require_hermitian(a, "np.linalg.eigh")
+    require_symmetric(a, "np.linalg.eigh")
     result = np.linalg.eigh(a, UPLO)
     w, v = result
     # dw = diag(Vᵀ dA V), dV = V (F ∘ Vᵀ dA V)  (Giles 2008, §3.1; ᴴ for complex A)
@@ -1023,7 +1005,7 @@ def eigh_jvp(tangents, a, UPLO="L"):
 
 @defrule(np.linalg.eigvalsh, leading=1)
 def eigvalsh(a, UPLO="L"):
-    _require_hermitian(a, "np.linalg.eigvalsh")
+    require_symmetric(a, "np.linalg.eigvalsh")
     w, v = np.linalg.eigh(a, UPLO)
 
     def back(dw):
@@ -1034,7 +1016,7 @@ def eigvalsh(a, UPLO="L"):
 
 @defjvp(np.linalg.eigvalsh)
 def eigvalsh_jvp(tangents, a, UPLO="L"):
-    _require_hermitian(a, "np.linalg.eigvalsh")
+    require_symmetric(a, "np.linalg.eigvalsh")
     return np.linalg.eigvalsh(a, UPLO), _eigh_tangent(np.linalg.eigh(a, UPLO)[1], tangents[0])[1]
 
 
