@@ -42,11 +42,44 @@ def install_operators(cls, binary):
     for name, ufunc in COMPARISONS.items():
         setattr(cls, f"__{name}__", binary(ufunc)[0])
     cls.__pow__, cls.__ipow__ = _fast_powers(cls.__pow__, cls.__ipow__)
+    cls.__mul__ = _scalar_product(cls.__mul__, reflected=False)
+    cls.__rmul__ = _scalar_product(cls.__rmul__, reflected=True)
+    cls.__imul__ = _scalar_product(cls.__imul__, reflected=False)
 
 
 FAST_POWERS = {2: np.square, 0.5: np.sqrt, -1: np.reciprocal}
 """The Python-number exponents for which NumPy's ``a ** e`` and ``a **= e`` call another
 ufunc (its fast path): the same bits as ``np.power`` for real arrays, not for complex ones."""
+
+
+def _scalar_product(multiply, reflected):
+    """``multiply`` (``a * b``, ``b * a`` or ``a *= b``) giving the value NumPy's scalar math
+    gives where both operands stand for complex scalars (``z[0] * z[1]``): it rounds complex
+    products otherwise than the ufunc loops, which compute the rest (the record, the partials),
+    so the result's value is put right afterwards. Everything else is as ``multiply`` made it."""
+
+    def product(self, other):
+        result = multiply(self, other)
+        value = getattr(result, "value", None)
+        if type(value) is not np.ndarray or value.dtype.kind != "c" or value.ndim \
+                or not stands_for_scalar(self) or not _stands_for_scalar_operand(other):
+            return result
+        a, b = memory(self)[()], memory(other)[()] if hasattr(other, "value") else other
+        exact = np.asarray(b * a if reflected else a * b, value.dtype)
+        if exact.tobytes() != value.tobytes():  # the last bit, or the sign of a zero
+            value.flags.writeable = True
+            value[()] = exact
+            value.flags.writeable = False
+        return result
+
+    return product
+
+
+def _stands_for_scalar_operand(x):
+    """Whether ``x`` is a Python or NumPy number, or a traced or dual value standing for one."""
+    if isinstance(x, (int, float, complex, np.generic)):
+        return not isinstance(x, bool)
+    return hasattr(x, "value") and stands_for_scalar(x)
 
 
 def _fast_powers(power, power_in_place):
