@@ -389,11 +389,15 @@ def test_fftconvolve(mode):
     check(lambda a, b: scipy.signal.convolve(a, b, mode), a, b)
 
 
-def test_fftconvolve_along_some_axes_is_refused():
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_fftconvolve_along_some_axes(mode):
     import scipy.signal
 
-    with pytest.raises(errors.UnsupportedOperationError, match="axes"):
-        mutad.gradient(lambda x: scipy.signal.fftconvolve(x, x, axes=0).sum(), M)
+    a, b = complex_array(4, 6), complex_array(1, 3)  # broadcast along axis 0
+    check(lambda a, b: scipy.signal.fftconvolve(a, b, mode, axes=1), a, b, order=2)
+    check(lambda a, b: scipy.signal.fftconvolve(a, b, mode, axes=[1]), M, b)
+    check(lambda a, b: scipy.signal.fftconvolve(a, b, mode, axes=0), M, M[:2, :] * 2.0)
+    check(lambda a, b: scipy.signal.fftconvolve(a, b, mode, axes=(0, 1)), a, b)
 
 
 CUBE, ZCUBE = RNG.standard_normal((5, 4, 5)) / 10, complex_array(5, 4, 5) / 10

@@ -183,35 +183,40 @@ def _lfilter_jvp(tangents, b, a, x, axis=-1, zi=None):
 # convolve: bilinear, each output mode a window of the full convolution
 
 
-def _window(in1, in2, mode):
-    """The shape of the full convolution of ``in1`` and ``in2``, and the slices of it that
-    ``mode`` keeps, centred as SciPy centres them."""
-    full = tuple(m + n - 1 for m, n in zip(np.shape(in1), np.shape(in2), strict=True))
+def _window(in1, in2, mode, axes=None):
+    """The shape of the full convolution of ``in1`` and ``in2`` along ``axes`` (None: all;
+    along the others the shapes broadcast), and the slices of it that ``mode`` keeps, centred
+    as SciPy centres them."""
+    shapes = list(zip(np.shape(in1), np.shape(in2), strict=True))
+    along = range(len(shapes)) if axes is None else {
+        a % len(shapes) for a in ((axes,) if np.ndim(axes) == 0 else axes)}
+    full = tuple(m + n - 1 if i in along else max(m, n) for i, (m, n) in enumerate(shapes))
     if mode == "full":
         kept = full
     elif mode == "same":
-        kept = np.shape(in1)
+        kept = tuple(m if i in along else f for i, ((m, _), f) in enumerate(zip(shapes, full)))
     elif mode == "valid":
-        kept = tuple(abs(m - n) + 1 for m, n in zip(np.shape(in1), np.shape(in2), strict=True))
+        kept = tuple(abs(m - n) + 1 if i in along else f
+                     for i, ((m, n), f) in enumerate(zip(shapes, full)))
     else:
         raise UnsupportedOperationError(f"scipy.signal.convolve(mode={mode!r}): a mode mutad "
                                         "does not know; use 'full', 'same' or 'valid'.")
     return full, tuple(slice((f - k) // 2, (f - k) // 2 + k) for f, k in zip(full, kept))
 
 
-def _convolution_rules(convolution, default):
+def _convolution_rules(convolution, default, takes_axes):
     """The rules of ``convolution(in1, in2, mode, setting)``, bilinear: ``convolve`` (the
-    setting its method) and ``fftconvolve`` (its axes, which must be None: every axis);
-    ``default`` is the setting's default."""
+    setting its method) and ``fftconvolve`` (its axes: ``takes_axes``); ``default`` is the
+    setting's default."""
     # No conjugate in a convolution: the real formulas hold for complex values.
     convolution.complex_values = HOLOMORPHIC
 
     @convolution.rule
     def rule(in1, in2, mode="full", setting=default):
-        _all_axes(convolution, setting)
+        axes = setting if takes_axes else None
         # The wrapper, not SciPy's own, so that nested reverse mode differentiates the pullback.
         y = convolution(in1, in2, mode, setting)
-        full, window = _window(in1, in2, mode)
+        full, window = _window(in1, in2, mode, axes)
 
         def back(dy):
             if np.size(in1) == 0 or np.size(in2) == 0:  # "same" of an empty in1: y is empty
@@ -219,18 +224,19 @@ def _convolution_rules(convolution, default):
                         np.zeros_like(dy, shape=np.shape(in2)))
             # y is a window of the full convolution; each input's cotangent is the full
             # cotangent correlated with the other input: a valid convolution with it flipped
-            # on every axis.
+            # along the convolved axes (summed where the input was broadcast along the others).
             dfull = np.zeros_like(dy, shape=full)
             dfull[window] = dy
-            return (convolution(dfull, np.flip(in2), "valid", setting),
-                    convolution(dfull, np.flip(in1), "valid", setting))
+            return (unbroadcast(convolution(dfull, np.flip(in2, axes), "valid", setting),
+                                np.shape(in1)),
+                    unbroadcast(convolution(dfull, np.flip(in1, axes), "valid", setting),
+                                np.shape(in2)))
 
         return y, back
 
     @convolution.jvp_rule
     def jvp(tangents, in1, in2, mode="full", setting=default):
-        _all_axes(convolution, setting)
-        _window(in1, in2, mode)
+        _window(in1, in2, mode, setting if takes_axes else None)
         d1, d2 = (tuple(tangents) + (None, None))[:2]
         parts = [convolution(d, other, mode, setting) if first
                  else convolution(other, d, mode, setting)
@@ -239,13 +245,5 @@ def _convolution_rules(convolution, default):
                 functools.reduce(np.add, parts) if parts else None)
 
 
-def _all_axes(convolution, setting):
-    if convolution is fftconvolve and setting is not None:
-        raise UnsupportedOperationError(
-            "scipy.signal.fftconvolve(..., axes=...) on differentiated arrays: mutad follows "
-            "convolutions over every axis. Convolve slices in a loop, or over every axis of "
-            "arrays whose other axes have length 1.")
-
-
-_convolution_rules(convolve, "auto")
-_convolution_rules(fftconvolve, None)
+_convolution_rules(convolve, "auto", takes_axes=False)
+_convolution_rules(fftconvolve, None, takes_axes=True)
