@@ -77,6 +77,13 @@ def gather_cotangent(dy, a, rearrange, layout=None):
     return g.astype(dy.dtype, copy=False).reshape(a.shape)
 
 
+def along(ndim, axis, key):
+    """The index tuple that applies ``key`` along ``axis`` of an ``ndim``-dimensional array."""
+    index = [slice(None)] * ndim
+    index[axis] = key
+    return tuple(index)
+
+
 def transpose(x):
     """The matrix transpose of a stack of matrices."""
     return np.swapaxes(x, -1, -2)

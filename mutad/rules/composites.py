@@ -15,13 +15,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..registry import complex_aware, defcomposite, nondifferentiable
-
-
-def _along(ndim, axis, key):
-    """The index tuple that applies ``key`` along ``axis`` of an ``ndim``-dimensional array."""
-    index = [slice(None)] * ndim
-    index[axis] = key
-    return tuple(index)
+from ._helpers import along
 
 
 def _refuse(name, option):
@@ -43,7 +37,7 @@ def _spacing_derivative(f, axis, spacing, edge_order):
                          "(edge_order + 1) elements are required.")
 
     def at(key):
-        return f[_along(f.ndim, axis, key)]
+        return f[along(f.ndim, axis, key)]
 
     def shaped(values):  # a 1-d array of coefficients along ``axis``
         return np.reshape(values, tuple(-1 if i == axis else 1 for i in range(f.ndim)))
@@ -112,7 +106,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
         d = np.reshape(np.diff(x), tuple(-1 if i == axis % ndim else 1 for i in range(ndim)))
     else:
         d = np.diff(x, axis=axis)
-    upper, lower = y[_along(ndim, axis, slice(1, None))], y[_along(ndim, axis, slice(None, -1))]
+    upper, lower = y[along(ndim, axis, slice(1, None))], y[along(ndim, axis, slice(None, -1))]
     return np.sum(d * (upper + lower) / 2.0, axis=axis)
 
 

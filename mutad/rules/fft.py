@@ -22,15 +22,10 @@ primal is always the library's own call, so the values are NumPy's bits.
 import numpy as np
 
 from ..registry import complex_aware, defcomposite, deflinear, defrule
+from ._helpers import along
 
 DUAL = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
 """The norm of the adjoint transform: the scale factor moves to the other direction."""
-
-
-def _along(ndim, axis, key):
-    index = [slice(None)] * ndim
-    index[axis] = key
-    return tuple(index)
 
 
 def _fit(g, length, axis):
@@ -39,7 +34,7 @@ def _fit(g, length, axis):
     with zeros where it was truncated."""
     size = g.shape[axis]
     if size > length:
-        return g[_along(g.ndim, axis, slice(0, length))]
+        return g[along(g.ndim, axis, slice(0, length))]
     if size < length:
         widths = [(0, 0)] * g.ndim
         widths[axis] = (0, length - size)
