@@ -4,17 +4,23 @@ once then replayed (mutad-replay, timed after its first call, which is reported 
 plain NumPy and the peers a user would pick instead (PyTorch eager, JAX jit, HIPS autograd), on
 the workloads W1-W6 and heat-scalar.
 
-    mutad-bench                                   # the quick suite: mutad and NumPy, < 1 minute
-    mutad-bench --full --systems all              # the full sizes, every installed peer
+    mutad-bench                        # the quick suite: mutad and NumPy, a minute or two
+    mutad-bench --full --systems all   # the full sizes, every installed peer
     mutad-bench --workloads leapfrog,implicit-heat --steps 10,100,1000 --systems all
-    mutad-bench --full --json run.json --csv run.csv --plot memory.png
+    mutad-bench --full --json run.json --csv run.csv --plot results.png
+    mutad-bench --from-json run.json --plot results.png   # report a saved run again
+
+The workloads are defined on the workloads page of the documentation, docs/workloads.md.
 """
 
 import argparse
 import json
+import os
 import sys
 import tempfile
+import threading
 import time
+from collections import Counter
 
 from mutad.bench import harness, peers, report
 from mutad.bench.workloads import DEFAULT_WORKLOADS, WORKLOADS
@@ -24,7 +30,9 @@ STEPPED_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.steps_param
 ROUNDS = {"full": {"small-ops": 21}, "quick": {"small-ops": 7}}
 DEFAULT_ROUNDS = {"full": 5, "quick": 3}
 TIMEOUT = {"full": 3600.0, "quick": 300.0}
-PROGRESS_AFTER_SECONDS = 3.0
+BAR_AFTER_SECONDS = 3.0
+PROGRESS_EVERY_SECONDS = 5.0
+RUN_ONLY_OPTIONS = ("full", "steps", "n", "reps", "timeout", "memory_limit", "json")
 
 
 class UsageError(Exception):
@@ -70,7 +78,9 @@ def parser():
     result = argparse.ArgumentParser(
         prog="mutad-bench",
         description=__doc__.split("\n\n")[0].replace("\n", " "),
-        epilog=report.FIGURES + "\nThe method: " + report.METHOD,
+        epilog=(report.FIGURES + "\nThe method: " + report.METHOD + "\n\nThe workloads "
+                "(what each computes, its inputs and sizes, its reference loss) are defined on "
+                "the workloads page of the documentation, docs/workloads.md."),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     result.add_argument("--full", action="store_true",
@@ -104,11 +114,23 @@ def parser():
     result.add_argument("--json", metavar="FILE", help="write every raw measurement to FILE")
     result.add_argument("--csv", metavar="FILE", help="write one row per configuration to FILE")
     result.add_argument("--plot", metavar="FILE.png",
-                        help="plot peak memory against T per system, one panel per workload "
-                             "(needs matplotlib: pip install 'mutad[bench]')")
+                        help="draw each workload's gradient time over the NumPy forward and "
+                             "peak extra memory per system and size, one row of two panels "
+                             "per workload (needs matplotlib: pip install 'mutad[bench]')")
+    result.add_argument("--from-json", metavar="FILE",
+                        help="run nothing: report the run saved in FILE by --json (tables, "
+                             "and --plot, --csv), e.g. to redraw benchmarks/results.json; "
+                             "--workloads and --systems choose among its rows")
     result.add_argument("--markdown", action="store_true",
                         help="print the tables as Markdown (as in benchmarks/RESULTS.md)")
-    result.add_argument("--no-progress", action="store_true", help="no progress bar")
+    result.add_argument("--no-progress", action="store_true",
+                        help="print no progress on stderr (by default a bar on a terminal, "
+                             "otherwise a line when each workload starts and ends and every "
+                             "few seconds in between)")
+    result.add_argument("--progress-every", type=_positive_number, metavar="SECONDS",
+                        default=PROGRESS_EVERY_SECONDS,
+                        help="seconds between progress lines when stderr is not a terminal "
+                             "(default %(default)g)")
     result.set_defaults(labels=labels)
     return result
 
@@ -179,73 +201,186 @@ def configurations(mode, workloads, systems, options, reference_dir):
                        "check": True, "reference_dir": reference_dir}
 
 
-class Progress:
-    """A progress bar on stderr (tqdm, from the ``bench`` extra) that appears only once a run
-    has taken a few seconds; without tqdm, one line per configuration after that."""
+def _clock(seconds):
+    """Elapsed time as m:ss, or h:mm:ss from an hour on."""
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
 
-    def __init__(self, total, enabled=True):
-        self.total = total
+
+def _workload_title(name):
+    return f"{WORKLOADS[name].label} {name}"
+
+
+class Progress:
+    """What the run is doing, on ``stream`` (stderr).
+
+    On a terminal, a tqdm bar (from the ``bench`` extra) that appears once the run has taken a
+    few seconds. Elsewhere (a pipe, a log file, a CI job) or without tqdm, plain lines, which
+    a log keeps: one when each workload starts and ends, and every ``every`` seconds in
+    between one saying which configuration runs, for how long, how many are done and the time
+    elapsed. ``enabled=False`` prints nothing.
+    """
+
+    def __init__(self, plan, enabled=True, every=PROGRESS_EVERY_SECONDS, stream=None):
+        self.stream = sys.stderr if stream is None else stream
+        self.total = len(plan)
+        self.per_workload = Counter(c["workload"] for c in plan)
+        self.finished = Counter()
+        self.statuses = {}
         self.done = 0
-        self.enabled = enabled
-        self.started = time.monotonic()
+        self.current = None
+        self.every = every
+        self.started = self.current_started = time.monotonic()
         self.bar = None
-        if enabled:
+        self.lines = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker = None
+        if not enabled:
+            return
+        tqdm = None
+        if getattr(self.stream, "isatty", lambda: False)():
             try:
                 from tqdm import tqdm
             except ImportError:
-                tqdm = None
-            if tqdm is not None:
-                self.bar = tqdm(total=total, delay=PROGRESS_AFTER_SECONDS, unit="run",
-                                file=sys.stderr, leave=False, disable=None)
+                pass
+        if tqdm is not None:
+            self.bar = tqdm(total=self.total, delay=BAR_AFTER_SECONDS, unit="run",
+                            file=self.stream, leave=False)
+        else:
+            self.lines = True
+            self._ticker = threading.Thread(target=self._tick, daemon=True)
+            self._ticker.start()
 
-    def describe(self, configuration):
-        text = (f"{configuration['workload']} {report.size_label(configuration['params'])} "
-                f"{configuration['system']}")
+    def _elapsed(self):
+        return _clock(time.monotonic() - self.started)
+
+    def _print(self, text):
+        print(f"mutad-bench: {text}", file=self.stream, flush=True)
+
+    def _tick(self):
+        while not self._stop.wait(self.every):
+            with self._lock:
+                if self.current is not None:
+                    c = self.current
+                    self._print(
+                        f"[{self.done + 1}/{self.total}] {_workload_title(c['workload'])} "
+                        f"{report.size_label(c['params'])} {c['system']}: running for "
+                        f"{_clock(time.monotonic() - self.current_started)}; "
+                        f"{self.done} of {self.total} runs done, {self._elapsed()} elapsed")
+
+    def start(self, configuration):
+        name = configuration["workload"]
+        with self._lock:
+            if self.lines and self.finished[name] == 0:  # the workload's first run
+                self._print(f"{_workload_title(name)}: starting {self.per_workload[name]} "
+                            f"runs (runs {self.done + 1}-{self.done + self.per_workload[name]} "
+                            f"of {self.total}); {self._elapsed()} elapsed")
+            self.current = configuration
+            self.current_started = time.monotonic()
         if self.bar is not None:
-            self.bar.set_description_str(text, refresh=False)
-        elif self.enabled and time.monotonic() - self.started > PROGRESS_AFTER_SECONDS:
-            print(f"  [{self.done + 1}/{self.total}] {text}", file=sys.stderr, flush=True)
+            self.bar.set_description_str(
+                f"{name} {report.size_label(configuration['params'])} "
+                f"{configuration['system']}", refresh=False)
 
-    def advance(self):
-        self.done += 1
+    def finish(self, configuration, result):
+        name = configuration["workload"]
+        with self._lock:
+            self.done += 1
+            self.finished[name] += 1
+            self.statuses.setdefault(name, Counter())[result["status"]] += 1
+            self.current = None
+            if self.lines and self.finished[name] == self.per_workload[name]:
+                statuses = ", ".join(f"{count} {status}" for status, count
+                                     in sorted(self.statuses[name].items()))
+                self._print(f"{_workload_title(name)}: done ({statuses}); {self.done} of "
+                            f"{self.total} runs done, {self._elapsed()} elapsed")
         if self.bar is not None:
             self.bar.update(1)
 
     def close(self):
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
         if self.bar is not None:
             self.bar.close()
 
 
-def run(options):
-    mode, workloads, systems = _resolve(options)
+def _check_plot_possible(options):
     if options.plot:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
             raise UsageError("--plot needs matplotlib: pip install 'mutad[bench]' "
                              "(or pip install matplotlib)") from None
+
+
+def measure(options):
+    """Run every configuration the options ask for; returns the document --json writes."""
+    mode, workloads, systems = _resolve(options)
+    _check_plot_possible(options)
     timeout = options.timeout or TIMEOUT[mode]
     memory_limit = options.memory_limit or harness.default_memory_limit_mib()
 
     results = []
     with tempfile.TemporaryDirectory(prefix="mutad-bench-") as reference_dir:
         plan = list(configurations(mode, workloads, systems, options, reference_dir))
-        progress = Progress(len(plan), enabled=not options.no_progress)
+        progress = Progress(plan, enabled=not options.no_progress, every=options.progress_every)
         try:
             for configuration in plan:
-                progress.describe(configuration)
+                progress.start(configuration)
                 result = harness.run_in_fresh_interpreter(configuration, timeout, memory_limit)
                 results.append(result)
-                progress.advance()
+                progress.finish(configuration, result)
         finally:
             progress.close()
     report.annotate_first_calls(results)
+    return {"schema": report.SCHEMA, "command": ["mutad-bench", *options.argv], "mode": mode,
+            "method": report.METHOD, "environment": report.environment(),
+            "results": results}, workloads
 
-    facts = report.environment()
+
+def saved(options):
+    """The document of a run saved by --json, its rows narrowed to the --workloads and
+    --systems asked for; raises UsageError for options that only apply to running."""
+    given = [name for name in RUN_ONLY_OPTIONS if getattr(options, name)]
+    if given:
+        raise UsageError("--from-json reports a saved run; "
+                         + ", ".join("--" + name.replace("_", "-") for name in given)
+                         + " applies only when running")
+    try:
+        with open(options.from_json) as file:
+            document = json.load(file)
+    except (OSError, ValueError) as error:
+        raise UsageError(f"cannot read {options.from_json}: {error}") from None
+    if not isinstance(document, dict) or document.get("schema") != report.SCHEMA:
+        raise UsageError(f"{options.from_json} is not a file written by mutad-bench --json "
+                         f"(schema {report.SCHEMA})")
+    _check_plot_possible(options)
+    _, chosen_workloads, chosen_systems = _resolve(options)
+    found = [name for name in WORKLOADS if any(r["workload"] == name
+                                               for r in document["results"])]
+    workloads = [n for n in (chosen_workloads if options.workloads else found) if n in found]
+    document["results"] = [r for r in document["results"] if r["workload"] in workloads and (
+        not options.systems or r["system"] in chosen_systems)]
+    return document, workloads
+
+
+def _print_header(document, from_file):
+    results = document["results"]
+    if from_file:
+        environment = document.get("environment", {})
+        print(f"mutad-bench: the run saved in {from_file}, measured "
+              f"{environment.get('date', 'at an unknown date')} at mutad commit "
+              f"{environment.get('mutad_commit') or 'unknown'} on "
+              f"{environment.get('processor_count', '?')} cores ({environment.get('cpu')}); "
+              f"command: {' '.join(document.get('command', []))}")
     memory_methods = {r.get("memory_method") for r in results} - {None}
     timed = [r for r in results if r.get("gradient_seconds")]
     pinned = all(r.get("allocator") for r in timed)
-    print(f"mutad-bench ({mode} sizes; each row a fresh interpreter with one compute thread"
+    print(f"mutad-bench ({document['mode']} sizes; each row a fresh interpreter with one compute "
+          "thread"
           + ("; glibc malloc pinned: for peaks every block of 128 KiB or more mapped on its own, "
              "for times blocks under 32 MiB from a heap never trimmed" if pinned else "")
           + "; the first gradient call timed on its own, for mutad-replay the recording; "
@@ -258,6 +393,13 @@ def run(options):
         print("note: /proc/self/clear_refs could not reset VmHWM here; peak memory comes from "
               "a thread sampling VmRSS every millisecond, which can miss short peaks")
     print()
+
+
+def report_run(options, document, workloads, from_file=None):
+    """Print the tables of ``document``'s results, write the files asked for and say where;
+    returns the exit status (1 if a row is wrong or failed)."""
+    results = document["results"]
+    _print_header(document, from_file)
     tables = (report.format_markdown if options.markdown else report.format_results)
     print(tables(results, workloads))
     print()
@@ -265,26 +407,32 @@ def run(options):
     if replay:
         print(replay)
         print()
-    missing = [s for s in peers.PEER_MODULES if not peers.installed(s)]
-    unused = [s for s in peers.PEER_MODULES if peers.installed(s) and s not in systems]
-    if missing:
-        print("not installed: " + ", ".join(missing)
-              + " (pip install 'mutad[peers]'; PyTorch: pip install torch==2.13.0)")
-    if unused:
-        print("installed but not run: " + ", ".join(unused) + " (add --systems all)")
+    if from_file is None:
+        systems = {r["system"] for r in results}
+        missing = [s for s in peers.PEER_MODULES if not peers.installed(s)]
+        unused = [s for s in peers.PEER_MODULES if peers.installed(s) and s not in systems]
+        if missing:
+            print("not installed: " + ", ".join(missing)
+                  + " (pip install 'mutad[peers]'; PyTorch: pip install torch==2.13.0)")
+        if unused:
+            print("installed but not run: " + ", ".join(unused) + " (add --systems all)")
     print("peak MiB: VmHWM during one gradient call minus VmRSS before it; gradient/NumPy fwd: "
           "per-round ratio; grad err: vs mutad's checkpoint policy; fd err: vs finite "
           "differences (mutad-bench --help explains each figure)")
 
+    written = []
     if options.json:
         with open(options.json, "w") as out:
-            json.dump({"schema": report.SCHEMA, "command": ["mutad-bench", *options.argv],
-                       "mode": mode, "method": report.METHOD, "environment": facts,
-                       "results": results}, out, indent=1)
+            json.dump(document, out, indent=1)
+        written.append(("the raw measurements (JSON)", options.json))
     if options.csv:
-        report.write_csv(options.csv, results, facts)
+        report.write_csv(options.csv, results, document["environment"])
+        written.append(("one row per configuration (CSV)", options.csv))
     if options.plot:
         report.plot(options.plot, results, workloads)
+        written.append(("the plot", options.plot))
+    for what, path in written:
+        print(f"wrote {what}: {os.path.abspath(path)}")
 
     broken = [r for r in results if r["status"] in ("wrong", "error")]
     for row in broken:
@@ -292,6 +440,14 @@ def run(options):
         print(f"{row['status'].upper()}: {row['workload']} {report.size_label(row['params'])} "
               f"{row['system']}: {found}", file=sys.stderr)
     return 1 if broken else 0
+
+
+def run(options):
+    if options.from_json:
+        document, workloads = saved(options)
+        return report_run(options, document, workloads, from_file=options.from_json)
+    document, workloads = measure(options)
+    return report_run(options, document, workloads)
 
 
 def main(argv=None):

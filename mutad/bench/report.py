@@ -459,77 +459,142 @@ def write_csv(path, results, facts):
             writer.writerow({key: "" if value is None else value for key, value in row.items()})
 
 
-def plot(path, results, workload_names):
-    """Peak extra memory per system, one panel per workload: against T on log-log axes where
-    the workload has steps, per size on a log axis otherwise."""
+PLOT_BAR_INCHES = 0.16  # the height of one bar; a system's group is one bar per size
+PLOT_ROW_INCHES = 1.1  # a workload's panels besides their bars: title, ticks, axis label
+
+
+def _plotted(result):
+    return result["status"] in ("ok", "wrong") and bool(result.get("ratios"))
+
+
+def _common_and_varying(rows):
+    """The sizes of ``rows`` in order, the parameters all of them share, and the names of the
+    ones that vary (what tells one bar of a system from another)."""
+    sizes = []
+    for r in rows:
+        if r["params"] not in sizes:
+            sizes.append(r["params"])
+    keys = list(sizes[0]) if sizes else []
+    varying = [k for k in keys if len({str(p.get(k)) for p in sizes}) > 1]
+    common = {k: sizes[0][k] for k in keys if k not in varying}
+    return sizes, common, varying
+
+
+def plot_figure(results, workload_names):
+    """The figure --plot writes: one row of two panels per workload that has figures. Left,
+    the gradient's time over the plain NumPy forward's in the same rounds (the median of the
+    per-round ratios, a line from their min to their max); right, the peak extra memory of one
+    gradient call in MiB (for numpy, of one plain forward call). One horizontal bar per system
+    and size, on linear axes that start at zero, its value written at its end. Rows that did
+    not run (not installed, timeout, ...) say so in place of a bar, or below the title."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     names = [name for name in workload_names if not WORKLOADS[name].behaviour_only
-             and any(r["workload"] == name and r.get("peak_extra_mib") is not None
-                     for r in results)]
-    figure, axes = plt.subplots(1, max(len(names), 1), figsize=(4.2 * max(len(names), 1), 3.4),
-                                squeeze=False)
-    for axis, name in zip(axes[0], names, strict=False):
-        workload = WORKLOADS[name]
-        rows = [r for r in results if r["workload"] == name
-                and r.get("peak_extra_mib") is not None]
-        systems = [s for s in peers.SYSTEMS if any(r["system"] == s for r in rows)]
-        if workload.steps_parameter:
-            _plot_against_steps(axis, workload, rows, systems)
-        else:
-            _plot_bars(axis, rows, systems)
-        axis.set_title(f"{workload.label} {workload.name}", fontsize=10)
-        axis.grid(True, which="both", alpha=0.3)
-    if not names:
-        axes[0][0].text(0.5, 0.5, "no memory figures in this run", ha="center")
-    axes[0][0].set_ylabel("peak extra memory of a gradient (MiB)")
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
+             and any(r["workload"] == name and _plotted(r) for r in results)]
+    layouts = []
+    for name in names:
+        rows = [r for r in results if r["workload"] == name]
+        shown = [s for s in peers.SYSTEMS if any(r["system"] == s and _plotted(r) for r in rows)]
+        absent = {}
+        for r in rows:
+            if r["system"] not in shown and r["system"] not in absent.get(r["status"], []):
+                absent.setdefault(r["status"], []).append(r["system"])
+        sizes, common, varying = _common_and_varying([r for r in rows if r["system"] in shown])
+        layouts.append((name, rows, shown, absent, sizes, common, varying))
+    heights = [len(shown) * (len(sizes) + 0.8) * PLOT_BAR_INCHES + PLOT_ROW_INCHES
+               for _, _, shown, _, sizes, _, _ in layouts] or [2.0]
+    figure, axes = plt.subplots(max(len(layouts), 1), 2, figsize=(9, sum(heights)),
+                                squeeze=False, layout="constrained",
+                                gridspec_kw={"height_ratios": heights})
+    if not layouts:
+        for axis in axes[0]:
+            axis.set_axis_off()
+        axes[0][0].text(0.5, 0.5, "no time or memory figures in these results", ha="center")
+    for (time_axis, memory_axis), layout in zip(axes, layouts, strict=False):
+        _plot_workload(time_axis, memory_axis, *layout)
+    return figure
+
+
+def plot(path, results, workload_names):
+    """Write :func:`plot_figure` to ``path`` (PNG, or any format matplotlib infers from the
+    name)."""
+    import matplotlib.pyplot as plt
+
+    figure = plot_figure(results, workload_names)
+    figure.savefig(path, dpi=100)
     plt.close(figure)
 
 
-def _colour(system):
-    # One colour per system in every panel.
-    return f"C{peers.SYSTEMS.index(system)}"
+def _size_colours(count):
+    # Sizes in increasing order, light to dark: the largest T reads darkest in every panel.
+    import matplotlib
+
+    return [matplotlib.colormaps["Blues"](level) for level in np.linspace(0.45, 0.9, count)]
 
 
-def _floor(mib):
-    # Log axes cannot show zero: a peak below a tenth of a MiB is drawn at 0.1.
-    return max(mib, 0.1)
+def _plot_workload(time_axis, memory_axis, name, rows, shown, absent, sizes, common, varying):
+    workload = WORKLOADS[name]
+    colours = _size_colours(len(sizes))
+    group = len(sizes) + 0.8
+    centres = np.arange(len(shown)) * group
+    for (axis, figure_of) in ((time_axis, _time_figure), (memory_axis, _memory_figure)):
+        ends = [0.0]
+        drawn = []
+        for i, system in enumerate(shown):
+            for j, params in enumerate(sizes):
+                y = centres[i] + j - (len(sizes) - 1) / 2
+                found = [r for r in rows if r["system"] == system and r["params"] == params]
+                if not found or not _plotted(found[0]):
+                    status = found[0]["status"] if found else "not run"
+                    drawn.append((y, None, status, "dimgrey"))
+                    continue
+                value, low, high = figure_of(found[0])
+                label = None
+                if i == 0 and varying:
+                    label = " ".join(f"{k}={params[k]:,}" if isinstance(params[k], int)
+                                     else f"{k}={params[k]}" for k in varying)
+                error = None if low is None else [[value - low], [high - value]]
+                axis.barh(y, value, height=0.85, color=colours[j], label=label, xerr=error,
+                          error_kw={"elinewidth": 0.8, "capsize": 1.5, "ecolor": "black"})
+                ends.append(value if high is None else high)
+                wrong = found[0]["status"] == "wrong"
+                drawn.append((y, value if high is None else high,
+                               _number(value) + (" WRONG" if wrong else ""),
+                               "red" if wrong else "black"))
+        right = max(ends) * 1.22 or 1.0
+        for y, end, text, colour in drawn:
+            axis.text((end or 0.0) + right * 0.01, y, text, va="center", fontsize=7.5,
+                      color=colour)
+        axis.set_xlim(0, right)
+        axis.set_ylim(centres[-1] + group / 2, centres[0] - group / 2)  # first system on top
+        axis.set_yticks(centres, [("numpy (forward, no AD)" if s == "numpy" else s)
+                                  for s in shown], fontsize=8)
+        axis.tick_params(axis="x", labelsize=7.5)
+        axis.grid(True, axis="x", alpha=0.3)
+    time_axis.axvline(1.0, color="grey", linestyle="--", linewidth=0.8)
+    time_axis.set_xlabel("gradient time / NumPy forward time, per round\n"
+                         "(bar: median; line: min to max; dashed: 1)", fontsize=8)
+    memory_axis.set_xlabel("peak extra memory of one gradient call (MiB)", fontsize=8)
+    memory_axis.tick_params(axis="y", labelleft=False)
+    title = f"{workload.label} {workload.name}"
+    if common:
+        title += " (" + size_label(common) + ")"
+    time_axis.set_title(title, fontsize=10, loc="left")  # the metrics are the x labels
+    if absent:
+        memory_axis.set_title("; ".join(f"{status}: {', '.join(systems)}"
+                                        for status, systems in absent.items()),
+                              fontsize=8, loc="left", color="dimgrey")
+    if varying:
+        memory_axis.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.0, 1.0),
+                           frameon=False, handlelength=1.0)
 
 
-def _plot_against_steps(axis, workload, rows, systems):
-    other_sizes = sorted({tuple((k, v) for k, v in r["params"].items()
-                                if k != workload.steps_parameter) for r in rows})
-    for system in systems:
-        for other in other_sizes:
-            points = sorted((r["params"][workload.steps_parameter], _floor(r["peak_extra_mib"]))
-                            for r in rows if r["system"] == system
-                            and all(r["params"][k] == v for k, v in other))
-            if not points:
-                continue
-            label = system + ("" if len(other_sizes) == 1 else
-                              " " + " ".join(f"{k}={v}" for k, v in other))
-            axis.plot(*zip(*points, strict=True), marker="o", label=label,
-                      color=_colour(system))
-    axis.set_xscale("log")
-    axis.set_yscale("log")
-    axis.set_xlabel(f"T ({workload.steps_parameter})")
-    axis.legend(fontsize=7)
+def _time_figure(result):
+    return spread(result["ratios"])
 
 
-def _plot_bars(axis, rows, systems):
-    labels, heights, colours = [], [], []
-    for system in systems:
-        for r in rows:
-            if r["system"] == system:
-                colours.append(_colour(system))
-                labels.append(system if len({size_label(x["params"]) for x in rows}) == 1
-                              else f"{system}\n{size_label(r['params'])}")
-                heights.append(_floor(r["peak_extra_mib"]))
-    axis.bar(np.arange(len(heights)), heights, color=colours)
-    axis.set_xticks(np.arange(len(heights)), labels, rotation=45, ha="right", fontsize=7)
-    axis.set_yscale("log")
+def _memory_figure(result):
+    return result["peak_extra_mib"], None, None

@@ -2,10 +2,11 @@
 
 Each workload builds a :class:`Problem` for one size. A problem holds the positional arguments,
 the plain-NumPy forward every timing is compared with, the function ``mutad.gradient``
-differentiates, and a reference loss to check both against. The functions are the ones
-the project specifies (W1-W6), written the way a NumPy user writes them: the mutad version is
-the same in-place code as the NumPy one, handed to ``mutad.gradient`` unchanged. The peers'
-versions of the same workloads are in ``peers.py``.
+differentiates, and a reference loss to check both against. The workloads page of the
+documentation, docs/workloads.md, defines each one (W1-W6, heat-explicit, heat-scalar): the
+functions are written the way a NumPy user writes them, and the mutad version is the same
+in-place code as the NumPy one, handed to ``mutad.gradient`` unchanged. The peers' versions of
+the same workloads are in ``peers.py``.
 
 Nothing here measures anything (that is ``harness.py``), so the CLI and the tests share these
 definitions.
