@@ -16,11 +16,16 @@ from .errors import MutadError
 from .allocation import plain_allocation
 from .trees import register_pytree
 from .custom import adjoint, inplace_adjoint
+from .debug import detect_anomaly
 from . import errors, linalg, replay, testing
 from .testing import check_grads, check_jvp
 
-__all__ = ["MutadError", "adjoint", "check_grads", "check_jvp", "errors", "grad", "gradient",
+# The one place the version is written: the package's metadata takes it from here (pyproject.toml
+# names this attribute; setuptools parses the assignment without importing the package).
+__version__ = "0.1.0"
+
+__all__ = ["MutadError", "adjoint", "check_grads", "check_jvp", "detect_anomaly", "errors", "grad",
+           "gradient",
            "hessian", "hvp", "inplace_adjoint", "jacobian", "jvp", "linalg", "make_tape",
-           "plain_allocation",
-           "pullback", "register_pytree", "stop_gradient", "testing", "value_and_grad",
-           "value_and_gradient"]
+           "plain_allocation", "pullback", "register_pytree", "stop_gradient", "testing",
+           "value_and_grad", "value_and_gradient"]

@@ -40,12 +40,15 @@ buffer), names bound in other ways than at module level or in closures (a defaul
 differentiated code: copy them, ``np.array(r)``, to write into them).
 """
 
+from __future__ import annotations
+
 import contextlib
 import functools
 import importlib
 import sys
 import threading
 import types
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -91,7 +94,7 @@ STATE = _State()
 
 
 @contextlib.contextmanager
-def plain_allocation():
+def plain_allocation() -> Iterator[None]:
     """Turn the allocation mode off in this block (of this thread): arrays created here are
     plain, as outside a differentiation. For code that hands its arrays to compiled routines
     needing plain ndarrays; writing a traced value into such an array raises

@@ -1,7 +1,11 @@
 """The differentiating functions of the public API, as short compositions of the core."""
 
+from __future__ import annotations
+
 import functools
 import weakref
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -20,6 +24,7 @@ from . import forward
 from .arguments import Originals, check_argnums, run
 from .arraylike import stands_for_scalar
 from .levels import ACTIVE, Tracer
+from .listing import TapeListing
 from .recompute import hold_for_good
 from .replay import Replayed
 from .shadows import Buffer, Shadows
@@ -28,6 +33,8 @@ from .tracing import (ReverseTape, Traced, active, check_constants, fresh, place
                       view_of)
 from .trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
 from .views import owner, owner_view, same_region, spans, wrapped
+
+T = TypeVar("T")
 
 
 class Run:
@@ -194,7 +201,10 @@ def _scalar_output(y):
     return value[()]
 
 
-def value_and_gradient(f, *args, argnums=None, policy="restore", has_aux=False, memory=None):
+def value_and_gradient(f: Callable[..., Any], *args: Any,
+                       argnums: int | tuple[int, ...] | None = None,
+                       policy: Literal["restore", "checkpoint"] = "restore",
+                       has_aux: bool = False, memory: float | None = None) -> tuple[Any, Any]:
     """The value of scalar-valued ``f(*args)`` and its gradient with respect to ``args``.
 
     ``f`` may update arrays in place; every array reachable from ``args`` holds its original
@@ -261,7 +271,9 @@ def _detached(x):
     return x[()] if type(x) is np.ndarray and x.ndim == 0 else x
 
 
-def gradient(f, *args, argnums=None, policy="restore", has_aux=False, memory=None):
+def gradient(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] | None = None,
+             policy: Literal["restore", "checkpoint"] = "restore", has_aux: bool = False,
+             memory: float | None = None) -> Any:
     """The gradient of scalar-valued ``f`` at ``args``, through any in-place updates.
 
     ``argnums=None`` gives a tuple with one entry per positional argument; an int gives that
@@ -298,7 +310,9 @@ def gradient(f, *args, argnums=None, policy="restore", has_aux=False, memory=Non
     return (grads, value[1]) if has_aux else grads
 
 
-def grad(f, argnums=0, has_aux=False, policy="restore", memory=None, replay=False):
+def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] | None = 0,
+         has_aux: bool = False, policy: Literal["restore", "checkpoint"] = "restore",
+         memory: float | None = None, replay: bool = False) -> Callable[..., Any]:
     """``f``'s gradient as a function, as JAX's ``grad``: ``grad(f)(x, ...)`` is
     ``gradient(f, x, ..., argnums=0)``. Keyword arguments of the call are passed to ``f``
     without being differentiated; every array reachable from them comes back as it was too.
@@ -326,7 +340,10 @@ def grad(f, argnums=0, has_aux=False, policy="restore", memory=None, replay=Fals
     return gradient_of_f
 
 
-def value_and_grad(f, argnums=0, has_aux=False, policy="restore", memory=None, replay=False):
+def value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] | None = 0,
+                   has_aux: bool = False, policy: Literal["restore", "checkpoint"] = "restore",
+                   memory: float | None = None,
+                   replay: bool = False) -> Callable[..., tuple[Any, Any]]:
     """``f``'s value and gradient as a function, as JAX's ``value_and_grad``: it returns
     ``(value, grads)``, or ``((value, aux), grads)`` with ``has_aux=True``. With the default
     ``argnums=0`` it is what ``scipy.optimize.minimize(fun, x0, jac=True)`` takes.
@@ -350,7 +367,7 @@ def value_and_grad(f, argnums=0, has_aux=False, policy="restore", memory=None, r
     return value_and_gradient_of_f
 
 
-def stop_gradient(x):
+def stop_gradient(x: T) -> T:
     """``x``'s value, through which no gradient flows (at any level of nested
     differentiation), as JAX's ``stop_gradient``. Works on traced and dual arrays, plain arrays,
     scalars, and containers of them (the same structure comes back).
@@ -375,7 +392,9 @@ def _stopped(x):
     return forward.constant(value, x.level)
 
 
-def pullback(f, *args, policy="restore", memory=None):
+def pullback(f: Callable[..., Any], *args: Any,
+             policy: Literal["restore", "checkpoint"] = "restore", memory: float | None = None,
+             ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """Run ``f(*args)`` and return ``(y, back)``; ``back(dy)`` gives one gradient per argument.
 
     ``y`` is a plain array (or the same structure of them) that never aliases the arguments.
@@ -404,7 +423,7 @@ def pullback(f, *args, policy="restore", memory=None):
     outputs, rebuild = flatten(y)
     # Copies: the replay in back() rewinds every buffer, the outputs' too.
     plain = [t.value.copy() if type(t) is Traced else t for t in outputs]
-    done = []
+    done: list[bool] = []
 
     def back(dy):
         if done:
@@ -434,13 +453,16 @@ def pullback(f, *args, policy="restore", memory=None):
     return rebuild(plain), back
 
 
-def make_tape(f, *args, **kwargs):
+def make_tape(f: Callable[..., Any], *args: Any, **kwargs: Any) -> TapeListing:
     """The program mutad records for ``f(*args, **kwargs)``, as JAX's ``make_jaxpr`` shows
     JAX's: ``str()`` of the result is a Wengert list, one line per record, with its outputs,
     primitive, inputs, the bytes it keeps for the reverse pass and how its write is undone.
     Buffers are named ``%0``, ``%1``, ... in order of appearance, the arguments' first; views
-    are shown as regions of their buffer. ``f`` runs once, and the caller's arrays come back
-    as they were; no gradient is computed. The records are in ``.records``.
+    are shown as regions of their buffer. For a function written in a file, the records each
+    of its lines made are headed by that line, as a comment (``# step.py:3  u += 0.1 * v``);
+    not for one typed at a prompt, as here. ``f`` runs once, and the caller's arrays come back
+    as they were; no gradient is computed. The records are in ``.records``; each one's
+    ``line`` is the ``(filename, lineno)`` of the code that ran it.
 
     >>> import numpy as np, mutad
     >>> def step(u, v):
@@ -454,8 +476,6 @@ def make_tape(f, *args, **kwargs):
       %4 = np.sum(%3)                   0 B
       return %4
     """
-    from .listing import TapeListing
-
     run = Run("restore")
     try:
         *traced_args, traced_kwargs = run.wrap((*args, kwargs))
@@ -477,7 +497,8 @@ def make_tape(f, *args, **kwargs):
 # Forward mode and second derivatives
 
 
-def jvp(f, primals, tangents):
+def jvp(f: Callable[..., Any], primals: tuple[Any, ...] | list[Any],
+        tangents: tuple[Any, ...] | list[Any]) -> tuple[Any, Any]:
     """Forward mode: ``(f(*primals), J tangents)``, through any in-place updates.
 
     ``primals`` and ``tangents`` are tuples with one entry per positional argument of ``f``,
@@ -499,7 +520,9 @@ def jvp(f, primals, tangents):
     return forward.jvp(f, primals, tangents)
 
 
-def hvp(f, primals, tangents, policy="restore"):
+def hvp(f: Callable[..., Any], primals: tuple[Any, ...] | list[Any],
+        tangents: tuple[Any, ...] | list[Any],
+        policy: Literal["restore", "checkpoint"] = "restore") -> Any:
     """The Hessian of scalar-valued ``f`` at ``primals`` times ``tangents``, without forming it.
 
     Computed as reverse mode over forward mode, ``∇ₓ ⟨∇f(x), v⟩ = ∇ₓ (J_f(x) v)``: the gradient
@@ -593,7 +616,7 @@ def _on_leaves(f, args, selected):
     return f_of_leaves, leaves, positions, per_argument
 
 
-def jacobian(f, *args, argnums=0):
+def jacobian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] = 0) -> Any:
     """The Jacobian of ``f`` with respect to ``args[argnums]``, of shape ``y.shape + x.shape``.
 
     Forward mode (one ``jvp`` per input element) or reverse mode (one gradient per output
@@ -670,7 +693,8 @@ def _hessian_column(f, args, tangents, selected, policy):
         return _hvp(f, args, tangents, selected, policy)
 
 
-def hessian(f, *args, argnums=0, policy="restore"):
+def hessian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] = 0,
+            policy: Literal["restore", "checkpoint"] = "restore") -> Any:
     """The Hessian of scalar-valued ``f`` with respect to ``args[argnums]``, of shape
     ``x.shape + x.shape``; for a tuple ``argnums``, the nested tuple of blocks
     ``H[i][j]`` of shape ``x_i.shape + x_j.shape``. An argument that is a structure (a tuple,

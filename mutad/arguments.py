@@ -15,6 +15,7 @@ error raised while NumPy converted an element) as the mutad error itself.
 import numpy as np
 
 from .allocation import mode
+from .debug import Warnings, at_user_lines
 from .errors import ArgnumsError, MutadError
 from .levels import ACTIVE
 from .trees import arrays_within
@@ -49,12 +50,13 @@ def run(differentiation, f, call, explain=None):
     """``call()``, which calls the differentiated function ``f``, with ``differentiation``
     running in this thread and the allocation mode on. A ``ValueError`` or ``TypeError`` that
     NumPy raised around a mutad error is that mutad error; ``explain(error)`` may give a
-    clearer error for another one (None: it stands)."""
+    clearer error for another one (None: it stands). NumPy's floating-point warnings are
+    issued at the user's line that ran the operation, not inside mutad (``debug.Warnings``)."""
     for outer in ACTIVE.running:  # a replay records no program with one nested inside it
         recorder = getattr(outer, "recorder", None)
         if recorder is not None:
             recorder.refuse("a differentiation nested inside the function")
-    with mode(f):
+    with mode(f), at_user_lines(Warnings()):
         ACTIVE.running.append(differentiation)
         try:
             return call()

@@ -356,7 +356,7 @@ class Flags:
     def __eq__(self, other):
         return self.numpy_flags == getattr(other, "numpy_flags", other)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as NumPy's flags object
 
     def __repr__(self):
         return repr(self.numpy_flags)

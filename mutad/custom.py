@@ -7,14 +7,21 @@ its arguments' levels, whether the call runs plainly, under the forward-mode lev
 place that knows both engines.
 """
 
+from __future__ import annotations
+
 import functools
 import inspect
 import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, overload
 
 from . import forward, tracing
 from .errors import InvalidArgumentError, UnsupportedFunctionError
 from .levels import innermost
 from .registry import COMPLEX, CONVENTION
+
+Rule = TypeVar("Rule", bound=Callable[..., Any])
+"""A rule given to a decorated function: the decorators that attach it return it unchanged."""
 
 
 def dispatch(adjoint, args, kwargs):
@@ -50,20 +57,22 @@ def _positions(fn, names, what):
 
 class Adjoint:
     """A function with a pure rule. Called with traced arguments it runs its rule; called with
-    plain arrays it just runs. See :func:`adjoint`."""
+    plain arrays it just runs. See :func:`mutad.adjoint`."""
 
-    complex_values = CONVENTION
+    __name__: str  # and the wrapped function's other attributes: functools.update_wrapper
+
+    complex_values: str | None = CONVENTION
     """How the rules attached take complex values (``registry.COMPLEX``): a user's rules are
     given them as they are, in mutad's convention (README, "Complex numbers and the FFT");
     None refuses them."""
 
-    def __init__(self, fn):
+    def __init__(self, fn: Callable[..., Any]) -> None:
         functools.update_wrapper(self, fn)
         self.fn = fn
-        self.pure_rule = None
-        self.forward_rule = None
+        self.pure_rule: Callable[..., Any] | None = None
+        self.forward_rule: Callable[..., Any] | None = None
 
-    def jvp_rule(self, rule):
+    def jvp_rule(self, rule: Rule) -> Rule:
         """Attach forward mode's rule ``rule(tangents, *args, **kwargs) -> (y, dy)``:
         ``tangents`` has one entry per positional argument (``None`` for one without a
         tangent), ``dy`` is the tangent of ``y``. It computes with NumPy calls that dispatch
@@ -72,7 +81,7 @@ class Adjoint:
         self._declare_complex(rule)
         return rule
 
-    def rule(self, rule):
+    def rule(self, rule: Rule) -> Rule:
         """Attach ``rule(*args, **kwargs) -> (y, back)``; ``back(dy)`` returns one cotangent per
         positional argument (``None`` for one without a gradient)."""
         self.pure_rule = rule
@@ -83,10 +92,10 @@ class Adjoint:
         if self.complex_values is not None:
             COMPLEX[rule] = self.complex_values
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return dispatch(self, args, kwargs)
 
-    def record(self, args, kwargs):
+    def record(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The call on arrays a reverse pass traces: recorded with its rule's pullback."""
         return tracing.apply_function(self._name(), self._checked_rule(), args, kwargs)
 
@@ -103,17 +112,25 @@ class Adjoint:
 
 class InplaceAdjoint(Adjoint):
     """A function that writes into its arguments, with an in-place rule. See
-    :func:`inplace_adjoint`."""
+    :func:`mutad.inplace_adjoint`."""
 
-    def __init__(self, fn, writes=None):
+    def __init__(self, fn: Callable[..., Any], writes: Sequence[str] | None = None) -> None:
         super().__init__(fn)
         parameters = list(inspect.signature(fn).parameters)
         self.writes = (tuple(range(len(parameters))) if writes is None
                        else _positions(fn, writes, "writes"))
-        self.checkpointed = ()
-        self.growth = None
+        self.checkpointed: tuple[int, ...] = ()
+        self.growth: Callable[..., float] | None = None
 
-    def rule(self, rule=None, *, checkpoint=(), growth=None):
+    @overload
+    def rule(self, rule: Rule) -> Rule: ...
+
+    @overload
+    def rule(self, rule: None = None, *, checkpoint: Sequence[str] = (),
+             growth: Callable[..., float] | None = None) -> Callable[[Rule], Rule]: ...
+
+    def rule(self, rule: Rule | None = None, *, checkpoint: Sequence[str] = (),
+             growth: Callable[..., float] | None = None) -> Rule | Callable[[Rule], Rule]:
         """Attach ``rule(*args) -> back``; usable as ``@f.rule`` or ``@f.rule(checkpoint=...)``.
 
         The rule runs the function on plain arrays and returns ``back(da, db, ...)``, which
@@ -125,7 +142,7 @@ class InplaceAdjoint(Adjoint):
         whenever consecutive restorations of one buffer would amplify them too much.
         """
         if rule is None:
-            def attach(rule):
+            def attach(rule: Rule) -> Rule:
                 self.checkpointed = _positions(self.fn, checkpoint, "checkpoint")
                 self.growth = growth
                 self.pure_rule = rule
@@ -140,7 +157,7 @@ class InplaceAdjoint(Adjoint):
         if self.complex_values is not None:
             COMPLEX[rule] = self.complex_values
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         result = dispatch(self, args, kwargs)
         for adjoint, returned in reversed(RULES.running):
             if adjoint is self:  # called by its rule (of a nested differentiation too)
@@ -148,13 +165,13 @@ class InplaceAdjoint(Adjoint):
                 break
         return result
 
-    def record(self, args, kwargs):
+    def record(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The call on arrays a reverse pass traces: recorded with its in-place rule."""
         return tracing.apply_inplace_rule(
             self._name(), self._checked_rule(), args, kwargs, self.writes, self.checkpointed,
             self.growth, self._run_rule)
 
-    def jvp_rule(self, rule):
+    def jvp_rule(self, rule: Rule) -> Rule:
         """Attach forward mode's rule ``rule(tangents, *args, **kwargs) -> result``. It calls
         the function on the arguments and updates the tangents of the arguments it writes in
         place (they are always arrays); ``tangents`` has ``None`` for read-only arguments
@@ -175,7 +192,7 @@ class InplaceAdjoint(Adjoint):
         return back, returned[-1] if returned else None
 
 
-def adjoint(fn):
+def adjoint(fn: Callable[..., Any]) -> Adjoint:
     """Decorate ``fn`` so it can be given a pure rule with ``@fn.rule``.
 
     The rule receives the plain arrays behind traced arguments and returns ``(y, back)``;
@@ -197,7 +214,18 @@ def adjoint(fn):
     return Adjoint(fn)
 
 
-def inplace_adjoint(fn=None, *, writes=None):
+@overload
+def inplace_adjoint(fn: Callable[..., Any], *,
+                    writes: Sequence[str] | None = None) -> InplaceAdjoint: ...
+
+
+@overload
+def inplace_adjoint(fn: None = None, *, writes: Sequence[str] | None = None,
+                    ) -> Callable[[Callable[..., Any]], InplaceAdjoint]: ...
+
+
+def inplace_adjoint(fn: Callable[..., Any] | None = None, *, writes: Sequence[str] | None = None,
+                    ) -> InplaceAdjoint | Callable[[Callable[..., Any]], InplaceAdjoint]:
     """Decorate ``fn``, which writes into some of its arguments, so it can be given an in-place
     rule with ``@fn.rule`` (see ``InplaceAdjoint.rule``).
 

@@ -12,6 +12,15 @@ import sys
 
 from numpy.linalg import LinAlgError
 
+# The error classes, in this file's order (the documentation lists them so); function_name, at
+# the end, is how the core names functions in its messages, not a part of the API.
+__all__ = ["MutadError", "NonScalarOutputError", "UntracedWriteError", "ConversionError",
+           "EscapedTracerError", "UnsupportedFunctionError", "UnsupportedArgumentError",
+           "ComplexInputError", "InvalidArgumentError", "PolicyError", "ArgnumsError",
+           "RuleError", "PullbackReusedError", "UnsupportedOperationError",
+           "UnsupportedArrayError", "ReadOnlyError", "NotPositiveDefiniteError",
+           "ConstantModifiedError", "GradientCheckError", "NonFiniteError"]
+
 
 class MutadError(Exception):
     """Base class of every error mutad raises: ``except mutad.MutadError`` catches them all."""
@@ -186,6 +195,34 @@ class GradientCheckError(MutadError, AssertionError):
     Example: a rule given with ``mutad.adjoint`` whose pullback has a wrong sign. Fix: the
     message gives both numbers; check the rule against its derivation.
     """
+
+
+class NonFiniteError(MutadError, FloatingPointError):
+    """Under :func:`mutad.detect_anomaly`, an operation made a NaN or an infinity out of finite
+    numbers: the first one to do so, in the order the differentiation ran it.
+
+    ``kind`` says what went wrong: ``"value"`` (the forward pass computed it), ``"cotangent"``
+    (its pullback, in the reverse pass, made a gradient that is not finite from finite ones),
+    or ``"restored value"`` (undoing its in-place write gave back a value that is not finite
+    where the array held a finite one). ``operation`` names it (``np.sqrt``), ``filename``,
+    ``lineno`` and ``source`` give the line of the differentiated code that ran it.
+
+    Example: ``mutad.gradient(lambda x: np.sqrt(x).sum(), np.zeros(2))`` inside ``with
+    mutad.detect_anomaly():`` names ``np.sqrt``, whose derivative is infinite at 0. Fix: keep
+    the arguments inside the function's domain (or out of it by a margin), and where a value
+    is discarded (``np.where(x > 0, np.log(x), 0.0)``), keep its argument valid too
+    (``np.log(np.where(x > 0, x, 1.0))``).
+    """
+
+    def __init__(self, message: str, kind: str | None = None, operation: str | None = None,
+                 filename: str | None = None, lineno: int | None = None,
+                 source: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.operation = operation
+        self.filename = filename
+        self.lineno = lineno
+        self.source = source
 
 
 def function_name(func):

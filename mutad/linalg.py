@@ -40,10 +40,14 @@ right-hand side), the result is copied back, so the call stays in place either w
 (True, [[4.0, 1.0], [1.0, 3.0]])
 """
 
+from __future__ import annotations
+
 import functools
+from typing import Any, Literal
 
 import numpy as np
 import scipy.linalg
+from numpy.typing import NDArray
 from scipy.linalg import get_blas_funcs, get_lapack_funcs
 
 from .custom import inplace_adjoint
@@ -53,6 +57,9 @@ from .scipy import linalg as dispatching
 from .scipy.linalg import _solve_lower
 from .tracing import Traced
 from .views import may_overlap, memory, wrapped
+
+# In the order of the module (and of its documentation).
+__all__ = ["Cholesky", "cholesky_", "solve_triangular_", "LU", "lu_factor_", "ldiv_"]
 
 BLOCK = 64
 """Rows per block when a factor is multiplied back into the matrix it came from."""
@@ -102,7 +109,7 @@ def _fortran(M):
     return M, True
 
 
-def triangular_(T, lower, x, transpose=False, solve=True, unit=False):
+def _triangular_(T, lower, x, transpose=False, solve=True, unit=False):
     """``x ← op(T)⁻¹ x`` (``solve``) or ``x ← op(T) x``, in place; ``op(T)`` is ``Tᵀ`` when
     ``transpose``. Only the triangle of ``T`` named by ``lower`` is read; ``unit`` takes its
     diagonal as ones. ``x`` is a vector or a matrix of right-hand sides."""
@@ -197,15 +204,17 @@ class Cholesky:
 
     __slots__ = ("L", "_growth")
 
-    def __init__(self, L):
-        self.L = L
-        self._growth = None
+    L: NDArray[np.floating[Any]]
 
-    def __repr__(self):
+    def __init__(self, L: NDArray[np.floating[Any]]) -> None:
+        self.L = L
+        self._growth: float | None = None
+
+    def __repr__(self) -> str:
         return f"Cholesky(L={self.L!r})"
 
     @property
-    def growth(self):
+    def growth(self) -> float:
         """How much undoing a solve with this factor can amplify rounding errors: an estimate
         of the condition number of ``L Lᵀ`` (computed once)."""
         if self._growth is None:
@@ -244,8 +253,8 @@ def _cholesky_rule(A):
         # Ā = (S + Sᵀ)/2, Φ taking the lower triangle with its diagonal halved.
         P = np.tril(A.T @ np.tril(dA))
         P[np.diag_indices_from(P)] *= 0.5
-        triangular_(A, True, P, transpose=True)     # P ← L⁻ᵀ P
-        triangular_(A, True, P.T, transpose=True)   # P ← P L⁻¹, through Pᵀ ← L⁻ᵀ Pᵀ
+        _triangular_(A, True, P, transpose=True)     # P ← L⁻ᵀ P
+        _triangular_(A, True, P.T, transpose=True)   # P ← P L⁻¹, through Pᵀ ← L⁻ᵀ Pᵀ
         np.add(P, P.T, out=dA)
         dA *= 0.5
         _times_own_transpose_(A)                    # restore A = L Lᵀ: no n × n copy kept
@@ -263,7 +272,7 @@ def _cholesky_jvp(tangents, A):
     return A
 
 
-def cholesky_(A):
+def cholesky_(A: NDArray[np.floating[Any]]) -> Cholesky:
     """Overwrite symmetric positive definite ``A`` with its Cholesky factor, in place.
 
     ``A``'s lower triangle becomes ``L`` (with ``A = L Lᵀ``) and its upper triangle zero; the
@@ -285,8 +294,8 @@ def cholesky_(A):
 
 @inplace_adjoint(writes=("b",))
 def _cholesky_solve_(L, b, growth=1.0):
-    triangular_(L, True, b)                  # L y = b
-    triangular_(L, True, b, transpose=True)  # Lᵀ x = y
+    _triangular_(L, True, b)                  # L y = b
+    _triangular_(L, True, b, transpose=True)  # Lᵀ x = y
     return b
 
 
@@ -302,11 +311,11 @@ def _cholesky_solve_rule(L, b, growth=1.0):
         if dL is not None:
             # Ā = -b̄ xᵀ and A = L Lᵀ, so L̄ = (Ā + Āᵀ) L = -(b̄ (Lᵀ x)ᵀ + x (Lᵀ b̄)ᵀ), lower part.
             u, w = x.copy(), db.copy()
-            triangular_(L, True, u, transpose=True, solve=False)
-            triangular_(L, True, w, transpose=True, solve=False)
+            _triangular_(L, True, u, transpose=True, solve=False)
+            _triangular_(L, True, w, transpose=True, solve=False)
             _subtract_product(dL, np.column_stack([db, x]), np.column_stack([u, w]), lower=True)
-        triangular_(L, True, b, transpose=True, solve=False)  # restore b = L (Lᵀ x)
-        triangular_(L, True, b, solve=False)
+        _triangular_(L, True, b, transpose=True, solve=False)  # restore b = L (Lᵀ x)
+        _triangular_(L, True, b, solve=False)
 
     return back
 
@@ -341,7 +350,7 @@ def _transposes(trans):
 
 @inplace_adjoint(writes=("b",))
 def _solve_triangular_(T, b, lower, transpose, unit):
-    triangular_(T, lower, b, transpose=transpose, unit=unit)
+    _triangular_(T, lower, b, transpose=transpose, unit=unit)
     return b
 
 
@@ -354,12 +363,12 @@ def _solve_triangular_rule(T, b, lower, transpose, unit):
 
     def back(dT, db, *_):
         x = b
-        triangular_(T, lower, db, transpose=not transpose, unit=unit)  # b̄ = op(T)⁻ᵀ x̄
+        _triangular_(T, lower, db, transpose=not transpose, unit=unit)  # b̄ = op(T)⁻ᵀ x̄
         if dT is not None:
             # op(T) x = b: op(T)‾ = -b̄ xᵀ, read back through op onto the stored triangle only.
             left, right = (x, db) if transpose else (db, x)
             _subtract_product(dT, left, right, lower=lower, diagonal=not unit)
-        triangular_(T, lower, b, transpose=transpose, solve=False, unit=unit)  # b = op(T) x
+        _triangular_(T, lower, b, transpose=transpose, solve=False, unit=unit)  # b = op(T) x
 
     return back
 
@@ -377,7 +386,9 @@ def _solve_triangular_jvp(tangents, T, b, lower, transpose, unit):
     return b
 
 
-def solve_triangular_(T, b, lower=False, trans=0, unit_diagonal=False):
+def solve_triangular_(T: NDArray[np.floating[Any]], b: NDArray[np.floating[Any]],
+                      lower: bool = False, trans: Literal[0, 1, 2, "N", "T", "C"] = 0,
+                      unit_diagonal: bool = False) -> NDArray[np.floating[Any]]:
     """Overwrite ``b`` with ``op(T)⁻¹ b`` in place (``op(T) = Tᵀ`` for ``trans=1``), as
     ``scipy.linalg.solve_triangular`` computes it. Only the triangle named by ``lower`` is read.
     The reverse pass restores ``b = op(T) x`` by a triangular product.
@@ -414,14 +425,19 @@ class LU:
 
     __slots__ = ("packed", "pivots", "norm", "_growth")
 
-    def __init__(self, packed, pivots, norm):
+    packed: NDArray[np.floating[Any]]
+    pivots: NDArray[np.integer[Any]]
+    norm: float
+
+    def __init__(self, packed: NDArray[np.floating[Any]], pivots: NDArray[np.integer[Any]],
+                 norm: float) -> None:
         self.packed = packed
         self.pivots = pivots
         self.norm = norm  # the 1-norm of the factored matrix, for its condition number
-        self._growth = None
+        self._growth: float | None = None
 
     @property
-    def growth(self):
+    def growth(self) -> float:
         """How much undoing a solve with this factor can amplify rounding errors: LAPACK's
         estimate of the condition number (gecon, computed once)."""
         if self._growth is None:
@@ -494,7 +510,7 @@ def _lu_factor_jvp(tangents, A):
     return result
 
 
-def lu_factor_(A):
+def lu_factor_(A: NDArray[np.floating[Any]]) -> LU:
     """Overwrite square ``A`` with its LU factorisation, in place; returns an :class:`LU`
     sharing ``A``'s memory, for ``ldiv_``. The reverse pass restores ``A = P L U`` by
     multiplying the factors back in place.
@@ -616,7 +632,8 @@ def _general_solve_jvp(tangents, A, b):
     return b
 
 
-def ldiv_(F, b):
+def ldiv_(F: Cholesky | LU | NDArray[np.floating[Any]],
+          b: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
     """Overwrite ``b`` with ``F⁻¹ b`` in place and return it.
 
     ``F`` is a :class:`Cholesky` factor from ``cholesky_`` (two triangular solves), an

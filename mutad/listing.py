@@ -6,7 +6,10 @@ ten elements). A line reads
 
     outputs = primitive(inputs, settings)      kept bytes      undo kind
 
-with ``<-`` in place of ``=`` for a write into an existing buffer. Constants are shown by value
+with ``<-`` in place of ``=`` for a write into an existing buffer. The records that one line of
+the differentiated code made are headed by that line, as a comment: its file, line number and
+text (``# step.py:3  u += dt * v``), unless no record was made by code in a file (a doctest, the
+interactive prompt), whose line numbers would say little. Constants are shown by value
 when they are numbers, else as ``<f64[3]>`` (kept by the record) or ``<f64[3] not kept>`` (the
 record holds none of its memory). *Kept* counts the bytes of the arrays a record holds for its
 replay (a view counts the memory it keeps alive); *undo* says how a write is put back:
@@ -18,6 +21,7 @@ import operator
 
 import numpy as np
 
+from .debug import location, source
 from .shadows import Buffer, Place
 from .tape import Absent, Primitive
 from .tracing import ASSIGNMENT, CopyBack, assign, function_name
@@ -48,8 +52,13 @@ class TapeListing:
         width = max((len(text) for text, _, _ in self.lines), default=0)
         signature = ", ".join("_" if b is None else f"{self._name(b)}: {_type(b)}"
                               for b in self.arguments)
-        body = [f"  {text:<{width}}  {kept:>10}  {undo}".rstrip()
-                for text, kept, undo in self.lines]
+        lines = [record.line for record in self.records]
+        headed = any(line is not None and not line[0].startswith("<") for line in lines)
+        body = []
+        for i, (line, (text, kept, undo)) in enumerate(zip(lines, self.lines, strict=True)):
+            if headed and (i == 0 or line != lines[i - 1]):  # the first record of a line of f
+                body.append(f"  # {location(line, short=True)}  {source(line)}".rstrip())
+            body.append(f"  {text:<{width}}  {kept:>10}  {undo}".rstrip())
         returned = ", ".join("_" if p is None else self._place(p) for p in self.outputs)
         return "\n".join([f"{self.name}({signature}):", *body, f"  return {returned}"])
 

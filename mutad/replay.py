@@ -54,6 +54,7 @@ import numpy as np
 
 from .arguments import Originals, check_argnums
 from .blocks import Block, indent, scalar_cotangents
+from .debug import anomaly_detection, nowhere
 from .levels import ACTIVE
 from .products import times
 from .recompute import Lazy, small
@@ -1319,6 +1320,7 @@ class Program:
                 values[slot] = fresh_value(np.result_type(x).type(x)) if scalar else x
         tape = ReverseTape(self.policy, None)
         tape.recomputation = None  # a replay keeps what tracing keeps (see Recorder.recomputed)
+        tape.caller = nowhere  # what the engine records for a step (Reenter) needs no line
         originals = Originals()
         for key, saved in self.saves.items():
             tape.guard(key, lambda saved=saved: [originals.keep(leaves[j]) for j in saved])
@@ -1586,7 +1588,8 @@ class Replayed:
 
     def _value_and_gradient(self, args, kwargs):
         selected, single = check_argnums(self.argnums, len(args))
-        if ACTIVE.running or not self.lock.acquire(blocking=False):
+        # Under detect_anomaly every call is traced: a program's steps keep no source lines
+        if ACTIVE.running or anomaly_detection() or not self.lock.acquire(blocking=False):
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
         try:
             return self._replay_or_record(args, kwargs, selected, single)

@@ -88,12 +88,18 @@ class Record:
     * ``kept``: the values it keeps (by input position, None where it keeps nothing), and
       ``state``, whatever else its pullback reads;
     * ``pullback(record, shadows, dy)``: accumulates the cotangents of the inputs, ``dy`` being
-      the cotangent a write took (None for a pure operation, which reads its outputs' shadows).
+      the cotangent a write took (None for a pure operation, which reads its outputs' shadows);
+    * ``where``: where the differentiated code ran the operation, set when the tape records
+      it (None until then, or if no frame of that code was on the stack): the code object and
+      the offset of its instruction, cheaper to take than a line number; ``line`` gives
+      ``(filename, lineno)``. A record keeps these, never the frame, which would keep the
+      frame's locals alive.
 
     A pure operation writes nothing: it has no ``written`` place and no ``undo``.
     """
 
-    __slots__ = ("primitive", "inputs", "settings", "outputs", "kept", "state", "pullback")
+    __slots__ = ("primitive", "inputs", "settings", "outputs", "kept", "state", "pullback",
+                 "where")
 
     written = undo = undo_kind = taken = key = None
     undo_first = True
@@ -106,6 +112,13 @@ class Record:
         self.kept = kept
         self.state = state
         self.pullback = pullback
+        self.where = None
+
+    @property
+    def line(self):
+        """``(filename, lineno)`` of the line of the differentiated code that ran the
+        operation, or None."""
+        return source_line(self.where)
 
 
 class OneOutput:
@@ -115,7 +128,7 @@ class OneOutput:
     kinds (elementwise operations), so neither a tuple of one output nor the pullback is held by
     each of them."""
 
-    __slots__ = ("primitive", "inputs", "settings", "output", "kept", "state")
+    __slots__ = ("primitive", "inputs", "settings", "output", "kept", "state", "where")
 
     written = undo = undo_kind = taken = key = None
     undo_first = True
@@ -127,10 +140,24 @@ class OneOutput:
         self.output = output
         self.kept = kept
         self.state = state
+        self.where = None
 
     @property
     def outputs(self):
         return (self.output,)
+
+    line = Record.line
+
+
+def source_line(where):
+    """``(filename, lineno)`` of a record's ``where``, ``(code, offset)``; None for None."""
+    if where is None:
+        return None
+    code, offset = where
+    for start, end, line in code.co_lines():
+        if start <= offset < end and line is not None:
+            return code.co_filename, line
+    return code.co_filename, code.co_firstlineno
 
 
 class Write(Record):

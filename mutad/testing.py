@@ -15,25 +15,32 @@ Checks run on the caller's arrays and verify that each comes back bit-for-bit. T
 differentiate through the public API only (``pullback``, ``jvp``, ``inplace_adjoint``).
 """
 
+from __future__ import annotations
+
 import copy
 import numbers
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
 from .api import jvp, pullback
-from .custom import inplace_adjoint
+from .custom import Adjoint, inplace_adjoint
 from .errors import GradientCheckError, InvalidArgumentError, MutadError, UnsupportedFunctionError
 from .trees import arrays_within, flatten, is_inexact_array, is_inexact_scalar
 from .views import address, owner, wrapped
 
-MODES = ("rev", "fwd")
+__all__ = ["directional_fd", "check_grads", "check_jvp", "check_transpose", "check_rule"]
+
+MODES: tuple[Literal["rev", "fwd"], ...] = ("rev", "fwd")
 
 
 # ----------------------------------------------------------------------------------------------
 # The stencil
 
 
-def directional_fd(f, args, directions, step=1e-4):
+def directional_fd(f: Callable[..., Any], args: Sequence[Any], directions: Sequence[Any],
+                   step: float = 1e-4) -> Any:
     """The derivative of ``f`` at ``args`` along ``directions`` by the fourth-order central
     difference: ``f``'s output structure, each float leaf holding its directional derivative
     (``None`` for the other leaves).
@@ -107,8 +114,11 @@ class _Copies:
 # The check, recursive in order
 
 
-def check_grads(f, *args, policy="restore", rtol=None, atol=None, step=1e-4, seed=0,
-                symmetric=(), order=1, modes=None):
+def check_grads(f: Callable[..., Any], *args: Any,
+                policy: Literal["restore", "checkpoint"] = "restore", rtol: float | None = None,
+                atol: float | None = None, step: float = 1e-4, seed: int = 0,
+                symmetric: Sequence[int] = (), order: int = 1,
+                modes: Sequence[Literal["rev", "fwd"]] | None = None) -> None:
     """Check mutad's derivatives of ``f`` at ``args`` against central finite differences.
 
     ``modes`` lists ``"rev"`` (reverse mode, under ``policy``) and ``"fwd"`` (forward mode).
@@ -140,7 +150,9 @@ def check_grads(f, *args, policy="restore", rtol=None, atol=None, step=1e-4, see
     _check(f, args, settings, np.random.default_rng(seed), order)
 
 
-def check_jvp(f, *args, rtol=1e-6, atol=1e-9, step=1e-4, seed=0, symmetric=(), order=1):
+def check_jvp(f: Callable[..., Any], *args: Any, rtol: float = 1e-6, atol: float = 1e-9,
+              step: float = 1e-4, seed: int = 0, symmetric: Sequence[int] = (),
+              order: int = 1) -> None:
     """Check ``mutad.jvp`` of ``f`` at ``args`` against central finite differences along a
     random tangent, and that every argument comes back bit-for-bit: ``check_grads`` in
     forward mode."""
@@ -284,8 +296,10 @@ def _pushforward_of(f, n):
 # Rule-level checks
 
 
-def check_transpose(forward_rule, reverse_rule, *args, tangents=None, rtol=1e-9, atol=1e-9,
-                    seed=0, **kwargs):
+def check_transpose(forward_rule: Callable[..., tuple[Any, Any]],
+                    reverse_rule: Callable[..., tuple[Any, Callable[[Any], Sequence[Any]]]],
+                    *args: Any, tangents: Sequence[Any] | None = None, rtol: float = 1e-9,
+                    atol: float = 1e-9, seed: int = 0, **kwargs: Any) -> None:
     """Check that a primitive's forward and reverse rules are transposes of each other,
     ``<w, J t> = <t, Jᵀ w>``, and that both compute the same output.
 
@@ -331,7 +345,8 @@ def check_transpose(forward_rule, reverse_rule, *args, tangents=None, rtol=1e-9,
             f"<t, Jᵀ w> = {reverse!r} by the reverse rule.")
 
 
-def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0, symmetric=()):
+def check_rule(f: Adjoint, *args: Any, restore_rtol: float = 1e-8, rtol: float | None = None,
+               atol: float | None = None, seed: int = 0, symmetric: Sequence[int] = ()) -> float:
     """Prove the rule of a ``mutad.adjoint`` or ``mutad.inplace_adjoint`` function right.
 
     For a pure rule, its ``y`` must equal the function's own output. Then, for the arguments
@@ -380,7 +395,7 @@ def check_rule(f, *args, restore_rtol=1e-8, rtol=None, atol=None, seed=0, symmet
     worst = 0.0
     for variant in [args, *_aliased_variants(args)]:
         for mode, policy in checks:
-            restoration = [] if mode == "rev" else None
+            restoration: list[float] | None = [] if mode == "rev" else None
             settings = _Settings(policy, rtol, atol, 1e-4, symmetric, (mode,),
                                  restoration=restoration)
             try:

@@ -40,6 +40,7 @@ import numpy as np
 from .arraylike import (ArrayMethods, conversion_error, install_operators, lost_tangent,
                         out_by_keyword, out_position, single_out, stands_for_scalar,
                         untraced_write)
+from .debug import SKIPPED, Warnings, anomaly, at_user_lines, caller
 from .errors import (
     ConstantModifiedError,
     MutadError,
@@ -71,10 +72,14 @@ COMPLEX[CONSTANT] = HOLOMORPHIC  # for complex values too
 
 class ReverseTape(Tape):
     """The tape of one reverse-mode differentiation, and what the engine keeps beside its
-    records: its level, the differentiation it is nested in (``outer``, None at the top), and
-    the untraced arrays its records read (``freeze``)."""
+    records: its level, the differentiation it is nested in (``outer``, None at the top), the
+    untraced arrays its records read (``freeze``), how it finds the user's line that ran an
+    operation (``caller``: ``debug.caller``, or ``debug.nowhere`` for a replay's tape, whose
+    program was recorded with its lines) and, under ``debug.detect_anomaly``, the checks it
+    makes (``anomaly``; else None)."""
 
-    __slots__ = ("level", "outer", "frozen", "sums", "recomputation", "places")
+    __slots__ = ("level", "outer", "frozen", "sums", "recomputation", "places", "caller",
+                 "anomaly")
 
     def __init__(self, policy, outer, memory=None):
         super().__init__(policy)
@@ -86,6 +91,8 @@ class ReverseTape(Tape):
         # recomputation would have to be traced too: only the outermost recomputes.
         self.recomputation = Recomputation(memory) if outer is None else None
         self.places = {}  # the places of arguments' views records name, each made once
+        self.caller = caller
+        self.anomaly = anomaly()
 
     def hold(self, kept, places):
         """What a record keeps of the values ``kept`` it reads at ``places`` (both lists, None
@@ -98,9 +105,13 @@ class ReverseTape(Tape):
                 kept[i] = recomputation.hold(place, value)
         return kept
 
-    def record(self, record):
+    def record(self, record, skip=SKIPPED):
+        """``Tape.record``, noting the user's line that ran the operation (``where``, for
+        listings and diagnostics): ``skip`` is how many frames up the stack, this one's
+        included, are mutad's on every path to it (``debug.SKIPPED``)."""
         if self.recorder is not None and self.recorder.ready:
             self.recorder.outside(f"{record.primitive!r}")
+        record.where = self.caller(skip)
         self.records.append(record)
 
     def replay(self, shadows):
@@ -108,24 +119,30 @@ class ReverseTape(Tape):
 
         Once a record has run, nothing older can read what it created: its outputs forget
         their recipe, which also breaks the cycle record, output, recipe, record (which would
-        keep the values the record read alive until the garbage collector runs)."""
+        keep the values the record read alive until the garbage collector runs).
+
+        NumPy's warnings from a pullback are issued at the line of the record that ran it
+        (``debug.Warnings``); under ``detect_anomaly`` each record is checked as it runs."""
         recomputation = self.recomputation
         if recomputation is not None:
             recomputation.finish()
         records = self.records
-        while records:
-            record = records.pop()
-            keys = None
-            if recomputation is not None and recomputation.readers:
-                keys = [key for held in (record.kept, record.state) if type(held) is list
-                        for key in recomputation.resolve(held)]
-            self.reverse(record, shadows)
-            for buffer in record.outputs:
-                buffer.origin = None
-                if type(buffer.ref) is Written:  # from now on only what reads it holds it
-                    buffer.ref = buffer.ref.was
-            if keys:
-                recomputation.release(keys)
+        reverse = self.reverse if self.anomaly is None else self.anomaly.checked(self.reverse)
+        watch = Warnings(ReverseTape.replay.__code__)
+        with at_user_lines(watch):
+            while records:
+                record = watch.record = records.pop()
+                keys = None
+                if recomputation is not None and recomputation.readers:
+                    keys = [key for held in (record.kept, record.state) if type(held) is list
+                            for key in recomputation.resolve(held)]
+                reverse(record, shadows)
+                for buffer in record.outputs:
+                    buffer.origin = None
+                    if type(buffer.ref) is Written:  # from now on only what reads it holds it
+                        buffer.ref = buffer.ref.was
+                if keys:
+                    recomputation.release(keys)
         self.clear()
 
     def clear(self):
@@ -796,7 +813,9 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
         tape.recomputation.give_recipe(record, 0, yt.buffer, kwargs)
         if uses_y:
             read[-1] = tape.recomputation.hold(yt.buffer, yt.value)
-    tape.record(record)
+    tape.record(record, SKIPPED + 1)  # called by apply_ufunc, called by the engine
+    if tape.anomaly is not None:
+        tape.anomaly.produced(record, values, [yt.value])
     return yt
 
 
@@ -1029,6 +1048,8 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
                     else "partial")
         undos.append(undo)
         kinds.append(kind)
+    if tape.anomaly is not None:
+        finite_before = tape.anomaly.before_write(targets, values)
     for t in targets:
         tape.before_write(t.buffer.key)
         if recomputation is not None and not several:
@@ -1056,7 +1077,9 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
                    tuple(places) if several else places[0],
                    undos[0] if len(undos) == 1 else _Undos(undos), ", ".join(sorted(set(kinds))) or "none", places[0] if taken else None, key,
                    undo_first)
-    tape.record(record)
+    tape.record(record, SKIPPED + 1)  # called by the engine's writes, called by the engine
+    if tape.anomaly is not None:
+        tape.anomaly.wrote(record, targets, finite_before)
     if type(record.undo) is Rebuild:
         record.undo.chain.wrote(redo_inputs, places[0], redo)
     return record
@@ -1275,6 +1298,9 @@ def apply_function(name, rule, args, kwargs, tape=None):
     if leaves and any(created):
         _record_function(tape, name, rule, back, args, values, kwargs, created,
                          multiple=isinstance(y, (tuple, list)))
+        if tape.anomaly is not None:
+            tape.anomaly.produced(tape.records[-1], [*values, *kwargs.values()],
+                                  [w for w, is_fresh in wrapped if is_fresh])
     if out is not None:
         if isinstance(y, (tuple, list)):
             raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")
@@ -1336,7 +1362,7 @@ def _record_function(tape, name, rule, back, args, values, kwargs, outputs, mult
             if buffer is not None:
                 tape.recomputation.give_recipe(record, i if multiple else None, buffer,
                                                settings)
-    tape.record(record)
+    tape.record(record, SKIPPED + 1)  # called by apply_function, called by the engine
 
 
 def _held_by(back):

@@ -22,6 +22,8 @@ refused before the function runs, with :class:`UnsupportedArgumentError`: sets h
 that refer back to themselves, and objects that hold arrays outside their attributes.
 """
 
+from __future__ import annotations
+
 import collections.abc
 import copy
 import enum
@@ -29,13 +31,18 @@ import functools
 import gc
 import numbers
 import types
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .errors import (InvalidArgumentError, MutadError,
                      UnsupportedArgumentError, UnsupportedArrayError)
 
-REGISTERED = {}
+T = TypeVar("T")
+
+REGISTERED: dict[type, tuple[Callable[[Any], tuple[Iterable[Any], Any]],
+                             Callable[[Any, list[Any]], Any]]] = {}
 """Types given to :func:`register_pytree`: ``type -> (flatten, unflatten)``."""
 
 STATIC = (numbers.Number, str, bytes, type(None), type(Ellipsis), slice, range, type,
@@ -46,7 +53,8 @@ STATIC = (numbers.Number, str, bytes, type(None), type(Ellipsis), slice, range, 
 LIBRARIES = ("numpy", "scipy")
 
 
-def register_pytree(cls, flatten, unflatten):
+def register_pytree(cls: type[T], flatten: Callable[[T], tuple[Iterable[Any], Any]],
+                    unflatten: Callable[[Any, list[Any]], T]) -> None:
     """Tell mutad how to take apart and rebuild objects of type ``cls``, as JAX's
     ``register_pytree_node``: ``flatten(obj)`` returns ``(children, aux)``, a sequence of the
     values to follow and anything else needed to rebuild; ``unflatten(aux, children)`` builds an

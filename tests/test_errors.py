@@ -319,6 +319,7 @@ BUILT_INS = {
     errors.UnsupportedOperationError: NotImplementedError,
     errors.PullbackReusedError: RuntimeError,
     errors.GradientCheckError: AssertionError,
+    errors.NonFiniteError: FloatingPointError,
 }
 
 

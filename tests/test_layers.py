@@ -6,7 +6,7 @@ The layers, lowest first (CONTRIBUTING.md, "Architecture", says what each holds)
     0  errors tape levels registry         the leaves; no NumPy at import (errors takes only
                                             NumPy's LinAlgError, as a base class)
     1  views shadows trees allocation      NumPy plumbing, and the caller's side of a
-       arguments                            differentiation
+       arguments debug                      differentiation; source lines, warnings, anomalies
     2  arraylike products recompute        the array layer both engines share,
                                             and recomputation
     3  tracing | forward                   the engines, reverse and forward: apart
@@ -27,7 +27,7 @@ import mutad
 
 LAYERS = [
     ("errors", "tape", "levels", "registry"),
-    ("views", "shadows", "trees", "allocation", "arguments"),
+    ("views", "shadows", "trees", "allocation", "arguments", "debug"),
     ("arraylike", "products", "recompute"),
     ("tracing", "forward"),
     ("custom", "rules", "rules.*", "replay", "blocks"),

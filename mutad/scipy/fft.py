@@ -17,11 +17,16 @@ from ..registry import CONVENTION, ROUTES
 from ..rules.fft import HERMITIAN_ND, STAGES, adjoint
 from ._adjoints import scipy_adjoint
 
-__all__ = [*STAGES, *HERMITIAN_ND, "fftshift", "ifftshift"]
+__all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "rfftn", "irfftn",
+           "fft2", "ifft2", "rfft2", "irfft2", "hfftn", "ihfftn", "hfft2", "ihfft2",
+           "fftshift", "ifftshift"]
+
+_STAGES = {**STAGES, **HERMITIAN_ND}
 
 
-def _transform(name, stages):
-    """The wrapper of ``scipy.fft``'s transform ``name`` made of ``stages``."""
+def _transform(name):
+    """The wrapper of ``scipy.fft``'s transform ``name``, made of its stages."""
+    stages = _STAGES[name]
     wrapper = scipy_adjoint(getattr(_fft, name))
     wrapper.complex_values = CONVENTION  # the adjoint, in mutad's convention
 
@@ -41,8 +46,25 @@ def _transform(name, stages):
     return wrapper
 
 
-globals().update({name: _transform(name, stages)
-                  for name, stages in {**STAGES, **HERMITIAN_ND}.items()})
+# One name each (not globals().update), so that type checkers and readers see every transform.
+fft = _transform("fft")
+ifft = _transform("ifft")
+rfft = _transform("rfft")
+irfft = _transform("irfft")
+hfft = _transform("hfft")
+ihfft = _transform("ihfft")
+fftn = _transform("fftn")
+ifftn = _transform("ifftn")
+rfftn = _transform("rfftn")
+irfftn = _transform("irfftn")
+fft2 = _transform("fft2")
+ifft2 = _transform("ifft2")
+rfft2 = _transform("rfft2")
+irfft2 = _transform("irfft2")
+hfftn = _transform("hfftn")
+ihfftn = _transform("ihfftn")
+hfft2 = _transform("hfft2")
+ihfft2 = _transform("ihfft2")
 
 # The shifts are rolls, NumPy's the same values: NumPy's functions stand in for them.
 fftshift = ROUTES[_fft.fftshift] = np.fft.fftshift

@@ -56,7 +56,7 @@ _SQRT_PI = math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
-def trigamma(x):
+def _trigamma(x):
     return polygamma(1, x)
 
 
@@ -156,10 +156,10 @@ def _sign_of_x(v, x):
     return sign_of(x)
 
 
-ORDER = NoClosedForm("the order v")
-PARAMETER_A = NoClosedForm("the parameter a")
-PARAMETER_B = NoClosedForm("the parameter b")
-DEGREES_OF_FREEDOM = NoClosedForm("the degrees of freedom df")
+_ORDER = NoClosedForm("the order v")
+_PARAMETER_A = NoClosedForm("the parameter a")
+_PARAMETER_B = NoClosedForm("the parameter b")
+_DEGREES_OF_FREEDOM = NoClosedForm("the degrees of freedom df")
 
 # fmt: off
 # One line per ufunc: the partial derivative of each input, from (y, *inputs). Recurrences for
@@ -170,15 +170,15 @@ elementwise(gamma,     lambda y, x: y * psi(x),                                 
 elementwise(rgamma,    _rgamma_derivative,                               uses="xy", decide=_poles)
 elementwise(gammaln,   lambda y, x: psi(x))
 elementwise(loggamma,  lambda y, x: psi(x))
-elementwise(psi,       lambda y, x: trigamma(x))
+elementwise(psi,       lambda y, x: _trigamma(x))
 elementwise(beta,      lambda y, a, b: y * (psi(a) - psi(a + b)),
                        lambda y, a, b: y * (psi(b) - psi(a + b)),                    uses="xy")
 elementwise(betaln,    lambda y, a, b: psi(a) - psi(a + b), lambda y, a, b: psi(b) - psi(a + b))
-elementwise(betainc,   PARAMETER_A, PARAMETER_B, _incomplete_beta_density)
-elementwise(betaincc,  PARAMETER_A, PARAMETER_B, _negated(_incomplete_beta_density))
-elementwise(gammainc,  PARAMETER_A, _incomplete_gamma_density)
-elementwise(gammaincc, PARAMETER_A, _negated(_incomplete_gamma_density))
-elementwise(stdtr,     DEGREES_OF_FREEDOM, _student_t_density)
+elementwise(betainc,   _PARAMETER_A, _PARAMETER_B, _incomplete_beta_density)
+elementwise(betaincc,  _PARAMETER_A, _PARAMETER_B, _negated(_incomplete_beta_density))
+elementwise(gammainc,  _PARAMETER_A, _incomplete_gamma_density)
+elementwise(gammaincc, _PARAMETER_A, _negated(_incomplete_gamma_density))
+elementwise(stdtr,     _DEGREES_OF_FREEDOM, _student_t_density)
 elementwise(erf,       lambda y, x: (2.0 / _SQRT_PI) * np.exp(-x * x))
 elementwise(erfc,      lambda y, x: (-2.0 / _SQRT_PI) * np.exp(-x * x))
 elementwise(erfinv,    lambda y, x: (0.5 * _SQRT_PI) * np.exp(y * y),                uses="y")
@@ -195,24 +195,24 @@ elementwise(entr,      lambda y, x: -(np.log(x) + 1.0))
 elementwise(rel_entr,  _rel_entr_dx, _rel_entr_dw,                               decide=_xlogy_zeros)
 elementwise(j0,        lambda y, x: -j1(x))
 elementwise(j1,        lambda y, x: 0.5 * (j0(x) - jv(2.0, x)))
-elementwise(jv,        ORDER, lambda y, v, x: 0.5 * (jv(v - 1.0, x) - jv(v + 1.0, x)))
+elementwise(jv,        _ORDER, lambda y, v, x: 0.5 * (jv(v - 1.0, x) - jv(v + 1.0, x)))
 elementwise(y0,        lambda y, x: -y1(x))
 elementwise(y1,        lambda y, x: 0.5 * (y0(x) - yn(2, x)))
 elementwise(yn,        None, lambda y, n, x: 0.5 * (yn(n - 1, x) - yn(n + 1, x)))
-elementwise(yv,        ORDER, lambda y, v, x: 0.5 * (yv(v - 1.0, x) - yv(v + 1.0, x)))
+elementwise(yv,        _ORDER, lambda y, v, x: 0.5 * (yv(v - 1.0, x) - yv(v + 1.0, x)))
 elementwise(i0,        lambda y, x: i1(x))
 elementwise(i1,        lambda y, x: 0.5 * (i0(x) + iv(2.0, x)))
-elementwise(iv,        ORDER, lambda y, v, x: 0.5 * (iv(v - 1.0, x) + iv(v + 1.0, x)))
+elementwise(iv,        _ORDER, lambda y, v, x: 0.5 * (iv(v - 1.0, x) + iv(v + 1.0, x)))
 elementwise(i0e,       _scaled(lambda y, x: i1e(x)),                      uses="xy", decide=sign_of)
 elementwise(i1e,       _scaled(lambda y, x: 0.5 * (i0e(x) + ive(2.0, x))), uses="xy", decide=sign_of)
-elementwise(ive,       ORDER, _scaled(lambda y, v, x: 0.5 * (ive(v - 1.0, x) + ive(v + 1.0, x))),
+elementwise(ive,       _ORDER, _scaled(lambda y, v, x: 0.5 * (ive(v - 1.0, x) + ive(v + 1.0, x))),
                                                                   uses="xy", decide=_sign_of_x)
 elementwise(k0,        lambda y, x: -k1(x))
 elementwise(k1,        lambda y, x: -0.5 * (k0(x) + kv(2.0, x)))
-elementwise(kv,        ORDER, lambda y, v, x: -0.5 * (kv(v - 1.0, x) + kv(v + 1.0, x)))
+elementwise(kv,        _ORDER, lambda y, v, x: -0.5 * (kv(v - 1.0, x) + kv(v + 1.0, x)))
 elementwise(k0e,       lambda y, x: y - k1e(x),                                      uses="xy")
 elementwise(k1e,       lambda y, x: y - 0.5 * (k0e(x) + kve(2.0, x)),                uses="xy")
-elementwise(kve,       ORDER, lambda y, v, x: y - 0.5 * (kve(v - 1.0, x) + kve(v + 1.0, x)),
+elementwise(kve,       _ORDER, lambda y, v, x: y - 0.5 * (kve(v - 1.0, x) + kve(v + 1.0, x)),
                                                                                      uses="xy")
 # fmt: on
 

@@ -22,7 +22,11 @@ their frozen classes, so that a differentiation can route ``scipy.stats.norm.log
 sigma)``, called by SciPy's names, here.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.stats as _stats
@@ -45,7 +49,7 @@ _LOG_PI = math.log(math.pi)
 _LOG_2 = math.log(2.0)
 
 
-def is_traced(args, kwargs):
+def _is_traced(args, kwargs):
     """Whether a differentiation (reverse or forward) follows any of these arguments."""
     return innermost((*args, *kwargs.values())) is not None
 
@@ -70,6 +74,14 @@ class Univariate:
 
     discrete = False
 
+    # The methods common to every distribution, set on each instance by __init__ (declared here
+    # for type checkers); a continuous one has pdf and logpdf beside them, a discrete one pmf and
+    # logpmf.
+    cdf: Callable[..., Any]
+    logcdf: Callable[..., Any]
+    sf: Callable[..., Any]
+    logsf: Callable[..., Any]
+
     def __init__(self, scipy, functions, valid=None, safe=(), support=(-np.inf, np.inf),
                  inside=0.0):
         self.scipy = scipy
@@ -87,7 +99,7 @@ class Univariate:
 
     def _method(self, name):
         def method(*args, **kwargs):
-            if not is_traced(args, kwargs):
+            if not _is_traced(args, kwargs):
                 return getattr(self.scipy, name)(*args, **kwargs)
             return self.evaluate(name, *args, **kwargs)
 
@@ -153,8 +165,21 @@ class Univariate:
         return np.where(above, zero, one)  # sf
 
 
+class Continuous(Univariate):
+    """A continuous distribution (``scipy.stats.norm``): its densities are ``pdf`` and
+    ``logpdf``."""
+
+    pdf: Callable[..., Any]
+    logpdf: Callable[..., Any]
+
+
 class Discrete(Univariate):
+    """A discrete distribution (``scipy.stats.poisson``): its masses are ``pmf`` and
+    ``logpmf``."""
+
     discrete = True
+    pmf: Callable[..., Any]
+    logpmf: Callable[..., Any]
 
     def _parse(self, x, args, kwargs):
         shapes, loc, _ = self.scipy._parse_args(*args, **kwargs)
@@ -187,55 +212,55 @@ def _laplace_tail(z):
 
 
 # fmt: off
-norm = Univariate(_stats.norm, {
+norm = Continuous(_stats.norm, {
     "logpdf": lambda z: -0.5 * z * z - 0.5 * _LOG_2PI,
     "cdf":    lambda z: ndtr(z),
     "logcdf": lambda z: log_ndtr(z),
     "sf":     lambda z: ndtr(-z),
     "logsf":  lambda z: log_ndtr(-z),
 })
-t = Univariate(_stats.t, {
+t = Continuous(_stats.t, {
     "logpdf": _student_t_logpdf,
     "cdf":    lambda z, df: stdtr(df, z),
     "sf":     lambda z, df: stdtr(df, -z),
 }, valid=lambda df: df > 0, safe=(1.0,))
-gamma = Univariate(_stats.gamma, {
+gamma = Continuous(_stats.gamma, {
     "logpdf": lambda z, a: xlogy(a - 1.0, z) - z - gammaln(a),
     "cdf":    lambda z, a: gammainc(a, z),
     "sf":     lambda z, a: gammaincc(a, z),
 }, valid=lambda a: a > 0, safe=(1.0,), support=(0.0, np.inf), inside=1.0)
-chi2 = Univariate(_stats.chi2, {
+chi2 = Continuous(_stats.chi2, {
     "logpdf": lambda z, df: (xlogy(0.5 * df - 1.0, z) - 0.5 * z - gammaln(0.5 * df)
                              - 0.5 * df * _LOG_2),
     "cdf":    lambda z, df: gammainc(0.5 * df, 0.5 * z),
     "sf":     lambda z, df: gammaincc(0.5 * df, 0.5 * z),
 }, valid=lambda df: df > 0, safe=(1.0,), support=(0.0, np.inf), inside=1.0)
-beta = Univariate(_stats.beta, {
+beta = Continuous(_stats.beta, {
     "logpdf": lambda z, a, b: xlog1py(b - 1.0, -z) + xlogy(a - 1.0, z) - betaln(a, b),
     "cdf":    lambda z, a, b: betainc(a, b, z),
     "sf":     lambda z, a, b: betaincc(a, b, z),
 }, valid=lambda a, b: (a > 0) & (b > 0), safe=(1.0, 1.0), support=(0.0, 1.0), inside=0.5)
-expon = Univariate(_stats.expon, {
+expon = Continuous(_stats.expon, {
     "logpdf": lambda z: -z,
     "cdf":    lambda z: -np.expm1(-z),
     "sf":     lambda z: np.exp(-z),
     "logsf":  lambda z: -z,
 }, support=(0.0, np.inf), inside=1.0)
-laplace = Univariate(_stats.laplace, {
+laplace = Continuous(_stats.laplace, {
     "logpdf": lambda z: -np.abs(z) - _LOG_2,
     "cdf":    lambda z: np.where(z > 0, 1.0 - _laplace_tail(z), _laplace_tail(z)),
     "sf":     lambda z: np.where(z > 0, _laplace_tail(z), 1.0 - _laplace_tail(z)),
     "logcdf": lambda z: np.where(z > 0, np.log1p(-_laplace_tail(z)), z - _LOG_2),
     "logsf":  lambda z: np.where(z > 0, -z - _LOG_2, np.log1p(-_laplace_tail(z))),
 })
-logistic = Univariate(_stats.logistic, {
+logistic = Continuous(_stats.logistic, {
     "logpdf": lambda z: -np.abs(z) - 2.0 * np.log1p(np.exp(-np.abs(z))),
     "cdf":    lambda z: np.exp(log_expit(z)),
     "sf":     lambda z: np.exp(log_expit(-z)),
     "logcdf": lambda z: log_expit(z),
     "logsf":  lambda z: log_expit(-z),
 })
-cauchy = Univariate(_stats.cauchy, {
+cauchy = Continuous(_stats.cauchy, {
     "logpdf": lambda z: -_LOG_PI - np.log1p(z * z),
     "cdf":    lambda z: 0.5 + np.arctan(z) / np.pi,
     "sf":     lambda z: 0.5 - np.arctan(z) / np.pi,
@@ -283,7 +308,7 @@ class MultivariateNormal:
         return x, mean, cov, dim
 
     def logpdf(self, x, mean=None, cov=1, allow_singular=False):
-        if not is_traced((x, mean, cov), {}):
+        if not _is_traced((x, mean, cov), {}):
             return self.scipy.logpdf(x, mean, cov, allow_singular)
         x, mean, cov, dim = self._parameters(x, mean, cov)
         try:
@@ -303,12 +328,12 @@ class MultivariateNormal:
         return _squeezed(-0.5 * (dim * _LOG_2PI + log_det + mahalanobis))
 
     def pdf(self, x, mean=None, cov=1, allow_singular=False):
-        if not is_traced((x, mean, cov), {}):
+        if not _is_traced((x, mean, cov), {}):
             return self.scipy.pdf(x, mean, cov, allow_singular)
         return np.exp(self.logpdf(x, mean, cov, allow_singular))
 
     def cdf(self, x, mean=None, cov=1, *args, **kwargs):
-        if not is_traced((x, mean, cov, *args), kwargs):
+        if not _is_traced((x, mean, cov, *args), kwargs):
             return self.scipy.cdf(x, mean, cov, *args, **kwargs)
         raise UnsupportedOperationError(
             "multivariate_normal.cdf of differentiated arguments: SciPy integrates it "
@@ -317,7 +342,7 @@ class MultivariateNormal:
     logcdf = cdf
 
     def entropy(self, mean=None, cov=1):
-        if not is_traced((mean, cov), {}):
+        if not _is_traced((mean, cov), {}):
             return self.scipy.entropy(mean, cov)
         _, _, cov, dim = self._parameters(0.0, mean, cov)
         log_det = 2.0 * np.sum(np.log(np.diagonal(np.linalg.cholesky(cov))))
@@ -334,7 +359,7 @@ class Dirichlet:
         return Frozen(self, (alpha,), {})
 
     def logpdf(self, x, alpha):
-        if not is_traced((x, alpha), {}):
+        if not _is_traced((x, alpha), {}):
             return self.scipy.logpdf(x, alpha)
         if np.min(alpha) <= 0:
             raise ValueError("All parameters must be greater than 0")
@@ -359,7 +384,7 @@ class Dirichlet:
         return _squeezed(np.sum(xlogy(a - 1.0, x), axis=0) - log_b)
 
     def pdf(self, x, alpha):
-        if not is_traced((x, alpha), {}):
+        if not _is_traced((x, alpha), {}):
             return self.scipy.pdf(x, alpha)
         return np.exp(self.logpdf(x, alpha))
 

@@ -1,0 +1,433 @@
+"""Diagnostics: the line of the user's code behind each record, NumPy's floating-point
+warnings issued at that line, and the switch that finds the first NaN or infinity
+(:func:`detect_anomaly`).
+
+**Source lines.** Every record the tape appends notes where the innermost frame outside
+mutad, NumPy and SciPy was (:func:`caller`): the line of the differentiated function, or of
+the library it called, that ran the operation. It notes the frame's code object and
+instruction offset, and works out the line number only when it is shown
+(``tape.source_line``): a record pays for a short walk up the stack, nothing more (whether a
+file is inside is worked out once per file name).
+
+**Warnings.** NumPy warns about a division by zero, an overflow or an invalid value from
+inside the ufunc that met it, so a warning from a traced operation, or from a pullback in the
+reverse pass, would name a line of mutad. While a differentiation runs its function, and while
+its reverse pass runs, NumPy's error handling is set to ``"log"`` for the categories that were
+``"warn"`` (:func:`at_user_lines`, once per pass): NumPy then hands its message to a
+:class:`Warnings` object, which issues it with :func:`warnings.warn_explicit` at the user's
+line (in the reverse pass, the line of the record being reversed), with that module's registry,
+so the user's filters and "once per location" apply as they would to NumPy's own warning.
+NumPy's error handling is per thread and per context, unlike ``warnings.catch_warnings``.
+Categories the user set otherwise (``"ignore"``, ``"raise"``, ``"call"``) are left as they are.
+A call that ``grad(f, replay=True)`` replays does none of this (it would cost a replay of a
+small program a few percent): its warnings are NumPy's own, naming a line of mutad, where the
+first call, traced, named the user's lines.
+
+**The anomaly switch.** Under :func:`detect_anomaly`, a tape made in that context carries an
+:class:`Anomaly`, which checks the records that compute values as they are made (a gather
+only copies) and every record as it is reversed, and raises :class:`errors.NonFiniteError` at
+the first that makes a NaN or an infinity out of finite numbers. Off, it costs one attribute
+check per record and one per reverse pass.
+"""
+
+import contextlib
+import contextvars
+import linecache
+import os
+import sys
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+
+from .errors import NonFiniteError, function_name
+from .shadows import Buffer, Place
+from .views import memory
+
+__all__ = ["detect_anomaly"]
+
+BLOCKS = "<mutad replay block>"
+"""The file name of the straight-line code a replay compiles (``blocks``): mutad's own."""
+
+_INSIDE = {}
+"""File name -> whether it is a file of mutad, NumPy or SciPy."""
+
+
+def _learn(filename):
+    """Whether ``filename`` is a file of mutad, NumPy or SciPy (or a replay's compiled block),
+    remembered. The benchmark workloads (``mutad/bench``) are code being differentiated, as a
+    user's is: outside."""
+    if len(_INSIDE) >= 4096:  # names made up on the fly (exec) cannot fill the memory
+        _INSIDE.clear()
+    inside = filename == BLOCKS
+    for name in ("mutad", "numpy", "scipy"):
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path is not None and filename.startswith(os.path.dirname(path) + os.sep):
+            inside = name != "mutad" or not filename.startswith(
+                os.path.join(os.path.dirname(path), "bench") + os.sep)
+    _INSIDE[filename] = inside
+    return inside
+
+
+SKIPPED = 4
+"""The frames :func:`caller` skips without looking: its own, ``ReverseTape.record``'s, the
+engine function's that made the record, and the one that called that (the engine's functions
+that make records are internal: user code never calls them). Looking at a frame makes Python
+build a frame object for it, which costs more than the rest of the walk, and the engine's
+frames live for one operation: building them is most of the cost of a record's line. A record
+made by a function that only the engine's internal functions call (``apply_ufunc``, never an
+entry point) may skip one more."""
+
+
+def caller(skip=SKIPPED):
+    """``(code, offset)`` of the innermost frame outside mutad, NumPy and SciPy, as a record's
+    ``where`` (``tape.source_line`` gives its line), for ``ReverseTape.record``, skipping
+    ``skip`` frames (``SKIPPED``); None if there is none."""
+    try:
+        frame = sys._getframe(skip)
+    except ValueError:  # a stack that shallow has no frame of the user's
+        return None
+    inside = _INSIDE
+    while frame is not None:
+        code = frame.f_code
+        known = inside.get(code.co_filename)
+        if known is None:
+            known = _learn(code.co_filename)
+        if not known:
+            return code, frame.f_lasti  # the line number costs a search: worked out if shown
+        frame = frame.f_back
+    return None
+
+
+def nowhere(skip=SKIPPED):
+    """:func:`caller` for a tape whose records need no line: a replay's, whose steps have
+    none to give (walking up from one finds the call of the replayed function, at a cost)."""
+    return None
+
+
+def source(line):
+    """The text of ``line`` (``(filename, lineno)``), stripped; '' if unknown."""
+    if line is None:
+        return ""
+    return linecache.getline(line[0], line[1]).strip()
+
+
+def location(line, short=False):
+    """``line`` (``(filename, lineno)``) as ``file:line`` (``short``: the file's base name), or
+    a word for None."""
+    if line is None:
+        return "(no line of the differentiated code)"
+    filename = line[0]
+    if short:
+        if filename.startswith("<"):  # <doctest mutad.api.make_tape[1]>, <stdin>
+            filename = filename.split(" ", 1)[0].rstrip(">") + ">"
+        else:
+            filename = os.path.basename(filename)
+    return f"{filename}:{line[1]}"
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's warnings at the user's line
+
+
+_GLOBALS = {}
+"""File name -> the globals of the module loaded from it (None: none), for a warning's module
+name and registry."""
+
+_REGISTRIES = {}
+"""The warnings registries of files no module was loaded from (a doctest, ``exec``)."""
+
+
+def _globals_of(filename):
+    if filename not in _GLOBALS:
+        found = None
+        for module in list(sys.modules.values()):
+            if getattr(module, "__file__", None) == filename:
+                found = vars(module)
+                break
+        _GLOBALS[filename] = found
+    return _GLOBALS[filename]
+
+
+def warn_at(message, category, filename, lineno, module_globals=None):
+    """Issue a warning at ``filename:lineno`` as :func:`warnings.warn` would from a frame of
+    that line: with its module's name and ``__warningregistry__``, so the user's filters and
+    the "default" action (once per location) apply."""
+    if module_globals is None:
+        module_globals = _globals_of(filename)
+    if module_globals is None:
+        registry, module = _REGISTRIES.setdefault(filename, {}), None
+    else:
+        registry = module_globals.setdefault("__warningregistry__", {})
+        module = module_globals.get("__name__", "<string>")
+    warnings.warn_explicit(message, category, filename, lineno, module, registry,
+                           module_globals)
+
+
+class Warnings:
+    """Where NumPy writes its floating-point warnings (error handling ``"log"``), to issue them
+    at the user's line: the innermost frame outside mutad, NumPy and SciPy, up to ``stop`` (the
+    code of the replay loop, in the reverse pass); from there on, the line of ``record``, the
+    record being reversed."""
+
+    __slots__ = ("stop", "record")
+
+    def __init__(self, stop=None):
+        self.stop = stop
+        self.record = None
+
+    def write(self, text):
+        message = text.removeprefix("Warning: ").rstrip("\n")  # as NumPy words its warning
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code is not self.stop:
+            code = frame.f_code
+            known = _INSIDE.get(code.co_filename)
+            if not (_learn(code.co_filename) if known is None else known):
+                warn_at(message, RuntimeWarning, code.co_filename, frame.f_lineno,
+                        frame.f_globals)
+                return
+            frame = frame.f_back
+        line = None if self.record is None else self.record.line
+        if line is not None:  # in a pullback: say so, NumPy names the ufunc inside it
+            message += f", in the gradient of {operation_name(self.record.primitive)}"
+            warn_at(message, RuntimeWarning, *line)
+        else:
+            warnings.warn(message, RuntimeWarning, stacklevel=2)  # where NumPy would
+
+
+def at_user_lines(writer):
+    """NumPy's error handling with the categories set to ``"warn"`` logged to ``writer`` (a
+    :class:`Warnings`) instead (and those an enclosing differentiation's writer logs: a
+    gradient inside a function being differentiated); a null context if there are none, or
+    if the user's handling already calls or logs (its ``seterrcall`` object must stay)."""
+    modes = np.geterr()
+    calls = "call" in modes.values() or "log" in modes.values()
+    ours = calls and type(np.geterrcall()) is Warnings
+    if calls and not ours:
+        return contextlib.nullcontext()
+    logged = {category: "log" for category, mode in modes.items()
+              if mode == "warn" or ours and mode == "log"}
+    if not logged:
+        return contextlib.nullcontext()
+    return np.errstate(call=writer, **logged)
+
+
+# ----------------------------------------------------------------------------------------------
+# The anomaly switch
+
+
+def _from_environment():
+    value = os.environ.get("MUTAD_DEBUG_NANS", "").strip().lower()
+    return None if value in ("", "0", "false", "no", "off") else True
+
+
+_SWITCH = contextvars.ContextVar("mutad.detect_anomaly", default=_from_environment())
+"""None (off), or whether the forward pass is checked too."""
+
+
+@contextlib.contextmanager
+def detect_anomaly(enabled: bool = True, *, check_forward: bool = True) -> Iterator[None]:
+    """Find the first operation that makes a NaN or an infinity, and raise there.
+
+    Inside ``with mutad.detect_anomaly():`` (or in a function decorated with
+    ``@mutad.detect_anomaly()``), every differentiation that starts checks each operation it
+    records, as PyTorch's anomaly mode and JAX's ``debug_nans`` do:
+
+    * in the reverse pass, after each operation's pullback ran, the gradients it accumulated
+      into its inputs, and the values its undo put back into an array it wrote in place;
+    * with ``check_forward`` (the default), also the values each operation computes in the
+      forward pass.
+
+    The first operation whose result is a NaN or an infinity while everything it started
+    from was finite raises :class:`mutad.errors.NonFiniteError` (also a
+    ``FloatingPointError``), naming the operation, the file, line and source text of the code
+    that ran it, and whether the forward value, the gradient or the restored value went wrong.
+    As with every error, the caller's arrays are back as they were when it propagates.
+    Finite programs give the same results, bit for bit, with the switch on.
+
+    >>> import numpy as np, mutad
+    >>> def f(x):
+    ...     return np.sqrt(x).sum()
+    >>> with mutad.detect_anomaly():
+    ...     try:
+    ...         mutad.gradient(f, np.array([0.0, 1.0]))
+    ...     except mutad.errors.NonFiniteError as e:
+    ...         print(e.kind, e.operation)
+    cotangent np.sqrt
+
+    ``check_forward=False`` checks the reverse pass only: for code that computes NaNs or
+    infinities on purpose and discards them (``np.where(x > 0, np.log(x), 0.0)``), whose
+    gradient is still finite. ``enabled=False`` turns the checks off inside a block.
+    Setting the environment variable ``MUTAD_DEBUG_NANS=1`` turns them on for the whole
+    process, without editing the program (as ``JAX_DEBUG_NANS`` does). The switch holds in
+    the thread (and ``contextvars`` context) that set it, and is read when a differentiation
+    starts: a ``back`` function from :func:`mutad.pullback` checks as its forward pass did.
+    ``grad(f, replay=True)`` traces every call while it is on, so that each operation has
+    its line.
+
+    The checks read every value and gradient once more: a program runs a few times slower
+    under them. Off, they cost one attribute check per operation.
+    """
+    token = _SWITCH.set(bool(check_forward) if enabled else None)
+    try:
+        yield
+    finally:
+        _SWITCH.reset(token)
+
+
+def anomaly_detection():
+    """Whether :func:`detect_anomaly` is on here."""
+    return _SWITCH.get() is not None
+
+
+def anomaly():
+    """An :class:`Anomaly` for a tape starting now, or None if the switch is off."""
+    forward = _SWITCH.get()
+    return None if forward is None else Anomaly(forward)
+
+
+def finite(x):
+    """Whether every float in ``x`` (an array, a number, a traced array, lists and tuples of
+    them) is finite; values that hold no floats are."""
+    if type(x) in (list, tuple):
+        return all(finite(item) for item in x)
+    x = memory(x)
+    if isinstance(x, (np.ndarray, np.inexact)):
+        return x.dtype.kind not in "fc" or bool(np.isfinite(x).all())
+    if type(x) is float or type(x) is complex:
+        return bool(np.isfinite(x))
+    return True
+
+
+def _what(arrays):
+    """What is not finite among ``arrays``: "NaN", "an infinity", or both."""
+    plain = [memory(a) for a in arrays]
+    nan = any(np.isnan(a).any() for a in plain)
+    inf = any(np.isinf(a).any() for a in plain)
+    return " and ".join(w for w, there in (("NaN", nan), ("an infinity", inf)) if there)
+
+
+def operation_name(primitive):
+    """How a record's primitive is spelled in a message."""
+    if primitive is None:
+        return "a write"
+    name = getattr(primitive, "name", None)  # a tape.Primitive: a rule's name
+    if type(name) is str:
+        return name
+    owner_ufunc = getattr(primitive, "__self__", None)
+    if isinstance(owner_ufunc, np.ufunc):  # np.add.at
+        return f"{function_name(owner_ufunc)}.{primitive.__name__}"
+    if getattr(primitive, "__name__", None) in ("getitem", "setitem"):  # the operator module's
+        return "x[key]" if primitive.__name__ == "getitem" else "x[key] = value"
+    if getattr(primitive, "__name__", None) == "assign":
+        return "an assignment"
+    return function_name(primitive)
+
+
+_WHY = {
+    "value": ("computed {what} in the forward pass from finite values",
+              "Keep its arguments inside its domain (np.log(x) for x > 0, a division by a "
+              "nonzero, np.exp of a moderate value). Where the value is discarded on purpose "
+              "(np.where(x > 0, np.log(x), 0.0)), keep the argument valid there too "
+              "(np.log(np.where(x > 0, x, 1.0))), or check the reverse pass only with "
+              "detect_anomaly(check_forward=False)."),
+    "cotangent": ("made {what} in the gradient, in the reverse pass, from finite cotangents",
+                  "Its derivative is not finite at these values (np.sqrt or a power below 1 "
+                  "at 0, np.log at 0, a division by a value that is zero): keep its "
+                  "arguments off those points, or, where the value is discarded (np.where), "
+                  "keep the argument valid there too "
+                  "(np.sqrt(np.where(x > 0, x, 1.0)))."),
+    "restored value": ("gave back {what} when its in-place write was undone in the reverse "
+                       "pass, where the array held finite values",
+                       "Its undo is not exact here: for a rule of your own (mutad."
+                       "inplace_adjoint), restore what it overwrote another way, or declare "
+                       "the argument in checkpoint= so that mutad saves and copies it back."),
+}
+
+
+def non_finite(kind, record, arrays):
+    """The :class:`errors.NonFiniteError` for ``record``, of ``kind`` (a key of ``_WHY``),
+    ``arrays`` being what is not finite."""
+    name = operation_name(record.primitive)
+    line = record.line
+    text = source(line)
+    what, fix = _WHY[kind]
+    message = (f"{name} at {location(line)} {what.format(what=_what(arrays))}"
+               + (f":\n    {text}\n" if text else ".\n") + fix)
+    return NonFiniteError(message, kind, name, None if line is None else line[0],
+                          None if line is None else line[1], text)
+
+
+def _places(items):
+    """The places (buffers, regions of them) among ``items``, at any depth of lists and
+    tuples."""
+    for x in items:
+        if type(x) is Buffer or type(x) is Place:
+            yield x
+        elif type(x) in (list, tuple):
+            yield from _places(x)
+
+
+class Anomaly:
+    """The checks :func:`detect_anomaly` makes on one tape. ``forward``: whether values the
+    forward pass computes are checked; ``writes``: per in-place record still to be reversed,
+    its targets and whether each held finite values before the write."""
+
+    __slots__ = ("forward", "writes")
+
+    def __init__(self, forward):
+        self.forward = forward
+        self.writes = {}
+
+    def produced(self, record, inputs, outputs):
+        """``record`` computed ``outputs`` (arrays) from ``inputs`` (its arguments' values)."""
+        if self.forward and not finite(outputs) and finite(inputs):
+            raise non_finite("value", record, outputs)
+
+    @staticmethod
+    def before_write(targets, inputs):
+        """Before an in-place write into ``targets`` (traced arrays) from ``inputs``: whether
+        each target, and all of ``inputs``, hold finite values (for :meth:`wrote`)."""
+        return [finite(t) for t in targets], finite(inputs)
+
+    def wrote(self, record, targets, before):
+        """``record`` wrote into ``targets``; ``before`` is what :meth:`before_write` said."""
+        was, inputs = before
+        arrays = [memory(t) for t in targets]
+        self.writes[id(record)] = (record, list(zip(arrays, was)))
+        if self.forward and all(was) and inputs and not finite(arrays):
+            raise non_finite("value", record, arrays)
+
+    def checked(self, reverse):
+        """``reverse(record, shadows)`` (``Tape.reverse``), followed by the checks."""
+
+        def reverse_and_check(record, shadows):
+            written = record.written
+            written = () if written is None else written if type(written) is tuple else (written,)
+            read = {p.buffer.key: p.buffer for p in (*_places(record.inputs), *written)}
+            started = all(_finite_shadow(shadows, buffer)
+                          for buffer in (*read.values(), *record.outputs))
+            reverse(record, shadows)
+            stored = self.writes.pop(id(record), None)
+            if stored is not None:
+                for array, was_finite in stored[1]:
+                    if was_finite and not finite(array):
+                        raise non_finite("restored value", record, [array])
+            if started:
+                bad = [shadow for shadow in (_shadow(shadows, b) for b in read.values())
+                       if shadow is not None and not finite(shadow)]
+                if bad:
+                    raise non_finite("cotangent", record, bad)
+
+        return reverse_and_check
+
+
+def _shadow(shadows, buffer):
+    entry = shadows.entries.get(buffer.key)
+    return None if entry is None else entry[1]
+
+
+def _finite_shadow(shadows, buffer):
+    shadow = _shadow(shadows, buffer)
+    return shadow is None or finite(shadow)

@@ -1,0 +1,268 @@
+"""What a user of the installed package relies on: one version, type information that mypy
+accepts, and public modules that export exactly their API.
+
+The public modules are ``PUBLIC``. The others are internal: ``api``, ``custom``, ``trees`` and
+``allocation`` implement the functions ``mutad`` exports (users import them from ``mutad``),
+and hold the core's helpers beside them; the rest is the core (tape, engines, rule families,
+replay) and the benchmark command's implementation. Internal modules need no ``__all__``.
+"""
+
+import importlib
+import importlib.metadata
+import inspect
+import json
+import pkgutil
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.fft
+import scipy.special
+
+import mutad
+import mutad.scipy
+from mutad.custom import Adjoint, InplaceAdjoint
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PUBLIC = ("mutad", "mutad.errors", "mutad.testing", "mutad.linalg", "mutad.scipy",
+          "mutad.scipy.fft", "mutad.scipy.linalg", "mutad.scipy.signal", "mutad.scipy.special",
+          "mutad.scipy.stats")
+
+INTERNAL = ("mutad.api", "mutad.custom", "mutad.trees", "mutad.allocation",
+            "mutad.tape", "mutad.levels", "mutad.registry", "mutad.views", "mutad.shadows",
+            "mutad.arguments", "mutad.arraylike", "mutad.products", "mutad.recompute",
+            "mutad.tracing", "mutad.forward", "mutad.replay", "mutad.blocks", "mutad.listing",
+            "mutad.debug",
+            "mutad.rules", "mutad.scipy._adjoints", "mutad.bench")
+"""Internal modules; a package here stands for its submodules too."""
+
+NOT_EXPORTED = {
+    ("mutad.errors", "function_name"): "how the core names functions in its messages",
+    **{("mutad.scipy.stats", name): "the class of distribution objects, which are used as "
+       "SciPy's are (stats.norm.logpdf(x, mu, sigma)) and never built by users"
+       for name in ("Univariate", "Continuous", "Discrete", "Frozen", "MultivariateNormal",
+                    "Dirichlet")},
+}
+"""Public-looking functions and classes of public modules that are not exported, and why."""
+
+ALSO_ANNOTATED = (Adjoint, InplaceAdjoint)
+"""Classes not exported whose methods users call: what ``mutad.adjoint`` and
+``mutad.inplace_adjoint`` return (``@f.rule``, ``@f.jvp_rule``)."""
+
+
+def _public_modules():
+    return [importlib.import_module(name) for name in PUBLIC]
+
+
+def _is_mutads(obj):
+    """Whether ``obj`` is mutad's own: a module, function or class of mutad, or an object of
+    one of its classes (a ``mutad.adjoint`` wrapper, a distribution)."""
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__.startswith("mutad.")
+    if inspect.isfunction(obj) or inspect.isclass(obj):
+        return obj.__module__.startswith("mutad")
+    return type(obj).__module__.startswith("mutad.")
+
+
+def _reexported(module, name, obj):
+    """The names a public module exports on purpose that are not mutad's own objects."""
+    if module.__name__ == "mutad.scipy.special":
+        # SciPy's ufuncs, which mutad differentiates by their rows: importing them from here
+        # or from SciPy is the same.
+        return isinstance(obj, np.ufunc) and getattr(scipy.special, name) is obj
+    if module.__name__ == "mutad.scipy.fft":
+        # The shifts are rolls: NumPy's functions stand in for SciPy's.
+        return name in ("fftshift", "ifftshift") and getattr(np.fft, name) is obj
+    return False
+
+
+# ----------------------------------------------------------------------------------------------
+# The version
+
+
+def _pyproject():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_the_version_is_written_once():
+    assert re.fullmatch(r"\d+\.\d+\.\d+((a|b|rc)\d+)?(\.dev\d+)?", mutad.__version__)
+    project = _pyproject()
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "mutad.__version__"}
+
+
+def _installed():
+    """mutad's installed distribution; not the metadata a build leaves in the checkout
+    (``mutad.egg-info``), which lists the sources, not what was installed."""
+    for distribution in importlib.metadata.distributions(name="mutad"):
+        if Path(distribution.locate_file("")).resolve() != ROOT:
+            return distribution
+    pytest.skip("mutad is not installed (pip install .): no metadata to compare with")
+
+
+def test_the_installed_metadata_has_the_packages_version():
+    assert _installed().version == mutad.__version__
+
+
+def test_the_installed_package_ships_py_typed():
+    distribution = _installed()
+    direct = json.loads(distribution.read_text("direct_url.json") or "{}")
+    if direct.get("dir_info", {}).get("editable"):
+        # An editable install points at the checkout, whose package has the marker itself.
+        assert (Path(mutad.__file__).parent / "py.typed").is_file()
+    else:
+        assert "mutad/py.typed" in {str(f).replace("\\", "/") for f in distribution.files}
+
+
+# ----------------------------------------------------------------------------------------------
+# Type information
+
+
+def test_mypy_finds_no_error(tmp_path):
+    # Its configuration (pyproject.toml) names the files; the cache goes to tmp_path, so a run
+    # starts cold and leaves nothing in the checkout.
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
+         "--cache-dir", str(tmp_path / "mypy_cache")],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    report = result.stdout + result.stderr
+    assert result.returncode == 0, report
+    assert re.search(r"no issues found in [1-9]\d* source files", report), report
+
+
+def _unannotated(function):
+    """The parameters of ``function`` without an annotation, and ``return`` if it has none."""
+    signature = inspect.signature(function)
+    missing = [name for name, p in signature.parameters.items()
+               if name not in ("self", "cls") and p.annotation is inspect.Parameter.empty]
+    if signature.return_annotation is inspect.Signature.empty:
+        missing.append("return")
+    return missing
+
+
+def test_the_public_api_is_annotated():
+    functions = {}
+    for module in _public_modules():
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isfunction(obj) and obj.__module__.startswith("mutad"):
+                functions[f"{module.__name__}.{name}"] = obj
+            elif inspect.isclass(obj) and obj.__module__.startswith("mutad"):
+                functions.update(_methods(obj))
+    for cls in ALSO_ANNOTATED:
+        functions.update(_methods(cls))
+    assert len(functions) > 30
+    missing = {name: m for name, f in functions.items() if (m := _unannotated(f))}
+    assert missing == {}
+
+
+def _methods(cls):
+    """The public methods (and property getters) ``cls`` defines itself, and ``__init__`` and
+    ``__call__``."""
+    out = {}
+    for name, member in vars(cls).items():
+        if name.startswith("_") and name not in ("__init__", "__call__"):
+            continue
+        function = member.fget if isinstance(member, property) else member
+        if inspect.isfunction(function):
+            out[f"{cls.__module__}.{cls.__qualname__}.{name}"] = function
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# What each public module exports
+
+
+def test_every_module_is_public_or_internal():
+    found = [m.name for m in pkgutil.walk_packages(mutad.__path__, "mutad.")]
+    unclassified = [name for name in found if name not in PUBLIC and not any(
+        name == i or name.startswith(i + ".") for i in INTERNAL)]
+    assert unclassified == []
+
+
+def test_each_public_module_defines_all():
+    for module in _public_modules():
+        exported = module.__dict__.get("__all__")
+        assert isinstance(exported, list), module.__name__
+        assert all(isinstance(name, str) for name in exported), module.__name__
+        assert len(set(exported)) == len(exported), module.__name__
+
+
+def test_every_exported_name_exists_and_is_mutads():
+    wrong = []
+    for module in _public_modules():
+        for name in module.__all__:
+            if not hasattr(module, name):
+                wrong.append(f"{module.__name__}.{name}: missing")
+                continue
+            obj = getattr(module, name)
+            if not (_is_mutads(obj) or _reexported(module, name, obj)):
+                wrong.append(f"{module.__name__}.{name}: {obj!r} is not mutad's")
+    assert wrong == []
+
+
+def test_star_import_gives_exactly_all():
+    for module in _public_modules():
+        namespace = {}
+        exec(f"from {module.__name__} import *", namespace)
+        assert set(namespace) - {"__builtins__"} == set(module.__all__), module.__name__
+
+
+def test_every_public_function_and_class_is_exported():
+    # A public module's own functions and classes, and the wrappers and distributions it makes
+    # (callable objects of mutad's classes); for the package, whatever it imports from mutad.
+    forgotten = []
+    for module in _public_modules():
+        for name, obj in vars(module).items():
+            if name.startswith("_") or isinstance(obj, types.ModuleType):
+                continue
+            if inspect.isfunction(obj) or inspect.isclass(obj):
+                own = (obj.__module__ == module.__name__ or module is mutad and _is_mutads(obj))
+            else:
+                own = callable(obj) and _is_mutads(obj)
+            if own and name not in module.__all__ and (module.__name__, name) not in NOT_EXPORTED:
+                forgotten.append(f"{module.__name__}.{name}")
+    assert forgotten == []
+
+
+def test_no_leaked_internals():
+    # What the modules import for themselves stays out of what they export.
+    for module in _public_modules():
+        exported = set(module.__all__)
+        assert not exported & {"np", "numpy", "scipy", "Traced", "get_lapack_funcs",
+                               "get_blas_funcs", "functools", "math"}, module.__name__
+
+
+def test_every_exported_name_has_a_docstring():
+    for module in _public_modules():
+        undocumented = [name for name in module.__all__
+                        if not (getattr(getattr(module, name), "__doc__", None) or "").strip()]
+        assert undocumented == [], module.__name__
+
+
+def test_the_readme_api_block_lists_mutads_exports():
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## The API"):]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert set(re.findall(r"\bmutad\.(\w+)", block)) == set(mutad.__all__)
+
+
+def test_mutad_scipy_exports_each_public_submodule():
+    submodules = {m.name for m in pkgutil.iter_modules(mutad.scipy.__path__)
+                  if not m.name.startswith("_")}
+    assert set(mutad.scipy.__all__) == submodules
+
+
+def test_mutad_scipy_fft_exports_every_transform_it_has_stages_for():
+    from mutad.rules.fft import HERMITIAN_ND, STAGES
+    from mutad.scipy import fft
+
+    transforms = set(fft.__all__) - {"fftshift", "ifftshift"}
+    assert transforms == set(STAGES) | set(HERMITIAN_ND)
+    assert all(getattr(fft, name).fn is getattr(scipy.fft, name) for name in transforms)
