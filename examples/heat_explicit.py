@@ -13,6 +13,14 @@ finite differences and shows that the caller's initial condition came back untou
 Run it with ``python examples/heat_explicit.py``; it takes well under a second.
 """
 
+import os
+
+# NumPy's BLAS (and OpenMP) start one thread per core. On a busy machine those threads wait for
+# each other and a run of seconds can take minutes; at these sizes one thread is as fast. Set
+# before NumPy is first imported, which reads them once; setdefault keeps a value you exported.
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
 import numpy as np
 
 import mutad

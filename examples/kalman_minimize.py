@@ -9,6 +9,14 @@ function that ``minimize(..., jac=True)`` wants, with the filter's code unchange
 Run it with ``python examples/kalman_minimize.py``; it takes a second or two.
 """
 
+import os
+
+# NumPy's BLAS (and OpenMP) start one thread per core. On a busy machine those threads wait for
+# each other and a run of seconds can take minutes; at these sizes one thread is as fast. Set
+# before NumPy is first imported, which reads them once; setdefault keeps a value you exported.
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
 import numpy as np
 from scipy.optimize import minimize
 

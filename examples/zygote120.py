@@ -5,6 +5,14 @@ memory changed. A system that passes gradients around as values reports d/db = 0
 answer is ones for both arguments. The second spelling rebinds a to the helper's result.
 """
 
+import os
+
+# NumPy's BLAS (and OpenMP) start one thread per core. On a busy machine those threads wait for
+# each other and a run of seconds can take minutes; at these sizes one thread is as fast. Set
+# before NumPy is first imported, which reads them once; setdefault keeps a value you exported.
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
 import numpy as np
 
 import mutad

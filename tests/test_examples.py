@@ -1,11 +1,80 @@
-import runpy
+"""Every example runs as a user runs it, ``python examples/NAME.py``, and finishes in seconds.
+
+Each runs in a fresh interpreter without the thread settings CI exports, so that the example's
+own limit on BLAS and OpenMP threads is what is tested: set inside a process that has already
+imported NumPy, it would do nothing.
+"""
+
+import ast
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+# For CI's machine: 2 cores, often shared with other jobs. Each example takes 1-4 s there when
+# quiet and up to about 10 s with both cores busy, most of it importing NumPy, SciPy and mutad.
+# One whose BLAS threads fight over busy cores takes minutes; this bound catches that.
+SECONDS_PER_EXAMPLE = 30
+
+
+def user_environment():
+    """This process's environment without the thread settings, and with the checkout's mutad
+    first on the path, as the rest of the tests import it."""
+    env = {name: value for name, value in os.environ.items() if name not in THREAD_VARIABLES}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
-def test_example_runs(path):
-    runpy.run_path(str(path), run_name="__main__")
+def test_example_runs_in_seconds(path, tmp_path):
+    start = time.perf_counter()
+    try:
+        run = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=user_environment(),
+                             capture_output=True, text=True, timeout=SECONDS_PER_EXAMPLE)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{path.name} ran longer than {SECONDS_PER_EXAMPLE} s")
+    seconds = time.perf_counter() - start
+    assert run.returncode == 0, f"{path.name} failed:\n{run.stdout}\n{run.stderr}"
+    assert run.stdout.strip(), f"{path.name} printed nothing"
+    print(f"{path.name}: {seconds:.1f} s")
+
+
+def limits_threads_first(source):
+    """Whether ``os.environ.setdefault`` gives each thread variable a value in the statements
+    before the first import of anything but ``os``: NumPy's BLAS reads them once, when NumPy is
+    first imported."""
+    tree = ast.parse(source)
+    before = []
+    for statement in tree.body:
+        if isinstance(statement, ast.Import):
+            imported = {alias.name for alias in statement.names}
+        elif isinstance(statement, ast.ImportFrom):
+            imported = {statement.module}
+        else:
+            imported = set()
+        if imported - {"os"}:
+            break
+        before.append(ast.get_source_segment(source, statement))
+    text = "\n".join(before)
+    return "os.environ.setdefault" in text and all(f'"{name}"' in text for name in THREAD_VARIABLES)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_example_limits_threads_before_importing_numpy(path):
+    assert limits_threads_first(path.read_text()), \
+        f"{path.name} must set {THREAD_VARIABLES} with os.environ.setdefault before other imports"
+
+
+def test_the_thread_check_can_fail():
+    limit = ('for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):\n'
+             '    os.environ.setdefault(name, "1")\n')
+    assert limits_threads_first("import os\n" + limit + "import numpy\n")
+    assert not limits_threads_first("import os\nimport numpy\n" + limit)
+    assert not limits_threads_first("import os\n" + limit.replace("MKL", "XYZ") + "import numpy\n")
