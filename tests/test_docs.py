@@ -159,3 +159,21 @@ def test_the_api_page_documents_every_public_name(module_name):
         if f"{module_name}.{name}" not in names and home not in names:
             missing.append(name)
     assert not missing, f"docs/api.md does not document {module_name}: {missing}"
+
+
+REPOSITORY = DOCS.parent
+MARKDOWN_LINK = re.compile(r"\]\((?P<target>[^)\s#]+)(#[^)\s]*)?\)")
+
+
+@pytest.mark.parametrize("document", ["README.md", "CONTRIBUTING.md", "benchmarks/RESULTS.md"])
+def test_links_stay_inside_the_repository(document):
+    """The project documents itself: each relative link of its Markdown files names a file of
+    the repository (the site's pages are checked by its strict build)."""
+    path = REPOSITORY / document
+    for link in MARKDOWN_LINK.finditer(path.read_text()):
+        target = link["target"]
+        if re.match(r"^[a-z]+:", target):  # a web address
+            continue
+        resolved = (path.parent / target).resolve()
+        assert resolved.is_relative_to(REPOSITORY) and resolved.exists(), \
+            f"{document} links to {target}, which is not a file of the repository"
