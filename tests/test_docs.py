@@ -177,3 +177,28 @@ def test_links_stay_inside_the_repository(document):
         resolved = (path.parent / target).resolve()
         assert resolved.is_relative_to(REPOSITORY) and resolved.exists(), \
             f"{document} links to {target}, which is not a file of the repository"
+
+
+def table_mismatches(text):
+    """The line numbers of tables whose separator row has another number of columns than
+    their header: Markdown then shows the table as a paragraph of pipes."""
+    lines = text.splitlines()
+    return [i + 1 for i in range(1, len(lines))
+            if re.match(r"^\s*\|?\s*:?-{3,}", lines[i]) and "|" in lines[i]
+            and _cells(lines[i]) != _cells(lines[i - 1])]
+
+
+def _cells(row):
+    return len(row.strip().strip("|").split("|"))
+
+
+def test_table_mismatches():
+    assert table_mismatches("| a | b |\n|---|---|\n| 1 | 2 |") == []
+    assert table_mismatches("| a | b | c |\n|---|---|\n| 1 | 2 | 3 |") == [2]
+
+
+@pytest.mark.parametrize("page", PAGES + [REPOSITORY / "README.md", REPOSITORY / "CONTRIBUTING.md",
+                                          REPOSITORY / "benchmarks" / "RESULTS.md"],
+                         ids=lambda p: str(p.relative_to(REPOSITORY)))
+def test_tables_have_as_many_columns_as_headers(page):
+    assert table_mismatches(page.read_text()) == []
