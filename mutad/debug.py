@@ -157,12 +157,15 @@ def warn_at(message, category, filename, lineno, module_globals=None):
     if module_globals is None:
         module_globals = _globals_of(filename)
     if module_globals is None:
-        registry, module = _REGISTRIES.setdefault(filename, {}), None
+        # A module name as warnings.warn would make it (warn_explicit drops a warning whose
+        # module is None).
+        registry, module = _REGISTRIES.setdefault(filename, {}), filename.removesuffix(".py")
     else:
         registry = module_globals.setdefault("__warningregistry__", {})
         module = module_globals.get("__name__", "<string>")
-    warnings.warn_explicit(message, category, filename, lineno, module, registry,
-                           module_globals)
+    # No module_globals: warn_explicit would ask the module's loader for its source, which
+    # fails for code that is not a file (python -c, exec) and is not needed for a file.
+    warnings.warn_explicit(message, category, filename, lineno, module, registry)
 
 
 class Warnings:

@@ -5,6 +5,7 @@ infinity out of finite numbers.
 Lines are found by the marker comments at their end (``# <- sqrt``), so that the tests do not
 depend on where in this file the functions are."""
 
+import contextlib
 import subprocess
 import sys
 import threading
@@ -415,6 +416,32 @@ def test_a_pullbacks_warning_points_at_the_users_line():
     assert [(w.filename, w.lineno) for w in log] == [(__file__, line_of("sqrt"))]
     assert str(log[0].message).startswith("divide by zero encountered")
     assert "np.sqrt" in str(log[0].message)
+
+
+@pytest.mark.parametrize("filename", ["<snippet>", "page.md"])
+@pytest.mark.parametrize("user_mode", [None, "warn"])
+def test_a_warning_from_code_that_is_not_a_module_is_issued(filename, user_mode):
+    # Regression: code run by exec (a notebook cell, python -c, a docs snippet) has no module
+    # mutad finds by file name, and its warnings were dropped (warn_explicit drops a warning
+    # whose module is None); under the user's own np.errstate too.
+    source = "def f(x):\n    return np.sqrt(x).sum()\n"
+    namespace = {"np": np}
+    exec(compile(source, filename, "exec"), namespace)
+    with np.errstate(all=user_mode) if user_mode else contextlib.nullcontext():
+        log = caught(namespace["f"], np.zeros(2))
+    assert [(w.filename, w.lineno) for w in log] == [(filename, 2)]
+
+
+def test_a_warning_under_python_c_is_shown():
+    # The module of `python -c` code has no file and a loader that cannot give its source.
+    code = ("import numpy as np, mutad\n"
+            "print(mutad.gradient(lambda x: np.log(x).sum(), np.ones(1))[0])\n"
+            "mutad.gradient(lambda x: np.sqrt(x).sum(), np.zeros(1))\n")
+    done = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True,
+                          text=True, env={"PATH": "", "OMP_NUM_THREADS": "1"},
+                          cwd=Path(__file__).parent.parent, check=True)
+    assert done.stdout.strip() == "[1.]"
+    assert "<string>:3: RuntimeWarning: divide by zero" in done.stderr
 
 
 def test_a_forward_warning_points_at_the_users_line():
