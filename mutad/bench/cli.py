@@ -116,7 +116,7 @@ def parser():
     result.add_argument("--plot", metavar="FILE.png",
                         help="draw each workload's gradient time over the NumPy forward and "
                              "peak extra memory per system and size, one row of two panels "
-                             "per workload (needs matplotlib: pip install 'mutad[bench]')")
+                             "per workload (needs matplotlib: pip install matplotlib)")
     result.add_argument("--from-json", metavar="FILE",
                         help="run nothing: report the run saved in FILE by --json (tables, "
                              "and --plot, --csv), e.g. to redraw benchmarks/results.json; "
@@ -312,8 +312,8 @@ def _check_plot_possible(options):
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            raise UsageError("--plot needs matplotlib: pip install 'mutad[bench]' "
-                             "(or pip install matplotlib)") from None
+            raise UsageError("--plot needs matplotlib: pip install matplotlib, "
+                             "or the bench extra from a checkout: pip install '.[bench]'") from None
 
 
 def measure(options):
@@ -413,7 +413,8 @@ def report_run(options, document, workloads, from_file=None):
         unused = [s for s in peers.PEER_MODULES if peers.installed(s) and s not in systems]
         if missing:
             print("not installed: " + ", ".join(missing)
-                  + " (pip install 'mutad[peers]'; PyTorch: pip install torch==2.13.0)")
+                  + " (pip install jax autograd, or from a checkout pip install '.[peers]';"
+                  " PyTorch: pip install torch==2.13.0)")
         if unused:
             print("installed but not run: " + ", ".join(unused) + " (add --systems all)")
     print("peak MiB: VmHWM during one gradient call minus VmRSS before it; gradient/NumPy fwd: "
