@@ -21,6 +21,7 @@ from .errors import (
     UnsupportedFunctionError,
 )
 from . import forward
+from .allocation import allocate
 from .arguments import Originals, check_argnums, run
 from .arraylike import stands_for_scalar
 from .levels import ACTIVE, Tracer
@@ -32,7 +33,7 @@ from .tape import POLICIES
 from .tracing import (ReverseTape, Traced, active, check_constants, fresh, place_of, thaw,
                       view_of)
 from .trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
-from .views import owner, owner_view, same_region, spans, wrapped
+from .views import memory, owner, owner_view, same_region, spans, wrapped, writeable
 
 T = TypeVar("T")
 
@@ -92,7 +93,8 @@ class Run:
             layout, buffer, lifted = self.buffers[id(base)]
             value = x if lifted is None else lifted if x is layout else view_of(lifted, x, outer)
             t = Traced(value, buffer, self.tape, x is layout or same_region(x, layout))
-            if x.flags.writeable:
+            self.tape.arguments.setdefault(id(base), []).append((x, buffer.key))
+            if writeable(x):
                 self.pending.setdefault(buffer.key, []).append(value)
                 self.tape.guard(buffer.key, lambda key=buffer.key: self._save(key))
         elif is_inexact_scalar(x):
@@ -373,8 +375,18 @@ def stop_gradient(x: T) -> T:
     scalars, and containers of them (the same structure comes back).
 
     The result is a new array, as in JAX: writing into it does not write into ``x``'s memory.
-    Inside a differentiation it is an array mutad traces as a constant, so traced values can
-    be written into it.
+    Inside a differentiation it is a *constant*, as the arrays the differentiated code
+    allocates are (README, "What you can write inside ``f``"), in reverse and forward mode and
+    nested: it behaves as a plain array (``float(mutad.stop_gradient(x[0]))`` works, and SciPy
+    routines without rules take it), and becomes traced only if a traced value is written
+    into it.
+
+    >>> import numpy as np, mutad
+    >>> def f(x):
+    ...     scale = float(mutad.stop_gradient(x[0]))   # a plain number: no gradient through it
+    ...     return scale * (x * x).sum()
+    >>> mutad.gradient(f, np.array([1.0, 2.0]))
+    (array([2., 4.]),)
     """
     leaves, rebuild = flatten(x)
     return rebuild([_stopped(leaf) for leaf in leaves])
@@ -383,13 +395,13 @@ def stop_gradient(x: T) -> T:
 def _stopped(x):
     if not isinstance(x, Tracer):
         return x.copy() if isinstance(x, np.ndarray) else x
-    value = x
-    while isinstance(value, Tracer):
-        value = value.value  # through every level: the plain numbers
-    value = value.copy()
     if type(x) is Traced:
-        return fresh(value, active(x.tape))
-    return forward.constant(value, x.level)
+        active(x.tape)  # a traced array whose differentiation ended: a clear error
+    else:
+        forward.active(x.level)  # a dual whose jvp ended: a clear error
+    # The plain numbers through every level, as a constant of every differentiation running
+    # (np.copy of x is how a replay makes it again).
+    return allocate(memory(x).copy(), (np.copy, (x,), {}))
 
 
 def pullback(f: Callable[..., Any], *args: Any,

@@ -19,6 +19,7 @@ from .debug import Warnings, at_user_lines
 from .errors import ArgnumsError, MutadError
 from .levels import ACTIVE
 from .trees import arrays_within
+from .views import writeable
 
 
 class Originals:
@@ -42,7 +43,7 @@ class Originals:
         copies = self.copies
         while copies:
             x, original = copies.pop()
-            if x.flags.writeable:  # an enclosing differentiation may have frozen it: unchanged
+            if writeable(x):  # an enclosing differentiation may have frozen it: unchanged
                 np.copyto(x, original)
 
 

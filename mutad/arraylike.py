@@ -20,7 +20,8 @@ import sys
 
 import numpy as np
 
-from .errors import ConversionError, UnsupportedOperationError, UntracedWriteError
+from .errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
+                     UntracedWriteError)
 from .levels import Tracer
 from .views import memory
 
@@ -197,6 +198,16 @@ class ArrayMethods(Tracer):
 
     def __complex__(self):
         return complex(self._converted("complex()"))
+
+    def __round__(self, ndigits=None):
+        """As NumPy's scalars': ``round()`` of a 0-d value (``x[0]``) is a Python int, a
+        conversion like ``int()`` (refused for a traced value); with ``ndigits`` it is
+        ``np.round(x, ndigits)``, which mutad differentiates. An array has no ``round()``."""
+        if self.ndim:
+            raise TypeError("type numpy.ndarray doesn't define __round__ method")  # NumPy's
+        if ndigits is None:
+            return round(self._converted("round()")[()])
+        return np.round(self, ndigits)
 
     def item(self, *args):
         return self._converted(".item()").item(*args)
@@ -503,6 +514,10 @@ CONVERSION_FIXES = {  # what to write instead of a conversion in the user's own 
              "integer results with NumPy (np.argmin, np.floor(x).astype(int)), and "
              "float(mutad.stop_gradient(x)) where no gradient should flow.",
 }
+CONVERSION_FIXES["round"] = (
+    "round() of a NumPy scalar is a Python int: round the array with NumPy instead, "
+    "np.round(x) (its derivative is zero almost everywhere), and take integer results with "
+    "np.round(x).astype(int); round(mutad.stop_gradient(x)) where no gradient should flow.")
 for _name in ("int", "complex", "item", "tolist"):
     CONVERSION_FIXES[_name] = CONVERSION_FIXES["float"]
 del _name
@@ -578,3 +593,29 @@ def lost_tangent(what):
         "array of an enclosing differentiation, which carries no such tangent, so it would be "
         "lost. Allocate the destination inside the function jvp differentiates (np.zeros(n) "
         "there carries a tangent).")
+
+
+ALIAS_FIX = ("Pass the array as an argument too (arguments that share memory are one buffer "
+             "with one gradient), or read a copy of it made before the differentiation.")
+
+
+def alias_read_after_write(shape, argument):
+    """The error for reading, from elsewhere than the arguments (a global, a closure), an
+    array of ``shape`` that shares memory with an argument of shape ``argument`` the
+    function wrote into: its values depend on the arguments, and are read as constants."""
+    return ConstantModifiedError(
+        f"an array of shape {shape} that the function reads from elsewhere than its arguments "
+        f"(a global, a closure, an attribute) shares memory with an argument of shape "
+        f"{argument}, which the function wrote into: its values depend on the arguments, and "
+        "the derivative through them would be lost. " + ALIAS_FIX)
+
+
+def alias_written_after_read(shape, argument):
+    """The error for writing into an argument of shape ``argument`` after an operation read,
+    from elsewhere than the arguments, an array of ``shape`` sharing its memory, as a constant
+    whose values its gradient needs."""
+    return ConstantModifiedError(
+        f"the function writes into an argument of shape {argument} whose memory an array of "
+        f"shape {shape} it read from elsewhere than its arguments (a global, a closure, an "
+        "attribute) shares: an operation read that array as a constant, its gradient needs "
+        "those values, and the write would change them. " + ALIAS_FIX)

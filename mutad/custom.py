@@ -18,7 +18,7 @@ from typing import Any, TypeVar, overload
 from . import forward, tracing
 from .errors import InvalidArgumentError, UnsupportedFunctionError
 from .levels import innermost
-from .registry import COMPLEX, CONVENTION
+from .registry import COMPLEX, CONVENTION, USER_RULES
 
 Rule = TypeVar("Rule", bound=Callable[..., Any])
 """A rule given to a decorated function: the decorators that attach it return it unchanged."""
@@ -78,17 +78,20 @@ class Adjoint:
         tangent), ``dy`` is the tangent of ``y``. It computes with NumPy calls that dispatch
         (see ``JVPS``), so that a reverse pass can differentiate it again (``hvp``)."""
         self.forward_rule = rule
-        self._declare_complex(rule)
+        self._declare(rule)
         return rule
 
     def rule(self, rule: Rule) -> Rule:
         """Attach ``rule(*args, **kwargs) -> (y, back)``; ``back(dy)`` returns one cotangent per
         positional argument (``None`` for one without a gradient)."""
         self.pure_rule = rule
-        self._declare_complex(rule)
+        self._declare(rule)
         return rule
 
-    def _declare_complex(self, rule):
+    def _declare(self, rule):
+        """What the core needs to know of an attached rule: whether it takes complex values,
+        and that what it returns may be an array it keeps (``registry.USER_RULES``)."""
+        USER_RULES.add(rule)
         if self.complex_values is not None:
             COMPLEX[rule] = self.complex_values
 
@@ -100,7 +103,9 @@ class Adjoint:
         return tracing.apply_function(self._name(), self._checked_rule(), args, kwargs)
 
     def _name(self):
-        return getattr(self.fn, "__qualname__", repr(self.fn))
+        # A ufunc (scipy.special.dawsn) has a __name__ but no __qualname__.
+        return (getattr(self.fn, "__qualname__", None) or getattr(self.fn, "__name__", None)
+                or repr(self.fn))
 
     def _checked_rule(self):
         if self.pure_rule is None:
@@ -146,16 +151,13 @@ class InplaceAdjoint(Adjoint):
                 self.checkpointed = _positions(self.fn, checkpoint, "checkpoint")
                 self.growth = growth
                 self.pure_rule = rule
+                self._declare(rule)
                 return rule
 
             return attach
         self.pure_rule = rule
-        self._declare_complex(rule)
+        self._declare(rule)
         return rule
-
-    def _declare_complex(self, rule):
-        if self.complex_values is not None:
-            COMPLEX[rule] = self.complex_values
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         result = dispatch(self, args, kwargs)
@@ -177,7 +179,7 @@ class InplaceAdjoint(Adjoint):
         place (they are always arrays); ``tangents`` has ``None`` for read-only arguments
         without one. It returns what the function returned."""
         self.forward_rule = rule
-        self._declare_complex(rule)
+        self._declare(rule)
         return rule
 
     def _run_rule(self, *values, **kwargs):

@@ -57,7 +57,8 @@ class ConversionError(MutadError, TypeError):
     ``mutad.inplace_adjoint`` if it writes into its arguments) and give it a rule with
     ``@routine.rule`` (see the README, "Custom rules"); keep computing with the array instead
     of ``float(x)``, and take ``mutad.stop_gradient(x)`` for a value that should carry no
-    gradient. Arrays with no dependence on the arguments convert as plain arrays do.
+    gradient: it is a constant, which converts (``float(mutad.stop_gradient(x))``) and which
+    SciPy routines take. Arrays with no dependence on the arguments convert as plain arrays do.
     """
 
 
@@ -135,8 +136,19 @@ class PullbackReusedError(MutadError, RuntimeError):
 class UnsupportedOperationError(MutadError, NotImplementedError):
     """A traced array was used in a way mutad cannot differentiate exactly.
 
-    The message names the operation and what to do instead, for example writing through
-    duplicate indices (``x[[0, 0]] = v``) or a ufunc called with ``where=``.
+    The message names the operation and what to do instead, for example a ufunc called with
+    ``where=``, or a write through a view whose elements share memory (from
+    ``np.broadcast_arrays``), whose result depends on the order of the writes:
+
+    >>> import numpy as np, mutad
+    >>> def f(x):
+    ...     np.multiply(x, 2.0, out=x, where=x > 0)
+    ...     return x.sum()
+    >>> try:
+    ...     mutad.gradient(f, np.array([1.0, -1.0]))
+    ... except mutad.errors.UnsupportedOperationError as error:
+    ...     print(str(error).split(":")[0])   # the message goes on with what to do instead
+    np.multiply(..., where=...) on traced arrays
     """
 
 
@@ -185,6 +197,13 @@ class ConstantModifiedError(MutadError, ValueError):
     ``ValueError``. Fix: allocate ``w`` inside the differentiated function (mutad then follows
     its writes and puts the overwritten values back in the reverse pass), or write into a new
     array each time (``w = np.cos(...)``).
+
+    The same holds for an array that views an argument's memory, reached through a global or
+    a closure (``head = data[:2]`` at module level, and ``mutad.gradient(f, data)``): it is a
+    constant only while the function does not write into that argument, so reading it after
+    such a write, or writing the argument after an operation kept it for the gradient,
+    raises. Fix: pass it as an argument too (arguments that share memory are one buffer with
+    one gradient).
     """
 
 

@@ -21,8 +21,9 @@ import numpy as np
 
 from . import arguments
 from .arguments import Originals
-from .arraylike import (ArrayMethods, conversion_error, install_operators, lost_tangent,
-                        out_by_keyword, single_out, stands_for_scalar)
+from .arraylike import (ArrayMethods, alias_read_after_write, conversion_error,
+                        install_operators, lost_tangent, out_by_keyword, single_out,
+                        stands_for_scalar)
 from .errors import (
     InvalidArgumentError,
     RuleError,
@@ -32,14 +33,14 @@ from .errors import (
     UntracedWriteError,
     function_name,
 )
-from .levels import LEVELS, escaped, innermost, running
+from .levels import ACTIVE, LEVELS, escaped, innermost, running
 from .products import times
 from .registry import (COMPLEX_UFUNCS, COMPOSITES, FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS,
                        NoClosedForm, check_complex, complex_among)
 from .trees import (check_leaf, flatten, is_inexact_array, is_inexact_scalar,
                     unsupported_array)
-from .views import (address, may_overlap, owner, owner_view, real_part_if, same_region, strided,
-                    wrapped)
+from .views import (address, may_overlap, memory, owner, owner_view, real_part_if, same_region,
+                    strided, wrapped, writeable)
 
 
 def level_of(items, level=-1):
@@ -60,7 +61,31 @@ def _split(x, level):
         pairs = [_split(e, level) for e in x]
         tangents = [t for _, t in pairs]
         return type(x)(p for p, _ in pairs), None if all(t is None for t in tangents) else tangents
+    if type(x) is np.ndarray:
+        _check_alias(x)
     return x, None
+
+
+def _check_alias(x):
+    """``x`` is a plain array an operation reads beside duals. A jvp works on private copies
+    of the caller's arrays (``Run``): if ``x`` shares memory with one (a global or a closure
+    viewing an argument) and the function has changed the copy there, ``x`` holds the old
+    values, not those NumPy would read, and is refused; unchanged, it is read as a constant,
+    as in reverse mode (``tracing.check_alias``)."""
+    root = None
+    for run in ACTIVE.running:
+        copies = getattr(run, "copies", None)
+        if not copies:
+            continue
+        if root is None:
+            root = id(owner(x))
+        pair = copies.get(root)
+        if pair is not None:
+            whole, dual = pair
+            flat = memory(dual.value).reshape(-1, order="A")  # laid out as whole: a view
+            copied = strided(flat, x.shape, x.dtype, address(x) - address(whole), x.strides)
+            if copied.tobytes() != x.tobytes():
+                raise alias_read_after_write(x.shape, whole.shape)
 
 
 def _as_array(y):
@@ -75,13 +100,14 @@ def _as_array(y):
     return y
 
 
-def _tangent_for(y, dy, sources):
+def _tangent_for(y, dy, sources, owned=True):
     """``dy`` as the tangent of a fresh result ``y``: laid out as ``y`` and sharing no memory
-    with the tangents ``sources`` (a later write into ``y`` must not reach them)."""
+    with the tangents ``sources`` (a later write into ``y`` must not reach them). Not
+    ``owned`` (a user's rule returned it: it may be an array the rule keeps), it is copied."""
     if dy is None:
         dy = np.zeros_like(y)
     dy = real_part_if(y, _as_array(dy))
-    if (dy.shape != y.shape or dy.strides != y.strides or not dy.flags.writeable
+    if (not owned or dy.shape != y.shape or dy.strides != y.strides or not dy.flags.writeable
             or any(s is not None and may_overlap(dy, s) for s in sources)):
         fresh = np.zeros_like(y)
         fresh[...] = dy
@@ -89,12 +115,13 @@ def _tangent_for(y, dy, sources):
     return dy
 
 
-def _wrap(y, dy, level, args, tangents):
-    """Duals of the outputs ``y`` with tangents ``dy``. An output that views an argument's
-    memory keeps its tangent as the same view of that argument's tangent."""
+def _wrap(y, dy, level, args, tangents, owned=True):
+    """Duals of the outputs ``y`` with tangents ``dy`` (``owned``: see ``_tangent_for``). An
+    output that views an argument's memory keeps its tangent as the same view of that
+    argument's tangent."""
     if isinstance(y, (tuple, list)):  # named tuples (eigh's) too
         dys = dy if dy is not None else (None,) * len(y)
-        items = [_wrap(a, b, level, args, tangents) for a, b in zip(y, dys, strict=True)]
+        items = [_wrap(a, b, level, args, tangents, owned) for a, b in zip(y, dys, strict=True)]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
     if dy is None or not hasattr(y, "dtype") or y.dtype.kind not in "fc":
         return y
@@ -110,7 +137,7 @@ def _wrap(y, dy, level, args, tangents):
                     "through the output would miss the argument's tangent. Return that view "
                     "of the tangent, or copy the output.")
             return Dual(y, dy, level)
-    return Dual(y, _tangent_for(y, dy, sources), level)
+    return Dual(y, _tangent_for(y, dy, sources, owned), level)
 
 
 def _with_tangents(args, tangents):
@@ -367,7 +394,7 @@ class Dual(ArrayMethods):
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         out = single_out(ufunc, kwargs)
         # NumPy asks one dual per call whatever their levels: it answers for the innermost.
-        level = _active(level_of(inputs + (out,)))
+        level = active(level_of(inputs + (out,)))
         if _outranked(inputs + (out,), level):
             return NotImplemented
         if method == "__call__":
@@ -381,7 +408,7 @@ class Dual(ArrayMethods):
         level = level_of(items)
         if level < 0:  # np.zeros(n, like=x): NumPy hands over the call without its like=
             kwargs, level = dict(kwargs, like=self), self.level
-        _active(level)
+        active(level)
         if _outranked(items, level):
             return NotImplemented
         return apply_function(func, args, kwargs, level)
@@ -438,17 +465,12 @@ class Dual(ArrayMethods):
         return apply_ufunc(ufunc, (self, other), self, {}, self.level)
 
 
-def _active(level):
+def active(level):
     """``level``, if its ``jvp`` is running in this thread; otherwise a clear error (a dual
     that escaped the function jvp differentiated would compute a meaningless tangent)."""
     if not running(level):
         raise escaped("a dual array (forward mode)", "the jvp")
     return level
-
-
-def constant(value, level):
-    """A dual of ``level`` holding plain ``value`` with a zero tangent (``stop_gradient``)."""
-    return Dual(value, np.zeros_like(value), _active(level))
 
 
 def _outranked(items, level):
@@ -487,7 +509,7 @@ def apply_adjoint(adjoint, level, args, kwargs):
     writes = getattr(adjoint, "writes", None)
     if writes is None:
         y, dy = rule(tangents, *primals, **kwargs)
-        return _wrap(y, dy, level, primals, tangents)
+        return _wrap(y, dy, level, primals, tangents, owned=False)
     for i in writes:
         if i < len(args) and tangents[i] is None and any(t is not None for t in tangents) \
                 and getattr(args[i], "dtype", np.dtype(int)).kind in "fc":
@@ -591,7 +613,7 @@ class Run:
             dual = flat.restrided(x.shape, x.dtype, address(x) - address(whole), x.strides)
         if t is not None:
             dual.tangent[...] += t  # places that share memory: their tangents add up
-        if type(x) is np.ndarray and not x.flags.writeable:  # the private copy is read-only
+        if type(x) is np.ndarray and not writeable(x):  # the private copy is read-only
             dual = Dual(dual.value.view(), dual.tangent, level)  # too, so writes raise as
             dual.value.flags.writeable = False                   # they would in NumPy
         return dual

@@ -177,14 +177,17 @@ def _primitive_name(primitive):
 
 
 def _region(place):
-    """``place`` as basic indexing of its buffer (``[1:9]``, ``[:, 2]``, ``[::-1]``), or as its
-    byte offset, shape and strides where no basic index gives it (a transpose, say)."""
+    """``place`` as basic indexing of its buffer (``[1:9]``, ``[:, 2]``, ``[::-1]``), or, where
+    no basic index gives it (a transpose, say), as its offset, shape and strides counted in
+    its own items; a view of another dtype (``z.real`` of a complex ``z``) names it first:
+    ``<f64 +1 [3] strides [2]>`` is ``z.imag`` of a complex128 ``z`` of 3 elements."""
     buffer = place.buffer
-    itemsize = buffer.dtype.itemsize
+    itemsize = place.dtype.itemsize
     index = _basic_index(buffer.shape, buffer.strides, place.offset - buffer.offset,
                          place.shape, place.strides)
     if index is None or place.dtype != buffer.dtype:
-        return (f"<+{(place.offset - buffer.offset) // itemsize} {list(place.shape)} "
+        kind = "" if place.dtype == buffer.dtype else f"{_dtype(place.dtype)} "
+        return (f"<{kind}+{(place.offset - buffer.offset) // itemsize} {list(place.shape)} "
                 f"strides {[s // itemsize for s in place.strides]}>")
     return f"[{', '.join(index)}]"
 

@@ -47,6 +47,11 @@ else about them. Rules live in ``mutad/rules/``, one module per family.
   ``CONVENTION`` (``complex_aware``): a rule written for complex values in mutad's convention
   (README, "Complex numbers and the FFT": a cotangent is dL/dx + i dL/dy), given them as
   they are.
+* ``USER_RULES``: the rules attached with ``mutad.adjoint`` and ``mutad.inplace_adjoint``
+  (``custom``; the SciPy wrappers are such adjoints too). What a pure rule's ``back``
+  returns (a cotangent) and what its forward rule returns (a tangent) may be an array the
+  rule keeps elsewhere (a global, an argument); the core copies it, never adopts it as a
+  shadow or a tangent that later writes would change.
 * ``COMPLEX_UFUNCS[ufunc] = (rule, jvp)``: for an elementwise ufunc that is not
   complex-differentiable (``np.conjugate``, ``np.absolute``), the ``CONVENTION`` rules that
   serve it when an operand is complex, in place of its partials.
@@ -77,6 +82,7 @@ METHODS = {}
 ROUTES = {}
 RECOMPUTABLE = set()
 COMPLEX = {}
+USER_RULES = set()
 COMPLEX_UFUNCS = {}
 HOLOMORPHIC = "holomorphic"
 CONVENTION = "convention"

@@ -66,7 +66,7 @@ from .tracing import (ASSIGNMENT, CopyBack, Elementwise, ReverseTape, Traced, _d
                       _write_pullback, apply_function, check_constants, constant,
                       elementwise_kept, fresh_value, on_constants, plain, thaw, unwrapped_ufunc)
 from .trees import flatten
-from .views import address, overlaps_itself, owner, same_region, views
+from .views import address, overlaps_itself, owner, same_region, views, writeable
 
 CACHE_SIZE = 8
 """Programs kept per replayed function (one per signature), the least recently used dropped."""
@@ -700,7 +700,7 @@ class Function:
     record of ``back`` (``tracing._function_pullback``)."""
 
     __slots__ = ("rule", "args", "kwargs", "outputs", "primals", "primitive", "settings",
-                 "created", "places", "buffers", "multiple", "args_of", "kwargs_of")
+                 "created", "places", "buffers", "multiple", "args_of", "kwargs_of", "adopts")
 
     def __init__(self, rule, args, kwargs, outputs, traced, record):
         self.rule = rule
@@ -712,14 +712,15 @@ class Function:
         self.primitive = record.primitive
         self.settings = record.settings
         self.created = record.outputs
-        _, self.places, _, self.buffers, self.multiple = record.state
+        _, self.places, primals, self.buffers, self.multiple = record.state
+        self.adopts = primals is not None  # a user's rule's cotangents are never adopted
 
     prepare = Call.prepare
 
     def __call__(self, values, tape):
         y, back = self.rule(*_arrays(self.args_of(values)), **self.kwargs_of(values))
         _store(self.outputs, y, values)
-        primals = {id(owner(values[slot])) for slot in self.primals}
+        primals = {id(owner(values[slot])) for slot in self.primals} if self.adopts else None
         tape.records.append(Record(self.primitive, (), self.settings, self.created, None,
                                    (back, self.places, primals, self.buffers, self.multiple),
                                    _function_pullback))
@@ -1220,6 +1221,8 @@ class Recorder:
             self.refuse("an array allocated in the function by a call a replay cannot redo")
             return
         function, args, kwargs = made
+        if self.depends((args, kwargs)):  # a stop_gradient: its values are the traced ones
+            self.derived.add(id(t.buffer))  # so Python's decisions on them are guarded
         self.steps.append(Call(function, self.spec(args), self.spec(kwargs),
                                Out(self.bind(t), as_constant, t)))
 
@@ -1273,7 +1276,7 @@ class Program:
             slot = recorder.slots.get(id(t if t is not None else leaf))
             self.inputs.append((slot, run.scalar[j]))
             self.places.append(None if t is None else _place(t))
-            if t is not None and t.value.flags.writeable and not run.scalar[j]:
+            if t is not None and writeable(t.value) and not run.scalar[j]:
                 self.saves.setdefault(t.buffer.key, []).append(j)
         self.keys = [None if p is None else p.buffer.key for p in self.places]
         self.output = recorder.slots.get(id(y)) if type(y) is Traced else None
@@ -1467,27 +1470,33 @@ class Recording:
 
 
 def signature(parts):
-    """What picks a program for the flattened arguments ``parts`` (``(leaves, structure)``
+    """What picks a program for the flattened arguments ``parts`` (``(leaves, argument)``
     per argument): the structure, and per leaf its kind, shape, dtype and layout (which
-    arguments share memory, and where), or its value if it is not differentiated. None if an
-    argument is of a kind a replay does not follow."""
+    arguments share memory, and where), or its value if it is not differentiated. Returns
+    ``(key, None)``, or ``(what, why)`` if an argument is of a kind a replay does not follow:
+    ``what`` names that kind, ``why`` says why it is traced (``Replayed.reasons``)."""
     owners = {}
     key = []
-    for leaves, structure in parts:
-        if structure is None:
-            return None
-        key.append(structure)
+    for leaves, argument in parts:
+        described = structure(argument)
+        if described is None:
+            name = other_container(argument)
+            return name, (f"an argument in a {name}: a replay follows arrays and numbers in "
+                          "tuples, lists and dicts")
+        key.append(described)
         for x in leaves:
             kind = type(x)
             if kind is complex or isinstance(x, np.complexfloating) or (
                     kind is np.ndarray and x.dtype.kind == "c"):
-                return None  # complex values are traced on every call
+                what = "array" if kind is np.ndarray else "number"
+                return f"a {np.result_type(x)} {what}", "complex values"
             if kind is np.ndarray:
                 if x.dtype.kind == "f":
                     base = owner(x)
                     if type(base) is not np.ndarray:
-                        return None
-                    key.append((x.shape, x.dtype.str, x.strides, x.flags.writeable,
+                        return (f"a view of a {type(base).__name__}",
+                                f"an array whose memory is a {type(base).__name__}'s")
+                    key.append((x.shape, x.dtype.str, x.strides, writeable(x),
                                 owners.setdefault(id(base), len(owners)),
                                 address(x) - address(base), base.shape, base.strides))
                 else:  # not differentiated: the program may depend on its values
@@ -1497,8 +1506,8 @@ def signature(parts):
             elif kind in (int, bool, str, bytes, type(None)) or isinstance(x, np.generic):
                 key.append((kind, x))
             else:
-                return None
-    return tuple(key)
+                return kind.__name__, f"an argument of type {kind.__name__}"
+    return tuple(key), None
 
 
 def structure(tree):
@@ -1514,6 +1523,15 @@ def structure(tree):
     if kind is np.ndarray or isinstance(tree, (float, int, str, bytes, type(None), np.generic)):
         return "leaf"
     return None
+
+
+def other_container(tree):
+    """The name of the first container in ``tree`` that ``structure`` does not describe."""
+    kind = type(tree)
+    if kind is tuple or kind is list or kind is dict:
+        return next(name for x in (tree.values() if kind is dict else tree)
+                    if (name := other_container(x)) is not None)  # structure() found one
+    return None if structure(tree) == "leaf" else kind.__name__
 
 
 def fingerprint(f):
@@ -1565,6 +1583,7 @@ class Replayed:
         # replays, and one made meanwhile from another thread is traced
         self.lock = threading.Lock()
         self.failures = collections.Counter()
+        self.unfollowed = {}  # what a replay does not follow among the arguments -> why
         self.held = None
         self.__wrapped__ = f
         for name in ("__module__", "__name__", "__qualname__", "__doc__"):
@@ -1573,8 +1592,15 @@ class Replayed:
 
     @property
     def reasons(self):
-        """Why each signature that is traced on every call is: ``{signature: reason}``."""
-        return {key: p for key, p in self.programs.items() if type(p) is str}
+        """Why each signature that is traced on every call is: ``{signature: reason}``. Of
+        arguments a replay does not follow (complex values, a namedtuple, a dataclass), which
+        have no signature, the key names their kind (``"a complex128 array"``, the class's
+        name); with a memory budget, every call is traced and the key is ``"memory="``."""
+        reasons = {key: p for key, p in self.programs.items() if type(p) is str}
+        reasons.update(self.unfollowed)
+        if self.always is not None:
+            reasons["memory="] = self.always
+        return reasons
 
     def __call__(self, *args, **kwargs):
         if self.always is not None:
@@ -1603,9 +1629,11 @@ class Replayed:
             self.programs.clear()  # what f closes over changed: every program may differ
             self.held = held
         parts = [flatten(arg) for arg in (*args, kwargs)]
-        key = signature(
-            [(leaves, structure(arg)) for (leaves, _), arg in zip(parts, (*args, kwargs))])
-        program = None if key is None else self.programs.get(key)
+        key, why = signature([(leaves, arg) for (leaves, _), arg in zip(parts, (*args, kwargs))])
+        if why is not None:  # arguments a replay does not follow: traced, reasons says why
+            self.unfollowed[key] = why
+            return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
+        program = self.programs.get(key)
         flat = [leaf for leaves, _ in parts for leaf in leaves]
         if type(program) is Program and program.aliases(flat):
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
@@ -1616,8 +1644,10 @@ class Replayed:
             except GuardFailed:
                 self.failures[key] += 1
                 if self.failures[key] >= FAILED_GUARDS:
-                    self._keep(key, f"its guards failed on {FAILED_GUARDS} calls in a row: the "
-                                    "program changes from call to call")
+                    del self.failures[key]
+                    program = (f"its guards failed on {FAILED_GUARDS} calls in a row: the "
+                               "program changes from call to call")
+                    self._keep(key, program)  # this call and the later ones are traced
             else:
                 self.failures.pop(key, None)
                 start, per_argument = 0, []
@@ -1627,8 +1657,7 @@ class Replayed:
                 grads = per_argument[selected[0]] if single else tuple(
                     per_argument[i] for i in selected)
                 return value, grads
-        recording = (Recording(self.has_aux) if key is not None and type(program) is not str
-                     else None)
+        recording = Recording(self.has_aux) if type(program) is not str else None
         try:
             value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
                                       self.has_aux, recording=recording)

@@ -37,9 +37,9 @@ import zlib
 
 import numpy as np
 
-from .arraylike import (ArrayMethods, conversion_error, install_operators, lost_tangent,
-                        out_by_keyword, out_position, single_out, stands_for_scalar,
-                        untraced_write)
+from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
+                        conversion_error, install_operators, lost_tangent, out_by_keyword,
+                        out_position, single_out, stands_for_scalar, untraced_write)
 from .debug import SKIPPED, Warnings, anomaly, at_user_lines, caller
 from .errors import (
     ConstantModifiedError,
@@ -57,13 +57,13 @@ from .products import CHUNK, add_times_partial, times_partial
 from .recompute import (Held, Rebuild, Recomputation, Written, current_region, flat,
                         keeps_memory, small, track)
 from .registry import (COMPLEX, COMPLEX_UFUNCS, COMPOSITES, CONVENTION, FUNCTIONS, HOLOMORPHIC,
-                       INPLACE, NONDIFF, ONE, RECOMPUTABLE, UFUNCS, ElementwiseRule,
-                       NoClosedForm, check_complex, complex_among)
+                       INPLACE, NONDIFF, ONE, RECOMPUTABLE, UFUNCS, USER_RULES,
+                       ElementwiseRule, NoClosedForm, check_complex, complex_among)
 from .shadows import Buffer, Place, overlapping
 from .tape import Absent, OneOutput, Primitive, Record, Tape, Write
 from .trees import unsupported_array
 from .views import (address, byte_span, itself, may_overlap, memory, overlaps_itself, owner,
-                    owner_view, real_part_if, same_region, strided, views, wrapped)
+                    owner_view, real_part_if, same_region, strided, views, wrapped, writeable)
 
 CONSTANT = ElementwiseRule((None, None, None))
 """The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
@@ -78,8 +78,8 @@ class ReverseTape(Tape):
     program was recorded with its lines) and, under ``debug.detect_anomaly``, the checks it
     makes (``anomaly``; else None)."""
 
-    __slots__ = ("level", "outer", "frozen", "sums", "recomputation", "places", "caller",
-                 "anomaly")
+    __slots__ = ("level", "outer", "frozen", "sums", "arguments", "recomputation", "places",
+                 "caller", "anomaly")
 
     def __init__(self, policy, outer, memory=None):
         super().__init__(policy)
@@ -87,6 +87,9 @@ class ReverseTape(Tape):
         self.outer = outer
         self.frozen = {}  # untraced arrays records read, kept read-only while the tape lives
         self.sums = {}  # the checksums of their bytes, checked before the replay
+        # The caller's float arrays it traces and their buffers' keys, by the id of their
+        # owner: a plain array read that views their memory is checked (``check_alias``).
+        self.arguments = {}
         # Under nested differentiation every value is an array the outer one traces, and its
         # recomputation would have to be traced too: only the outermost recomputes.
         self.recomputation = Recomputation(memory) if outer is None else None
@@ -210,6 +213,8 @@ def _unwrap(items):
             if not x.buffer.constant:
                 traced |= 1 << i
         else:
+            if type(x) is np.ndarray:
+                check_alias(x)
             values.append(x)
     return tape, values, traced
 
@@ -228,6 +233,8 @@ def _unwrap_at(items, tape):
         elif ended(x):
             values.append(memory(x))
         else:
+            if type(x) is np.ndarray:
+                check_alias(x)
             values.append(x)
     return tape, values, traced
 
@@ -249,6 +256,8 @@ def _unwrap_args(args):
         elif ended(x):
             values.append(memory(x))
         else:
+            if type(x) is np.ndarray:
+                check_alias(x)
             values.append(x)
     return tape, values
 
@@ -308,6 +317,7 @@ def freeze(tape, value):
     """
     if type(value) is np.ndarray:
         if id(value) not in tape.sums:  # an array seen before is protected already
+            check_alias(value, kept=True)
             _protect(tape, value)
     elif type(value) in (list, tuple):
         for item in value:
@@ -330,15 +340,64 @@ def keep(tape, x, value):
         freeze(tape, value)
 
 
+def check_alias(value, kept=False):
+    """``value`` is a plain array an operation reads beside traced arrays or constants. If it
+    shares memory with an argument a running differentiation traces (a global or a closure
+    viewing the argument's memory), it is read as a constant, which holds only while the
+    function does not write into that argument: refused if the function did already; if a
+    record keeps it (``kept``: ``freeze``), a later write into the argument is refused
+    (``AliasRead``). Such an array has the argument's owner (``views.owner``), so the test
+    costs a lookup."""
+    root = None
+    for differentiation in ACTIVE.running:
+        arguments = getattr(differentiation, "arguments", None)
+        if not arguments:
+            continue
+        if root is None:
+            root = id(value if value.base is None else owner(value))
+        for argument, key in arguments.get(root, ()):
+            if not _shares_memory(value, argument):
+                continue
+            guard = differentiation.guards.get(key)
+            if guard is None and writeable(argument):  # its save ran: it was written
+                raise alias_read_after_write(value.shape, argument.shape)
+            if kept and type(guard) is not AliasRead:
+                differentiation.guards[key] = AliasRead(value.shape, argument.shape)
+
+
+class AliasRead:
+    """The guard of an argument's buffer (``Tape.guard``) once a record keeps an array the
+    function read from elsewhere than its arguments that shares the argument's memory: writing
+    into the argument would change values the record reads as constants, so the write is
+    refused before it happens."""
+
+    __slots__ = ("shape", "argument")
+
+    def __init__(self, shape, argument):
+        self.shape = shape
+        self.argument = argument
+
+    def __call__(self):
+        raise alias_written_after_read(self.shape, self.argument)
+
+
+def _shares_memory(a, b):
+    """Whether ``a`` and ``b`` share a byte; where NumPy cannot tell quickly, assume so."""
+    try:
+        return np.shares_memory(a, b, max_work=10_000)
+    except np.exceptions.TooHardError:
+        return True
+
+
 def _protect(tape, value):
     chain = [value]
     while isinstance(chain[-1].base, np.ndarray):
         chain.append(chain[-1].base)
     root = chain[-1]
-    if root.flags.writeable or id(root) in tape.frozen:
+    if writeable(root) or id(root) in tape.frozen:
         # Owner first: a view can be made writable again only while its owner is.
         for a in reversed(chain):
-            if a.flags.writeable:
+            if writeable(a):
                 a.flags.writeable = False
                 tape.frozen[id(a)] = a
     # One sum per region read, keyed by where it lies (a new slice of the same bytes on every
@@ -619,15 +678,15 @@ def _if_held(value, held):
 def _add_all(shadows, rows, primals):
     """Accumulate ``(place, cotangent)`` rows. A fresh cotangent may become the shadow itself,
     unless another row already took the same memory or it is memory of the inputs
-    (``primals``: ids of their owners)."""
-    taken = set(primals)
+    (``primals``: ids of their owners; None: no cotangent is the core's to adopt)."""
+    taken = set(primals or ())
     for p, g in rows:
         if g is None:
             continue
         if getattr(g, "shape", None) != p.shape:
             g = np.broadcast_to(g, p.shape)
         root = id(owner(g))
-        shadows.add(p, g, owned=root not in taken)
+        shadows.add(p, g, owned=primals is not None and root not in taken)
         taken.add(root)
 
 
@@ -987,11 +1046,14 @@ def check_destination(target, what):
     (a read-only view, as ``np.diagonal`` gives) or whose elements share bytes, whose gradient
     depends on the order NumPy writes them in. ``what`` names the write (a ufunc: its out=)."""
     value = target.value
-    if value.flags.writeable and (target.whole or not overlaps_itself(value)):
+    if writeable(value) and (target.whole or not overlaps_itself(value)):
         return
     if isinstance(what, np.ufunc):
         what = f"np.{what.__name__}(..., out=...)"
-    if not value.flags.writeable:
+    if not writeable(value):
+        alias = target.tape.guards.get(target.buffer.key)
+        if type(alias) is AliasRead:  # read-only because mutad froze an array sharing it
+            alias()
         raise ReadOnlyError(f"{what}: the destination is read-only, as NumPy makes it (a view "
                             "from np.diagonal, np.broadcast_to, ...). Write into a copy of it.")
     raise UnsupportedOperationError(
@@ -1149,7 +1211,11 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
                 invert(written, [kept[i] for i in others_at])
 
         def is_safe():
-            return (not any(_may_overlap(out, x) for i, x in enumerate(inputs) if i != position)
+            # Another operand over the target's memory (traced, or a plain array viewing an
+            # argument's) would read the written values, not those the inverse needs.
+            return (not any(_may_overlap(out, x) or (type(x) is np.ndarray
+                                                     and may_overlap(x, target))
+                            for i, x in enumerate(inputs) if i != position)
                     and rule.is_safe(others))
 
         def exactly(inverse):
@@ -1348,7 +1414,9 @@ def _record_function(tape, name, rule, back, args, values, kwargs, outputs, mult
     outputs); the record keeps places of the arguments, not the arguments."""
     places = [[locate(e, tape) for e in x] if type(x) in (list, tuple) else locate(x, tape)
               for x in args]
-    primals = {id(owner(x.value)) for x in _leaves(args, tape)}
+    # Cotangents that are memory of the arguments are never adopted as shadows; those of a
+    # user's rule never at all (None): they may be arrays it keeps (registry.USER_RULES).
+    primals = None if rule in USER_RULES else {id(owner(x.value)) for x in _leaves(args, tape)}
     # The recipe names the constants the rule's pullback holds, and describes the others: the
     # record keeps no memory the pullback does not.
     held = _held_by(back)
@@ -1615,6 +1683,8 @@ class Traced(ArrayMethods):
         return getitem(self, key)
 
     def __setitem__(self, key, value):
+        if type(value) is np.ndarray:
+            check_alias(value)
         recorder = self.tape.recorder
         if recorder is not None and recorder.ready and recorder.soft is None:
             return recorder.door(Traced.__setitem__, (self, key, value), {})
@@ -1669,6 +1739,8 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
         return tape.recorder.door(apply_inplace_rule, (name, rule, args, kwargs, writes,
                                                        checkpointed, growth, run_rule), {})
     kwargs = _keyword_values(name, kwargs, tape)
+    if complex_among(values):  # a rule takes them only if it said so (registry.COMPLEX)
+        check_complex(name, rule)
     if not carries(args, tape):  # constants and plain values only: it runs as on plain arrays
         for i in writes:
             if i < len(args) and type(args[i]) is Traced and args[i].tape is tape:
@@ -1684,7 +1756,10 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
         check_destination(t, name)
     for _, t in written:  # the values written depend on the traced arguments
         t.buffer.constant = False
-    factor = 1.0 if growth is None or not written else float(growth(*values, **kwargs))
+    # growth bounds rounding errors, a number: taken of the plain numbers (memory), which an
+    # enclosing differentiation does not follow (hessian, hvp, check_grads(order=2)).
+    factor = 1.0 if growth is None or not written else float(
+        growth(*map(memory, values), **{k: memory(v) for k, v in kwargs.items()}))
     kept = [None if i in writes else v for i, v in enumerate(values)]
     ran = []
     held = {id(v) for v in values}

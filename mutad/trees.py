@@ -38,6 +38,7 @@ import numpy as np
 
 from .errors import (InvalidArgumentError, MutadError,
                      UnsupportedArgumentError, UnsupportedArrayError)
+from .views import writeable
 
 T = TypeVar("T")
 
@@ -242,7 +243,7 @@ def arrays_within(x):
     """The writable arrays inside a leaf that mutad does not follow (an object of a NumPy or
     SciPy class): saved before the function runs and written back after, not differentiated."""
     if isinstance(x, np.ndarray):
-        return [x] if x.flags.writeable else []
+        return [x] if writeable(x) else []
     if isinstance(x, STATIC) or _array_like(x) or not type(x).__module__.startswith(LIBRARIES):
         return []
     found, seen, stack = [], set(), [x]
@@ -252,7 +253,7 @@ def arrays_within(x):
             continue
         seen.add(id(item))
         if type(item) is np.ndarray:
-            if item.flags.writeable:
+            if writeable(item):
                 found.append(item)
         elif isinstance(item, (tuple, list)):
             stack.extend(item)

@@ -75,6 +75,25 @@ def views(y, x):
     return isinstance(y, np.ndarray) and y.base is not None and owner(y) is owner(x)
 
 
+def _writeable_bit():
+    probe = np.empty(1)
+    flags = probe.flags.num
+    probe.flags.writeable = False
+    return flags & ~probe.flags.num
+
+
+WRITEABLE = _writeable_bit()
+"""NumPy's WRITEABLE bit of ``ndarray.flags.num``, found by clearing it on a probe."""
+
+
+def writeable(a):
+    """``a.flags.writeable``, read without the FutureWarning NumPy gives when that flag of an
+    ``np.broadcast_arrays`` result is read (the flag itself is unchanged)."""
+    if type(a) is not np.ndarray:
+        a = memory(a)
+    return a.flags.num & WRITEABLE != 0
+
+
 def may_overlap(a, b):
     return np.may_share_memory(memory(a), memory(b))
 

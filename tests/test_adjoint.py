@@ -210,3 +210,151 @@ def test_check_rule_catches_a_wrong_forward_rule(rng):
 
     with pytest.raises(GradientCheckError, match="jvp mismatch"):
         check_rule(add_into_, rng.standard_normal(3), rng.standard_normal(3))
+
+
+# ----------------------------------------------------------------------------------------------
+# Regressions
+
+
+def test_the_growth_of_a_restoration_is_taken_of_the_primal_values():
+    """Regression: ``growth`` was called on the arguments' values as the rule's level holds
+    them, arrays an enclosing differentiation traces under second derivatives, and its
+    ``float()`` raised ConversionError (check_grads(order=2), hessian, hvp)."""
+    @mutad.inplace_adjoint(writes=("x",))
+    def scale_(x, s):
+        x *= s
+
+    seen = []
+
+    def growth(x, s):
+        seen.append(type(s))
+        return float(abs(s)) + 1.0  # a plain number only of plain values
+
+    @scale_.rule(growth=growth)
+    def _rule(x, s):
+        scale_(x, s)
+
+        def back(dx, ds):
+            x[...] /= s
+            if ds is not None:
+                ds += np.vdot(dx, x)
+            dx *= s
+
+        return back
+
+    def f(x, s):
+        y = x * x
+        scale_(y, s)
+        return (y * y).sum()
+
+    x, s = np.array([1.0, 2.0]), np.array(3.0)
+    mutad.check_grads(f, x, s, order=2)
+    np.testing.assert_allclose(mutad.hessian(f, x, s), np.diag(12.0 * 9.0 * x * x))
+    np.testing.assert_allclose(mutad.hvp(f, (x, s), (np.ones(2), np.array(0.0)))[0],
+                               12.0 * 9.0 * x * x)
+    assert set(seen) == {np.ndarray}
+
+
+def test_a_checkpointed_in_place_rule_takes_complex_values_as_a_plain_one_does():
+    """Regression: a rule attached with ``@f.rule(checkpoint=...)`` was not declared to take
+    complex values, unlike one attached with ``@f.rule``; and the core did not check the
+    declaration of in-place rules at all."""
+    def make(checkpoint):
+        @mutad.inplace_adjoint(writes=("x",))
+        def scale_(x, s):
+            x *= s
+
+        def rule(x, s):
+            scale_(x, s)
+
+            def back(dx, ds):
+                if not checkpoint:
+                    x[...] /= s
+                dx *= np.conj(s)   # mutad's convention: the adjoint
+
+            return back
+
+        if checkpoint:
+            scale_.rule(checkpoint=("x",))(rule)
+        else:
+            scale_.rule(rule)
+        return scale_
+
+    z = np.array([1.0 + 2.0j, -0.5j])
+    for scale_ in (make(False), make(True)):
+        def f(z):
+            y = z * 1.0
+            scale_(y, 2.0 - 1.0j)
+            return (np.abs(y) ** 2).sum()
+
+        mutad.check_grads(f, z, order=2)
+
+    class RealOnly(mutad.custom.InplaceAdjoint):
+        complex_values = None  # its rules take real values only
+
+    real_only = RealOnly(lambda x, s: x.__imul__(s))
+    real_only.rule(checkpoint=("x",))(lambda x, s: (real_only(x, s), lambda dx, ds: None)[1])
+    with pytest.raises(mutad.errors.ComplexInputError):
+        mutad.gradient(lambda z: (np.abs(real_only(z * 1.0, 2.0)) ** 2).sum(), z)
+
+
+def test_a_wrapped_ufunc_is_named_by_its_name():
+    """Regression: ``mutad.adjoint(scipy.special.dawsn)`` called itself ``<ufunc 'dawsn'>``."""
+    dawsn = mutad.adjoint(scipy.special.dawsn)
+
+    @dawsn.rule
+    def _rule(x):
+        y = scipy.special.dawsn(x)
+        return y, lambda dy: ((1.0 - 2.0 * x * y) * dy,)
+
+    with pytest.raises(mutad.errors.UnsupportedFunctionError,
+                       match=r"^dawsn was given dual arrays .* @dawsn\.jvp_rule"):
+        mutad.jvp(lambda x: dawsn(x), (np.ones(2),), (np.ones(2),))
+
+
+W = np.array([1.0, 2.0, 3.0])
+
+
+def test_an_array_a_rule_returns_is_never_written():
+    """Regression: a cotangent (or tangent) that a user's rule returned, but keeps (a global),
+    was adopted as the shadow (or tangent) and accumulated into: the global changed."""
+    @mutad.adjoint
+    def dot_w(x):
+        return (W * x).sum()
+
+    @dot_w.rule
+    def _dot_rule(x):
+        return dot_w(x), lambda dy: (W,)   # dy is 1: W itself is the cotangent
+
+    @mutad.adjoint
+    def weigh(x):
+        return W * x.sum()
+
+    @weigh.jvp_rule
+    def _weigh_jvp(tangents, x):
+        total = tangents[0].sum()
+        return weigh(x), W if total == 1.0 else W * total  # a shortcut: W itself
+
+    before = W.tobytes()
+
+    def f(x):
+        y = (x * x).sum()               # x's shadow is first reached by dot_w's cotangent
+        return y + dot_w(x) + dot_w(x)
+
+    x = np.array([0.5, -1.0, 2.0])
+    for policy in ("restore", "checkpoint"):
+        np.testing.assert_allclose(mutad.gradient(f, x, policy=policy)[0], 2 * x + 2 * W)
+        assert W.tobytes() == before
+    g = mutad.grad(f, replay=True)
+    for _ in range(3):
+        np.testing.assert_allclose(g(x), 2 * x + 2 * W)
+        assert W.tobytes() == before
+
+    def forward(x):
+        y = weigh(x)                    # its tangent is W itself for this direction
+        y *= 2.0                        # a write into the output's tangent
+        return y
+
+    _, dy = mutad.jvp(forward, (x,), (np.full(3, 1.0 / 3.0),))
+    np.testing.assert_allclose(dy, 2 * W)
+    assert W.tobytes() == before

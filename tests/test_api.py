@@ -615,3 +615,33 @@ def test_stop_gradient_everywhere():
     np.testing.assert_allclose(mutad.gradient(outer, x)[0], 4 * x ** 2)
     np.testing.assert_allclose(mutad.hvp(lambda x: (mutad.stop_gradient(x) * x * x).sum(),
                                          (x,), (np.ones(2),)), 2 * x)
+
+
+def test_stop_gradient_gives_a_constant_that_converts_in_every_mode():
+    """Regression: ``stop_gradient`` of a traced array was a traced array itself, so
+    ``float()`` of it and SciPy routines without rules raised ConversionError, although
+    mutad's own messages advise exactly that."""
+    import scipy.ndimage
+
+    def f(x):
+        s = mutad.stop_gradient(x)
+        scale = float(s[0])                                   # a plain number
+        smooth = scipy.ndimage.uniform_filter1d(s, 3)         # no rule: converts its input
+        assert isinstance(scale, float) and type(smooth) is np.ndarray
+        s[1] = x[0] * 2.0                                     # traced from here on
+        return scale * (x * x).sum() + (smooth * x).sum() + (s * x).sum()
+
+    x = np.array([1.5, 2.0, -1.0])
+    before = x.tobytes()
+    smooth = scipy.ndimage.uniform_filter1d(x, 3)
+    # (s * x).sum() with s = [x0, 2 x0, x2] stopped but for s[1]: [s0 + 2 x1, s1, s2]
+    expected = 2 * 1.5 * x + smooth + np.array([1.5 + 2 * 2.0, 2 * 1.5, -1.0])
+    np.testing.assert_allclose(mutad.gradient(f, x)[0], expected)
+    assert x.tobytes() == before
+    y, dy = mutad.jvp(f, (x,), (np.ones(3),))                 # forward mode
+    np.testing.assert_allclose(dy, expected.sum())
+    np.testing.assert_allclose(mutad.hvp(f, (x,), (np.ones(3),)),  # reverse over forward
+                               2 * 1.5 + np.array([2.0, 2.0, 0.0]))
+    outer = mutad.gradient(lambda x: mutad.gradient(f, x)[0].sum(), x)[0]  # nested reverse
+    np.testing.assert_allclose(outer, 2 * 1.5 + np.array([2.0, 2.0, 0.0]))
+    assert x.tobytes() == before

@@ -272,6 +272,99 @@ def test_constants_read_through_fresh_slices_on_every_step_are_summed_once():
     assert c.flags.writeable
 
 
+# ----------------------------------------------------------------------------------------------
+# An argument's memory reached through a global
+
+
+def alias_programs():
+    """Programs that read, from a global, an array sharing memory with their argument, and
+    write into the argument before or after: ``(name, f, argument, owner)``."""
+    base = np.arange(1.0, 5.0)
+    window = base[1:3]   # a global view overlapping the argument base[:2]
+
+    def write_then_read(x):
+        x *= 2.0
+        return (x * window).sum()
+
+    def read_then_write(x):
+        y = (x * window).sum()
+        x *= 2.0
+        return y + x.sum()
+
+    def copy_alias(x):
+        x[0] = 1.0
+        w = np.zeros(2)
+        w[:] = window    # plain values of the argument's memory into a constant
+        return (w * x).sum()
+
+    whole = np.arange(1.0, 4.0)   # the argument is the owner; the global a view of it
+    head = whole[:2]
+
+    def owner_read_then_write(x):
+        y = (x[:2] * head).sum()  # head is read-only from here on, and so is its owner
+        x *= 2.0
+        return y + x.sum()
+
+    def owner_write_then_read(x):
+        x *= 2.0
+        return (x[:2] * head).sum()
+
+    return [(f.__name__, f, argument, owner) for f, argument, owner in (
+        (write_then_read, base[:2], base), (read_then_write, base[:2], base),
+        (copy_alias, base[:2], base),
+        (owner_read_then_write, whole, whole), (owner_write_then_read, whole, whole))]
+
+
+@pytest.mark.parametrize("name, f, argument, owner", alias_programs(),
+                         ids=[p[0] for p in alias_programs()])
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_writing_an_argument_whose_memory_a_global_views_is_refused(name, f, argument, owner,
+                                                                    policy):
+    """Regression: a global viewing the argument's memory, read as a constant while the
+    argument was written, gave NumPy's read-only ValueError in the reverse pass, a
+    ReadOnlyError blaming np.diagonal, or, under the checkpoint policy, a wrong gradient."""
+    before = owner.tobytes()
+    with pytest.raises(errors.ConstantModifiedError, match="shares"):
+        mutad.gradient(f, argument, policy=policy)
+    assert owner.tobytes() == before and owner.flags.writeable
+    if "write_then_read" in name:  # forward mode works on a copy: the global holds old values
+        with pytest.raises(errors.ConstantModifiedError, match="wrote into"):
+            mutad.jvp(f, (argument,), (np.ones(argument.shape),))
+        assert owner.tobytes() == before
+
+
+def test_a_global_viewing_an_argument_that_is_not_written_is_a_constant():
+    """Reading the argument's values through a closure without writing them is the usual
+    idiom ``gradient(lambda y: g(y, x), x)``: the closure's array is a constant."""
+    x = np.array([0.5, -1.0, 2.0])
+    before = x.tobytes()
+    assert np.array_equal(mutad.gradient(lambda y: (np.sin(y) * x).sum(), x)[0],
+                          np.cos(x) * x)
+    assert np.array_equal(mutad.jvp(lambda y: (y * x).sum(), (x,), (np.ones(3),))[1], x.sum())
+    assert x.tobytes() == before
+
+
+def test_an_operation_reading_a_global_view_of_the_memory_it_writes():
+    """Regression: ``x += window``, ``window`` a global over ``x``'s memory, was undone under
+    the restore policy by ``x -= window``, which reads the values written: NumPy's read-only
+    ValueError in the reverse pass. The constant is read as the write reads it, the write is
+    checkpointed, and both policies agree."""
+    base = np.arange(1.0, 5.0)
+    window = base[1:3]
+
+    def f(x):
+        x += window
+        return (x * x).sum()
+
+    plain = base.copy()
+    plain[:2] += plain[1:3]
+    before = base.tobytes()
+    for policy in ("restore", "checkpoint"):
+        value, (g,) = mutad.value_and_gradient(f, base[:2], policy=policy)
+        assert value == (plain[:2] ** 2).sum() and g.tolist() == (2 * plain[:2]).tolist()
+        assert base.tobytes() == before
+
+
 def test_another_thread_writing_a_constant_fails_while_the_gradient_runs():
     import threading
 
@@ -497,3 +590,22 @@ def test_messages_name_what_the_user_wrote_and_the_mutad_equivalent():
     assert "mutad.scipy.linalg.expm" in str(caught.value)
     with pytest.raises(errors.ConversionError, match="stop_gradient"):
         mutad.gradient(lambda x: float(x[0]), x)
+
+
+def test_round_of_a_traced_value_is_a_conversion_error_that_names_np_round():
+    """Regression: ``round(x[0])`` raised a plain TypeError ("Traced doesn't define
+    __round__"). As for a NumPy scalar, ``round()`` gives a Python int: a conversion."""
+    x = np.array([1.5, 2.25])
+    before = x.tobytes()
+    for differentiate in (lambda f: mutad.gradient(f, x),
+                          lambda f: mutad.jvp(f, (x,), (np.ones(2),))):
+        with pytest.raises(errors.ConversionError, match=r"round\(\).*np\.round\(x\)"):
+            differentiate(lambda x: round(x[0]) * x[1])
+    assert x.tobytes() == before
+    # np.round works; round() with ndigits is np.round, as for NumPy's scalars; a constant's
+    # round() is the plain int; an array has no round(), as in NumPy.
+    g = mutad.gradient(lambda x: np.round(x).sum() + round(x[1], 1) * x[0]
+                       + round(mutad.stop_gradient(x)[0]) * x[1], x)[0]
+    assert g.tolist() == [round(2.25, 1), 2.0]
+    with pytest.raises(TypeError, match="__round__"):
+        mutad.gradient(lambda x: round(x).sum(), x)

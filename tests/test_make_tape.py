@@ -54,6 +54,15 @@ def filled_in_a_loop(x):
     return y.sum()
 
 
+def complex_parts(z):
+    # Regression: the real and imaginary parts were both listed as <+0 [3] strides [1]>.
+    z.real *= 2.0
+    z.imag += 1.0
+    w = z.real[::2]
+    w *= 3.0
+    return (np.abs(z) ** 2).sum()
+
+
 PINNED = {
     pure: ((np.arange(3.0),), """\
 pure(%0: f64[3]):
@@ -126,6 +135,19 @@ filled_in_a_loop(%0: f64[3]):
   # test_make_tape.py:{4}  return y.sum()
   %11 = np.sum(%4)                  0 B
   return %11"""),
+    complex_parts: ((np.array([1 + 2j, 3 + 4j, 5 + 6j]),), """\
+complex_parts(%0: c128[3]):
+  # test_make_tape.py:{2}  z.real *= 2.0
+  %0<f64 +0 [3] strides [2]> <- np.multiply(%0<f64 +0 [3] strides [2]>, 2.0)         0 B  inverse
+  # test_make_tape.py:{3}  z.imag += 1.0
+  %0<f64 +1 [3] strides [2]> <- np.add(%0<f64 +1 [3] strides [2]>, 1.0)              0 B  inverse
+  # test_make_tape.py:{5}  w *= 3.0
+  %0<f64 +0 [2] strides [4]> <- np.multiply(%0<f64 +0 [2] strides [4]>, 3.0)         0 B  inverse
+  # test_make_tape.py:{6}  return (np.abs(z) ** 2).sum()
+  %1 = np.absolute(%0)                                                              48 B
+  %2 = np.square(%1)                                                                24 B
+  %3 = np.sum(%2)                                                                    0 B
+  return %3"""),
 }
 
 

@@ -238,9 +238,10 @@ def test_a_shape_that_depends_on_values_is_guarded():
         return (x * x).sum() + (y * y).sum()
 
     rng = np.random.default_rng(5)
-    calls = [(rng.uniform(-1, 1, 8),) for _ in range(6)]  # the counts differ from call to call
+    draws = [rng.uniform(-1, 1, 8) for _ in range(3)]  # the counts differ from draw to draw
+    calls = [(x.copy(),) for x in draws for _ in range(2)]  # a failed guard, then a replay
     replaying = replayed_like_traced(f, calls)
-    assert program_count(replaying) == 1
+    assert program_count(replaying) == 1 and not replaying.reasons
 
 
 def test_integer_and_float_conversions_of_computed_values_are_guarded():
@@ -254,6 +255,22 @@ def test_integer_and_float_conversions_of_computed_values_are_guarded():
 
     calls = [(np.array([0.5, 1.0]),), (np.array([0.7, 0.9]),), (np.array([2.0, 1.5]),),
              (np.array([2.0, 1.5]),)]
+    replaying = replayed_like_traced(f, calls)
+    assert program_count(replaying) == 1 and not replaying.reasons
+
+
+def test_decisions_on_a_stop_gradient_are_guarded():
+    """``stop_gradient`` gives a constant holding the traced values: a replay makes it again
+    from the replayed values, and guards what Python decides on it."""
+    def f(x):
+        s = mutad.stop_gradient(x)
+        y = (x * x).sum() * float(s[0])   # a conversion
+        if s[1] > 0:                      # a decision on a comparison of constants
+            y = y + x[1]
+        return y + (np.exp(s) * x).sum()
+
+    calls = [(np.array([1.0, 2.0]),), (np.array([3.0, 2.0]),), (np.array([3.0, -2.0]),),
+             (np.array([3.0, -2.0]),)]
     replaying = replayed_like_traced(f, calls)
     assert program_count(replaying) == 1 and not replaying.reasons
 
@@ -357,6 +374,56 @@ def test_the_garbage_collector_runs_again_once_a_recording_or_a_replay_ends():
     with pytest.raises(TypeError):
         replaying(np.ones(3), np.ones(3))
     assert gc.isenabled()
+
+
+def test_a_signature_whose_guards_fail_call_after_call_is_traced_from_then_on():
+    """Regression: the reason kept after the fourth failure in a row was overwritten by the
+    recording of that same call, so the function was recorded again on every call, forever,
+    and ``reasons`` stayed empty."""
+    def f(x):
+        y = x * 1.0
+        while y.sum() > 0:                # a trip count that changes on every call
+            y -= 1.0
+        return (y * y).sum()
+
+    calls = [(np.array([k + 0.5]),) for k in range(mutad.replay.FAILED_GUARDS + 3)]
+    replaying = replayed_like_traced(f, calls)
+    assert program_count(replaying) == 0
+    (reason,) = replaying.reasons.values()
+    assert f"failed on {mutad.replay.FAILED_GUARDS} calls in a row" in reason
+    replaying(np.array([20.5]))           # traced: not recorded again
+    assert program_count(replaying) == 0 and list(replaying.reasons.values()) == [reason]
+
+
+def test_arguments_a_replay_does_not_follow_are_traced_with_a_reason():
+    """Regression: complex values, namedtuples and dataclasses were traced on every call
+    without an entry in ``reasons``."""
+    import collections
+    import dataclasses
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    @dataclasses.dataclass
+    class Box:
+        w: np.ndarray
+
+    replaying = mutad.grad(lambda p: (p[0] * p[1]).sum() if isinstance(p, tuple)
+                           else (p.w * p.w).sum() if isinstance(p, Box)
+                           else (np.abs(p) ** 2).sum(), replay=True)
+    x = np.array([1.0, 2.0])
+    for _ in range(2):
+        assert same(replaying(Pair(x, 3 * x)).a, 3 * x)
+        assert same(replaying(Box(x)).w, 2 * x)
+        assert same(replaying(x + 1j), 2 * (x + 1j))
+    assert replaying.reasons == {
+        "Pair": "an argument in a Pair: a replay follows arrays and numbers in tuples, lists "
+                "and dicts",
+        "Box": "an argument in a Box: a replay follows arrays and numbers in tuples, lists and "
+               "dicts",
+        "a complex128 array": "complex values"}
+    assert program_count(replaying) == 0
+    budget = mutad.grad(lambda x: (x * x).sum(), memory=1024, replay=True)
+    assert budget.reasons == {"memory=": "a memory budget (memory=)"}
 
 
 def test_the_cache_keeps_a_bounded_number_of_programs():

@@ -265,6 +265,28 @@ def test_writes_through_views_that_overlap_themselves_are_refused(name):
     assert a.tobytes() == before
 
 
+def test_refusing_a_write_through_broadcast_arrays_gives_no_warning():
+    """Regression: reading the writeable flag of an ``np.broadcast_arrays`` result, to refuse
+    the write, first emitted NumPy's FutureWarning about that flag; and so did an argument
+    that is such a result."""
+    def program(a):
+        stretched, _ = np.broadcast_arrays(a[:, :1], np.ones(4))
+        stretched += 1.0
+        return a.sum()
+
+    a = sample(np.random.default_rng(3))
+    before = a.tobytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UnsupportedOperationError, match="share memory"):
+            mutad.gradient(program, a)
+        x, y = np.broadcast_arrays(np.ones(3), np.arange(6.0).reshape(2, 3))
+        dx, dy = mutad.gradient(lambda x, y: (x * y).sum(), x, y)
+    assert a.tobytes() == before
+    np.testing.assert_array_equal(dx, np.tile([3.0, 5.0, 7.0], (2, 1)))  # per memory element
+    np.testing.assert_array_equal(dy, np.ones((2, 3)))
+
+
 def test_reading_views_that_overlap_themselves_accumulates_every_use():
     def program(a):
         windows = sliding_window_view(a, 3)  # each element in up to three windows
