@@ -18,7 +18,7 @@ import mutad.scipy  # noqa: E402
 project = "mutad"
 author = "The mutad developers"
 copyright = "2026, the mutad developers"
-release = mutad.__version__ if hasattr(mutad, "__version__") else "0"
+release = mutad.__version__
 version = release
 
 extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.viewcode"]
