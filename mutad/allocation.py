@@ -15,9 +15,8 @@ intercept its factory functions:
   when on it is traced. Other threads, integer and boolean results, and results that are
   views of existing arrays (``np.asarray(a)`` of an array) are left plain;
 * ``np.array`` and its variants build traced arrays from traced values (``np.array([a, b])``),
-  reductions read lists and tuples of traced values as those arrays (``np.mean([a, b])``), and
-  functions with integer results (``np.argmin((a, b))``) take the plain values of traced
-  scalars inside lists and tuples;
+  and reductions and functions with integer results read lists and tuples of traced values
+  as those arrays (``np.mean([a, b])``, ``np.argmin((a, b))``);
 * methods listed in ``registry.METHODS`` are routed to their rules when traced arrays are among
   their arguments (``scipy.stats.norm.logpdf``);
 * functions listed in ``registry.ROUTES`` (``scipy.linalg.solve``) are replaced by their
@@ -42,6 +41,7 @@ differentiated code: copy them, ``np.array(r)``, to write into them).
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import importlib
@@ -70,16 +70,15 @@ TAKES_LIKE = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "arang
 """Factories that dispatch on ``like=`` alone: a traced argument (``np.full(n, x[0])``) is
 passed as ``like=`` too, so that its rule runs instead of a conversion."""
 
-INTEGRAL = ("argmin", "argmax", "argsort", "argpartition", "lexsort", "nonzero", "flatnonzero",
-            "argwhere", "searchsorted", "digitize", "count_nonzero", "shape", "ndim", "size",
-            "isclose", "allclose", "array_equal")
-"""NumPy functions with integer or boolean results: traced scalars in lists are read plainly."""
-
 READERS = ("sum", "prod", "mean", "std", "var", "max", "min", "amax", "amin", "average",
-           "cumsum", "cumprod", "ptp", "median", "append", "diff", "sort")
+           "cumsum", "cumprod", "ptp", "median", "append", "diff", "sort",
+           "argmin", "argmax", "argsort", "argpartition", "lexsort", "nonzero", "flatnonzero",
+           "argwhere", "searchsorted", "digitize", "count_nonzero", "shape", "ndim", "size",
+           "isclose", "allclose", "array_equal", "array_equiv")
 """NumPy functions of array_like arguments that dispatch on arrays alone: lists and tuples
-holding traced values among their positional arguments (``np.mean([a, b])``) are stacked into
-one traced array first, as ``np.array`` would build it."""
+holding traced values among their positional arguments (``np.mean([a, b])``,
+``np.argmin((a, b))``) are stacked into one traced array first, as ``np.array`` would build
+it, so that the engine sees the call (and a replay guards a result Python decides on)."""
 
 INTERNAL = ("numpy", "scipy", "mutad")
 """Packages whose modules keep NumPy's own functions."""
@@ -158,6 +157,8 @@ def factory(func):
     takes_like = func.__name__ in TAKES_LIKE
 
     def allocating(*args, **kwargs):
+        if ACTIVE.running and any(type(a) in (list, tuple) and _holds_wrapped(a) for a in args):
+            args = _arrays_for_lists(args)  # np.diag([x[0], 1.0])
         if takes_like and ACTIVE.running and "like" not in kwargs:
             like = next((a for a in (*args, *kwargs.values()) if wrapped(a)), None)
             if like is not None:
@@ -207,37 +208,19 @@ def builder(func):
     return _named(building, func)
 
 
-def _plain_values(tree):
-    if type(tree) in (list, tuple):
-        return type(tree)(_plain_values(x) for x in tree)
-    while wrapped(tree):
-        tree = tree.value
-    return tree
-
-
-def integral(func):
-    """``func``, whose result is integer or boolean (no gradient), reading traced scalars
-    inside lists and tuples by their values (NumPy converts those; it dispatches only on
-    arrays)."""
-
-    def reading_values(*args, **kwargs):
-        if ACTIVE.running and any(type(a) in (list, tuple) and _holds_wrapped(a) for a in args):
-            return func(*_plain_values(args), **kwargs)
-        return func(*args, **kwargs)
-
-    return _named(reading_values, func)
-
-
 def reader(func):
     """``func``, reading lists and tuples of traced values as the arrays they stand for."""
 
     def reading_arrays(*args, **kwargs):
         if ACTIVE.running and any(type(a) in (list, tuple) and _holds_wrapped(a) for a in args):
-            args = [_stacked(a) if type(a) in (list, tuple) and _holds_wrapped(a) else a
-                    for a in args]
+            args = _arrays_for_lists(args)
         return func(*args, **kwargs)
 
     return _named(reading_arrays, func)
+
+
+def _arrays_for_lists(args):
+    return [_stacked(a) if type(a) in (list, tuple) and _holds_wrapped(a) else a for a in args]
 
 
 class _Joined:
@@ -282,8 +265,7 @@ def _named(wrapper, func):
 def _replacements():
     """NumPy's functions and mutad's for the mode, by name."""
     table = {}
-    for names, make in ((FACTORIES, factory), (BUILDERS, builder), (INTEGRAL, integral),
-                        (READERS, reader)):
+    for names, make in ((FACTORIES, factory), (BUILDERS, builder), (READERS, reader)):
         for name in names:
             func = getattr(np, name, None)
             if func is not None:
@@ -306,6 +288,9 @@ def _mode_numpy():
     module.__dict__.update(np.__dict__)
     module.__dict__.update({name: new for name, (_, new) in REPLACEMENTS.items()})
     return module
+
+
+_IMPORT = builtins.__import__
 
 
 class _Mode:
@@ -389,6 +374,7 @@ class _Mode:
                 self._swap_cells(f)
                 return
             try:
+                builtins.__import__ = self._importing
                 if len(np.__dict__) != self.numpy_size:  # NumPy loaded a submodule lazily
                     self.numpy.__dict__.update(
                         {k: v for k, v in np.__dict__.items() if k not in REPLACEMENTS})
@@ -412,7 +398,20 @@ class _Mode:
             if self.depth == 0:
                 self._undo()
 
+    def _importing(self, name, globals=None, locals=None, fromlist=(), level=0):
+        """``builtins.__import__`` in the mode: ``import numpy`` (``as np``, ``from numpy import
+        zeros``) run by user code in a thread that differentiates binds the mode's module, as
+        the module-level names are bound (a function that imports NumPy in its body)."""
+        module = _IMPORT(name, globals, locals, fromlist, level)
+        if module is np and _in_mode() and globals is not None:
+            caller = globals.get("__name__")
+            if isinstance(caller, str) and caller.partition(".")[0] not in INTERNAL:
+                return self.numpy
+        return module
+
     def _undo(self):
+        if builtins.__import__ == self._importing:
+            builtins.__import__ = _IMPORT
         for namespace, name, original, replacement in self.sites.values():
             if namespace.get(name) is replacement:
                 namespace[name] = original
@@ -424,7 +423,7 @@ class _Mode:
         self.methods.clear()
         while self.cells:
             place, key, original, stand_in = self.cells.pop()
-            if (place.get(key) if type(place) is dict else place.cell_contents) is stand_in:
+            if _get(place, key) is stand_in:
                 _put(place, key, original)
 
     def _swap_cells(self, f, depth=4):
@@ -451,16 +450,24 @@ class _Mode:
             own = package == "mutad"
             places = [(cell, "cell_contents") for cell in getattr(g, "__closure__", None) or ()]
             if code is not None and namespace is not None and not own:
-                places += [(namespace, name) for name in code.co_names if name in namespace]
-            for place, key in places:
+                names = _names(code)  # its own code's and its nested functions' (a lambda's)
+                places += [(namespace, name) for name in names if name in namespace]
+                places += [(g, i) for i in range(len(getattr(g, "__defaults__", None) or ()))]
+                places += [(g, name) for name in (getattr(g, "__kwdefaults__", None) or {})]
+            while places:
+                place, key = places.pop()
                 try:
-                    value = place[key] if type(place) is dict else place.cell_contents
+                    value = _get(place, key)
                 except ValueError:  # a cell not filled yet
                     continue
                 stand_in = None if own else self._stand_in(value)
                 if stand_in is not None:
                     self.cells.append((place, key, value, stand_in))
                     _put(place, key, stand_in)
+                elif type(value) is dict and level < depth and place is not value:
+                    places += [(value, k) for k in list(value)[:64]]  # a table of callbacks
+                elif isinstance(value, type) and _user_class(value) and code is not None:
+                    places += [(value, name) for name in names if name in vars(value)]
                 elif callable(value) and not isinstance(value, (type, types.ModuleType)):
                     todo.append((value, level + 1))
 
@@ -492,10 +499,45 @@ class _Mode:
                 setattr(cls, name, _routed(cls, name, rule))
 
 
+def _names(code):
+    """The names ``code`` and the code of the functions defined in it read."""
+    names, codes = set(), [code]
+    while codes:
+        c = codes.pop()
+        names.update(c.co_names)
+        codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return sorted(names)
+
+
+def _user_class(cls):
+    return str(getattr(cls, "__module__", "builtins")).partition(".")[0] not in (
+        *INTERNAL, "builtins")
+
+
+def _get(place, key):
+    """What ``place`` binds at ``key``: a dict's item, a closure cell's contents, a class's
+    attribute, or a function's default (``key`` its position, or a keyword-only name)."""
+    if type(place) is dict:
+        return place[key]
+    if isinstance(place, type):
+        return place.__dict__[key]
+    if type(place) is types.FunctionType:
+        return place.__defaults__[key] if type(key) is int else place.__kwdefaults__[key]
+    return place.cell_contents
+
+
 def _put(place, key, value):
-    """Bind ``value`` in a namespace (``key`` its name) or a closure cell."""
+    """Bind ``value`` where ``_get`` reads."""
     if type(place) is dict:
         place[key] = value
+    elif isinstance(place, type):
+        setattr(place, key, value)
+    elif type(place) is types.FunctionType and type(key) is int:
+        defaults = list(place.__defaults__)
+        defaults[key] = value
+        place.__defaults__ = tuple(defaults)
+    elif type(place) is types.FunctionType:
+        place.__kwdefaults__ = {**place.__kwdefaults__, key: value}
     else:
         place.cell_contents = value
 

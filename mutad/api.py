@@ -22,7 +22,7 @@ from .errors import (
 )
 from . import forward
 from .allocation import allocate
-from .arguments import Originals, check_argnums, run
+from .arguments import Originals, check_argnums, check_distinct_memory, run
 from .arraylike import stands_for_scalar
 from .levels import ACTIVE, Tracer
 from .listing import TapeListing
@@ -72,6 +72,8 @@ class Run:
             new = [self._wrap_leaf(leaf) for leaf in leaves]
             self.leaves.extend(leaves)
             wrapped.append(rebuild(new))
+        check_distinct_memory([entry[0] for key, entry in self.buffers.items()
+                               if type(key) is int])
         return wrapped
 
     def _wrap_leaf(self, x):

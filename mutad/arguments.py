@@ -16,7 +16,7 @@ import numpy as np
 
 from .allocation import mode
 from .debug import Warnings, at_user_lines
-from .errors import ArgnumsError, MutadError
+from .errors import ArgnumsError, MutadError, UnsupportedOperationError
 from .levels import ACTIVE
 from .trees import arrays_within
 from .views import writeable
@@ -100,3 +100,22 @@ def check_argnums(argnums, count):
                 f"argnums={argnums!r}: the function was given {count} positional argument(s), "
                 f"so each position must be in {-count}..{count - 1}.")
     return tuple(int(i) % count for i in items), single
+
+
+def check_distinct_memory(owners):
+    """Refuse arguments whose memory overlaps though no one NumPy array owns it all (two
+    ``np.frombuffer`` arrays over one ``bytearray``, ``np.ndarray(buffer=...)``): mutad
+    follows memory through NumPy's ``.base`` chain, and these are two chains, so a write
+    through one would not reach the other's gradient. ``owners``: the arrays at the root of
+    each argument's chain, one per chain."""
+    for i, a in enumerate(owners):
+        for b in owners[:i]:
+            if np.shares_memory(a, b, max_work=100_000):
+                raise UnsupportedOperationError(
+                    f"two arguments (of shapes {a.shape} and {b.shape}) share memory, but "
+                    "neither is a view of the other: their memory belongs to an object that is "
+                    "not a NumPy array (np.frombuffer or np.ndarray(buffer=...) twice over one "
+                    "buffer), so mutad cannot tell that a write through one changes the "
+                    "other. Make one array over the memory and pass views of it (y = x[2:]), "
+                    "or pass copies.")
+

@@ -15,6 +15,7 @@ import builtins
 import dis
 import inspect
 import linecache
+import math
 import re
 import sys
 
@@ -27,7 +28,8 @@ from .views import memory
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
-             "matmul": np.matmul}
+             "matmul": np.matmul, "and": np.bitwise_and, "or": np.bitwise_or,
+             "xor": np.bitwise_xor, "lshift": np.left_shift, "rshift": np.right_shift}
 COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
                "eq": np.equal, "ne": np.not_equal}
 
@@ -173,11 +175,34 @@ class ArrayMethods(Tracer):
     def __iter__(self):
         return (self[i] for i in range(len(self.value)))
 
+    # What Python reads of the value without converting it (a string, a hash, a truth): as
+    # NumPy's array or scalar gives it, through ``_decided`` (which a replay guards).
+
+    def _decided(self, decide):
+        """``decide(v)`` of the value ``v`` NumPy would hand Python: its scalar where this
+        stands for one (``x[0]``), else the array."""
+        return decide(numpy_value(self.value))
+
     def __format__(self, spec):
-        return format(self.value, spec) if self.value.ndim == 0 else repr(self)
+        return self._decided(lambda v: format(v, spec))
+
+    def __str__(self):
+        return self._decided(str)
 
     def __bool__(self):
-        return bool(self.value)
+        return self._decided(bool)
+
+    def __hash__(self):
+        """As NumPy's: a scalar's hash is its number's (``{1.0: w}[x[0]]``); an array has none."""
+        if not stands_for_scalar(self):
+            raise TypeError("unhashable type: 'numpy.ndarray'")  # NumPy's error
+        return self._decided(hash)
+
+    def is_integer(self):
+        return self._decided(lambda v: _scalar_method(v, "is_integer")())
+
+    def hex(self):
+        return self._decided(lambda v: _scalar_method(v, "hex")())
 
     def plain_value(self):
         """The plain array this one stands for when converting it loses no derivative (an
@@ -195,6 +220,18 @@ class ArrayMethods(Tracer):
 
     def __int__(self):
         return int(self._converted("int()"))
+
+    def __trunc__(self):
+        return int(self._converted("math.trunc()"))
+
+    def __floor__(self):
+        return _floor_or_ceil(self._converted("math.floor()"), math_floor=True)
+
+    def __ceil__(self):
+        return _floor_or_ceil(self._converted("math.ceil()"), math_floor=False)
+
+    def as_integer_ratio(self):
+        return _scalar_method(self._converted(".as_integer_ratio()")[()], "as_integer_ratio")()
 
     def __complex__(self):
         return complex(self._converted("complex()"))
@@ -215,20 +252,23 @@ class ArrayMethods(Tracer):
     def tolist(self):
         return self._converted(".tolist()").tolist()
 
+    # Conversions of the bytes: those of a value that does not depend on the arguments (a
+    # constant, ``np.ones(3).tobytes()``) are NumPy's; of a traced value, refused.
+
     def tobytes(self, order="C"):
-        raise conversion_error(".tobytes()")
+        return self._converted(".tobytes()").tobytes(order)
 
     def tofile(self, *args, **kwargs):
-        raise conversion_error(".tofile()")
+        return self._converted(".tofile()").tofile(*args, **kwargs)
 
     def dump(self, file):
-        raise conversion_error(".dump()")
+        return self._converted(".dump()").dump(file)
 
     def dumps(self):
-        raise conversion_error(".dumps()")
+        return self._converted(".dumps()").dumps()
 
     def __reduce__(self):
-        raise conversion_error("pickling")
+        return self._converted("pickling").__reduce__()
 
     def __copy__(self):
         return self.copy()
@@ -280,11 +320,11 @@ class ArrayMethods(Tracer):
         self._refuse("x.setfield(...)", "writing reinterpreted bytes has no derivative. Use "
                      "indexing to write elements.")
 
-    def __hash__(self):
-        return id(self)
-
     def __neg__(self):
         return np.negative(self)
+
+    def __invert__(self):
+        return np.invert(self)
 
     def __pos__(self):
         return np.positive(self)
@@ -330,6 +370,24 @@ class ArrayMethods(Tracer):
             f"ndarray.view({dtype if type is None else type}) on a differentiated array: "
             "reinterpreting its bytes, or viewing it as an ndarray subclass, has no derivative. "
             "Use x.view(), reshape or indexing for views, and x.astype for another dtype.")
+
+
+def numpy_value(value):
+    """What NumPy hands Python for a 0-d ``value`` standing for a scalar: the scalar."""
+    return value[()] if value.ndim == 0 else value
+
+
+def _scalar_method(v, name):
+    """``v.name``, a method of Python's float that NumPy's float scalars have; NumPy's error
+    for an array."""
+    if isinstance(v, np.ndarray):
+        raise AttributeError(f"'numpy.ndarray' object has no attribute '{name}'")
+    return getattr(v, name)
+
+
+def _floor_or_ceil(value, math_floor):
+    v = numpy_value(value)
+    return math.floor(v) if math_floor else math.ceil(v)
 
 
 def _install_methods():
@@ -578,11 +636,13 @@ def _storing_item(frame):
 def untraced_write(what):
     """The error for writing a traced value into an array mutad does not follow."""
     return UntracedWriteError(
-        f"{what}: a traced value was written into an array created before the differentiation "
-        "started (a module-level work buffer, a default argument, a cache) or by an enclosing "
-        "differentiation, so its gradient would be lost. Allocate that array inside the "
-        "function being differentiated: arrays created there (np.zeros, np.empty, np.array, "
-        "...) are followed. Or pass it as an argument.")
+        f"{what}: a traced value was written into a plain array mutad does not follow, so its "
+        "gradient would be lost: one created before the differentiation started (a "
+        "module-level work buffer, a default argument, a cache) or by an enclosing "
+        "differentiation, or one made inside the function by a call the allocation mode does "
+        "not follow (ndarray.copy() of a plain array, np.random, np.frombuffer). Allocate it "
+        "inside the function with NumPy's functions (np.zeros, np.empty, np.array(a), "
+        "np.copy(a)), which are followed, or pass it as an argument.")
 
 
 def lost_tangent(what):

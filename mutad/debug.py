@@ -19,9 +19,10 @@ line (in the reverse pass, the line of the record being reversed), with that mod
 so the user's filters and "once per location" apply as they would to NumPy's own warning.
 NumPy's error handling is per thread and per context, unlike ``warnings.catch_warnings``.
 Categories the user set otherwise (``"ignore"``, ``"raise"``, ``"call"``) are left as they are.
-A call that ``grad(f, replay=True)`` replays does none of this (it would cost a replay of a
-small program a few percent): its warnings are NumPy's own, naming a line of mutad, where the
-first call, traced, named the user's lines.
+A call that ``grad(f, replay=True)`` replays runs its steps under the error handling each
+had when recorded, counting the events it would have warned about; it issues the recorded
+warnings again, at the recorded lines, when they are the same events (else the call is
+traced, ``replay.Modes``).
 
 **The anomaly switch.** Under :func:`detect_anomaly`, a tape made in that context carries an
 :class:`Anomaly`, which checks the records that compute values as they are made (a gather
@@ -174,11 +175,12 @@ class Warnings:
     code of the replay loop, in the reverse pass); from there on, the line of ``record``, the
     record being reversed."""
 
-    __slots__ = ("stop", "record")
+    __slots__ = ("stop", "record", "heard")
 
     def __init__(self, stop=None):
         self.stop = stop
         self.record = None
+        self.heard = None  # while a replay records: a list, of (message, file, line) issued
 
     def write(self, text):
         message = text.removeprefix("Warning: ").rstrip("\n")  # as NumPy words its warning
@@ -187,6 +189,8 @@ class Warnings:
             code = frame.f_code
             known = _INSIDE.get(code.co_filename)
             if not (_learn(code.co_filename) if known is None else known):
+                if self.heard is not None:
+                    self.heard.append((message, code.co_filename, frame.f_lineno))
                 warn_at(message, RuntimeWarning, code.co_filename, frame.f_lineno,
                         frame.f_globals)
                 return

@@ -20,7 +20,7 @@ it, which is what prevents perturbation confusion.
 import numpy as np
 
 from . import arguments
-from .arguments import Originals
+from .arguments import Originals, check_distinct_memory
 from .arraylike import (ArrayMethods, alias_read_after_write, conversion_error,
                         install_operators, lost_tangent, out_by_keyword, single_out,
                         stands_for_scalar)
@@ -577,7 +577,9 @@ class Run:
         tangents = [None] * len(leaves) if tangent is None else flatten(tangent)[0]
         if len(tangents) != len(leaves):
             raise InvalidArgumentError("jvp: each tangent must have the structure of its primal.")
-        return rebuild([self._leaf(x, t) for x, t in zip(leaves, tangents, strict=True)])
+        wrapped = rebuild([self._leaf(x, t) for x, t in zip(leaves, tangents, strict=True)])
+        check_distinct_memory([whole for whole, _ in self.copies.values()])
+        return wrapped
 
     def _leaf(self, x, t):
         check_leaf(x)

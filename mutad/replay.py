@@ -22,17 +22,24 @@ record, or the shadows' dictionary for the values only the run reads.
 
 Every decision the program depends on is a *guard*:
 
-* what Python did with a traced value (``if``, ``while``, ``int()``, ``float()``): a step
-  that checks the replayed value gives the same answer, else the call is recorded again;
+* what Python read of a traced value (``if``, ``while``, ``int()``, ``float()``, ``str()``,
+  ``hash()``: ``Traced._decided``), and Python values NumPy functions computed from traced
+  ones (a bool of ``np.allclose``: :class:`Same`): a step that checks the replayed value gives
+  the same answer, else the call is recorded again;
+* NumPy's floating-point error handling at each step (:class:`Modes`) and the events the call
+  warned about (:class:`Heard`); an operation that raised while recording, which Python may
+  have caught, leaves the signature traced (``Recorder.raised``), and a step that raises
+  while replaying traces the call;
 * the arguments' structure, shapes, dtypes and memory layouts, which arguments share memory,
   and the values of the arguments that are not differentiated (numbers, strings, integer
-  arrays): the signature that picks a program;
-* the identity of what ``f`` closes over, its defaults and the globals its code names.
+  arrays), and NumPy's error handling at the call: the signature that picks a program;
+* what ``f`` reaches besides its arguments (:func:`reach`): its code, closures, defaults,
+  the globals its code names, a bound method's object, and on, by identity, and the arrays
+  among them by their bytes (:class:`Contents`); a change drops every program of ``f``.
 
-Replay runs ``f``'s program, not ``f``: what ``f`` reads from elsewhere than its arguments and
-the arrays it closes over (a random draw, a global number that is rebound) is read as it was
-when the program was recorded, as under ``jax.jit``. Pass what changes between calls as an
-argument.
+Replay runs ``f``'s program, not ``f``: what ``f`` reads from outside what it reaches (a
+random draw, a file, the clock) is read as it was when the program was recorded, as under
+``jax.jit``. Pass what changes between calls as an argument.
 
 A plain value computed from a traced one (a comparison, an index) comes back, while
 recording, as a constant of the tape, so that Python's decisions on it are seen. An operation
@@ -44,9 +51,12 @@ correct but not faster; :attr:`Replayed.reasons` says why.
 """
 
 import collections
+import functools
 import gc
+import hashlib
 import math
 import operator
+import sys
 import threading
 import types
 
@@ -54,7 +64,7 @@ import numpy as np
 
 from .arguments import Originals, check_argnums
 from .blocks import Block, indent, scalar_cotangents
-from .debug import anomaly_detection, nowhere
+from .debug import Warnings, anomaly_detection, nowhere, warn_at
 from .levels import ACTIVE
 from .products import times
 from .recompute import Lazy, small
@@ -214,10 +224,37 @@ class Out:
         self.shape = t.value.shape
 
 
+class Same:
+    """In a step's outputs: a Python value computed from traced ones (a ``bool`` of
+    ``np.allclose``), which Python may decide on: the replayed call must compute it again."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+PYTHON_SCALARS = (bool, int, float, complex, str)
+
+
+def identical(a, b):
+    """Whether Python values ``a`` and ``b`` are the same: type and value, a float's sign of
+    zero, NaN equal to NaN."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is float or type(a) is complex:
+        return repr(a) == repr(b)
+    return a == b
+
+
 def _store(outputs, y, values):
-    """Store ``y`` as ``outputs`` says: an :class:`Out`, None (nothing to store), or a tuple
-    of those for the items of ``y``."""
+    """Store ``y`` as ``outputs`` says: an :class:`Out`, a :class:`Same` (nothing to store,
+    a value to check), None (nothing to store), or a tuple of those for the items of ``y``."""
     if outputs is None:
+        return
+    if type(outputs) is Same:
+        if not identical(y, outputs.value):
+            raise GuardFailed
         return
     if type(outputs) is Out:
         value = outputs.convert(y)
@@ -741,6 +778,39 @@ class Guard:
             raise GuardFailed
 
 
+class Modes:
+    """NumPy's floating-point error handling from here on, as the traced call had it
+    (``Recorder.watch``): ``"ignore"``, or ``"call"`` for the categories the traced call
+    warned about, to :class:`Heard`, which counts them for ``Program.run`` to compare."""
+
+    __slots__ = ("modes",)
+
+    def __init__(self, modes):
+        self.modes = modes
+
+    def __call__(self, values, tape):
+        np.seterr(**self.modes)
+
+
+class Heard:
+    """NumPy's floating-point error callback while a program replays: the kind of each event
+    (``"divide by zero"``), in order."""
+
+    __slots__ = ("kinds",)
+
+    def __init__(self):
+        self.kinds = []
+
+    def __call__(self, kind, flag):
+        self.kinds.append(kind)
+
+
+def _kind(message):
+    """The kind of a NumPy warning's ``message`` (``"divide by zero encountered in divide"``)
+    as NumPy names it to a callback."""
+    return message.partition(" encountered")[0]
+
+
 def _arrays(args):
     """A rule's arguments as the tracing engine hands them over: NumPy scalars the replay
     holds as the read-only 0-d arrays they stood for (``tracing.fresh_value``)."""
@@ -915,6 +985,13 @@ class Recorder:
         self.derived = set()
         self.soft = None  # inside a door: what the engine recorded outside a step
         self.paused = False  # whether the recording holds the garbage collector off
+        self.modes = self.call = None  # NumPy's error handling at the last step (``watch``)
+        # The warnings of floating-point events the steps issued, (message, file, line); the
+        # first ``counted`` of them, those issued inside steps (``enter``, ``leave``)
+        self.heard = []
+        self.counted = 0
+        self.depth = 0
+        self.writers = []  # the debug.Warnings that report to ``heard``
 
     def outside(self, what):
         """The engine recorded ``what`` outside a step: inside a door (``door``), the door
@@ -928,6 +1005,7 @@ class Recorder:
         """``operation(*args, **kwargs)`` (``tracing.door``): the operations it makes are steps
         of their own, unless the engine records anything else meanwhile; then they are dropped
         and the whole operation is one :class:`Reenter` step."""
+        self.enter()
         mark = len(self.steps)
         traced = {}
         for x in within((args, kwargs), Traced):
@@ -940,8 +1018,12 @@ class Recorder:
         self.soft = []
         try:
             y = operation(*args, **kwargs)
+        except BaseException as error:
+            self.raised(error)
+            raise
         finally:
             soft, self.soft = self.soft, None
+            self.leave()
         if soft and self.reason is None:
             del self.steps[mark:]
             buffers = {info[0] for info in traced.values()}
@@ -1017,8 +1099,12 @@ class Recorder:
             return Slot(slot)
         return x
 
-    def outputs(self, y):
-        """How a step stores its result ``y``: a new slot for each traced array in it."""
+    def outputs(self, y, depends=False):
+        """How a step stores its result ``y``: a new slot for each traced array in it, and
+        for each Python number, string or bool in it computed from traced values (``depends``:
+        ``np.allclose``, ``np.count_nonzero``) the value it must be again (:class:`Same`)."""
+        if depends and type(y) in PYTHON_SCALARS:
+            return Same(y)
         if type(y) is Traced:
             if y.tape is not self.tape:
                 self.refuse("an array of another differentiation")
@@ -1028,7 +1114,7 @@ class Recorder:
             convert = as_constant if y.buffer.constant else fresh_value
             return Out(self.bind(y), convert, y)
         if type(y) in (tuple, list) or (isinstance(y, tuple) and hasattr(y, "_fields")):
-            return tuple(self.outputs(item) for item in y)
+            return tuple(self.outputs(item, depends) for item in y)
         return None
 
     def depends(self, items):
@@ -1055,12 +1141,62 @@ class Recorder:
             return t
         return y
 
-    def _run(self, operation, *args):
+    def watch(self):
+        """Before a step: NumPy's floating-point error handling, a decision of Python's (an
+        ``np.errstate`` block in ``f``), becomes a :class:`Modes` step where it changed. The
+        categories ignored are ignored when replayed; those warned about (``"log"``, to
+        ``debug.Warnings``) are counted, and a replay whose events are not the recorded
+        ones is traced. Raising, or a handler of the user's, Python may act on: refused."""
+        modes, call = np.geterr(), np.geterrcall()
+        if modes == self.modes and call is self.call:
+            return
+        self.modes, self.call = modes, call
+        if type(call) is Warnings and call.heard is not self.heard:
+            call.heard = self.heard  # the events it warns about, to compare when replayed
+            self.writers.append(call)
+        replayed = {}
+        for category, mode in modes.items():
+            if mode == "ignore":
+                replayed[category] = "ignore"
+            elif mode == "log" and type(call) is Warnings:
+                replayed[category] = "call"
+            else:
+                self.refuse(f"floating-point errors ({category}) handled by {mode!r} "
+                            "(np.errstate): Python may act on them")
+                return
+        self.steps.append(Modes(replayed))
+
+    def enter(self):
+        """A step begins: the floating-point events heard since the last one ended came from
+        operations on plain arrays, which no step redoes (``watch`` for the rest)."""
+        if not self.depth:
+            del self.heard[self.counted:]
+            self.watch()
+        self.depth += 1
+
+    def leave(self):
+        self.depth -= 1
+        if not self.depth:
+            self.counted = len(self.heard)
+
+    def _run(self, operation, *args, **kwargs):
+        self.enter()
         self.ready = False
         try:
-            return operation(*args)
+            return operation(*args, **kwargs)
+        except BaseException as error:
+            self.raised(error)
+            raise
         finally:
             self.ready = True
+            self.leave()
+
+    def raised(self, error):
+        """An operation raised ``error`` while recording: Python may catch it and go on (a
+        ``FloatingPointError`` under ``np.errstate``, a ``LinAlgError``), a decision no step
+        can guard, so the signature is traced."""
+        self.refuse(f"an operation raised {type(error).__name__} while recording (Python may "
+                    "catch it and take another path)")
 
     # the doors ---------------------------------------------------------------------------
 
@@ -1110,8 +1246,9 @@ class Recorder:
                 self.refuse(f"np.{ufunc.__name__}(..., out=...) of this kind")
             return y
         if not new:
-            y = self.derive(y, self.depends(inputs))
-            self.steps.append(Call(ufunc, args, settings, self.outputs(y)))
+            depends = self.depends(inputs)
+            y = self.derive(y, depends)
+            self.steps.append(Call(ufunc, args, settings, self.outputs(y, depends)))
         elif len(new) == 1 and type(new[0]) is Elementwise:
             reads = _differentiable(ufunc, rule, pattern, len(inputs))[1]
             self.steps.append(Pure(ufunc, args, settings, self.bind(y), rule, reads, new[0]))
@@ -1134,9 +1271,10 @@ class Recorder:
             return y
         new = tape.records[before:]
         if not new:
-            y = self.derive(y, self.depends(args))
+            depends = self.depends(args)
+            y = self.derive(y, depends)
             self.steps.append(Call(_first_of(rule), self.spec(args), self.spec(settings),
-                                   self.outputs(y)))
+                                   self.outputs(y, depends)))
         elif len(new) == 1 and new[0].pullback is _function_pullback:
             self._function(rule, args, self.spec(settings), y, new[0], traced)
         else:
@@ -1167,15 +1305,18 @@ class Recorder:
         if any(type(t) is Traced or isinstance(t, np.ndarray) for t in written):
             self.refuse("a function that may write into its arguments")
         y = self._run(on_constants, call, args, kwargs, tape, written)
-        y = self.derive(y, self.depends((*args, kwargs)))
-        self.steps.append(Call(call, self.spec(args), self.spec(kwargs), self.outputs(y)))
+        depends = self.depends((*args, kwargs))
+        y = self.derive(y, depends)
+        self.steps.append(Call(call, self.spec(args), self.spec(kwargs), self.outputs(y, depends)))
         return y
 
     def nondiff(self, function, args, kwargs):
         """A function without a derivative (a comparison, an index): run on the plain values,
         its result derived (``derive``)."""
-        y = self.derive(function(*plain(args), **plain(kwargs)), self.depends((*args, kwargs)))
-        self.steps.append(Call(function, self.spec(args), self.spec(kwargs), self.outputs(y)))
+        depends = self.depends((*args, kwargs))
+        y = self.derive(self._run(function, *plain(args), **plain(kwargs)), depends)
+        self.steps.append(Call(function, self.spec(args), self.spec(kwargs),
+                               self.outputs(y, depends)))
         return y
 
     def getitem(self, x, key):
@@ -1189,8 +1330,9 @@ class Recorder:
         if type(source) is not Slot:
             return y
         if not new:
-            y = self.derive(y, self.depends((x, key)))
-            self.steps.append(Call(operator.getitem, (source, index), {}, self.outputs(y)))
+            depends = self.depends((x, key))
+            y = self.derive(y, depends)
+            self.steps.append(Call(operator.getitem, (source, index), {}, self.outputs(y, depends)))
         elif len(new) == 1 and new[0].pullback is _gather_pullback:
             self.steps.append(Gather(source.index, index, self.bind(y), new[0]))
         else:
@@ -1226,13 +1368,15 @@ class Recorder:
         self.steps.append(Call(function, self.spec(args), self.spec(kwargs),
                                Out(self.bind(t), as_constant, t)))
 
-    def guard(self, x, taken):
+    def guard(self, x, taken, decide=None):
+        """Python read ``taken`` of ``x``: ``decide(value)``, or its truth, or its bytes."""
         slot = self.slots.get(id(x))
         if slot is None:
             self.refuse("a decision on an array mutad made outside the operations a replay "
                         "redoes")
             return
-        decide = bool if type(taken) is bool else _bytes
+        if decide is None:
+            decide = bool if type(taken) is bool else _bytes
         self.steps.append(Guard(slot, decide, taken))
 
 
@@ -1265,6 +1409,8 @@ class Program:
 
     def __init__(self, recorder, run, y, aux=None):
         self.steps = recorder.steps
+        self.warned = list(recorder.heard)  # (message, file, line) of the warnings issued
+        self.kinds = [_kind(message) for message, _, _ in self.warned]
         self.aux = aux  # (leaves, rebuild) of the aux output, leaves Slots or values
         self.size = len(recorder.objects)
         self.policy = run.tape.policy
@@ -1334,8 +1480,17 @@ class Program:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            for step in self.steps:
-                step(values, tape)
+            heard = Heard()
+            try:
+                with np.errstate(call=heard):  # and as each Modes step says
+                    for step in self.steps:
+                        step(values, tape)
+            except GuardFailed:
+                raise
+            except Exception as error:  # tracing raises too, or Python takes another path
+                raise GuardFailed from error
+            if heard.kinds != self.kinds:  # what Python may have acted on, or warns about
+                raise GuardFailed
             aux = None
             if self.aux is not None:  # plain copies, as f returned them (api._loss_and_aux)
                 held, rebuild = self.aux
@@ -1370,6 +1525,8 @@ class Program:
             tape.records.clear()
             thaw(tape)
             originals.restore()
+        for message, filename, line in self.warned:  # as the traced call warned
+            warn_at(message, RuntimeWarning, filename, line)
         self.replays += 1
         if self.replays == COMPILE_AFTER:
             held = [] if self.output is None else [self.output]
@@ -1418,6 +1575,7 @@ class Recording:
         if recorder is None:
             return
         run.tape.recorder = None
+        del recorder.heard[recorder.counted:]
         aux = None
         if self.has_aux:
             if not (isinstance(y, (tuple, list)) and len(y) == 2):
@@ -1458,6 +1616,8 @@ class Recording:
         call's arrays (``shadows.Buffer.ref``), which the program must not keep alive."""
         recorder, self.recorder = self.recorder, None
         if recorder is not None:
+            for writer in recorder.writers:
+                writer.heard = None
             for x in recorder.objects:
                 if type(x) is Traced:
                     x.buffer.ref = x.buffer.origin = None
@@ -1534,27 +1694,88 @@ def other_container(tree):
     return None if structure(tree) == "leaf" else kind.__name__
 
 
-def fingerprint(f):
-    """What ``f``'s program may depend on besides its arguments: what it closes over, its
-    defaults, and the globals its code names (and its nested functions' code), as objects,
-    compared by identity."""
-    code = getattr(f, "__code__", None)
-    if code is None:
-        return (f,)
-    held = [f, *(cell.cell_contents for cell in f.__closure__ or () if _filled(cell)),
-            *(f.__defaults__ or ()), *(f.__kwdefaults__ or {}).values()]
-    names = set()
-    codes = [code]
-    while codes:
-        c = codes.pop()
-        names.update(c.co_names)
-        codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
-    namespace = f.__globals__
-    held.extend(namespace.get(name, _MISSING) for name in sorted(names))
-    return tuple(held)
+REACHED_ITEMS = 10_000
+"""Items of a list, tuple or dict that ``reach`` walks into at most (a larger one is followed
+by identity alone)."""
+
+COPIED = 1 << 24
+"""Arrays ``f`` reaches of up to this many bytes are compared with a copy on each call; larger
+ones with a BLAKE2 digest of their bytes (no second copy of a large dataset)."""
 
 
-_MISSING = object()
+def reach(f):
+    """What ``f``'s program may depend on besides its arguments: ``(objects, arrays)``.
+
+    From ``f``, its code object, what it closes over, its defaults, the globals its code names,
+    a bound method's object, a partial's arguments, and on from each of those: functions,
+    methods, containers (up to ``REACHED_ITEMS`` items), and the attributes of objects, classes
+    and modules (not NumPy's, SciPy's, mutad's or the standard library's) whose names some
+    code reached names. ``objects`` are compared by identity on each call (a rebound global,
+    a replaced ``__code__``, a rebound ``self.w``), ``arrays`` by their bytes (``Contents``):
+    Python may decide on their values without mutad seeing it (``if W[0] > 0``)."""
+    objects, arrays, seen, names, holders, expanded = [], [], set(), set(), [], []
+    work = [f]
+    while work:
+        while work:
+            x = work.pop()
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            objects.append(x)
+            _reach_into(x, work, arrays, names, holders, expanded)
+        for namespace, done in zip(holders, expanded):  # names found since: their attributes
+            new = sorted(name for name in names.intersection(namespace) if name not in done)
+            done.update(new)
+            work.extend(namespace[name] for name in reversed(new))
+    return objects, arrays
+
+
+def _reach_into(x, work, arrays, names, holders, expanded):
+    kind = type(x)
+    if kind is np.ndarray:
+        arrays.append(x)
+    elif kind in (int, float, complex, bool, str, bytes, type(None)) or isinstance(x, np.generic):
+        pass
+    elif kind is types.FunctionType:
+        code = x.__code__
+        work.append(code)
+        codes = [code]
+        while codes:
+            c = codes.pop()
+            names.update(c.co_names)
+            codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        work.extend(cell.cell_contents for cell in x.__closure__ or () if _filled(cell))
+        work.extend(x.__defaults__ or ())
+        work.extend((x.__kwdefaults__ or {}).values())
+        _hold(x.__globals__, holders, expanded)
+    elif kind is types.MethodType:
+        work.extend((x.__func__, x.__self__))
+    elif kind is functools.partial:
+        work.extend((x.func, *x.args, *x.keywords.values()))
+    elif kind in (tuple, list):
+        if len(x) <= REACHED_ITEMS:
+            work.extend(x)
+    elif kind is dict:
+        if len(x) <= REACHED_ITEMS:
+            work.extend(x.values())
+    elif kind is types.ModuleType:
+        if not _library(x.__name__):
+            _hold(vars(x), holders, expanded)
+    elif kind is types.CodeType or isinstance(x, type):
+        pass
+    else:  # an object: its attributes, and its class's (methods, class-level arrays)
+        if not _library(getattr(kind, "__module__", "builtins")):
+            namespace = getattr(x, "__dict__", None)
+            if type(namespace) is dict:
+                _hold(namespace, holders, expanded)
+            slots = {name: getattr(x, name) for cls in kind.__mro__
+                     for name in _slot_names(cls) if hasattr(x, name)}
+            if slots:  # a new dict on each walk: compared by what it holds
+                _hold(slots, holders, expanded)
+            _hold(vars(kind), holders, expanded)
+            call = getattr(kind, "__call__", None)
+            if type(call) is types.FunctionType and x is not None:
+                work.append(call)
 
 
 def _filled(cell):
@@ -1563,6 +1784,60 @@ def _filled(cell):
     except ValueError:
         return False
     return True
+
+
+def _slot_names(cls):
+    slots = cls.__dict__.get("__slots__", ())
+    return (slots,) if isinstance(slots, str) else slots
+
+
+def _hold(namespace, holders, expanded):
+    if not any(namespace is h for h in holders):
+        holders.append(namespace)
+        expanded.append(set())
+
+
+def _library(module):
+    """Whether ``module`` (a name) is NumPy's, SciPy's, mutad's or the standard library's,
+    whose state a program does not depend on by the values of its arrays."""
+    top = module.partition(".")[0]
+    return top in ("numpy", "scipy", "mutad", "builtins") or top in sys.stdlib_module_names
+
+
+class Contents:
+    """The bytes of an array ``f`` reaches, as they were when a program was recorded: a copy,
+    or a digest of a large array, with its layout."""
+
+    __slots__ = ("layout", "copy", "digest")
+
+    def __init__(self, a):
+        self.layout = (address(a), a.shape, a.strides, a.dtype)
+        self.copy = self.digest = None
+        if a.nbytes <= COPIED:
+            self.copy = a.copy()
+        else:
+            self.digest = _digest(a)
+
+    def same(self, a):
+        if (address(a), a.shape, a.strides, a.dtype) != self.layout:
+            return False
+        if self.copy is None:
+            return _digest(a) == self.digest
+        return _same_bits(a, self.copy)
+
+
+def _same_bits(a, b):
+    """Whether ``a`` and ``b``, arrays of one shape and dtype, hold the same bytes (NaN equal to
+    itself, -0.0 not equal to 0.0)."""
+    size = a.dtype.itemsize
+    if a.dtype.hasobject or size not in (1, 2, 4, 8):
+        return a.tobytes() == b.tobytes()
+    bits = np.dtype(f"u{size}")
+    return bool(np.array_equal(a.view(bits), b.view(bits)))
+
+
+def _digest(a):
+    return hashlib.blake2b(np.ascontiguousarray(a).view(np.uint8).reshape(-1)).digest()
 
 
 class Replayed:
@@ -1623,16 +1898,20 @@ class Replayed:
             self.lock.release()
 
     def _replay_or_record(self, args, kwargs, selected, single):
-        held = fingerprint(self.f)
-        if self.held is None or len(held) != len(self.held) or any(
-                a is not b for a, b in zip(held, self.held)):
-            self.programs.clear()  # what f closes over changed: every program may differ
-            self.held = held
+        objects, arrays = reach(self.f)
+        if self.held is None or len(objects) != len(self.held[0]) or any(
+                a is not b for a, b in zip(objects, self.held[0])) or not all(
+                contents.same(a) for a, contents in zip(arrays, self.held[1])):
+            self.programs.clear()  # what f reaches changed: every program may differ
+            self.held = objects, [Contents(a) for a in arrays]
         parts = [flatten(arg) for arg in (*args, kwargs)]
         key, why = signature([(leaves, arg) for (leaves, _), arg in zip(parts, (*args, kwargs))])
         if why is not None:  # arguments a replay does not follow: traced, reasons says why
             self.unfollowed[key] = why
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
+        modes = np.geterr()  # the caller's floating-point error handling picks a program too
+        key = (key, *modes.values(), id(np.geterrcall()) if "call" in modes.values()
+               or "log" in modes.values() else None)
         program = self.programs.get(key)
         flat = [leaf for leaves, _ in parts for leaf in leaves]
         if type(program) is Program and program.aliases(flat):

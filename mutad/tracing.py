@@ -39,7 +39,8 @@ import numpy as np
 
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
                         conversion_error, install_operators, lost_tangent, out_by_keyword,
-                        out_position, single_out, stands_for_scalar, untraced_write)
+                        numpy_value, out_position, single_out, stands_for_scalar,
+                        untraced_write)
 from .debug import SKIPPED, Warnings, anomaly, at_user_lines, caller
 from .errors import (
     ConstantModifiedError,
@@ -404,8 +405,8 @@ def _protect(tape, value):
     # step is summed once); the array is kept so that its id stays its own.
     region = (address(value), value.shape, value.strides, value.dtype.str)
     if region not in tape.sums:
-        tape.sums[region] = (value, _checksum(value))
-    tape.sums[id(value)] = (value, None)
+        tape.sums[region] = (value, _checksum(value), None)
+    tape.sums[id(value)] = (value, None, (value.shape, value.strides))  # x.shape = ... later
 
 
 def _checksum(a):
@@ -425,7 +426,13 @@ def check_constants(tape):
     """Before the replay: raise if the bytes of an untraced array a record reads changed since
     it was read (written through a view made before the differentiation started, which
     ``freeze`` could not make read-only)."""
-    for value, total in tape.sums.values():
+    for value, total, layout in tape.sums.values():
+        if layout is not None and layout != (value.shape, value.strides):
+            raise ConstantModifiedError(
+                f"an array that an operation mutad recorded read as a constant, of shape "
+                f"{layout[0]} then, was given the shape {value.shape} in place (x.shape = ...) "
+                "before the gradient was computed, which needs it as it was read. Make a "
+                "reshaped view under another name instead: w2 = x.reshape(...).")
         if total is not None and _checksum(value) != total:
             raise ConstantModifiedError(
                 f"an array of shape {value.shape} that an operation mutad recorded read as a "
@@ -1619,6 +1626,14 @@ class Traced(ArrayMethods):
     def __array__(self, dtype=None, copy=None):
         """A constant converts as a plain array would (read-only once a record has read it:
         code without a rule must not change it behind mutad's back); a traced array cannot."""
+        if dtype is not None and np.dtype(dtype).kind in "iub" and not self.buffer.constant:
+            # Integers or booleans (k[:] = x into an integer array, np.asarray(x, int)): as
+            # NumPy casts, whose derivative is zero; a replay guards the values made.
+            value = self.value.astype(dtype)
+            if self.tape.recorder is not None and self.tape.recorder.ready:
+                self.tape.recorder.guard(self, value.tobytes(),
+                                         lambda v: np.asarray(v).astype(dtype).tobytes())
+            return value
         if not self.buffer.constant:
             raise conversion_error("np.asarray")
         if self.tape.recorder is not None and self.tape.recorder.ready:
@@ -1654,11 +1669,15 @@ class Traced(ArrayMethods):
             raise TypeError("only integer scalar arrays can be converted to a scalar index")
         return operator.index(value[()])
 
-    def __bool__(self):
-        truth = bool(self.value)
+    def _decided(self, decide):
+        """What Python reads of the value (``ArrayMethods._decided``), guarded by a replay."""
+        taken = ArrayMethods._decided(self, decide)
         if self.tape.recorder is not None and self.tape.recorder.ready:
-            self.tape.recorder.guard(self, truth)
-        return truth
+            self.tape.recorder.guard(self, taken, lambda value: decide(numpy_value(value)))
+        return taken
+
+    def __repr__(self):
+        return self._decided(lambda v: f"Traced({np.asarray(v)!r})")
 
     offset = property(lambda self: address(self.value) - self.buffer.low)
 
@@ -1669,9 +1688,6 @@ class Traced(ArrayMethods):
     def restrided(self, shape, dtype, offset, strides):
         """The view of this one-dimensional array at byte ``offset`` (``views.strided``)."""
         return view_of(self, strided(self.value, shape, dtype, offset, strides), self.tape)
-
-    def __repr__(self):
-        return f"Traced({self.value!r})"
 
     # indexing -------------------------------------------------------------------------------
 
@@ -2013,7 +2029,10 @@ def setitem(x, key, value):
     tape = active(x.tape)
     writes_into("x[key] = value", x, value)
     check_destination(x, "x[key] = value")
-    key = plain(key)
+    if tape.recorder is not None and tape.recorder.ready:
+        for t in _traced_in(key):  # a replay redoes the write at these positions: guarded
+            tape.recorder.guard(t, t.value.tobytes())
+    key = _integers_as_scalars(plain(key))
     region = x.value[key]
     if views(region, x.value) or getattr(region, "ndim", 0) == 0:
         element = not views(region, x.value)
@@ -2041,6 +2060,21 @@ def setitem(x, key, value):
                   {"key": key})
     else:
         _scatter(tape, x, key, value)
+
+
+def _traced_in(key):
+    return [k for k in (key if type(key) is tuple else (key,)) if type(k) is Traced]
+
+
+def _integers_as_scalars(key):
+    """``key`` with each 0-d integer array as the integer it holds: to NumPy an advanced index
+    (``x[np.array(1)]`` is a copy), which writes the same element as the integer does, and
+    with the integer the element is a view the core can write through."""
+    if type(key) is tuple:
+        return tuple(_integers_as_scalars(k) for k in key)
+    if type(key) is np.ndarray and key.ndim == 0 and key.dtype.kind in "iu":
+        return key[()]
+    return key
 
 
 def _without_leading_ones(value, ndim):

@@ -7,6 +7,11 @@ as a standalone reproducer, and counts of programs run and failures by class.
     python -m tests.soak --minutes 10 --ci                 # only the classes CI runs
     python -m tests.soak --minutes 10 --real               # every class but complex
     python -m tests.soak --minutes 10 --features classic,complex --avoid-known-bugs
+    python -m tests.soak --minutes 10 --replay            # the replay class alone
+
+``--replay`` runs the replay class instead: programs of ``replay_programs`` whose control flow
+and writes depend on the data, each replayed on inputs that flip its decisions and compared
+call by call with tracing, under both policies; every failure's source is printed.
 
 Each batch draws ``--batch`` programs from a fresh seed and judges each with
 ``random_programs.check`` (values against NumPy, the caller's bytes, restore against
@@ -30,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
 import random_programs as rp  # noqa: E402
+import replay_programs  # noqa: E402
 from mutad import recompute  # noqa: E402
 
 QUIET = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck),
@@ -105,6 +111,33 @@ def shrink(key, features, policies, second_order, seconds=120, avoid=()):
     return best[0] if best else None
 
 
+def soak_replay(minutes, policies):
+    """The replay class: fresh programs of ``replay_programs`` until ``minutes`` are up."""
+    counts = collections.Counter()
+    deadline = time.monotonic() + 60 * minutes
+    first = random.getrandbits(40)
+    seed_ = first
+    while time.monotonic() < deadline:
+        for policy in policies:
+            counts["programs"] += 1
+            try:
+                replaying = replay_programs.check(seed_, policy=policy)
+            except replay_programs.Mismatch as mismatch:
+                counts["failed"] += 1
+                print(f"\n=== failure ({policy}) ===\n{mismatch}", flush=True)
+                continue
+            counts["signatures replayed"] += sum(
+                type(p) is not str for p in replaying.programs.values())
+            for reason in replaying.reasons.values():
+                counts["traced: " + reason[:80]] += 1
+        seed_ += 1
+    print(f"\nreplay programs, seeds {first}..{seed_ - 1}; policies: {', '.join(policies)}; "
+          f"{minutes:.1f} minutes")
+    for name, value in sorted(counts.items()):
+        print(f"{value:8d}  {name}")
+    return 1 if counts["failed"] else 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=5.0)
@@ -123,7 +156,14 @@ def main(argv=None):
                         help="check Hessian-vector products on one program in K (0: never)")
     parser.add_argument("--shrink-seconds", type=float, default=120.0,
                         help="time to shrink each new failure class (0: print it unshrunk)")
+    parser.add_argument("--replay", action="store_true",
+                        help="the replay class: data-dependent programs, replayed and traced")
     args = parser.parse_args(argv)
+    policies = ("restore", "checkpoint") if args.policy == "both" else (args.policy,)
+    if args.replay:
+        import warnings
+        warnings.simplefilter("ignore")  # the programs divide by zero on purpose
+        return soak_replay(args.minutes, policies)
     features = rp.CI_FEATURES if args.ci else tuple(args.features.split(","))
     if args.real:
         features = tuple(f for f in features if f != "complex")
@@ -131,7 +171,6 @@ def main(argv=None):
     unknown = set(features) - set(rp.FEATURES)
     if unknown:
         parser.error(f"unknown feature classes: {', '.join(sorted(unknown))}")
-    policies = ("restore", "checkpoint") if args.policy == "both" else (args.policy,)
     recompute.SMALL = 0  # the programs' arrays are small: recompute every temporary that can be
     counts, failures, shown, classes = collections.Counter(), {}, set(), []
     deadline = time.monotonic() + 60 * args.minutes

@@ -8,6 +8,7 @@ import numpy
 import numpy as np
 import pytest
 import scipy.linalg
+import scipy.stats
 from numpy import empty, zeros
 from scipy.linalg import expm as matrix_exponential  # a SciPy function under a name of ours
 
@@ -156,7 +157,7 @@ def test_a_module_level_work_buffer_is_refused_with_advice():
         return kalman_style_buffer.sum()
 
     x = np.ones(3)
-    with pytest.raises(errors.UntracedWriteError, match="Allocate that array inside"):
+    with pytest.raises(errors.UntracedWriteError, match="Allocate it inside"):
         mutad.gradient(f, x)
     assert kalman_style_buffer.tolist() == [0.0, 0.0]
 
@@ -556,3 +557,80 @@ def test_index_expressions_join_traced_values():
         mutad.check_grads(f, a, b, policy=policy, order=2)
     mutad.check_jvp(f, a, b)
     assert a.tobytes() + b.tobytes() == before
+
+
+# ----------------------------------------------------------------------------------------------
+# What the mode reaches: NumPy imported in the body, SciPy's methods held anywhere f reaches
+
+
+def test_numpy_imported_inside_the_function_allocates_followed_arrays():
+    def f(x):
+        import numpy
+        from numpy import empty
+
+        w = numpy.zeros(3)
+        w[:] = x * 2.0
+        v = empty(3)
+        v[:] = x
+        return (w * v).sum()
+
+    x = np.ones(3)
+    assert mutad.gradient(f, x)[0].tolist() == [4.0, 4.0, 4.0]
+    assert x.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_traced_values_written_into_an_integer_array_are_cast_as_numpy_casts():
+    def f(x):
+        k = np.zeros(3, dtype=int)
+        k[:] = x * 2.5  # truncated, as NumPy truncates: no gradient through the cast
+        return (k * x).sum()
+
+    x = np.array([1.0, 1.0, 2.0])
+    assert mutad.gradient(f, x)[0].tolist() == [2.0, 2.0, 5.0]
+    assert mutad.value_and_grad(f)(x)[0] == f(x)
+    replaying = mutad.grad(f, replay=True)
+    for row in ([1.0, 1.0, 2.0], [1.0, 1.0, 2.0], [3.0, 1.0, 2.0]):
+        assert replaying(np.array(row)).tolist() == mutad.grad(f)(np.array(row)).tolist()
+
+
+def test_the_bytes_of_a_constant_are_numpys():
+    def f(x):
+        w = np.frombuffer(np.ones(3).tobytes())
+        return (w * x).sum()
+
+    assert mutad.gradient(f, np.arange(3.0))[0].tolist() == [1.0, 1.0, 1.0]
+
+
+LOGPDF = scipy.stats.norm.logpdf
+
+
+class HeldLogcdf:
+    f = scipy.stats.norm.logcdf
+
+
+TABLE = {"logpdf": scipy.stats.norm.logpdf}
+
+
+def nested(x):
+    def inner(v):
+        return LOGPDF(v)
+    return inner(x).sum()
+
+
+def by_default(x, fn=scipy.stats.norm.logpdf):
+    return fn(x).sum()
+
+
+@pytest.mark.parametrize("f, expected", [
+    (nested, -1.0),
+    (lambda x: (lambda v: LOGPDF(v))(x).sum(), -1.0),
+    (by_default, -1.0),
+    (lambda x: TABLE["logpdf"](x).sum(), -1.0),
+    (lambda x: HeldLogcdf.f(x).sum(),
+     float(scipy.stats.norm.pdf(1.0) / scipy.stats.norm.cdf(1.0))),
+], ids=("nested function", "lambda", "default argument", "dict", "class attribute"))
+def test_scipys_bound_methods_held_where_f_reaches_them_use_their_rules(f, expected):
+    grads = mutad.gradient(f, np.ones(2))[0]
+    assert np.allclose(grads, expected, rtol=1e-14)
+    assert by_default.__defaults__[0] == scipy.stats.norm.logpdf  # swapped back
+    assert TABLE["logpdf"] == scipy.stats.norm.logpdf

@@ -64,7 +64,7 @@ def test_a_tangent_written_into_a_plain_array_is_refused():
         PLAIN[0] = x[0]
         return PLAIN
 
-    with pytest.raises(errors.UntracedWriteError, match="Allocate that array inside"):
+    with pytest.raises(errors.UntracedWriteError, match="Allocate it inside"):
         jvp(f, (np.ones(3),), (np.ones(3),))
 
     def g(x):

@@ -823,7 +823,7 @@ def test_writing_a_traced_value_into_an_untraced_array_names_the_fix(call):
         call(x, untraced)
         return x.sum()
 
-    with pytest.raises(mutad.MutadError, match="Allocate that array inside"):
+    with pytest.raises(mutad.MutadError, match="Allocate it inside"):
         mutad.gradient(f, np.ones(3))
     assert np.array_equal(untraced, np.ones(3))
 

@@ -132,7 +132,7 @@ def test_the_factor_of_a_traced_matrix_shares_its_memory(rng):
 
 def test_writing_into_a_right_hand_side_allocated_before_the_gradient_is_refused(rng):
     A, b = positive_definite(rng, 3), np.ones(3)
-    with pytest.raises(mutad.MutadError, match="Allocate that array inside"):
+    with pytest.raises(mutad.MutadError, match="Allocate it inside"):
         mutad.gradient(lambda A: ldiv_(cholesky_(A), b).sum(), A)
     assert np.array_equal(b, np.ones(3))
 

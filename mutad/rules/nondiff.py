@@ -20,7 +20,7 @@ nondifferentiable(
     np.around, np.heaviside,
     # integer results and indices
     np.argmax, np.argmin, np.argsort, np.argpartition, np.nonzero, np.flatnonzero, np.argwhere,
-    np.count_nonzero, np.searchsorted, np.digitize,
+    np.count_nonzero, np.searchsorted, np.digitize, np.lexsort,
     np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift,
     # shape queries
     np.shape, np.ndim, np.size, np.result_type, np.can_cast, np.min_scalar_type,

@@ -1,0 +1,122 @@
+"""Random programs whose control flow and writes depend on the data, to test replay apart from
+the engine's own random programs: each program is Python source of a function ``f(x, y)``
+built from statements that decide on values in every way Python can (branches, loops, ties,
+argmax writes, masks, sorts, exceptions under ``np.errstate``, strings, hashes, Python bools
+and integers from NumPy functions, a global array changed between calls). ``check`` calls
+``value_and_grad(f, replay=True)`` on a sequence of inputs drawn from a few values, so that the
+decisions flip from call to call, and compares every call with a fresh traced one, bit for bit,
+and the caller's bytes."""
+
+import textwrap
+
+import numpy as np
+
+import mutad
+
+N = 4
+VALUES = (-1.0, 0.0, 0.5, 1.0, 2.0)
+"""Inputs are drawn from these (ties, zeros, signs) and sometimes perturbed."""
+
+
+def _statements(rng):
+    """One statement's source (lines, indented by four), drawn at random; ``s`` is the work
+    array, ``k`` an integer counter, ``W`` a global array."""
+    i, j = rng.integers(N, size=2)
+    c = rng.choice(VALUES)
+    choices = [
+        f"if x[{i}] > {c}:\n    s = s * x\nelse:\n    s = s + y",
+        f"if (x > {c}).sum() >= {rng.integers(1, N)}:\n    s = np.sin(s)",
+        f"s[np.argmax(x)] = y[{j}] * 2.0",
+        f"s[np.argmin(s)] += x[{j}]",
+        f"m = x > {c}\ns = np.where(m, s * y, s)",
+        f"s[y < {c}] = 0.0",
+        "s = np.sort(s)",
+        "s = s[np.argsort(x)]",
+        f"k = 0\nwhile s.sum() < {c + 3.0} and k < 3:\n    s = s * 1.5 + x\n    k += 1",
+        f"try:\n    with np.errstate(divide='raise', invalid='raise'):\n"
+        f"        s = s / (x - {c})\nexcept FloatingPointError:\n    s = s * 2.0",
+        f"if np.allclose(x, y, atol={abs(c)}):\n    s = s * y",
+        f"s = s * len(str(x[{i}]))",
+        f"s = s * len(f'{{x[{i}]:.1f}}')",
+        f"if x[{i}] in {{0.0, 1.0}}:\n    s = s - y",
+        f"s = s * {{-1.0: 2.0, 2.0: 3.0}}.get(x[{i}], 1.0)",
+        f"s = s * int(np.count_nonzero(x > {c}))",
+        "s = np.maximum(s, y)",
+        "s = s * np.argmin((x[0], x[1]))",
+        "if W[0] > 0:\n    s = s * W\nelse:\n    s = s + W",
+        f"if np.array_equal(x > {c}, y > {c}):\n    s = s + 1.0",
+        f"if x[{i}].is_integer():\n    s = s * 0.5",
+        f"s = s * (x[{i}] if x[{i}] > y[{j}] else y[{j}])",
+        f"np.multiply(s, np.abs(x), out=s)\nif s[{i}] == 0.0:\n    s += y",
+        "with np.errstate(divide='ignore', invalid='ignore'):\n"
+        "    s = np.where(x > 0, np.log(np.abs(x)), s)",
+    ]
+    return choices[rng.integers(len(choices))]
+
+
+def source(seed, length=None):
+    """The source of program ``seed``."""
+    rng = np.random.default_rng(seed)
+    length = length or int(rng.integers(2, 7))
+    body = ["s = x * y + 1.0"] + [_statements(rng) for _ in range(length)]
+    body.append("return (s * s).sum() + (x * y).sum()")
+    return "def f(x, y):\n" + textwrap.indent("\n".join(body), "    ") + "\n"
+
+
+def make(seed):
+    namespace = {"np": np, "W": np.ones(N)}
+    exec(compile(source(seed), f"<replay program {seed}>", "exec"), namespace)  # noqa: S102
+    return namespace["f"], namespace["W"]
+
+
+def inputs(rng):
+    """Arguments drawn from ``VALUES``, one in three perturbed."""
+    x, y = (rng.choice(VALUES, size=N) for _ in range(2))
+    if rng.random() < 1 / 3:
+        x = x + rng.normal(scale=0.1, size=N)
+    return x, y
+
+
+class Mismatch(AssertionError):
+    pass
+
+
+def _outcome(call, args):
+    try:
+        return "value", call(*args)
+    except Exception as error:  # noqa: BLE001 - compared with what tracing raises
+        return "raised", type(error)
+
+
+def _same(a, b):
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and len(a) == len(b) and all(map(_same, a, b))
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def check(seed, calls=8, policy="restore"):
+    """Replay program ``seed`` on ``calls`` inputs that flip its decisions (and the global
+    ``W``'s sign on some calls); raise :class:`Mismatch` where a replayed call differs from
+    a traced one or leaves the caller's arrays changed. Returns the replaying function."""
+    f, W = make(seed)
+    rng = np.random.default_rng(seed + 1)
+    replaying = mutad.value_and_grad(f, argnums=(0, 1), policy=policy, replay=True)
+    traced = mutad.value_and_grad(f, argnums=(0, 1), policy=policy)
+    previous = inputs(rng)
+    for call in range(calls):
+        args = previous if rng.random() < 0.3 else inputs(rng)  # repeats replay, others flip
+        previous = args
+        if rng.random() < 0.2:
+            W *= -1.0
+        mine = [a.copy() for a in args]
+        got = _outcome(replaying, mine)
+        if any(a.tobytes() != b.tobytes() for a, b in zip(mine, args)):
+            raise Mismatch(f"program {seed}, call {call}: the caller's arrays changed\n"
+                           + source(seed))
+        expected = _outcome(traced, [a.copy() for a in args])
+        if got[0] != expected[0] or (got[0] == "raised" and got[1] is not expected[1]) or (
+                got[0] == "value" and not _same(got[1], expected[1])):
+            raise Mismatch(f"program {seed}, call {call} on x={args[0]!r}, y={args[1]!r}, "
+                           f"W={W!r}: replayed {got}, traced {expected}\n" + source(seed))
+    return replaying

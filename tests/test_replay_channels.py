@@ -1,0 +1,304 @@
+"""Every channel through which a value computed from the arguments, or read from what ``f``
+reaches, can steer Python is guarded by a replay, or makes the signature traced: a replayed
+call returns the gradient of the program this call runs. Each case calls the replaying
+function on inputs that flip the decision, and compares every call with a fresh traced one,
+bit for bit, with the caller's bytes intact (``replayed_like_traced``)."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import mutad
+from test_replay import program_count, replayed_like_traced
+
+
+def flips(*rows):
+    return [(np.array(row, dtype=float),) for row in rows]
+
+
+# ----------------------------------------------------------------------------------------------
+# Python reading a traced value: formats, strings, hashes, methods of NumPy's scalars
+
+
+CHANNELS = {
+    "format": lambda x: (x * len(f"{x[0]:.0f}")).sum(),
+    "str": lambda x: (x * len(str(x[0]))).sum(),
+    "repr": lambda x: (x * len(repr(x[0]))).sum(),
+    "str of an array": lambda x: (x * len(str(x))).sum(),
+    "hash as a dict key": lambda x: (x * {1.0: 10.0, 10.0: 3.0}.get(x[0], 0.0)).sum(),
+    "in a set": lambda x: (x * (x[0] in {1.0})).sum(),
+    "is_integer": lambda x: (x * (2.0 if x[0].is_integer() else 3.0)).sum(),
+    "hex": lambda x: (x * len(x[0].hex())).sum(),
+}
+
+
+@pytest.mark.parametrize("name", CHANNELS)
+def test_what_python_reads_of_a_traced_value_is_guarded(name):
+    replayed_like_traced(CHANNELS[name], flips([1.0, 2.0], [10.0, 2.0], [100.5, 2.0],
+                                               [1.0, 2.0]))
+
+
+def test_strings_and_hashes_are_numpys():
+    seen = {}
+
+    def f(x):
+        seen.update(str=str(x[0]), format=f"{x[1]:.2f}", array=str(x), hash=hash(x[0]),
+                    integer=x[0].is_integer(), hex=x[1].hex())
+        return x.sum()
+
+    x = np.array([1.0, 2.5])
+    mutad.gradient(f, x)
+    assert seen == dict(str=str(x[0]), format=f"{x[1]:.2f}", array=str(x), hash=hash(x[0]),
+                        integer=True, hex=x[1].hex())
+    with pytest.raises(TypeError, match="unhashable"):
+        mutad.gradient(lambda x: hash(x) * x.sum(), x)
+
+
+def test_conversions_of_a_traced_value_to_integers_are_refused():
+    for convert in (math.trunc, math.floor, math.ceil, lambda v: v.as_integer_ratio()[0]):
+        with pytest.raises(mutad.errors.ConversionError):
+            mutad.gradient(lambda x: convert(x[0]) * x.sum(), np.array([1.5]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Functions whose results Python decides on: booleans, integers, and of lists of traced values
+
+
+DECISIONS = {
+    "allclose": lambda x: (x * 2).sum() if np.allclose(x, 1.0) else (x * 3).sum(),
+    "array_equal": lambda x: (x * 2).sum() if np.array_equal(x, np.ones(2)) else (x * 3).sum(),
+    "array_equiv": lambda x: (x * 2).sum() if np.array_equiv(x, 1.0) else (x * 3).sum(),
+    "count_nonzero": lambda x: (x * np.count_nonzero(x > 1.5)).sum(),
+    "lexsort": lambda x: (x[np.lexsort((x,))] * np.arange(2)).sum(),
+    "argmin of a tuple": lambda x: (x * np.argmin((x[0], x[1]))).sum(),
+    "argmax of a list": lambda x: (x * np.argmax([x[0], x[1]])).sum(),
+    "argsort of a list": lambda x: (x * np.argsort([x[0], x[1]])).sum(),
+    "nonzero of a list": lambda x: (x * len(np.nonzero([x[0] > 1.5, x[1] > 1.5])[0])).sum(),
+    "searchsorted of a list": lambda x: (x * np.searchsorted([x[0], x[1]], 1.5)).sum(),
+    "isclose of a list": lambda x: (x * np.isclose([x[0]], 1.0)).sum(),
+}
+
+
+@pytest.mark.parametrize("name", DECISIONS)
+def test_integer_and_boolean_results_are_guarded(name):
+    replayed_like_traced(DECISIONS[name], flips([1.0, 2.0], [1.0, 1.0], [3.0, 2.0],
+                                                [1.0, 2.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Exceptions and floating-point error handling
+
+
+def test_control_flow_through_a_floating_point_exception_is_traced():
+    def f(x):
+        try:
+            with np.errstate(divide="raise"):
+                return (1.0 / x).sum()
+        except FloatingPointError:
+            return (x * x).sum()
+
+    replaying = replayed_like_traced(f, flips([1.0, 2.0], [0.0, 2.0], [1.0, 2.0]))
+    assert "np.errstate" in next(iter(replaying.reasons.values()))
+
+
+def test_an_exception_a_replayed_step_raises_traces_the_call():
+    def f(x):
+        A = np.outer(x, x) + np.eye(2) * x[0]
+        try:
+            return np.linalg.cholesky(A).sum()
+        except np.linalg.LinAlgError:
+            return (x * x).sum()
+
+    replayed_like_traced(f, flips([1.0, 1.0], [-3.0, 1.0], [1.0, 1.0], [-3.0, 1.0]))
+
+
+def test_an_exception_caught_while_recording_traces_the_signature():
+    def f(x):
+        try:
+            np.linalg.cholesky(np.outer(x, x) - np.eye(2))
+        except np.linalg.LinAlgError:
+            return (x * x).sum()
+        return x.sum()
+
+    replaying = replayed_like_traced(f, flips([1.0, 1.0], [3.0, 1.0]))
+    assert "LinAlgError" in next(iter(replaying.reasons.values()))
+
+
+def test_warnings_python_may_act_on_are_the_recorded_ones():
+    def f(x):
+        with warnings.catch_warnings(record=True) as heard:
+            warnings.simplefilter("always")
+            y = np.log(x)
+        return (y * 2).sum() if heard else (y * 3).sum()
+
+    with np.errstate(divide="warn"):
+        replayed_like_traced(f, flips([1.0, 2.0], [0.0, 2.0], [1.0, 2.0], [0.0, 2.0]))
+
+
+def test_a_replay_warns_as_the_traced_call_did():
+    def f(x):
+        return np.where(x > 0, np.log(np.abs(x)), 0.0).sum()
+
+    replaying = mutad.grad(f, replay=True)
+    x = np.array([0.0, 2.0])
+    for _ in range(3):
+        with pytest.warns(RuntimeWarning, match="divide by zero"):
+            replaying(x)
+    assert program_count(replaying) == 1 and not replaying.reasons
+
+
+def test_ignored_events_inside_f_replay():
+    def f(x):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = np.where(x > 0, np.log(np.abs(x)), 0.0)
+        return y.sum()
+
+    replaying = replayed_like_traced(f, flips([0.0, 2.0], [1.0, 2.0], [0.0, 3.0], [1.0, 3.0]))
+    assert program_count(replaying) == 1 and not replaying.reasons
+
+
+def test_the_callers_error_handling_picks_the_program():
+    f = lambda x: (1.0 / x).sum()  # noqa: E731
+    replaying = mutad.grad(f, replay=True)
+    with np.errstate(divide="ignore"):
+        replaying(np.array([0.0, 1.0]))
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        replaying(np.array([0.0, 1.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# What f reaches besides its arguments
+
+
+W = np.array([1.0])
+
+
+def branch_on_global(x):
+    if W[0] > 0:
+        return (x * W[0]).sum()
+    return (x * x * W[0]).sum()
+
+
+def test_a_branch_on_a_global_array_changed_in_place_is_followed():
+    replaying = mutad.grad(branch_on_global, replay=True)
+    x = np.array([1.0, 2.0])
+    try:
+        for value in (1.0, -1.0, 2.0, -2.0):
+            W[0] = value
+            assert replaying(x).tolist() == mutad.grad(branch_on_global)(x).tolist()
+    finally:
+        W[0] = 1.0
+
+
+def test_a_replaced_code_object_is_followed():
+    def f(x):
+        return (x * 2).sum()
+
+    replaying = mutad.grad(f, replay=True)
+    replaying(np.ones(2))
+    replaying(np.ones(2))
+    f.__code__ = (lambda x: (x * 3).sum()).__code__
+    assert replaying(np.ones(2)).tolist() == [3.0, 3.0]
+
+
+class Model:
+    def __init__(self):
+        self.w = np.ones(2)
+        self.settings = {"scale": np.ones(1)}
+
+    def loss(self, x):
+        return self.helper(x) * self.settings["scale"][0]
+
+    def helper(self, x):
+        return (x * self.w).sum()
+
+
+def test_a_bound_methods_object_is_followed():
+    model = Model()
+    replaying = mutad.grad(model.loss, replay=True)
+    x = np.ones(2)
+    replaying(x)
+    replaying(x)
+    model.w = np.full(2, 5.0)  # rebound, as an optimiser's step does
+    assert replaying(x).tolist() == [5.0, 5.0]
+    model.w *= 2  # changed in place
+    assert replaying(x).tolist() == [10.0, 10.0]
+    model.settings["scale"][0] = 3.0  # inside a container
+    assert replaying(x).tolist() == [30.0, 30.0]
+
+
+def test_a_closure_reshaped_in_place_is_followed():
+    w = np.arange(4.0)
+
+    def f(x):
+        return (w[:2] * x).sum()
+
+    replaying = mutad.grad(f, replay=True)
+    replaying(np.ones(2))
+    replaying(np.ones(2))
+    w.shape = (2, 2)
+    assert replaying(np.ones(2)).tolist() == mutad.grad(f)(np.ones(2)).tolist() == [2.0, 4.0]
+
+
+def test_a_constant_reshaped_in_place_before_the_reverse_pass_is_refused():
+    w = np.ones(4)
+
+    def f(x):
+        w.shape = (2, 2)
+        y = (w @ x).sum()
+        w.shape = (4,)
+        return y
+
+    for replay in (False, True):
+        with pytest.raises(mutad.errors.ConstantModifiedError, match="x.shape = "):
+            mutad.grad(f, replay=replay)(np.ones(2))
+        assert w.shape == (4,) and w.tolist() == [1.0] * 4
+
+
+# ----------------------------------------------------------------------------------------------
+# Crashes on the recording call, now NumPy's values
+
+
+WRITES = {
+    "assignment at argmax": lambda x: _assigned(x, lambda y: y.__setitem__(np.argmax(x), 0.0)),
+    "increment at argmax": lambda x: _assigned(x, lambda y: y.__setitem__(
+        x.argmax(), y[x.argmax()] + 1.0)),
+    "at a 0-d integer array": lambda x: _assigned(x, lambda y: y.__setitem__(np.array(1), 0.0)),
+    "~ of a mask": lambda x: (x * ~(x > 1.5)).sum(),
+    "& and | of masks": lambda x: (x * ((x > 1.5) & (x < 2.5) | (x < 0.0))).sum(),
+    "np.diag of a list": lambda x: np.diag([x[0], 1.0]).sum() * x[1],
+}
+
+
+def _assigned(x, write):
+    y = x * 1.0
+    write(y)
+    return (y * y).sum()
+
+
+@pytest.mark.parametrize("name", WRITES)
+def test_decisions_written_into_arrays(name):
+    replayed_like_traced(WRITES[name], flips([1.0, 3.0, 2.0], [3.0, 1.0, 2.0],
+                                             [1.0, 2.0, 3.0]))
+    x = np.array([1.0, 3.0, 2.0])
+    mutad.check_grads(WRITES[name], x)
+
+
+def test_the_attributes_of_an_object_with_slots_are_followed():
+    import dataclasses
+
+    @dataclasses.dataclass(slots=True)
+    class Params:
+        w: np.ndarray
+
+        def loss(self, x):
+            return (x * self.w).sum()
+
+    params = Params(np.ones(2))
+    replaying = mutad.grad(params.loss, replay=True)
+    replaying(np.ones(2))
+    replaying(np.ones(2))
+    params.w = np.full(2, 4.0)
+    assert replaying(np.ones(2)).tolist() == [4.0, 4.0]
