@@ -139,6 +139,14 @@ class Run:
 
     def _explain(self, error):
         """A write NumPy refused because the array is one mutad keeps read-only."""
+        if self.tape.read_views and "read-only" in str(error):
+            return ConstantModifiedError(
+                f"{error}: an array allocated in the differentiated function was read by an "
+                "operation mutad recorded, then handed to code as a plain array (np.asarray(w), "
+                "a routine's output= argument) that writes into it, which mutad cannot follow; "
+                "its old values are needed by the gradient, so the plain array is read-only. "
+                "Write into a new array instead (w = np.empty_like(w) before refilling it, or "
+                "take the routine's result: w = routine(...)).")
         if self.tape.frozen and "read-only" in str(error):
             return ConstantModifiedError(
                 f"{error}: this array (or the memory it views) was read as a constant by an "

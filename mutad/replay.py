@@ -1840,6 +1840,26 @@ def _digest(a):
     return hashlib.blake2b(np.ascontiguousarray(a).view(np.uint8).reshape(-1)).digest()
 
 
+REACHED = "what f reaches"
+"""The key of ``Replayed.reasons`` for a function whose reach changes on every call."""
+
+
+def _changed(objects, arrays, held):
+    """What changed in what ``f`` reaches since ``held`` (``(objects, contents)``), in words,
+    or None."""
+    if held is None:
+        return "first call"
+    if len(objects) != len(held[0]):
+        return "the objects it reaches"
+    for a, b in zip(objects, held[0]):
+        if a is not b:
+            return f"an object of type {type(a).__name__} rebound"
+    for a, contents in zip(arrays, held[1]):
+        if not contents.same(a):
+            return f"an array of shape {a.shape} changed"
+    return None
+
+
 class Replayed:
     """``grad(f, replay=True)``: records ``f``'s program per signature and replays it."""
 
@@ -1858,6 +1878,7 @@ class Replayed:
         # replays, and one made meanwhile from another thread is traced
         self.lock = threading.Lock()
         self.failures = collections.Counter()
+        self.changes = 0  # calls in a row on which what f reaches changed
         self.unfollowed = {}  # what a replay does not follow among the arguments -> why
         self.held = None
         self.__wrapped__ = f
@@ -1899,11 +1920,20 @@ class Replayed:
 
     def _replay_or_record(self, args, kwargs, selected, single):
         objects, arrays = reach(self.f)
-        if self.held is None or len(objects) != len(self.held[0]) or any(
-                a is not b for a, b in zip(objects, self.held[0])) or not all(
-                contents.same(a) for a, contents in zip(arrays, self.held[1])):
+        changed = _changed(objects, arrays, self.held)
+        if changed is not None:
             self.programs.clear()  # what f reaches changed: every program may differ
             self.held = objects, [Contents(a) for a in arrays]
+            self.changes += 1
+            if self.changes >= FAILED_GUARDS:  # on every call: recording would cost more
+                self.unfollowed[REACHED] = (
+                    f"what f reaches besides its arguments changed on {self.changes} calls in a "
+                    f"row ({changed}): pass what changes between calls as an argument")
+                return self.trace(self.f, args, kwargs, self.argnums, self.policy,
+                                  self.has_aux)
+        else:
+            self.changes = 0
+            self.unfollowed.pop(REACHED, None)
         parts = [flatten(arg) for arg in (*args, kwargs)]
         key, why = signature([(leaves, arg) for (leaves, _), arg in zip(parts, (*args, kwargs))])
         if why is not None:  # arguments a replay does not follow: traced, reasons says why

@@ -79,14 +79,15 @@ class ReverseTape(Tape):
     program was recorded with its lines) and, under ``debug.detect_anomaly``, the checks it
     makes (``anomaly``; else None)."""
 
-    __slots__ = ("level", "outer", "frozen", "sums", "arguments", "recomputation", "places",
-                 "caller", "anomaly")
+    __slots__ = ("level", "outer", "frozen", "read_views", "sums", "arguments", "recomputation",
+                 "places", "caller", "anomaly")
 
     def __init__(self, policy, outer, memory=None):
         super().__init__(policy)
         self.level = next(LEVELS)
         self.outer = outer
         self.frozen = {}  # untraced arrays records read, kept read-only while the tape lives
+        self.read_views = False  # whether read-only views of read constants were handed out
         self.sums = {}  # the checksums of their bytes, checked before the replay
         # The caller's float arrays it traces and their buffers' keys, by the id of their
         # owner: a plain array read that views their memory is checked (``check_alias``).
@@ -1643,6 +1644,7 @@ class Traced(ArrayMethods):
         if self.buffer.read:
             value = value.view()
             value.flags.writeable = False
+            self.tape.read_views = True  # a write through it: api explains NumPy's error
         if dtype is not None and np.dtype(dtype) != value.dtype:
             return value.astype(dtype)
         return value.copy() if copy else value

@@ -610,3 +610,21 @@ def test_round_of_a_traced_value_is_a_conversion_error_that_names_np_round():
     assert g.tolist() == [round(2.25, 1), 2.0]
     with pytest.raises(TypeError, match="__round__"):
         mutad.gradient(lambda x: round(x).sum(), x)
+
+
+def test_a_read_work_array_refilled_through_a_plain_view_is_explained():
+    import scipy.ndimage
+
+    data = np.arange(5.0)
+
+    def f(x):
+        w = np.zeros(5)
+        s = (w * x).sum()  # w read by a recorded operation: its values are needed
+        scipy.ndimage.uniform_filter(data, 3, output=w)  # SciPy writes into np.asarray(w)
+        return s + (w * x).sum()
+
+    x = np.ones(5)
+    with pytest.raises(errors.ConstantModifiedError, match="allocated in the differentiated "
+                       "function was read") as caught:
+        mutad.gradient(f, x)
+    assert "np.empty_like" in str(caught.value) and x.tolist() == [1.0] * 5

@@ -302,3 +302,21 @@ def test_the_attributes_of_an_object_with_slots_are_followed():
     replaying(np.ones(2))
     params.w = np.full(2, 4.0)
     assert replaying(np.ones(2)).tolist() == [4.0, 4.0]
+
+
+def test_a_reach_that_changes_on_every_call_is_traced_and_says_why():
+    class Counting:
+        def __init__(self):
+            self.w = np.ones(2)
+            self.calls = 0
+
+        def loss(self, x):
+            self.calls += 1
+            return (x * self.w).sum()
+
+    model = Counting()
+    replaying = mutad.grad(model.loss, replay=True)
+    for _ in range(6):
+        assert replaying(np.ones(2)).tolist() == [1.0, 1.0]
+    assert model.calls == 6  # traced every call: f ran
+    assert "int rebound" in replaying.reasons["what f reaches"]
