@@ -37,9 +37,10 @@ Every decision the program depends on is a *guard*:
   the globals its code names, a bound method's object, and on, by identity, and the arrays
   among them by their bytes (:class:`Contents`); a change drops every program of ``f``.
 
-Replay runs ``f``'s program, not ``f``: what ``f`` reads from outside what it reaches (a
-random draw, a file, the clock) is read as it was when the program was recorded, as under
-``jax.jit``. Pass what changes between calls as an argument.
+A recording that drew random numbers from a generator living between calls leaves its
+signature traced (``_random_states``). Replay runs ``f``'s program, not ``f``: what ``f``
+reads from outside what it reaches (a file, the clock) is read as it was when the program was
+recorded, as under ``jax.jit``. Pass what changes between calls as an argument.
 
 A plain value computed from a traced one (a comparison, an index) comes back, while
 recording, as a constant of the tape, so that Python's decisions on it are seen. An operation
@@ -56,6 +57,8 @@ import gc
 import hashlib
 import math
 import operator
+import pickle
+import random
 import sys
 import threading
 import types
@@ -1840,6 +1843,18 @@ def _digest(a):
     return hashlib.blake2b(np.ascontiguousarray(a).view(np.uint8).reshape(-1)).digest()
 
 
+def _random_states(objects):
+    """The states of the random generators a call may draw from: NumPy's global one, the
+    random module's, and the NumPy generators among ``objects`` (what ``f`` reaches), as
+    bytes. A draw while recording changes them: the program would replay its numbers."""
+    generators = [x for x in objects
+                  if isinstance(x, (np.random.Generator, np.random.RandomState))]
+    states = [np.random.get_state(legacy=False), random.getstate(),
+              *(x.bit_generator.state if isinstance(x, np.random.Generator)
+                else x.get_state(legacy=False) for x in generators)]
+    return pickle.dumps(states)
+
+
 REACHED = "what f reaches"
 """The key of ``Replayed.reasons`` for a function whose reach changes on every call."""
 
@@ -1967,6 +1982,7 @@ class Replayed:
                     per_argument[i] for i in selected)
                 return value, grads
         recording = Recording(self.has_aux) if type(program) is not str else None
+        drawn = None if recording is None else _random_states(objects)
         try:
             value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
                                       self.has_aux, recording=recording)
@@ -1974,6 +1990,11 @@ class Replayed:
             if recording is not None:
                 recording.seal()
         if recording is not None:
+            if recording.program is not None and _random_states(objects) != drawn:
+                recording.program = None  # the next call draws other numbers
+                recording.reason = ("a random draw from a generator that lives between calls "
+                                    "(np.random's, the random module's, or one f reaches): a "
+                                    "replay would reuse the recorded numbers")
             self._keep(key, recording.program or recording.reason)
         return value, grads
 

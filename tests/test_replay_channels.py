@@ -320,3 +320,28 @@ def test_a_reach_that_changes_on_every_call_is_traced_and_says_why():
         assert replaying(np.ones(2)).tolist() == [1.0, 1.0]
     assert model.calls == 6  # traced every call: f ran
     assert "int rebound" in replaying.reasons["what f reaches"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Random generators that live between calls
+
+
+GENERATOR = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("draw", (
+    lambda: np.random.rand(2),
+    lambda: GENERATOR.standard_normal(2),
+    lambda: np.full(2, __import__("random").random()),
+), ids=("numpy's global", "a generator f reaches", "the random module"))
+def test_a_random_draw_from_a_lasting_generator_traces_the_call(draw):
+    replaying = mutad.grad(lambda x: (x * draw()).sum(), replay=True)
+    grads = [replaying(np.ones(2)).tolist() for _ in range(3)]
+    assert grads[0] != grads[1] != grads[2]  # each call drew its own numbers
+    assert "random draw" in next(iter(replaying.reasons.values()))
+
+
+def test_a_generator_seeded_inside_f_is_replayed():
+    f = lambda x: (x * np.random.default_rng(1).standard_normal(2)).sum()  # noqa: E731
+    replaying = replayed_like_traced(f, flips([1.0, 2.0], [3.0, 4.0], [1.0, 2.0]))
+    assert program_count(replaying) == 1 and not replaying.reasons
