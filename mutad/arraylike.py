@@ -218,17 +218,20 @@ class ArrayMethods(Tracer):
     def __float__(self):
         return float(self._converted("float()"))
 
+    # Integers of a value (a count, an index: ``int(T / dt) + 1``) have derivative zero
+    # wherever they have one: NumPy's integer, a decision a replay guards.
+
     def __int__(self):
-        return int(self._converted("int()"))
+        return self._decided(int)
 
     def __trunc__(self):
-        return int(self._converted("math.trunc()"))
+        return self._decided(math.trunc)
 
     def __floor__(self):
-        return _floor_or_ceil(self._converted("math.floor()"), math_floor=True)
+        return self._decided(math.floor)
 
     def __ceil__(self):
-        return _floor_or_ceil(self._converted("math.ceil()"), math_floor=False)
+        return self._decided(math.ceil)
 
     def as_integer_ratio(self):
         return _scalar_method(self._converted(".as_integer_ratio()")[()], "as_integer_ratio")()
@@ -237,13 +240,13 @@ class ArrayMethods(Tracer):
         return complex(self._converted("complex()"))
 
     def __round__(self, ndigits=None):
-        """As NumPy's scalars': ``round()`` of a 0-d value (``x[0]``) is a Python int, a
-        conversion like ``int()`` (refused for a traced value); with ``ndigits`` it is
-        ``np.round(x, ndigits)``, which mutad differentiates. An array has no ``round()``."""
+        """As NumPy's scalars': ``round()`` of a 0-d value (``x[0]``) is a Python int, as
+        ``int()`` is; with ``ndigits`` it is ``np.round(x, ndigits)``, which mutad
+        differentiates. An array has no ``round()``."""
         if self.ndim:
             raise TypeError("type numpy.ndarray doesn't define __round__ method")  # NumPy's
         if ndigits is None:
-            return round(self._converted("round()")[()])
+            return self._decided(round)
         return np.round(self, ndigits)
 
     def item(self, *args):
@@ -383,11 +386,6 @@ def _scalar_method(v, name):
     if isinstance(v, np.ndarray):
         raise AttributeError(f"'numpy.ndarray' object has no attribute '{name}'")
     return getattr(v, name)
-
-
-def _floor_or_ceil(value, math_floor):
-    v = numpy_value(value)
-    return math.floor(v) if math_floor else math.ceil(v)
 
 
 def _install_methods():

@@ -593,23 +593,27 @@ def test_messages_name_what_the_user_wrote_and_the_mutad_equivalent():
         mutad.gradient(lambda x: float(x[0]), x)
 
 
-def test_round_of_a_traced_value_is_a_conversion_error_that_names_np_round():
-    """Regression: ``round(x[0])`` raised a plain TypeError ("Traced doesn't define
-    __round__"). As for a NumPy scalar, ``round()`` gives a Python int: a conversion."""
+def test_integers_of_a_traced_value_are_numpys_with_no_gradient():
+    """``round(x[0])``, ``int()``, ``math.floor``/``ceil``/``trunc`` of a traced scalar (a count
+    or an index: ``int(T / dt) + 1``) are NumPy's Python ints; their derivative is zero, so the
+    rest of the gradient flows. (``round()`` once raised a plain TypeError.)"""
+    import math
+
     x = np.array([1.5, 2.25])
     before = x.tobytes()
-    for differentiate in (lambda f: mutad.gradient(f, x),
-                          lambda f: mutad.jvp(f, (x,), (np.ones(2),))):
-        with pytest.raises(errors.ConversionError, match=r"round\(\).*np\.round\(x\)"):
-            differentiate(lambda x: round(x[0]) * x[1])
+    f = lambda x: (round(x[0]) + int(x[1]) + math.floor(x[1]) + math.ceil(x[1])  # noqa: E731
+                   + math.trunc(x[0])) * x[1]
+    assert mutad.gradient(f, x)[0].tolist() == [0.0, f(x) / x[1]]
+    assert mutad.jvp(f, (x,), (np.ones(2),))[1] == f(x) / x[1]
     assert x.tobytes() == before
-    # np.round works; round() with ndigits is np.round, as for NumPy's scalars; a constant's
-    # round() is the plain int; an array has no round(), as in NumPy.
-    g = mutad.gradient(lambda x: np.round(x).sum() + round(x[1], 1) * x[0]
-                       + round(mutad.stop_gradient(x)[0]) * x[1], x)[0]
-    assert g.tolist() == [round(2.25, 1), 2.0]
+    # round() with ndigits is np.round, as for NumPy's scalars; an array has no round(), and
+    # float() stays refused: it would cut a gradient
+    g = mutad.gradient(lambda x: np.round(x).sum() + round(x[1], 1) * x[0], x)[0]
+    assert g.tolist() == [round(2.25, 1), 0.0]
     with pytest.raises(TypeError, match="__round__"):
         mutad.gradient(lambda x: round(x).sum(), x)
+    with pytest.raises(errors.ConversionError, match="float"):
+        mutad.gradient(lambda x: float(x[0]) * x[1], x)
 
 
 def test_a_read_work_array_refilled_through_a_plain_view_is_explained():

@@ -56,10 +56,23 @@ def test_strings_and_hashes_are_numpys():
         mutad.gradient(lambda x: hash(x) * x.sum(), x)
 
 
-def test_conversions_of_a_traced_value_to_integers_are_refused():
-    for convert in (math.trunc, math.floor, math.ceil, lambda v: v.as_integer_ratio()[0]):
-        with pytest.raises(mutad.errors.ConversionError):
-            mutad.gradient(lambda x: convert(x[0]) * x.sum(), np.array([1.5]))
+INTEGERS = {
+    "int": lambda x: (x * int(x[0] * 2.0)).sum(),
+    "round": lambda x: (x * round(x[0])).sum(),
+    "math.floor": lambda x: (x * math.floor(x[0])).sum(),
+    "math.ceil": lambda x: (x * math.ceil(x[0])).sum(),
+    "math.trunc": lambda x: (x * math.trunc(x[0])).sum(),
+}
+
+
+@pytest.mark.parametrize("name", INTEGERS)
+def test_integers_of_a_traced_value_are_guarded(name):
+    replayed_like_traced(INTEGERS[name], flips([1.0, 2.0], [1.2, 2.0], [2.6, 2.0], [1.0, 2.0]))
+
+
+def test_as_integer_ratio_of_a_traced_value_is_refused():
+    with pytest.raises(mutad.errors.ConversionError):
+        mutad.gradient(lambda x: x[0].as_integer_ratio()[0] * x.sum(), np.array([1.5]))
 
 
 # ----------------------------------------------------------------------------------------------
