@@ -45,6 +45,7 @@ import builtins
 import contextlib
 import functools
 import importlib
+import math
 import sys
 import threading
 import types
@@ -54,7 +55,7 @@ import numpy as np
 
 from .levels import ACTIVE
 from .registry import METHODS, ROUTES, RULE_MODULES
-from .views import owner, wrapped
+from .views import memory, owner, wrapped
 
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
              "ones_like", "empty_like", "full_like", "copy", "linspace", "logspace", "geomspace",
@@ -278,6 +279,69 @@ REPLACEMENTS = _replacements()
 _BY_ORIGINAL = {id(func): (func, new) for func, new in REPLACEMENTS.values()}
 
 
+MATH = {"sqrt": "sqrt", "exp": "exp", "expm1": "expm1", "log1p": "log1p", "log10": "log10",
+        "log2": "log2", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "arcsin",
+        "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
+        "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh", "fabs": "fabs",
+        "cbrt": "cbrt", "exp2": "exp2", "degrees": "degrees", "radians": "radians",
+        "atan2": "arctan2", "copysign": "copysign", "fmod": "fmod", "pow": "power",
+        "log": "log", "hypot": "hypot", "erf": "special.erf", "erfc": "special.erfc",
+        "gamma": "special.gamma", "lgamma": "special.gammaln"}
+"""Python's ``math`` functions of floats and the NumPy ufuncs (or ``scipy.special``'s) that
+compute them on arrays: in the mode, one of a traced scalar is that ufunc, its value put right
+to ``math``'s where the two round differently."""
+
+
+def _ufunc_of(name):
+    library, _, attribute = MATH[name].rpartition(".")
+    if library:
+        return getattr(importlib.import_module("scipy." + library), attribute)
+    return getattr(np, attribute)
+
+
+def math_function(original):
+    """``math.<name>`` following traced scalars (``math.sqrt(a[k, k] - s)``) through its
+    ufunc, with ``math``'s own value (``put_value``)."""
+    name = original.__name__
+
+    def following(*args):
+        if not (ACTIVE.running and any(wrapped(a) for a in args)):
+            return original(*args)
+        if any(wrapped(a) and a.size != 1 for a in args):
+            return original(*args)  # math's own error (a conversion of an array)
+        if name == "log" and len(args) == 2:  # log(x, base)
+            y = np.log(args[0]) / np.log(args[1])
+        elif name == "hypot" and len(args) != 2:
+            y = np.sqrt(sum(a * a for a in args))
+        else:
+            y = _ufunc_of(name)(*args)
+        put_value(y, original(*as_floats(args)))
+        recorder = getattr(getattr(y, "tape", None), "recorder", None)
+        if recorder is not None and recorder.ready:  # a replay puts math's value too
+            recorder.put_value(y, original, args)
+        return y
+
+    return _named(following, original)
+
+
+def as_floats(args):
+    return [float(memory(a).reshape(())) if wrapped(a) or isinstance(a, (np.ndarray, np.generic))
+            else a for a in args]
+
+
+def put_value(result, exact):
+    """Give the 0-d traced or dual ``result`` the value ``exact`` where its bits differ (the
+    last bit of another rounding, the sign of a zero): the record and the partials stand, as
+    computed from the operands."""
+    value = memory(result)
+    exact = np.asarray(exact, value.dtype)
+    if value.ndim == 0 and exact.tobytes() != value.tobytes():
+        writeable = value.flags.writeable
+        value.flags.writeable = True
+        value[()] = exact
+        value.flags.writeable = writeable
+
+
 class _ModeNumpy(types.ModuleType):
     """The ``numpy`` module as user code sees it during a differentiation: NumPy's own
     attributes, with the mode's factories."""
@@ -290,6 +354,20 @@ def _mode_numpy():
     return module
 
 
+def _mode_math():
+    """The ``math`` module as user code sees it in the mode: its functions of floats follow
+    traced scalars (``MATH``)."""
+    module = types.ModuleType(math.__name__, math.__doc__)
+    module.__dict__.update(math.__dict__)
+    module.__dict__.update({name: new for name, (_, new) in MATH_REPLACEMENTS.items()})
+    return module
+
+
+MATH_REPLACEMENTS = {name: (getattr(math, name), math_function(getattr(math, name)))
+                     for name in MATH if hasattr(math, name)}
+_BY_ORIGINAL.update({id(func): (func, new) for func, new in MATH_REPLACEMENTS.values()})
+
+
 _IMPORT = builtins.__import__
 
 
@@ -300,6 +378,7 @@ class _Mode:
         self.lock = threading.RLock()
         self.depth = 0
         self.numpy = _mode_numpy()
+        self.math = _mode_math()
         self.numpy_size = len(np.__dict__)
         self.scanned = {}  # module name -> its namespace's size when scanned
         self.sites = {}  # (id(namespace), name) -> (namespace, name, original, replacement)
@@ -317,6 +396,8 @@ class _Mode:
         for name, value in list(namespace.items()):
             if value is np and not internal:
                 replacement = self.numpy
+            elif value is math and not internal:
+                replacement = self.math
             else:
                 pair = self.routes.get(id(value))
                 if pair is None and not internal:
@@ -403,10 +484,10 @@ class _Mode:
         zeros``) run by user code in a thread that differentiates binds the mode's module, as
         the module-level names are bound (a function that imports NumPy in its body)."""
         module = _IMPORT(name, globals, locals, fromlist, level)
-        if module is np and _in_mode() and globals is not None:
+        if (module is np or module is math) and _in_mode() and globals is not None:
             caller = globals.get("__name__")
             if isinstance(caller, str) and caller.partition(".")[0] not in INTERNAL:
-                return self.numpy
+                return self.numpy if module is np else self.math
         return module
 
     def _undo(self):
@@ -476,6 +557,8 @@ class _Mode:
         replaces or routes, a bound method of a routed class, a partial of these), or None."""
         if value is np:
             return self.numpy
+        if value is math:
+            return self.math
         pair = self.routes.get(id(value)) or _BY_ORIGINAL.get(id(value))
         if pair is not None and pair[0] is value:
             return pair[1]

@@ -65,6 +65,7 @@ import types
 
 import numpy as np
 
+from .allocation import as_floats, put_value
 from .arguments import Originals, check_argnums
 from .blocks import Block, indent, scalar_cotangents
 from .debug import Warnings, anomaly_detection, nowhere, warn_at
@@ -781,6 +782,21 @@ class Guard:
             raise GuardFailed
 
 
+class PutValue:
+    """``math.<name>`` of a traced scalar (``allocation.math_function``): its ufunc's step
+    made the value, and ``math``'s own is put in its place, as when traced."""
+
+    __slots__ = ("slot", "function", "args")
+
+    def __init__(self, slot, function, args):
+        self.slot = slot
+        self.function = function
+        self.args = args
+
+    def __call__(self, values, tape):
+        put_value(values[self.slot], self.function(*as_floats(resolve(self.args, values))))
+
+
 class Modes:
     """NumPy's floating-point error handling from here on, as the traced call had it
     (``Recorder.watch``): ``"ignore"``, or ``"call"`` for the categories the traced call
@@ -1370,6 +1386,14 @@ class Recorder:
             self.derived.add(id(t.buffer))  # so Python's decisions on them are guarded
         self.steps.append(Call(function, self.spec(args), self.spec(kwargs),
                                Out(self.bind(t), as_constant, t)))
+
+    def put_value(self, y, function, args):
+        slot = self.slots.get(id(y))
+        if slot is None:
+            self.refuse(f"math.{function.__name__} of a value mutad made outside the "
+                        "operations a replay redoes")
+            return
+        self.steps.append(PutValue(slot, function, self.spec(args)))
 
     def guard(self, x, taken, decide=None):
         """Python read ``taken`` of ``x``: ``decide(value)``, or its truth, or its bytes."""
