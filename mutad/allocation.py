@@ -128,9 +128,9 @@ def _in_mode():
     return ACTIVE.running and not STATE.plain
 
 
-def _holds_wrapped(tree):
+def holds_wrapped(tree):
     if type(tree) in (list, tuple):
-        return any(_holds_wrapped(x) for x in tree)
+        return any(holds_wrapped(x) for x in tree)
     return wrapped(tree)
 
 
@@ -158,8 +158,8 @@ def factory(func):
     takes_like = func.__name__ in TAKES_LIKE
 
     def allocating(*args, **kwargs):
-        if ACTIVE.running and any(type(a) in (list, tuple) and _holds_wrapped(a) for a in args):
-            args = _arrays_for_lists(args)  # np.diag([x[0], 1.0])
+        if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
+            args = lists_as_arrays(args)  # np.diag([x[0], 1.0])
         if takes_like and ACTIVE.running and "like" not in kwargs:
             like = next((a for a in (*args, *kwargs.values()) if wrapped(a)), None)
             if like is not None:
@@ -190,7 +190,7 @@ def builder(func):
     allocating = factory(func)
 
     def building(*args, **kwargs):
-        if not (args and ACTIVE.running and _holds_wrapped(args[0])):
+        if not (args and ACTIVE.running and holds_wrapped(args[0])):
             return allocating(*args, **kwargs)
         a, *rest = args
         if wrapped(a):  # NumPy dispatches on like= alone
@@ -213,15 +213,15 @@ def reader(func):
     """``func``, reading lists and tuples of traced values as the arrays they stand for."""
 
     def reading_arrays(*args, **kwargs):
-        if ACTIVE.running and any(type(a) in (list, tuple) and _holds_wrapped(a) for a in args):
-            args = _arrays_for_lists(args)
+        if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
+            args = lists_as_arrays(args)
         return func(*args, **kwargs)
 
     return _named(reading_arrays, func)
 
 
-def _arrays_for_lists(args):
-    return [_stacked(a) if type(a) in (list, tuple) and _holds_wrapped(a) else a for a in args]
+def lists_as_arrays(args):
+    return [_stacked(a) if type(a) in (list, tuple) and holds_wrapped(a) else a for a in args]
 
 
 class _Joined:
@@ -236,7 +236,7 @@ class _Joined:
 
     def __getitem__(self, key):
         items = key if type(key) is tuple else (key,)
-        if not (ACTIVE.running and _holds_wrapped(items)) or any(
+        if not (ACTIVE.running and holds_wrapped(items)) or any(
                 type(x) in (slice, str) for x in items):
             return self.original[key]
         parts = [x if wrapped(x) else np.asarray(x) for x in items]
@@ -631,7 +631,7 @@ def _routed(cls, name, rule):
     original = next(base.__dict__[name] for base in cls.__mro__ if name in base.__dict__)
 
     def method(self, *args, **kwargs):
-        if ACTIVE.running and (_holds_wrapped(args) or _holds_wrapped(list(kwargs.values()))):
+        if ACTIVE.running and (holds_wrapped(args) or holds_wrapped(list(kwargs.values()))):
             return rule(self, *args, **kwargs)
         return original.__get__(self, type(self))(*args, **kwargs)
 

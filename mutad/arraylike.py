@@ -541,6 +541,8 @@ def conversion_error(what):
     called = _called(frame)
     what = f"{called}()" if called else what  # as the code spells it: np.array, not np.asarray
     fix = CONVERSION_FIXES.get(what.split("(")[0].rsplit(".", 1)[-1], CONVERSION_FIX)
+    if fix is CONVERSION_FIX and what.startswith(("np.", "numpy.")):
+        fix = LIST_FIX  # NumPy's own function, not dispatched to: a traced value inside a list
     user = _outside(frame, ("numpy", "mutad", "scipy"))
     if user is None or user is frame:
         return ConversionError(
@@ -556,6 +558,9 @@ def conversion_error(what):
         + CONVERSION_FIX)
 
 
+LIST_FIX = ("A list or tuple of traced values handed to a NumPy function with no traced array "
+            "beside it (np.exp([a, b])) is converted by NumPy: build the array first, "
+            "np.array([a, b]) or np.stack([a, b]).")
 CONVERSION_FIX = (
     "If that function has no mutad rule (a SciPy routine, say), wrap it with mutad.adjoint and "
     "give it a rule (README, 'Custom rules'). Where no gradient should flow, take "
@@ -564,7 +569,7 @@ CONVERSION_FIXES = {  # what to write instead of a conversion in the user's own 
     "array": "Inside the differentiated code np.array(x) of a traced x is a traced copy; where "
              "mutad's allocation mode does not reach (mutad.plain_allocation, a name bound "
              "inside a function), copy it with x.copy().",
-    "asarray": "A traced array is already an array: use it as it is.",
+    "asarray": "A traced array is already an array: use it as it is. " + LIST_FIX,
     "float": "Keep computing with the array itself (a 0-d array works wherever NumPy takes a "
              "float; comparisons such as `if x > 0:` work, and f'{x:.3g}' formats it); take "
              "integer results with NumPy (np.argmin, np.floor(x).astype(int)), and "

@@ -37,6 +37,7 @@ import zlib
 
 import numpy as np
 
+from .allocation import holds_wrapped, lists_as_arrays
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
                         conversion_error, install_operators, lost_tangent, out_by_keyword,
                         numpy_value, out_position, single_out, stands_for_scalar,
@@ -215,8 +216,11 @@ def _unwrap(items):
             if not x.buffer.constant:
                 traced |= 1 << i
         else:
-            if type(x) is np.ndarray:
+            kind = type(x)
+            if kind is np.ndarray:
                 check_alias(x)
+            elif (kind is list or kind is tuple) and holds_wrapped(x):
+                return None, None, None  # an array of traced values: lists_as_arrays first
             values.append(x)
     return tape, values, traced
 
@@ -818,8 +822,11 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
         tape, values, pattern = _unwrap(inputs)
     else:  # the target takes part in choosing the level
         tape, values, pattern = _unwrap((*inputs, out))
-        values.pop()
-        pattern &= ~(1 << len(inputs))
+        if values is not None:
+            values.pop()
+            pattern &= ~(1 << len(inputs))
+    if values is None:  # x / [x @ x]: a list of traced values is the array NumPy makes of it
+        return apply_ufunc(ufunc, tuple(lists_as_arrays(inputs)), out, kwargs, rule)
     if tape.recorder is not None and tape.recorder.ready:
         return tape.recorder.ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)
     return unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)

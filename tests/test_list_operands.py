@@ -1,0 +1,37 @@
+"""A list or tuple holding traced values is an array operand, as NumPy treats it (``x / [x @
+x]`` in a Levenberg-Marquardt step, ``log_probs - [m]`` in a logsumexp), in both modes."""
+
+import numpy as np
+import pytest
+
+import mutad
+
+PROGRAMS = {
+    "x / [x @ x]": lambda x: (x / [x @ x]).sum(),
+    "array - [max]": lambda x: (np.log(x) - [x.max()]).sum(),
+    "np.maximum([a, 0.0], b)": lambda x: np.maximum([x[3], 0.0], x[4]).sum(),
+    "tuple + x": lambda x: ((x[0], x[1], 1.0, 2.0, 3.0) + x).sum(),
+    "x * nested list": lambda x: (x[:2] * [[x[0], 1.0], [2.0, x[1]]]).sum(),
+    "in place": lambda x: _in_place(x),
+}
+
+
+def _in_place(x):
+    y = x * 1.0
+    y += [x[0]] * 5
+    return (y * y).sum()
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_a_list_of_traced_values_is_an_array_operand(name):
+    f = PROGRAMS[name]
+    x = np.array([1.0, 2.0, 3.0, 0.5, 0.2])
+    before = x.tobytes()
+    assert mutad.value_and_grad(f)(x)[0] == f(x)
+    mutad.check_grads(f, x)  # reverse and forward mode against finite differences
+    assert x.tobytes() == before
+
+
+def test_a_list_given_to_a_function_with_no_traced_array_says_how_to_build_it():
+    with pytest.raises(mutad.errors.ConversionError, match=r"np\.stack\(\[a, b\]\)"):
+        mutad.gradient(lambda x: np.exp([x[0] - x[2], x[1]]).sum(), np.ones(3))
