@@ -392,6 +392,26 @@ class Dual(ArrayMethods):
         self.tangent = tangent
         self.level = level
 
+    @property
+    def shape(self):
+        return self.value.shape
+
+    @shape.setter
+    def shape(self, shape):
+        """``x.shape = ...`` as NumPy's, of an array made inside the function (``Traced.shape``),
+        its tangent alike; an argument's array keeps its shape."""
+        root = owner(self.value)
+        if any(owner(dual.value) is root for run in ACTIVE.running
+               for _, dual in getattr(run, "copies", {}).values()):
+            ArrayMethods.shape.fset(self, shape)  # refused, with what to write instead
+        value, tangent = self.value.view(), self.tangent.view()
+        value.shape = shape  # NumPy's rule, and its error
+        try:
+            tangent.shape = shape
+        except AttributeError:
+            ArrayMethods.shape.fset(self, shape)
+        self.value, self.tangent = value, tangent
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if holds_wrapped([x for x in inputs if type(x) in (list, tuple)]):
             # x / [x @ x]: a list of duals is the array NumPy makes of it

@@ -782,6 +782,20 @@ class Guard:
             raise GuardFailed
 
 
+class Reshape:
+    """``x.shape = shape`` of an array the function made: its value becomes a view of that
+    shape (``Traced.shape``)."""
+
+    __slots__ = ("slot", "shape")
+
+    def __init__(self, slot, shape):
+        self.slot = slot
+        self.shape = shape
+
+    def __call__(self, values, tape):
+        values[self.slot] = values[self.slot].reshape(self.shape)
+
+
 class PutValue:
     """``math.<name>`` of a traced scalar (``allocation.math_function``): its ufunc's step
     made the value, and ``math``'s own is put in its place, as when traced."""
@@ -1386,6 +1400,14 @@ class Recorder:
             self.derived.add(id(t.buffer))  # so Python's decisions on them are guarded
         self.steps.append(Call(function, self.spec(args), self.spec(kwargs),
                                Out(self.bind(t), as_constant, t)))
+
+    def reshaped(self, x, shape):
+        slot = self.slots.get(id(x))
+        if slot is None:
+            self.refuse("a reshape in place of an array mutad made outside the operations a "
+                        "replay redoes")
+            return
+        self.steps.append(Reshape(slot, shape))
 
     def put_value(self, y, function, args):
         slot = self.slots.get(id(y))

@@ -1678,6 +1678,28 @@ class Traced(ArrayMethods):
             raise TypeError("only integer scalar arrays can be converted to a scalar index")
         return operator.index(value[()])
 
+    @property
+    def shape(self):
+        return self.value.shape
+
+    @shape.setter
+    def shape(self, shape):
+        """``x.shape = ...`` reshapes in place as NumPy does (a view of the same memory, or
+        NumPy's error where none exists), for an array made inside the function; an argument's
+        array stands for the caller's, whose shape stays."""
+        if any(key == self.buffer.key for entries in self.tape.arguments.values()
+               for _, key in entries):
+            ArrayMethods.shape.fset(self, shape)  # refused, with what to write instead
+        new = self.value.view()
+        new.shape = shape  # NumPy's rule, and its error
+        if self.whole and self.buffer.low is None:  # where it lies, for views of other shapes
+            self.buffer.note_address(self.value)
+        recorder = self.tape.recorder
+        if recorder is not None and recorder.ready:
+            recorder.reshaped(self, new.shape)
+        self.value = new
+        self.whole = self.whole and new.shape == self.buffer.shape
+
     def _decided(self, decide):
         """What Python reads of the value (``ArrayMethods._decided``), guarded by a replay."""
         taken = ArrayMethods._decided(self, decide)
