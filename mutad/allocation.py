@@ -224,6 +224,13 @@ def lists_as_arrays(args):
     return [_stacked(a) if type(a) in (list, tuple) and holds_wrapped(a) else a for a in args]
 
 
+def ufunc_operands(inputs):
+    """A ufunc's operands with each list or tuple the array NumPy makes of it (stacked, if it
+    holds traced values)."""
+    return tuple((_stacked(a) if holds_wrapped(a) else np.asarray(a))
+                 if type(a) in (list, tuple) else a for a in inputs)
+
+
 class _Joined:
     """``np.r_`` or ``np.c_`` in the mode: an index expression joining traced values (``np.r_[a,
     0.0, b]``, ``np.c_[x, y]``) is the concatenation it stands for, which the engines follow;

@@ -20,7 +20,7 @@ it, which is what prevents perturbation confusion.
 import numpy as np
 
 from . import arguments
-from .allocation import holds_wrapped, lists_as_arrays
+from .allocation import ufunc_operands
 from .arguments import Originals, check_distinct_memory
 from .arraylike import (ArrayMethods, alias_read_after_write, conversion_error,
                         install_operators, lost_tangent, out_by_keyword, single_out,
@@ -413,9 +413,9 @@ class Dual(ArrayMethods):
         self.value, self.tangent = value, tangent
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if holds_wrapped([x for x in inputs if type(x) in (list, tuple)]):
-            # x / [x @ x]: a list of duals is the array NumPy makes of it
-            return getattr(ufunc, method)(*lists_as_arrays(inputs), **kwargs)
+        if any(type(x) in (list, tuple) for x in inputs):
+            # x / [x @ x], x ** [1.0, 2.0]: a list is the array NumPy makes of it
+            return getattr(ufunc, method)(*ufunc_operands(inputs), **kwargs)
         out = single_out(ufunc, kwargs)
         # NumPy asks one dual per call whatever their levels: it answers for the innermost.
         level = active(level_of(inputs + (out,)))

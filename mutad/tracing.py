@@ -37,7 +37,7 @@ import zlib
 
 import numpy as np
 
-from .allocation import holds_wrapped, lists_as_arrays
+from .allocation import ufunc_operands
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
                         conversion_error, install_operators, lost_tangent, out_by_keyword,
                         numpy_value, out_position, single_out, stands_for_scalar,
@@ -219,8 +219,8 @@ def _unwrap(items):
             kind = type(x)
             if kind is np.ndarray:
                 check_alias(x)
-            elif (kind is list or kind is tuple) and holds_wrapped(x):
-                return None, None, None  # an array of traced values: lists_as_arrays first
+            elif kind is list or kind is tuple:  # an array operand, as NumPy makes it
+                return None, None, None  # ufunc_operands first
             values.append(x)
     return tape, values, traced
 
@@ -241,6 +241,8 @@ def _unwrap_at(items, tape):
         else:
             if type(x) is np.ndarray:
                 check_alias(x)
+            elif type(x) in (list, tuple):
+                x = np.asarray(x)  # an array operand, as NumPy makes it (apply_ufunc)
             values.append(x)
     return tape, values, traced
 
@@ -825,8 +827,8 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
         if values is not None:
             values.pop()
             pattern &= ~(1 << len(inputs))
-    if values is None:  # x / [x @ x]: a list of traced values is the array NumPy makes of it
-        return apply_ufunc(ufunc, tuple(lists_as_arrays(inputs)), out, kwargs, rule)
+    if values is None:  # x / [x @ x], x ** [1.0, 2.0]: a list is the array NumPy makes of it
+        return apply_ufunc(ufunc, ufunc_operands(inputs), out, kwargs, rule)
     if tape.recorder is not None and tape.recorder.ready:
         return tape.recorder.ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)
     return unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)

@@ -1,5 +1,6 @@
-"""A list or tuple holding traced values is an array operand, as NumPy treats it (``x / [x @
-x]`` in a Levenberg-Marquardt step, ``log_probs - [m]`` in a logsumexp), in both modes."""
+"""A list or tuple (of traced values or plain numbers) is an array operand, as NumPy treats it
+(``x / [x @ x]`` in a Levenberg-Marquardt step, ``log_probs - [m]`` in a logsumexp,
+``x ** [1.0, 2.0]``), in both modes; and ``ufunc.outer`` of every elementwise row."""
 
 import numpy as np
 import pytest
@@ -13,6 +14,12 @@ PROGRAMS = {
     "tuple + x": lambda x: ((x[0], x[1], 1.0, 2.0, 3.0) + x).sum(),
     "x * nested list": lambda x: (x[:2] * [[x[0], 1.0], [2.0, x[1]]]).sum(),
     "in place": lambda x: _in_place(x),
+    "x ** [1.0, 2.0]": lambda x: (x[:2] ** [1.0, 2.0]).sum(),
+    "np.arctan2(x, list)": lambda x: np.arctan2(x[:2], [1.0, 2.0]).sum(),
+    "np.power.outer(x, list)": lambda x: (np.power.outer(x, [1.0, 2.0]) ** 2).sum(),
+    "np.add.outer": lambda x: (np.add.outer(x, x[:2]) ** 2).sum(),
+    "np.minimum.outer": lambda x: np.minimum.outer(x, 2.0 * x).sum(),
+    "np.multiply.outer of 2-d": lambda x: np.multiply.outer(x.reshape(5, 1), x[:2]).sum(),
 }
 
 

@@ -9,8 +9,13 @@ from . import composites, creation, fft, indexing, linalg, nondiff, reductions, 
 
 # ``ufunc.at`` of every elementwise row, once all rows are in: ``np.add.at`` and
 # ``np.subtract.at`` have handlers of their own; the others apply their occurrences in rounds.
+# ``ufunc.outer`` of every row of two operands: the ufunc of the first operand reshaped
+# against the second, which broadcasting makes the same values.
 for _ufunc in list(UFUNCS):
     if _ufunc.nout == 1 and (_ufunc, "at") not in INPLACE:
         defcomposite((_ufunc, "at"))(indexing.at_in_rounds(_ufunc))
         complex_aware((_ufunc, "at"))  # each round is the ufunc's own call
+    if _ufunc.nin == 2 and _ufunc.nout == 1:
+        defcomposite((_ufunc, "outer"))(shape.outer_of(_ufunc))
+        complex_aware((_ufunc, "outer"))  # the ufunc's own call
 del _ufunc

@@ -450,3 +450,14 @@ holomorphic(np.reshape, np.squeeze, np.expand_dims, np.transpose, np.matrix_tran
             np.append, np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.unstack,
             np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_arrays, np.where)
 complex_aware(np.fill_diagonal)
+
+
+def outer_of(ufunc):
+    """``ufunc.outer(a, b)``: ``ufunc`` of ``a`` with ``b.ndim`` axes of one appended, against
+    ``b``."""
+
+    def outer(a, b, /, **kwargs):
+        return ufunc(np.reshape(a, np.shape(a) + (1,) * np.ndim(b)), b, **kwargs)
+
+    return outer
+
