@@ -752,6 +752,19 @@ def test_scipy_linalg_by_its_own_names(name, function, sample, options, rng):
     mutad.check_jvp(f, a)
 
 
+def test_scipy_linalg_function_as_the_differentiated_function(rng):
+    """SciPy's routed functions and methods, given to mutad as the function itself."""
+    a = well_conditioned(3)(rng)
+    grad, = mutad.gradient(scipy.linalg.det, a)
+    np.testing.assert_allclose(grad, scipy.linalg.det(a) * np.linalg.inv(a).T, rtol=1e-12)
+    grad, = mutad.gradient(scipy.stats.norm.logpdf, 0.3)
+    assert grad == -0.3
+    assert mutad.hessian(scipy.special.logsumexp, np.zeros(2)).tolist() == [[0.25, -0.25],
+                                                                           [-0.25, 0.25]]
+    _, tangent = mutad.jvp(scipy.stats.cauchy.logcdf, (-1e16,), (1.0,))
+    assert tangent == 1e-16
+
+
 @pytest.mark.parametrize("call, match", [
     (lambda a: scipy.linalg.eigh(a, np.eye(3)), "generalized"),
     (lambda a: scipy.linalg.eigh(a, subset_by_index=[0, 1]), "subset"),
