@@ -534,7 +534,9 @@ class _Mode:
             if package in INTERNAL and package != "mutad":
                 continue  # NumPy's and SciPy's own functions keep their bindings
             # mutad's own (a wrapper around the user's function, in testing or api) keep theirs
-            # too, but the functions they hold are followed.
+            # too, but the functions they hold are followed, and a routed function or method
+            # they hold (the user's f itself: mutad.hessian(scipy.special.logsumexp, x)) is
+            # swapped.
             own = package == "mutad"
             places = [(cell, "cell_contents") for cell in getattr(g, "__closure__", None) or ()]
             if code is not None and namespace is not None and not own:
@@ -548,7 +550,7 @@ class _Mode:
                     value = _get(place, key)
                 except ValueError:  # a cell not filled yet
                     continue
-                stand_in = None if own else self._stand_in(value)
+                stand_in = self._stand_in(value, routed_only=own)
                 if stand_in is not None:
                     self.cells.append((place, key, value, stand_in))
                     _put(place, key, stand_in)
@@ -559,14 +561,17 @@ class _Mode:
                 elif callable(value) and not isinstance(value, (type, types.ModuleType)):
                     todo.append((value, level + 1))
 
-    def _stand_in(self, value):
+    def _stand_in(self, value, routed_only=False):
         """What stands in for ``value`` in the mode (the numpy module, a function the mode
-        replaces or routes, a bound method of a routed class, a partial of these), or None."""
+        replaces or routes, a bound method of a routed class, a partial of these), or None;
+        with ``routed_only``, only for the functions and methods it routes."""
         if value is np:
-            return self.numpy
+            return None if routed_only else self.numpy
         if value is math:
-            return self.math
-        pair = self.routes.get(id(value)) or _BY_ORIGINAL.get(id(value))
+            return None if routed_only else self.math
+        pair = self.routes.get(id(value))
+        if pair is None and not routed_only:
+            pair = _BY_ORIGINAL.get(id(value))
         if pair is not None and pair[0] is value:
             return pair[1]
         if isinstance(value, types.MethodType) and not isinstance(value.__self__, type):
@@ -576,7 +581,7 @@ class _Mode:
                 if routed is not None and routed is not value.__func__:
                     return types.MethodType(routed, value.__self__)
         if isinstance(value, functools.partial):
-            func = self._stand_in(value.func)
+            func = self._stand_in(value.func, routed_only)
             if func is not None:
                 return functools.partial(func, *value.args, **value.keywords)
         return None
@@ -653,9 +658,13 @@ MODE = _Mode()
 
 @contextlib.contextmanager
 def mode(f=None):
-    """The allocation mode around one differentiation of ``f``."""
+    """The allocation mode around one differentiation of ``f``; gives the function to call:
+    ``f``, or what stands in for it when ``f`` is itself a function the mode routes (a bound
+    method of a routed class, ``scipy.stats.norm.logpdf``; ``scipy.linalg.det``)."""
     MODE.enter(f)
     try:
-        yield
+        with MODE.lock:
+            stand_in = None if f is None else MODE._stand_in(f)
+        yield f if stand_in is None else stand_in
     finally:
         MODE.exit()

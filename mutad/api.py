@@ -135,7 +135,7 @@ class Run:
             self.originals.keep(x)
 
     def call(self, f, args, kwargs=None):
-        return run(self.tape, f, lambda: f(*args, **(kwargs or {})), self._explain)
+        return run(self.tape, f, lambda g: g(*args, **(kwargs or {})), self._explain)
 
     def _explain(self, error):
         """A write NumPy refused because the array is one mutad keeps read-only."""

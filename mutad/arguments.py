@@ -48,8 +48,9 @@ class Originals:
 
 
 def run(differentiation, f, call, explain=None):
-    """``call()``, which calls the differentiated function ``f``, with ``differentiation``
-    running in this thread and the allocation mode on. A ``ValueError`` or ``TypeError`` that
+    """``call(g)``, which calls ``g``: the differentiated function ``f``, or what stands in for
+    it when ``f`` is a function the mode routes (``scipy.stats.norm.logpdf`` itself), with
+    ``differentiation`` running in this thread and the allocation mode on. A ``ValueError`` or ``TypeError`` that
     NumPy raised around a mutad error is that mutad error; ``explain(error)`` may give a
     clearer error for another one (None: it stands). NumPy's floating-point warnings are
     issued at the user's line that ran the operation, not inside mutad (``debug.Warnings``)."""
@@ -57,10 +58,10 @@ def run(differentiation, f, call, explain=None):
         recorder = getattr(outer, "recorder", None)
         if recorder is not None:
             recorder.refuse("a differentiation nested inside the function")
-    with mode(f), at_user_lines(Warnings()):
+    with mode(f) as function, at_user_lines(Warnings()):
         ACTIVE.running.append(differentiation)
         try:
-            return call()
+            return call(function)
         except MutadError:
             raise
         except (ValueError, TypeError) as error:

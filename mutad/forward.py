@@ -561,8 +561,8 @@ def jvp(f, primals, tangents):
         raise InvalidArgumentError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
     run = Run(next(LEVELS))
 
-    def call():  # wrapped while run runs: a gradient inside f takes it as its outer level
-        return f(*[run.wrap(primal, tangent)
+    def call(g):  # wrapped while run runs: a gradient inside f takes it as its outer level
+        return g(*[run.wrap(primal, tangent)
                    for primal, tangent in zip(primals, tangents, strict=True)])
 
     try:

@@ -38,7 +38,7 @@ INTERNAL = ("mutad.api", "mutad.custom", "mutad.trees", "mutad.allocation",
             "mutad.arguments", "mutad.arraylike", "mutad.products", "mutad.recompute",
             "mutad.tracing", "mutad.forward", "mutad.replay", "mutad.blocks", "mutad.listing",
             "mutad.debug",
-            "mutad.rules", "mutad.scipy._adjoints", "mutad.bench")
+            "mutad.rules", "mutad.scipy._adjoints", "mutad.scipy._numerics", "mutad.bench")
 """Internal modules; a package here stands for its submodules too."""
 
 NOT_EXPORTED = {

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 import scipy.linalg
 import scipy.signal
+import scipy.stats
 import scipy.special
 
 import mutad
 from cases import Case, arguments, case_id, check_complex, complexified, constant
-from rule_checks import (WHERE, P, V4, X3, Const, X, check_forward_rule,
+from rule_checks import (WHERE, P, V4, X3, Const, X, align_columns, check_forward_rule,
                          check_reverse_over_forward, check_transposed_by_reverse_mode, dominant,
                          forward_case, normal_array, positive_array, rule_case, spd)
 from cases import normal as normal_sampler
@@ -158,6 +159,29 @@ LINALG_CASES = [
          arguments(well_conditioned(2), well_conditioned(4), normal(2, 4))),
     Case.named("sqrtm",                linalg.sqrtm,      arguments(symmetric_positive_definite(3))),
     Case.named("sqrtm_nonsymmetric",   linalg.sqrtm,      arguments(well_conditioned(3))),
+    # NumPy's decompositions by SciPy's names: SciPy's values, np.linalg's derivatives (eigh's
+    # and svd's vectors, whose signs LAPACK may flip between nearby matrices, have sign-free
+    # tests of their own below)
+    Case.named("eigvalsh",             linalg.eigvalsh,   arguments(symmetric_positive_definite(4)),
+         symmetric=(0,)),
+    Case.named("svd_values",           linalg.svd,        arguments(normal(3, 5), constant(True),
+                                                              constant(False))),
+    Case.named("det",                  linalg.det,        arguments(normal(4, 4))),
+    Case.named("det_stack",            linalg.det,        arguments(normal(2, 3, 3))),
+    Case.named("norm",                 linalg.norm,       arguments(normal(3, 4))),
+    Case.named("norm_nuclear",         linalg.norm,       arguments(normal(3, 4), constant("nuc"))),
+    Case.named("norm_axis",            linalg.norm,       arguments(normal(3, 4), constant(3),
+                                                              constant(1))),
+    Case.named("qr",                   linalg.qr,         arguments(well_conditioned(4))),
+    Case.named("qr_economic",          linalg.qr,         arguments(normal(5, 3), constant(False),
+                                                              constant(None), constant("economic"))),
+    Case.named("qr_r",                 linalg.qr,         arguments(normal(5, 3), constant(False),
+                                                              constant(None), constant("r"))),
+    Case.named("qr_pivoting",          linalg.qr,         arguments(normal(5, 3), constant(False),
+                                                              constant(None), constant("economic"),
+                                                              constant(True))),
+    Case.named("logm",                 linalg.logm,       arguments(symmetric_positive_definite(3))),
+    Case.named("logm_nonsymmetric",    linalg.logm,       arguments(well_conditioned(3))),
 ]
 # fmt: on
 
@@ -580,6 +604,16 @@ def with_factor(wrapper, **kwargs):
     return function, rule
 
 
+def align_pairs(result, reference):
+    """SciPy's eigh result (a tuple) with each eigenvector's sign as in ``reference``."""
+    return result[0], align_columns(result[1], reference[1])
+
+
+def align_singular_pairs(result, reference):
+    signs = np.sign(np.sum(result[0] * reference[0], axis=-2, keepdims=True))
+    return result[0] * signs, result[1], result[2] * np.swapaxes(signs, -1, -2)
+
+
 def forward_linalg_cases():
     sl = linalg
 
@@ -606,6 +640,21 @@ def forward_linalg_cases():
         case("inv-diagonal", sl.inv, (dominant(4, 4),), {"assume_a": "diagonal"}),
         case("expm", sl.expm, (lambda rng: 0.5 * rng.standard_normal((4, 4)),)),
         case("expm-batched", sl.expm, (lambda rng: 0.5 * rng.standard_normal((2, 3, 3)),)),
+        case("eigh", sl.eigh, (spd(4, 4),), symmetric=(0,), align=align_pairs),
+        case("eigh-upper-values", sl.eigh, (spd(4, 4),), {"lower": False, "eigvals_only": True},
+             symmetric=(0,)),
+        case("eigvalsh", sl.eigvalsh, (spd(4, 4),), symmetric=(0,)),
+        case("svd", sl.svd, (normal_sampler(4, 4),), align=align_singular_pairs),
+        case("svd-thin", sl.svd, (normal_sampler(3, 5),), {"full_matrices": False},
+             align=align_singular_pairs),
+        case("svd-values", sl.svd, (normal_sampler(5, 3),), {"compute_uv": False}),
+        case("det", sl.det, (dominant(4, 4),)),
+        case("norm-2", sl.norm, (normal_sampler(3, 4),), {"ord": 2}),
+        case("norm-axis", sl.norm, (normal_sampler(3, 4),), {"axis": 0, "keepdims": True}),
+        case("qr", sl.qr, (dominant(4, 4),)),
+        case("qr-r", sl.qr, (normal_sampler(5, 3),), {"mode": "r"}),
+        case("qr-pivoting", sl.qr, (normal_sampler(5, 3),), {"mode": "economic", "pivoting": True}),
+        case("logm", sl.logm, (spd(3, 3),)),
     ]
     for lower in (False, True):
         function, rule = with_factor(sl.cho_solve)
@@ -622,7 +671,8 @@ def forward_linalg_cases():
 FORWARD_LINALG = forward_linalg_cases()
 TRANSPOSED = {"scipy.cho_factor-lower", "scipy.cho_solve-lower=True", "scipy.lu_factor",
               "scipy.lu_solve-trans=1", "scipy.solve-pos-transposed", "scipy.inv-diagonal",
-              "scipy.expm"}
+              "scipy.expm", "scipy.eigh", "scipy.svd-thin", "scipy.det", "scipy.qr-pivoting",
+              "scipy.logm"}
 
 
 @pytest.mark.parametrize("case", FORWARD_LINALG, ids=case_id)
@@ -638,3 +688,130 @@ def test_forward_and_reverse_rules_are_transposes(case, rng):
 @pytest.mark.parametrize("case", FORWARD_LINALG, ids=case_id)
 def test_reverse_over_forward(case, rng):
     check_reverse_over_forward(case, rng)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.linalg's eigh, eigvalsh, svd, det, norm, qr and logm called by SciPy's names
+
+
+def sign_free_eigh(a, **options):
+    """Outputs of SciPy's eigh that do not depend on the sign of each eigenvector."""
+    w, v = scipy.linalg.eigh(0.5 * (a + a.T), **options)
+    return w, v * v, v[0] * v
+
+
+def sign_free_svd(a, **options):
+    u, s, vt = scipy.linalg.svd(a, **options)
+    return u * u, s, vt * vt, (u * s[..., None, :]) @ vt
+
+
+SCIPY_NAMES = [
+    ("eigh", sign_free_eigh, symmetric_positive_definite(4), {}),
+    ("eigh-upper", sign_free_eigh, symmetric_positive_definite(4), {"lower": False}),
+    ("eigh-driver", sign_free_eigh, symmetric_positive_definite(4), {"driver": "evd"}),
+    ("eigh-values", lambda a, **o: scipy.linalg.eigh(0.5 * (a + a.T), **o),
+     symmetric_positive_definite(4), {"eigvals_only": True, "lower": False}),
+    ("eigvalsh", lambda a, **o: scipy.linalg.eigvalsh(0.5 * (a + a.T), **o),
+     symmetric_positive_definite(3), {"lower": False}),
+    ("svd", sign_free_svd, normal(4, 4), {}),
+    ("svd-thin", sign_free_svd, normal(5, 3), {"full_matrices": False}),
+    ("svd-values", lambda a, **o: scipy.linalg.svd(a, **o), normal(3, 5), {"compute_uv": False}),
+    ("det", lambda a, **o: scipy.linalg.det(a, **o), normal(4, 4), {}),
+    ("det-stack", lambda a, **o: scipy.linalg.det(a, **o), normal(2, 3, 3), {}),
+    ("norm", lambda a, **o: scipy.linalg.norm(a, **o), normal(3, 4), {}),
+    ("norm-ord", lambda a, **o: scipy.linalg.norm(a, **o), normal(3, 4), {"ord": 2}),
+    ("norm-inf-axis", lambda a, **o: scipy.linalg.norm(a, **o), normal(3, 4),
+     {"ord": np.inf, "axis": 1, "keepdims": True}),
+    ("norm-fro-axes", lambda a, **o: scipy.linalg.norm(a, **o), normal(2, 3, 4),
+     {"ord": "fro", "axis": (1, 2)}),
+    ("qr", lambda a, **o: scipy.linalg.qr(a, **o), well_conditioned(4), {}),
+    ("qr-economic", lambda a, **o: scipy.linalg.qr(a, **o), normal(5, 3), {"mode": "economic"}),
+    ("qr-r", lambda a, **o: scipy.linalg.qr(a, **o), normal(5, 3), {"mode": "r"}),
+    ("qr-pivoting", lambda a, **o: scipy.linalg.qr(a, **o)[:2], normal(5, 3),
+     {"mode": "economic", "pivoting": True}),
+    ("logm", lambda a, **o: scipy.linalg.logm(a, **o), symmetric_positive_definite(3), {}),
+]
+
+
+@pytest.mark.parametrize("name, function, sample, options", SCIPY_NAMES,
+                         ids=[c[0] for c in SCIPY_NAMES])
+def test_scipy_linalg_by_its_own_names(name, function, sample, options, rng):
+    """``scipy.linalg.eigh(A)`` (and the others) inside the differentiated function, with
+    SciPy's keywords: the value is SciPy's own call's, bit for bit, and the derivatives hold in
+    reverse and forward mode to second order."""
+    a = sample(rng)
+
+    def f(a):
+        return function(a, **options)
+
+    traced, _ = mutad.pullback(f, a)
+    for mine, scipys in zip(as_tuple(traced), as_tuple(f(a)), strict=True):
+        assert np.array_equal(mine, scipys)
+    for policy in POLICIES:
+        mutad.check_grads(f, a, policy=policy, order=2)
+    mutad.check_jvp(f, a)
+
+
+def test_scipy_linalg_function_as_the_differentiated_function(rng):
+    """SciPy's routed functions and methods, given to mutad as the function itself."""
+    a = well_conditioned(3)(rng)
+    grad, = mutad.gradient(scipy.linalg.det, a)
+    np.testing.assert_allclose(grad, scipy.linalg.det(a) * np.linalg.inv(a).T, rtol=1e-12)
+    grad, = mutad.gradient(scipy.stats.norm.logpdf, 0.3)
+    assert grad == -0.3
+    assert mutad.hessian(scipy.special.logsumexp, np.zeros(2)).tolist() == [[0.25, -0.25],
+                                                                           [-0.25, 0.25]]
+    _, tangent = mutad.jvp(scipy.stats.cauchy.logcdf, (-1e16,), (1.0,))
+    assert tangent == 1e-16
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda a: scipy.linalg.eigh(a, np.eye(3)), "generalized"),
+    (lambda a: scipy.linalg.eigh(a, subset_by_index=[0, 1]), "subset"),
+    (lambda a: scipy.linalg.eigvalsh(a, type=2), "standard"),
+    (lambda a: scipy.linalg.svd(a[:, :2]), "full_matrices"),
+    (lambda a: scipy.linalg.qr(a[:, :2]), "mode='full'"),
+    (lambda a: scipy.linalg.qr(a, mode="raw"), "raw"),
+    (lambda a: scipy.linalg.qr(a[:2]), "wide"),
+    (lambda a: scipy.linalg.logm(-a), "complex"),
+], ids=["eigh-b", "eigh-subset", "eigvalsh-type", "svd-full", "qr-full-tall", "qr-raw",
+        "qr-wide", "logm-negative"])
+def test_scipy_linalg_refuses_what_has_no_derivative(call, match, rng):
+    a = symmetric_positive_definite(3)(rng)
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match=match):
+        mutad.gradient(lambda a: np.sum(call(a)[0]), a)
+
+
+def test_scipy_linalg_refuses_complex_matrices(rng):
+    a = well_conditioned(3)(rng) + 1j * np.eye(3)
+    with pytest.raises(mutad.errors.ComplexInputError):
+        mutad.gradient(lambda a: np.abs(scipy.linalg.det(a)), a)
+
+
+def test_logm_gradient_against_mpmath(rng):
+    """Ā = L(Aᵀ, W) for the loss <W, log A>: the block triangular logarithm, evaluated by
+    mpmath at 40 digits, against mutad's (SciPy's logm of the block matrix in doubles)."""
+    import mpmath
+
+    a = well_conditioned(3)(rng)
+    weights = rng.standard_normal((3, 3))
+    grad, = mutad.gradient(lambda a: np.sum(scipy.linalg.logm(a) * weights), a)
+    with mpmath.workdps(40):
+        block = mpmath.matrix(6, 6)
+        for i in range(3):
+            for j in range(3):
+                block[i, j] = block[i + 3, j + 3] = a[j, i]
+                block[i, j + 3] = weights[i, j]
+        corner = mpmath.logm(block)
+        reference = np.array([[float(corner[i, j + 3]) for j in range(3)] for i in range(3)])
+    np.testing.assert_allclose(grad, reference, rtol=1e-12, atol=1e-14)
+    # forward mode, the same Fréchet derivative in the other order
+    _, tangent = mutad.jvp(scipy.linalg.logm, (a,), (weights,))
+    with mpmath.workdps(40):
+        for i in range(3):
+            for j in range(3):
+                block[i, j] = block[i + 3, j + 3] = a[i, j]
+                block[i, j + 3] = weights[i, j]
+        corner = mpmath.logm(block)
+        reference = np.array([[float(corner[i, j + 3]) for j in range(3)] for i in range(3)])
+    np.testing.assert_allclose(tangent, reference, rtol=1e-12, atol=1e-14)

@@ -20,7 +20,7 @@ eigh, eigvalsh, svd, qr, eig, eigvals), slogdet, the norms, pinv and lstsq have 
 mutad's convention (``complex_aware``): a transpose becomes a conjugate transpose, Hermitian
 matrices take the place of symmetric ones (the Hermitian gradient), and the phases of complex
 eigenvectors and singular vectors, which NumPy fixes by LAPACK's conventions, are left out of
-every gradient: a loss that reads them is refused (``_require_phase_free``).
+every gradient: a loss that reads them is refused (``require_phase_free``).
 
 Nested reverse mode: a pullback's inputs and cotangents may be arrays an outer differentiation
 traces (the inner one's values are), so rules compute with NumPy calls that dispatch: never
@@ -39,7 +39,11 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..registry import complex_aware, defjvp, deflinear, defmultilinear, defrule, holomorphic
 from ._helpers import require_symmetric, symmetric_part, transpose, unbroadcast
-from .factorizations import adjoint, cholesky_cotangent, cholesky_tangent, hermitian_part
+from .factorizations import (adjoint, as_matrices, cholesky_cotangent, cholesky_tangent, conjugate,
+                             det_cotangent, det_tangent, eigh_cotangent, eigh_couplings,
+                             eigh_tangent, equal_pairs, hermitian_part, norm_axes, norm_pullback,
+                             norm_tangent, qr_cotangent, qr_tangent, real_diagonal, reduced_axes,
+                             require_phase_free, squared_column_norms, svd_cotangent, svd_tangent)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -482,11 +486,6 @@ def solve_jvp(tangents, a, b):
     return x, dx[..., 0] if is_vector else dx
 
 
-def _conjugate(x):
-    """The complex conjugate; a real ``x`` itself (no operation recorded)."""
-    return np.conjugate(x) if np.iscomplexobj(x) else x
-
-
 @defrule(np.linalg.pinv, leading=1)
 def pinv(a, *args, **kwargs):
     p = np.linalg.pinv(a, *args, **kwargs)
@@ -605,14 +604,14 @@ def lstsq_jvp(tangents, a, b, rcond=None):
     if not np.size(residuals):
         dresiduals = np.zeros_like(residuals)
     elif np.iscomplexobj(x2) or np.iscomplexobj(moved):  # dr = 2 Re <b - A x, db - dA x>
-        dresiduals = 2.0 * np.sum(np.real(_conjugate(b2 - a @ x2) * moved), axis=0)
+        dresiduals = 2.0 * np.sum(np.real(conjugate(b2 - a @ x2) * moved), axis=0)
     else:
         dresiduals = 2.0 * np.sum((b2 - a @ x2) * moved, axis=0)
     if da is None:
         ds = np.zeros_like(s)
     else:  # dσ_i = u_iᵀ dA v_i (Giles 2008, §3.2; Re(u_iᴴ dA v_i) for complex A)
         u, _, vt = np.linalg.svd(a, full_matrices=False)
-        ds = np.sum(_conjugate(u) * (da @ adjoint(vt)), axis=0)
+        ds = np.sum(conjugate(u) * (da @ adjoint(vt)), axis=0)
         if np.iscomplexobj(ds):
             ds = np.real(ds)
     return (x, residuals, rank, s), (dx2[:, 0] if is_vector else dx2, dresiduals, None, ds)
@@ -622,50 +621,16 @@ def lstsq_jvp(tangents, a, b, rcond=None):
 # np.linalg: determinants and norms
 
 
-def _cofactor(a):
-    """d det(A) / dA = adj(A)ᵀ, finite even where A is singular.
-
-    With A = U S Vᵀ, adj(A)ᵀ = det(U) det(V) U adj(S) Vᵀ, adj(S)_ii = Π_{j≠i} s_j. For complex
-    A = U S Vᴴ (the holomorphic derivative, det(A) A⁻ᵀ where A is invertible):
-    adj(A)ᵀ = det(U) det(Vᴴ) conj(U) adj(S) conj(Vᴴ).
-    """
-    u, s, vt = np.linalg.svd(a)
-    n = s.shape[-1]
-    others = np.stack([np.prod(np.delete(s, i, axis=-1), axis=-1) for i in range(n)], axis=-1)
-    sign = np.linalg.det(u) * np.linalg.det(vt)
-    return sign[..., None, None] * ((_conjugate(u) * others[..., None, :]) @ _conjugate(vt))
-
-
-def _as_matrices(y):
-    """A (stack of) scalars ``y`` as 1 × 1 matrices, to scale a stack of matrices. ``y`` may be
-    a Python or NumPy scalar, or an array an outer differentiation traces: np.reshape
-    dispatches where np.asarray would cut the outer gradient."""
-    return np.reshape(y, np.shape(y) + (1, 1))
-
-
 @defrule(np.linalg.det, leading=1)
 def det(a):
     y = np.linalg.det(a)
-
-    def back(dy):
-        # d det = det(A) tr(A⁻¹ dA)  (Jacobi's formula; Giles 2008, §3.1)
-        try:
-            cofactor = _as_matrices(y) * transpose(np.linalg.inv(a))
-        except np.linalg.LinAlgError:
-            cofactor = _cofactor(a)
-        return (_as_matrices(dy) * cofactor,)
-
-    return y, back
+    return y, lambda dy: (det_cotangent(a, y, dy),)
 
 
 @defjvp(np.linalg.det)
 def det_jvp(tangents, a):
     y = np.linalg.det(a)
-    da = tangents[0]
-    try:  # d det = det(A) tr(A⁻¹ dA)  (Jacobi's formula; Giles 2008, §3.1)
-        return y, y * np.trace(np.linalg.solve(a, da), axis1=-2, axis2=-1)
-    except np.linalg.LinAlgError:  # singular A: <adj(A)ᵀ, dA>, as the reverse rule
-        return y, np.sum(_cofactor(a) * da, axis=(-2, -1))
+    return y, det_tangent(a, y, tangents[0])
 
 
 @defrule(np.linalg.slogdet, leading=1)
@@ -681,13 +646,13 @@ def slogdet(a):
         def back(dys):
             dsign, dlog = dys
             g = dlog + 1j * np.imag(np.conjugate(result[0]) * dsign)
-            return (_as_matrices(g) * adjoint(np.linalg.inv(a)),)
+            return (as_matrices(g) * adjoint(np.linalg.inv(a)),)
 
         return result, back
 
     def back(dys):
         # d log|det A| = tr(A⁻¹ dA); the sign is piecewise constant.
-        return (_as_matrices(dys[1]) * transpose(np.linalg.inv(a)),)
+        return (as_matrices(dys[1]) * transpose(np.linalg.inv(a)),)
 
     return result, back
 
@@ -702,155 +667,46 @@ def slogdet_jvp(tangents, a):
     return result, type(result)(None, t)
 
 
-def _split_ties(mask, axis):
-    """An equal share of the subgradient for each entry attaining an extremum."""
-    return mask / np.sum(mask, axis=axis, keepdims=True)
-
-
-def _vector_norm_derivative(x, y, ord, axes):
-    """d y / d x for y = ‖x‖_ord over ``axes`` (``y`` with those axes kept).
-
-    Where the norm is not differentiable the subgradient 0 is taken at 0, and ties of the
-    max/min norms share the gradient equally. For complex ``x`` the same formulas give the
-    gradient in mutad's convention (dy/d Re x + i dy/d Im x): ``np.sign(x)`` is then x / |x|,
-    the direction in which |x| grows, and x / y that of the 2-norm.
-    """
-    magnitude = np.abs(x)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if ord in (None, 2):
-            return np.where(y == 0, 0.0, x / y)
-        if ord in (np.inf, -np.inf):
-            return np.sign(x) * _split_ties(magnitude == y, axes)
-        if ord == 0:
-            return np.zeros_like(x)
-        if ord == 1:
-            return np.sign(x)
-        # ‖x‖_p = (Σ|x_i|^p)^(1/p): d/dx_i = sign(x_i) (|x_i| / ‖x‖_p)^(p-1)
-        return np.where((x == 0) | (y == 0), 0.0, np.sign(x) * (magnitude / y) ** (ord - 1))
-
-
-def _matrix_norm_derivative(x, y, ord):
-    """d y / d x for a matrix norm of the last two axes of ``x`` (``y`` with them kept); for
-    complex ``x`` the gradient in mutad's convention: dσ_i = Re(u_iᴴ dA v_i), so the
-    singular-value norms' gradients are U Vᴴ and u_i v_iᴴ (``vt`` being Vᴴ)."""
-    if ord in (None, "fro"):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(y == 0, 0.0, x / y)
-    if ord in ("nuc", 2, -2):
-        if 0 in np.shape(x)[-2:]:  # no singular value: the norm of an empty matrix is 0
-            return np.zeros_like(x)
-        u, _, vt = np.linalg.svd(x, full_matrices=False)
-        if ord == "nuc":
-            return u @ vt  # d Σσ_i = tr(Uᵀ dA V) (Re tr(Uᴴ dA V) for complex A)
-        pick = 0 if ord == 2 else -1  # d σ_i = u_iᵀ dA v_i
-        return u[..., :, pick, None] * vt[..., pick, None, :]
-    if ord in (1, -1, np.inf, -np.inf):
-        # 1: the largest column sum of |x|; inf: the largest row sum; negative: the smallest.
-        summed, across = (-2, -1) if ord in (1, -1) else (-1, -2)
-        sums = np.sum(np.abs(x), axis=summed, keepdims=True)
-        pick = np.max if ord > 0 else np.min
-        return np.sign(x) * _split_ties(sums == pick(sums, axis=across, keepdims=True), across)
-    raise UnsupportedOperationError(f"np.linalg.norm(..., ord={ord!r}) of a matrix.")
-
-
-def _norm_derivative(x, y, ord, axes, keepdims, matrix):
-    """d y / d x for y a norm of ``x`` over ``axes`` (a matrix norm when ``matrix``), in x's
-    shape."""
-    y_kept = y if keepdims else np.expand_dims(y, axes)
-    if not matrix:
-        return _vector_norm_derivative(x, y_kept, ord, axes)
-    moved = (-2, -1)
-    derivative = _matrix_norm_derivative(np.moveaxis(x, axes, moved),
-                                         np.moveaxis(y_kept, axes, moved), ord)
-    return np.moveaxis(derivative, moved, axes)
-
-
-def _norm_back(x, y, ord, axes, keepdims, matrix):
-    """The pullback of a norm of ``x`` over ``axes`` (a matrix norm when ``matrix``).
-
-    Where the derivative branches on ``x`` (signs, ties, zeros) the branch is taken now: back
-    may see ``x`` restored by inversion, equal up to rounding, where a tie or a zero would not
-    survive. The Euclidean norms keep only where they are 0 and divide by them in back; the
-    others keep their derivative, computed now."""
-    if ord in (None, "fro") or (ord == 2 and not matrix):
-        y_kept = y if keepdims else np.expand_dims(y, axes)
-        zero = y_kept == 0
-
-        def back(dy):
-            dy_kept = dy if keepdims else np.expand_dims(dy, axes)
-            return (dy_kept * np.where(zero, 0.0, x / np.where(zero, 1.0, y_kept)),)
-
-        return back
-    derivative = _norm_derivative(x, y, ord, axes, keepdims, matrix)
-
-    def back(dy):
-        dy_kept = dy if keepdims else np.expand_dims(dy, axes)
-        return (dy_kept * derivative,)
-
-    return back
-
-
-def _norm_tangent(x, dx, y, ord, axes, keepdims, matrix):
-    """The tangent of a norm: the reverse rule's (sub)gradient applied to ``dx``, for complex
-    ``x`` as the real inner product Re(conj(gradient) dx)."""
-    derivative = _norm_derivative(x, y, ord, axes, keepdims, matrix)
-    if np.iscomplexobj(derivative):
-        return np.sum(np.real(np.conjugate(derivative) * dx), axis=axes, keepdims=keepdims)
-    return np.sum(derivative * dx, axis=axes, keepdims=keepdims)
-
-
-def _axes(x, axis):
-    return tuple(int(i) % np.ndim(x) for i in np.atleast_1d(axis))
-
-
-def _norm_axes(x, ord, axis):
-    """The axes ``np.linalg.norm`` reduces, and whether it takes a matrix norm over them."""
-    if axis is None and ord is None:  # the 2-norm of all entries, whatever the shape
-        return tuple(range(np.ndim(x))), False
-    axes = _axes(x, tuple(range(np.ndim(x))) if axis is None else axis)
-    return axes, len(axes) == 2
-
-
 @defrule(np.linalg.norm, leading=1)
 def norm(x, ord=None, axis=None, keepdims=False):
     y = np.linalg.norm(x, ord, axis, keepdims)
-    axes, matrix = _norm_axes(x, ord, axis)
-    return y, _norm_back(x, y, ord, axes, keepdims, matrix)
+    axes, matrix = norm_axes(x, ord, axis)
+    return y, norm_pullback(x, y, ord, axes, keepdims, matrix)
 
 
 @defjvp(np.linalg.norm)
 def norm_jvp(tangents, x, ord=None, axis=None, keepdims=False):
     y = np.linalg.norm(x, ord, axis, keepdims)
-    axes, matrix = _norm_axes(x, ord, axis)
-    return y, _norm_tangent(x, tangents[0], y, ord, axes, keepdims, matrix)
+    axes, matrix = norm_axes(x, ord, axis)
+    return y, norm_tangent(x, tangents[0], y, ord, axes, keepdims, matrix)
 
 
 def _vector_norm_axes(x, axis):
-    return _axes(x, tuple(range(np.ndim(x))) if axis is None else axis)
+    return reduced_axes(x, tuple(range(np.ndim(x))) if axis is None else axis)
 
 
 @defrule(np.linalg.vector_norm, leading=1)
 def vector_norm(x, axis=None, keepdims=False, ord=2):
     y = np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
-    return y, _norm_back(x, y, ord, _vector_norm_axes(x, axis), keepdims, matrix=False)
+    return y, norm_pullback(x, y, ord, _vector_norm_axes(x, axis), keepdims, matrix=False)
 
 
 @defjvp(np.linalg.vector_norm)
 def vector_norm_jvp(tangents, x, axis=None, keepdims=False, ord=2):
     y = np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
-    return y, _norm_tangent(x, tangents[0], y, ord, _vector_norm_axes(x, axis), keepdims, False)
+    return y, norm_tangent(x, tangents[0], y, ord, _vector_norm_axes(x, axis), keepdims, False)
 
 
 @defrule(np.linalg.matrix_norm, leading=1)
 def matrix_norm(x, keepdims=False, ord="fro"):
     y = np.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
-    return y, _norm_back(x, y, ord, _axes(x, (-2, -1)), keepdims, matrix=True)
+    return y, norm_pullback(x, y, ord, reduced_axes(x, (-2, -1)), keepdims, matrix=True)
 
 
 @defjvp(np.linalg.matrix_norm)
 def matrix_norm_jvp(tangents, x, keepdims=False, ord="fro"):
     y = np.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
-    return y, _norm_tangent(x, tangents[0], y, ord, _axes(x, (-2, -1)), keepdims, True)
+    return y, norm_tangent(x, tangents[0], y, ord, reduced_axes(x, (-2, -1)), keepdims, True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -860,44 +716,7 @@ def matrix_norm_jvp(tangents, x, keepdims=False, ord="fro"):
 # the pullback the adjoint for the real inner product Re<a, b>), its transposes conjugate
 # transposes (``adjoint``: for real arrays the transpose itself, so real values take the same
 # operations as before). The eigenvectors and singular vectors of complex matrices are each
-# determined only up to a phase: see ``_require_phase_free``.
-
-
-PHASE_TOLERANCE = 1e-6
-"""How large Im diag(Vᴴ V̄) may be, relative to the norm of V̄'s column, before a loss counts
-as reading an eigenvector's (or singular vector's) phase: rounding leaves it near 1e-16."""
-
-
-def _squared_column_norms(x):
-    return np.sum(np.real(np.conjugate(x) * x), axis=-2)
-
-
-def _require_phase_free(name, phases, squared_scale):
-    """Refuse a loss that depends on the phases of complex eigenvectors or singular vectors.
-
-    Each column of V (eigh, eig; for the SVD the pairs of columns of U and V together) is
-    determined only up to a factor e^{iφ}, which NumPy (LAPACK) fixes by a convention that
-    mutad does not differentiate: the rules take their own phase convention, so the gradient
-    of a loss invariant under those phases (|V|², V diag(c) Vᴴ, a projector v vᴴ, eig's
-    V diag(f(w)) V⁻¹) is right, and that of a loss that reads a phase would be arbitrary. Such
-    a loss is told by its cotangent: the change of the loss along V → V diag(e^{iφ}) is
-    Σ φ_j Im (Vᴴ V̄)_jj, so invariance means ``phases`` = Im diag(Vᴴ V̄) = 0 (for the SVD,
-    Im diag(Uᴴ Ū) + Im diag(Vᴴ V̄)). As in PyTorch, a loss that is not invariant is refused,
-    in reverse mode (forward mode cannot tell: its tangents are in the rules' convention).
-    The test is per call: a program that calls the factorisation twice on one matrix and
-    cancels one call's phases by the other's (``V1.conj().T @ V2``) is refused too, although
-    its gradient would be right; each rule therefore reads the same call's factors that it
-    returns.
-    ``squared_scale`` is the squared norm of the cotangent's columns (|phases|² is at most
-    that); squares, so that no square root of 0 is recorded under nested differentiation."""
-    if np.any(phases * phases > PHASE_TOLERANCE ** 2 * squared_scale):
-        raise UnsupportedOperationError(
-            f"{name} of a complex matrix: the loss depends on the phases of the "
-            "eigenvectors (or singular vectors), which are arbitrary (each column may be "
-            "multiplied by e^{iφ}; NumPy's choice is LAPACK's convention, not a differentiable "
-            "function of the matrix), so it has no gradient. Differentiate quantities that do "
-            "not depend on the phases, such as np.abs(V) ** 2, V @ np.diag(c) @ V.conj().T, "
-            "or vectors whose phase your own code fixes, V * (V[k].conj() / np.abs(V[k])).")
+# determined only up to a phase: see ``require_phase_free``.
 
 
 @defrule(np.linalg.cholesky, leading=1)
@@ -925,48 +744,6 @@ def cholesky_jvp(tangents, a, upper=False):
     return factor, cholesky_tangent(factor, tangents[0])
 
 
-def _eigh_couplings(w, equal=None):
-    """F_ij = 1 / (w_j - w_i) off the diagonal. Equal eigenvalues make the eigenvectors'
-    derivative undefined; their pairs get F = 0 (no coupling). ``equal`` (None: compare now)
-    says which pairs are equal, as ``_equal_pairs`` found them when w was computed. (Complex
-    eigenvalues, for eig, too.)"""
-    gaps = w[..., None, :] - w[..., :, None]
-    if equal is None:
-        equal = gaps == 0
-    return np.where(equal, 0.0, 1.0 / np.where(equal, 1.0, gaps))
-
-
-def _equal_pairs(w):
-    return w[..., None, :] == w[..., :, None]
-
-
-def _eigh_back(w, v, dw, dv, equal):
-    """Ā for A = V diag(w) Vᵀ (Giles 2008, §3.1): V (diag(w̄) + F ∘ Vᵀ V̄) Vᵀ, symmetrised.
-    Complex Hermitian A = V diag(w) Vᴴ: the same with ᴴ for ᵀ, its Hermitian part (see eigh)."""
-    middle = np.zeros(w.shape + w.shape[-1:], np.result_type(w, dw))
-    if dv is not None and np.any(dv):
-        vh_dv = adjoint(v) @ dv
-        if np.iscomplexobj(vh_dv):
-            _require_phase_free("np.linalg.eigh", np.imag(np.diagonal(vh_dv, 0, -2, -1)),
-                                _squared_column_norms(dv))
-        middle = _eigh_couplings(w, equal) * vh_dv
-    middle = middle + dw[..., None, :] * np.eye(w.shape[-1])
-    return hermitian_part(v @ middle @ adjoint(v))
-
-
-def _real_diagonal(m):
-    """The diagonal of a stack of matrices, its real part for complex ones, as a new array."""
-    diagonal = np.diagonal(m, 0, -2, -1)
-    return (np.real(diagonal) if np.iscomplexobj(diagonal) else diagonal).copy()
-
-
-def _eigh_tangent(v, da):
-    """V's coordinates of the symmetric (Hermitian) part of ``da``, Vᴴ dA V, and their
-    diagonal dw, real."""
-    middle = adjoint(v) @ hermitian_part(da) @ v
-    return middle, _real_diagonal(middle)
-
-
 @defrule(np.linalg.eigh, leading=1)
 def eigh(a, UPLO="L"):
     """A = V diag(w) Vᵀ, symmetric A, with the symmetric gradient (Giles 2008, §3.1).
@@ -978,17 +755,17 @@ def eigh(a, UPLO="L"):
     convention, which mutad does not differentiate, and the rules take φ = 0 (forward mode's
     tangent of V has Im diag(Vᴴ dV) = 0). The gradient of a loss invariant under the phases
     is therefore right; one that reads them has none, and reverse mode refuses it
-    (``_require_phase_free``), as PyTorch does. The pullback is
+    (``require_phase_free``), as PyTorch does. The pullback is
     Ā = herm(V (diag(w̄) + F ∘ Vᴴ V̄) Vᴴ). Equal eigenvalues: F = 0 on their pairs, as for
     real matrices."""
     require_symmetric(a, "np.linalg.eigh")
     result = np.linalg.eigh(a, UPLO)
     w, v = result
-    equal = _equal_pairs(w)  # now: back may see w restored up to rounding
+    equal = equal_pairs(w)  # now: back may see w restored up to rounding
 
     def back(dys):
         dw, dv = dys
-        return (_eigh_back(w, v, dw, dv, equal),)
+        return (eigh_cotangent(w, v, dw, dv, equal),)
 
     return result, back
 
@@ -999,8 +776,8 @@ def eigh_jvp(tangents, a, UPLO="L"):
     result = np.linalg.eigh(a, UPLO)
     w, v = result
     # dw = diag(Vᵀ dA V), dV = V (F ∘ Vᵀ dA V)  (Giles 2008, §3.1; ᴴ for complex A)
-    middle, dw = _eigh_tangent(v, tangents[0])
-    return result, type(result)(dw, v @ (_eigh_couplings(w) * middle))
+    middle, dw = eigh_tangent(v, tangents[0])
+    return result, type(result)(dw, v @ (eigh_couplings(w) * middle))
 
 
 @defrule(np.linalg.eigvalsh, leading=1)
@@ -1009,7 +786,7 @@ def eigvalsh(a, UPLO="L"):
     w, v = np.linalg.eigh(a, UPLO)
 
     def back(dw):
-        return (_eigh_back(w, v, dw, None, None),)
+        return (eigh_cotangent(w, v, dw, None, None),)
 
     return w, back
 
@@ -1017,54 +794,7 @@ def eigvalsh(a, UPLO="L"):
 @defjvp(np.linalg.eigvalsh)
 def eigvalsh_jvp(tangents, a, UPLO="L"):
     require_symmetric(a, "np.linalg.eigvalsh")
-    return np.linalg.eigvalsh(a, UPLO), _eigh_tangent(np.linalg.eigh(a, UPLO)[1], tangents[0])[1]
-
-
-def _svd_couplings(s):
-    """F_ij = 1/(s_j² - s_i²) off the diagonal (Townsend 2016)."""
-    s_sq = s * s
-    difference = s_sq[..., None, :] - s_sq[..., :, None]
-    diagonal = np.eye(s.shape[-1], dtype=bool)
-    return np.where(diagonal, 0.0, 1.0 / np.where(diagonal, 1.0, difference))
-
-
-def _svd_back(u, s, vt, du, ds, dvt):
-    """The pullback of the thin SVD ``a = u diag(s) vt`` (Townsend 2016, "Differentiating the
-    singular value decomposition", eq. 30). Distinct singular values are assumed: the
-    singular vectors of repeated ones are not determined, and neither is their gradient.
-
-    Complex A = U S Vᴴ (``vt`` = Vᴴ): ᴴ for ᵀ, and one more term. With dP = Uᴴ dA V,
-    Ω_U = Uᴴ dU and Ω_V = Vᴴ dV skew-Hermitian, Im dP_ii = s_i Im(Ω_U - Ω_V)_ii: only the
-    difference of the phases of u_i and v_i is determined, the pair's common phase being free
-    (see ``_require_phase_free``). The rules split it evenly, dU gaining
-    U diag(i Im dP_ii / 2s_i) and dV its opposite, so P̄ gains i diag((Im J_ii - Im K_ii) / 2s_i),
-    J = Uᴴ Ū, K = Vᴴ V̄; for a phase-free loss Im J_ii = -Im K_ii."""
-    v = adjoint(vt)
-    a_bar = u @ (ds[..., :, None] * vt)
-    if du is None and dvt is None:
-        return a_bar
-    f = _svd_couplings(s)
-    m, n = u.shape[-2], v.shape[-2]
-    phases = np.iscomplexobj(u) and np.iscomplexobj(v)
-    ut_du = vt_dv = dv = None
-    if du is not None:
-        ut_du = adjoint(u) @ du
-        a_bar = a_bar + u @ ((f * (ut_du - adjoint(ut_du))) * s[..., None, :]) @ vt
-        if m > s.shape[-1]:  # the part of du outside u's column space
-            a_bar = a_bar + (du - u @ ut_du) @ (vt / s[..., :, None])
-    if dvt is not None:
-        dv = adjoint(dvt)
-        vt_dv = vt @ dv
-        a_bar = a_bar + u @ (s[..., :, None] * (f * (vt_dv - adjoint(vt_dv)))) @ vt
-        if n > s.shape[-1]:
-            a_bar = a_bar + (u / s[..., None, :]) @ adjoint(dv - v @ vt_dv)
-    if phases:
-        j, k = (0.0 if x is None else np.imag(np.diagonal(x, 0, -2, -1))
-                for x in (ut_du, vt_dv))
-        norms = sum(0.0 if x is None else _squared_column_norms(x) for x in (du, dv))
-        _require_phase_free("np.linalg.svd", j + k, norms)
-        a_bar = a_bar + u @ ((1j * (j - k) / (2 * s))[..., :, None] * vt)
-    return a_bar
+    return np.linalg.eigvalsh(a, UPLO), eigh_tangent(np.linalg.eigh(a, UPLO)[1], tangents[0])[1]
 
 
 def _require_thin_svd(a, full_matrices, compute_uv):
@@ -1083,24 +813,24 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         # One call, whose factors are both the output and what back reads: the phases of the
         # singular vectors are then one choice, which a phase-free loss's cotangent cancels
         # (with two calls, an outer differentiation would see each call's phases cancelled
-        # only by the other's; see _require_phase_free).
+        # only by the other's; see require_phase_free).
         result = np.linalg.svd(a, full_matrices=full_matrices, compute_uv=True)
         u, s, vt = result
 
         def back_complex(dys):
             du, ds, dvt = (d if d.any() else None for d in dys)
-            return (_svd_back(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt),)
+            return (svd_cotangent(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt),)
 
         return result, back_complex
     u, s, vt = np.linalg.svd(a, full_matrices=False)
     if not compute_uv:
-        return s, lambda ds: (_svd_back(u, s, vt, None, ds, None),)
+        return s, lambda ds: (svd_cotangent(u, s, vt, None, ds, None),)
 
     def back(dys):
         # Outputs no gradient reached arrive as zeros: skip their terms, which would turn the
         # undetermined F of repeated singular values into NaN for nothing.
         du, ds, dvt = (d if d.any() else None for d in dys)
-        return (_svd_back(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt),)
+        return (svd_cotangent(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt),)
 
     return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=True), back
 
@@ -1111,27 +841,9 @@ def svd_jvp(tangents, a, full_matrices=True, compute_uv=True, hermitian=False):
     result = np.linalg.svd(a, full_matrices, compute_uv, hermitian)
     # The tangent is of the factors NumPy returned, so the singular vectors' signs are theirs.
     u, s, vt = result if compute_uv else np.linalg.svd(a, full_matrices=False)
-    v, da = adjoint(vt), tangents[0]
-    dp = adjoint(u) @ da @ v                                     # Uᵀ dA V
-    ds = _real_diagonal(dp)
     if not compute_uv:
-        return result, ds
-    # Townsend 2016: dU = U (F ∘ (dP S + S dPᵀ)) + (I - U Uᵀ) dA V S⁻¹,
-    #                dV = V (F ∘ (S dP + dPᵀ S)) + (I - V Vᵀ) dAᵀ U S⁻¹  (ᴴ for complex A).
-    f = _svd_couplings(s)
-    dp_s, s_dp = dp * s[..., None, :], s[..., :, None] * dp
-    du = u @ (f * (dp_s + adjoint(dp_s)))
-    dv = v @ (f * (s_dp + adjoint(s_dp)))
-    if np.iscomplexobj(dp):  # the phases, split evenly between u_i and v_i (see _svd_back)
-        phase = 1j * np.imag(np.diagonal(dp, 0, -2, -1)) / (2 * s)
-        du = du + u * phase[..., None, :]
-        dv = dv - v * phase[..., None, :]
-    m, n, k = u.shape[-2], v.shape[-2], s.shape[-1]
-    if m > k:
-        du = du + (da @ v - u @ dp) / s[..., None, :]
-    if n > k:
-        dv = dv + (adjoint(da) @ u - v @ adjoint(dp)) / s[..., None, :]
-    return result, type(result)(du, ds, adjoint(dv))
+        return result, real_diagonal(adjoint(u) @ tangents[0] @ adjoint(vt))
+    return result, type(result)(*svd_tangent(u, s, vt, tangents[0]))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1147,18 +859,18 @@ def _eig_back(w, v, dw, dv, equal):
         vh_dv = vh @ dv
         diagonal = np.diagonal(vh_dv, 0, -2, -1)
         if np.iscomplexobj(vh_dv):
-            _require_phase_free("np.linalg.eig", np.imag(diagonal), _squared_column_norms(dv))
+            require_phase_free("np.linalg.eig", np.imag(diagonal), squared_column_norms(dv))
             diagonal = np.real(diagonal)
         normalised = vh_dv - (vh @ v) * diagonal[..., None, :]
-        middle = middle + _conjugate(_eigh_couplings(w, equal)) * normalised
+        middle = middle + conjugate(eigh_couplings(w, equal)) * normalised
     return np.linalg.solve(vh, middle @ vh)
 
 
 def _eig_tangent(w, v, da):
     """dw = diag(M) and dV = V (F ∘ M) - V diag(Re diag(Vᴴ V (F ∘ M))), M = V⁻¹ dA V."""
     middle = np.linalg.solve(v, da @ v)
-    dv = v @ (_eigh_couplings(w) * middle)
-    dv = dv - v * np.real(np.sum(_conjugate(v) * dv, axis=-2, keepdims=True))
+    dv = v @ (eigh_couplings(w) * middle)
+    dv = dv - v * np.real(np.sum(conjugate(v) * dv, axis=-2, keepdims=True))
     return np.diagonal(middle, 0, -2, -1).copy(), dv
 
 
@@ -1177,11 +889,11 @@ def eig(a):
     eigenvector's sign is only a discrete choice: there the rules are exact). As for eigh,
     the gradient of a loss invariant under the phases (|V|², V diag(f(w)) V⁻¹, a real A's
     real eigenvectors) is right, and reverse mode refuses a loss that reads them
-    (``_require_phase_free``). The pullback, the adjoint for Re<a, b>:
+    (``require_phase_free``). The pullback, the adjoint for Re<a, b>:
     Ā = V⁻ᴴ (diag(w̄) + conj(F) ∘ (Vᴴ V̄ - Vᴴ V diag(Re diag(Vᴴ V̄)))) Vᴴ."""
     result = np.linalg.eig(a)
     w, v = result
-    equal = _equal_pairs(w)  # now: back may see w restored up to rounding
+    equal = equal_pairs(w)  # now: back may see w restored up to rounding
 
     def back(dys):
         dw, dv = dys
@@ -1278,11 +990,6 @@ def _require_reduced_qr(a, mode):
             "whose factors are unique. Transpose a wide matrix, or take the reduced factors.")
 
 
-def _times_inverse_adjoint(y, r):
-    """``y R⁻ᵀ`` (``y R⁻ᴴ`` for complex ones), through a solve."""
-    return adjoint(np.linalg.solve(r, adjoint(y)))
-
-
 @defrule(np.linalg.qr, leading=1)
 def qr(a, *settings, mode="reduced"):
     """A = Q R, reduced, of a tall or square A (Walter & Lehmann 2018).
@@ -1304,12 +1011,7 @@ def qr(a, *settings, mode="reduced"):
         dq, dr = (None, dys) if mode == "r" else dys
         # dA = (dQ + Q copyltu(M)) R⁻ᵀ, M = R dRᵀ - dQᵀ Q, copyltu(M) = its lower triangle
         # mirrored to the upper one.
-        m = r @ adjoint(dr) - (0.0 if dq is None else adjoint(dq) @ q)
-        lower = np.tril(m, -1)
-        diagonal = np.real(m) if np.iscomplexobj(m) else m
-        mirrored = lower + adjoint(lower) + diagonal * np.eye(m.shape[-1])
-        da = _times_inverse_adjoint((0.0 if dq is None else dq) + q @ mirrored, r)
-        return (da,)
+        return (qr_cotangent(q, r, dq, dr),)
 
     return (r if mode == "r" else np.linalg.qr(a)), back
 
@@ -1322,15 +1024,7 @@ def qr_jvp(tangents, a, mode="reduced"):
         result = np.linalg.qr(a, mode)
         return result, (np.zeros_like(r) if mode == "r" else
                         type(result)(np.zeros_like(q), np.zeros_like(r)))
-    da = tangents[0]
-    da_r_inverse = transpose(np.linalg.solve(transpose(r), transpose(da)))  # dA R⁻¹
-    c = adjoint(q) @ da_r_inverse
-    lower = np.tril(c, -1)
-    omega = lower - adjoint(lower)                                 # skew-symmetric (Hermitian)
-    if np.iscomplexobj(c):  # R's diagonal stays real: Ω's diagonal is i Im diag(C) (see qr)
-        omega = omega + 1j * np.imag(c) * np.eye(c.shape[-1])
-    dq = q @ (omega - c) + da_r_inverse
-    dr = (c - omega) @ r
+    dq, dr = qr_tangent(q, r, tangents[0])
     if mode == "r":
         return r, dr
     result = np.linalg.qr(a)

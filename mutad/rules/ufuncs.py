@@ -166,7 +166,7 @@ elementwise(np.negative,   lambda y, x: -1.0, reads=((),), inverse=(lambda t, o:
 elementwise(np.positive,   ONE, reads=((),),                                           inverse=(lambda t, o: None,))
 elementwise(np.conjugate,  ONE, reads=((),),                                           inverse=(lambda t, o: None,))
 elementwise(np.exp,        lambda y, x: y,                                uses="y")
-elementwise(np.expm1,      lambda y, x: y + 1.0,                          uses="y")
+elementwise(np.expm1,      lambda y, x: np.exp(x))  # not y + 1, which is 0 where exp(x) < ε
 elementwise(np.exp2,       lambda y, x: y * LN2,                          uses="y")
 elementwise(np.log,        lambda y, x: 1.0 / x)
 elementwise(np.log1p,      lambda y, x: 1.0 / (1.0 + x))

@@ -1,10 +1,16 @@
-"""What the SciPy wrappers share: a ``mutad.adjoint`` whose rule sees every argument in place."""
+"""What the SciPy wrappers share: a ``mutad.adjoint`` whose rule sees every argument in place,
+elementwise functions that are not ufuncs (a value computed by an algorithm of its own, its
+derivatives by formulas), and SciPy's values without a derivative."""
 
 import inspect
 
-from ..custom import Adjoint
+import numpy as np
+
+from ..custom import Adjoint, dispatch
+from ..errors import UnsupportedOperationError
 from ..levels import innermost
-from ..registry import ROUTES, padded
+from ..registry import ROUTES, NoClosedForm, padded
+from ..rules._helpers import unbroadcast
 
 
 class ScipyAdjoint(Adjoint):
@@ -44,3 +50,91 @@ def scipy_adjoint(fn):
     calling ``scipy.linalg.solve`` by SciPy's name is differentiated."""
     wrapper = ROUTES[fn] = ScipyAdjoint(fn)
     return wrapper
+
+
+class Elementwise(Adjoint):
+    """An elementwise function that is not a ufunc, differentiated as an elementwise row is
+    (``registry.elementwise``): its values are ``fn``'s own, computed on plain arrays, and
+    ``partials[i](y, *args)`` is its derivative in argument ``i`` (``None``: none;
+    ``NoClosedForm``: refused when that argument is differentiated), a composition of calls
+    that dispatch, so that an enclosing differentiation differentiates it again.
+
+    It serves where a value needs an algorithm of its own (a series near a cancellation, a
+    quadrature) and its derivative has a formula accurate at the same points. Arguments are
+    positional and broadcast together; complex values are refused.
+    """
+
+    complex_values = None
+
+    def __init__(self, fn, *partials, name=None):
+        super().__init__(fn)
+        if name is not None:
+            self.__name__ = self.__qualname__ = name
+        self.partials = partials
+        self.rule(self._pullback_rule)
+        self.jvp_rule(self._forward_rule)
+
+    def _name(self):
+        return self.__qualname__
+
+    def __call__(self, *args):
+        followed = tuple(innermost((a,)) is not None for a in args)
+        if not any(followed):
+            return self.fn(*args)
+        for partial, is_followed in zip(self.partials, followed, strict=True):
+            if is_followed and isinstance(partial, NoClosedForm):
+                raise UnsupportedOperationError(
+                    f"{self._name()}: mutad has no derivative with respect to {partial.what}, "
+                    "and that argument depends on the differentiated arguments. Pass it as a "
+                    "constant (a number, or an array not computed from the arguments).")
+        # Which arguments some differentiation follows: the pullback computes only their partials.
+        return dispatch(self, args, {"followed": followed})
+
+    def _pullback_rule(self, *args, followed):
+        y = self(*args)
+
+        def back(dy):
+            return tuple(
+                unbroadcast(dy * partial(y, *args), np.shape(a))
+                if is_followed and partial is not None else None
+                for partial, a, is_followed in zip(self.partials, args, followed, strict=True))
+
+        return y, back
+
+    def _forward_rule(self, tangents, *args, followed):
+        y = self(*args)
+        dy = None
+        for partial, t in zip(self.partials, tangents, strict=True):
+            if t is not None and partial is not None:
+                term = t * partial(y, *args)
+                dy = term if dy is None else dy + term
+        if dy is not None and np.shape(dy) != np.shape(y):
+            dy = np.broadcast_to(dy, np.shape(y))
+        return y, dy
+
+
+def elementwise_function(fn, *partials, name=None):
+    """An :class:`Elementwise` function: ``fn``'s values, ``partials`` its derivatives."""
+    return Elementwise(fn, *partials, name=name)
+
+
+class Value(Adjoint):
+    """SciPy's value of ``fn`` with no derivative: the value a composition takes from SciPy's
+    own call, while its derivatives come from elsewhere (``stats``: the composition's)."""
+
+    complex_values = None
+
+    def __init__(self, fn, name):
+        super().__init__(fn)
+        self.__name__ = self.__qualname__ = name
+        self.rule(self._pullback_rule)
+        self.jvp_rule(self._forward_rule)
+
+    def _name(self):
+        return self.__qualname__
+
+    def _pullback_rule(self, *args):
+        return self(*args), lambda dy: (None,) * len(args)
+
+    def _forward_rule(self, tangents, *args):
+        return self(*args), None

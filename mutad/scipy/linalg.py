@@ -26,7 +26,17 @@ The rules follow Giles, "An extended collection of matrix derivative results for
 reverse mode algorithmic differentiation" (2008) for solves and inverses, Murray,
 "Differentiation of the Cholesky decomposition" (arXiv:1602.07527, 2016) for Cholesky, and
 Al-Mohy & Higham, "Computing the Fréchet derivative of the matrix exponential" (SIAM J. Matrix
-Anal. Appl., 2009) for expm.
+Anal. Appl., 2009) for expm, and Higham, "Functions of Matrices" (2008), §3.2, for expm's and
+logm's Fréchet derivatives as corners of block triangular matrices.
+
+``eigh``, ``eigvalsh``, ``svd``, ``det``, ``norm`` and ``qr`` are NumPy's decompositions and
+functions by SciPy's names, with SciPy's defaults and settings (eigh's ``lower=``,
+``eigvals_only=``, ``driver=``; svd's ``full_matrices``, ``compute_uv``, ``lapack_driver``; qr's
+``mode=`` and ``pivoting=``; norm's ``ord``, ``axis``, ``keepdims``): their values are SciPy's
+own, their derivatives np.linalg's rules applied to SciPy's factors. What has no derivative is
+refused by name: the generalized eigenproblem (``b=``), a subset of eigenpairs, the extra
+singular vectors of ``full_matrices=True`` and Q's extra columns in ``mode='full'`` for a
+non-square matrix, ``mode='raw'``, and complex values.
 
 Each function also has a forward rule (``@f.jvp_rule``) from the same results, agreeing with its
 reverse rule (<ẏ, w> = <ẋ, vjp(w)>: symmetric inputs take the symmetric part of their tangent,
@@ -46,8 +56,12 @@ import scipy.linalg as _linalg
 
 from ..errors import UnsupportedOperationError
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
-from ..rules.factorizations import (cholesky_cotangent, cholesky_tangent, lu_tangent,
-                                    lu_tangent_times, permutation, unit_lower_and_upper)
+from ..rules.factorizations import (cholesky_cotangent, cholesky_tangent, det_cotangent,
+                                    det_tangent, eigh_cotangent, eigh_couplings, eigh_tangent,
+                                    equal_pairs, lu_tangent, lu_tangent_times, norm_axes,
+                                    norm_pullback, norm_tangent, permutation, qr_cotangent,
+                                    qr_tangent, real_diagonal, svd_cotangent, svd_tangent,
+                                    unit_lower_and_upper)
 from ..views import wrapped
 from ._adjoints import scipy_adjoint
 
@@ -56,9 +70,13 @@ cholesky, cho_factor, cho_solve, solve_triangular, lu_factor, lu_solve, solve, i
                     _linalg.solve_triangular, _linalg.lu_factor, _linalg.lu_solve,
                     _linalg.solve, _linalg.inv, _linalg.expm))
 solve_sylvester, sqrtm = map(scipy_adjoint, (_linalg.solve_sylvester, _linalg.sqrtm))
+eigh, eigvalsh, svd, det, norm, qr, logm = map(scipy_adjoint, (
+    _linalg.eigh, _linalg.eigvalsh, _linalg.svd, _linalg.det, _linalg.norm, _linalg.qr,
+    _linalg.logm))
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "expm", "inv", "lu_factor", "lu_solve",
-           "solve", "solve_sylvester", "solve_triangular", "sqrtm"]
+__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh", "expm", "inv",
+           "logm", "lu_factor", "lu_solve", "norm", "qr", "solve", "solve_sylvester",
+           "solve_triangular", "sqrtm", "svd"]
 
 
 def _times_transpose(u, v):
@@ -513,3 +531,271 @@ def _sqrtm_rule(a, *settings):
 def _sqrtm_jvp(tangents, a, *settings):
     root = _real_square_root(a)
     return root, solve_sylvester(root, root, tangents[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# The decompositions and functions NumPy has too: eigh, eigvalsh, svd, det, norm, qr. Their
+# values are SciPy's own calls (its LAPACK drivers, its signs of eigenvectors and singular
+# vectors), their derivatives np.linalg's rules' formulas applied to those factors.
+
+
+def _standard_eigenproblem(name, b, type, subset_by_index, subset_by_value):
+    if b is not None or type != 1:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name}(a, b): mutad differentiates the standard symmetric "
+            "eigenproblem (b=None); for a generalized one with b positive definite, reduce it: "
+            "L = cholesky(b, lower=True), C = solve_triangular(L, solve_triangular(L, a, "
+            "lower=True).T, lower=True), whose eigenvalues are the same.")
+    if subset_by_index is not None or subset_by_value is not None:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name}(..., subset_by_index=/subset_by_value=): the derivative of "
+            "some eigenpairs needs all of them; compute them all and select (w[lo:hi]).")
+
+
+def _eigenpairs(name, a, lower, check_finite, driver):
+    require_symmetric(a, f"scipy.linalg.{name}")
+    return eigh(a, lower=lower, check_finite=check_finite, driver=driver)
+
+
+@eigh.rule
+def _eigh_rule(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
+               overwrite_b=False, type=1, check_finite=True, subset_by_index=None,
+               subset_by_value=None, driver=None):
+    """A = V diag(w) Vᵀ from the one triangle SciPy reads (a symmetric A is required, as
+    cholesky's), with the symmetric gradient: np.linalg.eigh's rule (Giles 2008, §3.1) on
+    SciPy's own eigenvectors."""
+    _standard_eigenproblem("eigh", b, type, subset_by_index, subset_by_value)
+    w, v = _eigenpairs("eigh", a, lower, check_finite, driver)
+    equal = equal_pairs(w)  # now: back may see w restored up to rounding
+    if eigvals_only:
+        values = eigh(a, lower=lower, eigvals_only=True, check_finite=check_finite,
+                      driver=driver)
+        return values, lambda dw: (eigh_cotangent(w, v, dw, None, None),)
+
+    def back(dys):
+        dw, dv = dys
+        return (eigh_cotangent(w, v, dw, dv, equal),)
+
+    return (w, v), back
+
+
+@eigh.jvp_rule
+def _eigh_jvp(tangents, a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
+              overwrite_b=False, type=1, check_finite=True, subset_by_index=None,
+              subset_by_value=None, driver=None):
+    _standard_eigenproblem("eigh", b, type, subset_by_index, subset_by_value)
+    w, v = _eigenpairs("eigh", a, lower, check_finite, driver)
+    middle, dw = eigh_tangent(v, tangents[0])  # dw = diag(Vᵀ dA V), dV = V (F ∘ Vᵀ dA V)
+    if eigvals_only:
+        return eigh(a, lower=lower, eigvals_only=True, check_finite=check_finite,
+                    driver=driver), dw
+    return (w, v), (dw, v @ (eigh_couplings(w) * middle))
+
+
+@eigvalsh.rule
+def _eigvalsh_rule(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False, type=1,
+                   check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
+    _standard_eigenproblem("eigvalsh", b, type, subset_by_index, subset_by_value)
+    w, v = _eigenpairs("eigvalsh", a, lower, check_finite, driver)
+    values = eigvalsh(a, lower=lower, check_finite=check_finite, driver=driver)
+    return values, lambda dw: (eigh_cotangent(w, v, dw, None, None),)
+
+
+@eigvalsh.jvp_rule
+def _eigvalsh_jvp(tangents, a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False,
+                  type=1, check_finite=True, subset_by_index=None, subset_by_value=None,
+                  driver=None):
+    _standard_eigenproblem("eigvalsh", b, type, subset_by_index, subset_by_value)
+    _, v = _eigenpairs("eigvalsh", a, lower, check_finite, driver)
+    values = eigvalsh(a, lower=lower, check_finite=check_finite, driver=driver)
+    return values, eigh_tangent(v, tangents[0])[1]
+
+
+def _require_determined_svd(a, full_matrices, compute_uv):
+    m, n = np.shape(a)[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise UnsupportedOperationError(
+            "scipy.linalg.svd(a, full_matrices=True) of a non-square matrix: the extra "
+            "singular vectors are not determined by a, so they have no gradient. Pass "
+            "full_matrices=False.")
+
+
+def _thin_svd(a, check_finite, lapack_driver):
+    return svd(a, full_matrices=False, check_finite=check_finite, lapack_driver=lapack_driver)
+
+
+@svd.rule
+def _svd_rule(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
+              lapack_driver="gesdd"):
+    """A = U diag(s) Vᵀ (Townsend 2016), np.linalg.svd's rule on SciPy's own factors; distinct
+    singular values are assumed, as there."""
+    _require_determined_svd(a, full_matrices, compute_uv)
+    result = svd(a, full_matrices, compute_uv, False, check_finite, lapack_driver)
+    if not compute_uv:
+        u, s, vt = _thin_svd(a, check_finite, lapack_driver)
+        return result, lambda ds: (svd_cotangent(u, s, vt, None, ds, None),)
+    u, s, vt = result
+
+    def back(dys):
+        # Outputs no gradient reached arrive as zeros: skip their terms, which would turn the
+        # undetermined couplings of repeated singular values into NaN for nothing.
+        du, ds, dvt = (d if d.any() else None for d in dys)
+        return (svd_cotangent(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt),)
+
+    return result, back
+
+
+@svd.jvp_rule
+def _svd_jvp(tangents, a, full_matrices=True, compute_uv=True, overwrite_a=False,
+             check_finite=True, lapack_driver="gesdd"):
+    _require_determined_svd(a, full_matrices, compute_uv)
+    result = svd(a, full_matrices, compute_uv, False, check_finite, lapack_driver)
+    if not compute_uv:
+        u, _, vt = _thin_svd(a, check_finite, lapack_driver)
+        return result, real_diagonal(transpose(u) @ tangents[0] @ transpose(vt))
+    return result, svd_tangent(*result, tangents[0])
+
+
+@det.rule
+def _det_rule(a, overwrite_a=False, check_finite=True):
+    """d det = det(A) tr(A⁻¹ dA) (Jacobi's formula; Giles 2008, §3.1), the cofactors where A
+    is singular: np.linalg.det's rule."""
+    y = det(a, False, check_finite)
+    return y, lambda dy: (det_cotangent(a, y, dy),)
+
+
+@det.jvp_rule
+def _det_jvp(tangents, a, overwrite_a=False, check_finite=True):
+    y = det(a, False, check_finite)
+    return y, det_tangent(a, y, tangents[0])
+
+
+@norm.rule
+def _norm_rule(a, ord=None, axis=None, keepdims=False, check_finite=True):
+    """np.linalg.norm's rule (its subgradients at kinks and ties), on SciPy's value."""
+    y = norm(a, ord, axis, keepdims, check_finite)
+    axes, matrix = norm_axes(a, ord, axis)
+    return y, norm_pullback(a, y, ord, axes, keepdims, matrix)
+
+
+@norm.jvp_rule
+def _norm_jvp(tangents, a, ord=None, axis=None, keepdims=False, check_finite=True):
+    y = norm(a, ord, axis, keepdims, check_finite)
+    axes, matrix = norm_axes(a, ord, axis)
+    return y, norm_tangent(a, tangents[0], y, ord, axes, keepdims, matrix)
+
+
+def _qr_setting(a, mode):
+    """The reduced factors' count, refusing the QR forms whose factors are not determined."""
+    m, n = np.shape(a)[-2:]
+    if mode not in ("full", "economic", "r") or (0 < m < n) or (mode == "full" and m > n > 0):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.qr(a, mode={mode!r}) of a {m}x{n} matrix: mutad differentiates the "
+            "QR factors of tall or square matrices that a determines: mode='economic' (or "
+            "'full' of a square matrix) and mode='r'. Transpose a wide matrix.")
+    return min(m, n)
+
+
+def _qr_inputs(a, pivoting, permutation_):
+    """The matrix factorised: a, or its columns in pivoting order."""
+    return np.take(a, permutation_, axis=-1) if pivoting else a
+
+
+def _unpermuted(da, pivoting, permutation_):
+    """The cotangent of a from that of its permuted columns a[:, P]."""
+    if not pivoting:
+        return da
+    return np.take(da, np.argsort(permutation_, axis=-1), axis=-1)
+
+
+@qr.rule
+def _qr_rule(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """A P = Q R (P the identity without pivoting; its order a decision), reduced, of a tall or
+    square A: np.linalg.qr's rule (Walter & Lehmann 2018) on SciPy's own factors. mode='r'
+    returns R alone, as a tuple; its rows below the square block are zeros, with no
+    gradient."""
+    k = _qr_setting(a, mode)
+    result = qr(a, False, lwork, mode, pivoting, check_finite)
+    q, r, *order = qr(a, mode="economic", pivoting=pivoting, check_finite=check_finite)
+    order = order[0] if pivoting else None
+    empty = 0 in np.shape(a)[-2:]
+
+    def back(dys):
+        if empty:
+            return (np.zeros_like(a),)
+        if mode == "r":
+            dq, dr = None, dys[0][..., :k, :]
+        else:
+            dq, dr = dys[0], dys[1]
+        return (_unpermuted(qr_cotangent(q, r, dq, dr), pivoting, order),)
+
+    return result, back
+
+
+@qr.jvp_rule
+def _qr_jvp(tangents, a, overwrite_a=False, lwork=None, mode="full", pivoting=False,
+            check_finite=True):
+    _qr_setting(a, mode)
+    result = qr(a, False, lwork, mode, pivoting, check_finite)
+    q, r, *order = qr(a, mode="economic", pivoting=pivoting, check_finite=check_finite)
+    if 0 in np.shape(a)[-2:]:
+        dq, dr = np.zeros_like(q), np.zeros_like(r)
+    else:
+        dq, dr = qr_tangent(q, r, _qr_inputs(tangents[0], pivoting, order[0] if order else None))
+    if mode == "r":
+        rows = np.shape(result[0])[-2] - np.shape(dr)[-2]
+        dr = np.concatenate([dr, np.zeros_like(dr, shape=np.shape(dr)[:-2] + (rows,)
+                                               + np.shape(dr)[-1:])], axis=-2)
+        return result, (dr,) + (None,) * (len(result) - 1)
+    return result, (dq, dr) + (None,) * (len(result) - 2)
+
+
+# ----------------------------------------------------------------------------------------------
+# The matrix logarithm
+
+
+def _real_logarithm(a):
+    _require_matrix("logm", a)
+    result = logm(a)
+    if np.iscomplexobj(result):
+        raise UnsupportedOperationError(
+            "scipy.linalg.logm of a matrix whose principal logarithm is complex (a negative "
+            "real eigenvalue): mutad differentiates real arrays only.")
+    return result
+
+
+def _logm_frechet(a, e):
+    """The Fréchet derivative L(A, E) of the principal logarithm, the corner of
+    logm([[A, E], [0, A]]) = [[log A, L(A, E)], [0, log A]] (Higham, Functions of Matrices,
+    2008, §3.2). L is linear in E, so E is scaled to A's norm first (as Higham advises for
+    block evaluations, which lose accuracy when the corner dominates): L(A, tE)/t. Computed
+    with logm itself it dispatches, so an outer differentiation differentiates it again."""
+    n = np.shape(a)[-1]
+    size = np.linalg.norm(e, 1)
+    if not size:  # (a decision on the cotangent: 0 gives 0)
+        return np.zeros_like(e) + 0.0 * a
+    scale = np.linalg.norm(a, 1) / size
+    block = np.concatenate([np.concatenate([a, scale * e], axis=-1),
+                            np.concatenate([np.zeros_like(a), a], axis=-1)], axis=-2)
+    return _real_logarithm(block)[..., :n, n:] / scale
+
+
+@logm.rule
+def _logm_rule(A, *settings):
+    """log A, principal, of a real matrix whose logarithm is real. The Fréchet derivative of a
+    primary matrix function with a real power series has adjoint L(Aᵀ, ·) (as for expm:
+    <Ȳ, L(A, E)> = <L(Aᵀ, Ȳ), E>), so Ā = L(Aᵀ, Ȳ)."""
+    result = logm(A, *settings)
+    _real_logarithm(A)
+    if type(result) is tuple:  # disp=False: (log A, its error estimate, without a derivative)
+        return result, lambda dys: (_logm_frechet(transpose(A), dys[0]),)
+    return result, lambda dy: (_logm_frechet(transpose(A), dy),)
+
+
+@logm.jvp_rule
+def _logm_jvp(tangents, A, *settings):
+    result = logm(A, *settings)
+    tangent = _logm_frechet(A, tangents[0])
+    if type(result) is tuple:
+        return result, (tangent, None)
+    return result, tangent

@@ -19,6 +19,13 @@ with SciPy's Python functions directly, so that an enclosing differentiation can
 it again (``mutad.hvp``, a gradient of a gradient). Where a derivative has no closed form (a
 Bessel function's order, an incomplete gamma or beta function's parameters) the row says so
 (``NoClosedForm``): differentiating with respect to that argument raises a ``MutadError``.
+
+The values are SciPy's own, with its asymptotic branches, log-space tails and reflections;
+the partials are written to hold at the same points (``_numerics``): log_ndtr's as
+√(2/π)/erfcx(-x/√2) in the left tail, rgamma's by reflection through the poles of Γ, the
+digamma differences of beta and betaln without cancellation, the densities of the incomplete
+gamma and beta functions in log-space forms (Temme's, Boost's), the scaled Bessel functions by
+their expansions for large arguments, and stdtr's in df by quadrature.
 """
 
 import math
@@ -27,14 +34,15 @@ import numpy as np
 import scipy.special as _special
 # The ufuncs are SciPy's own objects: importing them from here or from SciPy is the same.
 from scipy.special import (
-    beta, betainc, betaincc, betaln, digamma, entr, erf, erfc, erfcinv, erfinv, expit, gamma,
-    gammainc, gammaincc, gammaln, i0, i0e, i1, i1e, iv, ive, j0, j1, jv, k0, k0e, k1, k1e, kv,
-    kve, log_expit, log_ndtr, loggamma, logit, ndtr, ndtri, psi, rel_entr, rgamma, stdtr, xlog1py,
-    xlogy, y0, y1, yn, yv,
+    beta, betainc, betaincc, betaln, digamma, entr, erf, erfc, erfcinv, erfcx, erfinv, expit,
+    gamma, gammainc, gammaincc, gammaln, i0, i0e, i1, i1e, iv, ive, j0, j1, jv, k0, k0e, k1, k1e,
+    kv, kve, log_expit, log_ndtr, loggamma, logit, ndtr, ndtri, psi, rel_entr, rgamma, stdtr,
+    xlog1py, xlogy, y0, y1, yn, yv,
 )
 
 from ..registry import NoClosedForm, elementwise, holomorphic, nondifferentiable
 from ..rules._helpers import as_float, sign_of, unbroadcast
+from . import _numerics
 from ._adjoints import scipy_adjoint
 
 polygamma, multigammaln, logsumexp, softmax, log_softmax = map(scipy_adjoint, (
@@ -45,7 +53,7 @@ polygamma, multigammaln, logsumexp, softmax, log_softmax = map(scipy_adjoint, (
 nondifferentiable(_special.gammasgn)
 
 __all__ = ["beta", "betainc", "betaincc", "betaln", "digamma", "entr", "erf", "erfc", "erfcinv",
-           "erfinv", "expit", "gamma", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1",
+           "erfcx", "erfinv", "expit", "gamma", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1",
            "i1e", "iv", "ive", "j0", "j1", "jv", "k0", "k0e", "k1", "k1e", "kv", "kve",
            "log_expit", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
            "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "rel_entr", "rgamma", "softmax",
@@ -58,22 +66,6 @@ _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 def _trigamma(x):
     return polygamma(1, x)
-
-
-def _poles(x):
-    """Where x is a pole of Γ (0, -1, -2, ...; None if nowhere), decided when rgamma runs."""
-    at_pole = (x <= 0) & (x == np.floor(x))
-    return at_pole if np.any(at_pole) else None
-
-
-def _rgamma_derivative(y, x, at_pole):
-    """d/dx 1/Γ(x) = -ψ(x)/Γ(x); at the poles of Γ (x = -n), where 1/Γ is 0 and ψ infinite, its
-    limit (-1)^n n!."""
-    if at_pole is None:
-        return -y * psi(x)
-    n = np.where(at_pole, np.round(-x), 0.0)  # x may come back within rounding of -n
-    regular = -y * psi(np.where(at_pole, 0.5, x))
-    return np.where(at_pole, np.where(n % 2 == 0, 1.0, -1.0) * gamma(n + 1.0), regular)
 
 
 # Where x log w and x log(1 + w) are SciPy's 0 (x = 0), and where w is at the log's pole as
@@ -122,30 +114,49 @@ def _rel_entr_dw(y, x, w, zeros):
     return -_xlogy_dw(y, x, w, zeros)
 
 
-def _scaled(partial):
-    """The partial of a Bessel function scaled by e^-|x| from the unscaled one's recurrence:
-    minus sign(x) y, the sign decided when the function runs (at 0 it is 0)."""
-    return lambda y, *xs: partial(y, *xs[:-1]) - as_float(xs[-1]) * y
-
-
 def _incomplete_beta_density(y, a, b, x):
-    """d/dx I_x(a, b) = x^(a-1) (1-x)^(b-1) / B(a, b)."""
-    return np.exp(xlogy(a - 1.0, x) + xlog1py(b - 1.0, -x) - betaln(a, b))
+    """d/dx I_x(a, b) = x^(a-1) (1-x)^(b-1) / B(a, b), SciPy's own value (``beta.pdf``)."""
+    return _numerics.beta_density(a, b, x)
 
 
-def _incomplete_gamma_density(y, a, x):
-    """d/dx P(a, x) = x^(a-1) e^(-x) / Γ(a)."""
-    return np.exp(xlogy(a - 1.0, x) - x - gammaln(a))
+def _scaled_i(order):
+    """The partial of i0e (order 0) or i1e (order 1), ``I_v(x) e^-|x|``: the recurrence's minus
+    sign(x) y (the sign decided when the function runs; at 0 it is 0), and beyond 50 the
+    expansion, where the recurrence's difference cancels. i0e is even, i1e odd."""
+    def partial(y, x, sign):
+        large = np.abs(x) >= 50.0
+        expansion = _numerics.ive_derivative_large(float(order),
+                                                   np.where(large, np.abs(x), 50.0))
+        if order == 0:
+            expansion = as_float(sign) * expansion
+            recurrence = i1e(x)
+        else:
+            recurrence = 0.5 * (i0e(x) + ive(2.0, x))
+        return np.where(large, expansion, recurrence - as_float(sign) * y)
+
+    return partial
 
 
-def _student_t_density(y, df, t):
-    """d/dt of Student's t distribution function: its density (the normal's for df = inf)."""
-    finite = np.isfinite(df)
-    df = np.where(finite, df, 1.0)
-    return np.where(finite, np.exp(gammaln(0.5 * (df + 1.0)) - gammaln(0.5 * df)
-                                   - 0.5 * np.log(df * np.pi)
-                                   - 0.5 * (df + 1.0) * np.log1p(t * t / df)),
-                    np.exp(-0.5 * t * t) / _SQRT_2PI)
+def _ive_derivative(y, v, x, sign):
+    """d/dx ive(v, x): the recurrence's (I_{v-1} + I_{v+1})/2, scaled, minus sign(x) y, and
+    beyond ``bessel_large(v)`` the expansion (for x < 0 only integer orders have values, and
+    ive(v, -x) = (-1)^v ive(v, x))."""
+    bound = _numerics.bessel_large(v)
+    large = np.abs(x) >= bound
+    expansion = _numerics.ive_derivative_large(v, np.where(large, np.abs(x), bound))
+    parity = np.where(np.rint(v) % 2 == 0, -1.0, 1.0)  # (-1)^(v+1), for x < 0
+    expansion = np.where(x > 0, expansion, parity * expansion)
+    recurrence = 0.5 * (ive(v - 1.0, x) + ive(v + 1.0, x)) - as_float(sign) * y
+    return np.where(large, expansion, recurrence)
+
+
+def _kve_derivative(y, v, x):
+    """d/dx kve(v, x) = kve - (K_{v-1} + K_{v+1})/2 scaled, and the expansion beyond
+    ``bessel_large(v)``, where that difference cancels."""
+    bound = _numerics.bessel_large(v)
+    large = x >= bound
+    expansion = _numerics.kve_derivative_large(v, np.where(large, x, bound))
+    return np.where(large, expansion, y - 0.5 * (kve(v - 1.0, x) + kve(v + 1.0, x)))
 
 
 def _negated(partial):
@@ -159,34 +170,36 @@ def _sign_of_x(v, x):
 _ORDER = NoClosedForm("the order v")
 _PARAMETER_A = NoClosedForm("the parameter a")
 _PARAMETER_B = NoClosedForm("the parameter b")
-_DEGREES_OF_FREEDOM = NoClosedForm("the degrees of freedom df")
 
 # fmt: off
 # One line per ufunc: the partial derivative of each input, from (y, *inputs). Recurrences for
 # the Bessel functions: C'_v = (C_{v-1} - C_{v+1}) / 2 for J and Y, (I_{v-1} + I_{v+1}) / 2,
 # -(K_{v-1} + K_{v+1}) / 2; the exponentially scaled ones (ive = iv e^-|x|, kve = kv e^x) add
-# the derivative of the scaling. Integer orders (yn) are piecewise constant: no gradient.
-elementwise(gamma,     lambda y, x: y * psi(x),                                      uses="xy")
-elementwise(rgamma,    _rgamma_derivative,                               uses="xy", decide=_poles)
-elementwise(gammaln,   lambda y, x: psi(x))
+# the derivative of the scaling, and take their expansions for large x, where that difference
+# cancels. Integer orders (yn) are piecewise constant: no gradient.
+elementwise(gamma,     lambda y, x: y * _numerics.digamma(x),                        uses="xy")
+elementwise(rgamma,    _numerics.rgamma_derivative,                                  uses="xy")
+elementwise(gammaln,   lambda y, x: _numerics.digamma(x))
 elementwise(loggamma,  lambda y, x: psi(x))
 elementwise(psi,       lambda y, x: _trigamma(x))
-elementwise(beta,      lambda y, a, b: y * (psi(a) - psi(a + b)),
-                       lambda y, a, b: y * (psi(b) - psi(a + b)),                    uses="xy")
-elementwise(betaln,    lambda y, a, b: psi(a) - psi(a + b), lambda y, a, b: psi(b) - psi(a + b))
+elementwise(beta,      lambda y, a, b: -y * _numerics.psi_difference(a, b),
+                       lambda y, a, b: -y * _numerics.psi_difference(b, a),          uses="xy")
+elementwise(betaln,    lambda y, a, b: -_numerics.psi_difference(a, b),
+                       lambda y, a, b: -_numerics.psi_difference(b, a))
 elementwise(betainc,   _PARAMETER_A, _PARAMETER_B, _incomplete_beta_density)
 elementwise(betaincc,  _PARAMETER_A, _PARAMETER_B, _negated(_incomplete_beta_density))
-elementwise(gammainc,  _PARAMETER_A, _incomplete_gamma_density)
-elementwise(gammaincc, _PARAMETER_A, _negated(_incomplete_gamma_density))
-elementwise(stdtr,     _DEGREES_OF_FREEDOM, _student_t_density)
+elementwise(gammainc,  _PARAMETER_A, _numerics.incomplete_gamma_density)
+elementwise(gammaincc, _PARAMETER_A, _negated(_numerics.incomplete_gamma_density))
+elementwise(stdtr,     lambda y, df, t: _numerics.stdtr_dnu(df, t), _numerics.student_t_density)
 elementwise(erf,       lambda y, x: (2.0 / _SQRT_PI) * np.exp(-x * x))
 elementwise(erfc,      lambda y, x: (-2.0 / _SQRT_PI) * np.exp(-x * x))
+elementwise(erfcx,     _numerics.erfcx_derivative,                                   uses="xy")
 elementwise(erfinv,    lambda y, x: (0.5 * _SQRT_PI) * np.exp(y * y),                uses="y")
 elementwise(erfcinv,   lambda y, x: (-0.5 * _SQRT_PI) * np.exp(y * y),               uses="y")
 elementwise(ndtr,      lambda y, x: np.exp(-0.5 * x * x) / _SQRT_2PI)
 elementwise(ndtri,     lambda y, x: _SQRT_2PI * np.exp(0.5 * y * y),                 uses="y")
-elementwise(log_ndtr,  lambda y, x: np.exp(-0.5 * x * x - y) / _SQRT_2PI,           uses="xy")
-elementwise(expit,     lambda y, x: y * (1.0 - y),                                   uses="y")
+elementwise(log_ndtr,  _numerics.log_ndtr_derivative,                                uses="xy")
+elementwise(expit,     lambda y, x: y * expit(-x),                                   uses="xy")
 elementwise(log_expit, lambda y, x: expit(-x))
 elementwise(logit,     lambda y, x: 1.0 / (x * (1.0 - x)))
 elementwise(xlogy,     _xlogy_dx, _xlogy_dw,                                     decide=_xlogy_zeros)
@@ -203,23 +216,23 @@ elementwise(yv,        _ORDER, lambda y, v, x: 0.5 * (yv(v - 1.0, x) - yv(v + 1.
 elementwise(i0,        lambda y, x: i1(x))
 elementwise(i1,        lambda y, x: 0.5 * (i0(x) + iv(2.0, x)))
 elementwise(iv,        _ORDER, lambda y, v, x: 0.5 * (iv(v - 1.0, x) + iv(v + 1.0, x)))
-elementwise(i0e,       _scaled(lambda y, x: i1e(x)),                      uses="xy", decide=sign_of)
-elementwise(i1e,       _scaled(lambda y, x: 0.5 * (i0e(x) + ive(2.0, x))), uses="xy", decide=sign_of)
-elementwise(ive,       _ORDER, _scaled(lambda y, v, x: 0.5 * (ive(v - 1.0, x) + ive(v + 1.0, x))),
-                                                                  uses="xy", decide=_sign_of_x)
+elementwise(i0e,       _scaled_i(0),                                      uses="xy", decide=sign_of)
+elementwise(i1e,       _scaled_i(1),                                      uses="xy", decide=sign_of)
+elementwise(ive,       _ORDER, _ive_derivative,                          uses="xy", decide=_sign_of_x)
 elementwise(k0,        lambda y, x: -k1(x))
-elementwise(k1,        lambda y, x: -0.5 * (k0(x) + kv(2.0, x)))
-elementwise(kv,        _ORDER, lambda y, v, x: -0.5 * (kv(v - 1.0, x) + kv(v + 1.0, x)))
-elementwise(k0e,       lambda y, x: y - k1e(x),                                      uses="xy")
-elementwise(k1e,       lambda y, x: y - 0.5 * (k0e(x) + kve(2.0, x)),                uses="xy")
-elementwise(kve,       _ORDER, lambda y, v, x: y - 0.5 * (kve(v - 1.0, x) + kve(v + 1.0, x)),
-                                                                                     uses="xy")
+elementwise(k1,        _numerics.k1_derivative)
+elementwise(kv,        _ORDER, _numerics.kv_derivative)
+elementwise(k0e,       _numerics.scaled_k_derivative(0),                             uses="xy")
+elementwise(k1e,       _numerics.scaled_k_derivative(1),                             uses="xy")
+elementwise(kve,       _ORDER, _kve_derivative,                                      uses="xy")
 # fmt: on
 
 # The rows whose partials are complex derivatives, for complex arguments (registry.COMPLEX).
 # Not ive, jve, yve (their scaling by exp(-|Re z|) or exp(-|Im z|) is not complex-
 # differentiable), nor those whose partials call functions SciPy computes for real values only
-# (rgamma and psi at order 1; gamma and loggamma at order 2, through polygamma).
+# (rgamma and psi at order 1; gamma and loggamma at order 2, through polygamma), nor erfcx
+# (its partial's asymptotic series is for large real arguments). log_ndtr's partial takes the
+# textbook form for complex arguments (numerics.log_ndtr_derivative).
 holomorphic(erf, erfc, ndtr, log_ndtr, xlogy, xlog1py, jv, yv, iv, kv, kve)
 
 

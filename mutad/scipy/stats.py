@@ -8,14 +8,22 @@
 [0.0, 0.9375]
 
 Each distribution is used as SciPy's is: ``stats.norm.logpdf(x, loc, scale)``, or frozen,
-``stats.norm(loc, scale).logpdf(x)``. Called with plain arguments a method is SciPy's own;
-called with traced arguments (or forward-mode duals) it is a composition of functions mutad
-differentiates (ufuncs, ``scipy.special`` rows, ``np.where``), so reverse and forward mode and
-every order come from their rules. The compositions follow SciPy's conventions: ``nan`` for
-invalid parameters (``scale <= 0``, a shape parameter out of range), the values outside the
-support (a density 0, a log-density ``-inf``, a distribution function 0 or 1), with no
-gradient there; their parameters are substituted by valid ones before the formula is evaluated,
-so that neither the value nor the gradient of the valid entries meets a ``nan``.
+``stats.norm(loc, scale).logpdf(x)``. Called with plain arguments a method is SciPy's own.
+Called with traced arguments (or forward-mode duals) its value is still SciPy's own call's,
+bit for bit, its asymptotic branches and log-space tails included; its derivatives are those
+of a composition of functions mutad differentiates (ufuncs, ``scipy.special`` rows, ``np.where``
+and the accurate forms of ``mutad.scipy._numerics``), so reverse and forward mode and every
+order come from their rules. The compositions are written to keep their derivatives where
+SciPy keeps its values (Student's t for large ``df``, Cauchy's far tails, the gamma density
+for a large shape). They follow SciPy's conventions: ``nan`` for invalid parameters
+(``scale <= 0``, a shape parameter out of range), the values outside the support (a density 0,
+a log-density ``-inf``, a distribution function 0 or 1), with no gradient there; their
+parameters are substituted by valid ones before the formula is evaluated, so that neither the
+value nor the gradient of the valid entries meets a ``nan``. Every parameter is differentiated,
+the shapes of the gamma, chi-squared and beta distribution functions excepted (incomplete gamma
+and beta functions, whose derivatives in their parameters mutad does not compute: a
+``MutadError`` says so); Student's t distribution function has its derivative in ``df``, by
+quadrature (``scipy.special.stdtr``).
 
 ``METHODS`` (``mutad.registry``) gets one rule per method of SciPy's distribution classes and of
 their frozen classes, so that a differentiation can route ``scipy.stats.norm.logpdf(x, mu,
@@ -34,11 +42,15 @@ from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_
 from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen)
 
+from ..api import stop_gradient
+from ..custom import Adjoint
 from ..errors import UnsupportedOperationError
 from ..levels import innermost
 from ..registry import METHODS
-from . import linalg
-from .special import (betainc, betaincc, betaln, gammainc, gammaincc, gammaln, log_expit,
+from . import _numerics, linalg
+from ._adjoints import Elementwise, Value
+from ._numerics import both
+from .special import (betainc, betaincc, betaln, expit, gammainc, gammaincc, gammaln, log_expit,
                       log_ndtr, ndtr, stdtr, xlog1py, xlogy)
 
 __all__ = ["beta", "cauchy", "chi2", "dirichlet", "expon", "gamma", "laplace", "logistic",
@@ -57,6 +69,16 @@ def _is_traced(args, kwargs):
 def _log(x):
     with np.errstate(divide="ignore"):
         return np.log(x)
+
+
+def _scipys_value(value, composition):
+    """SciPy's own ``value`` with the derivatives of ``composition``: ``value`` plus the
+    composition minus its own value as a constant (0, exactly, wherever it is finite). SciPy's
+    algorithms keep values the composition may round differently (an asymptotic branch, a
+    log-space tail), while the composition is written so that its derivatives hold there."""
+    constant = stop_gradient(composition)
+    finite = np.isfinite(constant)
+    return value + (np.where(finite, composition, 0.0) - np.where(finite, constant, 0.0))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -90,6 +112,10 @@ class Univariate:
         self.safe = safe
         self.support = support
         self.inside = inside
+        # SciPy's own value of each method, a function of the traced arguments with no
+        # derivative of its own (what the composition's derivatives are added to).
+        self.values = {name: Value(getattr(scipy, name), f"scipy.stats.{scipy.name}.{name}")
+                       for name in self.methods()}
         for name in self.methods():
             setattr(self, name, self._method(name))
 
@@ -117,23 +143,30 @@ class Univariate:
         return x, shapes, loc, scale
 
     def evaluate(self, name, x, *args, **kwargs):
-        """Method ``name`` as a composition, SciPy's conventions included."""
+        """Method ``name``: SciPy's value, with the derivatives of its composition."""
         x, shapes, loc, scale = self._parse(x, args, kwargs)
-        valid = (scale > 0) & (True if self.valid is None else self.valid(*shapes))
+        parameters = (*shapes, loc) if self.discrete else (*shapes, loc, scale)
+        result = _scipys_value(self.values[name](x, *parameters),
+                              self.composition(name, x, shapes, loc, scale))
+        return result[()] if np.ndim(result) == 0 else result
+
+    def composition(self, name, x, shapes, loc, scale):
+        """Method ``name`` as a composition, SciPy's conventions included."""
+        valid = both(scale > 0, True if self.valid is None else self.valid(*shapes))
         z = (x - loc) / np.where(valid, scale, 1.0)
         low, high = self.support
-        valid = valid & ~np.isnan(z)
+        valid = both(valid, np.logical_not(np.isnan(z)))
         if self.discrete:
             integral = np.floor(z)  # no gradient in k: the distribution is piecewise constant
             if name in ("pmf", "logpmf"):
-                inside = valid & (z == integral) & (z >= low) & (z <= high)
+                inside = both(valid, z == integral, z >= low, z <= high)
             else:
-                inside = valid & (z >= low) & (z < high)
+                inside = both(valid, z >= low, z < high)
             z = integral
         elif name in ("pdf", "logpdf"):
-            inside = valid & (z >= low) & (z <= high)
+            inside = both(valid, z >= low, z <= high)
         else:
-            inside = valid & (z > low) & (z < high)
+            inside = both(valid, z > low, z < high)
         shapes = [np.where(valid, s, safe) for s, safe in zip(shapes, self.safe, strict=True)]
         z = np.where(inside, z, self.inside)
         base = name[3:] if name.startswith("log") else name
@@ -150,8 +183,7 @@ class Univariate:
             if logged and name not in self.functions:
                 value = _log(value)
         outside = self._outside(name, x, loc, np.where(valid, scale, 1.0), low, high)
-        result = np.where(inside, value, np.where(valid, outside, np.nan))
-        return result[()] if np.ndim(result) == 0 else result
+        return np.where(inside, value, np.where(valid, outside, np.nan))
 
     def _outside(self, name, x, loc, scale, low, high):
         """The constant value of method ``name`` outside the support."""
@@ -199,16 +231,65 @@ class Frozen:
         return lambda x, *args, **kwargs: method(x, *self.args, *args, **self.kwds, **kwargs)
 
 
-def _student_t_logpdf(z, df):
-    finite = np.isfinite(df)
-    df = np.where(finite, df, 1.0)
-    t = (gammaln(0.5 * (df + 1.0)) - gammaln(0.5 * df) - 0.5 * (_LOG_PI + np.log(df))
-         - 0.5 * (df + 1.0) * np.log1p(z * z / df))
-    return np.where(finite, t, -0.5 * z * z - 0.5 * _LOG_2PI)
-
-
 def _laplace_tail(z):
     return 0.5 * np.exp(-np.abs(z))
+
+
+def _cauchy_logpdf(z):
+    """-log π - log(1 + z²), as SciPy writes it for |z| ≥ 1 (-log π - 2 log|z| - log1p(1/z²)),
+    whose derivative -2z/(1+z²) does not overflow to 0 for large |z|."""
+    inner = np.abs(z) < 1.0
+    zi = np.where(inner, z, 0.0)
+    zo = np.where(inner, 1.0, z)
+    return np.where(inner, -_LOG_PI - np.log1p(zi * zi),
+                    -_LOG_PI - 2.0 * np.log(np.abs(zo)) - np.log1p((1.0 / zo) ** 2))
+
+
+def _cauchy_logcdf_value(z):
+    with np.errstate(divide="ignore"):
+        return np.log(np.arctan2(1.0, -np.asarray(z, dtype=float)) / np.pi)
+
+
+def _cauchy_hazard_value(z):
+    """d/dz log F(z) = 1 / ((1 + z²) arctan2(1, -z)); for z < -1, with u = -1/z,
+    u (u / arctan u) / (1 + u²), which keeps its value (about 1/|z|) where z² overflows."""
+    z = np.asarray(z, dtype=float)
+    left = z < -1.0
+    with np.errstate(divide="ignore", over="ignore", under="ignore"):
+        u = np.where(left, -1.0 / np.where(left, z, -2.0), 0.5)
+        far = u * (u / np.arctan(u)) / (1.0 + u * u)
+        zn = np.where(left, 0.0, z)
+        near = 1.0 / ((1.0 + zn * zn) * np.arctan2(1.0, -zn))
+    result = np.where(left, far, near)
+    return result[()] if result.ndim == 0 else result
+
+
+def _cauchy_hazard_derivative(h, z):
+    """d/dz of the hazard h: -(2z arctan2(1, -z) + 1) h², where for z < -1 the bracket is
+    1 - 2 arctan(u)/u, u = -1/z (no product that overflows)."""
+    left = z < -1.0
+    u = np.reciprocal(np.where(left, -z, 2.0))
+    far = 1.0 - 2.0 * (np.arctan(u) / u)
+    zn = np.where(left, 0.0, z)
+    near = 2.0 * zn * np.arctan2(1.0, -zn) + 1.0
+    return -np.where(left, far, near) * h * h
+
+
+_cauchy_hazard = Elementwise(_cauchy_hazard_value, _cauchy_hazard_derivative,
+                             name="cauchy_hazard")
+_cauchy_logcdf = Elementwise(_cauchy_logcdf_value, lambda y, z: _cauchy_hazard(z),
+                             name="cauchy_logcdf")
+
+
+def _logistic_logpdf(z):
+    """-z - 2 log(1 + e^-z) as log σ(z) + log σ(-z), whose derivative σ(-z) - σ(z) and second
+    derivative -2 σ(z) σ(-z) hold in the tails; near 0, as -2 log(2 cosh(z/2)), whose
+    derivative -tanh(z/2) keeps its digits where σ(-z) - σ(z) cancels."""
+    near = np.abs(z) < 1.0
+    zn = np.where(near, z, 0.0)
+    zf = np.where(near, 1.0, z)
+    return np.where(near, -2.0 * np.log(np.cosh(0.5 * zn)) - 2.0 * _LOG_2,
+                    log_expit(zf) + log_expit(-zf))
 
 
 # fmt: off
@@ -220,18 +301,17 @@ norm = Continuous(_stats.norm, {
     "logsf":  lambda z: log_ndtr(-z),
 })
 t = Continuous(_stats.t, {
-    "logpdf": _student_t_logpdf,
+    "logpdf": lambda z, df: _numerics.t_log_density(z, df),
     "cdf":    lambda z, df: stdtr(df, z),
     "sf":     lambda z, df: stdtr(df, -z),
 }, valid=lambda df: df > 0, safe=(1.0,))
 gamma = Continuous(_stats.gamma, {
-    "logpdf": lambda z, a: xlogy(a - 1.0, z) - z - gammaln(a),
+    "logpdf": lambda z, a: _numerics.gamma_log_density(z, a),
     "cdf":    lambda z, a: gammainc(a, z),
     "sf":     lambda z, a: gammaincc(a, z),
 }, valid=lambda a: a > 0, safe=(1.0,), support=(0.0, np.inf), inside=1.0)
 chi2 = Continuous(_stats.chi2, {
-    "logpdf": lambda z, df: (xlogy(0.5 * df - 1.0, z) - 0.5 * z - gammaln(0.5 * df)
-                             - 0.5 * df * _LOG_2),
+    "logpdf": lambda z, df: _numerics.gamma_log_density(0.5 * z, 0.5 * df) - _LOG_2,
     "cdf":    lambda z, df: gammainc(0.5 * df, 0.5 * z),
     "sf":     lambda z, df: gammaincc(0.5 * df, 0.5 * z),
 }, valid=lambda df: df > 0, safe=(1.0,), support=(0.0, np.inf), inside=1.0)
@@ -239,7 +319,7 @@ beta = Continuous(_stats.beta, {
     "logpdf": lambda z, a, b: xlog1py(b - 1.0, -z) + xlogy(a - 1.0, z) - betaln(a, b),
     "cdf":    lambda z, a, b: betainc(a, b, z),
     "sf":     lambda z, a, b: betaincc(a, b, z),
-}, valid=lambda a, b: (a > 0) & (b > 0), safe=(1.0, 1.0), support=(0.0, 1.0), inside=0.5)
+}, valid=lambda a, b: both(a > 0, b > 0), safe=(1.0, 1.0), support=(0.0, 1.0), inside=0.5)
 expon = Continuous(_stats.expon, {
     "logpdf": lambda z: -z,
     "cdf":    lambda z: -np.expm1(-z),
@@ -254,16 +334,18 @@ laplace = Continuous(_stats.laplace, {
     "logsf":  lambda z: np.where(z > 0, -z - _LOG_2, np.log1p(-_laplace_tail(z))),
 })
 logistic = Continuous(_stats.logistic, {
-    "logpdf": lambda z: -np.abs(z) - 2.0 * np.log1p(np.exp(-np.abs(z))),
-    "cdf":    lambda z: np.exp(log_expit(z)),
-    "sf":     lambda z: np.exp(log_expit(-z)),
+    "logpdf": _logistic_logpdf,
+    "cdf":    lambda z: expit(z),
+    "sf":     lambda z: expit(-z),
     "logcdf": lambda z: log_expit(z),
     "logsf":  lambda z: log_expit(-z),
 })
 cauchy = Continuous(_stats.cauchy, {
-    "logpdf": lambda z: -_LOG_PI - np.log1p(z * z),
-    "cdf":    lambda z: 0.5 + np.arctan(z) / np.pi,
-    "sf":     lambda z: 0.5 - np.arctan(z) / np.pi,
+    "logpdf": _cauchy_logpdf,
+    "cdf":    lambda z: np.arctan2(1.0, -z) / np.pi,
+    "sf":     lambda z: np.arctan2(1.0, z) / np.pi,
+    "logcdf": lambda z: _cauchy_logcdf(z),
+    "logsf":  lambda z: _cauchy_logcdf(-z),
 })
 poisson = Discrete(_stats.poisson, {
     "logpdf": lambda k, mu: xlogy(k, mu) - gammaln(k + 1.0) - mu,
@@ -289,6 +371,9 @@ class MultivariateNormal:
     of the covariance (which, as SciPy's, reads its lower triangle)."""
 
     scipy = _stats.multivariate_normal
+    _logpdf = Value(_stats.multivariate_normal.logpdf, "scipy.stats.multivariate_normal.logpdf")
+    _entropy = Value(_stats.multivariate_normal.entropy,
+                     "scipy.stats.multivariate_normal.entropy")
 
     def __call__(self, mean=None, cov=1, allow_singular=False, seed=None):
         return Frozen(self, (mean, cov, allow_singular), {})
@@ -310,6 +395,7 @@ class MultivariateNormal:
     def logpdf(self, x, mean=None, cov=1, allow_singular=False):
         if not _is_traced((x, mean, cov), {}):
             return self.scipy.logpdf(x, mean, cov, allow_singular)
+        given_x, given_mean, given_cov = x, mean, cov
         x, mean, cov, dim = self._parameters(x, mean, cov)
         try:
             factor = np.linalg.cholesky(cov)
@@ -325,7 +411,8 @@ class MultivariateNormal:
         z = linalg.solve_triangular(factor, np.transpose(points), lower=True)
         mahalanobis = np.reshape(np.sum(z * z, axis=0), np.shape(residual)[:-1])
         log_det = 2.0 * np.sum(np.log(np.diagonal(factor)))
-        return _squeezed(-0.5 * (dim * _LOG_2PI + log_det + mahalanobis))
+        composition = _squeezed(-0.5 * (dim * _LOG_2PI + log_det + mahalanobis))
+        return _scipys_value(self._logpdf(given_x, given_mean, given_cov), composition)
 
     def pdf(self, x, mean=None, cov=1, allow_singular=False):
         if not _is_traced((x, mean, cov), {}):
@@ -344,9 +431,41 @@ class MultivariateNormal:
     def entropy(self, mean=None, cov=1):
         if not _is_traced((mean, cov), {}):
             return self.scipy.entropy(mean, cov)
+        given_mean, given_cov = mean, cov
         _, _, cov, dim = self._parameters(0.0, mean, cov)
         log_det = 2.0 * np.sum(np.log(np.diagonal(np.linalg.cholesky(cov))))
-        return 0.5 * (dim * (_LOG_2PI + 1.0) + log_det)
+        return _scipys_value(self._entropy(given_mean, given_cov),
+                            0.5 * (dim * (_LOG_2PI + 1.0) + log_det))
+
+
+def _log_beta_value(alpha):
+    return np.sum(gammaln(alpha)) - gammaln(np.sum(alpha))
+
+
+_log_beta = Adjoint(_log_beta_value)
+"""log B(α) = Σ log Γ(α_i) - log Γ(Σ α), whose gradient ψ(α_i) - ψ(Σ α) is taken as
+-_numerics.psi_difference(α_i, Σ_{j≠i} α_j): for large α the two digammas nearly cancel."""
+_log_beta.complex_values = None
+
+
+def _others(alpha):
+    """Σ_{j≠i} α_j for each i, as sums of the others (a prefix and a suffix sum), not
+    Σ α - α_i, which loses the small ones next to a large one."""
+    none = np.zeros_like(alpha[:1])
+    before = np.concatenate([none, np.cumsum(alpha)[:-1]])
+    after = np.concatenate([np.cumsum(alpha[::-1])[::-1][1:], none])
+    return before + after
+
+
+@_log_beta.rule
+def _log_beta_rule(alpha):
+    y = _log_beta(alpha)
+    return y, lambda dy: (-dy * _numerics.psi_difference(alpha, _others(alpha)),)
+
+
+@_log_beta.jvp_rule
+def _log_beta_jvp(tangents, alpha):
+    return _log_beta(alpha), -np.sum(tangents[0] * _numerics.psi_difference(alpha, _others(alpha)))
 
 
 class Dirichlet:
@@ -354,6 +473,7 @@ class Dirichlet:
     of ``x`` (components along the first axis, the last one optionally left out)."""
 
     scipy = _stats.dirichlet
+    _logpdf = Value(_stats.dirichlet.logpdf, "scipy.stats.dirichlet.logpdf")
 
     def __call__(self, alpha, seed=None):
         return Frozen(self, (alpha,), {})
@@ -361,6 +481,7 @@ class Dirichlet:
     def logpdf(self, x, alpha):
         if not _is_traced((x, alpha), {}):
             return self.scipy.logpdf(x, alpha)
+        given_x = x
         if np.min(alpha) <= 0:
             raise ValueError("All parameters must be greater than 0")
         if np.ndim(alpha) != 1:
@@ -375,13 +496,14 @@ class Dirichlet:
         if np.min(x) < 0 or np.max(x) > 1:
             raise ValueError("Each entry in 'x' must lie in [0, 1].")
         a = np.reshape(alpha, (k,) + (1,) * (np.ndim(x) - 1))
-        if np.any((x == 0) & (a < 1)):
+        if np.any(both(x == 0, a < 1)):
             raise ValueError("Each entry in 'x' must be greater than zero if its alpha is "
                              "less than one.")
         if np.any(np.abs(np.sum(x, axis=0) - 1.0) > 10e-10):
             raise ValueError("The input vector 'x' must lie within the normal simplex.")
-        log_b = np.sum(gammaln(alpha)) - gammaln(np.sum(alpha))
-        return _squeezed(np.sum(xlogy(a - 1.0, x), axis=0) - log_b)
+        log_b = _log_beta(alpha)
+        composition = _squeezed(np.sum(xlogy(a - 1.0, x), axis=0) - log_b)
+        return _scipys_value(self._logpdf(given_x, alpha), composition)
 
     def pdf(self, x, alpha):
         if not _is_traced((x, alpha), {}):

@@ -1,0 +1,501 @@
+"""Accurate building blocks for the derivatives of SciPy's special functions and distributions.
+
+SciPy computes many of its values with algorithms of their own where the textbook formula
+loses them: asymptotic expansions for large arguments, log-space tails, reflection near poles.
+A derivative written as the textbook formula loses its value at the same points (a difference
+of two digammas of large, nearly equal arguments, ``exp`` of a difference of large logarithms).
+The functions here compute such derivatives in forms accurate there, and are compositions of
+calls that dispatch (ufunc rows, :class:`~mutad.scipy._adjoints.Elementwise` functions), so that
+an enclosing differentiation differentiates them again and second derivatives keep the
+accuracy of the first. Each is checked against mpmath at the edges in ``tests/test_scipy_edges.py``.
+
+Branches: where a function switches between two forms (an asymptotic series above a threshold,
+a direct formula below), both forms are the same function, accurate on their side; the branch
+is chosen from the arguments' values and, if the arguments are restored within rounding, the
+other side gives the same number within rounding.
+"""
+
+import functools
+import math
+
+import numpy as np
+import scipy.special as _special
+from numpy.polynomial.legendre import leggauss
+from scipy.special import (betaln, erfcx, gamma, gammaln, k0, k0e, k1, k1e, kve, poch, psi,
+                           xlog1py, xlogy)
+
+from ..registry import NoClosedForm
+from ._adjoints import Elementwise
+
+_SQRT_PI = math.sqrt(math.pi)
+_LOG_PI = math.log(math.pi)
+_LOG_2PI = math.log(2.0 * math.pi)
+
+BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510)
+"""The Bernoulli numbers B_2, B_4, ..., B_16 of the asymptotic series of ψ and log Γ."""
+
+ASYMPTOTIC = 10.0
+"""Above this argument the asymptotic series of ψ and log Γ, to B_16, are exact to rounding."""
+
+
+def both(*conditions):
+    """Their elementwise conjunction, by ``np.logical_and``: the conditions may be constants
+    of a recording replay, which take ufuncs (not Python's ``&``)."""
+    return functools.reduce(np.logical_and, conditions)
+
+
+def _errstate():
+    return np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore")
+
+
+# ----------------------------------------------------------------------------------------------
+# log(1 + w) - w
+
+
+def _log1pmx_value(w):
+    w = np.asarray(w, dtype=float)
+    small = np.abs(w) < 0.1
+    ws = np.where(small, w, 0.0)
+    series = np.zeros_like(ws)
+    for k in range(20, 1, -1):  # Σ_{k≥2} (-1)^(k+1) w^k / k, by Horner's scheme
+        series = series * ws + (-1.0) ** (k + 1) / k
+    with _errstate():
+        direct = np.log1p(w) - w
+    result = np.where(small, series * ws * ws, direct)
+    return result[()] if result.ndim == 0 else result
+
+
+log1pmx = Elementwise(_log1pmx_value, lambda y, w: -w / (1.0 + w), name="log1pmx")
+"""``log(1 + w) - w``, accurate for small ``w`` (a series) where the difference cancels."""
+
+
+# ----------------------------------------------------------------------------------------------
+# The digamma function: near its negative poles, and differences of it at large arguments
+
+
+def digamma(x):
+    """ψ(x), by reflection for negative x: ψ(x) = ψ(1 - x) - π cot(π r), r = x - round(x),
+    which keeps its accuracy next to the poles at x = -n (SciPy's psi loses it there, as
+    tan(π x) does)."""
+    negative = x < 0
+    xn = np.where(negative, x, -0.5)
+    r = xn - np.rint(xn)  # exact
+    with _errstate():
+        reflected = psi(1.0 - xn) - np.pi / np.tan(np.pi * r)
+    return np.where(negative, reflected, psi(np.where(negative, 1.0, x)))
+
+
+def psi_difference(x, h):
+    """ψ(x + h) - ψ(x) without cancellation, for x > 0 and h ≥ 0 (elsewhere the difference).
+
+    Below :data:`ASYMPTOTIC` the recurrence ψ(x) = ψ(x + 1) - 1/x shifts x up, each step adding
+    h / ((x + j)(x + h + j)) > 0; above it, ψ's asymptotic series gives the difference as
+    log1p(h/x) + h / (2x(x + h)) - Σ B_2k / (2k) x^-2k expm1(-2k log1p(h/x)), every term
+    computed without subtracting nearly equal numbers."""
+    good = both(x > 0, h >= 0, np.isfinite(x), np.isfinite(h))
+    xs = np.where(good, x, 1.0)
+    hs = np.where(good, h, 1.0)
+    shift = np.where(good, np.maximum(np.ceil(ASYMPTOTIC - xs), 0.0), 0.0)
+    total = 0.0
+    for j in range(int(ASYMPTOTIC)):
+        xj = xs + float(j)
+        total = total + np.where(shift > j, hs / (xj * (xj + hs)), 0.0)
+    z = xs + shift
+    log_ratio = np.log1p(hs / z)
+    series = log_ratio + hs / (2.0 * z * (z + hs))
+    for k, b in enumerate(BERNOULLI, start=1):
+        series = series - (b / (2 * k)) * z ** (-2.0 * k) * np.expm1(-2.0 * k * log_ratio)
+    with _errstate():
+        direct = psi(x + h) - psi(x)
+    return np.where(good, series + total, direct)
+
+
+def stirling(a):
+    """log Γ(a) - ((a - 1/2) log a - a + log(2π)/2), for a ≥ :data:`ASYMPTOTIC` (the series)."""
+    result = 0.0
+    for k, b in enumerate(BERNOULLI, start=1):
+        result = result + (b / (2 * k * (2 * k - 1))) * a ** (1.0 - 2 * k)
+    return result
+
+
+# ----------------------------------------------------------------------------------------------
+# The reciprocal gamma function
+
+
+def rgamma_derivative(y, x):
+    """d/dx 1/Γ(x). Below 1/2 by reflection, 1/Γ(x) = Γ(1 - x) sin(π x) / π, whose derivative
+    Γ(1 - x) (cos(π x) - ψ(1 - x) sin(π x) / π) is regular at the poles of Γ, so it holds at
+    them (where it is (-1)^n n!) and its own derivative too; above, -ψ(x) / Γ(x)."""
+    reflect = x < 0.5
+    xr = np.where(reflect, x, 0.0)
+    n = np.rint(xr)
+    r = xr - n  # exact; sin(π x) = (-1)^n sin(π r), cos(π x) = (-1)^n cos(π r)
+    sign = np.where(n % 2 == 0, 1.0, -1.0)
+    reflected = sign * gamma(1.0 - xr) * (np.cos(np.pi * r)
+                                          - psi(1.0 - xr) * np.sin(np.pi * r) / np.pi)
+    regular = -y * psi(np.where(reflect, 1.0, x))
+    return np.where(reflect, reflected, regular)
+
+
+# ----------------------------------------------------------------------------------------------
+# Densities: the derivatives of the incomplete gamma and beta functions in x
+
+
+def gamma_log_density(x, a):
+    """log(x^(a-1) e^-x / Γ(a)). For a ≥ :data:`ASYMPTOTIC` in Temme's form,
+    a (log r - (r - 1)) - log r - log(2π a)/2 - stirling(a) with r = x/a, whose terms are small
+    where the textbook form's (a log x, log Γ(a)) are large and nearly cancel."""
+    temme = both(a >= ASYMPTOTIC, x > 0, np.isfinite(a), np.isfinite(x))
+    at = np.where(temme, a, ASYMPTOTIC)
+    r = np.where(temme, x, ASYMPTOTIC) / at
+    near = np.abs(r - 1.0) < 0.5
+    log_r = np.log(r)
+    deviation = np.where(near, log1pmx(np.where(near, r - 1.0, 0.0)), log_r - (r - 1.0))
+    stable = at * deviation - log_r - 0.5 * np.log(2.0 * np.pi * at) - stirling(at)
+    with _errstate():
+        direct = xlogy(a - 1.0, x) - x - gammaln(a)
+    return np.where(temme, stable, direct)
+
+
+def incomplete_gamma_density(y, a, x):
+    """d/dx P(a, x) = x^(a-1) e^-x / Γ(a)."""
+    return np.exp(gamma_log_density(x, a))
+
+
+def _beta_density_value(a, b, x):
+    boost = getattr(_special._ufuncs, "_beta_pdf", None)  # SciPy's beta.pdf: Boost's
+    with _errstate():
+        if boost is not None:
+            return boost(x, a, b)
+        return np.exp(xlogy(a - 1.0, x) + xlog1py(b - 1.0, -x) - betaln(a, b))
+
+
+def _beta_density_da(y, a, b, x):
+    """y (log x + ψ(a + b) - ψ(a))."""
+    inside = both(x > 0, y != 0)
+    return np.where(inside, y * (np.log(np.where(inside, x, 1.0)) + psi_difference(a, b)), 0.0)
+
+
+def _beta_density_db(y, a, b, x):
+    """y (log(1 - x) + ψ(a + b) - ψ(b))."""
+    inside = both(x < 1, y != 0)
+    return np.where(inside, y * (np.log1p(-np.where(inside, x, 0.0)) + psi_difference(b, a)),
+                    0.0)
+
+
+def _beta_density_dx(y, a, b, x):
+    inside = both(x > 0, x < 1)
+    xs = np.where(inside, x, 0.5)
+    return np.where(inside, y * ((a - 1.0) / xs - (b - 1.0) / (1.0 - xs)), 0.0)
+
+
+beta_density = Elementwise(_beta_density_value, _beta_density_da, _beta_density_db,
+                           _beta_density_dx, name="beta_density")
+"""d/dx I_x(a, b) = x^(a-1) (1-x)^(b-1) / B(a, b), SciPy's own value (``beta.pdf``)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# The scaled complementary error function, and the normal distribution's log-tail
+
+
+def _erfcx_derivative_series(u):
+    """erfcx'(u) for u ≥ 10: -(1/√π) Σ_k (-1)^k (2k+1)!! / (2^k u^(2k+2)), 20 terms."""
+    q = 1.0 / (2.0 * u * u)
+    total = 0.0
+    coefficient = 1.0  # (2k+1)!! (-1)^k, built up
+    terms = []
+    for k in range(20):
+        coefficient = coefficient * (2 * k + 1) * (-1 if k else 1)
+        terms.append(coefficient)
+    for c in reversed(terms):
+        total = total * q + c
+    return -total / (_SQRT_PI * u * u)
+
+
+def erfcx_derivative(y, u):
+    """d/du erfcx(u) = 2u erfcx(u) - 2/√π, which cancels for large u (erfcx(u) ≈ 1/(u√π)):
+    there, its asymptotic series."""
+    large = u >= 10.0
+    series = _erfcx_derivative_series(np.where(large, u, 10.0))
+    return np.where(large, series, 2.0 * u * y - 2.0 / _SQRT_PI)
+
+
+def log_ndtr_derivative(y, x):
+    """d/dx log Φ(x) = φ(x)/Φ(x) = √(2/π) / erfcx(-x/√2): exact in the left tail, where
+    exp(-x²/2 - log Φ(x)) subtracts two large numbers."""
+    if np.iscomplexobj(x) or np.iscomplexobj(y):  # erfcx has no complex rule
+        return np.exp(-0.5 * x * x - y) / math.sqrt(2.0 * math.pi)
+    return math.sqrt(2.0 / math.pi) / erfcx(-x / math.sqrt(2.0))
+
+
+# ----------------------------------------------------------------------------------------------
+# Bessel functions of large argument, exponentially scaled
+
+
+BESSEL_TERMS = 30
+
+
+def _bessel_coefficients(v):
+    """a_k(v) = Π_{j≤k} (4v² - (2j-1)²) / (k! 8^k), k < BESSEL_TERMS, of the expansions
+    I_v(x) e^-x ~ Σ (-1)^k a_k / x^k / √(2πx) and K_v(x) e^x ~ Σ a_k / x^k √(π/(2x))."""
+    mu = 4.0 * v * v
+    coefficients = [1.0]
+    for k in range(1, BESSEL_TERMS):
+        coefficients.append(coefficients[-1] * (mu - (2 * k - 1) ** 2) / (8.0 * k))
+    return coefficients
+
+
+def bessel_large(v):
+    """Where the expansions serve: x ≥ max(50, 4v²)."""
+    return np.maximum(50.0, 4.0 * v * v)
+
+
+def ive_derivative_large(v, x):
+    """d/dx (I_v(x) e^-x) for x ≥ bessel_large(v), from its expansion (the difference
+    (I_{v-1} + I_{v+1})/2 - I_v of the recurrence loses its digits to cancellation there)."""
+    total = 0.0
+    for k, a in enumerate(_bessel_coefficients(v)):
+        total = total + (-1.0) ** k * a * (k + 0.5) * x ** (-k - 1.0)
+    return -total / np.sqrt(2.0 * np.pi * x)
+
+
+def kve_derivative_large(v, x):
+    """d/dx (K_v(x) e^x) for x ≥ bessel_large(v), from its expansion."""
+    total = 0.0
+    for k, a in enumerate(_bessel_coefficients(v)):
+        total = total + a * (k + 0.5) * x ** (-k - 1.0)
+    return -total * np.sqrt(np.pi / (2.0 * x))
+
+
+def kv_derivative(y, v, x):
+    """K_v' = -(K_{v-1} + K_{v+1})/2, from the scaled functions: SciPy's kv is 0 beyond
+    x ≈ 700 where K_v(x) still has a value."""
+    with _errstate():
+        return -0.5 * (kve(v - 1.0, x) + kve(v + 1.0, x)) * np.exp(-x)
+
+
+def k1_derivative(y, x):
+    """K_1' = -K_0 - K_1/x (no cancellation: both terms have one sign)."""
+    return -k0(x) - k1(x) / x
+
+
+def scaled_k_derivative(order):
+    """The partial of k0e (order 0) or k1e (order 1): y - K_{v-1}e - K_{v+1}e over 2, and the
+    expansion where that cancels."""
+    def partial(y, x):
+        large = x >= 50.0
+        xs = np.where(large, x, 50.0)
+        if order == 0:
+            direct = y - k1e(x)
+        else:
+            direct = y - 0.5 * (k0e(x) + kve(2.0, x))
+        return np.where(large, kve_derivative_large(float(order), xs), direct)
+    return partial
+
+
+# ----------------------------------------------------------------------------------------------
+# Student's t distribution: its log-density, and its distribution function's derivative in df
+
+
+def _t_norming_derivative(nu):
+    """c'(ν) for c(ν) = log Γ(a + 1/2) - log Γ(a) - log(a)/2, a = ν/2: its derivative in ν,
+    (ψ(a + 1/2) - ψ(a) - 1/(2a)) / 2, which is O(1/ν²) while its terms are O(1/ν). For
+    a ≥ :data:`ASYMPTOTIC` from the series of ψ: with e = 1/(2a),
+    (log1pmx(e) + e²/(1+e) - Σ B_2k/(2k) a^-2k expm1(-2k log1p(e))) / 2."""
+    a = 0.5 * nu
+    large = a >= ASYMPTOTIC
+    al = np.where(large, a, ASYMPTOTIC)
+    e = 0.5 / al
+    log_ratio = np.log1p(e)
+    series = log1pmx(e) + e * e / (1.0 + e)
+    for k, b in enumerate(BERNOULLI, start=1):
+        series = series - (b / (2 * k)) * al ** (-2.0 * k) * np.expm1(-2.0 * k * log_ratio)
+    small = np.where(large, 1.0, a)
+    direct = psi(small + 0.5) - psi(small) - 0.5 / small
+    return 0.5 * np.where(large, series, direct)
+
+
+def _t_norming_second_derivative(nu):
+    """c''(ν) = (ψ'(a + 1/2) - ψ'(a) + 1/(2a²)) / 4, O(1/ν³), by the series for large a:
+    (-e/(2a²(1+e)²) + Σ B_2k a^-(2k+1) expm1(-(2k+1) log1p(e))) / 4."""
+    a = 0.5 * nu
+    large = a >= ASYMPTOTIC
+    al = np.where(large, a, ASYMPTOTIC)
+    e = 0.5 / al
+    log_ratio = np.log1p(e)
+    series = -e / (2.0 * al * al * (1.0 + e) ** 2)
+    for k, b in enumerate(BERNOULLI, start=1):
+        series = series + b * al ** (-2.0 * k - 1.0) * np.expm1(-(2.0 * k + 1.0) * log_ratio)
+    small = np.where(large, 1.0, a)
+    direct = (_special.polygamma(1, small + 0.5) - _special.polygamma(1, small)
+              + 0.5 / (small * small))
+    return 0.25 * np.where(large, series, direct)
+
+
+def _t_shape(z, nu):
+    """w = z²/ν and its reciprocal, each where it is at most 1 (1 elsewhere), without
+    overflow, with which of the two it is."""
+    near = z * z <= nu  # w ≤ 1
+    w = np.where(near, (z / np.sqrt(nu)) ** 2, 1.0)
+    zf = np.where(near, 1.0, z)
+    reciprocal = np.where(near, 1.0, (np.sqrt(nu) / zf) ** 2)
+    return near, w, reciprocal
+
+
+def _t_log_density_value(z, nu):
+    with _errstate():
+        finite = np.isfinite(nu)
+        nf = np.where(finite, nu, 1.0)
+        t = (np.log(poch(0.5 * nf, 0.5)) - 0.5 * (np.log(nf) + _LOG_PI)
+             - 0.5 * (nf + 1.0) * np.log1p(z * z / nf))  # SciPy's t.logpdf
+        result = np.where(finite, t, -0.5 * z * z - 0.5 * _LOG_2PI)
+    return result[()] if np.ndim(result) == 0 else result
+
+
+def _finite_df(nu):
+    finite = both(np.isfinite(nu), nu > 0)
+    return finite, np.where(finite, nu, 1.0)
+
+
+def _t_log_density_dz(y, z, nu):
+    """-z (ν + 1) / (ν + z²), written without overflow for large |z|."""
+    finite, nf = _finite_df(nu)
+    near, w, reciprocal = _t_shape(z, nf)
+    zf = np.where(near, 1.0, z)
+    inner = -z * (1.0 + 1.0 / nf) / (1.0 + w)
+    outer = -(nf + 1.0) / (zf * (1.0 + reciprocal))
+    return np.where(finite, np.where(near, inner, outer), -z)
+
+
+def t_log_density_dnu(y, z, nu):
+    """g = d/dν of the log-density: c'(ν) + d/dν of -(ν+1)/2 log1p(w), w = z²/ν, which is
+    -log1pmx(w)/2 - wρ/2 + ρ/(2ν) with ρ = w/(1+w) (for w ≤ 1: each term O(1/ν²) where the
+    plain form's are O(1/ν)), and -log1p(w)/2 + (ν+1)ρ/(2ν) beyond. 0 for infinite ν."""
+    finite, nf = _finite_df(nu)
+    near, w, reciprocal = _t_shape(z, nf)
+    rho_near = w / (1.0 + w)
+    inner = -0.5 * log1pmx(w) - 0.5 * w * rho_near + rho_near / (2.0 * nf)
+    zf = np.where(near, 1.0, np.abs(z))
+    log1p_w = 2.0 * np.log(zf) - np.log(nf) + np.log1p(reciprocal)
+    outer = -0.5 * log1p_w + (nf + 1.0) / (2.0 * nf * (1.0 + reciprocal))
+    g = _t_norming_derivative(nf) + np.where(near, inner, outer)
+    return np.where(finite, g, 0.0)
+
+
+t_log_density = Elementwise(_t_log_density_value, _t_log_density_dz, t_log_density_dnu,
+                            name="t_log_density")
+"""log of Student's t density at z with ν degrees of freedom (the normal's for ν = ∞): SciPy's
+value, its derivatives in forms accurate for large ν and large |z|."""
+
+
+def _t_log_density_dnu2(rho, nu):
+    """d²/dν² of -(ν+1)/2 log1p(w) in terms of ρ = w/(1+w): ρ (ρ(ν-1) - 2(1-ρ)) / (2ν²)."""
+    return rho * (rho * (nu - 1.0) - 2.0 * (1.0 - rho)) / (2.0 * nu * nu)
+
+
+# Gauss-Legendre on [-1, 1] (the body) and tanh-sinh nodes on (0, 1) (the tail), in log v.
+_LEGENDRE_X, _LEGENDRE_W = leggauss(48)
+_STEP = 1.0 / 12.0
+_TAU = np.arange(-3.4, 3.4 + _STEP / 2, _STEP)
+_S = 0.5 * np.pi * np.sinh(_TAU)
+_TAIL_LOG_V = -np.log1p(np.exp(-2.0 * _S))
+_TAIL_W = _STEP * 0.5 * np.pi * np.cosh(_TAU) / (2.0 * np.cosh(_S) ** 2)
+
+
+def _t_integrand(order, w, log1p_w, rho, nu):
+    """g (order 1) or g² + dg/dν (order 2), in terms of w, log1p(w) and ρ = w/(1+w)."""
+    near = w <= 1.0
+    ws = np.where(near, w, 0.0)
+    inner = -0.5 * _log1pmx_value(ws) - 0.5 * ws * rho + rho / (2.0 * nu)
+    outer = -0.5 * log1p_w + (nu + 1.0) * rho / (2.0 * nu)
+    g = _t_norming_derivative(nu) + np.where(near, inner, outer)
+    if order == 1:
+        return g
+    return g * g + _t_norming_second_derivative(nu) + _t_log_density_dnu2(rho, nu)
+
+
+def _stdtr_dnu_value(order, nu, t):
+    """∂^order/∂ν^order of stdtr(ν, t), by quadrature.
+
+    With f the density and g = ∂ log f/∂ν, ∂F/∂ν (t) = ∫_{-∞}^t f g du (and ∂²F/∂ν² the same
+    with g² + ∂g/∂ν), odd in t, 0 at t = 0 (F(0) = 1/2 for every ν). For T = -|t|:
+
+    * |T| ≤ 1: -∫_T^0 f g du, with u = √ν sinh ξ (in ξ the integrand is analytic within π/2 of
+      the real axis for every ν), by 48-point Gauss-Legendre;
+    * |T| > 1: the tail itself, in the beta variable x = ν/(ν+u²) ∈ (0, x_T], x = x_T v^(1/a),
+      a = ν/2, which takes out the density's x^(a-1): x_T^a / (2aB(a, 1/2)) times
+      ∫_0^1 (1-x)^(-1/2) g dv, by tanh-sinh quadrature (83 points) in log v.
+
+    Against mpmath, on ν from 0.05 to 1e12 and |t| to 1e6, the relative error is below 1e-11
+    for either order."""
+    nu, t = np.broadcast_arrays(np.asarray(nu, dtype=float), np.asarray(t, dtype=float))
+    valid = both(nu > 0, np.isfinite(nu), np.isfinite(t), t != 0)
+    nv = np.where(valid, nu, 1.0)[..., None]
+    tv = np.where(valid, t, 1.0)[..., None]
+    big = np.abs(tv) > 1.0
+    with _errstate():
+        # the body, |T| ≤ 1
+        tb = np.where(big, -1.0, -np.abs(tv))
+        end = np.arcsinh(tb / np.sqrt(nv))
+        xi = 0.5 * end * (_LEGENDRE_X + 1.0)
+        sh = np.sinh(xi)
+        w = sh * sh
+        log1p_w = 2.0 * np.log(np.cosh(xi))
+        density = np.exp(_t_log_density_value(np.sqrt(nv) * sh, nv)) * np.sqrt(nv) * np.cosh(xi)
+        body = 0.5 * end[..., 0] * np.sum(_LEGENDRE_W * density
+                                  * _t_integrand(order, w, log1p_w, w / (1.0 + w), nv),
+                                  axis=-1)
+        # the tail, |T| > 1
+        a = 0.5 * nv
+        w_end = np.where(big, tv * tv / nv, 1.0)
+        q = _TAIL_LOG_V / a
+        log1p_w = np.log1p(w_end) - q
+        rho = -np.expm1(q - np.log1p(w_end))
+        w = np.where(rho <= 0.5, rho / (1.0 - np.minimum(rho, 0.5)), 2.0)
+        integral = np.sum(_TAIL_W * rho ** -0.5 * _t_integrand(order, w, log1p_w, rho, nv),
+                          axis=-1)
+        log_scale = -a * np.log1p(w_end) - np.log(2.0 * a) - betaln(a, 0.5)
+        tail = np.exp(log_scale[..., 0]) * integral
+    derivative = np.where(big[..., 0], tail, body) * np.where(t > 0, -1.0, 1.0)
+    result = np.where(valid, derivative, np.where(np.isnan(nu) | np.isnan(t) | (nu <= 0),
+                                                  np.nan, 0.0))
+    return result[()] if result.ndim == 0 else result
+
+
+def _t_density(z, nu):
+    return np.exp(t_log_density(z, nu))
+
+
+def _stdtr_dnu_dt(y, nu, t):
+    """∂²F/∂ν∂t = f(t) g(t)."""
+    finite = np.isfinite(t)
+    ts = np.where(finite, t, 0.0)
+    return np.where(finite, _t_density(ts, nu) * t_log_density_dnu(None, ts, nu), 0.0)
+
+
+def _stdtr_dnu2_dt(y, nu, t):
+    """∂³F/∂ν²∂t = f(t) (g² + ∂g/∂ν)(t)."""
+    finite = both(np.isfinite(t), np.isfinite(nu), nu > 0)
+    ts = np.where(finite, t, 0.0)
+    ns = np.where(finite, nu, 1.0)
+    near, w, reciprocal = _t_shape(ts, ns)
+    rho = np.where(near, w / (1.0 + w), 1.0 / (1.0 + reciprocal))
+    g = t_log_density_dnu(None, ts, ns)
+    second = g * g + _t_norming_second_derivative(ns) + _t_log_density_dnu2(rho, ns)
+    return np.where(finite, _t_density(ts, ns) * second, 0.0)
+
+
+stdtr_dnu2 = Elementwise(lambda nu, t: _stdtr_dnu_value(2, nu, t),
+                         NoClosedForm("the degrees of freedom df (a third derivative in df)"),
+                         _stdtr_dnu2_dt, name="stdtr_ddf2")
+"""∂²/∂ν² of Student's t distribution function, by quadrature."""
+
+stdtr_dnu = Elementwise(lambda nu, t: _stdtr_dnu_value(1, nu, t),
+                        lambda y, nu, t: stdtr_dnu2(nu, t), _stdtr_dnu_dt, name="stdtr_ddf")
+"""∂/∂ν of Student's t distribution function ``stdtr(ν, t)``, by quadrature."""
+
+
+def student_t_density(y, nu, t):
+    """d/dt stdtr(ν, t): the density."""
+    finite = np.isfinite(t)
+    return np.where(finite, _t_density(np.where(finite, t, 0.0), nu), 0.0)
