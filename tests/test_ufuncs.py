@@ -597,3 +597,15 @@ def test_dividing_by_a_python_zero_gives_numpys_infinite_gradient():
     with np.errstate(divide="ignore"):
         grad, = mutad.gradient(lambda x: (x / 0.0).sum(), x)
     assert grad.tolist() == [np.inf, np.inf]
+
+
+def test_partials_of_large_operands_do_not_overflow():
+    """Regression: np.divide's partial in b was -a / (b * b), which overflows for |b| > 1e154
+    (a gradient of -0.0 for -1e-10); np.arctan2's divided by a * a + b * b."""
+    grads = mutad.gradient(lambda a, b: (a / b).sum(), np.array([1e300]), np.array([1e155]))
+    assert np.allclose(grads[1], -1e-10, rtol=1e-15)
+    assert mutad.jvp(lambda b: (1e300 / b).sum(), (np.array([1e155]),), (np.ones(1),))[1] \
+        == pytest.approx(-1e-10, rel=1e-15)
+    grads = mutad.gradient(lambda a, b: np.arctan2(a, b).sum(), np.array([1e200]),
+                           np.array([1e200]))
+    assert np.allclose(grads, [[5e-201], [-5e-201]], rtol=1e-15)

@@ -205,7 +205,9 @@ elementwise(np.multiply,   lambda y, a, b: b, lambda y, a, b: a,         reads=(
             inverse=(bounded_where_normal(lambda t, o: np.divide(t, o[0], out=t)),
                      bounded_where_normal(lambda t, o: np.divide(t, o[0], out=t))),
             growth=scaling)
-elementwise(np.divide,     lambda y, a, b: np.divide(1.0, b), lambda y, a, b: -a / (b * b), reads=((1,), (0, 1)),
+# Partials by quotients, not squares: b * b overflows for |b| > 1e154 (and loses digits in the
+# subnormals) where -a / b / b is the number.
+elementwise(np.divide,     lambda y, a, b: np.divide(1.0, b), lambda y, a, b: -(a / b) / b, reads=((1,), (0, 1)),
             inverse=(bounded_where_normal(lambda t, o: np.multiply(t, o[0], out=t)),),
             growth=scaling)
 elementwise(np.power,      power_by_base, power_by_exponent, decide=zero_base)
@@ -226,7 +228,8 @@ elementwise(np.fmin,       first_share, second_share,                     reads=
 elementwise(np.hypot,      lambda y, a, b, at_origin: over_hypot(a, y, at_origin),
                            lambda y, a, b, at_origin: over_hypot(b, y, at_origin), uses="xy",
             decide=origin)
-elementwise(np.arctan2,    lambda y, a, b: b / (a * a + b * b), lambda y, a, b: -a / (a * a + b * b))
+elementwise(np.arctan2,    lambda y, a, b: b / np.hypot(a, b) / np.hypot(a, b),
+                           lambda y, a, b: -a / np.hypot(a, b) / np.hypot(a, b))
 elementwise(np.logaddexp,  lambda y, a, b: np.exp(a - y), lambda y, a, b: np.exp(b - y), uses="xy")
 elementwise(np.float_power, lambda y, a, b, zero: float_power_by_base(a, b, zero),
                            lambda y, a, b, zero: float_power_by_exponent(a, b, zero), decide=zero_base)
