@@ -532,6 +532,16 @@ def stands_for_scalar(x):
 # Conversions and writes that would lose a derivative
 
 
+def _inside_masked(user):
+    """Whether the conversion happened inside ``numpy.ma`` (below the user's frame)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame is not user:
+        if str(frame.f_globals.get("__name__", "")).startswith("numpy.ma"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def conversion_error(what):
     frame = _outside(sys._getframe(2), ("numpy", "mutad"))
     where = "" if frame is None else (
@@ -541,7 +551,9 @@ def conversion_error(what):
     called = _called(frame)
     what = f"{called}()" if called else what  # as the code spells it: np.array, not np.asarray
     fix = CONVERSION_FIXES.get(what.split("(")[0].rsplit(".", 1)[-1], CONVERSION_FIX)
-    if fix is CONVERSION_FIX and what.startswith(("np.", "numpy.")):
+    if ".ma." in what or what.startswith("ma.") or _inside_masked(frame):
+        fix = MASKED_FIX
+    elif fix is CONVERSION_FIX and what.startswith(("np.", "numpy.")):
         fix = LIST_FIX  # NumPy's own function, not dispatched to: a traced value inside a list
     user = _outside(frame, ("numpy", "mutad", "scipy"))
     if user is None or user is frame:
@@ -558,6 +570,9 @@ def conversion_error(what):
         + CONVERSION_FIX)
 
 
+MASKED_FIX = ("Masked arrays (np.ma) are not differentiated: compute with the data and the "
+              "mask apart, np.where(mask, 0.0, x) for the values and x[~mask].sum() for "
+              "reductions over the elements kept.")
 LIST_FIX = ("A list or tuple of traced values handed to a NumPy function with no traced array "
             "beside it (np.exp([a, b])) is converted by NumPy: build the array first, "
             "np.array([a, b]) or np.stack([a, b]).")

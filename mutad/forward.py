@@ -413,7 +413,7 @@ class Dual(ArrayMethods):
         self.value, self.tangent = value, tangent
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if any(type(x) in (list, tuple) for x in inputs):
+        if method == "__call__" and any(type(x) in (list, tuple) for x in inputs):
             # x / [x @ x], x ** [1.0, 2.0]: a list is the array NumPy makes of it
             return getattr(ufunc, method)(*ufunc_operands(inputs), **kwargs)
         out = single_out(ufunc, kwargs)

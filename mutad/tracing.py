@@ -211,6 +211,8 @@ def _unwrap(items):
             if tape is None:
                 tape = x.tape
             elif x.tape is not tape:  # nested differentiations: rare, so checked apart
+                if any(type(item) in (list, tuple) for item in items):
+                    return None, None, None  # ufunc_operands first (apply_ufunc)
                 return _unwrap_at(items, innermost(items))
             values.append(x.value)
             if not x.buffer.constant:
@@ -241,8 +243,6 @@ def _unwrap_at(items, tape):
         else:
             if type(x) is np.ndarray:
                 check_alias(x)
-            elif type(x) in (list, tuple):
-                x = np.asarray(x)  # an array operand, as NumPy makes it (apply_ufunc)
             values.append(x)
     return tape, values, traced
 

@@ -17,9 +17,9 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
-from ..registry import (complex_aware, defjvp, definplace, deflinear, defrule, holomorphic,
+from ..registry import (ROUTES, complex_aware, defjvp, definplace, deflinear, defrule, holomorphic,
                         recomputable)
-from ..views import wrapped
+from ..views import address, memory, owner, owner_view, wrapped
 from ._helpers import Template, gather_cotangent, unbroadcast
 
 
@@ -460,4 +460,36 @@ def outer_of(ufunc):
         return ufunc(np.reshape(a, np.shape(a) + (1,) * np.ndim(b)), b, **kwargs)
 
     return outer
+
+
+_AS_STRIDED = np.lib.stride_tricks.as_strided
+
+
+def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
+    """``np.lib.stride_tricks.as_strided`` (``registry.ROUTES``): of a differentiated ``x``
+    with ``writeable=False``, the elements of its memory the view reads, gathered by their
+    positions in it (a gather, which mutad differentiates; repeated elements add up). A
+    writeable view of overlapping elements has no derivative mutad can follow: refused."""
+    if not wrapped(x):
+        return _AS_STRIDED(x, shape, strides, subok, writeable)
+    value = memory(x)
+    shape = value.shape if shape is None else tuple(shape)
+    strides = value.strides if strides is None else tuple(strides)
+    base = owner(value)
+    itemsize = value.itemsize
+    if writeable or not base.flags.c_contiguous or any(s % itemsize for s in strides):
+        raise UnsupportedOperationError(
+            "np.lib.stride_tricks.as_strided of a differentiated array"
+            + (" with writeable=True: writes through a view of repeated elements have no "
+               "derivative mutad can follow. Pass writeable=False (a read-only view, which "
+               "mutad reads as a gather), or use np.lib.stride_tricks.sliding_window_view."
+               if writeable else ": its memory is not one contiguous array read element by "
+               "element. Use sliding_window_view, or indexing."))
+    positions = (address(value) - address(base)) // itemsize + sum(
+        (np.arange(n) * (stride // itemsize)).reshape((-1,) + (1,) * (len(shape) - 1 - axis))
+        for axis, (n, stride) in enumerate(zip(shape, strides))) * np.ones(shape, np.intp)
+    return np.ravel(owner_view(x))[positions]
+
+
+ROUTES[_AS_STRIDED] = as_strided
 
