@@ -110,7 +110,9 @@ def _tangent_for(y, dy, sources, owned=True):
     dy = real_part_if(y, _as_array(dy))
     if (not owned or dy.shape != y.shape or dy.strides != y.strides or not dy.flags.writeable
             or any(s is not None and may_overlap(dy, s) for s in sources)):
-        fresh = np.zeros_like(y)
+        # zeros of y's layout; of the tangent's level where an enclosing reverse pass traces
+        # the tangent (forward over reverse), so that the copy is followed
+        fresh = np.zeros_like(dy, shape=y.shape) if wrapped(dy) else np.zeros_like(y)
         fresh[...] = dy
         return fresh
     return dy

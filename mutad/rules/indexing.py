@@ -25,6 +25,7 @@ from ..registry import (complex_aware, defcomposite, definplace, deflinear, defj
 from ..tracing import (Traced, check_destination, checkpoint, copy_into, locate, overlaps, plain,
                        record_write, unbroadcast, writes_into)
 from .. import views
+from ..custom import adjoint
 from ..views import wrapped
 from ._helpers import accumulator, gather_cotangent
 
@@ -593,9 +594,8 @@ complex_aware((np.add, "at"), (np.subtract, "at"), np.put, np.place, np.putmask,
               np.copyto)
 
 
-# Counting with weights: np.bincount is linear in its weights; np.histogram's weights are
-# refused when differentiated (its sums follow an algorithm of NumPy's own), and its counts of
-# differentiated samples are constants, as those of any function whose output is piecewise
+# Counting with weights: np.bincount and np.histogram are linear in their weights; the counts
+# of differentiated samples are constants, as those of any function whose output is piecewise
 # constant.
 
 
@@ -614,10 +614,51 @@ def bincount(x, weights=None, minlength=0):
 
 @defcomposite(np.histogram)
 def histogram(a, bins=10, range=None, density=None, weights=None):
-    if wrapped(weights):
-        raise UnsupportedOperationError(
-            "np.histogram(..., weights=w) with differentiated weights: mutad does not follow "
-            "NumPy's sums of them. Add them into their bins with np.bincount, which it "
-            "differentiates: np.bincount(np.digitize(a, edges) - 1, weights=w).")
     plain_bins = views.memory(bins) if wrapped(bins) else bins
+    if wrapped(weights):  # NumPy's sums of them, each weight's gradient its bin's
+        counts = weighted_histogram(weights, views.memory(a), plain_bins, range)
+        edges = np.histogram_bin_edges(views.memory(a), plain_bins, range)
+        if density:  # as NumPy computes it
+            return counts / np.diff(edges) / counts.sum(), edges
+        return counts, edges
     return np.histogram(views.memory(a), plain_bins, range, density, views.memory(weights))
+
+
+@adjoint
+def weighted_histogram(weights, a, bins, range):
+    """``np.histogram(a, bins, range, weights=weights)[0]``: NumPy's own sums (an algorithm of
+    its own for uneven bins), each weight's derivative its bin's."""
+    return np.histogram(a, bins, range, weights=weights)[0]
+
+
+def _bins_of(a, bins, range, weights):
+    """NumPy's counts, and the bin of each sample (-1 where it falls outside the edges): the
+    last bin holds its right edge, as NumPy's does."""
+    counts, edges = np.histogram(a, bins, range, weights=weights)
+    a = np.ravel(a)
+    where = np.searchsorted(edges, a, side="right") - 1
+    where[a == edges[-1]] = edges.size - 2
+    where[~((a >= edges[0]) & (a <= edges[-1]))] = -1
+    return counts, where
+
+
+@weighted_histogram.rule
+def _weighted_histogram_rule(weights, a, bins, range):
+    counts, where = _bins_of(a, bins, range, weights)
+    inside = where >= 0
+
+    def back(dy):
+        return np.where(inside, dy[np.maximum(where, 0)], 0.0).reshape(np.shape(weights)), \
+            None, None, None
+
+    return counts, back
+
+
+@weighted_histogram.jvp_rule
+def _weighted_histogram_jvp(tangents, weights, a, bins, range):
+    _, where = _bins_of(a, bins, range, views.memory(weights))
+    counts = weighted_histogram(weights, a, bins, range)  # an enclosing reverse pass records it
+    inside = where >= 0
+    return counts, np.bincount(where[inside], weights=np.ravel(tangents[0])[inside],
+                               minlength=counts.size)
+
