@@ -406,7 +406,7 @@ def test_as_strided_of_a_traced_array_is_a_clear_error():
     def program(x):
         return np.lib.stride_tricks.as_strided(x, (2, 2), (8, 8)).sum()
 
-    with pytest.raises(mutad.MutadError, match="converted to a plain array"):
+    with pytest.raises(mutad.MutadError, match="writeable=False"):  # a read-only one works
         mutad.gradient(program, np.ones(3))
 
 
