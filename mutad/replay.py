@@ -347,7 +347,7 @@ class Pure:
                             for a, name in zip(self.args, vals)]
                 code.arrays.update((name, operand) for a, name, operand
                                    in zip(self.args, vals, operands)
-                                   if type(a) is float and math.isfinite(a))
+                                   if type(a) is float and math.isfinite(a) and a != 0)
             expression = f"{operands[0]} {infix} {operands[1]}"
             if self.buffer.shape == ():  # NumPy's scalars: a NaN as the ufunc makes it
                 y = code.made(self.out, expression, True)
@@ -408,16 +408,15 @@ class Pure:
                 continue
             if partial is ONE:
                 lines.append(f"{g} = dy")
-            elif scalar:  # times(dy, p): zero where dy is, whatever p
+            elif scalar:  # times(dy, p): zero where a factor is, whatever the other
                 lines += [f"p = {code.bind(partial)}({y}, {vals})",
-                          f"{g} = dy * p if finite_scalar(p) else zero if dy == 0 else dy * p",
-                          f"if {g} != {g}:", f"    {g} = multiply(dy, p)"]
+                          f"{g} = dy * p if unmasked_scalar(dy, p) else times_scalar(dy, p)"]
             else:
                 into = ("dy" if last else "None" if self.buffer.shape != ()
                         else "empty_like(dy)")  # dy * p gives a NumPy scalar for a 0-d dy
                 general = f"product(dy, p, {into})"
                 for number in vals.split(", "):
-                    if number in code.arrays:  # the partial is that float: the array, finite
+                    if number in code.arrays:  # the partial is that float: the array, finite, not 0
                         factor = code.arrays[number]
                         fast = (f"dy * {factor}" if into == "None" else
                                 f"multiply(dy, {factor}, out={into})")
