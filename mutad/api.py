@@ -56,7 +56,7 @@ class Run:
         self.tape = ReverseTape(policy, ACTIVE.running[-1] if ACTIVE.running else None,
                                 None if memory is None else int(memory))
         self.buffers = {}
-        self.originals = Originals()
+        self.originals = self.tape.originals = Originals()
         self.pending = {}
         self.leaves = []
         self.rebuilds = []
@@ -89,6 +89,8 @@ class Run:
                 if outer is None:
                     hold_for_good(buffer, layout)
                 lifted = None if outer is None else outer.lift(layout)
+                if lifted is not None:
+                    outer.caller_memory(lifted, layout)
                 self.buffers[id(base)] = (layout, buffer, lifted)
             layout, buffer, lifted = self.buffers[id(base)]
             value = x if lifted is None else lifted if x is layout else view_of(lifted, x, outer)

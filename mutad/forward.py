@@ -100,19 +100,48 @@ def _as_array(y):
     return y
 
 
-def _tangent_for(y, dy, sources, owned=True):
-    """``dy`` as the tangent of a fresh result ``y``: laid out as ``y`` and sharing no memory
-    with the tangents ``sources`` (a later write into ``y`` must not reach them). Not
-    ``owned`` (a user's rule returned it: it may be an array the rule keeps), it is copied."""
+def enclosed(y, level):
+    """``y``, an array a dual of ``level`` holds (its value or its tangent), as allocation mode
+    makes an array inside the differentiations running outside ``level``: a constant of each
+    of them deeper than the levels ``y`` already belongs to (``allocation.allocate``). Their
+    values may then be written into it, and they follow the writes, whatever made ``y``: a
+    copy of an array made before any of them started, or a zero tangent. ``y`` itself when
+    none runs."""
+    running = ACTIVE.running
+    if not running or running[0].level >= level:  # not nested: the common case, at once
+        return y
+    inner = innermost([y])
+    floor = -1 if inner is None else inner.level
+    for outer in running:
+        if outer.level >= level:
+            break
+        if outer.level > floor:
+            y = outer.constant(y)
+    return y
+
+
+def zero_tangent(like, level):
+    """A zero tangent for a dual of ``level`` laid out as ``like``: a plain array, or an array
+    of the levels outside ``level`` (``enclosed``), into which the tangents they compute can be
+    written."""
+    return enclosed(np.zeros_like(memory(like)), level)
+
+
+def _tangent_for(y, dy, sources, level, owned=True):
+    """``dy`` as the tangent of a fresh result ``y`` of ``level``: laid out as ``y`` and sharing
+    no memory with the tangents ``sources`` (a later write into ``y`` must not reach them). Not
+    ``owned`` (a user's rule returned it: it may be an array the rule keeps), it is copied.
+    Nested, it is an array of the enclosing levels (``enclosed``), whatever levels it was
+    computed from: their values may be written into it later (``y *= w``)."""
     if dy is None:
-        dy = np.zeros_like(y)
+        return zero_tangent(y, level)
     dy = real_part_if(y, _as_array(dy))
     if (not owned or dy.shape != y.shape or dy.strides != y.strides or not dy.flags.writeable
             or any(s is not None and may_overlap(dy, s) for s in sources)):
-        fresh = np.zeros_like(y)
+        fresh = zero_tangent(y, level)
         fresh[...] = dy
         return fresh
-    return dy
+    return enclosed(dy, level)
 
 
 def _wrap(y, dy, level, args, tangents, owned=True):
@@ -137,7 +166,7 @@ def _wrap(y, dy, level, args, tangents, owned=True):
                     "through the output would miss the argument's tangent. Return that view "
                     "of the tangent, or copy the output.")
             return Dual(y, dy, level)
-    return Dual(y, _tangent_for(y, dy, sources, owned), level)
+    return Dual(y, _tangent_for(y, dy, sources, level, owned), level)
 
 
 def _with_tangents(args, tangents):
@@ -235,7 +264,7 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
         check_complex(function_name(ufunc), rule)
     given = _partial_arguments(rule, primals, traced)
     dy = _sum_terms((_term(rule, i, y, given, tangents[i]) for i in traced), tangents)
-    return Dual(y, _tangent_for(y, dy, tangents), level)
+    return Dual(y, _tangent_for(y, dy, tangents, level), level)
 
 
 def _target(out, level, carries_tangent, name):
@@ -339,7 +368,8 @@ def apply_function(func, args, kwargs, level, rule=None):
     if not complex_values and complex_among(y if isinstance(y, (tuple, list)) else (y,)):
         check_complex(function_name(func), rule)
     if dy is None and type(like) is Dual:  # created like a dual: a dual with zero tangent
-        dy = np.zeros_like(y)
+        y = enclosed(y, level)
+        dy = zero_tangent(y, level)
     result = _wrap(y, dy, level, primals, tangents)
     if out is None:
         return result
@@ -564,8 +594,13 @@ class Run:
         with a zero tangent."""
         if type(y) is Dual and y.level == self.level:
             return y
-        y = _as_array(y)
-        return Dual(y, np.zeros_like(y), self.level)
+        y = enclosed(_as_array(y), self.level)
+        return Dual(y, zero_tangent(y, self.level), self.level)
+
+    def caller_memory(self, dual, array):
+        """``dual``, a dual of this level over ``array``, the memory of a caller of a
+        differentiation nested inside this one (``ReverseTape.caller_memory``): forward mode
+        undoes no write, so the inner one's own restoration leaves it as it was."""
 
     def constant(self, y, made=None):
         """A dual with a zero tangent is a constant of this level (``made``: how ``y`` was
@@ -586,15 +621,19 @@ class Run:
                                        f"primal of shape {np.shape(x)}.")
         level = self.level
         if is_inexact_scalar(x):
-            value = _as_array(np.result_type(x).type(x))
-            return Dual(value, np.array(0.0 if t is None else t, value.dtype), level)
+            value = enclosed(_as_array(np.result_type(x).type(x)), level)
+            if wrapped(t):  # an enclosing level's value: it follows the tangent
+                return Dual(value, enclosed(t.astype(value.dtype), level), level)
+            return Dual(value, enclosed(np.array(0.0 if t is None else t, value.dtype), level),
+                        level)
         if not (is_inexact_array(x) or (wrapped(x) and x.dtype.kind in "fc")):
             self.originals.keep_within(x)
             return x
         if wrapped(x) and stands_for_scalar(x):
             # An enclosing level's scalar is immutable, as a float argument is: a value of its
             # own at each place (not one buffer for the places that pass it), and no copy.
-            return Dual(x, np.zeros_like(x) if t is None else np.zeros_like(x) + t, level)
+            tangent = zero_tangent(x, level)
+            return Dual(x, tangent if t is None else enclosed(tangent + t, level), level)
         # One private copy of all of the memory behind x, laid out as it, so the caller's
         # arrays stay as they are and views of one buffer in several arguments keep sharing
         # it. An array of an enclosing differentiation (hvp's reverse pass, an outer jvp) is
@@ -606,7 +645,9 @@ class Run:
             if copy.strides != whole.strides:
                 raise UnsupportedOperationError(
                     "jvp: an argument views memory laid out with gaps; pass a copy of it.")
-            self.copies[id(base)] = (whole, Dual(copy, np.zeros_like(copy), level))
+            # Enclosing levels follow what their values write into it and its tangent.
+            copy = enclosed(copy, level)
+            self.copies[id(base)] = (whole, Dual(copy, zero_tangent(copy, level), level))
         whole, dual = self.copies[id(base)]
         if not same_region(x, whole):
             flat = dual.reshape(-1, order="A")  # memory order: a view
@@ -615,7 +656,7 @@ class Run:
             dual.tangent[...] += t  # places that share memory: their tangents add up
         if type(x) is np.ndarray and not writeable(x):  # the private copy is read-only
             dual = Dual(dual.value.view(), dual.tangent, level)  # too, so writes raise as
-            dual.value.flags.writeable = False                   # they would in NumPy
+            memory(dual.value).flags.writeable = False           # they would in NumPy
         return dual
 
     def output(self, out):

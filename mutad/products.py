@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from .levels import deeper
 from .views import memory, owner, wrapped
 
 CHUNK = 1 << 15
@@ -84,10 +85,10 @@ def _pieces(dy, out, y, values):
 
 def _times(dy, p, out):
     """``dy * p`` into ``out``; into a new array where ``p`` belongs to an outer
-    differentiation and ``out`` does not, or where an outer differentiation froze ``out`` (it
-    read ``dy`` as a constant: nested, ``dy`` may already have gone into an outer-traced
-    shadow)."""
-    if (wrapped(p) and not wrapped(out)) or not writable(out) \
+    differentiation deeper than any ``out`` belongs to, or where an outer differentiation
+    froze ``out`` (it read ``dy`` as a constant: nested, ``dy`` may already have gone into an
+    outer-traced shadow)."""
+    if deeper(p, out) or not writable(out) \
             or (out.dtype.kind == "f" and getattr(p, "dtype", _REAL).kind == "c"):
         out = None
     return times(dy, p, out)

@@ -16,6 +16,7 @@ import itertools
 
 import numpy as np
 
+from .levels import deeper
 from .views import (address, byte_span, element_indices, real_part_if, self_overlapping, strided,
                     wrapped)
 
@@ -157,9 +158,10 @@ class Shadows:
     def _traced_like(self, entry, g):
         """Make ``entry``'s shadow an array traced like ``g``, before ``g`` is added into it.
 
-        Under nested differentiation cotangents are traced by the outer one; the first that
-        reaches a plain shadow turns it into a traced copy, so the accumulation is recorded."""
-        if wrapped(g) and not wrapped(entry[1]):
+        Under nested differentiation cotangents are traced by the outer ones; the first that
+        reaches a shadow none as deep follows turns it into a traced copy, so the accumulation
+        is recorded."""
+        if deeper(g, entry[1]):
             if entry[2] is None:
                 entry[2] = entry[1].reshape(-1)
             buffer = entry[0]

@@ -79,7 +79,7 @@ class ReverseTape(Tape):
     makes (``anomaly``; else None)."""
 
     __slots__ = ("level", "outer", "frozen", "sums", "arguments", "recomputation", "places",
-                 "caller", "anomaly")
+                 "caller", "anomaly", "originals")
 
     def __init__(self, policy, outer, memory=None):
         super().__init__(policy)
@@ -96,6 +96,7 @@ class ReverseTape(Tape):
         self.places = {}  # the places of arguments' views records name, each made once
         self.caller = caller
         self.anomaly = anomaly()
+        self.originals = None  # the caller's bytes its differentiation writes back at its end
 
     def hold(self, kept, places):
         """What a record keeps of the values ``kept`` it reads at ``places`` (both lists, None
@@ -165,6 +166,15 @@ class ReverseTape(Tape):
         if type(y) is Traced and y.tape is self:
             return y
         return fresh(y, self)
+
+    def caller_memory(self, traced, array):
+        """``traced``, an array of this tape over ``array``, the memory of a caller of a
+        differentiation nested inside this one (a global passed to an inner gradient): the
+        inner one writes it through this tape, whose reverse pass undoes those writes by
+        inversion, within rounding. So its bytes are kept before this tape's first write into
+        it and written back when this differentiation ends, as its own arguments' are."""
+        if self.originals is not None:
+            self.guard(traced.buffer.key, lambda: self.originals.keep(array))
 
     def constant(self, y, made=None):
         """``y`` as an array this tape follows, a constant of it unless it already is its
