@@ -1122,10 +1122,12 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
         kinds.append(kind)
     if tape.anomaly is not None:
         finite_before = tape.anomaly.before_write(targets, values)
-    for t in targets:
+    for t, kind in zip(targets, kinds, strict=True):
         tape.before_write(t.buffer.key)
-        if recomputation is not None and not several:
-            recomputation.write(t.buffer)
+        if recomputation is not None:
+            recomputation.overwriting(t.buffer, kind in ("checkpoint", "rebuild"))
+            if not several:
+                recomputation.write(t.buffer)
     write()
     for t in targets:
         t.buffer.version += 1
@@ -1155,6 +1157,18 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
     if type(record.undo) is Rebuild:
         record.undo.chain.wrote(redo_inputs, places[0], redo)
     return record
+
+
+def _kept_for_the_inverse(x, value, kept, tape, out):
+    """Whether the inverse of a write into ``out`` would be alone in keeping ``value``, operand
+    ``x``, as large as the values it writes and memory of its own (a temporary the replay
+    cannot recompute: ``keeps_memory``) that the pullback does not read (``kept`` None). Such
+    a write is undone by saving what it overwrites instead, which costs no more memory, is
+    exact, and under a memory budget is rebuilt from snapshots (``recompute.Chain``): the
+    undo does not depend on the budget, so neither does the gradient, bit for bit. A small
+    value is kept (cheaper than the save, and the inverse's)."""
+    return (kept is None and type(x) is Traced and x.tape is tape and not small(value)
+            and value.size >= out.value.size and keeps_memory(place_of(x), out.buffer))
 
 
 def _finder(target):
@@ -1233,10 +1247,10 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
 
         if rule.growth is not None:
             growth = lambda: rule.growth(target, others)  # noqa: E731
-        if tape.recomputation is not None and tape.recomputation.budget is not None and any(
-                type(inputs[i]) is Traced and inputs[i].tape is tape
-                and keeps_memory(place_of(inputs[i]), out.buffer) for i in others_at):
-            inverse = None  # it would keep a value as large as a snapshot: rebuild instead
+        if tape.recomputation is not None and any(
+                _kept_for_the_inverse(inputs[i], values[i], kept[i], tape, out)
+                for i in others_at):
+            inverse = None  # saved, or rebuilt under a budget: exact, for no more memory
     if traced:
         if rule.decide is not None:
             kept.append(decision)
