@@ -70,7 +70,12 @@ def _unmasked_scalar(dy, p):
         math.isfinite(p) if type(p) is float or type(p) is np.float64 else _finite(p))
 
 
-HELPERS = {"product": _product, "multiply": np.multiply, "add": np.add,
+def _number(y):
+    """A value that stands for a Python number (``arraylike.weak``) as one."""
+    return y.item() if isinstance(y, np.generic) else y
+
+
+HELPERS = {"number": _number, "product": _product, "multiply": np.multiply, "add": np.add,
            "empty_like": np.empty_like, "array": np.array, "unmasked_scalar": _unmasked_scalar,
            "times_scalar": times_scalar}
 

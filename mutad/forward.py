@@ -23,7 +23,8 @@ from . import arguments
 from .arguments import Originals
 from .arraylike import (ArrayMethods, alias_read_after_write, conversion_error,
                         install_operators, lost_tangent, out_by_keyword, single_out,
-                        stands_for_scalar)
+                        stands_for_scalar, weak, weak_arithmetic, weak_beside_arrays,
+                        weak_value, weaken)
 from .errors import (
     InvalidArgumentError,
     RuleError,
@@ -53,12 +54,17 @@ def level_of(items, level=-1):
     return level
 
 
-def _split(x, level):
-    """``(primal, tangent)`` of ``x`` at ``level``: duals of other levels are constants."""
+def _split(x, level, numbers=True):
+    """``(primal, tangent)`` of ``x`` at ``level``: duals of other levels are constants. A dual
+    that stands for a Python number (``arraylike.weak``) gives Python's numbers, as a ufunc's
+    operands, unless not ``numbers`` (a function's arguments, which its rule takes as
+    arrays)."""
     if type(x) is Dual and x.level == level:
+        if numbers and x.weak:  # it stands for a Python number, and so does its tangent
+            return weak_value(x.value), weak_value(x.tangent)
         return x.value, x.tangent
     if type(x) in (list, tuple) and level_of(x) == level:
-        pairs = [_split(e, level) for e in x]
+        pairs = [_split(e, level, numbers) for e in x]
         tangents = [t for _, t in pairs]
         return type(x)(p for p, _ in pairs), None if all(t is None for t in tangents) else tangents
     if type(x) is np.ndarray:
@@ -303,7 +309,8 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         return ufunc(*primals, out=out, **kwargs)
     if traced and target.value.dtype.kind == "c":
         check_complex(function_name(ufunc), rule)
-    position = next((i for i in traced if same_region(primals[i], target.value)), None)
+    position = next((i for i in traced if not weak(primals[i])  # a Python number: not it
+                     and same_region(primals[i], target.value)), None)
     given = _partial_arguments(rule, primals, traced)
     after = rule.uses == "y"  # partials that read only the output are evaluated after the write
     if after:
@@ -388,7 +395,10 @@ def _split_call(name, args, kwargs, level):
             raise UnsupportedOperationError(
                 f"{name}: the dual passed as keyword argument {key}= cannot be differentiated; "
                 "pass it positionally.")
-    pairs = [_split(x, level) for x in args]
+    # Python's numbers as NumPy's function would take them; in a list, arrays
+    numbers = any(type(x) is Dual and x.weak for x in args) and weak_beside_arrays(args)
+    pairs = [_split(x, level, numbers) if type(x) is Dual else _split(x, level, False)
+             for x in args]
     return [p for p, _ in pairs], tuple(t for _, t in pairs)
 
 
@@ -397,7 +407,7 @@ def _assign(target, value, level, name, key=...):
     arguments and ``x[key] = value``."""
     if level_of([value]) > level:
         raise lost_tangent(name)
-    value_primal, value_tangent = _split(value, level)
+    value_primal, value_tangent = _split(value, level, numbers=False)
     dual = _target(target, level, value_tangent is not None, name)
     if dual is None:
         target[key] = value_primal
@@ -414,12 +424,13 @@ def _assign(target, value, level, name, key=...):
 class Dual(ArrayMethods):
     """A float array and its tangent, for one forward-mode level. Behaves like the array."""
 
-    __slots__ = ("value", "tangent", "level")
+    __slots__ = ("value", "tangent", "level", "weak")
 
-    def __init__(self, value, tangent, level):
+    def __init__(self, value, tangent, level, weak=False):
         self.value = value
         self.tangent = tangent
         self.level = level
+        self.weak = weak  # it stands for a Python number (arraylike.weak)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         out = single_out(ufunc, kwargs)
@@ -513,9 +524,22 @@ def _outranked(items, level):
 
 def _binary(ufunc):
     """Operators as NumPy calls: they reach ``__array_ufunc__`` with every operand, so the
-    innermost level handles them whatever side it is on."""
-    return (lambda self, other: ufunc(self, other), lambda self, other: ufunc(other, self),
-            lambda self, other: self._inplace(ufunc, other))
+    innermost level handles them whatever side it is on. Python's arithmetic on values that
+    stand for Python numbers gives one (``arraylike.weak_arithmetic``)."""
+
+    def forward(self, other):
+        result = ufunc(self, other)
+        return weak_arithmetic(result, other) if self.weak else result
+
+    def reflected(self, other):
+        result = ufunc(other, self)
+        return weak_arithmetic(result, other) if self.weak else result
+
+    def inplace(self, other):
+        result = self._inplace(ufunc, other)
+        return weak_arithmetic(result, other) if self.weak else result
+
+    return forward, reflected, inplace
 
 
 install_operators(Dual, _binary)
@@ -623,9 +647,13 @@ class Run:
         if is_inexact_scalar(x):
             value = enclosed(_as_array(np.result_type(x).type(x)), level)
             if wrapped(t):  # an enclosing level's value: it follows the tangent
-                return Dual(value, enclosed(t.astype(value.dtype), level), level)
-            return Dual(value, enclosed(np.array(0.0 if t is None else t, value.dtype), level),
-                        level)
+                dual = Dual(value, enclosed(t.astype(value.dtype), level), level)
+            else:
+                dual = Dual(value, enclosed(np.array(0.0 if t is None else t, value.dtype),
+                                            level), level)
+            if type(x) is float or type(x) is complex:  # Python's: weak in NumPy's promotion
+                weaken(dual)
+            return dual
         if not (is_inexact_array(x) or (wrapped(x) and x.dtype.kind in "fc")):
             self.originals.keep_within(x)
             return x
@@ -633,7 +661,8 @@ class Run:
             # An enclosing level's scalar is immutable, as a float argument is: a value of its
             # own at each place (not one buffer for the places that pass it), and no copy.
             tangent = zero_tangent(x, level)
-            return Dual(x, tangent if t is None else enclosed(tangent + t, level), level)
+            return Dual(x, tangent if t is None else enclosed(tangent + t, level), level,
+                        x.weak)
         # One private copy of all of the memory behind x, laid out as it, so the caller's
         # arrays stay as they are and views of one buffer in several arguments keep sharing
         # it. An array of an enclosing differentiation (hvp's reverse pass, an outer jvp) is

@@ -405,8 +405,14 @@ class Recomputation:
     def hold(self, place, value):
         """What a record keeps of ``value``, which it reads at ``place``: a :class:`Lazy`
         stand-in if it can be recomputed when the replay reaches the record and that is worth
-        it; else ``value`` itself, its buffer marked ``Kept``."""
+        it; else ``value`` itself, its buffer marked ``Kept``. A Python number (a weak value's:
+        ``Buffer.weak``) is kept as it is, and its buffer holds it (``read`` gives
+        the number back)."""
         buffer = place.buffer
+        if type(value) is not np.ndarray:
+            if buffer.ref is None and place.whole:
+                buffer.ref = Held(np.array(value))  # a number: nothing to free
+            return value
         origin = buffer.origin
         if origin is not None and origin.current() and not small(value):
             key = buffer.key
@@ -445,9 +451,11 @@ class Recomputation:
                 del self.readers[key]
                 self.values.pop(key, None)
 
-    def read(self, place, rebuilt=None):
+    def read(self, place, rebuilt=None, numbers=True):
         """The value at ``place`` now: its buffer's array if alive, else recomputed.
-        ``rebuilt`` maps the keys of buffers being rebuilt to the arrays that stand for them."""
+        ``rebuilt`` maps the keys of buffers being rebuilt to the arrays that stand for them.
+        A buffer that stands for a Python number (``Buffer.weak``) gives that number, as a
+        ufunc's operand, unless not ``numbers`` (a rule's argument: its 0-d array)."""
         buffer = place.buffer
         array = None if rebuilt is None else rebuilt.get(buffer.key)
         if array is None:
@@ -456,6 +464,8 @@ class Recomputation:
             array = self.values.get(buffer.key)
             if array is None:
                 array = self._recompute(buffer, rebuilt)
+        if numbers and buffer.weak:  # a Python number, as the program computed with it
+            return array.item()
         return view(array, buffer, place)
 
     def _recompute(self, buffer, rebuilt):
@@ -466,10 +476,10 @@ class Recomputation:
                 self.values[buffer.key] = y
             return y
         record = recipe.record
-        inputs = [self.read_all(x, rebuilt) for x in record.inputs]
-        settings = {k: self.read_all(v, rebuilt) for k, v in (record.settings or {}).items()}
         primitive = record.primitive
         rule = getattr(primitive, "rule", None)
+        inputs = [self.read_all(x, rebuilt, rule is None) for x in record.inputs]
+        settings = {k: self.read_all(v, rebuilt) for k, v in (record.settings or {}).items()}
         if rule is not None:  # a rule: its outputs, without the pullback it also returns
             y = rule(*inputs, **settings)[0]
             if recipe.output is not None:
@@ -482,11 +492,12 @@ class Recomputation:
             self.values[buffer.key] = y
         return y
 
-    def read_all(self, x, rebuilt=None):
-        """``x`` (a recipe's input: a place, a constant, a list of them) as a value now."""
+    def read_all(self, x, rebuilt=None, numbers=True):
+        """``x`` (a recipe's input: a place, a constant, a list of them) as a value now
+        (``numbers``: see ``read``)."""
         if type(x) in (list, tuple):
-            return type(x)(self.read_all(e, rebuilt) for e in x)
-        return self.read(x, rebuilt) if _is_place(x) else x
+            return type(x)(self.read_all(e, rebuilt, numbers) for e in x)
+        return self.read(x, rebuilt, numbers) if _is_place(x) else x
 
     def clear(self):
         """Forget everything: the differentiation is over."""

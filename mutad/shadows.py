@@ -53,7 +53,7 @@ class Buffer:
         return self
 
     __slots__ = ("key", "dtype", "shape", "strides", "offset", "span", "low", "c_contiguous",
-                 "constant", "read", "version", "origin", "ref")
+                 "constant", "read", "version", "origin", "ref", "weak")
 
     def __init__(self, array, constant=False):
         self.key = next(_serial)
@@ -70,6 +70,9 @@ class Buffer:
         # in the replay.
         self.constant = constant
         self.read = False
+        # A 0-d buffer that stands for a Python number (a float argument, Python's arithmetic
+        # on such numbers): weakly typed in NumPy's promotion (arraylike.weak).
+        self.weak = False
         self.dtype = array.dtype
         self.shape = shared(array.shape)
         self.strides = shared(array.strides)

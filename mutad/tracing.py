@@ -39,7 +39,8 @@ import numpy as np
 
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
                         conversion_error, install_operators, lost_tangent, out_by_keyword,
-                        out_position, single_out, stands_for_scalar, untraced_write)
+                        out_position, single_out, stands_for_scalar, untraced_write,
+                        weak_arithmetic, weak_beside_arrays, weak_value)
 from .debug import SKIPPED, Warnings, anomaly, at_user_lines, caller
 from .errors import (
     ConstantModifiedError,
@@ -208,7 +209,8 @@ def innermost(items, tape=None):
 
 
 def _unwrap(items):
-    """Plain values of ``items``, the tape of the traced ones, and which are traced (a bit
+    """Plain values of ``items`` (a ufunc's operands: Python's numbers for values that stand
+    for one, ``arraylike.weak``), the tape of the traced ones, and which are traced (a bit
     mask: bit i for item i)."""
     tape = None
     values = []
@@ -219,8 +221,9 @@ def _unwrap(items):
                 tape = x.tape
             elif x.tape is not tape:  # nested differentiations: rare, so checked apart
                 return _unwrap_at(items, innermost(items))
-            values.append(x.value)
-            if not x.buffer.constant:
+            buffer = x.buffer
+            values.append(weak_value(x.value) if buffer.weak else x.value)
+            if not buffer.constant:
                 traced |= 1 << i
         else:
             if type(x) is np.ndarray:
@@ -229,15 +232,16 @@ def _unwrap(items):
     return tape, values, traced
 
 
-def _unwrap_at(items, tape):
+def _unwrap_at(items, tape, numbers=True):
     """``_unwrap`` for ``tape``: arrays traced by other (outer) tapes stay as they are. A
     constant whose differentiation has ended (kept in a cache, say) is the plain array it
-    holds."""
+    holds. Not ``numbers`` (a function's arguments, which its rule takes as arrays), a value
+    that stands for a Python number is its 0-d array."""
     values = []
     traced = 0
     for i, x in enumerate(items):
         if type(x) is Traced and x.tape is tape:
-            values.append(x.value)
+            values.append(weak_value(x.value) if numbers and x.buffer.weak else x.value)
             if not x.buffer.constant:
                 traced |= 1 << i
         elif ended(x):
@@ -255,14 +259,22 @@ def ended(x):
 
 
 def _unwrap_args(args):
-    """Like ``_unwrap``, one level into lists and tuples (``np.concatenate([a, b])``)."""
+    """Like ``_unwrap``, one level into lists and tuples (``np.concatenate([a, b])``), for a
+    function's rule: a value that stands for a Python number is that number beside arrays,
+    else its 0-d array (``arraylike.weak_beside_arrays``)."""
     tape = innermost(args)
     values = []
+    numbers = None  # whether weak values go as numbers, found at the first one
     for x in args:
         if type(x) is Traced and x.tape is tape:
-            values.append(x.value)
+            if x.buffer.weak:
+                if numbers is None:
+                    numbers = weak_beside_arrays(args)
+                values.append(weak_value(x.value) if numbers else x.value)
+            else:
+                values.append(x.value)
         elif type(x) in (list, tuple) and any(type(e) is Traced for e in x):
-            values.append(type(x)(_unwrap_at(x, tape)[1]))
+            values.append(type(x)(_unwrap_at(x, tape, numbers=False)[1]))
         elif ended(x):
             values.append(memory(x))
         else:
@@ -1167,7 +1179,8 @@ def _kept_for_the_inverse(x, value, kept, tape, out):
     exact, and under a memory budget is rebuilt from snapshots (``recompute.Chain``): the
     undo does not depend on the budget, so neither does the gradient, bit for bit. A small
     value is kept (cheaper than the save, and the inverse's)."""
-    return (kept is None and type(x) is Traced and x.tape is tape and not small(value)
+    return (kept is None and type(x) is Traced and x.tape is tape and type(value) is np.ndarray
+            and not small(value)
             and value.size >= out.value.size and keeps_memory(place_of(x), out.buffer))
 
 
@@ -1544,7 +1557,7 @@ def plain(tree):
     """``tree`` with every traced array replaced by its plain value (for non-differentiable
     functions, whose outputs carry no gradient)."""
     if type(tree) is Traced:
-        return tree.value
+        return weak_value(tree.value) if tree.buffer.weak else tree.value
     if type(tree) in (list, tuple):
         return type(tree)(plain(x) for x in tree)
     if type(tree) is dict:
@@ -1573,21 +1586,27 @@ def _deeper(x, tape):
 
 
 def _binary(ufunc):
+    """Python's operators; on values that stand for Python numbers, they give one
+    (``arraylike.weak_arithmetic``)."""
+
     def forward(self, other):
         if _deeper(other, self.tape):
             return NotImplemented
-        return apply_ufunc(ufunc, (self, other))
+        result = apply_ufunc(ufunc, (self, other))
+        return weak_arithmetic(result, other) if self.buffer.weak else result
 
     def reflected(self, other):
         if _deeper(other, self.tape):
             return NotImplemented
-        return apply_ufunc(ufunc, (other, self))
+        result = apply_ufunc(ufunc, (other, self))
+        return weak_arithmetic(result, other) if self.buffer.weak else result
 
     def inplace(self, other):
         if _deeper(other, self.tape):
             raise lost_tangent(f"augmented assignment ({ufunc.__name__})")
         if stands_for_scalar(self):
-            return apply_ufunc(ufunc, (self, other))
+            result = apply_ufunc(ufunc, (self, other))
+            return weak_arithmetic(result, other) if self.buffer.weak else result
         return apply_ufunc(ufunc, (self, other), out=self)
 
     return forward, reflected, inplace
@@ -1605,6 +1624,13 @@ class Traced(ArrayMethods):
         self.whole = whole  # whether value is that whole buffer, laid out as it
 
     level = property(lambda self: self.tape.level)
+
+    def _set_weak(self, weak):
+        self.buffer.weak = weak
+
+    # Whether it stands for a Python number (``arraylike.weak``): a property of its buffer, a
+    # 0-d one of its own.
+    weak = property(lambda self: self.buffer.weak, _set_weak)
 
     # NumPy's protocols ---------------------------------------------------------------------
 
@@ -1727,13 +1753,16 @@ class Traced(ArrayMethods):
     # operators (the binary ones: install_operators below) -----------------------------------
 
     def __neg__(self):
-        return apply_ufunc(np.negative, (self,))
+        result = apply_ufunc(np.negative, (self,))
+        return weak_arithmetic(result) if self.buffer.weak else result
 
     def __pos__(self):
-        return apply_ufunc(np.positive, (self,))
+        result = apply_ufunc(np.positive, (self,))
+        return weak_arithmetic(result) if self.buffer.weak else result
 
     def __abs__(self):
-        return apply_ufunc(np.absolute, (self,))
+        result = apply_ufunc(np.absolute, (self,))
+        return weak_arithmetic(result) if self.buffer.weak else result
 
     def astype(self, dtype, **kwargs):
         return apply_function("ndarray.astype", FUNCTIONS[np.ndarray.astype], (self, dtype), kwargs)
