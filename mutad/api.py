@@ -23,7 +23,7 @@ from .errors import (
 from . import forward
 from .allocation import allocate
 from .arguments import Originals, check_argnums, check_distinct_memory, run
-from .arraylike import stands_for_scalar
+from .arraylike import stands_for_scalar, weak_value, weaken
 from .levels import ACTIVE, Tracer
 from .listing import TapeListing
 from .recompute import hold_for_good
@@ -56,7 +56,7 @@ class Run:
         self.tape = ReverseTape(policy, ACTIVE.running[-1] if ACTIVE.running else None,
                                 None if memory is None else int(memory))
         self.buffers = {}
-        self.originals = Originals()
+        self.originals = self.tape.originals = Originals()
         self.pending = {}
         self.leaves = []
         self.rebuilds = []
@@ -91,6 +91,8 @@ class Run:
                 if outer is None:
                     hold_for_good(buffer, layout)
                 lifted = None if outer is None else outer.lift(layout)
+                if lifted is not None:
+                    outer.caller_memory(lifted, layout)
                 self.buffers[id(base)] = (layout, buffer, lifted)
             layout, buffer, lifted = self.buffers[id(base)]
             value = x if lifted is None else lifted if x is layout else view_of(lifted, x, outer)
@@ -101,11 +103,15 @@ class Run:
                 self.tape.guard(buffer.key, lambda key=buffer.key: self._save(key))
         elif is_inexact_scalar(x):
             t = fresh(np.result_type(x).type(x), self.tape)  # a NumPy scalar: immutable
+            if type(x) is float or type(x) is complex:  # Python's: weak in NumPy's promotion
+                weaken(t)
             if self.tape.outer is None:
                 hold_for_good(t.buffer, t.value)
         elif isinstance(x, Tracer) and x.dtype.kind in "fc":
             if stands_for_scalar(x):  # an enclosing level's scalar: immutable, so a value of
                 t = fresh(x, self.tape)  # its own at each place, as a float argument is
+                if x.weak:
+                    weaken(t)
             else:
                 t = self._wrap_outer(x)  # an array of a differentiation this one is inside
         else:  # integer arrays, and those inside objects of NumPy's and SciPy's classes
@@ -203,7 +209,9 @@ def _scalar_output(y):
             raise NonScalarOutputError(
                 f"gradient needs a scalar output, but the function returned an array of shape "
                 f"{y.value.shape}. Reduce it (y.sum()), or use mutad.pullback with a cotangent.")
-        return y.value[()]
+        return weak_value(y.value) if y.weak else y.value[()]  # a Python number, if it was one
+    if type(y) is float:
+        return y
     value = np.asarray(y)
     if value.ndim != 0 or value.dtype.kind not in "fiub":
         raise NonScalarOutputError(
@@ -444,7 +452,8 @@ def pullback(f: Callable[..., Any], *args: Any,
         raise
     outputs, rebuild = flatten(y)
     # Copies: the replay in back() rewinds every buffer, the outputs' too.
-    plain = [t.value.copy() if type(t) is Traced else t for t in outputs]
+    plain = [(weak_value(t.value) if t.weak else t.value.copy()) if type(t) is Traced else t
+             for t in outputs]
     done: list[bool] = []
 
     def back(dy):

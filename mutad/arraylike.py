@@ -36,7 +36,9 @@ COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.gr
 
 def install_operators(cls, binary):
     """Give ``cls`` Python's operators: for each ufunc of ``OPERATORS``, ``binary(ufunc)``
-    returns the methods for ``a + b``, ``b + a`` and ``a += b``; comparisons take the first."""
+    returns the methods for ``a + b``, ``b + a`` and ``a += b``; comparisons take the first.
+    Each engine's operators give a weak result where both operands are weak
+    (``weak_arithmetic``)."""
     for name, ufunc in OPERATORS.items():
         forward, reflected, inplace = binary(ufunc)
         setattr(cls, f"__{name}__", forward)
@@ -48,6 +50,66 @@ def install_operators(cls, binary):
     cls.__mul__ = _scalar_product(cls.__mul__, reflected=False)
     cls.__rmul__ = _scalar_product(cls.__rmul__, reflected=True)
     cls.__imul__ = _scalar_product(cls.__imul__, reflected=False)
+
+
+# Python's numbers in NumPy's promotion (NEP 50). A Python int, float or complex is *weak*: it
+# takes the type of the array or NumPy scalar it meets (float32 * 0.3 is float32), where a
+# NumPy scalar or a 0-d array is not (float32 * np.float64(0.3) is float64). A float argument
+# is traced as a read-only 0-d float64 array, so it is marked weak (``Buffer.weak``, a dual's
+# ``weak``), and the engines hand its number itself to NumPy's calls (``weak_value``); Python's
+# arithmetic on weak values (``k * k``, ``-k``, ``k ** 2``, ``0.5 * k``) gives Python numbers,
+# so its results are weak too, where a NumPy function of one (``np.sin(k)``) is NumPy's scalar.
+
+
+def weak(x):
+    """Whether ``x`` is a Python number or a traced or dual value that stands for one."""
+    kind = type(x)
+    if kind is float or kind is int or kind is complex or kind is bool:
+        return True
+    return getattr(x, "weak", False) is True
+
+
+def weaken(y):
+    """Mark ``y``, a new traced or dual value made by Python's arithmetic on weak values, as
+    standing for a Python number, at every level it belongs to (its value, an enclosing
+    level's, is handed to that level's NumPy calls)."""
+    while hasattr(y, "value") and type(y) is not np.ndarray and y.dtype.kind in "fc" \
+            and memory(y).ndim == 0:
+        y.weak = True
+        y = y.value
+
+
+def weak_value(value):
+    """What a NumPy call takes for the ``value`` of a weak traced or dual value: its Python
+    number, or an enclosing level's value (itself weak, which that level hands over so)."""
+    return value.item() if type(value) is np.ndarray else value
+
+
+def weak_beside_arrays(args):
+    """Whether a function's arguments ``args`` hold a weak value beside an array or NumPy
+    scalar, against which NumPy promotes it weakly (``np.where(c, k, u32)`` is float32): its
+    rule then takes the Python number, as NumPy's function would. A weak value alone, or in a
+    list (``np.array([k, x])``, whose items NumPy makes arrays), is a float64 (or complex128)
+    0-d array in NumPy anyway, which a rule takes as the array."""
+    found = other = False
+    for x in args:
+        if getattr(x, "weak", False) is True:
+            found = True
+        elif isinstance(x, (np.ndarray, np.generic)) or hasattr(x, "value"):
+            other = True
+    return found and other
+
+
+def weak_arithmetic(result, other=None):
+    """``result`` of Python's arithmetic on a weak value (an operator of an engine, once it
+    checked its own operand is weak) and ``other`` (None for ``-a``, ``+a``, ``abs(a)``):
+    weak where ``other`` is too, as Python's numbers make Python's numbers (a result without
+    a derivative, ``k // 0.1``, is NumPy's scalar: then the Python number itself)."""
+    if result is not NotImplemented and (other is None or weak(other)):
+        if isinstance(result, np.inexact):
+            return result.item()
+        weaken(result)
+    return result
 
 
 FAST_POWERS = {2: np.square, 0.5: np.sqrt, -1: np.reciprocal}
@@ -91,13 +153,17 @@ def _fast_powers(power, power_in_place):
 
     def fast_power(self, other):
         if type(other) in (int, float) and other in FAST_POWERS:
-            return FAST_POWERS[other](self)
+            result = FAST_POWERS[other](self)
+            return weak_arithmetic(result) if self.weak else result
         return power(self, other)
 
     def fast_power_in_place(self, other):
         if type(other) in (int, float) and other in FAST_POWERS:
             ufunc = FAST_POWERS[other]
-            return ufunc(self) if stands_for_scalar(self) else ufunc(self, out=self)
+            if stands_for_scalar(self):
+                result = ufunc(self)
+                return weak_arithmetic(result) if self.weak else result
+            return ufunc(self, out=self)
         return power_in_place(self, other)
 
     return fast_power, fast_power_in_place
@@ -283,10 +349,10 @@ class ArrayMethods(Tracer):
         raise ValueError("cannot delete array elements")  # NumPy's error
 
     def __divmod__(self, other):
-        return np.floor_divide(self, other), np.remainder(self, other)
+        return self // other, self % other
 
     def __rdivmod__(self, other):
-        return np.floor_divide(other, self), np.remainder(other, self)
+        return other // self, other % self
 
     def to_device(self, device, /, *, stream=None):
         if device != "cpu" or stream is not None:
@@ -324,16 +390,19 @@ class ArrayMethods(Tracer):
                      "indexing to write elements.")
 
     def __neg__(self):
-        return np.negative(self)
+        result = np.negative(self)
+        return weak_arithmetic(result) if self.weak else result
 
     def __invert__(self):
         return np.invert(self)
 
     def __pos__(self):
-        return np.positive(self)
+        result = np.positive(self)
+        return weak_arithmetic(result) if self.weak else result
 
     def __abs__(self):
-        return np.absolute(self)
+        result = np.absolute(self)
+        return weak_arithmetic(result) if self.weak else result
 
     def reshape(self, *shape, **kwargs):
         return np.reshape(self, shape[0] if len(shape) == 1 else shape, **kwargs)

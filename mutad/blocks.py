@@ -39,7 +39,7 @@ import threading
 
 import numpy as np
 
-from .products import _finite, times
+from .products import _finite, times, times_scalar, unmasked
 
 TEMPLATES = collections.OrderedDict()
 """Compiled factories by source, the least recently used dropped past :data:`KEPT`."""
@@ -59,19 +59,25 @@ def scalar_cotangents(buffer):
 def _product(dy, p, out):
     """``times(dy, p, out)``; ``out`` None: a new array, ``dy * p`` (half the cost of
     ``multiply`` into a new ``empty_like``)."""
-    if math.isfinite(p) if type(p) is float else _finite(p):
+    if unmasked(dy, p):
         return dy * p if out is None else np.multiply(dy, p, out=out)
     return times(dy, p, np.empty_like(dy) if out is None else out)
 
 
-def _finite_scalar(p):
-    """``products._finite`` for the partial of a float64 scalar."""
-    return math.isfinite(p) if type(p) is float or type(p) is np.float64 else _finite(p)
+def _unmasked_scalar(dy, p):
+    """``products.unmasked`` for the cotangent of a float64 scalar and its partial."""
+    return math.isfinite(dy) and (
+        math.isfinite(p) if type(p) is float or type(p) is np.float64 else _finite(p))
 
 
-HELPERS = {"product": _product, "multiply": np.multiply, "add": np.add,
-           "empty_like": np.empty_like, "array": np.array, "finite_scalar": _finite_scalar,
-           "zero": np.float64(0.0)}
+def _number(y):
+    """A value that stands for a Python number (``arraylike.weak``) as one."""
+    return y.item() if isinstance(y, np.generic) else y
+
+
+HELPERS = {"number": _number, "product": _product, "multiply": np.multiply, "add": np.add,
+           "empty_like": np.empty_like, "array": np.array, "unmasked_scalar": _unmasked_scalar,
+           "times_scalar": times_scalar}
 
 
 class Code:
@@ -93,7 +99,7 @@ class Code:
         self.kept = {}  # the locals the reverse pass reads, in order of first use
         self.live = {}  # key -> buffer: the local cotangents that hold an array, at this point
         self.shadows = {}  # place -> the local holding ``shadows.of(place)`` in the reverse
-        self.arrays = {}  # the name of a finite float -> that of the same float64 0-d array
+        self.arrays = {}  # the name of a finite nonzero float -> that of the same float64 0-d array
 
     def bind(self, value, kind=None):
         """The name of a constant: an object, or the number ``value`` of ``kind`` (a slot, a

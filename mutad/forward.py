@@ -24,7 +24,8 @@ from .allocation import ufunc_operands
 from .arguments import Originals, check_distinct_memory
 from .arraylike import (ArrayMethods, alias_read_after_write, conversion_error,
                         install_operators, lost_tangent, out_by_keyword, single_out,
-                        stands_for_scalar)
+                        stands_for_scalar, weak, weak_arithmetic, weak_beside_arrays,
+                        weak_value, weaken)
 from .errors import (
     InvalidArgumentError,
     RuleError,
@@ -54,12 +55,17 @@ def level_of(items, level=-1):
     return level
 
 
-def _split(x, level):
-    """``(primal, tangent)`` of ``x`` at ``level``: duals of other levels are constants."""
+def _split(x, level, numbers=True):
+    """``(primal, tangent)`` of ``x`` at ``level``: duals of other levels are constants. A dual
+    that stands for a Python number (``arraylike.weak``) gives Python's numbers, as a ufunc's
+    operands, unless not ``numbers`` (a function's arguments, which its rule takes as
+    arrays)."""
     if type(x) is Dual and x.level == level:
+        if numbers and x.weak:  # it stands for a Python number, and so does its tangent
+            return weak_value(x.value), weak_value(x.tangent)
         return x.value, x.tangent
     if type(x) in (list, tuple) and level_of(x) == level:
-        pairs = [_split(e, level) for e in x]
+        pairs = [_split(e, level, numbers) for e in x]
         tangents = [t for _, t in pairs]
         return type(x)(p for p, _ in pairs), None if all(t is None for t in tangents) else tangents
     if type(x) is np.ndarray:
@@ -101,21 +107,48 @@ def _as_array(y):
     return y
 
 
-def _tangent_for(y, dy, sources, owned=True):
-    """``dy`` as the tangent of a fresh result ``y``: laid out as ``y`` and sharing no memory
-    with the tangents ``sources`` (a later write into ``y`` must not reach them). Not
-    ``owned`` (a user's rule returned it: it may be an array the rule keeps), it is copied."""
+def enclosed(y, level):
+    """``y``, an array a dual of ``level`` holds (its value or its tangent), as allocation mode
+    makes an array inside the differentiations running outside ``level``: a constant of each
+    of them deeper than the levels ``y`` already belongs to (``allocation.allocate``). Their
+    values may then be written into it, and they follow the writes, whatever made ``y``: a
+    copy of an array made before any of them started, or a zero tangent. ``y`` itself when
+    none runs."""
+    running = ACTIVE.running
+    if not running or running[0].level >= level:  # not nested: the common case, at once
+        return y
+    inner = innermost([y])
+    floor = -1 if inner is None else inner.level
+    for outer in running:
+        if outer.level >= level:
+            break
+        if outer.level > floor:
+            y = outer.constant(y)
+    return y
+
+
+def zero_tangent(like, level):
+    """A zero tangent for a dual of ``level`` laid out as ``like``: a plain array, or an array
+    of the levels outside ``level`` (``enclosed``), into which the tangents they compute can be
+    written."""
+    return enclosed(np.zeros_like(memory(like)), level)
+
+
+def _tangent_for(y, dy, sources, level, owned=True):
+    """``dy`` as the tangent of a fresh result ``y`` of ``level``: laid out as ``y`` and sharing
+    no memory with the tangents ``sources`` (a later write into ``y`` must not reach them). Not
+    ``owned`` (a user's rule returned it: it may be an array the rule keeps), it is copied.
+    Nested, it is an array of the enclosing levels (``enclosed``), whatever levels it was
+    computed from: their values may be written into it later (``y *= w``)."""
     if dy is None:
-        dy = np.zeros_like(y)
+        return zero_tangent(y, level)
     dy = real_part_if(y, _as_array(dy))
     if (not owned or dy.shape != y.shape or dy.strides != y.strides or not dy.flags.writeable
             or any(s is not None and may_overlap(dy, s) for s in sources)):
-        # zeros of y's layout; of the tangent's level where an enclosing reverse pass traces
-        # the tangent (forward over reverse), so that the copy is followed
-        fresh = np.zeros_like(dy, shape=y.shape) if wrapped(dy) else np.zeros_like(y)
+        fresh = zero_tangent(y, level)
         fresh[...] = dy
         return fresh
-    return dy
+    return enclosed(dy, level)
 
 
 def _wrap(y, dy, level, args, tangents, owned=True):
@@ -140,7 +173,7 @@ def _wrap(y, dy, level, args, tangents, owned=True):
                     "through the output would miss the argument's tangent. Return that view "
                     "of the tangent, or copy the output.")
             return Dual(y, dy, level)
-    return Dual(y, _tangent_for(y, dy, sources, owned), level)
+    return Dual(y, _tangent_for(y, dy, sources, level, owned), level)
 
 
 def _with_tangents(args, tangents):
@@ -238,7 +271,7 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
         check_complex(function_name(ufunc), rule)
     given = _partial_arguments(rule, primals, traced)
     dy = _sum_terms((_term(rule, i, y, given, tangents[i]) for i in traced), tangents)
-    return Dual(y, _tangent_for(y, dy, tangents), level)
+    return Dual(y, _tangent_for(y, dy, tangents, level), level)
 
 
 def _target(out, level, carries_tangent, name):
@@ -277,7 +310,8 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         return ufunc(*primals, out=out, **kwargs)
     if traced and target.value.dtype.kind == "c":
         check_complex(function_name(ufunc), rule)
-    position = next((i for i in traced if same_region(primals[i], target.value)), None)
+    position = next((i for i in traced if not weak(primals[i])  # a Python number: not it
+                     and same_region(primals[i], target.value)), None)
     given = _partial_arguments(rule, primals, traced)
     after = rule.uses == "y"  # partials that read only the output are evaluated after the write
     if after:
@@ -342,7 +376,8 @@ def apply_function(func, args, kwargs, level, rule=None):
     if not complex_values and complex_among(y if isinstance(y, (tuple, list)) else (y,)):
         check_complex(function_name(func), rule)
     if dy is None and type(like) is Dual:  # created like a dual: a dual with zero tangent
-        dy = np.zeros_like(y)
+        y = enclosed(y, level)
+        dy = zero_tangent(y, level)
     result = _wrap(y, dy, level, primals, tangents)
     if out is None:
         return result
@@ -361,7 +396,10 @@ def _split_call(name, args, kwargs, level):
             raise UnsupportedOperationError(
                 f"{name}: the dual passed as keyword argument {key}= cannot be differentiated; "
                 "pass it positionally.")
-    pairs = [_split(x, level) for x in args]
+    # Python's numbers as NumPy's function would take them; in a list, arrays
+    numbers = any(type(x) is Dual and x.weak for x in args) and weak_beside_arrays(args)
+    pairs = [_split(x, level, numbers) if type(x) is Dual else _split(x, level, False)
+             for x in args]
     return [p for p, _ in pairs], tuple(t for _, t in pairs)
 
 
@@ -370,7 +408,7 @@ def _assign(target, value, level, name, key=...):
     arguments and ``x[key] = value``."""
     if level_of([value]) > level:
         raise lost_tangent(name)
-    value_primal, value_tangent = _split(value, level)
+    value_primal, value_tangent = _split(value, level, numbers=False)
     dual = _target(target, level, value_tangent is not None, name)
     if dual is None:
         target[key] = value_primal
@@ -387,12 +425,13 @@ def _assign(target, value, level, name, key=...):
 class Dual(ArrayMethods):
     """A float array and its tangent, for one forward-mode level. Behaves like the array."""
 
-    __slots__ = ("value", "tangent", "level")
+    __slots__ = ("value", "tangent", "level", "weak")
 
-    def __init__(self, value, tangent, level):
+    def __init__(self, value, tangent, level, weak=False):
         self.value = value
         self.tangent = tangent
         self.level = level
+        self.weak = weak  # it stands for a Python number (arraylike.weak)
 
     @property
     def shape(self):
@@ -509,9 +548,22 @@ def _outranked(items, level):
 
 def _binary(ufunc):
     """Operators as NumPy calls: they reach ``__array_ufunc__`` with every operand, so the
-    innermost level handles them whatever side it is on."""
-    return (lambda self, other: ufunc(self, other), lambda self, other: ufunc(other, self),
-            lambda self, other: self._inplace(ufunc, other))
+    innermost level handles them whatever side it is on. Python's arithmetic on values that
+    stand for Python numbers gives one (``arraylike.weak_arithmetic``)."""
+
+    def forward(self, other):
+        result = ufunc(self, other)
+        return weak_arithmetic(result, other) if self.weak else result
+
+    def reflected(self, other):
+        result = ufunc(other, self)
+        return weak_arithmetic(result, other) if self.weak else result
+
+    def inplace(self, other):
+        result = self._inplace(ufunc, other)
+        return weak_arithmetic(result, other) if self.weak else result
+
+    return forward, reflected, inplace
 
 
 install_operators(Dual, _binary)
@@ -590,8 +642,13 @@ class Run:
         with a zero tangent."""
         if type(y) is Dual and y.level == self.level:
             return y
-        y = _as_array(y)
-        return Dual(y, np.zeros_like(y), self.level)
+        y = enclosed(_as_array(y), self.level)
+        return Dual(y, zero_tangent(y, self.level), self.level)
+
+    def caller_memory(self, dual, array):
+        """``dual``, a dual of this level over ``array``, the memory of a caller of a
+        differentiation nested inside this one (``ReverseTape.caller_memory``): forward mode
+        undoes no write, so the inner one's own restoration leaves it as it was."""
 
     def constant(self, y, made=None):
         """A dual with a zero tangent is a constant of this level (``made``: how ``y`` was
@@ -614,15 +671,24 @@ class Run:
                                        f"primal of shape {np.shape(x)}.")
         level = self.level
         if is_inexact_scalar(x):
-            value = _as_array(np.result_type(x).type(x))
-            return Dual(value, np.array(0.0 if t is None else t, value.dtype), level)
+            value = enclosed(_as_array(np.result_type(x).type(x)), level)
+            if wrapped(t):  # an enclosing level's value: it follows the tangent
+                dual = Dual(value, enclosed(t.astype(value.dtype), level), level)
+            else:
+                dual = Dual(value, enclosed(np.array(0.0 if t is None else t, value.dtype),
+                                            level), level)
+            if type(x) is float or type(x) is complex:  # Python's: weak in NumPy's promotion
+                weaken(dual)
+            return dual
         if not (is_inexact_array(x) or (wrapped(x) and x.dtype.kind in "fc")):
             self.originals.keep_within(x)
             return x
         if wrapped(x) and stands_for_scalar(x):
             # An enclosing level's scalar is immutable, as a float argument is: a value of its
             # own at each place (not one buffer for the places that pass it), and no copy.
-            return Dual(x, np.zeros_like(x) if t is None else np.zeros_like(x) + t, level)
+            tangent = zero_tangent(x, level)
+            return Dual(x, tangent if t is None else enclosed(tangent + t, level), level,
+                        x.weak)
         # One private copy of all of the memory behind x, laid out as it, so the caller's
         # arrays stay as they are and views of one buffer in several arguments keep sharing
         # it. An array of an enclosing differentiation (hvp's reverse pass, an outer jvp) is
@@ -634,7 +700,9 @@ class Run:
             if copy.strides != whole.strides:
                 raise UnsupportedOperationError(
                     "jvp: an argument views memory laid out with gaps; pass a copy of it.")
-            self.copies[id(base)] = (whole, Dual(copy, np.zeros_like(copy), level))
+            # Enclosing levels follow what their values write into it and its tangent.
+            copy = enclosed(copy, level)
+            self.copies[id(base)] = (whole, Dual(copy, zero_tangent(copy, level), level))
         whole, dual = self.copies[id(base)]
         if not same_region(x, whole):
             flat = dual.reshape(-1, order="A")  # memory order: a view
@@ -643,7 +711,7 @@ class Run:
             dual.tangent[...] += t  # places that share memory: their tangents add up
         if type(x) is np.ndarray and not writeable(x):  # the private copy is read-only
             dual = Dual(dual.value.view(), dual.tangent, level)  # too, so writes raise as
-            dual.value.flags.writeable = False                   # they would in NumPy
+            memory(dual.value).flags.writeable = False           # they would in NumPy
         return dual
 
     def output(self, out):

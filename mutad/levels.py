@@ -55,6 +55,16 @@ def innermost(items, inner=None):
     return inner
 
 
+def deeper(x, than):
+    """Whether ``x`` belongs to a differentiation deeper than any ``than`` belongs to (either
+    may be a plain value): one of ``x``'s values cannot be written into ``than``."""
+    inner = innermost((x,))
+    if inner is None:
+        return False
+    other = innermost((than,))
+    return other is None or other.level < inner.level
+
+
 def running(level):
     """Whether the differentiation of ``level`` is running in this thread."""
     return any(d.level == level for d in ACTIVE.running)

@@ -1,5 +1,6 @@
-"""The products both engines take of a (co)tangent and a partial derivative: exact zeros where
-the derivative is not finite, and a piece at a time for large arrays.
+"""The products both engines take of a (co)tangent and a partial derivative: an exact zero
+wherever either factor is zero, whatever the other (an infinite or NaN partial, cotangent or
+tangent), and a piece at a time for large arrays.
 
 A complex partial ``p`` is a complex derivative (README, "Complex numbers and the FFT"): a
 tangent ``t`` moves the output by ``p * t``, and a cotangent ``g`` of the output reaches the
@@ -10,6 +11,7 @@ import math
 
 import numpy as np
 
+from .levels import deeper
 from .views import memory, owner, wrapped
 
 CHUNK = 1 << 15
@@ -83,10 +85,10 @@ def _pieces(dy, out, y, values):
 
 def _times(dy, p, out):
     """``dy * p`` into ``out``; into a new array where ``p`` belongs to an outer
-    differentiation and ``out`` does not, or where an outer differentiation froze ``out`` (it
-    read ``dy`` as a constant: nested, ``dy`` may already have gone into an outer-traced
-    shadow)."""
-    if (wrapped(p) and not wrapped(out)) or not writable(out) \
+    differentiation deeper than any ``out`` belongs to, or where an outer differentiation
+    froze ``out`` (it read ``dy`` as a constant: nested, ``dy`` may already have gone into an
+    outer-traced shadow)."""
+    if deeper(p, out) or not writable(out) \
             or (out.dtype.kind == "f" and getattr(p, "dtype", _REAL).kind == "c"):
         out = None
     return times(dy, p, out)
@@ -116,14 +118,38 @@ def _finite(p):
     return math.isfinite(np.sum(p))
 
 
+_vdot = getattr(np.vdot, "_implementation", np.vdot)
+"""``np.vdot`` without the ``__array_function__`` dispatch. Unlike ``ndarray.dot`` it does not
+warn of the invalid ``0 * inf`` in a sum."""
+
+
+def unmasked(d, p):
+    """Whether ``d * p`` needs no mask (``times``): no zero factor meets a non-finite one. A
+    float that is finite and not zero needs no look at the other factor; arrays of one
+    shape are checked by one dot product of both, each of whose terms is non-finite where
+    either factor is; otherwise each factor is checked (``_finite``, which may say no for a
+    few huge elements: that costs only time)."""
+    if type(p) is float or type(p) is np.float64:
+        return math.isfinite(p) and (p != 0.0 or _finite(d))
+    if type(d) is float or type(d) is np.float64:
+        return math.isfinite(d) and (d != 0.0 or _finite(p))
+    if type(d) is np.ndarray and type(p) is np.ndarray and d.shape == p.shape \
+            and (d.ndim <= 1 or d.flags.c_contiguous and p.flags.c_contiguous):
+        return cmath.isfinite(_vdot(d, p))
+    return _finite(p) and _finite(d)
+
+
 def times(d, p, out=None):
     """``d * p`` (into ``out`` if given): a (co)tangent ``d`` times a partial derivative ``p``,
-    where a zero ``d`` gives zero even where ``p`` is infinite or NaN (the derivative of
-    ``sqrt`` at 0, say): no change in the input times any slope is no change. Checked by one
-    reduction of ``p``, so only a partial with a non-finite entry pays for the mask."""
-    if _finite(p):
+    where a zero factor gives zero whatever the other is, infinite or NaN: a zero ``d`` (no
+    change in the input, or no sensitivity of the loss) times any slope, the derivative of
+    ``sqrt`` at 0, say, and a zero ``p`` (the output does not move with that input: a factor
+    of an exact zero, an operand ``minimum`` did not take) times any (co)tangent, an infinite
+    one from ``sqrt`` at 0 further on, say. Checked by one reduction, so only products with a
+    non-finite factor pay for the mask."""
+    if unmasked(d, p):
         return d * p if out is None else np.multiply(d, p, out=out)
-    zero = memory(d) == 0
+    zero = np.logical_or(memory(d) == 0, memory(p) == 0)  # before out, which may be d or p
     with np.errstate(invalid="ignore"):  # 0 * inf, replaced below
         if out is None or wrapped(out):
             product = d * p if out is None else np.multiply(d, p, out=out)
@@ -131,3 +157,15 @@ def times(d, p, out=None):
         np.multiply(d, p, out=out)
     np.copyto(out, 0.0, where=zero)
     return out
+
+
+def times_scalar(d, p):
+    """``times(d, p)`` where ``unmasked(d, p)`` said no, for a NumPy scalar ``d`` (the cotangents
+    of a replayed block's float64 scalars): zero where a factor is, else the ufunc's product,
+    as ``times`` computes it on 0-d arrays."""
+    if d == 0 or p == 0:
+        return ZERO
+    return np.multiply(d, p)
+
+
+ZERO = np.float64(0.0)

@@ -405,8 +405,14 @@ class Recomputation:
     def hold(self, place, value):
         """What a record keeps of ``value``, which it reads at ``place``: a :class:`Lazy`
         stand-in if it can be recomputed when the replay reaches the record and that is worth
-        it; else ``value`` itself, its buffer marked ``Kept``."""
+        it; else ``value`` itself, its buffer marked ``Kept``. A Python number (a weak value's:
+        ``Buffer.weak``) is kept as it is, and its buffer holds it (``read`` gives
+        the number back)."""
         buffer = place.buffer
+        if type(value) is not np.ndarray:
+            if buffer.ref is None and place.whole:
+                buffer.ref = Held(np.array(value))  # a number: nothing to free
+            return value
         origin = buffer.origin
         if origin is not None and origin.current() and not small(value):
             key = buffer.key
@@ -445,9 +451,11 @@ class Recomputation:
                 del self.readers[key]
                 self.values.pop(key, None)
 
-    def read(self, place, rebuilt=None):
+    def read(self, place, rebuilt=None, numbers=True):
         """The value at ``place`` now: its buffer's array if alive, else recomputed.
-        ``rebuilt`` maps the keys of buffers being rebuilt to the arrays that stand for them."""
+        ``rebuilt`` maps the keys of buffers being rebuilt to the arrays that stand for them.
+        A buffer that stands for a Python number (``Buffer.weak``) gives that number, as a
+        ufunc's operand, unless not ``numbers`` (a rule's argument: its 0-d array)."""
         buffer = place.buffer
         array = None if rebuilt is None else rebuilt.get(buffer.key)
         if array is None:
@@ -456,6 +464,8 @@ class Recomputation:
             array = self.values.get(buffer.key)
             if array is None:
                 array = self._recompute(buffer, rebuilt)
+        if numbers and buffer.weak:  # a Python number, as the program computed with it
+            return array.item()
         return view(array, buffer, place)
 
     def _recompute(self, buffer, rebuilt):
@@ -466,10 +476,10 @@ class Recomputation:
                 self.values[buffer.key] = y
             return y
         record = recipe.record
-        inputs = [self.read_all(x, rebuilt) for x in record.inputs]
-        settings = {k: self.read_all(v, rebuilt) for k, v in (record.settings or {}).items()}
         primitive = record.primitive
         rule = getattr(primitive, "rule", None)
+        inputs = [self.read_all(x, rebuilt, rule is None) for x in record.inputs]
+        settings = {k: self.read_all(v, rebuilt) for k, v in (record.settings or {}).items()}
         if rule is not None:  # a rule: its outputs, without the pullback it also returns
             y = rule(*inputs, **settings)[0]
             if recipe.output is not None:
@@ -482,11 +492,12 @@ class Recomputation:
             self.values[buffer.key] = y
         return y
 
-    def read_all(self, x, rebuilt=None):
-        """``x`` (a recipe's input: a place, a constant, a list of them) as a value now."""
+    def read_all(self, x, rebuilt=None, numbers=True):
+        """``x`` (a recipe's input: a place, a constant, a list of them) as a value now
+        (``numbers``: see ``read``)."""
         if type(x) in (list, tuple):
-            return type(x)(self.read_all(e, rebuilt) for e in x)
-        return self.read(x, rebuilt) if _is_place(x) else x
+            return type(x)(self.read_all(e, rebuilt, numbers) for e in x)
+        return self.read(x, rebuilt, numbers) if _is_place(x) else x
 
     def clear(self):
         """Forget everything: the differentiation is over."""
@@ -514,10 +525,23 @@ class Recomputation:
         if chain is None:
             chain = self.chains[buffer.key] = Chain(self, buffer, array, self.budget)
         pairs = list(versions(reads[0]))
+        if any(not b.c_contiguous for b, _ in pairs if b is not buffer):
+            return None  # one its redone writes read could not be pinned (Chain.pin)
         for source, version in pairs:
             if version:  # read as it is now by the writes the replay redoes
                 source.read = True
         return chain.before_write(place, [(b, v) for b, v in pairs if b is not buffer])
+
+
+    def overwriting(self, buffer, exact):
+        """``buffer`` is about to be written by a write whose undo gives its bytes back
+        ``exact``ly (a checkpoint, a rebuild) or not (an inverse: within rounding). In the
+        second case a chain whose writes since its last barrier read it keeps its bytes now
+        (``Chain.pin``)."""
+        if not exact:
+            for chain in self.chains.values():
+                if chain.buffer is not buffer:
+                    chain.pin(buffer)
 
 
 def current_region(place):
@@ -564,11 +588,14 @@ class Chain:
     budget allows (so reversing a stretch of L writes redoes about L log L of them), and drops
     those above, which it will not need again. Nothing else may change what the redone writes
     read: when a buffer they depend on is written, the next write starts from a snapshot kept
-    to the end (a barrier).
+    to the end (a barrier); and where the replay will give that buffer back only within
+    rounding (an inverse), its bytes are kept first (``pin``) for the writes before, which
+    then compute again exactly what they computed: a rebuilt region holds the bytes a
+    checkpoint would have saved, and a budget changes no bit of the gradient.
     """
 
     __slots__ = ("recomputation", "buffer", "array", "writes", "snapshots", "barriers", "budget",
-                 "spacing", "depends", "first", "last", "pending")
+                 "spacing", "depends", "first", "last", "pending", "pins")
 
     def __init__(self, recomputation, buffer, array, budget):
         self.recomputation = recomputation
@@ -586,6 +613,7 @@ class Chain:
         self.first = buffer.version  # the version before its first write
         self.last = None  # the version its last write left
         self.pending = None  # the undo of the write about to be made
+        self.pins = {}  # barrier version -> {key: a copy of a buffer its stretch's writes read}
 
     def before_write(self, place, depends):
         """Just before a write into ``place`` that reads ``depends``: snapshot if due; returns
@@ -605,6 +633,18 @@ class Chain:
                 self.depends[b.key] = (b, v)
         self.pending = Rebuild(self, version, place)
         return self.pending
+
+    def pin(self, buffer):
+        """``buffer``, about to be written by a write the replay undoes only within rounding:
+        if the writes since the last barrier read it as it is, keep a copy of it, which the
+        replay reads when it redoes them (it is C-contiguous: see ``Recomputation.chain``)."""
+        entry = self.depends.get(buffer.key)
+        if entry is None or entry[0].version != entry[1] or self.last is None \
+                or self.last - max(self.barriers) < 2:  # no write the replay redoes
+            return
+        array = buffer.ref() if buffer.ref is not None else None
+        if array is not None:
+            self.pins.setdefault(max(self.barriers), {}).setdefault(buffer.key, array.copy())
 
     def _unchanged(self):
         """Whether no buffer the writes since the last barrier read has been written since.
@@ -658,6 +698,9 @@ class Chain:
         redone into a copy of it."""
         work = snapshot.copy()
         rebuilt = {self.buffer.key: work}
+        pins = self.pins.get(max(b for b in self.barriers if b <= start))
+        if pins:
+            rebuilt.update(pins)
         read_all = self.recomputation.read_all
         for write in self.writes[start - self.first:stop - self.first]:
             write.redo(read_all(write.inputs, rebuilt), view(work, self.buffer, write.place))
@@ -685,4 +728,5 @@ class Rebuild:
         if self.version == chain.first:  # its first write: nothing left to rebuild
             chain.snapshots.clear()
             chain.writes.clear()
+            chain.pins.clear()
             chain.array = None  # from now on only what reads the buffer holds it

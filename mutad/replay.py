@@ -67,6 +67,7 @@ import numpy as np
 
 from .allocation import as_floats, put_value
 from .arguments import Originals, check_argnums
+from .arraylike import weak
 from .blocks import Block, indent, scalar_cotangents
 from .debug import Warnings, anomaly_detection, nowhere, warn_at
 from .levels import ACTIVE
@@ -220,12 +221,13 @@ class Out:
     had when recorded: a guard, since a shape may depend on values (``x[x > 0]``), and the
     program's later steps on it were recorded for that one."""
 
-    __slots__ = ("slot", "convert", "shape")
+    __slots__ = ("slot", "convert", "shape", "buffer")
 
     def __init__(self, slot, convert, t):
         self.slot = slot
         self.convert = convert
         self.shape = t.value.shape
+        self.buffer = t.buffer if type(t) is Traced else None  # weak: a Python number
 
 
 class Same:
@@ -264,6 +266,8 @@ def _store(outputs, y, values):
         value = outputs.convert(y)
         if value.shape != outputs.shape:
             raise GuardFailed
+        if outputs.buffer is not None and outputs.buffer.weak:
+            value = value.item()  # as the traced value stood for it (arraylike.weak)
         values[outputs.slot] = value
         return
     for out, item in zip(outputs, y, strict=True):
@@ -281,7 +285,7 @@ class Pure:
     its buffer), from a tuple of this call's values in place of a record."""
 
     __slots__ = ("ufunc", "record_ufunc", "args", "at", "kwargs", "out", "rule", "reads",
-                 "inputs", "buffer", "state", "lean")
+                 "inputs", "buffer", "state", "lean", "weak")
 
     def __init__(self, ufunc, args, kwargs, out, rule, reads, record):
         # NumPy's scalars compute the four operations in their own arithmetic, at a tenth of
@@ -307,9 +311,19 @@ class Pure:
         self.buffer = record.output
         self.state = record.state
         self.lean = None  # prepare(), before the first replay
+        self.weak = False  # prepare(): the value stands for a Python number (Buffer.weak)
 
     def prepare(self):
         buffer, rule = self.buffer, self.rule
+        # Python's numbers (a float argument, Python's arithmetic on them) are held as such,
+        # so that NumPy promotes them as it did when the call was traced (arraylike.weak):
+        # Python's operators on them give Python's numbers, which stand for NumPy's scalar
+        # only where the traced value did; NumPy's ufunc gives NumPy's scalar.
+        self.weak = buffer.weak
+        if not self.weak and self.ufunc is not self.record_ufunc and all(
+                weak(a) if a is not None else place is not None and place.buffer.weak
+                for a, place in zip(self.args, self.inputs, strict=True)):
+            self.ufunc = self.record_ufunc
         if rule.decide is None and buffer.c_contiguous and small(buffer):
             traced = self.state[1]
             lean = []
@@ -328,6 +342,8 @@ class Pure:
         y = self.ufunc(*vals, **self.kwargs) if self.kwargs else self.ufunc(*vals)
         if self.ufunc is not self.record_ufunc and isinstance(y, np.generic) and y != y:
             y = self.record_ufunc(*vals)  # a NaN as the ufunc makes it (see blocks)
+        if self.weak and isinstance(y, np.generic):
+            y = y.item()
         values[self.out] = y  # a NumPy scalar where the traced array was a read-only 0-d one
         if self.lean is not None:
             tape.records.append((self, vals, y))
@@ -388,7 +404,7 @@ class Pure:
                             for a, name in zip(self.args, vals)]
                 code.arrays.update((name, operand) for a, name, operand
                                    in zip(self.args, vals, operands)
-                                   if type(a) is float and math.isfinite(a))
+                                   if type(a) is float and math.isfinite(a) and a != 0)
             expression = f"{operands[0]} {infix} {operands[1]}"
             if self.buffer.shape == ():  # NumPy's scalars: a NaN as the ufunc makes it
                 y = code.made(self.out, expression, True)
@@ -397,6 +413,8 @@ class Pure:
         else:
             kwargs = f", **{code.bind(self.kwargs)}" if self.kwargs else ""
             expression = f"{code.bind(self.ufunc)}({', '.join(vals)}{kwargs})"
+        if self.weak:  # a Python number, as __call__ holds it
+            expression = f"number({expression})"
         y = code.made(self.out, expression, self.buffer.key in code.internal)
         for name in (*vals, y):
             if name[0] == "v":
@@ -449,16 +467,15 @@ class Pure:
                 continue
             if partial is ONE:
                 lines.append(f"{g} = dy")
-            elif scalar:  # times(dy, p): zero where dy is, whatever p
+            elif scalar:  # times(dy, p): zero where a factor is, whatever the other
                 lines += [f"p = {code.bind(partial)}({y}, {vals})",
-                          f"{g} = dy * p if finite_scalar(p) else zero if dy == 0 else dy * p",
-                          f"if {g} != {g}:", f"    {g} = multiply(dy, p)"]
+                          f"{g} = dy * p if unmasked_scalar(dy, p) else times_scalar(dy, p)"]
             else:
                 into = ("dy" if last else "None" if self.buffer.shape != ()
                         else "empty_like(dy)")  # dy * p gives a NumPy scalar for a 0-d dy
                 general = f"product(dy, p, {into})"
                 for number in vals.split(", "):
-                    if number in code.arrays:  # the partial is that float: the array, finite
+                    if number in code.arrays:  # the partial is that float: the array, finite, not 0
                         factor = code.arrays[number]
                         fast = (f"dy * {factor}" if into == "None" else
                                 f"multiply(dy, {factor}, out={into})")
@@ -759,9 +776,10 @@ class Function:
     prepare = Call.prepare
 
     def __call__(self, values, tape):
-        y, back = self.rule(*_arrays(self.args_of(values)), **self.kwargs_of(values))
+        y, back = self.rule(*_arrays(self.args_of(values), self.args), **self.kwargs_of(values))
         _store(self.outputs, y, values)
-        primals = {id(owner(values[slot])) for slot in self.primals} if self.adopts else None
+        primals = {id(owner(values[slot])) for slot in self.primals
+                   if type(values[slot]) is not float} if self.adopts else None
         tape.records.append(Record(self.primitive, (), self.settings, self.created, None,
                                    (back, self.places, primals, self.buffers, self.multiple),
                                    _function_pullback))
@@ -844,11 +862,28 @@ def _kind(message):
     return message.partition(" encountered")[0]
 
 
-def _arrays(args):
-    """A rule's arguments as the tracing engine hands them over: NumPy scalars the replay
-    holds as the read-only 0-d arrays they stood for (``tracing.fresh_value``)."""
-    return [fresh_value(x) if isinstance(x, np.generic) else
-            type(x)(_arrays(x)) if type(x) in (list, tuple) else x for x in args]
+def _arrays(args, spec, numbers=None):
+    """A rule's arguments ``args`` (made from ``spec``) as the tracing engine hands them over
+    (``tracing._unwrap_args``): NumPy scalars the replay holds as the read-only 0-d arrays they
+    stood for (``tracing.fresh_value``), and the Python numbers it holds for weak values (at
+    slots) as such beside arrays, else as their 0-d arrays (``arraylike.weak_beside_arrays``)."""
+    if numbers is None:
+        numbers = _weak_beside_arrays(args, spec)
+    return [type(x)(_arrays(x, s, False)) if type(x) in (list, tuple) else
+            fresh_value(x) if isinstance(x, np.generic) or (
+                not numbers and type(s) is Slot and type(x) is float) else x
+            for x, s in zip(args, spec, strict=True)]
+
+
+def _weak_beside_arrays(args, spec):
+    """``arraylike.weak_beside_arrays`` of the values ``args`` made from ``spec``."""
+    found = other = False
+    for x, s in zip(args, spec, strict=True):
+        if type(s) is Slot and type(x) is float:
+            found = True
+        elif isinstance(x, (np.ndarray, np.generic)):
+            other = True
+    return found and other
 
 
 def _bytes(value):
@@ -1514,8 +1549,9 @@ class Program:
             self.prepare()
         values = [None] * self.size
         for x, (slot, scalar) in zip(leaves, self.inputs, strict=True):
-            if slot is not None:
-                values[slot] = fresh_value(np.result_type(x).type(x)) if scalar else x
+            if slot is not None:  # a Python float as it is (arraylike.weak)
+                values[slot] = fresh_value(np.result_type(x).type(x)) \
+                    if scalar and type(x) is not float else x
         tape = ReverseTape(self.policy, None)
         tape.recomputation = None  # a replay keeps what tracing keeps (see Recorder.recomputed)
         tape.caller = nowhere  # what the engine records for a step (Reenter) needs no line
@@ -1549,7 +1585,9 @@ class Program:
             if self.output is None:
                 value = self.constant
             else:
-                value = values[self.output][()]
+                value = values[self.output]
+                if type(value) is not float:  # a Python float, if it stands for one
+                    value = value[()]
                 check_constants(tape)
                 shadows.add(self.output_place, 1.0)
                 records = tape.records
@@ -1587,7 +1625,7 @@ class Program:
 
 def _detached(x):
     """A value of the program as a plain copy (NumPy's scalar for a 0-d array)."""
-    if isinstance(x, np.generic):
+    if isinstance(x, (np.generic, float)):
         return x
     return x[()] if x.ndim == 0 else x.copy()
 

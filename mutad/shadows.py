@@ -16,6 +16,7 @@ import itertools
 
 import numpy as np
 
+from .levels import deeper
 from .views import (address, byte_span, element_indices, real_part_if, self_overlapping, strided,
                     wrapped)
 
@@ -52,7 +53,7 @@ class Buffer:
         return self
 
     __slots__ = ("key", "dtype", "shape", "strides", "offset", "span", "low", "c_contiguous",
-                 "constant", "read", "version", "origin", "ref")
+                 "constant", "read", "version", "origin", "ref", "weak")
 
     def __init__(self, array, constant=False):
         self.key = next(_serial)
@@ -69,6 +70,9 @@ class Buffer:
         # in the replay.
         self.constant = constant
         self.read = False
+        # A 0-d buffer that stands for a Python number (a float argument, Python's arithmetic
+        # on such numbers): weakly typed in NumPy's promotion (arraylike.weak).
+        self.weak = False
         self.dtype = array.dtype
         self.shape = shared(array.shape)
         self.strides = shared(array.strides)
@@ -157,9 +161,10 @@ class Shadows:
     def _traced_like(self, entry, g):
         """Make ``entry``'s shadow an array traced like ``g``, before ``g`` is added into it.
 
-        Under nested differentiation cotangents are traced by the outer one; the first that
-        reaches a plain shadow turns it into a traced copy, so the accumulation is recorded."""
-        if wrapped(g) and not wrapped(entry[1]):
+        Under nested differentiation cotangents are traced by the outer ones; the first that
+        reaches a shadow none as deep follows turns it into a traced copy, so the accumulation
+        is recorded."""
+        if deeper(g, entry[1]):
             if entry[2] is None:
                 entry[2] = entry[1].reshape(-1)
             buffer = entry[0]

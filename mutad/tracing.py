@@ -41,7 +41,7 @@ from .allocation import ufunc_operands
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
                         conversion_error, install_operators, lost_tangent, out_by_keyword,
                         numpy_value, out_position, single_out, stands_for_scalar,
-                        untraced_write)
+                        untraced_write, weak_arithmetic, weak_beside_arrays, weak_value)
 from .debug import SKIPPED, Warnings, anomaly, at_user_lines, caller
 from .errors import (
     ConstantModifiedError,
@@ -81,7 +81,7 @@ class ReverseTape(Tape):
     makes (``anomaly``; else None)."""
 
     __slots__ = ("level", "outer", "frozen", "read_views", "sums", "arguments", "recomputation",
-                 "places", "caller", "anomaly")
+                 "places", "caller", "anomaly", "originals")
 
     def __init__(self, policy, outer, memory=None):
         super().__init__(policy)
@@ -99,6 +99,7 @@ class ReverseTape(Tape):
         self.places = {}  # the places of arguments' views records name, each made once
         self.caller = caller
         self.anomaly = anomaly()
+        self.originals = None  # the caller's bytes its differentiation writes back at its end
 
     def hold(self, kept, places):
         """What a record keeps of the values ``kept`` it reads at ``places`` (both lists, None
@@ -169,6 +170,15 @@ class ReverseTape(Tape):
             return y
         return fresh(y, self)
 
+    def caller_memory(self, traced, array):
+        """``traced``, an array of this tape over ``array``, the memory of a caller of a
+        differentiation nested inside this one (a global passed to an inner gradient): the
+        inner one writes it through this tape, whose reverse pass undoes those writes by
+        inversion, within rounding. So its bytes are kept before this tape's first write into
+        it and written back when this differentiation ends, as its own arguments' are."""
+        if self.originals is not None:
+            self.guard(traced.buffer.key, lambda: self.originals.keep(array))
+
     def constant(self, y, made=None):
         """``y`` as an array this tape follows, a constant of it unless it already is its
         array. ``made``: ``(function, args, kwargs)`` that allocated it, for a replay."""
@@ -201,7 +211,8 @@ def innermost(items, tape=None):
 
 
 def _unwrap(items):
-    """Plain values of ``items``, the tape of the traced ones, and which are traced (a bit
+    """Plain values of ``items`` (a ufunc's operands: Python's numbers for values that stand
+    for one, ``arraylike.weak``), the tape of the traced ones, and which are traced (a bit
     mask: bit i for item i)."""
     tape = None
     values = []
@@ -214,8 +225,9 @@ def _unwrap(items):
                 if any(type(item) in (list, tuple) for item in items):
                     return None, None, None  # ufunc_operands first (apply_ufunc)
                 return _unwrap_at(items, innermost(items))
-            values.append(x.value)
-            if not x.buffer.constant:
+            buffer = x.buffer
+            values.append(weak_value(x.value) if buffer.weak else x.value)
+            if not buffer.constant:
                 traced |= 1 << i
         else:
             kind = type(x)
@@ -227,15 +239,16 @@ def _unwrap(items):
     return tape, values, traced
 
 
-def _unwrap_at(items, tape):
+def _unwrap_at(items, tape, numbers=True):
     """``_unwrap`` for ``tape``: arrays traced by other (outer) tapes stay as they are. A
     constant whose differentiation has ended (kept in a cache, say) is the plain array it
-    holds."""
+    holds. Not ``numbers`` (a function's arguments, which its rule takes as arrays), a value
+    that stands for a Python number is its 0-d array."""
     values = []
     traced = 0
     for i, x in enumerate(items):
         if type(x) is Traced and x.tape is tape:
-            values.append(x.value)
+            values.append(weak_value(x.value) if numbers and x.buffer.weak else x.value)
             if not x.buffer.constant:
                 traced |= 1 << i
         elif ended(x):
@@ -253,14 +266,22 @@ def ended(x):
 
 
 def _unwrap_args(args):
-    """Like ``_unwrap``, one level into lists and tuples (``np.concatenate([a, b])``)."""
+    """Like ``_unwrap``, one level into lists and tuples (``np.concatenate([a, b])``), for a
+    function's rule: a value that stands for a Python number is that number beside arrays,
+    else its 0-d array (``arraylike.weak_beside_arrays``)."""
     tape = innermost(args)
     values = []
+    numbers = None  # whether weak values go as numbers, found at the first one
     for x in args:
         if type(x) is Traced and x.tape is tape:
-            values.append(x.value)
+            if x.buffer.weak:
+                if numbers is None:
+                    numbers = weak_beside_arrays(args)
+                values.append(weak_value(x.value) if numbers else x.value)
+            else:
+                values.append(x.value)
         elif type(x) in (list, tuple) and any(type(e) is Traced for e in x):
-            values.append(type(x)(_unwrap_at(x, tape)[1]))
+            values.append(type(x)(_unwrap_at(x, tape, numbers=False)[1]))
         elif ended(x):
             values.append(memory(x))
         else:
@@ -1129,10 +1150,12 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
         kinds.append(kind)
     if tape.anomaly is not None:
         finite_before = tape.anomaly.before_write(targets, values)
-    for t in targets:
+    for t, kind in zip(targets, kinds, strict=True):
         tape.before_write(t.buffer.key)
-        if recomputation is not None and not several:
-            recomputation.write(t.buffer)
+        if recomputation is not None:
+            recomputation.overwriting(t.buffer, kind in ("checkpoint", "rebuild"))
+            if not several:
+                recomputation.write(t.buffer)
     write()
     for t in targets:
         t.buffer.version += 1
@@ -1162,6 +1185,19 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
     if type(record.undo) is Rebuild:
         record.undo.chain.wrote(redo_inputs, places[0], redo)
     return record
+
+
+def _kept_for_the_inverse(x, value, kept, tape, out):
+    """Whether the inverse of a write into ``out`` would be alone in keeping ``value``, operand
+    ``x``, as large as the values it writes and memory of its own (a temporary the replay
+    cannot recompute: ``keeps_memory``) that the pullback does not read (``kept`` None). Such
+    a write is undone by saving what it overwrites instead, which costs no more memory, is
+    exact, and under a memory budget is rebuilt from snapshots (``recompute.Chain``): the
+    undo does not depend on the budget, so neither does the gradient, bit for bit. A small
+    value is kept (cheaper than the save, and the inverse's)."""
+    return (kept is None and type(x) is Traced and x.tape is tape and type(value) is np.ndarray
+            and not small(value)
+            and value.size >= out.value.size and keeps_memory(place_of(x), out.buffer))
 
 
 def _finder(target):
@@ -1240,10 +1276,10 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
 
         if rule.growth is not None:
             growth = lambda: rule.growth(target, others)  # noqa: E731
-        if tape.recomputation is not None and tape.recomputation.budget is not None and any(
-                type(inputs[i]) is Traced and inputs[i].tape is tape
-                and keeps_memory(place_of(inputs[i]), out.buffer) for i in others_at):
-            inverse = None  # it would keep a value as large as a snapshot: rebuild instead
+        if tape.recomputation is not None and any(
+                _kept_for_the_inverse(inputs[i], values[i], kept[i], tape, out)
+                for i in others_at):
+            inverse = None  # saved, or rebuilt under a budget: exact, for no more memory
     if traced:
         if rule.decide is not None:
             kept.append(decision)
@@ -1537,7 +1573,7 @@ def plain(tree):
     """``tree`` with every traced array replaced by its plain value (for non-differentiable
     functions, whose outputs carry no gradient)."""
     if type(tree) is Traced:
-        return tree.value
+        return weak_value(tree.value) if tree.buffer.weak else tree.value
     if type(tree) in (list, tuple):
         return type(tree)(plain(x) for x in tree)
     if type(tree) is dict:
@@ -1566,21 +1602,27 @@ def _deeper(x, tape):
 
 
 def _binary(ufunc):
+    """Python's operators; on values that stand for Python numbers, they give one
+    (``arraylike.weak_arithmetic``)."""
+
     def forward(self, other):
         if _deeper(other, self.tape):
             return NotImplemented
-        return apply_ufunc(ufunc, (self, other))
+        result = apply_ufunc(ufunc, (self, other))
+        return weak_arithmetic(result, other) if self.buffer.weak else result
 
     def reflected(self, other):
         if _deeper(other, self.tape):
             return NotImplemented
-        return apply_ufunc(ufunc, (other, self))
+        result = apply_ufunc(ufunc, (other, self))
+        return weak_arithmetic(result, other) if self.buffer.weak else result
 
     def inplace(self, other):
         if _deeper(other, self.tape):
             raise lost_tangent(f"augmented assignment ({ufunc.__name__})")
         if stands_for_scalar(self):
-            return apply_ufunc(ufunc, (self, other))
+            result = apply_ufunc(ufunc, (self, other))
+            return weak_arithmetic(result, other) if self.buffer.weak else result
         return apply_ufunc(ufunc, (self, other), out=self)
 
     return forward, reflected, inplace
@@ -1598,6 +1640,13 @@ class Traced(ArrayMethods):
         self.whole = whole  # whether value is that whole buffer, laid out as it
 
     level = property(lambda self: self.tape.level)
+
+    def _set_weak(self, weak):
+        self.buffer.weak = weak
+
+    # Whether it stands for a Python number (``arraylike.weak``): a property of its buffer, a
+    # 0-d one of its own.
+    weak = property(lambda self: self.buffer.weak, _set_weak)
 
     # NumPy's protocols ---------------------------------------------------------------------
 
@@ -1752,13 +1801,16 @@ class Traced(ArrayMethods):
     # operators (the binary ones: install_operators below) -----------------------------------
 
     def __neg__(self):
-        return apply_ufunc(np.negative, (self,))
+        result = apply_ufunc(np.negative, (self,))
+        return weak_arithmetic(result) if self.buffer.weak else result
 
     def __pos__(self):
-        return apply_ufunc(np.positive, (self,))
+        result = apply_ufunc(np.positive, (self,))
+        return weak_arithmetic(result) if self.buffer.weak else result
 
     def __abs__(self):
-        return apply_ufunc(np.absolute, (self,))
+        result = apply_ufunc(np.absolute, (self,))
+        return weak_arithmetic(result) if self.buffer.weak else result
 
     def astype(self, dtype, **kwargs):
         return apply_function("ndarray.astype", FUNCTIONS[np.ndarray.astype], (self, dtype), kwargs)

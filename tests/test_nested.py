@@ -405,3 +405,130 @@ def test_second_derivatives_through_a_write_into_a_reshape_that_copies(policy, m
 
     a = np.asfortranarray(np.linspace(-1, 1, 6).reshape(2, 3))
     mutad.check_grads(f, a, policy=policy, order=2)
+
+
+# ----------------------------------------------------------------------------------------------
+# Every nesting, with the inner level's primal and seed (a tangent, or a pullback's cotangent)
+# made outside every level, inside the outer one, or from the outer one's variable
+
+
+MODES = ("forward", "reverse")
+MADE = ("outside", "inside", "dependent")
+X0 = np.array([1.0, 2.0])    # made before any differentiation starts
+T0 = np.array([1.0, -1.0])
+C0 = np.array(1.5)           # a cotangent of a scalar output
+
+
+def derivative(mode, f, primal, seed):
+    """The derivative of ``f`` at ``primal`` along ``seed`` (forward) or of ``seed * f``
+    (reverse, through mutad.pullback), reduced to a scalar."""
+    if mode == "forward":
+        return jvp(f, (primal,), (seed,))[1]
+    _, back = mutad.pullback(f, primal)
+    d, = back(seed)
+    return d if np.ndim(d) == 0 else d.sum()
+
+
+def made(how, outside, inside, w):
+    """``outside`` (an array made before any differentiation), a new array of the same
+    values made inside the level whose variable is ``w``, or one that depends on ``w``."""
+    if how == "outside":
+        return outside
+    value = np.array(outside)  # allocated inside: an array of every running level
+    if isinstance(outside, float):
+        value = value[()] * 1.0
+    return value * w[0] if how == "dependent" else value
+
+
+def pure(p, w):
+    return (p * p).sum() * w[0]
+
+
+def in_place(p, w):
+    q = p.copy()
+    q *= w[0]
+    q += p
+    z = np.zeros(np.shape(p))
+    z[...] = q
+    return (z * q).sum()
+
+
+def argument_written(p, w):
+    p *= w[0]
+    p += w[0]
+    return (p * p).sum()
+
+
+NESTINGS = [pytest.param(outer, inner, primal_made, seed_made, scalar, program,
+                         id="-".join((outer, inner, primal_made, seed_made,
+                                      "scalar" if scalar else "array", program.__name__)))
+            for outer in MODES for inner in MODES for primal_made in MADE for seed_made in MADE
+            for scalar in (False, True) for program in (pure, in_place, argument_written)
+            if not (scalar and program is argument_written)]  # a float is immutable
+
+
+@pytest.mark.parametrize("outer, inner, primal_made, seed_made, scalar, program", NESTINGS)
+def test_every_nesting_with_primals_and_seeds_made_anywhere(outer, inner, primal_made,
+                                                            seed_made, scalar, program):
+    """The inner derivative, a function of the outer variable w, differentiated by the outer
+    level: against central differences of the inner derivative computed alone. The arrays
+    made before (X0, T0, C0) come back bit for bit."""
+    primal, tangent = (1.5, 0.5) if scalar else (X0, T0)
+
+    def inner_derivative(w):
+        p = made(primal_made, primal, None, w)
+        seed = made(seed_made, tangent if inner == "forward" else C0, None, w)
+        return derivative(inner, lambda p: program(p, w), p, seed)
+
+    before = X0.tobytes(), T0.tobytes(), C0.tobytes()
+    w = np.array([0.7])
+    h = 1e-5
+    expected = (inner_derivative(w + h) - inner_derivative(w - h)) / (2 * h)
+    value = inner_derivative(w)
+    if outer == "forward":
+        got_value, got = jvp(inner_derivative, (w,), (np.ones(1),))
+    else:
+        got_value, (got,) = mutad.value_and_gradient(inner_derivative, w)
+        got = got[0]
+    assert got_value == pytest.approx(value, rel=1e-14)
+    assert got == pytest.approx(expected, rel=1e-7)
+    assert (X0.tobytes(), T0.tobytes(), C0.tobytes()) == before
+
+
+@pytest.mark.parametrize("seed_made", ["outside", "outermost", "middle"])
+@pytest.mark.parametrize("primal_made", ["outside", "outermost", "middle"])
+@pytest.mark.parametrize("modes", [(a, b, c) for a in MODES for b in MODES for c in MODES],
+                         ids="-".join)
+def test_three_levels_with_primals_and_seeds_of_any_level(modes, primal_made, seed_made):
+    """d/du of d/dw of the inner derivative of g(p) = (p * p).sum() * w * u, the inner primal
+    and seed made before everything, from the outermost variable u or from the middle one w."""
+    first, second, third = modes
+
+    def pick(how, outside, u, w):
+        return outside if how == "outside" else outside * (u if how == "outermost" else w)[0]
+
+    def innermost(u, w):
+        p = pick(primal_made, X0, u, w)
+        seed = pick(seed_made, T0 if third == "forward" else C0, u, w)
+        return derivative(third, lambda p: (p * p).sum() * w[0] * u[0], p, seed)
+
+    def middle(u):
+        w = np.array([0.7])
+        return derivative(second, lambda w: innermost(u, w), w,
+                          np.ones(1) if second == "forward" else np.array(1.0))
+
+    before = X0.tobytes(), T0.tobytes(), C0.tobytes()
+    u = np.array([1.3])
+    h = 1e-5
+    expected = (middle(u + h) - middle(u - h)) / (2 * h)
+    got = derivative(first, middle, u, np.ones(1) if first == "forward" else np.array(1.0))
+    assert got == pytest.approx(expected, rel=1e-7)
+    assert (X0.tobytes(), T0.tobytes(), C0.tobytes()) == before
+
+
+def test_a_jvp_inside_a_jvp_of_a_primal_made_before_both():
+    """The reproducer: the inner primal made before the outer jvp, the inner tangent inside it."""
+    def outer(w):
+        return jvp(lambda p: (p * p).sum() * w[0], (X0,), (np.eye(2)[0],))[1]
+
+    assert jvp(outer, (np.ones(1),), (np.ones(1),)) == (2.0, 2.0)

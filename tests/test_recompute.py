@@ -496,3 +496,71 @@ def test_a_temporary_computed_again_after_its_twin_was_written_is_not_read_from_
     x = np.linspace(-1, 1, N)
     mutad.check_grads(f, x, policy=policy)
     mutad.check_grads(read_before_the_write, x, policy=policy)
+
+
+# ----------------------------------------------------------------------------------------------
+# A budget changes no bit of the gradient
+
+
+FORCE = np.random.default_rng(3).standard_normal((700, 700)) / 30
+
+
+def kick_drift(q, p, steps=12, dt=0.1):
+    for _ in range(steps):
+        p -= 0.5 * dt * np.sin(q)
+        q += dt * p * p
+        p -= 0.5 * dt * np.sin(q)
+    return (q * q * q).sum() + (p * p).sum()
+
+
+def linear_force(q, p, steps=12, dt=0.1):  # the force, a matrix product, has no recipe
+    n = q.size
+    for _ in range(steps):
+        p -= 0.5 * dt * (FORCE[:n, :n] @ q)
+        q += dt * np.tanh(p)
+        p -= 0.5 * dt * (FORCE[:n, :n] @ q)
+    return (q * q * q).sum() + (p * p).sum()
+
+
+def damped(q, p, steps=12, dt=0.1):
+    for _ in range(steps):
+        p *= np.exp(-dt * q * q)
+        q += dt * np.tanh(p)
+        p[1:-1] += dt * (q[2:] - 2 * q[1:-1] + q[:-2])
+    return (q * q * q).sum() + (p * p).sum()
+
+
+def with_assignments(q, p, steps=8, dt=0.1):
+    """Assignments (rebuilt under a budget) reading p, which inverted writes then change."""
+    for _ in range(steps):
+        q[:] = q + dt * p
+        q[:] = q + 0.5 * dt * np.tanh(p)
+        p -= dt * np.sin(q)
+        p *= 1.01
+    return (q * q * q).sum() + (p * p).sum()
+
+
+def rescaled_midway(q, p, steps=12):
+    """Assignments redone from a snapshot read p, which an inverted write changes midway."""
+    for k in range(steps):
+        q[1:] = np.sin(q[:-1]) * p[1:]
+        if k == 4:
+            p *= 1.5
+    return (q * q).sum()
+
+
+@pytest.mark.parametrize("n", [10, 700])  # temporaries kept, or as large as a snapshot
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+@pytest.mark.parametrize("f", [kick_drift, linear_force, damped, with_assignments,
+                               rescaled_midway],
+                         ids=lambda f: f.__name__)
+def test_a_budget_changes_no_bit_of_the_gradient(f, policy, n):
+    rng = np.random.default_rng(n)
+    q, p = rng.uniform(-0.5, 0.5, n), rng.uniform(-0.5, 0.5, n)
+    before = q.tobytes(), p.tobytes()
+    expected = mutad.value_and_gradient(f, q, p, policy=policy)
+    for budget in (0, 3 * q.nbytes, 10**9):
+        value, grads = mutad.value_and_gradient(f, q, p, policy=policy, memory=budget)
+        assert (q.tobytes(), p.tobytes()) == before
+        assert value == expected[0]
+        assert [g.tobytes() for g in grads] == [g.tobytes() for g in expected[1]], budget

@@ -1,0 +1,199 @@
+"""The products of a (co)tangent and a partial derivative (``mutad/products.py``): a zero factor
+gives zero whatever the other one is. A zero cotangent times an infinite partial (``sqrt`` at
+0) is zero, and so is a zero partial (a factor that is an exact zero, an operand ``minimum``
+did not take) times an infinite or NaN cotangent or tangent: the function is differentiable
+there, and NumPy's ``0 * inf`` would make its derivative NaN. Every path that forms such a
+product is checked: out of place, in place, broadcast, NumPy's scalars, arrays taken a piece at
+a time, replayed and compiled, in reverse and in forward mode."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import mutad
+import mutad.products
+
+POLICIES = ("restore", "checkpoint")
+X = np.array([0.3, 1.2, 0.7, 2.0, 0.1, 0.9])
+MASK = np.array([1.0, 0.0, 1.0, 0.0, 0.0, 1.0])  # sqrt(x * 0) = sqrt(0): an infinite slope
+
+
+def fd(f, x, h=1e-6):
+    """Central differences of scalar ``f`` at ``x``, one coordinate at a time."""
+    grad = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = h
+        grad.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return grad
+
+
+def no_invalid_warning(call):
+    """``call()``, failing on NumPy's warning of an invalid operation (the 0 * inf)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "divide by zero", RuntimeWarning)  # sqrt's slope at 0
+        warnings.filterwarnings("error", "invalid value", RuntimeWarning)
+        return call()
+
+
+def gradient_of(f, x, policy="restore"):
+    before = x.tobytes()
+    grad, = no_invalid_warning(lambda: mutad.gradient(f, x, policy=policy))
+    assert x.tobytes() == before
+    return grad
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_pca_style_program_has_its_finite_gradient(policy):
+    """The off-diagonal zeros of sqrt have an infinite cotangent, and eye's exact zeros, which
+    multiply it, carry no dependence on ``v``: the derivative is finite."""
+    def f(v):
+        return np.sqrt(np.diag(v) - 0.5 * v.min() * np.eye(2)).sum()
+
+    v = np.array([0.3, 0.5])
+    grad = gradient_of(f, v, policy)
+    np.testing.assert_allclose(grad, fd(f, v), rtol=1e-6)
+    _, slope = no_invalid_warning(lambda: mutad.jvp(f, (v,), (np.array([1.0, -2.0]),)))
+    assert slope == pytest.approx(grad @ [1.0, -2.0], rel=1e-12)
+
+
+def masked(x):
+    return np.sqrt(x * MASK).sum()
+
+
+def masked_in_place(x):
+    y = x.copy()
+    y *= MASK
+    np.sqrt(y, out=y)
+    return y.sum()
+
+
+def masked_broadcast(x):
+    return np.sqrt(x[None, :] * np.stack([MASK, MASK[::-1]])).sum()
+
+
+def masked_by_a_zero_scalar(x):
+    return (np.sqrt(x * 0.0) + np.sqrt(x * np.float64(0.0)) + x).sum()
+
+
+def masked_elements(x):
+    total = 0.0
+    for i in range(x.size):
+        total = total + np.sqrt(x[i] * MASK[i])
+    return total
+
+
+def masked_large(x):  # taken a piece at a time (products.CHUNK) into an existing shadow
+    big = np.tile(x, 30_000)
+    return np.sqrt(big * np.tile(MASK, 30_000)).sum() + big.sum()
+
+
+PROGRAMS = [masked, masked_in_place, masked_broadcast, masked_by_a_zero_scalar,
+            masked_elements, masked_large]
+
+
+def expected(f, x):
+    """The derivative, where each masked element is the constant sqrt(0) = 0."""
+    def slope(mask):
+        return np.where(mask == 0, 0.0, 0.5 / np.sqrt(x))
+
+    return {masked_broadcast: slope(MASK) + slope(MASK[::-1]),
+            masked_by_a_zero_scalar: np.ones_like(x),
+            masked_large: 30_000 * (slope(MASK) + 1.0)}.get(f, slope(MASK))
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
+def test_a_zero_partial_times_an_infinite_cotangent_is_zero(f, policy):
+    grad = gradient_of(f, X.copy(), policy)
+    np.testing.assert_allclose(grad, expected(f, X), rtol=1e-12)
+    assert np.isfinite(grad).all()
+
+
+@pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
+def test_replayed_and_compiled_gradients_are_the_traced_ones(f):
+    traced = gradient_of(f, X.copy())
+    replaying = mutad.grad(f, replay=True)
+    for _ in range(4):  # records, replays, then runs the compiled blocks
+        x = X.copy()
+        grad = no_invalid_warning(lambda x=x: replaying(x))
+        assert x.tobytes() == X.tobytes()
+        assert grad.tobytes() == traced.tobytes()
+
+
+@pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
+def test_forward_mode_agrees(f):
+    direction = np.linspace(-1.0, 1.0, X.size)
+    x = X.copy()
+    _, slope = no_invalid_warning(lambda: mutad.jvp(f, (x,), (direction,)))
+    assert x.tobytes() == X.tobytes()
+    assert slope == pytest.approx(expected(f, X) @ direction, rel=1e-12)
+
+
+def test_a_zero_partial_times_an_infinite_tangent_is_zero():
+    """sqrt's slope at 0 is infinite, so the tangent of sqrt(x) is where x = 0; a mask's zeros
+    multiply it, and the masked elements do not move."""
+    def f(x):
+        return np.sqrt(x) * MASK + x
+
+    x = np.where(MASK == 0, 0.0, X)
+    y, dy = no_invalid_warning(lambda: mutad.jvp(f, (x,), (np.ones_like(x),)))
+    np.testing.assert_allclose(dy, np.where(MASK == 0, 1.0, 0.5 / np.sqrt(X) + 1.0), rtol=1e-15)
+    hvp = mutad.hvp(lambda x: (f(x) * MASK).sum(), (X.copy(),), (np.ones_like(X),))
+    np.testing.assert_allclose(hvp, np.where(MASK == 0, 0.0, -0.25 * X ** -1.5), rtol=1e-12)
+
+
+@pytest.mark.parametrize("select", [np.minimum, np.maximum, np.fmin, np.fmax],
+                         ids=lambda u: u.__name__)
+def test_the_extremes_select_a_tangent_never_multiply_an_infinite_one_by_zero(select):
+    """exp(a) overflows; the extreme takes b where s exp(a) (s = -1 for a maximum) is not the
+    one taken, and its derivative is b's, 1, in both modes; also where s exp(a) - s exp(a) is
+    NaN, with a NaN tangent, which fmin and fmax pass over."""
+    s = 1.0 if select in (np.minimum, np.fmin) else -1.0
+    a, b = np.array([1000.0, 0.5, 1000.0]), np.array([2.0, 3.0 * s, -1.0])
+    take = np.array([False, True, False])  # where s exp(a) is taken
+
+    def f(a, b):
+        e = s * np.exp(a)
+        if select in (np.fmin, np.fmax):
+            with np.errstate(invalid="ignore"):  # the program's own inf - inf
+                e = np.where(take, e, e - e)
+        return select(e, b)
+
+    before = a.tobytes(), b.tobytes()
+    for ta, tb in [(np.ones(3), np.ones(3)), (np.ones(3), np.zeros(3)), (np.zeros(3), np.ones(3))]:
+        _, dy = no_invalid_warning(lambda: mutad.jvp(f, (a, b), (ta, tb)))
+        np.testing.assert_array_equal(dy, np.where(take, s * np.exp(a) * ta, tb))
+    assert (a.tobytes(), b.tobytes()) == before
+    weights = np.array([1.0, -2.0, 3.0])
+    ga, gb = no_invalid_warning(lambda: mutad.gradient(lambda a, b: (f(a, b) * weights).sum(),
+                                                       a, b))
+    assert (a.tobytes(), b.tobytes()) == before
+    np.testing.assert_array_equal(ga, np.where(take, s * np.exp(a) * weights, 0.0))
+    np.testing.assert_array_equal(gb, np.where(take, 0.0, weights))
+
+
+def test_times_directly():
+    inf, nan = np.inf, np.nan
+    times = mutad.products.times
+    d = np.array([0.0, inf, 1.0, nan, -inf, 2.0])
+    p = np.array([inf, 0.0, 2.0, 0.0, 3.0, nan])
+    np.testing.assert_array_equal(times(d, p), [0.0, 0.0, 2.0, 0.0, -inf, nan])
+    out = d.copy()
+    assert times(out, p, out=out) is out
+    np.testing.assert_array_equal(out, [0.0, 0.0, 2.0, 0.0, -inf, nan])
+    out = p.copy()
+    times(d, out, out=out)
+    np.testing.assert_array_equal(out, [0.0, 0.0, 2.0, 0.0, -inf, nan])
+    np.testing.assert_array_equal(times(np.array([[inf, 1.0], [2.0, nan]]), np.eye(2)),
+                                  [[inf, 0.0], [0.0, nan]])
+    np.testing.assert_array_equal(times(d, 0.0), np.zeros(6))
+    np.testing.assert_array_equal(times(0.0, p), np.zeros(6))
+    assert times(np.array(inf), np.float64(0.0)) == 0.0
+    np.testing.assert_array_equal(times(d[:, None], np.zeros((1, 2))), np.zeros((6, 2)))
+    z = times(np.array([inf + 1j, 1j]), np.array([0j, 2.0]))
+    np.testing.assert_array_equal(z, [0.0, 2j])
+    assert mutad.products.times_scalar(np.float64(inf), 0.0) == 0.0
+    assert mutad.products.times_scalar(np.float64(0.0), nan) == 0.0
+    assert mutad.products.times_scalar(np.float64(2.0), inf) == inf

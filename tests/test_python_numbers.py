@@ -1,0 +1,170 @@
+"""Python's numbers as arguments: weakly typed in NumPy's promotion (NEP 50), in every mode.
+
+float32 * 0.3 is float32 in NumPy, where float32 * np.float64(0.3) is float64. A float argument
+is traced as a value that stands for a Python number, and so is Python's arithmetic on such
+values (``k * k``, ``-k``, ``2 ** k``), so a program computes, differentiated, exactly what it
+computes with NumPy: the same dtype and the same bits. A NumPy function of one
+(``np.sin(k)``) is NumPy's scalar, strong, as NumPy makes it. The gradient of a float argument
+is a float.
+"""
+
+import numpy as np
+import pytest
+
+import mutad
+
+U = (np.arange(6) - 2.5) / 3
+MASK = np.array([True, False, True, True, False, False])
+
+
+def product(u, k):
+    return ((u * k) ** 2).sum()
+
+
+def arithmetic_on_k(u, k):
+    scale = k * k - 0.5 * k + 2 ** k + abs(-k) - k / 3 + divmod(k, 0.2)[1] + k // 0.07
+    scale -= k ** 0.5
+    return ((u * scale) ** 2).sum() + (-k) * k
+
+
+def element_loop(u, k):
+    total = 0.0
+    for i in range(len(u)):
+        total = total + (u[i] * k) ** 2 - k * u[i]
+    return total
+
+
+def in_place(u, k):
+    v = u.copy()
+    v *= k
+    v += k / 3
+    v[1:] -= k * v[:-1]
+    np.multiply(v, 1.0 + k, out=v)
+    return (v * v).sum()
+
+
+def functions(u, k):
+    return ((np.where(MASK, k, u) + np.clip(u, -k, k) + np.maximum(u, 0.5 * k)) ** 2).sum()
+
+
+def strong_numpy_scalar(u, k):
+    return (u * np.sin(k)).sum() + (u * k).sum()  # np.sin(k) is a float64 NumPy scalar
+
+
+PROGRAMS = [product, arithmetic_on_k, element_loop, in_place, functions, strong_numpy_scalar]
+
+
+def same(a, b):
+    """The same type, dtype and bits (a Python float as a Python float)."""
+    if type(a) is not type(b):
+        return False
+    return np.asarray(a).dtype == np.asarray(b).dtype and \
+        np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+@pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
+def test_values_and_gradients_are_numpys(f, dtype):
+    u, k = U.astype(dtype), 0.3
+    before = u.tobytes()
+    expected = f(u.copy(), k)
+    for policy in ("restore", "checkpoint"):
+        value, (du, dk) = mutad.value_and_gradient(f, u, k, policy=policy)
+        assert same(value, expected), (value, expected)
+        assert du.dtype == dtype and type(dk) is float
+        assert u.tobytes() == before
+        assert same(mutad.value_and_gradient(f, u, k, argnums=0)[0], expected)
+        du0 = mutad.gradient(f, u, k, argnums=0)
+        assert du0.dtype == dtype and du0.tobytes() == du.tobytes()
+        assert u.tobytes() == before
+    # the derivative, against the float64 program's
+    du64, dk64 = mutad.gradient(f, U.copy(), k)
+    rtol = {np.float16: 3e-2, np.float32: 1e-5, np.float64: 1e-12}[dtype]
+    np.testing.assert_allclose(du, du64, rtol=rtol, atol=rtol)
+    assert dk == pytest.approx(dk64, rel=rtol, abs=rtol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
+def test_forward_mode_values_are_numpys(f, dtype):
+    u, k = U.astype(dtype), 0.3
+    before = u.tobytes()
+    expected = f(u.copy(), k)
+    value, tangent = mutad.jvp(f, (u, k), (np.ones_like(u), 1.0))
+    assert same(value, expected), (value, expected)
+    assert np.asarray(tangent).dtype == np.asarray(expected).dtype
+    assert u.tobytes() == before
+    du, dk = mutad.gradient(f, U.copy(), k)
+    rtol = {np.float16: 3e-2, np.float32: 1e-4}[dtype]
+    assert float(tangent) == pytest.approx(du.sum() + dk, rel=rtol, abs=rtol)
+
+
+@pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
+def test_replayed_and_compiled_calls_are_the_traced_ones(f):
+    replaying = mutad.value_and_grad(f, argnums=(0, 1), replay=True)
+    u = U.astype(np.float32)
+    for k in (0.3, 0.4, 0.3, 0.7, 0.3):  # records, replays, then runs compiled blocks
+        before = u.tobytes()
+        value, (du, dk) = replaying(u, k)
+        assert u.tobytes() == before
+        expected = mutad.value_and_gradient(f, u.copy(), k)
+        assert same(value, expected[0]) and same(value, f(u.copy(), k))
+        assert du.tobytes() == expected[1][0].tobytes() and dk == expected[1][1]
+
+
+def test_a_result_of_python_arithmetic_only_is_a_python_float():
+    assert mutad.value_and_gradient(lambda k: k * k, 0.3) == (0.09, (0.6,))
+    value, slope = mutad.jvp(lambda k: 3.0 * k - k, (0.3,), (1.0,))
+    assert type(value) is float and value == 3.0 * 0.3 - 0.3 and slope == 2.0
+
+
+def test_complex_python_numbers_are_weak_too():
+    u = U.astype(np.float32)
+
+    def f(u, z):
+        return np.abs(u * z).sum()
+
+    expected = f(u, 0.3 + 0.4j)
+    value, (du, dz) = mutad.value_and_gradient(f, u, 0.3 + 0.4j)
+    assert same(value, expected) and du.dtype == np.float32 and type(dz) is complex
+    assert same(mutad.jvp(f, (u, 0.3 + 0.4j), (np.ones_like(u), 1j))[0], expected)
+
+
+@pytest.mark.parametrize("memory", [None, 0])
+def test_recomputed_and_rebuilt_values_read_the_number(memory):
+    """Large arrays: temporaries the reverse pass recomputes, and (under a budget) writes it
+    redoes from snapshots, read a float argument as the Python number it is."""
+    u = np.linspace(-1, 1, 5000, dtype=np.float32)
+
+    def f(u, k):
+        t = u * k                      # recomputed, not kept
+        w = np.sin(t)
+        v = u.copy()
+        for _ in range(3):
+            v[1:] = v[:-1] * k + w[1:]  # an assignment: rebuilt under a budget
+        return (v * t).sum()
+
+    before = u.tobytes()
+    value, (du, dk) = mutad.value_and_gradient(f, u, 0.3, memory=memory)
+    assert u.tobytes() == before
+    assert same(value, f(u.copy(), 0.3))
+    exact = mutad.value_and_gradient(f, u, 0.3, policy="checkpoint")
+    assert du.dtype == np.float32 and du.tobytes() == exact[1][0].tobytes()
+    assert type(dk) is float and dk == exact[1][1]
+
+
+def test_nested_levels_keep_the_number_weak():
+    """A float argument of an outer level, passed to an inner one, is still a Python number."""
+    u = U.astype(np.float32)
+
+    def inner_gradient(k):
+        du, = mutad.gradient(lambda u: product(u, k), u)
+        assert du.dtype == np.float32
+        return (du * u).sum()
+
+    value, slope = mutad.jvp(inner_gradient, (0.3,), (1.0,))
+    assert np.asarray(value).dtype == np.float32 and np.asarray(slope).dtype == np.float32
+    assert same(mutad.value_and_gradient(inner_gradient, 0.3)[0], inner_gradient(0.3))
+    np.testing.assert_allclose(slope, 4 * 0.3 * (u.astype(float) ** 2).sum(), rtol=1e-5)
+    assert mutad.hessian(lambda k: product(u, k), 0.3) == pytest.approx(
+        2 * (u.astype(float) ** 2).sum(), rel=1e-5)
