@@ -247,6 +247,9 @@ def _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory=None,
                         recording=None):
     """``value_and_gradient``; ``recording`` (``replay.Recording``) writes the program down."""
     selected, single = check_argnums(argnums, len(args))
+    if argnums is not None:  # chosen by position: an integer there is a mistake, not a None
+        for i in selected:
+            _not_an_integer(args[i], i)
     run = Run(policy, memory)
     try:
         # Keyword arguments are traced like the others (they may alias or be written), but
@@ -608,6 +611,21 @@ def _basis(x):
 def _is_float(x):
     """A float array or scalar, or one an enclosing differentiation traces (nested)."""
     return is_inexact_array(x) or is_inexact_scalar(x) or (wrapped(x) and x.dtype.kind in "fc")
+
+
+def _not_an_integer(x, position):
+    """Refuse an integer (or bool) number or array selected by ``argnums``: its gradient would be
+    a silent None (``D = 2`` for ``D = 2.0``), as JAX and autograd refuse it."""
+    kind = getattr(x, "dtype", None)
+    kind = kind.kind if kind is not None else ("b" if type(x) is bool else
+                                                "i" if isinstance(x, int) else None)
+    if kind in ("i", "u", "b"):
+        raise ArgnumsError(
+            f"argument {position}, selected by argnums, is "
+            f"{'an integer' if kind != 'b' else 'a boolean'} "
+            f"{'array' if getattr(x, 'ndim', 0) else 'number'} ({x!r}), which has no "
+            "derivative. Pass a float (2.0 rather than 2, or x.astype(float)), or leave it out "
+            "of argnums.")
 
 
 def _differentiable_argument(x, function, position):

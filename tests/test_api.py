@@ -645,3 +645,19 @@ def test_stop_gradient_gives_a_constant_that_converts_in_every_mode():
     outer = mutad.gradient(lambda x: mutad.gradient(f, x)[0].sum(), x)[0]  # nested reverse
     np.testing.assert_allclose(outer, 2 * 1.5 + np.array([2.0, 2.0, 0.0]))
     assert x.tobytes() == before
+
+
+@pytest.mark.parametrize("call", [
+    lambda: mutad.grad(lambda x: x * 2.0)(2),
+    lambda: mutad.grad(lambda x: (x * 2.0).sum())(np.array([1, 2])),
+    lambda: mutad.value_and_grad(lambda x: x * 1.0)(True),
+    lambda: mutad.gradient(lambda x, n: x * n, 2.0, 3, argnums=1),
+    lambda: mutad.grad(lambda x: x * 1.0, replay=True)(2),
+], ids=("int", "integer array", "bool", "by argnums", "replayed"))
+def test_an_integer_chosen_by_argnums_is_an_error(call):
+    with pytest.raises(mutad.errors.ArgnumsError, match="2.0 rather than 2"):
+        call()
+
+
+def test_integers_among_all_arguments_have_gradient_none():
+    assert mutad.gradient(lambda x, n: x * n, 2.0, 3) == (3.0, None)
