@@ -24,6 +24,7 @@ from . import forward
 from .allocation import allocate
 from .arguments import Originals, check_argnums, check_distinct_memory, run
 from .arraylike import stands_for_scalar, weak_value, weaken
+from .debug import user_frames
 from .levels import ACTIVE, Tracer
 from .listing import TapeListing
 from .recompute import hold_for_good
@@ -221,6 +222,7 @@ def _scalar_output(y):
     return value[()]
 
 
+@user_frames
 def value_and_gradient(f: Callable[..., Any], *args: Any,
                        argnums: int | tuple[int, ...] | None = None,
                        policy: Literal["restore", "checkpoint"] = "restore",
@@ -294,6 +296,7 @@ def _detached(x):
     return x[()] if type(x) is np.ndarray and x.ndim == 0 else x
 
 
+@user_frames
 def gradient(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] | None = None,
              policy: Literal["restore", "checkpoint"] = "restore", has_aux: bool = False,
              memory: float | None = None) -> Any:
@@ -356,6 +359,7 @@ def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] | None = 0,
         return Replayed(f, _value_and_gradient, argnums, policy, False, has_aux, memory)
 
     @functools.wraps(f)
+    @user_frames
     def gradient_of_f(*args, **kwargs):
         value, grads = _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory)
         return (grads, value[1]) if has_aux else grads
@@ -384,6 +388,7 @@ def value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] | None 
         return Replayed(f, _value_and_gradient, argnums, policy, True, has_aux, memory)
 
     @functools.wraps(f)
+    @user_frames
     def value_and_gradient_of_f(*args, **kwargs):
         return _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory)
 
@@ -425,6 +430,7 @@ def _stopped(x):
     return allocate(memory(x).copy(), (np.copy, (x,), {}))
 
 
+@user_frames
 def pullback(f: Callable[..., Any], *args: Any,
              policy: Literal["restore", "checkpoint"] = "restore", memory: float | None = None,
              ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
@@ -459,6 +465,7 @@ def pullback(f: Callable[..., Any], *args: Any,
              for t in outputs]
     done: list[bool] = []
 
+    @user_frames
     def back(dy):
         if done:
             raise PullbackReusedError(
@@ -487,6 +494,7 @@ def pullback(f: Callable[..., Any], *args: Any,
     return rebuild(plain), back
 
 
+@user_frames
 def make_tape(f: Callable[..., Any], *args: Any, **kwargs: Any) -> TapeListing:
     """The program mutad records for ``f(*args, **kwargs)``, as JAX's ``make_jaxpr`` shows
     JAX's: ``str()`` of the result is a Wengert list, one line per record, with its outputs,
@@ -531,6 +539,7 @@ def make_tape(f: Callable[..., Any], *args: Any, **kwargs: Any) -> TapeListing:
 # Forward mode and second derivatives
 
 
+@user_frames
 def jvp(f: Callable[..., Any], primals: tuple[Any, ...] | list[Any],
         tangents: tuple[Any, ...] | list[Any]) -> tuple[Any, Any]:
     """Forward mode: ``(f(*primals), J tangents)``, through any in-place updates.
@@ -554,6 +563,7 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...] | list[Any],
     return forward.jvp(f, primals, tangents)
 
 
+@user_frames
 def hvp(f: Callable[..., Any], primals: tuple[Any, ...] | list[Any],
         tangents: tuple[Any, ...] | list[Any],
         policy: Literal["restore", "checkpoint"] = "restore") -> Any:
@@ -665,6 +675,7 @@ def _on_leaves(f, args, selected):
     return f_of_leaves, leaves, positions, per_argument
 
 
+@user_frames
 def jacobian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] = 0) -> Any:
     """The Jacobian of ``f`` with respect to ``args[argnums]``, of shape ``y.shape + x.shape``.
 
@@ -742,6 +753,7 @@ def _hessian_column(f, args, tangents, selected, policy):
         return _hvp(f, args, tangents, selected, policy)
 
 
+@user_frames
 def hessian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] = 0,
             policy: Literal["restore", "checkpoint"] = "restore") -> Any:
     """The Hessian of scalar-valued ``f`` with respect to ``args[argnums]``, of shape

@@ -33,11 +33,14 @@ check per record and one per reverse pass.
 
 import contextlib
 import contextvars
+import functools
 import linecache
 import os
 import sys
+import types
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import ParamSpec, TypeVar
 
 import numpy as np
 
@@ -167,6 +170,58 @@ def warn_at(message, category, filename, lineno, module_globals=None):
     # No module_globals: warn_explicit would ask the module's loader for its source, which
     # fails for code that is not a file (python -c, exec) and is not needed for a file.
     warnings.warn_explicit(message, category, filename, lineno, module, registry)
+
+
+# ----------------------------------------------------------------------------------------------
+# Tracebacks that end at the user's lines
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_TOOLS = _PACKAGE + "bench" + os.sep  # the benchmark workloads are code being differentiated
+HIDDEN_NOTE = ("(mutad's own frames are left out of this traceback; set the environment "
+               "variable MUTAD_TRACEBACKS=full to see them)")
+
+
+def _ours(entry):
+    name = entry.tb_frame.f_code.co_filename
+    return name.startswith(_PACKAGE) and not name.startswith(_TOOLS)
+
+
+def without_our_frames(traceback):
+    """``traceback`` without the frames of mutad's own code: those of the user's code, and of
+    the libraries it called (NumPy's, SciPy's), stay in their order."""
+    kept = []
+    while traceback is not None:
+        if not _ours(traceback):
+            kept.append(traceback)
+        traceback = traceback.tb_next
+    rebuilt = None
+    for entry in reversed(kept):
+        rebuilt = types.TracebackType(rebuilt, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return rebuilt
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def user_frames(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``function`` (a public entry point) raising with a traceback that ends at the user's
+    lines, as JAX's do: mutad's own frames are left out, and a note says how to see them
+    (``MUTAD_TRACEBACKS=full``)."""
+
+    @functools.wraps(function)
+    def calling(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return function(*args, **kwargs)
+        except Exception as error:
+            if os.environ.get("MUTAD_TRACEBACKS", "").strip().lower() == "full":
+                raise
+            if HIDDEN_NOTE not in getattr(error, "__notes__", ()) and hasattr(error, "add_note"):
+                error.add_note(HIDDEN_NOTE)
+            raise error.with_traceback(without_our_frames(error.__traceback__))  # noqa: B904
+
+    return calling
 
 
 class Warnings:

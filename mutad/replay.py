@@ -69,7 +69,7 @@ from .allocation import as_floats, put_value
 from .arguments import Originals, check_argnums
 from .arraylike import weak
 from .blocks import Block, indent, scalar_cotangents
-from .debug import Warnings, anomaly_detection, nowhere, warn_at
+from .debug import Warnings, anomaly_detection, nowhere, user_frames, warn_at
 from .levels import ACTIVE
 from .products import times
 from .recompute import Lazy, small
@@ -1997,6 +1997,7 @@ class Replayed:
             reasons["memory="] = self.always
         return reasons
 
+    @user_frames
     def __call__(self, *args, **kwargs):
         if self.always is not None:
             value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,

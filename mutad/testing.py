@@ -26,6 +26,7 @@ import numpy as np
 
 from .api import jvp, pullback
 from .custom import Adjoint, inplace_adjoint
+from .debug import user_frames
 from .errors import GradientCheckError, InvalidArgumentError, MutadError, UnsupportedFunctionError
 from .trees import arrays_within, flatten, is_inexact_array, is_inexact_scalar
 from .views import address, owner, wrapped
@@ -114,6 +115,7 @@ class _Copies:
 # The check, recursive in order
 
 
+@user_frames
 def check_grads(f: Callable[..., Any], *args: Any,
                 policy: Literal["restore", "checkpoint"] = "restore", rtol: float | None = None,
                 atol: float | None = None, step: float = 1e-4, seed: int = 0,
@@ -150,6 +152,7 @@ def check_grads(f: Callable[..., Any], *args: Any,
     _check(f, args, settings, np.random.default_rng(seed), order)
 
 
+@user_frames
 def check_jvp(f: Callable[..., Any], *args: Any, rtol: float = 1e-6, atol: float = 1e-9,
               step: float = 1e-4, seed: int = 0, symmetric: Sequence[int] = (),
               order: int = 1) -> None:

@@ -632,3 +632,34 @@ def test_a_read_work_array_refilled_through_a_plain_view_is_explained():
                        "function was read") as caught:
         mutad.gradient(f, x)
     assert "np.empty_like" in str(caught.value) and x.tolist() == [1.0] * 5
+
+
+def test_tracebacks_leave_out_mutads_frames(monkeypatch):
+    """As JAX's: the traceback runs from the caller's line to the line of f that caused the
+    error, with no frame of mutad's between them but the one that re-raises; a note says so,
+    and MUTAD_TRACEBACKS=full shows every frame."""
+    import os
+
+    import mutad.debug
+
+    package = os.path.dirname(mutad.__file__)
+
+    def f(x):
+        return float(x[0]) * x.sum()  # CAUSE
+
+    for call in (lambda: mutad.gradient(f, np.ones(2)), lambda: mutad.grad(f)(np.ones(2)),
+                 lambda: mutad.jvp(f, (np.ones(2),), (np.ones(2),)),
+                 lambda: mutad.grad(f, replay=True)(np.ones(2))):
+        with pytest.raises(errors.ConversionError) as caught:
+            call()
+        frames = traceback.extract_tb(caught.value.__traceback__)
+        ours = [frame for frame in frames if frame.filename.startswith(package)]
+        assert [frame.name for frame in ours] == ["calling"], frames
+        assert "# CAUSE" in frames[-1].line
+        if hasattr(caught.value, "add_note"):  # Python 3.11 and newer
+            assert mutad.debug.HIDDEN_NOTE in caught.value.__notes__
+    monkeypatch.setenv("MUTAD_TRACEBACKS", "full")
+    with pytest.raises(errors.ConversionError) as caught:
+        mutad.gradient(f, np.ones(2))
+    frames = traceback.extract_tb(caught.value.__traceback__)
+    assert len([frame for frame in frames if frame.filename.startswith(package)]) > 3
