@@ -420,6 +420,278 @@ def negative_binomial_glm(n):
 
 
 # ----------------------------------------------------------------------------------------------
+# Python's own numbers and NumPy's less common calls, as textbooks and scripts write them
+
+
+@program(sizes=(4, 25), preallocates=True)
+def cholesky_math_sqrt(n):
+    """Textbook Cholesky with math.sqrt of an element (not np.sqrt), then a log-determinant."""
+    import math
+
+    def log_det(A):
+        n = A.shape[0]
+        L = np.zeros_like(A)
+        for k in range(n):
+            L[k, k] = math.sqrt(A[k, k] - np.dot(L[k, :k], L[k, :k]))
+            for i in range(k + 1, n):
+                L[i, k] = (A[i, k] - np.dot(L[i, :k], L[k, :k])) / L[k, k]
+        return 2.0 * sum(math.log(L[k, k]) for k in range(n))
+
+    rng = np.random.default_rng(21)
+    M = rng.standard_normal((n, n))
+    return log_det, (M @ M.T + n * np.eye(n),)
+
+
+@program(sizes=(4, 30), preallocates=True)
+def gauss_seidel_math(n):
+    """Gauss-Seidel sweeps, a residual norm taken with math.sqrt and math.fsum-free sums."""
+    import math
+
+    def residual_after(A, b, sweeps=6):
+        x = np.zeros(len(b))
+        for _ in range(sweeps):
+            for i in range(len(b)):
+                x[i] = (b[i] - A[i, :i] @ x[:i] - A[i, i + 1:] @ x[i + 1:]) / A[i, i]
+        r = b - A @ x
+        return math.sqrt(r @ r) + math.hypot(x[0], x[-1])
+
+    rng = np.random.default_rng(22)
+    M = rng.standard_normal((n, n))
+    return residual_after, (M + 2 * n * np.eye(n), rng.standard_normal(n))
+
+
+@program(sizes=(3, 8))
+def levenberg_marquardt(n):
+    """Levenberg-Marquardt steps for an exponential fit, the step scaled by a list [g @ g]."""
+    def misfit_after(theta, t, y, iterations=4):
+        theta = theta.copy()
+        for _ in range(iterations):
+            model = theta[0] * np.exp(-theta[1] * t)
+            J = np.stack([np.exp(-theta[1] * t), -theta[0] * t * np.exp(-theta[1] * t)], axis=1)
+            r = y - model
+            g = J.T @ r
+            step = np.linalg.solve(J.T @ J + 0.1 * np.eye(2), g)
+            theta += step / [1.0 + step @ step]
+        return np.sum((y - theta[0] * np.exp(-theta[1] * t)) ** 2)
+
+    t = np.linspace(0.0, 2.0, 4 * n)
+    y = 2.0 * np.exp(-1.3 * t) + 0.01 * np.sin(7 * t)
+    return misfit_after, (np.array([1.5, 1.0]), t, y)
+
+
+@program(sizes=(5, 200))
+def logsumexp_by_hand(n):
+    """A from-scratch log-sum-exp (Python's max of elements, a list subtracted) in a softmax
+    cross-entropy."""
+    def cross_entropy(logits, label=2):
+        m = max(logits[i] for i in range(len(logits)))
+        shifted = logits - [m]
+        return -(shifted[label] - np.log(np.sum(np.exp(shifted))))
+
+    return cross_entropy, (np.random.default_rng(23).standard_normal(n),)
+
+
+@program(sizes=(4, 40), preallocates=True)
+def black_scholes_explicit(n):
+    """An explicit finite-difference Black-Scholes call price, its step count int(T / dt) + 1
+    computed from the maturity that is differentiated."""
+    def price(sigma, maturity, strike=1.0, rate=0.02):
+        s = np.linspace(0.0, 3.0, n + 1)
+        ds = s[1] - s[0]
+        dt = 0.9 / (sigma[0] ** 2 * n ** 2 + 1.0)
+        steps = int(maturity[0] / dt) + 1
+        dt = maturity[0] / steps
+        v = np.maximum(s - strike, 0.0)
+        for _ in range(steps):
+            delta = (v[2:] - v[:-2]) / (2 * ds)
+            gamma = (v[2:] - 2 * v[1:-1] + v[:-2]) / ds ** 2
+            v[1:-1] += dt * (0.5 * sigma[0] ** 2 * s[1:-1] ** 2 * gamma + rate * s[1:-1] * delta
+                             - rate * v[1:-1])
+            v[-1] = s[-1] - strike * np.exp(-rate * dt)
+        return v[n // 3]
+
+    return price, (np.array([0.3]), np.array([0.5]))
+
+
+@program(sizes=(4, 64), preallocates=True)
+def escape_time_smooth(n):
+    """A Mandelbrot-style kernel: work arrays reshaped in place (z.shape = ...), a smooth
+    escape measure over a few iterations."""
+    def smooth_count(scale):
+        z = np.zeros(n * n, dtype=complex)
+        c = np.zeros(n * n, dtype=complex)
+        z.shape = c.shape = (n, n)
+        grid = np.linspace(-1.5, 0.5, n)
+        c.real[...] = scale[0] * grid[None, :]
+        c.imag[...] = scale[0] * grid[:, None]
+        measure = np.zeros((n, n))
+        for _ in range(6):
+            z = z * z + c
+            measure += np.exp(-np.abs(z))
+        measure.shape = (n * n,)
+        return measure.sum()
+
+    return smooth_count, (np.array([0.8]),)
+
+
+@program(sizes=(64, 2048))
+def mfcc_framing(n):
+    """Frames by np.lib.stride_tricks.as_strided (a read-only view), a Hann window, the power
+    spectrum and a log-energy feature per frame."""
+    def log_energy(signal, frame=16, hop=8):
+        count = 1 + (len(signal) - frame) // hop
+        frames = np.lib.stride_tricks.as_strided(
+            signal, shape=(count, frame), strides=(hop * signal.strides[0], signal.strides[0]),
+            writeable=False)
+        windowed = frames * np.hanning(frame)
+        power = np.abs(np.fft.rfft(windowed, axis=1)) ** 2 / frame
+        return np.sum(np.log(power.sum(axis=1) + 1e-8))
+
+    t = np.arange(n) / 800.0
+    return log_energy, (np.sin(2 * np.pi * 60 * t) + 0.3 * np.cos(2 * np.pi * 170 * t),)
+
+
+@program(sizes=(6, 64))
+def azimuthal_average(n):
+    """The azimuthal average of an image: np.histogram of radii weighted by the image, divided
+    by the counts, against a radial profile."""
+    def profile_misfit(image, target):
+        yy, xx = np.indices(image.shape)
+        r = np.hypot(xx - image.shape[1] / 2, yy - image.shape[0] / 2).ravel()
+        sums, edges = np.histogram(r, bins=len(target), weights=image.ravel())
+        counts, _ = np.histogram(r, bins=edges)
+        return np.sum((sums / np.maximum(counts, 1) - target) ** 2)
+
+    rng = np.random.default_rng(24)
+    return profile_misfit, (rng.random((n, n)), rng.random(n // 2))
+
+
+@program(sizes=(4, 30))
+def floyd_warshall_soft(n):
+    """All-pairs shortest paths by min-plus updates through np.minimum and np.add.outer, in the
+    edge lengths."""
+    def total_distance(lengths):
+        D = lengths.copy()
+        np.fill_diagonal(D, 0.0)
+        for k in range(len(D)):
+            D = np.minimum(D, np.add.outer(D[:, k], D[k, :]))
+        return D.sum()
+
+    rng = np.random.default_rng(25)
+    return total_distance, (rng.uniform(1.0, 5.0, (n, n)),)
+
+
+@program(sizes=(6, 300))
+def gmm_fixed_wishart(n):
+    """A one-dimensional two-component mixture's negative log-likelihood with an inverse-gamma
+    prior whose parameter gamma is a float written with math.log and math.lgamma."""
+    import math
+
+    def negative_log_posterior(means, log_scales, x, gamma=2.5):
+        scales = np.exp(log_scales)
+        log_p = np.stack([scipy.stats.norm.logpdf(x, means[k], scales[k]) for k in range(2)])
+        m = log_p.max(axis=0)
+        nll = -np.sum(m + np.log(np.exp(log_p - m).sum(axis=0)) - math.log(2.0))
+        prior = sum(gamma * math.log(gamma) - math.lgamma(gamma) - (gamma + 1) * 2 * ls
+                    - gamma / scales[k] ** 2 for k, ls in enumerate(log_scales))
+        return nll - prior
+
+    rng = np.random.default_rng(26)
+    x = np.concatenate([rng.normal(-1, 0.5, n // 2), rng.normal(1.5, 0.8, n - n // 2)])
+    return negative_log_posterior, (np.array([-0.5, 1.0]), np.array([-0.3, 0.1]), x)
+
+
+@program(sizes=(5, 60))
+def adaptive_heun(n):
+    """Heun's method with error control: the step factor min(2, max(0.5, 0.9 sqrt(tol / err)))
+    taken with Python's min, max and math.sqrt."""
+    import math
+
+    def final_state(k, y0, tol=1e-4):
+        y, t, h = y0.copy(), 0.0, 0.1
+        while t < 1.0:
+            h = min(h, 1.0 - t)
+            f0 = -k * y + np.sin(t)
+            predictor = y + h * f0
+            f1 = -k * predictor + np.sin(t + h)
+            candidate = y + 0.5 * h * (f0 + f1)
+            err = np.max(np.abs(candidate - predictor)) + 1e-12
+            if err <= tol:
+                y, t = candidate, t + h
+            h = h * min(2.0, max(0.5, 0.9 * math.sqrt(tol / err)))
+        return np.sum(y * y)
+
+    rng = np.random.default_rng(27)
+    return final_state, (rng.uniform(0.5, 2.0, n), rng.standard_normal(n))
+
+
+@program(sizes=(8, 2000), preallocates=True)
+def particle_in_cell_deposit(n):
+    """Cloud-in-cell charge deposition: a particle's cell int(x / dx), its share by the
+    fraction, a Poisson solve and the field energy."""
+    def field_energy(positions, charges, cells=16):
+        dx = 1.0 / cells
+        rho = np.zeros(cells + 1)
+        for p in range(len(positions)):
+            cell = int(positions[p] / dx)
+            frac = positions[p] / dx - cell
+            rho[cell] += charges[p] * (1.0 - frac)
+            rho[cell + 1] += charges[p] * frac
+        rho -= rho.mean()
+        k = np.fft.rfftfreq(cells + 1, d=dx)[1:]
+        phi_hat = np.fft.rfft(rho)[1:] / (2 * np.pi * k) ** 2
+        return np.sum(np.abs(phi_hat) ** 2)
+
+    rng = np.random.default_rng(28)
+    return field_energy, (rng.uniform(0.05, 0.95, n), rng.uniform(0.5, 1.5, n))
+
+
+@program(sizes=(5, 80))
+def winner_take_all(n):
+    """Competitive learning: the nearest prototype, by np.argmin, moved toward each sample in
+    place."""
+    def quantisation_error(prototypes, samples, rate=0.3):
+        P = prototypes.copy()
+        for x in samples:
+            nearest = np.argmin(np.sum((P - x) ** 2, axis=1))
+            P[nearest] += rate * (x - P[nearest])
+        return sum(np.min(np.sum((P - x) ** 2, axis=1)) for x in samples)
+
+    rng = np.random.default_rng(29)
+    return quantisation_error, (rng.standard_normal((3, 2)), rng.standard_normal((n, 2)))
+
+
+@program(sizes=(5, 120))
+def rbf_interpolation(n):
+    """Radial-basis interpolation: pairwise distances by np.subtract.outer, a Gaussian kernel
+    matrix and its solve, a roughness penalty."""
+    def roughness(x, y, width):
+        K = np.exp(-(np.subtract.outer(x, x) / width[0]) ** 2) + 1e-6 * np.eye(len(x))
+        coefficients = np.linalg.solve(K, y)
+        return coefficients @ K @ coefficients
+
+    x = np.linspace(0.0, 1.0, n)
+    return roughness, (x, np.sin(3 * x), np.array([0.3]))
+
+
+@program(sizes=(4, 50))
+def tabulated_coefficients(n):
+    """Coefficients looked up in dicts by an integer order and by the value of an element (a
+    hashed NumPy scalar: exact values get their own weight), and a label formatted from a
+    traced value, as scripts that log as they go do."""
+    def weighted(x, orders):
+        by_order = {0: 1.0, 1: 0.5, 2: 0.25}
+        exact = {0.0: 0.0, 1.0: 2.0}
+        total = 0.0
+        for i in range(len(x)):
+            total = total + by_order.get(orders[i], 0.1) * exact.get(x[i], 1.0) * x[i] ** 2
+        label = f"loss={total:.3f}"
+        return total * (1.0 + 0.0 * len(label))
+
+    return weighted, (np.linspace(0.55, 1.45, n), np.arange(n) % 4)
+
+
+# ----------------------------------------------------------------------------------------------
 # Running them
 
 
