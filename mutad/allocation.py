@@ -33,10 +33,16 @@ The bindings are swapped in when the first differentiation starts (in any thread
 back when the last one ends, on return or exception, so code outside a differentiation runs
 NumPy's own functions at no cost. ``plain_allocation()`` turns the mode off in its block.
 
+``import numpy`` and ``import math`` run by user code in a differentiating thread bind the
+mode's modules (``builtins.__import__`` is swapped too); ``np.random``'s functions, and the
+generators ``np.random.default_rng`` makes in the mode, give their float draws as constants;
+Python's ``math`` functions of floats follow traced scalars (``MATH``).
+
 Not followed: arrays allocated before the differentiation started (a module-level work
-buffer), names bound in other ways than at module level or in closures (a default argument
-``zeros=np.zeros``, a class attribute), ``np.random`` draws and ``np.frombuffer`` (their values are not made by the
-differentiated code: copy them, ``np.array(r)``, to write into them).
+buffer), arrays made from plain arrays by their methods or operators (``U0.copy()``,
+``U0 + 0.0``), ``np.frombuffer`` (its values are not made by the differentiated code: copy
+them, ``np.array(r)``, to write into them), and draws from generators made before the
+differentiation started.
 """
 
 from __future__ import annotations
@@ -361,6 +367,50 @@ def _mode_numpy():
     return module
 
 
+class _ModeGenerator(np.random.Generator):
+    """``np.random.default_rng(...)`` in the mode: NumPy's generator over the same bit
+    generator (the same numbers), whose float draws are arrays mutad follows (``_drawn``)."""
+
+
+def _drawn(draw):
+    """``draw`` (a function or a generator's method) whose new float arrays, in the mode, are
+    constants of the running differentiations, as ``np.zeros``' are: a work array initialised
+    by a random draw (``w = rng.standard_normal(n)``) can take traced values. A replay holds
+    the numbers drawn when it recorded (a generator that lives between calls leaves the
+    signature traced, ``replay._random_states``)."""
+
+    def drawing(*args, **kwargs):
+        y = draw(*args, **kwargs)
+        if _in_mode() and _allocated(y, args, kwargs):
+            return allocate(y, (np.array, (y.copy(),), {}))
+        return y
+
+    return _named(drawing, draw)
+
+
+for _name in dir(np.random.Generator):
+    if not _name.startswith("_") and _name not in ("bit_generator", "spawn", "bytes"):
+        setattr(_ModeGenerator, _name, _drawn(getattr(np.random.Generator, _name)))
+
+
+def _default_rng(*args, **kwargs):
+    return _ModeGenerator(np.random.default_rng(*args, **kwargs).bit_generator)
+
+
+def _mode_random():
+    """``numpy.random`` as user code sees it in the mode: its functions' float draws are
+    followed (``_drawn``), and ``default_rng`` gives generators whose draws are."""
+    module = types.ModuleType(np.random.__name__, np.random.__doc__)
+    module.__dict__.update(np.random.__dict__)
+    for name, value in np.random.__dict__.items():
+        if isinstance(value, (types.BuiltinFunctionType, types.FunctionType,
+                              types.MethodType)) and not name.startswith("_") \
+                and name not in ("seed", "get_state", "set_state", "default_rng"):
+            module.__dict__[name] = _drawn(value)
+    module.default_rng = _named(_default_rng, np.random.default_rng)
+    return module
+
+
 def _mode_math():
     """The ``math`` module as user code sees it in the mode: its functions of floats follow
     traced scalars (``MATH``)."""
@@ -384,7 +434,9 @@ class _Mode:
     def __init__(self):
         self.lock = threading.RLock()
         self.depth = 0
+        self.random = _mode_random()
         self.numpy = _mode_numpy()
+        self.numpy.random = self.random
         self.math = _mode_math()
         self.numpy_size = len(np.__dict__)
         self.scanned = {}  # module name -> its namespace's size when scanned
@@ -405,6 +457,8 @@ class _Mode:
                 replacement = self.numpy
             elif value is math and not internal:
                 replacement = self.math
+            elif value is np.random and not internal:
+                replacement = self.random
             else:
                 pair = self.routes.get(id(value))
                 if pair is None and not internal:
@@ -465,7 +519,8 @@ class _Mode:
                 builtins.__import__ = self._importing
                 if len(np.__dict__) != self.numpy_size:  # NumPy loaded a submodule lazily
                     self.numpy.__dict__.update(
-                        {k: v for k, v in np.__dict__.items() if k not in REPLACEMENTS})
+                        {k: v for k, v in np.__dict__.items()
+                         if k not in REPLACEMENTS and k != "random"})
                     self.numpy_size = len(np.__dict__)
                 self._scan_modules(f)
                 for namespace, name, original, replacement in self.sites.values():
@@ -569,6 +624,8 @@ class _Mode:
             return None if routed_only else self.numpy
         if value is math:
             return None if routed_only else self.math
+        if value is np.random:
+            return None if routed_only else self.random
         pair = self.routes.get(id(value))
         if pair is None and not routed_only:
             pair = _BY_ORIGINAL.get(id(value))

@@ -727,7 +727,8 @@ def untraced_write(what):
         "gradient would be lost: one created before the differentiation started (a "
         "module-level work buffer, a default argument, a cache) or by an enclosing "
         "differentiation, or one made inside the function by a call the allocation mode does "
-        "not follow (ndarray.copy() of a plain array, np.random, np.frombuffer). Allocate it "
+        "not follow (U0.copy() or U0 + 0.0 of a plain U0, np.frombuffer, a draw from a "
+        "generator made before the differentiation). Allocate it "
         "inside the function with NumPy's functions (np.zeros, np.empty, np.array(a), "
         "np.copy(a)), which are followed, or pass it as an argument.")
 

@@ -80,7 +80,6 @@ def test_integer_and_boolean_allocations_stay_plain():
         seen["bool"] = np.ones(2, dtype=bool)
         seen["arange"] = np.arange(4)
         seen["same"] = np.asarray(P)      # not an allocation: the array itself
-        seen["random"] = np.random.default_rng(0).standard_normal(3)
         seen["scipy"] = scipy.linalg.block_diag(P[:2], P[:2])  # SciPy's internals: plain
         return x.sum()
 
@@ -634,3 +633,34 @@ def test_scipys_bound_methods_held_where_f_reaches_them_use_their_rules(f, expec
     assert np.allclose(grads, expected, rtol=1e-14)
     assert by_default.__defaults__[0] == scipy.stats.norm.logpdf  # swapped back
     assert TABLE["logpdf"] == scipy.stats.norm.logpdf
+
+
+# ----------------------------------------------------------------------------------------------
+# Random draws used as buffers
+
+
+def test_random_draws_are_buffers_mutad_follows():
+    """A work array initialised by a random draw (weights of a from-scratch network) can take
+    traced values: np.random's functions and the generators np.random.default_rng makes in the
+    function draw the same numbers as NumPy's, as arrays mutad follows."""
+    def loss(x):
+        rng = np.random.default_rng(0)
+        w = rng.standard_normal(3)
+        w[:] = w * x
+        b = np.random.rand(3)
+        b += x
+        import numpy.random as npr
+        c = npr.default_rng(1).uniform(size=3)
+        c[0] = x[0]
+        return (w * b * c).sum()
+
+    x = np.array([1.0, 2.0, 0.5])
+    np.random.seed(1)
+    expected = loss(x.copy())
+    np.random.seed(1)
+    value, grad = mutad.value_and_grad(loss)(x)
+    assert value == expected and x.tolist() == [1.0, 2.0, 0.5]
+    np.random.seed(1)
+    mutad.check_grads(lambda x: (np.random.default_rng(3).standard_normal(3) * x ** 2).sum(), x)
+    draws = np.random.default_rng(5).standard_normal(2)
+    assert type(draws) is np.ndarray  # outside a differentiation: NumPy's own
