@@ -669,3 +669,17 @@ def test_all_nan_slice_passes_no_tangent():
     for key in (np.nanmean, np.nansum, np.nanmax):
         _, dy = JVPS[key]((t,), a, axis=1)
         np.testing.assert_array_equal(dy, [0.0, 1.0])
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: (np.maximum.accumulate(x) ** 2).sum(),
+    lambda x: (np.minimum.accumulate(x[::-1]) * x).sum(),
+    lambda x: np.fmax.accumulate(x.reshape(5, 1) * x[:2], axis=1).sum(),
+    lambda x: np.logaddexp.accumulate(x).sum(),
+], ids=("maximum", "minimum", "fmax along an axis", "logaddexp"))
+def test_accumulate_of_an_elementwise_row_is_followed_step_by_step(f):
+    """ufunc.accumulate without a rule of its own (a running maximum): the ufunc applied step
+    by step as NumPy's loop applies it, the same values, in both modes."""
+    x = np.array([1.0, 3.0, 2.0, 5.0, 4.0])
+    assert mutad.value_and_grad(f)(x)[0] == f(x)
+    mutad.check_grads(f, x)

@@ -4,13 +4,14 @@ Families share helpers through ``_helpers`` (and the factorisations' derivatives
 ``factorizations``), never by importing one another.
 """
 
-from ..registry import INPLACE, UFUNCS, complex_aware, defcomposite
+from ..registry import FUNCTIONS, INPLACE, UFUNCS, complex_aware, defcomposite
 from . import composites, creation, fft, indexing, linalg, nondiff, reductions, shape, ufuncs  # noqa: F401
 
 # ``ufunc.at`` of every elementwise row, once all rows are in: ``np.add.at`` and
 # ``np.subtract.at`` have handlers of their own; the others apply their occurrences in rounds.
 # ``ufunc.outer`` of every row of two operands: the ufunc of the first operand reshaped
-# against the second, which broadcasting makes the same values.
+# against the second, which broadcasting makes the same values; ``ufunc.accumulate`` where no
+# rule of its own is written: the ufunc applied step by step, as NumPy's loop applies it.
 for _ufunc in list(UFUNCS):
     if _ufunc.nout == 1 and (_ufunc, "at") not in INPLACE:
         defcomposite((_ufunc, "at"))(indexing.at_in_rounds(_ufunc))
@@ -18,4 +19,6 @@ for _ufunc in list(UFUNCS):
     if _ufunc.nin == 2 and _ufunc.nout == 1:
         defcomposite((_ufunc, "outer"))(shape.outer_of(_ufunc))
         complex_aware((_ufunc, "outer"))  # the ufunc's own call
+        if (_ufunc, "accumulate") not in FUNCTIONS:  # np.maximum.accumulate: step by step
+            defcomposite((_ufunc, "accumulate"))(shape.accumulate_of(_ufunc))
 del _ufunc

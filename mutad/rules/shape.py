@@ -462,6 +462,25 @@ def outer_of(ufunc):
     return outer
 
 
+def accumulate_of(ufunc):
+    """``ufunc.accumulate(a, axis)``: ``out[i] = ufunc(out[i - 1], a[i])`` along ``axis``, step
+    by step as NumPy's loop computes it (the same values, each step's derivative the ufunc's,
+    ties shared as they are); one operation per step."""
+
+    def accumulate(a, axis=0, dtype=None, out=None):
+        if dtype is not None or out is not None:
+            raise UnsupportedOperationError(
+                f"np.{ufunc.__name__}.accumulate(..., dtype=, out=) of a differentiated array: "
+                "call it without them and convert or copy the result.")
+        a = np.moveaxis(a, axis, 0)
+        steps = [a[0]]
+        for i in range(1, a.shape[0]):
+            steps.append(ufunc(steps[-1], a[i]))
+        return np.moveaxis(np.stack(steps), 0, axis) if steps else np.moveaxis(a * 1.0, 0, axis)
+
+    return accumulate
+
+
 _AS_STRIDED = np.lib.stride_tricks.as_strided
 
 
