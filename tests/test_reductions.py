@@ -683,3 +683,15 @@ def test_accumulate_of_an_elementwise_row_is_followed_step_by_step(f):
     x = np.array([1.0, 3.0, 2.0, 5.0, 4.0])
     assert mutad.value_and_grad(f)(x)[0] == f(x)
     mutad.check_grads(f, x)
+
+
+@pytest.mark.parametrize("indices", ([0, 2, 3], [0, 4, 1, 5], [3], [0, 0, 2]))
+def test_add_reduceat_sums_segments_as_numpy_does(indices):
+    """np.add.reduceat: NumPy's segment sums; where the indices go down an output is the single
+    element, so segments overlap and an element's cotangent adds those of every segment."""
+    x = np.arange(1.0, 7.0)
+    f = lambda x: (np.add.reduceat(x * x, indices) ** 2).sum()  # noqa: E731
+    assert mutad.value_and_grad(f)(x)[0] == f(x)
+    mutad.check_grads(f, x, order=2)
+    g = lambda x: np.add.reduceat(x.reshape(2, 3), [0, 2], axis=1).prod()  # noqa: E731
+    mutad.check_grads(g, x)

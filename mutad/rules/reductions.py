@@ -392,6 +392,40 @@ def add_accumulate(a, axis=0, dtype=None):
 deflinear(np.cumsum, (np.add, "accumulate"))
 
 
+def _segments(indices, n):
+    """The elements each output of ``np.add.reduceat`` sums, as NumPy defines them: pairs
+    ``(k, j)`` of an element ``k`` (along the axis) and an output ``j``."""
+    indices = np.asarray(indices)
+    ks, js = [], []
+    for j, start in enumerate(indices):
+        if j + 1 < len(indices) and start < indices[j + 1]:
+            end = indices[j + 1]
+        else:
+            end = n if j + 1 == len(indices) else start + 1
+        ks.extend(range(start, end))
+        js.extend([j] * (end - start))
+    return np.array(ks, dtype=np.intp), np.array(js, dtype=np.intp)
+
+
+@defrule((np.add, "reduceat"), leading=1)
+def add_reduceat(a, indices, axis=0, dtype=None):
+    """Segment sums, NumPy's own; each element's cotangent is the sum of those of the outputs
+    whose segments hold it (segments overlap where the indices go down)."""
+    y = np.add.reduceat(a, indices, axis=axis, dtype=dtype)
+    axis = axis % a.ndim
+    ks, js = _segments(indices, a.shape[axis])
+
+    def back(dy):
+        g = np.zeros_like(dy, shape=np.moveaxis(np.empty(a.shape), axis, 0).shape)
+        np.add.at(g, ks, np.take(np.moveaxis(dy, axis, 0), js, axis=0))
+        return (np.moveaxis(g, 0, axis),)
+
+    return y, back
+
+
+deflinear((np.add, "reduceat"))
+
+
 def cumprod_cotangent(dy, x, y, axis, zero):
     """The cotangent of ``x`` for ``y = cumprod(x, axis)``, without dividing by zero.
 
