@@ -1819,7 +1819,7 @@ def reach(f):
 
 def _reach_into(x, work, arrays, names, holders, expanded):
     kind = type(x)
-    if kind is np.ndarray:
+    if isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
         arrays.append(x)
     elif kind in (int, float, complex, bool, str, bytes, type(None)) or isinstance(x, np.generic):
         pass

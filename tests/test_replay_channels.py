@@ -358,3 +358,20 @@ def test_a_generator_seeded_inside_f_is_replayed():
     f = lambda x: (x * np.random.default_rng(1).standard_normal(2)).sum()  # noqa: E731
     replaying = replayed_like_traced(f, flips([1.0, 2.0], [3.0, 4.0], [1.0, 2.0]))
     assert program_count(replaying) == 1 and not replaying.reasons
+
+
+def test_a_memory_mapped_global_changed_between_calls_is_followed(tmp_path):
+    mapped = np.memmap(tmp_path / "w.dat", dtype=float, mode="w+", shape=(2,))
+    mapped[:] = 1.0
+
+    def f(x):
+        if mapped[0] > 0:
+            return (x * mapped).sum()
+        return (x * x).sum()
+
+    replaying = mutad.grad(f, replay=True)
+    x = np.array([1.0, 2.0])
+    replaying(x)
+    replaying(x)
+    mapped[0] = -1.0
+    assert replaying(x).tolist() == mutad.grad(f)(x).tolist() == [2.0, 4.0]
