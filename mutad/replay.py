@@ -1436,28 +1436,28 @@ class Recorder:
         self.steps.append(Call(function, self.spec(args), self.spec(kwargs),
                                Out(self.bind(t), as_constant, t)))
 
-    def reshaped(self, x, shape):
+    def _slot_of(self, x, what):
+        """The slot of ``x``, or None if the program does not make it (then it is refused: a
+        step on it would read an array the program does not hold)."""
         slot = self.slots.get(id(x))
         if slot is None:
-            self.refuse("a reshape in place of an array mutad made outside the operations a "
-                        "replay redoes")
-            return
-        self.steps.append(Reshape(slot, shape))
+            self.refuse(f"{what} an array mutad made outside the operations a replay redoes")
+        return slot
+
+    def reshaped(self, x, shape):
+        slot = self._slot_of(x, "a reshape in place of")
+        if slot is not None:
+            self.steps.append(Reshape(slot, shape))
 
     def put_value(self, y, function, args):
-        slot = self.slots.get(id(y))
-        if slot is None:
-            self.refuse(f"math.{function.__name__} of a value mutad made outside the "
-                        "operations a replay redoes")
-            return
-        self.steps.append(PutValue(slot, function, self.spec(args)))
+        slot = self._slot_of(y, f"math.{function.__name__} giving")
+        if slot is not None:
+            self.steps.append(PutValue(slot, function, self.spec(args)))
 
     def guard(self, x, taken, decide=None):
         """Python read ``taken`` of ``x``: ``decide(value)``, or its truth, or its bytes."""
-        slot = self.slots.get(id(x))
+        slot = self._slot_of(x, "a decision on")
         if slot is None:
-            self.refuse("a decision on an array mutad made outside the operations a replay "
-                        "redoes")
             return
         if decide is None:
             decide = bool if type(taken) is bool else _bytes
