@@ -64,23 +64,30 @@ class Run:
         self.traced = []
         self.scalar = []
 
-    def wrap(self, args):
-        """The traced version of each positional argument."""
+    def wrap(self, args, selected=None):
+        """The traced version of each positional argument. Numbers in arguments outside
+        ``selected`` (positions; None: all) are passed as they are, as autograd and JAX pass
+        them: no gradient is asked of them, and Python's own functions of numbers
+        (``math.log(gamma)``, ``float(gamma)``) then work on them. Their arrays are traced
+        still, so that writes into them are followed and undone."""
         wrapped = []
-        for arg in args:
+        for i, arg in enumerate(args):
             leaves, rebuild = flatten(arg)
             self.rebuilds.append((len(self.leaves), len(leaves), rebuild))
-            new = [self._wrap_leaf(leaf) for leaf in leaves]
+            plain = selected is not None and i not in selected
+            new = [self._wrap_leaf(leaf, plain) for leaf in leaves]
             self.leaves.extend(leaves)
             wrapped.append(rebuild(new))
         check_distinct_memory([entry[0] for key, entry in self.buffers.items()
                                if type(key) is int])
         return wrapped
 
-    def _wrap_leaf(self, x):
+    def _wrap_leaf(self, x, plain=False):
         check_leaf(x)
         t = None
-        if is_inexact_array(x):
+        if plain and is_inexact_scalar(x):
+            pass  # a number no gradient is asked of: as it is
+        elif is_inexact_array(x):
             base = owner(x)
             outer = self.tape.outer
             if id(base) not in self.buffers:
@@ -256,7 +263,8 @@ def _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory=None,
     try:
         # Keyword arguments are traced like the others (they may alias or be written), but
         # get no gradient.
-        *traced_args, traced_kwargs = run.wrap((*args, kwargs))
+        *traced_args, traced_kwargs = run.wrap((*args, kwargs),
+                                               None if argnums is None else selected)
         if recording is not None:
             recording.start(run)
         y = run.call(f, traced_args, traced_kwargs)

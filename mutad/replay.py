@@ -1717,14 +1717,16 @@ class Recording:
 
 
 def signature(parts):
-    """What picks a program for the flattened arguments ``parts`` (``(leaves, argument)``
-    per argument): the structure, and per leaf its kind, shape, dtype and layout (which
-    arguments share memory, and where), or its value if it is not differentiated. Returns
+    """What picks a program for the flattened arguments ``parts`` (``(leaves, argument,
+    plain)`` per argument, ``plain`` when its numbers are passed as they are: outside
+    ``argnums``): the structure, and per leaf its kind, shape, dtype and layout (which
+    arguments share memory, and where), or its value if it is not differentiated (the bits of
+    a plain float: -0.0 is not 0.0 to ``math.copysign``). Returns
     ``(key, None)``, or ``(what, why)`` if an argument is of a kind a replay does not follow:
     ``what`` names that kind, ``why`` says why it is traced (``Replayed.reasons``)."""
     owners = {}
     key = []
-    for leaves, argument in parts:
+    for leaves, argument, plain in parts:
         described = structure(argument)
         if described is None:
             name = other_container(argument)
@@ -1749,7 +1751,7 @@ def signature(parts):
                 else:  # not differentiated: the program may depend on its values
                     key.append((x.shape, x.dtype.str, x.tobytes()))
             elif kind in (float, np.float64, np.float32, np.float16):
-                key.append(kind)
+                key.append((kind, np.array(x).tobytes()) if plain else kind)
             elif kind in (int, bool, str, bytes, type(None)) or isinstance(x, np.generic):
                 key.append((kind, x))
             else:
@@ -1942,6 +1944,10 @@ def _random_states(objects):
 REACHED = "what f reaches"
 """The key of ``Replayed.reasons`` for a function whose reach changes on every call."""
 
+PLAIN_NUMBERS = "numbers outside argnums"
+"""The key of ``Replayed.reasons`` for a function whose numbers outside ``argnums`` (passed as
+they are, so a program holds their values) take new values on every call."""
+
 
 def _changed(objects, arrays, held):
     """What changed in what ``f`` reaches since ``held`` (``(objects, contents)``), in words,
@@ -1978,6 +1984,8 @@ class Replayed:
         self.lock = threading.Lock()
         self.failures = collections.Counter()
         self.changes = 0  # calls in a row on which what f reaches changed
+        self.new_numbers = 0  # calls in a row that recorded for new numbers outside argnums
+        self._shapes = {}  # signature -> the signature without those numbers' values
         self.unfollowed = {}  # what a replay does not follow among the arguments -> why
         self.held = None
         self.__wrapped__ = f
@@ -2035,9 +2043,13 @@ class Replayed:
             self.changes = 0
             self.unfollowed.pop(REACHED, None)
         parts = [flatten(arg) for arg in (*args, kwargs)]
-        key, why = signature([(leaves, arg) for (leaves, _), arg in zip(parts, (*args, kwargs))])
+        described = [(leaves, arg, self.argnums is not None and i not in selected)
+                     for i, ((leaves, _), arg) in enumerate(zip(parts, (*args, kwargs)))]
+        key, why = signature(described)
         if why is not None:  # arguments a replay does not follow: traced, reasons says why
             self.unfollowed[key] = why
+            return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
+        if PLAIN_NUMBERS in self.unfollowed and key not in self.programs:
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
         modes = np.geterr()  # the caller's floating-point error handling picks a program too
         key = (key, *modes.values(), id(np.geterrcall()) if "call" in modes.values()
@@ -2066,6 +2078,8 @@ class Replayed:
                 grads = per_argument[selected[0]] if single else tuple(
                     per_argument[i] for i in selected)
                 return value, grads
+        if program is None and self._numbers_change(described, key):
+            return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
         recording = Recording(self.has_aux) if type(program) is not str else None
         drawn = None if recording is None else _random_states(objects)
         try:
@@ -2082,6 +2096,30 @@ class Replayed:
                                     "replay would reuse the recorded numbers")
             self._keep(key, recording.program or recording.reason)
         return value, grads
+
+    def _numbers_change(self, described, key):
+        """Whether to stop recording because numbers outside ``argnums`` take a new value on
+        every call (a time step's ``t``): each would record a program, which costs more than
+        tracing. Counted on calls that would record a program for the same arguments but
+        other such numbers than one recorded already."""
+        if not any(plain for _, _, plain in described):
+            return False
+        shapes, _ = signature([(leaves, arg, False) for leaves, arg, _ in described])
+        if any(k != key and type(p) is Program and self._shapes.get(k) == shapes
+               for k, p in self.programs.items()):
+            self.new_numbers += 1
+        else:
+            self.new_numbers = 0
+        self._shapes = {k: v for k, v in self._shapes.items() if k in self.programs}
+        self._shapes[key] = shapes
+        if self.new_numbers < FAILED_GUARDS:
+            return False
+        self.unfollowed[PLAIN_NUMBERS] = (
+            f"numbers passed outside argnums took new values on {self.new_numbers} calls in a "
+            "row; a program holds such numbers as they are (Python's functions of them, "
+            "math.log(t), are not followed), so each value would record one: select them in "
+            "argnums to have them followed instead (their gradients are then computed too)")
+        return True
 
     def _keep(self, key, program):
         self.programs[key] = program

@@ -8,6 +8,8 @@ computes with NumPy: the same dtype and the same bits. A NumPy function of one
 is a float.
 """
 
+import math
+
 import numpy as np
 import pytest
 
@@ -168,3 +170,54 @@ def test_nested_levels_keep_the_number_weak():
     np.testing.assert_allclose(slope, 4 * 0.3 * (u.astype(float) ** 2).sum(), rtol=1e-5)
     assert mutad.hessian(lambda k: product(u, k), 0.3) == pytest.approx(
         2 * (u.astype(float) ** 2).sum(), rel=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# Numbers outside argnums: passed as they are
+
+
+def gmm_like(x, gamma, shift=0.0):
+    """Python's own functions of the numbers no gradient is asked of."""
+    return math.log(gamma) * (x * x).sum() + float(gamma) * x[0] + math.copysign(1.0, shift)
+
+
+def test_numbers_outside_argnums_are_passed_as_they_are():
+    x = np.array([1.0, 2.0, 3.0])
+    before = x.copy()
+    g = mutad.grad(gmm_like)(x, 2.0)
+    np.testing.assert_allclose(g, 2 * math.log(2.0) * x + np.array([2.0, 0.0, 0.0]))
+    assert np.array_equal(x, before)
+    value, g = mutad.value_and_grad(gmm_like)(x, np.float64(3.0), shift=-0.0)
+    assert value == gmm_like(x, 3.0, -0.0)
+    # Selected, a number is differentiated, so Python's float() of it is refused.
+    with pytest.raises(mutad.errors.ConversionError):
+        mutad.grad(gmm_like, argnums=1)(x, 2.0)
+    # argnums=None asks for every gradient: all traced, as before.
+    with pytest.raises(mutad.errors.ConversionError):
+        mutad.gradient(gmm_like, x, 2.0)
+
+
+def test_replay_keys_a_plain_number_by_its_bits():
+    x = np.array([1.0, 2.0, 3.0])
+    replayed = mutad.value_and_grad(gmm_like, replay=True)
+    traced = mutad.value_and_grad(gmm_like)
+    for gamma, shift in [(2.0, 0.0), (2.0, 0.0), (5.0, 0.0), (2.0, -0.0), (2.0, -0.0),
+                         (2.0, 0.0), (5.0, 0.0)]:
+        (v1, g1), (v2, g2) = replayed(x, gamma, shift), traced(x, gamma, shift)
+        assert v1 == v2 and np.array_equal(g1, g2)
+
+
+def test_a_replay_traces_once_numbers_outside_argnums_change_on_every_call():
+    def heat(u, r):
+        u = u.copy()
+        u[1:-1] += r * (u[2:] - 2 * u[1:-1] + u[:-2])
+        return (u * u).sum()
+    u = np.linspace(0.0, 1.0, 7) ** 2
+    replayed = mutad.grad(heat, replay=True)
+    for i in range(8):
+        assert np.array_equal(replayed(u, 0.1 + i / 100), mutad.grad(heat)(u, 0.1 + i / 100))
+    assert "numbers outside argnums" in replayed.reasons
+    followed = mutad.grad(heat, argnums=(0, 1), replay=True)
+    for i in range(8):
+        followed(u, 0.1 + i / 100)
+    assert not followed.reasons

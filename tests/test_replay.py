@@ -490,7 +490,9 @@ def test_compiled_runs_of_elementwise_steps_replay_bit_for_bit(f, make, policy, 
     from mutad import replay
     monkeypatch.setattr(replay, "BLOCK_STEPS", block_steps)  # 7: a run cut into many blocks
     rng = np.random.default_rng(11)
-    replaying = replayed_like_traced(f, [make(rng) for _ in range(5)], policy, argnums=(0,))
+    # r in argnums: followed as an input of the program, not held as a number
+    replaying = replayed_like_traced(f, [make(rng) for _ in range(5)], policy,
+                                     argnums=tuple(range(len(make(rng)))))
     assert len(blocks(replaying)) > (5 if block_steps == 7 else 0), "compiled blocks ran"
 
 
