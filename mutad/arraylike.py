@@ -619,7 +619,7 @@ def conversion_error(what):
         return untraced_write(f"an assignment into an element or slice{where}")
     called = _called(frame)
     what = f"{called}()" if called else what  # as the code spells it: np.array, not np.asarray
-    fix = CONVERSION_FIXES.get(what.split("(")[0].rsplit(".", 1)[-1], CONVERSION_FIX)
+    fix = CONVERSION_FIXES.get(what.removesuffix("()").rsplit(".", 1)[-1], CONVERSION_FIX)
     if ".ma." in what or what.startswith("ma.") or _inside_masked(frame):
         fix = MASKED_FIX
     elif fix is CONVERSION_FIX and what.startswith(("np.", "numpy.")):
@@ -689,8 +689,22 @@ def _called(frame):
     text = "".join(linecache.getline(frame.f_code.co_filename, n)
                    for n in range(line, end_line + 1)).encode()
     last = len(text) - len(linecache.getline(frame.f_code.co_filename, end_line).encode())
-    callee = text[start:last + end].decode(errors="replace").split("(", 1)[0].strip()
-    return callee if re.fullmatch(r"[A-Za-z_][\w.]*", callee) else None
+    callee = _callee(text[start:last + end].decode(errors="replace"))
+    return callee if callee and re.fullmatch(r"[A-Za-z_][\w.()]*", callee) else None
+
+
+def _callee(call):
+    """What ``call``, the source of a call expression, calls: its text before the parenthesis
+    that opens its last argument list (``u.max().item`` for ``u.max().item()``)."""
+    call = call.strip()
+    if not call.endswith(")"):
+        return None
+    depth = 0
+    for i in range(len(call) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(call[i], 0)
+        if depth == 0:
+            return call[:i].strip()
+    return None
 
 
 def _mutad_equivalent(frame, called):

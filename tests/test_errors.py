@@ -50,6 +50,7 @@ CASES = [
     (lambda x: scipy.linalg.sinm(x[:, None] * x + np.eye(x.size)).real.sum(),
      errors.ConversionError, ["scipy.linalg", "sinm", "mutad.adjoint"]),
     (lambda x: float(x[0]) * 2.0, errors.ConversionError, ["float()"]),
+    (lambda x: x.max().item() * 2.0, errors.ConversionError, ["by x.max().item()"]),
     (lambda x: np.unwrap(x).sum(), errors.UnsupportedFunctionError,
      ["np.unwrap", "mutad.adjoint"]),
     (lambda x: scipy.special.spence(x).sum(), errors.UnsupportedFunctionError,
