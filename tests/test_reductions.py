@@ -695,3 +695,17 @@ def test_add_reduceat_sums_segments_as_numpy_does(indices):
     mutad.check_grads(f, x, order=2)
     g = lambda x: np.add.reduceat(x.reshape(2, 3), [0, 2], axis=1).prod()  # noqa: E731
     mutad.check_grads(g, x)
+
+
+@pytest.mark.parametrize("ufunc", (np.maximum, np.minimum))
+@pytest.mark.parametrize("indices", ([0, 2, 3], [0, 4, 1, 5], [3], [0, 0, 2]))
+def test_selection_reduceat_reduces_each_segment(ufunc, indices):
+    """np.maximum.reduceat (a segment maximum): ufunc.reduce over each segment, NumPy's values
+    (a selection's is the same in any order), in both modes."""
+    x = np.array([0.3, -1.2, 2.5, 0.7, -0.4, 1.9])
+    f = lambda x: (ufunc.reduceat(x * x, indices) ** 2).sum()  # noqa: E731
+    assert mutad.value_and_grad(f)(x)[0] == f(x)
+    mutad.check_grads(f, x, order=2)
+    g = lambda x: ufunc.reduceat(x.reshape(2, 3), [0, 2], axis=1).sum()  # noqa: E731
+    mutad.check_grads(g, x)
+    mutad.check_jvp(g, x)

@@ -4,6 +4,8 @@ Families share helpers through ``_helpers`` (and the factorisations' derivatives
 ``factorizations``), never by importing one another.
 """
 
+import numpy as np
+
 from ..registry import FUNCTIONS, INPLACE, UFUNCS, complex_aware, defcomposite
 from . import composites, creation, fft, indexing, linalg, nondiff, reductions, shape, ufuncs  # noqa: F401
 
@@ -11,7 +13,8 @@ from . import composites, creation, fft, indexing, linalg, nondiff, reductions, 
 # ``np.subtract.at`` have handlers of their own; the others apply their occurrences in rounds.
 # ``ufunc.outer`` of every row of two operands: the ufunc of the first operand reshaped
 # against the second, which broadcasting makes the same values; ``ufunc.accumulate`` where no
-# rule of its own is written: the ufunc applied step by step, as NumPy's loop applies it.
+# rule of its own is written: the ufunc applied step by step, as NumPy's loop applies it;
+# ``ufunc.reduceat`` of the selections, segment by segment.
 for _ufunc in list(UFUNCS):
     if _ufunc.nout == 1 and (_ufunc, "at") not in INPLACE:
         defcomposite((_ufunc, "at"))(indexing.at_in_rounds(_ufunc))
@@ -21,4 +24,6 @@ for _ufunc in list(UFUNCS):
         complex_aware((_ufunc, "outer"))  # the ufunc's own call
         if (_ufunc, "accumulate") not in FUNCTIONS:  # np.maximum.accumulate: step by step
             defcomposite((_ufunc, "accumulate"))(shape.accumulate_of(_ufunc))
+for _ufunc in (np.maximum, np.minimum):  # selections: the same value in any order
+    defcomposite((_ufunc, "reduceat"))(shape.reduceat_of(_ufunc))
 del _ufunc

@@ -481,6 +481,28 @@ def accumulate_of(ufunc):
     return accumulate
 
 
+def reduceat_of(ufunc):
+    """``ufunc.reduceat(a, indices, axis)`` of a ufunc that selects one of its operands
+    (``np.maximum``): ``ufunc.reduce`` over each segment ``a[indices[j]:indices[j + 1]]``, or
+    the one element ``a[indices[j]]`` where the indices do not go up, as NumPy defines it. A
+    selection has the same value in any order of reduction (NumPy's own loop's), and its
+    derivative is ``ufunc.reduce``'s: ties shared as they are."""
+
+    def reduceat(a, indices, axis=0, dtype=None, out=None):
+        if dtype is not None or out is not None:
+            raise UnsupportedOperationError(
+                f"np.{ufunc.__name__}.reduceat(..., dtype=, out=) of a differentiated array: "
+                "call it without them and convert or copy the result.")
+        a = np.moveaxis(a, axis, 0)
+        indices = np.asarray(indices).tolist()  # an index has no derivative
+        ends = [*indices[1:], a.shape[0]]
+        parts = [ufunc.reduce(a[start:end], axis=0) if start < end else a[start]
+                 for start, end in zip(indices, ends)]
+        return np.moveaxis(np.stack(parts), 0, axis)
+
+    return reduceat
+
+
 _AS_STRIDED = np.lib.stride_tricks.as_strided
 
 
