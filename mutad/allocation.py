@@ -38,17 +38,23 @@ mode's modules (``builtins.__import__`` is swapped too); ``np.random``'s functio
 generators ``np.random.default_rng`` makes in the mode, give their float draws as constants;
 Python's ``math`` functions of floats follow traced scalars (``MATH``).
 
-Not followed: arrays allocated before the differentiation started (a module-level work
-buffer), arrays made from plain arrays by their methods or operators (``U0.copy()``,
-``U0 + 0.0``), ``np.frombuffer`` (its values are not made by the differentiated code: copy
-them, ``np.array(r)``, to write into them), and draws from generators made before the
-differentiation started.
+Float arrays made before the differentiation started that the differentiated function reaches
+by a name (a module-level initial condition ``U0``, a closure's, a default's, an attribute its
+method names) stand in as views of themselves (``Preexisting``), so that the arrays made from
+them are followed however they are made (``U0.copy()``, ``U0 + 0.0``); ``np.ndarray((n,))``
+allocates as ``np.empty`` does where the function calls it (``ndarray``).
+
+Not followed: writing a traced value into an array allocated before the differentiation
+started (a module-level work buffer: it would change the caller's array), ``np.frombuffer``
+(its values are not made by the differentiated code: copy them, ``np.array(r)``, to write into
+them), and draws from generators made before the differentiation started.
 """
 
 from __future__ import annotations
 
 import builtins
 import contextlib
+import dis
 import functools
 import importlib
 import math
@@ -196,6 +202,10 @@ def builder(func):
     allocating = factory(func)
 
     def building(*args, **kwargs):
+        if args and type(args[0]) is Preexisting:  # NumPy's builders dispatch on like= alone
+            stand_in, original = args[0], _original(args[0])
+            y = allocating(original, *args[1:], **kwargs)
+            return stand_in if y is original else y  # np.asarray(U0) is U0, as in NumPy
         if not (args and ACTIVE.running and holds_wrapped(args[0])):
             return allocating(*args, **kwargs)
         a, *rest = args
@@ -232,9 +242,10 @@ def lists_as_arrays(args):
 
 def ufunc_operands(inputs):
     """A ufunc's operands with each list or tuple the array NumPy makes of it (stacked, if it
-    holds traced values)."""
+    holds traced values), and each stand-in the plain array it views."""
     return tuple((_stacked(a) if holds_wrapped(a) else np.asarray(a))
-                 if type(a) in (list, tuple) else a for a in inputs)
+                 if type(a) in (list, tuple) else a.view(np.ndarray)
+                 if type(a) is Preexisting else a for a in inputs)
 
 
 class _Joined:
@@ -274,6 +285,74 @@ def _named(wrapper, func):
     wrapper.__doc__ = func.__doc__
     wrapper.__wrapped__ = func
     return wrapper
+
+
+class _Constructor(type):
+    """The type of ``numpy.ndarray`` as the mode shows it: calling it (``np.ndarray((n,))``, the
+    raw constructor) allocates a constant, as ``np.empty`` does, unless it views a ``buffer``;
+    as a type it is ndarray (``isinstance(u, np.ndarray)``, ``np.ndarray.sum``)."""
+
+    def __call__(cls, shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
+        y = np.ndarray(shape, dtype, buffer, offset, strides, order)
+        if buffer is None and _in_mode() and y.dtype.kind in "fc":
+            return allocate(y, (np.ndarray, (shape, dtype, None, offset, strides, order), {}))
+        return y
+
+    def __instancecheck__(cls, x):
+        return isinstance(x, np.ndarray)
+
+    def __subclasscheck__(cls, kind):
+        return kind is cls or issubclass(kind, np.ndarray)
+
+    def __getattr__(cls, name):
+        return getattr(np.ndarray, name)
+
+    def __eq__(cls, other):  # type(u) == np.ndarray, type(u) in (np.ndarray, list)
+        return other is cls or other is np.ndarray
+
+    def __hash__(cls):
+        return hash(np.ndarray)
+
+
+class ndarray(metaclass=_Constructor):  # noqa: N801 (NumPy's name)
+    __doc__ = np.ndarray.__doc__
+
+
+def _uses_ndarray(code):
+    """``(calls, compares)``: whether ``code`` (or a function defined in it) calls NumPy's
+    ``ndarray`` (``np.ndarray((n,))``: then the mode's stands in for it), and whether it may
+    compare a type with it by identity (``type(u) is np.ndarray``, which no stand-in passes:
+    then NumPy's own stays). Read from the bytecode: a name loaded to be called (a method
+    load, or a load that pushes the NULL of a call), and, for want of a proof, any ``is`` in
+    code that loads it otherwise."""
+    uses = _NDARRAY_USES.get(code)
+    if uses is None:
+        calls = compares = False
+        for c in _codes(code):
+            instructions = list(dis.get_instructions(c))
+            called = [_loaded_to_call(instructions, k) for k, i in enumerate(instructions)
+                      if i.argval == "ndarray" and i.opname.startswith("LOAD_")]
+            calls = calls or any(called)
+            compares = compares or (not all(called) and any(
+                i.opname == "IS_OP" for i in instructions))
+        uses = _NDARRAY_USES[code] = calls, compares
+    return uses
+
+
+_NDARRAY_USES = {}  # code -> (calls ndarray, may compare it by identity)
+
+
+def _loaded_to_call(instructions, k):
+    """Whether instruction ``k`` loads a value to be called: a method load, or one that pushes
+    the NULL of a call (``NULL + ndarray``), or an attribute of a module loaded so (3.11:
+    ``NULL + np`` then ``ndarray``)."""
+    here = instructions[k]
+    if here.opname == "LOAD_METHOD" or "NULL" in (here.argrepr or ""):
+        return True
+    before = instructions[k - 1] if k else None
+    return (here.opname == "LOAD_ATTR" and before is not None
+            and before.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST")
+            and "NULL" in (before.argrepr or ""))
 
 
 def _replacements():
@@ -353,6 +432,140 @@ def put_value(result, exact):
         value.flags.writeable = True
         value[()] = exact
         value.flags.writeable = writeable
+
+
+class Preexisting(np.ndarray):
+    """What stands in, in the mode, for a float array that existed before the differentiation
+    started and that the differentiated code reaches (a module-level initial condition ``U0``,
+    a closure's or a default's array): a view of its memory, so that the arrays the code makes
+    from it are followed like those NumPy's factories make (``u = U0.copy()``, ``U0 + 0.0``,
+    ``U0[1:] * 2``, ``np.roll(U0, 1)``), however they are made. ndarray's methods and
+    operators give ndarrays, so NumPy has no hook for them: the methods that make an array
+    are overridden here, and the operators and functions reach NumPy's protocols.
+
+    Its own memory is still plain: views of it stand in too (``U0[1:].copy()``), and writing a
+    traced value into it is refused as before, as it would change the caller's array. In
+    another thread, and outside the mode, it behaves as the ndarray it views; ``mutad``'s
+    engines receive that plain view, never the stand-in.
+    """
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = _plain_views(inputs)
+        out = kwargs.get("out")
+        if out is not None:
+            kwargs["out"] = _plain_views(out)
+        call = getattr(ufunc, method)
+        y = call(*inputs, **kwargs)
+        if out is not None:  # NumPy's own: the out= array itself
+            return out[0] if len(out) == 1 else tuple(out)
+        return _made(y, call, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        args, kwargs = _plain_views(args), _plain_views(kwargs)
+        return _made(func(*args, **kwargs), func, args, kwargs)
+
+    def __repr__(self):
+        return repr(self.view(np.ndarray))
+
+    def _reshape_in_place(self, shape):
+        """``U0.shape = ...``: the array it stands for is reshaped too, as NumPy's would be."""
+        original = self.__dict__.get("original")
+        if original is not None:
+            original.shape = shape
+        np.ndarray.shape.__set__(self, shape)
+
+    shape = property(np.ndarray.shape.__get__, _reshape_in_place, doc=np.ndarray.shape.__doc__)
+
+    @property
+    def T(self):  # noqa: N802 (NumPy's name)
+        return self.transpose()
+
+
+def stands_in(inputs, kwargs):
+    """Whether a stand-in is among a ufunc's operands: the engines let its
+    ``__array_ufunc__`` go first, which hands them the plain array it views."""
+    out = kwargs.get("out")
+    return any(type(x) is Preexisting for x in inputs) or (
+        out is not None and any(type(x) is Preexisting for x in out))
+
+
+def _original(a):
+    """The array stand-in ``a`` stands for (``np.asarray(U0)`` is ``U0``, as in NumPy), or the
+    plain view of its memory for a view of it."""
+    original = a.__dict__.get("original")
+    return _plain_views(a) if original is None else original
+
+
+def _plain_views(tree):
+    """``tree`` with each stand-in replaced by the plain ndarray viewing its memory: read-only
+    while its owner is (``tracing.freeze`` makes an array a record reads read-only, and NumPy
+    does not pass the flag on to views made before, such as the stand-in itself)."""
+    kind = type(tree)
+    if kind is Preexisting:
+        view = tree.view(np.ndarray)
+        if view.flags.writeable and not owner(view).flags.writeable:
+            view.flags.writeable = False
+        return view
+    if kind in (list, tuple):
+        return kind(_plain_views(x) for x in tree)
+    if kind is dict:
+        return {k: _plain_views(v) for k, v in tree.items()}
+    return tree
+
+
+def _made(y, func, args, kwargs):
+    """What the mode gives for ``y = func(*args, **kwargs)`` made from pre-existing memory: a
+    view of it stands in too; a new float array is a constant of the differentiations running
+    in this thread (a replay makes it again by the same call, whose pre-existing operands it
+    guards by their bytes)."""
+    if type(y) in (tuple, list):
+        return type(y)(_made(item, functools.partial(_item, func, i), args, kwargs)
+                       for i, item in enumerate(y))
+    if type(y) is not np.ndarray:
+        return y
+    root = owner(y)
+    if any(owner(a) is root for a in _arrays([args, kwargs])):
+        return y.view(Preexisting)
+    if _in_mode() and y.dtype.kind in "fc":
+        return allocate(y, (func, args, kwargs))
+    return y
+
+
+def _item(func, i, *args, **kwargs):
+    return func(*args, **kwargs)[i]
+
+
+def _making(name):
+    """ndarray's method ``name``, which may make a new array (``copy``, ``astype``, a fancy
+    index): on a stand-in, its result as ``_made`` gives it."""
+    method = getattr(np.ndarray, name)
+
+    def making(self, *args, **kwargs):
+        plain = self.view(np.ndarray)
+        args, kwargs = _plain_views(args), _plain_views(kwargs)
+        return _made(method(plain, *args, **kwargs), method, (plain, *args), kwargs)
+
+    return _named(making, method)
+
+
+def _writing(name):
+    """ndarray's method ``name``, which writes into the array (``__setitem__``, ``fill``): on a
+    stand-in, through a new view of its memory (``_plain_views``)."""
+    method = getattr(np.ndarray, name)
+
+    def writing(self, *args, **kwargs):
+        return method(_plain_views(self), *_plain_views(args), **_plain_views(kwargs))
+
+    return _named(writing, method)
+
+
+for _name in ("__setitem__", "fill", "sort", "put", "partition", "setfield"):
+    setattr(Preexisting, _name, _writing(_name))
+
+for _name in ("copy", "astype", "flatten", "ravel", "reshape", "__getitem__", "take", "repeat",
+              "compress", "choose", "round", "dot", "diagonal", "squeeze", "transpose",
+              "swapaxes", "conj", "conjugate", "cumsum", "cumprod", "__copy__", "__deepcopy__"):
+    setattr(Preexisting, _name, _making(_name))
 
 
 class _ModeNumpy(types.ModuleType):
@@ -445,6 +658,7 @@ class _Mode:
         self.cells = []  # (cell or namespace, key, what it held, the stand-in swapped in)
         self.modules = 0
         self.routes = {}  # id(original) -> (original, stand-in), from registry.ROUTES
+        self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
 
     # finding the bindings ----------------------------------------------------------------
 
@@ -514,6 +728,7 @@ class _Mode:
                 if len(self.methods) != len(METHODS):
                     self._route_methods()
                 self._swap_cells(f)
+                self.numpy.ndarray = self.ndarray or np.ndarray
                 return
             try:
                 builtins.__import__ = self._importing
@@ -527,7 +742,9 @@ class _Mode:
                     if namespace.get(name) is original:
                         namespace[name] = replacement
                 self._route_methods()
+                self.ndarray = None
                 self._swap_cells(f)
+                self.numpy.ndarray = self.ndarray or np.ndarray
             except BaseException:
                 self._undo()
                 self.depth -= 1
@@ -553,6 +770,7 @@ class _Mode:
         return module
 
     def _undo(self):
+        self.numpy.ndarray = np.ndarray
         if builtins.__import__ == self._importing:
             builtins.__import__ = _IMPORT
         for namespace, name, original, replacement in self.sites.values():
@@ -583,7 +801,7 @@ class _Mode:
             if isinstance(g, functools.partial):
                 todo.append((g.func, level + 1))
                 continue
-            g = getattr(g, "__func__", g)
+            g_bound, g = g, getattr(g, "__func__", g)
             code, namespace = getattr(g, "__code__", None), getattr(g, "__globals__", None)
             package = str((namespace or {}).get("__name__")).partition(".")[0]
             if package in INTERNAL and package != "mutad":
@@ -596,7 +814,14 @@ class _Mode:
             places = [(cell, "cell_contents") for cell in getattr(g, "__closure__", None) or ()]
             if code is not None and namespace is not None and not own:
                 names = _names(code)  # its own code's and its nested functions' (a lambda's)
+                if "ndarray" in names:
+                    calls, compares = _uses_ndarray(code)
+                    self.ndarray = np.ndarray if compares or self.ndarray is np.ndarray else (
+                        ndarray if calls else self.ndarray)
                 places += [(namespace, name) for name in names if name in namespace]
+                bound = getattr(g_bound, "__self__", None)
+                if _user_object(bound):  # self.u0 of a method: the attributes its code names
+                    places += [(vars(bound), name) for name in names if name in vars(bound)]
                 places += [(g, i) for i in range(len(getattr(g, "__defaults__", None) or ()))]
                 places += [(g, name) for name in (getattr(g, "__kwdefaults__", None) or {})]
             while places:
@@ -618,8 +843,15 @@ class _Mode:
 
     def _stand_in(self, value, routed_only=False):
         """What stands in for ``value`` in the mode (the numpy module, a function the mode
-        replaces or routes, a bound method of a routed class, a partial of these), or None;
-        with ``routed_only``, only for the functions and methods it routes."""
+        replaces or routes, a bound method of a routed class, a partial of these, a float
+        array made before: ``Preexisting``), or None; with ``routed_only``, only for the
+        functions and methods it routes."""
+        if type(value) is np.ndarray:
+            if routed_only or value.dtype.kind not in "fc":
+                return None
+            stand_in = value.view(Preexisting)
+            stand_in.original = value
+            return stand_in
         if value is np:
             return None if routed_only else self.numpy
         if value is math:
@@ -651,14 +883,24 @@ class _Mode:
                 setattr(cls, name, _routed(cls, name, rule))
 
 
-def _names(code):
-    """The names ``code`` and the code of the functions defined in it read."""
-    names, codes = set(), [code]
+def _codes(code):
+    """``code`` and the code of the functions defined in it."""
+    codes = [code]
     while codes:
         c = codes.pop()
-        names.update(c.co_names)
+        yield c
         codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
-    return sorted(names)
+
+
+def _names(code):
+    """The names ``code`` and the code of the functions defined in it read."""
+    return sorted({name for c in _codes(code) for name in c.co_names})
+
+
+def _user_object(obj):
+    """Whether ``obj`` is an instance of a user class with attributes of its own."""
+    return (obj is not None and not isinstance(obj, (type, types.ModuleType))
+            and _user_class(type(obj)) and type(getattr(obj, "__dict__", None)) is dict)
 
 
 def _user_class(cls):

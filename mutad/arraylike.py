@@ -741,10 +741,10 @@ def untraced_write(what):
         "gradient would be lost: one created before the differentiation started (a "
         "module-level work buffer, a default argument, a cache) or by an enclosing "
         "differentiation, or one made inside the function by a call the allocation mode does "
-        "not follow (U0.copy() or U0 + 0.0 of a plain U0, np.frombuffer, a draw from a "
-        "generator made before the differentiation). Allocate it "
-        "inside the function with NumPy's functions (np.zeros, np.empty, np.array(a), "
-        "np.copy(a)), which are followed, or pass it as an argument.")
+        "not follow (np.frombuffer, a draw from a generator made before the differentiation, "
+        "a copy of an array reached only through a list or an object's attributes). Allocate "
+        "it inside the function (np.zeros, np.empty, u = U0.copy(), np.array(a)), which is "
+        "followed, or pass it as an argument.")
 
 
 def lost_tangent(what):

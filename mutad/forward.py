@@ -20,7 +20,7 @@ it, which is what prevents perturbation confusion.
 import numpy as np
 
 from . import arguments
-from .allocation import ufunc_operands
+from .allocation import Preexisting, stands_in, ufunc_operands
 from .arguments import Originals, check_distinct_memory
 from .arraylike import (ArrayMethods, alias_read_after_write, conversion_error,
                         install_operators, lost_tangent, out_by_keyword, single_out,
@@ -68,6 +68,8 @@ def _split(x, level, numbers=True):
         pairs = [_split(e, level, numbers) for e in x]
         tangents = [t for _, t in pairs]
         return type(x)(p for p, _ in pairs), None if all(t is None for t in tangents) else tangents
+    if type(x) is Preexisting:
+        x = x.view(np.ndarray)
     if type(x) is np.ndarray:
         _check_alias(x)
     return x, None
@@ -454,6 +456,8 @@ class Dual(ArrayMethods):
         self.value, self.tangent = value, tangent
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if stands_in(inputs, kwargs):
+            return NotImplemented  # it hands the plain array it views to this method
         if method == "__call__" and any(type(x) in (list, tuple) for x in inputs):
             # x / [x @ x], x ** [1.0, 2.0]: a list is the array NumPy makes of it
             return getattr(ufunc, method)(*ufunc_operands(inputs), **kwargs)
@@ -469,6 +473,8 @@ class Dual(ArrayMethods):
         return apply_function((ufunc, method), inputs, kwargs, level)
 
     def __array_function__(self, func, types, args, kwargs):
+        if Preexisting in types:
+            return NotImplemented  # it hands the plain array it views to this method
         items = list(args) + list(kwargs.values())
         level = level_of(items)
         if level < 0:  # np.zeros(n, like=x): NumPy hands over the call without its like=

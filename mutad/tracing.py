@@ -37,7 +37,7 @@ import zlib
 
 import numpy as np
 
-from .allocation import ufunc_operands
+from .allocation import Preexisting, stands_in, ufunc_operands
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
                         conversion_error, install_operators, lost_tangent, out_by_keyword,
                         numpy_value, out_position, single_out, stands_for_scalar,
@@ -233,8 +233,8 @@ def _unwrap(items):
             kind = type(x)
             if kind is np.ndarray:
                 check_alias(x)
-            elif kind is list or kind is tuple:  # an array operand, as NumPy makes it
-                return None, None, None  # ufunc_operands first
+            elif kind is list or kind is tuple or kind is Preexisting:
+                return None, None, None  # ufunc_operands first: an array, as NumPy makes it
             values.append(x)
     return tape, values, traced
 
@@ -254,6 +254,8 @@ def _unwrap_at(items, tape, numbers=True):
         elif ended(x):
             values.append(memory(x))
         else:
+            if type(x) is Preexisting:
+                x = x.view(np.ndarray)
             if type(x) is np.ndarray:
                 check_alias(x)
             values.append(x)
@@ -849,6 +851,7 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
             values.pop()
             pattern &= ~(1 << len(inputs))
     if values is None:  # x / [x @ x], x ** [1.0, 2.0]: a list is the array NumPy makes of it
+        out, = ufunc_operands((out,))
         return apply_ufunc(ufunc, ufunc_operands(inputs), out, kwargs, rule)
     if tape.recorder is not None and tape.recorder.ready:
         return tape.recorder.ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)
@@ -1651,6 +1654,8 @@ class Traced(ArrayMethods):
     # NumPy's protocols ---------------------------------------------------------------------
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if stands_in(inputs, kwargs):
+            return NotImplemented  # it hands the plain array it views to this method
         out = single_out(ufunc, kwargs)
         if defers(self.tape, inputs):
             return NotImplemented
@@ -1678,7 +1683,7 @@ class Traced(ArrayMethods):
             "functions mutad differentiates.")
 
     def __array_function__(self, func, types, args, kwargs):
-        if len(types) > 1 and defers(self.tape, [*args, *kwargs.values()]):
+        if len(types) > 1 and (Preexisting in types or defers(self.tape, [*args, *kwargs.values()])):
             return NotImplemented
         return apply_array_function(func, args, kwargs, self.tape)
 
@@ -1781,6 +1786,8 @@ class Traced(ArrayMethods):
         return getitem(self, key)
 
     def __setitem__(self, key, value):
+        if type(value) is Preexisting:
+            value = value.view(np.ndarray)
         if type(value) is np.ndarray:
             check_alias(value)
         recorder = self.tape.recorder

@@ -256,9 +256,10 @@ def test_a_closure_reshaped_in_place_is_followed():
 
 
 def test_a_constant_reshaped_in_place_before_the_reverse_pass_is_refused():
-    w = np.ones(4)
+    held = [np.ones(4)]  # in a list: not a stand-in of the mode (allocation.Preexisting)
 
     def f(x):
+        w = held[0]
         w.shape = (2, 2)
         y = (w @ x).sum()
         w.shape = (4,)
@@ -267,7 +268,24 @@ def test_a_constant_reshaped_in_place_before_the_reverse_pass_is_refused():
     for replay in (False, True):
         with pytest.raises(mutad.errors.ConstantModifiedError, match="x.shape = "):
             mutad.grad(f, replay=replay)(np.ones(2))
-        assert w.shape == (4,) and w.tolist() == [1.0] * 4
+        assert held[0].shape == (4,) and held[0].tolist() == [1.0] * 4
+
+
+def test_an_array_the_function_reaches_reshaped_in_place_is_the_callers_too():
+    w = np.arange(4.0)
+
+    def f(x, back):
+        w.shape = (2, 2)  # the stand-in's view and the caller's array, as NumPy's
+        y = (w @ x).sum()
+        if back:
+            w.shape = (4,)
+        return y
+
+    for replay in (False, True):
+        assert mutad.grad(f, replay=replay)(np.ones(2), True).tolist() == [2.0, 4.0]
+        assert w.shape == (4,)
+    mutad.grad(f)(np.ones(2), False)
+    assert w.shape == (2, 2) and w.ravel().tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
 # ----------------------------------------------------------------------------------------------
