@@ -692,6 +692,86 @@ def tabulated_coefficients(n):
 
 
 # ----------------------------------------------------------------------------------------------
+# Arrays that existed before the call: initial conditions, prototypes, raw buffers
+
+GRID = np.linspace(0.0, 1.0, 41)
+INITIAL_PROFILE = np.exp(-80.0 * (GRID - 0.4) ** 2)  # a module-level initial condition
+
+
+@program(sizes=(6, 400))
+def heat_from_initial_condition(steps):
+    """An explicit heat solver started from a module-level profile by ``u = U0.copy()``, its
+    boundary values set by slice assignment, fitted in the diffusivity."""
+    def misfit(diffusivity, observed):
+        u = INITIAL_PROFILE.copy()
+        r = diffusivity[0] * 0.4
+        for _ in range(steps):
+            u[1:-1] += r * (u[2:] - 2.0 * u[1:-1] + u[:-2])
+            u[0] = u[-1] = 0.0
+        return np.sum((u - observed) ** 2)
+
+    return misfit, (np.array([0.8]), INITIAL_PROFILE * 0.5)
+
+
+@program(sizes=(5, 100))
+def weather_stencil_raw_buffers(n):
+    """A horizontal-diffusion stencil whose work arrays come from the raw constructor
+    ``np.ndarray(shape)``, as a weather code allocates them, filled before they are read."""
+    def smoothed(field, coefficient):
+        lap = np.ndarray((n - 2, n - 2))
+        out = np.ndarray(field.shape)
+        lap[:] = (field[2:, 1:-1] + field[:-2, 1:-1] + field[1:-1, 2:] + field[1:-1, :-2]
+                  - 4.0 * field[1:-1, 1:-1])
+        out[:] = field
+        out[1:-1, 1:-1] -= coefficient[0] * lap
+        return np.sum(out ** 2)
+
+    rng = np.random.default_rng(30)
+    return smoothed, (rng.standard_normal((n, n)), np.array([0.1]))
+
+
+class LeakyIntegrator:
+    """A model object holding its initial state, integrated by a method: ``self.x0.copy()``."""
+
+    def __init__(self, n):
+        self.x0 = np.linspace(1.0, 2.0, n)
+        self.dt = 0.05
+
+    def loss(self, rates):
+        x = self.x0.copy()
+        for _ in range(20):
+            x -= self.dt * rates * x
+            x += self.dt * 0.1
+        return np.sum(x ** 2)
+
+
+@program(sizes=(4, 500))
+def method_of_a_model(n):
+    """The loss is a bound method of a model object whose initial state is an attribute."""
+    return LeakyIntegrator(n).loss, (np.linspace(0.5, 1.5, n),)
+
+
+PROTOTYPES = np.array([[0.0, 0.0], [1.0, 1.0], [-1.0, 0.5]])
+
+
+@program(sizes=(5, 80))
+def online_kmeans_from_globals(n):
+    """Online k-means started from module-level prototypes made into a work copy by
+    arithmetic (``PROTOTYPES + 0.0``), each step's centre chosen by np.argmin."""
+    def distortion(samples):
+        centres = PROTOTYPES + 0.0
+        counts = np.ones(len(centres))
+        for x in samples:
+            k = np.argmin(((centres - x) ** 2).sum(axis=1))
+            counts[k] += 1.0
+            centres[k] += (x - centres[k]) / counts[k]
+        return ((centres[:, None, :] - samples[None]) ** 2).sum(axis=2).min(axis=0).sum()
+
+    rng = np.random.default_rng(31)
+    return distortion, (rng.standard_normal((n, 2)),)
+
+
+# ----------------------------------------------------------------------------------------------
 # Running them
 
 
