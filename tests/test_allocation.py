@@ -778,3 +778,17 @@ def test_the_raw_constructor_allocates_a_followed_array():
     for _ in range(3):
         np.testing.assert_array_equal(replayed(x)[0], 8.0 * x)
     assert mutad.grad(identity_of_ndarray, has_aux=True)(x)[1] is True
+
+
+def test_a_replay_sees_an_array_made_before_change_between_calls():
+    init = np.array([1.0, 2.0, 3.0])
+
+    def f(D):
+        u = init * 1.0
+        u *= D
+        return (u * u).sum()
+
+    replayed = mutad.grad(f, replay=True)
+    for value in (1.0, 2.0, 2.0, -1.0, -1.0):
+        init[1] = value  # the caller's array changes between calls: read again
+        assert replayed(0.5) == mutad.grad(f)(0.5) == 0.5 * 2 * (init @ init)
