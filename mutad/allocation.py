@@ -654,7 +654,7 @@ class _Mode:
         self.numpy_size = len(np.__dict__)
         self.scanned = {}  # module name -> its namespace's size when scanned
         self.sites = {}  # (id(namespace), name) -> (namespace, name, original, replacement)
-        self.methods = {}  # (cls, name) -> (whether cls defined it, its own attribute)
+        self.methods = {}  # (cls, name) -> (the rule its installed method routes to, NumPy's)
         self.cells = []  # (cell or namespace, key, what it held, the stand-in swapped in)
         self.modules = 0
         self.routes = {}  # id(original) -> (original, stand-in), from registry.ROUTES
@@ -776,12 +776,6 @@ class _Mode:
         for namespace, name, original, replacement in self.sites.values():
             if namespace.get(name) is replacement:
                 namespace[name] = original
-        for (cls, name), (defined, attribute) in self.methods.items():
-            if defined:
-                setattr(cls, name, attribute)
-            else:
-                delattr(cls, name)
-        self.methods.clear()
         while self.cells:
             place, key, original, stand_in = self.cells.pop()
             if _get(place, key) is stand_in:
@@ -876,11 +870,17 @@ class _Mode:
         return None
 
     def _route_methods(self):
+        """Install the methods ``registry.METHODS`` routes, once: each calls its rule when a
+        traced array is among its arguments in a thread that differentiates, and the method it
+        replaces otherwise (one Python call more), so that a differentiation need not install
+        and remove them (85 class attributes, most of its fixed cost)."""
         for (cls, name), rule in list(METHODS.items()):
-            if (cls, name) not in self.methods:
-                defined = name in cls.__dict__
-                self.methods[cls, name] = (defined, cls.__dict__.get(name))
-                setattr(cls, name, _routed(cls, name, rule))
+            installed = self.methods.get((cls, name))
+            if installed is None or installed[0] is not rule:
+                original = installed[1] if installed else next(
+                    base.__dict__[name] for base in cls.__mro__ if name in base.__dict__)
+                self.methods[cls, name] = rule, original
+                setattr(cls, name, _routed(cls, name, rule, original))
 
 
 def _codes(code):
@@ -936,10 +936,9 @@ def _put(place, key, value):
         place.cell_contents = value
 
 
-def _routed(cls, name, rule):
+def _routed(cls, name, rule, original):
     """Method ``name`` of ``cls`` that calls ``rule(self, *args, **kwargs)`` when a traced
-    array is among its arguments, and the method it replaces otherwise."""
-    original = next(base.__dict__[name] for base in cls.__mro__ if name in base.__dict__)
+    array is among its arguments, and ``original`` otherwise."""
 
     def method(self, *args, **kwargs):
         if ACTIVE.running and (holds_wrapped(args) or holds_wrapped(list(kwargs.values()))):

@@ -588,6 +588,17 @@ def out_by_keyword(func, args, kwargs):
     return args[:position], kwargs
 
 
+def carries_derivative(x):
+    """Whether traced or dual ``x`` (or the value of an enclosing level it holds) depends on
+    the differentiated arguments: not a constant (an array allocated in the function, or made
+    from arrays made before it, ``allocation.Preexisting``) at every level."""
+    while isinstance(x, Tracer):
+        if x.plain_value() is None:
+            return True
+        x = x.value
+    return False
+
+
 def stands_for_scalar(x):
     """Whether traced or dual ``x`` stands for a NumPy scalar (a reduction's result, ``x[i]``, a
     float argument): a 0-d array of its own, read-only, as NumPy's scalars are immutable. An

@@ -22,7 +22,7 @@ import numpy as np
 from . import arguments
 from .allocation import Preexisting, stands_in, ufunc_operands
 from .arguments import Originals, check_distinct_memory
-from .arraylike import (ArrayMethods, alias_read_after_write, conversion_error,
+from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
                         install_operators, lost_tangent, out_by_keyword, single_out,
                         stands_for_scalar, weak, weak_arithmetic, weak_beside_arrays,
                         weak_value, weaken)
@@ -261,9 +261,11 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
             return ufunc(*primals, **kwargs)
         return _write_constant(ufunc, primals, out, kwargs, level)
     traced = [i for i, t in enumerate(tangents) if t is not None and rule.partials[i] is not None]
-    for i in traced:
+    for i in list(traced):
         if type(rule.partials[i]) is NoClosedForm:
-            raise rule.partials[i].error(ufunc)
+            if carries_derivative(inputs[i]):
+                raise rule.partials[i].error(ufunc)
+            traced.remove(i)  # a constant (an allocation's zero tangent): no derivative needed
     if out is not None:
         return _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level)
     y = _as_array(ufunc(*primals, **kwargs))

@@ -38,6 +38,7 @@ import numpy as np
 
 from .errors import (InvalidArgumentError, MutadError,
                      UnsupportedArgumentError, UnsupportedArrayError)
+from .allocation import Preexisting
 from .views import writeable
 
 T = TypeVar("T")
@@ -83,6 +84,8 @@ def _first(leaves):
 def _flatten(tree, path):
     children, build = _node(tree)
     if build is None:
+        if type(tree) is Preexisting:  # an array made before, standing in: the array itself
+            tree = tree.view(np.ndarray)
         return [tree], _first
     if id(tree) in path:
         raise UnsupportedArgumentError(

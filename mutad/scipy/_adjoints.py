@@ -6,6 +6,7 @@ import inspect
 
 import numpy as np
 
+from ..arraylike import carries_derivative
 from ..custom import Adjoint, dispatch
 from ..errors import UnsupportedOperationError
 from ..levels import innermost
@@ -78,7 +79,7 @@ class Elementwise(Adjoint):
         return self.__qualname__
 
     def __call__(self, *args):
-        followed = tuple(innermost((a,)) is not None for a in args)
+        followed = tuple(carries_derivative(a) for a in args)
         if not any(followed):
             return self.fn(*args)
         for partial, is_followed in zip(self.partials, followed, strict=True):
