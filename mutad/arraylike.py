@@ -593,7 +593,7 @@ def carries_derivative(x):
     the differentiated arguments: not a constant (an array allocated in the function, or made
     from arrays made before it, ``allocation.Preexisting``) at every level."""
     while isinstance(x, Tracer):
-        if x.plain_value() is None:
+        if not x.constant_here():
             return True
         x = x.value
     return False

@@ -35,7 +35,7 @@ from .errors import (
     UntracedWriteError,
     function_name,
 )
-from .levels import ACTIVE, LEVELS, escaped, innermost, running
+from .levels import ACTIVE, LEVELS, Tracer, escaped, innermost, running
 from .products import times
 from .registry import (COMPLEX_UFUNCS, COMPOSITES, FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS,
                        NoClosedForm, check_complex, complex_among)
@@ -498,6 +498,16 @@ class Dual(ArrayMethods):
         """A dual whose tangent is zero converts as its value: along the tangent direction it
         is constant, so no derivative is lost (``ArrayMethods``)."""
         return np.asarray(self.value) if self.constant() else None
+
+    def constant_here(self):
+        """Whether no derivative of this differentiation flows through it: its tangent is
+        zero, or a constant of enclosing ones that is zero."""
+        tangent = self.tangent
+        while isinstance(tangent, Tracer):
+            if not tangent.constant_here():
+                return False
+            tangent = tangent.value
+        return tangent is None or not np.any(tangent)
 
     def constant(self):
         """Whether the tangent is zero, and not an array an enclosing differentiation traces

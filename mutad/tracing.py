@@ -1712,6 +1712,10 @@ class Traced(ArrayMethods):
             return value.astype(dtype)
         return value.copy() if copy else value
 
+    def constant_here(self):
+        """Whether no derivative of this differentiation flows through it."""
+        return self.buffer.constant
+
     def plain_value(self):
         """The plain array a constant stands for (``ArrayMethods``), None if traced."""
         return self.__array__() if self.buffer.constant else None
