@@ -35,9 +35,8 @@ from scipy.ndimage import _filters, _ni_support
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..levels import innermost
-from ..registry import ROUTES
 from ..rules._helpers import gather_cotangent
-from ._adjoints import ScipyAdjoint
+from ._adjoints import ScipyAdjoint, stands_in_for
 
 __all__ = ["convolve", "convolve1d", "correlate", "correlate1d", "gaussian_filter",
            "gaussian_filter1d", "gaussian_gradient_magnitude", "gaussian_laplace", "laplace",
@@ -162,27 +161,6 @@ def _filter_jvp(tangents, input, weights, cval, kind, axis, mode, origin, dtype,
 # SciPy's names: each built as SciPy builds it, on the primitive
 
 
-class _StandIn:
-    """What stands in for SciPy's function ``original`` while a differentiation runs
-    (``registry.ROUTES``): SciPy's own when no argument is traced, else ``fn``, built on the
-    primitives. (An attribute, not a closure cell, holds ``original``: the allocation mode
-    swaps routed functions in the cells of the functions it reaches.)"""
-
-    def __init__(self, original, fn):
-        functools.update_wrapper(self, original)
-        self.original, self.fn = original, fn
-        ROUTES[original] = self
-
-    def __call__(self, *args, **kwargs):
-        if innermost((*args, *kwargs.values())) is None:
-            return self.original(*args, **kwargs)
-        return self.fn(*args, **kwargs)
-
-
-def _stand_in(original):
-    return lambda fn: _StandIn(original, fn)
-
-
 def _is_dtype(output):
     return isinstance(output, type | np.dtype | str)
 
@@ -239,13 +217,13 @@ def _correlate1d(input, weights, axis, dtype, mode, cval, origin, kind="correlat
     return _filter(input, _weights(weights), cval, kind, axis, mode, origin, dtype, followed)
 
 
-@_stand_in(_ndimage.correlate1d)
+@stands_in_for(_ndimage.correlate1d)
 def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
     dtype = _dtype(output, input, "correlate1d")
     return _deliver(_correlate1d(input, weights, axis, dtype, mode, cval, origin), output)
 
 
-@_stand_in(_ndimage.convolve1d)
+@stands_in_for(_ndimage.convolve1d)
 def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
     # SciPy's own reduction to correlate1d: the weights reversed, the origin mirrored.
     dtype = _dtype(output, input, "convolve1d")
@@ -269,12 +247,12 @@ def _correlate_nd(input, weights, output, mode, cval, origin, convolution, axes,
     return _deliver(y, output)
 
 
-@_stand_in(_ndimage.correlate)
+@stands_in_for(_ndimage.correlate)
 def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None):
     return _correlate_nd(input, weights, output, mode, cval, origin, False, axes, "correlate")
 
 
-@_stand_in(_ndimage.convolve)
+@stands_in_for(_ndimage.convolve)
 def convolve(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None):
     return _correlate_nd(input, weights, output, mode, cval, origin, True, axes, "convolve")
 
@@ -286,7 +264,7 @@ def _uniform1d(input, size, axis, dtype, mode, cval, origin):
                         origin, kind="uniform1d")
 
 
-@_stand_in(_ndimage.uniform_filter1d)
+@stands_in_for(_ndimage.uniform_filter1d)
 def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
     dtype = _dtype(output, input, "uniform_filter1d")
     return _deliver(_uniform1d(input, size, axis, dtype, mode, cval, origin), output)
@@ -297,7 +275,7 @@ def _copy(input, dtype):
     return np.array(input, dtype=dtype, copy=True, like=input)
 
 
-@_stand_in(_ndimage.uniform_filter)
+@stands_in_for(_ndimage.uniform_filter)
 def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *,
                    axes=None):
     dtype = _dtype(output, input, "uniform_filter")
@@ -323,7 +301,7 @@ def _gaussian1d(input, sigma, axis, order, dtype, mode, cval, truncate, radius):
     return _correlate1d(input, weights, axis, dtype, mode, cval, 0)
 
 
-@_stand_in(_ndimage.gaussian_filter1d)
+@stands_in_for(_ndimage.gaussian_filter1d)
 def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect", cval=0.0,
                       truncate=4.0, *, radius=None):
     dtype = _dtype(output, input, "gaussian_filter1d")
@@ -345,7 +323,7 @@ def _gaussian(input, sigma, order, dtype, mode, cval, truncate, radius, axes):
     return y if passes else _copy(input, dtype)
 
 
-@_stand_in(_ndimage.gaussian_filter)
+@stands_in_for(_ndimage.gaussian_filter)
 def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0,
                     *, radius=None, axes=None):
     dtype = _dtype(output, input, "gaussian_filter")
@@ -367,12 +345,12 @@ def _edges(input, axis, output, mode, cval, across, name):
     return _deliver(y, output)
 
 
-@_stand_in(_ndimage.sobel)
+@stands_in_for(_ndimage.sobel)
 def sobel(input, axis=-1, output=None, mode="reflect", cval=0.0):
     return _edges(input, axis, output, mode, cval, [1.0, 2.0, 1.0], "sobel")
 
 
-@_stand_in(_ndimage.prewitt)
+@stands_in_for(_ndimage.prewitt)
 def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0):
     return _edges(input, axis, output, mode, cval, [1.0, 1.0, 1.0], "prewitt")
 
@@ -394,7 +372,7 @@ def _summed(input, derivative, dtype, mode, axes, square=False):
     return np.sqrt(total) if square else total
 
 
-@_stand_in(_ndimage.laplace)
+@stands_in_for(_ndimage.laplace)
 def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None):
     dtype = _dtype(output, input, "laplace")
     y = _summed(input, lambda x, axis, mode: _correlate1d(x, [1.0, -2.0, 1.0], axis, dtype,
@@ -428,7 +406,7 @@ def _gaussian_derivatives(input, sigma, order, dtype, cval, axes, kwargs):
     return derivative
 
 
-@_stand_in(_ndimage.gaussian_laplace)
+@stands_in_for(_ndimage.gaussian_laplace)
 def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None,
                      **kwargs):
     dtype = _dtype(output, input, "gaussian_laplace")
@@ -436,7 +414,7 @@ def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axe
     return _deliver(_summed(input, derivative, dtype, mode, axes), output)
 
 
-@_stand_in(_ndimage.gaussian_gradient_magnitude)
+@stands_in_for(_ndimage.gaussian_gradient_magnitude)
 def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, *,
                                 axes=None, **kwargs):
     dtype = _dtype(output, input, "gaussian_gradient_magnitude")
@@ -528,7 +506,7 @@ def _rank_stand_in(original, *leading):
     """The stand-in of a rank filter whose first parameters after ``input`` are ``leading``."""
     name = original.__name__
 
-    @_stand_in(original)
+    @stands_in_for(original)
     def stand_in(input, *args, **kwargs):
         parameters = (*leading, "size", "footprint", "output", "mode", "cval", "origin")
         bound = dict(zip(parameters, args), **kwargs)
@@ -552,7 +530,7 @@ def _rank1d_stand_in(original):
     """``maximum_filter1d`` and ``minimum_filter1d``: a box of ``size`` along ``axis``."""
     name = original.__name__
 
-    @_stand_in(original)
+    @stands_in_for(original)
     def stand_in(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
         axis = normalize_axis_index(axis, np.ndim(input))
         dtype = _dtype(output, input, name)
