@@ -56,7 +56,8 @@ CASES = {
                                 ((15, 2),)),
     "filtfilt-no-padding": (lambda f, x: f.filtfilt(B, A, x, padtype=None), ((12,),)),
     **{f"savgol-{mode}": (lambda f, x, mode=mode: f.savgol_filter(x, 5, 2, mode=mode, cval=0.3),
-                          ((11,),)) for mode in ("interp", "mirror", "constant", "nearest", "wrap")},
+                          ((11,),))
+       for mode in ("interp", "mirror", "constant", "nearest", "wrap")},
     "savgol-interp-axis0-deriv": (lambda f, x: f.savgol_filter(x, 7, 3, deriv=1, delta=0.5,
                                                                axis=0), ((9, 3),)),
 }

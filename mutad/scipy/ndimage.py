@@ -11,9 +11,12 @@ The linear filters (``correlate``, ``convolve``, their 1-d forms, ``gaussian_fil
 ``gaussian_gradient_magnitude``) are differentiated in their input, their weights and a
 ``constant`` mode's ``cval``, for every boundary mode, to any order and in forward mode. The
 rank filters (``maximum_filter``, ``minimum_filter``, ``median_filter``, ``rank_filter``,
-``percentile_filter``) pass each output's cotangent to the element it selected. ``output=``
-may be a dtype, or an array made inside the differentiated function, which is then written
-as an assignment is (and put back by the reverse pass).
+``percentile_filter``) pass each output's cotangent to the element it selected. The
+interpolations (``map_coordinates``, ``shift``, ``zoom``, ``rotate``, ``affine_transform``) are
+differentiated in the image for every order, mode and prefilter, and at order 1 in
+``map_coordinates``' coordinates and ``shift``'s shift (see below). ``output=`` may be a
+dtype, or an array made inside the differentiated function, which is then written as an
+assignment is (and put back by the reverse pass).
 
 Every function is built as SciPy builds it, out of one primitive, SciPy's 1-d or n-d
 correlation (or its running mean), whose values are SciPy's own. Its derivative is the
@@ -29,20 +32,22 @@ import numbers
 
 import numpy as np
 import scipy.ndimage as _ndimage
+import scipy.special as _special
 from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.ndimage import _filters, _ni_support
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..levels import innermost
-from ..rules._helpers import gather_cotangent
+from ..rules._helpers import gather_cotangent, stacked
 from ._adjoints import ScipyAdjoint, stands_in_for
 
-__all__ = ["convolve", "convolve1d", "correlate", "correlate1d", "gaussian_filter",
-           "gaussian_filter1d", "gaussian_gradient_magnitude", "gaussian_laplace", "laplace",
-           "maximum_filter", "maximum_filter1d", "median_filter", "minimum_filter",
-           "minimum_filter1d", "percentile_filter", "prewitt", "rank_filter", "sobel",
-           "uniform_filter", "uniform_filter1d"]
+__all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate1d",
+           "gaussian_filter", "gaussian_filter1d", "gaussian_gradient_magnitude",
+           "gaussian_laplace", "laplace", "map_coordinates", "maximum_filter",
+           "maximum_filter1d", "median_filter", "minimum_filter", "minimum_filter1d",
+           "percentile_filter", "prewitt", "rank_filter", "rotate", "shift", "sobel",
+           "uniform_filter", "uniform_filter1d", "zoom"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -165,7 +170,7 @@ def _is_dtype(output):
     return isinstance(output, type | np.dtype | str)
 
 
-def _dtype(output, input, name):
+def _dtype(output, input, name, shape=None):
     """The dtype SciPy filters into (its ``_get_output``), refused unless a float's."""
     if output is None:
         dtype = input.dtype if hasattr(input, "dtype") else np.asarray(input).dtype
@@ -173,7 +178,7 @@ def _dtype(output, input, name):
         dtype = np.dtype(output)
     else:
         dtype = output.dtype
-        if np.shape(output) != np.shape(input):
+        if np.shape(output) != (np.shape(input) if shape is None else tuple(shape)):
             raise RuntimeError("output shape not correct")
     if dtype.kind != "f":
         raise UnsupportedOperationError(
@@ -194,6 +199,8 @@ def _deliver(result, output):
             "the differentiation started, which mutad cannot follow; allocate the output "
             "inside the differentiated function (np.empty_like(x)), or leave output out and "
             "use the filter's return value.")
+    if np.shape(output) != np.shape(result):
+        raise RuntimeError("output shape not correct")
     output[...] = result
     return output
 
@@ -498,7 +505,9 @@ def _rank(original, name, input, size, footprint, output, mode, cval, origin, ax
     return _deliver(_select(input, call), output)
 
 
-def _call(original, settings, input, geometry):
+def _call(original, settings, input, **recipe):
+    """``original`` of ``input`` with the user's settings; ``recipe`` is what the rule reads
+    (the windows' geometry, the interpolation's weights)."""
     return original(input, **settings)
 
 
@@ -549,3 +558,351 @@ def _rank1d_stand_in(original):
 
 maximum_filter1d = _rank1d_stand_in(_ndimage.maximum_filter1d)
 minimum_filter1d = _rank1d_stand_in(_ndimage.minimum_filter1d)
+
+
+# ----------------------------------------------------------------------------------------------
+# Interpolation: linear in the image, through SciPy's own weights
+#
+# SciPy interpolates with tensor-product splines: it extends the image along each axis by the
+# mode, prefilters it along each axis (order > 1), and evaluates at each output point the
+# product of one 1-d spline per axis. So each output is Σ_i x[i] ∏_a W_a[p, i_a], W_a[p, :]
+# the response of the 1-d interpolation along axis a at that point's coordinate to the unit
+# vectors, which SciPy computes itself (the unit vectors interpolated by SciPy's own 1-d
+# call); where the coordinates along each axis depend on that axis alone (shift, zoom, a
+# diagonal affine_transform) the outputs form a grid and W_a maps that axis alone. The value
+# is SciPy's; the weights give its transpose, and its tangent.
+
+
+def _responses(interpolate, length):
+    """The matrix whose column j is ``interpolate`` of the j-th unit vector of ``length``."""
+    columns = []
+    for j in range(length):
+        unit = np.zeros(length)
+        unit[j] = 1.0
+        columns.append(interpolate(unit))
+    return np.stack(columns, axis=-1)
+
+
+def _apply_grid(weights, x, transpose=False):
+    """Each axis a of ``x`` mapped by ``weights[a]`` (or its transpose)."""
+    for axis, w in enumerate(weights):
+        x = np.moveaxis(np.tensordot(w.T if transpose else w, x, axes=(1, axis)), 0, axis)
+    return x
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _apply_points(weights, x, shape):
+    """Σ_i x[i] ∏_a weights[a][p, i_a] at every point p, shaped ``shape``."""
+    axes = _LETTERS[:len(weights)]
+    subscripts = ",".join(f"p{a}" for a in axes) + f",{axes}->p"
+    return np.reshape(np.einsum(subscripts, *weights, x, optimize=True), shape)
+
+
+def _transpose_points(weights, dy):
+    axes = _LETTERS[:len(weights)]
+    subscripts = "p," + ",".join(f"p{a}" for a in axes) + f"->{axes}"
+    return np.einsum(subscripts, np.ravel(dy), *weights, optimize=True)
+
+
+def _plain_resample(input, call):
+    """SciPy's interpolation of ``input``: ``call`` holds the function, the user's settings and
+    the weights' recipe."""
+    return call(input)
+
+
+_resample = ScipyAdjoint(_plain_resample)
+
+
+@_resample.rule
+def _resample_rule(input, call):
+    y = _resample(input, call)
+    grid, weights = call.keywords["weights"](np.shape(input))
+
+    def back(dy):
+        if grid:
+            return _apply_grid(weights, dy, transpose=True), None
+        return _transpose_points(weights, dy), None
+
+    return y, back
+
+
+@_resample.jvp_rule
+def _resample_jvp(tangents, input, call):
+    y = _resample(input, call)
+    grid, weights = call.keywords["weights"](np.shape(input))
+    dx = tangents[0]
+    return y, _apply_grid(weights, dx) if grid else _apply_points(weights, dx, np.shape(y))
+
+
+def _point_weights(coordinates, order, mode, prefilter):
+    """The weights of ``map_coordinates`` at ``coordinates`` (one array per axis, plain):
+    ``(False, [W_a])``, W_a[p, j] SciPy's 1-d interpolation of the j-th unit vector at the
+    p-th coordinate along axis a."""
+    def weights(shape):
+        return False, [_responses(lambda unit, c=np.ravel(c): _ndimage.map_coordinates(
+            unit, c[None], None, order, mode, 0.0, prefilter), n).reshape(-1, n)
+                       for c, n in zip(coordinates, shape, strict=True)]
+    return weights
+
+
+def _grid_weights(per_axis):
+    """The weights of a separable interpolation: ``per_axis(a, unit)`` interpolates a unit
+    vector along axis a alone, as the n-d call does along it."""
+    def weights(shape):
+        return True, [_responses(lambda unit, a=a: per_axis(a, unit), n)
+                      for a, n in enumerate(shape)]
+    return weights
+
+
+def _interpolated(original, name, input, output, shape, weights, settings, cval):
+    """SciPy's ``original(input, **settings)`` into ``output``, its derivative by ``weights``."""
+    dtype = _dtype(output, input, name, shape)
+    _constant(cval, "cval", name)
+    call = functools.partial(_call, original, dict(settings, output=dtype, cval=cval),
+                             weights=weights)
+    return _deliver(_resample(input, call), output)
+
+
+def _settings(name, order, *constants):
+    if not 0 <= order <= 5:
+        raise RuntimeError("spline order not supported")
+    for value, what in constants:
+        _constant(value, what, name)
+
+
+@stands_in_for(_ndimage.shift)
+def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilter=True):
+    if innermost((shift,)) is not None:
+        _traced_coordinates("shift", order, mode, cval, "shift")
+        dtype = _dtype(output, input, "shift")
+        shifts = shift * np.ones(np.ndim(input)) if np.ndim(shift) == 0 else shift
+        return _deliver(_shift(input, shifts, cval, order, mode, prefilter, dtype), output)
+    _settings("shift", order)
+    shifts = _ni_support._normalize_sequence(shift, np.ndim(input))
+    weights = _grid_weights(lambda a, unit: _ndimage.shift(
+        unit, shifts[a], None, order, mode, 0.0, prefilter))
+    return _interpolated(_ndimage.shift, "shift", input, output, np.shape(input), weights,
+                         dict(shift=shift, order=order, mode=mode, prefilter=prefilter), cval)
+
+
+@stands_in_for(_ndimage.zoom)
+def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *,
+         grid_mode=False):
+    _settings("zoom", order, (zoom, "the zoom"))
+    zooms = _ni_support._normalize_sequence(zoom, np.ndim(input))
+    shape = tuple(int(round(n * z)) for n, z in zip(np.shape(input), zooms))
+    weights = _grid_weights(lambda a, unit: _ndimage.zoom(
+        unit, zooms[a], None, order, mode, 0.0, prefilter, grid_mode=grid_mode))
+    return _interpolated(_ndimage.zoom, "zoom", input, output, shape, weights,
+                         dict(zoom=zoom, order=order, mode=mode, prefilter=prefilter,
+                              grid_mode=grid_mode), cval)
+
+
+def _affine_coordinates(matrix, offset, shape, ndim, name, order):
+    """The input coordinates of every output point of ``affine_transform`` (its matrix as
+    SciPy reads it), one array per axis; None for a diagonal matrix (a separable map)."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    if matrix.ndim == 2 and matrix.shape[1] == ndim + 1 and matrix.shape[0] in (ndim, ndim + 1):
+        offset, matrix = matrix[:ndim, ndim], matrix[:ndim, :ndim]
+    offset = np.asarray(_ni_support._normalize_sequence(offset, ndim), dtype=np.float64)
+    if matrix.ndim == 1:
+        return None, matrix, offset
+    if order == 0:
+        raise UnsupportedOperationError(
+            f"scipy.ndimage.{name}(order=0) with a matrix that is not diagonal: which element "
+            "each output takes is decided by coordinates SciPy computes in its own arithmetic; "
+            "use order=1 or more, or map_coordinates with the coordinates.")
+    grid = np.indices(shape, dtype=np.float64).reshape(len(shape), -1)
+    return list(matrix @ grid + offset[:, None]), matrix, offset
+
+
+@stands_in_for(_ndimage.affine_transform)
+def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, order=3,
+                     mode="constant", cval=0.0, prefilter=True):
+    _settings("affine_transform", order, (matrix, "the matrix"), (offset, "the offset"))
+    if output_shape is None:
+        output_shape = np.shape(output) if not (output is None or _is_dtype(output)) else (
+            np.shape(input))
+    output_shape = tuple(output_shape)
+    coordinates, diagonal, shifts = _affine_coordinates(matrix, offset, output_shape,
+                                                        np.ndim(input), "affine_transform", order)
+    if coordinates is None:
+        weights = _grid_weights(lambda a, unit: _ndimage.affine_transform(
+            unit, diagonal[a:a + 1], shifts[a], (output_shape[a],), None, order, mode, 0.0,
+            prefilter))
+    else:
+        weights = _point_weights(coordinates, order, mode, prefilter)
+    return _interpolated(_ndimage.affine_transform, "affine_transform", input, output,
+                         output_shape, weights,
+                         dict(matrix=matrix, offset=offset, output_shape=output_shape,
+                              order=order, mode=mode, prefilter=prefilter), cval)
+
+
+@stands_in_for(_ndimage.rotate)
+def rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="constant",
+           cval=0.0, prefilter=True):
+    # SciPy's geometry (ndimage/_interpolation.py): the rotation of the plane of ``axes``
+    # about its centre, every other axis as it is.
+    _settings("rotate", order, (angle, "the angle"))
+    ndim = np.ndim(input)
+    plane = sorted(a % ndim for a in axes)
+    c, s = _special.cosdg(angle), _special.sindg(angle)
+    rotation = np.array([[c, s], [-s, c]])
+    shape = np.asarray(np.shape(input))
+    in_plane = shape[plane]
+    if reshape:
+        iy, ix = in_plane
+        bounds = rotation @ [[0, 0, iy, iy], [0, ix, 0, ix]]
+        out_plane = (np.ptp(bounds, axis=1) + 0.5).astype(int)
+    else:
+        out_plane = in_plane
+    offset = (in_plane - 1) / 2 - rotation @ ((out_plane - 1) / 2)
+    output_shape = shape.copy()
+    output_shape[plane] = out_plane
+    output_shape = tuple(int(n) for n in output_shape)
+    if order == 0:
+        _affine_coordinates(rotation, offset, out_plane, 2, "rotate", order)
+    grid = np.indices(output_shape, dtype=np.float64).reshape(ndim, -1)
+    coordinates = list(grid)
+    rotated = rotation @ grid[plane] + offset[:, None]
+    coordinates[plane[0]], coordinates[plane[1]] = rotated
+    weights = _point_weights(coordinates, order, mode, prefilter)
+    return _interpolated(_ndimage.rotate, "rotate", input, output, output_shape, weights,
+                         dict(angle=angle, axes=axes, reshape=reshape, order=order, mode=mode,
+                              prefilter=prefilter), cval)
+
+
+@stands_in_for(_ndimage.map_coordinates)
+def map_coordinates(input, coordinates, output=None, order=3, mode="constant", cval=0.0,
+                    prefilter=True):
+    _settings("map_coordinates", order)
+    shape = np.shape(coordinates)[1:]
+    if innermost((coordinates,)) is not None:
+        return _deliver(_map_traced(input, coordinates, order, mode, cval, prefilter,
+                                    _dtype(output, input, "map_coordinates", shape)), output)
+    plain = np.asarray(coordinates, dtype=np.float64)
+    weights = _point_weights(list(plain), order, mode, prefilter)
+    return _interpolated(_ndimage.map_coordinates, "map_coordinates", input, output, shape,
+                         weights, dict(coordinates=coordinates, order=order, mode=mode,
+                                       prefilter=prefilter), cval)
+
+
+def _plain_map(input, coordinates, cval, order, mode, prefilter, dtype):
+    return _ndimage.map_coordinates(input, coordinates, dtype, order, mode, cval, prefilter)
+
+
+_map = ScipyAdjoint(_plain_map)
+
+# Modes that extend the image by its own elements, with no constant and no seam ("wrap"
+# repeats the image with period n - 1, so its two ends meet at one coordinate: a jump): the linear
+# interpolation is then piecewise linear in the coordinates everywhere.
+_WITHOUT_CONSTANT = ("nearest", "grid-wrap", "reflect", "grid-mirror", "mirror")
+
+
+def _traced_coordinates(name, order, mode, cval, what="coordinates"):
+    """Refuse differentiated coordinates but at order 1 with a mode without a constant."""
+    if order != 1 or mode not in _WITHOUT_CONSTANT:
+        raise UnsupportedOperationError(
+            f"scipy.ndimage.{name} with differentiated {what}: mutad differentiates "
+            "order=1 (linear interpolation, piecewise linear in the coordinates) with a mode "
+            f"in {_WITHOUT_CONSTANT}, not order={order}, mode={mode!r}.")
+    _constant(cval, "cval", name)
+
+
+def _map_traced(input, coordinates, order, mode, cval, prefilter, dtype):
+    """``map_coordinates`` with traced coordinates: order 1, a mode without a constant."""
+    _traced_coordinates("map_coordinates", order, mode, cval)
+    return _map(input, coordinates, cval, order, mode, prefilter, dtype)
+
+
+def _coordinate_weights(coordinates, shape, mode, prefilter):
+    """At each point, per axis: the weights of linear interpolation at its coordinate, and
+    their derivative in it, W(f + 1) - W(f) with f the coordinate's floor (SciPy's weights at
+    whole coordinates, which pick elements): constant between whole coordinates."""
+    weights, slopes = [], []
+    for c, n in zip(coordinates, shape, strict=True):
+        c = np.ravel(c)
+        at = lambda where: _responses(lambda unit: _ndimage.map_coordinates(  # noqa: E731
+            unit, where[None], None, 1, mode, 0.0, prefilter), n).reshape(-1, n)
+        floor = np.floor(c)
+        weights.append(at(c))
+        slopes.append(at(floor + 1.0) - at(floor))
+    return weights, slopes
+
+
+@_map.rule
+def _map_rule(input, coordinates, cval, order, mode, prefilter, dtype):
+    y = _map(input, coordinates, cval, order, mode, prefilter, dtype)
+    # Decided now, from the coordinates as they are: which interval each one lies in.
+    weights, slopes = _coordinate_weights(coordinates, np.shape(input), mode, prefilter)
+
+    def back(dy):
+        dinput = _transpose_points(weights, dy)
+        dcoordinates = np.stack([dy * part for part in _slopes_applied(weights, slopes, input,
+                                                                        np.shape(dy))])
+        return dinput, dcoordinates
+
+    return y, back
+
+
+@_map.jvp_rule
+def _map_jvp(tangents, input, coordinates, cval, order, mode, prefilter, dtype):
+    y = _map(input, coordinates, cval, order, mode, prefilter, dtype)
+    weights, slopes = _coordinate_weights(coordinates, np.shape(input), mode, prefilter)
+    dinput, dcoordinates = (tuple(tangents) + (None, None))[:2]
+    parts = [] if dinput is None else [_apply_points(weights, dinput, np.shape(y))]
+    if dcoordinates is not None:
+        parts += [dcoordinates[a] * part for a, part in enumerate(
+            _slopes_applied(weights, slopes, input, np.shape(y)))]
+    return y, functools.reduce(np.add, parts) if parts else None
+
+
+def _plain_shift(input, shifts, cval, order, mode, prefilter, dtype):
+    return _ndimage.shift(input, shifts, dtype, order, mode, cval, prefilter)
+
+
+_shift = ScipyAdjoint(_plain_shift)
+
+
+def _shift_coordinates(shape, shifts):
+    """Where ``shift`` reads each output: its index less the shift, along every axis."""
+    return [np.indices(shape, dtype=np.float64)[a] - shifts[a] for a in range(len(shape))]
+
+
+def _slopes_applied(weights, slopes, input, shape):
+    """Each output's derivative in its coordinate along each axis."""
+    return [_apply_points(weights[:a] + [slopes[a]] + weights[a + 1:], input, shape)
+            for a in range(len(weights))]
+
+
+@_shift.rule
+def _shift_rule(input, shifts, cval, order, mode, prefilter, dtype):
+    # SciPy's shift reads the image at index - shift: map_coordinates' derivatives there, the
+    # shift's the negated sum of the coordinates'.
+    y = _shift(input, shifts, cval, order, mode, prefilter, dtype)
+    shape = np.shape(input)
+    weights, slopes = _coordinate_weights(_shift_coordinates(shape, shifts), shape, mode,
+                                          prefilter)
+
+    def back(dy):
+        along = _slopes_applied(weights, slopes, input, shape)
+        return (_transpose_points(weights, dy),
+                -stacked([np.vdot(dy, part) for part in along]))
+
+    return y, back
+
+
+@_shift.jvp_rule
+def _shift_jvp(tangents, input, shifts, cval, order, mode, prefilter, dtype):
+    y = _shift(input, shifts, cval, order, mode, prefilter, dtype)
+    shape = np.shape(input)
+    weights, slopes = _coordinate_weights(_shift_coordinates(shape, shifts), shape, mode,
+                                          prefilter)
+    dinput, dshifts = (tuple(tangents) + (None, None))[:2]
+    parts = [] if dinput is None else [_apply_points(weights, dinput, shape)]
+    if dshifts is not None:
+        parts += [-dshifts[a] * part
+                  for a, part in enumerate(_slopes_applied(weights, slopes, input, shape))]
+    return y, functools.reduce(np.add, parts) if parts else None

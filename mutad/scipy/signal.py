@@ -34,8 +34,8 @@ lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
 fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
-__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve", "filtfilt", "lfilter",
-           "savgol_filter", "sosfilt"]
+__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve", "filtfilt",
+           "lfilter", "savgol_filter", "sosfilt"]
 
 
 def _lagged_products(v, u, count):
