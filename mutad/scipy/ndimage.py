@@ -13,7 +13,8 @@ The linear filters (``correlate``, ``convolve``, their 1-d forms, ``gaussian_fil
 rank filters (``maximum_filter``, ``minimum_filter``, ``median_filter``, ``rank_filter``,
 ``percentile_filter``) pass each output's cotangent to the element it selected. The
 interpolations (``map_coordinates``, ``shift``, ``zoom``, ``rotate``, ``affine_transform``) are
-differentiated in the image for every order, mode and prefilter, and at order 1 in
+differentiated in the image for every order, mode and prefilter (and ``spline_filter``,
+``spline_filter1d``), and at order 1 in
 ``map_coordinates``' coordinates and ``shift``'s shift (see below). ``output=`` may be a
 dtype, or an array made inside the differentiated function, which is then written as an
 assignment is (and put back by the reverse pass).
@@ -47,7 +48,7 @@ __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate
            "gaussian_laplace", "laplace", "map_coordinates", "maximum_filter",
            "maximum_filter1d", "median_filter", "minimum_filter", "minimum_filter1d",
            "percentile_filter", "prewitt", "rank_filter", "rotate", "shift", "sobel",
-           "uniform_filter", "uniform_filter1d", "zoom"]
+           "spline_filter", "spline_filter1d", "uniform_filter", "uniform_filter1d", "zoom"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -660,8 +661,9 @@ def _interpolated(original, name, input, output, shape, weights, settings, cval)
     """SciPy's ``original(input, **settings)`` into ``output``, its derivative by ``weights``."""
     dtype = _dtype(output, input, name, shape)
     _constant(cval, "cval", name)
-    call = functools.partial(_call, original, dict(settings, output=dtype, cval=cval),
-                             weights=weights)
+    settings = dict(settings, output=dtype) if cval is None else dict(settings, output=dtype,
+                                                                         cval=cval)
+    call = functools.partial(_call, original, settings, weights=weights)
     return _deliver(_resample(input, call), output)
 
 
@@ -787,6 +789,27 @@ def map_coordinates(input, coordinates, output=None, order=3, mode="constant", c
     return _interpolated(_ndimage.map_coordinates, "map_coordinates", input, output, shape,
                          weights, dict(coordinates=coordinates, order=order, mode=mode,
                                        prefilter=prefilter), cval)
+
+
+@stands_in_for(_ndimage.spline_filter1d)
+def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror"):
+    # Linear along one axis: SciPy's filter of the unit vectors there, the identity elsewhere.
+    _settings("spline_filter1d", order)
+    axis = normalize_axis_index(axis, np.ndim(input))
+    weights = _grid_weights(lambda a, unit: _ndimage.spline_filter1d(
+        unit, order, 0, np.float64, mode) if a == axis else unit)
+    return _interpolated(_ndimage.spline_filter1d, "spline_filter1d", input, output,
+                         np.shape(input), weights, dict(order=order, axis=axis, mode=mode), None)
+
+
+@stands_in_for(_ndimage.spline_filter)
+def spline_filter(input, order=3, output=np.float64, mode="mirror"):
+    # SciPy filters along each axis in turn (none below order 2): separable.
+    _settings("spline_filter", order)
+    weights = _grid_weights(lambda a, unit: _ndimage.spline_filter1d(
+        unit, order, 0, np.float64, mode) if order > 1 else unit)
+    return _interpolated(_ndimage.spline_filter, "spline_filter", input, output,
+                         np.shape(input), weights, dict(order=order, mode=mode), None)
 
 
 def _plain_map(input, coordinates, cval, order, mode, prefilter, dtype):
