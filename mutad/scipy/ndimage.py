@@ -139,7 +139,8 @@ def _filter_rule(input, weights, cval, kind, axis, mode, origin, dtype, followed
             dinput = gather_cotangent(dextended, input,
                                       lambda sources: _extended(sources, -1, lines))
             if follow_cval and mode in ("constant", "grid-constant"):
-                dcval = np.sum(dextended) - np.sum(dinput)
+                constant = _extended(np.zeros(np.shape(input), dtype=bool), True, lines)
+                dcval = np.sum(np.where(constant, dextended, 0.0))
         if follow_weights:
             windows = sliding_window_view(_extended(input, cval, lines), sizes)
             dweights = np.reshape(np.tensordot(dy, windows, axes=np.ndim(dy)),
