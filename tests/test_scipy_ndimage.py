@@ -28,6 +28,9 @@ LINEAR = {
     "uniform_filter": lambda f, x: f.uniform_filter(x, (3, 4), mode="constant", cval=0.5,
                                                     origin=(1, -1)),
     "uniform_filter1d": lambda f, x: f.uniform_filter1d(x, 4, axis=0, mode="grid-wrap"),
+    "uniform_filter-axes": lambda f, x: f.uniform_filter(x, 3, axes=(0,)),
+    "correlate-axes-origin": lambda f, x: f.correlate(x, np.array([1.0, 2.0, 3.0]), axes=1,
+                                                      origin=1),
     "sobel": lambda f, x: f.sobel(x, 0, mode="nearest"),
     "prewitt": lambda f, x: f.prewitt(x, axis=1, mode=["wrap", "mirror"]),
     "laplace": lambda f, x: f.laplace(x, mode="grid-constant", cval=0.2),
@@ -54,6 +57,13 @@ RANK = {
     "percentile_filter": lambda f, x: f.percentile_filter(x, 30, size=(2, 3), mode="nearest"),
     "maximum_filter1d": lambda f, x: f.maximum_filter1d(x, 3, axis=0),
     "minimum_filter1d": lambda f, x: f.minimum_filter1d(x, 2, mode="constant", cval=0.1),
+    "maximum_filter-origin": lambda f, x: f.maximum_filter(x, 3, origin=1, mode="wrap"),
+    "maximum_filter-modes": lambda f, x: f.maximum_filter(x, (2, 3), mode=["nearest", "wrap"]),
+    "median_filter-footprint-origin": lambda f, x: f.median_filter(
+        x, footprint=np.ones((3, 2), bool), origin=(-1, 0), mode="mirror"),
+    "rank_filter-axes": lambda f, x: f.rank_filter(x, -2, size=3, axes=(1,)),
+    "percentile_filter-axes": lambda f, x: f.percentile_filter(x, 80, size=[4], axes=[0],
+                                                               mode="constant", cval=0.5),
 }
 CASES = {**LINEAR, **SMOOTH, **RANK}
 
