@@ -90,6 +90,7 @@ RULE_MODULES = {
     "scipy.special": "mutad.scipy.special",
     "scipy.linalg": "mutad.scipy.linalg",
     "scipy.signal": "mutad.scipy.signal",
+    "scipy.ndimage": "mutad.scipy.ndimage",
     "scipy.fft": "mutad.scipy.fft",
     "scipy.stats": "mutad.scipy.stats",
 }

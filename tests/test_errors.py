@@ -643,7 +643,7 @@ def test_a_read_work_array_refilled_through_a_plain_view_is_explained():
     def f(x):
         w = np.zeros(5)
         s = (w * x).sum()  # w read by a recorded operation: its values are needed
-        scipy.ndimage.uniform_filter(data, 3, output=w)  # SciPy writes into np.asarray(w)
+        scipy.ndimage.generic_filter(data, np.mean, 3, output=w)  # into np.asarray(w)
         return s + (w * x).sum()
 
     x = np.ones(5)

@@ -1,5 +1,6 @@
-"""``scipy.signal`` functions mutad differentiates (``lfilter``, ``convolve``, ``fftconvolve``), by
-SciPy's names too.
+"""``scipy.signal`` functions mutad differentiates (``lfilter``, ``sosfilt``, ``filtfilt``,
+``convolve``, ``fftconvolve``, ``correlate``, ``convolve2d``, ``correlate2d``,
+``savgol_filter``), by SciPy's names too.
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import signal
@@ -9,24 +10,32 @@ SciPy's names too.
 ([3.875, 3.75], [7.625, 5.25, 1.5])
 
 ``lfilter`` differentiates b, a, x and the initial state zi, along any axis, and with zi given
-the final state zf it returns as well, in reverse and in forward mode.
+the final state zf it returns as well, in reverse and in forward mode; ``sosfilt`` is its
+cascade of sections (its value SciPy's own), ``filtfilt`` (``method="pad"``) SciPy's own steps
+on it. ``convolve2d`` and ``correlate2d`` differentiate both operands and the fillvalue, for
+every mode and boundary; ``savgol_filter`` is linear in x, ndimage's ``convolve1d`` but in
+``mode="interp"``, whose end rows are SciPy's polynomial fits.
 """
 
 import functools
 
 import numpy as np
 import scipy.signal as _signal
+from scipy.signal import _arraytools, _signaltools
 
 from ..errors import UnsupportedOperationError
+from ..levels import innermost
 from ..registry import HOLOMORPHIC
-from ..rules._helpers import accumulator, stacked, unbroadcast
-from ._adjoints import scipy_adjoint
+from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
+from . import ndimage
+from ._adjoints import ScipyAdjoint, scipy_adjoint, stands_in_for
 
 lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
 fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
-__all__ = ["convolve", "fftconvolve", "lfilter"]
+__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve", "filtfilt",
+           "lfilter", "savgol_filter", "sosfilt"]
 
 
 def _lagged_products(v, u, count):
@@ -247,3 +256,281 @@ def _convolution_rules(convolution, default, takes_axes):
 
 _convolution_rules(convolve, "auto", takes_axes=False)
 _convolution_rules(fftconvolve, None, takes_axes=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# correlate: convolve with the second operand reversed
+
+correlate = scipy_adjoint(_signal.correlate)
+
+
+@correlate.rule
+def _correlate_rule(in1, in2, mode="full", method="auto"):
+    # SciPy's correlation is the convolution with in2 reversed along every axis (its fft
+    # method computes it so; the direct one the same sums), so the cotangents are the
+    # convolution's, in2's reversed back.
+    y = correlate(in1, in2, mode, method)
+    full, window = _window(in1, in2, mode)
+
+    def back(dy):
+        if np.size(in1) == 0 or np.size(in2) == 0:
+            return (np.zeros_like(dy, shape=np.shape(in1)),
+                    np.zeros_like(dy, shape=np.shape(in2)))
+        dfull = np.zeros_like(dy, shape=full)
+        dfull[window] = dy
+        return (unbroadcast(convolve(dfull, in2, "valid", method), np.shape(in1)),
+                unbroadcast(np.flip(convolve(dfull, np.flip(in1), "valid", method)),
+                            np.shape(in2)))
+
+    return y, back
+
+
+@correlate.jvp_rule
+def _correlate_jvp(tangents, in1, in2, mode="full", method="auto"):
+    _window(in1, in2, mode)
+    d1, d2 = (tuple(tangents) + (None, None))[:2]
+    parts = [correlate(d1, in2, mode, method)] if d1 is not None else []
+    if d2 is not None:
+        parts.append(correlate(in1, d2, mode, method))
+    return correlate(in1, in2, mode, method), functools.reduce(np.add, parts) if parts else None
+
+
+# ----------------------------------------------------------------------------------------------
+# convolve2d, correlate2d: each output a sum of in2's taps times elements of in1 (or fillvalue)
+
+convolve2d = scipy_adjoint(_signal.convolve2d)
+correlate2d = scipy_adjoint(_signal.correlate2d)
+
+
+@functools.lru_cache(maxsize=256)
+def _taps(function, length, size, mode, boundary):
+    """Along one axis of ``function(in1, in2, mode, boundary)`` (SciPy's ``convolve2d`` or
+    ``correlate2d``), for output i and tap k of in2: the index of the element of in1 that tap
+    multiplies, -1 where it multiplies the fillvalue, -2 where it multiplies nothing (in
+    "valid" mode, where in2 is the longer). Asked of SciPy: the function of the indices
+    (counted from 1) with each unit tap reads them off, so every boundary, mode and the swap of
+    inputs SciPy makes are SciPy's (read-only, as it is cached)."""
+    indices = np.arange(1.0, length + 1).reshape(-1, 1)
+    columns = []
+    for k in range(size):
+        unit = np.zeros((size, 1))
+        unit[k, 0] = 1.0
+        columns.append(function(indices, unit, mode, boundary, -1.0)[:, 0])
+    read = np.stack(columns, axis=1).astype(np.intp)
+    taps = np.where(read > 0, read - 1, np.where(read == 0, -2, -1))
+    taps.flags.writeable = False
+    return taps
+
+
+def _sources(function, in1, in2, mode, boundary):
+    """For every output (i, j) and tap (k, l): the flat index into in1 of the element the tap
+    multiplies, -1 for the fillvalue, -2 for nothing (the extension is per axis, as SciPy's)."""
+    rows, columns = (_taps(function, n, k, mode, boundary)
+                     for n, k in zip(np.shape(in1), np.shape(in2), strict=True))
+    rows, columns = rows[:, None, :, None], columns[None, :, None, :]
+    return np.where((rows == -2) | (columns == -2), -2,
+                    np.where((rows == -1) | (columns == -1), -1, rows * np.shape(in1)[1] + columns))
+
+
+def _two_dimensional_rules(function):
+    """The rules of ``convolve2d`` or ``correlate2d``: y[i, j] = Σ_kl in2[k, l] x̃[i, j, k, l],
+    x̃ gathering in1 (or the fillvalue) as SciPy does; linear in (in1, fillvalue) jointly and
+    in in2."""
+    original = function.fn
+
+    @function.rule
+    def rule(in1, in2, mode="full", boundary="fill", fillvalue=0):
+        y = function(in1, in2, mode, boundary, fillvalue)
+        sources = _sources(original, in1, in2, mode, boundary)
+        if not (np.ndim(in1) == np.ndim(in2) == 2) or np.ndim(fillvalue) != 0:
+            raise UnsupportedOperationError(
+                f"scipy.signal.{original.__name__} of arrays that are not 2-d or a fillvalue "
+                "that is not a scalar.")
+
+        def back(dy):
+            spread = dy[:, :, None, None] * in2  # each output's cotangent times each tap
+            din1 = gather_cotangent(spread, in1, lambda flat: sources)
+            gathered = np.where(sources >= 0, np.ravel(in1)[np.maximum(sources, 0)],
+                                np.where(sources == -1, fillvalue, 0.0))
+            din2 = np.tensordot(dy, gathered, axes=2)
+            dfill = np.sum(np.where(sources == -1, spread, 0.0)) if boundary == "fill" else None
+            return din1, din2, None, None, dfill
+
+        return y, back
+
+    @function.jvp_rule
+    def jvp(tangents, in1, in2, mode="full", boundary="fill", fillvalue=0):
+        d1, d2, _, _, dfill = (tuple(tangents) + (None,) * 5)[:5]
+        parts = []
+        if d1 is not None or dfill is not None:
+            parts.append(function(np.zeros_like(in1, dtype=float) if d1 is None else d1, in2,
+                                  mode, boundary, 0.0 if dfill is None else dfill))
+        if d2 is not None:
+            parts.append(function(in1, d2, mode, boundary, fillvalue))
+        return (function(in1, in2, mode, boundary, fillvalue),
+                functools.reduce(np.add, parts) if parts else None)
+
+
+_two_dimensional_rules(convolve2d)
+_two_dimensional_rules(correlate2d)
+
+
+# ----------------------------------------------------------------------------------------------
+# sosfilt: a cascade of second-order lfilter sections
+
+sosfilt = scipy_adjoint(_signal.sosfilt)
+
+
+def _section(sos, s):
+    """Section ``s``'s numerator and denominator."""
+    return sos[s, :3], sos[s, 3:]
+
+
+@sosfilt.rule
+def _sosfilt_rule(sos, x, axis=-1, zi=None):
+    # The value is SciPy's own; the derivative is that of the cascade of lfilter sections it
+    # computes (each section's a[0] is 1), through each section's lfilter rule in turn.
+    result = sosfilt(sos, x, axis, zi)
+    backs = []
+    for s in range(np.shape(sos)[0]):
+        section, back = _lfilter_rule(*_section(sos, s), x, axis, None if zi is None else zi[s])
+        backs.append(back)
+        x = section if zi is None else section[0]
+
+    def back(dresult):
+        dy = dresult if zi is None else dresult[0]
+        rows, dzi = [None] * len(backs), [None] * len(backs)
+        for s in reversed(range(len(backs))):
+            db, da, dy, _, dzi[s] = backs[s](dy if zi is None else (dy, dresult[1][s]))
+            rows[s] = np.concatenate([db, da])
+        return np.stack(rows), dy, None, None if zi is None else np.stack(dzi)
+
+    return result, back
+
+
+@sosfilt.jvp_rule
+def _sosfilt_jvp(tangents, sos, x, axis=-1, zi=None):
+    # Section by section, lfilter's forward rule carrying the tangent of each one's output on
+    # to the next as its input's.
+    dsos, dx, _, dzi = (tuple(tangents) + (None,) * 4)[:4]
+    result = sosfilt(sos, x, axis, zi)
+    dzf = []
+    for s in range(np.shape(sos)[0]):
+        coefficients = _section(sos, s)
+        tangents_s = ((None, None) if dsos is None else _section(dsos, s)) + (
+            dx, None, None if dzi is None else dzi[s])
+        section, dsection = _lfilter_jvp(tangents_s, *coefficients, x, axis,
+                                         None if zi is None else zi[s])
+        x = section if zi is None else section[0]
+        dx = dsection if zi is None or dsection is None else dsection[0]
+        dzf.append(None if zi is None or dsection is None else dsection[1])
+    if zi is None or dx is None:
+        return result, dx
+    return result, (dx, np.stack([np.zeros_like(z) if d is None else d
+                                  for d, z in zip(dzf, result[1])]))
+
+
+# ----------------------------------------------------------------------------------------------
+# filtfilt and savgol_filter: SciPy's own steps, on the differentiated functions
+
+
+def _lfilter_zi(b, a):
+    """SciPy's ``lfilter_zi`` (the steady state of the step response), in its steps, for
+    traced coefficients: SciPy's companion matrix, its linear solve."""
+    b, a = np.atleast_1d(b), np.atleast_1d(a)
+    while np.shape(a)[0] > 1 and a[0] == 0.0:
+        a = a[1:]
+    # SciPy divides by a[0] only where it is not 1; dividing by 1 changes no bit, and always
+    # dividing gives a[0] its derivative there too.
+    b, a = b / a[0], a / a[0]
+    n = max(np.shape(a)[0], np.shape(b)[0])
+    a = np.concatenate((a, np.zeros(n - np.shape(a)[0])))
+    b = np.concatenate((b, np.zeros(n - np.shape(b)[0])))
+    # companion(a).T has -a[1:] / a[0] (a[0] is 1) down its first column, ones above it.
+    companion_t = np.eye(n - 1, k=1) - a[1:, None] * np.eye(1, n - 1)
+    return np.linalg.solve(np.eye(n - 1) - companion_t, b[1:] - a[1:] * b[0])
+
+
+@stands_in_for(_signal.filtfilt)
+def filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=None):
+    if method != "pad":
+        raise UnsupportedOperationError(
+            "scipy.signal.filtfilt(method='gust'): mutad differentiates method='pad' only.")
+    # SciPy's steps (signal/_signaltools.py), each differentiated.
+    b, a = np.atleast_1d(b), np.atleast_1d(a)
+    edge, ext = _signaltools._validate_pad(padtype, padlen, x, axis,
+                                           ntaps=max(len(a), len(b)))
+    plain = innermost((b, a)) is None
+    zi = _signal.lfilter_zi(b, a) if plain else _lfilter_zi(b, a)
+    zi_shape = [1] * np.ndim(x)
+    zi_shape[axis] = np.size(zi)
+    zi = np.reshape(zi, zi_shape)
+    x0 = _arraytools.axis_slice(ext, stop=1, axis=axis)
+    y, _ = lfilter(b, a, ext, axis=axis, zi=zi * x0)
+    y0 = _arraytools.axis_slice(y, start=-1, axis=axis)
+    y, _ = lfilter(b, a, _arraytools.axis_reverse(y, axis=axis), axis=axis, zi=zi * y0)
+    y = _arraytools.axis_reverse(y, axis=axis)
+    if edge > 0:
+        y = _arraytools.axis_slice(y, start=edge, stop=-edge, axis=axis)
+    return y
+
+
+@stands_in_for(_signal.savgol_filter)
+def savgol_filter(x, window_length, polyorder, deriv=0, delta=1.0, axis=-1, mode="interp",
+                  cval=0.0):
+    if np.dtype(x.dtype) not in (np.float64, np.float32):
+        x = x.astype(np.float64)
+    if mode != "interp":  # SciPy's own: ndimage's convolve1d with its coefficients
+        coefficients = _signal.savgol_coeffs(window_length, polyorder, deriv=deriv, delta=delta)
+        return ndimage.convolve1d(x, coefficients, axis=axis, mode=mode, cval=cval)
+    return _savgol_interp(x, window_length, polyorder, deriv, delta, axis)
+
+
+def _plain_savgol_interp(x, window_length, polyorder, deriv, delta, axis):
+    return savgol_filter.original(x, window_length, polyorder, deriv, delta, axis, "interp")
+
+
+_savgol_interp = ScipyAdjoint(_plain_savgol_interp)
+
+
+@_savgol_interp.rule
+def _savgol_interp_rule(x, window_length, polyorder, deriv, delta, axis):
+    # Linear in x: the convolution with SciPy's coefficients (zeros beyond the ends) but for
+    # the window_length // 2 outputs at each end, which are the fitted polynomial's, linear
+    # in the first (last) window_length elements. Those rows are asked of SciPy, filtering
+    # the unit vectors of one window.
+    y = _savgol_interp(x, window_length, polyorder, deriv, delta, axis)
+    if window_length % 2 == 0:
+        raise UnsupportedOperationError(
+            "scipy.signal.savgol_filter(mode='interp') with an even window_length: mutad "
+            "differentiates odd windows.")
+    half = window_length // 2
+    n = np.shape(x)[axis]
+    coefficients = _signal.savgol_coeffs(window_length, polyorder, deriv=deriv, delta=delta)
+    ends = savgol_filter.original(np.eye(window_length), window_length, polyorder, deriv, delta,
+                                 0, "interp")
+    inside = np.ones(n)
+    inside[:half] = inside[n - half:] = 0.0
+    shape = [1] * np.ndim(x)
+    shape[axis] = n
+
+    def back(dy):
+        # The convolution's transpose (zeros beyond the ends) is the correlation with the
+        # same coefficients (an odd window, centred).
+        dx = ndimage.correlate1d(dy * np.reshape(inside, shape), coefficients, axis,
+                                 mode="constant")
+        dy_last = np.moveaxis(dy, axis, -1)
+        first = dy_last[..., :half] @ ends[:half]
+        last = dy_last[..., n - half:] @ ends[window_length - half:]
+        pad = [(0, 0)] * (np.ndim(x) - 1)
+        edges = (np.pad(first, pad + [(0, n - window_length)])
+                 + np.pad(last, pad + [(n - window_length, 0)]))
+        return dx + np.moveaxis(edges, -1, axis), None, None, None, None, None
+
+    return y, back
+
+
+@_savgol_interp.jvp_rule
+def _savgol_interp_jvp(tangents, x, window_length, polyorder, deriv, delta, axis):
+    return (_savgol_interp(x, window_length, polyorder, deriv, delta, axis),
+            _savgol_interp(tangents[0], window_length, polyorder, deriv, delta, axis))

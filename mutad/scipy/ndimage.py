@@ -1,0 +1,932 @@
+"""``scipy.ndimage`` filters mutad differentiates, by SciPy's names too.
+
+>>> import numpy as np, mutad
+>>> from mutad.scipy import ndimage
+>>> blur = lambda x: (ndimage.gaussian_filter1d(x, 1.0, mode="wrap") ** 2).sum()
+>>> mutad.gradient(blur, np.array([1.0, 0.0, 0.0, 0.0]))[0].round(3).tolist()
+[0.585, 0.5, 0.415, 0.5]
+
+The linear filters (``correlate``, ``convolve``, their 1-d forms, ``gaussian_filter``,
+``uniform_filter``, ``sobel``, ``prewitt``, ``laplace``, ``gaussian_laplace``,
+``gaussian_gradient_magnitude``) are differentiated in their input, their weights and a
+``constant`` mode's ``cval``, for every boundary mode, to any order and in forward mode. The
+rank filters (``maximum_filter``, ``minimum_filter``, ``median_filter``, ``rank_filter``,
+``percentile_filter``) pass each output's cotangent to the element it selected. The
+interpolations (``map_coordinates``, ``shift``, ``zoom``, ``rotate``, ``affine_transform``) are
+differentiated in the image for every order, mode and prefilter (and ``spline_filter``,
+``spline_filter1d``), and at order 1 in
+``map_coordinates``' coordinates and ``shift``'s shift (see below). ``output=`` may be a
+dtype, or an array made inside the differentiated function, which is then written as an
+assignment is (and put back by the reverse pass).
+
+Every function is built as SciPy builds it, out of one primitive, SciPy's 1-d or n-d
+correlation (or its running mean), whose values are SciPy's own. Its derivative is the
+correlation's as a linear map: SciPy extends each line of the input by its boundary mode and
+correlates the extended line, y[i] = Σ_j w[j] x̃[i + j], x̃ = P x (+ cval where the extension
+is constant). Which element of x each position of x̃ copies (P, a gather) is asked of SciPy
+itself, so every mode, origin and filter longer than the input is SciPy's; the transpose is
+then x̄ = Pᵀ (ȳ convolved fully with w), and w̄[j] = Σ_i ȳ[i] x̃[i + j].
+"""
+
+import functools
+import numbers
+
+import numpy as np
+import scipy.ndimage as _ndimage
+import scipy.special as _special
+from numpy.lib.array_utils import normalize_axis_index
+from numpy.lib.stride_tricks import sliding_window_view
+from scipy.ndimage import _filters, _ni_support
+
+from ..errors import UnsupportedOperationError, UntracedWriteError
+from ..levels import innermost
+from ..rules._helpers import gather_cotangent, stacked
+from ._adjoints import ScipyAdjoint, stands_in_for
+
+__all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate1d",
+           "gaussian_filter", "gaussian_filter1d", "gaussian_gradient_magnitude",
+           "gaussian_laplace", "laplace", "map_coordinates", "maximum_filter",
+           "maximum_filter1d", "median_filter", "minimum_filter", "minimum_filter1d",
+           "percentile_filter", "prewitt", "rank_filter", "rotate", "shift", "sobel",
+           "spline_filter", "spline_filter1d", "uniform_filter", "uniform_filter1d", "zoom"]
+
+
+# ----------------------------------------------------------------------------------------------
+# The primitive: one correlation, SciPy's values, its transpose for the derivatives
+
+
+def _plain_filter(input, weights, cval, kind, axis, mode, origin, dtype, followed=None):
+    """SciPy's correlation of ``input`` with ``weights`` into a new array of ``dtype``:
+    ``kind`` "correlate" (n-d, ``origin`` one per axis), "correlate1d" along ``axis``, or
+    "uniform1d" (SciPy's running mean, the correlation with ``weights`` = 1/size).
+    ``followed`` says which of input, weights, cval a differentiation follows."""
+    if kind == "correlate":
+        return _ndimage.correlate(input, weights, dtype, mode, cval, origin)
+    if kind == "correlate1d":
+        return _ndimage.correlate1d(input, weights, axis, dtype, mode, cval, origin)
+    return _ndimage.uniform_filter1d(input, np.size(weights), axis, dtype, mode, cval, origin)
+
+
+_filter = ScipyAdjoint(_plain_filter)
+
+
+@functools.lru_cache(maxsize=512)
+def _extension(length, size, origin, mode):
+    """The extended line SciPy correlates a line of ``length`` elements with a filter of
+    ``size`` taps at ``origin``: for each of its ``length + size - 1`` positions, the index of
+    the element it copies, -1 where it is the constant ``cval``. Asked of SciPy: correlating
+    the indices themselves with each unit filter reads them off (read-only, as it is cached)."""
+    line = np.full(length + size - 1, -1, dtype=np.intp)
+    indices = np.arange(length, dtype=np.float64)
+    for j in range(size):
+        unit = np.zeros(size)
+        unit[j] = 1.0
+        line[j:j + length] = _ndimage.correlate1d(indices, unit, 0, None, mode, -1.0, origin)
+    line.flags.writeable = False
+    return line
+
+
+def _lines(shape, sizes, origins, modes):
+    """The extension of every axis (None where the filter is one tap at origin 0)."""
+    return tuple(None if size == 1 and origin == 0 else _extension(n, size, origin, mode)
+                 for n, size, origin, mode in zip(shape, sizes, origins, modes, strict=True))
+
+
+def _extended(x, fill, lines):
+    """x̃: ``x`` extended along every axis by ``lines`` (``fill`` where a line says -1), with
+    NumPy calls that dispatch."""
+    outside = None
+    for axis, line in enumerate(lines):
+        if line is None:
+            continue
+        x = np.take(x, np.maximum(line, 0), axis=axis)
+        if line.min(initial=0) < 0:
+            edge = np.expand_dims(line < 0, tuple(range(1, len(lines) - axis)))
+            outside = edge if outside is None else outside | edge
+    return x if outside is None else np.where(outside, fill, x)
+
+
+def _geometry(input, weights, kind, axis, mode, origin):
+    """The filter's taps along each axis, and its extension lines."""
+    ndim = np.ndim(input)
+    if kind == "correlate":
+        sizes, origins = np.shape(weights), tuple(origin)
+    else:
+        sizes = tuple(np.size(weights) if a == axis else 1 for a in range(ndim))
+        origins = tuple(origin if a == axis else 0 for a in range(ndim))
+    return sizes, _lines(np.shape(input), sizes, origins, (mode,) * ndim)
+
+
+@_filter.rule
+def _filter_rule(input, weights, cval, kind, axis, mode, origin, dtype, followed=None):
+    # The wrapper, not SciPy's own: nested reverse mode differentiates the pullback again.
+    y = _filter(input, weights, cval, kind, axis, mode, origin, dtype, followed)
+    sizes, lines = _geometry(input, weights, kind, axis, mode, origin)
+    follow_input, follow_weights, follow_cval = followed or (True, True, True)
+
+    def back(dy):
+        dinput = dweights = dcval = None
+        if follow_input or follow_cval:
+            # x̃'s cotangent: ȳ convolved fully with w, i.e. ȳ padded with zeros and correlated
+            # with w flipped, whose centre tap (size // 2) shifts the window read.
+            taps = np.reshape(weights, sizes)
+            padded = np.pad(dy, [(s - 1, s - 1) for s in sizes])
+            full = _filter(padded, np.flip(taps), 0.0, "correlate", None, "constant",
+                           (0,) * len(sizes), None)
+            dextended = full[tuple(slice(s // 2, s // 2 + n + s - 1)
+                                   for s, n in zip(sizes, np.shape(dy), strict=True))]
+            # Pᵀ: each position's cotangent to the element it copies (none for cval's).
+            dinput = gather_cotangent(dextended, input,
+                                      lambda sources: _extended(sources, -1, lines))
+            if follow_cval and mode in ("constant", "grid-constant"):
+                constant = _extended(np.zeros(np.shape(input), dtype=bool), True, lines)
+                dcval = np.sum(np.where(constant, dextended, 0.0))
+        if follow_weights:
+            windows = sliding_window_view(_extended(input, cval, lines), sizes)
+            dweights = np.reshape(np.tensordot(dy, windows, axes=np.ndim(dy)),
+                                  np.shape(weights))
+        return dinput, dweights, dcval
+
+    return y, back
+
+
+@_filter.jvp_rule
+def _filter_jvp(tangents, input, weights, cval, kind, axis, mode, origin, dtype, followed=None):
+    # Linear in (input, cval) jointly and in weights: the filter of the tangents.
+    dinput, dweights, dcval = (tuple(tangents) + (None,) * 3)[:3]
+    y = _filter(input, weights, cval, kind, axis, mode, origin, dtype, followed)
+    parts = []
+    if dinput is not None or dcval is not None:
+        parts.append(_filter(np.zeros_like(input) if dinput is None else dinput, weights,
+                             0.0 if dcval is None else dcval, kind, axis, mode, origin, dtype))
+    if dweights is not None:
+        parts.append(_filter(input, dweights, cval, kind, axis, mode, origin, dtype))
+    return y, functools.reduce(np.add, parts) if parts else None
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's names: each built as SciPy builds it, on the primitive
+
+
+def _is_dtype(output):
+    return isinstance(output, type | np.dtype | str)
+
+
+def _dtype(output, input, name, shape=None):
+    """The dtype SciPy filters into (its ``_get_output``), refused unless a float's."""
+    if output is None:
+        dtype = input.dtype if hasattr(input, "dtype") else np.asarray(input).dtype
+    elif _is_dtype(output):
+        dtype = np.dtype(output)
+    else:
+        dtype = output.dtype
+        if np.shape(output) != (np.shape(input) if shape is None else tuple(shape)):
+            raise RuntimeError("output shape not correct")
+    if dtype.kind != "f":
+        raise UnsupportedOperationError(
+            f"scipy.ndimage.{name} into a {dtype} output: mutad differentiates filters into "
+            "float outputs only (integers round, complex values are split); pass a float "
+            "input, or output=np.float64.")
+    return dtype
+
+
+def _deliver(result, output):
+    """SciPy's return: a preallocated ``output`` written (the core's assignment, which the
+    reverse pass undoes) and returned; else the new result."""
+    if output is None or _is_dtype(output):
+        return result
+    if innermost((output,)) is None and innermost((result,)) is not None:
+        raise UntracedWriteError(
+            "scipy.ndimage: a filter of traced arrays was given output= an array made before "
+            "the differentiation started, which mutad cannot follow; allocate the output "
+            "inside the differentiated function (np.empty_like(x)), or leave output out and "
+            "use the filter's return value.")
+    if np.shape(output) != np.shape(result):
+        raise RuntimeError("output shape not correct")
+    output[...] = result
+    return output
+
+
+def _constant(value, what, name):
+    if innermost((value,)) is not None:
+        raise UnsupportedOperationError(
+            f"scipy.ndimage.{name}: mutad does not differentiate with respect to {what}; pass "
+            "it as a constant (a number not computed from the differentiated arguments).")
+    return value
+
+
+def _weights(weights):
+    """Plain weights as SciPy reads them (float64); traced ones as they are."""
+    return np.asarray(weights, dtype=np.float64) if innermost((weights,)) is None else weights
+
+
+def _correlate1d(input, weights, axis, dtype, mode, cval, origin, kind="correlate1d"):
+    axis = normalize_axis_index(axis, np.ndim(input))
+    followed = tuple(innermost((v,)) is not None for v in (input, weights, cval))
+    return _filter(input, _weights(weights), cval, kind, axis, mode, origin, dtype, followed)
+
+
+@stands_in_for(_ndimage.correlate1d)
+def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
+    dtype = _dtype(output, input, "correlate1d")
+    return _deliver(_correlate1d(input, weights, axis, dtype, mode, cval, origin), output)
+
+
+@stands_in_for(_ndimage.convolve1d)
+def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
+    # SciPy's own reduction to correlate1d: the weights reversed, the origin mirrored.
+    dtype = _dtype(output, input, "convolve1d")
+    weights = np.flip(_weights(weights))
+    origin = -origin - (0 if np.shape(weights)[0] & 1 else 1)
+    return _deliver(_correlate1d(input, weights, axis, dtype, mode, cval, origin), output)
+
+
+def _correlate_nd(input, weights, output, mode, cval, origin, convolution, axes, name):
+    dtype = _dtype(output, input, name)
+    if not isinstance(mode, str):
+        raise RuntimeError("A sequence of modes is not supported")
+    axes = _ni_support._check_axes(axes, np.ndim(input))
+    weights = _filters._expand_footprint(np.ndim(input), axes, _weights(weights), "weights")
+    origins = _filters._expand_origin(np.ndim(input), axes, origin)
+    if convolution:  # as SciPy: every axis reversed, the origins mirrored
+        weights = np.flip(weights)
+        origins = [-o - (0 if n & 1 else 1) for o, n in zip(origins, np.shape(weights))]
+    followed = tuple(innermost((v,)) is not None for v in (input, weights, cval))
+    y = _filter(input, weights, cval, "correlate", None, mode, tuple(origins), dtype, followed)
+    return _deliver(y, output)
+
+
+@stands_in_for(_ndimage.correlate)
+def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None):
+    return _correlate_nd(input, weights, output, mode, cval, origin, False, axes, "correlate")
+
+
+@stands_in_for(_ndimage.convolve)
+def convolve(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None):
+    return _correlate_nd(input, weights, output, mode, cval, origin, True, axes, "convolve")
+
+
+def _uniform1d(input, size, axis, dtype, mode, cval, origin):
+    if size < 1:
+        raise RuntimeError("incorrect filter size")
+    return _correlate1d(input, np.full(int(size), 1.0 / int(size)), axis, dtype, mode, cval,
+                        origin, kind="uniform1d")
+
+
+@stands_in_for(_ndimage.uniform_filter1d)
+def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
+    dtype = _dtype(output, input, "uniform_filter1d")
+    return _deliver(_uniform1d(input, size, axis, dtype, mode, cval, origin), output)
+
+
+def _copy(input, dtype):
+    """SciPy's ``output[...] = input`` where no axis is filtered."""
+    return np.array(input, dtype=dtype, copy=True, like=input)
+
+
+@stands_in_for(_ndimage.uniform_filter)
+def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *,
+                   axes=None):
+    dtype = _dtype(output, input, "uniform_filter")
+    axes = _ni_support._check_axes(axes, np.ndim(input))
+    sizes = _ni_support._normalize_sequence(size, len(axes))
+    origins = _ni_support._normalize_sequence(origin, len(axes))
+    modes = _ni_support._normalize_sequence(mode, len(axes))
+    y = input
+    passes = [(a, s, o, m) for a, s, o, m in zip(axes, sizes, origins, modes) if s > 1]
+    for axis, size, origin, mode in passes:
+        y = _uniform1d(y, int(size), axis, dtype, mode, cval, origin)
+    return _deliver(y if passes else _copy(input, dtype), output)
+
+
+def _gaussian1d(input, sigma, axis, order, dtype, mode, cval, truncate, radius):
+    _constant(sigma, "sigma", "gaussian_filter")
+    sd = float(sigma)
+    lw = int(truncate * sd + 0.5) if radius is None else radius
+    if not isinstance(lw, numbers.Integral) or lw < 0:
+        raise ValueError("Radius must be a nonnegative integer.")
+    # SciPy's own kernel, reversed as SciPy reverses it (it correlates).
+    weights = _filters._gaussian_kernel1d(sigma, order, lw)[::-1]
+    return _correlate1d(input, weights, axis, dtype, mode, cval, 0)
+
+
+@stands_in_for(_ndimage.gaussian_filter1d)
+def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect", cval=0.0,
+                      truncate=4.0, *, radius=None):
+    dtype = _dtype(output, input, "gaussian_filter1d")
+    y = _gaussian1d(input, sigma, axis, order, dtype, mode, cval, truncate, radius)
+    return _deliver(y, output)
+
+
+def _gaussian(input, sigma, order, dtype, mode, cval, truncate, radius, axes):
+    axes = _ni_support._check_axes(axes, np.ndim(input))
+    count = len(axes)
+    passes = [(a, s, o, m, r) for a, s, o, m, r in zip(
+        axes, _ni_support._normalize_sequence(sigma, count),
+        _ni_support._normalize_sequence(order, count),
+        _ni_support._normalize_sequence(mode, count),
+        _ni_support._normalize_sequence(radius, count)) if s > 1e-15]
+    y = input
+    for axis, sigma, order, mode, radius in passes:
+        y = _gaussian1d(y, sigma, axis, order, dtype, mode, cval, truncate, radius)
+    return y if passes else _copy(input, dtype)
+
+
+@stands_in_for(_ndimage.gaussian_filter)
+def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0,
+                    *, radius=None, axes=None):
+    dtype = _dtype(output, input, "gaussian_filter")
+    y = _gaussian(input, sigma, order, dtype, mode, cval, truncate, radius, axes)
+    return _deliver(y, output)
+
+
+def _edges(input, axis, output, mode, cval, across, name):
+    """``sobel`` and ``prewitt``: a central difference along ``axis``, then the smoothing
+    ``across`` along every other axis, as SciPy filters them."""
+    dtype = _dtype(output, input, name)
+    ndim = np.ndim(input)
+    axis = normalize_axis_index(axis, ndim)
+    modes = _ni_support._normalize_sequence(mode, ndim)
+    y = _correlate1d(input, [-1.0, 0.0, 1.0], axis, dtype, modes[axis], cval, 0)
+    for other in range(ndim):
+        if other != axis:
+            y = _correlate1d(y, across, other, dtype, modes[other], cval, 0)
+    return _deliver(y, output)
+
+
+@stands_in_for(_ndimage.sobel)
+def sobel(input, axis=-1, output=None, mode="reflect", cval=0.0):
+    return _edges(input, axis, output, mode, cval, [1.0, 2.0, 1.0], "sobel")
+
+
+@stands_in_for(_ndimage.prewitt)
+def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0):
+    return _edges(input, axis, output, mode, cval, [1.0, 1.0, 1.0], "prewitt")
+
+
+def _summed(input, derivative, dtype, mode, axes, square=False):
+    """SciPy's ``generic_laplace`` (the sum of the second derivatives along ``axes``) and,
+    with ``square``, ``generic_gradient_magnitude`` (the root of the sum of the squared first
+    derivatives), in SciPy's order of operations."""
+    axes = _ni_support._check_axes(axes, np.ndim(input))
+    if not axes:
+        return _copy(input, dtype)
+    modes = _ni_support._normalize_sequence(mode, len(axes))
+    total = None
+    for axis, mode in zip(axes, modes):
+        term = derivative(input, axis, mode)
+        if square:
+            term = term * term
+        total = term if total is None else total + term
+    return np.sqrt(total) if square else total
+
+
+@stands_in_for(_ndimage.laplace)
+def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None):
+    dtype = _dtype(output, input, "laplace")
+    y = _summed(input, lambda x, axis, mode: _correlate1d(x, [1.0, -2.0, 1.0], axis, dtype,
+                                                           mode, cval, 0), dtype, mode, axes)
+    return _deliver(y, output)
+
+
+def _gaussian_derivatives(input, sigma, order, dtype, cval, axes, kwargs):
+    """The ``derivative`` of ``gaussian_laplace`` (``order`` 2) or
+    ``gaussian_gradient_magnitude`` (``order`` 1): a Gaussian filter along every axis, of that
+    order along one."""
+    ndim = np.ndim(input)
+    if order == 2:  # gaussian_laplace: sigma 0 along the axes it does not filter
+        count = len(_ni_support._check_axes(axes, ndim))
+        sigma = _ni_support._normalize_sequence(sigma, count)
+        if count < ndim:
+            full = [0] * ndim
+            for s, a in zip(sigma, _ni_support._check_axes(axes, ndim)):
+                full[a] = s
+            sigma = full
+
+    def derivative(x, axis, mode):
+        orders = [0] * ndim
+        orders[axis] = order
+        return _gaussian(x, sigma, orders, dtype, mode, cval, kwargs.get("truncate", 4.0),
+                         kwargs.get("radius"), kwargs.get("axes"))
+
+    unknown = set(kwargs) - {"truncate", "radius"}
+    if unknown:
+        raise TypeError(f"unexpected keyword arguments {sorted(unknown)}")
+    return derivative
+
+
+@stands_in_for(_ndimage.gaussian_laplace)
+def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None,
+                     **kwargs):
+    dtype = _dtype(output, input, "gaussian_laplace")
+    derivative = _gaussian_derivatives(input, sigma, 2, dtype, cval, axes, kwargs)
+    return _deliver(_summed(input, derivative, dtype, mode, axes), output)
+
+
+@stands_in_for(_ndimage.gaussian_gradient_magnitude)
+def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, *,
+                                axes=None, **kwargs):
+    dtype = _dtype(output, input, "gaussian_gradient_magnitude")
+    derivative = _gaussian_derivatives(input, sigma, 1, dtype, cval, axes, kwargs)
+    return _deliver(_summed(input, derivative, dtype, mode, axes, square=True), output)
+
+
+# ----------------------------------------------------------------------------------------------
+# Rank filters: each output is one element of its window, chosen in the forward pass
+
+
+def _plain_select(input, call):
+    """SciPy's rank filter: ``call`` holds the function and every setting of the user's call."""
+    return call(input)
+
+
+_select = ScipyAdjoint(_plain_select)
+
+
+def _chosen(input, y, footprint, origins, modes, cval):
+    """The flat index of the element each output of a rank filter took (-1: the constant
+    ``cval``), decided now and kept: the first element of its window equal to it."""
+    lines = _lines(np.shape(input), footprint.shape, origins, modes)
+    sources = _extended(np.arange(np.size(input)).reshape(np.shape(input)), -1, lines)
+    windows = sliding_window_view(sources, footprint.shape)[..., footprint]
+    values = np.where(windows >= 0, np.ravel(input)[np.maximum(windows, 0)], cval)
+    hit = values.astype(y.dtype) == y[..., None]
+    hit |= np.isnan(values) & np.isnan(y)[..., None]
+    if not hit.any(axis=-1).all():
+        raise UnsupportedOperationError(
+            "a scipy.ndimage rank filter returned a value mutad finds in no window of its "
+            "input, so it cannot say which element was selected; differentiate a float64 "
+            "filter of a float64 input.")
+    first = np.argmax(hit, axis=-1)[..., None]
+    return np.take_along_axis(windows, first, axis=-1)[..., 0]
+
+
+@_select.rule
+def _select_rule(input, call):
+    y = _select(input, call)
+    chosen = _chosen(input, y, *call.keywords["geometry"])
+
+    def back(dy):
+        return gather_cotangent(dy, input, lambda sources: chosen), None
+
+    return y, back
+
+
+@_select.jvp_rule
+def _select_jvp(tangents, input, call):
+    y = _select(input, call)
+    chosen = _chosen(input, y, *call.keywords["geometry"])
+    gathered = np.take(np.ravel(tangents[0]), np.maximum(chosen, 0))
+    return y, np.where(chosen >= 0, gathered, np.zeros_like(gathered))
+
+
+def _rank(original, name, input, size, footprint, output, mode, cval, origin, axes, **settings):
+    """A rank filter of ``input``: SciPy's ``original`` with the user's settings, each output
+    taking the cotangent of the element it selected from its window (footprint ``footprint``
+    or a box of ``size``, extended by ``mode``: the same windows SciPy reads)."""
+    dtype = _dtype(output, input, name)
+    _constant(cval, "cval", name)
+    ndim = np.ndim(input)
+    axes = _ni_support._check_axes(axes, ndim)
+    if footprint is None:
+        if size is None:
+            raise RuntimeError("no footprint provided")
+        box = np.ones(_ni_support._normalize_sequence(size, len(axes)), dtype=bool)
+    else:
+        box = np.asarray(footprint, dtype=bool)
+    box = _filters._expand_footprint(ndim, axes, box)
+    origins = tuple(_filters._expand_origin(ndim, axes, origin))
+    modes = ["constant"] * ndim
+    for a, m in zip(axes, _ni_support._normalize_sequence(mode, len(axes))):
+        modes[a] = m
+    geometry = (box, origins, tuple(modes), cval)
+    call = functools.partial(_call, original, dict(settings, size=size, footprint=footprint,
+                                                   output=dtype, mode=mode, cval=cval,
+                                                   origin=origin, axes=axes),
+                             geometry=geometry)
+    return _deliver(_select(input, call), output)
+
+
+def _call(original, settings, input, **recipe):
+    """``original`` of ``input`` with the user's settings; ``recipe`` is what the rule reads
+    (the windows' geometry, the interpolation's weights)."""
+    return original(input, **settings)
+
+
+def _rank_stand_in(original, *leading):
+    """The stand-in of a rank filter whose first parameters after ``input`` are ``leading``."""
+    name = original.__name__
+
+    @stands_in_for(original)
+    def stand_in(input, *args, **kwargs):
+        parameters = (*leading, "size", "footprint", "output", "mode", "cval", "origin")
+        bound = dict(zip(parameters, args), **kwargs)
+        settings = {p: bound.pop(p) for p in leading}
+        return _rank(original, name, input, bound.pop("size", None),
+                     bound.pop("footprint", None), bound.pop("output", None),
+                     bound.pop("mode", "reflect"), bound.pop("cval", 0.0),
+                     bound.pop("origin", 0), bound.pop("axes", None), **settings, **bound)
+
+    return stand_in
+
+
+maximum_filter = _rank_stand_in(_ndimage.maximum_filter)
+minimum_filter = _rank_stand_in(_ndimage.minimum_filter)
+median_filter = _rank_stand_in(_ndimage.median_filter)
+rank_filter = _rank_stand_in(_ndimage.rank_filter, "rank")
+percentile_filter = _rank_stand_in(_ndimage.percentile_filter, "percentile")
+
+
+def _rank1d_stand_in(original):
+    """``maximum_filter1d`` and ``minimum_filter1d``: a box of ``size`` along ``axis``."""
+    name = original.__name__
+
+    @stands_in_for(original)
+    def stand_in(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
+        axis = normalize_axis_index(axis, np.ndim(input))
+        dtype = _dtype(output, input, name)
+        _constant(cval, "cval", name)
+        ndim = np.ndim(input)
+        box = np.ones([size if a == axis else 1 for a in range(ndim)], dtype=bool)
+        origins = tuple(origin if a == axis else 0 for a in range(ndim))
+        geometry = (box, origins, (mode,) * ndim, cval)
+        call = functools.partial(_call, original, dict(size=size, axis=axis, output=dtype,
+                                                       mode=mode, cval=cval, origin=origin),
+                                 geometry=geometry)
+        return _deliver(_select(input, call), output)
+
+    return stand_in
+
+
+maximum_filter1d = _rank1d_stand_in(_ndimage.maximum_filter1d)
+minimum_filter1d = _rank1d_stand_in(_ndimage.minimum_filter1d)
+
+
+# ----------------------------------------------------------------------------------------------
+# Interpolation: linear in the image, through SciPy's own weights
+#
+# SciPy interpolates with tensor-product splines: it extends the image along each axis by the
+# mode, prefilters it along each axis (order > 1), and evaluates at each output point the
+# product of one 1-d spline per axis. So each output is Σ_i x[i] ∏_a W_a[p, i_a], W_a[p, :]
+# the response of the 1-d interpolation along axis a at that point's coordinate to the unit
+# vectors, which SciPy computes itself (the unit vectors interpolated by SciPy's own 1-d
+# call); where the coordinates along each axis depend on that axis alone (shift, zoom, a
+# diagonal affine_transform) the outputs form a grid and W_a maps that axis alone. The value
+# is SciPy's; the weights give its transpose, and its tangent.
+
+
+def _responses(interpolate, length):
+    """The matrix whose column j is ``interpolate`` of the j-th unit vector of ``length``."""
+    columns = []
+    for j in range(length):
+        unit = np.zeros(length)
+        unit[j] = 1.0
+        columns.append(interpolate(unit))
+    return np.stack(columns, axis=-1)
+
+
+def _apply_grid(weights, x, transpose=False):
+    """Each axis a of ``x`` mapped by ``weights[a]`` (or its transpose)."""
+    for axis, w in enumerate(weights):
+        x = np.moveaxis(np.tensordot(w.T if transpose else w, x, axes=(1, axis)), 0, axis)
+    return x
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _apply_points(weights, x, shape):
+    """Σ_i x[i] ∏_a weights[a][p, i_a] at every point p, shaped ``shape``."""
+    axes = _LETTERS[:len(weights)]
+    subscripts = ",".join(f"p{a}" for a in axes) + f",{axes}->p"
+    return np.reshape(np.einsum(subscripts, *weights, x, optimize=True), shape)
+
+
+def _transpose_points(weights, dy):
+    axes = _LETTERS[:len(weights)]
+    subscripts = "p," + ",".join(f"p{a}" for a in axes) + f"->{axes}"
+    return np.einsum(subscripts, np.ravel(dy), *weights, optimize=True)
+
+
+def _plain_resample(input, call):
+    """SciPy's interpolation of ``input``: ``call`` holds the function, the user's settings and
+    the weights' recipe."""
+    return call(input)
+
+
+_resample = ScipyAdjoint(_plain_resample)
+
+
+@_resample.rule
+def _resample_rule(input, call):
+    y = _resample(input, call)
+    grid, weights = call.keywords["weights"](np.shape(input))
+
+    def back(dy):
+        if grid:
+            return _apply_grid(weights, dy, transpose=True), None
+        return _transpose_points(weights, dy), None
+
+    return y, back
+
+
+@_resample.jvp_rule
+def _resample_jvp(tangents, input, call):
+    y = _resample(input, call)
+    grid, weights = call.keywords["weights"](np.shape(input))
+    dx = tangents[0]
+    return y, _apply_grid(weights, dx) if grid else _apply_points(weights, dx, np.shape(y))
+
+
+def _point_weights(coordinates, order, mode, prefilter):
+    """The weights of ``map_coordinates`` at ``coordinates`` (one array per axis, plain):
+    ``(False, [W_a])``, W_a[p, j] SciPy's 1-d interpolation of the j-th unit vector at the
+    p-th coordinate along axis a."""
+    def weights(shape):
+        return False, [_responses(lambda unit, c=np.ravel(c): _ndimage.map_coordinates(
+            unit, c[None], None, order, mode, 0.0, prefilter), n).reshape(-1, n)
+                       for c, n in zip(coordinates, shape, strict=True)]
+    return weights
+
+
+def _grid_weights(per_axis):
+    """The weights of a separable interpolation: ``per_axis(a, unit)`` interpolates a unit
+    vector along axis a alone, as the n-d call does along it."""
+    def weights(shape):
+        return True, [_responses(lambda unit, a=a: per_axis(a, unit), n)
+                      for a, n in enumerate(shape)]
+    return weights
+
+
+def _interpolated(original, name, input, output, shape, weights, settings, cval):
+    """SciPy's ``original(input, **settings)`` into ``output``, its derivative by ``weights``."""
+    dtype = _dtype(output, input, name, shape)
+    _constant(cval, "cval", name)
+    settings = dict(settings, output=dtype) if cval is None else dict(settings, output=dtype,
+                                                                         cval=cval)
+    call = functools.partial(_call, original, settings, weights=weights)
+    return _deliver(_resample(input, call), output)
+
+
+def _settings(name, order, *constants):
+    if not 0 <= order <= 5:
+        raise RuntimeError("spline order not supported")
+    for value, what in constants:
+        _constant(value, what, name)
+
+
+@stands_in_for(_ndimage.shift)
+def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilter=True):
+    if innermost((shift,)) is not None:
+        _traced_coordinates("shift", order, mode, cval, "shift")
+        dtype = _dtype(output, input, "shift")
+        shifts = shift * np.ones(np.ndim(input)) if np.ndim(shift) == 0 else shift
+        return _deliver(_shift(input, shifts, cval, order, mode, prefilter, dtype), output)
+    _settings("shift", order)
+    shifts = _ni_support._normalize_sequence(shift, np.ndim(input))
+    weights = _grid_weights(lambda a, unit: _ndimage.shift(
+        unit, shifts[a], None, order, mode, 0.0, prefilter))
+    return _interpolated(_ndimage.shift, "shift", input, output, np.shape(input), weights,
+                         dict(shift=shift, order=order, mode=mode, prefilter=prefilter), cval)
+
+
+@stands_in_for(_ndimage.zoom)
+def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *,
+         grid_mode=False):
+    _settings("zoom", order, (zoom, "the zoom"))
+    zooms = _ni_support._normalize_sequence(zoom, np.ndim(input))
+    shape = tuple(int(round(n * z)) for n, z in zip(np.shape(input), zooms))
+    weights = _grid_weights(lambda a, unit: _ndimage.zoom(
+        unit, zooms[a], None, order, mode, 0.0, prefilter, grid_mode=grid_mode))
+    return _interpolated(_ndimage.zoom, "zoom", input, output, shape, weights,
+                         dict(zoom=zoom, order=order, mode=mode, prefilter=prefilter,
+                              grid_mode=grid_mode), cval)
+
+
+def _affine_coordinates(matrix, offset, shape, ndim, name, order):
+    """The input coordinates of every output point of ``affine_transform`` (its matrix as
+    SciPy reads it), one array per axis; None for a diagonal matrix (a separable map)."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    if matrix.ndim == 2 and matrix.shape[1] == ndim + 1 and matrix.shape[0] in (ndim, ndim + 1):
+        offset, matrix = matrix[:ndim, ndim], matrix[:ndim, :ndim]
+    offset = np.asarray(_ni_support._normalize_sequence(offset, ndim), dtype=np.float64)
+    if matrix.ndim == 1:
+        return None, matrix, offset
+    if order == 0:
+        raise UnsupportedOperationError(
+            f"scipy.ndimage.{name}(order=0) with a matrix that is not diagonal: which element "
+            "each output takes is decided by coordinates SciPy computes in its own arithmetic; "
+            "use order=1 or more, or map_coordinates with the coordinates.")
+    grid = np.indices(shape, dtype=np.float64).reshape(len(shape), -1)
+    return list(matrix @ grid + offset[:, None]), matrix, offset
+
+
+@stands_in_for(_ndimage.affine_transform)
+def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, order=3,
+                     mode="constant", cval=0.0, prefilter=True):
+    _settings("affine_transform", order, (matrix, "the matrix"), (offset, "the offset"))
+    if output_shape is None:
+        output_shape = np.shape(output) if not (output is None or _is_dtype(output)) else (
+            np.shape(input))
+    output_shape = tuple(output_shape)
+    coordinates, diagonal, shifts = _affine_coordinates(matrix, offset, output_shape,
+                                                        np.ndim(input), "affine_transform", order)
+    if coordinates is None:
+        weights = _grid_weights(lambda a, unit: _ndimage.affine_transform(
+            unit, diagonal[a:a + 1], shifts[a], (output_shape[a],), None, order, mode, 0.0,
+            prefilter))
+    else:
+        weights = _point_weights(coordinates, order, mode, prefilter)
+    return _interpolated(_ndimage.affine_transform, "affine_transform", input, output,
+                         output_shape, weights,
+                         dict(matrix=matrix, offset=offset, output_shape=output_shape,
+                              order=order, mode=mode, prefilter=prefilter), cval)
+
+
+@stands_in_for(_ndimage.rotate)
+def rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="constant",
+           cval=0.0, prefilter=True):
+    # SciPy's geometry (ndimage/_interpolation.py): the rotation of the plane of ``axes``
+    # about its centre, every other axis as it is.
+    _settings("rotate", order, (angle, "the angle"))
+    ndim = np.ndim(input)
+    plane = sorted(a % ndim for a in axes)
+    c, s = _special.cosdg(angle), _special.sindg(angle)
+    rotation = np.array([[c, s], [-s, c]])
+    shape = np.asarray(np.shape(input))
+    in_plane = shape[plane]
+    if reshape:
+        iy, ix = in_plane
+        bounds = rotation @ [[0, 0, iy, iy], [0, ix, 0, ix]]
+        out_plane = (np.ptp(bounds, axis=1) + 0.5).astype(int)
+    else:
+        out_plane = in_plane
+    offset = (in_plane - 1) / 2 - rotation @ ((out_plane - 1) / 2)
+    output_shape = shape.copy()
+    output_shape[plane] = out_plane
+    output_shape = tuple(int(n) for n in output_shape)
+    if order == 0:
+        _affine_coordinates(rotation, offset, out_plane, 2, "rotate", order)
+    grid = np.indices(output_shape, dtype=np.float64).reshape(ndim, -1)
+    coordinates = list(grid)
+    rotated = rotation @ grid[plane] + offset[:, None]
+    coordinates[plane[0]], coordinates[plane[1]] = rotated
+    weights = _point_weights(coordinates, order, mode, prefilter)
+    return _interpolated(_ndimage.rotate, "rotate", input, output, output_shape, weights,
+                         dict(angle=angle, axes=axes, reshape=reshape, order=order, mode=mode,
+                              prefilter=prefilter), cval)
+
+
+@stands_in_for(_ndimage.map_coordinates)
+def map_coordinates(input, coordinates, output=None, order=3, mode="constant", cval=0.0,
+                    prefilter=True):
+    _settings("map_coordinates", order)
+    shape = np.shape(coordinates)[1:]
+    if innermost((coordinates,)) is not None:
+        return _deliver(_map_traced(input, coordinates, order, mode, cval, prefilter,
+                                    _dtype(output, input, "map_coordinates", shape)), output)
+    plain = np.asarray(coordinates, dtype=np.float64)
+    weights = _point_weights(list(plain), order, mode, prefilter)
+    return _interpolated(_ndimage.map_coordinates, "map_coordinates", input, output, shape,
+                         weights, dict(coordinates=coordinates, order=order, mode=mode,
+                                       prefilter=prefilter), cval)
+
+
+@stands_in_for(_ndimage.spline_filter1d)
+def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror"):
+    # Linear along one axis: SciPy's filter of the unit vectors there, the identity elsewhere.
+    _settings("spline_filter1d", order)
+    axis = normalize_axis_index(axis, np.ndim(input))
+    weights = _grid_weights(lambda a, unit: _ndimage.spline_filter1d(
+        unit, order, 0, np.float64, mode) if a == axis else unit)
+    return _interpolated(_ndimage.spline_filter1d, "spline_filter1d", input, output,
+                         np.shape(input), weights, dict(order=order, axis=axis, mode=mode), None)
+
+
+@stands_in_for(_ndimage.spline_filter)
+def spline_filter(input, order=3, output=np.float64, mode="mirror"):
+    # SciPy filters along each axis in turn (none below order 2): separable.
+    _settings("spline_filter", order)
+    weights = _grid_weights(lambda a, unit: _ndimage.spline_filter1d(
+        unit, order, 0, np.float64, mode) if order > 1 else unit)
+    return _interpolated(_ndimage.spline_filter, "spline_filter", input, output,
+                         np.shape(input), weights, dict(order=order, mode=mode), None)
+
+
+def _plain_map(input, coordinates, cval, order, mode, prefilter, dtype):
+    return _ndimage.map_coordinates(input, coordinates, dtype, order, mode, cval, prefilter)
+
+
+_map = ScipyAdjoint(_plain_map)
+
+# Modes that extend the image by its own elements, with no constant and no seam ("wrap"
+# repeats the image with period n - 1, so its two ends meet at one coordinate: a jump): the linear
+# interpolation is then piecewise linear in the coordinates everywhere.
+_WITHOUT_CONSTANT = ("nearest", "grid-wrap", "reflect", "grid-mirror", "mirror")
+
+
+def _traced_coordinates(name, order, mode, cval, what="coordinates"):
+    """Refuse differentiated coordinates but at order 1 with a mode without a constant."""
+    if order != 1 or mode not in _WITHOUT_CONSTANT:
+        raise UnsupportedOperationError(
+            f"scipy.ndimage.{name} with differentiated {what}: mutad differentiates "
+            "order=1 (linear interpolation, piecewise linear in the coordinates) with a mode "
+            f"in {_WITHOUT_CONSTANT}, not order={order}, mode={mode!r}.")
+    _constant(cval, "cval", name)
+
+
+def _map_traced(input, coordinates, order, mode, cval, prefilter, dtype):
+    """``map_coordinates`` with traced coordinates: order 1, a mode without a constant."""
+    _traced_coordinates("map_coordinates", order, mode, cval)
+    return _map(input, coordinates, cval, order, mode, prefilter, dtype)
+
+
+def _coordinate_weights(coordinates, shape, mode, prefilter):
+    """At each point, per axis: the weights of linear interpolation at its coordinate, and
+    their derivative in it, W(f + 1) - W(f) with f the coordinate's floor (SciPy's weights at
+    whole coordinates, which pick elements): constant between whole coordinates."""
+    weights, slopes = [], []
+    for c, n in zip(coordinates, shape, strict=True):
+        c = np.ravel(c)
+        at = lambda where: _responses(lambda unit: _ndimage.map_coordinates(  # noqa: E731
+            unit, where[None], None, 1, mode, 0.0, prefilter), n).reshape(-1, n)
+        floor = np.floor(c)
+        weights.append(at(c))
+        slopes.append(at(floor + 1.0) - at(floor))
+    return weights, slopes
+
+
+@_map.rule
+def _map_rule(input, coordinates, cval, order, mode, prefilter, dtype):
+    y = _map(input, coordinates, cval, order, mode, prefilter, dtype)
+    # Decided now, from the coordinates as they are: which interval each one lies in.
+    weights, slopes = _coordinate_weights(coordinates, np.shape(input), mode, prefilter)
+
+    def back(dy):
+        dinput = _transpose_points(weights, dy)
+        dcoordinates = np.stack([dy * part for part in _slopes_applied(weights, slopes, input,
+                                                                        np.shape(dy))])
+        return dinput, dcoordinates
+
+    return y, back
+
+
+@_map.jvp_rule
+def _map_jvp(tangents, input, coordinates, cval, order, mode, prefilter, dtype):
+    y = _map(input, coordinates, cval, order, mode, prefilter, dtype)
+    weights, slopes = _coordinate_weights(coordinates, np.shape(input), mode, prefilter)
+    dinput, dcoordinates = (tuple(tangents) + (None, None))[:2]
+    parts = [] if dinput is None else [_apply_points(weights, dinput, np.shape(y))]
+    if dcoordinates is not None:
+        parts += [dcoordinates[a] * part for a, part in enumerate(
+            _slopes_applied(weights, slopes, input, np.shape(y)))]
+    return y, functools.reduce(np.add, parts) if parts else None
+
+
+def _plain_shift(input, shifts, cval, order, mode, prefilter, dtype):
+    return _ndimage.shift(input, shifts, dtype, order, mode, cval, prefilter)
+
+
+_shift = ScipyAdjoint(_plain_shift)
+
+
+def _shift_coordinates(shape, shifts):
+    """Where ``shift`` reads each output: its index less the shift, along every axis."""
+    return [np.indices(shape, dtype=np.float64)[a] - shifts[a] for a in range(len(shape))]
+
+
+def _slopes_applied(weights, slopes, input, shape):
+    """Each output's derivative in its coordinate along each axis."""
+    return [_apply_points(weights[:a] + [slopes[a]] + weights[a + 1:], input, shape)
+            for a in range(len(weights))]
+
+
+@_shift.rule
+def _shift_rule(input, shifts, cval, order, mode, prefilter, dtype):
+    # SciPy's shift reads the image at index - shift: map_coordinates' derivatives there, the
+    # shift's the negated sum of the coordinates'.
+    y = _shift(input, shifts, cval, order, mode, prefilter, dtype)
+    shape = np.shape(input)
+    weights, slopes = _coordinate_weights(_shift_coordinates(shape, shifts), shape, mode,
+                                          prefilter)
+
+    def back(dy):
+        along = _slopes_applied(weights, slopes, input, shape)
+        return (_transpose_points(weights, dy),
+                -stacked([np.vdot(dy, part) for part in along]))
+
+    return y, back
+
+
+@_shift.jvp_rule
+def _shift_jvp(tangents, input, shifts, cval, order, mode, prefilter, dtype):
+    y = _shift(input, shifts, cval, order, mode, prefilter, dtype)
+    shape = np.shape(input)
+    weights, slopes = _coordinate_weights(_shift_coordinates(shape, shifts), shape, mode,
+                                          prefilter)
+    dinput, dshifts = (tuple(tangents) + (None, None))[:2]
+    parts = [] if dinput is None else [_apply_points(weights, dinput, shape)]
+    if dshifts is not None:
+        parts += [-dshifts[a] * part
+                  for a, part in enumerate(_slopes_applied(weights, slopes, input, shape))]
+    return y, functools.reduce(np.add, parts) if parts else None

@@ -1,0 +1,334 @@
+"""scipy.ndimage's filters, by SciPy's names and by mutad.scipy.ndimage's: values bit for bit
+SciPy's, gradients against finite differences under both policies, forward mode, second order
+for the linear filters, every boundary mode, output= in every form, and the rank filters'
+decisions kept."""
+
+import numpy as np
+import pytest
+import scipy.ndimage
+from scipy.ndimage import gaussian_filter, sobel
+
+import mutad
+from decisions import check_decision_kept, then_disturbed
+from mutad.errors import MutadError, UnsupportedOperationError, UntracedWriteError
+from mutad.scipy import ndimage
+
+MODES = ["reflect", "mirror", "nearest", "wrap", "constant", "grid-wrap", "grid-mirror",
+         "grid-constant"]
+
+# Each case: a call of the module ``f`` (SciPy's or mutad's) on the image x.
+LINEAR = {
+    "gaussian_filter": lambda f, x: f.gaussian_filter(x, 1.2, mode="mirror"),
+    "gaussian_filter-axes-radius": lambda f, x: f.gaussian_filter(
+        x, [1.0], order=[1], axes=(1,), radius=2, mode="wrap"),
+    "gaussian_filter-orders-modes": lambda f, x: f.gaussian_filter(
+        x, (0.8, 1.5), order=(0, 2), mode=("constant", "nearest"), cval=0.3),
+    "gaussian_filter-tiny-sigma": lambda f, x: f.gaussian_filter(x, 0.0),
+    "gaussian_filter1d": lambda f, x: f.gaussian_filter1d(x, 0.7, axis=0, order=1, truncate=2.0),
+    "uniform_filter": lambda f, x: f.uniform_filter(x, (3, 4), mode="constant", cval=0.5,
+                                                    origin=(1, -1)),
+    "uniform_filter1d": lambda f, x: f.uniform_filter1d(x, 4, axis=0, mode="grid-wrap"),
+    "uniform_filter-axes": lambda f, x: f.uniform_filter(x, 3, axes=(0,)),
+    "correlate-axes-origin": lambda f, x: f.correlate(x, np.array([1.0, 2.0, 3.0]), axes=1,
+                                                      origin=1),
+    "sobel": lambda f, x: f.sobel(x, 0, mode="nearest"),
+    "prewitt": lambda f, x: f.prewitt(x, axis=1, mode=["wrap", "mirror"]),
+    "laplace": lambda f, x: f.laplace(x, mode="grid-constant", cval=0.2),
+    "gaussian_laplace": lambda f, x: f.gaussian_laplace(x, 1.0, truncate=3.0),
+    "gaussian_laplace-axes": lambda f, x: f.gaussian_laplace(x, [0.9], axes=[0]),
+    "correlate": lambda f, x: f.correlate(x, np.array([[1.0, -2.0], [0.5, 3.0]]), mode="wrap"),
+    "convolve-origin": lambda f, x: f.convolve(x, np.array([[1.0, 2.0, -1.0]]), origin=(0, 1),
+                                               mode="mirror"),
+    "convolve-axes": lambda f, x: f.convolve(x, np.array([1.0, 2.0, 4.0, -1.0]), axes=(0,)),
+    "correlate1d": lambda f, x: f.correlate1d(x, [1.0, 2.0, -3.0, 0.5], 0, None, "constant",
+                                              -0.4, 1),
+    "convolve1d": lambda f, x: f.convolve1d(x, [1.0, 2.0, -3.0, 0.5], mode="nearest", origin=-1),
+}
+SMOOTH = {  # not linear, smooth where the gradient is non-zero
+    "gaussian_gradient_magnitude": lambda f, x: f.gaussian_gradient_magnitude(x, 1.0),
+}
+RANK = {
+    "maximum_filter": lambda f, x: f.maximum_filter(x, 3, mode="mirror"),
+    "minimum_filter-footprint": lambda f, x: f.minimum_filter(
+        x, footprint=np.array([[1, 0, 1], [0, 1, 1]], bool), mode="constant", cval=-0.1),
+    "median_filter": lambda f, x: f.median_filter(x, size=(3, 2)),
+    "median_filter-1d-even": lambda f, x: f.median_filter(x[0], 4),
+    "rank_filter": lambda f, x: f.rank_filter(x, 2, size=3, mode="wrap"),
+    "percentile_filter": lambda f, x: f.percentile_filter(x, 30, size=(2, 3), mode="nearest"),
+    "maximum_filter1d": lambda f, x: f.maximum_filter1d(x, 3, axis=0),
+    "minimum_filter1d": lambda f, x: f.minimum_filter1d(x, 2, mode="constant", cval=0.1),
+    "maximum_filter-origin": lambda f, x: f.maximum_filter(x, 3, origin=1, mode="wrap"),
+    "maximum_filter-modes": lambda f, x: f.maximum_filter(x, (2, 3), mode=["nearest", "wrap"]),
+    "median_filter-footprint-origin": lambda f, x: f.median_filter(
+        x, footprint=np.ones((3, 2), bool), origin=(-1, 0), mode="mirror"),
+    "rank_filter-axes": lambda f, x: f.rank_filter(x, -2, size=3, axes=(1,)),
+    "percentile_filter-axes": lambda f, x: f.percentile_filter(x, 80, size=[4], axes=[0],
+                                                               mode="constant", cval=0.5),
+}
+CASES = {**LINEAR, **SMOOTH, **RANK}
+
+
+@pytest.fixture
+def image(rng):
+    return rng.normal(size=(7, 6))
+
+
+def weighted(y):
+    """A loss giving each output element its own cotangent."""
+    return (y * np.sqrt(np.arange(1.0, y.size + 1)).reshape(np.shape(y))).sum() + (y * y).sum()
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("module", ["scipy", "mutad"])
+def test_values_are_scipys_own(name, module, image):
+    call, f = CASES[name], scipy.ndimage if module == "scipy" else ndimage
+    before = image.tobytes()
+    y, _ = mutad.jvp(lambda x: call(f, x), (image,), (np.ones_like(image),))
+    expected = call(scipy.ndimage, image)
+    assert y.dtype == expected.dtype and y.tobytes() == expected.tobytes()
+    assert image.tobytes() == before
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_gradients(name, policy, image):
+    call = CASES[name]
+    mutad.check_grads(lambda x: weighted(call(scipy.ndimage, x)), image, policy=policy)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_forward_mode(name, image):
+    call = CASES[name]
+    mutad.check_jvp(lambda x: weighted(call(ndimage, x)), image)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_second_order(name, image):
+    call = CASES[name]
+    mutad.check_grads(lambda x: weighted(call(scipy.ndimage, x)), image[:5, :4], order=2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_with_traced_weights_and_cval(mode, rng):
+    # Filters longer than the image too: SciPy extends the lines more than once.
+    x, w1, w2 = rng.normal(size=(4, 3)), rng.normal(size=6), rng.normal(size=(3, 2))
+
+    def f(x, w1, w2, c):
+        return (weighted(scipy.ndimage.correlate1d(x, w1, 0, mode=mode, cval=c, origin=-2))
+                + weighted(scipy.ndimage.convolve1d(x, w1, 1, mode=mode, cval=c))
+                + weighted(scipy.ndimage.correlate(x, w2, mode=mode, cval=c, origin=(1, 0)))
+                + weighted(scipy.ndimage.convolve(x, w2, mode=mode, cval=c)))
+
+    args = (x, w1, w2, 0.3)
+    mutad.check_grads(f, *args)
+    mutad.check_grads(f, *args, policy="checkpoint")
+    mutad.check_grads(f, *args, order=2)
+
+
+def test_the_transpose_is_the_adjoint(rng):
+    # <y', A x> = <Aᵀ y', x> for the filter as a matrix, built column by column from SciPy.
+    x = rng.normal(size=(5, 4))
+    for mode in MODES:
+        call = lambda x: scipy.ndimage.correlate(x, np.array([[1.0, 2, 3], [4, 5, 6]]), mode=mode)
+        matrix = np.stack([call(e.reshape(x.shape)).ravel() for e in np.eye(x.size)], axis=1)
+        cotangent = rng.normal(size=x.shape)
+        (g,) = mutad.gradient(lambda x: (call(x) * cotangent).sum(), x)
+        np.testing.assert_allclose(g.ravel(), matrix.T @ cotangent.ravel(), rtol=1e-12,
+                                   atol=1e-12)
+
+
+# output= ---------------------------------------------------------------------------------------
+
+
+def harris(img):
+    """A Harris corner response, written as in a textbook, its sums in preallocated arrays."""
+    Ix = sobel(img, 0)
+    Iy = scipy.ndimage.sobel(img, axis=1)
+    Sxx, Syy, Sxy = np.empty_like(img), np.empty_like(img), np.empty_like(img)
+    gaussian_filter(Ix * Ix, 1.0, 0, Sxx)                # output positionally
+    gaussian_filter(Iy * Iy, 1.0, output=Syy)            # by name
+    scipy.ndimage.gaussian_filter(Ix * Iy, 1.0, output=Sxy)
+    R = Sxx * Syy - Sxy ** 2 - 0.05 * (Sxx + Syy) ** 2
+    return (R * R).sum()
+
+
+def test_harris_corner_detector(rng):
+    img = rng.normal(size=(8, 9))
+    value, _ = mutad.value_and_gradient(harris, img)
+    assert value == harris(img)
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(harris, img, policy=policy)
+    mutad.check_jvp(harris, img)
+    mutad.check_grads(harris, img[:5, :5], order=2)
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_output_written_in_place_is_restored(policy, rng):
+    def f(x):
+        y = x * 1.0
+        gaussian_filter(y, 1.0, output=y)                     # its own input
+        out = np.zeros_like(x)
+        scipy.ndimage.maximum_filter(y, 2, output=out)
+        scipy.ndimage.uniform_filter(out, 3, out)
+        scipy.ndimage.median_filter(out, 3, output=out[...])
+        return (y * out).sum()
+
+    mutad.check_grads(f, rng.normal(size=(6, 5)), policy=policy)
+    mutad.check_jvp(f, rng.normal(size=(6, 5)))
+
+
+def test_output_dtype_rounds_as_scipy_does(rng):
+    x = rng.normal(size=(6, 5))
+    for output in (np.float32, "float32", np.dtype(np.float32)):
+        y, _ = mutad.jvp(lambda x: gaussian_filter(x, (0.8, 1.5), output=output), (x,), (x,))
+        assert y.dtype == np.float32
+        assert y.tobytes() == scipy.ndimage.gaussian_filter(x, (0.8, 1.5), output=output).tobytes()
+    mutad.check_grads(lambda x: scipy.ndimage.sobel(x, output=np.float32).astype(float).sum()
+                      + (x * x).sum(), x, rtol=1e-3, atol=1e-3, step=1e-2)
+
+
+def test_an_output_made_outside_the_function_is_refused(rng):
+    x, out = rng.normal(size=(5, 4)), np.zeros((5, 4))
+    with pytest.raises(UntracedWriteError, match="allocate the output"):
+        mutad.gradient(lambda x: gaussian_filter(x, 1.0, output=out).sum(), x)
+    assert not out.any()
+
+
+def test_integer_outputs_and_traced_sigma_are_refused(rng):
+    x = rng.normal(size=(5, 4))
+    with pytest.raises(UnsupportedOperationError, match="float outputs"):
+        mutad.gradient(lambda x: gaussian_filter(x, 1.0, output=np.int32).sum(), x)
+    with pytest.raises(UnsupportedOperationError, match="sigma"):
+        mutad.gradient(lambda s: gaussian_filter(x, s).sum(), 1.0)
+    with pytest.raises(UnsupportedOperationError, match="cval"):
+        mutad.gradient(lambda c: scipy.ndimage.maximum_filter(x, 3, mode="constant",
+                                                              cval=c).sum(), 1.0)
+
+
+def test_plain_calls_are_scipys_own(rng):
+    x = rng.normal(size=(5, 4))
+    for call in CASES.values():
+        assert call(ndimage, x).tobytes() == call(scipy.ndimage, x).tobytes()
+
+
+# Rank filters: the selection is a decision kept ----------------------------------------------
+
+
+def test_ties_send_the_cotangent_to_one_element():
+    x = np.array([1.0, 3.0, 3.0, 0.0, 3.0])
+    (g,) = mutad.gradient(lambda x: scipy.ndimage.maximum_filter1d(x, 3).sum(), x)
+    (h,) = mutad.gradient(lambda x: scipy.ndimage.maximum_filter1d(x, 3).sum(), x,
+                          policy="checkpoint")
+    assert g.sum() == 5.0 and np.array_equal(g, h)
+
+
+@pytest.mark.parametrize("name", ["maximum_filter", "median_filter", "rank_filter"])
+def test_rank_decisions_survive_restoration_by_inversion(name):
+    x = np.array([[0.0, 0.7, 0.2, 0.0], [0.4, 0.7, 0.0, 0.2], [0.1, 0.1, 0.5, 0.3]])
+    check_decision_kept(then_disturbed(lambda x: RANK[name](scipy.ndimage, x)), x,
+                        differentiable=False)
+
+
+# Interpolation ---------------------------------------------------------------------------------
+
+COORDINATES = np.stack([np.linspace(-1.5, 6.5, 12).reshape(3, 4),
+                        np.linspace(5.4, -1.3, 12).reshape(3, 4)])
+INTERPOLATION = {
+    "shift": lambda f, x, order, mode: f.shift(x, (0.3, -1.7), order=order, mode=mode, cval=0.4),
+    "zoom": lambda f, x, order, mode: f.zoom(x, (1.5, 0.7), None, order, mode, 0.4),
+    "zoom-grid-mode": lambda f, x, order, mode: f.zoom(x, 1.3, order=order, mode=mode,
+                                                       grid_mode=True),
+    "affine_transform-diagonal": lambda f, x, order, mode: f.affine_transform(
+        x, [0.8, 1.1], offset=(0.5, -0.2), order=order, mode=mode),
+    "affine_transform": lambda f, x, order, mode: f.affine_transform(
+        x, [[0.9, 0.2], [-0.1, 1.05]], (0.5, -0.2), (5, 6), order=order, mode=mode, cval=0.2),
+    "rotate": lambda f, x, order, mode: f.rotate(x, 23.0, order=order, mode=mode, cval=0.1),
+    "map_coordinates": lambda f, x, order, mode: f.map_coordinates(
+        x, COORDINATES, order=order, mode=mode, cval=0.1),
+}
+
+
+@pytest.mark.filterwarnings("ignore:It is recommended to use mode")  # zoom's, at grid_mode
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("order", [0, 1, 3, 5])
+@pytest.mark.parametrize("name", INTERPOLATION)
+def test_interpolation_of_the_image(name, order, mode, image):
+    if order == 0 and name in ("affine_transform", "rotate"):
+        pytest.skip("refused: see test_nearest_interpolation_of_a_rotation_is_refused")
+    call = lambda f, x: INTERPOLATION[name](f, x, order, mode)  # noqa: E731
+    y, _ = mutad.jvp(lambda x: call(scipy.ndimage, x), (image,), (image,))
+    assert y.tobytes() == call(scipy.ndimage, image).tobytes()
+    mutad.check_grads(lambda x: weighted(call(scipy.ndimage, x)), image, step=1e-3)
+    mutad.check_jvp(lambda x: weighted(call(ndimage, x)), image, step=1e-3)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("order", [2, 3, 5])
+def test_spline_filters(order, mode, image):
+    def f(x):
+        coefficients = scipy.ndimage.spline_filter(x, order, mode=mode)
+        along = scipy.ndimage.spline_filter1d(x, order, 0, np.float32, mode)
+        out = np.zeros_like(x)
+        scipy.ndimage.spline_filter1d(x, order, axis=1, output=out, mode=mode)
+        shifted = scipy.ndimage.shift(coefficients, (0.3, 0.6), order=order, mode=mode,
+                                      prefilter=False)
+        return weighted(shifted) + weighted(along.astype(float)) + weighted(out)
+
+    for call in (lambda x: scipy.ndimage.spline_filter(x, order, mode=mode),
+                 lambda x: scipy.ndimage.spline_filter1d(x, order, 0, np.float32, mode)):
+        y, _ = mutad.jvp(call, (image,), (image,))
+        assert y.tobytes() == call(image).tobytes()
+    mutad.check_grads(f, image, rtol=1e-4, atol=1e-4, step=1e-2)
+    mutad.check_jvp(f, image, rtol=1e-4, atol=1e-4, step=1e-2)
+
+
+@pytest.mark.parametrize("name", ["zoom", "rotate", "map_coordinates"])
+def test_interpolation_second_order(name, image):
+    call = INTERPOLATION[name]
+    mutad.check_grads(lambda x: weighted(call(scipy.ndimage, x, 3, "mirror")), image, order=2,
+                      policy="checkpoint")
+
+
+def test_rotating_a_volume_rotates_each_plane(rng):
+    x = rng.normal(size=(4, 5, 3))
+    call = lambda x: scipy.ndimage.rotate(x, 40, axes=(0, 2), order=1)  # noqa: E731
+    y, _ = mutad.jvp(call, (x,), (x,))
+    assert y.tobytes() == call(x).tobytes()
+    mutad.check_grads(lambda x: weighted(call(x)), x)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "mirror", "nearest", "grid-wrap", "grid-mirror"])
+def test_linear_interpolation_in_its_coordinates(mode, image):
+    def f(x, c, s):
+        return (weighted(scipy.ndimage.map_coordinates(x, c, order=1, mode=mode))
+                + weighted(scipy.ndimage.shift(x, s, order=1, mode=mode)))
+
+    args = (image, COORDINATES, np.array([0.3, -1.7]))
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, *args, policy=policy)
+    mutad.check_jvp(f, *args)
+    mutad.check_grads(f, *args, order=2)
+    mutad.check_grads(lambda s: weighted(ndimage.shift(image, s, order=1, mode=mode)), 0.4)
+
+
+def test_interpolation_refusals(image):
+    with pytest.raises(UnsupportedOperationError, match="order=1"):
+        mutad.gradient(lambda c: scipy.ndimage.map_coordinates(image, c).sum(), COORDINATES)
+    with pytest.raises(UnsupportedOperationError, match="mode='wrap'"):
+        mutad.gradient(lambda s: scipy.ndimage.shift(image, s, order=1, mode="wrap").sum(), 0.5)
+    with pytest.raises(UnsupportedOperationError, match="the zoom"):
+        mutad.gradient(lambda z: scipy.ndimage.zoom(image, z).sum(), 1.5)
+
+
+def test_nearest_interpolation_of_a_rotation_is_refused(image):
+    with pytest.raises(UnsupportedOperationError, match="order=0"):
+        mutad.gradient(lambda x: scipy.ndimage.rotate(x, 30, order=0).sum(), image)
+
+
+# Functions without a rule ---------------------------------------------------------------------
+
+
+def test_a_function_without_a_rule_is_refused_clearly(rng):
+    x = rng.normal(size=(5, 4))
+    with pytest.raises(MutadError, match="geometric_transform"):
+        mutad.gradient(lambda x: scipy.ndimage.geometric_transform(x, lambda o: o).sum(), x)
