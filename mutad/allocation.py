@@ -96,6 +96,10 @@ it, so that the engine sees the call (and a replay guards a result Python decide
 INTERNAL = ("numpy", "scipy", "mutad")
 """Packages whose modules keep NumPy's own functions."""
 
+STANDARD_LIBRARY = frozenset(sys.stdlib_module_names) - {"__main__"}
+"""Python's own modules: not scanned (``math.sqrt`` in ``math`` itself stays; the names user
+modules bind to ``math`` and its functions are swapped)."""
+
 
 class _State(threading.local):
     def __init__(self):
@@ -702,6 +706,8 @@ class _Mode:
                 # sys.modules) is still the library's: judged by its own name, not the key.
                 own = namespace.get("__name__")
                 own = own if isinstance(own, str) else name
+                if own.partition(".")[0] in STANDARD_LIBRARY:
+                    continue  # math's own functions, random's: the names users bind are enough
                 if own.partition(".")[0] not in INTERNAL:
                     self._scan(namespace)
                 elif not any(part.startswith("_") for part in own.split(".")):

@@ -1,4 +1,4 @@
-"""Every example runs as a user runs it, ``python examples/NAME.py``, and finishes in seconds.
+"""Every example runs as a user runs it, ``python examples/NAME.py``, and succeeds.
 
 Each runs in a fresh interpreter without the thread settings CI exports, so that the example's
 own limit on BLAS and OpenMP threads is what is tested: set inside a process that has already
@@ -9,7 +9,6 @@ import ast
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,10 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
-# For CI's machine: 2 cores, often shared with other jobs. Each example takes 1-4 s there when
-# quiet and up to about 10 s with both cores busy, most of it importing NumPy, SciPy and mutad.
-# One whose BLAS threads fight over busy cores takes minutes; this bound catches that.
-SECONDS_PER_EXAMPLE = 30
+# No test reads a clock to decide (a busy laptop must pass): an example whose BLAS threads would
+# fight over busy cores is caught by reading its source (``limits_threads_first``), not by
+# timing it; how long the examples take is for the benchmarks to say.
 
 
 def user_environment():
@@ -33,17 +31,11 @@ def user_environment():
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
-def test_example_runs_in_seconds(path, tmp_path):
-    start = time.perf_counter()
-    try:
-        run = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=user_environment(),
-                             capture_output=True, text=True, timeout=SECONDS_PER_EXAMPLE)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"{path.name} ran longer than {SECONDS_PER_EXAMPLE} s")
-    seconds = time.perf_counter() - start
+def test_example_runs(path, tmp_path):
+    run = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=user_environment(),
+                         capture_output=True, text=True)
     assert run.returncode == 0, f"{path.name} failed:\n{run.stdout}\n{run.stderr}"
     assert run.stdout.strip(), f"{path.name} printed nothing"
-    print(f"{path.name}: {seconds:.1f} s")
 
 
 def limits_threads_first(source):
