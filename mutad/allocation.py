@@ -319,7 +319,7 @@ class _Constructor(type):
 
 
 class ndarray(metaclass=_Constructor):  # noqa: N801 (NumPy's name)
-    __doc__ = np.ndarray.__doc__
+    """``numpy.ndarray`` where differentiated code calls it (``_Constructor``)."""
 
 
 def _uses_ndarray(code):
@@ -462,11 +462,11 @@ class Preexisting(np.ndarray):
         y = call(*inputs, **kwargs)
         if out is not None:  # NumPy's own: the out= array itself
             return out[0] if len(out) == 1 else tuple(out)
-        return _made(y, call, inputs, kwargs)
+        return _made(y, call, inputs, kwargs, sys._getframe(1))
 
     def __array_function__(self, func, types, args, kwargs):
         args, kwargs = _plain_views(args), _plain_views(kwargs)
-        return _made(func(*args, **kwargs), func, args, kwargs)
+        return _made(func(*args, **kwargs), func, args, kwargs, sys._getframe(1))
 
     def __repr__(self):
         return repr(self.view(np.ndarray))
@@ -478,7 +478,7 @@ class Preexisting(np.ndarray):
             original.shape = shape
         np.ndarray.shape.__set__(self, shape)
 
-    shape = property(np.ndarray.shape.__get__, _reshape_in_place, doc=np.ndarray.shape.__doc__)
+    shape = property(np.ndarray.shape.__get__, _reshape_in_place, doc="The array's shape.")
 
     @property
     def T(self):  # noqa: N802 (NumPy's name)
@@ -517,15 +517,17 @@ def _plain_views(tree):
     return tree
 
 
-def _made(y, func, args, kwargs):
-    """What the mode gives for ``y = func(*args, **kwargs)`` made from pre-existing memory: a
-    view of it stands in too; a new float array is a constant of the differentiations running
-    in this thread (a replay makes it again by the same call, whose pre-existing operands it
-    guards by their bytes)."""
+def _made(y, func, args, kwargs, caller):
+    """What the mode gives for ``y = func(*args, **kwargs)`` made from pre-existing memory in
+    the code of frame ``caller``: in user code, a view of it stands in too and a new float array
+    is a constant of the differentiations running in this thread (a replay makes it again by
+    the same call, whose pre-existing operands it guards by their bytes); in NumPy's, SciPy's
+    and mutad's own code (a stand-in handed to a SciPy function), ``y`` as it is, plain."""
     if type(y) in (tuple, list):
-        return type(y)(_made(item, functools.partial(_item, func, i), args, kwargs)
+        return type(y)(_made(item, functools.partial(_item, func, i), args, kwargs, caller)
                        for i, item in enumerate(y))
-    if type(y) is not np.ndarray:
+    if type(y) is not np.ndarray or str(caller.f_globals.get("__name__")).partition(".")[0] \
+            in INTERNAL:
         return y
     root = owner(y)
     if any(owner(a) is root for a in _arrays([args, kwargs])):
@@ -547,7 +549,8 @@ def _making(name):
     def making(self, *args, **kwargs):
         plain = self.view(np.ndarray)
         args, kwargs = _plain_views(args), _plain_views(kwargs)
-        return _made(method(plain, *args, **kwargs), method, (plain, *args), kwargs)
+        return _made(method(plain, *args, **kwargs), method, (plain, *args), kwargs,
+                     sys._getframe(1))
 
     return _named(making, method)
 
