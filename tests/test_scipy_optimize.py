@@ -231,17 +231,41 @@ def test_minimize_large_problem_is_solved_without_the_hessian():
 # minimize: refusals
 
 
-def test_minimize_refuses_an_active_bound():
-    def f(theta):
-        res = minimize(lambda x: ((x - theta) ** 2).sum(), np.zeros(2), method="L-BFGS-B",
-                       bounds=[(-1.0, 0.5), (None, None)])
+def test_minimize_holds_strictly_active_bounds_and_refuses_the_others():
+    """x* = clip(θ, lo, hi) for Σ (x - θ)²: on a bound x*ᵢ does not move (while θᵢ stays
+    beyond it), inside it follows θᵢ. A minimum on a bound the gradient does not push
+    against (θᵢ at the bound) has no derivative: refused."""
+    def f(theta, method="L-BFGS-B"):
+        res = minimize(lambda x: ((x - theta) ** 2).sum() + 0.1 * (x[0] * x[2]) ** 2,
+                       np.zeros(3), method=method, bounds=[(-1.0, 0.5), (None, None), (-2, 2)],
+                       options={"gtol": 1e-12, "ftol": 1e-16} if method == "L-BFGS-B"
+                       else {"xtol": 1e-12, "ftol": 1e-15})
+        return res.x @ np.array([1.0, 2.0, 3.0])
+
+    theta = np.array([2.0, 1.0, 0.7])  # the first coordinate held at 0.5
+    # With x0 = 0.5 fixed: x2 minimises (x2 - θ2)² + 0.1 (0.5 x2)²: x2 = θ2 / 1.025.
+    expected = [0.0, 2.0, 3.0 / 1.025]
+    for method in ("L-BFGS-B", "Powell"):
+        np.testing.assert_allclose(gradient_keeping(lambda t: f(t, method), theta)[0],
+                                   expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(mutad.jvp(f, (theta,), (np.ones(3),))[1], sum(expected),
+                               rtol=1e-6)
+
+    def degenerate(theta):  # θ₀ on the bound: x*₀ = min(θ₀, 0.5) has a kink there
+        res = minimize(lambda x: ((x - theta) ** 2).sum(), np.array([0.5, 0.0, 0.0]),
+                       method="L-BFGS-B", bounds=[(-1.0, 0.5), (None, None), (-2, 2)])
         return res.x.sum()
 
-    with pytest.raises(UnsupportedOperationError, match="bound"):
-        mutad.gradient(f, np.array([2.0, 1.0]))
-    # Bounds that are not active: the unconstrained derivative.
-    np.testing.assert_allclose(mutad.gradient(f, np.array([0.2, 1.0]))[0], [1.0, 1.0],
-                               rtol=1e-6)
+    with pytest.raises(UnsupportedOperationError, match="not strictly active"):
+        mutad.gradient(degenerate, np.array([0.5, 1.0, 0.7]))
+    # No bound active: the unconstrained derivative.
+    inside = np.array([0.2, 1.0, 0.7])
+    x0 = scipy.optimize.minimize(lambda x: ((x - inside) ** 2).sum() + 0.1 * (x[0] * x[2]) ** 2,
+                                 inside, method="BFGS", options={"gtol": 1e-12}).x
+    H = np.diag([2.0, 2.0, 2.0]) + 0.2 * np.array(
+        [[x0[2] ** 2, 0, 2 * x0[0] * x0[2]], [0, 0, 0], [2 * x0[0] * x0[2], 0, x0[0] ** 2]])
+    np.testing.assert_allclose(gradient_keeping(f, inside)[0],
+                               2.0 * np.linalg.solve(H, [1.0, 2.0, 3.0]), rtol=1e-6)
 
 
 def test_minimize_refuses_a_singular_hessian():
@@ -254,12 +278,12 @@ def test_minimize_refuses_a_singular_hessian():
 
 
 def test_minimize_refuses_a_saddle_point_and_a_large_singular_hessian():
-    def saddle(theta):  # Powell stops at the stationary point x = θ of an indefinite form
+    def saddle(theta):  # BFGS starts at the stationary point x = θ of an indefinite form
         res = minimize(lambda x: (x[0] - theta[0]) ** 2 - (x[1] - theta[1]) ** 2,
-                       theta.copy(), method="Nelder-Mead", options={"maxiter": 1})
+                       mutad.stop_gradient(theta), method="BFGS")
         return res.x.sum()
 
-    with pytest.raises(MutadError):
+    with pytest.raises(UnsupportedOperationError, match="saddle"):
         mutad.gradient(saddle, np.array([1.0, 2.0]))
 
     n = optimize.DENSE + 4
@@ -570,3 +594,13 @@ def test_curve_fit():
 
     with pytest.raises(UnsupportedOperationError, match="pcov"):
         mutad.gradient(uses_pcov, y)
+
+
+def test_a_replayed_gradient_runs_the_solver_each_time():
+    """grad(f, replay=True) cannot replay a solver's solution: each call traces it again."""
+    def f(c):
+        return brentq(lambda x: x ** 3 + x - c, -10.0, 10.0) * 2.0
+
+    g = mutad.grad(f, replay=True)
+    for c in (1.0, 2.0, 3.0):
+        np.testing.assert_allclose(g(c), 2.0 * cubic_derivative(c), rtol=1e-9)

@@ -99,6 +99,9 @@ reports converged; ``STEP_FAILED`` at one it reports not converged."""
 
 STEP_FAILED = 1e-6
 
+ON_BOUND = 1e-12
+"""A coordinate of a minimum this close to a bound, relative to ``1 + |bound|``, is on it."""
+
 
 # ----------------------------------------------------------------------------------------------
 # The plain problem: the user's functions and arguments with the differentiated values' numbers
@@ -266,13 +269,20 @@ class _Linearization:
     """``∂F/∂x`` at the solution, given by its products with vectors (plain, flat), for the
     solves of the implicit derivative. ``minimum``: it is a Hessian at a minimum (symmetric,
     positive definite); otherwise a Jacobian, with ``transposed`` its transpose's products.
-    Refuses, when made, a matrix that is singular (or not positive definite, at a minimum)."""
+    ``free``: where the solution is free (a mask; the other coordinates are held by bounds,
+    and the solves are those of the block of the free ones). Refuses, when made, a matrix that
+    is singular (or not positive definite, at a minimum)."""
 
-    def __init__(self, name, n, apply, transposed=None, minimum=False):
-        self.name, self.n, self.minimum = name, n, minimum
-        self.apply, self.transposed = apply, transposed if transposed is not None else apply
+    def __init__(self, name, n, apply, transposed=None, minimum=False, free=None):
+        self.name, self.minimum = name, minimum
+        self.full, self.n = n, n if free is None else int(np.count_nonzero(free))
+        self.free = free
+        self.whole = apply
+        self.apply = self._block(apply)
+        self.transposed = self._block(transposed) if transposed is not None else self.apply
         self.dense = None
-        if n <= DENSE:
+        if self.n <= DENSE:
+            n = self.n
             with _outside(name):
                 columns = [self.apply(e) for e in np.eye(n)]
             A = np.array(columns, dtype=float).reshape(n, n).T
@@ -296,6 +306,18 @@ class _Linearization:
                                          f"to {s.max():.3g})")
                 self.dense = (Vt.T, s, U.T)
 
+    def _block(self, apply):
+        """``apply`` on the free coordinates' block: flat vectors of ``n`` numbers."""
+        if self.free is None:
+            return lambda v: np.array(apply(v), dtype=float).ravel()
+
+        def block(v):
+            whole = np.zeros(self.full)
+            whole[self.free] = v
+            return np.array(apply(whole), dtype=float).ravel()[self.free]
+
+        return block
+
     def _singular(self, what):
         matrix = "the Hessian" if self.minimum else "the Jacobian ∂F/∂x"
         return UnsupportedOperationError(
@@ -305,8 +327,16 @@ class _Linearization:
             "term, fewer unknowns).")
 
     def solve(self, b, transpose=False):
-        """``(∂F/∂x)⁻¹ b``, or ``(∂F/∂x)⁻ᵀ b``; ``b`` flat plain numbers."""
+        """``(∂F/∂x)⁻¹ b``, or ``(∂F/∂x)⁻ᵀ b``; ``b`` flat plain numbers (zeros where the
+        solution is held by a bound)."""
         b = np.array(b, dtype=float).ravel()
+        if self.free is None:
+            return self._solve_block(b, transpose)
+        whole = np.zeros(self.full)
+        whole[self.free] = self._solve_block(b[self.free], transpose)
+        return whole
+
+    def _solve_block(self, b, transpose):
         if not np.any(b):
             return np.zeros(self.n)
         if self.dense is not None:
@@ -414,34 +444,66 @@ def _valued_jvp(tangents, value, traced):
 def _solution(name, x, residual, linearization, converged, message="", bounds=None):
     """SciPy's solution ``x`` of ``F = 0``, differentiable through ``residual``, ``F(x, θ)``
     computed by the user's functions on what the differentiation follows; plain when the
-    residual does not depend on it. ``linearization(shape)`` makes ``∂F/∂x``. _Refused when the
-    solution is not one (the Newton step from it is not small), or lies on a bound."""
+    residual does not depend on it. ``linearization(free)`` makes ``∂F/∂x``. Refused when the
+    solution is not one (the Newton step from it is not small). A minimum on a bound
+    (``bounds``, ``F`` the gradient) keeps the coordinates held there fixed, where that is its
+    derivative (``_held``)."""
     if not _followed(residual):
         return x
     x_numbers = _numbers(x)
+    free = None
     if bounds is not None:
         lower, upper = bounds
-        if np.any(x_numbers == lower) or np.any(x_numbers == upper):
-            raise UnsupportedOperationError(
-                f"{name}: the solution lies on a bound (coordinates "
-                f"{np.flatnonzero((x_numbers == lower) | (x_numbers == upper)).tolist()}), where "
-                "it depends on the differentiated values only one-sidedly (it may stay on the "
-                "bound or leave it). Widen the bounds, or differentiate with the active "
-                "coordinates fixed (solve for the others).")
-    linear = linearization()
+        held = _on(x_numbers, lower) | _on(x_numbers, upper)
+        if held.any():
+            free = ~held
+    linear = linearization(free)
+    if free is not None:
+        _held(name, linear, x_numbers, _numbers(residual), bounds)
     step = np.linalg.norm(linear.solve(_numbers(residual))) / (1.0 + np.linalg.norm(x_numbers))
     limit = STEP if converged else STEP_FAILED
     if not step <= limit:
         status = ("SciPy reports it converged" if converged
                   else f"SciPy reports it did not converge ({message})")
-        at_bound = " or it is held by a bound, which mutad does not differentiate" \
-            if bounds is not None else ""
+        near = " (or it is held near a bound it is not on)" if bounds is not None else ""
         raise UnsupportedOperationError(
             f"{name}: the result is not a solution to the accuracy its derivative needs: a "
-            f"Newton step from it is {step:.3g} of its size ({status}){at_bound}. The implicit "
+            f"Newton step from it is {step:.3g} of its size ({status}){near}. The implicit "
             "function theorem differentiates the exact solution; tighten the solver's "
             "tolerances (gtol, xtol, ftol, xatol, fatol) or raise maxiter.")
     return _implicit(x, residual, linear=linear)
+
+
+def _on(x, bound):
+    """Whether ``x`` lies on ``bound``, to within ``ON_BOUND`` of the bound's size (a solver
+    may stop rounding errors away from it, Powell's method does)."""
+    return np.isfinite(bound) & (np.abs(x - bound) <= ON_BOUND * (1.0 + np.abs(bound)))
+
+
+def _held(name, linear, x, gradient, bounds):
+    """Check that the coordinates of minimum ``x`` on its bounds are held there strictly: the
+    gradient pushes each outwards, by enough that the minimum along it, were the bound
+    lifted, lies beyond ``STEP_FAILED`` of ``x``'s size (strict complementarity). Then small
+    changes of the differentiated values leave them on their bounds (their derivative is
+    zero), and the free coordinates are the minimum of the objective with those fixed (the
+    block of the Hessian for the free coordinates, positive definite). Otherwise the solution
+    depends on the differentiated values one-sidedly: refused."""
+    lower, upper = bounds
+    scale = 1.0 + np.linalg.norm(x)
+    for i in np.flatnonzero(~linear.free):
+        outwards = gradient[i] if _on(x[i], lower[i]) else -gradient[i]
+        e = np.zeros(linear.full)
+        e[i] = 1.0
+        with _outside(name):
+            curvature = np.array(linear.whole(e), dtype=float).ravel()[i]
+        distance = outwards / curvature if curvature > 0 else np.inf
+        if not (outwards > 0 and distance > STEP_FAILED * scale):
+            raise UnsupportedOperationError(
+                f"{name}: the solution lies on a bound (coordinate {i}) where the objective's "
+                f"slope into the bound is {outwards:.3g}: the bound is not strictly active, so "
+                "the solution depends on the differentiated values one-sidedly (it may stay "
+                "on the bound or leave it) and has no derivative. Widen the bounds, or move "
+                "them away from the unconstrained minimum.")
 
 
 def _minimum_linearization(name, objective, x):
@@ -451,7 +513,7 @@ def _minimum_linearization(name, objective, x):
     def apply(v):
         return hvp(objective, (x,), (np.reshape(v, shape),))
 
-    return lambda: _Linearization(name, int(np.size(x)), apply, minimum=True)
+    return lambda free: _Linearization(name, int(np.size(x)), apply, minimum=True, free=free)
 
 
 def _root_linearization(name, function, x):
@@ -465,7 +527,7 @@ def _root_linearization(name, function, x):
         y_shape = np.shape(function(x))
         return np.ravel(grad(lambda z: (function(z) * np.reshape(u, y_shape)).sum())(x))
 
-    return lambda: _Linearization(name, int(np.size(x)), apply, transposed)
+    return lambda free: _Linearization(name, int(np.size(x)), apply, transposed, free=free)
 
 
 def _half_square(residuals):
@@ -577,6 +639,11 @@ class _StandIn:
     def __call__(self, *args, **kwargs):
         if not ACTIVE.running:
             return self.original(*args, **kwargs)
+        for differentiation in ACTIVE.running:
+            recorder = getattr(differentiation, "recorder", None)
+            if recorder is not None:  # a replay would not run the solver again
+                recorder.refuse(f"scipy.optimize.{self.original.__name__}, whose solution a "
+                                "replay cannot compute again")
         return self.solve(self.original, *_plain_call(self.original, args, kwargs))
 
 
