@@ -524,6 +524,21 @@ def test_least_squares_linear_closed_form():
     np.testing.assert_allclose(mutad.jvp(f, (Y,), (np.ones(7),))[1], expected.sum(), rtol=1e-8)
 
 
+def test_least_squares_with_an_active_bound():
+    """x*₀ held at its lower bound: the others are B_F⁺ (y - B₀ lb), of derivative B_F⁺."""
+    free = np.linalg.lstsq(B, Y, rcond=None)[0]
+    lower = np.array([free[0] + 1.0, -np.inf, -np.inf])
+
+    def f(y):
+        res = least_squares(lambda x: B @ x - y, np.array([lower[0] + 1.0, 0.0, 0.0]),
+                            bounds=(lower, np.inf),
+                            xtol=1e-15, ftol=1e-15, gtol=1e-15)
+        return W @ res.x
+
+    np.testing.assert_allclose(gradient_keeping(f, Y)[0], np.linalg.pinv(B[:, 1:]).T @ W[1:],
+                               rtol=1e-6, atol=1e-8)
+
+
 def test_least_squares_nonlinear_uses_the_exact_hessian():
     """Residuals that stay large at the solution: Gauss-Newton's JᵀJ would be wrong, the
     exact Hessian of ½‖r‖² agrees with finite differences."""
@@ -604,3 +619,94 @@ def test_a_replayed_gradient_runs_the_solver_each_time():
     g = mutad.grad(f, replay=True)
     for c in (1.0, 2.0, 3.0):
         np.testing.assert_allclose(g(c), 2.0 * cubic_derivative(c), rtol=1e-9)
+
+
+# ----------------------------------------------------------------------------------------------
+# Calling forms and values
+
+
+def test_a_start_or_a_bracket_carries_no_derivative():
+    """The solution does not depend on where the solver starts, nor on the bracket."""
+    def start(theta):
+        return minimize(lambda x: ((x - THETA) ** 2).sum(), theta, method="BFGS").x.sum()
+
+    np.testing.assert_array_equal(gradient_keeping(start, THETA.copy())[0], np.zeros(N))
+
+    def bracket(c):
+        return brentq(lambda x: x ** 3 + x - 2.5 + 0.0 * c, c - 10.0, c + 10.0) * c
+
+    x = brentq(cubic, -10, 10, args=(2.5,))
+    np.testing.assert_allclose(mutad.gradient(bracket, 0.5)[0], x, rtol=1e-12)
+
+
+def test_a_counter_in_the_closure_counts_the_solvers_calls():
+    """Cells that hold no differentiated value are the user's own."""
+    def f(theta):
+        calls = 0
+
+        def objective(x):
+            nonlocal calls
+            calls += 1
+            return ((x - theta) ** 2).sum()
+
+        res = minimize(objective, np.zeros(2), method="BFGS")
+        assert calls >= res.nfev
+        return res.x.sum()
+
+    np.testing.assert_allclose(mutad.gradient(f, np.array([1.0, 2.0]))[0], [1.0, 1.0],
+                               rtol=1e-6)
+
+
+def test_root_with_its_jacobian():
+    def f(theta):
+        res = root(lambda x: (system(x, theta), A + np.diag(0.3 * x ** 2)), np.zeros(N),
+                   jac=True, tol=1e-13)
+        return W @ res.x
+
+    x_star = root(system, np.zeros(N), args=(THETA,), tol=1e-13).x
+    expected = np.linalg.solve((A + np.diag(0.3 * x_star ** 2)).T, W)
+    np.testing.assert_allclose(gradient_keeping(f, THETA)[0], expected, rtol=1e-8)
+
+
+def test_values_are_scipys_bit_for_bit():
+    def solutions(theta):
+        c = theta[0]
+        return (brentq(cubic, -10.0, 10.0, args=(c,)),
+                root(system, np.zeros(N), args=(theta,)).x,
+                least_squares(lambda x: B @ x - Y * c, np.zeros(N)).x,
+                curve_fit(line, np.linspace(0, 1, 5), np.arange(5.0) * c)[0])
+
+    y, _ = mutad.pullback(solutions, THETA)
+    plain = solutions(THETA)
+    for mine, scipys in zip(y, plain, strict=True):
+        assert np.asarray(mine).tobytes() == np.asarray(scipys).tobytes()
+
+
+def test_newton_of_an_array_is_refused():
+    def f(c):
+        return scipy.optimize.newton(lambda x: x ** 3 + x - c, np.zeros(2)).sum()
+
+    with pytest.raises(UnsupportedOperationError, match="per root"):
+        mutad.gradient(f, np.array([1.0, 2.0]))
+
+
+def test_curve_fit_forward_mode_and_sigma():
+    x = np.linspace(0.0, 1.0, 6)
+    y = 0.5 + 2.0 * x + 0.1 * np.sin(7 * x)
+    sigma = np.linspace(1.0, 2.0, 6)
+
+    def f(ydata, sigma):
+        popt, _ = curve_fit(line, x, ydata, sigma=sigma)
+        return popt.sum()
+
+    dy, dsigma = gradient_keeping(f, y, sigma)
+    X = np.stack([x, np.ones_like(x)], axis=1) / sigma[:, None]
+    np.testing.assert_allclose(dy, (np.linalg.pinv(X).T @ np.ones(2)) / sigma, rtol=1e-7)
+
+    def weighted(s):  # the weighted least-squares line, by its formula
+        return np.linalg.lstsq(np.stack([x, np.ones_like(x)], axis=1) / s[:, None], y / s,
+                               rcond=None)[0].sum()
+
+    np.testing.assert_allclose(dsigma, central(weighted, sigma, 1e-5), rtol=1e-6, atol=1e-8)
+    _, tangent = mutad.jvp(f, (y, sigma), (np.ones(6), np.zeros(6)))
+    np.testing.assert_allclose(tangent, dy.sum(), rtol=1e-9)

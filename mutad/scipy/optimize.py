@@ -49,10 +49,18 @@ error is the solver's, about ``‖(∂F/∂x)⁻¹ F(x*)‖`` relative to ``x*``
 tolerances (``gtol=1e-10``, ``xtol=1e-12``) give accurate derivatives. mutad checks that this
 Newton step is below 1e-3 (relative to ``1 + ‖x*‖``), or below 1e-6 when SciPy reports that it
 did not converge (BFGS's "precision loss" at a solution found to rounding), and refuses
-otherwise; a minimum on a bound (``x*`` equal to a bound of L-BFGS-B, TNC, ...) is refused too,
-its derivative being one-sided.
+otherwise.
 
-_Refused, with a ``MutadError`` that says so: constraints (``constraints=``), robust losses of
+Bounds (``minimize``'s L-BFGS-B, TNC, Powell, ...; ``least_squares``'): a coordinate of the
+minimum on a bound (within 1e-12 of it, relative; for ``least_squares``, those its
+``active_mask`` names) is held there when the bound is strictly active: the objective's slope
+pushes it outwards, enough that the minimum along it, were the bound lifted, lies beyond 1e-6
+of ``x*``'s size. Small changes of the differentiated values then leave it on the bound (its
+derivative is zero), and the free coordinates are differentiated as the minimum of the
+objective with it fixed (the free block of the Hessian). A bound the slope does not push
+against (the unconstrained minimum on it) leaves a one-sided derivative: refused.
+
+Refused, with a ``MutadError`` that says so: constraints (``constraints=``), robust losses of
 ``least_squares`` (``loss=``), a 2-D ``sigma`` or ``nan_policy`` of ``curve_fit`` when what they
 touch is differentiated, derivatives of second order through a solution (``mutad.hessian``,
 ``mutad.hvp``, a gradient of a gradient), and functions that reach a differentiated value other
@@ -441,20 +449,22 @@ def _valued_jvp(tangents, value, traced):
     return np.array(value, dtype=float), tangents[1]
 
 
-def _solution(name, x, residual, linearization, converged, message="", bounds=None):
+def _solution(name, x, residual, linearization, converged, message="", bounds=None,
+              held=None):
     """SciPy's solution ``x`` of ``F = 0``, differentiable through ``residual``, ``F(x, θ)``
     computed by the user's functions on what the differentiation follows; plain when the
     residual does not depend on it. ``linearization(free)`` makes ``∂F/∂x``. Refused when the
     solution is not one (the Newton step from it is not small). A minimum on a bound
     (``bounds``, ``F`` the gradient) keeps the coordinates held there fixed, where that is its
-    derivative (``_held``)."""
+    derivative (``_held``): those on a bound, or ``held`` where the solver says which."""
     if not _followed(residual):
         return x
     x_numbers = _numbers(x)
     free = None
     if bounds is not None:
         lower, upper = bounds
-        held = _on(x_numbers, lower) | _on(x_numbers, upper)
+        if held is None:
+            held = _on(x_numbers, lower) | _on(x_numbers, upper)
         if held.any():
             free = ~held
     linear = linearization(free)
@@ -491,7 +501,8 @@ def _held(name, linear, x, gradient, bounds):
     lower, upper = bounds
     scale = 1.0 + np.linalg.norm(x)
     for i in np.flatnonzero(~linear.free):
-        outwards = gradient[i] if _on(x[i], lower[i]) else -gradient[i]
+        at_lower = abs(x[i] - lower[i]) <= abs(x[i] - upper[i])
+        outwards = gradient[i] if at_lower else -gradient[i]
         e = np.zeros(linear.full)
         e[i] = 1.0
         with _outside(name):
@@ -716,7 +727,8 @@ def least_squares(original, a, p, call, followed):
     solution = _solution(
         name, res.x, stationarity,
         _minimum_linearization(name, _half_square(plain_residuals), x.copy()),
-        bool(res.success), res.message, _bounds_arrays(p["bounds"], x.size, pairs=False))
+        bool(res.success), res.message, _bounds_arrays(p["bounds"], x.size, pairs=False),
+        held=np.asarray(res.active_mask) != 0)
     values = {"x": solution}
     fixed = residuals(x.copy(), *args)  # the envelope theorem for the cost: x* held
     if _followed(fixed):
