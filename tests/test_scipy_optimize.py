@@ -258,6 +258,13 @@ def test_minimize_holds_strictly_active_bounds_and_refuses_the_others():
 
     with pytest.raises(UnsupportedOperationError, match="not strictly active"):
         mutad.gradient(degenerate, np.array([0.5, 1.0, 0.7]))
+
+    def gradient_on_the_bound(theta):  # not zero where a bound holds the minimum: refused
+        return minimize(lambda x: ((x - theta) ** 2).sum(), np.zeros(3), method="L-BFGS-B",
+                        bounds=[(-1.0, 0.5), (None, None), (-2, 2)]).jac.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="jac"):
+        mutad.gradient(gradient_on_the_bound, theta)
     # No bound active: the unconstrained derivative.
     inside = np.array([0.2, 1.0, 0.7])
     x0 = scipy.optimize.minimize(lambda x: ((x - inside) ** 2).sum() + 0.1 * (x[0] * x[2]) ** 2,
@@ -657,6 +664,22 @@ def test_a_counter_in_the_closure_counts_the_solvers_calls():
                                rtol=1e-6)
 
 
+def test_an_objective_that_works_in_place():
+    """The objective updates its argument in place, as mutad's users write: SciPy calls it on
+    its own arrays, mutad differentiates it on its copies."""
+    def f(theta):
+        def objective(x, theta):
+            x -= theta
+            x *= x
+            return x.sum() + 0.1 * (x * x).sum()
+
+        return W @ minimize(objective, np.zeros(N), args=(theta,), method="BFGS",
+                            options={"gtol": 1e-11}).x
+
+    # x*(θ) = θ: the derivative of w·x* is w.
+    np.testing.assert_allclose(gradient_keeping(f, THETA)[0], W, rtol=1e-7)
+
+
 def test_root_with_its_jacobian():
     def f(theta):
         res = root(lambda x: (system(x, theta), A + np.diag(0.3 * x ** 2)), np.zeros(N),
@@ -710,3 +733,16 @@ def test_curve_fit_forward_mode_and_sigma():
     np.testing.assert_allclose(dsigma, central(weighted, sigma, 1e-5), rtol=1e-6, atol=1e-8)
     _, tangent = mutad.jvp(f, (y, sigma), (np.ones(6), np.zeros(6)))
     np.testing.assert_allclose(tangent, dy.sum(), rtol=1e-9)
+
+
+def test_check_grads_and_the_jacobian_of_a_solution():
+    """Newton's method solves the quadratic to rounding, so mutad.check_grads' finite
+    differences apply as they are, in both modes; the Jacobian of x*(θ) = A⁻¹θ is A⁻¹."""
+    def solution(theta):
+        return minimize(quadratic, np.zeros(N), args=(theta,), method="trust-exact",
+                        jac=quadratic_jac, hess=quadratic_hess, options={"gtol": 1e-12}).x
+
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(solution, THETA, policy=policy, modes=("rev", "fwd"))
+    np.testing.assert_allclose(mutad.jacobian(solution, THETA), np.linalg.inv(A), rtol=1e-9,
+                               atol=1e-12)

@@ -81,6 +81,7 @@ import numpy as np
 import scipy.optimize as _optimize
 import scipy.sparse.linalg as _sparse_linalg
 
+from ..allocation import allocate
 from ..api import grad, hvp, jvp
 from ..custom import Adjoint
 from ..errors import EscapedTracerError, UnsupportedOperationError
@@ -125,8 +126,10 @@ def _plain(x, memo):
     value."""
     key = id(x)
     if key in memo:
-        return memo[key]
-    memo[key] = (x, False, False)  # a function reaching itself (recursion) reaches the original
+        return memo[key][1]
+    # A function reaching itself (recursion) reaches the original; x is kept alive with its
+    # entry, so that no temporary made meanwhile takes its id.
+    memo[key] = x, (x, False, False)
     result = x, False, False
     if isinstance(x, Tracer):
         value = memory(x).copy()
@@ -152,7 +155,7 @@ def _plain(x, memo):
         (func, owner), replaced, followed = _plain((x.__func__, x.__self__), memo)
         if replaced:
             result = types.MethodType(func, owner), True, followed
-    memo[key] = result
+    memo[key] = x, result
     return result
 
 
@@ -251,6 +254,13 @@ def _followed(y):
         return not buffer.constant
     constant = getattr(y, "constant", None)
     return not (callable(constant) and constant())
+
+
+def _constant(x):
+    """A copy of plain ``x`` as an array the running differentiations follow (a constant of
+    theirs), for the user's functions to compute with, in place too, on the differentiated
+    values: as an array they allocated."""
+    return allocate(np.array(x, dtype=float))
 
 
 def _numbers(y):
@@ -464,7 +474,7 @@ def _solution(name, x, residual, linearization, converged, message="", bounds=No
     if bounds is not None:
         lower, upper = bounds
         if held is None:
-            held = _on(x_numbers, lower) | _on(x_numbers, upper)
+            held = _on_bounds(x_numbers, bounds)
         if held.any():
             free = ~held
     linear = linearization(free)
@@ -488,6 +498,13 @@ def _on(x, bound):
     """Whether ``x`` lies on ``bound``, to within ``ON_BOUND`` of the bound's size (a solver
     may stop rounding errors away from it, Powell's method does)."""
     return np.isfinite(bound) & (np.abs(x - bound) <= ON_BOUND * (1.0 + np.abs(bound)))
+
+
+def _on_bounds(x, bounds):
+    """Where ``x`` (flat numbers) lies on ``bounds`` (a mask; None without bounds)."""
+    if bounds is None:
+        return np.zeros(np.size(x), dtype=bool)
+    return _on(x, bounds[0]) | _on(x, bounds[1])
 
 
 def _held(name, linear, x, gradient, bounds):
@@ -535,7 +552,7 @@ def _root_linearization(name, function, x):
         return np.ravel(jvp(function, (x,), (np.reshape(v, shape),))[1])
 
     def transposed(u):
-        y_shape = np.shape(function(x))
+        y_shape = np.shape(function(x.copy()))  # a copy: the function may work in place
         return np.ravel(grad(lambda z: (function(z) * np.reshape(u, y_shape)).sum())(x))
 
     return lambda free: _Linearization(name, int(np.size(x)), apply, transposed, free=free)
@@ -693,11 +710,13 @@ def minimize(original, a, p, call, followed):
         name, res.x, stationarity,
         _minimum_linearization(name, lambda z: plain_objective(z, *plain_args), x.copy()),
         bool(res.success), res.message, _bounds_arrays(p["bounds"], x.size, pairs=True))
-    value = objective(x.copy(), *args)  # the envelope theorem: x* held
+    value = objective(_constant(x), *args)  # the envelope theorem: x* held
     values = {"x": solution}
     if _followed(value):
         values["fun"] = _valued(res.fun, value)
-    return _result(name, res, values, keep=(*_KEEP, "jac", "fun"))
+    # The gradient at the minimum is zero along the solutions, unless a bound holds it.
+    held = _on_bounds(x.ravel(), _bounds_arrays(p["bounds"], x.size, pairs=True)).any()
+    return _result(name, res, values, keep=(*_KEEP, "fun", *(() if held else ("jac",))))
 
 
 @_stands_in_for(_optimize.least_squares)
@@ -730,13 +749,15 @@ def least_squares(original, a, p, call, followed):
         bool(res.success), res.message, _bounds_arrays(p["bounds"], x.size, pairs=False),
         held=np.asarray(res.active_mask) != 0)
     values = {"x": solution}
-    fixed = residuals(x.copy(), *args)  # the envelope theorem for the cost: x* held
+    fixed = residuals(_constant(x), *args)  # the envelope theorem for the cost: x* held
     if _followed(fixed):
         values["cost"] = _valued(res.cost, 0.5 * (fixed * fixed).sum())
-    moved = residuals(solution, *args)
+    moved = residuals(solution.copy(), *args)  # a copy: fun may work in place
     if _followed(moved):
         values["fun"] = _valued(res.fun, moved)
-    return _result(name, res, values, keep=(*_KEEP, "grad", "optimality", "active_mask"))
+    held = np.any(np.asarray(res.active_mask) != 0)
+    return _result(name, res, values,
+                   keep=(*_KEEP, "optimality", "active_mask", *(() if held else ("grad",))))
 
 
 @_stands_in_for(_optimize.curve_fit)
@@ -798,7 +819,7 @@ def _root_solution(name, fun, plain_fun, jacobian_too, x, args, plain_args, conv
     function = _objective(fun, jacobian_too)
     plain_function = _objective(plain_fun, jacobian_too)
     x = np.array(x, dtype=float)
-    residual = function(x.copy(), *args)
+    residual = function(_constant(x), *args)
     return _solution(name, x, residual,
                      _root_linearization(name, lambda z: plain_function(z, *plain_args),
                                          x.copy()),
@@ -831,7 +852,7 @@ def fixed_point(original, a, p, call, followed):
     name = "scipy.optimize.fixed_point"
     args, plain_args = _tuple(a["args"]), _tuple(p["args"])
     z = np.array(x, dtype=float)
-    residual = a["func"](z.copy(), *args) - z
+    residual = a["func"](_constant(z), *args) - z
     solution = _solution(
         name, z, residual,
         _root_linearization(name, lambda y: p["func"](y, *plain_args) - y, z.copy()), True)
