@@ -63,7 +63,8 @@ against (the unconstrained minimum on it) leaves a one-sided derivative: refused
 Refused, with a ``MutadError`` that says so: constraints (``constraints=``), robust losses of
 ``least_squares`` (``loss=``), a 2-D ``sigma`` or ``nan_policy`` of ``curve_fit`` when what they
 touch is differentiated, derivatives of second order through a solution (``mutad.hessian``,
-``mutad.hvp``, a gradient of a gradient), and functions that reach a differentiated value other
+``mutad.hvp``, a gradient of a gradient, or a solver inside a nested differentiation whose
+functions reach the values of both), and functions that reach a differentiated value other
 than through their arguments and closures (an attribute of an object, a global): pass it
 through ``args=``. The fields of a result that carry no derivative and depend on the
 differentiated values (``hess_inv``, ``final_simplex``, ``root``'s ``fjac``, ``least_squares``'
@@ -244,16 +245,26 @@ def _tuple(args):
     return args if isinstance(args, tuple) else (args,)
 
 
+def _constant_at(y):
+    """Whether traced or dual ``y`` is a constant of its own level."""
+    buffer = getattr(y, "buffer", None)
+    return buffer.constant if buffer is not None else y.constant()
+
+
 def _followed(y):
     """Whether ``y`` (a result of the user's functions) depends on values a differentiation
-    follows: a traced or dual array that is not a constant."""
-    if not isinstance(y, Tracer):
-        return False
-    buffer = getattr(y, "buffer", None)
-    if buffer is not None:
-        return not buffer.constant
-    constant = getattr(y, "constant", None)
-    return not (callable(constant) and constant())
+    follows: a traced or dual array that is not a constant, at its level or at one of the
+    levels its value belongs to (an enclosing differentiation's array, constant here)."""
+    return isinstance(_innermost_followed(y), Tracer)
+
+
+def _innermost_followed(y):
+    """``y`` at the innermost level that follows it: a constant of a level is, for that level,
+    its value (the enclosing levels' array), so a solution depending on an enclosing level
+    alone is that level's, however deep the call."""
+    while isinstance(y, Tracer) and _constant_at(y):
+        y = y.value
+    return y
 
 
 def _constant(x):
@@ -274,9 +285,11 @@ def _first_order(name, y):
     if isinstance(y, Tracer):
         raise UnsupportedOperationError(
             f"{name}: a derivative of second order through the solution (mutad.hessian, "
-            "mutad.hvp, a gradient of a gradient): mutad differentiates a scipy.optimize "
-            "solution once, by the implicit function theorem at the solution's numbers. "
-            "Differentiate it once, or write the solver's iterations in NumPy.")
+            "mutad.hvp, a gradient of a gradient), or a solver called inside a nested "
+            "differentiation with functions that reach the values of two of them: mutad "
+            "differentiates a scipy.optimize solution once, by the implicit function theorem "
+            "at the solution's numbers. Differentiate it once, or write the solver's "
+            "iterations in NumPy.")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -467,6 +480,7 @@ def _solution(name, x, residual, linearization, converged, message="", bounds=No
     solution is not one (the Newton step from it is not small). A minimum on a bound
     (``bounds``, ``F`` the gradient) keeps the coordinates held there fixed, where that is its
     derivative (``_held``): those on a bound, or ``held`` where the solver says which."""
+    residual = _innermost_followed(residual)
     if not _followed(residual):
         return x
     x_numbers = _numbers(x)
@@ -713,7 +727,7 @@ def minimize(original, a, p, call, followed):
     value = objective(_constant(x), *args)  # the envelope theorem: x* held
     values = {"x": solution}
     if _followed(value):
-        values["fun"] = _valued(res.fun, value)
+        values["fun"] = _valued(res.fun, _innermost_followed(value))
     # The gradient at the minimum is zero along the solutions, unless a bound holds it.
     held = _on_bounds(x.ravel(), _bounds_arrays(p["bounds"], x.size, pairs=True)).any()
     return _result(name, res, values, keep=(*_KEEP, "fun", *(() if held else ("jac",))))
@@ -751,10 +765,10 @@ def least_squares(original, a, p, call, followed):
     values = {"x": solution}
     fixed = residuals(_constant(x), *args)  # the envelope theorem for the cost: x* held
     if _followed(fixed):
-        values["cost"] = _valued(res.cost, 0.5 * (fixed * fixed).sum())
+        values["cost"] = _valued(res.cost, _innermost_followed(0.5 * (fixed * fixed).sum()))
     moved = residuals(solution.copy(), *args)  # a copy: fun may work in place
     if _followed(moved):
-        values["fun"] = _valued(res.fun, moved)
+        values["fun"] = _valued(res.fun, _innermost_followed(moved))
     held = np.any(np.asarray(res.active_mask) != 0)
     return _result(name, res, values,
                    keep=(*_KEEP, "optimality", "active_mask", *(() if held else ("grad",))))
