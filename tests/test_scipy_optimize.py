@@ -82,6 +82,12 @@ METHODS = {
     "Nelder-Mead": dict(options={"xatol": 1e-11, "fatol": 1e-15, "maxiter": 20000,
                                  "maxfev": 20000}),
     "Powell": dict(options={"xtol": 1e-11, "ftol": 1e-15}),
+    "TNC": dict(jac=quadratic_jac, options={"gtol": 1e-12, "xtol": 1e-14, "ftol": 1e-16}),
+    "SLSQP": dict(options={"ftol": 1e-14}),
+    "dogleg": dict(jac=quadratic_jac, hess=quadratic_hess, options={"gtol": 1e-11}),
+    "trust-constr": dict(jac=quadratic_jac, hess=quadratic_hess,
+                         options={"gtol": 1e-12, "xtol": 1e-14}),
+    "COBYLA": dict(options={"rhobeg": 0.5, "tol": 1e-12, "maxiter": 10000}),
 }
 
 
@@ -89,7 +95,7 @@ METHODS = {
 def test_minimize_quadratic_every_method(method):
     """x*(θ) = A⁻¹θ and L* = -½θᵀA⁻¹θ: the loss w·x* + 0.3 L* has gradient A⁻¹w - 0.3 x*."""
     settings = METHODS[method]
-    tol = 1e-6 if method in ("Nelder-Mead", "Powell") else 1e-8
+    tol = 1e-6 if method in ("Nelder-Mead", "Powell", "COBYLA") else 1e-8
 
     def f(theta):
         res = minimize(quadratic, np.zeros(N), args=(theta,), method=method, **settings)
@@ -330,6 +336,32 @@ def test_minimize_refuses_constraints_and_second_order():
         mutad.hessian(f, THETA)
     with pytest.raises(UnsupportedOperationError, match="second order"):
         mutad.hvp(f, (THETA,), (THETA,))
+
+
+def test_a_solution_inside_a_nested_differentiation():
+    """A solution that depends on the enclosing differentiation's values alone is that
+    differentiation's; one whose objective reaches both levels' values is refused."""
+    def outer(theta):
+        res = minimize(lambda x: ((x - theta) ** 2).sum() + (x ** 4).sum(), np.zeros(2),
+                       method="BFGS", options={"gtol": 1e-11})
+        inner = mutad.gradient(lambda phi: (phi * phi * res.x).sum(), np.ones(2))[0]
+        return inner.sum()  # 2 Σ x*
+
+    theta = np.array([1.0, 2.0])
+    x = np.array([brentq(lambda x: 2 * (x - t) + 4 * x ** 3, -5, 5, xtol=1e-15)
+                  for t in theta])
+    np.testing.assert_allclose(gradient_keeping(outer, theta)[0], 2 * 2 / (2 + 12 * x * x),
+                               rtol=1e-7)
+
+    def mixed(theta):
+        def inner(phi):
+            return minimize(lambda x: ((x - theta * phi) ** 2).sum(), np.zeros(2),
+                            method="BFGS").x.sum()
+
+        return mutad.gradient(inner, np.ones(2))[0].sum()
+
+    with pytest.raises(UnsupportedOperationError, match="two of them"):
+        mutad.gradient(mixed, theta)
 
 
 def test_minimize_refuses_a_value_reached_through_an_attribute():
