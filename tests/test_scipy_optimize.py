@@ -154,6 +154,23 @@ def test_minimize_with_user_jacobian_true():
                                rtol=1e-7)
 
 
+def test_minimize_with_mutads_value_and_grad():
+    """fun = mutad.value_and_grad(objective), jac=True, the objective in place and closing over
+    θ: x*(θ) = θ, and L* = 0 with a zero gradient."""
+    def f(theta):
+        def objective(x):
+            x -= theta
+            x *= x
+            return x.sum() + (x * x).sum()
+
+        res = minimize(mutad.value_and_grad(objective), np.zeros(N), jac=True, method="BFGS",
+                       options={"gtol": 1e-11})
+        return W @ res.x + res.fun
+
+    np.testing.assert_allclose(gradient_keeping(f, THETA)[0], W, rtol=1e-8)
+    np.testing.assert_allclose(mutad.jvp(f, (THETA,), (np.ones(N),))[1], W.sum(), rtol=1e-8)
+
+
 def test_minimize_differentiates_closed_over_matrix():
     """x* = A⁻¹θ with A closed over and differentiated: dx*/dA = -A⁻¹ (w) x*ᵀ, symmetrised as
     A enters only through xᵀAx."""
@@ -557,6 +574,14 @@ def test_least_squares_linear_closed_form():
 
     pinv = np.linalg.pinv(B)
     expected = pinv.T @ W + (Y - B @ (pinv @ Y))
+
+    def by_kwargs(y):
+        res = least_squares(lambda x, y: B @ x - y, np.zeros(N), kwargs={"y": y}, xtol=1e-15,
+                            ftol=1e-15, gtol=1e-15)
+        return W @ res.x + res.cost
+
+    np.testing.assert_allclose(gradient_keeping(by_kwargs, Y)[0], expected, rtol=1e-7,
+                               atol=1e-8)
     for policy in ("restore", "checkpoint"):
         np.testing.assert_allclose(gradient_keeping(f, Y, policy=policy)[0], expected,
                                    rtol=1e-7, atol=1e-8)
