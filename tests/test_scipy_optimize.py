@@ -22,7 +22,7 @@ import scipy.optimize
 from scipy.optimize import brentq, curve_fit, least_squares, minimize, root
 
 import mutad
-from mutad.errors import MutadError, UnsupportedOperationError
+from mutad.errors import UnsupportedOperationError
 from mutad.scipy import optimize
 
 RNG = np.random.default_rng(7)

@@ -486,7 +486,6 @@ def _solution(name, x, residual, linearization, converged, message="", bounds=No
     x_numbers = _numbers(x)
     free = None
     if bounds is not None:
-        lower, upper = bounds
         if held is None:
             held = _on_bounds(x_numbers, bounds)
         if held.any():
@@ -669,8 +668,8 @@ class _StandIn:
     (``registry.ROUTES``): ``original`` itself outside one, and ``solve(original, a, p, call,
     followed)`` inside, given every argument by name (``a``), the same with plain numbers
     (``p``), the plain arguments the call gave (``call``) and whether a value replaced depends
-    on what a differentiation follows (``_plain_call``). (An object holds ``original``, not a closure: the
-    allocation mode swaps routed functions in the closures it reaches.)"""
+    on what a differentiation follows (``_plain_call``). An object holds ``original``, not a
+    closure: the allocation mode swaps routed functions in the closures it reaches."""
 
     def __init__(self, original, solve):
         functools.update_wrapper(self, solve)
