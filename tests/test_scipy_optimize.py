@@ -353,6 +353,10 @@ def test_minimize_refuses_constraints_and_second_order():
         mutad.hessian(f, THETA)
     with pytest.raises(UnsupportedOperationError, match="second order"):
         mutad.hvp(f, (THETA,), (THETA,))
+    with pytest.raises(UnsupportedOperationError, match="second order"):
+        mutad.gradient(lambda t: mutad.gradient(f, t)[0].sum(), THETA)
+    with pytest.raises(UnsupportedOperationError, match="second order"):
+        mutad.jvp(lambda t: mutad.jvp(f, (t,), (W,))[1], (THETA,), (W,))
 
 
 def test_a_solution_inside_a_nested_differentiation():
