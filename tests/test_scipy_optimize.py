@@ -466,6 +466,25 @@ def test_scalar_roots(name):
                                    rtol=1e-9)
 
 
+@pytest.mark.parametrize("method", ["brent", "golden", "bounded"])
+def test_minimize_scalar(method):
+    """argmin (x - c)² + x⁴ / 4: 2 (x - c) + x³ = 0, so dx*/dc = 2 / (2 + 3 x*²); the minimum's
+    value has derivative -2 (x* - c)."""
+    c = 0.8
+
+    def f(c):
+        res = scipy.optimize.minimize_scalar(
+            lambda x, c: (x - c) ** 2 + x ** 4 / 4, args=(c,), method=method,
+            bounds=(-3.0, 3.0) if method == "bounded" else None,
+            options={"xatol": 1e-12} if method == "bounded" else {"xtol": 1e-12})
+        return res.x + 0.5 * res.fun
+
+    x = brentq(lambda x: 2 * (x - c) + x ** 3, -5, 5, xtol=1e-15)
+    expected = 2 / (2 + 3 * x * x) - (x - c)
+    np.testing.assert_allclose(mutad.gradient(f, c)[0], expected, rtol=1e-6)
+    np.testing.assert_allclose(mutad.jvp(f, (c,), (1.0,))[1], expected, rtol=1e-6)
+
+
 def test_scalar_root_refusals():
     def step(c):  # a sign change that is a jump, not a root
         return brentq(lambda x: np.sign(x - c) + 0.0 * c, -1.0, 1.0)

@@ -25,8 +25,8 @@ differentiates ``F`` itself at ``x*`` (nested differentiation of the user's func
 which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)ᵀ λ = x̄``, and forward mode as
 ``ẋ = -(∂F/∂x)⁻¹ Ḟ``. ``F`` for each solver:
 
-* ``minimize`` (every unconstrained method: BFGS, L-BFGS-B, CG, Newton-CG, the trust methods,
-  Nelder-Mead, Powell, ...): ``F = ∇ₓL``, and ``∂F/∂x`` the Hessian of ``L``, applied by
+* ``minimize`` (every method: BFGS, L-BFGS-B, CG, Newton-CG, the trust methods, Nelder-Mead,
+  Powell, TNC, SLSQP and COBYLA without constraints, ...) and ``minimize_scalar``: ``F = ∇ₓL``, and ``∂F/∂x`` the Hessian of ``L``, applied by
   mutad's Hessian-vector products (``mutad.hvp``). ``res.fun`` is differentiated by the
   envelope theorem, ``dL*/dθ = ∂L/∂θ`` at ``x*``; ``res.jac`` (``∇ₓL`` at ``x*``, zero along the
   solutions) keeps SciPy's values, whose derivative is zero.
@@ -91,7 +91,8 @@ from ..registry import ROUTES
 from ..views import memory
 
 __all__ = ["bisect", "brenth", "brentq", "curve_fit", "fixed_point", "fsolve",
-           "least_squares", "minimize", "newton", "ridder", "root", "root_scalar", "toms748"]
+           "least_squares", "minimize", "minimize_scalar", "newton", "ridder", "root",
+           "root_scalar", "toms748"]
 
 DENSE = 32
 """Up to this many unknowns, ``∂F/∂x`` is formed and decomposed; beyond, solved iteratively."""
@@ -730,6 +731,29 @@ def minimize(original, a, p, call, followed):
     # The gradient at the minimum is zero along the solutions, unless a bound holds it.
     held = _on_bounds(x.ravel(), _bounds_arrays(p["bounds"], x.size, pairs=True)).any()
     return _result(name, res, values, keep=(*_KEEP, "fun", *(() if held else ("jac",))))
+
+
+@_stands_in_for(_optimize.minimize_scalar)
+def minimize_scalar(original, a, p, call, followed):
+    """``scipy.optimize.minimize_scalar``, differentiated at the minimum as ``minimize`` is:
+    ``dx*/dθ = -(∂²L/∂x∂θ) / (∂²L/∂x²)``; ``res.x`` and ``res.fun``."""
+    res = _run(original, call)
+    if not followed:
+        return res
+    name = "scipy.optimize.minimize_scalar"
+    args, plain_args = _tuple(a["args"]), _tuple(p["args"])
+    x = np.float64(res.x)
+    stationarity = grad(a["fun"])(x, *args)
+    solution = _solution(
+        name, x, stationarity,
+        _minimum_linearization(name, lambda z: p["fun"](z, *plain_args), x),
+        bool(res.success), res.message,
+        None if p["bounds"] is None else _bounds_arrays(p["bounds"], 1, pairs=False))
+    value = a["fun"](x, *args)  # the envelope theorem: x* held
+    values = {"x": solution}
+    if _followed(value):
+        values["fun"] = _valued(res.fun, _innermost_followed(value))
+    return _result(name, res, values, keep=(*_KEEP, "fun"))
 
 
 @_stands_in_for(_optimize.least_squares)
