@@ -26,10 +26,11 @@ which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)�
 ``ẋ = -(∂F/∂x)⁻¹ Ḟ``. ``F`` for each solver:
 
 * ``minimize`` (every method: BFGS, L-BFGS-B, CG, Newton-CG, the trust methods, Nelder-Mead,
-  Powell, TNC, SLSQP and COBYLA without constraints, ...) and ``minimize_scalar``: ``F = ∇ₓL``, and ``∂F/∂x`` the Hessian of ``L``, applied by
-  mutad's Hessian-vector products (``mutad.hvp``). ``res.fun`` is differentiated by the
-  envelope theorem, ``dL*/dθ = ∂L/∂θ`` at ``x*``; ``res.jac`` (``∇ₓL`` at ``x*``, zero along the
-  solutions) keeps SciPy's values, whose derivative is zero.
+  Powell, TNC, SLSQP and COBYLA without constraints, ...) and ``minimize_scalar``:
+  ``F = ∇ₓL``, and ``∂F/∂x`` the Hessian of ``L``, applied by mutad's Hessian-vector products
+  (``mutad.hvp``). ``res.fun`` is differentiated by the envelope theorem, ``dL*/dθ = ∂L/∂θ``
+  at ``x*``; ``res.jac`` (``∇ₓL`` at ``x*``, zero along the solutions) keeps SciPy's values,
+  whose derivative is zero (refused when a bound holds the minimum).
 * ``least_squares`` and ``curve_fit``: ``F = ∇ₓ ½‖r‖²``, with the exact Hessian of ``½‖r‖²``
   (not Gauss-Newton's ``JᵀJ``, which drops the residuals' curvature); ``curve_fit``'s
   residuals are ``(f(xdata, *p) - ydata) / sigma``. ``least_squares``' ``res.cost`` by the
@@ -66,7 +67,9 @@ touch is differentiated, derivatives of second order through a solution (``mutad
 ``mutad.hvp``, a gradient of a gradient, or a solver inside a nested differentiation whose
 functions reach the values of both), and functions that reach a differentiated value other
 than through their arguments and closures (an attribute of an object, a global): pass it
-through ``args=``. The fields of a result that carry no derivative and depend on the
+through ``args=``. The start ``x0`` and a bracket carry no derivative (the solution does not
+depend on them). A replay (``mutad.grad(f, replay=True)``) traces a function that calls a
+solver on every call, since the solver must run again. The fields of a result that carry no derivative and depend on the
 differentiated values (``hess_inv``, ``final_simplex``, ``root``'s ``fjac``, ``least_squares``'
 ``jac``, ``curve_fit``'s ``pcov``) raise when used. With nothing differentiated reaching the
 solver, it is SciPy's own call.
