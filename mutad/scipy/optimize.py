@@ -69,10 +69,10 @@ functions reach the values of both), and functions that reach a differentiated v
 than through their arguments and closures (an attribute of an object, a global): pass it
 through ``args=``. The start ``x0`` and a bracket carry no derivative (the solution does not
 depend on them). A replay (``mutad.grad(f, replay=True)``) traces a function that calls a
-solver on every call, since the solver must run again. The fields of a result that carry no derivative and depend on the
-differentiated values (``hess_inv``, ``final_simplex``, ``root``'s ``fjac``, ``least_squares``'
-``jac``, ``curve_fit``'s ``pcov``) raise when used. With nothing differentiated reaching the
-solver, it is SciPy's own call.
+solver on every call, since the solver must run again. The fields of a result that carry no
+derivative and depend on the differentiated values (``hess_inv``, ``final_simplex``,
+``root``'s ``fjac``, ``least_squares``' ``jac``, ``curve_fit``'s ``pcov``) raise when used.
+With nothing differentiated reaching the solver, it is SciPy's own call.
 """
 
 import contextlib
