@@ -271,6 +271,13 @@ def _innermost_followed(y):
     return y
 
 
+def _gradient(objective, x):
+    """The gradient of ``objective`` at plain ``x``, by nested differentiation: a function of
+    the values the running differentiations follow, wherever ``objective`` reaches them (its
+    closure holds the user's arguments, which are its constants)."""
+    return grad(objective)(np.array(x, dtype=float))
+
+
 def _constant(x):
     """A copy of plain ``x`` as an array the running differentiations follow (a constant of
     theirs), for the user's functions to compute with, in place too, on the differentiated
@@ -722,7 +729,7 @@ def minimize(original, a, p, call, followed):
     plain_objective = _objective(p["fun"], gradient_too)
     args, plain_args = _tuple(a["args"]), _tuple(p["args"])
     x = np.array(res.x, dtype=float)
-    stationarity = grad(objective)(x.copy(), *args)
+    stationarity = _gradient(lambda z: objective(z, *args), x)
     solution = _solution(
         name, res.x, stationarity,
         _minimum_linearization(name, lambda z: plain_objective(z, *plain_args), x.copy()),
@@ -746,7 +753,7 @@ def minimize_scalar(original, a, p, call, followed):
     name = "scipy.optimize.minimize_scalar"
     args, plain_args = _tuple(a["args"]), _tuple(p["args"])
     x = np.float64(res.x)
-    stationarity = grad(a["fun"])(x, *args)
+    stationarity = _gradient(lambda z: a["fun"](z, *args), x)
     solution = _solution(
         name, x, stationarity,
         _minimum_linearization(name, lambda z: p["fun"](z, *plain_args), x),
@@ -781,8 +788,7 @@ def least_squares(original, a, p, call, followed):
         return p["fun"](x, *plain_args, **plain_kwargs)
 
     x = np.array(res.x, dtype=float)
-    stationarity = grad(lambda z, *args: _half_square(lambda y: residuals(y, *args))(z))(
-        x.copy(), *args)
+    stationarity = _gradient(_half_square(lambda z: residuals(z, *args)), x)
     solution = _solution(
         name, res.x, stationarity,
         _minimum_linearization(name, _half_square(plain_residuals), x.copy()),
@@ -826,8 +832,8 @@ def curve_fit(original, a, p, call, followed):
         return r
 
     x = np.array(popt, dtype=float)
-    stationarity = grad(lambda q, xdata, ydata, sigma: _half_square(
-        residuals(a["f"], xdata, ydata, sigma))(q))(x.copy(), a["xdata"], a["ydata"], a["sigma"])
+    stationarity = _gradient(
+        _half_square(residuals(a["f"], a["xdata"], a["ydata"], a["sigma"])), x)
     solution = _solution(
         name, popt, stationarity,
         _minimum_linearization(
