@@ -142,6 +142,31 @@ def test_minimize_outside_a_differentiation_is_scipys():
     assert inspect.signature(optimize.minimize) == inspect.signature(scipy.optimize.minimize)
 
 
+def test_minimize_args_of_every_kind():
+    """args= holding a dict of arrays, a string, an integer and a namedtuple: only the
+    differentiated values in them are replaced for the solver."""
+    import collections
+
+    Pair = collections.namedtuple("Pair", "theta weight")
+
+    def objective(x, settings, kind, power, pair):
+        assert kind == "squares" and power == 2
+        return settings["scale"] * quadratic(x, settings["theta"]) + pair.weight * (
+            (x - pair.theta) ** power).sum()
+
+    def f(theta, other):
+        res = minimize(objective, np.zeros(N),
+                       args=({"scale": 2.0, "theta": theta}, "squares", 2, Pair(other, 0.5)),
+                       method="BFGS", options={"gtol": 1e-11})
+        return W @ res.x
+
+    # ∇: 2 (A x - θ) + (x - φ) = 0, so x* = (2A + I)⁻¹ (2θ + φ).
+    K = np.linalg.inv(2 * A + np.eye(N))
+    dtheta, dother = gradient_keeping(f, THETA, W.copy())
+    np.testing.assert_allclose(dtheta, 2 * K.T @ W, rtol=1e-8)
+    np.testing.assert_allclose(dother, K.T @ W, rtol=1e-8)
+
+
 def test_minimize_with_user_jacobian_true():
     """fun returns (value, gradient) with jac=True: SciPy uses the gradient, mutad
     differentiates the value."""
