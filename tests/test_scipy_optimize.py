@@ -556,6 +556,24 @@ def test_root_and_fsolve():
                                rtol=1e-6)
 
 
+def test_functions_that_return_lists():
+    """SciPy reads a list as an array: so does the derivative (no silent zero)."""
+    def by_root(t):
+        return root(lambda x: [x[0] - t[0], x[1] ** 3 + x[1] - t[1]], np.zeros(2),
+                    tol=1e-13).x.sum()
+
+    np.testing.assert_allclose(gradient_keeping(by_root, np.array([1.0, 2.0]))[0],
+                               [1.0, 1.0 / (3 * 1.0 + 1)], rtol=1e-9)
+
+    def by_least_squares(t):
+        return least_squares(lambda x: [x[0] - t[0], x[1] - t[1], x[0] + x[1]],
+                             np.zeros(2)).x.sum()
+
+    design = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    np.testing.assert_allclose(gradient_keeping(by_least_squares, np.array([1.0, 2.0]))[0],
+                               np.linalg.pinv(design).sum(axis=0)[:2], rtol=1e-8)
+
+
 def test_root_large_uses_gmres_and_refuses_a_singular_jacobian():
     n = optimize.DENSE + 6
     rng = np.random.default_rng(5)

@@ -85,7 +85,7 @@ import numpy as np
 import scipy.optimize as _optimize
 import scipy.sparse.linalg as _sparse_linalg
 
-from ..allocation import allocate
+from ..allocation import allocate, lists_as_arrays
 from ..api import grad, hvp, jvp
 from ..custom import Adjoint
 from ..errors import EscapedTracerError, UnsupportedOperationError
@@ -268,6 +268,14 @@ def _innermost_followed(y):
     alone is that level's, however deep the call."""
     while isinstance(y, Tracer) and _constant_at(y):
         y = y.value
+    return y
+
+
+def _as_array(y):
+    """What a user's function returned, as SciPy reads it: a list or tuple of numbers as one
+    array, stacked so that the items a differentiation follows keep their derivatives."""
+    if type(y) in (list, tuple):
+        return lists_as_arrays([y])[0]
     return y
 
 
@@ -782,10 +790,10 @@ def least_squares(original, a, p, call, followed):
     args, plain_args = _tuple(a["args"]), _tuple(p["args"])
 
     def residuals(x, *args):
-        return a["fun"](x, *args, **kwargs)
+        return _as_array(a["fun"](x, *args, **kwargs))
 
     def plain_residuals(x):
-        return p["fun"](x, *plain_args, **plain_kwargs)
+        return _as_array(p["fun"](x, *plain_args, **plain_kwargs))
 
     x = np.array(res.x, dtype=float)
     stationarity = _gradient(_half_square(lambda z: residuals(z, *args)), x)
@@ -827,7 +835,7 @@ def curve_fit(original, a, p, call, followed):
 
     def residuals(f, xdata, ydata, sigma):
         def r(q):
-            out = f(xdata, *q) - ydata
+            out = _as_array(f(xdata, *q)) - ydata
             return out if sigma is None else out / sigma
         return r
 
@@ -865,10 +873,10 @@ def _root_solution(name, fun, plain_fun, jacobian_too, x, args, plain_args, conv
     function = _objective(fun, jacobian_too)
     plain_function = _objective(plain_fun, jacobian_too)
     x = np.array(x, dtype=float)
-    residual = function(_constant(x), *args)
+    residual = _as_array(function(_constant(x), *args))
     return _solution(name, x, residual,
-                     _root_linearization(name, lambda z: plain_function(z, *plain_args),
-                                         x.copy()),
+                     _root_linearization(
+                         name, lambda z: _as_array(plain_function(z, *plain_args)), x.copy()),
                      converged, message)
 
 
@@ -898,10 +906,11 @@ def fixed_point(original, a, p, call, followed):
     name = "scipy.optimize.fixed_point"
     args, plain_args = _tuple(a["args"]), _tuple(p["args"])
     z = np.array(x, dtype=float)
-    residual = a["func"](_constant(z), *args) - z
+    residual = _as_array(a["func"](_constant(z), *args)) - z
     solution = _solution(
         name, z, residual,
-        _root_linearization(name, lambda y: p["func"](y, *plain_args) - y, z.copy()), True)
+        _root_linearization(name, lambda y: _as_array(p["func"](y, *plain_args)) - y,
+                            z.copy()), True)
     return solution
 
 
