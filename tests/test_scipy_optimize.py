@@ -8,7 +8,8 @@ the differences measure the derivative and not the solver (the derivative is acc
 solver's tolerance). Reverse mode under both policies and forward mode; SciPy's name inside
 the function (module-level ``from scipy.optimize import ...``, ``scipy.optimize.<name>``) and
 ``mutad.scipy.optimize``'s; the caller's arrays bit for bit; SciPy's values bit for bit; and
-the refusals: a minimum on a bound, a singular Hessian or Jacobian, a result that is not a
+minima held by strictly active bounds; and the refusals: a minimum on a bound that is not
+strictly active, a singular Hessian or Jacobian, a saddle point, a result that is not a
 solution, constraints, second derivatives, a value reached other than through ``args=`` or a
 closure, and the result fields without a derivative.
 """
