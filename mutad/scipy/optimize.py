@@ -33,8 +33,10 @@ which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)�
   whose derivative is zero (refused when a bound holds the minimum).
 * ``least_squares`` and ``curve_fit``: ``F = ∇ₓ ½‖r‖²``, with the exact Hessian of ``½‖r‖²``
   (not Gauss-Newton's ``JᵀJ``, which drops the residuals' curvature); ``curve_fit``'s
-  residuals are ``(f(xdata, *p) - ydata) / sigma``. ``least_squares``' ``res.cost`` by the
-  envelope theorem, ``res.fun`` as ``r(x*, θ)``.
+  residuals are ``(f(xdata, *p) - ydata) / sigma``, and ``least_squares``' robust losses
+  (``soft_l1``, ``huber``, ``cauchy``, ``arctan``) make the cost ``½ C² Σ ρ((r / C)²)``,
+  ``C = f_scale``, differentiated as it is. ``least_squares``' ``res.cost`` by the envelope
+  theorem, ``res.fun`` as ``r(x*, θ)``.
 * ``root``, ``fsolve``: ``F = fun``, ``∂F/∂x`` its Jacobian (``mutad.jvp`` and reverse mode).
 * ``fixed_point``: ``F = func(x) - x``.
 * ``brentq``, ``brenth``, ``ridder``, ``bisect``, ``toms748``, ``root_scalar``, ``newton`` (of a
@@ -61,8 +63,8 @@ derivative is zero), and the free coordinates are differentiated as the minimum 
 objective with it fixed (the free block of the Hessian). A bound the slope does not push
 against (the unconstrained minimum on it) leaves a one-sided derivative: refused.
 
-Refused, with a ``MutadError`` that says so: constraints (``constraints=``), robust losses of
-``least_squares`` (``loss=``), a 2-D ``sigma`` or ``nan_policy`` of ``curve_fit`` when what they
+Refused, with a ``MutadError`` that says so: constraints (``constraints=``), a callable
+``loss`` of ``least_squares``, a 2-D ``sigma`` or ``nan_policy`` of ``curve_fit`` when what they
 touch is differentiated, derivatives of second order through a solution (``mutad.hessian``,
 ``mutad.hvp``, a gradient of a gradient, or a solver inside a nested differentiation whose
 functions reach the values of both), and functions that reach a differentiated value other
@@ -590,6 +592,31 @@ def _root_linearization(name, function, x):
     return lambda free: _Linearization(name, int(np.size(x)), apply, transposed, free=free)
 
 
+_LOSSES = {
+    "linear": lambda z: z,
+    "soft_l1": lambda z: 2.0 * (np.sqrt(1.0 + z) - 1.0),
+    # z beyond 1 only reaches the square root (whose derivative at 0 would be infinite)
+    "huber": lambda z: np.where(z <= 1.0, z, 2.0 * np.sqrt(np.maximum(z, 1.0)) - 1.0),
+    "cauchy": lambda z: np.log1p(z),
+    "arctan": lambda z: np.arctan(z),
+}
+"""``least_squares``' losses ρ, of ``z = (r / f_scale)²``, as SciPy defines them."""
+
+
+def _cost(residuals, loss, scale):
+    """``x ↦ ½ f_scale² Σ ρ((r(x) / f_scale)²)``, ``least_squares``' cost (``½‖r‖²`` for the
+    linear loss)."""
+    if loss == "linear":
+        return _half_square(residuals)
+    rho = _LOSSES[loss]
+
+    def cost(x):
+        r = residuals(x) / scale
+        return 0.5 * scale ** 2 * rho(r * r).sum()
+
+    return cost
+
+
 def _half_square(residuals):
     """``x ↦ ½‖residuals(x)‖²``, the objective of a least-squares problem."""
     def objective(x):
@@ -782,10 +809,10 @@ def least_squares(original, a, p, call, followed):
     if not followed:
         return res
     name = "scipy.optimize.least_squares"
-    if a["loss"] != "linear":
+    if a["loss"] not in _LOSSES:
         raise UnsupportedOperationError(
             f"{name}: loss={a['loss']!r} with differentiated values: mutad differentiates "
-            "the linear loss (½‖r‖²) only.")
+            f"SciPy's named losses ({', '.join(map(repr, _LOSSES))}), not a callable one.")
     kwargs, plain_kwargs = a["kwargs"] or {}, p["kwargs"] or {}
     args, plain_args = _tuple(a["args"]), _tuple(p["args"])
 
@@ -795,17 +822,19 @@ def least_squares(original, a, p, call, followed):
     def plain_residuals(x):
         return _as_array(p["fun"](x, *plain_args, **plain_kwargs))
 
+    loss, scale = a["loss"], a["f_scale"]
     x = np.array(res.x, dtype=float)
-    stationarity = _gradient(_half_square(lambda z: residuals(z, *args)), x)
+    stationarity = _gradient(_cost(lambda z: residuals(z, *args), loss, scale), x)
     solution = _solution(
         name, res.x, stationarity,
-        _minimum_linearization(name, _half_square(plain_residuals), x.copy()),
+        _minimum_linearization(name, _cost(plain_residuals, loss, p["f_scale"]), x.copy()),
         bool(res.success), res.message, _bounds_arrays(p["bounds"], x.size, pairs=False),
         held=np.asarray(res.active_mask) != 0)
     values = {"x": solution}
     fixed = residuals(_constant(x), *args)  # the envelope theorem for the cost: x* held
     if _followed(fixed):
-        values["cost"] = _valued(res.cost, _innermost_followed(0.5 * (fixed * fixed).sum()))
+        values["cost"] = _valued(res.cost, _innermost_followed(
+            _cost(lambda z: fixed, loss, scale)(None)))
     moved = residuals(solution.copy(), *args)  # a copy: fun may work in place
     if _followed(moved):
         values["fun"] = _valued(res.fun, _innermost_followed(moved))
