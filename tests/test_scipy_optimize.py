@@ -470,6 +470,12 @@ SCALAR = {
     "root_scalar-newton": lambda f, args: scipy.optimize.root_scalar(
         f, args=args, x0=1.0, fprime=lambda x, *a: 3 * x * x + 1, xtol=1e-14).root,
     "newton": lambda f, args: scipy.optimize.newton(f, 1.0, args=args, tol=1e-14),
+    "root_scalar-fprime-True": lambda f, args: scipy.optimize.root_scalar(
+        lambda x, *a: (f(x, *a), 3 * x * x + 1), args=args, x0=1.0, fprime=True,
+        method="newton", xtol=1e-14).root,
+    "root_scalar-halley": lambda f, args: scipy.optimize.root_scalar(
+        lambda x, *a: (f(x, *a), 3 * x * x + 1, 6 * x), args=args, x0=1.0, fprime=True,
+        fprime2=True, method="halley", xtol=1e-14).root,
 }
 
 

@@ -501,6 +501,10 @@ def _solution(name, x, residual, linearization, converged, message="", bounds=No
     solution is not one (the Newton step from it is not small). A minimum on a bound
     (``bounds``, ``F`` the gradient) keeps the coordinates held there fixed, where that is its
     derivative (``_held``): those on a bound, or ``held`` where the solver says which."""
+    if isinstance(residual, (tuple, list, dict)):  # never read as zero: that would be silent
+        raise UnsupportedOperationError(
+            f"{name}: a function given to it returned a {type(residual).__name__} where mutad "
+            "expected an array of numbers.")
     residual = _innermost_followed(residual)
     if not _followed(residual):
         return x
@@ -740,8 +744,8 @@ def _stands_in_for(original):
 
 
 def _objective(fun, returns_gradient):
-    """The objective of ``minimize``'s ``fun``, which returns ``(value, gradient)`` with
-    ``jac=True``."""
+    """The function ``fun`` stands for, when it returns its derivatives after its value
+    (``minimize``'s and ``root``'s ``jac=True``, ``root_scalar``'s ``fprime=True``)."""
     if not returns_gradient:
         return fun
     return lambda x, *args: fun(x, *args)[0]
@@ -990,8 +994,11 @@ def root_scalar(original, a, p, call, followed):
     if not followed:
         return report
     name = "scipy.optimize.root_scalar"
-    solution = _scalar_root(name, a["f"], p["f"], report.root, _tuple(a["args"]),
-                            _tuple(p["args"]), bool(report.converged), report.flag)
+    # fprime=True (or fprime2=True): f returns its derivatives after its value.
+    values_too = a["fprime"] is True or a["fprime2"] is True
+    solution = _scalar_root(name, _objective(a["f"], values_too), _objective(p["f"], values_too),
+                            report.root, _tuple(a["args"]), _tuple(p["args"]),
+                            bool(report.converged), report.flag)
     report = copy.copy(report)
     report.root = solution
     return report
