@@ -93,6 +93,7 @@ RULE_MODULES = {
     "scipy.ndimage": "mutad.scipy.ndimage",
     "scipy.fft": "mutad.scipy.fft",
     "scipy.stats": "mutad.scipy.stats",
+    "scipy.optimize": "mutad.scipy.optimize",
 }
 
 

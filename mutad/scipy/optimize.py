@@ -1,0 +1,1028 @@
+"""``scipy.optimize`` solvers called inside a differentiated function, differentiated by the
+implicit function theorem, by SciPy's names too (``scipy.optimize.minimize``, ``from
+scipy.optimize import brentq``).
+
+>>> import numpy as np, mutad
+>>> from mutad.scipy import optimize
+>>> def f(theta):     # x*(θ) = argmin Σ (x - θ)² + Σ x⁴ / 4
+...     fun = lambda x: ((x - theta) ** 2).sum() + (x ** 4).sum() / 4
+...     return optimize.minimize(fun, np.zeros(2), method="BFGS",
+...                              options={"gtol": 1e-10}).x.sum()
+>>> mutad.gradient(f, np.array([1.0, 2.0]))[0].round(4).tolist()    # 2 / (2 + 3 x*²)
+[0.5287, 0.324]
+
+The solver runs as SciPy's own, on plain numbers: the functions it is given are called with
+plain arrays, and with the current values of what the differentiation follows, whether that
+reaches them through ``args=`` (``kwargs=`` of ``least_squares``, ``xdata``, ``ydata`` and
+``sigma`` of ``curve_fit``) or through their closures (a ``lambda`` over a traced ``theta``, a
+``functools.partial``, a bound method's function). Its result is SciPy's, bit for bit. What
+carries a derivative is the condition that holds at the solution, ``F(x*, θ) = 0``: mutad
+differentiates ``F`` itself at ``x*`` (nested differentiation of the user's functions, so that
+``θ`` is found wherever the functions reach it), and the implicit function theorem gives
+
+    dx*/dθ = -(∂F/∂x)⁻¹ ∂F/∂θ,
+
+which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)ᵀ λ = x̄``, and forward mode as
+``ẋ = -(∂F/∂x)⁻¹ Ḟ``. ``F`` for each solver:
+
+* ``minimize`` (every method: BFGS, L-BFGS-B, CG, Newton-CG, the trust methods, Nelder-Mead,
+  Powell, TNC, SLSQP and COBYLA without constraints, ...) and ``minimize_scalar``:
+  ``F = ∇ₓL``, and ``∂F/∂x`` the Hessian of ``L``, applied by mutad's Hessian-vector products
+  (``mutad.hvp``). ``res.fun`` is differentiated by the envelope theorem, ``dL*/dθ = ∂L/∂θ``
+  at ``x*``; ``res.jac`` (``∇ₓL`` at ``x*``, zero along the solutions) keeps SciPy's values,
+  whose derivative is zero (refused when a bound holds the minimum).
+* ``least_squares`` and ``curve_fit``: ``F = ∇ₓ ½‖r‖²``, with the exact Hessian of ``½‖r‖²``
+  (not Gauss-Newton's ``JᵀJ``, which drops the residuals' curvature); ``curve_fit``'s
+  residuals are ``(f(xdata, *p) - ydata) / sigma``, and ``least_squares``' robust losses
+  (``soft_l1``, ``huber``, ``cauchy``, ``arctan``) make the cost ``½ C² Σ ρ((r / C)²)``,
+  ``C = f_scale``, differentiated as it is. ``least_squares``' ``res.cost`` by the envelope
+  theorem, ``res.fun`` as ``r(x*, θ)``.
+* ``root``, ``fsolve``: ``F = fun``, ``∂F/∂x`` its Jacobian (``mutad.jvp`` and reverse mode).
+* ``fixed_point``: ``F = func(x) - x``.
+* ``brentq``, ``brenth``, ``ridder``, ``bisect``, ``toms748``, ``root_scalar``, ``newton`` (of a
+  scalar): ``dx*/dθ = -(∂f/∂θ) / f'(x*)``.
+
+Solving with ``∂F/∂x``: up to 32 unknowns the matrix is formed (one product per column) and
+decomposed: a minimum's Hessian must be positive definite, a Jacobian nonsingular, with a
+condition number below 1e12, else the call is refused. Beyond that the matrix is never formed:
+conjugate gradients for a Hessian (refused at a direction of zero or negative curvature), GMRES
+for a Jacobian, to a relative residual of 1e-10 (refused when the true residual is not below
+1e-8). The derivative is that of the exact solution of ``F = 0``, at SciPy's ``x*``: its
+error is the solver's, about ``‖(∂F/∂x)⁻¹ F(x*)‖`` relative to ``x*``'s scale, so tight solver
+tolerances (``gtol=1e-10``, ``xtol=1e-12``) give accurate derivatives. mutad checks that this
+Newton step is below 1e-3 (relative to ``1 + ‖x*‖``), or below 1e-6 when SciPy reports that it
+did not converge (BFGS's "precision loss" at a solution found to rounding), and refuses
+otherwise.
+
+Bounds (``minimize``'s L-BFGS-B, TNC, Powell, ...; ``least_squares``'): a coordinate of the
+minimum on a bound (within 1e-12 of it, relative; for ``least_squares``, those its
+``active_mask`` names) is held there when the bound is strictly active: the objective's slope
+pushes it outwards, enough that the minimum along it, were the bound lifted, lies beyond 1e-6
+of ``x*``'s size. Small changes of the differentiated values then leave it on the bound (its
+derivative is zero), and the free coordinates are differentiated as the minimum of the
+objective with it fixed (the free block of the Hessian). A bound the slope does not push
+against (the unconstrained minimum on it) leaves a one-sided derivative: refused.
+
+Refused, with a ``MutadError`` that says so: constraints (``constraints=``), a callable
+``loss`` of ``least_squares``, a 2-D ``sigma`` or ``nan_policy`` of ``curve_fit`` when what they
+touch is differentiated, derivatives of second order through a solution (``mutad.hessian``,
+``mutad.hvp``, a gradient of a gradient, or a solver inside a nested differentiation whose
+functions reach the values of both), and functions that reach a differentiated value other
+than through their arguments and closures (an attribute of an object, a global): pass it
+through ``args=``. The start ``x0`` and a bracket carry no derivative (the solution does not
+depend on them). A replay (``mutad.grad(f, replay=True)``) traces a function that calls a
+solver on every call, since the solver must run again. The fields of a result that carry no
+derivative and depend on the differentiated values (``hess_inv``, ``final_simplex``,
+``root``'s ``fjac``, ``least_squares``' ``jac``, ``curve_fit``'s ``pcov``) raise when used.
+With nothing differentiated reaching the solver, it is SciPy's own call.
+"""
+
+import contextlib
+import copy
+import functools
+import inspect
+import types
+
+import numpy as np
+import scipy.optimize as _optimize
+import scipy.sparse.linalg as _sparse_linalg
+
+from ..allocation import allocate, lists_as_arrays
+from ..api import grad, hvp, jvp
+from ..custom import Adjoint
+from ..errors import EscapedTracerError, UnsupportedOperationError
+from ..levels import ACTIVE, Tracer
+from ..registry import ROUTES
+from ..views import memory
+
+__all__ = ["bisect", "brenth", "brentq", "curve_fit", "fixed_point", "fsolve",
+           "least_squares", "minimize", "minimize_scalar", "newton", "ridder", "root",
+           "root_scalar", "toms748"]
+
+DENSE = 32
+"""Up to this many unknowns, ``∂F/∂x`` is formed and decomposed; beyond, solved iteratively."""
+
+RCOND = 1e-12
+"""The smallest ratio of ``∂F/∂x``'s smallest to largest singular value (eigenvalue, for a
+minimum) accepted: below it the solution is refused as singular."""
+
+ITERATIVE_RTOL = 1e-10
+"""The relative residual the iterative solves aim at; one above 1e-8 is refused."""
+
+STEP = 1e-3
+"""The largest Newton step ``‖(∂F/∂x)⁻¹ F(x*)‖ / (1 + ‖x*‖)`` accepted at a solution SciPy
+reports converged; ``STEP_FAILED`` at one it reports not converged."""
+
+STEP_FAILED = 1e-6
+
+ON_BOUND = 1e-12
+"""A coordinate of a minimum this close to a bound, relative to ``1 + |bound|``, is on it."""
+
+
+# ----------------------------------------------------------------------------------------------
+# The plain problem: the user's functions and arguments with the differentiated values' numbers
+
+
+def _plain(x, memo):
+    """``(x with every traced or dual value replaced by its plain numbers, whether one was,
+    whether one of them depends on what a differentiation follows)``, looking into tuples,
+    lists, dicts, and the closures and defaults of functions, ``functools.partial`` objects
+    and bound methods. (Arrays the differentiated code allocated are traced constants until a
+    traced value is written into them: replaced, but not followed.) The original objects are
+    left as they are; a function is copied with new cells only where a cell held such a
+    value."""
+    key = id(x)
+    if key in memo:
+        return memo[key][1]
+    # A function reaching itself (recursion) reaches the original; x is kept alive with its
+    # entry, so that no temporary made meanwhile takes its id.
+    memo[key] = x, (x, False, False)
+    result = x, False, False
+    if isinstance(x, Tracer):
+        value = memory(x).copy()
+        result = (value[()] if value.ndim == 0 else value), True, _followed(x)
+    elif type(x) in (tuple, list) or (isinstance(x, tuple) and hasattr(x, "_fields")):
+        items = [_plain(item, memo) for item in x]
+        if any(replaced for _, replaced, _ in items):
+            values = [v for v, _, _ in items]
+            result = ((type(x)(*values) if hasattr(x, "_fields") else type(x)(values)), True,
+                      any(followed for _, _, followed in items))
+    elif type(x) is dict:
+        items = {k: _plain(v, memo) for k, v in x.items()}
+        if any(replaced for _, replaced, _ in items.values()):
+            result = ({k: v for k, (v, _, _) in items.items()}, True,
+                      any(followed for _, _, followed in items.values()))
+    elif type(x) is types.FunctionType:
+        result = _plain_function(x, memo)
+    elif type(x) is functools.partial:
+        (func, args, keywords), replaced, followed = _plain((x.func, x.args, x.keywords), memo)
+        if replaced:
+            result = functools.partial(func, *args, **keywords), True, followed
+    elif type(x) is types.MethodType:
+        (func, owner), replaced, followed = _plain((x.__func__, x.__self__), memo)
+        if replaced:
+            result = types.MethodType(func, owner), True, followed
+    memo[key] = x, result
+    return result
+
+
+def _plain_function(f, memo):
+    cells, replaced, followed = [], False, False
+    for cell in f.__closure__ or ():
+        try:
+            contents = cell.cell_contents
+        except ValueError:  # a cell not filled yet
+            cells.append(cell)
+            continue
+        value, changed, depends = _plain(contents, memo)
+        # Cells without such values are shared with the original: a counter the function
+        # keeps in one (nonlocal) counts the solver's calls as it would.
+        cells.append(types.CellType(value) if changed else cell)
+        replaced, followed = replaced or changed, followed or depends
+    defaults, changed, depends = _plain(f.__defaults__, memo)
+    replaced, followed = replaced or changed, followed or depends
+    kwdefaults, changed, depends = _plain(f.__kwdefaults__, memo)
+    replaced, followed = replaced or changed, followed or depends
+    if not replaced:
+        return f, False, False
+    g = types.FunctionType(f.__code__, f.__globals__, f.__name__, defaults, tuple(cells))
+    g.__kwdefaults__ = kwdefaults
+    g.__qualname__ = f.__qualname__
+    g.__dict__.update(f.__dict__)
+    return g, True, followed
+
+
+@contextlib.contextmanager
+def _outside(name):
+    """Run the block outside every differentiation of this thread: on plain numbers, NumPy
+    and the user's code compute plainly (the arrays they allocate are plain), and a nested
+    ``mutad.hvp`` is a differentiation of its own. A value some differentiation follows,
+    reached there, was not replaced by its numbers: it is refused."""
+    running = ACTIVE.running
+    ACTIVE.running = []
+    try:
+        yield
+    except EscapedTracerError as error:
+        raise UnsupportedOperationError(
+            f"{name}: a function given to it reaches a value the differentiation follows "
+            "other than through its arguments and its closure (an attribute of an object, a "
+            "global), which mutad cannot replace by its numbers for the solver. Pass that "
+            "value through args= (the function receives it as an argument).") from error
+    finally:
+        ACTIVE.running = running
+
+
+def _plain_call(original, args, kwargs):
+    """SciPy's ``original`` called with ``args`` and ``kwargs``: every argument by name
+    (defaults filled in), the same with plain numbers, the plain twin of what the call gave
+    (for SciPy's own call), and whether a value replaced depends on what a differentiation
+    follows."""
+    bound = inspect.signature(original).bind(*args, **kwargs)
+    given = dict(bound.arguments)
+    bound.apply_defaults()
+    memo, call, followed = {}, {}, False
+    for name, value in given.items():
+        call[name], _, depends = _plain(value, memo)
+        followed |= depends
+    return bound.arguments, {**bound.arguments, **call}, call, followed
+
+
+def _run(original, call, **settings):
+    """SciPy's own call with the arguments ``call`` (by name) and ``settings``, on plain
+    numbers."""
+    arguments = {**call, **settings}
+    positional, keywords = [], {}
+    for name, parameter in inspect.signature(original).parameters.items():
+        if name not in arguments:
+            continue
+        if parameter.kind is parameter.POSITIONAL_ONLY:
+            positional.append(arguments[name])
+        elif parameter.kind is parameter.VAR_POSITIONAL:
+            positional.extend(arguments[name])
+        elif parameter.kind is parameter.VAR_KEYWORD:
+            keywords.update(arguments[name])
+        else:
+            keywords[name] = arguments[name]
+    with _outside(f"scipy.optimize.{original.__name__}"):
+        return original(*positional, **keywords)
+
+
+def _tuple(args):
+    return args if isinstance(args, tuple) else (args,)
+
+
+def _constant_at(y):
+    """Whether traced or dual ``y`` is a constant of its own level."""
+    buffer = getattr(y, "buffer", None)
+    return buffer.constant if buffer is not None else y.constant()
+
+
+def _followed(y):
+    """Whether ``y`` (a result of the user's functions) depends on values a differentiation
+    follows: a traced or dual array that is not a constant, at its level or at one of the
+    levels its value belongs to (an enclosing differentiation's array, constant here)."""
+    return isinstance(_innermost_followed(y), Tracer)
+
+
+def _innermost_followed(y):
+    """``y`` at the innermost level that follows it: a constant of a level is, for that level,
+    its value (the enclosing levels' array), so a solution depending on an enclosing level
+    alone is that level's, however deep the call."""
+    while isinstance(y, Tracer) and _constant_at(y):
+        y = y.value
+    return y
+
+
+def _as_array(y):
+    """What a user's function returned, as SciPy reads it: a list or tuple of numbers as one
+    array, stacked so that the items a differentiation follows keep their derivatives."""
+    if type(y) in (list, tuple):
+        return lists_as_arrays([y])[0]
+    return y
+
+
+def _gradient(objective, x):
+    """The gradient of ``objective`` at plain ``x``, by nested differentiation: a function of
+    the values the running differentiations follow, wherever ``objective`` reaches them (its
+    closure holds the user's arguments, which are its constants)."""
+    return grad(objective)(np.array(x, dtype=float))
+
+
+def _constant(x):
+    """A copy of plain ``x`` as an array the running differentiations follow (a constant of
+    theirs), for the user's functions to compute with, in place too, on the differentiated
+    values: as an array they allocated."""
+    return allocate(np.array(x, dtype=float))
+
+
+def _numbers(y):
+    """The plain float64 numbers of ``y``, flat."""
+    if isinstance(y, Tracer):
+        y = memory(y)
+    return np.array(y, dtype=float).ravel()
+
+
+def _first_order(name, y):
+    if isinstance(y, Tracer):
+        raise UnsupportedOperationError(
+            f"{name}: a derivative of second order through the solution (mutad.hessian, "
+            "mutad.hvp, a gradient of a gradient), or a solver called inside a nested "
+            "differentiation with functions that reach the values of two of them: mutad "
+            "differentiates a scipy.optimize solution once, by the implicit function theorem "
+            "at the solution's numbers. Differentiate it once, or write the solver's "
+            "iterations in NumPy.")
+
+
+# ----------------------------------------------------------------------------------------------
+# ∂F/∂x at the solution, and its solves
+
+
+class _Linearization:
+    """``∂F/∂x`` at the solution, given by its products with vectors (plain, flat), for the
+    solves of the implicit derivative. ``minimum``: it is a Hessian at a minimum (symmetric,
+    positive definite); otherwise a Jacobian, with ``transposed`` its transpose's products.
+    ``free``: where the solution is free (a mask; the other coordinates are held by bounds,
+    and the solves are those of the block of the free ones). Refuses, when made, a matrix that
+    is singular (or not positive definite, at a minimum)."""
+
+    def __init__(self, name, n, apply, transposed=None, minimum=False, free=None):
+        self.name, self.minimum = name, minimum
+        self.full, self.n = n, n if free is None else int(np.count_nonzero(free))
+        self.free = free
+        self.whole = apply
+        self.apply = self._block(apply)
+        self.transposed = self._block(transposed) if transposed is not None else self.apply
+        self.dense = None
+        if self.n <= DENSE:
+            n = self.n
+            with _outside(name):
+                columns = [self.apply(e) for e in np.eye(n)]
+            A = np.array(columns, dtype=float).reshape(n, n).T
+            if not np.all(np.isfinite(A)):
+                raise self._singular("is not finite")
+            if minimum:
+                w, V = np.linalg.eigh((A + A.T) / 2)
+                top = np.abs(w).max() if n else 0.0
+                if n and w.min() < -RCOND * top:
+                    raise self._singular(
+                        f"has a negative eigenvalue ({w.min():.3g}): the point is not a minimum "
+                        "(a saddle point)")
+                if n and not w.min() > RCOND * top:
+                    raise self._singular(f"is singular (eigenvalues from {w.min():.3g} to "
+                                         f"{w.max():.3g})")
+                self.dense = (V, w, V.T)
+            else:
+                U, s, Vt = np.linalg.svd(A)
+                if n and not s.min() > RCOND * s.max():
+                    raise self._singular(f"is singular (singular values from {s.min():.3g} "
+                                         f"to {s.max():.3g})")
+                self.dense = (Vt.T, s, U.T)
+
+    def _block(self, apply):
+        """``apply`` on the free coordinates' block: flat vectors of ``n`` numbers."""
+        if self.free is None:
+            return lambda v: np.array(apply(v), dtype=float).ravel()
+
+        def block(v):
+            whole = np.zeros(self.full)
+            whole[self.free] = v
+            return np.array(apply(whole), dtype=float).ravel()[self.free]
+
+        return block
+
+    def _singular(self, what):
+        matrix = "the Hessian" if self.minimum else "the Jacobian ∂F/∂x"
+        return UnsupportedOperationError(
+            f"{self.name}: at the solution, {matrix} {what}, so the solution does not depend "
+            "smoothly on the differentiated values (it is not unique, or not isolated) and "
+            "mutad cannot differentiate it. Make the problem well posed (a regularisation "
+            "term, fewer unknowns).")
+
+    def solve(self, b, transpose=False):
+        """``(∂F/∂x)⁻¹ b``, or ``(∂F/∂x)⁻ᵀ b``; ``b`` flat plain numbers (zeros where the
+        solution is held by a bound)."""
+        b = np.array(b, dtype=float).ravel()
+        if self.free is None:
+            return self._solve_block(b, transpose)
+        whole = np.zeros(self.full)
+        whole[self.free] = self._solve_block(b[self.free], transpose)
+        return whole
+
+    def _solve_block(self, b, transpose):
+        if not np.any(b):
+            return np.zeros(self.n)
+        if self.dense is not None:
+            left, s, right = self.dense
+            if transpose and not self.minimum:  # A = U S Vᵀ: A⁻ᵀ = U S⁻¹ Vᵀ
+                return right.T @ ((left.T @ b) / s)
+            return left @ ((right @ b) / s)
+        with _outside(self.name):
+            if self.minimum:
+                return self._conjugate_gradients(b)
+            return self._gmres(b, self.transposed if transpose else self.apply)
+
+    def _conjugate_gradients(self, b):
+        """Conjugate gradients for the Hessian, stopping at a direction of non-positive
+        curvature, which a minimum's Hessian has not."""
+        x, r = np.zeros_like(b), b.copy()
+        p, rr, size = r.copy(), r @ r, np.linalg.norm(b)
+        for _ in range(10 * self.n + 100):
+            Ap = np.array(self.apply(p), dtype=float).ravel()
+            curvature = p @ Ap
+            if not curvature > 0:
+                raise self._singular("has a direction of zero or negative curvature")
+            alpha = rr / curvature
+            x += alpha * p
+            r -= alpha * Ap
+            rr, previous = r @ r, rr
+            if np.sqrt(rr) <= ITERATIVE_RTOL * size:
+                break
+            p = r + (rr / previous) * p
+        return self._checked(x, b, self.apply)
+
+    def _gmres(self, b, apply):
+        operator = _sparse_linalg.LinearOperator(
+            (self.n, self.n), matvec=lambda v: np.array(apply(v), dtype=float).ravel(),
+            dtype=float)
+        x, _ = _sparse_linalg.gmres(operator, b, rtol=ITERATIVE_RTOL, atol=0.0,
+                                    restart=min(self.n, 100), maxiter=10 * self.n + 100)
+        return self._checked(x, b, apply)
+
+    def _checked(self, x, b, apply):
+        residual = np.linalg.norm(np.array(apply(x), dtype=float).ravel() - b)
+        if not residual <= 1e-8 * np.linalg.norm(b):
+            raise self._singular(f"could not be solved with (an iterative solve left a "
+                                 f"relative residual of {residual / np.linalg.norm(b):.3g}): "
+                                 "it is singular or badly conditioned")
+        return x
+
+
+def _implicit_value(x, residual, *, linear):
+    return np.array(x, dtype=float)
+
+
+_implicit = Adjoint(_implicit_value)
+
+
+@_implicit.rule
+def _implicit_rule(x, residual, *, linear):
+    """``x``, SciPy's solution of ``F = 0``, whose derivative is ``-(∂F/∂x)⁻¹`` times that of
+    the residual ``F(x*, θ)``."""
+    _first_order(linear.name, residual)
+
+    def back(dx):
+        _first_order(linear.name, dx)
+        return None, -linear.solve(dx, transpose=True).reshape(np.shape(residual))
+
+    return np.array(x, dtype=float), back
+
+
+@_implicit.jvp_rule
+def _implicit_jvp(tangents, x, residual, *, linear):
+    _first_order(linear.name, residual)
+    dresidual = tangents[1]
+    _first_order(linear.name, dresidual)
+    dx = None if dresidual is None else -linear.solve(dresidual).reshape(np.shape(x))
+    return np.array(x, dtype=float), dx
+
+
+def _valued_value(value, traced):
+    return np.array(value, dtype=float)
+
+
+_valued = Adjoint(_valued_value)
+
+
+@_valued.rule
+def _valued_rule(value, traced):
+    """SciPy's ``value``, whose derivative is ``traced``'s (the same quantity, computed again
+    by the differentiated functions)."""
+    _first_order("scipy.optimize", traced)
+
+    def back(dy):
+        _first_order("scipy.optimize", dy)
+        return None, dy
+
+    return np.array(value, dtype=float), back
+
+
+@_valued.jvp_rule
+def _valued_jvp(tangents, value, traced):
+    _first_order("scipy.optimize", traced)
+    _first_order("scipy.optimize", tangents[1])
+    return np.array(value, dtype=float), tangents[1]
+
+
+def _solution(name, x, residual, linearization, converged, message="", bounds=None,
+              held=None):
+    """SciPy's solution ``x`` of ``F = 0``, differentiable through ``residual``, ``F(x, θ)``
+    computed by the user's functions on what the differentiation follows; plain when the
+    residual does not depend on it. ``linearization(free)`` makes ``∂F/∂x``. Refused when the
+    solution is not one (the Newton step from it is not small). A minimum on a bound
+    (``bounds``, ``F`` the gradient) keeps the coordinates held there fixed, where that is its
+    derivative (``_held``): those on a bound, or ``held`` where the solver says which."""
+    if isinstance(residual, (tuple, list, dict)):  # never read as zero: that would be silent
+        raise UnsupportedOperationError(
+            f"{name}: a function given to it returned a {type(residual).__name__} where mutad "
+            "expected an array of numbers.")
+    residual = _innermost_followed(residual)
+    if not _followed(residual):
+        return x
+    x_numbers = _numbers(x)
+    free = None
+    if bounds is not None:
+        if held is None:
+            held = _on_bounds(x_numbers, bounds)
+        if held.any():
+            free = ~held
+    linear = linearization(free)
+    if free is not None:
+        _held(name, linear, x_numbers, _numbers(residual), bounds)
+    step = np.linalg.norm(linear.solve(_numbers(residual))) / (1.0 + np.linalg.norm(x_numbers))
+    limit = STEP if converged else STEP_FAILED
+    if not step <= limit:
+        status = ("SciPy reports it converged" if converged
+                  else f"SciPy reports it did not converge ({message})")
+        near = " (or it is held near a bound it is not on)" if bounds is not None else ""
+        raise UnsupportedOperationError(
+            f"{name}: the result is not a solution to the accuracy its derivative needs: a "
+            f"Newton step from it is {step:.3g} of its size ({status}){near}. The implicit "
+            "function theorem differentiates the exact solution; tighten the solver's "
+            "tolerances (gtol, xtol, ftol, xatol, fatol) or raise maxiter.")
+    return _implicit(x, residual, linear=linear)
+
+
+def _on(x, bound):
+    """Whether ``x`` lies on ``bound``, to within ``ON_BOUND`` of the bound's size (a solver
+    may stop rounding errors away from it, Powell's method does)."""
+    return np.isfinite(bound) & (np.abs(x - bound) <= ON_BOUND * (1.0 + np.abs(bound)))
+
+
+def _on_bounds(x, bounds):
+    """Where ``x`` (flat numbers) lies on ``bounds`` (a mask; None without bounds)."""
+    if bounds is None:
+        return np.zeros(np.size(x), dtype=bool)
+    return _on(x, bounds[0]) | _on(x, bounds[1])
+
+
+def _held(name, linear, x, gradient, bounds):
+    """Check that the coordinates of minimum ``x`` on its bounds are held there strictly: the
+    gradient pushes each outwards, by enough that the minimum along it, were the bound
+    lifted, lies beyond ``STEP_FAILED`` of ``x``'s size (strict complementarity). Then small
+    changes of the differentiated values leave them on their bounds (their derivative is
+    zero), and the free coordinates are the minimum of the objective with those fixed (the
+    block of the Hessian for the free coordinates, positive definite). Otherwise the solution
+    depends on the differentiated values one-sidedly: refused."""
+    lower, upper = bounds
+    scale = 1.0 + np.linalg.norm(x)
+    for i in np.flatnonzero(~linear.free):
+        at_lower = abs(x[i] - lower[i]) <= abs(x[i] - upper[i])
+        outwards = gradient[i] if at_lower else -gradient[i]
+        e = np.zeros(linear.full)
+        e[i] = 1.0
+        with _outside(name):
+            curvature = np.array(linear.whole(e), dtype=float).ravel()[i]
+        distance = outwards / curvature if curvature > 0 else np.inf
+        if not (outwards > 0 and distance > STEP_FAILED * scale):
+            raise UnsupportedOperationError(
+                f"{name}: the solution lies on a bound (coordinate {i}) where the objective's "
+                f"slope into the bound is {outwards:.3g}: the bound is not strictly active, so "
+                "the solution depends on the differentiated values one-sidedly (it may stay "
+                "on the bound or leave it) and has no derivative. Widen the bounds, or move "
+                "them away from the unconstrained minimum.")
+
+
+def _minimum_linearization(name, objective, x):
+    """The Hessian of plain ``objective`` at ``x``, by Hessian-vector products."""
+    shape = np.shape(x)
+
+    def apply(v):
+        return hvp(objective, (x,), (np.reshape(v, shape),))
+
+    return lambda free: _Linearization(name, int(np.size(x)), apply, minimum=True, free=free)
+
+
+def _root_linearization(name, function, x):
+    """The Jacobian of plain ``function`` at ``x``, by forward and reverse products."""
+    shape = np.shape(x)
+
+    def apply(v):
+        return np.ravel(jvp(function, (x,), (np.reshape(v, shape),))[1])
+
+    def transposed(u):
+        y_shape = np.shape(function(x.copy()))  # a copy: the function may work in place
+        return np.ravel(grad(lambda z: (function(z) * np.reshape(u, y_shape)).sum())(x))
+
+    return lambda free: _Linearization(name, int(np.size(x)), apply, transposed, free=free)
+
+
+_LOSSES = {
+    "linear": lambda z: z,
+    "soft_l1": lambda z: 2.0 * (np.sqrt(1.0 + z) - 1.0),
+    # z beyond 1 only reaches the square root (whose derivative at 0 would be infinite)
+    "huber": lambda z: np.where(z <= 1.0, z, 2.0 * np.sqrt(np.maximum(z, 1.0)) - 1.0),
+    "cauchy": lambda z: np.log1p(z),
+    "arctan": lambda z: np.arctan(z),
+}
+"""``least_squares``' losses ρ, of ``z = (r / f_scale)²``, as SciPy defines them."""
+
+
+def _cost(residuals, loss, scale):
+    """``x ↦ ½ f_scale² Σ ρ((r(x) / f_scale)²)``, ``least_squares``' cost (``½‖r‖²`` for the
+    linear loss)."""
+    if loss == "linear":
+        return _half_square(residuals)
+    rho = _LOSSES[loss]
+
+    def cost(x):
+        r = residuals(x) / scale
+        return 0.5 * scale ** 2 * rho(r * r).sum()
+
+    return cost
+
+
+def _half_square(residuals):
+    """``x ↦ ½‖residuals(x)‖²``, the objective of a least-squares problem."""
+    def objective(x):
+        r = residuals(x)
+        return 0.5 * (r * r).sum()
+
+    return objective
+
+
+def _bounds_arrays(bounds, n, pairs):
+    """``(lower, upper)``, flat arrays of ``n`` numbers, of SciPy's ``bounds``: a ``Bounds``,
+    ``minimize``'s sequence of ``(min, max)`` pairs (``pairs``; None for no bound) or the
+    ``(lb, ub)`` of ``least_squares`` and ``curve_fit``; None when nothing is bounded."""
+    if bounds is None:
+        return None
+    if isinstance(bounds, _optimize.Bounds):
+        lower, upper = bounds.lb, bounds.ub
+    elif pairs:
+        lower = [-np.inf if lo is None else lo for lo, _ in bounds]
+        upper = [np.inf if hi is None else hi for _, hi in bounds]
+    else:
+        lower, upper = bounds
+    lower = np.broadcast_to(np.array(lower, dtype=float).ravel(), (n,))
+    upper = np.broadcast_to(np.array(upper, dtype=float).ravel(), (n,))
+    if np.all(np.isneginf(lower)) and np.all(np.isposinf(upper)):
+        return None
+    return lower, upper
+
+
+# ----------------------------------------------------------------------------------------------
+# Results
+
+
+class _Refused:
+    """A field of a SciPy result that mutad does not differentiate and that depends on the
+    differentiated values (``hess_inv``, ``pcov``), in its place: using it raises, rather than
+    giving a number whose derivative would silently be missing."""
+
+    def __init__(self, what):
+        self._what = what
+
+    def _refuse(self, *args, **kwargs):
+        raise UnsupportedOperationError(
+            f"{self._what} depends on the differentiated values but mutad does not "
+            "differentiate it, so it is not available inside a differentiated function. "
+            "Compute it outside (mutad.stop_gradient of the inputs for its value alone), or "
+            "from the differentiated solution with mutad's functions.")
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self._refuse()
+
+    def __repr__(self):
+        return f"<{self._what}: not differentiated by mutad>"
+
+    __array__ = __array_ufunc__ = __array_function__ = __getitem__ = __iter__ = __len__ = _refuse
+    __float__ = __int__ = __bool__ = __neg__ = __pos__ = __abs__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __pow__ = __rpow__ = _refuse
+
+
+def _result(name, result, values, keep=()):
+    """A copy of SciPy's ``result`` (an ``OptimizeResult``) with ``values`` in place of its
+    fields, the fields in ``keep`` and those holding no float number as they are, and the
+    others (float numbers that depend on the differentiated values) refused."""
+    out = copy.copy(result)
+    for key, value in result.items():
+        if key in values:
+            out[key] = values[key]
+        elif key not in keep and _holds_floats(value):
+            out[key] = _Refused(f"{name}(...).{key}")
+    return out
+
+
+def _holds_floats(value):
+    if isinstance(value, (float, np.floating)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "fc"
+    if isinstance(value, (tuple, list)):
+        return any(_holds_floats(v) for v in value)
+    return not isinstance(value, (bool, int, str, np.integer, np.bool_, type(None)))
+
+
+_KEEP = ("success", "status", "message", "nfev", "njev", "nhev", "nit", "maxcv")
+
+
+# ----------------------------------------------------------------------------------------------
+# The solvers
+
+
+class _StandIn:
+    """What stands in for SciPy's ``original`` while a differentiation runs
+    (``registry.ROUTES``): ``original`` itself outside one, and ``solve(original, a, p, call,
+    followed)`` inside, given every argument by name (``a``), the same with plain numbers
+    (``p``), the plain arguments the call gave (``call``) and whether a value replaced depends
+    on what a differentiation follows (``_plain_call``). An object holds ``original``, not a
+    closure: the allocation mode swaps routed functions in the closures it reaches."""
+
+    def __init__(self, original, solve):
+        functools.update_wrapper(self, solve)
+        self.original, self.solve = original, solve
+        self.__signature__ = inspect.signature(original)
+        ROUTES[original] = self
+
+    def __call__(self, *args, **kwargs):
+        if not ACTIVE.running:
+            return self.original(*args, **kwargs)
+        for differentiation in ACTIVE.running:
+            recorder = getattr(differentiation, "recorder", None)
+            if recorder is not None:  # a replay would not run the solver again
+                recorder.refuse(f"scipy.optimize.{self.original.__name__}, whose solution a "
+                                "replay cannot compute again")
+        return self.solve(self.original, *_plain_call(self.original, args, kwargs))
+
+
+def _stands_in_for(original):
+    """Decorate ``solve`` as the :class:`_StandIn` for ``original``."""
+    return lambda solve: _StandIn(original, solve)
+
+
+def _objective(fun, returns_gradient):
+    """The function ``fun`` stands for, when it returns its derivatives after its value
+    (``minimize``'s and ``root``'s ``jac=True``, ``root_scalar``'s ``fprime=True``)."""
+    if not returns_gradient:
+        return fun
+    return lambda x, *args: fun(x, *args)[0]
+
+
+@_stands_in_for(_optimize.minimize)
+def minimize(original, a, p, call, followed):
+    """``scipy.optimize.minimize``, differentiated by the implicit function theorem at the
+    minimum (module docstring): ``res.x`` and ``res.fun``."""
+    res = _run(original, call)
+    if not followed:
+        return res
+    name = "scipy.optimize.minimize"
+    if a["constraints"] not in ((), [], None):
+        raise UnsupportedOperationError(
+            f"{name}: constraints= with differentiated values: mutad differentiates "
+            "unconstrained minima (and bounds that are not active) only.")
+    gradient_too = a["jac"] is True
+    objective = _objective(a["fun"], gradient_too)
+    plain_objective = _objective(p["fun"], gradient_too)
+    args, plain_args = _tuple(a["args"]), _tuple(p["args"])
+    x = np.array(res.x, dtype=float)
+    stationarity = _gradient(lambda z: objective(z, *args), x)
+    solution = _solution(
+        name, res.x, stationarity,
+        _minimum_linearization(name, lambda z: plain_objective(z, *plain_args), x.copy()),
+        bool(res.success), res.message, _bounds_arrays(p["bounds"], x.size, pairs=True))
+    value = objective(_constant(x), *args)  # the envelope theorem: x* held
+    values = {"x": solution}
+    if _followed(value):
+        values["fun"] = _valued(res.fun, _innermost_followed(value))
+    # The gradient at the minimum is zero along the solutions, unless a bound holds it.
+    held = _on_bounds(x.ravel(), _bounds_arrays(p["bounds"], x.size, pairs=True)).any()
+    return _result(name, res, values, keep=(*_KEEP, "fun", *(() if held else ("jac",))))
+
+
+@_stands_in_for(_optimize.minimize_scalar)
+def minimize_scalar(original, a, p, call, followed):
+    """``scipy.optimize.minimize_scalar``, differentiated at the minimum as ``minimize`` is:
+    ``dx*/dθ = -(∂²L/∂x∂θ) / (∂²L/∂x²)``; ``res.x`` and ``res.fun``."""
+    res = _run(original, call)
+    if not followed:
+        return res
+    name = "scipy.optimize.minimize_scalar"
+    args, plain_args = _tuple(a["args"]), _tuple(p["args"])
+    x = np.float64(res.x)
+    stationarity = _gradient(lambda z: a["fun"](z, *args), x)
+    solution = _solution(
+        name, x, stationarity,
+        _minimum_linearization(name, lambda z: p["fun"](z, *plain_args), x),
+        bool(res.success), res.message,
+        None if p["bounds"] is None else _bounds_arrays(p["bounds"], 1, pairs=False))
+    value = a["fun"](x, *args)  # the envelope theorem: x* held
+    values = {"x": solution}
+    if _followed(value):
+        values["fun"] = _valued(res.fun, _innermost_followed(value))
+    return _result(name, res, values, keep=(*_KEEP, "fun"))
+
+
+@_stands_in_for(_optimize.least_squares)
+def least_squares(original, a, p, call, followed):
+    """``scipy.optimize.least_squares``, differentiated at the minimum of ``½‖r‖²`` with its
+    exact Hessian (module docstring): ``res.x``, ``res.cost`` and ``res.fun``."""
+    res = _run(original, call)
+    if not followed:
+        return res
+    name = "scipy.optimize.least_squares"
+    if a["loss"] not in _LOSSES:
+        raise UnsupportedOperationError(
+            f"{name}: loss={a['loss']!r} with differentiated values: mutad differentiates "
+            f"SciPy's named losses ({', '.join(map(repr, _LOSSES))}), not a callable one.")
+    kwargs, plain_kwargs = a["kwargs"] or {}, p["kwargs"] or {}
+    args, plain_args = _tuple(a["args"]), _tuple(p["args"])
+
+    def residuals(x, *args):
+        return _as_array(a["fun"](x, *args, **kwargs))
+
+    def plain_residuals(x):
+        return _as_array(p["fun"](x, *plain_args, **plain_kwargs))
+
+    loss, scale = a["loss"], a["f_scale"]
+    x = np.array(res.x, dtype=float)
+    stationarity = _gradient(_cost(lambda z: residuals(z, *args), loss, scale), x)
+    solution = _solution(
+        name, res.x, stationarity,
+        _minimum_linearization(name, _cost(plain_residuals, loss, p["f_scale"]), x.copy()),
+        bool(res.success), res.message, _bounds_arrays(p["bounds"], x.size, pairs=False),
+        held=np.asarray(res.active_mask) != 0)
+    values = {"x": solution}
+    fixed = residuals(_constant(x), *args)  # the envelope theorem for the cost: x* held
+    if _followed(fixed):
+        values["cost"] = _valued(res.cost, _innermost_followed(
+            _cost(lambda z: fixed, loss, scale)(None)))
+    moved = residuals(solution.copy(), *args)  # a copy: fun may work in place
+    if _followed(moved):
+        values["fun"] = _valued(res.fun, _innermost_followed(moved))
+    held = np.any(np.asarray(res.active_mask) != 0)
+    return _result(name, res, values,
+                   keep=(*_KEEP, "optimality", "active_mask", *(() if held else ("grad",))))
+
+
+@_stands_in_for(_optimize.curve_fit)
+def curve_fit(original, a, p, call, followed):
+    """``scipy.optimize.curve_fit``, ``popt`` differentiated (with respect to ``ydata``,
+    ``xdata``, ``sigma`` and what ``f`` closes over) at the minimum of ``½‖(f(xdata, *p) -
+    ydata) / sigma‖²``; ``pcov`` (and ``full_output``'s ``infodict``) is refused."""
+    result = _run(original, call)
+    if not followed:
+        return result
+    name = "scipy.optimize.curve_fit"
+    popt, pcov = result[0], result[1]
+    for setting in ("nan_policy",):
+        if a[setting] is not None and a[setting] != "propagate":
+            raise UnsupportedOperationError(f"{name}: {setting}={a[setting]!r} with "
+                                            "differentiated values is not supported.")
+    if a["sigma"] is not None and np.ndim(a["sigma"]) == 2:
+        raise UnsupportedOperationError(
+            f"{name}: a 2-D sigma (a covariance) with differentiated values: pass the "
+            "standard deviations (1-D sigma), or whiten the data first.")
+
+    def residuals(f, xdata, ydata, sigma):
+        def r(q):
+            out = _as_array(f(xdata, *q)) - ydata
+            return out if sigma is None else out / sigma
+        return r
+
+    x = np.array(popt, dtype=float)
+    stationarity = _gradient(
+        _half_square(residuals(a["f"], a["xdata"], a["ydata"], a["sigma"])), x)
+    solution = _solution(
+        name, popt, stationarity,
+        _minimum_linearization(
+            name, _half_square(residuals(p["f"], p["xdata"], p["ydata"], p["sigma"])),
+            x.copy()),
+        True, "", _bounds_arrays(p["bounds"], x.size, pairs=False))
+    refused = _Refused(f"{name}(...)'s pcov")
+    if len(result) == 2:
+        return solution, refused
+    return (solution, refused, _Refused(f"{name}(...)'s infodict"), *result[3:])
+
+
+@_stands_in_for(_optimize.root)
+def root(original, a, p, call, followed):
+    """``scipy.optimize.root``, differentiated by the implicit function theorem: ``res.x``
+    (``res.fun``, zero along the solutions, keeps SciPy's values)."""
+    res = _run(original, call)
+    if not followed:
+        return res
+    name = "scipy.optimize.root"
+    solution = _root_solution(name, a["fun"], p["fun"], a["jac"] is True, res.x,
+                              _tuple(a["args"]), _tuple(p["args"]), bool(res.success),
+                              res.message)
+    return _result(name, res, {"x": solution}, keep=(*_KEEP, "fun"))
+
+
+def _root_solution(name, fun, plain_fun, jacobian_too, x, args, plain_args, converged,
+                   message=""):
+    function = _objective(fun, jacobian_too)
+    plain_function = _objective(plain_fun, jacobian_too)
+    x = np.array(x, dtype=float)
+    residual = _as_array(function(_constant(x), *args))
+    return _solution(name, x, residual,
+                     _root_linearization(
+                         name, lambda z: _as_array(plain_function(z, *plain_args)), x.copy()),
+                     converged, message)
+
+
+@_stands_in_for(_optimize.fsolve)
+def fsolve(original, a, p, call, followed):
+    """``scipy.optimize.fsolve``, differentiated as ``root``: its ``x`` (with ``full_output``,
+    the ``infodict`` refused but ``fvec``, zero along the solutions)."""
+    x, info, ier, message = _run(original, call, full_output=True)
+    if not followed:
+        return (x, info, ier, message) if a["full_output"] else x
+    name = "scipy.optimize.fsolve"
+    solution = _root_solution(name, a["func"], p["func"], False, x, _tuple(a["args"]),
+                              _tuple(p["args"]), ier == 1, message)
+    if not a["full_output"]:
+        return solution
+    info = {k: (v if k in ("nfev", "njev", "fvec") else _Refused(f"{name}(...)'s {k}"))
+            for k, v in info.items()}
+    return solution, info, ier, message
+
+
+@_stands_in_for(_optimize.fixed_point)
+def fixed_point(original, a, p, call, followed):
+    """``scipy.optimize.fixed_point``, differentiated at ``x = func(x)``: ``F = func(x) - x``."""
+    x = _run(original, call)
+    if not followed:
+        return x
+    name = "scipy.optimize.fixed_point"
+    args, plain_args = _tuple(a["args"]), _tuple(p["args"])
+    z = np.array(x, dtype=float)
+    residual = _as_array(a["func"](_constant(z), *args)) - z
+    solution = _solution(
+        name, z, residual,
+        _root_linearization(name, lambda y: _as_array(p["func"](y, *plain_args)) - y,
+                            z.copy()), True)
+    return solution
+
+
+def _scalar_root(name, f, plain_f, x, args, plain_args, converged, message=""):
+    """SciPy's root ``x`` of scalar ``f``, differentiable: ``dx*/dθ = -(∂f/∂θ) / f'(x*)``."""
+    z = np.float64(x)
+    residual = f(z, *args)
+    return _solution(name, z, residual,
+                     _root_linearization(name, lambda y: plain_f(y, *plain_args), z),
+                     converged, message)
+
+
+def _bracketing(original):
+    """A bracketing scalar root finder of SciPy's (``brentq``, ``bisect``, ...), whose
+    result is differentiated at the root."""
+    @_stands_in_for(original)
+    def bracketing(original, a, p, call, followed):
+        x, report = _run(original, call, full_output=True)
+        if not followed:
+            return (x, report) if a["full_output"] else x
+        name = f"scipy.optimize.{original.__name__}"
+        solution = _scalar_root(name, a["f"], p["f"], x, _tuple(a["args"]), _tuple(p["args"]),
+                                bool(report.converged), report.flag)
+        if a["full_output"]:
+            report = copy.copy(report)
+            report.root = solution
+            return solution, report
+        return solution
+
+    bracketing.__name__ = bracketing.__qualname__ = original.__name__
+    bracketing.__doc__ = (f"``scipy.optimize.{original.__name__}``, its root differentiated "
+                          "at the root: ``dx*/dθ = -(∂f/∂θ) / f'(x*)``.")
+    return bracketing
+
+
+brentq = _bracketing(_optimize.brentq)
+brenth = _bracketing(_optimize.brenth)
+ridder = _bracketing(_optimize.ridder)
+bisect = _bracketing(_optimize.bisect)
+toms748 = _bracketing(_optimize.toms748)
+
+
+@_stands_in_for(_optimize.root_scalar)
+def root_scalar(original, a, p, call, followed):
+    """``scipy.optimize.root_scalar``, ``.root`` differentiated at the root:
+    ``dx*/dθ = -(∂f/∂θ) / f'(x*)``."""
+    report = _run(original, call)
+    if not followed:
+        return report
+    name = "scipy.optimize.root_scalar"
+    # fprime=True (or fprime2=True): f returns its derivatives after its value.
+    values_too = a["fprime"] is True or a["fprime2"] is True
+    solution = _scalar_root(name, _objective(a["f"], values_too), _objective(p["f"], values_too),
+                            report.root, _tuple(a["args"]), _tuple(p["args"]),
+                            bool(report.converged), report.flag)
+    report = copy.copy(report)
+    report.root = solution
+    return report
+
+
+@_stands_in_for(_optimize.newton)
+def newton(original, a, p, call, followed):
+    """``scipy.optimize.newton`` of a scalar ``x0``, its root differentiated at the root:
+    ``dx*/dθ = -(∂f/∂θ) / f'(x*)``."""
+    name = "scipy.optimize.newton"
+    if np.size(p["x0"]) != 1 or np.ndim(p["x0"]) != 0:
+        result = _run(original, call)
+        if followed:
+            raise UnsupportedOperationError(
+                f"{name} of an array x0 (many scalar roots at once) with differentiated "
+                "values: call it per root, or use scipy.optimize.root.")
+        return result
+    x, report = _run(original, call, full_output=True)[:2]
+    if not followed:
+        return (x, report) if a["full_output"] else x
+    solution = _scalar_root(name, a["func"], p["func"], x, _tuple(a["args"]), _tuple(p["args"]),
+                            bool(report.converged), report.flag)
+    if a["full_output"]:
+        report = copy.copy(report)
+        report.root = solution
+        return solution, report
+    return solution

@@ -1,0 +1,921 @@
+"""``scipy.optimize`` solvers inside differentiated functions (``mutad/scipy/optimize.py``):
+solutions differentiated by the implicit function theorem.
+
+Each solver's derivative is checked against a closed form where there is one (a quadratic's
+minimiser ``A⁻¹θ``, Rosenbrock's ``(a, a²)``, a cubic's root), and against central finite
+differences of the whole function otherwise, with the solver's tolerances tight enough that
+the differences measure the derivative and not the solver (the derivative is accurate to the
+solver's tolerance). Reverse mode under both policies and forward mode; SciPy's name inside
+the function (module-level ``from scipy.optimize import ...``, ``scipy.optimize.<name>``) and
+``mutad.scipy.optimize``'s; the caller's arrays bit for bit; SciPy's values bit for bit; and
+minima held by strictly active bounds; and the refusals: a minimum on a bound that is not
+strictly active, a singular Hessian or Jacobian, a saddle point, a result that is not a
+solution, constraints, second derivatives, a value reached other than through ``args=`` or a
+closure, and the result fields without a derivative.
+"""
+
+import functools
+import inspect
+
+import numpy as np
+import pytest
+import scipy.optimize
+from scipy.optimize import brentq, curve_fit, least_squares, minimize, root
+
+import mutad
+from mutad.errors import UnsupportedOperationError
+from mutad.scipy import optimize
+
+RNG = np.random.default_rng(7)
+N = 3
+M = RNG.standard_normal((N, N))
+A = M @ M.T + N * np.eye(N)  # symmetric positive definite
+W = RNG.standard_normal(N)
+THETA = RNG.standard_normal(N)
+
+
+def gradient_keeping(f, *args, policy="restore"):
+    """``mutad.gradient``, checking that the caller's arrays come back bit for bit."""
+    before = [a.tobytes() for a in args]
+    grads = mutad.gradient(f, *args, policy=policy)
+    assert [a.tobytes() for a in args] == before
+    return grads
+
+
+def central(f, x, eps=1e-5):
+    """Central finite differences of scalar ``f`` at array ``x``."""
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = eps
+        g.flat[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return g
+
+
+# ----------------------------------------------------------------------------------------------
+# minimize: a quadratic, every method, closed form
+
+
+def quadratic(x, theta):
+    return 0.5 * x @ A @ x - theta @ x
+
+
+def quadratic_jac(x, theta):
+    return A @ x - theta
+
+
+def quadratic_hess(x, theta):
+    return A
+
+
+def quadratic_hessp(x, p, theta):
+    return A @ p
+
+
+METHODS = {
+    "BFGS": dict(options={"gtol": 1e-11}),
+    "L-BFGS-B": dict(options={"gtol": 1e-12, "ftol": 1e-16}),
+    "CG": dict(options={"gtol": 1e-11}),
+    "Newton-CG": dict(jac=quadratic_jac, hessp=quadratic_hessp, options={"xtol": 1e-12}),
+    "trust-ncg": dict(jac=quadratic_jac, hess=quadratic_hess, options={"gtol": 1e-11}),
+    "trust-krylov": dict(jac=quadratic_jac, hessp=quadratic_hessp, options={"gtol": 1e-11}),
+    "trust-exact": dict(jac=quadratic_jac, hess=quadratic_hess, options={"gtol": 1e-11}),
+    "Nelder-Mead": dict(options={"xatol": 1e-11, "fatol": 1e-15, "maxiter": 20000,
+                                 "maxfev": 20000}),
+    "Powell": dict(options={"xtol": 1e-11, "ftol": 1e-15}),
+    "TNC": dict(jac=quadratic_jac, options={"gtol": 1e-12, "xtol": 1e-14, "ftol": 1e-16}),
+    "SLSQP": dict(options={"ftol": 1e-14}),
+    "dogleg": dict(jac=quadratic_jac, hess=quadratic_hess, options={"gtol": 1e-11}),
+    "trust-constr": dict(jac=quadratic_jac, hess=quadratic_hess,
+                         options={"gtol": 1e-12, "xtol": 1e-14}),
+    "COBYLA": dict(options={"rhobeg": 0.5, "tol": 1e-12, "maxiter": 10000}),
+}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_minimize_quadratic_every_method(method):
+    """x*(θ) = A⁻¹θ and L* = -½θᵀA⁻¹θ: the loss w·x* + 0.3 L* has gradient A⁻¹w - 0.3 x*."""
+    settings = METHODS[method]
+    tol = 1e-6 if method in ("Nelder-Mead", "Powell", "COBYLA") else 1e-8
+
+    def f(theta):
+        res = minimize(quadratic, np.zeros(N), args=(theta,), method=method, **settings)
+        return W @ res.x + 0.3 * res.fun
+
+    x_star = np.linalg.solve(A, THETA)
+    expected = np.linalg.solve(A, W) - 0.3 * x_star
+    for policy in ("restore", "checkpoint"):
+        np.testing.assert_allclose(gradient_keeping(f, THETA, policy=policy)[0], expected,
+                                   rtol=tol, atol=tol)
+    direction = np.array([1.0, -2.0, 0.5])
+    _, dy = mutad.jvp(f, (THETA,), (direction,))
+    np.testing.assert_allclose(dy, expected @ direction, rtol=tol, atol=tol)
+
+
+def test_minimize_closure_and_scipy_names():
+    """θ reached through the objective's closure; SciPy's name as imported at module level,
+    as an attribute of scipy.optimize, and mutad.scipy.optimize's."""
+    expected = np.linalg.solve(A, W)
+    for solve in (minimize, scipy.optimize.minimize, optimize.minimize):
+        def f(theta, solve=solve):
+            res = solve(lambda x: quadratic(x, theta), np.zeros(N), method="BFGS",
+                        options={"gtol": 1e-11})
+            return W @ res.x
+
+        np.testing.assert_allclose(gradient_keeping(f, THETA)[0], expected, rtol=1e-8)
+
+
+def test_minimize_values_are_scipys():
+    def solve(theta):
+        return scipy.optimize.minimize(lambda x: quadratic(x, theta) + (x ** 4).sum(),
+                                       np.zeros(N), method="BFGS")
+
+    plain = solve(THETA)
+    y, back = mutad.pullback(lambda theta: (solve(theta).x, solve(theta).fun), THETA)
+    assert y[0].tobytes() == plain.x.tobytes()
+    assert float(y[1]) == plain.fun
+
+
+def test_minimize_outside_a_differentiation_is_scipys():
+    res = optimize.minimize(quadratic, np.zeros(N), args=(THETA,), method="BFGS")
+    plain = scipy.optimize.minimize(quadratic, np.zeros(N), args=(THETA,), method="BFGS")
+    assert res.x.tobytes() == plain.x.tobytes()
+    assert inspect.signature(optimize.minimize) == inspect.signature(scipy.optimize.minimize)
+
+
+def test_minimize_args_of_every_kind():
+    """args= holding a dict of arrays, a string, an integer and a namedtuple: only the
+    differentiated values in them are replaced for the solver."""
+    import collections
+
+    Pair = collections.namedtuple("Pair", "theta weight")
+
+    def objective(x, settings, kind, power, pair):
+        assert kind == "squares" and power == 2
+        return settings["scale"] * quadratic(x, settings["theta"]) + pair.weight * (
+            (x - pair.theta) ** power).sum()
+
+    def f(theta, other):
+        res = minimize(objective, np.zeros(N),
+                       args=({"scale": 2.0, "theta": theta}, "squares", 2, Pair(other, 0.5)),
+                       method="BFGS", options={"gtol": 1e-11})
+        return W @ res.x
+
+    # ∇: 2 (A x - θ) + (x - φ) = 0, so x* = (2A + I)⁻¹ (2θ + φ).
+    K = np.linalg.inv(2 * A + np.eye(N))
+    dtheta, dother = gradient_keeping(f, THETA, W.copy())
+    np.testing.assert_allclose(dtheta, 2 * K.T @ W, rtol=1e-8)
+    np.testing.assert_allclose(dother, K.T @ W, rtol=1e-8)
+
+
+def test_minimize_with_user_jacobian_true():
+    """fun returns (value, gradient) with jac=True: SciPy uses the gradient, mutad
+    differentiates the value."""
+    def f(theta):
+        res = minimize(lambda x: (quadratic(x, theta), quadratic_jac(x, theta)), np.zeros(N),
+                       jac=True, method="L-BFGS-B", options={"gtol": 1e-12, "ftol": 1e-16})
+        return W @ res.x
+
+    np.testing.assert_allclose(gradient_keeping(f, THETA)[0], np.linalg.solve(A, W),
+                               rtol=1e-7)
+
+
+def test_minimize_with_mutads_value_and_grad():
+    """fun = mutad.value_and_grad(objective), jac=True, the objective in place and closing over
+    θ: x*(θ) = θ, and L* = 0 with a zero gradient."""
+    def f(theta):
+        def objective(x):
+            x -= theta
+            x *= x
+            return x.sum() + (x * x).sum()
+
+        res = minimize(mutad.value_and_grad(objective), np.zeros(N), jac=True, method="BFGS",
+                       options={"gtol": 1e-11})
+        return W @ res.x + res.fun
+
+    np.testing.assert_allclose(gradient_keeping(f, THETA)[0], W, rtol=1e-8)
+    np.testing.assert_allclose(mutad.jvp(f, (THETA,), (np.ones(N),))[1], W.sum(), rtol=1e-8)
+
+
+def test_minimize_differentiates_closed_over_matrix():
+    """x* = A⁻¹θ with A closed over and differentiated: dx*/dA = -A⁻¹ (w) x*ᵀ, symmetrised as
+    A enters only through xᵀAx."""
+    def f(a):
+        res = minimize(lambda x: 0.5 * x @ a @ x - THETA @ x, np.zeros(N), method="BFGS",
+                       options={"gtol": 1e-11})
+        return W @ res.x
+
+    x_star = np.linalg.solve(A, THETA)
+    u = np.linalg.solve(A, W)
+    expected = -0.5 * (np.outer(u, x_star) + np.outer(x_star, u))
+    np.testing.assert_allclose(gradient_keeping(f, A.copy())[0], expected, rtol=1e-7,
+                               atol=1e-9)
+
+
+# ----------------------------------------------------------------------------------------------
+# minimize: Rosenbrock with parameters, finite differences
+
+
+def rosenbrock(x, a, b):
+    return (a - x[0]) ** 2 + b * (x[1] - x[0] ** 2) ** 2
+
+
+@pytest.mark.parametrize("method", ["BFGS", "L-BFGS-B", "trust-exact"])
+def test_minimize_rosenbrock_closed_form(method):
+    """x* = (a, a²) whatever b: the gradient of x*₀ + x*₁ is (1 + 2a, 0)."""
+    def f(params):
+        a, b = params[0], params[1]
+        objective = functools.partial(rosenbrock, a=a, b=b)
+        extra = {}
+        if method == "trust-exact":
+            extra = dict(jac=mutad.grad(objective), hess=lambda x: mutad.hessian(objective, x))
+        res = minimize(objective, np.array([-1.0, 1.5]), method=method,
+                       options={"gtol": 1e-10} if method != "L-BFGS-B" else
+                       {"gtol": 1e-12, "ftol": 1e-16, "maxiter": 2000}, **extra)
+        return res.x.sum()
+
+    params = np.array([1.3, 10.0])
+    # BFGS stops at "precision loss", Rosenbrock's valley leaving x* accurate to ~1e-6.
+    np.testing.assert_allclose(gradient_keeping(f, params)[0], [1 + 2 * 1.3, 0.0],
+                               atol=1e-5 if method == "BFGS" else 1e-6)
+
+
+def test_minimize_matches_finite_differences():
+    """A non-quadratic objective whose minimiser has no closed form: the gradient of the whole
+    function against central differences, with the solver converged to rounding."""
+    def f(theta):
+        def objective(x):
+            return np.sum(np.cosh(x - theta)) + 0.5 * x @ A @ x
+
+        # Newton's method converges to rounding: jac and hess by mutad, closing over theta.
+        res = minimize(objective, np.zeros(N), method="trust-exact", jac=mutad.grad(objective),
+                       hess=lambda x: mutad.hessian(objective, x), options={"gtol": 1e-13})
+        return np.sin(res.x).sum() + res.fun
+
+    g = gradient_keeping(f, THETA)[0]
+    np.testing.assert_allclose(g, central(f, THETA, 1e-4), rtol=1e-6, atol=1e-7)
+    _, dy = mutad.jvp(f, (THETA,), (np.ones(N),))
+    np.testing.assert_allclose(dy, g.sum(), rtol=1e-10)
+
+
+def test_minimize_large_problem_is_solved_without_the_hessian():
+    """Beyond optimize.DENSE unknowns, conjugate gradients on Hessian-vector products."""
+    n = optimize.DENSE + 8
+    rng = np.random.default_rng(3)
+    B = rng.standard_normal((n, n)) / np.sqrt(n)
+    H = B @ B.T + np.eye(n)
+    w = rng.standard_normal(n)
+
+    def f(theta):
+        res = minimize(lambda x: 0.5 * x @ H @ x - theta @ x, np.zeros(n), method="L-BFGS-B",
+                       options={"gtol": 1e-12, "ftol": 1e-16, "maxiter": 5000})
+        return w @ res.x
+
+    theta = rng.standard_normal(n)
+    np.testing.assert_allclose(gradient_keeping(f, theta)[0], np.linalg.solve(H, w),
+                               rtol=1e-6, atol=1e-7)
+
+
+# ----------------------------------------------------------------------------------------------
+# minimize: refusals
+
+
+def test_minimize_holds_strictly_active_bounds_and_refuses_the_others():
+    """x* = clip(θ, lo, hi) for Σ (x - θ)²: on a bound x*ᵢ does not move (while θᵢ stays
+    beyond it), inside it follows θᵢ. A minimum on a bound the gradient does not push
+    against (θᵢ at the bound) has no derivative: refused."""
+    def f(theta, method="L-BFGS-B"):
+        res = minimize(lambda x: ((x - theta) ** 2).sum() + 0.1 * (x[0] * x[2]) ** 2,
+                       np.zeros(3), method=method, bounds=[(-1.0, 0.5), (None, None), (-2, 2)],
+                       options={"gtol": 1e-12, "ftol": 1e-16} if method == "L-BFGS-B"
+                       else {"xtol": 1e-12, "ftol": 1e-15})
+        return res.x @ np.array([1.0, 2.0, 3.0])
+
+    theta = np.array([2.0, 1.0, 0.7])  # the first coordinate held at 0.5
+    # With x0 = 0.5 fixed: x2 minimises (x2 - θ2)² + 0.1 (0.5 x2)²: x2 = θ2 / 1.025.
+    expected = [0.0, 2.0, 3.0 / 1.025]
+    for method in ("L-BFGS-B", "Powell"):
+        np.testing.assert_allclose(gradient_keeping(lambda t: f(t, method), theta)[0],
+                                   expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(mutad.jvp(f, (theta,), (np.ones(3),))[1], sum(expected),
+                               rtol=1e-6)
+
+    def degenerate(theta):  # θ₀ on the bound: x*₀ = min(θ₀, 0.5) has a kink there
+        res = minimize(lambda x: ((x - theta) ** 2).sum(), np.array([0.5, 0.0, 0.0]),
+                       method="L-BFGS-B", bounds=[(-1.0, 0.5), (None, None), (-2, 2)])
+        return res.x.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="not strictly active"):
+        mutad.gradient(degenerate, np.array([0.5, 1.0, 0.7]))
+
+    def gradient_on_the_bound(theta):  # not zero where a bound holds the minimum: refused
+        return minimize(lambda x: ((x - theta) ** 2).sum(), np.zeros(3), method="L-BFGS-B",
+                        bounds=[(-1.0, 0.5), (None, None), (-2, 2)]).jac.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="jac"):
+        mutad.gradient(gradient_on_the_bound, theta)
+    # No bound active: the unconstrained derivative.
+    inside = np.array([0.2, 1.0, 0.7])
+    x0 = scipy.optimize.minimize(lambda x: ((x - inside) ** 2).sum() + 0.1 * (x[0] * x[2]) ** 2,
+                                 inside, method="BFGS", options={"gtol": 1e-12}).x
+    H = np.diag([2.0, 2.0, 2.0]) + 0.2 * np.array(
+        [[x0[2] ** 2, 0, 2 * x0[0] * x0[2]], [0, 0, 0], [2 * x0[0] * x0[2], 0, x0[0] ** 2]])
+    np.testing.assert_allclose(gradient_keeping(f, inside)[0],
+                               2.0 * np.linalg.solve(H, [1.0, 2.0, 3.0]), rtol=1e-6)
+
+
+def test_minimize_refuses_a_singular_hessian():
+    def f(theta):
+        res = minimize(lambda x: (x[0] + x[1] - theta[0]) ** 2, np.zeros(2), method="BFGS")
+        return res.x.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="singular"):
+        mutad.gradient(f, np.array([1.0]))
+
+
+def test_minimize_refuses_a_saddle_point_and_a_large_singular_hessian():
+    def saddle(theta):  # BFGS starts at the stationary point x = θ of an indefinite form
+        res = minimize(lambda x: (x[0] - theta[0]) ** 2 - (x[1] - theta[1]) ** 2,
+                       mutad.stop_gradient(theta), method="BFGS")
+        return res.x.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="saddle"):
+        mutad.gradient(saddle, np.array([1.0, 2.0]))
+
+    n = optimize.DENSE + 4
+
+    def flat(theta):  # the last coordinate does not enter: a zero direction of the Hessian
+        res = minimize(lambda x: ((x[:-1] - theta) ** 2).sum() + 0.0 * x[-1], np.zeros(n),
+                       method="BFGS")
+        return res.x.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="curvature|singular"):
+        mutad.gradient(flat, np.ones(n - 1))
+
+
+def test_minimize_refuses_what_has_not_converged():
+    def f(theta):
+        res = minimize(lambda x: np.sum(np.cosh(x - theta)) + (x ** 4).sum(), np.zeros(N),
+                       method="BFGS", options={"maxiter": 1})
+        return res.x.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="Newton step"):
+        mutad.gradient(f, THETA)
+
+
+def test_minimize_refuses_constraints_and_second_order():
+    def constrained(theta):
+        res = minimize(lambda x: ((x - theta) ** 2).sum(), np.zeros(2), method="SLSQP",
+                       constraints=[{"type": "eq", "fun": lambda x: x[0] - x[1]}])
+        return res.x.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="constraints"):
+        mutad.gradient(constrained, np.array([1.0, 2.0]))
+
+    def f(theta):
+        return W @ minimize(quadratic, np.zeros(N), args=(theta,), method="BFGS").x
+
+    with pytest.raises(UnsupportedOperationError, match="second order"):
+        mutad.hessian(f, THETA)
+    with pytest.raises(UnsupportedOperationError, match="second order"):
+        mutad.hvp(f, (THETA,), (THETA,))
+    with pytest.raises(UnsupportedOperationError, match="second order"):
+        mutad.gradient(lambda t: mutad.gradient(f, t)[0].sum(), THETA)
+    with pytest.raises(UnsupportedOperationError, match="second order"):
+        mutad.jvp(lambda t: mutad.jvp(f, (t,), (W,))[1], (THETA,), (W,))
+
+
+def test_a_solution_inside_a_nested_differentiation():
+    """A solution that depends on the enclosing differentiation's values alone is that
+    differentiation's; one whose objective reaches both levels' values is refused."""
+    def outer(theta):
+        res = minimize(lambda x: ((x - theta) ** 2).sum() + (x ** 4).sum(), np.zeros(2),
+                       method="BFGS", options={"gtol": 1e-11})
+        inner = mutad.gradient(lambda phi: (phi * phi * res.x).sum(), np.ones(2))[0]
+        return inner.sum()  # 2 Σ x*
+
+    theta = np.array([1.0, 2.0])
+    x = np.array([brentq(lambda x: 2 * (x - t) + 4 * x ** 3, -5, 5, xtol=1e-15)
+                  for t in theta])
+    np.testing.assert_allclose(gradient_keeping(outer, theta)[0], 2 * 2 / (2 + 12 * x * x),
+                               rtol=1e-7)
+
+    def mixed(theta):
+        def inner(phi):
+            return minimize(lambda x: ((x - theta * phi) ** 2).sum(), np.zeros(2),
+                            method="BFGS").x.sum()
+
+        return mutad.gradient(inner, np.ones(2))[0].sum()
+
+    with pytest.raises(UnsupportedOperationError, match="two of them"):
+        mutad.gradient(mixed, theta)
+
+
+def test_minimize_refuses_a_value_reached_through_an_attribute():
+    class Model:
+        pass
+
+    def f(theta):
+        model = Model()
+        model.theta = theta
+        res = minimize(lambda x: ((x - model.theta) ** 2).sum(), np.zeros(2), method="BFGS")
+        return res.x.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="args="):
+        mutad.gradient(f, np.array([1.0, 2.0]))
+
+
+def test_minimize_refuses_fields_without_a_derivative():
+    def f(theta):
+        res = minimize(quadratic, np.zeros(N), args=(theta,), method="BFGS")
+        assert repr(res.hess_inv).startswith("<")
+        return (res.hess_inv @ theta).sum()
+
+    with pytest.raises(UnsupportedOperationError, match="hess_inv"):
+        mutad.gradient(f, THETA)
+
+
+def test_minimize_without_differentiated_values_is_scipys_call():
+    def f(theta):
+        res = minimize(quadratic, np.zeros(N), args=(THETA,), method="BFGS")
+        return (res.x * theta).sum() + res.hess_inv.sum() * 0.0
+
+    np.testing.assert_allclose(gradient_keeping(f, THETA)[0], np.linalg.solve(A, THETA),
+                               rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# Scalar roots
+
+
+def cubic(x, c):
+    return x ** 3 + x - c
+
+
+def cubic_derivative(c):
+    """dx*/dc = 1 / f'(x*), x* the real root of x³ + x = c."""
+    x = brentq(cubic, -10, 10, args=(c,), xtol=1e-15)
+    return 1.0 / (3 * x * x + 1)
+
+
+SCALAR = {
+    "brentq": lambda f, args: brentq(f, -10.0, 10.0, args=args),
+    "brenth": lambda f, args: optimize.brenth(f, -10.0, 10.0, args=args),
+    "ridder": lambda f, args: scipy.optimize.ridder(f, -10.0, 10.0, args=args),
+    "bisect": lambda f, args: scipy.optimize.bisect(f, -10.0, 10.0, args=args),
+    "toms748": lambda f, args: scipy.optimize.toms748(f, -10.0, 10.0, args=args),
+    "brentq-full": lambda f, args: brentq(f, -10.0, 10.0, args=args, full_output=True)[1].root,
+    "root_scalar": lambda f, args: scipy.optimize.root_scalar(f, args=args,
+                                                              bracket=(-10.0, 10.0)).root,
+    "root_scalar-newton": lambda f, args: scipy.optimize.root_scalar(
+        f, args=args, x0=1.0, fprime=lambda x, *a: 3 * x * x + 1, xtol=1e-14).root,
+    "newton": lambda f, args: scipy.optimize.newton(f, 1.0, args=args, tol=1e-14),
+    "root_scalar-fprime-True": lambda f, args: scipy.optimize.root_scalar(
+        lambda x, *a: (f(x, *a), 3 * x * x + 1), args=args, x0=1.0, fprime=True,
+        method="newton", xtol=1e-14).root,
+    "root_scalar-halley": lambda f, args: scipy.optimize.root_scalar(
+        lambda x, *a: (f(x, *a), 3 * x * x + 1, 6 * x), args=args, x0=1.0, fprime=True,
+        fprime2=True, method="halley", xtol=1e-14).root,
+}
+
+
+@pytest.mark.parametrize("name", SCALAR)
+def test_scalar_roots(name):
+    solve = SCALAR[name]
+    c = 2.5
+
+    def by_args(c):
+        return solve(cubic, (c,)) * 2.0
+
+    def by_closure(c):
+        return solve(lambda x: cubic(x, c), ()) * 2.0
+
+    for f in (by_args, by_closure):
+        for policy in ("restore", "checkpoint"):
+            np.testing.assert_allclose(mutad.gradient(f, c, policy=policy)[0],
+                                       2.0 * cubic_derivative(c), rtol=1e-9)
+        np.testing.assert_allclose(mutad.jvp(f, (c,), (1.0,))[1], 2.0 * cubic_derivative(c),
+                                   rtol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["brent", "golden", "bounded"])
+def test_minimize_scalar(method):
+    """argmin (x - c)² + x⁴ / 4: 2 (x - c) + x³ = 0, so dx*/dc = 2 / (2 + 3 x*²); the minimum's
+    value has derivative -2 (x* - c)."""
+    c = 0.8
+
+    def f(c):
+        res = scipy.optimize.minimize_scalar(
+            lambda x, c: (x - c) ** 2 + x ** 4 / 4, args=(c,), method=method,
+            bounds=(-3.0, 3.0) if method == "bounded" else None,
+            options={"xatol": 1e-12} if method == "bounded" else {"xtol": 1e-12})
+        return res.x + 0.5 * res.fun
+
+    x = brentq(lambda x: 2 * (x - c) + x ** 3, -5, 5, xtol=1e-15)
+    expected = 2 / (2 + 3 * x * x) - (x - c)
+    np.testing.assert_allclose(mutad.gradient(f, c)[0], expected, rtol=1e-6)
+    np.testing.assert_allclose(mutad.jvp(f, (c,), (1.0,))[1], expected, rtol=1e-6)
+
+
+def test_scalar_root_refusals():
+    def step(c):  # a sign change that is a jump, not a root
+        return brentq(lambda x: np.sign(x - c) + 0.0 * c, -1.0, 1.0)
+
+    with pytest.raises(UnsupportedOperationError):
+        mutad.gradient(step, 0.3)
+
+    def jump(c):  # a jump across zero, with a slope: f(x*) is not small
+        return scipy.optimize.bisect(lambda x: x - c + np.where(x > c, 1.0, -1.0), -1.0, 1.0)
+
+    with pytest.raises(UnsupportedOperationError, match="Newton step"):
+        mutad.gradient(jump, 0.3)
+
+
+# ----------------------------------------------------------------------------------------------
+# root, fsolve, fixed_point
+
+
+def system(x, theta):
+    return A @ x + 0.1 * x ** 3 - theta
+
+
+def test_root_and_fsolve():
+    def by_root(theta):
+        return W @ root(system, np.zeros(N), args=(theta,), tol=1e-13).x
+
+    def by_fsolve(theta):
+        return W @ scipy.optimize.fsolve(lambda x: system(x, theta), np.zeros(N), xtol=1e-13)
+
+    def by_fsolve_full(theta):
+        x, info, ier, message = optimize.fsolve(system, np.zeros(N), args=(theta,),
+                                                full_output=True, xtol=1e-13)
+        assert ier == 1
+        return W @ x
+
+    x_star = root(system, np.zeros(N), args=(THETA,), tol=1e-13).x
+    J = A + np.diag(0.3 * x_star ** 2)
+    expected = np.linalg.solve(J.T, W)  # -(∂F/∂x)⁻ᵀ w times ∂F/∂θ = -I
+    for f in (by_root, by_fsolve, by_fsolve_full):
+        np.testing.assert_allclose(gradient_keeping(f, THETA)[0], expected, rtol=1e-8)
+        np.testing.assert_allclose(mutad.jvp(f, (THETA,), (np.ones(N),))[1], expected.sum(),
+                                   rtol=1e-8)
+    np.testing.assert_allclose(gradient_keeping(by_root, THETA)[0], central(by_root, THETA),
+                               rtol=1e-6)
+
+
+def test_functions_that_return_lists():
+    """SciPy reads a list as an array: so does the derivative (no silent zero)."""
+    def by_root(t):
+        return root(lambda x: [x[0] - t[0], x[1] ** 3 + x[1] - t[1]], np.zeros(2),
+                    tol=1e-13).x.sum()
+
+    np.testing.assert_allclose(gradient_keeping(by_root, np.array([1.0, 2.0]))[0],
+                               [1.0, 1.0 / (3 * 1.0 + 1)], rtol=1e-9)
+
+    def by_least_squares(t):
+        return least_squares(lambda x: [x[0] - t[0], x[1] - t[1], x[0] + x[1]],
+                             np.zeros(2)).x.sum()
+
+    design = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    np.testing.assert_allclose(gradient_keeping(by_least_squares, np.array([1.0, 2.0]))[0],
+                               np.linalg.pinv(design).sum(axis=0)[:2], rtol=1e-8)
+
+
+def test_root_large_uses_gmres_and_refuses_a_singular_jacobian():
+    n = optimize.DENSE + 6
+    rng = np.random.default_rng(5)
+    J = np.eye(n) * 3 + rng.standard_normal((n, n)) / np.sqrt(n)
+    w = rng.standard_normal(n)
+
+    def f(theta):
+        return w @ root(lambda x: J @ x - theta, np.zeros(n), tol=1e-13).x
+
+    np.testing.assert_allclose(gradient_keeping(f, rng.standard_normal(n))[0],
+                               np.linalg.solve(J.T, w), rtol=1e-7)
+
+    def singular(theta):
+        return root(lambda x: np.array([x[0] ** 3 - theta[0], x[1] - 1.0]), np.array([0.5, 0.0]),
+                    method="lm", tol=1e-14).x.sum()
+
+    with pytest.raises(UnsupportedOperationError):
+        mutad.gradient(singular, np.array([0.0]))
+
+
+def test_root_fields_without_a_derivative_are_refused():
+    def f(theta):
+        res = root(system, np.zeros(N), args=(theta,))
+        return res.fjac.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="fjac"):
+        mutad.gradient(f, THETA)
+
+
+def test_fixed_point():
+    """x = θ cos x: dx*/dθ = cos x* / (1 + θ sin x*)."""
+    def f(theta):
+        return scipy.optimize.fixed_point(lambda x: theta * np.cos(x), 0.5, xtol=1e-14)
+
+    theta = 0.8
+    x = scipy.optimize.fixed_point(lambda x: theta * np.cos(x), 0.5, xtol=1e-14)
+    expected = np.cos(x) / (1 + theta * np.sin(x))
+    np.testing.assert_allclose(mutad.gradient(f, theta)[0], expected, rtol=1e-9)
+    np.testing.assert_allclose(mutad.jvp(f, (theta,), (1.0,))[1], expected, rtol=1e-9)
+
+    def vector(theta):  # x = θ cos x elementwise, by args
+        return optimize.fixed_point(lambda x, t: t * np.cos(x), np.full(2, 0.5),
+                                    args=(theta,), xtol=1e-14).sum()
+
+    thetas = np.array([0.8, 0.3])
+    xs = scipy.optimize.fixed_point(lambda x: thetas * np.cos(x), np.full(2, 0.5), xtol=1e-14)
+    np.testing.assert_allclose(gradient_keeping(vector, thetas)[0],
+                               np.cos(xs) / (1 + thetas * np.sin(xs)), rtol=1e-9)
+
+
+# ----------------------------------------------------------------------------------------------
+# least_squares, curve_fit
+
+B = RNG.standard_normal((7, N))
+Y = RNG.standard_normal(7)
+
+
+def test_least_squares_linear_closed_form():
+    """x* = B⁺y: dx*/dy = B⁺; cost* = ½‖(I - BB⁺)y‖², of gradient (I - BB⁺)y."""
+    def f(y):
+        res = least_squares(lambda x, y: B @ x - y, np.zeros(N), args=(y,), xtol=1e-15,
+                            ftol=1e-15, gtol=1e-15)
+        return W @ res.x + res.cost
+
+    pinv = np.linalg.pinv(B)
+    expected = pinv.T @ W + (Y - B @ (pinv @ Y))
+
+    def by_kwargs(y):
+        res = least_squares(lambda x, y: B @ x - y, np.zeros(N), kwargs={"y": y}, xtol=1e-15,
+                            ftol=1e-15, gtol=1e-15)
+        return W @ res.x + res.cost
+
+    np.testing.assert_allclose(gradient_keeping(by_kwargs, Y)[0], expected, rtol=1e-7,
+                               atol=1e-8)
+    for policy in ("restore", "checkpoint"):
+        np.testing.assert_allclose(gradient_keeping(f, Y, policy=policy)[0], expected,
+                                   rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(mutad.jvp(f, (Y,), (np.ones(7),))[1], expected.sum(), rtol=1e-8)
+
+
+def test_least_squares_with_an_active_bound():
+    """x*₀ held at its lower bound: the others are B_F⁺ (y - B₀ lb), of derivative B_F⁺."""
+    free = np.linalg.lstsq(B, Y, rcond=None)[0]
+    lower = np.array([free[0] + 1.0, -np.inf, -np.inf])
+
+    def f(y):
+        res = least_squares(lambda x: B @ x - y, np.array([lower[0] + 1.0, 0.0, 0.0]),
+                            bounds=(lower, np.inf),
+                            xtol=1e-15, ftol=1e-15, gtol=1e-15)
+        return W @ res.x
+
+    np.testing.assert_allclose(gradient_keeping(f, Y)[0], np.linalg.pinv(B[:, 1:]).T @ W[1:],
+                               rtol=1e-6, atol=1e-8)
+
+
+def test_least_squares_nonlinear_uses_the_exact_hessian():
+    """Residuals that stay large at the solution: Gauss-Newton's JᵀJ would be wrong, the
+    exact Hessian of ½‖r‖² agrees with finite differences."""
+    t = np.linspace(0.0, 2.0, 9)
+
+    def f(y):
+        res = scipy.optimize.least_squares(lambda p: p[0] * np.exp(p[1] * t) - y,
+                                           np.array([1.0, -0.5]), xtol=1e-15, ftol=1e-15,
+                                           gtol=1e-15, method="lm")
+        return res.x.sum() + (res.fun ** 2).sum()
+
+    y = 2.0 * np.exp(-0.7 * t) + np.cos(5 * t)  # far from the model: large residuals
+    np.testing.assert_allclose(gradient_keeping(f, y)[0], central(f, y, 1e-3), rtol=1e-5,
+                               atol=1e-7)
+
+
+LOSSES = {
+    "soft_l1": lambda z: 2.0 * (np.sqrt(1.0 + z) - 1.0),
+    "huber": lambda z: np.where(z <= 1.0, z, 2.0 * np.sqrt(np.maximum(z, 1.0)) - 1.0),
+    "cauchy": np.log1p,
+    "arctan": np.arctan,
+}
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_least_squares_robust_losses(loss):
+    """The cost ½ C² Σ ρ((r / C)²) (SciPy's, checked against its res.cost) differentiated as it
+    is, against finite differences of its minimum found to rounding by Newton's method (SciPy's
+    own stops at ftol, too early for differences); the residuals on both sides of huber's
+    kink; f_scale differentiated too."""
+    y = Y + np.array([0.0, 3.0, 0.0, -2.5, 0.0, 0.0, 4.0])  # outliers
+    rho = LOSSES[loss]
+
+    def f(y, scale):
+        res = least_squares(lambda x: B @ x - y, np.zeros(N), loss=loss, f_scale=scale,
+                            xtol=1e-15, ftol=1e-15, gtol=1e-15)
+        return W @ res.x + res.cost
+
+    def cost(x, y, scale):
+        return 0.5 * scale ** 2 * rho(((B @ x - y) / scale) ** 2).sum()
+
+    def exact(y, scale):
+        res = minimize(cost, np.zeros(N), args=(y, scale), method="trust-exact",
+                       jac=mutad.grad(cost), hess=lambda x, *a: mutad.hessian(cost, x, *a),
+                       options={"gtol": 1e-14})
+        return W @ res.x + res.fun
+
+    scale = np.float64(0.7)
+    res = least_squares(lambda x: B @ x - y, np.zeros(N), loss=loss, f_scale=scale)
+    np.testing.assert_allclose(cost(res.x, y, scale), res.cost, rtol=1e-13)
+    dy, dscale = gradient_keeping(f, y, scale)
+    d = np.linspace(-1.0, 1.0, 7)  # a direction: two solves, not fourteen
+    np.testing.assert_allclose(dy @ d, (exact(y + 1e-4 * d, scale) - exact(y - 1e-4 * d, scale))
+                               / 2e-4, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dscale, (exact(y, scale + 1e-4) - exact(y, scale - 1e-4)) / 2e-4,
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_least_squares_refusals():
+    def robust(y):
+        return least_squares(lambda x: B @ x - y, np.zeros(N),
+                             loss=lambda z: np.stack([z, np.ones_like(z), 0 * z])).x.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="loss"):
+        mutad.gradient(robust, Y)
+
+    def jacobian_field(y):
+        return least_squares(lambda x: B @ x - y, np.zeros(N)).jac.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="jac"):
+        mutad.gradient(jacobian_field, Y)
+
+
+def line(x, a, b):
+    return a * x + b
+
+
+def test_curve_fit():
+    """A line: popt = X⁺ y, differentiated in ydata; a nonlinear model against finite
+    differences, in xdata and ydata; pcov refused."""
+    x = np.linspace(0.0, 1.0, 6)
+    y = 0.5 + 2.0 * x + 0.1 * np.sin(7 * x)
+    X = np.stack([x, np.ones_like(x)], axis=1)
+
+    def f(ydata):
+        popt, pcov = curve_fit(line, x, ydata, p0=[1.0, 0.0])
+        return popt @ np.array([1.0, 3.0])
+
+    np.testing.assert_allclose(gradient_keeping(f, y)[0],
+                               np.linalg.pinv(X).T @ np.array([1.0, 3.0]), rtol=1e-7)
+
+    def model(x, a, k):
+        return a * np.exp(-k * x)
+
+    def g(xdata, ydata):
+        popt, _ = optimize.curve_fit(model, xdata, ydata, p0=[1.0, 1.0], xtol=1e-15,
+                                     ftol=1e-15, gtol=1e-15)
+        return popt.sum()
+
+    data = 1.5 * np.exp(-0.8 * x) + 0.05 * np.cos(9 * x)
+    dx, dy = gradient_keeping(g, x, data)
+    # leastsq converges to a gradient of 1e-10: differences of 1e-3, accurate to O(1e-6).
+    np.testing.assert_allclose(dy, central(lambda d: g(x, d), data, 1e-3), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(dx, central(lambda d: g(d, data), x, 1e-3), rtol=1e-5,
+                               atol=1e-5)
+
+    def uses_pcov(ydata):
+        popt, pcov = curve_fit(line, x, ydata)
+        return np.sqrt(np.diag(pcov)).sum()
+
+    with pytest.raises(UnsupportedOperationError, match="pcov"):
+        mutad.gradient(uses_pcov, y)
+
+
+def test_a_replayed_gradient_runs_the_solver_each_time():
+    """grad(f, replay=True) cannot replay a solver's solution: each call traces it again."""
+    def f(c):
+        return brentq(lambda x: x ** 3 + x - c, -10.0, 10.0) * 2.0
+
+    g = mutad.grad(f, replay=True)
+    for c in (1.0, 2.0, 3.0):
+        np.testing.assert_allclose(g(c), 2.0 * cubic_derivative(c), rtol=1e-9)
+
+
+# ----------------------------------------------------------------------------------------------
+# Calling forms and values
+
+
+def test_a_start_or_a_bracket_carries_no_derivative():
+    """The solution does not depend on where the solver starts, nor on the bracket."""
+    def start(theta):
+        return minimize(lambda x: ((x - THETA) ** 2).sum(), theta, method="BFGS").x.sum()
+
+    np.testing.assert_array_equal(gradient_keeping(start, THETA.copy())[0], np.zeros(N))
+
+    def bracket(c):
+        return brentq(lambda x: x ** 3 + x - 2.5 + 0.0 * c, c - 10.0, c + 10.0) * c
+
+    x = brentq(cubic, -10, 10, args=(2.5,))
+    np.testing.assert_allclose(mutad.gradient(bracket, 0.5)[0], x, rtol=1e-12)
+
+
+def test_a_counter_in_the_closure_counts_the_solvers_calls():
+    """Cells that hold no differentiated value are the user's own."""
+    def f(theta):
+        calls = 0
+
+        def objective(x):
+            nonlocal calls
+            calls += 1
+            return ((x - theta) ** 2).sum()
+
+        res = minimize(objective, np.zeros(2), method="BFGS")
+        assert calls >= res.nfev
+        return res.x.sum()
+
+    np.testing.assert_allclose(mutad.gradient(f, np.array([1.0, 2.0]))[0], [1.0, 1.0],
+                               rtol=1e-6)
+
+
+def test_an_objective_that_works_in_place():
+    """The objective updates its argument in place, as mutad's users write: SciPy calls it on
+    its own arrays, mutad differentiates it on its copies."""
+    def f(theta):
+        def objective(x, theta):
+            x -= theta
+            x *= x
+            return x.sum() + 0.1 * (x * x).sum()
+
+        return W @ minimize(objective, np.zeros(N), args=(theta,), method="BFGS",
+                            options={"gtol": 1e-11}).x
+
+    # x*(θ) = θ: the derivative of w·x* is w.
+    np.testing.assert_allclose(gradient_keeping(f, THETA)[0], W, rtol=1e-7)
+
+
+def test_root_with_its_jacobian():
+    def f(theta):
+        res = root(lambda x: (system(x, theta), A + np.diag(0.3 * x ** 2)), np.zeros(N),
+                   jac=True, tol=1e-13)
+        return W @ res.x
+
+    x_star = root(system, np.zeros(N), args=(THETA,), tol=1e-13).x
+    expected = np.linalg.solve((A + np.diag(0.3 * x_star ** 2)).T, W)
+    np.testing.assert_allclose(gradient_keeping(f, THETA)[0], expected, rtol=1e-8)
+
+
+def test_values_are_scipys_bit_for_bit():
+    def solutions(theta):
+        c = theta[0]
+        return (brentq(cubic, -10.0, 10.0, args=(c,)),
+                root(system, np.zeros(N), args=(theta,)).x,
+                least_squares(lambda x: B @ x - Y * c, np.zeros(N)).x,
+                curve_fit(line, np.linspace(0, 1, 5), np.arange(5.0) * c)[0])
+
+    y, _ = mutad.pullback(solutions, THETA)
+    plain = solutions(THETA)
+    for mine, scipys in zip(y, plain, strict=True):
+        assert np.asarray(mine).tobytes() == np.asarray(scipys).tobytes()
+
+
+def test_newton_of_an_array_is_refused():
+    def f(c):
+        return scipy.optimize.newton(lambda x: x ** 3 + x - c, np.zeros(2)).sum()
+
+    with pytest.raises(UnsupportedOperationError, match="per root"):
+        mutad.gradient(f, np.array([1.0, 2.0]))
+
+
+def test_curve_fit_forward_mode_and_sigma():
+    x = np.linspace(0.0, 1.0, 6)
+    y = 0.5 + 2.0 * x + 0.1 * np.sin(7 * x)
+    sigma = np.linspace(1.0, 2.0, 6)
+
+    def f(ydata, sigma):
+        popt, _ = curve_fit(line, x, ydata, sigma=sigma)
+        return popt.sum()
+
+    dy, dsigma = gradient_keeping(f, y, sigma)
+    X = np.stack([x, np.ones_like(x)], axis=1) / sigma[:, None]
+    np.testing.assert_allclose(dy, (np.linalg.pinv(X).T @ np.ones(2)) / sigma, rtol=1e-7)
+
+    def weighted(s):  # the weighted least-squares line, by its formula
+        return np.linalg.lstsq(np.stack([x, np.ones_like(x)], axis=1) / s[:, None], y / s,
+                               rcond=None)[0].sum()
+
+    np.testing.assert_allclose(dsigma, central(weighted, sigma, 1e-5), rtol=1e-6, atol=1e-8)
+    _, tangent = mutad.jvp(f, (y, sigma), (np.ones(6), np.zeros(6)))
+    np.testing.assert_allclose(tangent, dy.sum(), rtol=1e-9)
+
+
+def test_check_grads_and_the_jacobian_of_a_solution():
+    """Newton's method solves the quadratic to rounding, so mutad.check_grads' finite
+    differences apply as they are, in both modes; the Jacobian of x*(θ) = A⁻¹θ is A⁻¹."""
+    def solution(theta):
+        return minimize(quadratic, np.zeros(N), args=(theta,), method="trust-exact",
+                        jac=quadratic_jac, hess=quadratic_hess, options={"gtol": 1e-12}).x
+
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(solution, THETA, policy=policy, modes=("rev", "fwd"))
+    np.testing.assert_allclose(mutad.jacobian(solution, THETA), np.linalg.inv(A), rtol=1e-9,
+                               atol=1e-12)
