@@ -9,6 +9,7 @@ identity's columns).
 import numpy as np
 import pytest
 import scipy.interpolate
+import scipy.sparse.linalg
 from scipy.interpolate import (Akima1DInterpolator, CubicHermiteSpline, CubicSpline,
                                PchipInterpolator, RegularGridInterpolator, interp1d, interpn,
                                make_interp_spline)
@@ -88,3 +89,144 @@ def test_data_and_queries(form):
     for policy in POLICIES:
         mutad.check_grads(f, y, q, policy=policy, order=2)
     assert np.array_equal(y, Y) and np.array_equal(q, QUERIES)
+
+
+# SciPy's own interpolants, built from plain data before the differentiation, at traced queries
+BUILT = {
+    "CubicSpline": CubicSpline(X, Y),
+    "PchipInterpolator": PchipInterpolator(X, Y),
+    "Akima1DInterpolator": Akima1DInterpolator(X, Y),
+    "make_interp_spline": make_interp_spline(X, Y),
+    "interp1d cubic": interp1d(X, Y, kind="cubic"),
+    "interp1d linear": interp1d(X, Y),
+    "interp1d fill": interp1d(X, Y, bounds_error=False, fill_value=0.5),
+}
+QUERY_FORMS = {
+    **{name: (lambda s: lambda q: s(q))(s) for name, s in BUILT.items()},
+    "CubicSpline nu=1": lambda q: BUILT["CubicSpline"](q, 1),
+    "CubicSpline derivative": lambda q: BUILT["CubicSpline"].derivative()(q),
+    "make_interp_spline nu=2": lambda q: BUILT["make_interp_spline"](q, nu=2),
+    "interp1d fill outside": lambda q: BUILT["interp1d fill"](q + 1.05),
+    "built inside f": lambda q: CubicSpline(X, Y, bc_type="natural")(q),
+}
+
+
+@pytest.mark.parametrize("form", QUERY_FORMS)
+def test_queries_of_scipy_interpolants(form):
+    f = QUERY_FORMS[form]
+    q = QUERIES.copy()
+    assert mutad.value_and_gradient(lambda q: np.sum(f(q)), q)[0] == np.sum(f(QUERIES))
+    for policy in POLICIES:
+        mutad.check_grads(f, q, policy=policy, order=2)
+    assert np.array_equal(q, QUERIES)
+
+
+def test_query_derivative_is_the_interpolants():
+    spline = CubicSpline(X, Y)
+    grad = mutad.gradient(lambda q: spline(q).sum(), QUERIES.copy())[0]
+    np.testing.assert_array_equal(grad, spline(QUERIES, 1))
+    hessian_diagonal = mutad.hvp(lambda q: spline(q).sum(), (QUERIES.copy(),), (np.ones(5),))
+    np.testing.assert_allclose(hessian_diagonal, spline(QUERIES, 2), rtol=1e-12)
+
+
+@pytest.mark.parametrize("form", ["CubicSpline", "interp1d cubic", "make_interp_spline"])
+def test_data_gradient_closed_form(form, rng):
+    """The values are W y, W the interpolants of the identity's columns: ȳ = Wᵀ v̄."""
+    f = FORMS[form]
+    w = np.stack([f(column, QUERIES) for column in np.eye(len(X))], axis=1)
+    cotangent = rng.standard_normal(len(QUERIES))
+    grad = mutad.gradient(lambda y: f(y, QUERIES) @ cotangent, Y.copy())[0]
+    np.testing.assert_allclose(grad, w.T @ cotangent, rtol=1e-12, atol=1e-14)
+    tangent = mutad.jvp(lambda y: f(y, QUERIES), (Y.copy(),), (np.arange(7.0),))[1]
+    np.testing.assert_allclose(tangent, w @ np.arange(7.0), rtol=1e-12, atol=1e-13)
+
+
+def test_data_written_after_construction():
+    """A traced interpolant keeps its data as SciPy does: later writes into y do not reach it."""
+    def f(y):
+        spline = CubicSpline(X, y)
+        y *= 2.0
+        return spline(QUERIES).sum() + y.sum()
+
+    for policy in POLICIES:
+        mutad.check_grads(f, Y.copy(), policy=policy, order=2)
+
+
+GRID = (np.array([0.0, 0.5, 1.2, 2.0, 2.4, 3.0]), np.array([-1.0, 0.0, 0.7, 1.5, 1.9, 2.5]))
+VALUES = np.add.outer(np.sin(GRID[0]), GRID[1] ** 2) + np.outer(GRID[0], GRID[1])
+POINTS = np.array([[0.3, -0.4], [1.1, 0.2], [1.75, 1.2], [2.1, 0.9]])  # off the grid's lines
+EXACT = {"solver": scipy.sparse.linalg.spsolve}  # the spline methods' coefficients, solved directly
+GRID_FORMS = {
+    **{method: (lambda m: lambda v, p: RegularGridInterpolator(GRID, v, method=m)(p))(method)
+       for method in ("linear", "nearest", "slinear", "cubic_legacy")},
+    **{method: (lambda m: lambda v, p: RegularGridInterpolator(GRID, v, method=m, **EXACT)(p))(
+        method) for method in ("cubic", "quintic")},
+    "method at call": lambda v, p: RegularGridInterpolator(GRID, v, "slinear")(p, method="linear"),
+    "nu": lambda v, p: RegularGridInterpolator(GRID, v, method="cubic", **EXACT)(p, nu=(1, 0)),
+    "fill_value": lambda v, p: RegularGridInterpolator(
+        GRID, v, bounds_error=False, fill_value=-3.0)(p + [0.95, 0.0]),
+    "fill_value cubic nu": lambda v, p: RegularGridInterpolator(
+        GRID, v, "cubic", bounds_error=False, fill_value=-3.0, **EXACT)(p + [0.95, 0.0], nu=(0, 1)),
+    "extrapolate": lambda v, p: RegularGridInterpolator(
+        GRID, v, bounds_error=False, fill_value=None)(p + [0.95, 0.0]),
+    "batch values": lambda v, p: RegularGridInterpolator(GRID, np.stack([v, v * v], -1))(p),
+    "one point": lambda v, p: RegularGridInterpolator(GRID, v)(p[1]),
+    "interpn": lambda v, p: interpn(GRID, v, p, method="cubic_legacy"),
+    "mutad.scipy.interpolate": lambda v, p: interpolate.RegularGridInterpolator(GRID, v)(p),
+}
+
+
+@pytest.mark.parametrize("form", GRID_FORMS)
+def test_regular_grid(form):
+    f = GRID_FORMS[form]
+    v, p = VALUES.copy(), POINTS.copy()
+    assert mutad.value_and_gradient(lambda v, p: np.sum(f(v, p)), v, p)[0] == np.sum(
+        f(VALUES, POINTS))
+    for policy in POLICIES:
+        mutad.check_grads(f, v, p, policy=policy, order=2)
+    assert np.array_equal(v, VALUES) and np.array_equal(p, POINTS)
+
+
+@pytest.mark.parametrize("method", ["cubic", "quintic"])
+def test_regular_grid_iterative_solver(method, rng):
+    """SciPy's default solver for the spline's coefficients is iterative (gcrotmk, atol 1e-6):
+    the values are SciPy's, the values' gradient that of the exactly solved spline, the points'
+    gradient the derivative of SciPy's own spline."""
+    weights = rng.standard_normal(len(POINTS))
+
+    def f(v, p, **solver):
+        return RegularGridInterpolator(GRID, v, method=method, **solver)(p) @ weights
+
+    value, (dv, dp) = mutad.value_and_gradient(f, VALUES.copy(), POINTS.copy())
+    assert value == f(VALUES, POINTS)
+    exact_dv = mutad.gradient(lambda v: f(v, POINTS, **EXACT), VALUES.copy())[0]
+    np.testing.assert_allclose(dv, exact_dv, rtol=1e-12, atol=1e-14)
+    spline = RegularGridInterpolator(GRID, VALUES, method=method)
+    partials = np.stack([spline(POINTS, nu=nu) for nu in ((1, 0), (0, 1))], axis=-1)
+    np.testing.assert_allclose(dp, weights[:, None] * partials, rtol=1e-12)
+
+
+def test_regular_grid_built_outside():
+    interpolant = RegularGridInterpolator(GRID, VALUES)
+    for policy in POLICIES:
+        mutad.check_grads(lambda p: interpolant(p), POINTS.copy(), policy=policy, order=2)
+        mutad.check_grads(lambda p: interpn(GRID, VALUES, p, method="slinear"), POINTS.copy(),
+                          policy=policy, order=2, rtol=1e-4, atol=1e-5)
+
+
+REFUSED = {
+    "traced knots": lambda y: CubicSpline(y, X)(QUERIES),
+    "traced boundary value": lambda y: CubicSpline(X, X, bc_type=((1, y[0]), (2, 0.0)))(QUERIES),
+    "traced grid": lambda y: RegularGridInterpolator((y[:5], GRID[1]), VALUES)(POINTS),
+    "pchip grid": lambda y: RegularGridInterpolator(GRID, VALUES * y[0], method="pchip")(POINTS),
+    "attribute": lambda y: CubicSpline(X, y).c,
+    "interp1d derivative": lambda y: interp1d(X, y).derivative(),
+}
+
+
+@pytest.mark.parametrize("form", REFUSED)
+def test_refused(form):
+    y = Y + 1.0
+    with pytest.raises(UnsupportedOperationError, match="scipy.interpolate"):
+        mutad.gradient(lambda y: np.sum(REFUSED[form](y)), y)
+    assert np.array_equal(y, Y + 1.0)

@@ -134,7 +134,7 @@ class _Evaluation(Adjoint):
                  if is_followed else None for i, is_followed in enumerate(followed[:-1])]
         slopes = None
         if followed[-1]:
-            slopes = [_defined(self(*data, points, spec=spec, nu=higher))
+            slopes = [_defined(self(*data, points, spec=spec.derivative_spec(), nu=higher))
                       for higher in spec.higher(nu)]
         return bases, slopes
 
@@ -224,6 +224,9 @@ class _OneDimensional:
     @staticmethod
     def higher(nu):
         return [nu + 1]
+
+    def derivative_spec(self):
+        return self
 
     @staticmethod
     def points_cotangent(partials, points):
@@ -415,6 +418,10 @@ def _interp1d_derivative(interpolant, points, nu):
 # ----------------------------------------------------------------------------------------------
 # Regular grids
 
+_SPLINE_METHODS = ("slinear", "cubic", "quintic")
+"""RegularGridInterpolator's methods that solve for a spline (with ``solver``), whose
+derivatives SciPy evaluates (``nu=``)."""
+
 _DERIVATIVE_METHODS = {"linear": "slinear", "slinear": "slinear", "cubic": "cubic",
                        "quintic": "quintic", "slinear_legacy": "slinear",
                        "cubic_legacy": "cubic", "quintic_legacy": "quintic"}
@@ -425,53 +432,64 @@ class _Grid:
     """``RegularGridInterpolator``: data of shape grid + batch, points (..., ndim), values with
     the points' axes first; partial derivatives along each grid axis."""
 
-    def __init__(self, points, method, bounds_error, fill_value, solver, solver_args, obj=None):
+    def __init__(self, points, method, bounds_error, fill_value, solver, solver_args, obj=None,
+                 derivative=False):
         self.points, self.method, self.bounds_error = points, method, bounds_error
         self.fill_value, self.solver, self.solver_args = fill_value, solver, solver_args
-        self.obj = obj
+        self.obj = obj  # SciPy's own interpolant, when it was made from plain values
+        # derivative: the partial derivatives of the values (0 where the values are the
+        # constant fill), rather than SciPy's values at ``nu`` (the fill there too)
+        self.derivative = derivative
+
+    def _variant(self, **changes):
+        spec = copy.copy(self)
+        spec.__dict__.update(changes)
+        return spec
 
     def with_method(self, method):
-        return _Grid(self.points, method, self.bounds_error, self.fill_value, self.solver,
-                     self.solver_args, self.obj)
+        return self._variant(method=method)
 
     def _interpolant(self, values, method):
-        if method in ("slinear", "cubic", "quintic"):
-            return _interpolate.RegularGridInterpolator(
-                self.points, values, method, self.bounds_error, self.fill_value,
-                solver=self.solver, solver_args=self.solver_args)
-        return _interpolate.RegularGridInterpolator(self.points, values, method,
-                                                    self.bounds_error, self.fill_value)
+        if method != self.method or self.obj is None:
+            if method in _SPLINE_METHODS:
+                return _interpolate.RegularGridInterpolator(
+                    self.points, values, method, self.bounds_error, self.fill_value,
+                    solver=self.solver, solver_args=self.solver_args)
+            return _interpolate.RegularGridInterpolator(self.points, values, method,
+                                                        self.bounds_error, self.fill_value)
+        return self.obj
 
     def value(self, data, points, nu):
+        values = self.obj.values if self.obj is not None else data[0]
         if not any(nu):
-            if self.obj is not None:  # SciPy's own interpolant, made from plain values
-                return self.obj(points, self.method)
-            return self._interpolant(data[0], self.method)(points)
+            return self._interpolant(values, self.method)(points, self.method)
         if self.method == "nearest":
             return np.zeros(np.shape(self.value(data, points, (0,) * len(nu))))
-        method = self._derivative_method()
-        values = _interpolate.RegularGridInterpolator(
-            self.points, data[0], method, False, None, solver=spsolve)(points, nu=nu)
-        if self.fill_value is not None:  # the constant fill outside the grid
-            outside = _outside(self.points, points)
-            if np.any(outside):
-                mask = np.reshape(outside, np.shape(outside) + (1,) * (np.ndim(values)
-                                                                        - np.ndim(outside)))
-                values = np.where(mask, 0.0, values)
-        return values
-
-    def _derivative_method(self):
+        if not self.derivative and self.method in _SPLINE_METHODS:
+            return self._interpolant(values, self.method)(points, self.method, nu=nu)
         method = _DERIVATIVE_METHODS.get(self.method)
         if method is None:
             raise UnsupportedOperationError(
                 f"scipy.interpolate.RegularGridInterpolator(method={self.method!r}): mutad has "
                 "no derivative of this method in the query points. Use method='cubic' (or "
                 "'linear', 'slinear', 'quintic', 'nearest').")
-        return method
+        if method == self.method:  # SciPy's own spline: the derivative of SciPy's values
+            result = self._interpolant(values, method)(points, method, nu=nu)
+        else:  # the same function as a spline ('linear' is 'slinear'), solved exactly
+            result = _interpolate.RegularGridInterpolator(
+                self.points, values, method, False, None, solver=spsolve)(points, nu=nu)
+        if self.fill_value is not None:  # the constant fill outside the grid
+            outside = _outside(self.points, points)
+            if np.any(outside):
+                mask = np.reshape(outside, np.shape(outside) + (1,) * (np.ndim(result)
+                                                                        - np.ndim(outside)))
+                result = np.where(mask, 0.0, result)
+        return result
 
     def linear(self, i, data):
-        fill = None if self.fill_value is None else 0.0
-        return _Grid(self.points, self.method, self.bounds_error, fill, spsolve, None)
+        # The values' basis, solved directly: the exact linear map of the values
+        return self._variant(fill_value=None if self.fill_value is None else 0.0, solver=spsolve,
+                             solver_args=None, obj=None)
 
     def identity(self, i, data):
         size = int(np.prod([len(p) for p in self.points]))
@@ -487,6 +505,9 @@ class _Grid:
     def higher(self, nu):
         return [tuple(order + (axis == k) for axis, order in enumerate(nu))
                 for k in range(len(nu))]
+
+    def derivative_spec(self):
+        return self._variant(derivative=True)
 
     @staticmethod
     def points_cotangent(partials, points):
