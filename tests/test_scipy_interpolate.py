@@ -73,7 +73,11 @@ FORMS = {
     "PchipInterpolator": lambda y, q: PchipInterpolator(X, y)(q),
     "PchipInterpolator nu=1": lambda y, q: PchipInterpolator(X, y)(q, 1),
     "PchipInterpolator 2-d": lambda y, q: PchipInterpolator(X, np.stack([y, -y * y], 1))(q),
+    "PchipInterpolator axis=1": lambda y, q: PchipInterpolator(X, np.stack([y, y ** 3]), axis=1)(q),
     "Akima1DInterpolator": lambda y, q: Akima1DInterpolator(X, y)(q),
+    "Akima1DInterpolator outside": lambda y, q: np.nan_to_num(Akima1DInterpolator(X, y)(q + 1.05)),
+    "Akima1DInterpolator axis=1": lambda y, q: Akima1DInterpolator(
+        X, np.stack([y, np.cos(y)]), axis=1, method="makima")(q),
     "Akima1DInterpolator makima": lambda y, q: Akima1DInterpolator(X, y, method="makima")(q),
     "mutad.scipy.interpolate": lambda y, q: interpolate.CubicSpline(X, y)(q),
     "scipy.interpolate.CubicSpline": lambda y, q: scipy.interpolate.CubicSpline(X, y)(q),
@@ -230,3 +234,16 @@ def test_refused(form):
     with pytest.raises(UnsupportedOperationError, match="scipy.interpolate"):
         mutad.gradient(lambda y: np.sum(REFUSED[form](y)), y)
     assert np.array_equal(y, Y + 1.0)
+
+
+@pytest.mark.parametrize("y", [Y, np.array([0.0, 1.0, 1.0, 0.5, 2.0, 2.1, 0.0]),
+                               np.array([3.0, 1.0, 0.9, 0.0, -2.0, 1.0, 1.5])])
+def test_hermite_slopes_are_scipys(y):
+    """The slopes mutad differentiates for PchipInterpolator and Akima1DInterpolator are
+    SciPy's, at extrema, flat pieces and monotone runs alike."""
+    np.testing.assert_allclose(interpolate._pchip_slopes(X, y), PchipInterpolator(X, y)(X, 1),
+                               rtol=1e-13, atol=1e-14)
+    for method in ("akima", "makima"):
+        np.testing.assert_allclose(interpolate._akima_slopes(X, y, method),
+                                   Akima1DInterpolator(X, y, method=method)(X, 1),
+                                   rtol=1e-13, atol=1e-14)

@@ -170,7 +170,8 @@ class _Evaluation(Adjoint):
         if slopes is not None and tangents[-1] is not None:
             q = spec.query_ndim(points)
             for s, t in zip(slopes, spec.points_tangents(tangents[-1]), strict=True):
-                t = np.reshape(t, (1,) * position + np.shape(t) + (1,) * (np.ndim(s) - position - q))
+                batch = np.ndim(s) - position - q
+                t = np.reshape(t, (1,) * position + np.shape(t) + (1,) * batch)
                 dy = s * t if dy is None else dy + s * t
         if dy is not None and np.shape(dy) != np.shape(y):
             dy = np.broadcast_to(dy, np.shape(y))
@@ -375,7 +376,8 @@ class _Interp1d(_OneDimensional):
 
     def __init__(self, x, kind, axis, copy, bounds_error, fill_value, assume_sorted):
         self.x, self.kind, self.axis, self.copy = x, kind, axis, copy
-        self.bounds_error, self.fill_value, self.assume_sorted = bounds_error, fill_value, assume_sorted
+        self.bounds_error, self.fill_value = bounds_error, fill_value
+        self.assume_sorted = assume_sorted
 
     def value(self, data, points, nu):
         scipy_interpolant = _interpolate.interp1d(self.x, data[0], self.kind, self.axis,
@@ -684,8 +686,8 @@ def _made(name, cls, slopes, x, y, axis, extrapolate, settings):
     spec = _Made(cls, x, axis, extrapolate, settings)
     spec.value((np.zeros(np.shape(y)),), x[:1], 0)
     y = np.copy(y)
-    return TracedInterpolant(name, spec, (y, slopes(x, np.moveaxis(y, axis, 0), **settings)
-                                          if np.ndim(y) else y), x=x)
+    return TracedInterpolant(
+        name, spec, (y, np.moveaxis(slopes(x, np.moveaxis(y, axis, 0), **settings), 0, axis)), x=x)
 
 
 @_route(_interpolate.PchipInterpolator)
@@ -696,8 +698,9 @@ def PchipInterpolator(x, y, axis=0, extrapolate=None):
 
 @_route(_interpolate.Akima1DInterpolator)
 def Akima1DInterpolator(x, y, axis=0, *, method="akima", extrapolate=None):
+    # Akima's interpolant does not extrapolate by default, unlike the other Hermite splines
     return _made("Akima1DInterpolator", _interpolate.Akima1DInterpolator, _akima_slopes, x, y,
-                 axis, extrapolate, {"method": method})
+                 axis, False if extrapolate is None else extrapolate, {"method": method})
 
 
 @_route(_interpolate.RegularGridInterpolator)
