@@ -55,6 +55,7 @@ import numpy as np
 import scipy.linalg as _linalg
 
 from ..errors import UnsupportedOperationError
+from ..registry import FUNCTIONS, JVPS
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
 from ..rules.factorizations import (cholesky_cotangent, cholesky_tangent, det_cotangent,
                                     det_tangent, eigh_cotangent, eigh_couplings, eigh_tangent,
@@ -73,10 +74,14 @@ solve_sylvester, sqrtm = map(scipy_adjoint, (_linalg.solve_sylvester, _linalg.sq
 eigh, eigvalsh, svd, det, norm, qr, logm = map(scipy_adjoint, (
     _linalg.eigh, _linalg.eigvalsh, _linalg.svd, _linalg.det, _linalg.norm, _linalg.qr,
     _linalg.logm))
+lu, pinv, lstsq, solve_banded, solveh_banded, solve_toeplitz = map(scipy_adjoint, (
+    _linalg.lu, _linalg.pinv, _linalg.lstsq, _linalg.solve_banded, _linalg.solveh_banded,
+    _linalg.solve_toeplitz))
 
 __all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh", "expm", "inv",
-           "logm", "lu_factor", "lu_solve", "norm", "qr", "solve", "solve_sylvester",
-           "solve_triangular", "sqrtm", "svd"]
+           "logm", "lstsq", "lu", "lu_factor", "lu_solve", "norm", "pinv", "qr", "solve",
+           "solve_banded", "solve_sylvester", "solve_toeplitz", "solve_triangular",
+           "solveh_banded", "sqrtm", "svd"]
 
 
 def _times_transpose(u, v):
@@ -274,12 +279,12 @@ def _lu_cotangent(lu, order, dm):
     return np.tril(dpermuted @ transpose(upper), -1) + np.triu(transpose(lower) @ dpermuted)
 
 
-def _require_square_or_empty(a):
+def _require_square_or_empty(a, name="lu_factor"):
     """The factors of a rectangular matrix are differentiated only when empty (no entry)."""
-    _require_matrix("lu_factor", a)
+    _require_matrix(name, a)
     if a.shape[0] != a.shape[1] and a.size:
         raise UnsupportedOperationError(
-            f"mutad.scipy.linalg.lu_factor of a {a.shape[0]}x{a.shape[1]} matrix: mutad "
+            f"mutad.scipy.linalg.{name} of a {a.shape[0]}x{a.shape[1]} matrix: mutad "
             "differentiates the LU factors of square matrices. Wrap the rectangular factorisation with "
             "mutad.adjoint and give it a rule.")
     return a.size == 0
@@ -799,3 +804,152 @@ def _logm_jvp(tangents, A, *settings):
     if type(result) is tuple:
         return result, (tangent, None)
     return result, tangent
+
+
+# ----------------------------------------------------------------------------------------------
+# lu: the factors of lu_factor, unpacked
+
+
+def _lu_order(p, p_indices):
+    """The rows of A that L U holds, in order: A[order] = L U, from SciPy's P (A = P L U) or
+    its row indices (A = L[perm] U, so order = argsort(perm))."""
+    return np.argsort(p) if p_indices else np.argmax(p, axis=0)
+
+
+@lu.rule
+def _lu_rule(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
+    """A = P L U of a square A (the row order a decision, kept): lu_factor's rule on the
+    packed factors (Giles 2008; as in JAX's lu pullback)."""
+    empty = _require_square_or_empty(a, "lu")
+    result = lu(a, permute_l, False, check_finite, p_indices)
+    if permute_l:  # (P L, U): P from the factorisation SciPy makes of the same matrix
+        p, lower, upper = lu(a, False, False, check_finite, False)
+        order = _lu_order(p, False)
+    else:
+        p, lower, upper = result
+        order = _lu_order(p, p_indices)
+    packed = np.tril(lower, -1) + upper
+
+    def back(dys):
+        if empty:
+            return (np.zeros_like(a),)
+        if permute_l:  # (P L)‾ = P L̄
+            dlower, dupper = dys[0][order], dys[1]
+        else:
+            dlower, dupper = dys[1], dys[2]
+        return (_lu_factor_cotangent(packed, order, np.tril(dlower, -1) + np.triu(dupper)),)
+
+    return result, back
+
+
+@lu.jvp_rule
+def _lu_jvp(tangents, a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
+    empty = _require_square_or_empty(a, "lu")
+    result = lu(a, permute_l, False, check_finite, p_indices)
+    p, lower, upper = lu(a, False, False, check_finite, False) if permute_l else result
+    order = _lu_order(p, p_indices and not permute_l)
+    if empty:
+        dlu = np.zeros_like(upper)
+    else:
+        dlu = lu_tangent(np.tril(lower, -1) + upper, tangents[0][order], solve_triangular)
+    dlower, dupper = np.tril(dlu, -1), np.triu(dlu)
+    if permute_l:
+        return result, (dlower[np.argsort(order)], dupper)
+    return result, (None, dlower, dupper)
+
+
+# ----------------------------------------------------------------------------------------------
+# pinv and lstsq: SciPy's values, np.linalg's rules (Golub & Pereyra 1973, Thm. 4.3, for A of
+# locally constant rank) at NumPy's factors of the same matrix, with SciPy's cutoff of the
+# singular values. Those rules compute with calls that dispatch, so they differentiate again.
+
+
+def _singular_values(a):
+    return np.linalg.svd(a, compute_uv=False)
+
+
+def _pinv_relative_cutoff(a, atol, rtol):
+    """SciPy's cutoff atol + rtol σ_max of the singular values pinv keeps, relative to σ_max:
+    np.linalg.pinv's rcond for the same rank."""
+    m, n = np.shape(a)[-2:]
+    s = _singular_values(a)
+    largest = np.max(s, initial=0.0)
+    rtol = max(m, n) * np.finfo(float).eps if rtol is None else rtol
+    if not largest:
+        return rtol
+    return ((0.0 if atol is None else atol) + largest * rtol) / largest
+
+
+def _real_matrix(name, a):
+    _require_matrix(name, a)
+    if np.iscomplexobj(a):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name} of a complex matrix: mutad differentiates real ones here; "
+            f"np.linalg.{name} differentiates complex ones.")
+
+
+@pinv.rule
+def _pinv_rule(a, *, atol=None, rtol=None, return_rank=False, check_finite=True):
+    _real_matrix("pinv", a)
+    result = pinv(a, atol=atol, rtol=rtol, return_rank=return_rank, check_finite=check_finite)
+    _, back = FUNCTIONS[np.linalg.pinv](a, _pinv_relative_cutoff(a, atol, rtol))
+    if return_rank:  # (pinv, rank): the rank has no derivative
+        return result, lambda dys: back(dys[0])
+    return result, back
+
+
+@pinv.jvp_rule
+def _pinv_jvp(tangents, a, *, atol=None, rtol=None, return_rank=False, check_finite=True):
+    _real_matrix("pinv", a)
+    result = pinv(a, atol=atol, rtol=rtol, return_rank=return_rank, check_finite=check_finite)
+    _, tangent = JVPS[np.linalg.pinv](tangents, a, _pinv_relative_cutoff(a, atol, rtol))
+    return result, ((tangent, None) if return_rank else tangent)
+
+
+def _lstsq_rules(a, b, cond, check_finite, lapack_driver):
+    """SciPy's lstsq, and the rcond np.linalg.lstsq needs to keep the same rank."""
+    _real_matrix("lstsq", a)
+    if np.iscomplexobj(b):
+        raise UnsupportedOperationError("scipy.linalg.lstsq of complex values: mutad "
+                                        "differentiates real ones here; np.linalg.lstsq "
+                                        "differentiates complex ones.")
+    result = lstsq(a, b, cond, False, False, check_finite, lapack_driver)
+    # The np.linalg rule's solution is pinv(A) b, with pinv's default cutoff: its rank must be
+    # SciPy's, else its derivative is another function's.
+    rank = np.sum(_singular_values(a) > max(np.shape(a)) * np.finfo(float).eps
+                  * np.max(_singular_values(a), initial=0.0))
+    if rank != result[2]:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.lstsq: a has rank {result[2]} at SciPy's cutoff (cond={cond!r}) and "
+            f"{rank} at pinv's, so its solution's derivative is not determined here. Drop the "
+            "directions of a's smallest singular values first (a truncated SVD).")
+    return result
+
+
+def _residues_as_numpy(residues, b):
+    """SciPy returns a 1-d b's residue as a number, NumPy as an array of one."""
+    return np.reshape(residues, (-1,)) if np.ndim(b) == 1 and np.size(residues) else residues
+
+
+@lstsq.rule
+def _lstsq_rule(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=True,
+                lapack_driver=None):
+    result = _lstsq_rules(a, b, cond, check_finite, lapack_driver)
+    numpy_result, numpy_back = FUNCTIONS[np.linalg.lstsq](a, b)
+
+    def back(dys):
+        dx, dresidues, _, ds = dys
+        dresidues = np.reshape(dresidues, np.shape(numpy_result[1]))
+        return numpy_back((dx, dresidues, None, ds))
+
+    return result, back
+
+
+@lstsq.jvp_rule
+def _lstsq_jvp(tangents, a, b, cond=None, overwrite_a=False, overwrite_b=False,
+               check_finite=True, lapack_driver=None):
+    result = _lstsq_rules(a, b, cond, check_finite, lapack_driver)
+    _, (dx, dresidues, _, ds) = JVPS[np.linalg.lstsq](tangents[:2], a, b)
+    if dresidues is not None:
+        dresidues = np.reshape(dresidues, np.shape(result[1]))
+    return result, (dx, dresidues, None, ds)
