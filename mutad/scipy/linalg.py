@@ -953,3 +953,202 @@ def _lstsq_jvp(tangents, a, b, cond=None, overwrite_a=False, overwrite_b=False,
     if dresidues is not None:
         dresidues = np.reshape(dresidues, np.shape(result[1]))
     return result, (dx, dresidues, None, ds)
+
+
+# ----------------------------------------------------------------------------------------------
+# Banded and Toeplitz solves: x = A⁻¹ b with A held in SciPy's compact storage, whose entries
+# alone get gradient: b̄ = A⁻ᵀ x̄ and Ā = -b̄ xᵀ read at the stored entries (Giles 2008, §3.1),
+# computed in the storage (no n × n matrix for the banded ones).
+
+
+def _shifted(v, d):
+    """``w[j] = v[j + d]`` where ``j + d`` indexes ``v``'s first axis, else 0."""
+    n = np.shape(v)[0]
+    if d == 0:
+        return v
+    zeros = np.zeros((min(abs(d), n),) + np.shape(v)[1:])
+    if abs(d) >= n:
+        return zeros + 0.0 * v
+    if d > 0:
+        return np.concatenate([v[d:], zeros])
+    return np.concatenate([zeros, v[:n + d]])
+
+
+def _as_columns(row, x):
+    """A band's row, aligned with the rows of ``x`` (a vector, or a matrix of columns)."""
+    return row if np.ndim(x) == 1 else row[:, None]
+
+
+def _band_times(ab, l, u, x):
+    """A x for A in band storage, ab[u + i - j, j] = A[i, j]: row r holds the diagonal
+    i - j = r - u, whose products ab[r, j] x[j] land in row j + r - u."""
+    return functools.reduce(np.add, [_shifted(_as_columns(ab[r], x) * x, u - r)
+                                     for r in range(l + u + 1)])
+
+
+def _band_transpose(ab, l, u):
+    """Aᵀ in band storage (u lower and l upper diagonals): row r of it is row l + u - r of
+    ab, moved by r - l."""
+    return np.stack([_shifted(ab[l + u - r], r - l) for r in range(l + u + 1)])
+
+
+def _band_outer(db, x, l, u):
+    """-(b̄ xᵀ) read at the entries band storage holds: its entry [r, j] is
+    -Σ_k b̄[j + r - u, k] x[j, k]."""
+    rows = [_shifted(db, r - u) * x for r in range(l + u + 1)]
+    if np.ndim(x) > 1:
+        rows = [np.sum(row, axis=-1) for row in rows]
+    return -np.stack(rows)
+
+
+def _band_setting(name, l_and_u, ab):
+    l, u = l_and_u
+    if np.ndim(ab) != 2 or np.shape(ab)[0] != l + u + 1:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name}: ab of shape {np.shape(ab)} does not hold {l} lower and {u} "
+            "upper diagonals; mutad differentiates one banded matrix (l + u + 1, n).")
+    return int(l), int(u)
+
+
+@solve_banded.rule
+def _solve_banded_rule(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False,
+                       check_finite=True):
+    l, u = _band_setting("solve_banded", l_and_u, ab)
+    x = solve_banded((l, u), ab, b, False, False, check_finite)
+
+    def back(dx):
+        db = solve_banded((u, l), _band_transpose(ab, l, u), dx, check_finite=False)
+        return None, _band_outer(db, x, l, u), db
+
+    return x, back
+
+
+@solve_banded.jvp_rule
+def _solve_banded_jvp(tangents, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False,
+                      check_finite=True):
+    l, u = _band_setting("solve_banded", l_and_u, ab)
+    x = solve_banded((l, u), ab, b, False, False, check_finite)
+    dab, db = tangents[1:3]
+    rhs = db
+    if dab is not None:  # dx = A⁻¹ (db - dA x)
+        dab_x = _band_times(dab, l, u, x)
+        rhs = -dab_x if rhs is None else rhs - dab_x
+    if rhs is None:
+        return x, None
+    return x, solve_banded((l, u), ab, rhs, check_finite=False)
+
+
+def _symmetric_band(ab, lower):
+    """The symmetric matrix solveh_banded reads, in general band storage (p lower and p upper
+    diagonals), from its one triangle ``ab`` (upper: ab[p + i - j, j] = A[i, j], i ≤ j; lower:
+    ab[i - j, j] = A[i, j], i ≥ j): the other triangle's diagonals are the stored ones moved."""
+    p = np.shape(ab)[0] - 1
+    if lower:
+        return np.stack([_shifted(ab[p - r], r - p) for r in range(p)]
+                        + [ab[r - p] for r in range(p, 2 * p + 1)])
+    return np.stack([ab[r] for r in range(p + 1)]
+                    + [_shifted(ab[2 * p - r], r - p) for r in range(p + 1, 2 * p + 1)])
+
+
+def _symmetric_band_cotangent(g, lower):
+    """The cotangent of ``ab`` from that of its general band storage ``g`` (the adjoint of
+    _symmetric_band): each stored off-diagonal entry is both A[i, j] and A[j, i]."""
+    p = (np.shape(g)[0] - 1) // 2
+    if lower:
+        return np.stack([g[p]] + [g[p + s] + _shifted(g[p - s], s) for s in range(1, p + 1)])
+    return np.stack([g[r] + _shifted(g[2 * p - r], r - p) for r in range(p)] + [g[p]])
+
+
+@solveh_banded.rule
+def _solveh_banded_rule(ab, b, overwrite_ab=False, overwrite_b=False, lower=False,
+                        check_finite=True):
+    """A symmetric positive definite (Cholesky), stored once: the cotangent of each stored
+    entry sums those of its two places in A (ab has no entry twice, so this is the plain
+    derivative of the function of ab)."""
+    p = _band_setting("solveh_banded", (np.shape(ab)[0] - 1, 0), ab)[0]
+    x = solveh_banded(ab, b, False, False, lower, check_finite)
+
+    def back(dx):
+        db = solveh_banded(ab, dx, lower=lower, check_finite=False)  # Aᵀ = A
+        return _symmetric_band_cotangent(_band_outer(db, x, p, p), lower), db
+
+    return x, back
+
+
+@solveh_banded.jvp_rule
+def _solveh_banded_jvp(tangents, ab, b, overwrite_ab=False, overwrite_b=False, lower=False,
+                       check_finite=True):
+    p = _band_setting("solveh_banded", (np.shape(ab)[0] - 1, 0), ab)[0]
+    x = solveh_banded(ab, b, False, False, lower, check_finite)
+    dab, db = tangents[:2]
+    rhs = db
+    if dab is not None:
+        dab_x = _band_times(_symmetric_band(dab, lower), p, p, x)
+        rhs = -dab_x if rhs is None else rhs - dab_x
+    if rhs is None:
+        return x, None
+    return x, solveh_banded(ab, rhs, lower=lower, check_finite=False)
+
+
+def _toeplitz_columns(c_or_cr):
+    """(c, r, whether r was given) of solve_toeplitz's first argument; r defaults to c."""
+    if isinstance(c_or_cr, tuple):
+        c, r = c_or_cr
+        given = True
+    else:
+        c, r, given = c_or_cr, c_or_cr, False
+    if np.ndim(c) != 1 or np.ndim(r) != 1 or np.iscomplexobj(c) or np.iscomplexobj(r):
+        raise UnsupportedOperationError(
+            "scipy.linalg.solve_toeplitz: mutad differentiates one real Toeplitz matrix, given "
+            "by a vector c (and r); loop over a batch.")
+    return c, r, given
+
+
+def _toeplitz(c, r):
+    """T[i, j] = c[i - j] for i ≥ j, r[j - i] for j > i, gathered from [r[n-1], ..., r[1],
+    c[0], ..., c[n-1]] (scipy.linalg.toeplitz's values)."""
+    n = np.shape(c)[0]
+    values = np.concatenate([r[1:][::-1], c])
+    return values[(n - 1) + np.arange(n)[:, None] - np.arange(n)[None, :]]
+
+
+def _diagonal_sums(m):
+    """Σ_{i - j = k} m[i, j] for k = -(n-1) ... n-1 of a square m: its columns reversed and
+    each row moved by its index (a reshape of the padded rows), then summed."""
+    n = np.shape(m)[0]
+    padded = np.concatenate([m[:, ::-1], np.zeros((n, n))], axis=1)
+    return np.sum(np.reshape(np.reshape(padded, (-1,))[:n * (2 * n - 1)], (n, 2 * n - 1)),
+                  axis=0)
+
+
+@solve_toeplitz.rule
+def _solve_toeplitz_rule(c_or_cr, b, check_finite=True):
+    """T x = b by Levinson's recursion: b̄ = T⁻ᵀ x̄ (Tᵀ the Toeplitz matrix of r and c), and T̄
+    = -b̄ xᵀ summed along each diagonal, the one entry of c or r it holds; r[0] is not read."""
+    c, r, given = _toeplitz_columns(c_or_cr)
+    x = solve_toeplitz((c, r) if given else c, b, check_finite)
+    n = np.shape(c)[0]
+
+    def back(dx):
+        db = solve_toeplitz((np.concatenate([c[:1], r[1:]]), c), dx, check_finite=False)
+        sums = -_diagonal_sums(_times_transpose(db, x))
+        dc, dr = sums[n - 1:], np.concatenate([np.zeros(1), sums[:n - 1][::-1]])
+        return ((dc, dr) if given else dc + dr), db
+
+    return x, back
+
+
+@solve_toeplitz.jvp_rule
+def _solve_toeplitz_jvp(tangents, c_or_cr, b, check_finite=True):
+    c, r, given = _toeplitz_columns(c_or_cr)
+    x = solve_toeplitz((c, r) if given else c, b, check_finite)
+    dcr, db = tangents[:2]
+    dc, dr = (dcr if given else (dcr, dcr)) if dcr is not None else (None, None)
+    rhs = db
+    if dc is not None or dr is not None:
+        dt = _toeplitz(np.zeros_like(c) if dc is None else dc,
+                       np.zeros_like(r) if dr is None else dr)
+        rhs = -(dt @ x) if rhs is None else rhs - dt @ x
+    if rhs is None:
+        return x, None
+    return x, solve_toeplitz((c, r) if given else c, rhs, check_finite=False)
