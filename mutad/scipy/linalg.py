@@ -55,8 +55,10 @@ import numpy as np
 import scipy.linalg as _linalg
 
 from ..errors import UnsupportedOperationError
-from ..registry import FUNCTIONS, JVPS
+from ..registry import CONVENTION, FUNCTIONS, JVPS
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
+from ..rules.linalg import _eig_back as eig_cotangent
+from ..rules.linalg import _eig_tangent as eig_tangent
 from ..rules.factorizations import (cholesky_cotangent, cholesky_tangent, det_cotangent,
                                     det_tangent, eigh_cotangent, eigh_couplings, eigh_tangent,
                                     equal_pairs, lu_tangent, lu_tangent_times, norm_axes,
@@ -1152,3 +1154,75 @@ def _solve_toeplitz_jvp(tangents, c_or_cr, b, check_finite=True):
     if rhs is None:
         return x, None
     return x, solve_toeplitz((c, r) if given else c, rhs, check_finite=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# eig and eigvals: SciPy's values (complex eigenvalues always, real eigenvectors where every
+# eigenvalue is real), np.linalg.eig's formulas (Giles 2008, §3.1) on SciPy's own eigenpairs
+# (its phases of complex eigenvectors: LAPACK's geev, as NumPy's), and np.linalg.eigvals's rule
+# at NumPy's eigenvalues of the same matrix, matched to SciPy's.
+
+eig, eigvals = map(scipy_adjoint, (_linalg.eig, _linalg.eigvals))
+eig.complex_values = eigvals.complex_values = CONVENTION  # complex outputs of a real matrix
+__all__ += ["eig", "eigvals"]
+
+
+def _standard_eig(name, a, b, homogeneous_eigvals, left=False, right=True):
+    _require_matrix(name, a)
+    if b is not None or homogeneous_eigvals or left or not right:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name}: mutad differentiates the standard eigenproblem's eigenvalues "
+            "and right eigenvectors (b=None, left=False, homogeneous_eigvals=False). For a "
+            "generalized one with b invertible, take the eigenpairs of solve(b, a).")
+
+
+def _as_scipy_tangent(t, like):
+    """A tangent of SciPy's eigenvalues, complex as they are (the real ones too)."""
+    return t + 0j if np.iscomplexobj(like) and not np.iscomplexobj(t) else t
+
+
+@eig.rule
+def _eig_rule(a, b=None, left=False, right=True, overwrite_a=False, overwrite_b=False,
+              check_finite=True, homogeneous_eigvals=False):
+    _standard_eig("eig", a, b, homogeneous_eigvals, left, right)
+    w, v = result = eig(a, check_finite=check_finite)
+    equal = equal_pairs(w)  # now: back may see w restored up to rounding
+
+    def back(dys):
+        # Real eigenvalues (zero imaginary parts) make np.linalg.eig's formulas' couplings
+        # complex with zero imaginary parts; the core takes a real matrix's real part.
+        return (eig_cotangent(w, v, dys[0], dys[1], equal),)
+
+    return result, back
+
+
+@eig.jvp_rule
+def _eig_jvp(tangents, a, b=None, left=False, right=True, overwrite_a=False,
+             overwrite_b=False, check_finite=True, homogeneous_eigvals=False):
+    _standard_eig("eig", a, b, homogeneous_eigvals, left, right)
+    w, v = eig(a, check_finite=check_finite)
+    dw, dv = eig_tangent(w, v, tangents[0])
+    return (w, v), (_as_scipy_tangent(dw, w), dv if np.iscomplexobj(v) else np.real(dv))
+
+
+def _as_numpy_cotangent(d, like):
+    """A cotangent of SciPy's complex eigenvalues for NumPy's, which are real where all are:
+    real eigenvalues of a real matrix stay real nearby, so the imaginary part reads nothing."""
+    return np.real(d) if not np.iscomplexobj(like) else d
+
+
+@eigvals.rule
+def _eigvals_rule(a, b=None, overwrite_a=False, check_finite=True, homogeneous_eigvals=False):
+    _standard_eig("eigvals", a, b, homogeneous_eigvals)
+    w = eigvals(a, check_finite=check_finite)
+    numpy_w, back = FUNCTIONS[np.linalg.eigvals](a)
+    return w, lambda dw: back(_as_numpy_cotangent(dw, numpy_w))
+
+
+@eigvals.jvp_rule
+def _eigvals_jvp(tangents, a, b=None, overwrite_a=False, check_finite=True,
+                 homogeneous_eigvals=False):
+    _standard_eig("eigvals", a, b, homogeneous_eigvals)
+    w = eigvals(a, check_finite=check_finite)
+    _, dw = JVPS[np.linalg.eigvals](tangents[:1], a)
+    return w, _as_scipy_tangent(dw, w)
