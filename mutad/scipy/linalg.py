@@ -38,6 +38,18 @@ refused by name: the generalized eigenproblem (``b=``), a subset of eigenpairs, 
 singular vectors of ``full_matrices=True`` and Q's extra columns in ``mode='full'`` for a
 non-square matrix, ``mode='raw'``, and complex values.
 
+``lu`` (``permute_l=``, ``p_indices=``) differentiates the factors of ``lu_factor``, unpacked.
+``pinv`` and ``lstsq`` have np.linalg's rules (Golub & Pereyra 1973, for a rank that does not
+change nearby) at SciPy's cutoff of the singular values; ``lstsq`` refuses a matrix whose rank
+at its ``cond`` is not pinv's. ``eig`` and ``eigvals`` (the standard problem) have np.linalg's
+formulas on SciPy's eigenpairs, whose eigenvalues are complex even where they are real.
+
+``solve_banded``, ``solveh_banded`` and ``solve_toeplitz`` differentiate their compact storage:
+each stored band entry, or entry of Toeplitz's ``c`` and ``r``, gets the sum of the gradients
+of the matrix entries it stands for (``solveh_banded``'s off-diagonal entries stand for two;
+``r[0]``, which SciPy does not read, gets none; a lone ``c`` is ``r`` too). The banded rules
+compute in band storage; the Toeplitz rule forms the n × n outer product b̄ xᵀ.
+
 Each function also has a forward rule (``@f.jvp_rule``) from the same results, agreeing with its
 reverse rule (<ẏ, w> = <ẋ, vjp(w)>: symmetric inputs take the symmetric part of their tangent,
 structured ones the part on the entries SciPy reads). A tuple argument such as ``cho_solve``'s
