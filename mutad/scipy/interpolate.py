@@ -53,6 +53,7 @@ again (``mutad.hvp``, a gradient of a gradient) and forward mode works as revers
 """
 
 import copy
+import functools
 import types
 
 import numpy as np
@@ -100,11 +101,16 @@ def _plain_copy(value):
 
 
 class _Evaluation(Adjoint):
-    """``spec.value(data, points, nu)``, differentiated in the data (linearly: the basis ``W``)
-    and in the points (the evaluation at the next derivative order). The basis and the next
-    order's values are computed in the forward pass, with this same operation (so that an
-    outer differentiation follows them): a query's interval, and whether it is outside the
-    data, are decisions the pullback must not take again on restored points."""
+    """``spec.value(data, points, nu)``, differentiated in the data (linearly: the basis ``W``
+    of each datum, ``values = W datum``) and in the points (the evaluation at the next
+    derivative order, computed in the forward pass).
+
+    A query's interval, and whether it lies outside the data, are decisions the pullback must
+    not take again on points the default policy restored by inversion: the pullback computes
+    ``W`` from a copy of the points made in the forward pass, a block of its columns at a time
+    (so that large data need no m × n matrix). Where an outer differentiation follows the
+    points, ``W`` is computed in the forward pass with this same operation instead, so that
+    the outer one differentiates it."""
 
     complex_values = None
 
@@ -130,8 +136,14 @@ class _Evaluation(Adjoint):
     def _parts(self, operands, spec, nu, followed):
         """The basis of each followed datum, and the points' partials if they are followed."""
         *data, points = operands
-        bases = [_defined(self(*spec.identity(i, data), points, spec=spec.linear(i, data), nu=nu))
-                 if is_followed else None for i, is_followed in enumerate(followed[:-1])]
+        if _traced(points):  # an outer differentiation follows W: computed by this operation
+            bases = [_Basis(_defined(self(*spec.identity(i, data), points,
+                                          spec=spec.linear(i, data), nu=nu)))
+                     if is_followed else None for i, is_followed in enumerate(followed[:-1])]
+        else:
+            kept = np.array(points, copy=True)  # the forward pass's points, decisions and all
+            bases = [_Blocks(spec, i, data, kept, nu) if is_followed else None
+                     for i, is_followed in enumerate(followed[:-1])]
         slopes = None
         if followed[-1]:
             slopes = [_defined(self(*data, points, spec=spec.derivative_spec(), nu=higher))
@@ -143,16 +155,16 @@ class _Evaluation(Adjoint):
         y = self(*operands, spec=spec, nu=nu)
         bases, slopes = self._parts(operands, spec, nu, followed)
         position = spec.position(data, points)
+        q = spec.query_ndim(points)
 
         def back(dy):
-            cotangents = [None if w is None else spec.uncolumns(_transpose_times(
-                w, _query_first(dy, position, np.ndim(w) - 1)), d)
+            cotangents = [None if w is None else spec.uncolumns(
+                w.transpose_times(_query_first(dy, position, q)), d)
                 for w, d in zip(bases, data, strict=True)]
             dpoints = None
             if slopes is not None:
                 dpoints = spec.points_cotangent(
-                    [_batch_sum(s * dy, position, spec.query_ndim(points)) for s in slopes],
-                    points)
+                    [_batch_sum(s * dy, position, q) for s in slopes], points)
             return (*cotangents, dpoints)
 
         return y, back
@@ -162,13 +174,13 @@ class _Evaluation(Adjoint):
         y = self(*operands, spec=spec, nu=nu)
         bases, slopes = self._parts(operands, spec, nu, followed)
         position = spec.position(data, points)
+        q = spec.query_ndim(points)
         dy = None
         for w, t in zip(bases, tangents[:-1], strict=True):
             if w is not None and t is not None:
-                term = _query_back(np.tensordot(w, spec.columns(t), 1), position, np.ndim(w) - 1)
+                term = _query_back(w.times(spec.columns(t)), position, q)
                 dy = term if dy is None else dy + term
         if slopes is not None and tangents[-1] is not None:
-            q = spec.query_ndim(points)
             for s, t in zip(slopes, spec.points_tangents(tangents[-1]), strict=True):
                 batch = np.ndim(s) - position - q
                 t = np.reshape(t, (1,) * position + np.shape(t) + (1,) * batch)
@@ -179,6 +191,49 @@ class _Evaluation(Adjoint):
 
 
 _evaluate = _Evaluation()
+
+
+class _Basis:
+    """A datum's basis ``W`` (queries..., columns), as an array."""
+
+    def __init__(self, w):
+        self.w = w
+
+    def transpose_times(self, v):
+        """Wᵀ v, ``v`` (queries..., batch...) contracted over the queries' axes."""
+        return _transpose_times(self.w, v)
+
+    def times(self, t):
+        """W t, ``t`` (columns, batch...)."""
+        return np.tensordot(self.w, t, 1)
+
+
+_BLOCK = 1 << 21
+"""About how many entries of a basis a block of its columns holds."""
+
+
+class _Blocks:
+    """A datum's basis ``W``, computed on plain points a block of columns at a time."""
+
+    def __init__(self, spec, i, data, points, nu):
+        self.spec, self.i, self.data, self.points, self.nu = spec, i, data, points, nu
+        self.linear = spec.linear(i, data)
+        self.count = spec.columns_count(i, data)
+        queries = max(1, int(np.prod(np.shape(points)[:spec.query_ndim(points)], dtype=int)))
+        self.step = max(1, _BLOCK // max(queries, spec.rows(i, data)))
+
+    def _blocks(self):
+        for start in range(0, self.count, self.step):
+            stop = min(start + self.step, self.count)
+            identity = self.spec.identity(self.i, self.data, start, stop)
+            yield start, stop, _defined(self.linear.value(identity, self.points, self.nu))
+
+    def transpose_times(self, v):
+        return np.concatenate([_transpose_times(w, v) for _, _, w in self._blocks()])
+
+    def times(self, t):
+        return functools.reduce(np.add, [np.tensordot(w, t[start:stop], 1)
+                                         for start, stop, w in self._blocks()])
 
 
 def _defined(v):
@@ -243,14 +298,22 @@ class _OneDimensional:
     def uncolumns(self, g, datum):
         return np.moveaxis(g, 0, self.axis % np.ndim(datum))
 
-    def identity(self, i, data):
-        """The data whose interpolants are the basis of datum ``i``: identity columns (one
-        value, or one slope, set), the other data zero, the interpolation axis first."""
-        n = np.shape(data[i])[self.axis % np.ndim(data[i])]
-        return [self.unit(n) if j == i else np.zeros((n, n)) for j in range(len(data))]
+    def rows(self, i, data):
+        return np.shape(data[i])[self.axis % np.ndim(data[i])]
 
-    def unit(self, n):
-        return np.eye(n)
+    columns_count = rows
+
+    def identity(self, i, data, start=0, stop=None):
+        """The data whose interpolants are columns ``start:stop`` of the basis of datum ``i``:
+        identity columns (one value, or one slope, set), the other data zero, the
+        interpolation axis first."""
+        n = self.rows(i, data)
+        stop = n if stop is None else stop
+        return [_unit_columns(n, start, stop, self.periodic()) if j == i
+                else np.zeros((n, stop - start)) for j in range(len(data))]
+
+    def periodic(self):
+        return False
 
     # What a traced interpolant was asked for: its .derivative(derived), called with
     # extrapolate=at_call. Values come from SciPy's own objects and calls, as the user's
@@ -280,13 +343,16 @@ class _OneDimensional:
         return spec
 
 
-def _periodic_unit(n):
-    """Identity columns for periodic data, whose first and last values are one: each of them
-    gets half of their common column, so the cotangent is the derivative along periodic data
-    (a basis SciPy accepts: its first and last rows are equal)."""
-    columns = np.eye(n)
-    if n > 1:
-        columns[0, 0] = columns[-1, -1] = columns[0, -1] = columns[-1, 0] = 0.5
+def _unit_columns(n, start, stop, periodic=False):
+    """Columns ``start:stop`` of the identity of size n. Periodic data's first and last values
+    are one: each of them gets half of their common column, so the cotangent is the
+    derivative along periodic data (a basis SciPy accepts: its first and last rows are
+    equal)."""
+    columns = np.zeros((n, stop - start))
+    columns[np.arange(start, stop), np.arange(stop - start)] = 1.0
+    if periodic and n > 1:
+        for j in {0, n - 1} & set(range(start, stop)):
+            columns[0, j - start] = columns[n - 1, j - start] = 0.5
     return columns
 
 
@@ -315,8 +381,8 @@ class _CubicSpline(_OneDimensional):
         return self.basis_of(_CubicSpline(self.x, 0, _zero_boundary(self.bc_type, n),
                                           self.extrapolate))
 
-    def unit(self, n):
-        return _periodic_unit(n) if _is_periodic(self.bc_type) else np.eye(n)
+    def periodic(self):
+        return _is_periodic(self.bc_type)
 
 
 class _Hermite(_OneDimensional):
@@ -361,8 +427,8 @@ class _Spline(_OneDimensional):
         n = np.shape(data[0])[self.axis % np.ndim(data[0])]
         return self.basis_of(_Spline(self.x, self.k, self.t, _zero_boundary(self.bc_type, n), 0))
 
-    def unit(self, n):
-        return _periodic_unit(n) if _is_periodic(self.bc_type) else np.eye(n)
+    def periodic(self):
+        return _is_periodic(self.bc_type)
 
 
 _INTERP1D_ORDERS = {"linear": 1, "slinear": 1, "quadratic": 2, "cubic": 3, "zero": 0,
@@ -493,9 +559,16 @@ class _Grid:
         return self._variant(fill_value=None if self.fill_value is None else 0.0, solver=spsolve,
                              solver_args=None, obj=None)
 
-    def identity(self, i, data):
-        size = int(np.prod([len(p) for p in self.points]))
-        return [np.eye(size).reshape(tuple(len(p) for p in self.points) + (size,))]
+    def rows(self, i, data):
+        return int(np.prod([len(p) for p in self.points], dtype=int))
+
+    columns_count = rows
+
+    def identity(self, i, data, start=0, stop=None):
+        size = self.rows(i, data)
+        stop = size if stop is None else stop
+        return [np.reshape(_unit_columns(size, start, stop),
+                           tuple(len(p) for p in self.points) + (stop - start,))]
 
     def position(self, data, points):
         return 0
