@@ -27,9 +27,9 @@ Derivatives:
   ``CubicHermiteSpline`` (``y`` and ``dydx``) and ``RegularGridInterpolator`` are linear in the
   data (affine with boundary values: ``bc_type=((1, 0.5), ...)``, ``fill_value``), so the values
   at the queries are ``W y``, ``W`` the values at the queries of the interpolants of the identity
-  columns (with zero boundary values and fills), computed once per call: ``ȳ = Wᵀ v̄``,
-  ``ẏ ↦ W ẏ``. ``W`` has one column per data point (per grid point), so this suits moderate
-  data sizes. ``PchipInterpolator`` and ``Akima1DInterpolator`` are cubic Hermite splines whose
+  columns (with zero boundary values and fills): ``ȳ = Wᵀ v̄``, ``ẏ ↦ W ẏ``. ``W`` has one
+  column per data point (per grid point), computed a block of columns at a time (m × n values
+  in all, for m queries and n data points: a second or so for n = m = 3000). ``PchipInterpolator`` and ``Akima1DInterpolator`` are cubic Hermite splines whose
   slopes are functions of ``y`` (not linear): their slopes are recomputed with NumPy operations
   that mutad differentiates (SciPy's formulas), and the Hermite interpolant is linear in
   ``(y, slopes)``.
