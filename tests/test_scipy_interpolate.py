@@ -247,3 +247,24 @@ def test_hermite_slopes_are_scipys(y):
         np.testing.assert_allclose(interpolate._akima_slopes(X, y, method),
                                    Akima1DInterpolator(X, y, method=method)(X, 1),
                                    rtol=1e-13, atol=1e-14)
+
+
+PCHIP = PchipInterpolator
+
+
+def test_routed_classes_stay_classes():
+    """While a differentiation runs, SciPy's names stand for constructors that are still the
+    classes to isinstance and to their class methods."""
+    seen = []
+
+    def f(y):
+        traced, plain = CubicSpline(X, y), CubicSpline(X, Y)
+        seen.append((isinstance(traced, CubicSpline), isinstance(plain, CubicSpline),
+                     isinstance(plain, scipy.interpolate.PPoly),
+                     PchipInterpolator.from_spline.__self__ is PCHIP,
+                     CubicSpline is not scipy.interpolate._cubic.CubicSpline))
+        return traced(QUERIES).sum()
+
+    mutad.gradient(f, Y.copy())
+    assert seen == [(True, True, True, True, True)]
+    assert CubicSpline is scipy.interpolate._cubic.CubicSpline  # SciPy's own again

@@ -29,24 +29,26 @@ Derivatives:
   at the queries are ``W y``, ``W`` the values at the queries of the interpolants of the identity
   columns (with zero boundary values and fills): ``ȳ = Wᵀ v̄``, ``ẏ ↦ W ẏ``. ``W`` has one
   column per data point (per grid point), computed a block of columns at a time (m × n values
-  in all, for m queries and n data points: a second or so for n = m = 3000). ``PchipInterpolator`` and ``Akima1DInterpolator`` are cubic Hermite splines whose
-  slopes are functions of ``y`` (not linear): their slopes are recomputed with NumPy operations
+  in all, for m queries and n data points: a few seconds for n = m = 5000).
+  ``PchipInterpolator`` and ``Akima1DInterpolator`` are cubic Hermite splines whose slopes are
+  functions of ``y`` (not linear): their slopes are recomputed with NumPy operations
   that mutad differentiates (SciPy's formulas), and the Hermite interpolant is linear in
   ``(y, slopes)``.
 
 Periodic boundary conditions read ``y[0]`` and ``y[-1]`` as one value: each gets half of its
 cotangent (the derivative along periodic data). The spline methods of
 ``RegularGridInterpolator`` (``'slinear'``, ``'cubic'``, ``'quintic'``) solve for their
-coefficients with SciPy's iterative solver by default (``gcrotmk``, ``atol=1e-6``): its values are
-SciPy's, and its derivatives those of the exactly solved spline (mutad solves directly), which
-the values approach to that tolerance; pass ``solver=scipy.sparse.linalg.spsolve`` for values
-exact up to rounding.
+coefficients with SciPy's iterative solver by default (``gcrotmk``, ``atol=1e-6``): the values
+are SciPy's, their derivatives in the points those of SciPy's spline, and their gradient in the
+values that of the exactly solved spline (mutad solves directly), which SciPy's values follow
+to the solver's tolerance; pass ``solver=scipy.sparse.linalg.spsolve`` for values linear in the
+data up to rounding.
 
 Refused, with an error that says what to do: traced knots ``x`` and grids (interpolate in a
-variable made from them instead, or build the basis yourself), traced boundary values,
-``fill_value`` or ``dydx`` given as keywords (pass them positionally), ``method='pchip'`` of
-``RegularGridInterpolator`` with traced values or points, and attributes of a traced interpolant
-other than its knots (``c``, ``integrate``, ``roots``).
+variable made from them instead), traced boundary values in ``bc_type`` and a traced
+``fill_value``, ``method='pchip'`` of ``RegularGridInterpolator`` with traced values or points,
+and attributes of a traced interpolant other than calling it, ``derivative`` and its knots
+``x`` (``c``, ``integrate``, ``roots``: build it from plain data for those).
 
 Every rule computes with this module's evaluations and NumPy, so a derivative is differentiated
 again (``mutad.hvp``, a gradient of a gradient) and forward mode works as reverse mode does.
@@ -696,12 +698,39 @@ def _boundary(name, bc_type):
     return bc_type
 
 
+class _Constructor(type):
+    """The type of a stand-in for a SciPy class: calling it constructs (SciPy's object from
+    plain data, mutad's from traced data), and otherwise it is the SciPy class, so that code
+    reaching it while a differentiation runs may still call its class methods
+    (``BSpline.design_matrix``) and test instances (``isinstance(s, CubicSpline)``)."""
+
+    def __call__(cls, *args, **kwargs):
+        return cls.construct(*args, **kwargs)
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, (cls.scipy, TracedInterpolant, TracedGridInterpolant))
+
+    def __subclasscheck__(cls, subclass):
+        return issubclass(subclass, cls.scipy)
+
+    def __getattr__(cls, name):
+        return getattr(cls.scipy, name)
+
+
 def _route(scipy_function):
+    """Register the decorated function as the stand-in for SciPy's ``scipy_function``
+    (``registry.ROUTES``): as it is for a function, as a :class:`_Constructor` for a class."""
     def register(stand_in):
-        stand_in.__name__ = scipy_function.__name__
-        stand_in.__qualname__ = scipy_function.__qualname__
-        stand_in.__doc__ = (f"``scipy.interpolate.{scipy_function.__name__}``, differentiated "
-                            "in its data and query points (see the module).")
+        doc = (f"``scipy.interpolate.{scipy_function.__name__}``, differentiated in its data "
+               "and query points (see the module).")
+        if isinstance(scipy_function, type):
+            stand_in = _Constructor(scipy_function.__name__, (), {
+                "construct": staticmethod(stand_in), "scipy": scipy_function, "__doc__": doc,
+                "__module__": __name__, "__qualname__": scipy_function.__qualname__})
+        else:
+            stand_in.__name__ = scipy_function.__name__
+            stand_in.__qualname__ = scipy_function.__qualname__
+            stand_in.__doc__ = doc
         ROUTES[scipy_function] = stand_in
         return stand_in
     return register
