@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import scipy.interpolate
 import scipy.sparse.linalg
-from scipy.interpolate import (Akima1DInterpolator, CubicHermiteSpline, CubicSpline,
+from scipy.interpolate import (Akima1DInterpolator, BSpline, CubicHermiteSpline, CubicSpline,
                                PchipInterpolator, RegularGridInterpolator, interp1d, interpn,
-                               make_interp_spline)
+                               make_interp_spline, pchip_interpolate)
 
 import mutad
 from mutad.errors import UnsupportedOperationError
@@ -70,6 +70,11 @@ FORMS = {
     "make_interp_spline periodic": lambda y, q: make_interp_spline(
         X, _periodic(y[:-1]), bc_type="periodic")(q),
     "CubicHermiteSpline": lambda y, q: CubicHermiteSpline(X, y, np.cos(y))(q),
+    "BSpline": lambda y, q: BSpline(np.r_[[0.0] * 3, X[1:-1:2], [3.6] * 3], y[:6], 2)(q),
+    "BSpline derivative": lambda y, q: BSpline(np.r_[[0.0] * 3, X[1:-1:2], [3.6] * 3],
+                                                y[:6], 2).derivative()(q),
+    "pchip_interpolate": lambda y, q: pchip_interpolate(X, y, q),
+    "pchip_interpolate der": lambda y, q: np.stack(pchip_interpolate(X, y, q, der=[0, 1])),
     "PchipInterpolator": lambda y, q: PchipInterpolator(X, y)(q),
     "PchipInterpolator nu=1": lambda y, q: PchipInterpolator(X, y)(q, 1),
     "PchipInterpolator 2-d": lambda y, q: PchipInterpolator(X, np.stack([y, -y * y], 1))(q),
@@ -101,6 +106,7 @@ BUILT = {
     "PchipInterpolator": PchipInterpolator(X, Y),
     "Akima1DInterpolator": Akima1DInterpolator(X, Y),
     "make_interp_spline": make_interp_spline(X, Y),
+    "BSpline": BSpline(np.r_[[0.0] * 3, X[1:-1:2], [3.6] * 3], Y[:6], 2),
     "interp1d cubic": interp1d(X, Y, kind="cubic"),
     "interp1d linear": interp1d(X, Y),
     "interp1d fill": interp1d(X, Y, bounds_error=False, fill_value=0.5),

@@ -9,8 +9,8 @@
 array([ 0.0131,  0.8949,  0.7023,  0.4754, -0.1057,  0.0229, -0.0029])
 
 User code calls SciPy by its own names (``CubicSpline``, ``interp1d``, ``make_interp_spline``,
-``PchipInterpolator``, ``Akima1DInterpolator``, ``CubicHermiteSpline``,
-``RegularGridInterpolator``, ``interpn``), however it imported them: while a differentiation
+``BSpline``, ``PchipInterpolator``, ``pchip_interpolate``, ``Akima1DInterpolator``,
+``CubicHermiteSpline``, ``RegularGridInterpolator``, ``interpn``), however it imported them: while a differentiation
 runs, a constructor given traced data returns an interpolant of mutad's own (its values SciPy's,
 computed on the plain data at each call), and an interpolant SciPy built from plain data
 (outside the differentiated function, or inside it) is differentiated in its query points when
@@ -24,7 +24,7 @@ Derivatives:
   (``'nearest'``, ``'previous'``, ``'next'``, ``'zero'``) or the query is outside the data and
   gets the constant ``fill_value``, it is 0; at a knot where a derivative jumps, one side's.
 * in the data ``y``: the interpolants of ``CubicSpline``, ``interp1d``, ``make_interp_spline``,
-  ``CubicHermiteSpline`` (``y`` and ``dydx``) and ``RegularGridInterpolator`` are linear in the
+  ``BSpline`` (its coefficients ``c``), ``CubicHermiteSpline`` (``y`` and ``dydx``) and ``RegularGridInterpolator`` are linear in the
   data (affine with boundary values: ``bc_type=((1, 0.5), ...)``, ``fill_value``), so the values
   at the queries are ``W y``, ``W`` the values at the queries of the interpolants of the identity
   columns (with zero boundary values and fills): ``ȳ = Wᵀ v̄``, ``ẏ ↦ W ẏ``. ``W`` has one
@@ -72,8 +72,9 @@ from ..registry import METHODS, ROUTES
 # stand-ins below (which call these)
 _interpolate = types.SimpleNamespace(**vars(scipy.interpolate))
 
-__all__ = ["Akima1DInterpolator", "CubicHermiteSpline", "CubicSpline", "PchipInterpolator",
-           "RegularGridInterpolator", "interp1d", "interpn", "make_interp_spline"]
+__all__ = ["Akima1DInterpolator", "BSpline", "CubicHermiteSpline", "CubicSpline",
+           "PchipInterpolator", "RegularGridInterpolator", "interp1d", "interpn",
+           "make_interp_spline", "pchip_interpolate"]
 
 
 def _traced(tree):
@@ -433,6 +434,19 @@ class _Spline(_OneDimensional):
         return _is_periodic(self.bc_type)
 
 
+class _BSpline(_OneDimensional):
+    """``BSpline(t, c, k)``: linear in its coefficients ``c``."""
+
+    def __init__(self, t, k, extrapolate, axis):
+        self.t, self.k, self.extrapolate, self.axis = t, k, extrapolate, axis
+
+    def build(self, data):
+        return _interpolate.BSpline(self.t, data[0], self.k, self.extrapolate, self.axis)
+
+    def linear(self, i, data):
+        return self.basis_of(_BSpline(self.t, self.k, self.extrapolate, 0))
+
+
 _INTERP1D_ORDERS = {"linear": 1, "slinear": 1, "quadratic": 2, "cubic": 3, "zero": 0,
                     "nearest": 0, "nearest-up": 0, "previous": 0, "next": 0}
 
@@ -790,6 +804,26 @@ def _made(name, cls, slopes, x, y, axis, extrapolate, settings):
     y = np.copy(y)
     return TracedInterpolant(
         name, spec, (y, np.moveaxis(slopes(x, np.moveaxis(y, axis, 0), **settings), 0, axis)), x=x)
+
+
+@_route(_interpolate.BSpline)
+def BSpline(t, c, k, extrapolate=True, axis=0):
+    if not _traced((t, c)):
+        return _interpolate.BSpline(t, c, k, extrapolate, axis)
+    t = _knots("BSpline", t)
+    spec = _BSpline(t, k, extrapolate, axis)
+    spec.value((np.zeros(np.shape(c)),), t[k:k + 1], 0)
+    return TracedInterpolant("BSpline", spec, (np.copy(c),), x=t)
+
+
+@_route(_interpolate.pchip_interpolate)
+def pchip_interpolate(xi, yi, x, der=0, axis=0):
+    if not _traced((xi, yi, x)):
+        return _interpolate.pchip_interpolate(xi, yi, x, der, axis)
+    interpolant = PchipInterpolator(xi, yi, axis)
+    if np.ndim(der) == 0:
+        return interpolant(x, der)
+    return [interpolant(x, nu) for nu in der]  # SciPy's list, one result per order
 
 
 @_route(_interpolate.PchipInterpolator)
