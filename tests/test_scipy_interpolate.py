@@ -181,6 +181,9 @@ GRID_FORMS = {
         GRID, v, bounds_error=False, fill_value=None)(p + [0.95, 0.0]),
     "batch values": lambda v, p: RegularGridInterpolator(GRID, np.stack([v, v * v], -1))(p),
     "one point": lambda v, p: RegularGridInterpolator(GRID, v)(p[1]),
+    "flat points": lambda v, p: RegularGridInterpolator(GRID, v)(np.reshape(p, -1)),
+    "coordinate tuple": lambda v, p: RegularGridInterpolator(GRID, v)((p[:, 0], p[:, 1])),
+    "list of points": lambda v, p: RegularGridInterpolator(GRID, v)([p[0], p[2]]),
     "interpn": lambda v, p: interpn(GRID, v, p, method="cubic_legacy"),
     "mutad.scipy.interpolate": lambda v, p: interpolate.RegularGridInterpolator(GRID, v)(p),
 }

@@ -626,12 +626,17 @@ def _outside(grid, points):
 
 
 def _grid_points(xi, ndim):
-    """RegularGridInterpolator's query points as one array (..., ndim): a tuple of coordinate
-    arrays stacked, one point of a grid of several dimensions a row."""
-    if isinstance(xi, (tuple, list)):
+    """RegularGridInterpolator's query points as one array (..., ndim), as SciPy reads them: a
+    tuple of coordinate arrays broadcast and stacked, a one-dimensional array ndim coordinates
+    a row."""
+    if isinstance(xi, tuple) and len(xi) == 1:
+        xi = xi[0]
+    if isinstance(xi, tuple):
         xi = np.stack(np.broadcast_arrays(*xi), axis=-1)
+    elif isinstance(xi, list):
+        xi = np.stack(xi)
     if np.ndim(xi) == 1:
-        xi = np.reshape(xi, (-1, 1) if ndim == 1 else (1, -1))
+        xi = np.reshape(xi, (-1, ndim))
     return xi
 
 
@@ -661,6 +666,8 @@ class TracedInterpolant:
         return TracedInterpolant(self._name, self._spec.derivative(nu), self._data, x=self.x)
 
     def __getattr__(self, name):
+        if name.startswith("__"):  # Python's protocols (copy, pickle) ask, and may be told no
+            raise AttributeError(name)
         raise UnsupportedOperationError(
             f"scipy.interpolate.{self._name}(...).{name}: this interpolant was built from "
             "traced data, and mutad differentiates its values and derivatives (calling it, "
@@ -689,6 +696,8 @@ class TracedGridInterpolant:
         return _evaluate(*data, _grid_points(xi, ndim), spec=spec, nu=tuple(nu))
 
     def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
         raise UnsupportedOperationError(
             f"scipy.interpolate.RegularGridInterpolator(...).{name}: this interpolant was built "
             "from traced values, and mutad differentiates its values only. Build it from plain "
