@@ -57,6 +57,7 @@ again (``mutad.hvp``, a gradient of a gradient) and forward mode works as revers
 import copy
 import functools
 import types
+from typing import Any
 
 import numpy as np
 import scipy.interpolate
@@ -644,7 +645,7 @@ def _grid_points(xi, ndim):
 # The interpolants mutad returns for traced data
 
 
-class TracedInterpolant:
+class _TracedInterpolant:
     """An interpolant of traced data: called, its values are SciPy's, differentiated in the
     data and the query points. Made by the constructors of this module when their data are
     traced; not made directly."""
@@ -663,7 +664,7 @@ class TracedInterpolant:
         """The derivative interpolant of order ``nu``."""
         if isinstance(self._spec, _Interp1d):
             return self.__getattr__("derivative")
-        return TracedInterpolant(self._name, self._spec.derivative(nu), self._data, x=self.x)
+        return _TracedInterpolant(self._name, self._spec.derivative(nu), self._data, x=self.x)
 
     def __getattr__(self, name):
         if name.startswith("__"):  # Python's protocols (copy, pickle) ask, and may be told no
@@ -675,7 +676,7 @@ class TracedInterpolant:
             "function) to use other attributes.")
 
 
-class TracedGridInterpolant:
+class _TracedGridInterpolant:
     """``RegularGridInterpolator`` of traced values (or called at traced points)."""
 
     def __init__(self, spec, values):
@@ -731,7 +732,7 @@ class _Constructor(type):
         return cls.construct(*args, **kwargs)
 
     def __instancecheck__(cls, instance):
-        return isinstance(instance, (cls.scipy, TracedInterpolant, TracedGridInterpolant))
+        return isinstance(instance, (cls.scipy, _TracedInterpolant, _TracedGridInterpolant))
 
     def __subclasscheck__(cls, subclass):
         return issubclass(subclass, cls.scipy)
@@ -760,27 +761,29 @@ def _route(scipy_function):
 
 
 @_route(_interpolate.CubicSpline)
-def CubicSpline(x, y, axis=0, bc_type="not-a-knot", extrapolate=None):
+def CubicSpline(x: Any, y: Any, axis: int = 0, bc_type: Any = "not-a-knot",
+                extrapolate: Any = None) -> Any:
     if not _traced((x, y, bc_type)):
         return _interpolate.CubicSpline(x, y, axis, bc_type, extrapolate)
     x = _knots("CubicSpline", x)
     spec = _CubicSpline(x, axis, _boundary("CubicSpline", bc_type), extrapolate)
     spec.value((np.zeros(np.shape(y)),), x[:1], 0)  # SciPy's checks of the arguments' shapes
-    return TracedInterpolant("CubicSpline", spec, (np.copy(y),), x=x)
+    return _TracedInterpolant("CubicSpline", spec, (np.copy(y),), x=x)
 
 
 @_route(_interpolate.CubicHermiteSpline)
-def CubicHermiteSpline(x, y, dydx, axis=0, extrapolate=None):
+def CubicHermiteSpline(x: Any, y: Any, dydx: Any, axis: int = 0, extrapolate: Any = None) -> Any:
     if not _traced((x, y, dydx)):
         return _interpolate.CubicHermiteSpline(x, y, dydx, axis, extrapolate)
     x = _knots("CubicHermiteSpline", x)
     spec = _Hermite(x, axis, extrapolate)
     spec.value((np.zeros(np.shape(y)), np.zeros(np.shape(dydx))), x[:1], 0)
-    return TracedInterpolant("CubicHermiteSpline", spec, (np.copy(y), np.copy(dydx)), x=x)
+    return _TracedInterpolant("CubicHermiteSpline", spec, (np.copy(y), np.copy(dydx)), x=x)
 
 
 @_route(_interpolate.make_interp_spline)
-def make_interp_spline(x, y, k=3, t=None, bc_type=None, axis=0, check_finite=True):
+def make_interp_spline(x: Any, y: Any, k: int = 3, t: Any = None, bc_type: Any = None,
+                       axis: int = 0, check_finite: bool = True) -> Any:
     if not _traced((x, y, t, bc_type)):
         return _interpolate.make_interp_spline(x, y, k, t, bc_type, axis, check_finite)
     x = _knots("make_interp_spline", x)
@@ -788,12 +791,13 @@ def make_interp_spline(x, y, k=3, t=None, bc_type=None, axis=0, check_finite=Tru
     spec = _Spline(x, k, None if t is None else _plain_copy(t),
                    _boundary("make_interp_spline", bc_type), axis)
     spec.value((np.zeros(np.shape(y)),), x[:1], 0)
-    return TracedInterpolant("make_interp_spline", spec, (np.copy(y),), x=x)
+    return _TracedInterpolant("make_interp_spline", spec, (np.copy(y),), x=x)
 
 
 @_route(_interpolate.interp1d)
-def interp1d(x, y, kind="linear", axis=-1, copy=True, bounds_error=None, fill_value=np.nan,
-             assume_sorted=False):
+def interp1d(x: Any, y: Any, kind: Any = "linear", axis: int = -1, copy: bool = True,
+             bounds_error: Any = None, fill_value: Any = np.nan,
+             assume_sorted: bool = False) -> Any:
     if not _traced((x, y, fill_value)):
         return _interpolate.interp1d(x, y, kind, axis, copy, bounds_error, fill_value,
                                      assume_sorted)
@@ -801,7 +805,7 @@ def interp1d(x, y, kind="linear", axis=-1, copy=True, bounds_error=None, fill_va
     _refuse_traced("interp1d", "fill_value", fill_value, "Pass it as a constant.")
     spec = _Interp1d(x, kind, axis, copy, bounds_error, fill_value, assume_sorted)
     spec.value((np.zeros(np.shape(y)),), x[:1], 0)
-    return TracedInterpolant("interp1d", spec, (np.copy(y),), x=x)
+    return _TracedInterpolant("interp1d", spec, (np.copy(y),), x=x)
 
 
 def _made(name, cls, slopes, x, y, axis, extrapolate, settings):
@@ -811,22 +815,22 @@ def _made(name, cls, slopes, x, y, axis, extrapolate, settings):
     spec = _Made(cls, x, axis, extrapolate, settings)
     spec.value((np.zeros(np.shape(y)),), x[:1], 0)
     y = np.copy(y)
-    return TracedInterpolant(
+    return _TracedInterpolant(
         name, spec, (y, np.moveaxis(slopes(x, np.moveaxis(y, axis, 0), **settings), 0, axis)), x=x)
 
 
 @_route(_interpolate.BSpline)
-def BSpline(t, c, k, extrapolate=True, axis=0):
+def BSpline(t: Any, c: Any, k: int, extrapolate: Any = True, axis: int = 0) -> Any:
     if not _traced((t, c)):
         return _interpolate.BSpline(t, c, k, extrapolate, axis)
     t = _knots("BSpline", t)
     spec = _BSpline(t, k, extrapolate, axis)
     spec.value((np.zeros(np.shape(c)),), t[k:k + 1], 0)
-    return TracedInterpolant("BSpline", spec, (np.copy(c),), x=t)
+    return _TracedInterpolant("BSpline", spec, (np.copy(c),), x=t)
 
 
 @_route(_interpolate.pchip_interpolate)
-def pchip_interpolate(xi, yi, x, der=0, axis=0):
+def pchip_interpolate(xi: Any, yi: Any, x: Any, der: Any = 0, axis: int = 0) -> Any:
     if not _traced((xi, yi, x)):
         return _interpolate.pchip_interpolate(xi, yi, x, der, axis)
     interpolant = PchipInterpolator(xi, yi, axis)
@@ -836,21 +840,23 @@ def pchip_interpolate(xi, yi, x, der=0, axis=0):
 
 
 @_route(_interpolate.PchipInterpolator)
-def PchipInterpolator(x, y, axis=0, extrapolate=None):
+def PchipInterpolator(x: Any, y: Any, axis: int = 0, extrapolate: Any = None) -> Any:
     return _made("PchipInterpolator", _interpolate.PchipInterpolator, _pchip_slopes, x, y, axis,
                  extrapolate, {})
 
 
 @_route(_interpolate.Akima1DInterpolator)
-def Akima1DInterpolator(x, y, axis=0, *, method="akima", extrapolate=None):
+def Akima1DInterpolator(x: Any, y: Any, axis: int = 0, *, method: str = "akima",
+                        extrapolate: Any = None) -> Any:
     # Akima's interpolant does not extrapolate by default, unlike the other Hermite splines
     return _made("Akima1DInterpolator", _interpolate.Akima1DInterpolator, _akima_slopes, x, y,
                  axis, False if extrapolate is None else extrapolate, {"method": method})
 
 
 @_route(_interpolate.RegularGridInterpolator)
-def RegularGridInterpolator(points, values, method="linear", bounds_error=True,
-                            fill_value=np.nan, *, solver=None, solver_args=None):
+def RegularGridInterpolator(points: Any, values: Any, method: str = "linear",
+                            bounds_error: bool = True, fill_value: Any = np.nan, *,
+                            solver: Any = None, solver_args: Any = None) -> Any:
     if not _traced((points, values, fill_value)):
         return _interpolate.RegularGridInterpolator(points, values, method, bounds_error,
                                                     fill_value, solver=solver,
@@ -861,11 +867,12 @@ def RegularGridInterpolator(points, values, method="linear", bounds_error=True,
     points = tuple(_plain_copy(p) for p in points)
     spec = _Grid(points, method, bounds_error, fill_value, solver, solver_args)
     spec._interpolant(np.zeros(np.shape(values)), method)  # SciPy's checks, now
-    return TracedGridInterpolant(spec, np.copy(values))
+    return _TracedGridInterpolant(spec, np.copy(values))
 
 
 @_route(_interpolate.interpn)
-def interpn(points, values, xi, method="linear", bounds_error=True, fill_value=np.nan):
+def interpn(points: Any, values: Any, xi: Any, method: str = "linear", bounds_error: bool = True,
+            fill_value: Any = np.nan) -> Any:
     if not _traced((points, values, xi, fill_value)):
         return _interpolate.interpn(points, values, xi, method, bounds_error, fill_value)
     return RegularGridInterpolator(points, values, method, bounds_error, fill_value)(xi)
@@ -966,7 +973,7 @@ def _interp1d_rule(self, x):
 
 def _grid_rule(self, xi, method=None, *, nu=None):
     spec = _Grid(self.grid, self.method, self.bounds_error, self.fill_value, None, None, self)
-    return TracedGridInterpolant(spec, self.values)(xi, method, nu=nu)
+    return _TracedGridInterpolant(spec, self.values)(xi, method, nu=nu)
 
 
 METHODS[(_interpolate.PPoly, "__call__")] = _spline_rule
