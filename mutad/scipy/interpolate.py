@@ -56,6 +56,7 @@ again (``mutad.hvp``, a gradient of a gradient) and forward mode works as revers
 
 import copy
 import functools
+import inspect
 import types
 from typing import Any
 
@@ -750,7 +751,8 @@ def _route(scipy_function):
         if isinstance(scipy_function, type):
             stand_in = _Constructor(scipy_function.__name__, (), {
                 "construct": staticmethod(stand_in), "scipy": scipy_function, "__doc__": doc,
-                "__module__": __name__, "__qualname__": scipy_function.__qualname__})
+                "__module__": __name__, "__qualname__": scipy_function.__qualname__,
+                "__signature__": inspect.signature(stand_in)})
         else:
             stand_in.__name__ = scipy_function.__name__
             stand_in.__qualname__ = scipy_function.__qualname__
