@@ -274,3 +274,28 @@ def test_routed_classes_stay_classes():
     mutad.gradient(f, Y.copy())
     assert seen == [(True, True, True, True, True)]
     assert CubicSpline is type(CubicSpline(X, Y))  # SciPy's own again
+
+
+@pytest.mark.parametrize("form", ["CubicSpline values", "CubicSpline periodic", "interp1d fill",
+                                  "make_interp_spline values", "CubicSpline 2-d",
+                                  "PchipInterpolator axis=1"])
+def test_basis_in_blocks(form, monkeypatch, rng):
+    """The pullback computes the data's basis a block of columns at a time: blocks of any
+    size give the one gradient."""
+    f = FORMS[form]
+    cotangent = rng.standard_normal(np.shape(f(Y, QUERIES)))
+    whole = mutad.gradient(lambda y: np.sum(f(y, QUERIES) * cotangent), Y.copy())[0]
+    monkeypatch.setattr(interpolate, "_BLOCK", 3)  # a column or two at a time
+    blocks = mutad.gradient(lambda y: np.sum(f(y, QUERIES) * cotangent), Y.copy())[0]
+    np.testing.assert_allclose(blocks, whole, rtol=1e-13, atol=1e-15)
+    tangent = rng.standard_normal(len(Y))
+    _, by_blocks = mutad.jvp(lambda y: f(y, QUERIES), (Y.copy(),), (tangent,))
+    np.testing.assert_allclose(np.sum(by_blocks * cotangent), whole @ tangent, rtol=1e-12)
+
+
+def test_grid_basis_in_blocks(monkeypatch):
+    f = GRID_FORMS["cubic"]
+    whole = mutad.gradient(lambda v: f(v, POINTS).sum(), VALUES.copy())[0]
+    monkeypatch.setattr(interpolate, "_BLOCK", 50)
+    blocks = mutad.gradient(lambda v: f(v, POINTS).sum(), VALUES.copy())[0]
+    np.testing.assert_allclose(blocks, whole, rtol=1e-12, atol=1e-15)

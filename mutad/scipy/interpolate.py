@@ -143,7 +143,8 @@ class _Evaluation(Adjoint):
         *data, points = operands
         if _traced(points):  # an outer differentiation follows W: computed by this operation
             bases = [_Basis(_defined(self(*spec.identity(i, data), points,
-                                          spec=spec.linear(i, data), nu=nu)))
+                                          spec=spec.linear(i, data, spec.columns_count(i, data)),
+                                          nu=nu)))
                      if is_followed else None for i, is_followed in enumerate(followed[:-1])]
         else:
             kept = np.array(points, copy=True)  # the forward pass's points, decisions and all
@@ -222,7 +223,6 @@ class _Blocks:
 
     def __init__(self, spec, i, data, points, nu):
         self.spec, self.i, self.data, self.points, self.nu = spec, i, data, points, nu
-        self.linear = spec.linear(i, data)
         self.count = spec.columns_count(i, data)
         queries = max(1, int(np.prod(np.shape(points)[:spec.query_ndim(points)], dtype=int)))
         self.step = max(1, _BLOCK // max(queries, spec.rows(i, data)))
@@ -231,7 +231,8 @@ class _Blocks:
         for start in range(0, self.count, self.step):
             stop = min(start + self.step, self.count)
             identity = self.spec.identity(self.i, self.data, start, stop)
-            yield start, stop, _defined(self.linear.value(identity, self.points, self.nu))
+            linear = self.spec.linear(self.i, self.data, stop - start)
+            yield start, stop, _defined(linear.value(identity, self.points, self.nu))
 
     def transpose_times(self, v):
         return np.concatenate([_transpose_times(w, v) for _, _, w in self._blocks()])
@@ -362,7 +363,8 @@ def _unit_columns(n, start, stop, periodic=False):
 
 
 def _zero_boundary(bc_type, columns):
-    """SciPy's ``bc_type`` with every prescribed derivative value 0, of the basis's shape."""
+    """SciPy's ``bc_type`` with every prescribed derivative value 0, one per column of a basis
+    block."""
     if isinstance(bc_type, str) or bc_type is None:
         return bc_type
     if len(bc_type) == 2 and not isinstance(bc_type[0], (str, tuple, list)):
@@ -381,9 +383,8 @@ class _CubicSpline(_OneDimensional):
     def build(self, data):
         return _interpolate.CubicSpline(self.x, data[0], self.axis, self.bc_type, self.extrapolate)
 
-    def linear(self, i, data):
-        n = np.shape(data[0])[self.axis % np.ndim(data[0])]
-        return self.basis_of(_CubicSpline(self.x, 0, _zero_boundary(self.bc_type, n),
+    def linear(self, i, data, width):
+        return self.basis_of(_CubicSpline(self.x, 0, _zero_boundary(self.bc_type, width),
                                           self.extrapolate))
 
     def periodic(self):
@@ -400,7 +401,7 @@ class _Hermite(_OneDimensional):
         return _interpolate.CubicHermiteSpline(self.x, data[0], data[1], self.axis,
                                                self.extrapolate)
 
-    def linear(self, i, data):
+    def linear(self, i, data, width):
         return self.basis_of(_Hermite(self.x, 0, self.extrapolate))
 
 
@@ -428,9 +429,9 @@ class _Spline(_OneDimensional):
         return _interpolate.make_interp_spline(self.x, data[0], self.k, self.t, self.bc_type,
                                                self.axis)
 
-    def linear(self, i, data):
-        n = np.shape(data[0])[self.axis % np.ndim(data[0])]
-        return self.basis_of(_Spline(self.x, self.k, self.t, _zero_boundary(self.bc_type, n), 0))
+    def linear(self, i, data, width):
+        return self.basis_of(_Spline(self.x, self.k, self.t, _zero_boundary(self.bc_type, width),
+                                     0))
 
     def periodic(self):
         return _is_periodic(self.bc_type)
@@ -445,7 +446,7 @@ class _BSpline(_OneDimensional):
     def build(self, data):
         return _interpolate.BSpline(self.t, data[0], self.k, self.extrapolate, self.axis)
 
-    def linear(self, i, data):
+    def linear(self, i, data, width):
         return self.basis_of(_BSpline(self.t, self.k, self.extrapolate, 0))
 
 
@@ -471,7 +472,7 @@ class _Interp1d(_OneDimensional):
             return scipy_interpolant(points)
         return _interp1d_derivative(scipy_interpolant, points, nu)
 
-    def linear(self, i, data):
+    def linear(self, i, data, width):
         fill = self.fill_value if _extrapolates(self.fill_value) else 0.0
         return _Interp1d(self.x, self.kind, 0, True, self.bounds_error, fill, self.assume_sorted)
 
@@ -572,7 +573,7 @@ class _Grid:
                 result = np.where(mask, 0.0, result)
         return result
 
-    def linear(self, i, data):
+    def linear(self, i, data, width):
         # The values' basis, solved directly: the exact linear map of the values
         return self._variant(fill_value=None if self.fill_value is None else 0.0, solver=spsolve,
                              solver_args=None, obj=None)
