@@ -69,14 +69,14 @@ import scipy.linalg as _linalg
 from ..errors import UnsupportedOperationError
 from ..registry import CONVENTION, FUNCTIONS, JVPS
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
-from ..rules.linalg import _eig_back as eig_cotangent
-from ..rules.linalg import _eig_tangent as eig_tangent
 from ..rules.factorizations import (cholesky_cotangent, cholesky_tangent, det_cotangent,
                                     det_tangent, eigh_cotangent, eigh_couplings, eigh_tangent,
                                     equal_pairs, lu_tangent, lu_tangent_times, norm_axes,
                                     norm_pullback, norm_tangent, permutation, qr_cotangent,
                                     qr_tangent, real_diagonal, svd_cotangent, svd_tangent,
                                     unit_lower_and_upper)
+from ..rules.linalg import _eig_back as eig_cotangent  # np.linalg.eig's formulas
+from ..rules.linalg import _eig_tangent as eig_tangent
 from ..views import wrapped
 from ._adjoints import scipy_adjoint
 
@@ -88,13 +88,15 @@ solve_sylvester, sqrtm = map(scipy_adjoint, (_linalg.solve_sylvester, _linalg.sq
 eigh, eigvalsh, svd, det, norm, qr, logm = map(scipy_adjoint, (
     _linalg.eigh, _linalg.eigvalsh, _linalg.svd, _linalg.det, _linalg.norm, _linalg.qr,
     _linalg.logm))
-lu, pinv, lstsq, solve_banded, solveh_banded, solve_toeplitz = map(scipy_adjoint, (
-    _linalg.lu, _linalg.pinv, _linalg.lstsq, _linalg.solve_banded, _linalg.solveh_banded,
-    _linalg.solve_toeplitz))
+lu, pinv, lstsq, eig, eigvals = map(scipy_adjoint, (
+    _linalg.lu, _linalg.pinv, _linalg.lstsq, _linalg.eig, _linalg.eigvals))
+eig.complex_values = eigvals.complex_values = CONVENTION  # complex outputs of a real matrix
+solve_banded, solveh_banded, solve_toeplitz = map(scipy_adjoint, (
+    _linalg.solve_banded, _linalg.solveh_banded, _linalg.solve_toeplitz))
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh", "expm", "inv",
-           "logm", "lstsq", "lu", "lu_factor", "lu_solve", "norm", "pinv", "qr", "solve",
-           "solve_banded", "solve_sylvester", "solve_toeplitz", "solve_triangular",
+__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh",
+           "expm", "inv", "logm", "lstsq", "lu", "lu_factor", "lu_solve", "norm", "pinv", "qr",
+           "solve", "solve_banded", "solve_sylvester", "solve_toeplitz", "solve_triangular",
            "solveh_banded", "sqrtm", "svd"]
 
 
@@ -1173,11 +1175,6 @@ def _solve_toeplitz_jvp(tangents, c_or_cr, b, check_finite=True):
 # eigenvalue is real), np.linalg.eig's formulas (Giles 2008, §3.1) on SciPy's own eigenpairs
 # (its phases of complex eigenvectors: LAPACK's geev, as NumPy's), and np.linalg.eigvals's rule
 # at NumPy's eigenvalues of the same matrix, matched to SciPy's.
-
-eig, eigvals = map(scipy_adjoint, (_linalg.eig, _linalg.eigvals))
-eig.complex_values = eigvals.complex_values = CONVENTION  # complex outputs of a real matrix
-__all__ += ["eig", "eigvals"]
-
 
 def _standard_eig(name, a, b, homogeneous_eigvals, left=False, right=True):
     _require_matrix(name, a)
