@@ -109,6 +109,18 @@ def test_rules(form):
         assert np.array_equal(a, original)
 
 
+@pytest.mark.parametrize("f", [lambda a: np.abs(scipy.linalg.eig(a)[1]) ** 2,
+                               lambda a: scipy.linalg.eig(a)[0], scipy.linalg.eigvals],
+                         ids=["eigenvectors", "eigenvalues", "eigvals"])
+def test_eig_of_a_complex_matrix(f):
+    """A complex matrix's eigenpairs, to first order in both modes (their second order is
+    that of np.linalg.eig's and eigvals's rules, which SciPy's names share)."""
+    a = A + 1j * A.T
+    for policy in POLICIES:
+        mutad.check_grads(f, a.copy(), policy=policy)
+        mutad.check_grads(f, a.copy(), modes=["fwd"])
+
+
 def _dense_banded(ab, l, u):
     n = ab.shape[1]
     return sum(np.diag(ab[u - d, max(d, 0):n + min(d, 0)], d) for d in range(-l, u + 1))

@@ -41,8 +41,9 @@ non-square matrix, ``mode='raw'``, and complex values.
 ``lu`` (``permute_l=``, ``p_indices=``) differentiates the factors of ``lu_factor``, unpacked.
 ``pinv`` and ``lstsq`` have np.linalg's rules (Golub & Pereyra 1973, for a rank that does not
 change nearby) at SciPy's cutoff of the singular values; ``lstsq`` refuses a matrix whose rank
-at its ``cond`` is not pinv's. ``eig`` and ``eigvals`` (the standard problem) have np.linalg's
-formulas on SciPy's eigenpairs, whose eigenvalues are complex even where they are real.
+at its ``cond`` is not pinv's. ``eig`` and ``eigvals`` (the standard problem, of a real or a
+complex matrix) have np.linalg's formulas on SciPy's eigenpairs, whose eigenvalues are complex
+even where they are real.
 
 ``solve_banded``, ``solveh_banded`` and ``solve_toeplitz`` differentiate their compact storage:
 each stored band entry, or entry of Toeplitz's ``c`` and ``r``, gets the sum of the gradients
