@@ -923,8 +923,8 @@ def _pinv_jvp(tangents, a, *, atol=None, rtol=None, return_rank=False, check_fin
     return result, ((tangent, None) if return_rank else tangent)
 
 
-def _lstsq_rules(a, b, cond, check_finite, lapack_driver):
-    """SciPy's lstsq, and the rcond np.linalg.lstsq needs to keep the same rank."""
+def _scipy_lstsq(a, b, cond, check_finite, lapack_driver):
+    """SciPy's lstsq, refusing a matrix whose rank np.linalg.lstsq's rule does not share."""
     _real_matrix("lstsq", a)
     if np.iscomplexobj(b):
         raise UnsupportedOperationError("scipy.linalg.lstsq of complex values: mutad "
@@ -933,8 +933,8 @@ def _lstsq_rules(a, b, cond, check_finite, lapack_driver):
     result = lstsq(a, b, cond, False, False, check_finite, lapack_driver)
     # The np.linalg rule's solution is pinv(A) b, with pinv's default cutoff: its rank must be
     # SciPy's, else its derivative is another function's.
-    rank = np.sum(_singular_values(a) > max(np.shape(a)) * np.finfo(float).eps
-                  * np.max(_singular_values(a), initial=0.0))
+    s = _singular_values(a)
+    rank = np.sum(s > max(np.shape(a)) * np.finfo(float).eps * np.max(s, initial=0.0))
     if rank != result[2]:
         raise UnsupportedOperationError(
             f"scipy.linalg.lstsq: a has rank {result[2]} at SciPy's cutoff (cond={cond!r}) and "
@@ -943,19 +943,15 @@ def _lstsq_rules(a, b, cond, check_finite, lapack_driver):
     return result
 
 
-def _residues_as_numpy(residues, b):
-    """SciPy returns a 1-d b's residue as a number, NumPy as an array of one."""
-    return np.reshape(residues, (-1,)) if np.ndim(b) == 1 and np.size(residues) else residues
-
-
 @lstsq.rule
 def _lstsq_rule(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=True,
                 lapack_driver=None):
-    result = _lstsq_rules(a, b, cond, check_finite, lapack_driver)
+    result = _scipy_lstsq(a, b, cond, check_finite, lapack_driver)
     numpy_result, numpy_back = FUNCTIONS[np.linalg.lstsq](a, b)
 
     def back(dys):
         dx, dresidues, _, ds = dys
+        # SciPy gives a 1-d b's residue as a number, NumPy as an array of one
         dresidues = np.reshape(dresidues, np.shape(numpy_result[1]))
         return numpy_back((dx, dresidues, None, ds))
 
@@ -965,7 +961,7 @@ def _lstsq_rule(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_fin
 @lstsq.jvp_rule
 def _lstsq_jvp(tangents, a, b, cond=None, overwrite_a=False, overwrite_b=False,
                check_finite=True, lapack_driver=None):
-    result = _lstsq_rules(a, b, cond, check_finite, lapack_driver)
+    result = _scipy_lstsq(a, b, cond, check_finite, lapack_driver)
     _, (dx, dresidues, _, ds) = JVPS[np.linalg.lstsq](tangents[:2], a, b)
     if dresidues is not None:
         dresidues = np.reshape(dresidues, np.shape(result[1]))
