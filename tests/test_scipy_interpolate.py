@@ -299,3 +299,17 @@ def test_grid_basis_in_blocks(monkeypatch):
     monkeypatch.setattr(interpolate, "_BLOCK", 50)
     blocks = mutad.gradient(lambda v: f(v, POINTS).sum(), VALUES.copy())[0]
     np.testing.assert_allclose(blocks, whole, rtol=1e-12, atol=1e-15)
+
+
+def test_scipys_errors_and_objects():
+    """Outside the data with bounds_error, SciPy's ValueError, traced data or not; plain data
+    give SciPy's own objects, by mutad's names too."""
+    with pytest.raises(ValueError, match="above the interpolation range"):
+        mutad.gradient(lambda y: interp1d(X, y)(QUERIES + 1.05).sum(), Y.copy())
+    with pytest.raises(ValueError, match="out of bounds"):
+        mutad.gradient(lambda v: RegularGridInterpolator(GRID, v)(POINTS + 1.0).sum(),
+                       VALUES.copy())
+    assert type(interpolate.CubicSpline(X, Y)) is type(CubicSpline(X, Y))
+    assert type(interpolate.make_interp_spline(X, Y)) is scipy.interpolate.BSpline
+    np.testing.assert_array_equal(interpolate.interpn(GRID, VALUES, POINTS),
+                                  interpn(GRID, VALUES, POINTS))
