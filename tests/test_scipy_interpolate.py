@@ -313,3 +313,16 @@ def test_scipys_errors_and_objects():
     assert type(interpolate.make_interp_spline(X, Y)) is scipy.interpolate.BSpline
     np.testing.assert_array_equal(interpolate.interpn(GRID, VALUES, POINTS),
                                   interpn(GRID, VALUES, POINTS))
+
+
+def test_arrays_made_inside_f_are_constants():
+    """Knots and data the differentiated function makes from none of its arguments are
+    constants: SciPy reads them, and only what depends on the arguments is differentiated."""
+    def f(y, q):
+        x = np.linspace(0.0, 3.6, 7)  # knots made inside f
+        table = np.cos(x)  # data made inside f
+        return (CubicSpline(x, y)(q) * CubicSpline(x, table)(q)
+                + RegularGridInterpolator((x,), table)(q) + make_interp_spline(x, table)(q, 1))
+
+    for policy in POLICIES:
+        mutad.check_grads(f, Y.copy(), QUERIES.copy(), policy=policy, order=2)

@@ -67,7 +67,7 @@ from scipy.sparse.linalg import spsolve
 
 from ..custom import Adjoint, dispatch
 from ..errors import UnsupportedOperationError
-from ..levels import innermost
+from ..levels import Tracer
 from ..registry import METHODS, ROUTES
 
 # SciPy's own names, kept before a differentiation routes the module's attributes to the
@@ -80,12 +80,14 @@ __all__ = ["Akima1DInterpolator", "BSpline", "CubicHermiteSpline", "CubicSpline"
 
 
 def _traced(tree):
-    """Whether some differentiation follows a value in ``tree`` (lists, tuples, dicts)."""
+    """Whether a value in ``tree`` (lists, tuples, dicts) carries a derivative for a running
+    differentiation. An array the differentiated function made from none of its arguments
+    (knots from ``np.linspace``) is a constant, which SciPy may read as it is."""
     if isinstance(tree, (list, tuple)):
         return any(_traced(item) for item in tree)
     if isinstance(tree, dict):
         return any(_traced(item) for item in tree.values())
-    return innermost((tree,)) is not None
+    return isinstance(tree, Tracer) and tree.plain_value() is None
 
 
 def _refuse_traced(name, what, value, instead):
