@@ -10,11 +10,11 @@ array([ 0.0131,  0.8949,  0.7023,  0.4754, -0.1057,  0.0229, -0.0029])
 
 User code calls SciPy by its own names (``CubicSpline``, ``interp1d``, ``make_interp_spline``,
 ``BSpline``, ``PchipInterpolator``, ``pchip_interpolate``, ``Akima1DInterpolator``,
-``CubicHermiteSpline``, ``RegularGridInterpolator``, ``interpn``), however it imported them: while a differentiation
-runs, a constructor given traced data returns an interpolant of mutad's own (its values SciPy's,
-computed on the plain data at each call), and an interpolant SciPy built from plain data
-(outside the differentiated function, or inside it) is differentiated in its query points when
-called with traced ones (``registry.METHODS``).
+``CubicHermiteSpline``, ``RegularGridInterpolator``, ``interpn``), however it imported them:
+while a differentiation runs, a constructor given traced data returns an interpolant of mutad's
+own (its values SciPy's, computed on the plain data at each call), and an interpolant SciPy
+built from plain data (outside the differentiated function, or inside it) is differentiated in
+its query points when called with traced ones (``registry.METHODS``).
 
 Derivatives:
 
@@ -24,16 +24,17 @@ Derivatives:
   (``'nearest'``, ``'previous'``, ``'next'``, ``'zero'``) or the query is outside the data and
   gets the constant ``fill_value``, it is 0; at a knot where a derivative jumps, one side's.
 * in the data ``y``: the interpolants of ``CubicSpline``, ``interp1d``, ``make_interp_spline``,
-  ``BSpline`` (its coefficients ``c``), ``CubicHermiteSpline`` (``y`` and ``dydx``) and ``RegularGridInterpolator`` are linear in the
-  data (affine with boundary values: ``bc_type=((1, 0.5), ...)``, ``fill_value``), so the values
+  ``BSpline`` (its coefficients ``c``), ``CubicHermiteSpline`` (``y`` and ``dydx``) and
+  ``RegularGridInterpolator`` are linear in the data (affine with boundary values:
+  ``bc_type=((1, 0.5), ...)``, ``fill_value``), so the values
   at the queries are ``W y``, ``W`` the values at the queries of the interpolants of the identity
   columns (with zero boundary values and fills): ``ȳ = Wᵀ v̄``, ``ẏ ↦ W ẏ``. ``W`` has one
   column per data point (per grid point), computed a block of columns at a time (m × n values
   in all, for m queries and n data points: a few seconds for n = m = 5000).
   ``PchipInterpolator`` and ``Akima1DInterpolator`` are cubic Hermite splines whose slopes are
-  functions of ``y`` (not linear): their slopes are recomputed with NumPy operations
-  that mutad differentiates (SciPy's formulas), and the Hermite interpolant is linear in
-  ``(y, slopes)``.
+  functions of ``y`` (not linear): their slopes are recomputed with NumPy operations that mutad
+  differentiates (SciPy's formulas, their decisions at extrema and flat pieces kept), and the
+  Hermite interpolant is linear in ``(y, slopes)``.
 
 Periodic boundary conditions read ``y[0]`` and ``y[-1]`` as one value: each gets half of its
 cotangent (the derivative along periodic data). The spline methods of
