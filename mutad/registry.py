@@ -94,6 +94,7 @@ RULE_MODULES = {
     "scipy.fft": "mutad.scipy.fft",
     "scipy.stats": "mutad.scipy.stats",
     "scipy.optimize": "mutad.scipy.optimize",
+    "scipy.interpolate": "mutad.scipy.interpolate",
 }
 
 

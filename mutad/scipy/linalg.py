@@ -38,6 +38,19 @@ refused by name: the generalized eigenproblem (``b=``), a subset of eigenpairs, 
 singular vectors of ``full_matrices=True`` and Q's extra columns in ``mode='full'`` for a
 non-square matrix, ``mode='raw'``, and complex values.
 
+``lu`` (``permute_l=``, ``p_indices=``) differentiates the factors of ``lu_factor``, unpacked.
+``pinv`` and ``lstsq`` have np.linalg's rules (Golub & Pereyra 1973, for a rank that does not
+change nearby) at SciPy's cutoff of the singular values; ``lstsq`` refuses a matrix whose rank
+at its ``cond`` is not pinv's. ``eig`` and ``eigvals`` (the standard problem, of a real or a
+complex matrix) have np.linalg's formulas on SciPy's eigenpairs, whose eigenvalues are complex
+even where they are real.
+
+``solve_banded``, ``solveh_banded`` and ``solve_toeplitz`` differentiate their compact storage:
+each stored band entry, or entry of Toeplitz's ``c`` and ``r``, gets the sum of the gradients
+of the matrix entries it stands for (``solveh_banded``'s off-diagonal entries stand for two;
+``r[0]``, which SciPy does not read, gets none; a lone ``c`` is ``r`` too). The banded rules
+compute in band storage; the Toeplitz rule forms the n × n outer product b̄ xᵀ.
+
 Each function also has a forward rule (``@f.jvp_rule``) from the same results, agreeing with its
 reverse rule (<ẏ, w> = <ẋ, vjp(w)>: symmetric inputs take the symmetric part of their tangent,
 structured ones the part on the entries SciPy reads). A tuple argument such as ``cho_solve``'s
@@ -55,6 +68,7 @@ import numpy as np
 import scipy.linalg as _linalg
 
 from ..errors import UnsupportedOperationError
+from ..registry import CONVENTION, FUNCTIONS, JVPS
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
 from ..rules.factorizations import (cholesky_cotangent, cholesky_tangent, det_cotangent,
                                     det_tangent, eigh_cotangent, eigh_couplings, eigh_tangent,
@@ -62,6 +76,8 @@ from ..rules.factorizations import (cholesky_cotangent, cholesky_tangent, det_co
                                     norm_pullback, norm_tangent, permutation, qr_cotangent,
                                     qr_tangent, real_diagonal, svd_cotangent, svd_tangent,
                                     unit_lower_and_upper)
+from ..rules.linalg import _eig_back as eig_cotangent  # np.linalg.eig's formulas
+from ..rules.linalg import _eig_tangent as eig_tangent
 from ..views import wrapped
 from ._adjoints import scipy_adjoint
 
@@ -73,10 +89,16 @@ solve_sylvester, sqrtm = map(scipy_adjoint, (_linalg.solve_sylvester, _linalg.sq
 eigh, eigvalsh, svd, det, norm, qr, logm = map(scipy_adjoint, (
     _linalg.eigh, _linalg.eigvalsh, _linalg.svd, _linalg.det, _linalg.norm, _linalg.qr,
     _linalg.logm))
+lu, pinv, lstsq, eig, eigvals = map(scipy_adjoint, (
+    _linalg.lu, _linalg.pinv, _linalg.lstsq, _linalg.eig, _linalg.eigvals))
+eig.complex_values = eigvals.complex_values = CONVENTION  # complex outputs of a real matrix
+solve_banded, solveh_banded, solve_toeplitz = map(scipy_adjoint, (
+    _linalg.solve_banded, _linalg.solveh_banded, _linalg.solve_toeplitz))
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "eigvalsh", "expm", "inv",
-           "logm", "lu_factor", "lu_solve", "norm", "qr", "solve", "solve_sylvester",
-           "solve_triangular", "sqrtm", "svd"]
+__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh",
+           "expm", "inv", "logm", "lstsq", "lu", "lu_factor", "lu_solve", "norm", "pinv", "qr",
+           "solve", "solve_banded", "solve_sylvester", "solve_toeplitz", "solve_triangular",
+           "solveh_banded", "sqrtm", "svd"]
 
 
 def _times_transpose(u, v):
@@ -274,12 +296,12 @@ def _lu_cotangent(lu, order, dm):
     return np.tril(dpermuted @ transpose(upper), -1) + np.triu(transpose(lower) @ dpermuted)
 
 
-def _require_square_or_empty(a):
+def _require_square_or_empty(a, name="lu_factor"):
     """The factors of a rectangular matrix are differentiated only when empty (no entry)."""
-    _require_matrix("lu_factor", a)
+    _require_matrix(name, a)
     if a.shape[0] != a.shape[1] and a.size:
         raise UnsupportedOperationError(
-            f"mutad.scipy.linalg.lu_factor of a {a.shape[0]}x{a.shape[1]} matrix: mutad "
+            f"mutad.scipy.linalg.{name} of a {a.shape[0]}x{a.shape[1]} matrix: mutad "
             "differentiates the LU factors of square matrices. Wrap the rectangular factorisation with "
             "mutad.adjoint and give it a rule.")
     return a.size == 0
@@ -799,3 +821,414 @@ def _logm_jvp(tangents, A, *settings):
     if type(result) is tuple:
         return result, (tangent, None)
     return result, tangent
+
+
+# ----------------------------------------------------------------------------------------------
+# lu: the factors of lu_factor, unpacked
+
+
+def _lu_order(p, p_indices):
+    """The rows of A that L U holds, in order: A[order] = L U, from SciPy's P (A = P L U) or
+    its row indices (A = L[perm] U, so order = argsort(perm))."""
+    return np.argsort(p) if p_indices else np.argmax(p, axis=0)
+
+
+@lu.rule
+def _lu_rule(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
+    """A = P L U of a square A (the row order a decision, kept): lu_factor's rule on the
+    packed factors (Giles 2008; as in JAX's lu pullback)."""
+    empty = _require_square_or_empty(a, "lu")
+    result = lu(a, permute_l, False, check_finite, p_indices)
+    if permute_l:  # (P L, U): P from the factorisation SciPy makes of the same matrix
+        p, lower, upper = lu(a, False, False, check_finite, False)
+        order = _lu_order(p, False)
+    else:
+        p, lower, upper = result
+        order = _lu_order(p, p_indices)
+    packed = np.tril(lower, -1) + upper
+
+    def back(dys):
+        if empty:
+            return (np.zeros_like(a),)
+        if permute_l:  # (P L)‾ = P L̄
+            dlower, dupper = dys[0][order], dys[1]
+        else:
+            dlower, dupper = dys[1], dys[2]
+        return (_lu_factor_cotangent(packed, order, np.tril(dlower, -1) + np.triu(dupper)),)
+
+    return result, back
+
+
+@lu.jvp_rule
+def _lu_jvp(tangents, a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
+    empty = _require_square_or_empty(a, "lu")
+    result = lu(a, permute_l, False, check_finite, p_indices)
+    p, lower, upper = lu(a, False, False, check_finite, False) if permute_l else result
+    order = _lu_order(p, p_indices and not permute_l)
+    if empty:
+        dlu = np.zeros_like(upper)
+    else:
+        dlu = lu_tangent(np.tril(lower, -1) + upper, tangents[0][order], solve_triangular)
+    dlower, dupper = np.tril(dlu, -1), np.triu(dlu)
+    if permute_l:
+        return result, (dlower[np.argsort(order)], dupper)
+    return result, (None, dlower, dupper)
+
+
+# ----------------------------------------------------------------------------------------------
+# pinv and lstsq: SciPy's values, np.linalg's rules (Golub & Pereyra 1973, Thm. 4.3, for A of
+# locally constant rank) at NumPy's factors of the same matrix, with SciPy's cutoff of the
+# singular values. Those rules compute with calls that dispatch, so they differentiate again.
+
+
+def _singular_values(a):
+    return np.linalg.svd(a, compute_uv=False)
+
+
+def _pinv_relative_cutoff(a, atol, rtol):
+    """SciPy's cutoff atol + rtol σ_max of the singular values pinv keeps, relative to σ_max:
+    np.linalg.pinv's rcond for the same rank."""
+    m, n = np.shape(a)[-2:]
+    s = _singular_values(a)
+    largest = np.max(s, initial=0.0)
+    rtol = max(m, n) * np.finfo(float).eps if rtol is None else rtol
+    if not largest:
+        return rtol
+    return ((0.0 if atol is None else atol) + largest * rtol) / largest
+
+
+def _real_matrix(name, a):
+    _require_matrix(name, a)
+    if np.iscomplexobj(a):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name} of a complex matrix: mutad differentiates real ones here; "
+            f"np.linalg.{name} differentiates complex ones.")
+
+
+@pinv.rule
+def _pinv_rule(a, *, atol=None, rtol=None, return_rank=False, check_finite=True):
+    _real_matrix("pinv", a)
+    result = pinv(a, atol=atol, rtol=rtol, return_rank=return_rank, check_finite=check_finite)
+    _, back = FUNCTIONS[np.linalg.pinv](a, _pinv_relative_cutoff(a, atol, rtol))
+    if return_rank:  # (pinv, rank): the rank has no derivative
+        return result, lambda dys: back(dys[0])
+    return result, back
+
+
+@pinv.jvp_rule
+def _pinv_jvp(tangents, a, *, atol=None, rtol=None, return_rank=False, check_finite=True):
+    _real_matrix("pinv", a)
+    result = pinv(a, atol=atol, rtol=rtol, return_rank=return_rank, check_finite=check_finite)
+    _, tangent = JVPS[np.linalg.pinv](tangents, a, _pinv_relative_cutoff(a, atol, rtol))
+    return result, ((tangent, None) if return_rank else tangent)
+
+
+def _scipy_lstsq(a, b, cond, check_finite, lapack_driver):
+    """SciPy's lstsq, refusing a matrix whose rank np.linalg.lstsq's rule does not share."""
+    _real_matrix("lstsq", a)
+    if np.iscomplexobj(b):
+        raise UnsupportedOperationError("scipy.linalg.lstsq of complex values: mutad "
+                                        "differentiates real ones here; np.linalg.lstsq "
+                                        "differentiates complex ones.")
+    result = lstsq(a, b, cond, False, False, check_finite, lapack_driver)
+    # The np.linalg rule's solution is pinv(A) b, with pinv's default cutoff: its rank must be
+    # SciPy's, else its derivative is another function's.
+    s = _singular_values(a)
+    rank = np.sum(s > max(np.shape(a)) * np.finfo(float).eps * np.max(s, initial=0.0))
+    if rank != result[2]:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.lstsq: a has rank {result[2]} at SciPy's cutoff (cond={cond!r}) and "
+            f"{rank} at pinv's, so its solution's derivative is not determined here. Drop the "
+            "directions of a's smallest singular values first (a truncated SVD).")
+    return result
+
+
+@lstsq.rule
+def _lstsq_rule(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=True,
+                lapack_driver=None):
+    result = _scipy_lstsq(a, b, cond, check_finite, lapack_driver)
+    numpy_result, numpy_back = FUNCTIONS[np.linalg.lstsq](a, b)
+
+    def back(dys):
+        dx, dresidues, _, ds = dys
+        # SciPy gives a 1-d b's residue as a number, NumPy as an array of one
+        dresidues = np.reshape(dresidues, np.shape(numpy_result[1]))
+        return numpy_back((dx, dresidues, None, ds))
+
+    return result, back
+
+
+@lstsq.jvp_rule
+def _lstsq_jvp(tangents, a, b, cond=None, overwrite_a=False, overwrite_b=False,
+               check_finite=True, lapack_driver=None):
+    result = _scipy_lstsq(a, b, cond, check_finite, lapack_driver)
+    _, (dx, dresidues, _, ds) = JVPS[np.linalg.lstsq](tangents[:2], a, b)
+    if dresidues is not None:
+        dresidues = np.reshape(dresidues, np.shape(result[1]))
+    return result, (dx, dresidues, None, ds)
+
+
+# ----------------------------------------------------------------------------------------------
+# Banded and Toeplitz solves: x = A⁻¹ b with A held in SciPy's compact storage, whose entries
+# alone get gradient: b̄ = A⁻ᵀ x̄ and Ā = -b̄ xᵀ read at the stored entries (Giles 2008, §3.1),
+# computed in the storage (no n × n matrix for the banded ones).
+
+
+def _shifted(v, d):
+    """``w[j] = v[j + d]`` where ``j + d`` indexes ``v``'s first axis, else 0."""
+    n = np.shape(v)[0]
+    if d == 0:
+        return v
+    zeros = np.zeros((min(abs(d), n),) + np.shape(v)[1:])
+    if abs(d) >= n:
+        return zeros + 0.0 * v
+    if d > 0:
+        return np.concatenate([v[d:], zeros])
+    return np.concatenate([zeros, v[:n + d]])
+
+
+def _as_columns(row, x):
+    """A band's row, aligned with the rows of ``x`` (a vector, or a matrix of columns)."""
+    return row if np.ndim(x) == 1 else row[:, None]
+
+
+def _band_times(ab, l, u, x):
+    """A x for A in band storage, ab[u + i - j, j] = A[i, j]: row r holds the diagonal
+    i - j = r - u, whose products ab[r, j] x[j] land in row j + r - u."""
+    return functools.reduce(np.add, [_shifted(_as_columns(ab[r], x) * x, u - r)
+                                     for r in range(l + u + 1)])
+
+
+def _band_transpose(ab, l, u):
+    """Aᵀ in band storage (u lower and l upper diagonals): row r of it is row l + u - r of
+    ab, moved by r - l."""
+    return np.stack([_shifted(ab[l + u - r], r - l) for r in range(l + u + 1)])
+
+
+def _band_outer(db, x, l, u):
+    """-(b̄ xᵀ) read at the entries band storage holds: its entry [r, j] is
+    -Σ_k b̄[j + r - u, k] x[j, k]."""
+    rows = [_shifted(db, r - u) * x for r in range(l + u + 1)]
+    if np.ndim(x) > 1:
+        rows = [np.sum(row, axis=-1) for row in rows]
+    return -np.stack(rows)
+
+
+def _band_setting(name, l_and_u, ab):
+    l, u = l_and_u
+    if np.ndim(ab) != 2 or np.shape(ab)[0] != l + u + 1:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name}: ab of shape {np.shape(ab)} does not hold {l} lower and {u} "
+            "upper diagonals; mutad differentiates one banded matrix (l + u + 1, n).")
+    return int(l), int(u)
+
+
+@solve_banded.rule
+def _solve_banded_rule(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False,
+                       check_finite=True):
+    l, u = _band_setting("solve_banded", l_and_u, ab)
+    x = solve_banded((l, u), ab, b, False, False, check_finite)
+
+    def back(dx):
+        db = solve_banded((u, l), _band_transpose(ab, l, u), dx, check_finite=False)
+        return None, _band_outer(db, x, l, u), db
+
+    return x, back
+
+
+@solve_banded.jvp_rule
+def _solve_banded_jvp(tangents, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False,
+                      check_finite=True):
+    l, u = _band_setting("solve_banded", l_and_u, ab)
+    x = solve_banded((l, u), ab, b, False, False, check_finite)
+    dab, db = tangents[1:3]
+    rhs = db
+    if dab is not None:  # dx = A⁻¹ (db - dA x)
+        dab_x = _band_times(dab, l, u, x)
+        rhs = -dab_x if rhs is None else rhs - dab_x
+    if rhs is None:
+        return x, None
+    return x, solve_banded((l, u), ab, rhs, check_finite=False)
+
+
+def _symmetric_band(ab, lower):
+    """The symmetric matrix solveh_banded reads, in general band storage (p lower and p upper
+    diagonals), from its one triangle ``ab`` (upper: ab[p + i - j, j] = A[i, j], i ≤ j; lower:
+    ab[i - j, j] = A[i, j], i ≥ j): the other triangle's diagonals are the stored ones moved."""
+    p = np.shape(ab)[0] - 1
+    if lower:
+        return np.stack([_shifted(ab[p - r], r - p) for r in range(p)]
+                        + [ab[r - p] for r in range(p, 2 * p + 1)])
+    return np.stack([ab[r] for r in range(p + 1)]
+                    + [_shifted(ab[2 * p - r], r - p) for r in range(p + 1, 2 * p + 1)])
+
+
+def _symmetric_band_cotangent(g, lower):
+    """The cotangent of ``ab`` from that of its general band storage ``g`` (the adjoint of
+    _symmetric_band): each stored off-diagonal entry is both A[i, j] and A[j, i]."""
+    p = (np.shape(g)[0] - 1) // 2
+    if lower:
+        return np.stack([g[p]] + [g[p + s] + _shifted(g[p - s], s) for s in range(1, p + 1)])
+    return np.stack([g[r] + _shifted(g[2 * p - r], r - p) for r in range(p)] + [g[p]])
+
+
+@solveh_banded.rule
+def _solveh_banded_rule(ab, b, overwrite_ab=False, overwrite_b=False, lower=False,
+                        check_finite=True):
+    """A symmetric positive definite (Cholesky), stored once: the cotangent of each stored
+    entry sums those of its two places in A (ab has no entry twice, so this is the plain
+    derivative of the function of ab)."""
+    p = _band_setting("solveh_banded", (np.shape(ab)[0] - 1, 0), ab)[0]
+    x = solveh_banded(ab, b, False, False, lower, check_finite)
+
+    def back(dx):
+        db = solveh_banded(ab, dx, lower=lower, check_finite=False)  # Aᵀ = A
+        return _symmetric_band_cotangent(_band_outer(db, x, p, p), lower), db
+
+    return x, back
+
+
+@solveh_banded.jvp_rule
+def _solveh_banded_jvp(tangents, ab, b, overwrite_ab=False, overwrite_b=False, lower=False,
+                       check_finite=True):
+    p = _band_setting("solveh_banded", (np.shape(ab)[0] - 1, 0), ab)[0]
+    x = solveh_banded(ab, b, False, False, lower, check_finite)
+    dab, db = tangents[:2]
+    rhs = db
+    if dab is not None:
+        dab_x = _band_times(_symmetric_band(dab, lower), p, p, x)
+        rhs = -dab_x if rhs is None else rhs - dab_x
+    if rhs is None:
+        return x, None
+    return x, solveh_banded(ab, rhs, lower=lower, check_finite=False)
+
+
+def _toeplitz_columns(c_or_cr):
+    """(c, r, whether r was given) of solve_toeplitz's first argument; r defaults to c."""
+    if isinstance(c_or_cr, tuple):
+        c, r = c_or_cr
+        given = True
+    else:
+        c, r, given = c_or_cr, c_or_cr, False
+    if np.ndim(c) != 1 or np.ndim(r) != 1 or np.iscomplexobj(c) or np.iscomplexobj(r):
+        raise UnsupportedOperationError(
+            "scipy.linalg.solve_toeplitz: mutad differentiates one real Toeplitz matrix, given "
+            "by a vector c (and r); loop over a batch.")
+    return c, r, given
+
+
+def _toeplitz(c, r):
+    """T[i, j] = c[i - j] for i ≥ j, r[j - i] for j > i, gathered from [r[n-1], ..., r[1],
+    c[0], ..., c[n-1]] (scipy.linalg.toeplitz's values)."""
+    n = np.shape(c)[0]
+    values = np.concatenate([r[1:][::-1], c])
+    return values[(n - 1) + np.arange(n)[:, None] - np.arange(n)[None, :]]
+
+
+def _diagonal_sums(m):
+    """Σ_{i - j = k} m[i, j] for k = -(n-1) ... n-1 of a square m: its columns reversed and
+    each row moved by its index (a reshape of the padded rows), then summed."""
+    n = np.shape(m)[0]
+    padded = np.concatenate([m[:, ::-1], np.zeros((n, n))], axis=1)
+    return np.sum(np.reshape(np.reshape(padded, (-1,))[:n * (2 * n - 1)], (n, 2 * n - 1)),
+                  axis=0)
+
+
+@solve_toeplitz.rule
+def _solve_toeplitz_rule(c_or_cr, b, check_finite=True):
+    """T x = b by Levinson's recursion: b̄ = T⁻ᵀ x̄ (Tᵀ the Toeplitz matrix of r and c), and T̄
+    = -b̄ xᵀ summed along each diagonal, the one entry of c or r it holds; r[0] is not read."""
+    c, r, given = _toeplitz_columns(c_or_cr)
+    x = solve_toeplitz((c, r) if given else c, b, check_finite)
+    n = np.shape(c)[0]
+
+    def back(dx):
+        db = solve_toeplitz((np.concatenate([c[:1], r[1:]]), c), dx, check_finite=False)
+        sums = -_diagonal_sums(_times_transpose(db, x))
+        dc, dr = sums[n - 1:], np.concatenate([np.zeros(1), sums[:n - 1][::-1]])
+        return ((dc, dr) if given else dc + dr), db
+
+    return x, back
+
+
+@solve_toeplitz.jvp_rule
+def _solve_toeplitz_jvp(tangents, c_or_cr, b, check_finite=True):
+    c, r, given = _toeplitz_columns(c_or_cr)
+    x = solve_toeplitz((c, r) if given else c, b, check_finite)
+    dcr, db = tangents[:2]
+    dc, dr = (dcr if given else (dcr, dcr)) if dcr is not None else (None, None)
+    rhs = db
+    if dc is not None or dr is not None:
+        dt = _toeplitz(np.zeros_like(c) if dc is None else dc,
+                       np.zeros_like(r) if dr is None else dr)
+        rhs = -(dt @ x) if rhs is None else rhs - dt @ x
+    if rhs is None:
+        return x, None
+    return x, solve_toeplitz((c, r) if given else c, rhs, check_finite=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# eig and eigvals: SciPy's values (complex eigenvalues always, real eigenvectors where every
+# eigenvalue is real), np.linalg.eig's formulas (Giles 2008, §3.1) on SciPy's own eigenpairs
+# (its phases of complex eigenvectors: LAPACK's geev, as NumPy's), and np.linalg.eigvals's rule
+# at NumPy's eigenvalues of the same matrix, matched to SciPy's.
+
+def _standard_eig(name, a, b, homogeneous_eigvals, left=False, right=True):
+    _require_matrix(name, a)
+    if b is not None or homogeneous_eigvals or left or not right:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name}: mutad differentiates the standard eigenproblem's eigenvalues "
+            "and right eigenvectors (b=None, left=False, homogeneous_eigvals=False). For a "
+            "generalized one with b invertible, take the eigenpairs of solve(b, a).")
+
+
+def _as_scipy_tangent(t, like):
+    """A tangent of SciPy's eigenvalues, complex as they are (the real ones too)."""
+    return t + 0j if np.iscomplexobj(like) and not np.iscomplexobj(t) else t
+
+
+@eig.rule
+def _eig_rule(a, b=None, left=False, right=True, overwrite_a=False, overwrite_b=False,
+              check_finite=True, homogeneous_eigvals=False):
+    _standard_eig("eig", a, b, homogeneous_eigvals, left, right)
+    w, v = result = eig(a, check_finite=check_finite)
+    equal = equal_pairs(w)  # now: back may see w restored up to rounding
+
+    def back(dys):
+        # Real eigenvalues (zero imaginary parts) make np.linalg.eig's formulas' couplings
+        # complex with zero imaginary parts; the core takes a real matrix's real part.
+        return (eig_cotangent(w, v, dys[0], dys[1], equal),)
+
+    return result, back
+
+
+@eig.jvp_rule
+def _eig_jvp(tangents, a, b=None, left=False, right=True, overwrite_a=False,
+             overwrite_b=False, check_finite=True, homogeneous_eigvals=False):
+    _standard_eig("eig", a, b, homogeneous_eigvals, left, right)
+    w, v = eig(a, check_finite=check_finite)
+    dw, dv = eig_tangent(w, v, tangents[0])
+    return (w, v), (_as_scipy_tangent(dw, w), dv if np.iscomplexobj(v) else np.real(dv))
+
+
+def _as_numpy_cotangent(d, like):
+    """A cotangent of SciPy's complex eigenvalues for NumPy's, which are real where all are:
+    real eigenvalues of a real matrix stay real nearby, so the imaginary part reads nothing."""
+    return np.real(d) if not np.iscomplexobj(like) else d
+
+
+@eigvals.rule
+def _eigvals_rule(a, b=None, overwrite_a=False, check_finite=True, homogeneous_eigvals=False):
+    _standard_eig("eigvals", a, b, homogeneous_eigvals)
+    w = eigvals(a, check_finite=check_finite)
+    numpy_w, back = FUNCTIONS[np.linalg.eigvals](a)
+    return w, lambda dw: back(_as_numpy_cotangent(dw, numpy_w))
+
+
+@eigvals.jvp_rule
+def _eigvals_jvp(tangents, a, b=None, overwrite_a=False, check_finite=True,
+                 homogeneous_eigvals=False):
+    _standard_eig("eigvals", a, b, homogeneous_eigvals)
+    w = eigvals(a, check_finite=check_finite)
+    _, dw = JVPS[np.linalg.eigvals](tangents[:1], a)
+    return w, _as_scipy_tangent(dw, w)

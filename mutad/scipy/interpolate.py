@@ -1,0 +1,988 @@
+"""``scipy.interpolate``'s interpolants, differentiated in their data and their query points.
+
+>>> import numpy as np, mutad
+>>> from mutad.scipy.interpolate import CubicSpline   # or from scipy.interpolate, in user code
+>>> x = np.linspace(0.0, 3.0, 7)
+>>> def area(y):
+...     return CubicSpline(x, y)(np.array([0.5, 1.2])).sum()
+>>> mutad.gradient(area, np.sin(x))[0].round(4)
+array([ 0.0131,  0.8949,  0.7023,  0.4754, -0.1057,  0.0229, -0.0029])
+
+User code calls SciPy by its own names (``CubicSpline``, ``interp1d``, ``make_interp_spline``,
+``BSpline``, ``PchipInterpolator``, ``pchip_interpolate``, ``Akima1DInterpolator``,
+``CubicHermiteSpline``, ``RegularGridInterpolator``, ``interpn``), however it imported them:
+while a differentiation runs, a constructor given traced data returns an interpolant of mutad's
+own (its values SciPy's, computed on the plain data at each call), and an interpolant SciPy
+built from plain data (outside the differentiated function, or inside it) is differentiated in
+its query points when called with traced ones (``registry.METHODS``).
+
+Derivatives:
+
+* in the query points: the interpolant's derivative there (``cs(x, 1)``; the partial
+  derivatives along each axis for ``RegularGridInterpolator``, from its spline of the same
+  degree: ``'slinear'`` for ``'linear'``). Where the interpolant is piecewise constant
+  (``'nearest'``, ``'previous'``, ``'next'``, ``'zero'``) or the query is outside the data and
+  gets the constant ``fill_value``, it is 0; at a knot where a derivative jumps, one side's.
+* in the data ``y``: the interpolants of ``CubicSpline``, ``interp1d``, ``make_interp_spline``,
+  ``BSpline`` (its coefficients ``c``), ``CubicHermiteSpline`` (``y`` and ``dydx``) and
+  ``RegularGridInterpolator`` are linear in the data (affine with boundary values:
+  ``bc_type=((1, 0.5), ...)``, ``fill_value``), so the values
+  at the queries are ``W y``, ``W`` the values at the queries of the interpolants of the identity
+  columns (with zero boundary values and fills): ``ȳ = Wᵀ v̄``, ``ẏ ↦ W ẏ``. ``W`` has one
+  column per data point (per grid point), computed a block of columns at a time (m × n values
+  in all, for m queries and n data points: a few seconds for n = m = 5000).
+  ``PchipInterpolator`` and ``Akima1DInterpolator`` are cubic Hermite splines whose slopes are
+  functions of ``y`` (not linear): their slopes are recomputed with NumPy operations that mutad
+  differentiates (SciPy's formulas, their decisions at extrema and flat pieces kept), and the
+  Hermite interpolant is linear in ``(y, slopes)``.
+
+Periodic boundary conditions read ``y[0]`` and ``y[-1]`` as one value: each gets half of its
+cotangent (the derivative along periodic data). The spline methods of
+``RegularGridInterpolator`` (``'slinear'``, ``'cubic'``, ``'quintic'``) solve for their
+coefficients with SciPy's iterative solver by default (``gcrotmk``, ``atol=1e-6``): the values
+are SciPy's, their derivatives in the points those of SciPy's spline, and their gradient in the
+values that of the exactly solved spline (mutad solves directly), which SciPy's values follow
+to the solver's tolerance; pass ``solver=scipy.sparse.linalg.spsolve`` for values linear in the
+data up to rounding.
+
+Refused, with an error that says what to do: traced knots ``x`` and grids (interpolate in a
+variable made from them instead), traced boundary values in ``bc_type`` and a traced
+``fill_value``, ``method='pchip'`` of ``RegularGridInterpolator`` with traced values or points,
+and attributes of a traced interpolant other than calling it, ``derivative`` and its knots
+``x`` (``c``, ``integrate``, ``roots``: build it from plain data for those).
+
+Every rule computes with this module's evaluations and NumPy, so a derivative is differentiated
+again (``mutad.hvp``, a gradient of a gradient) and forward mode works as reverse mode does.
+"""
+
+import copy
+import functools
+import inspect
+import types
+from typing import Any
+
+import numpy as np
+import scipy.interpolate
+
+from scipy.sparse.linalg import spsolve
+
+from ..custom import Adjoint, dispatch
+from ..errors import UnsupportedOperationError
+from ..levels import Tracer
+from ..registry import METHODS, ROUTES
+
+# SciPy's own names, kept before a differentiation routes the module's attributes to the
+# stand-ins below (which call these)
+_interpolate = types.SimpleNamespace(**vars(scipy.interpolate))
+
+__all__ = ["Akima1DInterpolator", "BSpline", "CubicHermiteSpline", "CubicSpline",
+           "PchipInterpolator", "RegularGridInterpolator", "interp1d", "interpn",
+           "make_interp_spline", "pchip_interpolate"]
+
+
+def _traced(tree):
+    """Whether a value in ``tree`` (lists, tuples, dicts) carries a derivative for a running
+    differentiation. An array the differentiated function made from none of its arguments
+    (knots from ``np.linspace``) is a constant, which SciPy may read as it is."""
+    if isinstance(tree, (list, tuple)):
+        return any(_traced(item) for item in tree)
+    if isinstance(tree, dict):
+        return any(_traced(item) for item in tree.values())
+    return isinstance(tree, Tracer) and tree.plain_value() is None
+
+
+def _refuse_traced(name, what, value, instead):
+    if _traced(value):
+        raise UnsupportedOperationError(
+            f"scipy.interpolate.{name}: mutad does not differentiate with respect to {what}, "
+            f"and it depends on the differentiated arguments. {instead}")
+
+
+def _plain_copy(value):
+    """A plain array's own copy: SciPy copies what it keeps, and so must a traced interpolant,
+    since the caller may write into the array afterwards."""
+    return np.array(value, copy=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# The evaluation: one differentiable operation, values(data..., points) at derivative order nu
+
+
+class _Evaluation(Adjoint):
+    """``spec.value(data, points, nu)``, differentiated in the data (linearly: the basis ``W``
+    of each datum, ``values = W datum``) and in the points (the evaluation at the next
+    derivative order, computed in the forward pass).
+
+    A query's interval, and whether it lies outside the data, are decisions the pullback must
+    not take again on points the default policy restored by inversion: the pullback computes
+    ``W`` from a copy of the points made in the forward pass, a block of its columns at a time
+    (so that large data need no m × n matrix). Where an outer differentiation follows the
+    points, ``W`` is computed in the forward pass with this same operation instead, so that
+    the outer one differentiates it."""
+
+    complex_values = None
+
+    def __init__(self):
+        super().__init__(self._plain)
+        self.__name__ = self.__qualname__ = "scipy.interpolate evaluation"
+        self.rule(self._pullback_rule)
+        self.jvp_rule(self._forward_rule)
+
+    def _name(self):
+        return self.__qualname__
+
+    @staticmethod
+    def _plain(*operands, spec, nu, followed=None):
+        return spec.value(operands[:-1], operands[-1], nu)
+
+    def __call__(self, *operands, spec, nu):
+        followed = tuple(_traced(a) for a in operands)
+        if not any(followed):
+            return spec.value(operands[:-1], operands[-1], nu)
+        return dispatch(self, operands, {"spec": spec, "nu": nu, "followed": followed})
+
+    def _parts(self, operands, spec, nu, followed):
+        """The basis of each followed datum, and the points' partials if they are followed."""
+        *data, points = operands
+        if _traced(points):  # an outer differentiation follows W: computed by this operation
+            bases = [_Basis(_defined(self(*spec.identity(i, data), points,
+                                          spec=spec.linear(i, data, spec.columns_count(i, data)),
+                                          nu=nu)))
+                     if is_followed else None for i, is_followed in enumerate(followed[:-1])]
+        else:
+            kept = np.array(points, copy=True)  # the forward pass's points, decisions and all
+            bases = [_Blocks(spec, i, data, kept, nu) if is_followed else None
+                     for i, is_followed in enumerate(followed[:-1])]
+        slopes = None
+        if followed[-1]:
+            slopes = [_defined(self(*data, points, spec=spec.derivative_spec(), nu=higher))
+                      for higher in spec.higher(nu)]
+        return bases, slopes
+
+    def _pullback_rule(self, *operands, spec, nu, followed):
+        *data, points = operands
+        y = self(*operands, spec=spec, nu=nu)
+        bases, slopes = self._parts(operands, spec, nu, followed)
+        position = spec.position(data, points)
+        q = spec.query_ndim(points)
+
+        def back(dy):
+            cotangents = [None if w is None else spec.uncolumns(
+                w.transpose_times(_query_first(dy, position, q)), d)
+                for w, d in zip(bases, data, strict=True)]
+            dpoints = None
+            if slopes is not None:
+                dpoints = spec.points_cotangent(
+                    [_batch_sum(s * dy, position, q) for s in slopes], points)
+            return (*cotangents, dpoints)
+
+        return y, back
+
+    def _forward_rule(self, tangents, *operands, spec, nu, followed):
+        *data, points = operands
+        y = self(*operands, spec=spec, nu=nu)
+        bases, slopes = self._parts(operands, spec, nu, followed)
+        position = spec.position(data, points)
+        q = spec.query_ndim(points)
+        dy = None
+        for w, t in zip(bases, tangents[:-1], strict=True):
+            if w is not None and t is not None:
+                term = _query_back(w.times(spec.columns(t)), position, q)
+                dy = term if dy is None else dy + term
+        if slopes is not None and tangents[-1] is not None:
+            for s, t in zip(slopes, spec.points_tangents(tangents[-1]), strict=True):
+                batch = np.ndim(s) - position - q
+                t = np.reshape(t, (1,) * position + np.shape(t) + (1,) * batch)
+                dy = s * t if dy is None else dy + s * t
+        if dy is not None and np.shape(dy) != np.shape(y):
+            dy = np.broadcast_to(dy, np.shape(y))
+        return y, dy
+
+
+_evaluate = _Evaluation()
+
+
+class _Basis:
+    """A datum's basis ``W`` (queries..., columns), as an array."""
+
+    def __init__(self, w):
+        self.w = w
+
+    def transpose_times(self, v):
+        """Wᵀ v, ``v`` (queries..., batch...) contracted over the queries' axes."""
+        return _transpose_times(self.w, v)
+
+    def times(self, t):
+        """W t, ``t`` (columns, batch...)."""
+        return np.tensordot(self.w, t, 1)
+
+
+_BLOCK = 1 << 21
+"""About how many entries of a basis a block of its columns holds."""
+
+
+class _Blocks:
+    """A datum's basis ``W``, computed on plain points a block of columns at a time."""
+
+    def __init__(self, spec, i, data, points, nu):
+        self.spec, self.i, self.data, self.points, self.nu = spec, i, data, points, nu
+        self.count = spec.columns_count(i, data)
+        queries = max(1, int(np.prod(np.shape(points)[:spec.query_ndim(points)], dtype=int)))
+        self.step = max(1, _BLOCK // max(queries, spec.rows(i, data)))
+
+    def _blocks(self):
+        for start in range(0, self.count, self.step):
+            stop = min(start + self.step, self.count)
+            identity = self.spec.identity(self.i, self.data, start, stop)
+            linear = self.spec.linear(self.i, self.data, stop - start)
+            yield start, stop, _defined(linear.value(identity, self.points, self.nu))
+
+    def transpose_times(self, v):
+        return np.concatenate([_transpose_times(w, v) for _, _, w in self._blocks()])
+
+    def times(self, t):
+        return functools.reduce(np.add, [np.tensordot(w, t[start:stop], 1)
+                                         for start, stop, w in self._blocks()])
+
+
+def _defined(v):
+    """``v`` with 0 where it is NaN: a query outside the data of an interpolant that does not
+    extrapolate has the constant value NaN, which no datum or query moves."""
+    return np.where(np.isnan(v), 0.0, v)
+
+
+def _transpose_times(w, v):
+    """Wᵀ v: the basis ``w`` (queries..., columns) contracted with ``v`` (queries..., batch...)
+    over the queries' axes."""
+    q = tuple(range(np.ndim(w) - 1))
+    return np.tensordot(w, v, (q, q))
+
+
+def _query_first(v, position, q):
+    """Values with the query axes (``q`` of them, at ``position``) moved to the front."""
+    return np.moveaxis(v, tuple(range(position, position + q)), tuple(range(q)))
+
+
+def _query_back(v, position, q):
+    return np.moveaxis(v, tuple(range(q)), tuple(range(position, position + q)))
+
+
+def _batch_sum(v, position, q):
+    """``v`` summed over every axis but the query axes."""
+    axes = tuple(i for i in range(np.ndim(v)) if not position <= i < position + q)
+    return np.sum(v, axis=axes) if axes else v
+
+
+class _OneDimensional:
+    """What the one-dimensional interpolants share: data with the interpolation axis at
+    ``axis``, values with the query's axes in its place, one derivative order."""
+
+    axis = 0
+
+    def position(self, data, points):
+        return self.axis % np.ndim(data[0]) if data else self.axis
+
+    @staticmethod
+    def query_ndim(points):
+        return np.ndim(points)
+
+    @staticmethod
+    def higher(nu):
+        return [nu + 1]
+
+    def derivative_spec(self):
+        return self
+
+    @staticmethod
+    def points_cotangent(partials, points):
+        return partials[0]
+
+    @staticmethod
+    def points_tangents(t):
+        return [t]
+
+    def columns(self, t):
+        return np.moveaxis(t, self.axis % np.ndim(t), 0)
+
+    def uncolumns(self, g, datum):
+        return np.moveaxis(g, 0, self.axis % np.ndim(datum))
+
+    def rows(self, i, data):
+        return np.shape(data[i])[self.axis % np.ndim(data[i])]
+
+    columns_count = rows
+
+    def identity(self, i, data, start=0, stop=None):
+        """The data whose interpolants are columns ``start:stop`` of the basis of datum ``i``:
+        identity columns (one value, or one slope, set), the other data zero, the
+        interpolation axis first."""
+        n = self.rows(i, data)
+        stop = n if stop is None else stop
+        return [_unit_columns(n, start, stop, self.periodic()) if j == i
+                else np.zeros((n, stop - start)) for j in range(len(data))]
+
+    def periodic(self):
+        return False
+
+    # What a traced interpolant was asked for: its .derivative(derived), called with
+    # extrapolate=at_call. Values come from SciPy's own objects and calls, as the user's
+    # would (a derivative object's values differ from a call with nu in the last bits).
+    derived = 0
+    at_call = None
+
+    def value(self, data, points, nu):
+        interpolant = self.build(data)
+        if self.derived:
+            interpolant = interpolant.derivative(self.derived)
+        return interpolant(points, nu, self.at_call)
+
+    def derivative(self, order):
+        spec = copy.copy(self)
+        spec.derived += order
+        return spec
+
+    def with_extrapolate(self, extrapolate):
+        spec = copy.copy(self)
+        spec.at_call = extrapolate
+        return spec
+
+    def basis_of(self, spec):
+        """``spec``, the linear part of this one, asked for the same derivative and call."""
+        spec.derived, spec.at_call = self.derived, self.at_call
+        return spec
+
+
+def _unit_columns(n, start, stop, periodic=False):
+    """Columns ``start:stop`` of the identity of size n. Periodic data's first and last values
+    are one: each of them gets half of their common column, so the cotangent is the
+    derivative along periodic data (a basis SciPy accepts: its first and last rows are
+    equal)."""
+    columns = np.zeros((n, stop - start))
+    columns[np.arange(start, stop), np.arange(stop - start)] = 1.0
+    if periodic and n > 1:
+        for j in {0, n - 1} & set(range(start, stop)):
+            columns[0, j - start] = columns[n - 1, j - start] = 0.5
+    return columns
+
+
+def _zero_boundary(bc_type, columns):
+    """SciPy's ``bc_type`` with every prescribed derivative value 0, one per column of a basis
+    block."""
+    if isinstance(bc_type, str) or bc_type is None:
+        return bc_type
+    if len(bc_type) == 2 and not isinstance(bc_type[0], (str, tuple, list)):
+        return (bc_type[0], np.zeros(columns))  # one end's (order, value)
+    return tuple(_zero_boundary(end, columns) for end in bc_type)
+
+
+def _is_periodic(bc_type):
+    return isinstance(bc_type, str) and bc_type == "periodic"
+
+
+class _CubicSpline(_OneDimensional):
+    def __init__(self, x, axis, bc_type, extrapolate):
+        self.x, self.axis, self.bc_type, self.extrapolate = x, axis, bc_type, extrapolate
+
+    def build(self, data):
+        return _interpolate.CubicSpline(self.x, data[0], self.axis, self.bc_type, self.extrapolate)
+
+    def linear(self, i, data, width):
+        return self.basis_of(_CubicSpline(self.x, 0, _zero_boundary(self.bc_type, width),
+                                          self.extrapolate))
+
+    def periodic(self):
+        return _is_periodic(self.bc_type)
+
+
+class _Hermite(_OneDimensional):
+    """A cubic Hermite spline: values ``y`` and slopes ``dydx``, linear in both."""
+
+    def __init__(self, x, axis, extrapolate):
+        self.x, self.axis, self.extrapolate = x, axis, extrapolate
+
+    def build(self, data):
+        return _interpolate.CubicHermiteSpline(self.x, data[0], data[1], self.axis,
+                                               self.extrapolate)
+
+    def linear(self, i, data, width):
+        return self.basis_of(_Hermite(self.x, 0, self.extrapolate))
+
+
+class _Made(_Hermite):
+    """A Hermite spline whose slopes a SciPy class computes from ``y`` (PchipInterpolator,
+    Akima1DInterpolator): its values are that class's own, from ``y`` alone (the slopes,
+    the second datum, are mutad's recomputation of them, for their derivatives)."""
+
+    def __init__(self, cls, x, axis, extrapolate, settings):
+        super().__init__(x, axis, extrapolate)
+        self.cls, self.settings = cls, settings
+
+    def build(self, data):
+        return self.cls(self.x, data[0], self.axis, extrapolate=self.extrapolate,
+                        **self.settings)
+
+
+class _Spline(_OneDimensional):
+    """``make_interp_spline``'s B-spline."""
+
+    def __init__(self, x, k, t, bc_type, axis):
+        self.x, self.k, self.t, self.bc_type, self.axis = x, k, t, bc_type, axis
+
+    def build(self, data):
+        return _interpolate.make_interp_spline(self.x, data[0], self.k, self.t, self.bc_type,
+                                               self.axis)
+
+    def linear(self, i, data, width):
+        return self.basis_of(_Spline(self.x, self.k, self.t, _zero_boundary(self.bc_type, width),
+                                     0))
+
+    def periodic(self):
+        return _is_periodic(self.bc_type)
+
+
+class _BSpline(_OneDimensional):
+    """``BSpline(t, c, k)``: linear in its coefficients ``c``."""
+
+    def __init__(self, t, k, extrapolate, axis):
+        self.t, self.k, self.extrapolate, self.axis = t, k, extrapolate, axis
+
+    def build(self, data):
+        return _interpolate.BSpline(self.t, data[0], self.k, self.extrapolate, self.axis)
+
+    def linear(self, i, data, width):
+        return self.basis_of(_BSpline(self.t, self.k, self.extrapolate, 0))
+
+
+_INTERP1D_ORDERS = {"linear": 1, "slinear": 1, "quadratic": 2, "cubic": 3, "zero": 0,
+                    "nearest": 0, "nearest-up": 0, "previous": 0, "next": 0}
+
+
+class _Interp1d(_OneDimensional):
+    """``interp1d``; its derivatives are those of the spline of its kind's order through its
+    sorted data (order 0: piecewise constant, derivative 0), 0 where a query gets the
+    constant ``fill_value``."""
+
+    def __init__(self, x, kind, axis, copy, bounds_error, fill_value, assume_sorted):
+        self.x, self.kind, self.axis, self.copy = x, kind, axis, copy
+        self.bounds_error, self.fill_value = bounds_error, fill_value
+        self.assume_sorted = assume_sorted
+
+    def value(self, data, points, nu):
+        scipy_interpolant = _interpolate.interp1d(self.x, data[0], self.kind, self.axis,
+                                                  self.copy, self.bounds_error, self.fill_value,
+                                                  self.assume_sorted)
+        if nu == 0:
+            return scipy_interpolant(points)
+        return _interp1d_derivative(scipy_interpolant, points, nu)
+
+    def linear(self, i, data, width):
+        fill = self.fill_value if _extrapolates(self.fill_value) else 0.0
+        return _Interp1d(self.x, self.kind, 0, True, self.bounds_error, fill, self.assume_sorted)
+
+
+def _extrapolates(fill_value):
+    return isinstance(fill_value, str) and fill_value == "extrapolate"
+
+
+def _interp1d_derivative(interpolant, points, nu):
+    """Derivative ``nu`` of SciPy's ``interp1d`` object at ``points``."""
+    # interp1d keeps a spline kind's spline (its order k), and the other kinds' names
+    order = interpolant._spline.k if interpolant._kind == "spline" else _INTERP1D_ORDERS[
+        interpolant._kind]
+    y = interpolant.y
+    axis = interpolant.axis
+    values_shape = y.shape[:axis] + np.shape(points) + y.shape[axis + 1:]
+    if order == 0 or nu > order:
+        return np.zeros(values_shape)
+    spline = _interpolate.make_interp_spline(interpolant.x, y, k=order, axis=axis)
+    values = spline(points, nu, extrapolate=True)
+    if not _extrapolates(interpolant.fill_value):  # the constant fill outside the data
+        outside = (np.asarray(points) < interpolant.x[0]) | (np.asarray(points) > interpolant.x[-1])
+        if np.any(outside):
+            mask = np.reshape(outside, (1,) * axis + np.shape(points)
+                              + (1,) * (len(values_shape) - axis - np.ndim(points)))
+            values = np.where(mask, 0.0, values)
+    return values
+
+
+# ----------------------------------------------------------------------------------------------
+# Regular grids
+
+_SPLINE_METHODS = ("slinear", "cubic", "quintic")
+"""RegularGridInterpolator's methods that solve for a spline (with ``solver``), whose
+derivatives SciPy evaluates (``nu=``)."""
+
+_DERIVATIVE_METHODS = {"linear": "slinear", "slinear": "slinear", "cubic": "cubic",
+                       "quintic": "quintic", "slinear_legacy": "slinear",
+                       "cubic_legacy": "cubic", "quintic_legacy": "quintic"}
+"""The spline method whose derivatives are a method's: its own, or the same function's."""
+
+
+class _Grid:
+    """``RegularGridInterpolator``: data of shape grid + batch, points (..., ndim), values with
+    the points' axes first; partial derivatives along each grid axis."""
+
+    def __init__(self, points, method, bounds_error, fill_value, solver, solver_args, obj=None,
+                 derivative=False):
+        self.points, self.method, self.bounds_error = points, method, bounds_error
+        self.fill_value, self.solver, self.solver_args = fill_value, solver, solver_args
+        self.obj = obj  # SciPy's own interpolant, when it was made from plain values
+        # derivative: the partial derivatives of the values (0 where the values are the
+        # constant fill), rather than SciPy's values at ``nu`` (the fill there too)
+        self.derivative = derivative
+
+    def _variant(self, **changes):
+        spec = copy.copy(self)
+        spec.__dict__.update(changes)
+        return spec
+
+    def with_method(self, method):
+        return self._variant(method=method)
+
+    def _interpolant(self, values, method):
+        if method != self.method or self.obj is None:
+            if method in _SPLINE_METHODS:
+                return _interpolate.RegularGridInterpolator(
+                    self.points, values, method, self.bounds_error, self.fill_value,
+                    solver=self.solver, solver_args=self.solver_args)
+            return _interpolate.RegularGridInterpolator(self.points, values, method,
+                                                        self.bounds_error, self.fill_value)
+        return self.obj
+
+    def value(self, data, points, nu):
+        values = self.obj.values if self.obj is not None else data[0]
+        if not any(nu):
+            return self._interpolant(values, self.method)(points, self.method)
+        if self.method == "nearest":
+            return np.zeros(np.shape(self.value(data, points, (0,) * len(nu))))
+        if not self.derivative and self.method in _SPLINE_METHODS:
+            return self._interpolant(values, self.method)(points, self.method, nu=nu)
+        method = _DERIVATIVE_METHODS.get(self.method)
+        if method is None:
+            raise UnsupportedOperationError(
+                f"scipy.interpolate.RegularGridInterpolator(method={self.method!r}): mutad has "
+                "no derivative of this method in the query points. Use method='cubic' (or "
+                "'linear', 'slinear', 'quintic', 'nearest').")
+        if method == self.method:  # SciPy's own spline: the derivative of SciPy's values
+            result = self._interpolant(values, method)(points, method, nu=nu)
+        else:  # the same function as a spline ('linear' is 'slinear'), solved exactly
+            result = _interpolate.RegularGridInterpolator(
+                self.points, values, method, False, None, solver=spsolve)(points, nu=nu)
+        if self.fill_value is not None:  # the constant fill outside the grid
+            outside = _outside(self.points, points)
+            if np.any(outside):
+                mask = np.reshape(outside, np.shape(outside) + (1,) * (np.ndim(result)
+                                                                        - np.ndim(outside)))
+                result = np.where(mask, 0.0, result)
+        return result
+
+    def linear(self, i, data, width):
+        # The values' basis, solved directly: the exact linear map of the values
+        return self._variant(fill_value=None if self.fill_value is None else 0.0, solver=spsolve,
+                             solver_args=None, obj=None)
+
+    def rows(self, i, data):
+        return int(np.prod([len(p) for p in self.points], dtype=int))
+
+    columns_count = rows
+
+    def identity(self, i, data, start=0, stop=None):
+        size = self.rows(i, data)
+        stop = size if stop is None else stop
+        return [np.reshape(_unit_columns(size, start, stop),
+                           tuple(len(p) for p in self.points) + (stop - start,))]
+
+    def position(self, data, points):
+        return 0
+
+    @staticmethod
+    def query_ndim(points):
+        return np.ndim(points) - 1
+
+    def higher(self, nu):
+        return [tuple(order + (axis == k) for axis, order in enumerate(nu))
+                for k in range(len(nu))]
+
+    def derivative_spec(self):
+        return self._variant(derivative=True)
+
+    @staticmethod
+    def points_cotangent(partials, points):
+        return np.stack(partials, axis=-1)
+
+    @staticmethod
+    def points_tangents(t):
+        return [t[..., k] for k in range(np.shape(t)[-1])]
+
+    def columns(self, t):
+        d = len(self.points)
+        return np.reshape(t, (-1,) + np.shape(t)[d:])
+
+    def uncolumns(self, g, datum):
+        return np.reshape(g, np.shape(datum))
+
+
+def _outside(grid, points):
+    """Which points (..., ndim) lie outside the grid, as RegularGridInterpolator decides."""
+    points = np.asarray(points)
+    outside = np.zeros(points.shape[:-1], dtype=bool)
+    for k, axis in enumerate(grid):
+        outside |= (points[..., k] < axis[0]) | (points[..., k] > axis[-1])
+    return outside
+
+
+def _grid_points(xi, ndim):
+    """RegularGridInterpolator's query points as one array (..., ndim), as SciPy reads them: a
+    tuple of coordinate arrays broadcast and stacked, a one-dimensional array ndim coordinates
+    a row."""
+    if isinstance(xi, tuple) and len(xi) == 1:
+        xi = xi[0]
+    if isinstance(xi, tuple):
+        xi = np.stack(np.broadcast_arrays(*xi), axis=-1)
+    elif isinstance(xi, list):
+        xi = np.stack(xi)
+    if np.ndim(xi) == 1:
+        xi = np.reshape(xi, (-1, ndim))
+    return xi
+
+
+# ----------------------------------------------------------------------------------------------
+# The interpolants mutad returns for traced data
+
+
+class _TracedInterpolant:
+    """An interpolant of traced data: called, its values are SciPy's, differentiated in the
+    data and the query points. Made by the constructors of this module when their data are
+    traced; not made directly."""
+
+    def __init__(self, name, spec, data, x=None):
+        self._name, self._spec, self._data = name, spec, tuple(data)
+        self.x = x
+
+    def __call__(self, x, nu=0, extrapolate=None):
+        if isinstance(self._spec, _Interp1d) and (nu, extrapolate) != (0, None):
+            raise TypeError("interp1d's interpolant is called with the query points alone.")
+        spec = self._spec if extrapolate is None else self._spec.with_extrapolate(extrapolate)
+        return _evaluate(*self._data, x, spec=spec, nu=nu)
+
+    def derivative(self, nu=1):
+        """The derivative interpolant of order ``nu``."""
+        if isinstance(self._spec, _Interp1d):
+            return self.__getattr__("derivative")
+        return _TracedInterpolant(self._name, self._spec.derivative(nu), self._data, x=self.x)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):  # Python's protocols (copy, pickle) ask, and may be told no
+            raise AttributeError(name)
+        raise UnsupportedOperationError(
+            f"scipy.interpolate.{self._name}(...).{name}: this interpolant was built from "
+            "traced data, and mutad differentiates its values and derivatives (calling it, "
+            ".derivative()) only. Build it from plain data (outside the differentiated "
+            "function) to use other attributes.")
+
+
+class _TracedGridInterpolant:
+    """``RegularGridInterpolator`` of traced values (or called at traced points)."""
+
+    def __init__(self, spec, values):
+        self._spec, self._values = spec, values
+        self.grid = spec.points
+        self.method = spec.method
+
+    def __call__(self, xi, method=None, *, nu=None):
+        spec = self._spec if method is None else self._spec.with_method(method)
+        ndim = len(spec.points)
+        if spec.method == "pchip" and (_traced(xi) or _traced(self._values)):
+            raise UnsupportedOperationError(
+                "scipy.interpolate.RegularGridInterpolator(method='pchip'): its values are not "
+                "linear in the data and mutad has no derivative of them. Use method='cubic'.")
+        if nu is None:
+            nu = (0,) * ndim
+        data = () if self._values is None else (self._values,)
+        return _evaluate(*data, _grid_points(xi, ndim), spec=spec, nu=tuple(nu))
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise UnsupportedOperationError(
+            f"scipy.interpolate.RegularGridInterpolator(...).{name}: this interpolant was built "
+            "from traced values, and mutad differentiates its values only. Build it from plain "
+            "values to use other attributes.")
+
+
+# ----------------------------------------------------------------------------------------------
+# The constructors, by SciPy's names (registry.ROUTES)
+
+
+def _knots(name, x):
+    _refuse_traced(name, "the knots x", x,
+                   "Interpolate in a variable the differentiated arguments do not change (map "
+                   "the queries onto it), or give the spline a rule of your own.")
+    return _plain_copy(x)
+
+
+def _boundary(name, bc_type):
+    _refuse_traced(name, "the boundary values in bc_type", bc_type,
+                   "Pass them as constants, or add the spline of the boundary term yourself.")
+    return bc_type
+
+
+class _Constructor(type):
+    """The type of a stand-in for a SciPy class: calling it constructs (SciPy's object from
+    plain data, mutad's from traced data), and otherwise it is the SciPy class, so that code
+    reaching it while a differentiation runs may still call its class methods
+    (``BSpline.design_matrix``) and test instances (``isinstance(s, CubicSpline)``)."""
+
+    def __call__(cls, *args, **kwargs):
+        return cls.construct(*args, **kwargs)
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, (cls.scipy, _TracedInterpolant, _TracedGridInterpolant))
+
+    def __subclasscheck__(cls, subclass):
+        return issubclass(subclass, cls.scipy)
+
+    def __getattr__(cls, name):
+        return getattr(cls.scipy, name)
+
+
+def _route(scipy_function):
+    """Register the decorated function as the stand-in for SciPy's ``scipy_function``
+    (``registry.ROUTES``): as it is for a function, as a :class:`_Constructor` for a class."""
+    def register(stand_in):
+        doc = (f"``scipy.interpolate.{scipy_function.__name__}``, differentiated in its data "
+               "and query points (see the module).")
+        if isinstance(scipy_function, type):
+            stand_in = _Constructor(scipy_function.__name__, (), {
+                "construct": staticmethod(stand_in), "scipy": scipy_function, "__doc__": doc,
+                "__module__": __name__, "__qualname__": scipy_function.__qualname__,
+                "__signature__": inspect.signature(stand_in)})
+        else:
+            stand_in.__name__ = scipy_function.__name__
+            stand_in.__qualname__ = scipy_function.__qualname__
+            stand_in.__doc__ = doc
+        ROUTES[scipy_function] = stand_in
+        return stand_in
+    return register
+
+
+@_route(_interpolate.CubicSpline)
+def CubicSpline(x: Any, y: Any, axis: int = 0, bc_type: Any = "not-a-knot",
+                extrapolate: Any = None) -> Any:
+    if not _traced((x, y, bc_type)):
+        return _interpolate.CubicSpline(x, y, axis, bc_type, extrapolate)
+    x = _knots("CubicSpline", x)
+    spec = _CubicSpline(x, axis, _boundary("CubicSpline", bc_type), extrapolate)
+    spec.value((np.zeros(np.shape(y)),), x[:1], 0)  # SciPy's checks of the arguments' shapes
+    return _TracedInterpolant("CubicSpline", spec, (np.copy(y),), x=x)
+
+
+@_route(_interpolate.CubicHermiteSpline)
+def CubicHermiteSpline(x: Any, y: Any, dydx: Any, axis: int = 0, extrapolate: Any = None) -> Any:
+    if not _traced((x, y, dydx)):
+        return _interpolate.CubicHermiteSpline(x, y, dydx, axis, extrapolate)
+    x = _knots("CubicHermiteSpline", x)
+    spec = _Hermite(x, axis, extrapolate)
+    spec.value((np.zeros(np.shape(y)), np.zeros(np.shape(dydx))), x[:1], 0)
+    return _TracedInterpolant("CubicHermiteSpline", spec, (np.copy(y), np.copy(dydx)), x=x)
+
+
+@_route(_interpolate.make_interp_spline)
+def make_interp_spline(x: Any, y: Any, k: int = 3, t: Any = None, bc_type: Any = None,
+                       axis: int = 0, check_finite: bool = True) -> Any:
+    if not _traced((x, y, t, bc_type)):
+        return _interpolate.make_interp_spline(x, y, k, t, bc_type, axis, check_finite)
+    x = _knots("make_interp_spline", x)
+    _refuse_traced("make_interp_spline", "the knots t", t, "Pass the knots as constants.")
+    spec = _Spline(x, k, None if t is None else _plain_copy(t),
+                   _boundary("make_interp_spline", bc_type), axis)
+    spec.value((np.zeros(np.shape(y)),), x[:1], 0)
+    return _TracedInterpolant("make_interp_spline", spec, (np.copy(y),), x=x)
+
+
+@_route(_interpolate.interp1d)
+def interp1d(x: Any, y: Any, kind: Any = "linear", axis: int = -1, copy: bool = True,
+             bounds_error: Any = None, fill_value: Any = np.nan,
+             assume_sorted: bool = False) -> Any:
+    if not _traced((x, y, fill_value)):
+        return _interpolate.interp1d(x, y, kind, axis, copy, bounds_error, fill_value,
+                                     assume_sorted)
+    x = _knots("interp1d", x)
+    _refuse_traced("interp1d", "fill_value", fill_value, "Pass it as a constant.")
+    spec = _Interp1d(x, kind, axis, copy, bounds_error, fill_value, assume_sorted)
+    spec.value((np.zeros(np.shape(y)),), x[:1], 0)
+    return _TracedInterpolant("interp1d", spec, (np.copy(y),), x=x)
+
+
+def _made(name, cls, slopes, x, y, axis, extrapolate, settings):
+    if not _traced((x, y)):
+        return cls(x, y, axis, extrapolate=extrapolate, **settings)
+    x = _knots(name, x)
+    spec = _Made(cls, x, axis, extrapolate, settings)
+    spec.value((np.zeros(np.shape(y)),), x[:1], 0)
+    y = np.copy(y)
+    return _TracedInterpolant(
+        name, spec, (y, np.moveaxis(slopes(x, np.moveaxis(y, axis, 0), **settings), 0, axis)), x=x)
+
+
+@_route(_interpolate.BSpline)
+def BSpline(t: Any, c: Any, k: int, extrapolate: Any = True, axis: int = 0) -> Any:
+    if not _traced((t, c)):
+        return _interpolate.BSpline(t, c, k, extrapolate, axis)
+    t = _knots("BSpline", t)
+    spec = _BSpline(t, k, extrapolate, axis)
+    spec.value((np.zeros(np.shape(c)),), t[k:k + 1], 0)
+    return _TracedInterpolant("BSpline", spec, (np.copy(c),), x=t)
+
+
+@_route(_interpolate.pchip_interpolate)
+def pchip_interpolate(xi: Any, yi: Any, x: Any, der: Any = 0, axis: int = 0) -> Any:
+    if not _traced((xi, yi, x)):
+        return _interpolate.pchip_interpolate(xi, yi, x, der, axis)
+    interpolant = PchipInterpolator(xi, yi, axis)
+    if np.ndim(der) == 0:
+        return interpolant(x, der)
+    return [interpolant(x, nu) for nu in der]  # SciPy's list, one result per order
+
+
+@_route(_interpolate.PchipInterpolator)
+def PchipInterpolator(x: Any, y: Any, axis: int = 0, extrapolate: Any = None) -> Any:
+    return _made("PchipInterpolator", _interpolate.PchipInterpolator, _pchip_slopes, x, y, axis,
+                 extrapolate, {})
+
+
+@_route(_interpolate.Akima1DInterpolator)
+def Akima1DInterpolator(x: Any, y: Any, axis: int = 0, *, method: str = "akima",
+                        extrapolate: Any = None) -> Any:
+    # Akima's interpolant does not extrapolate by default, unlike the other Hermite splines
+    return _made("Akima1DInterpolator", _interpolate.Akima1DInterpolator, _akima_slopes, x, y,
+                 axis, False if extrapolate is None else extrapolate, {"method": method})
+
+
+@_route(_interpolate.RegularGridInterpolator)
+def RegularGridInterpolator(points: Any, values: Any, method: str = "linear",
+                            bounds_error: bool = True, fill_value: Any = np.nan, *,
+                            solver: Any = None, solver_args: Any = None) -> Any:
+    if not _traced((points, values, fill_value)):
+        return _interpolate.RegularGridInterpolator(points, values, method, bounds_error,
+                                                    fill_value, solver=solver,
+                                                    solver_args=solver_args)
+    _refuse_traced("RegularGridInterpolator", "the grid points", points,
+                   "Pass the grid as constants.")
+    _refuse_traced("RegularGridInterpolator", "fill_value", fill_value, "Pass it as a constant.")
+    points = tuple(_plain_copy(p) for p in points)
+    spec = _Grid(points, method, bounds_error, fill_value, solver, solver_args)
+    spec._interpolant(np.zeros(np.shape(values)), method)  # SciPy's checks, now
+    return _TracedGridInterpolant(spec, np.copy(values))
+
+
+@_route(_interpolate.interpn)
+def interpn(points: Any, values: Any, xi: Any, method: str = "linear", bounds_error: bool = True,
+            fill_value: Any = np.nan) -> Any:
+    if not _traced((points, values, xi, fill_value)):
+        return _interpolate.interpn(points, values, xi, method, bounds_error, fill_value)
+    return RegularGridInterpolator(points, values, method, bounds_error, fill_value)(xi)
+
+
+# ----------------------------------------------------------------------------------------------
+# The slopes of PchipInterpolator and Akima1DInterpolator, as functions of y (the first axis
+# the interpolation axis), by SciPy's formulas written with operations mutad differentiates.
+# Their decisions (a sign change, a zero secant, Akima's undefined weights) are taken on the
+# values, and the quotients are guarded where a decision discards them, so that their
+# derivatives there are zeros, not NaN.
+
+
+def _secants(x, y):
+    h = np.reshape(np.diff(x), (-1,) + (1,) * (np.ndim(y) - 1))
+    return h, (y[1:] - y[:-1]) / h
+
+
+def _pchip_edge(h0, h1, m0, m1):
+    """SciPy's one-sided three-point slope at an end, kept monotone (Moler, Numerical
+    Computing with MATLAB, 2004, §3.6)."""
+    d = ((2 * h0 + h1) * m0 - h0 * m1) / (h0 + h1)
+    flips = np.sign(d) != np.sign(m0)
+    overshoots = (np.sign(m0) != np.sign(m1)) & (np.abs(d) > 3.0 * np.abs(m0))
+    return np.where(flips, 0.0, np.where(overshoots, 3.0 * m0, d))
+
+
+def _pchip_slopes(x, y):
+    """Fritsch & Butland's weighted harmonic means of the secants, 0 at a local extremum
+    (SciPy's PchipInterpolator)."""
+    h, m = _secants(x, y)
+    if np.shape(y)[0] == 2:
+        return np.concatenate([m, m])
+    flat = (np.sign(m[1:]) != np.sign(m[:-1])) | (m[1:] == 0) | (m[:-1] == 0)
+    w1, w2 = 2 * h[1:] + h[:-1], h[1:] + 2 * h[:-1]
+    before, after = np.where(flat, 1.0, m[:-1]), np.where(flat, 1.0, m[1:])
+    interior = np.where(flat, 0.0, (w1 + w2) / (w1 / before + w2 / after))
+    first = _pchip_edge(h[0], h[1], m[0], m[1])
+    last = _pchip_edge(h[-1], h[-2], m[-1], m[-2])
+    return np.concatenate([first[None], interior, last[None]])
+
+
+def _akima_slopes(x, y, method="akima"):
+    """Akima's slopes (1970), and the modified ones of method='makima', as SciPy computes
+    them: secants extended by two on each side, weighted by their differences."""
+    h, inner = _secants(x, y)
+    if np.shape(y)[0] == 2:
+        return np.concatenate([inner, inner])
+    second = 2.0 * inner[0] - inner[1]
+    second_last = 2.0 * inner[-1] - inner[-2]
+    m = np.concatenate([(2.0 * second - inner[0])[None], second[None], inner,
+                        second_last[None], (2.0 * second_last - inner[-1])[None]])
+    average = 0.5 * (m[3:] + m[:-3])
+    dm = np.abs(np.diff(m, axis=0))
+    if method == "makima":
+        pm = np.abs(m[1:] + m[:-1])
+        f1, f2 = dm[2:] + 0.5 * pm[2:], dm[:-2] + 0.5 * pm[:-2]
+    else:
+        f1, f2 = dm[2:], dm[:-2]
+    f12 = f1 + f2
+    defined = f12 > 1e-9 * np.max(f12)  # SciPy's cutoff of the weights
+    weight = f2 / np.where(defined, f12, 1.0)
+    return np.where(defined, m[1:-2] + weight * (m[2:-1] - m[1:-2]), average)
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's interpolants made from plain data, called at traced points (registry.METHODS)
+
+
+class _Object(_OneDimensional):
+    """A SciPy interpolant object, evaluated by ``evaluate(obj, points, nu, extrapolate)``."""
+
+    def __init__(self, obj, evaluate, extrapolate=None):
+        self.obj, self.evaluate, self.extrapolate = obj, evaluate, extrapolate
+        self.axis = obj.axis
+
+    def value(self, data, points, nu):
+        return self.evaluate(self.obj, points, nu, self.extrapolate)
+
+
+def _spline_call(obj, points, nu, extrapolate):
+    return obj(points, nu, extrapolate)
+
+
+def _interp1d_call(obj, points, nu, extrapolate):
+    return obj(points) if nu == 0 else _interp1d_derivative(obj, points, nu)
+
+
+def _spline_rule(self, x, nu=0, extrapolate=None):
+    """``PPoly.__call__`` (CubicSpline, PchipInterpolator, Akima1DInterpolator, ...) and
+    ``BSpline.__call__`` at traced points."""
+    return _evaluate(x, spec=_Object(self, _spline_call, extrapolate), nu=nu)
+
+
+def _interp1d_rule(self, x):
+    return _evaluate(x, spec=_Object(self, _interp1d_call), nu=0)
+
+
+def _grid_rule(self, xi, method=None, *, nu=None):
+    spec = _Grid(self.grid, self.method, self.bounds_error, self.fill_value, None, None, self)
+    return _TracedGridInterpolant(spec, self.values)(xi, method, nu=nu)
+
+
+METHODS[(_interpolate.PPoly, "__call__")] = _spline_rule
+METHODS[(_interpolate.BSpline, "__call__")] = _spline_rule
+METHODS[(_interpolate.interp1d, "__call__")] = _interp1d_rule
+METHODS[(_interpolate.RegularGridInterpolator, "__call__")] = _grid_rule

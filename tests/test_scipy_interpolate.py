@@ -1,0 +1,328 @@
+"""scipy.interpolate by SciPy's names: interpolants of traced data, at traced query points.
+
+Each calling form is checked by mutad.check_grads (finite differences, both policies, forward
+mode, second order, the caller's arrays restored), its value against SciPy's own bit for bit,
+and the linear interpolants' gradients against their closed form (the interpolants of the
+identity's columns).
+"""
+
+import numpy as np
+import pytest
+import scipy.interpolate
+import scipy.sparse.linalg
+from scipy.interpolate import (Akima1DInterpolator, BSpline, CubicHermiteSpline, CubicSpline,
+                               PchipInterpolator, RegularGridInterpolator, interp1d, interpn,
+                               make_interp_spline, pchip_interpolate)
+
+import mutad
+from mutad.errors import UnsupportedOperationError
+from mutad.scipy import interpolate
+
+POLICIES = ("restore", "checkpoint")
+
+X = np.array([0.0, 0.4, 1.1, 1.5, 2.3, 2.9, 3.6])  # uneven knots
+Y = np.sin(X) + 0.3 * X
+QUERIES = np.array([0.15, 0.7, 1.35, 2.05, 3.3])  # inside, off the knots
+OUTSIDE = np.array([-0.3, 0.7, 3.9])
+
+
+def _periodic(y):
+    return np.concatenate([y, y[:1]])
+
+
+# f(y, xq): every calling form, its data and its queries traced
+FORMS = {
+    "CubicSpline": lambda y, q: CubicSpline(X, y)(q),
+    "CubicSpline natural": lambda y, q: CubicSpline(X, y, bc_type="natural")(q),
+    "CubicSpline clamped": lambda y, q: CubicSpline(X, y, bc_type="clamped")(q),
+    "CubicSpline values": lambda y, q: CubicSpline(X, y, bc_type=((1, 0.5), (2, -1.0)))(q),
+    "CubicSpline periodic": lambda y, q: CubicSpline(X, _periodic(y[:-1]), bc_type="periodic")(q),
+    "CubicSpline nu=1": lambda y, q: CubicSpline(X, y)(q, 1),
+    "CubicSpline derivative": lambda y, q: CubicSpline(X, y).derivative()(q),
+    "CubicSpline derivative(2)": lambda y, q: CubicSpline(X, y).derivative(2)(q, 0),
+    "CubicSpline extrapolate": lambda y, q: CubicSpline(X, y)(q + 1.05),
+    "CubicSpline no extrapolate": lambda y, q: np.nan_to_num(
+        CubicSpline(X, y, extrapolate=False)(q + 1.05)),
+    "CubicSpline 2-d": lambda y, q: CubicSpline(X, np.outer(y, [1.0, -2.0]))(q.reshape(1, -1)),
+    "CubicSpline axis=1": lambda y, q: CubicSpline(X, np.stack([y, y * y]), axis=1)(q),
+    "interp1d linear": lambda y, q: interp1d(X, y)(q),
+    "interp1d cubic": lambda y, q: interp1d(X, y, kind="cubic")(q),
+    "interp1d quadratic": lambda y, q: interp1d(X, y, kind="quadratic")(q),
+    "interp1d slinear": lambda y, q: interp1d(X, y, kind="slinear")(q),
+    "interp1d nearest": lambda y, q: interp1d(X, y, kind="nearest")(q),
+    "interp1d previous": lambda y, q: interp1d(X, y, kind="previous")(q),
+    "interp1d next": lambda y, q: interp1d(X, y, kind="next")(q),
+    "interp1d zero": lambda y, q: interp1d(X, y, kind="zero")(q),
+    "interp1d extrapolate": lambda y, q: interp1d(X, y, kind="cubic", fill_value="extrapolate")(
+        q + 1.05),
+    "interp1d fill": lambda y, q: interp1d(X, y, bounds_error=False, fill_value=(-1.0, 2.0))(
+        q + 1.05),
+    "interp1d unsorted axis=0": lambda y, q: interp1d(X[::-1], np.outer(y[::-1], [1.0, 3.0]),
+                                                     kind="cubic", axis=0)(q),
+    "make_interp_spline": lambda y, q: make_interp_spline(X, y)(q),
+    "make_interp_spline k=1": lambda y, q: make_interp_spline(X, y, k=1)(q),
+    "make_interp_spline k=5": lambda y, q: make_interp_spline(X, y, k=5)(q),
+    "make_interp_spline nu=1": lambda y, q: make_interp_spline(X, y)(q, nu=1),
+    "make_interp_spline derivative": lambda y, q: make_interp_spline(X, y).derivative()(q),
+    "make_interp_spline natural": lambda y, q: make_interp_spline(X, y, bc_type="natural")(q),
+    "make_interp_spline values": lambda y, q: make_interp_spline(
+        X, y, bc_type=([(1, 0.5)], [(2, 1.0)]))(q),
+    "make_interp_spline periodic": lambda y, q: make_interp_spline(
+        X, _periodic(y[:-1]), bc_type="periodic")(q),
+    "CubicHermiteSpline": lambda y, q: CubicHermiteSpline(X, y, np.cos(y))(q),
+    "BSpline": lambda y, q: BSpline(np.r_[[0.0] * 3, X[1:-1:2], [3.6] * 3], y[:6], 2)(q),
+    "BSpline derivative": lambda y, q: BSpline(np.r_[[0.0] * 3, X[1:-1:2], [3.6] * 3],
+                                                y[:6], 2).derivative()(q),
+    "pchip_interpolate": lambda y, q: pchip_interpolate(X, y, q),
+    "pchip_interpolate der": lambda y, q: np.stack(pchip_interpolate(X, y, q, der=[0, 1])),
+    "PchipInterpolator": lambda y, q: PchipInterpolator(X, y)(q),
+    "PchipInterpolator nu=1": lambda y, q: PchipInterpolator(X, y)(q, 1),
+    "PchipInterpolator 2-d": lambda y, q: PchipInterpolator(X, np.stack([y, -y * y], 1))(q),
+    "PchipInterpolator axis=1": lambda y, q: PchipInterpolator(X, np.stack([y, y ** 3]), axis=1)(q),
+    "Akima1DInterpolator": lambda y, q: Akima1DInterpolator(X, y)(q),
+    "Akima1DInterpolator outside": lambda y, q: np.nan_to_num(Akima1DInterpolator(X, y)(q + 1.05)),
+    "Akima1DInterpolator axis=1": lambda y, q: Akima1DInterpolator(
+        X, np.stack([y, np.cos(y)]), axis=1, method="makima")(q),
+    "Akima1DInterpolator makima": lambda y, q: Akima1DInterpolator(X, y, method="makima")(q),
+    "mutad.scipy.interpolate": lambda y, q: interpolate.CubicSpline(X, y)(q),
+    "scipy.interpolate.CubicSpline": lambda y, q: scipy.interpolate.CubicSpline(X, y)(q),
+}
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_data_and_queries(form):
+    f = FORMS[form]
+    y, q = Y.copy(), QUERIES.copy()
+    value = mutad.value_and_gradient(lambda y, q: np.sum(f(y, q) ** 2), y, q)[0]
+    assert value == np.sum(f(Y, QUERIES) ** 2)  # SciPy's own values
+    for policy in POLICIES:
+        mutad.check_grads(f, y, q, policy=policy, order=2)
+    assert np.array_equal(y, Y) and np.array_equal(q, QUERIES)
+
+
+# SciPy's own interpolants, built from plain data before the differentiation, at traced queries
+BUILT = {
+    "CubicSpline": CubicSpline(X, Y),
+    "PchipInterpolator": PchipInterpolator(X, Y),
+    "Akima1DInterpolator": Akima1DInterpolator(X, Y),
+    "make_interp_spline": make_interp_spline(X, Y),
+    "BSpline": BSpline(np.r_[[0.0] * 3, X[1:-1:2], [3.6] * 3], Y[:6], 2),
+    "interp1d cubic": interp1d(X, Y, kind="cubic"),
+    "interp1d linear": interp1d(X, Y),
+    "interp1d fill": interp1d(X, Y, bounds_error=False, fill_value=0.5),
+}
+QUERY_FORMS = {
+    **{name: (lambda s: lambda q: s(q))(s) for name, s in BUILT.items()},
+    "CubicSpline nu=1": lambda q: BUILT["CubicSpline"](q, 1),
+    "CubicSpline derivative": lambda q: BUILT["CubicSpline"].derivative()(q),
+    "make_interp_spline nu=2": lambda q: BUILT["make_interp_spline"](q, nu=2),
+    "interp1d fill outside": lambda q: BUILT["interp1d fill"](q + 1.05),
+    "built inside f": lambda q: CubicSpline(X, Y, bc_type="natural")(q),
+}
+
+
+@pytest.mark.parametrize("form", QUERY_FORMS)
+def test_queries_of_scipy_interpolants(form):
+    f = QUERY_FORMS[form]
+    q = QUERIES.copy()
+    assert mutad.value_and_gradient(lambda q: np.sum(f(q)), q)[0] == np.sum(f(QUERIES))
+    for policy in POLICIES:
+        mutad.check_grads(f, q, policy=policy, order=2)
+    assert np.array_equal(q, QUERIES)
+
+
+def test_query_derivative_is_the_interpolants():
+    spline = CubicSpline(X, Y)
+    grad = mutad.gradient(lambda q: spline(q).sum(), QUERIES.copy())[0]
+    np.testing.assert_array_equal(grad, spline(QUERIES, 1))
+    hessian_diagonal = mutad.hvp(lambda q: spline(q).sum(), (QUERIES.copy(),), (np.ones(5),))
+    np.testing.assert_allclose(hessian_diagonal, spline(QUERIES, 2), rtol=1e-12)
+
+
+@pytest.mark.parametrize("form", ["CubicSpline", "interp1d cubic", "make_interp_spline"])
+def test_data_gradient_closed_form(form, rng):
+    """The values are W y, W the interpolants of the identity's columns: ȳ = Wᵀ v̄."""
+    f = FORMS[form]
+    w = np.stack([f(column, QUERIES) for column in np.eye(len(X))], axis=1)
+    cotangent = rng.standard_normal(len(QUERIES))
+    grad = mutad.gradient(lambda y: f(y, QUERIES) @ cotangent, Y.copy())[0]
+    np.testing.assert_allclose(grad, w.T @ cotangent, rtol=1e-12, atol=1e-14)
+    tangent = mutad.jvp(lambda y: f(y, QUERIES), (Y.copy(),), (np.arange(7.0),))[1]
+    np.testing.assert_allclose(tangent, w @ np.arange(7.0), rtol=1e-12, atol=1e-13)
+
+
+def test_data_written_after_construction():
+    """A traced interpolant keeps its data as SciPy does: later writes into y do not reach it."""
+    def f(y):
+        spline = CubicSpline(X, y)
+        y *= 2.0
+        return spline(QUERIES).sum() + y.sum()
+
+    for policy in POLICIES:
+        mutad.check_grads(f, Y.copy(), policy=policy, order=2)
+
+
+GRID = (np.array([0.0, 0.5, 1.2, 2.0, 2.4, 3.0]), np.array([-1.0, 0.0, 0.7, 1.5, 1.9, 2.5]))
+VALUES = np.add.outer(np.sin(GRID[0]), GRID[1] ** 2) + np.outer(GRID[0], GRID[1])
+POINTS = np.array([[0.3, -0.4], [1.1, 0.2], [1.75, 1.2], [2.1, 0.9]])  # off the grid's lines
+EXACT = {"solver": scipy.sparse.linalg.spsolve}  # the spline methods' coefficients, solved directly
+GRID_FORMS = {
+    **{method: (lambda m: lambda v, p: RegularGridInterpolator(GRID, v, method=m)(p))(method)
+       for method in ("linear", "nearest", "slinear", "cubic_legacy")},
+    **{method: (lambda m: lambda v, p: RegularGridInterpolator(GRID, v, method=m, **EXACT)(p))(
+        method) for method in ("cubic", "quintic")},
+    "method at call": lambda v, p: RegularGridInterpolator(GRID, v, "slinear")(p, method="linear"),
+    "nu": lambda v, p: RegularGridInterpolator(GRID, v, method="cubic", **EXACT)(p, nu=(1, 0)),
+    "fill_value": lambda v, p: RegularGridInterpolator(
+        GRID, v, bounds_error=False, fill_value=-3.0)(p + [0.95, 0.0]),
+    "fill_value cubic nu": lambda v, p: RegularGridInterpolator(
+        GRID, v, "cubic", bounds_error=False, fill_value=-3.0, **EXACT)(p + [0.95, 0.0], nu=(0, 1)),
+    "extrapolate": lambda v, p: RegularGridInterpolator(
+        GRID, v, bounds_error=False, fill_value=None)(p + [0.95, 0.0]),
+    "batch values": lambda v, p: RegularGridInterpolator(GRID, np.stack([v, v * v], -1))(p),
+    "one point": lambda v, p: RegularGridInterpolator(GRID, v)(p[1]),
+    "flat points": lambda v, p: RegularGridInterpolator(GRID, v)(np.reshape(p, -1)),
+    "coordinate tuple": lambda v, p: RegularGridInterpolator(GRID, v)((p[:, 0], p[:, 1])),
+    "list of points": lambda v, p: RegularGridInterpolator(GRID, v)([p[0], p[2]]),
+    "interpn": lambda v, p: interpn(GRID, v, p, method="cubic_legacy"),
+    "mutad.scipy.interpolate": lambda v, p: interpolate.RegularGridInterpolator(GRID, v)(p),
+}
+
+
+@pytest.mark.parametrize("form", GRID_FORMS)
+def test_regular_grid(form):
+    f = GRID_FORMS[form]
+    v, p = VALUES.copy(), POINTS.copy()
+    assert mutad.value_and_gradient(lambda v, p: np.sum(f(v, p)), v, p)[0] == np.sum(
+        f(VALUES, POINTS))
+    for policy in POLICIES:
+        mutad.check_grads(f, v, p, policy=policy, order=2)
+    assert np.array_equal(v, VALUES) and np.array_equal(p, POINTS)
+
+
+@pytest.mark.parametrize("method", ["cubic", "quintic"])
+def test_regular_grid_iterative_solver(method, rng):
+    """SciPy's default solver for the spline's coefficients is iterative (gcrotmk, atol 1e-6):
+    the values are SciPy's, the values' gradient that of the exactly solved spline, the points'
+    gradient the derivative of SciPy's own spline."""
+    weights = rng.standard_normal(len(POINTS))
+
+    def f(v, p, **solver):
+        return RegularGridInterpolator(GRID, v, method=method, **solver)(p) @ weights
+
+    value, (dv, dp) = mutad.value_and_gradient(f, VALUES.copy(), POINTS.copy())
+    assert value == f(VALUES, POINTS)
+    exact_dv = mutad.gradient(lambda v: f(v, POINTS, **EXACT), VALUES.copy())[0]
+    np.testing.assert_allclose(dv, exact_dv, rtol=1e-12, atol=1e-14)
+    spline = RegularGridInterpolator(GRID, VALUES, method=method)
+    partials = np.stack([spline(POINTS, nu=nu) for nu in ((1, 0), (0, 1))], axis=-1)
+    np.testing.assert_allclose(dp, weights[:, None] * partials, rtol=1e-12)
+
+
+def test_regular_grid_built_outside():
+    interpolant = RegularGridInterpolator(GRID, VALUES)
+    for policy in POLICIES:
+        mutad.check_grads(lambda p: interpolant(p), POINTS.copy(), policy=policy, order=2)
+        mutad.check_grads(lambda p: interpn(GRID, VALUES, p, method="slinear"), POINTS.copy(),
+                          policy=policy, order=2, rtol=1e-4, atol=1e-5)
+
+
+REFUSED = {
+    "traced knots": lambda y: CubicSpline(y, X)(QUERIES),
+    "traced boundary value": lambda y: CubicSpline(X, X, bc_type=((1, y[0]), (2, 0.0)))(QUERIES),
+    "traced grid": lambda y: RegularGridInterpolator((y[:5], GRID[1]), VALUES)(POINTS),
+    "pchip grid": lambda y: RegularGridInterpolator(GRID, VALUES * y[0], method="pchip")(POINTS),
+    "attribute": lambda y: CubicSpline(X, y).c,
+    "interp1d derivative": lambda y: interp1d(X, y).derivative(),
+}
+
+
+@pytest.mark.parametrize("form", REFUSED)
+def test_refused(form):
+    y = Y + 1.0
+    with pytest.raises(UnsupportedOperationError, match="scipy.interpolate"):
+        mutad.gradient(lambda y: np.sum(REFUSED[form](y)), y)
+    assert np.array_equal(y, Y + 1.0)
+
+
+@pytest.mark.parametrize("y", [Y, np.array([0.0, 1.0, 1.0, 0.5, 2.0, 2.1, 0.0]),
+                               np.array([3.0, 1.0, 0.9, 0.0, -2.0, 1.0, 1.5])])
+def test_hermite_slopes_are_scipys(y):
+    """The slopes mutad differentiates for PchipInterpolator and Akima1DInterpolator are
+    SciPy's, at extrema, flat pieces and monotone runs alike."""
+    np.testing.assert_allclose(interpolate._pchip_slopes(X, y), PchipInterpolator(X, y)(X, 1),
+                               rtol=1e-13, atol=1e-14)
+    for method in ("akima", "makima"):
+        np.testing.assert_allclose(interpolate._akima_slopes(X, y, method),
+                                   Akima1DInterpolator(X, y, method=method)(X, 1),
+                                   rtol=1e-13, atol=1e-14)
+
+
+def test_routed_classes_stay_classes():
+    """While a differentiation runs, SciPy's names stand for constructors that are still the
+    classes to isinstance and to their class methods."""
+    seen = []
+
+    def f(y):
+        traced, plain = CubicSpline(X, y), CubicSpline(X, Y)
+        seen.append((isinstance(traced, CubicSpline), isinstance(plain, CubicSpline),
+                     isinstance(plain, scipy.interpolate.PPoly),
+                     PchipInterpolator.from_spline.__self__ is type(PchipInterpolator(X, Y)),
+                     CubicSpline is not type(plain)))
+        return traced(QUERIES).sum()
+
+    mutad.gradient(f, Y.copy())
+    assert seen == [(True, True, True, True, True)]
+    assert CubicSpline is type(CubicSpline(X, Y))  # SciPy's own again
+
+
+@pytest.mark.parametrize("form", ["CubicSpline values", "CubicSpline periodic", "interp1d fill",
+                                  "make_interp_spline values", "CubicSpline 2-d",
+                                  "PchipInterpolator axis=1"])
+def test_basis_in_blocks(form, monkeypatch, rng):
+    """The pullback computes the data's basis a block of columns at a time: blocks of any
+    size give the one gradient."""
+    f = FORMS[form]
+    cotangent = rng.standard_normal(np.shape(f(Y, QUERIES)))
+    whole = mutad.gradient(lambda y: np.sum(f(y, QUERIES) * cotangent), Y.copy())[0]
+    monkeypatch.setattr(interpolate, "_BLOCK", 3)  # a column or two at a time
+    blocks = mutad.gradient(lambda y: np.sum(f(y, QUERIES) * cotangent), Y.copy())[0]
+    np.testing.assert_allclose(blocks, whole, rtol=1e-13, atol=1e-15)
+    tangent = rng.standard_normal(len(Y))
+    _, by_blocks = mutad.jvp(lambda y: f(y, QUERIES), (Y.copy(),), (tangent,))
+    np.testing.assert_allclose(np.sum(by_blocks * cotangent), whole @ tangent, rtol=1e-12)
+
+
+def test_grid_basis_in_blocks(monkeypatch):
+    f = GRID_FORMS["cubic"]
+    whole = mutad.gradient(lambda v: f(v, POINTS).sum(), VALUES.copy())[0]
+    monkeypatch.setattr(interpolate, "_BLOCK", 50)
+    blocks = mutad.gradient(lambda v: f(v, POINTS).sum(), VALUES.copy())[0]
+    np.testing.assert_allclose(blocks, whole, rtol=1e-12, atol=1e-15)
+
+
+def test_scipys_errors_and_objects():
+    """Outside the data with bounds_error, SciPy's ValueError, traced data or not; plain data
+    give SciPy's own objects, by mutad's names too."""
+    with pytest.raises(ValueError, match="above the interpolation range"):
+        mutad.gradient(lambda y: interp1d(X, y)(QUERIES + 1.05).sum(), Y.copy())
+    with pytest.raises(ValueError, match="out of bounds"):
+        mutad.gradient(lambda v: RegularGridInterpolator(GRID, v)(POINTS + 1.0).sum(),
+                       VALUES.copy())
+    assert type(interpolate.CubicSpline(X, Y)) is type(CubicSpline(X, Y))
+    assert type(interpolate.make_interp_spline(X, Y)) is scipy.interpolate.BSpline
+    np.testing.assert_array_equal(interpolate.interpn(GRID, VALUES, POINTS),
+                                  interpn(GRID, VALUES, POINTS))
+
+
+def test_arrays_made_inside_f_are_constants():
+    """Knots and data the differentiated function makes from none of its arguments are
+    constants: SciPy reads them, and only what depends on the arguments is differentiated."""
+    def f(y, q):
+        x = np.linspace(0.0, 3.6, 7)  # knots made inside f
+        table = np.cos(x)  # data made inside f
+        return (CubicSpline(x, y)(q) * CubicSpline(x, table)(q)
+                + RegularGridInterpolator((x,), table)(q) + make_interp_spline(x, table)(q, 1))
+
+    for policy in POLICIES:
+        mutad.check_grads(f, Y.copy(), QUERIES.copy(), policy=policy, order=2)

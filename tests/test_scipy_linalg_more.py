@@ -1,0 +1,188 @@
+"""scipy.linalg's lu, pinv, lstsq, eig, eigvals and the structured solves (solve_banded,
+solveh_banded, solve_toeplitz), by SciPy's names and mutad.scipy.linalg's.
+
+Each is checked by mutad.check_grads (finite differences, both policies, forward mode, second
+order, the caller's arrays restored), its value against SciPy's own bit for bit, and the
+structured solves' gradients against the dense solve's, read at the stored entries.
+"""
+
+import numpy as np
+import pytest
+import scipy.linalg
+from scipy.linalg import solve_banded, solve_toeplitz, solveh_banded
+
+import mutad
+from mutad.errors import UnsupportedOperationError
+from mutad.scipy import linalg
+
+POLICIES = ("restore", "checkpoint")
+N = 6
+
+
+def _rng():
+    return np.random.default_rng(7)
+
+
+def _general_band(l, u):
+    ab = _rng().standard_normal((l + u + 1, N))
+    ab[u] += 5.0  # diagonally dominant
+    return ab
+
+
+def _symmetric_band(p, lower):
+    ab = 0.3 * _rng().standard_normal((p + 1, N))
+    ab[0 if lower else p] = 3.0 + _rng().random(N)
+    return ab
+
+
+A = _rng().standard_normal((4, 4)) + 4 * np.eye(4)
+PIVOTED = np.roll(A, 1, axis=0)  # LU's pivoting undoes the roll
+TALL = _rng().standard_normal((5, 3))
+B = _rng().standard_normal(N)
+B2 = _rng().standard_normal((N, 2))
+C = np.r_[4.0, 0.5 * _rng().standard_normal(N - 1)]
+R = np.r_[9.0, 0.5 * _rng().standard_normal(N - 1)]  # r[0] is not read
+NEAR_SYMMETRIC = A + A.T + np.diag([0.0, 1.0, 3.0, 6.0]) + 0.1 * np.triu(A)  # real eigenvalues
+
+# name: (f, arguments); f returns the differentiable outputs
+FORMS = {
+    "lu": (lambda a: scipy.linalg.lu(a), (PIVOTED,)),
+    "lu permute_l": (lambda a: scipy.linalg.lu(a, permute_l=True), (PIVOTED,)),
+    "lu p_indices": (lambda a: scipy.linalg.lu(a, p_indices=True)[1:], (PIVOTED,)),
+    "mutad lu": (lambda a: linalg.lu(a)[1:], (A,)),
+    "pinv": (lambda a: scipy.linalg.pinv(a), (TALL,)),
+    "pinv wide": (lambda a: scipy.linalg.pinv(a, atol=1e-12), (TALL.T,)),
+    "pinv return_rank": (lambda a: scipy.linalg.pinv(a, return_rank=True)[0], (TALL,)),
+    "mutad pinv": (lambda a: linalg.pinv(a), (TALL,)),
+    "lstsq": (lambda a, b: scipy.linalg.lstsq(a, b)[:2], (TALL, B[:5])),
+    "lstsq columns": (lambda a, b: scipy.linalg.lstsq(a, b)[:2], (TALL, B2[:5])),
+    "lstsq singular values": (lambda a, b: scipy.linalg.lstsq(a, b)[3], (TALL, B[:5])),
+    "lstsq wide": (lambda a, b: scipy.linalg.lstsq(a, b)[0], (TALL.T, B[:3])),
+    "mutad lstsq": (lambda a, b: linalg.lstsq(a, b)[0], (TALL, B[:5])),
+    "eigvals": (lambda a: np.abs(scipy.linalg.eigvals(a)) ** 2, (A,)),
+    "eigvals real": (lambda a: scipy.linalg.eigvals(a).real, (NEAR_SYMMETRIC,)),
+    "eig values": (lambda a: scipy.linalg.eig(a)[0].imag, (A,)),
+    "eig real vectors": (lambda a: scipy.linalg.eig(a), (NEAR_SYMMETRIC,)),
+    "mutad eig": (lambda a: np.abs(linalg.eig(a)[1]) ** 2, (A,)),
+    "solve_banded (1, 1)": (lambda ab, b: solve_banded((1, 1), ab, b), (_general_band(1, 1), B)),
+    "solve_banded (2, 1)": (lambda ab, b: solve_banded((2, 1), ab, b), (_general_band(2, 1), B2)),
+    "solve_banded (0, 2)": (lambda ab, b: solve_banded((0, 2), ab, b), (_general_band(0, 2), B)),
+    "solve_banded (3, 0)": (lambda ab, b: solve_banded((3, 0), ab, b), (_general_band(3, 0), B)),
+    "mutad solve_banded": (lambda ab, b: linalg.solve_banded((1, 2), ab, b),
+                           (_general_band(1, 2), B)),
+    "solveh_banded": (lambda ab, b: solveh_banded(ab, b), (_symmetric_band(2, False), B)),
+    "solveh_banded lower": (lambda ab, b: solveh_banded(ab, b, lower=True),
+                            (_symmetric_band(2, True), B2)),
+    "solveh_banded tridiagonal": (lambda ab, b: solveh_banded(ab, b, lower=True),
+                                  (_symmetric_band(1, True), B)),
+    "mutad solveh_banded": (lambda ab, b: linalg.solveh_banded(ab, b),
+                            (_symmetric_band(1, False), B2)),
+    "solve_toeplitz c": (lambda c, b: solve_toeplitz(c, b), (C, B)),
+    "solve_toeplitz (c, r)": (lambda c, r, b: solve_toeplitz((c, r), b), (C, R, B2)),
+    "mutad solve_toeplitz": (lambda c, r, b: linalg.solve_toeplitz((c, r), b), (C, R, B)),
+}
+
+
+def _float_outputs(y):
+    """The differentiable outputs of a result (the permutation matrix and ranks carry none)."""
+    if isinstance(y, tuple):
+        return [v for v in y if np.asarray(v).dtype.kind in "fc"]
+    return y
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_rules(form):
+    f, args = FORMS[form]
+    copies = [a.copy() for a in args]
+
+    def g(*xs):
+        return _float_outputs(f(*xs))
+
+    def loss(*xs):
+        return sum(np.sum(np.real(v) ** 2) for v in (g(*xs) if isinstance(g(*xs), list)
+                                                      else [g(*xs)]))
+
+    assert mutad.value_and_gradient(loss, *copies)[0] == loss(*args)  # SciPy's own values
+    for policy in POLICIES:
+        mutad.check_grads(g, *copies, policy=policy, order=2)
+    for a, original in zip(copies, args, strict=True):
+        assert np.array_equal(a, original)
+
+
+@pytest.mark.parametrize("f", [lambda a: np.abs(scipy.linalg.eig(a)[1]) ** 2,
+                               lambda a: scipy.linalg.eig(a)[0], scipy.linalg.eigvals],
+                         ids=["eigenvectors", "eigenvalues", "eigvals"])
+def test_eig_of_a_complex_matrix(f):
+    """A complex matrix's eigenpairs, to first order in both modes (their second order is
+    that of np.linalg.eig's and eigvals's rules, which SciPy's names share)."""
+    a = A + 1j * A.T
+    for policy in POLICIES:
+        mutad.check_grads(f, a.copy(), policy=policy)
+        mutad.check_grads(f, a.copy(), modes=["fwd"])
+
+
+def _dense_banded(ab, l, u):
+    n = ab.shape[1]
+    return sum(np.diag(ab[u - d, max(d, 0):n + min(d, 0)], d) for d in range(-l, u + 1))
+
+
+@pytest.mark.parametrize("l, u", [(1, 1), (2, 1), (0, 2)])
+def test_banded_gradient_is_the_dense_ones_on_the_band(l, u):
+    ab = _general_band(l, u)
+    w = _rng().standard_normal(N)
+    dab, db = mutad.gradient(lambda ab, b: solve_banded((l, u), ab, b) @ w, ab, B)
+    da, db_dense = mutad.gradient(lambda a, b: scipy.linalg.solve(a, b) @ w,
+                                  _dense_banded(ab, l, u), B)
+    np.testing.assert_allclose(db, db_dense, rtol=1e-12)
+    for d in range(-l, u + 1):  # each stored diagonal's gradient is the dense one's
+        np.testing.assert_allclose(dab[u - d, max(d, 0):N + min(d, 0)], np.diag(da, d),
+                                   rtol=1e-11, atol=1e-14)
+
+
+def test_symmetric_banded_gradient_sums_both_triangles():
+    ab = _symmetric_band(2, False)
+    dense = _dense_banded(np.vstack([ab, ab[:-1][::-1]]), 2, 2)  # not symmetric storage
+    dense = np.triu(dense) + np.triu(dense, 1).T
+    w = _rng().standard_normal(N)
+    dab = mutad.gradient(lambda ab: solveh_banded(ab, B) @ w, ab)[0]
+    da = mutad.gradient(lambda a: scipy.linalg.solve(a, B) @ w, dense)[0]
+    for d in range(3):  # ab[2 - d] holds the d-th upper diagonal, also the d-th lower one
+        expected = np.diag(da, d) + (np.diag(da, -d) if d else 0.0)
+        np.testing.assert_allclose(dab[2 - d, d:], expected, rtol=1e-11, atol=1e-14)
+
+
+def test_toeplitz_gradient_sums_each_diagonal():
+    w = _rng().standard_normal(N)
+    dc, dr = mutad.gradient(lambda c, r: solve_toeplitz((c, r), B) @ w, C, R)
+    da = mutad.gradient(lambda a: scipy.linalg.solve(a, B) @ w, scipy.linalg.toeplitz(C, R))[0]
+    np.testing.assert_allclose(dc, [np.trace(da, -k) for k in range(N)], rtol=1e-11)
+    np.testing.assert_allclose(dr, [0.0] + [np.trace(da, k) for k in range(1, N)], rtol=1e-11)
+
+
+def test_pinv_of_full_rank_is_the_normal_equations():
+    w = _rng().standard_normal((3, 5))
+    grad = mutad.gradient(lambda a: np.sum(scipy.linalg.pinv(a) * w), TALL.copy())[0]
+    expected = mutad.gradient(lambda a: np.sum(np.linalg.solve(a.T @ a, a.T) * w),
+                              TALL.copy())[0]
+    np.testing.assert_allclose(grad, expected, rtol=1e-10)
+
+
+Q = np.linalg.qr(A)[0]
+NEARLY_SINGULAR = Q @ np.diag([1.0, 0.5, 1e-5, 2e-5]) @ Q.T  # rank 2 at cond=1e-3, 4 at pinv's
+
+REFUSED = {
+    "eig b": lambda a: scipy.linalg.eig(a, np.eye(4))[0].real,
+    "eig left": lambda a: scipy.linalg.eig(a, left=True)[0].real,
+    "eigvals homogeneous": lambda a: scipy.linalg.eigvals(a, homogeneous_eigvals=True).real,
+    "lu rectangular": lambda a: scipy.linalg.lu(a[:, :3])[1],
+    "lstsq rank": lambda a: scipy.linalg.lstsq(NEARLY_SINGULAR + 0.0 * a, B[:4], cond=1e-3)[0],
+    "toeplitz batch": lambda a: solve_toeplitz(a[:2], np.ones(4)),
+}
+
+
+@pytest.mark.parametrize("form", REFUSED)
+def test_refused(form):
+    a = A.copy()
+    with pytest.raises(UnsupportedOperationError):
+        mutad.gradient(lambda a: np.sum(REFUSED[form](a)), a)
+    assert np.array_equal(a, A)
