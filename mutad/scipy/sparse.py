@@ -1,0 +1,939 @@
+"""``scipy.sparse`` and the solvers of ``scipy.sparse.linalg`` that mutad differentiates.
+
+>>> import numpy as np, scipy.sparse, scipy.sparse.linalg, mutad
+>>> def steady(k, f):
+...     A = scipy.sparse.diags([-k[1:-1], k[:-1] + k[1:], -k[1:-1]], [-1, 0, 1], format="csc")
+...     return scipy.sparse.linalg.spsolve(A, f).sum()
+>>> k, f = np.array([1.0, 2.0, 1.0, 2.0]), np.array([1.0, 0.0, 1.0])
+>>> [float(g) for g in mutad.gradient(steady, k, f)[1].round(4)]
+[1.1667, 1.3333, 1.1667]
+
+The user's code is SciPy's: ``scipy.sparse.diags``, ``csr_matrix((data, indices, indptr))``,
+``A @ u``, ``A.multiply(B)``, ``spsolve(A, b)``, ``splu(A).solve(b)``, ``cg(A, b)`` by SciPy's
+names, inside the differentiated function; the same names are importable from here.
+
+**A sparse matrix with traced values.** Where a constructor (``diags``, ``diags_array``,
+``spdiags``, ``csr_matrix``/``csr_array``, ``csc_*``, ``coo_*``) receives traced values, it
+gives a :class:`TracedSparse`: SciPy's own matrix of the same format holding those values (its
+*pattern*, a constant decision taken when it is built, as the shape of an array is) and the
+traced array of its stored values, ``A.data``. Its operations keep it sparse: ``A.T``,
+``A.transpose()``, ``A.tocsr()``/``tocsc()``/``tocoo()``/``asformat()``, ``A * c``, ``c * A``,
+``A / c``, ``-A``, ``A + B``, ``A - B`` (sparse operands) and ``A.multiply(B)`` give traced
+sparse matrices whose pattern is SciPy's result's; ``A @ x``, ``A.dot(x)``, ``x @ A`` of dense
+``x`` (1-d or 2-d) and ``A.toarray()`` give traced arrays. Every value is SciPy's own, computed
+by SciPy on the stored values (``A @ x`` is SciPy's product of the matrix SciPy builds from them).
+A SciPy matrix with constant values times a traced array (``A @ u``, ``u @ A``, ``A * c``,
+``A.multiply(u)``, ``A + B``) is routed the same way. What is not listed (indexing, reductions,
+sparse times sparse, a ``lil``/``dok`` matrix of traced values) is refused with an error that says
+what to write instead.
+
+**Derivatives.** Products are linear in the stored values and in ``x``: the cotangent of a stored
+value ``A[i, j]`` of ``y = A x`` is ``ȳ_i x_j`` (summed over the columns of a 2-d ``x``), that of
+``x`` is ``Aᵀ ȳ``, computed by the same sparse product. A relayout (a transpose, a conversion,
+a sum) is a gather or a constant sparse matrix times the stored values. Every rule computes with
+these differentiable products and NumPy, so forward mode and second derivatives follow.
+
+**Solves.** ``x = A⁻¹ b`` by ``spsolve``, ``splu(A).solve``, ``factorized(A)``,
+``spsolve_triangular`` (its triangle alone: the entries it reads) and the iterative ``cg``,
+``gmres``, ``bicgstab`` and ``minres`` (which return ``(x, info)``): the value is SciPy's own
+call, and the derivative that of the exact solution, never of the solver's steps: ``b̄ = λ`` and,
+on the pattern of ``A`` alone, ``Ā = -λ xᵀ``, where ``λ = A⁻ᵀ x̄`` is one more solve with the
+same method on the transposed matrix (``splu``'s factorization is the one SciPy computed, solved
+with ``trans="T"``; ``spsolve`` factorizes ``A`` once, with SuperLU, when the reverse pass first
+needs it). No dense matrix is formed. Forward mode solves ``A ẋ = ḃ - Ȧ x`` with the same method.
+
+The iterative solvers' derivative holds to their tolerance: the value ``x`` meets SciPy's own
+``rtol``/``atol`` (the gradient is that of the exact solution evaluated at this ``x``, so its
+relative error is about ``rtol`` times the condition number of ``A``), and each adjoint or
+tangent solve is run to ``rtol = ADJOINT_RTOL`` (1e-10, or the caller's ``rtol`` if tighter),
+``atol = 0``, with the caller's preconditioner (transposed) and ``maxiter``. A solve that does
+not converge (``info != 0``) while a differentiation follows it raises
+``UnsupportedOperationError``: there is no derivative of a solution that was not found. ``cg``
+and ``minres`` assume a symmetric ``A``, as SciPy's methods do; ``A`` may be a constant
+``LinearOperator`` (its ``rmatvec`` then serves ``gmres``'s and ``bicgstab``'s adjoints), and
+``x0`` a traced array (a warm start, which has no derivative).
+"""
+
+import types
+import warnings
+
+import numpy as np
+import scipy.sparse as _sparse
+import scipy.sparse.linalg as _splinalg
+
+from ..custom import Adjoint
+from ..errors import UnsupportedOperationError
+from ..levels import ACTIVE, innermost
+from ..registry import METHODS, ROUTES
+from ..rules._helpers import transpose
+from ..views import memory, wrapped
+
+__all__ = ["TracedSparse", "bicgstab", "cg", "coo_array", "coo_matrix", "csc_array",
+           "csc_matrix", "csr_array", "csr_matrix", "diags", "diags_array", "factorized",
+           "gmres", "minres", "spdiags", "splu", "spsolve", "spsolve_triangular"]
+
+SCIPY = {**{name: getattr(_splinalg, name) for name in (
+    "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres")},
+    **{name: getattr(_sparse, name) for name in (
+        "diags", "diags_array", "spdiags", "csr_matrix", "csr_array", "csc_matrix",
+        "csc_array", "coo_matrix", "coo_array")}}
+"""SciPy's own functions and classes, by name. While a differentiation runs the names that
+user code and SciPy's public modules bind to them are this module's stand-ins (and so would be
+a name of this module, or a closure's cell, bound to one), so they are looked up here."""
+
+ADJOINT_RTOL = 1e-10
+"""The relative residual to which the adjoint and tangent solves of the iterative solvers run."""
+
+FORMATS = ("csr", "csc", "coo", "dia")
+"""The formats whose stored values a :class:`TracedSparse` holds as SciPy lays them out."""
+
+
+def _followed(*items):
+    """Whether a differentiation follows one of ``items`` (a traced array, a dual, a traced
+    sparse matrix)."""
+    return any(isinstance(x, TracedSparse) or innermost((x,)) is not None
+               or (type(x) in (list, tuple) and _followed(*x)) for x in items)
+
+
+def _refuse(what, instead):
+    raise UnsupportedOperationError(f"{what}: {instead}")
+
+
+class UnsupportedAttributeError(UnsupportedOperationError, AttributeError):
+    """An attribute of a traced sparse matrix that mutad does not follow (an AttributeError
+    too, so that ``hasattr`` answers False)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# The pattern: a constant SciPy matrix, and where each of its stored values sits
+
+
+class Layout:
+    """The constant part of a sparse matrix: SciPy's ``template`` (format, shape, indices), and
+    for each stored value (a *slot*, in the order of ``template.data``) its row and column;
+    ``valid`` is False for the slots of a ``dia`` matrix that fall outside it."""
+
+    def __init__(self, template):
+        if template.format not in FORMATS or template.ndim != 2:
+            template = template.tocsr()
+        self.template = template
+        self.kind = type(template)
+        self.format = template.format
+        self.shape = template.shape
+        self.data_shape = template.data.shape
+        m, n = self.shape
+        if self.format in ("csr", "csc"):
+            major = np.repeat(np.arange(len(template.indptr) - 1), np.diff(template.indptr))
+            minor = template.indices[:len(major)]
+            rows, cols = (major, minor) if self.format == "csr" else (minor, major)
+        elif self.format == "coo":
+            rows, cols = template.coords
+        else:  # dia: data[d, j] is A[j - offsets[d], j]
+            width = self.data_shape[1]
+            cols = np.tile(np.arange(width), len(template.offsets))
+            rows = cols - np.repeat(template.offsets, width)
+        rows, cols = np.asarray(rows, np.intp), np.asarray(cols, np.intp)
+        valid = (rows >= 0) & (rows < m) & (cols >= 0) & (cols < n)
+        self.padded = not valid.all()
+        self.valid = valid
+        self.rows, self.cols = np.where(valid, rows, 0), np.where(valid, cols, 0)
+
+    def build(self, data):
+        """SciPy's matrix of this pattern holding the plain values ``data``."""
+        t = self.template
+        if self.format in ("csr", "csc"):
+            return self.kind((data, t.indices, t.indptr), shape=self.shape)
+        if self.format == "coo":
+            return self.kind((data, t.coords), shape=self.shape)
+        return self.kind((data, t.offsets), shape=self.shape)
+
+    def probe(self, values=1.0):
+        """The matrix holding ``values`` (a number: the same in every slot) in its valid slots."""
+        data = np.zeros(self.data_shape)
+        data.reshape(-1)[self.valid] = np.broadcast_to(values, self.valid.shape)[self.valid]
+        return self.build(data)
+
+    def slots(self, u, v):
+        """``u[i] v[j]`` in the slot of each ``A[i, j]`` (``u[i] · v[j]`` for 2-d ``u`` and
+        ``v``, rows against rows), zero in the slots outside the matrix: the cotangent of the
+        stored values of ``A`` in ``u`` and ``v``'s bilinear form ``uᵀ A v``."""
+        g = u[self.rows] * v[self.cols]
+        if np.ndim(g) == 2:
+            g = g.sum(axis=-1)
+        if self.padded:
+            g = np.where(self.valid, g, 0.0)
+        return np.reshape(g, self.data_shape)
+
+    def keys(self):
+        return self.rows[self.valid] * self.shape[1] + self.cols[self.valid]
+
+
+# ----------------------------------------------------------------------------------------------
+# The two primitives: a sparse product, and a solve
+
+
+def _product_value(data, x, layout, right=False, followed=None):
+    matrix = layout.build(data)
+    return x @ matrix if right else matrix @ x
+
+
+product = Adjoint(_product_value)
+product.complex_values = None
+
+
+def _t(x):
+    """The transpose of a matrix; a vector as it is."""
+    return x if np.ndim(x) < 2 else transpose(x)
+
+
+def times(data, x, layout, right=False):
+    """``A @ x`` (``x @ A`` where ``right``), ``A`` the matrix of ``layout`` holding ``data``."""
+    return product(data, x, layout=layout, right=right,
+                   followed=(innermost((data,)) is not None, innermost((x,)) is not None))
+
+
+def times_transposed(data, x, layout, transposed):
+    """``op(A) @ x``, ``op`` the transpose where ``transposed``, for 1-d and 2-d ``x``."""
+    if not transposed:
+        return times(data, x, layout)
+    if np.ndim(x) == 1:
+        return times(data, x, layout, right=True)
+    return transpose(times(data, transpose(x), layout, right=True))
+
+
+@product.rule
+def _product_rule(data, x, layout, right=False, followed=(True, True)):
+    y = product(data, x, layout=layout, right=right, followed=followed)
+
+    def back(dy):
+        dx = ddata = None
+        if followed[1]:  # x̄ = Aᵀ ȳ (right: x̄ = ȳ Aᵀ)
+            dx = times_transposed(data, dy, layout, not right)
+        if followed[0]:  # y = A x: Ā_ij = ȳ_i · x_j; y = x A: Ā_ij = x_i · ȳ_j (by columns)
+            ddata = layout.slots(dy, x) if not right else layout.slots(_t(x), _t(dy))
+        return ddata, dx
+
+    return y, back
+
+
+@product.jvp_rule
+def _product_jvp(tangents, data, x, layout, right=False, followed=(True, True)):
+    y = product(data, x, layout=layout, right=right, followed=followed)
+    terms = [times(tangents[0], x, layout, right) if tangents[0] is not None else None,
+             times(data, tangents[1], layout, right) if tangents[1] is not None else None]
+    terms = [t for t in terms if t is not None]
+    dy = terms[0] if len(terms) == 1 else terms[0] + terms[1] if terms else None
+    return y, dy
+
+
+def _solve_value(data, b, guess, solver):
+    return solver.value(data, b, guess)
+
+
+solve = Adjoint(_solve_value)
+solve.complex_values = None
+
+
+@solve.rule
+def _solve_rule(data, b, guess, solver):
+    x = solve(data, b, guess, solver=solver)
+
+    def back(dx):
+        # x = op(A)⁻¹ b: λ = op(A)⁻ᵀ x̄, b̄ = λ, and op(A)'s cotangent -λ xᵀ, A's its transpose
+        lam = solve(data, np.reshape(dx, np.shape(b)), None, solver=solver.adjoint())
+        xb = np.reshape(x, np.shape(b))
+        ddata = -(solver.layout.slots(xb, lam) if solver.trans
+                  else solver.layout.slots(lam, xb))
+        if solver.mask is not None:
+            ddata = ddata * solver.mask
+        return ddata, lam, None
+
+    return x, back
+
+
+@solve.jvp_rule
+def _solve_jvp(tangents, data, b, guess, solver):
+    x = solve(data, b, guess, solver=solver)
+    ddata, db = tangents[0], tangents[1]
+    rhs = db
+    if ddata is not None:
+        if solver.mask is not None:
+            ddata = ddata * solver.mask
+        change = times_transposed(ddata, np.reshape(x, np.shape(b)), solver.layout, solver.trans)
+        rhs = -change if rhs is None else rhs - change
+    if rhs is None:
+        return x, None
+    return x, np.reshape(solve(data, rhs, None, solver=solver.tangent()), np.shape(x))
+
+
+class _Solver:
+    """How a solve computes ``op(A)⁻¹ b`` from the plain stored values of ``A`` (``op`` the
+    transpose where ``trans``): SciPy's call that the user made, and the solves its derivatives
+    need (``adjoint``: with ``op(A)ᵀ``; ``tangent``: with ``op(A)`` again), which share what
+    was factorized. A constant passed to the primitive as a setting."""
+
+    mask = None
+
+    def __init__(self, layout, trans=False, shared=None):
+        self.layout = layout
+        self.trans = trans
+        self.shared = {} if shared is None else shared
+
+    def twin(self, trans):
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        twin.trans = trans
+        return twin
+
+    def adjoint(self):
+        return self.twin(not self.trans)
+
+    def tangent(self):
+        return self.twin(self.trans)
+
+
+class _Direct(_Solver):
+    """``spsolve``'s value; the derivatives' solves with SuperLU's factors (``splu``'s own, or
+    factorized once when first needed), ``trans="T"`` for the transpose."""
+
+    def __init__(self, layout, options=None, factor=None):
+        super().__init__(layout)
+        self.options = options
+        if factor is not None:
+            self.shared["factor"] = factor
+        self.first = True  # the user's call itself
+
+    def twin(self, trans):
+        twin = super().twin(trans)
+        twin.first = False
+        return twin
+
+    def value(self, data, b, guess):
+        if self.first and "factor" not in self.shared:
+            return SCIPY["spsolve"](self.layout.build(data), b, **self.options)
+        factor = self.shared.get("factor")
+        if factor is None:
+            permc_spec = (self.options or {}).get("permc_spec")
+            factor = self.shared["factor"] = SCIPY["splu"](
+                SCIPY["csc_array"](self.layout.build(data)), permc_spec=permc_spec)
+        return factor.solve(np.asarray(b, float), "T" if self.trans else "N")
+
+
+class _Triangular(_Solver):
+    """``spsolve_triangular``, of a matrix whose pattern lies in its triangle (SciPy's result
+    for another is not a solve of it); with ``unit_diagonal=True`` it reads no diagonal value,
+    so those have no derivative (``mask``)."""
+
+    def __init__(self, layout, lower, unit_diagonal):
+        super().__init__(layout)
+        self.lower, self.unit_diagonal = lower, unit_diagonal
+        rows, cols = layout.rows, layout.cols
+        if np.any(layout.valid & (rows < cols if lower else rows > cols)):
+            _refuse(f"scipy.sparse.linalg.spsolve_triangular(A, b, lower={lower}) of a matrix "
+                    "with stored entries outside its triangle", "SciPy solves with a "
+                    "triangular matrix only: pass scipy.sparse.tril(A) (triu(A) for "
+                    "lower=False), whose pattern is the triangle.")
+        if unit_diagonal:
+            self.mask = np.reshape((rows != cols).astype(float), layout.data_shape)
+
+    def value(self, data, b, guess):
+        matrix, lower = self.layout.build(data), self.lower
+        if self.trans:
+            matrix, lower = SCIPY["csc_array"](matrix.T), not lower
+        return SCIPY["spsolve_triangular"](matrix, b, lower=lower,
+                                            unit_diagonal=self.unit_diagonal)
+
+
+class _Iterative(_Solver):
+    """An iterative method of ``scipy.sparse.linalg``, ``A`` a traced sparse matrix (``layout``)
+    or a constant operator (``operator``): the user's call, then its adjoint and tangent solves
+    with the same method to ``ADJOINT_RTOL``."""
+
+    SYMMETRIC = ("cg", "minres")
+
+    def __init__(self, method, layout, operator, options):
+        super().__init__(layout)
+        self.method, self.operator, self.options = method, operator, options
+        self.tight = False
+
+    def twin(self, trans):
+        twin = super().twin(trans)
+        twin.tight = True
+        return twin
+
+    def value(self, data, b, guess):
+        matrix = self.layout.build(data) if self.operator is None else self.operator
+        options = dict(self.options)
+        if self.tight:
+            options["rtol"] = min(options.get("rtol", 1e-5), ADJOINT_RTOL)
+            options.pop("callback", None)
+            if "atol" in options:
+                options["atol"] = 0.0
+        if self.trans:
+            matrix = self._transposed(matrix)
+            if options.get("M") is not None and self.method not in self.SYMMETRIC:
+                options["M"] = self._transposed(_splinalg.aslinearoperator(options["M"]))
+        x, info = SCIPY[self.method](matrix, b, guess, **options)
+        if info != 0:
+            what = "its adjoint or tangent solve" if self.tight else "the solve"
+            raise UnsupportedOperationError(
+                f"scipy.sparse.linalg.{self.method}: {what} did not converge (info={info}), so "
+                "the solution it returned has no derivative. Raise maxiter, loosen or tighten "
+                "rtol/atol as the system allows, or pass a preconditioner M.")
+        return x
+
+    def _transposed(self, matrix):
+        if self.method in self.SYMMETRIC:
+            return matrix  # the method assumes a symmetric A
+        if isinstance(matrix, _splinalg.LinearOperator):
+            try:
+                matrix.rmatvec(np.zeros(matrix.shape[0], matrix.dtype))
+            except NotImplementedError:
+                _refuse(f"scipy.sparse.linalg.{self.method} with a LinearOperator without "
+                        "rmatvec", "its derivative solves with Aᵀ. Give the operator rmatvec "
+                        "(or pass A as a sparse matrix).")
+            return matrix.T
+        return matrix.T
+
+
+# ----------------------------------------------------------------------------------------------
+# Sparse matrices with traced values
+
+
+def _gather(data, index):
+    """``data``'s values at ``index`` (flat positions, 1-based; 0 gives 0)."""
+    flat = np.concatenate([np.zeros(1), np.reshape(data, (-1,))])
+    return flat[index]
+
+
+def _relayout(data, layout, operation):
+    """The layout and stored values of ``operation(A)`` (a SciPy operation that moves stored
+    values: a transpose, a conversion) given ``A``'s: the operation applied to the slot
+    numbers tells where each value goes; where it sums some (duplicates merged in a
+    conversion), a constant matrix adds them."""
+    numbered = operation(layout.probe(np.arange(1.0, layout.valid.size + 1)))
+    ones = operation(layout.probe())
+    out = Layout(ones)
+    if np.all(np.isin(ones.data, (0.0, 1.0))) and numbered.data.shape == ones.data.shape:
+        index = np.rint(numbered.data).astype(np.intp)  # each slot holds one value, or none
+        return out, np.reshape(_gather(data, index), out.data_shape)
+    return out, _summed(data, layout, out)
+
+
+def _summed(data, layout, out):
+    """The stored values of ``out`` (a layout without repeated positions) from ``layout``'s:
+    each the sum of ``layout``'s slots at its position, by a constant sparse matrix."""
+    keys, inputs = out.keys(), layout.keys()
+    if len(np.unique(keys)) != len(keys):
+        _refuse("a sparse operation whose result has repeated entries",
+                "call sum_duplicates() on the matrix first.")
+    order = np.argsort(keys)
+    where = np.searchsorted(keys, inputs, sorter=order)
+    found = where < len(keys)
+    where = order[np.where(found, where, 0)] if len(keys) else where
+    found &= keys[where] == inputs if len(keys) else found
+    slots_out = np.flatnonzero(out.valid)[where[found]]
+    slots_in = np.flatnonzero(layout.valid)[found]
+    adding = SCIPY["csr_array"]((np.ones(len(slots_in)), (slots_out, slots_in)),
+                               shape=(out.valid.size, layout.valid.size))
+    return np.reshape(times(adding.data, np.reshape(data, (-1,)), Layout(adding)),
+                      out.data_shape)
+
+
+def _lift(a):
+    """A SciPy sparse matrix as a :class:`TracedSparse` with constant values."""
+    if isinstance(a, TracedSparse):
+        return a
+    layout = Layout(a)
+    return TracedSparse(layout, layout.template.data)
+
+
+def _is_scalar(c):
+    return np.ndim(c) == 0 and not isinstance(c, (TracedSparse, _sparse.sparray,
+                                                  _sparse.spmatrix))
+
+
+def _dense_operand(x):
+    return (wrapped(x) or isinstance(x, (np.ndarray, list, tuple))) and \
+        not isinstance(x, (TracedSparse, np.matrix))
+
+
+class TracedSparse:
+    """A SciPy sparse matrix whose stored values a differentiation follows: SciPy's pattern
+    (``layout``, constant) and the traced array of its stored values (``data``). Made by the
+    constructors of this module (and SciPy's, in a differentiated function) from traced
+    values; see the module's documentation for what it does."""
+
+    __array_ufunc__ = None  # NumPy's operators give way to ours: x @ A is A.__rmatmul__(x)
+
+    def __init__(self, layout, data):
+        self.layout = layout
+        self.data = data
+
+    # what SciPy's matrices tell ----------------------------------------------------------
+
+    shape = property(lambda self: self.layout.shape)
+    format = property(lambda self: self.layout.format)
+    nnz = property(lambda self: self.layout.template.nnz)
+    dtype = property(lambda self: np.dtype(self.data.dtype))
+    ndim = 2
+
+    @property
+    def value(self):
+        """SciPy's matrix holding the plain stored values."""
+        return self.layout.build(memory(self.data))
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name in ("weak", "tape", "buffer", "level"):
+            raise AttributeError(name)
+        template = self.__dict__.get("layout")
+        if template is not None and name in ("indices", "indptr", "offsets", "coords", "row",
+                                             "col", "has_canonical_format",
+                                             "has_sorted_indices"):
+            return getattr(template.template, name)
+        raise UnsupportedAttributeError(
+            f"{name} of a scipy.sparse matrix with traced values: mutad follows its products "
+            "(A @ x, x @ A, A.dot), solves, A.T, conversions, A.multiply, +, -, scalar * and "
+            "/, toarray() and .data. Compute with A.data, or with A.toarray() for a small "
+            "matrix.")
+
+    def __array__(self, dtype=None, copy=None):
+        _refuse("a scipy.sparse matrix with traced values converted to a NumPy array",
+                "call A.toarray() (a traced dense array).")
+
+    def __repr__(self):
+        return f"<traced {self.layout.kind.__name__} of shape {self.shape}, {self.nnz} stored>"
+
+    def _with(self, layout_and_data):
+        return TracedSparse(*layout_and_data)
+
+    # relayouts ---------------------------------------------------------------------------
+
+    def transpose(self, axes=None, copy=False):
+        if axes is not None:
+            self.layout.template.transpose(axes)  # SciPy's error
+        return self._with(_relayout(self.data, self.layout, lambda m: m.transpose()))
+
+    T = property(transpose)
+
+    def asformat(self, format, copy=False):
+        if format is None or format == self.format:
+            return self.copy() if copy else self
+        if format not in FORMATS:
+            _refuse(f"asformat({format!r}) of a scipy.sparse matrix with traced values",
+                    f"mutad follows the formats {', '.join(FORMATS)}.")
+        return self._with(_relayout(self.data, self.layout, lambda m: m.asformat(format)))
+
+    def tocsr(self, copy=False):
+        return self.asformat("csr", copy)
+
+    def tocsc(self, copy=False):
+        return self.asformat("csc", copy)
+
+    def tocoo(self, copy=False):
+        return self.asformat("coo", copy)
+
+    def todia(self, copy=False):
+        return self.asformat("dia", copy)
+
+    def copy(self):
+        return TracedSparse(self.layout, self.data.copy())
+
+    def toarray(self, order=None, out=None):
+        if out is not None:
+            _refuse("toarray(out=...) of a scipy.sparse matrix with traced values",
+                    "use the array it returns.")
+        dense = np.zeros_like(self.data, shape=self.shape, order=order or "C")
+        valid = self.layout.valid
+        np.add.at(dense, (self.layout.rows[valid], self.layout.cols[valid]),
+                  np.reshape(self.data, (-1,))[valid])
+        return dense
+
+    def todense(self, order=None, out=None):
+        if isinstance(self.layout.template, _sparse.spmatrix):
+            _refuse("todense() of a scipy.sparse matrix (spmatrix) with traced values",
+                    "np.matrix has no traced form: call toarray().")
+        return self.toarray(order, out)
+
+    # products ----------------------------------------------------------------------------
+
+    def __matmul__(self, other):
+        if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
+            _refuse("a product of two sparse matrices, one with traced values",
+                    "multiply by a dense array (B.toarray()), or one vector at a time.")
+        if not _dense_operand(other):
+            return NotImplemented
+        if np.ndim(other) == 0:
+            raise ValueError("Scalar operands are not allowed, use '*' instead")
+        return times(self.data, other, self.layout)
+
+    def __rmatmul__(self, other):
+        if not _dense_operand(other):
+            return NotImplemented
+        if np.ndim(other) == 0:
+            raise ValueError("Scalar operands are not allowed, use '*' instead")
+        return times(self.data, other, self.layout, right=True)
+
+    def dot(self, other):
+        if _is_scalar(other):
+            return self * other
+        return self @ other
+
+    def _is_matrix(self):
+        return isinstance(self.layout.template, _sparse.spmatrix)
+
+    def __mul__(self, other):
+        if _is_scalar(other):
+            return TracedSparse(self.layout, self.data * other)
+        if self._is_matrix():  # spmatrix: * is the matrix product
+            return self @ other
+        return self.multiply(other)
+
+    def __rmul__(self, other):
+        if _is_scalar(other):
+            return TracedSparse(self.layout, other * self.data)
+        if self._is_matrix():
+            return other @ self
+        return self.multiply(other)
+
+    def __truediv__(self, other):
+        if not _is_scalar(other):
+            _refuse("a scipy.sparse matrix with traced values divided by an array",
+                    "multiply by its reciprocal with A.multiply(1 / B).")
+        return TracedSparse(self.layout, self.data / other)
+
+    def __neg__(self):
+        return TracedSparse(self.layout, -self.data)
+
+    def __pos__(self):
+        return self
+
+    def multiply(self, other):
+        if _is_scalar(other):
+            return self * other
+        if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
+            other = _lift(other)
+            result = self.layout.probe().multiply(other.layout.probe())
+            if not _sparse.issparse(result):
+                _refuse("A.multiply(B) of sparse matrices of different shapes", "broadcast B.")
+            out = Layout(result)
+            return TracedSparse(out, _summed(self.data, self.layout, out)
+                                * _summed(other.data, other.layout, out))
+        if not _dense_operand(other) or np.broadcast_shapes(np.shape(other),
+                                                             self.shape) != self.shape:
+            _refuse("A.multiply(B) of a scipy.sparse matrix with traced values and an array of "
+                    f"shape {np.shape(other)}", f"pass B of a shape that broadcasts to "
+                    f"{self.shape}.")
+        result = self.layout.probe().multiply(np.ones(np.shape(other)))
+        if not _sparse.issparse(result):
+            return self.toarray() * other
+        out = Layout(result)
+        dense = np.broadcast_to(other, self.shape)
+        values = dense[out.rows, out.cols]
+        if out.padded:
+            values = np.where(out.valid, values, 0.0)
+        return TracedSparse(out, _summed(self.data, self.layout, out) * np.reshape(
+            values, out.data_shape))
+
+    def _plus(self, other, sign, reflected=False):
+        if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
+            other = _lift(other)
+            result = self.layout.probe() + other.layout.probe()
+            out = Layout(result)
+            mine, theirs = (_summed(self.data, self.layout, out),
+                            _summed(other.data, other.layout, out))
+            if reflected:
+                return TracedSparse(out, theirs - mine if sign < 0 else theirs + mine)
+            return TracedSparse(out, mine - theirs if sign < 0 else mine + theirs)
+        if _is_scalar(other) and not wrapped(other) and other == 0:
+            return self.copy() if sign > 0 or not reflected else -self
+        if _dense_operand(other) and np.ndim(other) >= 1:
+            if self._is_matrix():
+                _refuse("a scipy.sparse matrix (spmatrix) with traced values plus a dense "
+                        "array", "SciPy's result is an np.matrix, which has no traced form: "
+                        "add A.toarray() instead, or use the csr_array/csc_array classes.")
+            dense = self.toarray()
+            if reflected:
+                return other - dense if sign < 0 else other + dense
+            return dense - other if sign < 0 else dense + other
+        _refuse("a scipy.sparse matrix with traced values plus a number",
+                "SciPy refuses it too: add it to A.data, or to A.toarray().")
+
+    def __add__(self, other):
+        return self._plus(other, 1)
+
+    def __radd__(self, other):
+        return self._plus(other, 1, reflected=True)
+
+    def __sub__(self, other):
+        return self._plus(other, -1)
+
+    def __rsub__(self, other):
+        return self._plus(other, -1, reflected=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# Constructors: SciPy's own, applied to numbers that say where each traced value goes
+
+
+def _numbered(tree, state):
+    """``tree`` with each traced array replaced by the numbers of its elements (from
+    ``state[0] + 1`` on, or ones where ``state`` says so), noting the arrays in ``state``."""
+    if type(tree) in (list, tuple):
+        return type(tree)(_numbered(x, state) for x in tree)
+    if isinstance(tree, TracedSparse):
+        _refuse("a scipy.sparse constructor given a sparse matrix with traced values",
+                "convert it with its own methods (A.tocsr(), A.asformat('csc')).")
+    if innermost((tree,)) is None:
+        return tree
+    size = int(np.size(tree))
+    state[1].append(tree)
+    numbers = np.arange(state[0] + 1.0, state[0] + 1.0 + size).reshape(np.shape(tree))
+    state[0] += size
+    if np.ndim(tree) == 2 and state[2]:  # a dense matrix: its nonzeros become the stored values
+        numbers = np.where(memory(tree) != 0, numbers, 0.0)
+    return numbers if not state[3] else (numbers != 0).astype(float)
+
+
+def constructed(fn, name, args, kwargs, dense=False):
+    """``fn(*args, **kwargs)`` (a SciPy constructor) of traced values, as a
+    :class:`TracedSparse`: ``fn`` is applied to the numbers of the traced elements, and each
+    stored value of its result is the traced element whose number it holds."""
+    dtype = kwargs.get("dtype")
+    if dtype is not None and np.dtype(dtype) != np.float64:
+        _refuse(f"{name}(..., dtype={dtype!r}) of traced values",
+                "mutad follows float64 values: drop dtype=.")
+    numbered_state, ones_state = [0, [], dense, False], [0, [], dense, True]
+    numbered = fn(*_numbered(args, numbered_state), **kwargs)
+    ones = fn(*_numbered(args, ones_state), **kwargs)
+    if not _sparse.issparse(ones) or ones.format not in FORMATS:
+        _refuse(f"{name} of traced values giving a {getattr(ones, 'format', type(ones))} "
+                "result", f"mutad follows the formats {', '.join(FORMATS)}: pass format='csr'.")
+    if not np.all(np.isin(ones.data, (0.0, 1.0))):
+        _refuse(f"{name} of traced values at repeated positions (SciPy sums them)",
+                "build a coo matrix first (coo_matrix((data, (row, col)))), which keeps them, "
+                "and convert it (.tocsr()): mutad follows the sum.")
+    traced = [np.reshape(a, (-1,)) for a in numbered_state[1]]
+    flat = traced[0] if len(traced) == 1 else np.concatenate(traced)
+    out = Layout(ones)
+    index = np.rint(numbered.data).astype(np.intp)
+    return TracedSparse(out, np.reshape(_gather(flat, index), out.data_shape))
+
+
+def _route(fn, stand_in):
+    stand_in.__name__ = stand_in.__qualname__ = fn.__name__
+    stand_in.__doc__ = fn.__doc__
+    stand_in.__wrapped__ = fn
+    ROUTES[fn] = stand_in
+    return stand_in
+
+
+def _constructor_function(name):
+    def construct(*args, **kwargs):
+        if not _followed(*args, *kwargs.values()):
+            return SCIPY[name](*args, **kwargs)
+        return constructed(SCIPY[name], f"scipy.sparse.{name}", args, kwargs)
+
+    return _route(SCIPY[name], construct)
+
+
+diags, diags_array, spdiags = map(_constructor_function, ("diags", "diags_array", "spdiags"))
+
+
+class SparseClass:
+    """A SciPy sparse class (``scipy.sparse.csr_matrix``) standing in for itself while a
+    differentiation runs: called with traced values it makes a :class:`TracedSparse`, else it
+    is the class (``isinstance`` and ``issubclass`` ask it, its attributes are its)."""
+
+    def __init__(self, cls):
+        self.cls = cls
+        self.__name__ = self.__qualname__ = cls.__name__
+        self.__doc__ = cls.__doc__
+        self.__wrapped__ = cls
+        ROUTES[cls] = self
+
+    def __call__(self, arg1, shape=None, dtype=None, copy=False, **kwargs):
+        if not _followed(arg1):
+            return self.cls(arg1, shape=shape, dtype=dtype, copy=copy, **kwargs)
+        name = f"scipy.sparse.{self.cls.__name__}"
+        if isinstance(arg1, TracedSparse):
+            if dtype is not None and np.dtype(dtype) != np.float64:
+                _refuse(f"{name}(..., dtype={dtype!r}) of traced values",
+                        "mutad follows float64 values: drop dtype=.")
+            result = arg1.asformat(self.cls.format)
+            if result.layout.kind is not self.cls:  # spmatrix <-> sparray: the same slots
+                result = TracedSparse(Layout(self.cls(result.layout.template)), result.data)
+            return result
+        coordinates = (type(arg1) is tuple and len(arg1) == 2 and type(arg1[1]) is tuple)
+        if coordinates and self.cls.format != "coo":  # duplicates: coo keeps them, then sums
+            coo = _sparse.coo_matrix if isinstance(self.cls, type) and issubclass(
+                self.cls, _sparse.spmatrix) else _sparse.coo_array
+            return constructed(coo, name, (arg1,), {"shape": shape, "dtype": dtype}
+                               ).asformat(self.cls.format)
+        return constructed(self.cls, name, (arg1,), {"shape": shape, "dtype": dtype},
+                           dense=wrapped(arg1))
+
+    def __instancecheck__(self, instance):
+        return isinstance(instance, self.cls)
+
+    def __subclasscheck__(self, subclass):
+        return issubclass(subclass, self.cls)
+
+    def __getattr__(self, name):
+        return getattr(self.cls, name)
+
+    def __repr__(self):
+        return repr(self.cls)
+
+
+csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array = (SparseClass(SCIPY[name]) for name in (
+    "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array"))
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's matrices with constant values, met by traced operands: their methods are routed
+
+
+def _lifted(name):
+    return lambda self, *args, **kwargs: getattr(_lift(self), name)(*args, **kwargs)
+
+
+for _cls, _names in (
+        (_sparse._base._spbase, ("__matmul__", "__rmatmul__", "dot", "multiply", "__add__",
+                                 "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+                                 "__truediv__")),
+        (_sparse._matrix.spmatrix, ("__mul__", "__rmul__")),
+        (_sparse._coo._coo_base, ("dot",)),
+        (_sparse._dia._dia_base, ("multiply",))):
+    for _name in _names:
+        METHODS[(_cls, _name)] = _lifted(_name)
+del _cls, _names, _name
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.sparse.linalg
+
+
+def _matrix_of(a, name):
+    """The layout and stored values of ``a``, a sparse matrix (traced or not)."""
+    if isinstance(a, TracedSparse) or _sparse.issparse(a):
+        a = _lift(a)
+        return a.layout, a.data
+    _refuse(f"scipy.sparse.linalg.{name} of a dense matrix inside a differentiated function",
+            "pass a scipy.sparse matrix, or use scipy.linalg.solve for a dense one.")
+
+
+def _dense_rhs(b, name):
+    if isinstance(b, TracedSparse) or _sparse.issparse(b):
+        _refuse(f"scipy.sparse.linalg.{name} of a sparse right-hand side with traced values",
+                "pass b as a dense array (b.toarray()).")
+
+
+def _spsolve(A, b, permc_spec=None, use_umfpack=True):
+    if not _followed(A, b):
+        return SCIPY["spsolve"](A, b, permc_spec, use_umfpack)
+    _dense_rhs(b, "spsolve")
+    layout, data = _matrix_of(A, "spsolve")
+    options = {"permc_spec": permc_spec, "use_umfpack": use_umfpack}
+    return solve(data, b, None, solver=_Direct(layout, options))
+
+
+spsolve = _route(SCIPY["spsolve"], _spsolve)
+
+
+def _spsolve_triangular(A, b, lower=True, overwrite_A=False, overwrite_b=False,
+                        unit_diagonal=False):
+    if not _followed(A, b):
+        return SCIPY["spsolve_triangular"](A, b, lower, overwrite_A, overwrite_b,
+                                            unit_diagonal)
+    _dense_rhs(b, "spsolve_triangular")
+    layout, data = _matrix_of(A, "spsolve_triangular")
+    with warnings.catch_warnings():  # its own conversion of a format it does not solve in
+        warnings.simplefilter("ignore", _sparse.SparseEfficiencyWarning)
+        return solve(data, b, None, solver=_Triangular(layout, lower, unit_diagonal))
+
+
+spsolve_triangular = _route(SCIPY["spsolve_triangular"], _spsolve_triangular)
+
+
+class SuperLU:
+    """SciPy's ``SuperLU`` factorization of a matrix a differentiation may follow, whose
+    ``solve(b, trans)`` is differentiated in ``b`` and in the matrix's stored values; the
+    factors and permutations (``L``, ``U``, ``perm_r``, ``perm_c``) are SciPy's."""
+
+    def __init__(self, factor, layout, data):
+        self.factor, self.layout, self.data = factor, layout, data
+
+    def solve(self, rhs, trans="N"):
+        if not _followed(self.data, rhs):
+            return self.factor.solve(rhs, trans)
+        _dense_rhs(rhs, "SuperLU.solve")
+        solver = _Direct(self.layout, factor=self.factor)
+        return solve(self.data, rhs, None, solver=solver.twin(trans in ("T", "H")))
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["factor"], name)
+
+
+def _factorization(A, name, factorize):
+    """SciPy's factorization of the plain values of ``A``, as a :class:`SuperLU`."""
+    if isinstance(A, TracedSparse):
+        return SuperLU(factorize(A.value), A.layout, A.data)
+    factor = factorize(A)
+    if not ACTIVE.running or not _sparse.issparse(A):
+        return factor
+    lifted = _lift(SCIPY["csc_array"](A) if A.format not in FORMATS else A)
+    return SuperLU(factor, lifted.layout, lifted.data)
+
+
+def _splu(A, permc_spec=None, diag_pivot_thresh=None, relax=None, panel_size=None,
+          options=None):
+    return _factorization(A, "splu", lambda m: SCIPY["splu"](
+        m, permc_spec, diag_pivot_thresh, relax, panel_size, options))
+
+
+splu = _route(SCIPY["splu"], _splu)
+
+
+def _factorized(A):
+    def factorize(m):
+        solver = SCIPY["factorized"](m)
+        factor = getattr(solver, "__self__", None)
+        if factor is None or not hasattr(factor, "perm_c"):  # UMFPACK's
+            _refuse("scipy.sparse.linalg.factorized with UMFPACK inside a differentiated "
+                    "function", "call scipy.sparse.linalg.use_solver(useUmfpack=False) first.")
+        return factor
+
+    factor = _factorization(A, "factorized", factorize)
+    return factor.solve
+
+
+factorized = _route(SCIPY["factorized"], _factorized)
+
+
+def _iterative(method):
+    def iterate(A, b, x0=None, **options):
+        if not _followed(A, b, x0):
+            return SCIPY[method](A, b, x0, **options)
+        _dense_rhs(b, method)
+        if _followed(*options.values()):
+            _refuse(f"scipy.sparse.linalg.{method} with traced settings "
+                    f"({', '.join(k for k, v in options.items() if _followed(v))})",
+                    "pass them as constants; the solution's derivative is in A and b.")
+        guess = None if x0 is None else memory(x0)  # a warm start: no derivative
+        if isinstance(A, TracedSparse) or _sparse.issparse(A):
+            layout, data = _matrix_of(A, method)
+            solver = _Iterative(method, layout, None, options)
+        else:  # a constant operator: no stored values to differentiate
+            if innermost((A,)) is not None:
+                _refuse(f"scipy.sparse.linalg.{method} of a dense matrix with traced values",
+                        "pass a scipy.sparse matrix, or use scipy.linalg.solve.")
+            empty = Layout(SCIPY["csr_array"](tuple(np.shape(A))))
+            solver = _Iterative(method, empty, A, options)
+            data = np.zeros(0)
+        return solve(data, b, guess, solver=solver), 0
+
+    return _route(SCIPY[method], iterate)
+
+
+cg, gmres, bicgstab, minres = map(_iterative, ("cg", "gmres", "bicgstab", "minres"))
