@@ -77,7 +77,10 @@ def _gives_way(kind):
     protocol = getattr(kind, "__array_ufunc__", _giving_way)
     if protocol is not _giving_way:
         return protocol is None
-    return not issubclass(kind, np.ndarray) and getattr(kind, "__array_priority__", 0.0) > 0.0
+    if issubclass(kind, (np.ndarray, np.generic)):
+        return False
+    priority = getattr(kind, "__array_priority__", 0.0)
+    return isinstance(priority, (int, float)) and priority > 0.0
 
 
 # Python's numbers in NumPy's promotion (NEP 50). A Python int, float or complex is *weak*: it
