@@ -207,8 +207,9 @@ def _product_rule(data, x, layout, right=False, followed=(True, True)):
 
     def back(dy):
         dx = ddata = None
-        if followed[1]:  # x̄ = Aᵀ ȳ (right: x̄ = ȳ Aᵀ)
-            dx = times_transposed(data, dy, layout, not right)
+        if followed[1]:  # x̄ = Aᵀ ȳ (right: x̄ = ȳ Aᵀ = (A ȳᵀ)ᵀ)
+            dx = (_t(times(data, _t(dy), layout)) if right
+                  else times_transposed(data, dy, layout, True))
         if followed[0]:  # y = A x: Ā_ij = ȳ_i · x_j; y = x A: Ā_ij = x_i · ȳ_j (by columns)
             ddata = layout.slots(dy, x) if not right else layout.slots(_t(x), _t(dy))
         return ddata, dx
@@ -497,6 +498,13 @@ class TracedSparse:
             "/, toarray() and .data. Compute with A.data, or with A.toarray() for a small "
             "matrix.")
 
+    def __array_function__(self, func, types, args, kwargs):
+        if func in (np.ndim, np.shape) and len(args) == 1 and not kwargs:
+            return 2 if func is np.ndim else self.shape
+        _refuse(f"np.{func.__name__} of a scipy.sparse matrix with traced values",
+                "NumPy's functions read dense arrays: call A.toarray() first (a traced dense "
+                "array), or compute with A.data.")
+
     def __array__(self, dtype=None, copy=None):
         _refuse("a scipy.sparse matrix with traced values converted to a NumPy array",
                 "call A.toarray() (a traced dense array).")
@@ -676,45 +684,50 @@ class TracedSparse:
 # Constructors: SciPy's own, applied to numbers that say where each traced value goes
 
 
-def _numbered(tree, state):
-    """``tree`` with each traced array replaced by the numbers of its elements (from
-    ``state[0] + 1`` on, or ones where ``state`` says so), noting the arrays in ``state``."""
-    if type(tree) in (list, tuple):
-        return type(tree)(_numbered(x, state) for x in tree)
-    if isinstance(tree, TracedSparse):
-        _refuse("a scipy.sparse constructor given a sparse matrix with traced values",
-                "convert it with its own methods (A.tocsr(), A.asformat('csc')).")
-    if innermost((tree,)) is None:
-        return tree
-    size = int(np.size(tree))
-    state[1].append(tree)
-    numbers = np.arange(state[0] + 1.0, state[0] + 1.0 + size).reshape(np.shape(tree))
-    state[0] += size
-    if np.ndim(tree) == 2 and state[2]:  # a dense matrix: its nonzeros become the stored values
-        numbers = np.where(memory(tree) != 0, numbers, 0.0)
-    return numbers if not state[3] else (numbers != 0).astype(float)
+def _pieces(data, dense):
+    """The values of a constructor's data argument (a list of diagonals is one piece per
+    diagonal), each as an array: traced, or a constant."""
+    pieces = list(data) if type(data) in (list, tuple) and not dense else [data]
+    return [p if innermost((p,)) is not None else np.asarray(p, float) for p in pieces]
 
 
-def constructed(fn, name, args, kwargs, dense=False):
-    """``fn(*args, **kwargs)`` (a SciPy constructor) of traced values, as a
-    :class:`TracedSparse`: ``fn`` is applied to the numbers of the traced elements, and each
-    stored value of its result is the traced element whose number it holds."""
-    dtype = kwargs.get("dtype")
+def _numbers(pieces, dense, ones=False):
+    """The pieces with each element replaced by its number, counted from 1 over all of them
+    (by 1, for ``ones``); a dense matrix's zeros by 0, since SciPy stores only its nonzeros."""
+    numbered, start = [], 1.0
+    for piece in pieces:
+        numbers = np.arange(start, start + np.size(piece)).reshape(np.shape(piece))
+        start += np.size(piece)
+        if dense:
+            numbers = np.where(memory(piece) != 0, numbers, 0.0)
+        numbered.append((numbers != 0).astype(float) if ones else numbers)
+    return numbered
+
+
+def constructed(fn, name, data, build, dense=False, dtype=None):
+    """``build(fn, data)`` (a SciPy constructor applied to the data argument ``data``) of
+    traced values, as a :class:`TracedSparse`: the constructor is applied to the number of
+    each element, and each stored value of its result is the element whose number it holds."""
     if dtype is not None and np.dtype(dtype) != np.float64:
         _refuse(f"{name}(..., dtype={dtype!r}) of traced values",
                 "mutad follows float64 values: drop dtype=.")
-    numbered_state, ones_state = [0, [], dense, False], [0, [], dense, True]
-    numbered = fn(*_numbered(args, numbered_state), **kwargs)
-    ones = fn(*_numbered(args, ones_state), **kwargs)
+    if any(type(x) in (list, tuple) and _followed(x) for x in
+           (data if type(data) in (list, tuple) and not dense else [data])):
+        _refuse(f"{name} of a list of traced numbers", "pass an array of them (np.stack).")
+    pieces = _pieces(data, dense)
+    single = type(data) not in (list, tuple) or dense
+    arrange = (lambda xs: xs[0]) if single else (lambda xs: type(data)(xs))
+    numbered = build(fn, arrange(_numbers(pieces, dense)))
+    ones = build(fn, arrange(_numbers(pieces, dense, ones=True)))
     if not _sparse.issparse(ones) or ones.format not in FORMATS:
         _refuse(f"{name} of traced values giving a {getattr(ones, 'format', type(ones))} "
                 "result", f"mutad follows the formats {', '.join(FORMATS)}: pass format='csr'.")
-    if not np.all(np.isin(ones.data, (0.0, 1.0))):
+    if not np.all(np.isin(ones.data, (0.0, 1.0))) or numbered.data.shape != ones.data.shape:
         _refuse(f"{name} of traced values at repeated positions (SciPy sums them)",
                 "build a coo matrix first (coo_matrix((data, (row, col)))), which keeps them, "
                 "and convert it (.tocsr()): mutad follows the sum.")
-    traced = [np.reshape(a, (-1,)) for a in numbered_state[1]]
-    flat = traced[0] if len(traced) == 1 else np.concatenate(traced)
+    flat = [np.reshape(p, (-1,)) for p in pieces]
+    flat = flat[0] if len(flat) == 1 else np.concatenate(flat)
     out = Layout(ones)
     index = np.rint(numbered.data).astype(np.intp)
     return TracedSparse(out, np.reshape(_gather(flat, index), out.data_shape))
@@ -729,10 +742,16 @@ def _route(fn, stand_in):
 
 
 def _constructor_function(name):
-    def construct(*args, **kwargs):
-        if not _followed(*args, *kwargs.values()):
-            return SCIPY[name](*args, **kwargs)
-        return constructed(SCIPY[name], f"scipy.sparse.{name}", args, kwargs)
+    """``diags``, ``diags_array``, ``spdiags``: their first argument holds the values."""
+
+    def construct(data, *args, **kwargs):
+        if not _followed(data, *args, *kwargs.values()):
+            return SCIPY[name](data, *args, **kwargs)
+        if _followed(*args, *kwargs.values()):
+            _refuse(f"scipy.sparse.{name} with traced offsets or settings",
+                    "pass them as constants.")
+        return constructed(SCIPY[name], f"scipy.sparse.{name}", data,
+                           lambda fn, d: fn(d, *args, **kwargs), dtype=kwargs.get("dtype"))
 
     return _route(SCIPY[name], construct)
 
@@ -747,6 +766,7 @@ class SparseClass:
 
     def __init__(self, cls):
         self.cls = cls
+        self.format = cls.__name__[:3]
         self.__name__ = self.__qualname__ = cls.__name__
         self.__doc__ = cls.__doc__
         self.__wrapped__ = cls
@@ -760,18 +780,22 @@ class SparseClass:
             if dtype is not None and np.dtype(dtype) != np.float64:
                 _refuse(f"{name}(..., dtype={dtype!r}) of traced values",
                         "mutad follows float64 values: drop dtype=.")
-            result = arg1.asformat(self.cls.format)
+            result = arg1.asformat(self.format)
             if result.layout.kind is not self.cls:  # spmatrix <-> sparray: the same slots
                 result = TracedSparse(Layout(self.cls(result.layout.template)), result.data)
             return result
-        coordinates = (type(arg1) is tuple and len(arg1) == 2 and type(arg1[1]) is tuple)
-        if coordinates and self.cls.format != "coo":  # duplicates: coo keeps them, then sums
-            coo = _sparse.coo_matrix if isinstance(self.cls, type) and issubclass(
-                self.cls, _sparse.spmatrix) else _sparse.coo_array
-            return constructed(coo, name, (arg1,), {"shape": shape, "dtype": dtype}
-                               ).asformat(self.cls.format)
-        return constructed(self.cls, name, (arg1,), {"shape": shape, "dtype": dtype},
-                           dense=wrapped(arg1))
+        if type(arg1) is tuple and _followed(*arg1[1:]):
+            _refuse(f"{name} with traced indices", "indices are integers: pass them plain.")
+        if type(arg1) is not tuple:  # a dense matrix: its nonzeros are stored
+            return constructed(self.cls, name, arg1, lambda fn, d: fn(d, shape=shape),
+                               dense=True, dtype=dtype)
+        if len(arg1) == 2 and type(arg1[1]) is tuple and self.format != "coo":
+            # (data, (row, col)) sums repeated positions: coo keeps them, and its conversion
+            # is followed through the sum
+            coo = SCIPY["coo_array" if self.cls.__name__.endswith("array") else "coo_matrix"]
+            return SparseClass.__call__(ROUTES[coo], arg1, shape, dtype).asformat(self.format)
+        return constructed(self.cls, name, arg1[0],
+                           lambda fn, d: fn((d, *arg1[1:]), shape=shape), dtype=dtype)
 
     def __instancecheck__(self, instance):
         return isinstance(instance, self.cls)

@@ -1,0 +1,361 @@
+"""mutad.scipy.sparse: sparse matrices with traced values, their products and solves.
+
+Each calling form is written as a user writes it (SciPy's names inside the differentiated
+function) and checked with ``mutad.check_grads`` against finite differences: reverse mode
+under both policies, forward mode, and second order (reverse over reverse, forward over
+reverse, reverse over forward, forward over forward), the caller's arrays bit-for-bit after
+each. Values while differentiating are SciPy's own, bit for bit; closed forms where there are.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse
+import scipy.sparse.linalg
+from scipy.sparse import csr_matrix, diags
+from scipy.sparse.linalg import spsolve
+
+import mutad
+from mutad.errors import MutadError, UnsupportedOperationError
+from mutad.scipy import sparse as msparse
+
+N = 6
+B = np.linspace(1.0, 2.0, N)
+RNG = np.random.default_rng(7)
+K = 1.0 + RNG.random(N + 1)
+U = RNG.standard_normal(N)
+X2 = RNG.standard_normal((N, 2))
+M = (scipy.sparse.random(N, N, density=0.4, random_state=3, format="csr")
+     + scipy.sparse.eye(N, format="csr") * 4.0)
+
+
+def stiffness(k, fmt=None):
+    """The 1-D diffusion matrix with traced conductivities: SciPy's own ``diags``."""
+    return scipy.sparse.diags([-k[1:-1], 2.0 + k[:-1] + k[1:], -k[1:-1]], [-1, 0, 1],
+                              format=fmt)
+
+
+def nonsymmetric(k, fmt="csr"):
+    return stiffness(k, fmt) + scipy.sparse.diags([0.3 * k[1:-1]], [1], format=fmt)
+
+
+def check(f, *args, order=2):
+    """Every mode and policy at once: check_grads to second order (both modes), and reverse
+    mode again under the checkpoint policy."""
+    mutad.check_grads(f, *args, order=order)
+    mutad.check_grads(f, *args, policy="checkpoint")
+
+
+# ----------------------------------------------------------------------------------------------
+# Products
+
+
+PRODUCTS = {
+    "A @ x, A constant": (lambda u: np.sum((M @ u) ** 2), U),
+    "A.dot(x), A constant": (lambda u: np.sum(M.dot(u) * u), U),
+    "x @ A, A constant": (lambda u: np.sum((u @ M) ** 2), U),
+    "A * x (spmatrix), A constant": (lambda u: np.sum((M * u) ** 2), U),
+    "A @ X (2-d), A constant": (lambda x: np.sum(np.sin(M @ x)), X2),
+    "X.T @ A (2-d), A constant": (lambda x: np.sum(np.sin(x.T @ M)), X2),
+    "csr_array @ x": (lambda u: np.sum((scipy.sparse.csr_array(M) @ u) ** 2), U),
+    "diags(k) @ b": (lambda k: np.sum((stiffness(k) @ B) ** 2), K),
+    "b @ diags(k)": (lambda k: np.sum((B @ stiffness(k)) ** 2), K),
+    "diags(k).dot(X)": (lambda k: np.sum(np.cos(stiffness(k, "csr").dot(X2))), K),
+    "A.T @ b": (lambda k: np.sum((stiffness(k, "csr").T @ B) ** 3), K),
+    "A.transpose() @ b": (lambda k: np.sum((nonsymmetric(k).transpose() @ B) ** 3), K),
+    "coo A @ b": (lambda k: np.sum((stiffness(k, "coo") @ B) ** 3), K),
+    "csc A @ b": (lambda k: np.sum((stiffness(k, "csc") @ B) ** 3), K),
+    "A * c": (lambda k: np.sum(((M * k[0]) @ B) ** 2), K),
+    "c * A": (lambda k: np.sum(((k[0] * M) @ B) ** 2), K),
+    "c * A traced": (lambda k: np.sum(((k[0] * stiffness(k)) @ B) ** 2), K),
+    "A / c traced": (lambda k: np.sum(((stiffness(k, "csr") / k[2]) @ B) ** 2), K),
+    "A + B": (lambda k: np.sum(((stiffness(k) + M) @ B) ** 2), K),
+    "B - A": (lambda k: np.sum(((M - 2.0 * stiffness(k, "csc")) @ B) ** 2), K),
+    "A.multiply(B)": (lambda k: np.sum((stiffness(k).multiply(M) @ B) ** 2), K),
+    "B.multiply(A)": (lambda k: np.sum((M.multiply(stiffness(k, "csr")) @ B) ** 2), K),
+    "A.multiply(dense)": (lambda k: np.sum((scipy.sparse.csr_array(stiffness(k))
+                                            .multiply(k[:N]) @ B) ** 2), K),
+    "A both traced, x traced": (lambda k: np.sum((stiffness(k) @ k[:N]) ** 2), K),
+    "A.toarray()": (lambda k: np.sum(stiffness(k).toarray() ** 3), K),
+    "-A": (lambda k: np.sum((-stiffness(k, "csr")) @ B * B), K),
+}
+
+
+@pytest.mark.parametrize("name", PRODUCTS)
+def test_products(name):
+    f, x = PRODUCTS[name]
+    check(f, x.copy())
+
+
+CONSTRUCTORS = {
+    "csr_matrix((data, indices, indptr))": lambda d: csr_matrix(
+        (d, M.indices, M.indptr), shape=M.shape),
+    "csr_array((data, indices, indptr))": lambda d: scipy.sparse.csr_array(
+        (d, M.indices, M.indptr), shape=M.shape),
+    "csc_matrix((data, indices, indptr))": lambda d: scipy.sparse.csc_matrix(
+        (d, M.indices, M.indptr), shape=M.shape),
+    "coo_matrix((data, (row, col)))": lambda d: scipy.sparse.coo_matrix(
+        (d, M.nonzero()), shape=M.shape),
+    "coo_array repeated positions, tocsr()": lambda d: scipy.sparse.coo_array(
+        (np.concatenate([d, d[:3]]), (np.r_[M.nonzero()[0], M.nonzero()[0][:3]],
+                                      np.r_[M.nonzero()[1], M.nonzero()[1][:3]])),
+        shape=M.shape).tocsr(),
+    "csr_matrix((data, (row, col))) repeated": lambda d: csr_matrix(
+        (np.concatenate([d, d[:3]]), (np.r_[M.nonzero()[0], M.nonzero()[0][:3]],
+                                      np.r_[M.nonzero()[1], M.nonzero()[1][:3]])),
+        shape=M.shape),
+    "csr_matrix(dense)": lambda d: csr_matrix(np.diag(d[:N]) + np.diag(d[1:N], 1)),
+    "mutad.scipy.sparse.csr_array": lambda d: msparse.csr_array(
+        (d, M.indices, M.indptr), shape=M.shape),
+    "mutad.scipy.sparse.diags": lambda d: msparse.diags([d[:N], d[:N - 1]], [0, -1]),
+    "spdiags": lambda d: scipy.sparse.spdiags(np.stack([d[:N], d[1:N + 1]]), [0, 1], N, N),
+    "diags_array, csc": lambda d: scipy.sparse.diags_array([d[:N], 1.0], offsets=[0, 2],
+                                                            format="csc"),
+    "tocsc().tocoo().tocsr()": lambda d: stiffness(d[:N + 1]).tocsc().tocoo().tocsr(),
+}
+
+
+@pytest.mark.parametrize("name", CONSTRUCTORS)
+def test_constructors(name):
+    build = CONSTRUCTORS[name]
+    data = 1.0 + RNG.random(M.nnz)
+
+    def f(d):
+        return np.sum((build(d) @ B) ** 2)
+
+    check(f, data)
+
+
+def test_values_are_scipys_own_while_differentiating():
+    def f(k):
+        a = stiffness(k)
+        seen.append((a @ B, B @ a, a.T @ B, (a + M) @ B, spsolve(a.tocsc(), B)))
+        return np.sum(seen[-1][0])
+
+    seen = []
+    mutad.gradient(f, K.copy())
+    plain = stiffness(K)
+    expected = (plain @ B, B @ plain, plain.T @ B, (plain + M) @ B, spsolve(plain.tocsc(), B))
+    for ours, theirs in zip(seen[0], expected):
+        assert np.asarray(ours.value if hasattr(ours, "value") else ours).tobytes() \
+            == theirs.tobytes()
+
+
+def test_closed_form_of_a_quadratic_form():
+    # f(x) = xᵀ A x has gradient (A + Aᵀ) x; f(A's data) its cotangent x_i x_j on the pattern.
+    g, = mutad.gradient(lambda u: u @ (M @ u), U.copy())
+    assert np.allclose(g, (M + M.T) @ U, rtol=1e-13)
+    gd, = mutad.gradient(lambda d: U @ (csr_matrix((d, M.indices, M.indptr), shape=M.shape)
+                                        @ U), M.data.copy())
+    rows = np.repeat(np.arange(N), np.diff(M.indptr))
+    assert np.allclose(gd, U[rows] * U[M.indices], rtol=1e-13)
+
+
+def test_traced_sparse_stays_sparse():
+    def f(k):
+        a = stiffness(k, "csr")
+        for result in (a.T, a * 2.0, k[0] * a, a + M, a.multiply(M), a.tocoo()):
+            assert isinstance(result, msparse.TracedSparse)
+        assert (a + M).format == (stiffness(K, "csr") + M).format
+        assert a.T.format == "csc" and a.nnz == stiffness(K, "csr").nnz
+        return np.sum(a @ B)
+
+    mutad.gradient(f, K.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# Solves
+
+
+SOLVES = {
+    "spsolve(A, b) in b": (lambda u: np.sum(spsolve(M.tocsc(), u) ** 2), U),
+    "spsolve(A, X) 2-d": (lambda x: np.sum(np.sin(spsolve(M.tocsc(), x))), X2),
+    "spsolve in A": (lambda k: np.sum(spsolve(stiffness(k, "csc"), B) ** 2), K),
+    "spsolve csr, both": (lambda k: np.sum(spsolve(nonsymmetric(k), k[:N]) ** 2), K),
+    "mutad.scipy.sparse.spsolve": (lambda k: np.sum(msparse.spsolve(
+        nonsymmetric(k, "csc"), B) ** 2), K),
+    "splu(A).solve(b)": (lambda k: np.sum(scipy.sparse.linalg.splu(
+        nonsymmetric(k, "csc")).solve(B * k[0]) ** 2), K),
+    "splu(A).solve(b, trans='T')": (lambda k: np.sum(scipy.sparse.linalg.splu(
+        nonsymmetric(k, "csc")).solve(B, trans="T") ** 2), K),
+    "splu(constant).solve(b)": (lambda u: np.sum(scipy.sparse.linalg.splu(
+        M.tocsc()).solve(u) ** 2), U),
+    "factorized(A)(b)": (lambda k: np.sum(scipy.sparse.linalg.factorized(
+        nonsymmetric(k, "csc"))(B) ** 2), K),
+    "spsolve_triangular lower": (lambda k: np.sum(scipy.sparse.linalg.spsolve_triangular(
+        diags([-k[1:-1], 2.0 + k[1:]], [-1, 0], format="csr"), B * k[0], lower=True) ** 2), K),
+    "spsolve_triangular upper unit": (lambda k: np.sum(scipy.sparse.linalg.spsolve_triangular(
+        diags([2.0 + k[1:], -k[1:-1]], [0, 1], format="csc"), B, lower=False,
+        unit_diagonal=True) ** 2), K),
+}
+
+
+@pytest.mark.parametrize("name", SOLVES)
+def test_direct_solves(name):
+    f, x = SOLVES[name]
+    check(f, x.copy())
+
+
+def test_solve_closed_form():
+    # d/db sum(A⁻¹ b) = A⁻ᵀ 1; d/dA = -(A⁻ᵀ 1) xᵀ on the pattern.
+    a = nonsymmetric(K, "csc")
+    g, = mutad.gradient(lambda d: np.sum(spsolve(scipy.sparse.csc_matrix(
+        (d, a.indices, a.indptr), shape=a.shape), B)), a.data.copy())
+    dense = a.toarray()
+    lam = np.linalg.solve(dense.T, np.ones(N))
+    x = np.linalg.solve(dense, B)
+    cols = np.repeat(np.arange(N), np.diff(a.indptr))
+    assert np.allclose(g, -lam[a.indices] * x[cols], rtol=1e-12)
+
+
+ITERATIVE = ("cg", "gmres", "bicgstab", "minres")
+
+
+@pytest.mark.parametrize("method", ITERATIVE)
+def test_iterative_solves(method):
+    solver = getattr(scipy.sparse.linalg, method)
+    matrix = stiffness if method in ("cg", "minres") else nonsymmetric
+
+    def f(k):
+        x, info = solver(matrix(k, "csr"), B * k[0], rtol=1e-13)
+        return np.sum(x ** 2)
+
+    # The value meets rtol 1e-13, the derivative solves 1e-10: finite differences see both.
+    mutad.check_grads(f, K.copy(), order=2, rtol=1e-6)
+    mutad.check_grads(f, K.copy(), policy="checkpoint", rtol=1e-6)
+
+
+def test_iterative_against_the_direct_gradient():
+    def direct(k):
+        return np.sum(spsolve(nonsymmetric(k, "csc"), B) ** 2)
+
+    def iterative(k):
+        x, _ = scipy.sparse.linalg.gmres(nonsymmetric(k, "csr"), B, rtol=1e-13)
+        return np.sum(x ** 2)
+
+    assert np.allclose(mutad.gradient(iterative, K.copy())[0],
+                       mutad.gradient(direct, K.copy())[0], rtol=1e-8)
+
+
+def test_iterative_with_a_linear_operator_and_a_warm_start():
+    dense = nonsymmetric(K).toarray()
+    operator = scipy.sparse.linalg.LinearOperator(
+        (N, N), matvec=lambda v: dense @ v, rmatvec=lambda v: dense.T @ v)
+
+    def f(u):
+        x, _ = scipy.sparse.linalg.bicgstab(operator, u, x0=0.5 * u, rtol=1e-13)
+        return np.sum(x ** 2)
+
+    g, = mutad.gradient(f, U.copy())
+    x = np.linalg.solve(dense, U)
+    assert np.allclose(g, np.linalg.solve(dense.T, 2 * x), rtol=1e-8)
+
+
+def test_iterative_not_converged_is_an_error():
+    def f(k):
+        x, info = scipy.sparse.linalg.cg(stiffness(k, "csr"), B, maxiter=1)
+        return np.sum(x)
+
+    k = K.copy()
+    with pytest.raises(UnsupportedOperationError, match="did not converge"):
+        mutad.gradient(f, k)
+    assert k.tobytes() == K.tobytes()
+    # plain, SciPy's own answer: info > 0
+    assert scipy.sparse.linalg.cg(stiffness(K, "csr"), B, maxiter=1)[1] > 0
+
+
+# ----------------------------------------------------------------------------------------------
+# Programs: implicit heat solvers
+
+
+def heat_matrices(k, dt=0.1):
+    stiff = stiffness(k, "csc")
+    eye = scipy.sparse.identity(N, format="csc")
+    return eye + dt * stiff, eye - 0.5 * dt * stiff, eye + 0.5 * dt * stiff
+
+
+def implicit_euler(k, u0):
+    a, _, _ = heat_matrices(k)
+    u = u0.copy()
+    for _ in range(4):
+        u = spsolve(a, u)
+    return np.sum(u ** 2)
+
+
+def crank_nicolson(k, u0):
+    _, explicit, implicit = heat_matrices(k)
+    u = u0.copy()
+    for _ in range(4):
+        u = spsolve(implicit, explicit @ u)
+    return np.sum(u ** 2)
+
+
+def factor_once(k, u0):
+    _, explicit, implicit = heat_matrices(k)
+    lu = scipy.sparse.linalg.splu(implicit)
+    u = u0.copy()
+    for _ in range(4):
+        u = lu.solve(explicit @ u)
+    return np.sum(u ** 2)
+
+
+def in_place_interior(k, u0):
+    # Dirichlet ends kept; the interior solved in place each step.
+    a = scipy.sparse.identity(N - 2, format="csc") + 0.1 * stiffness(k[1:-1], "csc")
+    u = u0.copy()
+    for _ in range(3):
+        rhs = u + 0.0
+        rhs[1] += 0.1 * k[1] * u[0]
+        rhs[-2] += 0.1 * k[-2] * u[-1]
+        u[1:-1] = spsolve(a, rhs[1:-1])
+    return np.sum(u ** 2)
+
+
+@pytest.mark.parametrize("program", [implicit_euler, crank_nicolson, factor_once,
+                                     in_place_interior], ids=lambda f: f.__name__)
+def test_heat_programs(program):
+    check(program, K.copy(), U.copy())
+
+
+def test_matrix_built_outside_the_function():
+    a = stiffness(K, "csc")
+
+    def f(u0):
+        u = u0.copy()
+        for _ in range(3):
+            u = spsolve(a, u) + a @ u
+        return np.sum(u ** 2)
+
+    check(f, U.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# Refusals
+
+
+def refuses(f, *args, match):
+    copies = [a.copy() for a in args]
+    with pytest.raises(MutadError, match=match):
+        mutad.gradient(f, *args)
+    assert all(a.tobytes() == c.tobytes() for a, c in zip(args, copies))
+
+
+def test_refusals():
+    refuses(lambda k: np.sum(stiffness(k, "csr") @ M @ B), K.copy(), match="two sparse")
+    refuses(lambda k: np.sum(stiffness(k, "csr").sum()), K.copy(), match="sum of a scipy")
+    refuses(lambda k: np.sum(stiffness(k, "csr") + np.ones((N, N))), K.copy(),
+            match="np.matrix")
+    refuses(lambda k: np.sum(scipy.sparse.linalg.spsolve_triangular(
+        stiffness(k, "csr"), B)), K.copy(), match="outside its triangle")
+    refuses(lambda k: np.sum(np.asarray(stiffness(k, "csr"))), K.copy(), match="toarray")
+    refuses(lambda k: np.sum(spsolve(np.diag(k[:N]), B)), K.copy(), match="dense matrix")
+
+
+def test_plain_calls_are_scipys():
+    assert type(msparse.csr_matrix(M)) is scipy.sparse.csr_matrix
+    assert isinstance(M, msparse.csr_matrix) and not isinstance(M, msparse.csc_matrix)
+    assert msparse.spsolve(M.tocsc(), B).tobytes() == spsolve(M.tocsc(), B).tobytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert msparse.cg(M, B)[1] == scipy.sparse.linalg.cg(M, B)[1]
