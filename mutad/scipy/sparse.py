@@ -6,7 +6,7 @@
 ...     return scipy.sparse.linalg.spsolve(A, f).sum()
 >>> k, f = np.array([1.0, 2.0, 1.0, 2.0]), np.array([1.0, 0.0, 1.0])
 >>> [float(g) for g in mutad.gradient(steady, k, f)[1].round(4)]
-[1.1667, 1.3333, 1.1667]
+[1.3333, 1.5, 0.8333]
 
 The user's code is SciPy's: ``scipy.sparse.diags``, ``csr_matrix((data, indices, indptr))``,
 ``A @ u``, ``A.multiply(B)``, ``spsolve(A, b)``, ``splu(A).solve(b)``, ``cg(A, b)`` by SciPy's
@@ -734,8 +734,10 @@ def constructed(fn, name, data, build, dense=False, dtype=None):
 
 
 def _route(fn, stand_in):
+    """``stand_in`` of SciPy's ``fn`` while a differentiation runs (``registry.ROUTES``)."""
     stand_in.__name__ = stand_in.__qualname__ = fn.__name__
-    stand_in.__doc__ = fn.__doc__
+    stand_in.__doc__ = (f"SciPy's ``{fn.__module__.split('._')[0]}.{fn.__name__}``: SciPy's own "
+                        "with plain values, differentiated with traced ones.")
     stand_in.__wrapped__ = fn
     ROUTES[fn] = stand_in
     return stand_in
@@ -768,7 +770,7 @@ class SparseClass:
         self.cls = cls
         self.format = cls.__name__[:3]
         self.__name__ = self.__qualname__ = cls.__name__
-        self.__doc__ = cls.__doc__
+        self.__doc__ = f"SciPy's ``scipy.sparse.{cls.__name__}``, following traced values."
         self.__wrapped__ = cls
         ROUTES[cls] = self
 
