@@ -54,21 +54,23 @@ and ``minres`` assume a symmetric ``A``, as SciPy's methods do; ``A`` may be a c
 ``x0`` a traced array (a warm start, which has no derivative).
 """
 
-import types
+from __future__ import annotations
+
 import warnings
+from typing import Any
 
 import numpy as np
 import scipy.sparse as _sparse
 import scipy.sparse.linalg as _splinalg
 
 from ..custom import Adjoint
-from ..errors import UnsupportedOperationError
+from ..errors import UnsupportedAttributeError, UnsupportedOperationError
 from ..levels import ACTIVE, innermost
 from ..registry import METHODS, ROUTES
 from ..rules._helpers import transpose
 from ..views import memory, wrapped
 
-__all__ = ["TracedSparse", "bicgstab", "cg", "coo_array", "coo_matrix", "csc_array",
+__all__ = ["SuperLU", "TracedSparse", "bicgstab", "cg", "coo_array", "coo_matrix", "csc_array",
            "csc_matrix", "csr_array", "csr_matrix", "diags", "diags_array", "factorized",
            "gmres", "minres", "spdiags", "splu", "spsolve", "spsolve_triangular"]
 
@@ -99,16 +101,11 @@ def _refuse(what, instead):
     raise UnsupportedOperationError(f"{what}: {instead}")
 
 
-class UnsupportedAttributeError(UnsupportedOperationError, AttributeError):
-    """An attribute of a traced sparse matrix that mutad does not follow (an AttributeError
-    too, so that ``hasattr`` answers False)."""
-
-
 # ----------------------------------------------------------------------------------------------
 # The pattern: a constant SciPy matrix, and where each of its stored values sits
 
 
-class Layout:
+class _Layout:
     """The constant part of a sparse matrix: SciPy's ``template`` (format, shape, indices), and
     for each stored value (a *slot*, in the order of ``template.data``) its row and column;
     ``valid`` is False for the slots of a ``dia`` matrix that fall outside it."""
@@ -177,8 +174,8 @@ def _product_value(data, x, layout, right=False, followed=None):
     return x @ matrix if right else matrix @ x
 
 
-product = Adjoint(_product_value)
-product.complex_values = None
+_product = Adjoint(_product_value)
+_product.complex_values = None
 
 
 def _t(x):
@@ -186,30 +183,30 @@ def _t(x):
     return x if np.ndim(x) < 2 else transpose(x)
 
 
-def times(data, x, layout, right=False):
+def _times(data, x, layout, right=False):
     """``A @ x`` (``x @ A`` where ``right``), ``A`` the matrix of ``layout`` holding ``data``."""
-    return product(data, x, layout=layout, right=right,
+    return _product(data, x, layout=layout, right=right,
                    followed=(innermost((data,)) is not None, innermost((x,)) is not None))
 
 
-def times_transposed(data, x, layout, transposed):
+def _times_transposed(data, x, layout, transposed):
     """``op(A) @ x``, ``op`` the transpose where ``transposed``, for 1-d and 2-d ``x``."""
     if not transposed:
-        return times(data, x, layout)
+        return _times(data, x, layout)
     if np.ndim(x) == 1:
-        return times(data, x, layout, right=True)
-    return transpose(times(data, transpose(x), layout, right=True))
+        return _times(data, x, layout, right=True)
+    return transpose(_times(data, transpose(x), layout, right=True))
 
 
-@product.rule
+@_product.rule
 def _product_rule(data, x, layout, right=False, followed=(True, True)):
-    y = product(data, x, layout=layout, right=right, followed=followed)
+    y = _product(data, x, layout=layout, right=right, followed=followed)
 
     def back(dy):
         dx = ddata = None
         if followed[1]:  # x̄ = Aᵀ ȳ (right: x̄ = ȳ Aᵀ = (A ȳᵀ)ᵀ)
-            dx = (_t(times(data, _t(dy), layout)) if right
-                  else times_transposed(data, dy, layout, True))
+            dx = (_t(_times(data, _t(dy), layout)) if right
+                  else _times_transposed(data, dy, layout, True))
         if followed[0]:  # y = A x: Ā_ij = ȳ_i · x_j; y = x A: Ā_ij = x_i · ȳ_j (by columns)
             ddata = layout.slots(dy, x) if not right else layout.slots(_t(x), _t(dy))
         return ddata, dx
@@ -217,11 +214,11 @@ def _product_rule(data, x, layout, right=False, followed=(True, True)):
     return y, back
 
 
-@product.jvp_rule
+@_product.jvp_rule
 def _product_jvp(tangents, data, x, layout, right=False, followed=(True, True)):
-    y = product(data, x, layout=layout, right=right, followed=followed)
-    terms = [times(tangents[0], x, layout, right) if tangents[0] is not None else None,
-             times(data, tangents[1], layout, right) if tangents[1] is not None else None]
+    y = _product(data, x, layout=layout, right=right, followed=followed)
+    terms = [_times(tangents[0], x, layout, right) if tangents[0] is not None else None,
+             _times(data, tangents[1], layout, right) if tangents[1] is not None else None]
     terms = [t for t in terms if t is not None]
     dy = terms[0] if len(terms) == 1 else terms[0] + terms[1] if terms else None
     return y, dy
@@ -231,17 +228,17 @@ def _solve_value(data, b, guess, solver):
     return solver.value(data, b, guess)
 
 
-solve = Adjoint(_solve_value)
-solve.complex_values = None
+_solve = Adjoint(_solve_value)
+_solve.complex_values = None
 
 
-@solve.rule
+@_solve.rule
 def _solve_rule(data, b, guess, solver):
-    x = solve(data, b, guess, solver=solver)
+    x = _solve(data, b, guess, solver=solver)
 
     def back(dx):
         # x = op(A)⁻¹ b: λ = op(A)⁻ᵀ x̄, b̄ = λ, and op(A)'s cotangent -λ xᵀ, A's its transpose
-        lam = solve(data, np.reshape(dx, np.shape(b)), None, solver=solver.adjoint())
+        lam = _solve(data, np.reshape(dx, np.shape(b)), None, solver=solver.adjoint())
         xb = np.reshape(x, np.shape(b))
         ddata = -(solver.layout.slots(xb, lam) if solver.trans
                   else solver.layout.slots(lam, xb))
@@ -252,19 +249,19 @@ def _solve_rule(data, b, guess, solver):
     return x, back
 
 
-@solve.jvp_rule
+@_solve.jvp_rule
 def _solve_jvp(tangents, data, b, guess, solver):
-    x = solve(data, b, guess, solver=solver)
+    x = _solve(data, b, guess, solver=solver)
     ddata, db = tangents[0], tangents[1]
     rhs = db
     if ddata is not None:
         if solver.mask is not None:
             ddata = ddata * solver.mask
-        change = times_transposed(ddata, np.reshape(x, np.shape(b)), solver.layout, solver.trans)
+        change = _times_transposed(ddata, np.reshape(x, np.shape(b)), solver.layout, solver.trans)
         rhs = -change if rhs is None else rhs - change
     if rhs is None:
         return x, None
-    return x, np.reshape(solve(data, rhs, None, solver=solver.tangent()), np.shape(x))
+    return x, np.reshape(_solve(data, rhs, None, solver=solver.tangent()), np.shape(x))
 
 
 class _Solver:
@@ -414,7 +411,7 @@ def _relayout(data, layout, operation):
     conversion), a constant matrix adds them."""
     numbered = operation(layout.probe(np.arange(1.0, layout.valid.size + 1)))
     ones = operation(layout.probe())
-    out = Layout(ones)
+    out = _Layout(ones)
     if np.all(np.isin(ones.data, (0.0, 1.0))) and numbered.data.shape == ones.data.shape:
         index = np.rint(numbered.data).astype(np.intp)  # each slot holds one value, or none
         return out, np.reshape(_gather(data, index), out.data_shape)
@@ -437,7 +434,7 @@ def _summed(data, layout, out):
     slots_in = np.flatnonzero(layout.valid)[found]
     adding = SCIPY["csr_array"]((np.ones(len(slots_in)), (slots_out, slots_in)),
                                shape=(out.valid.size, layout.valid.size))
-    return np.reshape(times(adding.data, np.reshape(data, (-1,)), Layout(adding)),
+    return np.reshape(_times(adding.data, np.reshape(data, (-1,)), _Layout(adding)),
                       out.data_shape)
 
 
@@ -445,7 +442,7 @@ def _lift(a):
     """A SciPy sparse matrix as a :class:`TracedSparse` with constant values."""
     if isinstance(a, TracedSparse):
         return a
-    layout = Layout(a)
+    layout = _Layout(a)
     return TracedSparse(layout, layout.template.data)
 
 
@@ -467,20 +464,32 @@ class TracedSparse:
 
     __array_ufunc__ = None  # NumPy's operators give way to ours: x @ A is A.__rmatmul__(x)
 
-    def __init__(self, layout, data):
+    def __init__(self, layout: Any, data: Any) -> None:
         self.layout = layout
         self.data = data
 
     # what SciPy's matrices tell ----------------------------------------------------------
 
-    shape = property(lambda self: self.layout.shape)
-    format = property(lambda self: self.layout.format)
-    nnz = property(lambda self: self.layout.template.nnz)
-    dtype = property(lambda self: np.dtype(self.data.dtype))
     ndim = 2
 
     @property
-    def value(self):
+    def shape(self) -> tuple[int, int]:
+        return self.layout.shape
+
+    @property
+    def format(self) -> str:
+        return self.layout.format
+
+    @property
+    def nnz(self) -> int:
+        return self.layout.template.nnz
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.data.dtype)
+
+    @property
+    def value(self) -> Any:
         """SciPy's matrix holding the plain stored values."""
         return self.layout.build(memory(self.data))
 
@@ -517,14 +526,14 @@ class TracedSparse:
 
     # relayouts ---------------------------------------------------------------------------
 
-    def transpose(self, axes=None, copy=False):
+    def transpose(self, axes: Any = None, copy: bool = False) -> TracedSparse:
         if axes is not None:
             self.layout.template.transpose(axes)  # SciPy's error
         return self._with(_relayout(self.data, self.layout, lambda m: m.transpose()))
 
     T = property(transpose)
 
-    def asformat(self, format, copy=False):
+    def asformat(self, format: str | None, copy: bool = False) -> TracedSparse:
         if format is None or format == self.format:
             return self.copy() if copy else self
         if format not in FORMATS:
@@ -532,32 +541,32 @@ class TracedSparse:
                     f"mutad follows the formats {', '.join(FORMATS)}.")
         return self._with(_relayout(self.data, self.layout, lambda m: m.asformat(format)))
 
-    def tocsr(self, copy=False):
+    def tocsr(self, copy: bool = False) -> TracedSparse:
         return self.asformat("csr", copy)
 
-    def tocsc(self, copy=False):
+    def tocsc(self, copy: bool = False) -> TracedSparse:
         return self.asformat("csc", copy)
 
-    def tocoo(self, copy=False):
+    def tocoo(self, copy: bool = False) -> TracedSparse:
         return self.asformat("coo", copy)
 
-    def todia(self, copy=False):
+    def todia(self, copy: bool = False) -> TracedSparse:
         return self.asformat("dia", copy)
 
-    def copy(self):
+    def copy(self) -> TracedSparse:
         return TracedSparse(self.layout, self.data.copy())
 
-    def toarray(self, order=None, out=None):
+    def toarray(self, order: str | None = None, out: None = None) -> Any:
         if out is not None:
             _refuse("toarray(out=...) of a scipy.sparse matrix with traced values",
                     "use the array it returns.")
-        dense = np.zeros_like(self.data, shape=self.shape, order=order or "C")
+        dense = np.zeros_like(self.data, shape=self.shape)
         valid = self.layout.valid
         np.add.at(dense, (self.layout.rows[valid], self.layout.cols[valid]),
                   np.reshape(self.data, (-1,))[valid])
-        return dense
+        return np.asfortranarray(dense) if order == "F" else dense
 
-    def todense(self, order=None, out=None):
+    def todense(self, order: str | None = None, out: None = None) -> Any:
         if isinstance(self.layout.template, _sparse.spmatrix):
             _refuse("todense() of a scipy.sparse matrix (spmatrix) with traced values",
                     "np.matrix has no traced form: call toarray().")
@@ -573,16 +582,16 @@ class TracedSparse:
             return NotImplemented
         if np.ndim(other) == 0:
             raise ValueError("Scalar operands are not allowed, use '*' instead")
-        return times(self.data, other, self.layout)
+        return _times(self.data, other, self.layout)
 
     def __rmatmul__(self, other):
         if not _dense_operand(other):
             return NotImplemented
         if np.ndim(other) == 0:
             raise ValueError("Scalar operands are not allowed, use '*' instead")
-        return times(self.data, other, self.layout, right=True)
+        return _times(self.data, other, self.layout, right=True)
 
-    def dot(self, other):
+    def dot(self, other: Any) -> Any:
         if _is_scalar(other):
             return self * other
         return self @ other
@@ -616,7 +625,7 @@ class TracedSparse:
     def __pos__(self):
         return self
 
-    def multiply(self, other):
+    def multiply(self, other: Any) -> TracedSparse | Any:
         if _is_scalar(other):
             return self * other
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
@@ -624,7 +633,7 @@ class TracedSparse:
             result = self.layout.probe().multiply(other.layout.probe())
             if not _sparse.issparse(result):
                 _refuse("A.multiply(B) of sparse matrices of different shapes", "broadcast B.")
-            out = Layout(result)
+            out = _Layout(result)
             return TracedSparse(out, _summed(self.data, self.layout, out)
                                 * _summed(other.data, other.layout, out))
         if not _dense_operand(other) or np.broadcast_shapes(np.shape(other),
@@ -635,7 +644,7 @@ class TracedSparse:
         result = self.layout.probe().multiply(np.ones(np.shape(other)))
         if not _sparse.issparse(result):
             return self.toarray() * other
-        out = Layout(result)
+        out = _Layout(result)
         dense = np.broadcast_to(other, self.shape)
         values = dense[out.rows, out.cols]
         if out.padded:
@@ -647,7 +656,7 @@ class TracedSparse:
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
             other = _lift(other)
             result = self.layout.probe() + other.layout.probe()
-            out = Layout(result)
+            out = _Layout(result)
             mine, theirs = (_summed(self.data, self.layout, out),
                             _summed(other.data, other.layout, out))
             if reflected:
@@ -704,7 +713,7 @@ def _numbers(pieces, dense, ones=False):
     return numbered
 
 
-def constructed(fn, name, data, build, dense=False, dtype=None):
+def _constructed(fn, name, data, build, dense=False, dtype=None):
     """``build(fn, data)`` (a SciPy constructor applied to the data argument ``data``) of
     traced values, as a :class:`TracedSparse`: the constructor is applied to the number of
     each element, and each stored value of its result is the element whose number it holds."""
@@ -728,7 +737,7 @@ def constructed(fn, name, data, build, dense=False, dtype=None):
                 "and convert it (.tocsr()): mutad follows the sum.")
     flat = [np.reshape(p, (-1,)) for p in pieces]
     flat = flat[0] if len(flat) == 1 else np.concatenate(flat)
-    out = Layout(ones)
+    out = _Layout(ones)
     index = np.rint(numbered.data).astype(np.intp)
     return TracedSparse(out, np.reshape(_gather(flat, index), out.data_shape))
 
@@ -738,7 +747,6 @@ def _route(fn, stand_in):
     stand_in.__name__ = stand_in.__qualname__ = fn.__name__
     stand_in.__doc__ = (f"SciPy's ``{fn.__module__.split('._')[0]}.{fn.__name__}``: SciPy's own "
                         "with plain values, differentiated with traced ones.")
-    stand_in.__wrapped__ = fn
     ROUTES[fn] = stand_in
     return stand_in
 
@@ -746,13 +754,13 @@ def _route(fn, stand_in):
 def _constructor_function(name):
     """``diags``, ``diags_array``, ``spdiags``: their first argument holds the values."""
 
-    def construct(data, *args, **kwargs):
+    def construct(data: Any, *args: Any, **kwargs: Any) -> Any:
         if not _followed(data, *args, *kwargs.values()):
             return SCIPY[name](data, *args, **kwargs)
         if _followed(*args, *kwargs.values()):
             _refuse(f"scipy.sparse.{name} with traced offsets or settings",
                     "pass them as constants.")
-        return constructed(SCIPY[name], f"scipy.sparse.{name}", data,
+        return _constructed(SCIPY[name], f"scipy.sparse.{name}", data,
                            lambda fn, d: fn(d, *args, **kwargs), dtype=kwargs.get("dtype"))
 
     return _route(SCIPY[name], construct)
@@ -761,7 +769,7 @@ def _constructor_function(name):
 diags, diags_array, spdiags = map(_constructor_function, ("diags", "diags_array", "spdiags"))
 
 
-class SparseClass:
+class _SparseClass:
     """A SciPy sparse class (``scipy.sparse.csr_matrix``) standing in for itself while a
     differentiation runs: called with traced values it makes a :class:`TracedSparse`, else it
     is the class (``isinstance`` and ``issubclass`` ask it, its attributes are its)."""
@@ -784,19 +792,19 @@ class SparseClass:
                         "mutad follows float64 values: drop dtype=.")
             result = arg1.asformat(self.format)
             if result.layout.kind is not self.cls:  # spmatrix <-> sparray: the same slots
-                result = TracedSparse(Layout(self.cls(result.layout.template)), result.data)
+                result = TracedSparse(_Layout(self.cls(result.layout.template)), result.data)
             return result
         if type(arg1) is tuple and _followed(*arg1[1:]):
             _refuse(f"{name} with traced indices", "indices are integers: pass them plain.")
         if type(arg1) is not tuple:  # a dense matrix: its nonzeros are stored
-            return constructed(self.cls, name, arg1, lambda fn, d: fn(d, shape=shape),
+            return _constructed(self.cls, name, arg1, lambda fn, d: fn(d, shape=shape),
                                dense=True, dtype=dtype)
         if len(arg1) == 2 and type(arg1[1]) is tuple and self.format != "coo":
             # (data, (row, col)) sums repeated positions: coo keeps them, and its conversion
             # is followed through the sum
             coo = SCIPY["coo_array" if self.cls.__name__.endswith("array") else "coo_matrix"]
-            return SparseClass.__call__(ROUTES[coo], arg1, shape, dtype).asformat(self.format)
-        return constructed(self.cls, name, arg1[0],
+            return _SparseClass.__call__(ROUTES[coo], arg1, shape, dtype).asformat(self.format)
+        return _constructed(self.cls, name, arg1[0],
                            lambda fn, d: fn((d, *arg1[1:]), shape=shape), dtype=dtype)
 
     def __instancecheck__(self, instance):
@@ -812,8 +820,9 @@ class SparseClass:
         return repr(self.cls)
 
 
-csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array = (SparseClass(SCIPY[name]) for name in (
-    "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array"))
+csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array = (
+    _SparseClass(SCIPY[name]) for name in (
+        "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array"))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -855,20 +864,20 @@ def _dense_rhs(b, name):
                 "pass b as a dense array (b.toarray()).")
 
 
-def _spsolve(A, b, permc_spec=None, use_umfpack=True):
+def _spsolve(A: Any, b: Any, permc_spec: str | None = None, use_umfpack: bool = True) -> Any:
     if not _followed(A, b):
         return SCIPY["spsolve"](A, b, permc_spec, use_umfpack)
     _dense_rhs(b, "spsolve")
     layout, data = _matrix_of(A, "spsolve")
     options = {"permc_spec": permc_spec, "use_umfpack": use_umfpack}
-    return solve(data, b, None, solver=_Direct(layout, options))
+    return _solve(data, b, None, solver=_Direct(layout, options))
 
 
 spsolve = _route(SCIPY["spsolve"], _spsolve)
 
 
-def _spsolve_triangular(A, b, lower=True, overwrite_A=False, overwrite_b=False,
-                        unit_diagonal=False):
+def _spsolve_triangular(A: Any, b: Any, lower: bool = True, overwrite_A: bool = False,
+                        overwrite_b: bool = False, unit_diagonal: bool = False) -> Any:
     if not _followed(A, b):
         return SCIPY["spsolve_triangular"](A, b, lower, overwrite_A, overwrite_b,
                                             unit_diagonal)
@@ -876,7 +885,7 @@ def _spsolve_triangular(A, b, lower=True, overwrite_A=False, overwrite_b=False,
     layout, data = _matrix_of(A, "spsolve_triangular")
     with warnings.catch_warnings():  # its own conversion of a format it does not solve in
         warnings.simplefilter("ignore", _sparse.SparseEfficiencyWarning)
-        return solve(data, b, None, solver=_Triangular(layout, lower, unit_diagonal))
+        return _solve(data, b, None, solver=_Triangular(layout, lower, unit_diagonal))
 
 
 spsolve_triangular = _route(SCIPY["spsolve_triangular"], _spsolve_triangular)
@@ -887,15 +896,15 @@ class SuperLU:
     ``solve(b, trans)`` is differentiated in ``b`` and in the matrix's stored values; the
     factors and permutations (``L``, ``U``, ``perm_r``, ``perm_c``) are SciPy's."""
 
-    def __init__(self, factor, layout, data):
+    def __init__(self, factor: Any, layout: Any, data: Any) -> None:
         self.factor, self.layout, self.data = factor, layout, data
 
-    def solve(self, rhs, trans="N"):
+    def solve(self, rhs: Any, trans: str = "N") -> Any:
         if not _followed(self.data, rhs):
             return self.factor.solve(rhs, trans)
         _dense_rhs(rhs, "SuperLU.solve")
         solver = _Direct(self.layout, factor=self.factor)
-        return solve(self.data, rhs, None, solver=solver.twin(trans in ("T", "H")))
+        return _solve(self.data, rhs, None, solver=solver.twin(trans in ("T", "H")))
 
     def __getattr__(self, name):
         return getattr(self.__dict__["factor"], name)
@@ -912,8 +921,9 @@ def _factorization(A, name, factorize):
     return SuperLU(factor, lifted.layout, lifted.data)
 
 
-def _splu(A, permc_spec=None, diag_pivot_thresh=None, relax=None, panel_size=None,
-          options=None):
+def _splu(A: Any, permc_spec: str | None = None, diag_pivot_thresh: float | None = None,
+          relax: int | None = None, panel_size: int | None = None,
+          options: dict | None = None) -> Any:
     return _factorization(A, "splu", lambda m: SCIPY["splu"](
         m, permc_spec, diag_pivot_thresh, relax, panel_size, options))
 
@@ -921,7 +931,7 @@ def _splu(A, permc_spec=None, diag_pivot_thresh=None, relax=None, panel_size=Non
 splu = _route(SCIPY["splu"], _splu)
 
 
-def _factorized(A):
+def _factorized(A: Any) -> Any:
     def factorize(m):
         solver = SCIPY["factorized"](m)
         factor = getattr(solver, "__self__", None)
@@ -938,7 +948,7 @@ factorized = _route(SCIPY["factorized"], _factorized)
 
 
 def _iterative(method):
-    def iterate(A, b, x0=None, **options):
+    def iterate(A: Any, b: Any, x0: Any = None, **options: Any) -> tuple[Any, int]:
         if not _followed(A, b, x0):
             return SCIPY[method](A, b, x0, **options)
         _dense_rhs(b, method)
@@ -954,10 +964,10 @@ def _iterative(method):
             if innermost((A,)) is not None:
                 _refuse(f"scipy.sparse.linalg.{method} of a dense matrix with traced values",
                         "pass a scipy.sparse matrix, or use scipy.linalg.solve.")
-            empty = Layout(SCIPY["csr_array"](tuple(np.shape(A))))
+            empty = _Layout(SCIPY["csr_array"](tuple(np.shape(A))))
             solver = _Iterative(method, empty, A, options)
             data = np.zeros(0)
-        return solve(data, b, guess, solver=solver), 0
+        return _solve(data, b, guess, solver=solver), 0
 
     return _route(SCIPY[method], iterate)
 
