@@ -359,3 +359,35 @@ def test_plain_calls_are_scipys():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert msparse.cg(M, B)[1] == scipy.sparse.linalg.cg(M, B)[1]
+
+
+def test_a_zero_of_a_dense_matrix_has_its_derivative():
+    # SciPy leaves zeros out of csr_matrix(dense); their derivative is still there.
+    d = np.array([1.0, 0.0, 2.0, 3.0, 0.0, 1.0])
+    g, = mutad.gradient(lambda d: np.sum(csr_matrix(np.diag(d)) @ B), d.copy())
+    assert np.array_equal(g, B)
+
+
+@pytest.mark.parametrize("program", [implicit_euler, factor_once], ids=lambda f: f.__name__)
+def test_replayed_programs_refactorize(program):
+    # A replay runs the solves again, not splu(A): the factors follow the values at hand.
+    grad = mutad.grad(program, argnums=(0, 1), replay=True)
+    other = K[::-1].copy()
+    grad(K.copy(), U.copy())
+    for k in (other, K):
+        replayed = grad(k.copy(), U.copy())
+        traced = mutad.gradient(program, k.copy(), U.copy())
+        for ours, expected in zip(replayed, traced):
+            assert np.allclose(ours, expected, rtol=1e-12)
+
+
+def test_forward_mode_of_a_solve_in_the_matrix():
+    def f(k):
+        return spsolve(nonsymmetric(k, "csc"), B)
+
+    tangent = RNG.standard_normal(N + 1)
+    y, dy = mutad.jvp(f, (K.copy(),), (tangent,))
+    a = nonsymmetric(K, "csc").toarray()
+    da = nonsymmetric(tangent, "csc").toarray() - np.diag(2.0 * np.ones(N))  # linear part
+    assert y.tobytes() == spsolve(nonsymmetric(K, "csc"), B).tobytes()
+    assert np.allclose(dy, -np.linalg.solve(a, da @ np.linalg.solve(a, B)), rtol=1e-12)

@@ -291,14 +291,21 @@ class _Solver:
 
 
 class _Direct(_Solver):
-    """``spsolve``'s value; the derivatives' solves with SuperLU's factors (``splu``'s own, or
-    factorized once when first needed), ``trans="T"`` for the transpose."""
+    """``spsolve``'s value (``options``: its settings), or solves with SuperLU's factors (the
+    derivatives' solves, ``trans="T"`` for the transpose; ``splu``'s own solves). The factors
+    are ``factorize``'s of the stored values at hand: computed when first needed, and again
+    whenever the values differ from those they were computed from (a replayed program, whose
+    factorization is not a step of its own)."""
 
-    def __init__(self, layout, options=None, factor=None):
+    def __init__(self, layout, options=None, factorize=None, factor=None, values=None):
         super().__init__(layout)
         self.options = options
-        if factor is not None:
-            self.shared["factor"] = factor
+        if factorize is None:
+            permc_spec = (options or {}).get("permc_spec")
+            factorize = lambda matrix: SCIPY["splu"](  # noqa: E731
+                SCIPY["csc_array"](matrix), permc_spec=permc_spec)
+        self.shared.update(factorize=factorize, factor=factor,
+                           key=None if values is None else np.ascontiguousarray(values).tobytes())
         self.first = True  # the user's call itself
 
     def twin(self, trans):
@@ -306,15 +313,16 @@ class _Direct(_Solver):
         twin.first = False
         return twin
 
+    def factor(self, data):
+        key = np.ascontiguousarray(data).tobytes()
+        if self.shared["key"] != key:
+            self.shared.update(factor=self.shared["factorize"](self.layout.build(data)), key=key)
+        return self.shared["factor"]
+
     def value(self, data, b, guess):
-        if self.first and "factor" not in self.shared:
+        if self.first and self.options is not None:
             return SCIPY["spsolve"](self.layout.build(data), b, **self.options)
-        factor = self.shared.get("factor")
-        if factor is None:
-            permc_spec = (self.options or {}).get("permc_spec")
-            factor = self.shared["factor"] = SCIPY["splu"](
-                SCIPY["csc_array"](self.layout.build(data)), permc_spec=permc_spec)
-        return factor.solve(np.asarray(b, float), "T" if self.trans else "N")
+        return self.factor(data).solve(np.asarray(b, float), "T" if self.trans else "N")
 
 
 class _Triangular(_Solver):
@@ -700,15 +708,14 @@ def _pieces(data, dense):
     return [p if innermost((p,)) is not None else np.asarray(p, float) for p in pieces]
 
 
-def _numbers(pieces, dense, ones=False):
+def _numbers(pieces, ones=False):
     """The pieces with each element replaced by its number, counted from 1 over all of them
-    (by 1, for ``ones``); a dense matrix's zeros by 0, since SciPy stores only its nonzeros."""
+    (by 1, for ``ones``). Every element is stored, a dense matrix's zeros too, which SciPy
+    would leave out: each has a derivative, whatever its value."""
     numbered, start = [], 1.0
     for piece in pieces:
         numbers = np.arange(start, start + np.size(piece)).reshape(np.shape(piece))
         start += np.size(piece)
-        if dense:
-            numbers = np.where(memory(piece) != 0, numbers, 0.0)
         numbered.append((numbers != 0).astype(float) if ones else numbers)
     return numbered
 
@@ -726,8 +733,8 @@ def _constructed(fn, name, data, build, dense=False, dtype=None):
     pieces = _pieces(data, dense)
     single = type(data) not in (list, tuple) or dense
     arrange = (lambda xs: xs[0]) if single else (lambda xs: type(data)(xs))
-    numbered = build(fn, arrange(_numbers(pieces, dense)))
-    ones = build(fn, arrange(_numbers(pieces, dense, ones=True)))
+    numbered = build(fn, arrange(_numbers(pieces)))
+    ones = build(fn, arrange(_numbers(pieces, ones=True)))
     if not _sparse.issparse(ones) or ones.format not in FORMATS:
         _refuse(f"{name} of traced values giving a {getattr(ones, 'format', type(ones))} "
                 "result", f"mutad follows the formats {', '.join(FORMATS)}: pass format='csr'.")
@@ -896,35 +903,37 @@ class SuperLU:
     ``solve(b, trans)`` is differentiated in ``b`` and in the matrix's stored values; the
     factors and permutations (``L``, ``U``, ``perm_r``, ``perm_c``) are SciPy's."""
 
-    def __init__(self, factor: Any, layout: Any, data: Any) -> None:
-        self.factor, self.layout, self.data = factor, layout, data
+    def __init__(self, factor: Any, factorize: Any, layout: Any, data: Any) -> None:
+        self.factor, self.factorize, self.layout, self.data = factor, factorize, layout, data
 
     def solve(self, rhs: Any, trans: str = "N") -> Any:
         if not _followed(self.data, rhs):
             return self.factor.solve(rhs, trans)
         _dense_rhs(rhs, "SuperLU.solve")
-        solver = _Direct(self.layout, factor=self.factor)
+        solver = _Direct(self.layout, factorize=self.factorize, factor=self.factor,
+                         values=memory(self.data))
         return _solve(self.data, rhs, None, solver=solver.twin(trans in ("T", "H")))
 
     def __getattr__(self, name):
         return getattr(self.__dict__["factor"], name)
 
 
-def _factorization(A, name, factorize):
-    """SciPy's factorization of the plain values of ``A``, as a :class:`SuperLU`."""
+def _factorization(A, factorize):
+    """SciPy's factorization of the plain values of ``A`` (``factorize``'s), as a
+    :class:`SuperLU` while a differentiation runs."""
     if isinstance(A, TracedSparse):
-        return SuperLU(factorize(A.value), A.layout, A.data)
+        return SuperLU(factorize(A.value), factorize, A.layout, A.data)
     factor = factorize(A)
     if not ACTIVE.running or not _sparse.issparse(A):
         return factor
     lifted = _lift(SCIPY["csc_array"](A) if A.format not in FORMATS else A)
-    return SuperLU(factor, lifted.layout, lifted.data)
+    return SuperLU(factor, factorize, lifted.layout, lifted.data)
 
 
 def _splu(A: Any, permc_spec: str | None = None, diag_pivot_thresh: float | None = None,
           relax: int | None = None, panel_size: int | None = None,
           options: dict | None = None) -> Any:
-    return _factorization(A, "splu", lambda m: SCIPY["splu"](
+    return _factorization(A, lambda m: SCIPY["splu"](
         m, permc_spec, diag_pivot_thresh, relax, panel_size, options))
 
 
@@ -940,8 +949,7 @@ def _factorized(A: Any) -> Any:
                     "function", "call scipy.sparse.linalg.use_solver(useUmfpack=False) first.")
         return factor
 
-    factor = _factorization(A, "factorized", factorize)
-    return factor.solve
+    return _factorization(A, factorize).solve
 
 
 factorized = _route(SCIPY["factorized"], _factorized)
@@ -956,7 +964,6 @@ def _iterative(method):
             _refuse(f"scipy.sparse.linalg.{method} with traced settings "
                     f"({', '.join(k for k, v in options.items() if _followed(v))})",
                     "pass them as constants; the solution's derivative is in A and b.")
-        guess = None if x0 is None else memory(x0)  # a warm start: no derivative
         if isinstance(A, TracedSparse) or _sparse.issparse(A):
             layout, data = _matrix_of(A, method)
             solver = _Iterative(method, layout, None, options)
@@ -967,7 +974,7 @@ def _iterative(method):
             empty = _Layout(SCIPY["csr_array"](tuple(np.shape(A))))
             solver = _Iterative(method, empty, A, options)
             data = np.zeros(0)
-        return _solve(data, b, guess, solver=solver), 0
+        return _solve(data, b, x0, solver=solver), 0  # x0, a warm start, has no derivative
 
     return _route(SCIPY[method], iterate)
 
