@@ -16,7 +16,9 @@ names, inside the differentiated function; the same names are importable from he
 ``spdiags``, ``csr_matrix``/``csr_array``, ``csc_*``, ``coo_*``) receives traced values, it
 gives a :class:`TracedSparse`: SciPy's own matrix of the same format holding those values (its
 *pattern*, a constant decision taken when it is built, as the shape of an array is) and the
-traced array of its stored values, ``A.data``. Its operations keep it sparse: ``A.T``,
+traced array of its stored values, ``A.data``. The pattern is SciPy's, except that a value SciPy
+would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D)``, an entry of
+``A - A``) stays stored: its derivative is there whatever its value. Its operations keep it sparse: ``A.T``,
 ``A.transpose()``, ``A.tocsr()``/``tocsc()``/``tocoo()``/``asformat()``, ``A * c``, ``c * A``,
 ``A / c``, ``-A``, ``A + B``, ``A - B`` (sparse operands) and ``A.multiply(B)`` give traced
 sparse matrices whose pattern is SciPy's result's; ``A @ x``, ``A.dot(x)``, ``x @ A`` of dense
@@ -34,13 +36,16 @@ a sum) is a gather or a constant sparse matrix times the stored values. Every ru
 these differentiable products and NumPy, so forward mode and second derivatives follow.
 
 **Solves.** ``x = A⁻¹ b`` by ``spsolve``, ``splu(A).solve``, ``factorized(A)``,
-``spsolve_triangular`` (its triangle alone: the entries it reads) and the iterative ``cg``,
+``spsolve_triangular`` (of a matrix whose pattern lies in its triangle, which is all SciPy
+solves; with ``unit_diagonal=True`` the diagonal's stored values, which it does not read, get
+no derivative) and the iterative ``cg``,
 ``gmres``, ``bicgstab`` and ``minres`` (which return ``(x, info)``): the value is SciPy's own
 call, and the derivative that of the exact solution, never of the solver's steps: ``b̄ = λ`` and,
 on the pattern of ``A`` alone, ``Ā = -λ xᵀ``, where ``λ = A⁻ᵀ x̄`` is one more solve with the
 same method on the transposed matrix (``splu``'s factorization is the one SciPy computed, solved
 with ``trans="T"``; ``spsolve`` factorizes ``A`` once, with SuperLU, when the reverse pass first
-needs it). No dense matrix is formed. Forward mode solves ``A ẋ = ḃ - Ȧ x`` with the same method.
+needs it, and again if the values it reads differ, as in a replayed program). No dense matrix
+is formed. Forward mode solves ``A ẋ = ḃ - Ȧ x`` with the same method.
 
 The iterative solvers' derivative holds to their tolerance: the value ``x`` meets SciPy's own
 ``rtol``/``atol`` (the gradient is that of the exact solution evaluated at this ``x``, so its
@@ -220,8 +225,7 @@ def _product_jvp(tangents, data, x, layout, right=False, followed=(True, True)):
     terms = [_times(tangents[0], x, layout, right) if tangents[0] is not None else None,
              _times(data, tangents[1], layout, right) if tangents[1] is not None else None]
     terms = [t for t in terms if t is not None]
-    dy = terms[0] if len(terms) == 1 else terms[0] + terms[1] if terms else None
-    return y, dy
+    return y, (None if not terms else terms[0] if len(terms) == 1 else terms[0] + terms[1])
 
 
 def _solve_value(data, b, guess, solver):
@@ -625,7 +629,7 @@ class TracedSparse:
         if not _is_scalar(other):
             _refuse("a scipy.sparse matrix with traced values divided by an array",
                     "multiply by its reciprocal with A.multiply(1 / B).")
-        return TracedSparse(self.layout, self.data / other)
+        return TracedSparse(self.layout, self.data * (1 / other))  # SciPy's: times 1/c
 
     def __neg__(self):
         return TracedSparse(self.layout, -self.data)
@@ -708,15 +712,14 @@ def _pieces(data, dense):
     return [p if innermost((p,)) is not None else np.asarray(p, float) for p in pieces]
 
 
-def _numbers(pieces, ones=False):
-    """The pieces with each element replaced by its number, counted from 1 over all of them
-    (by 1, for ``ones``). Every element is stored, a dense matrix's zeros too, which SciPy
-    would leave out: each has a derivative, whatever its value."""
+def _numbers(pieces):
+    """The pieces with each element replaced by its number, counted from 1 over all of them.
+    SciPy stores every number (it leaves out zeros only, a dense matrix's too): so every
+    element is stored, whatever its value, as each has a derivative."""
     numbered, start = [], 1.0
     for piece in pieces:
-        numbers = np.arange(start, start + np.size(piece)).reshape(np.shape(piece))
+        numbered.append(np.arange(start, start + np.size(piece)).reshape(np.shape(piece)))
         start += np.size(piece)
-        numbered.append((numbers != 0).astype(float) if ones else numbers)
     return numbered
 
 
@@ -734,7 +737,7 @@ def _constructed(fn, name, data, build, dense=False, dtype=None):
     single = type(data) not in (list, tuple) or dense
     arrange = (lambda xs: xs[0]) if single else (lambda xs: type(data)(xs))
     numbered = build(fn, arrange(_numbers(pieces)))
-    ones = build(fn, arrange(_numbers(pieces, ones=True)))
+    ones = build(fn, arrange([np.ones(np.shape(p)) for p in pieces]))
     if not _sparse.issparse(ones) or ones.format not in FORMATS:
         _refuse(f"{name} of traced values giving a {getattr(ones, 'format', type(ones))} "
                 "result", f"mutad follows the formats {', '.join(FORMATS)}: pass format='csr'.")
