@@ -391,3 +391,13 @@ def test_forward_mode_of_a_solve_in_the_matrix():
     da = nonsymmetric(tangent, "csc").toarray() - np.diag(2.0 * np.ones(N))  # linear part
     assert y.tobytes() == spsolve(nonsymmetric(K, "csc"), B).tobytes()
     assert np.allclose(dy, -np.linalg.solve(a, da @ np.linalg.solve(a, B)), rtol=1e-12)
+
+
+def test_a_linear_operator_without_rmatvec_is_refused_for_nonsymmetric_methods():
+    dense = nonsymmetric(K).toarray()
+    operator = scipy.sparse.linalg.LinearOperator((N, N), matvec=lambda v: dense @ v)
+
+    def f(u):
+        return np.sum(scipy.sparse.linalg.gmres(operator, u, rtol=1e-12)[0] ** 2)
+
+    refuses(f, U.copy(), match="rmatvec")
