@@ -113,6 +113,12 @@ CONSTRUCTORS = {
     "diags_array, csc": lambda d: scipy.sparse.diags_array([d[:N], 1.0], offsets=[0, 2],
                                                             format="csc"),
     "tocsc().tocoo().tocsr()": lambda d: stiffness(d[:N + 1]).tocsc().tocoo().tocsr(),
+    "bmat of traced and constant blocks": lambda d: scipy.sparse.bmat(
+        [[stiffness(d[:4], "csr"), scipy.sparse.eye(3)], [None, stiffness(d[3:7])]],
+        format="csr"),
+    "hstack, vstack, block_diag": lambda d: scipy.sparse.vstack([
+        scipy.sparse.hstack([stiffness(d[:4]), scipy.sparse.csr_matrix((3, 3))]),
+        scipy.sparse.block_diag([stiffness(d[4:8]), 2.0 * d[8] * scipy.sparse.eye(3)])]),
 }
 
 

@@ -13,7 +13,8 @@ The user's code is SciPy's: ``scipy.sparse.diags``, ``csr_matrix((data, indices,
 names, inside the differentiated function; the same names are importable from here.
 
 **A sparse matrix with traced values.** Where a constructor (``diags``, ``diags_array``,
-``spdiags``, ``csr_matrix``/``csr_array``, ``csc_*``, ``coo_*``) receives traced values, it
+``spdiags``, ``csr_matrix``/``csr_array``, ``csc_*``, ``coo_*``; ``hstack``, ``vstack``,
+``bmat`` and ``block_diag`` of such matrices) receives traced values, it
 gives a :class:`TracedSparse`: SciPy's own matrix of the same format holding those values (its
 *pattern*, a constant decision taken when it is built, as the shape of an array is) and the
 traced array of its stored values, ``A.data``. The pattern is SciPy's, except that a value SciPy
@@ -75,14 +76,15 @@ from ..registry import METHODS, ROUTES
 from ..rules._helpers import transpose
 from ..views import memory, wrapped
 
-__all__ = ["SuperLU", "TracedSparse", "bicgstab", "cg", "coo_array", "coo_matrix", "csc_array",
-           "csc_matrix", "csr_array", "csr_matrix", "diags", "diags_array", "factorized",
-           "gmres", "minres", "spdiags", "splu", "spsolve", "spsolve_triangular"]
+__all__ = ["SuperLU", "TracedSparse", "bicgstab", "block_diag", "bmat", "cg", "coo_array",
+           "coo_matrix", "csc_array", "csc_matrix", "csr_array", "csr_matrix", "diags",
+           "diags_array", "factorized", "gmres", "hstack", "minres", "spdiags", "splu", "spsolve",
+           "spsolve_triangular", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres")},
     **{name: getattr(_sparse, name) for name in (
-        "diags", "diags_array", "spdiags", "csr_matrix", "csr_array", "csc_matrix",
+        "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "csr_matrix", "csr_array", "csc_matrix",
         "csc_array", "coo_matrix", "coo_array")}}
 """SciPy's own functions and classes, by name. While a differentiation runs the names that
 user code and SciPy's public modules bind to them are this module's stand-ins (and so would be
@@ -736,8 +738,13 @@ def _constructed(fn, name, data, build, dense=False, dtype=None):
     pieces = _pieces(data, dense)
     single = type(data) not in (list, tuple) or dense
     arrange = (lambda xs: xs[0]) if single else (lambda xs: type(data)(xs))
-    numbered = build(fn, arrange(_numbers(pieces)))
-    ones = build(fn, arrange([np.ones(np.shape(p)) for p in pieces]))
+    return _from_numbers(name, pieces, build(fn, arrange(_numbers(pieces))),
+                         build(fn, arrange([np.ones(np.shape(p)) for p in pieces])))
+
+
+def _from_numbers(name, pieces, numbered, ones):
+    """The :class:`TracedSparse` a constructor made of the values of ``pieces``, given what it
+    made of their numbers (``numbered``) and of ones (``ones``, its pattern)."""
     if not _sparse.issparse(ones) or ones.format not in FORMATS:
         _refuse(f"{name} of traced values giving a {getattr(ones, 'format', type(ones))} "
                 "result", f"mutad follows the formats {', '.join(FORMATS)}: pass format='csr'.")
@@ -777,6 +784,48 @@ def _constructor_function(name):
 
 
 diags, diags_array, spdiags = map(_constructor_function, ("diags", "diags_array", "spdiags"))
+
+
+def _blocks(tree, replace):
+    """``tree`` (a list of sparse matrices, or of lists of them) with each matrix replaced."""
+    if type(tree) in (list, tuple):
+        return type(tree)(_blocks(x, replace) for x in tree)
+    if isinstance(tree, TracedSparse) or _sparse.issparse(tree):
+        return replace(tree)
+    return tree
+
+
+def _stacking_function(name):
+    """``hstack``, ``vstack``, ``bmat``, ``block_diag``: their first argument holds sparse
+    matrices, whose stored values they place in the result."""
+
+    def stack(blocks: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _followed(blocks):
+            return SCIPY[name](blocks, *args, **kwargs)
+        matrices = []
+        _blocks(blocks, lambda m: matrices.append(_lift(m)))
+        pieces = [np.reshape(m.data, (-1,))[m.layout.valid] if m.layout.padded
+                  else np.reshape(m.data, (-1,)) for m in matrices]
+        numbers = iter(_numbers(pieces))
+
+        def numbered(m):
+            values = np.zeros(m.layout.valid.size)
+            values[m.layout.valid] = next(numbers)
+            return m.layout.probe(values)
+
+        order = iter(matrices)
+        numbered_blocks = _blocks(blocks, lambda _: numbered(next(order)))
+        order = iter(matrices)
+        ones_blocks = _blocks(blocks, lambda _: next(order).layout.probe())
+        return _from_numbers(f"scipy.sparse.{name}", pieces,
+                             SCIPY[name](numbered_blocks, *args, **kwargs),
+                             SCIPY[name](ones_blocks, *args, **kwargs))
+
+    return _route(SCIPY[name], stack)
+
+
+hstack, vstack, bmat, block_diag = map(_stacking_function,
+                                       ("hstack", "vstack", "bmat", "block_diag"))
 
 
 class _SparseClass:
