@@ -407,3 +407,49 @@ def test_a_linear_operator_without_rmatvec_is_refused_for_nonsymmetric_methods()
         return np.sum(scipy.sparse.linalg.gmres(operator, u, rtol=1e-12)[0] ** 2)
 
     refuses(f, U.copy(), match="rmatvec")
+
+
+# ----------------------------------------------------------------------------------------------
+# Sparse matrices as arguments and results
+
+
+@pytest.mark.parametrize("kind", [scipy.sparse.csr_matrix, scipy.sparse.csc_array,
+                                  scipy.sparse.coo_matrix, scipy.sparse.dia_array],
+                         ids=lambda c: c.__name__)
+def test_a_sparse_argument_has_a_sparse_gradient(kind):
+    a = kind(nonsymmetric(K, "csr"))
+
+    def f(a, b):
+        return np.sum(spsolve(a.tocsc(), b) ** 2) + np.sum((a @ b) ** 2)
+
+    check(f, a, B.copy())
+    ga, gb = mutad.gradient(f, a, B.copy())
+    assert type(ga) is kind and ga.shape == a.shape
+    dense = a.toarray()
+    x = np.linalg.solve(dense, B)
+    lam = np.linalg.solve(dense.T, 2 * x)
+    expected = -np.outer(lam, x) + 2 * np.outer(dense @ B, B)
+    assert np.allclose(ga.toarray(), np.where(dense != 0, expected, 0.0), rtol=1e-10)
+
+
+def test_in_place_writes_into_a_sparse_arguments_values_are_undone():
+    a = csr_matrix(M)
+    before = a.data.tobytes()
+
+    def f(a, u):
+        a.data *= u[0]  # the argument's stored values, written in place
+        return np.sum((a @ u) ** 2)
+
+    check(f, a, U.copy())
+    mutad.gradient(f, a, U.copy())
+    assert a.data.tobytes() == before
+
+
+def test_a_sparse_result():
+    def f(k):
+        return stiffness(k, "csr").T * 2.0
+
+    y, back = mutad.pullback(f, K.copy())
+    assert type(y) is scipy.sparse.csc_matrix
+    assert np.array_equal(y.toarray(), (stiffness(K, "csr").T * 2.0).toarray())
+    mutad.check_grads(f, K.copy(), order=2)

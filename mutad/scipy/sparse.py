@@ -30,6 +30,12 @@ A SciPy matrix with constant values times a traced array (``A @ u``, ``u @ A``, 
 sparse times sparse, a ``lil``/``dok`` matrix of traced values) is refused with an error that says
 what to write instead.
 
+**As arguments and results.** A SciPy matrix of format csr, csc, coo or dia passed to a
+differentiated function is differentiated in its stored values: inside the function it is a
+:class:`TracedSparse`, and its gradient is SciPy's matrix of the same class and pattern
+holding the cotangents of the stored values (of ``A.data``). A function may return one, too.
+Other formats (``lil``, ``dok``, ``bsr``) are passed as constants: convert them first.
+
 **Derivatives.** Products are linear in the stored values and in ``x``: the cotangent of a stored
 value ``A[i, j]`` of ``y = A x`` is ``ȳ_i x_j`` (summed over the columns of a 2-d ``x``), that of
 ``x`` is ``Aᵀ ȳ``, computed by the same sparse product. A relayout (a transpose, a conversion,
@@ -74,6 +80,7 @@ from ..errors import UnsupportedAttributeError, UnsupportedOperationError
 from ..levels import ACTIVE, innermost
 from ..registry import METHODS, ROUTES
 from ..rules._helpers import transpose
+from ..trees import register_pytree
 from ..views import memory, wrapped
 
 __all__ = ["SuperLU", "TracedSparse", "bicgstab", "block_diag", "bmat", "cg", "coo_array",
@@ -1032,3 +1039,32 @@ def _iterative(method):
 
 
 cg, gmres, bicgstab, minres = map(_iterative, ("cg", "gmres", "bicgstab", "minres"))
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's sparse matrices as arguments: their stored values are what is differentiated
+
+
+def _flatten_matrix(matrix):
+    if isinstance(matrix, TracedSparse):  # a result of the function, or a tangent's
+        return [matrix.data], matrix.layout
+    layout = _Layout(matrix)
+    return [layout.template.data], layout
+
+
+def _unflatten_matrix(layout, children):
+    """The matrix of ``layout`` holding ``children[0]``: traced values make a
+    :class:`TracedSparse`, a gradient SciPy's matrix of the argument's pattern."""
+    data = children[0]
+    if data is None:
+        return None
+    if wrapped(data):
+        return TracedSparse(layout, data)
+    return layout.build(data)
+
+
+for _cls in (_sparse.csr_matrix, _sparse.csr_array, _sparse.csc_matrix, _sparse.csc_array,
+             _sparse.coo_matrix, _sparse.coo_array, _sparse.dia_matrix, _sparse.dia_array,
+             TracedSparse):
+    register_pytree(_cls, _flatten_matrix, _unflatten_matrix)
+del _cls
