@@ -185,6 +185,9 @@ SOLVES = {
         nonsymmetric(k, "csc")).solve(B * k[0]) ** 2), K),
     "splu(A).solve(b, trans='T')": (lambda k: np.sum(scipy.sparse.linalg.splu(
         nonsymmetric(k, "csc")).solve(B, trans="T") ** 2), K),
+    "spsolve(dense constant, b)": (lambda u: np.sum(spsolve(M.toarray(), u) ** 2), U),
+    "factorized(constant)(b)": (lambda u: np.sum(scipy.sparse.linalg.factorized(
+        M.tocsc())(u) ** 2), U),
     "splu(constant).solve(b)": (lambda u: np.sum(scipy.sparse.linalg.splu(
         M.tocsc()).solve(u) ** 2), U),
     "factorized(A)(b)": (lambda k: np.sum(scipy.sparse.linalg.factorized(
@@ -197,6 +200,7 @@ SOLVES = {
 }
 
 
+@pytest.mark.filterwarnings("ignore::scipy.sparse.SparseEfficiencyWarning")  # SciPy's, of dense A
 @pytest.mark.parametrize("name", SOLVES)
 def test_direct_solves(name):
     f, x = SOLVES[name]

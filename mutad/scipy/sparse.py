@@ -862,7 +862,7 @@ class _SparseClass:
             return result
         if type(arg1) is tuple and _followed(*arg1[1:]):
             _refuse(f"{name} with traced indices", "indices are integers: pass them plain.")
-        if type(arg1) is not tuple:  # a dense matrix: its nonzeros are stored
+        if type(arg1) is not tuple:  # a dense matrix: each entry stored, zeros too
             return _constructed(self.cls, name, arg1, lambda fn, d: fn(d, shape=shape),
                                dense=True, dtype=dtype)
         if len(arg1) == 2 and type(arg1[1]) is tuple and self.format != "coo":
@@ -916,7 +916,10 @@ del _cls, _names, _name
 
 
 def _matrix_of(a, name):
-    """The layout and stored values of ``a``, a sparse matrix (traced or not)."""
+    """The layout and stored values of ``a``, a sparse matrix (traced or not), or a constant
+    dense one (which SciPy converts to csc too)."""
+    if type(a) is np.ndarray:
+        a = SCIPY["csc_array"](a)
     if isinstance(a, TracedSparse) or _sparse.issparse(a):
         a = _lift(a)
         return a.layout, a.data
@@ -979,10 +982,17 @@ class SuperLU:
 
 def _factorization(A, factorize):
     """SciPy's factorization of the plain values of ``A`` (``factorize``'s), as a
-    :class:`SuperLU` while a differentiation runs."""
+    :class:`SuperLU` while a differentiation runs; another solver's (UMFPACK's, a function)
+    as it is, for constant values."""
+    factor = factorize(A.value if isinstance(A, TracedSparse) else A)
+    if callable(factor):
+        if _followed(A):
+            _refuse("scipy.sparse.linalg.factorized with UMFPACK, of traced values",
+                    "call scipy.sparse.linalg.use_solver(useUmfpack=False) first: mutad "
+                    "differentiates SuperLU's solves.")
+        return factor
     if isinstance(A, TracedSparse):
-        return SuperLU(factorize(A.value), factorize, A.layout, A.data)
-    factor = factorize(A)
+        return SuperLU(factor, factorize, A.layout, A.data)
     if not ACTIVE.running or not _sparse.issparse(A):
         return factor
     lifted = _lift(SCIPY["csc_array"](A) if A.format not in FORMATS else A)
@@ -1002,13 +1012,11 @@ splu = _route(SCIPY["splu"], _splu)
 def _factorized(A: Any) -> Any:
     def factorize(m):
         solver = SCIPY["factorized"](m)
-        factor = getattr(solver, "__self__", None)
-        if factor is None or not hasattr(factor, "perm_c"):  # UMFPACK's
-            _refuse("scipy.sparse.linalg.factorized with UMFPACK inside a differentiated "
-                    "function", "call scipy.sparse.linalg.use_solver(useUmfpack=False) first.")
-        return factor
+        factor = getattr(solver, "__self__", None)  # SuperLU's, of a bound solve
+        return factor if hasattr(factor, "perm_c") else solver
 
-    return _factorization(A, factorize).solve
+    factor = _factorization(A, factorize)
+    return factor if callable(factor) else factor.solve
 
 
 factorized = _route(SCIPY["factorized"], _factorized)
