@@ -17,18 +17,20 @@ names, inside the differentiated function; the same names are importable from he
 ``bmat`` and ``block_diag`` of such matrices) receives traced values, it
 gives a :class:`TracedSparse`: SciPy's own matrix of the same format holding those values (its
 *pattern*, a constant decision taken when it is built, as the shape of an array is) and the
-traced array of its stored values, ``A.data``. The pattern is SciPy's, except that a value SciPy
-would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D)``, an entry of
-``A - A``) stays stored: its derivative is there whatever its value. Its operations keep it sparse: ``A.T``,
-``A.transpose()``, ``A.tocsr()``/``tocsc()``/``tocoo()``/``asformat()``, ``A * c``, ``c * A``,
-``A / c``, ``-A``, ``A + B``, ``A - B`` (sparse operands) and ``A.multiply(B)`` give traced
-sparse matrices whose pattern is SciPy's result's; ``A @ x``, ``A.dot(x)``, ``x @ A`` of dense
-``x`` (1-d or 2-d) and ``A.toarray()`` give traced arrays. Every value is SciPy's own, computed
+traced array of its stored values, ``A.data``. The pattern is SciPy's, except that a value
+SciPy would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D)``, an entry
+of ``A - A``) stays stored: its derivative is there whatever its value. Its operations keep it
+sparse: ``A.T``, ``A.transpose()``, ``A.tocsr()``/``tocsc()``/``tocoo()``/``asformat()``,
+``A * c``, ``c * A``, ``A / c``, ``-A``, ``A + B``, ``A - B``, ``A @ B`` (sparse operands) and
+``A.multiply(B)`` give traced sparse matrices whose pattern is SciPy's result's; ``A @ x``,
+``A.dot(x)``, ``x @ A`` of dense ``x`` (1-d or 2-d) and ``A.toarray()`` give traced arrays. Every value is SciPy's own, computed
 by SciPy on the stored values (``A @ x`` is SciPy's product of the matrix SciPy builds from them).
 A SciPy matrix with constant values times a traced array (``A @ u``, ``u @ A``, ``A * c``,
 ``A.multiply(u)``, ``A + B``) is routed the same way. What is not listed (indexing, reductions,
-sparse times sparse, a ``lil``/``dok`` matrix of traced values) is refused with an error that says
-what to write instead.
+a ``lil``/``dok`` matrix of traced values) is refused with an error that says what to write
+instead. The values of ``C = A @ B`` are SciPy's product's; its derivative adds, for each pair
+of stored values ``A[i, k]`` and ``B[k, j]``, the cotangent of ``C[i, j]`` times the other
+factor.
 
 **As arguments and results.** A SciPy matrix of format csr, csc, coo or dia passed to a
 differentiated function is differentiated in its stored values: inside the function it is a
@@ -91,8 +93,8 @@ __all__ = ["SuperLU", "TracedSparse", "bicgstab", "block_diag", "bmat", "cg", "c
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres")},
     **{name: getattr(_sparse, name) for name in (
-        "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "csr_matrix", "csr_array", "csc_matrix",
-        "csc_array", "coo_matrix", "coo_array")}}
+        "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag",
+        "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array")}}
 """SciPy's own functions and classes, by name. While a differentiation runs the names that
 user code and SciPy's public modules bind to them are this module's stand-ins (and so would be
 a name of this module, or a closure's cell, bound to one), so they are looked up here."""
@@ -235,6 +237,97 @@ def _product_jvp(tangents, data, x, layout, right=False, followed=(True, True)):
              _times(data, tangents[1], layout, right) if tangents[1] is not None else None]
     terms = [t for t in terms if t is not None]
     return y, (None if not terms else terms[0] if len(terms) == 1 else terms[0] + terms[1])
+
+
+def _adder(slots, size):
+    """The constant matrix (its layout) that adds term ``t`` into slot ``slots[t]`` of ``size``
+    slots: a sum of stored values by the differentiable sparse product."""
+    return _Layout(SCIPY["csr_array"]((np.ones(len(slots)), (slots, np.arange(len(slots)))),
+                                      shape=(size, len(slots))))
+
+
+def _add_into(adder, terms, shape):
+    """``terms`` added into their slots by ``adder``, shaped as stored values (``shape``)."""
+    return np.reshape(_times(adder.template.data, terms, adder), shape)
+
+
+class _Pairs:
+    """The constant plan of a sparse product ``C = A B``: the layout of ``C`` (SciPy's pattern of
+    the product of ``A``'s and ``B``'s, every product of stored values kept), and each pair of a
+    stored value of ``A`` at ``(i, k)`` and one of ``B`` at ``(k, j)``: their slots (``a``,
+    ``b``) and the slot of ``C[i, j]`` their product is added into (``c``), with the constant
+    matrices that add one term per pair into the slots of each (``into_*``)."""
+
+    def __init__(self, left, right):
+        self.left, self.right = left, right
+        self.out = _Layout(left.probe() @ right.probe())
+        a_slots, b_slots = np.flatnonzero(left.valid), np.flatnonzero(right.valid)
+        b_slots = b_slots[np.argsort(right.rows[b_slots], kind="stable")]
+        inner = right.shape[0]
+        counts = np.bincount(right.rows[b_slots], minlength=inner)
+        starts = np.cumsum(counts) - counts
+        each = counts[left.cols[a_slots]]
+        self.a = np.repeat(a_slots, each)
+        within = np.arange(len(self.a)) - np.repeat(np.cumsum(each) - each, each)
+        self.b = b_slots[np.repeat(starts[left.cols[a_slots]], each) + within]
+        keys = left.rows[self.a] * right.shape[1] + right.cols[self.b]
+        out_keys = self.out.keys()
+        order = np.argsort(out_keys)
+        where = np.flatnonzero(self.out.valid)[order[np.searchsorted(out_keys, keys,
+                                                                     sorter=order)]]
+        self.c = where
+        self.into_c = _adder(where, self.out.valid.size)
+        self.into_a = _adder(self.a, left.valid.size)
+        self.into_b = _adder(self.b, right.valid.size)
+
+    def value(self, a, b):
+        """SciPy's product of the plain values, in the slots of ``out`` (SciPy leaves out a
+        sum that is exactly zero; its slot holds 0)."""
+        product = (self.left.build(a) @ self.right.build(b)).tocoo()
+        data = np.zeros(self.out.valid.size)
+        keys = self.out.rows * self.out.shape[1] + self.out.cols
+        keys = np.where(self.out.valid, keys, -1)
+        order = np.argsort(keys)
+        found = order[np.searchsorted(keys, product.row * self.out.shape[1] + product.col,
+                                      sorter=order)]
+        data[found] = product.data
+        return data.reshape(self.out.data_shape)
+
+def _sparse_product_value(a, b, pairs):
+    return pairs.value(a, b)
+
+
+_sparse_product = Adjoint(_sparse_product_value)
+_sparse_product.complex_values = None
+
+
+@_sparse_product.rule
+def _sparse_product_rule(a, b, pairs):
+    c = _sparse_product(a, b, pairs=pairs)
+
+    def back(dc):
+        # C_ij = Σ_k A_ik B_kj: each pair's product gets C̄_ij, times the other factor
+        flat_dc = np.reshape(dc, (-1,))[pairs.c]
+        da = _add_into(pairs.into_a, flat_dc * np.reshape(b, (-1,))[pairs.b],
+                       pairs.left.data_shape)
+        db = _add_into(pairs.into_b, flat_dc * np.reshape(a, (-1,))[pairs.a],
+                       pairs.right.data_shape)
+        return da, db
+
+    return c, back
+
+
+@_sparse_product.jvp_rule
+def _sparse_product_jvp(tangents, a, b, pairs):
+    c = _sparse_product(a, b, pairs=pairs)
+    flat_a, flat_b = np.reshape(a, (-1,)), np.reshape(b, (-1,))
+    terms = [np.reshape(t, (-1,))[pairs.a] * flat_b[pairs.b] if i == 0
+             else flat_a[pairs.a] * np.reshape(t, (-1,))[pairs.b]
+             for i, t in enumerate(tangents) if t is not None]
+    if not terms:
+        return c, None
+    return c, _add_into(pairs.into_c, terms[0] if len(terms) == 1 else terms[0] + terms[1],
+                        pairs.out.data_shape)
 
 
 def _solve_value(data, b, guess, solver):
@@ -453,10 +546,8 @@ def _summed(data, layout, out):
     found &= keys[where] == inputs if len(keys) else found
     slots_out = np.flatnonzero(out.valid)[where[found]]
     slots_in = np.flatnonzero(layout.valid)[found]
-    adding = SCIPY["csr_array"]((np.ones(len(slots_in)), (slots_out, slots_in)),
-                               shape=(out.valid.size, layout.valid.size))
-    return np.reshape(_times(adding.data, np.reshape(data, (-1,)), _Layout(adding)),
-                      out.data_shape)
+    return _add_into(_adder(slots_out, out.valid.size), np.reshape(data, (-1,))[slots_in],
+                     out.data_shape)
 
 
 def _lift(a):
@@ -524,8 +615,8 @@ class TracedSparse:
             return getattr(template.template, name)
         raise UnsupportedAttributeError(
             f"{name} of a scipy.sparse matrix with traced values: mutad follows its products "
-            "(A @ x, x @ A, A.dot), solves, A.T, conversions, A.multiply, +, -, scalar * and "
-            "/, toarray() and .data. Compute with A.data, or with A.toarray() for a small "
+            "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, A.multiply, +, -, scalar * "
+            "and /, toarray() and .data. Compute with A.data, or with A.toarray() for a small "
             "matrix.")
 
     def __array_function__(self, func, types, args, kwargs):
@@ -597,8 +688,9 @@ class TracedSparse:
 
     def __matmul__(self, other):
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
-            _refuse("a product of two sparse matrices, one with traced values",
-                    "multiply by a dense array (B.toarray()), or one vector at a time.")
+            other = _lift(other)
+            pairs = _Pairs(self.layout, other.layout)
+            return TracedSparse(pairs.out, _sparse_product(self.data, other.data, pairs=pairs))
         if not _dense_operand(other):
             return NotImplemented
         if np.ndim(other) == 0:
