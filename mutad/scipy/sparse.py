@@ -23,8 +23,9 @@ of ``A - A``) stays stored: its derivative is there whatever its value. Its oper
 sparse: ``A.T``, ``A.transpose()``, ``A.tocsr()``/``tocsc()``/``tocoo()``/``asformat()``,
 ``A * c``, ``c * A``, ``A / c``, ``-A``, ``A + B``, ``A - B``, ``A @ B`` (sparse operands) and
 ``A.multiply(B)`` give traced sparse matrices whose pattern is SciPy's result's; ``A @ x``,
-``A.dot(x)``, ``x @ A`` of dense ``x`` (1-d or 2-d) and ``A.toarray()`` give traced arrays. Every value is SciPy's own, computed
-by SciPy on the stored values (``A @ x`` is SciPy's product of the matrix SciPy builds from them).
+``A.dot(x)``, ``x @ A`` of dense ``x`` (1-d or 2-d) and ``A.toarray()`` give traced arrays.
+Every value is SciPy's own, computed by SciPy on the stored values (``A @ x`` is SciPy's
+product of the matrix SciPy builds from them).
 A SciPy matrix with constant values times a traced array (``A @ u``, ``u @ A``, ``A * c``,
 ``A.multiply(u)``, ``A + B``) is routed the same way. What is not listed (indexing, reductions,
 a ``lil``/``dok`` matrix of traced values) is refused with an error that says what to write
