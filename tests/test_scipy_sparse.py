@@ -79,6 +79,12 @@ PRODUCTS = {
     "A both traced, x traced": (lambda k: np.sum((stiffness(k) @ k[:N]) ** 2), K),
     "A.toarray()": (lambda k: np.sum(stiffness(k).toarray() ** 3), K),
     "-A": (lambda k: np.sum((-stiffness(k, "csr")) @ B * B), K),
+    "A.sum()": (lambda k: stiffness(k, "csr").sum() ** 2, K),
+    "A.sum(axis) (sparray)": (lambda k: np.sum(scipy.sparse.csr_array(stiffness(k)).sum(axis=0)
+                                               ** 2 * B + scipy.sparse.dia_array(
+                                                   stiffness(k)).sum(axis=1) ** 3), K),
+    "A.diagonal(k)": (lambda k: np.sum(stiffness(k, "csc").diagonal() ** 2)
+                      + np.sum(stiffness(k).diagonal(-1) ** 3), K),
     "A @ B, B constant": (lambda k: np.sum((stiffness(k) @ M) @ B), K),
     "Mᵀ A M (Galerkin)": (lambda k: np.sum(((M.T @ stiffness(k, "csc") @ M) @ B) ** 2), K),
     "Aᵀ A (both traced, dia)": (lambda k: np.sum(((stiffness(k).T @ stiffness(k, "dia"))
@@ -357,7 +363,9 @@ def refuses(f, *args, match):
 
 
 def test_refusals():
-    refuses(lambda k: np.sum(stiffness(k, "csr").sum()), K.copy(), match="sum of a scipy")
+    refuses(lambda k: np.sum(stiffness(k, "csr")[0, 1]), K.copy(), match="indexing")
+    refuses(lambda k: np.sum(stiffness(k, "csr").power(2)), K.copy(), match="power of a scipy")
+    refuses(lambda k: np.sum(stiffness(k, "csr").sum(axis=0)), K.copy(), match="np.matrix")
     refuses(lambda k: np.sum(stiffness(k, "csr") + np.ones((N, N))), K.copy(),
             match="np.matrix")
     refuses(lambda k: np.sum(scipy.sparse.linalg.spsolve_triangular(

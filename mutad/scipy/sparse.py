@@ -13,9 +13,9 @@ The user's code is SciPy's: ``scipy.sparse.diags``, ``csr_matrix((data, indices,
 names, inside the differentiated function; the same names are importable from here.
 
 **A sparse matrix with traced values.** Where a constructor (``diags``, ``diags_array``,
-``spdiags``, ``csr_matrix``/``csr_array``, ``csc_*``, ``coo_*``; ``hstack``, ``vstack``,
-``bmat`` and ``block_diag`` of such matrices) receives traced values, it
-gives a :class:`TracedSparse`: SciPy's own matrix of the same format holding those values (its
+``spdiags``, ``csr_matrix``/``csr_array``, ``csc_*``, ``coo_*``, ``dia_*``; ``hstack``,
+``vstack``, ``bmat`` and ``block_diag`` of such matrices) receives traced values, it gives
+a :class:`TracedSparse`: SciPy's own matrix of the same format holding those values (its
 *pattern*, a constant decision taken when it is built, as the shape of an array is) and the
 traced array of its stored values, ``A.data``. The pattern is SciPy's, except that a value
 SciPy would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D)``, an entry
@@ -23,7 +23,8 @@ of ``A - A``) stays stored: its derivative is there whatever its value. Its oper
 sparse: ``A.T``, ``A.transpose()``, ``A.tocsr()``/``tocsc()``/``tocoo()``/``asformat()``,
 ``A * c``, ``c * A``, ``A / c``, ``-A``, ``A + B``, ``A - B``, ``A @ B`` (sparse operands) and
 ``A.multiply(B)`` give traced sparse matrices whose pattern is SciPy's result's; ``A @ x``,
-``A.dot(x)``, ``x @ A`` of dense ``x`` (1-d or 2-d) and ``A.toarray()`` give traced arrays.
+``A.dot(x)``, ``x @ A`` of dense ``x`` (1-d or 2-d), ``A.sum(axis)``, ``A.diagonal(k)`` and
+``A.toarray()`` give traced arrays.
 Every value is SciPy's own, computed by SciPy on the stored values (``A @ x`` is SciPy's
 product of the matrix SciPy builds from them).
 A SciPy matrix with constant values times a traced array (``A @ u``, ``u @ A``, ``A * c``,
@@ -87,15 +88,16 @@ from ..trees import register_pytree
 from ..views import memory, wrapped
 
 __all__ = ["SuperLU", "TracedSparse", "bicgstab", "block_diag", "bmat", "cg", "coo_array",
-           "coo_matrix", "csc_array", "csc_matrix", "csr_array", "csr_matrix", "diags",
-           "diags_array", "factorized", "gmres", "hstack", "minres", "spdiags", "splu", "spsolve",
-           "spsolve_triangular", "vstack"]
+           "coo_matrix", "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array",
+           "dia_matrix", "diags", "diags_array", "factorized", "gmres", "hstack", "minres",
+           "spdiags", "splu", "spsolve", "spsolve_triangular", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag",
-        "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array")}}
+        "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
+        "dia_matrix", "dia_array")}}
 """SciPy's own functions and classes, by name. While a differentiation runs the names that
 user code and SciPy's public modules bind to them are this module's stand-ins (and so would be
 a name of this module, or a closure's cell, bound to one), so they are looked up here."""
@@ -329,6 +331,43 @@ def _sparse_product_jvp(tangents, a, b, pairs):
         return c, None
     return c, _add_into(pairs.into_c, terms[0] if len(terms) == 1 else terms[0] + terms[1],
                         pairs.out.data_shape)
+
+
+def _reduction_value(data, layout, method, setting):
+    return getattr(layout.build(data), method)(setting)
+
+
+_reduction = Adjoint(_reduction_value)
+_reduction.complex_values = None
+"""``A.sum(axis)`` or ``A.diagonal(k)``: SciPy's own values, linear in the stored values."""
+
+
+@_reduction.rule
+def _reduction_rule(data, layout, method, setting):
+    y = _reduction(data, layout, method, setting)
+
+    def back(dy):
+        # each stored value's cotangent is that of the total, row, column or diagonal entry it
+        # is added into
+        if method == "diagonal":
+            offset = layout.cols - layout.rows
+            on = layout.valid & (offset == setting)
+            g = np.where(on, dy[np.where(on, np.minimum(layout.rows, layout.cols), 0)], 0.0)
+        elif setting is None:
+            g = np.where(layout.valid, dy, 0.0) if layout.padded else np.broadcast_to(
+                dy, layout.valid.shape) + 0.0
+        else:
+            g = dy[layout.rows if setting in (1, -1) else layout.cols]
+            g = np.where(layout.valid, g, 0.0) if layout.padded else g
+        return np.reshape(g, layout.data_shape), None, None, None
+
+    return y, back
+
+
+@_reduction.jvp_rule
+def _reduction_jvp(tangents, data, layout, method, setting):
+    return (_reduction(data, layout, method, setting),
+            _reduction(tangents[0], layout, method, setting))
 
 
 def _solve_value(data, b, guess, solver):
@@ -617,8 +656,8 @@ class TracedSparse:
         raise UnsupportedAttributeError(
             f"{name} of a scipy.sparse matrix with traced values: mutad follows its products "
             "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, A.multiply, +, -, scalar * "
-            "and /, toarray() and .data. Compute with A.data, or with A.toarray() for a small "
-            "matrix.")
+            "and /, sum(axis), diagonal(k), toarray() and .data. Compute with A.data, or "
+            "with A.toarray() for a small matrix.")
 
     def __array_function__(self, func, types, args, kwargs):
         if func in (np.ndim, np.shape) and len(args) == 1 and not kwargs:
@@ -626,6 +665,15 @@ class TracedSparse:
         _refuse(f"np.{func.__name__} of a scipy.sparse matrix with traced values",
                 "NumPy's functions read dense arrays: call A.toarray() first (a traced dense "
                 "array), or compute with A.data.")
+
+    def __getitem__(self, key):
+        _refuse("indexing a scipy.sparse matrix with traced values",
+                "mutad follows its stored values as a whole: index A.toarray(), or multiply by "
+                "a selecting matrix (A @ P).")
+
+    def __setitem__(self, key, value):
+        _refuse("writing into a scipy.sparse matrix with traced values",
+                "its pattern is a constant: write into A.data, or build a new matrix.")
 
     def __array__(self, dtype=None, copy=None):
         _refuse("a scipy.sparse matrix with traced values converted to a NumPy array",
@@ -684,6 +732,19 @@ class TracedSparse:
             _refuse("todense() of a scipy.sparse matrix (spmatrix) with traced values",
                     "np.matrix has no traced form: call toarray().")
         return self.toarray(order, out)
+
+    # reductions --------------------------------------------------------------------------
+
+    def sum(self, axis: int | None = None, dtype: None = None, out: None = None) -> Any:
+        if dtype is not None or out is not None or (
+                axis is not None and isinstance(self.layout.template, _sparse.spmatrix)):
+            _refuse("sum(axis=..., dtype=..., out=...) of a scipy.sparse matrix (spmatrix) with "
+                    "traced values", "SciPy's result is an np.matrix, which has no traced "
+                    "form: use the csr_array/csc_array classes, or A @ np.ones(n).")
+        return _reduction(self.data, self.layout, "sum", axis)
+
+    def diagonal(self, k: int = 0) -> Any:
+        return _reduction(self.data, self.layout, "diagonal", k)
 
     # products ----------------------------------------------------------------------------
 
@@ -979,9 +1040,10 @@ class _SparseClass:
         return repr(self.cls)
 
 
-csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array = (
+csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array, dia_matrix, dia_array = (
     _SparseClass(SCIPY[name]) for name in (
-        "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array"))
+        "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
+        "dia_matrix", "dia_array"))
 
 
 # ----------------------------------------------------------------------------------------------
