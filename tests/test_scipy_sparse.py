@@ -373,6 +373,14 @@ def test_refusals():
     refuses(lambda k: np.sum(np.asarray(stiffness(k, "csr"))), K.copy(), match="toarray")
     refuses(lambda k: np.sum(spsolve(np.diag(k[:N]), B)), K.copy(), match="dense matrix")
 
+    def changed_after_splu(k):
+        a = stiffness(k, "csc")
+        lu = scipy.sparse.linalg.splu(a)
+        a.data *= 2.0
+        return np.sum(lu.solve(B))
+
+    refuses(changed_after_splu, K.copy(), match="factorize it again")
+
 
 def test_plain_calls_are_scipys():
     assert type(msparse.csr_matrix(M)) is scipy.sparse.csr_matrix

@@ -1122,11 +1122,16 @@ class SuperLU:
 
     def __init__(self, factor: Any, factorize: Any, layout: Any, data: Any) -> None:
         self.factor, self.factorize, self.layout, self.data = factor, factorize, layout, data
+        self.factorized = np.ascontiguousarray(memory(data)).tobytes()
 
     def solve(self, rhs: Any, trans: str = "N") -> Any:
         if not _followed(self.data, rhs):
             return self.factor.solve(rhs, trans)
         _dense_rhs(rhs, "SuperLU.solve")
+        if np.ascontiguousarray(memory(self.data)).tobytes() != self.factorized:
+            _refuse("SuperLU.solve after the matrix's stored values were written into",
+                    "the factors are those of its values at splu(A): factorize it again after "
+                    "changing it.")
         solver = _Direct(self.layout, factorize=self.factorize, factor=self.factor,
                          values=memory(self.data))
         return _solve(self.data, rhs, None, solver=solver.twin(trans in ("T", "H")))
