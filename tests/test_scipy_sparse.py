@@ -477,3 +477,17 @@ def test_a_sparse_result():
     assert type(y) is scipy.sparse.csc_matrix
     assert np.array_equal(y.toarray(), (stiffness(K, "csr").T * 2.0).toarray())
     mutad.check_grads(f, K.copy(), order=2)
+
+
+def test_a_transpose_shares_the_stored_values_as_scipys():
+    def f(k):
+        a = stiffness(k, "csr")
+        t = a.T
+        a.data *= 2.0  # seen through a.T, as in SciPy, whose csr transpose shares a.data
+        return np.sum(t @ B)
+
+    check(f, K.copy())
+    plain = stiffness(K, "csr")
+    t = plain.T
+    plain.data *= 2.0
+    assert mutad.value_and_gradient(f, K.copy())[0] == np.sum(t @ B)
