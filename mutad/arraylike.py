@@ -41,7 +41,7 @@ def install_operators(cls, binary):
     (``weak_arithmetic``)."""
     for name, ufunc in OPERATORS.items():
         forward, reflected, inplace = binary(ufunc)
-        setattr(cls, f"__{name}__", forward)
+        setattr(cls, f"__{name}__", _giving_way(forward))
         setattr(cls, f"__r{name}__", reflected)
         setattr(cls, f"__i{name}__", inplace)
     for name, ufunc in COMPARISONS.items():
@@ -50,6 +50,37 @@ def install_operators(cls, binary):
     cls.__mul__ = _scalar_product(cls.__mul__, reflected=False)
     cls.__rmul__ = _scalar_product(cls.__rmul__, reflected=True)
     cls.__imul__ = _scalar_product(cls.__imul__, reflected=False)
+
+
+def _giving_way(operator):
+    """``operator`` (``a + b``) returning NotImplemented where NumPy's ndarray would, so that
+    Python calls the other operand's reflected method (``b.__radd__(a)``): an operand that
+    opts out of ufuncs (``__array_ufunc__ = None``, NEP 13) or, defining no ``__array_ufunc__``,
+    has a higher ``__array_priority__`` than an ndarray's 0 and is no ndarray (a
+    ``scipy.sparse`` matrix: ``x @ A`` is ``A.__rmatmul__(x)``)."""
+
+    def operating(self, other):
+        kind = type(other)
+        if kind not in _NUMBERS and _gives_way(kind):
+            return NotImplemented
+        return operator(self, other)
+
+    operating.__name__ = operator.__name__
+    operating.__qualname__ = operator.__qualname__
+    return operating
+
+
+_NUMBERS = frozenset((float, int, complex, bool, np.ndarray))
+
+
+def _gives_way(kind):
+    protocol = getattr(kind, "__array_ufunc__", _giving_way)
+    if protocol is not _giving_way:
+        return protocol is None
+    if issubclass(kind, (np.ndarray, np.generic)):
+        return False
+    priority = getattr(kind, "__array_priority__", 0.0)
+    return isinstance(priority, (int, float)) and priority > 0.0
 
 
 # Python's numbers in NumPy's promotion (NEP 50). A Python int, float or complex is *weak*: it

@@ -18,6 +18,7 @@ __all__ = ["MutadError", "NonScalarOutputError", "UntracedWriteError", "Conversi
            "EscapedTracerError", "UnsupportedFunctionError", "UnsupportedArgumentError",
            "ComplexInputError", "InvalidArgumentError", "PolicyError", "ArgnumsError",
            "RuleError", "PullbackReusedError", "UnsupportedOperationError",
+           "UnsupportedAttributeError",
            "UnsupportedArrayError", "ReadOnlyError", "NotPositiveDefiniteError",
            "ConstantModifiedError", "GradientCheckError", "NonFiniteError"]
 
@@ -149,6 +150,17 @@ class UnsupportedOperationError(MutadError, NotImplementedError):
     ... except mutad.errors.UnsupportedOperationError as error:
     ...     print(str(error).split(":")[0])   # the message goes on with what to do instead
     np.multiply(..., where=...) on traced arrays
+    """
+
+
+class UnsupportedAttributeError(UnsupportedOperationError, AttributeError):
+    """An attribute of an object standing for a traced value that mutad does not follow: a
+    method of a ``scipy.sparse`` matrix with traced values other than its products, solves,
+    transposes, conversions and sums (``A.sum()``, ``A[i, j]``). It is an ``AttributeError``
+    too, so that ``hasattr`` answers ``False``.
+
+    Fix: the message names what is followed; compute with ``A.data`` (the traced stored
+    values) or ``A.toarray()`` (a traced dense array).
     """
 
 

@@ -95,6 +95,7 @@ RULE_MODULES = {
     "scipy.stats": "mutad.scipy.stats",
     "scipy.optimize": "mutad.scipy.optimize",
     "scipy.interpolate": "mutad.scipy.interpolate",
+    "scipy.sparse": "mutad.scipy.sparse",
 }
 
 

@@ -430,6 +430,7 @@ BUILT_INS = {
     errors.NotPositiveDefiniteError: ValueError,
     errors.UnsupportedFunctionError: NotImplementedError,
     errors.UnsupportedOperationError: NotImplementedError,
+    errors.UnsupportedAttributeError: AttributeError,
     errors.PullbackReusedError: RuntimeError,
     errors.GradientCheckError: AssertionError,
     errors.NonFiniteError: FloatingPointError,

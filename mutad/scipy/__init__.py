@@ -10,6 +10,7 @@ Each function is SciPy's own when called with plain arrays, and runs its rule wh
 traced ones inside a differentiated function.
 """
 
-from . import fft, interpolate, linalg, ndimage, optimize, signal, special, stats
+from . import fft, interpolate, linalg, ndimage, optimize, signal, sparse, special, stats
 
-__all__ = ["fft", "interpolate", "linalg", "ndimage", "optimize", "signal", "special", "stats"]
+__all__ = ["fft", "interpolate", "linalg", "ndimage", "optimize", "signal", "sparse", "special",
+           "stats"]

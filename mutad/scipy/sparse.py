@@ -1,0 +1,1241 @@
+"""``scipy.sparse`` and the solvers of ``scipy.sparse.linalg`` that mutad differentiates.
+
+>>> import numpy as np, scipy.sparse, scipy.sparse.linalg, mutad
+>>> def steady(k, f):
+...     A = scipy.sparse.diags([-k[1:-1], k[:-1] + k[1:], -k[1:-1]], [-1, 0, 1], format="csc")
+...     return scipy.sparse.linalg.spsolve(A, f).sum()
+>>> k, f = np.array([1.0, 2.0, 1.0, 2.0]), np.array([1.0, 0.0, 1.0])
+>>> [float(g) for g in mutad.gradient(steady, k, f)[1].round(4)]
+[1.3333, 1.5, 0.8333]
+
+The user's code is SciPy's: ``scipy.sparse.diags``, ``csr_matrix((data, indices, indptr))``,
+``A @ u``, ``A.multiply(B)``, ``spsolve(A, b)``, ``splu(A).solve(b)``, ``cg(A, b)`` by SciPy's
+names, inside the differentiated function; the same names are importable from here.
+
+**A sparse matrix with traced values.** Where a constructor (``diags``, ``diags_array``,
+``spdiags``, ``csr_matrix``/``csr_array``, ``csc_*``, ``coo_*``, ``dia_*``; ``hstack``,
+``vstack``, ``bmat`` and ``block_diag`` of such matrices) receives traced values, it gives
+a :class:`TracedSparse`: SciPy's own matrix of the same format holding those values (its
+*pattern*, a constant decision taken when it is built, as the shape of an array is) and the
+traced array of its stored values, ``A.data``. The pattern is SciPy's, except that a value
+SciPy would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D)``, an entry
+of ``A - A``) stays stored: its derivative is there whatever its value. Its operations keep it
+sparse: ``A.T``, ``A.transpose()``, ``A.tocsr()``/``tocsc()``/``tocoo()``/``asformat()``,
+``A * c``, ``c * A``, ``A / c``, ``-A``, ``A + B``, ``A - B``, ``A @ B`` (sparse operands) and
+``A.multiply(B)`` give traced sparse matrices whose pattern is SciPy's result's; ``A @ x``,
+``A.dot(x)``, ``x @ A`` of dense ``x`` (1-d or 2-d), ``A.sum(axis)``, ``A.diagonal(k)`` and
+``A.toarray()`` give traced arrays.
+Every value is SciPy's own, computed by SciPy on the stored values (``A @ x`` is SciPy's
+product of the matrix SciPy builds from them).
+A SciPy matrix with constant values times a traced array (``A @ u``, ``u @ A``, ``A * c``,
+``A.multiply(u)``, ``A + B``) is routed the same way. What is not listed (indexing, reductions,
+a ``lil``/``dok`` matrix of traced values) is refused with an error that says what to write
+instead. The values of ``C = A @ B`` are SciPy's product's; its derivative adds, for each pair
+of stored values ``A[i, k]`` and ``B[k, j]``, the cotangent of ``C[i, j]`` times the other
+factor.
+
+**As arguments and results.** A SciPy matrix of format csr, csc, coo or dia passed to a
+differentiated function is differentiated in its stored values: inside the function it is a
+:class:`TracedSparse`, and its gradient is SciPy's matrix of the same class and pattern
+holding the cotangents of the stored values (of ``A.data``). A function may return one, too.
+Other formats (``lil``, ``dok``, ``bsr``) are passed as constants: convert them first.
+
+**Derivatives.** Products are linear in the stored values and in ``x``: the cotangent of a stored
+value ``A[i, j]`` of ``y = A x`` is ``ȳ_i x_j`` (summed over the columns of a 2-d ``x``), that of
+``x`` is ``Aᵀ ȳ``, computed by the same sparse product. A relayout (a transpose, a conversion,
+a sum) is a gather or a constant sparse matrix times the stored values. Every rule computes with
+these differentiable products and NumPy, so forward mode and second derivatives follow.
+
+**Solves.** ``x = A⁻¹ b`` by ``spsolve``, ``splu(A).solve``, ``factorized(A)``,
+``spsolve_triangular`` (of a matrix whose pattern lies in its triangle, which is all SciPy
+solves; with ``unit_diagonal=True`` the diagonal's stored values, which it does not read, get
+no derivative) and the iterative ``cg``,
+``gmres``, ``bicgstab`` and ``minres`` (which return ``(x, info)``): the value is SciPy's own
+call, and the derivative that of the exact solution, never of the solver's steps: ``b̄ = λ`` and,
+on the pattern of ``A`` alone, ``Ā = -λ xᵀ``, where ``λ = A⁻ᵀ x̄`` is one more solve with the
+same method on the transposed matrix (``splu``'s factorization is the one SciPy computed, solved
+with ``trans="T"``; ``spsolve`` factorizes ``A`` once, with SuperLU, when the reverse pass first
+needs it, and again if the values it reads differ, as in a replayed program). No dense matrix
+is formed. Forward mode solves ``A ẋ = ḃ - Ȧ x`` with the same method.
+
+The iterative solvers' derivative holds to their tolerance: the value ``x`` meets SciPy's own
+``rtol``/``atol`` (the gradient is that of the exact solution evaluated at this ``x``, so its
+relative error is about ``rtol`` times the condition number of ``A``), and each adjoint or
+tangent solve is run to ``rtol = ADJOINT_RTOL`` (1e-10, or the caller's ``rtol`` if tighter),
+``atol = 0``, with the caller's preconditioner (transposed) and ``maxiter``. A solve that does
+not converge (``info != 0``) while a differentiation follows it raises
+``UnsupportedOperationError``: there is no derivative of a solution that was not found. ``cg``
+and ``minres`` assume a symmetric ``A``, as SciPy's methods do; ``A`` may be a constant
+``LinearOperator`` (its ``rmatvec`` then serves ``gmres``'s and ``bicgstab``'s adjoints), and
+``x0`` a traced array (a warm start, which has no derivative).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import scipy.sparse as _sparse
+import scipy.sparse.linalg as _splinalg
+
+from ..custom import Adjoint
+from ..errors import UnsupportedAttributeError, UnsupportedOperationError
+from ..levels import ACTIVE, innermost
+from ..registry import METHODS, ROUTES
+from ..rules._helpers import transpose
+from ..trees import register_pytree
+from ..views import memory, wrapped
+
+__all__ = ["SuperLU", "TracedSparse", "bicgstab", "block_diag", "bmat", "cg", "coo_array",
+           "coo_matrix", "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array",
+           "dia_matrix", "diags", "diags_array", "factorized", "gmres", "hstack", "minres",
+           "spdiags", "splu", "spsolve", "spsolve_triangular", "vstack"]
+
+SCIPY = {**{name: getattr(_splinalg, name) for name in (
+    "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres")},
+    **{name: getattr(_sparse, name) for name in (
+        "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag",
+        "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
+        "dia_matrix", "dia_array")}}
+"""SciPy's own functions and classes, by name. While a differentiation runs the names that
+user code and SciPy's public modules bind to them are this module's stand-ins (and so would be
+a name of this module, or a closure's cell, bound to one), so they are looked up here."""
+
+ADJOINT_RTOL = 1e-10
+"""The relative residual to which the adjoint and tangent solves of the iterative solvers run."""
+
+FORMATS = ("csr", "csc", "coo", "dia")
+"""The formats whose stored values a :class:`TracedSparse` holds as SciPy lays them out."""
+
+
+def _followed(*items):
+    """Whether a differentiation follows one of ``items`` (a traced array, a dual, a traced
+    sparse matrix)."""
+    return any(isinstance(x, TracedSparse) or innermost((x,)) is not None
+               or (type(x) in (list, tuple) and _followed(*x)) for x in items)
+
+
+def _refuse(what, instead):
+    raise UnsupportedOperationError(f"{what}: {instead}")
+
+
+# ----------------------------------------------------------------------------------------------
+# The pattern: a constant SciPy matrix, and where each of its stored values sits
+
+
+class _Layout:
+    """The constant part of a sparse matrix: SciPy's ``template`` (format, shape, indices), and
+    for each stored value (a *slot*, in the order of ``template.data``) its row and column;
+    ``valid`` is False for the slots of a ``dia`` matrix that fall outside it."""
+
+    def __init__(self, template):
+        if template.format not in FORMATS or template.ndim != 2:
+            template = template.tocsr()
+        self.template = template
+        self.kind = type(template)
+        self.format = template.format
+        self.shape = template.shape
+        self.data_shape = template.data.shape
+        m, n = self.shape
+        if self.format in ("csr", "csc"):
+            major = np.repeat(np.arange(len(template.indptr) - 1), np.diff(template.indptr))
+            minor = template.indices[:len(major)]
+            rows, cols = (major, minor) if self.format == "csr" else (minor, major)
+        elif self.format == "coo":
+            rows, cols = template.coords
+        else:  # dia: data[d, j] is A[j - offsets[d], j]
+            width = self.data_shape[1]
+            cols = np.tile(np.arange(width), len(template.offsets))
+            rows = cols - np.repeat(template.offsets, width)
+        rows, cols = np.asarray(rows, np.intp), np.asarray(cols, np.intp)
+        valid = (rows >= 0) & (rows < m) & (cols >= 0) & (cols < n)
+        self.padded = not valid.all()
+        self.valid = valid
+        self.rows, self.cols = np.where(valid, rows, 0), np.where(valid, cols, 0)
+
+    def build(self, data):
+        """SciPy's matrix of this pattern holding the plain values ``data``."""
+        t = self.template
+        if self.format in ("csr", "csc"):
+            return self.kind((data, t.indices, t.indptr), shape=self.shape)
+        if self.format == "coo":
+            return self.kind((data, t.coords), shape=self.shape)
+        return self.kind((data, t.offsets), shape=self.shape)
+
+    def probe(self, values=1.0):
+        """The matrix holding ``values`` (a number: the same in every slot) in its valid slots."""
+        data = np.zeros(self.data_shape)
+        data.reshape(-1)[self.valid] = np.broadcast_to(values, self.valid.shape)[self.valid]
+        return self.build(data)
+
+    def slots(self, u, v):
+        """``u[i] v[j]`` in the slot of each ``A[i, j]`` (``u[i] · v[j]`` for 2-d ``u`` and
+        ``v``, rows against rows), zero in the slots outside the matrix: the cotangent of the
+        stored values of ``A`` in ``u`` and ``v``'s bilinear form ``uᵀ A v``."""
+        g = u[self.rows] * v[self.cols]
+        if np.ndim(g) == 2:
+            g = g.sum(axis=-1)
+        if self.padded:
+            g = np.where(self.valid, g, 0.0)
+        return np.reshape(g, self.data_shape)
+
+    def keys(self):
+        return self.rows[self.valid] * self.shape[1] + self.cols[self.valid]
+
+
+# ----------------------------------------------------------------------------------------------
+# The two primitives: a sparse product, and a solve
+
+
+def _product_value(data, x, layout, right=False, followed=None):
+    matrix = layout.build(data)
+    return x @ matrix if right else matrix @ x
+
+
+_product = Adjoint(_product_value)
+_product.complex_values = None
+
+
+def _t(x):
+    """The transpose of a matrix; a vector as it is."""
+    return x if np.ndim(x) < 2 else transpose(x)
+
+
+def _times(data, x, layout, right=False):
+    """``A @ x`` (``x @ A`` where ``right``), ``A`` the matrix of ``layout`` holding ``data``."""
+    return _product(data, x, layout=layout, right=right,
+                   followed=(innermost((data,)) is not None, innermost((x,)) is not None))
+
+
+def _times_transposed(data, x, layout, transposed):
+    """``op(A) @ x``, ``op`` the transpose where ``transposed``, for 1-d and 2-d ``x``."""
+    if not transposed:
+        return _times(data, x, layout)
+    if np.ndim(x) == 1:
+        return _times(data, x, layout, right=True)
+    return transpose(_times(data, transpose(x), layout, right=True))
+
+
+@_product.rule
+def _product_rule(data, x, layout, right=False, followed=(True, True)):
+    y = _product(data, x, layout=layout, right=right, followed=followed)
+
+    def back(dy):
+        dx = ddata = None
+        if followed[1]:  # x̄ = Aᵀ ȳ (right: x̄ = ȳ Aᵀ = (A ȳᵀ)ᵀ)
+            dx = (_t(_times(data, _t(dy), layout)) if right
+                  else _times_transposed(data, dy, layout, True))
+        if followed[0]:  # y = A x: Ā_ij = ȳ_i · x_j; y = x A: Ā_ij = x_i · ȳ_j (by columns)
+            ddata = layout.slots(dy, x) if not right else layout.slots(_t(x), _t(dy))
+        return ddata, dx
+
+    return y, back
+
+
+@_product.jvp_rule
+def _product_jvp(tangents, data, x, layout, right=False, followed=(True, True)):
+    y = _product(data, x, layout=layout, right=right, followed=followed)
+    terms = [_times(tangents[0], x, layout, right) if tangents[0] is not None else None,
+             _times(data, tangents[1], layout, right) if tangents[1] is not None else None]
+    terms = [t for t in terms if t is not None]
+    return y, (None if not terms else terms[0] if len(terms) == 1 else terms[0] + terms[1])
+
+
+def _adder(slots, size):
+    """The constant matrix (its layout) that adds term ``t`` into slot ``slots[t]`` of ``size``
+    slots: a sum of stored values by the differentiable sparse product."""
+    return _Layout(SCIPY["csr_array"]((np.ones(len(slots)), (slots, np.arange(len(slots)))),
+                                      shape=(size, len(slots))))
+
+
+def _add_into(adder, terms, shape):
+    """``terms`` added into their slots by ``adder``, shaped as stored values (``shape``)."""
+    return np.reshape(_times(adder.template.data, terms, adder), shape)
+
+
+class _Pairs:
+    """The constant plan of a sparse product ``C = A B``: the layout of ``C`` (SciPy's pattern of
+    the product of ``A``'s and ``B``'s, every product of stored values kept), and each pair of a
+    stored value of ``A`` at ``(i, k)`` and one of ``B`` at ``(k, j)``: their slots (``a``,
+    ``b``) and the slot of ``C[i, j]`` their product is added into (``c``), with the constant
+    matrices that add one term per pair into the slots of each (``into_*``)."""
+
+    def __init__(self, left, right):
+        self.left, self.right = left, right
+        self.out = _Layout(left.probe() @ right.probe())
+        a_slots, b_slots = np.flatnonzero(left.valid), np.flatnonzero(right.valid)
+        b_slots = b_slots[np.argsort(right.rows[b_slots], kind="stable")]
+        inner = right.shape[0]
+        counts = np.bincount(right.rows[b_slots], minlength=inner)
+        starts = np.cumsum(counts) - counts
+        each = counts[left.cols[a_slots]]
+        self.a = np.repeat(a_slots, each)
+        within = np.arange(len(self.a)) - np.repeat(np.cumsum(each) - each, each)
+        self.b = b_slots[np.repeat(starts[left.cols[a_slots]], each) + within]
+        keys = left.rows[self.a] * right.shape[1] + right.cols[self.b]
+        out_keys = self.out.keys()
+        order = np.argsort(out_keys)
+        where = np.flatnonzero(self.out.valid)[order[np.searchsorted(out_keys, keys,
+                                                                     sorter=order)]]
+        self.c = where
+        self.into_c = _adder(where, self.out.valid.size)
+        self.into_a = _adder(self.a, left.valid.size)
+        self.into_b = _adder(self.b, right.valid.size)
+
+    def value(self, a, b):
+        """SciPy's product of the plain values, in the slots of ``out`` (SciPy leaves out a
+        sum that is exactly zero; its slot holds 0)."""
+        product = (self.left.build(a) @ self.right.build(b)).tocoo()
+        data = np.zeros(self.out.valid.size)
+        keys = self.out.rows * self.out.shape[1] + self.out.cols
+        keys = np.where(self.out.valid, keys, -1)
+        order = np.argsort(keys)
+        found = order[np.searchsorted(keys, product.row * self.out.shape[1] + product.col,
+                                      sorter=order)]
+        data[found] = product.data
+        return data.reshape(self.out.data_shape)
+
+def _sparse_product_value(a, b, pairs):
+    return pairs.value(a, b)
+
+
+_sparse_product = Adjoint(_sparse_product_value)
+_sparse_product.complex_values = None
+
+
+@_sparse_product.rule
+def _sparse_product_rule(a, b, pairs):
+    c = _sparse_product(a, b, pairs=pairs)
+
+    def back(dc):
+        # C_ij = Σ_k A_ik B_kj: each pair's product gets C̄_ij, times the other factor
+        flat_dc = np.reshape(dc, (-1,))[pairs.c]
+        da = _add_into(pairs.into_a, flat_dc * np.reshape(b, (-1,))[pairs.b],
+                       pairs.left.data_shape)
+        db = _add_into(pairs.into_b, flat_dc * np.reshape(a, (-1,))[pairs.a],
+                       pairs.right.data_shape)
+        return da, db
+
+    return c, back
+
+
+@_sparse_product.jvp_rule
+def _sparse_product_jvp(tangents, a, b, pairs):
+    c = _sparse_product(a, b, pairs=pairs)
+    flat_a, flat_b = np.reshape(a, (-1,)), np.reshape(b, (-1,))
+    terms = [np.reshape(t, (-1,))[pairs.a] * flat_b[pairs.b] if i == 0
+             else flat_a[pairs.a] * np.reshape(t, (-1,))[pairs.b]
+             for i, t in enumerate(tangents) if t is not None]
+    if not terms:
+        return c, None
+    return c, _add_into(pairs.into_c, terms[0] if len(terms) == 1 else terms[0] + terms[1],
+                        pairs.out.data_shape)
+
+
+def _reduction_value(data, layout, method, setting):
+    return getattr(layout.build(data), method)(setting)
+
+
+_reduction = Adjoint(_reduction_value)
+_reduction.complex_values = None
+"""``A.sum(axis)`` or ``A.diagonal(k)``: SciPy's own values, linear in the stored values."""
+
+
+@_reduction.rule
+def _reduction_rule(data, layout, method, setting):
+    y = _reduction(data, layout, method, setting)
+
+    def back(dy):
+        # each stored value's cotangent is that of the total, row, column or diagonal entry it
+        # is added into
+        if method == "diagonal":
+            offset = layout.cols - layout.rows
+            on = layout.valid & (offset == setting)
+            g = np.where(on, dy[np.where(on, np.minimum(layout.rows, layout.cols), 0)], 0.0)
+        elif setting is None:
+            g = np.where(layout.valid, dy, 0.0) if layout.padded else np.broadcast_to(
+                dy, layout.valid.shape) + 0.0
+        else:
+            g = dy[layout.rows if setting in (1, -1) else layout.cols]
+            g = np.where(layout.valid, g, 0.0) if layout.padded else g
+        return np.reshape(g, layout.data_shape), None, None, None
+
+    return y, back
+
+
+@_reduction.jvp_rule
+def _reduction_jvp(tangents, data, layout, method, setting):
+    return (_reduction(data, layout, method, setting),
+            _reduction(tangents[0], layout, method, setting))
+
+
+def _solve_value(data, b, guess, solver):
+    return solver.value(data, b, guess)
+
+
+_solve = Adjoint(_solve_value)
+_solve.complex_values = None
+
+
+@_solve.rule
+def _solve_rule(data, b, guess, solver):
+    x = _solve(data, b, guess, solver=solver)
+
+    def back(dx):
+        # x = op(A)⁻¹ b: λ = op(A)⁻ᵀ x̄, b̄ = λ, and op(A)'s cotangent -λ xᵀ, A's its transpose
+        lam = _solve(data, np.reshape(dx, np.shape(b)), None, solver=solver.adjoint())
+        xb = np.reshape(x, np.shape(b))
+        ddata = -(solver.layout.slots(xb, lam) if solver.trans
+                  else solver.layout.slots(lam, xb))
+        if solver.mask is not None:
+            ddata = ddata * solver.mask
+        return ddata, lam, None
+
+    return x, back
+
+
+@_solve.jvp_rule
+def _solve_jvp(tangents, data, b, guess, solver):
+    x = _solve(data, b, guess, solver=solver)
+    ddata, db = tangents[0], tangents[1]
+    rhs = db
+    if ddata is not None:
+        if solver.mask is not None:
+            ddata = ddata * solver.mask
+        change = _times_transposed(ddata, np.reshape(x, np.shape(b)), solver.layout, solver.trans)
+        rhs = -change if rhs is None else rhs - change
+    if rhs is None:
+        return x, None
+    return x, np.reshape(_solve(data, rhs, None, solver=solver.tangent()), np.shape(x))
+
+
+class _Solver:
+    """How a solve computes ``op(A)⁻¹ b`` from the plain stored values of ``A`` (``op`` the
+    transpose where ``trans``): SciPy's call that the user made, and the solves its derivatives
+    need (``adjoint``: with ``op(A)ᵀ``; ``tangent``: with ``op(A)`` again), which share what
+    was factorized. A constant passed to the primitive as a setting."""
+
+    mask = None
+
+    def __init__(self, layout, trans=False, shared=None):
+        self.layout = layout
+        self.trans = trans
+        self.shared = {} if shared is None else shared
+
+    def twin(self, trans):
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        twin.trans = trans
+        return twin
+
+    def adjoint(self):
+        return self.twin(not self.trans)
+
+    def tangent(self):
+        return self.twin(self.trans)
+
+
+class _Direct(_Solver):
+    """``spsolve``'s value (``options``: its settings), or solves with SuperLU's factors (the
+    derivatives' solves, ``trans="T"`` for the transpose; ``splu``'s own solves). The factors
+    are ``factorize``'s of the stored values at hand: computed when first needed, and again
+    whenever the values differ from those they were computed from (a replayed program, whose
+    factorization is not a step of its own)."""
+
+    def __init__(self, layout, options=None, factorize=None, factor=None, values=None):
+        super().__init__(layout)
+        self.options = options
+        if factorize is None:
+            permc_spec = (options or {}).get("permc_spec")
+            factorize = lambda matrix: SCIPY["splu"](  # noqa: E731
+                SCIPY["csc_array"](matrix), permc_spec=permc_spec)
+        self.shared.update(factorize=factorize, factor=factor,
+                           key=None if values is None else np.ascontiguousarray(values).tobytes())
+        self.first = True  # the user's call itself
+
+    def twin(self, trans):
+        twin = super().twin(trans)
+        twin.first = False
+        return twin
+
+    def factor(self, data):
+        key = np.ascontiguousarray(data).tobytes()
+        if self.shared["key"] != key:
+            self.shared.update(factor=self.shared["factorize"](self.layout.build(data)), key=key)
+        return self.shared["factor"]
+
+    def value(self, data, b, guess):
+        if self.first and self.options is not None:
+            return SCIPY["spsolve"](self.layout.build(data), b, **self.options)
+        return self.factor(data).solve(np.asarray(b, float), "T" if self.trans else "N")
+
+
+class _Triangular(_Solver):
+    """``spsolve_triangular``, of a matrix whose pattern lies in its triangle (SciPy's result
+    for another is not a solve of it); with ``unit_diagonal=True`` it reads no diagonal value,
+    so those have no derivative (``mask``)."""
+
+    def __init__(self, layout, lower, unit_diagonal):
+        super().__init__(layout)
+        self.lower, self.unit_diagonal = lower, unit_diagonal
+        rows, cols = layout.rows, layout.cols
+        if np.any(layout.valid & (rows < cols if lower else rows > cols)):
+            _refuse(f"scipy.sparse.linalg.spsolve_triangular(A, b, lower={lower}) of a matrix "
+                    "with stored entries outside its triangle", "SciPy solves with a "
+                    "triangular matrix only: pass scipy.sparse.tril(A) (triu(A) for "
+                    "lower=False), whose pattern is the triangle.")
+        if unit_diagonal:
+            self.mask = np.reshape((rows != cols).astype(float), layout.data_shape)
+
+    def value(self, data, b, guess):
+        matrix, lower = self.layout.build(data), self.lower
+        if self.trans:
+            matrix, lower = SCIPY["csc_array"](matrix.T), not lower
+        return SCIPY["spsolve_triangular"](matrix, b, lower=lower,
+                                            unit_diagonal=self.unit_diagonal)
+
+
+class _Iterative(_Solver):
+    """An iterative method of ``scipy.sparse.linalg``, ``A`` a traced sparse matrix (``layout``)
+    or a constant operator (``operator``): the user's call, then its adjoint and tangent solves
+    with the same method to ``ADJOINT_RTOL``."""
+
+    SYMMETRIC = ("cg", "minres")
+
+    def __init__(self, method, layout, operator, options):
+        super().__init__(layout)
+        self.method, self.operator, self.options = method, operator, options
+        self.tight = False
+
+    def twin(self, trans):
+        twin = super().twin(trans)
+        twin.tight = True
+        return twin
+
+    def value(self, data, b, guess):
+        matrix = self.layout.build(data) if self.operator is None else self.operator
+        options = dict(self.options)
+        if self.tight:
+            options["rtol"] = min(options.get("rtol", 1e-5), ADJOINT_RTOL)
+            options.pop("callback", None)
+            if "atol" in options:
+                options["atol"] = 0.0
+        if self.trans:
+            matrix = self._transposed(matrix)
+            if options.get("M") is not None and self.method not in self.SYMMETRIC:
+                options["M"] = self._transposed(_splinalg.aslinearoperator(options["M"]))
+        x, info = SCIPY[self.method](matrix, b, guess, **options)
+        if info != 0:
+            what = "its adjoint or tangent solve" if self.tight else "the solve"
+            raise UnsupportedOperationError(
+                f"scipy.sparse.linalg.{self.method}: {what} did not converge (info={info}), so "
+                "the solution it returned has no derivative. Raise maxiter, loosen or tighten "
+                "rtol/atol as the system allows, or pass a preconditioner M.")
+        return x
+
+    def _transposed(self, matrix):
+        if self.method in self.SYMMETRIC:
+            return matrix  # the method assumes a symmetric A
+        if isinstance(matrix, _splinalg.LinearOperator):
+            try:
+                matrix.rmatvec(np.zeros(matrix.shape[0], matrix.dtype))
+            except NotImplementedError:
+                _refuse(f"scipy.sparse.linalg.{self.method} with a LinearOperator without "
+                        "rmatvec", "its derivative solves with Aᵀ. Give the operator rmatvec "
+                        "(or pass A as a sparse matrix).")
+            return matrix.T
+        return matrix.T
+
+
+# ----------------------------------------------------------------------------------------------
+# Sparse matrices with traced values
+
+
+def _gather(data, index):
+    """``data``'s values at ``index`` (flat positions, 1-based; 0 gives 0)."""
+    flat = np.concatenate([np.zeros(1), np.reshape(data, (-1,))])
+    return flat[index]
+
+
+def _relayout(data, layout, operation):
+    """The layout and stored values of ``operation(A)`` (a SciPy operation that moves stored
+    values: a transpose, a conversion) given ``A``'s: the operation applied to the slot
+    numbers tells where each value goes; where it sums some (duplicates merged in a
+    conversion), a constant matrix adds them."""
+    numbered = operation(layout.probe(np.arange(1.0, layout.valid.size + 1)))
+    ones = operation(layout.probe())
+    out = _Layout(ones)
+    if np.all(np.isin(ones.data, (0.0, 1.0))) and numbered.data.shape == ones.data.shape:
+        index = np.rint(numbered.data).astype(np.intp)  # each slot holds one value, or none
+        if index.shape == np.shape(data) and np.array_equal(
+                index.reshape(-1), np.arange(1, index.size + 1)):
+            return out, data  # the same values in the same order: shared, as SciPy's A.T
+        return out, np.reshape(_gather(data, index), out.data_shape)
+    return out, _summed(data, layout, out)
+
+
+def _summed(data, layout, out):
+    """The stored values of ``out`` (a layout without repeated positions) from ``layout``'s:
+    each the sum of ``layout``'s slots at its position, by a constant sparse matrix."""
+    keys, inputs = out.keys(), layout.keys()
+    if len(np.unique(keys)) != len(keys):
+        _refuse("a sparse operation whose result has repeated entries",
+                "call sum_duplicates() on the matrix first.")
+    order = np.argsort(keys)
+    where = np.searchsorted(keys, inputs, sorter=order)
+    found = where < len(keys)
+    where = order[np.where(found, where, 0)] if len(keys) else where
+    found &= keys[where] == inputs if len(keys) else found
+    slots_out = np.flatnonzero(out.valid)[where[found]]
+    slots_in = np.flatnonzero(layout.valid)[found]
+    return _add_into(_adder(slots_out, out.valid.size), np.reshape(data, (-1,))[slots_in],
+                     out.data_shape)
+
+
+def _lift(a):
+    """A SciPy sparse matrix as a :class:`TracedSparse` with constant values."""
+    if isinstance(a, TracedSparse):
+        return a
+    layout = _Layout(a)
+    return TracedSparse(layout, layout.template.data)
+
+
+def _is_scalar(c):
+    return np.ndim(c) == 0 and not isinstance(c, (TracedSparse, _sparse.sparray,
+                                                  _sparse.spmatrix))
+
+
+def _dense_operand(x):
+    return (wrapped(x) or isinstance(x, (np.ndarray, list, tuple))) and \
+        not isinstance(x, (TracedSparse, np.matrix))
+
+
+class TracedSparse:
+    """A SciPy sparse matrix whose stored values a differentiation follows: SciPy's pattern
+    (``layout``, constant) and the traced array of its stored values (``data``). Made by the
+    constructors of this module (and SciPy's, in a differentiated function) from traced
+    values; see the module's documentation for what it does."""
+
+    __array_ufunc__ = None  # NumPy's operators give way to ours: x @ A is A.__rmatmul__(x)
+
+    def __init__(self, layout: Any, data: Any) -> None:
+        self.layout = layout
+        self.data = data
+
+    # what SciPy's matrices tell ----------------------------------------------------------
+
+    ndim = 2
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.layout.shape
+
+    @property
+    def format(self) -> str:
+        return self.layout.format
+
+    @property
+    def nnz(self) -> int:
+        return self.layout.template.nnz
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.data.dtype)
+
+    @property
+    def value(self) -> Any:
+        """SciPy's matrix holding the plain stored values."""
+        return self.layout.build(memory(self.data))
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name in ("weak", "tape", "buffer", "level"):
+            raise AttributeError(name)
+        template = self.__dict__.get("layout")
+        if template is not None and name in ("indices", "indptr", "offsets", "coords", "row",
+                                             "col", "has_canonical_format",
+                                             "has_sorted_indices"):
+            return getattr(template.template, name)
+        raise UnsupportedAttributeError(
+            f"{name} of a scipy.sparse matrix with traced values: mutad follows its products "
+            "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, A.multiply, +, -, scalar * "
+            "and /, sum(axis), diagonal(k), toarray() and .data. Compute with A.data, or "
+            "with A.toarray() for a small matrix.")
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func in (np.ndim, np.shape) and len(args) == 1 and not kwargs:
+            return 2 if func is np.ndim else self.shape
+        _refuse(f"np.{func.__name__} of a scipy.sparse matrix with traced values",
+                "NumPy's functions read dense arrays: call A.toarray() first (a traced dense "
+                "array), or compute with A.data.")
+
+    def __getitem__(self, key):
+        _refuse("indexing a scipy.sparse matrix with traced values",
+                "mutad follows its stored values as a whole: index A.toarray(), or multiply by "
+                "a selecting matrix (A @ P).")
+
+    def __setitem__(self, key, value):
+        _refuse("writing into a scipy.sparse matrix with traced values",
+                "its pattern is a constant: write into A.data, or build a new matrix.")
+
+    def __array__(self, dtype=None, copy=None):
+        _refuse("a scipy.sparse matrix with traced values converted to a NumPy array",
+                "call A.toarray() (a traced dense array).")
+
+    def __repr__(self):
+        return f"<traced {self.layout.kind.__name__} of shape {self.shape}, {self.nnz} stored>"
+
+    def _with(self, layout_and_data):
+        return TracedSparse(*layout_and_data)
+
+    # relayouts ---------------------------------------------------------------------------
+
+    def transpose(self, axes: Any = None, copy: bool = False) -> TracedSparse:
+        if axes is not None:
+            self.layout.template.transpose(axes)  # SciPy's error
+        return self._with(_relayout(self.data, self.layout, lambda m: m.transpose()))
+
+    T = property(transpose)
+
+    def asformat(self, format: str | None, copy: bool = False) -> TracedSparse:
+        if format is None or format == self.format:
+            return self.copy() if copy else self
+        if format not in FORMATS:
+            _refuse(f"asformat({format!r}) of a scipy.sparse matrix with traced values",
+                    f"mutad follows the formats {', '.join(FORMATS)}.")
+        return self._with(_relayout(self.data, self.layout, lambda m: m.asformat(format)))
+
+    def tocsr(self, copy: bool = False) -> TracedSparse:
+        return self.asformat("csr", copy)
+
+    def tocsc(self, copy: bool = False) -> TracedSparse:
+        return self.asformat("csc", copy)
+
+    def tocoo(self, copy: bool = False) -> TracedSparse:
+        return self.asformat("coo", copy)
+
+    def todia(self, copy: bool = False) -> TracedSparse:
+        return self.asformat("dia", copy)
+
+    def copy(self) -> TracedSparse:
+        return TracedSparse(self.layout, self.data.copy())
+
+    def toarray(self, order: str | None = None, out: None = None) -> Any:
+        if out is not None:
+            _refuse("toarray(out=...) of a scipy.sparse matrix with traced values",
+                    "use the array it returns.")
+        dense = np.zeros_like(self.data, shape=self.shape)
+        valid = self.layout.valid
+        np.add.at(dense, (self.layout.rows[valid], self.layout.cols[valid]),
+                  np.reshape(self.data, (-1,))[valid])
+        return np.asfortranarray(dense) if order == "F" else dense
+
+    def todense(self, order: str | None = None, out: None = None) -> Any:
+        if isinstance(self.layout.template, _sparse.spmatrix):
+            _refuse("todense() of a scipy.sparse matrix (spmatrix) with traced values",
+                    "np.matrix has no traced form: call toarray().")
+        return self.toarray(order, out)
+
+    # reductions --------------------------------------------------------------------------
+
+    def sum(self, axis: int | None = None, dtype: None = None, out: None = None) -> Any:
+        if dtype is not None or out is not None or (
+                axis is not None and isinstance(self.layout.template, _sparse.spmatrix)):
+            _refuse("sum(axis=..., dtype=..., out=...) of a scipy.sparse matrix (spmatrix) with "
+                    "traced values", "SciPy's result is an np.matrix, which has no traced "
+                    "form: use the csr_array/csc_array classes, or A @ np.ones(n).")
+        return _reduction(self.data, self.layout, "sum", axis)
+
+    def diagonal(self, k: int = 0) -> Any:
+        return _reduction(self.data, self.layout, "diagonal", k)
+
+    # products ----------------------------------------------------------------------------
+
+    def __matmul__(self, other):
+        if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
+            other = _lift(other)
+            pairs = _Pairs(self.layout, other.layout)
+            return TracedSparse(pairs.out, _sparse_product(self.data, other.data, pairs=pairs))
+        if not _dense_operand(other):
+            return NotImplemented
+        if np.ndim(other) == 0:
+            raise ValueError("Scalar operands are not allowed, use '*' instead")
+        return _times(self.data, other, self.layout)
+
+    def __rmatmul__(self, other):
+        if not _dense_operand(other):
+            return NotImplemented
+        if np.ndim(other) == 0:
+            raise ValueError("Scalar operands are not allowed, use '*' instead")
+        return _times(self.data, other, self.layout, right=True)
+
+    def dot(self, other: Any) -> Any:
+        if _is_scalar(other):
+            return self * other
+        return self @ other
+
+    def _is_matrix(self):
+        return isinstance(self.layout.template, _sparse.spmatrix)
+
+    def __mul__(self, other):
+        if _is_scalar(other):
+            return TracedSparse(self.layout, self.data * other)
+        if self._is_matrix():  # spmatrix: * is the matrix product
+            return self @ other
+        return self.multiply(other)
+
+    def __rmul__(self, other):
+        if _is_scalar(other):
+            return TracedSparse(self.layout, other * self.data)
+        if self._is_matrix():
+            return other @ self
+        return self.multiply(other)
+
+    def __truediv__(self, other):
+        if not _is_scalar(other):
+            _refuse("a scipy.sparse matrix with traced values divided by an array",
+                    "multiply by its reciprocal with A.multiply(1 / B).")
+        return TracedSparse(self.layout, self.data * (1 / other))  # SciPy's: times 1/c
+
+    def __neg__(self):
+        return TracedSparse(self.layout, -self.data)
+
+    def __pos__(self):
+        return self
+
+    def multiply(self, other: Any) -> TracedSparse | Any:
+        if _is_scalar(other):
+            return self * other
+        if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
+            other = _lift(other)
+            result = self.layout.probe().multiply(other.layout.probe())
+            if not _sparse.issparse(result):
+                _refuse("A.multiply(B) of sparse matrices of different shapes", "broadcast B.")
+            out = _Layout(result)
+            return TracedSparse(out, _summed(self.data, self.layout, out)
+                                * _summed(other.data, other.layout, out))
+        if not _dense_operand(other) or np.broadcast_shapes(np.shape(other),
+                                                             self.shape) != self.shape:
+            _refuse("A.multiply(B) of a scipy.sparse matrix with traced values and an array of "
+                    f"shape {np.shape(other)}", f"pass B of a shape that broadcasts to "
+                    f"{self.shape}.")
+        result = self.layout.probe().multiply(np.ones(np.shape(other)))
+        if not _sparse.issparse(result):
+            return self.toarray() * other
+        out = _Layout(result)
+        dense = np.broadcast_to(other, self.shape)
+        values = dense[out.rows, out.cols]
+        if out.padded:
+            values = np.where(out.valid, values, 0.0)
+        return TracedSparse(out, _summed(self.data, self.layout, out) * np.reshape(
+            values, out.data_shape))
+
+    def _plus(self, other, sign, reflected=False):
+        if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
+            other = _lift(other)
+            result = self.layout.probe() + other.layout.probe()
+            out = _Layout(result)
+            mine, theirs = (_summed(self.data, self.layout, out),
+                            _summed(other.data, other.layout, out))
+            if reflected:
+                return TracedSparse(out, theirs - mine if sign < 0 else theirs + mine)
+            return TracedSparse(out, mine - theirs if sign < 0 else mine + theirs)
+        if _is_scalar(other) and not wrapped(other) and other == 0:
+            return self.copy() if sign > 0 or not reflected else -self
+        if _dense_operand(other) and np.ndim(other) >= 1:
+            if self._is_matrix():
+                _refuse("a scipy.sparse matrix (spmatrix) with traced values plus a dense "
+                        "array", "SciPy's result is an np.matrix, which has no traced form: "
+                        "add A.toarray() instead, or use the csr_array/csc_array classes.")
+            dense = self.toarray()
+            if reflected:
+                return other - dense if sign < 0 else other + dense
+            return dense - other if sign < 0 else dense + other
+        _refuse("a scipy.sparse matrix with traced values plus a number",
+                "SciPy refuses it too: add it to A.data, or to A.toarray().")
+
+    def __add__(self, other):
+        return self._plus(other, 1)
+
+    def __radd__(self, other):
+        return self._plus(other, 1, reflected=True)
+
+    def __sub__(self, other):
+        return self._plus(other, -1)
+
+    def __rsub__(self, other):
+        return self._plus(other, -1, reflected=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# Constructors: SciPy's own, applied to numbers that say where each traced value goes
+
+
+def _pieces(data, dense):
+    """The values of a constructor's data argument (a list of diagonals is one piece per
+    diagonal), each as an array: traced, or a constant."""
+    pieces = list(data) if type(data) in (list, tuple) and not dense else [data]
+    return [p if innermost((p,)) is not None else np.asarray(p, float) for p in pieces]
+
+
+def _numbers(pieces):
+    """The pieces with each element replaced by its number, counted from 1 over all of them.
+    SciPy stores every number (it leaves out zeros only, a dense matrix's too): so every
+    element is stored, whatever its value, as each has a derivative."""
+    numbered, start = [], 1.0
+    for piece in pieces:
+        numbered.append(np.arange(start, start + np.size(piece)).reshape(np.shape(piece)))
+        start += np.size(piece)
+    return numbered
+
+
+def _constructed(fn, name, data, build, dense=False, dtype=None):
+    """``build(fn, data)`` (a SciPy constructor applied to the data argument ``data``) of
+    traced values, as a :class:`TracedSparse`: the constructor is applied to the number of
+    each element, and each stored value of its result is the element whose number it holds."""
+    if dtype is not None and np.dtype(dtype) != np.float64:
+        _refuse(f"{name}(..., dtype={dtype!r}) of traced values",
+                "mutad follows float64 values: drop dtype=.")
+    if any(type(x) in (list, tuple) and _followed(x) for x in
+           (data if type(data) in (list, tuple) and not dense else [data])):
+        _refuse(f"{name} of a list of traced numbers", "pass an array of them (np.stack).")
+    pieces = _pieces(data, dense)
+    single = type(data) not in (list, tuple) or dense
+    arrange = (lambda xs: xs[0]) if single else (lambda xs: type(data)(xs))
+    return _from_numbers(name, pieces, build(fn, arrange(_numbers(pieces))),
+                         build(fn, arrange([np.ones(np.shape(p)) for p in pieces])))
+
+
+def _from_numbers(name, pieces, numbered, ones):
+    """The :class:`TracedSparse` a constructor made of the values of ``pieces``, given what it
+    made of their numbers (``numbered``) and of ones (``ones``, its pattern)."""
+    if not _sparse.issparse(ones) or ones.format not in FORMATS:
+        _refuse(f"{name} of traced values giving a {getattr(ones, 'format', type(ones))} "
+                "result", f"mutad follows the formats {', '.join(FORMATS)}: pass format='csr'.")
+    if not np.all(np.isin(ones.data, (0.0, 1.0))) or numbered.data.shape != ones.data.shape:
+        _refuse(f"{name} of traced values at repeated positions (SciPy sums them)",
+                "build a coo matrix first (coo_matrix((data, (row, col)))), which keeps them, "
+                "and convert it (.tocsr()): mutad follows the sum.")
+    flat = [np.reshape(p, (-1,)) for p in pieces]
+    flat = flat[0] if len(flat) == 1 else np.concatenate(flat)
+    out = _Layout(ones)
+    index = np.rint(numbered.data).astype(np.intp)
+    return TracedSparse(out, np.reshape(_gather(flat, index), out.data_shape))
+
+
+def _route(fn, stand_in):
+    """``stand_in`` of SciPy's ``fn`` while a differentiation runs (``registry.ROUTES``)."""
+    stand_in.__name__ = stand_in.__qualname__ = fn.__name__
+    stand_in.__doc__ = (f"SciPy's ``{fn.__module__.split('._')[0]}.{fn.__name__}``: SciPy's own "
+                        "with plain values, differentiated with traced ones.")
+    ROUTES[fn] = stand_in
+    return stand_in
+
+
+def _constructor_function(name):
+    """``diags``, ``diags_array``, ``spdiags``: their first argument holds the values."""
+
+    def construct(data: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _followed(data, *args, *kwargs.values()):
+            return SCIPY[name](data, *args, **kwargs)
+        if _followed(*args, *kwargs.values()):
+            _refuse(f"scipy.sparse.{name} with traced offsets or settings",
+                    "pass them as constants.")
+        return _constructed(SCIPY[name], f"scipy.sparse.{name}", data,
+                           lambda fn, d: fn(d, *args, **kwargs), dtype=kwargs.get("dtype"))
+
+    return _route(SCIPY[name], construct)
+
+
+diags, diags_array, spdiags = map(_constructor_function, ("diags", "diags_array", "spdiags"))
+
+
+def _blocks(tree, replace):
+    """``tree`` (a list of sparse matrices, or of lists of them) with each matrix replaced."""
+    if type(tree) in (list, tuple):
+        return type(tree)(_blocks(x, replace) for x in tree)
+    if isinstance(tree, TracedSparse) or _sparse.issparse(tree):
+        return replace(tree)
+    return tree
+
+
+def _stacking_function(name):
+    """``hstack``, ``vstack``, ``bmat``, ``block_diag``: their first argument holds sparse
+    matrices, whose stored values they place in the result."""
+
+    def stack(blocks: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _followed(blocks):
+            return SCIPY[name](blocks, *args, **kwargs)
+        matrices = []
+        _blocks(blocks, lambda m: matrices.append(_lift(m)))
+        pieces = [np.reshape(m.data, (-1,))[m.layout.valid] if m.layout.padded
+                  else np.reshape(m.data, (-1,)) for m in matrices]
+        numbers = iter(_numbers(pieces))
+
+        def numbered(m):
+            values = np.zeros(m.layout.valid.size)
+            values[m.layout.valid] = next(numbers)
+            return m.layout.probe(values)
+
+        order = iter(matrices)
+        numbered_blocks = _blocks(blocks, lambda _: numbered(next(order)))
+        order = iter(matrices)
+        ones_blocks = _blocks(blocks, lambda _: next(order).layout.probe())
+        return _from_numbers(f"scipy.sparse.{name}", pieces,
+                             SCIPY[name](numbered_blocks, *args, **kwargs),
+                             SCIPY[name](ones_blocks, *args, **kwargs))
+
+    return _route(SCIPY[name], stack)
+
+
+hstack, vstack, bmat, block_diag = map(_stacking_function,
+                                       ("hstack", "vstack", "bmat", "block_diag"))
+
+
+class _SparseClass:
+    """A SciPy sparse class (``scipy.sparse.csr_matrix``) standing in for itself while a
+    differentiation runs: called with traced values it makes a :class:`TracedSparse`, else it
+    is the class (``isinstance`` and ``issubclass`` ask it, its attributes are its)."""
+
+    def __init__(self, cls):
+        self.cls = cls
+        self.format = cls.__name__[:3]
+        self.__name__ = self.__qualname__ = cls.__name__
+        self.__doc__ = f"SciPy's ``scipy.sparse.{cls.__name__}``, following traced values."
+        self.__wrapped__ = cls
+        ROUTES[cls] = self
+
+    def __call__(self, arg1, shape=None, dtype=None, copy=False, **kwargs):
+        if not _followed(arg1):
+            return self.cls(arg1, shape=shape, dtype=dtype, copy=copy, **kwargs)
+        name = f"scipy.sparse.{self.cls.__name__}"
+        if isinstance(arg1, TracedSparse):
+            if dtype is not None and np.dtype(dtype) != np.float64:
+                _refuse(f"{name}(..., dtype={dtype!r}) of traced values",
+                        "mutad follows float64 values: drop dtype=.")
+            result = arg1.asformat(self.format)
+            if result.layout.kind is not self.cls:  # spmatrix <-> sparray: the same slots
+                result = TracedSparse(_Layout(self.cls(result.layout.template)), result.data)
+            return result
+        if type(arg1) is tuple and _followed(*arg1[1:]):
+            _refuse(f"{name} with traced indices", "indices are integers: pass them plain.")
+        if type(arg1) is not tuple:  # a dense matrix: each entry stored, zeros too
+            return _constructed(self.cls, name, arg1, lambda fn, d: fn(d, shape=shape),
+                               dense=True, dtype=dtype)
+        if len(arg1) == 2 and type(arg1[1]) is tuple and self.format != "coo":
+            # (data, (row, col)) sums repeated positions: coo keeps them, and its conversion
+            # is followed through the sum
+            coo = SCIPY["coo_array" if self.cls.__name__.endswith("array") else "coo_matrix"]
+            return _SparseClass.__call__(ROUTES[coo], arg1, shape, dtype).asformat(self.format)
+        return _constructed(self.cls, name, arg1[0],
+                           lambda fn, d: fn((d, *arg1[1:]), shape=shape), dtype=dtype)
+
+    def __instancecheck__(self, instance):
+        return isinstance(instance, self.cls)
+
+    def __subclasscheck__(self, subclass):
+        return issubclass(subclass, self.cls)
+
+    def __getattr__(self, name):
+        return getattr(self.cls, name)
+
+    def __repr__(self):
+        return repr(self.cls)
+
+
+csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array, dia_matrix, dia_array = (
+    _SparseClass(SCIPY[name]) for name in (
+        "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
+        "dia_matrix", "dia_array"))
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's matrices with constant values, met by traced operands: their methods are routed
+
+
+def _lifted(name):
+    return lambda self, *args, **kwargs: getattr(_lift(self), name)(*args, **kwargs)
+
+
+for _cls, _names in (
+        (_sparse._base._spbase, ("__matmul__", "__rmatmul__", "dot", "multiply", "__add__",
+                                 "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+                                 "__truediv__")),
+        (_sparse._matrix.spmatrix, ("__mul__", "__rmul__")),
+        (_sparse._coo._coo_base, ("dot",)),
+        (_sparse._dia._dia_base, ("multiply",))):
+    for _name in _names:
+        METHODS[(_cls, _name)] = _lifted(_name)
+del _cls, _names, _name
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.sparse.linalg
+
+
+def _matrix_of(a, name):
+    """The layout and stored values of ``a``, a sparse matrix (traced or not), or a constant
+    dense one (which SciPy converts to csc too)."""
+    if type(a) is np.ndarray:
+        a = SCIPY["csc_array"](a)
+    if isinstance(a, TracedSparse) or _sparse.issparse(a):
+        a = _lift(a)
+        return a.layout, a.data
+    _refuse(f"scipy.sparse.linalg.{name} of a dense matrix inside a differentiated function",
+            "pass a scipy.sparse matrix, or use scipy.linalg.solve for a dense one.")
+
+
+def _dense_rhs(b, name):
+    if isinstance(b, TracedSparse) or _sparse.issparse(b):
+        _refuse(f"scipy.sparse.linalg.{name} of a sparse right-hand side with traced values",
+                "pass b as a dense array (b.toarray()).")
+
+
+def _spsolve(A: Any, b: Any, permc_spec: str | None = None, use_umfpack: bool = True) -> Any:
+    if not _followed(A, b):
+        return SCIPY["spsolve"](A, b, permc_spec, use_umfpack)
+    _dense_rhs(b, "spsolve")
+    layout, data = _matrix_of(A, "spsolve")
+    options = {"permc_spec": permc_spec, "use_umfpack": use_umfpack}
+    return _solve(data, b, None, solver=_Direct(layout, options))
+
+
+spsolve = _route(SCIPY["spsolve"], _spsolve)
+
+
+def _spsolve_triangular(A: Any, b: Any, lower: bool = True, overwrite_A: bool = False,
+                        overwrite_b: bool = False, unit_diagonal: bool = False) -> Any:
+    if not _followed(A, b):
+        return SCIPY["spsolve_triangular"](A, b, lower, overwrite_A, overwrite_b,
+                                            unit_diagonal)
+    _dense_rhs(b, "spsolve_triangular")
+    layout, data = _matrix_of(A, "spsolve_triangular")
+    with warnings.catch_warnings():  # its own conversion of a format it does not solve in
+        warnings.simplefilter("ignore", _sparse.SparseEfficiencyWarning)
+        return _solve(data, b, None, solver=_Triangular(layout, lower, unit_diagonal))
+
+
+spsolve_triangular = _route(SCIPY["spsolve_triangular"], _spsolve_triangular)
+
+
+class SuperLU:
+    """SciPy's ``SuperLU`` factorization of a matrix a differentiation may follow, whose
+    ``solve(b, trans)`` is differentiated in ``b`` and in the matrix's stored values; the
+    factors and permutations (``L``, ``U``, ``perm_r``, ``perm_c``) are SciPy's."""
+
+    def __init__(self, factor: Any, factorize: Any, layout: Any, data: Any) -> None:
+        self.factor, self.factorize, self.layout, self.data = factor, factorize, layout, data
+        self.factorized = np.ascontiguousarray(memory(data)).tobytes()
+
+    def solve(self, rhs: Any, trans: str = "N") -> Any:
+        if not _followed(self.data, rhs):
+            return self.factor.solve(rhs, trans)
+        _dense_rhs(rhs, "SuperLU.solve")
+        if np.ascontiguousarray(memory(self.data)).tobytes() != self.factorized:
+            _refuse("SuperLU.solve after the matrix's stored values were written into",
+                    "the factors are those of its values at splu(A): factorize it again after "
+                    "changing it.")
+        solver = _Direct(self.layout, factorize=self.factorize, factor=self.factor,
+                         values=memory(self.data))
+        return _solve(self.data, rhs, None, solver=solver.twin(trans in ("T", "H")))
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["factor"], name)
+
+
+def _factorization(A, factorize):
+    """SciPy's factorization of the plain values of ``A`` (``factorize``'s), as a
+    :class:`SuperLU` while a differentiation runs; another solver's (UMFPACK's, a function)
+    as it is, for constant values."""
+    factor = factorize(A.value if isinstance(A, TracedSparse) else A)
+    if callable(factor):
+        if _followed(A):
+            _refuse("scipy.sparse.linalg.factorized with UMFPACK, of traced values",
+                    "call scipy.sparse.linalg.use_solver(useUmfpack=False) first: mutad "
+                    "differentiates SuperLU's solves.")
+        return factor
+    if isinstance(A, TracedSparse):
+        return SuperLU(factor, factorize, A.layout, A.data)
+    if not ACTIVE.running or not _sparse.issparse(A):
+        return factor
+    lifted = _lift(SCIPY["csc_array"](A) if A.format not in FORMATS else A)
+    return SuperLU(factor, factorize, lifted.layout, lifted.data)
+
+
+def _splu(A: Any, permc_spec: str | None = None, diag_pivot_thresh: float | None = None,
+          relax: int | None = None, panel_size: int | None = None,
+          options: dict | None = None) -> Any:
+    return _factorization(A, lambda m: SCIPY["splu"](
+        m, permc_spec, diag_pivot_thresh, relax, panel_size, options))
+
+
+splu = _route(SCIPY["splu"], _splu)
+
+
+def _factorized(A: Any) -> Any:
+    def factorize(m):
+        solver = SCIPY["factorized"](m)
+        factor = getattr(solver, "__self__", None)  # SuperLU's, of a bound solve
+        return factor if hasattr(factor, "perm_c") else solver
+
+    factor = _factorization(A, factorize)
+    return factor if callable(factor) else factor.solve
+
+
+factorized = _route(SCIPY["factorized"], _factorized)
+
+
+def _iterative(method):
+    def iterate(A: Any, b: Any, x0: Any = None, **options: Any) -> tuple[Any, int]:
+        if not _followed(A, b, x0):
+            return SCIPY[method](A, b, x0, **options)
+        _dense_rhs(b, method)
+        if _followed(*options.values()):
+            _refuse(f"scipy.sparse.linalg.{method} with traced settings "
+                    f"({', '.join(k for k, v in options.items() if _followed(v))})",
+                    "pass them as constants; the solution's derivative is in A and b.")
+        if isinstance(A, TracedSparse) or _sparse.issparse(A):
+            layout, data = _matrix_of(A, method)
+            solver = _Iterative(method, layout, None, options)
+        else:  # a constant operator: no stored values to differentiate
+            if innermost((A,)) is not None:
+                _refuse(f"scipy.sparse.linalg.{method} of a dense matrix with traced values",
+                        "pass a scipy.sparse matrix, or use scipy.linalg.solve.")
+            empty = _Layout(SCIPY["csr_array"](tuple(np.shape(A))))
+            solver = _Iterative(method, empty, A, options)
+            data = np.zeros(0)
+        return _solve(data, b, x0, solver=solver), 0  # x0, a warm start, has no derivative
+
+    return _route(SCIPY[method], iterate)
+
+
+cg, gmres, bicgstab, minres = map(_iterative, ("cg", "gmres", "bicgstab", "minres"))
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's sparse matrices as arguments: their stored values are what is differentiated
+
+
+def _flatten_matrix(matrix):
+    if isinstance(matrix, TracedSparse):  # a result of the function, or a tangent's
+        return [matrix.data], matrix.layout
+    layout = _Layout(matrix)
+    return [layout.template.data], layout
+
+
+def _unflatten_matrix(layout, children):
+    """The matrix of ``layout`` holding ``children[0]``: traced values make a
+    :class:`TracedSparse`, a gradient SciPy's matrix of the argument's pattern."""
+    data = children[0]
+    if data is None:
+        return None
+    if wrapped(data):
+        return TracedSparse(layout, data)
+    return layout.build(data)
+
+
+for _cls in (_sparse.csr_matrix, _sparse.csr_array, _sparse.csc_matrix, _sparse.csc_array,
+             _sparse.coo_matrix, _sparse.coo_array, _sparse.dia_matrix, _sparse.dia_array,
+             TracedSparse):
+    register_pytree(_cls, _flatten_matrix, _unflatten_matrix)
+del _cls
