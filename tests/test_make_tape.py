@@ -212,6 +212,14 @@ def _spectral_heat():
     return example["misfit"], (np.log(0.05), u0, observations)
 
 
+def _sparse_heat_fit():
+    m = _example("sparse_heat_fit")
+    u0 = np.exp(-80.0 * (m["X"] - 0.4) ** 2)
+    u0[[0, -1]] = 0.0
+    measured = m["simulate"](np.array([-0.5, 1.0, -1.5]), u0)
+    return m["misfit"], (np.zeros(3), u0, measured)
+
+
 def _leapfrog_memory():
     m = _example("leapfrog_memory")
     return m["energy_after"], (*m["initial_state"](20), 3)
@@ -226,7 +234,7 @@ PROGRAMS = {"add_vecs": _add_sum("add_vecs"), "burgers_finite_volume": _burgers,
             "implicit_heat": _implicit_heat,
             "kalman_minimize": _kalman, "leapfrog_memory": _leapfrog_memory,
             "newton_gaussian_mle": _newton, "rk4_fit": _rk4,
-            "spectral_heat": _spectral_heat,
+            "sparse_heat_fit": _sparse_heat_fit, "spectral_heat": _spectral_heat,
             "zygote120": _add_sum("zygote120")}
 
 

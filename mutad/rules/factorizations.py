@@ -429,3 +429,27 @@ def qr_tangent(q, r, da):
     if np.iscomplexobj(c):  # R's diagonal stays real: Ω's diagonal is i Im diag(C) (see rules.linalg.qr)
         omega = omega + 1j * np.imag(c) * np.eye(c.shape[-1])
     return q @ (omega - c) + da_r_inverse, (c - omega) @ r
+
+
+def eig_cotangent(w, v, dw, dv, equal):
+    """Ā for A V = V diag(w), V's columns of unit 2-norm (see eig):
+    Ā = V⁻ᴴ (diag(w̄) + conj(F) ∘ (Vᴴ V̄ - Vᴴ V diag(Re diag(Vᴴ V̄)))) Vᴴ."""
+    vh = adjoint(v)
+    middle = dw[..., None, :] * np.eye(w.shape[-1])
+    if dv is not None and np.any(dv):
+        vh_dv = vh @ dv
+        diagonal = np.diagonal(vh_dv, 0, -2, -1)
+        if np.iscomplexobj(vh_dv):
+            require_phase_free("np.linalg.eig", np.imag(diagonal), squared_column_norms(dv))
+            diagonal = np.real(diagonal)
+        normalised = vh_dv - (vh @ v) * diagonal[..., None, :]
+        middle = middle + conjugate(eigh_couplings(w, equal)) * normalised
+    return np.linalg.solve(vh, middle @ vh)
+
+
+def eig_tangent(w, v, da):
+    """dw = diag(M) and dV = V (F ∘ M) - V diag(Re diag(Vᴴ V (F ∘ M))), M = V⁻¹ dA V."""
+    middle = np.linalg.solve(v, da @ v)
+    dv = v @ (eigh_couplings(w) * middle)
+    dv = dv - v * np.real(np.sum(conjugate(v) * dv, axis=-2, keepdims=True))
+    return np.diagonal(middle, 0, -2, -1).copy(), dv

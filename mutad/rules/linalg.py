@@ -40,10 +40,11 @@ from ..errors import UnsupportedOperationError
 from ..registry import complex_aware, defjvp, deflinear, defmultilinear, defrule, holomorphic
 from ._helpers import require_symmetric, symmetric_part, transpose, unbroadcast
 from .factorizations import (adjoint, as_matrices, cholesky_cotangent, cholesky_tangent, conjugate,
-                             det_cotangent, det_tangent, eigh_cotangent, eigh_couplings,
+                             det_cotangent, det_tangent, eig_cotangent, eig_tangent,
+                             eigh_cotangent, eigh_couplings,
                              eigh_tangent, equal_pairs, hermitian_part, norm_axes, norm_pullback,
                              norm_tangent, qr_cotangent, qr_tangent, real_diagonal, reduced_axes,
-                             require_phase_free, squared_column_norms, svd_cotangent, svd_tangent)
+                             require_phase_free, svd_cotangent, svd_tangent)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -850,30 +851,6 @@ def svd_jvp(tangents, a, full_matrices=True, compute_uv=True, hermitian=False):
 # np.linalg: eigendecomposition of general matrices
 
 
-def _eig_back(w, v, dw, dv, equal):
-    """Ā for A V = V diag(w), V's columns of unit 2-norm (see eig):
-    Ā = V⁻ᴴ (diag(w̄) + conj(F) ∘ (Vᴴ V̄ - Vᴴ V diag(Re diag(Vᴴ V̄)))) Vᴴ."""
-    vh = adjoint(v)
-    middle = dw[..., None, :] * np.eye(w.shape[-1])
-    if dv is not None and np.any(dv):
-        vh_dv = vh @ dv
-        diagonal = np.diagonal(vh_dv, 0, -2, -1)
-        if np.iscomplexobj(vh_dv):
-            require_phase_free("np.linalg.eig", np.imag(diagonal), squared_column_norms(dv))
-            diagonal = np.real(diagonal)
-        normalised = vh_dv - (vh @ v) * diagonal[..., None, :]
-        middle = middle + conjugate(eigh_couplings(w, equal)) * normalised
-    return np.linalg.solve(vh, middle @ vh)
-
-
-def _eig_tangent(w, v, da):
-    """dw = diag(M) and dV = V (F ∘ M) - V diag(Re diag(Vᴴ V (F ∘ M))), M = V⁻¹ dA V."""
-    middle = np.linalg.solve(v, da @ v)
-    dv = v @ (eigh_couplings(w) * middle)
-    dv = dv - v * np.real(np.sum(conjugate(v) * dv, axis=-2, keepdims=True))
-    return np.diagonal(middle, 0, -2, -1).copy(), dv
-
-
 @defrule(np.linalg.eig, leading=1)
 def eig(a):
     """A V = V diag(w) for a general square A, real or complex; NumPy returns complex w and V
@@ -897,7 +874,7 @@ def eig(a):
 
     def back(dys):
         dw, dv = dys
-        return (_eig_back(w, v, dw, dv, equal),)
+        return (eig_cotangent(w, v, dw, dv, equal),)
 
     return result, back
 
@@ -906,7 +883,7 @@ def eig(a):
 def eig_jvp(tangents, a):
     result = np.linalg.eig(a)
     w, v = result
-    return result, type(result)(*_eig_tangent(w, v, tangents[0]))
+    return result, type(result)(*eig_tangent(w, v, tangents[0]))
 
 
 def _eigenvectors_in_order(a, w):

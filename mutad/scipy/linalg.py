@@ -71,13 +71,12 @@ from ..errors import UnsupportedOperationError
 from ..registry import CONVENTION, FUNCTIONS, JVPS
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
 from ..rules.factorizations import (cholesky_cotangent, cholesky_tangent, det_cotangent,
-                                    det_tangent, eigh_cotangent, eigh_couplings, eigh_tangent,
+                                    det_tangent, eig_cotangent, eig_tangent, eigh_cotangent,
+                                    eigh_couplings, eigh_tangent,
                                     equal_pairs, lu_tangent, lu_tangent_times, norm_axes,
                                     norm_pullback, norm_tangent, permutation, qr_cotangent,
                                     qr_tangent, real_diagonal, svd_cotangent, svd_tangent,
                                     unit_lower_and_upper)
-from ..rules.linalg import _eig_back as eig_cotangent  # np.linalg.eig's formulas
-from ..rules.linalg import _eig_tangent as eig_tangent
 from ..views import wrapped
 from ._adjoints import scipy_adjoint
 
