@@ -92,6 +92,7 @@ RULE_MODULES = {
     "scipy.signal": "mutad.scipy.signal",
     "scipy.fft": "mutad.scipy.fft",
     "scipy.stats": "mutad.scipy.stats",
+    "scipy.integrate": "mutad.scipy.integrate",
 }
 
 

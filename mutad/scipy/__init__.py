@@ -10,6 +10,6 @@ Each function is SciPy's own when called with plain arrays, and runs its rule wh
 traced ones inside a differentiated function.
 """
 
-from . import fft, linalg, signal, special, stats
+from . import fft, integrate, linalg, signal, special, stats
 
-__all__ = ["fft", "linalg", "signal", "special", "stats"]
+__all__ = ["fft", "integrate", "linalg", "signal", "special", "stats"]

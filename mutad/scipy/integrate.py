@@ -1,0 +1,734 @@
+"""``scipy.integrate`` functions mutad differentiates, by SciPy's names too: the quadratures of
+samples (``trapezoid``, ``simpson``, ``cumulative_trapezoid``), initial value problems
+(``solve_ivp`` with every method, ``odeint``) and ``quad``.
+
+>>> import numpy as np, mutad
+>>> from mutad.scipy import integrate
+>>> def final(y0, k):
+...     sol = integrate.solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), y0, args=(k,),
+...                               rtol=1e-10, atol=1e-12)
+...     return sol.y[0, -1]
+>>> dy0, dk = mutad.gradient(final, np.array([2.0]), 0.5)
+>>> print(np.round(dy0, 8), round(float(dk), 8))   # e^{-k}, -y0 e^{-k}
+[0.60653066] -1.21306132
+
+How each gradient is computed:
+
+* ``trapezoid``, ``simpson`` and ``cumulative_trapezoid`` are SciPy's own steps written with
+  NumPy calls mutad differentiates: the exact derivative of SciPy's values, in reverse and
+  forward mode and to every order, with respect to the samples and the abscissae ``x``.
+* ``solve_ivp`` (RK23, RK45, DOP853, Radau, BDF, LSODA) and ``odeint``: the values are SciPy's,
+  computed on plain arrays. The gradient is the *continuous adjoint*: from the output times
+  backwards, ``λ' = -(∂f/∂y)ᵀ λ`` and ``μ' = -(∂f/∂θ)ᵀ λ`` are integrated with ``solve_ivp`` (the
+  same method and tolerances as the forward solve; LSODA for ``odeint``), ``λ`` jumping by the
+  cotangent of each output; ``λ(t0)`` is the gradient of ``y0`` and ``μ(t0)`` that of the
+  parameters θ: the arrays of ``args=`` and the differentiated arrays the right-hand side closes
+  over. Each ``(∂f/∂·)ᵀ λ`` is a ``mutad.pullback`` of the user's right-hand side. Forward mode
+  integrates the forward sensitivities ``s' = (∂f/∂y) s + (∂f/∂θ) θ̇`` beside the state, with the
+  same method, each product a ``mutad.jvp``. Both are derivatives of the exact solution of the
+  ODE, not of SciPy's discrete steps: they agree with it to about the tolerances of the solves
+  (pass a tight ``rtol``/``atol``, such as 1e-10/1e-12, for gradients to match finite
+  differences closely). ``solve_ivp`` keeps the forward solve's dense output (a few vectors per
+  step) for the reverse pass; ``odeint`` keeps its outputs and solves each interval between
+  them again in the reverse pass. Memory does not otherwise grow with the number of steps.
+  ``dense_output=True`` gives ``sol.sol(t)`` differentiable in ``y0`` and the parameters.
+* ``quad``: SciPy's value; the derivative in the parameters is ``quad_vec`` of the integrand's
+  pullback (to ``quad``'s tolerances), and in the limits ``f(b)`` and ``-f(a)``.
+
+Times (``t_span``, ``t_eval``, ``odeint``'s ``t``), events, and second derivatives through a
+solve are refused with an error that says so.
+"""
+
+import functools
+import types
+
+import numpy as np
+# SciPy's functions from the modules that define them: the allocation mode swaps the public
+# module's names for the stand-ins below while a differentiation runs.
+from scipy.integrate import _odepack_py, _quad_vec, _quadpack_py, _quadrature
+from scipy.integrate._ivp import ivp as _ivp
+
+from ..allocation import plain_allocation
+from ..api import jvp, pullback
+from ..custom import Adjoint
+from ..errors import InvalidArgumentError, UnsupportedOperationError, UntracedWriteError
+from ..levels import Tracer, innermost
+from ..registry import ROUTES
+from ..trees import flatten
+from ..views import memory
+
+__all__ = ["cumulative_trapezoid", "odeint", "quad", "simpson", "solve_ivp", "trapezoid"]
+
+
+def _routed(original):
+    """Register the decorated function as ``original``'s stand-in (``registry.ROUTES``): user
+    code calling SciPy's name reaches it while a differentiation runs."""
+    def register(stand_in):
+        functools.update_wrapper(stand_in, original)
+        stand_in.__wrapped__ = original
+        ROUTES[original] = stand_in
+        return stand_in
+    return register
+
+
+def _followed(*items):
+    return innermost(items) is not None
+
+
+# ----------------------------------------------------------------------------------------------
+# Quadratures of samples: SciPy's steps, in calls mutad differentiates
+
+
+def _along(ndim, axis, key):
+    index = [slice(None)] * ndim
+    index[axis] = key
+    return tuple(index)
+
+
+@_routed(_quadrature.trapezoid)
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    if not _followed(y, x, dx):
+        return _quadrature.trapezoid(y, x, dx, axis)
+    # NumPy's trapezoid is SciPy's formula, and mutad differentiates it (rules/composites.py).
+    return np.trapezoid(y, x, dx, axis)
+
+
+def _ratio(num, den):
+    """``num / den`` where ``den`` is not zero, else 0 (SciPy's ``true_divide(..., where=)``)."""
+    nonzero = den != 0
+    return np.where(nonzero, num / np.where(nonzero, den, 1.0), 0.0)
+
+
+def _basic_simpson(y, start, stop, x, dx, axis):
+    nd = np.ndim(y)
+    slice0 = _along(nd, axis, slice(start, stop, 2))
+    slice1 = _along(nd, axis, slice(start + 1, stop + 1, 2))
+    slice2 = _along(nd, axis, slice(start + 2, stop + 2, 2))
+    if x is None:  # even spacing
+        result = np.sum(y[slice0] + 4.0 * y[slice1] + y[slice2], axis=axis)
+        return result * (dx / 3.0)
+    h = np.diff(x, axis=axis)
+    h0, h1 = h[slice0] * 1.0, h[slice1] * 1.0  # SciPy's astype(float)
+    hsum, hprod = h0 + h1, h0 * h1
+    h0divh1 = _ratio(h0, h1)
+    tmp = hsum / 6.0 * (y[slice0] * (2.0 - _ratio(1.0, h0divh1))
+                        + y[slice1] * (hsum * _ratio(hsum, hprod))
+                        + y[slice2] * (2.0 - h0divh1))
+    return np.sum(tmp, axis=axis)
+
+
+@_routed(_quadrature.simpson)
+def simpson(y, x=None, *, dx=1.0, axis=-1):
+    if not _followed(y, x, dx):
+        return _quadrature.simpson(y, x=x, dx=dx, axis=axis)
+    nd, n = np.ndim(y), np.shape(y)[axis]
+    if x is not None:
+        if np.ndim(x) == 1:
+            shape = [1] * nd
+            shape[axis] = np.shape(x)[0]
+            x = np.reshape(x, tuple(shape))
+        elif np.ndim(x) != nd:
+            raise ValueError("If given, shape of x must be 1-D or the same as y.")
+        if np.shape(x)[axis] != n:
+            raise ValueError("If given, length of x along axis must be the same as y.")
+    if n % 2:
+        return _basic_simpson(y, 0, n - 2, x, dx, axis)
+    last, before, third = (_along(nd, axis, i) for i in (-1, -2, -3))
+    if n == 2:
+        width = dx if x is None else x[last] - x[before]
+        return 0.0 + 0.5 * width * (y[last] + y[before])
+    result = _basic_simpson(y, 0, n - 3, x, dx, axis)
+    if x is None:
+        h = [np.float64(dx), np.float64(dx)]
+    else:  # the last two spacings
+        diffs = np.diff(x, axis=axis)
+        h = [np.squeeze(diffs[_along(nd, axis, slice(-2, -1))], axis=axis),
+             np.squeeze(diffs[_along(nd, axis, slice(-1, None))], axis=axis)]
+    # Cartwright's correction for the last interval, as SciPy computes it.
+    alpha = _ratio(2 * h[1] ** 2 + 3 * h[0] * h[1], 6 * (h[1] + h[0]))
+    beta = _ratio(h[1] ** 2 + 3.0 * h[0] * h[1], 6 * h[0])
+    eta = _ratio(1 * h[1] ** 3, 6 * h[0] * (h[0] + h[1]))
+    return result + alpha * y[last] + beta * y[before] - eta * y[third] + 0.0
+
+
+@_routed(_quadrature.cumulative_trapezoid)
+def cumulative_trapezoid(y, x=None, dx=1.0, axis=-1, initial=None):
+    if not _followed(y, x, dx):
+        return _quadrature.cumulative_trapezoid(y, x, dx, axis, initial)
+    nd = np.ndim(y)
+    if np.shape(y)[axis] == 0:
+        raise ValueError("At least one point is required along `axis`.")
+    if x is None:
+        d = dx
+    elif np.ndim(x) == 1:
+        d = np.reshape(np.diff(x), tuple(-1 if i == axis % nd else 1 for i in range(nd)))
+    elif np.ndim(x) != nd:
+        raise ValueError("If given, shape of x must be 1-D or the same as y.")
+    else:
+        d = np.diff(x, axis=axis)
+    if x is not None and np.shape(d)[axis] != np.shape(y)[axis] - 1:
+        raise ValueError("If given, length of x along axis must be the same as y.")
+    res = np.cumsum(d * (y[_along(nd, axis, slice(1, None))]
+                         + y[_along(nd, axis, slice(None, -1))]) / 2.0, axis=axis)
+    if initial is not None:
+        if initial != 0:
+            raise ValueError("`initial` must be `None` or `0`.")
+        if not np.isscalar(initial):
+            raise ValueError("`initial` parameter should be a scalar.")
+        shape = list(np.shape(res))
+        shape[axis] = 1
+        res = np.concatenate([np.zeros_like(res, shape=tuple(shape)), res], axis=axis)
+    return res
+
+
+# ----------------------------------------------------------------------------------------------
+# User functions with differentiated parameters: in args=, or closed over
+
+
+class _Parameters:
+    """The differentiated values a user function ``fun(*leading, *args)`` reads: the arrays of
+    ``args`` and those its closure cells hold (and those of the functions it closes over).
+
+    The solvers run the function on plain values and its pullback on values of their own, so
+    the cells are set to those values while it runs and put back after (``bound``).
+    """
+
+    def __init__(self, name, functions, args):
+        self.name = name
+        self.args_leaves, self.args_rebuild = flatten(tuple(args))
+        self.cells = []  # (cell, what it holds, its leaves, rebuild)
+        seen = set()
+        stack = [f for f in functions if f is not None]
+        while stack:
+            f = stack.pop()
+            if id(f) in seen:
+                continue
+            seen.add(id(f))
+            if isinstance(f, functools.partial):
+                if _followed(f.args, tuple(f.keywords.values())):
+                    raise UnsupportedOperationError(
+                        f"{name}: a functools.partial binds differentiated arrays to the "
+                        "function; pass them with args= instead.")
+                stack.append(f.func)
+                continue
+            if isinstance(f, types.MethodType):
+                f = f.__func__
+            for cell in getattr(f, "__closure__", None) or ():
+                try:
+                    held = cell.cell_contents
+                except ValueError:  # a cell not yet filled
+                    continue
+                if isinstance(held, Tracer) or (type(held) in (list, tuple, dict)
+                                                and any(isinstance(v, Tracer)
+                                                        for v in flatten(held)[0])):
+                    leaves, rebuild = flatten(held)
+                    self.cells.append((cell, held, leaves, rebuild))
+                elif isinstance(held, (types.FunctionType, functools.partial, types.MethodType)):
+                    stack.append(held)
+        # Positions among the leaves (args' first, then the cells') of the differentiated ones.
+        leaves = self.leaves()
+        self.followed = [i for i, v in enumerate(leaves) if isinstance(v, Tracer)]
+        levels = {v.level for v in leaves if isinstance(v, Tracer)}
+        if len(levels) > 1:
+            raise UnsupportedOperationError(
+                f"{name}: values of several nested differentiations reach the solve; mutad "
+                "differentiates an integral once (no second derivatives through it).")
+
+    def leaves(self):
+        return [*self.args_leaves, *(v for _, _, leaves, _ in self.cells for v in leaves)]
+
+    def values(self):
+        """The differentiated leaves, in order."""
+        leaves = self.leaves()
+        return [leaves[i] for i in self.followed]
+
+    def _filled(self, values):
+        leaves = self.leaves()
+        for i, v in zip(self.followed, values, strict=True):
+            leaves[i] = v
+        return leaves
+
+    def args(self, values):
+        """``args`` with the differentiated leaves replaced by ``values``."""
+        return self.args_rebuild(self._filled(values)[:len(self.args_leaves)])
+
+    def bound(self, values):
+        """A context in which the closure cells hold ``values`` for their differentiated
+        leaves (and ``args(values)`` is what to pass)."""
+        return _Bound(self, self._filled(values)[len(self.args_leaves):])
+
+
+class _Bound:
+    def __init__(self, parameters, cell_leaves):
+        self.parameters, self.cell_leaves = parameters, cell_leaves
+
+    def __enter__(self):
+        start = 0
+        for cell, _, leaves, rebuild in self.parameters.cells:
+            cell.cell_contents = rebuild(self.cell_leaves[start:start + len(leaves)])
+            start += len(leaves)
+
+    def __exit__(self, *exc):
+        for cell, held, _, _ in self.parameters.cells:
+            cell.cell_contents = held
+
+
+def _plain_result(name, result):
+    """What the user's function returned on plain values, refused if it is still followed by
+    a differentiation: it read a differentiated array mutad did not find."""
+    if _followed(result):
+        raise UnsupportedOperationError(
+            f"{name}: the function reads a differentiated array that is neither in args= nor "
+            "in its closure (an attribute of an object, a global); pass it with args=.")
+    return result
+
+
+def _plain_call(name, fn):
+    """``fn`` for SciPy: run on plain values, its outputs checked to be plain."""
+    if fn is None or not callable(fn):
+        return fn
+
+    def call(*a):
+        try:
+            return _plain_result(name, fn(*a))
+        except UntracedWriteError as error:
+            raise UnsupportedOperationError(
+                f"{name}: the function reads a differentiated array that is neither in args= "
+                "nor in its closure (an attribute of an object, a global); pass it with "
+                "args=.") from error
+    return call
+
+
+def _plain(x):
+    return memory(x) if isinstance(x, Tracer) else x
+
+
+def _flat(cotangents, values):
+    """The cotangents (None: zero) of ``values``, raveled into one vector."""
+    parts = [np.zeros(np.size(v)) if c is None else np.ravel(c)
+             for c, v in zip(cotangents, values, strict=True)]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def _unflat(vector, values):
+    out, start = [], 0
+    for v in values:
+        size = np.size(v)
+        out.append(np.reshape(vector[start:start + size], np.shape(v)))
+        start += size
+    return out
+
+
+def _refuse_times(name, *times):
+    if _followed(*times):
+        raise UnsupportedOperationError(
+            f"{name}: the times depend on the differentiated arguments; mutad differentiates "
+            "the solution with respect to y0 and the parameters, not the times. Pass them as "
+            "constants (mutad.stop_gradient).")
+
+
+# ----------------------------------------------------------------------------------------------
+# Initial value problems: the continuous adjoint, and forward sensitivities
+
+
+class _Problem:
+    """One differentiated initial value problem: ``rhs(t, y, values)`` in solve_ivp's order,
+    its parameters, and the forward solve (``solve``), kept for the reverse pass."""
+
+    def __init__(self, name, rhs, parameters, t0, t_end, method, rtol, atol, max_step):
+        self.name, self.rhs, self.parameters = name, rhs, parameters
+        self.t0, self.method = t0, method
+        self.direction = -1.0 if t_end < t0 else 1.0
+        self.rtol, self.atol = rtol, float(np.min(atol))
+        self.max_step = max_step
+        self.solved = None  # (y0, values) the forward solve ran on, then what it found
+
+    def check_inputs(self, y0, values):
+        """The solution kept is of the inputs it was solved for: refuse others (the inputs
+        were changed in place after the solve)."""
+        y0_then, values_then = self.solved
+        same = np.array_equal(y0_then, y0) and all(
+            np.array_equal(a, b) for a, b in zip(values_then, values, strict=True))
+        if not same:
+            raise UnsupportedOperationError(
+                f"{self.name}: the inputs of the solve were changed in place after it "
+                "returned; evaluate sol.sol before changing them.")
+
+    def _solve_ivp(self, fun, t_span, y0, t_eval=None, dense_output=False):
+        return _ivp.solve_ivp(fun, t_span, y0, method=self.method, t_eval=t_eval,
+                                    dense_output=dense_output, rtol=self.rtol, atol=self.atol,
+                                    max_step=self.max_step)
+
+    def adjoint(self, path, times, dY, y0, values):
+        """``(dy0, dvalues)`` from the cotangents ``dY[:, i]`` of the solution at ``times[i]``:
+        λ jumps by each and flows back to t0 along ``path(t_from, t_to)`` (a callable y(t))."""
+        n = np.size(y0)
+        state = np.zeros(n + sum(np.size(v) for v in values))
+        t_now = None
+
+        def back(t_from, t_to, state):
+            if t_from == t_to:
+                return state
+            y_at = path(t_from, t_to)
+
+            def rhs(t, s):
+                _, pull = pullback(lambda y, *p: self.rhs(t, y, p), y_at(t), *values)
+                cotangents = pull(s[:n])
+                return -np.concatenate([np.ravel(cotangents[0]), _flat(cotangents[1:], values)])
+
+            sol = self._solve_ivp(rhs, (t_from, t_to), state)
+            if not sol.success:
+                raise UnsupportedOperationError(f"{self.name}: the adjoint solve failed: "
+                                                f"{sol.message}")
+            return sol.y[:, -1]
+
+        for i in sorted(range(times.size), key=lambda i: -self.direction * times[i]):
+            if not np.any(dY[:, i]):
+                continue
+            if t_now is not None:
+                state = back(t_now, times[i], state)
+            state[:n] += dY[:, i]
+            t_now = times[i]
+        if t_now is not None:
+            state = back(t_now, self.t0, state)
+        return np.reshape(state[:n], np.shape(y0)), _unflat(state[n:], values)
+
+    def tangent(self, times, y0, dy0, values, tangents):
+        """The tangents of the solution at ``times`` (shape ``(n, len(times))``): the forward
+        sensitivities, integrated beside the state from t0."""
+        n = np.size(y0)
+        plain = [np.zeros(np.shape(v)) if d is None else d for v, d in zip(values, tangents)]
+
+        def rhs(t, z):
+            y, s = z[:n], z[n:]
+            dy, ds = jvp(lambda y, *p: self.rhs(t, y, p), (y, *values), (s, *plain))
+            return np.concatenate([np.ravel(dy), np.ravel(ds)])
+
+        s0 = np.zeros(n) if dy0 is None else np.ravel(dy0)
+        order = np.argsort(times, kind="stable")
+        ascending = times[order]
+        start = np.concatenate([np.ravel(y0), s0])
+        out = np.zeros((n, times.size))
+        if times.size:
+            upward = ascending[-1] >= self.t0
+            t_eval = ascending if upward else ascending[::-1]
+            t_end = t_eval[-1]
+            if t_end == self.t0:
+                out[:] = s0[:, None]
+                return out
+            sol = self._solve_ivp(rhs, (self.t0, t_end), start, t_eval=t_eval)
+            if not sol.success:
+                raise UnsupportedOperationError(f"{self.name}: the sensitivity solve failed: "
+                                                f"{sol.message}")
+            found = sol.y[n:] if upward else sol.y[n:, ::-1]
+            out[:, order] = found
+        return out
+
+
+class _Solution(Adjoint):
+    """The differentiated outputs of a solve: ``_Solution(kind)(y0, *values, problem=...)``,
+    whose rule solves (``problem.forward``) or reads what the solve kept."""
+
+    complex_values = None
+
+    def __init__(self, name, evaluate):
+        super().__init__(evaluate)
+        self.__name__ = self.__qualname__ = name
+        self.evaluate = evaluate
+        self.rule(self._rule)
+        self.jvp_rule(self._forward)
+
+    def _name(self):
+        return self.__qualname__
+
+    def _rule(self, y0, *values, problem, times=None):
+        Y, path, times, transpose = self.evaluate(problem, y0, values, times)
+
+        def back(dY):
+            dY = np.transpose(dY) if transpose else dY
+            dY = np.reshape(dY, (np.size(y0), -1))
+            dy0, dvalues = problem.adjoint(path, times, dY, y0, values)
+            return (dy0, *dvalues)
+
+        return Y, back
+
+    def _forward(self, tangents, y0, *values, problem, times=None):
+        Y, _, times, transpose = self.evaluate(problem, y0, values, times)
+        dY = problem.tangent(times, y0, tangents[0], values, list(tangents[1:]))
+        dY = np.reshape(dY, np.shape(np.transpose(Y) if transpose else Y))
+        return Y, (np.transpose(dY) if transpose else dY)
+
+
+def _refuse_nested(problem, y0, values):
+    if _followed(y0, *values):
+        raise UnsupportedOperationError(
+            f"{problem.name}: values of several nested differentiations reach the solve; "
+            "mutad differentiates an integral once (no second derivatives through it).")
+
+
+def _ivp_values(problem, y0, values, times):
+    """solve_ivp's outputs ``sol.y``: the forward solve, on plain values."""
+    _refuse_nested(problem, y0, values)
+    sol = problem.forward(y0, values)
+    return sol.y, problem.path, sol.t, False
+
+
+def _dense_values(problem, y0, values, times):
+    """``sol.sol(times)`` of a solve already made."""
+    _refuse_nested(problem, y0, values)
+    problem.check_inputs(y0, values)
+    return problem.dense(times), problem.path, np.atleast_1d(times), False
+
+
+def _odeint_values(problem, y0, values, times):
+    """odeint's outputs, one row per time: the forward solve, on plain values."""
+    _refuse_nested(problem, y0, values)
+    Y, path = problem.forward(y0, values)
+    return Y, path, problem.times, True
+
+
+_IVP = _Solution("solve_ivp", _ivp_values)
+_ODEINT = _Solution("odeint", _odeint_values)
+_DENSE = _Solution("solve_ivp(...).sol", _dense_values)
+
+
+class _DenseSolution:
+    """``sol.sol`` of a differentiated solve: SciPy's interpolant, differentiable in ``y0`` and
+    the parameters (not in ``t``)."""
+
+    def __init__(self, problem, y0, values):
+        self.problem, self.y0, self.values = problem, y0, values
+        self.t_min, self.t_max = problem.dense.t_min, problem.dense.t_max
+
+    def __call__(self, t):
+        _refuse_times("solve_ivp(...).sol(t)", t)
+        t = np.asarray(t, dtype=float)
+        if np.any(t < self.t_min) or np.any(t > self.t_max):
+            raise UnsupportedOperationError(
+                "solve_ivp(...).sol(t): t outside the interval of the solve; mutad "
+                "differentiates the interpolant inside it only.")
+        return _DENSE(self.y0, *self.values, problem=self.problem, times=t)
+
+
+def _rhs(name, fun, parameters, vectorized=False, tfirst=True):
+    """The right-hand side in solve_ivp's order, ``rhs(t, y, values)``, for the solvers'
+    pullbacks and tangents: the parameters set to ``values``."""
+    def rhs(t, y, values):
+        with parameters.bound(values):
+            args = parameters.args(values)
+            if vectorized:
+                return fun(t, y[:, None], *args)[:, 0]
+            return fun(t, y, *args) if tfirst else fun(y, t, *args)
+    return rhs
+
+
+@_routed(_ivp.solve_ivp)
+def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, events=None,
+              vectorized=False, args=None, **options):
+    parameters = _Parameters("solve_ivp", (fun, options.get("jac")),
+                             () if args is None else args)
+    if type(y0) in (list, tuple) and _followed(y0):
+        y0 = np.stack(y0)
+    if not parameters.followed and not _followed(y0):
+        _refuse_times("solve_ivp", t_span, t_eval)
+        return _ivp.solve_ivp(fun, t_span, y0, method, t_eval, dense_output, events,
+                                    vectorized, args, **options)
+    _refuse_times("solve_ivp", t_span, t_eval)
+    if events is not None:
+        raise UnsupportedOperationError(
+            "solve_ivp(events=...) with differentiated inputs: mutad does not differentiate "
+            "event times; solve without events, or up to a known time.")
+    t0 = float(t_span[0])
+    problem = _Problem("solve_ivp", _rhs("solve_ivp", fun, parameters, vectorized), parameters,
+                       t0, float(t_span[1]), method, options.get("rtol", 1e-3), options.get("atol", 1e-6),
+                       options.get("max_step", np.inf))
+    result = {}
+
+    def forward(y0_plain, values):
+        if problem.solved is not None:
+            return result["sol"]
+        with plain_allocation(), parameters.bound(values):
+            plain_options = dict(options)
+            if callable(plain_options.get("jac")):
+                plain_options["jac"] = _plain_call("solve_ivp", plain_options["jac"])
+            sol = _ivp.solve_ivp(
+                _plain_call("solve_ivp", fun), t_span, y0_plain, method, t_eval,
+                True, None, vectorized, parameters.args(values), **plain_options)
+        if sol.status < 0:
+            raise UnsupportedOperationError(f"solve_ivp: the solve failed: {sol.message}")
+        problem.solved = (np.copy(y0_plain), [np.copy(v) for v in values])
+        problem.dense = sol.sol
+        problem.path = lambda t_from, t_to: sol.sol  # the dense output covers the whole span
+        result["sol"] = sol
+        return sol
+
+    problem.forward = forward
+    values = parameters.values()
+    y = _IVP(y0, *values, problem=problem)
+    sol = result["sol"]
+    out = _ivp.OdeResult(**sol)
+    out.y = y
+    out.sol = _DenseSolution(problem, y0, values) if dense_output else None
+    return out
+
+
+@_routed(_odepack_py.odeint)
+def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None, mu=None,
+           rtol=None, atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0, ixpr=0, mxstep=0,
+           mxhnil=0, mxordn=12, mxords=5, printmessg=0, tfirst=False):
+    settings = dict(Dfun=Dfun, col_deriv=col_deriv, full_output=full_output, ml=ml, mu=mu,
+                    rtol=rtol, atol=atol, tcrit=tcrit, h0=h0, hmax=hmax, hmin=hmin, ixpr=ixpr,
+                    mxstep=mxstep, mxhnil=mxhnil, mxordn=mxordn, mxords=mxords,
+                    printmessg=printmessg, tfirst=tfirst)
+    parameters = _Parameters("odeint", (func, Dfun), args)
+    if type(y0) in (list, tuple) and _followed(y0):
+        y0 = np.stack(y0)
+    _refuse_times("odeint", t, tcrit)
+    if not parameters.followed and not _followed(y0):
+        return _odepack_py.odeint(func, y0, t, args, **settings)
+    times = np.asarray(t, dtype=float)
+    tolerance = 1.49012e-8  # odeint's default rtol and atol
+    problem = _Problem("odeint", _rhs("odeint", func, parameters, tfirst=tfirst), parameters,
+                       float(times[0]), float(times[-1]), "LSODA", tolerance if rtol is None else rtol,
+                       tolerance if atol is None else atol, np.inf if not hmax else hmax)
+    result = {}
+
+    def forward(y0_plain, values):
+        with plain_allocation(), parameters.bound(values):
+            found = _odepack_py.odeint(
+                _plain_call("odeint", func), y0_plain, times, parameters.args(values),
+                **{**settings, "Dfun": _plain_call("odeint", Dfun), "full_output": 1})
+        Y, info = found
+        if info["message"] != "Integration successful.":
+            raise UnsupportedOperationError(f"odeint: the solve failed: {info['message']}")
+        result["info"] = info
+
+        def path(t_from, t_to):
+            # The interval between two outputs solved again from the earlier one's value.
+            start = t_from if abs(t_from - times[0]) < abs(t_to - times[0]) else t_to
+            end = t_to if start == t_from else t_from
+            i = int(np.flatnonzero(times == start)[0])
+            rhs = _plain_call("odeint", lambda s, y: problem.rhs(s, y, values))
+            with plain_allocation():
+                sol = problem._solve_ivp(rhs, (start, end), Y[i], dense_output=True)
+            return sol.sol
+
+        return Y, path
+
+    problem.forward, problem.times = forward, times
+    Y = _ODEINT(y0, *parameters.values(), problem=problem)
+    return (Y, result["info"]) if full_output else Y
+
+
+# ----------------------------------------------------------------------------------------------
+# quad
+
+
+class _Integral:
+    """One differentiated ``quad``: the integrand, its parameters and SciPy's settings."""
+
+    def __init__(self, func, parameters, settings):
+        self.func, self.parameters, self.settings = func, parameters, settings
+        self.found = None
+
+    def integrand(self, x, values):
+        with self.parameters.bound(values):
+            return self.func(x, *self.parameters.args(values))
+
+    def at(self, x, values):
+        """The integrand's plain value at ``x`` (a limit's derivative)."""
+        with plain_allocation(), self.parameters.bound(values):
+            return float(_plain_call("quad", self.func)(x, *self.parameters.args(values)))
+
+    def value(self, a, b, values):
+        if _followed(a, b, *values):
+            raise UnsupportedOperationError(
+                "quad: values of several nested differentiations reach the integral; mutad "
+                "differentiates an integral once (no second derivatives through it).")
+        with plain_allocation(), self.parameters.bound(values):
+            self.found = _quadpack_py.quad(_plain_call("quad", self.func), a, b,
+                                         self.parameters.args(values), **self.settings)
+        return np.float64(self.found[0])
+
+    def tolerances(self):
+        return dict(epsabs=self.settings["epsabs"], epsrel=self.settings["epsrel"])
+
+
+def _quad_value(a, b, *values, integral):
+    return integral.value(a, b, values)
+
+
+class _Quad(Adjoint):
+    complex_values = None  # real integrands only
+
+    def _name(self):
+        return "quad"
+
+
+_QUAD = _Quad(_quad_value)
+
+
+@_QUAD.rule
+def _quad_rule(a, b, *values, integral):
+    y = integral.value(a, b, values)
+
+    def back(dy):
+        # d/dθ ∫ f(x, θ) dx = ∫ ∂f/∂θ dx, each ∂f/∂θ the integrand's pullback at x.
+        def gradient_at(x):
+            _, pull = pullback(lambda *p: integral.integrand(x, p), *values)
+            return _flat(pull(1.0), values)
+
+        dvalues = []
+        if values:
+            with plain_allocation():
+                total = _quad_vec.quad_vec(gradient_at, a, b, **integral.tolerances())[0]
+            dvalues = _unflat(dy * total, values)
+        return (-dy * integral.at(a, values) if np.isfinite(a) else None,
+                dy * integral.at(b, values) if np.isfinite(b) else None, *dvalues)
+
+    return y, back
+
+
+@_QUAD.jvp_rule
+def _quad_forward(tangents, a, b, *values, integral):
+    y = integral.value(a, b, values)
+    da, db = tangents[0], tangents[1]
+    dy = 0.0
+    if da is not None:
+        dy = dy - da * integral.at(a, values)
+    if db is not None:
+        dy = dy + db * integral.at(b, values)
+    if values:
+        dvalues = tuple(np.zeros(np.shape(v)) if d is None else d
+                        for v, d in zip(values, tangents[2:], strict=True))
+
+        def tangent_at(x):
+            return float(jvp(lambda *p: integral.integrand(x, p), tuple(values), dvalues)[1])
+
+        with plain_allocation():
+            dy = dy + _quadpack_py.quad(tangent_at, a, b, **integral.tolerances())[0]
+    return y, np.float64(dy)
+
+
+@_routed(_quadpack_py.quad)
+def quad(func, a, b, args=(), full_output=0, epsabs=1.49e-08, epsrel=1.49e-08, limit=50,
+         points=None, weight=None, wvar=None, wopts=None, maxp1=50, limlst=50,
+         complex_func=False):
+    settings = dict(full_output=full_output, epsabs=epsabs, epsrel=epsrel, limit=limit,
+                    points=points, weight=weight, wvar=wvar, wopts=wopts, maxp1=maxp1,
+                    limlst=limlst, complex_func=complex_func)
+    if not isinstance(args, tuple):
+        args = (args,)
+    parameters = _Parameters("quad", (func,), args)
+    if not parameters.followed and not _followed(a, b):
+        return _quadpack_py.quad(func, a, b, args, **settings)
+    if weight is not None or complex_func or points is not None:
+        raise UnsupportedOperationError(
+            "quad(weight=..., points=..., complex_func=True) with differentiated inputs: mutad "
+            "differentiates plain integrals only.")
+    for limit_value in (a, b):
+        if _followed(limit_value) and not np.isfinite(_plain(limit_value)):
+            raise InvalidArgumentError("quad: an infinite limit cannot be differentiated.")
+    integral = _Integral(func, parameters, settings)
+    value = _QUAD(a, b, *parameters.values(), integral=integral)
+    return (value, *integral.found[1:])
