@@ -51,8 +51,8 @@ from scipy.integrate._ivp import ivp as _ivp
 from ..allocation import plain_allocation
 from ..api import jvp, pullback
 from ..custom import Adjoint
-from ..errors import InvalidArgumentError, UnsupportedOperationError, UntracedWriteError
-from ..levels import Tracer, innermost
+from ..errors import ConversionError, InvalidArgumentError, UnsupportedOperationError, UntracedWriteError
+from ..levels import ACTIVE, Tracer, innermost
 from ..registry import ROUTES
 from ..trees import flatten
 from ..views import memory
@@ -148,7 +148,7 @@ def simpson(y, x=None, *, dx=1.0, axis=-1):
     alpha = _ratio(2 * h[1] ** 2 + 3 * h[0] * h[1], 6 * (h[1] + h[0]))
     beta = _ratio(h[1] ** 2 + 3.0 * h[0] * h[1], 6 * h[0])
     eta = _ratio(1 * h[1] ** 3, 6 * h[0] * (h[0] + h[1]))
-    return result + alpha * y[last] + beta * y[before] - eta * y[third] + 0.0
+    return result + (alpha * y[last] + beta * y[before] - eta * y[third]) + 0.0
 
 
 @_routed(_quadrature.cumulative_trapezoid)
@@ -263,39 +263,34 @@ class _Bound:
         self.parameters, self.cell_leaves = parameters, cell_leaves
 
     def __enter__(self):
+        self.held = []
         start = 0
         for cell, _, leaves, rebuild in self.parameters.cells:
+            self.held.append(cell.cell_contents)
             cell.cell_contents = rebuild(self.cell_leaves[start:start + len(leaves)])
             start += len(leaves)
 
     def __exit__(self, *exc):
-        for cell, held, _, _ in self.parameters.cells:
+        for (cell, *_), held in zip(self.parameters.cells, self.held, strict=True):
             cell.cell_contents = held
 
 
-def _plain_result(name, result):
-    """What the user's function returned on plain values, refused if it is still followed by
-    a differentiation: it read a differentiated array mutad did not find."""
-    if _followed(result):
-        raise UnsupportedOperationError(
-            f"{name}: the function reads a differentiated array that is neither in args= nor "
-            "in its closure (an attribute of an object, a global); pass it with args=.")
-    return result
+_HIDDEN = ("the function reads a differentiated array that is neither in args= nor in its "
+           "closure (an attribute of an object, a global); pass it with args=.")
 
 
 def _plain_call(name, fn):
-    """``fn`` for SciPy: run on plain values, its outputs checked to be plain."""
+    """``fn`` for SciPy: run on plain values, its outputs plain arrays. An output that
+    depends on the differentiated arguments does not convert: ``fn`` read a differentiated
+    array mutad did not find."""
     if fn is None or not callable(fn):
         return fn
 
     def call(*a):
         try:
-            return _plain_result(name, fn(*a))
-        except UntracedWriteError as error:
-            raise UnsupportedOperationError(
-                f"{name}: the function reads a differentiated array that is neither in args= "
-                "nor in its closure (an attribute of an object, a global); pass it with "
-                "args=.") from error
+            return np.asarray(fn(*a))
+        except (ConversionError, UntracedWriteError) as error:
+            raise UnsupportedOperationError(f"{name}: {_HIDDEN}") from error
     return call
 
 
@@ -319,12 +314,18 @@ def _unflat(vector, values):
     return out
 
 
-def _refuse_times(name, *times):
-    if _followed(*times):
+def _times(name, times):
+    """``times`` as plain floats (constants convert), refused if they depend on the
+    differentiated arguments."""
+    if times is None:
+        return None
+    try:
+        return np.asarray(times, dtype=float)
+    except ConversionError:
         raise UnsupportedOperationError(
             f"{name}: the times depend on the differentiated arguments; mutad differentiates "
             "the solution with respect to y0 and the parameters, not the times. Pass them as "
-            "constants (mutad.stop_gradient).")
+            "constants (mutad.stop_gradient).") from None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -342,6 +343,7 @@ class _Problem:
         self.rtol, self.atol = rtol, float(np.min(atol))
         self.max_step = max_step
         self.solved = None  # (y0, values) the forward solve ran on, then what it found
+        self.adaptive = False  # whether the outputs are at the solver's own step times
 
     def check_inputs(self, y0, values):
         """The solution kept is of the inputs it was solved for: refuse others (the inputs
@@ -405,23 +407,18 @@ class _Problem:
             return np.concatenate([np.ravel(dy), np.ravel(ds)])
 
         s0 = np.zeros(n) if dy0 is None else np.ravel(dy0)
-        order = np.argsort(times, kind="stable")
-        ascending = times[order]
-        start = np.concatenate([np.ravel(y0), s0])
         out = np.zeros((n, times.size))
-        if times.size:
-            upward = ascending[-1] >= self.t0
-            t_eval = ascending if upward else ascending[::-1]
-            t_end = t_eval[-1]
-            if t_end == self.t0:
-                out[:] = s0[:, None]
-                return out
-            sol = self._solve_ivp(rhs, (self.t0, t_end), start, t_eval=t_eval)
-            if not sol.success:
-                raise UnsupportedOperationError(f"{self.name}: the sensitivity solve failed: "
-                                                f"{sol.message}")
-            found = sol.y[n:] if upward else sol.y[n:, ::-1]
-            out[:, order] = found
+        order = np.argsort(self.direction * times, kind="stable")  # in the solve's direction
+        t_eval = times[order]
+        if not times.size or t_eval[-1] == self.t0:
+            out[:] = s0[:, None]
+            return out
+        sol = self._solve_ivp(rhs, (self.t0, t_eval[-1]), np.concatenate([np.ravel(y0), s0]),
+                              t_eval=t_eval)
+        if not sol.success:
+            raise UnsupportedOperationError(f"{self.name}: the sensitivity solve failed: "
+                                            f"{sol.message}")
+        out[:, order] = sol.y[n:]
         return out
 
 
@@ -443,10 +440,13 @@ class _Solution(Adjoint):
 
     def _rule(self, y0, *values, problem, times=None):
         Y, path, times, transpose = self.evaluate(problem, y0, values, times)
+        adaptive = self is _IVP and problem.adaptive
 
         def back(dY):
             dY = np.transpose(dY) if transpose else dY
             dY = np.reshape(dY, (np.size(y0), -1))
+            if adaptive and np.any(dY[:, 1:-1]):
+                raise UnsupportedOperationError(_ADAPTIVE)
             dy0, dvalues = problem.adjoint(path, times, dY, y0, values)
             return (dy0, *dvalues)
 
@@ -455,8 +455,18 @@ class _Solution(Adjoint):
     def _forward(self, tangents, y0, *values, problem, times=None):
         Y, _, times, transpose = self.evaluate(problem, y0, values, times)
         dY = problem.tangent(times, y0, tangents[0], values, list(tangents[1:]))
+        if self is _IVP and problem.adaptive:
+            dY[:, 1:-1] = np.nan  # see _ADAPTIVE: no tangent at the solver's own step times
         dY = np.reshape(dY, np.shape(np.transpose(Y) if transpose else Y))
         return Y, (np.transpose(dY) if transpose else dY)
+
+
+_ADAPTIVE = (
+    "solve_ivp: a gradient reached sol.y at the times SciPy's step size control chose (no "
+    "t_eval), which move with the differentiated arguments in a way mutad does not "
+    "differentiate. Pass t_eval= for the outputs the loss uses (sol.y[:, 0] and sol.y[:, -1], "
+    "at t_span's ends, are differentiated either way); in forward mode those outputs' "
+    "tangents are NaN.")
 
 
 def _refuse_nested(problem, y0, values):
@@ -501,8 +511,7 @@ class _DenseSolution:
         self.t_min, self.t_max = problem.dense.t_min, problem.dense.t_max
 
     def __call__(self, t):
-        _refuse_times("solve_ivp(...).sol(t)", t)
-        t = np.asarray(t, dtype=float)
+        t = _times("solve_ivp(...).sol(t)", t)
         if np.any(t < self.t_min) or np.any(t > self.t_max):
             raise UnsupportedOperationError(
                 "solve_ivp(...).sol(t): t outside the interval of the solve; mutad "
@@ -529,11 +538,14 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
                              () if args is None else args)
     if type(y0) in (list, tuple) and _followed(y0):
         y0 = np.stack(y0)
-    if not parameters.followed and not _followed(y0):
-        _refuse_times("solve_ivp", t_span, t_eval)
+    if not ACTIVE.running:
         return _ivp.solve_ivp(fun, t_span, y0, method, t_eval, dense_output, events,
-                                    vectorized, args, **options)
-    _refuse_times("solve_ivp", t_span, t_eval)
+                              vectorized, args, **options)
+    t_span, t_eval = _times("solve_ivp", t_span), _times("solve_ivp", t_eval)
+    if not parameters.followed and not _followed(y0):
+        with plain_allocation():  # nothing differentiated reaches the solve
+            return _ivp.solve_ivp(_plain_call("solve_ivp", fun), t_span, y0, method, t_eval,
+                                  dense_output, events, vectorized, args, **options)
     if events is not None:
         raise UnsupportedOperationError(
             "solve_ivp(events=...) with differentiated inputs: mutad does not differentiate "
@@ -562,7 +574,7 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         result["sol"] = sol
         return sol
 
-    problem.forward = forward
+    problem.forward, problem.adaptive = forward, t_eval is None
     values = parameters.values()
     y = _IVP(y0, *values, problem=problem)
     sol = result["sol"]
@@ -583,10 +595,13 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     parameters = _Parameters("odeint", (func, Dfun), args)
     if type(y0) in (list, tuple) and _followed(y0):
         y0 = np.stack(y0)
-    _refuse_times("odeint", t, tcrit)
-    if not parameters.followed and not _followed(y0):
+    if not ACTIVE.running:
         return _odepack_py.odeint(func, y0, t, args, **settings)
-    times = np.asarray(t, dtype=float)
+    times = _times("odeint", t)
+    settings["tcrit"] = _times("odeint", tcrit)
+    if not parameters.followed and not _followed(y0):
+        with plain_allocation():  # nothing differentiated reaches the solve
+            return _odepack_py.odeint(_plain_call("odeint", func), y0, times, args, **settings)
     tolerance = 1.49012e-8  # odeint's default rtol and atol
     problem = _Problem("odeint", _rhs("odeint", func, parameters, tfirst=tfirst), parameters,
                        float(times[0]), float(times[-1]), "LSODA", tolerance if rtol is None else rtol,

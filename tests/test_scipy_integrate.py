@@ -1,0 +1,297 @@
+"""mutad.scipy.integrate: the quadratures of samples, solve_ivp (every method), odeint and quad.
+
+Called by SciPy's names inside the differentiated function and by mutad.scipy.integrate's.
+The quadratures of samples are SciPy's steps, so their derivatives are exact (finite
+differences, forward mode, second order). The solvers' gradients are the continuous adjoint
+and forward sensitivities: derivatives of the exact solution, checked against closed forms
+(y' = -k y) and finite differences at tight tolerances. Values are always SciPy's, bit for bit.
+"""
+
+import numpy as np
+import pytest
+import scipy.integrate
+from scipy.integrate import cumulative_trapezoid, odeint, quad, simpson, solve_ivp, trapezoid
+
+import mutad
+from mutad.errors import UnsupportedOperationError
+from mutad.scipy import integrate
+
+POLICIES = ("restore", "checkpoint")
+METHODS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")
+TIGHT = dict(rtol=1e-10, atol=1e-12)
+
+
+def unchanged(*arrays):
+    """The bytes of ``arrays``, to compare after a differentiation."""
+    return [np.asarray(a).tobytes() for a in arrays]
+
+
+# ----------------------------------------------------------------------------------------------
+# trapezoid, simpson, cumulative_trapezoid
+
+
+def _abscissae(n):
+    return np.cumsum(np.random.default_rng(n).uniform(0.2, 1.0, n))
+
+
+QUADRATURES = [
+    ("trapezoid x", lambda y, x: trapezoid(y, x), lambda y, x: integrate.trapezoid(y, x)),
+    ("trapezoid dx", lambda y, x: trapezoid(y, dx=0.3),
+     lambda y, x: integrate.trapezoid(y, dx=0.3)),
+    ("simpson x", lambda y, x: simpson(y, x=x), lambda y, x: integrate.simpson(y, x=x)),
+    ("simpson dx", lambda y, x: simpson(y, dx=0.3), lambda y, x: integrate.simpson(y, dx=0.3)),
+    ("cumulative_trapezoid x", lambda y, x: cumulative_trapezoid(y, x, initial=0),
+     lambda y, x: integrate.cumulative_trapezoid(y, x, initial=0)),
+    ("cumulative_trapezoid dx", lambda y, x: cumulative_trapezoid(y, dx=0.3),
+     lambda y, x: integrate.cumulative_trapezoid(y, dx=0.3)),
+]
+
+
+@pytest.mark.parametrize("n", [2, 3, 6, 7])
+@pytest.mark.parametrize("name, by_scipy, by_mutad", QUADRATURES, ids=[q[0] for q in QUADRATURES])
+def test_quadratures_of_samples(name, by_scipy, by_mutad, n):
+    x = _abscissae(n)
+    y = np.sin(x)
+    expected = by_scipy(y, x)  # SciPy's own, outside a differentiation
+    for f in (by_scipy, by_mutad):
+        value, _ = mutad.value_and_gradient(lambda y, x: np.sum(f(y, x) ** 2), y, x)
+        assert value == np.sum(expected ** 2)
+        for policy in POLICIES:
+            mutad.check_grads(f, y, x, policy=policy)
+        mutad.check_jvp(f, y, x)
+    mutad.check_grads(by_scipy, y, x, order=2)
+
+
+def test_quadratures_along_an_axis():
+    x = _abscissae(5)
+    y = np.cos(np.outer(np.arange(1.0, 4.0), x))  # (3, 5): integrate each row, and columns
+    for f in (lambda y, x: simpson(y, x=x, axis=1), lambda y, x: trapezoid(y.T, x, axis=0),
+              lambda y, x: cumulative_trapezoid(y, np.broadcast_to(x, y.shape), axis=-1),
+              lambda y, x: simpson(y.T, x=np.broadcast_to(x, y.shape).T, axis=0)):
+        mutad.check_grads(f, y, x)
+        mutad.check_jvp(f, y, x)
+
+
+# ----------------------------------------------------------------------------------------------
+# solve_ivp: y' = -k y, y(t) = y0 exp(-k t)
+
+
+def decay(t, y, k):
+    dy = np.empty(1)  # the user's in-place NumPy
+    dy[0] = -k * y[0]
+    return dy
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_solve_ivp_closed_form_every_method(method):
+    y0, k, T = np.array([1.5]), 0.7, 2.0
+
+    # RK23, of third order, would take many steps at the tightest tolerances.
+    tolerances, rtol = (dict(rtol=1e-8, atol=1e-10), 1e-5) if method == "RK23" else (TIGHT, 1e-7)
+
+    def final(y0, k):
+        sol = solve_ivp(decay, (0.0, T), y0, method=method, args=(k,), **tolerances)
+        return sol.y[0, -1]
+
+    before = unchanged(y0)
+    value, (dy0, dk) = mutad.value_and_gradient(final, y0, k)
+    assert unchanged(y0) == before
+    assert value == scipy.integrate.solve_ivp(decay, (0.0, T), y0, method=method, args=(k,),
+                                              **tolerances).y[0, -1]
+    np.testing.assert_allclose(dy0, [np.exp(-k * T)], rtol=rtol)
+    np.testing.assert_allclose(dk, -T * y0[0] * np.exp(-k * T), rtol=rtol)
+    # Forward mode: the forward sensitivities.
+    _, tangent = mutad.jvp(final, (y0, k), (np.array([1.0]), 0.5))
+    np.testing.assert_allclose(tangent, np.exp(-k * T) * (1.0 - 0.5 * T * y0[0]), rtol=rtol)
+
+
+def test_solve_ivp_values_are_scipys_and_y_is_traced():
+    y0 = np.array([1.0, 0.5])
+
+    def f(y0):
+        sol = solve_ivp(lambda t, y: -y, (0.0, 1.0), y0, t_eval=[0.25, 1.0])
+        plain = scipy.integrate.solve_ivp(lambda t, y: -y, (0.0, 1.0),
+                                          mutad.stop_gradient(y0), t_eval=[0.25, 1.0])
+        assert np.array_equal(mutad.stop_gradient(sol.y), plain.y)
+        assert np.array_equal(sol.t, plain.t) and sol.success and sol.sol is None
+        assert sol.y[:, -1].shape == (2,)
+        return sol.y.sum()
+
+    grad, = mutad.gradient(f, y0)
+    np.testing.assert_allclose(grad, [np.exp(-0.25) + np.exp(-1.0)] * 2, rtol=1e-3)
+
+
+def lotka_volterra(t, z, alpha, beta):
+    dz = np.empty(2)
+    dz[0] = alpha * z[0] - beta * z[0] * z[1]
+    dz[1] = -0.8 * z[1] + 0.3 * z[0] * z[1]
+    return dz
+
+
+@pytest.mark.parametrize("method", ["RK45", "LSODA"])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_solve_ivp_args_and_closure_by_finite_differences(method, policy):
+    """Parameters through args= and closed over (the in-place right-hand side), outputs at
+    several times: finite differences, reverse and forward mode."""
+    def loss(z0, alpha, beta):
+        def rhs(t, z, alpha):
+            return lotka_volterra(t, z, alpha, beta)  # beta closed over, alpha through args
+
+        sol = solve_ivp(rhs, (0.0, 3.0), z0, method=method, t_eval=np.linspace(0.5, 3.0, 6),
+                        args=(alpha,), **TIGHT)
+        return (sol.y[0] * sol.y[1]).sum() + sol.y[:, -1] @ z0
+
+    args = (np.array([1.2, 0.7]), 1.1, np.array(0.4))
+    mutad.check_grads(loss, *args, policy=policy, rtol=1e-5)
+    if policy == "restore":
+        mutad.check_jvp(loss, *args, rtol=1e-5)
+
+
+def test_solve_ivp_mutad_name_tuple_closure_and_decreasing_time():
+    def loss(z0, params):
+        theta = (params[0], params[1])  # a tuple of differentiated values, closed over
+
+        def rhs(t, z):
+            return lotka_volterra(t, z, *theta)
+
+        sol = integrate.solve_ivp(rhs, (2.0, 0.0), z0, method="DOP853", **TIGHT)
+        return sol.y[0, -1] - 2.0 * sol.y[1, -1]
+
+    args = (np.array([1.2, 0.7]), np.array([1.1, 0.4]))
+    mutad.check_grads(loss, *args, rtol=1e-5)
+    mutad.check_jvp(loss, *args, rtol=1e-5)
+
+
+def test_solve_ivp_vectorized_and_outputs_at_the_solvers_steps():
+    def loss(y0, k):
+        sol = solve_ivp(lambda t, y: -k * y ** 2, (0.0, 1.0), y0, vectorized=True, **TIGHT)
+        return (sol.y[:, -1] ** 2).sum() + sol.y[1, 0]  # t_span's ends: fixed times
+
+    mutad.check_grads(loss, np.array([0.9, 1.3]), 0.6, rtol=1e-5)
+    mutad.check_jvp(loss, np.array([0.9, 1.3]), 0.6, rtol=1e-5)
+
+    def every_step(y0, k):  # the step times move with k: refused, not a wrong number
+        return (solve_ivp(lambda t, y: -k * y, (0.0, 1.0), y0).y ** 2).sum()
+
+    with pytest.raises(UnsupportedOperationError, match="t_eval"):
+        mutad.gradient(every_step, np.array([0.9]), 0.6)
+    _, tangent = mutad.jvp(every_step, (np.array([0.9]), 0.6), (np.array([1.0]), 0.0))
+    assert np.isnan(tangent)
+
+
+def test_solve_ivp_dense_output():
+    y0, k = np.array([2.0]), 0.3
+    times = np.array([1.5, 0.25, 1.0])
+
+    def at(y0, k):
+        sol = solve_ivp(decay, (0.0, 2.0), y0, args=(k,), dense_output=True, **TIGHT)
+        return sol.sol(times)[0] @ np.array([1.0, 2.0, 3.0]) + sol.sol(0.5)[0]
+
+    dy0, dk = mutad.gradient(at, y0, k)
+    weights = np.array([1.0, 2.0, 3.0, 1.0])
+    every = np.append(times, 0.5)
+    np.testing.assert_allclose(dy0, [weights @ np.exp(-k * every)], rtol=1e-7)
+    np.testing.assert_allclose(dk, weights @ (-every * y0[0] * np.exp(-k * every)), rtol=1e-7)
+    mutad.check_jvp(at, y0, k, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# odeint
+
+
+def test_odeint_closed_form_and_finite_differences():
+    y0, k = np.array([1.5]), 0.7
+    t = np.array([0.0, 1.0, 2.0])
+
+    def loss(y0, k):
+        Y = odeint(lambda y, t, k: -k * y, y0, t, args=(k,), rtol=1e-11, atol=1e-12)
+        return Y[1, 0] + 2.0 * Y[2, 0]
+
+    value, (dy0, dk) = mutad.value_and_gradient(loss, y0, k)
+    plain = scipy.integrate.odeint(lambda y, t, k: -k * y, y0, t, args=(k,), rtol=1e-11,
+                                   atol=1e-12)
+    assert value == plain[1, 0] + 2.0 * plain[2, 0]
+    np.testing.assert_allclose(dy0, [np.exp(-k) + 2.0 * np.exp(-2 * k)], rtol=1e-7)
+    np.testing.assert_allclose(dk, -y0[0] * (np.exp(-k) + 4.0 * np.exp(-2 * k)), rtol=1e-7)
+    _, tangent = mutad.jvp(loss, (y0, k), (np.array([0.0]), 1.0))
+    np.testing.assert_allclose(tangent, dk, rtol=1e-7)
+
+
+def test_odeint_tfirst_full_output_and_closure():
+    def loss(z0, beta):
+        def rhs(t, z):
+            return lotka_volterra(t, z, 1.1, beta)
+
+        Y, info = integrate.odeint(rhs, z0, np.linspace(0.0, 2.0, 5), tfirst=True,
+                                   full_output=1, rtol=1e-11, atol=1e-12)
+        assert info["message"] == "Integration successful."
+        return (Y ** 2).sum()
+
+    for policy in POLICIES:
+        mutad.check_grads(loss, np.array([1.2, 0.7]), 0.4, policy=policy, rtol=1e-5)
+    mutad.check_jvp(loss, np.array([1.2, 0.7]), 0.4, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# quad
+
+
+def test_quad_parameters_and_limits():
+    def area(a, b, c):
+        return quad(lambda x, c: np.sin(c * x) * x, a, b, args=(c,))[0]
+
+    def area_mutad(a, b, c):
+        value, error = integrate.quad(lambda x: np.exp(-c * x * x), a, b)
+        return value
+
+    for f in (area, area_mutad):
+        for policy in POLICIES:
+            mutad.check_grads(f, 0.2, 1.3, 0.9, policy=policy)
+        mutad.check_jvp(f, 0.2, 1.3, 0.9)
+    # d/dc of ∫_0^∞ exp(-c x²) = sqrt(pi / c) / 2 is -sqrt(pi) / (4 c^1.5).
+    dc, = mutad.gradient(lambda c: integrate.quad(lambda x: np.exp(-c * x * x), 0, np.inf)[0],
+                         0.9)
+    np.testing.assert_allclose(dc, -np.sqrt(np.pi) / (4 * 0.9 ** 1.5), rtol=1e-7)
+
+
+# ----------------------------------------------------------------------------------------------
+# What is refused, with a clear error
+
+
+def test_refusals():
+    y0 = np.array([1.0])
+    with pytest.raises(UnsupportedOperationError, match="event"):
+        mutad.gradient(lambda y0: solve_ivp(lambda t, y: -y, (0, 1), y0,
+                                            events=lambda t, y: y[0] - 0.5).y.sum(), y0)
+    with pytest.raises(UnsupportedOperationError, match="times"):
+        mutad.gradient(lambda T: solve_ivp(lambda t, y: -y, (0, T), y0).y.sum(), 1.0)
+
+    class Model:
+        pass
+
+    def hidden(k):
+        model = Model()
+        model.k = k  # reached through an object: not found, so refused
+        return solve_ivp(lambda t, y: -model.k * y, (0, 1), y0).y.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="args="):
+        mutad.gradient(hidden, 0.5)
+
+    def final(k):
+        return solve_ivp(decay, (0.0, 1.0), y0, args=(k,)).y[0, -1]
+
+    with pytest.raises(UnsupportedOperationError, match="once"):
+        mutad.hvp(final, (0.5,), (1.0,))
+    with pytest.raises(UnsupportedOperationError, match="once"):
+        mutad.gradient(lambda k: mutad.gradient(final, k)[0], 0.5)
+    with pytest.raises(UnsupportedOperationError, match="once"):
+        mutad.gradient(lambda c: mutad.gradient(
+            lambda b: quad(lambda x: c * x, 0.0, b)[0], 1.0)[0], 0.5)
+
+
+def test_plain_calls_are_scipys():
+    sol = integrate.solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,))
+    expected = scipy.integrate.solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,))
+    assert np.array_equal(sol.y, expected.y)
+    assert integrate.quad(np.sin, 0, 1) == scipy.integrate.quad(np.sin, 0, 1)
+    assert integrate.simpson([1.0, 2.0, 4.0]) == scipy.integrate.simpson([1.0, 2.0, 4.0])
