@@ -49,7 +49,7 @@ from scipy.integrate import _odepack_py, _quad_vec, _quadpack_py, _quadrature
 from scipy.integrate._ivp import ivp as _ivp
 
 from ..allocation import plain_allocation
-from ..api import jvp, pullback
+from ..api import grad, jvp, pullback
 from ..custom import Adjoint
 from ..errors import ConversionError, InvalidArgumentError, UnsupportedOperationError, UntracedWriteError
 from ..levels import ACTIVE, Tracer, innermost
@@ -314,18 +314,28 @@ def _unflat(vector, values):
     return out
 
 
-def _times(name, times):
-    """``times`` as plain floats (constants convert), refused if they depend on the
-    differentiated arguments."""
-    if times is None:
+def _constant(name, x, what="the times"):
+    """``x`` as plain floats (constants convert), refused if it depends on the differentiated
+    arguments."""
+    if x is None:
         return None
     try:
-        return np.asarray(times, dtype=float)
+        return np.asarray(x, dtype=float)
     except ConversionError:
         raise UnsupportedOperationError(
-            f"{name}: the times depend on the differentiated arguments; mutad differentiates "
-            "the solution with respect to y0 and the parameters, not the times. Pass them as "
+            f"{name}: {what} depend on the differentiated arguments; mutad differentiates "
+            "the solution with respect to y0 and the parameters only. Pass them as "
             "constants (mutad.stop_gradient).") from None
+
+
+def _times(name, times):
+    return _constant(name, times)
+
+
+def _settings(name, options, names):
+    """``options`` with the numbers among ``names`` (tolerances, step sizes) plain."""
+    return {key: _constant(name, value, f"{key}=") if key in names else value
+            for key, value in options.items()}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -356,32 +366,40 @@ class _Problem:
                 f"{self.name}: the inputs of the solve were changed in place after it "
                 "returned; evaluate sol.sol before changing them.")
 
-    def _solve_ivp(self, fun, t_span, y0, t_eval=None, dense_output=False):
+    def _solve_ivp(self, fun, t_span, y0, t_eval=None, dense_output=False, first_step=None):
         return _ivp.solve_ivp(fun, t_span, y0, method=self.method, t_eval=t_eval,
-                                    dense_output=dense_output, rtol=self.rtol, atol=self.atol,
-                                    max_step=self.max_step)
+                              dense_output=dense_output, rtol=self.rtol, atol=self.atol,
+                              max_step=self.max_step, first_step=first_step)
 
     def adjoint(self, path, times, dY, y0, values):
         """``(dy0, dvalues)`` from the cotangents ``dY[:, i]`` of the solution at ``times[i]``:
         λ jumps by each and flows back to t0 along ``path(t_from, t_to)`` (a callable y(t))."""
         n = np.size(y0)
         state = np.zeros(n + sum(np.size(v) for v in values))
-        t_now = None
+        t_now, step = None, None
+        # (∂f/∂y)ᵀ λ and (∂f/∂θ)ᵀ λ: the gradient of λ·f, its program recorded once and
+        # replayed at each evaluation (re-recorded where a decision of f differs).
+        vjp = grad(lambda t, y, lam, *p: np.dot(lam, self.rhs(t, y, p)),
+                   argnums=(1, *range(3, 3 + len(values))), replay=True)
 
         def back(t_from, t_to, state):
+            nonlocal step
             if t_from == t_to:
                 return state
             y_at = path(t_from, t_to)
 
             def rhs(t, s):
-                _, pull = pullback(lambda y, *p: self.rhs(t, y, p), y_at(t), *values)
-                cotangents = pull(s[:n])
+                cotangents = vjp(np.array(t), y_at(t), s[:n].copy(), *values)
                 return -np.concatenate([np.ravel(cotangents[0]), _flat(cotangents[1:], values)])
 
-            sol = self._solve_ivp(rhs, (t_from, t_to), state)
+            # Each interval starts with the step the last one ended with, not a new guess.
+            first = None if step is None else min(step, abs(t_to - t_from))
+            sol = self._solve_ivp(rhs, (t_from, t_to), state, first_step=first)
             if not sol.success:
                 raise UnsupportedOperationError(f"{self.name}: the adjoint solve failed: "
                                                 f"{sol.message}")
+            if sol.t.size > 1:
+                step = abs(sol.t[-1] - sol.t[-2])
             return sol.y[:, -1]
 
         for i in sorted(range(times.size), key=lambda i: -self.direction * times[i]):
@@ -527,7 +545,8 @@ def _rhs(name, fun, parameters, vectorized=False, tfirst=True):
             args = parameters.args(values)
             if vectorized:
                 return fun(t, y[:, None], *args)[:, 0]
-            return fun(t, y, *args) if tfirst else fun(y, t, *args)
+            dy = fun(t, y, *args) if tfirst else fun(y, t, *args)
+            return np.stack(dy) if type(dy) in (list, tuple) else dy
     return rhs
 
 
@@ -542,6 +561,7 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         return _ivp.solve_ivp(fun, t_span, y0, method, t_eval, dense_output, events,
                               vectorized, args, **options)
     t_span, t_eval = _times("solve_ivp", t_span), _times("solve_ivp", t_eval)
+    options = _settings("solve_ivp", options, ("rtol", "atol", "max_step", "first_step"))
     if not parameters.followed and not _followed(y0):
         with plain_allocation():  # nothing differentiated reaches the solve
             return _ivp.solve_ivp(_plain_call("solve_ivp", fun), t_span, y0, method, t_eval,
@@ -598,7 +618,8 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     if not ACTIVE.running:
         return _odepack_py.odeint(func, y0, t, args, **settings)
     times = _times("odeint", t)
-    settings["tcrit"] = _times("odeint", tcrit)
+    settings = _settings("odeint", settings, ("rtol", "atol", "tcrit", "h0", "hmax", "hmin"))
+    rtol, atol, hmax = settings["rtol"], settings["atol"], settings["hmax"]
     if not parameters.followed and not _followed(y0):
         with plain_allocation():  # nothing differentiated reaches the solve
             return _odepack_py.odeint(_plain_call("odeint", func), y0, times, args, **settings)
@@ -732,11 +753,15 @@ def quad(func, a, b, args=(), full_output=0, epsabs=1.49e-08, epsrel=1.49e-08, l
     settings = dict(full_output=full_output, epsabs=epsabs, epsrel=epsrel, limit=limit,
                     points=points, weight=weight, wvar=wvar, wopts=wopts, maxp1=maxp1,
                     limlst=limlst, complex_func=complex_func)
+    if not ACTIVE.running:
+        return _quadpack_py.quad(func, a, b, args, **settings)
     if not isinstance(args, tuple):
         args = (args,)
+    settings = _settings("quad", settings, ("epsabs", "epsrel"))
     parameters = _Parameters("quad", (func,), args)
     if not parameters.followed and not _followed(a, b):
-        return _quadpack_py.quad(func, a, b, args, **settings)
+        with plain_allocation():  # nothing differentiated reaches the integral
+            return _quadpack_py.quad(_plain_call("quad", func), a, b, args, **settings)
     if weight is not None or complex_func or points is not None:
         raise UnsupportedOperationError(
             "quad(weight=..., points=..., complex_func=True) with differentiated inputs: mutad "
