@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 PUBLIC = ("mutad", "mutad.errors", "mutad.testing", "mutad.linalg", "mutad.scipy",
           "mutad.scipy.fft", "mutad.scipy.linalg", "mutad.scipy.signal", "mutad.scipy.special",
-          "mutad.scipy.stats")
+          "mutad.scipy.stats", "mutad.scipy.integrate")
 
 INTERNAL = ("mutad.api", "mutad.custom", "mutad.trees", "mutad.allocation",
             "mutad.tape", "mutad.levels", "mutad.registry", "mutad.views", "mutad.shadows",

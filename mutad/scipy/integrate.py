@@ -41,8 +41,11 @@ solve are refused with an error that says so.
 
 import functools
 import types
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
+
 # SciPy's functions from the modules that define them: the allocation mode swaps the public
 # module's names for the stand-ins below while a differentiation runs.
 from scipy.integrate import _odepack_py, _quad_vec, _quadpack_py, _quadrature
@@ -64,8 +67,9 @@ def _routed(original):
     """Register the decorated function as ``original``'s stand-in (``registry.ROUTES``): user
     code calling SciPy's name reaches it while a differentiation runs."""
     def register(stand_in):
-        functools.update_wrapper(stand_in, original)
-        stand_in.__wrapped__ = original
+        # SciPy's name and documentation; the module stays mutad's.
+        functools.update_wrapper(stand_in, original, ("__name__", "__qualname__", "__doc__"))
+        del stand_in.__wrapped__  # its signature is its own
         ROUTES[original] = stand_in
         return stand_in
     return register
@@ -86,7 +90,8 @@ def _along(ndim, axis, key):
 
 
 @_routed(_quadrature.trapezoid)
-def trapezoid(y, x=None, dx=1.0, axis=-1):
+def trapezoid(y: Any, x: Any = None, dx: float = 1.0,
+              axis: int = -1) -> Any:
     if not _followed(y, x, dx):
         return _quadrature.trapezoid(y, x, dx, axis)
     # NumPy's trapezoid is SciPy's formula, and mutad differentiates it (rules/composites.py).
@@ -118,7 +123,8 @@ def _basic_simpson(y, start, stop, x, dx, axis):
 
 
 @_routed(_quadrature.simpson)
-def simpson(y, x=None, *, dx=1.0, axis=-1):
+def simpson(y: Any, x: Any = None, *, dx: float = 1.0,
+            axis: int = -1) -> Any:
     if not _followed(y, x, dx):
         return _quadrature.simpson(y, x=x, dx=dx, axis=axis)
     nd, n = np.ndim(y), np.shape(y)[axis]
@@ -152,7 +158,8 @@ def simpson(y, x=None, *, dx=1.0, axis=-1):
 
 
 @_routed(_quadrature.cumulative_trapezoid)
-def cumulative_trapezoid(y, x=None, dx=1.0, axis=-1, initial=None):
+def cumulative_trapezoid(y: Any, x: Any = None, dx: float = 1.0,
+                         axis: int = -1, initial: float | None = None) -> Any:
     if not _followed(y, x, dx):
         return _quadrature.cumulative_trapezoid(y, x, dx, axis, initial)
     nd = np.ndim(y)
@@ -354,6 +361,12 @@ class _Problem:
         self.max_step = max_step
         self.solved = None  # (y0, values) the forward solve ran on, then what it found
         self.adaptive = False  # whether the outputs are at the solver's own step times
+        # Set by the function that made the problem: the forward solve on plain values, and
+        # what it keeps (solve_ivp: the dense output; odeint: its output times).
+        self.forward: Callable[..., Any] | None = None
+        self.dense: Any = None
+        self.path: Callable[..., Any] | None = None
+        self.times: Any = None
 
     def check_inputs(self, y0, values):
         """The solution kept is of the inputs it was solved for: refuse others (the inputs
@@ -551,8 +564,10 @@ def _rhs(name, fun, parameters, vectorized=False, tfirst=True):
 
 
 @_routed(_ivp.solve_ivp)
-def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, events=None,
-              vectorized=False, args=None, **options):
+def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
+              method: Any = "RK45", t_eval: Any = None, dense_output: bool = False,
+              events: Any = None, vectorized: bool = False, args: tuple[Any, ...] | None = None,
+              **options: Any) -> Any:
     parameters = _Parameters("solve_ivp", (fun, options.get("jac")),
                              () if args is None else args)
     if type(y0) in (list, tuple) and _followed(y0):
@@ -574,7 +589,7 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
     problem = _Problem("solve_ivp", _rhs("solve_ivp", fun, parameters, vectorized), parameters,
                        t0, float(t_span[1]), method, options.get("rtol", 1e-3), options.get("atol", 1e-6),
                        options.get("max_step", np.inf))
-    result = {}
+    result: dict[str, Any] = {}
 
     def forward(y0_plain, values):
         if problem.solved is not None:
@@ -605,9 +620,12 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
 
 
 @_routed(_odepack_py.odeint)
-def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None, mu=None,
-           rtol=None, atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0, ixpr=0, mxstep=0,
-           mxhnil=0, mxordn=12, mxords=5, printmessg=0, tfirst=False):
+def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = (),
+           Dfun: Callable[..., Any] | None = None, col_deriv: int = 0, full_output: int = 0,
+           ml: int | None = None, mu: int | None = None, rtol: Any = None, atol: Any = None,
+           tcrit: Any = None, h0: float = 0.0, hmax: float = 0.0,
+           hmin: float = 0.0, ixpr: int = 0, mxstep: int = 0, mxhnil: int = 0,
+           mxordn: int = 12, mxords: int = 5, printmessg: int = 0, tfirst: bool = False) -> Any:
     settings = dict(Dfun=Dfun, col_deriv=col_deriv, full_output=full_output, ml=ml, mu=mu,
                     rtol=rtol, atol=atol, tcrit=tcrit, h0=h0, hmax=hmax, hmin=hmin, ixpr=ixpr,
                     mxstep=mxstep, mxhnil=mxhnil, mxordn=mxordn, mxords=mxords,
@@ -627,7 +645,7 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     problem = _Problem("odeint", _rhs("odeint", func, parameters, tfirst=tfirst), parameters,
                        float(times[0]), float(times[-1]), "LSODA", tolerance if rtol is None else rtol,
                        tolerance if atol is None else atol, np.inf if not hmax else hmax)
-    result = {}
+    result: dict[str, Any] = {}
 
     def forward(y0_plain, values):
         with plain_allocation(), parameters.bound(values):
@@ -747,9 +765,11 @@ def _quad_forward(tangents, a, b, *values, integral):
 
 
 @_routed(_quadpack_py.quad)
-def quad(func, a, b, args=(), full_output=0, epsabs=1.49e-08, epsrel=1.49e-08, limit=50,
-         points=None, weight=None, wvar=None, wopts=None, maxp1=50, limlst=50,
-         complex_func=False):
+def quad(func: Callable[..., Any], a: float, b: float, args: Any = (), full_output: int = 0,
+         epsabs: float = 1.49e-08, epsrel: float = 1.49e-08, limit: int = 50,
+         points: Any = None, weight: str | None = None, wvar: Any = None,
+         wopts: Any = None, maxp1: int = 50, limlst: int = 50,
+         complex_func: bool = False) -> Any:
     settings = dict(full_output=full_output, epsabs=epsabs, epsrel=epsrel, limit=limit,
                     points=points, weight=weight, wvar=wvar, wopts=wopts, maxp1=maxp1,
                     limlst=limlst, complex_func=complex_func)
