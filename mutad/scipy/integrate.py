@@ -67,9 +67,9 @@ def _routed(original):
     """Register the decorated function as ``original``'s stand-in (``registry.ROUTES``): user
     code calling SciPy's name reaches it while a differentiation runs."""
     def register(stand_in):
-        # SciPy's name and documentation; the module stays mutad's.
-        functools.update_wrapper(stand_in, original, ("__name__", "__qualname__", "__doc__"))
-        del stand_in.__wrapped__  # its signature is its own
+        # SciPy's name; the module, signature and documentation stay mutad's.
+        functools.update_wrapper(stand_in, original, ("__name__", "__qualname__"))
+        del stand_in.__wrapped__
         ROUTES[original] = stand_in
         return stand_in
     return register
@@ -92,6 +92,8 @@ def _along(ndim, axis, key):
 @_routed(_quadrature.trapezoid)
 def trapezoid(y: Any, x: Any = None, dx: float = 1.0,
               axis: int = -1) -> Any:
+    """SciPy's ``trapezoid``, differentiated in ``y`` and ``x`` (NumPy's ``trapezoid``, the
+    same formula, for traced arrays)."""
     if not _followed(y, x, dx):
         return _quadrature.trapezoid(y, x, dx, axis)
     # NumPy's trapezoid is SciPy's formula, and mutad differentiates it (rules/composites.py).
@@ -125,6 +127,8 @@ def _basic_simpson(y, start, stop, x, dx, axis):
 @_routed(_quadrature.simpson)
 def simpson(y: Any, x: Any = None, *, dx: float = 1.0,
             axis: int = -1) -> Any:
+    """SciPy's ``simpson``, differentiated in ``y`` and ``x``: its steps, Cartwright's
+    correction for an even number of samples included."""
     if not _followed(y, x, dx):
         return _quadrature.simpson(y, x=x, dx=dx, axis=axis)
     nd, n = np.ndim(y), np.shape(y)[axis]
@@ -160,6 +164,7 @@ def simpson(y: Any, x: Any = None, *, dx: float = 1.0,
 @_routed(_quadrature.cumulative_trapezoid)
 def cumulative_trapezoid(y: Any, x: Any = None, dx: float = 1.0,
                          axis: int = -1, initial: float | None = None) -> Any:
+    """SciPy's ``cumulative_trapezoid``, differentiated in ``y`` and ``x``."""
     if not _followed(y, x, dx):
         return _quadrature.cumulative_trapezoid(y, x, dx, axis, initial)
     nd = np.ndim(y)
@@ -568,6 +573,11 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
               method: Any = "RK45", t_eval: Any = None, dense_output: bool = False,
               events: Any = None, vectorized: bool = False, args: tuple[Any, ...] | None = None,
               **options: Any) -> Any:
+    """SciPy's ``solve_ivp``, differentiated in ``y0`` and the parameters (``args=`` and the
+    arrays ``fun`` closes over) by the continuous adjoint (reverse mode) and the forward
+    sensitivities (forward mode). ``sol.y`` is SciPy's; ``sol.sol(t)`` is differentiable with
+    ``dense_output=True``. Times and events carry no derivative and are refused when they
+    depend on the differentiated arguments."""
     parameters = _Parameters("solve_ivp", (fun, options.get("jac")),
                              () if args is None else args)
     if type(y0) in (list, tuple) and _followed(y0):
@@ -626,6 +636,8 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
            tcrit: Any = None, h0: float = 0.0, hmax: float = 0.0,
            hmin: float = 0.0, ixpr: int = 0, mxstep: int = 0, mxhnil: int = 0,
            mxordn: int = 12, mxords: int = 5, printmessg: int = 0, tfirst: bool = False) -> Any:
+    """SciPy's ``odeint``, differentiated in ``y0`` and the parameters as ``solve_ivp`` is,
+    the adjoint solved with LSODA between the output times."""
     settings = dict(Dfun=Dfun, col_deriv=col_deriv, full_output=full_output, ml=ml, mu=mu,
                     rtol=rtol, atol=atol, tcrit=tcrit, h0=h0, hmax=hmax, hmin=hmin, ixpr=ixpr,
                     mxstep=mxstep, mxhnil=mxhnil, mxordn=mxordn, mxords=mxords,
@@ -770,6 +782,9 @@ def quad(func: Callable[..., Any], a: float, b: float, args: Any = (), full_outp
          points: Any = None, weight: str | None = None, wvar: Any = None,
          wopts: Any = None, maxp1: int = 50, limlst: int = 50,
          complex_func: bool = False) -> Any:
+    """SciPy's ``quad``, differentiated in the limits and the parameters (``args=`` and the
+    arrays ``func`` closes over): the parameters' gradient is ``quad_vec`` of the integrand's
+    pullback. Returns ``(value, abserr, ...)`` as SciPy does, only the value differentiated."""
     settings = dict(full_output=full_output, epsabs=epsabs, epsrel=epsrel, limit=limit,
                     points=points, weight=weight, wvar=wvar, wopts=wopts, maxp1=maxp1,
                     limlst=limlst, complex_func=complex_func)
