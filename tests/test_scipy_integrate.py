@@ -10,7 +10,8 @@ and forward sensitivities: derivatives of the exact solution, checked against cl
 import numpy as np
 import pytest
 import scipy.integrate
-from scipy.integrate import cumulative_trapezoid, odeint, quad, simpson, solve_ivp, trapezoid
+from scipy.integrate import (cumulative_trapezoid, odeint, quad, quad_vec, simpson, solve_ivp,
+                             trapezoid)
 
 import mutad
 from mutad.errors import UnsupportedOperationError
@@ -162,6 +163,16 @@ def test_solve_ivp_mutad_name_tuple_closure_and_decreasing_time():
     mutad.check_jvp(loss, *args, rtol=1e-5)
 
 
+def test_solve_ivp_jacobian_sharing_the_closure():
+    """fun and jac close over the same cell: one parameter, differentiated once."""
+    def final(k):
+        fun = lambda t, y: -k * y
+        jac = lambda t, y: -k * np.eye(1)
+        return solve_ivp(fun, (0, 1), [1.0], method="Radau", jac=jac, **TIGHT).y[0, -1]
+
+    np.testing.assert_allclose(mutad.gradient(final, 0.5)[0], -np.exp(-0.5), rtol=1e-8)
+
+
 def test_solve_ivp_vectorized_and_outputs_at_the_solvers_steps():
     def loss(y0, k):
         sol = solve_ivp(lambda t, y: -k * y ** 2, (0.0, 1.0), y0, vectorized=True, **TIGHT)
@@ -252,6 +263,25 @@ def test_quad_parameters_and_limits():
     dc, = mutad.gradient(lambda c: integrate.quad(lambda x: np.exp(-c * x * x), 0, np.inf)[0],
                          0.9)
     np.testing.assert_allclose(dc, -np.sqrt(np.pi) / (4 * 0.9 ** 1.5), rtol=1e-7)
+
+
+def test_quad_vec_and_break_points():
+    def moments(a, b, c):
+        value, error = quad_vec(lambda x: np.sin(c * x) * np.array([1.0, x]), a, b)
+        return value
+
+    def powers(c):
+        return integrate.quad_vec(lambda x, c: c * x ** np.arange(3.0), 0.0, 1.0, args=(c,))[0]
+
+    def kinked(c):
+        return quad(lambda x: np.abs(x - 0.5) * c, 0.0, 1.0, points=[0.5])[0]
+
+    for policy in POLICIES:
+        mutad.check_grads(moments, 0.2, 1.3, np.array(0.9), policy=policy)
+    mutad.check_jvp(moments, 0.2, 1.3, np.array(0.9))
+    np.testing.assert_allclose(mutad.jacobian(powers, np.array([1.0, 2.0, 3.0])),
+                               np.diag([1.0, 1 / 2, 1 / 3]), rtol=1e-8)
+    np.testing.assert_allclose(mutad.gradient(kinked, 2.0)[0], 0.25, rtol=1e-8)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """``scipy.integrate`` functions mutad differentiates, by SciPy's names too: the quadratures of
 samples (``trapezoid``, ``simpson``, ``cumulative_trapezoid``), initial value problems
-(``solve_ivp`` with every method, ``odeint``) and ``quad``.
+(``solve_ivp`` with every method, ``odeint``), ``quad`` and ``quad_vec``.
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import integrate
@@ -32,8 +32,9 @@ How each gradient is computed:
   step) for the reverse pass; ``odeint`` keeps its outputs and solves each interval between
   them again in the reverse pass. Memory does not otherwise grow with the number of steps.
   ``dense_output=True`` gives ``sol.sol(t)`` differentiable in ``y0`` and the parameters.
-* ``quad``: SciPy's value; the derivative in the parameters is ``quad_vec`` of the integrand's
-  pullback (to ``quad``'s tolerances), and in the limits ``f(b)`` and ``-f(a)``.
+* ``quad`` and ``quad_vec``: SciPy's value; the derivative in the parameters is ``quad_vec`` of
+  the integrand's pullback (or, in forward mode, of its tangent), to the integral's tolerances
+  and break points, and in the limits ``f(b)`` and ``-f(a)``.
 
 Times (``t_span``, ``t_eval``, ``odeint``'s ``t``), events, and second derivatives through a
 solve are refused with an error that says so.
@@ -60,7 +61,8 @@ from ..registry import ROUTES
 from ..trees import flatten
 from ..views import memory
 
-__all__ = ["cumulative_trapezoid", "odeint", "quad", "simpson", "solve_ivp", "trapezoid"]
+__all__ = ["cumulative_trapezoid", "odeint", "quad", "quad_vec", "simpson", "solve_ivp",
+           "trapezoid"]
 
 
 def _routed(original):
@@ -209,7 +211,7 @@ class _Parameters:
         self.name = name
         self.args_leaves, self.args_rebuild = flatten(tuple(args))
         self.cells = []  # (cell, what it holds, its leaves, rebuild)
-        seen = set()
+        seen = set()  # functions and cells met (functions often share a cell: fun and jac)
         stack = [f for f in functions if f is not None]
         while stack:
             f = stack.pop()
@@ -226,6 +228,9 @@ class _Parameters:
             if isinstance(f, types.MethodType):
                 f = f.__func__
             for cell in getattr(f, "__closure__", None) or ():
+                if id(cell) in seen:
+                    continue
+                seen.add(id(cell))
                 try:
                     held = cell.cell_contents
                 except ValueError:  # a cell not yet filled
@@ -283,7 +288,8 @@ class _Bound:
             start += len(leaves)
 
     def __exit__(self, *exc):
-        for (cell, *_), held in zip(self.parameters.cells, self.held, strict=True):
+        for (cell, *_), held in zip(reversed(self.parameters.cells), reversed(self.held),
+                                    strict=True):
             cell.cell_contents = held
 
 
@@ -691,10 +697,12 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
 
 
 class _Integral:
-    """One differentiated ``quad``: the integrand, its parameters and SciPy's settings."""
+    """One differentiated ``quad`` or ``quad_vec`` (``integrate``): the integrand, its
+    parameters and SciPy's settings."""
 
-    def __init__(self, func, parameters, settings):
-        self.func, self.parameters, self.settings = func, parameters, settings
+    def __init__(self, name, integrate, func, parameters, settings):
+        self.name, self.integrate, self.func = name, integrate, func
+        self.parameters, self.settings = parameters, settings
         self.found = None
 
     def integrand(self, x, values):
@@ -704,34 +712,39 @@ class _Integral:
     def at(self, x, values):
         """The integrand's plain value at ``x`` (a limit's derivative)."""
         with plain_allocation(), self.parameters.bound(values):
-            return float(_plain_call("quad", self.func)(x, *self.parameters.args(values)))
+            return _plain_call(self.name, self.func)(x, *self.parameters.args(values))
 
     def value(self, a, b, values):
         if _followed(a, b, *values):
             raise UnsupportedOperationError(
-                "quad: values of several nested differentiations reach the integral; mutad "
-                "differentiates an integral once (no second derivatives through it).")
+                f"{self.name}: values of several nested differentiations reach the integral; "
+                "mutad differentiates an integral once (no second derivatives through it).")
         with plain_allocation(), self.parameters.bound(values):
-            self.found = _quadpack_py.quad(_plain_call("quad", self.func), a, b,
-                                         self.parameters.args(values), **self.settings)
-        return np.float64(self.found[0])
+            self.found = self.integrate(_plain_call(self.name, self.func), a, b,
+                                        args=self.parameters.args(values), **self.settings)
+        return np.asarray(self.found[0], dtype=float)
 
-    def tolerances(self):
-        return dict(epsabs=self.settings["epsabs"], epsrel=self.settings["epsrel"])
+    def over(self, g, a, b):
+        """``∫ g(x) dx`` over [a, b], ``g`` vector-valued: ``quad_vec`` at the tolerances and
+        break points the integral was given."""
+        with plain_allocation():
+            return _quad_vec.quad_vec(g, a, b, epsabs=self.settings["epsabs"],
+                                      epsrel=self.settings["epsrel"],
+                                      points=self.settings["points"])[0]
 
 
-def _quad_value(a, b, *values, integral):
+def _integral_value(a, b, *values, integral):
     return integral.value(a, b, values)
 
 
-class _Quad(Adjoint):
+class _Quadrature(Adjoint):
     complex_values = None  # real integrands only
 
     def _name(self):
         return "quad"
 
 
-_QUAD = _Quad(_quad_value)
+_QUAD = _Quadrature(_integral_value)
 
 
 @_QUAD.rule
@@ -739,18 +752,17 @@ def _quad_rule(a, b, *values, integral):
     y = integral.value(a, b, values)
 
     def back(dy):
-        # d/dθ ∫ f(x, θ) dx = ∫ ∂f/∂θ dx, each ∂f/∂θ the integrand's pullback at x.
-        def gradient_at(x):
-            _, pull = pullback(lambda *p: integral.integrand(x, p), *values)
-            return _flat(pull(1.0), values)
-
+        # d/dθ ∫ f(x, θ) dx = ∫ ∂f/∂θ dx: the integral of the integrand's pullback of dy at x;
+        # d/db = f(b), d/da = -f(a).
         dvalues = []
         if values:
-            with plain_allocation():
-                total = _quad_vec.quad_vec(gradient_at, a, b, **integral.tolerances())[0]
-            dvalues = _unflat(dy * total, values)
-        return (-dy * integral.at(a, values) if np.isfinite(a) else None,
-                dy * integral.at(b, values) if np.isfinite(b) else None, *dvalues)
+            def gradient_at(x):
+                _, pull = pullback(lambda *p: integral.integrand(x, p), *values)
+                return _flat(pull(dy), values)
+
+            dvalues = _unflat(integral.over(gradient_at, a, b), values)
+        return (-np.vdot(dy, integral.at(a, values)) if np.isfinite(a) else None,
+                np.vdot(dy, integral.at(b, values)) if np.isfinite(b) else None, *dvalues)
 
     return y, back
 
@@ -759,7 +771,7 @@ def _quad_rule(a, b, *values, integral):
 def _quad_forward(tangents, a, b, *values, integral):
     y = integral.value(a, b, values)
     da, db = tangents[0], tangents[1]
-    dy = 0.0
+    dy = np.zeros_like(y)
     if da is not None:
         dy = dy - da * integral.at(a, values)
     if db is not None:
@@ -769,11 +781,31 @@ def _quad_forward(tangents, a, b, *values, integral):
                         for v, d in zip(values, tangents[2:], strict=True))
 
         def tangent_at(x):
-            return float(jvp(lambda *p: integral.integrand(x, p), tuple(values), dvalues)[1])
+            return np.asarray(jvp(lambda *p: integral.integrand(x, p), tuple(values),
+                                  dvalues)[1])
 
-        with plain_allocation():
-            dy = dy + _quadpack_py.quad(tangent_at, a, b, **integral.tolerances())[0]
-    return y, np.float64(dy)
+        dy = dy + integral.over(tangent_at, a, b)
+    return y, np.asarray(dy, dtype=float)
+
+
+def _integral(name, integrate, func, a, b, args, settings):
+    """``integrate(func, a, b, args=args, **settings)`` (``quad`` or ``quad_vec``), its value
+    differentiated; the rest of what SciPy returns as it is."""
+    settings = _settings(name, settings, ("epsabs", "epsrel"))
+    parameters = _Parameters(name, (func,), args)
+    if not parameters.followed and not _followed(a, b):
+        with plain_allocation():  # nothing differentiated reaches the integral
+            return integrate(_plain_call(name, func), a, b, args=args, **settings)
+    if settings.get("weight") is not None or settings.get("complex_func"):
+        raise UnsupportedOperationError(
+            f"{name}(weight=..., complex_func=True) with differentiated inputs: mutad "
+            "differentiates plain integrals of real functions only.")
+    for limit in (a, b):
+        if _followed(limit) and not np.isfinite(_plain(limit)):
+            raise InvalidArgumentError(f"{name}: an infinite limit cannot be differentiated.")
+    integral = _Integral(name, integrate, func, parameters, settings)
+    value = _QUAD(a, b, *parameters.values(), integral=integral)
+    return (value, *integral.found[1:])
 
 
 @_routed(_quadpack_py.quad)
@@ -790,20 +822,20 @@ def quad(func: Callable[..., Any], a: float, b: float, args: Any = (), full_outp
                     limlst=limlst, complex_func=complex_func)
     if not ACTIVE.running:
         return _quadpack_py.quad(func, a, b, args, **settings)
-    if not isinstance(args, tuple):
-        args = (args,)
-    settings = _settings("quad", settings, ("epsabs", "epsrel"))
-    parameters = _Parameters("quad", (func,), args)
-    if not parameters.followed and not _followed(a, b):
-        with plain_allocation():  # nothing differentiated reaches the integral
-            return _quadpack_py.quad(_plain_call("quad", func), a, b, args, **settings)
-    if weight is not None or complex_func or points is not None:
-        raise UnsupportedOperationError(
-            "quad(weight=..., points=..., complex_func=True) with differentiated inputs: mutad "
-            "differentiates plain integrals only.")
-    for limit_value in (a, b):
-        if _followed(limit_value) and not np.isfinite(_plain(limit_value)):
-            raise InvalidArgumentError("quad: an infinite limit cannot be differentiated.")
-    integral = _Integral(func, parameters, settings)
-    value = _QUAD(a, b, *parameters.values(), integral=integral)
-    return (value, *integral.found[1:])
+    return _integral("quad", _quadpack_py.quad, func, a, b,
+                     args if isinstance(args, tuple) else (args,), settings)
+
+
+@_routed(_quad_vec.quad_vec)
+def quad_vec(f: Callable[..., Any], a: float, b: float, epsabs: float = 1e-200,
+             epsrel: float = 1e-08, norm: str = "2", cache_size: float = 100e6,
+             limit: int = 10000, workers: Any = 1, points: Any = None, quadrature: Any = None,
+             full_output: bool = False, *, args: tuple[Any, ...] = ()) -> Any:
+    """SciPy's ``quad_vec``, differentiated as ``quad`` is. Returns ``(value, error, ...)`` as
+    SciPy does, only the value differentiated."""
+    settings = dict(epsabs=epsabs, epsrel=epsrel, norm=norm, cache_size=cache_size,
+                    limit=limit, workers=workers, points=points, quadrature=quadrature,
+                    full_output=full_output)
+    if not ACTIVE.running:
+        return _quad_vec.quad_vec(f, a, b, args=args, **settings)
+    return _integral("quad_vec", _quad_vec.quad_vec, f, a, b, tuple(args), settings)
