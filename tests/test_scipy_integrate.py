@@ -206,6 +206,61 @@ def test_solve_ivp_dense_output():
     mutad.check_jvp(at, y0, k, rtol=1e-5)
 
 
+def forced(t, z, a):
+    dz = np.empty(2)
+    dz[0] = a * z[0] - 0.4 * z[0] * z[1] + np.sin(t)  # not autonomous
+    dz[1] = -0.8 * z[1] + 0.3 * z[0] * z[1]
+    return dz
+
+
+Z0 = np.array([1.2, 0.7])
+
+
+def _span(t0, t1, a):
+    sol = solve_ivp(forced, (t0, t1), Z0, args=(a,), **TIGHT)
+    return (sol.y[:, -1] ** 2).sum() + sol.y[0, 0]
+
+
+def _evaluation_times(times, a):
+    return (solve_ivp(forced, (0.0, 3.0), Z0, t_eval=times, args=(a,), **TIGHT).y ** 2).sum()
+
+
+def _start_with_evaluation_times(t0, a):
+    sol = solve_ivp(forced, (t0, 3.0), Z0, t_eval=[1.0, 2.0], args=(a,), **TIGHT)
+    return (sol.y ** 2).sum()
+
+
+def _dense_times(times, a):
+    sol = solve_ivp(forced, (0.0, 3.0), Z0, args=(a,), dense_output=True, **TIGHT)
+    return (sol.sol(times) ** 2).sum() + sol.sol(times[1])[0]
+
+
+def _odeint_times(times, a):
+    return (odeint(forced, Z0, times, args=(a,), tfirst=True, rtol=1e-11, atol=1e-12) ** 2).sum()
+
+
+TIMES = [(_span, (0.1, 2.5, 1.1), 1e-5),
+         (_evaluation_times, (np.array([0.5, 1.5, 2.5]), 1.1), 1e-5),
+         (_start_with_evaluation_times, (0.2, 1.1), 1e-5),
+         (_dense_times, (np.array([0.5, 1.5, 2.5]), 1.1), 1e-4),  # the interpolant's accuracy
+         (_odeint_times, (np.array([0.1, 1.0, 2.0]), 1.1), 1e-5)]
+
+
+@pytest.mark.parametrize("f, args, rtol", TIMES, ids=[f.__name__ for f, _, _ in TIMES])
+def test_differentiable_times(f, args, rtol):
+    """t_span, t_eval, sol.sol's t and odeint's t: the solution moves with each as y' = f."""
+    mutad.check_grads(f, *args, rtol=rtol)
+    mutad.check_jvp(f, *args, rtol=rtol)
+
+
+def test_times_closed_form():
+    def final(y0, k, T):
+        return solve_ivp(decay, (0.0, T), y0, args=(k,), **TIGHT).y[0, -1]
+
+    dT = mutad.gradient(final, np.array([1.5]), 0.7, 2.0)[2]
+    np.testing.assert_allclose(dT, -0.7 * 1.5 * np.exp(-1.4), rtol=1e-8)
+
+
 # ----------------------------------------------------------------------------------------------
 # odeint
 
@@ -293,8 +348,6 @@ def test_refusals():
     with pytest.raises(UnsupportedOperationError, match="event"):
         mutad.gradient(lambda y0: solve_ivp(lambda t, y: -y, (0, 1), y0,
                                             events=lambda t, y: y[0] - 0.5).y.sum(), y0)
-    with pytest.raises(UnsupportedOperationError, match="times"):
-        mutad.gradient(lambda T: solve_ivp(lambda t, y: -y, (0, T), y0).y.sum(), 1.0)
 
     class Model:
         pass

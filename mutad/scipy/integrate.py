@@ -36,8 +36,10 @@ How each gradient is computed:
   the integrand's pullback (or, in forward mode, of its tangent), to the integral's tolerances
   and break points, and in the limits ``f(b)`` and ``-f(a)``.
 
-Times (``t_span``, ``t_eval``, ``odeint``'s ``t``), events, and second derivatives through a
-solve are refused with an error that says so.
+The times (``t_span``, ``t_eval``, ``odeint``'s ``t``, ``sol.sol``'s ``t``) are differentiated
+too: an output at time ``t`` moves with it as ``f(t, y(t))``, a later start moves ``y0`` back
+by ``f(t0, y0)``. Events, outputs at the step times SciPy's step size control chose (no
+``t_eval``), and second derivatives through a solve are refused with an error that says so.
 """
 
 import functools
@@ -53,7 +55,7 @@ from scipy.integrate import _odepack_py, _quad_vec, _quadpack_py, _quadrature
 from scipy.integrate._ivp import ivp as _ivp
 
 from ..allocation import plain_allocation
-from ..api import grad, jvp, pullback
+from ..api import grad, jvp, pullback, stop_gradient
 from ..custom import Adjoint
 from ..errors import ConversionError, InvalidArgumentError, UnsupportedOperationError, UntracedWriteError
 from ..levels import ACTIVE, Tracer, innermost
@@ -346,8 +348,29 @@ def _constant(name, x, what="the times"):
             "constants (mutad.stop_gradient).") from None
 
 
-def _times(name, times):
-    return _constant(name, times)
+def _times(times):
+    """``times`` as plain floats, and whether they depend on the differentiated arguments."""
+    if times is None or not _followed(times) and not isinstance(times, Tracer):
+        return (None if times is None else np.asarray(times, dtype=float)), False
+    try:
+        return np.asarray(times, dtype=float), False  # constants convert
+    except ConversionError:
+        return np.asarray(stop_gradient(times), dtype=float), True
+
+
+def _shift(times):
+    """``t - stop_gradient(t)``: zero, with the derivative of ``t``. A value computed at the
+    plain time ``t₀`` plus its time derivative times this is the same value, bit for bit, and
+    has the derivative in ``t`` too."""
+    return times - stop_gradient(times)
+
+
+def _moved(rhs, Y, times, plain_times):
+    """The solution ``Y`` (n, k) at ``plain_times``, moved with ``times`` (traced): each
+    column plus ``f(t, y) (t - t₀)``, ``y' = f`` being the derivative in the time."""
+    shifts = _shift(np.reshape(times, (-1,)))
+    return np.stack([Y[:, i] + rhs(t, Y[:, i]) * shifts[i]
+                     for i, t in enumerate(np.ravel(plain_times))], axis=1)
 
 
 def _settings(name, options, names):
@@ -553,12 +576,17 @@ class _DenseSolution:
         self.t_min, self.t_max = problem.dense.t_min, problem.dense.t_max
 
     def __call__(self, t):
-        t = _times("solve_ivp(...).sol(t)", t)
-        if np.any(t < self.t_min) or np.any(t > self.t_max):
+        plain, followed = _times(t)
+        if np.any(plain < self.t_min) or np.any(plain > self.t_max):
             raise UnsupportedOperationError(
                 "solve_ivp(...).sol(t): t outside the interval of the solve; mutad "
                 "differentiates the interpolant inside it only.")
-        return _DENSE(self.y0, *self.values, problem=self.problem, times=t)
+        y = _DENSE(self.y0, *self.values, problem=self.problem, times=plain)
+        if not followed:
+            return y
+        rhs = functools.partial(self.problem.rhs, values=self.values)
+        moved = _moved(rhs, np.reshape(y, (np.shape(y)[0], -1)), t, plain)
+        return np.reshape(moved, np.shape(y))
 
 
 def _rhs(name, fun, parameters, vectorized=False, tfirst=True):
@@ -579,11 +607,10 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
               method: Any = "RK45", t_eval: Any = None, dense_output: bool = False,
               events: Any = None, vectorized: bool = False, args: tuple[Any, ...] | None = None,
               **options: Any) -> Any:
-    """SciPy's ``solve_ivp``, differentiated in ``y0`` and the parameters (``args=`` and the
-    arrays ``fun`` closes over) by the continuous adjoint (reverse mode) and the forward
-    sensitivities (forward mode). ``sol.y`` is SciPy's; ``sol.sol(t)`` is differentiable with
-    ``dense_output=True``. Times and events carry no derivative and are refused when they
-    depend on the differentiated arguments."""
+    """SciPy's ``solve_ivp``, differentiated in ``y0``, the parameters (``args=`` and the
+    arrays ``fun`` closes over) and the times (``t_span``, ``t_eval``) by the continuous adjoint
+    (reverse mode) and the forward sensitivities (forward mode). ``sol.y`` is SciPy's;
+    ``sol.sol(t)`` is differentiable with ``dense_output=True``."""
     parameters = _Parameters("solve_ivp", (fun, options.get("jac")),
                              () if args is None else args)
     if type(y0) in (list, tuple) and _followed(y0):
@@ -591,9 +618,10 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
     if not ACTIVE.running:
         return _ivp.solve_ivp(fun, t_span, y0, method, t_eval, dense_output, events,
                               vectorized, args, **options)
-    t_span, t_eval = _times("solve_ivp", t_span), _times("solve_ivp", t_eval)
+    span_given, eval_given = t_span, t_eval
+    (t_span, span_followed), (t_eval, eval_followed) = _times(t_span), _times(t_eval)
     options = _settings("solve_ivp", options, ("rtol", "atol", "max_step", "first_step"))
-    if not parameters.followed and not _followed(y0):
+    if not (parameters.followed or _followed(y0) or span_followed or eval_followed):
         with plain_allocation():  # nothing differentiated reaches the solve
             return _ivp.solve_ivp(_plain_call("solve_ivp", fun), t_span, y0, method, t_eval,
                                   dense_output, events, vectorized, args, **options)
@@ -601,6 +629,8 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
         raise UnsupportedOperationError(
             "solve_ivp(events=...) with differentiated inputs: mutad does not differentiate "
             "event times; solve without events, or up to a known time.")
+    if not _followed(y0):
+        y0 = np.asarray(y0)
     t0 = float(t_span[0])
     problem = _Problem("solve_ivp", _rhs("solve_ivp", fun, parameters, vectorized), parameters,
                        t0, float(t_span[1]), method, options.get("rtol", 1e-3), options.get("atol", 1e-6),
@@ -627,10 +657,23 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
 
     problem.forward, problem.adaptive = forward, t_eval is None
     values = parameters.values()
+    rhs = functools.partial(problem.rhs, values=values)
+    if span_followed:
+        # A later start is the same solve from y0 moved back along f: y0 - f(t0, y0) dt0.
+        y0 = y0 - rhs(t0, y0) * _shift(span_given[0])
     y = _IVP(y0, *values, problem=problem)
     sol = result["sol"]
+    if eval_followed:
+        y = _moved(rhs, y, eval_given, t_eval)
+    elif span_followed and t_eval is None:  # the outputs at t_span's ends move with them
+        ends = [0, np.shape(y)[1] - 1]
+        moved = _moved(rhs, y[:, ends], np.stack([span_given[0], span_given[1]]),
+                       sol.t[ends])
+        y = np.concatenate([moved[:, :1], y[:, 1:-1], moved[:, 1:]], axis=1)
     out = _ivp.OdeResult(**sol)
     out.y = y
+    if eval_followed:
+        out.t = eval_given
     out.sol = _DenseSolution(problem, y0, values) if dense_output else None
     return out
 
@@ -642,8 +685,8 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
            tcrit: Any = None, h0: float = 0.0, hmax: float = 0.0,
            hmin: float = 0.0, ixpr: int = 0, mxstep: int = 0, mxhnil: int = 0,
            mxordn: int = 12, mxords: int = 5, printmessg: int = 0, tfirst: bool = False) -> Any:
-    """SciPy's ``odeint``, differentiated in ``y0`` and the parameters as ``solve_ivp`` is,
-    the adjoint solved with LSODA between the output times."""
+    """SciPy's ``odeint``, differentiated in ``y0``, the parameters and the times as
+    ``solve_ivp`` is, the adjoint solved with LSODA between the output times."""
     settings = dict(Dfun=Dfun, col_deriv=col_deriv, full_output=full_output, ml=ml, mu=mu,
                     rtol=rtol, atol=atol, tcrit=tcrit, h0=h0, hmax=hmax, hmin=hmin, ixpr=ixpr,
                     mxstep=mxstep, mxhnil=mxhnil, mxordn=mxordn, mxords=mxords,
@@ -653,10 +696,10 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
         y0 = np.stack(y0)
     if not ACTIVE.running:
         return _odepack_py.odeint(func, y0, t, args, **settings)
-    times = _times("odeint", t)
+    times, times_followed = _times(t)
     settings = _settings("odeint", settings, ("rtol", "atol", "tcrit", "h0", "hmax", "hmin"))
     rtol, atol, hmax = settings["rtol"], settings["atol"], settings["hmax"]
-    if not parameters.followed and not _followed(y0):
+    if not (parameters.followed or _followed(y0) or times_followed):
         with plain_allocation():  # nothing differentiated reaches the solve
             return _odepack_py.odeint(_plain_call("odeint", func), y0, times, args, **settings)
     tolerance = 1.49012e-8  # odeint's default rtol and atol
@@ -688,7 +731,15 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
         return Y, path
 
     problem.forward, problem.times = forward, times
-    Y = _ODEINT(y0, *parameters.values(), problem=problem)
+    values = parameters.values()
+    if not _followed(y0):
+        y0 = np.asarray(y0, dtype=float)
+    if times_followed:  # as solve_ivp's times
+        rhs = functools.partial(problem.rhs, values=values)
+        y0 = y0 - rhs(times[0], y0) * _shift(t[0])
+        Y = _moved(rhs, np.transpose(_ODEINT(y0, *values, problem=problem)), t, times).T
+    else:
+        Y = _ODEINT(y0, *values, problem=problem)
     return (Y, result["info"]) if full_output else Y
 
 
