@@ -261,6 +261,55 @@ def test_times_closed_form():
     np.testing.assert_allclose(dT, -0.7 * 1.5 * np.exp(-1.4), rtol=1e-8)
 
 
+def ball(t, y, c):
+    dy = np.empty(2)  # height and velocity, with drag c
+    dy[0] = y[1]
+    dy[1] = -9.81 - c * y[1]
+    return dy
+
+
+def ground(t, y, c):
+    return y[0]
+
+
+ground.terminal, ground.direction = True, -1
+
+
+def _landing(v0, c):
+    sol = solve_ivp(ball, (0, 10), np.array([0.0, v0]), args=(c,), events=ground, **TIGHT)
+    return sol.t_events[0][0] + sol.y[1, -1] + sol.y_events[0][0][1] + sol.t[-1]
+
+
+def _height_reached(v0, c, h):
+    """A non-terminal event whose function closes over a differentiated threshold."""
+    reach = lambda t, y, c: y[0] - h  # noqa: E731
+    sol = solve_ivp(ball, (0, 1.5), np.array([0.0, v0]), args=(c,), events=reach,
+                    t_eval=[1.0], **TIGHT)
+    return 2.0 * sol.t_events[0][0] + sol.y_events[0][0][1] + sol.y[0, -1]
+
+
+def test_events_time_by_the_implicit_function_theorem():
+    v0, c = 5.0, 0.3
+    # Without drag the ball lands at 2 v0 / g.
+    landing = lambda v0, c: solve_ivp(ball, (0, 10), np.array([0.0, v0]), args=(c,),  # noqa
+                                      events=ground, **TIGHT).t_events[0][0]
+    np.testing.assert_allclose(mutad.gradient(landing, v0, 0.0)[0], 2 / 9.81, rtol=1e-8)
+
+    def same_values(v0, c):
+        sol = solve_ivp(ball, (0, 10), np.array([0.0, v0]), args=(c,), events=ground, **TIGHT)
+        plain = scipy.integrate.solve_ivp(ball, (0, 10), np.array([0.0, 5.0]), args=(0.3,),
+                                          events=ground, **TIGHT)
+        assert mutad.stop_gradient(sol.t_events[0]).tobytes() == plain.t_events[0].tobytes()
+        assert mutad.stop_gradient(sol.y_events[0]).tobytes() == plain.y_events[0].tobytes()
+        assert mutad.stop_gradient(sol.y).tobytes() == plain.y.tobytes()
+        return sol.t_events[0][0]
+
+    mutad.gradient(same_values, v0, c)
+    for f, args in ((_landing, (v0, c)), (_height_reached, (v0, c, 1.0))):
+        mutad.check_grads(f, *args, rtol=1e-5)
+        mutad.check_jvp(f, *args, rtol=1e-5)
+
+
 # ----------------------------------------------------------------------------------------------
 # odeint
 
@@ -345,9 +394,6 @@ def test_quad_vec_and_break_points():
 
 def test_refusals():
     y0 = np.array([1.0])
-    with pytest.raises(UnsupportedOperationError, match="event"):
-        mutad.gradient(lambda y0: solve_ivp(lambda t, y: -y, (0, 1), y0,
-                                            events=lambda t, y: y[0] - 0.5).y.sum(), y0)
 
     class Model:
         pass

@@ -38,8 +38,12 @@ How each gradient is computed:
 
 The times (``t_span``, ``t_eval``, ``odeint``'s ``t``, ``sol.sol``'s ``t``) are differentiated
 too: an output at time ``t`` moves with it as ``f(t, y(t))``, a later start moves ``y0`` back
-by ``f(t0, y0)``. Events, outputs at the step times SciPy's step size control chose (no
-``t_eval``), and second derivatives through a solve are refused with an error that says so.
+by ``f(t0, y0)``. So are events: an event time ``t_e``, a root of ``g(t, y(t))``, has the
+derivative ``-dg / ġ`` (the implicit function theorem, ``ġ = ∂g/∂t + ∂g/∂y · f``), and
+``sol.t_events``, ``sol.y_events`` and the end of a solve a terminal event stopped move with
+it. Outputs at the step times SciPy's step size control chose (no ``t_eval``; the ends of the
+interval excepted) and second derivatives through a solve are refused with an error that
+says so.
 """
 
 import functools
@@ -608,10 +612,13 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
               events: Any = None, vectorized: bool = False, args: tuple[Any, ...] | None = None,
               **options: Any) -> Any:
     """SciPy's ``solve_ivp``, differentiated in ``y0``, the parameters (``args=`` and the
-    arrays ``fun`` closes over) and the times (``t_span``, ``t_eval``) by the continuous adjoint
-    (reverse mode) and the forward sensitivities (forward mode). ``sol.y`` is SciPy's;
-    ``sol.sol(t)`` is differentiable with ``dense_output=True``."""
-    parameters = _Parameters("solve_ivp", (fun, options.get("jac")),
+    arrays ``fun`` and the events close over) and the times (``t_span``, ``t_eval``) by the
+    continuous adjoint (reverse mode) and the forward sensitivities (forward mode).
+    ``sol.y``, ``sol.t_events`` and ``sol.y_events`` are SciPy's values, differentiated;
+    ``sol.sol(t)`` too with ``dense_output=True``."""
+    event_list = [] if events is None else list(events) if isinstance(events, (list, tuple)) \
+        else [events]
+    parameters = _Parameters("solve_ivp", (fun, options.get("jac"), *event_list),
                              () if args is None else args)
     if type(y0) in (list, tuple) and _followed(y0):
         y0 = np.stack(y0)
@@ -625,10 +632,6 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
         with plain_allocation():  # nothing differentiated reaches the solve
             return _ivp.solve_ivp(_plain_call("solve_ivp", fun), t_span, y0, method, t_eval,
                                   dense_output, events, vectorized, args, **options)
-    if events is not None:
-        raise UnsupportedOperationError(
-            "solve_ivp(events=...) with differentiated inputs: mutad does not differentiate "
-            "event times; solve without events, or up to a known time.")
     if not _followed(y0):
         y0 = np.asarray(y0)
     t0 = float(t_span[0])
@@ -645,8 +648,9 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
             if callable(plain_options.get("jac")):
                 plain_options["jac"] = _plain_call("solve_ivp", plain_options["jac"])
             sol = _ivp.solve_ivp(
-                _plain_call("solve_ivp", fun), t_span, y0_plain, method, t_eval,
-                True, None, vectorized, parameters.args(values), **plain_options)
+                _plain_call("solve_ivp", fun), t_span, y0_plain, method, t_eval, True,
+                None if events is None else [_plain_event(e) for e in event_list],
+                vectorized, parameters.args(values), **plain_options)
         if sol.status < 0:
             raise UnsupportedOperationError(f"solve_ivp: the solve failed: {sol.message}")
         problem.solved = (np.copy(y0_plain), [np.copy(v) for v in values])
@@ -663,19 +667,80 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
         y0 = y0 - rhs(t0, y0) * _shift(span_given[0])
     y = _IVP(y0, *values, problem=problem)
     sol = result["sol"]
+    out = _ivp.OdeResult(**sol)
+    terminal = None  # the time of the event that ended the solve, and the state then
+    if events is not None:
+        out.t_events, out.y_events, terminal = _events(
+            problem, event_list, parameters, sol, y0, values, rhs)
     if eval_followed:
         y = _moved(rhs, y, eval_given, t_eval)
-    elif span_followed and t_eval is None:  # the outputs at t_span's ends move with them
-        ends = [0, np.shape(y)[1] - 1]
-        moved = _moved(rhs, y[:, ends], np.stack([span_given[0], span_given[1]]),
-                       sol.t[ends])
-        y = np.concatenate([moved[:, :1], y[:, 1:-1], moved[:, 1:]], axis=1)
-    out = _ivp.OdeResult(**sol)
+    elif t_eval is None and (span_followed or terminal is not None):
+        # The outputs at the ends move with their times: t_span's, or the terminal event's.
+        first = _moved(rhs, y[:, :1], span_given[0], sol.t[:1]) if span_followed else y[:, :1]
+        if terminal is not None:
+            last = terminal[1][:, None]
+            out.t = np.concatenate([sol.t[:-1], np.reshape(terminal[0], (1,))])
+        else:
+            last = (_moved(rhs, y[:, -1:], span_given[1], sol.t[-1:]) if span_followed
+                    else y[:, -1:])
+        y = np.concatenate([first, y[:, 1:-1], last], axis=1) if np.shape(y)[1] > 1 else last
     out.y = y
     if eval_followed:
         out.t = eval_given
     out.sol = _DenseSolution(problem, y0, values) if dense_output else None
     return out
+
+
+def _plain_event(event):
+    """An event function for SciPy's solve: on plain values, its settings kept."""
+    call = _plain_call("solve_ivp", event)
+    for setting in ("terminal", "direction"):
+        if hasattr(event, setting):
+            setattr(call, setting, getattr(event, setting))
+    return call
+
+
+def _events(problem, event_list, parameters, sol, y0, values, rhs):
+    """``t_events`` and ``y_events``, differentiated, and the time and state of the terminal
+    event that ended the solve (None if none did).
+
+    An event time t_e is a root of g(t, y(t)): by the implicit function theorem its derivative
+    is ``-dg / ġ``, dg the derivative of g(t_e, y(t_e)) at the fixed time t_e (y's through the
+    dense output, which the adjoint differentiates, and g's own parameters), ġ = ∂g/∂t +
+    ∂g/∂y · f the rate at which g crosses zero. ``t_e₀ - (g - stop_gradient(g)) / ġ`` has
+    SciPy's value and that derivative; the state then moves with t_e as any output does.
+    """
+    plain_values = [_plain(v) for v in values]
+    args = parameters.args(values)
+    t_events, y_events, terminal = [], [], None
+    for event, times, states in zip(event_list, sol.t_events, sol.y_events, strict=True):
+        if not np.size(times):
+            t_events.append(times)
+            y_events.append(states)
+            continue
+        found_t, found_y = [], []
+        for t_e, y_e in zip(times, states, strict=True):
+            # SciPy's state at the event, with the dense output's derivative.
+            at = _DENSE(y0, *values, problem=problem, times=t_e)
+            at = y_e + _shift(at)
+            with plain_allocation(), parameters.bound(plain_values):
+                plain_args = parameters.args(plain_values)
+                f_e = np.asarray(problem.rhs(t_e, y_e, plain_values))
+                rate = float(jvp(lambda t, y: event(t, y, *plain_args),
+                                 (np.float64(t_e), y_e), (np.float64(1.0), f_e))[1])
+            if rate == 0.0:
+                raise UnsupportedOperationError(
+                    f"solve_ivp: the event function touches zero at t = {t_e} without "
+                    "crossing it; its time has no derivative there.")
+            g = event(t_e, at, *args)
+            t_moved = t_e - _shift(g) / rate
+            found_t.append(t_moved)
+            found_y.append(_moved(rhs, at[:, None], t_moved, np.array([t_e]))[:, 0])
+        t_events.append(np.stack(found_t))
+        y_events.append(np.stack(found_y))
+        if sol.status == 1 and getattr(event, "terminal", False) and times[-1] == sol.t[-1]:
+            terminal = (found_t[-1], found_y[-1])
+    return t_events, y_events, terminal
 
 
 @_routed(_odepack_py.odeint)
