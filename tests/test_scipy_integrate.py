@@ -405,6 +405,9 @@ def test_refusals():
 
     with pytest.raises(UnsupportedOperationError, match="args="):
         mutad.gradient(hidden, 0.5)
+    with pytest.raises(mutad.errors.ComplexInputError):
+        mutad.gradient(lambda y0: np.abs(solve_ivp(lambda t, y: -1j * y, (0, 1), y0).y[0, -1]),
+                       np.array([1.0 + 0.5j]))
 
     def final(k):
         return solve_ivp(decay, (0.0, 1.0), y0, args=(k,)).y[0, -1]
@@ -416,6 +419,21 @@ def test_refusals():
     with pytest.raises(UnsupportedOperationError, match="once"):
         mutad.gradient(lambda c: mutad.gradient(
             lambda b: quad(lambda x: c * x, 0.0, b)[0], 1.0)[0], 0.5)
+
+
+def test_scipys_module_attributes():
+    """``scipy.integrate.solve_ivp`` and the others, spelled through the module."""
+    def loss(y0, k):
+        sol = scipy.integrate.solve_ivp(decay, (0.0, 1.0), y0, t_eval=[0.5, 1.0], args=(k,),
+                                        **TIGHT)
+        Y = scipy.integrate.odeint(lambda y, t: -k * y, y0, [0.0, 1.0], rtol=1e-11,
+                                   atol=1e-12)
+        area = scipy.integrate.quad(lambda x: k * x, 0.0, 1.0)[0]
+        samples = scipy.integrate.simpson(sol.y[0], dx=0.5) + scipy.integrate.trapezoid(sol.y[0])
+        return sol.y[0, -1] + Y[-1, 0] + area + samples
+
+    mutad.check_grads(loss, np.array([1.5]), 0.7, rtol=1e-5)
+    mutad.check_jvp(loss, np.array([1.5]), 0.7, rtol=1e-5)
 
 
 def test_plain_calls_are_scipys():
