@@ -62,7 +62,8 @@ def main():
     for i in range(4):
         e = np.zeros(4)
         e[i] = step
-        estimate = (misfit(start + e, counts, tight) - misfit(start - e, counts, tight)) / (2 * step)
+        estimate = (misfit(start + e, counts, tight)
+                    - misfit(start - e, counts, tight)) / (2 * step)
         relative = abs(gradient[i] - estimate) / abs(estimate)
         print(f"d misfit / d log_theta[{i}]: mutad {gradient[i]:.8g}, "
               f"finite differences {estimate:.8g}, relative difference {relative:.1e}")

@@ -23,7 +23,8 @@ How each gradient is computed:
   same method and tolerances as the forward solve; LSODA for ``odeint``), ``λ`` jumping by the
   cotangent of each output; ``λ(t0)`` is the gradient of ``y0`` and ``μ(t0)`` that of the
   parameters θ: the arrays of ``args=`` and the differentiated arrays the right-hand side closes
-  over. Each ``(∂f/∂·)ᵀ λ`` is a ``mutad.pullback`` of the user's right-hand side. Forward mode
+  over. Each ``(∂f/∂·)ᵀ λ`` is mutad's gradient of ``λ · f(t, y, θ)``, the user's right-hand
+  side's program recorded at the first evaluation and replayed at the others. Forward mode
   integrates the forward sensitivities ``s' = (∂f/∂y) s + (∂f/∂θ) θ̇`` beside the state, with the
   same method, each product a ``mutad.jvp``. Both are derivatives of the exact solution of the
   ODE, not of SciPy's discrete steps: they agree with it to about the tolerances of the solves
@@ -61,7 +62,8 @@ from scipy.integrate._ivp import ivp as _ivp
 from ..allocation import plain_allocation
 from ..api import grad, jvp, pullback, stop_gradient
 from ..custom import Adjoint
-from ..errors import ConversionError, InvalidArgumentError, UnsupportedOperationError, UntracedWriteError
+from ..errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
+                      UntracedWriteError)
 from ..levels import ACTIVE, Tracer, innermost
 from ..registry import ROUTES
 from ..trees import flatten
@@ -338,7 +340,7 @@ def _unflat(vector, values):
     return out
 
 
-def _constant(name, x, what="the times"):
+def _constant(name, x, what):
     """``x`` as plain floats (constants convert), refused if it depends on the differentiated
     arguments."""
     if x is None:
@@ -347,15 +349,14 @@ def _constant(name, x, what="the times"):
         return np.asarray(x, dtype=float)
     except ConversionError:
         raise UnsupportedOperationError(
-            f"{name}: {what} depend on the differentiated arguments; mutad differentiates "
-            "the solution with respect to y0 and the parameters only. Pass them as "
-            "constants (mutad.stop_gradient).") from None
+            f"{name}: {what} depends on the differentiated arguments, and mutad does not "
+            "differentiate it. Pass it as a constant (mutad.stop_gradient).") from None
 
 
 def _times(times):
     """``times`` as plain floats, and whether they depend on the differentiated arguments."""
-    if times is None or not _followed(times) and not isinstance(times, Tracer):
-        return (None if times is None else np.asarray(times, dtype=float)), False
+    if times is None:
+        return None, False
     try:
         return np.asarray(times, dtype=float), False  # constants convert
     except ConversionError:
@@ -441,7 +442,8 @@ class _Problem:
 
             def rhs(t, s):
                 cotangents = vjp(np.array(t), y_at(t), s[:n].copy(), *values)
-                return -np.concatenate([np.ravel(cotangents[0]), _flat(cotangents[1:], values)])
+                return -np.concatenate([np.ravel(cotangents[0]),
+                                        _flat(cotangents[1:], values)])
 
             # Each interval starts with the step the last one ended with, not a new guess.
             first = None if step is None else min(step, abs(t_to - t_from))
@@ -468,11 +470,12 @@ class _Problem:
         """The tangents of the solution at ``times`` (shape ``(n, len(times))``): the forward
         sensitivities, integrated beside the state from t0."""
         n = np.size(y0)
-        plain = [np.zeros(np.shape(v)) if d is None else d for v, d in zip(values, tangents)]
+        directions = [np.zeros(np.shape(v)) if d is None else d
+                      for v, d in zip(values, tangents, strict=True)]
 
         def rhs(t, z):
             y, s = z[:n], z[n:]
-            dy, ds = jvp(lambda y, *p: self.rhs(t, y, p), (y, *values), (s, *plain))
+            dy, ds = jvp(lambda y, *p: self.rhs(t, y, p), (y, *values), (s, *directions))
             return np.concatenate([np.ravel(dy), np.ravel(ds)])
 
         s0 = np.zeros(n) if dy0 is None else np.ravel(dy0)
@@ -572,8 +575,8 @@ _DENSE = _Solution("solve_ivp(...).sol", _dense_values)
 
 
 class _DenseSolution:
-    """``sol.sol`` of a differentiated solve: SciPy's interpolant, differentiable in ``y0`` and
-    the parameters (not in ``t``)."""
+    """``sol.sol`` of a differentiated solve: SciPy's interpolant, differentiable in ``y0``, the
+    parameters and ``t``."""
 
     def __init__(self, problem, y0, values):
         self.problem, self.y0, self.values = problem, y0, values
@@ -630,14 +633,16 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
     options = _settings("solve_ivp", options, ("rtol", "atol", "max_step", "first_step"))
     if not (parameters.followed or _followed(y0) or span_followed or eval_followed):
         with plain_allocation():  # nothing differentiated reaches the solve
-            return _ivp.solve_ivp(_plain_call("solve_ivp", fun), t_span, y0, method, t_eval,
-                                  dense_output, events, vectorized, args, **options)
+            return _ivp.solve_ivp(
+                _plain_call("solve_ivp", fun), t_span, y0, method, t_eval, dense_output,
+                None if events is None else [_plain_event(e) for e in event_list],
+                vectorized, args, **options)
     if not _followed(y0):
         y0 = np.asarray(y0)
     t0 = float(t_span[0])
     problem = _Problem("solve_ivp", _rhs("solve_ivp", fun, parameters, vectorized), parameters,
-                       t0, float(t_span[1]), method, options.get("rtol", 1e-3), options.get("atol", 1e-6),
-                       options.get("max_step", np.inf))
+                       t0, float(t_span[1]), method, options.get("rtol", 1e-3),
+                       options.get("atol", 1e-6), options.get("max_step", np.inf))
     result: dict[str, Any] = {}
 
     def forward(y0_plain, values):
@@ -769,8 +774,9 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
             return _odepack_py.odeint(_plain_call("odeint", func), y0, times, args, **settings)
     tolerance = 1.49012e-8  # odeint's default rtol and atol
     problem = _Problem("odeint", _rhs("odeint", func, parameters, tfirst=tfirst), parameters,
-                       float(times[0]), float(times[-1]), "LSODA", tolerance if rtol is None else rtol,
-                       tolerance if atol is None else atol, np.inf if not hmax else hmax)
+                       float(times[0]), float(times[-1]), "LSODA",
+                       tolerance if rtol is None else rtol, tolerance if atol is None else atol,
+                       np.inf if not hmax else hmax)
     result: dict[str, Any] = {}
 
     def forward(y0_plain, values):
