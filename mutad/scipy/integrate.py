@@ -418,10 +418,19 @@ class _Problem:
                 f"{self.name}: the inputs of the solve were changed in place after it "
                 "returned; evaluate sol.sol before changing them.")
 
-    def _solve_ivp(self, fun, t_span, y0, t_eval=None, dense_output=False, first_step=None):
+    def _solve_ivp(self, fun, t_span, y0, t_eval=None, dense_output=False, first_step=None,
+                   constant_tail=0):
+        """``solve_ivp`` with the problem's method and tolerances. The last ``constant_tail``
+        components of the state do not enter ``fun`` (the adjoint's μ): the implicit methods
+        that take a sparsity are told, so their finite-difference Jacobians skip them."""
+        options = {}
+        if constant_tail and self.method in ("Radau", "BDF"):
+            sparsity = np.zeros((np.size(y0), np.size(y0)))
+            sparsity[:, :np.size(y0) - constant_tail] = 1.0
+            options["jac_sparsity"] = sparsity
         return _ivp.solve_ivp(fun, t_span, y0, method=self.method, t_eval=t_eval,
                               dense_output=dense_output, rtol=self.rtol, atol=self.atol,
-                              max_step=self.max_step, first_step=first_step)
+                              max_step=self.max_step, first_step=first_step, **options)
 
     def adjoint(self, path, times, dY, y0, values):
         """``(dy0, dvalues)`` from the cotangents ``dY[:, i]`` of the solution at ``times[i]``:
@@ -447,7 +456,8 @@ class _Problem:
 
             # Each interval starts with the step the last one ended with, not a new guess.
             first = None if step is None else min(step, abs(t_to - t_from))
-            sol = self._solve_ivp(rhs, (t_from, t_to), state, first_step=first)
+            sol = self._solve_ivp(rhs, (t_from, t_to), state, first_step=first,
+                                  constant_tail=state.size - n)
             if not sol.success:
                 raise UnsupportedOperationError(f"{self.name}: the adjoint solve failed: "
                                                 f"{sol.message}")
