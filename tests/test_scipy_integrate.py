@@ -163,6 +163,22 @@ def test_solve_ivp_mutad_name_tuple_closure_and_decreasing_time():
     mutad.check_jvp(loss, *args, rtol=1e-5)
 
 
+@pytest.mark.parametrize("method", ["Radau", "BDF"])
+def test_stiff_solve_with_a_parameter_array(method):
+    """A stiff right-hand side and an array of parameters, closed over: the implicit adjoint's
+    Jacobian skips μ's components."""
+    def loss(y0, theta):
+        def rhs(t, y):
+            dy = np.empty(2)
+            dy[0] = -50.0 * (y[0] - np.cos(t)) + 0.1 * (theta @ np.sin(np.arange(6.0) * t))
+            dy[1] = y[0] - y[1]
+            return dy
+
+        return solve_ivp(rhs, (0, 1), y0, method=method, rtol=1e-8, atol=1e-10).y[:, -1].sum()
+
+    mutad.check_grads(loss, np.array([1.0, 0.0]), np.linspace(0.0, 1.0, 6), rtol=1e-4)
+
+
 def test_solve_ivp_jacobian_sharing_the_closure():
     """fun and jac close over the same cell: one parameter, differentiated once."""
     def final(k):
