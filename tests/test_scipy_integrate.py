@@ -179,6 +179,21 @@ def test_stiff_solve_with_a_parameter_array(method):
     mutad.check_grads(loss, np.array([1.0, 0.0]), np.linspace(0.0, 1.0, 6), rtol=1e-4)
 
 
+def test_right_hand_side_reading_the_time():
+    """f makes t a Python number, or branches on it: the adjoint's replayed program is
+    re-recorded at the branch, and gives way to pullbacks where t is converted."""
+    def converted(t, y, k):
+        return -k * y * float(t)
+
+    def branching(t, y, k):
+        return -k * y if t < 0.5 else -2.0 * k * y
+
+    for rhs, exact in ((converted, -0.5 * np.exp(-0.35)), (branching, -1.5 * np.exp(-1.05))):
+        final = lambda k: solve_ivp(rhs, (0, 1), [1.0], args=(k,), **TIGHT).y[0, -1]  # noqa
+        np.testing.assert_allclose(mutad.gradient(final, 0.7)[0], exact, rtol=1e-7)
+        np.testing.assert_allclose(mutad.jvp(final, (0.7,), (1.0,))[1], exact, rtol=1e-7)
+
+
 def test_solve_ivp_jacobian_sharing_the_closure():
     """fun and jac close over the same cell: one parameter, differentiated once."""
     def final(k):

@@ -439,9 +439,21 @@ class _Problem:
         state = np.zeros(n + sum(np.size(v) for v in values))
         t_now, step = None, None
         # (∂f/∂y)ᵀ λ and (∂f/∂θ)ᵀ λ: the gradient of λ·f, its program recorded once and
-        # replayed at each evaluation (re-recorded where a decision of f differs).
-        vjp = grad(lambda t, y, lam, *p: np.dot(lam, self.rhs(t, y, p)),
-                   argnums=(1, *range(3, 3 + len(values))), replay=True)
+        # replayed at each evaluation (re-recorded where a decision of f differs). The time is
+        # an argument of the replayed program; where f makes it a Python number (float(t)),
+        # each evaluation is a pullback of f at that number instead.
+        replayed = grad(lambda t, y, lam, *p: np.dot(lam, self.rhs(t, y, p)),
+                        argnums=(1, *range(3, 3 + len(values))), replay=True)
+
+        def vjp(t, y, lam):
+            nonlocal replayed
+            if replayed is not None:
+                try:
+                    return replayed(np.array(t), y, lam, *values)
+                except ConversionError:
+                    replayed = None
+            _, pull = pullback(lambda y, *p: self.rhs(t, y, p), y, *values)
+            return pull(lam)
 
         def back(t_from, t_to, state):
             nonlocal step
@@ -450,7 +462,7 @@ class _Problem:
             y_at = path(t_from, t_to)
 
             def rhs(t, s):
-                cotangents = vjp(np.array(t), y_at(t), s[:n].copy(), *values)
+                cotangents = vjp(t, y_at(t), s[:n].copy())
                 return -np.concatenate([np.ravel(cotangents[0]),
                                         _flat(cotangents[1:], values)])
 
