@@ -42,11 +42,15 @@ too: an output at time ``t`` moves with it as ``f(t, y(t))``, a later start move
 by ``f(t0, y0)``. So are events: an event time ``t_e``, a root of ``g(t, y(t))``, has the
 derivative ``-dg / ġ`` (the implicit function theorem, ``ġ = ∂g/∂t + ∂g/∂y · f``), and
 ``sol.t_events``, ``sol.y_events`` and the end of a solve a terminal event stopped move with
-it. Outputs at the step times SciPy's step size control chose (no ``t_eval``; the ends of the
-interval excepted) and second derivatives through a solve are refused with an error that
-says so.
+it. Second derivatives are reverse mode over forward mode (``mutad.hvp``, ``mutad.hessian``):
+the forward sensitivities are then solved by a ``solve_ivp`` of the state and its tangent
+together, which the reverse pass differentiates by its own adjoint. Refused, with an error
+that says so: a gradient of a gradient through a solve (reverse over reverse), second
+derivatives through ``quad``, and outputs at the step times SciPy's step size control chose
+(no ``t_eval``; the ends of the interval excepted).
 """
 
+import contextlib
 import functools
 import types
 from collections.abc import Callable, Sequence
@@ -59,11 +63,11 @@ import numpy as np
 from scipy.integrate import _odepack_py, _quad_vec, _quadpack_py, _quadrature
 from scipy.integrate._ivp import ivp as _ivp
 
-from ..allocation import plain_allocation
+from ..allocation import STATE, plain_allocation
 from ..api import grad, jvp, pullback, stop_gradient
 from ..custom import Adjoint
-from ..errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
-                      UntracedWriteError)
+from ..errors import (ConversionError, InvalidArgumentError, UnsupportedFunctionError,
+                      UnsupportedOperationError, UntracedWriteError)
 from ..levels import ACTIVE, Tracer, innermost
 from ..registry import ROUTES
 from ..trees import flatten
@@ -253,11 +257,6 @@ class _Parameters:
         # Positions among the leaves (args' first, then the cells') of the differentiated ones.
         leaves = self.leaves()
         self.followed = [i for i, v in enumerate(leaves) if isinstance(v, Tracer)]
-        levels = {v.level for v in leaves if isinstance(v, Tracer)}
-        if len(levels) > 1:
-            raise UnsupportedOperationError(
-                f"{name}: values of several nested differentiations reach the solve; mutad "
-                "differentiates an integral once (no second derivatives through it).")
 
     def leaves(self):
         return [*self.args_leaves, *(v for _, _, leaves, _ in self.cells for v in leaves)]
@@ -318,6 +317,17 @@ def _plain_call(name, fn):
         except (ConversionError, UntracedWriteError) as error:
             raise UnsupportedOperationError(f"{name}: {_HIDDEN}") from error
     return call
+
+
+@contextlib.contextmanager
+def _allocation_followed():
+    """The allocation mode back on inside a ``plain_allocation`` block, for a differentiation
+    that runs there (a right-hand side that is itself a ``jvp``)."""
+    plain, STATE.plain = STATE.plain, 0
+    try:
+        yield
+    finally:
+        STATE.plain = plain
 
 
 def _plain(x):
@@ -547,11 +557,52 @@ class _Solution(Adjoint):
         return Y, back
 
     def _forward(self, tangents, y0, *values, problem, times=None):
+        if _followed(y0, *values, *tangents):
+            # An enclosing reverse pass (hvp): the sensitivities solved by a differentiated
+            # solve of their own.
+            return self._differentiated_forward(tangents, y0, values, problem, times)
         Y, _, times, transpose = self.evaluate(problem, y0, values, times)
         dY = problem.tangent(times, y0, tangents[0], values, list(tangents[1:]))
         if self is _IVP and problem.adaptive:
             dY[:, 1:-1] = np.nan  # see _ADAPTIVE: no tangent at the solver's own step times
         dY = np.reshape(dY, np.shape(np.transpose(Y) if transpose else Y))
+        return Y, (np.transpose(dY) if transpose else dY)
+
+    def _differentiated_forward(self, tangents, y0, values, problem, times):
+        """Forward mode under a reverse pass (``hvp``): the outputs by this solution's own
+        rule, which the reverse pass records, and their tangents, the forward sensitivities,
+        by ``solve_ivp`` of the state and its tangent together, ``z' = (f, ∂f s + ∂f θ̇)``
+        (each product a ``jvp``), which the reverse pass differentiates by its adjoint."""
+        Y = self(y0, *values, problem=problem, times=times)
+        times = problem.times if times is None else np.atleast_1d(times)
+        transpose = self is _ODEINT
+        n, k = np.size(y0), len(values)
+        directions = [np.zeros(np.shape(v)) if d is None else d
+                      for v, d in zip(values, tangents[1:], strict=True)]
+        start = np.concatenate([np.ravel(y0), np.zeros(n) if tangents[0] is None
+                                else np.ravel(tangents[0])])
+
+        def joint(t, z, *p):
+            with _allocation_followed():  # the solve runs it in a plain_allocation block
+                dy, ds = jvp(lambda y, *theta: problem.rhs(t, y, theta), (z[:n], *p[:k]),
+                             (z[n:], *p[k:]))
+            return np.concatenate([np.ravel(dy), np.ravel(ds)])
+
+        order = np.argsort(problem.direction * times, kind="stable")
+        t_eval = times[order]
+        if t_eval[-1] == problem.t0:
+            found = [start[n:]] * times.size
+        else:
+            sol = solve_ivp(joint, (problem.t0, t_eval[-1]), start, method=problem.method,
+                            t_eval=t_eval, args=(*values, *directions), rtol=problem.rtol,
+                            atol=problem.atol, max_step=problem.max_step)
+            found = [None] * times.size
+            for column, i in enumerate(order):
+                found[i] = sol.y[n:, column]
+        if self is _IVP and problem.adaptive:  # see _ADAPTIVE
+            found = [s if i in (0, times.size - 1) else np.full(n, np.nan)
+                     for i, s in enumerate(found)]
+        dY = np.reshape(np.stack(found, axis=1), np.shape(np.transpose(Y) if transpose else Y))
         return Y, (np.transpose(dY) if transpose else dY)
 
 
@@ -565,9 +616,11 @@ _ADAPTIVE = (
 
 def _refuse_nested(problem, y0, values):
     if _followed(y0, *values):
-        raise UnsupportedOperationError(
-            f"{problem.name}: values of several nested differentiations reach the solve; "
-            "mutad differentiates an integral once (no second derivatives through it).")
+        # UnsupportedFunctionError: mutad.hessian then takes hvp's order.
+        raise UnsupportedFunctionError(
+            f"{problem.name}: its reverse rule does not differentiate again (a gradient of a "
+            "gradient, or forward mode over it). Second derivatives through a solve are "
+            "mutad.hvp's and mutad.hessian's: reverse mode over the forward sensitivities.")
 
 
 def _ivp_values(problem, y0, values, times):
@@ -681,7 +734,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
         if sol.status < 0:
             raise UnsupportedOperationError(f"solve_ivp: the solve failed: {sol.message}")
         problem.solved = (np.copy(y0_plain), [np.copy(v) for v in values])
-        problem.dense = sol.sol
+        problem.dense, problem.times = sol.sol, sol.t
         problem.path = lambda t_from, t_to: sol.sol  # the dense output covers the whole span
         result["sol"] = sol
         return sol
