@@ -445,6 +445,11 @@ def test_refusals():
 
     with pytest.raises(mutad.errors.UnsupportedFunctionError, match="hvp"):
         mutad.gradient(lambda k: mutad.gradient(final, k)[0], 0.5)
+    # Times and events are differentiated to first order only.
+    with pytest.raises(UnsupportedOperationError, match="first order"):
+        mutad.hvp(lambda T: solve_ivp(decay, (0.0, T), y0, args=(0.5,)).y[0, -1], (1.0,), (1.0,))
+    with pytest.raises(UnsupportedOperationError, match="first order"):
+        mutad.hvp(_landing, (5.0, 0.3), (1.0, 0.0))
     with pytest.raises(UnsupportedOperationError, match="once"):
         mutad.gradient(lambda c: mutad.gradient(
             lambda b: quad(lambda x: c * x, 0.0, b)[0], 1.0)[0], 0.5)

@@ -46,8 +46,9 @@ it. Second derivatives are reverse mode over forward mode (``mutad.hvp``, ``muta
 the forward sensitivities are then solved by a ``solve_ivp`` of the state and its tangent
 together, which the reverse pass differentiates by its own adjoint. Refused, with an error
 that says so: a gradient of a gradient through a solve (reverse over reverse), second
-derivatives through ``quad``, and outputs at the step times SciPy's step size control chose
-(no ``t_eval``; the ends of the interval excepted).
+derivatives through ``quad`` or with respect to times and event times (differentiated to
+first order), and outputs at the step times SciPy's step size control chose (no ``t_eval``;
+the ends of the interval excepted).
 """
 
 import contextlib
@@ -373,6 +374,16 @@ def _times(times):
         return np.asarray(stop_gradient(times), dtype=float), True
 
 
+def _refuse_second_order(name, what):
+    """Times and event times are differentiated to first order (the solution moved along f):
+    refused inside a nested differentiation, whose second derivatives would miss y''."""
+    if len(ACTIVE.running) > 1:
+        raise UnsupportedOperationError(
+            f"{name}: {what} inside a nested differentiation (hvp, hessian): mutad "
+            "differentiates them to first order only. Pass the times as constants "
+            "(mutad.stop_gradient), or solve without events, for second derivatives.")
+
+
 def _shift(times):
     """``t - stop_gradient(t)``: zero, with the derivative of ``t``. A value computed at the
     plain time ``t₀`` plus its time derivative times this is the same value, bit for bit, and
@@ -659,6 +670,8 @@ class _DenseSolution:
 
     def __call__(self, t):
         plain, followed = _times(t)
+        if followed:
+            _refuse_second_order("solve_ivp(...).sol(t)", "differentiated times")
         if np.any(plain < self.t_min) or np.any(plain > self.t_max):
             raise UnsupportedOperationError(
                 "solve_ivp(...).sol(t): t outside the interval of the solve; mutad "
@@ -712,6 +725,10 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
                 _plain_call("solve_ivp", fun), t_span, y0, method, t_eval, dense_output,
                 None if events is None else [_plain_event(e) for e in event_list],
                 vectorized, args, **options)
+    if span_followed or eval_followed:
+        _refuse_second_order("solve_ivp", "differentiated times")
+    if events is not None:
+        _refuse_second_order("solve_ivp", "events")
     if not _followed(y0):
         y0 = np.asarray(y0)
     t0 = float(t_span[0])
@@ -881,6 +898,7 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
     if not _followed(y0):
         y0 = np.asarray(y0, dtype=float)
     if times_followed:  # as solve_ivp's times
+        _refuse_second_order("odeint", "differentiated times")
         rhs = functools.partial(problem.rhs, values=values)
         y0 = y0 - rhs(times[0], y0) * _shift(t[0])
         Y = _moved(rhs, np.transpose(_ODEINT(y0, *values, problem=problem)), t, times).T
