@@ -10,6 +10,7 @@ and forward sensitivities: derivatives of the exact solution, checked against cl
 import numpy as np
 import pytest
 import scipy.integrate
+import scipy.linalg
 from scipy.integrate import (cumulative_trapezoid, odeint, quad, quad_vec, simpson, solve_ivp,
                              trapezoid)
 
@@ -120,6 +121,13 @@ def test_solve_ivp_values_are_scipys_and_y_is_traced():
 
     grad, = mutad.gradient(f, y0)
     np.testing.assert_allclose(grad, [np.exp(-0.25) + np.exp(-1.0)] * 2, rtol=1e-3)
+
+
+def test_jacobian_of_a_linear_system_is_its_exponential():
+    A = np.array([[-1.0, 0.5], [0.0, -2.0]])
+    flow = lambda y0: solve_ivp(lambda t, y: A @ y, (0, 1), y0, **TIGHT).y[:, -1]  # noqa: E731
+    np.testing.assert_allclose(mutad.jacobian(flow, np.array([1.0, 2.0])), scipy.linalg.expm(A),
+                               rtol=1e-8)
 
 
 def lotka_volterra(t, z, alpha, beta):
