@@ -398,6 +398,8 @@ def test_quad_parameters_and_limits():
         value, error = integrate.quad(lambda x: np.exp(-c * x * x), a, b)
         return value
 
+    value, _ = mutad.value_and_gradient(area, 0.2, 1.3, 0.9)
+    assert value == scipy.integrate.quad(lambda x, c: np.sin(c * x) * x, 0.2, 1.3, args=(0.9,))[0]
     for f in (area, area_mutad):
         for policy in POLICIES:
             mutad.check_grads(f, 0.2, 1.3, 0.9, policy=policy)
