@@ -42,13 +42,13 @@ too: an output at time ``t`` moves with it as ``f(t, y(t))``, a later start move
 by ``f(t0, y0)``. So are events: an event time ``t_e``, a root of ``g(t, y(t))``, has the
 derivative ``-dg / ġ`` (the implicit function theorem, ``ġ = ∂g/∂t + ∂g/∂y · f``), and
 ``sol.t_events``, ``sol.y_events`` and the end of a solve a terminal event stopped move with
-it. Second derivatives are reverse mode over forward mode (``mutad.hvp``, ``mutad.hessian``):
-the forward sensitivities are then solved by a ``solve_ivp`` of the state and its tangent
-together, which the reverse pass differentiates by its own adjoint. Refused, with an error
-that says so: a gradient of a gradient through a solve (reverse over reverse), second
-derivatives through ``quad`` or with respect to times and event times (differentiated to
-first order), and outputs at the step times SciPy's step size control chose (no ``t_eval``;
-the ends of the interval excepted).
+it. Second derivatives (``mutad.hvp``, ``mutad.hessian``, a gradient of a gradient) in every
+order of the modes: under another differentiation, forward mode solves the state and its
+tangent together, and reverse mode the state and its sensitivity matrix ∂y/∂(y0, θ), each
+by a ``solve_ivp`` that the enclosing differentiation differentiates in its turn. Refused,
+with an error that says so: second derivatives through ``quad`` or with respect to times and
+event times (differentiated to first order), and outputs at the step times SciPy's step size
+control chose (no ``t_eval``; the ends of the interval excepted).
 """
 
 import contextlib
@@ -65,10 +65,10 @@ from scipy.integrate import _odepack_py, _quad_vec, _quadpack_py, _quadrature
 from scipy.integrate._ivp import ivp as _ivp
 
 from ..allocation import STATE, plain_allocation
-from ..api import grad, jvp, pullback, stop_gradient
+from ..api import grad, jacobian, jvp, pullback, stop_gradient
 from ..custom import Adjoint
-from ..errors import (ConversionError, InvalidArgumentError, UnsupportedFunctionError,
-                      UnsupportedOperationError, UntracedWriteError)
+from ..errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
+                      UntracedWriteError)
 from ..levels import ACTIVE, Tracer, innermost
 from ..registry import ROUTES
 from ..trees import flatten
@@ -554,6 +554,10 @@ class _Solution(Adjoint):
         return self.__qualname__
 
     def _rule(self, y0, *values, problem, times=None):
+        if _followed(y0, *values):
+            # Another differentiation follows the arguments (a gradient of a gradient, or
+            # forward mode over this reverse pass): a back it can differentiate.
+            return self._differentiated_rule(y0, values, problem, times)
         Y, path, times, transpose = self.evaluate(problem, y0, values, times)
         adaptive = self is _IVP and problem.adaptive
 
@@ -579,6 +583,56 @@ class _Solution(Adjoint):
         dY = np.reshape(dY, np.shape(np.transpose(Y) if transpose else Y))
         return Y, (np.transpose(dY) if transpose else dY)
 
+    def _differentiated_rule(self, y0, values, problem, times):
+        """Reverse mode whose arguments another differentiation follows: the outputs by this
+        solution's own rule (which that differentiation records), and a ``back`` that
+        contracts the cotangents with the sensitivity matrices ∂y(t_i)/∂(y0, θ), solved by
+        ``solve_ivp`` of the state and its sensitivities together, ``S' = ∂f/∂y S + ∂f/∂θ``
+        (``mutad.jacobian`` of f), which that differentiation differentiates in its turn."""
+        Y = self(y0, *values, problem=problem, times=times)
+        times = problem.times if times is None else np.atleast_1d(times)
+        transpose, adaptive = self is _ODEINT, self is _IVP and problem.adaptive
+        n, k = np.size(y0), len(values)
+        q = n + sum(np.size(v) for v in values)
+
+        def joint(t, z, *p):
+            with _allocation_followed():  # the solve runs it in a plain_allocation block
+                y, S = z[:n], np.reshape(z[n:], (n, q))
+                f = lambda y, *theta: problem.rhs(t, y, theta)  # noqa: E731
+                blocks = jacobian(f, y, *p, argnums=tuple(range(k + 1)))
+                parts = [np.reshape(b, (n, -1)) for b in blocks[1:]]
+                dS = blocks[0] @ S + np.concatenate([np.zeros((n, n)), *parts], axis=1)
+                return np.concatenate([np.ravel(f(y, *p)), np.ravel(dS)])
+
+        start = np.concatenate([np.ravel(y0), np.ravel(np.eye(n, q))])
+        sensitivities = self._along(joint, start, values, problem, times, n)
+
+        def back(dY):
+            dY = np.reshape(np.transpose(dY) if transpose else dY, (n, -1))
+            if adaptive and np.any(dY[:, 1:-1]):
+                raise UnsupportedOperationError(_ADAPTIVE)
+            total = sum(np.reshape(S, (n, q)).T @ dY[:, i] for i, S in enumerate(sensitivities))
+            return (np.reshape(total[:n], np.shape(y0)), *_unflat(total[n:], values))
+
+        return Y, back
+
+    @staticmethod
+    def _along(joint, start, args, problem, times, n):
+        """The components after the first ``n`` of the solution of ``z' = joint(t, z, *args)``
+        from ``start`` at t0, at each of ``times`` (in their order): ``solve_ivp`` with the
+        problem's method and tolerances, differentiated by whatever follows ``args``."""
+        order = np.argsort(problem.direction * times, kind="stable")
+        t_eval = times[order]
+        if t_eval[-1] == problem.t0:
+            return [start[n:]] * times.size
+        sol = solve_ivp(joint, (problem.t0, t_eval[-1]), start, method=problem.method,
+                        t_eval=t_eval, args=tuple(args), rtol=problem.rtol, atol=problem.atol,
+                        max_step=problem.max_step)
+        found = [None] * times.size
+        for column, i in enumerate(order):
+            found[i] = sol.y[n:, column]
+        return found
+
     def _differentiated_forward(self, tangents, y0, values, problem, times):
         """Forward mode under a reverse pass (``hvp``): the outputs by this solution's own
         rule, which the reverse pass records, and their tangents, the forward sensitivities,
@@ -599,17 +653,7 @@ class _Solution(Adjoint):
                              (z[n:], *p[k:]))
             return np.concatenate([np.ravel(dy), np.ravel(ds)])
 
-        order = np.argsort(problem.direction * times, kind="stable")
-        t_eval = times[order]
-        if t_eval[-1] == problem.t0:
-            found = [start[n:]] * times.size
-        else:
-            sol = solve_ivp(joint, (problem.t0, t_eval[-1]), start, method=problem.method,
-                            t_eval=t_eval, args=(*values, *directions), rtol=problem.rtol,
-                            atol=problem.atol, max_step=problem.max_step)
-            found = [None] * times.size
-            for column, i in enumerate(order):
-                found[i] = sol.y[n:, column]
+        found = self._along(joint, start, (*values, *directions), problem, times, n)
         if self is _IVP and problem.adaptive:  # see _ADAPTIVE
             found = [s if i in (0, times.size - 1) else np.full(n, np.nan)
                      for i, s in enumerate(found)]
@@ -625,32 +669,20 @@ _ADAPTIVE = (
     "tangents are NaN.")
 
 
-def _refuse_nested(problem, y0, values):
-    if _followed(y0, *values):
-        # UnsupportedFunctionError: mutad.hessian then takes hvp's order.
-        raise UnsupportedFunctionError(
-            f"{problem.name}: its reverse rule does not differentiate again (a gradient of a "
-            "gradient, or forward mode over it). Second derivatives through a solve are "
-            "mutad.hvp's and mutad.hessian's: reverse mode over the forward sensitivities.")
-
-
 def _ivp_values(problem, y0, values, times):
     """solve_ivp's outputs ``sol.y``: the forward solve, on plain values."""
-    _refuse_nested(problem, y0, values)
     sol = problem.forward(y0, values)
     return sol.y, problem.path, sol.t, False
 
 
 def _dense_values(problem, y0, values, times):
     """``sol.sol(times)`` of a solve already made."""
-    _refuse_nested(problem, y0, values)
     problem.check_inputs(y0, values)
     return problem.dense(times), problem.path, np.atleast_1d(times), False
 
 
 def _odeint_values(problem, y0, values, times):
     """odeint's outputs, one row per time: the forward solve, on plain values."""
-    _refuse_nested(problem, y0, values)
     Y, path = problem.forward(y0, values)
     return Y, path, problem.times, True
 
