@@ -411,7 +411,8 @@ def _settings(name, options, names):
 
 class _Problem:
     """One differentiated initial value problem: ``rhs(t, y, values)`` in solve_ivp's order,
-    its parameters, and the forward solve (``solve``), kept for the reverse pass."""
+    its parameters, the solver's settings, and the forward solve (``forward``) with what it
+    keeps for the reverse pass."""
 
     def __init__(self, name, rhs, parameters, t0, t_end, method, rtol, atol, max_step):
         self.name, self.rhs, self.parameters = name, rhs, parameters
@@ -419,7 +420,7 @@ class _Problem:
         self.direction = -1.0 if t_end < t0 else 1.0
         self.rtol, self.atol = rtol, float(np.min(atol))
         self.max_step = max_step
-        self.solved = None  # (y0, values) the forward solve ran on, then what it found
+        self.solved = None  # (y0, values): copies of the inputs the forward solve ran on
         self.adaptive = False  # whether the outputs are at the solver's own step times
         # Set by the function that made the problem: the forward solve on plain values, and
         # what it keeps (solve_ivp: the dense output; odeint: its output times).
