@@ -96,6 +96,7 @@ RULE_MODULES = {
     "scipy.optimize": "mutad.scipy.optimize",
     "scipy.interpolate": "mutad.scipy.interpolate",
     "scipy.sparse": "mutad.scipy.sparse",
+    "scipy.integrate": "mutad.scipy.integrate",
 }
 
 

@@ -30,9 +30,9 @@ from mutad.custom import Adjoint, InplaceAdjoint
 ROOT = Path(__file__).resolve().parent.parent
 
 PUBLIC = ("mutad", "mutad.errors", "mutad.testing", "mutad.linalg", "mutad.scipy",
-          "mutad.scipy.fft", "mutad.scipy.interpolate", "mutad.scipy.linalg", "mutad.scipy.ndimage",
-          "mutad.scipy.optimize", "mutad.scipy.signal", "mutad.scipy.sparse", "mutad.scipy.special",
-          "mutad.scipy.stats")
+          "mutad.scipy.fft", "mutad.scipy.integrate", "mutad.scipy.interpolate", "mutad.scipy.linalg",
+          "mutad.scipy.ndimage", "mutad.scipy.optimize", "mutad.scipy.signal", "mutad.scipy.sparse",
+          "mutad.scipy.special", "mutad.scipy.stats")
 
 INTERNAL = ("mutad.api", "mutad.custom", "mutad.trees", "mutad.allocation",
             "mutad.tape", "mutad.levels", "mutad.registry", "mutad.views", "mutad.shadows",

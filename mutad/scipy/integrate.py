@@ -1,0 +1,1089 @@
+"""``scipy.integrate`` functions mutad differentiates, by SciPy's names too: the quadratures of
+samples (``trapezoid``, ``simpson``, ``cumulative_trapezoid``), initial value problems
+(``solve_ivp`` with every method, ``odeint``), ``quad`` and ``quad_vec``.
+
+>>> import numpy as np, mutad
+>>> from mutad.scipy import integrate
+>>> def final(y0, k):
+...     sol = integrate.solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), y0, args=(k,),
+...                               rtol=1e-10, atol=1e-12)
+...     return sol.y[0, -1]
+>>> dy0, dk = mutad.gradient(final, np.array([2.0]), 0.5)
+>>> print(np.round(dy0, 8), round(float(dk), 8))   # e^{-k}, -y0 e^{-k}
+[0.60653066] -1.21306132
+
+How each gradient is computed:
+
+* ``trapezoid``, ``simpson`` and ``cumulative_trapezoid`` are SciPy's own steps written with
+  NumPy calls mutad differentiates: the exact derivative of SciPy's values, in reverse and
+  forward mode and to every order, with respect to the samples and the abscissae ``x``.
+* ``solve_ivp`` (RK23, RK45, DOP853, Radau, BDF, LSODA) and ``odeint``: the values are SciPy's,
+  computed on plain arrays. The gradient is the *continuous adjoint*: from the output times
+  backwards, ``λ' = -(∂f/∂y)ᵀ λ`` and ``μ' = -(∂f/∂θ)ᵀ λ`` are integrated with ``solve_ivp`` (the
+  same method and tolerances as the forward solve; LSODA for ``odeint``), ``λ`` jumping by the
+  cotangent of each output; ``λ(t0)`` is the gradient of ``y0`` and ``μ(t0)`` that of the
+  parameters θ: the arrays of ``args=`` and the differentiated arrays the right-hand side closes
+  over. Each ``(∂f/∂·)ᵀ λ`` is mutad's gradient of ``λ · f(t, y, θ)``, the user's right-hand
+  side's program recorded at the first evaluation and replayed at the others. Forward mode
+  integrates the forward sensitivities ``s' = (∂f/∂y) s + (∂f/∂θ) θ̇`` beside the state, with the
+  same method, each product a ``mutad.jvp``. Both are derivatives of the exact solution of the
+  ODE, not of SciPy's discrete steps: they agree with it to about the tolerances of the solves
+  (pass a tight ``rtol``/``atol``, such as 1e-10/1e-12, for gradients to match finite
+  differences closely). ``solve_ivp`` keeps the forward solve's dense output (a few vectors per
+  step) for the reverse pass; ``odeint`` keeps its outputs and solves each interval between
+  them again in the reverse pass. Memory does not otherwise grow with the number of steps.
+  ``dense_output=True`` gives ``sol.sol(t)`` differentiable in ``y0`` and the parameters.
+* ``quad`` and ``quad_vec``: SciPy's value; the derivative in the parameters is ``quad_vec`` of
+  the integrand's pullback (or, in forward mode, of its tangent), to the integral's tolerances
+  and break points, and in the limits ``f(b)`` and ``-f(a)``.
+
+The times (``t_span``, ``t_eval``, ``odeint``'s ``t``, ``sol.sol``'s ``t``) are differentiated
+too: an output at time ``t`` moves with it as ``f(t, y(t))``, a later start moves ``y0`` back
+by ``f(t0, y0)``. So are events: an event time ``t_e``, a root of ``g(t, y(t))``, has the
+derivative ``-dg / ġ`` (the implicit function theorem, ``ġ = ∂g/∂t + ∂g/∂y · f``), and
+``sol.t_events``, ``sol.y_events`` and the end of a solve a terminal event stopped move with
+it. Second derivatives (``mutad.hvp``, ``mutad.hessian``, a gradient of a gradient) in every
+order of the modes: under another differentiation, forward mode solves the state and its
+tangent together, and reverse mode the state and its sensitivity matrix ∂y/∂(y0, θ), each
+by a ``solve_ivp`` that the enclosing differentiation differentiates in its turn. Refused,
+with an error that says so: second derivatives through ``quad`` or with respect to times and
+event times (differentiated to first order), and outputs at the step times SciPy's step size
+control chose (no ``t_eval``; the ends of the interval excepted).
+"""
+
+import contextlib
+import functools
+import types
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+# SciPy's functions from the modules that define them: the allocation mode swaps the public
+# module's names for the stand-ins below while a differentiation runs.
+from scipy.integrate import _odepack_py, _quad_vec, _quadpack_py, _quadrature
+from scipy.integrate._ivp import ivp as _ivp
+
+from ..allocation import STATE, plain_allocation
+from ..api import grad, jacobian, jvp, pullback, stop_gradient
+from ..custom import Adjoint
+from ..errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
+                      UntracedWriteError)
+from ..levels import ACTIVE, Tracer, innermost
+from ..registry import ROUTES
+from ..trees import flatten
+from ..views import memory
+
+__all__ = ["cumulative_trapezoid", "odeint", "quad", "quad_vec", "simpson", "solve_ivp",
+           "trapezoid"]
+
+
+def _routed(original):
+    """Register the decorated function as ``original``'s stand-in (``registry.ROUTES``): user
+    code calling SciPy's name reaches it while a differentiation runs."""
+    def register(stand_in):
+        # SciPy's name; the module, signature and documentation stay mutad's.
+        functools.update_wrapper(stand_in, original, ("__name__", "__qualname__"))
+        del stand_in.__wrapped__
+        ROUTES[original] = stand_in
+        return stand_in
+    return register
+
+
+def _followed(*items):
+    return innermost(items) is not None
+
+
+# ----------------------------------------------------------------------------------------------
+# Quadratures of samples: SciPy's steps, in calls mutad differentiates
+
+
+def _along(ndim, axis, key):
+    index = [slice(None)] * ndim
+    index[axis] = key
+    return tuple(index)
+
+
+@_routed(_quadrature.trapezoid)
+def trapezoid(y: Any, x: Any = None, dx: float = 1.0,
+              axis: int = -1) -> Any:
+    """SciPy's ``trapezoid``, differentiated in ``y`` and ``x`` (NumPy's ``trapezoid``, the
+    same formula, for traced arrays)."""
+    if not _followed(y, x, dx):
+        return _quadrature.trapezoid(y, x, dx, axis)
+    # NumPy's trapezoid is SciPy's formula, and mutad differentiates it (rules/composites.py).
+    return np.trapezoid(y, x, dx, axis)
+
+
+def _ratio(num, den):
+    """``num / den`` where ``den`` is not zero, else 0 (SciPy's ``true_divide(..., where=)``)."""
+    nonzero = den != 0
+    return np.where(nonzero, num / np.where(nonzero, den, 1.0), 0.0)
+
+
+def _basic_simpson(y, start, stop, x, dx, axis):
+    nd = np.ndim(y)
+    slice0 = _along(nd, axis, slice(start, stop, 2))
+    slice1 = _along(nd, axis, slice(start + 1, stop + 1, 2))
+    slice2 = _along(nd, axis, slice(start + 2, stop + 2, 2))
+    if x is None:  # even spacing
+        result = np.sum(y[slice0] + 4.0 * y[slice1] + y[slice2], axis=axis)
+        return result * (dx / 3.0)
+    h = np.diff(x, axis=axis)
+    h0, h1 = h[slice0] * 1.0, h[slice1] * 1.0  # SciPy's astype(float)
+    hsum, hprod = h0 + h1, h0 * h1
+    h0divh1 = _ratio(h0, h1)
+    tmp = hsum / 6.0 * (y[slice0] * (2.0 - _ratio(1.0, h0divh1))
+                        + y[slice1] * (hsum * _ratio(hsum, hprod))
+                        + y[slice2] * (2.0 - h0divh1))
+    return np.sum(tmp, axis=axis)
+
+
+@_routed(_quadrature.simpson)
+def simpson(y: Any, x: Any = None, *, dx: float = 1.0,
+            axis: int = -1) -> Any:
+    """SciPy's ``simpson``, differentiated in ``y`` and ``x``: its steps, Cartwright's
+    correction for an even number of samples included."""
+    if not _followed(y, x, dx):
+        return _quadrature.simpson(y, x=x, dx=dx, axis=axis)
+    nd, n = np.ndim(y), np.shape(y)[axis]
+    if x is not None:
+        if np.ndim(x) == 1:
+            shape = [1] * nd
+            shape[axis] = np.shape(x)[0]
+            x = np.reshape(x, tuple(shape))
+        elif np.ndim(x) != nd:
+            raise ValueError("If given, shape of x must be 1-D or the same as y.")
+        if np.shape(x)[axis] != n:
+            raise ValueError("If given, length of x along axis must be the same as y.")
+    if n % 2:
+        return _basic_simpson(y, 0, n - 2, x, dx, axis)
+    last, before, third = (_along(nd, axis, i) for i in (-1, -2, -3))
+    if n == 2:
+        width = dx if x is None else x[last] - x[before]
+        return 0.0 + 0.5 * width * (y[last] + y[before])
+    result = _basic_simpson(y, 0, n - 3, x, dx, axis)
+    if x is None:
+        h = [np.float64(dx), np.float64(dx)]
+    else:  # the last two spacings
+        diffs = np.diff(x, axis=axis)
+        h = [np.squeeze(diffs[_along(nd, axis, slice(-2, -1))], axis=axis),
+             np.squeeze(diffs[_along(nd, axis, slice(-1, None))], axis=axis)]
+    # Cartwright's correction for the last interval, as SciPy computes it.
+    alpha = _ratio(2 * h[1] ** 2 + 3 * h[0] * h[1], 6 * (h[1] + h[0]))
+    beta = _ratio(h[1] ** 2 + 3.0 * h[0] * h[1], 6 * h[0])
+    eta = _ratio(1 * h[1] ** 3, 6 * h[0] * (h[0] + h[1]))
+    return result + (alpha * y[last] + beta * y[before] - eta * y[third]) + 0.0
+
+
+@_routed(_quadrature.cumulative_trapezoid)
+def cumulative_trapezoid(y: Any, x: Any = None, dx: float = 1.0,
+                         axis: int = -1, initial: float | None = None) -> Any:
+    """SciPy's ``cumulative_trapezoid``, differentiated in ``y`` and ``x``."""
+    if not _followed(y, x, dx):
+        return _quadrature.cumulative_trapezoid(y, x, dx, axis, initial)
+    nd = np.ndim(y)
+    if np.shape(y)[axis] == 0:
+        raise ValueError("At least one point is required along `axis`.")
+    if x is None:
+        d = dx
+    elif np.ndim(x) == 1:
+        d = np.reshape(np.diff(x), tuple(-1 if i == axis % nd else 1 for i in range(nd)))
+    elif np.ndim(x) != nd:
+        raise ValueError("If given, shape of x must be 1-D or the same as y.")
+    else:
+        d = np.diff(x, axis=axis)
+    if x is not None and np.shape(d)[axis] != np.shape(y)[axis] - 1:
+        raise ValueError("If given, length of x along axis must be the same as y.")
+    res = np.cumsum(d * (y[_along(nd, axis, slice(1, None))]
+                         + y[_along(nd, axis, slice(None, -1))]) / 2.0, axis=axis)
+    if initial is not None:
+        if initial != 0:
+            raise ValueError("`initial` must be `None` or `0`.")
+        if not np.isscalar(initial):
+            raise ValueError("`initial` parameter should be a scalar.")
+        shape = list(np.shape(res))
+        shape[axis] = 1
+        res = np.concatenate([np.zeros_like(res, shape=tuple(shape)), res], axis=axis)
+    return res
+
+
+# ----------------------------------------------------------------------------------------------
+# User functions with differentiated parameters: in args=, or closed over
+
+
+class _Parameters:
+    """The differentiated values a user function ``fun(*leading, *args)`` reads: the arrays of
+    ``args`` and those its closure cells hold (and those of the functions it closes over).
+
+    The solvers run the function on plain values and its pullback on values of their own, so
+    the cells are set to those values while it runs and put back after (``bound``).
+    """
+
+    def __init__(self, name, functions, args):
+        self.name = name
+        self.args_leaves, self.args_rebuild = flatten(tuple(args))
+        self.cells = []  # (cell, what it holds, its leaves, rebuild)
+        seen = set()  # functions and cells met (functions often share a cell: fun and jac)
+        stack = [f for f in functions if f is not None]
+        while stack:
+            f = stack.pop()
+            if id(f) in seen:
+                continue
+            seen.add(id(f))
+            if isinstance(f, functools.partial):
+                if _followed(f.args, tuple(f.keywords.values())):
+                    raise UnsupportedOperationError(
+                        f"{name}: a functools.partial binds differentiated arrays to the "
+                        "function; pass them with args= instead.")
+                stack.append(f.func)
+                continue
+            if isinstance(f, types.MethodType):
+                f = f.__func__
+            for cell in getattr(f, "__closure__", None) or ():
+                if id(cell) in seen:
+                    continue
+                seen.add(id(cell))
+                try:
+                    held = cell.cell_contents
+                except ValueError:  # a cell not yet filled
+                    continue
+                if isinstance(held, Tracer) or (type(held) in (list, tuple, dict)
+                                                and any(isinstance(v, Tracer)
+                                                        for v in flatten(held)[0])):
+                    leaves, rebuild = flatten(held)
+                    self.cells.append((cell, held, leaves, rebuild))
+                elif isinstance(held, (types.FunctionType, functools.partial, types.MethodType)):
+                    stack.append(held)
+        # Positions among the leaves (args' first, then the cells') of the differentiated ones.
+        leaves = self.leaves()
+        self.followed = [i for i, v in enumerate(leaves) if isinstance(v, Tracer)]
+
+    def leaves(self):
+        return [*self.args_leaves, *(v for _, _, leaves, _ in self.cells for v in leaves)]
+
+    def values(self):
+        """The differentiated leaves, in order."""
+        leaves = self.leaves()
+        return [leaves[i] for i in self.followed]
+
+    def _filled(self, values):
+        leaves = self.leaves()
+        for i, v in zip(self.followed, values, strict=True):
+            leaves[i] = v
+        return leaves
+
+    def args(self, values):
+        """``args`` with the differentiated leaves replaced by ``values``."""
+        return self.args_rebuild(self._filled(values)[:len(self.args_leaves)])
+
+    def bound(self, values):
+        """A context in which the closure cells hold ``values`` for their differentiated
+        leaves (and ``args(values)`` is what to pass)."""
+        return _Bound(self, self._filled(values)[len(self.args_leaves):])
+
+
+class _Bound:
+    def __init__(self, parameters, cell_leaves):
+        self.parameters, self.cell_leaves = parameters, cell_leaves
+
+    def __enter__(self):
+        self.held = []
+        start = 0
+        for cell, _, leaves, rebuild in self.parameters.cells:
+            self.held.append(cell.cell_contents)
+            cell.cell_contents = rebuild(self.cell_leaves[start:start + len(leaves)])
+            start += len(leaves)
+
+    def __exit__(self, *exc):
+        for (cell, *_), held in zip(reversed(self.parameters.cells), reversed(self.held),
+                                    strict=True):
+            cell.cell_contents = held
+
+
+_HIDDEN = ("the function reads a differentiated array that is neither in args= nor in its "
+           "closure (an attribute of an object, a global); pass it with args=.")
+
+
+def _plain_call(name, fn):
+    """``fn`` for SciPy: run on plain values, its outputs plain arrays. An output that
+    depends on the differentiated arguments does not convert: ``fn`` read a differentiated
+    array mutad did not find."""
+    if fn is None or not callable(fn):
+        return fn
+
+    def call(*a):
+        try:
+            return np.asarray(fn(*a))
+        except (ConversionError, UntracedWriteError) as error:
+            raise UnsupportedOperationError(f"{name}: {_HIDDEN}") from error
+    return call
+
+
+@contextlib.contextmanager
+def _allocation_followed():
+    """The allocation mode back on inside a ``plain_allocation`` block, for a differentiation
+    that runs there (a right-hand side that is itself a ``jvp``)."""
+    plain, STATE.plain = STATE.plain, 0
+    try:
+        yield
+    finally:
+        STATE.plain = plain
+
+
+def _plain(x):
+    return memory(x) if isinstance(x, Tracer) else x
+
+
+def _flat(cotangents, values):
+    """The cotangents (None: zero) of ``values``, raveled into one vector."""
+    parts = [np.zeros(np.size(v)) if c is None else np.ravel(c)
+             for c, v in zip(cotangents, values, strict=True)]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def _unflat(vector, values):
+    out, start = [], 0
+    for v in values:
+        size = np.size(v)
+        out.append(np.reshape(vector[start:start + size], np.shape(v)))
+        start += size
+    return out
+
+
+def _constant(name, x, what):
+    """``x`` as plain floats (constants convert), refused if it depends on the differentiated
+    arguments."""
+    if x is None:
+        return None
+    try:
+        return np.asarray(x, dtype=float)
+    except ConversionError:
+        raise UnsupportedOperationError(
+            f"{name}: {what} depends on the differentiated arguments, and mutad does not "
+            "differentiate it. Pass it as a constant (mutad.stop_gradient).") from None
+
+
+def _times(times):
+    """``times`` as plain floats, and whether they depend on the differentiated arguments."""
+    if times is None:
+        return None, False
+    try:
+        return np.asarray(times, dtype=float), False  # constants convert
+    except ConversionError:
+        return np.asarray(stop_gradient(times), dtype=float), True
+
+
+def _refuse_second_order(name, what):
+    """Times and event times are differentiated to first order (the solution moved along f):
+    refused inside a nested differentiation, whose second derivatives would miss y''."""
+    if len(ACTIVE.running) > 1:
+        raise UnsupportedOperationError(
+            f"{name}: {what} inside a nested differentiation (hvp, hessian): mutad "
+            "differentiates them to first order only. Pass the times as constants "
+            "(mutad.stop_gradient), or solve without events, for second derivatives.")
+
+
+def _shift(times):
+    """``t - stop_gradient(t)``: zero, with the derivative of ``t``. A value computed at the
+    plain time ``t₀`` plus its time derivative times this is the same value, bit for bit, and
+    has the derivative in ``t`` too."""
+    return times - stop_gradient(times)
+
+
+def _moved(rhs, Y, times, plain_times):
+    """The solution ``Y`` (n, k) at ``plain_times``, moved with ``times`` (traced): each
+    column plus ``f(t, y) (t - t₀)``, ``y' = f`` being the derivative in the time."""
+    shifts = _shift(np.reshape(times, (-1,)))
+    return np.stack([Y[:, i] + rhs(t, Y[:, i]) * shifts[i]
+                     for i, t in enumerate(np.ravel(plain_times))], axis=1)
+
+
+def _settings(name, options, names):
+    """``options`` with the numbers among ``names`` (tolerances, step sizes) plain."""
+    return {key: _constant(name, value, f"{key}=") if key in names else value
+            for key, value in options.items()}
+
+
+# ----------------------------------------------------------------------------------------------
+# Initial value problems: the continuous adjoint, and forward sensitivities
+
+
+class _Problem:
+    """One differentiated initial value problem: ``rhs(t, y, values)`` in solve_ivp's order,
+    its parameters, the solver's settings, and the forward solve (``forward``) with what it
+    keeps for the reverse pass."""
+
+    def __init__(self, name, rhs, parameters, t0, t_end, method, rtol, atol, max_step):
+        self.name, self.rhs, self.parameters = name, rhs, parameters
+        self.t0, self.method = t0, method
+        self.direction = -1.0 if t_end < t0 else 1.0
+        self.rtol, self.atol = rtol, float(np.min(atol))
+        self.max_step = max_step
+        self.solved = None  # (y0, values): copies of the inputs the forward solve ran on
+        self.adaptive = False  # whether the outputs are at the solver's own step times
+        # Set by the function that made the problem: the forward solve on plain values, and
+        # what it keeps (solve_ivp: the dense output; odeint: its output times).
+        self.forward: Callable[..., Any] | None = None
+        self.dense: Any = None
+        self.path: Callable[..., Any] | None = None
+        self.times: Any = None
+
+    def check_inputs(self, y0, values):
+        """The solution kept is of the inputs it was solved for: refuse others (the inputs
+        were changed in place after the solve)."""
+        y0_then, values_then = self.solved
+        same = np.array_equal(y0_then, y0) and all(
+            np.array_equal(a, b) for a, b in zip(values_then, values, strict=True))
+        if not same:
+            raise UnsupportedOperationError(
+                f"{self.name}: the inputs of the solve were changed in place after it "
+                "returned; evaluate sol.sol before changing them.")
+
+    def _solve_ivp(self, fun, t_span, y0, t_eval=None, dense_output=False, first_step=None,
+                   constant_tail=0):
+        """``solve_ivp`` with the problem's method and tolerances. The last ``constant_tail``
+        components of the state do not enter ``fun`` (the adjoint's μ): the implicit methods
+        that take a sparsity are told, so their finite-difference Jacobians skip them."""
+        options = {}
+        if constant_tail and self.method in ("Radau", "BDF"):
+            sparsity = np.zeros((np.size(y0), np.size(y0)))
+            sparsity[:, :np.size(y0) - constant_tail] = 1.0
+            options["jac_sparsity"] = sparsity
+        return _ivp.solve_ivp(fun, t_span, y0, method=self.method, t_eval=t_eval,
+                              dense_output=dense_output, rtol=self.rtol, atol=self.atol,
+                              max_step=self.max_step, first_step=first_step, **options)
+
+    def adjoint(self, path, times, dY, y0, values):
+        """``(dy0, dvalues)`` from the cotangents ``dY[:, i]`` of the solution at ``times[i]``:
+        λ jumps by each and flows back to t0 along ``path(t_from, t_to)`` (a callable y(t))."""
+        n = np.size(y0)
+        state = np.zeros(n + sum(np.size(v) for v in values))
+        t_now, step = None, None
+        # (∂f/∂y)ᵀ λ and (∂f/∂θ)ᵀ λ: the gradient of λ·f, its program recorded once and
+        # replayed at each evaluation (re-recorded where a decision of f differs). The time is
+        # an argument of the replayed program; where f makes it a Python number (float(t)),
+        # each evaluation is a pullback of f at that number instead.
+        replayed = grad(lambda t, y, lam, *p: np.dot(lam, self.rhs(t, y, p)),
+                        argnums=(1, *range(3, 3 + len(values))), replay=True)
+
+        def vjp(t, y, lam):
+            nonlocal replayed
+            if replayed is not None:
+                try:
+                    return replayed(np.array(t), y, lam, *values)
+                except ConversionError:
+                    replayed = None
+            _, pull = pullback(lambda y, *p: self.rhs(t, y, p), y, *values)
+            return pull(lam)
+
+        def back(t_from, t_to, state):
+            nonlocal step
+            if t_from == t_to:
+                return state
+            y_at = path(t_from, t_to)
+
+            def rhs(t, s):
+                cotangents = vjp(t, y_at(t), s[:n].copy())
+                return -np.concatenate([np.ravel(cotangents[0]),
+                                        _flat(cotangents[1:], values)])
+
+            # Each interval starts with the step the last one ended with, not a new guess.
+            first = None if step is None else min(step, abs(t_to - t_from))
+            sol = self._solve_ivp(rhs, (t_from, t_to), state, first_step=first,
+                                  constant_tail=state.size - n)
+            if not sol.success:
+                raise UnsupportedOperationError(f"{self.name}: the adjoint solve failed: "
+                                                f"{sol.message}")
+            if sol.t.size > 1:
+                step = abs(sol.t[-1] - sol.t[-2])
+            return sol.y[:, -1]
+
+        for i in sorted(range(times.size), key=lambda i: -self.direction * times[i]):
+            if not np.any(dY[:, i]):
+                continue
+            if t_now is not None:
+                state = back(t_now, times[i], state)
+            state[:n] += dY[:, i]
+            t_now = times[i]
+        if t_now is not None:
+            state = back(t_now, self.t0, state)
+        return np.reshape(state[:n], np.shape(y0)), _unflat(state[n:], values)
+
+    def tangent(self, times, y0, dy0, values, tangents):
+        """The tangents of the solution at ``times`` (shape ``(n, len(times))``): the forward
+        sensitivities, integrated beside the state from t0."""
+        n = np.size(y0)
+        directions = [np.zeros(np.shape(v)) if d is None else d
+                      for v, d in zip(values, tangents, strict=True)]
+
+        def rhs(t, z):
+            y, s = z[:n], z[n:]
+            dy, ds = jvp(lambda y, *p: self.rhs(t, y, p), (y, *values), (s, *directions))
+            return np.concatenate([np.ravel(dy), np.ravel(ds)])
+
+        s0 = np.zeros(n) if dy0 is None else np.ravel(dy0)
+        out = np.zeros((n, times.size))
+        order = np.argsort(self.direction * times, kind="stable")  # in the solve's direction
+        t_eval = times[order]
+        if not times.size or t_eval[-1] == self.t0:
+            out[:] = s0[:, None]
+            return out
+        sol = self._solve_ivp(rhs, (self.t0, t_eval[-1]), np.concatenate([np.ravel(y0), s0]),
+                              t_eval=t_eval)
+        if not sol.success:
+            raise UnsupportedOperationError(f"{self.name}: the sensitivity solve failed: "
+                                            f"{sol.message}")
+        out[:, order] = sol.y[n:]
+        return out
+
+
+class _Solution(Adjoint):
+    """The differentiated outputs of a solve: ``_Solution(kind)(y0, *values, problem=...)``,
+    whose rule solves (``problem.forward``) or reads what the solve kept."""
+
+    complex_values = None
+
+    def __init__(self, name, evaluate):
+        super().__init__(evaluate)
+        self.__name__ = self.__qualname__ = name
+        self.evaluate = evaluate
+        self.rule(self._rule)
+        self.jvp_rule(self._forward)
+
+    def _name(self):
+        return self.__qualname__
+
+    def _rule(self, y0, *values, problem, times=None):
+        if _followed(y0, *values):
+            # Another differentiation follows the arguments (a gradient of a gradient, or
+            # forward mode over this reverse pass): a back it can differentiate.
+            return self._differentiated_rule(y0, values, problem, times)
+        Y, path, times, transpose = self.evaluate(problem, y0, values, times)
+        adaptive = self is _IVP and problem.adaptive
+
+        def back(dY):
+            dY = np.transpose(dY) if transpose else dY
+            dY = np.reshape(dY, (np.size(y0), -1))
+            if adaptive and np.any(dY[:, 1:-1]):
+                raise UnsupportedOperationError(_ADAPTIVE)
+            dy0, dvalues = problem.adjoint(path, times, dY, y0, values)
+            return (dy0, *dvalues)
+
+        return Y, back
+
+    def _forward(self, tangents, y0, *values, problem, times=None):
+        if _followed(y0, *values, *tangents):
+            # An enclosing reverse pass (hvp): the sensitivities solved by a differentiated
+            # solve of their own.
+            return self._differentiated_forward(tangents, y0, values, problem, times)
+        Y, _, times, transpose = self.evaluate(problem, y0, values, times)
+        dY = problem.tangent(times, y0, tangents[0], values, list(tangents[1:]))
+        if self is _IVP and problem.adaptive:
+            dY[:, 1:-1] = np.nan  # see _ADAPTIVE: no tangent at the solver's own step times
+        dY = np.reshape(dY, np.shape(np.transpose(Y) if transpose else Y))
+        return Y, (np.transpose(dY) if transpose else dY)
+
+    def _differentiated_rule(self, y0, values, problem, times):
+        """Reverse mode whose arguments another differentiation follows: the outputs by this
+        solution's own rule (which that differentiation records), and a ``back`` that
+        contracts the cotangents with the sensitivity matrices ∂y(t_i)/∂(y0, θ), solved by
+        ``solve_ivp`` of the state and its sensitivities together, ``S' = ∂f/∂y S + ∂f/∂θ``
+        (``mutad.jacobian`` of f), which that differentiation differentiates in its turn."""
+        Y = self(y0, *values, problem=problem, times=times)
+        times = problem.times if times is None else np.atleast_1d(times)
+        transpose, adaptive = self is _ODEINT, self is _IVP and problem.adaptive
+        n, k = np.size(y0), len(values)
+        q = n + sum(np.size(v) for v in values)
+
+        def joint(t, z, *p):
+            with _allocation_followed():  # the solve runs it in a plain_allocation block
+                y, S = z[:n], np.reshape(z[n:], (n, q))
+                f = lambda y, *theta: problem.rhs(t, y, theta)  # noqa: E731
+                blocks = jacobian(f, y, *p, argnums=tuple(range(k + 1)))
+                parts = [np.reshape(b, (n, -1)) for b in blocks[1:]]
+                dS = blocks[0] @ S + np.concatenate([np.zeros((n, n)), *parts], axis=1)
+                return np.concatenate([np.ravel(f(y, *p)), np.ravel(dS)])
+
+        start = np.concatenate([np.ravel(y0), np.ravel(np.eye(n, q))])
+        sensitivities = self._along(joint, start, values, problem, times, n)
+
+        def back(dY):
+            dY = np.reshape(np.transpose(dY) if transpose else dY, (n, -1))
+            if adaptive and np.any(dY[:, 1:-1]):
+                raise UnsupportedOperationError(_ADAPTIVE)
+            total = sum(np.reshape(S, (n, q)).T @ dY[:, i] for i, S in enumerate(sensitivities))
+            return (np.reshape(total[:n], np.shape(y0)), *_unflat(total[n:], values))
+
+        return Y, back
+
+    @staticmethod
+    def _along(joint, start, args, problem, times, n):
+        """The components after the first ``n`` of the solution of ``z' = joint(t, z, *args)``
+        from ``start`` at t0, at each of ``times`` (in their order): ``solve_ivp`` with the
+        problem's method and tolerances, differentiated by whatever follows ``args``."""
+        order = np.argsort(problem.direction * times, kind="stable")
+        t_eval = times[order]
+        if t_eval[-1] == problem.t0:
+            return [start[n:]] * times.size
+        sol = solve_ivp(joint, (problem.t0, t_eval[-1]), start, method=problem.method,
+                        t_eval=t_eval, args=tuple(args), rtol=problem.rtol, atol=problem.atol,
+                        max_step=problem.max_step)
+        found = [None] * times.size
+        for column, i in enumerate(order):
+            found[i] = sol.y[n:, column]
+        return found
+
+    def _differentiated_forward(self, tangents, y0, values, problem, times):
+        """Forward mode under a reverse pass (``hvp``): the outputs by this solution's own
+        rule, which the reverse pass records, and their tangents, the forward sensitivities,
+        by ``solve_ivp`` of the state and its tangent together, ``z' = (f, ∂f s + ∂f θ̇)``
+        (each product a ``jvp``), which the reverse pass differentiates by its adjoint."""
+        Y = self(y0, *values, problem=problem, times=times)
+        times = problem.times if times is None else np.atleast_1d(times)
+        transpose = self is _ODEINT
+        n, k = np.size(y0), len(values)
+        directions = [np.zeros(np.shape(v)) if d is None else d
+                      for v, d in zip(values, tangents[1:], strict=True)]
+        start = np.concatenate([np.ravel(y0), np.zeros(n) if tangents[0] is None
+                                else np.ravel(tangents[0])])
+
+        def joint(t, z, *p):
+            with _allocation_followed():  # the solve runs it in a plain_allocation block
+                dy, ds = jvp(lambda y, *theta: problem.rhs(t, y, theta), (z[:n], *p[:k]),
+                             (z[n:], *p[k:]))
+            return np.concatenate([np.ravel(dy), np.ravel(ds)])
+
+        found = self._along(joint, start, (*values, *directions), problem, times, n)
+        if self is _IVP and problem.adaptive:  # see _ADAPTIVE
+            found = [s if i in (0, times.size - 1) else np.full(n, np.nan)
+                     for i, s in enumerate(found)]
+        dY = np.reshape(np.stack(found, axis=1), np.shape(np.transpose(Y) if transpose else Y))
+        return Y, (np.transpose(dY) if transpose else dY)
+
+
+_ADAPTIVE = (
+    "solve_ivp: a gradient reached sol.y at the times SciPy's step size control chose (no "
+    "t_eval), which move with the differentiated arguments in a way mutad does not "
+    "differentiate. Pass t_eval= for the outputs the loss uses (sol.y[:, 0] and sol.y[:, -1], "
+    "at t_span's ends, are differentiated either way); in forward mode those outputs' "
+    "tangents are NaN.")
+
+
+def _ivp_values(problem, y0, values, times):
+    """solve_ivp's outputs ``sol.y``: the forward solve, on plain values."""
+    sol = problem.forward(y0, values)
+    return sol.y, problem.path, sol.t, False
+
+
+def _dense_values(problem, y0, values, times):
+    """``sol.sol(times)`` of a solve already made."""
+    problem.check_inputs(y0, values)
+    return problem.dense(times), problem.path, np.atleast_1d(times), False
+
+
+def _odeint_values(problem, y0, values, times):
+    """odeint's outputs, one row per time: the forward solve, on plain values."""
+    Y, path = problem.forward(y0, values)
+    return Y, path, problem.times, True
+
+
+_IVP = _Solution("solve_ivp", _ivp_values)
+_ODEINT = _Solution("odeint", _odeint_values)
+_DENSE = _Solution("solve_ivp(...).sol", _dense_values)
+
+
+class _DenseSolution:
+    """``sol.sol`` of a differentiated solve: SciPy's interpolant, differentiable in ``y0``, the
+    parameters and ``t``."""
+
+    def __init__(self, problem, y0, values):
+        self.problem, self.y0, self.values = problem, y0, values
+        self.t_min, self.t_max = problem.dense.t_min, problem.dense.t_max
+
+    def __call__(self, t):
+        plain, followed = _times(t)
+        if followed:
+            _refuse_second_order("solve_ivp(...).sol(t)", "differentiated times")
+        if np.any(plain < self.t_min) or np.any(plain > self.t_max):
+            raise UnsupportedOperationError(
+                "solve_ivp(...).sol(t): t outside the interval of the solve; mutad "
+                "differentiates the interpolant inside it only.")
+        y = _DENSE(self.y0, *self.values, problem=self.problem, times=plain)
+        if not followed:
+            return y
+        rhs = functools.partial(self.problem.rhs, values=self.values)
+        moved = _moved(rhs, np.reshape(y, (np.shape(y)[0], -1)), t, plain)
+        return np.reshape(moved, np.shape(y))
+
+
+def _rhs(name, fun, parameters, vectorized=False, tfirst=True):
+    """The right-hand side in solve_ivp's order, ``rhs(t, y, values)``, for the solvers'
+    pullbacks and tangents: the parameters set to ``values``."""
+    def rhs(t, y, values):
+        with parameters.bound(values):
+            args = parameters.args(values)
+            if vectorized:
+                return fun(t, y[:, None], *args)[:, 0]
+            dy = fun(t, y, *args) if tfirst else fun(y, t, *args)
+            return np.stack(dy) if type(dy) in (list, tuple) else dy
+    return rhs
+
+
+@_routed(_ivp.solve_ivp)
+def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
+              method: Any = "RK45", t_eval: Any = None, dense_output: bool = False,
+              events: Any = None, vectorized: bool = False, args: tuple[Any, ...] | None = None,
+              **options: Any) -> Any:
+    """SciPy's ``solve_ivp``, differentiated in ``y0``, the parameters (``args=`` and the
+    arrays ``fun`` and the events close over) and the times (``t_span``, ``t_eval``) by the
+    continuous adjoint (reverse mode) and the forward sensitivities (forward mode).
+    ``sol.y``, ``sol.t_events`` and ``sol.y_events`` are SciPy's values, differentiated;
+    ``sol.sol(t)`` too with ``dense_output=True``."""
+    event_list = [] if events is None else list(events) if isinstance(events, (list, tuple)) \
+        else [events]
+    parameters = _Parameters("solve_ivp", (fun, options.get("jac"), *event_list),
+                             () if args is None else args)
+    if type(y0) in (list, tuple) and _followed(y0):
+        y0 = np.stack(y0)
+    if not ACTIVE.running:
+        return _ivp.solve_ivp(fun, t_span, y0, method, t_eval, dense_output, events,
+                              vectorized, args, **options)
+    span_given, eval_given = t_span, t_eval
+    (t_span, span_followed), (t_eval, eval_followed) = _times(t_span), _times(t_eval)
+    options = _settings("solve_ivp", options, ("rtol", "atol", "max_step", "first_step"))
+    if not (parameters.followed or _followed(y0) or span_followed or eval_followed):
+        with plain_allocation():  # nothing differentiated reaches the solve
+            return _ivp.solve_ivp(
+                _plain_call("solve_ivp", fun), t_span, y0, method, t_eval, dense_output,
+                None if events is None else [_plain_event(e) for e in event_list],
+                vectorized, args, **options)
+    if span_followed or eval_followed:
+        _refuse_second_order("solve_ivp", "differentiated times")
+    if events is not None:
+        _refuse_second_order("solve_ivp", "events")
+    if not _followed(y0):
+        y0 = np.asarray(y0)
+    t0 = float(t_span[0])
+    problem = _Problem("solve_ivp", _rhs("solve_ivp", fun, parameters, vectorized), parameters,
+                       t0, float(t_span[1]), method, options.get("rtol", 1e-3),
+                       options.get("atol", 1e-6), options.get("max_step", np.inf))
+    result: dict[str, Any] = {}
+
+    def forward(y0_plain, values):
+        if problem.solved is not None:
+            return result["sol"]
+        with plain_allocation(), parameters.bound(values):
+            plain_options = dict(options)
+            if callable(plain_options.get("jac")):
+                plain_options["jac"] = _plain_call("solve_ivp", plain_options["jac"])
+            sol = _ivp.solve_ivp(
+                _plain_call("solve_ivp", fun), t_span, y0_plain, method, t_eval, True,
+                None if events is None else [_plain_event(e) for e in event_list],
+                vectorized, parameters.args(values), **plain_options)
+        if sol.status < 0:
+            raise UnsupportedOperationError(f"solve_ivp: the solve failed: {sol.message}")
+        problem.solved = (np.copy(y0_plain), [np.copy(v) for v in values])
+        problem.dense, problem.times = sol.sol, sol.t
+        problem.path = lambda t_from, t_to: sol.sol  # the dense output covers the whole span
+        result["sol"] = sol
+        return sol
+
+    problem.forward, problem.adaptive = forward, t_eval is None
+    values = parameters.values()
+    rhs = functools.partial(problem.rhs, values=values)
+    if span_followed:
+        # A later start is the same solve from y0 moved back along f: y0 - f(t0, y0) dt0.
+        y0 = y0 - rhs(t0, y0) * _shift(span_given[0])
+    y = _IVP(y0, *values, problem=problem)
+    sol = result["sol"]
+    out = _ivp.OdeResult(**sol)
+    terminal = None  # the time of the event that ended the solve, and the state then
+    if events is not None:
+        out.t_events, out.y_events, terminal = _events(
+            problem, event_list, parameters, sol, y0, values, rhs)
+    if eval_followed:
+        y = _moved(rhs, y, eval_given, t_eval)
+    elif t_eval is None and (span_followed or terminal is not None):
+        # The outputs at the ends move with their times: t_span's, or the terminal event's.
+        first = _moved(rhs, y[:, :1], span_given[0], sol.t[:1]) if span_followed else y[:, :1]
+        if terminal is not None:
+            last = terminal[1][:, None]
+            out.t = np.concatenate([sol.t[:-1], np.reshape(terminal[0], (1,))])
+        else:
+            last = (_moved(rhs, y[:, -1:], span_given[1], sol.t[-1:]) if span_followed
+                    else y[:, -1:])
+        y = np.concatenate([first, y[:, 1:-1], last], axis=1) if np.shape(y)[1] > 1 else last
+    out.y = y
+    if eval_followed:
+        out.t = eval_given
+    out.sol = _DenseSolution(problem, y0, values) if dense_output else None
+    return out
+
+
+def _plain_event(event):
+    """An event function for SciPy's solve: on plain values, its settings kept."""
+    call = _plain_call("solve_ivp", event)
+    for setting in ("terminal", "direction"):
+        if hasattr(event, setting):
+            setattr(call, setting, getattr(event, setting))
+    return call
+
+
+def _events(problem, event_list, parameters, sol, y0, values, rhs):
+    """``t_events`` and ``y_events``, differentiated, and the time and state of the terminal
+    event that ended the solve (None if none did).
+
+    An event time t_e is a root of g(t, y(t)): by the implicit function theorem its derivative
+    is ``-dg / ġ``, dg the derivative of g(t_e, y(t_e)) at the fixed time t_e (y's through the
+    dense output, which the adjoint differentiates, and g's own parameters), ġ = ∂g/∂t +
+    ∂g/∂y · f the rate at which g crosses zero. ``t_e₀ - (g - stop_gradient(g)) / ġ`` has
+    SciPy's value and that derivative; the state then moves with t_e as any output does.
+    """
+    plain_values = [_plain(v) for v in values]
+    args = parameters.args(values)
+    t_events, y_events, terminal = [], [], None
+    for event, times, states in zip(event_list, sol.t_events, sol.y_events, strict=True):
+        if not np.size(times):
+            t_events.append(times)
+            y_events.append(states)
+            continue
+        found_t, found_y = [], []
+        for t_e, y_e in zip(times, states, strict=True):
+            # SciPy's state at the event, with the dense output's derivative.
+            at = _DENSE(y0, *values, problem=problem, times=t_e)
+            at = y_e + _shift(at)
+            with plain_allocation(), parameters.bound(plain_values):
+                plain_args = parameters.args(plain_values)
+                f_e = np.asarray(problem.rhs(t_e, y_e, plain_values))
+                rate = float(jvp(lambda t, y: event(t, y, *plain_args),
+                                 (np.float64(t_e), y_e), (np.float64(1.0), f_e))[1])
+            if rate == 0.0:
+                raise UnsupportedOperationError(
+                    f"solve_ivp: the event function touches zero at t = {t_e} without "
+                    "crossing it; its time has no derivative there.")
+            g = event(t_e, at, *args)
+            t_moved = t_e - _shift(g) / rate
+            found_t.append(t_moved)
+            found_y.append(_moved(rhs, at[:, None], t_moved, np.array([t_e]))[:, 0])
+        t_events.append(np.stack(found_t))
+        y_events.append(np.stack(found_y))
+        if sol.status == 1 and getattr(event, "terminal", False) and times[-1] == sol.t[-1]:
+            terminal = (found_t[-1], found_y[-1])
+    return t_events, y_events, terminal
+
+
+@_routed(_odepack_py.odeint)
+def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = (),
+           Dfun: Callable[..., Any] | None = None, col_deriv: int = 0, full_output: int = 0,
+           ml: int | None = None, mu: int | None = None, rtol: Any = None, atol: Any = None,
+           tcrit: Any = None, h0: float = 0.0, hmax: float = 0.0,
+           hmin: float = 0.0, ixpr: int = 0, mxstep: int = 0, mxhnil: int = 0,
+           mxordn: int = 12, mxords: int = 5, printmessg: int = 0, tfirst: bool = False) -> Any:
+    """SciPy's ``odeint``, differentiated in ``y0``, the parameters and the times as
+    ``solve_ivp`` is, the adjoint solved with LSODA between the output times."""
+    settings = dict(Dfun=Dfun, col_deriv=col_deriv, full_output=full_output, ml=ml, mu=mu,
+                    rtol=rtol, atol=atol, tcrit=tcrit, h0=h0, hmax=hmax, hmin=hmin, ixpr=ixpr,
+                    mxstep=mxstep, mxhnil=mxhnil, mxordn=mxordn, mxords=mxords,
+                    printmessg=printmessg, tfirst=tfirst)
+    parameters = _Parameters("odeint", (func, Dfun), args)
+    if type(y0) in (list, tuple) and _followed(y0):
+        y0 = np.stack(y0)
+    if not ACTIVE.running:
+        return _odepack_py.odeint(func, y0, t, args, **settings)
+    times, times_followed = _times(t)
+    settings = _settings("odeint", settings, ("rtol", "atol", "tcrit", "h0", "hmax", "hmin"))
+    rtol, atol, hmax = settings["rtol"], settings["atol"], settings["hmax"]
+    if not (parameters.followed or _followed(y0) or times_followed):
+        with plain_allocation():  # nothing differentiated reaches the solve
+            return _odepack_py.odeint(_plain_call("odeint", func), y0, times, args, **settings)
+    tolerance = 1.49012e-8  # odeint's default rtol and atol
+    problem = _Problem("odeint", _rhs("odeint", func, parameters, tfirst=tfirst), parameters,
+                       float(times[0]), float(times[-1]), "LSODA",
+                       tolerance if rtol is None else rtol, tolerance if atol is None else atol,
+                       np.inf if not hmax else hmax)
+    result: dict[str, Any] = {}
+
+    def forward(y0_plain, values):
+        with plain_allocation(), parameters.bound(values):
+            found = _odepack_py.odeint(
+                _plain_call("odeint", func), y0_plain, times, parameters.args(values),
+                **{**settings, "Dfun": _plain_call("odeint", Dfun), "full_output": 1})
+        Y, info = found
+        if info["message"] != "Integration successful.":
+            raise UnsupportedOperationError(f"odeint: the solve failed: {info['message']}")
+        result["info"] = info
+
+        def path(t_from, t_to):
+            # The interval between two outputs solved again from the earlier one's value.
+            start = t_from if abs(t_from - times[0]) < abs(t_to - times[0]) else t_to
+            end = t_to if start == t_from else t_from
+            i = int(np.flatnonzero(times == start)[0])
+            rhs = _plain_call("odeint", lambda s, y: problem.rhs(s, y, values))
+            with plain_allocation():
+                sol = problem._solve_ivp(rhs, (start, end), Y[i], dense_output=True)
+            return sol.sol
+
+        return Y, path
+
+    problem.forward, problem.times = forward, times
+    values = parameters.values()
+    if not _followed(y0):
+        y0 = np.asarray(y0, dtype=float)
+    if times_followed:  # as solve_ivp's times
+        _refuse_second_order("odeint", "differentiated times")
+        rhs = functools.partial(problem.rhs, values=values)
+        y0 = y0 - rhs(times[0], y0) * _shift(t[0])
+        Y = _moved(rhs, np.transpose(_ODEINT(y0, *values, problem=problem)), t, times).T
+    else:
+        Y = _ODEINT(y0, *values, problem=problem)
+    return (Y, result["info"]) if full_output else Y
+
+
+# ----------------------------------------------------------------------------------------------
+# quad
+
+
+class _Integral:
+    """One differentiated ``quad`` or ``quad_vec`` (``integrate``): the integrand, its
+    parameters and SciPy's settings."""
+
+    def __init__(self, name, integrate, func, parameters, settings):
+        self.name, self.integrate, self.func = name, integrate, func
+        self.parameters, self.settings = parameters, settings
+        self.found = None
+
+    def integrand(self, x, values):
+        with self.parameters.bound(values):
+            return self.func(x, *self.parameters.args(values))
+
+    def at(self, x, values):
+        """The integrand's plain value at ``x`` (a limit's derivative)."""
+        with plain_allocation(), self.parameters.bound(values):
+            return _plain_call(self.name, self.func)(x, *self.parameters.args(values))
+
+    def value(self, a, b, values):
+        if _followed(a, b, *values):
+            raise UnsupportedOperationError(
+                f"{self.name}: values of several nested differentiations reach the integral; "
+                "mutad differentiates an integral once (no second derivatives through it).")
+        with plain_allocation(), self.parameters.bound(values):
+            self.found = self.integrate(_plain_call(self.name, self.func), a, b,
+                                        args=self.parameters.args(values), **self.settings)
+        return np.asarray(self.found[0], dtype=float)
+
+    def over(self, g, a, b):
+        """``∫ g(x) dx`` over [a, b], ``g`` vector-valued: ``quad_vec`` at the tolerances and
+        break points the integral was given."""
+        with plain_allocation():
+            return _quad_vec.quad_vec(g, a, b, epsabs=self.settings["epsabs"],
+                                      epsrel=self.settings["epsrel"],
+                                      points=self.settings["points"])[0]
+
+
+def _integral_value(a, b, *values, integral):
+    return integral.value(a, b, values)
+
+
+class _Quadrature(Adjoint):
+    complex_values = None  # real integrands only
+
+    def _name(self):
+        return "quad"
+
+
+_QUAD = _Quadrature(_integral_value)
+
+
+@_QUAD.rule
+def _quad_rule(a, b, *values, integral):
+    y = integral.value(a, b, values)
+
+    def back(dy):
+        # d/dθ ∫ f(x, θ) dx = ∫ ∂f/∂θ dx: the integral of the integrand's pullback of dy at x;
+        # d/db = f(b), d/da = -f(a).
+        dvalues = []
+        if values:
+            def gradient_at(x):
+                _, pull = pullback(lambda *p: integral.integrand(x, p), *values)
+                return _flat(pull(dy), values)
+
+            dvalues = _unflat(integral.over(gradient_at, a, b), values)
+        return (-np.vdot(dy, integral.at(a, values)) if np.isfinite(a) else None,
+                np.vdot(dy, integral.at(b, values)) if np.isfinite(b) else None, *dvalues)
+
+    return y, back
+
+
+@_QUAD.jvp_rule
+def _quad_forward(tangents, a, b, *values, integral):
+    y = integral.value(a, b, values)
+    da, db = tangents[0], tangents[1]
+    dy = np.zeros_like(y)
+    if da is not None:
+        dy = dy - da * integral.at(a, values)
+    if db is not None:
+        dy = dy + db * integral.at(b, values)
+    if values:
+        dvalues = tuple(np.zeros(np.shape(v)) if d is None else d
+                        for v, d in zip(values, tangents[2:], strict=True))
+
+        def tangent_at(x):
+            return np.asarray(jvp(lambda *p: integral.integrand(x, p), tuple(values),
+                                  dvalues)[1])
+
+        dy = dy + integral.over(tangent_at, a, b)
+    return y, np.asarray(dy, dtype=float)
+
+
+def _integral(name, integrate, func, a, b, args, settings):
+    """``integrate(func, a, b, args=args, **settings)`` (``quad`` or ``quad_vec``), its value
+    differentiated; the rest of what SciPy returns as it is."""
+    settings = _settings(name, settings, ("epsabs", "epsrel"))
+    parameters = _Parameters(name, (func,), args)
+    if not parameters.followed and not _followed(a, b):
+        with plain_allocation():  # nothing differentiated reaches the integral
+            return integrate(_plain_call(name, func), a, b, args=args, **settings)
+    if settings.get("weight") is not None or settings.get("complex_func"):
+        raise UnsupportedOperationError(
+            f"{name}(weight=..., complex_func=True) with differentiated inputs: mutad "
+            "differentiates plain integrals of real functions only.")
+    for limit in (a, b):
+        if _followed(limit) and not np.isfinite(_plain(limit)):
+            raise InvalidArgumentError(f"{name}: an infinite limit cannot be differentiated.")
+    integral = _Integral(name, integrate, func, parameters, settings)
+    value = _QUAD(a, b, *parameters.values(), integral=integral)
+    return (value, *integral.found[1:])
+
+
+@_routed(_quadpack_py.quad)
+def quad(func: Callable[..., Any], a: float, b: float, args: Any = (), full_output: int = 0,
+         epsabs: float = 1.49e-08, epsrel: float = 1.49e-08, limit: int = 50,
+         points: Any = None, weight: str | None = None, wvar: Any = None,
+         wopts: Any = None, maxp1: int = 50, limlst: int = 50,
+         complex_func: bool = False) -> Any:
+    """SciPy's ``quad``, differentiated in the limits and the parameters (``args=`` and the
+    arrays ``func`` closes over): the parameters' gradient is ``quad_vec`` of the integrand's
+    pullback. Returns ``(value, abserr, ...)`` as SciPy does, only the value differentiated."""
+    settings = dict(full_output=full_output, epsabs=epsabs, epsrel=epsrel, limit=limit,
+                    points=points, weight=weight, wvar=wvar, wopts=wopts, maxp1=maxp1,
+                    limlst=limlst, complex_func=complex_func)
+    if not ACTIVE.running:
+        return _quadpack_py.quad(func, a, b, args, **settings)
+    return _integral("quad", _quadpack_py.quad, func, a, b,
+                     args if isinstance(args, tuple) else (args,), settings)
+
+
+@_routed(_quad_vec.quad_vec)
+def quad_vec(f: Callable[..., Any], a: float, b: float, epsabs: float = 1e-200,
+             epsrel: float = 1e-08, norm: str = "2", cache_size: float = 100e6,
+             limit: int = 10000, workers: Any = 1, points: Any = None, quadrature: Any = None,
+             full_output: bool = False, *, args: tuple[Any, ...] = ()) -> Any:
+    """SciPy's ``quad_vec``, differentiated as ``quad`` is. Returns ``(value, error, ...)`` as
+    SciPy does, only the value differentiated."""
+    settings = dict(epsabs=epsabs, epsrel=epsrel, norm=norm, cache_size=cache_size,
+                    limit=limit, workers=workers, points=points, quadrature=quadrature,
+                    full_output=full_output)
+    if not ACTIVE.running:
+        return _quad_vec.quad_vec(f, a, b, args=args, **settings)
+    return _integral("quad_vec", _quad_vec.quad_vec, f, a, b, tuple(args), settings)

@@ -1,0 +1,517 @@
+"""mutad.scipy.integrate: the quadratures of samples, solve_ivp (every method), odeint and quad.
+
+Called by SciPy's names inside the differentiated function and by mutad.scipy.integrate's.
+The quadratures of samples are SciPy's steps, so their derivatives are exact (finite
+differences, forward mode, second order). The solvers' gradients are the continuous adjoint
+and forward sensitivities: derivatives of the exact solution, checked against closed forms
+(y' = -k y) and finite differences at tight tolerances. Values are always SciPy's, bit for bit.
+"""
+
+import numpy as np
+import pytest
+import scipy.integrate
+import scipy.linalg
+from scipy.integrate import (cumulative_trapezoid, odeint, quad, quad_vec, simpson, solve_ivp,
+                             trapezoid)
+
+import mutad
+from mutad.errors import UnsupportedOperationError
+from mutad.scipy import integrate
+
+POLICIES = ("restore", "checkpoint")
+METHODS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")
+TIGHT = dict(rtol=1e-10, atol=1e-12)
+
+
+def unchanged(*arrays):
+    """The bytes of ``arrays``, to compare after a differentiation."""
+    return [np.asarray(a).tobytes() for a in arrays]
+
+
+# ----------------------------------------------------------------------------------------------
+# trapezoid, simpson, cumulative_trapezoid
+
+
+def _abscissae(n):
+    return np.cumsum(np.random.default_rng(n).uniform(0.2, 1.0, n))
+
+
+QUADRATURES = [
+    ("trapezoid x", lambda y, x: trapezoid(y, x), lambda y, x: integrate.trapezoid(y, x)),
+    ("trapezoid dx", lambda y, x: trapezoid(y, dx=0.3),
+     lambda y, x: integrate.trapezoid(y, dx=0.3)),
+    ("simpson x", lambda y, x: simpson(y, x=x), lambda y, x: integrate.simpson(y, x=x)),
+    ("simpson dx", lambda y, x: simpson(y, dx=0.3), lambda y, x: integrate.simpson(y, dx=0.3)),
+    ("cumulative_trapezoid x", lambda y, x: cumulative_trapezoid(y, x, initial=0),
+     lambda y, x: integrate.cumulative_trapezoid(y, x, initial=0)),
+    ("cumulative_trapezoid dx", lambda y, x: cumulative_trapezoid(y, dx=0.3),
+     lambda y, x: integrate.cumulative_trapezoid(y, dx=0.3)),
+]
+
+
+@pytest.mark.parametrize("n", [2, 3, 6, 7])
+@pytest.mark.parametrize("name, by_scipy, by_mutad", QUADRATURES, ids=[q[0] for q in QUADRATURES])
+def test_quadratures_of_samples(name, by_scipy, by_mutad, n):
+    x = _abscissae(n)
+    y = np.sin(x)
+    expected = by_scipy(y, x)  # SciPy's own, outside a differentiation
+    for f in (by_scipy, by_mutad):
+        value, _ = mutad.value_and_gradient(lambda y, x: np.sum(f(y, x) ** 2), y, x)
+        assert value == np.sum(expected ** 2)
+        for policy in POLICIES:
+            mutad.check_grads(f, y, x, policy=policy)
+        mutad.check_jvp(f, y, x)
+    mutad.check_grads(by_scipy, y, x, order=2)
+
+
+def test_quadratures_along_an_axis():
+    x = _abscissae(5)
+    y = np.cos(np.outer(np.arange(1.0, 4.0), x))  # (3, 5): integrate each row, and columns
+    for f in (lambda y, x: simpson(y, x=x, axis=1), lambda y, x: trapezoid(y.T, x, axis=0),
+              lambda y, x: cumulative_trapezoid(y, np.broadcast_to(x, y.shape), axis=-1),
+              lambda y, x: simpson(y.T, x=np.broadcast_to(x, y.shape).T, axis=0)):
+        mutad.check_grads(f, y, x)
+        mutad.check_jvp(f, y, x)
+
+
+# ----------------------------------------------------------------------------------------------
+# solve_ivp: y' = -k y, y(t) = y0 exp(-k t)
+
+
+def decay(t, y, k):
+    dy = np.empty(1)  # the user's in-place NumPy
+    dy[0] = -k * y[0]
+    return dy
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_solve_ivp_closed_form_every_method(method):
+    y0, k, T = np.array([1.5]), 0.7, 2.0
+
+    # RK23, of third order, would take many steps at the tightest tolerances.
+    tolerances, rtol = (dict(rtol=1e-8, atol=1e-10), 1e-5) if method == "RK23" else (TIGHT, 1e-7)
+
+    def final(y0, k):
+        sol = solve_ivp(decay, (0.0, T), y0, method=method, args=(k,), **tolerances)
+        return sol.y[0, -1]
+
+    before = unchanged(y0)
+    value, (dy0, dk) = mutad.value_and_gradient(final, y0, k)
+    assert unchanged(y0) == before
+    assert value == scipy.integrate.solve_ivp(decay, (0.0, T), y0, method=method, args=(k,),
+                                              **tolerances).y[0, -1]
+    np.testing.assert_allclose(dy0, [np.exp(-k * T)], rtol=rtol)
+    np.testing.assert_allclose(dk, -T * y0[0] * np.exp(-k * T), rtol=rtol)
+    # Forward mode: the forward sensitivities.
+    _, tangent = mutad.jvp(final, (y0, k), (np.array([1.0]), 0.5))
+    np.testing.assert_allclose(tangent, np.exp(-k * T) * (1.0 - 0.5 * T * y0[0]), rtol=rtol)
+
+
+def test_solve_ivp_values_are_scipys_and_y_is_traced():
+    y0 = np.array([1.0, 0.5])
+
+    def f(y0):
+        sol = solve_ivp(lambda t, y: -y, (0.0, 1.0), y0, t_eval=[0.25, 1.0])
+        plain = scipy.integrate.solve_ivp(lambda t, y: -y, (0.0, 1.0),
+                                          mutad.stop_gradient(y0), t_eval=[0.25, 1.0])
+        assert np.array_equal(mutad.stop_gradient(sol.y), plain.y)
+        assert np.array_equal(sol.t, plain.t) and sol.success and sol.sol is None
+        assert sol.y[:, -1].shape == (2,)
+        return sol.y.sum()
+
+    grad, = mutad.gradient(f, y0)
+    np.testing.assert_allclose(grad, [np.exp(-0.25) + np.exp(-1.0)] * 2, rtol=1e-3)
+
+
+def test_jacobian_of_a_linear_system_is_its_exponential():
+    A = np.array([[-1.0, 0.5], [0.0, -2.0]])
+    flow = lambda y0: solve_ivp(lambda t, y: A @ y, (0, 1), y0, **TIGHT).y[:, -1]  # noqa: E731
+    np.testing.assert_allclose(mutad.jacobian(flow, np.array([1.0, 2.0])), scipy.linalg.expm(A),
+                               rtol=1e-8)
+
+
+def lotka_volterra(t, z, alpha, beta):
+    dz = np.empty(2)
+    dz[0] = alpha * z[0] - beta * z[0] * z[1]
+    dz[1] = -0.8 * z[1] + 0.3 * z[0] * z[1]
+    return dz
+
+
+@pytest.mark.parametrize("method", ["RK45", "LSODA"])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_solve_ivp_args_and_closure_by_finite_differences(method, policy):
+    """Parameters through args= and closed over (the in-place right-hand side), outputs at
+    several times: finite differences, reverse and forward mode."""
+    def loss(z0, alpha, beta):
+        def rhs(t, z, alpha):
+            return lotka_volterra(t, z, alpha, beta)  # beta closed over, alpha through args
+
+        sol = solve_ivp(rhs, (0.0, 3.0), z0, method=method, t_eval=np.linspace(0.5, 3.0, 6),
+                        args=(alpha,), **TIGHT)
+        return (sol.y[0] * sol.y[1]).sum() + sol.y[:, -1] @ z0
+
+    args = (np.array([1.2, 0.7]), 1.1, np.array(0.4))
+    mutad.check_grads(loss, *args, policy=policy, rtol=1e-5)
+    if policy == "restore":
+        mutad.check_jvp(loss, *args, rtol=1e-5)
+
+
+def test_solve_ivp_mutad_name_tuple_closure_and_decreasing_time():
+    def loss(z0, params):
+        theta = (params[0], params[1])  # a tuple of differentiated values, closed over
+
+        def rhs(t, z):
+            return lotka_volterra(t, z, *theta)
+
+        sol = integrate.solve_ivp(rhs, (2.0, 0.0), z0, method="DOP853", **TIGHT)
+        return sol.y[0, -1] - 2.0 * sol.y[1, -1]
+
+    args = (np.array([1.2, 0.7]), np.array([1.1, 0.4]))
+    mutad.check_grads(loss, *args, rtol=1e-5)
+    mutad.check_jvp(loss, *args, rtol=1e-5)
+
+
+@pytest.mark.parametrize("method", ["Radau", "BDF"])
+def test_stiff_solve_with_a_parameter_array(method):
+    """A stiff right-hand side and an array of parameters, closed over: the implicit adjoint's
+    Jacobian skips μ's components."""
+    def loss(y0, theta):
+        def rhs(t, y):
+            dy = np.empty(2)
+            dy[0] = -50.0 * (y[0] - np.cos(t)) + 0.1 * (theta @ np.sin(np.arange(6.0) * t))
+            dy[1] = y[0] - y[1]
+            return dy
+
+        return solve_ivp(rhs, (0, 1), y0, method=method, rtol=1e-8, atol=1e-10).y[:, -1].sum()
+
+    mutad.check_grads(loss, np.array([1.0, 0.0]), np.linspace(0.0, 1.0, 6), rtol=1e-4)
+
+
+def test_right_hand_side_reading_the_time():
+    """f makes t a Python number, or branches on it: the adjoint's replayed program is
+    re-recorded at the branch, and gives way to pullbacks where t is converted."""
+    def converted(t, y, k):
+        return -k * y * float(t)
+
+    def branching(t, y, k):
+        return -k * y if t < 0.5 else -2.0 * k * y
+
+    for rhs, exact in ((converted, -0.5 * np.exp(-0.35)), (branching, -1.5 * np.exp(-1.05))):
+        final = lambda k: solve_ivp(rhs, (0, 1), [1.0], args=(k,), **TIGHT).y[0, -1]  # noqa
+        np.testing.assert_allclose(mutad.gradient(final, 0.7)[0], exact, rtol=1e-7)
+        np.testing.assert_allclose(mutad.jvp(final, (0.7,), (1.0,))[1], exact, rtol=1e-7)
+
+
+def test_solve_ivp_jacobian_sharing_the_closure():
+    """fun and jac close over the same cell: one parameter, differentiated once."""
+    def final(k):
+        fun = lambda t, y: -k * y
+        jac = lambda t, y: -k * np.eye(1)
+        return solve_ivp(fun, (0, 1), [1.0], method="Radau", jac=jac, **TIGHT).y[0, -1]
+
+    np.testing.assert_allclose(mutad.gradient(final, 0.5)[0], -np.exp(-0.5), rtol=1e-8)
+
+
+def test_solve_ivp_vectorized_and_outputs_at_the_solvers_steps():
+    def loss(y0, k):
+        sol = solve_ivp(lambda t, y: -k * y ** 2, (0.0, 1.0), y0, vectorized=True, **TIGHT)
+        return (sol.y[:, -1] ** 2).sum() + sol.y[1, 0]  # t_span's ends: fixed times
+
+    mutad.check_grads(loss, np.array([0.9, 1.3]), 0.6, rtol=1e-5)
+    mutad.check_jvp(loss, np.array([0.9, 1.3]), 0.6, rtol=1e-5)
+
+    def every_step(y0, k):  # the step times move with k: refused, not a wrong number
+        return (solve_ivp(lambda t, y: -k * y, (0.0, 1.0), y0).y ** 2).sum()
+
+    with pytest.raises(UnsupportedOperationError, match="t_eval"):
+        mutad.gradient(every_step, np.array([0.9]), 0.6)
+    _, tangent = mutad.jvp(every_step, (np.array([0.9]), 0.6), (np.array([1.0]), 0.0))
+    assert np.isnan(tangent)
+
+
+def test_solve_ivp_dense_output():
+    y0, k = np.array([2.0]), 0.3
+    times = np.array([1.5, 0.25, 1.0])
+
+    def at(y0, k):
+        sol = solve_ivp(decay, (0.0, 2.0), y0, args=(k,), dense_output=True, **TIGHT)
+        return sol.sol(times)[0] @ np.array([1.0, 2.0, 3.0]) + sol.sol(0.5)[0]
+
+    dy0, dk = mutad.gradient(at, y0, k)
+    weights = np.array([1.0, 2.0, 3.0, 1.0])
+    every = np.append(times, 0.5)
+    np.testing.assert_allclose(dy0, [weights @ np.exp(-k * every)], rtol=1e-7)
+    np.testing.assert_allclose(dk, weights @ (-every * y0[0] * np.exp(-k * every)), rtol=1e-7)
+    mutad.check_jvp(at, y0, k, rtol=1e-5)
+
+
+def forced(t, z, a):
+    dz = np.empty(2)
+    dz[0] = a * z[0] - 0.4 * z[0] * z[1] + np.sin(t)  # not autonomous
+    dz[1] = -0.8 * z[1] + 0.3 * z[0] * z[1]
+    return dz
+
+
+Z0 = np.array([1.2, 0.7])
+
+
+def _span(t0, t1, a):
+    sol = solve_ivp(forced, (t0, t1), Z0, args=(a,), **TIGHT)
+    return (sol.y[:, -1] ** 2).sum() + sol.y[0, 0]
+
+
+def _evaluation_times(times, a):
+    return (solve_ivp(forced, (0.0, 3.0), Z0, t_eval=times, args=(a,), **TIGHT).y ** 2).sum()
+
+
+def _start_with_evaluation_times(t0, a):
+    sol = solve_ivp(forced, (t0, 3.0), Z0, t_eval=[1.0, 2.0], args=(a,), **TIGHT)
+    return (sol.y ** 2).sum()
+
+
+def _dense_times(times, a):
+    sol = solve_ivp(forced, (0.0, 3.0), Z0, args=(a,), dense_output=True, **TIGHT)
+    return (sol.sol(times) ** 2).sum() + sol.sol(times[1])[0]
+
+
+def _odeint_times(times, a):
+    return (odeint(forced, Z0, times, args=(a,), tfirst=True, rtol=1e-11, atol=1e-12) ** 2).sum()
+
+
+TIMES = [(_span, (0.1, 2.5, 1.1), 1e-5),
+         (_evaluation_times, (np.array([0.5, 1.5, 2.5]), 1.1), 1e-5),
+         (_start_with_evaluation_times, (0.2, 1.1), 1e-5),
+         (_dense_times, (np.array([0.5, 1.5, 2.5]), 1.1), 1e-4),  # the interpolant's accuracy
+         (_odeint_times, (np.array([0.1, 1.0, 2.0]), 1.1), 1e-5)]
+
+
+@pytest.mark.parametrize("f, args, rtol", TIMES, ids=[f.__name__ for f, _, _ in TIMES])
+def test_differentiable_times(f, args, rtol):
+    """t_span, t_eval, sol.sol's t and odeint's t: the solution moves with each as y' = f."""
+    mutad.check_grads(f, *args, rtol=rtol)
+    mutad.check_jvp(f, *args, rtol=rtol)
+
+
+def test_times_closed_form():
+    def final(y0, k, T):
+        return solve_ivp(decay, (0.0, T), y0, args=(k,), **TIGHT).y[0, -1]
+
+    dT = mutad.gradient(final, np.array([1.5]), 0.7, 2.0)[2]
+    np.testing.assert_allclose(dT, -0.7 * 1.5 * np.exp(-1.4), rtol=1e-8)
+
+
+def ball(t, y, c):
+    dy = np.empty(2)  # height and velocity, with drag c
+    dy[0] = y[1]
+    dy[1] = -9.81 - c * y[1]
+    return dy
+
+
+def ground(t, y, c):
+    return y[0]
+
+
+ground.terminal, ground.direction = True, -1
+
+
+def _landing(v0, c):
+    sol = solve_ivp(ball, (0, 10), np.array([0.0, v0]), args=(c,), events=ground, **TIGHT)
+    return sol.t_events[0][0] + sol.y[1, -1] + sol.y_events[0][0][1] + sol.t[-1]
+
+
+def _height_reached(v0, c, h):
+    """A non-terminal event whose function closes over a differentiated threshold."""
+    reach = lambda t, y, c: y[0] - h  # noqa: E731
+    sol = solve_ivp(ball, (0, 1.5), np.array([0.0, v0]), args=(c,), events=reach,
+                    t_eval=[1.0], **TIGHT)
+    return 2.0 * sol.t_events[0][0] + sol.y_events[0][0][1] + sol.y[0, -1]
+
+
+def test_events_time_by_the_implicit_function_theorem():
+    v0, c = 5.0, 0.3
+    # Without drag the ball lands at 2 v0 / g.
+    landing = lambda v0, c: solve_ivp(ball, (0, 10), np.array([0.0, v0]), args=(c,),  # noqa
+                                      events=ground, **TIGHT).t_events[0][0]
+    np.testing.assert_allclose(mutad.gradient(landing, v0, 0.0)[0], 2 / 9.81, rtol=1e-8)
+
+    def same_values(v0, c):
+        sol = solve_ivp(ball, (0, 10), np.array([0.0, v0]), args=(c,), events=ground, **TIGHT)
+        plain = scipy.integrate.solve_ivp(ball, (0, 10), np.array([0.0, 5.0]), args=(0.3,),
+                                          events=ground, **TIGHT)
+        assert mutad.stop_gradient(sol.t_events[0]).tobytes() == plain.t_events[0].tobytes()
+        assert mutad.stop_gradient(sol.y_events[0]).tobytes() == plain.y_events[0].tobytes()
+        assert mutad.stop_gradient(sol.y).tobytes() == plain.y.tobytes()
+        return sol.t_events[0][0]
+
+    mutad.gradient(same_values, v0, c)
+    for f, args in ((_landing, (v0, c)), (_height_reached, (v0, c, 1.0))):
+        mutad.check_grads(f, *args, rtol=1e-5)
+        mutad.check_jvp(f, *args, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# odeint
+
+
+def test_odeint_closed_form_and_finite_differences():
+    y0, k = np.array([1.5]), 0.7
+    t = np.array([0.0, 1.0, 2.0])
+
+    def loss(y0, k):
+        Y = odeint(lambda y, t, k: -k * y, y0, t, args=(k,), rtol=1e-11, atol=1e-12)
+        return Y[1, 0] + 2.0 * Y[2, 0]
+
+    value, (dy0, dk) = mutad.value_and_gradient(loss, y0, k)
+    plain = scipy.integrate.odeint(lambda y, t, k: -k * y, y0, t, args=(k,), rtol=1e-11,
+                                   atol=1e-12)
+    assert value == plain[1, 0] + 2.0 * plain[2, 0]
+    np.testing.assert_allclose(dy0, [np.exp(-k) + 2.0 * np.exp(-2 * k)], rtol=1e-7)
+    np.testing.assert_allclose(dk, -y0[0] * (np.exp(-k) + 4.0 * np.exp(-2 * k)), rtol=1e-7)
+    _, tangent = mutad.jvp(loss, (y0, k), (np.array([0.0]), 1.0))
+    np.testing.assert_allclose(tangent, dk, rtol=1e-7)
+
+
+def test_odeint_tfirst_full_output_and_closure():
+    def loss(z0, beta):
+        def rhs(t, z):
+            return lotka_volterra(t, z, 1.1, beta)
+
+        Y, info = integrate.odeint(rhs, z0, np.linspace(0.0, 2.0, 5), tfirst=True,
+                                   full_output=1, rtol=1e-11, atol=1e-12)
+        assert info["message"] == "Integration successful."
+        return (Y ** 2).sum()
+
+    for policy in POLICIES:
+        mutad.check_grads(loss, np.array([1.2, 0.7]), 0.4, policy=policy, rtol=1e-5)
+    mutad.check_jvp(loss, np.array([1.2, 0.7]), 0.4, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# quad
+
+
+def test_quad_parameters_and_limits():
+    def area(a, b, c):
+        return quad(lambda x, c: np.sin(c * x) * x, a, b, args=(c,))[0]
+
+    def area_mutad(a, b, c):
+        value, error = integrate.quad(lambda x: np.exp(-c * x * x), a, b)
+        return value
+
+    value, _ = mutad.value_and_gradient(area, 0.2, 1.3, 0.9)
+    assert value == scipy.integrate.quad(lambda x, c: np.sin(c * x) * x, 0.2, 1.3, args=(0.9,))[0]
+    for f in (area, area_mutad):
+        for policy in POLICIES:
+            mutad.check_grads(f, 0.2, 1.3, 0.9, policy=policy)
+        mutad.check_jvp(f, 0.2, 1.3, 0.9)
+    # d/dc of ∫_0^∞ exp(-c x²) = sqrt(pi / c) / 2 is -sqrt(pi) / (4 c^1.5).
+    dc, = mutad.gradient(lambda c: integrate.quad(lambda x: np.exp(-c * x * x), 0, np.inf)[0],
+                         0.9)
+    np.testing.assert_allclose(dc, -np.sqrt(np.pi) / (4 * 0.9 ** 1.5), rtol=1e-7)
+
+
+def test_quad_vec_and_break_points():
+    def moments(a, b, c):
+        value, error = quad_vec(lambda x: np.sin(c * x) * np.array([1.0, x]), a, b)
+        return value
+
+    def powers(c):
+        return integrate.quad_vec(lambda x, c: c * x ** np.arange(3.0), 0.0, 1.0, args=(c,))[0]
+
+    def kinked(c):
+        return quad(lambda x: np.abs(x - 0.5) * c, 0.0, 1.0, points=[0.5])[0]
+
+    for policy in POLICIES:
+        mutad.check_grads(moments, 0.2, 1.3, np.array(0.9), policy=policy)
+    mutad.check_jvp(moments, 0.2, 1.3, np.array(0.9))
+    np.testing.assert_allclose(mutad.jacobian(powers, np.array([1.0, 2.0, 3.0])),
+                               np.diag([1.0, 1 / 2, 1 / 3]), rtol=1e-8)
+    np.testing.assert_allclose(mutad.gradient(kinked, 2.0)[0], 0.25, rtol=1e-8)
+
+
+# ----------------------------------------------------------------------------------------------
+# What is refused, with a clear error
+
+
+def test_refusals():
+    y0 = np.array([1.0])
+
+    class Model:
+        pass
+
+    def hidden(k):
+        model = Model()
+        model.k = k  # reached through an object: not found, so refused
+        return solve_ivp(lambda t, y: -model.k * y, (0, 1), y0).y.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="args="):
+        mutad.gradient(hidden, 0.5)
+    with pytest.raises(mutad.errors.ComplexInputError):
+        mutad.gradient(lambda y0: np.abs(solve_ivp(lambda t, y: -1j * y, (0, 1), y0).y[0, -1]),
+                       np.array([1.0 + 0.5j]))
+
+    def final(k):
+        return solve_ivp(decay, (0.0, 1.0), y0, args=(k,)).y[0, -1]
+
+    # Times and events are differentiated to first order only.
+    with pytest.raises(UnsupportedOperationError, match="first order"):
+        mutad.hvp(lambda T: solve_ivp(decay, (0.0, T), y0, args=(0.5,)).y[0, -1], (1.0,), (1.0,))
+    with pytest.raises(UnsupportedOperationError, match="first order"):
+        mutad.hvp(_landing, (5.0, 0.3), (1.0, 0.0))
+    with pytest.raises(UnsupportedOperationError, match="once"):
+        mutad.gradient(lambda c: mutad.gradient(
+            lambda b: quad(lambda x: c * x, 0.0, b)[0], 1.0)[0], 0.5)
+
+
+def test_scipys_module_attributes():
+    """``scipy.integrate.solve_ivp`` and the others, spelled through the module."""
+    def loss(y0, k):
+        sol = scipy.integrate.solve_ivp(decay, (0.0, 1.0), y0, t_eval=[0.5, 1.0], args=(k,),
+                                        **TIGHT)
+        Y = scipy.integrate.odeint(lambda y, t: -k * y, y0, [0.0, 1.0], rtol=1e-11,
+                                   atol=1e-12)
+        area = scipy.integrate.quad(lambda x: k * x, 0.0, 1.0)[0]
+        samples = scipy.integrate.simpson(sol.y[0], dx=0.5) + scipy.integrate.trapezoid(sol.y[0])
+        return sol.y[0, -1] + Y[-1, 0] + area + samples
+
+    mutad.check_grads(loss, np.array([1.5]), 0.7, rtol=1e-5)
+    mutad.check_jvp(loss, np.array([1.5]), 0.7, rtol=1e-5)
+
+
+def test_second_order():
+    """hvp (reverse over forward), hessian (forward over reverse) and a gradient of a
+    gradient: the sensitivities solved by a solve the enclosing differentiation follows."""
+    loose = dict(rtol=1e-8, atol=1e-10)
+
+    def final(y0, k):
+        return solve_ivp(decay, (0.0, 2.0), y0, args=(k,), **loose).y[0, -1]
+
+    y0, k = np.array([1.5]), 0.7  # y0 e^{-2k}
+    mixed, second = -2 * np.exp(-2 * k), 4 * y0[0] * np.exp(-2 * k)
+    hvp = mutad.hvp(final, (y0, k), (np.array([1.0]), 1.0))
+    np.testing.assert_allclose(hvp[0], [mixed], rtol=1e-5)
+    np.testing.assert_allclose(hvp[1], mixed + second, rtol=1e-5)
+    np.testing.assert_allclose(mutad.hessian(final, y0, k, argnums=1), second, rtol=1e-5)
+    np.testing.assert_allclose(mutad.gradient(lambda k: mutad.gradient(final, y0, k)[1], k)[0],
+                               second, rtol=1e-5)
+
+    def final_state(z0, a):
+        sol = solve_ivp(lambda t, z: lotka_volterra(t, z, a, 0.4), (0, 1.0), z0, **loose)
+        return (sol.y[:, -1] ** 2).sum()
+
+    def outputs(z0, a):
+        Y = odeint(lambda z, t, a: lotka_volterra(t, z, a, 0.4), z0, [0.0, 1.0], args=(a,),
+                   **loose)
+        return (Y ** 2).sum()
+
+    z0 = np.array([1.2, 0.7])
+    mutad.check_grads(final_state, z0, 1.1, order=2, modes=("rev",), rtol=1e-3)
+    mutad.check_grads(outputs, z0, 1.1, order=2, modes=("fwd",), rtol=1e-3)
+
+
+def test_plain_calls_are_scipys():
+    sol = integrate.solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,))
+    expected = scipy.integrate.solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,))
+    assert np.array_equal(sol.y, expected.y)
+    assert integrate.quad(np.sin, 0, 1) == scipy.integrate.quad(np.sin, 0, 1)
+    assert integrate.simpson([1.0, 2.0, 4.0]) == scipy.integrate.simpson([1.0, 2.0, 4.0])
