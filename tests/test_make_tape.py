@@ -212,6 +212,13 @@ def _spectral_heat():
     return example["misfit"], (np.log(0.05), u0, observations)
 
 
+def _ode_fit():
+    m = _example("ode_fit")
+    counts = m["solve_ivp"](m["lotka_volterra"], (0.0, m["TIMES"][-1]), m["START"],
+                            t_eval=m["TIMES"], args=(np.array([1.0, 0.1, 0.075, 1.5]),)).y
+    return m["misfit"], (np.log(np.array([0.9, 0.11, 0.07, 1.6])), counts)
+
+
 def _sparse_heat_fit():
     m = _example("sparse_heat_fit")
     u0 = np.exp(-80.0 * (m["X"] - 0.4) ** 2)
@@ -233,7 +240,7 @@ PROGRAMS = {"add_vecs": _add_sum("add_vecs"), "burgers_finite_volume": _burgers,
             "heat_explicit": _heat_explicit, "heat_scalar": _heat_scalar,
             "implicit_heat": _implicit_heat,
             "kalman_minimize": _kalman, "leapfrog_memory": _leapfrog_memory,
-            "newton_gaussian_mle": _newton, "rk4_fit": _rk4,
+            "newton_gaussian_mle": _newton, "ode_fit": _ode_fit, "rk4_fit": _rk4,
             "sparse_heat_fit": _sparse_heat_fit, "spectral_heat": _spectral_heat,
             "zygote120": _add_sum("zygote120")}
 
