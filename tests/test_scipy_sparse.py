@@ -456,6 +456,25 @@ def test_a_sparse_argument_has_a_sparse_gradient(kind):
     assert np.allclose(ga.toarray(), np.where(dense != 0, expected, 0.0), rtol=1e-10)
 
 
+@pytest.mark.parametrize("kind", [scipy.sparse.lil_matrix, scipy.sparse.dok_array,
+                                  scipy.sparse.bsr_matrix], ids=lambda c: c.__name__)
+def test_a_sparse_argument_of_another_format_is_followed_as_csr(kind):
+    """lil, dok and bsr: the function receives the CSR form, the gradient is a CSR matrix of its
+    pattern (never a None a user could read as zero); integer ones get None, as integers do."""
+    a = kind(nonsymmetric(K, "csr"))
+    before = a.toarray().copy()
+
+    def f(a, b):
+        return np.sum((a @ b) ** 2)
+
+    ga, gb = mutad.gradient(f, a, B.copy())
+    dense = a.toarray()
+    assert scipy.sparse.issparse(ga) and ga.format == "csr"
+    assert np.allclose(ga.toarray(), np.where(dense != 0, 2 * np.outer(dense @ B, B), 0.0))
+    assert np.array_equal(a.toarray(), before)
+    assert mutad.gradient(f, kind(np.eye(N, dtype=int)), B.copy())[0] is None
+
+
 def test_in_place_writes_into_a_sparse_arguments_values_are_undone():
     a = csr_matrix(M)
     before = a.data.tobytes()

@@ -1238,4 +1238,16 @@ for _cls in (_sparse.csr_matrix, _sparse.csr_array, _sparse.csc_matrix, _sparse.
              _sparse.coo_matrix, _sparse.coo_array, _sparse.dia_matrix, _sparse.dia_array,
              TracedSparse):
     register_pytree(_cls, _flatten_matrix, _unflatten_matrix)
+
+
+def _flatten_converted(matrix):
+    """A matrix of a format whose stored values have no fixed order (lil, dok) or come in
+    blocks (bsr), followed as its CSR form: the function receives that, and the gradient is a
+    CSR matrix of its pattern."""
+    return _flatten_matrix(matrix.tocsr())
+
+
+for _cls in (_sparse.lil_matrix, _sparse.lil_array, _sparse.dok_matrix, _sparse.dok_array,
+             _sparse.bsr_matrix, _sparse.bsr_array):
+    register_pytree(_cls, _flatten_converted, _unflatten_matrix)
 del _cls
