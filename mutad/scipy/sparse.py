@@ -15,7 +15,7 @@ names, inside the differentiated function; the same names are importable from he
 **A sparse matrix with traced values.** Where a constructor (``diags``, ``diags_array``,
 ``spdiags``, ``csr_matrix``/``csr_array``, ``csc_*``, ``coo_*``, ``dia_*``; ``hstack``,
 ``vstack``, ``bmat`` and ``block_diag`` of such matrices) receives traced values, it gives
-a :class:`TracedSparse`: SciPy's own matrix of the same format holding those values (its
+a ``TracedSparse``: SciPy's own matrix of the same format holding those values (its
 *pattern*, a constant decision taken when it is built, as the shape of an array is) and the
 traced array of its stored values, ``A.data``. The pattern is SciPy's, except that a value
 SciPy would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D)``, an entry
@@ -36,7 +36,7 @@ factor.
 
 **As arguments and results.** A SciPy matrix of format csr, csc, coo or dia passed to a
 differentiated function is differentiated in its stored values: inside the function it is a
-:class:`TracedSparse`, and its gradient is SciPy's matrix of the same class and pattern
+``TracedSparse``, and its gradient is SciPy's matrix of the same class and pattern
 holding the cotangents of the stored values (of ``A.data``). A function may return one, too.
 Other formats (``lil``, ``dok``, ``bsr``) are passed as constants: convert them first.
 
