@@ -602,3 +602,24 @@ def test_forward_rule_of_det_of_a_singular_matrix_uses_the_cofactor(rng):
     da = rng.standard_normal((3, 3))
     _, dy = JVPS[np.linalg.det]([da], a)
     np.testing.assert_allclose(dy, directional_fd(np.linalg.det, (a,), (da,), step=1e-3), atol=1e-8)
+
+
+def test_the_cotangent_of_a_matrix_broadcast_over_a_stack_makes_no_stack_of_products():
+    """``A @ C`` of a stack of 500 rows and one 30 x 30 matrix (a doitgen kernel): C's cotangent
+    is one product of the stacked rows, not 500 products summed (3.6 MB here, 27x the inputs)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    stack, matrix = rng.random((25, 20, 1, 30)), rng.random((30, 30))
+
+    def kernel(a, c):
+        return ((a @ c) ** 2).sum()
+
+    tracemalloc.start()
+    try:
+        mutad.gradient(kernel, stack, matrix)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * (stack.nbytes + matrix.nbytes)
+    mutad.check_grads(kernel, stack[:2, :3], matrix[:, :5], order=2)

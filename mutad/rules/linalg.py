@@ -318,11 +318,25 @@ def matmul(a, b, **kwargs):
             dy2 = np.expand_dims(dy2, -2 if np.ndim(b) > 1 else 0)
         if np.ndim(b) == 1:
             dy2 = np.expand_dims(dy2, -1)
-        da = unbroadcast(dy2 @ transpose(b2), np.shape(a2))
-        db = unbroadcast(transpose(a2) @ dy2, np.shape(b2))
+        da = _summed_product(dy2, transpose(b2), np.shape(a2))
+        db = _summed_product(transpose(a2), dy2, np.shape(b2))
         return np.reshape(da, np.shape(a)), np.reshape(db, np.shape(b))
 
     return y, back
+
+
+def _summed_product(left, right, shape):
+    """``left @ right`` summed to ``shape``, that of an operand matmul broadcast over the
+    others' batch: for a matrix (``A @ C`` of a stack ``A`` and one ``C``), the sum over the batch
+    of ``L_b R_b`` is one product ``[L_1 ... L_B] @ [R_1; ...; R_B]``, which makes no batch of
+    products (a stack of 3,600 matrices' cotangents, where the sum is one matrix)."""
+    batch = np.broadcast_shapes(np.shape(left)[:-2], np.shape(right)[:-2])
+    if len(shape) != 2 or not batch:
+        return unbroadcast(left @ right, shape)
+    left = np.broadcast_to(left, batch + np.shape(left)[-2:])
+    right = np.broadcast_to(right, batch + np.shape(right)[-2:])
+    rows = np.reshape(np.moveaxis(left, -2, 0), (np.shape(left)[-2], -1))
+    return rows @ np.reshape(right, (-1, np.shape(right)[-1]))
 
 
 defmultilinear(np.matmul, np.linalg.matmul, operands=(0, 1))
