@@ -260,7 +260,9 @@ def filtering(x):
 
 PROGRAMS = [reductions_program, scans_in_place, rearranging, selecting, gathering, creating,
             skipping_nans, special_functions, filtering]
-POINT = RNG.uniform(-1.5, 1.5, (3, 4))
+# Its own generator: drawn from the shared RNG, the point depended on which test modules were
+# imported before, and some orders put a near-tie of np.max within the finite differences' step.
+POINT = np.random.default_rng(263).uniform(-1.5, 1.5, (3, 4))
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda f: f.__name__)
