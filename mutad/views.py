@@ -94,6 +94,19 @@ def writeable(a):
     return a.flags.num & WRITEABLE != 0
 
 
+WARN_ON_WRITE = 0x80000000
+"""NumPy's NPY_ARRAY_WARN_ON_WRITE bit of ``ndarray.flags.num``: set on the results of
+``np.broadcast_arrays``, writeable for now, which warn when written (their elements may share
+memory) and are to become read-only."""
+
+
+def writes_freely(a):
+    """Whether ``a`` (a plain array) can be written without a warning: writeable, and not a
+    result of ``np.broadcast_arrays``. mutad writes into an array it did not make only then."""
+    num = a.flags.num
+    return num & WRITEABLE != 0 and num & WARN_ON_WRITE == 0
+
+
 def may_overlap(a, b):
     return np.may_share_memory(memory(a), memory(b))
 

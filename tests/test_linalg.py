@@ -1,5 +1,7 @@
 """Linear algebra rules: products, einsum and np.linalg, out of place and written in place."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -602,3 +604,22 @@ def test_forward_rule_of_det_of_a_singular_matrix_uses_the_cofactor(rng):
     da = rng.standard_normal((3, 3))
     _, dy = JVPS[np.linalg.det]([da], a)
     np.testing.assert_allclose(dy, directional_fd(np.linalg.det, (a,), (da,), step=1e-3), atol=1e-8)
+
+
+def test_the_deprecation_of_cross_of_2_vectors_is_the_users_not_mutads(rng):
+    # NumPy 2 deprecates np.cross of 2-vectors; the warning names the user's line, as NumPy's
+    # own does, in both modes, and mutad computes NumPy's value without calling that path.
+    a, b = rng.standard_normal((4, 2)), rng.standard_normal(2)
+
+    def f(a, b):
+        return np.cross(a, b)
+
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        expected = np.cross(a, b)
+        y, back = mutad.pullback(f, a, b)
+        mutad.jvp(f, (a, b), (a, b))
+        back(np.ones_like(y))
+    assert y.tobytes() == expected.tobytes()
+    places = {(w.category, w.filename) for w in heard}
+    assert places == {(DeprecationWarning, __file__)}, places
