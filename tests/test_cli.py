@@ -6,6 +6,7 @@ import csv
 import importlib.util
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -31,7 +32,7 @@ def tiny_run(tmp_path_factory):
     paths = {"json": directory / "run.json", "csv": directory / "run.csv",
              "plot": directory / "plot.png"}
     arguments = [*TINY, "--systems", "mutad", "--json", str(paths["json"]),
-                 "--csv", str(paths["csv"])]
+                 "--csv", str(paths["csv"]), "--save-to", str(directory / "saved")]
     if importlib.util.find_spec("matplotlib") is not None:
         arguments += ["--plot", str(paths["plot"])]
     completed = subprocess.run([sys.executable, "-m", "mutad.bench", *arguments],
@@ -207,12 +208,34 @@ def test_the_plot_has_time_and_memory_panels_with_honest_readable_axes():
     plt.close(figure)
 
 
+def test_a_run_saves_its_tables_and_measurements_and_explains_its_figures(tiny_run):
+    completed, paths = tiny_run
+    [table] = (paths["json"].parent / "saved").glob("mutad-bench-*.txt")
+    [measurements] = (paths["json"].parent / "saved").glob("mutad-bench-*.json")
+    assert table.stem == measurements.stem
+    assert f"wrote the tables: {table.resolve()}\n" in completed.stdout
+    assert f": {measurements.resolve()}\n" in completed.stdout
+    saved = table.read_text()
+    assert "W2 leapfrog" in saved and "How to read the tables" in saved
+    assert saved in completed.stdout  # the tables as printed
+    assert json.loads(measurements.read_text())["schema"] == report.SCHEMA
+    # no peer ran: no column for a peer's own forward, and no allocator jargon
+    assert "/own fwd" not in completed.stdout and "VmHWM" not in completed.stdout
+    assert "mutad-budget" in saved.split("How to read the tables")[1]
+
+
 def test_progress_is_printed_as_lines_when_stderr_is_not_a_terminal(tmp_path):
+    # Run in an empty folder, mutad from this checkout, to see where the results go by default.
+    checkout = str(Path(__file__).resolve().parent.parent)
     completed = subprocess.run(
         [sys.executable, "-m", "mutad.bench", "--workloads", "W4,W1", "--systems",
          "mutad-restore,numpy", "--reps", "1", "--progress-every", "0.05"],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": checkout})
     assert completed.returncode == 0, completed.stderr
+    saved = sorted(p.suffix for p in (tmp_path / cli.SAVE_TO).iterdir())
+    assert saved == [".json", ".txt"]
+    assert str(tmp_path / cli.SAVE_TO) in completed.stdout
     lines = completed.stderr.splitlines()
     assert lines and all(line.startswith("mutad-bench: ") for line in lines)
     assert lines[0].startswith("mutad-bench: W4 small-ops: starting 2 runs (runs 1-2 of 4)")
@@ -285,7 +308,8 @@ def test_help_explains_each_figure(capsys):
     for figure in ("peak MiB", "/NumPy fwd", "/own fwd", "grad err", "fd err", "--steps",
                    "--plot", "--json", "--csv", "--systems", "mutad-replay", "recording ms",
                    "rec/traced", "later ms", "replays", "kept MiB", "heat-scalar",
-                   "--from-json", "--progress-every", "docs/workloads.md"):
+                   "--from-json", "--progress-every", "docs/workloads.md", "--save-to",
+                   "--no-save", "mutad-budget"):
         assert figure in text
 
 

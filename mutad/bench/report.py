@@ -51,7 +51,8 @@ the figures, per workload, size and system:
   /NumPy fwd      gradient time over the plain NumPy forward's time in the same round,
                   median [min-max] of the per-round ratios
   /own fwd        the same over the system's own forward without AD (torch under no_grad,
-                  jax.jit(loss), autograd's code on ndarrays)
+                  jax.jit(loss), autograd's code on ndarrays); only when a peer ran: mutad
+                  and numpy have no other forward than NumPy's
   grad err        max relative difference of the gradient to mutad's checkpoint-policy
                   gradient, the reference ("ref" on the reference row)
   fd err          relative difference of g.v to a 4th-order central difference of the NumPy
@@ -76,9 +77,45 @@ where mutad-replay ran, a table sets it against mutad-restore (traced on every c
                   keeps), for mutad-restore (traced kept MiB) and for mutad-replay, whose
                   figure is read after its second call (the program as it is compiled)
                   ("first_call_seconds" and "kept_mib" are in --json and --csv for every system)
+the systems: mutad-restore puts back what the code overwrote by undoing each step (a -= b
+undoes a += b), mutad-checkpoint by saving what each step overwrites (exact; the reference),
+mutad-budget as mutad-restore, saving the steps that cannot be undone within a memory budget of
+8 times the largest input's size (memory= of mutad.value_and_gradient), mutad-replay as
+mutad-restore, its program recorded on the first call and replayed on later ones; numpy is
+the plain function, no gradient: the baseline
 W1 addvecs prints what each system does with `a += b` and `a[:] += b` written inside the
 differentiated function, the idiomatic workaround, and whether the caller's a ends up mutated.
 """
+
+
+
+def legend(with_peers):
+    """What the figures of the tables mean, in a scientist's words, printed under them (the
+    --help epilog says how each is measured)."""
+    lines = [
+        "How to read the tables (mutad-bench --help says how each figure is measured):",
+        "  peak MiB    the most memory one gradient call needed beyond what the program held",
+        "              before it (for numpy: one plain call of the function, no gradient)",
+        "  gradient    the time of one gradient call: median [fastest-slowest] over the rounds",
+        "  /NumPy fwd  that time in multiples of one plain NumPy call of the same function:",
+        "              the price of the derivative (theory allows reverse mode a few times)",
+    ]
+    if with_peers:
+        lines += [
+            "  /own fwd    the same in multiples of the peer's own function without derivatives",
+            "              (torch under no_grad, jax.jit of the function, autograd's on arrays)",
+        ]
+    lines += [
+        "  grad err    the largest relative difference from mutad-checkpoint's gradient,",
+        "              the reference (it saves what each step overwrites: no rounding drift)",
+        "  fd err      the relative difference from a finite-difference derivative",
+        "  mutad-restore undoes each step to put back what the code overwrote (a -= b undoes",
+        "  a += b); mutad-checkpoint saves what each step overwrites; mutad-budget undoes what",
+        "  it can and, for the steps it cannot, keeps at most 8 times the largest input's",
+        "  memory, recomputing the rest; mutad-replay records the program on its first call",
+        "  and replays it on later calls; numpy is the plain function, without a gradient",
+    ]
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -238,15 +275,32 @@ def _columns(header, rows):
     return [line.rstrip() for line in lines]
 
 
+def _with_peers(results):
+    """Whether a peer (torch, jax, autograd) is among ``results``' systems: only then has the
+    table an "/own fwd" column, the gradient over the peer's own forward, which mutad's and
+    numpy's rows do not have."""
+    return any(r["system"] in peers.PEER_MODULES for r in results)
+
+
+def _table(workload, results):
+    """The header and the rows of one workload's table."""
+    header = ["size", "system", "peak MiB", f"gradient {workload.time_unit}", "/NumPy fwd",
+              "/own fwd", "grad err", "fd err", "check"]
+    rows = [_row(workload, r) for r in results]
+    if not _with_peers(results):
+        own = header.index("/own fwd")
+        header.pop(own)
+        rows = [row[:own] + row[own + 1:] if len(row) == len(header) + 1 else row
+                for row in rows]
+    return header, rows
+
+
 def format_workload(workload, results):
     """A plain-text table of one workload's results, one row per (size, system)."""
     lines = [f"{workload.label} {workload.name}: {workload.summary}"]
     if workload.behaviour_only:
         return "\n".join(lines + format_behaviour(results))
-    unit = workload.time_unit
-    header = ["size", "system", "peak MiB", f"gradient {unit}", "/NumPy fwd", "/own fwd",
-              "grad err", "fd err", "check"]
-    return "\n".join(lines + _columns(header, [_row(workload, r) for r in results]))
+    return "\n".join(lines + _columns(*_table(workload, results)))
 
 
 def format_behaviour(results):
@@ -290,13 +344,9 @@ def format_markdown(results, workload_names):
                       r["behaviour"]["workaround outcome"]["text"],
                       "yes" if r["behaviour"]["caller's a mutated"] else "no"]) for r in rows]
         else:
-            header = ["size", "system", "peak MiB", f"gradient {workload.time_unit}",
-                      "/NumPy fwd", "/own fwd", "grad err", "fd err", "check"]
-            body = []
-            for r in rows:
-                row = _row(workload, r)
-                body.append(row if len(row) == len(header) else
-                            row[:2] + [row[2]] + [""] * (len(header) - 3))
+            header, table = _table(workload, rows)
+            body = [row if len(row) == len(header) else
+                    row[:2] + [row[2]] + [""] * (len(header) - 3) for row in table]
         lines = [f"**{workload.label} {workload.name}**: {workload.summary}", "",
                  "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |"
