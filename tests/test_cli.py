@@ -174,38 +174,56 @@ def _overlapping(boxes):
 
 
 @needs_matplotlib
-def test_the_plot_has_time_and_memory_panels_with_honest_readable_axes():
+def test_the_plot_is_a_grid_of_time_and_memory_panels_on_logarithmic_axes():
     document = json.loads(SAVED_RUN.read_text())
     names = [n for n in WORKLOADS if not WORKLOADS[n].behaviour_only]
-    figure = report.plot_figure(document["results"], names)
+    figure = report.plot_figure(document["results"], names, document["environment"])
     figure.canvas.draw()
     renderer = figure.canvas.get_renderer()
-    axes = figure.axes
-    assert len(axes) == 2 * len(names)  # one row of (time, memory) per workload
-    for row, name in enumerate(names):
-        time_axis, memory_axis = axes[2 * row], axes[2 * row + 1]
+    axes = [axis for axis in figure.axes if axis.axison]
+    assert len(axes) == 2 * len(names)  # a (time, memory) pair per workload
+    assert figure.get_figwidth() == report.PLOT_WIDTH_INCHES  # two pairs a row, a page wide
+    for pair, name in enumerate(names):
+        time_axis, memory_axis = axes[2 * pair], axes[2 * pair + 1]
         assert time_axis.get_title(loc="left").startswith(f"{WORKLOADS[name].label} {name}")
-        assert "NumPy forward" in time_axis.get_xlabel()
-        assert "MiB" in memory_axis.get_xlabel()
+        assert "NumPy" in time_axis.get_xlabel() and "MiB" in memory_axis.get_xlabel()
+        # NumPy is the baseline line, not a row of bars
+        assert "numpy" not in {t.get_text() for t in time_axis.get_yticklabels()}
         for axis in (time_axis, memory_axis):
-            assert axis.get_xlim()[0] == 0 and axis.get_xscale() == "linear"
+            assert axis.get_xscale() == "log"
             for labels in (axis.get_yticklabels(), axis.get_xticklabels(), axis.texts):
                 boxes = [t.get_window_extent(renderer) for t in labels if t.get_text()]
                 assert not _overlapping(boxes), (name, [t.get_text() for t in labels])
-            # every bar ends at its value, which is written next to it
-            values = {t.get_text() for t in axis.texts}
+            # every bar starts at the axis's left end and ends at its value, written beside it
+            values = {t.get_text().removesuffix(" WRONG") for t in axis.texts}
             for bar in axis.patches:
-                assert bar.get_x() == 0
-                assert report._number(bar.get_width()) in values
+                assert bar.get_x() == axis.get_xlim()[0]
+                assert report._number(bar.get_x() + bar.get_width()) in values
     labels = [t for axis in axes for t in (axis.title, axis._left_title, axis._right_title,
                                            axis.xaxis.label) if t.get_text()]
     assert not _overlapping([t.get_window_extent(renderer) for t in labels]), [
         t.get_text() for t in labels]
     systems = {t.get_text() for t in axes[0].get_yticklabels()}
-    assert {"mutad-restore", "jax", "numpy (forward, no AD)"} <= systems
+    assert {"mutad-restore", "jax", "autograd"} <= systems
+    [caption] = [t.get_text() for t in figure.texts]
+    versions = document["environment"]["versions"]
+    for fact in (document["environment"]["cpu"], f"NumPy {versions['numpy']}",
+                 f"JAX {versions['jax']}"):
+        assert fact in caption.replace("\n", " ")
     import matplotlib.pyplot as plt
 
     plt.close(figure)
+
+
+@needs_matplotlib
+def test_the_plot_is_written_at_print_resolution(tmp_path):
+    document = json.loads(SAVED_RUN.read_text())
+    path = tmp_path / "figure.png"
+    report.plot(path, document["results"], ["leapfrog"], document["environment"])
+    import matplotlib.image
+
+    height, width, _ = matplotlib.image.imread(path).shape
+    assert width == round(report.PLOT_WIDTH_INCHES * report.PLOT_DPI)
 
 
 def test_a_run_saves_its_tables_and_measurements_and_explains_its_figures(tiny_run):

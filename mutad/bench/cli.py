@@ -128,9 +128,12 @@ def parser():
     result.add_argument("--json", metavar="FILE", help="write every raw measurement to FILE")
     result.add_argument("--csv", metavar="FILE", help="write one row per configuration to FILE")
     result.add_argument("--plot", metavar="FILE.png",
-                        help="draw each workload's gradient time over the NumPy forward and "
-                             "peak extra memory per system and size, one row of two panels "
-                             "per workload (needs matplotlib: pip install matplotlib)")
+                        help="draw a figure for a paper (300 dpi, a page wide): per "
+                             "workload, a panel of the gradient's time over the NumPy "
+                             "function's and a panel of its peak extra memory, per system and "
+                             "size, on logarithmic axes, two workloads to a row, the machine "
+                             "and versions in a caption (needs matplotlib: pip install "
+                             "matplotlib)")
     result.add_argument("--from-json", metavar="FILE",
                         help="run nothing: report the run saved in FILE by --json (tables, "
                              "and --plot, --csv), e.g. to redraw benchmarks/results.json; "
@@ -469,7 +472,7 @@ def report_run(options, document, workloads, from_file=None):
         report.write_csv(options.csv, results, document["environment"])
         written.append(("one row per configuration (CSV)", options.csv))
     if options.plot:
-        report.plot(options.plot, results, workloads)
+        report.plot(options.plot, results, workloads, document.get("environment"))
         written.append(("the plot", options.plot))
     for what, path in written:
         print(f"wrote {what}: {os.path.abspath(path)}")
