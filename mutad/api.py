@@ -314,13 +314,13 @@ def gradient(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] |
     gradient alone; a tuple of ints gives a tuple (negative positions count from the end).
     Each gradient has its argument's structure: an array of the same shape and dtype for a
     float array, a float for a float scalar, the same tuples, lists, dicts, namedtuples,
-    dataclasses and objects for containers (see the README, "Argument structures"), and
+    dataclasses and objects for containers (see docs/guide.md, "Argument structures"), and
     ``None`` for what cannot be differentiated (integers, booleans, integer arrays, None).
     ``policy="checkpoint"`` saves every overwritten region instead of restoring it by
     inversion: exact, at the cost of memory. ``memory=`` (bytes) bounds what is saved of an
     array that writes overwrite without a safe inverse (a clip, an assignment, a dissipative
     step): a few snapshots of it within that many bytes, from which the reverse pass redoes
-    the recorded writes in between (binomial checkpointing; see the README, "Memory"). With
+    the recorded writes in between (binomial checkpointing; see docs/guide.md, "Memory"). With
     ``has_aux=True``, ``f`` returns
     ``(loss, aux)`` and this returns ``(grads, aux)``. Keyword arguments for ``f`` go through
     :func:`grad`: ``mutad.grad(f)(x, scale=2.0)``.
@@ -361,7 +361,7 @@ def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] | None = 0,
 
     With ``replay=True`` the first call for each signature of arguments records ``f``'s
     program, and later calls replay it as plain NumPy calls, guarded on every decision it
-    depends on (see the README, "Record once, replay fast").
+    depends on (see docs/guide.md, "Record once, replay fast").
     """
     if replay:
         return Replayed(f, _value_and_gradient, argnums, policy, False, has_aux, memory)
@@ -410,8 +410,8 @@ def stop_gradient(x: T) -> T:
 
     The result is a new array, as in JAX: writing into it does not write into ``x``'s memory.
     Inside a differentiation it is a *constant*, as the arrays the differentiated code
-    allocates are (README, "What you can write inside ``f``"), in reverse and forward mode and
-    nested: it behaves as a plain array (``float(mutad.stop_gradient(x[0]))`` works, and SciPy
+    allocates are (docs/guide.md, "What you can write inside ``f``"), in reverse and forward
+    mode and nested: it behaves as a plain array (``float(mutad.stop_gradient(x[0]))`` works, and SciPy
     routines without rules take it), and becomes traced only if a traced value is written
     into it.
 

@@ -176,7 +176,7 @@ def byte_span(array):
 
 def real_part_if(like, g):
     """``g`` as the (co)tangent of a value of ``like``'s dtype: its real part where ``like``
-    is real and ``g`` complex. A complex cotangent is dL/dx + i dL/dy (README, "Complex
+    is real and ``g`` complex. A complex cotangent is dL/dx + i dL/dy (docs/guide.md, "Complex
     numbers and the FFT"), so its real part is the derivative along the only axis a real value
     moves on; a complex tangent's real part is the real value's change."""
     if like.dtype.kind == "f" and getattr(g, "dtype", None) is not None and g.dtype.kind == "c":

@@ -1,4 +1,4 @@
-"""The public API's conventions (README, "The API"): argnums, structure, dtypes, restoration."""
+"""The public API's conventions (docs/guide.md, "The API"): argnums, structure, dtypes, restoration."""
 
 import collections
 import dataclasses
