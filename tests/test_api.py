@@ -192,6 +192,7 @@ def test_pullback_of_several_outputs():
     assert np.array_equal(g, [5.0, 3.0])
 
 
+@pytest.mark.slow
 def test_a_long_tape_of_small_operations(rng):
     x = rng.standard_normal(3)
 

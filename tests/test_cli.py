@@ -18,6 +18,10 @@ from mutad.bench import cli, peers, report
 from mutad.bench.cli import Progress
 from mutad.bench.workloads import DEFAULT_WORKLOADS, WORKLOADS
 
+# The slow kind (the benchmark command, in fresh interpreters): not in the fast subset,
+# python -m pytest -m "not slow".
+pytestmark = pytest.mark.slow
+
 SAVED_RUN = Path(__file__).resolve().parent.parent / "benchmarks" / "results.json"
 needs_matplotlib = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
                                       reason="matplotlib is not installed (the 'bench' extra)")

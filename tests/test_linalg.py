@@ -285,6 +285,7 @@ def curved(function):
     return composed
 
 
+@pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize("case", ALL_CASES + EINSUM_SUBLISTS, ids=case_id)
 def test_linalg_second_derivatives(case, rng):
     """Hessian-vector products, reverse over forward and nested reverse, against finite
@@ -346,6 +347,7 @@ def test_complex_linalg_gradient(case, policy, rng):
     check_complex(case, case.sample(rng), policy)
 
 
+@pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
 def test_complex_linalg_second_derivatives(case, policy, rng):

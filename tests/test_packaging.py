@@ -125,6 +125,7 @@ def test_the_installed_package_ships_py_typed():
 # Type information
 
 
+@pytest.mark.slow
 def test_mypy_finds_no_error(tmp_path):
     # Its configuration (pyproject.toml) names the files; the cache goes to tmp_path, so a run
     # starts cold and leaves nothing in the checkout.
