@@ -10,8 +10,8 @@
 """
 
 from . import rules  # noqa: F401  (registers every rule family)
-from .api import (grad, gradient, hessian, hvp, jacobian, jvp, make_tape, pullback,
-                  stop_gradient, value_and_grad, value_and_gradient)
+from .api import (grad, gradient, hessian, hvp, jacfwd, jacobian, jacrev, jvp, make_tape,
+                  pullback, stop_gradient, value_and_grad, value_and_gradient, vjp)
 from .errors import MutadError
 from .allocation import plain_allocation
 from .trees import register_pytree
@@ -26,6 +26,6 @@ __version__ = "0.1.0"
 
 __all__ = ["MutadError", "adjoint", "check_grads", "check_jvp", "detect_anomaly", "errors", "grad",
            "gradient",
-           "hessian", "hvp", "inplace_adjoint", "jacobian", "jvp", "linalg", "make_tape",
-           "plain_allocation", "pullback", "register_pytree", "stop_gradient", "testing",
-           "value_and_grad", "value_and_gradient"]
+           "hessian", "hvp", "inplace_adjoint", "jacfwd", "jacobian", "jacrev", "jvp", "linalg",
+           "make_tape", "plain_allocation", "pullback", "register_pytree", "stop_gradient",
+           "testing", "value_and_grad", "value_and_gradient", "vjp"]

@@ -67,7 +67,7 @@ import numpy as np
 
 from .levels import ACTIVE
 from .registry import METHODS, ROUTES, RULE_MODULES
-from .views import memory, owner, wrapped
+from .views import memory, owner, wrapped, writeable
 
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
              "ones_like", "empty_like", "full_like", "copy", "linspace", "logspace", "geomspace",
@@ -507,7 +507,7 @@ def _plain_views(tree):
     kind = type(tree)
     if kind is Preexisting:
         view = tree.view(np.ndarray)
-        if view.flags.writeable and not owner(view).flags.writeable:
+        if writeable(view) and not writeable(owner(view)):  # no FutureWarning on a broadcast
             view.flags.writeable = False
         return view
     if kind in (list, tuple):

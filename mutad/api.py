@@ -314,13 +314,13 @@ def gradient(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] |
     gradient alone; a tuple of ints gives a tuple (negative positions count from the end).
     Each gradient has its argument's structure: an array of the same shape and dtype for a
     float array, a float for a float scalar, the same tuples, lists, dicts, namedtuples,
-    dataclasses and objects for containers (see the README, "Argument structures"), and
+    dataclasses and objects for containers (see docs/guide.md, "Argument structures"), and
     ``None`` for what cannot be differentiated (integers, booleans, integer arrays, None).
     ``policy="checkpoint"`` saves every overwritten region instead of restoring it by
     inversion: exact, at the cost of memory. ``memory=`` (bytes) bounds what is saved of an
     array that writes overwrite without a safe inverse (a clip, an assignment, a dissipative
     step): a few snapshots of it within that many bytes, from which the reverse pass redoes
-    the recorded writes in between (binomial checkpointing; see the README, "Memory"). With
+    the recorded writes in between (binomial checkpointing; see docs/guide.md, "Memory"). With
     ``has_aux=True``, ``f`` returns
     ``(loss, aux)`` and this returns ``(grads, aux)``. Keyword arguments for ``f`` go through
     :func:`grad`: ``mutad.grad(f)(x, scale=2.0)``.
@@ -361,7 +361,7 @@ def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] | None = 0,
 
     With ``replay=True`` the first call for each signature of arguments records ``f``'s
     program, and later calls replay it as plain NumPy calls, guarded on every decision it
-    depends on (see the README, "Record once, replay fast").
+    depends on (see docs/guide.md, "Record once, replay fast").
     """
     if replay:
         return Replayed(f, _value_and_gradient, argnums, policy, False, has_aux, memory)
@@ -410,8 +410,8 @@ def stop_gradient(x: T) -> T:
 
     The result is a new array, as in JAX: writing into it does not write into ``x``'s memory.
     Inside a differentiation it is a *constant*, as the arrays the differentiated code
-    allocates are (README, "What you can write inside ``f``"), in reverse and forward mode and
-    nested: it behaves as a plain array (``float(mutad.stop_gradient(x[0]))`` works, and SciPy
+    allocates are (docs/guide.md, "What you can write inside ``f``"), in reverse and forward
+    mode and nested: it behaves as a plain array (``float(mutad.stop_gradient(x[0]))`` works, and SciPy
     routines without rules take it), and becomes traced only if a traced value is written
     into it.
 
@@ -500,6 +500,26 @@ def pullback(f: Callable[..., Any], *args: Any,
 
     weakref.finalize(back, thaw, run.tape)  # a back never called still releases the constants
     return rebuild(plain), back
+
+
+@user_frames
+def vjp(f: Callable[..., Any], *primals: Any,
+        policy: Literal["restore", "checkpoint"] = "restore", memory: float | None = None,
+        ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """JAX's name for :func:`pullback`, with JAX's signature: ``vjp(f, *primals)`` returns
+    ``(y, vjp_fn)``, and ``vjp_fn(dy)`` gives a tuple with one cotangent per primal (the
+    vector-Jacobian product ``dy ᵀ J``). Everything :func:`pullback` says holds: ``vjp_fn`` may
+    be called once, and puts the caller's arrays back as they were before ``f`` ran.
+
+    >>> import numpy as np, mutad
+    >>> def f(x, w):
+    ...     x *= w            # in place
+    ...     return x
+    >>> y, vjp_fn = mutad.vjp(f, np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    >>> [g.tolist() for g in vjp_fn(np.array([1.0, 1.0]))]
+    [[3.0, 4.0], [1.0, 2.0]]
+    """
+    return pullback(f, *primals, policy=policy, memory=memory)
 
 
 @user_frames
@@ -688,11 +708,65 @@ def jacobian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] =
     """The Jacobian of ``f`` with respect to ``args[argnums]``, of shape ``y.shape + x.shape``.
 
     Forward mode (one ``jvp`` per input element) or reverse mode (one gradient per output
-    element), whichever takes fewer passes. A tuple ``argnums`` gives a tuple of Jacobians;
-    outputs in tuples, lists or dicts give Jacobians in the same structure. An argument that is
-    a structure (a tuple, dataclass, object) gives that structure, each float leaf holding its
-    Jacobian (of the outputs' structure) and ``None`` for the others.
+    element), whichever takes fewer passes: one pass per column or row, since a pass of
+    mutad's carries one direction (a tangent or a shadow has its array's shape, and in-place
+    updates write into it as they write into the array). A tuple ``argnums`` gives a tuple of
+    Jacobians; outputs in tuples, lists or dicts give Jacobians in the same structure. An
+    argument that is a structure (a tuple, dataclass, object) gives that structure, each float
+    leaf holding its Jacobian (of the outputs' structure) and ``None`` for the others.
+    :func:`jacfwd` and :func:`jacrev` choose the mode, and return a function, as JAX's do.
     """
+    return _jacobian(f, args, argnums, None)
+
+
+@user_frames
+def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    """The function computing the Jacobian of ``f`` in forward mode, one ``jvp`` per element of
+    the differentiated arguments: JAX's ``jacfwd``. ``jacfwd(f)(*args)`` is
+    :func:`jacobian`'s result, computed by forward mode whatever the shapes: the cheaper
+    mode when ``f`` has more outputs than inputs.
+
+    >>> import numpy as np, mutad
+    >>> def f(x):
+    ...     y = np.concatenate([x, x[:1]])
+    ...     y *= x[1]             # in place
+    ...     return y
+    >>> mutad.jacfwd(f)(np.array([1.0, 2.0])).tolist()
+    [[2.0, 1.0], [0.0, 4.0], [2.0, 1.0]]
+    """
+
+    @user_frames
+    def jacobian_of_f(*args):
+        return _jacobian(f, args, argnums, "forward")
+
+    return jacobian_of_f
+
+
+@user_frames
+def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    """The function computing the Jacobian of ``f`` in reverse mode, one gradient per element
+    of the outputs: JAX's ``jacrev``. ``jacrev(f)(*args)`` is :func:`jacobian`'s result,
+    computed by reverse mode whatever the shapes: the cheaper mode when ``f`` has fewer outputs
+    than inputs.
+
+    >>> import numpy as np, mutad
+    >>> def f(x):
+    ...     x[1:] -= x[:-1]       # in place
+    ...     return x[1:]
+    >>> mutad.jacrev(f)(np.array([1.0, 2.0, 4.0])).tolist()
+    [[-1.0, 1.0, 0.0], [0.0, -1.0, 1.0]]
+    """
+
+    @user_frames
+    def jacobian_of_f(*args):
+        return _jacobian(f, args, argnums, "reverse")
+
+    return jacobian_of_f
+
+
+def _jacobian(f, args, argnums, mode):
+    """:func:`jacobian` by ``mode``: "forward", "reverse", or None for the one with fewer
+    passes."""
     selected, single = check_argnums(argnums, len(args))
     for i in selected:
         _differentiable_argument(args[i], "jacobian", i)
@@ -712,7 +786,7 @@ def jacobian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] =
     jacobians = {}
     for i in sorted({k for leaves in positions.values() for k in leaves}):
         x_shape = np.shape(args[i])
-        if sum(sizes) < int(np.prod(x_shape)):
+        if mode == "reverse" or mode is None and sum(sizes) < int(np.prod(x_shape)):
             blocks = [_reverse_rows(f, args, i, k, out) for k, out in enumerate(outputs)]
         else:
             columns = []
@@ -771,8 +845,9 @@ def hessian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] = 
     leaves ``w`` and ``b`` (``None`` where a leaf is not a float).
 
     Forward mode over reverse mode, as JAX's ``jacfwd(grad(f))``: one ``jvp`` of the gradient
-    per element of ``x``, the gradient's in-place reverse pass carrying tangents. A decorated
-    function whose reverse rule does not dispatch falls back to ``hvp``'s orders."""
+    per element of ``x``, the gradient's in-place reverse pass carrying tangents (one direction
+    per pass, as in :func:`jacobian`). A decorated function whose reverse rule does not
+    dispatch falls back to ``hvp``'s orders."""
     selected, single = check_argnums(argnums, len(args))
     for i in selected:
         _differentiable_argument(args[i], "hessian", i)

@@ -397,7 +397,7 @@ class ArrayMethods(Tracer):
         "x.data", "its raw memory cannot be followed. Use indexing to read or write elements."))
     ctypes = property(lambda self: self._refuse(
         "x.ctypes", "compiled code reading its memory has no derivative. Give the routine a "
-        "rule with mutad.adjoint (README, 'Custom rules')."))
+        "rule with mutad.adjoint (docs/guide.md, 'Custom rules')."))
 
     def resize(self, *new_shape, refcheck=True):
         self._refuse("x.resize(...)", "it replaces the array's memory in place, which "
@@ -689,7 +689,7 @@ LIST_FIX = ("A list or tuple of traced values handed to a NumPy function with no
             "np.array([a, b]) or np.stack([a, b]).")
 CONVERSION_FIX = (
     "If that function has no mutad rule (a SciPy routine, say), wrap it with mutad.adjoint and "
-    "give it a rule (README, 'Custom rules'). Where no gradient should flow, take "
+    "give it a rule (docs/guide.md, 'Custom rules'). Where no gradient should flow, take "
     "mutad.stop_gradient(x).")
 CONVERSION_FIXES = {  # what to write instead of a conversion in the user's own code
     "array": "Inside the differentiated code np.array(x) of a traced x is a traced copy; where "

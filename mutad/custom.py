@@ -1,4 +1,4 @@
-"""Functions with rules of their own (``mutad.adjoint``, ``mutad.inplace_adjoint``; README,
+"""Functions with rules of their own (``mutad.adjoint``, ``mutad.inplace_adjoint``; docs/guide.md,
 "Custom rules").
 
 A decorated function is called like any other; :func:`dispatch` decides, from the innermost of
@@ -63,7 +63,7 @@ class Adjoint:
 
     complex_values: str | None = CONVENTION
     """How the rules attached take complex values (``registry.COMPLEX``): a user's rules are
-    given them as they are, in mutad's convention (README, "Complex numbers and the FFT");
+    given them as they are, in mutad's convention (docs/guide.md, "Complex numbers and the FFT");
     None refuses them."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:

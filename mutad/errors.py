@@ -56,7 +56,7 @@ class ConversionError(MutadError, TypeError):
     or when ``float(x)`` is taken of a value that depends on the arguments: the conversion
     would cut the gradient. Fix: wrap the routine with ``mutad.adjoint`` (or
     ``mutad.inplace_adjoint`` if it writes into its arguments) and give it a rule with
-    ``@routine.rule`` (see the README, "Custom rules"); keep computing with the array instead
+    ``@routine.rule`` (see docs/guide.md, "Custom rules"); keep computing with the array instead
     of ``float(x)``, and take ``mutad.stop_gradient(x)`` for a value that should carry no
     gradient: it is a constant, which converts (``float(mutad.stop_gradient(x))``) and which
     SciPy routines take. Arrays with no dependence on the arguments convert as plain arrays do.
@@ -122,7 +122,7 @@ class RuleError(MutadError, TypeError):
     cannot use.
 
     Example: an in-place rule that returns nothing instead of its ``back`` function. Fix: follow
-    the README's "Custom rules", and prove the rule with ``mutad.testing.check_rule``.
+    "Custom rules" in docs/guide.md, and prove the rule with ``mutad.testing.check_rule``.
     """
 
 

@@ -42,7 +42,7 @@ from .registry import (COMPLEX_UFUNCS, COMPOSITES, FUNCTIONS, JVPS, NONDIFF, ONE
 from .trees import (check_leaf, flatten, is_inexact_array, is_inexact_scalar,
                     unsupported_array)
 from .views import (address, may_overlap, memory, owner, owner_view, real_part_if, same_region,
-                    strided, wrapped, writeable)
+                    strided, wrapped, writeable, writes_freely)
 
 
 def level_of(items, level=-1):
@@ -145,7 +145,7 @@ def _tangent_for(y, dy, sources, level, owned=True):
     if dy is None:
         return zero_tangent(y, level)
     dy = real_part_if(y, _as_array(dy))
-    if (not owned or dy.shape != y.shape or dy.strides != y.strides or not dy.flags.writeable
+    if (not owned or dy.shape != y.shape or dy.strides != y.strides or not writes_freely(dy)
             or any(s is not None and may_overlap(dy, s) for s in sources)):
         fresh = zero_tangent(y, level)
         fresh[...] = dy
@@ -201,12 +201,11 @@ def _term(rule, i, y, primals, tangent):
     if partial is ONE:
         return tangent
     p = partial(y, *primals)
-    # The flag is read last: reading it from an input's view np.broadcast_arrays made warns.
     if (type(p) is np.ndarray and type(tangent) is np.ndarray
             and p.shape == np.broadcast_shapes(p.shape, tangent.shape)
             and p.dtype == np.result_type(p, tangent)  # a real partial of a complex tangent
             and not any(may_overlap(p, v) for v in (y, tangent, *primals)
-                        if type(v) is np.ndarray) and p.flags.writeable):
+                        if type(v) is np.ndarray) and writes_freely(p)):
         return times(tangent, p, out=p)
     return times(tangent, p)
 

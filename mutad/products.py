@@ -2,7 +2,7 @@
 wherever either factor is zero, whatever the other (an infinite or NaN partial, cotangent or
 tangent), and a piece at a time for large arrays.
 
-A complex partial ``p`` is a complex derivative (README, "Complex numbers and the FFT"): a
+A complex partial ``p`` is a complex derivative (docs/guide.md, "Complex numbers and the FFT"): a
 tangent ``t`` moves the output by ``p * t``, and a cotangent ``g`` of the output reaches the
 input as ``g * conj(p)``, which is what the reverse products here take."""
 

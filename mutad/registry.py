@@ -45,7 +45,7 @@ else about them. Rules live in ``mutad/rules/``, one module per family.
   complex-differentiable or linear with real coefficients; the core conjugates the
   cotangents around such a ``back``, whose formulas give the transpose, not the adjoint.
   ``CONVENTION`` (``complex_aware``): a rule written for complex values in mutad's convention
-  (README, "Complex numbers and the FFT": a cotangent is dL/dx + i dL/dy), given them as
+  (docs/guide.md, "Complex numbers and the FFT": a cotangent is dL/dx + i dL/dy), given them as
   they are.
 * ``USER_RULES``: the rules attached with ``mutad.adjoint`` and ``mutad.inplace_adjoint``
   (``custom``; the SciPy wrappers are such adjoints too). What a pure rule's ``back``

@@ -1558,7 +1558,7 @@ def apply_array_function(func, args, kwargs, tape):
         return func(*plain(args), **plain(kwargs))
     raise UnsupportedFunctionError(
         f"{function_name(func)} has no differentiation rule in mutad. Give it one by wrapping it "
-        "with mutad.adjoint (see the README, 'Custom rules'), or compute the same thing with "
+        "with mutad.adjoint (see docs/guide.md, 'Custom rules'), or compute the same thing with "
         "functions mutad differentiates.")
 
 

@@ -94,6 +94,19 @@ def writeable(a):
     return a.flags.num & WRITEABLE != 0
 
 
+WARN_ON_WRITE = 0x80000000
+"""NumPy's NPY_ARRAY_WARN_ON_WRITE bit of ``ndarray.flags.num``: set on the results of
+``np.broadcast_arrays``, writeable for now, which warn when written (their elements may share
+memory) and are to become read-only."""
+
+
+def writes_freely(a):
+    """Whether ``a`` (a plain array) can be written without a warning: writeable, and not a
+    result of ``np.broadcast_arrays``. mutad writes into an array it did not make only then."""
+    num = a.flags.num
+    return num & WRITEABLE != 0 and num & WARN_ON_WRITE == 0
+
+
 def may_overlap(a, b):
     return np.may_share_memory(memory(a), memory(b))
 
@@ -163,7 +176,7 @@ def byte_span(array):
 
 def real_part_if(like, g):
     """``g`` as the (co)tangent of a value of ``like``'s dtype: its real part where ``like``
-    is real and ``g`` complex. A complex cotangent is dL/dx + i dL/dy (README, "Complex
+    is real and ``g`` complex. A complex cotangent is dL/dx + i dL/dy (docs/guide.md, "Complex
     numbers and the FFT"), so its real part is the derivative along the only axis a real value
     moves on; a complex tangent's real part is the real value's change."""
     if like.dtype.kind == "f" and getattr(g, "dtype", None) is not None and g.dtype.kind == "c":

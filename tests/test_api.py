@@ -1,4 +1,4 @@
-"""The public API's conventions (README, "The API"): argnums, structure, dtypes, restoration."""
+"""The public API's conventions (docs/guide.md, "The API"): argnums, structure, dtypes, restoration."""
 
 import collections
 import dataclasses
@@ -10,6 +10,8 @@ import scipy.interpolate
 import scipy.optimize
 
 import mutad
+import mutad.api
+from mutad.testing import directional_fd
 
 
 def weighted_sum(a, b):
@@ -190,6 +192,7 @@ def test_pullback_of_several_outputs():
     assert np.array_equal(g, [5.0, 3.0])
 
 
+@pytest.mark.slow
 def test_a_long_tape_of_small_operations(rng):
     x = rng.standard_normal(3)
 
@@ -661,3 +664,62 @@ def test_an_integer_chosen_by_argnums_is_an_error(call):
 
 def test_integers_among_all_arguments_have_gradient_none():
     assert mutad.gradient(lambda x, n: x * n, 2.0, 3) == (3.0, None)
+
+
+# JAX's names: vjp, jacfwd, jacrev, checked against finite differences along random directions.
+
+
+def _in_place(x, w):
+    x *= w                    # in place, through the argument
+    x[1:] += np.sin(x[:-1])   # and through views of it
+    return np.stack([x.sum(), (x * x).sum(), x[0] * w[-1]])
+
+
+def test_vjp_is_pullback_under_jaxs_name_and_signature(rng):
+    x, w, dy = rng.standard_normal(4), rng.standard_normal(4), rng.standard_normal(3)
+    v = (rng.standard_normal(4), rng.standard_normal(4))
+    before = (x.tobytes(), w.tobytes())
+    y, vjp_fn = mutad.vjp(_in_place, x, w)
+    cotangents = vjp_fn(dy)
+    assert (x.tobytes(), w.tobytes()) == before  # put back when vjp_fn ran
+    assert np.array_equal(y, _in_place(x.copy(), w.copy()))
+    # <dy, J v> = <dyᵀ J, v>
+    Jv = directional_fd(_in_place, (x, w), v)
+    assert np.isclose(dy @ Jv, sum(g @ d for g, d in zip(cotangents, v, strict=True)),
+                      rtol=1e-7)
+    with pytest.raises(mutad.errors.PullbackReusedError):
+        vjp_fn(dy)
+
+
+@pytest.mark.parametrize("transform", [mutad.jacfwd, mutad.jacrev], ids=["jacfwd", "jacrev"])
+def test_jacfwd_and_jacrev_return_jacobian_functions(transform, rng):
+    x, w = rng.standard_normal(4), rng.standard_normal(4)
+    v = rng.standard_normal(4)
+    J = transform(_in_place)(x, w)
+    assert J.shape == (3, 4)
+    assert np.allclose(J @ v, directional_fd(_in_place, (x, w), (v, None)), rtol=1e-7)
+    assert np.allclose(J, mutad.jacobian(_in_place, x, w), rtol=1e-12, atol=0)
+    Jx, Jw = transform(_in_place, argnums=(0, 1))(x, w)
+    assert np.allclose(Jx, J, rtol=1e-12, atol=0)
+    assert np.allclose(Jw @ v, directional_fd(_in_place, (x, w), (None, v)), rtol=1e-7)
+
+
+def test_jacfwd_and_jacrev_use_the_mode_they_name(monkeypatch, rng):
+    # A wide Jacobian (3 x 4) takes jacobian's reverse passes; jacfwd takes jvps all the same,
+    # and jacrev gradients on a tall one.
+    calls = []
+    monkeypatch.setattr(mutad.api.forward, "jvp", _counting(mutad.api.forward.jvp, calls, "jvp"))
+    x, w = rng.standard_normal(4), rng.standard_normal(4)
+    mutad.jacfwd(_in_place)(x, w)
+    assert calls.count("jvp") == 1 + x.size  # the value, then one per column
+    calls.clear()
+    mutad.jacrev(lambda x: np.concatenate([x, x * x]))(x)
+    assert calls.count("jvp") == 1  # the value only: the rows are gradients
+
+
+def _counting(function, calls, name):
+    def counted(*args, **kwargs):
+        calls.append(name)
+        return function(*args, **kwargs)
+
+    return counted

@@ -93,6 +93,7 @@ def test_a_configuration_runs_in_a_fresh_interpreter_and_reports(tmp_path):
     assert "n=50 steps=3" in table and "mutad-restore" in table
 
 
+@pytest.mark.slow
 def test_replay_is_checked_on_a_replayed_call_and_its_recording_is_reported(tmp_path):
     rows = [run_in_fresh_interpreter(
         {"system": system, "workload": "heat-scalar", "params": {"n": 10, "steps": 2},

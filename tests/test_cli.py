@@ -6,6 +6,7 @@ import csv
 import importlib.util
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -16,6 +17,10 @@ import pytest
 from mutad.bench import cli, peers, report
 from mutad.bench.cli import Progress
 from mutad.bench.workloads import DEFAULT_WORKLOADS, WORKLOADS
+
+# The slow kind (the benchmark command, in fresh interpreters): not in the fast subset,
+# python -m pytest -m "not slow".
+pytestmark = pytest.mark.slow
 
 SAVED_RUN = Path(__file__).resolve().parent.parent / "benchmarks" / "results.json"
 needs_matplotlib = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
@@ -31,7 +36,7 @@ def tiny_run(tmp_path_factory):
     paths = {"json": directory / "run.json", "csv": directory / "run.csv",
              "plot": directory / "plot.png"}
     arguments = [*TINY, "--systems", "mutad", "--json", str(paths["json"]),
-                 "--csv", str(paths["csv"])]
+                 "--csv", str(paths["csv"]), "--save-to", str(directory / "saved")]
     if importlib.util.find_spec("matplotlib") is not None:
         arguments += ["--plot", str(paths["plot"])]
     completed = subprocess.run([sys.executable, "-m", "mutad.bench", *arguments],
@@ -173,46 +178,86 @@ def _overlapping(boxes):
 
 
 @needs_matplotlib
-def test_the_plot_has_time_and_memory_panels_with_honest_readable_axes():
+def test_the_plot_is_a_grid_of_time_and_memory_panels_on_logarithmic_axes():
     document = json.loads(SAVED_RUN.read_text())
     names = [n for n in WORKLOADS if not WORKLOADS[n].behaviour_only]
-    figure = report.plot_figure(document["results"], names)
+    figure = report.plot_figure(document["results"], names, document["environment"])
     figure.canvas.draw()
     renderer = figure.canvas.get_renderer()
-    axes = figure.axes
-    assert len(axes) == 2 * len(names)  # one row of (time, memory) per workload
-    for row, name in enumerate(names):
-        time_axis, memory_axis = axes[2 * row], axes[2 * row + 1]
+    axes = [axis for axis in figure.axes if axis.axison]
+    assert len(axes) == 2 * len(names)  # a (time, memory) pair per workload
+    assert figure.get_figwidth() == report.PLOT_WIDTH_INCHES  # two pairs a row, a page wide
+    for pair, name in enumerate(names):
+        time_axis, memory_axis = axes[2 * pair], axes[2 * pair + 1]
         assert time_axis.get_title(loc="left").startswith(f"{WORKLOADS[name].label} {name}")
-        assert "NumPy forward" in time_axis.get_xlabel()
-        assert "MiB" in memory_axis.get_xlabel()
+        assert "NumPy" in time_axis.get_xlabel() and "MiB" in memory_axis.get_xlabel()
+        # NumPy is the baseline line, not a row of bars
+        assert "numpy" not in {t.get_text() for t in time_axis.get_yticklabels()}
         for axis in (time_axis, memory_axis):
-            assert axis.get_xlim()[0] == 0 and axis.get_xscale() == "linear"
+            assert axis.get_xscale() == "log"
             for labels in (axis.get_yticklabels(), axis.get_xticklabels(), axis.texts):
                 boxes = [t.get_window_extent(renderer) for t in labels if t.get_text()]
                 assert not _overlapping(boxes), (name, [t.get_text() for t in labels])
-            # every bar ends at its value, which is written next to it
-            values = {t.get_text() for t in axis.texts}
+            # every bar starts at the axis's left end and ends at its value, written beside it
+            values = {t.get_text().removesuffix(" WRONG") for t in axis.texts}
             for bar in axis.patches:
-                assert bar.get_x() == 0
-                assert report._number(bar.get_width()) in values
+                assert bar.get_x() == axis.get_xlim()[0]
+                assert report._number(bar.get_x() + bar.get_width()) in values
     labels = [t for axis in axes for t in (axis.title, axis._left_title, axis._right_title,
                                            axis.xaxis.label) if t.get_text()]
     assert not _overlapping([t.get_window_extent(renderer) for t in labels]), [
         t.get_text() for t in labels]
     systems = {t.get_text() for t in axes[0].get_yticklabels()}
-    assert {"mutad-restore", "jax", "numpy (forward, no AD)"} <= systems
+    assert {"mutad-restore", "jax", "autograd"} <= systems
+    [caption] = [t.get_text() for t in figure.texts]
+    versions = document["environment"]["versions"]
+    for fact in (document["environment"]["cpu"], f"NumPy {versions['numpy']}",
+                 f"JAX {versions['jax']}"):
+        assert fact in caption.replace("\n", " ")
     import matplotlib.pyplot as plt
 
     plt.close(figure)
 
 
+@needs_matplotlib
+def test_the_plot_is_written_at_print_resolution(tmp_path):
+    document = json.loads(SAVED_RUN.read_text())
+    path = tmp_path / "figure.png"
+    report.plot(path, document["results"], ["leapfrog"], document["environment"])
+    import matplotlib.image
+
+    height, width, _ = matplotlib.image.imread(path).shape
+    assert width == round(report.PLOT_WIDTH_INCHES * report.PLOT_DPI)
+
+
+def test_a_run_saves_its_tables_and_measurements_and_explains_its_figures(tiny_run):
+    completed, paths = tiny_run
+    [table] = (paths["json"].parent / "saved").glob("mutad-bench-*.txt")
+    [measurements] = (paths["json"].parent / "saved").glob("mutad-bench-*.json")
+    assert table.stem == measurements.stem
+    assert f"wrote the tables: {table.resolve()}\n" in completed.stdout
+    assert f": {measurements.resolve()}\n" in completed.stdout
+    saved = table.read_text()
+    assert "W2 leapfrog" in saved and "How to read the tables" in saved
+    assert saved in completed.stdout  # the tables as printed
+    assert json.loads(measurements.read_text())["schema"] == report.SCHEMA
+    # no peer ran: no column for a peer's own forward, and no allocator jargon
+    assert "/own fwd" not in completed.stdout and "VmHWM" not in completed.stdout
+    assert "mutad-budget" in saved.split("How to read the tables")[1]
+
+
 def test_progress_is_printed_as_lines_when_stderr_is_not_a_terminal(tmp_path):
+    # Run in an empty folder, mutad from this checkout, to see where the results go by default.
+    checkout = str(Path(__file__).resolve().parent.parent)
     completed = subprocess.run(
         [sys.executable, "-m", "mutad.bench", "--workloads", "W4,W1", "--systems",
          "mutad-restore,numpy", "--reps", "1", "--progress-every", "0.05"],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": checkout})
     assert completed.returncode == 0, completed.stderr
+    saved = sorted(p.suffix for p in (tmp_path / cli.SAVE_TO).iterdir())
+    assert saved == [".json", ".txt"]
+    assert str(tmp_path / cli.SAVE_TO) in completed.stdout
     lines = completed.stderr.splitlines()
     assert lines and all(line.startswith("mutad-bench: ") for line in lines)
     assert lines[0].startswith("mutad-bench: W4 small-ops: starting 2 runs (runs 1-2 of 4)")
@@ -285,7 +330,8 @@ def test_help_explains_each_figure(capsys):
     for figure in ("peak MiB", "/NumPy fwd", "/own fwd", "grad err", "fd err", "--steps",
                    "--plot", "--json", "--csv", "--systems", "mutad-replay", "recording ms",
                    "rec/traced", "later ms", "replays", "kept MiB", "heat-scalar",
-                   "--from-json", "--progress-every", "docs/workloads.md"):
+                   "--from-json", "--progress-every", "docs/workloads.md", "--save-to",
+                   "--no-save", "mutad-budget"):
         assert figure in text
 
 

@@ -232,6 +232,20 @@ def test_astype_between_real_and_complex():
     check(lambda x: np.abs(x.astype(complex) * W), X)
 
 
+def test_a_cast_that_drops_imaginary_parts_warns_at_the_users_line():
+    # NumPy's ComplexWarning, as a plain cast gives it, at the line that casts, in both modes
+    def f(z):
+        return z.astype(float)
+
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        y, back = mutad.pullback(f, Z)
+        back(np.ones_like(y))
+        mutad.jvp(f, (Z,), (Z,))
+    assert y.tobytes() == np.real(Z).astype(float).tobytes()
+    assert {(w.category, w.filename) for w in heard} == {(np.exceptions.ComplexWarning, __file__)}
+
+
 # ----------------------------------------------------------------------------------------------
 # Reductions, products, linear algebra
 

@@ -101,6 +101,7 @@ def test_gradient(case, policy, rng):
     mutad.check_grads(case.function, *case.sample(rng), policy=policy)
 
 
+@pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_second_derivatives(case, rng):
     mutad.check_grads(case.function, *case.sample(rng), order=2)
@@ -138,6 +139,7 @@ def test_complex_gradient(case, policy, rng):
     check_complex(case, case.sample(rng), policy)
 
 
+@pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
 def test_complex_second_derivatives(case, policy, rng):

@@ -74,6 +74,7 @@ CREATIONS = {
 # fmt: on
 
 
+@pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize("policy", ["restore", "checkpoint"])
 @pytest.mark.parametrize("make", CREATIONS.values(), ids=CREATIONS.keys())
 def test_creation_functions_second_derivatives(make, policy, x):

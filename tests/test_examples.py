@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+# The slow kind (every example script, in a fresh interpreter): not in the fast subset,
+# python -m pytest -m "not slow".
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

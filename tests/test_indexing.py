@@ -528,6 +528,7 @@ def test_indexing_gradient(case, policy, rng):
     mutad.check_grads(case.function, *case.sample(rng), policy=policy)
 
 
+@pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("case", GATHERS + SCATTERS + OVERLAPS + REPEATS, ids=case_id)
 def test_indexing_second_derivatives(case, policy, rng):
@@ -604,6 +605,7 @@ def test_complex_indexing_gradient(case, policy, rng):
     check_complex(case, case.sample(rng), policy)
 
 
+@pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("case", COMPLEX_GATHERS + COMPLEX_WRITES, ids=case_id)
 def test_complex_indexing_second_derivatives(case, policy, rng):

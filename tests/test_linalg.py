@@ -1,5 +1,7 @@
 """Linear algebra rules: products, einsum and np.linalg, out of place and written in place."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -283,6 +285,7 @@ def curved(function):
     return composed
 
 
+@pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize("case", ALL_CASES + EINSUM_SUBLISTS, ids=case_id)
 def test_linalg_second_derivatives(case, rng):
     """Hessian-vector products, reverse over forward and nested reverse, against finite
@@ -344,6 +347,7 @@ def test_complex_linalg_gradient(case, policy, rng):
     check_complex(case, case.sample(rng), policy)
 
 
+@pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
 def test_complex_linalg_second_derivatives(case, policy, rng):
@@ -623,3 +627,22 @@ def test_the_cotangent_of_a_matrix_broadcast_over_a_stack_makes_no_stack_of_prod
         tracemalloc.stop()
     assert peak < 8 * (stack.nbytes + matrix.nbytes)
     mutad.check_grads(kernel, stack[:2, :3], matrix[:, :5], order=2)
+
+
+def test_the_deprecation_of_cross_of_2_vectors_is_the_users_not_mutads(rng):
+    # NumPy 2 deprecates np.cross of 2-vectors; the warning names the user's line, as NumPy's
+    # own does, in both modes, and mutad computes NumPy's value without calling that path.
+    a, b = rng.standard_normal((4, 2)), rng.standard_normal(2)
+
+    def f(a, b):
+        return np.cross(a, b)
+
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        expected = np.cross(a, b)
+        y, back = mutad.pullback(f, a, b)
+        mutad.jvp(f, (a, b), (a, b))
+        back(np.ones_like(y))
+    assert y.tobytes() == expected.tobytes()
+    places = {(w.category, w.filename) for w in heard}
+    assert places == {(DeprecationWarning, __file__)}, places

@@ -150,6 +150,7 @@ def test_a_jvp_value_written_into_an_outer_jvp_array_is_refused():
         jvp(outer, (np.ones(2),), (np.ones(2),))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["restore", "checkpoint"])
 def test_hessian_of_an_explicit_heat_solver(policy):
     """A few hundred in-place steps; the Hessian against finite differences of the gradient."""

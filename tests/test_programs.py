@@ -24,6 +24,10 @@ import random_programs as rp
 from mutad import recompute, tracing
 from strategies import axis_slices, slice_text
 
+# The slow kind (random programs by the thousand, each differentiated several ways):
+# not in the fast subset, python -m pytest -m "not slow".
+pytestmark = pytest.mark.slow
+
 POLICIES = ("restore", "checkpoint")
 KINK_MARGIN = 0.02
 

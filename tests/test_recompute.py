@@ -89,6 +89,7 @@ def growth_per_step(gradient, few, many):
     return (peaks[1] - peaks[0]) / (many - few)
 
 
+@pytest.mark.slow
 def test_memory_does_not_grow_with_the_number_of_steps():
     n = 100_000
     q, p = state(n)

@@ -202,6 +202,7 @@ def test_reduction_gradient(case, policy, rng):
     mutad.check_grads(case, *case.sample(rng), policy=policy)
 
 
+@pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_reduction_second_derivatives(case, policy, rng):
@@ -299,6 +300,7 @@ def test_complex_reduction_gradient(case, policy, rng):
     check_complex(case, case.sample(rng), policy)
 
 
+@pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
 def test_complex_reduction_second_derivatives(case, policy, rng):

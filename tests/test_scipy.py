@@ -287,6 +287,7 @@ def with_read_only_pivots(args):
     return args
 
 
+@pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize("case", LINALG_CASES, ids=case_id)
 def test_linalg_second_derivatives(case, rng):
     """Hessian-vector products, reverse over forward and nested reverse, against finite

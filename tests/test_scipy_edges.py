@@ -32,6 +32,10 @@ import scipy.stats
 import mutad
 from mutad.scipy import special
 
+# The slow kind (high-precision references from mpmath, at the special functions' edges):
+# not in the fast subset, python -m pytest -m "not slow".
+pytestmark = pytest.mark.slow
+
 FIRST = 1e-11
 SECOND = 1e-9
 DIGITS = 60

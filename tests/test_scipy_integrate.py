@@ -18,6 +18,10 @@ import mutad
 from mutad.errors import UnsupportedOperationError
 from mutad.scipy import integrate
 
+# The slow kind (ODE solves, forward, adjoint and by finite differences): not in the fast subset,
+# python -m pytest -m "not slow".
+pytestmark = pytest.mark.slow
+
 POLICIES = ("restore", "checkpoint")
 METHODS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")
 TIGHT = dict(rtol=1e-10, atol=1e-12)

@@ -13,6 +13,7 @@ from test_scipy import SIGNAL_CASES, SPECIAL_CASES, case_id
 POLICIES = ("restore", "checkpoint")
 
 
+@pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("case", SPECIAL_CASES + SIGNAL_CASES, ids=case_id)
 def test_second_derivatives(case, policy, rng):

@@ -131,6 +131,7 @@ def test_tape_module_imports_no_numpy_and_nothing_of_mutad():
     assert not imported & {"numpy", "mutad", "."}
 
 
+@pytest.mark.slow
 def test_a_million_records_replay_without_recursion():
     tape = Tape()
     count = []

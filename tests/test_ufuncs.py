@@ -36,6 +36,7 @@ def test_ufunc_gradient(case, scenario, policy, rng):
     mutad.check_grads(scenario.make(case.program), *arguments, policy=policy)
 
 
+@pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize(("case", "scenario"), list(_case_scenario_pairs()))
 def test_ufunc_second_derivatives(case, scenario, policy, rng):
@@ -105,6 +106,7 @@ def test_a_row_not_declared_for_complex_values_refuses_them(ufunc):
     assert z.tobytes() == before
 
 
+@pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize(("case", "scenario"), COMPLEX_PAIRS)
 def test_complex_ufunc_second_derivatives(case, scenario, policy, rng):

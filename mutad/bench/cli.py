@@ -10,10 +10,14 @@ the workloads W1-W6 and heat-scalar.
     mutad-bench --full --json run.json --csv run.csv --plot results.png
     mutad-bench --from-json run.json --plot results.png   # report a saved run again
 
+Every run saves its tables and its measurements in mutad-bench-results/ (--save-to changes
+the folder, --no-save turns it off) and says where.
+
 The workloads are defined on the workloads page of the documentation, docs/workloads.md.
 """
 
 import argparse
+import datetime
 import json
 import os
 import sys
@@ -33,6 +37,7 @@ TIMEOUT = {"full": 3600.0, "quick": 300.0}
 BAR_AFTER_SECONDS = 3.0
 PROGRESS_EVERY_SECONDS = 5.0
 RUN_ONLY_OPTIONS = ("full", "steps", "n", "reps", "timeout", "memory_limit", "json")
+SAVE_TO = "mutad-bench-results"
 
 
 class UsageError(Exception):
@@ -111,12 +116,24 @@ def parser():
                         help="resident memory a configuration may reach before it is stopped "
                              "and reported as 'out of memory' (default: 90%% of the memory "
                              "available at the start)")
+    result.add_argument("--save-to", metavar="FOLDER", default=SAVE_TO,
+                        help="the folder where every run saves its tables as printed "
+                             "(mutad-bench-DATE.txt) and its measurements "
+                             "(mutad-bench-DATE.json, which --from-json reports again), DATE "
+                             "the run's date and time in UTC, so runs never overwrite each "
+                             "other "
+                             "(default: %(default)s in the current folder)")
+    result.add_argument("--no-save", action="store_true",
+                        help="save nothing unless --json, --csv or --plot asks for it")
     result.add_argument("--json", metavar="FILE", help="write every raw measurement to FILE")
     result.add_argument("--csv", metavar="FILE", help="write one row per configuration to FILE")
     result.add_argument("--plot", metavar="FILE.png",
-                        help="draw each workload's gradient time over the NumPy forward and "
-                             "peak extra memory per system and size, one row of two panels "
-                             "per workload (needs matplotlib: pip install matplotlib)")
+                        help="draw a figure for a paper (300 dpi, a page wide): per "
+                             "workload, a panel of the gradient's time over the NumPy "
+                             "function's and a panel of its peak extra memory, per system and "
+                             "size, on logarithmic axes, two workloads to a row, the machine "
+                             "and versions in a caption (needs matplotlib: pip install "
+                             "matplotlib)")
     result.add_argument("--from-json", metavar="FILE",
                         help="run nothing: report the run saved in FILE by --json (tables, "
                              "and --plot, --csv), e.g. to redraw benchmarks/results.json; "
@@ -367,61 +384,86 @@ def saved(options):
     return document, workloads
 
 
-def _print_header(document, from_file):
+def _header(document, from_file):
+    """The lines above the tables: what was run, and how, in a scientist's words."""
     results = document["results"]
+    lines = []
     if from_file:
         environment = document.get("environment", {})
-        print(f"mutad-bench: the run saved in {from_file}, measured "
-              f"{environment.get('date', 'at an unknown date')} at mutad commit "
-              f"{environment.get('mutad_commit') or 'unknown'} on "
-              f"{environment.get('processor_count', '?')} cores ({environment.get('cpu')}); "
-              f"command: {' '.join(document.get('command', []))}")
+        lines.append(f"mutad-bench: the run saved in {from_file}, measured "
+                     f"{environment.get('date', 'at an unknown date')} at mutad commit "
+                     f"{environment.get('mutad_commit') or 'unknown'} on "
+                     f"{environment.get('processor_count', '?')} cores "
+                     f"({environment.get('cpu')}); command: "
+                     f"{' '.join(document.get('command', []))}")
     memory_methods = {r.get("memory_method") for r in results} - {None}
     timed = [r for r in results if r.get("gradient_seconds")]
     pinned = all(r.get("allocator") for r in timed)
-    print(f"mutad-bench ({document['mode']} sizes; each row a fresh interpreter with one compute "
-          "thread"
-          + ("; glibc malloc pinned: for peaks every block of 128 KiB or more mapped on its own, "
-             "for times blocks under 32 MiB from a heap never trimmed" if pinned else "")
-          + "; the first gradient call timed on its own, for mutad-replay the recording; "
-            "an untimed round, then times and ratios: median [min-max] over rounds)")
+    lines.append(f"mutad-bench ({document['mode']} sizes): each row is measured in a fresh Python "
+                 "process computing on one core; the first gradient call is timed on its own "
+                 "(for mutad-replay, the call that records), then, after one untimed round, "
+                 "every round times the plain NumPy function and the gradient back to back")
     if not pinned:
-        print("note: malloc's thresholds could not be pinned here (not glibc); a time can depend "
-              "on what its process allocated before (fresh pages or reused ones), and a peak on "
-              "how the allocator keeps freed memory")
+        lines.append("note: the memory allocator could not be set up here as on Linux with glibc, "
+                     "so a time can depend on what the process allocated before, and a peak on "
+                     "how much freed memory the allocator keeps")
     if "sampled" in memory_methods:
-        print("note: /proc/self/clear_refs could not reset VmHWM here; peak memory comes from "
-              "a thread sampling VmRSS every millisecond, which can miss short peaks")
-    print()
+        lines.append("note: this system cannot reset its peak-memory counter, so peaks come from "
+                     "sampling memory every millisecond, which can miss short peaks")
+    return lines + [""]
+
+
+def _saved_names(folder, started):
+    """The paths of the tables and the measurements a run saves in ``folder``, named by its
+    date and time (UTC), so that runs never overwrite each other."""
+    stamp = started.strftime("%Y-%m-%dT%H%M%SZ")
+    return (os.path.join(folder, f"mutad-bench-{stamp}.txt"),
+            os.path.join(folder, f"mutad-bench-{stamp}.json"))
 
 
 def report_run(options, document, workloads, from_file=None):
-    """Print the tables of ``document``'s results, write the files asked for and say where;
-    returns the exit status (1 if a row is wrong or failed)."""
+    """Print the tables of ``document``'s results, save them (a run, not a report of a saved
+    one) with the files asked for, and say where; returns the exit status (1 if a row is wrong
+    or failed)."""
     results = document["results"]
-    _print_header(document, from_file)
+    printed = []
+
+    def say(text=""):
+        print(text)
+        printed.append(text)
+
+    for line in _header(document, from_file):
+        say(line)
     tables = (report.format_markdown if options.markdown else report.format_results)
-    print(tables(results, workloads))
-    print()
+    say(tables(results, workloads))
+    say()
     replay = report.format_replay(results, workloads, markdown=options.markdown)
     if replay:
-        print(replay)
-        print()
+        say(replay)
+        say()
     if from_file is None:
         systems = {r["system"] for r in results}
         missing = [s for s in peers.PEER_MODULES if not peers.installed(s)]
         unused = [s for s in peers.PEER_MODULES if peers.installed(s) and s not in systems]
         if missing:
-            print("not installed: " + ", ".join(missing)
-                  + " (pip install jax autograd, or from a checkout pip install '.[peers]';"
-                  " PyTorch: pip install torch==2.13.0)")
+            say("not installed: " + ", ".join(missing)
+                + " (pip install jax autograd, or from a checkout pip install '.[peers]';"
+                " PyTorch: pip install torch==2.13.0)")
         if unused:
-            print("installed but not run: " + ", ".join(unused) + " (add --systems all)")
-    print("peak MiB: VmHWM during one gradient call minus VmRSS before it; gradient/NumPy fwd: "
-          "per-round ratio; grad err: vs mutad's checkpoint policy; fd err: vs finite "
-          "differences (mutad-bench --help explains each figure)")
+            say("installed but not run: " + ", ".join(unused) + " (add --systems all)")
+    say(report.legend(report._with_peers(results)))
 
     written = []
+    if from_file is None and not options.no_save:
+        when = datetime.datetime.fromisoformat(document["environment"]["date"])
+        table_path, json_path = _saved_names(options.save_to, when)
+        os.makedirs(options.save_to, exist_ok=True)
+        with open(table_path, "w") as out:
+            out.write("\n".join(printed) + "\n")
+        with open(json_path, "w") as out:
+            json.dump(document, out, indent=1)
+        written += [("the tables", table_path), ("every measurement (JSON; mutad-bench "
+                                                 "--from-json FILE reports it again)", json_path)]
     if options.json:
         with open(options.json, "w") as out:
             json.dump(document, out, indent=1)
@@ -430,10 +472,12 @@ def report_run(options, document, workloads, from_file=None):
         report.write_csv(options.csv, results, document["environment"])
         written.append(("one row per configuration (CSV)", options.csv))
     if options.plot:
-        report.plot(options.plot, results, workloads)
+        report.plot(options.plot, results, workloads, document.get("environment"))
         written.append(("the plot", options.plot))
     for what, path in written:
         print(f"wrote {what}: {os.path.abspath(path)}")
+    if from_file is None and options.no_save and not written:
+        print("saved nothing (--no-save)")
 
     broken = [r for r in results if r["status"] in ("wrong", "error")]
     for row in broken:

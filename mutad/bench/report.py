@@ -5,6 +5,7 @@ import datetime
 import os
 import platform
 import subprocess
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +52,8 @@ the figures, per workload, size and system:
   /NumPy fwd      gradient time over the plain NumPy forward's time in the same round,
                   median [min-max] of the per-round ratios
   /own fwd        the same over the system's own forward without AD (torch under no_grad,
-                  jax.jit(loss), autograd's code on ndarrays)
+                  jax.jit(loss), autograd's code on ndarrays); only when a peer ran: mutad
+                  and numpy have no other forward than NumPy's
   grad err        max relative difference of the gradient to mutad's checkpoint-policy
                   gradient, the reference ("ref" on the reference row)
   fd err          relative difference of g.v to a 4th-order central difference of the NumPy
@@ -76,9 +78,45 @@ where mutad-replay ran, a table sets it against mutad-restore (traced on every c
                   keeps), for mutad-restore (traced kept MiB) and for mutad-replay, whose
                   figure is read after its second call (the program as it is compiled)
                   ("first_call_seconds" and "kept_mib" are in --json and --csv for every system)
+the systems: mutad-restore puts back what the code overwrote by undoing each step (a -= b
+undoes a += b), mutad-checkpoint by saving what each step overwrites (exact; the reference),
+mutad-budget as mutad-restore, saving the steps that cannot be undone within a memory budget of
+8 times the largest input's size (memory= of mutad.value_and_gradient), mutad-replay as
+mutad-restore, its program recorded on the first call and replayed on later ones; numpy is
+the plain function, no gradient: the baseline
 W1 addvecs prints what each system does with `a += b` and `a[:] += b` written inside the
 differentiated function, the idiomatic workaround, and whether the caller's a ends up mutated.
 """
+
+
+
+def legend(with_peers):
+    """What the figures of the tables mean, in a scientist's words, printed under them (the
+    --help epilog says how each is measured)."""
+    lines = [
+        "How to read the tables (mutad-bench --help says how each figure is measured):",
+        "  peak MiB    the most memory one gradient call needed beyond what the program held",
+        "              before it (for numpy: one plain call of the function, no gradient)",
+        "  gradient    the time of one gradient call: median [fastest-slowest] over the rounds",
+        "  /NumPy fwd  that time in multiples of one plain NumPy call of the same function:",
+        "              the price of the derivative (theory allows reverse mode a few times)",
+    ]
+    if with_peers:
+        lines += [
+            "  /own fwd    the same in multiples of the peer's own function without derivatives",
+            "              (torch under no_grad, jax.jit of the function, autograd's on arrays)",
+        ]
+    lines += [
+        "  grad err    the largest relative difference from mutad-checkpoint's gradient,",
+        "              the reference (it saves what each step overwrites: no rounding drift)",
+        "  fd err      the relative difference from a finite-difference derivative",
+        "  mutad-restore undoes each step to put back what the code overwrote (a -= b undoes",
+        "  a += b); mutad-checkpoint saves what each step overwrites; mutad-budget undoes what",
+        "  it can and, for the steps it cannot, keeps at most 8 times the largest input's",
+        "  memory, recomputing the rest; mutad-replay records the program on its first call",
+        "  and replays it on later calls; numpy is the plain function, without a gradient",
+    ]
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -238,15 +276,32 @@ def _columns(header, rows):
     return [line.rstrip() for line in lines]
 
 
+def _with_peers(results):
+    """Whether a peer (torch, jax, autograd) is among ``results``' systems: only then has the
+    table an "/own fwd" column, the gradient over the peer's own forward, which mutad's and
+    numpy's rows do not have."""
+    return any(r["system"] in peers.PEER_MODULES for r in results)
+
+
+def _table(workload, results):
+    """The header and the rows of one workload's table."""
+    header = ["size", "system", "peak MiB", f"gradient {workload.time_unit}", "/NumPy fwd",
+              "/own fwd", "grad err", "fd err", "check"]
+    rows = [_row(workload, r) for r in results]
+    if not _with_peers(results):
+        own = header.index("/own fwd")
+        header.pop(own)
+        rows = [row[:own] + row[own + 1:] if len(row) == len(header) + 1 else row
+                for row in rows]
+    return header, rows
+
+
 def format_workload(workload, results):
     """A plain-text table of one workload's results, one row per (size, system)."""
     lines = [f"{workload.label} {workload.name}: {workload.summary}"]
     if workload.behaviour_only:
         return "\n".join(lines + format_behaviour(results))
-    unit = workload.time_unit
-    header = ["size", "system", "peak MiB", f"gradient {unit}", "/NumPy fwd", "/own fwd",
-              "grad err", "fd err", "check"]
-    return "\n".join(lines + _columns(header, [_row(workload, r) for r in results]))
+    return "\n".join(lines + _columns(*_table(workload, results)))
 
 
 def format_behaviour(results):
@@ -290,13 +345,9 @@ def format_markdown(results, workload_names):
                       r["behaviour"]["workaround outcome"]["text"],
                       "yes" if r["behaviour"]["caller's a mutated"] else "no"]) for r in rows]
         else:
-            header = ["size", "system", "peak MiB", f"gradient {workload.time_unit}",
-                      "/NumPy fwd", "/own fwd", "grad err", "fd err", "check"]
-            body = []
-            for r in rows:
-                row = _row(workload, r)
-                body.append(row if len(row) == len(header) else
-                            row[:2] + [row[2]] + [""] * (len(header) - 3))
+            header, table = _table(workload, rows)
+            body = [row if len(row) == len(header) else
+                    row[:2] + [row[2]] + [""] * (len(header) - 3) for row in table]
         lines = [f"**{workload.label} {workload.name}**: {workload.summary}", "",
                  "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |"
@@ -459,8 +510,13 @@ def write_csv(path, results, facts):
             writer.writerow({key: "" if value is None else value for key, value in row.items()})
 
 
-PLOT_BAR_INCHES = 0.16  # the height of one bar; a system's group is one bar per size
-PLOT_ROW_INCHES = 1.1  # a workload's panels besides their bars: title, ticks, axis label
+PLOT_DPI = 300  # print resolution
+PLOT_WIDTH_INCHES = 7.2  # a page's text width, two workloads side by side
+PLOT_PAIRS_PER_ROW = 2  # workloads per row of the grid, each a (time, memory) pair of panels
+PLOT_BAR_INCHES = 0.07  # the height of one bar; a system's group is one bar per size
+PLOT_ROW_INCHES = 0.75  # a row of panels besides its bars: titles, ticks, axis labels
+PLOT_FONT = 6.0  # points, legible in print at this width
+MEMORY_FLOOR_MIB = 0.01  # the left end of the logarithmic memory axis; smaller peaks end there
 
 
 def _plotted(result):
@@ -480,13 +536,37 @@ def _common_and_varying(rows):
     return sizes, common, varying
 
 
-def plot_figure(results, workload_names):
-    """The figure --plot writes: one row of two panels per workload that has figures. Left,
-    the gradient's time over the plain NumPy forward's in the same rounds (the median of the
-    per-round ratios, a line from their min to their max); right, the peak extra memory of one
-    gradient call in MiB (for numpy, of one plain forward call). One horizontal bar per system
-    and size, on linear axes that start at zero, its value written at its end. Rows that did
-    not run (not installed, timeout, ...) say so in place of a bar, or below the title."""
+def caption(environment):
+    """The machine and the versions a figure was measured with, in a sentence."""
+    if not environment:
+        return ""
+    versions = environment.get("versions") or {}
+    names = {"numpy": "NumPy", "scipy": "SciPy", "torch": "PyTorch", "jax": "JAX",
+             "autograd": "autograd"}
+    software = [f"Python {environment.get('python', '?')}"] + [
+        f"{names[k]} {versions[k]}" for k in names if versions.get(k)]
+    commit = environment.get("mutad_commit")
+    memory = environment.get("memory_total_mib")
+    return (f"Measured {str(environment.get('date', '?'))[:10]} on {environment.get('cpu')}, "
+            f"{environment.get('processor_count', '?')} cores"
+            + (f", {memory / 1024:.0f} GiB" if memory else "")
+            + " (one core per run, a fresh process each); "
+            + (f"mutad {commit}, " if commit else "") + ", ".join(software) + ". "
+            "Bars: median over rounds; lines: fastest to slowest round. Time is the gradient's "
+            "over one plain NumPy call of the same function (dashed: 1); memory is the extra "
+            "peak of one gradient call, NumPy's own forward dotted.")
+
+
+def plot_figure(results, workload_names, environment=None):
+    """The figure --plot writes: a grid of panels, two workloads to a row, each a pair of
+    panels. Left, the gradient's time over the plain NumPy function's in the same rounds (the
+    median of the per-round ratios, a line from their min to their max); right, the peak extra
+    memory of one gradient call. One horizontal bar per system and size, its value written at
+    its end, on logarithmic axes: the systems' figures span orders of magnitude, and a ratio
+    reads the same everywhere on them. NumPy, the baseline, has no bars: it is the dashed line
+    at 1 on the time axis and a dotted line per size on the memory axis. Systems that did not
+    run (not installed, timeout, ...) are named under the title. ``environment`` (the run's,
+    as --json saves it) gives the caption: machine and versions."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -497,34 +577,55 @@ def plot_figure(results, workload_names):
     layouts = []
     for name in names:
         rows = [r for r in results if r["workload"] == name]
-        shown = [s for s in peers.SYSTEMS if any(r["system"] == s and _plotted(r) for r in rows)]
+        shown = [s for s in peers.SYSTEMS if s != "numpy"
+                 and any(r["system"] == s and _plotted(r) for r in rows)]
         absent = {}
         for r in rows:
-            if r["system"] not in shown and r["system"] not in absent.get(r["status"], []):
+            if (r["system"] not in shown and r["system"] != "numpy"
+                    and r["system"] not in absent.get(r["status"], [])):
                 absent.setdefault(r["status"], []).append(r["system"])
-        sizes, common, varying = _common_and_varying([r for r in rows if r["system"] in shown])
+        sizes, common, varying = _common_and_varying(
+            [r for r in rows if r["system"] in shown or r["system"] == "numpy"])
         layouts.append((name, rows, shown, absent, sizes, common, varying))
-    heights = [len(shown) * (len(sizes) + 0.8) * PLOT_BAR_INCHES + PLOT_ROW_INCHES
-               for _, _, shown, _, sizes, _, _ in layouts] or [2.0]
-    figure, axes = plt.subplots(max(len(layouts), 1), 2, figsize=(9, sum(heights)),
-                                squeeze=False, layout="constrained",
-                                gridspec_kw={"height_ratios": heights})
-    if not layouts:
-        for axis in axes[0]:
-            axis.set_axis_off()
-        axes[0][0].text(0.5, 0.5, "no time or memory figures in these results", ha="center")
-    for (time_axis, memory_axis), layout in zip(axes, layouts, strict=False):
-        _plot_workload(time_axis, memory_axis, *layout)
+    grid_rows = [layouts[i:i + PLOT_PAIRS_PER_ROW]
+                 for i in range(0, len(layouts), PLOT_PAIRS_PER_ROW)] or [[]]
+    heights = [max([len(shown) * (len(sizes) + 0.8) * PLOT_BAR_INCHES
+                    for _, _, shown, _, sizes, _, _ in row] or [1.0]) + PLOT_ROW_INCHES
+               for row in grid_rows]
+    text = caption(environment)
+    with plt.rc_context({"font.size": PLOT_FONT, "axes.titlesize": PLOT_FONT + 1,
+                         "axes.labelsize": PLOT_FONT, "xtick.labelsize": PLOT_FONT - 0.5,
+                         "ytick.labelsize": PLOT_FONT, "legend.fontsize": PLOT_FONT - 0.5}):
+        figure, axes = plt.subplots(
+            len(grid_rows), 2 * PLOT_PAIRS_PER_ROW, squeeze=False, layout="constrained",
+            figsize=(PLOT_WIDTH_INCHES, sum(heights) + (0.45 if text else 0.0)),
+            gridspec_kw={"height_ratios": heights})
+        for row_axes, row in zip(axes, grid_rows, strict=True):
+            for k in range(PLOT_PAIRS_PER_ROW):
+                time_axis, memory_axis = row_axes[2 * k], row_axes[2 * k + 1]
+                if k < len(row):
+                    _plot_workload(time_axis, memory_axis, *row[k])
+                else:
+                    time_axis.set_axis_off()
+                    memory_axis.set_axis_off()
+        if not layouts:
+            axes[0][0].text(0.5, 0.5, "no time or memory figures in these results",
+                            ha="center")
+        if text:
+            figure.get_layout_engine().set(rect=(0, 0.45 / figure.get_figheight(), 1,
+                                                 1 - 0.45 / figure.get_figheight()))
+            figure.text(0.01, 0.04 / figure.get_figheight(), textwrap.fill(text, 160),
+                        ha="left", va="bottom", fontsize=PLOT_FONT - 0.5, color="0.25")
     return figure
 
 
-def plot(path, results, workload_names):
-    """Write :func:`plot_figure` to ``path`` (PNG, or any format matplotlib infers from the
-    name)."""
+def plot(path, results, workload_names, environment=None):
+    """Write :func:`plot_figure` to ``path`` (PNG at print resolution, or any format
+    matplotlib infers from the name)."""
     import matplotlib.pyplot as plt
 
-    figure = plot_figure(results, workload_names)
-    figure.savefig(path, dpi=100)
+    figure = plot_figure(results, workload_names, environment)
+    figure.savefig(path, dpi=PLOT_DPI)
     plt.close(figure)
 
 
@@ -536,60 +637,87 @@ def _size_colours(count):
 
 
 def _plot_workload(time_axis, memory_axis, name, rows, shown, absent, sizes, common, varying):
+    import matplotlib.ticker
+
     workload = WORKLOADS[name]
     colours = _size_colours(len(sizes))
     group = len(sizes) + 0.8
     centres = np.arange(len(shown)) * group
+    numpy_peaks = [r["peak_extra_mib"] for r in rows
+                   if r["system"] == "numpy" and r.get("peak_extra_mib") is not None]
     for (axis, figure_of) in ((time_axis, _time_figure), (memory_axis, _memory_figure)):
-        ends = [0.0]
-        drawn = []
+        ends, lows, drawn = [], [], []
         for i, system in enumerate(shown):
             for j, params in enumerate(sizes):
                 y = centres[i] + j - (len(sizes) - 1) / 2
                 found = [r for r in rows if r["system"] == system and r["params"] == params]
                 if not found or not _plotted(found[0]):
-                    status = found[0]["status"] if found else "not run"
-                    drawn.append((y, None, status, "dimgrey"))
+                    drawn.append((y, None, found[0]["status"] if found else "not run",
+                                  "dimgrey"))
                     continue
                 value, low, high = figure_of(found[0])
+                lows.append(value if low is None else low)
+                ends.append(value if high is None else high)
+                wrong = found[0]["status"] == "wrong"
+                drawn.append((y, ends[-1], _number(value) + (" WRONG" if wrong else ""),
+                              "red" if wrong else "black"))
+        # A logarithmic axis has no zero: bars start at the power of ten below every value
+        # (and below 1, the time axis's NumPy line, or NumPy's own memory).
+        marks = [1.0] if axis is time_axis else numpy_peaks
+        floor = 10.0 ** np.floor(np.log10(max(min([*lows, *marks]) * 0.9, MEMORY_FLOOR_MIB)))
+        decades = int(np.ceil(np.log10(max([*ends, floor * 10]) * 4.0 / floor)))
+        axis.set_xscale("log")
+        axis.set_xlim(floor, floor * 10.0 ** decades)
+        # A labelled tick every decade, or every other one where that would crowd the panel;
+        # 0.1, 1, 1,000 rather than powers of ten: the numbers the bars' labels use.
+        step = 1 if decades <= 4 else 2
+        axis.set_xticks([floor * 10.0 ** k for k in range(0, decades + 1, step)])
+        axis.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        axis.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+            lambda v, _: f"{v:g}" if v < 1 else f"{v:,.0f}"))
+        for i, system in enumerate(shown):
+            for j, params in enumerate(sizes):
+                found = [r for r in rows if r["system"] == system and r["params"] == params]
+                if not found or not _plotted(found[0]):
+                    continue
+                value, low, high = figure_of(found[0])
+                value = max(value, floor)
+                y = centres[i] + j - (len(sizes) - 1) / 2
                 label = None
                 if i == 0 and varying:
                     label = " ".join(f"{k}={params[k]:,}" if isinstance(params[k], int)
                                      else f"{k}={params[k]}" for k in varying)
-                error = None if low is None else [[value - low], [high - value]]
-                axis.barh(y, value, height=0.85, color=colours[j], label=label, xerr=error,
-                          error_kw={"elinewidth": 0.8, "capsize": 1.5, "ecolor": "black"})
-                ends.append(value if high is None else high)
-                wrong = found[0]["status"] == "wrong"
-                drawn.append((y, value if high is None else high,
-                               _number(value) + (" WRONG" if wrong else ""),
-                               "red" if wrong else "black"))
-        right = max(ends) * 1.22 or 1.0
+                error = None if low is None else [[value - max(low, floor)], [high - value]]
+                axis.barh(y, value - floor, left=floor, height=0.85, color=colours[j],
+                          label=label, xerr=error,
+                          error_kw={"elinewidth": 0.5, "capsize": 1.0, "ecolor": "black"})
         for y, end, text, colour in drawn:
-            axis.text((end or 0.0) + right * 0.01, y, text, va="center", fontsize=7.5,
-                      color=colour)
-        axis.set_xlim(0, right)
+            axis.text(max(end or floor, floor) * 1.12, y, text, va="center",
+                      fontsize=PLOT_FONT - 1.5, color=colour)
         axis.set_ylim(centres[-1] + group / 2, centres[0] - group / 2)  # first system on top
-        axis.set_yticks(centres, [("numpy (forward, no AD)" if s == "numpy" else s)
-                                  for s in shown], fontsize=8)
-        axis.tick_params(axis="x", labelsize=7.5)
-        axis.grid(True, axis="x", alpha=0.3)
-    time_axis.axvline(1.0, color="grey", linestyle="--", linewidth=0.8)
-    time_axis.set_xlabel("gradient time / NumPy forward time, per round\n"
-                         "(bar: median; line: min to max; dashed: 1)", fontsize=8)
-    memory_axis.set_xlabel("peak extra memory of one gradient call (MiB)", fontsize=8)
-    memory_axis.tick_params(axis="y", labelleft=False)
+        axis.grid(True, axis="x", which="major", alpha=0.3, linewidth=0.5)
+        axis.tick_params(axis="y", length=0)
+    time_axis.set_yticks(centres, shown)
+    memory_axis.set_yticks(centres, [])
+    time_axis.axvline(1.0, color="grey", linestyle="--", linewidth=0.6)
+    for j, params in enumerate(sizes):
+        numpy_rows = [r for r in rows if r["system"] == "numpy" and r["params"] == params
+                      and r.get("peak_extra_mib") is not None]
+        if numpy_rows:
+            memory_axis.axvline(max(numpy_rows[0]["peak_extra_mib"], memory_axis.get_xlim()[0]),
+                                color=colours[j], linestyle=":", linewidth=0.8)
+    time_axis.set_xlabel("gradient time / NumPy time")
+    memory_axis.set_xlabel("peak extra memory (MiB)")
     title = f"{workload.label} {workload.name}"
     if common:
         title += " (" + size_label(common) + ")"
-    time_axis.set_title(title, fontsize=10, loc="left")  # the metrics are the x labels
     if absent:
-        memory_axis.set_title("; ".join(f"{status}: {', '.join(systems)}"
-                                        for status, systems in absent.items()),
-                              fontsize=8, loc="left", color="dimgrey")
+        title += "\n" + "; ".join(f"{status}: {', '.join(systems)}"
+                                  for status, systems in absent.items())
+    time_axis.set_title(title, loc="left")
     if varying:
-        memory_axis.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.0, 1.0),
-                           frameon=False, handlelength=1.0)
+        memory_axis.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False,
+                           handlelength=0.8, borderaxespad=0.1, labelspacing=0.2)
 
 
 def _time_figure(result):

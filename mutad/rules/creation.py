@@ -11,8 +11,10 @@ so later writes of tangents into it have a place to go.
 
 import numpy as np
 
+from ..debug import caller, warn_at
 from ..errors import UnsupportedOperationError
 from ..registry import deflinear, defjvp, defrule, holomorphic, recomputable
+from ..tape import source_line
 from ..views import memory
 from ._helpers import traced_among, unbroadcast
 
@@ -221,9 +223,23 @@ for _func in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfo
     defjvp(_func)(array_jvp(_func))
 
 
+def _astype(a, dtype, kwargs):
+    """``a.astype(dtype, **kwargs)``. A cast of complex values to real ones warns, as NumPy's
+    does, but at the user's line: NumPy's own warning would name this module's. The value is
+    NumPy's, the real part cast (a copy, as NumPy's cast makes one)."""
+    if (a.dtype.kind != "c" or np.dtype(dtype).kind not in "iuf"
+            or kwargs.get("casting", "unsafe") != "unsafe"):
+        return a.astype(dtype, **kwargs)
+    where = source_line(caller(1))
+    if where is not None:
+        warn_at("Casting complex values to real discards the imaginary part",
+                np.exceptions.ComplexWarning, *where)
+    return np.real(a).astype(dtype, **{**kwargs, "copy": True})
+
+
 @defrule(np.ndarray.astype, leading=1)
 def astype(a, dtype, **kwargs):
-    y = a.astype(dtype, **kwargs)
+    y = _astype(a, dtype, kwargs)
     # to a real dtype from a complex one, the core takes the real part (registry.COMPLEX)
     return y, lambda dy: (dy if dy.dtype.kind == "c" and a.dtype.kind == "f"
                           else dy.astype(a.dtype, copy=False),)
@@ -231,7 +247,7 @@ def astype(a, dtype, **kwargs):
 
 @defjvp(np.ndarray.astype)
 def astype_jvp(tangents, a, dtype, **kwargs):
-    y = a.astype(dtype, **kwargs)
+    y = _astype(a, dtype, kwargs)
     if tangents[0] is None or not np.issubdtype(y.dtype, np.inexact):
         return y, None
     t = tangents[0]

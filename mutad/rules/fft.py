@@ -2,8 +2,8 @@
 
 Every transform is linear over the reals (the real ones map real arrays to complex ones and
 back), so its forward rule is the transform of the tangent (``deflinear``). Its pullback, in
-mutad's convention for complex values (README, "Complex numbers and the FFT"), is its adjoint,
-built from the one-dimensional transforms it is made of, taken in reverse order:
+mutad's convention for complex values (docs/guide.md, "Complex numbers and the FFT"), is its
+adjoint, built from the one-dimensional transforms it is made of, taken in reverse order:
 
 * ``fft`` with norm ``m`` has the adjoint ``ifft`` with the dual norm (``DUAL``: the scale
   moves to the other direction), and the other way round;

@@ -37,7 +37,9 @@ import string
 import numpy as np
 
 from ..errors import UnsupportedOperationError
+from ..debug import caller, warn_at
 from ..registry import complex_aware, defjvp, deflinear, defmultilinear, defrule, holomorphic
+from ..tape import source_line
 from ._helpers import require_symmetric, symmetric_part, transpose, unbroadcast
 from .factorizations import (adjoint, as_matrices, cholesky_cotangent, cholesky_tangent, conjugate,
                              det_cotangent, det_tangent, eig_cotangent, eig_tangent,
@@ -414,11 +416,40 @@ def trace_of_matrices(x, offset=0, dtype=None):
 deflinear(np.linalg.trace)
 
 
+_CROSS_OF_2_VECTORS = ("Arrays of 2-dimensional vectors are deprecated. Use arrays of "
+                       "3-dimensional vectors instead. (deprecated in NumPy 2.0)")
+
+
+def _cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """``np.cross(a, b, ...)``, NumPy's value bit for bit, without NumPy 2's deprecated path
+    for 2-vectors. That path warns from the line that called it, which would be this module's;
+    the warning is the user's (their code calls ``np.cross`` of 2-vectors), so it is issued at
+    the user's line instead. The 2-vector formulas are NumPy's own (a missing z is 0)."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = np.moveaxis(a, axisa, -1)
+    b = np.moveaxis(b, axisb, -1)
+    if a.shape[-1] == 3 and b.shape[-1] == 3 or a.shape[-1] not in (2, 3) or (
+            b.shape[-1] not in (2, 3)):
+        return np.cross(a, b, axisc=axisc)  # 3-vectors, or NumPy's own error
+    where = source_line(caller(1))
+    if where is not None:
+        warn_at(_CROSS_OF_2_VECTORS, DeprecationWarning, *where)
+    z = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    if a.shape[-1] == 2 and b.shape[-1] == 2:
+        return z  # the z component alone, as NumPy gives it
+    if a.shape[-1] == 2:
+        x, y = a[..., 1] * b[..., 2], -(a[..., 0] * b[..., 2])
+    else:
+        x, y = -(a[..., 2] * b[..., 1]), a[..., 2] * b[..., 0]
+    return np.moveaxis(np.stack([x, y, z], axis=-1), -1, axisc)
+
+
 @defrule(np.cross, np.linalg.cross, leading=2)
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     if axis is not None:
         axisa = axisb = axisc = axis
-    y = np.cross(a, b, axisa, axisb, axisc)
+    y = _cross(a, b, axisa, axisb, axisc)
     a_last = np.moveaxis(a, axisa, -1)
     b_last = np.moveaxis(b, axisb, -1)
 
@@ -444,7 +475,14 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return y, back
 
 
-defmultilinear(np.cross, np.linalg.cross, operands=(0, 1))
+@defjvp(np.cross, np.linalg.cross, leading=2)
+def cross_jvp(tangents, a, b, *args, **kwargs):
+    """The product rule, each term a cross product computed as ``_cross`` computes it."""
+    da, db = tangents[:2]
+    y = _cross(a, b, *args, **kwargs)
+    terms = ([] if da is None else [_cross(da, b, *args, **kwargs)]) + (
+        [] if db is None else [_cross(a, db, *args, **kwargs)])
+    return y, terms[0] if len(terms) == 1 else terms[0] + terms[1]
 
 
 # ----------------------------------------------------------------------------------------------
