@@ -32,6 +32,7 @@ their tangent, and the subgradients chosen at kinks (norms) and at repeated eige
 reverse rules' own. Products are linear in each operand, so ``defmultilinear`` covers them.
 """
 
+import math
 import string
 
 import numpy as np
@@ -337,8 +338,9 @@ def _summed_product(left, right, shape):
         return unbroadcast(left @ right, shape)
     left = np.broadcast_to(left, batch + np.shape(left)[-2:])
     right = np.broadcast_to(right, batch + np.shape(right)[-2:])
-    rows = np.reshape(np.moveaxis(left, -2, 0), (np.shape(left)[-2], -1))
-    return rows @ np.reshape(right, (-1, np.shape(right)[-1]))
+    inner = math.prod(batch) * np.shape(right)[-2]  # explicit: -1 is no size for empty arrays
+    rows = np.reshape(np.moveaxis(left, -2, 0), (np.shape(left)[-2], inner))
+    return rows @ np.reshape(right, (inner, np.shape(right)[-1]))
 
 
 defmultilinear(np.matmul, np.linalg.matmul, operands=(0, 1))
