@@ -659,7 +659,9 @@ class _Mode:
         self.numpy.random = self.random
         self.math = _mode_math()
         self.numpy_size = len(np.__dict__)
-        self.scanned = {}  # module name -> its namespace's size when scanned
+        # id(namespace) -> (namespace, its size when scanned): by the namespace itself, not the
+        # module's name (a script loaded twice from one file makes two modules of one name)
+        self.scanned = {}
         self.sites = {}  # (id(namespace), name) -> (namespace, name, original, replacement)
         self.methods = {}  # (cls, name) -> (the rule its installed method routes to, NumPy's)
         self.cells = []  # (cell or namespace, key, what it held, the stand-in swapped in)
@@ -699,12 +701,11 @@ class _Mode:
             self.modules = 0
         if len(sys.modules) != self.modules:
             for name, module in list(sys.modules.items()):
-                if name in self.scanned or not isinstance(module, types.ModuleType):
-                    continue
                 namespace = getattr(module, "__dict__", None)
-                self.scanned[name] = len(namespace) if namespace is not None else 0
-                if namespace is None:
+                if not isinstance(module, types.ModuleType) or namespace is None or (
+                        self.scanned.get(id(namespace), (None,))[0] is namespace):
                     continue
+                self.scanned[id(namespace)] = (namespace, len(namespace))
                 # A library's module filed under another package's name too (an alias in
                 # sys.modules) is still the library's: judged by its own name, not the key.
                 own = namespace.get("__name__")
@@ -718,9 +719,10 @@ class _Mode:
             self.modules = len(sys.modules)
         namespace = getattr(f, "__globals__", None)
         name = namespace.get("__name__") if namespace is not None else None
-        if (name is not None and self.scanned.get(name) != len(namespace)
+        seen, size = self.scanned.get(id(namespace), (None, None))
+        if (isinstance(name, str) and (seen is not namespace or size != len(namespace))
                 and name.partition(".")[0] not in INTERNAL):
-            self.scanned[name] = len(namespace)
+            self.scanned[id(namespace)] = (namespace, len(namespace))
             self._scan(namespace)
 
     # swapping them -----------------------------------------------------------------------

@@ -792,3 +792,33 @@ def test_a_replay_sees_an_array_made_before_change_between_calls():
     for value in (1.0, 2.0, 2.0, -1.0, -1.0):
         init[1] = value  # the caller's array changes between calls: read again
         assert replayed(0.5) == mutad.grad(f)(0.5) == 0.5 * 2 * (init @ init)
+
+
+def test_a_script_loaded_twice_is_two_modules_with_their_own_bindings(tmp_path):
+    """Two modules of one name and as many globals (a script loaded twice from its file): each
+    is scanned for its own bindings, so the second one's np.empty is followed too, also where
+    SciPy calls its functions (a right-hand side solve_ivp calls in the reverse pass)."""
+    import importlib.util
+
+    path = tmp_path / "loaded_twice.py"
+    path.write_text(
+        "import numpy as np\n"
+        "from scipy.integrate import solve_ivp\n"
+        "def rhs(t, z, theta):\n"
+        "    dz = np.empty(2)\n"
+        "    dz[0] = -theta[0] * z[0]\n"
+        "    dz[1] = -theta[1] * z[1]\n"
+        "    return dz\n"
+        "def loss(theta):\n"
+        "    return solve_ivp(rhs, (0.0, 1.0), np.ones(2), t_eval=[1.0], args=(theta,),\n"
+        "                     rtol=1e-10, atol=1e-12).y.sum()\n")
+
+    def load():
+        spec = importlib.util.spec_from_file_location("loaded_twice", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    theta = np.array([1.0, 2.0])
+    for module in (load(), load()):
+        np.testing.assert_allclose(mutad.grad(module.loss)(theta), -np.exp(-theta), rtol=1e-6)
