@@ -441,6 +441,8 @@ def run(options, out=print):
             row["gradient_file"] = configuration["gradient_file"]
         row.update(workload=workload, system=system, size=size)
         rows.append(row)
+        if options.json:  # after every configuration, so that a stopped run keeps its rows
+            Path(options.json).write_text(json.dumps(rows, indent=1))
         if options.progress:
             print(f"  {workload} {size_label(size)} {system}: {row['status']}",
                   file=sys.stderr, flush=True)
@@ -517,6 +519,7 @@ def parse(argv=None):
     parser.add_argument("--ode-spans", type=integers, default=[10, 100])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--json", help="write the rows to this file as they are measured")
     parser.add_argument("--in-process", action="store_true",
                         help="measure in this interpreter (for a quick check; no fresh state)")
     parser.add_argument("--no-progress", dest="progress", action="store_false")
