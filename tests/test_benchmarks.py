@@ -4,6 +4,7 @@ Correctness only; nothing here asserts a timing or a workload's memory figure. N
 needed.
 """
 
+import functools
 import subprocess
 import sys
 
@@ -231,3 +232,76 @@ def test_for_timing_the_pinned_allocator_keeps_freed_blocks_until_memory_is_meas
     kept_on_free_kib, handed_back_kib = allocator_probe("timing")
     assert kept_on_free_kib < 1024
     assert handed_back_kib > 3 * 1024
+
+
+# ----------------------------------------------------------------------------------------------
+# benchmarks/scipy_solvers.py: its workloads at tiny sizes, so that the script cannot rot.
+
+
+@functools.cache
+def scipy_solvers():
+    """The script as a module, loaded once: the workloads' functions are module-level."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "scipy_solvers.py"
+    spec = importlib.util.spec_from_file_location("scipy_solvers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_scipy_solvers_heat_variants_agree_and_match_finite_differences():
+    import mutad
+
+    bench = scipy_solvers()
+    log_k, u0, target = bench.heat_inputs(60)
+    value, splu = mutad.value_and_grad(bench.heat_splu)(log_k, u0, target, 3)
+    _, spsolve = mutad.value_and_grad(bench.heat_spsolve)(log_k, u0, target, 3)
+    assert value == bench.heat_splu(log_k, u0, target, 3)
+    np.testing.assert_allclose(spsolve, splu, rtol=1e-10, atol=1e-14 * np.abs(splu).max())
+    direction = bench.fd_direction("heat", log_k.size)
+    estimate = bench.directional_difference(
+        lambda x: bench.heat_splu(x, u0, target, 3), log_k, direction, 1e-3)
+    assert splu @ direction == pytest.approx(estimate, rel=1e-6)
+
+
+def test_scipy_solvers_ode_gradient_matches_finite_differences():
+    import mutad
+
+    bench = scipy_solvers()
+    theta, counts, t_eval = bench.ode_inputs(2)
+    gradient = mutad.grad(bench.ode_misfit)(theta, counts, t_eval)
+    direction = bench.fd_direction("ode", 4)
+    estimate = bench.directional_difference(
+        lambda x: bench.ode_misfit(x, counts, t_eval), theta, direction, 1e-4)
+    assert gradient @ direction == pytest.approx(estimate, rel=1e-4)
+
+
+def test_scipy_solvers_runs_its_mutad_rows_in_fresh_interpreters():
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "scipy_solvers.py"
+    run = subprocess.run(
+        [sys.executable, str(script), "--systems", "mutad-splu,mutad-spsolve,mutad",
+         "--heat-n", "200", "--heat-steps", "2", "--ode-spans", "1", "--rounds", "1",
+         "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = [line for line in run.stdout.splitlines() if line.startswith(("| heat", "| ode"))]
+    assert len(rows) == 3 and all(" ok " not in row for row in rows), rows  # no status text
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[2] in ("mutad-splu", "mutad-spsolve", "mutad")
+        assert cells[8] == "0e+00" and cells[9] in ("ref", "0e+00"), row  # loss, gradient
+        assert float(cells[10]) < 1e-4, row  # against finite differences
+
+
+def test_scipy_solvers_reports_a_missing_peer(monkeypatch):
+    bench = scipy_solvers()
+    monkeypatch.setattr(bench, "installed", lambda system: False)
+    printed = []
+    options = bench.parse(["--workloads", "ode", "--systems", "diffrax", "--ode-spans", "1",
+                           "--no-progress"])
+    rows = bench.run(options, out=printed.append)
+    assert [row["status"] for row in rows] == ["not installed"]
+    assert "| ode | span=1 | diffrax | not installed" in printed[0]
