@@ -16,22 +16,28 @@ default, takes Dask's default client (:func:`distributed.get_client`). Dask's di
 scheduler is an optional dependency: ``pip install "mutad[distributed]"``.
 
 On a worker, each loss is differentiated by one ``mutad.value_and_grad(loss, replay=True)``
-kept in a module-level cache keyed by a token of the loss computed on the client: the function
-arrives unpickled afresh with every task (cloudpickle copies functions of ``__main__`` and
-closures by value), so it cannot be its own key, and the recorded programs live on across the
-tasks and calls a worker runs.
+kept in a module-level cache keyed by a token of the loss computed on the client, so that the
+recorded programs live on across the tasks and calls a worker runs. The loss travels pickled,
+as bytes scattered to every worker once, and is unpickled only where the cache misses: a
+function of ``__main__`` or a closure is pickled by value (cloudpickle), so unpickled afresh it
+would be a new object on every task and could not be its own key; and while mutad runs it, its
+module's ``np`` is mutad's stand-in, which cannot be pickled, so Dask must never have to pickle
+the live function to send it on to another worker.
 """
 
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import copy
+import pickle
 import threading
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 try:
+    import cloudpickle
     import dask.base
     import distributed
 except ImportError as _missing:
@@ -95,7 +101,7 @@ def value_and_grad_map(loss: Callable[..., Any], arguments: Sequence[Any],
     if client is False:
         return [_value_and_grad(options, loss, i, (), args) for i, args in enumerate(arguments)]
     client = _client(client)
-    [function] = client.scatter([loss], broadcast=True, hash=False)
+    [function] = client.scatter([cloudpickle.dumps(loss)], broadcast=True, hash=False)
     futures = [client.submit(_value_and_grad, options, function, i, (), args, pure=False,
                              retries=retries) for i, args in enumerate(arguments)]
     return client.gather(futures)
@@ -114,7 +120,7 @@ class ShardedGradient:
         self.retries = retries
         self.client = client
         self._scattered: list[Any] | None = None  # the shards' futures, once scattered
-        self._function: Any = None  # the loss's future, on every worker
+        self._function: Any = None  # the pickled loss's future, on every worker
 
     def __call__(self, *params: Any) -> tuple[Any, Any]:
         if self.client is False:  # in this process, in the order of the cluster's sum
@@ -123,7 +129,7 @@ class ShardedGradient:
         client = _client(self.client)
         try:
             return self._on(client, params)
-        except distributed.client.FutureCancelledError:
+        except concurrent.futures.CancelledError:  # Dask's FutureCancelledError is one
             # Scattered data has no recipe: a worker lost with the only copy of a shard
             # cancels the tasks that needed it. Scatter again and run the call once more.
             self._scattered = None
@@ -131,7 +137,8 @@ class ShardedGradient:
 
     def _on(self, client, params):
         if self._scattered is None or any(f.status != "finished" for f in self._scattered):
-            [self._function] = client.scatter([self.loss], broadcast=True, hash=False)
+            [self._function] = client.scatter([cloudpickle.dumps(self.loss)], broadcast=True,
+                                              hash=False)
             self._scattered = [shard if _on_cluster(shard) else client.scatter([shard])[0]
                                for shard in self.shards]
         if sum(leaf.nbytes for leaf in flatten(params)[0] if hasattr(leaf, "nbytes")) > _LARGE:
@@ -185,11 +192,14 @@ _CACHE_LOCK = threading.Lock()  # a worker may run several tasks at once, one pe
 
 
 def _value_and_grad(options, loss, index, params, shard):
-    """One shard's ``(value, grads)``, by the worker's cached differentiated loss."""
+    """One shard's ``(value, grads)``, by the worker's cached differentiated loss (``loss`` is
+    the function, or on a worker its pickle)."""
     token, argnums, policy, replay = options
     with _CACHE_LOCK:
         differentiated = _CACHE.get(options)
         if differentiated is None:
+            if isinstance(loss, bytes):
+                loss = pickle.loads(loss)
             differentiated = _CACHE[options] = value_and_grad(loss, argnums, policy=policy,
                                                               replay=replay)
             if len(_CACHE) > _CACHE_SIZE:
