@@ -1,5 +1,5 @@
 """Gradients across a Dask cluster: a sum of losses over shards, and a map of independent
-gradients, each computed by mutad on the workers of a :class:`distributed.Client`.
+gradients, each computed by mutad on the workers of a ``distributed.Client``.
 
 >>> import numpy as np, mutad.distributed
 >>> def loss(theta, x, y):
@@ -12,7 +12,7 @@ gradients, each computed by mutad on the workers of a :class:`distributed.Client
 (53.0, [-38.0, -30.0])
 
 ``client=False`` runs in this process (as above, and for debugging); ``client=None``, the
-default, takes Dask's default client (:func:`distributed.get_client`). Dask's distributed
+default, takes Dask's default client (``distributed.get_client()``). Dask's distributed
 scheduler is an optional dependency: ``pip install "mutad[distributed]"``.
 
 On a worker, each loss is differentiated by one ``mutad.value_and_grad(loss, replay=True)``
@@ -64,7 +64,7 @@ def value_and_grad_sum(loss: Callable[..., Any], shards: Sequence[Any],
     ``scipy.optimize.minimize(fun, x0, jac=True)`` takes with the default ``argnums=0``.
 
     Each shard is a tuple of the arguments that follow the parameters (anything else is one
-    argument), or a :class:`distributed.Future` of one (data already on the cluster). The
+    argument), or a ``distributed.Future`` of one (data already on the cluster). The
     shards are scattered to the workers at the first call and kept there for the later ones
     (again if a lost worker took them). Every shard's ``(value, gradient)`` is computed by
     mutad on a worker, ``replay=True`` by default, and the results are added up pairwise on
@@ -86,7 +86,7 @@ def value_and_grad_map(loss: Callable[..., Any], arguments: Sequence[Any],
     """``[mutad.value_and_grad(loss, argnums)(*args) for args in arguments]``, each on a
     worker of a Dask cluster: independent gradients, as of the members of an ensemble or the
     points of a sweep. Each item of ``arguments`` is a tuple of arguments (anything else is
-    one argument) or a :class:`distributed.Future` of one; ``client``, ``policy``, ``replay``
+    one argument) or a ``distributed.Future`` of one; ``client``, ``policy``, ``replay``
     and ``retries`` are as for :func:`value_and_grad_sum`, and an error names its item.
 
     >>> import numpy as np, mutad.distributed
