@@ -139,7 +139,9 @@ class ShardedGradient:
         if self._scattered is None or any(f.status != "finished" for f in self._scattered):
             [self._function] = client.scatter([cloudpickle.dumps(self.loss)], broadcast=True,
                                               hash=False)
-            self._scattered = [shard if _on_cluster(shard) else client.scatter([shard])[0]
+            here = [shard for shard in self.shards if not _on_cluster(shard)]
+            sent = iter(client.scatter(here) if here else [])  # one message for them all
+            self._scattered = [shard if _on_cluster(shard) else next(sent)
                                for shard in self.shards]
         if sum(leaf.nbytes for leaf in flatten(params)[0] if hasattr(leaf, "nbytes")) > _LARGE:
             [params] = client.scatter([params], broadcast=True, hash=False)

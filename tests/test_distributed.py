@@ -93,7 +93,7 @@ def programs_on_workers(client, options):
     return {worker: n for worker, ns in client.run(count, options).items() for n in ns}
 
 
-def test_later_calls_replay_on_the_workers_and_reuse_the_scattered_shards(client):
+def test_later_calls_reuse_the_workers_differentiated_loss_and_the_scattered_shards(client):
     shards = make_shards(count=4)
     g = md.value_and_grad_sum(model_loss, shards, client=client)
     g(np.array([0.5, 1.5]))
@@ -103,7 +103,8 @@ def test_later_calls_replay_on_the_workers_and_reuse_the_scattered_shards(client
         value, grad = g(theta)
         np.testing.assert_allclose(grad, serial(model_loss, shards, (theta,))[1], rtol=1e-12)
     assert g._scattered == scattered
-    # Every later call replayed what the first recorded: no new program on any worker
+    # Later calls replay what the first recorded (or trace where a recording was refused):
+    # no worker records a new program
     assert programs_on_workers(client, g.options) == recorded
 
 
