@@ -142,6 +142,8 @@ def documented(page):
                 break
             options.append(option.strip())
         if directive["kind"] == "module":
+            if target == "mutad.distributed" and not importlib.util.find_spec("distributed"):
+                continue  # an optional dependency's module, not installed
             module = importlib.import_module(target)
             if ":members:" in options or target.startswith("mutad.scipy."):
                 names.update(f"{target}.{name}" for name in module.__all__)
