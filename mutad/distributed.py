@@ -140,7 +140,8 @@ class ShardedGradient:
             [self._function] = client.scatter([cloudpickle.dumps(self.loss)], broadcast=True,
                                               hash=False)
             here = [shard for shard in self.shards if not _on_cluster(shard)]
-            sent = iter(client.scatter(here) if here else [])  # one message for them all
+            # One message for them all; new keys each time, never those of data lost before
+            sent = iter(client.scatter(here, hash=False) if here else [])
             self._scattered = [shard if _on_cluster(shard) else next(sent)
                                for shard in self.shards]
         if sum(leaf.nbytes for leaf in flatten(params)[0] if hasattr(leaf, "nbytes")) > _LARGE:
