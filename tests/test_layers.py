@@ -13,7 +13,7 @@ The layers, lowest first (CONTRIBUTING.md, "Architecture", says what each holds)
     4  custom rules rules.* replay         rules, and the functions users give rules to;
        blocks                               recorded programs, replayed and compiled
     5  api listing testing linalg        what users call
-       scipy scipy.*
+       scipy scipy.* distributed
     6  mutad bench bench.*                 the package itself, and its tools
 
 Every import counts: at the top of a module or inside a function, absolute or relative. A
@@ -31,7 +31,7 @@ LAYERS = [
     ("arraylike", "products", "recompute"),
     ("tracing", "forward"),
     ("custom", "rules", "rules.*", "replay", "blocks"),
-    ("api", "listing", "testing", "linalg", "scipy", "scipy.*"),
+    ("api", "listing", "testing", "linalg", "scipy", "scipy.*", "distributed"),
     ("mutad", "bench", "bench.*"),
 ]
 APART = {3}

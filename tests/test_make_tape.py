@@ -227,6 +227,11 @@ def _sparse_heat_fit():
     return m["misfit"], (np.zeros(3), u0, measured)
 
 
+def _distributed_fit():
+    m = _example("distributed_fit")
+    return m["misfit"], (np.log(np.array([0.3, 1.0])), *m["experiments"](np.zeros(2))[0])
+
+
 def _leapfrog_memory():
     m = _example("leapfrog_memory")
     return m["energy_after"], (*m["initial_state"](20), 3)
@@ -237,6 +242,7 @@ def _add_sum(name):
 
 
 PROGRAMS = {"add_vecs": _add_sum("add_vecs"), "burgers_finite_volume": _burgers,
+            "distributed_fit": _distributed_fit,
             "heat_explicit": _heat_explicit, "heat_scalar": _heat_scalar,
             "implicit_heat": _implicit_heat,
             "kalman_minimize": _kalman, "leapfrog_memory": _leapfrog_memory,

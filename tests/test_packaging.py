@@ -9,6 +9,7 @@ replay) and the benchmark command's implementation. Internal modules need no ``_
 
 import importlib
 import importlib.metadata
+import importlib.util
 import inspect
 import json
 import pkgutil
@@ -32,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PUBLIC = ("mutad", "mutad.errors", "mutad.testing", "mutad.linalg", "mutad.scipy",
           "mutad.scipy.fft", "mutad.scipy.integrate", "mutad.scipy.interpolate", "mutad.scipy.linalg",
           "mutad.scipy.ndimage", "mutad.scipy.optimize", "mutad.scipy.signal", "mutad.scipy.sparse",
-          "mutad.scipy.special", "mutad.scipy.stats")
+          "mutad.scipy.special", "mutad.scipy.stats", "mutad.distributed")
 
 INTERNAL = ("mutad.api", "mutad.custom", "mutad.trees", "mutad.allocation",
             "mutad.tape", "mutad.levels", "mutad.registry", "mutad.views", "mutad.shadows",
@@ -57,7 +58,9 @@ ALSO_ANNOTATED = (Adjoint, InplaceAdjoint)
 
 
 def _public_modules():
-    return [importlib.import_module(name) for name in PUBLIC]
+    # mutad.distributed needs Dask's distributed scheduler, an optional dependency
+    return [importlib.import_module(name) for name in PUBLIC
+            if name != "mutad.distributed" or importlib.util.find_spec("distributed")]
 
 
 def _is_mutads(obj):
