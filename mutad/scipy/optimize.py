@@ -964,14 +964,7 @@ def _bracketing(original):
         x, report = _run(original, call, full_output=True)
         if not followed:
             return (x, report) if a["full_output"] else x
-        name = f"scipy.optimize.{original.__name__}"
-        solution = _scalar_root(name, a["f"], p["f"], x, _tuple(a["args"]), _tuple(p["args"]),
-                                bool(report.converged), report.flag)
-        if a["full_output"]:
-            report = copy.copy(report)
-            report.root = solution
-            return solution, report
-        return solution
+        return _root_found(f"scipy.optimize.{original.__name__}", a, p, "f", x, report)
 
     bracketing.__name__ = bracketing.__qualname__ = original.__name__
     bracketing.__doc__ = (f"``scipy.optimize.{original.__name__}``, its root differentiated "
@@ -1019,8 +1012,15 @@ def newton(original, a, p, call, followed):
     x, report = _run(original, call, full_output=True)[:2]
     if not followed:
         return (x, report) if a["full_output"] else x
-    solution = _scalar_root(name, a["func"], p["func"], x, _tuple(a["args"]), _tuple(p["args"]),
-                            bool(report.converged), report.flag)
+    return _root_found(name, a, p, "func", x, report)
+
+
+def _root_found(name, a, p, function, x, report):
+    """A scalar root finder's result, its root ``x`` differentiated (``_scalar_root``) with
+    respect to what ``a[function]`` and ``a["args"]`` hold, with SciPy's report as SciPy
+    returns it (``full_output``), its ``root`` the differentiated one."""
+    solution = _scalar_root(name, a[function], p[function], x, _tuple(a["args"]),
+                            _tuple(p["args"]), bool(report.converged), report.flag)
     if a["full_output"]:
         report = copy.copy(report)
         report.root = solution
