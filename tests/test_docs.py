@@ -169,7 +169,8 @@ REPOSITORY = DOCS.parent
 MARKDOWN_LINK = re.compile(r"\]\((?P<target>[^)\s#]+)(#[^)\s]*)?\)")
 
 
-@pytest.mark.parametrize("document", ["README.md", "CONTRIBUTING.md", "benchmarks/RESULTS.md"])
+@pytest.mark.parametrize("document", ["README.md", "CONTRIBUTING.md", "benchmarks/RESULTS.md",
+                                      "benchmarks/RESULTS-solvers.md"])
 def test_links_stay_inside_the_repository(document):
     """The project documents itself: each relative link of its Markdown files names a file of
     the repository (the site's pages are checked by its strict build)."""
@@ -202,7 +203,8 @@ def test_table_mismatches():
 
 
 @pytest.mark.parametrize("page", PAGES + [REPOSITORY / "README.md", REPOSITORY / "CONTRIBUTING.md",
-                                          REPOSITORY / "benchmarks" / "RESULTS.md"],
+                                          REPOSITORY / "benchmarks" / "RESULTS.md",
+                                          REPOSITORY / "benchmarks" / "RESULTS-solvers.md"],
                          ids=lambda p: str(p.relative_to(REPOSITORY)))
 def test_tables_have_as_many_columns_as_headers(page):
     assert table_mismatches(page.read_text()) == []
