@@ -168,6 +168,16 @@ def check_forward_rule(case, rng, step=1e-4, atol=1e-8, transpose=True):
 RNG = np.random.default_rng(7)
 
 
+def central_differences(f, x, h):
+    """Central differences of scalar ``f`` at array ``x``, one coordinate at a time, step ``h``."""
+    grad = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = h
+        grad.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return grad
+
+
 def normal_array(*shape):
     return RNG.standard_normal(shape)
 

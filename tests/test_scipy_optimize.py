@@ -25,6 +25,7 @@ from scipy.optimize import brentq, curve_fit, least_squares, minimize, root
 import mutad
 from mutad.errors import UnsupportedOperationError
 from mutad.scipy import optimize
+from rule_checks import central_differences
 
 RNG = np.random.default_rng(7)
 N = 3
@@ -40,16 +41,6 @@ def gradient_keeping(f, *args, policy="restore"):
     grads = mutad.gradient(f, *args, policy=policy)
     assert [a.tobytes() for a in args] == before
     return grads
-
-
-def central(f, x, eps=1e-5):
-    """Central finite differences of scalar ``f`` at array ``x``."""
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[i] = eps
-        g.flat[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
 
 
 # ----------------------------------------------------------------------------------------------
@@ -253,7 +244,7 @@ def test_minimize_matches_finite_differences():
         return np.sin(res.x).sum() + res.fun
 
     g = gradient_keeping(f, THETA)[0]
-    np.testing.assert_allclose(g, central(f, THETA, 1e-4), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(g, central_differences(f, THETA, 1e-4), rtol=1e-6, atol=1e-7)
     _, dy = mutad.jvp(f, (THETA,), (np.ones(N),))
     np.testing.assert_allclose(dy, g.sum(), rtol=1e-10)
 
@@ -559,7 +550,8 @@ def test_root_and_fsolve():
         np.testing.assert_allclose(gradient_keeping(f, THETA)[0], expected, rtol=1e-8)
         np.testing.assert_allclose(mutad.jvp(f, (THETA,), (np.ones(N),))[1], expected.sum(),
                                    rtol=1e-8)
-    np.testing.assert_allclose(gradient_keeping(by_root, THETA)[0], central(by_root, THETA),
+    np.testing.assert_allclose(gradient_keeping(by_root, THETA)[0],
+                               central_differences(by_root, THETA, 1e-5),
                                rtol=1e-6)
 
 
@@ -688,7 +680,7 @@ def test_least_squares_nonlinear_uses_the_exact_hessian():
         return res.x.sum() + (res.fun ** 2).sum()
 
     y = 2.0 * np.exp(-0.7 * t) + np.cos(5 * t)  # far from the model: large residuals
-    np.testing.assert_allclose(gradient_keeping(f, y)[0], central(f, y, 1e-3), rtol=1e-5,
+    np.testing.assert_allclose(gradient_keeping(f, y)[0], central_differences(f, y, 1e-3), rtol=1e-5,
                                atol=1e-7)
 
 
@@ -778,9 +770,9 @@ def test_curve_fit():
     data = 1.5 * np.exp(-0.8 * x) + 0.05 * np.cos(9 * x)
     dx, dy = gradient_keeping(g, x, data)
     # leastsq converges to a gradient of 1e-10: differences of 1e-3, accurate to O(1e-6).
-    np.testing.assert_allclose(dy, central(lambda d: g(x, d), data, 1e-3), rtol=1e-5,
+    np.testing.assert_allclose(dy, central_differences(lambda d: g(x, d), data, 1e-3), rtol=1e-5,
                                atol=1e-6)
-    np.testing.assert_allclose(dx, central(lambda d: g(d, data), x, 1e-3), rtol=1e-5,
+    np.testing.assert_allclose(dx, central_differences(lambda d: g(d, data), x, 1e-3), rtol=1e-5,
                                atol=1e-5)
 
     def uses_pcov(ydata):
@@ -903,7 +895,8 @@ def test_curve_fit_forward_mode_and_sigma():
         return np.linalg.lstsq(np.stack([x, np.ones_like(x)], axis=1) / s[:, None], y / s,
                                rcond=None)[0].sum()
 
-    np.testing.assert_allclose(dsigma, central(weighted, sigma, 1e-5), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(dsigma, central_differences(weighted, sigma, 1e-5), rtol=1e-6,
+                               atol=1e-8)
     _, tangent = mutad.jvp(f, (y, sigma), (np.ones(6), np.zeros(6)))
     np.testing.assert_allclose(tangent, dy.sum(), rtol=1e-9)
 
