@@ -64,25 +64,28 @@ class Run:
         self.traced = []
         self.scalar = []
 
-    def wrap(self, args, selected=None):
+    def wrap(self, args, selected=None, recording=False):
         """The traced version of each positional argument. Numbers in arguments outside
         ``selected`` (positions; None: all) are passed as they are, as autograd and JAX pass
         them: no gradient is asked of them, and Python's own functions of numbers
-        (``math.log(gamma)``, ``float(gamma)``) then work on them. Their arrays are traced
-        still, so that writes into them are followed and undone."""
+        (``math.log(gamma)``, ``float(gamma)``) then work on them. Their arrays are constants
+        of the differentiation (``tracing.constant``): what is computed from them alone runs
+        as NumPy's and records nothing, and writes into them are followed and undone. A call
+        a replay records (``recording``) traces them instead: the replay reads them as
+        inputs, and guards the decisions taken on them."""
         wrapped = []
         for i, arg in enumerate(args):
             leaves, rebuild = flatten(arg)
             self.rebuilds.append((len(self.leaves), len(leaves), rebuild))
             plain = selected is not None and i not in selected
-            new = [self._wrap_leaf(leaf, plain) for leaf in leaves]
+            new = [self._wrap_leaf(leaf, plain, plain and not recording) for leaf in leaves]
             self.leaves.extend(leaves)
             wrapped.append(rebuild(new))
         check_distinct_memory([entry[0] for key, entry in self.buffers.items()
                                if type(key) is int])
         return wrapped
 
-    def _wrap_leaf(self, x, plain=False):
+    def _wrap_leaf(self, x, plain=False, constant=False):
         check_leaf(x)
         t = None
         if plain and is_inexact_scalar(x):
@@ -94,7 +97,7 @@ class Run:
                 # One buffer for all views of the memory, laid out as the argument when it
                 # spans all of it (np.linspace's result views an array of its own).
                 layout = x if spans(x, base) else base
-                buffer = Buffer(layout)
+                buffer = Buffer(layout, constant=constant and outer is None)
                 buffer.note_address(layout)
                 if outer is None:
                     hold_for_good(buffer, layout)
@@ -103,6 +106,7 @@ class Run:
                     outer.caller_memory(lifted, layout)
                 self.buffers[id(base)] = (layout, buffer, lifted)
             layout, buffer, lifted = self.buffers[id(base)]
+            buffer.constant = buffer.constant and constant  # all its arguments' views
             value = x if lifted is None else lifted if x is layout else view_of(lifted, x, outer)
             t = Traced(value, buffer, self.tape, x is layout or same_region(x, layout))
             self.tape.arguments.setdefault(id(base), []).append((x, buffer.key))
@@ -264,7 +268,8 @@ def _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory=None,
         # Keyword arguments are traced like the others (they may alias or be written), but
         # get no gradient.
         *traced_args, traced_kwargs = run.wrap((*args, kwargs),
-                                               None if argnums is None else selected)
+                                               None if argnums is None else selected,
+                                               recording is not None)
         if recording is not None:
             recording.start(run)
         y = run.call(f, traced_args, traced_kwargs)

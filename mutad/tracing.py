@@ -605,6 +605,7 @@ def write_constant(tape, target, key, write, primitive=None, inputs=()):
     overwritten are saved and put back in the replay, so that record reads them again."""
     if tape.recorder is not None and tape.recorder.ready:
         tape.recorder.outside("a write into an array allocated in the function")
+    tape.before_write(target.buffer.key)  # an argument's: its caller's bytes saved first
     if not target.buffer.read:
         target.buffer.version += 1
         write()
@@ -1704,7 +1705,9 @@ class Traced(ArrayMethods):
             self.tape.recorder.refuse("the conversion of an array allocated in the function to "
                                       "a plain array")
         value = np.asarray(self.value)
-        if self.buffer.read:
+        if self.buffer.read or type(self.buffer.ref) is Held:
+            # Read-only: a record needs its values, or it is the caller's argument, whose
+            # writes must be followed to be undone.
             value = value.view()
             value.flags.writeable = False
             self.tape.read_views = True  # a write through it: api explains NumPy's error

@@ -1,6 +1,7 @@
 """The public API's conventions (docs/guide.md, "The API"): argnums, structure, dtypes, restoration."""
 
 import collections
+import math
 import dataclasses
 import sys
 
@@ -723,3 +724,69 @@ def _counting(function, calls, name):
         return function(*args, **kwargs)
 
     return counted
+
+
+# Arrays outside argnums: constants of the differentiation ---------------------------------------
+
+
+def _weighted(x, data):
+    """Python's own functions of an array no gradient is asked of, a constant written into it
+    and then a traced value."""
+    scale = math.log(float(data[0])) + sum(data.tolist())
+    data[1] = 7.0
+    data[2] = x[0]
+    return (x * data).sum() * scale
+
+
+def test_arrays_outside_argnums_are_constants_and_come_back_as_they_were(rng):
+    x, data = rng.standard_normal(3), np.array([2.0, 3.0, 4.0])
+    before = data.copy()
+    g = mutad.gradient(_weighted, x, data, argnums=0)
+    assert np.array_equal(data, before)
+    scale = math.log(2.0) + 9.0
+    expected = scale * np.array([2.0 + x[2], 7.0, x[0]])  # of (2 x0 + 7 x1 + x0 x2) scale
+    np.testing.assert_allclose(g, expected, rtol=1e-14)
+    # Selected, the same array is traced, and Python's float() of it refused.
+    with pytest.raises(mutad.errors.ConversionError):
+        mutad.gradient(_weighted, x, data, argnums=(0, 1))
+    assert np.array_equal(data, before)
+
+
+def test_a_constant_argument_handed_to_code_as_a_plain_array_is_read_only():
+    def f(x, data):
+        np.copyto(np.frombuffer(np.asarray(data.__array__()), dtype=float), 0.0)
+        return x.sum()
+
+    x, data = np.ones(2), np.array([1.0, 2.0])
+    with pytest.raises(ValueError, match="read-only"):
+        mutad.gradient(f, x, data, argnums=0)
+    assert np.array_equal(data, [1.0, 2.0])
+
+
+def test_a_replay_guards_decisions_taken_on_arrays_outside_argnums():
+    def f(x, data):
+        w = np.exp(data) * 2.0
+        y = x * w if data.sum() > 0 else x / w
+        d = data.copy()
+        d[0] = 5.0
+        return (y * d).sum() + np.sin(data[1]) * x[0]
+
+    x = np.array([1.0, 2.0, 3.0])
+    replayed, traced = mutad.grad(f, replay=True), mutad.grad(f)
+    for data in ([0.1, 0.2, 0.3], [0.5, 0.1, 0.9], [-1.0, -2.0, 0.3], [0.4, 0.4, 0.4]):
+        data = np.array(data)
+        assert np.array_equal(replayed(x, data), traced(x, data))
+        assert np.array_equal(data, np.array(data))
+
+
+def test_second_order_with_arrays_outside_argnums(rng):
+    x, data = rng.standard_normal(3), rng.standard_normal(3)
+
+    def f(x, data):
+        data *= 2.0  # a constant write, undone
+        return (np.sin(x) * data).sum()
+
+    before = data.copy()
+    H = mutad.hessian(f, x, data)
+    np.testing.assert_allclose(H, np.diag(-np.sin(x) * 2 * before), rtol=1e-14)
+    assert np.array_equal(data, before)
