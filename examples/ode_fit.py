@@ -5,8 +5,8 @@ Predators and prey follow the Lotka–Volterra equations, whose right-hand side 
 as NumPy code often is, filling an ``np.empty`` array in place. We observe both populations at
 a few times, with noise, and fit the four rates by least squares. ``mutad.value_and_grad``
 gives ``minimize(..., jac=True)`` the misfit and its gradient through ``solve_ivp``, called by
-SciPy's own name: mutad computes it by the continuous adjoint, an ODE solved backwards in time
-with the same method, so the gradient is as accurate as the solves' tolerances.
+SciPy's own name: mutad computes it by going back through SciPy's RK45 steps, so the gradient is
+the exact derivative of the misfit SciPy computes, at the step sizes SciPy chose.
 
 Run it with ``python examples/ode_fit.py``; it takes a few seconds.
 """
@@ -39,8 +39,8 @@ def lotka_volterra(t, z, theta):
 
 def misfit(log_theta, counts, rtol=1e-7):
     """The squared misfit of the model's populations at ``TIMES`` to ``counts``; the rates are
-    ``exp(log_theta)``, so that the optimiser may try any real numbers. The gradient is as
-    accurate as the solves, whose tolerance is ``rtol``."""
+    ``exp(log_theta)``, so that the optimiser may try any real numbers. ``rtol`` is the
+    solves' tolerance: how close the misfit is to that of the exact solution."""
     theta = np.exp(log_theta)
     sol = solve_ivp(lotka_volterra, (0.0, TIMES[-1]), START, method="RK45", t_eval=TIMES,
                     args=(theta,), rtol=rtol, atol=1e-2 * rtol)

@@ -249,6 +249,101 @@ def test_solve_ivp_dense_output():
     mutad.check_jvp(at, y0, k, rtol=1e-5)
 
 
+# RK23 and RK45 in reverse mode: through SciPy's own steps. The oracle is the same steps taken
+# by hand, at the step sizes SciPy chose (held fixed), differenced: at SciPy's default
+# tolerances the gradient is that exact derivative, where the continuous adjoint's is off by
+# about the tolerance.
+
+
+def _stepped(method, rhs, span, y0, times, steps):
+    """The outputs at ``times`` of explicit Runge-Kutta ``steps`` ``(t, h)`` of ``rhs`` from
+    ``y0``: each output is SciPy's dense output of the step that reaches it."""
+    solver = {"RK23": scipy.integrate.RK23, "RK45": scipy.integrate.RK45}[method]
+    A, B, C, P, s = solver.A, solver.B, solver.C, solver.P, solver.n_stages
+    direction = np.sign(span[1] - span[0])
+    ends = direction * np.array([t + h for t, h in steps])
+    owner = np.minimum(np.searchsorted(ends, direction * times, side="left"), len(steps) - 1)
+    y, outputs = np.array(y0, dtype=float), np.empty((np.size(y0), times.size))
+    for k, (t, h) in enumerate(steps):
+        K = np.empty((s + 1, y.size))
+        K[0] = rhs(t, y)
+        for i in range(1, s):
+            K[i] = rhs(t + C[i] * h, y + h * K[:i].T @ A[i, :i])
+        y_new = y + h * K[:-1].T @ B
+        K[s] = rhs(t + h, y_new)
+        for j in np.flatnonzero(owner == k):
+            outputs[:, j] = y + h * (K.T @ P) @ np.cumprod(np.full(P.shape[1], (times[j] - t) / h))
+        y = y_new
+    return outputs
+
+
+@pytest.mark.parametrize("method", ["RK23", "RK45"])
+@pytest.mark.parametrize("span, times", [((0.0, 3.0), np.linspace(0.0, 3.0, 13)),
+                                         ((3.0, 0.5), np.linspace(3.0, 0.5, 7))],
+                         ids=["forward", "backward"])
+def test_explicit_runge_kutta_gradient_is_that_of_scipys_steps(method, span, times):
+    a, z0 = 0.7, np.array([1.2, 0.7])
+    weights = np.random.default_rng(5).standard_normal((2, times.size))
+    reference = solve_ivp(forced, span, z0, method=method, args=(a,), dense_output=True)
+    steps = [(d.t_old, d.h) for d in reference.sol.interpolants]
+
+    def by_hand(z0, a):
+        return (weights * _stepped(method, lambda t, z: forced(t, z, a), span, z0, times,
+                                   steps)).sum()
+
+    def loss(z0, a):
+        sol = solve_ivp(forced, span, z0, method=method, t_eval=times, args=(a,))
+        return (weights * sol.y).sum()
+
+    def last(z0, a):  # no t_eval: the end of the last step
+        return solve_ivp(forced, span, z0, method=method, args=(a,)).y[:, -1] @ weights[:, 0]
+
+    def dense(z0, a):
+        sol = solve_ivp(forced, span, z0, method=method, args=(a,), dense_output=True)
+        return (weights * sol.sol(times)).sum()
+
+    assert by_hand(z0, a) == pytest.approx(loss(z0, a), rel=1e-13)
+    before = z0.copy()
+    expected = [np.array([(by_hand(z0 + e, a) - by_hand(z0 - e, a)) / 2e-6
+                          for e in np.eye(2) * 1e-6]),
+                (by_hand(z0, a + 1e-6) - by_hand(z0, a - 1e-6)) / 2e-6]
+    for f in (loss, dense):
+        dz0, da = mutad.gradient(f, z0, a)
+        np.testing.assert_allclose(dz0, expected[0], rtol=1e-7)
+        assert da == pytest.approx(expected[1], rel=1e-7)
+    end = np.array([len(times) - 1])
+    dz0, da = mutad.gradient(last, z0, a)
+    np.testing.assert_allclose(dz0, [(_stepped(method, lambda t, z: forced(t, z, a), span,
+                                               z0 + e, times[end], steps)[:, 0]
+                                      - _stepped(method, lambda t, z: forced(t, z, a), span,
+                                                 z0 - e, times[end], steps)[:, 0])
+                                     @ weights[:, 0] / 2e-6 for e in np.eye(2) * 1e-6],
+                               rtol=1e-7)
+    assert np.array_equal(z0, before)
+
+
+def test_a_right_hand_side_the_steps_do_not_reproduce_takes_the_continuous_adjoint(
+        monkeypatch):
+    calls, found = [0], []
+    discrete = integrate._discrete_adjoint
+    monkeypatch.setattr(integrate, "_discrete_adjoint",
+                        lambda *a: found.append(discrete(*a)) or found[-1])
+
+    def drifting(t, z, a):  # its values change from call to call: SciPy's steps are not
+        calls[0] += 1       # reproduced, so the reverse pass takes the continuous adjoint
+        return forced(t, z, a) + 1e-13 * calls[0]
+
+    def loss(z0, a):
+        return solve_ivp(drifting, (0.0, 2.0), z0, t_eval=[1.0, 2.0], args=(a,), **TIGHT).y.sum()
+
+    dz0, da = mutad.gradient(loss, Z0, 0.7)
+    reference = mutad.gradient(lambda z0, a: solve_ivp(forced, (0.0, 2.0), z0, t_eval=[1.0, 2.0],
+                                                      args=(a,), **TIGHT).y.sum(), Z0, 0.7)
+    np.testing.assert_allclose(dz0, reference[0], rtol=1e-6)
+    assert da == pytest.approx(reference[1], rel=1e-6)
+    assert found[0] is None and found[1] is not None  # refused, then taken
+
+
 def forced(t, z, a):
     dz = np.empty(2)
     dz[0] = a * z[0] - 0.4 * z[0] * z[1] + np.sin(t)  # not autonomous

@@ -32,6 +32,7 @@ their tangent, and the subgradients chosen at kinks (norms) and at repeated eige
 reverse rules' own. Products are linear in each operand, so ``defmultilinear`` covers them.
 """
 
+import functools
 import math
 import string
 
@@ -134,6 +135,11 @@ def einsum_cotangent(k, terms, output, operands, dy, sizes):
 def contraction_back(terms, output, operands):
     """The pullback of ``einsum(terms -> output)(*operands)``: one cotangent per operand."""
     terms, squeezed, sizes = _squeeze_broadcast(terms, operands)
+    if (not output and len(operands) == 2 and terms[0] == terms[1]
+            and len(set(terms[0])) == len(terms[0])
+            and np.shape(operands[0]) == np.shape(operands[1])):
+        a, b = operands  # an inner product (dot of two vectors): each cotangent is dy times
+        return lambda dy: (dy * b, dy * a)  # the other, as the einsum below would give it
 
     def back(dy):
         dy = np.reshape(dy, [sizes[c] for c in output])
@@ -189,6 +195,7 @@ def einsum(*args, **kwargs):
 defmultilinear(np.einsum)
 
 
+@functools.lru_cache(maxsize=256)
 def _letters(count, skip=""):
     return "".join(c for c in string.ascii_letters if c not in skip)[:count]
 

@@ -18,20 +18,32 @@ How each gradient is computed:
   NumPy calls mutad differentiates: the exact derivative of SciPy's values, in reverse and
   forward mode and to every order, with respect to the samples and the abscissae ``x``.
 * ``solve_ivp`` (RK23, RK45, DOP853, Radau, BDF, LSODA) and ``odeint``: the values are SciPy's,
-  computed on plain arrays. The gradient is the *continuous adjoint*: from the output times
-  backwards, ``λ' = -(∂f/∂y)ᵀ λ`` and ``μ' = -(∂f/∂θ)ᵀ λ`` are integrated with ``solve_ivp`` (the
-  same method and tolerances as the forward solve; LSODA for ``odeint``), ``λ`` jumping by the
+  computed on plain arrays. With **RK23 and RK45** the reverse pass goes back through SciPy's
+  own steps (the *discrete adjoint*, as diffrax's default): each step is recomputed from the
+  state it started from, the outputs are SciPy's dense output of the step that reached them,
+  and each stage takes one vector-Jacobian product of the right-hand side. The gradient is
+  then the exact derivative of SciPy's outputs at the step sizes SciPy chose (held fixed, as
+  the derivative of its step size control is not taken), so it agrees with finite
+  differences of the loss at any tolerance, to within the step-size control's own
+  sensitivity; it costs about one vector-Jacobian product per evaluation of the forward solve.
+  (Where a step is not reproduced bit for bit, a right-hand side that reads more than t, y
+  and the parameters, the continuous adjoint below is taken.) With the other methods, and
+  ``odeint``, the gradient is the *continuous adjoint*: from the output times backwards,
+  ``λ' = -(∂f/∂y)ᵀ λ`` and ``μ' = -(∂f/∂θ)ᵀ λ`` are integrated with ``solve_ivp`` (the same
+  method and tolerances as the forward solve; LSODA for ``odeint``), ``λ`` jumping by the
   cotangent of each output; ``λ(t0)`` is the gradient of ``y0`` and ``μ(t0)`` that of the
-  parameters θ: the arrays of ``args=`` and the differentiated arrays the right-hand side closes
-  over. Each ``(∂f/∂·)ᵀ λ`` is mutad's gradient of ``λ · f(t, y, θ)``, the user's right-hand
-  side's program recorded at the first evaluation and replayed at the others. Forward mode
-  integrates the forward sensitivities ``s' = (∂f/∂y) s + (∂f/∂θ) θ̇`` beside the state, with the
-  same method, each product a ``mutad.jvp``. Both are derivatives of the exact solution of the
-  ODE, not of SciPy's discrete steps: they agree with it to about the tolerances of the solves
-  (pass a tight ``rtol``/``atol``, such as 1e-10/1e-12, for gradients to match finite
-  differences closely). ``solve_ivp`` keeps the forward solve's dense output (a few vectors per
-  step) for the reverse pass; ``odeint`` keeps its outputs and solves each interval between
-  them again in the reverse pass. Memory does not otherwise grow with the number of steps.
+  parameters θ: the arrays of ``args=`` and the differentiated arrays the right-hand side
+  closes over. Each ``(∂f/∂·)ᵀ λ`` (in either adjoint) is mutad's gradient of
+  ``λ · f(t, y, θ)``, the user's right-hand side's program recorded at the first evaluation
+  and replayed at the others. Forward mode integrates the forward sensitivities ``s' =
+  (∂f/∂y) s + (∂f/∂θ) θ̇`` beside the state, with the same method, each product a
+  ``mutad.jvp``. The continuous adjoint and the sensitivities are derivatives of the exact
+  solution of the ODE, not of SciPy's discrete steps: they agree with it to about the
+  tolerances of the solves (pass a tight ``rtol``/``atol``, such as 1e-10/1e-12, for
+  gradients to match finite differences closely). ``solve_ivp`` keeps the forward solve's
+  dense output (a few vectors per step) for the reverse pass; ``odeint`` keeps its outputs
+  and solves each interval between them again in the reverse pass. Memory does not otherwise
+  grow with the number of steps.
   ``dense_output=True`` gives ``sol.sol(t)`` differentiable in ``y0`` and the parameters.
 * ``quad`` and ``quad_vec``: SciPy's value; the derivative in the parameters is ``quad_vec`` of
   the integrand's pullback (or, in forward mode, of its tangent), to the integral's tolerances
@@ -63,6 +75,7 @@ import numpy as np
 # module's names for the stand-ins below while a differentiation runs.
 from scipy.integrate import _odepack_py, _quad_vec, _quadpack_py, _quadrature
 from scipy.integrate._ivp import ivp as _ivp
+from scipy.integrate._ivp import rk as _rk
 
 from ..allocation import STATE, plain_allocation
 from ..api import grad, jacobian, jvp, pullback, stop_gradient
@@ -406,7 +419,7 @@ def _settings(name, options, names):
 
 
 # ----------------------------------------------------------------------------------------------
-# Initial value problems: the continuous adjoint, and forward sensitivities
+# Initial value problems: the discrete and continuous adjoints, and forward sensitivities
 
 
 class _Problem:
@@ -428,6 +441,9 @@ class _Problem:
         self.dense: Any = None
         self.path: Callable[..., Any] | None = None
         self.times: Any = None
+        # An explicit Runge-Kutta solve's steps, SciPy's dense output of each (the reverse
+        # pass goes back through them), or None.
+        self.steps: Any = None
 
     def check_inputs(self, y0, values):
         """The solution kept is of the inputs it was solved for: refuse others (the inputs
@@ -454,16 +470,11 @@ class _Problem:
                               dense_output=dense_output, rtol=self.rtol, atol=self.atol,
                               max_step=self.max_step, first_step=first_step, **options)
 
-    def adjoint(self, path, times, dY, y0, values):
-        """``(dy0, dvalues)`` from the cotangents ``dY[:, i]`` of the solution at ``times[i]``:
-        λ jumps by each and flows back to t0 along ``path(t_from, t_to)`` (a callable y(t))."""
-        n = np.size(y0)
-        state = np.zeros(n + sum(np.size(v) for v in values))
-        t_now, step = None, None
-        # (∂f/∂y)ᵀ λ and (∂f/∂θ)ᵀ λ: the gradient of λ·f, its program recorded once and
-        # replayed at each evaluation (re-recorded where a decision of f differs). The time is
-        # an argument of the replayed program; where f makes it a Python number (float(t)),
-        # each evaluation is a pullback of f at that number instead.
+    def _vector_jacobian(self, values):
+        """``vjp(t, y, λ)``: ``((∂f/∂y)ᵀ λ, *(∂f/∂θ)ᵀ λ)``, the gradient of λ·f, its program
+        recorded once and replayed at each evaluation (re-recorded where a decision of f
+        differs). The time is an argument of the replayed program; where f makes it a Python
+        number (float(t)), each evaluation is a pullback of f at that number instead."""
         replayed = grad(lambda t, y, lam, *p: np.dot(lam, self.rhs(t, y, p)),
                         argnums=(1, *range(3, 3 + len(values))), replay=True)
 
@@ -476,6 +487,22 @@ class _Problem:
                     replayed = None
             _, pull = pullback(lambda y, *p: self.rhs(t, y, p), y, *values)
             return pull(lam)
+
+        return vjp
+
+    def adjoint(self, path, times, dY, y0, values, Y=None):
+        """``(dy0, dvalues)`` from the cotangents ``dY[:, i]`` of the solution ``Y[:, i]`` at
+        ``times[i]``: through the solver's own steps where they are kept and reproduced
+        (``_discrete_adjoint``), else by the continuous adjoint: λ jumps by each cotangent and
+        flows back to t0 along ``path(t_from, t_to)`` (a callable y(t))."""
+        if self.steps is not None and Y is not None and np.isrealobj(y0):
+            found = _discrete_adjoint(self, times, dY, Y, y0, values)
+            if found is not None:
+                return found
+        n = np.size(y0)
+        state = np.zeros(n + sum(np.size(v) for v in values))
+        t_now, step = None, None
+        vjp = self._vector_jacobian(values)
 
         def back(t_from, t_to, state):
             nonlocal step
@@ -538,6 +565,109 @@ class _Problem:
         return out
 
 
+_RUNGE_KUTTA = {key: solver for solver in (_rk.RK23, _rk.RK45)
+                for key in (solver, solver.__name__)}
+
+
+def _discrete_adjoint(problem, times, dY, Y, y0, values):
+    """The reverse pass through an explicit Runge-Kutta solve's own steps (RK23, RK45): the
+    exact derivative of SciPy's outputs ``Y`` (at ``times``), the steps' sizes held as they
+    were taken, ``(dy0, dvalues)`` from their cotangents ``dY``.
+
+    Going back, each step is recomputed, plain, from the state it started from: its stages
+    ``K[i] = f(t + c_i h, z_i)``, ``z_i = y + h Σ_j a_ij K[j]``, and ``y_new = y + h Σ b_i
+    K[i]``, its last stage ``f(t + h, y_new)`` (the next step's first). An output inside a
+    step is SciPy's dense output there, ``y + h Kᵀ P p(x)``, so its cotangent reaches ``y``
+    and the stages; each stage then takes one vector-Jacobian product of f. None where a
+    step or an output is not reproduced bit for bit (a right-hand side that is not a function
+    of t, y and the parameters alone): the caller takes the continuous adjoint instead."""
+    steps, solver = problem.steps, _RUNGE_KUTTA[problem.method]
+    A, B, C, P, s = solver.A, solver.B, solver.C, solver.P, solver.n_stages
+    n = np.size(y0)
+    if not steps or np.shape(Y) != (n, times.size):
+        return None
+    # Where each output is: the start, the end of step k (no t_eval: the steps' own ends), or
+    # inside step k (SciPy's dense output, evaluated for each step's outputs at once).
+    start, ends, inside = [], {}, {}
+    last = len(steps) - 1
+    after = [step.t for step in steps]
+    for j, t in enumerate(times):
+        if t == steps[0].t_old and np.array_equal(Y[:, j], np.ravel(y0)):
+            start.append(j)
+        elif problem.adaptive and j >= 1 and j - 1 <= last and t == after[j - 1] and (
+                np.array_equal(Y[:, j], steps[j].y_old) if j - 1 < last else True):
+            ends.setdefault(j - 1, []).append(j)  # the last one's y_new is checked below
+        else:
+            k = int(np.searchsorted(problem.direction * np.array(after),
+                                    problem.direction * t, side="left"))
+            inside.setdefault(min(k, last), []).append(j)
+    weights = {}
+    for k, columns in inside.items():
+        step = steps[k]
+        x = (times[columns] - step.t_old) / step.h
+        p = np.cumprod(np.tile(x, (step.Q.shape[1], 1)), axis=0)
+        at = step.h * np.dot(step.Q, p)
+        at += step.y_old[:, None]
+        if not np.array_equal(at, Y[:, columns]):
+            return None
+        weights[k] = step.h * np.dot(P, p)  # ∂(output)/∂K, per stage and output
+    def f(t, y):
+        with plain_allocation():
+            return np.asarray(problem.rhs(t, y, values), dtype=float)
+
+    vjp = problem._vector_jacobian(values)
+
+    def pull(t, y, cotangent):
+        found = vjp(t, y, cotangent)
+        dy = np.zeros(n) if found[0] is None else np.ravel(found[0])
+        return dy, _flat(found[1:], values)
+
+    dtheta = np.zeros(sum(np.size(v) for v in values))
+    dy_end = np.zeros(n)  # the cotangent of the state at the end of the step
+    df_end = np.zeros(n)  # and of f there: the next step's first stage
+    for k in range(last, -1, -1):
+        step = steps[k]
+        t, h, y = step.t_old, step.h, step.y_old
+        K, Z = np.empty((s + 1, n)), [None] * s
+        K[0] = f(t, y) if k == 0 else f(steps[k - 1].t_old + steps[k - 1].h, y)
+        for i in range(1, s):
+            Z[i] = y + np.dot(K[:i].T, A[i, :i]) * h
+            K[i] = f(t + C[i] * h, Z[i])
+        y_new = y + h * np.dot(K[:-1].T, B)
+        K[-1] = f(t + h, y_new)
+        if not np.array_equal(K.T.dot(P), step.Q) or (
+                k == last and k in ends and not np.array_equal(y_new, Y[:, ends[k][-1]])):
+            return None
+        for j in ends.get(k, ()):
+            dy_end += dY[:, j]
+        dK = np.zeros((s + 1, n))
+        dK[s] = df_end
+        dy_old = np.zeros(n)
+        if k in inside:
+            dK += weights[k] @ dY[:, inside[k]].T
+            dy_old += dY[:, inside[k]].sum(axis=1)
+        if np.any(dK[s]):
+            dy, dp = pull(t + h, y_new, dK[s])
+            dy_end += dy
+            dtheta += dp
+        dK[:s] += h * np.outer(B, dy_end)
+        dy_old += dy_end
+        for i in range(s - 1, 0, -1):
+            if np.any(dK[i]):
+                dz, dp = pull(t + C[i] * h, Z[i], dK[i])
+                dtheta += dp
+                dy_old += dz
+                dK[:i] += h * np.outer(A[i, :i], dz)
+        dy_end, df_end = dy_old, dK[0]
+    if np.any(df_end):
+        dy, dp = pull(steps[0].t_old, np.ravel(y0), df_end)
+        dy_end += dy
+        dtheta += dp
+    for j in start:
+        dy_end += dY[:, j]
+    return np.reshape(dy_end, np.shape(y0)), _unflat(dtheta, values)
+
+
 class _Solution(Adjoint):
     """The differentiated outputs of a solve: ``_Solution(kind)(y0, *values, problem=...)``,
     whose rule solves (``problem.forward``) or reads what the solve kept."""
@@ -567,7 +697,8 @@ class _Solution(Adjoint):
             dY = np.reshape(dY, (np.size(y0), -1))
             if adaptive and np.any(dY[:, 1:-1]):
                 raise UnsupportedOperationError(_ADAPTIVE)
-            dy0, dvalues = problem.adjoint(path, times, dY, y0, values)
+            dy0, dvalues = problem.adjoint(path, times, dY, y0, values,
+                                           np.transpose(Y) if transpose else Y)
             return (dy0, *dvalues)
 
         return Y, back
@@ -736,8 +867,9 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
               events: Any = None, vectorized: bool = False, args: tuple[Any, ...] | None = None,
               **options: Any) -> Any:
     """SciPy's ``solve_ivp``, differentiated in ``y0``, the parameters (``args=`` and the
-    arrays ``fun`` and the events close over) and the times (``t_span``, ``t_eval``) by the
-    continuous adjoint (reverse mode) and the forward sensitivities (forward mode).
+    arrays ``fun`` and the events close over) and the times (``t_span``, ``t_eval``): in
+    reverse mode through SciPy's steps (RK23, RK45) or by the continuous adjoint (the other
+    methods), in forward mode by the forward sensitivities.
     ``sol.y``, ``sol.t_events`` and ``sol.y_events`` are SciPy's values, differentiated;
     ``sol.sol(t)`` too with ``dense_output=True``."""
     event_list = [] if events is None else list(events) if isinstance(events, (list, tuple)) \
@@ -785,6 +917,8 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
             raise UnsupportedOperationError(f"solve_ivp: the solve failed: {sol.message}")
         problem.solved = (np.copy(y0_plain), [np.copy(v) for v in values])
         problem.dense, problem.times = sol.sol, sol.t
+        if _RUNGE_KUTTA.get(method) is not None and not vectorized:
+            problem.steps = sol.sol.interpolants
         problem.path = lambda t_from, t_to: sol.sol  # the dense output covers the whole span
         result["sol"] = sol
         return sol
