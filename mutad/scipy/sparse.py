@@ -381,11 +381,12 @@ _solve.complex_values = None
 @_solve.rule
 def _solve_rule(data, b, guess, solver):
     x = _solve(data, b, guess, solver=solver)
+    shape = np.shape(b)  # not b itself: the pullback keeps no right-hand side
 
     def back(dx):
         # x = op(A)⁻¹ b: λ = op(A)⁻ᵀ x̄, b̄ = λ, and op(A)'s cotangent -λ xᵀ, A's its transpose
-        lam = _solve(data, np.reshape(dx, np.shape(b)), None, solver=solver.adjoint())
-        xb = np.reshape(x, np.shape(b))
+        lam = _solve(data, np.reshape(dx, shape), None, solver=solver.adjoint())
+        xb = np.reshape(x, shape)
         ddata = -(solver.layout.slots(xb, lam) if solver.trans
                   else solver.layout.slots(lam, xb))
         if solver.mask is not None:
@@ -1126,6 +1127,9 @@ class SuperLU:
     def __init__(self, factor: Any, factorize: Any, layout: Any, data: Any) -> None:
         self.factor, self.factorize, self.layout, self.data = factor, factorize, layout, data
         self.factorized = np.ascontiguousarray(memory(data)).tobytes()
+        # One solver for every solve: they share the factors and the key of the values they
+        # are of, rather than a copy of those values each.
+        self.solver = _Direct(layout, factorize=factorize, factor=factor, values=memory(data))
 
     def solve(self, rhs: Any, trans: str = "N") -> Any:
         if not _followed(self.data, rhs):
@@ -1135,9 +1139,7 @@ class SuperLU:
             _refuse("SuperLU.solve after the matrix's stored values were written into",
                     "the factors are those of its values at splu(A): factorize it again after "
                     "changing it.")
-        solver = _Direct(self.layout, factorize=self.factorize, factor=self.factor,
-                         values=memory(self.data))
-        return _solve(self.data, rhs, None, solver=solver.twin(trans in ("T", "H")))
+        return _solve(self.data, rhs, None, solver=self.solver.twin(trans in ("T", "H")))
 
     def __getattr__(self, name):
         return getattr(self.__dict__["factor"], name)
