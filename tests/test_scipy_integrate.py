@@ -2,8 +2,9 @@
 
 Called by SciPy's names inside the differentiated function and by mutad.scipy.integrate's.
 The quadratures of samples are SciPy's steps, so their derivatives are exact (finite
-differences, forward mode, second order). The solvers' gradients are the continuous adjoint
-and forward sensitivities: derivatives of the exact solution, checked against closed forms
+differences, forward mode, second order). The solvers' derivatives are those of SciPy's own
+steps (RK23, RK45: checked against the same steps taken by hand) or the continuous adjoint and
+forward sensitivities (derivatives of the exact solution), all checked against closed forms
 (y' = -k y) and finite differences at tight tolerances. Values are always SciPy's, bit for bit.
 """
 
@@ -281,7 +282,7 @@ def _stepped(method, rhs, span, y0, times, steps):
 @pytest.mark.parametrize("span, times", [((0.0, 3.0), np.linspace(0.0, 3.0, 13)),
                                          ((3.0, 0.5), np.linspace(3.0, 0.5, 7))],
                          ids=["forward", "backward"])
-def test_explicit_runge_kutta_gradient_is_that_of_scipys_steps(method, span, times):
+def test_explicit_runge_kutta_derivatives_are_those_of_scipys_steps(method, span, times):
     a, z0 = 0.7, np.array([1.2, 0.7])
     weights = np.random.default_rng(5).standard_normal((2, times.size))
     reference = solve_ivp(forced, span, z0, method=method, args=(a,), dense_output=True)
@@ -307,10 +308,14 @@ def test_explicit_runge_kutta_gradient_is_that_of_scipys_steps(method, span, tim
     expected = [np.array([(by_hand(z0 + e, a) - by_hand(z0 - e, a)) / 2e-6
                           for e in np.eye(2) * 1e-6]),
                 (by_hand(z0, a + 1e-6) - by_hand(z0, a - 1e-6)) / 2e-6]
+    direction = np.array([0.3, -1.1])
     for f in (loss, dense):
         dz0, da = mutad.gradient(f, z0, a)
         np.testing.assert_allclose(dz0, expected[0], rtol=1e-7)
         assert da == pytest.approx(expected[1], rel=1e-7)
+        # forward mode through the same steps
+        tangent = mutad.jvp(f, (z0, a), (direction, 0.5))[1]
+        assert tangent == pytest.approx(expected[0] @ direction + 0.5 * expected[1], rel=1e-7)
     end = np.array([len(times) - 1])
     dz0, da = mutad.gradient(last, z0, a)
     np.testing.assert_allclose(dz0, [(_stepped(method, lambda t, z: forced(t, z, a), span,

@@ -26,8 +26,10 @@ How each gradient is computed:
   the derivative of its step size control is not taken), so it agrees with finite
   differences of the loss at any tolerance, to within the step-size control's own
   sensitivity; it costs about one vector-Jacobian product per evaluation of the forward solve.
+  Forward mode goes forward through the same steps, one Jacobian-vector product per stage.
   (Where a step is not reproduced bit for bit, a right-hand side that reads more than t, y
-  and the parameters, the continuous adjoint below is taken.) With the other methods, and
+  and the parameters, the continuous adjoint and sensitivities below are taken.) With the
+  other methods, and
   ``odeint``, the gradient is the *continuous adjoint*: from the output times backwards,
   ``λ' = -(∂f/∂y)ᵀ λ`` and ``μ' = -(∂f/∂θ)ᵀ λ`` are integrated with ``solve_ivp`` (the same
   method and tolerances as the forward solve; LSODA for ``odeint``), ``λ`` jumping by the
@@ -35,7 +37,7 @@ How each gradient is computed:
   parameters θ: the arrays of ``args=`` and the differentiated arrays the right-hand side
   closes over. Each ``(∂f/∂·)ᵀ λ`` (in either adjoint) is mutad's gradient of
   ``λ · f(t, y, θ)``, the user's right-hand side's program recorded at the first evaluation
-  and replayed at the others. Forward mode integrates the forward sensitivities ``s' =
+  and replayed at the others. Their forward mode integrates the forward sensitivities ``s' =
   (∂f/∂y) s + (∂f/∂θ) θ̇`` beside the state, with the same method, each product a
   ``mutad.jvp``. The continuous adjoint and the sensitivities are derivatives of the exact
   solution of the ODE, not of SciPy's discrete steps: they agree with it to about the
@@ -537,12 +539,18 @@ class _Problem:
             state = back(t_now, self.t0, state)
         return np.reshape(state[:n], np.shape(y0)), _unflat(state[n:], values)
 
-    def tangent(self, times, y0, dy0, values, tangents):
-        """The tangents of the solution at ``times`` (shape ``(n, len(times))``): the forward
-        sensitivities, integrated beside the state from t0."""
+    def tangent(self, times, y0, dy0, values, tangents, Y=None):
+        """The tangents of the solution ``Y`` at ``times`` (shape ``(n, len(times))``):
+        through the solver's own steps where they are kept and reproduced
+        (``_discrete_tangent``), else the forward sensitivities, integrated beside the state
+        from t0."""
         n = np.size(y0)
         directions = [np.zeros(np.shape(v)) if d is None else d
                       for v, d in zip(values, tangents, strict=True)]
+        if self.steps is not None and Y is not None and np.isrealobj(y0):
+            found = _discrete_tangent(self, times, Y, y0, dy0, values, directions)
+            if found is not None:
+                return found
 
         def rhs(t, z):
             y, s = z[:n], z[n:]
@@ -569,52 +577,85 @@ _RUNGE_KUTTA = {key: solver for solver in (_rk.RK23, _rk.RK45)
                 for key in (solver, solver.__name__)}
 
 
-def _discrete_adjoint(problem, times, dY, Y, y0, values):
-    """The reverse pass through an explicit Runge-Kutta solve's own steps (RK23, RK45): the
-    exact derivative of SciPy's outputs ``Y`` (at ``times``), the steps' sizes held as they
-    were taken, ``(dy0, dvalues)`` from their cotangents ``dY``.
+class _Steps:
+    """An explicit Runge-Kutta solve's own steps (RK23, RK45), taken again, and where its
+    outputs ``Y`` (at ``times``) lie among them: at the start, at the end of step k (no
+    t_eval: the steps' own ends), or inside step k (SciPy's dense output there, ``y + h Kᵀ P
+    p(x)``, evaluated for each step's outputs at once, as SciPy does). ``found`` is False
+    where an output is not reproduced bit for bit; ``again(k)`` None where step k is not (a
+    right-hand side that reads more than t, y and the parameters): the derivatives then come
+    from the continuous adjoint and the forward sensitivities instead."""
 
-    Going back, each step is recomputed, plain, from the state it started from: its stages
-    ``K[i] = f(t + c_i h, z_i)``, ``z_i = y + h Σ_j a_ij K[j]``, and ``y_new = y + h Σ b_i
-    K[i]``, its last stage ``f(t + h, y_new)`` (the next step's first). An output inside a
-    step is SciPy's dense output there, ``y + h Kᵀ P p(x)``, so its cotangent reaches ``y``
-    and the stages; each stage then takes one vector-Jacobian product of f. None where a
-    step or an output is not reproduced bit for bit (a right-hand side that is not a function
-    of t, y and the parameters alone): the caller takes the continuous adjoint instead."""
-    steps, solver = problem.steps, _RUNGE_KUTTA[problem.method]
-    A, B, C, P, s = solver.A, solver.B, solver.C, solver.P, solver.n_stages
-    n = np.size(y0)
-    if not steps or np.shape(Y) != (n, times.size):
-        return None
-    # Where each output is: the start, the end of step k (no t_eval: the steps' own ends), or
-    # inside step k (SciPy's dense output, evaluated for each step's outputs at once).
-    start, ends, inside = [], {}, {}
-    last = len(steps) - 1
-    after = [step.t for step in steps]
-    for j, t in enumerate(times):
-        if t == steps[0].t_old and np.array_equal(Y[:, j], np.ravel(y0)):
-            start.append(j)
-        elif problem.adaptive and j >= 1 and j - 1 <= last and t == after[j - 1] and (
-                np.array_equal(Y[:, j], steps[j].y_old) if j - 1 < last else True):
-            ends.setdefault(j - 1, []).append(j)  # the last one's y_new is checked below
-        else:
-            k = int(np.searchsorted(problem.direction * np.array(after),
-                                    problem.direction * t, side="left"))
-            inside.setdefault(min(k, last), []).append(j)
-    weights = {}
-    for k, columns in inside.items():
-        step = steps[k]
-        x = (times[columns] - step.t_old) / step.h
-        p = np.cumprod(np.tile(x, (step.Q.shape[1], 1)), axis=0)
-        at = step.h * np.dot(step.Q, p)
-        at += step.y_old[:, None]
-        if not np.array_equal(at, Y[:, columns]):
-            return None
-        weights[k] = step.h * np.dot(P, p)  # ∂(output)/∂K, per stage and output
-    def f(t, y):
+    def __init__(self, problem, times, Y, y0, values):
+        self.steps, solver = problem.steps, _RUNGE_KUTTA[problem.method]
+        self.A, self.B, self.C, self.P, self.s = (solver.A, solver.B, solver.C, solver.P,
+                                                  solver.n_stages)
+        self.problem, self.values, self.Y = problem, values, Y
+        self.n = n = np.size(y0)
+        self.start, self.ends, self.inside, self.weights = [], {}, {}, {}
+        self.found = bool(self.steps) and np.shape(Y) == (n, times.size)
+        if not self.found:
+            return
+        steps, last = self.steps, len(self.steps) - 1
+        after = [step.t for step in steps]
+        for j, t in enumerate(times):
+            if t == steps[0].t_old and np.array_equal(Y[:, j], np.ravel(y0)):
+                self.start.append(j)
+            elif problem.adaptive and 1 <= j <= last + 1 and t == after[j - 1] and (
+                    j - 1 == last or np.array_equal(Y[:, j], steps[j].y_old)):
+                self.ends.setdefault(j - 1, []).append(j)  # the last one's is checked later
+            else:
+                k = int(np.searchsorted(problem.direction * np.array(after),
+                                        problem.direction * t, side="left"))
+                self.inside.setdefault(min(k, last), []).append(j)
+        for k, columns in self.inside.items():
+            step = steps[k]
+            x = (times[columns] - step.t_old) / step.h
+            p = np.cumprod(np.tile(x, (step.Q.shape[1], 1)), axis=0)
+            at = step.h * np.dot(step.Q, p)
+            at += step.y_old[:, None]
+            if not np.array_equal(at, Y[:, columns]):
+                self.found = False
+                return
+            self.weights[k] = step.h * np.dot(self.P, p)  # ∂(outputs)/∂K, per stage
+
+    def f(self, t, y):
         with plain_allocation():
-            return np.asarray(problem.rhs(t, y, values), dtype=float)
+            return np.asarray(self.problem.rhs(t, y, self.values), dtype=float)
 
+    def again(self, k):
+        """Step k taken again, plain, from the state it started from: ``(t, h, y, Z,
+        y_new)``, ``Z[i]`` the state its stage i read (``K[i] = f(t + c_i h, Z[i])``), or None
+        where it is not SciPy's step bit for bit."""
+        steps, A, B, C, P, s = self.steps, self.A, self.B, self.C, self.P, self.s
+        step = steps[k]
+        t, h, y = step.t_old, step.h, step.y_old
+        K, Z = np.empty((s + 1, self.n)), [None] * s
+        # The first stage is the last step's last, evaluated at that step's end.
+        K[0] = self.f(t if k == 0 else steps[k - 1].t_old + steps[k - 1].h, y)
+        for i in range(1, s):
+            Z[i] = y + np.dot(K[:i].T, A[i, :i]) * h
+            K[i] = self.f(t + C[i] * h, Z[i])
+        y_new = y + h * np.dot(K[:-1].T, B)
+        K[-1] = self.f(t + h, y_new)
+        if not np.array_equal(K.T.dot(P), step.Q) or (
+                k == len(steps) - 1 and k in self.ends
+                and not np.array_equal(y_new, self.Y[:, self.ends[k][-1]])):
+            return None
+        return t, h, y, Z, y_new
+
+
+def _discrete_adjoint(problem, times, dY, Y, y0, values):
+    """The reverse pass through an explicit Runge-Kutta solve's own steps (``_Steps``): the
+    exact derivative of SciPy's outputs ``Y``, the steps' sizes held as they were taken,
+    ``(dy0, dvalues)`` from their cotangents ``dY``. Backwards, each step's stages take one
+    vector-Jacobian product of f each, its last (``f(t + h, y_new)``, the next step's first)
+    carrying the next step's first stage's cotangent too. None where a step or an output is
+    not reproduced."""
+    steps = _Steps(problem, times, Y, y0, values)
+    if not steps.found:
+        return None
+    A, B, C, s, n = steps.A, steps.B, steps.C, steps.s, steps.n
     vjp = problem._vector_jacobian(values)
 
     def pull(t, y, cotangent):
@@ -625,27 +666,20 @@ def _discrete_adjoint(problem, times, dY, Y, y0, values):
     dtheta = np.zeros(sum(np.size(v) for v in values))
     dy_end = np.zeros(n)  # the cotangent of the state at the end of the step
     df_end = np.zeros(n)  # and of f there: the next step's first stage
-    for k in range(last, -1, -1):
-        step = steps[k]
-        t, h, y = step.t_old, step.h, step.y_old
-        K, Z = np.empty((s + 1, n)), [None] * s
-        K[0] = f(t, y) if k == 0 else f(steps[k - 1].t_old + steps[k - 1].h, y)
-        for i in range(1, s):
-            Z[i] = y + np.dot(K[:i].T, A[i, :i]) * h
-            K[i] = f(t + C[i] * h, Z[i])
-        y_new = y + h * np.dot(K[:-1].T, B)
-        K[-1] = f(t + h, y_new)
-        if not np.array_equal(K.T.dot(P), step.Q) or (
-                k == last and k in ends and not np.array_equal(y_new, Y[:, ends[k][-1]])):
+    for k in range(len(steps.steps) - 1, -1, -1):
+        taken = steps.again(k)
+        if taken is None:
             return None
-        for j in ends.get(k, ()):
+        t, h, _, Z, y_new = taken
+        for j in steps.ends.get(k, ()):
             dy_end += dY[:, j]
         dK = np.zeros((s + 1, n))
         dK[s] = df_end
         dy_old = np.zeros(n)
-        if k in inside:
-            dK += weights[k] @ dY[:, inside[k]].T
-            dy_old += dY[:, inside[k]].sum(axis=1)
+        if k in steps.inside:
+            columns = steps.inside[k]
+            dK += steps.weights[k] @ dY[:, columns].T
+            dy_old += dY[:, columns].sum(axis=1)
         if np.any(dK[s]):
             dy, dp = pull(t + h, y_new, dK[s])
             dy_end += dy
@@ -660,12 +694,50 @@ def _discrete_adjoint(problem, times, dY, Y, y0, values):
                 dK[:i] += h * np.outer(A[i, :i], dz)
         dy_end, df_end = dy_old, dK[0]
     if np.any(df_end):
-        dy, dp = pull(steps[0].t_old, np.ravel(y0), df_end)
+        dy, dp = pull(steps.steps[0].t_old, np.ravel(y0), df_end)
         dy_end += dy
         dtheta += dp
-    for j in start:
+    for j in steps.start:
         dy_end += dY[:, j]
     return np.reshape(dy_end, np.shape(y0)), _unflat(dtheta, values)
+
+
+def _discrete_tangent(problem, times, Y, y0, dy0, values, directions):
+    """Forward mode through an explicit Runge-Kutta solve's own steps (``_Steps``): the
+    tangents of SciPy's outputs ``Y`` (shape ``(n, len(times))``) for the tangents ``dy0``
+    and ``directions`` of y0 and the parameters, the steps' sizes held as they were taken;
+    each stage takes one Jacobian-vector product of f. None where a step or an output is not
+    reproduced."""
+    steps = _Steps(problem, times, Y, y0, values)
+    if not steps.found:
+        return None
+    A, B, C, s, n = steps.A, steps.B, steps.C, steps.s, steps.n
+
+    def push(t, y, tangent):
+        return np.ravel(jvp(lambda y, *p: problem.rhs(t, y, p), (y, *values),
+                            (tangent, *directions))[1])
+
+    dY = np.zeros((n, times.size))
+    dy = np.zeros(n) if dy0 is None else np.ravel(dy0).astype(float)
+    dY[:, steps.start] = dy[:, None]
+    df = push(steps.steps[0].t_old, np.ravel(y0), dy)
+    for k in range(len(steps.steps)):
+        taken = steps.again(k)
+        if taken is None:
+            return None
+        t, h, _, Z, y_new = taken
+        dK = np.empty((s + 1, n))
+        dK[0] = df
+        for i in range(1, s):
+            dK[i] = push(t + C[i] * h, Z[i], dy + np.dot(dK[:i].T, A[i, :i]) * h)
+        dy_new = dy + h * np.dot(dK[:-1].T, B)
+        dK[s] = push(t + h, y_new, dy_new)
+        if k in steps.inside:
+            dY[:, steps.inside[k]] = dy[:, None] + dK.T @ steps.weights[k]
+        for j in steps.ends.get(k, ()):
+            dY[:, j] = dy_new
+        dy, df = dy_new, dK[s]
+    return dY
 
 
 class _Solution(Adjoint):
@@ -709,7 +781,8 @@ class _Solution(Adjoint):
             # solve of their own.
             return self._differentiated_forward(tangents, y0, values, problem, times)
         Y, _, times, transpose = self.evaluate(problem, y0, values, times)
-        dY = problem.tangent(times, y0, tangents[0], values, list(tangents[1:]))
+        dY = problem.tangent(times, y0, tangents[0], values, list(tangents[1:]),
+                             np.transpose(Y) if transpose else Y)
         if self is _IVP and problem.adaptive:
             dY[:, 1:-1] = np.nan  # see _ADAPTIVE: no tangent at the solver's own step times
         dY = np.reshape(dY, np.shape(np.transpose(Y) if transpose else Y))
@@ -868,8 +941,8 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
               **options: Any) -> Any:
     """SciPy's ``solve_ivp``, differentiated in ``y0``, the parameters (``args=`` and the
     arrays ``fun`` and the events close over) and the times (``t_span``, ``t_eval``): in
-    reverse mode through SciPy's steps (RK23, RK45) or by the continuous adjoint (the other
-    methods), in forward mode by the forward sensitivities.
+    reverse and forward mode through SciPy's steps (RK23, RK45), or by the continuous adjoint
+    and the forward sensitivities (the other methods).
     ``sol.y``, ``sol.t_events`` and ``sol.y_events`` are SciPy's values, differentiated;
     ``sol.sol(t)`` too with ``dense_output=True``."""
     event_list = [] if events is None else list(events) if isinstance(events, (list, tuple)) \
