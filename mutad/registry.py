@@ -65,7 +65,8 @@ padding the settings' cotangents) and ``defjvp`` (its forward rule, declared bes
 ``deflinear`` and ``defmultilinear`` (the forward rule of a function linear in some arguments
 jointly, or in each separately), ``definplace`` (a function that writes into an argument),
 ``defcomposite`` (a function NumPy writes in Python), ``recomputable`` and
-``nondifferentiable``.
+``nondifferentiable``. ``explain(fn)`` reads the tables back: everything they say of one
+function, in words.
 """
 
 import functools
@@ -628,16 +629,18 @@ class _Explanation:
                     if row.decide is not None else ""))
 
     def ufunc_inplace_facts(self, row):
-        inverses = []
+        undo = []
         for i in range(len(row.partials)):
             inverse = row.inverse[i] if i < len(row.inverse) else None
-            inverses.append(f"operand {i}: " + ("not inverted (the overwritten values are "
-                                                "kept)" if inverse is None else
-                                                f"inverted by {_partial(inverse)}"))
-        safe = "" if row.is_safe is always else f", when {_partial(row.is_safe)} says it is exact enough"
+            undo.append(f"into operand {i}, " + (
+                "from a saved copy (no inverse)" if inverse is None else
+                f"by the inverse {_partial(inverse)}"))
+        safe = "" if row.is_safe is always else f" and {_partial(row.is_safe)} allows it"
         self.add("in place", "out=, augmented assignment (x += ...) and slice targets write "
-                 "through the core's one in-place path; the reverse pass undoes a write into "
-                 f"{'; '.join(inverses)}{safe} (policy 'restore'; 'checkpoint' keeps them)")
+                 "through the core's one in-place path; the reverse pass puts back what a write "
+                 f"overwrote: {'; '.join(undo)} (an inverse serves under policy 'restore' where "
+                 f"the drift it accumulates stays bounded{safe}, else a saved copy; "
+                 "Tape.undo_for)")
         if row.growth is not None:
             self.add("error growth", f"an inversion's growth of relative error is bounded by "
                      f"{_partial(row.growth)}")
@@ -1028,8 +1031,9 @@ def _lambda_source(function):
     except (TypeError, OSError, SyntaxError):
         return None
     source, tree = _TREES[path]
-    columns = [col for line, _, col, _ in code.co_positions()
-               if line == code.co_firstlineno and col]
+    positions = getattr(code, "co_positions", None)  # Python 3.11: columns tell lambdas apart
+    columns = [col for line, _, col, _ in positions()
+               if line == code.co_firstlineno and col] if positions else []
     lambdas = [node for node in ast.walk(tree)
                if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno]
     if columns:
