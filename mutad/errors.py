@@ -12,8 +12,9 @@ import sys
 
 from numpy.linalg import LinAlgError
 
-# The error classes, in this file's order (the documentation lists them so); function_name, at
-# the end, is how the core names functions in its messages, not a part of the API.
+# The error classes, in this file's order (the documentation lists them so); function_name and
+# no_rule, at the end, are how the core names functions and words its missing-rule errors, not
+# a part of the API.
 __all__ = ["MutadError", "NonScalarOutputError", "UntracedWriteError", "ConversionError",
            "EscapedTracerError", "UnsupportedFunctionError", "UnsupportedArgumentError",
            "ComplexInputError", "InvalidArgumentError", "PolicyError", "ArgnumsError",
@@ -271,3 +272,34 @@ def function_name(func):
     if module.startswith("numpy"):
         module = "np" + module[len("numpy"):]
     return f"{module}.{name}"
+
+
+def no_rule(func, forward=False, reverse_rule=False):
+    """The error the core raises when traced arrays (reverse mode) or, with ``forward``, duals
+    reach ``func`` (a function, a ufunc, or a ufunc method keyed ``(ufunc, method)``) and it has
+    no rule for that mode; ``reverse_rule`` says that it has one for reverse mode. One wording
+    for the engines and for ``registry.explain``, which quotes it."""
+    numpy = sys.modules.get("numpy")
+    method = type(func) is tuple
+    ufunc = method or (numpy is not None and isinstance(func, numpy.ufunc))
+    name = f"np.{func[0].__name__}.{func[1]}" if method else function_name(func)
+    if forward and not ufunc:
+        return UnsupportedFunctionError(
+            f"{name} has no forward-mode rule in mutad"
+            + (" (it has a reverse-mode one: use mutad.gradient)" if reverse_rule else "")
+            + ". Compute it from functions mutad differentiates, or wrap it with mutad.adjoint "
+            "and attach a forward rule with @f.jvp_rule.")
+    if forward:
+        return UnsupportedFunctionError(f"{name} has no differentiation rule in mutad.")
+    if method:
+        return UnsupportedFunctionError(
+            f"{name} has no differentiation rule in mutad; compute it with functions mutad "
+            "differentiates.")
+    if ufunc:
+        return UnsupportedFunctionError(
+            f"{name} has no differentiation rule in mutad. Give it one with mutad.adjoint, or "
+            "compute it from ufuncs mutad differentiates.")
+    return UnsupportedFunctionError(
+        f"{name} has no differentiation rule in mutad. Give it one by wrapping it with "
+        "mutad.adjoint (see docs/guide.md, 'Custom rules'), or compute the same thing with "
+        "functions mutad differentiates.")

@@ -34,6 +34,7 @@ from .errors import (
     UnsupportedOperationError,
     UntracedWriteError,
     function_name,
+    no_rule,
 )
 from .levels import ACTIVE, LEVELS, Tracer, escaped, innermost, running
 from .products import times
@@ -254,8 +255,7 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
                 kwargs = dict(kwargs, out=out)
             return apply_function(ufunc, inputs, kwargs, level)
         if ufunc not in NONDIFF:
-            raise UnsupportedFunctionError(
-                f"{function_name(ufunc)} has no differentiation rule in mutad.")
+            raise no_rule(ufunc, forward=True)
         if out is None:
             return ufunc(*primals, **kwargs)
         return _write_constant(ufunc, primals, out, kwargs, level)
@@ -367,11 +367,7 @@ def apply_function(func, args, kwargs, level, rule=None):
     if rule is None:
         if func in NONDIFF:
             return func(*primals, **kwargs)
-        raise UnsupportedFunctionError(
-            f"{function_name(func)} has no forward-mode rule in mutad"
-            + (" (it has a reverse-mode one: use mutad.gradient)" if func in FUNCTIONS else "")
-            + ". Compute it from functions mutad differentiates, or wrap it with mutad.adjoint "
-            "and attach a forward rule with @f.jvp_rule.")
+        raise no_rule(func, forward=True, reverse_rule=func in FUNCTIONS)
     complex_values = complex_among(primals)
     if complex_values:  # before the rule, which may refuse them for another reason
         check_complex(function_name(func), rule)

@@ -65,12 +65,14 @@ padding the settings' cotangents) and ``defjvp`` (its forward rule, declared bes
 ``deflinear`` and ``defmultilinear`` (the forward rule of a function linear in some arguments
 jointly, or in each separately), ``definplace`` (a function that writes into an argument),
 ``defcomposite`` (a function NumPy writes in Python), ``recomputable`` and
-``nondifferentiable``.
+``nondifferentiable``. ``explain(fn)`` reads the tables back: everything they say of one
+function, in words.
 """
 
 import functools
 
-from .errors import ComplexInputError, UnsupportedOperationError, function_name
+from .errors import (ComplexInputError, ConversionError, UnsupportedOperationError,
+                     function_name, no_rule)
 
 UFUNCS = {}
 FUNCTIONS = {}
@@ -390,3 +392,656 @@ def defmultilinear(*funcs, operands=None):
         return jvp
 
     _enter(JVPS, funcs, multilinear_jvp)
+
+
+# ----------------------------------------------------------------------------------------------
+# What the tables say about one function
+
+
+def explain(fn, file=None):
+    """Everything mutad knows about differentiating ``fn``, as readable text read from the
+    tables above: its reverse rule (where it is defined), its forward rule, its elementwise row
+    and partial derivatives, how it writes in place and how those writes are undone, how it takes
+    complex values, whether its output is recomputable, linear or multilinear, or a composite of
+    other rules, the stand-in a SciPy or NumPy name is routed to, the methods of traced arrays
+    that reach it, and, for a function mutad does not know, the error a call on traced arrays
+    raises and how to give it a rule.
+
+    ``fn`` is what user code calls: a NumPy function or ufunc (``np.cumsum``, ``np.add``), a
+    ufunc method (``np.add.at``), an ndarray method (``np.ndarray.sort``), a SciPy function
+    (``scipy.linalg.expm``), a method of a library's object (``scipy.stats.norm.logpdf``) or a
+    function decorated with ``mutad.adjoint``. The rule modules of the libraries already imported
+    are loaded first (``RULE_MODULES``), as a differentiation loads them. Returns the text; with
+    ``file`` (``sys.stdout``) it is printed there too.
+
+    >>> import numpy as np
+    >>> from mutad.registry import explain
+    >>> text = explain(np.cumsum)
+    >>> print(text.splitlines()[0])
+    np.cumsum: a NumPy function that mutad differentiates
+    >>> "deflinear" in text, "holomorphic" in text
+    (True, True)
+    >>> print(explain(np.busday_count).splitlines()[0])
+    np.busday_count: a NumPy function that mutad has no rule for
+    """
+    _load_rule_modules()
+    text = "\n".join(_Explanation(fn).lines())
+    if file is not None:
+        print(text, file=file)
+    return text
+
+
+def _load_rule_modules():
+    """Import the rule modules of the libraries in use (``RULE_MODULES``), as a differentiation
+    does when it starts (``allocation``), so that their rows are in the tables."""
+    import importlib
+    import sys
+
+    for library, rules in RULE_MODULES.items():
+        if library in sys.modules and rules not in sys.modules:
+            importlib.import_module(rules)
+
+
+_WIDTH = 100
+_COMPLEX_KINDS = {
+    HOLOMORPHIC: "holomorphic (registry.holomorphic): the rule's formulas hold for complex "
+                 "values as written (complex-differentiable, or linear with real coefficients); "
+                 "the core conjugates the cotangents around its back",
+    CONVENTION: "written for complex values in mutad's convention (registry.complex_aware: a "
+                "cotangent is dL/dx + i dL/dy), given them as they are",
+}
+_HOW_TO_ADD = (
+    "in mutad, declare it in its family's module under mutad/rules/ (or mutad/scipy/ for SciPy) "
+    "with one of registry's helpers: elementwise (a ufunc), defrule with defjvp, deflinear or "
+    "defmultilinear (a pure function), definplace (one that writes into an argument), "
+    "defcomposite (one written with functions mutad differentiates) or nondifferentiable "
+    "(CONTRIBUTING.md, 'Adding a rule'); in user code, wrap it with mutad.adjoint and attach "
+    "@f.rule and @f.jvp_rule (docs/guide.md, 'Custom rules')")
+
+
+class _Explanation:
+    """The facts of one ``explain``: a title, then one labelled paragraph per fact."""
+
+    def __init__(self, fn):
+        import numpy as np
+
+        self.np = np
+        self.fn = fn
+        self.facts = []  # (label, text)
+        self.known = False  # whether any table or traced arrays' methods know it
+        self.name = "it"  # how the messages quoted name it
+
+    def add(self, label, text):
+        self.facts.append((label, text))
+
+    def lines(self, indent=""):
+        import textwrap
+
+        title = self.describe()
+        out = [indent + title]
+        for label, text in self.facts:
+            out += textwrap.wrap(f"{label}: {text}", _WIDTH - len(indent),
+                                 initial_indent=indent + "  ",
+                                 subsequent_indent=indent + "      ",
+                                 break_on_hyphens=False, break_long_words=False)
+        return out
+
+    # what fn is -------------------------------------------------------------------------------
+
+    def describe(self):
+        """Look ``fn`` up, filling ``facts``; returns the title."""
+        np, fn = self.np, self.fn
+        owner = getattr(fn, "__self__", None)
+        if isinstance(owner, np.ufunc):  # np.add.at
+            key = (owner, fn.__name__)
+            self.name = f"np.{owner.__name__}.{fn.__name__}"
+            self.table_facts(key)
+            self.unknown_facts(key, forward=False)
+            return self.title(f"np.{owner.__name__}.{fn.__name__}", "a method of a NumPy ufunc")
+        method = self.ndarray_method()
+        if method is not None:
+            self.method_facts(method)
+            return self.title(f"np.ndarray.{method}", "a method of NumPy arrays")
+        routed = self.routed_method()
+        if routed is not None:
+            return routed
+        name = self.name = _spelling(fn)
+        kind = ("a NumPy ufunc" if isinstance(fn, np.ufunc) else "a NumPy function"
+                if _dispatched(fn) else "a SciPy function" if name.startswith("scipy.")
+                else "a function")
+        if isinstance(fn, np.ufunc) and not name.startswith("np."):
+            name, kind = self.name, "a ufunc"
+        self.table_facts(fn)
+        self.route_facts(fn)
+        self.adjoint_facts(fn, "its own rules (mutad.adjoint)")
+        self.alias_facts(fn)
+        self.unknown_facts(fn, forward=True)
+        return self.title(name, kind)
+
+    def title(self, name, kind):
+        return f"{name}: {kind} that mutad " + (
+            "differentiates" if self.known else "has no rule for")
+
+    def ndarray_method(self):
+        """The name of the ndarray method ``fn`` is (``np.ndarray.sort``, ``x.sort``), or None."""
+        np, fn = self.np, self.fn
+        cls = getattr(fn, "__objclass__", None)
+        if isinstance(cls, type) and issubclass(cls, np.ndarray):
+            return fn.__name__
+        if isinstance(getattr(fn, "__self__", None), np.ndarray) and not isinstance(fn, np.ufunc):
+            return fn.__name__
+        return None
+
+    def routed_method(self):
+        """The facts of a method of a library's object routed to a rule (``METHODS``)."""
+        owner = getattr(self.fn, "__self__", None)
+        name = getattr(getattr(self.fn, "__func__", None), "__name__", None)
+        if owner is None or name is None or isinstance(owner, type):
+            return None
+        for cls in type(owner).__mro__:
+            rule = METHODS.get((cls, name))
+            if rule is not None:
+                self.known = True
+                self.add("routed method", f"while a differentiation runs, {cls.__qualname__}."
+                         f"{name} of its instances calls the rule {_where(rule)} (METHODS) when "
+                         "a traced array is among its arguments, and the method itself "
+                         "otherwise; the rule computes with calls that dispatch, so both modes "
+                         "and every order follow, step by step, complex values included "
+                         "where each step takes them")
+                return self.title(f"{type(owner).__qualname__}.{name}",
+                                  "a method of a library's object")
+        return None
+
+    # the tables -------------------------------------------------------------------------------
+
+    def table_facts(self, key):
+        np = self.np
+        row, rule = UFUNCS.get(key), FUNCTIONS.get(key)
+        handler, composite, jvp = INPLACE.get(key), COMPOSITES.get(key), JVPS.get(key)
+        rules = []  # (mode, rule) whose complex convention is told
+        if row is not None:
+            self.known = True
+            self.add("elementwise", "an elementwise row (UFUNCS, registry.elementwise) serves "
+                     "both modes, every calling form and every order: the derivative is each "
+                     "input's partial times its tangent or cotangent")
+            self.partial_facts(row)
+            self.ufunc_inplace_facts(row)
+            rules.append(("row", row))
+        if rule is not None:
+            self.known = True
+            self.add("reverse", f"a pure rule {self.pure_rule(rule)}")
+            self.add("recomputable", "yes (registry.recomputable): the reverse pass may compute "
+                     "its output again rather than keep it" if rule in RECOMPUTABLE else
+                     "no: the reverse pass keeps the values its pullback reads")
+            rules.append(("reverse", rule))
+            if _takes_out(key):
+                self.add("in place", "out=: the rule computes the result, which is then "
+                         "assigned into out (out[...] = y), a write through the core's in-place "
+                         "path that the reverse pass undoes (Tape.undo_for)")
+        if handler is not None:
+            self.known = True
+            self.add("in place", f"writes into an argument: the handler {_where(handler)} "
+                     "(INPLACE, registry.definplace) records the write with the core's in-place "
+                     "helpers, which put the overwritten values back in the reverse pass"
+                     + _doc(handler))
+            rules.append(("in place", handler))
+        if composite is not None:
+            self.known = True
+            steps = self.steps(composite)
+            self.add("composite", f"differentiated through its steps: {_where(composite)} "
+                     "(COMPOSITES, registry.defcomposite) is called with the traced arrays or "
+                     "duals themselves, and each step it takes is recorded by its own rule, so "
+                     "reverse and forward mode and every order follow"
+                     + (f"; it calls {', '.join(steps)}" if steps else ""))
+            rules.append(("composite", composite))
+        if key in NONDIFF:
+            self.known = True
+            self.add("no gradient", "its outputs carry no gradient (NONDIFF, "
+                     "registry.nondifferentiable): it runs on plain values in both modes")
+        if jvp is not None:
+            self.known = True
+            self.add("forward", self.forward_rule(jvp))
+            rules.append(("forward", jvp))
+        elif row is None and (rule is not None or handler is not None):
+            if composite is None:
+                error = no_rule(key, forward=True, reverse_rule=True)
+                self.add("forward", f"none: duals raise {type(error).__name__}: {error}")
+        elif composite is not None and rule is None:
+            self.add("forward", "through the composite's steps, as reverse mode")
+        if key in COMPLEX_UFUNCS:
+            back, forward = COMPLEX_UFUNCS[key]
+            self.add("complex operands", f"not complex-differentiable: complex operands take "
+                     f"the rules {_where(back)} (reverse) and {_where(forward)} (forward) "
+                     "(COMPLEX_UFUNCS) in place of the partials")
+            rules = [(mode, r) for mode, r in rules if mode != "row"]
+            rules += [("complex reverse", back), ("complex forward", forward)]
+        if isinstance(key, np.ufunc) and row is None and rule is None and key not in NONDIFF:
+            pass  # unknown_facts says what happens
+        self.complex_fact("complex values", rules)
+
+    def partial_facts(self, row):
+        for i, partial in enumerate(row.partials):
+            self.add(f"partial {i}", _partial(partial))
+        self.add("partials read", {"x": "the inputs", "y": "the output (computed before an "
+                                   "in-place write is undone)", "xy": "the inputs and the "
+                                   "output"}.get(row.uses, row.uses)
+                 + (f"; a decision is taken when it runs: {_where(row.decide)}"
+                    if row.decide is not None else ""))
+
+    def ufunc_inplace_facts(self, row):
+        undo = []
+        for i in range(len(row.partials)):
+            inverse = row.inverse[i] if i < len(row.inverse) else None
+            undo.append(f"into operand {i}, " + (
+                "from a saved copy (no inverse)" if inverse is None else
+                f"by the inverse {_partial(inverse)}"))
+        safe = "" if row.is_safe is always else f" and {_partial(row.is_safe)} allows it"
+        self.add("in place", "out=, augmented assignment (x += ...) and slice targets write "
+                 "through the core's one in-place path; the reverse pass puts back what a write "
+                 f"overwrote: {'; '.join(undo)} (an inverse serves under policy 'restore' where "
+                 f"the drift it accumulates stays bounded{safe}, else a saved copy; "
+                 "Tape.undo_for)")
+        if row.growth is not None:
+            self.add("error growth", f"an inversion's growth of relative error is bounded by "
+                     f"{_partial(row.growth)}")
+
+    def pure_rule(self, rule):
+        import inspect
+
+        inner = inspect.unwrap(rule)
+        leading = _closure(rule).get("leading")
+        text = (f"{_where(inner)} (FUNCTIONS, registry.defrule): it runs on plain arrays and "
+                "returns its value and a pullback")
+        if leading is not None and inner is not rule:
+            text += (f", whose back gives the cotangents of the first {leading} positional "
+                     f"argument{'s' * (leading != 1)} (leading={leading}), the settings after "
+                     f"{'them' if leading != 1 else 'it'} getting none")
+        return text
+
+    def forward_rule(self, jvp):
+        qualname = getattr(jvp, "__qualname__", "")
+        found = _closure(jvp)
+        if qualname.startswith(deflinear.__name__ + "."):
+            offsets = found.get("offsets") or ()
+            return (f"linear (JVPS, registry.deflinear) in the positional arguments "
+                    f"{tuple(found.get('operands', ()))} jointly: the tangent is the function "
+                    "itself of their tangents, zeros standing in for constant ones"
+                    + (f"; the keyword arguments {', '.join(offsets)} add a constant, which "
+                       "stays out" if offsets else ""))
+        if qualname.startswith(defmultilinear.__name__ + "."):
+            operands = found.get("operands")
+            which = "each positional argument" if operands is None else (
+                f"each of the positional arguments {tuple(operands)}")
+            return (f"multilinear (JVPS, registry.defmultilinear), linear in {which} "
+                    "separately: the product rule, one term per argument with a tangent")
+        import inspect
+
+        inner = inspect.unwrap(jvp)
+        text = f"the rule {_where(inner)} (JVPS, registry.defjvp)"
+        leading = found.get("leading")
+        if leading is not None and inner is not jvp:
+            text += (f"; only the first {leading} positional argument"
+                     f"{'s are' if leading != 1 else ' is'} differentiable (leading={leading})")
+        return text
+
+    def complex_fact(self, label, rules):
+        if not rules:
+            return
+        kinds = {mode: COMPLEX.get(rule) for mode, rule in rules}
+        if len(set(kinds.values())) == 1:
+            self.add(label, self.complex_kind(next(iter(kinds.values()))))
+            return
+        for mode, kind in kinds.items():
+            self.add(f"{label} ({mode})", self.complex_kind(kind))
+
+    def complex_kind(self, kind):
+        if kind is not None:
+            return _COMPLEX_KINDS.get(kind, str(kind))
+        try:
+            check_complex(self.name, None)
+        except ComplexInputError as error:
+            return f"refused: complex values raise {type(error).__name__} ({error})"
+        return "refused"
+
+    def steps(self, function):
+        """The functions of the tables that ``function`` calls by name (``np.cumsum``)."""
+        np = self.np
+        found = []
+        for value in _referenced(function, np):
+            if _in_tables(value) and value is not self.fn:
+                name = function_name(value)
+                if name not in found:
+                    found.append(name)
+        return found
+
+    # routes, custom rules, methods -------------------------------------------------------------
+
+    def route_facts(self, fn):
+        stand_in = ROUTES.get(fn)
+        if stand_in is None:
+            return
+        self.known = True
+        self.add("routed", f"while a differentiation runs, user code's name for it (however "
+                 f"imported) is bound to a stand-in (ROUTES): {_kind_of(stand_in)}"
+                 + ("" if hasattr(stand_in, "pure_rule") else _doc(stand_in)))
+        if not self.adjoint_facts(stand_in, "the stand-in's rules"):
+            inner = getattr(stand_in, "original", None) is not None and getattr(
+                stand_in, "fn", None)
+            if inner:
+                steps = self.steps(inner)
+                self.add("composite", "the stand-in runs SciPy's function on plain arrays and "
+                         f"{_where(inner)} on traced ones or duals: steps mutad differentiates, "
+                         "so both modes and every order follow"
+                         + (f"; it calls {', '.join(steps)}" if steps else ""))
+            else:
+                self.add("modes", "the stand-in runs the original on plain arrays and handles "
+                         "traced arrays and duals itself (read its docstring above)")
+
+    def adjoint_facts(self, obj, whose):
+        """The facts of an ``Adjoint`` (``mutad.adjoint``, SciPy's wrappers); whether it is one."""
+        if not hasattr(obj, "pure_rule") or not hasattr(obj, "forward_rule"):
+            return False
+        import inspect
+
+        self.known = True
+        pure, forward = obj.pure_rule, obj.forward_rule
+        self.add("reverse", f"{whose}: the pure rule {_where(inspect.unwrap(pure))}"
+                 if pure is not None else f"{whose}: none attached yet (traced arrays raise "
+                 "UnsupportedFunctionError)")
+        self.add("forward", f"the rule {_where(inspect.unwrap(forward))}" if forward is not None
+                 else "none attached: duals raise UnsupportedFunctionError (attach one with "
+                 "@f.jvp_rule)")
+        writes = getattr(obj, "writes", None)
+        if writes is not None:
+            self.add("in place", f"writes into its positional arguments {tuple(writes)} "
+                     "(mutad.inplace_adjoint): its rule restores them in its back")
+        partials = getattr(obj, "partials", None)
+        if partials is not None:
+            for i, partial in enumerate(partials):
+                self.add(f"partial {i}", _partial(partial))
+        self.complex_fact("complex values", [(mode, r) for mode, r in
+                                             (("reverse", pure), ("forward", forward))
+                                             if r is not None])
+        return True
+
+    def alias_facts(self, fn):
+        """The methods of traced and dual arrays that call ``fn`` (``x.cumsum()``)."""
+        np = self.np
+        names = []
+        for cls, name, method in _tracer_methods():
+            if name.startswith("_"):
+                continue
+            if any(value is fn for value in _referenced(method, np)):
+                names.append(f"x.{name}()")
+        if names:
+            self.add("methods", f"{', '.join(sorted(set(names)))} of traced and dual arrays "
+                     "call it")
+
+    def method_facts(self, name):
+        np = self.np
+        found = [(cls, method) for cls, n, method in _tracer_methods() if n == name]
+        if not found:
+            self.add("on traced arrays", f"traced and dual arrays have no method {name}: "
+                     f"x.{name}(...) raises AttributeError. Call a NumPy function mutad "
+                     "differentiates instead")
+            self.add("to add a rule", "give ArrayMethods (mutad/arraylike.py) a method written "
+                     "with NumPy functions that dispatch, as its others are")
+            return
+        self.known = True
+        for cls, method in found:
+            calls = [value for value in _referenced(method, np)
+                     if _in_tables(value) or ROUTES.get(value) is not None]
+            self.add(f"{cls.__qualname__}.{name}", f"{_where(method)}" + _doc(method)
+                     + _body(method))
+            for value in calls:
+                self.add("it calls", function_name(value))
+                self.facts += [("  " + label, text) for label, text in
+                               _sub_facts(value)]
+
+    def unknown_facts(self, key, forward):
+        if self.known:
+            return
+        np = self.np
+        if isinstance(key, np.ufunc) or type(key) is tuple or _dispatched(key):
+            error = no_rule(key)
+            self.add("on traced arrays", f"NumPy hands the call to mutad, which raises "
+                     f"{type(error).__name__}: {error}")
+            if forward:
+                error = no_rule(key, forward=True)
+                self.add("on duals (forward mode)", f"{type(error).__name__}: {error}")
+        else:
+            self.add("on traced arrays", "NumPy's protocols do not reach it, so mutad does not "
+                     "see the call: it runs as Python code on the traced arrays, the NumPy "
+                     "calls it makes are differentiated by their own rules, and where it "
+                     "converts them to plain arrays (np.asarray, compiled code) the user gets "
+                     f"ConversionError ({_first_sentence(ConversionError)})")
+        self.add("to add a rule", _HOW_TO_ADD)
+
+
+def _sub_facts(fn):
+    """The facts ``explain`` gives of ``fn``, for a method that calls it."""
+    explanation = _Explanation(fn)
+    explanation.describe()
+    return [(label, text) for label, text in explanation.facts
+            if label not in ("methods", "to add a rule")]
+
+
+def _spelling(fn):
+    """How a user spells ``fn``: ``function_name``, or for a function of a library's private
+    module (``scipy.linalg._matfuncs.expm``) the shortest public module that holds it
+    (``scipy.linalg.expm``)."""
+    import sys
+
+    name, short = function_name(fn), getattr(fn, "__name__", None)
+    module = getattr(fn, "__module__", None)
+    if not isinstance(module, str) or not isinstance(short, str) or module.startswith("numpy"):
+        return name
+    if not any(part.startswith("_") for part in module.split(".")):
+        return name
+    top = module.partition(".")[0]
+    holders = sorted((m for m, mod in list(sys.modules.items())
+                      if m.partition(".")[0] == top
+                      and not any(part.startswith("_") for part in m.split("."))
+                      and getattr(mod, "__dict__", {}).get(short) is fn),
+                     key=lambda m: (m.count("."), m))
+    return f"{holders[0]}.{short}" if holders else name
+
+
+def _dispatched(fn):
+    """Whether NumPy hands a call of ``fn`` to traced arrays (``__array_function__``)."""
+    return type(fn).__name__ == "_ArrayFunctionDispatcher" or hasattr(fn, "_implementation")
+
+
+def _takes_out(fn):
+    import inspect
+
+    try:
+        return "out" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _in_tables(value):
+    try:
+        return (value in UFUNCS or value in FUNCTIONS or value in INPLACE
+                or value in COMPOSITES or value in JVPS or value in NONDIFF)
+    except TypeError:  # unhashable
+        return False
+
+
+def _closure(function):
+    """The names ``function``'s closure binds, and their values."""
+    code = getattr(function, "__code__", None)
+    cells = getattr(function, "__closure__", None) or ()
+    if code is None:
+        return {}
+    found = {}
+    for name, cell in zip(code.co_freevars, cells):
+        try:
+            found[name] = cell.cell_contents
+        except ValueError:  # a cell not filled yet
+            pass
+    return found
+
+
+def _referenced(function, np):
+    """The functions ``function`` refers to: its closure's, and ``np.<name>`` and the module's
+    names read by its code and that of the functions defined in it."""
+    import types
+
+    function = getattr(function, "__func__", function)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return []
+    found = list(_closure(function).values())
+    names = set()
+    codes = [code]
+    while codes:
+        c = codes.pop()
+        names.update(c.co_names)
+        codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    namespace = getattr(function, "__globals__", {})
+    for name in sorted(names):
+        if name in namespace:
+            found.append(namespace[name])
+        if namespace.get("np") is np and hasattr(np, name):
+            found.append(getattr(np, name))
+        if "linalg" in names and hasattr(np.linalg, name):
+            found.append(getattr(np.linalg, name))
+    return [value for value in found if callable(value)]
+
+
+def _tracer_methods():
+    """``(class, name, function)`` for the methods the classes of traced and dual arrays
+    define (``levels.Tracer``'s subclasses: ``ArrayMethods``, ``Traced``, ``Dual``)."""
+    from .levels import Tracer
+
+    found, classes = [], [Tracer]
+    while classes:
+        cls = classes.pop(0)
+        classes.extend(cls.__subclasses__())
+        for name, member in vars(cls).items():
+            function = getattr(member, "fget", member)
+            if callable(function) and hasattr(function, "__code__"):
+                found.append((cls, name, function))
+    return found
+
+
+def _where(obj):
+    """``module.name (path:line)`` of a rule, from ``inspect``; ``path`` relative to the
+    package's parent folder where it is mutad's."""
+    import inspect
+    import os
+
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(
+        obj).__qualname__
+    module = getattr(obj, "__module__", None)
+    label = f"{module}.{name}" if module else name
+    try:
+        path = inspect.getsourcefile(obj)
+        line = inspect.getsourcelines(obj)[1]
+    except (TypeError, OSError):
+        return label
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if path is not None and os.path.abspath(path).startswith(root + os.sep):
+        path = os.path.relpath(path, root).replace(os.sep, "/")
+    else:
+        path = os.path.basename(path or "?")
+    return f"{label} ({path}:{line})"
+
+
+def _kind_of(stand_in):
+    cls = type(stand_in)
+    if cls.__module__.startswith("mutad") and not callable(getattr(stand_in, "__code__", None)) \
+            and not hasattr(stand_in, "__code__"):
+        return f"a {cls.__qualname__} ({cls.__module__}) wrapping it"
+    return _where(stand_in)
+
+
+def _doc(obj):
+    first = _first_sentence(obj)
+    return f"; its docstring: \"{first}\"" if first else ""
+
+
+def _first_sentence(obj):
+    import inspect
+
+    doc = inspect.getdoc(obj) if not isinstance(obj, type) else obj.__doc__
+    if not doc:
+        return ""
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    end = paragraph.find(". ")
+    return paragraph if end < 0 else paragraph[:end + 1]
+
+
+def _body(method):
+    """The first statements of ``method``'s source, after its docstring (up to three lines)."""
+    import inspect
+
+    try:
+        lines = inspect.getsourcelines(method)[0]
+    except (TypeError, OSError):
+        return ""
+    body, in_doc = [], False
+    for line in lines[1:]:
+        stripped = line.strip()
+        if not body and not in_doc and stripped.startswith(('"""', "'''")):
+            in_doc = not (len(stripped) > 3 and stripped.endswith(('"""', "'''")))
+            continue
+        if in_doc:
+            in_doc = not stripped.endswith(('"""', "'''"))
+            continue
+        if stripped:
+            body.append(stripped)
+    if not body or len(body) > 3:
+        return ""
+    return f"; it runs: {' '.join(body)}"
+
+
+_TREES = {}  # source file -> its parsed tree, for the formulas of lambdas
+
+
+def _partial(partial):
+    """How an elementwise row's partial derivative (or inverse) reads: 1, none, no closed form,
+    the lambda's own source, or where its function is defined."""
+    if partial is None:
+        return "none (no gradient flows to this input)"
+    if partial is ONE:
+        return "1 (the cotangent passes through untouched)"
+    if type(partial) is NoClosedForm:
+        return f"no closed form (with respect to {partial.what}): differentiating it raises"
+    if getattr(partial, "__name__", None) == "<lambda>":
+        source = _lambda_source(partial)
+        if source:
+            return source
+    return _where(partial)
+
+
+def _lambda_source(function):
+    import ast
+    import inspect
+
+    code = function.__code__
+    try:
+        path = inspect.getsourcefile(function)
+        if path not in _TREES:
+            with open(path, encoding="utf-8") as handle:
+                source = handle.read()
+            _TREES[path] = (source, ast.parse(source))
+    except (TypeError, OSError, SyntaxError):
+        return None
+    source, tree = _TREES[path]
+    positions = getattr(code, "co_positions", None)  # Python 3.11: columns tell lambdas apart
+    columns = [col for line, _, col, _ in positions()
+               if line == code.co_firstlineno and col] if positions else []
+    lambdas = [node for node in ast.walk(tree)
+               if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno]
+    if columns:
+        lambdas = [node for node in lambdas
+                   if node.col_offset <= min(columns) < (node.end_col_offset or 0)
+                   and not any(inner is not node and isinstance(inner, ast.Lambda)
+                               and inner.col_offset <= min(columns) < (inner.end_col_offset or 0)
+                               for inner in ast.walk(node))]
+    if len(lambdas) != 1:
+        return None
+    return " ".join(ast.get_source_segment(source, lambdas[0]).split())

@@ -49,9 +49,9 @@ from .errors import (
     RuleError,
     ReadOnlyError,
     UnsupportedArrayError,
-    UnsupportedFunctionError,
     UnsupportedOperationError,
     function_name,
+    no_rule,
 )
 from .levels import ACTIVE, LEVELS, Tracer, escaped
 from .levels import innermost as innermost_tracer
@@ -883,9 +883,7 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
         return apply_function(f"np.{ufunc.__name__}", FUNCTIONS[ufunc], inputs, kwargs)
     if rule is None:
         if ufunc not in NONDIFF:
-            raise UnsupportedFunctionError(
-                f"{function_name(ufunc)} has no differentiation rule in mutad. Give it one with "
-                "mutad.adjoint, or compute it from ufuncs mutad differentiates.")
+            raise no_rule(ufunc)
         if out is None:
             return ufunc(*values, **kwargs)
         rule = CONSTANT
@@ -1557,10 +1555,7 @@ def apply_array_function(func, args, kwargs, tape):
         if level.recorder is not None and level.recorder.ready:
             return level.recorder.nondiff(func, args, kwargs)
         return func(*plain(args), **plain(kwargs))
-    raise UnsupportedFunctionError(
-        f"{function_name(func)} has no differentiation rule in mutad. Give it one by wrapping it "
-        "with mutad.adjoint (see docs/guide.md, 'Custom rules'), or compute the same thing with "
-        "functions mutad differentiates.")
+    raise no_rule(func)
 
 
 def door(tape, operation, args, kwargs):
@@ -1679,9 +1674,7 @@ class Traced(ArrayMethods):
             if level.recorder is not None and level.recorder.ready:
                 return level.recorder.nondiff(getattr(ufunc, method), inputs, kwargs)
             return getattr(ufunc, method)(*plain(inputs), **plain(kwargs))
-        raise UnsupportedFunctionError(
-            f"np.{ufunc.__name__}.{method} has no differentiation rule in mutad; compute it with "
-            "functions mutad differentiates.")
+        raise no_rule(key)
 
     def __array_function__(self, func, types, args, kwargs):
         if len(types) > 1 and (Preexisting in types or defers(self.tape, [*args, *kwargs.values()])):

@@ -45,6 +45,7 @@ INTERNAL = ("mutad.api", "mutad.custom", "mutad.trees", "mutad.allocation",
 
 NOT_EXPORTED = {
     ("mutad.errors", "function_name"): "how the core names functions in its messages",
+    ("mutad.errors", "no_rule"): "how the engines and registry.explain word a missing rule",
     **{("mutad.scipy.stats", name): "the class of distribution objects, which are used as "
        "SciPy's are (stats.norm.logpdf(x, mu, sigma)) and never built by users"
        for name in ("Univariate", "Continuous", "Discrete", "Frozen", "MultivariateNormal",
