@@ -20,7 +20,7 @@ import inspect
 import numpy as np
 import pytest
 import scipy.optimize
-from scipy.optimize import brentq, curve_fit, least_squares, minimize, root
+from scipy.optimize import brentq, curve_fit, fixed_point, fsolve, least_squares, minimize, root
 
 import mutad
 from mutad.errors import UnsupportedOperationError
@@ -354,7 +354,7 @@ def test_minimize_refuses_what_has_not_converged():
         mutad.gradient(f, THETA)
 
 
-def test_minimize_refuses_constraints_and_second_order():
+def test_minimize_refuses_constraints():
     def constrained(theta):
         res = minimize(lambda x: ((x - theta) ** 2).sum(), np.zeros(2), method="SLSQP",
                        constraints=[{"type": "eq", "fun": lambda x: x[0] - x[1]}])
@@ -363,22 +363,87 @@ def test_minimize_refuses_constraints_and_second_order():
     with pytest.raises(UnsupportedOperationError, match="constraints"):
         mutad.gradient(constrained, np.array([1.0, 2.0]))
 
-    def f(theta):
-        return W @ minimize(quadratic, np.zeros(N), args=(theta,), method="BFGS").x
 
-    with pytest.raises(UnsupportedOperationError, match="second order"):
-        mutad.hessian(f, THETA)
-    with pytest.raises(UnsupportedOperationError, match="second order"):
-        mutad.hvp(f, (THETA,), (THETA,))
-    with pytest.raises(UnsupportedOperationError, match="second order"):
-        mutad.gradient(lambda t: mutad.gradient(f, t)[0].sum(), THETA)
-    with pytest.raises(UnsupportedOperationError, match="second order"):
-        mutad.jvp(lambda t: mutad.jvp(f, (t,), (W,))[1], (THETA,), (W,))
+# Second order through a solution: chord steps from SciPy's solution (optimize._solution).
+# The oracle is the closed form of a separable problem, x*(θ) per coordinate the root of
+# 2 (x - θ) + x³ = 0, and central differences of mutad's own first derivatives elsewhere.
+
+
+def _quartic_minimum(theta):
+    x = np.array([brentq(lambda x: 2 * (x - t) + x ** 3, -10, 10, xtol=1e-15) for t in theta])
+    dx = 2 / (2 + 3 * x * x)
+    return x, dx, -12 * x * dx / (2 + 3 * x * x) ** 2
+
+
+@pytest.mark.parametrize("method", ["BFGS", "L-BFGS-B", "Newton-CG", "trust-exact",
+                                    "Nelder-Mead"])
+def test_second_derivatives_through_minimize(method):
+    options = {"Nelder-Mead": dict(options={"xatol": 1e-13, "fatol": 1e-15, "maxiter": 40000}),
+               "Newton-CG": dict(options={"xtol": 1e-14})}.get(method, dict(tol=1e-14))
+
+    def f(theta):
+        objective = lambda x: ((x - theta) ** 2).sum() + (x ** 4).sum() / 4  # noqa: E731
+        extra = ({} if method in ("BFGS", "L-BFGS-B", "Nelder-Mead")
+                 else dict(jac=mutad.grad(objective),
+                           hess=lambda x: mutad.hessian(objective, x)))
+        res = minimize(objective, np.zeros(2), method=method, **options, **extra)
+        return W[:2] @ res.x + res.fun
+
+    theta = np.array([1.0, 2.0])
+    x, dx, d2x = _quartic_minimum(theta)
+    # res.fun: d/dθ = x³ (the envelope), d²/dθ² = 3 x² dx
+    expected = np.diag(W[:2] * d2x + 3 * x * x * dx)
+    before = theta.copy()
+    np.testing.assert_allclose(mutad.hessian(f, theta), expected, rtol=1e-6, atol=1e-9)
+    v = np.array([0.3, -0.8])
+    np.testing.assert_allclose(mutad.hvp(f, (theta,), (v,)), expected @ v, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(mutad.gradient(lambda t: mutad.gradient(f, t)[0] @ v, theta)[0],
+                               expected @ v, rtol=1e-6, atol=1e-9)
+    assert mutad.jvp(lambda t: mutad.jvp(f, (t,), (v,))[1], (theta,), (v,))[1] == \
+        pytest.approx(v @ expected @ v, rel=1e-6)
+    assert np.array_equal(theta, before)
+
+
+def _second_by_differences(f, theta, eps=1e-3):
+    """Central differences of mutad's gradient: the Hessian to about eps² and the solves'
+    accuracy over eps."""
+    return np.array([(mutad.gradient(f, theta + e)[0] - mutad.gradient(f, theta - e)[0])
+                     / (2 * eps) for e in np.eye(theta.size) * eps])
+
+
+SOLVED = {
+    "root": lambda t: root(lambda x: x ** 3 + t * x - 1.0, np.ones(2), tol=1e-14).x,
+    "fsolve": lambda t: fsolve(lambda x: x ** 3 + t * x - 1.0, np.ones(2), xtol=1e-14),
+    "fixed_point": lambda t: fixed_point(lambda x: np.cos(t * x), np.ones(2), xtol=1e-14),
+    "brentq": lambda t: np.stack([brentq(lambda x, s: x ** 3 + s * x - 1.0, 0.0, 2.0,
+                                         args=(s,), xtol=1e-15) for s in t]),
+    "least_squares": lambda t: least_squares(lambda x: np.exp(t * x) - 2.0 - x, np.zeros(2),
+                                             xtol=1e-15, ftol=1e-15, gtol=1e-15).x,
+    "curve_fit": lambda t: curve_fit(lambda s, a, b: a * np.exp(-b * s), np.linspace(0, 2, 7),
+                                     t[0] * np.exp(-np.linspace(0, 2, 7)) + t[1]
+                                     * np.linspace(0, 2, 7) ** 2, p0=[1.0, 1.0],
+                                     xtol=1e-15, ftol=1e-15, gtol=1e-15)[0],
+}
+
+
+@pytest.mark.parametrize("name", list(SOLVED))
+def test_second_derivatives_through_solutions(name):
+    def f(t):
+        z = SOLVED[name](t)
+        return (z * z).sum() + z[0] * z[1]
+
+    theta = np.array([0.7, 1.3])
+    before = theta.copy()
+    H = mutad.hessian(f, theta)
+    np.testing.assert_allclose(H, _second_by_differences(f, theta), rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(H, H.T, rtol=1e-10, atol=1e-12)
+    assert np.array_equal(theta, before)
 
 
 def test_a_solution_inside_a_nested_differentiation():
     """A solution that depends on the enclosing differentiation's values alone is that
-    differentiation's; one whose objective reaches both levels' values is refused."""
+    differentiation's; one whose objective reaches both levels' values is differentiated by
+    both (chord steps: optimize._solution)."""
     def outer(theta):
         res = minimize(lambda x: ((x - theta) ** 2).sum() + (x ** 4).sum(), np.zeros(2),
                        method="BFGS", options={"gtol": 1e-11})
@@ -398,8 +463,8 @@ def test_a_solution_inside_a_nested_differentiation():
 
         return mutad.gradient(inner, np.ones(2))[0].sum()
 
-    with pytest.raises(UnsupportedOperationError, match="two of them"):
-        mutad.gradient(mixed, theta)
+    # x* = θ φ: the inner gradient is θ, summed; its gradient is ones.
+    np.testing.assert_allclose(gradient_keeping(mixed, theta)[0], np.ones(2), rtol=1e-8)
 
 
 def test_minimize_refuses_a_value_reached_through_an_attribute():

@@ -63,13 +63,20 @@ derivative is zero), and the free coordinates are differentiated as the minimum 
 objective with it fixed (the free block of the Hessian). A bound the slope does not push
 against (the unconstrained minimum on it) leaves a one-sided derivative: refused.
 
+Derivatives of higher order (``mutad.hessian``, ``mutad.hvp``, a gradient of a gradient, a
+solver inside a nested differentiation whose functions reach the values of both): the solution
+is written as chord steps from SciPy's ``x*``, held constant, ``x_{k+1} = x_k - (∂F/∂x)⁻¹
+F(x_k, θ)`` with ``∂F/∂x`` taken at ``x*`` and ``θ``'s plain values, one step per order asked,
+which every differentiation follows; k steps leave an error of order ``|δθ|^(k+1)``, so the
+derivatives up to order k are those of the exact solution of ``F = 0`` (the value stays
+SciPy's). ``res.fun`` and ``least_squares``' ``res.cost`` are then the objective at that
+solution.
+
 Refused, with a ``MutadError`` that says so: constraints (``constraints=``), a callable
 ``loss`` of ``least_squares``, a 2-D ``sigma`` or ``nan_policy`` of ``curve_fit`` when what they
-touch is differentiated, derivatives of second order through a solution (``mutad.hessian``,
-``mutad.hvp``, a gradient of a gradient, or a solver inside a nested differentiation whose
-functions reach the values of both), and functions that reach a differentiated value other
-than through their arguments and closures (an attribute of an object, a global): pass it
-through ``args=``. The start ``x0`` and a bracket carry no derivative (the solution does not
+touch is differentiated, and functions that reach a differentiated value other than through
+their arguments and closures (an attribute of an object, a global): pass it through
+``args=``. The start ``x0`` and a bracket carry no derivative (the solution does not
 depend on them). A replay (``mutad.grad(f, replay=True)``) traces a function that calls a
 solver on every call, since the solver must run again. The fields of a result that carry no
 derivative and depend on the differentiated values (``hess_inv``, ``final_simplex``,
@@ -88,7 +95,7 @@ import scipy.optimize as _optimize
 import scipy.sparse.linalg as _sparse_linalg
 
 from ..allocation import allocate, lists_as_arrays
-from ..api import grad, hvp, jvp
+from ..api import grad, hvp, jvp, stop_gradient
 from ..custom import Adjoint
 from ..errors import EscapedTracerError, UnsupportedOperationError
 from ..levels import ACTIVE, Tracer
@@ -302,15 +309,25 @@ def _numbers(y):
     return np.array(y, dtype=float).ravel()
 
 
+def _order(y):
+    """How many running differentiations follow ``y``: the order of the derivatives asked of
+    it (1 for a gradient, 2 for a Hessian, ...), 0 for a plain value."""
+    order = 0
+    while isinstance(y, Tracer):
+        order += not _constant_at(y)
+        y = y.value
+    return order
+
+
 def _first_order(name, y):
-    if isinstance(y, Tracer):
+    """Refuse ``y`` followed by an enclosing differentiation in a first-order rule: those
+    cases take the chord steps (``_solution``), so this is never reached by the solvers'
+    own paths, only guards the rules against a new one."""
+    if _order(y):
         raise UnsupportedOperationError(
-            f"{name}: a derivative of second order through the solution (mutad.hessian, "
-            "mutad.hvp, a gradient of a gradient), or a solver called inside a nested "
-            "differentiation with functions that reach the values of two of them: mutad "
-            "differentiates a scipy.optimize solution once, by the implicit function theorem "
-            "at the solution's numbers. Differentiate it once, or write the solver's "
-            "iterations in NumPy.")
+            f"{name}: a derivative of higher order through the solution reached a rule that "
+            "differentiates it once (the implicit function theorem at the solution's "
+            "numbers). Differentiate it once, or write the solver's iterations in NumPy.")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -450,9 +467,9 @@ def _implicit_rule(x, residual, *, linear):
     the residual ``F(x*, θ)``."""
     _first_order(linear.name, residual)
 
-    def back(dx):
-        _first_order(linear.name, dx)
-        return None, -linear.solve(dx, transpose=True).reshape(np.shape(residual))
+    def back(dx):  # a cotangent an enclosing differentiation follows: by _inverse, which it
+        return None, -_inverse(np.reshape(dx, np.shape(residual)), linear=linear,  # follows
+                               transpose=True)
 
     return np.array(x, dtype=float), back
 
@@ -461,9 +478,34 @@ def _implicit_rule(x, residual, *, linear):
 def _implicit_jvp(tangents, x, residual, *, linear):
     _first_order(linear.name, residual)
     dresidual = tangents[1]
-    _first_order(linear.name, dresidual)
-    dx = None if dresidual is None else -linear.solve(dresidual).reshape(np.shape(x))
+    dx = None if dresidual is None else -np.reshape(
+        _inverse(dresidual, linear=linear, transpose=False), np.shape(x))
     return np.array(x, dtype=float), dx
+
+
+def _inverse_value(b, *, linear, transpose):
+    return np.reshape(linear.solve(_numbers(b), transpose=transpose), np.shape(b))
+
+
+_inverse = Adjoint(_inverse_value)
+
+
+@_inverse.rule
+def _inverse_rule(b, *, linear, transpose):
+    """``(∂F/∂x)⁻¹ b`` (``⁻ᵀ`` with ``transpose``) at the solution, a constant linear map:
+    its derivatives are the map itself and its transpose, written with ``_inverse`` so that
+    an enclosing differentiation follows them (to every order)."""
+    def back(dy):
+        return (_inverse(np.reshape(dy, np.shape(b)), linear=linear, transpose=not transpose),)
+
+    return _inverse(b, linear=linear, transpose=transpose), back  # b may be an enclosing
+
+
+@_inverse.jvp_rule                                                  # differentiation's
+def _inverse_jvp(tangents, b, *, linear, transpose):
+    db = tangents[0]
+    return (_inverse(b, linear=linear, transpose=transpose),
+            None if db is None else _inverse(db, linear=linear, transpose=transpose))
 
 
 def _valued_value(value, traced):
@@ -480,7 +522,6 @@ def _valued_rule(value, traced):
     _first_order("scipy.optimize", traced)
 
     def back(dy):
-        _first_order("scipy.optimize", dy)
         return None, dy
 
     return np.array(value, dtype=float), back
@@ -489,18 +530,42 @@ def _valued_rule(value, traced):
 @_valued.jvp_rule
 def _valued_jvp(tangents, value, traced):
     _first_order("scipy.optimize", traced)
-    _first_order("scipy.optimize", tangents[1])
     return np.array(value, dtype=float), tangents[1]
 
 
+def _held_at(x, solution, residual):
+    """Where to evaluate a value at the solution (the envelope theorem, ``res.fun``): at
+    SciPy's ``x*`` held constant for a first derivative, which is the partial one there; at
+    the differentiated ``solution`` for higher ones, whose derivatives also move ``x*``."""
+    return _constant(x) if _order(residual) <= 1 else solution.copy()
+
+
+def _with_derivatives(value, traced):
+    """SciPy's ``value``, with the derivatives of ``traced`` (the same quantity computed again
+    by the differentiated functions): to first order by ``_valued``; to higher orders
+    (``traced`` followed by several differentiations) as ``value + (traced - traced₀)``, zero
+    but for its derivatives, which every level follows."""
+    traced = _innermost_followed(traced)
+    if _order(traced) > 1:
+        return value + (traced - stop_gradient(traced))
+    return _valued(value, traced)
+
+
 def _solution(name, x, residual, linearization, converged, message="", bounds=None,
-              held=None):
+              held=None, at=None):
     """SciPy's solution ``x`` of ``F = 0``, differentiable through ``residual``, ``F(x, θ)``
     computed by the user's functions on what the differentiation follows; plain when the
     residual does not depend on it. ``linearization(free)`` makes ``∂F/∂x``. Refused when the
     solution is not one (the Newton step from it is not small). A minimum on a bound
     (``bounds``, ``F`` the gradient) keeps the coordinates held there fixed, where that is its
-    derivative (``_held``): those on a bound, or ``held`` where the solver says which."""
+    derivative (``_held``): those on a bound, or ``held`` where the solver says which.
+
+    Under several differentiations (a Hessian, a gradient of a gradient), ``at(x)``, ``F`` at
+    an ``x`` they follow, gives the solution as chord steps from SciPy's ``x*`` held constant,
+    ``x_{k+1} = x_k - (∂F/∂x)⁻¹ F(x_k, θ)`` with ``∂F/∂x`` at ``x*`` (``_inverse``), one per
+    order asked: each step makes the error O(|δθ|) times smaller, so after k steps it is
+    O(|δθ|^(k+1)) and the derivatives up to order k are those of the exact solution. The value
+    stays SciPy's (the steps enter as ``x_k - x_k₀``, zero but for its derivatives)."""
     if isinstance(residual, (tuple, list, dict)):  # never read as zero: that would be silent
         raise UnsupportedOperationError(
             f"{name}: a function given to it returned a {type(residual).__name__} where mutad "
@@ -529,6 +594,15 @@ def _solution(name, x, residual, linearization, converged, message="", bounds=No
             f"Newton step from it is {step:.3g} of its size ({status}){near}. The implicit "
             "function theorem differentiates the exact solution; tighten the solver's "
             "tolerances (gtol, xtol, ftol, xatol, fatol) or raise maxiter.")
+    order = _order(residual)
+    if order > 1 and at is not None:
+        shape = np.shape(x)
+        z = _constant(np.reshape(x_numbers, shape))
+        for _ in range(order):
+            step = _inverse(np.reshape(_as_array(at(z)), shape), linear=linear,
+                            transpose=False)
+            z = z - step
+        return x + (z - stop_gradient(z))
     return _implicit(x, residual, linear=linear)
 
 
@@ -772,11 +846,12 @@ def minimize(original, a, p, call, followed):
     solution = _solution(
         name, res.x, stationarity,
         _minimum_linearization(name, lambda z: plain_objective(z, *plain_args), x.copy()),
-        bool(res.success), res.message, _bounds_arrays(p["bounds"], x.size, pairs=True))
-    value = objective(_constant(x), *args)  # the envelope theorem: x* held
+        bool(res.success), res.message, _bounds_arrays(p["bounds"], x.size, pairs=True),
+        at=lambda z: grad(lambda w: objective(w, *args))(z))
+    value = objective(_held_at(x, solution, stationarity), *args)
     values = {"x": solution}
     if _followed(value):
-        values["fun"] = _valued(res.fun, _innermost_followed(value))
+        values["fun"] = _with_derivatives(res.fun, value)
     # The gradient at the minimum is zero along the solutions, unless a bound holds it.
     held = _on_bounds(x.ravel(), _bounds_arrays(p["bounds"], x.size, pairs=True)).any()
     return _result(name, res, values, keep=(*_KEEP, "fun", *(() if held else ("jac",))))
@@ -797,11 +872,12 @@ def minimize_scalar(original, a, p, call, followed):
         name, x, stationarity,
         _minimum_linearization(name, lambda z: p["fun"](z, *plain_args), x),
         bool(res.success), res.message,
-        None if p["bounds"] is None else _bounds_arrays(p["bounds"], 1, pairs=False))
-    value = a["fun"](x, *args)  # the envelope theorem: x* held
+        None if p["bounds"] is None else _bounds_arrays(p["bounds"], 1, pairs=False),
+        at=lambda z: grad(lambda w: a["fun"](w, *args))(z))
+    value = a["fun"](x if _order(stationarity) <= 1 else solution, *args)
     values = {"x": solution}
     if _followed(value):
-        values["fun"] = _valued(res.fun, _innermost_followed(value))
+        values["fun"] = _with_derivatives(res.fun, value)
     return _result(name, res, values, keep=(*_KEEP, "fun"))
 
 
@@ -828,20 +904,20 @@ def least_squares(original, a, p, call, followed):
 
     loss, scale = a["loss"], a["f_scale"]
     x = np.array(res.x, dtype=float)
-    stationarity = _gradient(_cost(lambda z: residuals(z, *args), loss, scale), x)
+    cost = _cost(lambda z: residuals(z, *args), loss, scale)
+    stationarity = _gradient(cost, x)
     solution = _solution(
         name, res.x, stationarity,
         _minimum_linearization(name, _cost(plain_residuals, loss, p["f_scale"]), x.copy()),
         bool(res.success), res.message, _bounds_arrays(p["bounds"], x.size, pairs=False),
-        held=np.asarray(res.active_mask) != 0)
+        held=np.asarray(res.active_mask) != 0, at=lambda z: grad(cost)(z))
     values = {"x": solution}
-    fixed = residuals(_constant(x), *args)  # the envelope theorem for the cost: x* held
+    fixed = residuals(_held_at(x, solution, stationarity), *args)
     if _followed(fixed):
-        values["cost"] = _valued(res.cost, _innermost_followed(
-            _cost(lambda z: fixed, loss, scale)(None)))
+        values["cost"] = _with_derivatives(res.cost, _cost(lambda z: fixed, loss, scale)(None))
     moved = residuals(solution.copy(), *args)  # a copy: fun may work in place
     if _followed(moved):
-        values["fun"] = _valued(res.fun, _innermost_followed(moved))
+        values["fun"] = _with_derivatives(res.fun, moved)
     held = np.any(np.asarray(res.active_mask) != 0)
     return _result(name, res, values,
                    keep=(*_KEEP, "optimality", "active_mask", *(() if held else ("grad",))))
@@ -873,14 +949,15 @@ def curve_fit(original, a, p, call, followed):
         return r
 
     x = np.array(popt, dtype=float)
-    stationarity = _gradient(
-        _half_square(residuals(a["f"], a["xdata"], a["ydata"], a["sigma"])), x)
+    misfit = _half_square(residuals(a["f"], a["xdata"], a["ydata"], a["sigma"]))
+    stationarity = _gradient(misfit, x)
     solution = _solution(
         name, popt, stationarity,
         _minimum_linearization(
             name, _half_square(residuals(p["f"], p["xdata"], p["ydata"], p["sigma"])),
             x.copy()),
-        True, "", _bounds_arrays(p["bounds"], x.size, pairs=False))
+        True, "", _bounds_arrays(p["bounds"], x.size, pairs=False),
+        at=lambda z: grad(misfit)(z))
     refused = _Refused(f"{name}(...)'s pcov")
     if len(result) == 2:
         return solution, refused
@@ -910,7 +987,7 @@ def _root_solution(name, fun, plain_fun, jacobian_too, x, args, plain_args, conv
     return _solution(name, x, residual,
                      _root_linearization(
                          name, lambda z: _as_array(plain_function(z, *plain_args)), x.copy()),
-                     converged, message)
+                     converged, message, at=lambda z: function(z.copy(), *args))
 
 
 @_stands_in_for(_optimize.fsolve)
@@ -943,7 +1020,8 @@ def fixed_point(original, a, p, call, followed):
     solution = _solution(
         name, z, residual,
         _root_linearization(name, lambda y: _as_array(p["func"](y, *plain_args)) - y,
-                            z.copy()), True)
+                            z.copy()), True,
+        at=lambda y: _as_array(a["func"](y.copy(), *args)) - y)
     return solution
 
 
@@ -953,7 +1031,7 @@ def _scalar_root(name, f, plain_f, x, args, plain_args, converged, message=""):
     residual = f(z, *args)
     return _solution(name, z, residual,
                      _root_linearization(name, lambda y: plain_f(y, *plain_args), z),
-                     converged, message)
+                     converged, message, at=lambda y: f(y, *args))
 
 
 def _bracketing(original):
