@@ -562,9 +562,43 @@ def test_refusals():
         mutad.hvp(lambda T: solve_ivp(decay, (0.0, T), y0, args=(0.5,)).y[0, -1], (1.0,), (1.0,))
     with pytest.raises(UnsupportedOperationError, match="first order"):
         mutad.hvp(_landing, (5.0, 0.3), (1.0, 0.0))
-    with pytest.raises(UnsupportedOperationError, match="once"):
-        mutad.gradient(lambda c: mutad.gradient(
-            lambda b: quad(lambda x: c * x, 0.0, b)[0], 1.0)[0], 0.5)
+
+
+def _oscillating(theta):
+    """∫₀^1.5 e^(a x) sin(b x) dx over (a, b) = θ[:2], the upper limit moved by θ[2]."""
+    return quad(lambda x, a, b: np.exp(a * x) * np.sin(b * x), 0.0, 1.5 + theta[2],
+                args=(theta[0], theta[1]), epsabs=1e-13, epsrel=1e-13)[0]
+
+
+def test_second_derivatives_through_quad():
+    theta = np.array([0.4, 1.1, 0.0])
+    a, b, top = theta[0], theta[1], 1.5
+
+    def integral(g):
+        return quad(g, 0.0, top, epsabs=1e-13, epsrel=1e-13)[0]
+
+    f = lambda x: np.exp(a * x) * np.sin(b * x)  # noqa: E731
+    fa = lambda x: x * np.exp(a * x) * np.sin(b * x)  # noqa: E731
+    fb = lambda x: x * np.exp(a * x) * np.cos(b * x)  # noqa: E731
+    # Under the integral for the parameters; f(top) moves with the limit, and so do ∂f/∂θ(top).
+    expected = np.array([
+        [integral(lambda x: x * fa(x)), integral(lambda x: x * fb(x)), fa(top)],
+        [integral(lambda x: x * fb(x)), integral(lambda x: -x * fa(x)), fb(top)],
+        [fa(top), fb(top), a * f(top) + b * np.exp(a * top) * np.cos(b * top)]])
+    before = theta.copy()
+    np.testing.assert_allclose(mutad.hessian(_oscillating, theta), expected, rtol=1e-9)
+    v = np.array([0.3, -0.7, 0.5])
+    np.testing.assert_allclose(mutad.hvp(_oscillating, (theta,), (v,)), expected @ v, rtol=1e-9)
+    np.testing.assert_allclose(
+        mutad.gradient(lambda t: mutad.gradient(_oscillating, t)[0] @ v, theta)[0],
+        expected @ v, rtol=1e-9)
+    assert mutad.jvp(lambda t: mutad.jvp(_oscillating, (t,), (v,))[1], (theta,), (v,))[1] == \
+        pytest.approx(v @ expected @ v, rel=1e-9)
+    assert np.array_equal(theta, before)
+    # a parameter of the outer differentiation, a limit of the inner one
+    mixed = mutad.gradient(lambda c: mutad.gradient(
+        lambda b: quad(lambda x: c * x * x, 0.0, b)[0], 1.3)[0], 0.5)[0]
+    assert mixed == pytest.approx(1.3 ** 2, rel=1e-12)
 
 
 def test_scipys_module_attributes():

@@ -2,6 +2,7 @@
 elementwise functions that are not ufuncs (a value computed by an algorithm of its own, its
 derivatives by formulas), and SciPy's values without a derivative."""
 
+import contextlib
 import functools
 import inspect
 
@@ -9,8 +10,8 @@ import numpy as np
 
 from ..arraylike import carries_derivative
 from ..custom import Adjoint, dispatch
-from ..errors import UnsupportedOperationError
-from ..levels import innermost
+from ..errors import EscapedTracerError, UnsupportedOperationError
+from ..levels import ACTIVE, innermost
 from ..registry import ROUTES, NoClosedForm, padded
 from ..rules._helpers import unbroadcast
 
@@ -163,3 +164,24 @@ class Value(Adjoint):
 
     def _forward_rule(self, tangents, *args):
         return self(*args), None
+
+
+@contextlib.contextmanager
+def outside_differentiations(name):
+    """Run the block outside every differentiation of this thread: on plain numbers, NumPy
+    and the user's code compute plainly (the arrays they allocate are plain), and a nested
+    ``mutad.hvp`` or ``pullback`` is a differentiation of its own. A value some
+    differentiation follows, reached there, was not replaced by its numbers: it is refused
+    (``name`` the routine the block runs for)."""
+    running = ACTIVE.running
+    ACTIVE.running = []
+    try:
+        yield
+    except EscapedTracerError as error:
+        raise UnsupportedOperationError(
+            f"{name}: a function given to it reaches a value the differentiation follows "
+            "other than through its arguments and its closure (an attribute of an object, a "
+            "global), which mutad cannot replace by its numbers for the solver. Pass that "
+            "value through args= (the function receives it as an argument).") from error
+    finally:
+        ACTIVE.running = running

@@ -59,10 +59,11 @@ derivative ``-dg / ġ`` (the implicit function theorem, ``ġ = ∂g/∂t + ∂g/
 it. Second derivatives (``mutad.hvp``, ``mutad.hessian``, a gradient of a gradient) in every
 order of the modes: under another differentiation, forward mode solves the state and its
 tangent together, and reverse mode the state and its sensitivity matrix ∂y/∂(y0, θ), each
-by a ``solve_ivp`` that the enclosing differentiation differentiates in its turn. Refused,
-with an error that says so: second derivatives through ``quad`` or with respect to times and
-event times (differentiated to first order), and outputs at the step times SciPy's step size
-control chose (no ``t_eval``; the ends of the interval excepted).
+by a ``solve_ivp`` that the enclosing differentiation differentiates in its turn; through
+``quad`` and ``quad_vec``, the derivative's integral is itself a differentiated ``quad_vec``.
+Refused, with an error that says so: second derivatives with respect to times and event times
+(differentiated to first order), and outputs at the step times SciPy's step size control chose
+(no ``t_eval``; the ends of the interval excepted).
 """
 
 import contextlib
@@ -88,6 +89,7 @@ from ..levels import ACTIVE, Tracer, innermost
 from ..registry import ROUTES
 from ..trees import flatten
 from ..views import memory
+from ._adjoints import outside_differentiations
 
 __all__ = ["cumulative_trapezoid", "odeint", "quad", "quad_vec", "simpson", "solve_ivp",
            "trapezoid"]
@@ -1170,22 +1172,30 @@ class _Integral:
             return _plain_call(self.name, self.func)(x, *self.parameters.args(values))
 
     def value(self, a, b, values):
-        if _followed(a, b, *values):
-            raise UnsupportedOperationError(
-                f"{self.name}: values of several nested differentiations reach the integral; "
-                "mutad differentiates an integral once (no second derivatives through it).")
-        with plain_allocation(), self.parameters.bound(values):
+        # Outside the running differentiations: a derivative's integrand (a pullback of the
+        # integrand, under a second derivative) is then a differentiation of its own.
+        with outside_differentiations(self.name), plain_allocation(), \
+                self.parameters.bound(values):
             self.found = self.integrate(_plain_call(self.name, self.func), a, b,
                                         args=self.parameters.args(values), **self.settings)
         return np.asarray(self.found[0], dtype=float)
 
-    def over(self, g, a, b):
+    def over(self, g, a, b, followed=False):
         """``∫ g(x) dx`` over [a, b], ``g`` vector-valued: ``quad_vec`` at the tolerances and
-        break points the integral was given."""
+        break points the integral was given; ``followed``: the one mutad differentiates (g
+        computes with values an enclosing differentiation follows, which it then
+        differentiates by this same rule)."""
+        settings = dict(epsabs=self.settings["epsabs"], epsrel=self.settings["epsrel"],
+                        points=self.settings["points"])
+        if followed:
+            return quad_vec(g, a, b, **settings)[0]
         with plain_allocation():
-            return _quad_vec.quad_vec(g, a, b, epsabs=self.settings["epsabs"],
-                                      epsrel=self.settings["epsrel"],
-                                      points=self.settings["points"])[0]
+            return _quad_vec.quad_vec(g, a, b, **settings)[0]
+
+    def limit(self, x, values, followed=False):
+        """The integrand at a limit ``x``: plain, or (``followed``) as the enclosing
+        differentiation follows it."""
+        return self.integrand(x, values) if followed else self.at(x, values)
 
 
 def _integral_value(a, b, *values, integral):
@@ -1202,45 +1212,58 @@ class _Quadrature(Adjoint):
 _QUAD = _Quadrature(_integral_value)
 
 
+# Under another differentiation (a Hessian, a gradient of a gradient) the rules below compute
+# with the values it follows: the value by _QUAD itself, which it records, and the derivative's
+# integral by mutad's quad_vec, which it differentiates by this same rule, one order lower.
+
+
 @_QUAD.rule
 def _quad_rule(a, b, *values, integral):
-    y = integral.value(a, b, values)
+    followed = _followed(a, b, *values)
+    y = _QUAD(a, b, *values, integral=integral) if followed else integral.value(a, b, values)
 
     def back(dy):
         # d/dθ ∫ f(x, θ) dx = ∫ ∂f/∂θ dx: the integral of the integrand's pullback of dy at x;
         # d/db = f(b), d/da = -f(a).
+        nested = followed or _followed(dy)
         dvalues = []
         if values:
             def gradient_at(x):
                 _, pull = pullback(lambda *p: integral.integrand(x, p), *values)
                 return _flat(pull(dy), values)
 
-            dvalues = _unflat(integral.over(gradient_at, a, b), values)
-        return (-np.vdot(dy, integral.at(a, values)) if np.isfinite(a) else None,
-                np.vdot(dy, integral.at(b, values)) if np.isfinite(b) else None, *dvalues)
+            dvalues = _unflat(integral.over(gradient_at, a, b, nested), values)
+        return (-_dot(dy, integral.limit(a, values, nested)) if np.isfinite(_plain(a)) else None,
+                _dot(dy, integral.limit(b, values, nested)) if np.isfinite(_plain(b)) else None,
+                *dvalues)
 
     return y, back
 
 
+def _dot(u, v):
+    return (np.ravel(u) * np.ravel(v)).sum()
+
+
 @_QUAD.jvp_rule
 def _quad_forward(tangents, a, b, *values, integral):
-    y = integral.value(a, b, values)
+    nested = _followed(a, b, *values, *tangents)
+    y = _QUAD(a, b, *values, integral=integral) if nested else integral.value(a, b, values)
     da, db = tangents[0], tangents[1]
-    dy = np.zeros_like(y)
+    dy = np.zeros(np.shape(y))
     if da is not None:
-        dy = dy - da * integral.at(a, values)
+        dy = dy - da * integral.limit(a, values, nested)
     if db is not None:
-        dy = dy + db * integral.at(b, values)
+        dy = dy + db * integral.limit(b, values, nested)
     if values:
         dvalues = tuple(np.zeros(np.shape(v)) if d is None else d
                         for v, d in zip(values, tangents[2:], strict=True))
 
         def tangent_at(x):
-            return np.asarray(jvp(lambda *p: integral.integrand(x, p), tuple(values),
-                                  dvalues)[1])
+            tangent = jvp(lambda *p: integral.integrand(x, p), tuple(values), dvalues)[1]
+            return tangent if nested else np.asarray(tangent)
 
-        dy = dy + integral.over(tangent_at, a, b)
-    return y, np.asarray(dy, dtype=float)
+        dy = dy + integral.over(tangent_at, a, b, nested)
+    return y, dy if nested else np.asarray(dy, dtype=float)
 
 
 def _integral(name, integrate, func, a, b, args, settings):

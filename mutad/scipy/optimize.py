@@ -84,7 +84,6 @@ derivative and depend on the differentiated values (``hess_inv``, ``final_simple
 With nothing differentiated reaching the solver, it is SciPy's own call.
 """
 
-import contextlib
 import copy
 import functools
 import inspect
@@ -97,10 +96,11 @@ import scipy.sparse.linalg as _sparse_linalg
 from ..allocation import allocate, lists_as_arrays
 from ..api import grad, hvp, jvp, stop_gradient
 from ..custom import Adjoint
-from ..errors import EscapedTracerError, UnsupportedOperationError
+from ..errors import UnsupportedOperationError
 from ..levels import ACTIVE, Tracer
 from ..registry import ROUTES
 from ..views import memory
+from ._adjoints import outside_differentiations
 
 __all__ = ["bisect", "brenth", "brentq", "curve_fit", "fixed_point", "fsolve",
            "least_squares", "minimize", "minimize_scalar", "newton", "ridder", "root",
@@ -199,26 +199,6 @@ def _plain_function(f, memo):
     return g, True, followed
 
 
-@contextlib.contextmanager
-def _outside(name):
-    """Run the block outside every differentiation of this thread: on plain numbers, NumPy
-    and the user's code compute plainly (the arrays they allocate are plain), and a nested
-    ``mutad.hvp`` is a differentiation of its own. A value some differentiation follows,
-    reached there, was not replaced by its numbers: it is refused."""
-    running = ACTIVE.running
-    ACTIVE.running = []
-    try:
-        yield
-    except EscapedTracerError as error:
-        raise UnsupportedOperationError(
-            f"{name}: a function given to it reaches a value the differentiation follows "
-            "other than through its arguments and its closure (an attribute of an object, a "
-            "global), which mutad cannot replace by its numbers for the solver. Pass that "
-            "value through args= (the function receives it as an argument).") from error
-    finally:
-        ACTIVE.running = running
-
-
 def _plain_call(original, args, kwargs):
     """SciPy's ``original`` called with ``args`` and ``kwargs``: every argument by name
     (defaults filled in), the same with plain numbers, the plain twin of what the call gave
@@ -250,7 +230,7 @@ def _run(original, call, **settings):
             keywords.update(arguments[name])
         else:
             keywords[name] = arguments[name]
-    with _outside(f"scipy.optimize.{original.__name__}"):
+    with outside_differentiations(f"scipy.optimize.{original.__name__}"):
         return original(*positional, **keywords)
 
 
@@ -352,7 +332,7 @@ class _Linearization:
         self.dense = None
         if self.n <= DENSE:
             n = self.n
-            with _outside(name):
+            with outside_differentiations(name):
                 columns = [self.apply(e) for e in np.eye(n)]
             A = np.array(columns, dtype=float).reshape(n, n).T
             if not np.all(np.isfinite(A)):
@@ -413,7 +393,7 @@ class _Linearization:
             if transpose and not self.minimum:  # A = U S Vᵀ: A⁻ᵀ = U S⁻¹ Vᵀ
                 return right.T @ ((left.T @ b) / s)
             return left @ ((right @ b) / s)
-        with _outside(self.name):
+        with outside_differentiations(self.name):
             if self.minimum:
                 return self._conjugate_gradients(b)
             return self._gmres(b, self.transposed if transpose else self.apply)
@@ -634,7 +614,7 @@ def _held(name, linear, x, gradient, bounds):
         outwards = gradient[i] if at_lower else -gradient[i]
         e = np.zeros(linear.full)
         e[i] = 1.0
-        with _outside(name):
+        with outside_differentiations(name):
             curvature = np.array(linear.whole(e), dtype=float).ravel()[i]
         distance = outwards / curvature if curvature > 0 else np.inf
         if not (outwards > 0 and distance > STEP_FAILED * scale):
