@@ -15,7 +15,11 @@ rank filters (``maximum_filter``, ``minimum_filter``, ``median_filter``, ``rank_
 interpolations (``map_coordinates``, ``shift``, ``zoom``, ``rotate``, ``affine_transform``) are
 differentiated in the image for every order, mode and prefilter (and ``spline_filter``,
 ``spline_filter1d``), and at order 1 in
-``map_coordinates``' coordinates and ``shift``'s shift (see below). ``output=`` may be a
+``map_coordinates``' coordinates and ``shift``'s shift (see below). The Fourier filters
+(``fourier_gaussian``, ``fourier_uniform``, ``fourier_ellipsoid``, ``fourier_shift``) are
+differentiated in their real or complex input, for ``n=-1`` and a real transform's ``n``, and
+in ``fourier_gaussian``'s sigma and ``fourier_shift``'s shift, to any order and in forward
+mode (the box's and the ellipsoid's sizes are refused when traced). ``output=`` may be a
 dtype, or an array made inside the differentiated function, which is then written as an
 assignment is (and put back by the reverse pass).
 
@@ -30,6 +34,7 @@ then x̄ = Pᵀ (ȳ convolved fully with w), and w̄[j] = Σ_i ȳ[i] x̃[i + j].
 
 import functools
 import numbers
+from typing import Any
 
 import numpy as np
 import scipy.ndimage as _ndimage
@@ -40,10 +45,12 @@ from scipy.ndimage import _filters, _ni_support
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..levels import innermost
+from ..registry import CONVENTION
 from ..rules._helpers import gather_cotangent, stacked
 from ._adjoints import ScipyAdjoint, stands_in_for
 
 __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate1d",
+           "fourier_ellipsoid", "fourier_gaussian", "fourier_shift", "fourier_uniform",
            "gaussian_filter", "gaussian_filter1d", "gaussian_gradient_magnitude",
            "gaussian_laplace", "laplace", "map_coordinates", "maximum_filter",
            "maximum_filter1d", "median_filter", "minimum_filter", "minimum_filter1d",
@@ -930,3 +937,153 @@ def _shift_jvp(tangents, input, shifts, cval, order, mode, prefilter, dtype):
         parts += [-dshifts[a] * part
                   for a, part in enumerate(_slopes_applied(weights, slopes, input, shape))]
     return y, functools.reduce(np.add, parts) if parts else None
+
+
+# ----------------------------------------------------------------------------------------------
+# Fourier filters: the input (an FFT) multiplied by a fixed kernel
+#
+# ``fourier_gaussian``, ``fourier_uniform``, ``fourier_ellipsoid`` and ``fourier_shift`` multiply
+# each element of their input by K, the product over the axes of a factor of that axis'
+# frequency f_a (k / n_a, or k / n along the real transform's ``axis`` for ``n >= 0``): for
+# the Gaussian exp(-2π² σ_a² f_a²), for the shift exp(-2πi s_a f_a). The value is SciPy's; the
+# derivative in the input is the multiplication by K (its adjoint, by conj(K): the Gaussian's,
+# the box's and the ellipsoid's are real, the shift's conj(K(s)) is K(-s)), and in σ_a and s_a
+# it is y times the derivative of the log of their factor: -4π² σ_a f_a² and -2πi f_a.
+
+_FOURIER = {"fourier_gaussian": _ndimage.fourier_gaussian,
+            "fourier_uniform": _ndimage.fourier_uniform,
+            "fourier_ellipsoid": _ndimage.fourier_ellipsoid,
+            "fourier_shift": _ndimage.fourier_shift}
+_FOLLOWED_PARAMETER = {"fourier_gaussian": "sigma", "fourier_shift": "shift"}
+
+
+def _plain_fourier(input, parameters, name, n, axis, dtype):
+    """SciPy's Fourier filter ``name`` of ``input`` (``parameters``: one per axis) into a new
+    array of ``dtype`` (SciPy's default where None)."""
+    return _FOURIER[name](input, parameters, n, axis, None if dtype is None else dtype.type)
+
+
+_fourier: Any = ScipyAdjoint(_plain_fourier)  # Any: its complex_values is set below
+_fourier.complex_values = CONVENTION  # complex inputs and outputs, in mutad's convention
+
+
+def _frequencies(shape, a, n, axis):
+    """The frequency of each index along axis ``a`` as SciPy's kernels take it, shaped to
+    broadcast against an array of ``shape``."""
+    length = shape[a]
+    f = np.arange(length) / n if a == axis and n >= 0 else np.fft.fftfreq(length)
+    return np.reshape(f, [length if b == a else 1 for b in range(len(shape))])
+
+
+def _logarithmic(name, shape, a, n, axis):
+    """The derivative of log K in the parameter of axis a, less the parameter's own factor
+    (the Gaussian's σ_a): -4π² f_a², or the shift's -2πi f_a."""
+    f = _frequencies(shape, a, n, axis)
+    return -4.0 * np.pi ** 2 * f * f if name == "fourier_gaussian" else -2j * np.pi * f
+
+
+def _fourier_parameter_terms(name, y, parameters, n, axis, weigh):
+    """``weigh(y · ∂ log K/∂p_a / p-factor)`` for each axis a, or None where the filter's
+    parameters have no derivative (the box and ellipsoid sizes, refused when traced)."""
+    if name not in _FOLLOWED_PARAMETER:
+        return None
+    shape = np.shape(y)
+    return [weigh(y * _logarithmic(name, shape, a, n, axis), a) for a in range(len(shape))]
+
+
+@_fourier.rule
+def _fourier_rule(input, parameters, name, n, axis, dtype):
+    # The wrapper, not SciPy's own: nested reverse mode differentiates the pullback again.
+    y = _fourier(input, parameters, name, n, axis, dtype)
+    real_input = not np.iscomplexobj(input)
+
+    def back(dy):
+        if name == "fourier_shift":  # conj(K(s)) = K(-s)
+            dinput = _fourier(dy, -parameters, name, n, axis, None)
+        else:
+            dinput = _fourier(dy, parameters, name, n, axis, None)
+        if real_input and np.iscomplexobj(dinput):
+            dinput = np.real(dinput)
+        # Re Σ conj(ȳ) y ∂log K/∂p_a, the Gaussian's σ_a factored out and put back after.
+        terms = _fourier_parameter_terms(name, y, parameters, n, axis,
+                                         lambda t, a: np.real(np.vdot(dy, t)))
+        if terms is None:
+            return dinput, None
+        dparameters = stacked(terms)
+        if name == "fourier_gaussian":
+            dparameters = dparameters * parameters
+        return dinput, dparameters
+
+    return y, back
+
+
+@_fourier.jvp_rule
+def _fourier_jvp(tangents, input, parameters, name, n, axis, dtype):
+    dinput, dparameters = (tuple(tangents) + (None, None))[:2]
+    y = _fourier(input, parameters, name, n, axis, dtype)
+    parts = [] if dinput is None else [_fourier(dinput, parameters, name, n, axis, dtype)]
+    if dparameters is not None:
+        scale = dparameters * parameters if name == "fourier_gaussian" else dparameters
+        parts += _fourier_parameter_terms(name, y, parameters, n, axis,
+                                          lambda t, a: t * scale[a])
+    if not parts:
+        return y, None
+    dy = functools.reduce(np.add, parts)
+    return y, np.real(dy) if not np.iscomplexobj(y) and np.iscomplexobj(dy) else dy
+
+
+def _fourier_dtype(output, input, name):
+    """The dtype SciPy's Fourier filter writes (its ``_get_output_fourier``)."""
+    dtype = np.result_type(input) if hasattr(input, "dtype") else np.asarray(input).dtype
+    complex_only = name == "fourier_shift"
+    if output is None:
+        if dtype.type in (np.complex64, np.complex128) or (
+                dtype.type is np.float32 and not complex_only):
+            return dtype
+        return np.dtype(np.complex128 if complex_only else np.float64)
+    if type(output) is type:
+        allowed = (np.complex64, np.complex128) + (() if complex_only else
+                                                    (np.float32, np.float64))
+        if output not in allowed:
+            raise RuntimeError("output type not supported")
+        chosen = np.dtype(output)
+    else:
+        if np.shape(output) != np.shape(input):
+            raise RuntimeError("output shape not correct")
+        chosen = output.dtype
+    if chosen.kind not in "fc" or (dtype.kind == "c" and chosen.kind != "c"):
+        raise UnsupportedOperationError(
+            f"scipy.ndimage.{name} of a {dtype} input into a {chosen} output: mutad "
+            "differentiates Fourier filters into float or complex outputs that keep the "
+            "input's imaginary part; leave output out, or pass output=np.complex128.")
+    return chosen
+
+
+def _fourier_stand_in(name):
+    original = _FOURIER[name]
+
+    @stands_in_for(original)
+    def stand_in(input, parameter, n=-1, axis=-1, output=None):
+        dtype = _fourier_dtype(output, input, name)
+        ndim = np.ndim(input)
+        axis = normalize_axis_index(axis, ndim)
+        if innermost((parameter,)) is None:
+            parameters = np.asarray(_ni_support._normalize_sequence(parameter, ndim),
+                                    dtype=np.float64)
+        elif name in _FOLLOWED_PARAMETER:
+            parameters = (parameter * np.ones(ndim) if np.ndim(parameter) == 0
+                          else parameter * 1.0)
+            if np.shape(parameters) != (ndim,):
+                raise RuntimeError("sequence argument must have length equal to input rank")
+        else:
+            _constant(parameter, "the size", name)
+        y = _fourier(input, parameters, name, int(n), axis, dtype)
+        return _deliver(y, output)
+
+    return stand_in
+
+
+fourier_gaussian = _fourier_stand_in("fourier_gaussian")
+fourier_uniform = _fourier_stand_in("fourier_uniform")
+fourier_ellipsoid = _fourier_stand_in("fourier_ellipsoid")
+fourier_shift = _fourier_stand_in("fourier_shift")
