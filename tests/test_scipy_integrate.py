@@ -583,6 +583,21 @@ def test_quad_vec_and_break_points():
 # What is refused, with a clear error
 
 
+def test_solve_bvp_is_refused_by_name():
+    def solve(k):
+        sol = scipy.integrate.solve_bvp(lambda t, y: np.vstack([y[1], -k * y[0]]),
+                                        lambda a, b: np.array([a[0], b[0] - 1.0]),
+                                        np.linspace(0.0, 1.0, 5), np.ones((2, 5)))
+        return sol.y[0, 2]
+
+    for k in (0.5, np.array(0.5)):
+        with pytest.raises(UnsupportedOperationError, match="solve_bvp.*shooting"):
+            mutad.gradient(solve, k)
+    # A plain problem inside a differentiation is SciPy's own.
+    (g,) = mutad.gradient(lambda s: s * solve(0.5), 2.0)
+    assert g == solve(0.5)
+
+
 def test_refusals():
     y0 = np.array([1.0])
 

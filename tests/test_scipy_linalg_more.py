@@ -210,3 +210,14 @@ def test_polar_forward_mode_and_repeated_singular_values(side):
         mutad.check_grads(f, copy)
         mutad.check_jvp(f, copy)
         assert np.array_equal(copy, a)
+
+
+def test_schur_is_refused_by_name():
+    a = A.copy()
+    with pytest.raises(UnsupportedOperationError, match="scipy.linalg.schur.*eigvals"):
+        mutad.gradient(lambda a: np.sum(scipy.linalg.schur(a)[0]), a)
+    assert np.array_equal(a, A)
+    (g,) = mutad.gradient(lambda s: s * np.sum(scipy.linalg.schur(A)[0]), 2.0)
+    assert g == np.sum(scipy.linalg.schur(A)[0])
+    t, z = mutad.jvp(lambda s: scipy.linalg.schur(mutad.stop_gradient(s * A))[0], (1.0,), (1.0,))
+    assert np.array_equal(t, scipy.linalg.schur(A)[0])

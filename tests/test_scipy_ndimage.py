@@ -325,13 +325,48 @@ def test_nearest_interpolation_of_a_rotation_is_refused(image):
         mutad.gradient(lambda x: scipy.ndimage.rotate(x, 30, order=0).sum(), image)
 
 
+def shear(point, a, b=0.0):
+    """A mapping of output coordinates to input ones, plain Python as SciPy's users write it."""
+    return (point[0] * 0.9 + a * point[1] - 0.3, point[1] * 1.1 + b)
+
+
+@pytest.mark.parametrize("mode", ["constant", "nearest", "mirror", "grid-wrap"])
+@pytest.mark.parametrize("order", [0, 1, 3])
+def test_geometric_transform_of_the_image(order, mode, image):
+    def call(f, x):
+        return f.geometric_transform(x, shear, (6, 5), order=order, mode=mode, cval=0.2,
+                                     extra_arguments=(0.25,), extra_keywords={"b": -0.4})
+
+    before = image.tobytes()
+    y, _ = mutad.jvp(lambda x: call(scipy.ndimage, x), (image,), (image,))
+    assert y.tobytes() == call(scipy.ndimage, image).tobytes()
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(lambda x: weighted(call(scipy.ndimage, x)), image, policy=policy)
+    mutad.check_jvp(lambda x: weighted(call(ndimage, x)), image)
+    mutad.check_grads(lambda x: weighted(call(scipy.ndimage, x)), image, order=2)
+    assert image.tobytes() == before
+
+
+def test_geometric_transform_into_an_output_and_refusals(image):
+    def f(x):
+        out = np.zeros((4, 4))
+        scipy.ndimage.geometric_transform(x, lambda p: (p[0] + 0.5, p[1] * 1.2), (4, 4),
+                                          output=out, order=1)
+        return weighted(out)
+
+    mutad.check_grads(f, image)
+    with pytest.raises(UnsupportedOperationError, match="map_coordinates"):
+        mutad.gradient(lambda s: weighted(scipy.ndimage.geometric_transform(
+            image, lambda p: (p[0] + s, p[1]))), 0.5)
+
+
 # Functions without a rule ---------------------------------------------------------------------
 
 
 def test_a_function_without_a_rule_is_refused_clearly(rng):
     x = rng.normal(size=(5, 4))
-    with pytest.raises(MutadError, match="geometric_transform"):
-        mutad.gradient(lambda x: scipy.ndimage.geometric_transform(x, lambda o: o).sum(), x)
+    with pytest.raises(MutadError, match="generic_filter"):
+        mutad.gradient(lambda x: scipy.ndimage.generic_filter(x, np.mean, 3).sum(), x)
 
 
 # Fourier filters ------------------------------------------------------------------------------
@@ -445,3 +480,19 @@ def test_fourier_refusals(rng):
     with pytest.raises(UntracedWriteError, match="allocate the output"):
         mutad.gradient(lambda x: power(scipy.ndimage.fourier_gaussian(x, 1.0, output=out)), x)
     assert not out.any()
+
+
+def test_generic_filters_are_refused_by_name(rng):
+    x = rng.normal(size=(5, 4))
+    before = x.tobytes()
+    for call in (lambda x: scipy.ndimage.generic_filter(x, np.mean, 3),
+                 lambda x: scipy.ndimage.generic_filter1d(x, lambda i, o: None, 3)):
+        with pytest.raises(UnsupportedOperationError, match="sliding_window_view"):
+            mutad.gradient(lambda x: call(x).sum(), x)
+    assert x.tobytes() == before
+    # A plain image inside a differentiation is SciPy's own.
+    (g,) = mutad.gradient(lambda s: s * scipy.ndimage.generic_filter(x, np.mean, 3).sum(), 2.0)
+    assert g == scipy.ndimage.generic_filter(x, np.mean, 3).sum()
+    (h,) = mutad.gradient(lambda x: scipy.ndimage.generic_filter(mutad.stop_gradient(x), np.mean,
+                                                                 3).sum() + x.sum(), x)
+    assert np.array_equal(h, np.ones_like(x))

@@ -75,7 +75,7 @@ import numpy as np
 
 # SciPy's functions from the modules that define them: the allocation mode swaps the public
 # module's names for the stand-ins below while a differentiation runs.
-from scipy.integrate import _odepack_py, _quad_vec, _quadpack_py, _quadrature
+from scipy.integrate import _bvp, _odepack_py, _quad_vec, _quadpack_py, _quadrature
 from scipy.integrate._ivp import ivp as _ivp
 from scipy.integrate._ivp import rk as _rk
 
@@ -84,6 +84,7 @@ from ..api import grad, jacobian, jvp, pullback, stop_gradient
 from ..custom import Adjoint
 from ..errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
                       UntracedWriteError)
+from ..arraylike import carries_derivative
 from ..levels import ACTIVE, Tracer, innermost
 from ..registry import ROUTES
 from ..trees import flatten
@@ -1190,6 +1191,27 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
     else:
         Y = _ODEINT(y0, *values, problem=problem)
     return (Y, result["info"]) if full_output else Y
+
+
+@_routed(_bvp.solve_bvp)
+def _solve_bvp(fun: Callable[..., Any], bc: Callable[..., Any], x: Any, y: Any, p: Any = None,
+               S: Any = None, fun_jac: Any = None, bc_jac: Any = None, tol: float = 0.001,
+               max_nodes: int = 1000, verbose: int = 0, bc_tol: Any = None) -> Any:
+    """SciPy's ``solve_bvp``, refused where what it solves depends on the differentiated
+    arguments (mutad has no derivative of its collocation solve)."""
+    options = dict(p=p, S=S, fun_jac=fun_jac, bc_jac=bc_jac, tol=tol, max_nodes=max_nodes,
+                   verbose=verbose, bc_tol=bc_tol)
+    # Constants (arrays the function made from none of its arguments) are SciPy's to read.
+    if ACTIVE.running and any(carries_derivative(v) for v in (
+            x, y, p, S, tol, bc_tol,
+            *_Parameters("solve_bvp", (fun, bc, fun_jac, bc_jac), ()).values())):
+        raise UnsupportedOperationError(
+            "scipy.integrate.solve_bvp with differentiated inputs (its mesh, guess, parameters "
+            "or arrays its functions close over): mutad has no derivative of its collocation "
+            "solve. Solve the boundary value problem by shooting, solve_ivp inside "
+            "scipy.optimize.root or brentq (both differentiated), or pass the inputs through "
+            "mutad.stop_gradient.")
+    return _bvp.solve_bvp(fun, bc, x, y, **options)
 
 
 # ----------------------------------------------------------------------------------------------

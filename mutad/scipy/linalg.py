@@ -73,6 +73,7 @@ import functools
 import numpy as np
 import scipy.linalg as _linalg
 
+from ..arraylike import carries_derivative
 from ..errors import UnsupportedOperationError
 from ..registry import CONVENTION, FUNCTIONS, JVPS
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
@@ -84,7 +85,7 @@ from ..rules.factorizations import (cholesky_cotangent, cholesky_tangent, det_co
                                     qr_tangent, real_diagonal, svd_cotangent, svd_tangent,
                                     unit_lower_and_upper)
 from ..views import wrapped
-from ._adjoints import scipy_adjoint
+from ._adjoints import StandIn, scipy_adjoint
 
 cholesky, cho_factor, cho_solve, solve_triangular, lu_factor, lu_solve, solve, inv, expm = map(
     scipy_adjoint, (_linalg.cholesky, _linalg.cho_factor, _linalg.cho_solve,
@@ -1319,3 +1320,16 @@ def _polar_jvp(tangents, a, side="right"):
         return y, _polar_tangent(a, tangents[0])
     du, dp = _polar_tangent(transpose(a), transpose(tangents[0]))
     return y, (transpose(du), dp)
+
+
+def _schur_refusal(a, *args, **kwargs):
+    if not carries_derivative(a):  # a constant (mutad.stop_gradient): SciPy's own
+        return _schur.original(a, *args, **kwargs)
+    raise UnsupportedOperationError(
+        "scipy.linalg.schur of a differentiated matrix: mutad has no derivative of the Schur "
+        "form (its vectors are not unique where eigenvalues are repeated or complex pairs are "
+        "ordered). Differentiate what you need of it by eig or eigvals (eigenvalues), eigh (a "
+        "symmetric matrix: its Schur form), or pass the matrix through mutad.stop_gradient.")
+
+
+_schur = StandIn(_linalg.schur, _schur_refusal)

@@ -43,15 +43,17 @@ from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.ndimage import _filters, _ni_support
 
-from ..errors import UnsupportedOperationError, UntracedWriteError
-from ..levels import innermost
+from ..arraylike import carries_derivative
+from ..errors import ConversionError, UnsupportedOperationError, UntracedWriteError
+from ..levels import ACTIVE, innermost
 from ..registry import CONVENTION
 from ..rules._helpers import gather_cotangent, stacked
-from ._adjoints import ScipyAdjoint, stands_in_for
+from ._adjoints import ScipyAdjoint, StandIn, stands_in_for
 
 __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate1d",
            "fourier_ellipsoid", "fourier_gaussian", "fourier_shift", "fourier_uniform",
            "gaussian_filter", "gaussian_filter1d", "gaussian_gradient_magnitude",
+           "geometric_transform",
            "gaussian_laplace", "laplace", "map_coordinates", "maximum_filter",
            "maximum_filter1d", "median_filter", "minimum_filter", "minimum_filter1d",
            "percentile_filter", "prewitt", "rank_filter", "rotate", "shift", "sobel",
@@ -799,6 +801,51 @@ def map_coordinates(input, coordinates, output=None, order=3, mode="constant", c
                                        prefilter=prefilter), cval)
 
 
+class _MappingStandIn(StandIn):
+    """A stand-in that runs whenever a differentiation does, even with a plain image: the
+    mapping may read differentiated arrays, which it then refuses by name."""
+
+    def __call__(self, *args, **kwargs):
+        if not ACTIVE.running:
+            return self.original(*args, **kwargs)
+        return self.fn(*args, **kwargs)
+
+
+def _geometric_transform(input, mapping, output_shape=None, output=None, order=3,
+                        mode="constant", cval=0.0, prefilter=True, extra_arguments=(),
+                        extra_keywords=None):
+    # The user's mapping of output coordinates is plain Python: its input coordinates are
+    # computed once here, as SciPy computes them (the same calls, the same numbers), and the
+    # derivative in the image is map_coordinates' at them.
+    _settings("geometric_transform", order, (extra_arguments, "extra_arguments"),
+              (extra_keywords, "extra_keywords"))
+    output_shape = tuple(int(n) for n in (np.shape(input) if output_shape is None
+                                          else output_shape))
+    keywords = extra_keywords or {}
+    ndim = np.ndim(input)
+    coordinates = np.empty((ndim, int(np.prod(output_shape))))
+    for p, index in enumerate(np.ndindex(*output_shape)):
+        try:
+            found = mapping(index, *extra_arguments, **keywords)
+            coordinates[:, p] = [float(c) for c in found]
+        except ConversionError as error:
+            raise UnsupportedOperationError(
+                "scipy.ndimage.geometric_transform: the mapping returned coordinates that "
+                "depend on the differentiated arguments, which mutad does not differentiate "
+                "there; compute the coordinates as an array and call map_coordinates (order=1 "
+                "differentiates them), or pass them through mutad.stop_gradient.") from error
+    weights = _point_weights(list(coordinates), order, mode, prefilter)
+    # SciPy's own, held by the stand-in: scipy.ndimage's name is the stand-in while this runs.
+    return _interpolated(geometric_transform.original, "geometric_transform", input, output,
+                         output_shape, weights,
+                         dict(mapping=mapping, output_shape=output_shape, order=order,
+                              mode=mode, prefilter=prefilter, extra_arguments=extra_arguments,
+                              extra_keywords=extra_keywords), cval)
+
+
+geometric_transform = _MappingStandIn(_ndimage.geometric_transform, _geometric_transform)
+
+
 @stands_in_for(_ndimage.spline_filter1d)
 def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror"):
     # Linear along one axis: SciPy's filter of the unit vectors there, the identity elsewhere.
@@ -1087,3 +1134,28 @@ fourier_gaussian = _fourier_stand_in("fourier_gaussian")
 fourier_uniform = _fourier_stand_in("fourier_uniform")
 fourier_ellipsoid = _fourier_stand_in("fourier_ellipsoid")
 fourier_shift = _fourier_stand_in("fourier_shift")
+
+
+# ----------------------------------------------------------------------------------------------
+# Filters of the user's Python functions: refused by name with a traced image
+
+
+def _generic_refusal(original):
+    name = original.__name__
+
+    def refuse(input, *args, **kwargs):
+        if not carries_derivative(input):  # a constant (mutad.stop_gradient): SciPy's own
+            return original(input, *args, **kwargs)
+        raise UnsupportedOperationError(
+            f"scipy.ndimage.{name} of a differentiated image: SciPy calls the user's function "
+            "on plain buffers of each window, which mutad cannot follow. Write the filter with "
+            "NumPy on the whole image (numpy.lib.stride_tricks.sliding_window_view of "
+            "np.pad(x, ...), then a reduction over the window axes), use a routed filter "
+            "(correlate, uniform_filter, the rank filters), or pass the image through "
+            "mutad.stop_gradient.")
+
+    return StandIn(original, refuse)
+
+
+_generic_filter = _generic_refusal(_ndimage.generic_filter)
+_generic_filter1d = _generic_refusal(_ndimage.generic_filter1d)
