@@ -12,14 +12,17 @@ The linear filters (``correlate``, ``convolve``, their 1-d forms, ``gaussian_fil
 ``constant`` mode's ``cval``, for every boundary mode, to any order and in forward mode. The
 rank filters (``maximum_filter``, ``minimum_filter``, ``median_filter``, ``rank_filter``,
 ``percentile_filter``) pass each output's cotangent to the element it selected. The
-interpolations (``map_coordinates``, ``shift``, ``zoom``, ``rotate``, ``affine_transform``) are
+interpolations (``map_coordinates``, ``shift``, ``zoom``, ``rotate``, ``affine_transform``,
+``geometric_transform``, whose mapping's coordinates are computed once, plain) are
 differentiated in the image for every order, mode and prefilter (and ``spline_filter``,
 ``spline_filter1d``), and at order 1 in
 ``map_coordinates``' coordinates and ``shift``'s shift (see below). The Fourier filters
 (``fourier_gaussian``, ``fourier_uniform``, ``fourier_ellipsoid``, ``fourier_shift``) are
 differentiated in their real or complex input, for ``n=-1`` and a real transform's ``n``, and
 in ``fourier_gaussian``'s sigma and ``fourier_shift``'s shift, to any order and in forward
-mode (the box's and the ellipsoid's sizes are refused when traced). ``output=`` may be a
+mode (the box's and the ellipsoid's sizes are refused when traced). ``generic_filter`` and
+``generic_filter1d`` (the user's function of each window) are refused by name on a
+differentiated image. ``output=`` may be a
 dtype, or an array made inside the differentiated function, which is then written as an
 assignment is (and put back by the reverse pass).
 
