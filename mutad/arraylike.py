@@ -112,8 +112,10 @@ def weaken(y):
 
 def weak_value(value):
     """What a NumPy call takes for the ``value`` of a weak traced or dual value: its Python
-    number, or an enclosing level's value (itself weak, which that level hands over so)."""
-    return value.item() if type(value) is np.ndarray else value
+    number, or an enclosing level's value (itself weak, which that level hands over so). A
+    view of it with elements (``np.broadcast_to(k, shape)``) shares its buffer but is an array,
+    as NumPy's broadcast of a Python number is: it is handed over as the array it is."""
+    return value.item() if type(value) is np.ndarray and value.ndim == 0 else value
 
 
 def weak_beside_arrays(args):

@@ -221,3 +221,20 @@ def test_a_replay_traces_once_numbers_outside_argnums_change_on_every_call():
     for i in range(8):
         followed(u, 0.1 + i / 100)
     assert not followed.reasons
+
+
+def test_a_broadcast_of_a_python_number_is_an_array():
+    # np.broadcast_to(k, shape) shares k's memory but is an array, strong in NumPy's promotion.
+    u = U.astype(np.float32)
+
+    def f(k):
+        return (np.broadcast_to(k, (3, 1)) * u).sum() ** 2
+
+    expected = f(0.4)
+    value, (dk,) = mutad.value_and_gradient(f, 0.4)
+    assert same(value, expected)
+    assert same(mutad.jvp(f, (0.4,), (1.0,))[0], expected)
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, 0.4, policy=policy)
+    mutad.check_jvp(f, 0.4)
+    mutad.check_grads(f, 0.4, order=2)

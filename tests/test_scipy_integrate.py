@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import scipy.integrate
 import scipy.linalg
-from scipy.integrate import (cumulative_trapezoid, odeint, quad, quad_vec, simpson, solve_ivp,
-                             trapezoid)
+from scipy.integrate import (cumulative_simpson, cumulative_trapezoid, odeint, quad, quad_vec,
+                             romb, simpson, solve_ivp, trapezoid)
 
 import mutad
 from mutad.errors import UnsupportedOperationError
@@ -51,6 +51,10 @@ QUADRATURES = [
      lambda y, x: integrate.cumulative_trapezoid(y, x, initial=0)),
     ("cumulative_trapezoid dx", lambda y, x: cumulative_trapezoid(y, dx=0.3),
      lambda y, x: integrate.cumulative_trapezoid(y, dx=0.3)),
+    ("cumulative_simpson x", lambda y, x: cumulative_simpson(y, x=x, initial=0.5),
+     lambda y, x: integrate.cumulative_simpson(y, x=x, initial=0.5)),
+    ("cumulative_simpson dx", lambda y, x: cumulative_simpson(y, dx=x[0]),
+     lambda y, x: integrate.cumulative_simpson(y, dx=x[0])),
 ]
 
 
@@ -77,6 +81,53 @@ def test_quadratures_along_an_axis():
               lambda y, x: simpson(y.T, x=np.broadcast_to(x, y.shape).T, axis=0)):
         mutad.check_grads(f, y, x)
         mutad.check_jvp(f, y, x)
+
+
+def test_cumulative_simpson_along_an_axis_with_arrays_of_spacings_and_initial_values():
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=(3, 6))
+    x = np.cumsum(rng.uniform(0.2, 1.0, size=(3, 6)), axis=1)
+    cases = [
+        (lambda y, x, i: cumulative_simpson(y, x=x, initial=i), (y, x, np.array([[0.1], [0.2],
+                                                                                  [0.3]]))),
+        (lambda y, d: cumulative_simpson(y.T, dx=d.T, axis=0, initial=1.5),
+         (y, np.array([[0.1], [0.2], [0.3]]))),
+        (lambda y, x: cumulative_simpson(y[:, :5], x=x[0, :5], axis=-1), (y, x)),
+        (lambda y: cumulative_simpson(y[:, :2], dx=0.5, initial=0.0), (y,)),
+    ]
+    for f, args in cases:
+        before = unchanged(*args)
+        value, _ = mutad.jvp(f, args, args)
+        assert value.tobytes() == f(*args).tobytes()
+        for policy in POLICIES:
+            mutad.check_grads(f, *args, policy=policy)
+        mutad.check_jvp(f, *args)
+        mutad.check_grads(f, *args, order=2)
+        assert unchanged(*args) == before
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 9, 17])
+def test_romb(n):
+    y = np.cos(np.linspace(0.0, 2.0, n)) * np.arange(1.0, 4.0)[:, None]
+    for f in (lambda y, dx: romb(y, dx), lambda y, dx: integrate.romb(y.T, dx, axis=0)):
+        before = unchanged(y)
+        value, _ = mutad.jvp(f, (y, 0.25), (y, 1.0))
+        assert value.tobytes() == romb(y, 0.25).tobytes()
+        for policy in POLICIES:
+            mutad.check_grads(f, y, 0.25, policy=policy)
+        mutad.check_jvp(f, y, 0.25)
+        mutad.check_grads(f, y, 0.25, order=2)
+        assert unchanged(y) == before
+    # Romberg's extrapolation integrates polynomials up to the table's order exactly.
+    (g,) = mutad.gradient(lambda dx: romb(np.linspace(0.0, 1.0, 9) ** 3, dx) * 1.0, 0.125)
+    np.testing.assert_allclose(g, 2.0, rtol=1e-13)
+
+
+def test_romb_refuses_what_scipy_refuses_and_prints_its_table(capsys):
+    with pytest.raises(ValueError, match="power of 2"):
+        mutad.gradient(lambda y: romb(y), np.ones(6))
+    mutad.gradient(lambda y: romb(y, show=True), np.arange(5.0))
+    assert "Richardson Extrapolation Table" in capsys.readouterr().out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -535,6 +586,21 @@ def test_quad_vec_and_break_points():
 
 # ----------------------------------------------------------------------------------------------
 # What is refused, with a clear error
+
+
+def test_solve_bvp_is_refused_by_name():
+    def solve(k):
+        sol = scipy.integrate.solve_bvp(lambda t, y: np.vstack([y[1], -k * y[0]]),
+                                        lambda a, b: np.array([a[0], b[0] - 1.0]),
+                                        np.linspace(0.0, 1.0, 5), np.ones((2, 5)))
+        return sol.y[0, 2]
+
+    for k in (0.5, np.array(0.5)):
+        with pytest.raises(UnsupportedOperationError, match="solve_bvp.*shooting"):
+            mutad.gradient(solve, k)
+    # A plain problem inside a differentiation is SciPy's own.
+    (g,) = mutad.gradient(lambda s: s * solve(0.5), 2.0)
+    assert g == solve(0.5)
 
 
 def test_refusals():

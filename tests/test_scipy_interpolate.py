@@ -326,3 +326,29 @@ def test_arrays_made_inside_f_are_constants():
 
     for policy in POLICIES:
         mutad.check_grads(f, Y.copy(), QUERIES.copy(), policy=policy, order=2)
+
+
+SMOOTHING = {
+    "UnivariateSpline": lambda x, y: scipy.interpolate.UnivariateSpline(x, y)(1.5),
+    "InterpolatedUnivariateSpline": lambda x, y: scipy.interpolate.InterpolatedUnivariateSpline(
+        x, y)(1.5),
+    "LSQUnivariateSpline": lambda x, y: scipy.interpolate.LSQUnivariateSpline(x, y, [2.5])(1.5),
+    "make_smoothing_spline": lambda x, y: scipy.interpolate.make_smoothing_spline(x, y)(1.5),
+    "splrep": lambda x, y: scipy.interpolate.splrep(x, y)[1].sum(),
+}
+
+
+@pytest.mark.parametrize("name", SMOOTHING)
+def test_smoothing_splines_are_refused_by_name(name):
+    x, y = np.arange(6.0), np.sin(np.arange(6.0))
+    before = y.tobytes()
+    with pytest.raises(UnsupportedOperationError, match=f"{name}.*make_interp_spline"):
+        mutad.gradient(lambda y: SMOOTHING[name](x, y), y)
+    assert y.tobytes() == before
+    # Constant data inside a differentiation: SciPy's own fit, its objects SciPy's classes.
+    (g,) = mutad.gradient(lambda s: s * SMOOTHING[name](x, y), 2.0)
+    assert g == SMOOTHING[name](x, y)
+    spline = mutad.jvp(lambda s: s * 0.0 + isinstance(scipy.interpolate.UnivariateSpline(x, y),
+                                                      scipy.interpolate.UnivariateSpline),
+                       (1.0,), (1.0,))[0]
+    assert spline == 1.0

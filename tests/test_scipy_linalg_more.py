@@ -80,6 +80,11 @@ FORMS = {
     "solve_toeplitz c": (lambda c, b: solve_toeplitz(c, b), (C, B)),
     "solve_toeplitz (c, r)": (lambda c, r, b: solve_toeplitz((c, r), b), (C, R, B2)),
     "mutad solve_toeplitz": (lambda c, r, b: linalg.solve_toeplitz((c, r), b), (C, R, B)),
+    "polar": (lambda a: scipy.linalg.polar(a), (A,)),
+    "polar left": (lambda a: scipy.linalg.polar(a, side="left"), (A,)),
+    "polar tall": (lambda a: scipy.linalg.polar(a), (TALL,)),
+    "polar wide left": (lambda a: scipy.linalg.polar(a, "left"), (TALL.T,)),
+    "mutad polar": (lambda a: linalg.polar(a, side="left")[0], (A,)),
 }
 
 
@@ -177,6 +182,9 @@ REFUSED = {
     "lu rectangular": lambda a: scipy.linalg.lu(a[:, :3])[1],
     "lstsq rank": lambda a: scipy.linalg.lstsq(NEARLY_SINGULAR + 0.0 * a, B[:4], cond=1e-3)[0],
     "toeplitz batch": lambda a: solve_toeplitz(a[:2], np.ones(4)),
+    "polar wide right": lambda a: scipy.linalg.polar(a[:3])[0],
+    "polar tall left": lambda a: scipy.linalg.polar(a[:, :3], side="left")[0],
+    "polar stacked": lambda a: scipy.linalg.polar(np.stack([a, a]))[0],
 }
 
 
@@ -186,3 +194,30 @@ def test_refused(form):
     with pytest.raises(UnsupportedOperationError):
         mutad.gradient(lambda a: np.sum(REFUSED[form](a)), a)
     assert np.array_equal(a, A)
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_polar_forward_mode_and_repeated_singular_values(side):
+    # An orthogonal matrix: every singular value is 1, and U's derivative divides by s_i + s_j.
+    weights = np.arange(1.0, 17.0).reshape(4, 4)
+    for a in (A, np.linalg.qr(A)[0]):
+        copy = a.copy()
+
+        def f(a):
+            u, p = scipy.linalg.polar(a, side)
+            return np.sum(weights * u) + np.sum(weights * p * p)
+
+        mutad.check_grads(f, copy)
+        mutad.check_jvp(f, copy)
+        assert np.array_equal(copy, a)
+
+
+def test_schur_is_refused_by_name():
+    a = A.copy()
+    with pytest.raises(UnsupportedOperationError, match="scipy.linalg.schur.*eigvals"):
+        mutad.gradient(lambda a: np.sum(scipy.linalg.schur(a)[0]), a)
+    assert np.array_equal(a, A)
+    (g,) = mutad.gradient(lambda s: s * np.sum(scipy.linalg.schur(A)[0]), 2.0)
+    assert g == np.sum(scipy.linalg.schur(A)[0])
+    t, z = mutad.jvp(lambda s: scipy.linalg.schur(mutad.stop_gradient(s * A))[0], (1.0,), (1.0,))
+    assert np.array_equal(t, scipy.linalg.schur(A)[0])

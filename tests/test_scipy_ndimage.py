@@ -325,10 +325,174 @@ def test_nearest_interpolation_of_a_rotation_is_refused(image):
         mutad.gradient(lambda x: scipy.ndimage.rotate(x, 30, order=0).sum(), image)
 
 
+def shear(point, a, b=0.0):
+    """A mapping of output coordinates to input ones, plain Python as SciPy's users write it."""
+    return (point[0] * 0.9 + a * point[1] - 0.3, point[1] * 1.1 + b)
+
+
+@pytest.mark.parametrize("mode", ["constant", "nearest", "mirror", "grid-wrap"])
+@pytest.mark.parametrize("order", [0, 1, 3])
+def test_geometric_transform_of_the_image(order, mode, image):
+    def call(f, x):
+        return f.geometric_transform(x, shear, (6, 5), order=order, mode=mode, cval=0.2,
+                                     extra_arguments=(0.25,), extra_keywords={"b": -0.4})
+
+    before = image.tobytes()
+    y, _ = mutad.jvp(lambda x: call(scipy.ndimage, x), (image,), (image,))
+    assert y.tobytes() == call(scipy.ndimage, image).tobytes()
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(lambda x: weighted(call(scipy.ndimage, x)), image, policy=policy)
+    mutad.check_jvp(lambda x: weighted(call(ndimage, x)), image)
+    mutad.check_grads(lambda x: weighted(call(scipy.ndimage, x)), image, order=2)
+    assert image.tobytes() == before
+
+
+def test_geometric_transform_into_an_output_and_refusals(image):
+    def f(x):
+        out = np.zeros((4, 4))
+        scipy.ndimage.geometric_transform(x, lambda p: (p[0] + 0.5, p[1] * 1.2), (4, 4),
+                                          output=out, order=1)
+        return weighted(out)
+
+    mutad.check_grads(f, image)
+    with pytest.raises(UnsupportedOperationError, match="map_coordinates"):
+        mutad.gradient(lambda s: weighted(scipy.ndimage.geometric_transform(
+            image, lambda p: (p[0] + s, p[1]))), 0.5)
+
+
 # Functions without a rule ---------------------------------------------------------------------
 
 
 def test_a_function_without_a_rule_is_refused_clearly(rng):
     x = rng.normal(size=(5, 4))
-    with pytest.raises(MutadError, match="geometric_transform"):
-        mutad.gradient(lambda x: scipy.ndimage.geometric_transform(x, lambda o: o).sum(), x)
+    with pytest.raises(MutadError, match="generic_filter"):
+        mutad.gradient(lambda x: scipy.ndimage.generic_filter(x, np.mean, 3).sum(), x)
+
+
+# Fourier filters ------------------------------------------------------------------------------
+
+FOURIER = {
+    "fourier_gaussian": lambda f, x: f.fourier_gaussian(x, 0.8),
+    "fourier_gaussian-rfft": lambda f, x: f.fourier_gaussian(x, [0.8, 1.1], n=10, axis=1),
+    "fourier_uniform-rfft": lambda f, x: f.fourier_uniform(x, 2.5, n=13, axis=0),
+    "fourier_ellipsoid": lambda f, x: f.fourier_ellipsoid(x, [2.0, 3.0]),
+    "fourier_shift": lambda f, x: f.fourier_shift(x, [0.3, -1.2]),
+    "fourier_shift-rfft": lambda f, x: f.fourier_shift(x, 0.4, n=11, axis=-1),
+}
+
+
+def power(y):
+    """A real loss of a real or complex y, each element weighted."""
+    y = np.abs(y) ** 2 if np.iscomplexobj(y) else y * y
+    return (y * np.arange(1.0, y.size + 1).reshape(np.shape(y))).sum()
+
+
+@pytest.mark.parametrize("name", FOURIER)
+def test_fourier_filters_of_real_inputs(name, image):
+    call = FOURIER[name]
+    before = image.tobytes()
+    y, _ = mutad.jvp(lambda x: call(scipy.ndimage, x), (image,), (image,))
+    expected = call(scipy.ndimage, image)
+    assert y.dtype == expected.dtype and y.tobytes() == expected.tobytes()
+    assert call(ndimage, image).tobytes() == expected.tobytes()
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(lambda x: power(call(scipy.ndimage, x)), image, policy=policy)
+    mutad.check_jvp(lambda x: power(call(ndimage, x)), image)
+    mutad.check_grads(lambda x: power(call(scipy.ndimage, x)), image[:4, :5], order=2)
+    assert image.tobytes() == before
+
+
+@pytest.mark.parametrize("name", FOURIER)
+def test_fourier_filters_of_complex_inputs(name, rng):
+    call = FOURIER[name]
+    re, im = rng.normal(size=(5, 6)), rng.normal(size=(5, 6))
+    z = re + 1j * im
+    y, _ = mutad.jvp(lambda z: call(scipy.ndimage, z), (z,), (z,))
+    assert y.dtype == np.complex128 and y.tobytes() == call(scipy.ndimage, z).tobytes()
+
+    def f(re, im):
+        z = np.empty(re.shape, dtype=complex)
+        z.real, z.imag = re, im
+        return power(call(scipy.ndimage, z))
+
+    before = re.tobytes() + im.tobytes()
+    mutad.check_grads(f, re, im)
+    mutad.check_jvp(f, re, im)
+    mutad.check_grads(f, re[:3], im[:3], order=2)
+    assert re.tobytes() + im.tobytes() == before
+
+
+def test_fourier_sigma_and_shift_are_differentiated(rng):
+    z = rng.normal(size=(5, 6)) + 1j * rng.normal(size=(5, 6))
+    x = rng.normal(size=(4, 7))
+    sigmas, shifts = np.array([0.8, 1.3]), np.array([0.3, -0.8])
+    gaussian = lambda s: power(scipy.ndimage.fourier_gaussian(z, s))  # noqa: E731
+    rfft_gaussian = lambda s: power(scipy.ndimage.fourier_gaussian(z, s, n=9))  # noqa: E731
+    shift = lambda s: power(scipy.ndimage.fourier_shift(z, s))  # noqa: E731
+    rfft_shift = lambda s: power(scipy.ndimage.fourier_shift(x, s, n=12, axis=1))  # noqa: E731
+    for f, p in ((gaussian, sigmas), (rfft_gaussian, 0.7), (shift, shifts), (rfft_shift, 0.4)):
+        mutad.check_grads(f, p)
+        mutad.check_jvp(f, p)
+        mutad.check_grads(f, p, order=2)
+    both = lambda x, s: power(scipy.ndimage.fourier_gaussian(x, s, n=12))  # noqa: E731
+    mutad.check_grads(both, x, sigmas, order=2)
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_fourier_output_written_in_place_is_restored(policy, rng):
+    def f(x, s):
+        out = np.zeros(x.shape, dtype=complex)
+        scipy.ndimage.fourier_shift(x, s, output=out)
+        y = x * 1.0
+        scipy.ndimage.fourier_gaussian(y, 0.7, output=y)        # its own input
+        scipy.ndimage.fourier_uniform(out, 2.0, output=out)
+        return power(out) + power(y)
+
+    x, s = rng.normal(size=(5, 4)), np.array([0.2, 0.9])
+    before = x.tobytes()
+    mutad.check_grads(f, x, s, policy=policy)
+    mutad.check_jvp(f, x, s)
+    assert x.tobytes() == before
+
+
+def test_fourier_output_types_are_scipys(rng):
+    x = rng.normal(size=(5, 4))
+    for output in (np.float32, np.complex64, np.complex128):
+        call = lambda x: scipy.ndimage.fourier_gaussian(x, 0.9, output=output)  # noqa: E731
+        y, _ = mutad.jvp(call, (x,), (x,))
+        assert y.dtype == np.dtype(output) and y.tobytes() == call(x).tobytes()
+    y, _ = mutad.jvp(lambda x: scipy.ndimage.fourier_uniform(x, 2.0), (x.astype(np.float32),),
+                     (x.astype(np.float32),))
+    assert y.dtype == np.float32
+
+
+def test_fourier_refusals(rng):
+    x = rng.normal(size=(5, 4))
+    z = x + 1j
+    with pytest.raises(UnsupportedOperationError, match="the size"):
+        mutad.gradient(lambda s: power(scipy.ndimage.fourier_uniform(x, s)), 2.0)
+    with pytest.raises(UnsupportedOperationError, match="the size"):
+        mutad.gradient(lambda s: power(scipy.ndimage.fourier_ellipsoid(x, s)), 2.0)
+    with pytest.raises(UnsupportedOperationError, match="imaginary part"):
+        mutad.gradient(lambda x: power(scipy.ndimage.fourier_gaussian(x + z, 1.0,
+                                                                      output=np.float64)), x)
+    out = np.zeros((5, 4))
+    with pytest.raises(UntracedWriteError, match="allocate the output"):
+        mutad.gradient(lambda x: power(scipy.ndimage.fourier_gaussian(x, 1.0, output=out)), x)
+    assert not out.any()
+
+
+def test_generic_filters_are_refused_by_name(rng):
+    x = rng.normal(size=(5, 4))
+    before = x.tobytes()
+    for call in (lambda x: scipy.ndimage.generic_filter(x, np.mean, 3),
+                 lambda x: scipy.ndimage.generic_filter1d(x, lambda i, o: None, 3)):
+        with pytest.raises(UnsupportedOperationError, match="sliding_window_view"):
+            mutad.gradient(lambda x: call(x).sum(), x)
+    assert x.tobytes() == before
+    # A plain image inside a differentiation is SciPy's own.
+    (g,) = mutad.gradient(lambda s: s * scipy.ndimage.generic_filter(x, np.mean, 3).sum(), 2.0)
+    assert g == scipy.ndimage.generic_filter(x, np.mean, 3).sum()
+    (h,) = mutad.gradient(lambda x: scipy.ndimage.generic_filter(mutad.stop_gradient(x), np.mean,
+                                                                 3).sum() + x.sum(), x)
+    assert np.array_equal(h, np.ones_like(x))

@@ -1,5 +1,6 @@
 """``scipy.integrate`` functions mutad differentiates, by SciPy's names too: the quadratures of
-samples (``trapezoid``, ``simpson``, ``cumulative_trapezoid``), initial value problems
+samples (``trapezoid``, ``simpson``, ``cumulative_trapezoid``, ``cumulative_simpson``,
+``romb``), initial value problems
 (``solve_ivp`` with every method, ``odeint``), ``quad`` and ``quad_vec``.
 
 >>> import numpy as np, mutad
@@ -14,9 +15,10 @@ samples (``trapezoid``, ``simpson``, ``cumulative_trapezoid``), initial value pr
 
 How each gradient is computed:
 
-* ``trapezoid``, ``simpson`` and ``cumulative_trapezoid`` are SciPy's own steps written with
-  NumPy calls mutad differentiates: the exact derivative of SciPy's values, in reverse and
-  forward mode and to every order, with respect to the samples and the abscissae ``x``.
+* ``trapezoid``, ``simpson``, ``cumulative_trapezoid``, ``cumulative_simpson`` and ``romb`` are
+  SciPy's own steps written with NumPy calls mutad differentiates: the exact derivative of
+  SciPy's values, in reverse and forward mode and to every order, with respect to the samples,
+  the abscissae ``x`` or spacing ``dx``, and ``cumulative_simpson``'s ``initial``.
 * ``solve_ivp`` (RK23, RK45, DOP853, Radau, BDF, LSODA) and ``odeint``: the values are SciPy's,
   computed on plain arrays. With **RK23 and RK45** the reverse pass goes back through SciPy's
   own steps (the *discrete adjoint*, as diffrax's default): each step is recomputed from the
@@ -76,7 +78,7 @@ import numpy as np
 
 # SciPy's functions from the modules that define them: the allocation mode swaps the public
 # module's names for the stand-ins below while a differentiation runs.
-from scipy.integrate import _odepack_py, _quad_vec, _quadpack_py, _quadrature
+from scipy.integrate import _bvp, _odepack_py, _quad_vec, _quadpack_py, _quadrature
 from scipy.integrate._ivp import ivp as _ivp
 from scipy.integrate._ivp import rk as _rk
 
@@ -85,14 +87,15 @@ from ..api import grad, jacobian, jvp, pullback, stop_gradient
 from ..custom import Adjoint
 from ..errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
                       UntracedWriteError)
+from ..arraylike import carries_derivative
 from ..levels import ACTIVE, Tracer, innermost
 from ..registry import ROUTES
 from ..trees import flatten
 from ..views import memory
 from ._adjoints import outside_differentiations
 
-__all__ = ["cumulative_trapezoid", "odeint", "quad", "quad_vec", "simpson", "solve_ivp",
-           "trapezoid"]
+__all__ = ["cumulative_simpson", "cumulative_trapezoid", "odeint", "quad", "quad_vec", "romb",
+           "simpson", "solve_ivp", "trapezoid"]
 
 
 def _routed(original):
@@ -223,6 +226,122 @@ def cumulative_trapezoid(y: Any, x: Any = None, dx: float = 1.0,
         shape[axis] = 1
         res = np.concatenate([np.zeros_like(res, shape=tuple(shape)), res], axis=axis)
     return res
+
+
+@_routed(_quadrature.romb)
+def romb(y: Any, dx: float = 1.0, axis: int = -1, show: Any = False) -> Any:
+    """SciPy's ``romb``, differentiated in ``y`` and ``dx``: its trapezoids and Richardson
+    extrapolations, in SciPy's order. ``show`` prints SciPy's own table."""
+    if not _followed(y, dx):
+        return _quadrature.romb(y, dx, axis, show)
+    nd = np.ndim(y)
+    intervals = np.shape(y)[axis] - 1
+    n, k = 1, 0
+    while n < intervals:
+        n <<= 1
+        k += 1
+    if n != intervals:
+        raise ValueError("Number of samples must be one plus a non-negative power of 2.")
+    if show:  # SciPy prints the table of the same values
+        _quadrature.romb(stop_gradient(y), stop_gradient(dx), axis, show)
+    h = intervals * (np.asarray(dx, dtype=np.float64) if not _followed(dx) else dx * 1.0)
+    R = {(0, 0): (y[_along(nd, axis, 0)] + y[_along(nd, axis, -1)]) / 2.0 * h}
+    start = stop = step = intervals
+    for i in range(1, k + 1):
+        start >>= 1
+        samples = y[_along(nd, axis, slice(start, stop, step))]
+        step >>= 1
+        R[i, 0] = 0.5 * (R[i - 1, 0] + h * np.sum(samples, axis=axis))
+        for j in range(1, i + 1):
+            prev = R[i, j - 1]
+            R[i, j] = prev + (prev - R[i - 1, j - 1]) / ((1 << (2 * j)) - 1)
+        h = h / 2.0
+    return R[k, k]
+
+
+def _simpson_pieces(y, dx, unequal):
+    """The integral over each interval but the last from the parabola through it and the next
+    two samples (SciPy's equations; ``dx`` the spacings), along the last axis."""
+    f1, f2, f3 = y[..., :-2], y[..., 1:-1], y[..., 2:]
+    if not unequal:
+        d = dx[..., :-1]
+        return d / 3 * (5 * f1 / 4 + 2 * f2 - f3 / 4)
+    x21, x32 = dx[..., :-1], dx[..., 1:]
+    x31 = x21 + x32
+    x21_x31 = x21 / x31
+    x21_x32 = x21 / x32
+    x21x21_x31x32 = x21_x31 * x21_x32
+    coeff1 = 3 - x21_x31
+    coeff2 = 3 + x21x21_x31x32 + x21_x31
+    coeff3 = -x21x21_x31x32
+    return x21 / 6 * (coeff1 * f1 + coeff2 * f2 + coeff3 * f3)
+
+
+def _cumulative_simpson_sum(y, dx, unequal):
+    """SciPy's ``_cumulatively_sum_simpson_integrals``: each interval's integral from the
+    parabola forwards (even intervals) or backwards (odd ones and the last), summed."""
+    forwards = _simpson_pieces(y, dx, unequal)
+    backwards = np.flip(_simpson_pieces(np.flip(y, axis=-1), np.flip(dx, axis=-1), unequal),
+                        axis=-1)
+    m = np.shape(forwards)[-1]  # intervals less one
+    # SciPy writes forwards[::2] at the even intervals, backwards[::2] at the odd ones and
+    # backwards[-1] at the last: one gather from both, which mutad differentiates.
+    source = np.array([m + m - 1 if p == m else (p if p % 2 == 0 else m + p - 1)
+                       for p in range(m + 1)], dtype=np.intp)
+    pieces = np.take(np.concatenate([forwards, backwards], axis=-1), source, axis=-1)
+    return np.cumsum(pieces, axis=-1)
+
+
+def _floating(a):
+    """SciPy's ``xp_promote(a, force_floating=True)``: integers as float64."""
+    return a * 1.0 if np.result_type(a).kind in "biu" else a
+
+
+@_routed(_quadrature.cumulative_simpson)
+def cumulative_simpson(y: Any, *, x: Any = None, dx: Any = 1.0, axis: int = -1,
+                       initial: Any = None) -> Any:
+    """SciPy's ``cumulative_simpson``, differentiated in ``y``, ``x``, ``dx`` and ``initial``:
+    its steps, in calls mutad differentiates."""
+    if not _followed(y, x, dx, initial):
+        return _quadrature.cumulative_simpson(y, x=x, dx=dx, axis=axis, initial=initial)
+    y = _floating(y)
+    shape = np.shape(y)
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(f"`axis={axis}` is not valid for `y` with `y.ndim={len(shape)}`.")
+    axis = axis % len(shape)
+    swapped = np.swapaxes(y, axis, -1)
+    if shape[axis] < 3:
+        res = np.swapaxes(cumulative_trapezoid(y, x, dx=dx, axis=axis), axis, -1)
+    elif x is not None:
+        x = _floating(x)
+        if not (np.shape(x) == shape or (np.ndim(x) == 1 and np.shape(x)[0] == shape[axis])):
+            raise ValueError("If given, shape of `x` must be the same as `y` or 1-D with the "
+                             "same length as `y` along `axis`.")
+        x = np.broadcast_to(x, np.shape(swapped)) if np.ndim(x) == 1 else np.swapaxes(
+            x, axis, -1)
+        spacings = np.diff(x, axis=-1)
+        if np.any(_plain(spacings) <= 0):
+            raise ValueError("Input x must be strictly increasing.")
+        res = _cumulative_simpson_sum(swapped, spacings, True)
+    else:
+        dx = _floating(dx)
+        one_point = shape[:axis] + (1,) + shape[axis + 1:]
+        if not (np.ndim(dx) == 0 or np.shape(dx) == one_point):
+            raise ValueError("If provided, `dx` must either be a scalar or have the same "
+                             "shape as `y` but with only 1 point along `axis`.")
+        spacings = np.swapaxes(np.broadcast_to(
+            dx, shape[:axis] + (shape[axis] - 1,) + shape[axis + 1:]), axis, -1)
+        res = _cumulative_simpson_sum(swapped, spacings, False)
+    if initial is not None:
+        initial = _floating(initial)
+        one_point = shape[:axis] + (1,) + shape[axis + 1:]
+        if not (np.ndim(initial) == 0 or np.shape(initial) == one_point):
+            raise ValueError("If provided, `initial` must either be a scalar or have the same "
+                             "shape as `y` but with only 1 point along `axis`.")
+        initial = np.swapaxes(np.broadcast_to(initial, one_point), axis, -1)
+        res = res + initial
+        res = np.concatenate((initial, res), axis=-1)
+    return np.swapaxes(res, -1, axis)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1147,6 +1266,27 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
     else:
         Y = _ODEINT(y0, *values, problem=problem)
     return (Y, result["info"]) if full_output else Y
+
+
+@_routed(_bvp.solve_bvp)
+def _solve_bvp(fun: Callable[..., Any], bc: Callable[..., Any], x: Any, y: Any, p: Any = None,
+               S: Any = None, fun_jac: Any = None, bc_jac: Any = None, tol: float = 0.001,
+               max_nodes: int = 1000, verbose: int = 0, bc_tol: Any = None) -> Any:
+    """SciPy's ``solve_bvp``, refused where what it solves depends on the differentiated
+    arguments (mutad has no derivative of its collocation solve)."""
+    options = dict(p=p, S=S, fun_jac=fun_jac, bc_jac=bc_jac, tol=tol, max_nodes=max_nodes,
+                   verbose=verbose, bc_tol=bc_tol)
+    # Constants (arrays the function made from none of its arguments) are SciPy's to read.
+    if ACTIVE.running and any(carries_derivative(v) for v in (
+            x, y, p, S, tol, bc_tol,
+            *_Parameters("solve_bvp", (fun, bc, fun_jac, bc_jac), ()).values())):
+        raise UnsupportedOperationError(
+            "scipy.integrate.solve_bvp with differentiated inputs (its mesh, guess, parameters "
+            "or arrays its functions close over): mutad has no derivative of its collocation "
+            "solve. Solve the boundary value problem by shooting, solve_ivp inside "
+            "scipy.optimize.root or brentq (both differentiated), or pass the inputs through "
+            "mutad.stop_gradient.")
+    return _bvp.solve_bvp(fun, bc, x, y, **options)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -986,3 +986,32 @@ METHODS[(_interpolate.PPoly, "__call__")] = _spline_rule
 METHODS[(_interpolate.BSpline, "__call__")] = _spline_rule
 METHODS[(_interpolate.interp1d, "__call__")] = _interp1d_rule
 METHODS[(_interpolate.RegularGridInterpolator, "__call__")] = _grid_rule
+
+
+# ----------------------------------------------------------------------------------------------
+# Smoothing splines: refused by name with traced data. Their knots and coefficients come out of
+# FITPACK's iterations on the smoothing condition (or a generalized cross-validation), whose
+# derivative mutad does not compute.
+
+
+def _smoothing_refusal(scipy_function):
+    name = scipy_function.__name__
+
+    def refuse(*args, **kwargs):
+        if _traced((args, kwargs)):
+            raise UnsupportedOperationError(
+                f"scipy.interpolate.{name} of differentiated data: its smoothing fit (FITPACK's "
+                "choice of knots and coefficients) has no derivative in mutad. Interpolate "
+                "with make_interp_spline or CubicSpline (differentiated in x and y), or pass "
+                "the data through mutad.stop_gradient where no gradient should flow.")
+        return scipy_function(*args, **kwargs)
+
+    refuse.__signature__ = inspect.signature(scipy_function)
+    return _route(scipy_function)(refuse)
+
+
+_univariate_spline = _smoothing_refusal(_interpolate.UnivariateSpline)
+_interpolated_univariate_spline = _smoothing_refusal(_interpolate.InterpolatedUnivariateSpline)
+_lsq_univariate_spline = _smoothing_refusal(_interpolate.LSQUnivariateSpline)
+_make_smoothing_spline = _smoothing_refusal(_interpolate.make_smoothing_spline)
+_splrep = _smoothing_refusal(_interpolate.splrep)

@@ -45,6 +45,12 @@ at its ``cond`` is not pinv's. ``eig`` and ``eigvals`` (the standard problem, of
 complex matrix) have np.linalg's formulas on SciPy's eigenpairs, whose eigenvalues are complex
 even where they are real.
 
+``polar`` (``side="right"`` of a square or tall matrix, ``"left"`` of a square or wide one, of
+full rank) has a rule of its own on SciPy's thin SVD, whose only divisors are the sums of two
+singular values and the singular values themselves: repeated singular values (an orthogonal
+matrix) are differentiated too, at first order; its second derivatives go through the SVD's rule.
+The other side of a non-square matrix, whose unitary factor is not determined, is refused.
+
 ``solve_banded``, ``solveh_banded`` and ``solve_toeplitz`` differentiate their compact storage:
 each stored band entry, or entry of Toeplitz's ``c`` and ``r``, gets the sum of the gradients
 of the matrix entries it stands for (``solveh_banded``'s off-diagonal entries stand for two;
@@ -67,6 +73,7 @@ import functools
 import numpy as np
 import scipy.linalg as _linalg
 
+from ..arraylike import carries_derivative
 from ..errors import UnsupportedOperationError
 from ..registry import CONVENTION, FUNCTIONS, JVPS
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
@@ -78,7 +85,7 @@ from ..rules.factorizations import (cholesky_cotangent, cholesky_tangent, det_co
                                     qr_tangent, real_diagonal, svd_cotangent, svd_tangent,
                                     unit_lower_and_upper)
 from ..views import wrapped
-from ._adjoints import scipy_adjoint
+from ._adjoints import StandIn, scipy_adjoint
 
 cholesky, cho_factor, cho_solve, solve_triangular, lu_factor, lu_solve, solve, inv, expm = map(
     scipy_adjoint, (_linalg.cholesky, _linalg.cho_factor, _linalg.cho_solve,
@@ -95,7 +102,7 @@ solve_banded, solveh_banded, solve_toeplitz = map(scipy_adjoint, (
     _linalg.solve_banded, _linalg.solveh_banded, _linalg.solve_toeplitz))
 
 __all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh",
-           "expm", "inv", "logm", "lstsq", "lu", "lu_factor", "lu_solve", "norm", "pinv", "qr",
+           "expm", "inv", "logm", "lstsq", "lu", "lu_factor", "lu_solve", "norm", "pinv", "polar", "qr",
            "solve", "solve_banded", "solve_sylvester", "solve_toeplitz", "solve_triangular",
            "solveh_banded", "sqrtm", "svd"]
 
@@ -1231,3 +1238,98 @@ def _eigvals_jvp(tangents, a, b=None, overwrite_a=False, check_finite=True,
     w = eigvals(a, check_finite=check_finite)
     _, dw = JVPS[np.linalg.eigvals](tangents[:1], a)
     return w, _as_scipy_tangent(dw, w)
+
+
+# ----------------------------------------------------------------------------------------------
+# polar: A = U P (side="right") or P U ("left"), by SciPy's thin SVD A = W S Vᵀ
+#
+# Right: U = W Vᵀ, P = V S Vᵀ. With G = Wᵀ dA V and F_ij = 1/(s_i + s_j), P² = AᵀA gives
+# Vᵀ dP V = F ∘ (Gᵀ S + S G), and dU = (dA - U dP) P⁻¹ = W (F ∘ (G - Gᵀ)) Vᵀ + (I - W Wᵀ) dA
+# V S⁻¹ Vᵀ: only s_i + s_j and s_j divide, so repeated singular values are no trouble, but a
+# zero one is (U is then not determined). The left polar decomposition of A is the right one
+# of Aᵀ, transposed.
+
+
+def _polar_factors(a):
+    """``(W, s, Vᵀ, F)`` of a tall (m ≥ n) ``a``, by the wrapper (nested differentiation
+    differentiates them again)."""
+    w, s, vt = svd(a, full_matrices=False)
+    return w, s, vt, 1.0 / (s[:, None] + s[None, :])
+
+
+def _polar_tangent(a, da):
+    w, s, vt, f = _polar_factors(a)
+    v = transpose(vt)
+    g = transpose(w) @ da @ v
+    dp = v @ (f * (transpose(g) * s + s[:, None] * g)) @ vt
+    du = w @ (f * (g - transpose(g))) @ vt
+    if np.shape(a)[0] > np.shape(a)[1]:
+        du = du + (da - w @ (transpose(w) @ da)) @ (v / s) @ vt
+    return du, dp
+
+
+def _polar_cotangent(a, du, dp):
+    w, s, vt, f = _polar_factors(a)
+    v = transpose(vt)
+    g = np.zeros(np.shape(f))
+    da = None
+    if du is not None:
+        m = transpose(w) @ du @ v
+        g = g + f * (m - transpose(m))
+        if np.shape(a)[0] > np.shape(a)[1]:
+            da = (du - w @ (transpose(w) @ du)) @ (v / s) @ vt
+    if dp is not None:
+        h = f * (vt @ dp @ v)
+        g = g + s[:, None] * (h + transpose(h))
+    part = w @ g @ vt
+    return part if da is None else part + da
+
+
+def _polar_tall(name, a, side):
+    if np.ndim(a) != 2:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name} of a stack of matrices: mutad differentiates one matrix at a "
+            "time; call it on each (np.stack of the results).")
+    m, n = np.shape(a)
+    if (m < n) if side == "right" else (m > n):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name}(a, side={side!r}) of a {m}×{n} matrix: its unitary factor "
+            "is not determined by a (P is singular), so it has no derivative. Use "
+            f"side={'left' if side == 'right' else 'right'!r}, or differentiate the SVD.")
+
+
+polar = scipy_adjoint(_linalg.polar)
+
+
+@polar.rule
+def _polar_rule(a, side="right"):
+    _polar_tall("polar", a, side)
+    y = polar(a, side)
+    if side == "right":
+        return y, lambda dys: (_polar_cotangent(a, *dys),)
+    # A = P U: Aᵀ = Uᵀ P, the right decomposition of Aᵀ.
+    return y, lambda dys: (transpose(_polar_cotangent(
+        transpose(a), None if dys[0] is None else transpose(dys[0]), dys[1])),)
+
+
+@polar.jvp_rule
+def _polar_jvp(tangents, a, side="right"):
+    _polar_tall("polar", a, side)
+    y = polar(a, side)
+    if side == "right":
+        return y, _polar_tangent(a, tangents[0])
+    du, dp = _polar_tangent(transpose(a), transpose(tangents[0]))
+    return y, (transpose(du), dp)
+
+
+def _schur_refusal(a, *args, **kwargs):
+    if not carries_derivative(a):  # a constant (mutad.stop_gradient): SciPy's own
+        return _schur.original(a, *args, **kwargs)
+    raise UnsupportedOperationError(
+        "scipy.linalg.schur of a differentiated matrix: mutad has no derivative of the Schur "
+        "form (its vectors are not unique where eigenvalues are repeated or complex pairs are "
+        "ordered). Differentiate what you need of it by eig or eigvals (eigenvalues), eigh (a "
+        "symmetric matrix: its Schur form), or pass the matrix through mutad.stop_gradient.")
+
+
+_schur = StandIn(_linalg.schur, _schur_refusal)

@@ -12,10 +12,17 @@ The linear filters (``correlate``, ``convolve``, their 1-d forms, ``gaussian_fil
 ``constant`` mode's ``cval``, for every boundary mode, to any order and in forward mode. The
 rank filters (``maximum_filter``, ``minimum_filter``, ``median_filter``, ``rank_filter``,
 ``percentile_filter``) pass each output's cotangent to the element it selected. The
-interpolations (``map_coordinates``, ``shift``, ``zoom``, ``rotate``, ``affine_transform``) are
+interpolations (``map_coordinates``, ``shift``, ``zoom``, ``rotate``, ``affine_transform``,
+``geometric_transform``, whose mapping's coordinates are computed once, plain) are
 differentiated in the image for every order, mode and prefilter (and ``spline_filter``,
 ``spline_filter1d``), and at order 1 in
-``map_coordinates``' coordinates and ``shift``'s shift (see below). ``output=`` may be a
+``map_coordinates``' coordinates and ``shift``'s shift (see below). The Fourier filters
+(``fourier_gaussian``, ``fourier_uniform``, ``fourier_ellipsoid``, ``fourier_shift``) are
+differentiated in their real or complex input, for ``n=-1`` and a real transform's ``n``, and
+in ``fourier_gaussian``'s sigma and ``fourier_shift``'s shift, to any order and in forward
+mode (the box's and the ellipsoid's sizes are refused when traced). ``generic_filter`` and
+``generic_filter1d`` (the user's function of each window) are refused by name on a
+differentiated image. ``output=`` may be a
 dtype, or an array made inside the differentiated function, which is then written as an
 assignment is (and put back by the reverse pass).
 
@@ -30,6 +37,7 @@ then x̄ = Pᵀ (ȳ convolved fully with w), and w̄[j] = Σ_i ȳ[i] x̃[i + j].
 
 import functools
 import numbers
+from typing import Any
 
 import numpy as np
 import scipy.ndimage as _ndimage
@@ -38,13 +46,17 @@ from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.ndimage import _filters, _ni_support
 
-from ..errors import UnsupportedOperationError, UntracedWriteError
-from ..levels import innermost
+from ..arraylike import carries_derivative
+from ..errors import ConversionError, UnsupportedOperationError, UntracedWriteError
+from ..levels import ACTIVE, innermost
+from ..registry import CONVENTION
 from ..rules._helpers import gather_cotangent, stacked
-from ._adjoints import ScipyAdjoint, stands_in_for
+from ._adjoints import ScipyAdjoint, StandIn, stands_in_for
 
 __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate1d",
+           "fourier_ellipsoid", "fourier_gaussian", "fourier_shift", "fourier_uniform",
            "gaussian_filter", "gaussian_filter1d", "gaussian_gradient_magnitude",
+           "geometric_transform",
            "gaussian_laplace", "laplace", "map_coordinates", "maximum_filter",
            "maximum_filter1d", "median_filter", "minimum_filter", "minimum_filter1d",
            "percentile_filter", "prewitt", "rank_filter", "rotate", "shift", "sobel",
@@ -792,6 +804,51 @@ def map_coordinates(input, coordinates, output=None, order=3, mode="constant", c
                                        prefilter=prefilter), cval)
 
 
+class _MappingStandIn(StandIn):
+    """A stand-in that runs whenever a differentiation does, even with a plain image: the
+    mapping may read differentiated arrays, which it then refuses by name."""
+
+    def __call__(self, *args, **kwargs):
+        if not ACTIVE.running:
+            return self.original(*args, **kwargs)
+        return self.fn(*args, **kwargs)
+
+
+def _geometric_transform(input, mapping, output_shape=None, output=None, order=3,
+                        mode="constant", cval=0.0, prefilter=True, extra_arguments=(),
+                        extra_keywords=None):
+    # The user's mapping of output coordinates is plain Python: its input coordinates are
+    # computed once here, as SciPy computes them (the same calls, the same numbers), and the
+    # derivative in the image is map_coordinates' at them.
+    _settings("geometric_transform", order, (extra_arguments, "extra_arguments"),
+              (extra_keywords, "extra_keywords"))
+    output_shape = tuple(int(n) for n in (np.shape(input) if output_shape is None
+                                          else output_shape))
+    keywords = extra_keywords or {}
+    ndim = np.ndim(input)
+    coordinates = np.empty((ndim, int(np.prod(output_shape))))
+    for p, index in enumerate(np.ndindex(*output_shape)):
+        try:
+            found = mapping(index, *extra_arguments, **keywords)
+            coordinates[:, p] = [float(c) for c in found]
+        except ConversionError as error:
+            raise UnsupportedOperationError(
+                "scipy.ndimage.geometric_transform: the mapping returned coordinates that "
+                "depend on the differentiated arguments, which mutad does not differentiate "
+                "there; compute the coordinates as an array and call map_coordinates (order=1 "
+                "differentiates them), or pass them through mutad.stop_gradient.") from error
+    weights = _point_weights(list(coordinates), order, mode, prefilter)
+    # SciPy's own, held by the stand-in: scipy.ndimage's name is the stand-in while this runs.
+    return _interpolated(geometric_transform.original, "geometric_transform", input, output,
+                         output_shape, weights,
+                         dict(mapping=mapping, output_shape=output_shape, order=order,
+                              mode=mode, prefilter=prefilter, extra_arguments=extra_arguments,
+                              extra_keywords=extra_keywords), cval)
+
+
+geometric_transform = _MappingStandIn(_ndimage.geometric_transform, _geometric_transform)
+
+
 @stands_in_for(_ndimage.spline_filter1d)
 def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror"):
     # Linear along one axis: SciPy's filter of the unit vectors there, the identity elsewhere.
@@ -930,3 +987,178 @@ def _shift_jvp(tangents, input, shifts, cval, order, mode, prefilter, dtype):
         parts += [-dshifts[a] * part
                   for a, part in enumerate(_slopes_applied(weights, slopes, input, shape))]
     return y, functools.reduce(np.add, parts) if parts else None
+
+
+# ----------------------------------------------------------------------------------------------
+# Fourier filters: the input (an FFT) multiplied by a fixed kernel
+#
+# ``fourier_gaussian``, ``fourier_uniform``, ``fourier_ellipsoid`` and ``fourier_shift`` multiply
+# each element of their input by K, the product over the axes of a factor of that axis'
+# frequency f_a (k / n_a, or k / n along the real transform's ``axis`` for ``n >= 0``): for
+# the Gaussian exp(-2π² σ_a² f_a²), for the shift exp(-2πi s_a f_a). The value is SciPy's; the
+# derivative in the input is the multiplication by K (its adjoint, by conj(K): the Gaussian's,
+# the box's and the ellipsoid's are real, the shift's conj(K(s)) is K(-s)), and in σ_a and s_a
+# it is y times the derivative of the log of their factor: -4π² σ_a f_a² and -2πi f_a.
+
+_FOURIER = {"fourier_gaussian": _ndimage.fourier_gaussian,
+            "fourier_uniform": _ndimage.fourier_uniform,
+            "fourier_ellipsoid": _ndimage.fourier_ellipsoid,
+            "fourier_shift": _ndimage.fourier_shift}
+_FOLLOWED_PARAMETER = {"fourier_gaussian": "sigma", "fourier_shift": "shift"}
+
+
+def _plain_fourier(input, parameters, name, n, axis, dtype):
+    """SciPy's Fourier filter ``name`` of ``input`` (``parameters``: one per axis) into a new
+    array of ``dtype`` (SciPy's default where None)."""
+    return _FOURIER[name](input, parameters, n, axis, None if dtype is None else dtype.type)
+
+
+_fourier: Any = ScipyAdjoint(_plain_fourier)  # Any: its complex_values is set below
+_fourier.complex_values = CONVENTION  # complex inputs and outputs, in mutad's convention
+
+
+def _frequencies(shape, a, n, axis):
+    """The frequency of each index along axis ``a`` as SciPy's kernels take it, shaped to
+    broadcast against an array of ``shape``."""
+    length = shape[a]
+    f = np.arange(length) / n if a == axis and n >= 0 else np.fft.fftfreq(length)
+    return np.reshape(f, [length if b == a else 1 for b in range(len(shape))])
+
+
+def _logarithmic(name, shape, a, n, axis):
+    """The derivative of log K in the parameter of axis a, less the parameter's own factor
+    (the Gaussian's σ_a): -4π² f_a², or the shift's -2πi f_a."""
+    f = _frequencies(shape, a, n, axis)
+    return -4.0 * np.pi ** 2 * f * f if name == "fourier_gaussian" else -2j * np.pi * f
+
+
+def _fourier_parameter_terms(name, y, parameters, n, axis, weigh):
+    """``weigh(y · ∂ log K/∂p_a / p-factor)`` for each axis a, or None where the filter's
+    parameters have no derivative (the box and ellipsoid sizes, refused when traced)."""
+    if name not in _FOLLOWED_PARAMETER:
+        return None
+    shape = np.shape(y)
+    return [weigh(y * _logarithmic(name, shape, a, n, axis), a) for a in range(len(shape))]
+
+
+@_fourier.rule
+def _fourier_rule(input, parameters, name, n, axis, dtype):
+    # The wrapper, not SciPy's own: nested reverse mode differentiates the pullback again.
+    y = _fourier(input, parameters, name, n, axis, dtype)
+    real_input = not np.iscomplexobj(input)
+
+    def back(dy):
+        if name == "fourier_shift":  # conj(K(s)) = K(-s)
+            dinput = _fourier(dy, -parameters, name, n, axis, None)
+        else:
+            dinput = _fourier(dy, parameters, name, n, axis, None)
+        if real_input and np.iscomplexobj(dinput):
+            dinput = np.real(dinput)
+        # Re Σ conj(ȳ) y ∂log K/∂p_a, the Gaussian's σ_a factored out and put back after.
+        terms = _fourier_parameter_terms(name, y, parameters, n, axis,
+                                         lambda t, a: np.real(np.vdot(dy, t)))
+        if terms is None:
+            return dinput, None
+        dparameters = stacked(terms)
+        if name == "fourier_gaussian":
+            dparameters = dparameters * parameters
+        return dinput, dparameters
+
+    return y, back
+
+
+@_fourier.jvp_rule
+def _fourier_jvp(tangents, input, parameters, name, n, axis, dtype):
+    dinput, dparameters = (tuple(tangents) + (None, None))[:2]
+    y = _fourier(input, parameters, name, n, axis, dtype)
+    parts = [] if dinput is None else [_fourier(dinput, parameters, name, n, axis, dtype)]
+    if dparameters is not None:
+        scale = dparameters * parameters if name == "fourier_gaussian" else dparameters
+        parts += _fourier_parameter_terms(name, y, parameters, n, axis,
+                                          lambda t, a: t * scale[a])
+    if not parts:
+        return y, None
+    dy = functools.reduce(np.add, parts)
+    return y, np.real(dy) if not np.iscomplexobj(y) and np.iscomplexobj(dy) else dy
+
+
+def _fourier_dtype(output, input, name):
+    """The dtype SciPy's Fourier filter writes (its ``_get_output_fourier``)."""
+    dtype = np.result_type(input) if hasattr(input, "dtype") else np.asarray(input).dtype
+    complex_only = name == "fourier_shift"
+    if output is None:
+        if dtype.type in (np.complex64, np.complex128) or (
+                dtype.type is np.float32 and not complex_only):
+            return dtype
+        return np.dtype(np.complex128 if complex_only else np.float64)
+    if type(output) is type:
+        allowed = (np.complex64, np.complex128) + (() if complex_only else
+                                                    (np.float32, np.float64))
+        if output not in allowed:
+            raise RuntimeError("output type not supported")
+        chosen = np.dtype(output)
+    else:
+        if np.shape(output) != np.shape(input):
+            raise RuntimeError("output shape not correct")
+        chosen = output.dtype
+    if chosen.kind not in "fc" or (dtype.kind == "c" and chosen.kind != "c"):
+        raise UnsupportedOperationError(
+            f"scipy.ndimage.{name} of a {dtype} input into a {chosen} output: mutad "
+            "differentiates Fourier filters into float or complex outputs that keep the "
+            "input's imaginary part; leave output out, or pass output=np.complex128.")
+    return chosen
+
+
+def _fourier_stand_in(name):
+    original = _FOURIER[name]
+
+    @stands_in_for(original)
+    def stand_in(input, parameter, n=-1, axis=-1, output=None):
+        dtype = _fourier_dtype(output, input, name)
+        ndim = np.ndim(input)
+        axis = normalize_axis_index(axis, ndim)
+        if innermost((parameter,)) is None:
+            parameters = np.asarray(_ni_support._normalize_sequence(parameter, ndim),
+                                    dtype=np.float64)
+        elif name in _FOLLOWED_PARAMETER:
+            parameters = (parameter * np.ones(ndim) if np.ndim(parameter) == 0
+                          else parameter * 1.0)
+            if np.shape(parameters) != (ndim,):
+                raise RuntimeError("sequence argument must have length equal to input rank")
+        else:
+            _constant(parameter, "the size", name)
+        y = _fourier(input, parameters, name, int(n), axis, dtype)
+        return _deliver(y, output)
+
+    return stand_in
+
+
+fourier_gaussian = _fourier_stand_in("fourier_gaussian")
+fourier_uniform = _fourier_stand_in("fourier_uniform")
+fourier_ellipsoid = _fourier_stand_in("fourier_ellipsoid")
+fourier_shift = _fourier_stand_in("fourier_shift")
+
+
+# ----------------------------------------------------------------------------------------------
+# Filters of the user's Python functions: refused by name with a traced image
+
+
+def _generic_refusal(original):
+    name = original.__name__
+
+    def refuse(input, *args, **kwargs):
+        if not carries_derivative(input):  # a constant (mutad.stop_gradient): SciPy's own
+            return original(input, *args, **kwargs)
+        raise UnsupportedOperationError(
+            f"scipy.ndimage.{name} of a differentiated image: SciPy calls the user's function "
+            "on plain buffers of each window, which mutad cannot follow. Write the filter with "
+            "NumPy on the whole image (numpy.lib.stride_tricks.sliding_window_view of "
+            "np.pad(x, ...), then a reduction over the window axes), use a routed filter "
+            "(correlate, uniform_filter, the rank filters), or pass the image through "
+            "mutad.stop_gradient.")
+
+    return StandIn(original, refuse)
+
+
+_generic_filter = _generic_refusal(_ndimage.generic_filter)
+_generic_filter1d = _generic_refusal(_ndimage.generic_filter1d)
