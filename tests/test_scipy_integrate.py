@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import scipy.integrate
 import scipy.linalg
-from scipy.integrate import (cumulative_simpson, cumulative_trapezoid, odeint, quad, quad_vec,
-                             romb, simpson, solve_ivp, trapezoid)
+from scipy.integrate import (cumulative_simpson, cumulative_trapezoid, nquad, odeint, quad,
+                             quad_vec, romb, simpson, solve_ivp, trapezoid)
 
 import mutad
 from mutad.errors import UnsupportedOperationError
@@ -719,3 +719,26 @@ def test_plain_calls_are_scipys():
     assert np.array_equal(sol.y, expected.y)
     assert integrate.quad(np.sin, 0, 1) == scipy.integrate.quad(np.sin, 0, 1)
     assert integrate.simpson([1.0, 2.0, 4.0]) == scipy.integrate.simpson([1.0, 2.0, 4.0])
+
+
+def _double(theta):
+    """nquad over a region whose upper y limit moves with a parameter, the integrand reading
+    args= and a closed-over array (a polynomial, which each quad integrates exactly at once)."""
+    w = theta[2:]
+    return nquad(lambda x, y, a, b: a * x * y * y + b * b * x + w[0] * y,
+                 [[0.0, 1.0], lambda a, b: [0.0, 1.0 + a]], args=(theta[0], theta[1]))
+
+
+def test_nquad_is_scipys_and_differentiated_as_nested_quads():
+    theta = np.array([0.3, 0.8, 0.5])
+    value, error = _double(theta)
+    plain = scipy.integrate.nquad(lambda x, y, a, b: a * x * y * y + b * b * x + 0.5 * y,
+                                  [[0.0, 1.0], lambda a, b: [0.0, 1.0 + a]], args=(0.3, 0.8))
+    assert (value, error) == plain
+    f = lambda t: _double(t)[0]  # noqa: E731
+    before = theta.copy()
+    expected = np.array([(f(theta + e) - f(theta - e)) / 2e-6 for e in np.eye(3) * 1e-6])
+    np.testing.assert_allclose(mutad.gradient(f, theta)[0], expected, rtol=1e-7)
+    v = np.array([0.4, -0.2, 1.0])
+    assert mutad.jvp(f, (theta,), (v,))[1] == pytest.approx(expected @ v, rel=1e-7)
+    assert np.array_equal(theta, before)  # second order: that of quad (test above), nested

@@ -1,7 +1,7 @@
 """``scipy.integrate`` functions mutad differentiates, by SciPy's names too: the quadratures of
 samples (``trapezoid``, ``simpson``, ``cumulative_trapezoid``, ``cumulative_simpson``,
-``romb``), initial value problems
-(``solve_ivp`` with every method, ``odeint``), ``quad`` and ``quad_vec``.
+``romb``), initial value problems (``solve_ivp`` with every method, ``odeint``), ``quad``,
+``quad_vec`` and ``nquad``.
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import integrate
@@ -51,7 +51,10 @@ How each gradient is computed:
   ``dense_output=True`` gives ``sol.sol(t)`` differentiable in ``y0`` and the parameters.
 * ``quad`` and ``quad_vec``: SciPy's value; the derivative in the parameters is ``quad_vec`` of
   the integrand's pullback (or, in forward mode, of its tangent), to the integral's tolerances
-  and break points, and in the limits ``f(b)`` and ``-f(a)``.
+  and break points, and in the limits ``f(b)`` and ``-f(a)``. ``nquad``: SciPy's nesting of
+  ``quad`` calls (the innermost over the first variable, each range and option function
+  called as SciPy calls it), each ``quad`` differentiated so, and the limits given by range
+  functions of the parameters with them.
 
 The times (``t_span``, ``t_eval``, ``odeint``'s ``t``, ``sol.sol``'s ``t``) are differentiated
 too: an output at time ``t`` moves with it as ``f(t, y(t))``, a later start moves ``y0`` back
@@ -94,8 +97,8 @@ from ..trees import flatten
 from ..views import memory
 from ._adjoints import outside_differentiations
 
-__all__ = ["cumulative_simpson", "cumulative_trapezoid", "odeint", "quad", "quad_vec", "romb",
-           "simpson", "solve_ivp", "trapezoid"]
+__all__ = ["cumulative_simpson", "cumulative_trapezoid", "nquad", "odeint", "quad", "quad_vec",
+           "romb", "simpson", "solve_ivp", "trapezoid"]
 
 
 def _routed(original):
@@ -1329,7 +1332,7 @@ class _Integral:
                         points=self.settings["points"])
         if followed:
             return quad_vec(g, a, b, **settings)[0]
-        with plain_allocation():
+        with outside_differentiations(self.name), plain_allocation():
             return _quad_vec.quad_vec(g, a, b, **settings)[0]
 
     def limit(self, x, values, followed=False):
@@ -1457,3 +1460,47 @@ def quad_vec(f: Callable[..., Any], a: float, b: float, epsabs: float = 1e-200,
     if not ACTIVE.running:
         return _quad_vec.quad_vec(f, a, b, args=args, **settings)
     return _integral("quad_vec", _quad_vec.quad_vec, f, a, b, tuple(args), settings)
+
+
+@_routed(_quadpack_py.nquad)
+def nquad(func: Callable[..., Any], ranges: Sequence[Any], args: Any = None, opts: Any = None,
+          full_output: bool = False) -> Any:
+    """SciPy's ``nquad``, differentiated in the parameters (``args=``, the arrays ``func``
+    closes over, and those the ``ranges`` and ``opts`` functions receive): the integral nested
+    as SciPy nests it, the innermost over the first variable, each level a ``quad`` that mutad
+    differentiates (so the values are SciPy's, bit for bit, and the derivatives those of
+    ``quad``, to second order). Returns ``(value, abserr)`` (and ``{'neval': ...}`` with
+    ``full_output``) as SciPy does."""
+    args = () if args is None else tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    if not ACTIVE.running or not _Parameters("nquad", (func,), args).followed:
+        with contextlib.ExitStack() as stack:
+            if ACTIVE.running:  # nothing differentiated reaches the integral
+                stack.enter_context(plain_allocation())
+                func = _plain_call("nquad", func)
+            return _quadpack_py.nquad(func, ranges, args, opts, full_output)
+    depth = len(ranges)
+    ranges = [r if callable(r) else _quadpack_py._RangeFunc(r) for r in ranges]
+    opts = [{}] * depth if opts is None else opts if isinstance(opts, (list, tuple)) \
+        else [opts] * depth
+    opts = [o if callable(o) else _quadpack_py._OptFunc(o) for o in opts]
+    found = {"abserr": 0.0, "neval": 0}
+
+    def integrate(*outer, level=0):
+        """The integral over variable ``depth - 1 - level`` of the rest, at ``outer`` (the
+        variables already fixed, outermost last, then ``args``)."""
+        low, high = ranges[-(level + 1)](*outer)
+        settings = dict(opts[-(level + 1)](*outer))
+        if "points" in settings:
+            settings["points"] = [x for x in settings["points"] if low <= x <= high]
+        innermost = level + 1 == depth
+        f = func if innermost else (lambda x, *rest: integrate(x, *rest, level=level + 1))
+        result = quad(f, low, high, args=outer, full_output=full_output, **settings)
+        found["abserr"] = max(found["abserr"], result[1])
+        if full_output and innermost:
+            found["neval"] += result[2]["neval"]
+        return result[0]
+
+    value = integrate(*args)
+    if full_output:
+        return value, found["abserr"], {"neval": found["neval"]}
+    return value, found["abserr"]
