@@ -378,6 +378,35 @@ def test_explicit_runge_kutta_derivatives_are_those_of_scipys_steps(method, span
     assert np.array_equal(z0, before)
 
 
+@pytest.mark.parametrize("method", ["RK23", "RK45"])
+def test_a_long_explicit_solve_keeps_a_few_states_and_takes_the_others_again(monkeypatch,
+                                                                              method):
+    """Without dense output, the reverse pass keeps every step's times but only some states
+    (one every stride steps, KEPT_STATES at most); the steps between are taken again. Its
+    derivatives are bit for bit those of the solve that kept SciPy's dense output."""
+    records, Record = [], integrate._Record
+    monkeypatch.setattr(integrate, "KEPT_STATES", 3)
+    monkeypatch.setattr(integrate, "_Record", type("Kept", (Record,), {
+        "__init__": lambda self: (Record.__init__(self), records.append(self))[0]}))
+    times = np.linspace(0.0, 6.0, 9)
+
+    def loss(z0, a, dense):
+        sol = solve_ivp(forced, (0.0, 6.0), z0, method=method, t_eval=times, args=(a,),
+                        dense_output=dense)
+        return (sol.y ** 2).sum()
+
+    before = Z0.copy()
+    kept = mutad.gradient(lambda z0, a: loss(z0, a, False), Z0, 0.7)
+    dense = mutad.gradient(lambda z0, a: loss(z0, a, True), Z0, 0.7)
+    assert np.array_equal(kept[0], dense[0]) and kept[1] == dense[1]
+    v = np.array([0.3, -0.4])
+    assert mutad.jvp(lambda z0: loss(z0, 0.7, False), (Z0,), (v,))[1] == \
+        mutad.jvp(lambda z0: loss(z0, 0.7, True), (Z0,), (v,))[1]
+    record = records[0]
+    assert len(record) > 8 and record.stride > 1 and len(record.states) <= 4
+    assert np.array_equal(Z0, before)
+
+
 def test_a_right_hand_side_the_steps_do_not_reproduce_takes_the_continuous_adjoint(
         monkeypatch):
     calls, found = [0], []
