@@ -771,3 +771,11 @@ def test_nquad_is_scipys_and_differentiated_as_nested_quads():
     v = np.array([0.4, -0.2, 1.0])
     assert mutad.jvp(f, (theta,), (v,))[1] == pytest.approx(expected @ v, rel=1e-7)
     assert np.array_equal(theta, before)  # second order: that of quad (test above), nested
+    # limits given as numbers, and by a range function, that are differentiated
+    c = np.array([1.2, 0.7])
+    np.testing.assert_allclose(mutad.gradient(
+        lambda c: nquad(lambda x, y: x * y + 1.0, [[0.0, c[0]], [0.0, c[1]]])[0], c)[0],
+        [c[1] ** 2 * c[0] / 2 + c[1], c[0] ** 2 * c[1] / 2 + c[0]], rtol=1e-12)
+    np.testing.assert_allclose(mutad.gradient(
+        lambda c: nquad(lambda x, y: x * y + 1.0, [[0.0, 1.0], lambda: [0.0, c[1]]])[0], c)[0],
+        [0.0, c[1] / 2 + 1.0], rtol=1e-12)

@@ -574,8 +574,8 @@ class _Problem:
         self.dense: Any = None
         self.path: Callable[..., Any] | None = None
         self.times: Any = None
-        # An explicit Runge-Kutta solve's steps, SciPy's dense output of each (the reverse
-        # pass goes back through them), or None.
+        # An explicit Runge-Kutta solve's steps (a _Record: the reverse and forward passes go
+        # through them again), or None.
         self.steps: Any = None
 
     def check_inputs(self, y0, values):
@@ -1576,6 +1576,12 @@ def quad_vec(f: Callable[..., Any], a: float, b: float, epsabs: float = 1e-200,
     return _integral("quad_vec", _quad_vec.quad_vec, f, a, b, tuple(args), settings)
 
 
+def _fixed(limits):
+    """A range given as numbers, as the function of the outer variables SciPy makes of it;
+    its closure holds them (for ``_Parameters`` to find)."""
+    return lambda *outer: limits
+
+
 @_routed(_quadpack_py.nquad)
 def nquad(func: Callable[..., Any], ranges: Sequence[Any], args: Any = None, opts: Any = None,
           full_output: bool = False) -> Any:
@@ -1586,34 +1592,44 @@ def nquad(func: Callable[..., Any], ranges: Sequence[Any], args: Any = None, opt
     ``quad``, to second order). Returns ``(value, abserr)`` (and ``{'neval': ...}`` with
     ``full_output``) as SciPy does."""
     args = () if args is None else tuple(args) if isinstance(args, (tuple, list)) else (args,)
-    if not ACTIVE.running or not _Parameters("nquad", (func,), args).followed:
+    limits = [r for r in ranges if not callable(r)]
+    if not ACTIVE.running or not (
+            _Parameters("nquad", (func, *(r for r in ranges if callable(r))), args).followed
+            or _followed(*flatten(limits)[0])):
         with contextlib.ExitStack() as stack:
             if ACTIVE.running:  # nothing differentiated reaches the integral
                 stack.enter_context(plain_allocation())
                 func = _plain_call("nquad", func)
             return _quadpack_py.nquad(func, ranges, args, opts, full_output)
     depth = len(ranges)
-    ranges = [r if callable(r) else _quadpack_py._RangeFunc(r) for r in ranges]
+    ranges = [r if callable(r) else _fixed(r) for r in ranges]
     opts = [{}] * depth if opts is None else opts if isinstance(opts, (list, tuple)) \
         else [opts] * depth
     opts = [o if callable(o) else _quadpack_py._OptFunc(o) for o in opts]
     found = {"abserr": 0.0, "neval": 0}
 
-    def integrate(*outer, level=0):
-        """The integral over variable ``depth - 1 - level`` of the rest, at ``outer`` (the
-        variables already fixed, outermost last, then ``args``)."""
-        low, high = ranges[-(level + 1)](*outer)
-        settings = dict(opts[-(level + 1)](*outer))
-        if "points" in settings:
-            settings["points"] = [x for x in settings["points"] if low <= x <= high]
-        innermost = level + 1 == depth
-        f = func if innermost else (lambda x, *rest: integrate(x, *rest, level=level + 1))
-        result = quad(f, low, high, args=outer, full_output=full_output, **settings)
-        found["abserr"] = max(found["abserr"], result[1])
-        if full_output and innermost:
-            found["neval"] += result[2]["neval"]
-        return result[0]
+    def over(level):
+        """The integral over variable ``depth - 1 - level`` of the rest, as a function of
+        the variables already fixed (outermost last, then ``args``). Each level's function
+        holds its range, options and the next level's function in its closure, where the
+        quad that calls it finds the differentiated values they reach."""
+        range_of, options_of = ranges[-(level + 1)], opts[-(level + 1)]
+        inner = func if level + 1 == depth else over(level + 1)
 
+        def integrate(*outer):
+            low, high = range_of(*outer)
+            settings = dict(options_of(*outer))
+            if "points" in settings:
+                settings["points"] = [x for x in settings["points"] if low <= x <= high]
+            result = quad(inner, low, high, args=outer, full_output=full_output, **settings)
+            found["abserr"] = max(found["abserr"], result[1])
+            if full_output and inner is func:
+                found["neval"] += result[2]["neval"]
+            return result[0]
+
+        return integrate
+
+    integrate = over(0)
     value = integrate(*args)
     if full_output:
         return value, found["abserr"], {"neval": found["neval"]}
