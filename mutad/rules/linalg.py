@@ -216,6 +216,8 @@ def _product_subscripts(a, b, b_axis):
 @defrule(np.dot, leading=2)
 def dot(a, b):
     y = np.dot(a, b)
+    if np.ndim(a) == 1 and np.ndim(b) == 1:  # an inner product: each cotangent is dy times
+        return y, lambda dy: (dy * b, dy * a)  # the other (as contraction_back's)
     # dot(a, b)[i..., j..., k] = Σ_m a[i..., m] b[j..., m, k]: m is b's second-to-last axis
     # (its only axis when b is a vector)
     terms, output = _product_subscripts(a, b, b_axis=max(np.ndim(b) - 2, 0))
