@@ -562,7 +562,7 @@ class ElementwiseWrite:
             elif recompute_y:  # they read the output, computed again from the inputs
                 state = (*state, ufunc)
         undo = tape.undo_for(inverse, is_safe, lambda: CopyBack(target), self.key, growth,
-                             self.whole)
+                             self.whole, target.nbytes)
         kind = "inverse" if undo is inverse else "checkpoint"
         if undo is inverse and exactly is not None:
             undo = exactly(undo)

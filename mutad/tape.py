@@ -48,6 +48,12 @@ This module knows nothing about arrays: a test drives it with a toy value type.
 
 POLICIES = ("restore", "checkpoint")
 DRIFT_LIMIT = 1e4
+SMALL_WRITE = 4096
+"""Under the restore policy, a write of at most this many bytes is checkpointed, while the
+bytes so copied stay within ``SMALL_COPIES``: a copy of a few KiB costs less than an inverse
+and its exactness check, and it is exact; inversion is for the large buffers whose memory
+matters."""
+SMALL_COPIES = 1 << 20
 
 
 class Absent:
@@ -207,7 +213,7 @@ class Write(Record):
 class Tape:
     """The records of one differentiation, and the policy for putting overwritten bytes back."""
 
-    __slots__ = ("records", "policy", "guards", "drift", "recorder")
+    __slots__ = ("records", "policy", "guards", "drift", "recorder", "copy_allowance")
 
     def __init__(self, policy="restore"):
         self.recorder = None  # a replay's recorder (``replay.Recorder``) while one records
@@ -215,6 +221,7 @@ class Tape:
         self.policy = policy  # one of POLICIES
         self.guards = {}
         self.drift = {}
+        self.copy_allowance = SMALL_COPIES  # bytes small writes may still copy (``SMALL_WRITE``)
 
     def record(self, record):
         """Append a :class:`Record` (a :class:`Write` for an in-place operation); the replay
@@ -235,7 +242,8 @@ class Tape:
             if save is not None:
                 save()
 
-    def undo_for(self, inverse, is_safe, checkpoint, key=None, growth=1.0, whole=False):
+    def undo_for(self, inverse, is_safe, checkpoint, key=None, growth=1.0, whole=False,
+                 size=None):
         """Decide, before an in-place write, how its overwritten bytes will be put back.
 
         ``inverse()`` undoes the write; ``is_safe()`` (None: always) says whether that inverse is
@@ -243,9 +251,13 @@ class Tape:
         overwritten and returns a callable that copies it back. ``key`` names the buffer
         written, ``growth`` (a number, or a callable evaluated only if the inverse is safe)
         bounds how much the inverse can amplify the relative error already in it, and ``whole``
-        says the write covers all of it (so a checkpoint makes it exact). Returns the callable
+        says the write covers all of it (so a checkpoint makes it exact), ``size`` how many
+        bytes it overwrites (a small write is copied: ``SMALL_WRITE``). Returns the callable
         to run during the replay.
         """
+        if size is not None and size <= SMALL_WRITE and size <= self.copy_allowance:
+            self.copy_allowance -= size
+            inverse = None
         if inverse is not None and self.policy == "restore" and (is_safe is None or is_safe()):
             # This inverse's own rounding is amplified by the inversions undone after it, the
             # earlier writes' (``drift``); its growth amplifies the rounding of those undone

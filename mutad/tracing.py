@@ -1142,7 +1142,8 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
             save = lambda t=t: (recomputation.chain(place_of(t), redo_inputs)  # noqa: E731
                                 or CopyBack(t.value))
         undo = tape.undo_for(inv, is_safe, save, t.buffer.key, growth,
-                             t.whole and checkpoint is None)
+                             t.whole and checkpoint is None,
+                             t.value.nbytes if checkpoint is None and inv is not _rule_restores else None)
         kind = "inverse" if undo is inv else "rebuild" if type(undo) is Rebuild else "checkpoint"
         if undo is inv and exactly is not None:
             undo = exactly(undo)

@@ -16,3 +16,13 @@ settings.load_profile("default")
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture
+def inverting(monkeypatch):
+    """Writes of any size undone by their inverses where exact (by default a write of a few
+    KiB is copied instead: ``mutad.tape.SMALL_WRITE``), for tests of the inverses that use
+    small arrays."""
+    import mutad.tape
+
+    monkeypatch.setattr(mutad.tape, "SMALL_WRITE", 0)

@@ -190,7 +190,7 @@ def test_in_place_complex_updates():
     check(f, SMALL_Z, W * 0.3, X, order=2)
 
 
-def test_a_complex_update_is_undone_by_its_inverse():
+def test_a_complex_update_is_undone_by_its_inverse(inverting):
     def f(z, w):
         z *= w
         z += w
@@ -200,7 +200,7 @@ def test_a_complex_update_is_undone_by_its_inverse():
     assert undos and all(kind in ("inverse", "partial") for kind in undos), undos
 
 
-def test_an_inverse_that_is_not_exact_saves_those_elements():
+def test_an_inverse_that_is_not_exact_saves_those_elements(inverting):
     """Complex products are not correctly rounded part by part: each element is checked, and
     the ones z * w / w would not give back are saved."""
     z = np.array([1e-20 + 1.0j, 1.0 + 2.0j])  # z * w / w loses 1e-20: saved, put back

@@ -261,7 +261,7 @@ def test_checking_the_reverse_pass_only():
                                                           line_of("log"))
 
 
-def test_a_restore_that_makes_a_nan_is_named():
+def test_a_restore_that_makes_a_nan_is_named(inverting):
     x = np.array([1.0, 2.0])
     error = raised(lambda x: scaled(x, 0.0), x)
     assert error.kind == "restored value"

@@ -152,7 +152,7 @@ complex_parts(%0: c128[3]):
 
 
 @pytest.mark.parametrize("f", list(PINNED), ids=lambda f: f.__name__)
-def test_listing_of_a_small_program_is_pinned(f):
+def test_listing_of_a_small_program_is_pinned(f, inverting):  # the inverses shown
     args, expected = PINNED[f]
     # Each group of records is headed by its line of f: {k} is the k-th line after "def".
     expected = expected.format(*(f.__code__.co_firstlineno + k for k in range(10)))

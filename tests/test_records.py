@@ -115,7 +115,7 @@ def test_a_large_constant_the_pullback_does_not_read_is_described_not_held():
     assert type(records[0].inputs[1]) is Absent and records[0].inputs[1].shape == c.shape
 
 
-def test_a_write_names_its_target_its_undo_and_the_temporary_its_inverse_reads():
+def test_a_write_names_its_target_its_undo_and_the_temporary_its_inverse_reads(inverting):
     def f(u, v):
         u[1:] += 0.5 * v[1:]
         return u.sum()
@@ -184,3 +184,29 @@ def test_a_record_keeps_alive_no_constant_its_pullback_does_not_read(operation):
     records, _ = _records(f, np.ones(3))
     gc.collect()
     assert records and refs[0]() is None
+
+
+def _undo_kinds(f, *args):
+    return [r.undo_kind for r in mutad.make_tape(f, *args).records if r.undo_kind]
+
+
+def _scaled_five_times(u, v):
+    for _ in range(5):
+        u *= v
+    return u.sum()
+
+
+def test_a_small_write_is_copied_a_large_one_inverted():
+    """Under the restore policy a write of at most SMALL_WRITE bytes is checkpointed: a copy
+    that small costs less than the inverse and its check; large ones are inverted."""
+    assert _undo_kinds(_scaled_five_times, np.ones(8), np.full(8, 2.0)) == ["checkpoint"] * 5
+    assert _undo_kinds(_scaled_five_times, np.ones(1000), np.full(1000, 2.0)) == ["inverse"] * 5
+    u, v = np.ones(8), np.full(8, 2.0)
+    assert mutad.gradient(_scaled_five_times, u, v)[0].tolist() == [32.0] * 8
+    assert u.tolist() == [1.0] * 8
+
+
+def test_small_copies_stop_at_their_allowance(monkeypatch):
+    monkeypatch.setattr(mutad.tape, "SMALL_COPIES", 3 * 64)  # three writes of 8 float64
+    assert _undo_kinds(_scaled_five_times, np.ones(8), np.full(8, 2.0)) == \
+        ["checkpoint"] * 3 + ["inverse"] * 2
