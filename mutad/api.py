@@ -72,7 +72,8 @@ class Run:
         of the differentiation (``tracing.constant``): what is computed from them alone runs
         as NumPy's and records nothing, and writes into them are followed and undone. A call
         a replay records (``recording``) traces them instead: the replay reads them as
-        inputs, and guards the decisions taken on them."""
+        inputs, and guards the decisions taken on them; so does a differentiation nested in
+        another, whose arguments are the outer one's arrays."""
         wrapped = []
         for i, arg in enumerate(args):
             leaves, rebuild = flatten(arg)

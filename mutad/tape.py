@@ -255,7 +255,8 @@ class Tape:
         bytes it overwrites (a small write is copied: ``SMALL_WRITE``). Returns the callable
         to run during the replay.
         """
-        if size is not None and size <= SMALL_WRITE and size <= self.copy_allowance:
+        if (inverse is not None and size is not None and size <= SMALL_WRITE
+                and size <= self.copy_allowance):
             self.copy_allowance -= size
             inverse = None
         if inverse is not None and self.policy == "restore" and (is_safe is None or is_safe()):
