@@ -132,14 +132,19 @@ def einsum_cotangent(k, terms, output, operands, dy, sizes):
     return g
 
 
+def _inner_product_back(a, b):
+    """The pullback of the inner product of two vectors of one shape: each cotangent is dy
+    times the other, as the einsum of ``einsum_cotangent`` would give it."""
+    return lambda dy: (dy * b, dy * a)
+
+
 def contraction_back(terms, output, operands):
     """The pullback of ``einsum(terms -> output)(*operands)``: one cotangent per operand."""
     terms, squeezed, sizes = _squeeze_broadcast(terms, operands)
     if (not output and len(operands) == 2 and terms[0] == terms[1]
             and len(set(terms[0])) == len(terms[0])
             and np.shape(operands[0]) == np.shape(operands[1])):
-        a, b = operands  # an inner product (dot of two vectors): each cotangent is dy times
-        return lambda dy: (dy * b, dy * a)  # the other, as the einsum below would give it
+        return _inner_product_back(*operands)
 
     def back(dy):
         dy = np.reshape(dy, [sizes[c] for c in output])
@@ -216,8 +221,8 @@ def _product_subscripts(a, b, b_axis):
 @defrule(np.dot, leading=2)
 def dot(a, b):
     y = np.dot(a, b)
-    if np.ndim(a) == 1 and np.ndim(b) == 1:  # an inner product: each cotangent is dy times
-        return y, lambda dy: (dy * b, dy * a)  # the other (as contraction_back's)
+    if np.ndim(a) == 1 and np.ndim(b) == 1:  # without the subscripts' scaffolding
+        return y, _inner_product_back(a, b)
     # dot(a, b)[i..., j..., k] = Σ_m a[i..., m] b[j..., m, k]: m is b's second-to-last axis
     # (its only axis when b is a vector)
     terms, output = _product_subscripts(a, b, b_axis=max(np.ndim(b) - 2, 0))

@@ -796,14 +796,14 @@ class _Steps:
         if not self.found:
             return
         record, last = self.record, self.count - 1
+        ends = problem.direction * np.array(record.t)  # in the solve's direction: ascending
         for j, t in enumerate(times):
             if t == record.t_old[0] and np.array_equal(Y[:, j], np.ravel(y0)):
                 self.start.append(j)
             elif problem.adaptive and 1 <= j <= last + 1 and t == record.t[j - 1]:
                 self.ends.setdefault(j - 1, []).append(j)  # checked when taken again
             else:
-                k = int(np.searchsorted(problem.direction * np.array(record.t),
-                                        problem.direction * t, side="left"))
+                k = int(np.searchsorted(ends, problem.direction * t, side="left"))
                 self.inside.setdefault(min(k, last), []).append(j)
         for k, columns in self.inside.items():
             x = (times[columns] - record.t_old[k]) / record.h[k]

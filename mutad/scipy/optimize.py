@@ -854,7 +854,7 @@ def minimize_scalar(original, a, p, call, followed):
         bool(res.success), res.message,
         None if p["bounds"] is None else _bounds_arrays(p["bounds"], 1, pairs=False),
         at=lambda z: grad(lambda w: a["fun"](w, *args))(z))
-    value = a["fun"](x if _order(stationarity) <= 1 else solution, *args)
+    value = a["fun"](_held_at(x, solution, stationarity), *args)
     values = {"x": solution}
     if _followed(value):
         values["fun"] = _with_derivatives(res.fun, value)
