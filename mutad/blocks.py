@@ -30,7 +30,9 @@ as the tracing engine does.
 
 The steps write their own code (``emit``, ``emit_back``), each next to the pullback it unrolls,
 so that both say the same thing: the same NumPy calls on the same arrays in the same order,
-and so the same bits.
+and so the same bits. A step that writes no code of its own (an in-place write, whose undo the
+tape decides afresh on every call; a guard) is run as it is, and its record reversed in its
+place (:class:`Opaque`), so that one block spans a whole loop body, views, writes and all.
 """
 
 import collections
@@ -40,6 +42,7 @@ import threading
 import numpy as np
 
 from .products import _finite, times, times_scalar, unmasked
+from .tape import Tape
 
 TEMPLATES = collections.OrderedDict()
 """Compiled factories by source, the least recently used dropped past :data:`KEPT`."""
@@ -233,6 +236,43 @@ def _factory(source):
     return namespace["make"]
 
 
+class Opaque:
+    """A step a block runs as it is, for the kinds that write no lines of their own (an
+    in-place write, whose undo is decided afresh on each call, a guard, a call): its own
+    ``step(values, tape)``, then the ``records`` (0 or 1) it appended taken off the tape, and
+    reversed at the step's place in the block's reverse pass (``Tape.reverse``)."""
+
+    __slots__ = ("step", "records")
+
+    buffer = out = None  # it makes no value the block holds
+
+    def __init__(self, step, records):
+        self.step = step
+        self.records = records
+
+    def emit(self, code, k):
+        code.forward.append(f"{code.bind(self.step)}(values, tape)")
+        if not self.records:
+            code.records.append(())
+            return
+        record = code.keep(f"r{k}")
+        code.forward.append(f"{record} = tape.records.pop()")
+        code.records.append((record,))
+
+    def emit_back(self, code, k):
+        if not self.records:
+            return []
+        # the record may take a shadow out of the dictionary (a write's cotangent): the shadows
+        # the block's earlier steps hold as locals are looked up again
+        code.shadows.clear()
+        return [f"{code.bind(Tape.reverse)}({code.records[k][0]}, shadows)"]
+
+    @staticmethod
+    def back(shadows, record=None):
+        if record is not None:
+            Tape.reverse(record, shadows)
+
+
 class Block:
     """A run of steps as generated functions; one tuple on the tape for all of them."""
 
@@ -244,8 +284,9 @@ class Block:
         the buffers made in the run whose cotangents are locals (no step outside the run reads
         them); ``guard_failed``: the exception a failed guard raises."""
         self.steps = steps
-        self.outputs = [None if step.buffer is None else step.buffer.key for step in steps]
-        self.buffers = {step.buffer.key: step.buffer for step in steps if step.buffer is not None}
+        made = [getattr(step, "buffer", None) for step in steps]
+        self.outputs = [None if buffer is None else buffer.key for buffer in made]
+        self.buffers = {buffer.key: buffer for buffer in made if buffer is not None}
         code = Code(internal)
         for k, step in enumerate(steps):
             step.emit(code, k)

@@ -15,10 +15,11 @@ way the engine builds it: the replay's reverse pass runs the engine's own pullba
 (``Tape.reverse``), so its gradients are the traced gradients bit for bit, and the restore and
 checkpoint policies decide each write afresh, on the values at hand.
 
-After a signature's first replay, its runs of small elementwise steps (whole arrays of up to
-a few KiB, single elements read or assigned) are compiled into straight-line Python
-(:func:`with_blocks`, :mod:`blocks`): the same NumPy calls, without a step's dispatch, its
-record, or the shadows' dictionary for the values only the run reads.
+After a signature's first replay, its runs of small elementwise steps (arrays of up to a few
+KiB, single elements read or assigned), with the views, writes and guards between them, are
+compiled into straight-line Python (:func:`with_blocks`, :mod:`blocks`): the same NumPy calls,
+without a step's dispatch, its record, or the shadows' dictionary for the values only the run
+reads.
 
 Every decision the program depends on is a *guard*:
 
@@ -68,15 +69,16 @@ import numpy as np
 from .allocation import as_floats, put_value
 from .arguments import Originals, check_argnums
 from .arraylike import weak
-from .blocks import Block, indent, scalar_cotangents
+from .blocks import Block, Opaque, indent, scalar_cotangents
 from .debug import Warnings, anomaly_detection, nowhere, user_frames, warn_at
 from .levels import ACTIVE
 from .products import times
 from .recompute import Lazy, small
 from .registry import FUNCTIONS, ONE, UFUNCS
-from .shadows import Buffer, Place, Shadows
+from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
-from .tracing import (ASSIGNMENT, CopyBack, Elementwise, ReverseTape, Traced, _differentiable, _exactly,
+from .tracing import (ASSIGNMENT, CopyBack, Elementwise, ReverseTape, Traced, _differentiable,
+                      _elementwise_cotangents, _exactly,
                       _function_pullback, _gather_pullback, _may_overlap, _read_by_partials,
                       _write_pullback, apply_function, check_constants, constant,
                       elementwise_kept, fresh_value, on_constants, plain, thaw, unwrapped_ufunc)
@@ -208,6 +210,38 @@ class Call:
         y = self.function(*self.args_of(values), **self.kwargs_of(values))
         _store(self.outputs, y, values)
 
+    @property
+    def inline(self):
+        """Whether a block writes this call as a line of its own (:meth:`emit`): ``x[key]``
+        of a value of the program, one array out (a view, mostly)."""
+        outputs = self.outputs
+        return (self.function is operator.getitem and not self.kwargs
+                and type(self.args[0]) is Slot and type(outputs) is Out
+                and (outputs.buffer is None or not outputs.buffer.weak))
+
+    def emit(self, code, k):
+        """As :meth:`Pure.emit`: ``_store`` of ``x[key]``."""
+        source, key = self.args
+        if any(within(key, Slot)):
+            key = f"{code.bind(resolve)}({code.bind(key)}, values)"
+        else:
+            key = code.bind(key)
+        out = self.outputs
+        y = f"{code.value(source.index)}[{key}]"
+        if out.convert is not _as_is:
+            y = f"{code.bind(out.convert)}({y})"
+        y = code.made(out.slot, y, False)
+        code.forward += [f"if {y}.shape != {code.bind(out.shape)}:", "    raise GuardFailed"]
+        code.records.append(())
+
+    @staticmethod
+    def emit_back(code, k):
+        return []
+
+    @staticmethod
+    def back(shadows):
+        pass
+
 
 ARITHMETIC = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
               np.true_divide: operator.truediv}
@@ -329,10 +363,16 @@ class Pure:
             lean = []
             for i in traced:
                 place = self.inputs[i]
-                if type(place) is not Buffer or not place.c_contiguous \
-                        or place.shape != buffer.shape or place.dtype != buffer.dtype:
+                if place.shape != buffer.shape or place.dtype != buffer.dtype:
                     return
-                lean.append((i, rule.partials[i], i == traced[-1], place))
+                # a whole C-contiguous buffer's shadow is an entry of its own, which the
+                # cotangent may become; a region's, or another layout's, is added into through
+                # ``Shadows.add`` (not where elements share memory, nor for a 0-d output, whose
+                # cotangent a block holds as NumPy's scalar)
+                direct = type(place) is Buffer and place.c_contiguous
+                if not direct and (overlapping(place) or buffer.shape == ()):
+                    return
+                lean.append((i, rule.partials[i], i == traced[-1], place, direct))
             self.lean = tuple(lean)
 
     def __call__(self, values, tape):
@@ -369,23 +409,30 @@ class Pure:
             Elementwise.pullback(self.record(vals, y), shadows, None)
             return
         rows = []
-        for i, partial, last, buffer in self.lean:
+        for i, partial, last, place, direct in self.lean:
             if partial is ONE:
                 if not last:
-                    existing = entries.get(buffer.key)
-                    if existing is not None:  # takes dy as it is
-                        existing[1] += dy
+                    if direct:
+                        existing = entries.get(place.key)
+                        if existing is not None:  # takes dy as it is
+                            existing[1] += dy
+                            continue
+                    elif shadows.has(place):
+                        shadows.add(place, dy)
                         continue
                     g = dy.copy()
                 else:
                     g = dy
             else:
                 g = times(dy, partial(y, *vals), dy if last else np.empty_like(dy))
-            rows.append((buffer, g))
-        for buffer, g in rows:
-            existing = entries.get(buffer.key)
+            rows.append((place, g, direct))
+        for place, g, direct in rows:
+            if not direct:
+                shadows.add(place, g, owned=True)
+                continue
+            existing = entries.get(place.key)
             if existing is None:
-                entries[buffer.key] = [buffer, g, None, None]
+                entries[place.key] = [place, g, None, None]
             else:
                 existing[1] += g
 
@@ -433,7 +480,7 @@ class Pure:
         key = code.key(self.buffer)
         # A float64 scalar's cotangent is NumPy's scalar, not a 0-d array (scalar_cotangents)
         dy = "x[1][()]" if scalar_cotangents(self.buffer) else "x[1]"
-        if not any(code.cotangent(buffer) for *_, buffer in self.lean):
+        if not any(code.cotangent(place) for *_, place, direct in self.lean if direct):
             return [f"x = pop({key}, None)", "if x is not None:",
                     "    if x[3] is not None or not x[1].flags.writeable:",
                     f"        entries[{key}] = x",
@@ -450,9 +497,15 @@ class Pure:
         arithmetic on NumPy's scalars, which need no copies."""
         scalar = scalar_cotangents(self.buffer)
         lines, rows = [], []
-        for j, (_, partial, last, buffer) in enumerate(self.lean):
+        for j, (_, partial, last, buffer, direct) in enumerate(self.lean):
             g = f"g{j}"
             copy = "dy" if scalar else "dy.copy()"
+            if partial is ONE and not last and not direct:  # a region: Shadows.add
+                place = code.bind(buffer)
+                lines += [f"if shadows.has({place}):", f"    shadows.add({place}, dy)",
+                          f"    {g} = None", "else:", f"    {g} = dy.copy()"]
+                rows.append((g, buffer, True))
+                continue
             if partial is ONE and not last:
                 local = code.cotangent(buffer)
                 if local is None:
@@ -483,7 +536,8 @@ class Pure:
                 lines += [f"p = {code.bind(partial)}({y}, {vals})", f"{g} = {general}"]
             rows.append((g, buffer, False))
         for g, buffer, optional in rows:
-            add = code.add(buffer, g)
+            add = code.add(buffer, g) if type(buffer) is Buffer and buffer.c_contiguous else \
+                [f"shadows.add({code.bind(buffer)}, {g}, True)"]
             lines += [f"if {g} is not None:", *indent(add)] if optional else add
         return lines
 
@@ -499,7 +553,7 @@ class ElementwiseWrite:
 
     __slots__ = ("ufunc", "args", "kwargs", "target", "rule", "reads", "position", "others_at",
                  "apart", "traced", "state", "inputs", "written", "buffer", "primitive", "key",
-                 "whole", "args_of")
+                 "whole", "args_of", "invertible", "lean")
 
     def __init__(self, ufunc, args, kwargs, target, rule, reads, position, apart, record,
                  key, whole):
@@ -524,11 +578,23 @@ class ElementwiseWrite:
 
     def prepare(self):
         self.args_of = resolver(self.args)
+        rule, position = self.rule, self.position
+        self.invertible = bool(position is not None and position < len(rule.inverse)
+                               and rule.inverse[position])
+        # Where the write's bytes are copied (``Tape.copied``) and its pullback reads no output,
+        # the step keeps a record of its own: the operands and the saved bytes (``back``)
+        self.lean = not self.kwargs and rule.decide is None and "y" not in rule.uses
 
     def __call__(self, values, tape):
         rule, ufunc, kwargs = self.rule, self.ufunc, self.kwargs
         vals = self.args_of(values)
         target = values[self.target]
+        if self.lean and tape.copied(self.invertible, target.nbytes, self.key, self.whole):
+            saved = target.copy()
+            tape.before_write(self.key)
+            ufunc(*vals, out=target)
+            tape.records.append((self, vals, (target, saved)))
+            return
         recompute_y = "x" in rule.uses and "y" in rule.uses
         decision = rule.decide(*vals) if rule.decide is not None and self.traced else None
         kept = list(vals) if recompute_y else list(_read_by_partials(vals, self.reads))
@@ -577,6 +643,18 @@ class ElementwiseWrite:
             self.primitive, self.inputs, kwargs or None, kept, state,
             _write_pullback if self.traced else None, self.written, undo, kind, self.written,
             None, rule.uses != "y"))
+
+    def back(self, shadows, vals, saved):
+        """The reverse of the lean record ``(self, vals, (target, saved))``: what
+        ``Write.reverse`` does with the checkpoint's undo and ``_write_pullback``: the
+        cotangent of the values written taken, the bytes copied back, and the pullback run
+        on the operands as they were."""
+        target, saved = saved
+        dy = shadows.take(self.written)
+        np.copyto(target, saved)
+        if dy is not None and self.traced:
+            rule, traced = self.state
+            _elementwise_cotangents(shadows, rule, dy, None, self.inputs, vals, traced)
 
 
 class ConstantWrite:
@@ -977,10 +1055,29 @@ def with_frees(steps, large):
     return out
 
 
+def _member(step):
+    """``step`` as a compiled block runs it: itself where it writes its own lines, as an
+    :class:`blocks.Opaque` step where it runs as it is; None where it ends a run (a large
+    temporary let go, an operation the engine records, a function's rule)."""
+    kind = type(step)
+    if kind is SetElement or kind in (Pure, Gather) and step.lean:
+        return step
+    if kind is Call:
+        return step if step.inline else Opaque(step, 0)
+    if kind is ElementwiseWrite:
+        return Opaque(step, 1)
+    if kind is ConstantWrite:
+        return Opaque(step, 0 if step.saved is None else 1)
+    if kind is Guard:
+        return Opaque(step, 0)
+    return None
+
+
 def with_blocks(steps, held):
     """``steps`` with each run of lean elementwise steps (:class:`Pure`, :class:`Gather`, and
-    :class:`SetElement`, fused here) as one :class:`blocks.Block`. ``held``: the slots the
-    program reads when its steps are done (its result, its aux)."""
+    :class:`SetElement`, fused here), and of the indexing, writes and guards between them
+    (``_member``), as one :class:`blocks.Block`. ``held``: the slots the program reads when
+    its steps are done (its result, its aux)."""
     reads = [set(_read_slots(step)) for step in steps]
     readers = collections.Counter(slot for slots in reads for slot in slots)
     fused, fused_reads = [], []
@@ -994,14 +1091,18 @@ def with_blocks(steps, held):
         fused.append(step)
         fused_reads.append(slots)
     steps, reads = fused, fused_reads
+    members = [_member(step) for step in steps]
     runs, run = [], []
-    for k, step in enumerate((*steps, None)):
-        if type(step) is SetElement or type(step) in (Pure, Gather) and step.lean:
+    for k, member in enumerate((*members, None)):
+        if member is not None:
             run.append(k)
             continue
         runs += [run[i:i + BLOCK_STEPS] for i in range(0, len(run), BLOCK_STEPS)]
         run = []
-    runs = [run for run in runs if len(run) > 1 or type(steps[run[0]]) is SetElement]
+    # worth compiling: a run with steps that write their own lines, more than one or an
+    # element's assignment
+    runs = [run for run in runs if sum(type(members[k]) is not Opaque for k in run) > 1
+            or any(type(steps[k]) is SetElement for k in run)]
     if not runs:
         return steps
     block_of = {k: j for j, run in enumerate(runs) for k in run}
@@ -1019,10 +1120,10 @@ def with_blocks(steps, held):
     out, start = [], 0
     for j, run in enumerate(runs):
         out += steps[start:run[0]]
-        members = [steps[k] for k in run]
-        internal = {step.buffer.key for step in members if step.out is not None
+        run_members = [members[k] for k in run]
+        internal = {step.buffer.key for step in run_members if type(step) in (Pure, Gather)
                     and step.out not in outside and read_in.get(step.out, j) == j}
-        out.append(Block(members, internal, GuardFailed))
+        out.append(Block(run_members, internal, GuardFailed))
         start = run[-1] + 1
     return out + steps[start:]
 
@@ -1590,13 +1691,9 @@ class Program:
                     value = value[()]
                 check_constants(tape)
                 shadows.add(self.output_place, 1.0)
-                records = tape.records
+                records, reverse = tape.records, Tape.reverse
                 while records:
-                    record = records.pop()
-                    if type(record) is tuple:
-                        record[0].back(shadows, record[1], record[2])
-                    else:
-                        Tape.reverse(record, shadows)
+                    reverse(records.pop(), shadows)
             keys = self.keys
             grads = []
             for place, key, (_, scalar) in zip(self.places, keys, self.inputs, strict=True):

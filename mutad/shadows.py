@@ -164,7 +164,7 @@ class Shadows:
         Under nested differentiation cotangents are traced by the outer ones; the first that
         reaches a shadow none as deep follows turns it into a traced copy, so the accumulation
         is recorded."""
-        if deeper(g, entry[1]):
+        if type(g) is not np.ndarray and deeper(g, entry[1]):  # (a plain array is not deeper)
             if entry[2] is None:
                 entry[2] = entry[1].reshape(-1)
             buffer = entry[0]
@@ -172,6 +172,10 @@ class Shadows:
             entry[1] = strided(entry[2], buffer.shape, buffer.dtype, buffer.offset,
                                buffer.strides)
         return entry
+
+    def has(self, place):
+        """Whether a gradient reached the buffer of ``place`` (``get`` is not None)."""
+        return place.buffer.key in self.entries
 
     def get(self, place):
         """The shadow at ``place``, or None if no gradient reached its buffer."""

@@ -255,11 +255,9 @@ class Tape:
         bytes it overwrites (a small write is copied: ``SMALL_WRITE``). Returns the callable
         to run during the replay.
         """
-        if (inverse is not None and size is not None and size <= SMALL_WRITE
-                and size <= self.copy_allowance):
-            self.copy_allowance -= size
-            inverse = None
-        if inverse is not None and self.policy == "restore" and (is_safe is None or is_safe()):
+        if self.copied(inverse is not None, size, key, whole):
+            return checkpoint()
+        if self.policy == "restore" and (is_safe is None or is_safe()):
             # This inverse's own rounding is amplified by the inversions undone after it, the
             # earlier writes' (``drift``); its growth amplifies the rounding of those undone
             # before it, the later writes': it counts from the next write on.
@@ -274,6 +272,19 @@ class Tape:
             self.drift.pop(key, None)
         return checkpoint()
 
+    def copied(self, invertible, size, key=None, whole=False):
+        """Whether a write is checkpointed whatever its operands are (:meth:`undo_for`'s first
+        question): no inverse is on offer, or it overwrites ``size`` bytes, a small write the
+        copy allowance still covers. If so, the write is counted as one; else
+        :meth:`undo_for` asks the inverse."""
+        if invertible:
+            if size is None or size > SMALL_WRITE or size > self.copy_allowance:
+                return False
+            self.copy_allowance -= size
+        if whole:
+            self.drift.pop(key, None)
+        return True
+
     def replay(self, shadows):
         """Reverse every record newest first; each record is dropped as soon as it ran, so the
         buffers only it kept alive are freed during the replay, not after it."""
@@ -283,8 +294,12 @@ class Tape:
 
     @staticmethod
     def reverse(record, shadows):
-        """Reverse one record: its pullback, and for a write its undo."""
-        if record.undo is None:  # a pure operation
+        """Reverse one record: its pullback, and for a write its undo. A tuple ``(step, a,
+        b)`` is the record a replayed step keeps of itself, which it reverses
+        (``step.back(shadows, a, b)``)."""
+        if type(record) is tuple:
+            record[0].back(shadows, record[1], record[2])
+        elif record.undo is None:  # a pure operation
             record.pullback(record, shadows, None)
         else:
             record.reverse(shadows)

@@ -740,7 +740,7 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
     for i in traced:
         partial = rule.partials[i]
         if partial is ONE and i != last and places[i].shape == dy.shape \
-                and shadows.get(places[i]) is not None:
+                and shadows.has(places[i]):
             shadows.add(places[i], dy)  # an existing shadow takes dy as it is: no copy
             continue
         if partial is ONE:

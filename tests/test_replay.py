@@ -496,6 +496,37 @@ def test_compiled_runs_of_elementwise_steps_replay_bit_for_bit(f, make, policy, 
     assert len(blocks(replaying)) > (5 if block_steps == 7 else 0), "compiled blocks ran"
 
 
+def heat_stencil(u0, target, r, steps=40):
+    u = u0.copy()
+    for _ in range(steps):
+        u[1:-1] += r * (u[2:] - 2 * u[1:-1] + u[:-2])
+        u[0] = 0.0
+        u[-1] = u[-2]
+    d = u - target
+    return np.sum(d * d)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("n, small_copies", [(11, None), (11, 1000), (400, 20000)])
+def test_a_stencils_loop_body_compiles_views_and_writes_and_all(policy, n, small_copies,
+                                                                 monkeypatch):
+    """The slices, the arithmetic on them and the writes of ``u[1:-1] += ...`` and the
+    boundary assignments run as one block per loop body; the writes' undos are decided afresh
+    on each call, whether their bytes are copied (a small write, while the copy allowance
+    lasts: ``small_copies``) or put back by the inverse once it is spent."""
+    from mutad import tape as tape_module
+    from mutad.blocks import Opaque
+    if small_copies is not None:
+        monkeypatch.setattr(tape_module, "SMALL_COPIES", small_copies)
+    rng = np.random.default_rng(14)
+    calls = [(rng.standard_normal(n), rng.standard_normal(n), 0.2 + 0.2 * rng.random())
+             for _ in range(4)]
+    replaying = replayed_like_traced(heat_stencil, calls, policy, argnums=(0, 2))
+    compiled = blocks(replaying)
+    assert not replaying.reasons and compiled
+    assert any(type(member) is Opaque for block in compiled for member in block.steps)
+
+
 def test_a_block_whose_outputs_get_no_cotangent_finishes_one_step_at_a_time(monkeypatch):
     from mutad.blocks import Block
     left = []
@@ -574,12 +605,13 @@ BINARY = (np.add, np.subtract, np.multiply, np.divide, np.maximum)
 def elementwise_chains(draw):
     """Straight-line programs of small elementwise operations on two arrays, their elements
     and Python numbers: each operation reads earlier values, some values are read only by a
-    decision or by an in-place update (which ends a block), some are assigned into one
-    element of an array, and the result sums a few of them."""
+    decision or by an in-place update (of a whole array or a slice, which a block runs as
+    it is), some are assigned into one element of an array, constants and slices are assigned,
+    and the result sums a few of them."""
     operations = []
     for k in range(draw(st.integers(2, 14))):
         kind = draw(st.sampled_from(["unary", "binary", "binary", "constant", "element",
-                                     "decide", "update", "assign"]))
+                                     "decide", "update", "assign", "region", "boundary"]))
         a, b = draw(st.integers(0, k + 1)), draw(st.integers(0, k + 1))
         operations.append((kind, a, b, draw(st.integers(0, 4)),
                            draw(st.sampled_from([0.5, -1.5, 2.0, 3]))))
@@ -605,6 +637,15 @@ def chain(operations, kept):
             elif kind == "assign" and u.ndim:  # one element of a new array
                 w = u * 1.0
                 w[which % w.size] = v[which % v.size] * number if v.ndim else v * number
+                values.append(w)
+            elif kind == "region" and u.ndim and v.ndim:  # a stencil's update of a slice
+                w = u * 1.0
+                w[1:] += number * (v[:-1] - w[1:])
+                values.append(w)
+            elif kind == "boundary" and u.ndim:  # a constant assigned, a region copied
+                w = u + 0.0
+                w[which % w.size] = number
+                w[-2:] = w[:2] if which % 2 else v[-2:] if v.ndim else v
                 values.append(w)
             else:
                 w = u + 0.0
