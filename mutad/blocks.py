@@ -79,6 +79,7 @@ def _number(y):
 
 
 HELPERS = {"number": _number, "product": _product, "multiply": np.multiply, "add": np.add,
+           "copyto": np.copyto,
            "empty_like": np.empty_like, "array": np.array, "unmasked_scalar": _unmasked_scalar,
            "times_scalar": times_scalar}
 
@@ -284,7 +285,7 @@ class Block:
         the buffers made in the run whose cotangents are locals (no step outside the run reads
         them); ``guard_failed``: the exception a failed guard raises."""
         self.steps = steps
-        made = [getattr(step, "buffer", None) for step in steps]
+        made = [None if getattr(step, "out", None) is None else step.buffer for step in steps]
         self.outputs = [None if buffer is None else buffer.key for buffer in made]
         self.buffers = {buffer.key: buffer for buffer in made if buffer is not None}
         code = Code(internal)

@@ -73,7 +73,7 @@ from .blocks import Block, Opaque, indent, scalar_cotangents
 from .debug import Warnings, anomaly_detection, nowhere, user_frames, warn_at
 from .levels import ACTIVE
 from .products import times
-from .recompute import Lazy, small
+from .recompute import SMALL, Lazy, small
 from .registry import FUNCTIONS, ONE, UFUNCS
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
@@ -99,6 +99,11 @@ many times, and compiling costs about as much as a few traced calls."""
 BLOCK_STEPS = 128
 """Steps per compiled block at most: a long run is cut into blocks of this many, which share
 compiled templates wherever a loop body repeats (Python compiles one long function slowly)."""
+
+STRICT = False
+"""Whether a replay that raises ``NameError`` or ``AttributeError`` (which no recorded NumPy
+call raises: a mistake in mutad's own steps or generated code) raises it, rather than
+tracing the call as after any other error. The test suite and the soak set it."""
 
 FAILED_GUARDS = 4
 """A signature whose guards fail this many calls in a row is traced from then on: its program
@@ -359,21 +364,7 @@ class Pure:
                 for a, place in zip(self.args, self.inputs, strict=True)):
             self.ufunc = self.record_ufunc
         if rule.decide is None and buffer.c_contiguous and small(buffer):
-            traced = self.state[1]
-            lean = []
-            for i in traced:
-                place = self.inputs[i]
-                if place.shape != buffer.shape or place.dtype != buffer.dtype:
-                    return
-                # a whole C-contiguous buffer's shadow is an entry of its own, which the
-                # cotangent may become; a region's, or another layout's, is added into through
-                # ``Shadows.add`` (not where elements share memory, nor for a 0-d output, whose
-                # cotangent a block holds as NumPy's scalar)
-                direct = type(place) is Buffer and place.c_contiguous
-                if not direct and (overlapping(place) or buffer.shape == ()):
-                    return
-                lean.append((i, rule.partials[i], i == traced[-1], place, direct))
-            self.lean = tuple(lean)
+            self.lean = _lean_inputs(rule, self.state[1], self.inputs, buffer)
 
     def __call__(self, values, tape):
         vals = self.args.copy()
@@ -493,53 +484,83 @@ class Pure:
                 f"dy = {dy}", *self._lean_back(code, vals, y)]
 
     def _lean_back(self, code, vals, y):
-        """The lean path of :meth:`back`, from ``dy`` on; for a float64 scalar, the same
-        arithmetic on NumPy's scalars, which need no copies."""
-        scalar = scalar_cotangents(self.buffer)
-        lines, rows = [], []
-        for j, (_, partial, last, buffer, direct) in enumerate(self.lean):
-            g = f"g{j}"
-            copy = "dy" if scalar else "dy.copy()"
-            if partial is ONE and not last and not direct:  # a region: Shadows.add
-                place = code.bind(buffer)
-                lines += [f"if shadows.has({place}):", f"    shadows.add({place}, dy)",
-                          f"    {g} = None", "else:", f"    {g} = dy.copy()"]
+        """The lean path of :meth:`back`, from ``dy`` on."""
+        return _lean_cotangents(code, self.lean, self.buffer, vals, y)
+
+
+def _lean_inputs(rule, traced, inputs, made):
+    """Per traced input of an elementwise operation that made ``made`` (small), what its lean
+    pullback needs (``_lean_cotangents``); None if an input is not of ``made``'s shape and
+    dtype. A whole C-contiguous buffer's shadow is an entry of its own, which the cotangent
+    may become; a region's, or another layout's, is added into through ``Shadows.add`` (not
+    where elements share memory, nor for a 0-d output, whose cotangent a block holds as
+    NumPy's scalar)."""
+    lean = []
+    for i in traced:
+        place = inputs[i]
+        if place.shape != made.shape or place.dtype != made.dtype:
+            return None
+        direct = type(place) is Buffer and place.c_contiguous
+        if not direct and (overlapping(place) or made.shape == ()):
+            return None
+        lean.append((i, rule.partials[i], i == traced[-1], place, direct))
+    return tuple(lean)
+
+
+def _lean_cotangents(code, lean, made, vals, y, scalar=None):
+    """Lines that accumulate the cotangent ``dy`` of ``made`` (the buffer an elementwise step
+    made, the place a write wrote) into those of its inputs, as ``tracing._small_cotangents``
+    does, for the inputs ``lean`` (per traced input: its position, partial, whether it is the
+    last, its place, whether that is a whole C-contiguous buffer); ``vals`` and ``y`` name the
+    inputs and the output the partials read. For a float64 scalar, the same arithmetic on
+    NumPy's scalars, which need no copies (``scalar``: None, as ``blocks`` holds a cotangent
+    of ``made``)."""
+    if scalar is None:
+        scalar = scalar_cotangents(made)
+    lines, rows = [], []
+    for j, (_, partial, last, buffer, direct) in enumerate(lean):
+        g = f"g{j}"
+        copy = "dy" if scalar else "dy.copy()"
+        if partial is ONE and not last and not direct:  # a region: Shadows.add
+            place = code.bind(buffer)
+            lines += [f"if shadows.has({place}):", f"    shadows.add({place}, dy)",
+                      f"    {g} = None", "else:", f"    {g} = dy.copy()"]
+            rows.append((g, buffer, True))
+            continue
+        if partial is ONE and not last:
+            local = code.cotangent(buffer)
+            if local is None:
+                lines += [f"x = get({code.key(buffer)})", "if x is not None:",
+                          "    x[1] += dy", f"    {g} = None", "else:", f"    {g} = {copy}"]
                 rows.append((g, buffer, True))
-                continue
-            if partial is ONE and not last:
-                local = code.cotangent(buffer)
-                if local is None:
-                    lines += [f"x = get({code.key(buffer)})", "if x is not None:",
-                              "    x[1] += dy", f"    {g} = None", "else:", f"    {g} = {copy}"]
-                    rows.append((g, buffer, True))
-                elif buffer.key in code.live:
-                    lines += code.plus(local, "dy") if scalar else [f"{local} += dy"]
-                else:
-                    lines.append(f"{g} = {copy}")
-                    rows.append((g, buffer, False))
-                continue
-            if partial is ONE:
-                lines.append(f"{g} = dy")
-            elif scalar:  # times(dy, p): zero where a factor is, whatever the other
-                lines += [f"p = {code.bind(partial)}({y}, {vals})",
-                          f"{g} = dy * p if unmasked_scalar(dy, p) else times_scalar(dy, p)"]
+            elif buffer.key in code.live:
+                lines += code.plus(local, "dy") if scalar else [f"{local} += dy"]
             else:
-                into = ("dy" if last else "None" if self.buffer.shape != ()
-                        else "empty_like(dy)")  # dy * p gives a NumPy scalar for a 0-d dy
-                general = f"product(dy, p, {into})"
-                for number in vals.split(", "):
-                    if number in code.arrays:  # the partial is that float: the array, finite, not 0
-                        factor = code.arrays[number]
-                        fast = (f"dy * {factor}" if into == "None" else
-                                f"multiply(dy, {factor}, out={into})")
-                        general = f"{fast} if p is {number} else {general}"
-                lines += [f"p = {code.bind(partial)}({y}, {vals})", f"{g} = {general}"]
-            rows.append((g, buffer, False))
-        for g, buffer, optional in rows:
-            add = code.add(buffer, g) if type(buffer) is Buffer and buffer.c_contiguous else \
-                [f"shadows.add({code.bind(buffer)}, {g}, True)"]
-            lines += [f"if {g} is not None:", *indent(add)] if optional else add
-        return lines
+                lines.append(f"{g} = {copy}")
+                rows.append((g, buffer, False))
+            continue
+        if partial is ONE:
+            lines.append(f"{g} = dy")
+        elif scalar:  # times(dy, p): zero where a factor is, whatever the other
+            lines += [f"p = {code.bind(partial)}({y}, {vals})",
+                      f"{g} = dy * p if unmasked_scalar(dy, p) else times_scalar(dy, p)"]
+        else:
+            into = ("dy" if last else "None" if made.shape != ()
+                    else "empty_like(dy)")  # dy * p gives a NumPy scalar for a 0-d dy
+            general = f"product(dy, p, {into})"
+            for number in vals.split(", "):
+                if number in code.arrays:  # the partial is that float: the array, finite, not 0
+                    factor = code.arrays[number]
+                    fast = (f"dy * {factor}" if into == "None" else
+                            f"multiply(dy, {factor}, out={into})")
+                    general = f"{fast} if p is {number} else {general}"
+            lines += [f"p = {code.bind(partial)}({y}, {vals})", f"{g} = {general}"]
+        rows.append((g, buffer, False))
+    for g, buffer, optional in rows:
+        add = code.add(buffer, g) if type(buffer) is Buffer and buffer.c_contiguous else \
+            [f"shadows.add({code.bind(buffer)}, {g}, True)"]
+        lines += [f"if {g} is not None:", *indent(add)] if optional else add
+    return lines
 
 
 INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
@@ -553,7 +574,7 @@ class ElementwiseWrite:
 
     __slots__ = ("ufunc", "args", "kwargs", "target", "rule", "reads", "position", "others_at",
                  "apart", "traced", "state", "inputs", "written", "buffer", "primitive", "key",
-                 "whole", "args_of", "invertible", "lean")
+                 "whole", "args_of", "invertible", "lean", "cotangents")
 
     def __init__(self, ufunc, args, kwargs, target, rule, reads, position, apart, record,
                  key, whole):
@@ -584,6 +605,13 @@ class ElementwiseWrite:
         # Where the write's bytes are copied (``Tape.copied``) and its pullback reads no output,
         # the step keeps a record of its own: the operands and the saved bytes (``back``)
         self.lean = not self.kwargs and rule.decide is None and "y" not in rule.uses
+        # and in a block, its pullback as lines of the block's own where it is a small
+        # elementwise one (``_lean_cotangents``; None: the step's ``back``)
+        written = self.written
+        self.cotangents = None
+        if self.lean and self.traced and written.shape != () and \
+                math.prod(written.shape) * written.dtype.itemsize < SMALL:
+            self.cotangents = _lean_inputs(rule, self.state[1], self.inputs, written)
 
     def __call__(self, values, tape):
         rule, ufunc, kwargs = self.rule, self.ufunc, self.kwargs
@@ -644,17 +672,57 @@ class ElementwiseWrite:
             _write_pullback if self.traced else None, self.written, undo, kind, self.written,
             None, rule.uses != "y"))
 
-    def back(self, shadows, vals, saved):
+    def back(self, shadows, vals, saved, record=None):
         """The reverse of the lean record ``(self, vals, (target, saved))``: what
         ``Write.reverse`` does with the checkpoint's undo and ``_write_pullback``: the
         cotangent of the values written taken, the bytes copied back, and the pullback run
-        on the operands as they were."""
+        on the operands as they were. In a block, ``record`` is the record of the write
+        where it was not lean (its operands asked for the inverse)."""
+        if record is not None:
+            Tape.reverse(record, shadows)
+            return
         target, saved = saved
         dy = shadows.take(self.written)
         np.copyto(target, saved)
         if dy is not None and self.traced:
             rule, traced = self.state
             _elementwise_cotangents(shadows, rule, dy, None, self.inputs, vals, traced)
+
+    def emit(self, code, k):
+        """As :meth:`Pure.emit`: the lean write (:meth:`__call__`) where the tape copies its
+        bytes, else the step itself, its record kept for the reverse pass."""
+        vals = [code.value(a.index) if type(a) is Slot else code.bind(a) for a in self.args]
+        target = code.keep(code.value(self.target))
+        saved, record = code.keep(f"saved{k}"), code.keep(f"r{k}")
+        for name in vals:
+            if name[0] == "v":
+                code.keep(name)
+        key = code.bind(self.key, "key")
+        code.forward += [
+            f"if tape.copied({self.invertible}, {target}.nbytes, {key}, {self.whole}):",
+            f"    {saved} = {target}.copy()", "    if tape.guards:",
+            f"        tape.before_write({key})",
+            f"    {code.bind(self.ufunc)}({', '.join(vals)}, out={target})",
+            f"    {record} = None", "else:", f"    {code.bind(self)}(values, tape)",
+            f"    {record} = tape.records.pop()", f"    {saved} = None"]
+        code.records.append((vals, [target, saved], record))
+
+    def emit_back(self, code, k):
+        """As :meth:`Pure.emit_back`: :meth:`back` unrolled, where it is lean."""
+        vals, (target, saved), record = code.records[k]
+        vals = ", ".join(vals)
+        # a shadow the write takes whole leaves the dictionary: the earlier steps' locals of
+        # shadows are looked up again
+        code.shadows.clear()
+        if self.cotangents is None:
+            lean = [f"{code.bind(self)}.back(shadows, [{vals}], ({target}, {saved}))"]
+        else:
+            lean = [f"dy = shadows.take({code.bind(self.written)})",
+                    f"copyto({target}, {saved})", "if dy is not None:",
+                    *indent(_lean_cotangents(code, self.cotangents, self.written, vals, "None",
+                                             scalar=False))]
+        return [f"if {record} is None:", *indent(lean), "else:",
+                f"    {code.bind(Tape.reverse)}({record}, shadows)"]
 
 
 class ConstantWrite:
@@ -1065,7 +1133,8 @@ def _member(step):
     if kind is Call:
         return step if step.inline else Opaque(step, 0)
     if kind is ElementwiseWrite:
-        return Opaque(step, 1)
+        return step if step.lean and all(
+            type(a) is Slot or not any(within(a, Slot)) for a in step.args) else Opaque(step, 1)
     if kind is ConstantWrite:
         return Opaque(step, 0 if step.saved is None else 1)
     if kind is Guard:
@@ -1642,6 +1711,8 @@ class Program:
             for step in self.steps:
                 if type(step) is Pure:
                     step.lean = None
+                elif type(step) is ElementwiseWrite:
+                    step.cotangents = None
 
     def run(self, leaves):
         """``(value, gradients per leaf)`` for the flattened arguments ``leaves``; raises
@@ -1674,6 +1745,8 @@ class Program:
             except GuardFailed:
                 raise
             except Exception as error:  # tracing raises too, or Python takes another path
+                if STRICT and isinstance(error, (NameError, AttributeError)):
+                    raise  # mutad's own mistake, not the program's
                 raise GuardFailed from error
             if heard.kinds != self.kinds:  # what Python may have acted on, or warns about
                 raise GuardFailed

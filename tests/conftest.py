@@ -12,6 +12,11 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("default")
 
+# A replay that fails on a mistake of mutad's own raises it, rather than tracing the call
+import mutad.replay  # noqa: E402
+
+mutad.replay.STRICT = True
+
 
 @pytest.fixture
 def rng():
