@@ -195,6 +195,15 @@ def _as_is(y):
 # Steps: each is called with this call's values and tape, and appends the records it makes
 
 
+def _shape_guard(y, shape, code):
+    """The lines of a block that check the shape of the value ``y`` an index gave, which a key
+    computed by the program may change (``x[x > 0]``). Every value of a replayed program has
+    the shape it was recorded with (the arguments by their signature, what each step makes by
+    its operands' shapes, or by a guard like this one), so a constant key into one gives the
+    recorded shape, and needs no guard."""
+    return [f"if {y}.shape != {code.bind(shape)}:", "    raise GuardFailed"]
+
+
 class Call:
     """``function(*args, **kwargs)``, whose results the program holds as ``outputs`` says
     (``_store``)."""
@@ -227,16 +236,17 @@ class Call:
     def emit(self, code, k):
         """As :meth:`Pure.emit`: ``_store`` of ``x[key]``."""
         source, key = self.args
-        if any(within(key, Slot)):
-            key = f"{code.bind(resolve)}({code.bind(key)}, values)"
-        else:
-            key = code.bind(key)
         out = self.outputs
+        constant = not any(within(key, Slot))
+        key = code.bind(key) if constant else f"{code.bind(resolve)}({code.bind(key)}, values)"
         y = f"{code.value(source.index)}[{key}]"
-        if out.convert is not _as_is:
+        # (x[key] is an array where it has dimensions, which the conversions leave as it is)
+        if out.convert is not _as_is and not (
+                out.shape != () and out.convert in (fresh_value, as_constant)):
             y = f"{code.bind(out.convert)}({y})"
         y = code.made(out.slot, y, False)
-        code.forward += [f"if {y}.shape != {code.bind(out.shape)}:", "    raise GuardFailed"]
+        if not constant:
+            code.forward += _shape_guard(y, out.shape, code)
         code.records.append(())
 
     @staticmethod
@@ -792,15 +802,16 @@ class Gather:
 
     def emit(self, code, k):
         """As :meth:`Pure.emit`: this step's lines in a :class:`blocks.Block`."""
-        if any(within(self.key, Slot)):
+        computed = any(within(self.key, Slot))
+        if computed:
             key = code.keep(f"key{k}")
             code.forward.append(f"{key} = {code.bind(resolve)}({code.bind(self.key)}, values)")
         else:
             key = code.bind(self.key)
         y = code.made(self.out, f"{code.value(self.source)}[{key}]",
                       self.buffer.key in code.internal)
-        code.forward += [f"if {y}.shape != {code.bind(self.buffer.shape)}:",
-                         "    raise GuardFailed"]
+        if computed:  # (a constant key gives the recorded shape: _shape_guard)
+            code.forward += _shape_guard(y, self.buffer.shape, code)
         code.records.append((key, None))
 
     def emit_back(self, code, k):

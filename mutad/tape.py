@@ -53,7 +53,7 @@ SMALL_WRITE = 4096
 bytes so copied stay within ``SMALL_COPIES``: a copy of a few KiB costs less than an inverse
 and its exactness check, and it is exact; inversion is for the large buffers whose memory
 matters."""
-SMALL_COPIES = 1 << 20
+SMALL_COPIES = 8 << 20
 
 
 class Absent:
