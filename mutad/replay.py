@@ -78,7 +78,7 @@ from .registry import FUNCTIONS, ONE, UFUNCS
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
 from .tracing import (ASSIGNMENT, CopyBack, Elementwise, ReverseTape, Traced, _differentiable,
-                      _elementwise_cotangents, _exactly,
+                      ElementwiseInverse, _elementwise_cotangents, decide_undo, write_kept,
                       _function_pullback, _gather_pullback, _may_overlap, _read_by_partials,
                       _write_pullback, apply_function, check_constants, constant,
                       elementwise_kept, fresh_value, on_constants, plain, thaw, unwrapped_ufunc)
@@ -633,54 +633,27 @@ class ElementwiseWrite:
             ufunc(*vals, out=target)
             tape.records.append((self, vals, (target, saved)))
             return
-        recompute_y = "x" in rule.uses and "y" in rule.uses
-        decision = rule.decide(*vals) if rule.decide is not None and self.traced else None
-        kept = list(vals) if recompute_y else list(_read_by_partials(vals, self.reads))
-        others_at = self.others_at
-        inverse = exactly = is_safe = None
-        growth = 1.0
-        position = self.position
-        if position is not None and position < len(rule.inverse) and rule.inverse[position]:
-            others = [vals[i] for i in others_at]
-            invert = rule.inverse[position]
-
-            def inverse():
-                invert(target, [kept[i] for i in others_at])
-
-            def is_safe():
-                return self.apart and rule.is_safe(others)
-
-            def exactly(inverse):
-                return _exactly(inverse, ufunc, invert, target, lambda: target, vals, position,
-                                kwargs)
-
-            if rule.growth is not None:
-                growth = lambda: rule.growth(target, others)  # noqa: E731
-        state = None
-        if self.traced:
-            state = self.state
-            if rule.decide is not None:
-                kept.append(decision)
-            if rule.uses == "y":  # the partials read the values written: the target
-                state = (*state, target)
-            elif recompute_y:  # they read the output, computed again from the inputs
-                state = (*state, ufunc)
-        undo = tape.undo_for(inverse, is_safe, lambda: CopyBack(target), self.key, growth,
-                             self.whole, target.nbytes)
-        kind = "inverse" if undo is inverse else "checkpoint"
-        if undo is inverse and exactly is not None:
-            undo = exactly(undo)
-            kind = ("inverse" if undo is inverse else "checkpoint" if type(undo) is CopyBack
-                    else "partial")
+        # as ``tracing._write_elementwise`` and ``record_write`` do it, on plain arrays
+        kept, state = write_kept(ufunc, rule, vals, self.reads, self.state if self.traced
+                                 else None, target)
+        inverse = ElementwiseInverse.offered(ufunc, rule, self.position, vals, target, kept,
+                                             self.apart_now, None, kwargs)
+        undo, kind = decide_undo(tape, inverse, lambda: CopyBack(target), self.key, self.whole,
+                                 target.nbytes)
         tape.before_write(self.key)
         ufunc(*vals, out=target, **kwargs)
         if kind != "checkpoint":
-            for i in others_at:  # into ``kept`` itself, which the inverse reads
+            for i in self.others_at:  # into ``kept`` itself, which the inverse reads
                 kept[i] = vals[i]
         tape.records.append(Write(
             self.primitive, self.inputs, kwargs or None, kept, state,
             _write_pullback if self.traced else None, self.written, undo, kind, self.written,
             None, rule.uses != "y"))
+
+    def apart_now(self):
+        """No other operand over the target's memory (as recorded: the program's values
+        share memory as they did then)."""
+        return self.apart
 
     def back(self, shadows, vals, saved, record=None):
         """The reverse of the lean record ``(self, vals, (target, saved))``: what

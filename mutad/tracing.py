@@ -1141,14 +1141,10 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
         if rebuilding:
             save = lambda t=t: (recomputation.chain(place_of(t), redo_inputs)  # noqa: E731
                                 or CopyBack(t.value))
-        undo = tape.undo_for(inv, is_safe, save, t.buffer.key, growth,
-                             t.whole and checkpoint is None,
-                             t.value.nbytes if checkpoint is None and inv is not _rule_restores else None)
-        kind = "inverse" if undo is inv else "rebuild" if type(undo) is Rebuild else "checkpoint"
-        if undo is inv and exactly is not None:
-            undo = exactly(undo)
-            kind = ("inverse" if undo is inv else "checkpoint" if type(undo) is CopyBack
-                    else "partial")
+        undo, kind = decide_undo(
+            tape, inv, save, t.buffer.key, t.whole and checkpoint is None,
+            t.value.nbytes if checkpoint is None and inv is not _rule_restores else None,
+            is_safe, growth, exactly)
         undos.append(undo)
         kinds.append(kind)
     if tape.anomaly is not None:
@@ -1188,6 +1184,25 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
     if type(record.undo) is Rebuild:
         record.undo.chain.wrote(redo_inputs, places[0], redo)
     return record
+
+
+def decide_undo(tape, inverse, save, key, whole, size, is_safe=None, growth=1.0, exactly=None):
+    """``(undo, kind)``: how a write is undone, decided before it (``Tape.undo_for``), and
+    what that is: ``"inverse"``, ``"partial"`` (the inverse, then the elements it would not
+    give back copied back: ``exactly(inverse)``), ``"checkpoint"`` (``save()``'s copy) or
+    ``"rebuild"`` (under a memory budget). An :class:`ElementwiseInverse` answers ``is_safe``,
+    ``growth`` and ``exactly`` itself. The one place the traced engine and the replay of a
+    recording decide it."""
+    if type(inverse) is ElementwiseInverse:
+        is_safe, growth, exactly = inverse.is_safe, inverse.growth, inverse.exactly
+    undo = tape.undo_for(inverse, is_safe, save, key, growth, whole, size)
+    if undo is not inverse:
+        return undo, "rebuild" if type(undo) is Rebuild else "checkpoint"
+    if exactly is None:
+        return undo, "inverse"
+    undo = exactly(undo)
+    return undo, ("inverse" if undo is inverse else "checkpoint" if type(undo) is CopyBack
+                  else "partial")
 
 
 def _kept_for_the_inverse(x, value, kept, tape, out):
@@ -1247,56 +1262,100 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     position = next((i for i, x in enumerate(inputs)
                      if type(x) is Traced and x.buffer is out.buffer
                      and same_region(x.value, target)), None)
-    # From the inputs as they are before the write (the target may be one of them).
-    decision = rule.decide(*values) if rule.decide is not None and traced else None
-    recompute_y = "x" in rule.uses and "y" in rule.uses
-    # What the record keeps (``record_write`` adds what the inverse reads): the pullback and
-    # the inverse read this list, in which the replay puts the values it recomputes.
-    kept = list(values) if recompute_y else list(_read_by_partials(values, reads))
-    inverse = exactly = None
-    is_safe, growth = None, 1.0
+    kept, state = write_kept(ufunc, rule, values, reads, state if traced else None, target)
     others_at = [i for i in range(len(inputs)) if i != position]
-    if position is not None and position < len(rule.inverse) and rule.inverse[position]:
-        others = [values[i] for i in others_at]
-        invert = rule.inverse[position]
-        find = _finder(out) or (lambda: target)
 
-        def inverse():
-            written = find()
-            if written is not None:  # else a temporary nothing reads any more
-                invert(written, [kept[i] for i in others_at])
+    def apart():
+        # Another operand over the target's memory (traced, or a plain array viewing an
+        # argument's) would read the written values, not those the inverse needs.
+        return not any(_may_overlap(out, x) or (type(x) is np.ndarray and may_overlap(x, target))
+                       for i, x in enumerate(inputs) if i != position)
 
-        def is_safe():
-            # Another operand over the target's memory (traced, or a plain array viewing an
-            # argument's) would read the written values, not those the inverse needs.
-            return (not any(_may_overlap(out, x) or (type(x) is np.ndarray
-                                                     and may_overlap(x, target))
-                            for i, x in enumerate(inputs) if i != position)
-                    and rule.is_safe(others))
+    inverse = ElementwiseInverse.offered(ufunc, rule, position, values, target, kept, apart,
+                                         _finder(out), kwargs)
+    if inverse is not None and tape.recomputation is not None and any(
+            _kept_for_the_inverse(inputs[i], values[i], kept[i], tape, out) for i in others_at):
+        inverse = None  # saved, or rebuilt under a budget: exact, for no more memory
+    record_write(primitive, out, lambda: ufunc(*values, out=target, **kwargs), inputs, values,
+                 settings=kwargs or None, kept=kept, inverse=inverse,
+                 inverse_reads=others_at, pullback=_write_pullback if traced else None,
+                 state=state, undo_first=rule.uses != "y", recompute=True,
+                 redo=Rerun.of(ufunc, kwargs))
+    return out
 
-        def exactly(inverse):
-            return _exactly(inverse, ufunc, invert, target, find, values, position, kwargs)
 
-        if rule.growth is not None:
-            growth = lambda: rule.growth(target, others)  # noqa: E731
-        if tape.recomputation is not None and any(
-                _kept_for_the_inverse(inputs[i], values[i], kept[i], tape, out)
-                for i in others_at):
-            inverse = None  # saved, or rebuilt under a budget: exact, for no more memory
-    if traced:
+def write_kept(ufunc, rule, values, reads, state, target):
+    """``(kept, state)`` of the record of the elementwise write ``ufunc(*values, out=target)``,
+    from the operands as they are before it (the target may be one of them): ``kept``, the
+    values its pullback and its inverse read (``record_write`` adds those only the inverse
+    reads, and the replay of a recording puts in it the values it recomputes), then the rule's
+    decision; ``state`` (None: no traced input), the rule's plan (``_differentiable``), then
+    the target if the partials read the values written, or the ufunc if they read the output
+    and the inputs (the output is computed again from the inputs kept)."""
+    recompute_y = "x" in rule.uses and "y" in rule.uses
+    kept = list(values) if recompute_y else list(_read_by_partials(values, reads))
+    if state is not None:
         if rule.decide is not None:
-            kept.append(decision)
-        if rule.uses == "y":  # the partials read the values written: the target holds them
+            kept.append(rule.decide(*values))
+        if rule.uses == "y":
             state = (*state, target)
         elif recompute_y:
             state = (*state, ufunc)
-    record_write(primitive, out, lambda: ufunc(*values, out=target, **kwargs), inputs, values,
-                 settings=kwargs or None, kept=kept, inverse=inverse, is_safe=is_safe,
-                 growth=growth, exactly=exactly, inverse_reads=others_at,
-                 pullback=_write_pullback if traced else None,
-                 state=state if traced else None, undo_first=rule.uses != "y", recompute=True,
-                 redo=Rerun.of(ufunc, kwargs))
-    return out
+    return kept, state
+
+
+class ElementwiseInverse:
+    """The inverse on offer for the elementwise write ``ufunc(*values, out=target)`` (its
+    operand at ``position`` is the target): called in the reverse pass, it computes the
+    target's old values from those the write left and the other operands (as ``kept`` holds
+    them then). With it, what ``record_write`` asks of an inverse: whether it is safe for
+    the operands at hand (``is_safe``: ``apart()``, no other operand over the target's
+    memory, and the rule's own condition), how much it may amplify the error already in the
+    target (``growth``), and the inverse made exact element by element (``exactly``).
+    ``find()`` gives the target in the reverse pass (None: a temporary nothing reads any
+    more); None: ``target`` itself."""
+
+    __slots__ = ("ufunc", "invert", "rule", "position", "values", "target", "kept",
+                 "others_at", "apart", "find", "kwargs")
+
+    def __init__(self, ufunc, rule, position, values, target, kept, apart, find, kwargs):
+        self.ufunc = ufunc
+        self.invert = rule.inverse[position]
+        self.rule = rule
+        self.position = position
+        self.values = values
+        self.target = target
+        self.kept = kept
+        self.others_at = [i for i in range(len(values)) if i != position]
+        self.apart = apart
+        self.find = find
+        self.kwargs = kwargs
+
+    @classmethod
+    def offered(cls, ufunc, rule, position, values, target, kept, apart, find, kwargs):
+        """The inverse, or None where the rule has none for the operand at ``position``
+        (None: the target is none of the operands)."""
+        if position is None or position >= len(rule.inverse) or not rule.inverse[position]:
+            return None
+        return cls(ufunc, rule, position, values, target, kept, apart, find, kwargs)
+
+    def __call__(self):
+        written = self.target if self.find is None else self.find()
+        if written is not None:
+            self.invert(written, [self.kept[i] for i in self.others_at])
+
+    def is_safe(self):
+        return self.apart() and self.rule.is_safe([self.values[i] for i in self.others_at])
+
+    def growth(self):
+        if self.rule.growth is None:
+            return 1.0
+        return self.rule.growth(self.target, [self.values[i] for i in self.others_at])
+
+    def exactly(self, inverse):
+        target = self.target
+        return _exactly(inverse, self.ufunc, self.invert, target,
+                        self.find or (lambda: target), self.values, self.position, self.kwargs)
 
 
 def _write_pullback(record, shadows, dy):
