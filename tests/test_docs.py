@@ -170,7 +170,8 @@ MARKDOWN_LINK = re.compile(r"\]\((?P<target>[^)\s#]+)(#[^)\s]*)?\)")
 
 
 @pytest.mark.parametrize("document", ["README.md", "CONTRIBUTING.md", "benchmarks/RESULTS.md",
-                                      "benchmarks/RESULTS-solvers.md"])
+                                      "benchmarks/RESULTS-solvers.md",
+                                      "benchmarks/RESULTS-kernels.md"])
 def test_links_stay_inside_the_repository(document):
     """The project documents itself: each relative link of its Markdown files names a file of
     the repository (the site's pages are checked by its strict build)."""
@@ -204,7 +205,8 @@ def test_table_mismatches():
 
 @pytest.mark.parametrize("page", PAGES + [REPOSITORY / "README.md", REPOSITORY / "CONTRIBUTING.md",
                                           REPOSITORY / "benchmarks" / "RESULTS.md",
-                                          REPOSITORY / "benchmarks" / "RESULTS-solvers.md"],
+                                          REPOSITORY / "benchmarks" / "RESULTS-solvers.md",
+                                          REPOSITORY / "benchmarks" / "RESULTS-kernels.md"],
                          ids=lambda p: str(p.relative_to(REPOSITORY)))
 def test_tables_have_as_many_columns_as_headers(page):
     assert table_mismatches(page.read_text()) == []
