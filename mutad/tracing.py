@@ -1201,6 +1201,8 @@ def decide_undo(tape, inverse, save, key, whole, size, is_safe=None, growth=1.0,
     if exactly is None:
         return undo, "inverse"
     undo = exactly(undo)
+    if type(inverse) is ElementwiseInverse:
+        inverse.settle()
     return undo, ("inverse" if undo is inverse else "checkpoint" if type(undo) is CopyBack
                   else "partial")
 
@@ -1343,6 +1345,14 @@ class ElementwiseInverse:
         written = self.target if self.find is None else self.find()
         if written is not None:
             self.invert(written, [self.kept[i] for i in self.others_at])
+
+    def settle(self):
+        """Once it is the write's undo: let go of what only the questions read (the operands,
+        which may be temporaries recomputed in the reverse pass, and the target where
+        ``find`` finds it), so that the record holds no more than the inverse reads."""
+        self.values = self.rule = self.ufunc = self.kwargs = self.apart = None
+        if self.find is not None:
+            self.target = None
 
     def is_safe(self):
         return self.apart() and self.rule.is_safe([self.values[i] for i in self.others_at])

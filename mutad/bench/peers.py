@@ -557,6 +557,25 @@ def _heat_scalar_autograd(problem):
     return _autograd_gradient(loss, [problem.args[0].copy()])
 
 
+def _heat_fit_jax(problem):
+    from mutad.bench.workloads import EXPLICIT_HEAT_DIFFUSION_NUMBER as r
+
+    jax = _jax()
+    jnp = jax.numpy
+    steps = problem.params["steps"]
+    target = jnp.asarray(problem.args[1])
+
+    def step(_, u):
+        u = u.at[1:-1].add(r * (u[2:] - 2 * u[1:-1] + u[:-2]))
+        return u.at[0].set(0.0).at[-1].set(0.0)
+
+    def loss(u0):
+        difference = jax.lax.fori_loop(0, steps, step, u0) - target
+        return jnp.sum(difference * difference)
+
+    return _jax_gradient(jax, loss, [jnp.asarray(problem.args[0])])
+
+
 PEER_IMPLEMENTATIONS = {
     ("torch", "leapfrog"): _leapfrog_torch,
     ("jax", "leapfrog"): _leapfrog_jax,
@@ -576,6 +595,7 @@ PEER_IMPLEMENTATIONS = {
     ("torch", "heat-scalar"): _heat_scalar_torch,
     ("jax", "heat-scalar"): _heat_scalar_jax,
     ("autograd", "heat-scalar"): _heat_scalar_autograd,
+    ("jax", "heat-fit"): _heat_fit_jax,
 }
 
 

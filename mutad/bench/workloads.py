@@ -530,6 +530,66 @@ HEAT_SCALAR = Workload(
 
 
 # ----------------------------------------------------------------------------------------------
+# heat-fit: the explicit stepper as a newcomer writes a fit of it: a copy of the initial state,
+# then T in-place slice updates on a short grid, the ends assigned at every step.
+
+
+def heat_fit(u0, target, steps):
+    """The squared misfit of ``steps`` explicit Euler steps of u_t = u_xx from ``u0`` to
+    ``target``: ``u = u0.copy()``, then per step ``u[1:-1] += r * (u[2:] - 2*u[1:-1] +
+    u[:-2])`` and the ends set to 0, as a first script writes it."""
+    r = EXPLICIT_HEAT_DIFFUSION_NUMBER
+    u = u0.copy()
+    for _ in range(steps):
+        u[1:-1] += r * (u[2:] - 2 * u[1:-1] + u[:-2])
+        u[0] = 0.0
+        u[-1] = 0.0
+    difference = u - target
+    return np.sum(difference * difference)
+
+
+def heat_fit_out_of_place(u0, target, steps):
+    """The same misfit without any in-place write: an independent reference."""
+    r = EXPLICIT_HEAT_DIFFUSION_NUMBER
+    u = u0
+    for _ in range(steps):
+        interior = u[1:-1] + r * (u[2:] - 2 * u[1:-1] + u[:-2])
+        u = np.concatenate([[0.0], interior, [0.0]])
+    difference = u - target
+    return float(np.sum(difference * difference))
+
+
+def build_heat_fit(n=101, steps=2000):
+    u0, target, _ = explicit_heat_inputs(n)
+    return Problem(
+        params={"n": n, "steps": steps},
+        args=(u0, target, steps),
+        argnums=(0,),
+        numpy_forward=heat_fit,  # it copies its argument itself
+        loss=heat_fit,
+        reference_loss=lambda: heat_fit_out_of_place(u0, target, steps),
+        state_bytes=u0.nbytes,
+        reference_tolerance=1e-10,
+    )
+
+
+HEAT_FIT = Workload(
+    name="heat-fit",
+    label="fit",
+    summary="a newcomer's heat fit: u = u0.copy(), T times u[1:-1] += r*(u[2:] - 2*u[1:-1] + "
+            "u[:-2]) and u[0] = u[-1] = 0, then a misfit, on nx = 101 points (jax: the same "
+            "updates as .at[].add/.set in lax.fori_loop, jitted)",
+    build=build_heat_fit,
+    sizes={
+        "full": [{"n": 101, "steps": 2000}],
+        "quick": [{"n": 101, "steps": 200}],
+        "tiny": [{"n": 11, "steps": 3}],
+    },
+    steps_parameter="steps",
+)
+
+
+# ----------------------------------------------------------------------------------------------
 # W6 bratu-gs: red-black nonlinear Gauss-Seidel sweeps, whose writes cannot be inverted.
 
 BRATU_C = -1e-3
@@ -621,7 +681,7 @@ BRATU = Workload(
 
 WORKLOADS = {workload.name: workload for workload in (
     ADDVECS, LEAPFROG, IMPLICIT_HEAT, SMALL_OPS, BIG_ELEMENTWISE, BRATU, HEAT_EXPLICIT,
-    HEAT_SCALAR)}
+    HEAT_SCALAR, HEAT_FIT)}
 """Every workload by name, in the order tables list them."""
 
 DEFAULT_WORKLOADS = ("addvecs", "leapfrog", "implicit-heat", "small-ops", "big-elementwise",
