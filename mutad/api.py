@@ -63,6 +63,7 @@ class Run:
         self.rebuilds = []
         self.traced = []
         self.scalar = []
+        self.outside_argnums = False  # a recording traces arrays outside argnums (wrap)
 
     def wrap(self, args, selected=None, recording=False):
         """The traced version of each positional argument. Numbers in arguments outside
@@ -80,6 +81,9 @@ class Run:
             self.rebuilds.append((len(self.leaves), len(leaves), rebuild))
             plain = selected is not None and i not in selected
             new = [self._wrap_leaf(leaf, plain, plain and not recording) for leaf in leaves]
+            if plain and recording and any(type(t) is not type(leaf) for t, leaf
+                                           in zip(new, leaves, strict=True)):
+                self.outside_argnums = True  # traced for the replay only
             self.leaves.extend(leaves)
             wrapped.append(rebuild(new))
         check_distinct_memory([entry[0] for key, entry in self.buffers.items()

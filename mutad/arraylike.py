@@ -162,6 +162,9 @@ def _scalar_product(multiply, reflected):
         if type(value) is not np.ndarray or value.dtype.kind != "c" or value.ndim \
                 or not stands_for_scalar(self) or not _stands_for_scalar_operand(other):
             return result
+        recorder = getattr(getattr(result, "tape", None), "recorder", None)
+        if recorder is not None:  # a replay computes the product as this does
+            recorder.scalar_product(result)
         a, b = memory(self)[()], memory(other)[()] if hasattr(other, "value") else other
         exact = np.asarray(b * a if reflected else a * b, value.dtype)
         if exact.tobytes() != value.tobytes():  # the last bit, or the sign of a zero

@@ -74,13 +74,13 @@ from .debug import Warnings, anomaly_detection, nowhere, user_frames, warn_at
 from .levels import ACTIVE
 from .products import times
 from .recompute import SMALL, Lazy, small
-from .registry import FUNCTIONS, ONE, UFUNCS
+from .registry import COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, complex_among
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
 from .tracing import (ASSIGNMENT, CopyBack, Elementwise, ReverseTape, Traced, _differentiable,
                       ElementwiseInverse, _elementwise_cotangents, decide_undo, write_kept,
                       _function_pullback, _gather_pullback, _may_overlap, _read_by_partials,
-                      _write_pullback, apply_function, check_constants, constant,
+                      _write_pullback, apply_function, check_constants, complex_back, constant,
                       elementwise_kept, fresh_value, on_constants, plain, thaw, unwrapped_ufunc)
 from .trees import flatten
 from .views import address, overlaps_itself, owner, same_region, views, writeable
@@ -334,7 +334,7 @@ class Pure:
     its buffer), from a tuple of this call's values in place of a record."""
 
     __slots__ = ("ufunc", "record_ufunc", "args", "at", "kwargs", "out", "rule", "reads",
-                 "inputs", "buffer", "state", "lean", "weak")
+                 "inputs", "buffer", "state", "lean", "weak", "scalar_product")
 
     def __init__(self, ufunc, args, kwargs, out, rule, reads, record):
         # NumPy's scalars compute the four operations in their own arithmetic, at a tenth of
@@ -347,7 +347,7 @@ class Pure:
             if type(a) is Slot:
                 self.args[i] = None
                 self.at.append((i, a.index))
-            elif type(a) is not float and type(a) is not int:
+            elif type(a) is not float and type(a) is not int and type(a) is not complex:
                 operands = False
         if operands and not kwargs and ufunc in ARITHMETIC:
             self.ufunc = ARITHMETIC[ufunc]
@@ -361,6 +361,7 @@ class Pure:
         self.state = record.state
         self.lean = None  # prepare(), before the first replay
         self.weak = False  # prepare(): the value stands for a Python number (Buffer.weak)
+        self.scalar_product = False  # a product of complex scalars (Recorder.scalar_product)
 
     def prepare(self):
         buffer, rule = self.buffer, self.rule
@@ -373,7 +374,13 @@ class Pure:
                 weak(a) if a is not None else place is not None and place.buffer.weak
                 for a, place in zip(self.args, self.inputs, strict=True)):
             self.ufunc = self.record_ufunc
-        if rule.decide is None and buffer.c_contiguous and small(buffer):
+        if buffer.dtype.kind == "c":
+            # NumPy's complex scalar math rounds otherwise than its loops: the engine takes a
+            # product of complex scalars from the former (``arraylike._scalar_product``), the
+            # rest from the latter
+            self.ufunc = self.record_ufunc
+        if rule.decide is None and buffer.c_contiguous and small(buffer) \
+                and buffer.dtype.kind == "f":  # (a complex partial is conjugated: the engine's)
             self.lean = _lean_inputs(rule, self.state[1], self.inputs, buffer)
 
     def __call__(self, values, tape):
@@ -385,6 +392,9 @@ class Pure:
             y = self.record_ufunc(*vals)  # a NaN as the ufunc makes it (see blocks)
         if self.weak and isinstance(y, np.generic):
             y = y.item()
+        if self.scalar_product and all(_stands_for_scalar(v) for v in vals):
+            a, b = (v[()] if type(v) is np.ndarray else v for v in vals)
+            y = a * b
         values[self.out] = y  # a NumPy scalar where the traced array was a read-only 0-d one
         if self.lean is not None:
             tape.records.append((self, vals, y))
@@ -498,20 +508,20 @@ class Pure:
         return _lean_cotangents(code, self.lean, self.buffer, vals, y)
 
 
-def _lean_inputs(rule, traced, inputs, made):
+def _lean_inputs(rule, traced, inputs, made, scalar=True):
     """Per traced input of an elementwise operation that made ``made`` (small), what its lean
     pullback needs (``_lean_cotangents``); None if an input is not of ``made``'s shape and
     dtype. A whole C-contiguous buffer's shadow is an entry of its own, which the cotangent
     may become; a region's, or another layout's, is added into through ``Shadows.add`` (not
-    where elements share memory, nor for a 0-d output, whose cotangent a block holds as
-    NumPy's scalar)."""
+    where elements share memory, nor for a 0-d output whose cotangent a block holds as
+    NumPy's scalar: ``scalar``)."""
     lean = []
     for i in traced:
         place = inputs[i]
         if place.shape != made.shape or place.dtype != made.dtype:
             return None
         direct = type(place) is Buffer and place.c_contiguous
-        if not direct and (overlapping(place) or made.shape == ()):
+        if not direct and (overlapping(place) or scalar and made.shape == ()):
             return None
         lean.append((i, rule.partials[i], i == traced[-1], place, direct))
     return tuple(lean)
@@ -573,6 +583,14 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None):
     return lines
 
 
+def _stands_for_scalar(x):
+    """``arraylike._stands_for_scalar_operand`` of a value of a replay: a Python or NumPy
+    number, or a read-only 0-d array of its own."""
+    if type(x) is np.ndarray:
+        return x.ndim == 0 and x.base is None and not x.flags.writeable
+    return isinstance(x, (int, float, complex, np.generic)) and not isinstance(x, bool)
+
+
 INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
 """The operators a :class:`Pure` step's line in a block writes as Python's own."""
 
@@ -619,9 +637,11 @@ class ElementwiseWrite:
         # elementwise one (``_lean_cotangents``; None: the step's ``back``)
         written = self.written
         self.cotangents = None
-        if self.lean and self.traced and written.shape != () and \
+        if self.lean and self.traced and written.dtype.kind == "f" and \
                 math.prod(written.shape) * written.dtype.itemsize < SMALL:
-            self.cotangents = _lean_inputs(rule, self.state[1], self.inputs, written)
+            # (the cotangent a write takes is an array, a 0-d one for an element)
+            self.cotangents = _lean_inputs(rule, self.state[1], self.inputs, written,
+                                           scalar=False)
 
     def __call__(self, values, tape):
         rule, ufunc, kwargs = self.rule, self.ufunc, self.kwargs
@@ -770,8 +790,10 @@ class Gather:
 
     @property
     def lean(self):
-        """Whether the step records itself (:meth:`back`), not the engine's record."""
-        return not self.repeats and type(self.place) is Buffer
+        """Whether the step records itself (:meth:`back`), not the engine's record (and a
+        block may compile it: not for complex values, whose cotangents a block would hold as
+        NumPy's scalars)."""
+        return not self.repeats and type(self.place) is Buffer and self.buffer.dtype.kind != "c"
 
     def emit(self, code, k):
         """As :meth:`Pure.emit`: this step's lines in a :class:`blocks.Block`."""
@@ -906,7 +928,10 @@ class Function:
     prepare = Call.prepare
 
     def __call__(self, values, tape):
-        y, back = self.rule(*_arrays(self.args_of(values), self.args), **self.kwargs_of(values))
+        args = _arrays(self.args_of(values), self.args)
+        y, back = self.rule(*args, **self.kwargs_of(values))
+        if complex_among(args) or complex_among(y if isinstance(y, (tuple, list)) else (y,)):
+            back = complex_back(str(self.primitive), self.rule, back)  # as apply_function
         _store(self.outputs, y, values)
         primals = {id(owner(values[slot])) for slot in self.primals
                    if type(values[slot]) is not float} if self.adopts else None
@@ -1109,8 +1134,9 @@ def with_frees(steps, large):
 
 def _member(step):
     """``step`` as a compiled block runs it: itself where it writes its own lines, as an
-    :class:`blocks.Opaque` step where it runs as it is; None where it ends a run (a large
-    temporary let go, an operation the engine records, a function's rule)."""
+    :class:`blocks.Opaque` step where it runs as it is (a function's rule, a guard, a write
+    of another kind); None where it ends a run (a large temporary let go, an operation the
+    engine records again)."""
     kind = type(step)
     if kind is SetElement or kind in (Pure, Gather) and step.lean:
         return step
@@ -1123,6 +1149,8 @@ def _member(step):
         return Opaque(step, 0 if step.saved is None else 1)
     if kind is Guard:
         return Opaque(step, 0)
+    if kind is Function:
+        return Opaque(step, 1)
     return None
 
 
@@ -1199,6 +1227,7 @@ class Recorder:
         self.tape = tape
         self.ready = True
         self.reason = None
+        self.outside_argnums = False  # it traces arrays outside argnums (``api.Run.wrap``)
         self.steps = []
         self.slots = {}  # id of a traced array (or of a plain argument) -> its slot
         self.objects = []  # what each slot stood for when recorded: kept, so ids stay theirs
@@ -1475,8 +1504,11 @@ class Recorder:
             reads = _differentiable(ufunc, rule, pattern, len(inputs))[1]
             self.steps.append(Pure(ufunc, args, settings, self.bind(y), rule, reads, new[0]))
             self.recomputed(new[0])
-        elif len(new) == 1 and new[0].pullback is _function_pullback:  # np.matmul's rule
-            self._function(FUNCTIONS[ufunc], inputs, settings, y, new[0])
+        elif len(new) == 1 and new[0].pullback is _function_pullback:
+            # np.matmul's rule, or a ufunc's rule for complex values (np.abs: unwrapped_ufunc)
+            rule = COMPLEX_UFUNCS[ufunc][0] if ufunc in COMPLEX_UFUNCS and complex_among(
+                values) else FUNCTIONS[ufunc]
+            self._function(rule, inputs, settings, y, new[0])
         else:
             self.refuse(f"np.{ufunc.__name__} recorded as {len(new)} operations")
         return y
@@ -1607,6 +1639,16 @@ class Recorder:
         slot = self._slot_of(y, f"math.{function.__name__} giving")
         if slot is not None:
             self.steps.append(PutValue(slot, function, self.spec(args)))
+
+    def scalar_product(self, y):
+        """``y`` is a product of complex scalars by ``*``, whose value the engine takes from
+        NumPy's scalar math (``arraylike._scalar_product``): so does the step that made it."""
+        slot = self.slots.get(id(y))
+        step = self.steps[-1] if self.steps else None
+        if type(step) is Pure and step.out == slot:
+            step.scalar_product = True
+        else:
+            self.refuse("a product of complex scalars recorded otherwise")
 
     def guard(self, x, taken, decide=None):
         """Python read ``taken`` of ``x``: ``decide(value)``, or its truth, or its bytes."""
@@ -1806,6 +1848,7 @@ class Recording:
     def start(self, run):
         tape = run.tape  # never nested: Replayed traces without recording inside another
         self.recorder = recorder = Recorder(tape)
+        recorder.outside_argnums = run.outside_argnums
         for leaf, t in zip(run.leaves, run.traced, strict=True):
             recorder.bind(t if t is not None else leaf)
         tape.recorder = recorder
@@ -1889,12 +1932,10 @@ def signature(parts):
         key.append(described)
         for x in leaves:
             kind = type(x)
-            if kind is complex or isinstance(x, np.complexfloating) or (
-                    kind is np.ndarray and x.dtype.kind == "c"):
-                what = "array" if kind is np.ndarray else "number"
-                return f"a {np.result_type(x)} {what}", "complex values"
+            if kind is complex or isinstance(x, np.complexfloating):
+                return f"a {np.result_type(x)} number", "complex numbers as arguments"
             if kind is np.ndarray:
-                if x.dtype.kind == "f":
+                if x.dtype.kind in "fc":
                     base = owner(x)
                     if type(base) is not np.ndarray:
                         return (f"a view of a {type(base).__name__}",
@@ -2150,8 +2191,8 @@ class Replayed:
     @property
     def reasons(self):
         """Why each signature that is traced on every call is: ``{signature: reason}``. Of
-        arguments a replay does not follow (complex values, a namedtuple, a dataclass), which
-        have no signature, the key names their kind (``"a complex128 array"``, the class's
+        arguments a replay does not follow (a complex number, a namedtuple, a dataclass), which
+        have no signature, the key names their kind (``"a complex128 number"``, the class's
         name); with a memory budget, every call is traced and the key is ``"memory="``."""
         reasons = {key: p for key, p in self.programs.items() if type(p) is str}
         reasons.update(self.unfollowed)

@@ -523,8 +523,10 @@ def fresh_value(y):
 def fresh(y, tape):
     """Wrap a fresh float result as a buffer of its own."""
     y = fresh_value(y)
-    if tape.recorder is not None and y.dtype.kind == "c":
-        tape.recorder.refuse("complex values")  # traced on every call
+    if y.dtype.kind == "c" and tape.recorder is not None and tape.recorder.outside_argnums:
+        # the recording traces those arrays, which the traced call holds as constants: with
+        # complex values, the products of the extra pullbacks may round otherwise
+        tape.recorder.refuse("complex values in a program with arrays outside argnums")
     if type(y) is not np.ndarray and isinstance(y, np.ndarray):
         raise UnsupportedArrayError(unsupported_array(
             y, "a result computed from a traced array and an array the function uses"))
@@ -544,8 +546,6 @@ def constant(y, tape):
     as ``fresh`` makes it (a constant of theirs)."""
     if isinstance(y, (np.generic, float, int)):
         y = np.asarray(y)
-    if tape.recorder is not None and y.dtype.kind == "c":
-        tape.recorder.refuse("complex values")  # traced on every call
     buffer = Buffer(y, constant=True)
     if tape.outer is not None:
         y = tape.outer.constant(y)
