@@ -82,7 +82,7 @@ from .tracing import (ASSIGNMENT, CopyBack, Elementwise, ReverseTape, Traced, _d
                       _function_pullback, _gather_pullback, _may_overlap, _read_by_partials,
                       _write_pullback, apply_function, check_constants, complex_back, constant,
                       elementwise_kept, fresh_value, on_constants, plain, thaw, unwrapped_ufunc)
-from .trees import flatten
+from .trees import attributes, flatten
 from .views import address, overlaps_itself, owner, same_region, views, writeable
 
 CACHE_SIZE = 8
@@ -1713,6 +1713,7 @@ class Program:
             and isinstance(value := x.value if type(x) is Traced else x, np.ndarray)
             and value.nbytes >= FREED})
         self.read = None  # the plain arrays the steps read (what f closes over): aliases()
+        self.reached = None  # what the classes of the arguments reach (``Replayed``)
 
     def aliases(self, leaves):
         """Whether an argument shares memory with an array the program reads as a constant:
@@ -1927,8 +1928,9 @@ def signature(parts):
         described = structure(argument)
         if described is None:
             name = other_container(argument)
-            return name, (f"an argument in a {name}: a replay follows arrays and numbers in "
-                          "tuples, lists and dicts")
+            return name, (f"an argument in a {name}: a replay follows arrays, numbers and "
+                          "strings in tuples, lists, dicts, namedtuples, dataclasses and plain "
+                          "objects (not a registered pytree, nor an object holding a function)")
         key.append(described)
         for x in leaves:
             kind = type(x)
@@ -1956,9 +1958,10 @@ def signature(parts):
 
 def structure(tree):
     """A hashable description of the containers around the leaves of ``tree`` (tuples, lists,
-    dicts), None for any other container."""
+    dicts, namedtuples, and dataclass instances and plain objects by their attributes, as
+    ``trees.flatten`` follows them), None for any other container."""
     kind = type(tree)
-    if kind is tuple or kind is list:
+    if kind is tuple or kind is list or isinstance(tree, tuple) and hasattr(kind, "_fields"):
         items = tuple(structure(x) for x in tree)
         return None if None in items else (kind, items)
     if kind is dict:
@@ -1966,6 +1969,10 @@ def structure(tree):
         return None if None in items else (dict, tuple(tree), items)
     if kind is np.ndarray or isinstance(tree, (float, int, str, bytes, type(None), np.generic)):
         return "leaf"
+    names = attributes(tree)
+    if names is not None:
+        items = tuple(structure(getattr(tree, name)) for name in names)
+        return None if None in items else (kind, tuple(names), items)
     return None
 
 
@@ -1987,7 +1994,26 @@ COPIED = 1 << 24
 ones with a BLAKE2 digest of their bytes (no second copy of a large dataset)."""
 
 
-def reach(f):
+def classes(tree, found=None):
+    """The classes of the namedtuples, dataclass instances and plain objects in ``tree`` (as
+    ``structure`` describes them): their methods may be called on the arguments."""
+    found = {} if found is None else found
+    kind = type(tree)
+    if kind in (tuple, list) or kind is dict:
+        for x in tree.values() if kind is dict else tree:
+            classes(x, found)
+    elif isinstance(tree, tuple) and hasattr(kind, "_fields"):
+        found[id(kind)] = kind
+        for x in tree:
+            classes(x, found)
+    elif kind is not np.ndarray and (names := attributes(tree)) is not None:
+        found[id(kind)] = kind
+        for name in names:
+            classes(getattr(tree, name), found)
+    return list(found.values())
+
+
+def reach(f, kinds=()):
     """What ``f``'s program may depend on besides its arguments: ``(objects, arrays)``.
 
     From ``f``, its code object, what it closes over, its defaults, the globals its code names,
@@ -1996,9 +2022,13 @@ def reach(f):
     and modules (not NumPy's, SciPy's, mutad's or the standard library's) whose names some
     code reached names. ``objects`` are compared by identity on each call (a rebound global,
     a replaced ``__code__``, a rebound ``self.w``), ``arrays`` by their bytes (``Contents``):
-    Python may decide on their values without mutad seeing it (``if W[0] > 0``)."""
+    Python may decide on their values without mutad seeing it (``if W[0] > 0``). ``kinds``:
+    classes reached as an object's class is (the arguments': ``f`` may call their methods)."""
     objects, arrays, seen, names, holders, expanded = [], [], set(), set(), [], []
     work = [f]
+    for kind in kinds:  # the classes of the arguments (``classes``): as an object's class
+        objects.append(kind)
+        _hold(vars(kind), holders, expanded)
     while work:
         while work:
             x = work.pop()
@@ -2191,7 +2221,7 @@ class Replayed:
     @property
     def reasons(self):
         """Why each signature that is traced on every call is: ``{signature: reason}``. Of
-        arguments a replay does not follow (a complex number, a namedtuple, a dataclass), which
+        arguments a replay does not follow (a complex number, a registered pytree), which
         have no signature, the key names their kind (``"a complex128 number"``, the class's
         name); with a memory budget, every call is traced and the key is ``"memory="``."""
         reasons = {key: p for key, p in self.programs.items() if type(p) is str}
@@ -2250,6 +2280,12 @@ class Replayed:
         key = (key, *modes.values(), id(np.geterrcall()) if "call" in modes.values()
                or "log" in modes.values() else None)
         program = self.programs.get(key)
+        # The classes of the arguments' objects, whose methods f may call, are reached as f
+        # is, per program (they are part of its signature)
+        kinds = classes((args, kwargs))
+        reached = reach(self.f, kinds) if kinds else None  # (their methods by f's names)
+        if type(program) is Program and kinds and _changed(*reached, program.reached):
+            program = None
         flat = [leaf for leaves, _ in parts for leaf in leaves]
         if type(program) is Program and program.aliases(flat):
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
@@ -2289,6 +2325,8 @@ class Replayed:
                 recording.reason = ("a random draw from a generator that lives between calls "
                                     "(np.random's, the random module's, or one f reaches): a "
                                     "replay would reuse the recorded numbers")
+            if recording.program is not None and reached is not None:
+                recording.program.reached = reached[0], [Contents(a) for a in reached[1]]
             self._keep(key, recording.program or recording.reason)
         return value, grads
 

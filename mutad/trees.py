@@ -189,6 +189,17 @@ def _array_like(x):
     return hasattr(kind, "__array_ufunc__") or hasattr(kind, "__array_function__")
 
 
+def attributes(x):
+    """The names of the attributes of ``x`` that :func:`flatten` follows, in its order, where it
+    follows ``x`` as a plain object or dataclass instance (``_node``); else None."""
+    kind = type(x)
+    if kind in REGISTERED or isinstance(x, (tuple, list, dict, set, frozenset, STATIC)) \
+            or _array_like(x) or isinstance(x, collections.abc.Iterator) \
+            or kind.__module__.split(".")[0] in LIBRARIES:
+        return None
+    return _attributes(x)
+
+
 def _attributes(x):
     """The names of the attributes stored in instance ``x`` (its ``__dict__`` and its slots),
     or None when it stores none there."""
