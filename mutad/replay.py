@@ -73,7 +73,8 @@ from .blocks import Block, Opaque, indent, scalar_cotangents
 from .debug import Warnings, anomaly_detection, nowhere, user_frames, warn_at
 from .levels import ACTIVE
 from .products import times
-from .recompute import SMALL, Lazy, small
+from . import recompute
+from .recompute import Lazy, small
 from .registry import COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, complex_among
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
@@ -638,7 +639,7 @@ class ElementwiseWrite:
         written = self.written
         self.cotangents = None
         if self.lean and self.traced and written.dtype.kind == "f" and \
-                math.prod(written.shape) * written.dtype.itemsize < SMALL:
+                math.prod(written.shape) * written.dtype.itemsize < recompute.SMALL:
             # (the cotangent a write takes is an array, a 0-d one for an element)
             self.cotangents = _lean_inputs(rule, self.state[1], self.inputs, written,
                                            scalar=False)
@@ -1728,18 +1729,13 @@ class Program:
     def prepare(self):
         """What the steps need to replay, made before the first replay rather than while the
         first call records (which is timed against a traced call)."""
+        # (The lean pullbacks add into the shadows of whole buffers directly, which would be
+        # wrong for a shadow two buffers share; only the engine's path for large elementwise
+        # cotangents makes those (``tracing._sharing``), for buffers as large as the
+        # cotangent, and a lean step's whole buffers are small.)
         for step in self.steps:
             if hasattr(step, "prepare"):
                 step.prepare()
-        # The lean pullbacks assume no two buffers share a shadow, which only the engine's
-        # path for large elementwise cotangents makes (``tracing._sharing``).
-        if any(type(step) in (Pure, ElementwiseWrite) and not small(step.buffer)
-               for step in self.steps):
-            for step in self.steps:
-                if type(step) is Pure:
-                    step.lean = None
-                elif type(step) is ElementwiseWrite:
-                    step.cotangents = None
 
     def run(self, leaves):
         """``(value, gradients per leaf)`` for the flattened arguments ``leaves``; raises
