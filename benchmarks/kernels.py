@@ -681,21 +681,7 @@ def measure(configuration):
 def run_child(configuration, timeout):
     from mutad.bench import harness
 
-    environment = dict(os.environ)
-    environment.update({v: "1" for v in harness.THREAD_VARIABLES})
-    environment["XLA_FLAGS"] = ("--xla_cpu_multi_thread_eigen=false "
-                                "intra_op_parallelism_threads=1")
-    environment["JAX_PLATFORMS"] = "cpu"
-    try:
-        child = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
-                                json.dumps(configuration)], capture_output=True, text=True,
-                               env=environment, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"status": "timeout", "detail": f"killed after {timeout:g} s"}
-    for line in child.stdout.splitlines():
-        if line.startswith(MARKER):
-            return json.loads(line[len(MARKER):])
-    return {"status": "error", "detail": (child.stderr.strip().splitlines() or ["?"])[-1]}
+    return harness.run_script_child(__file__, MARKER, configuration, timeout)
 
 
 def installed(system):

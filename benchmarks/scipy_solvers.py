@@ -57,7 +57,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -377,22 +376,9 @@ def measure(configuration):
 
 
 def run_child(configuration, timeout):
-    environment = dict(os.environ)
-    environment.update({v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                         "MKL_NUM_THREADS")})
-    environment["XLA_FLAGS"] = ("--xla_cpu_multi_thread_eigen=false "
-                                "intra_op_parallelism_threads=1")
-    environment["JAX_PLATFORMS"] = "cpu"
-    try:
-        child = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
-                                json.dumps(configuration)], capture_output=True, text=True,
-                               env=environment, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"status": "timeout"}
-    for line in child.stdout.splitlines():
-        if line.startswith(MARKER):
-            return json.loads(line[len(MARKER):])
-    return {"status": "error", "detail": (child.stderr.strip().splitlines() or ["?"])[-1]}
+    from mutad.bench import harness
+
+    return harness.run_script_child(__file__, MARKER, configuration, timeout)
 
 
 # ----------------------------------------------------------------------------------------------

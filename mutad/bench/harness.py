@@ -541,6 +541,28 @@ def _watch(child, timeout, memory_limit_mib, interval=0.05):
     return None
 
 
+def run_script_child(script, marker, configuration, timeout):
+    """Run ``script --child CONFIGURATION`` (a benchmark script's own measurement of one
+    configuration) in a fresh interpreter with one compute thread (BLAS's and XLA's), and
+    return the JSON it printed after ``marker``; ``{"status": "timeout"}`` past ``timeout``
+    seconds, ``{"status": "error"}`` with the last line of its stderr if it printed none."""
+    environment = dict(os.environ)
+    environment.update({v: "1" for v in THREAD_VARIABLES})
+    environment["XLA_FLAGS"] = ("--xla_cpu_multi_thread_eigen=false "
+                                "intra_op_parallelism_threads=1")
+    environment["JAX_PLATFORMS"] = "cpu"
+    try:
+        child = subprocess.run([sys.executable, str(Path(script).resolve()), "--child",
+                                json.dumps(configuration)], capture_output=True, text=True,
+                               env=environment, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "detail": f"killed after {timeout:g} s"}
+    for line in child.stdout.splitlines():
+        if line.startswith(marker):
+            return json.loads(line[len(marker):])
+    return {"status": "error", "detail": (child.stderr.strip().splitlines() or ["?"])[-1]}
+
+
 def default_memory_limit_mib():
     """Nine tenths of the memory available now: a child past it would push the machine into
     swap or the kernel's out-of-memory killer, and the other rows could not run."""
