@@ -102,7 +102,8 @@ class Code:
         # name (a list of names for a list), for Block.deopt
         self.kept = {}  # the locals the reverse pass reads, in order of first use
         self.live = {}  # key -> buffer: the local cotangents that hold an array, at this point
-        self.shadows = {}  # place -> the local holding ``shadows.of(place)`` in the reverse
+        self.shadows = {}  # a place's layout -> the local holding ``shadows.of(place)``
+        self.views = 0  # the locals of shadows named so far
         self.arrays = {}  # the name of a finite nonzero float -> that of the same float64 0-d array
 
     def bind(self, value, kind=None):
@@ -184,16 +185,28 @@ class Code:
 
     def shadow(self, place, always):
         """``(lines, expression)``: the shadow of ``place`` (``shadows.of``) where a reverse
-        line adds into it. Once a line that always runs has made it, it is a local: until the
-        block's reverse pass ends, nothing but adding in place touches that shadow."""
-        name = self.shadows.get(place)
+        line adds into it. Once a line that always runs has made it, it is a local, for every
+        place of the same layout: until the block's reverse pass ends, or a step whose
+        reverse may take a shadow out of the dictionary (``Opaque``, a write of a whole buffer)
+        forgets it, nothing but adding or zeroing in place touches that shadow."""
+        layout = (place.buffer.key, place.whole, place.offset, place.shape, place.strides,
+                  place.dtype)
+        name = self.shadows.get(layout)
         if name is not None:
             return [], name
         of = f"shadows.of({self.bind(place)})"
         if not always:
             return [], of
-        name = self.shadows[place] = f"s{len(self.shadows)}"
+        name = self.shadows[layout] = f"s{self.views}"
+        self.views += 1
         return [f"{name} = {of}"], name
+
+    def add_into(self, place, g, always):
+        """Lines for ``shadows.of(place) += g`` (``shadow``)."""
+        looked_up, shadow = self.shadow(place, always)
+        if shadow.startswith("shadows."):
+            return [*looked_up, f"view = {shadow}", f"view += {g}"]
+        return [*looked_up, f"{shadow} += {g}"]
 
     def deopt(self, k, entry):
         """A line that leaves the compiled reverse pass at step ``k`` (:meth:`Block.deopt`),

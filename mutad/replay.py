@@ -79,6 +79,7 @@ from .registry import COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, complex_among
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
 from .tracing import (ASSIGNMENT, CopyBack, Elementwise, ReverseTape, Traced, _differentiable,
+                      unbroadcast,
                       ElementwiseInverse, _elementwise_cotangents, decide_undo, write_kept,
                       _function_pullback, _gather_pullback, _may_overlap, _read_by_partials,
                       _write_pullback, apply_function, check_constants, complex_back, constant,
@@ -421,9 +422,9 @@ class Pure:
             Elementwise.pullback(self.record(vals, y), shadows, None)
             return
         rows = []
-        for i, partial, last, place, direct in self.lean:
+        for i, partial, last, place, direct, summed in self.lean:
             if partial is ONE:
-                if not last:
+                if not last and not summed:
                     if direct:
                         existing = entries.get(place.key)
                         if existing is not None:  # takes dy as it is
@@ -434,10 +435,10 @@ class Pure:
                         continue
                     g = dy.copy()
                 else:
-                    g = dy
+                    g = dy if last else dy.copy()
             else:
                 g = times(dy, partial(y, *vals), dy if last else np.empty_like(dy))
-            rows.append((place, g, direct))
+            rows.append((place, unbroadcast(g, ()) if summed else g, direct and not summed))
         for place, g, direct in rows:
             if not direct:
                 shadows.add(place, g, owned=True)
@@ -492,61 +493,82 @@ class Pure:
         key = code.key(self.buffer)
         # A float64 scalar's cotangent is NumPy's scalar, not a 0-d array (scalar_cotangents)
         dy = "x[1][()]" if scalar_cotangents(self.buffer) else "x[1]"
-        if not any(code.cotangent(place) for *_, place, direct in self.lean if direct):
+        if not any(code.cotangent(place) for *_, place, direct, _ in self.lean if direct):
             return [f"x = pop({key}, None)", "if x is not None:",
                     "    if x[3] is not None or not x[1].flags.writeable:",
                     f"        entries[{key}] = x",
                     f"        {code.bind(self)}.back(shadows, [{vals}], {y})",
-                    "    else:", f"        dy = {dy}", *indent(self._lean_back(code, vals, y), 2)]
+                    "    else:", f"        dy = {dy}",
+                    *indent(self._lean_back(code, vals, y, always=False), 2)]
         # The local cotangents of its inputs are known to hold arrays only if it has one
         return [f"x = pop({key}, None)",
                 "if x is None or x[3] is not None or not x[1].flags.writeable:",
                 f"    {code.deopt(k, 'x')}",
                 f"dy = {dy}", *self._lean_back(code, vals, y)]
 
-    def _lean_back(self, code, vals, y):
-        """The lean path of :meth:`back`, from ``dy`` on."""
-        return _lean_cotangents(code, self.lean, self.buffer, vals, y)
+    def _lean_back(self, code, vals, y, always=True):
+        """The lean path of :meth:`back`, from ``dy`` on (``always``: see
+        ``_lean_cotangents``)."""
+        return _lean_cotangents(code, self.lean, self.buffer, vals, y, always=always)
+
+
+def small_place(place):
+    """Whether the values at ``place`` are a small array (``recompute.small``)."""
+    return math.prod(place.shape) * place.dtype.itemsize < recompute.SMALL
 
 
 def _lean_inputs(rule, traced, inputs, made, scalar=True):
     """Per traced input of an elementwise operation that made ``made`` (small), what its lean
     pullback needs (``_lean_cotangents``); None if an input is not of ``made``'s shape and
-    dtype. A whole C-contiguous buffer's shadow is an entry of its own, which the cotangent
-    may become; a region's, or another layout's, is added into through ``Shadows.add`` (not
-    where elements share memory, nor for a 0-d output whose cotangent a block holds as
-    NumPy's scalar: ``scalar``)."""
+    dtype (or a 0-d whole buffer, broadcast: ``summed``). A whole C-contiguous buffer's shadow
+    is an entry of its own, which the cotangent may become; a region's, or another layout's,
+    is added into through ``Shadows.add`` (not where elements share memory, nor for a 0-d
+    output whose cotangent a block holds as NumPy's scalar: ``scalar``)."""
     lean = []
     for i in traced:
         place = inputs[i]
-        if place.shape != made.shape or place.dtype != made.dtype:
-            return None
         direct = type(place) is Buffer and place.c_contiguous
+        # a scalar broadcast against the others (r * u): its cotangent summed (unbroadcast)
+        summed = direct and place.shape == () and made.shape != ()
+        if place.shape != made.shape and not summed or place.dtype != made.dtype:
+            return None
         if not direct and (overlapping(place) or scalar and made.shape == ()):
             return None
-        lean.append((i, rule.partials[i], i == traced[-1], place, direct))
+        lean.append((i, rule.partials[i], i == traced[-1], place, direct, summed))
     return tuple(lean)
 
 
-def _lean_cotangents(code, lean, made, vals, y, scalar=None):
+def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
     """Lines that accumulate the cotangent ``dy`` of ``made`` (the buffer an elementwise step
     made, the place a write wrote) into those of its inputs, as ``tracing._small_cotangents``
     does, for the inputs ``lean`` (per traced input: its position, partial, whether it is the
     last, its place, whether that is a whole C-contiguous buffer); ``vals`` and ``y`` name the
     inputs and the output the partials read. For a float64 scalar, the same arithmetic on
     NumPy's scalars, which need no copies (``scalar``: None, as ``blocks`` holds a cotangent
-    of ``made``)."""
+    of ``made``). ``always``: the lines run whenever the block's reverse pass reaches them (so
+    a region's shadow they look up stays a local: ``Code.shadow``)."""
     if scalar is None:
         scalar = scalar_cotangents(made)
     lines, rows = [], []
-    for j, (_, partial, last, buffer, direct) in enumerate(lean):
+    for j, (_, partial, last, buffer, direct, summed) in enumerate(lean):
         g = f"g{j}"
         copy = "dy" if scalar else "dy.copy()"
-        if partial is ONE and not last and not direct:  # a region: Shadows.add
-            place = code.bind(buffer)
-            lines += [f"if shadows.has({place}):", f"    shadows.add({place}, dy)",
-                      f"    {g} = None", "else:", f"    {g} = dy.copy()"]
-            rows.append((g, buffer, True))
+        if summed:  # a broadcast scalar: the product summed, as unbroadcast sums it
+            if partial is ONE:
+                lines.append(f"{g} = {'dy' if last else copy}")
+            else:
+                into = "dy" if last else "None"
+                lines += [f"p = {code.bind(partial)}({y}, {vals})",
+                          f"{g} = product(dy, p, {into})"]
+            total = f"{code.bind(unbroadcast)}({g}, ())"
+            lines.append(f"{g} = {total}[()]" if scalar_cotangents(buffer) else
+                         f"{g} = {total}")
+            rows.append((g, buffer, False))
+            continue
+        if partial is ONE and not last and not direct:
+            # a region's shadow, made zero-filled if needed, takes dy as Shadows.add would
+            # (an existing one as it is, a new one a copy added into its zeros)
+            lines += code.add_into(buffer, "dy", always)
             continue
         if partial is ONE and not last:
             local = code.cotangent(buffer)
@@ -578,8 +600,10 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None):
             lines += [f"p = {code.bind(partial)}({y}, {vals})", f"{g} = {general}"]
         rows.append((g, buffer, False))
     for g, buffer, optional in rows:
-        add = code.add(buffer, g) if type(buffer) is Buffer and buffer.c_contiguous else \
-            [f"shadows.add({code.bind(buffer)}, {g}, True)"]
+        if type(buffer) is Buffer and buffer.c_contiguous:
+            add = code.add(buffer, g)
+        else:  # a region: Shadows.add of an array nothing else holds
+            add = code.add_into(buffer, g, always and not optional)
         lines += [f"if {g} is not None:", *indent(add)] if optional else add
     return lines
 
@@ -638,8 +662,7 @@ class ElementwiseWrite:
         # elementwise one (``_lean_cotangents``; None: the step's ``back``)
         written = self.written
         self.cotangents = None
-        if self.lean and self.traced and written.dtype.kind == "f" and \
-                math.prod(written.shape) * written.dtype.itemsize < recompute.SMALL:
+        if self.lean and self.traced and written.dtype.kind == "f" and small_place(written):
             # (the cotangent a write takes is an array, a 0-d one for an element)
             self.cotangents = _lean_inputs(rule, self.state[1], self.inputs, written,
                                            scalar=False)
@@ -715,16 +738,21 @@ class ElementwiseWrite:
         """As :meth:`Pure.emit_back`: :meth:`back` unrolled, where it is lean."""
         vals, (target, saved), record = code.records[k]
         vals = ", ".join(vals)
-        # a shadow the write takes whole leaves the dictionary: the earlier steps' locals of
-        # shadows are looked up again
-        code.shadows.clear()
-        if self.cotangents is None:
+        written = self.written
+        if written.whole or not small_place(written):
+            # a shadow the write takes whole leaves the dictionary, and a large cotangent's
+            # pullback may share shadows: the earlier steps' locals of shadows are looked up
+            # again (a small region's is zeroed in place)
+            code.shadows.clear()
+        take = [f"dy = shadows.take({code.bind(written)})", f"copyto({target}, {saved})"]
+        if not self.traced:  # the values written get no gradient
+            lean = take
+        elif self.cotangents is None:
             lean = [f"{code.bind(self)}.back(shadows, [{vals}], ({target}, {saved}))"]
         else:
-            lean = [f"dy = shadows.take({code.bind(self.written)})",
-                    f"copyto({target}, {saved})", "if dy is not None:",
-                    *indent(_lean_cotangents(code, self.cotangents, self.written, vals, "None",
-                                             scalar=False))]
+            lean = [*take, "if dy is not None:",
+                    *indent(_lean_cotangents(code, self.cotangents, written, vals, "None",
+                                             scalar=False, always=False))]
         return [f"if {record} is None:", *indent(lean), "else:",
                 f"    {code.bind(Tape.reverse)}({record}, shadows)"]
 
