@@ -1161,6 +1161,32 @@ def with_frees(steps, large):
     return out
 
 
+REPEAT = 8
+"""Steps that must repeat for a run to be cut there (``_pieces``)."""
+
+
+def _kind(step):
+    """What a step's code depends on besides its operands: its class and operation."""
+    return (type(step), getattr(step, "record_ufunc", None) or getattr(step, "ufunc", None)
+            or getattr(step, "function", None))
+
+
+def _pieces(run, steps):
+    """``run`` (positions in ``steps``) cut into pieces of at most ``BLOCK_STEPS`` steps, each
+    cut where the steps that begin the piece begin again (a loop body's start): the pieces of
+    a loop are then the same code, which one compiled template serves (``blocks.TEMPLATES``),
+    rather than a template for each phase of the loop against a fixed length."""
+    kinds = [_kind(steps[k]) for k in run]
+    pieces, start = [], 0
+    while len(run) - start > BLOCK_STEPS:
+        head = kinds[start:start + REPEAT]
+        cut = next((p for p in range(start + BLOCK_STEPS, start + REPEAT - 1, -1)
+                    if kinds[p:p + REPEAT] == head), start + BLOCK_STEPS)
+        pieces.append(run[start:cut])
+        start = cut
+    return [*pieces, run[start:]] if run else []
+
+
 def _member(step):
     """``step`` as a compiled block runs it: itself where it writes its own lines, as an
     :class:`blocks.Opaque` step where it runs as it is (a function's rule, a guard, a write
@@ -1207,7 +1233,7 @@ def with_blocks(steps, held):
         if member is not None:
             run.append(k)
             continue
-        runs += [run[i:i + BLOCK_STEPS] for i in range(0, len(run), BLOCK_STEPS)]
+        runs += _pieces(run, steps)
         run = []
     # worth compiling: a run with steps that write their own lines, more than one or an
     # element's assignment
