@@ -1165,7 +1165,7 @@ REPEAT = 8
 """Steps that must repeat for a run to be cut there (``_pieces``)."""
 
 
-def _kind(step):
+def _step_kind(step):
     """What a step's code depends on besides its operands: its class and operation."""
     return (type(step), getattr(step, "record_ufunc", None) or getattr(step, "ufunc", None)
             or getattr(step, "function", None))
@@ -1176,7 +1176,7 @@ def _pieces(run, steps):
     cut where the steps that begin the piece begin again (a loop body's start): the pieces of
     a loop are then the same code, which one compiled template serves (``blocks.TEMPLATES``),
     rather than a template for each phase of the loop against a fixed length."""
-    kinds = [_kind(steps[k]) for k in run]
+    kinds = [_step_kind(steps[k]) for k in run]
     pieces, start = [], 0
     while len(run) - start > BLOCK_STEPS:
         head = kinds[start:start + REPEAT]
