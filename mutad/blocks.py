@@ -30,9 +30,9 @@ as the tracing engine does.
 
 The steps write their own code (``emit``, ``emit_back``), each next to the pullback it unrolls,
 so that both say the same thing: the same NumPy calls on the same arrays in the same order,
-and so the same bits. A step that writes no code of its own (an in-place write, whose undo the
-tape decides afresh on every call; a guard) is run as it is, and its record reversed in its
-place (:class:`Opaque`), so that one block spans a whole loop body, views, writes and all.
+and so the same bits. A step that writes no code of its own (a write of another kind than the
+lean elementwise one, a function's rule, a guard) is run as it is, and its record reversed in
+its place (:class:`Opaque`), so that one block spans a whole loop body, views, writes and all.
 """
 
 import collections
@@ -251,8 +251,8 @@ def _factory(source):
 
 
 class Opaque:
-    """A step a block runs as it is, for the kinds that write no lines of their own (an
-    in-place write, whose undo is decided afresh on each call, a guard, a call): its own
+    """A step a block runs as it is, for the kinds that write no lines of their own (a write
+    of another kind, a function's rule, a guard, a call): its own
     ``step(values, tape)``, then the ``records`` (0 or 1) it appended taken off the tape, and
     reversed at the step's place in the block's reverse pass (``Tape.reverse``)."""
 

@@ -49,6 +49,7 @@ is within the rounding that value propagates (measured on the leapfrog workload:
 ``benchmarks/RESULTS.md``).
 """
 
+import math
 import weakref
 
 import numpy as np
@@ -65,10 +66,12 @@ SMALL = 4096
 
 
 def small(value):
-    """Whether the array ``value`` (or all of a buffer) is small enough to keep rather than
-    recompute."""
+    """Whether the array ``value`` (or all of a buffer, or the values at a place in one) is
+    small enough to keep rather than recompute."""
     if type(value) is Buffer:
         return value.span * value.dtype.itemsize < SMALL
+    if type(value) is Place:
+        return math.prod(value.shape) * value.dtype.itemsize < SMALL
     return value.nbytes < SMALL
 
 

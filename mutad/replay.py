@@ -73,17 +73,16 @@ from .blocks import Block, Opaque, indent, scalar_cotangents
 from .debug import Warnings, anomaly_detection, nowhere, user_frames, warn_at
 from .levels import ACTIVE
 from .products import times
-from . import recompute
 from .recompute import Lazy, small
 from .registry import COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, complex_among
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
-from .tracing import (ASSIGNMENT, CopyBack, Elementwise, ReverseTape, Traced, _differentiable,
-                      unbroadcast,
-                      ElementwiseInverse, _elementwise_cotangents, decide_undo, write_kept,
-                      _function_pullback, _gather_pullback, _may_overlap, _read_by_partials,
-                      _write_pullback, apply_function, check_constants, complex_back, constant,
-                      elementwise_kept, fresh_value, on_constants, plain, thaw, unwrapped_ufunc)
+from .tracing import (ASSIGNMENT, CopyBack, Elementwise, ElementwiseInverse, ReverseTape, Traced,
+                      _differentiable, _elementwise_cotangents, _function_pullback,
+                      _gather_pullback, _may_overlap, _read_by_partials, _write_pullback,
+                      apply_function, check_constants, complex_back, constant, decide_undo,
+                      elementwise_kept, fresh_value, on_constants, plain, thaw, unbroadcast,
+                      unwrapped_ufunc, write_kept)
 from .trees import attributes, flatten
 from .views import address, overlaps_itself, owner, same_region, views, writeable
 
@@ -512,11 +511,6 @@ class Pure:
         return _lean_cotangents(code, self.lean, self.buffer, vals, y, always=always)
 
 
-def small_place(place):
-    """Whether the values at ``place`` are a small array (``recompute.small``)."""
-    return math.prod(place.shape) * place.dtype.itemsize < recompute.SMALL
-
-
 def _lean_inputs(rule, traced, inputs, made, scalar=True):
     """Per traced input of an elementwise operation that made ``made`` (small), what its lean
     pullback needs (``_lean_cotangents``); None if an input is not of ``made``'s shape and
@@ -542,7 +536,8 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
     """Lines that accumulate the cotangent ``dy`` of ``made`` (the buffer an elementwise step
     made, the place a write wrote) into those of its inputs, as ``tracing._small_cotangents``
     does, for the inputs ``lean`` (per traced input: its position, partial, whether it is the
-    last, its place, whether that is a whole C-contiguous buffer); ``vals`` and ``y`` name the
+    last, its place, whether that is a whole C-contiguous buffer, whether it is a broadcast
+    scalar whose cotangent is summed: ``_lean_inputs``); ``vals`` and ``y`` name the
     inputs and the output the partials read. For a float64 scalar, the same arithmetic on
     NumPy's scalars, which need no copies (``scalar``: None, as ``blocks`` holds a cotangent
     of ``made``). ``always``: the lines run whenever the block's reverse pass reaches them (so
@@ -662,7 +657,7 @@ class ElementwiseWrite:
         # elementwise one (``_lean_cotangents``; None: the step's ``back``)
         written = self.written
         self.cotangents = None
-        if self.lean and self.traced and written.dtype.kind == "f" and small_place(written):
+        if self.lean and self.traced and written.dtype.kind == "f" and small(written):
             # (the cotangent a write takes is an array, a 0-d one for an element)
             self.cotangents = _lean_inputs(rule, self.state[1], self.inputs, written,
                                            scalar=False)
@@ -739,7 +734,7 @@ class ElementwiseWrite:
         vals, (target, saved), record = code.records[k]
         vals = ", ".join(vals)
         written = self.written
-        if written.whole or not small_place(written):
+        if written.whole or not small(written):
             # a shadow the write takes whole leaves the dictionary, and a large cotangent's
             # pullback may share shadows: the earlier steps' locals of shadows are looked up
             # again (a small region's is zeroed in place)
