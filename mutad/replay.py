@@ -622,10 +622,10 @@ class ElementwiseWrite:
 
     __slots__ = ("ufunc", "args", "kwargs", "target", "rule", "reads", "position", "others_at",
                  "apart", "traced", "state", "inputs", "written", "buffer", "primitive", "key",
-                 "whole", "args_of", "invertible", "lean", "cotangents")
+                 "whole", "withheld", "args_of", "invertible", "lean", "cotangents")
 
     def __init__(self, ufunc, args, kwargs, target, rule, reads, position, apart, record,
-                 key, whole):
+                 key, whole, withheld=False):
         self.ufunc = ufunc
         self.args = args
         self.args_of = None  # prepare(), before the first replay
@@ -644,12 +644,13 @@ class ElementwiseWrite:
         self.primitive = record.primitive
         self.key = key
         self.whole = whole
+        self.withheld = withheld  # tracing offered no inverse (``Recorder.withheld``)
 
     def prepare(self):
         self.args_of = resolver(self.args)
         rule, position = self.rule, self.position
-        self.invertible = bool(position is not None and position < len(rule.inverse)
-                               and rule.inverse[position])
+        self.invertible = bool(not self.withheld and position is not None
+                               and position < len(rule.inverse) and rule.inverse[position])
         # Where the write's bytes are copied (``Tape.copied``) and its pullback reads no output,
         # the step keeps a record of its own: the operands and the saved bytes (``back``)
         self.lean = not self.kwargs and rule.decide is None and "y" not in rule.uses
@@ -675,8 +676,8 @@ class ElementwiseWrite:
         # as ``tracing._write_elementwise`` and ``record_write`` do it, on plain arrays
         kept, state = write_kept(ufunc, rule, vals, self.reads, self.state if self.traced
                                  else None, target)
-        inverse = ElementwiseInverse.offered(ufunc, rule, self.position, vals, target, kept,
-                                             self.apart_now, None, kwargs)
+        inverse = None if not self.invertible else ElementwiseInverse.offered(
+            ufunc, rule, self.position, vals, target, kept, self.apart_now, None, kwargs)
         undo, kind = decide_undo(tape, inverse, lambda: CopyBack(target), self.key, self.whole,
                                  target.nbytes)
         tape.before_write(self.key)
@@ -1293,6 +1294,9 @@ class Recorder:
         self.counted = 0
         self.depth = 0
         self.writers = []  # the debug.Warnings that report to ``heard``
+        # The write just traced offered no inverse, for the memory its operands would hold
+        # (``tracing._kept_for_the_inverse``): its step does the same
+        self.withheld = False
 
     def outside(self, what):
         """The engine recorded ``what`` outside a step: inside a door (``door``), the door
@@ -1503,6 +1507,7 @@ class Recorder:
 
     def ufunc(self, ufunc, inputs, out, kwargs, rule, tape, values, pattern):
         before = len(tape.records)
+        self.withheld = False
         target = out if type(out) is Traced and out.tape is tape else None
         constant_target = target is not None and target.buffer.constant
         y = self._run(unwrapped_ufunc, ufunc, inputs, out, kwargs, rule, tape, values, pattern)
@@ -1539,7 +1544,7 @@ class Recorder:
                 buffer = target.buffer
                 self.steps.append(ElementwiseWrite(
                     ufunc, args, settings, self.spec(target).index, rule, reads, position,
-                    apart, new[0], buffer.key, target.whole))
+                    apart, new[0], buffer.key, target.whole, self.withheld))
                 self.recomputed(new[0])
                 if tape.recomputation is not None and tape.recomputation.budget is not None:
                     self.refuse("a memory budget (memory=)")

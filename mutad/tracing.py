@@ -1278,6 +1278,8 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     if inverse is not None and tape.recomputation is not None and any(
             _kept_for_the_inverse(inputs[i], values[i], kept[i], tape, out) for i in others_at):
         inverse = None  # saved, or rebuilt under a budget: exact, for no more memory
+        if tape.recorder is not None:  # a decision of the program's structure: replayed
+            tape.recorder.withheld = True
     record_write(primitive, out, lambda: ufunc(*values, out=target, **kwargs), inputs, values,
                  settings=kwargs or None, kept=kept, inverse=inverse,
                  inverse_reads=others_at, pullback=_write_pullback if traced else None,

@@ -465,6 +465,22 @@ def test_namedtuples_dataclasses_and_complex_arrays_are_replayed():
     assert budget.reasons == {"memory=": "a memory budget (memory=)"}
 
 
+def test_a_write_tracing_saves_for_its_large_operand_is_saved_in_the_replay_too():
+    """Tracing offers no inverse for ``a += y`` where the inverse alone would keep ``y``, a
+    large temporary it cannot recompute (``np.cumsum``'s), and saves what the write
+    overwrites instead; the replay did offer it, and its gradient came out an ulp off."""
+    def f(a, x):
+        s = np.sum(a * a * 1.3)  # reads ``a`` as the undo of the write leaves it
+        y = np.cumsum(x)
+        a += y
+        a *= 1.7
+        return s + np.sum(np.sin(a))
+
+    rng = np.random.default_rng(0)
+    calls = [(rng.standard_normal(2000), 1e-3 * rng.standard_normal(2000)) for _ in range(4)]
+    replayed_like_traced(f, calls, argnums=(0, 1), traced_once=True)
+
+
 def test_the_cache_keeps_a_bounded_number_of_programs():
     replaying = mutad.grad(lambda x: (x * x).sum(), replay=True)
     for n in range(1, 3 * mutad.replay.CACHE_SIZE):
