@@ -293,6 +293,10 @@ def _reading(buffer):
                     source.read = True
 
 
+READ, ALIVE, CACHED, SAME, RUN, SEQUENCE, CONSTANT = (
+    "read", "alive", "cached", "same", "run", "sequence", "constant")
+"""The kinds of the steps of a plan (``Recomputation.read``)."""
+
 NUMBERED = 256
 """How many recent recipes are remembered by what they compute (``Recomputation.numbers``)."""
 
@@ -328,7 +332,8 @@ class Recomputation:
     """The stand-ins of one tape: how many records will read each buffer's recomputed value,
     and the values recomputed while some still will."""
 
-    __slots__ = ("readers", "values", "budget", "chains", "numbers", "written", "lazy")
+    __slots__ = ("readers", "values", "budget", "chains", "numbers", "written", "lazy",
+                 "planner")
 
     def __init__(self, budget=None):
         self.readers = {}
@@ -341,6 +346,9 @@ class Recomputation:
         self.numbers = {}
         self.written = []  # the Written holders of this forward pass
         self.lazy = {}  # the buffers records hold stand-ins of, by key
+        # While the reverse pass of a call a replay records runs: asked, for each record,
+        # where to write down how its stand-ins were resolved (``resolve``)
+        self.planner = None
 
     def write(self, buffer):
         """``buffer`` is about to be written in place for the first time: if it is a temporary
@@ -433,14 +441,18 @@ class Recomputation:
             buffer.ref = Kept(value)
         return value
 
-    def resolve(self, items):
+    def resolve(self, items, plans=None):
         """Replace the stand-ins among ``items`` (a list) by their values; returns the keys of
-        their buffers, for ``release``."""
+        their buffers, for ``release``. ``plans``: a list to which ``(position, plan)`` is
+        added for each, the plan saying how its value was found (``read``)."""
         keys = []
         for i, x in enumerate(items):
             if type(x) is Lazy:
-                items[i] = self.read(x.place)
+                plan = None if plans is None else []
+                items[i] = self.read(x.place, plan=plan)
                 keys.append(x.place.buffer.key)
+                if plans is not None:
+                    plans.append((i, plan[0]))
         return keys
 
     def release(self, keys):
@@ -454,53 +466,86 @@ class Recomputation:
                 del self.readers[key]
                 self.values.pop(key, None)
 
-    def read(self, place, rebuilt=None, numbers=True):
+    def read(self, place, rebuilt=None, numbers=True, plan=None):
         """The value at ``place`` now: its buffer's array if alive, else recomputed.
         ``rebuilt`` maps the keys of buffers being rebuilt to the arrays that stand for them.
         A buffer that stands for a Python number (``Buffer.weak``) gives that number, as a
-        ufunc's operand, unless not ``numbers`` (a rule's argument: its 0-d array)."""
+        ufunc's operand, unless not ``numbers`` (a rule's argument: its 0-d array).
+
+        ``plan``, a list: add to it how the value was found, for a replay to find it the same
+        way: ``(READ, place, numbers, source)``, ``source`` ``ALIVE`` (the array, as it is
+        now), ``CACHED`` (recomputed for an earlier record) or how it was computed again:
+        ``(SAME, key, stored, plan)`` (as the older buffer of ``plan`` is) or ``(RUN, key,
+        stored, primitive, rule, output, inputs, settings)``, the inputs and settings plans of
+        their own where they are places (``read_all``), ``stored`` whether the value is kept
+        for the records left that read it."""
         buffer = place.buffer
         array = None if rebuilt is None else rebuilt.get(buffer.key)
+        source = ALIVE
         if array is None:
             array = buffer.ref() if buffer.ref is not None else None
         if array is None:
             array = self.values.get(buffer.key)
+            source = CACHED
             if array is None:
-                array = self._recompute(buffer, rebuilt)
+                source = None if plan is None else []
+                array = self._recompute(buffer, rebuilt, source)
+                source = None if plan is None else source[0]
+        if plan is not None:
+            plan.append((READ, place, numbers, source))
         if numbers and buffer.weak:  # a Python number, as the program computed with it
             return array.item()
         return view(array, buffer, place)
 
-    def _recompute(self, buffer, rebuilt):
+    def _recompute(self, buffer, rebuilt, plan=None):
         recipe = buffer.origin
+        # kept for the records left that read it; not what a rebuild computes on its way
+        # (those stay as long as the rebuild needs them)
+        stored = rebuilt is None and buffer.key in self.readers
         if recipe.same is not None:  # the same bytes as an older buffer's
-            y = self.read(recipe.same, rebuilt)
-            if rebuilt is None and buffer.key in self.readers:
+            same = None if plan is None else []
+            y = self.read(recipe.same, rebuilt, plan=same)
+            if stored:
                 self.values[buffer.key] = y
+            if plan is not None:
+                plan.append((SAME, buffer.key, stored, same[0]))
             return y
         record = recipe.record
         primitive = record.primitive
         rule = getattr(primitive, "rule", None)
-        inputs = [self.read_all(x, rebuilt, rule is None) for x in record.inputs]
-        settings = {k: self.read_all(v, rebuilt) for k, v in (record.settings or {}).items()}
+        plans = None if plan is None else []
+        inputs = [self.read_all(x, rebuilt, rule is None, plans) for x in record.inputs]
+        settings = {k: self.read_all(v, rebuilt, True, plans)
+                    for k, v in (record.settings or {}).items()}
         if rule is not None:  # a rule: its outputs, without the pullback it also returns
             y = rule(*inputs, **settings)[0]
             if recipe.output is not None:
                 y = y[recipe.output]
         else:
             y = primitive(*inputs, **settings)
-        if rebuilt is None and buffer.key in self.readers:
-            # kept for the records left that read it; not what a rebuild computes on its way
-            # (those stay as long as the rebuild needs them)
+        if stored:
             self.values[buffer.key] = y
+        if plan is not None:
+            plan.append((RUN, buffer.key, stored, primitive, rule, recipe.output,
+                         tuple(plans[:len(inputs)]), dict(zip(settings, plans[len(inputs):]))))
         return y
 
-    def read_all(self, x, rebuilt=None, numbers=True):
+    def read_all(self, x, rebuilt=None, numbers=True, plan=None):
         """``x`` (a recipe's input: a place, a constant, a list of them) as a value now
-        (``numbers``: see ``read``)."""
+        (``numbers``: see ``read``). ``plan``: a list to which the plan of ``x`` is added:
+        ``read``'s for a place, ``(SEQUENCE, type, plans)`` for a list or tuple, ``(CONSTANT,
+        x)`` for anything else."""
         if type(x) in (list, tuple):
-            return type(x)(self.read_all(e, rebuilt, numbers) for e in x)
-        return self.read(x, rebuilt, numbers) if _is_place(x) else x
+            inner = None if plan is None else []
+            y = type(x)(self.read_all(e, rebuilt, numbers, inner) for e in x)
+            if plan is not None:
+                plan.append((SEQUENCE, type(x), tuple(inner)))
+            return y
+        if _is_place(x):
+            return self.read(x, rebuilt, numbers, plan)
+        if plan is not None:
+            plan.append((CONSTANT, x))
+        return x
 
     def clear(self):
         """Forget everything: the differentiation is over."""

@@ -47,9 +47,15 @@ A plain value computed from a traced one (a comparison, an index) comes back, wh
 recording, as a constant of the tape, so that Python's decisions on it are seen. An operation
 the engine records in ways no step of its own redoes (a scatter, ``ufunc.at``, an in-place
 rule) is a :class:`Reenter` step: the engine's operation again, on traced arrays made for the
-call. What a replay cannot redo at all (a differentiation nested in ``f``, a temporary that
-tracing would recompute in its reverse pass) leaves that signature traced on every call,
-correct but not faster; :attr:`Replayed.reasons` says why.
+call. What a replay cannot redo at all (a differentiation nested in ``f``, a memory budget)
+leaves that signature traced on every call, correct but not faster; :attr:`Replayed.reasons`
+says why.
+
+A temporary that tracing recomputes in its reverse pass (``recompute``: one of 4 KiB or more,
+so that memory stays O(state)) is recomputed by the replay too: the recording's reverse pass
+writes down how it found each such value (read alive, recomputed from what, kept for several
+records), and the replay finds it the same way (:class:`Recomputed`), from the bytes its
+undos put back, so its gradients stay the traced ones bit for bit and its memory tracing's.
 """
 
 import collections
@@ -63,6 +69,7 @@ import random
 import sys
 import threading
 import types
+import weakref
 
 import numpy as np
 
@@ -73,7 +80,7 @@ from .blocks import Block, Opaque, indent, scalar_cotangents
 from .debug import Warnings, anomaly_detection, nowhere, user_frames, warn_at
 from .levels import ACTIVE
 from .products import times
-from .recompute import Lazy, small
+from .recompute import ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, small
 from .registry import COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, complex_among
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
@@ -84,7 +91,7 @@ from .tracing import (ASSIGNMENT, CopyBack, Elementwise, ElementwiseInverse, Rev
                       elementwise_kept, fresh_value, on_constants, plain, thaw, unbroadcast,
                       unwrapped_ufunc, write_kept)
 from .trees import attributes, flatten
-from .views import address, overlaps_itself, owner, same_region, views, writeable
+from .views import address, overlaps_itself, owner, same_region, strided, views, writeable
 
 CACHE_SIZE = 8
 """Programs kept per replayed function (one per signature), the least recently used dropped."""
@@ -335,7 +342,7 @@ class Pure:
     its buffer), from a tuple of this call's values in place of a record."""
 
     __slots__ = ("ufunc", "record_ufunc", "args", "at", "kwargs", "out", "rule", "reads",
-                 "inputs", "buffer", "state", "lean", "weak", "scalar_product")
+                 "inputs", "buffer", "state", "lean", "weak", "scalar_product", "later")
 
     def __init__(self, ufunc, args, kwargs, out, rule, reads, record):
         # NumPy's scalars compute the four operations in their own arithmetic, at a tenth of
@@ -363,6 +370,7 @@ class Pure:
         self.lean = None  # prepare(), before the first replay
         self.weak = False  # prepare(): the value stands for a Python number (Buffer.weak)
         self.scalar_product = False  # a product of complex scalars (Recorder.scalar_product)
+        self.later = None  # the values its record recomputes in the reverse pass (Recomputed)
 
     def prepare(self):
         buffer, rule = self.buffer, self.rule
@@ -381,7 +389,8 @@ class Pure:
             # rest from the latter
             self.ufunc = self.record_ufunc
         if rule.decide is None and buffer.c_contiguous and small(buffer) \
-                and buffer.dtype.kind == "f":  # (a complex partial is conjugated: the engine's)
+                and buffer.dtype.kind == "f" and self.later is None:
+            # (a complex partial is conjugated: the engine's)
             self.lean = _lean_inputs(rule, self.state[1], self.inputs, buffer)
 
     def __call__(self, values, tape):
@@ -399,6 +408,8 @@ class Pure:
         values[self.out] = y  # a NumPy scalar where the traced array was a read-only 0-d one
         if self.lean is not None:
             tape.records.append((self, vals, y))
+        elif self.later is not None:
+            tape.records.append(Recomputed.later(self.later, self.record(vals, y), values))
         else:
             tape.records.append(self.record(vals, y))
 
@@ -622,7 +633,8 @@ class ElementwiseWrite:
 
     __slots__ = ("ufunc", "args", "kwargs", "target", "rule", "reads", "position", "others_at",
                  "apart", "traced", "state", "inputs", "written", "buffer", "primitive", "key",
-                 "whole", "withheld", "args_of", "invertible", "lean", "cotangents")
+                 "whole", "withheld", "args_of", "invertible", "lean", "cotangents", "later",
+                 "unplanned")
 
     def __init__(self, ufunc, args, kwargs, target, rule, reads, position, apart, record,
                  key, whole, withheld=False):
@@ -645,6 +657,10 @@ class ElementwiseWrite:
         self.key = key
         self.whole = whole
         self.withheld = withheld  # tracing offered no inverse (``Recorder.withheld``)
+        self.later = None  # the values its record recomputes in the reverse pass (Recomputed)
+        # Tracing saved what the write overwrote, and would recompute an operand its inverse
+        # reads in the reverse pass: a replay that inverts it cannot tell how (GuardFailed)
+        self.unplanned = False
 
     def prepare(self):
         self.args_of = resolver(self.args)
@@ -671,24 +687,36 @@ class ElementwiseWrite:
             saved = target.copy()
             tape.before_write(self.key)
             ufunc(*vals, out=target)
-            tape.records.append((self, vals, (target, saved)))
+            # (what its pullback reads, no more: as the record ``record_write`` makes)
+            tape.records.append((self, _read_by_partials(vals, self.reads) if self.traced
+                                 else None, (target, saved)))
             return
         # as ``tracing._write_elementwise`` and ``record_write`` do it, on plain arrays
         kept, state = write_kept(ufunc, rule, vals, self.reads, self.state if self.traced
                                  else None, target)
+        # The undo of a write into all of a large temporary finds it then, as tracing's does
+        # (``tracing._finder``): it alone does not keep it alive, and does nothing if nothing
+        # else does (nothing reads it: tracing lets it go, ``Recomputation.finish``)
+        find = weakref.ref(target) if self.whole and target.base is None \
+            and not small(target) else None
         inverse = None if not self.invertible else ElementwiseInverse.offered(
-            ufunc, rule, self.position, vals, target, kept, self.apart_now, None, kwargs)
-        undo, kind = decide_undo(tape, inverse, lambda: CopyBack(target), self.key, self.whole,
-                                 target.nbytes)
+            ufunc, rule, self.position, vals, target, kept, self.apart_now, find, kwargs)
+        undo, kind = decide_undo(tape, inverse, lambda: CopyBack(target, at=find), self.key,
+                                 self.whole, target.nbytes)
+        if kind != "checkpoint" and self.unplanned:
+            raise GuardFailed
         tape.before_write(self.key)
         ufunc(*vals, out=target, **kwargs)
         if kind != "checkpoint":
             for i in self.others_at:  # into ``kept`` itself, which the inverse reads
                 kept[i] = vals[i]
-        tape.records.append(Write(
+        record = Write(
             self.primitive, self.inputs, kwargs or None, kept, state,
             _write_pullback if self.traced else None, self.written, undo, kind, self.written,
-            None, rule.uses != "y"))
+            None, rule.uses != "y")
+        if self.later is not None:
+            record = Recomputed.later(self.later, record, values)
+        tape.records.append(record)
 
     def apart_now(self):
         """No other operand over the target's memory (as recorded: the program's values
@@ -717,8 +745,10 @@ class ElementwiseWrite:
         vals = [code.value(a.index) if type(a) is Slot else code.bind(a) for a in self.args]
         target = code.keep(code.value(self.target))
         saved, record = code.keep(f"saved{k}"), code.keep(f"r{k}")
-        for name in vals:
-            if name[0] == "v":
+        read = [name if self.traced and (self.reads is None or i in self.reads) else None
+                for i, name in enumerate(vals)]  # what the pullback reads, no more
+        for name in read:
+            if name is not None and name[0] == "v":
                 code.keep(name)
         key = code.bind(self.key, "key")
         code.forward += [
@@ -728,12 +758,12 @@ class ElementwiseWrite:
             f"    {code.bind(self.ufunc)}({', '.join(vals)}, out={target})",
             f"    {record} = None", "else:", f"    {code.bind(self)}(values, tape)",
             f"    {record} = tape.records.pop()", f"    {saved} = None"]
-        code.records.append((vals, [target, saved], record))
+        code.records.append((read, [target, saved], record))
 
     def emit_back(self, code, k):
         """As :meth:`Pure.emit_back`: :meth:`back` unrolled, where it is lean."""
         vals, (target, saved), record = code.records[k]
-        vals = ", ".join(vals)
+        vals = ", ".join("None" if name is None else name for name in vals)
         written = self.written
         if written.whole or not small(written):
             # a shadow the write takes whole leaves the dictionary, and a large cotangent's
@@ -1110,6 +1140,152 @@ def _value_of(y):
     return y.value if type(y) is Traced else y
 
 
+class Recomputed:
+    """The values a replay's reverse pass computes again, found as the traced call it replays
+    found them (``recompute.Recomputation.read``'s plans, which ``Program.plan`` turns into
+    plans over the program's slots): an array alive then is read from its slot, one
+    recomputed is computed again from what its recipe reads, by the same calls, so the
+    records read the bytes the traced reverse pass gave them. A value recomputed for several
+    records is kept until the last of them has read it.
+
+    A program that recomputes has one in a slot of its own (``Program.recomputes``); a step
+    whose record reads such values appends ``later(plans, record, values)`` for its record."""
+
+    __slots__ = ("cache", "left", "alive")
+
+    def __init__(self, cached, alive):
+        self.cache = {}
+        self.left = dict(cached)  # buffer key -> how many records will read it from the cache
+        self.alive = dict(alive)  # slot -> how many will read it alive: then it is let go
+
+    @staticmethod
+    def later(plans, record, values):
+        """The record ``record`` to reverse, its values of ``plans`` (``(slot, [(position,
+        plan), ...])``) let go now and found again just before it is reversed: ``(the
+        recomputed values, record, (plans, values))``, as ``Tape.reverse`` takes it."""
+        slot, plans = plans
+        kept = record.kept
+        plans = [(i, plan) for i, plan in plans if kept[i] is not None]
+        for i, _ in plans:
+            kept[i] = None
+        return (values[slot], record, (plans, values))
+
+    def back(self, shadows, record, plans):
+        plans, values = plans
+        kept = record.kept
+        for i, plan in plans:
+            kept[i] = self.read(plan, values)
+        Tape.reverse(record, shadows)
+
+    def read(self, plan, values):
+        _, key, layout, number, how, source = plan
+        if how is ALIVE:
+            array = values[source]
+            left = self.alive[source] - 1
+            if left:
+                self.alive[source] = left
+            else:  # (the records that read it hold it)
+                values[source] = None
+            if type(array) is not np.ndarray:  # a number (``Buffer.weak``) or NumPy's scalar
+                if number:
+                    return array.item() if isinstance(array, np.generic) else array
+                array = np.asarray(array)
+        elif how is CACHED:
+            array = self.cache.get(key)
+            if array is None:  # the record that recomputed it first keeps none this time
+                array = self.compute(source, values)  # (an undo decided otherwise)
+            left = self.left[key] - 1
+            if left:
+                self.left[key] = left
+            else:
+                del self.left[key]
+                self.cache.pop(key, None)
+        else:
+            array = self.compute(source, values)
+        if number:
+            return array.item()
+        return array if layout is None else strided(array.reshape(-1), *layout)
+
+    def compute(self, plan, values):
+        if plan[0] is SAME:
+            _, key, stored, same = plan
+            y = self.read(same, values)
+        else:
+            _, key, stored, primitive, rule, output, inputs, settings = plan
+            args = [self.input(p, values) for p in inputs]
+            kwargs = {k: self.input(p, values) for k, p in settings.items()}
+            if rule is not None:
+                y = rule(*args, **kwargs)[0]
+                if output is not None:
+                    y = y[output]
+            else:
+                y = primitive(*args, **kwargs)
+        if stored and key in self.left:
+            self.cache[key] = y
+        return y
+
+    def input(self, plan, values):
+        kind = plan[0]
+        if kind is READ:
+            return self.read(plan, values)
+        if kind is SEQUENCE:
+            return plan[1](self.input(p, values) for p in plan[2])
+        return plan[1]
+
+
+class Unplanned(Exception):
+    """A value the traced reverse pass recomputed that a replay could not find as it did."""
+
+
+def _replan(plan, slots, program, stored):
+    """``plan`` (``recompute.Recomputation.read``'s) over the program's slots (``slots``:
+    buffer key -> slot): ``(READ, key, layout, number, how, source)``, ``source`` the slot
+    of an array read alive (``program.alive``), or its computation again, its inputs replanned
+    (for a value kept for several records, the computation that kept it, in ``stored``: plans
+    are replanned in the order the reverse pass made them); counts the reads of values kept
+    for several records (``program.cached``)."""
+    kind = plan[0]
+    if kind is READ:
+        _, place, numbers, source = plan
+        buffer = place.buffer
+        if not buffer.c_contiguous:
+            raise Unplanned("a value recomputed from an array laid out otherwise than in C order")
+        layout = None if place.whole else (place.shape, place.dtype, place.offset, place.strides)
+        how = source if type(source) is str else None
+        if how is ALIVE:
+            source = slots.get(buffer.key)
+            if source is None:
+                raise Unplanned("a value recomputed from an array the replay does not follow")
+            program.alive[source] = program.alive.get(source, 0) + 1
+        elif how is CACHED:
+            program.cached[buffer.key] = program.cached.get(buffer.key, 0) + 1
+            source = stored.get(buffer.key)
+            if source is None:
+                raise Unplanned("a value recomputed for several records in an unknown order")
+        else:
+            source = _replan(source, slots, program, stored)
+        return (READ, buffer.key, layout, numbers and buffer.weak, how, source)
+    if kind is SAME:
+        _, key, kept, same = plan
+        program.recomputed.add(key)
+        plan = (SAME, key, kept, _replan(same, slots, program, stored))
+        if kept:
+            stored[key] = plan
+        return plan
+    if kind is RUN:
+        _, key, kept, primitive, rule, output, inputs, settings = plan
+        program.recomputed.add(key)
+        plan = (RUN, key, kept, primitive, rule, output,
+                tuple(_replan(p, slots, program, stored) for p in inputs),
+                {k: _replan(p, slots, program, stored) for k, p in settings.items()})
+        if kept:
+            stored[key] = plan
+        return plan
+    if kind is SEQUENCE:
+        return (SEQUENCE, plan[1], tuple(_replan(p, slots, program, stored) for p in plan[2]))
+    return plan  # a constant
+
+
 class Free:
     """Let go of the values at ``slots``, which no later step reads (the records that need
     them hold them)."""
@@ -1194,7 +1370,9 @@ def _member(step):
     if kind is Call:
         return step if step.inline else Opaque(step, 0)
     if kind is ElementwiseWrite:
-        return step if step.lean and all(
+        # (a large write's lines would hold its target and operands in the block's locals
+        # until its reverse pass is over: as it is, the undo alone does not hold a temporary)
+        return step if step.lean and small(step.written) and all(
             type(a) is Slot or not any(within(a, Slot)) for a in step.args) else Opaque(step, 1)
     if kind is ConstantWrite:
         return Opaque(step, 0 if step.saved is None else 1)
@@ -1282,6 +1460,7 @@ class Recorder:
         self.steps = []
         self.slots = {}  # id of a traced array (or of a plain argument) -> its slot
         self.objects = []  # what each slot stood for when recorded: kept, so ids stay theirs
+        self.buffers, self.wholes = [], {}  # their buffers, once they are let go (``release``)
         # The buffers of constants whose values were computed from traced ones: Python's
         # decisions on them are guarded as on traced values (``derive``).
         self.derived = set()
@@ -1297,6 +1476,9 @@ class Recorder:
         # The write just traced offered no inverse, for the memory its operands would hold
         # (``tracing._kept_for_the_inverse``): its step does the same
         self.withheld = False
+        # The steps whose records keep stand-ins for values recomputed in the reverse pass,
+        # by the id of the traced record (``recomputed``), until it is reversed (``plans_of``)
+        self.lazy = {}
 
     def outside(self, what):
         """The engine recorded ``what`` outside a step: inside a door (``door``), the door
@@ -1321,6 +1503,7 @@ class Recorder:
             offset = 0 if x.whole else address(x.value) - buffer.low
             traced[slot] = (buffer, x.whole, offset, buffer.constant, buffer.read)
         self.soft = []
+        before = len(self.tape.records)
         try:
             y = operation(*args, **kwargs)
         except BaseException as error:
@@ -1330,6 +1513,9 @@ class Recorder:
             soft, self.soft = self.soft, None
             self.leave()
         if soft and self.reason is None:
+            if any(_stands_in(record) for record in self.tape.records[before:]):
+                self.refuse("a value recomputed in the reverse pass inside an operation the "
+                            "replay runs as the engine does")
             del self.steps[mark:]
             buffers = {info[0] for info in traced.values()}
             self.steps.append(Reenter(operation, self.spec(args), self.spec(kwargs), traced,
@@ -1372,13 +1558,38 @@ class Recorder:
             self.paused = False
             gc.enable()
 
-    def recomputed(self, record):
-        """Refuse if the traced call's ``record`` keeps a stand-in for a value it recomputes
-        in the reverse pass (``recompute.Lazy``): a replay would keep the value instead, whose
-        bits can differ from one recomputed from inputs the restore policy put back."""
-        if record.kept is not None and any(type(k) is Lazy for k in record.kept):
-            self.refuse("large temporaries, which tracing recomputes in the reverse pass (so "
-                        "that memory stays O(state)) and a replay would keep")
+    def recomputed(self, record, step):
+        """If the traced call's ``record``, of ``step``, keeps stand-ins for values it
+        recomputes in the reverse pass (``recompute.Lazy``), the step's records will too, and
+        find them as the traced reverse pass does (``plans_of``): keeping the values instead
+        would hold memory tracing does not, and give other bits where the inputs they are
+        recomputed from were put back within rounding."""
+        if _stands_in(record):
+            self.lazy[id(record)] = step
+
+    def plans_of(self, record):
+        """Where the traced reverse pass writes down how it finds the values ``record`` reads
+        (``Recomputation.planner``): the list of its step's plans, or None."""
+        step = self.lazy.pop(id(record), None)
+        if step is None:
+            return None
+        step.later = []
+        return step.later
+
+    def release(self):
+        """Let go of what the slots stood for, once the call's forward pass is over (before
+        the collector runs again: fewer objects to walk), so that its reverse pass finds alive
+        the temporaries a call traced without a recording finds alive, no more (what it reads
+        rather than recomputes: ``Program.plan``); their buffers, by key, are remembered: the
+        slot of the whole of each (``wholes``) and all of them (``buffers``)."""
+        if not self.objects:
+            return
+        for slot, x in enumerate(self.objects):
+            if type(x) is Traced:
+                self.buffers.append(x.buffer)
+                if x.whole:
+                    self.wholes.setdefault(x.buffer.key, slot)
+        self.objects.clear()
 
     def bind(self, x):
         self.slots[id(x)] = len(self.objects)
@@ -1542,10 +1753,13 @@ class Recorder:
             elif len(new) == 1 and type(new[0]) is Write and rule is not None:
                 reads = _differentiable(ufunc, rule, pattern, len(inputs))[1]
                 buffer = target.buffer
-                self.steps.append(ElementwiseWrite(
+                step = ElementwiseWrite(
                     ufunc, args, settings, self.spec(target).index, rule, reads, position,
-                    apart, new[0], buffer.key, target.whole, self.withheld))
-                self.recomputed(new[0])
+                    apart, new[0], buffer.key, target.whole, self.withheld)
+                self.steps.append(step)
+                self.recomputed(new[0], step)
+                step.unplanned = new[0].undo_kind == "checkpoint" and any(
+                    _recomputable(inputs[i], values[i], tape) for i in step.others_at)
                 if tape.recomputation is not None and tape.recomputation.budget is not None:
                     self.refuse("a memory budget (memory=)")
             else:
@@ -1558,7 +1772,7 @@ class Recorder:
         elif len(new) == 1 and type(new[0]) is Elementwise:
             reads = _differentiable(ufunc, rule, pattern, len(inputs))[1]
             self.steps.append(Pure(ufunc, args, settings, self.bind(y), rule, reads, new[0]))
-            self.recomputed(new[0])
+            self.recomputed(new[0], self.steps[-1])
         elif len(new) == 1 and new[0].pullback is _function_pullback:
             # np.matmul's rule, or a ufunc's rule for complex values (np.abs: unwrapped_ufunc)
             rule = COMPLEX_UFUNCS[ufunc][0] if ufunc in COMPLEX_UFUNCS and complex_among(
@@ -1739,6 +1953,21 @@ def _items(args):
 # Programs
 
 
+def _stands_in(record):
+    """Whether ``record`` keeps a stand-in for a value recomputed in the reverse pass."""
+    return type(record.kept) is list and any(type(k) is Lazy for k in record.kept)
+
+
+def _recomputable(x, value, tape):
+    """Whether tracing would hold a stand-in for the operand ``x`` (of ``value``) of a write
+    just made, if the write's inverse read it (``Recomputation.hold``)."""
+    if type(x) is not Traced or x.tape is not tape or type(value) is not np.ndarray \
+            or small(value):
+        return False
+    origin = x.buffer.origin
+    return origin is not None and origin.current()
+
+
 class Program:
     """The steps of one recorded call, and how to run them on another call's arguments."""
 
@@ -1763,12 +1992,35 @@ class Program:
         self.output = recorder.slots.get(id(y)) if type(y) is Traced else None
         self.output_place = _place(y) if type(y) is Traced else None
         self.constant = None if type(y) is Traced else y
-        self.steps = with_frees(self.steps, {
-            slot for slot, x in enumerate(recorder.objects) if slot != self.output
-            and isinstance(value := x.value if type(x) is Traced else x, np.ndarray)
-            and value.nbytes >= FREED})
+        # the large temporaries, let go after the last step that reads them (``prepare``)
+        self.large = {slot for slot, x in enumerate(recorder.objects) if slot != self.output
+                      and isinstance(value := x.value if type(x) is Traced else x, np.ndarray)
+                      and value.nbytes >= FREED}
+        # Values its reverse pass recomputes (``plan``): the slot of its ``Recomputed``, the
+        # slots it reads alive then, the buffers it recomputes, and how many records read
+        # each one recomputed for several from the ``Recomputed``'s cache
+        self.recomputes = None
+        self.alive, self.recomputed, self.cached = {}, set(), {}
         self.read = None  # the plain arrays the steps read (what f closes over): aliases()
         self.reached = None  # what the classes of the arguments reach (``Replayed``)
+
+    def plan(self, recorder):
+        """Once the traced call's reverse pass is over: the plans it wrote down for the steps
+        whose records recompute values (``Recorder.plans_of``), over the program's slots;
+        raises :class:`Unplanned` where that cannot be."""
+        if recorder.lazy:
+            raise Unplanned("a record whose values the reverse pass did not recompute")
+        slots = recorder.wholes
+        planned = [step for step in self.steps if getattr(step, "later", None) is not None]
+        if not planned:
+            return
+        self.recomputes = self.size
+        self.size += 1
+        stored = {}
+        for step in reversed(planned):  # in the order of the reverse pass
+            step.later = (self.recomputes,
+                          [(i, _replan(plan, slots, self, stored)) for i, plan in step.later])
+        self.large |= {slots[key] for key in self.recomputed if key in slots} - {self.output}
 
     def aliases(self, leaves):
         """Whether an argument shares memory with an array the program reads as a constant:
@@ -1787,6 +2039,7 @@ class Program:
         # wrong for a shadow two buffers share; only the engine's path for large elementwise
         # cotangents makes those (``tracing._sharing``), for buffers as large as the
         # cotangent, and a lean step's whole buffers are small.)
+        self.steps = with_frees(self.steps, self.large - self.alive.keys())
         for step in self.steps:
             if hasattr(step, "prepare"):
                 step.prepare()
@@ -1797,6 +2050,8 @@ class Program:
         if not self.replays:
             self.prepare()
         values = [None] * self.size
+        if self.recomputes is not None:
+            values[self.recomputes] = Recomputed(self.cached, self.alive)
         for x, (slot, scalar) in zip(leaves, self.inputs, strict=True):
             if slot is not None:  # a Python float as it is (arraylike.weak)
                 values[slot] = fresh_value(np.result_type(x).type(x)) \
@@ -1863,7 +2118,7 @@ class Program:
             warn_at(message, RuntimeWarning, filename, line)
         self.replays += 1
         if self.replays == COMPILE_AFTER:
-            held = [] if self.output is None else [self.output]
+            held = [*self.alive] if self.output is None else [self.output, *self.alive]
             if self.aux is not None:
                 held += [x.index for x in self.aux[0] if type(x) is Slot]
             self.steps = with_blocks(self.steps, held)
@@ -1924,6 +2179,9 @@ class Recording:
             self.reason = recorder.reason
         else:
             self.program = Program(recorder, run, y, aux)
+            if recorder.lazy:  # how the reverse pass finds what it recomputes: written down
+                run.tape.recomputation.planner = recorder.plans_of
+        recorder.release()
 
     @staticmethod
     def _aux(recorder, aux):
@@ -1951,12 +2209,18 @@ class Recording:
         call's arrays (``shadows.Buffer.ref``), which the program must not keep alive."""
         recorder, self.recorder = self.recorder, None
         if recorder is not None:
+            if recorder.tape.recomputation is not None:
+                recorder.tape.recomputation.planner = None
+            if self.program is not None:
+                try:
+                    self.program.plan(recorder)
+                except Unplanned as error:
+                    self.program, self.reason = None, str(error)
             for writer in recorder.writers:
                 writer.heard = None
-            for x in recorder.objects:
-                if type(x) is Traced:
-                    x.buffer.ref = x.buffer.origin = None
-            recorder.objects.clear()  # before the collector runs again: fewer objects to walk
+            recorder.release()
+            for buffer in recorder.buffers:
+                buffer.ref = buffer.origin = None
             recorder.collect()  # also if the call raised
 
 

@@ -141,8 +141,11 @@ class ReverseTape(Tape):
                 record = watch.record = records.pop()
                 keys = None
                 if recomputation is not None and recomputation.readers:
+                    plans = None if recomputation.planner is None else \
+                        recomputation.planner(record)
                     keys = [key for held in (record.kept, record.state) if type(held) is list
-                            for key in recomputation.resolve(held)]
+                            for key in recomputation.resolve(
+                                held, None if held is not record.kept else plans)]
                 reverse(record, shadows)
                 for buffer in record.outputs:
                     buffer.origin = None

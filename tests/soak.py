@@ -162,6 +162,7 @@ def main(argv=None):
                         help="the replay class: data-dependent programs, replayed and traced")
     args = parser.parse_args(argv)
     policies = ("restore", "checkpoint") if args.policy == "both" else (args.policy,)
+    recompute.SMALL = 0  # the programs' arrays are small: recompute every temporary that can be
     if args.replay:
         import warnings
         warnings.simplefilter("ignore")  # the programs divide by zero on purpose
@@ -173,7 +174,6 @@ def main(argv=None):
     unknown = set(features) - set(rp.FEATURES)
     if unknown:
         parser.error(f"unknown feature classes: {', '.join(sorted(unknown))}")
-    recompute.SMALL = 0  # the programs' arrays are small: recompute every temporary that can be
     counts, failures, shown, classes = collections.Counter(), {}, set(), []
     deadline = time.monotonic() + 60 * args.minutes
     start = time.monotonic()

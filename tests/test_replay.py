@@ -316,11 +316,14 @@ def test_what_a_replay_cannot_follow_is_traced_on_every_call_with_a_reason():
 def test_the_recording_call_of_a_refused_program_is_the_traced_call():
     """A recording that is refused lets go of the arrays it held at once: the traced call then
     reads or recomputes the same temporaries as without recording, to the same bits."""
-    f = big_elementwise  # W5
+    def f(x):  # W5's large temporaries, recomputed by tracing, then what is refused
+        with np.errstate(over="raise"):
+            return big_elementwise(x)
+
     x = np.linspace(-3.0, 3.0, 1000)
     replaying = mutad.grad(f, replay=True)
     recorded, again = replaying(x), replaying(x)
-    assert replaying.reasons  # large temporaries, recomputed by tracing
+    assert "np.errstate" in next(iter(replaying.reasons.values()))
     traced = mutad.grad(f)(x)
     assert same(recorded, traced) and same(again, traced)
 
@@ -743,20 +746,100 @@ def test_random_elementwise_chains_compile_bit_for_bit(program, policy, block_st
         replay.BLOCK_STEPS = kept
 
 
+def leapfrog_chain(q, p, steps=4):
+    """W2's integrator, small: every temporary a large one the reverse pass recomputes."""
+    def force(q):
+        padded = np.concatenate((np.zeros(1), q, np.zeros(1)))
+        d = padded[1:] - padded[:-1]
+        cube = d * d * d
+        return (d[1:] - d[:-1]) + 0.7 * (cube[1:] - cube[:-1])
+
+    for _ in range(steps):
+        p += 0.05 * force(q)
+        q += 0.1 * p
+        p += 0.05 * force(q)
+    return np.sum(q * q) + np.sum(p * p)
+
+
+def peak_bytes(call):
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("f, make", [
+    (leapfrog_chain, lambda rng: (rng.standard_normal(3000), rng.standard_normal(3000))),
+    (big_elementwise, lambda rng: (rng.uniform(-3, 3, 20000),)),
+    (heat_stencil, lambda rng: (rng.standard_normal(3000), rng.standard_normal(3000), 0.3)),
+])
+def test_large_temporaries_are_recomputed_by_the_replay_as_by_tracing(f, make, policy):
+    """Temporaries of 4 KiB or more, which tracing recomputes in the reverse pass rather than
+    keep, are replayed: found as the traced reverse pass found them (read alive, recomputed
+    from the bytes the undos put back, recomputed once for several records), so the gradients
+    are the traced ones bit for bit, and the replay holds no more memory than tracing."""
+    rng = np.random.default_rng(3)
+    argnums = tuple(range(len(make(rng)) - (f is heat_stencil)))
+    calls = [make(rng) for _ in range(4)]
+    replaying = replayed_like_traced(f, calls, policy, argnums=argnums, traced_once=True)
+    assert not replaying.reasons
+    program = next(iter(replaying.programs.values()))
+    assert program.recomputes is not None and program.recomputed
+    traced = mutad.value_and_grad(f, argnums=argnums, policy=policy)
+    args = calls[0]
+    assert peak_bytes(lambda: replaying(*args)) <= 1.1 * peak_bytes(lambda: traced(*args)) \
+        + 64 * 1024
+
+
+def test_a_replay_recomputes_what_the_recording_kept_when_an_undo_is_decided_otherwise():
+    """Whether a write is undone by its inverse (which reads an operand the reverse pass
+    recomputes) or by saving what it overwrites is decided on each call's values: a replay
+    whose undo differs from the recording's recomputes where the recording read a value kept
+    for several records, and one that would invert where the recording saved traces the call
+    (it cannot tell how tracing would find the operand); every call as traced, bit for bit."""
+    def f(x, s):
+        t = np.sin(x)
+        w = t * s  # where s spans many decades, the inverse of ``y += w`` would amplify
+        y = x * 1.0  # the errors of the inverse of ``y *= w`` too much (``Tape.undo_for``):
+        y *= w       # what it overwrites is saved, and ``w`` is not read by its undo
+        y += w
+        z = y + w * w
+        return np.sum(z * z) + np.sum(y * t)
+
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.5, 1.5, 3000)
+    ones, spread = np.ones(3000), np.where(rng.random(3000) < 0.5, 1e-9, 1.0)
+    for order in ([ones, spread, ones, spread, ones], [spread, ones, spread, ones]):
+        replayed_like_traced(f, [(x + 0.01 * k, s) for k, s in enumerate(order)],
+                             argnums=(0, 1))
+
+
 # ----------------------------------------------------------------------------------------------
 # Random programs
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rp.programs(max_steps=6), st.sampled_from(POLICIES))
-def test_random_programs_replay_as_they_trace(program, policy):
+@given(rp.programs(max_steps=6), st.sampled_from(POLICIES), st.booleans())
+def test_random_programs_replay_as_they_trace(program, policy, recomputing):
     """Recorded on shifted arguments, replayed on others: the value and gradients are the
-    traced ones bit for bit, and the caller's bytes are unchanged (``rp.check_replay``)."""
+    traced ones bit for bit, and the caller's bytes are unchanged (``rp.check_replay``).
+    ``recomputing``: every temporary that can be is recomputed in the reverse pass (not only
+    those of 4 KiB or more), by the replay as by tracing (``replay.Recomputed``)."""
+    from mutad import recompute
     f, args = program.make()
     try:
         with np.errstate(all="ignore"):
             weights = rp._weights(f(*args))
     except Exception:  # noqa: BLE001 - NumPy refuses the program: nothing to compare
         return
-    if "constants" not in program.features:
+    if "constants" in program.features:
+        return
+    small, recompute.SMALL = recompute.SMALL, 0 if recomputing else recompute.SMALL
+    try:
         rp.check_replay(program, policy, weights, rp.Outcome())
+    finally:
+        recompute.SMALL = small
