@@ -81,7 +81,7 @@ def _number(y):
 HELPERS = {"number": _number, "product": _product, "multiply": np.multiply, "add": np.add,
            "copyto": np.copyto,
            "empty_like": np.empty_like, "array": np.array, "unmasked_scalar": _unmasked_scalar,
-           "times_scalar": times_scalar}
+           "times_scalar": times_scalar, "isfinite": math.isfinite}
 
 
 class Code:
@@ -105,6 +105,7 @@ class Code:
         self.shadows = {}  # a place's layout -> the local holding ``shadows.of(place)``
         self.views = 0  # the locals of shadows named so far
         self.arrays = {}  # the name of a finite nonzero float -> that of the same float64 0-d array
+        self.finite = set()  # the names of the finite nonzero numbers the steps read
 
     def bind(self, value, kind=None):
         """The name of a constant: an object, or the number ``value`` of ``kind`` (a slot, a

@@ -463,6 +463,8 @@ class Pure:
         """This step's line in a :class:`blocks.Block`'s forward pass."""
         at = dict(self.at)
         vals = [code.value(at[i]) if i in at else code.bind(a) for i, a in enumerate(self.args)]
+        code.finite.update(name for a, name in zip(self.args, vals)
+                           if type(a) in (float, int) and math.isfinite(a) and a != 0)
         infix = INFIX.get(self.ufunc)
         if infix is not None and len(vals) == 2:
             operands = vals
@@ -591,8 +593,11 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
         if partial is ONE:
             lines.append(f"{g} = dy")
         elif scalar:  # times(dy, p): zero where a factor is, whatever the other
+            # (a partial that is a float known finite and nonzero needs only dy checked)
+            known = "".join(f"p is {number} and isfinite(dy) or "
+                            for number in vals.split(", ") if number in code.finite)
             lines += [f"p = {code.bind(partial)}({y}, {vals})",
-                      f"{g} = dy * p if unmasked_scalar(dy, p) else times_scalar(dy, p)"]
+                      f"{g} = dy * p if {known}unmasked_scalar(dy, p) else times_scalar(dy, p)"]
         else:
             into = ("dy" if last else "None" if made.shape != ()
                     else "empty_like(dy)")  # dy * p gives a NumPy scalar for a 0-d dy
@@ -956,8 +961,18 @@ class SetElement:
             return [take, restore, "if dy is not None:",
                     f"    shadows.add({code.bind(self.place)}, dy, True)"]
         # v's cotangent is a local, known to hold a scalar if the array has a shadow
-        return [f"if get({code.bind(self.key, 'key')}) is None:", f"    {code.deopt(k, 'None')}",
-                take, restore, *code.add(self.place, "dy[()]")]
+        check = [f"x = get({code.bind(self.key, 'key')})", "if x is None:",
+                 f"    {code.deopt(k, 'None')}"]
+        buffer = self.written.buffer
+        if buffer.dtype != np.float64:  # (a complex array's real part)
+            return [*check, take, restore, *code.add(self.place, "dy[()]")]
+        # the element of the shadow's memory, read and zeroed as ``Shadows.take`` does (the
+        # shadow's flat view made as ``Shadows._view`` makes it), unless it is shared
+        element = code.bind(self.written.offset // 8)
+        return [*check, "if x[3] is not None:", f"    {take}", "    dy = dy[()]", "else:",
+                "    f = x[2]", "    if f is None:", "        f = x[2] = x[1].reshape(-1)",
+                f"    dy = f[{element}]", f"    f[{element}] = 0.0", restore,
+                *code.add(self.place, "dy")]
 
 
 class Function:
