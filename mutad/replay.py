@@ -2023,7 +2023,7 @@ class Program:
         """Once the traced call's reverse pass is over: the plans it wrote down for the steps
         whose records recompute values (``Recorder.plans_of``), over the program's slots;
         raises :class:`Unplanned` where that cannot be."""
-        if recorder.lazy:
+        if recorder.lazy and self.output is not None:  # (a constant result: no reverse pass)
             raise Unplanned("a record whose values the reverse pass did not recompute")
         slots = recorder.wholes
         planned = [step for step in self.steps if getattr(step, "later", None) is not None]
