@@ -2273,7 +2273,8 @@ def signature(parts):
                                 f"an array whose memory is a {type(base).__name__}'s")
                     key.append((x.shape, x.dtype.str, x.strides, writeable(x),
                                 owners.setdefault(id(base), len(owners)),
-                                address(x) - address(base), base.shape, base.strides))
+                                0 if base is x else address(x) - address(base), base.shape,
+                                base.strides))
                 else:  # not differentiated: the program may depend on its values
                     key.append((x.shape, x.dtype.str, x.tobytes()))
             elif kind in (float, np.float64, np.float32, np.float16):

@@ -235,8 +235,12 @@ class Shadows:
         buffer = place.buffer
         g = real_part_if(place, g)
         if place.whole and buffer.c_contiguous and buffer.key not in self.entries:
-            if not (owned and (type(g) is np.ndarray or wrapped(g)) and g.dtype == buffer.dtype
-                    and g.shape == buffer.shape and g.flags.c_contiguous and g.flags.writeable):
+            if type(g) is float or type(g) is np.float64 or (type(g) is np.ndarray
+                                                             and g.ndim == 0):
+                g = np.full(buffer.shape, g, buffer.dtype)  # (broadcast_to's copy, faster)
+            elif not (owned and (type(g) is np.ndarray or wrapped(g)) and g.dtype == buffer.dtype
+                      and g.shape == buffer.shape and g.flags.c_contiguous
+                      and g.flags.writeable):
                 g = np.array(np.broadcast_to(g, buffer.shape), dtype=buffer.dtype, order="C",
                              like=g if wrapped(g) else None)
             self.entries[buffer.key] = [buffer, g, None, None]
