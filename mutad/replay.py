@@ -1474,8 +1474,8 @@ class Recorder:
         self.outside_argnums = False  # it traces arrays outside argnums (``api.Run.wrap``)
         self.steps = []
         self.slots = {}  # id of a traced array (or of a plain argument) -> its slot
-        self.objects = []  # what each slot stood for when recorded: kept, so ids stay theirs
-        self.buffers, self.wholes = [], {}  # their buffers, once they are let go (``release``)
+        self.objects = []  # what each slot stood for when recorded (``bind``)
+        self.buffers, self.wholes, self.large = [], {}, set()
         # The buffers of constants whose values were computed from traced ones: Python's
         # decisions on them are guarded as on traced values (``derive``).
         self.derived = set()
@@ -1559,6 +1559,7 @@ class Recorder:
             # and the arrays it holds let go: whether the program still holds a temporary
             # decides whether tracing reads or recomputes it, which is not always the same bits
             self.steps, self.slots, self.objects = [], {}, []
+            self.buffers, self.wholes, self.large = [], {}, set()
 
     def pause_collector(self):
         """A recording holds every object the traced call makes until it ends; the cyclic
@@ -1593,23 +1594,33 @@ class Recorder:
 
     def release(self):
         """Let go of what the slots stood for, once the call's forward pass is over (before
-        the collector runs again: fewer objects to walk), so that its reverse pass finds alive
-        the temporaries a call traced without a recording finds alive, no more (what it reads
-        rather than recomputes: ``Program.plan``); their buffers, by key, are remembered: the
-        slot of the whole of each (``wholes``) and all of them (``buffers``)."""
-        if not self.objects:
-            return
-        for slot, x in enumerate(self.objects):
-            if type(x) is Traced:
-                self.buffers.append(x.buffer)
-                if x.whole:
-                    self.wholes.setdefault(x.buffer.key, slot)
+        the collector runs again: fewer objects to walk)."""
         self.objects.clear()
 
     def bind(self, x):
-        self.slots[id(x)] = len(self.objects)
-        self.objects.append(x)
-        return len(self.objects) - 1
+        """The new slot of ``x``. A traced array is followed by a weak reference, which
+        forgets its id when it dies (a new array may then have it): the recording holds no
+        temporary longer than the program does, so its memory is a traced call's, and its
+        reverse pass finds alive what a traced call finds alive (what it reads rather than
+        recomputes: ``Program.plan``). Its buffer is remembered: all of them (``buffers``), by
+        key the slot of the whole of each (``wholes``), and the large ones (``large``)."""
+        slot = len(self.objects)
+        key = id(x)
+        self.slots[key] = slot
+        if type(x) is not Traced:
+            self.objects.append(x)
+            value = x
+        else:
+            slots = self.slots
+            self.objects.append(weakref.ref(
+                x, lambda _, key=key, slot=slot: slots.get(key) == slot and slots.pop(key)))
+            self.buffers.append(x.buffer)
+            if x.whole:
+                self.wholes.setdefault(x.buffer.key, slot)
+            value = x.value
+        if type(value) is np.ndarray and value.nbytes >= FREED:
+            self.large.add(slot)
+        return slot
 
     def spec(self, x):
         """``x`` (an argument of an operation) with each array the program computes replaced
@@ -2008,9 +2019,7 @@ class Program:
         self.output_place = _place(y) if type(y) is Traced else None
         self.constant = None if type(y) is Traced else y
         # the large temporaries, let go after the last step that reads them (``prepare``)
-        self.large = {slot for slot, x in enumerate(recorder.objects) if slot != self.output
-                      and isinstance(value := x.value if type(x) is Traced else x, np.ndarray)
-                      and value.nbytes >= FREED}
+        self.large = recorder.large - {self.output}
         # Values its reverse pass recomputes (``plan``): the slot of its ``Recomputed``, the
         # slots it reads alive then, the buffers it recomputes, and how many records read
         # each one recomputed for several from the ``Recomputed``'s cache

@@ -1705,7 +1705,7 @@ def _binary(ufunc):
 class Traced(ArrayMethods):
     """A float array whose operations mutad records. Behaves like the ndarray it wraps."""
 
-    __slots__ = ("value", "buffer", "tape", "whole")
+    __slots__ = ("value", "buffer", "tape", "whole", "__weakref__")  # (weakref: a recording)
 
     def __init__(self, value, buffer, tape, whole):
         self.value = value
