@@ -459,11 +459,7 @@ class Recomputation:
         """A record read the buffers of ``keys``: forget recomputed values that no record left
         will read."""
         for key in keys:
-            left = self.readers[key] - 1
-            if left:
-                self.readers[key] = left
-            else:
-                del self.readers[key]
+            if count_down(self.readers, key):
                 self.values.pop(key, None)
 
     def read(self, place, rebuilt=None, numbers=True, plan=None):
@@ -590,6 +586,17 @@ class Recomputation:
             for chain in self.chains.values():
                 if chain.buffer is not buffer:
                     chain.pin(buffer)
+
+
+def count_down(counts, key):
+    """One reader of ``key`` fewer in ``counts``; whether that was the last (then ``key`` is
+    forgotten)."""
+    left = counts[key] - 1
+    if left:
+        counts[key] = left
+        return False
+    del counts[key]
+    return True
 
 
 def current_region(place):

@@ -80,7 +80,7 @@ from .blocks import Block, Opaque, indent, scalar_cotangents
 from .debug import Warnings, anomaly_detection, nowhere, user_frames, warn_at
 from .levels import ACTIVE
 from .products import times
-from .recompute import ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, small
+from .recompute import ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down, small
 from .registry import COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, complex_among
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
@@ -1196,10 +1196,7 @@ class Recomputed:
         _, key, layout, number, how, source = plan
         if how is ALIVE:
             array = values[source]
-            left = self.alive[source] - 1
-            if left:
-                self.alive[source] = left
-            else:  # (the records that read it hold it)
+            if count_down(self.alive, source):  # (the records that read it hold it)
                 values[source] = None
             if type(array) is not np.ndarray:  # a number (``Buffer.weak``) or NumPy's scalar
                 if number:
@@ -1209,11 +1206,7 @@ class Recomputed:
             array = self.cache.get(key)
             if array is None:  # the record that recomputed it first keeps none this time
                 array = self.compute(source, values)  # (an undo decided otherwise)
-            left = self.left[key] - 1
-            if left:
-                self.left[key] = left
-            else:
-                del self.left[key]
+            if count_down(self.left, key):
                 self.cache.pop(key, None)
         else:
             array = self.compute(source, values)
