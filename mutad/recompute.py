@@ -424,8 +424,7 @@ class Recomputation:
             if buffer.ref is None and place.whole:
                 buffer.ref = Held(np.array(value))  # a number: nothing to free
             return value
-        origin = buffer.origin
-        if origin is not None and origin.current() and not small(value):
+        if recomputable(buffer, value):
             key = buffer.key
             self.readers[key] = self.readers.get(key, 0) + 1
             self.lazy[key] = buffer
@@ -586,6 +585,13 @@ class Recomputation:
             for chain in self.chains.values():
                 if chain.buffer is not buffer:
                     chain.pin(buffer)
+
+
+def recomputable(buffer, value):
+    """Whether a record reading ``value``, the array of ``buffer``, would hold a stand-in for
+    it (``Recomputation.hold``): the replay can recompute it there, and it is not small."""
+    origin = buffer.origin
+    return origin is not None and origin.current() and not small(value)
 
 
 def count_down(counts, key):

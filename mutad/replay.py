@@ -80,7 +80,8 @@ from .blocks import Block, Opaque, indent, scalar_cotangents
 from .debug import Warnings, anomaly_detection, nowhere, user_frames, warn_at
 from .levels import ACTIVE
 from .products import times
-from .recompute import ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down, small
+from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
+                        recomputable, small)
 from .registry import COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, complex_among
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
@@ -1273,19 +1274,17 @@ def _replan(plan, slots, program, stored):
         else:
             source = _replan(source, slots, program, stored)
         return (READ, buffer.key, layout, numbers and buffer.weak, how, source)
-    if kind is SAME:
-        _, key, kept, same = plan
+    if kind is SAME or kind is RUN:  # a computation: (kind, key, kept, ...)
+        key, kept = plan[1], plan[2]
         program.recomputed.add(key)
-        plan = (SAME, key, kept, _replan(same, slots, program, stored))
-        if kept:
-            stored[key] = plan
-        return plan
-    if kind is RUN:
-        _, key, kept, primitive, rule, output, inputs, settings = plan
-        program.recomputed.add(key)
-        plan = (RUN, key, kept, primitive, rule, output,
-                tuple(_replan(p, slots, program, stored) for p in inputs),
-                {k: _replan(p, slots, program, stored) for k, p in settings.items()})
+        if kind is SAME:
+            how = (_replan(plan[3], slots, program, stored),)
+        else:
+            primitive, rule, output, inputs, settings = plan[3:]
+            how = (primitive, rule, output,
+                   tuple(_replan(p, slots, program, stored) for p in inputs),
+                   {k: _replan(p, slots, program, stored) for k, p in settings.items()})
+        plan = (kind, key, kept, *how)
         if kept:
             stored[key] = plan
         return plan
@@ -1555,7 +1554,7 @@ class Recorder:
             self.buffers, self.wholes, self.large = [], {}, set()
 
     def pause_collector(self):
-        """A recording holds every object the traced call makes until it ends; the cyclic
+        """A recording makes a step (and the engine a record) for every operation; the cyclic
         garbage collector, run by their number, would walk them again and again (half the cost
         of recording a long program of scalar operations). It waits until the recording ends
         (``collect``)."""
@@ -1980,11 +1979,8 @@ def _stands_in(record):
 def _recomputable(x, value, tape):
     """Whether tracing would hold a stand-in for the operand ``x`` (of ``value``) of a write
     just made, if the write's inverse read it (``Recomputation.hold``)."""
-    if type(x) is not Traced or x.tape is not tape or type(value) is not np.ndarray \
-            or small(value):
-        return False
-    origin = x.buffer.origin
-    return origin is not None and origin.current()
+    return type(x) is Traced and x.tape is tape and type(value) is np.ndarray \
+        and recomputable(x.buffer, value)
 
 
 class Program:

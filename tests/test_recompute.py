@@ -197,7 +197,7 @@ def test_a_budget_bounds_the_memory_of_writes_that_cannot_be_inverted():
     assert per_step < n * 8 / 8, per_step
 
 
-def _peak(gradient):
+def peak_bytes(gradient):
     tracemalloc.start()
     try:
         gradient()
@@ -211,8 +211,8 @@ def test_a_budget_costs_no_memory_where_inverses_serve():
     rebuilt from snapshots rather than undone by its inverse, and a rebuilt array was held
     until the replay ended: W5 took six arrays with a budget, four without."""
     x = np.linspace(-3, 3, 200_000)
-    restore = _peak(lambda: mutad.gradient(big_elementwise, x))
-    budget = _peak(lambda: mutad.gradient(big_elementwise, x, memory=8 * x.nbytes))
+    restore = peak_bytes(lambda: mutad.gradient(big_elementwise, x))
+    budget = peak_bytes(lambda: mutad.gradient(big_elementwise, x, memory=8 * x.nbytes))
     assert budget < restore + x.nbytes / 4, (budget / x.nbytes, restore / x.nbytes)
     run = Run("restore", memory=8 * x.nbytes)
     try:

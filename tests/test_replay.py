@@ -13,6 +13,7 @@ import mutad
 import random_programs as rp
 from mutad.bench.workloads import big_elementwise
 from mutad.replay import ElementwiseWrite
+from test_recompute import peak_bytes
 
 POLICIES = ("restore", "checkpoint")
 
@@ -759,16 +760,6 @@ def leapfrog_chain(q, p, steps=4):
         q += 0.1 * p
         p += 0.05 * force(q)
     return np.sum(q * q) + np.sum(p * p)
-
-
-def peak_bytes(call):
-    import tracemalloc
-    tracemalloc.start()
-    try:
-        call()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 @pytest.mark.parametrize("policy", POLICIES)
