@@ -22,10 +22,13 @@ import operator
 import numpy as np
 
 from .debug import location, source
+from .elementwise import ASSIGNMENT
+from .errors import function_name
 from .shadows import Buffer, Place
 from .tape import Absent, Primitive
-from .tracing import ASSIGNMENT, CopyBack, assign, function_name
+from .tracing import assign
 from .views import owner
+from .writes import CopyBack
 
 
 class TapeListing:

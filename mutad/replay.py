@@ -85,14 +85,15 @@ from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_do
 from .registry import COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, complex_among
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
-from .tracing import (ASSIGNMENT, CopyBack, Elementwise, ElementwiseInverse, ReverseTape, Traced,
-                      _differentiable, _elementwise_cotangents, _function_pullback,
-                      _gather_pullback, _may_overlap, _read_by_partials, _write_pullback,
-                      apply_function, check_constants, complex_back, constant, decide_undo,
-                      elementwise_kept, fresh_value, on_constants, plain, thaw, unbroadcast,
-                      unwrapped_ufunc, write_kept)
+from .elementwise import (ASSIGNMENT, Elementwise, differentiable, elementwise_cotangents,
+                          elementwise_kept, read_by_partials, unbroadcast, write_kept,
+                          write_pullback)
+from .tracing import (ReverseTape, Traced, apart_from, apply_function, check_constants,
+                      complex_back, constant, fresh_value, function_pullback, gather_pullback,
+                      on_constants, plain, target_position, thaw, unwrapped_ufunc)
 from .trees import attributes, flatten
-from .views import address, overlaps_itself, owner, same_region, strided, views, writeable
+from .writes import CopyBack, ElementwiseInverse, decide_undo
+from .views import address, overlaps_itself, owner, strided, views, writeable
 
 CACHE_SIZE = 8
 """Programs kept per replayed function (one per signature), the least recently used dropped."""
@@ -334,10 +335,10 @@ def _store(outputs, y, values):
 
 class Pure:
     """A pure elementwise operation: the ufunc, and the engine's record of it
-    (``tracing.Elementwise``) with this call's values.
+    (``elementwise.Elementwise``) with this call's values.
 
     On small arrays Python's overhead is the cost, so where the pullback takes the engine's
-    path for those (``tracing._small_cotangents``: each traced input a whole C-contiguous
+    path for those (``elementwise._small_cotangents``: each traced input a whole C-contiguous
     buffer of the output's shape and dtype, no decision) the step does the same arithmetic in
     the same order itself (``lean``: per traced input, its partial, whether it is the last,
     its buffer), from a tuple of this call's values in place of a record."""
@@ -415,7 +416,7 @@ class Pure:
             tape.records.append(self.record(vals, y))
 
     def record(self, vals, y):
-        kept = elementwise_kept(self.rule, self.reads, _read_by_partials(vals, self.reads),
+        kept = elementwise_kept(self.rule, self.reads, read_by_partials(vals, self.reads),
                                 vals, y)
         return Elementwise(self.record_ufunc, self.inputs, self.kwargs or None, self.buffer,
                            kept, self.state)
@@ -548,7 +549,7 @@ def _lean_inputs(rule, traced, inputs, made, scalar=True):
 
 def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
     """Lines that accumulate the cotangent ``dy`` of ``made`` (the buffer an elementwise step
-    made, the place a write wrote) into those of its inputs, as ``tracing._small_cotangents``
+    made, the place a write wrote) into those of its inputs, as ``elementwise._small_cotangents``
     does, for the inputs ``lean`` (per traced input: its position, partial, whether it is the
     last, its place, whether that is a whole C-contiguous buffer, whether it is a broadcast
     scalar whose cotangent is summed: ``_lean_inputs``); ``vals`` and ``y`` name the
@@ -694,7 +695,7 @@ class ElementwiseWrite:
             tape.before_write(self.key)
             ufunc(*vals, out=target)
             # (what its pullback reads, no more: as the record ``record_write`` makes)
-            tape.records.append((self, _read_by_partials(vals, self.reads) if self.traced
+            tape.records.append((self, read_by_partials(vals, self.reads) if self.traced
                                  else None, (target, saved)))
             return
         # as ``tracing._write_elementwise`` and ``record_write`` do it, on plain arrays
@@ -718,7 +719,7 @@ class ElementwiseWrite:
                 kept[i] = vals[i]
         record = Write(
             self.primitive, self.inputs, kwargs or None, kept, state,
-            _write_pullback if self.traced else None, self.written, undo, kind, self.written,
+            write_pullback if self.traced else None, self.written, undo, kind, self.written,
             None, rule.uses != "y")
         if self.later is not None:
             record = Recomputed.later(self.later, record, values)
@@ -731,7 +732,7 @@ class ElementwiseWrite:
 
     def back(self, shadows, vals, saved, record=None):
         """The reverse of the lean record ``(self, vals, (target, saved))``: what
-        ``Write.reverse`` does with the checkpoint's undo and ``_write_pullback``: the
+        ``Write.reverse`` does with the checkpoint's undo and ``write_pullback``: the
         cotangent of the values written taken, the bytes copied back, and the pullback run
         on the operands as they were. In a block, ``record`` is the record of the write
         where it was not lean (its operands asked for the inverse)."""
@@ -743,7 +744,7 @@ class ElementwiseWrite:
         np.copyto(target, saved)
         if dy is not None and self.traced:
             rule, traced = self.state
-            _elementwise_cotangents(shadows, rule, dy, None, self.inputs, vals, traced)
+            elementwise_cotangents(shadows, rule, dy, None, self.inputs, vals, traced)
 
     def emit(self, code, k):
         """As :meth:`Pure.emit`: the lean write (:meth:`__call__`) where the tape copies its
@@ -839,12 +840,12 @@ class Gather:
         values[self.out] = y
         if not self.lean:
             tape.records.append(Record(operator.getitem, [self.place, key], None,
-                                       (self.buffer,), None, self.repeats, _gather_pullback))
+                                       (self.buffer,), None, self.repeats, gather_pullback))
         else:
             tape.records.append((self, key, None))
 
     def back(self, shadows, key, _):
-        """``_gather_pullback`` for a whole buffer's elements, each taken once."""
+        """``gather_pullback`` for a whole buffer's elements, each taken once."""
         dy = shadows.pop(self.buffer)
         if dy is not None:
             shadows.of(self.place)[key] += dy
@@ -893,7 +894,7 @@ class SetElement:
     fuses into this step when a run of steps is compiled. It does what they do: the element
     saved and copied back in the reverse pass (an assignment has no inverse, under either
     policy), and its cotangent taken from the array's and handed to ``v``
-    (``Write.reverse``, ``_write_pullback``)."""
+    (``Write.reverse``, ``write_pullback``)."""
 
     __slots__ = ("source", "index", "value", "place", "written", "key", "buffer", "out")
 
@@ -978,7 +979,7 @@ class SetElement:
 
 class Function:
     """A function with a pure rule: the rule again (``y, back = rule(...)``), and the engine's
-    record of ``back`` (``tracing._function_pullback``)."""
+    record of ``back`` (``tracing.function_pullback``)."""
 
     __slots__ = ("rule", "args", "kwargs", "outputs", "primals", "primitive", "settings",
                  "created", "places", "buffers", "multiple", "args_of", "kwargs_of", "adopts")
@@ -1008,7 +1009,7 @@ class Function:
                    if type(values[slot]) is not float} if self.adopts else None
         tape.records.append(Record(self.primitive, (), self.settings, self.created, None,
                                    (back, self.places, primals, self.buffers, self.multiple),
-                                   _function_pullback))
+                                   function_pullback))
 
 
 class Guard:
@@ -1755,11 +1756,8 @@ class Recorder:
         if out is not None:
             position = apart = None
             if target is not None:
-                position = next((i for i, x in enumerate(inputs)
-                                 if type(x) is Traced and x.buffer is target.buffer
-                                 and same_region(x.value, target.value)), None)
-                apart = not any(_may_overlap(target, x) for i, x in enumerate(inputs)
-                                if i != position)
+                position = target_position(target, inputs)
+                apart = apart_from(target, inputs, position)
             if target is None:
                 self.refuse(f"np.{ufunc.__name__}(..., out=...) into an array the "
                             "differentiation does not follow")
@@ -1769,7 +1767,7 @@ class Recorder:
                                                 self.spec(target).index, args,
                                                 new[0].written if new else None, None))
             elif len(new) == 1 and type(new[0]) is Write and rule is not None:
-                reads = _differentiable(ufunc, rule, pattern, len(inputs))[1]
+                reads = differentiable(ufunc, rule, pattern, len(inputs))[1]
                 buffer = target.buffer
                 step = ElementwiseWrite(
                     ufunc, args, settings, self.spec(target).index, rule, reads, position,
@@ -1788,10 +1786,10 @@ class Recorder:
             y = self.derive(y, depends)
             self.steps.append(Call(ufunc, args, settings, self.outputs(y, depends)))
         elif len(new) == 1 and type(new[0]) is Elementwise:
-            reads = _differentiable(ufunc, rule, pattern, len(inputs))[1]
+            reads = differentiable(ufunc, rule, pattern, len(inputs))[1]
             self.steps.append(Pure(ufunc, args, settings, self.bind(y), rule, reads, new[0]))
             self.recomputed(new[0], self.steps[-1])
-        elif len(new) == 1 and new[0].pullback is _function_pullback:
+        elif len(new) == 1 and new[0].pullback is function_pullback:
             # np.matmul's rule, or a ufunc's rule for complex values (np.abs: unwrapped_ufunc)
             rule = COMPLEX_UFUNCS[ufunc][0] if ufunc in COMPLEX_UFUNCS and complex_among(
                 values) else FUNCTIONS[ufunc]
@@ -1816,7 +1814,7 @@ class Recorder:
             y = self.derive(y, depends)
             self.steps.append(Call(_first_of(rule), self.spec(args), self.spec(settings),
                                    self.outputs(y, depends)))
-        elif len(new) == 1 and new[0].pullback is _function_pullback:
+        elif len(new) == 1 and new[0].pullback is function_pullback:
             self._function(rule, args, self.spec(settings), y, new[0], traced)
         else:
             self.refuse(f"{name} recorded as {len(new)} operations")
@@ -1874,7 +1872,7 @@ class Recorder:
             depends = self.depends((x, key))
             y = self.derive(y, depends)
             self.steps.append(Call(operator.getitem, (source, index), {}, self.outputs(y, depends)))
-        elif len(new) == 1 and new[0].pullback is _gather_pullback:
+        elif len(new) == 1 and new[0].pullback is gather_pullback:
             self.steps.append(Gather(source.index, index, self.bind(y), new[0]))
         else:
             self.refuse("an index recorded as several operations")
@@ -2050,7 +2048,7 @@ class Program:
         first call records (which is timed against a traced call)."""
         # (The lean pullbacks add into the shadows of whole buffers directly, which would be
         # wrong for a shadow two buffers share; only the engine's path for large elementwise
-        # cotangents makes those (``tracing._sharing``), for buffers as large as the
+        # cotangents makes those (``elementwise._sharing``), for buffers as large as the
         # cotangent, and a lean step's whole buffers are small.)
         self.steps = with_frees(self.steps, self.large - self.alive.keys())
         for step in self.steps:

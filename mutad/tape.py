@@ -25,7 +25,7 @@ Overwritten bytes are put back in one of two ways, chosen per write by :meth:`Ta
 ``policy="checkpoint"`` forces the second everywhere.
 
 The restore policy's guarantee is per element. An elementwise write is undone by its inverse
-only where that gives each element back within ``tracing.ULPS`` (2) units in the last place of
+only where that gives each element back within ``writes.ULPS`` (2) units in the last place of
 the value it held (exactly, where that is zero or subnormal), given the bytes the write left:
 the core computes the write and its inverse on the values at hand before writing, and saves the
 elements where they miss (an underflow, an overflow, a division by zero, an absorbed term), which

@@ -43,6 +43,8 @@ from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_afte
                         numpy_value, out_position, single_out, stands_for_scalar,
                         untraced_write, weak_arithmetic, weak_beside_arrays, weak_value)
 from .debug import SKIPPED, Warnings, anomaly, at_user_lines, caller
+from .elementwise import (ASSIGNMENT, Elementwise, Rerun, differentiable, elementwise_kept,
+                          read_by_partials, unbroadcast, write_kept, write_pullback)
 from .errors import (
     ConstantModifiedError,
     MutadError,
@@ -55,17 +57,19 @@ from .errors import (
 )
 from .levels import ACTIVE, LEVELS, Tracer, escaped
 from .levels import innermost as innermost_tracer
-from .products import CHUNK, add_times_partial, times_partial
+from .products import CHUNK
 from .recompute import (Held, Rebuild, Recomputation, Written, current_region, flat,
                         keeps_memory, small, track)
 from .registry import (COMPLEX, COMPLEX_UFUNCS, COMPOSITES, CONVENTION, FUNCTIONS, HOLOMORPHIC,
-                       INPLACE, NONDIFF, ONE, RECOMPUTABLE, UFUNCS, USER_RULES,
-                       ElementwiseRule, NoClosedForm, check_complex, complex_among)
+                       INPLACE, NONDIFF, RECOMPUTABLE, UFUNCS, USER_RULES, ElementwiseRule,
+                       check_complex, complex_among)
 from .shadows import Buffer, Place, overlapping
-from .tape import Absent, OneOutput, Primitive, Record, Tape, Write
+from .tape import Absent, Primitive, Record, Tape, Write
 from .trees import unsupported_array
 from .views import (address, byte_span, itself, may_overlap, memory, overlaps_itself, owner,
                     owner_view, real_part_if, same_region, strided, views, wrapped, writeable)
+from .writes import (SAVED, CopyBack, ElementwiseInverse, Reads, Undo, Undos, checkpoint,
+                     decide_undo)
 
 CONSTANT = ElementwiseRule((None, None, None))
 """The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
@@ -324,19 +328,6 @@ def _keyword_values(name, kwargs, tape):
     return values
 
 
-def unbroadcast(g, shape):
-    """Sum ``g`` over the axes along which an input of ``shape`` was broadcast."""
-    if g.shape == shape:
-        return g
-    lead = g.ndim - len(shape)
-    if lead:
-        g = g.sum(axis=tuple(range(lead)))
-    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
-    if stretched:
-        g = g.sum(axis=stretched, keepdims=True)
-    return g.reshape(shape)
-
-
 def freeze(tape, value):
     """Keep the memory of an untraced array that a record reads unchanged while the tape lives.
 
@@ -484,36 +475,6 @@ def thaw(tape):
     tape.sums.clear()
 
 
-class CopyBack:
-    """The undo of a checkpointed write: the saved bytes of ``region`` (at ``key`` within it,
-    an advanced index or mask, if given), copied back when called, once. ``at``, if given,
-    finds the region then (``recompute.current_region``), so that the undo does not hold it."""
-
-    __slots__ = ("region", "key", "saved", "at")
-
-    def __init__(self, region, key=None, at=None):
-        self.region = region if at is None else None
-        self.at = at
-        self.key = key
-        self.saved = region.copy() if key is None else region[key]  # an advanced index copies
-
-    def __call__(self):
-        region = self.region if self.at is None else self.at()
-        saved, self.saved = self.saved, None  # freed once copied back, before the pullback runs
-        if region is None:  # a temporary nothing reads any more
-            return
-        if self.key is None:
-            np.copyto(region, saved)
-        else:
-            region[self.key] = saved  # repeated indices all get the same original
-
-
-def checkpoint(region, key=None):
-    """Save ``region`` (``region[key]``) before it is overwritten; return the callable that
-    copies it back."""
-    return CopyBack(region, key)
-
-
 def fresh_value(y):
     """A fresh float result as a traced array holds it: NumPy's scalars (for 0-d results) as
     read-only 0-d arrays, as immutable as they are (see ``stands_for_scalar``)."""
@@ -602,7 +563,7 @@ def values_at(tree, tape):
     return tree
 
 
-def write_constant(tape, target, key, write, primitive=None, inputs=()):
+def write_constant(tape, target, key, write, primitive=None):
     """Run ``write()``, which writes constants into ``target[key]`` (``key`` None: all of it),
     a constant of ``tape``. If a record already read its buffer, the bytes about to be
     overwritten are saved and put back in the replay, so that record reads them again."""
@@ -622,7 +583,7 @@ def write_constant(tape, target, key, write, primitive=None, inputs=()):
             save = lambda: checkpoint(region)  # noqa: E731
         else:  # an advanced index, or one element: a copy of what it selects
             save = lambda: checkpoint(value, key)  # noqa: E731
-    record_write(primitive, target, write, inputs, checkpoint=save, taken=False)
+    record_write(primitive, target, write, undo=Undo(save=save), taken=False)
 
 
 def on_constants(call, args, kwargs, tape, written=()):
@@ -735,116 +696,6 @@ def _add_all(shadows, rows, primals):
 # Elementwise ufuncs
 
 
-def _small_cotangents(shadows, rule, dy, y, places, values, traced):
-    """``_elementwise_cotangents`` for a small ``dy``, where Python's overhead is the cost:
-    a product each (the last one into ``dy``'s memory), no sharing."""
-    last = traced[-1]
-    rows = []
-    for i in traced:
-        partial = rule.partials[i]
-        if partial is ONE and i != last and places[i].shape == dy.shape \
-                and shadows.has(places[i]):
-            shadows.add(places[i], dy)  # an existing shadow takes dy as it is: no copy
-            continue
-        if partial is ONE:
-            g = dy if i == last else dy.copy()
-        else:
-            g = times_partial(dy, partial, y, values, dy if i == last else np.empty_like(dy))
-        rows.append((places[i], unbroadcast(g, places[i].shape)))
-    for p, g in rows:
-        shadows.add(p, g, owned=True)
-
-
-def _elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
-    """Accumulate ``dy * partial`` into each traced input. Into a shadow that exists already
-    the product is added a piece at a time. Of the others, those whose partial is 1 and that
-    are whole buffers of ``dy``'s layout share ``dy``'s own memory as their new shadow (else
-    one of them, of ``dy``'s shape if any, takes it), after every other product has read
-    ``dy``; the rest get fresh memory."""
-    if type(dy) is np.ndarray and dy.flags.writeable and small(dy):
-        return _small_cotangents(shadows, rule, dy, y, places, values, traced)
-    existing = {}
-    for i in traced:
-        if places[i].shape == dy.shape and not overlapping(places[i]):
-            shadow = shadows.get(places[i])
-            if shadow is not None:
-                existing[i] = shadow
-                if type(dy) is np.ndarray and not dy.flags.writeable \
-                        and np.may_share_memory(dy, shadow):
-                    dy = dy.copy()  # a shared shadow, about to be written: read a copy
-    pending = []
-    for i in traced:
-        partial = rule.partials[i]
-        if i in existing:
-            if partial is ONE:
-                shadows.add(places[i], dy)  # an existing shadow takes dy as it is: no copy
-                continue
-            if add_times_partial(existing[i], dy, partial, y, values):
-                continue
-        pending.append(i)
-    if not pending:
-        return
-    sharing = _sharing(rule, dy, places, pending, shadows)
-    reuser = None if sharing else next(
-        (i for i in pending if places[i].shape == dy.shape), pending[-1])
-    rows = []
-    for i in (*(i for i in pending if i != reuser and i not in sharing),
-              *([] if reuser is None else [reuser])):
-        partial = rule.partials[i]
-        if partial is ONE:
-            g = dy if i == reuser else dy.copy()
-        else:
-            g = times_partial(dy, partial, y, values,
-                              dy if i == reuser else np.empty_like(dy))
-        rows.append((places[i], unbroadcast(g, places[i].shape)))
-    if sharing:
-        shadows.share([places[i] for i in sharing], dy)
-    for p, g in rows:
-        shadows.add(p, g, owned=True)
-
-
-def _sharing(rule, dy, places, pending, shadows):
-    """The inputs among ``pending`` that may share ``dy``'s memory as their new shadow: if
-    there are several, those whose partial is 1 and that are distinct whole C-contiguous
-    buffers of ``dy``'s shape and dtype with no shadow yet; ``dy`` must be writable."""
-    if type(dy) is not np.ndarray or not dy.flags.writeable or not dy.flags.c_contiguous:
-        return []
-    sharing, keys = [], set()
-    for i in pending:
-        buffer = places[i]
-        if rule.partials[i] is ONE and buffer.whole and type(buffer) is Buffer \
-                and buffer.c_contiguous and buffer.shape == dy.shape \
-                and buffer.dtype == dy.dtype and buffer.key not in keys \
-                and shadows.get(buffer) is None:
-            sharing.append(i)
-            keys.add(buffer.key)
-    return sharing if len(sharing) > 1 else []
-
-
-def _differentiable(ufunc, rule, pattern, count):
-    """The positions of the inputs that get a gradient, those their partials read (None: all),
-    and ``(rule, positions)``, the state its records share: worked out once per rule and
-    ``pattern`` of traced inputs (bit i: input i is traced)."""
-    plan = rule.plans.get(pattern)
-    if plan is None:
-        traced = tuple(i for i in range(count)
-                       if pattern >> i & 1 and rule.partials[i] is not None)
-        for i in traced:
-            if type(rule.partials[i]) is NoClosedForm:
-                raise rule.partials[i].error(ufunc)
-        read = {j for i in traced for j in rule.reads[i]}
-        plan = rule.plans[pattern] = (traced, None if len(read) == count else read,
-                                      (rule, traced))
-    return plan
-
-
-def _read_by_partials(values, read):
-    """``values`` with None for every input no partial reads (``read`` None: all are read)."""
-    if read is None:
-        return values
-    return [v if i in read else None for i, v in enumerate(values)]
-
-
 def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
     """``ufunc(*inputs, out=out, **kwargs)`` with ``ufunc``'s rule (or ``rule``, given)."""
     if out is None:
@@ -897,10 +748,10 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
     if y.dtype.kind == "c":  # of complex operands: a row declared for them (registry.COMPLEX)
         check_complex(function_name(ufunc), rule)
     yt = fresh(y, tape)
-    traced, reads, state = _differentiable(ufunc, rule, pattern, len(inputs))
+    traced, reads, state = differentiable(ufunc, rule, pattern, len(inputs))
     if not traced:
         return yt
-    read = _read_by_partials(values, reads)
+    read = read_by_partials(values, reads)
     for i, v in enumerate(read):
         if pattern >> i & 1 == 0:
             keep(tape, inputs[i], v)
@@ -921,43 +772,6 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
     return yt
 
 
-def elementwise_kept(rule, reads, read, values, y):
-    """What the record of a pure elementwise operation keeps: ``read``, the inputs its
-    partials read (``_read_by_partials``), then the decision, then the output ``y`` if the
-    partials read it (last: the partials take the inputs and the decision as ``*values``)."""
-    if rule.decide is not None:
-        read = [*read, rule.decide(*values)]
-    if "y" in rule.uses:
-        read.append(y)
-    elif reads is not None and not reads and rule.decide is None:
-        read = _NOTHING_KEPT.get(len(values)) or (None,) * len(values)
-    return read
-
-
-_NOTHING_KEPT = {count: (None,) * count for count in range(1, 4)}
-"""What a record of an elementwise ufunc of ``count`` inputs keeps when its partials read
-none of them (``a + b``): one tuple for all such records."""
-
-
-class Elementwise(OneOutput):
-    """The record of a pure elementwise operation: ``state`` is the rule's plan for the pattern
-    of traced inputs (``_differentiable``); ``kept`` ends with the output's value if the
-    partials read it."""
-
-    __slots__ = ()
-
-    @staticmethod
-    def pullback(record, shadows, _):
-        dy = shadows.pop(record.output, read_only=True)
-        if dy is not None:
-            rule, traced = record.state
-            kept = record.kept
-            y = None
-            if "y" in rule.uses:
-                y, kept = kept[-1], kept[:-1]
-            _elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
-
-
 def _ufunc_on_constants(ufunc, inputs, values, out, kwargs, tape):
     """A ufunc whose operands are constants and plain values, written into a constant or
     into a new array: it runs as on plain arrays."""
@@ -967,121 +781,22 @@ def _ufunc_on_constants(ufunc, inputs, values, out, kwargs, tape):
     return out
 
 
-def _may_overlap(target, x):
-    return type(x) is Traced and x.buffer is target.buffer and may_overlap(x.value, target.value)
+def target_position(target, inputs):
+    """The position of the operand of an elementwise write that is its target ``target``
+    itself, the same region of the same buffer (None: none is)."""
+    return next((i for i, x in enumerate(inputs) if type(x) is Traced
+                 and x.buffer is target.buffer and same_region(x.value, target.value)), None)
 
 
-ULPS = 2
-"""The restore policy's per-element guarantee: where an elementwise write is undone by its
-inverse, each element comes back within this many units in the last place of the value it
-held (bit for bit where that is zero or subnormal), given the bytes the write left; any other
-element is saved before the write."""
-
-
-def _exactly(inverse, ufunc, invert, target, find, values, position, kwargs):
-    """``inverse``, made to give back every element of ``target`` that ``ufunc(*values,
-    out=target)`` is about to overwrite to within ``ULPS``; ``find()`` gives the target in the
-    replay (None: a temporary nothing reads any more).
-
-    Run before the write: the write and its inverse are computed on the values at hand, a piece
-    at a time into scratch memory, and the elements the inverse would not give back (an
-    underflow, an overflow, a small term absorbed by a large one, a division by zero) are saved
-    now, as a bit mask and their values, and put back after the inverse runs. The replay
-    computes the same correctly rounded operations on the same bytes, so it gives back what was
-    verified here. An inverse marked ``bounded_where_normal`` (a product undone by a division)
-    is within ``ULPS`` wherever the write's result is a normal float, so that is all a piece is
-    checked for before its elements are. Under nested differentiation (the target is an array an outer one traces),
-    saved values would have to be traced too: the whole region is checkpointed instead.
-    """
-    plain = [memory(v) if wrapped(v) else v for v in values]
-    plain[position] = memory(target)
-    # (complex products are not correctly rounded part by part: checked element by element)
-    bounded = getattr(invert, "bounded_where_normal", False) and target.dtype.kind != "c"
-    saved = []
-    scratch = None
-    with np.errstate(all="ignore"):  # the write itself warns, as NumPy does
-        for where, piece, operands in _pieces(plain, position):
-            if scratch is None or scratch[0].size < piece.size:
-                scratch = np.empty(piece.size, piece.dtype), np.empty(piece.size, bool)
-            back = scratch[0][:piece.size].reshape(piece.shape)
-            ufunc(*operands, out=back, **kwargs)
-            if bounded and _normal(back):
-                continue
-            invert(back, [v for i, v in enumerate(operands) if i != position])
-            lost = _far(back, piece, scratch[1][:piece.size].reshape(piece.shape))
-            if not lost.any():
-                continue
-            if wrapped(target):
-                return checkpoint(target)
-            saved.append((where, np.packbits(lost), piece[lost]))
-    if not saved:
-        return inverse
-
-    def inverse_then_put_back():
-        written = find()
-        if written is None:
-            return
-        with np.errstate(all="ignore"):  # at the elements put back below
-            inverse()
-        for where, packed, original in saved:
-            region = written if where is None else written.reshape(-1)[where]
-            lost = np.unpackbits(packed, count=region.size).view(bool)
-            region[lost.reshape(region.shape)] = original
-
-    return inverse_then_put_back
-
-
-def _pieces(values, position):
-    """``(where, piece, operands)``: the target ``values[position]`` of a write and the
-    operands, a piece at a time (``where`` slices the flat target) when the target is large and
-    contiguous and the array operands are laid out as it, else all at once (``where`` None)."""
-    target = values[position]
-    size = target.size
-    if size > 2 * CHUNK and target.flags.c_contiguous and all(
-            type(v) is not np.ndarray or v.ndim == 0
-            or (v.shape == target.shape and v.flags.c_contiguous) for v in values):
-        flat = [v.reshape(-1) if type(v) is np.ndarray and v.ndim else v for v in values]
-        for start in range(0, size, CHUNK):
-            where = slice(start, start + CHUNK)
-            yield (where, flat[position][where],
-                   [v[where] if type(v) is np.ndarray and v.ndim else v for v in flat])
-    else:
-        yield None, target, values
-
-
-def _normal(a):
-    """Whether every element of ``a`` is a normal float (not zero, subnormal, infinite or
-    NaN), as magnitudes; overwrites ``a``."""
-    np.abs(a, out=a)
-    info = np.finfo(a.dtype)
-    # ``initial`` makes an empty ``a`` (every element of nothing) normal
-    return bool(np.min(a, initial=info.max) >= info.smallest_normal
-                and np.max(a, initial=info.smallest_normal) <= info.max)
-
-
-def _far(a, b, out):
-    """Into bool ``out``: where ``a`` is more than ``ULPS`` units in the last place from ``b``
-    (of the other sign, a zero of the other sign included, or NaN where ``b`` is not), or is
-    not ``b`` itself where ``b`` is zero or subnormal. Uses ``a``'s memory.
-
-    Below the normal range an ulp is no longer a small relative error (5e-324 is one ulp from
-    0), and a later inverse (undoing ``x *= 5e-324``) would magnify it to a wrong value of any
-    size: there an element must come back bit for bit. Complex values: each part so."""
-    if a.dtype.kind == "c":
-        far_imaginary = _far(a.imag, b.imag, np.empty(out.shape, bool))
-        return np.logical_or(_far(a.real, b.real, out), far_imaginary, out=out)
-    tiny = np.abs(b) < np.finfo(b.dtype).smallest_normal
-    if a.dtype.itemsize in (2, 4, 8):  # the ordered bit patterns of same-signed floats
-        kind = f"i{a.dtype.itemsize}"
-        d = a.view(kind)
-        np.subtract(d, b.view(kind), out=d)
-        tiny &= d != 0
-        np.add(d, ULPS, out=d)
-        np.greater(d.view(f"u{a.dtype.itemsize}"), 2 * ULPS, out=out)
-        return np.logical_or(out, tiny, out=out)
-    close = np.abs(a - b) <= ULPS * np.spacing(b)
-    tiny &= a != b
-    return np.logical_or(~close | tiny, np.signbit(a) != np.signbit(b), out=out)
+def apart_from(target, inputs, position):
+    """Whether no operand of an elementwise write but its target's own (at ``position``) lies
+    over the target's memory, traced or a plain array viewing an argument's: such an operand
+    would read the written values, not those an inverse needs."""
+    value = target.value
+    return not any(
+        (type(x) is Traced and x.buffer is target.buffer and may_overlap(x.value, value))
+        or (type(x) is np.ndarray and may_overlap(x, value))
+        for i, x in enumerate(inputs) if i != position)
 
 
 def check_destination(target, what):
@@ -1105,50 +820,44 @@ def check_destination(target, what):
         "result depends on the order of the writes. Write into the base array instead.")
 
 
-def record_write(primitive, target, write, inputs=(), values=None, *, settings=None, kept=None,
-                 inverse=None, is_safe=None, growth=1.0, exactly=None, checkpoint=None,
-                 inverse_reads=(), pullback=None, state=None, taken=True, key=None,
-                 undo_first=True, recompute=False, redo=None):
+def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=None, state=None,
+                 settings=None, taken=True, key=None, undo_first=True):
     """The one in-place path: ``write()`` overwrites (part of) ``target``, an array of its tape
-    (or several: a list, with a list of ``inverse``), and the write is recorded.
+    (or several: a list, the offers of ``undo`` lists too), and the write is recorded as a
+    ``tape.Write`` of ``primitive`` with ``settings``.
 
-    In order: decide how the overwritten bytes will be put back (``Tape.undo_for``):
-    ``inverse()`` where ``is_safe()`` and the error ``growth`` allow, made exact element by
-    element by ``exactly(inverse)`` (elementwise writes), else ``checkpoint()``, which saves
-    the region about to be overwritten (default: all of ``target``); save the caller's bytes
-    before their first write (``Tape.before_write``); write; keep the constants the record
-    reads unchanged (``kept``: per input of ``inputs``, the value the pullback reads or None;
-    ``inverse_reads``: the positions the inverse reads, whose values the record keeps too when
-    it is undone by the inverse); record. The replay reads and zeroes
-    the cotangent of the new values at ``taken`` (the target's place, at ``key`` within it;
-    ``taken=False``: the target's cotangent passes through), undoes the write and runs
-    ``pullback(record, shadows, dy)``, before the undo if not ``undo_first``.
-
-    ``state`` is whatever else the pullback reads. With ``recompute``, the pullback and the
-    inverse read the values they need from the record's ``kept``, which may then hold stand-ins
-    for values the replay can recompute (``ReverseTape.hold``). Under a memory budget, a write
-    that would be checkpointed is instead rebuilt in the replay (``recompute.Chain``) where
-    ``redo(inputs, out)`` can do it again from what it read. Returns the record.
+    In order: decide how the overwritten bytes will be put back from what ``undo`` (an
+    :class:`writes.Undo`) offers (``writes.decide_undo``); save the caller's bytes before
+    their first write (``Tape.before_write``); write; keep the constants the record reads
+    unchanged (``reads``, a :class:`writes.Reads`: the operands, and what the pullback and the
+    inverse read of them; None: the record reads none); record. The reverse pass reads and
+    zeroes the cotangent of the new values at ``taken`` (the target's place, at ``key`` within
+    it; ``taken=False``: the target's cotangent passes through), undoes the write and runs
+    ``pullback(record, shadows, dy)`` (before the undo if not ``undo_first``), which reads
+    ``state`` beside what the record keeps. Under a memory budget, a write that would be saved
+    is instead rebuilt in the reverse pass (``recompute.Chain``) where ``undo.redo`` can do it
+    again from what it read. Returns the record.
     """
     several = type(target) is list
     targets = target if several else [target]
+    inputs, values = (reads.inputs, reads.values) if reads is not None else ((), None)
     tape = targets[0].tape if targets else innermost(inputs)
     undos, kinds = [], []
     recomputation = tape.recomputation
-    rebuilding = (redo is not None and not several and checkpoint is None
+    rebuilding = (undo.redo is not None and not several and undo.save is None
                   and recomputation is not None and recomputation.budget is not None)
     if rebuilding:
         redo_inputs = recipe(inputs, values, None, tape)
-    for t, inv in zip(targets, inverse if several else [inverse], strict=True):
-        save = checkpoint or (lambda t=t: CopyBack(t.value, at=_finder(t)))
+    for t, inverse in zip(targets, undo.inverse if several else [undo.inverse], strict=True):
+        save = undo.save or (lambda t=t: CopyBack(t.value, at=_finder(t)))
         if rebuilding:
             save = lambda t=t: (recomputation.chain(place_of(t), redo_inputs)  # noqa: E731
                                 or CopyBack(t.value))
-        undo, kind = decide_undo(
-            tape, inv, save, t.buffer.key, t.whole and checkpoint is None,
-            t.value.nbytes if checkpoint is None and inv is not _rule_restores else None,
-            is_safe, growth, exactly)
-        undos.append(undo)
+        chosen, kind = decide_undo(
+            tape, inverse, save, t.buffer.key, t.whole and undo.save is None,
+            t.value.nbytes if undo.save is None and inverse is not _rule_restores else None,
+            undo.growth)
+        undos.append(chosen)
         kinds.append(kind)
     if tape.anomaly is not None:
         finite_before = tape.anomaly.before_write(targets, values)
@@ -1161,53 +870,33 @@ def record_write(primitive, target, write, inputs=(), values=None, *, settings=N
     write()
     for t in targets:
         t.buffer.version += 1
-    inverting = any(kind in ("inverse", "partial") for kind in kinds)
-    held = kept
+    held, named = None, []
     if values is not None:
-        if inverting and inverse_reads:
+        held = reads.kept
+        if reads.inverse_reads and any(kind in ("inverse", "partial") for kind in kinds):
             if held is None:
                 held = [None] * len(values)
-            for i in inverse_reads:  # into ``kept`` itself, which an inverse may read
+            for i in reads.inverse_reads:  # into ``kept`` itself, which an inverse may read
                 held[i] = values[i]
         for i, x in enumerate(inputs):
             if held is not None and held[i] is not None and not (
                     type(x) is Traced and x.tape is tape and not x.buffer.constant):
                 keep(tape, x, values[i])
+        named = recipe(inputs, values, held, tape)
+        if reads.recompute:
+            held = tape.hold(held, named)
     places = [place_of(t) for t in targets]
-    named = recipe(inputs, values, held, tape) if values is not None else []
-    if recompute:
-        held = tape.hold(held, named)
     record = Write(primitive, named, settings, held, state, pullback,
                    tuple(places) if several else places[0],
-                   undos[0] if len(undos) == 1 else _Undos(undos), ", ".join(sorted(set(kinds))) or "none", places[0] if taken else None, key,
+                   undos[0] if len(undos) == 1 else Undos(undos),
+                   ", ".join(sorted(set(kinds))) or "none", places[0] if taken else None, key,
                    undo_first)
     tape.record(record, SKIPPED + 1)  # called by the engine's writes, called by the engine
     if tape.anomaly is not None:
         tape.anomaly.wrote(record, targets, finite_before)
     if type(record.undo) is Rebuild:
-        record.undo.chain.wrote(redo_inputs, places[0], redo)
+        record.undo.chain.wrote(redo_inputs, places[0], undo.redo)
     return record
-
-
-def decide_undo(tape, inverse, save, key, whole, size, is_safe=None, growth=1.0, exactly=None):
-    """``(undo, kind)``: how a write is undone, decided before it (``Tape.undo_for``), and
-    what that is: ``"inverse"``, ``"partial"`` (the inverse, then the elements it would not
-    give back copied back: ``exactly(inverse)``), ``"checkpoint"`` (``save()``'s copy) or
-    ``"rebuild"`` (under a memory budget). An :class:`ElementwiseInverse` answers ``is_safe``,
-    ``growth`` and ``exactly`` itself. The one place the traced engine and the replay of a
-    recording decide it."""
-    if type(inverse) is ElementwiseInverse:
-        is_safe, growth, exactly = inverse.is_safe, inverse.growth, inverse.exactly
-    undo = tape.undo_for(inverse, is_safe, save, key, growth, whole, size)
-    if undo is not inverse:
-        return undo, "rebuild" if type(undo) is Rebuild else "checkpoint"
-    if exactly is None:
-        return undo, "inverse"
-    undo = exactly(undo)
-    if type(inverse) is ElementwiseInverse:
-        inverse.settle()
-    return undo, ("inverse" if undo is inverse else "checkpoint" if type(undo) is CopyBack
-                  else "partial")
 
 
 def _kept_for_the_inverse(x, value, kept, tape, out):
@@ -1233,21 +922,8 @@ def _finder(target):
     return functools.partial(current_region, place_of(target))
 
 
-class _Undos:
-    """The undo of a write into several arrays: each one's, in turn."""
-
-    __slots__ = ("undos",)
-
-    def __init__(self, undos):
-        self.undos = undos
-
-    def __call__(self):
-        for undo in self.undos:
-            undo()
-
-
 def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
-    traced, reads, state = _differentiable(ufunc, rule, pattern, len(inputs))
+    traced, reads, state = differentiable(ufunc, rule, pattern, len(inputs))
     if type(out) is not Traced or out.tape is not tape:
         if traced:
             raise untraced_write(f"np.{ufunc.__name__}(..., out=...)")
@@ -1260,22 +936,14 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     if out.buffer.constant:
         if not traced:  # constants only: what gradient reaches them goes nowhere
             write_constant(tape, out, None, lambda: ufunc(*values, out=out.value, **kwargs),
-                           primitive, inputs)
+                           primitive)
             return out
         out.buffer.constant = False  # it now holds values that depend on the arguments
     target = out.value
-    position = next((i for i, x in enumerate(inputs)
-                     if type(x) is Traced and x.buffer is out.buffer
-                     and same_region(x.value, target)), None)
+    position = target_position(out, inputs)
     kept, state = write_kept(ufunc, rule, values, reads, state if traced else None, target)
     others_at = [i for i in range(len(inputs)) if i != position]
-
-    def apart():
-        # Another operand over the target's memory (traced, or a plain array viewing an
-        # argument's) would read the written values, not those the inverse needs.
-        return not any(_may_overlap(out, x) or (type(x) is np.ndarray and may_overlap(x, target))
-                       for i, x in enumerate(inputs) if i != position)
-
+    apart = functools.partial(apart_from, out, inputs, position)  # asked only of an inverse
     inverse = ElementwiseInverse.offered(ufunc, rule, position, values, target, kept, apart,
                                          _finder(out), kwargs)
     if inverse is not None and tape.recomputation is not None and any(
@@ -1283,142 +951,12 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
         inverse = None  # saved, or rebuilt under a budget: exact, for no more memory
         if tape.recorder is not None:  # a decision of the program's structure: replayed
             tape.recorder.withheld = True
-    record_write(primitive, out, lambda: ufunc(*values, out=target, **kwargs), inputs, values,
-                 settings=kwargs or None, kept=kept, inverse=inverse,
-                 inverse_reads=others_at, pullback=_write_pullback if traced else None,
-                 state=state, undo_first=rule.uses != "y", recompute=True,
-                 redo=Rerun.of(ufunc, kwargs))
+    record_write(primitive, out, lambda: ufunc(*values, out=target, **kwargs),
+                 Reads(inputs, values, kept, others_at, recompute=True),
+                 Undo(inverse, redo=Rerun.of(ufunc, kwargs)),
+                 pullback=write_pullback if traced else None, state=state,
+                 settings=kwargs or None, undo_first=rule.uses != "y")
     return out
-
-
-def write_kept(ufunc, rule, values, reads, state, target):
-    """``(kept, state)`` of the record of the elementwise write ``ufunc(*values, out=target)``,
-    from the operands as they are before it (the target may be one of them): ``kept``, the
-    values its pullback and its inverse read (``record_write`` adds those only the inverse
-    reads, and the replay of a recording puts in it the values it recomputes), then the rule's
-    decision; ``state`` (None: no traced input), the rule's plan (``_differentiable``), then
-    the target if the partials read the values written, or the ufunc if they read the output
-    and the inputs (the output is computed again from the inputs kept)."""
-    recompute_y = "x" in rule.uses and "y" in rule.uses
-    kept = list(values) if recompute_y else list(_read_by_partials(values, reads))
-    if state is not None:
-        if rule.decide is not None:
-            kept.append(rule.decide(*values))
-        if rule.uses == "y":
-            state = (*state, target)
-        elif recompute_y:
-            state = (*state, ufunc)
-    return kept, state
-
-
-class ElementwiseInverse:
-    """The inverse on offer for the elementwise write ``ufunc(*values, out=target)`` (its
-    operand at ``position`` is the target): called in the reverse pass, it computes the
-    target's old values from those the write left and the other operands (as ``kept`` holds
-    them then). With it, what ``record_write`` asks of an inverse: whether it is safe for
-    the operands at hand (``is_safe``: ``apart()``, no other operand over the target's
-    memory, and the rule's own condition), how much it may amplify the error already in the
-    target (``growth``), and the inverse made exact element by element (``exactly``).
-    ``find()`` gives the target in the reverse pass (None: a temporary nothing reads any
-    more); None: ``target`` itself."""
-
-    __slots__ = ("ufunc", "invert", "rule", "position", "values", "target", "kept",
-                 "others_at", "apart", "find", "kwargs")
-
-    def __init__(self, ufunc, rule, position, values, target, kept, apart, find, kwargs):
-        self.ufunc = ufunc
-        self.invert = rule.inverse[position]
-        self.rule = rule
-        self.position = position
-        self.values = values
-        self.target = target
-        self.kept = kept
-        self.others_at = [i for i in range(len(values)) if i != position]
-        self.apart = apart
-        self.find = find
-        self.kwargs = kwargs
-
-    @classmethod
-    def offered(cls, ufunc, rule, position, values, target, kept, apart, find, kwargs):
-        """The inverse, or None where the rule has none for the operand at ``position``
-        (None: the target is none of the operands)."""
-        if position is None or position >= len(rule.inverse) or not rule.inverse[position]:
-            return None
-        return cls(ufunc, rule, position, values, target, kept, apart, find, kwargs)
-
-    def __call__(self):
-        written = self.target if self.find is None else self.find()
-        if written is not None:
-            self.invert(written, [self.kept[i] for i in self.others_at])
-
-    def settle(self):
-        """Once it is the write's undo: let go of what only the questions read (the operands,
-        which may be temporaries recomputed in the reverse pass, and the target where
-        ``find`` finds it), so that the record holds no more than the inverse reads."""
-        self.values = self.rule = self.ufunc = self.kwargs = self.apart = None
-        if self.find is not None:
-            self.target = None
-
-    def is_safe(self):
-        return self.apart() and self.rule.is_safe([self.values[i] for i in self.others_at])
-
-    def growth(self):
-        if self.rule.growth is None:
-            return 1.0
-        return self.rule.growth(self.target, [self.values[i] for i in self.others_at])
-
-    def exactly(self, inverse):
-        target = self.target
-        return _exactly(inverse, self.ufunc, self.invert, target,
-                        self.find or (lambda: target), self.values, self.position, self.kwargs)
-
-
-def _write_pullback(record, shadows, dy):
-    """The pullback of an elementwise write: ``state`` is the rule's plan for the pattern of
-    traced inputs (``_differentiable``), then the target if the partials read only the values
-    written, or the ufunc if they read the output and the inputs (the output is computed
-    again from those the record keeps)."""
-    state, kept = record.state, record.kept
-    rule = state[0]
-    y = None
-    if len(state) > 2:
-        y = state[2] if rule.uses == "y" else state[2](*kept[:len(record.inputs)],
-                                                       **(record.settings or {}))
-    _elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, state[1])
-
-
-class Rerun:
-    """How an elementwise write is redone (``record_write``'s ``redo``): ``ufunc`` again, from
-    the inputs read now, into ``out``. Writes without keyword arguments share one per ufunc."""
-
-    __slots__ = ("ufunc", "kwargs")
-
-    _shared = {}
-
-    def __init__(self, ufunc, kwargs):
-        self.ufunc = ufunc
-        self.kwargs = kwargs
-
-    @classmethod
-    def of(cls, ufunc, kwargs):
-        if kwargs:
-            return cls(ufunc, kwargs)
-        rerun = cls._shared.get(ufunc)
-        if rerun is None:
-            rerun = cls._shared[ufunc] = cls(ufunc, None)
-        return rerun
-
-    def __call__(self, inputs, out):
-        if self.kwargs:
-            return self.ufunc(*inputs, out=out, **self.kwargs)
-        return self.ufunc(*inputs, out=out)
-
-
-ASSIGNMENT = ElementwiseRule((ONE,), reads=((),), inverse=(lambda t, others: None,))
-"""The engine's own rule for assignment (``x[key] = v``, a function's ``out=``): NumPy copies
-``v`` into the target (``np.positive`` with ``out=``), and the cotangent passes back to ``v``.
-Assigning a region onto itself changes nothing, so its inverse does nothing."""
-COMPLEX[ASSIGNMENT] = HOLOMORPHIC  # a copy: complex values too
 
 
 def assign(target, value):
@@ -1554,7 +1092,7 @@ def _record_function(tape, name, rule, back, args, values, kwargs, outputs, mult
     settings = {k: _if_held(v, held) for k, v in kwargs.items()} if kwargs else None
     record = Record(primitive(name, rule), recipe(args, values, kept, tape), settings,
                     tuple(b for b in outputs if b is not None), None,
-                    (back, places, primals, outputs, multiple), _function_pullback)
+                    (back, places, primals, outputs, multiple), function_pullback)
     if tape.recomputation is not None and rule in RECOMPUTABLE:
         for i, buffer in enumerate(outputs):
             if buffer is not None:
@@ -1574,7 +1112,7 @@ def _held_by(back):
     return held
 
 
-def _function_pullback(record, shadows, _):
+def function_pullback(record, shadows, _):
     """The pullback of a pure rule: ``state`` is the rule's ``back``, the places of the
     arguments (None where none is differentiated), the ids of their memory, the buffers the
     rule created (None for other outputs), and whether it returned several outputs."""
@@ -1948,11 +1486,11 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
     held = {id(v) for v in values}
     record = record_write(
         primitive(name, rule), [t for _, t in written],
-        lambda: ran.append(run_rule(*values, **kwargs)), args, values,
-        settings={k: _if_held(v, held) for k, v in kwargs.items()} or None,
-        kept=kept, growth=factor, taken=False, undo_first=False,
-        inverse=[None if i in checkpointed else _rule_restores for i, _ in written],
-        pullback=_inplace_rule_pullback)
+        lambda: ran.append(run_rule(*values, **kwargs)), Reads(args, values, kept),
+        Undo([None if i in checkpointed else _rule_restores for i, _ in written],
+             growth=factor),
+        pullback=_inplace_rule_pullback, taken=False, undo_first=False,
+        settings={k: _if_held(v, held) for k, v in kwargs.items()} or None)
     back, result = ran[0]
     if not callable(back):
         raise RuleError(f"the in-place rule of {name} must return its back function.")
@@ -2134,10 +1672,10 @@ def copy_into(primitive, target, value, write, settings):
             np.add.at(_indexable(shadows.of(source_place, like=dy)),
                       _elements(origins, shape), real_part_if(source_place, dy))
 
-    record_write(primitive, target, checked_write, (target, value), (target.value, source),
-                 settings=settings, kept=[None, None],
-                 checkpoint=lambda: CopyBack(target.value, changed),
-                 key=changed, pullback=pullback, state=origins if pullback else None)
+    record_write(primitive, target, checked_write,
+                 Reads((target, value), (target.value, source), [None, None]),
+                 Undo(save=lambda: CopyBack(target.value, changed)), pullback=pullback,
+                 state=origins if pullback else None, settings=settings, key=changed)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -2171,11 +1709,11 @@ def getitem(x, key):
     source = locate(x, tape)
     freeze(tape, key)
     tape.record(Record(operator.getitem, [source, key], None, (yt.buffer,), None,
-                       _has_integer_array(key) or overlapping(source), _gather_pullback))
+                       _has_integer_array(key) or overlapping(source), gather_pullback))
     return yt
 
 
-def _gather_pullback(record, shadows, _):
+def gather_pullback(record, shadows, _):
     """``x[key]``'s pullback adds the cotangent back where each element came from; ``state``
     says an element may have come from one place several times (repeated indices, a view
     whose elements share memory), each adding its share."""
@@ -2265,7 +1803,7 @@ def _scatter(tape, x, key, value):
     def pullback(record, shadows, dy):
         shadows.add(value_place, unbroadcast(dy, value_place.shape), owned=True)
 
-    record_write(operator.setitem, x, lambda: target.__setitem__(key, source), (x, key, value),
-                 (target, key, source), kept=[None, key, None],
-                 checkpoint=lambda: CopyBack(target, key), key=key,
-                 pullback=None if value_place is None else pullback)
+    record_write(operator.setitem, x, lambda: target.__setitem__(key, source),
+                 Reads((x, key, value), (target, key, source), [None, key, None]),
+                 Undo(save=lambda: CopyBack(target, key)),
+                 pullback=None if value_place is None else pullback, key=key)

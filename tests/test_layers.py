@@ -8,7 +8,8 @@ The layers, lowest first (CONTRIBUTING.md, "Architecture", says what each holds)
     1  views shadows trees allocation      NumPy plumbing, and the caller's side of a
        arguments debug                      differentiation; source lines, warnings, anomalies
     2  arraylike products recompute        the array layer both engines share,
-                                            and recomputation
+       elementwise writes                   recomputation, and the records of elementwise
+                                            operations and of writes (their undo)
     3  tracing | forward                   the engines, reverse and forward: apart
     4  custom rules rules.* replay         rules, and the functions users give rules to;
        blocks                               recorded programs, replayed and compiled
@@ -28,7 +29,7 @@ import mutad
 LAYERS = [
     ("errors", "tape", "levels", "registry"),
     ("views", "shadows", "trees", "allocation", "arguments", "debug"),
-    ("arraylike", "products", "recompute"),
+    ("arraylike", "products", "recompute", "elementwise", "writes"),
     ("tracing", "forward"),
     ("custom", "rules", "rules.*", "replay", "blocks"),
     ("api", "listing", "testing", "linalg", "scipy", "scipy.*", "distributed"),

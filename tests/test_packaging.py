@@ -38,6 +38,7 @@ PUBLIC = ("mutad", "mutad.errors", "mutad.testing", "mutad.linalg", "mutad.scipy
 INTERNAL = ("mutad.api", "mutad.custom", "mutad.trees", "mutad.allocation",
             "mutad.tape", "mutad.levels", "mutad.registry", "mutad.views", "mutad.shadows",
             "mutad.arguments", "mutad.arraylike", "mutad.products", "mutad.recompute",
+            "mutad.elementwise", "mutad.writes",
             "mutad.tracing", "mutad.forward", "mutad.replay", "mutad.blocks", "mutad.listing",
             "mutad.debug",
             "mutad.rules", "mutad.scipy._adjoints", "mutad.scipy._numerics", "mutad.bench")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import mutad
-from mutad import tracing
+from mutad import tracing, writes
 from mutad.api import Run
 from mutad.recompute import SMALL
 from mutad.shadows import Buffer, Place
@@ -141,7 +141,7 @@ def test_a_scatter_goes_through_the_tapes_decision_and_is_checkpointed(monkeypat
     x = np.arange(4.0)
     mutad.check_grads(_scatter, x)
     records, _ = _records(lambda x: _scatter(x), x)
-    assert chosen and all(type(undo) is tracing.CopyBack for undo in chosen)
+    assert chosen and all(type(undo) is writes.CopyBack for undo in chosen)
     scatter = records[-2]
     assert scatter.undo_kind == "checkpoint" and scatter.key is not None
 

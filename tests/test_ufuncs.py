@@ -386,7 +386,7 @@ def test_maximum_convention_kept():
         np.testing.assert_array_equal(gb, [0.5, 1.0, 0.0, 1.0])
 
 # ----------------------------------------------------------------------------------------------
-# The restore policy gives every element back (within tracing.ULPS), or saves it
+# The restore policy gives every element back (within writes.ULPS), or saves it
 
 
 def _square_then(*writes):

@@ -14,7 +14,7 @@ before) otherwise.
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..tracing import unbroadcast  # noqa: F401  (the core's own, for rules to import from here)
+from ..elementwise import unbroadcast  # noqa: F401  (the core's own, for rules to import from here)
 from ..views import wrapped
 
 

@@ -22,8 +22,10 @@ import numpy as np
 from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..registry import (complex_aware, defcomposite, definplace, deflinear, defjvp, defrule, holomorphic,
                         recomputable)
-from ..tracing import (Traced, check_destination, checkpoint, copy_into, locate, overlaps, plain,
-                       record_write, unbroadcast, writes_into)
+from ..elementwise import unbroadcast
+from ..tracing import (Traced, check_destination, copy_into, locate, overlaps, plain, record_write,
+                       writes_into)
+from ..writes import Reads, Undo, checkpoint
 from .. import views
 from ..custom import adjoint
 from ..views import wrapped
@@ -444,9 +446,10 @@ def _unbuffered(ufunc, sign):
                     np.negative(gathered, out=gathered)
                 shadows.add(b_place, unbroadcast(gathered, b_place.shape), owned=True)
 
-        record_write(ufunc.at, a, lambda: ufunc.at(target, key, values), (a, indices, b),
-                     (target, key, values), kept=[None, key, None], checkpoint=save,
-                     taken=False, pullback=None if b_place is None else pullback)
+        record_write(ufunc.at, a, lambda: ufunc.at(target, key, values),
+                     Reads((a, indices, b), (target, key, values), [None, key, None]),
+                     Undo(save=save), pullback=None if b_place is None else pullback,
+                     taken=False)
 
     return handler
 

@@ -6,7 +6,7 @@ the core multiplies it by the cotangent and sums over broadcast axes. The same r
 path. An inverse puts the overwritten target back in place of a checkpoint; it is listed only
 where it is one correctly rounded operation. The core runs it on the values at hand before
 each write and saves the elements it would not give back to within 2 ulps
-(``tracing._exactly``). Because of that rounding, a partial that branches (which operand a
+(``writes._exactly``). Because of that rounding, a partial that branches (which operand a
 maximum took, a sign at 0) reads a decision taken when the ufunc ran, never its inputs as the
 reverse pass restored them.
 """
@@ -67,7 +67,7 @@ def bounded_where_normal(inverse):
     """Mark an inverse made of two correctly rounded operations whose relative errors do not
     grow (``t * o / o``, ``t / o * o``): it gives back every element within 2 units in the last
     place (relative error at most 2^-52) wherever the forward result is a normal float, so the
-    core checks only that, not each element (``tracing._exactly``)."""
+    core checks only that, not each element (``writes._exactly``)."""
     inverse.bounded_where_normal = True
     return inverse
 

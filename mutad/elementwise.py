@@ -1,0 +1,243 @@
+"""Elementwise operations as both engines' records hold them: which inputs get a gradient and
+what their partials read (``differentiable``), what a record keeps, and the cotangents a
+record of an elementwise operation or write passes back to its inputs
+(``elementwise_cotangents``). The traced engine (``tracing``) makes these records; the replay
+of a recording (``replay``) and its compiled blocks make the same ones from new values, so
+that their gradients are the traced ones, bit for bit.
+"""
+
+import numpy as np
+
+from .products import add_times_partial, times_partial
+from .recompute import small
+from .registry import COMPLEX, HOLOMORPHIC, ONE, ElementwiseRule, NoClosedForm
+from .shadows import Buffer, overlapping
+from .tape import OneOutput
+
+
+def unbroadcast(g, shape):
+    """Sum ``g`` over the axes along which an input of ``shape`` was broadcast."""
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    if lead:
+        g = g.sum(axis=tuple(range(lead)))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    if stretched:
+        g = g.sum(axis=stretched, keepdims=True)
+    return g.reshape(shape)
+
+
+def differentiable(ufunc, rule, pattern, count):
+    """The positions of the inputs that get a gradient, those their partials read (None: all),
+    and ``(rule, positions)``, the state its records share: worked out once per rule and
+    ``pattern`` of traced inputs (bit i: input i is traced)."""
+    plan = rule.plans.get(pattern)
+    if plan is None:
+        traced = tuple(i for i in range(count)
+                       if pattern >> i & 1 and rule.partials[i] is not None)
+        for i in traced:
+            if type(rule.partials[i]) is NoClosedForm:
+                raise rule.partials[i].error(ufunc)
+        read = {j for i in traced for j in rule.reads[i]}
+        plan = rule.plans[pattern] = (traced, None if len(read) == count else read,
+                                      (rule, traced))
+    return plan
+
+
+def read_by_partials(values, read):
+    """``values`` with None for every input no partial reads (``read`` None: all are read)."""
+    if read is None:
+        return values
+    return [v if i in read else None for i, v in enumerate(values)]
+
+
+def elementwise_kept(rule, reads, read, values, y):
+    """What the record of a pure elementwise operation keeps: ``read``, the inputs its
+    partials read (``read_by_partials``), then the decision, then the output ``y`` if the
+    partials read it (last: the partials take the inputs and the decision as ``*values``)."""
+    if rule.decide is not None:
+        read = [*read, rule.decide(*values)]
+    if "y" in rule.uses:
+        read.append(y)
+    elif reads is not None and not reads and rule.decide is None:
+        read = _NOTHING_KEPT.get(len(values)) or (None,) * len(values)
+    return read
+
+
+_NOTHING_KEPT = {count: (None,) * count for count in range(1, 4)}
+"""What a record of an elementwise ufunc of ``count`` inputs keeps when its partials read
+none of them (``a + b``): one tuple for all such records."""
+
+
+class Elementwise(OneOutput):
+    """The record of a pure elementwise operation: ``state`` is the rule's plan for the pattern
+    of traced inputs (``differentiable``); ``kept`` ends with the output's value if the
+    partials read it."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def pullback(record, shadows, _):
+        dy = shadows.pop(record.output, read_only=True)
+        if dy is not None:
+            rule, traced = record.state
+            kept = record.kept
+            y = None
+            if "y" in rule.uses:
+                y, kept = kept[-1], kept[:-1]
+            elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
+
+
+def _small_cotangents(shadows, rule, dy, y, places, values, traced):
+    """``elementwise_cotangents`` for a small ``dy``, where Python's overhead is the cost:
+    a product each (the last one into ``dy``'s memory), no sharing."""
+    last = traced[-1]
+    rows = []
+    for i in traced:
+        partial = rule.partials[i]
+        if partial is ONE and i != last and places[i].shape == dy.shape \
+                and shadows.has(places[i]):
+            shadows.add(places[i], dy)  # an existing shadow takes dy as it is: no copy
+            continue
+        if partial is ONE:
+            g = dy if i == last else dy.copy()
+        else:
+            g = times_partial(dy, partial, y, values, dy if i == last else np.empty_like(dy))
+        rows.append((places[i], unbroadcast(g, places[i].shape)))
+    for p, g in rows:
+        shadows.add(p, g, owned=True)
+
+
+def elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
+    """Accumulate ``dy * partial`` into each traced input. Into a shadow that exists already
+    the product is added a piece at a time. Of the others, those whose partial is 1 and that
+    are whole buffers of ``dy``'s layout share ``dy``'s own memory as their new shadow (else
+    one of them, of ``dy``'s shape if any, takes it), after every other product has read
+    ``dy``; the rest get fresh memory."""
+    if type(dy) is np.ndarray and dy.flags.writeable and small(dy):
+        return _small_cotangents(shadows, rule, dy, y, places, values, traced)
+    existing = {}
+    for i in traced:
+        if places[i].shape == dy.shape and not overlapping(places[i]):
+            shadow = shadows.get(places[i])
+            if shadow is not None:
+                existing[i] = shadow
+                if type(dy) is np.ndarray and not dy.flags.writeable \
+                        and np.may_share_memory(dy, shadow):
+                    dy = dy.copy()  # a shared shadow, about to be written: read a copy
+    pending = []
+    for i in traced:
+        partial = rule.partials[i]
+        if i in existing:
+            if partial is ONE:
+                shadows.add(places[i], dy)  # an existing shadow takes dy as it is: no copy
+                continue
+            if add_times_partial(existing[i], dy, partial, y, values):
+                continue
+        pending.append(i)
+    if not pending:
+        return
+    sharing = _sharing(rule, dy, places, pending, shadows)
+    reuser = None if sharing else next(
+        (i for i in pending if places[i].shape == dy.shape), pending[-1])
+    rows = []
+    for i in (*(i for i in pending if i != reuser and i not in sharing),
+              *([] if reuser is None else [reuser])):
+        partial = rule.partials[i]
+        if partial is ONE:
+            g = dy if i == reuser else dy.copy()
+        else:
+            g = times_partial(dy, partial, y, values,
+                              dy if i == reuser else np.empty_like(dy))
+        rows.append((places[i], unbroadcast(g, places[i].shape)))
+    if sharing:
+        shadows.share([places[i] for i in sharing], dy)
+    for p, g in rows:
+        shadows.add(p, g, owned=True)
+
+
+def _sharing(rule, dy, places, pending, shadows):
+    """The inputs among ``pending`` that may share ``dy``'s memory as their new shadow: if
+    there are several, those whose partial is 1 and that are distinct whole C-contiguous
+    buffers of ``dy``'s shape and dtype with no shadow yet; ``dy`` must be writable."""
+    if type(dy) is not np.ndarray or not dy.flags.writeable or not dy.flags.c_contiguous:
+        return []
+    sharing, keys = [], set()
+    for i in pending:
+        buffer = places[i]
+        if rule.partials[i] is ONE and buffer.whole and type(buffer) is Buffer \
+                and buffer.c_contiguous and buffer.shape == dy.shape \
+                and buffer.dtype == dy.dtype and buffer.key not in keys \
+                and shadows.get(buffer) is None:
+            sharing.append(i)
+            keys.add(buffer.key)
+    return sharing if len(sharing) > 1 else []
+
+
+def write_kept(ufunc, rule, values, reads, state, target):
+    """``(kept, state)`` of the record of the elementwise write ``ufunc(*values, out=target)``,
+    from the operands as they are before it (the target may be one of them): ``kept``, the
+    values its pullback and its inverse read (``record_write`` adds those only the inverse
+    reads, and the replay of a recording puts in it the values it recomputes), then the rule's
+    decision; ``state`` (None: no traced input), the rule's plan (``differentiable``), then
+    the target if the partials read the values written, or the ufunc if they read the output
+    and the inputs (the output is computed again from the inputs kept)."""
+    recompute_y = "x" in rule.uses and "y" in rule.uses
+    kept = list(values) if recompute_y else list(read_by_partials(values, reads))
+    if state is not None:
+        if rule.decide is not None:
+            kept.append(rule.decide(*values))
+        if rule.uses == "y":
+            state = (*state, target)
+        elif recompute_y:
+            state = (*state, ufunc)
+    return kept, state
+
+
+def write_pullback(record, shadows, dy):
+    """The pullback of an elementwise write: ``state`` is the rule's plan for the pattern of
+    traced inputs (``differentiable``), then the target if the partials read only the values
+    written, or the ufunc if they read the output and the inputs (the output is computed
+    again from those the record keeps)."""
+    state, kept = record.state, record.kept
+    rule = state[0]
+    y = None
+    if len(state) > 2:
+        y = state[2] if rule.uses == "y" else state[2](*kept[:len(record.inputs)],
+                                                       **(record.settings or {}))
+    elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, state[1])
+
+
+class Rerun:
+    """How an elementwise write is redone (``record_write``'s ``redo``): ``ufunc`` again, from
+    the inputs read now, into ``out``. Writes without keyword arguments share one per ufunc."""
+
+    __slots__ = ("ufunc", "kwargs")
+
+    _shared = {}
+
+    def __init__(self, ufunc, kwargs):
+        self.ufunc = ufunc
+        self.kwargs = kwargs
+
+    @classmethod
+    def of(cls, ufunc, kwargs):
+        if kwargs:
+            return cls(ufunc, kwargs)
+        rerun = cls._shared.get(ufunc)
+        if rerun is None:
+            rerun = cls._shared[ufunc] = cls(ufunc, None)
+        return rerun
+
+    def __call__(self, inputs, out):
+        if self.kwargs:
+            return self.ufunc(*inputs, out=out, **self.kwargs)
+        return self.ufunc(*inputs, out=out)
+
+
+ASSIGNMENT = ElementwiseRule((ONE,), reads=((),), inverse=(lambda t, others: None,))
+"""The engine's own rule for assignment (``x[key] = v``, a function's ``out=``): NumPy copies
+``v`` into the target (``np.positive`` with ``out=``), and the cotangent passes back to ``v``.
+Assigning a region onto itself changes nothing, so its inverse does nothing."""
+COMPLEX[ASSIGNMENT] = HOLOMORPHIC  # a copy: complex values too

@@ -1,0 +1,301 @@
+"""How an in-place write is undone, the one place both engines decide it.
+
+A write offers its undo before it runs: an inverse (``a -= b`` undoes ``a += b``; for an
+elementwise write an :class:`ElementwiseInverse`, which also answers whether it is safe for the
+operands at hand, how much it may amplify the error already in the target, and how to make
+it exact element by element), or a save of the bytes about to be overwritten
+(:class:`CopyBack`). :func:`decide_undo` asks the tape's policy (``Tape.undo_for``) and returns
+the callable the reverse pass runs, and its kind. The traced engine (``tracing.record_write``)
+and the replay of a recording (``replay``) both call it, on the same values, so that they
+decide alike.
+"""
+
+import numpy as np
+
+from .products import CHUNK
+from .recompute import Rebuild
+from .views import memory, wrapped
+
+
+ULPS = 2
+"""The restore policy's per-element guarantee: where an elementwise write is undone by its
+inverse, each element comes back within this many units in the last place of the value it
+held (bit for bit where that is zero or subnormal), given the bytes the write left; any other
+element is saved before the write."""
+
+
+class CopyBack:
+    """The undo of a checkpointed write: the saved bytes of ``region`` (at ``key`` within it,
+    an advanced index or mask, if given), copied back when called, once. ``at``, if given,
+    finds the region then (``recompute.current_region``), so that the undo does not hold it."""
+
+    __slots__ = ("region", "key", "saved", "at")
+
+    def __init__(self, region, key=None, at=None):
+        self.region = region if at is None else None
+        self.at = at
+        self.key = key
+        self.saved = region.copy() if key is None else region[key]  # an advanced index copies
+
+    def __call__(self):
+        region = self.region if self.at is None else self.at()
+        saved, self.saved = self.saved, None  # freed once copied back, before the pullback runs
+        if region is None:  # a temporary nothing reads any more
+            return
+        if self.key is None:
+            np.copyto(region, saved)
+        else:
+            region[self.key] = saved  # repeated indices all get the same original
+
+
+def checkpoint(region, key=None):
+    """Save ``region`` (``region[key]``) before it is overwritten; return the callable that
+    copies it back."""
+    return CopyBack(region, key)
+
+
+class Undos:
+    """The undo of a write into several arrays: each one's, in turn."""
+
+    __slots__ = ("undos",)
+
+    def __init__(self, undos):
+        self.undos = undos
+
+    def __call__(self):
+        for undo in self.undos:
+            undo()
+
+
+class Undo:
+    """What a write offers, before it runs, for putting back the bytes it overwrites (a write
+    into several arrays: one offer per array, in lists):
+
+    * ``inverse``: a callable that computes them back from those the write left, or an
+      :class:`ElementwiseInverse`, which also answers whether it is safe for the operands at
+      hand and how to make it exact element by element; ``growth`` bounds how much it amplifies
+      the error already in the target (a number, or a callable asked only of a safe inverse);
+    * ``save``: a callable that copies the region about to be overwritten and returns the
+      callable that copies it back (None: a copy of the whole target);
+    * ``redo(inputs, out)``: how the write is done again from what it read, which a memory
+      budget may rebuild it with in the reverse pass instead of saving.
+
+    :func:`decide_undo` chooses among them."""
+
+    __slots__ = ("inverse", "save", "growth", "redo")
+
+    def __init__(self, inverse=None, save=None, growth=1.0, redo=None):
+        self.inverse = inverse
+        self.save = save
+        self.growth = growth
+        self.redo = redo
+
+
+SAVED = Undo()
+"""The offer of a write with no inverse: the target's bytes are saved."""
+
+
+def decide_undo(tape, inverse, save, key, whole, size, growth=1.0):
+    """``(undo, kind)``: how a write whose undo offers ``inverse`` (or None) and ``save()`` is
+    undone, decided before it (``Tape.undo_for``; ``key``, ``whole``, ``size`` and ``growth``
+    are its questions), and what that is: ``"inverse"``, ``"partial"`` (the inverse, then the
+    elements it would not give back copied back: ``ElementwiseInverse.exactly``),
+    ``"checkpoint"`` (``save()``'s copy) or ``"rebuild"`` (under a memory budget). The one place
+    the traced engine and the replay of a recording decide it."""
+    elementwise = type(inverse) is ElementwiseInverse
+    undo = tape.undo_for(inverse, inverse.is_safe if elementwise else None, save, key,
+                         inverse.growth if elementwise else growth, whole, size)
+    if undo is not inverse:
+        return undo, "rebuild" if type(undo) is Rebuild else "checkpoint"
+    if not elementwise:
+        return undo, "inverse"
+    undo = inverse.exactly(undo)
+    inverse.settle()
+    return undo, ("inverse" if undo is inverse else "checkpoint" if type(undo) is CopyBack
+                  else "partial")
+
+
+class Reads:
+    """What the record of a write reads (``tracing.record_write``): its operands, ``inputs``
+    (traced or not) and their ``values``; ``kept``, per input the value the pullback reads
+    (None where it reads none); ``inverse_reads``, the positions of those the inverse reads,
+    which the record keeps too where the write is inverted; ``recompute``: the pullback and the
+    inverse read them from the record's ``kept``, which may then hold stand-ins for values the
+    reverse pass recomputes (``ReverseTape.hold``)."""
+
+    __slots__ = ("inputs", "values", "kept", "inverse_reads", "recompute")
+
+    def __init__(self, inputs, values, kept=None, inverse_reads=(), recompute=False):
+        self.inputs = inputs
+        self.values = values
+        self.kept = kept
+        self.inverse_reads = inverse_reads
+        self.recompute = recompute
+
+
+class ElementwiseInverse:
+    """The inverse on offer for the elementwise write ``ufunc(*values, out=target)`` (its
+    operand at ``position`` is the target): called in the reverse pass, it computes the
+    target's old values from those the write left and the other operands (as ``kept`` holds
+    them then). With it, what ``record_write`` asks of an inverse: whether it is safe for
+    the operands at hand (``is_safe``: ``apart()``, no other operand over the target's
+    memory, and the rule's own condition), how much it may amplify the error already in the
+    target (``growth``), and the inverse made exact element by element (``exactly``).
+    ``find()`` gives the target in the reverse pass (None: a temporary nothing reads any
+    more); None: ``target`` itself."""
+
+    __slots__ = ("ufunc", "invert", "rule", "position", "values", "target", "kept",
+                 "others_at", "apart", "find", "kwargs")
+
+    def __init__(self, ufunc, rule, position, values, target, kept, apart, find, kwargs):
+        self.ufunc = ufunc
+        self.invert = rule.inverse[position]
+        self.rule = rule
+        self.position = position
+        self.values = values
+        self.target = target
+        self.kept = kept
+        self.others_at = [i for i in range(len(values)) if i != position]
+        self.apart = apart
+        self.find = find
+        self.kwargs = kwargs
+
+    @classmethod
+    def offered(cls, ufunc, rule, position, values, target, kept, apart, find, kwargs):
+        """The inverse, or None where the rule has none for the operand at ``position``
+        (None: the target is none of the operands)."""
+        if position is None or position >= len(rule.inverse) or not rule.inverse[position]:
+            return None
+        return cls(ufunc, rule, position, values, target, kept, apart, find, kwargs)
+
+    def __call__(self):
+        written = self.target if self.find is None else self.find()
+        if written is not None:
+            self.invert(written, [self.kept[i] for i in self.others_at])
+
+    def settle(self):
+        """Once it is the write's undo: let go of what only the questions read (the operands,
+        which may be temporaries recomputed in the reverse pass, and the target where
+        ``find`` finds it), so that the record holds no more than the inverse reads."""
+        self.values = self.rule = self.ufunc = self.kwargs = self.apart = None
+        if self.find is not None:
+            self.target = None
+
+    def is_safe(self):
+        return self.apart() and self.rule.is_safe([self.values[i] for i in self.others_at])
+
+    def growth(self):
+        if self.rule.growth is None:
+            return 1.0
+        return self.rule.growth(self.target, [self.values[i] for i in self.others_at])
+
+    def exactly(self, inverse):
+        target = self.target
+        return _exactly(inverse, self.ufunc, self.invert, target,
+                        self.find or (lambda: target), self.values, self.position, self.kwargs)
+
+
+def _exactly(inverse, ufunc, invert, target, find, values, position, kwargs):
+    """``inverse``, made to give back every element of ``target`` that ``ufunc(*values,
+    out=target)`` is about to overwrite to within ``ULPS``; ``find()`` gives the target in the
+    replay (None: a temporary nothing reads any more).
+
+    Run before the write: the write and its inverse are computed on the values at hand, a piece
+    at a time into scratch memory, and the elements the inverse would not give back (an
+    underflow, an overflow, a small term absorbed by a large one, a division by zero) are saved
+    now, as a bit mask and their values, and put back after the inverse runs. The replay
+    computes the same correctly rounded operations on the same bytes, so it gives back what was
+    verified here. An inverse marked ``bounded_where_normal`` (a product undone by a division)
+    is within ``ULPS`` wherever the write's result is a normal float, so that is all a piece is
+    checked for before its elements are. Under nested differentiation (the target is an array an outer one traces),
+    saved values would have to be traced too: the whole region is checkpointed instead.
+    """
+    plain = [memory(v) if wrapped(v) else v for v in values]
+    plain[position] = memory(target)
+    # (complex products are not correctly rounded part by part: checked element by element)
+    bounded = getattr(invert, "bounded_where_normal", False) and target.dtype.kind != "c"
+    saved = []
+    scratch = None
+    with np.errstate(all="ignore"):  # the write itself warns, as NumPy does
+        for where, piece, operands in _pieces(plain, position):
+            if scratch is None or scratch[0].size < piece.size:
+                scratch = np.empty(piece.size, piece.dtype), np.empty(piece.size, bool)
+            back = scratch[0][:piece.size].reshape(piece.shape)
+            ufunc(*operands, out=back, **kwargs)
+            if bounded and _normal(back):
+                continue
+            invert(back, [v for i, v in enumerate(operands) if i != position])
+            lost = _far(back, piece, scratch[1][:piece.size].reshape(piece.shape))
+            if not lost.any():
+                continue
+            if wrapped(target):
+                return checkpoint(target)
+            saved.append((where, np.packbits(lost), piece[lost]))
+    if not saved:
+        return inverse
+
+    def inverse_then_put_back():
+        written = find()
+        if written is None:
+            return
+        with np.errstate(all="ignore"):  # at the elements put back below
+            inverse()
+        for where, packed, original in saved:
+            region = written if where is None else written.reshape(-1)[where]
+            lost = np.unpackbits(packed, count=region.size).view(bool)
+            region[lost.reshape(region.shape)] = original
+
+    return inverse_then_put_back
+
+
+def _pieces(values, position):
+    """``(where, piece, operands)``: the target ``values[position]`` of a write and the
+    operands, a piece at a time (``where`` slices the flat target) when the target is large and
+    contiguous and the array operands are laid out as it, else all at once (``where`` None)."""
+    target = values[position]
+    size = target.size
+    if size > 2 * CHUNK and target.flags.c_contiguous and all(
+            type(v) is not np.ndarray or v.ndim == 0
+            or (v.shape == target.shape and v.flags.c_contiguous) for v in values):
+        flat = [v.reshape(-1) if type(v) is np.ndarray and v.ndim else v for v in values]
+        for start in range(0, size, CHUNK):
+            where = slice(start, start + CHUNK)
+            yield (where, flat[position][where],
+                   [v[where] if type(v) is np.ndarray and v.ndim else v for v in flat])
+    else:
+        yield None, target, values
+
+
+def _normal(a):
+    """Whether every element of ``a`` is a normal float (not zero, subnormal, infinite or
+    NaN), as magnitudes; overwrites ``a``."""
+    np.abs(a, out=a)
+    info = np.finfo(a.dtype)
+    # ``initial`` makes an empty ``a`` (every element of nothing) normal
+    return bool(np.min(a, initial=info.max) >= info.smallest_normal
+                and np.max(a, initial=info.smallest_normal) <= info.max)
+
+
+def _far(a, b, out):
+    """Into bool ``out``: where ``a`` is more than ``ULPS`` units in the last place from ``b``
+    (of the other sign, a zero of the other sign included, or NaN where ``b`` is not), or is
+    not ``b`` itself where ``b`` is zero or subnormal. Uses ``a``'s memory.
+
+    Below the normal range an ulp is no longer a small relative error (5e-324 is one ulp from
+    0), and a later inverse (undoing ``x *= 5e-324``) would magnify it to a wrong value of any
+    size: there an element must come back bit for bit. Complex values: each part so."""
+    if a.dtype.kind == "c":
+        far_imaginary = _far(a.imag, b.imag, np.empty(out.shape, bool))
+        return np.logical_or(_far(a.real, b.real, out), far_imaginary, out=out)
+    tiny = np.abs(b) < np.finfo(b.dtype).smallest_normal
+    if a.dtype.itemsize in (2, 4, 8):  # the ordered bit patterns of same-signed floats
+        kind = f"i{a.dtype.itemsize}"
+        d = a.view(kind)
+        np.subtract(d, b.view(kind), out=d)
+        tiny &= d != 0
+        np.add(d, ULPS, out=d)
+        np.greater(d.view(f"u{a.dtype.itemsize}"), 2 * ULPS, out=out)
+        return np.logical_or(out, tiny, out=out)
+    close = np.abs(a - b) <= ULPS * np.spacing(b)
+    tiny &= a != b
+    return np.logical_or(~close | tiny, np.signbit(a) != np.signbit(b), out=out)
