@@ -1629,6 +1629,12 @@ class Recorder:
             return kind(self.spec(item) for item in x)
         if kind is dict:
             return {key: self.spec(item) for key, item in x.items()}
+        if kind in PYTHON_SCALARS:
+            # the same on every call a program replays (a signature holds the values of the
+            # numbers and strings among the arguments, and a step guards those it computes):
+            # a number equal to an argument, the same object (CPython shares small ints), is
+            # not read from the argument's slot (u[10] where steps is 10)
+            return x
         slot = self.slots.get(id(x))
         if slot is not None and self.objects[slot] is x:
             return Slot(slot)

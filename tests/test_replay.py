@@ -555,6 +555,30 @@ def test_compiled_runs_of_elementwise_steps_replay_bit_for_bit(f, make, policy, 
     assert len(blocks(replaying)) > (5 if block_steps == 7 else 0), "compiled blocks ran"
 
 
+def heat_scalar_steps(u, r, steps):
+    for _ in range(steps):
+        un = u.copy()
+        for i in range(1, len(u) - 1):
+            u[i] += r * (un[i + 1] - 2 * un[i] + un[i - 1])
+    return (u * u).sum()
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_an_index_equal_to_a_number_among_the_arguments_is_a_constant(policy):
+    """``u[3]`` where ``steps`` is 3: CPython shares the object 3, and the index once read
+    the argument's slot, which the signature fixes anyway, so that the element write was a
+    computed one, guarded and uncompiled. It is the number itself: every element write of the
+    loop compiles as one (``SetElement``), and the gradients are the traced ones."""
+    from mutad.replay import SetElement
+    rng = np.random.default_rng(5)
+    calls = [(rng.standard_normal(9), 0.2 + 0.1 * rng.random(), 3) for _ in range(4)]
+    replaying = replayed_like_traced(heat_scalar_steps, calls, policy, argnums=(0, 1),
+                                     traced_once=True)
+    fused = [member for block in blocks(replaying) for member in block.steps
+             if type(member) is SetElement]
+    assert len(fused) == 3 * 7
+
+
 def heat_stencil(u0, target, r, steps=40, damped=False):
     u = u0.copy()
     for _ in range(steps):
