@@ -36,12 +36,11 @@ its place (:class:`Opaque`), so that one block spans a whole loop body, views, w
 """
 
 import collections
-import math
 import threading
 
 import numpy as np
 
-from .products import _finite, times, times_scalar, unmasked
+from .products import times, times_scalar, unmasked
 from .tape import Tape
 
 TEMPLATES = collections.OrderedDict()
@@ -67,12 +66,6 @@ def _product(dy, p, out):
     return times(dy, p, np.empty_like(dy) if out is None else out)
 
 
-def _unmasked_scalar(dy, p):
-    """``products.unmasked`` for the cotangent of a float64 scalar and its partial."""
-    return math.isfinite(dy) and (
-        math.isfinite(p) if type(p) is float or type(p) is np.float64 else _finite(p))
-
-
 def _number(y):
     """A value that stands for a Python number (``arraylike.weak``) as one."""
     return y.item() if isinstance(y, np.generic) else y
@@ -80,8 +73,7 @@ def _number(y):
 
 HELPERS = {"number": _number, "product": _product, "multiply": np.multiply, "add": np.add,
            "copyto": np.copyto,
-           "empty_like": np.empty_like, "array": np.array, "unmasked_scalar": _unmasked_scalar,
-           "times_scalar": times_scalar, "isfinite": math.isfinite}
+           "empty_like": np.empty_like, "array": np.array, "times_scalar": times_scalar}
 
 
 class Code:
@@ -105,7 +97,6 @@ class Code:
         self.shadows = {}  # a place's layout -> the local holding ``shadows.of(place)``
         self.views = 0  # the locals of shadows named so far
         self.arrays = {}  # the name of a finite nonzero float -> that of the same float64 0-d array
-        self.finite = set()  # the names of the finite nonzero numbers the steps read
 
     def bind(self, value, kind=None):
         """The name of a constant: an object, or the number ``value`` of ``kind`` (a slot, a

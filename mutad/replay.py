@@ -465,8 +465,6 @@ class Pure:
         """This step's line in a :class:`blocks.Block`'s forward pass."""
         at = dict(self.at)
         vals = [code.value(at[i]) if i in at else code.bind(a) for i, a in enumerate(self.args)]
-        code.finite.update(name for a, name in zip(self.args, vals)
-                           if type(a) in (float, int) and math.isfinite(a) and a != 0)
         infix = INFIX.get(self.ufunc)
         if infix is not None and len(vals) == 2:
             operands = vals
@@ -594,12 +592,11 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
             continue
         if partial is ONE:
             lines.append(f"{g} = dy")
-        elif scalar:  # times(dy, p): zero where a factor is, whatever the other
-            # (a partial that is a float known finite and nonzero needs only dy checked)
-            known = "".join(f"p is {number} and isfinite(dy) or "
-                            for number in vals.split(", ") if number in code.finite)
-            lines += [f"p = {code.bind(partial)}({y}, {vals})",
-                      f"{g} = dy * p if {known}unmasked_scalar(dy, p) else times_scalar(dy, p)"]
+        elif scalar:  # times(dy, p): zero where a factor is, whatever the other; a finite
+            # product has finite factors (inf times anything, NaN times anything, is not),
+            # for which it is times's own, so only a product that is not is computed again
+            lines += [f"p = {code.bind(partial)}({y}, {vals})", f"{g} = dy * p",
+                      f"if {g} - {g}:", f"    {g} = times_scalar(dy, p)"]
         else:
             into = ("dy" if last else "None" if made.shape != ()
                     else "empty_like(dy)")  # dy * p gives a NumPy scalar for a 0-d dy

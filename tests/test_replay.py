@@ -697,6 +697,25 @@ def test_a_nan_from_two_nans_has_the_bits_tracing_gives():
     assert blocks(replaying)
 
 
+def test_a_compiled_product_with_an_infinite_factor_is_times_own():
+    """A compiled block multiplies a float64 cotangent by its partial and recomputes only a
+    product that is not finite (``products.times``: zero where a factor is zero, whatever the
+    other): a zero cotangent times an infinite or NaN partial is zero, a finite one times an
+    infinite partial is infinite, as traced."""
+    def f(x):
+        total = 0.0
+        for i in range(4):
+            a = x[i] * x[(i + 1) % 4]
+            total = total + a * x[(i + 2) % 4] + x[i] * 0.5
+        return total
+
+    calls = [(np.array(v),) for v in ([1.0, np.inf, 0.0, 2.0], [0.0, np.nan, 1.0, -np.inf],
+                                       [1e300, 1e300, 1e-300, 3.0], [1.0, np.inf, 0.0, 2.0])]
+    with np.errstate(all="ignore"):
+        replaying = replayed_like_traced(f, calls, traced_once=True)
+    assert blocks(replaying)
+
+
 UNARY = (np.sin, np.tanh, np.negative, np.square, np.exp)
 BINARY = (np.add, np.subtract, np.multiply, np.divide, np.maximum)
 
