@@ -36,11 +36,12 @@ its place (:class:`Opaque`), so that one block spans a whole loop body, views, w
 """
 
 import collections
+import math
 import threading
 
 import numpy as np
 
-from .products import times, times_scalar, unmasked
+from .products import ZERO, times, times_scalar, unmasked
 from .tape import Tape
 
 TEMPLATES = collections.OrderedDict()
@@ -66,6 +67,12 @@ def _product(dy, p, out):
     return times(dy, p, np.empty_like(dy) if out is None else out)
 
 
+def _with_a_zero(dy, p):
+    """``products.times`` of a float64 cotangent and its partial, one of them zero: the
+    product (a zero of its sign) where the other is finite, else zero."""
+    return dy * p if math.isfinite(dy) and math.isfinite(p) else ZERO
+
+
 def _number(y):
     """A value that stands for a Python number (``arraylike.weak``) as one."""
     return y.item() if isinstance(y, np.generic) else y
@@ -73,7 +80,8 @@ def _number(y):
 
 HELPERS = {"number": _number, "product": _product, "multiply": np.multiply, "add": np.add,
            "copyto": np.copyto,
-           "empty_like": np.empty_like, "array": np.array, "times_scalar": times_scalar}
+           "empty_like": np.empty_like, "array": np.array, "with_a_zero": _with_a_zero,
+           "times_scalar": times_scalar}
 
 
 class Code:

@@ -592,11 +592,12 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
             continue
         if partial is ONE:
             lines.append(f"{g} = dy")
-        elif scalar:  # times(dy, p): zero where a factor is, whatever the other; a finite
-            # product has finite factors (inf times anything, NaN times anything, is not),
-            # for which it is times's own, so only a product that is not is computed again
-            lines += [f"p = {code.bind(partial)}({y}, {vals})", f"{g} = dy * p",
-                      f"if {g} - {g}:", f"    {g} = times_scalar(dy, p)"]
+        elif scalar:  # times(dy, p): zero where a factor is, whatever the other (of two
+            # factors not zero, the product is times's own, and computes no 0 * inf; a NaN
+            # is computed again by the ufunc, which may choose another one: blocks)
+            lines += [f"p = {code.bind(partial)}({y}, {vals})",
+                      f"{g} = dy * p if dy and p else with_a_zero(dy, p)",
+                      f"if {g} != {g}:", f"    {g} = times_scalar(dy, p)"]
         else:
             into = ("dy" if last else "None" if made.shape != ()
                     else "empty_like(dy)")  # dy * p gives a NumPy scalar for a 0-d dy

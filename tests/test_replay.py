@@ -710,7 +710,8 @@ def test_a_compiled_product_with_an_infinite_factor_is_times_own():
         return total
 
     calls = [(np.array(v),) for v in ([1.0, np.inf, 0.0, 2.0], [0.0, np.nan, 1.0, -np.inf],
-                                       [1e300, 1e300, 1e-300, 3.0], [1.0, np.inf, 0.0, 2.0])]
+                                       [1e300, 1e300, 1e-300, 3.0], [2.0, -0.0, 0.0, -3.0],
+                                       [1.0, np.inf, 0.0, 2.0])]
     with np.errstate(all="ignore"):
         replaying = replayed_like_traced(f, calls, traced_once=True)
     assert blocks(replaying)
