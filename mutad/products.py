@@ -137,11 +137,12 @@ def _sum_of_products(d, p):
 
 def unmasked(d, p):
     """Whether ``d * p`` needs no mask (``times``): no zero factor meets a non-finite one. A
-    float that is finite and not zero needs no look at the other factor; arrays of one
+    number (a float, or a Python int) that is finite and not zero needs no look at the other
+    factor; arrays of one
     shape are checked by one dot product of both, each of whose terms is non-finite where
     either factor is; otherwise each factor is checked (``_finite``, which may say no for a
     few huge elements: that costs only time)."""
-    if type(p) is float or type(p) is np.float64:
+    if type(p) is float or type(p) is np.float64 or type(p) is int:  # (int: 2 * x's)
         return math.isfinite(p) and (p != 0.0 or _finite(d))
     if type(d) is float or type(d) is np.float64:
         return math.isfinite(d) and (d != 0.0 or _finite(p))

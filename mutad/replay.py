@@ -601,7 +601,11 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
         else:
             into = ("dy" if last else "None" if made.shape != ()
                     else "empty_like(dy)")  # dy * p gives a NumPy scalar for a 0-d dy
-            general = f"product(dy, p, {into})"
+            # a partial that is a finite nonzero Python number (subtract's -1, the 2 of 2 * u)
+            # needs no mask: the product itself (products.times, as unmasked decides)
+            general = (f"({'dy * p' if into == 'None' else f'multiply(dy, p, out={into})'} "
+                       "if (type(p) is float and isfinite(p) or type(p) is int) and p "
+                       f"else product(dy, p, {into}))")
             for number in vals.split(", "):
                 if number in code.arrays:  # the partial is that float: the array, finite, not 0
                     factor = code.arrays[number]
@@ -776,7 +780,16 @@ class ElementwiseWrite:
             # again (a small region's is zeroed in place)
             code.shadows.clear()
         take = [f"dy = shadows.take({code.bind(written)})", f"copyto({target}, {saved})"]
-        if not self.traced:  # the values written get no gradient
+        if not self.traced and written.shape == () and written.dtype == np.float64 \
+                and written.buffer.dtype == np.float64:
+            # the values written get no gradient, and one element's is zeroed where it lies
+            # (as Shadows.take does; a shadow other buffers share: by Shadows.take)
+            lean = [f"x = get({code.key(written.buffer)})", "if x is not None:",
+                    "    if x[3] is not None:", f"        {take[0]}", "    else:",
+                    "        f = x[2]", "        if f is None:",
+                    "            f = x[2] = x[1].reshape(-1)",
+                    f"        f[{code.bind(written.offset // 8)}] = 0.0", take[1]]
+        elif not self.traced:  # the values written get no gradient
             lean = take
         elif self.cotangents is None:
             lean = [f"{code.bind(self)}.back(shadows, [{vals}], ({target}, {saved}))"]
