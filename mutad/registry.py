@@ -106,6 +106,32 @@ class ONE:
     """Marks a partial derivative that is exactly 1, so the cotangent passes through untouched."""
 
 
+class Operand:
+    """A partial derivative that is input ``position`` itself (a product's: d(a b)/da is b):
+    compiled code reads that input rather than calling the partial."""
+
+    __slots__ = ("position",)
+
+    def __init__(self, position):
+        self.position = position
+
+    def __call__(self, y, *xs):
+        return xs[self.position]
+
+
+class Constant:
+    """A partial derivative that is the number ``value`` whatever the inputs (subtract's -1):
+    compiled code takes the number rather than calling the partial."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __call__(self, y, *xs):
+        return self.value
+
+
 class NoClosedForm:
     """The partial derivative of an elementwise ufunc with respect to an input for which mutad
     has no formula (the order of a Bessel function, the parameters of an incomplete gamma or
@@ -1010,6 +1036,10 @@ def _partial(partial):
         return "1 (the cotangent passes through untouched)"
     if type(partial) is NoClosedForm:
         return f"no closed form (with respect to {partial.what}): differentiating it raises"
+    if type(partial) is Operand:
+        return f"input {partial.position} itself (registry.Operand)"
+    if type(partial) is Constant:
+        return f"the number {partial.value!r} (registry.Constant)"
     if getattr(partial, "__name__", None) == "<lambda>":
         source = _lambda_source(partial)
         if source:

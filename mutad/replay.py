@@ -82,7 +82,8 @@ from .levels import ACTIVE
 from .products import times
 from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
                         recomputable, small)
-from .registry import COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, complex_among
+from .registry import (COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, Constant, Operand,
+                       complex_among)
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
 from .elementwise import (ASSIGNMENT, Elementwise, differentiable, elementwise_cotangents,
@@ -595,24 +596,26 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
         elif scalar:  # times(dy, p): zero where a factor is, whatever the other (of two
             # factors not zero, the product is times's own, and computes no 0 * inf; a NaN
             # is computed again by the ufunc, which may choose another one: blocks)
-            lines += [f"p = {code.bind(partial)}({y}, {vals})",
-                      f"{g} = dy * p if dy and p else with_a_zero(dy, p)",
-                      f"if {g} != {g}:", f"    {g} = times_scalar(dy, p)"]
+            evaluate, p = _partial_value(code, partial, y, vals)
+            lines += [*evaluate, f"{g} = dy * {p} if dy and {p} else with_a_zero(dy, {p})",
+                      f"if {g} != {g}:", f"    {g} = times_scalar(dy, {p})"]
         else:
             into = ("dy" if last else "None" if made.shape != ()
                     else "empty_like(dy)")  # dy * p gives a NumPy scalar for a 0-d dy
-            # a partial that is a finite nonzero Python number (subtract's -1, the 2 of 2 * u)
-            # needs no mask: the product itself (products.times, as unmasked decides)
-            general = (f"({'dy * p' if into == 'None' else f'multiply(dy, p, out={into})'} "
-                       "if (type(p) is float and isfinite(p) or type(p) is int) and p "
-                       f"else product(dy, p, {into}))")
-            for number in vals.split(", "):
-                if number in code.arrays:  # the partial is that float: the array, finite, not 0
-                    factor = code.arrays[number]
-                    fast = (f"dy * {factor}" if into == "None" else
-                            f"multiply(dy, {factor}, out={into})")
-                    general = f"{fast} if p is {number} else {general}"
-            lines += [f"p = {code.bind(partial)}({y}, {vals})", f"{g} = {general}"]
+            evaluate, p = _partial_value(code, partial, y, vals)
+            factor = code.arrays.get(p)  # an operand that is a finite nonzero float: its array
+            if factor is None and type(partial) is Constant and _finite_nonzero(partial.value):
+                factor = p
+            if factor is not None:  # needs no mask: the product (products.times, unmasked)
+                general = (f"dy * {factor}" if into == "None" else
+                           f"multiply(dy, {factor}, out={into})")
+            else:  # a finite nonzero Python number needs none either (unmasked decides so)
+                general = (f"({'dy * p' if into == 'None' else f'multiply(dy, p, out={into})'} "
+                           "if (type(p) is float and isfinite(p) or type(p) is int) and p "
+                           f"else product(dy, p, {into}))")
+                if p != "p":
+                    evaluate.append(f"p = {p}")
+            lines += [*evaluate, f"{g} = {general}"]
         rows.append((g, buffer, False))
     for g, buffer, optional in rows:
         if type(buffer) is Buffer and buffer.c_contiguous:
@@ -621,6 +624,24 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
             add = code.add_into(buffer, g, always and not optional)
         lines += [f"if {g} is not None:", *indent(add)] if optional else add
     return lines
+
+
+def _partial_value(code, partial, y, vals):
+    """``(lines, name)``: where a block's reverse line finds the value of ``partial`` for the
+    step whose inputs are named ``vals`` (a string) and output ``y``: the input itself for an
+    :class:`registry.Operand`, the number for a :class:`registry.Constant`, else ``p``, which
+    ``lines`` compute by calling the partial."""
+    if type(partial) is Operand:
+        name = vals.split(", ")[partial.position]
+        if name != "None":
+            return [], name
+    if type(partial) is Constant:
+        return [], code.bind(partial.value)
+    return [f"p = {code.bind(partial)}({y}, {vals})"], "p"
+
+
+def _finite_nonzero(number):
+    return type(number) in (float, int) and math.isfinite(number) and number != 0
 
 
 def _stands_for_scalar(x):

@@ -14,7 +14,8 @@ reverse pass restored them.
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..registry import ONE, complex_ufunc, defjvp, defrule, elementwise, holomorphic
+from ..registry import (ONE, Constant, Operand, complex_ufunc, defjvp, defrule, elementwise,
+                        holomorphic)
 from ..views import memory
 from ._helpers import as_float, sign_of
 
@@ -190,18 +191,18 @@ elementwise(np.tanh,       lambda y, x: one_minus_square(y),              uses="
 elementwise(np.arcsinh,    lambda y, x: 1.0 / np.sqrt(x * x + 1.0))
 elementwise(np.arccosh,    lambda y, x: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)))  # complex x too
 elementwise(np.arctanh,    lambda y, x: 1.0 / (1.0 - x * x))
-elementwise(np.deg2rad,    lambda y, x: np.pi / 180.0,                    reads=((),))
-elementwise(np.rad2deg,    lambda y, x: 180.0 / np.pi,                    reads=((),))
-elementwise(np.radians,     lambda y, x: np.pi / 180.0,                    reads=((),))
-elementwise(np.degrees,     lambda y, x: 180.0 / np.pi,                    reads=((),))
+elementwise(np.deg2rad,    Constant(np.pi / 180.0),                       reads=((),))
+elementwise(np.rad2deg,    Constant(180.0 / np.pi),                       reads=((),))
+elementwise(np.radians,    Constant(np.pi / 180.0),                       reads=((),))
+elementwise(np.degrees,    Constant(180.0 / np.pi),                       reads=((),))
 
 elementwise(np.add,        ONE, ONE,                                      reads=((), ()),
             inverse=(lambda t, o: np.subtract(t, o[0], out=t),
                      lambda t, o: np.subtract(t, o[0], out=t)), growth=absorption)
-elementwise(np.subtract,   ONE, lambda y, a, b: -1.0,                    reads=((), ()),
+elementwise(np.subtract,   ONE, Constant(-1.0),                           reads=((), ()),
             inverse=(lambda t, o: np.add(t, o[0], out=t),
                      lambda t, o: np.subtract(o[0], t, out=t)), growth=absorption)
-elementwise(np.multiply,   lambda y, a, b: b, lambda y, a, b: a,         reads=((1,), (0,)),
+elementwise(np.multiply,   Operand(1), Operand(0),                        reads=((1,), (0,)),
             inverse=(bounded_where_normal(lambda t, o: np.divide(t, o[0], out=t)),
                      bounded_where_normal(lambda t, o: np.divide(t, o[0], out=t))),
             growth=scaling)
