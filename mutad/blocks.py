@@ -37,6 +37,7 @@ its place (:class:`Opaque`), so that one block spans a whole loop body, views, w
 
 import collections
 import math
+import sys
 import threading
 
 import numpy as np
@@ -112,7 +113,7 @@ class Code:
         tag = id(value) if kind is None else (kind, value)
         name = self.named.get(tag)
         if name is None:
-            name = self.named[tag] = f"k{len(self.constants)}"
+            name = self.named[tag] = sys.intern(f"k{len(self.constants)}")
             self.constants.append(value)
         return name
 
@@ -122,7 +123,8 @@ class Code:
     def local(self, slot):
         name = self.locals.get(slot)
         if name is None:
-            name = self.locals[slot] = f"v{len(self.locals)}"
+            # (interned: the blocks of a program keep their names, the same few hundred)
+            name = self.locals[slot] = sys.intern(f"v{len(self.locals)}")
         return name
 
     def value(self, slot):
@@ -143,6 +145,7 @@ class Code:
 
     def keep(self, name):
         """Name a local of the forward pass that the reverse pass reads."""
+        name = sys.intern(name)
         self.kept.setdefault(name, None)
         return name
 
