@@ -42,7 +42,7 @@ import threading
 
 import numpy as np
 
-from .products import ZERO, times, times_scalar, unmasked
+from .products import ZERO, _vdot, times, times_scalar, unmasked
 from .tape import Tape
 
 TEMPLATES = collections.OrderedDict()
@@ -82,7 +82,8 @@ def _number(y):
 HELPERS = {"number": _number, "product": _product, "multiply": np.multiply, "add": np.add,
            "copyto": np.copyto,
            "empty_like": np.empty_like, "array": np.array, "with_a_zero": _with_a_zero,
-           "times_scalar": times_scalar, "isfinite": math.isfinite}
+           "times_scalar": times_scalar, "isfinite": math.isfinite,
+           "vdot": _vdot, "ndarray": np.ndarray}
 
 
 class Code:

@@ -717,6 +717,32 @@ def test_a_compiled_product_with_an_infinite_factor_is_times_own():
     assert blocks(replaying)
 
 
+def test_a_compiled_product_of_arrays_masks_as_traced():
+    """In a compiled block an array's cotangent times an array partial is the product where
+    their dot product is finite (``products.unmasked``, the same dot product), else
+    ``products.times``: zero where a factor is zero, whatever the other (the infinite slope of
+    sqrt at 0 times a zero cotangent), and the masked path's zeros, as traced."""
+    def f(x, w):
+        total = 0.0
+        for _ in range(3):
+            y = np.sqrt(x) * w
+            x = np.exp(-y) + x * 0.5
+            total = total + y.sum()
+        return total
+
+    rng = np.random.default_rng(3)
+    calls = []
+    for case in range(5):
+        x, w = rng.random(6), rng.standard_normal(6)
+        if case % 2:
+            x[1], w[1] = 0.0, 0.0  # sqrt's partial infinite where the cotangent is zero
+            w[4] = -0.0
+        calls.append((x, w))
+    with np.errstate(all="ignore"):
+        replaying = replayed_like_traced(f, calls, argnums=(0, 1), traced_once=True)
+    assert blocks(replaying)
+
+
 UNARY = (np.sin, np.tanh, np.negative, np.square, np.exp)
 BINARY = (np.add, np.subtract, np.multiply, np.divide, np.maximum)
 
