@@ -790,3 +790,37 @@ def test_second_order_with_arrays_outside_argnums(rng):
     H = mutad.hessian(f, x, data)
     np.testing.assert_allclose(H, np.diag(-np.sin(x) * 2 * before), rtol=1e-14)
     assert np.array_equal(data, before)
+
+
+def test_the_heap_is_frozen_for_the_collector_while_a_gradient_runs_and_only_then():
+    """``arguments.heap_frozen``: the objects that exist when a differentiation starts are left
+    out of the collector's passes (each would walk them all again), garbage cycles made during
+    it are still collected, and a heap the program froze itself (before forking) stays so."""
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    seen = {}
+
+    def f(x):
+        seen["frozen"] = gc.get_freeze_count()
+        cycle = Node()
+        cycle.me = cycle
+        gone = weakref.ref(cycle)
+        del cycle
+        gc.collect()
+        seen["collected"] = gone() is None
+        return (x * x).sum()
+
+    assert gc.get_freeze_count() == 0
+    mutad.gradient(f, np.arange(3.0))
+    assert seen == {"frozen": seen["frozen"], "collected": True} and seen["frozen"] > 0
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        mutad.gradient(f, np.arange(3.0))
+        assert gc.get_freeze_count() > 0  # not unfrozen (its count drops as frozen objects die)
+    finally:
+        gc.unfreeze()
