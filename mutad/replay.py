@@ -151,17 +151,26 @@ def resolve(spec, values, wrapped=None):
 
 def resolver(spec):
     """``lambda values: resolve(spec, values)``, made once for a step: only the slots are
-    looked up on each call."""
+    looked up on each call. (A program keeps one per step: the smallest, and no keywords'
+    is shared.)"""
+    kind = type(spec)
+    if kind is dict and not spec:
+        return _no_keywords
     if not any(within(spec, Slot)):
         return lambda values: spec
-    kind = type(spec)
     if kind is Slot:
-        index = spec.index
-        return lambda values: values[index]
+        return operator.itemgetter(spec.index)
     if kind is tuple or kind is list:
         parts = [resolver(item) for item in spec]
         return lambda values: kind([part(values) for part in parts])
     return lambda values: resolve(spec, values)
+
+
+_NOTHING = {}
+
+
+def _no_keywords(values):
+    return _NOTHING
 
 
 def within(tree, kind, found=None):
