@@ -118,6 +118,12 @@ class Code:
             self.constants.append(value)
         return name
 
+    def constant(self, name):
+        """The value of the constant named ``name``, or None if ``name`` is not one."""
+        if name[0] != "k" or not name[1:].isdigit():
+            return None
+        return self.constants[int(name[1:])]
+
     def key(self, buffer):
         return self.bind(buffer.key, "key")
 

@@ -613,8 +613,8 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
                     else "empty_like(dy)")  # dy * p gives a NumPy scalar for a 0-d dy
             evaluate, p = _partial_value(code, partial, y, vals)
             factor = code.arrays.get(p)  # an operand that is a finite nonzero float: its array
-            if factor is None and type(partial) is Constant and _finite_nonzero(partial.value):
-                factor = p
+            if factor is None and _finite_nonzero(code.constant(p)):
+                factor = p  # a number known now: the operand of 2 * u, subtract's -1
             if factor is not None:  # needs no mask: the product (products.times, unmasked)
                 general = (f"dy * {factor}" if into == "None" else
                            f"multiply(dy, {factor}, out={into})")
