@@ -14,6 +14,7 @@ error raised while NumPy converted an element) as the mutad error itself.
 
 import contextlib
 import gc
+import threading
 
 import numpy as np
 
@@ -61,7 +62,7 @@ def run(differentiation, f, call, explain=None):
         recorder = getattr(outer, "recorder", None)
         if recorder is not None:
             recorder.refuse("a differentiation nested inside the function")
-    with mode(f) as function, at_user_lines(Warnings()), heap_frozen():
+    with mode(f) as function, at_user_lines(Warnings()), no_full_collections():
         ACTIVE.running.append(differentiation)
         try:
             return call(function)
@@ -79,22 +80,31 @@ def run(differentiation, f, call, explain=None):
             ACTIVE.running.pop()
 
 
+_COLLECTOR = threading.Lock()
+_paused = [0, None]  # differentiations running in the process, the thresholds they replaced
+
+
 @contextlib.contextmanager
-def heap_frozen():
-    """Leave the objects that exist now out of the cyclic garbage collector's passes until the
-    block ends (``gc.freeze``): a differentiation makes an object or more per operation, and
-    each full collection those set off would walk the whole heap again, a fifth to a third of
-    the time of a traced program of scalar operations with SciPy imported. Garbage cycles made
-    meanwhile are collected as usual. Not where the heap is frozen already (an enclosing
-    differentiation, or a server that froze it before forking): unfreezing would undo that."""
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
+def no_full_collections():
+    """No full collection of the cyclic garbage collector until the block ends: a
+    differentiation makes an object or more per operation, and each full collection those set
+    off walks every object of the process again, a fifth to a third of the time of a traced
+    program of scalar operations with SciPy imported. The young generations are collected as
+    usual. Process-wide: the first differentiation to start raises the oldest generation's
+    threshold, the last to end puts it back (``gc.get_threshold``)."""
+    with _COLLECTOR:
+        if not _paused[0]:
+            _paused[1] = gc.get_threshold()
+            young, middle, _ = _paused[1]
+            gc.set_threshold(young, middle, 1 << 30)
+        _paused[0] += 1
     try:
         yield
     finally:
-        gc.unfreeze()
+        with _COLLECTOR:
+            _paused[0] -= 1
+            if not _paused[0]:
+                gc.set_threshold(*_paused[1])
 
 
 def unwrapped(error):

@@ -38,7 +38,7 @@ import zlib
 import numpy as np
 
 from .allocation import Preexisting, stands_in, ufunc_operands
-from .arguments import heap_frozen
+from .arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
                         conversion_error, install_operators, lost_tangent, out_by_keyword,
                         numpy_value, out_position, single_out, stands_for_scalar,
@@ -141,7 +141,7 @@ class ReverseTape(Tape):
         records = self.records
         reverse = self.reverse if self.anomaly is None else self.anomaly.checked(self.reverse)
         watch = Warnings(ReverseTape.replay.__code__)
-        with at_user_lines(watch), heap_frozen():
+        with at_user_lines(watch), no_full_collections():
             while records:
                 record = watch.record = records.pop()
                 keys = None

@@ -792,35 +792,30 @@ def test_second_order_with_arrays_outside_argnums(rng):
     assert np.array_equal(data, before)
 
 
-def test_the_heap_is_frozen_for_the_collector_while_a_gradient_runs_and_only_then():
-    """``arguments.heap_frozen``: the objects that exist when a differentiation starts are left
-    out of the collector's passes (each would walk them all again), garbage cycles made during
-    it are still collected, and a heap the program froze itself (before forking) stays so."""
+def test_no_full_collection_runs_while_a_gradient_does_and_the_thresholds_come_back():
+    """``arguments.no_full_collections``: while a differentiation runs (its function and its
+    reverse pass), the cyclic collector's oldest generation waits (each full collection would
+    walk every object of the process again); the young ones are collected as usual, and the
+    program's own thresholds come back when the outermost differentiation ends, nested ones
+    (a hessian) and failing ones included."""
     import gc
-    import weakref
 
-    class Node:
-        pass
-
-    seen = {}
+    seen = []
 
     def f(x):
-        seen["frozen"] = gc.get_freeze_count()
-        cycle = Node()
-        cycle.me = cycle
-        gone = weakref.ref(cycle)
-        del cycle
-        gc.collect()
-        seen["collected"] = gone() is None
-        return (x * x).sum()
+        seen.append(gc.get_threshold())
+        return (x * x * x).sum()
 
-    assert gc.get_freeze_count() == 0
-    mutad.gradient(f, np.arange(3.0))
-    assert seen == {"frozen": seen["frozen"], "collected": True} and seen["frozen"] > 0
-    assert gc.get_freeze_count() == 0
-    gc.freeze()
+    before = gc.get_threshold()
+    gc.set_threshold(500, 7, 9)
     try:
         mutad.gradient(f, np.arange(3.0))
-        assert gc.get_freeze_count() > 0  # not unfrozen (its count drops as frozen objects die)
+        assert seen[-1][:2] == (500, 7) and seen[-1][2] > 10 ** 6
+        assert gc.get_threshold() == (500, 7, 9)
+        mutad.hessian(lambda x: f(x), np.arange(3.0))
+        assert gc.get_threshold() == (500, 7, 9)
+        with pytest.raises(ZeroDivisionError):
+            mutad.gradient(lambda x: (x * (1 / 0)).sum(), np.arange(3.0))
+        assert gc.get_threshold() == (500, 7, 9)
     finally:
-        gc.unfreeze()
+        gc.set_threshold(*before)
