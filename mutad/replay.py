@@ -99,9 +99,6 @@ from .views import address, overlaps_itself, owner, strided, views, writeable
 CACHE_SIZE = 8
 """Programs kept per replayed function (one per signature), the least recently used dropped."""
 
-FREED = 1 << 14
-"""Temporaries of this many bytes or more are let go after the last step that reads them."""
-
 COMPILE_AFTER = 1
 """A program's runs of small elementwise steps are compiled into straight-line Python
 (:mod:`blocks`) after this many replays: a signature replayed once is likely to be replayed
@@ -1657,7 +1654,9 @@ class Recorder:
             if x.whole:
                 self.wholes.setdefault(x.buffer.key, slot)
             value = x.value
-        if type(value) is np.ndarray and value.nbytes >= FREED:
+        if type(value) is np.ndarray and not small(value):
+            # let go after the last step that reads it, as tracing lets go of what it
+            # recomputes rather than keeps (recompute.small): the replay's memory is tracing's
             self.large.add(slot)
         return slot
 

@@ -837,6 +837,9 @@ def leapfrog_chain(q, p, steps=4):
     (leapfrog_chain, lambda rng: (rng.standard_normal(3000), rng.standard_normal(3000))),
     (big_elementwise, lambda rng: (rng.uniform(-3, 3, 20000),)),
     (heat_stencil, lambda rng: (rng.standard_normal(3000), rng.standard_normal(3000), 0.3)),
+    # temporaries of 4 to 16 KiB: the replay once held them to the end of its forward pass
+    (heat_stencil, lambda rng: (rng.standard_normal(800), rng.standard_normal(800), 0.3)),
+    (leapfrog_chain, lambda rng: (rng.standard_normal(700), rng.standard_normal(700))),
 ])
 def test_large_temporaries_are_recomputed_by_the_replay_as_by_tracing(f, make, policy):
     """Temporaries of 4 KiB or more, which tracing recomputes in the reverse pass rather than
