@@ -86,7 +86,7 @@ class ReverseTape(Tape):
     makes (``anomaly``; else None)."""
 
     __slots__ = ("level", "outer", "frozen", "read_views", "sums", "arguments", "recomputation",
-                 "places", "caller", "anomaly", "originals")
+                 "places", "caller", "lines", "anomaly", "originals")
 
     def __init__(self, policy, outer, memory=None):
         super().__init__(policy)
@@ -103,6 +103,7 @@ class ReverseTape(Tape):
         self.recomputation = Recomputation(memory) if outer is None else None
         self.places = {}  # the places of arguments' views records name, each made once
         self.caller = caller
+        self.lines = {}  # each ``where`` its records name, one tuple for all (a loop's lines)
         self.anomaly = anomaly()
         self.originals = None  # the caller's bytes its differentiation writes back at its end
 
@@ -123,7 +124,8 @@ class ReverseTape(Tape):
         included, are mutad's on every path to it (``debug.SKIPPED``)."""
         if self.recorder is not None and self.recorder.ready:
             self.recorder.outside(f"{record.primitive!r}")
-        record.where = self.caller(skip)
+        where = self.caller(skip)
+        record.where = where if where is None else self.lines.setdefault(where, where)
         self.records.append(record)
 
     def replay(self, shadows):
@@ -164,6 +166,7 @@ class ReverseTape(Tape):
         """Drop the records, and what recomputation kept beside them (its chains refer back to
         it: without this the garbage collector would have to free them)."""
         self.records.clear()
+        self.lines.clear()
         if self.recomputation is not None:
             self.recomputation.clear()
 

@@ -106,6 +106,7 @@ def test_the_records_of_a_loop_hold_only_what_is_their_own():
     assert all(type(r.inputs) is tuple for r in records)
     assert all(r.outputs == (r.output,) and r.output.shape is exps[0].output.shape
                and r.output.strides is exps[0].output.strides for r in exps)
+    assert exps[0].where is not None and all(r.where is exps[0].where for r in exps)  # its line
 
 
 def test_a_large_constant_the_pullback_does_not_read_is_described_not_held():
