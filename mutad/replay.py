@@ -78,6 +78,9 @@ from .arguments import Originals, check_argnums
 from .arraylike import weak
 from .blocks import Block, Opaque, indent, scalar_cotangents
 from .debug import Warnings, anomaly_detection, nowhere, user_frames, warn_at
+from .elementwise import (ASSIGNMENT, Elementwise, differentiable, elementwise_cotangents,
+                          elementwise_kept, read_by_partials, unbroadcast, write_kept,
+                          write_pullback)
 from .levels import ACTIVE
 from .products import times
 from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
@@ -86,15 +89,12 @@ from .registry import (COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, Constant, Operand
                        complex_among)
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
-from .elementwise import (ASSIGNMENT, Elementwise, differentiable, elementwise_cotangents,
-                          elementwise_kept, read_by_partials, unbroadcast, write_kept,
-                          write_pullback)
 from .tracing import (ReverseTape, Traced, apart_from, apply_function, check_constants,
                       complex_back, constant, fresh_value, function_pullback, gather_pullback,
                       on_constants, plain, target_position, thaw, unwrapped_ufunc)
 from .trees import attributes, flatten
-from .writes import CopyBack, ElementwiseInverse, decide_undo
 from .views import address, overlaps_itself, owner, strided, views, writeable
+from .writes import CopyBack, ElementwiseInverse, decide_undo
 
 CACHE_SIZE = 8
 """Programs kept per replayed function (one per signature), the least recently used dropped."""
@@ -818,9 +818,7 @@ class ElementwiseWrite:
             # (as Shadows.take does; a shadow other buffers share: by Shadows.take)
             lean = [f"x = get({code.key(written.buffer)})", "if x is not None:",
                     "    if x[3] is not None:", f"        {take[0]}", "    else:",
-                    "        f = x[2]", "        if f is None:",
-                    "            f = x[2] = x[1].reshape(-1)",
-                    f"        f[{code.bind(written.offset // 8)}] = 0.0", take[1]]
+                    *indent(_take_element(code, written, read=False), 2), take[1]]
         elif not self.traced:  # the values written get no gradient
             lean = take
         elif self.cotangents is None:
@@ -1011,13 +1009,20 @@ class SetElement:
         buffer = self.written.buffer
         if buffer.dtype != np.float64:  # (a complex array's real part)
             return [*check, take, restore, *code.add(self.place, "dy[()]")]
-        # the element of the shadow's memory, read and zeroed as ``Shadows.take`` does (the
-        # shadow's flat view made as ``Shadows._view`` makes it), unless it is shared
-        element = code.bind(self.written.offset // 8)
+        # the element read and zeroed where it lies, unless the shadow is shared
         return [*check, "if x[3] is not None:", f"    {take}", "    dy = dy[()]", "else:",
-                "    f = x[2]", "    if f is None:", "        f = x[2] = x[1].reshape(-1)",
-                f"    dy = f[{element}]", f"    f[{element}] = 0.0", restore,
+                *indent(_take_element(code, self.written, read=True)), restore,
                 *code.add(self.place, "dy")]
+
+
+def _take_element(code, written, read):
+    """Lines that do what ``Shadows.take`` does to ``written``, one float64 element of a
+    float64 buffer, where ``x`` is its buffer's entry in the shadows and the shadow is not
+    shared: ``dy`` its cotangent (if ``read``), then zero there, in the shadow's flat view as
+    ``Shadows._view`` makes it."""
+    element = code.bind(written.offset // 8)
+    return ["f = x[2]", "if f is None:", "    f = x[2] = x[1].reshape(-1)",
+            *([f"dy = f[{element}]"] if read else []), f"f[{element}] = 0.0"]
 
 
 class Function:
