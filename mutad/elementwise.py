@@ -210,7 +210,7 @@ def write_pullback(record, shadows, dy):
 
 
 class Rerun:
-    """How an elementwise write is redone (``record_write``'s ``redo``): ``ufunc`` again, from
+    """How an elementwise write is redone (``writes.Undo``'s ``redo``): ``ufunc`` again, from
     the inputs read now, into ``out``. Writes without keyword arguments share one per ufunc."""
 
     __slots__ = ("ufunc", "kwargs")

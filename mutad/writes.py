@@ -137,7 +137,7 @@ class ElementwiseInverse:
     """The inverse on offer for the elementwise write ``ufunc(*values, out=target)`` (its
     operand at ``position`` is the target): called in the reverse pass, it computes the
     target's old values from those the write left and the other operands (as ``kept`` holds
-    them then). With it, what ``record_write`` asks of an inverse: whether it is safe for
+    them then). With it, what ``decide_undo`` asks of an inverse: whether it is safe for
     the operands at hand (``is_safe``: ``apart()``, no other operand over the target's
     memory, and the rule's own condition), how much it may amplify the error already in the
     target (``growth``), and the inverse made exact element by element (``exactly``).
