@@ -89,8 +89,8 @@ from .registry import (COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, Constant, Operand
                        complex_among)
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
-from .tracing import (ReverseTape, Traced, apart_from, apply_function, check_constants,
-                      complex_back, constant, fresh_value, function_pullback, gather_pullback,
+from .tracing import (Gathered, ReverseTape, Traced, apart_from, apply_function,
+                      check_constants, complex_back, constant, fresh_value, function_pullback,
                       on_constants, plain, target_position, thaw, unwrapped_ufunc)
 from .trees import attributes, flatten
 from .views import address, overlaps_itself, owner, strided, views, writeable
@@ -880,13 +880,13 @@ class Gather:
             raise GuardFailed
         values[self.out] = y
         if not self.lean:
-            tape.records.append(Record(operator.getitem, [self.place, key], None,
-                                       (self.buffer,), None, self.repeats, gather_pullback))
+            tape.records.append(Gathered(operator.getitem, (self.place, key), None, self.buffer,
+                                         None, self.repeats))
         else:
             tape.records.append((self, key, None))
 
     def back(self, shadows, key, _):
-        """``gather_pullback`` for a whole buffer's elements, each taken once."""
+        """``Gathered.pullback`` for a whole buffer's elements, each taken once."""
         dy = shadows.pop(self.buffer)
         if dy is not None:
             shadows.of(self.place)[key] += dy
@@ -1928,7 +1928,7 @@ class Recorder:
             depends = self.depends((x, key))
             y = self.derive(y, depends)
             self.steps.append(Call(operator.getitem, (source, index), {}, self.outputs(y, depends)))
-        elif len(new) == 1 and new[0].pullback is gather_pullback:
+        elif len(new) == 1 and type(new[0]) is Gathered:
             self.steps.append(Gather(source.index, index, self.bind(y), new[0]))
         else:
             self.refuse("an index recorded as several operations")

@@ -65,7 +65,7 @@ from .registry import (COMPLEX, COMPLEX_UFUNCS, COMPOSITES, CONVENTION, FUNCTION
                        INPLACE, NONDIFF, RECOMPUTABLE, UFUNCS, USER_RULES, ElementwiseRule,
                        check_complex, complex_among)
 from .shadows import Buffer, Place, overlapping
-from .tape import Absent, Primitive, Record, Tape, Write
+from .tape import Absent, OneOutput, Primitive, Record, Tape, Write
 from .trees import unsupported_array
 from .views import (address, byte_span, itself, may_overlap, memory, overlaps_itself, owner,
                     owner_view, real_part_if, same_region, strided, views, wrapped, writeable)
@@ -1712,24 +1712,31 @@ def getitem(x, key):
     yt = fresh(y, tape)
     source = locate(x, tape)
     freeze(tape, key)
-    tape.record(Record(operator.getitem, [source, key], None, (yt.buffer,), None,
-                       _has_integer_array(key) or overlapping(source), gather_pullback))
+    tape.record(Gathered(operator.getitem, (source, key), None, yt.buffer, None,
+                         _has_integer_array(key) or overlapping(source)))
     return yt
 
 
-def gather_pullback(record, shadows, _):
-    """``x[key]``'s pullback adds the cotangent back where each element came from; ``state``
-    says an element may have come from one place several times (repeated indices, a view
-    whose elements share memory), each adding its share."""
-    dy = shadows.pop(record.outputs[0])
-    if dy is None:
-        return
-    source, key = record.inputs
-    if record.state:
-        shadows.add_at(source, key, dy)
-    else:
-        region = shadows.of(source, like=dy)
-        region[key] += dy
+class Gathered(OneOutput):
+    """The record of ``x[key]`` that copies (an advanced index, one element): ``inputs`` are
+    the place of ``x`` and the key, ``state`` whether an element may have come from one place
+    several times (repeated indices, a view whose elements share memory). A scalar loop makes
+    one per element it reads: a record of the kind's own pullback, with no tuple of outputs."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def pullback(record, shadows, _):
+        """Add the cotangent back where each element came from, each repeat its share."""
+        dy = shadows.pop(record.output)
+        if dy is None:
+            return
+        source, key = record.inputs
+        if record.state:
+            shadows.add_at(source, key, dy)
+        else:
+            region = shadows.of(source, like=dy)
+            region[key] += dy
 
 
 def setitem(x, key, value):
