@@ -42,7 +42,7 @@ import threading
 
 import numpy as np
 
-from .products import ZERO, _vdot, times, times_scalar, unmasked
+from .products import ZERO, _sum_of_products, times, times_scalar, unmasked
 from .tape import Tape
 
 TEMPLATES = collections.OrderedDict()
@@ -83,7 +83,7 @@ HELPERS = {"number": _number, "product": _product, "multiply": np.multiply, "add
            "copyto": np.copyto,
            "empty_like": np.empty_like, "array": np.array, "with_a_zero": _with_a_zero,
            "times_scalar": times_scalar, "isfinite": math.isfinite,
-           "vdot": _vdot, "ndarray": np.ndarray}
+           "sum_of_products": _sum_of_products, "ndarray": np.ndarray}
 
 
 class Code:

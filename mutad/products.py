@@ -138,10 +138,9 @@ def _sum_of_products(d, p):
 def unmasked(d, p):
     """Whether ``d * p`` needs no mask (``times``): no zero factor meets a non-finite one. A
     number (a float, or a Python int) that is finite and not zero needs no look at the other
-    factor; arrays of one
-    shape are checked by one dot product of both, each of whose terms is non-finite where
-    either factor is; otherwise each factor is checked (``_finite``, which may say no for a
-    few huge elements: that costs only time)."""
+    factor; arrays of one shape are checked by one dot product of both, each of whose terms
+    is non-finite where either factor is; otherwise each factor is checked (``_finite``,
+    which may say no for a few huge elements: that costs only time)."""
     if type(p) is float or type(p) is np.float64 or type(p) is int:  # (int: 2 * x's)
         return math.isfinite(p) and (p != 0.0 or _finite(d))
     if type(d) is float or type(d) is np.float64:

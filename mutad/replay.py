@@ -616,11 +616,11 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
                 general = (f"dy * {factor}" if into == "None" else
                            f"multiply(dy, {factor}, out={into})")
             else:  # a finite nonzero Python number needs none either, nor an array of dy's
-                # shape whose dot product with it is finite (unmasked decides so, by the same
-                # dot product for arrays as short as a block's, of at most one dimension)
+                # shape, of at most one dimension, whose dot product with it is finite
+                # (products.unmasked's own questions)
                 times = 'dy * p' if into == 'None' else f'multiply(dy, p, out={into})'
                 array = (f"type(p) is ndarray and p.shape == {code.bind(made.shape)} and "
-                         "isfinite(vdot(dy, p)) or " if len(made.shape) <= 1
+                         "isfinite(sum_of_products(dy, p)) or " if len(made.shape) <= 1
                          and made.dtype == np.float64 else "")
                 general = (f"({times} if (type(p) is float and isfinite(p) or type(p) is int)"
                            f" and p or {array}False else product(dy, p, {into}))")
