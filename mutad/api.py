@@ -548,8 +548,8 @@ def make_tape(f: Callable[..., Any], *args: Any, **kwargs: Any) -> TapeListing:
     >>> def step(u, v):
     ...     u += 0.1 * v
     ...     return (u * u).sum()
-    >>> print(mutad.make_tape(step, np.ones(1000), np.ones(1000)))
-    step(%0: f64[1000], %1: f64[1000]):
+    >>> print(mutad.make_tape(step, np.ones(10_000), np.ones(10_000)))
+    step(%0: f64[10000], %1: f64[10000]):
       %2 = np.multiply(0.1, %1)         0 B
       %0 <- np.add(%0, %2)              0 B  inverse
       %3 = np.multiply(%0, %0)          0 B

@@ -344,7 +344,7 @@ class Block:
     def _named(self, name, kept):
         """The value ``name`` has in the generated code: a local the forward pass kept, or a
         constant ``k<i>``; a list of them for a list of names."""
-        if name is None:
+        if name is None or name == "None":
             return None
         if type(name) is list:
             return [self._named(item, kept) for item in name]

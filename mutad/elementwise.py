@@ -6,13 +6,31 @@ of a recording (``replay``) and its compiled blocks make the same ones from new 
 that their gradients are the traced ones, bit for bit.
 """
 
+import math
+
 import numpy as np
 
 from .products import add_times_partial, times_partial
-from .recompute import small
 from .registry import COMPLEX, HOLOMORPHIC, ONE, ElementwiseRule, NoClosedForm
 from .shadows import Buffer, overlapping
 from .tape import OneOutput
+
+
+SHORT = 1 << 16
+"""Bytes below which an elementwise cotangent is computed the short way
+(``_small_cotangents``): a product per input and no shadow shared, as Python's overhead, not
+memory, is then the cost. The replay's lean steps and compiled blocks take the arrays below it
+and add into whole buffers' shadows directly, which no shared shadow then reaches."""
+
+
+def short(value):
+    """Whether ``value`` (an array, or all of a buffer, or the values at a place in one) is
+    below :data:`SHORT`."""
+    if type(value) is Buffer:
+        return value.span * value.dtype.itemsize < SHORT
+    if type(value) is np.ndarray:
+        return value.nbytes < SHORT
+    return math.prod(value.shape) * value.dtype.itemsize < SHORT
 
 
 def unbroadcast(g, shape):
@@ -115,7 +133,7 @@ def elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
     are whole buffers of ``dy``'s layout share ``dy``'s own memory as their new shadow (else
     one of them, of ``dy``'s shape if any, takes it), after every other product has read
     ``dy``; the rest get fresh memory."""
-    if type(dy) is np.ndarray and dy.flags.writeable and small(dy):
+    if type(dy) is np.ndarray and dy.flags.writeable and short(dy):
         return _small_cotangents(shadows, rule, dy, y, places, values, traced)
     existing = {}
     for i in traced:

@@ -15,9 +15,9 @@ way the engine builds it: the replay's reverse pass runs the engine's own pullba
 (``Tape.reverse``), so its gradients are the traced gradients bit for bit, and the restore and
 checkpoint policies decide each write afresh, on the values at hand.
 
-After a signature's first replay, its runs of small elementwise steps (arrays of up to a few
-KiB, single elements read or assigned), with the views, writes and guards between them, are
-compiled into straight-line Python (:func:`with_blocks`, :mod:`blocks`): the same NumPy calls,
+After a signature's first replay, its runs of small elementwise steps (arrays under
+``elementwise.SHORT``, 64 KiB; single elements read or assigned), with the views, writes,
+functions with rules and guards between them, are compiled into straight-line Python (:func:`with_blocks`, :mod:`blocks`): the same NumPy calls,
 without a step's dispatch, its record, or the shadows' dictionary for the values only the run
 reads.
 
@@ -79,7 +79,7 @@ from .arraylike import weak
 from .blocks import Block, Opaque, indent, scalar_cotangents
 from .debug import Warnings, anomaly_detection, nowhere, user_frames, warn_at
 from .elementwise import (ASSIGNMENT, Elementwise, differentiable, elementwise_cotangents,
-                          elementwise_kept, read_by_partials, unbroadcast, write_kept,
+                          elementwise_kept, read_by_partials, short, unbroadcast, write_kept,
                           write_pullback)
 from .levels import ACTIVE
 from .products import times
@@ -89,7 +89,7 @@ from .registry import (COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, Constant, Operand
                        complex_among)
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
-from .tracing import (Gathered, ReverseTape, Traced, apart_from, apply_function,
+from .tracing import (Gathered, ReverseTape, Traced, add_cotangents, apart_from, apply_function,
                       check_constants, complex_back, constant, fresh_value, function_pullback,
                       on_constants, plain, target_position, thaw, unwrapped_ufunc)
 from .trees import attributes, flatten
@@ -397,7 +397,7 @@ class Pure:
             # product of complex scalars from the former (``arraylike._scalar_product``), the
             # rest from the latter
             self.ufunc = self.record_ufunc
-        if rule.decide is None and buffer.c_contiguous and small(buffer) \
+        if rule.decide is None and buffer.c_contiguous and short(buffer) \
                 and buffer.dtype.kind == "f" and self.later is None:
             # (a complex partial is conjugated: the engine's)
             self.lean = _lean_inputs(rule, self.state[1], self.inputs, buffer)
@@ -415,8 +415,9 @@ class Pure:
             a, b = (v[()] if type(v) is np.ndarray else v for v in vals)
             y = a * b
         values[self.out] = y  # a NumPy scalar where the traced array was a read-only 0-d one
-        if self.lean is not None:
-            tape.records.append((self, vals, y))
+        if self.lean is not None:  # what the partials read, no more (as ``record`` keeps)
+            tape.records.append((self, read_by_partials(vals, self.reads),
+                                 y if "y" in self.rule.uses else None))
         elif self.later is not None:
             tape.records.append(Recomputed.later(self.later, self.record(vals, y), values))
         else:
@@ -495,9 +496,11 @@ class Pure:
         if self.weak:  # a Python number, as __call__ holds it
             expression = f"number({expression})"
         y = code.made(self.out, expression, self.buffer.key in code.internal)
-        for name in (*vals, y):
-            if name[0] == "v":
-                code.keep(name)
+        # the reverse pass reads what the partials read, no more (as a record keeps)
+        vals = read_by_partials(vals, self.reads)
+        vals = ["None" if name is None else code.keep(name) if name[0] == "v" else name
+                for name in vals]
+        y = code.keep(y) if "y" in self.rule.uses else "None"
         code.records.append((vals, y))
 
     def emit_back(self, code, k):
@@ -715,7 +718,7 @@ class ElementwiseWrite:
         # elementwise one (``_lean_cotangents``; None: the step's ``back``)
         written = self.written
         self.cotangents = None
-        if self.lean and self.traced and written.dtype.kind == "f" and small(written):
+        if self.lean and self.traced and written.dtype.kind == "f" and short(written):
             # (the cotangent a write takes is an array, a 0-d one for an element)
             self.cotangents = _lean_inputs(rule, self.state[1], self.inputs, written,
                                            scalar=False)
@@ -806,7 +809,7 @@ class ElementwiseWrite:
         vals, (target, saved), record = code.records[k]
         vals = ", ".join("None" if name is None else name for name in vals)
         written = self.written
-        if written.whole or not small(written):
+        if written.whole or not short(written):
             # a shadow the write takes whole leaves the dictionary, and a large cotangent's
             # pullback may share shadows: the earlier steps' locals of shadows are looked up
             # again (a small region's is zeroed in place)
@@ -1030,7 +1033,8 @@ class Function:
     record of ``back`` (``tracing.function_pullback``)."""
 
     __slots__ = ("rule", "args", "kwargs", "outputs", "primals", "primitive", "settings",
-                 "created", "places", "buffers", "multiple", "args_of", "kwargs_of", "adopts")
+                 "created", "places", "buffers", "multiple", "args_of", "kwargs_of", "adopts",
+                 "lean")
 
     def __init__(self, rule, args, kwargs, outputs, traced, record):
         self.rule = rule
@@ -1044,8 +1048,19 @@ class Function:
         self.created = record.outputs
         _, self.places, primals, self.buffers, self.multiple = record.state
         self.adopts = primals is not None  # a user's rule's cotangents are never adopted
+        # A block writes its lines (``emit``) where it needs none of ``__call__``'s
+        # conversions: one real array made from real arrays of one dimension or more, each
+        # argument a traced value of the program (``_arrays`` leaves those as they are)
+        out, places = self.outputs, self.places
+        self.lean = bool(
+            type(out) is Out and out.convert is as_fresh and not self.multiple
+            and self.created[0] is not None and self.created[0].dtype.kind == "f"
+            and not any(within(kwargs, Slot)) and len(places) == len(args)
+            and all(type(a) is Slot and type(p) in (Buffer, Place) and p.shape != ()
+                    and p.dtype.kind == "f" for a, p in zip(args, places)))
 
-    prepare = Call.prepare
+    def prepare(self):
+        Call.prepare(self)
 
     def __call__(self, values, tape):
         args = _arrays(self.args_of(values), self.args)
@@ -1058,6 +1073,27 @@ class Function:
         tape.records.append(Record(self.primitive, (), self.settings, self.created, None,
                                    (back, self.places, primals, self.buffers, self.multiple),
                                    function_pullback))
+
+    def emit(self, code, k):
+        """Its lines in a :class:`blocks.Block` where it is ``lean``: the rule, its ``back``
+        kept for the reverse pass, and the output stored as ``_store`` stores it."""
+        args = ", ".join(code.value(a.index) for a in self.args)
+        kwargs = f", **{code.bind(self.kwargs)}" if self.kwargs else ""
+        back = code.keep(f"back{k}")
+        code.forward.append(f"y, {back} = {code.bind(self.rule)}({args}{kwargs})")
+        y = code.made(self.outputs.slot, f"{code.bind(as_fresh)}(y)", False)
+        code.forward += _shape_guard(y, self.outputs.shape, code)
+        code.records.append((back,))
+
+    def emit_back(self, code, k):
+        return [f"{code.bind(self)}.back(shadows, {code.records[k][0]})"]
+
+    def back(self, shadows, back):
+        """``function_pullback`` of the lean record: the cotangents of a real rule added
+        into the arguments' shadows (copied where one becomes a shadow: none is adopted)."""
+        dy = shadows.pop(self.created[0])
+        if dy is not None:
+            add_cotangents(shadows, zip(self.places, back(dy)), None)
 
 
 class Guard:
@@ -1355,6 +1391,24 @@ class Free:
         for slot in self.slots:
             values[slot] = None
 
+    def emit(self, code, k):
+        """In a block: the values let go, and the locals holding them unless the reverse pass
+        reads them (the block's records hold those, as the steps' records would)."""
+        for slot in self.slots:
+            code.forward.append(f"values[{code.bind(slot, 'slot')}] = None")
+            local = code.locals.get(slot)
+            if local is not None and local not in code.kept:
+                code.forward.append(f"{local} = None")
+        code.records.append(())
+
+    @staticmethod
+    def emit_back(code, k):
+        return []
+
+    @staticmethod
+    def back(shadows):
+        pass
+
 
 def _read_slots(step):
     """The slots a step reads or writes."""
@@ -1421,21 +1475,21 @@ def _member(step):
     of another kind); None where it ends a run (a large temporary let go, an operation the
     engine records again)."""
     kind = type(step)
-    if kind is SetElement or kind in (Pure, Gather) and step.lean:
+    if kind is SetElement or kind is Free or kind in (Pure, Gather) and step.lean:
         return step
     if kind is Call:
         return step if step.inline else Opaque(step, 0)
     if kind is ElementwiseWrite:
         # (a large write's lines would hold its target and operands in the block's locals
         # until its reverse pass is over: as it is, the undo alone does not hold a temporary)
-        return step if step.lean and small(step.written) and all(
+        return step if step.lean and short(step.written) and all(
             type(a) is Slot or not any(within(a, Slot)) for a in step.args) else Opaque(step, 1)
     if kind is ConstantWrite:
         return Opaque(step, 0 if step.saved is None else 1)
     if kind is Guard:
         return Opaque(step, 0)
     if kind is Function:
-        return Opaque(step, 1)
+        return step if step.lean else Opaque(step, 1)
     return None
 
 

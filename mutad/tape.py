@@ -48,11 +48,11 @@ This module knows nothing about arrays: a test drives it with a toy value type.
 
 POLICIES = ("restore", "checkpoint")
 DRIFT_LIMIT = 1e4
-SMALL_WRITE = 4096
-"""Under the restore policy, a write of at most this many bytes is checkpointed, while the
-bytes so copied stay within ``SMALL_COPIES``: a copy of a few KiB costs less than an inverse
+SMALL_WRITE = 1 << 16
+"""Under the restore policy, a write of at most this many bytes (64 KiB) is checkpointed,
+while the bytes so copied stay within ``SMALL_COPIES``: a copy costs less time than an inverse
 and its exactness check, and it is exact; inversion is for the large buffers whose memory
-matters."""
+matters, and for every write once the allowance is spent."""
 SMALL_COPIES = 8 << 20
 
 

@@ -681,7 +681,7 @@ def _if_held(value, held):
     return Absent(getattr(value, "shape", None), getattr(value, "dtype", None))
 
 
-def _add_all(shadows, rows, primals):
+def add_cotangents(shadows, rows, primals):
     """Accumulate ``(place, cotangent)`` rows. A fresh cotangent may become the shadow itself,
     unless another row already took the same memory or it is memory of the inputs
     (``primals``: ids of their owners; None: no cotangent is the core's to adopt)."""
@@ -1136,7 +1136,7 @@ def function_pullback(record, shadows, _):
                 rows.extend((e, ge) for e, ge in zip(p, g, strict=True) if e is not None)
         elif p is not None:
             rows.append((p, g))
-    _add_all(shadows, rows, primals)
+    add_cotangents(shadows, rows, primals)
 
 
 def _written(func, args, kwargs):

@@ -50,7 +50,7 @@ def state(n=N):
     return np.sin(7 * x), 0.3 * np.cos(3 * x)
 
 
-def test_the_temporaries_of_a_step_are_recomputed_not_kept():
+def test_the_temporaries_of_a_step_are_recomputed_not_kept(inverting):
     q, p = state()
     records = _records(lambda q, p: leapfrog(q, p, 1), q, p)
     lazy = [r for r in records if any(type(k) is Lazy for k in (r.kept or ()))]

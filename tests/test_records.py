@@ -201,7 +201,8 @@ def test_a_small_write_is_copied_a_large_one_inverted():
     """Under the restore policy a write of at most SMALL_WRITE bytes is checkpointed: a copy
     that small costs less than the inverse and its check; large ones are inverted."""
     assert _undo_kinds(_scaled_five_times, np.ones(8), np.full(8, 2.0)) == ["checkpoint"] * 5
-    assert _undo_kinds(_scaled_five_times, np.ones(1000), np.full(1000, 2.0)) == ["inverse"] * 5
+    assert _undo_kinds(_scaled_five_times, np.ones(10_000), np.full(10_000, 2.0)) == \
+        ["inverse"] * 5
     u, v = np.ones(8), np.full(8, 2.0)
     assert mutad.gradient(_scaled_five_times, u, v)[0].tolist() == [32.0] * 8
     assert u.tolist() == [1.0] * 8

@@ -593,7 +593,8 @@ def heat_stencil(u0, target, r, steps=40, damped=False):
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("n, small_copies", [(11, None), (11, 1000), (400, 20000)])
+@pytest.mark.parametrize("n, small_copies", [(11, None), (11, 1000), (400, 20000),
+                                               (2000, None), (2000, 100_000)])
 @pytest.mark.parametrize("damped", [False, True])
 def test_a_stencils_loop_body_compiles_views_and_writes_and_all(policy, n, small_copies,
                                                                  damped, monkeypatch):
@@ -627,6 +628,76 @@ def test_a_program_that_warns_is_replayed_not_recorded_again():
     replayed_like_traced(f, [(x,)] * 4, traced_once=True)
 
 
+def jacobi_2d(A, B, steps=3):
+    for _ in range(steps):
+        B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1]
+                               + A[:-2, 1:-1])
+        A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1]
+                               + B[:-2, 1:-1])
+    return np.sum(A * A) + np.sum(np.sin(B))
+
+
+def fdtd_2d(ex, ey, hz, steps=3):
+    for t in range(steps):
+        ey[0, :] = 0.1 * t
+        ey[1:, :] -= 0.5 * (hz[1:, :] - hz[:-1, :])
+        ex[:, 1:] -= 0.5 * (hz[:, 1:] - hz[:, :-1])
+        hz[:-1, :-1] -= 0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1])
+        hz *= np.cos(ex)  # a pure step whose operands the reverse pass reads
+    return np.sum(hz * hz) + np.sum(ex) + np.sum(ey * ey)
+
+
+def _grids(rng, n, count):
+    """``count`` random n x n grids, with a zero and an infinity now and then (in the
+    cotangents' products, then, a zero meets an infinite factor)."""
+    grids = [rng.standard_normal((n, n)) for _ in range(count)]
+    if rng.random() < 0.5:
+        grids[0][n // 2, n // 2] = 0.0
+    return tuple(grids)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("f, count", [(jacobi_2d, 2), (fdtd_2d, 3)])
+@pytest.mark.parametrize("n", [23, 40, 100])
+def test_stencils_on_grids_of_a_few_to_64_kib_compile(f, count, n, policy):
+    """The steps on arrays up to ``elementwise.SHORT`` (64 KiB) are lean, and compiled: the
+    slices of a grid, the arithmetic on them and the writes into it run as blocks, alongside
+    the temporaries the reverse pass recomputes (4 KiB and more) and let go after their last
+    use (``Free``); on 100 x 100 (78 KiB) the slices are past it, and run step by step."""
+    from mutad.replay import Pure
+    rng = np.random.default_rng(n)
+    calls = [_grids(rng, n, count) for _ in range(4)]
+    replaying = replayed_like_traced(f, calls, policy, argnums=tuple(range(count)),
+                                     traced_once=True)
+    compiled = [member for block in blocks(replaying) for member in block.steps]
+    assert not replaying.reasons
+    assert (sum(type(member) is Pure for member in compiled) > 10) == (n < 100)
+
+
+def solve_lower(L, b):
+    """Forward substitution as NumPy users write it: a dot product per row."""
+    x = np.zeros_like(b)
+    for i in range(len(b)):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+    return np.sum(x * x) + np.dot(x[1:], x[:-1])
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("n", [6, 40])
+def test_the_dot_products_of_a_substitution_loop_compile(n, policy):
+    """``L[i, :i] @ x[:i]`` (a function with a rule, on real arrays) runs as lines of its block:
+    the rule, and its pullback's cotangents added where the engine's record adds them."""
+    from mutad.replay import Function
+    rng = np.random.default_rng(n)
+    calls = [(np.tril(rng.uniform(0.5, 1, (n, n))) + n * np.eye(n), rng.standard_normal(n))
+             for _ in range(4)]
+    calls[2][0][n // 2, 0] = 0.0
+    replaying = replayed_like_traced(solve_lower, calls, policy, argnums=(0, 1),
+                                     traced_once=True)
+    assert sum(type(member) is Function and member.rule.__name__ in ("matmul", "dot")
+               for block in blocks(replaying) for member in block.steps) == n + 1
+
+
 def test_a_block_whose_outputs_get_no_cotangent_finishes_one_step_at_a_time(monkeypatch):
     from mutad.blocks import Block
     left = []
@@ -634,6 +705,8 @@ def test_a_block_whose_outputs_get_no_cotangent_finishes_one_step_at_a_time(monk
     monkeypatch.setattr(Block, "deopt", lambda self, *args: (left.append(1), deopt(self, *args)))
 
     def f(x):
+        d = x[:3] @ x[2:]    # a function's rule, compiled: reversed by its step's own back
+        x = x + d
         a = np.sin(x)        # read only by the next step: its cotangent is a local
         b = a * 2.0          # read by a decision only: no cotangent reaches it
         c = x * 3.0
