@@ -1086,7 +1086,16 @@ class Function:
         code.records.append((back,))
 
     def emit_back(self, code, k):
-        return [f"{code.bind(self)}.back(shadows, {code.records[k][0]})"]
+        """:meth:`back` unrolled: a region's shadow added into as a view of it."""
+        lines = [f"dy = shadows.pop({code.bind(self.created[0])})", "if dy is not None:",
+                 f"    g = {code.records[k][0]}(dy)"]
+        for i, place in enumerate(self.places):
+            if place.whole or overlapping(place):
+                add = [f"shadows.add({code.bind(place)}, g{i})"]
+            else:  # (Shadows.add, for a real region of elements apart)
+                add = code.add_into(place, f"g{i}", always=False)
+            lines += indent([f"g{i} = g[{i}]", f"if g{i} is not None:", *indent(add)])
+        return lines
 
     def back(self, shadows, back):
         """``function_pullback`` of the lean record: the cotangents of a real rule added

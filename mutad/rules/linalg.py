@@ -325,11 +325,19 @@ def matmul(a, b, **kwargs):
     if "axes" in kwargs or "axis" in kwargs:
         raise UnsupportedOperationError("np.matmul(..., axes=...): move the axes first.")
     y = np.matmul(a, b, **kwargs)
+    dims = (np.ndim(a), np.ndim(b))
 
     def back(dy):
-        if np.ndim(a) == 1 and np.ndim(b) == 1:  # a dot product: one product per element
-            return dy * b, a * dy  # (the bits of the matrix products below, at a tenth of
-            # their cost in Python: a loop of them is a triangular solve or factorization)
+        # Without a batch, the products directly (a loop of them is a triangular solve,
+        # factorization or multiplication, where Python's overhead is the cost)
+        if dims == (1, 1):  # a dot product: one product per element
+            return dy * b, a * dy
+        if dims == (1, 2):  # a vector times a matrix
+            return b @ dy, a[:, None] * dy
+        if dims == (2, 1):
+            return dy[:, None] * b, dy @ a
+        if dims == (2, 2):
+            return dy @ transpose(b), transpose(a) @ dy
         # The 1-d operands are promoted to matrices, as matmul does, and demoted again after.
         a2 = a[None, :] if np.ndim(a) == 1 else a
         b2 = b[:, None] if np.ndim(b) == 1 else b
