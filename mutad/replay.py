@@ -1419,16 +1419,40 @@ class Free:
         pass
 
 
+_FIELDS = {}
+"""Per class of step, the names of its fields that may hold slots (``_fields``)."""
+
+
+def _fields(kind):
+    """``(nested, plain, at, primals)``: the fields of a step of class ``kind`` whose
+    structures may hold :class:`Slot` s, those that may be a slot's index, and whether it has
+    ``at`` and ``primals``. (A program of scalar loops has hundreds of thousands of steps:
+    asking each for fields it lacks costs seconds.)"""
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        names = set(dir(kind))
+        fields = _FIELDS[kind] = (
+            tuple(name for name in ("args", "kwargs", "key") if name in names),
+            tuple(name for name in ("target", "source", "slot", "value") if name in names),
+            "at" in names, "primals" in names)
+    return fields
+
+
 def _read_slots(step):
-    """The slots a step reads or writes."""
-    for name in ("args", "kwargs", "key"):
-        yield from (slot.index for slot in within(getattr(step, name, None), Slot))
-    for name in ("target", "source", "slot", "value"):
+    """The slots a step reads or writes, as a list."""
+    nested, plain, at, primals = _fields(type(step))
+    found = []
+    for name in nested:
+        found.extend(slot.index for slot in within(getattr(step, name, None), Slot))
+    for name in plain:
         slot = getattr(step, name, None)
         if type(slot) is int:
-            yield slot
-    yield from (slot for _, slot in getattr(step, "at", ()))
-    yield from getattr(step, "primals", ())
+            found.append(slot)
+    if at:
+        found.extend(slot for _, slot in step.at)
+    if primals:
+        found.extend(step.primals)
+    return found
 
 
 def with_frees(steps, large):
@@ -2157,7 +2181,7 @@ class Program:
         tracing would keep that array read-only, and refuse a write into the argument."""
         if self.read is None:  # found here, not while the first call records
             self.read = list({id(a): a for step in self.steps
-                              for name in ("args", "kwargs", "key")
+                              for name in _fields(type(step))[0]
                               for a in within(getattr(step, name, None), np.ndarray)}.values())
         return any(type(x) is np.ndarray and np.may_share_memory(x, a)
                    for x in leaves for a in self.read)
@@ -2176,7 +2200,21 @@ class Program:
 
     def run(self, leaves):
         """``(value, gradients per leaf)`` for the flattened arguments ``leaves``; raises
-        :class:`GuardFailed` (the caller's arrays as they were) if a decision goes otherwise."""
+        :class:`GuardFailed` (the caller's arrays as they were) if a decision goes otherwise.
+
+        A long program is many objects the cyclic garbage collector would walk on every
+        collection its records trigger (at 20,000 operations, half the replay's time, and
+        most of the time its steps take to be prepared and compiled); what a replay frees,
+        it frees by reference count, so the collector waits until it ends."""
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run(leaves)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _run(self, leaves):
         if not self.replays:
             self.prepare()
         values = [None] * self.size
@@ -2193,11 +2231,6 @@ class Program:
         for key, saved in self.saves.items():
             tape.guard(key, lambda saved=saved: [originals.keep(leaves[j]) for j in saved])
         ACTIVE.running.append(tape)  # the engine's own operations (Reenter) run on it
-        # A long program is many objects the cyclic garbage collector would walk on every
-        # collection its records trigger (at 20,000 operations, half the replay's time); what
-        # a replay frees, it frees by reference count, so the collector waits until it ends
-        collecting = gc.isenabled()
-        gc.disable()
         try:
             heard = Heard()
             try:
@@ -2238,8 +2271,6 @@ class Program:
                 g = shadows.release(place, hand_over=keys.count(key) == 1)
                 grads.append(float(g) if scalar else g)
         finally:
-            if collecting:
-                gc.enable()
             ACTIVE.running.remove(tape)
             tape.records.clear()
             thaw(tape)
