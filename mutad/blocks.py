@@ -90,10 +90,12 @@ class Code:
     """The source of one block as its steps write it, and the constants it names.
 
     ``internal``: the buffer keys whose cotangents are local variables (values made in the
-    block that only the block's own elementwise steps read)."""
+    block that only the block's own elementwise steps read); ``unreached``: those of values
+    no cotangent can reach (only guards read them)."""
 
-    def __init__(self, internal):
+    def __init__(self, internal, unreached=frozenset()):
         self.internal = internal
+        self.unreached = unreached
         self.constants = []  # the factory's arguments, named k0, k1, ...
         self.named = {}  # id of an object, or (kind, number), -> its name
         self.locals = {}  # slot -> the local holding its value
@@ -303,15 +305,16 @@ class Block:
     __slots__ = ("steps", "outputs", "buffers", "forward", "backward", "records", "constants",
                  "kept")
 
-    def __init__(self, steps, internal, guard_failed):
+    def __init__(self, steps, internal, guard_failed, unreached=frozenset()):
         """``steps``: the run, each with ``emit`` and ``emit_back``; ``internal``: the keys of
         the buffers made in the run whose cotangents are locals (no step outside the run reads
-        them); ``guard_failed``: the exception a failed guard raises."""
+        them); ``guard_failed``: the exception a failed guard raises; ``unreached``: the keys
+        of the buffers made in the run that no cotangent reaches (``Code``)."""
         self.steps = steps
         made = [None if getattr(step, "out", None) is None else step.buffer for step in steps]
         self.outputs = [None if buffer is None else buffer.key for buffer in made]
         self.buffers = {buffer.key: buffer for buffer in made if buffer is not None}
-        code = Code(internal)
+        code = Code(internal, unreached)
         for k, step in enumerate(steps):
             step.emit(code, k)
         for k in reversed(range(len(steps))):

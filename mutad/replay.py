@@ -512,6 +512,8 @@ class Pure:
             if dy is None:  # no cotangent reaches the value
                 return []
             return [f"dy = {dy}", *self._lean_back(code, vals, y)]
+        if self.buffer.key in code.unreached:
+            return []
         key = code.key(self.buffer)
         # A float64 scalar's cotangent is NumPy's scalar, not a 0-d array (scalar_cotangents)
         dy = "x[1][()]" if scalar_cotangents(self.buffer) else "x[1]"
@@ -1570,13 +1572,19 @@ def with_blocks(steps, held):
             if read_in.setdefault(slot, block_of[k]) != block_of[k]:
                 outside.add(slot)
         outside.update(reads[k].difference(local))
+    # A value that only guards read (int(x / dx), a comparison Python decides on) gets no
+    # cotangent, on any call
+    reached = set(held).union(*(slots for step, slots in zip(steps, reads)
+                                if type(step) is not Guard and type(step) is not Free))
     out, start = [], 0
     for j, run in enumerate(runs):
         out += steps[start:run[0]]
         run_members = [members[k] for k in run]
         internal = {step.buffer.key for step in run_members if type(step) in (Pure, Gather)
                     and step.out not in outside and read_in.get(step.out, j) == j}
-        out.append(Block(run_members, internal, GuardFailed))
+        unreached = {step.buffer.key for step in run_members
+                     if type(step) is Pure and step.out not in reached}
+        out.append(Block(run_members, internal, GuardFailed, unreached))
         start = run[-1] + 1
     return out + steps[start:]
 

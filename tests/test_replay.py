@@ -719,6 +719,34 @@ def test_a_block_whose_outputs_get_no_cotangent_finishes_one_step_at_a_time(monk
     assert blocks(replaying) and left
 
 
+def deposit(positions, charges, cells=8):
+    """Cloud-in-cell deposition: ``int(x / dx)`` makes a value only a guard reads."""
+    dx = 1.0 / cells
+    rho = np.zeros(cells + 1)
+    for p in range(len(positions)):
+        cell = int(positions[p] / dx)
+        frac = positions[p] / dx - cell
+        rho[cell] += charges[p] * (1.0 - frac)
+        rho[cell + 1] += charges[p] * frac
+    return np.sum(rho * rho)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_value_only_guards_read_gets_no_cotangent_and_no_deopt(policy, monkeypatch):
+    """``positions[p] / dx``, read by ``int()`` alone, never gets a cotangent: its step has no
+    lines in the compiled reverse pass, which once left it at every such step to finish one
+    step at a time (``Block.deopt``: ten times slower)."""
+    from mutad.blocks import Block
+    left = []
+    deopt = Block.deopt
+    monkeypatch.setattr(Block, "deopt", lambda self, *args: (left.append(1), deopt(self, *args)))
+    rng = np.random.default_rng(15)
+    calls = [(rng.uniform(0.05, 0.95, 12), rng.uniform(0.5, 1.5, 12)) for _ in range(4)]
+    calls[3] = (calls[2][0], calls[3][1])  # the same cells: replayed, compiled
+    replaying = replayed_like_traced(deposit, calls[2:] + calls[2:], policy, argnums=(0, 1))
+    assert blocks(replaying) and not left
+
+
 def test_a_guard_that_fails_inside_a_block_records_again():
     def f(x):
         y = x[np.flatnonzero(x > 0)] * 2.0   # a gather whose size depends on the values
