@@ -1052,14 +1052,17 @@ class Function:
         self.adopts = primals is not None  # a user's rule's cotangents are never adopted
         # A block writes its lines (``emit``) where it needs none of ``__call__``'s
         # conversions: one real array made from real arrays of one dimension or more, each
-        # argument a traced value of the program (``_arrays`` leaves those as they are)
+        # argument a traced value of the program or a real constant array (``_arrays`` leaves
+        # those as they are)
         out, places = self.outputs, self.places
         self.lean = bool(
             type(out) is Out and out.convert is as_fresh and not self.multiple
             and self.created[0] is not None and self.created[0].dtype.kind == "f"
             and not any(within(kwargs, Slot)) and len(places) == len(args)
-            and all(type(a) is Slot and type(p) in (Buffer, Place) and p.shape != ()
-                    and p.dtype.kind == "f" for a, p in zip(args, places)))
+            and all(p is None or type(p) in (Buffer, Place) and p.shape != ()
+                    and p.dtype.kind == "f" if type(a) is Slot else
+                    type(a) is np.ndarray and a.ndim and a.dtype.kind in "fiub"
+                    and p is None for a, p in zip(args, places)))
 
     def prepare(self):
         Call.prepare(self)
@@ -1079,7 +1082,13 @@ class Function:
     def emit(self, code, k):
         """Its lines in a :class:`blocks.Block` where it is ``lean``: the rule, its ``back``
         kept for the reverse pass, and the output stored as ``_store`` stores it."""
-        args = ", ".join(code.value(a.index) for a in self.args)
+        args = [code.value(a.index) if type(a) is Slot else code.bind(a) for a in self.args]
+        for a, place, name in zip(self.args, self.places, args):
+            if type(a) is Slot and place is None:  # a constant of the program: an array as
+                # recorded (a number or a complex array would take __call__'s conversions)
+                code.forward += [f"if type({name}) is not ndarray or {name}.dtype.kind == 'c':",
+                                 "    raise GuardFailed"]
+        args = ", ".join(args)
         kwargs = f", **{code.bind(self.kwargs)}" if self.kwargs else ""
         back = code.keep(f"back{k}")
         code.forward.append(f"y, {back} = {code.bind(self.rule)}({args}{kwargs})")
@@ -1092,6 +1101,8 @@ class Function:
         lines = [f"dy = shadows.pop({code.bind(self.created[0])})", "if dy is not None:",
                  f"    g = {code.records[k][0]}(dy)"]
         for i, place in enumerate(self.places):
+            if place is None:  # a constant's
+                continue
             if place.whole or overlapping(place):
                 add = [f"shadows.add({code.bind(place)}, g{i})"]
             else:  # (Shadows.add, for a real region of elements apart)
@@ -1104,7 +1115,8 @@ class Function:
         into the arguments' shadows (copied where one becomes a shadow: none is adopted)."""
         dy = shadows.pop(self.created[0])
         if dy is not None:
-            add_cotangents(shadows, zip(self.places, back(dy)), None)
+            add_cotangents(shadows, [(p, g) for p, g in zip(self.places, back(dy))
+                                     if p is not None], None)
 
 
 class Guard:

@@ -706,6 +706,8 @@ def test_a_block_whose_outputs_get_no_cotangent_finishes_one_step_at_a_time(monk
 
     def f(x):
         d = x[:3] @ x[2:]    # a function's rule, compiled: reversed by its step's own back
+        C = np.array([[0.1, 0.2, 0.05], [0.0, 0.01, 0.3], [0.2, 0.0, 0.1]])  # a constant
+        d = d + (C @ x[1:4]) @ x[:3]
         x = x + d
         a = np.sin(x)        # read only by the next step: its cotangent is a local
         b = a * 2.0          # read by a decision only: no cotangent reaches it
