@@ -397,8 +397,8 @@ class Pure:
             # product of complex scalars from the former (``arraylike._scalar_product``), the
             # rest from the latter
             self.ufunc = self.record_ufunc
-        if rule.decide is None and buffer.c_contiguous and short(buffer) \
-                and buffer.dtype.kind == "f" and self.later is None:
+        if buffer.c_contiguous and short(buffer) and buffer.dtype.kind == "f" \
+                and self.later is None:
             # (a complex partial is conjugated: the engine's)
             self.lean = _lean_inputs(rule, self.state[1], self.inputs, buffer)
 
@@ -416,8 +416,10 @@ class Pure:
             y = a * b
         values[self.out] = y  # a NumPy scalar where the traced array was a read-only 0-d one
         if self.lean is not None:  # what the partials read, no more (as ``record`` keeps)
-            tape.records.append((self, read_by_partials(vals, self.reads),
-                                 y if "y" in self.rule.uses else None))
+            read = read_by_partials(vals, self.reads)
+            if self.rule.decide is not None:  # and the decision they take, after the inputs
+                read = [*read, self.rule.decide(*vals)]
+            tape.records.append((self, read, y if "y" in self.rule.uses else None))
         elif self.later is not None:
             tape.records.append(Recomputed.later(self.later, self.record(vals, y), values))
         else:
@@ -430,8 +432,9 @@ class Pure:
                            kept, self.state)
 
     def back(self, shadows, vals, y):
-        """The pullback from ``(self, vals, y)``: ``Elementwise.pullback`` and
-        ``_small_cotangents``, for a program in which no shadow is shared."""
+        """The pullback from ``(self, vals, y)`` (``vals``: what the partials read, then the
+        decision): ``Elementwise.pullback`` and ``_small_cotangents``, for a program in which
+        no shadow is shared."""
         entries = shadows.entries
         entry = entries.pop(self.buffer.key, None)
         if entry is None:
@@ -439,7 +442,9 @@ class Pure:
         dy = entry[1]
         if entry[3] is not None or not dy.flags.writeable:  # the engine's general path
             entries[self.buffer.key] = entry
-            Elementwise.pullback(self.record(vals, y), shadows, None)
+            kept = [*vals, y] if "y" in self.rule.uses else list(vals)
+            Elementwise.pullback(Elementwise(self.record_ufunc, self.inputs, self.kwargs or None,
+                                             self.buffer, kept, self.state), shadows, None)
             return
         rows = []
         for i, partial, last, place, direct, summed in self.lean:
@@ -496,10 +501,16 @@ class Pure:
         if self.weak:  # a Python number, as __call__ holds it
             expression = f"number({expression})"
         y = code.made(self.out, expression, self.buffer.key in code.internal)
+        decide = self.rule.decide
+        if decide is not None:  # the decision the partials take, from the inputs
+            decision = code.keep(f"d{k}")
+            code.forward.append(f"{decision} = {code.bind(decide)}({', '.join(vals)})")
         # the reverse pass reads what the partials read, no more (as a record keeps)
         vals = read_by_partials(vals, self.reads)
         vals = ["None" if name is None else code.keep(name) if name[0] == "v" else name
                 for name in vals]
+        if decide is not None:
+            vals.append(decision)
         y = code.keep(y) if "y" in self.rule.uses else "None"
         code.records.append((vals, y))
 

@@ -698,6 +698,33 @@ def test_the_dot_products_of_a_substitution_loop_compile(n, policy):
                for block in blocks(replaying) for member in block.steps) == n + 1
 
 
+def branching(x, w):
+    """Operations whose partials branch on a decision taken in the forward pass: a ReLU
+    (np.maximum), abs, powers (0 ** 0 and a zero base decided), on arrays and on elements."""
+    h = x.copy()
+    total = 0.0
+    for k in range(3):
+        h = np.maximum(h * w - 0.5, 0.0) + np.abs(h - w) ** 2 + h ** w
+        total = total + np.minimum(h[k], h[k + 1]) ** 2 + abs(h[0] - h[-1])
+    return np.sum(h) + total
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # 0 ** w's partials
+@pytest.mark.parametrize("policy", POLICIES)
+def test_operations_whose_partials_branch_compile(policy):
+    """Their steps keep the decision beside the values their partials read, and run as lines
+    of a block, with calls whose ties, zeros and signs decide otherwise: as traced, bit for
+    bit."""
+    from mutad.replay import Pure
+    values = np.array([0.0, 0.5, 1.0, 2.0])
+    rng = np.random.default_rng(16)
+    calls = [(rng.choice(values, 6), rng.choice(values, 6)) for _ in range(6)]
+    replaying = replayed_like_traced(branching, calls, policy, argnums=(0, 1))
+    decided = [member for block in blocks(replaying) for member in block.steps
+               if type(member) is Pure and member.rule.decide is not None]
+    assert len(decided) >= 9
+
+
 def test_a_block_whose_outputs_get_no_cotangent_finishes_one_step_at_a_time(monkeypatch):
     from mutad.blocks import Block
     left = []
