@@ -221,6 +221,15 @@ def _shape_guard(y, shape, code):
     return [f"if {y}.shape != {code.bind(shape)}:", "    raise GuardFailed"]
 
 
+def _no_lines(code, k):
+    """A block's reverse lines for a step that has no pullback: none."""
+    return []
+
+
+def _no_pullback(shadows):
+    """The reverse of a step's record ``()``, where it has no pullback: nothing."""
+
+
 class Call:
     """``function(*args, **kwargs)``, whose results the program holds as ``outputs`` says
     (``_store``)."""
@@ -266,13 +275,8 @@ class Call:
             code.forward += _shape_guard(y, out.shape, code)
         code.records.append(())
 
-    @staticmethod
-    def emit_back(code, k):
-        return []
-
-    @staticmethod
-    def back(shadows):
-        pass
+    emit_back = staticmethod(_no_lines)
+    back = staticmethod(_no_pullback)
 
 
 ARITHMETIC = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
@@ -1435,13 +1439,8 @@ class Free:
                 code.forward.append(f"{local} = None")
         code.records.append(())
 
-    @staticmethod
-    def emit_back(code, k):
-        return []
-
-    @staticmethod
-    def back(shadows):
-        pass
+    emit_back = staticmethod(_no_lines)
+    back = staticmethod(_no_pullback)
 
 
 _FIELDS = {}
