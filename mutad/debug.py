@@ -253,8 +253,13 @@ class Warnings:
         line = None if self.record is None else self.record.line
         if line is not None:  # in a pullback: say so, NumPy names the ufunc inside it
             message += f", in the gradient of {operation_name(self.record.primitive)}"
+            if self.heard is not None:
+                self.heard.append((message, *line))
             warn_at(message, RuntimeWarning, *line)
         else:
+            if self.heard is not None:
+                caller = sys._getframe(1)
+                self.heard.append((message, caller.f_code.co_filename, caller.f_lineno))
             warnings.warn(message, RuntimeWarning, stacklevel=2)  # where NumPy would
 
 

@@ -28,9 +28,10 @@ Every decision the program depends on is a *guard*:
   ones (a bool of ``np.allclose``: :class:`Same`): a step that checks the replayed value gives
   the same answer, else the call is recorded again;
 * NumPy's floating-point error handling at each step (:class:`Modes`) and the events the call
-  warned about (:class:`Heard`); an operation that raised while recording, which Python may
-  have caught, leaves the signature traced (``Recorder.raised``), and a step that raises
-  while replaying traces the call;
+  warned about (:class:`Heard`), in its steps and in its reverse pass (whose warnings a
+  replay issues as tracing's did, at the user's lines); an operation that raised while
+  recording, which Python may have caught, leaves the signature traced
+  (``Recorder.raised``), and a step that raises while replaying traces the call;
 * the arguments' structure, shapes, dtypes and memory layouts, which arguments share memory,
   and the values of the arguments that are not differentiated (numbers, strings, integer
   arrays), and NumPy's error handling at the call: the signature that picks a program;
@@ -59,6 +60,7 @@ undos put back, so its gradients stay the traced ones bit for bit and its memory
 """
 
 import collections
+import contextlib
 import functools
 import gc
 import hashlib
@@ -252,17 +254,34 @@ class Call:
 
     @property
     def inline(self):
-        """Whether a block writes this call as a line of its own (:meth:`emit`): ``x[key]``
-        of a value of the program, one array out (a view, mostly)."""
+        """Whether a block writes this call as lines of its own (:meth:`emit`): one array out
+        (a view ``x[key]`` of a value of the program, mostly; a comparison, an allocation)."""
         outputs = self.outputs
-        return (self.function is operator.getitem and not self.kwargs
-                and type(self.args[0]) is Slot and type(outputs) is Out
-                and (outputs.buffer is None or not outputs.buffer.weak))
+        if type(outputs) is not Out or outputs.buffer is not None and outputs.buffer.weak:
+            return False
+        if self.function is operator.getitem:
+            return not self.kwargs and type(self.args[0]) is Slot
+        return type(self.args) in (tuple, list)
 
     def emit(self, code, k):
-        """As :meth:`Pure.emit`: ``_store`` of ``x[key]``."""
-        source, key = self.args
+        """As :meth:`Pure.emit`: ``_store`` of ``x[key]``, or of the call."""
         out = self.outputs
+        if self.function is not operator.getitem:
+            args = ", ".join(code.value(a.index) if type(a) is Slot else
+                             code.bind(a) if not any(within(a, Slot)) else
+                             f"{code.bind(resolve)}({code.bind(a)}, values)" for a in self.args)
+            if self.kwargs:
+                kwargs = code.bind(self.kwargs) if not any(within(self.kwargs, Slot)) else \
+                    f"{code.bind(resolve)}({code.bind(self.kwargs)}, values)"
+                args += f", **{kwargs}"
+            y = f"{code.bind(self.function)}({args})"
+            if out.convert is not _as_is:
+                y = f"{code.bind(out.convert)}({y})"
+            y = code.made(out.slot, y, False)
+            code.forward += _shape_guard(y, out.shape, code)
+            code.records.append(())
+            return
+        source, key = self.args
         constant = not any(within(key, Slot))
         key = code.bind(key) if constant else f"{code.bind(resolve)}({code.bind(key)}, values)"
         y = f"{code.value(source.index)}[{key}]"
@@ -1148,6 +1167,14 @@ class Guard:
         if self.decide(values[self.slot]) != self.taken:
             raise GuardFailed
 
+    def emit(self, code, k):
+        code.forward += [f"if {code.bind(self.decide)}({code.value(self.slot)}) != "
+                         f"{code.bind(self.taken)}:", "    raise GuardFailed"]
+        code.records.append(())
+
+    emit_back = staticmethod(_no_lines)
+    back = staticmethod(_no_pullback)
+
 
 class Reshape:
     """``x.shape = shape`` of an array the function made: its value becomes a view of that
@@ -1190,6 +1217,18 @@ class Modes:
 
     def __call__(self, values, tape):
         np.seterr(**self.modes)
+
+
+def _heard_as_warnings(heard):
+    """NumPy's error handling with the categories it warns about called into ``heard`` (as
+    ``debug.at_user_lines`` logs them for tracing's reverse pass): the same modes for the
+    others; none changed where the caller's handling calls or logs (a replay's signature
+    holds its handler)."""
+    modes = np.geterr()
+    if "call" in modes.values() or "log" in modes.values():
+        return contextlib.nullcontext()
+    return np.errstate(call=heard, **{category: "call" for category, mode in modes.items()
+                                       if mode == "warn"})
 
 
 class Heard:
@@ -1544,7 +1583,7 @@ def _member(step):
     if kind is ConstantWrite:
         return Opaque(step, 0 if step.saved is None else 1)
     if kind is Guard:
-        return Opaque(step, 0)
+        return step
     if kind is Function:
         return step if step.lean else Opaque(step, 1)
     return None
@@ -2161,6 +2200,9 @@ class Program:
         self.steps = recorder.steps
         self.warned = list(recorder.heard)  # (message, file, line) of the warnings issued
         self.kinds = [_kind(message) for message, _, _ in self.warned]
+        # and those its reverse pass issued (the traced call's: ``Recording.end``), their kinds
+        # once it is over (``prepare``)
+        self.warned_back, self.back_kinds = [], None
         self.aux = aux  # (leaves, rebuild) of the aux output, leaves Slots or values
         self.size = len(recorder.objects)
         self.policy = run.tape.policy
@@ -2223,6 +2265,7 @@ class Program:
         # wrong for a shadow two buffers share; only the engine's path for large elementwise
         # cotangents makes those (``elementwise._sharing``), for buffers as large as the
         # cotangent, and a lean step's whole buffers are small.)
+        self.back_kinds = [_kind(message) for message, _, _ in self.warned_back]
         self.steps = with_frees(self.steps, self.large - self.alive.keys())
         for step in self.steps:
             if hasattr(step, "prepare"):
@@ -2290,8 +2333,15 @@ class Program:
                 check_constants(tape)
                 shadows.add(self.output_place, 1.0)
                 records, reverse = tape.records, Tape.reverse
-                while records:
-                    reverse(records.pop(), shadows)
+                # The floating-point events of the reverse pass are heard as those of the
+                # steps are (``at_user_lines``, as tracing's reverse pass has them logged): a
+                # replay whose events are not the recorded ones is traced, and warns as it
+                heard_back = Heard()
+                with _heard_as_warnings(heard_back):
+                    while records:
+                        reverse(records.pop(), shadows)
+                if heard_back.kinds != self.back_kinds:
+                    raise GuardFailed
             keys = self.keys
             grads = []
             for place, key, (_, scalar) in zip(self.places, keys, self.inputs, strict=True):
@@ -2305,7 +2355,7 @@ class Program:
             tape.records.clear()
             thaw(tape)
             originals.restore()
-        for message, filename, line in self.warned:  # as the traced call warned
+        for message, filename, line in (*self.warned, *self.warned_back):  # as traced
             warn_at(message, RuntimeWarning, filename, line)
         self.replays += 1
         if self.replays == COMPILE_AFTER:
@@ -2370,6 +2420,7 @@ class Recording:
             self.reason = recorder.reason
         else:
             self.program = Program(recorder, run, y, aux)
+            run.tape.heard = self.program.warned_back  # what the reverse pass warns about
             if recorder.lazy:  # how the reverse pass finds what it recomputes: written down
                 run.tape.recomputation.planner = recorder.plans_of
         recorder.release()

@@ -86,7 +86,7 @@ class ReverseTape(Tape):
     makes (``anomaly``; else None)."""
 
     __slots__ = ("level", "outer", "frozen", "read_views", "sums", "arguments", "recomputation",
-                 "places", "caller", "lines", "anomaly", "originals")
+                 "places", "caller", "lines", "anomaly", "originals", "heard")
 
     def __init__(self, policy, outer, memory=None):
         super().__init__(policy)
@@ -106,6 +106,7 @@ class ReverseTape(Tape):
         self.lines = {}  # each ``where`` its records name, one tuple for all (a loop's lines)
         self.anomaly = anomaly()
         self.originals = None  # the caller's bytes its differentiation writes back at its end
+        self.heard = None  # while a replay records: where its reverse pass lists its warnings
 
     def hold(self, kept, places):
         """What a record keeps of the values ``kept`` it reads at ``places`` (both lists, None
@@ -143,6 +144,7 @@ class ReverseTape(Tape):
         records = self.records
         reverse = self.reverse if self.anomaly is None else self.anomaly.checked(self.reverse)
         watch = Warnings(ReverseTape.replay.__code__)
+        watch.heard = self.heard
         with at_user_lines(watch), no_full_collections():
             while records:
                 record = watch.record = records.pop()
