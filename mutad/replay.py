@@ -1093,10 +1093,9 @@ class Function:
             type(out) is Out and out.convert is as_fresh and not self.multiple
             and self.created[0] is not None and self.created[0].dtype.kind == "f"
             and not any(within(kwargs, Slot)) and len(places) == len(args)
-            and all(p is None or type(p) in (Buffer, Place) and p.shape != ()
-                    and p.dtype.kind == "f" if type(a) is Slot else
-                    type(a) is np.ndarray and a.ndim and a.dtype.kind in "fiub"
-                    and p is None for a, p in zip(args, places)))
+            and all(p is None or type(p) in (Buffer, Place) and p.dtype.kind == "f"
+                    and not p.buffer.weak if type(a) is Slot else
+                    p is None and _passed_as_is(a) for a, p in zip(args, places)))
 
     def prepare(self):
         Call.prepare(self)
@@ -1117,11 +1116,13 @@ class Function:
         """Its lines in a :class:`blocks.Block` where it is ``lean``: the rule, its ``back``
         kept for the reverse pass, and the output stored as ``_store`` stores it."""
         args = [code.value(a.index) if type(a) is Slot else code.bind(a) for a in self.args]
-        for a, place, name in zip(self.args, self.places, args):
+        for i, (a, place, name) in enumerate(zip(self.args, self.places, args)):
             if type(a) is Slot and place is None:  # a constant of the program: an array as
                 # recorded (a number or a complex array would take __call__'s conversions)
                 code.forward += [f"if type({name}) is not ndarray or {name}.dtype.kind == 'c':",
                                  "    raise GuardFailed"]
+            elif type(a) is Slot and place.shape == ():  # NumPy's scalar, as the 0-d array
+                args[i] = f"{code.bind(fresh_value)}({name})"  # it stands for (_arrays)
         args = ", ".join(args)
         kwargs = f", **{code.bind(self.kwargs)}" if self.kwargs else ""
         back = code.keep(f"back{k}")
@@ -1261,6 +1262,16 @@ def _arrays(args, spec, numbers=None):
             fresh_value(x) if isinstance(x, np.generic) or (
                 not numbers and type(s) is Slot and type(x) is float) else x
             for x, s in zip(args, spec, strict=True)]
+
+
+def _passed_as_is(a):
+    """Whether a constant argument of a rule is handed to it as it is (``_arrays``), and holds
+    no complex value (``complex_among``): a real array, a setting, a sequence of those."""
+    if type(a) is np.ndarray:
+        return a.dtype.kind in "fiub"
+    if type(a) is tuple or type(a) is list:
+        return all(_passed_as_is(x) for x in a)
+    return type(a) in (int, float, bool, str, slice, type(None))
 
 
 def _weak_beside_arrays(args, spec):

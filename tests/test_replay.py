@@ -727,6 +727,27 @@ def test_operations_whose_partials_branch_compile(policy):
     assert len(decided) >= 9
 
 
+def periodic(u, c):
+    """np.roll with its shift, np.where with a 0-d operand: rules with settings and scalars."""
+    for _ in range(4):
+        u = u - 0.3 * (u - np.roll(u, 1))
+        u = np.where(u > 0.5, c, u)
+    return np.sum(u * u)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_rules_with_settings_and_scalar_operands_compile(policy):
+    """A rule's call with a setting (np.roll's shift) or a 0-d operand (held by a replay as
+    NumPy's scalar, handed to the rule as the 0-d array it stands for) writes its lines in
+    its block."""
+    from mutad.replay import Function
+    rng = np.random.default_rng(18)
+    calls = [(rng.uniform(0, 1, 7), np.float64(0.25 + 0.1 * k)) for k in range(4)]
+    replaying = replayed_like_traced(periodic, calls, policy, argnums=(0, 1))
+    assert sum(type(member) is Function and member.rule.__name__ in ("roll", "where")
+               for block in blocks(replaying) for member in block.steps) == 8
+
+
 def controlled_steps(y, rate, tolerance=1e-3):
     """An adaptive Euler-Heun integrator: comparisons Python decides on, in its loop."""
     t, h = 0.0, 0.1
