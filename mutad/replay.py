@@ -17,9 +17,9 @@ checkpoint policies decide each write afresh, on the values at hand.
 
 After a signature's first replay, its runs of small elementwise steps (arrays under
 ``elementwise.SHORT``, 64 KiB; single elements read or assigned), with the views, writes,
-functions with rules and guards between them, are compiled into straight-line Python (:func:`with_blocks`, :mod:`blocks`): the same NumPy calls,
-without a step's dispatch, its record, or the shadows' dictionary for the values only the run
-reads.
+functions with rules and guards between them, are compiled into straight-line Python
+(:func:`with_blocks`, :mod:`blocks`): the same NumPy calls, without a step's dispatch, its
+record, or the shadows' dictionary for the values only the run reads.
 
 Every decision the program depends on is a *guard*:
 
@@ -1085,9 +1085,9 @@ class Function:
         _, self.places, primals, self.buffers, self.multiple = record.state
         self.adopts = primals is not None  # a user's rule's cotangents are never adopted
         # A block writes its lines (``emit``) where it needs none of ``__call__``'s
-        # conversions: one real array made from real arrays of one dimension or more, each
-        # argument a traced value of the program or a real constant array (``_arrays`` leaves
-        # those as they are)
+        # conversions but one: one real array made from real operands, each a traced value of
+        # the program (a 0-d one handed over as the array it stands for), a constant array of
+        # the program, or a setting (``_arrays`` leaves those as they are)
         out, places = self.outputs, self.places
         self.lean = bool(
             type(out) is Out and out.convert is as_fresh and not self.multiple
@@ -1097,8 +1097,7 @@ class Function:
                     and not p.buffer.weak if type(a) is Slot else
                     p is None and _passed_as_is(a) for a, p in zip(args, places)))
 
-    def prepare(self):
-        Call.prepare(self)
+    prepare = Call.prepare
 
     def __call__(self, values, tape):
         args = _arrays(self.args_of(values), self.args)
