@@ -590,11 +590,6 @@ def test_writes_compute_what_numpy_computes(case, policy, rng):
 # order 2; the writes' values NumPy's bit for bit.
 
 
-COMPLEX_VALUES_LEFT_OUT = {
-    # NumPy's np.multiply.at rounds complex products otherwise than np.multiply, which mutad
-    # computes: the value differs in the last bit (the gradient is right)
-    "multiply.at-repeated-complex",
-}
 COMPLEX_GATHERS = [complexified(c) for c in GATHERS if not c.name.startswith("interp")]
 COMPLEX_WRITES = [complexified(c) for c in SCATTERS + OVERLAPS + REPEATS]
 
@@ -616,8 +611,7 @@ def _complex_normal(rng, shape):
     return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
 
 
-@pytest.mark.parametrize("case", [c for c in COMPLEX_WRITES
-                                  if c.name not in COMPLEX_VALUES_LEFT_OUT], ids=case_id)
+@pytest.mark.parametrize("case", COMPLEX_WRITES, ids=case_id)
 def test_complex_writes_compute_what_numpy_computes(case, rng):
     """As ``test_writes_compute_what_numpy_computes``, on complex arrays (restore policy):
     values bit for bit in both modes, ``Re <gradient, v> = Re <w, jvp(v)>``."""

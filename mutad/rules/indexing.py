@@ -463,7 +463,10 @@ def at_in_rounds(ufunc):
     applies ``a[i] = ufunc(a[i], b_k)`` once per occurrence of ``i``, in order, so round ``r``
     applies the ``r``-th occurrence of every index at once, where no index repeats, as an
     indexed assignment the engine follows. Same operations on the same values in the same order
-    per element: NumPy's result, bit for bit, in both modes and at every order."""
+    per element: NumPy's result, bit for bit, in both modes and at every order. Except that
+    ``np.multiply.at`` computes a complex product as NumPy's scalar arithmetic does, which
+    rounds otherwise than its array loop: those are applied one occurrence at a time, each a
+    product of two elements, which the engine takes as NumPy's scalars do."""
 
     def at(a, indices, b=None):
         name = f"np.{ufunc.__name__}.at"
@@ -482,6 +485,11 @@ def at_in_rounds(ufunc):
         rank = np.empty_like(order)
         rank[order] = np.arange(len(flat)) - np.repeat(first, np.diff(np.r_[first, len(flat)]))
         values = None if b is None else np.broadcast_to(b, positions.shape).reshape(-1)
+        if ufunc is np.multiply and np.result_type(views.memory(a), plain(b)).kind == "c":
+            for k, position in enumerate(flat.tolist()):
+                index = np.unravel_index(position, shape)
+                a[index] = a[index] * values[k]
+            return
         for r in range(rank.max() + 1 if len(rank) else 0):
             chosen = rank == r
             index = np.unravel_index(flat[chosen], shape)
