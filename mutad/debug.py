@@ -265,7 +265,7 @@ class Warnings:
 
 def at_user_lines(writer):
     """NumPy's error handling with the categories set to ``"warn"`` logged to ``writer`` (a
-    :class:`Warnings`) instead (and those an enclosing differentiation's writer logs: a
+    :class:`Warnings`, or what else has its ``write``) instead (and those an enclosing differentiation's writer logs: a
     gradient inside a function being differentiated); a null context if there are none, or
     if the user's handling already calls or logs (its ``seterrcall`` object must stay)."""
     modes = np.geterr()

@@ -6,13 +6,11 @@ of a recording (``replay``) and its compiled blocks make the same ones from new 
 that their gradients are the traced ones, bit for bit.
 """
 
-import math
-
 import numpy as np
 
 from .products import add_times_partial, times_partial
 from .registry import COMPLEX, HOLOMORPHIC, ONE, ElementwiseRule, NoClosedForm
-from .shadows import Buffer, overlapping
+from .shadows import Buffer, bytes_of, overlapping
 from .tape import OneOutput
 
 
@@ -26,11 +24,7 @@ and add into whole buffers' shadows directly, which no shared shadow then reache
 def short(value):
     """Whether ``value`` (an array, or all of a buffer, or the values at a place in one) is
     below :data:`SHORT`."""
-    if type(value) is Buffer:
-        return value.span * value.dtype.itemsize < SHORT
-    if type(value) is np.ndarray:
-        return value.nbytes < SHORT
-    return math.prod(value.shape) * value.dtype.itemsize < SHORT
+    return bytes_of(value) < SHORT
 
 
 def unbroadcast(g, shape):

@@ -49,12 +49,11 @@ is within the rounding that value propagates (measured on the leapfrog workload:
 ``benchmarks/RESULTS.md``).
 """
 
-import math
 import weakref
 
 import numpy as np
 
-from .shadows import Buffer, Place, shared
+from .shadows import Buffer, Place, bytes_of, shared
 from .tape import Absent
 from .views import address, owner, strided
 
@@ -68,11 +67,7 @@ SMALL = 4096
 def small(value):
     """Whether the array ``value`` (or all of a buffer, or the values at a place in one) is
     small enough to keep rather than recompute."""
-    if type(value) is Buffer:
-        return value.span * value.dtype.itemsize < SMALL
-    if type(value) is Place:
-        return math.prod(value.shape) * value.dtype.itemsize < SMALL
-    return value.nbytes < SMALL
+    return bytes_of(value) < SMALL
 
 
 class Tracked(weakref.ref):

@@ -60,7 +60,6 @@ undos put back, so its gradients stay the traced ones bit for bit and its memory
 """
 
 import collections
-import contextlib
 import functools
 import gc
 import hashlib
@@ -79,7 +78,8 @@ from .allocation import as_floats, put_value
 from .arguments import Originals, check_argnums
 from .arraylike import weak
 from .blocks import Block, Opaque, indent, scalar_cotangents
-from .debug import Warnings, anomaly_detection, nowhere, user_frames, warn_at
+from .debug import (Warnings, anomaly_detection, at_user_lines, nowhere, user_frames,
+                    warn_at)
 from .elementwise import (ASSIGNMENT, Elementwise, differentiable, elementwise_cotangents,
                           elementwise_kept, read_by_partials, short, unbroadcast, write_kept,
                           write_pullback)
@@ -1219,21 +1219,10 @@ class Modes:
         np.seterr(**self.modes)
 
 
-def _heard_as_warnings(heard):
-    """NumPy's error handling with the categories it warns about called into ``heard`` (as
-    ``debug.at_user_lines`` logs them for tracing's reverse pass): the same modes for the
-    others; none changed where the caller's handling calls or logs (a replay's signature
-    holds its handler)."""
-    modes = np.geterr()
-    if "call" in modes.values() or "log" in modes.values():
-        return contextlib.nullcontext()
-    return np.errstate(call=heard, **{category: "call" for category, mode in modes.items()
-                                       if mode == "warn"})
-
-
 class Heard:
     """NumPy's floating-point error callback while a program replays: the kind of each event
-    (``"divide by zero"``), in order."""
+    (``"divide by zero"``), in order; the same as the writer of its log (``write``: the
+    reverse pass's, as ``debug.at_user_lines`` logs tracing's)."""
 
     __slots__ = ("kinds",)
 
@@ -1242,6 +1231,9 @@ class Heard:
 
     def __call__(self, kind, flag):
         self.kinds.append(kind)
+
+    def write(self, text):
+        self.kinds.append(_kind(text.removeprefix("Warning: ")))
 
 
 def _kind(message):
@@ -2347,7 +2339,7 @@ class Program:
                 # steps are (``at_user_lines``, as tracing's reverse pass has them logged): a
                 # replay whose events are not the recorded ones is traced, and warns as it
                 heard_back = Heard()
-                with _heard_as_warnings(heard_back):
+                with at_user_lines(heard_back):
                     while records:
                         reverse(records.pop(), shadows)
                 if heard_back.kinds != self.back_kinds:

@@ -13,6 +13,7 @@ buffer, laid out as it) and, for a part of it, ``offset`` (bytes from the buffer
 """
 
 import itertools
+import math
 
 import numpy as np
 
@@ -103,6 +104,16 @@ class Place:
         self.shape = shape
         self.strides = strides
         self.dtype = dtype
+
+
+def bytes_of(value):
+    """The bytes of the array ``value``, of all of a buffer, or of the values at a place in
+    one."""
+    if type(value) is Buffer:
+        return value.span * value.dtype.itemsize
+    if type(value) is Place:
+        return math.prod(value.shape) * value.dtype.itemsize
+    return value.nbytes
 
 
 def overlapping(place):

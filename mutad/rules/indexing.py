@@ -479,17 +479,17 @@ def at_in_rounds(ufunc):
         shape = np.shape(a)
         positions = np.arange(np.size(a)).reshape(shape)[plain(indices)]  # NumPy's indexing
         flat = positions.reshape(-1)
-        order = np.argsort(flat, kind="stable")
-        ordered = flat[order]
-        first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(flat)) - np.repeat(first, np.diff(np.r_[first, len(flat)]))
         values = None if b is None else np.broadcast_to(b, positions.shape).reshape(-1)
         if ufunc is np.multiply and np.result_type(views.memory(a), plain(b)).kind == "c":
             for k, position in enumerate(flat.tolist()):
                 index = np.unravel_index(position, shape)
                 a[index] = a[index] * values[k]
             return
+        order = np.argsort(flat, kind="stable")
+        ordered = flat[order]
+        first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(flat)) - np.repeat(first, np.diff(np.r_[first, len(flat)]))
         for r in range(rank.max() + 1 if len(rank) else 0):
             chosen = rank == r
             index = np.unravel_index(flat[chosen], shape)

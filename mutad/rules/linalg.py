@@ -339,12 +339,12 @@ def matmul(a, b, **kwargs):
         if dims == (2, 2):
             return dy @ transpose(b), transpose(a) @ dy
         # The 1-d operands are promoted to matrices, as matmul does, and demoted again after.
-        a2 = a[None, :] if np.ndim(a) == 1 else a
-        b2 = b[:, None] if np.ndim(b) == 1 else b
+        a2 = a[None, :] if dims[0] == 1 else a
+        b2 = b[:, None] if dims[1] == 1 else b
         dy2 = dy
-        if np.ndim(a) == 1:
-            dy2 = np.expand_dims(dy2, -2 if np.ndim(b) > 1 else 0)
-        if np.ndim(b) == 1:
+        if dims[0] == 1:
+            dy2 = np.expand_dims(dy2, -2 if dims[1] > 1 else 0)
+        if dims[1] == 1:
             dy2 = np.expand_dims(dy2, -1)
         da = _summed_product(dy2, transpose(b2), np.shape(a2))
         db = _summed_product(transpose(a2), dy2, np.shape(b2))
