@@ -213,8 +213,29 @@ class Code:
         self.views += 1
         return [f"{name} = {of}"], name
 
+    def flat(self, buffer, k):
+        """``(lines, name)``: the flat view of ``buffer``'s shadow, its own memory (not shared:
+        ``Shadows._own``), for reading and zeroing its elements where they lie, as
+        ``Shadows.take`` does, from a line that always runs at step ``k``'s reverse; leaving
+        the compiled pass there if no gradient reached the buffer. A local from then on, as
+        :meth:`shadow`'s are."""
+        name = self.shadows.get(("flat", buffer.key))
+        if name is not None:
+            return [], name
+        name = self.shadows[("flat", buffer.key)] = f"s{self.views}"
+        self.views += 1
+        return [f"x = get({self.key(buffer)})", "if x is None:", f"    {self.deopt(k, 'None')}",
+                "if x[3] is not None:", f"    shadows.of({self.bind(buffer)})",
+                f"{name} = x[2]", f"if {name} is None:",
+                f"    {name} = x[2] = x[1].reshape(-1)"], name
+
     def add_into(self, place, g, always):
-        """Lines for ``shadows.of(place) += g`` (``shadow``)."""
+        """Lines for ``shadows.of(place) += g`` (``shadow``): for a row or a column, into its
+        buffer's flat shadow where a local holds that already (:meth:`flat`)."""
+        flat = self.shadows.get(("flat", place.buffer.key))
+        span = _as_slice(place)
+        if flat is not None and span is not None:
+            return [f"{flat}[{self.bind(span)}] += {g}"]
         looked_up, shadow = self.shadow(place, always)
         if shadow.startswith("shadows."):
             return [*looked_up, f"view = {shadow}", f"view += {g}"]
@@ -240,6 +261,20 @@ class Code:
                 "    entries = shadows.entries", "    get = entries.get", "    pop = entries.pop",
                 *indent(self.reverse),
                 "return forward, backward"])]) + "\n"
+
+
+def _as_slice(place):
+    """The slice of its buffer's flat shadow that holds the shadow of ``place``, a 1-d place
+    of the buffer's dtype laid out forwards; None for any other."""
+    size = place.dtype.itemsize
+    if len(place.shape) != 1 or place.dtype != place.buffer.dtype:
+        return None
+    step, rest = divmod(place.strides[0], size)
+    start, off = divmod(place.offset, size)
+    if step < 1 or rest or off:
+        return None
+    return slice(start, start + (place.shape[0] - 1) * step + 1 if place.shape[0] else start,
+                 step)
 
 
 def indent(lines, levels=1):

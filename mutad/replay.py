@@ -687,7 +687,29 @@ def _partial_value(code, partial, y, vals):
             return [], name
     if type(partial) is Constant:
         return [], code.bind(partial.value)
+    folded = _folded(code, partial, y, vals)
+    if folded is not None:
+        return [], code.bind(folded)
     return [f"p = {code.bind(partial)}({y}, {vals})"], "p"
+
+
+def _folded(code, partial, y, vals):
+    """The value of ``partial`` where it reads only constants of the block (``u /= 9.0``'s
+    ``1 / 9.0``): the same function of the same numbers on every call, so computed once, here.
+    None where it reads a value of the program, or where computing it raises a floating-point
+    event, which the replay's reverse pass must hear on every call as tracing's does."""
+    if y != "None":
+        return None
+    names = vals.split(", ")
+    if not all(name == "None" or code.constant(name) is not None for name in names):
+        return None
+    operands = [None if name == "None" else code.constant(name) for name in names]
+    try:
+        with np.errstate(all="raise"):
+            value = partial(None, *operands)
+    except (FloatingPointError, ArithmeticError):
+        return None
+    return value if isinstance(value, (float, np.float64)) else None
 
 
 def _finite_nonzero(number):
@@ -1043,14 +1065,15 @@ class SetElement:
             return [take, restore, "if dy is not None:",
                     f"    shadows.add({code.bind(self.place)}, dy, True)"]
         # v's cotangent is a local, known to hold a scalar if the array has a shadow
-        check = [f"x = get({code.bind(self.key, 'key')})", "if x is None:",
-                 f"    {code.deopt(k, 'None')}"]
         buffer = self.written.buffer
         if buffer.dtype != np.float64:  # (a complex array's real part)
-            return [*check, take, restore, *code.add(self.place, "dy[()]")]
-        # the element read and zeroed where it lies, unless the shadow is shared
-        return [*check, "if x[3] is not None:", f"    {take}", "    dy = dy[()]", "else:",
-                *indent(_take_element(code, self.written, read=True)), restore,
+            return [f"x = get({code.bind(self.key, 'key')})", "if x is None:",
+                    f"    {code.deopt(k, 'None')}", take, restore,
+                    *code.add(self.place, "dy[()]")]
+        # the element read and zeroed where it lies
+        lines, flat = code.flat(buffer, k)
+        element = code.bind(self.written.offset // 8)
+        return [*lines, f"dy = {flat}[{element}]", f"{flat}[{element}] = 0.0", restore,
                 *code.add(self.place, "dy")]
 
 
@@ -1126,14 +1149,40 @@ class Function:
         kwargs = f", **{code.bind(self.kwargs)}" if self.kwargs else ""
         back = code.keep(f"back{k}")
         code.forward.append(f"y, {back} = {code.bind(self.rule)}({args}{kwargs})")
-        y = code.made(self.outputs.slot, f"{code.bind(as_fresh)}(y)", False)
+        made = f"{code.bind(as_fresh)}(y)"
+        internal = self.buffer.key in code.internal
+        if internal and scalar_cotangents(self.buffer):  # only the block's elementwise steps
+            # read it, which take a float64 scalar as NumPy's scalar (as they make them)
+            made = f"y if type(y) is {code.bind(np.float64)} else {made}"
+        y = code.made(self.outputs.slot, made, internal)
         code.forward += _shape_guard(y, self.outputs.shape, code)
         code.records.append((back,))
 
+    @property
+    def out(self):
+        """The slot of the array it makes, where a block compiles it (``lean``)."""
+        return self.outputs.slot if self.lean else None
+
+    @property
+    def buffer(self):
+        return self.created[0]
+
     def emit_back(self, code, k):
-        """:meth:`back` unrolled: a region's shadow added into as a view of it."""
-        lines = [f"dy = shadows.pop({code.bind(self.created[0])})", "if dy is not None:",
-                 f"    g = {code.records[k][0]}(dy)"]
+        """:meth:`back` unrolled: a region's shadow added into as a view of it. The cotangent
+        of the output is a local of the block where only the block's elementwise steps read
+        the output; ``back`` takes it as the engine's record hands it over, a 0-d array for a
+        float64 scalar's (``blocks.scalar_cotangents``)."""
+        back = code.records[k][0]
+        if self.buffer.key in code.internal:
+            dy = code.take(self.buffer)
+            if dy is None:  # no cotangent reaches the output
+                return []
+            dy = f"array({dy})" if scalar_cotangents(self.buffer) else dy
+            lines, level = [f"g = {back}({dy})"], 0
+        else:
+            lines = [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
+                     f"    g = {back}(dy)"]
+            level = 1
         for i, place in enumerate(self.places):
             if place is None:  # a constant's
                 continue
@@ -1141,7 +1190,7 @@ class Function:
                 add = [f"shadows.add({code.bind(place)}, g{i})"]
             else:  # (Shadows.add, for a real region of elements apart)
                 add = code.add_into(place, f"g{i}", always=False)
-            lines += indent([f"g{i} = g[{i}]", f"if g{i} is not None:", *indent(add)])
+            lines += indent([f"g{i} = g[{i}]", f"if g{i} is not None:", *indent(add)], level)
         return lines
 
     def back(self, shadows, back):
@@ -1643,7 +1692,8 @@ def with_blocks(steps, held):
     for j, run in enumerate(runs):
         out += steps[start:run[0]]
         run_members = [members[k] for k in run]
-        internal = {step.buffer.key for step in run_members if type(step) in (Pure, Gather)
+        internal = {step.buffer.key for step in run_members
+                    if type(step) in (Pure, Gather, Function)
                     and step.out not in outside and read_in.get(step.out, j) == j}
         unreached = {step.buffer.key for step in run_members
                      if type(step) is Pure and step.out not in reached}

@@ -699,6 +699,32 @@ def test_the_dot_products_of_a_substitution_loop_compile(n, policy):
                for block in blocks(replaying) for member in block.steps) == n + 1
 
 
+def sweep_then_sum(a, b):
+    """Element writes into an array whose shadow the reverse pass of a large sum shares with
+    another's (``elementwise._sharing``) before the writes' block reaches it; and divisions by
+    a number, whose partial the block computes once."""
+    a = a * 1.0
+    for i in range(1, 12):
+        a[i] += a[i - 1]
+        a[i] /= 9.0
+    y = a + b
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("n", [40, 20_000])
+def test_element_writes_take_their_cotangents_from_a_shadow_of_their_own(n, policy):
+    """The elements a block's writes read their cotangents from are those of the array's own
+    shadow, made its own first where the reverse pass of ``a + b`` (large: ``n = 20,000``)
+    left it shared with ``b``'s."""
+    from mutad.replay import SetElement
+    rng = np.random.default_rng(n)
+    calls = [(rng.standard_normal(n), rng.standard_normal(n)) for _ in range(4)]
+    replaying = replayed_like_traced(sweep_then_sum, calls, policy, argnums=(0, 1),
+                                     traced_once=True)
+    assert any(type(step) is SetElement for block in blocks(replaying) for step in block.steps)
+
+
 def branching(x, w):
     """Operations whose partials branch on a decision taken in the forward pass: a ReLU
     (np.maximum), abs, powers (0 ** 0 and a zero base decided), on arrays and on elements."""
