@@ -252,8 +252,9 @@ class Shadows:
             elif not (owned and (type(g) is np.ndarray or wrapped(g)) and g.dtype == buffer.dtype
                       and g.shape == buffer.shape and g.flags.c_contiguous
                       and g.flags.writeable):
-                g = np.array(np.broadcast_to(g, buffer.shape), dtype=buffer.dtype, order="C",
-                             like=g if wrapped(g) else None)
+                if type(g) is not np.ndarray or g.shape != buffer.shape:  # (a copy either way)
+                    g = np.broadcast_to(g, buffer.shape)
+                g = np.array(g, dtype=buffer.dtype, order="C", like=g if wrapped(g) else None)
             self.entries[buffer.key] = [buffer, g, None, None]
             return
         entry = self._traced_like(self._entry(buffer), g)
