@@ -500,3 +500,17 @@ def test_second_derivatives_through_writes_into_views(name, of, rng):
     np.testing.assert_allclose(np.tensordot(hessian, direction, 2), over_forward, rtol=1e-10,
                                atol=1e-12)
     mutad.check_grads(program, a, order=2)
+
+
+@pytest.mark.parametrize("name", list(VIEWS))
+def test_the_address_of_a_view_is_numpys(name):
+    """``views.address`` reads the data pointer directly where the probes at import allowed
+    it: on every view of the table, its first element's address is ``__array_interface__``'s."""
+    from mutad.views import address
+    base = np.arange(12.0).reshape(3, 4)
+    for a in (base, np.asfortranarray(base), base[::-1, ::-1], base.astype(complex)):
+        view = VIEWS[name](a)
+        if isinstance(view, np.ndarray):
+            assert address(view) == view.__array_interface__["data"][0]
+    for a in (np.zeros(()), np.empty((0, 3)), np.arange(6.0).view(np.matrix)):
+        assert address(a) == a.__array_interface__["data"][0]
