@@ -895,7 +895,8 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     record = Write(primitive, named, settings, held, state, pullback,
                    tuple(places) if several else places[0],
                    undos[0] if len(undos) == 1 else Undos(undos),
-                   ", ".join(sorted(set(kinds))) or "none", places[0] if taken else None, key,
+                   kinds[0] if len(kinds) == 1 else ", ".join(sorted(set(kinds))) or "none",
+                   places[0] if taken else None, key,
                    undo_first)
     tape.record(record, SKIPPED + 1)  # called by the engine's writes, called by the engine
     if tape.anomaly is not None:
@@ -1190,10 +1191,13 @@ def door(tape, operation, args, kwargs):
 def plain(tree):
     """``tree`` with every traced array replaced by its plain value (for non-differentiable
     functions, whose outputs carry no gradient)."""
-    if type(tree) is Traced:
+    kind = type(tree)
+    if kind is int or kind is slice:
+        return tree
+    if kind is Traced:
         return weak_value(tree.value) if tree.buffer.weak else tree.value
-    if type(tree) in (list, tuple):
-        return type(tree)(plain(x) for x in tree)
+    if kind is list or kind is tuple:
+        return kind([plain(x) for x in tree])
     if type(tree) is dict:
         return {k: plain(v) for k, v in tree.items()}
     return tree
@@ -1752,8 +1756,9 @@ def setitem(x, key, value):
             tape.recorder.guard(t, t.value.tobytes())
     key = _integers_as_scalars(plain(key))
     region = x.value[key]
-    if views(region, x.value) or getattr(region, "ndim", 0) == 0:
-        element = not views(region, x.value)
+    viewing = views(region, x.value)
+    if viewing or getattr(region, "ndim", 0) == 0:
+        element = not viewing
         index = key
         if element:  # x[i] = v with a scalar element: a 0-d view
             index = (key if type(key) is tuple else (key,)) + (Ellipsis,)
@@ -1788,8 +1793,10 @@ def _integers_as_scalars(key):
     """``key`` with each 0-d integer array as the integer it holds: to NumPy an advanced index
     (``x[np.array(1)]`` is a copy), which writes the same element as the integer does, and
     with the integer the element is a view the core can write through."""
+    if type(key) is int:
+        return key
     if type(key) is tuple:
-        return tuple(_integers_as_scalars(k) for k in key)
+        return tuple([_integers_as_scalars(k) for k in key])
     if type(key) is np.ndarray and key.ndim == 0 and key.dtype.kind in "iu":
         return key[()]
     return key

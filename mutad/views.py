@@ -85,10 +85,11 @@ def owner(a):
     """The ndarray at the root of ``a``'s ``.base`` chain: the array that owns its memory.
     ``as_strided`` (and ``sliding_window_view``, built on it) puts an object that is not an
     array in the chain, holding the array it views as its own ``base``."""
-    a = memory(a)
+    if type(a) is not np.ndarray:
+        a = memory(a)
     while True:
         base = a.base
-        if not isinstance(base, np.ndarray):
+        if type(base) is not np.ndarray and not isinstance(base, np.ndarray):
             base = getattr(base, "base", None)
             if not isinstance(base, np.ndarray):
                 return a
@@ -104,8 +105,11 @@ def itself(y, x):
 
 def views(y, x):
     """Whether the result ``y`` views the memory of ``x`` (rather than being fresh)."""
-    y = memory(y)
-    return isinstance(y, np.ndarray) and y.base is not None and owner(y) is owner(x)
+    if type(y) is not np.ndarray:
+        y = memory(y)
+        if not isinstance(y, np.ndarray):
+            return False
+    return y.base is not None and owner(y) is owner(x)
 
 
 def _writeable_bit():
