@@ -846,19 +846,25 @@ class ElementwiseWrite:
         bytes, else the step itself, its record kept for the reverse pass."""
         vals = [code.value(a.index) if type(a) is Slot else code.bind(a) for a in self.args]
         target = code.keep(code.value(self.target))
-        saved, record = code.keep(f"saved{k}"), code.keep(f"r{k}")
+        saved = code.keep(f"saved{k}")
         read = [name if self.traced and (self.reads is None or i in self.reads) else None
                 for i, name in enumerate(vals)]  # what the pullback reads, no more
         for name in read:
             if name is not None and name[0] == "v":
                 code.keep(name)
         key = code.bind(self.key, "key")
+        lean = [f"{saved} = {target}.copy()", "if tape.guards:", f"    tape.before_write({key})",
+                f"{code.bind(self.ufunc)}({', '.join(vals)}, out={target})"]
+        if not self.invertible and self.lean:  # always copied (Tape.copied): no record
+            if self.whole:
+                code.forward.append(f"tape.copied(False, {target}.nbytes, {key}, True)")
+            code.forward += lean
+            code.records.append((read, [target, saved], None))
+            return
+        record = code.keep(f"r{k}")
         code.forward += [
             f"if tape.copied({self.invertible}, {target}.nbytes, {key}, {self.whole}):",
-            f"    {saved} = {target}.copy()", "    if tape.guards:",
-            f"        tape.before_write({key})",
-            f"    {code.bind(self.ufunc)}({', '.join(vals)}, out={target})",
-            f"    {record} = None", "else:", f"    {code.bind(self)}(values, tape)",
+            *indent(lean), f"    {record} = None", "else:", f"    {code.bind(self)}(values, tape)",
             f"    {record} = tape.records.pop()", f"    {saved} = None"]
         code.records.append((read, [target, saved], record))
 
@@ -888,6 +894,8 @@ class ElementwiseWrite:
             lean = [*take, "if dy is not None:",
                     *indent(_lean_cotangents(code, self.cotangents, written, vals, "None",
                                              scalar=False, always=False))]
+        if record is None:  # copied on every call (emit)
+            return lean
         return [f"if {record} is None:", *indent(lean), "else:",
                 f"    {code.bind(Tape.reverse)}({record}, shadows)"]
 
