@@ -1153,10 +1153,15 @@ class Function:
                                  "    raise GuardFailed"]
             elif type(a) is Slot and place.shape == ():  # NumPy's scalar, as the 0-d array
                 args[i] = f"{code.bind(fresh_value)}({name})"  # it stands for (_arrays)
-        args = ", ".join(args)
-        kwargs = f", **{code.bind(self.kwargs)}" if self.kwargs else ""
-        back = code.keep(f"back{k}")
-        code.forward.append(f"y, {back} = {code.bind(self.rule)}({args}{kwargs})")
+        special = self._specialized()
+        if special is not None:  # the rule's plain functions: its operands kept for back
+            code.forward.append(f"y = {code.bind(special[0])}({', '.join(args)})")
+            code.records.append(tuple(code.keep(name) for name in args))
+        else:
+            kwargs = f", **{code.bind(self.kwargs)}" if self.kwargs else ""
+            back = code.keep(f"back{k}")
+            code.forward.append(f"y, {back} = {code.bind(self.rule)}({', '.join(args)}{kwargs})")
+            code.records.append((back,))
         made = f"{code.bind(as_fresh)}(y)"
         internal = self.buffer.key in code.internal
         if internal and scalar_cotangents(self.buffer):  # only the block's elementwise steps
@@ -1164,7 +1169,17 @@ class Function:
             made = f"y if type(y) is {code.bind(np.float64)} else {made}"
         y = code.made(self.outputs.slot, made, internal)
         code.forward += _shape_guard(y, self.outputs.shape, code)
-        code.records.append((back,))
+
+    def _specialized(self):
+        """``(forward, back)``, plain functions that compute what the rule and its ``back``
+        compute for operands of these dimensions, where the rule offers them
+        (``rule.specialized(dims, kwargs)``) and every argument is a traced value of the
+        program; else None."""
+        offer = getattr(getattr(self.rule, "__wrapped__", self.rule), "specialized", None)
+        if offer is None or not all(type(a) is Slot and place is not None
+                                    for a, place in zip(self.args, self.places)):
+            return None
+        return offer(tuple(len(place.shape) for place in self.places), self.kwargs)
 
     @property
     def out(self):
@@ -1180,16 +1195,21 @@ class Function:
         of the output is a local of the block where only the block's elementwise steps read
         the output; ``back`` takes it as the engine's record hands it over, a 0-d array for a
         float64 scalar's (``blocks.scalar_cotangents``)."""
-        back = code.records[k][0]
+        special = self._specialized()
+        if special is not None:  # (NumPy's scalar or the 0-d array: the same products)
+            back = lambda dy: f"{code.bind(special[1])}({dy}, {', '.join(code.records[k])})"  # noqa: E731
+        else:
+            back = lambda dy: f"{code.records[k][0]}({dy})"  # noqa: E731
         if self.buffer.key in code.internal:
             dy = code.take(self.buffer)
             if dy is None:  # no cotangent reaches the output
                 return []
-            dy = f"array({dy})" if scalar_cotangents(self.buffer) else dy
-            lines, level = [f"g = {back}({dy})"], 0
+            if special is None and scalar_cotangents(self.buffer):
+                dy = f"array({dy})"  # the rule's back takes the 0-d array the engine hands it
+            lines, level = [f"g = {back(dy)}"], 0
         else:
             lines = [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
-                     f"    g = {back}(dy)"]
+                     f"    g = {back('dy')}"]
             level = 1
         for i, place in enumerate(self.places):
             if place is None:  # a constant's
@@ -1201,12 +1221,15 @@ class Function:
             lines += indent([f"g{i} = g[{i}]", f"if g{i} is not None:", *indent(add)], level)
         return lines
 
-    def back(self, shadows, back):
+    def back(self, shadows, *held):
         """``function_pullback`` of the lean record: the cotangents of a real rule added
-        into the arguments' shadows (copied where one becomes a shadow: none is adopted)."""
+        into the arguments' shadows (copied where one becomes a shadow: none is adopted).
+        ``held``: the rule's ``back``, or the operands of its plain ``back`` (``emit``)."""
         dy = shadows.pop(self.created[0])
         if dy is not None:
-            add_cotangents(shadows, [(p, g) for p, g in zip(self.places, back(dy))
+            special = self._specialized()
+            cotangents = special[1](dy, *held) if special is not None else held[0](dy)
+            add_cotangents(shadows, [(p, g) for p, g in zip(self.places, cotangents)
                                      if p is not None], None)
 
 

@@ -320,24 +320,28 @@ def vdot(a, b):
 defmultilinear(np.vdot, operands=(0, 1))
 
 
+# Without a batch, matmul's cotangents are the products directly (a loop of them is a triangular
+# solve, factorization or multiplication, where Python's overhead is the cost), by the
+# dimensions of the operands:
+_UNBATCHED = {
+    (1, 1): lambda dy, a, b: (dy * b, a * dy),  # a dot product: one product per element
+    (1, 2): lambda dy, a, b: (b @ dy, a[:, None] * dy),  # a vector times a matrix
+    (2, 1): lambda dy, a, b: (dy[:, None] * b, dy @ a),
+    (2, 2): lambda dy, a, b: (dy @ transpose(b), transpose(a) @ dy),
+}
+
+
 @defrule(np.matmul, np.linalg.matmul, leading=2)
 def matmul(a, b, **kwargs):
     if "axes" in kwargs or "axis" in kwargs:
         raise UnsupportedOperationError("np.matmul(..., axes=...): move the axes first.")
     y = np.matmul(a, b, **kwargs)
     dims = (np.ndim(a), np.ndim(b))
+    unbatched = _UNBATCHED.get(dims)
 
     def back(dy):
-        # Without a batch, the products directly (a loop of them is a triangular solve,
-        # factorization or multiplication, where Python's overhead is the cost)
-        if dims == (1, 1):  # a dot product: one product per element
-            return dy * b, a * dy
-        if dims == (1, 2):  # a vector times a matrix
-            return b @ dy, a[:, None] * dy
-        if dims == (2, 1):
-            return dy[:, None] * b, dy @ a
-        if dims == (2, 2):
-            return dy @ transpose(b), transpose(a) @ dy
+        if unbatched is not None:
+            return unbatched(dy, a, b)
         # The 1-d operands are promoted to matrices, as matmul does, and demoted again after.
         a2 = a[None, :] if dims[0] == 1 else a
         b2 = b[:, None] if dims[1] == 1 else b
@@ -351,6 +355,18 @@ def matmul(a, b, **kwargs):
         return np.reshape(da, np.shape(a)), np.reshape(db, np.shape(b))
 
     return y, back
+
+
+def _matmul_for(dims, kwargs):
+    """``(forward, back)`` of matmul for operands of ``dims`` dimensions without a batch and
+    no settings: what the rule computes, as two plain functions, ``forward(a, b)`` and
+    ``back(dy, a, b)`` (a compiled replay calls them, rather than the rule and the closure it
+    makes, in a loop of dot products); None otherwise."""
+    unbatched = _UNBATCHED.get(dims)
+    return None if kwargs or unbatched is None else (np.matmul, unbatched)
+
+
+matmul.specialized = _matmul_for
 
 
 def _summed_product(left, right, shape):
