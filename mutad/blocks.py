@@ -229,13 +229,25 @@ class Code:
                 f"{name} = x[2]", f"if {name} is None:",
                 f"    {name} = x[2] = x[1].reshape(-1)"], name
 
+    def flat_of(self, buffer, always):
+        """``(lines, name)``: the local holding ``buffer``'s flat shadow (``Shadows.flat``),
+        made by ``lines`` where they always run (as :meth:`shadow`'s are); ``name`` None where
+        there is none and they may not."""
+        name = self.shadows.get(("flat", buffer.key))
+        if name is not None or not always:
+            return [], name
+        name = self.shadows[("flat", buffer.key)] = f"s{self.views}"
+        self.views += 1
+        return [f"{name} = shadows.flat({self.bind(buffer)})"], name
+
     def add_into(self, place, g, always):
         """Lines for ``shadows.of(place) += g`` (``shadow``): for a row or a column, into its
         buffer's flat shadow where a local holds that already (:meth:`flat`)."""
-        flat = self.shadows.get(("flat", place.buffer.key))
-        span = _as_slice(place)
-        if flat is not None and span is not None:
-            return [f"{flat}[{self.bind(span)}] += {g}"]
+        span = flat_slice(place)
+        if span is not None:
+            looked_up, flat = self.flat_of(place.buffer, always)
+            if flat is not None:
+                return [*looked_up, f"{flat}[{self.bind(span)}] += {g}"]
         looked_up, shadow = self.shadow(place, always)
         if shadow.startswith("shadows."):
             return [*looked_up, f"view = {shadow}", f"view += {g}"]
@@ -263,7 +275,7 @@ class Code:
                 "return forward, backward"])]) + "\n"
 
 
-def _as_slice(place):
+def flat_slice(place):
     """The slice of its buffer's flat shadow that holds the shadow of ``place``, a 1-d place
     of the buffer's dtype laid out forwards; None for any other."""
     size = place.dtype.itemsize

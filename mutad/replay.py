@@ -77,7 +77,7 @@ import numpy as np
 from .allocation import as_floats, put_value
 from .arguments import Originals, check_argnums
 from .arraylike import weak
-from .blocks import Block, Opaque, indent, scalar_cotangents
+from .blocks import Block, Opaque, flat_slice, indent, scalar_cotangents
 from .debug import (Warnings, anomaly_detection, at_user_lines, nowhere, user_frames,
                     warn_at)
 from .elementwise import (ASSIGNMENT, Elementwise, differentiable, elementwise_cotangents,
@@ -879,6 +879,11 @@ class ElementwiseWrite:
             # again (a small region's is zeroed in place)
             code.shadows.clear()
         take = [f"dy = shadows.take({code.bind(written)})", f"copyto({target}, {saved})"]
+        span = None if written.whole else flat_slice(written)
+        _, flat = code.flat_of(written.buffer, always=False)
+        if span is not None and flat is not None:  # a row's, in the flat shadow a local holds
+            region = f"{flat}[{code.bind(span)}]"
+            take[:1] = [f"dy = {region}.copy()", f"{region} = 0.0"]
         if not self.traced and written.shape == () and written.dtype == np.float64 \
                 and written.buffer.dtype == np.float64:
             # the values written get no gradient, and one element's is zeroed where it lies

@@ -199,6 +199,14 @@ class Shadows:
         entry = self._entry(place.buffer)
         return self._view(entry if like is None else self._traced_like(entry, like), place)
 
+    def flat(self, buffer):
+        """The flat view of ``buffer``'s shadow over its bytes, as :meth:`of` maps places into
+        it, made zero-filled if needed and its own memory (not shared)."""
+        entry = self._entry(buffer)
+        if entry[2] is None:
+            entry[2] = entry[1].reshape(-1)  # adopted shadows are C-contiguous, like their buffer
+        return entry[2]
+
     def pop(self, buffer, read_only=False):
         """Take ``buffer``'s whole shadow out of the cache, or None if it has none.
 
