@@ -213,7 +213,7 @@ class Code:
         self.views += 1
         return [f"{name} = {of}"], name
 
-    def flat(self, buffer, k):
+    def existing_flat(self, buffer, k):
         """``(lines, name)``: the flat view of ``buffer``'s shadow, its own memory (not shared:
         ``Shadows._own``), for reading and zeroing its elements where they lie, as
         ``Shadows.take`` does, from a line that always runs at step ``k``'s reverse; leaving
@@ -231,8 +231,9 @@ class Code:
 
     def flat_of(self, buffer, always):
         """``(lines, name)``: the local holding ``buffer``'s flat shadow (``Shadows.flat``),
-        made by ``lines`` where they always run (as :meth:`shadow`'s are); ``name`` None where
-        there is none and they may not."""
+        made by ``lines`` where they always run (as :meth:`shadow`'s are; :meth:`existing_flat`
+        takes one only where a gradient reached the buffer); ``name`` None where there is none
+        and they may not."""
         name = self.shadows.get(("flat", buffer.key))
         if name is not None or not always:
             return [], name
@@ -242,7 +243,7 @@ class Code:
 
     def add_into(self, place, g, always):
         """Lines for ``shadows.of(place) += g`` (``shadow``): for a row or a column, into its
-        buffer's flat shadow where a local holds that already (:meth:`flat`)."""
+        buffer's flat shadow (:meth:`flat_of`)."""
         span = flat_slice(place)
         if span is not None:
             looked_up, flat = self.flat_of(place.buffer, always)

@@ -1084,7 +1084,7 @@ class SetElement:
                     f"    {code.deopt(k, 'None')}", take, restore,
                     *code.add(self.place, "dy[()]")]
         # the element read and zeroed where it lies
-        lines, flat = code.flat(buffer, k)
+        lines, flat = code.existing_flat(buffer, k)
         element = code.bind(self.written.offset // 8)
         return [*lines, f"dy = {flat}[{element}]", f"{flat}[{element}] = 0.0", restore,
                 *code.add(self.place, "dy")]
@@ -1106,7 +1106,7 @@ class Function:
 
     __slots__ = ("rule", "args", "kwargs", "outputs", "primals", "primitive", "settings",
                  "created", "places", "buffers", "multiple", "args_of", "kwargs_of", "adopts",
-                 "lean")
+                 "lean", "special")
 
     def __init__(self, rule, args, kwargs, outputs, traced, record):
         self.rule = rule
@@ -1132,6 +1132,7 @@ class Function:
             and all(p is None or type(p) in (Buffer, Place) and p.dtype.kind == "f"
                     and not p.buffer.weak if type(a) is Slot else
                     p is None and _passed_as_is(a) for a, p in zip(args, places)))
+        self.special = self._specialized()
 
     prepare = Call.prepare
 
@@ -1158,7 +1159,7 @@ class Function:
                                  "    raise GuardFailed"]
             elif type(a) is Slot and place.shape == ():  # NumPy's scalar, as the 0-d array
                 args[i] = f"{code.bind(fresh_value)}({name})"  # it stands for (_arrays)
-        special = self._specialized()
+        special = self.special
         if special is not None:  # the rule's plain functions: its operands kept for back
             code.forward.append(f"y = {code.bind(special[0])}({', '.join(args)})")
             code.records.append(tuple(code.keep(name) for name in args))
@@ -1181,8 +1182,8 @@ class Function:
         (``rule.specialized(dims, kwargs)``) and every argument is a traced value of the
         program; else None."""
         offer = getattr(getattr(self.rule, "__wrapped__", self.rule), "specialized", None)
-        if offer is None or not all(type(a) is Slot and place is not None
-                                    for a, place in zip(self.args, self.places)):
+        if offer is None or not self.lean or not all(
+                type(a) is Slot and place is not None for a, place in zip(self.args, self.places)):
             return None
         return offer(tuple(len(place.shape) for place in self.places), self.kwargs)
 
@@ -1200,21 +1201,21 @@ class Function:
         of the output is a local of the block where only the block's elementwise steps read
         the output; ``back`` takes it as the engine's record hands it over, a 0-d array for a
         float64 scalar's (``blocks.scalar_cotangents``)."""
-        special = self._specialized()
-        if special is not None:  # (NumPy's scalar or the 0-d array: the same products)
-            back = lambda dy: f"{code.bind(special[1])}({dy}, {', '.join(code.records[k])})"  # noqa: E731
+        held = code.records[k]
+        if self.special is not None:  # (NumPy's scalar or the 0-d array: the same products)
+            back = f"{code.bind(self.special[1])}({{}}, {', '.join(held)})"
         else:
-            back = lambda dy: f"{code.records[k][0]}({dy})"  # noqa: E731
+            back = f"{held[0]}({{}})"
         if self.buffer.key in code.internal:
             dy = code.take(self.buffer)
             if dy is None:  # no cotangent reaches the output
                 return []
-            if special is None and scalar_cotangents(self.buffer):
+            if self.special is None and scalar_cotangents(self.buffer):
                 dy = f"array({dy})"  # the rule's back takes the 0-d array the engine hands it
-            lines, level = [f"g = {back(dy)}"], 0
+            lines, level = [f"g = {back.format(dy)}"], 0
         else:
             lines = [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
-                     f"    g = {back('dy')}"]
+                     f"    g = {back.format('dy')}"]
             level = 1
         for i, place in enumerate(self.places):
             if place is None:  # a constant's
@@ -1232,7 +1233,7 @@ class Function:
         ``held``: the rule's ``back``, or the operands of its plain ``back`` (``emit``)."""
         dy = shadows.pop(self.created[0])
         if dy is not None:
-            special = self._specialized()
+            special = self.special
             cotangents = special[1](dy, *held) if special is not None else held[0](dy)
             add_cotangents(shadows, [(p, g) for p, g in zip(self.places, cotangents)
                                      if p is not None], None)
