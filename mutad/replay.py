@@ -1711,7 +1711,9 @@ def with_blocks(steps, held):
         return steps
     block_of = {k: j for j, run in enumerate(runs) for k in run}
     # A value's cotangent is a local of its block if only the block's Pure steps, or the
-    # assignment of an element, read it
+    # assignment of an element, read it, and it is a whole C-contiguous buffer (into which
+    # their lean pullbacks add directly: a function's output laid out as its operand, F-ordered,
+    # is added into through the shadows)
     outside = set(held)
     read_in = {}
     for k, step in enumerate(steps):
@@ -1730,7 +1732,7 @@ def with_blocks(steps, held):
         out += steps[start:run[0]]
         run_members = [members[k] for k in run]
         internal = {step.buffer.key for step in run_members
-                    if type(step) in (Pure, Gather, Function)
+                    if type(step) in (Pure, Gather, Function) and step.buffer.c_contiguous
                     and step.out not in outside and read_in.get(step.out, j) == j}
         unreached = {step.buffer.key for step in run_members
                      if type(step) is Pure and step.out not in reached}

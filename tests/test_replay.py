@@ -725,6 +725,22 @@ def test_element_writes_take_their_cotangents_from_a_shadow_of_their_own(n, poli
     assert any(type(step) is SetElement for block in blocks(replaying) for step in block.steps)
 
 
+def clipped_transpose(a):
+    """A function whose output is laid out as its operand (F-ordered), read by an elementwise
+    step of the same block whose output is C-ordered: its lean pullback adds into the
+    function's output through the shadows, not into a local of the block."""
+    t = np.clip(a.T, -1.0, 0.5)
+    return np.sum(np.linspace(1.0, 2.0, 6).reshape(2, 3) * t)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_functions_output_in_another_layout_gets_its_cotangent_through_the_shadows(policy):
+    rng = np.random.default_rng(21)
+    calls = [(rng.uniform(-1.5, 1.5, (3, 2)),) for _ in range(4)]
+    replaying = replayed_like_traced(clipped_transpose, calls, policy, traced_once=True)
+    assert blocks(replaying)
+
+
 def branching(x, w):
     """Operations whose partials branch on a decision taken in the forward pass: a ReLU
     (np.maximum), abs, powers (0 ** 0 and a zero base decided), on arrays and on elements."""
