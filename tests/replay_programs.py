@@ -50,6 +50,11 @@ def _statements(rng):
         f"np.multiply(s, np.abs(x), out=s)\nif s[{i}] == 0.0:\n    s += y",
         "with np.errstate(divide='ignore', invalid='ignore'):\n"
         "    s = np.where(x > 0, np.log(np.abs(x)), s)",
+        # compiled blocks: a function's output laid out as its operand (F-ordered), read by an
+        # elementwise step; dot products and element writes in a loop; a division by a number
+        f"t = np.clip(np.outer(x, y).T, -1.0, {c})\ns = s + (np.ones(({N}, {N})) * t).sum(axis=0)",
+        f"for r in range(1, {N}):\n    s[r] -= s[:r] @ y[:r] * {c}",
+        "s[1:] += x[:-1] / 3.0",
     ]
     return choices[rng.integers(len(choices))]
 
