@@ -219,15 +219,11 @@ class Code:
         ``Shadows.take`` does, from a line that always runs at step ``k``'s reverse; leaving
         the compiled pass there if no gradient reached the buffer. A local from then on, as
         :meth:`shadow`'s are."""
-        name = self.shadows.get(("flat", buffer.key))
-        if name is not None:
-            return [], name
-        name = self.shadows[("flat", buffer.key)] = f"s{self.views}"
-        self.views += 1
-        return [f"x = get({self.key(buffer)})", "if x is None:", f"    {self.deopt(k, 'None')}",
-                "if x[3] is not None:", f"    shadows.of({self.bind(buffer)})",
-                f"{name} = x[2]", f"if {name} is None:",
-                f"    {name} = x[2] = x[1].reshape(-1)"], name
+        if ("flat", buffer.key) in self.shadows:
+            return self.flat_of(buffer, always=True)
+        lines, name = self.flat_of(buffer, always=True)
+        return [f"if {self.key(buffer)} not in entries:", f"    {self.deopt(k, 'None')}",
+                *lines], name
 
     def flat_of(self, buffer, always):
         """``(lines, name)``: the local holding ``buffer``'s flat shadow (``Shadows.flat``),

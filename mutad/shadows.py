@@ -162,12 +162,18 @@ class Shadows:
         return entry
 
     @staticmethod
+    def _flat(entry):
+        """``entry``'s shadow over its buffer's bytes, one-dimensional (made on first use)."""
+        if entry[2] is None:
+            entry[2] = entry[1].reshape(-1)  # adopted shadows are C-contiguous, like their buffer
+        return entry[2]
+
+    @staticmethod
     def _view(entry, place):
         if place.whole:
             return entry[1]
-        if entry[2] is None:
-            entry[2] = entry[1].reshape(-1)  # adopted shadows are C-contiguous, like their buffer
-        return strided(entry[2], place.shape, place.dtype, place.offset, place.strides)
+        return strided(Shadows._flat(entry), place.shape, place.dtype, place.offset,
+                       place.strides)
 
     def _traced_like(self, entry, g):
         """Make ``entry``'s shadow an array traced like ``g``, before ``g`` is added into it.
@@ -176,10 +182,8 @@ class Shadows:
         reaches a shadow none as deep follows turns it into a traced copy, so the accumulation
         is recorded."""
         if type(g) is not np.ndarray and deeper(g, entry[1]):  # (a plain array is not deeper)
-            if entry[2] is None:
-                entry[2] = entry[1].reshape(-1)
             buffer = entry[0]
-            entry[2] = np.array(entry[2], like=g)
+            entry[2] = np.array(self._flat(entry), like=g)
             entry[1] = strided(entry[2], buffer.shape, buffer.dtype, buffer.offset,
                                buffer.strides)
         return entry
@@ -202,10 +206,7 @@ class Shadows:
     def flat(self, buffer):
         """The flat view of ``buffer``'s shadow over its bytes, as :meth:`of` maps places into
         it, made zero-filled if needed and its own memory (not shared)."""
-        entry = self._entry(buffer)
-        if entry[2] is None:
-            entry[2] = entry[1].reshape(-1)  # adopted shadows are C-contiguous, like their buffer
-        return entry[2]
+        return self._flat(self._entry(buffer))
 
     def pop(self, buffer, read_only=False):
         """Take ``buffer``'s whole shadow out of the cache, or None if it has none.
@@ -284,9 +285,7 @@ class Shadows:
         """``shadow += g`` where several elements of ``place`` are one element of memory
         (``np.broadcast_to``, a sliding window): each element of memory receives the sum of the
         cotangents of all the elements that are it, as ``np.add.at`` adds repeated indices."""
-        if entry[2] is None:
-            entry[2] = entry[1].reshape(-1)
-        flat = entry[2]
+        flat = self._flat(entry)
         if flat.dtype != place.dtype:  # a part of a complex buffer: its floats
             size = place.dtype.itemsize
             flat = strided(flat, (flat.nbytes // size,), place.dtype, 0, (size,))

@@ -1198,7 +1198,7 @@ def plain(tree):
         return weak_value(tree.value) if tree.buffer.weak else tree.value
     if kind is list or kind is tuple:
         return kind([plain(x) for x in tree])
-    if type(tree) is dict:
+    if kind is dict:
         return {k: plain(v) for k, v in tree.items()}
     return tree
 
