@@ -91,11 +91,14 @@ class Code:
 
     ``internal``: the buffer keys whose cotangents are local variables (values made in the
     block that only the block's own elementwise steps read); ``unreached``: those of values
-    no cotangent can reach (only guards read them)."""
+    no cotangent can reach (only guards read them); ``guarded``: those of the buffers whose
+    bytes the call saves before their first write (``Tape.guard``: the arguments')."""
 
-    def __init__(self, internal, unreached=frozenset()):
+    def __init__(self, internal, unreached=frozenset(), guarded=()):
         self.internal = internal
         self.unreached = unreached
+        self.guarded = guarded
+        self.asked = set()  # the guarded keys whose saves the lines so far have asked for
         self.constants = []  # the factory's arguments, named k0, k1, ...
         self.named = {}  # id of an object, or (kind, number), -> its name
         self.locals = {}  # slot -> the local holding its value
@@ -128,6 +131,16 @@ class Code:
 
     def key(self, buffer):
         return self.bind(buffer.key, "key")
+
+    def before_write(self, key):
+        """The lines a write into the buffer named ``key`` runs first (``Tape.before_write``,
+        which saves the caller's bytes once): none for a buffer the call made, which no save
+        awaits, nor after the block's first write into it (whose lines, and those of the step
+        that writes where they do not run, have asked already)."""
+        if key not in self.guarded or key in self.asked:
+            return []
+        self.asked.add(key)
+        return ["if tape.guards:", f"    tape.before_write({self.bind(key, 'key')})"]
 
     def local(self, slot):
         name = self.locals.get(slot)
@@ -349,16 +362,17 @@ class Block:
     __slots__ = ("steps", "outputs", "buffers", "forward", "backward", "records", "constants",
                  "kept")
 
-    def __init__(self, steps, internal, guard_failed, unreached=frozenset()):
+    def __init__(self, steps, internal, guard_failed, unreached=frozenset(), guarded=()):
         """``steps``: the run, each with ``emit`` and ``emit_back``; ``internal``: the keys of
         the buffers made in the run whose cotangents are locals (no step outside the run reads
         them); ``guard_failed``: the exception a failed guard raises; ``unreached``: the keys
-        of the buffers made in the run that no cotangent reaches (``Code``)."""
+        of the buffers made in the run that no cotangent reaches; ``guarded``: those of the
+        buffers whose bytes are saved before their first write (``Code``)."""
         self.steps = steps
         made = [None if getattr(step, "out", None) is None else step.buffer for step in steps]
         self.outputs = [None if buffer is None else buffer.key for buffer in made]
         self.buffers = {buffer.key: buffer for buffer in made if buffer is not None}
-        code = Code(internal, unreached)
+        code = Code(internal, unreached, guarded)
         for k, step in enumerate(steps):
             step.emit(code, k)
         for k in reversed(range(len(steps))):

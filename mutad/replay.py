@@ -853,7 +853,7 @@ class ElementwiseWrite:
             if name is not None and name[0] == "v":
                 code.keep(name)
         key = code.bind(self.key, "key")
-        lean = [f"{saved} = {target}.copy()", "if tape.guards:", f"    tape.before_write({key})",
+        lean = [f"{saved} = {target}.copy()", *code.before_write(self.key),
                 f"{code.bind(self.ufunc)}({', '.join(vals)}, out={target})"]
         if not self.invertible and self.lean:  # always copied (Tape.copied): no record
             if self.whole:
@@ -1004,22 +1004,24 @@ class Gather:
 
 class SetElement:
     """``x[i, j] = v``: one element of a float64 array, ``v`` a float64 scalar the program
-    computed. Recorded as a view (:class:`Call`) and an assignment into it
-    (:class:`ElementwiseWrite` with the engine's ``ASSIGNMENT``), which :func:`with_blocks`
-    fuses into this step when a run of steps is compiled. It does what they do: the element
-    saved and copied back in the reverse pass (an assignment has no inverse, under either
-    policy), and its cotangent taken from the array's and handed to ``v``
-    (``Write.reverse``, ``write_pullback``)."""
+    computed, or a number (a constant: ``u[0] = 0.0``). Recorded as a view (:class:`Call`)
+    and an assignment into it (:class:`ElementwiseWrite` with the engine's ``ASSIGNMENT``),
+    which :func:`with_blocks` fuses into this step when a run of steps is compiled. It does
+    what they do: the element saved and copied back in the reverse pass (an assignment has no
+    inverse, under either policy), and its cotangent taken from the array's and handed to
+    ``v`` (``Write.reverse``, ``write_pullback``), or dropped for a constant."""
 
-    __slots__ = ("source", "index", "value", "place", "written", "key", "buffer", "out")
+    __slots__ = ("source", "index", "value", "place", "written", "key", "buffer", "out",
+                 "constant")
 
-    def __init__(self, source, index, value, place, written, key):
+    def __init__(self, source, index, value, place, written, key, constant=None):
         self.source = source  # the slot of the array
         self.index = index  # a tuple of integers
-        self.value = value  # the slot of v
-        self.place = place  # v's buffer
+        self.value = value  # the slot of v; None for a constant
+        self.place = place  # v's buffer; None for a constant
         self.written = written  # the element's place
         self.key = key  # the array's buffer key
+        self.constant = constant  # the number assigned, where ``value`` is None
         self.buffer = self.out = None  # it makes no value
 
     @classmethod
@@ -1035,28 +1037,30 @@ class SetElement:
         if not all(type(i) is int for i in index):
             return None
         if type(write) is not ElementwiseWrite or write.rule is not ASSIGNMENT \
-                or write.target != view.outputs.slot or write.kwargs or not write.traced \
-                or type(write.args[0]) is not Slot or type(write.inputs[0]) is not Buffer \
-                or not scalar_cotangents(write.inputs[0]):
+                or write.target != view.outputs.slot or write.kwargs:
             return None
-        written = write.written
+        written, value = write.written, write.args[0]
         if written.whole or written.shape != () or written.dtype != np.float64:
             return None
-        return cls(view.args[0].index, index, write.args[0].index, write.inputs[0], written,
-                   write.key)
+        if not write.traced and _float64_exactly(value):  # NumPy's assignment casts as
+            return cls(view.args[0].index, index, None, None, written, write.key, value)
+        if not write.traced or type(value) is not Slot or type(write.inputs[0]) is not Buffer \
+                or not scalar_cotangents(write.inputs[0]):
+            return None
+        return cls(view.args[0].index, index, value.index, write.inputs[0], written, write.key)
 
     def __call__(self, values, tape):
         array = values[self.source]
         old = array[self.index]
         if tape.guards:
             tape.before_write(self.key)
-        array[self.index] = values[self.value]
+        array[self.index] = self.constant if self.value is None else values[self.value]
         tape.records.append((self, array, old))
 
     def back(self, shadows, array, old):
         dy = shadows.take(self.written)
         array[self.index] = old
-        if dy is not None:
+        if dy is not None and self.place is not None:
             shadows.add(self.place, dy, owned=True)
 
     def emit(self, code, k):
@@ -1064,9 +1068,9 @@ class SetElement:
         array = code.keep(code.value(self.source))
         old = code.keep(f"old{k}")
         index = code.bind(self.index)
-        code.forward += [f"{old} = {array}[{index}]",
-                         f"if tape.guards: tape.before_write({code.bind(self.key, 'key')})",
-                         f"{array}[{index}] = {code.value(self.value)}"]
+        value = code.bind(self.constant) if self.value is None else code.value(self.value)
+        code.forward += [f"{old} = {array}[{index}]", *code.before_write(self.key),
+                         f"{array}[{index}] = {value}"]
         code.records.append((array, old))
 
     def emit_back(self, code, k):
@@ -1074,6 +1078,15 @@ class SetElement:
         array, old = code.records[k]
         restore = f"{array}[{code.bind(self.index)}] = {old}"
         take = f"dy = shadows.take({code.bind(self.written)})"
+        if self.value is None:  # a constant: the element's cotangent zeroed, if it has one
+            if self.written.buffer.dtype != np.float64:  # (a complex array's real part)
+                return [take, restore]
+            _, flat = code.flat_of(self.written.buffer, always=False)
+            if flat is not None:
+                return [f"{flat}[{code.bind(self.written.offset // 8)}] = 0.0", restore]
+            return [f"x = get({code.key(self.written.buffer)})", "if x is not None:",
+                    "    if x[3] is not None:", f"        {take}", "    else:",
+                    *indent(_take_element(code, self.written, read=False), 2), restore]
         if code.cotangent(self.place) is None:
             return [take, restore, "if dy is not None:",
                     f"    shadows.add({code.bind(self.place)}, dy, True)"]
@@ -1088,6 +1101,14 @@ class SetElement:
         element = code.bind(self.written.offset // 8)
         return [*lines, f"dy = {flat}[{element}]", f"{flat}[{element}] = 0.0", restore,
                 *code.add(self.place, "dy")]
+
+
+def _float64_exactly(number):
+    """Whether NumPy's assignment of ``number`` into a float64 array writes the bits
+    ``np.positive(number, out=...)`` writes there (the engine's assignment): a float, or an
+    integer a float64 holds exactly."""
+    kind = type(number)
+    return kind is float or kind is np.float64 or kind is int and abs(number) <= 1 << 53
 
 
 def _take_element(code, written, read):
@@ -1677,11 +1698,12 @@ def _member(step):
     return None
 
 
-def with_blocks(steps, held):
+def with_blocks(steps, held, guarded=()):
     """``steps`` with each run of lean elementwise steps (:class:`Pure`, :class:`Gather`, and
     :class:`SetElement`, fused here), and of the indexing, writes and guards between them
     (``_member``), as one :class:`blocks.Block`. ``held``: the slots the program reads when
-    its steps are done (its result, its aux)."""
+    its steps are done (its result, its aux); ``guarded``: the keys of the buffers whose
+    bytes a call saves before their first write (``Tape.guard``: the arguments')."""
     reads = [set(_read_slots(step)) for step in steps]
     readers = collections.Counter(slot for slots in reads for slot in slots)
     fused, fused_reads = [], []
@@ -1718,7 +1740,8 @@ def with_blocks(steps, held):
     read_in = {}
     for k, step in enumerate(steps):
         local = (tuple(slot for _, slot in step.at) if type(step) is Pure else
-                 (step.value,) if type(step) is SetElement else ()) if k in block_of else ()
+                 (step.value,) if type(step) is SetElement and step.value is not None
+                 else ()) if k in block_of else ()
         for slot in local:
             if read_in.setdefault(slot, block_of[k]) != block_of[k]:
                 outside.add(slot)
@@ -1736,7 +1759,7 @@ def with_blocks(steps, held):
                     and step.out not in outside and read_in.get(step.out, j) == j}
         unreached = {step.buffer.key for step in run_members
                      if type(step) is Pure and step.out not in reached}
-        out.append(Block(run_members, internal, GuardFailed, unreached))
+        out.append(Block(run_members, internal, GuardFailed, unreached, guarded))
         start = run[-1] + 1
     return out + steps[start:]
 
@@ -2453,7 +2476,7 @@ class Program:
             held = [*self.alive] if self.output is None else [self.output, *self.alive]
             if self.aux is not None:
                 held += [x.index for x in self.aux[0] if type(x) is Slot]
-            self.steps = with_blocks(self.steps, held)
+            self.steps = with_blocks(self.steps, held, self.saves)
         return (value if self.aux is None else (value, aux)), grads
 
 

@@ -55,6 +55,9 @@ def _statements(rng):
         f"t = np.clip(np.outer(x, y).T, -1.0, {c})\ns = s + (np.ones(({N}, {N})) * t).sum(axis=0)",
         f"for r in range(1, {N}):\n    s[r] -= s[:r] @ y[:r] * {c}",
         "s[1:] += x[:-1] / 3.0",
+        # numbers assigned to elements in a loop, read again by the next turn
+        f"for r in range({N - 1}):\n    s[{i}] = {c}\n    s[r + 1] += s[r] * y[r]\n"
+        f"    s[{N - 1}] = {int(c * 2)}",
     ]
     return choices[rng.integers(len(choices))]
 

@@ -725,6 +725,73 @@ def test_element_writes_take_their_cotangents_from_a_shadow_of_their_own(n, poli
     assert any(type(step) is SetElement for block in blocks(replaying) for step in block.steps)
 
 
+def pinned_ends(a, b):
+    """Numbers assigned to elements in a loop: a float, an int, NumPy's float64 (fused into
+    ``SetElement`` steps), an int no float64 holds exactly (left as the view and the write it
+    was recorded as); before any gradient reaches the array (its shadow absent), after
+    (an element of it zeroed), and while a large sum's reverse pass leaves it shared."""
+    a = a * 1.0
+    for _ in range(3):
+        a[1:-1] += 0.25 * (a[2:] - a[:-2])
+        a[0] = 0.5
+        a[-1] = 2
+        a[3] = np.float64(-0.0)
+        a[4] = (1 << 60) + 1
+        a[5] = a[6] * 1.5
+    y = a + b
+    return np.sum(y * y) + a[0] * a[1] * 1e-19
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("n", [12, 20_000])
+def test_numbers_assigned_to_elements_compile_as_element_writes(n, policy):
+    """``u[0] = 0.0`` in a loop compiles as one element's save, assignment and restore (not as
+    a view, its copy and ``np.positive`` into it), with the bits the engine's assignment
+    writes, and its element's cotangent zeroed wherever the shadow lies."""
+    from mutad.replay import SetElement
+    rng = np.random.default_rng(n)
+    calls = [(rng.standard_normal(n), rng.standard_normal(n)) for _ in range(4)]
+    replaying = replayed_like_traced(pinned_ends, calls, policy, argnums=(0, 1),
+                                     traced_once=True)
+    fused = [step for block in blocks(replaying) for step in block.steps
+             if type(step) is SetElement]
+    assert sorted({type(step.constant).__name__ for step in fused}) == ["NoneType", "float",
+                                                                        "float64", "int"]
+    assert all(step.constant != (1 << 60) + 1 for step in fused)
+
+
+COMPLEX_WEIGHTS = (np.array([1.0, 2.0]), np.array([1 - 1j, 2 + 0.5j]),
+                   np.array([1 + 1j, 2 - 0.5j]))
+
+
+def real_part_pinned(a0, a1, a2):
+    """A number assigned to an element of the real part of a complex array, views of whose
+    memory the loss reads too: the element's real cotangent is zeroed, its imaginary one
+    kept."""
+    a0[0] = a0[0]
+    a0[0] = 0.0
+    total = 0.0
+    for w, y in zip(COMPLEX_WEIGHTS, (a0, a1, a2)):
+        total = total + ((np.conj(w) * y).real.sum() if np.iscomplexobj(w) else (w * y).sum())
+    return total
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_number_assigned_to_a_real_part_keeps_the_imaginary_cotangent(policy):
+    """Found by the soak: the element's cotangent was zeroed in the complex shadow's flat
+    view as if it were a float64 one, the imaginary part's with it."""
+    def calls():
+        s = np.array([0.274 - 0.46j, -0.918 - 0.967j, 0.627 + 0.826j])
+        return s[0:2].real, s[1:3], s[0:2]
+    replaying = mutad.value_and_grad(real_part_pinned, argnums=(0, 1, 2), policy=policy,
+                                     replay=True)
+    for _ in range(4):
+        got = replaying(*calls())
+        expected = mutad.value_and_grad(real_part_pinned, argnums=(0, 1, 2), policy=policy)(
+            *calls())
+        assert same(got[0], expected[0]) and same(got[1], expected[1])
+
+
 def clipped_transpose(a):
     """A function whose output is laid out as its operand (F-ordered), read by an elementwise
     step of the same block whose output is C-ordered: its lean pullback adds into the
