@@ -760,6 +760,36 @@ def test_numbers_assigned_to_elements_compile_as_element_writes(n, policy):
     assert all(step.constant != (1 << 60) + 1 for step in fused)
 
 
+def smoothed_twice(a, b, read_c):
+    """Slices assigned computed values in a loop (writes copied on every call), one array of
+    which the loss reads only if ``read_c``."""
+    c = np.zeros_like(a)
+    d = np.zeros_like(a)
+    for _ in range(3):
+        t = a * 0.5
+        c[1:-1] = 0.25 * (t[2:] + t[:-2])
+        d[1:-1] = (t[1:-1] - 0.1) * b[1:-1]
+        a = a + d
+    return np.sum(a * a) + (np.sum(c * c) if read_c else 0.0)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("read_c", [False, True])
+def test_slices_assigned_where_no_gradient_reaches_them(policy, read_c, monkeypatch):
+    """Where no gradient reached the values a block's write assigned (``c``, unread), the
+    block's earlier steps are reversed one at a time from there, with the same gradients."""
+    from mutad.blocks import Block
+    deopts = []
+    deopt = Block.deopt
+    monkeypatch.setattr(Block, "deopt", lambda *a: (deopts.append(1), deopt(*a))[1])
+    rng = np.random.default_rng(3)
+    calls = [(rng.standard_normal(20), rng.standard_normal(20), read_c) for _ in range(4)]
+    replaying = replayed_like_traced(smoothed_twice, calls, policy, argnums=(0, 1),
+                                     traced_once=True)
+    assert blocks(replaying)
+    assert bool(deopts) == (not read_c)
+
+
 COMPLEX_WEIGHTS = (np.array([1.0, 2.0]), np.array([1 - 1j, 2 + 0.5j]),
                    np.array([1 + 1j, 2 - 0.5j]))
 
