@@ -55,6 +55,23 @@ def _statements(rng):
         f"t = np.clip(np.outer(x, y).T, -1.0, {c})\ns = s + (np.ones(({N}, {N})) * t).sum(axis=0)",
         f"for r in range(1, {N}):\n    s[r] -= s[:r] @ y[:r] * {c}",
         "s[1:] += x[:-1] / 3.0",
+        # views of the work array in 2-D, transposed, strided and reversed, written in loops
+        f"m = s.reshape(2, 2)\nfor r in range(2):\n    m[r, 1] = m[r, 0] * {c}\n"
+        "    m[:, r] += y[:2]",
+        f"m = s.reshape(2, 2).T\nm[0] *= x[1:3]\nm[1, 0] = {c}",
+        f"s[::2] *= y[1::2]\ns[::-1][0] = {c}\ns[1::2] -= x[::2] * 0.5",
+        # an F-ordered temporary written in place; a recurrence of element writes in 2-D
+        f"t = np.asfortranarray(np.outer(x, s))\nt[1:, :] -= {c} * t[:-1, :]\n"
+        "s = t.sum(axis=0)",
+        f"m = np.outer(x, y) + 1.0\nfor r in range(1, {N}):\n    for q in range(1, {N}):\n"
+        "        m[r, q] = (m[r - 1, q] + m[r, q - 1]) * 0.5\ns = s + m[:, -1]",
+        # complex values made in the program, their real and imaginary parts written
+        f"z = s + 1j * y\nz.real[{i}] = {c}\nz.imag[1:] *= x[1:]\ns = np.abs(z) + z.real",
+        # writes into an argument, which the caller gets back as it was
+        f"x[{i}] = s[{j}]\nx[1:] += s[:-1] * {c}",
+        # a temporary past the compiled blocks' size, written in place
+        f"big = np.tile(s, 3000)\nbig[1:-1] += {c} * big[2:]\n"
+        f"s = s + big.reshape(-1, {N}).sum(axis=0) * 1e-3",
         # numbers assigned to elements in a loop, read again by the next turn
         f"for r in range({N - 1}):\n    s[{i}] = {c}\n    s[r + 1] += s[r] * y[r]\n"
         f"    s[{N - 1}] = {int(c * 2)}",
