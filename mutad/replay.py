@@ -642,8 +642,11 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
             # factors not zero, the product is times's own, and computes no 0 * inf; a NaN
             # is computed again by the ufunc, which may choose another one: blocks)
             evaluate, p = _partial_value(code, partial, y, vals)
-            lines += [*evaluate, f"{g} = dy * {p} if dy and {p} else with_a_zero(dy, {p})",
-                      f"if {g} != {g}:", f"    {g} = times_scalar(dy, {p})"]
+            # (by a number known now, finite and not zero, a zero dy's product is with_a_zero's)
+            product = (f"dy * {p}" if _finite_nonzero(code.constant(p)) else
+                       f"dy * {p} if dy and {p} else with_a_zero(dy, {p})")
+            lines += [*evaluate, f"{g} = {product}", f"if {g} != {g}:",
+                      f"    {g} = times_scalar(dy, {p})"]
         else:
             into = ("dy" if last else "None" if made.shape != ()
                     else "empty_like(dy)")  # dy * p gives a NumPy scalar for a 0-d dy
