@@ -316,6 +316,30 @@ def test_a_chain_ends_where_a_write_it_cannot_redo_comes_between():
     np.testing.assert_allclose(mutad.gradient(f, u, memory=0)[0], exact, rtol=1e-14)
 
 
+def filtered_means(theta, ys):
+    """A small state computed anew each step (no reference follows a small temporary), then
+    written in place, then assigned into an array allocated before the loop."""
+    F = np.array([[1.0, 0.1], [0.0, 1.0]])
+    means = np.zeros((len(ys), 2))
+    x = np.zeros(2)
+    for t in range(len(ys)):
+        x = F @ x
+        x += theta[1:] / theta[0] * ys[t]
+        means[t] = x
+    return np.sum(means ** 2)
+
+
+@pytest.mark.parametrize("budget", [0, 100, 300, 10_000])
+def test_a_rebuilt_write_does_not_read_a_small_temporary_no_reference_finds(budget):
+    """Regression: a rebuilt write read the small state it copied from (written in place,
+    so taken for alive) through a reference it never had (an AttributeError in the reverse
+    pass, found by a Kalman filter under a budget): such a write is saved instead."""
+    theta, ys = np.array([2.0, -1.0, 0.3]), np.linspace(0.0, 1.0, 7)
+    exact = mutad.gradient(filtered_means, theta, ys, argnums=0, policy="checkpoint")
+    got = mutad.gradient(filtered_means, theta, ys, argnums=0, memory=budget)
+    assert got.tobytes() == exact.tobytes()
+
+
 def test_a_temporary_computed_twice_from_the_same_bytes_is_recomputed_once():
     def f(x, changed, zero):
         first = np.sin(x) * 2.0
