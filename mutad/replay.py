@@ -1241,10 +1241,18 @@ class Function:
             lines = [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
                      f"    g = {back.format('dy')}"]
             level = 1
+        # The products of a rule's plain back (``special``) of float64 operands are arrays
+        # nothing else holds, of their operands' shapes and dtype: one becomes the shadow of
+        # a whole short buffer (whose shadow is never shared: ``elementwise._sharing``), or is
+        # added into it, as ``Pure``'s lean cotangents are (``Code.add``)
+        adopted = self.special is not None and self.buffer.dtype == np.float64 and all(
+            place is None or place.dtype == np.float64 for place in self.places)
         for i, place in enumerate(self.places):
             if place is None:  # a constant's
                 continue
-            if place.whole or overlapping(place):
+            if adopted and type(place) is Buffer and place.c_contiguous and short(place):
+                add = code.add(place, f"g{i}")
+            elif place.whole or overlapping(place):
                 add = [f"shadows.add({code.bind(place)}, g{i})"]
             else:  # (Shadows.add, for a real region of elements apart)
                 add = code.add_into(place, f"g{i}", always=False)

@@ -760,6 +760,36 @@ def test_numbers_assigned_to_elements_compile_as_element_writes(n, policy):
     assert all(step.constant != (1 << 60) + 1 for step in fused)
 
 
+def kalman_like(a, q, F0, ys):
+    """Products of small matrices in a loop, as a newcomer's Kalman filter writes them: whole
+    temporaries (``F @ P``) whose cotangents the products of matmul's plain back become or
+    are added into, an operand used twice (``x @ x``), a transposed view (``F.T``), a
+    constant of the program (``np.eye``), a float32 operand (its products not adopted)."""
+    F = F0 * a
+    P = np.eye(2)
+    x = np.ones(2)
+    total = 0.0
+    for t in range(len(ys)):
+        x = F @ x
+        P = F @ P @ F.T + q * np.eye(2)
+        x = x + P @ (ys[t] - x) * 0.1
+        total = total + x @ x + np.sum(P @ P)
+    w = np.ones(2, dtype=np.float32)
+    return total + np.sum(P @ w)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_products_of_small_matrices_hand_their_cotangents_to_the_shadows(policy):
+    """The cotangents matmul's plain back computes become shadows of the temporaries (no
+    copy) or are added into them, with the traced bits."""
+    rng = np.random.default_rng(11)
+    calls = [(1.0 + 0.1 * rng.random(), 0.1 + rng.random(), rng.standard_normal((2, 2)),
+              rng.standard_normal((6, 2))) for _ in range(4)]
+    replaying = replayed_like_traced(kalman_like, calls, policy, argnums=(0, 1, 2),
+                                     traced_once=True)
+    assert blocks(replaying)
+
+
 def smoothed_twice(a, b, read_c):
     """Slices assigned computed values in a loop (writes copied on every call), one array of
     which the loss reads only if ``read_c``."""
