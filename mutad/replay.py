@@ -1130,9 +1130,9 @@ class Function:
 
     __slots__ = ("rule", "args", "kwargs", "outputs", "primals", "primitive", "settings",
                  "created", "places", "buffers", "multiple", "args_of", "kwargs_of", "adopts",
-                 "lean", "special")
+                 "lean", "dims", "special")
 
-    def __init__(self, rule, args, kwargs, outputs, traced, record):
+    def __init__(self, rule, args, kwargs, outputs, traced, record, dims=None):
         self.rule = rule
         self.args = args
         self.kwargs = kwargs
@@ -1156,6 +1156,7 @@ class Function:
             and all(p is None or type(p) in (Buffer, Place) and p.dtype.kind == "f"
                     and not p.buffer.weak if type(a) is Slot else
                     p is None and _passed_as_is(a) for a, p in zip(args, places)))
+        self.dims = dims  # the arguments' dimensions as recorded, where the rule may use them
         self.special = self._specialized()
 
     prepare = Call.prepare
@@ -1178,9 +1179,12 @@ class Function:
         args = [code.value(a.index) if type(a) is Slot else code.bind(a) for a in self.args]
         for i, (a, place, name) in enumerate(zip(self.args, self.places, args)):
             if type(a) is Slot and place is None:  # a constant of the program: an array as
-                # recorded (a number or a complex array would take __call__'s conversions)
-                code.forward += [f"if type({name}) is not ndarray or {name}.dtype.kind == 'c':",
-                                 "    raise GuardFailed"]
+                # recorded (a number or a complex array would take __call__'s conversions),
+                # of the dimensions the rule's plain functions were chosen for
+                ndim = "" if self.special is None else f" or {name}.ndim != {self.dims[i]}"
+                code.forward += [
+                    f"if type({name}) is not ndarray or {name}.dtype.kind == 'c'{ndim}:",
+                    "    raise GuardFailed"]
             elif type(a) is Slot and place.shape == ():  # NumPy's scalar, as the 0-d array
                 args[i] = f"{code.bind(fresh_value)}({name})"  # it stands for (_arrays)
         special = self.special
@@ -1203,13 +1207,13 @@ class Function:
     def _specialized(self):
         """``(forward, back)``, plain functions that compute what the rule and its ``back``
         compute for operands of these dimensions, where the rule offers them
-        (``rule.specialized(dims, kwargs)``) and every argument is a traced value of the
-        program; else None."""
+        (``rule.specialized(dims, kwargs)``) and every argument is a value of the program (a
+        traced one, or a constant array, whose dimensions ``emit`` guards); else None."""
         offer = getattr(getattr(self.rule, "__wrapped__", self.rule), "specialized", None)
-        if offer is None or not self.lean or not all(
-                type(a) is Slot and place is not None for a, place in zip(self.args, self.places)):
+        if offer is None or not self.lean or self.dims is None \
+                or not all(type(a) is Slot for a in self.args):
             return None
-        return offer(tuple(len(place.shape) for place in self.places), self.kwargs)
+        return offer(self.dims, self.kwargs)
 
     @property
     def out(self):
@@ -2163,8 +2167,11 @@ class Recorder:
                       and not x.buffer.constant]
         leaves = {x.buffer for x in traced}
         outputs = self._function_outputs(y, leaves)
+        specialized = getattr(getattr(rule, "__wrapped__", rule), "specialized", None)
+        dims = None if specialized is None else tuple(
+            np.ndim(x.value if type(x) is Traced else x) for x in args)
         self.steps.append(Function(rule, self.spec(args), settings, outputs,
-                                   [self.slots[id(x)] for x in traced], record))
+                                   [self.slots[id(x)] for x in traced], record, dims))
 
     def _function_outputs(self, y, leaves):
         if type(y) is Traced:

@@ -763,17 +763,20 @@ def test_numbers_assigned_to_elements_compile_as_element_writes(n, policy):
 def kalman_like(a, q, F0, ys):
     """Products of small matrices in a loop, as a newcomer's Kalman filter writes them: whole
     temporaries (``F @ P``) whose cotangents the products of matmul's plain back become or
-    are added into, an operand used twice (``x @ x``), a transposed view (``F.T``), a
-    constant of the program (``np.eye``), a float32 operand (its products not adopted)."""
+    are added into, an operand used twice (``x @ x``), a transposed view (``F.T``), constant
+    operands of the program (``H``, ``np.eye``), a float32 operand (its products not
+    adopted)."""
     F = F0 * a
+    H = np.array([[1.0, 0.5]])
     P = np.eye(2)
     x = np.ones(2)
     total = 0.0
     for t in range(len(ys)):
         x = F @ x
         P = F @ P @ F.T + q * np.eye(2)
-        x = x + P @ (ys[t] - x) * 0.1
-        total = total + x @ x + np.sum(P @ P)
+        S = H @ P @ H.T
+        x = x + P @ (ys[t] - x) * 0.1 + H.T @ (H @ x)
+        total = total + x @ x + np.sum(P @ P) + S[0, 0]
     w = np.ones(2, dtype=np.float32)
     return total + np.sum(P @ w)
 
@@ -787,7 +790,10 @@ def test_products_of_small_matrices_hand_their_cotangents_to_the_shadows(policy)
               rng.standard_normal((6, 2))) for _ in range(4)]
     replaying = replayed_like_traced(kalman_like, calls, policy, argnums=(0, 1, 2),
                                      traced_once=True)
-    assert blocks(replaying)
+    from mutad.replay import Function
+    products = [step for block in blocks(replaying) for step in block.steps
+                if type(step) is Function and step.special is not None]
+    assert any(place is None for step in products for place in step.places)  # H @ P
 
 
 def smoothed_twice(a, b, read_c):
