@@ -576,6 +576,40 @@ def _heat_fit_jax(problem):
     return _jax_gradient(jax, loss, [jnp.asarray(problem.args[0])])
 
 
+def _kalman_jax(problem):
+    from mutad.bench.workloads import KALMAN_DT as dt
+
+    jax = _jax()
+    jnp = jax.numpy
+    steps = problem.params["steps"]
+    ys = jnp.asarray(problem.args[1][:steps])
+
+    def loss(theta):
+        q, r, damping = jnp.exp(theta[0]), jnp.exp(theta[1]), theta[2]
+        F = jnp.array([[1.0, dt], [0.0, 1.0]]).at[1, 1].set(1.0 - damping * dt)
+        H = jnp.array([[1.0, 0.0]])
+        Q = q * jnp.array([[dt**3 / 3, dt**2 / 2], [dt**2 / 2, dt]])
+        R = r * jnp.eye(1)
+
+        def step(carry, y):
+            x, P, nll = carry
+            x = F @ x
+            P = F @ P @ F.T + Q
+            S = H @ P @ H.T + R
+            K = P @ H.T / S[0, 0]
+            v = y - H @ x
+            x = x + K @ v
+            P = P - K @ S @ K.T
+            nll = nll + 0.5 * (jnp.log(2 * jnp.pi * S[0, 0]) + v[0] ** 2 / S[0, 0])
+            return (x, P, nll), (x[1], jnp.diag(P))
+
+        (_, _, nll), (velocities, variances) = jax.lax.scan(
+            step, (jnp.zeros(2), 10.0 * jnp.eye(2), 0.0), ys)
+        return nll + 1e-3 * jnp.sum(velocities**2) + jnp.sum(variances)
+
+    return _jax_gradient(jax, loss, [jnp.asarray(problem.args[0])])
+
+
 PEER_IMPLEMENTATIONS = {
     ("torch", "leapfrog"): _leapfrog_torch,
     ("jax", "leapfrog"): _leapfrog_jax,
@@ -596,6 +630,7 @@ PEER_IMPLEMENTATIONS = {
     ("jax", "heat-scalar"): _heat_scalar_jax,
     ("autograd", "heat-scalar"): _heat_scalar_autograd,
     ("jax", "heat-fit"): _heat_fit_jax,
+    ("jax", "kalman"): _kalman_jax,
 }
 
 

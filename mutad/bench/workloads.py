@@ -12,6 +12,7 @@ Nothing here measures anything (that is ``harness.py``), so the CLI and the test
 definitions.
 """
 
+import inspect
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -590,6 +591,136 @@ HEAT_FIT = Workload(
 
 
 # ----------------------------------------------------------------------------------------------
+# kalman: a newcomer's Kalman filter, the likelihood of a track under a constant-velocity model,
+# written as textbooks print the filter: small matrix products in a loop, the state updated in
+# place, the filtered means and variances written into preallocated arrays.
+
+KALMAN_DT = 0.1
+KALMAN_THETA = (-2.0, -1.0, 0.3)
+"""The parameters the gradient is taken at: log process noise, log measurement noise,
+velocity damping."""
+
+
+def kalman_model(theta):
+    """The model's matrices: transition ``F``, observation ``H``, process noise ``Q`` (white
+    acceleration of intensity ``exp(theta[0])``), measurement noise ``R``."""
+    dt = KALMAN_DT
+    q, r, damping = np.exp(theta[0]), np.exp(theta[1]), theta[2]
+    F = np.array([[1.0, dt], [0.0, 1.0]])
+    F[1, 1] = 1.0 - damping * dt
+    H = np.array([[1.0, 0.0]])
+    Q = q * np.array([[dt**3 / 3, dt**2 / 2], [dt**2 / 2, dt]])
+    R = r * np.eye(1)
+    return F, H, Q, R
+
+
+def kalman_nll(theta, ys, steps):
+    """The negative log-likelihood of the first ``steps`` positions ``ys`` (the prediction
+    error decomposition), and a small penalty on the filtered velocities and variances,
+    which the loop writes into arrays allocated before it."""
+    F, H, Q, R = kalman_model(theta)
+    means = np.zeros((steps, 2))
+    variances = np.zeros((steps, 2))
+    x = np.zeros(2)
+    P = 10.0 * np.eye(2)
+    nll = 0.0
+    for t in range(steps):
+        x = F @ x
+        P = F @ P @ F.T + Q
+        S = H @ P @ H.T + R
+        K = P @ H.T / S[0, 0]
+        v = ys[t] - H @ x
+        x += K @ v
+        P -= K @ S @ K.T
+        means[t] = x
+        variances[t] = np.diag(P)
+        nll += 0.5 * (np.log(2 * np.pi * S[0, 0]) + v[0] ** 2 / S[0, 0])
+    return nll + 1e-3 * np.sum(means[:, 1] ** 2) + np.sum(variances)
+
+
+def kalman_nll_joseph(theta, ys, steps):
+    """The same likelihood with no write into an existing array: the gain from a linear
+    solve and the covariance in Joseph's form, ``(I - K H) P (I - K H)^T + K R K^T``: an
+    independent spelling, equal to rounding."""
+    F, H, Q, R = kalman_model(theta)
+    x, P = np.zeros(2), 10.0 * np.eye(2)
+    nll, velocities, variances = 0.0, [], []
+    for t in range(steps):
+        x, P = F @ x, F @ P @ F.T + Q
+        S = H @ P @ H.T + R
+        K = np.linalg.solve(S, H @ P).T
+        v = ys[t] - H @ x
+        x = x + K @ v
+        A = np.eye(2) - K @ H
+        P = A @ P @ A.T + K @ R @ K.T
+        velocities.append(x[1])
+        variances.append(P[0, 0] + P[1, 1])
+        nll = nll + 0.5 * (math.log(2 * math.pi * S[0, 0]) + v[0] ** 2 / S[0, 0])
+    return float(nll + 1e-3 * np.sum(np.square(velocities)) + np.sum(variances))
+
+
+def kalman_track(steps, seed=7):
+    """Positions of a track simulated from the model at ``KALMAN_THETA``, with noise."""
+    rng = np.random.default_rng(seed)
+    F, H, Q, R = kalman_model(np.array(KALMAN_THETA))
+    x, ys = np.array([0.0, 1.0]), np.empty((steps, 1))
+    for t in range(steps):
+        x = F @ x + rng.multivariate_normal(np.zeros(2), Q)
+        ys[t] = H @ x + rng.normal(0.0, math.sqrt(R[0, 0]))
+    return ys
+
+
+def as_user_code(*functions):
+    """``functions`` compiled again from their source, at their lines of this file, into one
+    namespace that is not a module of mutad's, holding this module's names: there the
+    allocation mode follows the arrays they allocate (``np.zeros``, ``np.array``) as it does
+    in a user's module, where mutad's own modules keep NumPy's functions. For a workload that
+    writes traced values into arrays it allocates, as its users do."""
+    namespace = {**globals(), "__name__": "mutad_bench_user_code"}
+    for function in functions:
+        lines, first = inspect.getsourcelines(function)
+        source = "\n" * (first - 1) + "".join(lines)
+        exec(compile(source, inspect.getsourcefile(function), "exec"), namespace)  # noqa: S102
+    return tuple(namespace[function.__name__] for function in functions)
+
+
+kalman_model, kalman_nll = as_user_code(kalman_model, kalman_nll)
+
+
+def build_kalman(steps=200):
+    theta, ys = np.array(KALMAN_THETA), kalman_track(steps)
+    return Problem(
+        params={"steps": steps},
+        args=(theta, ys, steps),
+        argnums=(0,),
+        numpy_forward=kalman_nll,  # it writes only into arrays of its own
+        loss=kalman_nll,
+        reference_loss=lambda: kalman_nll_joseph(theta, ys, steps),
+        # theta's entries are logarithms and a damping: a unit step leaves the model's range
+        direction_scale={0: 1e-2},
+        reference_tolerance=1e-10,
+    )
+
+
+KALMAN = Workload(
+    name="kalman",
+    label="kf",
+    summary="a newcomer's Kalman filter: T predict-update steps of 2 x 2 matrix products, the "
+            "state updated in place, filtered means and variances written into arrays "
+            "allocated before the loop, then a likelihood (jax: the same steps in lax.scan, "
+            "jitted)",
+    build=build_kalman,
+    sizes={
+        "full": [{"steps": steps} for steps in (200, 2000)],
+        "quick": [{"steps": 200}],
+        "tiny": [{"steps": 5}],
+    },
+    steps_parameter="steps",
+    n_parameter=None,
+)
+
+
+# ----------------------------------------------------------------------------------------------
 # W6 bratu-gs: red-black nonlinear Gauss-Seidel sweeps, whose writes cannot be inverted.
 
 BRATU_C = -1e-3
@@ -681,7 +812,7 @@ BRATU = Workload(
 
 WORKLOADS = {workload.name: workload for workload in (
     ADDVECS, LEAPFROG, IMPLICIT_HEAT, SMALL_OPS, BIG_ELEMENTWISE, BRATU, HEAT_EXPLICIT,
-    HEAT_SCALAR, HEAT_FIT)}
+    HEAT_SCALAR, HEAT_FIT, KALMAN)}
 """Every workload by name, in the order tables list them."""
 
 DEFAULT_WORKLOADS = ("addvecs", "leapfrog", "implicit-heat", "small-ops", "big-elementwise",
