@@ -1045,7 +1045,7 @@ class SetElement:
         written, value = write.written, write.args[0]
         if written.whole or written.shape != () or written.dtype != np.float64:
             return None
-        if not write.traced and _float64_exactly(value):  # NumPy's assignment casts as
+        if not write.traced and _float64_exactly(value):  # a number: as np.positive writes it
             return cls(view.args[0].index, index, None, None, written, write.key, value)
         if not write.traced or type(value) is not Slot or type(write.inputs[0]) is not Buffer \
                 or not scalar_cotangents(write.inputs[0]):
