@@ -72,6 +72,10 @@ def _statements(rng):
         # a temporary past the compiled blocks' size, written in place
         f"big = np.tile(s, 3000)\nbig[1:-1] += {c} * big[2:]\n"
         f"s = s + big.reshape(-1, {N}).sum(axis=0) * 1e-3",
+        # products of small matrices in a loop: whole temporaries, a transposed view and a
+        # constant of the program among the operands
+        f"m = np.outer(x, s) * {c} + np.eye({N})\nfor r in range(2):\n    m = m @ m.T * 0.5\n"
+        f"s = s + m @ y + (np.ones((1, {N})) @ m @ x)[0]",
         # numbers assigned to elements in a loop, read again by the next turn
         f"for r in range({N - 1}):\n    s[{i}] = {c}\n    s[r + 1] += s[r] * y[r]\n"
         f"    s[{N - 1}] = {int(c * 2)}",
