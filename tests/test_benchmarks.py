@@ -305,3 +305,26 @@ def test_scipy_solvers_reports_a_missing_peer(monkeypatch):
     rows = bench.run(options, out=printed.append)
     assert [row["status"] for row in rows] == ["not installed"]
     assert "| ode | span=1 | diffrax | not installed" in printed[0]
+
+
+def test_the_workloads_run_as_a_users_module_would():
+    """What mutad differentiates is compiled again outside mutad's modules, so that the
+    allocation mode follows what it allocates (the Kalman filter writes traced values into
+    arrays it allocates); without its sources, as it is."""
+    from mutad.bench import workloads
+
+    assert workloads.kalman_nll.__globals__["__name__"] == "mutad_bench_user_code"
+    assert workloads.leapfrog.__globals__ is workloads.fpu_force.__globals__
+    assert workloads.leapfrog.__code__.co_filename == workloads.__file__
+
+
+def test_workloads_without_their_sources_run_as_they_are(monkeypatch):
+    import inspect
+
+    from mutad.bench import workloads
+
+    def no_source(function):
+        raise OSError("could not get source code")
+
+    monkeypatch.setattr(inspect, "getsourcelines", no_source)
+    assert workloads.as_user_code(workloads.grid) == (workloads.grid,)
