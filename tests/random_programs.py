@@ -18,6 +18,9 @@ still open can be kept out of CI while its regression tests say why (``FAILING_O
 * ``aliasing``: arguments viewing one element get one gradient there;
 * ``policies``: the restore policy's gradient equals the checkpoint policy's (relative 1e-8),
   kinks or not: both must take the same decisions;
+* ``budget``: under a memory budget (``memory=0``: every write that would be saved is rebuilt
+  from snapshots instead), each policy's value and gradient are those without one, bit for
+  bit, and the caller's bytes come back;
 * ``finite differences``: where no decision came within ``KINK_MARGIN`` of a tie and no value
   went extreme, ``<gradient, v>`` matches a fourth-order central difference;
 * ``modes``: forward mode's value is NumPy's, and ``<gradient, v> == <w, jvp(v)>`` (relative
@@ -1109,6 +1112,8 @@ def check(program, policies=("restore", "checkpoint"), modes=True, second_order=
     zero = ZERO_RTOL * sum(float(np.sum(np.abs(w))) for w in weights) if weights else 0.0
     if "restore" in gradients and "checkpoint" in gradients:
         _compare_policies(gradients["restore"], gradients["checkpoint"], zero)
+    for policy, gradient in gradients.items():
+        _check_budget(program, policy, weights, expected, gradient, outcome)
     if not gradients:
         return outcome
     reference = gradients.get("checkpoint", next(iter(gradients.values())))
@@ -1186,6 +1191,31 @@ def check(program, policies=("restore", "checkpoint"), modes=True, second_order=
                 outcome.refused.append(f"order 2 {type(error).__name__}: "
                                        f"{str(error).splitlines()[0]}")
     return outcome
+
+
+def _check_budget(program, policy, weights, expected, gradient, outcome):
+    """The ``budget`` oracle: ``memory=0`` changes no bit of the value or of the gradient."""
+    f, args = program.make()
+    buffers = _buffers_of(args, program)
+    before = _bytes(buffers)
+    try:
+        with np.errstate(all="ignore"):
+            y, back = mutad.pullback(f, *args, policy=policy, memory=0)
+            grads = back(weights)
+    except mutad.MutadError as error:
+        _check_bytes(buffers, before, f"after a refusal under a budget ({policy!r})")
+        outcome.refused.append(f"budget {type(error).__name__}: {str(error).splitlines()[0]}")
+        return
+    except Exception as error:  # noqa: BLE001 - none without a budget
+        _check_bytes(buffers, before, f"after an error under a budget ({policy!r})")
+        raise ProgramFailure("budget", f"policy={policy!r}, memory=0: mutad raised "
+                             f"{type(error).__name__}: {error}") from error
+    _check_bytes(buffers, before, f"after the reverse pass under a budget ({policy!r})")
+    _check_value(y, expected, f"policy={policy!r}, memory=0")
+    for name, g in _scatter(program, grads).items():
+        if not _same(g, gradient[name]):
+            raise ProgramFailure("budget", f"policy={policy!r}, memory=0: the gradient of "
+                                 f"{name} is {g!r}, without a budget {gradient[name]!r}")
 
 
 def check_replay(program, policy, weights, outcome):
@@ -1312,15 +1342,20 @@ def reproducer(program, failure=None):
              "     if np.iscomplexobj(y) else w for w, y in zip(W, numpy_value)]"
              "  # loss: Re <W, y>",
              "",
-             "def gradient(policy):",
+             "def gradient(policy, memory=None):",
              "    f, args = make()",
-             "    value, back = mutad.pullback(f, *args, policy=policy)",
+             "    value, back = mutad.pullback(f, *args, policy=policy, memory=memory)",
              "    return value, back(W)",
              ""]
     if oracle == "value" or oracle == "crash" or program.numpy_raises:
         lines += ["value, _ = gradient('restore')",
                   "print('NumPy:', numpy_value)",
                   "print('mutad:', value)               # differs from NumPy"]
+    elif oracle == "budget":
+        lines += ["from mutad import recompute",
+                  "recompute.SMALL = 0  # as the soak has it: saved writes are rebuilt where they can be",
+                  "print(gradient('restore')[1])",
+                  "print(gradient('restore', memory=0)[1])   # differs"]
     elif oracle == "modes":
         lines += ["f, args = make()",
                   "v = tuple(np.cos(np.arange(np.size(a))).reshape(np.shape(a)) for a in args)",
