@@ -887,15 +887,8 @@ class ElementwiseWrite:
         if span is not None and flat is not None:  # a row's, in the flat shadow a local holds
             region = f"{flat}[{code.bind(span)}]"
             take[:1] = [f"dy = {region}.copy()", f"{region} = 0.0"]
-        if not self.traced and written.shape == () and written.dtype == np.float64 \
-                and written.buffer.dtype == np.float64:
-            # the values written get no gradient, and one element's is zeroed where it lies
-            # (as Shadows.take does; a shadow other buffers share: by Shadows.take)
-            lean = [f"x = get({code.key(written.buffer)})", "if x is not None:",
-                    "    if x[3] is not None:", f"        {take[0]}", "    else:",
-                    *indent(_take_element(code, written, read=False), 2), take[1]]
-        elif not self.traced:  # the values written get no gradient
-            lean = take
+        if not self.traced:  # the values written get no gradient
+            lean = [*_dropped(code, written, take[:-1]), take[-1]]
         elif self.cotangents is None:
             lean = [f"{code.bind(self)}.back(shadows, [{vals}], ({target}, {saved}))"]
         else:
@@ -1081,15 +1074,8 @@ class SetElement:
         array, old = code.records[k]
         restore = f"{array}[{code.bind(self.index)}] = {old}"
         take = f"dy = shadows.take({code.bind(self.written)})"
-        if self.value is None:  # a constant: the element's cotangent zeroed, if it has one
-            if self.written.buffer.dtype != np.float64:  # (a complex array's real part)
-                return [take, restore]
-            _, flat = code.flat_of(self.written.buffer, always=False)
-            if flat is not None:
-                return [f"{flat}[{code.bind(self.written.offset // 8)}] = 0.0", restore]
-            return [f"x = get({code.key(self.written.buffer)})", "if x is not None:",
-                    "    if x[3] is not None:", f"        {take}", "    else:",
-                    *indent(_take_element(code, self.written, read=False), 2), restore]
+        if self.value is None:  # a constant: the element's cotangent dropped
+            return [*_dropped(code, self.written, [take]), restore]
         if code.cotangent(self.place) is None:
             return [take, restore, "if dy is not None:",
                     f"    shadows.add({code.bind(self.place)}, dy, True)"]
@@ -1114,6 +1100,22 @@ def _float64_exactly(number):
     return kind is float or kind is np.float64 or kind is int and abs(number) <= 1 << 53
 
 
+def _dropped(code, written, take):
+    """Lines that drop the cotangent of the values a write left at ``written``, which get no
+    gradient, as the lines ``take`` do (``Shadows.take``); one float64 element of a float64
+    buffer is zeroed where it lies: in the flat shadow a local holds, else in its buffer's
+    entry's (a shadow other buffers share: by ``take``)."""
+    if written.shape != () or written.dtype != np.float64 \
+            or written.buffer.dtype != np.float64:  # (a complex array's real part, say)
+        return take
+    _, flat = code.flat_of(written.buffer, always=False)
+    if flat is not None:
+        return [f"{flat}[{code.bind(written.offset // 8)}] = 0.0"]
+    return [f"x = get({code.key(written.buffer)})", "if x is not None:",
+            "    if x[3] is not None:", *indent(take, 2), "    else:",
+            *indent(_take_element(code, written, read=False), 2)]
+
+
 def _take_element(code, written, read):
     """Lines that do what ``Shadows.take`` does to ``written``, one float64 element of a
     float64 buffer, where ``x`` is its buffer's entry in the shadows and the shadow is not
@@ -1122,6 +1124,11 @@ def _take_element(code, written, read):
     element = code.bind(written.offset // 8)
     return ["f = x[2]", "if f is None:", "    f = x[2] = x[1].reshape(-1)",
             *([f"dy = f[{element}]"] if read else []), f"f[{element}] = 0.0"]
+
+
+def _offer(rule):
+    """What ``rule`` offers a compiled block (``rule.specialized``), or None."""
+    return getattr(getattr(rule, "__wrapped__", rule), "specialized", None)
 
 
 class Function:
@@ -1209,7 +1216,7 @@ class Function:
         compute for operands of these dimensions, where the rule offers them
         (``rule.specialized(dims, kwargs)``) and every argument is a value of the program (a
         traced one, or a constant array, whose dimensions ``emit`` guards); else None."""
-        offer = getattr(getattr(self.rule, "__wrapped__", self.rule), "specialized", None)
+        offer = _offer(self.rule)
         if offer is None or not self.lean or self.dims is None \
                 or not all(type(a) is Slot for a in self.args):
             return None
@@ -2167,8 +2174,7 @@ class Recorder:
                       and not x.buffer.constant]
         leaves = {x.buffer for x in traced}
         outputs = self._function_outputs(y, leaves)
-        specialized = getattr(getattr(rule, "__wrapped__", rule), "specialized", None)
-        dims = None if specialized is None else tuple(
+        dims = None if _offer(rule) is None else tuple(
             np.ndim(x.value if type(x) is Traced else x) for x in args)
         self.steps.append(Function(rule, self.spec(args), settings, outputs,
                                    [self.slots[id(x)] for x in traced], record, dims))

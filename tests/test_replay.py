@@ -826,6 +826,25 @@ def test_slices_assigned_where_no_gradient_reaches_them(policy, read_c, monkeypa
     assert bool(deopts) == (not read_c)
 
 
+def rows_pinned(a, b):
+    """Numbers assigned to a row of an array, between updates that read its rows: the row's
+    cotangent is dropped from the flat shadow the block holds, and its bytes put back."""
+    a = a * 1.0
+    for _ in range(4):
+        a[1:-1] += 0.25 * (a[2:] - a[:-2]) * b[1:-1]
+        a[2:5] = 0.5
+    return np.sum(a * a * b)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_row_assigned_numbers_drops_its_cotangent_where_the_block_holds_it(policy):
+    rng = np.random.default_rng(4)
+    calls = [(rng.standard_normal(12), rng.standard_normal(12)) for _ in range(4)]
+    replaying = replayed_like_traced(rows_pinned, calls, policy, argnums=(0, 1),
+                                     traced_once=True)
+    assert blocks(replaying)
+
+
 COMPLEX_WEIGHTS = (np.array([1.0, 2.0]), np.array([1 - 1j, 2 + 0.5j]),
                    np.array([1 + 1j, 2 - 0.5j]))
 
