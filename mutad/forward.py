@@ -44,6 +44,7 @@ from .trees import (check_leaf, flatten, is_inexact_array, is_inexact_scalar,
                     unsupported_array)
 from .views import (address, may_overlap, memory, owner, owner_view, real_part_if, same_region,
                     strided, wrapped, writeable, writes_freely)
+from .writes import check_region
 
 
 def level_of(items, level=-1):
@@ -278,8 +279,10 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
 
 
 def _target(out, level, carries_tangent, name):
-    """The dual ``out`` an operation writes into; a plain target is fine only for constants."""
+    """The dual ``out`` an operation writes into (a region NumPy writes in an order-free way:
+    ``writes.check_region``, as in reverse mode); a plain target is fine only for constants."""
     if type(out) is Dual and out.level == level:
+        check_region(out.value, name)
         return out
     if carries_tangent:
         raise UntracedWriteError(
@@ -292,7 +295,7 @@ def _target(out, level, carries_tangent, name):
 
 def _write_constant(ufunc, primals, out, kwargs, level):
     """A non-differentiable ufunc writing into ``out``: its new values are constants."""
-    target = _target(out, level, False, f"np.{ufunc.__name__}")
+    target = _target(out, level, False, f"np.{ufunc.__name__}(..., out=...)")
     if target is None:
         return ufunc(*primals, out=out, **kwargs)
     ufunc(*primals, out=target.value, **kwargs)  # in place: where= leaves the rest as it was
@@ -308,7 +311,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
     copies. Partials that read the inputs are evaluated before the primal write, those that read
     only the output after it.
     """
-    target = _target(out, level, bool(traced), f"np.{ufunc.__name__}")
+    target = _target(out, level, bool(traced), f"np.{ufunc.__name__}(..., out=...)")
     if target is None:
         return ufunc(*primals, out=out, **kwargs)
     if traced and target.value.dtype.kind == "c":

@@ -81,8 +81,7 @@ from .blocks import Block, Opaque, flat_slice, indent, scalar_cotangents
 from .debug import (Warnings, anomaly_detection, at_user_lines, nowhere, user_frames,
                     warn_at)
 from .elementwise import (ASSIGNMENT, Elementwise, differentiable, elementwise_cotangents,
-                          elementwise_kept, read_by_partials, short, unbroadcast, write_kept,
-                          write_pullback)
+                          elementwise_kept, read_by_partials, short, unbroadcast)
 from .levels import ACTIVE
 from .products import times
 from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
@@ -91,12 +90,13 @@ from .registry import (COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, Constant, Operand
                        complex_among)
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
-from .tracing import (Gathered, ReverseTape, Traced, add_cotangents, apart_from, apply_function,
-                      check_constants, complex_back, constant, fresh_value, function_pullback,
-                      on_constants, plain, target_position, thaw, unwrapped_ufunc)
+from .tracing import (Gathered, ReverseTape, Traced, WritePlan, add_cotangents, apart_from,
+                      apply_function, check_constants, complex_back, constant, fresh_value,
+                      function_pullback, on_constants, plain, record_write, target_position,
+                      thaw, unwrapped_ufunc)
 from .trees import attributes, flatten
-from .views import address, overlaps_itself, owner, strided, views, writeable
-from .writes import CopyBack, ElementwiseInverse, decide_undo
+from .views import address, overlaps_itself, owner, strided, writeable
+from .writes import Destination, Undo, saving
 
 CACHE_SIZE = 8
 """Programs kept per replayed function (one per signature), the least recently used dropped."""
@@ -733,13 +733,14 @@ INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.trued
 
 class ElementwiseWrite:
     """An elementwise write into a traced array (``out=``, an augmented assignment, an
-    assignment to a region): as ``tracing._write_elementwise`` and ``record_write`` do it,
-    deciding afresh how the overwritten bytes will be put back."""
+    assignment to a region): the engine's own :class:`tracing.WritePlan` run on the call's
+    values, which decides afresh how the overwritten bytes will be put back; or, where the
+    tape copies them whatever the operands (``Tape.copied``), a lean record of its own."""
 
     __slots__ = ("ufunc", "args", "kwargs", "target", "rule", "reads", "position", "others_at",
-                 "apart", "traced", "state", "inputs", "written", "buffer", "primitive", "key",
+                 "apart", "traced", "state", "inputs", "written", "buffer", "key",
                  "whole", "withheld", "args_of", "invertible", "lean", "cotangents", "later",
-                 "unplanned")
+                 "unplanned", "plan")
 
     def __init__(self, ufunc, args, kwargs, target, rule, reads, position, apart, record,
                  key, whole, withheld=False):
@@ -758,7 +759,6 @@ class ElementwiseWrite:
         self.inputs = _places(record.inputs)
         self.written = record.written
         self.buffer = record.written.buffer
-        self.primitive = record.primitive
         self.key = key
         self.whole = whole
         self.withheld = withheld  # tracing offered no inverse (``Recorder.withheld``)
@@ -770,8 +770,9 @@ class ElementwiseWrite:
     def prepare(self):
         self.args_of = resolver(self.args)
         rule, position = self.rule, self.position
-        self.invertible = bool(not self.withheld and position is not None
-                               and position < len(rule.inverse) and rule.inverse[position])
+        self.plan = WritePlan(self.ufunc, rule, self.kwargs, position, self.reads,
+                              self.state if self.traced else None, len(self.args), self.withheld)
+        self.invertible = self.plan.invertible
         # Where the write's bytes are copied (``Tape.copied``) and its pullback reads no output,
         # the step keeps a record of its own: the operands and the saved bytes (``back``)
         self.lean = not self.kwargs and rule.decide is None and "y" not in rule.uses
@@ -785,7 +786,7 @@ class ElementwiseWrite:
                                            scalar=False)
 
     def __call__(self, values, tape):
-        rule, ufunc, kwargs = self.rule, self.ufunc, self.kwargs
+        ufunc = self.ufunc
         vals = self.args_of(values)
         target = values[self.target]
         if self.lean and tape.copied(self.invertible, target.nbytes, self.key, self.whole):
@@ -796,32 +797,23 @@ class ElementwiseWrite:
             tape.records.append((self, read_by_partials(vals, self.reads) if self.traced
                                  else None, (target, saved)))
             return
-        # as ``tracing._write_elementwise`` and ``record_write`` do it, on plain arrays
-        kept, state = write_kept(ufunc, rule, vals, self.reads, self.state if self.traced
-                                 else None, target)
         # The undo of a write into all of a large temporary finds it then, as tracing's does
         # (``tracing._finder``): it alone does not keep it alive, and does nothing if nothing
         # else does (nothing reads it: tracing lets it go, ``Recomputation.finish``)
         find = weakref.ref(target) if self.whole and target.base is None \
             and not small(target) else None
-        inverse = None if not self.invertible else ElementwiseInverse.offered(
-            ufunc, rule, self.position, vals, target, kept, self.apart_now, find, kwargs)
-        undo, kind = decide_undo(tape, inverse, lambda: CopyBack(target, at=find), self.key,
-                                 self.whole, target.nbytes)
-        if kind != "checkpoint" and self.unplanned:
-            raise GuardFailed
-        tape.before_write(self.key)
-        ufunc(*vals, out=target, **kwargs)
-        if kind != "checkpoint":
-            for i in self.others_at:  # into ``kept`` itself, which the inverse reads
-                kept[i] = vals[i]
-        record = Write(
-            self.primitive, self.inputs, kwargs or None, kept, state,
-            write_pullback if self.traced else None, self.written, undo, kind, self.written,
-            None, rule.uses != "y")
+        destination = Destination(target, self.key, self.whole, self.written, find)
+        record = self.plan.run(tape, destination, self.inputs, vals, self.apart_now,
+                               named=self.inputs, decided=self.decided if self.unplanned else None)
         if self.later is not None:
-            record = Recomputed.later(self.later, record, values)
-        tape.records.append(record)
+            tape.records[-1] = Recomputed.later(self.later, record, values)
+
+    @staticmethod
+    def decided(kinds):
+        """Tracing saved what the write overwrote, and would recompute an operand its inverse
+        reads in the reverse pass: a replay that inverts it cannot tell how."""
+        if kinds[0] != "checkpoint":
+            raise GuardFailed
 
     def apart_now(self):
         """No other operand over the target's memory (as recorded: the program's values
@@ -918,16 +910,13 @@ class ConstantWrite:
     def __call__(self, values, tape):
         target = values[self.target]
         args = resolve(self.args, values)
-        if self.saved is not None:
-            key = resolve(self.key, values)
-            if key is None:
-                undo = CopyBack(target)
-            else:
-                region = target[key]
-                undo = CopyBack(region) if views(region, target) else CopyBack(target, key)
-            tape.records.append(Write(None, (), None, None, None, None, self.saved, undo,
-                                      "checkpoint"))
-        self.write(target, *args)
+        if self.saved is None:
+            self.write(target, *args)
+            return
+        record_write(None, Destination(target, None, False, self.saved),
+                     lambda: self.write(target, *args),
+                     undo=Undo(save=saving(target, resolve(self.key, values))), taken=False,
+                     tape=tape)
 
 
 class Gather:

@@ -50,7 +50,6 @@ from .errors import (
     ConstantModifiedError,
     MutadError,
     RuleError,
-    ReadOnlyError,
     UnsupportedArrayError,
     UnsupportedOperationError,
     function_name,
@@ -69,8 +68,8 @@ from .tape import Absent, OneOutput, Primitive, Record, Tape, Write
 from .trees import unsupported_array
 from .views import (address, byte_span, itself, may_overlap, memory, overlaps_itself, owner,
                     owner_view, real_part_if, same_region, strided, views, wrapped, writeable)
-from .writes import (SAVED, CopyBack, ElementwiseInverse, Reads, Undo, Undos, checkpoint,
-                     decide_undo)
+from .writes import (SAVED, CopyBack, Destination, ElementwiseInverse, Reads, Undo, Undos,
+                     check_region, decide_undo, saving)
 
 CONSTANT = ElementwiseRule((None, None, None))
 """The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
@@ -580,16 +579,8 @@ def write_constant(tape, target, key, write, primitive=None):
         target.buffer.version += 1
         write()
         return
-    value = target.value
-    if key is None:
-        save = lambda: checkpoint(value)  # noqa: E731
-    else:
-        region = value[key]
-        if views(region, value):
-            save = lambda: checkpoint(region)  # noqa: E731
-        else:  # an advanced index, or one element: a copy of what it selects
-            save = lambda: checkpoint(value, key)  # noqa: E731
-    record_write(primitive, target, write, undo=Undo(save=save), taken=False)
+    record_write(primitive, target, write, undo=Undo(save=saving(target.value, key)),
+                 taken=False)
 
 
 def on_constants(call, args, kwargs, tape, written=()):
@@ -806,48 +797,42 @@ def apart_from(target, inputs, position):
 
 
 def check_destination(target, what):
-    """Refuse, before anything is recorded, a write into a traced array NumPy would not write
-    (a read-only view, as ``np.diagonal`` gives) or whose elements share bytes, whose gradient
-    depends on the order NumPy writes them in. ``what`` names the write (a ufunc: its out=)."""
+    """``writes.check_region`` for a write into the traced array ``target``; a
+    destination read-only because mutad froze an array sharing its memory says so."""
     value = target.value
-    if writeable(value) and (target.whole or not overlaps_itself(value)):
-        return
-    if isinstance(what, np.ufunc):
-        what = f"np.{what.__name__}(..., out=...)"
     if not writeable(value):
         alias = target.tape.guards.get(target.buffer.key)
-        if type(alias) is AliasRead:  # read-only because mutad froze an array sharing it
+        if type(alias) is AliasRead:
             alias()
-        raise ReadOnlyError(f"{what}: the destination is read-only, as NumPy makes it (a view "
-                            "from np.diagonal, np.broadcast_to, ...). Write into a copy of it.")
-    raise UnsupportedOperationError(
-        f"{what}: the destination is a view whose elements share memory (from "
-        "np.broadcast_arrays, sliding_window_view(..., writeable=True) or as_strided), so the "
-        "result depends on the order of the writes. Write into the base array instead.")
+    check_region(value, what, target.whole)
 
 
 def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=None, state=None,
-                 settings=None, taken=True, key=None, undo_first=True):
-    """The one in-place path: ``write()`` overwrites (part of) ``target``, an array of its tape
+                 settings=None, taken=True, key=None, undo_first=True, tape=None, decided=None):
+    """The one in-place path, the traced engine's and the replay's: ``write()`` overwrites
+    (part of) ``target``, an array of its tape or a :class:`writes.Destination` on ``tape``
     (or several: a list, the offers of ``undo`` lists too), and the write is recorded as a
     ``tape.Write`` of ``primitive`` with ``settings``.
 
     In order: decide how the overwritten bytes will be put back from what ``undo`` (an
-    :class:`writes.Undo`) offers (``writes.decide_undo``); save the caller's bytes before
-    their first write (``Tape.before_write``); write; keep the constants the record reads
-    unchanged (``reads``, a :class:`writes.Reads`: the operands, and what the pullback and the
-    inverse read of them; None: the record reads none); record. The reverse pass reads and
-    zeroes the cotangent of the new values at ``taken`` (the target's place, at ``key`` within
-    it; ``taken=False``: the target's cotangent passes through), undoes the write and runs
-    ``pullback(record, shadows, dy)`` (before the undo if not ``undo_first``), which reads
-    ``state`` beside what the record keeps. Under a memory budget, a write that would be saved
-    is instead rebuilt in the reverse pass (``recompute.Chain``) where ``undo.redo`` can do it
-    again from what it read. Returns the record.
+    :class:`writes.Undo`) offers (``writes.decide_undo``), and tell ``decided`` (if given) the
+    kinds decided; save the caller's bytes before their first write (``Tape.before_write``);
+    write; keep the constants the record reads unchanged (``reads``, a :class:`writes.Reads`:
+    the operands, and what the pullback and the inverse read of them; None: the record reads
+    none); record. The reverse pass reads and zeroes the cotangent of the new values at
+    ``taken`` (the target's place, at ``key`` within it; ``taken=False``: the target's
+    cotangent passes through), undoes the write and runs ``pullback(record, shadows, dy)``
+    (before the undo if not ``undo_first``), which reads ``state`` beside what the record
+    keeps. Under a memory budget, a write that would be saved is instead rebuilt in the
+    reverse pass (``recompute.Chain``) where ``undo.redo`` can do it again from what it read.
+    Returns the record.
     """
     several = type(target) is list
-    targets = target if several else [target]
+    targets = [t if type(t) is Destination else _destination(t)
+               for t in (target if several else [target])]
     inputs, values = (reads.inputs, reads.values) if reads is not None else ((), None)
-    tape = targets[0].tape if targets else innermost(inputs)
+    if tape is None:
+        tape = (target[0] if several else target).tape if targets else innermost(inputs)
     undos, kinds = [], []
     recomputation = tape.recomputation
     rebuilding = (undo.redo is not None and not several and undo.save is None
@@ -855,27 +840,30 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     if rebuilding:
         redo_inputs = recipe(inputs, values, None, tape)
     for t, inverse in zip(targets, undo.inverse if several else [undo.inverse], strict=True):
-        save = undo.save or (lambda t=t: CopyBack(t.value, at=_finder(t)))
+        save = undo.save or (lambda t=t: CopyBack(t.value, at=t.find))
         if rebuilding:
-            save = lambda t=t: (recomputation.chain(place_of(t), redo_inputs)  # noqa: E731
+            save = lambda t=t: (recomputation.chain(t.place, redo_inputs)  # noqa: E731
                                 or CopyBack(t.value))
         chosen, kind = decide_undo(
-            tape, inverse, save, t.buffer.key, t.whole and undo.save is None,
+            tape, inverse, save, t.key, t.whole and undo.save is None,
             t.value.nbytes if undo.save is None and inverse is not _rule_restores else None,
             undo.growth)
         undos.append(chosen)
         kinds.append(kind)
+    if decided is not None:
+        decided(kinds)
     if tape.anomaly is not None:
-        finite_before = tape.anomaly.before_write(targets, values)
+        finite_before = tape.anomaly.before_write([t.value for t in targets], values)
     for t, kind in zip(targets, kinds, strict=True):
-        tape.before_write(t.buffer.key)
+        tape.before_write(t.key)
         if recomputation is not None:
             recomputation.overwriting(t.buffer, kind in ("checkpoint", "rebuild"))
             if not several:
                 recomputation.write(t.buffer)
     write()
     for t in targets:
-        t.buffer.version += 1
+        if t.buffer is not None:
+            t.buffer.version += 1
     held, named = None, []
     if values is not None:
         held = reads.kept
@@ -884,14 +872,16 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
                 held = [None] * len(values)
             for i in reads.inverse_reads:  # into ``kept`` itself, which an inverse may read
                 held[i] = values[i]
-        for i, x in enumerate(inputs):
-            if held is not None and held[i] is not None and not (
-                    type(x) is Traced and x.tape is tape and not x.buffer.constant):
-                keep(tape, x, values[i])
-        named = recipe(inputs, values, held, tape)
-        if reads.recompute:
-            held = tape.hold(held, named)
-    places = [place_of(t) for t in targets]
+        named = reads.named
+        if named is None:
+            for i, x in enumerate(inputs):
+                if held is not None and held[i] is not None and not (
+                        type(x) is Traced and x.tape is tape and not x.buffer.constant):
+                    keep(tape, x, values[i])
+            named = recipe(inputs, values, held, tape)
+            if reads.recompute:
+                held = tape.hold(held, named)
+    places = [t.place for t in targets]
     record = Write(primitive, named, settings, held, state, pullback,
                    tuple(places) if several else places[0],
                    undos[0] if len(undos) == 1 else Undos(undos),
@@ -900,10 +890,16 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
                    undo_first)
     tape.record(record, SKIPPED + 1)  # called by the engine's writes, called by the engine
     if tape.anomaly is not None:
-        tape.anomaly.wrote(record, targets, finite_before)
+        tape.anomaly.wrote(record, [t.value for t in targets], finite_before)
     if type(record.undo) is Rebuild:
         record.undo.chain.wrote(redo_inputs, places[0], undo.redo)
     return record
+
+
+def _destination(target):
+    """The :class:`writes.Destination` of a write into the traced array ``target``."""
+    return Destination(target.value, target.buffer.key, target.whole, place_of(target),
+                       _finder(target), target.buffer)
 
 
 def _kept_for_the_inverse(x, value, kept, tape, out):
@@ -939,31 +935,82 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     check_destination(out, ufunc)
     if out.value.dtype.kind == "c":
         check_complex(function_name(ufunc), rule)
-    primitive = assign if rule is ASSIGNMENT else ufunc
     if out.buffer.constant:
         if not traced:  # constants only: what gradient reaches them goes nowhere
             write_constant(tape, out, None, lambda: ufunc(*values, out=out.value, **kwargs),
-                           primitive)
+                           assign if rule is ASSIGNMENT else ufunc)
             return out
         out.buffer.constant = False  # it now holds values that depend on the arguments
-    target = out.value
     position = target_position(out, inputs)
-    kept, state = write_kept(ufunc, rule, values, reads, state if traced else None, target)
-    others_at = [i for i in range(len(inputs)) if i != position]
-    apart = functools.partial(apart_from, out, inputs, position)  # asked only of an inverse
-    inverse = ElementwiseInverse.offered(ufunc, rule, position, values, target, kept, apart,
-                                         _finder(out), kwargs)
-    if inverse is not None and tape.recomputation is not None and any(
-            _kept_for_the_inverse(inputs[i], values[i], kept[i], tape, out) for i in others_at):
-        inverse = None  # saved, or rebuilt under a budget: exact, for no more memory
+    plan = WritePlan(ufunc, rule, kwargs, position, reads, state if traced else None,
+                     len(inputs))
+
+    def withheld(kept):
+        """Whether the inverse is withheld (:func:`_kept_for_the_inverse`): the write is saved,
+        or rebuilt under a budget: exact, for no more memory."""
+        if tape.recomputation is None or not any(
+                _kept_for_the_inverse(inputs[i], values[i], kept[i], tape, out)
+                for i in plan.others_at):
+            return False
         if tape.recorder is not None:  # a decision of the program's structure: replayed
             tape.recorder.withheld = True
-    record_write(primitive, out, lambda: ufunc(*values, out=target, **kwargs),
-                 Reads(inputs, values, kept, others_at, recompute=True),
-                 Undo(inverse, redo=Rerun.of(ufunc, kwargs)),
-                 pullback=write_pullback if traced else None, state=state,
-                 settings=kwargs or None, undo_first=rule.uses != "y")
+        return True
+
+    plan.run(tape, _destination(out), inputs, values,
+             functools.partial(apart_from, out, inputs, position), withheld)
     return out
+
+
+class WritePlan:
+    """The elementwise write ``ufunc(*values, out=target)`` at one point of a program (an
+    ``out=``, an augmented assignment, an assignment to a region), as the traced engine and
+    the replay of its recording both do it (:meth:`run`): what the record keeps, the inverse
+    it offers, how the overwritten bytes will be put back (decided afresh on the values at
+    hand), the write and its record. ``partials``: the rule's plan for the traced operands
+    (``elementwise.differentiable``; None: no gradient reaches the values written);
+    ``withheld``: the program's recording offered no inverse (``Recorder.withheld``)."""
+
+    __slots__ = ("ufunc", "rule", "kwargs", "position", "others_at", "reads", "partials",
+                 "invertible", "primitive", "pullback", "redo")
+
+    def __init__(self, ufunc, rule, kwargs, position, reads, partials, count, withheld=False):
+        self.ufunc = ufunc
+        self.rule = rule
+        self.kwargs = kwargs
+        self.position = position
+        self.reads = reads
+        self.partials = partials
+        self.others_at = [i for i in range(count) if i != position]
+        self.invertible = bool(not withheld and position is not None
+                               and position < len(rule.inverse) and rule.inverse[position])
+        self.primitive = assign if rule is ASSIGNMENT else ufunc
+        self.pullback = write_pullback if partials is not None else None
+        self.redo = Rerun.of(ufunc, kwargs)
+
+    def run(self, tape, destination, inputs, values, apart, withheld=None, named=None,
+            decided=None):
+        """Write and record, on ``tape``, into ``destination`` (a :class:`writes.Destination`)
+        from the operands ``inputs`` and their ``values``: an inverse is on offer where the
+        rule has one, ``apart()`` says no other operand lies over the target, and
+        ``withheld(kept)`` (if given) does not withhold it. ``named`` and ``decided``: as
+        :func:`record_write` takes them. Returns the record."""
+        ufunc, rule, kwargs, target = self.ufunc, self.rule, self.kwargs, destination.value
+        kept, state = write_kept(ufunc, rule, values, self.reads, self.partials, target)
+        inverse = None
+        if self.invertible:
+            inverse = ElementwiseInverse(ufunc, rule, self.position, values, target, kept, apart,
+                                         destination.find, kwargs)
+            if withheld is not None and withheld(kept):
+                inverse = None
+        if kwargs:
+            write = lambda: ufunc(*values, out=target, **kwargs)  # noqa: E731
+        else:
+            write = lambda: ufunc(*values, out=target)  # noqa: E731
+        return record_write(self.primitive, destination, write,
+                            Reads(inputs, values, kept, self.others_at, True, named),
+                            Undo(inverse, redo=self.redo), pullback=self.pullback, state=state,
+                            settings=kwargs or None, undo_first=rule.uses != "y", tape=tape,
+                            decided=decided)
 
 
 def assign(target, value):

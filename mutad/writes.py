@@ -14,7 +14,8 @@ import numpy as np
 
 from .products import CHUNK
 from .recompute import Rebuild
-from .views import memory, wrapped
+from .errors import ReadOnlyError, UnsupportedOperationError
+from .views import memory, overlaps_itself, views, wrapped, writeable
 
 
 ULPS = 2
@@ -22,6 +23,25 @@ ULPS = 2
 inverse, each element comes back within this many units in the last place of the value it
 held (bit for bit where that is zero or subnormal), given the bytes the write left; any other
 element is saved before the write."""
+
+
+def check_region(value, what, whole=False):
+    """Refuse, before anything is written or recorded, a write into ``value`` that NumPy would
+    not do (a read-only view, as ``np.diagonal`` gives) or whose elements share bytes, whose
+    values, and so derivative, depend on the order NumPy writes them in (``whole``: the
+    write covers the whole of an array, which NumPy lays out apart). ``what`` names the write
+    (a ufunc: its out=). Both modes ask it of every destination."""
+    if writeable(value) and (whole or not overlaps_itself(value)):
+        return
+    if isinstance(what, np.ufunc):
+        what = f"np.{what.__name__}(..., out=...)"
+    if not writeable(value):
+        raise ReadOnlyError(f"{what}: the destination is read-only, as NumPy makes it (a view "
+                            "from np.diagonal, np.broadcast_to, ...). Write into a copy of it.")
+    raise UnsupportedOperationError(
+        f"{what}: the destination is a view whose elements share memory (from "
+        "np.broadcast_arrays, sliding_window_view(..., writeable=True) or as_strided), so the "
+        "result depends on the order of the writes. Write into the base array instead.")
 
 
 class CopyBack:
@@ -52,6 +72,18 @@ def checkpoint(region, key=None):
     """Save ``region`` (``region[key]``) before it is overwritten; return the callable that
     copies it back."""
     return CopyBack(region, key)
+
+
+def saving(value, key):
+    """What saves the bytes of ``value[key]`` (``key`` None: all of ``value``) before a write:
+    the region where the key makes a view, else (an advanced index, one element) a copy of
+    what the key selects."""
+    if key is None:
+        return lambda: CopyBack(value)
+    region = value[key]
+    if views(region, value):
+        return lambda: CopyBack(region)
+    return lambda: CopyBack(value, key)
 
 
 class Undos:
@@ -121,16 +153,38 @@ class Reads:
     (None where it reads none); ``inverse_reads``, the positions of those the inverse reads,
     which the record keeps too where the write is inverted; ``recompute``: the pullback and the
     inverse read them from the record's ``kept``, which may then hold stand-ins for values the
-    reverse pass recomputes (``ReverseTape.hold``)."""
+    reverse pass recomputes (``ReverseTape.hold``). ``named``: the inputs as the record names
+    them, where they are known already (the replay of a recording: its places); None: the
+    record names them (``tracing.recipe``)."""
 
-    __slots__ = ("inputs", "values", "kept", "inverse_reads", "recompute")
+    __slots__ = ("inputs", "values", "kept", "inverse_reads", "recompute", "named")
 
-    def __init__(self, inputs, values, kept=None, inverse_reads=(), recompute=False):
+    def __init__(self, inputs, values, kept=None, inverse_reads=(), recompute=False, named=None):
         self.inputs = inputs
         self.values = values
         self.kept = kept
         self.inverse_reads = inverse_reads
         self.recompute = recompute
+        self.named = named
+
+
+class Destination:
+    """Where a write lands, as its undo and its record need it: the array written
+    (``value``), the key of its buffer (``key``), whether the write covers all of it
+    (``whole``), its place in records (``place``), what the undo calls to find it then
+    (``find``; None: the undo holds ``value``), and the traced buffer whose version the write
+    advances and whose memory recomputation follows (``buffer``; None in the replay of a
+    recording, which follows neither)."""
+
+    __slots__ = ("value", "key", "whole", "place", "find", "buffer")
+
+    def __init__(self, value, key, whole, place, find=None, buffer=None):
+        self.value = value
+        self.key = key
+        self.whole = whole
+        self.place = place
+        self.find = find
+        self.buffer = buffer
 
 
 class ElementwiseInverse:
@@ -159,14 +213,6 @@ class ElementwiseInverse:
         self.apart = apart
         self.find = find
         self.kwargs = kwargs
-
-    @classmethod
-    def offered(cls, ufunc, rule, position, values, target, kept, apart, find, kwargs):
-        """The inverse, or None where the rule has none for the operand at ``position``
-        (None: the target is none of the operands)."""
-        if position is None or position >= len(rule.inverse) or not rule.inverse[position]:
-            return None
-        return cls(ufunc, rule, position, values, target, kept, apart, find, kwargs)
 
     def __call__(self):
         written = self.target if self.find is None else self.find()

@@ -85,6 +85,31 @@ def test_a_tangent_written_into_an_array_allocated_inside_is_kept():
     mutad.check_jvp(f, np.array([0.2, 0.7, 0.4]))
 
 
+@pytest.mark.parametrize("write", ["ufunc", "augmented", "setitem"])
+def test_a_write_whose_elements_share_memory_is_refused_as_in_reverse_mode(write):
+    # Which of the writes to a shared element wins is NumPy's order, and the tangent's writes
+    # need not follow the same one: both modes refuse it, before anything is written.
+    def f(x):
+        y = x * 1.0
+        v = np.lib.stride_tricks.sliding_window_view(y, 3, writeable=True)
+        w = np.arange(9.0).reshape(3, 3) * x[0]
+        if write == "ufunc":
+            np.multiply(v, w, out=v)
+        elif write == "augmented":
+            v += w
+        else:
+            v[...] = w
+        return y
+
+    x = np.linspace(0.5, 1.5, 5)
+    before = x.copy()
+    with pytest.raises(errors.UnsupportedOperationError, match="share memory"):
+        jvp(f, (x,), (np.ones(5),))
+    with pytest.raises(errors.UnsupportedOperationError, match="share memory"):
+        mutad.gradient(lambda x: f(x).sum(), x)
+    assert x.tobytes() == before.tobytes()
+
+
 def test_conversions_and_missing_rules_are_clear():
     with pytest.raises(errors.ConversionError):
         jvp(lambda x: float(x[0]), (np.ones(2),), (np.ones(2),))
