@@ -2152,9 +2152,21 @@ class Recorder:
             self.steps.append(Call(_first_of(rule), self.spec(args), self.spec(settings),
                                    self.outputs(y, depends)))
         elif len(new) == 1 and new[0].pullback is function_pullback:
+            y = self._plain_outputs_derived(y)
             self._function(rule, args, self.spec(settings), y, new[0], traced)
         else:
             self.refuse(f"{name} recorded as {len(new)} operations")
+        return y
+
+    def _plain_outputs_derived(self, y):
+        """A rule's result with each plain array in its items (``lu_factor``'s pivots, an
+        integer array computed from the traced operands) made a constant the program computes
+        (``derive``): what Python decides on it is seen and guarded, and the steps that read it
+        read it from its slot."""
+        if type(y) is tuple or (isinstance(y, tuple) and hasattr(y, "_fields")):
+            items = [self.derive(item, True) if isinstance(item, (np.ndarray, np.generic))
+                     else item for item in y]
+            return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
         return y
 
     def _function(self, rule, args, settings, y, record, traced=None):
@@ -2163,6 +2175,8 @@ class Recorder:
                       and not x.buffer.constant]
         leaves = {x.buffer for x in traced}
         outputs = self._function_outputs(y, leaves)
+        if self.reason is not None:  # refused: the recording's slots are gone
+            return
         dims = None if _offer(rule) is None else tuple(
             np.ndim(x.value if type(x) is Traced else x) for x in args)
         self.steps.append(Function(rule, self.spec(args), settings, outputs,
@@ -2172,7 +2186,9 @@ class Recorder:
         if type(y) is Traced:
             if id(y) in self.slots:
                 return None
-            return Out(self.bind(y), _as_is if y.buffer in leaves else as_fresh, y)
+            convert = (as_constant if y.buffer.constant else _as_is if y.buffer in leaves
+                       else as_fresh)
+            return Out(self.bind(y), convert, y)
         if type(y) in (tuple, list) or (isinstance(y, tuple) and hasattr(y, "_fields")):
             return tuple(self._function_outputs(item, leaves) for item in y)
         if isinstance(y, (np.ndarray, np.generic)):

@@ -304,6 +304,29 @@ def test_scatters_ufunc_at_copyto_and_in_place_rules_are_replayed():
     assert program_count(replaying) == 2 and not replaying.reasons
 
 
+def test_an_integer_array_a_rule_computes_is_replayed_and_guarded():
+    # lu_factor's pivots: a plain array computed from the traced operand, read by lu_solve
+    # and by Python; they change with the values, and the program reads each call's own
+    import scipy.linalg
+
+    a = np.random.default_rng(1).standard_normal((4, 4))
+
+    def f(x, first=False):
+        lu, piv = scipy.linalg.lu_factor(a + np.diag(x))
+        y = scipy.linalg.lu_solve((lu, piv), x * 2.0)
+        return (y ** 2).sum() + (1.0 if piv[0 if first else -1] == 0 else 0.0)
+
+    rng = np.random.default_rng(2)
+    calls = [(rng.standard_normal(4) * scale,) for scale in (0.1, 10.0, 0.1, 10.0, 0.1)]
+    pivots = [tuple(scipy.linalg.lu_factor(a + np.diag(x))[1]) for (x,) in calls]
+    assert len(set(pivots)) > 1 and len({p[0] for p in pivots}) > 1
+    # the calls pivot differently, and all replay the first's program
+    replayed_like_traced(f, calls, traced_once=True)
+    # Python's decision on the pivots is a guard: a call deciding otherwise records again
+    replaying = replayed_like_traced(functools.partial(f, first=True), calls[:2] + calls[3:4])
+    assert program_count(replaying) == 1 and not replaying.reasons
+
+
 def test_what_a_replay_cannot_follow_is_traced_on_every_call_with_a_reason():
     def f(x):
         inner = mutad.grad(lambda y: (x * y * y).sum())(x)  # nested differentiation
