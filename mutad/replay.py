@@ -60,6 +60,7 @@ undos put back, so its gradients stay the traced ones bit for bit and its memory
 """
 
 import collections
+import contextlib
 import functools
 import gc
 import hashlib
@@ -82,6 +83,7 @@ from .debug import (Warnings, anomaly_detection, at_user_lines, nowhere, user_fr
                     warn_at)
 from .elementwise import (ASSIGNMENT, Elementwise, differentiable, elementwise_cotangents,
                           elementwise_kept, read_by_partials, short, unbroadcast)
+from .errors import UnsupportedOperationError
 from .levels import ACTIVE
 from .products import times
 from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
@@ -91,7 +93,7 @@ from .registry import (COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, Constant, Operand
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
 from .tracing import (Gathered, ReverseTape, Traced, WritePlan, add_cotangents, apart_from,
-                      apply_function, check_constants, complex_back, constant, fresh_value,
+                      apply_function, assign, check_constants, complex_back, constant, fresh_value,
                       function_pullback, on_constants, plain, record_write, target_position,
                       thaw, unwrapped_ufunc)
 from .trees import attributes, flatten
@@ -1779,6 +1781,51 @@ def with_blocks(steps, held, guarded=()):
 # Recording
 
 
+def _holds_arrays_of_the_call(tape, items):
+    """Whether an object among ``items`` (at any depth of lists, tuples and dicts), other than
+    an array itself, holds an array ``tape`` traces: a function closing over one (or holding
+    one among its defaults), a partial or bound method holding one, an object holding one
+    among its attributes. Such an object was made by the recorded call (``solve_ivp``'s
+    ``fun`` closing over the parameters, the problem its rule keeps), and a rule given it
+    would read that call's arrays when replayed; unless its class says it reads only the
+    arrays the rule is given (``replays_on_its_operands``: ``quad``'s integrand)."""
+    work, seen = [(items, False)], set()
+    while work and len(seen) < REACHED_ITEMS:
+        x, inside = work.pop()  # inside: held by an object, not an argument itself
+        kind = type(x)
+        if kind is Traced:
+            if inside and x.tape is tape:
+                return True
+            continue
+        if (id(x), inside) in seen:
+            continue
+        seen.add((id(x), inside))
+        if kind in (tuple, list):
+            found = x
+        elif kind is dict:
+            found = x.values()
+        elif kind is types.FunctionType:
+            found = [cell.cell_contents for cell in x.__closure__ or () if _filled(cell)]
+            found += [*(x.__defaults__ or ()), *(x.__kwdefaults__ or {}).values()]
+        elif kind is types.MethodType:
+            found = (x.__func__, x.__self__)
+        elif kind is functools.partial:
+            found = (x.func, *x.args, *x.keywords.values())
+        elif isinstance(x, (np.ndarray, np.generic, type, types.ModuleType, str, bytes)) \
+                or getattr(kind, "replays_on_its_operands", False):
+            continue  # (an object that reads the arrays its rule is given, not those it holds)
+        else:  # an object: its attributes
+            found = list(getattr(x, "__dict__", {}).values()) if type(
+                getattr(x, "__dict__", None)) is dict else []
+            found += [getattr(x, name) for cls in kind.__mro__ for name in _slot_names(cls)
+                      if hasattr(x, name)]
+            if not found:
+                continue
+        held = inside or kind not in (tuple, list, dict)
+        work.extend((item, held) for item in found)
+    return False
+
+
 class Recorder:
     """Writes down the program of one traced call, step by step (``tape.recorder``).
 
@@ -2077,6 +2124,14 @@ class Recorder:
         self.withheld = False
         target = out if type(out) is Traced and out.tape is tape else None
         constant_target = target is not None and target.buffer.constant
+        if out is not None and rule is None and (pattern or not constant_target) and (
+                ufunc in COMPLEX_UFUNCS and complex_among(values)
+                or UFUNCS.get(ufunc) is None and ufunc in FUNCTIONS):
+            # a ufunc with a function's rule (matmul), which the engine computes, then assigns
+            # into ``out`` (``tracing.apply_function``): the two steps that does
+            y = self.ufunc(ufunc, inputs, None, {k: v for k, v in kwargs.items() if k != "out"},
+                           rule, tape, values, pattern)
+            return assign(out, y)
         y = self._run(unwrapped_ufunc, ufunc, inputs, out, kwargs, rule, tape, values, pattern)
         if self.reason is not None:
             return y
@@ -2136,14 +2191,24 @@ class Recorder:
         return y
 
     def function(self, name, rule, args, kwargs, tape):
-        before = len(tape.records)
-        if kwargs.get("out") is not None:
-            self.refuse(f"{name}(..., out=...)")
         settings = {k: v for k, v in kwargs.items() if k != "out"}
+        out = kwargs.get("out")
+        if out is not None:  # computed, then assigned, as ``tracing.apply_function`` does
+            y = self.function(name, rule, args, settings, tape)
+            if isinstance(y, (tuple, list)):
+                self.refuse(f"{name}(..., out=...) with several outputs")
+                raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")
+            return assign(out, y)
+        before = len(tape.records)
         traced = [x for x in _items(args)
                   if type(x) is Traced and x.tape is tape and not x.buffer.constant]
         y = self._run(apply_function, name, rule, args, dict(kwargs), tape)
         if self.reason is not None:
+            return y
+        if _holds_arrays_of_the_call(tape, (args, settings)):
+            self.refuse(f"{name} given an object holding arrays of the call (a closure over "
+                        "them, such as solve_ivp's fun): a replay would read the recorded "
+                        "call's arrays")
             return y
         new = tape.records[before:]
         if not new:
@@ -2686,8 +2751,8 @@ def other_container(tree):
 
 
 REACHED_ITEMS = 10_000
-"""Items of a list, tuple or dict that ``reach`` walks into at most (a larger one is followed
-by identity alone)."""
+"""Items of a container that ``reach`` walks into at most: a function that reaches a larger
+one is traced on every call (``Replayed.reasons`` says so)."""
 
 COPIED = 1 << 24
 """Arrays ``f`` reaches of up to this many bytes are compared with a copy on each call; larger
@@ -2714,21 +2779,26 @@ def classes(tree, found=None):
 
 
 def reach(f, kinds=()):
-    """What ``f``'s program may depend on besides its arguments: ``(objects, arrays)``.
+    """What ``f``'s program may depend on besides its arguments: ``(objects, arrays, large)``.
 
     From ``f``, its code object, what it closes over, its defaults, the globals its code names,
     a bound method's object, a partial's arguments, and on from each of those: functions,
-    methods, containers (up to ``REACHED_ITEMS`` items), and the attributes of objects, classes
-    and modules (not NumPy's, SciPy's, mutad's or the standard library's) whose names some
-    code reached names. ``objects`` are compared by identity on each call (a rebound global,
-    a replaced ``__code__``, a rebound ``self.w``), ``arrays`` by their bytes (``Contents``):
-    Python may decide on their values without mutad seeing it (``if W[0] > 0``). ``kinds``:
-    classes reached as an object's class is (the arguments': ``f`` may call their methods)."""
+    methods, properties, containers (lists, tuples, dicts, sets and their subclasses, up to
+    ``REACHED_ITEMS`` items), and the attributes of objects, of classes (their bases' too) and
+    of modules (not NumPy's, SciPy's, mutad's or the standard library's classes and modules)
+    whose names some code reached names, or some string reached holds (``getattr(p, "dt")``,
+    ``vars(p)["dt"]``, names in a global tuple). ``objects`` are compared by identity on each call (a rebound global, a
+    replaced ``__code__``, a rebound ``self.w``), ``arrays`` by their bytes (``Contents``):
+    Python may decide on their values without mutad seeing it (``if W[0] > 0``). ``large``:
+    a container too long to compare item by item on each call (None if none is reached).
+    ``kinds``: classes reached as an object's class is (the arguments': ``f`` may call their
+    methods)."""
     objects, arrays, seen, names, holders, expanded = [], [], set(), set(), [], []
+    large = []
     work = [f]
     for kind in kinds:  # the classes of the arguments (``classes``): as an object's class
         objects.append(kind)
-        _hold(vars(kind), holders, expanded)
+        _hold_class(kind, holders, expanded)
     while work:
         while work:
             x = work.pop()
@@ -2736,19 +2806,25 @@ def reach(f, kinds=()):
                 continue
             seen.add(id(x))
             objects.append(x)
-            _reach_into(x, work, arrays, names, holders, expanded)
+            _reach_into(x, work, arrays, names, holders, expanded, large)
         for namespace, done in zip(holders, expanded):  # names found since: their attributes
             new = sorted(name for name in names.intersection(namespace) if name not in done)
             done.update(new)
             work.extend(namespace[name] for name in reversed(new))
-    return objects, arrays
+    return objects, arrays, large[0] if large else None
 
 
-def _reach_into(x, work, arrays, names, holders, expanded):
+_BUILTIN_CONTAINERS = (tuple, list, set, frozenset, dict, collections.deque,
+                       collections.OrderedDict, collections.defaultdict)
+
+
+def _reach_into(x, work, arrays, names, holders, expanded, large):
     kind = type(x)
     if isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
         arrays.append(x)
-    elif kind in (int, float, complex, bool, str, bytes, type(None)) or isinstance(x, np.generic):
+    elif kind is str:  # a name an attribute may be read by (getattr(p, name))
+        names.add(x)
+    elif kind in (int, float, complex, bool, bytes, type(None)) or isinstance(x, np.generic):
         pass
     elif kind is types.FunctionType:
         code = x.__code__
@@ -2757,7 +2833,15 @@ def _reach_into(x, work, arrays, names, holders, expanded):
         while codes:
             c = codes.pop()
             names.update(c.co_names)
-            codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+            constants = list(c.co_consts)
+            while constants:  # strings a name may be given as, in tuples too
+                k = constants.pop()
+                if type(k) is str:
+                    names.add(k)
+                elif type(k) in (tuple, frozenset):
+                    constants.extend(k)
+                elif isinstance(k, types.CodeType):
+                    codes.append(k)
         work.extend(cell.cell_contents for cell in x.__closure__ or () if _filled(cell))
         work.extend(x.__defaults__ or ())
         work.extend((x.__kwdefaults__ or {}).values())
@@ -2766,30 +2850,51 @@ def _reach_into(x, work, arrays, names, holders, expanded):
         work.extend((x.__func__, x.__self__))
     elif kind is functools.partial:
         work.extend((x.func, *x.args, *x.keywords.values()))
-    elif kind in (tuple, list):
-        if len(x) <= REACHED_ITEMS:
-            work.extend(x)
-    elif kind is dict:
-        if len(x) <= REACHED_ITEMS:
-            work.extend(x.values())
+    elif kind is property:
+        work.extend(g for g in (x.fget, x.fset, x.fdel) if g is not None)
+    elif kind in (staticmethod, classmethod, functools.cached_property):
+        work.append(x.__func__ if kind is not functools.cached_property else x.func)
     elif kind is types.ModuleType:
         if not _library(x.__name__):
             _hold(vars(x), holders, expanded)
-    elif kind is types.CodeType or isinstance(x, type):
+    elif kind is types.CodeType:
         pass
-    else:  # an object: its attributes, and its class's (methods, class-level arrays)
-        if not _library(getattr(kind, "__module__", "builtins")):
-            namespace = getattr(x, "__dict__", None)
-            if type(namespace) is dict:
-                _hold(namespace, holders, expanded)
-            slots = {name: getattr(x, name) for cls in kind.__mro__
-                     for name in _slot_names(cls) if hasattr(x, name)}
-            if slots:  # a new dict on each walk: compared by what it holds
-                _hold(slots, holders, expanded)
-            _hold(vars(kind), holders, expanded)
-            call = getattr(kind, "__call__", None)
-            if type(call) is types.FunctionType and x is not None:
-                work.append(call)
+    elif isinstance(x, type):
+        _hold_class(x, holders, expanded)
+    else:
+        if isinstance(x, (tuple, list, set, frozenset, dict, collections.deque)):
+            if len(x) > REACHED_ITEMS:
+                large.append(f"a {kind.__name__} of {len(x)} items")
+            else:
+                work.extend(x.values() if isinstance(x, dict) else x)
+            if kind in _BUILTIN_CONTAINERS:
+                return
+        # an object: its attributes, and its classes' (methods, class-level arrays); an
+        # object of the standard library's (a SimpleNamespace) by its attributes alone
+        module = getattr(kind, "__module__", "builtins")
+        if _library(module) and not _standard(module):
+            return
+        namespace = getattr(x, "__dict__", None)
+        if type(namespace) is dict:
+            _hold(namespace, holders, expanded)
+        if _standard(module):
+            return
+        slots = {name: getattr(x, name) for cls in kind.__mro__
+                 for name in _slot_names(cls) if hasattr(x, name)}
+        if slots:  # a new dict on each walk: compared by what it holds
+            _hold(slots, holders, expanded)
+        _hold_class(kind, holders, expanded)
+        call = getattr(kind, "__call__", None)
+        if type(call) is types.FunctionType and x is not None:
+            work.append(call)
+
+
+def _hold_class(cls, holders, expanded):
+    """Hold the namespaces of ``cls`` and its bases, but those of NumPy's, SciPy's, mutad's
+    and the standard library's: a method a subclass inherits, a class attribute."""
+    for base in cls.__mro__:
+        if not _library(getattr(base, "__module__", "builtins")):
+            _hold(vars(base), holders, expanded)
 
 
 def _filled(cell):
@@ -2815,7 +2920,13 @@ def _library(module):
     """Whether ``module`` (a name) is NumPy's, SciPy's, mutad's or the standard library's,
     whose state a program does not depend on by the values of its arrays."""
     top = module.partition(".")[0]
-    return top in ("numpy", "scipy", "mutad", "builtins") or top in sys.stdlib_module_names
+    return top in ("numpy", "scipy", "mutad") or _standard(module)
+
+
+def _standard(module):
+    """Whether ``module`` (a name) is the standard library's (``builtins`` included)."""
+    top = module.partition(".")[0]
+    return top == "builtins" or top in sys.stdlib_module_names
 
 
 class Contents:
@@ -2852,6 +2963,43 @@ def _same_bits(a, b):
 
 def _digest(a):
     return hashlib.blake2b(np.ascontiguousarray(a).view(np.uint8).reshape(-1)).digest()
+
+
+class FreshEntropy:
+    """Counts, while some recording runs, the generators NumPy seeds from fresh entropy
+    (``np.random.default_rng()``, ``RandomState()``, ``PCG64()`` without a seed: NumPy's
+    ``bit_generator.randbits``): a recording during which one was would replay its numbers.
+    Installed by the first recording that starts and removed by the last that ends; a
+    generator seeded by another thread meanwhile counts too (that signature is traced)."""
+
+    lock = threading.Lock()
+    users = 0
+    count = 0
+    original = None
+
+    def __enter__(self):
+        cls = type(self)
+        with cls.lock:
+            module = np.random.bit_generator
+            if cls.users == 0 and hasattr(module, "randbits"):
+                cls.original = draw = module.randbits
+
+                def counted(bits):
+                    cls.count += 1
+                    return draw(bits)
+
+                module.randbits = counted
+            cls.users += 1
+            self.before = cls.count
+        return self
+
+    def __exit__(self, *exc):
+        cls = type(self)
+        with cls.lock:
+            self.seeded = cls.count != self.before
+            cls.users -= 1
+            if cls.users == 0 and cls.original is not None:
+                np.random.bit_generator.randbits, cls.original = cls.original, None
 
 
 def _random_states(objects):
@@ -2952,7 +3100,12 @@ class Replayed:
             self.lock.release()
 
     def _replay_or_record(self, args, kwargs, selected, single):
-        objects, arrays = reach(self.f)
+        objects, arrays, large = reach(self.f)
+        if large is not None:  # compared on every call, it would cost more than tracing
+            self.unfollowed[REACHED] = (
+                f"f reaches {large} (more than {REACHED_ITEMS:,}, which a replay would compare "
+                "one by one on every call): pass it as an argument, or as an array")
+            return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
         changed = _changed(objects, arrays, self.held)
         if changed is not None:
             self.programs.clear()  # what f reaches changed: every program may differ
@@ -2984,7 +3137,12 @@ class Replayed:
         # is, per program (they are part of its signature)
         kinds = classes((args, kwargs))
         reached = reach(self.f, kinds) if kinds else None  # (their methods by f's names)
-        if type(program) is Program and kinds and _changed(*reached, program.reached):
+        if reached is not None and reached[2] is not None:
+            self.unfollowed[REACHED] = (
+                f"f reaches {reached[2]} through its arguments (more than {REACHED_ITEMS:,}, "
+                "which a replay would compare one by one on every call)")
+            return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
+        if type(program) is Program and kinds and _changed(*reached[:2], program.reached):
             program = None
         flat = [leaf for leaves, _ in parts for leaf in leaves]
         if type(program) is Program and program.aliases(flat):
@@ -3013,9 +3171,11 @@ class Replayed:
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
         recording = Recording(self.has_aux) if type(program) is not str else None
         drawn = None if recording is None else _random_states(objects)
+        entropy = FreshEntropy()
         try:
-            value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
-                                      self.has_aux, recording=recording)
+            with entropy if recording is not None else contextlib.nullcontext():
+                value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
+                                          self.has_aux, recording=recording)
         finally:
             if recording is not None:
                 recording.seal()
@@ -3025,6 +3185,12 @@ class Replayed:
                 recording.reason = ("a random draw from a generator that lives between calls "
                                     "(np.random's, the random module's, or one f reaches): a "
                                     "replay would reuse the recorded numbers")
+            if recording.program is not None and entropy.seeded:
+                recording.program = None
+                recording.reason = ("a generator seeded from fresh entropy in f (such as "
+                                    "np.random.default_rng() without a seed): a replay would "
+                                    "reuse the recorded numbers; pass the generator or its "
+                                    "seed as an argument")
             if recording.program is not None and reached is not None:
                 recording.program.reached = reached[0], [Contents(a) for a in reached[1]]
             self._keep(key, recording.program or recording.reason)

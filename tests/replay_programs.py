@@ -79,6 +79,12 @@ def _statements(rng):
         # numbers assigned to elements in a loop, read again by the next turn
         f"for r in range({N - 1}):\n    s[{i}] = {c}\n    s[r + 1] += s[r] * y[r]\n"
         f"    s[{N - 1}] = {int(c * 2)}",
+        # functions and matmul writing through out=, into a new array, a view and the work
+        # array itself, and into an array of constants
+        f"t = np.empty({N})\nnp.dot(np.outer(x, y), s, out=t)\nnp.clip(t, -{abs(c) + 1}, 2.0, "
+        f"out=s)\nnp.cumsum(x * {c}, out=s[::-1])",
+        f"m = np.zeros((2, {N}))\nnp.matmul(np.outer(y, x), s, out=m[0])\n"
+        f"np.matmul(np.ones(({N}, {N})), np.ones({N}), out=m[1])\ns = s + m.sum(axis=0)",
     ]
     return choices[rng.integers(len(choices))]
 

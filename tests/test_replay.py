@@ -2,7 +2,9 @@
 gradient bit for bit, the caller's arrays come back bit for bit, and every decision the program
 depends on is guarded."""
 
+import collections
 import functools
+import types
 import warnings
 
 import numpy as np
@@ -223,6 +225,97 @@ def test_what_the_function_closes_over_is_guarded_by_identity():
     assert same(replaying(x), np.full(3, 6.0))
 
 
+class Physics:
+    scale = 1.0                           # a class attribute f reads through the class
+
+    @staticmethod
+    def shift():
+        return OFFSET[0]                  # a global a static method reads
+
+
+class Coefficients:
+    @property
+    def coef(self):
+        return self._coef[0]              # a list a property reads
+
+
+class Stepper(Coefficients):
+    def __init__(self):
+        self._coef = [1.0]
+        self.dt = 1.0
+        self.damping = 1.0                # read only by a name in a string
+
+    def step(self, x):                    # inherited by the objects of a subclass
+        return x * self.dt
+
+
+class Tuned(Stepper):
+    pass
+
+
+OFFSET = [0.0]
+SETTINGS = types.SimpleNamespace(gain=1.0)
+TABLE = collections.OrderedDict(gain=1.0)
+NAMES = ("damp" + "ing",)
+OBSERVATIONS = list(range(mutad.replay.REACHED_ITEMS + 1))
+
+
+def test_what_the_function_reaches_through_classes_properties_and_containers_is_guarded():
+    # each change between calls must reach the next call's gradient, as tracing reads it
+    tuned = Tuned()
+
+    def f(x):
+        y = tuned.step(x) * Physics.scale + Physics.shift() + tuned.coef
+        y = y * SETTINGS.gain * TABLE["gain"]
+        for name in NAMES:                # an attribute read by a name in a string
+            y = y + x * getattr(tuned, name)
+        return (y * x).sum()
+
+    x = np.array([1.0, 2.0])
+    replaying = mutad.grad(f, replay=True)
+    changes = [lambda: setattr(Physics, "scale", 2.0),
+               lambda: OFFSET.__setitem__(0, 3.0),
+               lambda: tuned._coef.__setitem__(0, 5.0),
+               lambda: setattr(tuned, "dt", 0.5),
+               lambda: setattr(tuned, "damping", 4.0),
+               lambda: setattr(SETTINGS, "gain", 3.0),
+               lambda: TABLE.__setitem__("gain", 0.25)]
+    try:
+        for change in [lambda: None, *changes]:
+            change()
+            assert same(replaying(x), mutad.grad(f)(x))
+            assert same(replaying(x), mutad.grad(f)(x))
+        assert program_count(replaying) == 1
+    finally:
+        Physics.scale, OFFSET[0] = 1.0, 0.0
+        SETTINGS.gain, TABLE["gain"] = 1.0, 1.0
+
+    def g(x):                             # a container too long to compare on every call
+        return (x * OBSERVATIONS[-1]).sum()
+
+    replaying = mutad.grad(g, replay=True)
+    assert same(replaying(x), np.full(2, float(OBSERVATIONS[-1])))
+    OBSERVATIONS.append(7)
+    try:
+        assert same(replaying(x), np.full(2, 7.0))
+    finally:
+        OBSERVATIONS.pop()
+    assert "10,000" in replaying.reasons["what f reaches"]
+
+
+def test_a_generator_seeded_from_fresh_entropy_in_the_function_is_traced():
+    def f(x):
+        noise = np.random.default_rng().standard_normal(x.shape)
+        return ((x + noise) ** 2).sum()
+
+    replaying = mutad.grad(f, replay=True)
+    x = np.zeros(3)
+    gradients = {replaying(x).tobytes() for _ in range(4)}
+    assert len(gradients) == 4
+    (reason,) = replaying.reasons.values()
+    assert "fresh entropy" in reason
+
+
 def test_comparisons_indices_and_loop_trip_counts_are_guarded():
     def f(x, tol):
         y = x * 1.0
@@ -304,6 +397,23 @@ def test_scatters_ufunc_at_copyto_and_in_place_rules_are_replayed():
     assert program_count(replaying) == 2 and not replaying.reasons
 
 
+def test_functions_and_matmul_writing_through_out_are_replayed():
+    a = np.random.default_rng(4).standard_normal((3, 3))
+
+    def f(x):
+        y = np.empty((2, 3))
+        np.dot(a, x, out=y[0])            # a function's out=, a view
+        np.matmul(a, y[0], out=y[1])      # a generalized ufunc's out=
+        np.clip(y, -0.5, 0.5, out=y)      # into itself
+        np.cumsum(x, out=x)               # into the argument, which comes back as it was
+        return (y * y).sum() + (x * x).sum()
+
+    rng = np.random.default_rng(5)
+    replaying = replayed_like_traced(f, [(rng.standard_normal(3),) for _ in range(4)],
+                                     traced_once=True)
+    assert not replaying.reasons
+
+
 def test_an_integer_array_a_rule_computes_is_replayed_and_guarded():
     # lu_factor's pivots: a plain array computed from the traced operand, read by lu_solve
     # and by Python; they change with the values, and the program reads each call's own
@@ -325,6 +435,26 @@ def test_an_integer_array_a_rule_computes_is_replayed_and_guarded():
     # Python's decision on the pivots is a guard: a call deciding otherwise records again
     replaying = replayed_like_traced(functools.partial(f, first=True), calls[:2] + calls[3:4])
     assert program_count(replaying) == 1 and not replaying.reasons
+
+
+def test_a_rule_given_a_closure_over_the_calls_arrays_is_traced():
+    # solve_ivp's rule calls fun, made by the call: replayed, it would read the recorded
+    # call's p (and k, an argument not differentiated)
+    import scipy.integrate
+
+    def f(y0, p, k):
+        def rhs(t, y):
+            return np.array([y[1], -p[1] * y[0] - p[0] * y[1] * k[0]])
+
+        sol = scipy.integrate.solve_ivp(rhs, (0.0, 1.0), y0, rtol=1e-8, atol=1e-10)
+        free = scipy.integrate.solve_ivp(lambda t, y: -k * y, (0.0, 1.0), np.ones(1))
+        return sol.y[0, -1] ** 2 + sol.y[1, -1] * free.y[0, -1]
+
+    calls = [(np.array([1.0, 0.0]) * s, np.array([0.3, 1.5]) * s, np.array([s]))
+             for s in (1.0, 1.01, 0.9)]
+    replaying = replayed_like_traced(f, calls, argnums=(0, 1))
+    (reason,) = replaying.reasons.values()
+    assert "closure" in reason
 
 
 def test_what_a_replay_cannot_follow_is_traced_on_every_call_with_a_reason():

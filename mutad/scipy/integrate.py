@@ -1414,6 +1414,11 @@ class _Integral:
     """One differentiated ``quad`` or ``quad_vec`` (``integrate``): the integrand, its
     parameters and SciPy's settings."""
 
+    # The integrand reads the values its rule is given, bound into its closure for each
+    # evaluation (``parameters.bound``), not those it was made with: a replay may give it
+    # another call's values (``replay._holds_arrays_of_the_call``).
+    replays_on_its_operands = True
+
     def __init__(self, name, integrate, func, parameters, settings):
         self.name, self.integrate, self.func = name, integrate, func
         self.parameters, self.settings = parameters, settings
