@@ -66,7 +66,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from .levels import ACTIVE
-from .registry import METHODS, ROUTES, RULE_MODULES
+from .registry import JOINS, METHODS, ROUTES, RULE_MODULES
 from .views import memory, owner, wrapped, writeable
 
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
@@ -238,6 +238,16 @@ def reader(func):
         return func(*args, **kwargs)
 
     return _named(reading_arrays, func)
+
+
+def joined_operands(func, args):
+    """``args`` of ``func``; for a function joining a sequence of arrays (``registry.JOINS``),
+    each list or tuple in it that holds traced values as the array NumPy makes of it
+    (``np.concatenate([x, [1.0, a]])``), which the engines follow; NumPy would convert it."""
+    if func not in JOINS or not args or type(args[0]) not in (list, tuple) \
+            or not any(type(e) in (list, tuple) and holds_wrapped(e) for e in args[0]):
+        return args
+    return (type(args[0])(lists_as_arrays(args[0])), *args[1:])
 
 
 def lists_as_arrays(args):

@@ -20,7 +20,7 @@ it, which is what prevents perturbation confusion.
 import numpy as np
 
 from . import arguments
-from .allocation import Preexisting, stands_in, ufunc_operands
+from .allocation import Preexisting, joined_operands, stands_in, ufunc_operands
 from .arguments import Originals, check_distinct_memory
 from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
                         install_operators, lost_tangent, out_by_keyword, single_out,
@@ -352,6 +352,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
 
 def apply_function(func, args, kwargs, level, rule=None):
     """``func(*args, **kwargs)`` with its forward rule (or ``rule``, given)."""
+    args = joined_operands(func, args)
     composite = COMPOSITES.get(func)
     if composite is not None and func not in JVPS:
         if complex_among(args):

@@ -36,6 +36,10 @@ else about them. Rules live in ``mutad/rules/``, one module per family.
   (``scipy.linalg.solve``, however it was imported), and the function that stands in for it
   while a differentiation runs: an ``adjoint`` of it, which runs the original on plain arrays
   and its rule on traced ones. See ``allocation``.
+* ``JOINS``: the functions whose first argument is a sequence of arrays (``concatenate``),
+  in which a list or tuple holding traced values stands for the array NumPy makes of it
+  (``np.concatenate([x, [1.0, a]])``): both engines stack it first
+  (``allocation.joined_operands``).
 * ``RECOMPUTABLE``: the ``FUNCTIONS`` rules whose outputs the reverse pass may compute again
   rather than keep (``recomputable``): cheap, and the same bytes each time.
 * ``COMPLEX[rule]``: how a rule of ``UFUNCS``, ``FUNCTIONS`` or ``JVPS`` takes complex values,
@@ -83,6 +87,7 @@ COMPOSITES = {}
 METHODS = {}
 ROUTES = {}
 RECOMPUTABLE = set()
+JOINS = set()
 COMPLEX = {}
 USER_RULES = set()
 COMPLEX_UFUNCS = {}

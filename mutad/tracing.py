@@ -37,7 +37,7 @@ import zlib
 
 import numpy as np
 
-from .allocation import Preexisting, stands_in, ufunc_operands
+from .allocation import Preexisting, joined_operands, stands_in, ufunc_operands
 from .arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
                         conversion_error, install_operators, lost_tangent, out_by_keyword,
@@ -1205,6 +1205,7 @@ def _written(func, args, kwargs):
 
 
 def apply_array_function(func, args, kwargs, tape):
+    args = joined_operands(func, args)
     level = innermost((*args, *kwargs.values()), tape)
     if not carries((*args, *kwargs.values()), level):
         return on_constants(func, args, kwargs, level, _written(func, args, kwargs))

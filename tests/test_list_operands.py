@@ -20,7 +20,22 @@ PROGRAMS = {
     "np.add.outer": lambda x: (np.add.outer(x, x[:2]) ** 2).sum(),
     "np.minimum.outer": lambda x: np.minimum.outer(x, 2.0 * x).sum(),
     "np.multiply.outer of 2-d": lambda x: np.multiply.outer(x.reshape(5, 1), x[:2]).sum(),
+    # a list among the arrays a function joins, a list of values a write copies
+    "np.concatenate([x, list])": lambda x: (np.concatenate([x, [1.0, x[0]]]) ** 2).sum(),
+    "np.hstack((x, list))": lambda x: (np.hstack((x, [2.0 * x[1]])) ** 2).sum(),
+    "np.vstack([list, x[:2]])": lambda x: (np.vstack([[x[0], 3.0], x[:2]]) ** 2).sum(),
+    "np.stack([x[:2], list])": lambda x: (np.stack([x[:2], (x[4], x[3])]) ** 3).sum(),
+    "y.put(i, list)": lambda x: _written(x, lambda y: y.put([0, 3], [x[0] * 2.0, x[1]])),
+    "np.copyto(y, list)": lambda x: _written(x, lambda y: np.copyto(y, [x[2]] * 5)),
+    "np.place(y, mask, list)": lambda x: _written(
+        x, lambda y: np.place(y, y > 1.5, [x[4], x[0] * 3.0])),
 }
+
+
+def _written(x, write):
+    y = x * 1.0
+    write(y)
+    return (y * y * x).sum()
 
 
 def _in_place(x):

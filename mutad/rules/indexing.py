@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..registry import (complex_aware, defcomposite, definplace, deflinear, defjvp, defrule, holomorphic,
                         recomputable)
+from ..allocation import lists_as_arrays
 from ..elementwise import unbroadcast
 from ..tracing import (Traced, check_destination, copy_into, locate, overlaps, plain, record_write,
                        writes_into)
@@ -542,9 +543,15 @@ del _func, _values_at, _ufunc
 # overlaps the target or an index repeats
 
 
+def as_array(values):
+    """The values a write copies: a list or tuple holding traced values as the array NumPy
+    makes of it (``y.put(i, [a, b])``), which the engines follow; NumPy would convert it."""
+    return lists_as_arrays((values,))[0]
+
+
 @definplace(np.put)
 def put(a, ind, v, mode="raise"):
-    ind = plain(ind)
+    ind, v = plain(ind), as_array(v)
     if writes_into("np.put", a, v):
         copy_into(np.put, a, v, lambda t, s: np.put(t, ind, s, mode=mode),
                   {"ind": ind, "mode": mode})
@@ -554,7 +561,7 @@ def put(a, ind, v, mode="raise"):
 
 @definplace(np.place)
 def place(arr, mask, vals):
-    mask = plain(mask)
+    mask, vals = plain(mask), as_array(vals)
     if writes_into("np.place", arr, vals):
         copy_into(np.place, arr, vals, lambda t, s: np.place(t, mask, s), {"mask": mask})
     else:
@@ -563,7 +570,7 @@ def place(arr, mask, vals):
 
 @definplace(np.putmask)
 def putmask(a, mask, values):
-    mask = plain(mask)
+    mask, values = plain(mask), as_array(values)
     if writes_into("np.putmask", a, values):
         copy_into(np.putmask, a, values, lambda t, s: np.putmask(t, mask, s), {"mask": mask})
     else:
@@ -572,7 +579,7 @@ def putmask(a, mask, values):
 
 @definplace(np.put_along_axis)
 def put_along_axis(arr, indices, values, axis):
-    indices = plain(indices)
+    indices, values = plain(indices), as_array(values)
     if writes_into("np.put_along_axis", arr, values):
         copy_into(np.put_along_axis, arr, values,
                   lambda t, s: np.put_along_axis(t, indices, s, axis),
@@ -583,6 +590,7 @@ def put_along_axis(arr, indices, values, axis):
 
 @definplace(np.copyto)
 def copyto(dst, src, casting="same_kind", where=True):
+    src = as_array(src)
     if not writes_into("np.copyto", dst, src):
         return np.copyto(dst, plain(src), casting=casting, where=where)
     if overlaps(dst, src):

@@ -17,8 +17,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import UnsupportedOperationError, UntracedWriteError
-from ..registry import (ROUTES, complex_aware, defjvp, definplace, deflinear, defrule, holomorphic,
-                        recomputable)
+from ..registry import (JOINS, ROUTES, complex_aware, defjvp, definplace, deflinear, defrule,
+                        holomorphic, recomputable)
 from ..views import address, memory, owner, owner_view, wrapped
 from ._helpers import Template, gather_cotangent, unbroadcast
 
@@ -40,6 +40,7 @@ def linear_map(func, transpose):
     defrule(func, leading=1)(rule)
     deflinear(func)
     recomputable(func)
+    JOINS.add(func)
 
 
 def index_order(order, a):
@@ -210,6 +211,7 @@ def join_rule(func, layout):
     defrule(func, leading=1)(rule)
     deflinear(func)
     recomputable(func)
+    JOINS.add(func)
 
 
 def concatenate_layout(arrays, axis=0, *rest, **kwargs):
@@ -289,6 +291,7 @@ def split_rule(func, join):
     defrule(func, leading=1)(rule)
     deflinear(func)
     recomputable(func)
+    JOINS.add(func)
 
 
 # fmt: off
