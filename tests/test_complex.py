@@ -423,6 +423,42 @@ def test_scipy_transforms_over_several_axes(name):
     check(lambda a: transform(a, (5, 4), (1, 0)), arg)
 
 
+@pytest.mark.parametrize("name", ["dct", "idct", "dst", "idst"])
+@pytest.mark.parametrize("kind_type", [1, 2, 3, 4])
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_scipy_real_to_real_transforms_pull_back_by_their_transposes(name, kind_type, norm):
+    import scipy.fft
+
+    def transform(*args, **kwargs):
+        return getattr(scipy.fft, name)(*args, **kwargs)
+
+    for n in (None, 5, 9):  # as it is, truncated, zero-padded
+        x = RNG.standard_normal((2, 7))
+        w = RNG.standard_normal(transform(x, kind_type, n, norm=norm).shape)
+        gradient = mutad.gradient(lambda a: (transform(a, kind_type, n, norm=norm) * w).sum(),
+                                  x)[0]
+        matrix = np.array([transform(e, kind_type, n, norm=norm) for e in np.eye(7)])
+        np.testing.assert_allclose(gradient, w @ matrix.T, rtol=1e-12, atol=1e-12)
+    check(lambda a: transform(a, kind_type, 6, 0, norm), M, order=2)
+    check(lambda z: transform(z, kind_type, norm=norm), Z5)  # complex: each part's transform
+    y, _ = mutad.pullback(lambda a: transform(a, kind_type, norm=norm), X7)
+    np.testing.assert_array_equal(y, transform(X7, kind_type, norm=norm))  # SciPy's bits
+
+
+@pytest.mark.parametrize("name", ["dctn", "idctn", "dstn", "idstn"])
+def test_scipy_real_to_real_transforms_over_several_axes(name):
+    import scipy.fft
+
+    def transform(*args, **kwargs):
+        return getattr(scipy.fft, name)(*args, **kwargs)
+
+    check(lambda a: transform(a, 2, norm="ortho"), M)
+    check(lambda a: transform(a, 1, (5, 7), (1, 0)), M)
+    check(lambda a: transform(a, 3, axes=1, norm="forward"), M)
+    with pytest.raises(mutad.MutadError, match="orthogonalize"):
+        mutad.gradient(lambda a: transform(a, 2, norm="ortho", orthogonalize=False).sum(), M)
+
+
 def test_scipy_shifts():
     import scipy.fft
 

@@ -1,7 +1,9 @@
 """``scipy.fft``'s transforms, by SciPy's names too: SciPy computes the values, and the
 pullbacks are the adjoints ``mutad.rules.fft`` builds for NumPy's transforms of the same names
 from the same stages (SciPy takes NumPy's arguments, then ``overwrite_x``, ``workers`` and
-``plan``, which change no value).
+``plan``, which change no value). The real-to-real transforms (``dct``, ``idct``, ``dst``,
+``idst`` and their n-d forms) are real matrices along each axis: their pullbacks are the
+transposes, which are transforms of SciPy's too.
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import fft
@@ -13,13 +15,15 @@ from the same stages (SciPy takes NumPy's arguments, then ``overwrite_x``, ``wor
 import numpy as np
 import scipy.fft as _fft
 
+from ..errors import UnsupportedOperationError
 from ..registry import CONVENTION, ROUTES
 from ..rules.fft import HERMITIAN_ND, STAGES, adjoint
 from ._adjoints import scipy_adjoint
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "rfftn", "irfftn",
            "fft2", "ifft2", "rfft2", "irfft2", "hfftn", "ihfftn", "hfft2", "ihfft2",
-           "fftshift", "ifftshift"]
+           "fftshift", "ifftshift", "dct", "idct", "dst", "idst", "dctn", "idctn", "dstn",
+           "idstn"]
 
 _STAGES = {**STAGES, **HERMITIAN_ND}
 
@@ -69,3 +73,120 @@ ihfft2 = _transform("ihfft2")
 # The shifts are rolls, NumPy's the same values: NumPy's functions stand in for them.
 fftshift = ROUTES[_fft.fftshift] = np.fft.fftshift
 ifftshift = ROUTES[_fft.ifftshift] = np.fft.ifftshift
+
+
+# ----------------------------------------------------------------------------------------------
+# The real-to-real transforms
+
+_INVERSE_TYPE = {1: 1, 2: 3, 3: 2, 4: 4}
+_DUAL_NORM = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+def _transposed(kind, kind_type, norm, g):
+    """The transpose of SciPy's ``kind`` (``"dct"`` or ``"dst"``) of ``kind_type`` with
+    ``norm``, not orthogonalized, along the last axis, applied to ``g``: the unnormalized
+    transform's transpose (another type's, with its first or last element weighted), times the
+    factor ``norm`` puts on the unnormalized one."""
+    transform = getattr(_fft, kind)
+    m = np.shape(g)[-1]
+    weights = np.ones(m)
+    end = 0 if kind == "dct" else -1  # the element the transforms of types 1 to 3 weight
+    if kind_type == 1 and kind == "dct":  # symmetric once the end elements are weighted
+        weights[1:-1] = 2.0
+        y = weights * transform(g / weights, 1)
+    elif kind_type == 2:  # the transpose of type 2 is type 3 of g with its end doubled
+        weights[end] = 2.0
+        y = transform(g * weights, 3)
+    elif kind_type == 3:
+        weights[end] = 0.5
+        y = weights * transform(g, 2)
+    else:  # dct's type 4, dst's types 1 and 4: symmetric
+        y = transform(g, kind_type)
+    length = 2 * (m - 1 if (kind, kind_type) == ("dct", 1) else
+                  m + 1 if (kind, kind_type) == ("dst", 1) else m)
+    if norm == "forward":
+        return y / length
+    if norm == "ortho":
+        return y / np.sqrt(length)
+    return y
+
+
+def _transpose_along(kind, kind_type, size, axis, norm, orthogonalize, g, length):
+    """The pullback of ``kind`` along ``axis`` of an input of ``length`` there, to ``size``:
+    the transform's transpose, then the transpose of SciPy's truncation or zero padding."""
+    g = np.moveaxis(g, axis, -1)
+    if orthogonalize:  # an orthogonal matrix: its inverse
+        g = getattr(_fft, "i" + kind)(g, kind_type, norm="ortho", orthogonalize=True)
+    else:
+        g = _transposed(kind, kind_type, norm, g)
+    if size > length:
+        g = g[..., :length]
+    elif size < length:
+        g = np.concatenate([g, np.zeros((*g.shape[:-1], length - size), g.dtype)], axis=-1)
+    return np.moveaxis(g, -1, axis)
+
+
+def _real_transform(name, kind, inverse, n_dimensional):
+    """The wrapper of ``scipy.fft.<name>``: ``kind`` (``"dct"``, ``"dst"``) or its inverse,
+    along one axis or several. An inverse of a type and norm is SciPy's transform of the
+    inverse type and the dual norm."""
+    wrapper = scipy_adjoint(getattr(_fft, name))
+    wrapper.complex_values = CONVENTION  # a real matrix: its transpose takes complex values
+
+    def stages(x, kind_type, size, axis, norm, orthogonalize):
+        """``(kind_type, size, axis, norm, orthogonalize, length)`` per axis transformed."""
+        if orthogonalize is None:
+            orthogonalize = norm == "ortho"
+        if orthogonalize != (norm == "ortho"):
+            raise UnsupportedOperationError(
+                f"scipy.fft.{name}: orthogonalize={orthogonalize} with norm={norm!r} is not "
+                "differentiated; use norm='ortho' (orthogonalized) or another norm without it.")
+        if inverse:
+            kind_type, norm = _INVERSE_TYPE[kind_type], _DUAL_NORM[norm]
+        shape = np.shape(x)
+        if not n_dimensional:
+            length = shape[axis]
+            return [(kind_type, length if size is None else size, axis, norm, orthogonalize,
+                     length)]
+        axes = axis
+        if axes is None:
+            axes = range(len(shape)) if size is None else range(-np.size(size), 0)
+        axes = [axes] if np.ndim(axes) == 0 else list(axes)
+        sizes = [shape[a] for a in axes] if size is None else (
+            [size] * len(axes) if np.ndim(size) == 0 else list(size))
+        return [(kind_type, s, a, norm, orthogonalize, shape[a]) for s, a in zip(sizes, axes)]
+
+    @wrapper.rule
+    def rule(x, kind_type=2, size=None, axis=None if n_dimensional else -1, norm=None,
+             overwrite_x=False, workers=None, orthogonalize=None):
+        along = stages(x, kind_type, size, axis, norm, orthogonalize)
+        y = wrapper(x, kind_type, size, axis, norm, False, workers, orthogonalize=orthogonalize)
+
+        def back(dy):
+            g = dy
+            for t, s, a, nrm, orth, length in along:
+                g = _transpose_along(kind, t, s, a, nrm, orth, g, length)
+            return (g,)
+
+        return y, back
+
+    @wrapper.jvp_rule
+    def jvp(tangents, x, kind_type=2, size=None, axis=None if n_dimensional else -1, norm=None,
+            overwrite_x=False, workers=None, orthogonalize=None):
+        stages(x, kind_type, size, axis, norm, orthogonalize)  # (what is refused)
+        # linear over the reals: the transform of the tangent
+        y = wrapper(x, kind_type, size, axis, norm, False, workers, orthogonalize=orthogonalize)
+        return y, wrapper(tangents[0], kind_type, size, axis, norm, False, workers,
+                          orthogonalize=orthogonalize)
+
+    return wrapper
+
+
+dct = _real_transform("dct", "dct", False, False)
+idct = _real_transform("idct", "dct", True, False)
+dst = _real_transform("dst", "dst", False, False)
+idst = _real_transform("idst", "dst", True, False)
+dctn = _real_transform("dctn", "dct", False, True)
+idctn = _real_transform("idctn", "dct", True, True)
+dstn = _real_transform("dstn", "dst", False, True)
+idstn = _real_transform("idstn", "dst", True, True)
