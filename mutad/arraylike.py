@@ -624,6 +624,46 @@ def out_by_keyword(func, args, kwargs):
     return args[:position], kwargs
 
 
+POSITIONAL = {}
+"""Per function, its parameters that may be given positionally, by name: ``(position,
+default)`` (``keywords_in_place``)."""
+
+
+def keywords_in_place(func, rule, args, kwargs):
+    """``args`` and ``kwargs`` with each keyword argument that carries a derivative given at
+    its position instead, filling the positions before it with their defaults, where that
+    position is among the arguments ``rule`` differentiates (its ``leading``, as
+    ``registry.padded`` records it): ``np.diff(x, prepend=x0)``, ``np.linspace(start=a,
+    stop=b)``. Rules take differentiated values positionally; any other keyword argument that
+    carries one is left for the engine to refuse."""
+    leading = getattr(rule, "leading", None)
+    if leading is None or not kwargs:
+        return args, kwargs
+    moved = [name for name, value in kwargs.items() if carries_derivative(value)]
+    if not moved:
+        return args, kwargs
+    if func not in POSITIONAL:
+        try:
+            parameters = list(inspect.signature(func).parameters.values())
+        except (TypeError, ValueError):
+            parameters = []
+        POSITIONAL[func] = {p.name: (i, p.default) for i, p in enumerate(parameters)
+                            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    positions = POSITIONAL[func]
+    if not all(name in positions and len(args) <= positions[name][0] < leading
+               for name in moved):
+        return args, kwargs
+    last = max(positions[name][0] for name in moved)
+    by_position = {i: (name, default) for name, (i, default) in positions.items()}
+    given, rest = list(args), dict(kwargs)
+    for i in range(len(args), last + 1):
+        name, default = by_position[i]
+        if name not in rest and default is inspect.Parameter.empty:
+            return args, kwargs  # a required argument missing: NumPy's own error follows
+        given.append(rest.pop(name) if name in rest else default)
+    return tuple(given), rest
+
+
 def carries_derivative(x):
     """Whether traced or dual ``x`` (or the value of an enclosing level it holds) depends on
     the differentiated arguments: not a constant (an array allocated in the function, or made

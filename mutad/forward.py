@@ -23,9 +23,9 @@ from . import arguments
 from .allocation import Preexisting, joined_operands, stands_in, ufunc_operands
 from .arguments import Originals, check_distinct_memory
 from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
-                        install_operators, lost_tangent, out_by_keyword, single_out,
-                        stands_for_scalar, weak, weak_arithmetic, weak_beside_arrays,
-                        weak_value, weaken)
+                        install_operators, keywords_in_place, lost_tangent, out_by_keyword,
+                        single_out, stands_for_scalar, weak, weak_arithmetic,
+                        weak_beside_arrays, weak_value, weaken)
 from .errors import (
     InvalidArgumentError,
     RuleError,
@@ -359,6 +359,8 @@ def apply_function(func, args, kwargs, level, rule=None):
             check_complex(function_name(func), composite)
         return composite(*args, **kwargs)
     args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
+    # (the positions the reverse rule differentiates: the forward rule's too)
+    args, kwargs = keywords_in_place(func, FUNCTIONS.get(func), args, kwargs)
     kwargs = dict(kwargs)
     out = kwargs.pop("out", None)
     if type(out) is tuple and len(out) == 1:

@@ -249,6 +249,7 @@ def padded(rule, leading=None):
 
         return y, back_of_all_arguments
 
+    rule_of_all_arguments.leading = leading  # (arraylike.keywords_in_place)
     return rule_of_all_arguments
 
 

@@ -40,9 +40,10 @@ import numpy as np
 from .allocation import Preexisting, joined_operands, stands_in, ufunc_operands
 from .arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
-                        conversion_error, install_operators, lost_tangent, out_by_keyword,
-                        numpy_value, out_position, single_out, stands_for_scalar,
-                        untraced_write, weak_arithmetic, weak_beside_arrays, weak_value)
+                        conversion_error, install_operators, keywords_in_place, lost_tangent,
+                        numpy_value, out_by_keyword, out_position, single_out,
+                        stands_for_scalar, untraced_write, weak_arithmetic, weak_beside_arrays,
+                        weak_value)
 from .debug import SKIPPED, Warnings, anomaly, at_user_lines, caller
 from .elementwise import (ASSIGNMENT, Elementwise, Rerun, differentiable, elementwise_kept,
                           read_by_partials, unbroadcast, write_kept, write_pullback)
@@ -1212,6 +1213,7 @@ def apply_array_function(func, args, kwargs, tape):
     rule = FUNCTIONS.get(func)
     if rule is not None:
         args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
+        args, kwargs = keywords_in_place(func, rule, args, kwargs)  # np.diff(x, append=a)
         return apply_function(function_name(func), rule, args, kwargs, tape)
     handler = INPLACE.get(func) or COMPOSITES.get(func)
     if handler is not None:

@@ -35,6 +35,21 @@ def test_settings_passed_positionally_get_no_cotangent(f):
     mutad.check_jvp(f, x)
 
 
+@pytest.mark.parametrize("f", [
+    lambda x: (np.diff(x, prepend=x[2], append=x[:2]) ** 2).sum(),
+    lambda x: (np.diff(x, 2, append=x[1:] * 3.0) ** 2).sum(),
+    lambda x: (np.linspace(start=x[0], stop=x[1], num=4) ** 2).sum(),
+    lambda x: (np.clip(x, a_min=x[0] * 0.9, a_max=x[2] * 0.9) ** 2).sum(),
+    lambda x: np.interp([0.2, -1.0, 5.0], [0.0, 1.0, 2.0], x, left=x[1] * 2.0, right=x[0]).sum(),
+], ids=["diff-ends", "diff-append", "linspace-start-stop", "clip-bounds", "interp-left-right"])
+def test_differentiated_values_passed_by_keyword_go_to_their_positions(f):
+    # the rules differentiate these positions; given by keyword, they are moved there
+    x = np.array([0.5, 1.5, 2.5])
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, x, policy=policy)
+    mutad.check_jvp(f, x)
+
+
 def test_a_rule_that_returns_other_than_its_leading_cotangents_is_refused():
     def rule(a, axis=None):
         return np.sum(a, axis), lambda dy: (dy, None)  # two cotangents: declared one

@@ -413,7 +413,7 @@ def clipped(a, y, lower, upper):
     return below, above
 
 
-@defrule(np.clip)
+@defrule(np.clip, leading=3)
 def clip(a, *bounds, **kwargs):
     """``clip(a, lower, upper) = minimum(maximum(a, lower), upper)``: each element's cotangent
     goes to the operand it came from; where ``a`` equals a bound, to ``a``."""
@@ -425,7 +425,7 @@ def clip(a, *bounds, **kwargs):
         da = unbroadcast(np.where(below | above, 0, dy), np.shape(a))
         dlower = None if lower is None else unbroadcast(np.where(below, dy, 0), np.shape(lower))
         dupper = None if upper is None else unbroadcast(np.where(above, dy, 0), np.shape(upper))
-        return (da, dlower, dupper)[:1 + len(bounds)]
+        return (da, dlower, dupper)
 
     return y, back
 
