@@ -197,8 +197,10 @@ def within(tree, kind, found=None):
 
 
 def as_constant(y):
-    """A constant allocated or computed in the function, as ``tracing.constant`` holds it."""
-    return np.asarray(y) if isinstance(y, (np.generic, float, int)) else y
+    """A constant allocated or computed in the function, as ``tracing.constant`` holds it; a
+    NumPy scalar as itself, as the engine hands such a constant to the functions that read it
+    (``tracing._unwrap_args``)."""
+    return np.asarray(y) if isinstance(y, (float, int)) else y
 
 
 def as_fresh(y):
@@ -216,13 +218,17 @@ def _as_is(y):
 # Steps: each is called with this call's values and tape, and appends the records it makes
 
 
-def _shape_guard(y, shape, code):
+def _shape_guard(y, shape, code, layout=None):
     """The lines of a block that check the shape of the value ``y`` an index gave, which a key
-    computed by the program may change (``x[x > 0]``). Every value of a replayed program has
-    the shape it was recorded with (the arguments by their signature, what each step makes by
-    its operands' shapes, or by a guard like this one), so a constant key into one gives the
-    recorded shape, and needs no guard."""
-    return [f"if {y}.shape != {code.bind(shape)}:", "    raise GuardFailed"]
+    computed by the program may change (``x[x > 0]``), and for a view, where it lies in its
+    memory (``Out.layout``). Every value of a replayed program has the shape it was recorded
+    with (the arguments by their signature, what each step makes by its operands' shapes, or
+    by a guard like this one), so a constant key into one gives the recorded shape, and needs
+    no guard."""
+    lines = [f"if {y}.shape != {code.bind(shape)}:", "    raise GuardFailed"]
+    if layout is not None:
+        lines += [f"if {code.bind(_layout)}({y}) != {code.bind(layout)}:", "    raise GuardFailed"]
+    return lines
 
 
 def _no_lines(code, k):
@@ -280,7 +286,7 @@ class Call:
             if out.convert is not _as_is:
                 y = f"{code.bind(out.convert)}({y})"
             y = code.made(out.slot, y, False)
-            code.forward += _shape_guard(y, out.shape, code)
+            code.forward += _shape_guard(y, out.shape, code, out.layout)
             code.records.append(())
             return
         source, key = self.args
@@ -293,7 +299,7 @@ class Call:
             y = f"{code.bind(out.convert)}({y})"
         y = code.made(out.slot, y, False)
         if not constant:
-            code.forward += _shape_guard(y, out.shape, code)
+            code.forward += _shape_guard(y, out.shape, code, out.layout)
         code.records.append(())
 
     emit_back = staticmethod(_no_lines)
@@ -312,13 +318,21 @@ class Out:
     had when recorded: a guard, since a shape may depend on values (``x[x > 0]``), and the
     program's later steps on it were recorded for that one."""
 
-    __slots__ = ("slot", "convert", "shape", "buffer")
+    __slots__ = ("slot", "convert", "shape", "buffer", "layout")
 
-    def __init__(self, slot, convert, t):
+    def __init__(self, slot, convert, t, view=False):
         self.slot = slot
         self.convert = convert
         self.shape = t.value.shape
         self.buffer = t.buffer if type(t) is Traced else None  # weak: a Python number
+        # of a view of an operand, where it lies in its memory: a guard too, since settings
+        # the program computes may move it (np.flip(x, axis) of a computed axis), and the
+        # program's records name that place
+        self.layout = _layout(t.value) if view else None
+
+
+def _layout(view):
+    return view.strides, address(view) - address(owner(view))
 
 
 class Same:
@@ -355,7 +369,8 @@ def _store(outputs, y, values):
         return
     if type(outputs) is Out:
         value = outputs.convert(y)
-        if value.shape != outputs.shape:
+        if value.shape != outputs.shape or outputs.layout is not None \
+                and _layout(value) != outputs.layout:
             raise GuardFailed
         if outputs.buffer is not None and outputs.buffer.weak:
             value = value.item()  # as the traced value stood for it (arraylike.weak)
@@ -1160,7 +1175,7 @@ class Function:
     prepare = Call.prepare
 
     def __call__(self, values, tape):
-        args = _arrays(self.args_of(values), self.args)
+        args = _arrays(self.args_of(values), self.args, self.primals)
         y, back = self.rule(*args, **self.kwargs_of(values))
         if complex_among(args) or complex_among(y if isinstance(y, (tuple, list)) else (y,)):
             back = complex_back(str(self.primitive), self.rule, back)  # as apply_function
@@ -1180,8 +1195,9 @@ class Function:
                 # recorded (a number or a complex array would take __call__'s conversions),
                 # of the dimensions the rule's plain functions were chosen for
                 ndim = "" if self.special is None else f" or {name}.ndim != {self.dims[i]}"
-                code.forward += [
-                    f"if type({name}) is not ndarray or {name}.dtype.kind == 'c'{ndim}:",
+                code.forward += [  # (a NumPy scalar it computed, as itself: _arrays)
+                    f"if type({name}) is not ndarray and not isinstance({name}, "
+                    f"{code.bind(np.generic)}) or {name}.dtype.kind == 'c'{ndim}:",
                     "    raise GuardFailed"]
             elif type(a) is Slot and place.shape == ():  # NumPy's scalar, as the 0-d array
                 args[i] = f"{code.bind(fresh_value)}({name})"  # it stands for (_arrays)
@@ -1362,15 +1378,17 @@ def _kind(message):
     return message.partition(" encountered")[0]
 
 
-def _arrays(args, spec, numbers=None):
+def _arrays(args, spec, traced, numbers=None):
     """A rule's arguments ``args`` (made from ``spec``) as the tracing engine hands them over
-    (``tracing._unwrap_args``): NumPy scalars the replay holds as the read-only 0-d arrays they
-    stood for (``tracing.fresh_value``), and the Python numbers it holds for weak values (at
-    slots) as such beside arrays, else as their 0-d arrays (``arraylike.weak_beside_arrays``)."""
+    (``tracing._unwrap_args``): NumPy scalars the replay holds for traced values (at the slots
+    ``traced``) as the read-only 0-d arrays they stood for (``tracing.fresh_value``), those of
+    constants as themselves, and the Python numbers it holds for weak values (at slots) as
+    such beside arrays, else as their 0-d arrays (``arraylike.weak_beside_arrays``)."""
     if numbers is None:
         numbers = _weak_beside_arrays(args, spec)
-    return [type(x)(_arrays(x, s, False)) if type(x) in (list, tuple) else
-            fresh_value(x) if isinstance(x, np.generic) or (
+    return [type(x)(_arrays(x, s, traced, False)) if type(x) in (list, tuple) else
+            fresh_value(x) if isinstance(x, np.generic) and (
+                type(s) is not Slot or s.index in traced) or (
                 not numbers and type(s) is Slot and type(x) is float) else x
             for x, s in zip(args, spec, strict=True)]
 
@@ -1788,7 +1806,9 @@ def _holds_arrays_of_the_call(tape, items):
     among its attributes. Such an object was made by the recorded call (``solve_ivp``'s
     ``fun`` closing over the parameters, the problem its rule keeps), and a rule given it
     would read that call's arrays when replayed; unless its class says it reads only the
-    arrays the rule is given (``replays_on_its_operands``: ``quad``'s integrand)."""
+    arrays the rule is given (``replays_on_its_operands``: ``quad``'s integrand), or that it
+    keeps what the recorded call computed (``replays_on_its_operands = False``: a solve's
+    problem, which keeps its forward solution)."""
     work, seen = [(items, False)], set()
     while work and len(seen) < REACHED_ITEMS:
         x, inside = work.pop()  # inside: held by an object, not an argument itself
@@ -1811,6 +1831,8 @@ def _holds_arrays_of_the_call(tape, items):
             found = (x.__func__, x.__self__)
         elif kind is functools.partial:
             found = (x.func, *x.args, *x.keywords.values())
+        elif getattr(kind, "replays_on_its_operands", None) is False:
+            return True  # an object that keeps what the recorded call computed
         elif isinstance(x, (np.ndarray, np.generic, type, types.ModuleType, str, bytes)) \
                 or getattr(kind, "replays_on_its_operands", False):
             continue  # (an object that reads the arrays its rule is given, not those it holds)
@@ -2007,6 +2029,14 @@ class Recorder:
             return kind(self.spec(item) for item in x)
         if kind is dict:
             return {key: self.spec(item) for key, item in x.items()}
+        if kind is slice:  # bounds the program computed (x[:k]): guarded, as recorded
+            parts = []
+            for part in (x.start, x.stop, x.step):
+                if type(part) is Traced:
+                    self.guard(part, part.value.tobytes())
+                    part = part.value[()]
+                parts.append(part)
+            return slice(*parts)
         if kind in PYTHON_SCALARS:
             # the same on every call a program replays (a signature holds the values of the
             # numbers and strings among the arguments, and a step guards those it computes):
@@ -2031,7 +2061,7 @@ class Recorder:
             if id(y) in self.slots:
                 return None  # the array itself (``np.asarray(x)``, an ``out=``)
             convert = as_constant if y.buffer.constant else fresh_value
-            return Out(self.bind(y), convert, y)
+            return Out(self.bind(y), convert, y, view=not y.whole)
         if type(y) in (tuple, list) or (isinstance(y, tuple) and hasattr(y, "_fields")):
             return tuple(self.outputs(item, depends) for item in y)
         return None
@@ -2054,8 +2084,12 @@ class Recorder:
             return y
         if type(y) in (tuple, list):
             return type(y)(self.derive(item, True) for item in y)
+        if isinstance(y, tuple) and hasattr(y, "_fields"):  # slogdet's SlogdetResult
+            return type(y)(*(self.derive(item, True) for item in y))
         if isinstance(y, (np.ndarray, np.generic)):
-            t = constant(np.asarray(y), self.tape)
+            # a NumPy scalar as the read-only 0-d array that stands for one (hashable, a
+            # number to the functions it is handed to), as tracing holds a scalar result
+            t = constant(fresh_value(y) if isinstance(y, np.generic) else y, self.tape)
             self.derived.add(id(t.buffer))
             return t
         return y
@@ -2251,9 +2285,9 @@ class Recorder:
         if type(y) is Traced:
             if id(y) in self.slots:
                 return None
-            convert = (as_constant if y.buffer.constant else _as_is if y.buffer in leaves
-                       else as_fresh)
-            return Out(self.bind(y), convert, y)
+            view = y.buffer in leaves
+            convert = as_constant if y.buffer.constant else _as_is if view else as_fresh
+            return Out(self.bind(y), convert, y, view)
         if type(y) in (tuple, list) or (isinstance(y, tuple) and hasattr(y, "_fields")):
             return tuple(self._function_outputs(item, leaves) for item in y)
         if isinstance(y, (np.ndarray, np.generic)):

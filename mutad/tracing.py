@@ -293,6 +293,8 @@ def _unwrap_args(args):
                 if numbers is None:
                     numbers = weak_beside_arrays(args)
                 values.append(weak_value(x.value) if numbers else x.value)
+            elif x.buffer.constant and stands_for_scalar(x):
+                values.append(x.value[()])  # a number the program computed: as NumPy's
             else:
                 values.append(x.value)
         elif type(x) in (list, tuple) and any(type(e) is Traced for e in x):

@@ -457,6 +457,44 @@ def test_a_rule_given_a_closure_over_the_calls_arrays_is_traced():
     assert "closure" in reason
 
 
+def test_values_the_program_computes_without_a_gradient_are_followed_where_they_are_used():
+    # each from an independent run of real programs, wrong or raising before: a named tuple of
+    # a function of a constant, a slice bound, a view's axis, a dict key and a shape
+    weights = np.arange(6.0).reshape(2, 3)
+    table = {0: 1.0, 1: 2.0, 2: 3.0, 3: 4.0}
+
+    def f(x):
+        c = mutad.stop_gradient(x[:4]).reshape(2, 2) + np.eye(2) * 3.0
+        k = np.count_nonzero(x > 0)
+        y = np.linalg.slogdet(c).logabsdet * x[0]            # SlogdetResult
+        y = y + (x[:k] ** 2).sum()                           # x[:k]
+        y = y + (np.flip(x.reshape(2, 3), k % 2) * weights).sum()  # a view along axis k % 2
+        y = y + x[1] * table[int(np.argmax(x[:4]))] * table[np.argmax(x[:4])]
+        return y + np.resize(x, k + 1).sum()
+
+    patterns = ([1, -1, -1, -1, -1, -1], [1, 2, -1, 3, -1, -1], [1, 2, 3, -1, -1, -1],
+                [-1, 2, 3, 4, 5, 1])
+    # each pattern twice, scaled (the same decisions: replayed), then the next (recorded)
+    calls = [(np.array(v, dtype=float) * scale,) for v in patterns for scale in (1.0, 1.5)]
+    replaying = replayed_like_traced(f, calls)
+    assert program_count(replaying) == 1 and not replaying.reasons
+
+
+def test_a_solve_that_keeps_its_forward_solution_is_traced():
+    # solve_ivp's rule keeps its call's forward solve: replayed, its reverse pass raised
+    import scipy.integrate
+
+    def f(y0):
+        sol = scipy.integrate.solve_ivp(lambda t, y: -0.5 * y ** 3, (0.0, 1.0), y0,
+                                        rtol=1e-8, atol=1e-10)
+        return (sol.y[:, -1] ** 2).sum()
+
+    calls = [(np.array([1.0, 0.8]) * s,) for s in (1.0, 1.1, 0.9)]
+    replaying = replayed_like_traced(f, calls)
+    (reason,) = replaying.reasons.values()
+    assert "solve_ivp" in reason
+
+
 def test_what_a_replay_cannot_follow_is_traced_on_every_call_with_a_reason():
     def f(x):
         inner = mutad.grad(lambda y: (x * y * y).sum())(x)  # nested differentiation

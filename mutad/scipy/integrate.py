@@ -560,6 +560,10 @@ class _Problem:
     its parameters, the solver's settings, and the forward solve (``forward``) with what it
     keeps for the reverse pass."""
 
+    # It keeps what its call's forward solve computed: a replay of the call cannot reuse it
+    # (``replay._holds_arrays_of_the_call``).
+    replays_on_its_operands = False
+
     def __init__(self, name, rhs, parameters, t0, t_end, method, rtol, atol, max_step):
         self.name, self.rhs, self.parameters = name, rhs, parameters
         self.t0, self.method = t0, method
