@@ -675,6 +675,21 @@ def carries_derivative(x):
     return False
 
 
+def settled(tree, what):
+    """``tree`` (lists and tuples of it) with each traced or dual array that carries no
+    derivative (a constant the function computed: an index, a count) as the plain value it
+    holds, for a function that reads it as a setting. A replay recording the call is refused,
+    saying ``what``: its program would keep this call's values."""
+    if isinstance(tree, Tracer):
+        recorder = getattr(getattr(tree, "tape", None), "recorder", None)
+        if recorder is not None and recorder.ready:
+            recorder.refuse(what)
+        return settled(tree.value, what)
+    if type(tree) in (list, tuple):
+        return type(tree)(settled(x, what) for x in tree)
+    return tree
+
+
 def stands_for_scalar(x):
     """Whether traced or dual ``x`` stands for a NumPy scalar (a reduction's result, ``x[i]``, a
     float argument): a 0-d array of its own, read-only, as NumPy's scalars are immutable. An

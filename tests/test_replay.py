@@ -480,6 +480,25 @@ def test_values_the_program_computes_without_a_gradient_are_followed_where_they_
     assert program_count(replaying) == 1 and not replaying.reasons
 
 
+def test_integers_the_program_computes_as_scipys_indices_and_settings_are_traced():
+    # sparse indices, map_coordinates' coordinates, a filter's sigma from the data: the
+    # recording call raised; such a call is traced now, with the reason
+    import scipy.ndimage
+    import scipy.sparse
+
+    def f(v):
+        r = np.nonzero(v > 0)[0]
+        m = scipy.sparse.csr_matrix((v[r], (r, r)), shape=(4, 4))
+        coordinates = np.argsort(v)[None, :].astype(float)
+        y = scipy.ndimage.map_coordinates(v, coordinates, order=1)
+        z = scipy.ndimage.gaussian_filter1d(v, np.count_nonzero(v > 0) + 1.0)
+        return (m @ v).sum() + (y * v).sum() + (z * v).sum()
+
+    calls = [(np.array(x),) for x in ([1.0, -2.0, 3.0, 0.5], [2.0, 1.0, -3.0, 0.5])]
+    replaying = replayed_like_traced(f, calls)
+    assert program_count(replaying) == 0 and len(replaying.reasons) == 1
+
+
 def test_a_solve_that_keeps_its_forward_solution_is_traced():
     # solve_ivp's rule keeps its call's forward solve: replayed, its reverse pass raised
     import scipy.integrate

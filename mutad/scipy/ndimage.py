@@ -46,7 +46,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.ndimage import _filters, _ni_support
 
-from ..arraylike import carries_derivative
+from ..arraylike import carries_derivative, settled
 from ..errors import ConversionError, UnsupportedOperationError, UntracedWriteError
 from ..levels import ACTIVE, innermost
 from ..registry import CONVENTION
@@ -220,11 +220,13 @@ def _deliver(result, output):
 
 
 def _constant(value, what, name):
-    if innermost((value,)) is not None:
+    if innermost((value,)) is None:
+        return value
+    if carries_derivative(value):
         raise UnsupportedOperationError(
             f"scipy.ndimage.{name}: mutad does not differentiate with respect to {what}; pass "
             "it as a constant (a number not computed from the differentiated arguments).")
-    return value
+    return settled(value, f"scipy.ndimage.{name} with a {what} the program computes")
 
 
 def _weights(weights):
@@ -794,6 +796,9 @@ def map_coordinates(input, coordinates, output=None, order=3, mode="constant", c
                     prefilter=True):
     _settings("map_coordinates", order)
     shape = np.shape(coordinates)[1:]
+    if innermost((coordinates,)) is not None and not carries_derivative(coordinates):
+        coordinates = settled(coordinates, "scipy.ndimage.map_coordinates with coordinates "
+                                           "the program computes")
     if innermost((coordinates,)) is not None:
         return _deliver(_map_traced(input, coordinates, order, mode, cval, prefilter,
                                     _dtype(output, input, "map_coordinates", shape)), output)

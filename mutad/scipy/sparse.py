@@ -79,6 +79,7 @@ import numpy as np
 import scipy.sparse as _sparse
 import scipy.sparse.linalg as _splinalg
 
+from ..arraylike import carries_derivative, settled
 from ..custom import Adjoint
 from ..errors import UnsupportedAttributeError, UnsupportedOperationError
 from ..levels import ACTIVE, innermost
@@ -114,6 +115,14 @@ def _followed(*items):
     sparse matrix)."""
     return any(isinstance(x, TracedSparse) or innermost((x,)) is not None
                or (type(x) in (list, tuple) and _followed(*x)) for x in items)
+
+
+def _leaves(items):
+    for x in items:
+        if type(x) in (list, tuple):
+            yield from _leaves(x)
+        else:
+            yield x
 
 
 def _refuse(what, instead):
@@ -1019,7 +1028,9 @@ class _SparseClass:
                 result = TracedSparse(_Layout(self.cls(result.layout.template)), result.data)
             return result
         if type(arg1) is tuple and _followed(*arg1[1:]):
-            _refuse(f"{name} with traced indices", "indices are integers: pass them plain.")
+            if any(carries_derivative(x) for x in _leaves(arg1[1:])):
+                _refuse(f"{name} with traced indices", "indices are integers: pass them plain.")
+            arg1 = (arg1[0], *settled(arg1[1:], f"{name} with indices the program computes"))
         if type(arg1) is not tuple:  # a dense matrix: each entry stored, zeros too
             return _constructed(self.cls, name, arg1, lambda fn, d: fn(d, shape=shape),
                                dense=True, dtype=dtype)
