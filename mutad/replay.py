@@ -60,6 +60,7 @@ undos put back, so its gradients stay the traced ones bit for bit and its memory
 """
 
 import collections
+import collections.abc
 import contextlib
 import functools
 import gc
@@ -2856,6 +2857,17 @@ def _reach_into(x, work, arrays, names, holders, expanded, large):
     kind = type(x)
     if isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
         arrays.append(x)
+        if x.dtype.hasobject:  # and the objects it holds (its bytes are their addresses)
+            if x.size > REACHED_ITEMS:
+                large.append(f"an object array of {x.size} items")
+            else:
+                work.extend(x.ravel().tolist())
+    elif kind in (bytearray, memoryview) or kind.__module__ == "array":  # mutable bytes
+        try:
+            arrays.append(np.frombuffer(x, np.uint8) if kind is not memoryview
+                          else np.asarray(x))
+        except (TypeError, ValueError, BufferError):
+            large.append(f"a {kind.__name__} mutad cannot compare")
     elif kind is str:  # a name an attribute may be read by (getattr(p, name))
         names.add(x)
     elif kind in (int, float, complex, bool, bytes, type(None)) or isinstance(x, np.generic):
@@ -2882,6 +2894,8 @@ def _reach_into(x, work, arrays, names, holders, expanded, large):
         _hold(x.__globals__, holders, expanded)
     elif kind is types.MethodType:
         work.extend((x.__func__, x.__self__))
+    elif kind in (types.BuiltinMethodType, types.MethodWrapperType):  # params.get, W.sum
+        work.append(x.__self__)
     elif kind is functools.partial:
         work.extend((x.func, *x.args, *x.keywords.values()))
     elif kind is property:
@@ -2896,16 +2910,21 @@ def _reach_into(x, work, arrays, names, holders, expanded, large):
     elif isinstance(x, type):
         _hold_class(x, holders, expanded)
     else:
-        if isinstance(x, (tuple, list, set, frozenset, dict, collections.deque)):
+        if isinstance(x, (tuple, list, set, frozenset, collections.deque,
+                          collections.abc.Mapping)):
             if len(x) > REACHED_ITEMS:
                 large.append(f"a {kind.__name__} of {len(x)} items")
+            elif isinstance(x, collections.abc.Mapping):  # its keys too: "a" in d
+                work.extend((*x.keys(), *x.values()))
             else:
-                work.extend(x.values() if isinstance(x, dict) else x)
+                work.extend(x)
             if kind in _BUILTIN_CONTAINERS:
                 return
         # an object: its attributes, and its classes' (methods, class-level arrays); an
         # object of the standard library's (a SimpleNamespace) by its attributes alone
         module = getattr(kind, "__module__", "builtins")
+        if type(module) is not str:  # (a class whose metaclass makes it a descriptor)
+            module = "builtins"
         if _library(module) and not _standard(module):
             return
         namespace = getattr(x, "__dict__", None)
@@ -2927,7 +2946,8 @@ def _hold_class(cls, holders, expanded):
     """Hold the namespaces of ``cls`` and its bases, but those of NumPy's, SciPy's, mutad's
     and the standard library's: a method a subclass inherits, a class attribute."""
     for base in cls.__mro__:
-        if not _library(getattr(base, "__module__", "builtins")):
+        module = getattr(base, "__module__", "builtins")
+        if type(module) is str and not _library(module):
             _hold(vars(base), holders, expanded)
 
 

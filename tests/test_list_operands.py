@@ -27,6 +27,11 @@ PROGRAMS = {
     "np.stack([x[:2], list])": lambda x: (np.stack([x[:2], (x[4], x[3])]) ** 3).sum(),
     "y.put(i, list)": lambda x: _written(x, lambda y: y.put([0, 3], [x[0] * 2.0, x[1]])),
     "np.copyto(y, list)": lambda x: _written(x, lambda y: np.copyto(y, [x[2]] * 5)),
+    "np.copyto(y, mixed list)": lambda x: _written(
+        x, lambda y: np.copyto(y, [x[0], 1.0, x[1], 2.0, x[4]])),
+    "np.put_along_axis(y, i, nested list)": lambda x: _written(
+        x, lambda y: np.put_along_axis(y.reshape(5, 1), np.zeros((2, 1), int) + [[0], [3]],
+                                       [[x[0]], [1.0]], 0)),
     "np.place(y, mask, list)": lambda x: _written(
         x, lambda y: np.place(y, y > 1.5, [x[4], x[0] * 3.0])),
 }
@@ -50,7 +55,7 @@ def test_a_list_of_traced_values_is_an_array_operand(name):
     x = np.array([1.0, 2.0, 3.0, 0.5, 0.2])
     before = x.tobytes()
     assert mutad.value_and_grad(f)(x)[0] == f(x)
-    mutad.check_grads(f, x)  # reverse and forward mode against finite differences
+    mutad.check_grads(f, x, modes=("rev", "fwd"))  # both modes against finite differences
     assert x.tobytes() == before
 
 

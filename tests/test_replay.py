@@ -303,6 +303,40 @@ def test_what_the_function_reaches_through_classes_properties_and_containers_is_
     assert "10,000" in replaying.reasons["what f reaches"]
 
 
+KEYS = {"a": 1.0}
+BYTES = bytearray(b"\x01")
+PARAMETERS = {"w": 1.0}
+GET = PARAMETERS.get
+CHAINED = collections.ChainMap({"w": 1.0})
+OBJECTS = np.array([[1.0], None], dtype=object)
+
+
+def test_what_keys_bytes_bound_methods_mappings_and_object_arrays_reach_is_guarded():
+    def f(x):
+        y = x * (2.0 if "a" in KEYS else 3.0)
+        y = y * BYTES[0] * GET("w") * CHAINED["w"] * OBJECTS[0][0]
+        return (y * x).sum()
+
+    x = np.array([1.0, 2.0])
+    replaying = mutad.grad(f, replay=True)
+    changes = [lambda: (KEYS.pop("a"), KEYS.__setitem__("b", 1.0)),
+               lambda: BYTES.__setitem__(0, 3), lambda: PARAMETERS.__setitem__("w", 5.0),
+               lambda: CHAINED.maps[0].__setitem__("w", 0.25),
+               lambda: OBJECTS[0].__setitem__(0, 7.0)]
+    try:
+        for change in [lambda: None, *changes]:
+            change()
+            assert same(replaying(x), mutad.grad(f)(x))
+            assert same(replaying(x), mutad.grad(f)(x))
+        assert program_count(replaying) == 1
+    finally:
+        KEYS.clear()
+        KEYS["a"] = 1.0
+        BYTES[0] = 1
+        PARAMETERS["w"] = CHAINED.maps[0]["w"] = 1.0
+        OBJECTS[0][0] = 1.0
+
+
 def test_a_generator_seeded_from_fresh_entropy_in_the_function_is_traced():
     def f(x):
         noise = np.random.default_rng().standard_normal(x.shape)

@@ -500,6 +500,16 @@ def at_in_rounds(ufunc):
 
 
 
+def _list_tangent(values, tangents):
+    """The tangent of the array NumPy makes of the list ``values``, from its items' tangents
+    (lists of them for nested lists; None: zeros)."""
+    if type(values) not in (list, tuple):
+        return np.zeros(np.shape(values)) if tangents is None else tangents
+    return np.array([_list_tangent(v, None if tangents is None else t)
+                     for v, t in zip(values, tangents if tangents is not None
+                                     else [None] * len(values), strict=True)])
+
+
 def _same_write_on_tangents(call, name, values_at, accumulates=False):
     """Forward mode's rule of ``call``, which writes into its first argument values (argument
     ``values_at``) that enter linearly, at given indices or under a mask: the same write into
@@ -520,6 +530,8 @@ def _same_write_on_tangents(call, name, values_at, accumulates=False):
         call(*args, **kwargs)
         if tangents[0] is None or (values_tangent is None and accumulates):
             return None, None
+        if type(values_tangent) in (list, tuple):  # values given as a list: its array's
+            values_tangent = _list_tangent(args[values_at], values_tangent)
         moved = [tangents[0], *args[1:]]
         if values_at < len(moved):
             moved[values_at] = 0.0 if values_tangent is None else values_tangent
