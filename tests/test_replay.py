@@ -225,6 +225,17 @@ def test_what_the_function_closes_over_is_guarded_by_identity():
     assert same(replaying(x), np.full(3, 6.0))
 
 
+def each_change_reaches_the_replay(f, x, changes):
+    """Replay ``f`` at ``x`` after each of ``changes`` to what it reaches, twice each: every
+    call is the traced one, and one program serves them all (recorded again after each)."""
+    replaying = mutad.grad(f, replay=True)
+    for change in [lambda: None, *changes]:
+        change()
+        assert same(replaying(x), mutad.grad(f)(x))
+        assert same(replaying(x), mutad.grad(f)(x))
+    assert program_count(replaying) == 1
+
+
 class Physics:
     scale = 1.0                           # a class attribute f reads through the class
 
@@ -272,7 +283,6 @@ def test_what_the_function_reaches_through_classes_properties_and_containers_is_
         return (y * x).sum()
 
     x = np.array([1.0, 2.0])
-    replaying = mutad.grad(f, replay=True)
     changes = [lambda: setattr(Physics, "scale", 2.0),
                lambda: OFFSET.__setitem__(0, 3.0),
                lambda: tuned._coef.__setitem__(0, 5.0),
@@ -281,11 +291,7 @@ def test_what_the_function_reaches_through_classes_properties_and_containers_is_
                lambda: setattr(SETTINGS, "gain", 3.0),
                lambda: TABLE.__setitem__("gain", 0.25)]
     try:
-        for change in [lambda: None, *changes]:
-            change()
-            assert same(replaying(x), mutad.grad(f)(x))
-            assert same(replaying(x), mutad.grad(f)(x))
-        assert program_count(replaying) == 1
+        each_change_reaches_the_replay(f, x, changes)
     finally:
         Physics.scale, OFFSET[0] = 1.0, 0.0
         SETTINGS.gain, TABLE["gain"] = 1.0, 1.0
@@ -318,17 +324,12 @@ def test_what_keys_bytes_bound_methods_mappings_and_object_arrays_reach_is_guard
         return (y * x).sum()
 
     x = np.array([1.0, 2.0])
-    replaying = mutad.grad(f, replay=True)
     changes = [lambda: (KEYS.pop("a"), KEYS.__setitem__("b", 1.0)),
                lambda: BYTES.__setitem__(0, 3), lambda: PARAMETERS.__setitem__("w", 5.0),
                lambda: CHAINED.maps[0].__setitem__("w", 0.25),
                lambda: OBJECTS[0].__setitem__(0, 7.0)]
     try:
-        for change in [lambda: None, *changes]:
-            change()
-            assert same(replaying(x), mutad.grad(f)(x))
-            assert same(replaying(x), mutad.grad(f)(x))
-        assert program_count(replaying) == 1
+        each_change_reaches_the_replay(f, x, changes)
     finally:
         KEYS.clear()
         KEYS["a"] = 1.0
