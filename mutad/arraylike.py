@@ -12,6 +12,7 @@ that behave like ndarrays, as autograd's ``numpy_boxes`` does for its boxes.
 """
 
 import builtins
+import collections
 import dis
 import inspect
 import linecache
@@ -21,6 +22,7 @@ import sys
 
 import numpy as np
 
+from .allocation import lists_as_arrays
 from .errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
                      UntracedWriteError)
 from .levels import Tracer
@@ -630,16 +632,18 @@ default)`` (``keywords_in_place``)."""
 
 
 def keywords_in_place(func, rule, args, kwargs):
-    """``args`` and ``kwargs`` with each keyword argument that carries a derivative given at
-    its position instead, filling the positions before it with their defaults, where that
+    """``args`` and ``kwargs`` with each keyword argument that is traced (or holds traced
+    values) given at its position instead, filling the positions before it with their defaults, where that
     position is among the arguments ``rule`` differentiates (its ``leading``, as
     ``registry.padded`` records it): ``np.diff(x, prepend=x0)``, ``np.linspace(start=a,
-    stop=b)``. Rules take differentiated values positionally; any other keyword argument that
-    carries one is left for the engine to refuse."""
+    stop=b)``, and the keyword-only arguments the rule takes at a position (its ``keywords``:
+    ``np.clip(x, min=lo)``, ``np.pad(x, 1, constant_values=c)``). Rules take differentiated
+    values positionally; any other keyword argument that carries one is left for the engine
+    to refuse."""
     leading = getattr(rule, "leading", None)
     if leading is None or not kwargs:
         return args, kwargs
-    moved = [name for name, value in kwargs.items() if carries_derivative(value)]
+    moved = [name for name, value in kwargs.items() if _traced_within(value)]
     if not moved:
         return args, kwargs
     if func not in POSITIONAL:
@@ -649,19 +653,41 @@ def keywords_in_place(func, rule, args, kwargs):
             parameters = []
         POSITIONAL[func] = {p.name: (i, p.default) for i, p in enumerate(parameters)
                             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)}
-    positions = POSITIONAL[func]
+    positions = {**POSITIONAL[func], **rule.keywords}
     if not all(name in positions and len(args) <= positions[name][0] < leading
                for name in moved):
         return args, kwargs
-    last = max(positions[name][0] for name in moved)
-    by_position = {i: (name, default) for name, (i, default) in positions.items()}
+    # (a keyword-only argument moved: the others too, which go together, as min= and max=)
+    aliases = rule.keywords if any(name in rule.keywords for name in moved) else ()
+    if aliases and (len(args) > min(i for i, _ in aliases.values()) or any(
+            positions[name][0] == aliases[alias][0] for alias in aliases
+            for name in kwargs if name not in aliases)):
+        return args, kwargs  # np.clip(x, 0, max=b), np.clip(x, a_min=0, max=b): NumPy refuses
+    last = max(positions[name][0] for name in (*moved, *aliases))
+    by_position = collections.defaultdict(list)  # a keyword-only alias first: its absence
+    for name, (i, default) in reversed(positions.items()):
+        by_position[i].append((name, default))
     given, rest = list(args), dict(kwargs)
     for i in range(len(args), last + 1):
-        name, default = by_position[i]
-        if name not in rest and default is inspect.Parameter.empty:
+        names = by_position.get(i)
+        if not names:
+            return args, kwargs
+        name = next((name for name, _ in names if name in rest), None)
+        if name is not None:
+            given.append(rest.pop(name))
+        elif names[0][1] is inspect.Parameter.empty:
             return args, kwargs  # a required argument missing: NumPy's own error follows
-        given.append(rest.pop(name) if name in rest else default)
-    return tuple(given), rest
+        else:
+            given.append(names[0][1])
+    return (*args, *lists_as_arrays(given[len(args):])), rest  # constant_values=(a, b)
+
+
+def _traced_within(x):
+    """Whether ``x`` is traced or dual, or holds such a value, a list or tuple (``np.pad(x, 1,
+    constant_values=(a, b))``)."""
+    if type(x) in (list, tuple):
+        return any(_traced_within(v) for v in x)
+    return isinstance(x, Tracer)
 
 
 def carries_derivative(x):

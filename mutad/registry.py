@@ -229,10 +229,13 @@ def _callable(func):
     return getattr(*func) if type(func) is tuple else func
 
 
-def padded(rule, leading=None):
+def padded(rule, leading=None, keywords=None):
     """``rule`` whose ``back`` returns cotangents for its leading positional arguments only
     (``leading`` of them, if given): the arguments a caller passes positionally after them
-    (an axis, a shape, ``ord``) get ``None``, so the rule need not count them."""
+    (an axis, a shape, ``ord``) get ``None``, so the rule need not count them. ``keywords``:
+    the keyword-only arguments the rule differentiates, each at the position the rule takes it
+    in and with the value standing for its absence there (``{"min": (1, None)}`` for
+    ``np.clip``; see ``arraylike.keywords_in_place``)."""
 
     @functools.wraps(rule)
     def rule_of_all_arguments(*args, **kwargs):
@@ -250,18 +253,21 @@ def padded(rule, leading=None):
         return y, back_of_all_arguments
 
     rule_of_all_arguments.leading = leading  # (arraylike.keywords_in_place)
+    rule_of_all_arguments.keywords = keywords or {}
     return rule_of_all_arguments
 
 
-def defrule(*funcs, leading=None):
+def defrule(*funcs, leading=None, keywords=None):
     """Declare the decorated pure rule ``rule(*args, **kwargs) -> (y, back)`` of ``funcs``.
 
     ``back(dy)`` returns one cotangent per positional argument (see ``FUNCTIONS``); with
     ``leading=n``, one for each of the first ``n`` only, the settings after them getting
-    ``None`` however many the caller passed. Returns the rule undecorated, for reuse.
+    ``None`` however many the caller passed. ``keywords``: keyword-only arguments the rule
+    takes at a position, to differentiate them (``padded``). Returns the rule undecorated,
+    for reuse.
     """
     return _entering(FUNCTIONS, funcs, None if leading is None
-                     else lambda rule, func: padded(rule, leading))
+                     else lambda rule, func: padded(rule, leading, keywords))
 
 
 def defjvp(*funcs, leading=None):

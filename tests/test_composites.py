@@ -89,6 +89,26 @@ CASES = [
     Case.named("cond-fro",             lambda a: np.linalg.cond(a, "fro"), arguments(normal(3, 3))),
     Case.named("qr",                   lambda a: tuple(np.linalg.qr(a)), arguments(normal(5, 3))),
     Case.named("qr-r",                 lambda a: np.linalg.qr(a, mode="r"), arguments(normal(3, 3))),
+    Case.named("insert",               lambda a, v: np.insert(a, 2, v), arguments(normal(5), normal(1))),
+    Case.named("insert-many",          lambda a, v: np.insert(a, [1, 3, 3], v), arguments(normal(4), normal(3))),
+    Case.named("insert-axis",          lambda a, v: np.insert(a, 1, v, axis=1), arguments(normal(3, 2), normal(3))),
+    Case.named("insert-broadcast",     lambda a, v: np.insert(a, [0, 2], v, axis=0), arguments(normal(3, 2), normal(2))),
+    Case.named("insert-into-constant", lambda v: np.insert(np.arange(4.0), slice(0, 3), v), arguments(normal(3))),
+    Case.named("insert-list",          lambda a, v: np.insert(a, 1, [v[0], 2.0 * v[1]]), arguments(normal(3), normal(2))),
+    Case.named("block",                lambda a, b, c: np.block([[a, b], [b, c]]), arguments(normal(2, 2), normal(2, 3), normal(2, 2))),
+    Case.named("block-vectors",        lambda a, b: np.block([a, 1.0, b]), arguments(normal(2), normal(3))),
+    Case.named("block-deep",           lambda a, b: np.block([[[a]], [[b]]]), arguments(normal(2, 2), normal(2, 2))),
+    Case.named("block-one",            lambda a: np.block(a), arguments(normal(3))),
+    Case.named("apply_along_axis",     lambda a: np.apply_along_axis(lambda r: (r ** 2).sum(), 0, a), arguments(normal(3, 4))),
+    Case.named("apply_along_axis-vector", lambda a, w: np.apply_along_axis(lambda r, w: np.cumsum(r * w), 1, a, w),
+                                        arguments(normal(2, 3, 4), normal(3))),
+    Case.named("apply_along_axis-matrix", lambda a: np.apply_along_axis(np.outer, -1, a, np.arange(2.0)),
+                                        arguments(normal(3, 2))),
+    Case.named("vectorize",            lambda a: np.vectorize(lambda v: v * v + 1.0 if v > 0 else -v)(a), arguments(normal(2, 3))),
+    Case.named("vectorize-broadcast",  lambda a, b: np.vectorize(lambda u, v, k: (u * v + k, u - v), excluded={2})(a, b, 2.0),
+                                        arguments(normal(2, 3), normal(3))),
+    Case.named("vectorize-keyword",    lambda a, b: np.vectorize(lambda u, v=1.0: u / v, otypes=[float])(a, v=b),
+                                        arguments(normal(4), positive(4))),
     Case.named("indices-from",         lambda a: a[np.diag_indices_from(a)] + a[np.triu_indices_from(a)][:3]
                                         + np.imag(a)[0] + np.angle(a)[1], arguments(normal(3, 3))),
 ]
@@ -119,8 +139,10 @@ def test_jvp(case, rng):
 COMPLEX_REFUSED = {"nanvar", "nanstd", "cov", "cov-columns-weights", "cov-two", "corrcoef",
                    "polyfit", "polyfit-weights", "correlate", "correlate-full", "correlate-same"}
 COMPLEX_ELSEWHERE = {"svdvals", "cond", "cond-fro", "qr", "qr-r"}  # factorizations
+# NumPy's own raises on complex values: a comparison, a float output type
+COMPLEX_BRANCHING = {"vectorize", "vectorize-keyword"}
 COMPLEX_CASES = [complexified(c) for c in CASES
-                 if c.name not in COMPLEX_REFUSED | COMPLEX_ELSEWHERE]
+                 if c.name not in COMPLEX_REFUSED | COMPLEX_ELSEWHERE | COMPLEX_BRANCHING]
 
 
 @pytest.mark.parametrize("case", CASES + COMPLEX_CASES, ids=case_id)
@@ -156,3 +178,20 @@ def test_complex_values_without_a_complex_rule_are_refused(case, rng):
 def test_the_composites_take_numpys_names():
     assert {f.__name__ for f in COMPOSITES if callable(f)} >= {
         "gradient", "trapezoid", "polyval", "cumulative_sum", "cumulative_prod", "correlate"}
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.block([[x], x]),                     # depths differ
+    lambda x: np.block((x, x)),                        # a tuple
+    lambda x: np.block([[x, x[:2]], [x, x]]),          # rows of different widths
+    lambda x: np.apply_along_axis(np.sum, 0, x[None, :0] * np.ones((2, 1))),  # no slices
+    lambda x: np.insert(x, 9, x[0]),                   # out of bounds
+    lambda x: np.vectorize(np.sin)(x[:0]),             # no otypes for no elements
+], ids=["block-depths", "block-tuple", "block-widths", "apply-empty", "insert-bounds",
+        "vectorize-empty"])
+def test_the_composites_raise_numpys_errors(f):
+    x = np.arange(3.0)
+    with pytest.raises((ValueError, TypeError, IndexError)) as numpys:
+        f(x)
+    with pytest.raises(type(numpys.value), match=None):
+        mutad.gradient(lambda x: np.sum(f(x)), x)

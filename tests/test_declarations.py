@@ -41,13 +41,34 @@ def test_settings_passed_positionally_get_no_cotangent(f):
     lambda x: (np.linspace(start=x[0], stop=x[1], num=4) ** 2).sum(),
     lambda x: (np.clip(x, a_min=x[0] * 0.9, a_max=x[2] * 0.9) ** 2).sum(),
     lambda x: np.interp([0.2, -1.0, 5.0], [0.0, 1.0, 2.0], x, left=x[1] * 2.0, right=x[0]).sum(),
-], ids=["diff-ends", "diff-append", "linspace-start-stop", "clip-bounds", "interp-left-right"])
+    # keyword-only arguments the rules take at a position
+    lambda x: (np.clip(x, min=x[0] * 0.9) ** 2).sum(),
+    lambda x: (np.clip(x, max=x[2] * 0.9) ** 2).sum(),
+    lambda x: (np.clip(x, min=x[0] * 1.1, max=x[2] * 0.9) ** 2).sum(),
+    lambda x: (np.pad(x, 2, constant_values=x[1]) ** 2).sum(),
+    lambda x: (np.pad(x * x[:, None], ((1, 0), (2, 1)), constant_values=((x[0], x[1]), (x[2], 2.0)))
+               ** 3).sum(),
+    lambda x: (np.pad(x, (1, 2), constant_values=x[1:]) ** 3).sum(),
+    lambda x: (np.pad(x * x[:, None], 1, constant_values=x[:2, None]) ** 3).sum(),
+], ids=["diff-ends", "diff-append", "linspace-start-stop", "clip-bounds", "interp-left-right",
+        "clip-min", "clip-max", "clip-min-max", "pad-value", "pad-pairs-of-scalars", "pad-pair",
+        "pad-pair-per-axis"])
 def test_differentiated_values_passed_by_keyword_go_to_their_positions(f):
     # the rules differentiate these positions; given by keyword, they are moved there
     x = np.array([0.5, 1.5, 2.5])
     for policy in ("restore", "checkpoint"):
         mutad.check_grads(f, x, policy=policy)
     mutad.check_jvp(f, x)
+
+
+def test_keyword_only_bounds_mixed_with_their_positional_names_are_not_moved():
+    # NumPy refuses np.clip(x, a_min=0, max=b): mutad does not compute it either
+    for f in (lambda x: np.clip(x, a_min=0.2, max=x[2]).sum(),
+              lambda x: np.clip(x, 0.2, max=x[2]).sum()):
+        with pytest.raises((TypeError, mutad.MutadError)):
+            f(np.ones(3))
+        with pytest.raises((TypeError, mutad.MutadError)):
+            mutad.gradient(f, np.ones(3))
 
 
 def test_a_rule_that_returns_other_than_its_leading_cotangents_is_refused():

@@ -365,8 +365,8 @@ def test_geometric_transform_into_an_output_and_refusals(image):
 
 def test_a_function_without_a_rule_is_refused_clearly(rng):
     x = rng.normal(size=(5, 4))
-    with pytest.raises(MutadError, match="generic_filter"):
-        mutad.gradient(lambda x: scipy.ndimage.generic_filter(x, np.mean, 3).sum(), x)
+    with pytest.raises(MutadError, match="generic_filter1d"):
+        mutad.gradient(lambda x: scipy.ndimage.generic_filter1d(x, lambda i, o: None, 3).sum(), x)
 
 
 # Fourier filters ------------------------------------------------------------------------------
@@ -482,13 +482,41 @@ def test_fourier_refusals(rng):
     assert not out.any()
 
 
-def test_generic_filters_are_refused_by_name(rng):
+GENERIC_FILTERS = {
+    "median": lambda x: scipy.ndimage.generic_filter(x, np.median, size=3),
+    "range-constant-origin": lambda x: scipy.ndimage.generic_filter(
+        x, lambda w: w.max() - w.min(), size=(2, 3), mode="constant", cval=0.5, origin=(0, 1)),
+    "footprint-wrap-extra": lambda x: scipy.ndimage.generic_filter(
+        x, lambda w, p, scale=1.0: scale * (w ** p).sum(), mode="wrap", extra_arguments=(2,),
+        extra_keywords={"scale": 0.5}, footprint=np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]])),
+    "float32-mirror": lambda x: scipy.ndimage.generic_filter(x.astype(np.float32), np.std, 3,
+                                                             mode="mirror"),
+    "ends-nearest-axes": lambda x: scipy.ndimage.generic_filter(x, lambda w: w[0] * w[-1], 4,
+                                                                mode="nearest", axes=(1,)),
+    "into-output": lambda x: scipy.ndimage.generic_filter(x, np.mean, 2, output=np.float32),
+}
+
+
+@pytest.mark.parametrize("name", GENERIC_FILTERS)
+def test_generic_filter_calls_the_function_on_each_traced_window(name, rng):
+    """SciPy's windows, boundaries and order: the values bit for bit SciPy's; the gradient
+    through what the function computes of each window."""
+    call = GENERIC_FILTERS[name]
+    x = rng.normal(size=(5, 6))
+    before = x.tobytes()
+    y, _ = mutad.pullback(call, x)
+    expected = call(x)
+    assert y.dtype == expected.dtype and y.tobytes() == expected.tobytes()
+    if y.dtype == np.float64:
+        mutad.check_grads(lambda x: (call(x) ** 2).sum(), x)
+    assert x.tobytes() == before
+
+
+def test_generic_filter1d_is_refused_by_name(rng):
     x = rng.normal(size=(5, 4))
     before = x.tobytes()
-    for call in (lambda x: scipy.ndimage.generic_filter(x, np.mean, 3),
-                 lambda x: scipy.ndimage.generic_filter1d(x, lambda i, o: None, 3)):
-        with pytest.raises(UnsupportedOperationError, match="sliding_window_view"):
-            mutad.gradient(lambda x: call(x).sum(), x)
+    with pytest.raises(UnsupportedOperationError, match="sliding_window_view"):
+        mutad.gradient(lambda x: scipy.ndimage.generic_filter1d(x, lambda i, o: None, 3).sum(), x)
     assert x.tobytes() == before
     # A plain image inside a differentiation is SciPy's own.
     (g,) = mutad.gradient(lambda s: s * scipy.ndimage.generic_filter(x, np.mean, 3).sum(), 2.0)

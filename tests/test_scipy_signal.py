@@ -1,6 +1,7 @@
-"""scipy.signal's correlate, convolve2d, correlate2d, sosfilt, filtfilt and savgol_filter, by
-SciPy's names and mutad.scipy.signal's: values bit for bit SciPy's, gradients against finite
-differences under both policies, forward mode and second order, every mode and boundary.
+"""scipy.signal's correlate, convolve2d, correlate2d, sosfilt, filtfilt, lfilter_zi and
+savgol_filter, by SciPy's names and mutad.scipy.signal's: values bit for bit SciPy's, gradients
+against finite differences under both policies, forward mode and second order, every mode and
+boundary.
 (lfilter, convolve and fftconvolve are tested in test_scipy.py.)"""
 
 import numpy as np
@@ -55,6 +56,8 @@ CASES = {
     "filtfilt-axis0-constant": (lambda f, x: f.filtfilt(B, A, x, axis=0, padtype="constant"),
                                 ((15, 2),)),
     "filtfilt-no-padding": (lambda f, x: f.filtfilt(B, A, x, padtype=None), ((12,),)),
+    "lfilter_zi": (lambda f, b, a: f.lfilter_zi(b, a), (B, A * 2.0)),
+    "lfilter_zi-longer-b": (lambda f, b: f.lfilter_zi(b, A), ((5,),)),
     **{f"savgol-{mode}": (lambda f, x, mode=mode: f.savgol_filter(x, 5, 2, mode=mode, cval=0.3),
                           ((11,),))
        for mode in ("interp", "mirror", "constant", "nearest", "wrap")},

@@ -13,8 +13,12 @@ import functools
 
 import numpy as np
 
+from numpy.lib.array_utils import normalize_axis_index
+
+from ..allocation import lists_as_arrays
+from ..arraylike import settled
 from ..errors import UnsupportedOperationError
-from ..registry import complex_aware, defcomposite, nondifferentiable
+from ..registry import METHODS, complex_aware, defcomposite, nondifferentiable
 from ._helpers import along
 
 
@@ -397,6 +401,118 @@ def real_if_close(a, tol=100):
     return np.real(a) if np.all(np.abs(np.imag(a)) < tol) else a
 
 
+@defcomposite(np.insert)
+def insert(arr, obj, values, axis=None):
+    """NumPy's own insert of the indices of ``arr``'s elements and of ``values``'s tells where
+    each element of the result comes from (NumPy broadcasts and moves ``values`` as it would
+    the values): the result gathers them from both, joined."""
+    obj = settled(obj, "np.insert's positions")
+    arr, values = (x if hasattr(x, "dtype") else np.asarray(x) for x in lists_as_arrays((arr,
+                                                                                          values)))
+    size = arr.size
+    sources = np.insert(np.arange(size).reshape(arr.shape), obj,
+                        size + np.arange(values.size).reshape(values.shape), axis)
+    if values.dtype != arr.dtype:
+        values = values.astype(arr.dtype)
+    return np.concatenate([np.ravel(arr), np.ravel(values)])[sources]
+
+
+def _block_depth(arrays):
+    """How deep ``np.block``'s lists nest (0: an array)."""
+    depth = 0
+    while type(arrays) is list:
+        depth, arrays = depth + 1, arrays[0]
+    return depth
+
+
+def _block_leaves(arrays):
+    return [x for item in arrays for x in _block_leaves(item)] if type(arrays) is list \
+        else [arrays]
+
+
+@defcomposite(np.block)
+def block(arrays):
+    """The concatenations ``np.block`` stands for, innermost lists along the last axis, each
+    array first given the result's dimensions in front; NumPy's own block of stand-ins of the
+    same shapes checks the nesting first, with its errors."""
+    def stand_ins(x):
+        return [stand_ins(v) for v in x] if type(x) is list else \
+            x if type(x) is tuple else np.empty(np.shape(x), bool)
+
+    np.block(stand_ins(arrays))
+    depth = _block_depth(arrays)
+    ndim = max(depth, *(np.ndim(x) for x in _block_leaves(arrays)))
+
+    def assembled(x, level):
+        if type(x) is list:
+            return np.concatenate([assembled(v, level + 1) for v in x], axis=level - depth)
+        return np.reshape(x, (1,) * (ndim - np.ndim(x)) + np.shape(x))
+
+    y = assembled(arrays, 0)
+    return y if depth else y.copy()  # (a new array, as NumPy's)
+
+
+@defcomposite(np.apply_along_axis)
+def apply_along_axis(func1d, axis, arr, *args, **kwargs):
+    """``func1d`` called on each 1-d slice along ``axis`` (the traced slice itself: what it
+    computes is recorded), its results broadcast to the first's shape and stacked where NumPy
+    puts them."""
+    arr = np.asanyarray(arr) if not hasattr(arr, "dtype") else arr
+    axis = normalize_axis_index(axis, arr.ndim)
+    slices = np.moveaxis(arr, axis, -1)
+    outer = slices.shape[:-1]
+    if 0 in outer:
+        raise ValueError("Cannot apply_along_axis when any iteration dimensions are 0")
+    results = [func1d(slices[index], *args, **kwargs) for index in np.ndindex(*outer)]
+    shape = np.shape(results[0])
+    y = np.stack([np.broadcast_to(r, shape) for r in results]).reshape(outer + shape)
+    inner = range(len(outer), len(outer) + len(shape))
+    return np.moveaxis(y, inner, range(axis, axis + len(shape)))
+
+
+def vectorized(self, *args, **kwargs):
+    """``np.vectorize(f)(*args)`` on traced arrays: ``f`` called on each element of the
+    broadcast arguments (a traced 0-d array, where NumPy gives it a Python scalar: what ``f``
+    computes is recorded), its results cast to the type of the first (or ``otypes``) and
+    stacked in the arguments' shape, one array per output."""
+    if self.signature is not None:
+        raise UnsupportedOperationError(
+            "np.vectorize(..., signature=...) on differentiated arrays: mutad follows only "
+            "elementwise vectorization; call the function on the slices in a loop and "
+            "np.stack the results.")
+    kwargs = {**kwargs}
+    names = [name for name in kwargs if name not in self.excluded]
+    positions = [i for i in range(len(args)) if i not in self.excluded]
+    operands = np.broadcast_arrays(*lists_as_arrays(
+        [args[i] for i in positions] + [kwargs[name] for name in names]))
+    shape = operands[0].shape if operands else ()
+    results = []
+    for index in np.ndindex(*shape):
+        elements = [x[index] for x in operands]
+        given = list(args)
+        for i, x in zip(positions, elements[:len(positions)]):
+            given[i] = x
+        kwargs.update(zip(names, elements[len(positions):]))
+        results.append(self.pyfunc(*given, **kwargs))
+    if not results:
+        if not self.otypes:
+            raise ValueError("cannot call `vectorize` on size 0 inputs unless `otypes` is set")
+        arrays = [np.empty(shape, dtype) for dtype in self.otypes]
+        return tuple(arrays) if len(arrays) > 1 else arrays[0]
+    several = type(results[0]) is tuple
+    outputs = list(zip(*results)) if several else [results]
+    dtypes = self.otypes or [getattr(r, "dtype", None) or np.asarray(r).dtype
+                             for r in (results[0] if several else [results[0]])]
+    arrays = []
+    for values, dtype in zip(outputs, dtypes, strict=True):
+        y = np.stack(list(values))
+        arrays.append((y if y.dtype == dtype else y.astype(dtype)).reshape(shape))
+    return tuple(arrays) if several else arrays[0]
+
+
+METHODS[(np.vectorize, "__call__")] = vectorized
+
+
 # ----------------------------------------------------------------------------------------------
 # Linear algebra
 
@@ -430,4 +546,5 @@ nondifferentiable(np.diag_indices_from, np.triu_indices_from, np.tril_indices_fr
 complex_aware(np.gradient, np.trapezoid, np.ediff1d, np.cumulative_sum, np.cumulative_prod,
               np.nancumsum, np.nancumprod, np.average, np.polyval, np.polyder, np.polyint,
               np.polyadd, np.polysub, np.polymul, np.vander, np.linalg.multi_dot, np.meshgrid,
-              np.diagflat, np.angle, np.real_if_close, np.linalg.svdvals, np.linalg.cond)
+              np.diagflat, np.angle, np.real_if_close, np.linalg.svdvals, np.linalg.cond,
+              np.insert, np.block, np.apply_along_axis)

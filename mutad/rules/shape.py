@@ -155,11 +155,18 @@ def check_pad_mode(mode, kwargs):
             "Build the padding from slices and np.concatenate instead.")
 
 
-@defrule(np.pad, leading=1)
-def pad(array, pad_width, mode="constant", **kwargs):
-    """Each padded element copies an element of ``array`` or is a constant: padding the indices
-    the same way tells which."""
+PAD_VALUES = {"constant_values": (3, 0)}
+"""np.pad's constant values, differentiated where they carry a derivative: at position 3 of
+its rules."""
+
+
+@defrule(np.pad, leading=4, keywords=PAD_VALUES)
+def pad(array, pad_width, mode="constant", *values, **kwargs):
+    """Each padded element copies an element of ``array`` or one of the constant values (a
+    pair per axis, as NumPy broadcasts them): padding the indices the same way tells which."""
     check_pad_mode(mode, kwargs)
+    if values:
+        kwargs["constant_values"] = values[0]
     y = np.pad(array, pad_width, mode, **kwargs)
     template = Template(array)
     if mode in ("constant", "empty"):
@@ -168,15 +175,38 @@ def pad(array, pad_width, mode="constant", **kwargs):
     else:
         def pad_indices(s):
             return np.pad(s, pad_width, mode, **kwargs)
-    return y, lambda dy: (gather_cotangent(dy, template, pad_indices),)
+    if not values or mode != "constant":
+        return y, lambda dy: (gather_cotangent(dy, template, pad_indices), None, None, None)
+    size, value_shape, pairs = template.size, np.shape(values[0]), (array.ndim, 2)
+
+    def pad_both(s):  # s: the indices of the array's elements, then of a pair per axis
+        return np.pad(s[:size].reshape(template.shape), pad_width,
+                      constant_values=s[size:].reshape(pairs))
+
+    def back(dy):
+        g = gather_cotangent(dy, Template(np.empty(size + 2 * array.ndim, dy.dtype)), pad_both)
+        dvalues = g[size:].reshape(pairs)
+        dvalues = (np.sum(dvalues).reshape(value_shape) if math.prod(value_shape) == 1
+                   else unbroadcast(dvalues, value_shape))
+        return (g[:size].reshape(template.shape), None, None, dvalues)
+
+    return y, back
 
 
-@defjvp(np.pad, leading=1)
-def pad_jvp(tangents, array, pad_width, mode="constant", **kwargs):
+@defjvp(np.pad, leading=4)
+def pad_jvp(tangents, array, pad_width, mode="constant", *values, **kwargs):
     darray = tangents[0]
     check_pad_mode(mode, kwargs)
+    if values:
+        kwargs["constant_values"] = values[0]
     y = np.pad(array, pad_width, mode, **kwargs)
-    if mode in ("constant", "empty"):  # the padding is a constant (constant_values=): zeros
+    dvalues = tangents[3] if len(tangents) > 3 else None
+    if darray is None:
+        darray = np.zeros(np.shape(array), y.dtype)
+    if mode in ("constant", "empty"):  # the padding: the constant values' tangents, or zeros
+        if mode == "constant" and dvalues is not None:
+            return y, np.pad(darray, pad_width, constant_values=np.broadcast_to(
+                dvalues, (np.ndim(array), 2)))
         return y, np.pad(darray, pad_width)
     return y, np.pad(darray, pad_width, mode, **kwargs)
 
@@ -397,7 +427,8 @@ deflinear(np.where, operands=(1, 2))
 
 
 def clip_bounds(bounds, kwargs):
-    # Bounds given by keyword are constants (the core refuses traced keyword arguments).
+    # Bounds given by keyword are constants (those that are differentiated come by position:
+    # CLIP_BOUNDS).
     lower = bounds[0] if len(bounds) > 0 else kwargs.get("a_min", kwargs.get("min"))
     upper = bounds[1] if len(bounds) > 1 else kwargs.get("a_max", kwargs.get("max"))
     return lower, upper
@@ -413,7 +444,12 @@ def clipped(a, y, lower, upper):
     return below, above
 
 
-@defrule(np.clip, leading=3)
+CLIP_BOUNDS = {"min": (1, None), "max": (2, None)}
+"""np.clip's keyword-only bounds, differentiated at the positions of ``a_min`` and ``a_max``
+(None: no bound)."""
+
+
+@defrule(np.clip, leading=3, keywords=CLIP_BOUNDS)
 def clip(a, *bounds, **kwargs):
     """``clip(a, lower, upper) = minimum(maximum(a, lower), upper)``: each element's cotangent
     goes to the operand it came from; where ``a`` equals a bound, to ``a``."""

@@ -20,9 +20,10 @@ differentiated in the image for every order, mode and prefilter (and ``spline_fi
 (``fourier_gaussian``, ``fourier_uniform``, ``fourier_ellipsoid``, ``fourier_shift``) are
 differentiated in their real or complex input, for ``n=-1`` and a real transform's ``n``, and
 in ``fourier_gaussian``'s sigma and ``fourier_shift``'s shift, to any order and in forward
-mode (the box's and the ellipsoid's sizes are refused when traced). ``generic_filter`` and
-``generic_filter1d`` (the user's function of each window) are refused by name on a
-differentiated image. ``output=`` may be a
+mode (the box's and the ellipsoid's sizes are refused when traced). ``generic_filter`` calls
+the user's function on each window of the traced image (SciPy's windows, its boundaries), so
+what the function computes is differentiated; ``generic_filter1d`` (whose function writes into
+plain buffers) is refused by name on a differentiated image. ``output=`` may be a
 dtype, or an array made inside the differentiated function, which is then written as an
 assignment is (and put back by the reverse pass).
 
@@ -36,6 +37,7 @@ then x̄ = Pᵀ (ȳ convolved fully with w), and w̄[j] = Σ_i ȳ[i] x̃[i + j].
 """
 
 import functools
+import math
 import numbers
 from typing import Any
 
@@ -57,7 +59,7 @@ __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate
            "fourier_ellipsoid", "fourier_gaussian", "fourier_shift", "fourier_uniform",
            "gaussian_filter", "gaussian_filter1d", "gaussian_gradient_magnitude",
            "geometric_transform",
-           "gaussian_laplace", "laplace", "map_coordinates", "maximum_filter",
+           "gaussian_laplace", "generic_filter", "laplace", "map_coordinates", "maximum_filter",
            "maximum_filter1d", "median_filter", "minimum_filter", "minimum_filter1d",
            "percentile_filter", "prewitt", "rank_filter", "rotate", "shift", "sobel",
            "spline_filter", "spline_filter1d", "uniform_filter", "uniform_filter1d", "zoom"]
@@ -1145,7 +1147,41 @@ fourier_shift = _fourier_stand_in("fourier_shift")
 
 
 # ----------------------------------------------------------------------------------------------
-# Filters of the user's Python functions: refused by name with a traced image
+# Filters of the user's Python functions
+
+
+@stands_in_for(_ndimage.generic_filter)
+def generic_filter(input, function, size=None, footprint=None, output=None, mode="reflect",
+                   cval=0.0, origin=0, extra_arguments=(), extra_keywords=None, *, axes=None):
+    """The user's function called on each window as SciPy calls it, a 1-d float64 array of the
+    window's elements in SciPy's order, here gathered from the traced image (so what the
+    function computes is recorded): SciPy's own filter of the elements' positions, with a
+    function that notes each window, tells which elements, boundaries included."""
+    extra_keywords = extra_keywords or {}
+    if not any(carries_derivative(v) for v in (input, *extra_arguments,
+                                                *extra_keywords.values())):
+        return generic_filter.original(input, function, size, footprint, output, mode, cval,
+                                       origin, extra_arguments, extra_keywords, axes=axes)
+    if np.iscomplexobj(input):
+        raise TypeError("Complex type not supported")
+    cval = _constant(cval, "cval", "generic_filter")
+    dtype = _dtype(output, input, "generic_filter")
+    shape = np.shape(input)
+    windows = []
+
+    def note(window):
+        windows.append(window.astype(np.intp))
+        return 0.0
+
+    # (outside the image, in mode "constant": position -1, the constant after the elements)
+    generic_filter.original(np.arange(math.prod(shape), dtype=np.float64).reshape(shape), note,
+                            size, footprint, None, mode, -1.0, origin, axes=axes)
+    elements = np.concatenate([np.ravel(input).astype(np.float64, copy=False),
+                               np.full(1, cval, np.float64)])
+    gathered = elements[np.stack(windows)] if windows else elements[:0]
+    results = [function(window, *extra_arguments, **extra_keywords) for window in gathered]
+    y = np.reshape(np.stack(results) if results else np.zeros(0), shape)
+    return _deliver(y.astype(dtype, copy=False), output)
 
 
 def _generic_refusal(original):
@@ -1156,14 +1192,13 @@ def _generic_refusal(original):
             return original(input, *args, **kwargs)
         raise UnsupportedOperationError(
             f"scipy.ndimage.{name} of a differentiated image: SciPy calls the user's function "
-            "on plain buffers of each window, which mutad cannot follow. Write the filter with "
+            "with plain buffers of each line to write into, which mutad cannot follow. Use "
+            "scipy.ndimage.generic_filter (which mutad follows), or write the filter with "
             "NumPy on the whole image (numpy.lib.stride_tricks.sliding_window_view of "
-            "np.pad(x, ...), then a reduction over the window axes), use a routed filter "
-            "(correlate, uniform_filter, the rank filters), or pass the image through "
-            "mutad.stop_gradient.")
+            "np.pad(x, ...), then a reduction over the window axes), or pass the image "
+            "through mutad.stop_gradient.")
 
     return StandIn(original, refuse)
 
 
-_generic_filter = _generic_refusal(_ndimage.generic_filter)
 _generic_filter1d = _generic_refusal(_ndimage.generic_filter1d)

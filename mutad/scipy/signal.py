@@ -1,6 +1,6 @@
 """``scipy.signal`` functions mutad differentiates (``lfilter``, ``sosfilt``, ``filtfilt``,
 ``convolve``, ``fftconvolve``, ``correlate``, ``convolve2d``, ``correlate2d``,
-``savgol_filter``), by SciPy's names too.
+``savgol_filter``, ``lfilter_zi``), by SciPy's names too.
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import signal
@@ -24,7 +24,6 @@ import scipy.signal as _signal
 from scipy.signal import _arraytools, _signaltools
 
 from ..errors import UnsupportedOperationError
-from ..levels import innermost
 from ..registry import HOLOMORPHIC
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import ndimage
@@ -35,7 +34,7 @@ convolve = scipy_adjoint(_signal.convolve)
 fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
 __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve", "filtfilt",
-           "lfilter", "savgol_filter", "sosfilt"]
+           "lfilter", "lfilter_zi", "savgol_filter", "sosfilt"]
 
 
 def _lagged_products(v, u, count):
@@ -434,12 +433,19 @@ def _sosfilt_jvp(tangents, sos, x, axis=-1, zi=None):
 # filtfilt and savgol_filter: SciPy's own steps, on the differentiated functions
 
 
-def _lfilter_zi(b, a):
+@stands_in_for(_signal.lfilter_zi)
+def lfilter_zi(b, a):
     """SciPy's ``lfilter_zi`` (the steady state of the step response), in its steps, for
     traced coefficients: SciPy's companion matrix, its linear solve."""
     b, a = np.atleast_1d(b), np.atleast_1d(a)
+    if np.ndim(b) != 1:
+        raise ValueError("Numerator b must be 1-D.")
+    if np.ndim(a) != 1:
+        raise ValueError("Denominator a must be 1-D.")
     while np.shape(a)[0] > 1 and a[0] == 0.0:
         a = a[1:]
+    if np.size(a) < 1:
+        raise ValueError("There must be at least one nonzero `a` coefficient.")
     # SciPy divides by a[0] only where it is not 1; dividing by 1 changes no bit, and always
     # dividing gives a[0] its derivative there too.
     b, a = b / a[0], a / a[0]
@@ -460,8 +466,7 @@ def filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=N
     b, a = np.atleast_1d(b), np.atleast_1d(a)
     edge, ext = _signaltools._validate_pad(padtype, padlen, x, axis,
                                            ntaps=max(len(a), len(b)))
-    plain = innermost((b, a)) is None
-    zi = _signal.lfilter_zi(b, a) if plain else _lfilter_zi(b, a)
+    zi = lfilter_zi(b, a)
     zi_shape = [1] * np.ndim(x)
     zi_shape[axis] = np.size(zi)
     zi = np.reshape(zi, zi_shape)
