@@ -779,3 +779,60 @@ def test_nquad_is_scipys_and_differentiated_as_nested_quads():
     np.testing.assert_allclose(mutad.gradient(
         lambda c: nquad(lambda x, y: x * y + 1.0, [[0.0, 1.0], lambda: [0.0, c[1]]])[0], c)[0],
         [0.0, c[1] / 2 + 1.0], rtol=1e-12)
+
+
+# The function a solve called, in the reverse pass too -----------------------------------------
+
+def _experiments_in_a_loop(solve):
+    """A loss over three experiments, each a solve whose function closes over the loop's
+    variable (and a number the loop rebinds after the solve)."""
+    def loss(p):
+        total, scale = 0.0, 1.0
+        for k in range(3):
+            total = total + scale * solve(lambda t, y: -p[k] * y, p[k])
+            scale = 10.0  # rebound after the first solve: that solve's function read 1.0
+        return total
+    return loss
+
+
+LATE_BINDING = {
+    "quad": lambda f, pk: quad(lambda x: f(x, 1.0), 0.0, 2.0, epsabs=1e-13, epsrel=1e-13)[0],
+    "solve_ivp-RK45": lambda f, pk: solve_ivp(f, (0.0, 1.0), np.array([1.0]), rtol=1e-11,
+                                              atol=1e-12).y[0, -1],
+    "solve_ivp-Radau": lambda f, pk: solve_ivp(f, (0.0, 1.0), np.array([1.0]), "Radau",
+                                               rtol=1e-11, atol=1e-12).y[0, -1],
+    "odeint": lambda f, pk: odeint(f, np.array([1.0]), [0.0, 1.0], rtol=1e-11, atol=1e-12,
+                                   tfirst=True)[-1, 0],
+}
+
+
+@pytest.mark.parametrize("name", LATE_BINDING)
+def test_a_solve_in_a_loop_is_differentiated_with_the_function_it_called(name):
+    """The reverse pass calls the function again; the loop's variable it closes over has moved
+    on by then (p[k] read p[2] for every experiment: a silently wrong gradient)."""
+    loss = _experiments_in_a_loop(LATE_BINDING[name])
+    p = np.array([1.0, 0.2, 0.3])
+    value, (g,) = mutad.value_and_grad(loss, argnums=(0,))(p)
+    assert abs(value - loss(p)) < 1e-9
+    h = 1e-5
+    numeric = np.array([(loss(p + h * e) - loss(p - h * e)) / (2 * h) for e in np.eye(3)])
+    np.testing.assert_allclose(g, numeric, rtol=1e-6)
+
+
+def test_a_solve_that_counts_its_calls_counts_them_as_scipy_does():
+    def loss(p, counter):
+        calls = 0
+
+        def f(t, y):
+            nonlocal calls
+            calls += 1
+            return -p[0] * y
+
+        y = solve_ivp(f, (0.0, 1.0), np.array([1.0]), method="Radau").y[0, -1]
+        counter.append(calls)
+        return y
+
+    p, plain, traced = np.array([0.7]), [], []
+    loss(p, plain)
+    mutad.gradient(lambda p: loss(p, traced), p)
+    assert traced == plain

@@ -363,13 +363,18 @@ class _Parameters:
     ``args`` and those its closure cells hold (and those of the functions it closes over).
 
     The solvers run the function on plain values and its pullback on values of their own, so
-    the cells are set to those values while it runs and put back after (``bound``).
+    the cells are set to those values while it runs and put back after (``bound``). The
+    function's other cells (a loop's variable, a number the caller rebinds later) hold, once
+    the forward solve is done (``freeze``), what they held then whenever it runs again: a
+    derivative is taken of the function the solve called.
     """
 
     def __init__(self, name, functions, args):
         self.name = name
         self.args_leaves, self.args_rebuild = flatten(tuple(args))
         self.cells = []  # (cell, what it holds, its leaves, rebuild)
+        self.others = []  # the other cells, and (once frozen) what they held
+        self.frozen = None
         seen = set()  # functions and cells met (functions often share a cell: fun and jac)
         stack = [f for f in functions if f is not None]
         while stack:
@@ -399,7 +404,9 @@ class _Parameters:
                                                         for v in flatten(held)[0])):
                     leaves, rebuild = flatten(held)
                     self.cells.append((cell, held, leaves, rebuild))
-                elif isinstance(held, (types.FunctionType, functools.partial, types.MethodType)):
+                    continue
+                self.others.append(cell)
+                if isinstance(held, (types.FunctionType, functools.partial, types.MethodType)):
                     stack.append(held)
         # Positions among the leaves (args' first, then the cells') of the differentiated ones.
         leaves = self.leaves()
@@ -425,8 +432,15 @@ class _Parameters:
 
     def bound(self, values):
         """A context in which the closure cells hold ``values`` for their differentiated
-        leaves (and ``args(values)`` is what to pass)."""
+        leaves (and ``args(values)`` is what to pass), and the others what they held when the
+        forward solve was done (``freeze``)."""
         return _Bound(self, self._filled(values)[len(self.args_leaves):])
+
+    def freeze(self):
+        """The forward solve is done: from now on the function runs with its other cells
+        holding what they hold now (the caller's loop may go on and rebind them)."""
+        if self.frozen is None:
+            self.frozen = [cell.cell_contents for cell in self.others]
 
 
 class _Bound:
@@ -434,16 +448,23 @@ class _Bound:
         self.parameters, self.cell_leaves = parameters, cell_leaves
 
     def __enter__(self):
+        parameters = self.parameters
         self.held = []
         start = 0
-        for cell, _, leaves, rebuild in self.parameters.cells:
+        for cell, _, leaves, rebuild in parameters.cells:
             self.held.append(cell.cell_contents)
             cell.cell_contents = rebuild(self.cell_leaves[start:start + len(leaves)])
             start += len(leaves)
+        if parameters.frozen is not None:
+            for cell, frozen in zip(parameters.others, parameters.frozen, strict=True):
+                self.held.append(cell.cell_contents)
+                cell.cell_contents = frozen
 
     def __exit__(self, *exc):
-        for (cell, *_), held in zip(reversed(self.parameters.cells), reversed(self.held),
-                                    strict=True):
+        cells = [cell for cell, *_ in self.parameters.cells]
+        if self.parameters.frozen is not None:
+            cells += self.parameters.others
+        for cell, held in zip(reversed(cells), reversed(self.held), strict=True):
             cell.cell_contents = held
 
 
@@ -1236,6 +1257,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
                 return sol.sol
         problem.path, problem.times = path, sol.t
         result["sol"] = sol
+        parameters.freeze()
         return sol
 
     problem.forward, problem.adaptive = forward, t_eval is None
@@ -1359,6 +1381,7 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
                 _plain_call("odeint", func), y0_plain, times, parameters.args(values),
                 **{**settings, "Dfun": _plain_call("odeint", Dfun), "full_output": 1})
         Y, info = found
+        parameters.freeze()
         if info["message"] != "Integration successful.":
             raise UnsupportedOperationError(f"odeint: the solve failed: {info['message']}")
         result["info"] = info
@@ -1444,6 +1467,7 @@ class _Integral:
                 self.parameters.bound(values):
             self.found = self.integrate(_plain_call(self.name, self.func), a, b,
                                         args=self.parameters.args(values), **self.settings)
+        self.parameters.freeze()
         return np.asarray(self.found[0], dtype=float)
 
     def over(self, g, a, b, followed=False):
