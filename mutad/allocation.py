@@ -65,7 +65,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .levels import ACTIVE
+from .levels import ACTIVE, Tracer
 from .registry import JOINS, METHODS, ROUTES, RULE_MODULES
 from .views import memory, owner, wrapped, writeable
 
@@ -148,6 +148,21 @@ def holds_wrapped(tree):
     if type(tree) in (list, tuple):
         return any(holds_wrapped(x) for x in tree)
     return wrapped(tree)
+
+
+def holds_derivative(tree):
+    """Whether ``tree`` (lists and tuples of it) holds a traced or dual value that carries a
+    derivative of some running differentiation (not a constant at every level: an array the
+    function allocated, ``mutad.stop_gradient``)."""
+    if type(tree) in (list, tuple):
+        return any(holds_derivative(x) for x in tree)
+    if wrapped(tree) and not isinstance(tree, Tracer):  # a traced sparse matrix: it may
+        return True
+    while isinstance(tree, Tracer):
+        if not tree.constant_here():
+            return True
+        tree = tree.value
+    return False
 
 
 def _arrays(tree):
@@ -958,11 +973,14 @@ def _put(place, key, value):
 
 
 def _routed(cls, name, rule, original):
-    """Method ``name`` of ``cls`` that calls ``rule(self, *args, **kwargs)`` when a traced
-    array is among its arguments, and ``original`` otherwise."""
+    """Method ``name`` of ``cls`` that calls ``rule(self, *args, **kwargs)`` when an array
+    carrying a derivative is among its arguments, and ``original`` otherwise (constants convert
+    to the plain arrays they stand for: a rule that evaluates the object on them calls it
+    again)."""
 
     def method(self, *args, **kwargs):
-        if ACTIVE.running and (holds_wrapped(args) or holds_wrapped(list(kwargs.values()))):
+        if ACTIVE.running and (holds_derivative(args)
+                               or holds_derivative(list(kwargs.values()))):
             return rule(self, *args, **kwargs)
         return original.__get__(self, type(self))(*args, **kwargs)
 

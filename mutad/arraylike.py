@@ -487,6 +487,14 @@ def numpy_value(value):
     return value[()] if value.ndim == 0 else value
 
 
+def inexact_output(y):
+    """A rule's output ``y``, a Python float or complex (SciPy's norms computed by BLAS return
+    them), as NumPy's scalar of its value, which the engines wrap and differentiate as
+    NumPy's own results; anything else as it is."""
+    kind = type(y)
+    return np.float64(y) if kind is float else np.complex128(y) if kind is complex else y
+
+
 def _scalar_method(v, name):
     """``v.name``, a method of Python's float that NumPy's float scalars have; NumPy's error
     for an array."""

@@ -23,8 +23,8 @@ from . import arguments
 from .allocation import Preexisting, joined_operands, stands_in, ufunc_operands
 from .arguments import Originals, check_distinct_memory
 from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
-                        install_operators, keywords_in_place, lost_tangent, out_by_keyword,
-                        single_out, stands_for_scalar, weak, weak_arithmetic,
+                        inexact_output, install_operators, keywords_in_place, lost_tangent,
+                        out_by_keyword, single_out, stands_for_scalar, weak, weak_arithmetic,
                         weak_beside_arrays, weak_value, weaken)
 from .errors import (
     InvalidArgumentError,
@@ -163,6 +163,7 @@ def _wrap(y, dy, level, args, tangents, owned=True):
         dys = dy if dy is not None else (None,) * len(y)
         items = [_wrap(a, b, level, args, tangents, owned) for a, b in zip(y, dys, strict=True)]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
+    y = inexact_output(y)
     if dy is None or not hasattr(y, "dtype") or y.dtype.kind not in "fc":
         return y
     y = _as_array(y)

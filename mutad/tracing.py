@@ -40,8 +40,8 @@ import numpy as np
 from .allocation import Preexisting, joined_operands, stands_in, ufunc_operands
 from .arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
-                        conversion_error, install_operators, keywords_in_place, lost_tangent,
-                        numpy_value, out_by_keyword, out_position, single_out,
+                        conversion_error, inexact_output, install_operators, keywords_in_place,
+                        lost_tangent, numpy_value, out_by_keyword, out_position, single_out,
                         stands_for_scalar, untraced_write, weak_arithmetic, weak_beside_arrays,
                         weak_value)
 from .debug import SKIPPED, Warnings, anomaly, at_user_lines, caller
@@ -1034,6 +1034,7 @@ _UNSAFE = {"casting": "unsafe"}
 def _output(tape, y, leaves):
     """Wrap one output of a pure rule; returns ``(wrapped, is_fresh_buffer)``. (Under nested
     differentiation the output is an array an outer tape traces; it is wrapped the same way.)"""
+    y = inexact_output(y)
     if isinstance(y, np.ndarray) or wrapped(y):
         if y.dtype.kind not in "fc":
             return y, False

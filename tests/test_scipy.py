@@ -170,6 +170,9 @@ LINALG_CASES = [
     Case.named("det_stack",            linalg.det,        arguments(normal(2, 3, 3))),
     Case.named("norm",                 linalg.norm,       arguments(normal(3, 4))),
     Case.named("norm_nuclear",         linalg.norm,       arguments(normal(3, 4), constant("nuc"))),
+    # SciPy's BLAS and LAPACK norms, which return Python floats
+    Case.named("norm_vector",          linalg.norm,       arguments(normal(5))),
+    Case.named("norm_one",             linalg.norm,       arguments(normal(3, 4), constant(1))),
     Case.named("norm_axis",            linalg.norm,       arguments(normal(3, 4), constant(3),
                                                               constant(1))),
     Case.named("qr",                   linalg.qr,         arguments(well_conditioned(4))),
@@ -271,7 +274,8 @@ def curved(function):
     differentiation the cotangents reaching its rule are traced by the outer one too."""
 
     def composed(*args):
-        return tuple(np.sin(y) if getattr(y, "dtype", None) == float else y
+        return tuple(np.sin(y) if isinstance(y, float) or getattr(y, "dtype", None) == float
+                     else y
                      for y in as_tuple(function(*args)))
 
     return composed
@@ -813,3 +817,14 @@ def test_logm_gradient_against_mpmath(rng):
     # forward mode, the same Fréchet derivative in the other order
     _, tangent = mutad.jvp(scipy.linalg.logm, (a,), (weights,))
     np.testing.assert_allclose(tangent, frechet(a, weights), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("ord", [None, 1, np.inf, -np.inf])
+def test_scipys_norms_that_return_python_floats_are_differentiated(ord, rng):
+    """SciPy's BLAS and LAPACK norms return Python floats: the result carries its derivative
+    as NumPy's scalar would (it was a constant: a zero gradient)."""
+    a = rng.normal(size=(3, 4)) if ord is not None else rng.normal(size=5)
+    for f in (lambda a: scipy.linalg.norm(a, ord), lambda a: linalg.norm(a, ord)):
+        mutad.check_grads(lambda a: f(a) ** 2, a)
+        mutad.check_jvp(f, a)
+        assert mutad.value_and_grad(f)(a)[0] == scipy.linalg.norm(a, ord)

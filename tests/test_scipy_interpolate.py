@@ -352,3 +352,24 @@ def test_smoothing_splines_are_refused_by_name(name):
                                                       scipy.interpolate.UnivariateSpline),
                        (1.0,), (1.0,))[0]
     assert spline == 1.0
+
+
+INTERPOLANT = scipy.interpolate.CubicSpline(np.linspace(0.0, 1.0, 5), np.arange(5.0) ** 2)
+TABLE = scipy.interpolate.interp1d(np.linspace(0.0, 1.0, 5), np.arange(5.0) ** 2)
+
+
+@pytest.mark.parametrize("at", [
+    lambda: np.array([0.3]),               # an array the function makes
+    lambda: np.linspace(0.0, 1.0, 3),
+    lambda: 0.3,
+])
+def test_an_interpolant_made_before_at_points_the_function_makes_is_scipys_own(at):
+    """Constant points (allocated in the function) reach SciPy's own call: the rule, which
+    evaluates the interpolant again, recursed without end."""
+    def f(x):
+        return (INTERPOLANT(at()).sum() + TABLE(at()).sum()) * x.sum()
+
+    x = np.array([0.5, 2.0])
+    value, (g,) = mutad.value_and_grad(f, argnums=(0,))(x)
+    assert value == f(x)
+    assert np.array_equal(g, np.full(2, INTERPOLANT(at()).sum() + TABLE(at()).sum()))

@@ -524,3 +524,53 @@ def test_generic_filter1d_is_refused_by_name(rng):
     (h,) = mutad.gradient(lambda x: scipy.ndimage.generic_filter(mutad.stop_gradient(x), np.mean,
                                                                  3).sum() + x.sum(), x)
     assert np.array_equal(h, np.ones_like(x))
+
+
+@pytest.mark.parametrize("name", ["laplace", "gaussian_laplace", "gaussian_gradient_magnitude"])
+def test_a_filter_into_its_own_input_reads_what_it_wrote_as_scipys(name, rng):
+    """SciPy writes the first axis's term into the output, then reads the input for the
+    others: an output that is the input makes them read the written values."""
+    filt = getattr(scipy.ndimage, name)
+    settings = () if name == "laplace" else (1.0,)
+
+    def f(x):
+        x = x * 1.0
+        y = filt(x, *settings, output=x)
+        return (x * x).sum() + (y * y).sum()
+
+    x = rng.random((5, 6))
+    before = x.tobytes()
+    assert mutad.value_and_grad(f)(x)[0] == f(x)
+    mutad.check_grads(f, x)
+    assert x.tobytes() == before
+
+
+def test_an_interpolation_into_its_own_input_is_refused_where_scipy_reads_its_writes(rng):
+    x = rng.random((5, 6))
+    for order in (0, 1):
+        def into_itself(x, order=order):
+            y = x * 1.0
+            return scipy.ndimage.shift(y, 0.4, output=y, order=order).sum()
+
+        with pytest.raises(UnsupportedOperationError, match="output=np.empty_like"):
+            mutad.gradient(into_itself, x)
+
+    def f(x):  # a prefiltered copy lies between: SciPy reads none of its writes
+        x = x * 1.0
+        scipy.ndimage.shift(x, 0.4, output=x)
+        return (x * x).sum()
+
+    assert mutad.value_and_grad(f)(x)[0] == f(x)
+
+
+def test_coordinates_given_as_a_list_of_traced_arrays(rng):
+    image = rng.random((5, 6))
+    yy, xx = np.meshgrid(np.arange(5.0), np.arange(6.0), indexing="ij")
+
+    def f(s):
+        return (scipy.ndimage.map_coordinates(image, [yy + s[0], xx + s[1]], order=1,
+                                              mode="nearest") ** 2).sum()
+
+    s = np.array([0.3, 0.2])
+    assert mutad.value_and_grad(f)(s)[0] == f(s)
+    mutad.check_grads(f, s)

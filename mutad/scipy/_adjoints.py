@@ -37,7 +37,7 @@ class ScipyAdjoint(Adjoint):
     def __call__(self, *args, **kwargs):
         # Traced arrays (reverse mode) and duals (forward mode) both need the binding.
         if innermost((*args, *kwargs.values())) is None:
-            return self.fn(*args, **kwargs)
+            return self.fn(*_writable(args), **dict(zip(kwargs, _writable(kwargs.values()))))
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return super().__call__(*bound.args, **bound.kwargs)
@@ -45,6 +45,14 @@ class ScipyAdjoint(Adjoint):
     def rule(self, rule):
         super().rule(padded(rule))
         return rule
+
+
+def _writable(values):
+    """``values`` with each read-only array (one a record of a running differentiation reads,
+    which mutad keeps read-only: ``tracing.freeze``), at any depth of tuples and lists, a
+    copy: SciPy's compiled functions take writable buffers even where they only read them."""
+    return [type(v)(_writable(v)) if type(v) in (tuple, list) else
+            v.copy() if type(v) is np.ndarray and not v.flags.writeable else v for v in values]
 
 
 def scipy_adjoint(fn):

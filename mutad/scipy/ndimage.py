@@ -48,11 +48,13 @@ from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.ndimage import _filters, _ni_support
 
+from ..allocation import lists_as_arrays
 from ..arraylike import carries_derivative, settled
 from ..errors import ConversionError, UnsupportedOperationError, UntracedWriteError
 from ..levels import ACTIVE, innermost
 from ..registry import CONVENTION
 from ..rules._helpers import gather_cotangent, stacked
+from ..views import may_overlap
 from ._adjoints import ScipyAdjoint, StandIn, stands_in_for
 
 __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate1d",
@@ -380,29 +382,44 @@ def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0):
     return _edges(input, axis, output, mode, cval, [1.0, 1.0, 1.0], "prewitt")
 
 
-def _summed(input, derivative, dtype, mode, axes, square=False):
+def _summed(input, derivative, dtype, mode, axes, output, square=False):
     """SciPy's ``generic_laplace`` (the sum of the second derivatives along ``axes``) and,
     with ``square``, ``generic_gradient_magnitude`` (the root of the sum of the squared first
-    derivatives), in SciPy's order of operations."""
+    derivatives), in SciPy's order of operations. Into an ``output`` array, as SciPy does
+    it: the first term written there, the others added in place, so that an output that is
+    the input (or overlaps it) makes the later terms read what the first wrote, as SciPy's."""
     axes = _ni_support._check_axes(axes, np.ndim(input))
     if not axes:
-        return _copy(input, dtype)
+        return _deliver(_copy(input, dtype), output)
     modes = _ni_support._normalize_sequence(mode, len(axes))
+    into = output is not None and not _is_dtype(output)
     total = None
     for axis, mode in zip(axes, modes):
         term = derivative(input, axis, mode)
+        if total is None and into:
+            total = _deliver(term, output)
+            if square:
+                np.multiply(total, total, out=total)
+            continue
         if square:
             term = term * term
-        total = term if total is None else total + term
-    return np.sqrt(total) if square else total
+        if total is None:
+            total = term
+        elif into:
+            total += term
+        else:
+            total = total + term
+    if square:
+        total = np.sqrt(total, out=total) if into else np.sqrt(total)
+    return total
 
 
 @stands_in_for(_ndimage.laplace)
 def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None):
     dtype = _dtype(output, input, "laplace")
-    y = _summed(input, lambda x, axis, mode: _correlate1d(x, [1.0, -2.0, 1.0], axis, dtype,
-                                                           mode, cval, 0), dtype, mode, axes)
-    return _deliver(y, output)
+    return _summed(input, lambda x, axis, mode: _correlate1d(x, [1.0, -2.0, 1.0], axis, dtype,
+                                                              mode, cval, 0), dtype, mode, axes,
+                   output)
 
 
 def _gaussian_derivatives(input, sigma, order, dtype, cval, axes, kwargs):
@@ -436,7 +453,7 @@ def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axe
                      **kwargs):
     dtype = _dtype(output, input, "gaussian_laplace")
     derivative = _gaussian_derivatives(input, sigma, 2, dtype, cval, axes, kwargs)
-    return _deliver(_summed(input, derivative, dtype, mode, axes), output)
+    return _summed(input, derivative, dtype, mode, axes, output)
 
 
 @stands_in_for(_ndimage.gaussian_gradient_magnitude)
@@ -444,7 +461,7 @@ def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=
                                 axes=None, **kwargs):
     dtype = _dtype(output, input, "gaussian_gradient_magnitude")
     derivative = _gaussian_derivatives(input, sigma, 1, dtype, cval, axes, kwargs)
-    return _deliver(_summed(input, derivative, dtype, mode, axes, square=True), output)
+    return _summed(input, derivative, dtype, mode, axes, output, square=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -674,8 +691,21 @@ def _grid_weights(per_axis):
     return weights
 
 
+def _apart(name, input, output, order, prefilter):
+    """Refuse an ``output`` over the input's memory where SciPy interpolates the input itself
+    (order 0 or 1, or no prefilter: no filtered copy between), reading what it has written
+    already, element by element in its own order."""
+    if (order <= 1 or not prefilter) and output is not None and not _is_dtype(output) \
+            and hasattr(input, "shape") and may_overlap(input, output):
+        raise UnsupportedOperationError(
+            f"scipy.ndimage.{name} with output= over the input's memory at order {order}: "
+            "SciPy then reads values it has already written, in an order mutad does not "
+            "follow; write into a new array (output=np.empty_like(x)) and copy it back.")
+
+
 def _interpolated(original, name, input, output, shape, weights, settings, cval):
     """SciPy's ``original(input, **settings)`` into ``output``, its derivative by ``weights``."""
+    _apart(name, input, output, settings.get("order", 3), settings.get("prefilter", True))
     dtype = _dtype(output, input, name, shape)
     _constant(cval, "cval", name)
     settings = dict(settings, output=dtype) if cval is None else dict(settings, output=dtype,
@@ -695,6 +725,7 @@ def _settings(name, order, *constants):
 def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilter=True):
     if innermost((shift,)) is not None:
         _traced_coordinates("shift", order, mode, cval, "shift")
+        _apart("shift", input, output, order, prefilter)
         dtype = _dtype(output, input, "shift")
         shifts = shift * np.ones(np.ndim(input)) if np.ndim(shift) == 0 else shift
         return _deliver(_shift(input, shifts, cval, order, mode, prefilter, dtype), output)
@@ -797,11 +828,13 @@ def rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="
 def map_coordinates(input, coordinates, output=None, order=3, mode="constant", cval=0.0,
                     prefilter=True):
     _settings("map_coordinates", order)
+    coordinates, = lists_as_arrays([coordinates])  # [yy + s[0], xx + s[1]]: NumPy's array
     shape = np.shape(coordinates)[1:]
     if innermost((coordinates,)) is not None and not carries_derivative(coordinates):
         coordinates = settled(coordinates, "scipy.ndimage.map_coordinates with coordinates "
                                            "the program computes")
     if innermost((coordinates,)) is not None:
+        _apart("map_coordinates", input, output, order, prefilter)
         return _deliver(_map_traced(input, coordinates, order, mode, cval, prefilter,
                                     _dtype(output, input, "map_coordinates", shape)), output)
     plain = np.asarray(coordinates, dtype=np.float64)
