@@ -531,3 +531,31 @@ def test_the_solves_of_one_splu_share_their_solver_and_keep_no_right_hand_side()
     for record in solves:  # the pullback holds the matrix's values and the solution alone
         held = [c.cell_contents for c in record.state[0].__closure__]
         assert sum(type(v) is np.ndarray for v in held) == 2
+
+
+def test_a_matrix_stores_the_array_it_was_built_from_as_scipys_does():
+    """SciPy keeps the values array it need not copy: writes into it show in the matrix, and
+    writes through A.data in the array (a solve in a loop that refills the values)."""
+    n = 5
+
+    def refilled(k):
+        values = np.zeros(n)
+        A = scipy.sparse.csr_matrix((values, np.arange(n), np.arange(n + 1)), shape=(n, n))
+        u = np.ones(n)
+        for _ in range(3):
+            values[:] = k + u ** 2
+            u = scipy.sparse.linalg.spsolve(A.tocsc(), np.ones(n))
+        return u.sum()
+
+    def through_data(k):
+        kk = k * 1.0
+        A = scipy.sparse.dia_matrix((kk[None, :], [0]), shape=(n, n))
+        A.data *= 2.0
+        return (A @ np.ones(n)).sum() + (kk * kk).sum()
+
+    k = np.linspace(1.0, 2.0, n)
+    for f in (refilled, through_data):
+        before = k.tobytes()
+        assert mutad.value_and_grad(f)(k)[0] == f(k)
+        mutad.check_grads(f, k)
+        assert k.tobytes() == before

@@ -912,13 +912,22 @@ def _constructed(fn, name, data, build, dense=False, dtype=None):
     pieces = _pieces(data, dense)
     single = type(data) not in (list, tuple) or dense
     arrange = (lambda xs: xs[0]) if single else (lambda xs: type(data)(xs))
+    # SciPy keeps the array it was given as its stored values where it need not copy it:
+    # writes into either show in the other, so the traced matrix stores that array itself
+    shared = None
+    if single and not dense and np.ndim(data) >= 1:
+        plain = memory(data)
+        if np.shares_memory(build(fn, plain).data, plain):
+            shared = data
     return _from_numbers(name, pieces, build(fn, arrange(_numbers(pieces))),
-                         build(fn, arrange([np.ones(np.shape(p)) for p in pieces])))
+                         build(fn, arrange([np.ones(np.shape(p)) for p in pieces])), shared)
 
 
-def _from_numbers(name, pieces, numbered, ones):
+def _from_numbers(name, pieces, numbered, ones, shared=None):
     """The :class:`TracedSparse` a constructor made of the values of ``pieces``, given what it
-    made of their numbers (``numbered``) and of ones (``ones``, its pattern)."""
+    made of their numbers (``numbered``) and of ones (``ones``, its pattern); ``shared``: the
+    traced array SciPy would store as it is (None: a copy), stored so where it holds the
+    values in the order the matrix stores them."""
     if not _sparse.issparse(ones) or ones.format not in FORMATS:
         _refuse(f"{name} of traced values giving a {getattr(ones, 'format', type(ones))} "
                 "result", f"mutad follows the formats {', '.join(FORMATS)}: pass format='csr'.")
@@ -930,6 +939,9 @@ def _from_numbers(name, pieces, numbered, ones):
     flat = flat[0] if len(flat) == 1 else np.concatenate(flat)
     out = _Layout(ones)
     index = np.rint(numbered.data).astype(np.intp)
+    if shared is not None and np.shape(shared) == out.data_shape \
+            and np.array_equal(index.reshape(-1), np.arange(1, index.size + 1)):
+        return TracedSparse(out, shared)
     return TracedSparse(out, np.reshape(_gather(flat, index), out.data_shape))
 
 
