@@ -90,7 +90,38 @@ PRODUCTS = {
     "Aᵀ A (both traced, dia)": (lambda k: np.sum(((stiffness(k).T @ stiffness(k, "dia"))
                                                   @ B) ** 2), K),
     "A * B (spmatrix product)": (lambda k: np.sum((stiffness(k, "csr") * M) @ B), K),
+    # indexing: SciPy's selection of the stored values
+    "A[1:-1, 1:-1]": (lambda k: np.sum((stiffness(k, "csr")[1:-1, 1:-1] @ B[1:-1]) ** 2), K),
+    "A[free][:, free]": (lambda k: np.sum((stiffness(k, "csc")[FREE][:, FREE] @ B[FREE]) ** 3),
+                         K),
+    "A[mask]": (lambda k: np.sum((stiffness(k, "csr")[FREE_MASK] @ B) ** 2), K),
+    "A[i, j]": (lambda k: stiffness(k, "csr")[1, 1] * stiffness(k, "csc")[1, 2]
+                + stiffness(k, "csr")[0, N - 1], K),
+    # the functions that move or multiply stored values
+    "tril(A)": (lambda k: np.sum((scipy.sparse.tril(nonsymmetric(k)) @ B) ** 2), K),
+    "triu(A, 1, csr)": (lambda k: np.sum((scipy.sparse.triu(nonsymmetric(k), 1, "csr") @ B)
+                                         ** 2), K),
+    "kron(I, A)": (lambda k: np.sum((scipy.sparse.kron(scipy.sparse.eye(2), stiffness(k))
+                                     @ np.tile(B, 2)) ** 2), K),
+    "kron(A, A²) csr": (lambda k: np.sum(scipy.sparse.kron(
+        stiffness(k), stiffness(k * k), format="csr") @ np.ones(N * N)) ** 2, K),
+    "kron(dense, A)": (lambda k: np.sum((scipy.sparse.kron(np.array([[1.0, 2.0], [0.0, 3.0]]),
+                                                           stiffness(k)) @ np.tile(B, 2)) ** 2),
+                       K),
+    "abs(A), A.power(3)": (lambda k: np.sum((abs(nonsymmetric(k)) @ B) ** 2)
+                           + np.sum(nonsymmetric(k).power(3) @ B), K),
+    "A ** 2 (matrix and array)": (lambda k: np.sum((stiffness(k, "csr") ** 2) @ B)
+                                  + np.sum((scipy.sparse.csr_array(stiffness(k)) ** 2) @ B), K),
+    "A.mean(), A.trace()": (lambda k: stiffness(k).mean() ** 2 + nonsymmetric(k).trace(1) ** 2,
+                            K),
+    "norm(A)": (lambda k: scipy.sparse.linalg.norm(nonsymmetric(k)) ** 2
+                + scipy.sparse.linalg.norm(nonsymmetric(k), 1)
+                + scipy.sparse.linalg.norm(stiffness(k, "dia"), np.inf), K),
 }
+
+
+FREE = [0, 2, 3]
+FREE_MASK = np.array([True, False, True, True, False, True])
 
 
 @pytest.mark.parametrize("name", PRODUCTS)
@@ -363,8 +394,8 @@ def refuses(f, *args, match):
 
 
 def test_refusals():
-    refuses(lambda k: np.sum(stiffness(k, "csr")[0, 1]), K.copy(), match="indexing")
-    refuses(lambda k: np.sum(stiffness(k, "csr").power(2)), K.copy(), match="power of a scipy")
+    refuses(lambda k: np.sum(scipy.sparse.csr_array(stiffness(k))[1] @ B), K.copy(),
+            match="one dimension")
     refuses(lambda k: np.sum(stiffness(k, "csr").sum(axis=0)), K.copy(), match="np.matrix")
     refuses(lambda k: np.sum(stiffness(k, "csr") + np.ones((N, N))), K.copy(),
             match="np.matrix")

@@ -21,16 +21,19 @@ traced array of its stored values, ``A.data``. The pattern is SciPy's, except th
 SciPy would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D)``, an entry
 of ``A - A``) stays stored: its derivative is there whatever its value. Its operations keep it
 sparse: ``A.T``, ``A.transpose()``, ``A.tocsr()``/``tocsc()``/``tocoo()``/``asformat()``,
-``A * c``, ``c * A``, ``A / c``, ``-A``, ``A + B``, ``A - B``, ``A @ B`` (sparse operands) and
-``A.multiply(B)`` give traced sparse matrices whose pattern is SciPy's result's; ``A @ x``,
-``A.dot(x)``, ``x @ A`` of dense ``x`` (1-d or 2-d), ``A.sum(axis)``, ``A.diagonal(k)`` and
-``A.toarray()`` give traced arrays.
+``A * c``, ``c * A``, ``A / c``, ``-A``, ``abs(A)``, ``A.power(n)``, ``A ** n``, ``A + B``,
+``A - B``, ``A @ B`` (sparse operands), ``A.multiply(B)``, indexing (``A[1:-1, 1:-1]``,
+``A[free][:, free]``, a mask), ``tril``, ``triu`` and ``kron`` give traced sparse matrices
+whose pattern is SciPy's result's (SciPy's operation applied to the numbers of the stored
+values tells where each goes); ``A @ x``, ``A.dot(x)``, ``x @ A`` of dense ``x`` (1-d or
+2-d), ``A[i, j]``, ``A.sum(axis)``, ``A.mean(axis)``, ``A.diagonal(k)``, ``A.trace(k)``,
+``scipy.sparse.linalg.norm(A)`` (Frobenius, 1, inf) and ``A.toarray()`` give traced arrays.
 Every value is SciPy's own, computed by SciPy on the stored values (``A @ x`` is SciPy's
 product of the matrix SciPy builds from them).
 A SciPy matrix with constant values times a traced array (``A @ u``, ``u @ A``, ``A * c``,
-``A.multiply(u)``, ``A + B``) is routed the same way. What is not listed (indexing, reductions,
-a ``lil``/``dok`` matrix of traced values) is refused with an error that says what to write
-instead. The values of ``C = A @ B`` are SciPy's product's; its derivative adds, for each pair
+``A.multiply(u)``, ``A + B``) is routed the same way. What is not listed (writing into the
+pattern, ``max``, a ``lil``/``dok`` matrix of traced values) is refused with an error that says
+what to write instead. The values of ``C = A @ B`` are SciPy's product's; its derivative adds, for each pair
 of stored values ``A[i, k]`` and ``B[k, j]``, the cotangent of ``C[i, j]`` times the other
 factor.
 
@@ -90,14 +93,16 @@ from ..views import memory, wrapped
 
 __all__ = ["SuperLU", "TracedSparse", "bicgstab", "block_diag", "bmat", "cg", "coo_array",
            "coo_matrix", "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array",
-           "dia_matrix", "diags", "diags_array", "factorized", "gmres", "hstack", "minres",
-           "spdiags", "splu", "spsolve", "spsolve_triangular", "vstack"]
+           "dia_matrix", "diags", "diags_array", "factorized", "gmres", "hstack", "kron",
+           "minres", "norm", "spdiags", "splu", "spsolve", "spsolve_triangular", "tril", "triu",
+           "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
-    "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres")},
+    "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
+    "norm")},
     **{name: getattr(_sparse, name) for name in (
-        "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag",
-        "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
+        "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
+        "tril", "triu", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
         "dia_matrix", "dia_array")}}
 """SciPy's own functions and classes, by name. While a differentiation runs the names that
 user code and SciPy's public modules bind to them are this module's stand-ins (and so would be
@@ -668,9 +673,9 @@ class TracedSparse:
             return getattr(template.template, name)
         raise UnsupportedAttributeError(
             f"{name} of a scipy.sparse matrix with traced values: mutad follows its products "
-            "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, A.multiply, +, -, scalar * "
-            "and /, sum(axis), diagonal(k), toarray() and .data. Compute with A.data, or "
-            "with A.toarray() for a small matrix.")
+            "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, indexing, A.multiply, +, "
+            "-, scalar * and /, abs, power, sum(axis), mean, diagonal(k), trace, toarray() and "
+            ".data. Compute with A.data, or with A.toarray() for a small matrix.")
 
     def __array_function__(self, func, types, args, kwargs):
         if func in (np.ndim, np.shape) and len(args) == 1 and not kwargs:
@@ -680,9 +685,22 @@ class TracedSparse:
                 "array), or compute with A.data.")
 
     def __getitem__(self, key):
-        _refuse("indexing a scipy.sparse matrix with traced values",
-                "mutad follows its stored values as a whole: index A.toarray(), or multiply by "
-                "a selecting matrix (A @ P).")
+        """SciPy's indexing of the slot numbers tells which stored value each entry of the
+        result holds: a sparse result holds them (``A[1:-1, 1:-1]``, ``A[free][:, free]``),
+        an entry is one (``A[i, j]``; 0 where none is stored)."""
+        if _followed(key):
+            if any(carries_derivative(x) for x in _leaves([key])):
+                _refuse("indexing a scipy.sparse matrix with traced indices",
+                        "indices are integers: pass them plain.")
+            key = settled(key, "indexing a scipy.sparse matrix with indices the program "
+                               "computes")
+        numbered = self.layout.probe(np.arange(1.0, self.layout.valid.size + 1))[key]
+        if not _sparse.issparse(numbered):
+            return _gather(self.data, np.rint(np.asarray(numbered)).astype(np.intp))
+        if numbered.ndim != 2:
+            _refuse("indexing a scipy.sparse array with traced values down to one dimension",
+                    "keep two: A[[i], :] or A[i:i + 1, :].")
+        return self._with(_relayout(self.data, self.layout, lambda m: m[key]))
 
     def __setitem__(self, key, value):
         _refuse("writing into a scipy.sparse matrix with traced values",
@@ -812,6 +830,44 @@ class TracedSparse:
 
     def __pos__(self):
         return self
+
+    def __abs__(self):
+        return TracedSparse(self.layout, np.abs(self.data))
+
+    def power(self, n: Any, dtype: None = None) -> TracedSparse:
+        """Each stored value to the power ``n`` (a number: the zeros it does not store stay
+        zeros, as in SciPy, which refuses a power that would not keep them)."""
+        if dtype is not None or not np.isscalar(n):
+            _refuse("power(n, dtype=...) of a scipy.sparse matrix with traced values, or a "
+                    "traced or array exponent", "pass a number n and no dtype.")
+        self.layout.template.power(n)  # SciPy's error for n <= 0
+        return TracedSparse(self.layout, self.data ** n)
+
+    def __pow__(self, n: Any) -> TracedSparse:
+        if isinstance(self.layout.template, _sparse.sparray):  # sparse arrays: elementwise
+            return self.power(n)
+        if not (isinstance(n, (int, np.integer)) and n >= 1) or self.shape[0] != self.shape[1]:
+            self.layout.template ** n  # SciPy's error
+            _refuse(f"A ** {n!r} of a scipy.sparse matrix with traced values",
+                    "a power n >= 1 of a square matrix is followed: write A @ A ...")
+        result = self
+        for _ in range(n - 1):
+            result = result @ self
+        return result
+
+    def astype(self, dtype: Any, casting: str = "unsafe", copy: bool = True) -> TracedSparse:
+        if np.dtype(dtype) != np.float64:
+            _refuse(f"astype({dtype!r}) of a scipy.sparse matrix with traced values",
+                    "mutad follows float64 values.")
+        return self.copy() if copy else self
+
+    def mean(self, axis: int | None = None, dtype: None = None, out: None = None) -> Any:
+        """SciPy's mean: the sum over the shape's elements (the zeros too)."""
+        count = self.shape[0] * self.shape[1] if axis is None else self.shape[axis]
+        return self.sum(axis, dtype, out) / count
+
+    def trace(self, offset: int = 0) -> Any:
+        return self.diagonal(offset).sum()
 
     def multiply(self, other: Any) -> TracedSparse | Any:
         if _is_scalar(other):
@@ -1012,6 +1068,76 @@ def _stacking_function(name):
 
 hstack, vstack, bmat, block_diag = map(_stacking_function,
                                        ("hstack", "vstack", "bmat", "block_diag"))
+
+
+def _triangle_function(name):
+    """``tril``, ``triu``: the stored values of a triangle, where SciPy puts them."""
+
+    def triangle(A: Any, k: int = 0, format: str | None = None) -> Any:
+        if not isinstance(A, TracedSparse):
+            return SCIPY[name](A, k=k, format=format)
+        return A._with(_relayout(A.data, A.layout,
+                                 lambda m: SCIPY[name](m, k=k, format=format)))
+
+    return _route(SCIPY[name], triangle)
+
+
+tril, triu = map(_triangle_function, ("tril", "triu"))
+
+
+def _kron(A: Any, B: Any, format: str | None = None) -> Any:
+    """Each stored value of ``kron(A, B)`` is the product of one of ``A``'s and one of
+    ``B``'s: SciPy's kron of each one's slot numbers with the other's pattern tells which."""
+    if not _followed(A, B):
+        return SCIPY["kron"](A, B, format=format)
+    if any(wrapped(x) and not isinstance(x, TracedSparse) and carries_derivative(x)
+           for x in (A, B)):
+        _refuse("scipy.sparse.kron of a differentiated dense array",
+                "make it a sparse matrix first (scipy.sparse.csr_array(x)).")
+    sparse = _sparse.coo_array if any(isinstance(x, _sparse.sparray) or (
+        isinstance(x, TracedSparse) and isinstance(x.layout.template, _sparse.sparray))
+        for x in (A, B)) else _sparse.coo_matrix
+    A, B = (_lift(x if isinstance(x, TracedSparse) or _sparse.issparse(x) else sparse(
+        memory(x))) for x in (A, B))
+
+    def slots(m):
+        return m.layout.probe(np.arange(1.0, m.layout.valid.size + 1))
+
+    ones = SCIPY["kron"](A.layout.probe(), B.layout.probe(), format=format)
+    in_a = SCIPY["kron"](slots(A), B.layout.probe(), format=format)
+    in_b = SCIPY["kron"](A.layout.probe(), slots(B), format=format)
+    out = _Layout(ones)
+    if out.format != ones.format:  # bsr: the slots as the conversion lays them out
+        in_a, in_b = in_a.asformat(out.format), in_b.asformat(out.format)
+    index_a, index_b = (np.rint(m.data).astype(np.intp) for m in (in_a, in_b))
+    return TracedSparse(out, _gather(A.data, index_a) * _gather(B.data, index_b))
+
+
+kron = _route(SCIPY["kron"], _kron)
+
+
+def _norm(x: Any, ord: Any = None, axis: Any = None) -> Any:
+    """SciPy's Frobenius norm of the stored values (``_sparse_frobenius_norm``: NumPy's norm
+    of them, all of a ``dia`` matrix's too); for ``ord`` 1 and inf, its sums of absolute
+    values (a traced sparse array's reductions)."""
+    if not isinstance(x, TracedSparse):
+        return SCIPY["norm"](x, ord, axis)
+    template = x.layout.template
+    if axis is None and ord in (None, "fro", "f"):
+        if x.format != "dia" and not template.has_canonical_format:
+            _refuse("scipy.sparse.linalg.norm of a traced matrix with repeated entries",
+                    "call A.sum_duplicates() on the matrix first (or A.tocsr()).")
+        return np.linalg.norm(np.reshape(x.data, (-1,)))
+    if axis is None and ord in (1, np.inf, -1, -np.inf):
+        x = abs(x.tocsr())  # SciPy's steps; its sums as a sparse array's (an np.matrix's)
+        layout = _Layout(_sparse.csr_array(x.layout.template))
+        sums = _reduction(x.data, layout, "sum", 0 if ord in (1, -1) else 1)
+        return sums.max() if ord in (1, np.inf) else sums.min()
+    _refuse(f"scipy.sparse.linalg.norm(ord={ord!r}, axis={axis!r}) of a traced matrix",
+            "mutad follows the Frobenius norm and ord=1, inf (-1, -inf) of the whole matrix.")
+
+
+norm = _route(SCIPY["norm"], _norm)
 
 
 class _SparseClass:
