@@ -14,6 +14,10 @@ intercept its factory functions:
   forward mode): it behaves as a plain array until a traced value is written into it, from
   when on it is traced. Other threads, integer and boolean results, and results that are
   views of existing arrays (``np.asarray(a)`` of an array) are left plain;
+* the arrays NumPy's index expressions make (``np.mgrid``, ``np.ogrid``, ``np.r_`` of slices)
+  and those of ``np.indices``, ``np.loadtxt`` and ``np.genfromtxt`` are such constants too, as
+  are the new float arrays the routed SciPy functions below return to user code when no traced
+  value reaches them (``scipy.signal.get_window("hann", n)``, a solve of plain values);
 * ``np.array`` and its variants build traced arrays from traced values (``np.array([a, b])``),
   and reductions and functions with integer results read lists and tuples of traced values
   as those arrays (``np.mean([a, b])``, ``np.argmin((a, b))``);
@@ -72,7 +76,7 @@ from .views import memory, owner, wrapped, writeable
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
              "ones_like", "empty_like", "full_like", "copy", "linspace", "logspace", "geomspace",
              "arange", "diag", "diagflat", "vander", "fromfunction", "fromiter",
-             "asarray_chkfinite")
+             "asarray_chkfinite", "indices", "loadtxt", "genfromtxt", "fromstring")
 """NumPy functions whose float results are new arrays, allocated as constants in the mode."""
 
 BUILDERS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray")
@@ -104,6 +108,27 @@ modules bind to ``math`` and its functions are swapped)."""
 class _State(threading.local):
     def __init__(self):
         self.plain = 0  # depth of plain_allocation() blocks in this thread
+        self.rules = 0  # depth of the decorated functions and rules running on plain values
+
+
+@contextlib.contextmanager
+def running_rule() -> Iterator[None]:
+    """A decorated function (``mutad.adjoint``), or its rule, runs on plain values in this
+    block: the routed functions it calls give it SciPy's plain results (``by_user_code``)."""
+    STATE.rules += 1
+    try:
+        yield
+    finally:
+        STATE.rules -= 1
+
+
+def by_user_code(y, func, args, kwargs, caller):
+    """``made_in`` of the result ``y`` a routed function gave the user's code (its frame
+    ``caller``) from plain values while a differentiation runs: a new float array is then a
+    constant the function may write traced values into; a rule's (``running_rule``) is plain."""
+    if not ACTIVE.running or STATE.rules:
+        return y
+    return made_in(y, func, args, kwargs, caller)
 
 
 STATE = _State()
@@ -291,7 +316,7 @@ class _Joined:
         items = key if type(key) is tuple else (key,)
         if not (ACTIVE.running and holds_wrapped(items)) or any(
                 type(x) in (slice, str) for x in items):
-            return self.original[key]
+            return _indexed(self.original, key, items)
         parts = [x if wrapped(x) else np.asarray(x) for x in items]
         if not self.columns:  # r_: along the first axis, scalars as 1-d
             return np.concatenate([p.reshape(1) if p.ndim == 0 else p for p in parts])
@@ -303,7 +328,35 @@ class _Joined:
         return len(self.original)
 
 
-JOINED = {"r_": (np.r_, _Joined(np.r_, columns=False)), "c_": (np.c_, _Joined(np.c_, columns=True))}
+class _Grid:
+    """``np.mgrid`` or ``np.ogrid`` in the mode: its float arrays are new, allocated as the
+    factories' are."""
+
+    def __init__(self, original):
+        self.original = original
+
+    def __getitem__(self, key):
+        return _indexed(self.original, key, key if type(key) is tuple else (key,))
+
+    def __len__(self):
+        return len(self.original)
+
+
+def _indexed(original, key, items):
+    """``original[key]`` (an index expression of NumPy's building arrays from ``items``), each
+    new float array a constant of the differentiations running in this thread."""
+    y = original[key]
+    if not _in_mode():
+        return y
+    if type(y) in (tuple, list):
+        return type(y)(allocate(a, (_item, (original.__getitem__, i, key), {}))
+                       if _allocated(a, items, {}) else a for i, a in enumerate(y))
+    return allocate(y, (original.__getitem__, (key,), {})) if _allocated(y, items, {}) else y
+
+
+JOINED = {"r_": (np.r_, _Joined(np.r_, columns=False)),
+          "c_": (np.c_, _Joined(np.c_, columns=True)),
+          "mgrid": (np.mgrid, _Grid(np.mgrid)), "ogrid": (np.ogrid, _Grid(np.ogrid))}
 """NumPy's index expressions that build arrays, and the mode's."""
 
 
@@ -487,11 +540,11 @@ class Preexisting(np.ndarray):
         y = call(*inputs, **kwargs)
         if out is not None:  # NumPy's own: the out= array itself
             return out[0] if len(out) == 1 else tuple(out)
-        return _made(y, call, inputs, kwargs, sys._getframe(1))
+        return made_in(y, call, inputs, kwargs, sys._getframe(1))
 
     def __array_function__(self, func, types, args, kwargs):
         args, kwargs = _plain_views(args), _plain_views(kwargs)
-        return _made(func(*args, **kwargs), func, args, kwargs, sys._getframe(1))
+        return made_in(func(*args, **kwargs), func, args, kwargs, sys._getframe(1))
 
     def __repr__(self):
         return repr(self.view(np.ndarray))
@@ -542,14 +595,14 @@ def _plain_views(tree):
     return tree
 
 
-def _made(y, func, args, kwargs, caller):
+def made_in(y, func, args, kwargs, caller):
     """What the mode gives for ``y = func(*args, **kwargs)`` made from pre-existing memory in
     the code of frame ``caller``: in user code, a view of it stands in too and a new float array
     is a constant of the differentiations running in this thread (a replay makes it again by
     the same call, whose pre-existing operands it guards by their bytes); in NumPy's, SciPy's
     and mutad's own code (a stand-in handed to a SciPy function), ``y`` as it is, plain."""
     if type(y) in (tuple, list):
-        return type(y)(_made(item, functools.partial(_item, func, i), args, kwargs, caller)
+        return type(y)(made_in(item, functools.partial(_item, func, i), args, kwargs, caller)
                        for i, item in enumerate(y))
     if type(y) is not np.ndarray or str(caller.f_globals.get("__name__")).partition(".")[0] \
             in INTERNAL:
@@ -574,7 +627,7 @@ def _making(name):
     def making(self, *args, **kwargs):
         plain = self.view(np.ndarray)
         args, kwargs = _plain_views(args), _plain_views(kwargs)
-        return _made(method(plain, *args, **kwargs), method, (plain, *args), kwargs,
+        return made_in(method(plain, *args, **kwargs), method, (plain, *args), kwargs,
                      sys._getframe(1))
 
     return _named(making, method)

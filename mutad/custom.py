@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
 
 from . import forward, tracing
+from .allocation import running_rule
 from .errors import InvalidArgumentError, UnsupportedFunctionError
 from .levels import innermost
 from .registry import COMPLEX, CONVENTION, USER_RULES
@@ -28,11 +29,12 @@ def dispatch(adjoint, args, kwargs):
     """Call decorated ``adjoint`` on ``args``: plainly when no differentiation follows them,
     else in the mode of the innermost one among them (values of outer ones are its constants)."""
     inner = innermost((*args, *kwargs.values()))
-    if inner is None:
-        return adjoint.fn(*args, **kwargs)
-    if type(inner) is forward.Dual:
-        return forward.apply_adjoint(adjoint, inner.level, args, kwargs)
-    return adjoint.record(args, dict(kwargs))
+    with running_rule():
+        if inner is None:
+            return adjoint.fn(*args, **kwargs)
+        if type(inner) is forward.Dual:
+            return forward.apply_adjoint(adjoint, inner.level, args, kwargs)
+        return adjoint.record(args, dict(kwargs))
 
 
 class _Rules(threading.local):

@@ -822,3 +822,44 @@ def test_a_script_loaded_twice_is_two_modules_with_their_own_bindings(tmp_path):
     theta = np.array([1.0, 2.0])
     for module in (load(), load()):
         np.testing.assert_allclose(mutad.grad(module.loss)(theta), -np.exp(-theta), rtol=1e-6)
+
+
+def test_arrays_numpys_index_expressions_and_scipys_functions_make_are_followed():
+    """New float arrays made in the function by np.mgrid, np.ogrid, np.r_ of slices,
+    np.indices, SciPy's windows and SciPy's functions of plain values: traced values may be
+    written into them (they were plain arrays mutad did not follow)."""
+    import scipy.linalg
+    import scipy.signal
+    from scipy.signal.windows import hann
+
+    def f(x):
+        grid = np.mgrid[0:1:3j]
+        grid *= x
+        rows = np.indices((3,), dtype=float)[0]
+        rows *= x
+        _, columns = np.ogrid[0:2, 0:3.0]
+        columns = columns[0] * 1.0
+        columns[0] = x[0]
+        ramp = np.r_[0:1:3j]
+        ramp *= x
+        window = scipy.signal.get_window("hann", 3)
+        window *= x
+        taper = hann(3)
+        taper[1] = x[1]
+        band = scipy.linalg.solve([[2.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 8.0]],
+                                  [1.0, 1.0, 1.0])  # lists: SciPy's own call
+        band[0] = x[2]
+        return ((grid ** 2).sum() + (rows ** 2).sum() + columns.sum() + ramp.sum()
+                + (window ** 2).sum() + taper.sum() + (band ** 2).sum())
+
+    x = np.array([1.0, 2.0, 3.0])
+    before = x.tobytes()
+    value, (g,) = mutad.value_and_grad(f, argnums=(0,))(x)
+    assert value == f(x)
+    mutad.check_grads(f, x)
+    replayed = mutad.value_and_grad(f, replay=True)
+    for scale in (1.0, 2.0, 0.5):
+        a, b = replayed(x * scale), mutad.value_and_grad(f)(x * scale)
+        assert a[0] == b[0] and np.array_equal(a[1], b[1])
+    assert x.tobytes() == before
+    assert type(scipy.signal.get_window("hann", 3)) is np.ndarray  # outside: SciPy's own

@@ -5,9 +5,11 @@ derivatives by formulas), and SciPy's values without a derivative."""
 import contextlib
 import functools
 import inspect
+import sys
 
 import numpy as np
 
+from ..allocation import by_user_code
 from ..arraylike import carries_derivative
 from ..custom import Adjoint, dispatch
 from ..errors import EscapedTracerError, UnsupportedOperationError
@@ -37,7 +39,8 @@ class ScipyAdjoint(Adjoint):
     def __call__(self, *args, **kwargs):
         # Traced arrays (reverse mode) and duals (forward mode) both need the binding.
         if innermost((*args, *kwargs.values())) is None:
-            return self.fn(*_writable(args), **dict(zip(kwargs, _writable(kwargs.values()))))
+            y = self.fn(*_writable(args), **dict(zip(kwargs, _writable(kwargs.values()))))
+            return by_user_code(y, self.fn, args, kwargs, sys._getframe(1))
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return super().__call__(*bound.args, **bound.kwargs)
@@ -77,7 +80,8 @@ class StandIn:
 
     def __call__(self, *args, **kwargs):
         if innermost((*args, *kwargs.values())) is None:
-            return self.original(*args, **kwargs)
+            y = self.original(*args, **kwargs)
+            return by_user_code(y, self.original, args, kwargs, sys._getframe(1))
         return self.fn(*args, **kwargs)
 
 

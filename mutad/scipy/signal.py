@@ -27,7 +27,7 @@ from ..errors import UnsupportedOperationError
 from ..registry import HOLOMORPHIC
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import ndimage
-from ._adjoints import ScipyAdjoint, scipy_adjoint, stands_in_for
+from ._adjoints import ScipyAdjoint, StandIn, scipy_adjoint, stands_in_for
 
 lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
@@ -427,6 +427,16 @@ def _sosfilt_jvp(tangents, sos, x, axis=-1, zi=None):
         return result, dx
     return result, (dx, np.stack([np.zeros_like(z) if d is None else d
                                   for d, z in zip(dzf, result[1])]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Windows: SciPy's own, their arrays new ones the differentiated code may write into
+
+
+for _maker in (_signal.get_window, *(getattr(_signal.windows, name)
+                                     for name in _signal.windows.__all__)):
+    if callable(_maker):
+        StandIn(_maker, _maker)
 
 
 # ----------------------------------------------------------------------------------------------
