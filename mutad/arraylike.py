@@ -17,6 +17,7 @@ import dis
 import inspect
 import linecache
 import math
+import operator
 import re
 import sys
 
@@ -49,9 +50,13 @@ def install_operators(cls, binary):
     for name, ufunc in COMPARISONS.items():
         setattr(cls, f"__{name}__", binary(ufunc)[0])
     cls.__pow__, cls.__ipow__ = _fast_powers(cls.__pow__, cls.__ipow__)
-    cls.__mul__ = _scalar_product(cls.__mul__, reflected=False)
-    cls.__rmul__ = _scalar_product(cls.__rmul__, reflected=True)
-    cls.__imul__ = _scalar_product(cls.__imul__, reflected=False)
+    # NumPy's scalar math: complex products, and powers, round otherwise than its loops
+    for name, operation, kinds, reflected in (
+            ("mul", operator.mul, "c", False), ("rmul", operator.mul, "c", True),
+            ("imul", operator.mul, "c", False), ("pow", operator.pow, "fc", False),
+            ("rpow", operator.pow, "fc", True), ("ipow", operator.pow, "fc", False)):
+        method = f"__{name}__"
+        setattr(cls, method, _scalar_math(getattr(cls, method), operation, kinds, reflected))
 
 
 def _giving_way(operator):
@@ -152,30 +157,45 @@ FAST_POWERS = {2: np.square, 0.5: np.sqrt, -1: np.reciprocal}
 ufunc (its fast path): the same bits as ``np.power`` for real arrays, not for complex ones."""
 
 
-def _scalar_product(multiply, reflected):
-    """``multiply`` (``a * b``, ``b * a`` or ``a *= b``) giving the value NumPy's scalar math
-    gives where both operands stand for complex scalars (``z[0] * z[1]``): it rounds complex
-    products otherwise than the ufunc loops, which compute the rest (the record, the partials),
-    so the result's value is put right afterwards. Everything else is as ``multiply`` made it."""
+def _scalar_math(method, operation, kinds, reflected):
+    """``method`` (``a * b``, ``b * a``, ``a *= b``, ``a ** b``, ...) giving the value NumPy's
+    scalar math gives where both operands stand for scalars of a kind in ``kinds``
+    (``z[0] * z[1]`` of complex ones, ``x[0] ** x[1]``): it rounds them otherwise than the ufunc
+    loops, which compute the rest (the record, the partials), so the result's value is put
+    right afterwards, ``operation(a, b)`` of NumPy's scalars. Everything else is as ``method``
+    made it."""
 
-    def product(self, other):
-        result = multiply(self, other)
+    def computed(self, other):
+        result = method(self, other)
         value = getattr(result, "value", None)
-        if type(value) is not np.ndarray or value.dtype.kind != "c" or value.ndim \
+        if type(value) is not np.ndarray or value.dtype.kind not in kinds or value.ndim \
                 or not stands_for_scalar(self) or not _stands_for_scalar_operand(other):
             return result
-        recorder = getattr(getattr(result, "tape", None), "recorder", None)
-        if recorder is not None:  # a replay computes the product as this does
-            recorder.scalar_product(result)
+        if operation is operator.pow and not reflected and type(other) in (int, float) \
+                and other in FAST_POWERS:  # another ufunc of one operand (fast_power)
+            return result
         a, b = memory(self)[()], memory(other)[()] if hasattr(other, "value") else other
-        exact = np.asarray(b * a if reflected else a * b, value.dtype)
-        if exact.tobytes() != value.tobytes():  # the last bit, or the sign of a zero
-            value.flags.writeable = True
-            value[()] = exact
-            value.flags.writeable = False
+        put_right(result, operation, *((b, a) if reflected else (a, b)))
         return result
 
-    return product
+    return computed
+
+
+def put_right(result, operation, *scalars):
+    """The traced or dual ``result`` of NumPy's scalars ``scalars`` with the value NumPy's
+    scalar math gives, ``operation(*scalars)``, where the ufunc loop that computed it (and
+    the record, the partials) rounded otherwise; a replay computes it so too."""
+    value = getattr(result, "value", None)
+    if type(value) is not np.ndarray or value.dtype.kind not in "fc" or value.ndim:
+        return
+    recorder = getattr(getattr(result, "tape", None), "recorder", None)
+    if recorder is not None:
+        recorder.scalar_math(result, operation)
+    exact = np.asarray(operation(*scalars), value.dtype)
+    if exact.tobytes() != value.tobytes():  # the last bit, or the sign of a zero
+        value.flags.writeable = True
+        value[()] = exact
+        value.flags.writeable = False
 
 
 def _stands_for_scalar_operand(x):
@@ -440,6 +460,8 @@ class ArrayMethods(Tracer):
 
     def __abs__(self):
         result = np.absolute(self)
+        if stands_for_scalar(self):  # of a complex scalar: NumPy's scalar math rounds otherwise
+            put_right(result, abs, memory(self)[()])
         return weak_arithmetic(result) if self.weak else result
 
     def reshape(self, *shape, **kwargs):

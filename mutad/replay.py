@@ -392,7 +392,7 @@ class Pure:
     its buffer), from a tuple of this call's values in place of a record."""
 
     __slots__ = ("ufunc", "record_ufunc", "args", "at", "kwargs", "out", "rule", "reads",
-                 "inputs", "buffer", "state", "lean", "weak", "scalar_product", "later")
+                 "inputs", "buffer", "state", "lean", "weak", "scalar_math", "later")
 
     def __init__(self, ufunc, args, kwargs, out, rule, reads, record):
         # NumPy's scalars compute the four operations in their own arithmetic, at a tenth of
@@ -419,7 +419,7 @@ class Pure:
         self.state = record.state
         self.lean = None  # prepare(), before the first replay
         self.weak = False  # prepare(): the value stands for a Python number (Buffer.weak)
-        self.scalar_product = False  # a product of complex scalars (Recorder.scalar_product)
+        self.scalar_math = None  # NumPy's scalar math, where it made the value (Recorder)
         self.later = None  # the values its record recomputes in the reverse pass (Recomputed)
 
     def prepare(self):
@@ -435,9 +435,11 @@ class Pure:
             self.ufunc = self.record_ufunc
         if buffer.dtype.kind == "c":
             # NumPy's complex scalar math rounds otherwise than its loops: the engine takes a
-            # product of complex scalars from the former (``arraylike._scalar_product``), the
+            # product of complex scalars from the former (``arraylike._scalar_math``), the
             # rest from the latter
             self.ufunc = self.record_ufunc
+        if self.scalar_math is not None:
+            self.ufunc = functools.partial(_on_scalars, self.scalar_math)
         if buffer.c_contiguous and short(buffer) and buffer.dtype.kind == "f" \
                 and self.later is None:
             # (a complex partial is conjugated: the engine's)
@@ -452,9 +454,6 @@ class Pure:
             y = self.record_ufunc(*vals)  # a NaN as the ufunc makes it (see blocks)
         if self.weak and isinstance(y, np.generic):
             y = y.item()
-        if self.scalar_product and all(_stands_for_scalar(v) for v in vals):
-            a, b = (v[()] if type(v) is np.ndarray else v for v in vals)
-            y = a * b
         values[self.out] = y  # a NumPy scalar where the traced array was a read-only 0-d one
         if self.lean is not None:  # what the partials read, no more (as ``record`` keeps)
             read = read_by_partials(vals, self.reads)
@@ -747,6 +746,12 @@ def _stands_for_scalar(x):
 
 INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
 """The operators a :class:`Pure` step's line in a block writes as Python's own."""
+
+
+def _on_scalars(operation, *values):
+    """``operation`` (``*``, ``**``) of NumPy's scalars ``values`` (0-d arrays as the scalars
+    they stand for): their own math, as the engine took the value (``arraylike.put_right``)."""
+    return operation(*(v[()] if type(v) is np.ndarray else v for v in values))
 
 
 class ElementwiseWrite:
@@ -1144,7 +1149,7 @@ class Function:
 
     __slots__ = ("rule", "args", "kwargs", "outputs", "primals", "primitive", "settings",
                  "created", "places", "buffers", "multiple", "args_of", "kwargs_of", "adopts",
-                 "lean", "dims", "special")
+                 "lean", "dims", "special", "scalar_math")
 
     def __init__(self, rule, args, kwargs, outputs, traced, record, dims=None):
         self.rule = rule
@@ -1172,6 +1177,7 @@ class Function:
                     p is None and _passed_as_is(a) for a, p in zip(args, places)))
         self.dims = dims  # the arguments' dimensions as recorded, where the rule may use them
         self.special = self._specialized()
+        self.scalar_math = None  # NumPy's scalar math, where it made the value (Recorder)
 
     prepare = Call.prepare
 
@@ -1180,6 +1186,8 @@ class Function:
         y, back = self.rule(*args, **self.kwargs_of(values))
         if complex_among(args) or complex_among(y if isinstance(y, (tuple, list)) else (y,)):
             back = complex_back(str(self.primitive), self.rule, back)  # as apply_function
+        if self.scalar_math is not None:  # abs() of a complex scalar (arraylike.put_right)
+            y = np.asarray(self.scalar_math(*(np.asarray(a)[()] for a in args)), y.dtype)
         _store(self.outputs, y, values)
         primals = {id(owner(values[slot])) for slot in self.primals
                    if type(values[slot]) is not float} if self.adopts else None
@@ -2380,15 +2388,16 @@ class Recorder:
         if slot is not None:
             self.steps.append(PutValue(slot, function, self.spec(args)))
 
-    def scalar_product(self, y):
-        """``y`` is a product of complex scalars by ``*``, whose value the engine takes from
-        NumPy's scalar math (``arraylike._scalar_product``): so does the step that made it."""
+    def scalar_math(self, y, operation):
+        """``y`` is ``operation`` (``*``, ``**``) of scalars, whose value the engine takes from
+        NumPy's scalar math (``arraylike._scalar_math``): so does the step that made it."""
         slot = self.slots.get(id(y))
         step = self.steps[-1] if self.steps else None
-        if type(step) is Pure and step.out == slot:
-            step.scalar_product = True
+        if type(step) is Pure and step.out == slot or type(step) is Function \
+                and not step.lean and type(step.outputs) is Out and step.outputs.slot == slot:
+            step.scalar_math = operation
         else:
-            self.refuse("a product of complex scalars recorded otherwise")
+            self.refuse("an operation of NumPy's scalars recorded otherwise")
 
     def guard(self, x, taken, decide=None):
         """Python read ``taken`` of ``x``: ``decide(value)``, or its truth, or its bytes."""

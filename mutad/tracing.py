@@ -41,8 +41,8 @@ from .allocation import Preexisting, joined_operands, stands_in, ufunc_operands
 from .arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
                         conversion_error, inexact_output, install_operators, keywords_in_place,
-                        lost_tangent, numpy_value, out_by_keyword, out_position, single_out,
-                        stands_for_scalar, untraced_write, weak_arithmetic, weak_beside_arrays,
+                        lost_tangent, numpy_value, out_by_keyword, out_position, put_right,
+                        single_out, stands_for_scalar, untraced_write, weak_arithmetic, weak_beside_arrays,
                         weak_value)
 from .debug import SKIPPED, Warnings, anomaly, at_user_lines, caller
 from .elementwise import (ASSIGNMENT, Elementwise, Rerun, differentiable, elementwise_kept,
@@ -1493,6 +1493,8 @@ class Traced(ArrayMethods):
 
     def __abs__(self):
         result = apply_ufunc(np.absolute, (self,))
+        if stands_for_scalar(self):  # of a complex scalar: NumPy's scalar math rounds otherwise
+            put_right(result, abs, self.value[()])
         return weak_arithmetic(result) if self.buffer.weak else result
 
     def astype(self, dtype, **kwargs):

@@ -134,12 +134,14 @@ def base_away_from(a, zero, at):
     return a if zero is None else np.where(zero[at], 1.0, a)
 
 
+# (np.power, not **: NumPy's scalars compute ** in their own math, its arrays by the ufunc;
+# the partials take the same bits whether the engine holds a 0-d array or NumPy's scalar)
 def power_by_base(y, a, b, zero):
-    return b * base_away_from(a, zero, 1) ** (b - 1.0)
+    return b * np.power(base_away_from(a, zero, 1), b - 1.0)
 
 
 def power_by_exponent(y, a, b, zero):
-    return np.log(base_away_from(a, zero, 0)) * a ** b
+    return np.log(base_away_from(a, zero, 0)) * np.power(a, b)
 
 
 def float_power_by_base(a, b, zero):
