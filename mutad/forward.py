@@ -294,12 +294,13 @@ def _target(out, level, carries_tangent, name):
     return None
 
 
-def _write_constant(ufunc, primals, out, kwargs, level):
-    """A non-differentiable ufunc writing into ``out``: its new values are constants."""
-    target = _target(out, level, False, f"np.{ufunc.__name__}(..., out=...)")
+def _write_constant(func, primals, out, kwargs, level):
+    """A non-differentiable ufunc or function (``np.round``) writing into ``out``: its new
+    values are constants."""
+    target = _target(out, level, False, f"{function_name(func)}(..., out=...)")
     if target is None:
-        return ufunc(*primals, out=out, **kwargs)
-    ufunc(*primals, out=target.value, **kwargs)  # in place: where= leaves the rest as it was
+        return func(*primals, out=out, **kwargs)
+    func(*primals, out=target.value, **kwargs)  # in place: where= leaves the rest as it was
     target.tangent[...] = 0.0
     return target
 
@@ -373,7 +374,9 @@ def apply_function(func, args, kwargs, level, rule=None):
     rule = rule or JVPS.get(func)
     if rule is None:
         if func in NONDIFF:
-            return func(*primals, **kwargs)
+            if out is None:
+                return func(*primals, **kwargs)
+            return _write_constant(func, primals, out, kwargs, level)
         raise no_rule(func, forward=True, reverse_rule=func in FUNCTIONS)
     complex_values = complex_among(primals)
     if complex_values:  # before the rule, which may refuse them for another reason

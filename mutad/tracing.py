@@ -1225,10 +1225,38 @@ def apply_array_function(func, args, kwargs, tape):
         active(tape)
         return door(tape, handler, args, kwargs)
     if func in NONDIFF:
+        out = next((t for t in _written(func, args, kwargs) if type(t) is Traced), None)
+        if out is not None:
+            return _nondiff_into(func, args, kwargs, out, level)
         if level.recorder is not None and level.recorder.ready:
             return level.recorder.nondiff(func, args, kwargs)
         return func(*plain(args), **plain(kwargs))
     raise no_rule(func)
+
+
+def _nondiff_into(func, args, kwargs, out, tape):
+    """``func(*args, out=out)`` for a function without a derivative (``np.round``) and a
+    traced ``out``: its values are computed apart and assigned, so that the write is recorded
+    (the gradient of what ``out`` held ends there) and undone as any assignment. Into an
+    array of ``out``'s dtype and shape, by NumPy's own call: a result of another dtype
+    (float32 ``out`` of float64 values) rounds at each of its steps, as NumPy's does."""
+    args, kwargs = out_by_keyword(func, args, kwargs)  # np.round(x, 1, y): y is out
+    kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+    recorder = tape.recorder
+    if recorder is not None and recorder.ready:
+        # the replay redoes the two steps: the call, as any without a derivative, and the
+        # assignment; where NumPy's result is not already out's dtype and shape, that would
+        # not be NumPy's call, and the recording is refused
+        y = recorder.nondiff(func, args, kwargs)
+        if np.shape(y) == out.shape and getattr(y, "dtype", None) == out.dtype:
+            assign(out, y)
+            return out
+        recorder.refuse(f"{function_name(func)}(..., out=...) into an array of another dtype "
+                        "or shape than its result")
+    values = np.empty(out.shape, out.dtype)
+    func(*plain(args), out=values, **plain(kwargs))
+    assign(out, values)
+    return out
 
 
 def door(tape, operation, args, kwargs):

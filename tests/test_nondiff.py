@@ -7,6 +7,7 @@ import pytest
 import scipy.special
 
 import mutad
+from test_replay import program_count, replayed_like_traced, same
 
 PROGRAMS = {
     "iscomplex": lambda x: x * (1.0 + np.iscomplex(x)) + np.sin(x) * np.iscomplex(x * x),
@@ -22,3 +23,53 @@ def test_predicates_and_signs_are_plain_in_both_modes(program):
     mutad.check_jvp(program, x)
     mutad.check_grads(program, x, order=2)
     mutad.check_grads(program, 0.4)
+
+
+# A function without a derivative writing into a traced array: the write ends the gradient of
+# what the array held, in both modes, and its values are NumPy's (its own call, into an array
+# of out's dtype: float32 rounds at each of np.round's steps).
+WRITES = {
+    "round": lambda x, y: np.round(x * 10, out=y),
+    "around, out by position": lambda x, y: np.around(x * 10, 1, y),
+    "ndarray.round": lambda x, y: (x * 3).round(1, out=y),
+    "fix": lambda x, y: np.fix(x * 10, out=y),
+    "fix, broadcast into out": lambda x, y: np.fix(x[0] * 10, out=y),
+    "round, out is the operand": lambda x, y: np.round(y, 1, out=y),
+    "round, reversed operand": lambda x, y: np.round(y[::-1] * 7, 1, out=y),
+    "round into the argument": lambda x, y: np.round(x * 10, out=x),
+    "round into float32": lambda x, y: np.round(x * 10, 1, out=y),
+}
+
+
+def _writing(write, dtype=np.float64):
+    def f(x):
+        y = x.astype(dtype) * 1.0
+        write(x, y)
+        return (y * x).sum() + (x * x).sum()
+    return f
+
+
+@pytest.mark.parametrize("name", WRITES)
+def test_a_function_without_a_derivative_writing_into_out(name):
+    f = _writing(WRITES[name], np.float32 if "float32" in name else np.float64)
+    x = np.array([0.423, 0.612, 0.271, 0.334, 0.741])  # away from rounding's steps
+    before = x.tobytes()
+    expected = f(x.copy())
+    value, (grad,) = mutad.value_and_gradient(f, x)
+    assert same(value, expected) and x.tobytes() == before
+    value, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert same(value, expected) and x.tobytes() == before
+    rounded = np.round(x * 10)  # constants: no gradient flows through what out held before
+    if name == "round":
+        assert np.array_equal(grad, rounded + 2 * x)
+    if name == "round into the argument":
+        assert np.array_equal(grad, rounded)
+    mutad.check_grads(f, x)
+    mutad.check_jvp(f, x)
+    mutad.check_grads(f, x, order=2)
+    replaying = replayed_like_traced(f, [(x + 0.01 * k,) for k in range(3)])
+    if "float32" in name or "broadcast" in name:  # not NumPy's call without out=: traced
+        (reason,) = replaying.reasons.values()
+        assert "another dtype or shape" in reason
+    else:
+        assert program_count(replaying) == 1 and not replaying.reasons
