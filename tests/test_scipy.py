@@ -364,6 +364,47 @@ def test_lfilter_initial_conditions_given_by_keyword(rng):
         mutad.check_grads(final_state_and_energy, b, a, x, zi, policy=policy)
 
 
+# A coefficient list holding a traced number beside constants (``[b0, 0.5]``): forward mode
+# gives its tangent item by item, None for the constants, which the rules take as one array.
+LISTS = {
+    "lfilter b": lambda x, c: scipy.signal.lfilter([c, 0.5], [1.0, -0.3], x),
+    "lfilter a": lambda x, c: scipy.signal.lfilter([0.7, 0.5], [1.0, c], x),
+    "lfilter a[0]": lambda x, c: scipy.signal.lfilter((0.7, 0.5), (c, -0.3), x),
+    "lfilter zi": lambda x, c: scipy.signal.lfilter([c, 0.5], [1.0, -0.3], x, zi=[c])[0],
+    "lfilter x": lambda x, c: scipy.signal.lfilter([0.7, 0.5], [1.0, -0.3], [c, 1.0, x[0]]),
+    "convolve": lambda x, c: scipy.signal.convolve(x, [c, 0.5]),
+    "fftconvolve": lambda x, c: scipy.signal.fftconvolve([0.5, c], x),
+    "correlate": lambda x, c: scipy.signal.correlate(x, [c, 0.5]),
+}
+
+
+@pytest.mark.parametrize("name", LISTS)
+def test_a_list_of_coefficients_holding_a_traced_number(name):
+    def f(x, c):
+        return (LISTS[name](x, c) ** 2).sum()
+
+    x, c = np.linspace(0.1, 1.0, 5), 0.7
+    before = x.tobytes()
+    expected = f(x.copy(), c)
+    for value in (mutad.jvp(f, (x, c), (np.ones(5), 1.0))[0],
+                  mutad.value_and_gradient(f, x, c)[0]):
+        assert value.tobytes() == expected.tobytes() and x.tobytes() == before
+    mutad.check_jvp(f, x, c)
+    for policy in POLICIES:
+        mutad.check_grads(f, x, c, policy=policy)
+    mutad.check_grads(f, x, c, order=2)  # the rules' arrays traced by the outer one
+
+
+def test_sections_holding_a_traced_number_forward_mode():
+    def f(x, c):
+        return (scipy.signal.sosfilt([[c, 0.5, 0.0, 1.0, -0.3, 0.0]], x) ** 2).sum()
+
+    x, c = np.linspace(0.1, 1.0, 5), 0.7
+    value, _ = mutad.jvp(f, (x, c), (np.ones(5), 1.0))
+    assert value.tobytes() == f(x, c).tobytes()
+    mutad.check_jvp(f, x, c)
+
+
 # ----------------------------------------------------------------------------------------------
 # scipy.linalg compositions and overwrite flags
 

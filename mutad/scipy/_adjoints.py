@@ -15,7 +15,7 @@ from ..custom import Adjoint, dispatch
 from ..errors import EscapedTracerError, UnsupportedOperationError
 from ..levels import ACTIVE, innermost
 from ..registry import ROUTES, NoClosedForm, padded
-from ..rules._helpers import unbroadcast
+from ..rules._helpers import stacked, unbroadcast
 
 
 class ScipyAdjoint(Adjoint):
@@ -64,6 +64,26 @@ def scipy_adjoint(fn):
     calling ``scipy.linalg.solve`` by SciPy's name is differentiated."""
     wrapper = ROUTES[fn] = ScipyAdjoint(fn)
     return wrapper
+
+
+def array_tangent(x, dx):
+    """The tangent ``dx`` of an array argument ``x`` as one array. Forward mode gives the
+    tangent of a list or tuple (``lfilter([b0, 0.5], ...)``, ``b0`` a dual) item by item,
+    ``None`` for an item without one: those become zeros, nested lists rows, as NumPy makes
+    the array of ``x``. Any other tangent as it is."""
+    if type(dx) not in (list, tuple):
+        return dx
+    return stacked([np.zeros(np.shape(item)) if d is None else array_tangent(item, d)
+                    for item, d in zip(x, dx, strict=True)])
+
+
+def array_argument(x):
+    """An array argument given as a list or tuple as one array, NumPy's of it: under nested
+    differentiation its items may be traced by the enclosing one, which NumPy's conversion
+    of the list would cut. Any other argument as it is."""
+    if type(x) not in (list, tuple):
+        return x
+    return stacked([array_argument(item) for item in x])
 
 
 class StandIn:

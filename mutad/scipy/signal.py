@@ -27,7 +27,8 @@ from ..errors import UnsupportedOperationError
 from ..registry import HOLOMORPHIC
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import ndimage
-from ._adjoints import ScipyAdjoint, StandIn, scipy_adjoint, stands_in_for
+from ._adjoints import (ScipyAdjoint, StandIn, array_argument, array_tangent, scipy_adjoint,
+                        stands_in_for)
 
 lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
@@ -73,6 +74,7 @@ def _final_state_back(dzf, x, y, zi, b_normal, a_normal):
 
 @lfilter.rule
 def _lfilter_rule(b, a, x, axis=-1, zi=None):
+    b, a, x, zi = map(array_argument, (b, a, x, zi))  # lfilter([b0, 0.5], ...)
     # Every filter here is the wrapper, not SciPy's own: under nested reverse mode the arrays
     # are traced by the outer differentiation, which differentiates them again.
     result = lfilter(b, a, x, axis, zi)
@@ -169,7 +171,9 @@ def _lfilter_jvp(tangents, b, a, x, axis=-1, zi=None):
     # Every lfilter here is the wrapper and every tangent passed positionally, so that a
     # reverse pass can differentiate this rule again (hvp).
     result = lfilter(b, a, x, axis, zi)
-    db, da, dx, _, dzi = (tuple(tangents) + (None,) * 5)[:5]
+    db, da, dx, _, dzi = map(array_tangent, (b, a, x, axis, zi),
+                             (tuple(tangents) + (None,) * 5)[:5])  # lfilter([b0, 0.5], ...)
+    b, a, x, zi = map(array_argument, (b, a, x, zi))
     y = result if zi is None else result[0]
     state = None
     if zi is not None:
@@ -221,6 +225,7 @@ def _convolution_rules(convolution, default, takes_axes):
 
     @convolution.rule
     def rule(in1, in2, mode="full", setting=default):
+        in1, in2 = array_argument(in1), array_argument(in2)
         axes = setting if takes_axes else None
         # The wrapper, not SciPy's own, so that nested reverse mode differentiates the pullback.
         y = convolution(in1, in2, mode, setting)
@@ -244,8 +249,9 @@ def _convolution_rules(convolution, default, takes_axes):
 
     @convolution.jvp_rule
     def jvp(tangents, in1, in2, mode="full", setting=default):
+        d1, d2 = map(array_tangent, (in1, in2), (tuple(tangents) + (None, None))[:2])
+        in1, in2 = array_argument(in1), array_argument(in2)
         _window(in1, in2, mode, setting if takes_axes else None)
-        d1, d2 = (tuple(tangents) + (None, None))[:2]
         parts = [convolution(d, other, mode, setting) if first
                  else convolution(other, d, mode, setting)
                  for d, other, first in ((d1, in2, True), (d2, in1, False)) if d is not None]
@@ -265,6 +271,7 @@ correlate = scipy_adjoint(_signal.correlate)
 
 @correlate.rule
 def _correlate_rule(in1, in2, mode="full", method="auto"):
+    in1, in2 = array_argument(in1), array_argument(in2)
     # SciPy's correlation is the convolution with in2 reversed along every axis (its fft
     # method computes it so; the direct one the same sums), so the cotangents are the
     # convolution's, in2's reversed back.
@@ -286,8 +293,9 @@ def _correlate_rule(in1, in2, mode="full", method="auto"):
 
 @correlate.jvp_rule
 def _correlate_jvp(tangents, in1, in2, mode="full", method="auto"):
+    d1, d2 = map(array_tangent, (in1, in2), (tuple(tangents) + (None, None))[:2])
+    in1, in2 = array_argument(in1), array_argument(in2)
     _window(in1, in2, mode)
-    d1, d2 = (tuple(tangents) + (None, None))[:2]
     parts = [correlate(d1, in2, mode, method)] if d1 is not None else []
     if d2 is not None:
         parts.append(correlate(in1, d2, mode, method))
@@ -359,7 +367,8 @@ def _two_dimensional_rules(function):
 
     @function.jvp_rule
     def jvp(tangents, in1, in2, mode="full", boundary="fill", fillvalue=0):
-        d1, d2, _, _, dfill = (tuple(tangents) + (None,) * 5)[:5]
+        d1, d2, _, _, dfill = map(array_tangent, (in1, in2, mode, boundary, fillvalue),
+                                  (tuple(tangents) + (None,) * 5)[:5])
         parts = []
         if d1 is not None or dfill is not None:
             parts.append(function(np.zeros_like(in1, dtype=float) if d1 is None else d1, in2,
@@ -411,7 +420,9 @@ def _sosfilt_rule(sos, x, axis=-1, zi=None):
 def _sosfilt_jvp(tangents, sos, x, axis=-1, zi=None):
     # Section by section, lfilter's forward rule carrying the tangent of each one's output on
     # to the next as its input's.
-    dsos, dx, _, dzi = (tuple(tangents) + (None,) * 4)[:4]
+    dsos, dx, _, dzi = map(array_tangent, (sos, x, axis, zi),
+                           (tuple(tangents) + (None,) * 4)[:4])
+    sos, x, zi = map(array_argument, (sos, x, zi))
     result = sosfilt(sos, x, axis, zi)
     dzf = []
     for s in range(np.shape(sos)[0]):
