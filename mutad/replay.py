@@ -2172,8 +2172,9 @@ class Recorder:
                 or UFUNCS.get(ufunc) is None and ufunc in FUNCTIONS):
             # a ufunc with a function's rule (matmul), which the engine computes, then assigns
             # into ``out`` (``tracing.apply_function``): the two steps that does
-            y = self.ufunc(ufunc, inputs, None, {k: v for k, v in kwargs.items() if k != "out"},
-                           rule, tape, values, pattern)
+            # (an operator, A @= B, passes no keywords: None)
+            settings = {k: v for k, v in (kwargs or {}).items() if k != "out"}
+            y = self.ufunc(ufunc, inputs, None, settings, rule, tape, values, pattern)
             return assign(out, y)
         y = self._run(unwrapped_ufunc, ufunc, inputs, out, kwargs, rule, tape, values, pattern)
         if self.reason is not None:

@@ -449,6 +449,25 @@ def test_functions_and_matmul_writing_through_out_are_replayed():
     assert not replaying.reasons
 
 
+@pytest.mark.parametrize("argnums", [0, (0, 1)])
+def test_matmul_in_place_by_the_operator_is_replayed(argnums):
+    # A @= B reaches the recording with no keywords at all (None), np.matmul(..., out=A) with
+    # out among them: both are computed, then assigned
+    def f(A, B):
+        A @= B
+        C = A * 1.0
+        C @= A.T                          # into an array allocated in the function
+        return (A ** 2).sum() + (C * B).sum()
+
+    rng = np.random.default_rng(6)
+    calls = [(np.eye(3) + rng.standard_normal((3, 3)), rng.standard_normal((3, 3)))
+             for _ in range(4)]
+    replaying = replayed_like_traced(f, calls, argnums=argnums, traced_once=True)
+    assert program_count(replaying) == 1 and not replaying.reasons
+    mutad.check_grads(f, *calls[0])
+    mutad.check_jvp(f, *calls[0])
+
+
 def test_an_integer_array_a_rule_computes_is_replayed_and_guarded():
     # lu_factor's pivots: a plain array computed from the traced operand, read by lu_solve
     # and by Python; they change with the values, and the program reads each call's own
