@@ -69,6 +69,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from .errors import UnsupportedOperationError
 from .levels import ACTIVE, Tracer
 from .registry import JOINS, METHODS, ROUTES, RULE_MODULES
 from .views import memory, owner, wrapped, writeable
@@ -360,6 +361,33 @@ JOINED = {"r_": (np.r_, _Joined(np.r_, columns=False)),
 """NumPy's index expressions that build arrays, and the mode's."""
 
 
+def _follows(tree):
+    """Whether a value some running differentiation follows, not a constant of every one
+    (``arraylike.carries_derivative``), is in ``tree`` (lists and tuples of them)."""
+    if type(tree) in (list, tuple):
+        return any(_follows(x) for x in tree)
+    while wrapped(tree):
+        if not tree.constant_here():
+            return True
+        tree = tree.value
+    return False
+
+
+def _nditer(*args, **kwargs):
+    """``np.nditer`` in the mode: NumPy's iterator, which cannot take arrays mutad follows
+    (it needs their memory, and would write into it behind the tape's back); of them, an
+    error that says what to write instead. Constants (arrays allocated in the function) it
+    reads as plain arrays, as before."""
+    if _in_mode() and _follows((*args, *kwargs.values())):
+        raise UnsupportedOperationError(
+            "np.nditer over an array mutad follows: NumPy's iterator reads and writes the "
+            "array's memory directly, where mutad cannot follow it. Loop over the elements "
+            "with `for v in x.flat` (reading, in C order) or `for i in np.ndindex(x.shape):` "
+            "with x[i] (reading and writing), or better, write the loop as whole-array "
+            "operations.")
+    return np.nditer(*args, **kwargs)
+
+
 def _named(wrapper, func):
     wrapper.__name__ = func.__name__
     wrapper.__qualname__ = getattr(func, "__qualname__", func.__name__)
@@ -446,7 +474,12 @@ def _replacements():
             if func is not None:
                 table[name] = (func, make(func))
     table.update(JOINED)
+    table.update(ITERATORS)
     return table
+
+
+ITERATORS = {"nditer": (np.nditer, _named(_nditer, np.nditer))}
+"""NumPy's iterators, and the mode's."""
 
 
 REPLACEMENTS = _replacements()

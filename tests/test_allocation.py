@@ -863,3 +863,44 @@ def test_arrays_numpys_index_expressions_and_scipys_functions_make_are_followed(
         assert a[0] == b[0] and np.array_equal(a[1], b[1])
     assert x.tobytes() == before
     assert type(scipy.signal.get_window("hann", 3)) is np.ndarray  # outside: SciPy's own
+
+
+def test_nditer_over_a_followed_array_is_refused_with_what_to_write_instead():
+    def squares(x):
+        s = 0.0
+        for v in np.nditer(x):
+            s = s + v * v
+        return s
+
+    def doubled(x):
+        with np.nditer(x, op_flags=[["readwrite"]]) as it:
+            for v in it:
+                v[...] = 2 * v
+        return x.sum()
+
+    x = np.array([[0.5, -1.0], [2.0, 0.25]])
+    before = x.tobytes()
+    for f in (squares, doubled):
+        with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"x\.flat"):
+            mutad.gradient(f, x)
+        with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"np\.ndindex"):
+            mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert x.tobytes() == before
+
+    def flat_squares(x):  # what the message says to write
+        s = 0.0
+        for v in x.flat:
+            s = s + v * v
+        return s
+
+    assert mutad.value_and_gradient(flat_squares, x)[0] == squares(x.copy())
+    mutad.check_grads(flat_squares, x)
+    mutad.check_jvp(flat_squares, x)
+
+    def over_a_constant(x):  # an array allocated in the function: NumPy's own iterator
+        s = 0.0
+        for v in np.nditer(np.arange(3.0)):
+            s = s + v
+        return (x * s).sum()
+
+    assert np.array_equal(mutad.gradient(over_a_constant, x)[0], np.full((2, 2), 3.0))
