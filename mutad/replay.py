@@ -1894,6 +1894,19 @@ class Recorder:
         # The steps whose records keep stand-ins for values recomputed in the reverse pass,
         # by the id of the traced record (``recomputed``), until it is reversed (``plans_of``)
         self.lazy = {}
+        # The memory of the arguments the call does not trace (integer and boolean arrays) by
+        # id: (the array owning it, its bytes when the call began); and the copies a step
+        # reads of such memory once f wrote into it (``_plain_read``)
+        self.plain_arguments = {}
+        self.snapshots = {}
+
+    def note_plain(self, leaf):
+        """``leaf`` is an array argument the call does not trace. f may write into it (``k +=
+        1``, ``k.sort()``) as plain NumPy code, which no step redoes and a replay does not
+        see: a replay leaves the caller's array as it was, as tracing gives it back."""
+        base = owner(leaf)
+        if id(base) not in self.plain_arguments:
+            self.plain_arguments[id(base)] = (base, base.tobytes())
 
     def outside(self, what):
         """The engine recorded ``what`` outside a step: inside a door (``door``), the door
@@ -2046,6 +2059,10 @@ class Recorder:
                     part = part.value[()]
                 parts.append(part)
             return slice(*parts)
+        if kind is np.ndarray and self.plain_arguments:
+            held = self.plain_arguments.get(id(owner(x)))
+            if held is not None:
+                return self._plain_read(x, held)
         if kind in PYTHON_SCALARS:
             # the same on every call a program replays (a signature holds the values of the
             # numbers and strings among the arguments, and a step guards those it computes):
@@ -2056,6 +2073,22 @@ class Recorder:
         if slot is not None and self.objects[slot] is x:
             return Slot(slot)
         return x
+
+    def _plain_read(self, x, held):
+        """A step reads ``x``, memory of an argument the call does not trace: the argument's
+        slot while its memory holds what the call was given (a replay's signature holds those
+        bytes); else a copy of what ``x`` holds now, which f computed from them by plain
+        NumPy code a replay does not run, and which the caller's array no longer holds when
+        the program is replayed (nor, for a view of it, when the call is over)."""
+        base, given = held
+        slot = self.slots.get(id(x))
+        if slot is not None and self.objects[slot] is x and base.tobytes() == given:
+            return Slot(slot)
+        key = (x.dtype.str, x.shape, x.strides, x.tobytes())
+        snapshot = self.snapshots.get(key)
+        if snapshot is None:
+            snapshot = self.snapshots[key] = np.copy(x, order="K")
+        return snapshot
 
     def outputs(self, y, depends=False):
         """How a step stores its result ``y``: a new slot for each traced array in it, and
@@ -2651,6 +2684,8 @@ class Recording:
         recorder.outside_argnums = run.outside_argnums
         for leaf, t in zip(run.leaves, run.traced, strict=True):
             recorder.bind(t if t is not None else leaf)
+            if t is None and type(leaf) is np.ndarray:
+                recorder.note_plain(leaf)
         tape.recorder = recorder
         recorder.pause_collector()
 

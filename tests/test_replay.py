@@ -491,6 +491,72 @@ def test_an_integer_array_a_rule_computes_is_replayed_and_guarded():
     assert program_count(replaying) == 1 and not replaying.reasons
 
 
+def _plus_one(x, k):
+    k += 1
+    return (x * k).sum()
+
+
+def _times_three_between_reads(x, k):
+    y = (x + k).sum()  # read before the write, by a step that keeps no copy of k
+    k *= 3
+    return y + (x + k).sum()
+
+
+def _one_element(x, k):
+    k[0] = 2
+    return (x * k).sum()
+
+
+def _sorted_in_place(x, k):
+    k.sort()
+    return (x[k] * x[::-1]).sum()
+
+
+def _through_a_view(x, k):
+    k[1:] += k[:-1]
+    return (x * k[::-1]).sum()
+
+
+PLAIN_ARGUMENT_WRITES = {"k += 1": (_plus_one, np.array([1, 2, 0])),
+                         "k *= 3 between reads": (_times_three_between_reads, np.array([1, 2, 0])),
+                         "k[0] = 2": (_one_element, np.array([1, 2, 0])),
+                         "k.sort()": (_sorted_in_place, np.array([2, 0, 1])),
+                         "through views": (_through_a_view, np.array([1, 2, 0])),
+                         "a boolean mask": (_one_element, np.array([False, True, False]))}
+
+
+@pytest.mark.parametrize("f, k", PLAIN_ARGUMENT_WRITES.values(), ids=PLAIN_ARGUMENT_WRITES)
+def test_writes_into_an_argument_the_call_does_not_trace_are_seen_by_the_replay(f, k):
+    """Regression: f's writes into an integer or boolean argument (not traced: plain NumPy
+    code no step redoes) were not seen by the replay, whose steps read the caller's array as
+    it was given. Each step reads what the argument held when it ran; the caller's array
+    comes back as it was, in a replay as in tracing."""
+    rng = np.random.default_rng(3)
+    calls = [(rng.random(3), k) for _ in range(4)]
+    replaying = replayed_like_traced(f, calls, traced_once=True)
+    given = k.tobytes()
+    for x, _ in calls:
+        value, _ = replaying(x, k)
+        assert value == f(x.copy(), k.copy()) and k.tobytes() == given
+        assert mutad.value_and_grad(f)(x, k)[0] == value and k.tobytes() == given
+
+
+def test_a_view_of_an_argument_the_call_does_not_trace_is_read_as_the_call_read_it():
+    """Regression: a step reading a view of an integer argument held the view, so a replay
+    read the memory of the recording call's array, whatever its caller wrote into it since."""
+    def f(x, k):
+        return (x * k[::-1]).sum()
+
+    x, k = np.array([1.0, 2.0]), np.array([1, 2])
+    replaying = mutad.value_and_grad(f, replay=True)
+    replaying(x, k)
+    again = k.copy()
+    k[:] = [5, 6]  # the recorded call's array, changed by its caller
+    for _ in range(2):
+        assert same(replaying(x, again), mutad.value_and_grad(f)(x, again))
+    assert program_count(replaying) == 1
+
+
 def test_a_rule_given_a_closure_over_the_calls_arrays_is_traced():
     # solve_ivp's rule calls fun, made by the call: replayed, it would read the recorded
     # call's p (and k, an argument not differentiated)
