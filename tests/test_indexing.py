@@ -1116,3 +1116,48 @@ def test_histogram_is_linear_in_its_weights(settings):
     replaying = mutad.grad(f, replay=True)
     assert [replaying(w).tolist() for _ in range(3)][2] == mutad.grad(f)(w).tolist()
     assert w.tobytes() == before
+
+
+def _counts_times_samples(x, w):
+    counts, _ = np.histogram(x, bins=3, range=(0.0, 1.0))
+    return (counts * x[:3]).sum() + w.sum()
+
+
+def _weighted(x, w):
+    sums, edges = np.histogram(x, bins=3, range=(0.0, 1.0), weights=w * w)
+    return (sums * x[:3]).sum() + edges.sum()
+
+
+def _weighted_density(x, w):
+    heights, _ = np.histogram(x, bins=[0.0, 0.3, 0.55, 1.0], density=True, weights=w * w)
+    return (heights * x[:3]).sum()
+
+
+def _bins_from_the_samples(x, w):
+    heights, edges = np.histogram(x, bins="auto", range=(0.0, 1.0), density=True)
+    return (heights ** 2).sum() * x[0] + edges.size * w[0]
+
+
+HISTOGRAM_BINNINGS = {"counts": _counts_times_samples, "weights": _weighted,
+                      "weights, density": _weighted_density,
+                      "bins='auto'": _bins_from_the_samples}
+
+
+@pytest.mark.parametrize("f", HISTOGRAM_BINNINGS.values(), ids=HISTOGRAM_BINNINGS)
+def test_a_replayed_histogram_bins_each_calls_samples(f):
+    """Regression: np.histogram counted the samples' plain values outside any step, so a
+    replay reused the first call's counts (and bins) on every later call: stale values and
+    gradients. The bins are decided again on every call, and a number of bins decided by the
+    samples is guarded."""
+    from test_replay import replayed_like_traced
+
+    calls = [(np.array([0.1, 0.5, 0.9, 0.2, 0.25, 0.4]), np.linspace(0.5, 1.0, 6)),
+             (np.array([0.9, 0.9, 0.5, 0.5, 0.05, 0.95]), np.linspace(1.0, 2.0, 6)),
+             (np.array([0.05, 0.1, 0.2, 0.95, 0.97, 0.99]), np.linspace(0.5, 1.0, 6)),
+             (np.array([0.1, 0.5, 0.9, 0.2, 0.25, 0.4]), np.linspace(0.5, 1.0, 6))]
+    replaying = replayed_like_traced(f, calls, argnums=(0, 1))
+    for x, w in calls:
+        value, grads = replaying(x, w)
+        assert value == f(x, w)
+        for policy in POLICIES:
+            mutad.check_grads(f, x, w, policy=policy, modes=("rev", "fwd"))

@@ -627,7 +627,8 @@ complex_aware((np.add, "at"), (np.subtract, "at"), np.put, np.place, np.putmask,
 
 # Counting with weights: np.bincount and np.histogram are linear in their weights; the counts
 # of differentiated samples are constants, as those of any function whose output is piecewise
-# constant.
+# constant. Which bin each sample falls in is decided anew on every call (``histogram_counts``,
+# an operation of its own that a replay runs again), and so are the edges (``plain_bin_edges``).
 
 
 @defcomposite(np.bincount)
@@ -643,22 +644,50 @@ def bincount(x, weights=None, minlength=0):
     return total
 
 
+def _sequence_as_array(bins):
+    """A list or tuple of edges as the array NumPy makes of it (stacked, if it holds traced
+    values)."""
+    if type(bins) in (list, tuple):
+        bins = as_array(bins)
+        return np.asarray(bins) if type(bins) in (list, tuple) else bins
+    return bins
+
+
 @defcomposite(np.histogram)
 def histogram(a, bins=10, range=None, density=None, weights=None):
-    plain_bins = views.memory(bins) if wrapped(bins) else bins
-    if wrapped(weights):  # NumPy's sums of them, each weight's gradient its bin's
-        counts = weighted_histogram(weights, views.memory(a), plain_bins, range)
-        edges = np.histogram_bin_edges(views.memory(a), plain_bins, range)
-        if density:  # as NumPy computes it
-            return counts / np.diff(edges) / counts.sum(), edges
-        return counts, edges
-    return np.histogram(views.memory(a), plain_bins, range, density, views.memory(weights))
+    bins = _sequence_as_array(bins)
+    counts = histogram_counts(weights, a, bins, range)
+    edges, n = plain_bin_edges(a, bins, range, weights)
+    if isinstance(bins, str):
+        int(n)  # decided by the samples: a replay checks it again
+    if density:  # as NumPy computes it
+        return counts / np.diff(edges).astype(float) / counts.sum(), edges
+    return counts, edges
 
 
 @adjoint
-def weighted_histogram(weights, a, bins, range):
-    """``np.histogram(a, bins, range, weights=weights)[0]``: NumPy's own sums (an algorithm of
-    its own for uneven bins), each weight's derivative its bin's."""
+def plain_bin_edges(a, bins, range, weights):
+    """``np.histogram_bin_edges``, and the number of bins, as constants of the samples (a
+    copy of ``bins`` where NumPy returns it as it is: a constant never aliases an array)."""
+    edges = np.array(np.histogram_bin_edges(a, bins, range, weights))
+    return edges, np.intp(edges.size - 1)
+
+
+@plain_bin_edges.rule
+def _plain_bin_edges_rule(a, bins, range, weights):
+    return plain_bin_edges(a, bins, range, weights), lambda dy: (None, None, None, None)
+
+
+@plain_bin_edges.jvp_rule
+def _plain_bin_edges_jvp(tangents, a, bins, range, weights):
+    return plain_bin_edges(a, bins, range, weights), None
+
+
+@adjoint
+def histogram_counts(weights, a, bins, range):
+    """``np.histogram(a, bins, range, weights=weights)[0]``: NumPy's own counts or sums (an
+    algorithm of its own for uneven bins), each weight's derivative its bin's; the bins decided
+    from the samples on every call."""
     return np.histogram(a, bins, range, weights=weights)[0]
 
 
@@ -673,8 +702,10 @@ def _bins_of(a, bins, range, weights):
     return counts, where
 
 
-@weighted_histogram.rule
-def _weighted_histogram_rule(weights, a, bins, range):
+@histogram_counts.rule
+def _histogram_counts_rule(weights, a, bins, range):
+    if weights is None:  # counts: constants
+        return histogram_counts(weights, a, bins, range), lambda dy: (None, None, None, None)
     counts, where = _bins_of(a, bins, range, weights)
     inside = where >= 0
 
@@ -685,10 +716,12 @@ def _weighted_histogram_rule(weights, a, bins, range):
     return counts, back
 
 
-@weighted_histogram.jvp_rule
-def _weighted_histogram_jvp(tangents, weights, a, bins, range):
-    _, where = _bins_of(a, bins, range, views.memory(weights))
-    counts = weighted_histogram(weights, a, bins, range)  # an enclosing reverse pass records it
+@histogram_counts.jvp_rule
+def _histogram_counts_jvp(tangents, weights, a, bins, range):
+    counts = histogram_counts(weights, a, bins, range)  # an enclosing reverse pass records it
+    if tangents[0] is None:
+        return counts, None
+    _, where = _bins_of(views.memory(a), views.memory(bins), range, views.memory(weights))
     inside = where >= 0
     return counts, np.bincount(where[inside], weights=np.ravel(tangents[0])[inside],
                                minlength=counts.size)
