@@ -1161,3 +1161,87 @@ def test_a_replayed_histogram_bins_each_calls_samples(f):
         assert value == f(x, w)
         for policy in POLICIES:
             mutad.check_grads(f, x, w, policy=policy, modes=("rev", "fwd"))
+
+
+def _mean_bin_center(x):
+    heights, edges = np.histogram(x, bins=4, density=True)
+    centers = (edges[1:] + edges[:-1]) / 2
+    return (heights * centers * np.diff(edges)).sum()
+
+
+def test_histogram_edges_computed_from_the_samples_are_differentiated():
+    """Regression: without range=, NumPy's edges are np.linspace(x.min(), x.max(), bins + 1),
+    and density's heights depend on them, but they had no gradient: a silent zero. The
+    mean bin center moves with the smallest sample (index 0) and the largest (index 2)."""
+    x = np.array([0.0, 0.1, 1.0, 0.2, 0.4, 0.6])
+    before = x.tobytes()
+    value, grad = mutad.value_and_grad(_mean_bin_center)(x)
+    assert value == _mean_bin_center(x)
+    assert np.allclose(grad, [0.625, 0.0, 0.375, 0.0, 0.0, 0.0], rtol=0, atol=1e-15)
+    for policy in POLICIES:
+        mutad.check_grads(_mean_bin_center, x, order=2, policy=policy, modes=("rev", "fwd"))
+    assert x.tobytes() == before
+
+
+BIN_EDGES = {"an int": 5, "'auto'": "auto", "'fd'": "fd", "'sturges'": "sturges",
+             "'doane'": "doane", "'scott'": "scott", "'stone'": "stone", "'rice'": "rice",
+             "'sqrt'": "sqrt"}
+
+
+@pytest.mark.parametrize("bins", BIN_EDGES.values(), ids=BIN_EDGES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_histogram_bin_edges_are_numpys_and_follow_the_samples_min_and_max(bins, dtype):
+    """np.histogram_bin_edges, and np.histogram's edges and density: NumPy's bits (its
+    linspace of the samples' min and max, in their dtype, with the number of bins a string
+    decides from the samples), differentiated through the min and max."""
+    x = np.array([0.31, 0.52, 0.1, 0.7, 0.45, 0.23, 0.66, 0.12], dtype=dtype)
+
+    def f(x):
+        heights, edges = np.histogram(x, bins=bins, density=True)
+        return (heights * edges[1:] ** 2).sum() + (np.histogram_bin_edges(x, bins) ** 3).sum()
+
+    def values(x):
+        heights, edges = np.histogram(x, bins=bins, density=True)
+        return heights, edges, np.histogram_bin_edges(x, bins)
+
+    y, _ = mutad.pullback(values, x)
+    for got, expected in zip(y, values(x)):
+        assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
+    if dtype is np.float64:
+        for policy in POLICIES:
+            mutad.check_grads(f, x, policy=policy, modes=("rev", "fwd"))
+
+
+def test_histogram_edges_of_equal_samples_widen_by_a_half():
+    """NumPy widens an empty range by 0.5 each way: every edge moves with the samples' one
+    value, whose gradient the min and the max share among their ties."""
+    x = np.full(4, 2.0)
+    edges = lambda x: np.histogram_bin_edges(x, bins=3)  # noqa: E731
+    y, back = mutad.vjp(edges, x)
+    assert y.tobytes() == edges(x).tobytes()
+    assert back(np.ones(4))[0].tolist() == [1.0] * 4
+
+
+def test_histogram_density_follows_traced_edges():
+    """Edges given as a differentiated array: density's heights divide by their widths."""
+    samples = np.array([0.1, 0.5, 0.7, 0.99, 0.3, 0.45])
+    bins = np.array([0.0, 0.2, 0.6, 1.0])
+    f = lambda bins: (np.histogram(samples, bins=bins, density=True)[0] ** 2).sum()  # noqa: E731
+    assert mutad.value_and_grad(f)(bins)[0] == f(bins)
+    for policy in POLICIES:
+        mutad.check_grads(f, bins, order=2, policy=policy, modes=("rev", "fwd"))
+
+
+def test_replayed_histogram_edges_follow_the_samples_and_guard_the_number_of_bins():
+    from test_replay import replayed_like_traced
+
+    def f(x):
+        heights, edges = np.histogram(x, bins="auto", density=True)
+        return (heights * edges[1:]).sum() + np.histogram_bin_edges(x, 3)[1]
+
+    rng = np.random.default_rng(4)
+    calls = [(rng.random(8) * scale,) for scale in (1.0, 2.0, 1.0)] + [
+        (np.r_[rng.random(7), 40.0],), (np.full(8, 0.5),)]
+    counts = [np.histogram_bin_edges(x, "auto").size for (x,) in calls]
+    assert len(set(counts)) > 1  # the number of bins changes between calls
+    replayed_like_traced(f, calls)

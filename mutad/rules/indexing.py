@@ -628,7 +628,8 @@ complex_aware((np.add, "at"), (np.subtract, "at"), np.put, np.place, np.putmask,
 # Counting with weights: np.bincount and np.histogram are linear in their weights; the counts
 # of differentiated samples are constants, as those of any function whose output is piecewise
 # constant. Which bin each sample falls in is decided anew on every call (``histogram_counts``,
-# an operation of its own that a replay runs again), and so are the edges (``plain_bin_edges``).
+# an operation of its own that a replay runs again), and the edges NumPy computes from the
+# samples are differentiated through the samples' min and max (``histogram_bin_edges``).
 
 
 @defcomposite(np.bincount)
@@ -657,12 +658,30 @@ def _sequence_as_array(bins):
 def histogram(a, bins=10, range=None, density=None, weights=None):
     bins = _sequence_as_array(bins)
     counts = histogram_counts(weights, a, bins, range)
-    edges, n = plain_bin_edges(a, bins, range, weights)
-    if isinstance(bins, str):
-        int(n)  # decided by the samples: a replay checks it again
+    edges = histogram_bin_edges(a, bins, range, weights)
     if density:  # as NumPy computes it
         return counts / np.diff(edges).astype(float) / counts.sum(), edges
     return counts, edges
+
+
+@defcomposite(np.histogram_bin_edges)
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
+    """NumPy's edges: ``bins`` itself where it is a sequence of edges; else
+    ``np.linspace(first, last, n + 1)``, whose ends NumPy takes from ``range`` or, without
+    one, from the samples' min and max (widened by 0.5 each way where they are equal), through
+    which they are differentiated; a string ``bins`` decides ``n`` from the samples."""
+    bins = _sequence_as_array(bins)
+    edges, n = plain_bin_edges(a, bins, range, weights)  # NumPy's checks and errors
+    if not isinstance(bins, str) and np.ndim(bins) == 1:
+        return bins  # as NumPy returns it (np.asarray of it)
+    if isinstance(bins, str):
+        int(n)  # decided by the samples: a replay checks it again
+    if range is not None or not wrapped(a) or np.size(a) == 0 or a.dtype.kind != "f":
+        return edges  # from range, or from samples without a gradient (integers)
+    first, last = np.min(a), np.max(a)
+    if first == last:  # NumPy's expansion of an empty range
+        first, last = first - 0.5, last + 0.5
+    return np.linspace(first, last, edges.size, endpoint=True, dtype=edges.dtype)
 
 
 @adjoint
