@@ -221,3 +221,108 @@ def test_schur_is_refused_by_name():
     assert g == np.sum(scipy.linalg.schur(A)[0])
     t, z = mutad.jvp(lambda s: scipy.linalg.schur(mutad.stop_gradient(s * A))[0], (1.0,), (1.0,))
     assert np.array_equal(t, scipy.linalg.schur(A)[0])
+
+
+# Structured matrices: gathers of their inputs, so SciPy's values bit for bit.
+
+VECTOR, SHORT = _rng().standard_normal(5), _rng().standard_normal(4)
+BATCH, MATRIX = _rng().standard_normal((2, 3, 4)), _rng().standard_normal((2, 3))
+
+STRUCTURED = {
+    "toeplitz": (lambda c: scipy.linalg.toeplitz(c), (VECTOR,)),
+    "toeplitz (c, r)": (lambda c, r: scipy.linalg.toeplitz(c, r), (VECTOR, SHORT)),
+    "toeplitz batch": (lambda c, r: scipy.linalg.toeplitz(c, r), (BATCH, SHORT)),
+    "toeplitz constant r": (lambda c: scipy.linalg.toeplitz(c, [1.0, 2.0]), (VECTOR,)),
+    "hankel": (lambda c: scipy.linalg.hankel(c), (VECTOR,)),
+    "hankel (c, r)": (lambda c, r: scipy.linalg.hankel(c, r), (VECTOR, SHORT)),
+    "circulant": (lambda c: scipy.linalg.circulant(c), (VECTOR,)),
+    "circulant batch": (lambda c: scipy.linalg.circulant(c), (BATCH,)),
+    "block_diag": (lambda a, b: scipy.linalg.block_diag(a, b, 2.0, [[1.0, 3.0]]),
+                   (VECTOR, MATRIX)),
+    "block_diag batch": (lambda a, b: scipy.linalg.block_diag(a, b), (BATCH, MATRIX)),
+    "companion": (lambda a: scipy.linalg.companion(a), (VECTOR,)),
+    "companion batch": (lambda a: scipy.linalg.companion(a), (BATCH,)),
+    "fiedler": (lambda a: scipy.linalg.fiedler(a), (VECTOR,)),
+    "fiedler batch": (lambda a: scipy.linalg.fiedler(a), (BATCH,)),
+    "convolution_matrix": (lambda a: scipy.linalg.convolution_matrix(a, 3), (VECTOR,)),
+    "convolution_matrix same": (lambda a: scipy.linalg.convolution_matrix(a, 7, "same"),
+                                (VECTOR,)),
+    "convolution_matrix same short": (lambda a: scipy.linalg.convolution_matrix(a, 4, "same"),
+                                      (VECTOR,)),
+    "convolution_matrix valid": (lambda a: scipy.linalg.convolution_matrix(a, 3, "valid"),
+                                 (VECTOR,)),
+    "convolution_matrix valid long": (
+        lambda a: scipy.linalg.convolution_matrix(a[:2], 6, "valid"), (VECTOR,)),
+    "convolution_matrix batch": (lambda a: scipy.linalg.convolution_matrix(a, 4, "same"),
+                                 (MATRIX,)),
+    "leslie": (lambda f, s: scipy.linalg.leslie(f, s), (VECTOR, SHORT)),
+    "leslie batch": (lambda f, s: scipy.linalg.leslie(f, s[:3]), (BATCH, SHORT)),
+    "fiedler_companion": (lambda a: scipy.linalg.fiedler_companion(a), (VECTOR,)),
+    "fiedler_companion even": (lambda a: scipy.linalg.fiedler_companion(a[:4]), (VECTOR,)),
+    "fiedler_companion 2": (lambda a: scipy.linalg.fiedler_companion(a[:2]), (VECTOR,)),
+    "fiedler_companion batch": (lambda a: scipy.linalg.fiedler_companion(a), (MATRIX,)),
+    "mutad toeplitz": (lambda c, r: linalg.toeplitz(c, r), (VECTOR, SHORT)),
+    "mutad block_diag": (lambda a: linalg.block_diag(a, a), (MATRIX,)),
+}
+
+
+@pytest.mark.parametrize("form", STRUCTURED)
+def test_structured_matrices(form):
+    f, args = STRUCTURED[form]
+    copies = [a.copy() for a in args]
+    y, _ = mutad.pullback(f, *copies)
+    expected = f(*args)
+    assert y.dtype == expected.dtype and y.shape == expected.shape
+    assert y.tobytes() == expected.tobytes()  # SciPy's values, bit for bit
+    for policy in POLICIES:
+        mutad.check_grads(f, *copies, policy=policy)
+    mutad.check_jvp(f, *copies)
+    for a, original in zip(copies, args, strict=True):
+        assert np.array_equal(a, original)
+
+
+@pytest.mark.parametrize("form", ["toeplitz (c, r)", "companion", "fiedler_companion"])
+def test_structured_matrices_second_order(form):
+    f, args = STRUCTURED[form]
+    args = [np.r_[2.0, a[1:]] for a in args]  # a leading coefficient away from 0
+    mutad.check_grads(lambda *xs: np.sum(np.sin(f(*xs)) ** 2), *args, order=2)
+
+
+def test_complex_toeplitz_conjugates_c():
+    c = VECTOR + 1j * VECTOR[::-1]
+    y, _ = mutad.pullback(scipy.linalg.toeplitz, c.copy())
+    assert y.tobytes() == scipy.linalg.toeplitz(c).tobytes()
+    mutad.check_grads(scipy.linalg.toeplitz, c.copy())
+
+
+def test_fiedler_at_equal_entries_has_a_gradient():
+    # |a_i - a_j| on the diagonal (and at equal entries): the subgradient 0, not NaN.
+    a = np.array([1.0, 2.0, 1.0])
+    (g,) = mutad.gradient(lambda a: np.sum(scipy.linalg.fiedler(a)), a)
+    assert np.array_equal(g, [-2.0, 4.0, -2.0])  # sign(a_i - a_j), 0 where equal
+
+
+def test_structured_errors_are_scipys():
+    for f in (lambda a: scipy.linalg.companion(a[:1]),
+              lambda a: scipy.linalg.companion(a * 0.0),
+              lambda a: scipy.linalg.leslie(a, a),
+              lambda a: scipy.linalg.convolution_matrix(a, 0)):
+        with pytest.raises(ValueError):
+            f(VECTOR)
+        with pytest.raises(ValueError):
+            mutad.gradient(lambda a: np.sum(f(a)), VECTOR.copy())
+    with pytest.raises(UnsupportedOperationError, match="ravel"):
+        mutad.gradient(lambda a: np.sum(scipy.linalg.hankel(a)), MATRIX.copy())
+
+
+def test_structured_matrices_replay():
+    def f(c, r):
+        t = scipy.linalg.toeplitz(c, r) @ scipy.linalg.circulant(r)
+        return np.sum(scipy.linalg.block_diag(t, scipy.linalg.companion(c)) ** 2)
+
+    replayed = mutad.grad(f, argnums=(0, 1), replay=True)
+    for k in range(4):
+        c, r = VECTOR[:4] + k, SHORT * (k + 1)
+        traced = mutad.gradient(f, c.copy(), r.copy())
+        for ours, expected in zip(replayed(c.copy(), r.copy()), traced, strict=True):
+            assert ours.tobytes() == expected.tobytes()

@@ -57,6 +57,14 @@ of the matrix entries it stands for (``solveh_banded``'s off-diagonal entries st
 ``r[0]``, which SciPy does not read, gets none; a lone ``c`` is ``r`` too). The banded rules
 compute in band storage; the Toeplitz rule forms the n × n outer product b̄ xᵀ.
 
+The structured matrices ``toeplitz``, ``hankel``, ``circulant``, ``block_diag``, ``companion``,
+``fiedler``, ``fiedler_companion``, ``leslie`` and ``convolution_matrix`` are SciPy's steps on the
+differentiated functions: each entry is a copy of an input's, or of a value SciPy computes from
+them (companion's first row), gathered by index, so their values are SciPy's bit for bit and
+every mode and order follows. ``fiedler``'s |a_i - a_j| takes the derivative 0 where two
+entries are equal (its diagonal). ``hankel`` of an array of two or more dimensions, which SciPy
+ravels with a warning that it will change, is refused.
+
 Each function also has a forward rule (``@f.jvp_rule``) from the same results, agreeing with its
 reverse rule (<ẏ, w> = <ẋ, vjp(w)>: symmetric inputs take the symmetric part of their tangent,
 structured ones the part on the entries SciPy reads). A tuple argument such as ``cho_solve``'s
@@ -69,10 +77,12 @@ outer level's rules, while plain arrays go straight to SciPy.
 """
 
 import functools
+import math
 
 import numpy as np
 import scipy.linalg as _linalg
 
+from ..allocation import lists_as_arrays
 from ..arraylike import carries_derivative
 from ..errors import UnsupportedOperationError
 from ..registry import CONVENTION, FUNCTIONS, JVPS
@@ -85,7 +95,7 @@ from ..rules.factorizations import (cholesky_cotangent, cholesky_tangent, det_co
                                     qr_tangent, real_diagonal, svd_cotangent, svd_tangent,
                                     unit_lower_and_upper)
 from ..views import wrapped
-from ._adjoints import StandIn, scipy_adjoint
+from ._adjoints import StandIn, scipy_adjoint, stands_in_for
 
 cholesky, cho_factor, cho_solve, solve_triangular, lu_factor, lu_solve, solve, inv, expm = map(
     scipy_adjoint, (_linalg.cholesky, _linalg.cho_factor, _linalg.cho_solve,
@@ -101,10 +111,11 @@ eig.complex_values = eigvals.complex_values = CONVENTION  # complex outputs of a
 solve_banded, solveh_banded, solve_toeplitz = map(scipy_adjoint, (
     _linalg.solve_banded, _linalg.solveh_banded, _linalg.solve_toeplitz))
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh",
-           "expm", "inv", "logm", "lstsq", "lu", "lu_factor", "lu_solve", "norm", "pinv", "polar", "qr",
-           "solve", "solve_banded", "solve_sylvester", "solve_toeplitz", "solve_triangular",
-           "solveh_banded", "sqrtm", "svd"]
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
+           "convolution_matrix", "det", "eig", "eigh", "eigvals", "eigvalsh", "expm", "fiedler",
+           "fiedler_companion", "hankel", "inv", "leslie", "logm", "lstsq", "lu", "lu_factor",
+           "lu_solve", "norm", "pinv", "polar", "qr", "solve", "solve_banded", "solve_sylvester",
+           "solve_toeplitz", "solve_triangular", "solveh_banded", "sqrtm", "svd", "toeplitz"]
 
 
 def _times_transpose(u, v):
@@ -1123,14 +1134,6 @@ def _toeplitz_columns(c_or_cr):
     return c, r, given
 
 
-def _toeplitz(c, r):
-    """T[i, j] = c[i - j] for i ≥ j, r[j - i] for j > i, gathered from [r[n-1], ..., r[1],
-    c[0], ..., c[n-1]] (scipy.linalg.toeplitz's values)."""
-    n = np.shape(c)[0]
-    values = np.concatenate([r[1:][::-1], c])
-    return values[(n - 1) + np.arange(n)[:, None] - np.arange(n)[None, :]]
-
-
 def _diagonal_sums(m):
     """Σ_{i - j = k} m[i, j] for k = -(n-1) ... n-1 of a square m: its columns reversed and
     each row moved by its index (a reshape of the padded rows), then summed."""
@@ -1165,8 +1168,8 @@ def _solve_toeplitz_jvp(tangents, c_or_cr, b, check_finite=True):
     dc, dr = (dcr if given else (dcr, dcr)) if dcr is not None else (None, None)
     rhs = db
     if dc is not None or dr is not None:
-        dt = _toeplitz(np.zeros_like(c) if dc is None else dc,
-                       np.zeros_like(r) if dr is None else dr)
+        dt = toeplitz(np.zeros_like(c) if dc is None else dc,
+                      np.zeros_like(r) if dr is None else dr)
         rhs = -(dt @ x) if rhs is None else rhs - dt @ x
     if rhs is None:
         return x, None
@@ -1333,3 +1336,177 @@ def _schur_refusal(a, *args, **kwargs):
 
 
 _schur = StandIn(_linalg.schur, _schur_refusal)
+
+
+# ----------------------------------------------------------------------------------------------
+# Structured matrices: each entry a copy of an input's (or of a value SciPy computes from the
+# inputs, such as companion's first row), so each is a gather from the inputs joined along their
+# last axis, followed by the indexing rule: SciPy's values bit for bit, both modes, every order.
+# SciPy's own builds them with as_strided views and writes into a new array, which would leave
+# the traced values.
+
+
+def _vector(x):
+    """``x`` as an array (a list of traced values stacked), at least 1-d, as SciPy's
+    ``np.atleast_1d``."""
+    (x,) = lists_as_arrays((x,))
+    return np.atleast_1d(x if hasattr(x, "dtype") else np.asarray(x))
+
+
+def _batched(*arrays):
+    """``arrays`` broadcast over their leading (batch) dimensions, each keeping its last one,
+    as SciPy's batched functions take them (``_apply_over_batch``)."""
+    batch = np.broadcast_shapes(*(np.shape(a)[:-1] for a in arrays))
+    if batch and math.prod(batch) == 0:
+        raise ValueError("a zero-size batch: SciPy's batched functions do not take one.")
+    return [np.broadcast_to(a, batch + np.shape(a)[-1:]) for a in arrays]
+
+
+def _gather(values, index):
+    """``values[..., index]``: the matrix whose entry (i, j) is ``values[..., index[i, j]]``."""
+    return values[..., np.asarray(index, dtype=np.intp)]
+
+
+@stands_in_for(_linalg.toeplitz)
+def toeplitz(c, r=None):
+    c = _vector(c)
+    r = np.conjugate(c) if r is None else _vector(r)
+    c, r = _batched(c, r)
+    n, m = np.shape(c)[-1], np.shape(r)[-1]
+    # SciPy's values: c reversed, then r[1:]; entry (i, j) is the (n - 1 - i + j)-th.
+    values = np.concatenate((c[..., ::-1], r[..., 1:]), axis=-1)
+    return _gather(values, (n - 1) - np.arange(n)[:, None] + np.arange(m)[None, :])
+
+
+@stands_in_for(_linalg.hankel)
+def hankel(c, r=None):
+    (c,) = lists_as_arrays((c,))
+    c = c if hasattr(c, "dtype") else np.asarray(c)
+    r = np.zeros_like(c) if r is None else _vector(r)
+    if np.ndim(c) != 1 or np.ndim(r) != 1:
+        raise UnsupportedOperationError(
+            "scipy.linalg.hankel of a differentiated array of other than one dimension: SciPy "
+            "ravels those, with a FutureWarning that it will treat them as a batch; ravel c "
+            "and r first.")
+    n, m = np.shape(c)[0], np.shape(r)[0]
+    values = np.concatenate((c, r[1:]))
+    return _gather(values, np.arange(n)[:, None] + np.arange(m)[None, :])
+
+
+@stands_in_for(_linalg.circulant)
+def circulant(c):
+    c = _vector(c)
+    n = np.shape(c)[-1]
+    return _gather(c, (np.arange(n)[:, None] - np.arange(n)[None, :]) % n)
+
+
+def _operands(arrays):
+    return [a if hasattr(a, "dtype") else np.asarray(a) for a in lists_as_arrays(arrays)]
+
+
+@stands_in_for(_linalg.block_diag)
+def block_diag(*arrs):
+    arrays = [np.atleast_2d(a) for a in _operands(arrs if arrs else ([],))]
+    batch = np.broadcast_shapes(*(np.shape(a)[:-2] for a in arrays))
+    arrays = [np.broadcast_to(a, batch + np.shape(a)[-2:]) for a in arrays]
+    dtype = np.result_type(*arrays)
+    width = sum(np.shape(a)[-1] for a in arrays)
+    rows, left = [], 0
+    for a in arrays:  # each block's rows: zeros, the block, zeros
+        height, columns = np.shape(a)[-2:]
+        rows.append(np.concatenate(
+            (np.zeros(batch + (height, left), dtype), a,
+             np.zeros(batch + (height, width - left - columns), dtype)), axis=-1))
+        left += columns
+    y = np.concatenate(rows, axis=-2)
+    return y if y.dtype == dtype else y.astype(dtype)
+
+
+@stands_in_for(_linalg.companion)
+def companion(a):
+    a = _vector(a)
+    n = np.shape(a)[-1]
+    if n < 2:
+        raise ValueError("The length of `a` along the last axis must be at least 2.")
+    if np.any(a[..., 0] == 0):
+        raise ValueError("The first coefficient(s) of `a` (i.e. elements of `a[..., 0]`) must "
+                         "not be zero.")
+    first_row = -a[..., 1:] / (1.0 * a[..., 0:1])  # SciPy's expression, so SciPy's bits
+    below = np.broadcast_to(np.eye(n - 2, n - 1, dtype=first_row.dtype),
+                            np.shape(a)[:-1] + (n - 2, n - 1))
+    return np.concatenate((first_row[..., None, :], below), axis=-2)
+
+
+@stands_in_for(_linalg.fiedler)
+def fiedler(a):
+    a = _vector(a)
+    if np.size(a) == 0:
+        return np.asarray([], dtype=np.float64)
+    if np.size(a) == 1:  # SciPy's constant: a one-entry Fiedler matrix is 0 whatever a is
+        return np.asarray([[0.0]])
+    # |a_i - a_j|: on the diagonal the kink of |x| at 0, whose derivative mutad takes as 0.
+    return np.abs(a[..., :, None] - a[..., None, :])
+
+
+@stands_in_for(_linalg.convolution_matrix)
+def convolution_matrix(a, n, mode="full"):
+    if n <= 0:
+        raise ValueError("n must be a positive integer.")
+    (a,) = _operands((a,))
+    if np.size(a) == 0:
+        raise ValueError("len(a) must be at least 1.")
+    if mode not in ("full", "valid", "same"):
+        raise ValueError("'mode' argument must be one of ('full', 'valid', 'same')")
+    if np.ndim(a) > 1:
+        return np.apply_along_axis(lambda v: convolution_matrix(v, n, mode), -1, a)
+    # SciPy's steps: the first column and row of a Toeplitz matrix, from a padded with zeros.
+    az = np.pad(a, (0, n - 1), "constant")
+    raz = np.pad(a[::-1], (0, n - 1), "constant")
+    length = np.shape(az)[0]
+    if mode == "full":
+        return toeplitz(az, raz[-n:])
+    tb = min(n, np.shape(a)[0]) - 1
+    te = tb if mode == "valid" else tb - tb // 2
+    tb = tb if mode == "valid" else tb // 2
+    return toeplitz(az[tb:length - te], raz[-n - tb:length - tb])
+
+
+@stands_in_for(_linalg.leslie)
+def leslie(f, s):
+    f, s = _vector(f), _vector(s)
+    if np.shape(f)[-1] != np.shape(s)[-1] + 1:
+        raise ValueError("Incorrect lengths for f and s. The length of s along the last axis "
+                         "must be one less than the length of f.")
+    if np.shape(s)[-1] == 0:
+        raise ValueError("The length of s must be at least 1.")
+    f, s = _batched(f, s)
+    n = np.shape(f)[-1]
+    dtype = np.result_type(f.dtype, s.dtype)
+    # values: 0, then f, then s; f fills the first row, s the first subdiagonal.
+    values = np.concatenate((np.zeros(np.shape(f)[:-1] + (1,), dtype), f, s), axis=-1)
+    index = np.zeros((n, n), np.intp)
+    index[0] = 1 + np.arange(n)
+    index[np.arange(1, n), np.arange(n - 1)] = 1 + n + np.arange(n - 1)
+    return _gather(values, index)
+
+
+@stands_in_for(_linalg.fiedler_companion)
+def fiedler_companion(a):
+    a = _vector(a)
+    if np.ndim(a) > 1:
+        return np.apply_along_axis(fiedler_companion, -1, a)
+    if np.size(a) <= 2:
+        return np.reshape(-(a / a[0])[-1], (1, 1)) if np.size(a) == 2 else a[:0]
+    if a[0] == 0.0:
+        raise ValueError("Leading coefficient is zero.")
+    a = a / a[0]
+    n = np.size(a) - 1
+    # values: 0, 1, then -a; the index of -a[k] is 2 + k. SciPy's assignments, in its order.
+    values = np.concatenate((np.asarray([0, 1], a.dtype), -a))
+    index = np.zeros((n, n), np.intp)
+    index[range(3, n, 2), range(1, n - 2, 2)] = 1
+    index[range(2, n, 2), range(1, n - 1, 2)] = 2 + np.arange(3, n + 1, 2)
+    index[range(0, n - 2, 2), range(2, n, 2)] = 1
+    index[range(0, n - 1, 2), range(1, n, 2)] = 2 + np.arange(2, n + 1, 2)
+    index[[0, 1], 0] = [2 + 1, 1]
+    return _gather(values, index)
