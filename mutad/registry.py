@@ -104,6 +104,7 @@ RULE_MODULES = {
     "scipy.interpolate": "mutad.scipy.interpolate",
     "scipy.sparse": "mutad.scipy.sparse",
     "scipy.integrate": "mutad.scipy.integrate",
+    "scipy.spatial": "mutad.scipy.spatial",
 }
 
 

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PUBLIC = ("mutad", "mutad.errors", "mutad.testing", "mutad.linalg", "mutad.scipy",
           "mutad.scipy.fft", "mutad.scipy.integrate", "mutad.scipy.interpolate", "mutad.scipy.linalg",
           "mutad.scipy.ndimage", "mutad.scipy.optimize", "mutad.scipy.signal", "mutad.scipy.sparse",
+          "mutad.scipy.spatial",
           "mutad.scipy.special", "mutad.scipy.stats", "mutad.distributed")
 
 INTERNAL = ("mutad.api", "mutad.custom", "mutad.trees", "mutad.allocation",

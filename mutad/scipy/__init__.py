@@ -10,8 +10,8 @@ Each function is SciPy's own when called with plain arrays, and runs its rule wh
 traced ones inside a differentiated function.
 """
 
-from . import (fft, integrate, interpolate, linalg, ndimage, optimize, signal, sparse, special,
-               stats)
+from . import (fft, integrate, interpolate, linalg, ndimage, optimize, signal, sparse, spatial,
+               special, stats)
 
 __all__ = ["fft", "integrate", "interpolate", "linalg", "ndimage", "optimize", "signal", "sparse",
-           "special", "stats"]
+           "spatial", "special", "stats"]
