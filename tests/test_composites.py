@@ -109,6 +109,17 @@ CASES = [
                                         arguments(normal(2, 3), normal(3))),
     Case.named("vectorize-keyword",    lambda a, b: np.vectorize(lambda u, v=1.0: u / v, otypes=[float])(a, v=b),
                                         arguments(normal(4), positive(4))),
+    Case.named("piecewise",            lambda x: np.piecewise(x, [x < 0, x > 1], [lambda v: v ** 2, np.sin, lambda v: 3.0 * v]),
+                                        arguments(normal(8))),
+    Case.named("piecewise-constants",  lambda x: np.piecewise(x, [x < 0], [-1.0, lambda v, a: a * v * v], 2.0), arguments(normal(2, 3))),
+    Case.named("piecewise-single",     lambda x: np.piecewise(x, x < 0, [lambda v: -v, lambda v: v ** 3]), arguments(normal(5))),
+    Case.named("logspace",             lambda a, b: np.logspace(a, b, 6), arguments(normal(), normal())),
+    Case.named("logspace-base",        lambda a, b, base: np.logspace(a, b, 5, endpoint=False, base=base, axis=1),
+                                        arguments(normal(2), normal(2), positive())),
+    Case.named("geomspace",            lambda a, b: np.geomspace(a, b, 6), arguments(positive(), positive())),
+    Case.named("geomspace-negative",   lambda a, b: np.geomspace(-a, -b, 5, endpoint=False, axis=-1), arguments(positive(2), positive(2))),
+    Case.named("apply_over_axes",      lambda a: np.apply_over_axes(np.sum, a, [0, 2]), arguments(normal(2, 3, 4))),
+    Case.named("apply_over_axes-scan", lambda a: np.apply_over_axes(np.cumsum, a, -1), arguments(normal(3, 4))),
     Case.named("indices-from",         lambda a: a[np.diag_indices_from(a)] + a[np.triu_indices_from(a)][:3]
                                         + np.imag(a)[0] + np.angle(a)[1], arguments(normal(3, 3))),
 ]
@@ -137,10 +148,12 @@ def test_jvp(case, rng):
 # them as if they were real.
 
 COMPLEX_REFUSED = {"nanvar", "nanstd", "cov", "cov-columns-weights", "cov-two", "corrcoef",
-                   "polyfit", "polyfit-weights", "correlate", "correlate-full", "correlate-same"}
+                   "polyfit", "polyfit-weights", "correlate", "correlate-full", "correlate-same",
+                   "logspace", "logspace-base", "geomspace", "geomspace-negative"}
 COMPLEX_ELSEWHERE = {"svdvals", "cond", "cond-fro", "qr", "qr-r"}  # factorizations
 # NumPy's own raises on complex values: a comparison, a float output type
-COMPLEX_BRANCHING = {"vectorize", "vectorize-keyword"}
+COMPLEX_BRANCHING = {"vectorize", "vectorize-keyword", "piecewise", "piecewise-constants",
+                     "piecewise-single"}
 COMPLEX_CASES = [complexified(c) for c in CASES
                  if c.name not in COMPLEX_REFUSED | COMPLEX_ELSEWHERE | COMPLEX_BRANCHING]
 
@@ -195,3 +208,36 @@ def test_the_composites_raise_numpys_errors(f):
         f(x)
     with pytest.raises(type(numpys.value), match=None):
         mutad.gradient(lambda x: np.sum(f(x)), x)
+
+
+BIT_FOR_BIT = ["piecewise", "piecewise-constants", "piecewise-single", "logspace",
+               "logspace-base", "geomspace", "geomspace-negative", "apply_over_axes",
+               "apply_over_axes-scan"]
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.name in BIT_FOR_BIT], ids=case_id)
+def test_values_bit_for_bit(case, rng):
+    """NumPy's steps on the traced arrays: NumPy's values, bit for bit, and the caller's
+    arrays untouched."""
+    args = case.sample(rng)
+    copies = [np.copy(a) for a in args]
+    y, _ = mutad.pullback(case.function, *copies)
+    expected = case.function(*args)
+    assert y.dtype == expected.dtype and y.tobytes() == expected.tobytes()
+    for a, original in zip(copies, args, strict=True):
+        assert np.array_equal(a, original)
+
+
+def test_piecewise_logspace_geomspace_apply_over_axes_replay():
+    def f(x, a):
+        y = np.piecewise(x, [x < 0, x > 1], [lambda v: v * v, lambda v: np.exp(-v), 0.5])
+        z = np.geomspace(a, 2.0 * a, 5) + np.logspace(a, x[0], 5, base=2.0)
+        return np.sum(np.apply_over_axes(np.sum, np.outer(y, z), [0])) + np.sum(z * z)
+
+    replayed = mutad.grad(f, argnums=(0, 1), replay=True)
+    rng = np.random.default_rng(1)
+    for _ in range(5):  # the conditions flip between calls
+        x, a = rng.standard_normal(6), rng.uniform(0.5, 2.0)
+        traced = mutad.gradient(f, x.copy(), a)
+        for ours, expected in zip(replayed(x.copy(), a), traced, strict=True):
+            assert np.asarray(ours).tobytes() == np.asarray(expected).tobytes()

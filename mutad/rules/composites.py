@@ -470,6 +470,91 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     return np.moveaxis(y, inner, range(axis, axis + len(shape)))
 
 
+@defcomposite(np.apply_over_axes)
+def apply_over_axes(func, a, axes):
+    """NumPy's loop on the traced array: ``func(a, axis)`` for each axis in turn, a reduced
+    axis put back (what ``func`` computes is recorded)."""
+    val = a if hasattr(a, "dtype") else np.asarray(a)
+    n = np.ndim(a)
+    for axis in ((axes,) if np.ndim(axes) == 0 else axes):
+        axis = axis + n if axis < 0 else axis
+        res = func(val, axis)
+        if np.ndim(res) != np.ndim(val):
+            res = np.expand_dims(res, axis)
+            if np.ndim(res) != np.ndim(val):
+                raise ValueError("function is not returning an array of the correct shape")
+        val = res
+    return val
+
+
+@defcomposite(np.piecewise)
+def piecewise(x, condlist, funclist, *args, **kw):
+    """NumPy's steps on the traced ``x``: each function's values (or constant) written where
+    its condition holds into zeros of ``x``'s type, the last function, where there is one more
+    than conditions, where none holds. The conditions are booleans, settings."""
+    x = x if hasattr(x, "dtype") else np.asanyarray(x)
+    n2 = len(funclist)
+    condlist = settled(condlist, "np.piecewise's conditions")
+    if np.isscalar(condlist) or (not isinstance(condlist[0], (list, np.ndarray))
+                                 and x.ndim != 0):
+        condlist = [condlist]  # (NumPy's: a single condition)
+    condlist = np.asarray(condlist, dtype=bool)
+    n = len(condlist)
+    if n == n2 - 1:  # the "otherwise" condition
+        condlist = np.concatenate([condlist, ~np.any(condlist, axis=0, keepdims=True)], axis=0)
+        n += 1
+    elif n != n2:
+        raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
+    y = np.zeros_like(x)
+    for cond, func in zip(condlist, funclist):
+        if not callable(func):
+            y[cond] = func
+        else:
+            vals = x[cond]
+            if vals.size > 0:
+                y[cond] = func(vals, *args, **kw)
+    return y
+
+
+@defcomposite(np.logspace)
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """NumPy's ``base ** linspace(start, stop)``, start, stop and base differentiated."""
+    if not isinstance(base, (float, int)) and np.ndim(base):
+        # NumPy broadcasts a non-scalar base with the others: it may decide what axis means
+        ndmax = len(np.broadcast_shapes(np.shape(start), np.shape(stop), np.shape(base)))
+        start, stop, base = (np.reshape(v, (1,) * (ndmax - np.ndim(v)) + np.shape(v))
+                             for v in lists_as_arrays((start, stop, base)))
+        base = np.expand_dims(base, axis=axis)
+    y = np.power(base, np.linspace(start, stop, num=num, endpoint=endpoint, axis=axis))
+    return y if dtype is None else y.astype(dtype, copy=False)
+
+
+@defcomposite(np.geomspace)
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """NumPy's steps: the logspace of the logarithms of start and stop rotated to positive
+    values (their signs constants), its ends replaced by start and stop themselves."""
+    start, stop = (v if hasattr(v, "dtype") else np.asanyarray(v)
+                   for v in lists_as_arrays((start, stop)))
+    if np.any(start == 0) or np.any(stop == 0):
+        raise ValueError("Geometric sequence cannot include zero")
+    dt = np.result_type(start, stop, float(num), np.zeros((), dtype))
+    dtype = dt if dtype is None else np.dtype(dtype)
+    start, stop = start.astype(dt, copy=True), stop.astype(dt, copy=True)
+    out_sign = np.sign(start)
+    start = start / out_sign
+    stop = stop / out_sign
+    result = logspace(np.log10(start), np.log10(stop), num=num, endpoint=endpoint, base=10.0,
+                      dtype=dt)
+    if num > 0:  # (NumPy's: exp(log(x)) need not be x)
+        result[0] = start
+        if num > 1 and endpoint:
+            result[-1] = stop
+    result = result * out_sign
+    if axis != 0:
+        result = np.moveaxis(result, 0, axis)
+    return result.astype(dtype, copy=False)
+
+
 def vectorized(self, *args, **kwargs):
     """``np.vectorize(f)(*args)`` on traced arrays: ``f`` called on each element of the
     broadcast arguments (a traced 0-d array, where NumPy gives it a Python scalar: what ``f``
@@ -547,4 +632,4 @@ complex_aware(np.gradient, np.trapezoid, np.ediff1d, np.cumulative_sum, np.cumul
               np.nancumsum, np.nancumprod, np.average, np.polyval, np.polyder, np.polyint,
               np.polyadd, np.polysub, np.polymul, np.vander, np.linalg.multi_dot, np.meshgrid,
               np.diagflat, np.angle, np.real_if_close, np.linalg.svdvals, np.linalg.cond,
-              np.insert, np.block, np.apply_along_axis)
+              np.insert, np.block, np.apply_along_axis, np.apply_over_axes, np.piecewise)
