@@ -748,6 +748,12 @@ INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.trued
 """The operators a :class:`Pure` step's line in a block writes as Python's own."""
 
 
+def _digest(x):
+    """A digest of the bytes of array ``x``."""
+    return hashlib.blake2b(np.ascontiguousarray(x).view(np.uint8).reshape(-1),
+                           digest_size=16).digest()
+
+
 def _on_scalars(operation, *values):
     """``operation`` (``*``, ``**``) of NumPy's scalars ``values`` (0-d arrays as the scalars
     they stand for): their own math, as the engine took the value (``arraylike.put_right``)."""
@@ -1899,6 +1905,11 @@ class Recorder:
         # reads of such memory once f wrote into it (``_plain_read``)
         self.plain_arguments = {}
         self.snapshots = {}
+        # The other writable plain arrays the steps read (an integer array f made), by id:
+        # (the array, a digest of its bytes when a step read it). A replay's step reads the
+        # array itself, as it is when the program was recorded: f must not change it after
+        # (``w += 1``, plain NumPy code no step redoes), which ``end`` checks
+        self.plain_reads = {}
 
     def note_plain(self, leaf):
         """``leaf`` is an array argument the call does not trace. f may write into it (``k +=
@@ -2063,6 +2074,8 @@ class Recorder:
             held = self.plain_arguments.get(id(owner(x)))
             if held is not None:
                 return self._plain_read(x, held)
+        if kind is np.ndarray and x.flags.writeable:
+            self._read_plain(x)
         if kind in PYTHON_SCALARS:
             # the same on every call a program replays (a signature holds the values of the
             # numbers and strings among the arguments, and a step guards those it computes):
@@ -2073,6 +2086,19 @@ class Recorder:
         if slot is not None and self.objects[slot] is x:
             return Slot(slot)
         return x
+
+    def _read_plain(self, x):
+        """A step reads the writable plain array ``x``: note its bytes, and refuse the
+        recording if it changed since a step read it before."""
+        digest = _digest(x)
+        seen = self.plain_reads.setdefault(id(x), (x, digest))
+        if seen[1] != digest:
+            self.refuse("a plain array the program reads (an integer array f made) changed "
+                        "between the operations that read it")
+
+    def changed_plain(self):
+        """Whether a plain array a step read holds other bytes now (``_read_plain``)."""
+        return any(_digest(x) != digest for x, digest in self.plain_reads.values())
 
     def _plain_read(self, x, held):
         """A step reads ``x``, memory of an argument the call does not trace: the argument's
@@ -2704,6 +2730,9 @@ class Recording:
                 aux = self._aux(recorder, aux)
         if type(y) is Traced and id(y) not in recorder.slots:
             recorder.refuse("a result mutad made outside the operations a replay redoes")
+        if recorder.changed_plain():
+            recorder.refuse("a plain array the program reads (an integer array f made) changed "
+                            "after an operation read it")
         if recorder.reason is not None:
             self.reason = recorder.reason
         else:

@@ -1643,3 +1643,28 @@ def test_random_programs_replay_as_they_trace(program, policy, recomputing):
         rp.check_replay(program, policy, weights, rp.Outcome())
     finally:
         recompute.SMALL = small
+
+
+def test_a_plain_array_f_changes_after_a_step_read_it_is_not_replayed():
+    """An integer array f makes is plain (no step writes it): a replayed step reads it as it
+    is when the program was recorded, so a program that changes it after a step read it
+    (``w += 1``) is traced on every call, with the reason."""
+    def changed(x):
+        w = np.arange(2)
+        y = x + w
+        w += 1
+        return (y * x * w).sum()
+
+    def unchanged(x):
+        w = np.arange(2)
+        return ((x + w) * (x * w)).sum()
+
+    for f, replays in ((changed, False), (unchanged, True)):
+        replayed = mutad.value_and_grad(f, replay=True)
+        for scale in (1.0, 2.0, 3.0):
+            x = np.array([1.0, 2.0]) * scale
+            a, b = replayed(x), mutad.value_and_grad(f)(x)
+            assert a[0] == b[0] == f(x) and np.array_equal(a[1], b[1])
+        assert bool(replayed.reasons) is not replays
+        if not replays:
+            assert "changed after an operation read it" in str(replayed.reasons)
