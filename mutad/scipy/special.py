@@ -38,6 +38,8 @@ from scipy.special import (
     gamma, gammainc, gammaincc, gammaln, i0, i0e, i1, i1e, iv, ive, j0, j1, jv, k0, k0e, k1, k1e,
     kv, kve, log_expit, log_ndtr, loggamma, logit, ndtr, ndtri, psi, rel_entr, rgamma, stdtr,
     xlog1py, xlogy, y0, y1, yn, yv,
+    binom, boxcox, boxcox1p, cbrt, cosdg, exp1, exp10, exp2, expi, expn, exprel, huber,
+    inv_boxcox, inv_boxcox1p, kl_div, poch, pseudo_huber, sindg,
 )
 
 from ..registry import NoClosedForm, elementwise, holomorphic, nondifferentiable
@@ -52,12 +54,14 @@ polygamma, multigammaln, logsumexp, softmax, log_softmax = map(scipy_adjoint, (
 # The sign of the gamma function: piecewise constant, no gradient.
 nondifferentiable(_special.gammasgn)
 
-__all__ = ["beta", "betainc", "betaincc", "betaln", "digamma", "entr", "erf", "erfc", "erfcinv",
-           "erfcx", "erfinv", "expit", "gamma", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1",
-           "i1e", "iv", "ive", "j0", "j1", "jv", "k0", "k0e", "k1", "k1e", "kv", "kve",
-           "log_expit", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
-           "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "rel_entr", "rgamma", "softmax",
-           "stdtr", "xlog1py", "xlogy", "y0", "y1", "yn", "yv"]
+__all__ = ["beta", "betainc", "betaincc", "betaln", "binom", "boxcox", "boxcox1p", "cbrt", "cosdg",
+           "digamma", "entr", "erf", "erfc", "erfcinv", "erfcx", "erfinv", "exp1", "exp10", "exp2",
+           "expi", "expit", "expn", "exprel", "gamma", "gammainc", "gammaincc", "gammaln", "huber",
+           "i0", "i0e", "i1", "i1e", "inv_boxcox", "inv_boxcox1p", "iv", "ive", "j0", "j1", "jv",
+           "k0", "k0e", "k1", "k1e", "kl_div", "kv", "kve", "log_expit", "log_ndtr", "log_softmax",
+           "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma",
+           "pseudo_huber", "psi", "rel_entr", "rgamma", "sindg", "softmax", "stdtr", "xlog1py",
+           "xlogy", "y0", "y1", "yn", "yv"]
 
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -112,6 +116,70 @@ def _rel_entr_dx(y, x, w, zeros):
 
 def _rel_entr_dw(y, x, w, zeros):
     return -_xlogy_dw(y, x, w, zeros)
+
+
+def _huber_parts(delta, r):
+    """Where huber's quadratic branch holds (|r| <= delta), decided with the value."""
+    return np.abs(r) <= delta
+
+
+def _huber_ddelta(y, delta, r, quadratic):
+    return np.where(quadratic, 0.0, np.abs(r) - delta)
+
+
+def _huber_dr(y, delta, r, quadratic):
+    return np.where(quadratic, r, delta * np.sign(r))
+
+
+def _pseudo_huber_root(delta, r):
+    return np.sqrt(1.0 + (r / delta) ** 2)
+
+
+def _pseudo_huber_ddelta(y, delta, r):
+    root = _pseudo_huber_root(delta, r)
+    return 2.0 * delta * (root - 1.0) - r * r / (delta * root)
+
+
+def _pseudo_huber_dr(y, delta, r):
+    return r / _pseudo_huber_root(delta, r)
+
+
+def _boxcox_dlambda(base):
+    """d/dλ of boxcox (``base`` log) or boxcox1p (``base`` log1p): (x^λ log x - y) / λ, its
+    limit (log x)² / 2 at λ = 0."""
+    def partial(y, x, lmbda):
+        logs = base(x)
+        at_zero = lmbda == 0
+        safe = np.where(at_zero, 1.0, lmbda)
+        return np.where(at_zero, 0.5 * logs * logs,
+                        (np.exp(lmbda * logs) * logs - y) / safe)
+    return partial
+
+
+def _inv_boxcox_dy(x, y, lmbda):  # x = (λy + 1)^(1/λ): x / (λy + 1), or x at λ = 0
+    return x / (lmbda * y + 1.0)
+
+
+def _inv_boxcox_dlambda(x, y, lmbda):
+    """d/dλ of (λy + 1)^(1/λ): x (y / (λ (λy + 1)) - log(λy + 1) / λ²); -x y² / 2 at λ = 0."""
+    at_zero = lmbda == 0
+    safe = np.where(at_zero, 1.0, lmbda)
+    base = safe * y + 1.0
+    return np.where(at_zero, -0.5 * x * y * y,
+                    x * (y / (safe * base) - np.log(base) / (safe * safe)))
+
+
+def _inv_boxcox1p_dlambda(x, y, lmbda):  # of (λy + 1)^(1/λ) - 1: as inv_boxcox's, for x + 1
+    return _inv_boxcox_dlambda(x + 1.0, y, lmbda)
+
+
+def _exprel_derivative(y, x):
+    """exprel'(x) = (x e^x - (e^x - 1)) / x²; near 0 its series 1/2 + x/3 + x²/8 + x³/30 +
+    x⁴/144, where the closed form cancels."""
+    near = np.abs(x) < 1e-2
+    safe = np.where(near, 1.0, x)
+    series = 0.5 + x * (1.0 / 3.0 + x * (0.125 + x * (1.0 / 30.0 + x / 144.0)))
+    return np.where(near, series, (safe * np.exp(safe) - np.expm1(safe)) / (safe * safe))
 
 
 def _incomplete_beta_density(y, a, b, x):
@@ -225,6 +293,30 @@ elementwise(kv,        _ORDER, _numerics.kv_derivative)
 elementwise(k0e,       _numerics.scaled_k_derivative(0),                             uses="xy")
 elementwise(k1e,       _numerics.scaled_k_derivative(1),                             uses="xy")
 elementwise(kve,       _ORDER, _kve_derivative,                                      uses="xy")
+elementwise(huber,     _huber_ddelta, _huber_dr,                               decide=_huber_parts)
+elementwise(pseudo_huber, _pseudo_huber_ddelta, _pseudo_huber_dr)
+elementwise(boxcox,    lambda y, x, lmbda: np.power(x, lmbda - 1.0), _boxcox_dlambda(np.log),
+            uses="xy")
+elementwise(boxcox1p,  lambda y, x, lmbda: np.power(1.0 + x, lmbda - 1.0),
+            _boxcox_dlambda(np.log1p),                                                uses="xy")
+elementwise(inv_boxcox, _inv_boxcox_dy, _inv_boxcox_dlambda,                          uses="xy")
+elementwise(inv_boxcox1p, lambda x, y, lmbda: _inv_boxcox_dy(x + 1.0, y, lmbda),
+            _inv_boxcox1p_dlambda,                                                    uses="xy")
+elementwise(exprel,    _exprel_derivative)
+elementwise(exp1,      lambda y, x: -np.exp(-x) / x)
+elementwise(expi,      lambda y, x: np.exp(x) / x)
+elementwise(expn,      None, lambda y, n, x: -expn(n - 1, x))
+elementwise(exp10,     lambda y, x: math.log(10.0) * y,                                uses="y")
+elementwise(exp2,      lambda y, x: math.log(2.0) * y,                                 uses="y")
+elementwise(cbrt,      lambda y, x: 1.0 / (3.0 * y * y),                               uses="y")
+elementwise(sindg,     lambda y, x: (math.pi / 180.0) * cosdg(x))
+elementwise(cosdg,     lambda y, x: (-math.pi / 180.0) * sindg(x))
+elementwise(binom,     lambda y, n, k: y * (psi(n + 1.0) - psi(n - k + 1.0)),
+            lambda y, n, k: y * (psi(n - k + 1.0) - psi(k + 1.0)),                   uses="xy")
+elementwise(poch,      lambda y, z, m: y * (psi(z + m) - psi(z)), lambda y, z, m: y * psi(z + m),
+            uses="xy")
+elementwise(kl_div,    lambda y, x, w, zeros: _rel_entr_dx(y, x, w, zeros) - 1.0,
+            lambda y, x, w, zeros: _rel_entr_dw(y, x, w, zeros) + 1.0,           decide=_xlogy_zeros)
 # fmt: on
 
 # The rows whose partials are complex derivatives, for complex arguments (registry.COMPLEX).
