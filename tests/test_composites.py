@@ -241,3 +241,14 @@ def test_piecewise_logspace_geomspace_apply_over_axes_replay():
         traced = mutad.gradient(f, x.copy(), a)
         for ours, expected in zip(replayed(x.copy(), a), traced, strict=True):
             assert np.asarray(ours).tobytes() == np.asarray(expected).tobytes()
+
+
+@pytest.mark.parametrize("f", [lambda x, y: np.cov(x, y, bias=True), lambda x, y: np.cov(x),
+                               lambda x, y: np.corrcoef(x, y)], ids=["cov-two", "cov", "corrcoef"])
+def test_covariances_are_numpys_bit_for_bit(f, rng):
+    """Regression: the covariance was divided by its normalisation, where NumPy multiplies by
+    the reciprocal (a last bit apart, which scipy.stats.linregress showed)."""
+    for _ in range(5):
+        x, y = rng.normal(size=7), rng.normal(size=7)
+        value, _ = mutad.pullback(f, x, y)
+        assert np.asarray(value).tobytes() == np.asarray(f(x, y)).tobytes()

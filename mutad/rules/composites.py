@@ -241,7 +241,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         factor = 0.0
     centred = x - mean[:, None]
     weighted = centred.T if weights is None else (centred * weights).T
-    return np.squeeze(np.dot(centred, weighted) / factor)
+    # NumPy multiplies by the reciprocal of the factor, which may round otherwise than dividing
+    return np.squeeze(np.dot(centred, weighted) * np.true_divide(1, factor))
 
 
 @defcomposite(np.corrcoef)
