@@ -42,7 +42,8 @@ INTERNAL = ("mutad.api", "mutad.custom", "mutad.trees", "mutad.allocation",
             "mutad.elementwise", "mutad.writes",
             "mutad.tracing", "mutad.forward", "mutad.replay", "mutad.blocks", "mutad.listing",
             "mutad.debug",
-            "mutad.rules", "mutad.scipy._adjoints", "mutad.scipy._numerics", "mutad.bench")
+            "mutad.rules", "mutad.scipy._adjoints", "mutad.scipy._numerics",
+            "mutad.scipy._descriptive", "mutad.bench")
 """Internal modules; a package here stands for its submodules too."""
 
 NOT_EXPORTED = {

@@ -25,6 +25,10 @@ and beta functions, whose derivatives in their parameters mutad does not compute
 ``MutadError`` says so); Student's t distribution function has its derivative in ``df``, by
 quadrature (``scipy.special.stdtr``).
 
+The descriptive statistics and tests (``skew``, ``zscore``, ``pearsonr``, ``ttest_ind``, ...)
+are SciPy's steps on traced arrays, in ``mutad.scipy._descriptive``; they are importable from
+here too.
+
 ``METHODS`` (``mutad.registry``) gets one rule per method of SciPy's distribution classes and of
 their frozen classes, so that a differentiation can route ``scipy.stats.norm.logpdf(x, mu,
 sigma)``, called by SciPy's names, here.
@@ -47,14 +51,17 @@ from ..custom import Adjoint
 from ..errors import UnsupportedOperationError
 from ..levels import innermost
 from ..registry import METHODS
-from . import _numerics, linalg
+from . import _descriptive, _numerics, linalg
+from ._descriptive import *  # noqa: F403
 from ._adjoints import Elementwise, Value
 from ._numerics import both
 from .special import (betainc, betaincc, betaln, expit, gammainc, gammaincc, gammaln, log_expit,
                       log_ndtr, ndtr, stdtr, xlog1py, xlogy)
 
-__all__ = ["beta", "cauchy", "chi2", "dirichlet", "expon", "gamma", "laplace", "logistic",
-           "multivariate_normal", "norm", "poisson", "t"]
+DISTRIBUTIONS = ("beta", "cauchy", "chi2", "dirichlet", "expon", "gamma", "laplace", "logistic",
+                 "multivariate_normal", "norm", "poisson", "t")
+# The descriptive statistics and tests stand in for SciPy's (registry.ROUTES) from their module.
+__all__ = [*DISTRIBUTIONS, *_descriptive.__all__]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _LOG_PI = math.log(math.pi)
@@ -541,7 +548,7 @@ def _frozen_rule(name):
         if distribution is None:
             raise UnsupportedOperationError(
                 f"scipy.stats.{self.dist.name}.{name}: mutad has no rule for this distribution; "
-                f"those it differentiates are {', '.join(__all__)}.")
+                f"those it differentiates are {', '.join(DISTRIBUTIONS)}.")
         return getattr(distribution, name)(x, *self.args, *args, **self.kwds, **kwargs)
 
     return rule

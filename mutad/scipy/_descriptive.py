@@ -1,0 +1,777 @@
+"""``scipy.stats``' descriptive statistics and tests of location, as the compositions SciPy
+computes them with.
+
+SciPy converts its arguments with ``np.asarray`` (``scipy._lib._array_api``), which would cut
+the gradient. Each function here stands in for SciPy's (``registry.ROUTES``: user code calling
+``scipy.stats.skew`` by SciPy's name reaches it while a differentiation runs) and, given traced
+arrays, takes SciPy's own steps on them, in SciPy's order, so that its values are SciPy's bit
+for bit and reverse mode, forward mode and every order follow from the rules of those steps.
+SciPy's decorator of its reductions (``_axis_nan_policy``: ``axis`` moved last or ``None``
+ravelled, ``keepdims``, too-small samples) is :func:`_reduction`.
+
+``nan_policy``: ``'propagate'`` and ``'raise'`` are followed; ``'omit'`` drops the NaNs,
+a choice of which elements count that mutad does not follow: it is refused
+(``UnsupportedOperationError``) and says to drop them first. Ranks carry no derivative
+(``rankdata``, and ``spearmanr``, a function of ranks alone: its derivative is zero wherever it
+is defined, which is everywhere but at ties); the mode is refused. The p-values are
+differentiated where SciPy computes them with functions mutad differentiates (``stdtr``,
+``betaincc``); a resampling ``method=`` is refused.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import warnings
+
+import numpy as np
+import scipy.special as _special
+import scipy.stats as _stats
+from scipy.stats._axis_nan_policy import (SmallSampleWarning, _broadcast_shapes,
+                                          too_small_1d_not_omit)
+from scipy.stats._stats_py import (DescribeResult, LinregressResult, PearsonRResult,
+                                   SignificanceResult, TtestResult, _scale_conversions)
+
+from ..errors import UnsupportedOperationError
+from ._adjoints import StandIn, Value
+
+__all__ = ["circmean", "circstd", "circvar", "describe", "entropy", "gmean", "hmean", "iqr",
+           "kurtosis", "linregress", "median_abs_deviation", "mode", "moment", "pearsonr",
+           "pmean", "rankdata", "sem", "skew", "spearmanr", "tmean", "tstd", "trim_mean",
+           "ttest_1samp", "ttest_ind", "tvar", "variation", "zmap", "zscore"]
+
+_ALTERNATIVES = {"less": -1, "two-sided": 0, "greater": 1}
+
+
+def _check_nan_policy(name, nan_policy, samples):
+    """SciPy's ``nan_policy``, where mutad follows it."""
+    if nan_policy == "propagate":
+        return
+    if nan_policy == "raise":
+        if any(np.any(np.isnan(s)) for s in samples):
+            raise ValueError("The input contains nan values")
+        return
+    if nan_policy == "omit":
+        raise UnsupportedOperationError(
+            f"scipy.stats.{name} with nan_policy='omit' of differentiated arrays: mutad follows "
+            "nan_policy='propagate' and 'raise' only. Drop the NaNs first (x[~np.isnan(x)]) "
+            "and call it with the default nan_policy.")
+    raise ValueError("nan_policy must be one of {'propagate', 'omit', 'raise'}")
+
+
+def _reduction(original, *, samples=("a",), too_small=0, outputs=1, pack=None, paired=False,
+               propagates=True):
+    """Stand in for ``original``, one of SciPy's functions decorated by
+    ``_axis_nan_policy_factory``, with the body decorated (``fn(**samples, **settings)``), as
+    SciPy's decorator does: the axes reduced are moved last and joined (or every axis, for
+    ``axis=None``), the body called with ``axis=-1`` (a 1-d sample: without ``axis``, as
+    SciPy calls it), a 1-d sample of at most ``too_small`` elements gives NaNs with SciPy's
+    warning, ``keepdims`` puts the reduced axes back. ``samples`` are the parameters that are
+    samples (the first ones positional, the others keywords that may be ``None``); ``paired``
+    samples are broadcast along the axis too; ``propagates``: a slice holding a NaN gives NaN
+    outputs whatever the body computes (SciPy's ``nan_propagation``). ``pack`` makes SciPy's
+    result object of the ``outputs`` outputs."""
+    signature = inspect.signature(original)
+    name = original.__name__
+
+    def decorate(body):
+        def stand_in(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            settings = dict(bound.arguments)
+            axis = settings.pop("axis")
+            nan_policy = settings.pop("nan_policy", "propagate")
+            keepdims = settings.pop("keepdims", False)
+            given = [s for s in samples if settings.get(s) is not None]
+            if given[:1] != list(samples[:1]):
+                raise TypeError(f"{name}() missing its sample {samples[0]!r}")
+            values = [np.atleast_1d(settings.pop(s)) for s in given]
+            _check_nan_policy(name, nan_policy, values)
+            count = outputs(settings) if callable(outputs) else outputs
+            if axis is None:
+                reduced = tuple(range(max(np.ndim(v) for v in values)))
+                values = [np.ravel(v) for v in values]
+            else:
+                reduced = axis
+                shapes = _broadcast_shapes([np.shape(v) for v in values],
+                                           None if paired else axis)
+                if paired:
+                    shapes = [shapes] * len(values)
+                values = [np.broadcast_to(v, s) if np.shape(v) != tuple(s) else v
+                          for v, s in zip(values, shapes, strict=True)]
+                axes = (axis,) if np.isscalar(axis) else tuple(axis)
+                values = [np.moveaxis(v, axes, tuple(range(-len(axes), 0))) for v in values]
+                values = [np.reshape(v, np.shape(v)[:-len(axes)]
+                                     + (math.prod(np.shape(v)[-len(axes):]),)) for v in values]
+            one_d = all(np.ndim(v) <= 1 for v in values)
+            if one_d and any(np.shape(v)[-1] <= too_small for v in values):
+                warnings.warn(too_small_1d_not_omit, SmallSampleWarning, stacklevel=2)
+                results = (np.float64(np.nan),) * count
+            elif not one_d and any(np.size(v) == 0 for v in values):
+                shape = np.broadcast_shapes(*(np.shape(v)[:-1] for v in values))
+                results = tuple(np.full(shape, np.nan) for _ in range(count))
+            else:
+                named = dict(zip(given, values, strict=True))
+                results = body(**named, **settings) if one_d else body(
+                    **named, axis=-1, **settings)
+                results = (results,) if count == 1 else tuple(results)
+                if propagates and nan_policy == "propagate":
+                    nan = False
+                    for v in values:
+                        nan = nan | np.any(np.isnan(v), axis=-1)
+                    if np.any(nan):
+                        results = tuple(np.where(nan, np.nan, r) for r in results)
+            if keepdims:
+                results = tuple(np.expand_dims(r, reduced) for r in results)
+            return pack(*results) if pack is not None else results[0]
+
+        return StandIn(original, stand_in)
+
+    return decorate
+
+
+# ----------------------------------------------------------------------------------------------
+# Moments
+
+
+def _moment(a, order, axis, mean=None):
+    """SciPy's ``_moment``: the central moment by exponentiation by squares."""
+    if np.size(a) == 0:
+        return np.mean(a, axis=axis)
+    if order == 0 or (order == 1 and mean is None):
+        shape = list(np.shape(a))
+        del shape[axis]
+        constant = np.ones(shape) if order == 0 else np.zeros(shape)
+        return constant[()] if constant.ndim == 0 else constant
+    powers = [order]
+    current = order
+    while current > 2:
+        current = (current - 1) / 2 if current % 2 else current / 2
+        powers.append(current)
+    mean = np.mean(a, axis=axis, keepdims=True) if mean is None else mean
+    deviation = a - mean
+    s = deviation * 1.0 if powers[-1] == 1 else deviation**2
+    for n in powers[-2::-1]:
+        s = s**2
+        if n % 2:
+            s = s * deviation
+    return np.mean(s, axis=axis)
+
+
+def _var(a, axis, ddof=0, mean=None):
+    var = _moment(a, 2, axis, mean=mean)
+    if ddof != 0:
+        n = np.shape(a)[axis]
+        var = var * (np.float64(n) / (np.float64(n) - ddof))
+    return var
+
+
+def _moment_outputs(settings):
+    order = settings.get("order", 1)
+    return 1 if np.ndim(order) == 0 else len(order)
+
+
+def _moment_pack(*moments):
+    return moments[0] if len(moments) == 1 else np.stack(moments)
+
+
+@_reduction(_stats.moment, outputs=_moment_outputs, pack=_moment_pack)
+def moment(a, order=1, axis=0, *, center=None):
+    orders = np.asarray(order, dtype=float)
+    if np.size(orders) == 0:
+        raise ValueError("`order` must be a scalar or a non-empty 1D array.")
+    if np.any(orders != np.round(orders)):
+        raise ValueError("All elements of `order` must be integral.")
+    if orders.ndim == 0:
+        return _moment(a, orders[()], axis, mean=center)
+    mean = (np.mean(a, axis=axis, keepdims=True)
+            if center is None and np.any(orders > 1) else None)
+    return [_moment(a, o, axis, mean=mean if center is None and o > 1 else center)
+            for o in orders]
+
+
+def _standardized(a, axis, order):
+    """The mean, the second moment and the moment of ``order``, and where the second is
+    zero (SciPy's test: below the rounding of the mean squared)."""
+    mean = np.mean(a, axis=axis, keepdims=True)
+    m2 = _moment(a, 2, axis, mean=mean)
+    m = _moment(a, order, axis, mean=mean)
+    zero = m2 <= (np.finfo(np.float64).eps * np.squeeze(mean, axis=axis))**2
+    return m2, m, zero
+
+
+@_reduction(_stats.skew)
+def skew(a, axis=0, bias=True):
+    n = np.shape(a)[axis]
+    m2, m3, zero = _standardized(a, axis, 3)
+    with np.errstate(all="ignore"):
+        vals = np.where(zero, np.nan, m3 / m2**1.5)
+        if not bias:
+            can_correct = ~zero & (n > 2)
+            if np.any(can_correct):
+                nval = ((n - 1.0) * n)**0.5 / (n - 2.0) * m3 / m2**1.5
+                vals = np.where(can_correct, nval, vals)
+    return vals[()] if np.ndim(vals) == 0 else vals
+
+
+@_reduction(_stats.kurtosis)
+def kurtosis(a, axis=0, fisher=True, bias=True):
+    n = np.shape(a)[axis]
+    m2, m4, zero = _standardized(a, axis, 4)
+    with np.errstate(all="ignore"):
+        vals = np.where(zero, np.nan, m4 / m2**2.0)
+        if not bias:
+            can_correct = ~zero & (n > 3)
+            if np.any(can_correct):
+                nval = 1.0 / (n - 2) / (n - 3) * ((n**2 - 1.0) * m4 / m2**2.0 - 3 * (n - 1)**2.0)
+                vals = np.where(can_correct, nval + 3.0, vals)
+    vals = vals - 3 if fisher else vals
+    return vals[()] if np.ndim(vals) == 0 else vals
+
+
+def _chk_asarray(a, axis):
+    return (np.ravel(a), 0) if axis is None else (np.atleast_1d(a), axis)
+
+
+def _describe(a, axis=0, ddof=1, bias=True, nan_policy="propagate"):
+    a, axis = _chk_asarray(a, axis)
+    _check_nan_policy("describe", nan_policy, [a])
+    if np.size(a) == 0:
+        raise ValueError("The input must not be empty.")
+    n = np.int64(np.shape(a)[axis])
+    minmax = (np.min(a, axis=axis), np.max(a, axis=axis))
+    return DescribeResult(n, minmax, np.mean(a, axis=axis), _var(a, axis, ddof=ddof),
+                          skew(a, axis, bias=bias), kurtosis(a, axis, bias=bias))
+
+
+describe = StandIn(_stats.describe, _describe)
+
+
+@_reduction(_stats.sem, too_small=1)
+def sem(a, axis=0, ddof=1):
+    return np.std(a, axis=axis, ddof=ddof) / np.shape(a)[axis]**0.5
+
+
+@_reduction(_stats.variation)
+def variation(a, axis=0, ddof=0):
+    n = np.float64(np.shape(a)[axis])
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mean = np.mean(a, axis=axis)
+        std = np.std(a, axis=axis)
+        result = std * (n / (n - ddof))**0.5 / mean
+        if ddof == n:  # SciPy's special case: no degrees of freedom left
+            result = np.where(std > 0, np.copysign(np.inf, mean), np.nan)
+    return result[()] if np.ndim(result) == 0 else result
+
+
+# ----------------------------------------------------------------------------------------------
+# Means and standardisation (SciPy's _xp_mean and _xp_var)
+
+
+def _mean(x, axis=None, weights=None, keepdims=False, omit=False):
+    """SciPy's ``_xp_mean``; ``omit``: NaNs get zero weight (what ``tvar`` asks for the values
+    outside its limits)."""
+    if weights is not None:
+        x, weights = np.broadcast_arrays(x, weights)
+    if omit and np.any(np.isnan(x)):
+        nan = np.isnan(x)
+        weights = np.ones_like(x) if weights is None else weights
+        x = np.where(nan, 0.0, x)
+        weights = np.where(nan, 0.0, weights)
+    if weights is None:
+        return np.mean(x, axis=axis, keepdims=keepdims)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result = np.sum(x * weights, axis=axis) / np.sum(weights, axis=axis)
+    if keepdims:
+        shape = [1 if axis is None or i == axis % np.ndim(x) else d
+                 for i, d in enumerate(np.shape(x))]
+        result = np.reshape(result, tuple(shape))
+    return result[()] if np.ndim(result) == 0 else result
+
+
+def _variance(x, axis=None, correction=0, keepdims=False, omit=False):
+    """SciPy's ``_xp_var``."""
+    mean = _mean(x, axis=axis, keepdims=True, omit=omit)
+    deviation = x - mean
+    var = _mean(deviation * deviation, axis=axis, keepdims=keepdims, omit=omit)
+    if correction != 0:
+        n = np.float64(np.size(x) if axis is None else np.shape(x)[axis])
+        if omit:
+            n = n - np.sum(np.isnan(x).astype(np.float64), axis=axis, keepdims=keepdims)
+        nc = n - correction
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var = var * np.where(nc > 0, n / nc, np.nan)
+    return var[()] if np.ndim(var) == 0 else var
+
+
+def _zmap(scores, compare, axis=0, ddof=0, nan_policy="propagate"):
+    like_zscore = scores is compare
+    _check_nan_policy("zmap", nan_policy, [compare])
+    mean = _mean(compare, axis=axis, keepdims=True)
+    std = _variance(compare, axis=axis, correction=ddof, keepdims=True)**0.5
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = (scores - mean) / std
+    if like_zscore:  # constant slices: NaN, as SciPy says
+        zero = std <= np.abs(np.finfo(np.float64).eps * mean)
+        z = np.where(np.broadcast_to(zero, np.shape(z)), np.nan, z)
+    return z
+
+
+zmap = StandIn(_stats.zmap, _zmap)
+zscore = StandIn(_stats.zscore, lambda a, axis=0, ddof=0, nan_policy="propagate": _zmap(
+    a, a, axis=axis, ddof=ddof, nan_policy=nan_policy))
+
+
+def _cast(a, dtype):
+    return a if dtype is None or np.dtype(dtype) == np.float64 else a.astype(dtype)
+
+
+@_reduction(_stats.gmean, samples=("a", "weights"), paired=True)
+def gmean(a, axis=0, dtype=None, weights=None):
+    with np.errstate(divide="ignore"):
+        log_a = np.log(_cast(a, dtype))
+    return np.exp(_mean(log_a, axis=axis, weights=weights))
+
+
+def _negative_is_nan(a, what):
+    negative = a < 0
+    if np.any(negative):
+        warnings.warn(f"The {what} mean is only defined if all elements are non-negative; "
+                      "otherwise, the result is NaN.", RuntimeWarning, stacklevel=4)
+        return np.where(negative, np.nan, a)
+    return a
+
+
+@_reduction(_stats.hmean, samples=("a", "weights"), paired=True)
+def hmean(a, axis=0, dtype=None, *, weights=None):
+    a = _negative_is_nan(_cast(a, dtype), "harmonic")
+    with np.errstate(divide="ignore"):
+        return 1.0 / _mean(1.0 / a, axis=axis, weights=weights)
+
+
+@_reduction(_stats.pmean, samples=("a", "weights"), paired=True)
+def pmean(a, p, *, axis=0, dtype=None, weights=None):
+    if not isinstance(p, int | float):
+        raise ValueError("Power mean only defined for exponent of type int or float.")
+    if p == 0:
+        with np.errstate(divide="ignore"):
+            return np.exp(_mean(np.log(_cast(a, dtype)), axis=axis, weights=weights))
+    if math.isinf(p):
+        raise NotImplementedError("Power mean only implemented for finite `p`")
+    a = _negative_is_nan(_cast(a, dtype), "power")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _mean(a**float(p), axis=axis, weights=weights)**(1 / p)
+
+
+# ----------------------------------------------------------------------------------------------
+# Trimmed statistics
+
+
+def _outside_limits(a, limits, inclusive):
+    """SciPy's ``_put_val_to_limits``' mask: the elements outside ``limits`` (a decision, no
+    derivative)."""
+    mask = np.zeros(np.shape(a), dtype=bool)
+    if limits is None:
+        return mask
+    (lower, upper), (lower_included, upper_included) = limits, inclusive
+    if lower is not None:
+        mask = mask | ((a < lower) if lower_included else (a <= lower))
+    if upper is not None:
+        mask = mask | ((a > upper) if upper_included else (a >= upper))
+    if np.all(mask):
+        raise ValueError("No array values within given limits")
+    return mask
+
+
+@_reduction(_stats.tmean)
+def tmean(a, limits=None, inclusive=(True, True), axis=None):
+    mask = _outside_limits(a, limits, inclusive)
+    if np.any(mask):
+        a = np.where(mask, 0.0, a)
+    total = np.sum(a, axis=axis)
+    n = np.sum((~mask).astype(np.float64), axis=axis)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(n != 0, total / np.where(n != 0, n, 1.0), np.nan)
+    return mean[()] if np.ndim(mean) == 0 else mean
+
+
+def _tvar(a, limits=None, inclusive=(True, True), axis=0, ddof=1):
+    mask = _outside_limits(a, limits, inclusive)
+    if np.any(mask):
+        a = np.where(mask, np.nan, a)
+    return _variance(a, axis=axis, correction=ddof, omit=True)
+
+
+tvar = _reduction(_stats.tvar)(_tvar)
+tstd = _reduction(_stats.tstd)(lambda a, limits=None, inclusive=(True, True), axis=0, ddof=1:
+                               _tvar(a, limits, inclusive, axis, ddof)**0.5)
+
+
+@_reduction(_stats.trim_mean)
+def trim_mean(a, proportiontocut, axis=0):
+    if np.size(a) == 0:
+        return np.float64(np.nan)
+    if axis is None:
+        a, axis = np.ravel(a), 0
+    nobs = np.shape(a)[axis]
+    lowercut = int(proportiontocut * nobs)
+    uppercut = nobs - lowercut
+    if lowercut > uppercut:
+        raise ValueError("Proportion too big.")
+    # the gradient reaches the elements kept, as np.partition's does
+    kept = np.partition(a, (lowercut, uppercut - 1), axis)
+    key = [slice(None)] * np.ndim(kept)
+    key[axis] = slice(lowercut, uppercut)
+    return np.mean(kept[tuple(key)], axis=axis)
+
+
+# ----------------------------------------------------------------------------------------------
+# Quantiles
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantiles(x, p, method):
+    """``scipy.stats.quantile(x, p, axis=-1, keepdims=True)``, as SciPy computes it: the
+    sorted sample (np.sort's gradient goes to the elements it moved) at positions that are
+    constants, so the gradient goes to the elements the quantiles interpolate between, a
+    subgradient at ties as np.percentile's."""
+    y = np.sort(x, axis=-1)
+    n = np.float64(np.shape(y)[-1])
+    p = np.broadcast_to(p, np.shape(y)[:-1] + np.shape(p))
+    nan = np.any(np.isnan(y), axis=-1)
+    if np.any(nan):
+        y = np.where(nan[..., np.newaxis], np.nan, y)
+
+    def at(k):
+        return np.take_along_axis(y, k.astype(np.int64), axis=-1)
+
+    if method == "linear":  # SciPy's _quantile_hf
+        jg = p * n + (1 - p)
+        jp1 = jg // 1
+        j = jp1 - 1
+        g = np.where(j < 0, 0, jg % 1)
+        j, jp1 = np.clip(j, 0., n - 1), np.clip(jp1, 0., n - 1)
+        return (1 - g) * at(j) + g * at(jp1)
+    ij = p * (n - 1)  # SciPy's _quantile_bc
+    if method == "midpoint":
+        return (at(np.floor(ij)) + at(np.ceil(ij))) / 2
+    return at({"lower": np.floor, "higher": np.ceil, "nearest": np.round}[method](ij))
+
+
+@_reduction(_stats.iqr, samples=("x",), propagates=False)
+def iqr(x, axis=None, rng=(25, 75), scale=1.0, interpolation="linear"):
+    if isinstance(scale, str):
+        if scale.lower() not in _scale_conversions:
+            raise ValueError(f"{scale} not a valid scale for `iqr`")
+        scale = _scale_conversions[scale.lower()]
+    if len(rng) != 2:
+        raise TypeError("`rng` must be a two element sequence.")
+    if np.isnan(rng).any():
+        raise ValueError("`rng` must not contain NaNs.")
+    rng = (rng[0] / 100, rng[1] / 100) if rng[0] < rng[1] else (rng[1] / 100, rng[0] / 100)
+    if rng[0] < 0 or rng[1] > 1:
+        raise ValueError("Elements of `rng` must be in the range [0, 100].")
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError(f"interpolation {interpolation!r} is not one of {_INTERPOLATIONS}")
+    pct = _quantiles(x, np.array(rng), interpolation)
+    out = np.squeeze(pct[..., 1:2] - pct[..., 0:1], axis=-1)
+    if scale != 1.0:
+        out = out / scale
+    return out[()] if np.ndim(out) == 0 else out
+
+
+@_reduction(_stats.median_abs_deviation, samples=("x",))
+def median_abs_deviation(x, axis=0, center=None, scale=1.0):
+    center = np.median if center is None else center
+    if not callable(center):
+        raise TypeError("The argument 'center' must be callable. The given value "
+                        f"{center!r} is not callable.")
+    if isinstance(scale, str):
+        if scale.lower() != "normal":
+            raise ValueError(f"{scale} is not a valid scale value.")
+        scale = 0.6744897501960817  # special.ndtri(0.75), as SciPy writes it
+    med = np.expand_dims(center(x, axis=axis), axis=axis)
+    return np.median(np.abs(x - med), axis=axis) / scale
+
+
+# ----------------------------------------------------------------------------------------------
+# Entropy and circular statistics
+
+
+@_reduction(_stats.entropy, samples=("pk", "qk"), paired=True, too_small=-1)
+def entropy(pk, qk=None, base=None, axis=0):
+    if base is not None and base <= 0:
+        raise ValueError("`base` must be a positive number or `None`.")
+    with np.errstate(invalid="ignore"):
+        if qk is not None:
+            qk = qk / np.sum(qk, axis=axis, keepdims=True)
+        pk = pk / np.sum(pk, axis=axis, keepdims=True)
+    vec = _special.entr(pk) if qk is None else _special.rel_entr(pk, qk)
+    total = np.sum(vec, axis=axis)
+    return total / math.log(base) if base is not None else total
+
+
+def _circular(samples, period):
+    scaled = samples * ((2.0 * math.pi) / period)
+    return np.sin(scaled), np.cos(scaled)
+
+
+@_reduction(_stats.circmean, samples=("samples",))
+def circmean(samples, high=2 * math.pi, low=0, axis=None):
+    if np.size(samples) == 0:
+        return np.mean(samples, axis=axis)
+    period = high - low
+    sin, cos = _circular(samples, period)
+    res = np.arctan2(np.sum(sin, axis=axis), np.sum(cos, axis=axis))
+    return (res * (period / (2.0 * math.pi)) - low) % period + low
+
+
+def _resultant(samples, high, low, axis):
+    """R, the length of the mean resultant vector, clipped at 1 as SciPy clips it."""
+    sin, cos = _circular(samples, high - low)
+    hypotenuse = (np.mean(sin, axis=axis)**2. + np.mean(cos, axis=axis)**2.)**0.5
+    return np.clip(hypotenuse, None, 1.)
+
+
+@_reduction(_stats.circvar, samples=("samples",))
+def circvar(samples, high=2 * math.pi, low=0, axis=None):
+    return 1. - _resultant(samples, high, low, axis)
+
+
+@_reduction(_stats.circstd, samples=("samples",))
+def circstd(samples, high=2 * math.pi, low=0, axis=None, *, normalize=False):
+    res = (-2 * np.log(_resultant(samples, high, low, axis)))**0.5 + 0.0
+    return res if normalize else res * ((high - low) / (2. * math.pi))
+
+
+# ----------------------------------------------------------------------------------------------
+# Ranks and the mode: no derivative
+
+
+# Ranks are piecewise constant in the data: SciPy's own, with no derivative.
+_rankdata = Value(lambda a, method, axis, nan_policy: _stats.rankdata(
+    a, method, axis=axis, nan_policy=nan_policy), "scipy.stats.rankdata")
+rankdata = StandIn(_stats.rankdata, lambda a, method="average", *, axis=None,
+                   nan_policy="propagate": _rankdata(a, method, axis, nan_policy))
+
+
+def _mode(a, axis=0, nan_policy="propagate", keepdims=False):
+    raise UnsupportedOperationError(
+        "scipy.stats.mode of differentiated arrays: the most frequent value jumps from one "
+        "value to another as the data change, and moves with every copy of it at once, which "
+        "no derivative describes. Take it of mutad.stop_gradient(a) if it is a constant.")
+
+
+mode = StandIn(_stats.mode, _mode)
+
+
+# ----------------------------------------------------------------------------------------------
+# Correlation, regression and t-tests
+
+
+def _pvalue(statistic, cdf, sf, alternative):
+    """SciPy's ``_get_pvalue`` of a distribution symmetric about 0."""
+    if alternative == "less":
+        return cdf(statistic)
+    if alternative == "greater":
+        return sf(statistic)
+    if alternative == "two-sided":
+        return 2 * sf(np.abs(statistic))
+    raise ValueError("`alternative` must be 'less', 'greater', or 'two-sided'.")
+
+
+def _student_pvalue(t, df, alternative):
+    """The p-value of Student's t statistic ``t`` with ``df`` degrees of freedom
+    (``scipy.special.stdtr``, differentiated in ``t`` and in ``df``)."""
+    return _pvalue(t, lambda t: _special.stdtr(df, t), lambda t: _special.stdtr(df, -t),
+                   alternative)
+
+
+def _pearsonr(x, y, *, alternative="two-sided", method=None, axis=0):
+    if method is not None:
+        raise UnsupportedOperationError(
+            "scipy.stats.pearsonr with a resampling method= of differentiated arrays: its "
+            "p-value is a count over random resamples, which has no derivative. Leave method "
+            "at None (the exact beta distribution), or compute the p-value of "
+            "mutad.stop_gradient(x).")
+    if axis is None:
+        x, y, axis = np.reshape(x, (-1,)), np.reshape(y, (-1,)), -1
+    if int(axis) != axis:
+        raise ValueError("`axis` must be an integer.")
+    axis = int(axis)
+    try:
+        np.broadcast_shapes(np.shape(x), np.shape(y))
+    except ValueError as error:
+        raise ValueError("`x` and `y` must be broadcastable.") from error
+    ndim = max(np.ndim(x), np.ndim(y))
+    x = np.reshape(x, (1,) * (ndim - np.ndim(x)) + np.shape(x))
+    y = np.reshape(y, (1,) * (ndim - np.ndim(y)) + np.shape(y))
+    if np.shape(x)[axis] != np.shape(y)[axis]:
+        raise ValueError("`x` and `y` must have the same length along `axis`.")
+    if np.shape(x)[axis] < 2:
+        raise ValueError("`x` and `y` must have length at least 2.")
+    n = np.float64(np.shape(x)[axis])
+    x, y = np.moveaxis(x, axis, -1), np.moveaxis(y, axis, -1)
+    const_x = np.all(x == x[..., 0:1], axis=-1)
+    const_y = np.all(y == y[..., 0:1], axis=-1)
+    const_xy = const_x | const_y
+    if np.any(const_xy):
+        warnings.warn(_stats.ConstantInputWarning(
+            "An input array is constant; the correlation coefficient is not defined."),
+            stacklevel=3)
+        x = np.where(const_x[..., np.newaxis], np.nan, x)
+        y = np.where(const_y[..., np.newaxis], np.nan, y)
+    xm = x - np.mean(x, axis=-1, keepdims=True)
+    ym = y - np.mean(y, axis=-1, keepdims=True)
+    # SciPy scales by the largest deviation before the norm, against a premature overflow
+    xmax = np.max(np.abs(xm), axis=-1, keepdims=True)
+    ymax = np.max(np.abs(ym), axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        normxm = xmax * np.linalg.norm(xm / xmax, axis=-1, keepdims=True)
+        normym = ymax * np.linalg.norm(ym / ymax, axis=-1, keepdims=True)
+        r = np.vecdot(xm / normxm, ym / normym, axis=-1)
+    r = np.where(const_xy, np.nan, np.clip(r, -1., 1.))
+    # Under the null hypothesis r follows the beta distribution on (-1, 1), a = b = n/2 - 1.
+    ab = n / 2 - 1
+    pvalue = _pvalue(r, lambda r: _special.betainc(ab, ab, (r + 1) / 2),
+                     lambda r: _special.betaincc(ab, ab, (r + 1) / 2), alternative)
+    if n == 2:  # exactly 1 or -1, and a p-value of 1, as SciPy promises
+        r = np.round(r)
+        pvalue = np.where(np.isnan(r), np.nan, np.ones_like(r))
+    r = r[()] if np.ndim(r) == 0 else r
+    pvalue = pvalue[()] if np.ndim(pvalue) == 0 else pvalue
+    return PearsonRResult(statistic=r, pvalue=pvalue, n=n, alternative=alternative, x=x, y=y,
+                          axis=-1)
+
+
+pearsonr = StandIn(_stats.pearsonr, _pearsonr)
+
+
+def _spearman_fields(a, b, axis, nan_policy, alternative):
+    result = _stats.spearmanr(a, b, axis=axis, nan_policy=nan_policy, alternative=alternative)
+    return np.stack([np.asarray(result.statistic, dtype=float),
+                     np.asarray(result.pvalue, dtype=float)])
+
+
+_spearman_fields_value = Value(_spearman_fields, "scipy.stats.spearmanr")
+
+
+def _spearmanr(a, b=None, axis=0, nan_policy="propagate", alternative="two-sided"):
+    """Pearson's correlation of the ranks: SciPy's own, with no derivative. The ranks, and
+    so the statistic and its p-value, are piecewise constant in the data: the derivative is
+    zero wherever it exists (everywhere but where two values tie, where there is none)."""
+    statistic, pvalue = _spearman_fields_value(a, b, axis, nan_policy, alternative)
+    statistic = statistic[()] if np.ndim(statistic) == 0 else statistic
+    pvalue = pvalue[()] if np.ndim(pvalue) == 0 else pvalue
+    result = SignificanceResult(statistic, pvalue)
+    result.correlation = statistic
+    return result
+
+
+spearmanr = StandIn(_stats.spearmanr, _spearmanr)
+
+
+def _linregress_pack(slope, intercept, rvalue, pvalue, stderr, intercept_stderr):
+    return LinregressResult(slope=slope, intercept=intercept, rvalue=rvalue, pvalue=pvalue,
+                            stderr=stderr, intercept_stderr=intercept_stderr)
+
+
+@_reduction(_stats.linregress, samples=("x", "y"), paired=True, too_small=1, outputs=6,
+            pack=_linregress_pack)
+def linregress(x, y, alternative="two-sided", axis=None):
+    if np.ndim(x) == 1:
+        return _linregress(x, y, alternative)
+    # SciPy regresses each slice by itself (np.apply_along_axis)
+    slices = [_linregress(x[i], y[i], alternative) for i in np.ndindex(np.shape(x)[:-1])]
+    return tuple(np.reshape(np.stack(field), np.shape(x)[:-1]) for field in zip(*slices))
+
+
+def _linregress(x, y, alternative):
+    tiny = 1.0e-20
+    if np.size(x) == 0 or np.size(y) == 0:
+        raise ValueError("Inputs must not be empty.")
+    if np.amax(x) == np.amin(x) and len(x) > 1:
+        raise ValueError("Cannot calculate a linear regression if all x values are identical")
+    n = len(x)
+    xmean = np.mean(x, None)
+    ymean = np.mean(y, None)
+    moments = np.ravel(np.cov(x, y, bias=1))  # NumPy's steps (rules/composites.py)
+    ssxm, ssxym, ssym = moments[0], moments[1], moments[3]
+    if ssxm == 0.0 or ssym == 0.0:
+        r = np.float64(np.nan if ssxym == 0 else 0.0)
+    else:
+        # |r| > 1 only by rounding: clipped, as SciPy sets it to +-1
+        r = np.clip(ssxym / np.sqrt(ssxm * ssym), -1.0, 1.0)
+    slope = ssxym / ssxm
+    intercept = ymean - slope * xmean
+    if n == 2:
+        prob = np.float64(1.0 if y[0] == y[1] else 0.0)
+        slope_stderr = intercept_stderr = np.float64(0.0)
+    else:
+        df = n - 2
+        t = r * np.sqrt(df / ((1.0 - r + tiny) * (1.0 + r + tiny)))
+        prob = _student_pvalue(t, df, alternative)
+        slope_stderr = np.sqrt((1 - r**2) * ssym / ssxm / df)
+        intercept_stderr = slope_stderr * np.sqrt(ssxm + xmean**2)
+    return slope, intercept, r, prob, slope_stderr, intercept_stderr
+
+
+def _ttest_pack(statistic, pvalue, df, alternative, standard_error, estimate):
+    alternative = np.atleast_1d(alternative)
+    alternative = alternative[np.isfinite(alternative)]
+    alternative = alternative[0] if np.size(alternative) != 0 else np.nan
+    return TtestResult(statistic, pvalue, df=df, alternative=alternative,
+                       standard_error=standard_error, estimate=estimate, xp=np)
+
+
+def _scalar(x):
+    return x[()] if np.ndim(x) == 0 else x
+
+
+@_reduction(_stats.ttest_1samp, samples=("a", "popmean"), outputs=6, pack=_ttest_pack)
+def ttest_1samp(a, popmean, axis=0, alternative="two-sided"):
+    n = np.shape(a)[axis]
+    mean = np.mean(a, axis=axis)
+    popmean = np.squeeze(popmean, axis=axis) if np.ndim(popmean) > 0 else popmean
+    denom = np.sqrt(_var(a, axis, ddof=1) / n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = _scalar(np.divide(mean - popmean, denom))
+    prob = _scalar(_student_pvalue(t, np.float64(n - 1), alternative))
+    df = _scalar(np.broadcast_to(np.asarray(n - 1), np.shape(t)))
+    return t, prob, df, _ALTERNATIVES[alternative], denom, mean
+
+
+@_reduction(_stats.ttest_ind, samples=("a", "b"), outputs=6, pack=_ttest_pack)
+def ttest_ind(a, b, *, axis=0, equal_var=True, alternative="two-sided", trim=0, method=None):
+    if not (0 <= trim < .5):
+        raise ValueError("Trimming percentage should be 0 <= `trim` < .5.")
+    if trim != 0 or method is not None:
+        raise UnsupportedOperationError(
+            "scipy.stats.ttest_ind with trim= or a resampling method= of differentiated "
+            "arrays: mutad follows the untrimmed test with Student's t distribution only. "
+            "Leave trim=0 and method=None, or test mutad.stop_gradient of the samples.")
+    n1, n2 = np.shape(a)[axis], np.shape(b)[axis]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v1, v2 = _var(a, axis, ddof=1), _var(b, axis, ddof=1)
+    m1, m2 = np.mean(a, axis=axis), np.mean(b, axis=axis)
+    if equal_var:  # SciPy's _equal_var_ttest_denom
+        v1 = np.where(n1 == 1, 0., v1)
+        v2 = np.where(n2 == 1, 0., v2)
+        df = n1 + n2 - 2.0
+        svar = ((n1 - 1) * v1 + (n2 - 1) * v2) / df
+        denom = np.sqrt(svar * (1.0 / n1 + 1.0 / n2))
+        df = np.float64(df)
+    else:  # SciPy's _unequal_var_ttest_denom: Welch's degrees of freedom, differentiated
+        vn1, vn2 = v1 / n1, v2 / n2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df = (vn1 + vn2)**2 / (vn1**2 / (n1 - 1) + vn2**2 / (n2 - 1))
+        df = np.where(np.isnan(df), 1., df)
+        denom = np.sqrt(vn1 + vn2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = _scalar(np.divide(m1 - m2, denom))
+    prob = _scalar(_student_pvalue(t, df, alternative))
+    df = _scalar(np.broadcast_to(df, np.shape(t)))
+    return t, prob, df, _ALTERNATIVES[alternative], denom, m1 - m2

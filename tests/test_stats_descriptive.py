@@ -1,0 +1,219 @@
+"""scipy.stats' descriptive statistics, correlations and t-tests of traced arrays, called by
+SciPy's names (mutad/scipy/_descriptive.py).
+
+Values are SciPy's bit for bit (the compositions take SciPy's steps); gradients and forward mode
+are checked against finite differences; the caller's arrays come back unchanged; what mutad does
+not follow is refused with a MutadError.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.stats
+
+import mutad
+from mutad.scipy import stats
+
+POLICIES = ("restore", "checkpoint")
+RNG = np.random.default_rng(7)
+X = RNG.normal(size=(4, 6)) + 1.0
+Y = RNG.normal(size=(4, 6)) + 1.0
+POSITIVE = np.abs(RNG.normal(size=(4, 6))) + 0.2
+WEIGHTS = RNG.uniform(0.5, 2.0, size=(4, 6))
+
+
+def fields(result):
+    """The numbers of a result: an array, a tuple of them, or one of SciPy's result objects
+    (with the fields beyond the tuple: a t-test's df, a regression's intercept_stderr)."""
+    if isinstance(result, tuple):
+        extra = [getattr(result, name) for name in ("df", "intercept_stderr")
+                 if hasattr(result, name) and name not in getattr(result, "_fields", ())]
+        return tuple(f for part in (*result, *extra) for f in fields(part))
+    return (result,)
+
+
+def total(function):
+    """A scalar of every finite number the function returns, for check_grads."""
+    def f(*args):
+        values = [np.where(np.isfinite(v), v, 0.0) for v in fields(function(*args))]
+        return sum(np.sum(np.sin(v)) for v in values)
+    return f
+
+
+S = scipy.stats
+CASES = [
+    ("skew", lambda x: S.skew(x, axis=1), (X,)),
+    ("skew-unbiased", lambda x: S.skew(x, bias=False), (X,)),
+    ("skew-none-keepdims", lambda x: S.skew(x, axis=None, keepdims=True), (X,)),
+    ("kurtosis", lambda x: S.kurtosis(x, axis=1, bias=False), (X,)),
+    ("kurtosis-pearson", lambda x: S.kurtosis(x[0], fisher=False), (X,)),
+    ("moment", lambda x: S.moment(x, 3, axis=1), (X,)),
+    ("moment-orders", lambda x: S.moment(x, [1, 2, 5], axis=0), (X,)),
+    ("moment-center", lambda x: S.moment(x[0], 4, center=0.5), (X,)),
+    ("describe", lambda x: S.describe(x, axis=1), (X,)),
+    ("describe-none", lambda x: S.describe(x, axis=None, ddof=0, bias=False), (X,)),
+    ("sem", lambda x: S.sem(x, axis=1, ddof=2), (X,)),
+    ("zscore", lambda x: S.zscore(x, axis=1, ddof=1), (X,)),
+    ("zscore-none", lambda x: S.zscore(x, axis=None), (X,)),
+    ("zmap", lambda x, y: S.zmap(x, y, axis=0), (X, Y)),
+    ("variation", lambda x: S.variation(x, axis=1, ddof=1), (X,)),
+    ("gmean", lambda p: S.gmean(p, axis=1), (POSITIVE,)),
+    ("gmean-weights", lambda p, w: S.gmean(p, axis=1, weights=w), (POSITIVE, WEIGHTS)),
+    ("hmean", lambda p: S.hmean(p, axis=0, keepdims=True), (POSITIVE,)),
+    ("pmean", lambda p: S.pmean(p, 2.5, axis=0), (POSITIVE,)),
+    ("pmean-weights", lambda p, w: S.pmean(p, -1.5, weights=w, axis=1), (POSITIVE, WEIGHTS)),
+    ("tmean", lambda x: S.tmean(x, (0.5, 2.0)), (X,)),
+    ("tmean-axis", lambda x: S.tmean(x, (0.0, 2.0), axis=1), (X,)),
+    ("tvar", lambda x: S.tvar(x, (0.0, 2.5), axis=1), (X,)),
+    ("tvar-all", lambda x: S.tvar(x, axis=None), (X,)),
+    ("tstd", lambda x: S.tstd(x, (0.0, None), (False, True), axis=1), (X,)),
+    ("trim_mean", lambda x: S.trim_mean(x, 0.2, axis=1), (X,)),
+    ("iqr", lambda x: S.iqr(x, axis=1, scale="normal"), (X,)),
+    ("iqr-midpoint", lambda x: S.iqr(x, rng=(10, 80), interpolation="midpoint"), (X,)),
+    ("iqr-lower-keepdims", lambda x: S.iqr(x, axis=0, interpolation="lower", keepdims=True),
+     (X,)),
+    ("median_abs_deviation", lambda x: S.median_abs_deviation(x, axis=1, scale="normal"), (X,)),
+    ("median_abs_deviation-mean", lambda x: S.median_abs_deviation(x[0], center=np.mean),
+     (X,)),
+    ("entropy", lambda p: S.entropy(p, axis=1), (POSITIVE,)),
+    ("entropy-qk", lambda p, q: S.entropy(p, q, base=2.0), (POSITIVE, WEIGHTS)),
+    ("circmean", lambda x: S.circmean(x, axis=1), (X,)),
+    ("circmean-range", lambda x: S.circmean(x, high=5.0, low=-1.0), (X,)),
+    ("circvar", lambda x: S.circvar(x, axis=0), (X,)),
+    ("circstd", lambda x: S.circstd(x, axis=1, normalize=True), (X,)),
+    ("circstd-range", lambda x: S.circstd(x, high=4.0, low=-1.0), (X,)),
+    ("pearsonr", lambda x, y: S.pearsonr(x, y, axis=1), (X, Y)),
+    ("pearsonr-less", lambda x, y: S.pearsonr(x[0], y[0], alternative="less"), (X, Y)),
+    ("linregress", lambda x, y: S.linregress(x[0], y[0]), (X, Y)),
+    ("linregress-slices", lambda x, y: S.linregress(x, y, axis=1, alternative="greater"),
+     (X, Y)),
+    ("ttest_1samp", lambda x: S.ttest_1samp(x, 0.8, axis=1), (X,)),
+    ("ttest_1samp-greater", lambda x, m: S.ttest_1samp(x[0], m, alternative="greater"),
+     (X, 0.8)),
+    ("ttest_ind", lambda x, y: S.ttest_ind(x, y, axis=1), (X, Y)),
+    ("ttest_ind-welch", lambda x, y: S.ttest_ind(x, y[:, :4], axis=1, equal_var=False), (X, Y)),
+]
+IDS = [name for name, _, _ in CASES]
+
+
+@pytest.mark.parametrize("name, function, args", CASES, ids=IDS)
+def test_values_are_scipys_bit_for_bit(name, function, args):
+    before = [np.asarray(a).tobytes() for a in args]
+    traced, _ = mutad.pullback(lambda *a: fields(function(*a)), *args)
+    expected = fields(function(*args))
+    assert len(traced) == len(expected)
+    for mine, scipys in zip(traced, expected, strict=True):
+        assert np.shape(mine) == np.shape(scipys)
+        assert np.asarray(mine, dtype=float).tobytes() == np.asarray(scipys, dtype=float).tobytes()
+    assert [np.asarray(a).tobytes() for a in args] == before
+
+
+@pytest.mark.parametrize("name, function, args", CASES, ids=IDS)
+def test_gradients(name, function, args):
+    f = total(function)
+    for policy in POLICIES:
+        mutad.check_grads(f, *args, policy=policy)
+    mutad.check_jvp(f, *args)
+
+
+@pytest.mark.parametrize("name", ["skew", "zscore", "pearsonr", "ttest_ind-welch", "iqr"])
+def test_second_derivatives(name):
+    _, function, args = CASES[IDS.index(name)]
+    mutad.check_grads(total(function), *args, order=2)
+
+
+def test_the_mutad_scipy_names_are_the_stand_ins():
+    def f(x, y):
+        return (stats.skew(x) + stats.pearsonr(x, y).statistic + stats.zscore(x)[0]).sum()
+
+    mutad.check_grads(f, X[0], Y[0])
+    assert stats.skew(X[0]) == scipy.stats.skew(X[0])  # plain calls are SciPy's own
+
+
+def test_nan_propagates_per_slice():
+    x = X.copy()
+    x[1, 2] = np.nan
+    for function in (lambda x: S.skew(x, axis=1), lambda x: S.gmean(np.abs(x), axis=1),
+                     lambda x: S.median_abs_deviation(x, axis=1),
+                     lambda x: S.iqr(x, axis=1), lambda x: S.ttest_1samp(x, 0.5, axis=1)):
+        traced, back = mutad.pullback(lambda x: fields(function(x)), x)
+        expected = fields(function(x))
+        for mine, scipys in zip(traced, expected, strict=True):
+            np.testing.assert_array_equal(mine, scipys)
+        gradient, = back(tuple(np.where(np.isnan(t), 0.0, 1.0) for t in traced))
+        assert np.isfinite(gradient[[0, 2, 3]]).all()
+
+
+def test_too_small_samples_are_nan_with_scipys_warning():
+    with pytest.warns(scipy.stats._axis_nan_policy.SmallSampleWarning):
+        value, = mutad.gradient(lambda x: S.sem(x[:1]), X[0])
+    assert not value.any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert np.isnan(S.sem(np.array([1.0])))
+
+
+def test_nan_policy_raise_is_followed_and_omit_refused():
+    x = X[0].copy()
+    x[0] = np.nan
+    with pytest.raises(ValueError, match="nan"):
+        mutad.gradient(lambda x: S.skew(x, nan_policy="raise"), x)
+    mutad.check_grads(lambda x: S.skew(x, nan_policy="raise"), X[0])
+    for function in (lambda x: S.skew(x, nan_policy="omit"),
+                     lambda x: S.zscore(x, nan_policy="omit"),
+                     lambda x: S.describe(x, nan_policy="omit").mean):
+        with pytest.raises(mutad.MutadError, match="nan_policy='omit'"):
+            mutad.gradient(lambda x: np.sum(function(x)), x)
+
+
+def test_ranks_carry_no_derivative():
+    """spearmanr is a function of the ranks alone, which are piecewise constant in the data:
+    its derivative is zero wherever it exists (away from ties), and mutad gives that zero."""
+    x, y = X[0], Y[0]
+    statistic, pvalue = mutad.value_and_gradient(
+        lambda x, y: S.spearmanr(x, y).statistic, x, y)
+    assert statistic == S.spearmanr(x, y).statistic
+    assert not pvalue[0].any() and not pvalue[1].any()
+    result, back = mutad.pullback(lambda x: S.spearmanr(x, y).pvalue, x)
+    assert result == S.spearmanr(x, y).pvalue and not back(1.0)[0].any()
+    ranks, back = mutad.pullback(lambda x: S.rankdata(x, axis=1), X)
+    np.testing.assert_array_equal(ranks, S.rankdata(X, axis=1))
+    assert not back(np.ones_like(X))[0].any()
+    mutad.check_jvp(lambda x: S.rankdata(x) + S.spearmanr(x, y).statistic, x)
+
+
+def test_what_has_no_derivative_is_refused():
+    with pytest.raises(mutad.MutadError, match="mode"):
+        mutad.gradient(lambda x: S.mode(x).mode, X[0])
+    with pytest.raises(mutad.MutadError, match="trim"):
+        mutad.gradient(lambda x, y: S.ttest_ind(x, y, trim=0.2).statistic, X[0], Y[0])
+    with pytest.raises(mutad.MutadError, match="method"):
+        mutad.gradient(lambda x, y: S.pearsonr(
+            x, y, method=S.PermutationMethod(n_resamples=9)).statistic, X[0], Y[0])
+
+
+def test_scipys_errors_are_scipys():
+    with pytest.raises(ValueError, match="Proportion too big"):
+        mutad.gradient(lambda x: S.trim_mean(x, 0.7), X[0])
+    with pytest.raises(ValueError, match="identical"):
+        mutad.gradient(lambda y: S.linregress(np.ones(6), y).slope, Y[0])
+    with pytest.raises(ValueError, match="No array values"):
+        mutad.gradient(lambda x: S.tmean(x, (10.0, 20.0)), X[0])
+
+
+def test_replayed_gradients_are_the_traced_ones():
+    def f(x, y):
+        return (S.skew(x) + S.kurtosis(x, bias=False) + S.pearsonr(x, y).pvalue
+                + S.ttest_ind(x, y, equal_var=False).statistic + S.iqr(x)
+                + S.linregress(x, y).intercept_stderr + S.zscore(x)[2] + S.tvar(x, (0.0, 2.0))
+                + S.median_abs_deviation(y) + S.spearmanr(x, y).statistic)
+
+    replayed = mutad.value_and_grad(f, argnums=(0, 1), replay=True)
+    for _ in range(4):
+        x, y = RNG.normal(size=8) + 1.0, RNG.normal(size=8)
+        value, grads = replayed(x, y)
+        expected_value, expected = mutad.value_and_gradient(f, x, y)
+        assert value == expected_value
+        assert all(g.tobytes() == e.tobytes() for g, e in zip(grads, expected, strict=True))
+    assert not replayed.reasons  # replayed, not traced again
