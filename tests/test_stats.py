@@ -34,11 +34,23 @@ UNIVARIATE = [
     ("laplace", REAL, (), (0.1, 1.5)),
     ("logistic", REAL, (), (0.1, 1.5)),
     ("cauchy", REAL, (), (0.1, 1.5)),
+    ("lognorm", POSITIVE, (0.8,), (0.0, 1.3)),
+    ("uniform", UNIT, (), (0.05, 0.9)),
+    ("halfnorm", POSITIVE, (), (0.05, 1.3)),
+    ("truncnorm", REAL * 0.3, (-1.5, 2.0), (0.1, 1.2)),
+    ("truncnorm", 0.1 + 1.2 * (4.0 + 3.0 * UNIT), (4.0, 7.0), (0.1, 1.2)),  # a right tail
+    ("weibull_min", POSITIVE, (1.7,), (0.0, 1.3)),
+    ("invgamma", POSITIVE, (2.5,), (0.0, 1.3)),
+    ("gumbel_r", REAL, (), (0.1, 1.5)),
+    ("rayleigh", POSITIVE, (), (0.05, 1.3)),
+    ("pareto", POSITIVE + 1.2, (2.5,), (0.0, 1.1)),
+    ("skewnorm", REAL, (1.7,), (0.1, 1.5)),
+    ("skewnorm", REAL, (-3.0,), (0.1, 1.5)),
 ]
 # The distribution functions of gamma, chi2 and beta are incomplete gamma and beta functions,
 # whose derivatives in their parameters mutad does not compute: those shapes are held constant.
 # Student's t has its derivative in df (by quadrature).
-WITHOUT_SHAPE_DERIVATIVE = {"gamma", "chi2", "beta"}
+WITHOUT_SHAPE_DERIVATIVE = {"gamma", "chi2", "beta", "invgamma"}
 
 
 UNIVARIATE_SHAPES = [(name, shapes) for name, _, shapes, _ in UNIVARIATE]
@@ -47,7 +59,8 @@ UNIVARIATE_SHAPES = [(name, shapes) for name, _, shapes, _ in UNIVARIATE]
 def univariate_cases():
     for name, x, shapes, loc_scale in UNIVARIATE:
         for method in CONTINUOUS:
-            yield pytest.param(name, method, x, shapes, loc_scale, id=f"{name}.{method}")
+            yield pytest.param(name, method, x, shapes, loc_scale,
+                               id=f"{name}{list(shapes) if name == 'truncnorm' else ''}.{method}")
 
 
 def program(name, method, shapes):
@@ -95,13 +108,22 @@ EDGES = [
     ("chi2", np.array([-1.0, 0.0, 3.0]), (0.0,)),
     ("poisson", np.array([-1.0, 0.0, 1.5, 2.0]), (0.0,)),    # mu = 0 and a non-integral k
     ("poisson", np.array([-1.0, 0.0, 1.5, 2.0]), (1.5,)),
+    ("binom", np.array([-1.0, 0.0, 1.5, 2.0, 4.0, 5.0]), (4.0, 0.3)),  # k above n
+    ("binom", np.array([0.0, 2.0]), (2.5, 0.3)),                     # a non-integral n: nan
+    ("nbinom", np.array([-1.0, 0.0, 1.5, 2.0]), (2.5, 0.3)),
+    ("uniform", np.array([-0.5, 0.0, 0.5, 1.0, 1.5]), ()),
+    ("pareto", np.array([0.5, 1.0, 2.0]), (2.0,)),
+    ("truncnorm", np.array([-2.0, -1.0, 0.0, 1.0, 2.0]), (-1.0, 1.0)),
+    ("truncnorm", np.array([0.0, 1.0]), (1.0, -1.0)),                # a >= b: nan
+    ("lognorm", np.array([-1.0, 0.0, 2.0]), (0.5,)),
+    ("skewnorm", np.array([-1.0, 2.0]), (np.inf,)),                  # SciPy's range: finite a
 ]
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("name, x, params", EDGES, ids=lambda v: v if type(v) is str else "")
 def test_values_outside_the_support_and_for_invalid_parameters_are_scipys(name, x, params):
-    methods = DISCRETE if name == "poisson" else CONTINUOUS
+    methods = DISCRETE if getattr(stats, name).discrete else CONTINUOUS
     for method in methods:
         function = getattr(getattr(stats, name), method)
         before = x.tobytes()
@@ -217,7 +239,8 @@ def test_methods_has_a_rule_for_every_method_of_these_classes():
     for name in stats.DISTRIBUTIONS:
         distribution = getattr(stats, name)
         generator = type(distribution.scipy)
-        for method in ("pmf", "logpmf") if name == "poisson" else ("pdf", "logpdf"):
+        discrete = getattr(distribution, "discrete", False)
+        for method in ("pmf", "logpmf") if discrete else ("pdf", "logpdf"):
             assert (generator, method) in METHODS
     for method in CONTINUOUS:
         assert (rv_continuous_frozen, method) in METHODS
@@ -281,5 +304,92 @@ def test_replayed_gradients_of_scipys_methods():
     for mu, df in [(0.2, 3.0), (0.5, 7.0), (-0.3, 2.0), (0.1, 1e10), (0.4, 5.0)]:
         value, grads = replayed(mu, df)
         expected_value, expected = mutad.value_and_gradient(f, mu, df)
+        assert value == expected_value and grads == expected
+    assert not replayed.reasons
+
+
+QUANTILES = [("norm", ()), ("expon", ()), ("logistic", ()), ("cauchy", ()), ("lognorm", (0.8,)),
+             ("uniform", ()), ("halfnorm", ()), ("weibull_min", (1.7,)), ("gumbel_r", ()),
+             ("rayleigh", ()), ("pareto", (2.5,))]
+
+
+@pytest.mark.parametrize("method", ["ppf", "isf"])
+@pytest.mark.parametrize("name, shapes", QUANTILES, ids=[name for name, _ in QUANTILES])
+def test_quantile_functions(name, shapes, method):
+    q = np.concatenate([UNIT, [0.0, 1.0, 1.5]])  # the ends of the support, and a nan
+    function = getattr(getattr(stats, name), method)
+    args = (q, *shapes, 0.3, 1.7)
+    y, back = mutad.pullback(function, *args)
+    assert y.tobytes() == getattr(getattr(scipy.stats, name), method)(*args).tobytes()
+    assert not back(np.ones_like(y))[0][5:].any()  # none outside (0, 1)
+    args = (UNIT, *shapes, 0.3, 1.7)
+    for policy in POLICIES:
+        mutad.check_grads(function, *args, policy=policy)
+    mutad.check_grads(function, *args, order=2)
+    mutad.check_jvp(function, *args)
+
+
+def test_norm_quantiles_by_scipys_names_frozen_too():
+    def f(mu, sigma):
+        return (scipy.stats.norm.ppf(UNIT, mu, sigma).sum() + scipy.stats.norm(mu, sigma).isf(0.3)
+                + scipy.stats.norm.ppf(0.7, loc=mu))
+
+    mutad.check_grads(f, 0.2, 1.4, order=2)
+    mutad.check_jvp(f, 0.2, 1.4)
+    dmu, dsigma = mutad.gradient(lambda mu, sigma: scipy.stats.norm.ppf(0.975, mu, sigma), 0.0, 2.0)
+    assert dmu == 1.0 and dsigma == scipy.special.ndtri(0.975)
+    with pytest.raises(mutad.MutadError, match="ppf"):
+        mutad.gradient(lambda a: scipy.stats.gamma(a).ppf(0.3), 2.0)
+
+
+@pytest.mark.parametrize("method", DISCRETE)
+@pytest.mark.parametrize("name, n", [("binom", 6.0), ("nbinom", 2.5)])
+def test_binom_and_nbinom(name, n, method):
+    k = np.array([0.0, 1.0, 2.0, 5.0, 3.0])
+    function = getattr(getattr(stats, name), method)
+    y, _ = mutad.pullback(lambda p: function(k, n, p), 0.3)
+    assert y.tobytes() == getattr(getattr(scipy.stats, name), method)(k, n, 0.3).tobytes()
+    for policy in POLICIES:
+        mutad.check_grads(lambda p: function(k, n, p), 0.3, policy=policy, order=2)
+    mutad.check_jvp(lambda p: function(k, n, p), 0.3)
+    if name == "nbinom" and method in ("pmf", "logpmf"):  # a real number of successes
+        mutad.check_grads(lambda n, p: function(k, n, p), n, 0.3, order=2)
+
+
+def test_what_binom_and_nbinom_have_no_derivative_in_is_refused():
+    with pytest.raises(mutad.MutadError, match="number of trials"):
+        mutad.gradient(lambda n: stats.binom.logpmf(2.0, n, 0.3), 6.0)
+    with pytest.raises(mutad.MutadError, match="constant"):
+        mutad.gradient(lambda n: stats.nbinom.cdf(2.0, n, 0.3), 2.5)
+
+
+def test_truncnorm_with_an_infinite_bound_and_in_its_tails():
+    x = REAL * 0.2 - 0.5
+    for method in CONTINUOUS:
+        function = getattr(stats.truncnorm, method)
+        f = lambda x, b, loc, scale: function(x, -np.inf, b, loc, scale)  # noqa: E731
+        y, _ = mutad.pullback(f, x, 0.5, 0.1, 1.2)
+        assert y.tobytes() == getattr(scipy.stats.truncnorm, method)(
+            x, -np.inf, 0.5, 0.1, 1.2).tobytes()
+        mutad.check_grads(f, x, 0.5, 0.1, 1.2, order=2)
+        mutad.check_jvp(f, x, 0.5, 0.1, 1.2)
+    # far in the right tail the mass is exp(log_ndtr) - exp(log_ndtr), not 1 - 1: finite slopes
+    da, db = mutad.gradient(lambda a, b: stats.truncnorm.logpdf(30.5, a, b), 30.0, 40.0)
+    mills = np.exp(scipy.stats.norm.logpdf(30.0) - scipy.stats.norm.logsf(30.0))  # φ(a)/Φ(-a)
+    assert da == pytest.approx(mills, rel=1e-12) and abs(db) < 1e-150
+
+
+def test_replayed_gradients_of_the_new_distributions():
+    x = np.array([0.3, 1.5])
+
+    def f(mu, s):
+        return (scipy.stats.lognorm.logpdf(x, s, 0.0, mu).sum() + scipy.stats.norm.ppf(0.3, mu, s)
+                + scipy.stats.skewnorm.cdf(0.4, s, mu) + scipy.stats.binom.logpmf(2, 5, mu / 4)
+                + scipy.stats.truncnorm.logcdf(0.2, -s, s, mu))
+
+    replayed = mutad.value_and_grad(f, argnums=(0, 1), replay=True)
+    for mu, s in [(0.2, 1.0), (0.5, 2.0), (0.1, 0.7), (0.9, 3.0)]:
+        value, grads = replayed(mu, s)
+        expected_value, expected = mutad.value_and_gradient(f, mu, s)
         assert value == expected_value and grads == expected
     assert not replayed.reasons

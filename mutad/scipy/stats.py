@@ -20,9 +20,13 @@ for a large shape). They follow SciPy's conventions: ``nan`` for invalid paramet
 a log-density ``-inf``, a distribution function 0 or 1), with no gradient there; their
 parameters are substituted by valid ones before the formula is evaluated, so that neither the
 value nor the gradient of the valid entries meets a ``nan``. Every parameter is differentiated,
-the shapes of the gamma, chi-squared and beta distribution functions excepted (incomplete gamma
-and beta functions, whose derivatives in their parameters mutad does not compute: a
-``MutadError`` says so); Student's t distribution function has its derivative in ``df``, by
+the shapes of the gamma, chi-squared, beta and inverse gamma distribution functions and
+``nbinom``'s ``n`` in its distribution function excepted (incomplete gamma and beta functions,
+whose derivatives in their parameters mutad does not compute: a ``MutadError`` says so), and
+``binom``'s number of trials, an integer (refused when traced); the skew normal distribution
+function has its derivatives in closed form beside SciPy's Owen's T. Where SciPy's quantile
+functions are closed forms, ``ppf`` and ``isf`` are ``loc + scale * f(q, *shapes)``.
+Student's t distribution function has its derivative in ``df``, by
 quadrature (``scipy.special.stdtr``).
 
 The descriptive statistics and tests (``skew``, ``zscore``, ``pearsonr``, ``ttest_ind``, ...)
@@ -47,6 +51,7 @@ from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen)
 
 from ..api import stop_gradient
+from ..arraylike import carries_derivative
 from ..custom import Adjoint
 from ..errors import UnsupportedOperationError
 from ..levels import innermost
@@ -55,11 +60,13 @@ from . import _descriptive, _numerics, linalg
 from ._descriptive import *  # noqa: F403
 from ._adjoints import Elementwise, Value
 from ._numerics import both
-from .special import (betainc, betaincc, betaln, expit, gammainc, gammaincc, gammaln, log_expit,
-                      log_ndtr, ndtr, stdtr, xlog1py, xlogy)
+from .special import (betainc, betaincc, betaln, erf, expit, gammainc, gammaincc, gammaln,
+                      log_expit, log_ndtr, logit, ndtr, ndtri, stdtr, xlog1py, xlogy)
 
-DISTRIBUTIONS = ("beta", "cauchy", "chi2", "dirichlet", "expon", "gamma", "laplace", "logistic",
-                 "multivariate_normal", "norm", "poisson", "t")
+DISTRIBUTIONS = ("beta", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma", "gumbel_r",
+                 "halfnorm", "invgamma", "laplace", "logistic", "lognorm", "multivariate_normal",
+                 "nbinom", "norm", "pareto", "poisson", "rayleigh", "skewnorm", "t", "truncnorm",
+                 "uniform", "weibull_min")
 # The descriptive statistics and tests stand in for SciPy's (registry.ROUTES) from their module.
 __all__ = [*DISTRIBUTIONS, *_descriptive.__all__]
 
@@ -97,8 +104,11 @@ class Univariate:
 
     ``functions`` maps a method (``"logpdf"``, ``"cdf"``, ...) to its standardised form
     ``f(z, *shapes)``; ``valid(*shapes)`` says which shape parameters are in range (SciPy's
-    ``_argcheck``); ``safe`` are valid stand-ins for the shapes and for ``z`` where an entry is
-    out of range or outside the support; ``support`` is ``(low, high)`` of ``z``.
+    ``_argcheck``); ``safe`` are valid stand-ins for the shapes, and ``inside`` (a number, or a
+    function of the shapes) for ``z``, where an entry is out of range or outside the support;
+    ``support`` is ``(low, high)`` of ``z``, or ``bounds(*shapes)`` where it depends on the
+    shapes; ``quantiles`` maps ``"ppf"`` and ``"isf"`` to their standardised forms
+    ``f(q, *shapes)``.
     """
 
     discrete = False
@@ -112,13 +122,15 @@ class Univariate:
     logsf: Callable[..., Any]
 
     def __init__(self, scipy, functions, valid=None, safe=(), support=(-np.inf, np.inf),
-                 inside=0.0):
+                 inside=0.0, bounds=None, quantiles=None):
         self.scipy = scipy
         self.functions = functions
         self.valid = valid
         self.safe = safe
         self.support = support
         self.inside = inside
+        self.bounds = bounds  # the support as a function of the shapes, where it depends on them
+        self.quantiles = quantiles or {}  # "ppf", "isf": the standardised f(q, *shapes)
         # SciPy's own value of each method, a function of the traced arguments with no
         # derivative of its own (what the composition's derivatives are added to).
         self.values = {name: Value(getattr(scipy, name), f"scipy.stats.{scipy.name}.{name}")
@@ -128,7 +140,8 @@ class Univariate:
 
     def methods(self):
         names = ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf")
-        return tuple(n.replace("pdf", "pmf") for n in names) if self.discrete else names
+        names = tuple(n.replace("pdf", "pmf") for n in names) if self.discrete else names
+        return names + tuple(self.quantiles)
 
     def _method(self, name):
         def method(*args, **kwargs):
@@ -153,16 +166,17 @@ class Univariate:
         """Method ``name``: SciPy's value, with the derivatives of its composition."""
         x, shapes, loc, scale = self._parse(x, args, kwargs)
         parameters = (*shapes, loc) if self.discrete else (*shapes, loc, scale)
-        result = _scipys_value(self.values[name](x, *parameters),
-                              self.composition(name, x, shapes, loc, scale))
+        composition = (self.quantile if name in self.quantiles else self.composition)(
+            name, x, shapes, loc, scale)
+        result = _scipys_value(self.values[name](x, *parameters), composition)
         return result[()] if np.ndim(result) == 0 else result
 
     def composition(self, name, x, shapes, loc, scale):
         """Method ``name`` as a composition, SciPy's conventions included."""
         valid = both(scale > 0, True if self.valid is None else self.valid(*shapes))
         z = (x - loc) / np.where(valid, scale, 1.0)
-        low, high = self.support
         valid = both(valid, np.logical_not(np.isnan(z)))
+        low, high = self.support if self.bounds is None else self.bounds(*shapes)
         if self.discrete:
             integral = np.floor(z)  # no gradient in k: the distribution is piecewise constant
             if name in ("pmf", "logpmf"):
@@ -175,7 +189,7 @@ class Univariate:
         else:
             inside = both(valid, z > low, z < high)
         shapes = [np.where(valid, s, safe) for s, safe in zip(shapes, self.safe, strict=True)]
-        z = np.where(inside, z, self.inside)
+        z = np.where(inside, z, self.inside(*shapes) if callable(self.inside) else self.inside)
         base = name[3:] if name.startswith("log") else name
         density = base in ("pdf", "pmf")
         logged = name.startswith("log")
@@ -191,6 +205,16 @@ class Univariate:
                 value = _log(value)
         outside = self._outside(name, x, loc, np.where(valid, scale, 1.0), low, high)
         return np.where(inside, value, np.where(valid, outside, np.nan))
+
+    def quantile(self, name, q, shapes, loc, scale):
+        """``ppf`` or ``isf`` as a composition, ``loc + scale * f(q, *shapes)``, inside
+        (0, 1); SciPy's values at 0 and 1 (the ends of the support) and its ``nan`` elsewhere
+        have no derivative."""
+        valid = both(scale > 0, True if self.valid is None else self.valid(*shapes))
+        inside = both(valid, q > 0, q < 1)
+        shapes = [np.where(valid, s, safe) for s, safe in zip(shapes, self.safe, strict=True)]
+        value = self.quantiles[name](np.where(inside, q, 0.5), *shapes)
+        return np.where(inside, loc + np.where(valid, scale, 1.0) * value, np.nan)
 
     def _outside(self, name, x, loc, scale, low, high):
         """The constant value of method ``name`` outside the support."""
@@ -299,6 +323,63 @@ def _logistic_logpdf(z):
                     log_expit(zf) + log_expit(-zf))
 
 
+def _log_gauss_mass(a, b):
+    """log(Φ(b) - Φ(a)), a < b, as SciPy's truncnorm takes it: with both bounds in a tail,
+    from the log-probabilities of that tail, which do not cancel."""
+    right, left = a > 0, b < 0  # both in the right tail: Φ(-a) - Φ(-b); both in the left one
+    central = np.logical_not(np.logical_or(right, left))
+    ar, br = np.where(right, a, 1.0), np.where(right, b, 2.0)
+    al, bl = np.where(left, a, -2.0), np.where(left, b, -1.0)
+    ac, bc = np.where(central, a, -1.0), np.where(central, b, 1.0)
+    upper = log_ndtr(-ar) + np.log1p(-np.exp(log_ndtr(-br) - log_ndtr(-ar)))
+    lower = log_ndtr(bl) + np.log1p(-np.exp(log_ndtr(al) - log_ndtr(bl)))
+    middle = np.log1p(-ndtr(ac) - ndtr(-bc))
+    return np.where(right, upper, np.where(left, lower, middle))
+
+
+
+def _between(a, b):
+    """A point inside (a, b), either end infinite."""
+    finite_a, finite_b = np.isfinite(a), np.isfinite(b)
+    middle = 0.5 * (np.where(finite_a, a, 0.0) + np.where(finite_b, b, 0.0))
+    return np.where(both(finite_a, finite_b), middle,
+                    np.where(finite_a, a + 1.0, np.where(finite_b, b - 1.0, 0.0)))
+
+
+def _skewnorm_cdf_value(z, a):
+    return _stats.skewnorm.cdf(z, a)
+
+
+def _skewnorm_cdf_in_a(y, z, a):
+    """d/da of the skew-normal distribution function Φ(z) - 2 T(z, a) (Owen's T):
+    -exp(-z² (1 + a²) / 2) / (π (1 + a²))."""
+    s = 1.0 + a * a
+    return -np.exp(-0.5 * z * z * s) / (np.pi * s)
+
+
+_skewnorm_cdf = Elementwise(
+    _skewnorm_cdf_value,
+    lambda y, z, a: 2.0 * np.exp(-0.5 * z * z - 0.5 * _LOG_2PI) * ndtr(a * z),
+    _skewnorm_cdf_in_a, name="skewnorm_cdf")
+"""SciPy's skew-normal distribution function (Owen's T, which mutad does not differentiate),
+with its derivatives in closed form: the density in z, and the one above in a."""
+
+
+def _integral_count(n):
+    """The number of trials of the binomial distribution: an integer, with no derivative."""
+    if carries_derivative(n):
+        raise UnsupportedOperationError(
+            "scipy.stats.binom with a differentiated number of trials n: n is an integer, and "
+            "the distribution has no derivative in it. Pass n as a constant.")
+    return n
+
+
+def _binom_logpmf(k, n, p):
+    n = _integral_count(n)
+    return (gammaln(n + 1.0) - (gammaln(k + 1.0) + gammaln(n - k + 1.0)) + xlogy(k, p)
+            + xlog1py(n - k, -p))
+
+
 # fmt: off
 norm = Continuous(_stats.norm, {
     "logpdf": lambda z: -0.5 * z * z - 0.5 * _LOG_2PI,
@@ -306,7 +387,7 @@ norm = Continuous(_stats.norm, {
     "logcdf": lambda z: log_ndtr(z),
     "sf":     lambda z: ndtr(-z),
     "logsf":  lambda z: log_ndtr(-z),
-})
+}, quantiles={"ppf": lambda q: ndtri(q), "isf": lambda q: -ndtri(q)})
 t = Continuous(_stats.t, {
     "logpdf": lambda z, df: _numerics.t_log_density(z, df),
     "cdf":    lambda z, df: stdtr(df, z),
@@ -332,7 +413,8 @@ expon = Continuous(_stats.expon, {
     "cdf":    lambda z: -np.expm1(-z),
     "sf":     lambda z: np.exp(-z),
     "logsf":  lambda z: -z,
-}, support=(0.0, np.inf), inside=1.0)
+}, support=(0.0, np.inf), inside=1.0,
+   quantiles={"ppf": lambda q: -np.log1p(-q), "isf": lambda q: -np.log(q)})
 laplace = Continuous(_stats.laplace, {
     "logpdf": lambda z: -np.abs(z) - _LOG_2,
     "cdf":    lambda z: np.where(z > 0, 1.0 - _laplace_tail(z), _laplace_tail(z)),
@@ -346,22 +428,105 @@ logistic = Continuous(_stats.logistic, {
     "sf":     lambda z: expit(-z),
     "logcdf": lambda z: log_expit(z),
     "logsf":  lambda z: log_expit(-z),
-})
+}, quantiles={"ppf": lambda q: logit(q), "isf": lambda q: -logit(q)})
 cauchy = Continuous(_stats.cauchy, {
     "logpdf": _cauchy_logpdf,
     "cdf":    lambda z: np.arctan2(1.0, -z) / np.pi,
     "sf":     lambda z: np.arctan2(1.0, z) / np.pi,
     "logcdf": lambda z: _cauchy_logcdf(z),
     "logsf":  lambda z: _cauchy_logcdf(-z),
-})
+}, quantiles={"ppf": lambda q: np.tan(np.pi * q - np.pi / 2.0),
+              "isf": lambda q: np.tan(np.pi / 2.0 - np.pi * q)})
 poisson = Discrete(_stats.poisson, {
     "logpdf": lambda k, mu: xlogy(k, mu) - gammaln(k + 1.0) - mu,
     "cdf":    lambda k, mu: gammaincc(k + 1.0, mu),
     "sf":     lambda k, mu: gammainc(k + 1.0, mu),
 }, valid=lambda mu: mu >= 0, safe=(1.0,), support=(0.0, np.inf))
+binom = Discrete(_stats.binom, {
+    "logpdf": _binom_logpmf,
+    "cdf":    lambda k, n, p: betainc(_integral_count(n) - k, k + 1.0, 1.0 - p),
+    "sf":     lambda k, n, p: betainc(k + 1.0, _integral_count(n) - k, p),
+}, valid=lambda n, p: both(n >= 0, n == np.floor(n), p >= 0, p <= 1), safe=(1.0, 0.5),
+   bounds=lambda n, p: (0.0, n))
+nbinom = Discrete(_stats.nbinom, {
+    "logpdf": lambda k, n, p: (gammaln(n + k) - gammaln(k + 1.0) - gammaln(n) + n * np.log(p)
+                               + xlog1py(k, -p)),
+    "cdf":    lambda k, n, p: betainc(n, k + 1.0, p),
+    "sf":     lambda k, n, p: betaincc(n, k + 1.0, p),
+}, valid=lambda n, p: both(n > 0, p > 0, p <= 1), safe=(1.0, 0.5), support=(0.0, np.inf))
+lognorm = Continuous(_stats.lognorm, {
+    "logpdf": lambda z, s: -0.5 * (np.log(z) / s)**2 - np.log(s) - np.log(z) - 0.5 * _LOG_2PI,
+    "cdf":    lambda z, s: ndtr(np.log(z) / s),
+    "logcdf": lambda z, s: log_ndtr(np.log(z) / s),
+    "sf":     lambda z, s: ndtr(-np.log(z) / s),
+    "logsf":  lambda z, s: log_ndtr(-np.log(z) / s),
+}, valid=lambda s: s > 0, safe=(1.0,), support=(0.0, np.inf), inside=1.0,
+   quantiles={"ppf": lambda q, s: np.exp(s * ndtri(q)), "isf": lambda q, s: np.exp(-s * ndtri(q))})
+uniform = Continuous(_stats.uniform, {
+    "logpdf": lambda z: 0.0 * z,
+    "cdf":    lambda z: z,
+    "sf":     lambda z: 1.0 - z,
+    "logcdf": lambda z: np.log(z),
+    "logsf":  lambda z: np.log1p(-z),
+}, support=(0.0, 1.0), inside=0.5, quantiles={"ppf": lambda q: q, "isf": lambda q: 1.0 - q})
+halfnorm = Continuous(_stats.halfnorm, {
+    "logpdf": lambda z: 0.5 * math.log(2.0 / math.pi) - 0.5 * z * z,
+    "cdf":    lambda z: erf(z / math.sqrt(2.0)),
+    "sf":     lambda z: 2.0 * ndtr(-z),
+    "logsf":  lambda z: _LOG_2 + log_ndtr(-z),
+}, support=(0.0, np.inf), inside=1.0,
+   quantiles={"ppf": lambda q: ndtri((1.0 + q) / 2.0), "isf": lambda q: -ndtri(q / 2.0)})
+truncnorm = Continuous(_stats.truncnorm, {
+    "logpdf": lambda z, a, b: -0.5 * z * z - 0.5 * _LOG_2PI - _log_gauss_mass(a, b),
+    "cdf":    lambda z, a, b: np.exp(_log_gauss_mass(a, z) - _log_gauss_mass(a, b)),
+    "sf":     lambda z, a, b: np.exp(_log_gauss_mass(z, b) - _log_gauss_mass(a, b)),
+    "logcdf": lambda z, a, b: _log_gauss_mass(a, z) - _log_gauss_mass(a, b),
+    "logsf":  lambda z, a, b: _log_gauss_mass(z, b) - _log_gauss_mass(a, b),
+}, valid=lambda a, b: a < b, safe=(-1.0, 1.0), bounds=lambda a, b: (a, b), inside=_between)
+weibull_min = Continuous(_stats.weibull_min, {
+    "logpdf": lambda z, c: np.log(c) + xlogy(c - 1.0, z) - z**c,
+    "cdf":    lambda z, c: -np.expm1(-z**c),
+    "sf":     lambda z, c: np.exp(-z**c),
+    "logsf":  lambda z, c: -z**c,
+}, valid=lambda c: c > 0, safe=(1.0,), support=(0.0, np.inf), inside=1.0,
+   quantiles={"ppf": lambda q, c: (-np.log1p(-q))**(1.0 / c),
+              "isf": lambda q, c: (-np.log(q))**(1.0 / c)})
+invgamma = Continuous(_stats.invgamma, {
+    "logpdf": lambda z, a: -(a + 1.0) * np.log(z) - gammaln(a) - 1.0 / z,
+    "cdf":    lambda z, a: gammaincc(a, 1.0 / z),
+    "sf":     lambda z, a: gammainc(a, 1.0 / z),
+}, valid=lambda a: a > 0, safe=(1.0,), support=(0.0, np.inf), inside=1.0)
+gumbel_r = Continuous(_stats.gumbel_r, {
+    "logpdf": lambda z: -z - np.exp(-z),
+    "cdf":    lambda z: np.exp(-np.exp(-z)),
+    "logcdf": lambda z: -np.exp(-z),
+    "sf":     lambda z: -np.expm1(-np.exp(-z)),
+}, quantiles={"ppf": lambda q: -np.log(-np.log(q)), "isf": lambda q: -np.log(-np.log1p(-q))})
+rayleigh = Continuous(_stats.rayleigh, {
+    "logpdf": lambda z: np.log(z) - 0.5 * z * z,
+    "cdf":    lambda z: -np.expm1(-0.5 * z * z),
+    "sf":     lambda z: np.exp(-0.5 * z * z),
+    "logsf":  lambda z: -0.5 * z * z,
+}, support=(0.0, np.inf), inside=1.0,
+   quantiles={"ppf": lambda q: np.sqrt(-2.0 * np.log1p(-q)),
+              "isf": lambda q: np.sqrt(-2.0 * np.log(q))})
+pareto = Continuous(_stats.pareto, {
+    "logpdf": lambda z, b: np.log(b) - (b + 1.0) * np.log(z),
+    "cdf":    lambda z, b: -np.expm1(-b * np.log(z)),
+    "sf":     lambda z, b: np.exp(-b * np.log(z)),
+    "logsf":  lambda z, b: -b * np.log(z),
+}, valid=lambda b: b > 0, safe=(1.0,), support=(1.0, np.inf), inside=2.0,
+   quantiles={"ppf": lambda q, b: (1.0 - q)**(-1.0 / b), "isf": lambda q, b: q**(-1.0 / b)})
+skewnorm = Continuous(_stats.skewnorm, {
+    "logpdf": lambda z, a: _LOG_2 - 0.5 * z * z - 0.5 * _LOG_2PI + log_ndtr(a * z),
+    "cdf":    lambda z, a: _skewnorm_cdf(z, a),
+    "sf":     lambda z, a: _skewnorm_cdf(-z, -a),
+}, valid=lambda a: np.isfinite(a), safe=(0.0,))
 # fmt: on
 
-UNIVARIATE = (norm, t, gamma, chi2, beta, expon, laplace, logistic, cauchy, poisson)
+UNIVARIATE = (norm, t, gamma, chi2, beta, expon, laplace, logistic, cauchy, poisson, binom,
+              nbinom, lognorm, uniform, halfnorm, truncnorm, weibull_min, invgamma, gumbel_r,
+              rayleigh, pareto, skewnorm)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -549,6 +714,10 @@ def _frozen_rule(name):
             raise UnsupportedOperationError(
                 f"scipy.stats.{self.dist.name}.{name}: mutad has no rule for this distribution; "
                 f"those it differentiates are {', '.join(DISTRIBUTIONS)}.")
+        if not hasattr(distribution, name):
+            raise UnsupportedOperationError(
+                f"scipy.stats.{self.dist.name}.{name}: mutad has no rule for this method of "
+                f"this distribution; it has {', '.join(distribution.methods())}.")
         return getattr(distribution, name)(x, *self.args, *args, **self.kwds, **kwargs)
 
     return rule
@@ -559,7 +728,7 @@ BY_GENERATOR = {type(d.scipy): d for d in UNIVARIATE}
 for _distribution in UNIVARIATE:
     for _name in _distribution.methods():
         METHODS[(type(_distribution.scipy), _name)] = _generator_rule(_distribution, _name)
-for _name in norm.methods():
+for _name in (*norm.methods(), "ppf", "isf"):
     METHODS[(rv_continuous_frozen, _name)] = _frozen_rule(_name)
 for _name in poisson.methods():
     METHODS[(rv_discrete_frozen, _name)] = _frozen_rule(_name)
