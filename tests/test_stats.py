@@ -308,7 +308,8 @@ def test_replayed_gradients_of_scipys_methods():
     assert not replayed.reasons
 
 
-QUANTILES = [("norm", ()), ("expon", ()), ("logistic", ()), ("cauchy", ()), ("lognorm", (0.8,)),
+QUANTILES = [("norm", ()), ("expon", ()), ("laplace", ()), ("logistic", ()), ("cauchy", ()),
+             ("lognorm", (0.8,)),
              ("uniform", ()), ("halfnorm", ()), ("weibull_min", (1.7,)), ("gumbel_r", ()),
              ("rayleigh", ()), ("pareto", (2.5,))]
 

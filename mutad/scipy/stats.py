@@ -266,6 +266,12 @@ def _laplace_tail(z):
     return 0.5 * np.exp(-np.abs(z))
 
 
+def _laplace_ppf(q):
+    upper = q > 0.5  # each side's logarithm of an argument kept inside (0, 1]
+    return np.where(upper, -np.log(2.0 * (1.0 - np.where(upper, q, 0.75))),
+                    np.log(2.0 * np.where(upper, 0.25, q)))
+
+
 def _cauchy_logpdf(z):
     """-log π - log(1 + z²), as SciPy writes it for |z| ≥ 1 (-log π - 2 log|z| - log1p(1/z²)),
     whose derivative -2z/(1+z²) does not overflow to 0 for large |z|."""
@@ -421,7 +427,7 @@ laplace = Continuous(_stats.laplace, {
     "sf":     lambda z: np.where(z > 0, _laplace_tail(z), 1.0 - _laplace_tail(z)),
     "logcdf": lambda z: np.where(z > 0, np.log1p(-_laplace_tail(z)), z - _LOG_2),
     "logsf":  lambda z: np.where(z > 0, -z - _LOG_2, np.log1p(-_laplace_tail(z))),
-})
+}, quantiles={"ppf": lambda q: _laplace_ppf(q), "isf": lambda q: -_laplace_ppf(q)})
 logistic = Continuous(_stats.logistic, {
     "logpdf": _logistic_logpdf,
     "cdf":    lambda z: expit(z),
