@@ -1,7 +1,8 @@
-"""scipy.signal's correlate, convolve2d, correlate2d, sosfilt, filtfilt, lfilter_zi and
-savgol_filter, by SciPy's names and mutad.scipy.signal's: values bit for bit SciPy's, gradients
-against finite differences under both policies, forward mode and second order, every mode and
-boundary.
+"""scipy.signal's correlate, convolve2d, correlate2d, sosfilt, filtfilt, lfilter_zi,
+savgol_filter, detrend, hilbert, sosfiltfilt, resampling (resample, resample_poly, upfirdn,
+decimate), medfilt, oaconvolve, freqz and firwin, by SciPy's names and mutad.scipy.signal's:
+values bit for bit SciPy's, gradients against finite differences under both policies, forward
+mode and second order, every mode and boundary.
 (lfilter, convolve and fftconvolve are tested in test_scipy.py.)"""
 
 import numpy as np
@@ -28,6 +29,11 @@ def sections(p):
 
 
 FREE = np.delete(SOS, 3, axis=1)
+
+
+def parts(z):
+    """A complex result as its real and imaginary parts, stacked (a real value for the loss)."""
+    return np.stack([np.real(z), np.imag(z)])
 
 # name: (call of the module f on the arguments, the arguments)
 CASES = {
@@ -63,6 +69,48 @@ CASES = {
        for mode in ("interp", "mirror", "constant", "nearest", "wrap")},
     "savgol-interp-axis0-deriv": (lambda f, x: f.savgol_filter(x, 7, 3, deriv=1, delta=0.5,
                                                                axis=0), ((9, 3),)),
+    # filters and resampling
+    "detrend": (lambda f, x: f.detrend(x), ((20,),)),
+    "detrend-breakpoints-axis0": (lambda f, x: f.detrend(x, axis=0, bp=[4, 11]), ((16, 3),)),
+    "detrend-constant": (lambda f, x: f.detrend(x, type="constant"), ((4, 9),)),
+    "hilbert": (lambda f, x: parts(f.hilbert(x)), ((16,),)),
+    "hilbert-odd-N-axis0": (lambda f, x: parts(f.hilbert(x, N=9, axis=0)), ((8, 2),)),
+    "sosfiltfilt": (lambda f, x: f.sosfiltfilt(SOS, x), ((40,),)),
+    "sosfiltfilt-sections-even-axis0": (
+        lambda f, p, x: f.sosfiltfilt(sections(p), x, axis=0, padtype="even", padlen=6),
+        (FREE, (20, 2))),
+    "sosfilt_zi": (lambda f, p: f.sosfilt_zi(sections(p)), (FREE,)),
+    "resample": (lambda f, x: f.resample(x, 25), ((16,),)),
+    "resample-down-window-axis1": (lambda f, x: f.resample(x, 7, axis=1, window="hann"),
+                                   ((2, 12),)),
+    "resample-freq-domain": (lambda f, x: parts(f.resample(x, 12, domain="freq")), ((8,),)),
+    "resample-time": (lambda f, x, t: f.resample(x, 11, t=t)[1], ((7,), (3,))),
+    "resample_poly": (lambda f, x: f.resample_poly(x, 3, 2), ((20,),)),
+    "resample_poly-mean-axis1": (lambda f, x: f.resample_poly(x, 2, 5, axis=1, padtype="mean"),
+                                 ((2, 23),)),
+    "upfirdn": (lambda f, h, x: f.upfirdn(h, x, 2, 3), ((5,), (13,))),
+    "upfirdn-axis0": (lambda f, h, x: f.upfirdn(h, x, 3, 1, axis=0), ((4,), (6, 2))),
+    "decimate": (lambda f, x: f.decimate(x, 3), ((60,),)),
+    "decimate-fir": (lambda f, x: f.decimate(x, 2, ftype="fir"), ((50,),)),
+    "decimate-fir-causal-axis0": (lambda f, x: f.decimate(x, 2, n=6, ftype="fir",
+                                                          zero_phase=False, axis=0), ((15, 2),)),
+    "decimate-iir-causal": (lambda f, x: f.decimate(x, 2, zero_phase=False), ((30,),)),
+    "medfilt": (lambda f, x: f.medfilt(x, 5), ((17,),)),
+    "medfilt-2d": (lambda f, x: f.medfilt(x, [3, 1]), ((6, 5),)),
+    "oaconvolve": (lambda f, a, k: f.oaconvolve(a, k), ((60,), (5,))),
+    "oaconvolve-same-axes": (lambda f, a, k: f.oaconvolve(a, k, "same", axes=0),
+                             ((50, 2), (4, 2))),
+    "firwin": (lambda f, c: f.firwin(11, 0.2 + 0.05 * np.tanh(c)), ((),)),
+    "firwin-bandpass-kaiser": (
+        lambda f, c: f.firwin(12, np.array([0.1, 0.3]) * (1.0 + 0.1 * np.tanh(c)), width=0.2,
+                              pass_zero="bandpass", fs=1.0), ((2,),)),
+    "firwin-highpass-unscaled": (
+        lambda f, c: f.firwin(9, 0.3 + 0.05 * np.tanh(c), pass_zero=False, scale=False),
+        ((),)),
+    "freqz": (lambda f, b, a: parts(f.freqz(b, a, worN=12)[1]), (B, A)),
+    "freqz-fir-whole": (lambda f, b: parts(f.freqz(b, worN=10, whole=True)[1]), ((5,),)),
+    "freqz-frequencies": (lambda f, b, a: parts(f.freqz(b, a, worN=np.linspace(0, 3, 7),
+                                                        fs=6.0)[1]), (B, A)),
 }
 
 
@@ -149,3 +197,14 @@ def test_a_filter_designed_in_the_function_applies_twice():
     assert mutad.value_and_grad(f)(x)[0] == f(x)
     mutad.check_grads(f, x)
     assert x.tobytes() == before
+
+
+def test_more_refusals(rng):
+    x = rng.normal(size=30)
+    with pytest.raises(UnsupportedOperationError, match="zero extension"):
+        mutad.gradient(lambda x: scipy.signal.upfirdn([1.0, 0.5], x, 2, mode="edge").sum(), x)
+    with pytest.raises(UnsupportedOperationError, match="padtype"):
+        mutad.gradient(lambda x: scipy.signal.resample_poly(x, 2, 3, padtype="edge").sum(), x)
+    with pytest.raises(UnsupportedOperationError, match="dlti"):
+        system = scipy.signal.dlti(*scipy.signal.butter(2, 0.3))
+        mutad.gradient(lambda x: scipy.signal.decimate(x, 2, ftype=system).sum(), x)

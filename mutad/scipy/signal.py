@@ -18,15 +18,21 @@ every mode and boundary; ``savgol_filter`` is linear in x, ndimage's ``convolve1
 """
 
 import functools
+import math
+import operator
+import warnings
 
 import numpy as np
+import scipy.fft as _fft
 import scipy.signal as _signal
-from scipy.signal import _arraytools, _signaltools
+from numpy.lib.array_utils import normalize_axis_index
+from scipy.signal import _arraytools, _filter_design, _signaltools
+from scipy.signal._upfirdn import _output_len
 
 from ..errors import UnsupportedOperationError
 from ..registry import HOLOMORPHIC
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
-from . import ndimage
+from . import fft, linalg, ndimage
 from ._adjoints import (ScipyAdjoint, StandIn, array_argument, array_tangent, scipy_adjoint,
                         stands_in_for)
 
@@ -34,8 +40,10 @@ lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
 fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
-__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve", "filtfilt",
-           "lfilter", "lfilter_zi", "savgol_filter", "sosfilt"]
+__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "decimate", "detrend",
+           "fftconvolve", "filtfilt", "firwin", "freqz", "hilbert", "lfilter", "lfilter_zi",
+           "medfilt", "oaconvolve", "resample", "resample_poly", "savgol_filter", "sosfilt",
+           "sosfilt_zi", "sosfiltfilt", "upfirdn"]
 
 
 def _lagged_products(v, u, count):
@@ -560,3 +568,464 @@ def _savgol_interp_rule(x, window_length, polyorder, deriv, delta, axis):
 def _savgol_interp_jvp(tangents, x, window_length, polyorder, deriv, delta, axis):
     return (_savgol_interp(x, window_length, polyorder, deriv, delta, axis),
             _savgol_interp(tangents[0], window_length, polyorder, deriv, delta, axis))
+
+
+# ----------------------------------------------------------------------------------------------
+# detrend, hilbert, sosfiltfilt, medfilt: SciPy's own steps, on the differentiated functions
+
+
+@stands_in_for(_signal.detrend)
+def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=False):
+    # SciPy's steps (signal/_signaltools.py): the mean, or per segment between breakpoints the
+    # least-squares line (scipy.linalg.lstsq, differentiated), subtracted; with overwrite_data,
+    # into data itself where SciPy's reshape is a view of it, as SciPy's.
+    if type not in ["linear", "l", "constant", "c"]:
+        raise ValueError("Trend type must be 'linear' or 'constant'.")
+    dtype = data.dtype.char
+    if dtype not in "dfDF":
+        dtype = "d"
+    if type in ["constant", "c"]:
+        return data - np.mean(data, axis, keepdims=True)
+    dshape = np.shape(data)
+    n = dshape[axis]
+    bp = np.sort(np.unique(np.concatenate(np.atleast_1d(0, bp, n))))
+    if np.any(bp > n):
+        raise ValueError("Breakpoints must be less than length of data along given axis.")
+    axis = normalize_axis_index(axis, len(dshape))
+    newdata = np.moveaxis(data, axis, 0)
+    newdata_shape = newdata.shape
+    newdata = newdata.reshape(n, -1)
+    if not overwrite_data:
+        newdata = newdata.copy()
+    if newdata.dtype.char not in "dfDF":
+        newdata = newdata.astype(dtype)
+    for m in range(len(bp) - 1):
+        npts = bp[m + 1] - bp[m]
+        design = np.ones((npts, 2), dtype)
+        design[:, 0] = np.arange(1, npts + 1, dtype=dtype) / npts
+        sl = slice(bp[m], bp[m + 1])
+        coef = linalg.lstsq(design, newdata[sl])[0]
+        newdata[sl] = newdata[sl] - design @ coef
+    return np.moveaxis(newdata.reshape(newdata_shape), 0, axis)
+
+
+@stands_in_for(_signal.hilbert)
+def hilbert(x, N=None, axis=-1):
+    # SciPy's steps: the FFT, the negative frequencies zeroed and the positive ones doubled,
+    # the inverse FFT (scipy.fft's, differentiated).
+    if np.iscomplexobj(x):
+        raise ValueError("x must be real.")
+    if N is None:
+        N = np.shape(x)[axis]
+    if N <= 0:
+        raise ValueError("N must be positive.")
+    spectrum = np.moveaxis(fft.fft(x, N, axis=axis), axis, -1)
+    half = N // 2 if N % 2 == 0 else (N + 1) // 2
+    spectrum[..., 1:half] *= 2.0
+    spectrum[..., N // 2 + 1 if N % 2 == 0 else half:N] = 0.0
+    return fft.ifft(np.moveaxis(spectrum, -1, axis), axis=axis)
+
+
+@stands_in_for(_signal.sosfilt_zi)
+def sosfilt_zi(sos):
+    """SciPy's ``sosfilt_zi`` in its steps: each section's ``lfilter_zi``, scaled by the DC
+    gain of the sections before it (rows stacked, not written into SciPy's buffer)."""
+    if np.ndim(sos) != 2 or np.shape(sos)[1] != 6:
+        raise ValueError("sos must be shape (n_sections, 6)")
+    rows, scale = [], 1.0
+    for section in range(np.shape(sos)[0]):
+        b, a = sos[section, :3], sos[section, 3:]
+        rows.append(scale * lfilter_zi(b, a))
+        scale = scale * (np.sum(b) / np.sum(a))
+    return np.stack(rows)
+
+
+@stands_in_for(_signal.sosfiltfilt)
+def sosfiltfilt(sos, x, axis=-1, padtype="odd", padlen=None):
+    # SciPy's steps: the padded signal filtered forwards and backwards by sosfilt, each pass
+    # started from sosfilt_zi's steady state.
+    if np.ndim(sos) != 2 or np.shape(sos)[1] != 6:
+        raise ValueError("sos array must be shape (n_sections, 6)")
+    if np.ndim(x) == 0:
+        raise ValueError("x must be at least 1-D")
+    n_sections = np.shape(sos)[0]
+    ntaps = 2 * n_sections + 1
+    ntaps -= min(int(np.sum(sos[:, 2] == 0)), int(np.sum(sos[:, 5] == 0)))
+    edge, ext = _signaltools._validate_pad(padtype, padlen, x, axis, ntaps=ntaps)
+    zi = sosfilt_zi(sos)
+    zi_shape = [1] * np.ndim(x)
+    zi_shape[axis] = 2
+    zi = np.reshape(zi, [n_sections] + zi_shape)
+    x0 = _arraytools.axis_slice(ext, stop=1, axis=axis)
+    y, _ = sosfilt(sos, ext, axis=axis, zi=zi * x0)
+    y0 = _arraytools.axis_slice(y, start=-1, axis=axis)
+    y, _ = sosfilt(sos, _arraytools.axis_reverse(y, axis=axis), axis=axis, zi=zi * y0)
+    y = _arraytools.axis_reverse(y, axis=axis)
+    if edge > 0:
+        y = _arraytools.axis_slice(y, start=edge, stop=-edge, axis=axis)
+    return y
+
+
+@stands_in_for(_signal.medfilt)
+def medfilt(volume, kernel_size=None):
+    # SciPy's steps: ndimage's rank filter at the middle rank, zeros beyond the ends; each
+    # output takes the cotangent of the element it selected.
+    if np.ndim(volume) == 0:
+        volume = np.atleast_1d(volume)
+    if volume.dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype={volume.dtype} is not supported by medfilt")
+    if kernel_size is None:
+        kernel_size = [3] * volume.ndim
+    kernel_size = np.asarray(kernel_size)
+    if kernel_size.shape == ():
+        kernel_size = np.repeat(kernel_size, volume.ndim)
+    if any(k % 2 != 1 for k in kernel_size):
+        raise ValueError("Each element of kernel_size should be odd.")
+    if any(k > s for k, s in zip(kernel_size, volume.shape)):
+        warnings.warn("kernel_size exceeds volume extent: the volume will be zero-padded.",
+                      stacklevel=2)
+    size = math.prod(kernel_size)
+    return ndimage.rank_filter(volume, size // 2, size=kernel_size, mode="constant")
+
+
+# ----------------------------------------------------------------------------------------------
+# upfirdn: linear in h and in x; resample_poly and decimate are SciPy's steps around it
+
+upfirdn = scipy_adjoint(_signal.upfirdn)
+
+
+def _upsampled(x, up, length):
+    """``x`` along the last axis with ``up - 1`` zeros after each element, to ``length``."""
+    u = np.zeros_like(x, shape=np.shape(x)[:-1] + (length,))
+    u[..., ::up] = x
+    return u
+
+
+@upfirdn.rule
+def _upfirdn_rule(h, x, up=1, down=1, axis=-1, mode="constant", cval=0):
+    if mode != "constant" or cval != 0:
+        raise UnsupportedOperationError(
+            f"scipy.signal.upfirdn(mode={mode!r}, cval={cval!r}): mutad differentiates the "
+            "zero extension only (mode='constant', cval=0).")
+    if np.ndim(h) != 1:
+        raise UnsupportedOperationError("scipy.signal.upfirdn of an h that is not 1-d.")
+    y = upfirdn(h, x, up, down, axis, mode, cval)
+    x_last = np.moveaxis(x, axis, -1)
+    length, taps = np.shape(x_last)[-1], np.size(h)
+    # y[n] = Σ_k h[k] u[n·down - k], u the upsampled x (span samples): every down-th sample
+    # of the full convolution (full samples; SciPy's output may run on past it, in zeros).
+    span = (length - 1) * up + 1
+    full = span + taps - 1
+    count = min(np.shape(y)[axis], -(-full // down))
+
+    def back(dy):
+        # z holds dy at every down-th sample of the full convolution: ū[m] = Σ_k h[k] z[m+k],
+        # x̄ = ū at the upsampled positions; h̄[k] = Σ_m u[m] z[m+k].
+        dy_last = np.moveaxis(dy, axis, -1)
+        z = np.zeros_like(dy_last, shape=np.shape(dy_last)[:-1] + (full,))
+        z[..., ::down] = dy_last[..., :count]
+        du = functools.reduce(np.add, [h[k] * z[..., k:k + span] for k in range(taps)])
+        u = _upsampled(x_last, up, span)
+        dh = stacked([np.vdot(z[..., k:k + span], u) for k in range(taps)])
+        return dh, np.moveaxis(du[..., ::up], -1, axis)
+
+    return y, back
+
+
+@upfirdn.jvp_rule
+def _upfirdn_jvp(tangents, h, x, up=1, down=1, axis=-1, mode="constant", cval=0):
+    dh, dx = (tuple(tangents) + (None, None))[:2]
+    if mode != "constant" or cval != 0:
+        raise UnsupportedOperationError(
+            f"scipy.signal.upfirdn(mode={mode!r}, cval={cval!r}): mutad differentiates the "
+            "zero extension only (mode='constant', cval=0).")
+    parts = [upfirdn(h, dx, up, down, axis)] if dx is not None else []
+    if dh is not None:
+        parts.append(upfirdn(dh, x, up, down, axis))
+    return upfirdn(h, x, up, down, axis), functools.reduce(np.add, parts) if parts else None
+
+
+@stands_in_for(_signal.resample_poly)
+def resample_poly(x, up, down, axis=0, window=("kaiser", 5.0), padtype="constant", cval=None):
+    # SciPy's steps (signal/_signaltools.py): its FIR filter (a constant), upfirdn, the
+    # delay removed.
+    if up != int(up):
+        raise ValueError("up must be an integer")
+    if down != int(down):
+        raise ValueError("down must be an integer")
+    up, down = int(up), int(down)
+    if up < 1 or down < 1:
+        raise ValueError("up and down must be >= 1")
+    if cval is not None and padtype != "constant":
+        raise ValueError("cval has no effect when padtype is ", padtype)
+    g = math.gcd(up, down)
+    up //= g
+    down //= g
+    if up == down == 1:
+        return x.copy()
+    n_in = np.shape(x)[axis]
+    n_out = n_in * up
+    n_out = n_out // down + bool(n_out % down)
+    if isinstance(window, list) or isinstance(window, np.ndarray):
+        h = np.array(window, copy=True)
+        if h.ndim > 1:
+            raise ValueError("window must be 1-D")
+        half_len = (np.size(h) - 1) // 2
+    else:
+        max_rate = max(up, down)
+        half_len = 10 * max_rate
+        h = _signal.firwin(2 * half_len + 1, 1.0 / max_rate, window=window)
+        if np.issubdtype(x.dtype, np.inexact):
+            h = np.asarray(h, dtype=x.dtype)
+    h *= up
+    n_pre_pad = down - half_len % down
+    n_post_pad = 0
+    n_pre_remove = (half_len + n_pre_pad) // down
+    while _output_len(h.shape[0] + n_pre_pad + n_post_pad, n_in, up, down) < (
+            n_out + n_pre_remove):
+        n_post_pad += 1
+    h = np.concatenate((np.zeros(n_pre_pad, dtype=h.dtype), h,
+                        np.zeros(n_post_pad, dtype=h.dtype)))
+    funcs = {"mean": np.mean, "median": np.median, "minimum": np.min, "maximum": np.max}
+    if padtype in funcs:
+        background = funcs[padtype](x, axis=axis, keepdims=True)
+        x = x - background
+    elif padtype == "constant" and cval not in (None, 0):
+        raise UnsupportedOperationError(
+            "scipy.signal.resample_poly(padtype='constant', cval != 0): mutad differentiates "
+            "the zero extension, or padtype 'mean', 'median', 'minimum', 'maximum'.")
+    elif padtype != "constant":
+        raise UnsupportedOperationError(
+            f"scipy.signal.resample_poly(padtype={padtype!r}): mutad differentiates the zero "
+            "extension, or padtype 'mean', 'median', 'minimum', 'maximum'.")
+    y = upfirdn(h, x, up, down, axis=axis)
+    keep = [slice(None)] * np.ndim(x)
+    keep[axis] = slice(n_pre_remove, n_pre_remove + n_out)
+    y_keep = y[tuple(keep)]
+    if padtype in funcs:
+        y_keep += background
+    return y_keep
+
+
+@stands_in_for(_signal.decimate)
+def decimate(x, q, n=None, ftype="iir", axis=-1, zero_phase=True):
+    # SciPy's steps: its filter design (constants), then the differentiated filters.
+    q = operator.index(q)
+    if n is not None:
+        n = operator.index(n)
+    result_type = x.dtype
+    if not np.issubdtype(result_type, np.inexact) or result_type.type == np.float16:
+        result_type = np.float64
+    if ftype == "fir":
+        if n is None:
+            n = 20 * q
+        b = np.asarray(_signal.firwin(n + 1, 1.0 / q, window="hamming"), dtype=result_type)
+        a = np.asarray(1.0, dtype=result_type)
+    elif ftype == "iir":
+        sos = np.asarray(_signal.cheby1(8 if n is None else n, 0.05, 0.8 / q, output="sos"),
+                         dtype=result_type)
+    else:
+        raise UnsupportedOperationError(
+            "scipy.signal.decimate(ftype=<a dlti system>): mutad differentiates ftype='iir' "
+            "and 'fir'; filter with the system's coefficients (sosfiltfilt, filtfilt) and "
+            "slice instead.")
+    sl = [slice(None)] * np.ndim(x)
+    if ftype == "fir":
+        b = b / a
+        if zero_phase:
+            y = resample_poly(x, 1, q, axis=axis, window=b)
+        else:
+            y = upfirdn(b, x, up=1, down=q, axis=axis)
+            sl[axis] = slice(None, np.shape(x)[axis] // q + bool(np.shape(x)[axis] % q), None)
+    else:
+        y = sosfiltfilt(sos, x, axis=axis) if zero_phase else sosfilt(sos, x, axis=axis)
+        sl[axis] = slice(None, None, q)
+    return y[tuple(sl)]
+
+
+@stands_in_for(_signal.resample)
+def resample(x, num, t=None, axis=0, window=None, domain="time"):
+    # SciPy's steps (signal/_signaltools.py): the spectrum (scipy.fft's, differentiated),
+    # windowed by a constant, cut or zero-padded to num bins, transformed back.
+    if domain not in ("time", "freq"):
+        raise ValueError(f"Parameter {domain=} not in ('time', 'freq')!")
+    if np.ndim(x) > 1:
+        x = np.moveaxis(x, axis, -1)
+    n_x = np.shape(x)[-1]
+    s_fac = n_x / num
+    m = min(num, n_x)
+    m2 = m // 2 + 1
+    if window is None:
+        W = None
+    elif callable(window):
+        W = window(_fft.fftfreq(n_x))
+    elif hasattr(window, "shape"):
+        if window.shape != (n_x,):
+            raise ValueError(f"{window.shape=} != ({n_x},), i.e., window length is not equal "
+                             "to number of frequency bins!")
+        W = np.array(window, copy=True)
+    else:
+        W = _fft.fftshift(_signal.get_window(window, n_x)).astype(np.float64)
+    if domain == "time" and not np.iscomplexobj(x):
+        X = fft.rfft(x)
+        if W is not None:
+            n_X = X.shape[-1]
+            W[1:n_X] += np.flip(W[-n_X + 1:])
+            W[1:n_X] /= 2
+            X *= W[:n_X]
+        X = X[..., :m2]
+        if m % 2 == 0 and num != n_x:
+            X[..., m // 2] *= 2 if num < n_x else 0.5
+        x_r = fft.irfft(X / s_fac, n=num)
+    else:
+        X = fft.fft(x) if domain == "time" else x
+        if W is not None:
+            X = X * W
+        Y = np.zeros_like(X, shape=X.shape[:-1] + (num,))
+        Y[..., :m2] = X[..., :m2]
+        if m2 < m:
+            Y[..., m2 - m:] = X[..., m2 - m:]
+        if m % 2 == 0:
+            if num < n_x:
+                Y[..., -m // 2] += X[..., -m // 2]
+            elif n_x < num:
+                Y[..., m // 2] /= 2
+                Y[..., num - m // 2] = Y[..., m // 2]
+        x_r = fft.ifft(Y / s_fac, n=num)
+    if np.ndim(x_r) > 1:
+        x_r = np.moveaxis(x_r, -1, axis)
+    if t is not None:
+        return x_r, t[0] + (t[1] - t[0]) * s_fac * np.arange(num)
+    return x_r
+
+
+# oaconvolve: bilinear, as fftconvolve (its value SciPy's own, overlap-add)
+oaconvolve = scipy_adjoint(_signal.oaconvolve)
+_convolution_rules(oaconvolve, None, takes_axes=True)
+
+
+@stands_in_for(_signal.firwin)
+def firwin(numtaps, cutoff, *, width=None, window="hamming", pass_zero=True, scale=True,
+           fs=None):
+    # SciPy's steps (signal/_fir_filter_design.py): windowed differences of sincs at the band
+    # edges, scaled to unit gain; the cutoffs traced, the window a constant.
+    fs = _arraytools._validate_fs(fs, allow_none=True)
+    fs = 2 if fs is None else fs
+    nyq = 0.5 * fs
+    cutoff = np.atleast_1d(cutoff).astype(np.float64) / float(nyq)
+    if cutoff.ndim > 1:
+        raise ValueError("The cutoff argument must be at most one-dimensional.")
+    if np.size(cutoff) == 0:
+        raise ValueError("At least one cutoff frequency must be given.")
+    if np.min(cutoff) <= 0 or np.max(cutoff) >= 1:
+        raise ValueError("Invalid cutoff frequency: frequencies must be greater than 0 and "
+                         "less than fs/2.")
+    if np.any(cutoff[1:] - cutoff[:-1] <= 0):
+        raise ValueError("Invalid cutoff frequencies: the frequencies must be strictly "
+                         "increasing.")
+    if width is not None:
+        window = ("kaiser", _signal.kaiser_beta(_signal.kaiser_atten(numtaps,
+                                                                      float(width) / nyq)))
+    if pass_zero in ("bandstop", "lowpass"):
+        if pass_zero == "lowpass" and np.size(cutoff) != 1:
+            raise ValueError('cutoff must have one element if pass_zero=="lowpass", got '
+                             f"{cutoff.shape}")
+        if pass_zero == "bandstop" and np.size(cutoff) <= 1:
+            raise ValueError('cutoff must have at least two elements if pass_zero=="bandstop",'
+                             f" got {cutoff.shape}")
+        pass_zero = True
+    elif pass_zero in ("bandpass", "highpass"):
+        if pass_zero == "highpass" and np.size(cutoff) != 1:
+            raise ValueError('cutoff must have one element if pass_zero=="highpass", got '
+                             f"{cutoff.shape}")
+        if pass_zero == "bandpass" and np.size(cutoff) <= 1:
+            raise ValueError('cutoff must have at least two elements if pass_zero=="bandpass",'
+                             f" got {cutoff.shape}")
+        pass_zero = False
+    elif not (pass_zero is True or pass_zero is False):
+        raise ValueError(f"Parameter {pass_zero=} not in (True, False, 'bandpass', "
+                         "'lowpass', 'highpass', 'bandstop')")
+    pass_nyquist = (np.size(cutoff) % 2 == 0) == pass_zero
+    if pass_nyquist and numtaps % 2 == 0:
+        raise ValueError("A filter with an even number of coefficients must have zero "
+                         "response at the Nyquist frequency.")
+    cutoff = np.concatenate((np.zeros(int(pass_zero)), cutoff, np.ones(int(pass_nyquist))))
+    bands = np.reshape(cutoff, (-1, 2))
+    alpha = 0.5 * (numtaps - 1)
+    m = np.arange(0, numtaps, dtype=np.float64) - alpha
+    h = 0
+    for j in range(bands.shape[0]):
+        left, right = bands[j, 0], bands[j, 1]
+        h += right * np.sinc(right * m)
+        h -= left * np.sinc(left * m)
+    h *= _signal.get_window(window, numtaps, fftbins=False)
+    if scale:
+        left, right = bands[0, ...]
+        if left == 0:
+            scale_frequency = 0.0
+        elif right == 1:
+            scale_frequency = 1.0
+        else:
+            scale_frequency = 0.5 * (left + right)
+        h /= np.sum(h * np.cos(np.pi * m * scale_frequency))
+    return h
+
+
+@stands_in_for(_signal.freqz)
+def freqz(b, a=1, worN=512, whole=False, plot=None, fs=2 * np.pi, include_nyquist=False):
+    # SciPy's steps (signal/_filter_design.py) for 1-d coefficients: the FFT of b divided by
+    # a, or both polynomials evaluated by Horner's rule at the frequencies (constants).
+    b, a = np.atleast_1d(b), np.atleast_1d(a)
+    if np.ndim(b) != 1 or np.ndim(a) != 1:
+        raise UnsupportedOperationError("scipy.signal.freqz of coefficients that are not 1-d: "
+                                        "mutad differentiates 1-d b and a.")
+    if np.issubdtype(a.dtype, np.integer):
+        a = a.astype(np.float64)
+    res_dtype = np.result_type(b, a)
+    real_dtype = np.finfo(res_dtype).dtype if np.issubdtype(res_dtype, np.inexact) else (
+        np.float64)
+    fs = _filter_design._validate_fs(fs, allow_none=False)
+    if worN is None:
+        worN = 512
+    h = None
+    if _filter_design._is_int_type(worN):
+        N = operator.index(worN)
+        if N < 0:
+            raise ValueError(f"worN must be nonnegative, got {N}")
+        lastpoint = 2 * np.pi if whole else np.pi
+        w = np.linspace(0, lastpoint, N, endpoint=include_nyquist and not whole,
+                        dtype=real_dtype)
+        n_fft = N if whole else 2 * (N - 1) if include_nyquist else 2 * N
+        if np.size(a) == 1 and n_fft >= b.shape[0] and n_fft > 0:
+            real = (np.issubdtype(b.dtype, np.floating) and np.issubdtype(a.dtype, np.floating))
+            h = (fft.rfft if real else fft.fft)(b, n=n_fft, axis=0)
+            h = h[:min(N, h.shape[0])]
+            h /= a
+            if real and whole:
+                stop = None if n_fft % 2 == 1 else -1
+                h = np.concatenate((h, np.conj(np.flip(h[1:stop], axis=0))))
+    else:
+        if isinstance(worN, complex):
+            worN = worN.real
+        w = np.atleast_1d(np.asarray(worN, dtype=res_dtype))
+        if np.issubdtype(w.dtype, np.integer):
+            w = w.astype(np.float64)
+        w = 2 * np.pi * w / fs
+    if h is None:
+        zm1 = np.exp(-1j * w)
+        h = _horner(zm1, b) / _horner(zm1, a)
+    w = w * (fs / (2 * np.pi))
+    if plot is not None:
+        plot(w, h)
+    return w, h
+
+
+def _horner(z, c):
+    """SciPy's ``npp_polyval(z, c, tensor=False)``: Horner's rule, the last coefficient first."""
+    if np.issubdtype(c.dtype, np.integer):
+        c = c.astype(np.float64)
+    c0 = np.broadcast_to(c[-1].astype(np.result_type(c, z)), np.shape(z))
+    for i in range(2, c.shape[0] + 1):
+        c0 = c[-i] + c0 * z
+    return c0
+
