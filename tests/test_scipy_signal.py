@@ -1,8 +1,9 @@
 """scipy.signal's correlate, convolve2d, correlate2d, sosfilt, filtfilt, lfilter_zi,
-savgol_filter, detrend, hilbert, sosfiltfilt, resampling (resample, resample_poly, upfirdn,
-decimate), medfilt, oaconvolve, freqz and firwin, by SciPy's names and mutad.scipy.signal's:
-values bit for bit SciPy's, gradients against finite differences under both policies, forward
-mode and second order, every mode and boundary.
+savgol_filter, the spectral functions (welch, periodogram, csd, coherence, stft, istft,
+spectrogram, ShortTimeFFT's methods), detrend, hilbert, sosfiltfilt, resampling (resample,
+resample_poly, upfirdn, decimate), medfilt, oaconvolve, freqz and firwin, by SciPy's names and
+mutad.scipy.signal's: values bit for bit SciPy's, gradients against finite differences under
+both policies, forward mode and second order, every mode and boundary.
 (lfilter, convolve and fftconvolve are tested in test_scipy.py.)"""
 
 import numpy as np
@@ -34,6 +35,11 @@ FREE = np.delete(SOS, 3, axis=1)
 def parts(z):
     """A complex result as its real and imaginary parts, stacked (a real value for the loss)."""
     return np.stack([np.real(z), np.imag(z)])
+
+
+def demeaned(d):
+    """A detrend function of the user's: the segment less its mean."""
+    return d - d.mean(axis=-1, keepdims=True)
 
 # name: (call of the module f on the arguments, the arguments)
 CASES = {
@@ -69,6 +75,44 @@ CASES = {
        for mode in ("interp", "mirror", "constant", "nearest", "wrap")},
     "savgol-interp-axis0-deriv": (lambda f, x: f.savgol_filter(x, 7, 3, deriv=1, delta=0.5,
                                                                axis=0), ((9, 3),)),
+    # spectral analysis
+    "welch": (lambda f, x: f.welch(x, nperseg=16)[1], ((64,),)),
+    "welch-linear-spectrum-median": (
+        lambda f, x: f.welch(x, nperseg=8, detrend="linear", scaling="spectrum",
+                             average="median")[1], ((40,),)),
+    "welch-callable-twosided-axis0": (
+        lambda f, x: f.welch(x, nperseg=8, noverlap=2, detrend=demeaned, return_onesided=False,
+                             axis=0)[1], ((30, 2),)),
+    "welch-no-detrend-nfft-window": (
+        lambda f, x: f.welch(x, window=np.hanning(12), nfft=15, detrend=False)[1], ((50,),)),
+    "periodogram": (lambda f, x: f.periodogram(x)[1], ((32,),)),
+    "periodogram-short-nfft-spectrum": (
+        lambda f, x: f.periodogram(x, window="hann", nfft=20, scaling="spectrum",
+                                   axis=0)[1], ((25, 2),)),
+    "csd": (lambda f, x, y: parts(f.csd(x, y, nperseg=16)[1]), ((48,), (48,))),
+    "csd-shorter-y-linear": (lambda f, x, y: parts(f.csd(x, y, nperseg=8, detrend="linear")[1]),
+                             ((30,), (24,))),
+    "coherence": (lambda f, x, y: f.coherence(x, y, nperseg=16)[1], ((64,), (64,))),
+    "stft": (lambda f, x: parts(f.stft(x, nperseg=16)[2]), ((50,),)),
+    "stft-linear-psd-axis0-even": (
+        lambda f, x: parts(f.stft(x, nperseg=8, noverlap=5, detrend="linear", scaling="psd",
+                                  boundary="even", axis=0)[2]), ((27, 2),)),
+    "stft-twosided-unpadded": (
+        lambda f, x: parts(f.stft(x, nperseg=10, nfft=12, return_onesided=False, padded=False,
+                                  boundary=None)[2]), ((33,),)),
+    "spectrogram": (lambda f, x: f.spectrogram(x, nperseg=16)[2], ((60,),)),
+    "spectrogram-complex-spectrum": (
+        lambda f, x: parts(f.spectrogram(x, nperseg=12, scaling="spectrum", mode="complex",
+                                         detrend=False)[2]), ((40,),)),
+    "spectrogram-magnitude": (lambda f, x: f.spectrogram(x, nperseg=12, mode="magnitude")[2],
+                              ((40,),)),
+    "spectrogram-angle-axis0": (lambda f, x: f.spectrogram(x, nperseg=12, mode="angle",
+                                                           axis=0)[2], ((40, 2),)),
+    "istft": (lambda f, z: f.istft(z[0] + 1j * z[1], nperseg=16)[1], ((2, 9, 6),)),
+    "istft-axes-twosided-psd": (
+        lambda f, z: parts(f.istft(z[0] + 1j * z[1], nperseg=8, input_onesided=False,
+                                   time_axis=0, freq_axis=1, scaling="psd")[1]), ((2, 7, 8),)),
+    "stft-istft": (lambda f, x: f.istft(f.stft(x, nperseg=16)[2], nperseg=16)[1], ((40,),)),
     # filters and resampling
     "detrend": (lambda f, x: f.detrend(x), ((20,),)),
     "detrend-breakpoints-axis0": (lambda f, x: f.detrend(x, axis=0, bp=[4, 11]), ((16, 3),)),
@@ -197,6 +241,77 @@ def test_a_filter_designed_in_the_function_applies_twice():
     assert mutad.value_and_grad(f)(x)[0] == f(x)
     mutad.check_grads(f, x)
     assert x.tobytes() == before
+
+
+def test_short_time_fft_methods(rng):
+    """ShortTimeFFT's stft, spectrogram and istft with traced arrays: SciPy's values, and their
+    derivatives."""
+    SFT = scipy.signal.ShortTimeFFT(scipy.signal.windows.hann(16, sym=False), 4, fs=2.0)
+    cross = scipy.signal.ShortTimeFFT(np.hanning(8), 3, fs=1.0, fft_mode="centered",
+                                      scale_to="psd")
+    x, y = rng.normal(size=40), rng.normal(size=40)
+    calls = [lambda x: parts(SFT.stft(x)),
+             lambda x: SFT.spectrogram(x, detr="linear"),
+             lambda x: SFT.istft(SFT.stft(x), k1=40),
+             lambda x: parts(cross.spectrogram(x, y, p0=1, p1=8, padding="even")),
+             lambda x: parts(cross.istft(cross.stft_detrend(x, "constant"), k1=40))]
+    for call in calls:
+        value = []
+        mutad.value_and_gradient(lambda x: weighted(value.append(mutad.stop_gradient(
+            call(x)).copy()) or call(x)), x)
+        assert value[0].tobytes() == np.asarray(call(x)).tobytes()
+        mutad.check_grads(lambda x: weighted(call(x)), x)
+        mutad.check_jvp(lambda x: weighted(call(x)), x)
+
+
+@pytest.mark.parametrize("name,call", [
+    ("welch", lambda f, z: f.welch(z, nperseg=8)[1]),
+    ("csd", lambda f, z: parts(f.csd(z, z[::-1] * 0.5, nperseg=8)[1])),
+    ("stft", lambda f, z: parts(f.stft(z, nperseg=8, return_onesided=False)[2])),
+    ("istft", lambda f, z: parts(f.istft(f.stft(z, nperseg=8, return_onesided=False)[2],
+                                         nperseg=8, input_onesided=False)[1])),
+])
+def test_complex_signals(name, call, rng):
+    """Complex signals, which SciPy transforms two-sided."""
+    z = rng.normal(size=24) + 1j * rng.normal(size=24)
+    y, _ = mutad.jvp(lambda z: call(scipy.signal, z), (z,), (np.ones_like(z),))
+    assert np.asarray(y).tobytes() == np.asarray(call(scipy.signal, z)).tobytes()
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(lambda z: weighted(call(scipy.signal, z)), z, policy=policy)
+    mutad.check_jvp(lambda z: weighted(call(signal, z)), z)
+
+
+def test_the_callers_arrays_come_back(rng):
+    """detrend(overwrite_data=True) writes into x, as SciPy's (what follows reads the detrended
+    x), and x comes back; the windows of the spectral functions are read, never written."""
+    x, window = rng.normal(size=(32, 2)), np.hanning(8)
+    before = x.tobytes(), window.tobytes()
+
+    def f(x):
+        return ((scipy.signal.detrend(x, axis=0, overwrite_data=True) ** 2).sum()
+                + scipy.signal.welch(x, window=window, axis=0)[1].sum()
+                + (scipy.signal.hilbert(x, axis=0).imag ** 2).sum())
+
+    value, _ = mutad.value_and_gradient(f, x)
+    assert (x.tobytes(), window.tobytes()) == before
+    assert value == f(x.copy())
+
+
+def test_replayed_gradients_are_the_traced_ones(rng):
+    """A recording of spectral analysis and resampling, replayed on other signals, gives the
+    traced gradients bit for bit."""
+    def f(x):
+        _, p = scipy.signal.welch(x, nperseg=16, detrend="linear")
+        smooth = scipy.signal.sosfiltfilt(SOS, scipy.signal.resample_poly(x, 2, 3))
+        return (np.log(p).sum() + (smooth ** 2).sum() + np.abs(scipy.signal.hilbert(x)).sum()
+                + (scipy.signal.medfilt(x, 5) ** 2).sum())
+
+    replayed = mutad.value_and_grad(f, replay=True)
+    replayed(rng.normal(size=64))
+    for _ in range(3):
+        x = rng.normal(size=64)
+        got, expected = replayed(x.copy()), mutad.value_and_grad(f)(x.copy())
+        assert got[0] == expected[0] and got[1].tobytes() == expected[1].tobytes()
 
 
 def test_more_refusals(rng):

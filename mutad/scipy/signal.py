@@ -26,11 +26,11 @@ import numpy as np
 import scipy.fft as _fft
 import scipy.signal as _signal
 from numpy.lib.array_utils import normalize_axis_index
-from scipy.signal import _arraytools, _filter_design, _signaltools
+from scipy.signal import _arraytools, _filter_design, _signaltools, _spectral_py
 from scipy.signal._upfirdn import _output_len
 
 from ..errors import UnsupportedOperationError
-from ..registry import HOLOMORPHIC
+from ..registry import HOLOMORPHIC, METHODS
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import fft, linalg, ndimage
 from ._adjoints import (ScipyAdjoint, StandIn, array_argument, array_tangent, scipy_adjoint,
@@ -40,10 +40,11 @@ lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
 fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
-__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "decimate", "detrend",
-           "fftconvolve", "filtfilt", "firwin", "freqz", "hilbert", "lfilter", "lfilter_zi",
-           "medfilt", "oaconvolve", "resample", "resample_poly", "savgol_filter", "sosfilt",
-           "sosfilt_zi", "sosfiltfilt", "upfirdn"]
+__all__ = ["coherence", "convolve", "convolve2d", "correlate", "correlate2d", "csd", "decimate",
+           "detrend", "fftconvolve", "filtfilt", "firwin", "freqz", "hilbert", "istft", "lfilter",
+           "lfilter_zi", "medfilt", "oaconvolve", "periodogram", "resample", "resample_poly",
+           "savgol_filter", "sosfilt", "sosfilt_zi", "sosfiltfilt", "spectrogram", "stft",
+           "upfirdn", "welch"]
 
 
 def _lagged_products(v, u, count):
@@ -609,6 +610,9 @@ def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=False):
     return np.moveaxis(newdata.reshape(newdata_shape), 0, axis)
 
 
+_detrend = detrend  # for the functions below whose parameter is named detrend
+
+
 @stands_in_for(_signal.hilbert)
 def hilbert(x, N=None, axis=-1):
     # SciPy's steps: the FFT, the negative frequencies zeroed and the positive ones doubled,
@@ -1029,3 +1033,450 @@ def _horner(z, c):
         c0 = c[-i] + c0 * z
     return c0
 
+
+# ----------------------------------------------------------------------------------------------
+# Spectral analysis: SciPy's own steps (signal/_spectral_py.py, _short_time_fft.py). Windows
+# and frequencies are constants; the FFTs are scipy.fft's, which mutad differentiates (SciPy's
+# ShortTimeFFT calls them through the scipy.fft module, whose functions are mutad's while a
+# differentiation runs).
+
+
+def _stft_detrend(self, x, detr, p0=None, p1=None, *, k_offset=0, padding="zeros", axis=-1):
+    """SciPy's ``ShortTimeFFT.stft_detrend``: the slices stacked, not written into SciPy's
+    buffer (a plain array, which a traced value cannot be written into)."""
+    if self.onesided_fft and np.iscomplexobj(x):
+        raise ValueError(f"Complex-valued `x` not allowed for {self.fft_mode=}'! Set property "
+                         "`fft_mode` to 'twosided' or 'centered'.")
+    if isinstance(detr, str):
+        detr = functools.partial(_detrend, type=detr)
+    elif not (detr is None or callable(detr)):
+        raise ValueError(f"Parameter {detr=} is not a str, function or None!")
+    n = np.shape(x)[axis]
+    if not (n >= (m2p := self.m_num - self.m_num_mid)):
+        raise ValueError(f"length {n} of x along axis {axis} must be >= ceil(m_num/2) = {m2p}!")
+    if np.ndim(x) > 1:
+        x = np.moveaxis(x, axis, -1)
+    p0, p1 = self.p_range(n, p0, p1)
+    columns = [self._fft_func((x_ if detr is None else detr(x_)) * self.win.conj())
+               for x_ in self._x_slices(x, k_offset, p0, p1, padding)]
+    if columns:
+        S = np.stack(columns, axis=-1).astype(complex)
+    else:
+        S = np.zeros(np.shape(x)[:-1] + (self.f_pts, 0), dtype=complex)
+    if np.ndim(x) > 1:
+        return np.moveaxis(S, -2, axis if axis >= 0 else axis - 1)
+    return S
+
+
+def _stft(self, x, p0=None, p1=None, *, k_offset=0, padding="zeros", axis=-1):
+    """SciPy's ``ShortTimeFFT.stft``."""
+    return _stft_detrend(self, x, None, p0, p1, k_offset=k_offset, padding=padding, axis=axis)
+
+
+def _spectrogram(self, x, y=None, detr=None, *, p0=None, p1=None, k_offset=0,
+                 padding="zeros", axis=-1):
+    """SciPy's ``ShortTimeFFT.spectrogram``."""
+    Sx = _stft_detrend(self, x, detr, p0, p1, k_offset=k_offset, padding=padding, axis=axis)
+    if y is None or y is x:
+        return Sx.real ** 2 + Sx.imag ** 2
+    Sy = _stft_detrend(self, y, detr, p0, p1, k_offset=k_offset, padding=padding, axis=axis)
+    return Sx * Sy.conj()
+
+
+def _istft(self, S, k0=0, k1=None, *, f_axis=-2, t_axis=-1):
+    """SciPy's ``ShortTimeFFT.istft``: its overlap-add into a buffer of the differentiation's
+    (its values SciPy's: the same additions into zeros, in the same order)."""
+    if f_axis == t_axis:
+        raise ValueError(f"{f_axis=} may not be equal to {t_axis=}!")
+    if S.shape[f_axis] != self.f_pts:
+        raise ValueError(f"{S.shape[f_axis]=} must be equal to {self.f_pts=} ({S.shape=})!")
+    n_min = self.m_num - self.m_num_mid
+    if not (S.shape[t_axis] >= (q_num := self.p_num(n_min))):
+        raise ValueError(f"{S.shape[t_axis]=} needs to have at least {q_num} slices "
+                         f"({S.shape=})!")
+    if t_axis != S.ndim - 1 or f_axis != S.ndim - 2:
+        t_axis = S.ndim + t_axis if t_axis < 0 else t_axis
+        f_axis = S.ndim + f_axis if f_axis < 0 else f_axis
+        S = np.moveaxis(S, (f_axis, t_axis), (-2, -1))
+    q_max = S.shape[-1] + self.p_min
+    k_max = (q_max - 1) * self.hop + self.m_num - self.m_num_mid
+    k1 = k_max if k1 is None else k1
+    if not (self.k_min <= k0 < k1 <= k_max):
+        raise ValueError(f"({self.k_min=}) <= ({k0=}) < ({k1=}) <= ({k_max=}) is false!")
+    if not (num_pts := k1 - k0) >= n_min:
+        raise ValueError(f"({k1=}) - ({k0=}) = {num_pts} has to be at least the half the "
+                         f"window length {n_min}!")
+    q0 = k0 // self.hop + self.p_min if k0 >= 0 else k0 // self.hop
+    q1 = min(self.p_max(k1), q_max)
+    k_q0, k_q1 = self.nearest_k_p(k0), self.nearest_k_p(k1, left=False)
+    n_pts = k_q1 - k_q0 + self.m_num - self.m_num_mid
+    x = np.zeros_like(S, shape=S.shape[:-2] + (n_pts,),
+                      dtype=float if self.onesided_fft else complex)
+    for q_ in range(q0, q1):
+        xs = self._ifft_func(S[..., :, q_ - self.p_min]) * self.dual_win
+        i0 = q_ * self.hop - self.m_num_mid
+        i1 = min(i0 + self.m_num, n_pts + k0)
+        j0, j1 = 0, i1 - i0
+        if i0 < k0:
+            j0 += k0 - i0
+            i0 = k0
+        x[..., i0 - k0:i1 - k0] += xs[..., j0:j1]
+    x = x[..., :k1 - k0]
+    if x.ndim > 1:
+        x = np.moveaxis(x, -1, f_axis if f_axis < x.ndim else t_axis)
+    return x
+
+
+# ShortTimeFFT's methods, called with traced arrays by user code, run these steps.
+for _name, _method in (("stft_detrend", _stft_detrend), ("stft", _stft),
+                       ("spectrogram", _spectrogram), ("istft", _istft)):
+    METHODS[(_signal.ShortTimeFFT, _name)] = _method
+
+
+@stands_in_for(_signal.csd)
+def csd(x, y, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft=None,
+        detrend="constant", return_onesided=True, scaling="density", axis=-1, average="mean"):
+    # SciPy's steps: a ShortTimeFFT's cross-spectrogram of the segments, averaged.
+    same_data, axis = y is x, int(axis)
+    if not same_data:
+        x_outer, y_outer = list(np.shape(x)), list(np.shape(y))
+        x_outer.pop(axis)
+        y_outer.pop(axis)
+        try:
+            outer_shape = np.broadcast_shapes(x_outer, y_outer)
+        except ValueError as e:
+            raise ValueError("x and y cannot be broadcast together.") from e
+        if np.size(x) == 0 or np.size(y) == 0:
+            out_shape = outer_shape + (min([np.shape(x)[axis], np.shape(y)[axis]]),)
+            empty_out = np.moveaxis(np.empty(out_shape), -1, axis)
+            return empty_out, empty_out
+        out_dtype = np.result_type(x, y, np.complex64)
+    else:
+        if np.size(x) == 0:
+            return np.empty(np.shape(x)), np.empty(np.shape(x))
+        out_dtype = np.result_type(x, np.complex64)
+    n = np.shape(x)[axis] if same_data else max(np.shape(x)[axis], np.shape(y)[axis])
+    if isinstance(window, str) or isinstance(window, tuple):
+        nperseg = int(nperseg) if nperseg is not None else 256
+        if nperseg < 1:
+            raise ValueError(f"Parameter {nperseg=} is not a positive integer!")
+        elif n < nperseg:
+            warnings.warn(f"{nperseg=} is greater than signal length max(len(x), len(y)) = "
+                          f"{n}, using nperseg = {n}", stacklevel=3)
+            nperseg = n
+        win = _signal.get_window(window, nperseg)
+    else:
+        win = np.asarray(window)
+        if nperseg is None:
+            nperseg = len(win)
+    if nperseg != len(win):
+        raise ValueError(f"{nperseg=} does not equal {len(win)=}")
+    nfft = int(nfft) if nfft is not None else nperseg
+    if nfft < nperseg:
+        raise ValueError(f"{nfft=} must be greater than or equal to {nperseg=}!")
+    noverlap = int(noverlap) if noverlap is not None else nperseg // 2
+    if noverlap >= nperseg:
+        raise ValueError(f"{noverlap=} must be less than {nperseg=}!")
+    if np.iscomplexobj(x) and return_onesided:
+        return_onesided = False
+    if np.shape(x)[axis] < np.shape(y)[axis]:
+        z_shape = list(np.shape(y))
+        z_shape[axis] = np.shape(y)[axis] - np.shape(x)[axis]
+        x = np.concatenate((x, np.zeros(z_shape)), axis=axis)
+    elif np.shape(y)[axis] < np.shape(x)[axis]:
+        z_shape = list(np.shape(x))
+        z_shape[axis] = np.shape(x)[axis] - np.shape(y)[axis]
+        y = np.concatenate((y, np.zeros(z_shape)), axis=axis)
+    if scaling not in (scales := {"spectrum": "magnitude", "density": "psd"}):
+        raise ValueError(f"Parameter {scaling=} not in {scales}!")
+    SFT = _signal.ShortTimeFFT(win, nperseg - noverlap, fs,
+                               fft_mode="onesided" if return_onesided else "twosided",
+                               mfft=nfft, scale_to=scales[scaling], phase_shift=None)
+    # SciPy's csd computes X.conj() * Y: the spectrogram of (y, x).
+    Pxy = _spectrogram(SFT, y, x, detr=None if detrend is False else detrend, p0=0,
+                       p1=(n - noverlap) // SFT.hop, k_offset=nperseg // 2, axis=axis)
+    if return_onesided:
+        f_axis = Pxy.ndim - 1 + axis if axis < 0 else axis
+        Pxy = np.moveaxis(Pxy, f_axis, -1)
+        Pxy[..., 1:-1 if SFT.mfft % 2 == 0 else None] *= 2
+        Pxy = np.moveaxis(Pxy, -1, f_axis)
+    if Pxy.shape[-1] > 1:
+        if average == "median":
+            # np.median's derivative: the middle segment's (the mean of the two middle ones).
+            bias = _spectral_py._median_bias(Pxy.shape[-1])
+            if np.iscomplexobj(Pxy):
+                Pxy = np.median(np.real(Pxy), axis=-1) + np.median(np.imag(Pxy), axis=-1) * 1j
+            else:
+                Pxy = np.median(Pxy, axis=-1)
+            Pxy /= bias
+        elif average == "mean":
+            Pxy = Pxy.mean(axis=-1)
+        else:
+            raise ValueError(f"Parameter {average=} must be 'median' or 'mean'!")
+    else:
+        Pxy = np.reshape(Pxy, Pxy.shape[:-1])
+    Pxy = Pxy.astype(out_dtype)
+    if same_data:
+        Pxy = Pxy.real
+    return SFT.f, Pxy
+
+
+@stands_in_for(_signal.welch)
+def welch(x, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft=None,
+          detrend="constant", return_onesided=True, scaling="density", axis=-1, average="mean"):
+    freqs, Pxx = csd(x, x, fs=fs, window=window, nperseg=nperseg, noverlap=noverlap, nfft=nfft,
+                     detrend=detrend, return_onesided=return_onesided, scaling=scaling,
+                     axis=axis, average=average)
+    return freqs, Pxx.real
+
+
+@stands_in_for(_signal.periodogram)
+def periodogram(x, fs=1.0, window="boxcar", nfft=None, detrend="constant",
+                return_onesided=True, scaling="density", axis=-1):
+    # SciPy's steps: welch of one segment, the signal cut to nfft.
+    if np.size(x) == 0:
+        return np.empty(np.shape(x)), np.empty(np.shape(x))
+    if window is None:
+        window = "boxcar"
+    length = np.shape(x)[axis]
+    if nfft is None:
+        nperseg = length
+    elif nfft == length:
+        nperseg = nfft
+    elif nfft > length:
+        nperseg = length
+    else:
+        s = [np.s_[:]] * np.ndim(x)
+        s[axis] = np.s_[:nfft]
+        x = x[tuple(s)]
+        nperseg = nfft
+        nfft = None
+    if hasattr(window, "size") and window.size != nperseg:
+        raise ValueError("the size of the window must be the same size of the input on the "
+                         "specified axis")
+    return welch(x, fs=fs, window=window, nperseg=nperseg, noverlap=0, nfft=nfft,
+                 detrend=detrend, return_onesided=return_onesided, scaling=scaling, axis=axis)
+
+
+@stands_in_for(_signal.coherence)
+def coherence(x, y, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft=None,
+              detrend="constant", axis=-1):
+    settings = dict(fs=fs, window=window, nperseg=nperseg, noverlap=noverlap, nfft=nfft,
+                    detrend=detrend, axis=axis)
+    freqs, Pxx = welch(x, **settings)
+    _, Pyy = welch(y, **settings)
+    _, Pxy = csd(x, y, **settings)
+    return freqs, np.abs(Pxy) ** 2 / Pxx / Pyy
+
+
+def _spectral_helper(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
+                     detrend="constant", return_onesided=True, scaling="density", axis=-1,
+                     mode="psd", boundary=None, padded=False):
+    """SciPy's ``_spectral_helper`` (of ``stft`` and ``spectrogram``), for x alone."""
+    if mode not in ["psd", "stft"]:
+        raise ValueError(f"Unknown value for mode {mode}, must be one of: {{'psd', 'stft'}}")
+    boundary_funcs = {"even": _arraytools.even_ext, "odd": _arraytools.odd_ext,
+                      "constant": _arraytools.const_ext, "zeros": _arraytools.zero_ext,
+                      None: None}
+    if boundary not in boundary_funcs:
+        raise ValueError(f"Unknown boundary option '{boundary}', must be one of: "
+                         f"{list(boundary_funcs.keys())}")
+    if y is not x:
+        raise UnsupportedOperationError("the cross spectral helper: use scipy.signal.csd.")
+    axis = int(axis)
+    outdtype = np.result_type(x, np.complex64)
+    if np.size(x) == 0:
+        return np.empty(np.shape(x)), np.empty(np.shape(x)), np.empty(np.shape(x))
+    if np.ndim(x) > 1 and axis != -1:
+        x = np.moveaxis(x, axis, -1)
+    if nperseg is not None:
+        nperseg = int(nperseg)
+        if nperseg < 1:
+            raise ValueError("nperseg must be a positive integer")
+    win, nperseg = _spectral_py._triage_segments(window, nperseg,
+                                                 input_length=np.shape(x)[-1])
+    if nfft is None:
+        nfft = nperseg
+    elif nfft < nperseg:
+        raise ValueError("nfft must be greater than or equal to nperseg.")
+    else:
+        nfft = int(nfft)
+    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
+    if noverlap >= nperseg:
+        raise ValueError("noverlap must be less than nperseg.")
+    nstep = nperseg - noverlap
+    if boundary is not None:
+        x = boundary_funcs[boundary](x, nperseg // 2, axis=-1)
+    if padded:
+        nadd = (-(np.shape(x)[-1] - nperseg) % nstep) % nperseg
+        x = np.concatenate((x, np.zeros(list(np.shape(x)[:-1]) + [nadd])), axis=-1)
+    if not detrend:
+        def detrend_func(d):
+            return d
+    elif not callable(detrend):
+        def detrend_func(d):
+            return _detrend(d, type=detrend, axis=-1)
+    elif axis != -1:
+        def detrend_func(d):
+            return np.moveaxis(detrend(np.moveaxis(d, -1, axis)), axis, -1)
+    else:
+        detrend_func = detrend
+    if np.result_type(win, np.complex64) != outdtype:
+        win = win.astype(outdtype)
+    if scaling == "density":
+        scale = 1.0 / (fs * (win * win).sum())
+    elif scaling == "spectrum":
+        scale = 1.0 / win.sum() ** 2
+    else:
+        raise ValueError(f"Unknown scaling: {scaling!r}")
+    if mode == "stft":
+        scale = np.sqrt(scale)
+    if return_onesided and np.iscomplexobj(x):
+        warnings.warn("Input data is complex, switching to return_onesided=False",
+                      stacklevel=3)
+    sides = "onesided" if return_onesided and not np.iscomplexobj(x) else "twosided"
+    freqs = (_fft.fftfreq if sides == "twosided" else _fft.rfftfreq)(nfft, 1 / fs)
+    # SciPy's _fft_helper. Its windows are a writeable view; nothing writes through it, and
+    # mutad refuses writes through overlapping windows, so they are read-only here.
+    if nperseg == 1 and noverlap == 0:
+        result = x[..., np.newaxis]
+    else:
+        result = np.lib.stride_tricks.sliding_window_view(x, window_shape=nperseg, axis=-1)
+        result = result[..., 0::nstep, :]
+    result = win * detrend_func(result)
+    result = fft.fft(result, n=nfft) if sides == "twosided" else fft.rfft(result.real, n=nfft)
+    if mode == "psd":
+        result = np.conjugate(result) * result
+    result *= scale
+    if sides == "onesided" and mode == "psd":
+        if nfft % 2:
+            result[..., 1:] *= 2
+        else:
+            result[..., 1:-1] *= 2
+    time = np.arange(nperseg / 2, np.shape(x)[-1] - nperseg / 2 + 1,
+                     nperseg - noverlap) / float(fs)
+    if boundary is not None:
+        time -= (nperseg / 2) / fs
+    result = result.astype(outdtype)
+    if mode != "stft":
+        result = result.real
+    if axis < 0:
+        axis -= 1
+    return freqs, time, np.moveaxis(result, -1, axis)
+
+
+@stands_in_for(_signal.stft)
+def stft(x, fs=1.0, window="hann_periodic", nperseg=256, noverlap=None, nfft=None,
+         detrend=False, return_onesided=True, boundary="zeros", padded=True, axis=-1,
+         scaling="spectrum"):
+    if scaling == "psd":
+        scaling = "density"
+    elif scaling != "spectrum":
+        raise ValueError(f"Parameter {scaling=} not in ['spectrum', 'psd']!")
+    return _spectral_helper(x, x, fs, window, nperseg, noverlap, nfft, detrend,
+                            return_onesided, scaling=scaling, axis=axis, mode="stft",
+                            boundary=boundary, padded=padded)
+
+
+@stands_in_for(_signal.spectrogram)
+def spectrogram(x, fs=1.0, window=("tukey_periodic", 0.25), nperseg=None, noverlap=None,
+                nfft=None, detrend="constant", return_onesided=True, scaling="density",
+                axis=-1, mode="psd"):
+    modelist = ["psd", "complex", "magnitude", "angle", "phase"]
+    if mode not in modelist:
+        raise ValueError(f"unknown value for mode {mode}, must be one of {modelist}")
+    window, nperseg = _spectral_py._triage_segments(window, nperseg,
+                                                    input_length=np.shape(x)[axis])
+    if noverlap is None:
+        noverlap = nperseg // 8
+    freqs, time, Sxx = _spectral_helper(x, x, fs, window, nperseg, noverlap, nfft, detrend,
+                                        return_onesided, scaling, axis,
+                                        mode="psd" if mode == "psd" else "stft")
+    if mode == "magnitude":
+        Sxx = np.abs(Sxx)
+    elif mode in ["angle", "phase"]:
+        Sxx = np.angle(Sxx)
+        if mode == "phase":
+            Sxx = np.unwrap(Sxx, axis=axis - 1 if axis < 0 else axis)
+    return freqs, time, Sxx
+
+
+@stands_in_for(_signal.istft)
+def istft(Zxx, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft=None,
+          input_onesided=True, boundary=True, time_axis=-1, freq_axis=-2, scaling="spectrum"):
+    # SciPy's steps: the inverse FFT of each segment, windowed and overlap-added into a
+    # buffer of the differentiation's (the same additions into zeros, in the same order),
+    # divided by the summed squared window.
+    Zxx = Zxx + 0j
+    freq_axis, time_axis = int(freq_axis), int(time_axis)
+    if Zxx.ndim < 2:
+        raise ValueError("Input stft must be at least 2d!")
+    if freq_axis == time_axis:
+        raise ValueError("Must specify differing time and frequency axes!")
+    nseg = Zxx.shape[time_axis]
+    n_default = 2 * (Zxx.shape[freq_axis] - 1) if input_onesided else Zxx.shape[freq_axis]
+    if nperseg is None:
+        nperseg = n_default
+    else:
+        nperseg = int(nperseg)
+        if nperseg < 1:
+            raise ValueError("nperseg must be a positive integer")
+    if nfft is None:
+        nfft = nperseg if input_onesided and nperseg == n_default + 1 else n_default
+    elif nfft < nperseg:
+        raise ValueError("nfft must be greater than or equal to nperseg.")
+    else:
+        nfft = int(nfft)
+    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
+    if noverlap >= nperseg:
+        raise ValueError("noverlap must be less than nperseg.")
+    nstep = nperseg - noverlap
+    if time_axis != Zxx.ndim - 1 or freq_axis != Zxx.ndim - 2:
+        if freq_axis < 0:
+            freq_axis = Zxx.ndim + freq_axis
+        if time_axis < 0:
+            time_axis = Zxx.ndim + time_axis
+        zouter = list(range(Zxx.ndim))
+        for ax in sorted([time_axis, freq_axis], reverse=True):
+            zouter.pop(ax)
+        Zxx = np.transpose(Zxx, zouter + [freq_axis, time_axis])
+    if isinstance(window, str) or type(window) is tuple:
+        win = _signal.get_window(window, nperseg)
+    else:
+        win = np.asarray(window)
+        if len(win.shape) != 1:
+            raise ValueError("window must be 1-D")
+        if win.shape[0] != nperseg:
+            raise ValueError(f"window must have length of {nperseg}")
+    ifunc = fft.irfft if input_onesided else fft.ifft
+    xsubs = ifunc(Zxx, axis=-2, n=nfft)[..., :nperseg, :]
+    outputlength = nperseg + (nseg - 1) * nstep
+    x = np.zeros_like(xsubs, shape=tuple(Zxx.shape[:-2]) + (outputlength,))
+    norm = np.zeros(outputlength, dtype=xsubs.dtype)
+    if np.result_type(win, xsubs) != xsubs.dtype:
+        win = win.astype(xsubs.dtype)
+    if scaling == "spectrum":
+        xsubs *= win.sum()
+    elif scaling == "psd":
+        xsubs *= np.sqrt(fs * sum(win ** 2))
+    else:
+        raise ValueError(f"Parameter {scaling=} not in ['spectrum', 'psd']!")
+    for ii in range(nseg):
+        x[..., ii * nstep:ii * nstep + nperseg] += xsubs[..., ii] * win
+        norm[..., ii * nstep:ii * nstep + nperseg] += win ** 2
+    if boundary:
+        x = x[..., nperseg // 2:-(nperseg // 2)]
+        norm = norm[..., nperseg // 2:-(nperseg // 2)]
+    if np.sum(norm > 1e-10) != len(norm):
+        warnings.warn("NOLA condition failed, STFT may not be invertible."
+                      + (" Possibly due to missing boundary" if not boundary else ""),
+                      stacklevel=2)
+    x /= np.where(norm > 1e-10, norm, 1.0)
+    if input_onesided:
+        x = x.real
+    if x.ndim > 1 and time_axis != Zxx.ndim - 1:
+        if freq_axis < time_axis:
+            time_axis -= 1
+        x = np.moveaxis(x, -1, time_axis)
+    time = np.arange(x.shape[0]) / float(fs)
+    return time, x
