@@ -1,6 +1,11 @@
-"""``scipy.signal`` functions mutad differentiates (``lfilter``, ``sosfilt``, ``filtfilt``,
-``convolve``, ``fftconvolve``, ``correlate``, ``convolve2d``, ``correlate2d``,
-``savgol_filter``, ``lfilter_zi``), by SciPy's names too.
+"""``scipy.signal`` functions mutad differentiates, by SciPy's names too: the filters
+``lfilter``, ``sosfilt``, ``filtfilt``, ``sosfiltfilt``, ``lfilter_zi``, ``sosfilt_zi``,
+``savgol_filter``, ``medfilt``, ``detrend`` and ``hilbert``; the convolutions ``convolve``,
+``fftconvolve``, ``oaconvolve``, ``correlate``, ``convolve2d``, ``correlate2d``; resampling
+(``resample``, ``resample_poly``, ``upfirdn``, ``decimate``); spectral analysis (``welch``,
+``periodogram``, ``csd``, ``coherence``, ``spectrogram``, ``stft``, ``istft``, and the
+``stft``, ``stft_detrend``, ``spectrogram`` and ``istft`` methods of ``ShortTimeFFT``); and the
+filter design functions ``freqz`` (in b and a) and ``firwin`` (in the cutoffs).
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import signal
@@ -11,10 +16,21 @@
 
 ``lfilter`` differentiates b, a, x and the initial state zi, along any axis, and with zi given
 the final state zf it returns as well, in reverse and in forward mode; ``sosfilt`` is its
-cascade of sections (its value SciPy's own), ``filtfilt`` (``method="pad"``) SciPy's own steps
-on it. ``convolve2d`` and ``correlate2d`` differentiate both operands and the fillvalue, for
-every mode and boundary; ``savgol_filter`` is linear in x, ndimage's ``convolve1d`` but in
-``mode="interp"``, whose end rows are SciPy's polynomial fits.
+cascade of sections (its value SciPy's own), ``filtfilt`` (``method="pad"``) and
+``sosfiltfilt`` SciPy's own steps on them. ``convolve2d`` and ``correlate2d`` differentiate
+both operands and the fillvalue, for every mode and boundary; ``savgol_filter`` is linear in x,
+ndimage's ``convolve1d`` but in ``mode="interp"``, whose end rows are SciPy's polynomial fits;
+``upfirdn`` is linear in h and in x (with the zero extension, ``mode="constant"``); ``medfilt``
+is ndimage's rank filter, each output taking the cotangent of the element it selected.
+
+The functions SciPy writes in Python on NumPy and ``scipy.fft`` (the spectral functions,
+``detrend``, ``hilbert``, ``resample``, ``resample_poly``, ``decimate``, ``freqz``,
+``firwin``) run SciPy's own steps on the traced arrays, so their values are SciPy's and their
+derivatives those of SciPy's computation: windows and frequencies are constants, every
+``detrend`` option (``'constant'``, ``'linear'``, ``False``, a function) is followed, and
+``average='median'`` takes the derivative of the median segment (the mean of the two middle
+ones for an even count). ``spectrogram(mode='phase')`` stops at ``np.unwrap``, which has no
+rule.
 """
 
 import functools
