@@ -245,7 +245,7 @@ def test_a_filter_designed_in_the_function_applies_twice():
 
 def test_short_time_fft_methods(rng):
     """ShortTimeFFT's stft, spectrogram and istft with traced arrays: SciPy's values, and their
-    derivatives."""
+    derivatives under both policies, in forward mode and to second order."""
     SFT = scipy.signal.ShortTimeFFT(scipy.signal.windows.hann(16, sym=False), 4, fs=2.0)
     cross = scipy.signal.ShortTimeFFT(np.hanning(8), 3, fs=1.0, fft_mode="centered",
                                       scale_to="psd")
@@ -256,12 +256,19 @@ def test_short_time_fft_methods(rng):
              lambda x: parts(cross.spectrogram(x, y, p0=1, p1=8, padding="even")),
              lambda x: parts(cross.istft(cross.stft_detrend(x, "constant"), k1=40))]
     for call in calls:
-        value = []
-        mutad.value_and_gradient(lambda x: weighted(value.append(mutad.stop_gradient(
-            call(x)).copy()) or call(x)), x)
-        assert value[0].tobytes() == np.asarray(call(x)).tobytes()
-        mutad.check_grads(lambda x: weighted(call(x)), x)
+        values = []
+
+        def loss(x, call=call):
+            y = call(x)
+            values.append(mutad.stop_gradient(y).copy())
+            return weighted(y)
+
+        mutad.value_and_gradient(loss, x)
+        assert values[0].tobytes() == np.asarray(call(x)).tobytes()
+        for policy in ("restore", "checkpoint"):
+            mutad.check_grads(lambda x: weighted(call(x)), x, policy=policy)
         mutad.check_jvp(lambda x: weighted(call(x)), x)
+        mutad.check_grads(lambda x: weighted(call(x)), x, order=2)
 
 
 @pytest.mark.parametrize("name,call", [
@@ -279,6 +286,7 @@ def test_complex_signals(name, call, rng):
     for policy in ("restore", "checkpoint"):
         mutad.check_grads(lambda z: weighted(call(scipy.signal, z)), z, policy=policy)
     mutad.check_jvp(lambda z: weighted(call(signal, z)), z)
+    mutad.check_grads(lambda z: weighted(call(signal, z)), z, order=2)
 
 
 def test_the_callers_arrays_come_back(rng):
@@ -303,8 +311,11 @@ def test_replayed_gradients_are_the_traced_ones(rng):
     def f(x):
         _, p = scipy.signal.welch(x, nperseg=16, detrend="linear")
         smooth = scipy.signal.sosfiltfilt(SOS, scipy.signal.resample_poly(x, 2, 3))
+        _, _, z = scipy.signal.stft(x, nperseg=16)
+        _, back = scipy.signal.istft(z * np.hanning(9)[:, None], nperseg=16)
         return (np.log(p).sum() + (smooth ** 2).sum() + np.abs(scipy.signal.hilbert(x)).sum()
-                + (scipy.signal.medfilt(x, 5) ** 2).sum())
+                + (scipy.signal.medfilt(x, 5) ** 2).sum() + (back ** 2).sum()
+                + (scipy.signal.decimate(x, 2, ftype="fir") ** 2).sum())
 
     replayed = mutad.value_and_grad(f, replay=True)
     replayed(rng.normal(size=64))
@@ -312,6 +323,7 @@ def test_replayed_gradients_are_the_traced_ones(rng):
         x = rng.normal(size=64)
         got, expected = replayed(x.copy()), mutad.value_and_grad(f)(x.copy())
         assert got[0] == expected[0] and got[1].tobytes() == expected[1].tobytes()
+    assert not replayed.reasons  # replayed, not traced again
 
 
 def test_more_refusals(rng):
