@@ -326,6 +326,22 @@ def test_replayed_gradients_are_the_traced_ones(rng):
     assert not replayed.reasons  # replayed, not traced again
 
 
+def test_signals_given_as_lists(rng):
+    """A list holding traced values is the array NumPy makes of it, as SciPy's np.asarray does."""
+    x = rng.normal(size=8)
+
+    def f(x):
+        signal_list = [x[0], 2.0 * x[1], 1.0, *x[2:]] * 3
+        return ((scipy.signal.detrend(signal_list) ** 2).sum()
+                + scipy.signal.periodogram(signal_list)[1].sum()
+                + np.abs(scipy.signal.stft(signal_list, nperseg=8)[2]).sum()
+                + (scipy.signal.resample(signal_list, 20) ** 2).sum())
+
+    value, _ = mutad.value_and_gradient(f, x)
+    assert value == f(x)
+    mutad.check_grads(f, x)
+
+
 def test_more_refusals(rng):
     x = rng.normal(size=30)
     with pytest.raises(UnsupportedOperationError, match="zero extension"):

@@ -45,6 +45,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from scipy.signal import _arraytools, _filter_design, _signaltools, _spectral_py
 from scipy.signal._upfirdn import _output_len
 
+from ..allocation import lists_as_arrays
 from ..errors import UnsupportedOperationError
 from ..registry import HOLOMORPHIC, METHODS
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
@@ -591,8 +592,16 @@ def _savgol_interp_jvp(tangents, x, window_length, polyorder, deriv, delta, axis
 # detrend, hilbert, sosfiltfilt, medfilt: SciPy's own steps, on the differentiated functions
 
 
+def _array(x):
+    """The signal ``x`` as an array: a list or tuple holding traced values the array NumPy makes
+    of it (as SciPy's np.asarray does), stacked so that the differentiation follows it."""
+    x = lists_as_arrays([x])[0]
+    return np.asarray(x) if type(x) in (list, tuple) else x
+
+
 @stands_in_for(_signal.detrend)
 def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=False):
+    data = _array(data)
     # SciPy's steps (signal/_signaltools.py): the mean, or per segment between breakpoints the
     # least-squares line (scipy.linalg.lstsq, differentiated), subtracted; with overwrite_data,
     # into data itself where SciPy's reshape is a view of it, as SciPy's.
@@ -631,6 +640,7 @@ _detrend = detrend  # for the functions below whose parameter is named detrend
 
 @stands_in_for(_signal.hilbert)
 def hilbert(x, N=None, axis=-1):
+    x = _array(x)
     # SciPy's steps: the FFT, the negative frequencies zeroed and the positive ones doubled,
     # the inverse FFT (scipy.fft's, differentiated).
     if np.iscomplexobj(x):
@@ -668,6 +678,7 @@ def sosfiltfilt(sos, x, axis=-1, padtype="odd", padlen=None):
         raise ValueError("sos array must be shape (n_sections, 6)")
     if np.ndim(x) == 0:
         raise ValueError("x must be at least 1-D")
+    x = _array(x)
     n_sections = np.shape(sos)[0]
     ntaps = 2 * n_sections + 1
     ntaps -= min(int(np.sum(sos[:, 2] == 0)), int(np.sum(sos[:, 5] == 0)))
@@ -690,6 +701,7 @@ def sosfiltfilt(sos, x, axis=-1, padtype="odd", padlen=None):
 def medfilt(volume, kernel_size=None):
     # SciPy's steps: ndimage's rank filter at the middle rank, zeros beyond the ends; each
     # output takes the cotangent of the element it selected.
+    volume = _array(volume)
     if np.ndim(volume) == 0:
         volume = np.atleast_1d(volume)
     if volume.dtype not in (np.float32, np.float64):
@@ -769,6 +781,7 @@ def _upfirdn_jvp(tangents, h, x, up=1, down=1, axis=-1, mode="constant", cval=0)
 def resample_poly(x, up, down, axis=0, window=("kaiser", 5.0), padtype="constant", cval=None):
     # SciPy's steps (signal/_signaltools.py): its FIR filter (a constant), upfirdn, the
     # delay removed.
+    x = _array(x)
     if up != int(up):
         raise ValueError("up must be an integer")
     if down != int(down):
@@ -830,6 +843,7 @@ def resample_poly(x, up, down, axis=0, window=("kaiser", 5.0), padtype="constant
 @stands_in_for(_signal.decimate)
 def decimate(x, q, n=None, ftype="iir", axis=-1, zero_phase=True):
     # SciPy's steps: its filter design (constants), then the differentiated filters.
+    x = _array(x)
     q = operator.index(q)
     if n is not None:
         n = operator.index(n)
@@ -867,6 +881,7 @@ def decimate(x, q, n=None, ftype="iir", axis=-1, zero_phase=True):
 def resample(x, num, t=None, axis=0, window=None, domain="time"):
     # SciPy's steps (signal/_signaltools.py): the spectrum (scipy.fft's, differentiated),
     # windowed by a constant, cut or zero-padded to num bins, transformed back.
+    x = _array(x)
     if domain not in ("time", "freq"):
         raise ValueError(f"Parameter {domain=} not in ('time', 'freq')!")
     if np.ndim(x) > 1:
@@ -1154,6 +1169,8 @@ def csd(x, y, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft=
         detrend="constant", return_onesided=True, scaling="density", axis=-1, average="mean"):
     # SciPy's steps: a ShortTimeFFT's cross-spectrogram of the segments, averaged.
     same_data, axis = y is x, int(axis)
+    x = _array(x)
+    y = x if same_data else _array(y)
     if not same_data:
         x_outer, y_outer = list(np.shape(x)), list(np.shape(y))
         x_outer.pop(axis)
@@ -1250,6 +1267,7 @@ def welch(x, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft=N
 def periodogram(x, fs=1.0, window="boxcar", nfft=None, detrend="constant",
                 return_onesided=True, scaling="density", axis=-1):
     # SciPy's steps: welch of one segment, the signal cut to nfft.
+    x = _array(x)
     if np.size(x) == 0:
         return np.empty(np.shape(x)), np.empty(np.shape(x))
     if window is None:
@@ -1389,6 +1407,7 @@ def stft(x, fs=1.0, window="hann_periodic", nperseg=256, noverlap=None, nfft=Non
         scaling = "density"
     elif scaling != "spectrum":
         raise ValueError(f"Parameter {scaling=} not in ['spectrum', 'psd']!")
+    x = _array(x)
     return _spectral_helper(x, x, fs, window, nperseg, noverlap, nfft, detrend,
                             return_onesided, scaling=scaling, axis=axis, mode="stft",
                             boundary=boundary, padded=padded)
@@ -1401,6 +1420,7 @@ def spectrogram(x, fs=1.0, window=("tukey_periodic", 0.25), nperseg=None, noverl
     modelist = ["psd", "complex", "magnitude", "angle", "phase"]
     if mode not in modelist:
         raise ValueError(f"unknown value for mode {mode}, must be one of {modelist}")
+    x = _array(x)
     window, nperseg = _spectral_py._triage_segments(window, nperseg,
                                                     input_length=np.shape(x)[axis])
     if noverlap is None:
@@ -1423,7 +1443,7 @@ def istft(Zxx, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft
     # SciPy's steps: the inverse FFT of each segment, windowed and overlap-added into a
     # buffer of the differentiation's (the same additions into zeros, in the same order),
     # divided by the summed squared window.
-    Zxx = Zxx + 0j
+    Zxx = _array(Zxx) + 0j
     freq_axis, time_axis = int(freq_axis), int(time_axis)
     if Zxx.ndim < 2:
         raise ValueError("Input stft must be at least 2d!")
