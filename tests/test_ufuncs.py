@@ -68,7 +68,7 @@ COMPLEX_UFUNCS_LEFT_OUT = {
     # NumPy/SciPy compute them for complex values; mutad refuses them there (see
     # cases.COMPLEX_UFUNC_CASES): a row declared for complex values goes in that table instead
     scipy.special.ive, scipy.special.rgamma, scipy.special.psi, scipy.special.gamma,
-    scipy.special.loggamma, scipy.special.erfcx,
+    scipy.special.loggamma, scipy.special.erfcx, scipy.special.exp1, scipy.special.expi,
 }
 
 
