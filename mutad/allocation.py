@@ -388,6 +388,17 @@ def _nditer(*args, **kwargs):
     return np.nditer(*args, **kwargs)
 
 
+def _ndenumerate(arr):
+    """``np.ndenumerate`` in the mode: of an array mutad follows (or a list holding its
+    values), each index with the element itself, read by indexing (NumPy's reads the array's
+    memory through ``np.asarray``); else NumPy's own."""
+    if _in_mode() and (holds_wrapped([arr]) or wrapped(arr)):
+        if type(arr) in (list, tuple):
+            arr = lists_as_arrays([arr])[0]
+        return ((index, arr[index]) for index in np.ndindex(*np.shape(arr)))
+    return np.ndenumerate(arr)
+
+
 def _named(wrapper, func):
     wrapper.__name__ = func.__name__
     wrapper.__qualname__ = getattr(func, "__qualname__", func.__name__)
@@ -478,7 +489,8 @@ def _replacements():
     return table
 
 
-ITERATORS = {"nditer": (np.nditer, _named(_nditer, np.nditer))}
+ITERATORS = {"nditer": (np.nditer, _named(_nditer, np.nditer)),
+             "ndenumerate": (np.ndenumerate, _named(_ndenumerate, np.ndenumerate))}
 """NumPy's iterators, and the mode's."""
 
 

@@ -908,3 +908,22 @@ def test_nditer_over_a_followed_array_is_refused_with_what_to_write_instead():
         return (x * s).sum()
 
     assert np.array_equal(mutad.gradient(over_a_constant, x)[0], np.full((2, 2), 3.0))
+
+
+def test_ndenumerate_gives_each_index_with_the_traced_element():
+    def f(x):
+        total = 0.0
+        for (i, j), v in np.ndenumerate(x):
+            total = total + v * v * (i + 1) + j
+        return total
+
+    x = np.arange(4.0).reshape(2, 2) + 0.5
+    before = x.tobytes()
+    assert mutad.value_and_grad(f)(x)[0] == f(x)
+    mutad.check_grads(f, x)
+    mutad.check_jvp(f, x)
+    replayed = mutad.value_and_grad(f, replay=True)
+    for scale in (1.0, 2.0, 3.0):
+        a, b = replayed(x * scale), mutad.value_and_grad(f)(x * scale)
+        assert a[0] == b[0] and np.array_equal(a[1], b[1])
+    assert x.tobytes() == before

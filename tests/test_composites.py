@@ -120,6 +120,12 @@ CASES = [
     Case.named("geomspace-negative",   lambda a, b: np.geomspace(-a, -b, 5, endpoint=False, axis=-1), arguments(positive(2), positive(2))),
     Case.named("apply_over_axes",      lambda a: np.apply_over_axes(np.sum, a, [0, 2]), arguments(normal(2, 3, 4))),
     Case.named("apply_over_axes-scan", lambda a: np.apply_over_axes(np.cumsum, a, -1), arguments(normal(3, 4))),
+    Case.named("unwrap",               lambda p: np.unwrap(3.0 * p), arguments(normal(8))),
+    Case.named("unwrap-axis-period",   lambda p: np.unwrap(2.0 * p, axis=0, period=3.0), arguments(normal(4, 3))),
+    Case.named("tensorsolve",          lambda a, b: np.linalg.tensorsolve(a + 3.0 * np.eye(6).reshape(6, 2, 3), b),
+                                        arguments(normal(6, 2, 3), normal(6))),
+    Case.named("tensorinv",            lambda a: np.linalg.tensorinv(a + 3.0 * np.eye(6).reshape(2, 3, 6), ind=2),
+                                        arguments(normal(2, 3, 6))),
     Case.named("indices-from",         lambda a: a[np.diag_indices_from(a)] + a[np.triu_indices_from(a)][:3]
                                         + np.imag(a)[0] + np.angle(a)[1], arguments(normal(3, 3))),
 ]
@@ -150,10 +156,11 @@ def test_jvp(case, rng):
 COMPLEX_REFUSED = {"nanvar", "nanstd", "cov", "cov-columns-weights", "cov-two", "corrcoef",
                    "polyfit", "polyfit-weights", "correlate", "correlate-full", "correlate-same",
                    "logspace", "logspace-base", "geomspace", "geomspace-negative"}
-COMPLEX_ELSEWHERE = {"svdvals", "cond", "cond-fro", "qr", "qr-r"}  # factorizations
+COMPLEX_ELSEWHERE = {"svdvals", "cond", "cond-fro", "qr", "qr-r",  # factorizations
+                     "tensorsolve", "tensorinv"}  # solves
 # NumPy's own raises on complex values: a comparison, a float output type
 COMPLEX_BRANCHING = {"vectorize", "vectorize-keyword", "piecewise", "piecewise-constants",
-                     "piecewise-single"}
+                     "piecewise-single", "unwrap", "unwrap-axis-period"}
 COMPLEX_CASES = [complexified(c) for c in CASES
                  if c.name not in COMPLEX_REFUSED | COMPLEX_ELSEWHERE | COMPLEX_BRANCHING]
 

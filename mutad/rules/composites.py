@@ -10,6 +10,7 @@ carry no gradient (index helpers, ranks) are in ``nondiff``-style rows at the en
 """
 
 import functools
+import math
 
 import numpy as np
 
@@ -154,6 +155,29 @@ def nancumsum(a, axis=None, dtype=None, out=None):
 @defcomposite(np.nancumprod)
 def nancumprod(a, axis=None, dtype=None, out=None):
     return np.cumprod(np.where(np.isnan(a), 1.0, a), axis=axis, dtype=dtype, out=out)
+
+
+@defcomposite(np.unwrap)
+def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
+    """NumPy's steps on the traced phases: the corrections (multiples of the period, up to
+    rounding) are computed from them as NumPy computes them, so the values are NumPy's and the
+    derivative is that of those steps (1 through each phase: the corrections' derivative is
+    zero almost everywhere)."""
+    p = p if hasattr(p, "dtype") else np.asarray(p)
+    dd = np.diff(p, axis=axis)
+    if discont is None:
+        discont = period / 2
+    dtype = np.result_type(dd, period)
+    if np.issubdtype(dtype, np.integer):
+        return np.unwrap(np.asarray(p), discont, axis, period=period)  # integers: no gradient
+    high = period / 2
+    ddmod = np.mod(dd + high, period) - high
+    # (where abs(dd) == period/2 NumPy keeps the sign of dd)
+    ddmod = np.where((ddmod == -high) & (dd > 0), high, ddmod)
+    correct = np.where(np.abs(dd) < discont, 0.0, ddmod - dd)
+    first = p[along(p.ndim, axis, slice(None, 1))]
+    rest = p[along(p.ndim, axis, slice(1, None))] + np.cumsum(correct, axis=axis)
+    return np.concatenate([first, rest], axis=axis).astype(dtype, copy=False)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -605,6 +629,36 @@ METHODS[(np.vectorize, "__call__")] = vectorized
 
 def _singular_values(x):
     return np.linalg.svd(x, compute_uv=False)
+
+
+@defcomposite(np.linalg.tensorsolve)
+def tensorsolve(a, b, axes=None):
+    """NumPy's steps: the tensor as a square matrix, solved for the raveled right-hand side."""
+    a = a if hasattr(a, "ndim") else np.asarray(a)
+    b = b if hasattr(b, "ndim") else np.asarray(b)
+    if axes is not None:
+        order = list(range(a.ndim))
+        for k in axes:
+            order.remove(k)
+            order.insert(a.ndim, k)
+        a = np.transpose(a, order)
+    shape = a.shape[-(a.ndim - b.ndim):]
+    size = math.prod(shape)
+    if a.size != size ** 2:
+        raise np.linalg.LinAlgError(
+            "Input arrays must satisfy the requirement prod(a.shape[b.ndim:]) == "
+            "prod(a.shape[:b.ndim])")
+    return np.reshape(np.linalg.solve(np.reshape(a, (size, size)), np.ravel(b)), shape)
+
+
+@defcomposite(np.linalg.tensorinv)
+def tensorinv(a, ind=2):
+    """NumPy's steps: the tensor as a matrix, inverted, reshaped."""
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
+    shape = np.shape(a)
+    size = math.prod(shape[ind:])
+    return np.reshape(np.linalg.inv(np.reshape(a, (size, -1))), shape[ind:] + shape[:ind])
 
 
 @defcomposite(np.linalg.svdvals)
