@@ -590,3 +590,70 @@ def test_a_matrix_stores_the_array_it_was_built_from_as_scipys_does():
         assert mutad.value_and_grad(f)(k)[0] == f(k)
         mutad.check_grads(f, k)
         assert k.tobytes() == before
+
+
+def _assembled(k, kind):
+    """A 1-d finite element stiffness matrix assembled entry by entry, a Dirichlet condition
+    set on its first row, and a solve."""
+    n = k.size - 1
+    A = kind((n, n))
+    for e in range(n):
+        for a in range(2):
+            for b in range(2):
+                i, j = e + a - 1, e + b - 1
+                if i >= 0 and j >= 0:
+                    A[i, j] += k[e] * (1.0 if a == b else -1.0)
+    A[0, :] = 0.0
+    A[0, 0] = 1.0
+    A[[1, 2], [1, 2]] = [2.0, 6.0]
+    A[1, 2] = A[1, 1] * 2.0
+    b = np.ones(n)
+    b[0] = 0.0
+    return (scipy.sparse.linalg.spsolve(A.tocsr(), b).sum() + (A @ b).sum()
+            + A.tocoo().sum())
+
+
+@pytest.mark.parametrize("kind", [scipy.sparse.lil_matrix, scipy.sparse.lil_array,
+                                  scipy.sparse.dok_matrix, scipy.sparse.dok_array],
+                         ids=lambda c: c.__name__)
+def test_a_matrix_assembled_entry_by_entry_with_traced_values(kind):
+    """lil and dok matrices take traced entries one at a time (A[i, j] += ...), a plain row
+    written over them, and convert to the traced matrix of all their entries."""
+    k = np.linspace(1.0, 2.0, 6)
+    before = k.tobytes()
+    def f(k):  # (the class in a closure cell: the stand-in while a differentiation runs)
+        return _assembled(k, kind)
+
+    assert mutad.value_and_grad(f)(k)[0] == f(k)
+    check(f, k, order=1)
+    mutad.check_jvp(f, k)
+    replayed = mutad.value_and_grad(f, replay=True)
+    for scale in (1.0, 1.3, 0.7):
+        a, b = replayed(k * scale), mutad.value_and_grad(f)(k * scale)
+        assert a[0] == b[0] and np.array_equal(a[1], b[1])
+    assert k.tobytes() == before
+
+
+def test_an_assembled_matrix_refuses_what_would_read_its_placeholders():
+    def setdiag_after(k):
+        A = scipy.sparse.lil_matrix((3, 3))
+        A[0, 0] = k[0]
+        A.setdiag([1.0, 2.0, 3.0])
+        return A.tocsr().sum()
+
+    def region_of_traced(k):
+        A = scipy.sparse.lil_matrix((3, 3))
+        A[0, :] = k[:3]
+        return A.tocsr().sum()
+
+    refuses(setdiag_after, K.copy(), match="convert it first")
+    refuses(region_of_traced, K.copy(), match="one entry at a time")
+
+    def plain(x):  # without traced entries: SciPy's own matrix
+        A = scipy.sparse.lil_matrix((3, 3))
+        A[1, :] = 3.0
+        A.setdiag([1.0, 2.0, 3.0])
+        assert isinstance(A, scipy.sparse.lil_matrix)
+        return (A.tocsr() @ x).sum() + A[1, 2]
+
+    assert mutad.value_and_grad(plain)(np.ones(3))[0] == plain(np.ones(3))

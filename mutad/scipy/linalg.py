@@ -61,7 +61,7 @@ The structured matrices ``toeplitz``, ``hankel``, ``circulant``, ``block_diag``,
 ``fiedler``, ``fiedler_companion``, ``leslie`` and ``convolution_matrix`` are SciPy's steps on the
 differentiated functions: each entry is a copy of an input's, or of a value SciPy computes from
 them (companion's first row), gathered by index, so their values are SciPy's bit for bit and
-every mode and order follows. ``fiedler``'s |a_i - a_j| takes the derivative 0 where two
+every mode and order follows. ``fiedler``'s ``|a_i - a_j|`` takes the derivative 0 where two
 entries are equal (its diagonal). ``hankel`` of an array of two or more dimensions, which SciPy
 ravels with a warning that it will change, is refused.
 

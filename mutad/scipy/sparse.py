@@ -31,9 +31,12 @@ values tells where each goes); ``A @ x``, ``A.dot(x)``, ``x @ A`` of dense ``x``
 Every value is SciPy's own, computed by SciPy on the stored values (``A @ x`` is SciPy's
 product of the matrix SciPy builds from them).
 A SciPy matrix with constant values times a traced array (``A @ u``, ``u @ A``, ``A * c``,
-``A.multiply(u)``, ``A + B``) is routed the same way. What is not listed (writing into the
-pattern, ``max``, a ``lil``/``dok`` matrix of traced values) is refused with an error that says
-what to write instead. The values of ``C = A @ B`` are SciPy's product's; its derivative adds, for each pair
+``A.multiply(u)``, ``A + B``) is routed the same way. A ``lil`` or ``dok`` matrix made in the
+differentiated function takes traced entries one at a time (``A[i, j] += k[e]``, finite element
+assembly) and plain rows and regions over them (``A[0, :] = 0``, a boundary condition); its
+conversions, products and solves are those of the traced matrix of all its entries. What is not
+listed (writing into a traced matrix's pattern, ``max``, a region of traced values) is refused
+with an error that says what to write instead. The values of ``C = A @ B`` are SciPy's product's; its derivative adds, for each pair
 of stored values ``A[i, k]`` and ``B[k, j]``, the cotangent of ``C[i, j]`` times the other
 factor.
 
@@ -75,6 +78,7 @@ and ``minres`` assume a symmetric ``A``, as SciPy's methods do; ``A`` may be a c
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any
 
@@ -117,8 +121,9 @@ FORMATS = ("csr", "csc", "coo", "dia")
 
 def _followed(*items):
     """Whether a differentiation follows one of ``items`` (a traced array, a dual, a traced
-    sparse matrix)."""
+    sparse matrix, a ``lil`` or ``dok`` matrix holding traced entries)."""
     return any(isinstance(x, TracedSparse) or innermost((x,)) is not None
+               or (isinstance(x, _Assembled) and x.entries)
                or (type(x) in (list, tuple) and _followed(*x)) for x in items)
 
 
@@ -174,7 +179,10 @@ class _Layout:
         if self.format in ("csr", "csc"):
             return self.kind((data, t.indices, t.indptr), shape=self.shape)
         if self.format == "coo":
-            return self.kind((data, t.coords), shape=self.shape)
+            built = self.kind((data, t.coords), shape=self.shape)
+            # (as SciPy's: a conversion's coo, canonical, sums its values in their order)
+            built.has_canonical_format = t.has_canonical_format
+            return built
         return self.kind((data, t.offsets), shape=self.shape)
 
     def probe(self, values=1.0):
@@ -609,9 +617,12 @@ def _summed(data, layout, out):
 
 
 def _lift(a):
-    """A SciPy sparse matrix as a :class:`TracedSparse` with constant values."""
+    """A SciPy sparse matrix as a :class:`TracedSparse` with constant values (a ``lil`` or
+    ``dok`` matrix assembled with traced entries: with them, ``_Assembled``)."""
     if isinstance(a, TracedSparse):
         return a
+    if isinstance(a, _Assembled):
+        return a.traced()
     layout = _Layout(a)
     return TracedSparse(layout, layout.template.data)
 
@@ -1197,6 +1208,182 @@ csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array, dia_matrix,
     _SparseClass(SCIPY[name]) for name in (
         "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
         "dia_matrix", "dia_array"))
+
+
+# ----------------------------------------------------------------------------------------------
+# lil and dok matrices assembled entry by entry: A[i, j] = v, A[i, j] += v with traced values
+
+
+_ASSEMBLED_READS = frozenset(("shape", "ndim", "dtype", "format", "nnz", "entries", "traced",
+                              "copy", "getformat", "count_nonzero"))
+"""What a ``lil`` or ``dok`` matrix holding traced entries answers as it is; the methods in
+``_ASSEMBLED_CONVERTED`` it answers as the traced matrix it stands for, and it refuses any
+other (SciPy's would read the placeholders it stores for the traced entries)."""
+
+_ASSEMBLED_CONVERTED = frozenset((
+    "tocsr", "tocsc", "tocoo", "todia", "asformat", "toarray", "todense", "T", "transpose",
+    "dot", "multiply", "sum", "mean", "diagonal", "trace", "power"))
+
+
+class _Assembled:
+    """A ``lil`` or ``dok`` matrix made in a differentiated function (the mixin of
+    ``scipy.sparse.lil_matrix``'s stand-ins): it is SciPy's own, but for the entries written
+    one at a time with traced values (``A[i, j] = k[i] + k[i + 1]``), which it keeps by position
+    (``entries``), SciPy's storage holding a placeholder there. Converted (``tocsr()``, ``A @ x``,
+    a solve), it is the :class:`TracedSparse` of all its entries."""
+
+    def __init__(self, *args, **kwargs):
+        object.__setattr__(self, "entries", {})
+        super().__init__(*args, **kwargs)
+
+    def __getattribute__(self, name):
+        if name[0] == "_" or name in _ASSEMBLED_READS or not object.__getattribute__(
+                self, "entries") or _internal(sys._getframe(1)):
+            return super().__getattribute__(name)
+        if name in _ASSEMBLED_CONVERTED:
+            return getattr(self.traced(), name)
+        _refuse(f"{name} of a scipy.sparse {self.format} matrix holding traced entries",
+                "convert it first (A.tocsr()), which mutad follows.")
+
+    def _point(self, key):
+        """``key`` as one entry ``(i, j)`` (non-negative), or None."""
+        if type(key) is not tuple or len(key) != 2 or not all(
+                isinstance(k, (int, np.integer)) for k in key):
+            return None
+        (i, j), (m, n) = key, self.shape
+        if not (-m <= i < m and -n <= j < n):
+            return None  # SciPy's own error follows
+        return int(i) % m, int(j) % n
+
+    def __setitem__(self, key, value):
+        point = self._point(key)
+        if point is None:
+            if _followed(value):
+                _refuse(f"writing traced values into a scipy.sparse {self.format} matrix other "
+                        "than one entry at a time", "assign A[i, j] = v entry by entry, or "
+                        "build the matrix from (values, (rows, cols)) with coo_matrix.")
+            if self.entries:  # (a boundary condition: A[0, :] = 0)
+                overwritten = self._region(key)
+                if overwritten is None:
+                    _refuse(f"writing a region of a scipy.sparse {self.format} matrix holding "
+                            "traced entries with this index", "index rows and columns with "
+                            "integers, slices, lists or masks, or write entries one at a time.")
+                for point in overwritten:
+                    del self.entries[point]
+            return super().__setitem__(key, value)
+        if _followed(value):
+            if np.ndim(value) != 0:
+                _refuse("an entry of a scipy.sparse matrix set to an array", "set a number.")
+            self.entries[point] = value
+            super().__setitem__(point, 1.0)  # a placeholder: stored, whatever v is
+        else:
+            self.entries.pop(point, None)
+            super().__setitem__(point, value)
+
+    def _region(self, key):
+        """The traced entries inside the region ``key`` selects (rows and columns each an
+        integer, a slice, a list or a mask; two lists pair up, as NumPy's indices), or None for
+        another kind of index."""
+        if type(key) is not tuple:
+            key = (key, slice(None))
+        if len(key) != 2:
+            return None
+        selected = []
+        for k, size in zip(key, self.shape):
+            if isinstance(k, (int, np.integer)):
+                selected.append(np.array([int(k) % size]))
+            elif isinstance(k, slice):
+                selected.append(np.arange(size)[k])
+            elif isinstance(k, (list, np.ndarray)) and np.asarray(k).ndim == 1 \
+                    and np.asarray(k).dtype.kind in "iub":
+                selected.append(np.arange(size)[np.asarray(k)])
+            else:
+                return None
+        rows, cols = selected
+        paired = all(isinstance(k, (list, np.ndarray)) for k in key)
+        if paired:
+            region = set(zip(rows.tolist(), cols.tolist()))
+        else:
+            rows, cols = set(rows.tolist()), set(cols.tolist())
+            region = {p for p in self.entries if p[0] in rows and p[1] in cols}
+        return [p for p in self.entries if p in region]
+
+    def __getitem__(self, key):
+        point = self._point(key)
+        if point is not None and point in self.entries:
+            return self.entries[point]
+        if self.entries and point is None:
+            _refuse(f"reading a region of a scipy.sparse {self.format} matrix holding traced "
+                    "entries", "convert it first (A.tocsr()), which mutad follows.")
+        return super().__getitem__(key)
+
+    def copy(self):
+        twin = super().copy()
+        object.__setattr__(twin, "entries", dict(self.entries))
+        return twin
+
+    def traced(self):
+        """The :class:`TracedSparse` (coo) of every entry: SciPy's own storage for the plain
+        ones, the traced values where they were written."""
+        entries = object.__getattribute__(self, "entries")
+        object.__setattr__(self, "entries", {})  # SciPy's own conversion, of the plain storage
+        try:
+            coo = self.tocoo()
+        finally:
+            object.__setattr__(self, "entries", entries)
+        rows, cols = (np.asarray(c, np.intp) for c in coo.coords)
+        where = {(int(r), int(c)): k for k, (r, c) in enumerate(zip(rows, cols))}
+        source = np.arange(coo.nnz)
+        points = list(entries)
+        source[[where[p] for p in points]] = coo.nnz + np.arange(len(points))
+        values = np.concatenate([coo.data.astype(np.float64),
+                                 np.stack([entries[p] for p in points])])
+        kind = coo_array if isinstance(self, _sparse.sparray) else coo_matrix
+        assembled = kind((values[source], (rows, cols)), shape=self.shape)
+        assembled.layout.template.has_canonical_format = coo.has_canonical_format  # SciPy's
+        return assembled
+
+
+def _internal(frame):
+    """Whether ``frame`` runs SciPy's, NumPy's or mutad's own code (which reads a matrix's
+    storage as it is), not the user's."""
+    return str(frame.f_globals.get("__name__")).partition(".")[0] in ("scipy", "numpy", "mutad")
+
+
+def _binary_assembled(name):
+    def method(self, *args):
+        if object.__getattribute__(self, "entries"):
+            return getattr(self.traced(), name)(*args)
+        return getattr(super(_Assembled, self), name)(*args)
+    method.__name__ = name
+    return method
+
+
+for _name in ("__matmul__", "__rmatmul__", "__mul__", "__rmul__", "__add__", "__radd__",
+              "__sub__", "__rsub__", "__truediv__", "__neg__", "__pos__", "__abs__", "__pow__"):
+    setattr(_Assembled, _name, _binary_assembled(_name))
+
+
+class _AssemblyClass(_SparseClass):
+    """``scipy.sparse.lil_matrix`` (``lil_array``, ``dok_matrix``, ``dok_array``) while a
+    differentiation runs: SciPy's class, whose matrices take traced entries (``_Assembled``)."""
+
+    def __init__(self, cls):
+        super().__init__(cls)
+        self.assembled = type(cls.__name__, (_Assembled, cls), {
+            "__module__": __name__, "__doc__": _Assembled.__doc__})
+
+    def __call__(self, arg1, shape=None, dtype=None, copy=False, **kwargs):
+        if _followed(arg1):
+            _refuse(f"scipy.sparse.{self.cls.__name__} of traced values",
+                    "build a csr or coo matrix of them (mutad follows those), or assign the "
+                    "entries one at a time.")
+        return self.assembled(arg1, shape=shape, dtype=dtype, copy=copy, **kwargs)
+
+
+lil_matrix, lil_array, dok_matrix, dok_array = (
+    _AssemblyClass(getattr(_sparse, name)) for name in (
+        "lil_matrix", "lil_array", "dok_matrix", "dok_array"))
 
 
 # ----------------------------------------------------------------------------------------------
