@@ -71,7 +71,7 @@ import numpy as np
 
 from .errors import UnsupportedOperationError
 from .levels import ACTIVE, Tracer
-from .registry import JOINS, METHODS, ROUTES, RULE_MODULES
+from .registry import COMPOSITES, JOINS, METHODS, ROUTES, RULE_MODULES
 from .views import memory, owner, wrapped, writeable
 
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
@@ -589,6 +589,12 @@ class Preexisting(np.ndarray):
 
     def __array_function__(self, func, types, args, kwargs):
         args, kwargs = _plain_views(args), _plain_views(kwargs)
+        composite = COMPOSITES.get(func)
+        if composite is not None and ACTIVE.running and holds_wrapped(
+                [list(args), list(kwargs.values())]):
+            # traced values where NumPy does not dispatch (np.histogram's range=): mutad's
+            # composition, which follows them, not NumPy's own code computing with them
+            return composite(*args, **kwargs)
         return made_in(func(*args, **kwargs), func, args, kwargs, sys._getframe(1))
 
     def __repr__(self):

@@ -432,8 +432,17 @@ class ArrayMethods(Tracer):
                      "np.pad / np.concatenate.")
 
     def setflags(self, write=None, align=None, uic=None):
+        if write is False and align is None and uic is None and self.unwritten_constant():
+            # (SciPy's ShortTimeFFT locks the window it is given, made in the function)
+            memory(self).setflags(write=False)  # no write into it to undo: read-only now
+            return
         self._refuse("x.setflags(...)", "mutad writes the array's memory back during the "
                      "reverse pass. Use a copy (y = x.copy(); y.setflags(...)) or leave it.")
+
+    def unwritten_constant(self):
+        """Whether this is an array the function made that no derivative reaches and that
+        nothing has written into since: nothing of it to put back in a reverse pass."""
+        return False
 
     def byteswap(self, inplace=False):
         self._refuse("x.byteswap()", "reinterpreting its bytes has no derivative. Use "

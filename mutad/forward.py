@@ -514,6 +514,9 @@ class Dual(ArrayMethods):
             tangent = tangent.value
         return tangent is None or not np.any(tangent)
 
+    def unwritten_constant(self):
+        return self.constant()  # (forward mode puts nothing back)
+
     def constant(self):
         """Whether the tangent is zero, and not an array an enclosing differentiation traces
         (one it follows only as a constant is fine)."""

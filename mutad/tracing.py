@@ -1416,6 +1416,9 @@ class Traced(ArrayMethods):
         """Whether no derivative of this differentiation flows through it."""
         return self.buffer.constant
 
+    def unwritten_constant(self):
+        return self.buffer.constant and self.buffer.version == 0 and not self.buffer.read
+
     def plain_value(self):
         """The plain array a constant stands for (``ArrayMethods``), None if traced."""
         return self.__array__() if self.buffer.constant else None

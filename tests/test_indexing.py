@@ -1245,3 +1245,25 @@ def test_replayed_histogram_edges_follow_the_samples_and_guard_the_number_of_bin
     counts = [np.histogram_bin_edges(x, "auto").size for (x,) in calls]
     assert len(set(counts)) > 1  # the number of bins changes between calls
     replayed_like_traced(f, calls)
+
+
+HISTOGRAM_SAMPLES = np.array([0.1, 0.5, 0.9, 1.3])  # a module-level array: a stand-in in f
+
+
+@pytest.mark.parametrize("f", [
+    lambda r: (np.histogram(HISTOGRAM_SAMPLES, bins=4, range=(r[0], r[1]))[1] ** 2).sum(),
+    lambda r: (np.histogram(HISTOGRAM_SAMPLES * 1.0, 4, (r[0], r[1]), density=True)[0]
+               * np.arange(4.0)).sum(),
+    lambda r: (np.histogram_bin_edges(HISTOGRAM_SAMPLES, bins=3, range=(r[0], 2.0)) ** 3).sum(),
+], ids=["edges", "density", "bin-edges"])
+def test_histogram_edges_follow_a_differentiated_range(f):
+    """The edges np.linspace(range[0], range[1], n + 1) move with a differentiated range (its
+    gradient was 0, and samples reached by name raised ConstantModifiedError)."""
+    r = np.array([-1.1, 2.0])
+    assert mutad.value_and_grad(f)(r)[0] == f(r)
+    mutad.check_grads(f, r)
+    mutad.check_jvp(f, r)
+    replayed = mutad.value_and_grad(f, replay=True)
+    for scale in (1.0, 1.05, 0.97):
+        a, b = replayed(r * scale), mutad.value_and_grad(f)(r * scale)
+        assert a[0] == b[0] and np.array_equal(a[1], b[1])

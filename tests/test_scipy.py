@@ -869,3 +869,17 @@ def test_scipys_norms_that_return_python_floats_are_differentiated(ord, rng):
         mutad.check_grads(lambda a: f(a) ** 2, a)
         mutad.check_jvp(f, a)
         assert mutad.value_and_grad(f)(a)[0] == scipy.linalg.norm(a, ord)
+
+
+@pytest.mark.parametrize("name", ["boxcox", "boxcox1p", "inv_boxcox", "inv_boxcox1p"])
+def test_box_cox_derivatives_in_lambda_hold_next_to_zero(name):
+    """Their closed forms in λ cancel next to λ = 0 (-6e8 for -105 at λ = 1e-12): series
+    there, continuous with the limit at 0 and the closed form beyond."""
+    function = getattr(scipy.special, name)
+    x = np.array([0.5, 2.0, 3.0])
+    limit = mutad.gradient(lambda lmbda: function(x, lmbda).sum(), 0.0)[0]
+    for lmbda in (1e-12, 1e-9, 1e-6):
+        g = mutad.gradient(lambda lmbda: function(x, lmbda).sum(), lmbda)[0]
+        np.testing.assert_allclose(g, limit, rtol=1e-5)
+    for lmbda in (0.004, 0.02, 0.3):  # both sides of the series' bound
+        mutad.check_grads(lambda lmbda: function(x, lmbda).sum(), lmbda)

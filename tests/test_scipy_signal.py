@@ -351,3 +351,24 @@ def test_more_refusals(rng):
     with pytest.raises(UnsupportedOperationError, match="dlti"):
         system = scipy.signal.dlti(*scipy.signal.butter(2, 0.3))
         mutad.gradient(lambda x: scipy.signal.decimate(x, 2, ftype=system).sum(), x)
+
+
+def test_a_short_time_fft_of_a_window_made_in_the_function():
+    """SciPy's ShortTimeFFT locks its window (setflags(write=False)): one the function made,
+    which nothing has written, may be locked; a write into it then fails as NumPy's does."""
+    def f(x):
+        transform = scipy.signal.ShortTimeFFT(scipy.signal.windows.hann(16), hop=8, fs=1.0)
+        return (np.abs(transform.stft(x)) ** 2).sum()
+
+    x = np.sin(np.arange(64.0) * 0.3) + 0.1 * np.arange(64.0) / 64
+    assert mutad.value_and_grad(f)(x)[0] == f(x)
+    mutad.check_grads(f, x)
+
+    def locked(x):
+        w = np.zeros(3)
+        w.setflags(write=False)
+        with pytest.raises(ValueError, match="read-only"):
+            w[0] = x[0]
+        return x.sum()
+
+    assert mutad.gradient(locked, np.ones(3))[0].tolist() == [1.0, 1.0, 1.0]

@@ -657,3 +657,46 @@ def test_an_assembled_matrix_refuses_what_would_read_its_placeholders():
         return (A.tocsr() @ x).sum() + A[1, 2]
 
     assert mutad.value_and_grad(plain)(np.ones(3))[0] == plain(np.ones(3))
+
+
+def _first_sum(A):
+    return (A @ np.ones(3)).sum()
+
+
+def _refilled(make):
+    """f(d): a matrix made of v = d * 1, then v[0] written: SciPy's matrix sees the write
+    where it shares v."""
+    def f(d):
+        v = d * 1.0
+        A = make(v)
+        v[0] = 100.0
+        return _first_sum(A)
+    return f
+
+
+def _converted_then_zeroed(convert):
+    """f(d): B = convert(A), B's stored values zeroed: A sees it where SciPy shares them."""
+    def f(d):
+        A = scipy.sparse.diags(d, format="csr")
+        B = convert(A)
+        B.data[:] = 0.0
+        return _first_sum(A)
+    return f
+
+
+@pytest.mark.parametrize("f", [
+    _refilled(lambda v: csr_matrix((v, (np.arange(3), np.arange(3))))),          # via coo
+    _refilled(lambda v: csr_matrix((v, np.arange(3), np.arange(4)), copy=True)),
+    _refilled(lambda v: csr_matrix((v, np.arange(3), np.arange(4)))),             # shared
+    _converted_then_zeroed(lambda A: A.tocsc()),
+    _converted_then_zeroed(lambda A: A.tocoo().tocsr()),
+    _converted_then_zeroed(lambda A: csr_matrix(A, copy=True)),
+    _converted_then_zeroed(lambda A: A.T),                                         # shared
+    _converted_then_zeroed(lambda A: A[:, :]),
+], ids=["coo-built", "copy", "shared", "tocsc", "through-coo", "copied", "transpose",
+        "indexed"])
+def test_what_scipy_shares_and_what_it_copies(f):
+    d = np.array([1.0, 2.0, 3.0])
+    value, (g,) = mutad.value_and_grad(f, argnums=(0,))(d)
+    assert value == f(d)
+    mutad.check_grads(f, d)

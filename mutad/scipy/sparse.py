@@ -581,17 +581,18 @@ def _gather(data, index):
     return flat[index]
 
 
-def _relayout(data, layout, operation):
+def _relayout(data, layout, operation, shares=False):
     """The layout and stored values of ``operation(A)`` (a SciPy operation that moves stored
     values: a transpose, a conversion) given ``A``'s: the operation applied to the slot
     numbers tells where each value goes; where it sums some (duplicates merged in a
-    conversion), a constant matrix adds them."""
+    conversion), a constant matrix adds them. ``shares``: SciPy's result keeps ``A``'s
+    stored values where they stay in place (a transpose's), else it copies them."""
     numbered = operation(layout.probe(np.arange(1.0, layout.valid.size + 1)))
     ones = operation(layout.probe())
     out = _Layout(ones)
     if np.all(np.isin(ones.data, (0.0, 1.0))) and numbered.data.shape == ones.data.shape:
         index = np.rint(numbered.data).astype(np.intp)  # each slot holds one value, or none
-        if index.shape == np.shape(data) and np.array_equal(
+        if shares and index.shape == np.shape(data) and np.array_equal(
                 index.reshape(-1), np.arange(1, index.size + 1)):
             return out, data  # the same values in the same order: shared, as SciPy's A.T
         return out, np.reshape(_gather(data, index), out.data_shape)
@@ -732,7 +733,8 @@ class TracedSparse:
     def transpose(self, axes: Any = None, copy: bool = False) -> TracedSparse:
         if axes is not None:
             self.layout.template.transpose(axes)  # SciPy's error
-        return self._with(_relayout(self.data, self.layout, lambda m: m.transpose()))
+        return self._with(_relayout(self.data, self.layout, lambda m: m.transpose(),
+                                    shares=True))
 
     T = property(transpose)
 
@@ -1175,21 +1177,24 @@ class _SparseClass:
             result = arg1.asformat(self.format)
             if result.layout.kind is not self.cls:  # spmatrix <-> sparray: the same slots
                 result = TracedSparse(_Layout(self.cls(result.layout.template)), result.data)
-            return result
+            return result.copy() if copy else result
         if type(arg1) is tuple and _followed(*arg1[1:]):
             if any(carries_derivative(x) for x in _leaves(arg1[1:])):
                 _refuse(f"{name} with traced indices", "indices are integers: pass them plain.")
             arg1 = (arg1[0], *settled(arg1[1:], f"{name} with indices the program computes"))
         if type(arg1) is not tuple:  # a dense matrix: each entry stored, zeros too
-            return _constructed(self.cls, name, arg1, lambda fn, d: fn(d, shape=shape),
-                               dense=True, dtype=dtype)
+            return _constructed(self.cls, name, arg1,
+                                lambda fn, d: fn(d, shape=shape, copy=copy), dense=True,
+                                dtype=dtype)
         if len(arg1) == 2 and type(arg1[1]) is tuple and self.format != "coo":
             # (data, (row, col)) sums repeated positions: coo keeps them, and its conversion
             # is followed through the sum
             coo = SCIPY["coo_array" if self.cls.__name__.endswith("array") else "coo_matrix"]
-            return _SparseClass.__call__(ROUTES[coo], arg1, shape, dtype).asformat(self.format)
+            return _SparseClass.__call__(ROUTES[coo], arg1, shape, dtype,
+                                         copy).asformat(self.format)
         return _constructed(self.cls, name, arg1[0],
-                           lambda fn, d: fn((d, *arg1[1:]), shape=shape), dtype=dtype)
+                            lambda fn, d: fn((d, *arg1[1:]), shape=shape, copy=copy),
+                            dtype=dtype)
 
     def __instancecheck__(self, instance):
         return isinstance(instance, self.cls)

@@ -145,14 +145,12 @@ def _pseudo_huber_dr(y, delta, r):
 
 
 def _boxcox_dlambda(base):
-    """d/dλ of boxcox (``base`` log) or boxcox1p (``base`` log1p): (x^λ log x - y) / λ, its
-    limit (log x)² / 2 at λ = 0."""
+    """d/dλ of boxcox (``base`` log) or boxcox1p (``base`` log1p), y = (e^(λL) - 1) / λ with
+    L = base(x): L² exprel'(λL), whose series near λL = 0 holds where the closed form
+    (x^λ L - y) / λ cancels (λ = 0 included: L² / 2)."""
     def partial(y, x, lmbda):
         logs = base(x)
-        at_zero = lmbda == 0
-        safe = np.where(at_zero, 1.0, lmbda)
-        return np.where(at_zero, 0.5 * logs * logs,
-                        (np.exp(lmbda * logs) * logs - y) / safe)
+        return logs * logs * _exprel_derivative(None, lmbda * logs)
     return partial
 
 
@@ -161,12 +159,14 @@ def _inv_boxcox_dy(x, y, lmbda):  # x = (λy + 1)^(1/λ): x / (λy + 1), or x at
 
 
 def _inv_boxcox_dlambda(x, y, lmbda):
-    """d/dλ of (λy + 1)^(1/λ): x (y / (λ (λy + 1)) - log(λy + 1) / λ²); -x y² / 2 at λ = 0."""
-    at_zero = lmbda == 0
-    safe = np.where(at_zero, 1.0, lmbda)
-    base = safe * y + 1.0
-    return np.where(at_zero, -0.5 * x * y * y,
-                    x * (y / (safe * base) - np.log(base) / (safe * safe)))
+    """d/dλ of x = exp(log1p(λy) / λ): x y² g(λy), g(u) = (u / (1 + u) - log1p(u)) / u², by
+    its series -1/2 + 2u/3 - 3u²/4 + 4u³/5 - 5u⁴/6 + 6u⁵/7 near u = 0, where it cancels."""
+    u = lmbda * y
+    near = np.abs(u) < 1e-2
+    safe = np.where(near, 1.0, u)
+    series = -0.5 + u * (2.0 / 3.0 + u * (-0.75 + u * (0.8 + u * (-5.0 / 6.0 + u * 6.0 / 7.0))))
+    g = np.where(near, series, (safe / (1.0 + safe) - np.log1p(safe)) / (safe * safe))
+    return x * y * y * g
 
 
 def _inv_boxcox1p_dlambda(x, y, lmbda):  # of (λy + 1)^(1/λ) - 1: as inv_boxcox's, for x + 1
