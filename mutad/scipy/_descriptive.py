@@ -254,7 +254,7 @@ def sem(a, axis=0, ddof=1):
 
 @_reduction(_stats.variation)
 def variation(a, axis=0, ddof=0):
-    n = np.float64(np.shape(a)[axis])
+    n = float(np.shape(a)[axis])
     with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         mean = np.mean(a, axis=axis)
@@ -439,7 +439,7 @@ def _quantiles(x, p, method):
     constants, so the gradient goes to the elements the quantiles interpolate between, a
     subgradient at ties as np.percentile's."""
     y = np.sort(x, axis=-1)
-    n = np.float64(np.shape(y)[-1])
+    n = float(np.shape(y)[-1])
     p = np.broadcast_to(p, np.shape(y)[:-1] + np.shape(p))
     nan = np.any(np.isnan(y), axis=-1)
     if np.any(nan):
@@ -463,6 +463,7 @@ def _quantiles(x, p, method):
 
 @_reduction(_stats.iqr, samples=("x",), propagates=False)
 def iqr(x, axis=None, rng=(25, 75), scale=1.0, interpolation="linear"):
+    _float64_only("iqr", x)
     if isinstance(scale, str):
         if scale.lower() not in _scale_conversions:
             raise ValueError(f"{scale} not a valid scale for `iqr`")
@@ -613,7 +614,7 @@ def _pearsonr(x, y, *, alternative="two-sided", method=None, axis=0):
         raise ValueError("`x` and `y` must have the same length along `axis`.")
     if np.shape(x)[axis] < 2:
         raise ValueError("`x` and `y` must have length at least 2.")
-    n = np.float64(np.shape(x)[axis])
+    n = float(np.shape(x)[axis])
     x, y = np.moveaxis(x, axis, -1), np.moveaxis(y, axis, -1)
     const_x = np.all(x == x[..., 0:1], axis=-1)
     const_y = np.all(y == y[..., 0:1], axis=-1)
@@ -682,6 +683,7 @@ def _linregress_pack(slope, intercept, rvalue, pvalue, stderr, intercept_stderr)
 @_reduction(_stats.linregress, samples=("x", "y"), paired=True, too_small=1, outputs=6,
             pack=_linregress_pack)
 def linregress(x, y, alternative="two-sided", axis=None):
+    _float64_only("linregress", x, y)
     if np.ndim(x) == 1:
         return _linregress(x, y, alternative)
     # SciPy regresses each slice by itself (np.apply_along_axis)
@@ -731,21 +733,33 @@ def _scalar(x):
     return x[()] if np.ndim(x) == 0 else x
 
 
+def _float64_only(name, *samples):
+    """Refuse samples of another float type (float32): SciPy computes these statistics in
+    their precision by steps mutad does not reproduce bit for bit."""
+    for x in samples:
+        if np.result_type(x).kind == "f" and np.result_type(x) != np.float64:
+            raise UnsupportedOperationError(
+                f"scipy.stats.{name} of {np.result_type(x)} samples: mutad follows it for "
+                "float64 samples only; pass x.astype(np.float64).")
+
+
 @_reduction(_stats.ttest_1samp, samples=("a", "popmean"), outputs=6, pack=_ttest_pack)
 def ttest_1samp(a, popmean, axis=0, alternative="two-sided"):
+    _float64_only("ttest_1samp", a)
     n = np.shape(a)[axis]
     mean = np.mean(a, axis=axis)
     popmean = np.squeeze(popmean, axis=axis) if np.ndim(popmean) > 0 else popmean
     denom = np.sqrt(_var(a, axis, ddof=1) / n)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = _scalar(np.divide(mean - popmean, denom))
-    prob = _scalar(_student_pvalue(t, np.float64(n - 1), alternative))
+    prob = _scalar(_student_pvalue(t, float(n - 1), alternative))
     df = _scalar(np.broadcast_to(np.asarray(n - 1), np.shape(t)))
     return t, prob, df, _ALTERNATIVES[alternative], denom, mean
 
 
 @_reduction(_stats.ttest_ind, samples=("a", "b"), outputs=6, pack=_ttest_pack)
 def ttest_ind(a, b, *, axis=0, equal_var=True, alternative="two-sided", trim=0, method=None):
+    _float64_only("ttest_ind", a, b)
     if not (0 <= trim < .5):
         raise ValueError("Trimming percentage should be 0 <= `trim` < .5.")
     if trim != 0 or method is not None:
