@@ -748,12 +748,6 @@ INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.trued
 """The operators a :class:`Pure` step's line in a block writes as Python's own."""
 
 
-def _digest(x):
-    """A digest of the bytes of array ``x``."""
-    return hashlib.blake2b(np.ascontiguousarray(x).view(np.uint8).reshape(-1),
-                           digest_size=16).digest()
-
-
 def _on_scalars(operation, *values):
     """``operation`` (``*``, ``**``) of NumPy's scalars ``values`` (0-d arrays as the scalars
     they stand for): their own math, as the engine took the value (``arraylike.put_right``)."""

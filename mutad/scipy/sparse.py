@@ -95,11 +95,11 @@ from ..rules._helpers import transpose
 from ..trees import register_pytree
 from ..views import memory, wrapped
 
-__all__ = ["SuperLU", "TracedSparse", "bicgstab", "block_diag", "bmat", "cg", "coo_array",
-           "coo_matrix", "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array",
-           "dia_matrix", "diags", "diags_array", "factorized", "gmres", "hstack", "kron",
-           "minres", "norm", "spdiags", "splu", "spsolve", "spsolve_triangular", "tril", "triu",
-           "vstack"]
+__all__ = ["bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix", "csc_array",
+           "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix", "diags",
+           "diags_array", "dok_array", "dok_matrix", "factorized", "gmres", "hstack", "kron",
+           "lil_array", "lil_matrix", "minres", "norm", "spdiags", "splu", "spsolve",
+           "spsolve_triangular", "SuperLU", "TracedSparse", "tril", "triu", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
