@@ -574,3 +574,17 @@ def test_coordinates_given_as_a_list_of_traced_arrays(rng):
     s = np.array([0.3, 0.2])
     assert mutad.value_and_grad(f)(s)[0] == f(s)
     mutad.check_grads(f, s)
+
+
+def test_a_shift_given_as_a_tuple_of_traced_numbers(rng):
+    """(t[1], -t[0]) is the array NumPy makes of it (it raised ConversionError)."""
+    image = rng.random((6, 7))
+
+    def f(t):
+        moved = scipy.ndimage.shift(image, (t[1], -t[0]), order=1, mode="nearest")
+        spectrum = scipy.ndimage.fourier_shift(np.fft.fft2(image), [t[0], 0.5])
+        return (moved ** 2).sum() + np.real(spectrum).sum()
+
+    t = np.array([0.3, 0.2])
+    assert mutad.value_and_grad(f)(t)[0] == f(t)
+    mutad.check_grads(f, t)

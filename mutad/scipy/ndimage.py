@@ -723,6 +723,7 @@ def _settings(name, order, *constants):
 
 @stands_in_for(_ndimage.shift)
 def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilter=True):
+    shift, = lists_as_arrays([shift])  # (t[1], -t[0]): the array NumPy makes of it
     if innermost((shift,)) is not None:
         _traced_coordinates("shift", order, mode, cval, "shift")
         _apart("shift", input, output, order, prefilter)
@@ -1154,6 +1155,7 @@ def _fourier_stand_in(name):
 
     @stands_in_for(original)
     def stand_in(input, parameter, n=-1, axis=-1, output=None):
+        parameter, = lists_as_arrays([parameter])  # (a, b): the array NumPy makes of it
         dtype = _fourier_dtype(output, input, name)
         ndim = np.ndim(input)
         axis = normalize_axis_index(axis, ndim)
