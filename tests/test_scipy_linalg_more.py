@@ -326,3 +326,48 @@ def test_structured_matrices_replay():
         traced = mutad.gradient(f, c.copy(), r.copy())
         for ours, expected in zip(replayed(c.copy(), r.copy()), traced, strict=True):
             assert ours.tobytes() == expected.tobytes()
+
+
+def _stable(rng, n):
+    return rng.normal(size=(n, n)) - 3.0 * np.eye(n)
+
+
+LYAPUNOV_AND_RICCATI = {
+    "continuous-lyapunov": (lambda a, q: scipy.linalg.solve_continuous_lyapunov(a, q),
+                            lambda rng: (_stable(rng, 3), rng.normal(size=(3, 3)))),
+    "discrete-lyapunov": (lambda a, q: scipy.linalg.solve_discrete_lyapunov(0.2 * a, q),
+                          lambda rng: (rng.normal(size=(3, 3)), rng.normal(size=(3, 3)))),
+    "discrete-lyapunov-bilinear": (
+        lambda a, q: scipy.linalg.solve_discrete_lyapunov(0.2 * a, q, method="bilinear"),
+        lambda rng: (rng.normal(size=(3, 3)), rng.normal(size=(3, 3)))),
+    "continuous-are": (  # Q and R symmetric positive definite, as SciPy checks
+        lambda a, b, qh, rh: scipy.linalg.solve_continuous_are(
+            a, b, qh @ qh.T + np.eye(3), rh @ rh.T + np.eye(2)),
+        lambda rng: (_stable(rng, 3), rng.normal(size=(3, 2)), rng.normal(size=(3, 3)),
+                     rng.normal(size=(2, 2)))),
+}
+
+
+@pytest.mark.parametrize("name", LYAPUNOV_AND_RICCATI)
+def test_lyapunov_and_riccati_equations(name, rng):
+    """SciPy's solutions; their derivatives by one more Lyapunov solve (the implicit function
+    theorem), in both modes, to second order, replayed bit for bit."""
+    solve, sample = LYAPUNOV_AND_RICCATI[name]
+    args = sample(rng)
+    weights = rng.normal(size=(3, 3))
+
+    def f(*args):
+        return (solve(*args) * weights).sum()
+
+    before = [a.tobytes() for a in args]
+    argnums = tuple(range(len(args)))
+    assert mutad.value_and_grad(f, argnums=argnums)(*args)[0] == f(*args)
+    mutad.check_grads(f, *args)
+    mutad.check_jvp(f, *args)
+    mutad.check_grads(f, *args, order=2)
+    replayed = mutad.value_and_grad(f, argnums=argnums, replay=True)
+    for scale in (1.0, 1.1, 0.9):
+        moved = (args[0] * scale, *args[1:])
+        a, b = replayed(*moved), mutad.value_and_grad(f, argnums=argnums)(*moved)
+        assert a[0] == b[0] and all(np.array_equal(u, v) for u, v in zip(a[1], b[1]))
+    assert [a.tobytes() for a in args] == before

@@ -102,6 +102,9 @@ cholesky, cho_factor, cho_solve, solve_triangular, lu_factor, lu_solve, solve, i
                     _linalg.solve_triangular, _linalg.lu_factor, _linalg.lu_solve,
                     _linalg.solve, _linalg.inv, _linalg.expm))
 solve_sylvester, sqrtm = map(scipy_adjoint, (_linalg.solve_sylvester, _linalg.sqrtm))
+solve_continuous_lyapunov, solve_discrete_lyapunov, solve_continuous_are = map(scipy_adjoint, (
+    _linalg.solve_continuous_lyapunov, _linalg.solve_discrete_lyapunov,
+    _linalg.solve_continuous_are))
 eigh, eigvalsh, svd, det, norm, qr, logm = map(scipy_adjoint, (
     _linalg.eigh, _linalg.eigvalsh, _linalg.svd, _linalg.det, _linalg.norm, _linalg.qr,
     _linalg.logm))
@@ -114,8 +117,10 @@ solve_banded, solveh_banded, solve_toeplitz = map(scipy_adjoint, (
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
            "convolution_matrix", "det", "eig", "eigh", "eigvals", "eigvalsh", "expm", "fiedler",
            "fiedler_companion", "hankel", "inv", "leslie", "logm", "lstsq", "lu", "lu_factor",
-           "lu_solve", "norm", "pinv", "polar", "qr", "solve", "solve_banded", "solve_sylvester",
-           "solve_toeplitz", "solve_triangular", "solveh_banded", "sqrtm", "svd", "toeplitz"]
+           "lu_solve", "norm", "pinv", "polar", "qr", "solve", "solve_banded",
+           "solve_continuous_are", "solve_continuous_lyapunov", "solve_discrete_lyapunov",
+           "solve_sylvester", "solve_toeplitz", "solve_triangular", "solveh_banded", "sqrtm",
+           "svd", "toeplitz"]
 
 
 def _times_transpose(u, v):
@@ -544,6 +549,115 @@ def _solve_sylvester_jvp(tangents, a, b, q):
     if not terms:
         return x, None
     return x, solve_sylvester(a, b, functools.reduce(np.add, terms))
+
+
+# The Lyapunov and Riccati equations, by the implicit function theorem: each derivative is
+# one more solve of a Lyapunov equation (its adjoint, the transposed one), on SciPy's solution.
+
+
+def _real_only(name, *arrays):
+    if any(np.iscomplexobj(x) for x in arrays):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name} of complex matrices: mutad differentiates real ones only.")
+
+
+@solve_continuous_lyapunov.rule
+def _continuous_lyapunov_rule(a, q):
+    """A X + X Aᵀ = Q: dX = L(dQ - dA X - X dAᵀ), L the solve; L's adjoint is the solve with
+    Aᵀ: Λ = L*(X̄), Q̄ = Λ, Ā = -(Λ Xᵀ + Λᵀ X)."""
+    _real_only("solve_continuous_lyapunov", a, q)
+    x = solve_continuous_lyapunov(a, q)
+
+    def back(dx):
+        lam = solve_continuous_lyapunov(transpose(a), dx)
+        return -(lam @ transpose(x) + transpose(lam) @ x), lam
+
+    return x, back
+
+
+@solve_continuous_lyapunov.jvp_rule
+def _continuous_lyapunov_jvp(tangents, a, q):
+    _real_only("solve_continuous_lyapunov", a, q)
+    x = solve_continuous_lyapunov(a, q)
+    da, dq = (tuple(tangents) + (None,) * 2)[:2]
+    terms = [t for t in (dq, None if da is None else -(da @ x + x @ transpose(da)))
+             if t is not None]
+    if not terms:
+        return x, None
+    return x, solve_continuous_lyapunov(a, functools.reduce(np.add, terms))
+
+
+@solve_discrete_lyapunov.rule
+def _discrete_lyapunov_rule(a, q, method=None):
+    """A X Aᵀ - X + Q = 0: dX = D(dA X Aᵀ + A X dAᵀ + dQ), D the solve; its adjoint is the
+    solve with Aᵀ: Λ = D*(X̄), Q̄ = Λ, Ā = Λ A Xᵀ + Λᵀ A X."""
+    _real_only("solve_discrete_lyapunov", a, q)
+    x = solve_discrete_lyapunov(a, q, method)
+
+    def back(dx):
+        lam = solve_discrete_lyapunov(transpose(a), dx, method)
+        return lam @ a @ transpose(x) + transpose(lam) @ a @ x, lam
+
+    return x, back
+
+
+@solve_discrete_lyapunov.jvp_rule
+def _discrete_lyapunov_jvp(tangents, a, q, method=None):
+    _real_only("solve_discrete_lyapunov", a, q)
+    x = solve_discrete_lyapunov(a, q, method)
+    da, dq = (tuple(tangents) + (None,) * 2)[:2]
+    terms = [t for t in (dq, None if da is None else da @ x @ transpose(a)
+                         + a @ x @ transpose(da)) if t is not None]
+    if not terms:
+        return x, None
+    return x, solve_discrete_lyapunov(a, functools.reduce(np.add, terms), method)
+
+
+def _riccati_closed_loop(a, b, r, x):
+    """The gain K = R⁻¹ Bᵀ X and the closed loop A - B K of the continuous Riccati equation."""
+    gain = solve(r, transpose(b) @ x)
+    return gain, a - b @ gain
+
+
+def _riccati_refused(e, s):
+    if e is not None or s is not None:
+        raise UnsupportedOperationError(
+            "scipy.linalg.solve_continuous_are with e= or s= of differentiated matrices: mutad "
+            "differentiates the standard equation Aᵀ X + X A - X B R⁻¹ Bᵀ X + Q = 0 only.")
+
+
+@solve_continuous_are.rule
+def _continuous_are_rule(a, b, q, r, e=None, s=None, balanced=True):
+    """Aᵀ X + X A - X B R⁻¹ Bᵀ X + Q = 0, with K = R⁻¹ Bᵀ X and the closed loop F = A - B K:
+    Fᵀ dX + dX F = -(dQ + dAᵀ X + X dA - X dB K - Kᵀ dBᵀ X + Kᵀ dR K); its adjoint solve
+    F Λ + Λ Fᵀ = X̄ gives Q̄ = -Λ, Ā = -X (Λ + Λᵀ), B̄ = X (Λ + Λᵀ) Kᵀ, R̄ = -K Λ Kᵀ."""
+    _riccati_refused(e, s)
+    _real_only("solve_continuous_are", a, b, q, r)
+    x = solve_continuous_are(a, b, q, r, balanced=balanced)
+    gain, closed = _riccati_closed_loop(a, b, r, x)
+
+    def back(dx):
+        lam = solve_continuous_lyapunov(closed, dx)
+        both = lam + transpose(lam)
+        return -(x @ both), x @ both @ transpose(gain), -lam, -(gain @ lam @ transpose(gain))
+
+    return x, back
+
+
+@solve_continuous_are.jvp_rule
+def _continuous_are_jvp(tangents, a, b, q, r, e=None, s=None, balanced=True):
+    _riccati_refused(e, s)
+    _real_only("solve_continuous_are", a, b, q, r)
+    x = solve_continuous_are(a, b, q, r, balanced=balanced)
+    gain, closed = _riccati_closed_loop(a, b, r, x)
+    da, db, dq, dr = (tuple(tangents) + (None,) * 4)[:4]
+    terms = [t for t in (
+        dq, None if da is None else transpose(da) @ x + x @ da,
+        None if db is None else -(x @ db @ gain + transpose(gain) @ transpose(db) @ x),
+        None if dr is None else transpose(gain) @ dr @ gain) if t is not None]
+    if not terms:
+        return x, None
+    return x, solve_continuous_lyapunov(transpose(closed), -functools.reduce(np.add, terms))
 
 
 def _real_square_root(a):
