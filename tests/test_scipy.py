@@ -812,9 +812,9 @@ def test_scipy_linalg_function_as_the_differentiated_function(rng):
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda a: scipy.linalg.eigh(a, np.eye(3)), "generalized"),
+    (lambda a: scipy.linalg.eigh(a, np.eye(3), type=2), "type=1"),
     (lambda a: scipy.linalg.eigh(a, subset_by_index=[0, 1]), "subset"),
-    (lambda a: scipy.linalg.eigvalsh(a, type=2), "standard"),
+    (lambda a: scipy.linalg.eigvalsh(a, type=2), "type 1"),
     (lambda a: scipy.linalg.svd(a[:, :2]), "full_matrices"),
     (lambda a: scipy.linalg.qr(a[:, :2]), "mode='full'"),
     (lambda a: scipy.linalg.qr(a, mode="raw"), "raw"),
@@ -883,3 +883,28 @@ def test_box_cox_derivatives_in_lambda_hold_next_to_zero(name):
         np.testing.assert_allclose(g, limit, rtol=1e-5)
     for lmbda in (0.004, 0.02, 0.3):  # both sides of the series' bound
         mutad.check_grads(lambda lmbda: function(x, lmbda).sum(), lmbda)
+
+
+def test_the_generalized_symmetric_eigenproblem(rng):
+    """A V = B V diag(w), Vᵀ B V = I (finite element modes: stiffness and mass): SciPy's pairs,
+    with the symmetric gradients of A and B, both modes, second order, replayed."""
+    k, m = rng.normal(size=(4, 4)), rng.normal(size=(4, 4))
+    k, m = k + k.T + 6.0 * np.eye(4), m @ m.T + 4.0 * np.eye(4)
+    weights = rng.normal(size=(4, 4))
+
+    def symmetric(x):
+        return 0.5 * (x + x.T)
+
+    def f(k, m):  # (the squares of the vectors' entries: free of their signs)
+        w, v = scipy.linalg.eigh(symmetric(k), symmetric(m))
+        return (w ** 2).sum() + (v ** 2 * weights).sum() \
+            + scipy.linalg.eigvalsh(symmetric(k), symmetric(m)).prod()
+
+    assert mutad.value_and_grad(f, argnums=(0, 1))(k, m)[0] == f(k, m)
+    mutad.check_grads(f, k, m)
+    mutad.check_jvp(f, k, m)
+    mutad.check_grads(f, k, m, order=2)
+    replayed = mutad.value_and_grad(f, argnums=(0, 1), replay=True)
+    for scale in (1.0, 1.1, 0.9):
+        a, b = replayed(k * scale, m), mutad.value_and_grad(f, argnums=(0, 1))(k * scale, m)
+        assert a[0] == b[0] and all(np.array_equal(u, v) for u, v in zip(a[1], b[1]))

@@ -695,10 +695,8 @@ def _sqrtm_jvp(tangents, a, *settings):
 def _standard_eigenproblem(name, b, type, subset_by_index, subset_by_value):
     if b is not None or type != 1:
         raise UnsupportedOperationError(
-            f"scipy.linalg.{name}(a, b): mutad differentiates the standard symmetric "
-            "eigenproblem (b=None); for a generalized one with b positive definite, reduce it: "
-            "L = cholesky(b, lower=True), C = solve_triangular(L, solve_triangular(L, a, "
-            "lower=True).T, lower=True), whose eigenvalues are the same.")
+            f"scipy.linalg.{name}(a, b, type={type}): mutad differentiates the standard "
+            "symmetric eigenproblem and the generalized one of type 1 (A v = λ B v).")
     if subset_by_index is not None or subset_by_value is not None:
         raise UnsupportedOperationError(
             f"scipy.linalg.{name}(..., subset_by_index=/subset_by_value=): the derivative of "
@@ -710,14 +708,68 @@ def _eigenpairs(name, a, lower, check_finite, driver):
     return eigh(a, lower=lower, check_finite=check_finite, driver=driver)
 
 
+def _generalized(name, a, b, type, subset_by_index, subset_by_value):
+    """Whether ``eigh(a, b)`` is the generalized problem A v = λ B v that mutad follows (b
+    given, type 1, real), refusing the other settings; False for the standard one."""
+    if b is None:
+        _standard_eigenproblem(name, b, type, subset_by_index, subset_by_value)
+        return False
+    _standard_eigenproblem(name, None, 1, subset_by_index, subset_by_value)
+    if type != 1 or np.iscomplexobj(a) or np.iscomplexobj(b):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name}(a, b, type={type}) of complex or type 2, 3 problems: mutad "
+            "differentiates the real generalized problem A v = λ B v (type=1).")
+    require_symmetric(a, f"scipy.linalg.{name}")
+    require_symmetric(b, f"scipy.linalg.{name}")
+    return True
+
+
+def _generalized_cotangents(w, v, dw, dv, equal):
+    """Ā and B̄ for A V = B V diag(w), Vᵀ B V = I: with G = Vᵀ V̄ and F the couplings
+    1 / (w_j - w_i), Ā = V (diag(w̄) + F ∘ G) Vᵀ and B̄ = -V (diag(w̄ w + diag(G) / 2) +
+    F ∘ G w_j) Vᵀ (dV = V C, C_ij = vᵢᵀ (dA - w_j dB) v_j / (w_j - w_i), C_jj = -v_jᵀ dB v_j
+    / 2), symmetrised as the standard problem's."""
+    n = w.shape[-1]
+    if dv is not None and np.any(dv):
+        coupled = eigh_couplings(w, equal) * (transpose(v) @ dv)
+        diagonal = real_diagonal(transpose(v) @ dv)
+    else:
+        coupled = np.zeros(w.shape + (n,))
+        diagonal = np.zeros(w.shape)
+    dw = np.zeros(w.shape) if dw is None else dw
+    for_a = coupled + dw[..., None, :] * np.eye(n)
+    for_b = coupled * w[..., None, :] + (dw * w + 0.5 * diagonal)[..., None, :] * np.eye(n)
+    return (symmetric_part(v @ for_a @ transpose(v)),
+            -symmetric_part(v @ for_b @ transpose(v)))
+
+
+def _generalized_tangents(w, v, da, db):
+    """dw and dV of A V = B V diag(w) along dA, dB (their symmetric parts)."""
+    n = w.shape[-1]
+    pa = transpose(v) @ symmetric_part(da) @ v if da is not None else np.zeros(w.shape + (n,))
+    pb = transpose(v) @ symmetric_part(db) @ v if db is not None else np.zeros(w.shape + (n,))
+    middle = pa - pb * w[..., None, :]  # vᵢᵀ (dA - w_j dB) v_j
+    dw = real_diagonal(middle)
+    coupling = eigh_couplings(w) * middle - 0.5 * real_diagonal(pb)[..., None, :] * np.eye(n)
+    return dw, v @ coupling
+
+
 @eigh.rule
 def _eigh_rule(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
                overwrite_b=False, type=1, check_finite=True, subset_by_index=None,
                subset_by_value=None, driver=None):
     """A = V diag(w) Vᵀ from the one triangle SciPy reads (a symmetric A is required, as
     cholesky's), with the symmetric gradient: np.linalg.eigh's rule (Giles 2008, §3.1) on
-    SciPy's own eigenvectors."""
-    _standard_eigenproblem("eigh", b, type, subset_by_index, subset_by_value)
+    SciPy's own eigenvectors; the generalized problem A V = B V diag(w) by its own
+    (``_generalized_cotangents``)."""
+    if _generalized("eigh", a, b, type, subset_by_index, subset_by_value):
+        w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
+        equal = equal_pairs(w)
+        if eigvals_only:
+            values = eigh(a, b, lower=lower, eigvals_only=True, check_finite=check_finite,
+                          driver=driver)
+            return values, lambda dw: _generalized_cotangents(w, v, dw, None, equal)
+        return (w, v), lambda dys: _generalized_cotangents(w, v, dys[0], dys[1], equal)
     w, v = _eigenpairs("eigh", a, lower, check_finite, driver)
     equal = equal_pairs(w)  # now: back may see w restored up to rounding
     if eigvals_only:
@@ -736,7 +788,14 @@ def _eigh_rule(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
 def _eigh_jvp(tangents, a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
               overwrite_b=False, type=1, check_finite=True, subset_by_index=None,
               subset_by_value=None, driver=None):
-    _standard_eigenproblem("eigh", b, type, subset_by_index, subset_by_value)
+    if _generalized("eigh", a, b, type, subset_by_index, subset_by_value):
+        w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
+        da, db = (tuple(tangents) + (None,) * 2)[:2]
+        dw, dv = _generalized_tangents(w, v, da, db)
+        if eigvals_only:
+            return eigh(a, b, lower=lower, eigvals_only=True, check_finite=check_finite,
+                        driver=driver), dw
+        return (w, v), (dw, dv)
     w, v = _eigenpairs("eigh", a, lower, check_finite, driver)
     middle, dw = eigh_tangent(v, tangents[0])  # dw = diag(Vᵀ dA V), dV = V (F ∘ Vᵀ dA V)
     if eigvals_only:
@@ -748,7 +807,10 @@ def _eigh_jvp(tangents, a, b=None, *, lower=True, eigvals_only=False, overwrite_
 @eigvalsh.rule
 def _eigvalsh_rule(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False, type=1,
                    check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
-    _standard_eigenproblem("eigvalsh", b, type, subset_by_index, subset_by_value)
+    if _generalized("eigvalsh", a, b, type, subset_by_index, subset_by_value):
+        w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
+        values = eigvalsh(a, b, lower=lower, check_finite=check_finite, driver=driver)
+        return values, lambda dw: _generalized_cotangents(w, v, dw, None, equal_pairs(w))
     w, v = _eigenpairs("eigvalsh", a, lower, check_finite, driver)
     values = eigvalsh(a, lower=lower, check_finite=check_finite, driver=driver)
     return values, lambda dw: (eigh_cotangent(w, v, dw, None, None),)
@@ -758,6 +820,11 @@ def _eigvalsh_rule(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=Fals
 def _eigvalsh_jvp(tangents, a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False,
                   type=1, check_finite=True, subset_by_index=None, subset_by_value=None,
                   driver=None):
+    if _generalized("eigvalsh", a, b, type, subset_by_index, subset_by_value):
+        w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
+        da, db = (tuple(tangents) + (None,) * 2)[:2]
+        return (eigvalsh(a, b, lower=lower, check_finite=check_finite, driver=driver),
+                _generalized_tangents(w, v, da, db)[0])
     _standard_eigenproblem("eigvalsh", b, type, subset_by_index, subset_by_value)
     _, v = _eigenpairs("eigvalsh", a, lower, check_finite, driver)
     values = eigvalsh(a, lower=lower, check_finite=check_finite, driver=driver)
