@@ -372,3 +372,27 @@ def test_a_short_time_fft_of_a_window_made_in_the_function():
         return x.sum()
 
     assert mutad.gradient(locked, np.ones(3))[0].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_find_peaks_of_a_differentiated_signal():
+    """The peaks' positions are decisions on the values (taken again on each replayed call);
+    their heights are the signal's values there, differentiated."""
+    t = np.linspace(0.0, 6.0, 60)
+
+    def f(a):
+        y = np.sin(a[0] * t) * np.exp(-a[1] * t)
+        peaks, properties = scipy.signal.find_peaks(y, height=0.1)
+        spaced, _ = scipy.signal.find_peaks(y, distance=5)
+        return (properties["peak_heights"] ** 2).sum() + y[spaced].sum() + len(peaks)
+
+    a = np.array([2.0, 0.3])
+    assert mutad.value_and_grad(f)(a)[0] == f(a)
+    mutad.check_grads(f, a)
+    mutad.check_jvp(f, a)
+    replayed = mutad.value_and_grad(f, replay=True)
+    for scale in (1.0, 1.3, 0.8, 1.7):  # the peaks move, and their number changes
+        u, v = replayed(a * scale), mutad.value_and_grad(f)(a * scale)
+        assert u[0] == v[0] and np.array_equal(u[1], v[1])
+    with pytest.raises(UnsupportedOperationError, match="stop_gradient"):
+        mutad.gradient(lambda a: scipy.signal.find_peaks(np.sin(a[0] * t), prominence=0.1)[0]
+                       .sum() + a.sum(), a)

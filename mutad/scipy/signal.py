@@ -47,18 +47,20 @@ from scipy.signal._upfirdn import _output_len
 
 from ..allocation import lists_as_arrays
 from ..errors import UnsupportedOperationError
+from ..levels import innermost
 from ..registry import HOLOMORPHIC, METHODS
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import fft, linalg, ndimage
-from ._adjoints import (ScipyAdjoint, StandIn, array_argument, array_tangent, scipy_adjoint,
-                        stands_in_for)
+from ._adjoints import (ScipyAdjoint, StandIn, Value, array_argument, array_tangent,
+                        scipy_adjoint, stands_in_for)
 
 lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
 fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
 __all__ = ["coherence", "convolve", "convolve2d", "correlate", "correlate2d", "csd", "decimate",
-           "detrend", "fftconvolve", "filtfilt", "firwin", "freqz", "hilbert", "istft", "lfilter",
+           "detrend", "fftconvolve", "filtfilt", "find_peaks", "firwin", "freqz", "hilbert", "istft",
+           "lfilter",
            "lfilter_zi", "medfilt", "oaconvolve", "periodogram", "resample", "resample_poly",
            "savgol_filter", "sosfilt", "sosfilt_zi", "sosfiltfilt", "spectrogram", "stft",
            "upfirdn", "welch"]
@@ -464,6 +466,31 @@ def _sosfilt_jvp(tangents, sos, x, axis=-1, zi=None):
         return result, dx
     return result, (dx, np.stack([np.zeros_like(z) if d is None else d
                                   for d, z in zip(dzf, result[1])]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Peaks: where they are is a decision on the values (no derivative); their heights are values
+
+
+_peak_positions = Value(
+    lambda x, height, distance: _signal.find_peaks(x, height=height, distance=distance)[0],
+    "scipy.signal.find_peaks")
+
+
+@stands_in_for(_signal.find_peaks)
+def find_peaks(x, height=None, threshold=None, distance=None, prominence=None, width=None,
+               wlen=None, rel_height=0.5, plateau_size=None):
+    """SciPy's peaks of the values (positions: constants of the signal, taken again on every
+    call a replay makes), and with ``height`` their heights, the signal's values there."""
+    if any(setting is not None for setting in (threshold, prominence, width, wlen,
+                                                plateau_size)) or innermost((height,)):
+        raise UnsupportedOperationError(
+            "scipy.signal.find_peaks of a differentiated signal with threshold=, prominence=, "
+            "width= or plateau_size= (or a differentiated height=): their properties are "
+            "functions of the signal mutad does not differentiate. Find the peaks of "
+            "mutad.stop_gradient(x), then take x[peaks].")
+    peaks = _peak_positions(x, height, distance)
+    return peaks, ({} if height is None else {"peak_heights": x[peaks]})
 
 
 # ----------------------------------------------------------------------------------------------
