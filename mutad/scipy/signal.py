@@ -60,9 +60,9 @@ fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
 __all__ = ["coherence", "convolve", "convolve2d", "correlate", "correlate2d", "csd", "decimate",
            "detrend", "fftconvolve", "filtfilt", "find_peaks", "firwin", "freqz", "hilbert",
-           "istft", "lfilter", "lfilter_zi", "medfilt", "oaconvolve", "periodogram", "resample", "resample_poly",
-           "savgol_filter", "sosfilt", "sosfilt_zi", "sosfiltfilt", "spectrogram", "stft",
-           "upfirdn", "welch"]
+           "istft", "lfilter", "lfilter_zi", "medfilt", "oaconvolve", "periodogram", "resample",
+           "resample_poly", "savgol_filter", "sosfilt", "sosfilt_zi", "sosfiltfilt", "spectrogram",
+           "stft", "upfirdn", "welch"]
 
 
 def _lagged_products(v, u, count):
