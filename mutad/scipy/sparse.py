@@ -34,9 +34,11 @@ A SciPy matrix with constant values times a traced array (``A @ u``, ``u @ A``, 
 ``A.multiply(u)``, ``A + B``) is routed the same way. A ``lil`` or ``dok`` matrix made in the
 differentiated function takes traced entries one at a time (``A[i, j] += k[e]``, finite element
 assembly) and plain rows and regions over them (``A[0, :] = 0``, a boundary condition); its
-conversions, products and solves are those of the traced matrix of all its entries. What is not
-listed (writing into a traced matrix's pattern, ``max``, a region of traced values) is refused
-with an error that says what to write instead. The values of ``C = A @ B`` are SciPy's product's; its derivative adds, for each pair
+conversions, products and solves are those of the traced matrix of all its entries. A traced
+matrix takes writes as SciPy's does (``A[0, :] = 0; A[0, 0] = 1``, a boundary condition; the
+zeros SciPy stores, it stores), and ``A.tolil()`` gives such a ``lil`` matrix. What is not
+listed (``max``, a region of traced values written into a ``lil`` matrix) is refused with an
+error that says what to write instead. The values of ``C = A @ B`` are SciPy's product's; its derivative adds, for each pair
 of stored values ``A[i, k]`` and ``B[k, j]``, the cotangent of ``C[i, j]`` times the other
 factor.
 
@@ -78,6 +80,7 @@ and ``minres`` assume a symmetric ``A``, as SciPy's methods do; ``A`` may be a c
 
 from __future__ import annotations
 
+import math
 import sys
 import warnings
 from typing import Any
@@ -715,8 +718,51 @@ class TracedSparse:
         return self._with(_relayout(self.data, self.layout, lambda m: m[key]))
 
     def __setitem__(self, key, value):
-        _refuse("writing into a scipy.sparse matrix with traced values",
-                "its pattern is a constant: write into A.data, or build a new matrix.")
+        """SciPy's write of the entries ``key`` selects (``A[0, :] = 0``, ``A[0, 0] = 1``: a
+        boundary condition), applied to the numbers of the stored values tells the pattern
+        after it (SciPy stores the zeros it writes) and which entry holds which value: an old
+        stored value, or one of those written. Where the pattern stays, the values are written
+        in place (into the array SciPy would write into)."""
+        if _followed(key):
+            _refuse("indexing a scipy.sparse matrix with traced indices",
+                    "indices are integers: pass them plain.")
+        numbered = self.layout.probe(np.arange(1.0, self.layout.valid.size + 1))
+        region = numbered[key]
+        shape = np.shape(region) if _sparse.issparse(region) else ()
+        count = math.prod(shape)
+        labels = -1.0 - np.arange(count).reshape(shape)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", _sparse.SparseEfficiencyWarning)
+            numbered[key] = labels if shape else labels[()]
+        written = np.reshape(np.broadcast_to(value, shape), (-1,))
+        if not self.layout.padded and numbered.data.shape == self.layout.data_shape and \
+                np.all(numbered.data[numbered.data > 0] == np.flatnonzero(
+                    numbered.data > 0) + 1):  # the same pattern: in place
+            where = numbered.data < 0
+            np.put(self.data, np.flatnonzero(where), written[np.rint(
+                -1.0 - numbered.data[where]).astype(np.intp)])
+            return
+        ones = numbered.copy()
+        ones.data[:] = 1.0
+        layout = _Layout(ones)
+        label = np.rint(np.reshape(numbered.asformat(layout.format).data, (-1,))).astype(np.intp)
+        old = np.concatenate([np.reshape(self.data, (-1,)), written * np.ones(written.shape)])
+        source = np.where(label > 0, label - 1, self.layout.valid.size - 1 - label)
+        self.layout, self.data = layout, np.reshape(old[source], layout.data_shape)
+
+    def tolil(self, copy: bool = False) -> Any:
+        """A ``lil`` matrix of its entries, each a traced value (``_Assembled``)."""
+        kind = lil_array if isinstance(self.layout.template, _sparse.sparray) else lil_matrix
+        lil = kind.assembled(self.shape)
+        valid = self.layout.valid
+        values = np.reshape(self.data, (-1,))[valid]
+        for k, (i, j) in enumerate(zip(self.layout.rows[valid].tolist(),
+                                        self.layout.cols[valid].tolist())):
+            lil[i, j] = lil[i, j] + values[k] if (i, j) in lil.entries else values[k]
+        return lil
+
+    def eliminate_zeros(self) -> None:
+        """Nothing: a traced matrix stores its zeros too (their derivatives are there)."""
 
     def __array__(self, dtype=None, copy=None):
         _refuse("a scipy.sparse matrix with traced values converted to a NumPy array",
