@@ -736,3 +736,20 @@ def test_a_boundary_condition_written_into_a_traced_matrix(fmt, through_lil):
         assert a[0] == b[0] and np.array_equal(a[1], b[1])
     assert k.tobytes() == before
 
+
+
+def test_repeated_entries_are_summed_in_scipys_order():
+    """A coo matrix with repeated entries converted to csr: SciPy's own sums (mutad added
+    them in another order: a last bit apart)."""
+    rng = np.random.default_rng(0)
+    rows, cols = rng.integers(0, 5, 400), rng.integers(0, 5, 400)
+    v = rng.standard_normal(400)
+
+    def f(v):
+        A = scipy.sparse.coo_matrix((v, (rows, cols)), shape=(5, 5)).tocsr()
+        return A.data @ np.arange(1.0, 26.0) + (csr_matrix((v, (rows, cols)), shape=(5, 5))
+                                                 @ np.arange(5.0)).sum()
+
+    assert mutad.value_and_grad(f)(v)[0] == f(v)
+    mutad.check_grads(f, v)
+    mutad.check_jvp(f, v)

@@ -599,12 +599,13 @@ def _relayout(data, layout, operation, shares=False):
                 index.reshape(-1), np.arange(1, index.size + 1)):
             return out, data  # the same values in the same order: shared, as SciPy's A.T
         return out, np.reshape(_gather(data, index), out.data_shape)
-    return out, _summed(data, layout, out)
+    return out, _converted_sum(data, layout, out, operation)
 
 
-def _summed(data, layout, out):
-    """The stored values of ``out`` (a layout without repeated positions) from ``layout``'s:
-    each the sum of ``layout``'s slots at its position, by a constant sparse matrix."""
+def _summing_slots(layout, out):
+    """For each of ``layout``'s valid slots whose position ``out`` (without repeated
+    positions) stores, that slot (``slots_in``) and ``out``'s slot at its position
+    (``slots_out``)."""
     keys, inputs = out.keys(), layout.keys()
     if len(np.unique(keys)) != len(keys):
         _refuse("a sparse operation whose result has repeated entries",
@@ -614,10 +615,50 @@ def _summed(data, layout, out):
     found = where < len(keys)
     where = order[np.where(found, where, 0)] if len(keys) else where
     found &= keys[where] == inputs if len(keys) else found
-    slots_out = np.flatnonzero(out.valid)[where[found]]
-    slots_in = np.flatnonzero(layout.valid)[found]
+    return np.flatnonzero(layout.valid)[found], np.flatnonzero(out.valid)[where[found]]
+
+
+def _summed(data, layout, out):
+    """The stored values of ``out`` (a layout without repeated positions) from ``layout``'s:
+    each the sum of ``layout``'s slots at its position, by a constant sparse matrix."""
+    slots_in, slots_out = _summing_slots(layout, out)
     return _add_into(_adder(slots_out, out.valid.size), np.reshape(data, (-1,))[slots_in],
                      out.data_shape)
+
+
+def _converted_sum_value(data, layout, out, operation):
+    """SciPy's own ``operation`` (a conversion that sums repeated entries) of the stored
+    values ``data``, its values in ``out``'s slots: SciPy's order of adding them."""
+    converted = operation(layout.build(data))
+    if converted.format not in FORMATS or converted.ndim != 2:
+        converted = converted.tocsr()
+    return np.reshape(converted.data, out.data_shape)
+
+
+_converted_sum = Adjoint(_converted_sum_value)
+_converted_sum.complex_values = None
+"""``_summed`` of a conversion, its values SciPy's sums (it adds repeated entries in an order
+of its own): each stored value's cotangent is that of the slot it is added into."""
+
+
+@_converted_sum.rule
+def _converted_sum_rule(data, layout, out, operation):
+    y = _converted_sum(data, layout, out, operation)
+    slots_in, slots_out = _summing_slots(layout, out)
+    source = np.full(layout.valid.size, out.valid.size, np.intp)
+    source[slots_in] = slots_out
+
+    def back(dy):
+        flat = np.concatenate([np.reshape(dy, (-1,)), np.zeros_like(dy, shape=(1,))])
+        return np.reshape(flat[source], layout.data_shape), None, None, None
+
+    return y, back
+
+
+@_converted_sum.jvp_rule
+def _converted_sum_jvp(tangents, data, layout, out, operation):
+    return (_converted_sum(data, layout, out, operation),
+            _converted_sum(tangents[0], layout, out, operation))
 
 
 def _lift(a):
