@@ -883,3 +883,21 @@ def sample_arguments(case, scenario, rng):
         else:
             arguments.append(values.reshape(shape))
     return arguments
+
+
+def replays_as_traced(f, calls, argnums=0):
+    """``f`` differentiated with ``replay=True`` on each argument tuple of ``calls`` gives the
+    traced call's value and gradient bit for bit; returns the replaying function."""
+    import mutad  # (the module imports no mutad at import time)
+
+    replaying = mutad.value_and_grad(f, argnums=argnums, replay=True)
+    tracing = mutad.value_and_grad(f, argnums=argnums)
+    for args in calls:
+        (value, gradient), (traced_value, traced_gradient) = replaying(*args), tracing(*args)
+        assert np.asarray(value).tobytes() == np.asarray(traced_value).tobytes()
+        pairs = zip(gradient, traced_gradient, strict=True) if type(gradient) is tuple \
+            else [(gradient, traced_gradient)]
+        for mine, expected in pairs:
+            assert np.asarray(mine).tobytes() == np.asarray(expected).tobytes()
+    return replaying
+

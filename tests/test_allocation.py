@@ -15,6 +15,7 @@ from scipy.linalg import expm as matrix_exponential  # a SciPy function under a 
 import kalman_style  # imported before mutad: its NumPy names are bound long before
 
 import mutad
+from cases import replays_as_traced
 from mutad import errors, registry
 from mutad.allocation import MODE
 
@@ -861,10 +862,7 @@ def test_arrays_numpys_index_expressions_and_scipys_functions_make_are_followed(
     value, (g,) = mutad.value_and_grad(f, argnums=(0,))(x)
     assert value == f(x)
     mutad.check_grads(f, x)
-    replayed = mutad.value_and_grad(f, replay=True)
-    for scale in (1.0, 2.0, 0.5):
-        a, b = replayed(x * scale), mutad.value_and_grad(f)(x * scale)
-        assert a[0] == b[0] and np.array_equal(a[1], b[1])
+    replays_as_traced(f, [(x * scale,) for scale in (1.0, 2.0, 0.5)])
     assert x.tobytes() == before
     assert type(scipy.signal.get_window("hann", 3)) is np.ndarray  # outside: SciPy's own
 
@@ -922,8 +920,5 @@ def test_ndenumerate_gives_each_index_with_the_traced_element():
     assert mutad.value_and_grad(f)(x)[0] == f(x)
     mutad.check_grads(f, x)
     mutad.check_jvp(f, x)
-    replayed = mutad.value_and_grad(f, replay=True)
-    for scale in (1.0, 2.0, 3.0):
-        a, b = replayed(x * scale), mutad.value_and_grad(f)(x * scale)
-        assert a[0] == b[0] and np.array_equal(a[1], b[1])
+    replays_as_traced(f, [(x * scale,) for scale in (1.0, 2.0, 3.0)])
     assert x.tobytes() == before
