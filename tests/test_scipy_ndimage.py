@@ -588,3 +588,23 @@ def test_a_shift_given_as_a_tuple_of_traced_numbers(rng):
     t = np.array([0.3, 0.2])
     assert mutad.value_and_grad(f)(t)[0] == f(t)
     mutad.check_grads(f, t)
+
+
+@pytest.mark.parametrize("mode, cval", [("constant", 0.0), ("constant", 0.7),
+                                        ("grid-constant", 0.0)])
+def test_coordinates_near_and_beyond_the_edges_with_a_constant(mode, cval, rng):
+    """SciPy's 'constant' mode gives the constant beyond the edges, not interpolated (flat
+    there); 'grid-constant' interpolates toward it. Registration by shifting an image."""
+    image = rng.random((6, 7))
+    yy, xx = np.meshgrid(np.arange(6.0), np.arange(7.0), indexing="ij")
+
+    def f(s):
+        moved = scipy.ndimage.map_coordinates(image, [yy + s[0], xx + s[1]], order=1,
+                                              mode=mode, cval=cval)
+        return (moved ** 2).sum() + (scipy.ndimage.shift(image, s, order=1, mode=mode,
+                                                         cval=cval) ** 2).sum()
+
+    for s in (np.array([0.3, 0.2]), np.array([-0.4, 0.7]), np.array([1.3, -2.2])):
+        assert mutad.value_and_grad(f)(s)[0] == f(s)
+        mutad.check_grads(f, s)
+        mutad.check_jvp(f, s)

@@ -15,8 +15,8 @@ rank filters (``maximum_filter``, ``minimum_filter``, ``median_filter``, ``rank_
 interpolations (``map_coordinates``, ``shift``, ``zoom``, ``rotate``, ``affine_transform``,
 ``geometric_transform``, whose mapping's coordinates are computed once, plain) are
 differentiated in the image for every order, mode and prefilter (and ``spline_filter``,
-``spline_filter1d``), and at order 1 in
-``map_coordinates``' coordinates and ``shift``'s shift (see below). The Fourier filters
+``spline_filter1d``), and at order 1 in ``map_coordinates``' coordinates and ``shift``'s shift
+(see below; every mode, ``'grid-constant'`` with ``cval=0``). The Fourier filters
 (``fourier_gaussian``, ``fourier_uniform``, ``fourier_ellipsoid``, ``fourier_shift``) are
 differentiated in their real or complex input, for ``n=-1`` and a real transform's ``n``, and
 in ``fourier_gaussian``'s sigma and ``fourier_shift``'s shift, to any order and in forward
@@ -924,17 +924,21 @@ _WITHOUT_CONSTANT = ("nearest", "grid-wrap", "reflect", "grid-mirror", "mirror")
 
 
 def _traced_coordinates(name, order, mode, cval, what="coordinates"):
-    """Refuse differentiated coordinates but at order 1 with a mode without a constant."""
-    if order != 1 or mode not in _WITHOUT_CONSTANT:
+    """Refuse differentiated coordinates but at order 1 with a mode without a constant, or
+    'constant' (the constant beyond the edges, not interpolated), or 'grid-constant' with
+    cval 0."""
+    _constant(cval, "cval", name)
+    if order != 1 or mode not in (*_WITHOUT_CONSTANT, "constant", "grid-constant") or (
+            mode == "grid-constant" and np.any(np.asarray(cval) != 0)):
         raise UnsupportedOperationError(
             f"scipy.ndimage.{name} with differentiated {what}: mutad differentiates "
             "order=1 (linear interpolation, piecewise linear in the coordinates) with a mode "
-            f"in {_WITHOUT_CONSTANT}, not order={order}, mode={mode!r}.")
-    _constant(cval, "cval", name)
+            f"in {(*_WITHOUT_CONSTANT, 'constant')} (or 'grid-constant' with cval=0), not "
+            f"order={order}, mode={mode!r}.")
 
 
 def _map_traced(input, coordinates, order, mode, cval, prefilter, dtype):
-    """``map_coordinates`` with traced coordinates: order 1, a mode without a constant."""
+    """``map_coordinates`` with traced coordinates: order 1 (``_traced_coordinates``)."""
     _traced_coordinates("map_coordinates", order, mode, cval)
     return _map(input, coordinates, cval, order, mode, prefilter, dtype)
 
@@ -950,7 +954,10 @@ def _coordinate_weights(coordinates, shape, mode, prefilter):
             unit, where[None], None, 1, mode, 0.0, prefilter), n).reshape(-1, n)
         floor = np.floor(c)
         weights.append(at(c))
-        slopes.append(at(floor + 1.0) - at(floor))
+        slope = at(floor + 1.0) - at(floor)
+        if mode == "constant":  # the constant beyond the edges, not interpolated: flat there
+            slope = np.where(((floor >= 0) & (floor + 1.0 <= n - 1))[:, None], slope, 0.0)
+        slopes.append(slope)
     return weights, slopes
 
 
