@@ -345,6 +345,11 @@ LYAPUNOV_AND_RICCATI = {
             a, b, qh @ qh.T + np.eye(3), rh @ rh.T + np.eye(2)),
         lambda rng: (_stable(rng, 3), rng.normal(size=(3, 2)), rng.normal(size=(3, 3)),
                      rng.normal(size=(2, 2)))),
+    "discrete-are": (
+        lambda a, b, qh, rh: scipy.linalg.solve_discrete_are(
+            a, b, qh @ qh.T + np.eye(3), rh @ rh.T + np.eye(2)),
+        lambda rng: (0.5 * rng.normal(size=(3, 3)), rng.normal(size=(3, 2)),
+                     rng.normal(size=(3, 3)), rng.normal(size=(2, 2)))),
 }
 
 

@@ -102,9 +102,10 @@ cholesky, cho_factor, cho_solve, solve_triangular, lu_factor, lu_solve, solve, i
                     _linalg.solve_triangular, _linalg.lu_factor, _linalg.lu_solve,
                     _linalg.solve, _linalg.inv, _linalg.expm))
 solve_sylvester, sqrtm = map(scipy_adjoint, (_linalg.solve_sylvester, _linalg.sqrtm))
-solve_continuous_lyapunov, solve_discrete_lyapunov, solve_continuous_are = map(scipy_adjoint, (
+(solve_continuous_lyapunov, solve_discrete_lyapunov, solve_continuous_are,
+ solve_discrete_are) = map(scipy_adjoint, (
     _linalg.solve_continuous_lyapunov, _linalg.solve_discrete_lyapunov,
-    _linalg.solve_continuous_are))
+    _linalg.solve_continuous_are, _linalg.solve_discrete_are))
 eigh, eigvalsh, svd, det, norm, qr, logm = map(scipy_adjoint, (
     _linalg.eigh, _linalg.eigvalsh, _linalg.svd, _linalg.det, _linalg.norm, _linalg.qr,
     _linalg.logm))
@@ -118,7 +119,8 @@ __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "co
            "convolution_matrix", "det", "eig", "eigh", "eigvals", "eigvalsh", "expm", "fiedler",
            "fiedler_companion", "hankel", "inv", "leslie", "logm", "lstsq", "lu", "lu_factor",
            "lu_solve", "norm", "pinv", "polar", "qr", "solve", "solve_banded",
-           "solve_continuous_are", "solve_continuous_lyapunov", "solve_discrete_lyapunov",
+           "solve_continuous_are", "solve_continuous_lyapunov", "solve_discrete_are",
+           "solve_discrete_lyapunov",
            "solve_sylvester", "solve_toeplitz", "solve_triangular", "solveh_banded", "sqrtm",
            "svd", "toeplitz"]
 
@@ -619,11 +621,11 @@ def _riccati_closed_loop(a, b, r, x):
     return gain, a - b @ gain
 
 
-def _riccati_refused(e, s):
+def _riccati_refused(e, s, name="solve_continuous_are"):
     if e is not None or s is not None:
         raise UnsupportedOperationError(
-            "scipy.linalg.solve_continuous_are with e= or s= of differentiated matrices: mutad "
-            "differentiates the standard equation Aᵀ X + X A - X B R⁻¹ Bᵀ X + Q = 0 only.")
+            f"scipy.linalg.{name} with e= or s= of differentiated matrices: mutad "
+            "differentiates the standard Riccati equations only.")
 
 
 @solve_continuous_are.rule
@@ -658,6 +660,48 @@ def _continuous_are_jvp(tangents, a, b, q, r, e=None, s=None, balanced=True):
     if not terms:
         return x, None
     return x, solve_continuous_lyapunov(transpose(closed), -functools.reduce(np.add, terms))
+
+
+def _discrete_closed_loop(a, b, r, x):
+    """The gain K = (R + Bᵀ X B)⁻¹ Bᵀ X A and the closed loop A - B K of the discrete Riccati
+    equation."""
+    gain = solve(r + transpose(b) @ x @ b, transpose(b) @ x @ a)
+    return gain, a - b @ gain
+
+
+@solve_discrete_are.rule
+def _discrete_are_rule(a, b, q, r, e=None, s=None, balanced=True):
+    """X = Aᵀ X A - Aᵀ X B (R + Bᵀ X B)⁻¹ Bᵀ X A + Q, with K and the closed loop F = A - B K:
+    dX = Fᵀ dX F + dQ + Kᵀ dR K + Fᵀ X E + Eᵀ X F, E = dA - dB K; its adjoint Stein equation
+    Λ = F Λ Fᵀ + X̄ gives Q̄ = Λ, R̄ = K Λ Kᵀ, Ā = X F (Λ + Λᵀ), B̄ = -Ā Kᵀ."""
+    _riccati_refused(e, s, "solve_discrete_are")
+    _real_only("solve_discrete_are", a, b, q, r)
+    x = solve_discrete_are(a, b, q, r, balanced=balanced)
+    gain, closed = _discrete_closed_loop(a, b, r, x)
+
+    def back(dx):
+        lam = solve_discrete_lyapunov(closed, dx)
+        da = x @ closed @ (lam + transpose(lam))
+        return da, -(da @ transpose(gain)), lam, gain @ lam @ transpose(gain)
+
+    return x, back
+
+
+@solve_discrete_are.jvp_rule
+def _discrete_are_jvp(tangents, a, b, q, r, e=None, s=None, balanced=True):
+    _riccati_refused(e, s, "solve_discrete_are")
+    _real_only("solve_discrete_are", a, b, q, r)
+    x = solve_discrete_are(a, b, q, r, balanced=balanced)
+    gain, closed = _discrete_closed_loop(a, b, r, x)
+    da, db, dq, dr = (tuple(tangents) + (None,) * 4)[:4]
+    moved = [t for t in (da, None if db is None else -(db @ gain)) if t is not None]
+    terms = [t for t in (dq, None if dr is None else transpose(gain) @ dr @ gain) if t is not None]
+    if moved:
+        e_ = functools.reduce(np.add, moved)
+        terms.append(transpose(closed) @ x @ e_ + transpose(e_) @ x @ closed)
+    if not terms:
+        return x, None
+    return x, solve_discrete_lyapunov(transpose(closed), functools.reduce(np.add, terms))
 
 
 def _real_square_root(a):
