@@ -396,3 +396,24 @@ def test_find_peaks_of_a_differentiated_signal():
     with pytest.raises(UnsupportedOperationError, match="stop_gradient"):
         mutad.gradient(lambda a: scipy.signal.find_peaks(np.sin(a[0] * t), prominence=0.1)[0]
                        .sum() + a.sum(), a)
+
+
+@pytest.mark.parametrize("interp", [True, False])
+def test_lsim_of_a_differentiated_state_space_system(interp):
+    """SciPy's steps on (A, B, C, D): its values bit for bit, from a start at T[0] > 0 too."""
+    times = np.linspace(0.0, 2.0, 21)
+
+    def system(p):
+        return (np.array([[0.0, 1.0], [-p[0], -p[1]]]), np.array([[0.0], [1.0]]),
+                np.array([[1.0, 0.0]]), np.zeros((1, 1)))
+
+    def f(p):
+        _, y, x = scipy.signal.lsim(system(p), np.sin(times) * p[0], times + 0.25,
+                                    X0=np.array([1.0, p[1]]), interp=interp)
+        _, free, _ = scipy.signal.lsim(system(p), None, times)
+        return (y ** 2).sum() + (x ** 2).sum() + (free ** 2).sum()
+
+    p = np.array([2.0, 0.5])
+    assert mutad.value_and_grad(f)(p)[0] == f(p)
+    mutad.check_grads(f, p)
+    mutad.check_jvp(f, p)

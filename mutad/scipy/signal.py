@@ -60,9 +60,9 @@ fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
 __all__ = ["coherence", "convolve", "convolve2d", "correlate", "correlate2d", "csd", "decimate",
            "detrend", "fftconvolve", "filtfilt", "find_peaks", "firwin", "freqz", "hilbert",
-           "istft", "lfilter", "lfilter_zi", "medfilt", "oaconvolve", "periodogram", "resample",
-           "resample_poly", "savgol_filter", "sosfilt", "sosfilt_zi", "sosfiltfilt", "spectrogram",
-           "stft", "upfirdn", "welch"]
+           "istft", "lfilter", "lfilter_zi", "lsim", "medfilt", "oaconvolve", "periodogram",
+           "resample", "resample_poly", "savgol_filter", "sosfilt", "sosfilt_zi", "sosfiltfilt",
+           "spectrogram", "stft", "upfirdn", "welch"]
 
 
 def _lagged_products(v, u, count):
@@ -465,6 +465,75 @@ def _sosfilt_jvp(tangents, sos, x, axis=-1, zi=None):
         return result, dx
     return result, (dx, np.stack([np.zeros_like(z) if d is None else d
                                   for d, z in zip(dzf, result[1])]))
+
+
+# ----------------------------------------------------------------------------------------------
+# lsim: SciPy's zero-order-hold or linear steps, each a product with matrix exponentials
+
+
+@stands_in_for(_signal.lsim)
+def lsim(system, U, T, X0=None, interp=True):
+    """SciPy's steps (signal/_ltisys.py) on a state-space system (A, B, C, D) of traced
+    matrices, traced inputs or initial state: the exponential of SciPy's block matrix
+    (scipy.linalg.expm, differentiated), then each state row from the last."""
+    if not (type(system) in (tuple, list) and len(system) == 4):
+        raise UnsupportedOperationError(
+            "scipy.signal.lsim of a differentiated system given otherwise than as (A, B, C, D): "
+            "pass the state-space matrices as a tuple (scipy.signal.tf2ss of constants first).")
+    A, B, C, D = (np.atleast_2d(m) * 1.0 for m in system)
+    T = np.atleast_1d(T)
+    if len(T.shape) != 1:
+        raise ValueError("T must be a rank-1 array.")
+    n_states, n_inputs, n_steps = np.shape(A)[0], np.shape(B)[1], np.shape(T)[0]
+    x0 = np.zeros(n_states) if X0 is None else X0 * 1.0
+    if T[0] > 0:
+        x0 = x0 @ linalg.expm(np.transpose(A) * T[0])
+    elif T[0] < 0:
+        raise ValueError("Initial time must be nonnegative")
+    no_input = U is None or (isinstance(U, int | float) and U == 0.0) or not np.any(U)
+    if n_steps == 1:
+        yout = np.squeeze(x0[None] @ np.transpose(C))
+        if not no_input:
+            yout = yout + np.squeeze(U @ np.transpose(D))
+        return T, yout, np.squeeze(x0[None])
+    dt = T[1] - T[0]
+    if not np.allclose(np.diff(T), dt):
+        raise ValueError("Time steps are not equally spaced.")
+    rows = [x0]
+    if no_input:
+        step = linalg.expm(np.transpose(A) * dt)
+        for _ in range(1, n_steps):
+            rows.append(rows[-1] @ step)
+        xout = np.stack(rows)
+        return T, np.squeeze(xout @ np.transpose(C)), np.squeeze(xout)
+    U = np.atleast_1d(U)
+    if np.ndim(U) == 1:
+        U = U[:, None]
+    if np.shape(U)[0] != n_steps:
+        raise ValueError("U must have the same number of rows as elements in T.")
+    if np.shape(U)[1] != n_inputs:
+        raise ValueError("System does not define that many inputs.")
+    if not interp:
+        M = np.vstack([np.hstack([A * dt, B * dt]),
+                       np.zeros((n_inputs, n_states + n_inputs))])
+        expMT = linalg.expm(np.transpose(M))
+        Ad, Bd = expMT[:n_states, :n_states], expMT[n_states:, :n_states]
+        for i in range(1, n_steps):
+            rows.append(rows[-1] @ Ad + U[i - 1] @ Bd)
+    else:
+        M = np.vstack([np.hstack([A * dt, B * dt, np.zeros((n_states, n_inputs))]),
+                       np.hstack([np.zeros((n_inputs, n_states + n_inputs)),
+                                  np.identity(n_inputs)]),
+                       np.zeros((n_inputs, n_states + 2 * n_inputs))])
+        expMT = linalg.expm(np.transpose(M))
+        Ad = expMT[:n_states, :n_states]
+        Bd1 = expMT[n_states + n_inputs:, :n_states]
+        Bd0 = expMT[n_states:n_states + n_inputs, :n_states] - Bd1
+        for i in range(1, n_steps):
+            rows.append(rows[-1] @ Ad + U[i - 1] @ Bd0 + U[i] @ Bd1)
+    xout = np.stack(rows)
+    return T, np.squeeze(xout @ np.transpose(C)) + np.squeeze(U @ np.transpose(D)), \
+        np.squeeze(xout)
 
 
 # ----------------------------------------------------------------------------------------------
