@@ -26,7 +26,7 @@ import numpy as np
 from .allocation import lists_as_arrays
 from .errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
                      UntracedWriteError)
-from .levels import Tracer
+from .levels import Tracer, innermost
 from .views import memory
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
@@ -672,8 +672,8 @@ default)`` (``keywords_in_place``)."""
 
 def keywords_in_place(func, rule, args, kwargs):
     """``args`` and ``kwargs`` with each keyword argument that is traced (or holds traced
-    values) given at its position instead, filling the positions before it with their defaults, where that
-    position is among the arguments ``rule`` differentiates (its ``leading``, as
+    values) given at its position instead, filling the positions before it with their
+    defaults, where that position is among the arguments ``rule`` differentiates (its ``leading``, as
     ``registry.padded`` records it): ``np.diff(x, prepend=x0)``, ``np.linspace(start=a,
     stop=b)``, and the keyword-only arguments the rule takes at a position (its ``keywords``:
     ``np.clip(x, min=lo)``, ``np.pad(x, 1, constant_values=c)``). Rules take differentiated
@@ -682,7 +682,7 @@ def keywords_in_place(func, rule, args, kwargs):
     leading = getattr(rule, "leading", None)
     if leading is None or not kwargs:
         return args, kwargs
-    moved = [name for name, value in kwargs.items() if _traced_within(value)]
+    moved = [name for name, value in kwargs.items() if innermost((value,)) is not None]
     if not moved:
         return args, kwargs
     if func not in POSITIONAL:
@@ -719,14 +719,6 @@ def keywords_in_place(func, rule, args, kwargs):
         else:
             given.append(names[0][1])
     return (*args, *lists_as_arrays(given[len(args):])), rest  # constant_values=(a, b)
-
-
-def _traced_within(x):
-    """Whether ``x`` is traced or dual, or holds such a value, a list or tuple (``np.pad(x, 1,
-    constant_values=(a, b))``)."""
-    if type(x) in (list, tuple):
-        return any(_traced_within(v) for v in x)
-    return isinstance(x, Tracer)
 
 
 def carries_derivative(x):

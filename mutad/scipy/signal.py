@@ -1056,22 +1056,18 @@ def firwin(numtaps, cutoff, *, width=None, window="hamming", pass_zero=True, sca
     if width is not None:
         window = ("kaiser", _signal.kaiser_beta(_signal.kaiser_atten(numtaps,
                                                                       float(width) / nyq)))
-    if pass_zero in ("bandstop", "lowpass"):
-        if pass_zero == "lowpass" and np.size(cutoff) != 1:
-            raise ValueError('cutoff must have one element if pass_zero=="lowpass", got '
+    # SciPy's named responses: whether each passes zero, and whether it takes one cutoff
+    named = {"lowpass": (True, True), "bandstop": (True, False), "highpass": (False, True),
+             "bandpass": (False, False)}
+    if isinstance(pass_zero, str) and pass_zero in named:
+        passes, single = named[pass_zero]
+        if single and np.size(cutoff) != 1:
+            raise ValueError(f'cutoff must have one element if pass_zero=="{pass_zero}", got '
                              f"{cutoff.shape}")
-        if pass_zero == "bandstop" and np.size(cutoff) <= 1:
-            raise ValueError('cutoff must have at least two elements if pass_zero=="bandstop",'
-                             f" got {cutoff.shape}")
-        pass_zero = True
-    elif pass_zero in ("bandpass", "highpass"):
-        if pass_zero == "highpass" and np.size(cutoff) != 1:
-            raise ValueError('cutoff must have one element if pass_zero=="highpass", got '
-                             f"{cutoff.shape}")
-        if pass_zero == "bandpass" and np.size(cutoff) <= 1:
-            raise ValueError('cutoff must have at least two elements if pass_zero=="bandpass",'
-                             f" got {cutoff.shape}")
-        pass_zero = False
+        if not single and np.size(cutoff) <= 1:
+            raise ValueError("cutoff must have at least two elements if "
+                             f'pass_zero=="{pass_zero}", got {cutoff.shape}')
+        pass_zero = passes
     elif not (pass_zero is True or pass_zero is False):
         raise ValueError(f"Parameter {pass_zero=} not in (True, False, 'bandpass', "
                          "'lowpass', 'highpass', 'bandstop')")

@@ -89,6 +89,7 @@ import numpy as np
 import scipy.sparse as _sparse
 import scipy.sparse.linalg as _splinalg
 
+from ..allocation import INTERNAL
 from ..arraylike import carries_derivative, settled
 from ..custom import Adjoint
 from ..errors import UnsupportedAttributeError, UnsupportedOperationError
@@ -1439,7 +1440,7 @@ class _Assembled:
 def _internal(frame):
     """Whether ``frame`` runs SciPy's, NumPy's or mutad's own code (which reads a matrix's
     storage as it is), not the user's."""
-    return str(frame.f_globals.get("__name__")).partition(".")[0] in ("scipy", "numpy", "mutad")
+    return str(frame.f_globals.get("__name__")).partition(".")[0] in INTERNAL
 
 
 def _binary_assembled(name):
