@@ -12,202 +12,26 @@ import numpy as np
 from .errors import (
     ArgnumsError,
     ComplexInputError,
-    ConstantModifiedError,
     ConversionError,
     InvalidArgumentError,
     NonScalarOutputError,
-    PolicyError,
     PullbackReusedError,
     UnsupportedFunctionError,
 )
-from . import forward
+from . import forward, session
 from .allocation import allocate
-from .arguments import Originals, check_argnums, check_distinct_memory, run
-from .arraylike import stands_for_scalar, weak_value, weaken
+from .arguments import check_argnums
+from .arraylike import weak_value
 from .debug import user_frames
-from .levels import ACTIVE, Tracer
+from .levels import Tracer
 from .listing import TapeListing
-from .recompute import hold_for_good
 from .replay import Replayed
-from .shadows import Buffer, Shadows
-from .tape import POLICIES
-from .tracing import (ReverseTape, Traced, active, check_constants, fresh, place_of, thaw,
-                      view_of)
+from .session import ReverseDifferentiation
 from .trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
-from .views import memory, owner, owner_view, same_region, spans, wrapped, writeable
+from .tracing import Traced, active, place_of, thaw
+from .views import memory, owner, wrapped
 
 T = TypeVar("T")
-
-
-class Run:
-    """One differentiation: its tape, the traced arguments, and the caller's original bytes.
-
-    The caller's float buffers are traced as they are, with no copy; the first write into one
-    saves it (``Tape.guard``), and :meth:`restore` writes every saved buffer back, so the
-    caller's arrays come back bit-for-bit whatever happened in between. Other writable arrays
-    (integer and boolean ones) are not traced, so they are saved up front.
-    """
-
-    def __init__(self, policy, memory=None):
-        if policy not in POLICIES:
-            raise PolicyError(f"policy={policy!r}: choose one of {', '.join(map(repr, POLICIES))}.")
-        if memory is not None and not (isinstance(memory, (int, float)) and memory >= 0):
-            raise PolicyError(f"memory={memory!r}: give a number of bytes, or None.")
-        # Nested in another differentiation, its outer level is the innermost running one.
-        self.tape = ReverseTape(policy, ACTIVE.running[-1] if ACTIVE.running else None,
-                                None if memory is None else int(memory))
-        self.buffers = {}
-        self.originals = self.tape.originals = Originals()
-        self.pending = {}
-        self.leaves = []
-        self.rebuilds = []
-        self.traced = []
-        self.scalar = []
-        self.outside_argnums = False  # a recording traces arrays outside argnums (wrap)
-
-    def wrap(self, args, selected=None, recording=False):
-        """The traced version of each positional argument. Numbers in arguments outside
-        ``selected`` (positions; None: all) are passed as they are, as autograd and JAX pass
-        them: no gradient is asked of them, and Python's own functions of numbers
-        (``math.log(gamma)``, ``float(gamma)``) then work on them. Their arrays are constants
-        of the differentiation (``tracing.constant``): what is computed from them alone runs
-        as NumPy's and records nothing, and writes into them are followed and undone. A call
-        a replay records (``recording``) traces them instead: the replay reads them as
-        inputs, and guards the decisions taken on them; so does a differentiation nested in
-        another, whose arguments are the outer one's arrays."""
-        wrapped = []
-        for i, arg in enumerate(args):
-            leaves, rebuild = flatten(arg)
-            self.rebuilds.append((len(self.leaves), len(leaves), rebuild))
-            plain = selected is not None and i not in selected
-            new = [self._wrap_leaf(leaf, plain, plain and not recording) for leaf in leaves]
-            if plain and recording and any(type(t) is not type(leaf) for t, leaf
-                                           in zip(new, leaves, strict=True)):
-                self.outside_argnums = True  # traced for the replay only
-            self.leaves.extend(leaves)
-            wrapped.append(rebuild(new))
-        check_distinct_memory([entry[0] for key, entry in self.buffers.items()
-                               if type(key) is int])
-        return wrapped
-
-    def _wrap_leaf(self, x, plain=False, constant=False):
-        check_leaf(x)
-        t = None
-        if plain and is_inexact_scalar(x):
-            pass  # a number no gradient is asked of: as it is
-        elif is_inexact_array(x):
-            base = owner(x)
-            outer = self.tape.outer
-            if id(base) not in self.buffers:
-                # One buffer for all views of the memory, laid out as the argument when it
-                # spans all of it (np.linspace's result views an array of its own).
-                layout = x if spans(x, base) else base
-                buffer = Buffer(layout, constant=constant and outer is None)
-                buffer.note_address(layout)
-                if outer is None:
-                    hold_for_good(buffer, layout)
-                lifted = None if outer is None else outer.lift(layout)
-                if lifted is not None:
-                    outer.caller_memory(lifted, layout)
-                self.buffers[id(base)] = (layout, buffer, lifted)
-            layout, buffer, lifted = self.buffers[id(base)]
-            buffer.constant = buffer.constant and constant  # all its arguments' views
-            value = x if lifted is None else lifted if x is layout else view_of(lifted, x, outer)
-            t = Traced(value, buffer, self.tape, x is layout or same_region(x, layout))
-            self.tape.arguments.setdefault(id(base), []).append((x, buffer.key))
-            if writeable(x):
-                self.pending.setdefault(buffer.key, []).append(value)
-                self.tape.guard(buffer.key, lambda key=buffer.key: self._save(key))
-        elif is_inexact_scalar(x):
-            t = fresh(np.result_type(x).type(x), self.tape)  # a NumPy scalar: immutable
-            if type(x) is float or type(x) is complex:  # Python's: weak in NumPy's promotion
-                weaken(t)
-            if self.tape.outer is None:
-                hold_for_good(t.buffer, t.value)
-        elif isinstance(x, Tracer) and x.dtype.kind in "fc":
-            if stands_for_scalar(x):  # an enclosing level's scalar: immutable, so a value of
-                t = fresh(x, self.tape)  # its own at each place, as a float argument is
-                if x.weak:
-                    weaken(t)
-            else:
-                t = self._wrap_outer(x)  # an array of a differentiation this one is inside
-        else:  # integer arrays, and those inside objects of NumPy's and SciPy's classes
-            self.originals.keep_within(x)
-        self.traced.append(t)
-        self.scalar.append(t is not None and is_inexact_scalar(x))
-        return x if t is None else t
-
-    def _wrap_outer(self, x):
-        """An argument an outer differentiation traces (this gradient is nested in another,
-        reverse or forward): traced here as a buffer of its own, its values the outer one's.
-        Saving and restoring it are operations the outer one follows like any other."""
-        key = ("outer", id(owner(x)))
-        if key not in self.buffers:  # one buffer for all of the memory, as for plain arrays
-            whole = self.tape.outer.lift(owner_view(x))
-            buffer = Buffer(whole)
-            buffer.note_address(whole)
-            self.buffers[key] = (whole, buffer)
-            self.tape.guard(buffer.key, lambda: self._save(buffer.key))
-        whole, buffer = self.buffers[key]
-        value = self.tape.outer.lift(x)
-        self.pending.setdefault(buffer.key, []).append(value)
-        return Traced(value, buffer, self.tape, same_region(value, whole))
-
-    def _save(self, key):
-        for x in self.pending.pop(key):
-            self.originals.keep(x)
-
-    def call(self, f, args, kwargs=None):
-        return run(self.tape, f, lambda g: g(*args, **(kwargs or {})), self._explain)
-
-    def _explain(self, error):
-        """A write NumPy refused because the array is one mutad keeps read-only."""
-        if self.tape.read_views and "read-only" in str(error):
-            return ConstantModifiedError(
-                f"{error}: an array allocated in the differentiated function was read by an "
-                "operation mutad recorded, then handed to code as a plain array (np.asarray(w), "
-                "a routine's output= argument) that writes into it, which mutad cannot follow; "
-                "its old values are needed by the gradient, so the plain array is read-only. "
-                "Write into a new array instead (w = np.empty_like(w) before refilling it, or "
-                "take the routine's result: w = routine(...)).")
-        if self.tape.frozen and "read-only" in str(error):
-            return ConstantModifiedError(
-                f"{error}: this array (or the memory it views) was read as a constant by an "
-                "operation mutad recorded, and its gradient needs those values, so mutad "
-                "keeps it read-only while it differentiates, for every thread of the "
-                "process. Allocate it inside the differentiated function (mutad then "
-                "follows its writes), or write into a new array instead "
-                "(w = np.cos(...) rather than w[:] = ...).")
-        return None
-
-    def reverse(self, shadows):
-        check_constants(self.tape)
-        self.tape.replay(shadows)
-
-    def gradients(self, shadows):
-        """One gradient per leaf: a copy of its shadow (zeros if none), a float for a scalar,
-        None for a leaf that is not differentiable."""
-        # A shadow that no other argument reads is handed over instead of copied.
-        keys = [t.buffer.key for t in self.traced if t is not None]
-        grads = []
-        for t, scalar in zip(self.traced, self.scalar, strict=True):
-            if t is None:
-                grads.append(None)
-                continue
-            g = shadows.release(t, hand_over=keys.count(t.buffer.key) == 1)
-            grads.append(g.item() if scalar and not wrapped(g) else g)
-        return grads
-
-    def per_argument(self, leaf_values):
-        """Rebuild each positional argument's structure around its leaves' values."""
-        return tuple(rebuild(leaf_values[start:start + n]) for start, n, rebuild in self.rebuilds)
-
-    def restore(self):
-        """Write back the caller's original bytes, make frozen constants writable again, and
-        drop the tape."""
-        thaw(self.tape)
-        self.tape.clear()
-        self.originals.restore()
 
 
 def _scalar_output(y):
@@ -268,28 +92,21 @@ def _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory=None,
     if argnums is not None:  # chosen by position: an integer there is a mistake, not a None
         for i in selected:
             _not_an_integer(args[i], i)
-    run = Run(policy, memory)
-    try:
+    with ReverseDifferentiation(policy, memory) as d:
         # Keyword arguments are traced like the others (they may alias or be written), but
         # get no gradient.
-        *traced_args, traced_kwargs = run.wrap((*args, kwargs),
-                                               None if argnums is None else selected,
-                                               recording is not None)
+        *traced_args, traced_kwargs = d.wrap((*args, kwargs),
+                                             None if argnums is None else selected,
+                                             recording is not None)
         if recording is not None:
-            recording.start(run)
-        y = run.call(f, traced_args, traced_kwargs)
+            recording.start(d)
+        y = d.call(f, traced_args, traced_kwargs)
         if recording is not None:
-            recording.end(run, y)
+            recording.end(d, y)
         if has_aux:
             y, aux = _loss_and_aux(y)
         value = _scalar_output(y)
-        shadows = Shadows()
-        if type(y) is Traced:
-            shadows.add(y, 1.0)
-            run.reverse(shadows)
-        grads = run.per_argument(run.gradients(shadows))
-    finally:
-        run.restore()
+        grads = d.gradients([(y, 1.0)])
     grads = grads[selected[0]] if single else tuple(grads[i] for i in selected)
     return ((value, aux) if has_aux else value), grads
 
@@ -471,11 +288,11 @@ def pullback(f: Callable[..., Any], *args: Any,
     >>> back(np.array([1.0, 10.0]))[0].tolist(), x.tolist()
     ([2.0, 20.0, 0.0], [1.0, 2.0, 3.0])
     """
-    run = Run(policy, memory)
+    d = ReverseDifferentiation(policy, memory)
     try:
-        y = run.call(f, run.wrap(args))
+        y = d.call(f, d.wrap(args))
     except BaseException:
-        run.restore()
+        d.restore()
         raise
     outputs, rebuild = flatten(y)
     # Copies: the replay in back() rewinds every buffer, the outputs' too.
@@ -490,25 +307,19 @@ def pullback(f: Callable[..., Any], *args: Any,
                 "back() was called a second time; call mutad.pullback again for another "
                 "cotangent.")
         done.append(True)
-        try:
-            shadows = Shadows()
+        with d:
             cotangents, _ = flatten(dy)
             if len(cotangents) != len(outputs):
                 raise InvalidArgumentError(
                     f"back(dy): dy has {len(cotangents)} leaves but f returned {len(outputs)}.")
             for t, g in zip(outputs, cotangents, strict=True):
-                if type(t) is Traced and g is not None:
-                    if np.shape(g) != t.value.shape:
-                        raise InvalidArgumentError(
-                            f"back(dy): a cotangent of shape {np.shape(g)} was given for an "
-                            f"output of shape {t.value.shape}.")
-                    shadows.add(t, g)  # outputs may share memory: add
-            run.reverse(shadows)
-            return run.per_argument(run.gradients(shadows))
-        finally:
-            run.restore()
+                if type(t) is Traced and g is not None and np.shape(g) != t.value.shape:
+                    raise InvalidArgumentError(
+                        f"back(dy): a cotangent of shape {np.shape(g)} was given for an "
+                        f"output of shape {t.value.shape}.")
+            return d.gradients(zip(outputs, cotangents))
 
-    weakref.finalize(back, thaw, run.tape)  # a back never called still releases the constants
+    weakref.finalize(back, thaw, d.tape)  # a back never called still releases the constants
     return rebuild(plain), back
 
 
@@ -556,20 +367,17 @@ def make_tape(f: Callable[..., Any], *args: Any, **kwargs: Any) -> TapeListing:
       %4 = np.sum(%3)                   0 B
       return %4
     """
-    run = Run("restore")
-    try:
-        *traced_args, traced_kwargs = run.wrap((*args, kwargs))
-        y = run.call(f, traced_args, traced_kwargs)
+    with ReverseDifferentiation("restore") as d:
+        *traced_args, traced_kwargs = d.wrap((*args, kwargs))
+        y = d.call(f, traced_args, traced_kwargs)
         outputs, _ = flatten(y)
-        places = [place_of(t) if type(t) is Traced and t.tape is run.tape else None
+        places = [place_of(t) if type(t) is Traced and t.tape is d.tape else None
                   for t in outputs]
         arguments = [None if t is None or type(t) is not Traced else t.buffer
-                     for t in run.traced]
-        memory = [id(owner(t.value)) for t in run.traced if type(t) is Traced]
-        return TapeListing(getattr(f, "__name__", "f"), list(run.tape.records), arguments,
+                     for t in d.traced]
+        memory = [id(owner(t.value)) for t in d.traced if type(t) is Traced]
+        return TapeListing(getattr(f, "__name__", "f"), list(d.tape.records), arguments,
                            places, memory)
-    finally:
-        run.restore()
 
 
 
@@ -598,7 +406,7 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...] | list[Any],
     >>> y.tolist(), dy.tolist()
     ([3.0, 5.0], [-2.0, 0.0])
     """
-    return forward.jvp(f, primals, tangents)
+    return session.jvp(f, primals, tangents)
 
 
 @user_frames
@@ -630,7 +438,7 @@ def _hvp(f, primals, tangents, argnums, policy):
     decorated function has no forward rule."""
 
     def over_forward(*xs):
-        return forward.jvp(f, xs, tangents)[1]
+        return session.jvp(f, xs, tangents)[1]
 
     def over_reverse(*xs):
         total = 0.0
@@ -781,7 +589,7 @@ def _jacobian(f, args, argnums, mode):
     for i in selected:
         _differentiable_argument(args[i], "jacobian", i)
     f, args, positions, per_argument = _on_leaves(f, args, selected)
-    y = forward.jvp(f, tuple(args), (None,) * len(args))[0]
+    y = session.jvp(f, tuple(args), (None,) * len(args))[0]
     outputs, rebuild = flatten(y)
     for out in outputs:
         if np.iscomplexobj(out):
@@ -803,7 +611,7 @@ def _jacobian(f, args, argnums, mode):
             for e in _basis(args[i]):
                 tangents = [None] * len(args)
                 tangents[i] = e
-                columns.append(flatten(forward.jvp(f, tuple(args), tuple(tangents))[1])[0])
+                columns.append(flatten(session.jvp(f, tuple(args), tuple(tangents))[1])[0])
             blocks = [_assemble([c[k] for c in columns], x_shape, np.shape(out))
                       for k, out in enumerate(outputs)]
         blocks = [float(J) if is_inexact_scalar(args[i]) and is_inexact_scalar(out) else J
@@ -840,7 +648,7 @@ def _hessian_column(f, args, tangents, selected, policy):
         return gradient(f, *xs, argnums=selected, policy=policy)
 
     try:
-        return forward.jvp(gradient_of_f, args, tangents)[1]
+        return session.jvp(gradient_of_f, args, tangents)[1]
     except (UnsupportedFunctionError, ConversionError):  # a rule that does not dispatch
         return _hvp(f, args, tangents, selected, policy)
 

@@ -19,15 +19,12 @@ it, which is what prevents perturbation confusion.
 
 import numpy as np
 
-from . import arguments
 from .allocation import Preexisting, joined_operands, stands_in, ufunc_operands
-from .arguments import Originals, check_distinct_memory
 from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
                         inexact_output, install_operators, keywords_in_place, lost_tangent,
                         out_by_keyword, single_out, stands_for_scalar, weak, weak_arithmetic,
-                        weak_beside_arrays, weak_value, weaken)
+                        weak_beside_arrays, weak_value)
 from .errors import (
-    InvalidArgumentError,
     RuleError,
     UnsupportedArrayError,
     UnsupportedFunctionError,
@@ -36,14 +33,13 @@ from .errors import (
     function_name,
     no_rule,
 )
-from .levels import ACTIVE, LEVELS, Tracer, escaped, innermost, running
+from .levels import ACTIVE, Tracer, escaped, innermost, running
 from .products import times
 from .registry import (COMPLEX_UFUNCS, COMPOSITES, FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS,
                        NoClosedForm, check_complex, complex_among)
-from .trees import (check_leaf, flatten, is_inexact_array, is_inexact_scalar,
-                    unsupported_array)
+from .trees import unsupported_array
 from .views import (address, may_overlap, memory, owner, owner_view, real_part_if, same_region,
-                    strided, wrapped, writeable, writes_freely)
+                    strided, wrapped, writes_freely)
 from .writes import check_region
 
 
@@ -57,7 +53,7 @@ def level_of(items, level=-1):
     return level
 
 
-def _split(x, level, numbers=True):
+def split(x, level, numbers=True):
     """``(primal, tangent)`` of ``x`` at ``level``: duals of other levels are constants. A dual
     that stands for a Python number (``arraylike.weak``) gives Python's numbers, as a ufunc's
     operands, unless not ``numbers`` (a function's arguments, which its rule takes as
@@ -67,7 +63,7 @@ def _split(x, level, numbers=True):
             return weak_value(x.value), weak_value(x.tangent)
         return x.value, x.tangent
     if type(x) in (list, tuple) and level_of(x) == level:
-        pairs = [_split(e, level, numbers) for e in x]
+        pairs = [split(e, level, numbers) for e in x]
         tangents = [t for _, t in pairs]
         return type(x)(p for p, _ in pairs), None if all(t is None for t in tangents) else tangents
     if type(x) is Preexisting:
@@ -79,10 +75,10 @@ def _split(x, level, numbers=True):
 
 def _check_alias(x):
     """``x`` is a plain array an operation reads beside duals. A jvp works on private copies
-    of the caller's arrays (``Run``): if ``x`` shares memory with one (a global or a closure
-    viewing an argument) and the function has changed the copy there, ``x`` holds the old
-    values, not those NumPy would read, and is refused; unchanged, it is read as a constant,
-    as in reverse mode (``tracing.check_alias``)."""
+    of the caller's arrays (``session.ForwardDifferentiation``): if ``x`` shares memory with
+    one (a global or a closure viewing an argument) and the function has changed the copy
+    there, ``x`` holds the old values, not those NumPy would read, and is refused; unchanged,
+    it is read as a constant, as in reverse mode (``tracing.check_alias``)."""
     root = None
     for run in ACTIVE.running:
         copies = getattr(run, "copies", None)
@@ -99,7 +95,7 @@ def _check_alias(x):
                 raise alias_read_after_write(x.shape, whole.shape)
 
 
-def _as_array(y):
+def as_array(y):
     """NumPy returns scalars for 0-d results; a dual holds arrays, so writes into it work. A
     result of an ndarray subclass (a constant's: a masked array, a matrix) is refused."""
     if type(y) is not np.ndarray and isinstance(y, np.ndarray):
@@ -146,7 +142,7 @@ def _tangent_for(y, dy, sources, level, owned=True):
     computed from: their values may be written into it later (``y *= w``)."""
     if dy is None:
         return zero_tangent(y, level)
-    dy = real_part_if(y, _as_array(dy))
+    dy = real_part_if(y, as_array(dy))
     if (not owned or dy.shape != y.shape or dy.strides != y.strides or not writes_freely(dy)
             or any(s is not None and may_overlap(dy, s) for s in sources)):
         fresh = zero_tangent(y, level)
@@ -166,7 +162,7 @@ def _wrap(y, dy, level, args, tangents, owned=True):
     y = inexact_output(y)
     if dy is None or not hasattr(y, "dtype") or y.dtype.kind not in "fc":
         return y
-    y = _as_array(y)
+    y = as_array(y)
     pairs = list(_with_tangents(args, tangents))
     sources = [t for _, t in pairs]
     for p, t in pairs:
@@ -243,7 +239,7 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
         raise UnsupportedOperationError(
             f"np.{ufunc.__name__}(..., where=...) on duals: compute both branches and select "
             "with np.where(mask, new, old) instead.")
-    pairs = [_split(x, level) for x in inputs]
+    pairs = [split(x, level) for x in inputs]
     primals = [p for p, _ in pairs]
     tangents = [t for _, t in pairs]
     rule = UFUNCS.get(ufunc)
@@ -269,7 +265,7 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
             traced.remove(i)  # a constant (an allocation's zero tangent): no derivative needed
     if out is not None:
         return _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level)
-    y = _as_array(ufunc(*primals, **kwargs))
+    y = as_array(ufunc(*primals, **kwargs))
     if not traced:
         return y
     if y.dtype.kind == "c":  # of complex operands: a row declared for them (registry.COMPLEX)
@@ -407,7 +403,7 @@ def _split_call(name, args, kwargs, level):
                 "pass it positionally.")
     # Python's numbers as NumPy's function would take them; in a list, arrays
     numbers = any(type(x) is Dual and x.weak for x in args) and weak_beside_arrays(args)
-    pairs = [_split(x, level, numbers) if type(x) is Dual else _split(x, level, False)
+    pairs = [split(x, level, numbers) if type(x) is Dual else split(x, level, False)
              for x in args]
     return [p for p, _ in pairs], tuple(t for _, t in pairs)
 
@@ -417,7 +413,7 @@ def _assign(target, value, level, name, key=...):
     arguments and ``x[key] = value``."""
     if level_of([value]) > level:
         raise lost_tangent(name)
-    value_primal, value_tangent = _split(value, level, numbers=False)
+    value_primal, value_tangent = split(value, level, numbers=False)
     dual = _target(target, level, value_tangent is not None, name)
     if dual is None:
         target[key] = value_primal
@@ -543,7 +539,7 @@ class Dual(ArrayMethods):
         return f"Dual({self.value!r}, tangent={self.tangent!r})"
 
     def __getitem__(self, key):
-        return Dual(_as_array(self.value[key]), _as_array(self.tangent[key]), self.level)
+        return Dual(as_array(self.value[key]), as_array(self.tangent[key]), self.level)
 
     def __setitem__(self, key, value):
         _assign(self, value, self.level, "x[key] = value", key)
@@ -630,126 +626,3 @@ def _returned(result, args, primals):
         if result is p and x is not p:
             return x
     return result
-
-
-def jvp(f, primals, tangents):
-    """Run ``f(*primals)`` with ``tangents`` riding alongside; return ``(y, dy)``."""
-    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise InvalidArgumentError("jvp(f, primals, tangents): give primals and tangents as "
-                                   "tuples, one entry per positional argument of f.")
-    if len(primals) != len(tangents):
-        raise InvalidArgumentError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
-    run = Run(next(LEVELS))
-
-    def call(g):  # wrapped while run runs: a gradient inside f takes it as its outer level
-        return g(*[run.wrap(primal, tangent)
-                   for primal, tangent in zip(primals, tangents, strict=True)])
-
-    try:
-        y = arguments.run(run, f, call)
-    finally:
-        run.originals.restore()
-    outputs, rebuild = flatten(y)
-    pairs = [run.output(out) for out in outputs]
-    return rebuild([value for value, _ in pairs]), rebuild([dy for _, dy in pairs])
-
-
-class Run:
-    """One ``jvp``: its level, and its arguments, duals over private copies of the caller's
-    memory. A reverse differentiation nested inside it sees it as its outer level."""
-
-    def __init__(self, level):
-        self.level = level
-        self.copies = {}  # id(owner) -> (all of the memory, its dual copy)
-        self.originals = Originals()  # integer arrays: not differentiated, saved whole
-
-    def lift(self, y):
-        """``y`` as a dual of this level (as ``ReverseTape.lift``): itself if it is one, else
-        with a zero tangent."""
-        if type(y) is Dual and y.level == self.level:
-            return y
-        y = enclosed(_as_array(y), self.level)
-        return Dual(y, zero_tangent(y, self.level), self.level)
-
-    def caller_memory(self, dual, array):
-        """``dual``, a dual of this level over ``array``, the memory of a caller of a
-        differentiation nested inside this one (``ReverseTape.caller_memory``): forward mode
-        undoes no write, so the inner one's own restoration leaves it as it was."""
-
-    def constant(self, y, made=None):
-        """A dual with a zero tangent is a constant of this level (``made``: how ``y`` was
-        allocated, which only a replay's recording reads)."""
-        return self.lift(y)
-
-    def wrap(self, primal, tangent):
-        leaves, rebuild = flatten(primal)
-        tangents = [None] * len(leaves) if tangent is None else flatten(tangent)[0]
-        if len(tangents) != len(leaves):
-            raise InvalidArgumentError("jvp: each tangent must have the structure of its primal.")
-        wrapped = rebuild([self._leaf(x, t) for x, t in zip(leaves, tangents, strict=True)])
-        check_distinct_memory([whole for whole, _ in self.copies.values()])
-        return wrapped
-
-    def _leaf(self, x, t):
-        check_leaf(x)
-        if t is not None and np.shape(t) != np.shape(x):
-            raise InvalidArgumentError(f"jvp: a tangent of shape {np.shape(t)} was given for a "
-                                       f"primal of shape {np.shape(x)}.")
-        level = self.level
-        if is_inexact_scalar(x):
-            value = enclosed(_as_array(np.result_type(x).type(x)), level)
-            if wrapped(t):  # an enclosing level's value: it follows the tangent
-                dual = Dual(value, enclosed(t.astype(value.dtype), level), level)
-            else:
-                dual = Dual(value, enclosed(np.array(0.0 if t is None else t, value.dtype),
-                                            level), level)
-            if type(x) is float or type(x) is complex:  # Python's: weak in NumPy's promotion
-                weaken(dual)
-            return dual
-        if not (is_inexact_array(x) or (wrapped(x) and x.dtype.kind in "fc")):
-            self.originals.keep_within(x)
-            return x
-        if wrapped(x) and stands_for_scalar(x):
-            # An enclosing level's scalar is immutable, as a float argument is: a value of its
-            # own at each place (not one buffer for the places that pass it), and no copy.
-            tangent = zero_tangent(x, level)
-            return Dual(x, tangent if t is None else enclosed(tangent + t, level), level,
-                        x.weak)
-        # One private copy of all of the memory behind x, laid out as it, so the caller's
-        # arrays stay as they are and views of one buffer in several arguments keep sharing
-        # it. An array of an enclosing differentiation (hvp's reverse pass, an outer jvp) is
-        # copied through NumPy, so that level follows the copy.
-        base = owner(x)
-        if id(base) not in self.copies:
-            whole = owner_view(x)
-            copy = np.copy(whole, order="K")
-            if copy.strides != whole.strides:
-                raise UnsupportedOperationError(
-                    "jvp: an argument views memory laid out with gaps; pass a copy of it.")
-            # Enclosing levels follow what their values write into it and its tangent.
-            copy = enclosed(copy, level)
-            self.copies[id(base)] = (whole, Dual(copy, zero_tangent(copy, level), level))
-        whole, dual = self.copies[id(base)]
-        if not same_region(x, whole):
-            flat = dual.reshape(-1, order="A")  # memory order: a view
-            dual = flat.restrided(x.shape, x.dtype, address(x) - address(whole), x.strides)
-        if t is not None:
-            dual.tangent[...] += t  # places that share memory: their tangents add up
-        if type(x) is np.ndarray and not writeable(x):  # the private copy is read-only
-            dual = Dual(dual.value.view(), dual.tangent, level)  # too, so writes raise as
-            memory(dual.value).flags.writeable = False           # they would in NumPy
-        return dual
-
-    def output(self, out):
-        """``(value, tangent)`` of one output leaf; a float that does not depend on the
-        arguments has a zero tangent."""
-        value, tangent = _split(out, self.level)
-        if tangent is None and (is_inexact_array(value) or is_inexact_scalar(value)
-                                or wrapped(value)):
-            tangent = np.zeros_like(value)
-        return _result(value), _result(tangent)
-
-
-def _result(x):
-    """A 0-d plain result as a NumPy scalar, as NumPy itself returns them."""
-    return x[()] if type(x) is np.ndarray and x.ndim == 0 else x

@@ -1871,7 +1871,8 @@ class Recorder:
         self.tape = tape
         self.ready = True
         self.reason = None
-        self.outside_argnums = False  # it traces arrays outside argnums (``api.Run.wrap``)
+        # it traces arrays outside argnums (``session.ReverseDifferentiation.wrap``)
+        self.outside_argnums = False
         self.steps = []
         self.slots = {}  # id of a traced array (or of a plain argument) -> its slot
         self.objects = []  # what each slot stood for when recorded (``bind``)

@@ -12,7 +12,8 @@ The layers, lowest first (CONTRIBUTING.md, "Architecture", says what each holds)
                                             operations and of writes (their undo)
     3  tracing | forward                   the engines, reverse and forward: apart
     4  custom rules rules.* replay         rules, and the functions users give rules to;
-       blocks                               recorded programs, replayed and compiled
+       blocks session                       recorded programs, replayed and compiled; a
+                                            differentiation from start to end, either mode
     5  api listing testing linalg        what users call
        scipy scipy.* distributed
     6  mutad bench bench.*                 the package itself, and its tools
@@ -31,7 +32,7 @@ LAYERS = [
     ("views", "shadows", "trees", "allocation", "arguments", "debug"),
     ("arraylike", "products", "recompute", "elementwise", "writes"),
     ("tracing", "forward"),
-    ("custom", "rules", "rules.*", "replay", "blocks"),
+    ("custom", "rules", "rules.*", "replay", "blocks", "session"),
     ("api", "listing", "testing", "linalg", "scipy", "scipy.*", "distributed"),
     ("mutad", "bench", "bench.*"),
 ]

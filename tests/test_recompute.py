@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mutad
-from mutad.api import Run
+from mutad.session import ReverseDifferentiation
 from mutad.bench.workloads import big_elementwise
 from mutad.errors import PolicyError
 from mutad.recompute import SMALL, Lazy, Recomputation
@@ -18,12 +18,9 @@ N = 2 * SMALL // 8  # arrays large enough to be recomputed rather than kept
 
 
 def _records(f, *args):
-    run = Run("restore")
-    try:
-        run.call(f, run.wrap(args))
-        return list(run.tape.records)
-    finally:
-        run.restore()
+    with ReverseDifferentiation("restore") as d:
+        d.call(f, d.wrap(args))
+        return list(d.tape.records)
 
 
 def force(q):
@@ -214,12 +211,9 @@ def test_a_budget_costs_no_memory_where_inverses_serve():
     restore = peak_bytes(lambda: mutad.gradient(big_elementwise, x))
     budget = peak_bytes(lambda: mutad.gradient(big_elementwise, x, memory=8 * x.nbytes))
     assert budget < restore + x.nbytes / 4, (budget / x.nbytes, restore / x.nbytes)
-    run = Run("restore", memory=8 * x.nbytes)
-    try:
-        run.call(big_elementwise, run.wrap((x,)))
-        kinds = [r.undo_kind for r in run.tape.records if r.undo is not None]
-    finally:
-        run.restore()
+    with ReverseDifferentiation("restore", memory=8 * x.nbytes) as d:
+        d.call(big_elementwise, d.wrap((x,)))
+        kinds = [r.undo_kind for r in d.tape.records if r.undo is not None]
     assert kinds == ["inverse", "partial", "inverse", "inverse", "rebuild"]
 
 
@@ -249,14 +243,10 @@ def test_a_chain_forgets_the_temporaries_its_writes_read_once_they_are_gone():
     weights = np.ones(u.size)
     checked = []
     for steps in (4, 40):
-        run = Run("restore", memory=3 * u.nbytes)
-        try:
-            run.call(lambda u: sweeps(u, weights, steps), run.wrap((u,)))
-            (chain,) = run.tape.recomputation.chains.values()
+        with ReverseDifferentiation("restore", memory=3 * u.nbytes) as d:
+            d.call(lambda u: sweeps(u, weights, steps), d.wrap((u,)))
+            (chain,) = d.tape.recomputation.chains.values()
             checked.append(len(chain.depends))
-        finally:
-            run.tape.clear()
-            run.restore()
     assert checked[1] == checked[0] < 10, checked
 
 

@@ -6,7 +6,7 @@ import pytest
 
 import mutad
 from mutad import tracing, writes
-from mutad.api import Run
+from mutad.session import ReverseDifferentiation
 from mutad.recompute import SMALL
 from mutad.shadows import Buffer, Place
 from mutad.tape import Absent, Primitive, Record, Tape, Write
@@ -62,12 +62,9 @@ def test_a_pure_record_runs_its_pullback_with_no_cotangent_taken():
 
 def _records(f, *args):
     """The records of ``f(*args)``, taken before the run is undone."""
-    run = Run("restore")
-    try:
-        y = run.call(f, run.wrap(args))
-        return list(run.tape.records), y
-    finally:
-        run.restore()
+    with ReverseDifferentiation("restore") as d:
+        y = d.call(f, d.wrap(args))
+        return list(d.tape.records), y
 
 
 def test_a_pure_record_names_its_recipe_and_keeps_only_what_its_pullback_reads():

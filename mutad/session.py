@@ -1,0 +1,351 @@
+"""A differentiation from its start to its end, in either mode: the session the public
+functions compose (``api``).
+
+    with ReverseDifferentiation(policy, memory) as d:
+        y = d.call(f, d.wrap(args))
+        grads = d.gradients([(y, 1.0)])
+
+:class:`ReverseDifferentiation` traces the arguments (``tracing``), calls the function with
+its tape running, runs the reverse pass from the cotangents it is given and hands the
+gradients over; :class:`ForwardDifferentiation` runs the function on duals over private copies
+of the caller's memory (``forward``). Either one, on leaving its ``with`` block (or on
+:meth:`restore`), writes back every byte of the caller's that the function changed
+(``arguments.Originals``), whatever happened in between: the one place a differentiation
+ends.
+"""
+
+import numpy as np
+
+from .arguments import Originals, check_distinct_memory, run
+from .arraylike import stands_for_scalar, weaken
+from .errors import ConstantModifiedError, InvalidArgumentError, PolicyError, UnsupportedOperationError
+from .forward import Dual, as_array, enclosed, split, zero_tangent
+from .levels import ACTIVE, LEVELS, Tracer
+from .recompute import hold_for_good
+from .shadows import Buffer, Shadows
+from .tape import POLICIES
+from .tracing import ReverseTape, Traced, check_constants, fresh, thaw, view_of
+from .trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
+from .views import address, memory, owner, owner_view, same_region, spans, wrapped, writeable
+
+
+class Differentiation:
+    """What both modes share: the caller's arrays to write back (``originals``), and the
+    ``with`` block that writes them back on leaving."""
+
+    def __init__(self):
+        self.originals = Originals()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        self.restore()
+
+    def restore(self):
+        """Write back the caller's original bytes."""
+        self.originals.restore()
+
+
+class ReverseDifferentiation(Differentiation):
+    """One reverse-mode differentiation: its tape, the traced arguments, and the caller's
+    original bytes.
+
+    The caller's float buffers are traced as they are, with no copy; the first write into one
+    saves it (``Tape.guard``), and :meth:`restore` writes every saved buffer back, so the
+    caller's arrays come back bit-for-bit whatever happened in between. Other writable arrays
+    (integer and boolean ones) are not traced, so they are saved up front.
+    """
+
+    def __init__(self, policy, memory=None):
+        if policy not in POLICIES:
+            raise PolicyError(f"policy={policy!r}: choose one of {', '.join(map(repr, POLICIES))}.")
+        if memory is not None and not (isinstance(memory, (int, float)) and memory >= 0):
+            raise PolicyError(f"memory={memory!r}: give a number of bytes, or None.")
+        # Nested in another differentiation, its outer level is the innermost running one.
+        self.tape = ReverseTape(policy, ACTIVE.running[-1] if ACTIVE.running else None,
+                                None if memory is None else int(memory))
+        super().__init__()
+        self.tape.originals = self.originals
+        self.buffers = {}
+        self.pending = {}
+        self.leaves = []
+        self.rebuilds = []
+        self.traced = []
+        self.scalar = []
+        self.outside_argnums = False  # a recording traces arrays outside argnums (wrap)
+
+    def wrap(self, args, selected=None, recording=False):
+        """The traced version of each positional argument. Numbers in arguments outside
+        ``selected`` (positions; None: all) are passed as they are, as autograd and JAX pass
+        them: no gradient is asked of them, and Python's own functions of numbers
+        (``math.log(gamma)``, ``float(gamma)``) then work on them. Their arrays are constants
+        of the differentiation (``tracing.constant``): what is computed from them alone runs
+        as NumPy's and records nothing, and writes into them are followed and undone. A call
+        a replay records (``recording``) traces them instead: the replay reads them as
+        inputs, and guards the decisions taken on them; so does a differentiation nested in
+        another, whose arguments are the outer one's arrays."""
+        wrapped = []
+        for i, arg in enumerate(args):
+            leaves, rebuild = flatten(arg)
+            self.rebuilds.append((len(self.leaves), len(leaves), rebuild))
+            plain = selected is not None and i not in selected
+            new = [self._wrap_leaf(leaf, plain, plain and not recording) for leaf in leaves]
+            if plain and recording and any(type(t) is not type(leaf) for t, leaf
+                                           in zip(new, leaves, strict=True)):
+                self.outside_argnums = True  # traced for the replay only
+            self.leaves.extend(leaves)
+            wrapped.append(rebuild(new))
+        check_distinct_memory([entry[0] for key, entry in self.buffers.items()
+                               if type(key) is int])
+        return wrapped
+
+    def _wrap_leaf(self, x, plain=False, constant=False):
+        check_leaf(x)
+        t = None
+        if plain and is_inexact_scalar(x):
+            pass  # a number no gradient is asked of: as it is
+        elif is_inexact_array(x):
+            base = owner(x)
+            outer = self.tape.outer
+            if id(base) not in self.buffers:
+                # One buffer for all views of the memory, laid out as the argument when it
+                # spans all of it (np.linspace's result views an array of its own).
+                layout = x if spans(x, base) else base
+                buffer = Buffer(layout, constant=constant and outer is None)
+                buffer.note_address(layout)
+                if outer is None:
+                    hold_for_good(buffer, layout)
+                lifted = None if outer is None else outer.lift(layout)
+                if lifted is not None:
+                    outer.caller_memory(lifted, layout)
+                self.buffers[id(base)] = (layout, buffer, lifted)
+            layout, buffer, lifted = self.buffers[id(base)]
+            buffer.constant = buffer.constant and constant  # all its arguments' views
+            value = x if lifted is None else lifted if x is layout else view_of(lifted, x, outer)
+            t = Traced(value, buffer, self.tape, x is layout or same_region(x, layout))
+            self.tape.arguments.setdefault(id(base), []).append((x, buffer.key))
+            if writeable(x):
+                self.pending.setdefault(buffer.key, []).append(value)
+                self.tape.guard(buffer.key, lambda key=buffer.key: self._save(key))
+        elif is_inexact_scalar(x):
+            t = fresh(np.result_type(x).type(x), self.tape)  # a NumPy scalar: immutable
+            if type(x) is float or type(x) is complex:  # Python's: weak in NumPy's promotion
+                weaken(t)
+            if self.tape.outer is None:
+                hold_for_good(t.buffer, t.value)
+        elif isinstance(x, Tracer) and x.dtype.kind in "fc":
+            if stands_for_scalar(x):  # an enclosing level's scalar: immutable, so a value of
+                t = fresh(x, self.tape)  # its own at each place, as a float argument is
+                if x.weak:
+                    weaken(t)
+            else:
+                t = self._wrap_outer(x)  # an array of a differentiation this one is inside
+        else:  # integer arrays, and those inside objects of NumPy's and SciPy's classes
+            self.originals.keep_within(x)
+        self.traced.append(t)
+        self.scalar.append(t is not None and is_inexact_scalar(x))
+        return x if t is None else t
+
+    def _wrap_outer(self, x):
+        """An argument an outer differentiation traces (this gradient is nested in another,
+        reverse or forward): traced here as a buffer of its own, its values the outer one's.
+        Saving and restoring it are operations the outer one follows like any other."""
+        key = ("outer", id(owner(x)))
+        if key not in self.buffers:  # one buffer for all of the memory, as for plain arrays
+            whole = self.tape.outer.lift(owner_view(x))
+            buffer = Buffer(whole)
+            buffer.note_address(whole)
+            self.buffers[key] = (whole, buffer)
+            self.tape.guard(buffer.key, lambda: self._save(buffer.key))
+        whole, buffer = self.buffers[key]
+        value = self.tape.outer.lift(x)
+        self.pending.setdefault(buffer.key, []).append(value)
+        return Traced(value, buffer, self.tape, same_region(value, whole))
+
+    def _save(self, key):
+        for x in self.pending.pop(key):
+            self.originals.keep(x)
+
+    def call(self, f, args, kwargs=None):
+        """``f(*args, **kwargs)`` of the traced arguments, with this differentiation running."""
+        return run(self.tape, f, lambda g: g(*args, **(kwargs or {})), self._explain)
+
+    def _explain(self, error):
+        """A write NumPy refused because the array is one mutad keeps read-only."""
+        if self.tape.read_views and "read-only" in str(error):
+            return ConstantModifiedError(
+                f"{error}: an array allocated in the differentiated function was read by an "
+                "operation mutad recorded, then handed to code as a plain array (np.asarray(w), "
+                "a routine's output= argument) that writes into it, which mutad cannot follow; "
+                "its old values are needed by the gradient, so the plain array is read-only. "
+                "Write into a new array instead (w = np.empty_like(w) before refilling it, or "
+                "take the routine's result: w = routine(...)).")
+        if self.tape.frozen and "read-only" in str(error):
+            return ConstantModifiedError(
+                f"{error}: this array (or the memory it views) was read as a constant by an "
+                "operation mutad recorded, and its gradient needs those values, so mutad "
+                "keeps it read-only while it differentiates, for every thread of the "
+                "process. Allocate it inside the differentiated function (mutad then "
+                "follows its writes), or write into a new array instead "
+                "(w = np.cos(...) rather than w[:] = ...).")
+        return None
+
+    def gradients(self, seeds):
+        """The reverse pass from ``seeds``, ``(output, cotangent)`` pairs (an output that is
+        not traced here gets none), and one gradient per positional argument, of its
+        structure (:meth:`_released`)."""
+        shadows = Shadows()
+        for t, g in seeds:
+            if type(t) is Traced and g is not None:
+                shadows.add(t, g)  # outputs may share memory: add
+        check_constants(self.tape)
+        self.tape.replay(shadows)
+        return self._per_argument(self._released(shadows))
+
+    def _released(self, shadows):
+        """One gradient per leaf: a copy of its shadow (zeros if none), a float for a scalar,
+        None for a leaf that is not differentiable."""
+        # A shadow that no other argument reads is handed over instead of copied.
+        keys = [t.buffer.key for t in self.traced if t is not None]
+        grads = []
+        for t, scalar in zip(self.traced, self.scalar, strict=True):
+            if t is None:
+                grads.append(None)
+                continue
+            g = shadows.release(t, hand_over=keys.count(t.buffer.key) == 1)
+            grads.append(g.item() if scalar and not wrapped(g) else g)
+        return grads
+
+    def _per_argument(self, leaf_values):
+        """Rebuild each positional argument's structure around its leaves' values."""
+        return tuple(rebuild(leaf_values[start:start + n]) for start, n, rebuild in self.rebuilds)
+
+    def restore(self):
+        """Write back the caller's original bytes, make frozen constants writable again, and
+        drop the tape (``with`` does it on leaving)."""
+        thaw(self.tape)
+        self.tape.clear()
+        super().restore()
+
+
+class ForwardDifferentiation(Differentiation):
+    """One ``jvp``: its level, and its arguments, duals over private copies of the caller's
+    memory. A reverse differentiation nested inside it sees it as its outer level."""
+
+    def __init__(self):
+        super().__init__()
+        self.level = next(LEVELS)
+        self.copies = {}  # id(owner) -> (all of the memory, its dual copy)
+
+    def call(self, f, primals, tangents):
+        """``f(*primals)`` of duals carrying ``tangents``, with this differentiation running:
+        the arguments are wrapped once it runs, so that a gradient inside ``f`` takes it as
+        its outer level."""
+        return run(self, f, lambda g: g(*[self.wrap(primal, tangent) for primal, tangent
+                                           in zip(primals, tangents, strict=True)]))
+
+    def lift(self, y):
+        """``y`` as a dual of this level (as ``ReverseTape.lift``): itself if it is one, else
+        with a zero tangent."""
+        if type(y) is Dual and y.level == self.level:
+            return y
+        y = enclosed(as_array(y), self.level)
+        return Dual(y, zero_tangent(y, self.level), self.level)
+
+    def caller_memory(self, dual, array):
+        """``dual``, a dual of this level over ``array``, the memory of a caller of a
+        differentiation nested inside this one (``ReverseTape.caller_memory``): forward mode
+        undoes no write, so the inner one's own restoration leaves it as it was."""
+
+    def constant(self, y, made=None):
+        """A dual with a zero tangent is a constant of this level (``made``: how ``y`` was
+        allocated, which only a replay's recording reads)."""
+        return self.lift(y)
+
+    def wrap(self, primal, tangent):
+        leaves, rebuild = flatten(primal)
+        tangents = [None] * len(leaves) if tangent is None else flatten(tangent)[0]
+        if len(tangents) != len(leaves):
+            raise InvalidArgumentError("jvp: each tangent must have the structure of its primal.")
+        wrapped = rebuild([self._leaf(x, t) for x, t in zip(leaves, tangents, strict=True)])
+        check_distinct_memory([whole for whole, _ in self.copies.values()])
+        return wrapped
+
+    def _leaf(self, x, t):
+        check_leaf(x)
+        if t is not None and np.shape(t) != np.shape(x):
+            raise InvalidArgumentError(f"jvp: a tangent of shape {np.shape(t)} was given for a "
+                                       f"primal of shape {np.shape(x)}.")
+        level = self.level
+        if is_inexact_scalar(x):
+            value = enclosed(as_array(np.result_type(x).type(x)), level)
+            if wrapped(t):  # an enclosing level's value: it follows the tangent
+                dual = Dual(value, enclosed(t.astype(value.dtype), level), level)
+            else:
+                dual = Dual(value, enclosed(np.array(0.0 if t is None else t, value.dtype),
+                                            level), level)
+            if type(x) is float or type(x) is complex:  # Python's: weak in NumPy's promotion
+                weaken(dual)
+            return dual
+        if not (is_inexact_array(x) or (wrapped(x) and x.dtype.kind in "fc")):
+            self.originals.keep_within(x)
+            return x
+        if wrapped(x) and stands_for_scalar(x):
+            # An enclosing level's scalar is immutable, as a float argument is: a value of its
+            # own at each place (not one buffer for the places that pass it), and no copy.
+            tangent = zero_tangent(x, level)
+            return Dual(x, tangent if t is None else enclosed(tangent + t, level), level,
+                        x.weak)
+        # One private copy of all of the memory behind x, laid out as it, so the caller's
+        # arrays stay as they are and views of one buffer in several arguments keep sharing
+        # it. An array of an enclosing differentiation (hvp's reverse pass, an outer jvp) is
+        # copied through NumPy, so that level follows the copy.
+        base = owner(x)
+        if id(base) not in self.copies:
+            whole = owner_view(x)
+            copy = np.copy(whole, order="K")
+            if copy.strides != whole.strides:
+                raise UnsupportedOperationError(
+                    "jvp: an argument views memory laid out with gaps; pass a copy of it.")
+            # Enclosing levels follow what their values write into it and its tangent.
+            copy = enclosed(copy, level)
+            self.copies[id(base)] = (whole, Dual(copy, zero_tangent(copy, level), level))
+        whole, dual = self.copies[id(base)]
+        if not same_region(x, whole):
+            flat = dual.reshape(-1, order="A")  # memory order: a view
+            dual = flat.restrided(x.shape, x.dtype, address(x) - address(whole), x.strides)
+        if t is not None:
+            dual.tangent[...] += t  # places that share memory: their tangents add up
+        if type(x) is np.ndarray and not writeable(x):  # the private copy is read-only
+            dual = Dual(dual.value.view(), dual.tangent, level)  # too, so writes raise as
+            memory(dual.value).flags.writeable = False           # they would in NumPy
+        return dual
+
+    def output(self, out):
+        """``(value, tangent)`` of one output leaf; a float that does not depend on the
+        arguments has a zero tangent."""
+        value, tangent = split(out, self.level)
+        if tangent is None and (is_inexact_array(value) or is_inexact_scalar(value)
+                                or wrapped(value)):
+            tangent = np.zeros_like(value)
+        return _result(value), _result(tangent)
+
+
+def jvp(f, primals, tangents):
+    """Run ``f(*primals)`` with ``tangents`` riding alongside; return ``(y, dy)``."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise InvalidArgumentError("jvp(f, primals, tangents): give primals and tangents as "
+                                   "tuples, one entry per positional argument of f.")
+    if len(primals) != len(tangents):
+        raise InvalidArgumentError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
+    with ForwardDifferentiation() as d:
+        y = d.call(f, primals, tangents)
+    outputs, rebuild = flatten(y)
+    pairs = [d.output(out) for out in outputs]
+    return rebuild([value for value, _ in pairs]), rebuild([dy for _, dy in pairs])
+
+
+def _result(x):
+    """A 0-d plain result as a NumPy scalar, as NumPy itself returns them."""
+    return x[()] if type(x) is np.ndarray and x.ndim == 0 else x
