@@ -300,7 +300,7 @@ NUMBERED = 256
 
 def _number(x):
     """What identifies the input ``x`` of a recipe for value numbering: a buffer (that of the
-    older one computed the same way, if any) with its version and the region; a number or a
+    older one computed the same way, while it is unwritten) with its version and the region; a number or a
     small array by its bytes and type; None if it cannot be told."""
     if type(x) in (list, tuple):
         items = tuple(_number(e) for e in x)
@@ -310,7 +310,8 @@ def _number(x):
     if _is_place(x):
         buffer = x.buffer
         origin = buffer.origin
-        same = buffer if origin is None or origin.same is None else origin.same
+        # an unwritten twin holds its older twin's bytes; once written, bytes of its own
+        same = buffer if buffer.version or origin is None or origin.same is None else origin.same
         if x.whole:
             return (same.key, buffer.version)
         return (same.key, buffer.version, x.offset, x.shape, x.strides, x.dtype.str)

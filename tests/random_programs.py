@@ -308,11 +308,17 @@ SQUASHES = {
 
 def classic(d):
     kind = d.draw(st.sampled_from(["augmented", "augmented", "out", "assign", "temporary",
-                                   "unary", "twin"]))
+                                   "unary", "twin", "twins"]))
     if kind == "twin":  # computed twice from the same bytes (value numbering), then one written
         name = d.new_name()
         source = d.source(d.value(d.slices(d.pick())).shape)
         d.run(f"{name} = np.sin({source})\n{name} *= np.sin({source})", "classic")
+        return
+    if kind == "twins":  # two copies of the same bytes, each written once, then read alike
+        first, second, both = d.new_name(), d.new_name(), d.new_name()
+        source = d.source(d.value(d.slices(d.pick())).shape)
+        d.run(f"{first} = {source}.copy()\n{second} = {source}.copy()\n{first} *= 1.5\n"
+              f"{second} += 0.25\n{both} = np.sin({first}) + 2.0 * np.sin({second})", "classic")
         return
     if kind == "temporary":
         name = d.new_name()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import mutad
+from cases import replays_as_traced
 from mutad.session import ReverseDifferentiation
 from mutad.bench.workloads import big_elementwise
 from mutad.errors import PolicyError
@@ -511,6 +512,39 @@ def test_a_temporary_computed_again_after_its_twin_was_written_is_not_read_from_
     x = np.linspace(-1, 1, N)
     mutad.check_grads(f, x, policy=policy)
     mutad.check_grads(read_before_the_write, x, policy=policy)
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_twins_written_the_same_number_of_times_are_told_apart(policy):
+    """Regression (silently wrong): two temporaries made by one recipe (``u0.copy()`` twice)
+    were numbered by the older one's key and their own version, so once each had been written
+    once, ``B + 1.0`` was recomputed as ``A + 1.0`` (the gradient in ``c`` was 2000 for
+    3000). A twin stands for its older one only while it is unwritten."""
+
+    def slice_writes(u0, c):
+        A = u0.copy()
+        B = u0.copy()
+        A[:] = B + 1.0
+        B[:] = A + 1.0
+        return (c * (B + 1.0)).sum()
+
+    def in_place(x, c):
+        A = x * 1.0
+        B = x * 1.0
+        A *= 1.5
+        B += 0.25
+        return (c * np.exp(A)).sum() + (c * np.exp(B)).sum()
+
+    u0 = np.linspace(-1, 1, N)
+    before = u0.tobytes()
+    dc = mutad.gradient(slice_writes, u0, 0.7, policy=policy)[1]
+    assert dc == np.sum(u0 + 1.0 + 1.0 + 1.0)  # B + 1.0, as the program computes it
+    dc = mutad.gradient(in_place, u0, 0.7, policy=policy)[1]
+    np.testing.assert_allclose(dc, np.exp(1.5 * u0).sum() + np.exp(u0 + 0.25).sum(),
+                               rtol=1e-14)
+    assert u0.tobytes() == before
+    mutad.check_grads(in_place, u0, 0.7, policy=policy)
+    replays_as_traced(slice_writes, [(u0, 0.7), (u0 + 1.0, 0.5), (u0, 0.7)], argnums=(0, 1))
 
 
 # ----------------------------------------------------------------------------------------------
