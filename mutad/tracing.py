@@ -428,8 +428,16 @@ def _protect(tape, value):
         chain.append(chain[-1].base)
     root = chain[-1]
     if writeable(root) or id(root) in tape.frozen:
+        # The memory of an argument a running differentiation traces (a global viewing it,
+        # read apart from it: check_alias) stays writable, for the writes into the argument
+        # and their undos; the sum below still catches a change of the bytes read, and they
+        # are written back at the end, as the argument's are.
+        traced = id(root) in tape.arguments or any(
+            id(root) in (getattr(d, "arguments", None) or ()) for d in ACTIVE.running)
+        if traced and tape.originals is not None and writeable(value):
+            tape.originals.keep(value)
         # Owner first: a view can be made writable again only while its owner is.
-        for a in reversed(chain):
+        for a in reversed(chain[:-1] if traced else chain):
             if writeable(a):
                 a.flags.writeable = False
                 tape.frozen[id(a)] = a

@@ -353,6 +353,43 @@ def test_writing_an_argument_whose_memory_a_global_views_is_refused(name, f, arg
         assert owner.tobytes() == before
 
 
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_a_global_view_apart_from_the_argument_it_shares_an_owner_with(policy):
+    """Regression: the argument is ``G[4:]`` and ``f`` reads ``G[:2]``, other bytes of the
+    same owner, as a constant: freezing the constant made the owner read-only, and the write
+    into the argument (or its undo in the reverse pass) raised NumPy's read-only ValueError.
+    The owner stays writable; a change of the bytes read is still refused, and put back."""
+    G = np.arange(8.0)
+    before = G.tobytes()
+
+    def write_then_read(x):
+        x *= 2.0
+        return (x ** 2).sum() + (G[:2] * x[:2]).sum()
+
+    def read_then_write(x):
+        y = (G[:2] * x[:2]).sum()
+        x *= 2.0
+        x[1:3] = np.sin(x[:2])
+        return (x ** 2).sum() + y
+
+    for f in (write_then_read, read_then_write):
+        # the argument in memory of its own: the same program, G[:2] a constant as before
+        expected = mutad.gradient(f, G[4:].copy(), policy=policy)[0]
+        assert mutad.gradient(f, G[4:], policy=policy)[0].tobytes() == expected.tobytes()
+        assert G.tobytes() == before and G.flags.writeable
+        mutad.check_grads(f, G[4:], policy=policy)
+        assert G.tobytes() == before
+
+    def changes_what_it_read(x):
+        y = write_then_read(x)
+        G[0] = 100.0
+        return y
+
+    with pytest.raises(errors.ConstantModifiedError):
+        mutad.gradient(changes_what_it_read, G[4:], policy=policy)
+    assert G.tobytes() == before and G.flags.writeable
+
+
 def test_a_global_viewing_an_argument_that_is_not_written_is_a_constant():
     """Reading the argument's values through a closure without writing them is the usual
     idiom ``gradient(lambda y: g(y, x), x)``: the closure's array is a constant."""

@@ -646,3 +646,32 @@ def test_the_deprecation_of_cross_of_2_vectors_is_the_users_not_mutads(rng):
     assert y.tobytes() == expected.tobytes()
     places = {(w.category, w.filename) for w in heard}
     assert places == {(DeprecationWarning, __file__)}, places
+
+
+def test_singular_values_and_eigenvalues_alone_are_numpys_own(rng):
+    """Regression: eigvalsh took its values from eigh, svd(compute_uv=False) from an SVD with
+    vectors, and svd(hermitian=True) ignored hermitian: values off NumPy's in the last bits
+    (LAPACK computes values alone another way)."""
+    a = rng.standard_normal((6, 6))
+    s = a @ a.T
+    s -= 3.0 * np.eye(6)  # negative eigenvalues too: hermitian's singular values are |w|
+    cases = [(np.linalg.eigvalsh, s, {}), (np.linalg.svd, a, {"compute_uv": False}),
+             (np.linalg.svd, s, {"hermitian": True}),
+             (np.linalg.svd, s, {"hermitian": True, "compute_uv": False}),
+             (np.linalg.svdvals, a, {}), (np.linalg.cond, a, {})]
+    for function, m, kwargs in cases:
+        y, _ = mutad.pullback(lambda m: function(m, **kwargs), m)
+        expected = function(m, **kwargs)
+        pairs = zip(y, expected, strict=True) if isinstance(y, tuple) else [(y, expected)]
+        for mine, numpys in pairs:
+            assert np.asarray(mine).tobytes() == np.asarray(numpys).tobytes(), function
+    for kwargs in ({"hermitian": True}, {"hermitian": True, "compute_uv": False}):
+        def loss(m):
+            factors = np.linalg.svd(m, **kwargs)
+            if not kwargs.get("compute_uv", True):
+                return (factors ** 3).sum()
+            u, singular, vt = factors
+            return (singular ** 3).sum() + (u[:, :2] * vt.T[:, :2]).sum()
+        mutad.check_grads(loss, s, symmetric=(0,), rtol=1e-5)
+    with pytest.raises(mutad.MutadError, match="hermitian=True"):
+        mutad.gradient(lambda m: np.linalg.svd(m, hermitian=True, compute_uv=False).sum(), a)

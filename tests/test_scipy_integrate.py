@@ -836,3 +836,27 @@ def test_a_solve_that_counts_its_calls_counts_them_as_scipy_does():
     loss(p, plain)
     mutad.gradient(lambda p: loss(p, traced), p)
     assert traced == plain
+
+
+@pytest.mark.slow
+def test_second_order_of_a_closure_is_refused_with_what_to_do():
+    """A hessian of solve_ivp whose right-hand side reads the parameters from its closure said
+    they were "neither in args= nor in its closure"; the message now says why, and args=
+    gives the hessian."""
+    def closure(p):
+        return solve_ivp(lambda t, y: -p[0] * y + p[1], (0, 1), [1.0], rtol=1e-10,
+                         atol=1e-12).y[0, -1]
+
+    def through_args(p):
+        return solve_ivp(lambda t, y, a, b: -a * y + b, (0, 1), [1.0], args=(p[0], p[1]),
+                         rtol=1e-10, atol=1e-12).y[0, -1]
+
+    p = np.array([0.5, 0.3])
+    with pytest.raises(UnsupportedOperationError, match="pass it with args="):
+        mutad.hessian(closure, p)
+    a, b = p  # y(1) = b/a + (1 - b/a) e^{-a}
+    e = np.exp(-a)
+    expected = np.array([[2 * b / a ** 3 * (1 - e) - 2 * b / a ** 2 * e + (1 - b / a) * e, 0.0],
+                         [0.0, 0.0]])
+    expected[0, 1] = expected[1, 0] = -1 / a ** 2 + e / a ** 2 + e / a
+    np.testing.assert_allclose(mutad.hessian(through_args, p), expected, rtol=1e-6)

@@ -9,7 +9,6 @@ They take NumPy's arguments and follow its conventions; an option they do not fo
 carry no gradient (index helpers, ranks) are in ``nondiff``-style rows at the end.
 """
 
-import functools
 import math
 
 import numpy as np
@@ -376,11 +375,63 @@ def correlate(a, v, mode="valid"):
 
 @defcomposite(np.linalg.multi_dot)
 def multi_dot(arrays, *, out=None):
-    product = functools.reduce(np.dot, arrays)
-    if out is not None:
-        out[...] = product
+    """NumPy's steps: a first or last vector as a row or a column, then the products in the
+    order of least cost NumPy chooses (its matrix-chain order, ties to the first split), so
+    the values are its own bit for bit."""
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ValueError("Expecting at least two arrays.")  # NumPy's words
+    if len(arrays) == 2:
+        return np.dot(arrays[0], arrays[1], out=out)
+    vector_first, vector_last = np.ndim(arrays[0]) == 1, np.ndim(arrays[-1]) == 1
+    if vector_first:
+        arrays[0] = np.atleast_2d(arrays[0])
+    if vector_last:
+        arrays[-1] = np.atleast_2d(arrays[-1]).T
+    split = _chain_order([np.shape(a) for a in arrays])
+
+    def product(i, j, out=None):
+        if i == j:
+            return arrays[i]
+        return np.dot(product(i, split[i][j]), product(split[i][j] + 1, j), out=out)
+
+    whole = vector_first or vector_last or out is None
+    result = product(0, len(arrays) - 1, None if whole else out)
+    if vector_first and vector_last:
+        result = result[0, 0]
+    elif vector_first or vector_last:
+        result = result.ravel()
+    if whole and out is not None:
+        out[...] = result
         return out
-    return product
+    return result
+
+
+def _chain_order(shapes):
+    """``split[i][j]``: where NumPy's ``multi_dot`` splits the product of matrices i to j
+    (Cormen's matrix-chain order as NumPy computes it: costs in floats, the first split of
+    least cost; three matrices by its shortcut, which compares the two orders the same way)."""
+    n = len(shapes)
+    p = [shape[0] for shape in shapes] + [shapes[-1][1]]
+    if n == 3:
+        a0, a1b0, b1c0, c1 = p
+        first = a0 * b1c0 * (a1b0 + c1) < a1b0 * c1 * (a0 + b1c0)  # (AB)C
+        split = [[0] * 3 for _ in range(3)]
+        split[0][2] = 1 if first else 0
+        split[0][1], split[1][2] = 0, 1
+        return split
+    cost = [[0.0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if q < cost[i][j]:
+                    cost[i][j] = q
+                    split[i][j] = k
+    return split
 
 
 # ----------------------------------------------------------------------------------------------

@@ -879,12 +879,12 @@ def eigh_jvp(tangents, a, UPLO="L"):
 @defrule(np.linalg.eigvalsh, leading=1)
 def eigvalsh(a, UPLO="L"):
     require_symmetric(a, "np.linalg.eigvalsh")
-    w, v = np.linalg.eigh(a, UPLO)
+    w, v = np.linalg.eigh(a, UPLO)  # (LAPACK's values without vectors may differ in last bits)
 
     def back(dw):
         return (eigh_cotangent(w, v, dw, None, None),)
 
-    return w, back
+    return np.linalg.eigvalsh(a, UPLO), back
 
 
 @defjvp(np.linalg.eigvalsh)
@@ -904,42 +904,51 @@ def _require_thin_svd(a, full_matrices, compute_uv):
 
 @defrule(np.linalg.svd, leading=1)
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """NumPy's factors (its singular values alone, without vectors, are another LAPACK
+    computation, whose bits may differ), differentiated through the thin SVD's factors that
+    back reads (Giles 2008). ``hermitian=True`` reads one triangle, as ``eigh`` does: a
+    matrix that is not symmetric (Hermitian) is refused, and the gradient is the symmetric one.
+
+    For complex matrices, the factors are both the output and what back reads: the phases of
+    the singular vectors are then one choice, which a phase-free loss's cotangent cancels
+    (with two calls, an outer differentiation would see each call's phases cancelled only by
+    the other's; see require_phase_free)."""
     _require_thin_svd(a, full_matrices, compute_uv)
-    if compute_uv and np.iscomplexobj(a):
-        # One call, whose factors are both the output and what back reads: the phases of the
-        # singular vectors are then one choice, which a phase-free loss's cotangent cancels
-        # (with two calls, an outer differentiation would see each call's phases cancelled
-        # only by the other's; see require_phase_free).
-        result = np.linalg.svd(a, full_matrices=full_matrices, compute_uv=True)
-        u, s, vt = result
-
-        def back_complex(dys):
-            du, ds, dvt = (d if d.any() else None for d in dys)
-            return (svd_cotangent(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt),)
-
-        return result, back_complex
-    u, s, vt = np.linalg.svd(a, full_matrices=False)
-    if not compute_uv:
-        return s, lambda ds: (svd_cotangent(u, s, vt, None, ds, None),)
+    if hermitian:
+        require_symmetric(a, "np.linalg.svd(..., hermitian=True)")
+    result = np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
+                           hermitian=hermitian)
+    # the thin factors: those returned (a non-square full SVD is refused above)
+    u, s, vt = result if compute_uv else np.linalg.svd(a, full_matrices=False,
+                                                       hermitian=hermitian)
 
     def back(dys):
-        # Outputs no gradient reached arrive as zeros: skip their terms, which would turn the
-        # undetermined F of repeated singular values into NaN for nothing.
-        du, ds, dvt = (d if d.any() else None for d in dys)
-        return (svd_cotangent(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt),)
+        if not compute_uv:
+            g = svd_cotangent(u, s, vt, None, dys, None)
+        else:
+            # Outputs no gradient reached arrive as zeros: skip their terms, which would turn
+            # the undetermined F of repeated singular values into NaN for nothing.
+            du, ds, dvt = (d if d.any() else None for d in dys)
+            g = svd_cotangent(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt)
+        return (hermitian_part(g) if hermitian else g,)
 
-    return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=True), back
+    return result, back
 
 
 @defjvp(np.linalg.svd)
 def svd_jvp(tangents, a, full_matrices=True, compute_uv=True, hermitian=False):
     _require_thin_svd(a, full_matrices, compute_uv)
+    da = tangents[0]
+    if hermitian:  # along the Hermitian part, as the reverse rule's gradient
+        require_symmetric(a, "np.linalg.svd(..., hermitian=True)")
+        da = hermitian_part(da)
     result = np.linalg.svd(a, full_matrices, compute_uv, hermitian)
     # The tangent is of the factors NumPy returned, so the singular vectors' signs are theirs.
-    u, s, vt = result if compute_uv else np.linalg.svd(a, full_matrices=False)
+    u, s, vt = result if compute_uv else np.linalg.svd(a, full_matrices=False,
+                                                       hermitian=hermitian)
     if not compute_uv:
-        return result, real_diagonal(adjoint(u) @ tangents[0] @ adjoint(vt))
-    return result, type(result)(*svd_tangent(u, s, vt, tangents[0]))
+        return result, real_diagonal(adjoint(u) @ da @ adjoint(vt))
+    return result, type(result)(*svd_tangent(u, s, vt, da))
 
 
 # ----------------------------------------------------------------------------------------------

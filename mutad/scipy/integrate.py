@@ -483,8 +483,16 @@ def _plain_call(name, fn):
         try:
             return np.asarray(fn(*a))
         except (ConversionError, UntracedWriteError) as error:
+            if len(ACTIVE.running) > 1:  # what it read is an enclosing differentiation's
+                raise UnsupportedOperationError(f"{name}: {_NESTED}") from error
             raise UnsupportedOperationError(f"{name}: {_HIDDEN}") from error
     return call
+
+
+_NESTED = ("under a differentiation of a differentiation (a hessian, a gradient of a gradient) "
+           "the function reads an array an enclosing one follows from its closure, which "
+           "the solver's rule does not reach there; pass it with args=, through which every "
+           "order is differentiated.")
 
 
 @contextlib.contextmanager

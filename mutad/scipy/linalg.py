@@ -29,8 +29,9 @@ Al-Mohy & Higham, "Computing the Fréchet derivative of the matrix exponential" 
 Anal. Appl., 2009) for expm, and Higham, "Functions of Matrices" (2008), §3.2, for expm's and
 logm's Fréchet derivatives as corners of block triangular matrices.
 
-``eigh``, ``eigvalsh``, ``svd``, ``det``, ``norm`` and ``qr`` are NumPy's decompositions and
-functions by SciPy's names, with SciPy's defaults and settings (eigh's ``lower=``,
+``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``det``, ``norm`` and ``qr`` are NumPy's
+decompositions and functions by SciPy's names, with SciPy's defaults and settings (eigh's
+``lower=``,
 ``eigvals_only=``, ``driver=``; svd's ``full_matrices``, ``compute_uv``, ``lapack_driver``; qr's
 ``mode=`` and ``pivoting=``; norm's ``ord``, ``axis``, ``keepdims``): their values are SciPy's
 own, their derivatives np.linalg's rules applied to SciPy's factors. What has no derivative is
@@ -106,9 +107,9 @@ solve_sylvester, sqrtm = map(scipy_adjoint, (_linalg.solve_sylvester, _linalg.sq
  solve_discrete_are) = map(scipy_adjoint, (
     _linalg.solve_continuous_lyapunov, _linalg.solve_discrete_lyapunov,
     _linalg.solve_continuous_are, _linalg.solve_discrete_are))
-eigh, eigvalsh, svd, det, norm, qr, logm = map(scipy_adjoint, (
-    _linalg.eigh, _linalg.eigvalsh, _linalg.svd, _linalg.det, _linalg.norm, _linalg.qr,
-    _linalg.logm))
+eigh, eigvalsh, svd, svdvals, det, norm, qr, logm = map(scipy_adjoint, (
+    _linalg.eigh, _linalg.eigvalsh, _linalg.svd, _linalg.svdvals, _linalg.det, _linalg.norm,
+    _linalg.qr, _linalg.logm))
 lu, pinv, lstsq, eig, eigvals = map(scipy_adjoint, (
     _linalg.lu, _linalg.pinv, _linalg.lstsq, _linalg.eig, _linalg.eigvals))
 eig.complex_values = eigvals.complex_values = CONVENTION  # complex outputs of a real matrix
@@ -122,7 +123,7 @@ __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "co
            "solve_continuous_are", "solve_continuous_lyapunov", "solve_discrete_are",
            "solve_discrete_lyapunov",
            "solve_sylvester", "solve_toeplitz", "solve_triangular", "solveh_banded", "sqrtm",
-           "svd", "toeplitz"]
+           "svd", "svdvals", "toeplitz"]
 
 
 def _times_transpose(u, v):
@@ -918,6 +919,21 @@ def _svd_jvp(tangents, a, full_matrices=True, compute_uv=True, overwrite_a=False
         u, _, vt = _thin_svd(a, check_finite, lapack_driver)
         return result, real_diagonal(transpose(u) @ tangents[0] @ transpose(vt))
     return result, svd_tangent(*result, tangents[0])
+
+
+@svdvals.rule
+def _svdvals_rule(a, overwrite_a=False, check_finite=True):
+    """SciPy's singular values, differentiated as ``svd``'s (the thin SVD's factors)."""
+    result = svdvals(a, overwrite_a, check_finite)
+    u, s, vt = _thin_svd(a, check_finite, "gesdd")
+    return result, lambda ds: (svd_cotangent(u, s, vt, None, ds, None),)
+
+
+@svdvals.jvp_rule
+def _svdvals_jvp(tangents, a, overwrite_a=False, check_finite=True):
+    u, _, vt = _thin_svd(a, check_finite, "gesdd")
+    return (svdvals(a, overwrite_a, check_finite),
+            real_diagonal(transpose(u) @ tangents[0] @ transpose(vt)))
 
 
 @det.rule
