@@ -526,9 +526,10 @@ def jacobian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] =
     """The Jacobian of ``f`` with respect to ``args[argnums]``, of shape ``y.shape + x.shape``.
 
     Forward mode (one ``jvp`` per input element) or reverse mode (one gradient per output
-    element), whichever takes fewer passes: one pass per column or row, since a pass of
-    mutad's carries one direction (a tangent or a shadow has its array's shape, and in-place
-    updates write into it as they write into the array). A tuple ``argnums`` gives a tuple of
+    element, the program recorded once and replayed for the other rows), whichever takes
+    fewer passes: one pass per column or row, since a pass of mutad's carries one direction
+    (a tangent or a shadow has its array's shape, and in-place updates write into it as they
+    write into the array). A tuple ``argnums`` gives a tuple of
     Jacobians; outputs in tuples, lists or dicts give Jacobians in the same structure. An
     argument that is a structure (a tuple, dataclass, object) gives that structure, each float
     leaf holding its Jacobian (of the outputs' structure) and ``None`` for the others.
@@ -623,11 +624,14 @@ def _jacobian(f, args, argnums, mode):
 
 def _reverse_rows(f, args, i, k, out):
     """The Jacobian of output leaf ``k`` (``out``) with respect to ``args[i]``, a gradient per
-    element of the output."""
+    element of the output: the program is recorded on the first and replayed on the others
+    (traced again where it cannot be: ``grad(..., replay=True)``), whose cotangent ``e`` is an
+    argument the replay reads, not a constant of the program."""
     def component(*a, e):
         return (flatten(f(*a))[0][k] * e).sum()
 
-    rows = [gradient(lambda *a, e=e: component(*a, e=e), *args, argnums=i) for e in _basis(out)]
+    row = grad(component, argnums=i, replay=True)
+    rows = [row(*args, e=e) for e in _basis(out)]
     # np.stack, not np.array: rows an enclosing differentiation traces stay traced (nested).
     stacked = np.stack(rows) if rows else np.zeros(0, np.result_type(args[i].dtype, 0.0))
     return np.reshape(stacked, np.shape(out) + np.shape(args[i]))

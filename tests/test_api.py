@@ -819,3 +819,25 @@ def test_no_full_collection_runs_while_a_gradient_does_and_the_thresholds_come_b
         assert gc.get_threshold() == (500, 7, 9)
     finally:
         gc.set_threshold(*before)
+
+
+def test_jacrev_replays_its_rows_bit_for_bit():
+    """jacrev's rows are gradients of one recorded program replayed with another cotangent:
+    each row is the traced gradient's bits, and the caller's array comes back."""
+    def stencil(x):
+        u = x.copy()
+        for _ in range(20):
+            u[1:-1] += 0.1 * (u[2:] - 2 * u[1:-1] + u[:-2])
+            u *= 0.99
+        return u[::3], np.sin(u[:3]).sum()
+
+    x = np.linspace(0.0, 1.0, 12)
+    before = x.tobytes()
+    J, j = mutad.jacrev(stencil)(x)
+    assert x.tobytes() == before
+    for k in range(J.shape[0]):
+        e = np.zeros(J.shape[0])
+        e[k] = 1.0
+        row = mutad.gradient(lambda x: (stencil(x)[0] * e).sum(), x)[0]
+        assert row.tobytes() == J[k].tobytes()
+    assert mutad.gradient(lambda x: stencil(x)[1], x)[0].tobytes() == j.tobytes()
