@@ -15,6 +15,8 @@ import mutad
 from mutad.errors import UnsupportedOperationError
 from mutad.scipy import signal
 
+from cases import replays_as_traced
+
 SOS = scipy.signal.butter(4, 0.2, output="sos")
 B, A = scipy.signal.butter(3, 0.3)
 
@@ -417,3 +419,170 @@ def test_lsim_of_a_differentiated_state_space_system(interp):
     assert mutad.value_and_grad(f)(p)[0] == f(p)
     mutad.check_grads(f, p)
     mutad.check_jvp(f, p)
+
+
+# ----------------------------------------------------------------------------------------------
+# Linear time-invariant systems of differentiated coefficients
+
+TIMES = np.linspace(0.0, 2.0, 21)
+
+
+def _matrices(p):
+    return (np.array([[0.0, 1.0], [-p[0], -p[1]]]), np.array([[0.0], [p[2]]]),
+            np.array([[1.0, p[3]]]), np.array([[p[3] * 0.5]]))
+
+
+# name: the system built from p = (a1, a0, b, c) by SciPy's classes, as user code builds it
+SYSTEMS = {
+    "lti-tf": lambda p: scipy.signal.lti([p[2], p[3]], [1.0, p[1], p[0]]),
+    "TransferFunction-unnormalized": lambda p: scipy.signal.TransferFunction(
+        np.array([p[2], p[3]]) * 2.0, [2.0, 2.0 * p[1], 2.0 * p[0]]),
+    "lti-zpk-real": lambda p: scipy.signal.lti([-p[3]], [-p[0], -p[1]], p[2]),
+    "ZerosPolesGain-conjugate-poles": lambda p: scipy.signal.ZerosPolesGain(
+        [-p[3]], np.array([-p[1] + 1j * p[0], -p[1] - 1j * p[0]]), p[2]),
+    "lti-ss": lambda p: scipy.signal.lti(*_matrices(p)),
+    "StateSpace": lambda p: scipy.signal.StateSpace(*_matrices(p)),
+    "StateSpace-of-tf": lambda p: scipy.signal.StateSpace(
+        scipy.signal.lti([p[2], p[3]], [1.0, p[1], p[0]])),
+    "TransferFunction-of-ss": lambda p: scipy.signal.TransferFunction(
+        scipy.signal.lti(*_matrices(p))),
+    "tuple-tf": lambda p: ([p[2], p[3]], [1.0, p[1], p[0]]),
+    "tuple-zpk": lambda p: ([-p[3]], [-p[0], -p[1]], p[2]),
+}
+P = np.array([2.0, 0.7, 1.5, 0.3])
+
+
+def _responses(system, p):
+    """Every simulation of ``system``: lsim (both holds, from a later start and a state),
+    step and impulse at given times, and output for the objects."""
+    sys = system(p)
+    outputs = [scipy.signal.lsim(sys, np.sin(TIMES) * p[0], TIMES)[1],
+               scipy.signal.lsim(sys, np.cos(TIMES), TIMES + 0.5, interp=False)[1],
+               scipy.signal.step(sys, T=TIMES)[1], scipy.signal.impulse(sys, T=TIMES)[1]]
+    if not isinstance(sys, tuple):
+        outputs.append(sys.output(np.cos(TIMES), TIMES)[1])
+    return np.concatenate(outputs)
+
+
+@pytest.mark.parametrize("name", SYSTEMS)
+def test_lti_systems_of_differentiated_coefficients(name):
+    """lsim, step, impulse and output of every kind of system built from differentiated
+    coefficients: SciPy's values bit for bit, gradients in both modes, replays."""
+    system = SYSTEMS[name]
+    p = P.copy()
+    expected = _responses(system, p)
+    y, _ = mutad.jvp(lambda p: _responses(system, p), (p,), (np.ones(4),))
+    assert np.asarray(y).tobytes() == expected.tobytes()
+
+    def f(p):
+        return weighted(_responses(system, p))
+
+    assert mutad.value_and_grad(f)(p)[0] == f(p)
+    mutad.check_grads(f, p)
+    mutad.check_jvp(f, p)
+    replays_as_traced(f, [(P * scale,) for scale in (1.0, 1.1, 0.9)])
+
+
+def test_tf2ss_ss2tf_and_zpk2tf_of_differentiated_coefficients():
+    """The conversions: SciPy's values bit for bit (ss2tf's from SciPy's own call), gradients
+    in both modes and to second order, a repeated eigenvalue and two outputs included."""
+    def conversions(p):
+        A, B, C, D = scipy.signal.tf2ss([[p[2], p[3], 1.0], [0.0, 1.0, p[0]]], [1.0, p[1], p[0]])
+        num, den = scipy.signal.ss2tf(A * p[3], B, C, D)
+        repeated = np.array([[p[0], 1.0], [0.0, p[0]]])
+        num2, den2 = scipy.signal.ss2tf(repeated, np.array([[0.0], [1.0]]),
+                                        np.array([[1.0, p[1]], [p[2], 0.0]]), np.zeros((2, 1)))
+        b, a = scipy.signal.zpk2tf([-p[0], p[1]], np.array([-1.0 + p[2] * 1j, -1.0 - p[2] * 1j]),
+                                   p[3])
+        ss = scipy.signal.zpk2ss([-p[0]], [-p[1], -p[2]], p[3])
+        return np.concatenate([A.ravel(), B.ravel(), C.ravel(), D.ravel(), num.ravel(), den,
+                               num2.ravel(), den2, b, a, *(m.ravel() for m in ss)])
+
+    p = P.copy()
+    expected = conversions(p)
+    y, _ = mutad.jvp(conversions, (p,), (np.ones(4),))
+    assert np.asarray(y).tobytes() == expected.tobytes()
+    f = lambda p: weighted(conversions(p))  # noqa: E731
+    assert mutad.value_and_grad(f)(p)[0] == f(p)
+    mutad.check_grads(f, p, order=2)
+    mutad.check_jvp(f, p)
+    replays_as_traced(f, [(P * scale,) for scale in (1.0, 1.1, 0.9)])
+
+
+@pytest.mark.parametrize("form", ["tuple-tf", "tuple-ss", "dlti-tf", "dlti-ss", "dlti-zpk",
+                                  "times", "plain-system"])
+def test_dlsim_of_differentiated_systems_inputs_and_states(form):
+    """dlsim of discrete systems, tuples and dlti objects: SciPy's values bit for bit (the
+    states too), gradients in both modes, replays."""
+    steps = np.arange(12)
+    A = lambda p: np.array([[0.5, p[0] * 0.1], [0.0, 0.3]])  # noqa: E731
+    B, C = np.array([[0.0], [1.0]]), np.array([[1.0, 0.5]])
+
+    def run(p):
+        u = np.sin(steps * p[1])
+        if form == "tuple-tf":
+            return scipy.signal.dlsim(([p[2], 0.1], [1.0, -0.5 * p[3]], 0.1), u)[1].ravel()
+        if form == "tuple-ss":
+            _, y, x = scipy.signal.dlsim((A(p), B * p[2], C, np.zeros((1, 1)), 0.1), u,
+                                         x0=np.array([p[3], 0.0]))
+            return np.concatenate([y.ravel(), x.ravel()])
+        if form == "dlti-tf":
+            return scipy.signal.dlti([p[2]], [1.0, -0.4, p[3] * 0.1], dt=0.5).output(u, None)[1].ravel()
+        if form == "dlti-ss":
+            sys = scipy.signal.dlti(A(p), B, C, np.array([[p[3]]]), dt=0.1)
+            _, y, x = scipy.signal.dlsim(sys, u)
+            return np.concatenate([y.ravel(), x.ravel()])
+        if form == "dlti-zpk":
+            return scipy.signal.dlsim(scipy.signal.dlti([p[2] * 0.1], [0.5, p[3] * 0.3], 1.0,
+                                                        dt=0.1), u)[1].ravel()
+        if form == "times":
+            return scipy.signal.dlsim(([p[2], 0.1], [1.0, -0.5 * p[3]], 0.25), u,
+                                      t=steps * 0.3)[1].ravel()
+        return scipy.signal.dlsim(scipy.signal.dlti([1.0], [1.0, -0.5], dt=0.1), u * p[0],
+                                  x0=None)[1].ravel()
+
+    p = np.array([1.5, 0.4, 1.2, 0.8])
+    expected = run(p)
+    y, _ = mutad.jvp(run, (p,), (np.ones(4),))
+    assert np.asarray(y).tobytes() == expected.tobytes()
+    f = lambda p: weighted(run(p))  # noqa: E731
+    assert mutad.value_and_grad(f)(p)[0] == f(p)
+    mutad.check_grads(f, p)
+    mutad.check_jvp(f, p)
+    replays_as_traced(f, [(p * scale,) for scale in (1.0, 1.1, 0.9)])
+
+
+def test_lti_refusals_name_what_to_do():
+    """What mutad does not differentiate of a system is refused by name, never wrong."""
+    p = P.copy()
+    with pytest.raises(UnsupportedOperationError, match="Pass the times as T"):
+        mutad.gradient(lambda p: scipy.signal.step(([1.0], [1.0, p[0], p[1]]))[1].sum(), p)
+    with pytest.raises(UnsupportedOperationError, match="bode"):
+        mutad.gradient(lambda p: scipy.signal.lti([1.0], [1.0, p[0], p[1]]).bode()[1].sum(), p)
+    with pytest.raises(UnsupportedOperationError, match="poles"):
+        mutad.gradient(lambda p: scipy.signal.lti([1.0], [1.0, p[0], p[1]]).poles.sum(), p)
+    with pytest.raises(AttributeError, match="continuous-time"):
+        mutad.gradient(lambda p: scipy.signal.lsim(
+            scipy.signal.dlti([1.0], [1.0, p[0]], dt=0.1), np.ones(3), np.arange(3.0))[1].sum(),
+            p)
+    # A system of constants with a differentiated state: its default times are SciPy's.
+    sys = scipy.signal.lti([1.0], [1.0, 1.0, 2.0])
+    t, y = scipy.signal.step(sys, X0=np.array([0.0, 0.0]) + 0.5)
+    f = lambda x0: weighted(scipy.signal.step(sys, X0=x0)[1])  # noqa: E731
+    assert mutad.value_and_grad(f)(np.array([0.5, 0.5]))[0] == weighted(y)
+    mutad.check_grads(f, np.array([0.5, 0.5]))
+
+
+def test_isinstance_of_differentiated_systems():
+    """A system of differentiated coefficients is an instance of SciPy's classes as SciPy's
+    own would be."""
+    def f(p):
+        tf = scipy.signal.lti([1.0], [1.0, p[0]])
+        ss = scipy.signal.dlti(np.array([[p[0]]]), [[1.0]], [[1.0]], [[0.0]], dt=0.1)
+        assert isinstance(tf, scipy.signal.lti) and isinstance(tf, scipy.signal.TransferFunction)
+        assert not isinstance(tf, scipy.signal.dlti) and not isinstance(tf, scipy.signal.StateSpace)
+        assert isinstance(ss, scipy.signal.dlti) and isinstance(ss, scipy.signal.StateSpace)
+        assert tf.dt is None and ss.dt == 0.1
+        return tf.den.sum() + ss.A.sum()
+
+    assert mutad.gradient(f, np.array([0.5]))[0].tolist() == [2.0]

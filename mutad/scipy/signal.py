@@ -5,7 +5,10 @@
 (``resample``, ``resample_poly``, ``upfirdn``, ``decimate``); spectral analysis (``welch``,
 ``periodogram``, ``csd``, ``coherence``, ``spectrogram``, ``stft``, ``istft``, and the
 ``stft``, ``stft_detrend``, ``spectrogram`` and ``istft`` methods of ``ShortTimeFFT``); and the
-filter design functions ``freqz`` (in b and a) and ``firwin`` (in the cutoffs).
+filter design functions ``freqz`` (in b and a) and ``firwin`` (in the cutoffs); linear
+time-invariant systems (``lti``, ``dlti``, ``TransferFunction``, ``ZerosPolesGain``,
+``StateSpace``), their conversions (``tf2ss``, ``ss2tf``, ``zpk2tf``, ``zpk2ss``,
+``normalize``) and simulations (``lsim``, ``step``, ``impulse``, ``dlsim``).
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import signal
@@ -31,6 +34,25 @@ derivatives those of SciPy's computation: windows and frequencies are constants,
 ``average='median'`` takes the derivative of the median segment (the mean of the two middle
 ones for an even count). ``spectrogram(mode='phase')`` stops at ``np.unwrap``, which has no
 rule.
+
+A system built by SciPy's classes from values a differentiation follows is mutad's own
+object, an instance of SciPy's classes for ``isinstance``, holding SciPy's representation
+(a transfer function's ``num`` and ``den`` normalized as SciPy normalizes them, a state
+space's matrices 2-d) as traced arrays. ``tf2ss``, ``zpk2tf``, ``zpk2ss``, ``normalize``,
+``to_tf`` and ``to_ss`` are SciPy's own steps (the controller canonical form, the
+polynomials of the roots by convolution), so their values are SciPy's and their derivatives
+those of its steps; ``ss2tf``'s values are SciPy's own call's (the polynomials of the
+eigenvalues of A and of A - B C_k), and its derivatives those of the same characteristic
+polynomials by Faddeev and LeVerrier's recursion (polynomials in the entries, exact at
+repeated eigenvalues too). ``lsim`` is SciPy's steps: the exponential of its block matrix
+(``scipy.linalg.expm``, differentiated), then each state from the last; ``step`` and
+``impulse`` are SciPy's ``lsim`` calls; ``dlsim`` SciPy's loop, x[i+1] = A x[i] + B u[i],
+its inputs at times ``t`` interpolated by ``make_interp_spline(t, u, k=1)``. ``output`` of
+SciPy's own systems, called with differentiated inputs, is ``lsim`` or ``dlsim``. Refused,
+with an error that says what to do: the default times of ``step`` and ``impulse`` when A is
+differentiated (they come from its eigenvalues: pass ``T``), differentiated ``t`` of
+``dlsim``, and the other attributes of a differentiated system (``to_zpk`` of a transfer
+function or state space, ``poles``, ``bode``, ``freqresp``: build it from plain values).
 """
 
 import functools
@@ -42,13 +64,15 @@ import numpy as np
 import scipy.fft as _fft
 import scipy.signal as _signal
 from numpy.lib.array_utils import normalize_axis_index
-from scipy.signal import _arraytools, _filter_design, _signaltools, _spectral_py
+from scipy.signal import (_arraytools, _filter_design, _lti_conversion, _ltisys, _signaltools,
+                          _spectral_py)
 from scipy.signal._upfirdn import _output_len
 
 from ..allocation import lists_as_arrays
+from ..api import stop_gradient
 from ..errors import UnsupportedOperationError
-from ..levels import innermost
-from ..registry import HOLOMORPHIC, METHODS
+from ..levels import Tracer, innermost
+from ..registry import HOLOMORPHIC, METHODS, ROUTES
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import fft, linalg, ndimage
 from ._adjoints import (ScipyAdjoint, StandIn, Value, array_argument, array_tangent,
@@ -58,11 +82,13 @@ lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
 fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
-__all__ = ["coherence", "convolve", "convolve2d", "correlate", "correlate2d", "csd", "decimate",
-           "detrend", "fftconvolve", "filtfilt", "find_peaks", "firwin", "freqz", "hilbert",
-           "istft", "lfilter", "lfilter_zi", "lsim", "medfilt", "oaconvolve", "periodogram",
-           "resample", "resample_poly", "savgol_filter", "sosfilt", "sosfilt_zi", "sosfiltfilt",
-           "spectrogram", "stft", "upfirdn", "welch"]
+__all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "coherence", "convolve",
+           "convolve2d", "correlate", "correlate2d", "csd", "decimate", "detrend", "dlsim", "dlti",
+           "fftconvolve", "filtfilt", "find_peaks", "firwin", "freqz", "hilbert", "impulse",
+           "istft", "lfilter", "lfilter_zi", "lsim", "lti", "medfilt", "normalize", "oaconvolve",
+           "periodogram", "resample", "resample_poly", "savgol_filter", "sosfilt", "sosfilt_zi",
+           "sosfiltfilt", "spectrogram", "ss2tf", "step", "stft", "tf2ss", "upfirdn", "welch",
+           "zpk2ss", "zpk2tf"]
 
 
 def _lagged_products(v, u, count):
@@ -468,19 +494,436 @@ def _sosfilt_jvp(tangents, sos, x, axis=-1, zi=None):
 
 
 # ----------------------------------------------------------------------------------------------
-# lsim: SciPy's zero-order-hold or linear steps, each a product with matrix exponentials
+# Linear time-invariant systems: SciPy's conversions and simulations, step by step, on systems
+# of differentiated coefficients; lsim's zero-order-hold or linear steps, each a product with
+# matrix exponentials
 
 
-@stands_in_for(_signal.lsim)
-def lsim(system, U, T, X0=None, interp=True):
-    """SciPy's steps (signal/_ltisys.py) on a state-space system (A, B, C, D) of traced
-    matrices, traced inputs or initial state: the exponential of SciPy's block matrix
-    (scipy.linalg.expm, differentiated), then each state row from the last."""
-    if not (type(system) in (tuple, list) and len(system) == 4):
+def _followed(value):
+    """Whether a differentiation follows ``value`` (a traced array that is not a constant),
+    inside lists and tuples too."""
+    if type(value) in (list, tuple):
+        return any(_followed(item) for item in value)
+    return isinstance(value, Tracer) and value.plain_value() is None
+
+
+def _traced_among(*values):
+    return innermost(values) is not None
+
+
+def _refuse_followed(value, what, instead):
+    if _followed(value):
         raise UnsupportedOperationError(
-            "scipy.signal.lsim of a differentiated system given otherwise than as (A, B, C, D): "
-            "pass the state-space matrices as a tuple (scipy.signal.tf2ss of constants first).")
-    A, B, C, D = (np.atleast_2d(m) * 1.0 for m in system)
+            f"scipy.signal: mutad does not differentiate {what}, and it depends on the "
+            f"differentiated arguments. {instead}")
+
+
+def _poly(roots):
+    """SciPy's ``poly`` (signal/_polyutils.py) of the 1-d ``roots``, step by step: the
+    coefficients of the monic polynomial with those roots, the real part where the roots
+    come in conjugate pairs."""
+    roots = np.atleast_1d(array_argument(roots))
+    if np.shape(roots)[0] == 0:
+        return np.asarray(1.0, dtype=np.real(np.zeros(0, dtype=roots.dtype)).dtype)
+    a = np.ones((1,), dtype=roots.dtype)
+    one = np.ones_like(roots[0])
+    for zero in roots:
+        a = np.convolve(a, np.stack((one, -zero)), mode="full")
+    if np.iscomplexobj(a):
+        imaginary = np.imag(np.asarray(stop_gradient(roots), dtype=np.complex128))
+        if np.all(np.sort(imaginary) == np.sort(-imaginary)):
+            a = np.real(a) * 1.0
+    return a
+
+
+def _characteristic(M):
+    """The coefficients of det(sI - M), highest first, by Faddeev and LeVerrier's recursion:
+    sums and products of M, whose derivatives hold at repeated eigenvalues too (the
+    coefficients are polynomials in M's entries). Only derivatives are taken from it: the
+    values are SciPy's (its ``poly`` of the eigenvalues)."""
+    n = np.shape(M)[0]
+    identity = np.eye(n)
+    coefficients, power = [np.ones((), dtype=float)], identity
+    for k in range(1, n + 1):
+        product = M @ power
+        c = -np.trace(product) / k
+        coefficients.append(c)
+        power = product + c * identity
+    return stacked(coefficients)
+
+
+def _scipys_value(value, composition, name):
+    """SciPy's ``value`` with the derivatives of ``composition`` (the same numbers up to
+    rounding): ``value - (c₀ - composition)``, c₀ the composition's value as a constant, so
+    the difference is +0 exactly and every bit of SciPy's value stays, the sign of a zero
+    included."""
+    if np.iscomplexobj(value) and not np.iscomplexobj(composition):
+        raise UnsupportedOperationError(
+            f"{name}: SciPy's result is complex (the eigenvalues of the state matrix did not "
+            "come in exact conjugate pairs), and mutad differentiates real coefficients only.")
+    return value - (stop_gradient(composition) - composition)
+
+
+def _normalize(b, a):
+    """SciPy's ``normalize`` (signal/_filter_design.py), step by step: the denominator's
+    leading zeros trimmed, both divided by its first coefficient, the numerator's leading
+    columns of magnitude at most 1e-14 trimmed (with SciPy's warning)."""
+    den = np.atleast_1d(array_argument(a))
+    num = array_argument(b)
+    if type(num) is np.ndarray or not _traced_among(num):
+        num = np.asarray(_filter_design._align_nums(num, np), dtype=None) \
+            if type(num) in (list, tuple) else num
+    num = np.atleast_2d(num)
+    if den.ndim != 1:
+        raise ValueError("Denominator polynomial must be rank-1 array.")
+    if num.ndim > 2:
+        raise ValueError("Numerator polynomial must be rank-1 or rank-2 array.")
+    if np.all(den == 0):
+        raise ValueError("Denominator must have at least on nonzero element.")
+    den = den[int(np.argmax(den != 0)):]
+    num, den = num / den[0], den / den[0]
+    leading_zeros = 0
+    for j in range(np.shape(num)[-1]):
+        if np.all(np.abs(num[:, j]) <= 1e-14):
+            leading_zeros += 1
+        else:
+            break
+    if leading_zeros > 0:
+        warnings.warn("Badly conditioned filter coefficients (numerator): the results may be "
+                      "meaningless", _filter_design.BadCoefficients, stacklevel=3)
+        if leading_zeros == np.shape(num)[1]:
+            leading_zeros -= 1
+        num = num[:, leading_zeros:]
+    if np.shape(num)[0] == 1:
+        num = num[0, :]
+    return num, den
+
+
+def _tf2ss(num, den):
+    """SciPy's ``tf2ss`` (signal/_lti_conversion.py), step by step: the controller canonical
+    form, whose entries are the normalized coefficients."""
+    num, den = _normalize(num, den)
+    if np.ndim(num) == 1:
+        num = num[None]
+    M, K = np.shape(num)[1], np.shape(den)[0]
+    if M > K:
+        raise ValueError("Improper transfer function. `num` is longer than `den`.")
+    if M == 0 or K == 0:
+        return (np.array([], float), np.array([], float), np.array([], float),
+                np.array([], float))
+    num = np.concatenate((np.zeros((np.shape(num)[0], K - M), dtype=num.dtype), num), axis=1)
+    D = np.atleast_2d(num[:, 0])
+    if K == 1:
+        D = np.reshape(D, np.shape(num))
+        return np.zeros((1, 1)), np.zeros((1, np.shape(D)[1])), np.zeros((np.shape(D)[0], 1)), D
+    frow = -(den[1:][None])
+    A = np.concatenate((frow, np.eye(K - 2, K - 1)), axis=0)
+    B = np.eye(K - 1, 1)
+    C = num[:, 1:] - np.outer(num[:, 0], den[1:])
+    D = np.reshape(D, (np.shape(C)[0], np.shape(B)[1]))
+    return A, B, C, D
+
+
+def _abcd(A, B, C, D):
+    """SciPy's ``abcd_normalize``: each matrix 2-d, a missing or empty one zeros of the
+    system's dimensions (asked of SciPy, on the plain numbers)."""
+    shapes = _lti_conversion.abcd_normalize(*(None if m is None else stop_gradient(array_argument(m))
+                                      for m in (A, B, C, D)))
+    return tuple(plain if m is None or np.size(plain) == 0 or np.size(m) == 0
+                 else np.reshape(np.atleast_2d(array_argument(m)), np.shape(plain))
+                 for m, plain in zip((A, B, C, D), shapes))
+
+
+_ss2tf_num = Value(lambda A, B, C, D, input: _lti_conversion.ss2tf(A, B, C, D, input)[0],
+                   "scipy.signal.ss2tf")
+_ss2tf_den = Value(lambda A, B, C, D, input: _lti_conversion.ss2tf(A, B, C, D, input)[1],
+                   "scipy.signal.ss2tf")
+
+
+def _ss2tf(A, B, C, D, input=0):
+    """``ss2tf``: SciPy's values (its polynomials of the eigenvalues of A and of A - B C_k),
+    with the derivatives of the same characteristic polynomials by Faddeev and LeVerrier."""
+    A, B, C, D = _abcd(A, B, C, D)
+    nout, nin = np.shape(D)
+    if input >= nin:
+        raise ValueError("System does not have the input specified.")
+    num = _ss2tf_num(A, B, C, D, input)
+    den = _ss2tf_den(A, B, C, D, input)
+    B, D = B[:, input:input + 1], D[:, input:input + 1]
+    den_composition = _characteristic(A) if np.size(A) else None
+    if np.size(B) == 0 and np.size(C) == 0:
+        return num if np.size(D) == 0 else np.ravel(D), den
+    den = _scipys_value(den, den_composition, "scipy.signal.ss2tf")
+    rows = [_characteristic(A - B @ np.atleast_2d(C[k, :])) + (D[k] - 1) * den_composition
+            for k in range(nout)]
+    return _scipys_value(num, stacked(rows), "scipy.signal.ss2tf"), den
+
+
+def _zpk2tf(z, p, k):
+    """SciPy's ``zpk2tf``, step by step: the gain times the polynomial of the zeros (of each
+    row of a 2-d ``z``), over the polynomial of the poles."""
+    z, p = array_argument(z), array_argument(p)
+    k = array_argument(k) * 1.0 if np.issubdtype(np.result_type(k), np.integer) else \
+        array_argument(k)
+    z, k = np.atleast_1d(z), np.atleast_1d(k)
+    if np.ndim(z) > 1:
+        if np.shape(k)[0] == 1:
+            k = [k[0]] * np.shape(z)[0]
+        b = stacked([k[i] * _poly(z[i, ...]) for i in range(np.shape(z)[0])])
+    else:
+        b = np.multiply(k, _poly(z))
+    return b, np.atleast_1d(_poly(p))
+
+
+class _LTIClass(type):
+    """The type of a stand-in for one of SciPy's system classes: calling it constructs
+    (SciPy's object from plain values, a :class:`_System` from differentiated ones), and
+    otherwise it is SciPy's class (``isinstance`` included)."""
+
+    def __call__(cls, *args, **kwargs):
+        return cls.construct(*args, **kwargs)
+
+    def __instancecheck__(cls, instance):
+        if isinstance(instance, _System):
+            return instance.is_a(cls.scipy)
+        return isinstance(instance, cls.scipy)
+
+    def __subclasscheck__(cls, subclass):
+        return issubclass(subclass, cls.scipy)
+
+    def __getattr__(cls, name):
+        return getattr(cls.scipy, name)
+
+
+_KINDS = {"tf": _ltisys.TransferFunction, "zpk": _ltisys.ZerosPolesGain, "ss": _ltisys.StateSpace}
+
+
+class _System:
+    """A linear time-invariant system of differentiated coefficients: what ``lti``, ``dlti``,
+    ``TransferFunction``, ``ZerosPolesGain`` and ``StateSpace`` return, while a
+    differentiation runs, given a value it follows. It holds SciPy's representation (the
+    normalized ``num`` and ``den``; ``zeros``, ``poles``, ``gain``; or ``A``, ``B``, ``C``,
+    ``D``) as the differentiation's arrays, converts between them with SciPy's steps
+    (``to_tf``, ``to_ss``), and simulates (``output``, ``step``, ``impulse`` of a continuous
+    system, ``output`` of a discrete one); its other attributes are refused by name."""
+
+    def __init__(self, kind, arrays, dt):
+        self._kind, self._arrays, self.dt = kind, tuple(arrays), dt
+
+    def is_a(self, cls):
+        continuous = self.dt is None
+        return (cls in (_ltisys.lti, _ltisys.dlti) and (cls is _ltisys.lti) == continuous) or (
+            cls is _KINDS[self._kind]) or cls is _ltisys.LinearTimeInvariant or (
+            issubclass(_KINDS[self._kind], cls) and issubclass(
+                cls, _ltisys.lti if continuous else _ltisys.dlti))
+
+    @property
+    def _dt_dict(self):
+        return {} if self.dt is None else {"dt": self.dt}
+
+    def to_tf(self):
+        """The transfer function (SciPy's ``to_tf``: normalized)."""
+        if self._kind == "tf":
+            return _System("tf", self._arrays, self.dt)
+        converted = _zpk2tf(*self._arrays) if self._kind == "zpk" else _ss2tf(*self._arrays)
+        return _System("tf", _normalize(*converted), self.dt)
+
+    def to_ss(self):
+        """The state-space form (SciPy's ``to_ss``: the controller canonical form)."""
+        if self._kind == "ss":
+            return _System("ss", self._arrays, self.dt)
+        tf = self._arrays if self._kind == "tf" else _zpk2tf(*self._arrays)
+        return _System("ss", _abcd(*_tf2ss(*tf)), self.dt)
+
+    def to_zpk(self):
+        if self._kind == "zpk":
+            return _System("zpk", self._arrays, self.dt)
+        return self.__getattr__("to_zpk")
+
+    def _as_ss(self):
+        return self if self._kind == "ss" else self.to_ss()
+
+    def _as_tf(self):
+        return self if self._kind == "tf" else self.to_tf()
+
+    def _part(self, kind, index):
+        if self._kind == kind:
+            return self._arrays[index]
+        if kind == "zpk":
+            return self.__getattr__(("zeros", "poles", "gain")[index])
+        return (self.to_tf() if kind == "tf" else self.to_ss())._arrays[index]
+
+    num = property(lambda self: self._part("tf", 0))
+    den = property(lambda self: self._part("tf", 1))
+    zeros = property(lambda self: self._part("zpk", 0))
+    poles = property(lambda self: self._part("zpk", 1))
+    gain = property(lambda self: self._part("zpk", 2))
+    A = property(lambda self: self._part("ss", 0))
+    B = property(lambda self: self._part("ss", 1))
+    C = property(lambda self: self._part("ss", 2))
+    D = property(lambda self: self._part("ss", 3))
+
+    def output(self, U, T=None, X0=None):
+        """``lsim`` of a continuous system, ``dlsim`` of a discrete one."""
+        if self.dt is None:
+            return lsim(self, U, T, X0=X0)
+        return dlsim(self, U, t=T, x0=X0)
+
+    def step(self, X0=None, T=None, N=None):
+        """The step response (continuous systems)."""
+        if self.dt is not None:
+            return self.__getattr__("step")
+        return step(self, X0=X0, T=T, N=N)
+
+    def impulse(self, X0=None, T=None, N=None):
+        """The impulse response (continuous systems)."""
+        if self.dt is not None:
+            return self.__getattr__("impulse")
+        return impulse(self, X0=X0, T=T, N=N)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise UnsupportedOperationError(
+            f"scipy.signal.{_KINDS[self._kind].__name__}(...).{name}: this system was built "
+            "from differentiated coefficients, and mutad differentiates its coefficients "
+            "(num, den, A, B, C, D, zeros, poles, gain as given), its conversions to_tf and "
+            "to_ss, and its simulations (output, step, impulse; lsim, dlsim) only. Build it "
+            "from plain values for the others (a conversion to zeros and poles, a frequency "
+            "response), or compute the quantity from the coefficients with NumPy.")
+
+
+def _system_from(kind, system, dt):
+    """The :class:`_System` of ``kind`` made from ``system``'s arguments, as SciPy's
+    constructors make theirs (a transfer function normalized, a state space's matrices 2-d)."""
+    if kind == "tf":
+        if len(system) != 2:
+            raise ValueError("Needs 2 arguments: numerator and denominator.")
+        return _System("tf", _normalize(*system), dt)
+    if kind == "zpk":
+        if len(system) != 3:
+            raise ValueError("Needs 3 arguments: zeros, poles and gain.")
+        z, p, k = system
+        return _System("zpk", (np.atleast_1d(array_argument(z)),
+                               np.atleast_1d(array_argument(p)), array_argument(k)), dt)
+    if len(system) != 4:
+        raise ValueError("Needs 4 arguments: A, B, C and D.")
+    return _System("ss", _abcd(*system), dt)
+
+
+def _lti_class(scipy_class, make):
+    """Route SciPy's ``scipy_class``: its stand-in makes a :class:`_System` when a value a
+    differentiation runs on is among the arguments (``make(system, dt)``), else SciPy's."""
+    def construct(*system, **kwargs):
+        if not _traced_among(*system, *kwargs.values()) and not (
+                len(system) == 1 and isinstance(system[0], _System)):
+            return scipy_class(*system, **kwargs)
+        return make(system, kwargs)
+
+    stand_in = _LTIClass(scipy_class.__name__, (), {
+        "construct": staticmethod(construct), "scipy": scipy_class,
+        "__doc__": f"``scipy.signal.{scipy_class.__name__}``, of differentiated coefficients "
+                   "too (see the module).", "__module__": __name__,
+        "__qualname__": scipy_class.__qualname__})
+    ROUTES[scipy_class] = stand_in
+    return stand_in
+
+
+def _by_count(system, dt):
+    if len(system) not in (2, 3, 4):
+        raise ValueError("`system` needs to be an instance of `lti` or have 2, 3 or 4 "
+                         "arguments.")
+    return _system_from({2: "tf", 3: "zpk", 4: "ss"}[len(system)], system, dt)
+
+
+def _of_kind(kind):
+    def make(system, kwargs):
+        dt = kwargs.get("dt")
+        if len(system) == 1 and isinstance(system[0], _System):
+            converted = {"tf": system[0].to_tf, "ss": system[0].to_ss,
+                         "zpk": system[0].to_zpk}[kind]()
+            return converted
+        return _system_from(kind, system, dt)
+    return make
+
+
+lti = _lti_class(_signal.lti, lambda system, kwargs: _by_count(system, None))
+dlti = _lti_class(_signal.dlti, lambda system, kwargs: _by_count(
+    system, kwargs.get("dt", True)))
+TransferFunction = _lti_class(_signal.TransferFunction, _of_kind("tf"))
+ZerosPolesGain = _lti_class(_signal.ZerosPolesGain, _of_kind("zpk"))
+StateSpace = _lti_class(_signal.StateSpace, _of_kind("ss"))
+
+
+class _SystemStandIn(StandIn):
+    """A :class:`StandIn` that takes a :class:`_System` argument (whose arrays ``innermost``
+    does not look into) for a traced one."""
+
+    def __call__(self, *args, **kwargs):
+        if any(isinstance(a, _System) for a in (*args, *kwargs.values())):
+            return self.fn(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+def _system_stand_in(original):
+    return lambda fn: _SystemStandIn(original, fn)
+
+
+@stands_in_for(_signal.tf2ss)
+def tf2ss(num, den):
+    """SciPy's steps on differentiated coefficients (see the module)."""
+    return _tf2ss(num, den)
+
+
+@stands_in_for(_signal.ss2tf)
+def ss2tf(A, B, C, D, input=0):
+    """SciPy's values, differentiated through the characteristic polynomials."""
+    return _ss2tf(A, B, C, D, input)
+
+
+@stands_in_for(_signal.zpk2tf)
+def zpk2tf(z, p, k):
+    """SciPy's steps on differentiated zeros, poles and gain."""
+    return _zpk2tf(z, p, k)
+
+
+@stands_in_for(_signal.zpk2ss)
+def zpk2ss(z, p, k):
+    """SciPy's steps: ``tf2ss`` of ``zpk2tf``."""
+    return _tf2ss(*_zpk2tf(z, p, k))
+
+
+@stands_in_for(_signal.normalize)
+def normalize(b, a):
+    """SciPy's steps on differentiated coefficients."""
+    return _normalize(b, a)
+
+
+def _continuous(system, name):
+    """The state-space matrices of a continuous ``system`` as SciPy's ``name`` reads them: an
+    ``lti`` (SciPy's or a :class:`_System`) as it converts itself, a tuple through ``lti``."""
+    if isinstance(system, _System):
+        if system.dt is not None:
+            raise AttributeError(f"{name} can only be used with continuous-time systems.")
+        return system._as_ss()._arrays
+    if isinstance(system, _ltisys.lti):
+        ss = system._as_ss()
+        return ss.A, ss.B, ss.C, ss.D
+    if isinstance(system, _ltisys.dlti):
+        raise AttributeError(f"{name} can only be used with continuous-time systems.")
+    if not _traced_among(*system):
+        ss = _ltisys.lti(*system)._as_ss()
+        return ss.A, ss.B, ss.C, ss.D
+    return _by_count(tuple(system), None)._as_ss()._arrays
+
+
+@_system_stand_in(_signal.lsim)
+def lsim(system, U, T, X0=None, interp=True):
+    """SciPy's steps (signal/_ltisys.py) on a system of traced coefficients, traced inputs or
+    initial state: the exponential of SciPy's block matrix (scipy.linalg.expm,
+    differentiated), then each state row from the last."""
+    A, B, C, D = (np.asarray(m) if not _traced_among(m) else m
+                  for m in _continuous(system, "lsim"))
     T = np.atleast_1d(T)
     if len(T.shape) != 1:
         raise ValueError("T must be a rank-1 array.")
@@ -534,6 +977,93 @@ def lsim(system, U, T, X0=None, interp=True):
     xout = np.stack(rows)
     return T, np.squeeze(xout @ np.transpose(C)) + np.squeeze(U @ np.transpose(D)), \
         np.squeeze(xout)
+
+
+def _response_times(A, N, name):
+    """SciPy's default times of a response, from the eigenvalues of A: refused when A is
+    differentiated (the times would move with it)."""
+    _refuse_followed(A, f"{name}'s default times (they come from the eigenvalues of A)",
+                     f"Pass the times as T (for instance T=np.linspace(0, 10, 100)) to {name}.")
+    return _ltisys._default_response_times(np.asarray(stop_gradient(A)), N)
+
+
+@_system_stand_in(_signal.step)
+def step(system, X0=None, T=None, N=None):
+    """SciPy's steps: ``lsim`` of a unit input, with ``interp=False``."""
+    A, B, C, D = _continuous(system, "step")
+    if N is None:
+        N = 100
+    T = _response_times(A, N, "step") if T is None else np.asarray(T)
+    U = np.ones(T.shape, np.result_type(A))
+    vals = lsim((A, B, C, D), U, T, X0=X0, interp=False)
+    return vals[0], vals[1]
+
+
+@_system_stand_in(_signal.impulse)
+def impulse(system, X0=None, T=None, N=None):
+    """SciPy's steps: ``lsim`` of no input from the initial state B (plus X0)."""
+    A, B, C, D = _continuous(system, "impulse")
+    X = np.squeeze(B) if X0 is None else np.squeeze(B + X0)
+    if N is None:
+        N = 100
+    T = _response_times(A, N, "impulse") if T is None else np.asarray(T)
+    _, h, _ = lsim((A, B, C, D), 0.0, T, X, interp=False)
+    return T, h
+
+
+@_system_stand_in(_signal.dlsim)
+def dlsim(system, u, t=None, x0=None):
+    """SciPy's steps (signal/_ltisys.py) on a discrete system of traced coefficients, traced
+    inputs or initial state: each state from the last, x[i+1] = A x[i] + B u[i]; inputs given
+    at times ``t`` are interpolated linearly onto the steps first."""
+    if isinstance(system, _ltisys.lti) or (isinstance(system, _System) and system.dt is None):
+        raise AttributeError("dlsim can only be used with discrete-time dlti systems.")
+    if isinstance(system, _System):
+        is_ss_input = system._kind == "ss"
+        ss = system._as_ss()
+        (A, B, C, D), dt = ss._arrays, ss.dt
+    elif isinstance(system, _ltisys.dlti):
+        is_ss_input = isinstance(system, _ltisys.StateSpace)
+        ss = system._as_ss()
+        A, B, C, D, dt = ss.A, ss.B, ss.C, ss.D, ss.dt
+    else:
+        made = dlti(*system[:-1], dt=system[-1])
+        return dlsim(made, u, t=t, x0=x0)
+    u = np.atleast_1d(array_argument(u))
+    if np.ndim(u) == 1:
+        u = np.atleast_2d(u).T
+    if t is None:
+        out_samples = len(u)
+        stoptime = (out_samples - 1) * dt
+    else:
+        _refuse_followed(t, "dlsim's input times t", "Pass t as constants.")
+        t = np.asarray(stop_gradient(t))
+        stoptime = t[-1]
+        out_samples = int(np.floor(stoptime / dt)) + 1
+    n_states = np.shape(A)[0]
+    tout = np.linspace(0.0, stoptime, num=out_samples)
+    state = np.zeros((np.shape(A)[1],)) if x0 is None else \
+        np.asarray(array_argument(x0), dtype=float) * 1.0 if not _traced_among(x0) else \
+        array_argument(x0) + np.zeros((n_states,))
+    if t is None:
+        u_dt = u
+    else:
+        from .interpolate import make_interp_spline
+        u_dt = make_interp_spline(t, u, k=1)(tout)
+    states, outputs = [state], []
+    for i in range(0, out_samples - 1):
+        outputs.append(np.dot(C, states[i]) + np.dot(D, u_dt[i, :]))
+        states.append(np.dot(A, states[i]) + np.dot(B, u_dt[i, :]))
+    outputs.append(np.dot(C, states[-1]) + np.dot(D, u_dt[out_samples - 1, :]))
+    xout = np.stack(states) * 1.0
+    yout = np.stack(outputs) * 1.0
+    if is_ss_input:
+        return tout, yout, xout
+    return tout, yout
+
+
+METHODS[(_ltisys.lti, "output")] = lambda self, U, T, X0=None: lsim(self, U, T, X0=X0)
+METHODS[(_ltisys.dlti, "output")] = lambda self, u, t=None, x0=None: dlsim(self, u, t=t, x0=x0)
 
 
 # ----------------------------------------------------------------------------------------------
