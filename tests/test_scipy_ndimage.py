@@ -13,6 +13,8 @@ from decisions import check_decision_kept, then_disturbed
 from mutad.errors import MutadError, UnsupportedOperationError, UntracedWriteError
 from mutad.scipy import ndimage
 
+from cases import replays_as_traced
+
 MODES = ["reflect", "mirror", "nearest", "wrap", "constant", "grid-wrap", "grid-mirror",
          "grid-constant"]
 
@@ -608,3 +610,136 @@ def test_coordinates_near_and_beyond_the_edges_with_a_constant(mode, cval, rng):
         assert mutad.value_and_grad(f)(s)[0] == f(s)
         mutad.check_grads(f, s)
         mutad.check_jvp(f, s)
+
+
+# Grey morphology -------------------------------------------------------------------------------
+
+CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], dtype=bool)
+STRUCTURE = np.array([[0.0, 0.3, 0.1], [0.2, 0.0, 0.4]])
+GREY_SETTINGS = {
+    "size": dict(size=3),
+    "size-even-origin": dict(size=(2, 3), origin=(0, -1)),
+    "footprint-constant": dict(footprint=CROSS, mode="constant", cval=0.45),
+    "structure": dict(structure=STRUCTURE, mode="nearest"),
+    "structure-footprint": dict(structure=STRUCTURE, footprint=[[1, 0, 1], [1, 1, 0]]),
+    "axes": dict(size=3, axes=(1,), mode="wrap"),
+}
+GREY = ["grey_erosion", "grey_dilation", "grey_opening", "grey_closing",
+        "morphological_gradient", "white_tophat", "black_tophat"]
+
+
+@pytest.mark.parametrize("settings", GREY_SETTINGS)
+@pytest.mark.parametrize("name", GREY)
+def test_grey_morphology(name, settings, rng):
+    """SciPy's values bit for bit; each output's cotangent to the element it selected, in
+    both modes, under both policies, replayed."""
+    x = rng.random((5, 6))
+    call = lambda x: getattr(scipy.ndimage, name)(x, **GREY_SETTINGS[settings])  # noqa: E731
+    expected = call(x)
+    y, _ = mutad.jvp(call, (x,), (np.ones_like(x),))
+    assert np.asarray(y).tobytes() == expected.tobytes()
+    f = lambda x: (np.sin(call(x)) * np.arange(1.0, 31.0).reshape(5, 6)).sum()  # noqa: E731
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, x, policy=policy)
+    mutad.check_jvp(f, x)
+    replays_as_traced(f, [(rng.random((5, 6)),) for _ in range(3)])
+
+
+def test_grey_morphology_refusals(rng):
+    x = rng.random((4, 4))
+    with pytest.raises(UnsupportedOperationError, match="structure"):
+        mutad.gradient(lambda s: scipy.ndimage.grey_erosion(x, structure=s).sum(),
+                       np.zeros((3, 3)))
+    with pytest.raises(UnsupportedOperationError, match="float"):
+        mutad.gradient(lambda x: scipy.ndimage.grey_dilation(x, 3, output=np.int32).sum(), x)
+
+
+# Measurements over labelled regions ------------------------------------------------------------
+
+LABELS = np.array([[1, 1, 0, 2, 2, 2], [1, 3, 0, 2, 0, 2], [3, 3, 3, 0, 5, 5],
+                   [0, 3, 1, 1, 5, 5], [4, 4, 0, 1, 0, 5]])
+REGIONS = {
+    "whole": dict(),
+    "labels": dict(labels=LABELS),
+    "scalar-index": dict(labels=LABELS, index=3),
+    "index": dict(labels=LABELS, index=[1, 2, 3, 4, 5]),
+    "index-missing-repeated-2d": dict(labels=LABELS, index=np.array([[5, 7], [2, 5]])),
+    "boolean-mask": dict(labels=LABELS > 2, index=[True]),
+}
+MEASURES = ["sum", "sum_labels", "mean", "variance", "standard_deviation", "minimum",
+            "maximum", "center_of_mass", "extrema"]
+
+
+def _flat_measure(name, x, regions):
+    result = getattr(scipy.ndimage, name)(x, **regions)
+    if name == "extrema":
+        result = result[:2]
+    return np.ravel(np.array(result, dtype=float))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value")  # a mean of a missing label is 0 / 0
+@pytest.mark.parametrize("regions", REGIONS)
+@pytest.mark.parametrize("name", MEASURES)
+def test_measurements_of_a_differentiated_image(name, regions, rng):
+    """SciPy's values bit for bit, gradients of each region's value in both modes and
+    policies (second order for the smooth ones), replays."""
+    x = rng.random((5, 6)) + 0.5
+    expected = _flat_measure(name, x, REGIONS[regions])
+    y, _ = mutad.jvp(lambda x: _flat_measure(name, x, REGIONS[regions]), (x,),
+                     (np.ones_like(x),))
+    assert np.asarray(y).tobytes() == expected.tobytes()
+
+    def f(x):
+        values = _flat_measure(name, x, REGIONS[regions])
+        values = np.where(np.isnan(values), 0.0, values)
+        return (values * np.arange(1.0, values.size + 1)).sum() + (values * values).sum()
+
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, x, policy=policy)
+    mutad.check_jvp(f, x)
+    if name not in ("minimum", "maximum", "extrema"):
+        mutad.check_grads(f, x, order=2)
+    replays_as_traced(f, [(rng.random((5, 6)) + 0.5,) for _ in range(3)])
+
+
+@pytest.mark.parametrize("case", ["mean", "max-positions", "scalar", "no-index", "no-labels",
+                                  "default", "integer-output"])
+def test_labeled_comprehension_calls_the_function_on_traced_regions(case, rng):
+    x = rng.random((5, 6))
+
+    def call(x):
+        if case == "mean":
+            return scipy.ndimage.labeled_comprehension(x, LABELS, [3, 1, 2], np.mean, float, 0.0)
+        if case == "max-positions":
+            return scipy.ndimage.labeled_comprehension(
+                x, LABELS, [1, 5], lambda v, p: v.max() * p.mean(), np.float64, -1.0,
+                pass_positions=True)
+        if case == "scalar":
+            return scipy.ndimage.labeled_comprehension(x, LABELS, 2, lambda v: (v ** 2).sum(),
+                                                       float, 0.0)
+        if case == "no-index":
+            return scipy.ndimage.labeled_comprehension(x, LABELS, None, np.std, float, 0.0)
+        if case == "no-labels":
+            return scipy.ndimage.labeled_comprehension(x, None, None, np.sum, float, 0.0)
+        if case == "default":
+            return scipy.ndimage.labeled_comprehension(x, LABELS, [7, 4, 9], np.median, float,
+                                                       0.25)
+        return scipy.ndimage.labeled_comprehension(x, LABELS, [1, 2], np.argmax, int, -1) * x[0, 0]
+
+    expected = np.asarray(call(x))
+    y, _ = mutad.jvp(call, (x,), (np.ones_like(x),))
+    assert np.asarray(y).tobytes() == expected.tobytes()
+    f = lambda x: (np.sin(call(x)) * np.arange(1.0, np.size(expected) + 1)).sum()  # noqa: E731
+    mutad.check_grads(f, x)
+    mutad.check_jvp(f, x)
+    replays_as_traced(f, [(rng.random((5, 6)),) for _ in range(3)])
+
+
+def test_measurement_refusals(rng):
+    x = rng.random((5, 6))
+    with pytest.raises(UnsupportedOperationError, match="labels"):
+        mutad.gradient(lambda x: scipy.ndimage.mean(x, x * 0.0 + LABELS, [1, 2]).sum(), x)
+    # Labels computed from the image but held constant by the user are regions.
+    f = lambda x: scipy.ndimage.mean(  # noqa: E731
+        x, mutad.stop_gradient(np.floor(x * 3)), [1, 2]).sum()
+    mutad.check_grads(f, x)

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 
 from ..allocation import by_user_code
+from ..api import stop_gradient
 from ..arraylike import carries_derivative
 from ..custom import Adjoint, dispatch
 from ..errors import EscapedTracerError, UnsupportedOperationError
@@ -64,6 +65,14 @@ def scipy_adjoint(fn):
     calling ``scipy.linalg.solve`` by SciPy's name is differentiated."""
     wrapper = ROUTES[fn] = ScipyAdjoint(fn)
     return wrapper
+
+
+def scipys_value(value, composition):
+    """SciPy's own ``value`` with the derivatives of ``composition`` (the same numbers up to
+    rounding, computed with calls mutad differentiates): ``value - (c₀ - composition)``, c₀ the
+    composition's value as a constant, so that the difference is +0 exactly wherever it is
+    finite and every bit of SciPy's value stays, the sign of a zero included."""
+    return value - (stop_gradient(composition) - composition)
 
 
 def array_tangent(x, dx):

@@ -1,4 +1,5 @@
-"""``scipy.ndimage`` filters mutad differentiates, by SciPy's names too.
+"""``scipy.ndimage`` filters, grey morphology and measurements mutad differentiates, by
+SciPy's names too.
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import ndimage
@@ -27,6 +28,28 @@ plain buffers) is refused by name on a differentiated image. ``output=`` may be 
 dtype, or an array made inside the differentiated function, which is then written as an
 assignment is (and put back by the reverse pass).
 
+Grey morphology (``grey_erosion``, ``grey_dilation``, ``grey_opening``, ``grey_closing``,
+``morphological_gradient``, ``white_tophat``, ``black_tophat``) is the rank filters'
+minimum and maximum over SciPy's windows (a size, a footprint or a structure; a dilation's
+mirrored, its origin moved as SciPy moves it): SciPy's values, each output's cotangent going
+to the element it selected (where a structure is given, the element whose value less (plus)
+the structure's is the output). The structure and ``cval`` are constants (refused when
+differentiated).
+
+The measurements over labelled regions (``sum``, ``sum_labels``, ``mean``, ``variance``,
+``standard_deviation``, ``minimum``, ``maximum``, ``extrema``, ``center_of_mass``) take SciPy's
+own values and the derivatives of the same quantities written with one primitive, the sums of
+the input over the regions (a ``bincount``; its transpose gives each element its region's
+cotangent): the mean the sum over the count, the variance the mean of squared deviations, the
+centre of mass the quotient of the coordinate-weighted sums; a region's minimum or maximum
+passes its cotangent to the element at SciPy's ``minimum_position`` (``maximum_position``). A
+missing label's value is SciPy's (0, or NaN for a quotient), its derivative 0. Labels and
+``index`` are regions, constants (refused when differentiated); the positions carry no
+derivative. ``labeled_comprehension`` runs SciPy's steps on the traced input: the user's
+function is called on the same chunks, in the same order, so what it computes is
+differentiated (its result cast to a float ``out_dtype``; another dtype gives SciPy's own,
+plain result). ``median`` and ``histogram`` of a differentiated input are not differentiated.
+
 Every function is built as SciPy builds it, out of one primitive, SciPy's 1-d or n-d
 correlation (or its running mean), whose values are SciPy's own. Its derivative is the
 correlation's as a linear map: SciPy extends each line of the input by its boundary mode and
@@ -39,6 +62,7 @@ then x̄ = Pᵀ (ȳ convolved fully with w), and w̄[j] = Σ_i ȳ[i] x̃[i + j].
 import functools
 import math
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -55,7 +79,8 @@ from ..levels import ACTIVE, innermost
 from ..registry import CONVENTION
 from ..rules._helpers import gather_cotangent, stacked
 from ..views import may_overlap
-from ._adjoints import ScipyAdjoint, StandIn, stands_in_for
+from ..api import stop_gradient
+from ._adjoints import ScipyAdjoint, StandIn, Value, scipys_value, stands_in_for
 
 __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate1d",
            "fourier_ellipsoid", "fourier_gaussian", "fourier_shift", "fourier_uniform",
@@ -64,7 +89,11 @@ __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate
            "gaussian_laplace", "generic_filter", "laplace", "map_coordinates", "maximum_filter",
            "maximum_filter1d", "median_filter", "minimum_filter", "minimum_filter1d",
            "percentile_filter", "prewitt", "rank_filter", "rotate", "shift", "sobel",
-           "spline_filter", "spline_filter1d", "uniform_filter", "uniform_filter1d", "zoom"]
+           "spline_filter", "spline_filter1d", "uniform_filter", "uniform_filter1d", "zoom",
+           "black_tophat", "center_of_mass", "extrema", "grey_closing", "grey_dilation",
+           "grey_erosion", "grey_opening", "labeled_comprehension", "maximum", "maximum_position",
+           "mean", "minimum", "minimum_position", "morphological_gradient", "standard_deviation",
+           "sum", "sum_labels", "variance", "white_tophat"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -476,13 +505,16 @@ def _plain_select(input, call):
 _select = ScipyAdjoint(_plain_select)
 
 
-def _chosen(input, y, footprint, origins, modes, cval):
+def _chosen(input, y, footprint, origins, modes, cval, offsets=None):
     """The flat index of the element each output of a rank filter took (-1: the constant
-    ``cval``), decided now and kept: the first element of its window equal to it."""
+    ``cval``), decided now and kept: the first element of its window equal to it (plus its
+    offset in the window, a grey morphology's structure)."""
     lines = _lines(np.shape(input), footprint.shape, origins, modes)
     sources = _extended(np.arange(np.size(input)).reshape(np.shape(input)), -1, lines)
     windows = sliding_window_view(sources, footprint.shape)[..., footprint]
     values = np.where(windows >= 0, np.ravel(input)[np.maximum(windows, 0)], cval)
+    if offsets is not None:
+        values = values + offsets
     hit = values.astype(y.dtype) == y[..., None]
     hit |= np.isnan(values) & np.isnan(y)[..., None]
     if not hit.any(axis=-1).all():
@@ -1244,3 +1276,358 @@ def _generic_refusal(original):
 
 
 _generic_filter1d = _generic_refusal(_ndimage.generic_filter1d)
+
+
+# ----------------------------------------------------------------------------------------------
+# Grey morphology: the rank filters' minimum and maximum, with a footprint's or a structure's
+# windows
+
+
+def _grey(original, minimum, input, size, footprint, structure, output, mode, cval, origin,
+          axes):
+    """``grey_erosion`` (``minimum``) or ``grey_dilation`` of ``input``: SciPy's own values,
+    each output taking the cotangent of the element it selected from its window. The window is
+    SciPy's: a dilation mirrors the footprint and the structure and moves the origin, and a
+    structure's value is subtracted from (added to) each element of the window."""
+    name = original.__name__
+    if size is None and footprint is None and structure is None:
+        raise ValueError("size, footprint, or structure must be specified")
+    dtype = _dtype(output, input, name)
+    _constant(cval, "cval", name)
+    _constant(structure, "the structure", name)
+    ndim = np.ndim(input)
+    axes = _ni_support._check_axes(axes, ndim)
+    origins = list(_ni_support._normalize_sequence(origin, len(axes)))
+    flip = (lambda a: a) if minimum else (lambda a: a[(slice(None, None, -1),) * a.ndim])
+    if innermost((structure,)) is not None:
+        structure = settled(structure, f"scipy.ndimage.{name} with a structure it computes")
+    given_footprint, given_structure = footprint, structure
+    if structure is not None:
+        structure = flip(np.asarray(structure, dtype=np.float64))
+    if footprint is not None:
+        footprint = flip(np.asarray(footprint))
+    if not minimum:
+        for ii in range(len(origins)):
+            origins[ii] = -origins[ii]
+            sz = (footprint.shape[ii] if footprint is not None else
+                  structure.shape[ii] if structure is not None else
+                  size if np.isscalar(size) else size[ii])
+            if not sz & 1:
+                origins[ii] -= 1
+    if footprint is not None:
+        box = np.asarray(footprint, dtype=bool)
+    elif structure is not None:
+        box = np.ones(structure.shape, dtype=bool)
+    else:
+        box = np.ones(_ni_support._normalize_sequence(size, len(axes)), dtype=bool)
+    box = _filters._expand_footprint(ndim, axes, box)
+    offsets = None
+    if structure is not None:
+        if structure.ndim != ndim:
+            structure = np.expand_dims(structure, tuple(a for a in range(ndim) if a not in axes))
+        offsets = (-structure if minimum else structure)[box]
+    modes = ["constant"] * ndim
+    for a, m in zip(axes, _ni_support._normalize_sequence(mode, len(axes))):
+        modes[a] = m
+    geometry = (box, tuple(_filters._expand_origin(ndim, axes, origins)), tuple(modes), cval,
+                offsets)
+    call = functools.partial(_call, original, dict(
+        size=size, footprint=given_footprint, structure=given_structure, output=dtype, mode=mode,
+        cval=cval, origin=origin, axes=axes), geometry=geometry)
+    return _deliver(_select(input, call), output)
+
+
+def _grey_stand_in(original, minimum):
+    @stands_in_for(original)
+    def stand_in(input, size=None, footprint=None, structure=None, output=None,
+                 mode="reflect", cval=0.0, origin=0, *, axes=None):
+        return _grey(original, minimum, input, size, footprint, structure, output, mode, cval,
+                     origin, axes)
+    return stand_in
+
+
+grey_erosion = _grey_stand_in(_ndimage.grey_erosion, True)
+grey_dilation = _grey_stand_in(_ndimage.grey_dilation, False)
+
+
+def _grey_composite(original, steps):
+    """A morphology function SciPy composes of erosions and dilations: the same steps on the
+    stand-ins above (``output=`` a dtype or an array made inside the function)."""
+    @stands_in_for(original)
+    def stand_in(input, size=None, footprint=None, structure=None, output=None,
+                 mode="reflect", cval=0.0, origin=0, *, axes=None):
+        if size is not None and footprint is not None:
+            warnings.warn("ignoring size because footprint is set", UserWarning, stacklevel=2)
+        settings = dict(size=size, footprint=footprint, structure=structure, mode=mode,
+                        cval=cval, origin=origin, axes=axes)
+        return _deliver(steps(input, settings).astype(_dtype(output, input, original.__name__),
+                                                      copy=False), output)
+    return stand_in
+
+
+grey_opening = _grey_composite(_ndimage.grey_opening, lambda x, s: grey_dilation(
+    grey_erosion(x, **s), **s))
+grey_closing = _grey_composite(_ndimage.grey_closing, lambda x, s: grey_erosion(
+    grey_dilation(x, **s), **s))
+morphological_gradient = _grey_composite(_ndimage.morphological_gradient, lambda x, s: (
+    grey_dilation(x, **s) - grey_erosion(x, **s)))
+white_tophat = _grey_composite(_ndimage.white_tophat, lambda x, s: x - grey_dilation(
+    grey_erosion(x, **s), **s))
+black_tophat = _grey_composite(_ndimage.black_tophat, lambda x, s: grey_erosion(
+    grey_dilation(x, **s), **s) - x)
+
+
+# ----------------------------------------------------------------------------------------------
+# Measurements over labelled regions: SciPy's values, the derivatives of sums over the regions
+
+
+class _Groups:
+    """Which region of a measurement each element of the input counts in: ``ids`` (flat, one
+    per element, ``count`` for an element in none), ``count`` regions, the number of elements
+    of each (``sizes``), and how the measurement's result is laid out (``shape``: SciPy's,
+    ``()`` for one region; ``take``: the region of each result)."""
+
+    def __init__(self, shape, labels, index):
+        if labels is None:
+            if index is not None:
+                raise ValueError("index without defined labels")
+            ids, self.count, self.take, self.shape = np.zeros(math.prod(shape), np.intp), 1, \
+                np.zeros(1, np.intp), ()
+        else:
+            labels = np.broadcast_to(np.asarray(labels), shape).ravel()
+            if index is None:
+                ids, self.count, self.take, self.shape = np.where(labels > 0, 0, 1), 1, \
+                    np.zeros(1, np.intp), ()
+            elif np.isscalar(index):
+                ids, self.count, self.take, self.shape = np.where(labels == index, 0, 1), 1, \
+                    np.zeros(1, np.intp), ()
+            else:
+                index = np.asarray(index)
+                unique, self.take = np.unique(index, return_inverse=True)
+                self.count, self.shape = unique.size, index.shape
+                place = np.minimum(np.searchsorted(unique, labels), max(unique.size - 1, 0))
+                ids = np.where(unique.size and (unique[place] == labels), place, unique.size) \
+                    if unique.size else np.zeros(labels.size, np.intp)
+        self.ids = np.asarray(ids, dtype=np.intp)
+        self.sizes = np.bincount(self.ids, minlength=self.count + 1)[:self.count]
+
+    def laid_out(self, per_region):
+        """Per-region values (the last axis) in SciPy's layout of the result."""
+        taken = np.take(per_region, np.ravel(self.take), axis=-1)
+        return np.reshape(taken, np.shape(per_region)[:-1] + self.shape)
+
+    def spread(self, per_region):
+        """Each element's region's value (0 for an element in none)."""
+        return np.take(np.concatenate([per_region, np.zeros_like(per_region, shape=(1,))]),
+                       self.ids)
+
+
+def _plain_region_sums(input, groups):
+    return np.bincount(groups.ids, weights=np.ravel(input),
+                       minlength=groups.count + 1)[:groups.count]
+
+
+_region_sums = ScipyAdjoint(_plain_region_sums)
+
+
+@_region_sums.rule
+def _region_sums_rule(input, groups):
+    shape = np.shape(input)
+    return _region_sums(input, groups), lambda dy: (np.reshape(groups.spread(dy), shape), None)
+
+
+@_region_sums.jvp_rule
+def _region_sums_jvp(tangents, input, groups):
+    return _region_sums(input, groups), _region_sums(tangents[0], groups)
+
+
+def _measured(name, input, labels, index):
+    """The input as a float array of the labels' broadcast shape, and its regions."""
+    if np.iscomplexobj(input) or not np.issubdtype(np.result_type(input), np.floating):
+        raise UnsupportedOperationError(
+            f"scipy.ndimage.{name} of a differentiated {np.result_type(input)} input: mutad "
+            "differentiates float inputs only.")
+    if labels is not None:
+        shape = np.broadcast_shapes(np.shape(input), np.shape(labels))
+        if shape != np.shape(input):
+            input = np.broadcast_to(input, shape)
+    return input, _Groups(np.shape(input), _constant_labels(labels, name), index)
+
+
+def _constant_labels(labels, name):
+    if labels is not None and innermost((labels,)) is not None:
+        if carries_derivative(labels):
+            raise UnsupportedOperationError(
+                f"scipy.ndimage.{name}: the labels depend on the differentiated arguments; "
+                "labels are regions, not values: pass them as constants (mutad.stop_gradient).")
+        return settled(labels, f"scipy.ndimage.{name} with labels the program computes")
+    return labels
+
+
+def _scipy_measure(original):
+    return Value(lambda input, labels, index: np.asarray(original(input, labels, index)),
+                 f"scipy.ndimage.{original.__name__}")
+
+
+_VALUES = {name: _scipy_measure(getattr(_ndimage, name))
+           for name in ("sum_labels", "mean", "variance", "standard_deviation", "minimum",
+                        "maximum", "center_of_mass")}
+
+
+def _region_means(input, groups):
+    return _region_sums(input, groups) / np.maximum(groups.sizes, 1)
+
+
+def _region_variances(input, groups):
+    deviations = np.ravel(input) - groups.spread(_region_means(input, groups))
+    return _region_sums(deviations * deviations, groups) / np.maximum(groups.sizes, 1)
+
+
+def _measurement(name, composition):
+    original = getattr(_ndimage, name)
+
+    @stands_in_for(original)
+    def stand_in(input, labels=None, index=None):
+        input, groups = _measured(name, input, labels, index)
+        value = _VALUES[name](input, labels, index)
+        return scipys_value(value, groups.laid_out(composition(input, groups)))
+
+    return stand_in
+
+
+sum_labels = _measurement("sum_labels", _region_sums)
+mean = _measurement("mean", _region_means)
+variance = _measurement("variance", _region_variances)
+standard_deviation = _measurement("standard_deviation",
+                                  lambda x, groups: np.sqrt(_region_variances(x, groups)))
+
+
+@stands_in_for(_ndimage.sum)
+def sum(input, labels=None, index=None):  # noqa: A001 (SciPy's name)
+    """``scipy.ndimage.sum``, SciPy's other name of ``sum_labels``."""
+    return sum_labels(input, labels, index)
+
+
+def _extremum(name, position_name):
+    original, positions = getattr(_ndimage, name), getattr(_ndimage, position_name)
+
+    @stands_in_for(original)
+    def stand_in(input, labels=None, index=None):
+        input, groups = _measured(name, input, labels, index)
+        value = _VALUES[name](input, labels, index)
+        # The element SciPy's value is, at the position SciPy gives (decided now, on the
+        # plain values): each region's extremum takes the cotangent, ties going to that one.
+        plain = np.asarray(stop_gradient(input))
+        where = positions(plain, labels, index)
+        where = np.asarray([where] if groups.shape == () else where, dtype=np.intp)
+        flat = np.ravel_multi_index(tuple(np.reshape(where, (-1, np.ndim(plain))).T),
+                                    np.shape(plain)) if np.ndim(plain) else \
+            np.zeros(np.size(where), np.intp)
+        present = np.reshape(groups.sizes[np.ravel(groups.take)] > 0, groups.shape)
+        composition = np.where(present, np.reshape(np.take(np.ravel(input), flat),
+                                                   groups.shape), 0.0)
+        if not np.array_equal(np.where(present, np.asarray(stop_gradient(value)), 0.0),
+                              np.asarray(stop_gradient(composition)), equal_nan=True):
+            raise UnsupportedOperationError(
+                f"scipy.ndimage.{name}: SciPy's value is not the element at SciPy's "
+                f"{position_name}, so mutad cannot say which element was selected.")
+        return scipys_value(value, composition)
+
+    return stand_in
+
+
+minimum = _extremum("minimum", "minimum_position")
+maximum = _extremum("maximum", "maximum_position")
+
+
+@stands_in_for(_ndimage.extrema)
+def extrema(input, labels=None, index=None):
+    """``minimum``, ``maximum`` and SciPy's positions of them (which carry no derivative)."""
+    plain = np.asarray(stop_gradient(input))
+    return (minimum(input, labels, index), maximum(input, labels, index),
+            _ndimage.minimum_position(plain, labels, index),
+            _ndimage.maximum_position(plain, labels, index))
+
+
+def _positions(original):
+    @stands_in_for(original)
+    def stand_in(input, labels=None, index=None):
+        return original(np.asarray(stop_gradient(input)), labels, index)
+    return stand_in
+
+
+minimum_position = _positions(_ndimage.minimum_position)
+maximum_position = _positions(_ndimage.maximum_position)
+
+
+@stands_in_for(_ndimage.center_of_mass)
+def center_of_mass(input, labels=None, index=None):
+    """SciPy's values; the derivatives of its quotient of sums, Σ x·coordinate / Σ x."""
+    input, groups = _measured("center_of_mass", input, labels, index)
+    value = _VALUES["center_of_mass"](input, labels, index)
+    # (a missing region's value is SciPy's NaN, 0 / 0; its derivative 0, not NaN)
+    normalizer = np.where(groups.sizes > 0, _region_sums(input, groups), 1.0)
+    grids = np.ogrid[[slice(0, i) for i in np.shape(input)]]
+    composition = stacked([groups.laid_out(
+        _region_sums(input * grids[axis].astype(float), groups) / normalizer)
+        for axis in range(np.ndim(input))])
+    if groups.shape == ():
+        result = scipys_value(value, composition)
+        return tuple(result[axis] for axis in range(np.ndim(input)))
+    # SciPy's layout: [tuple(v) for v in np.array(results).T], every axis reversed
+    result = scipys_value(value, np.transpose(composition))
+    return [tuple(row) for row in result]
+
+
+@stands_in_for(_ndimage.labeled_comprehension)
+def labeled_comprehension(input, labels, index, func, out_dtype, default, pass_positions=False):
+    """SciPy's steps on the traced input: the user's ``func`` called on the same chunks of it,
+    in the same order, so that what ``func`` computes is differentiated."""
+    name = "labeled_comprehension"
+    if not np.issubdtype(np.dtype(out_dtype), np.floating):
+        return _ndimage.labeled_comprehension(np.asarray(stop_gradient(input)), labels, index,
+                                              func, out_dtype, default, pass_positions)
+    labels = _constant_labels(labels, name)
+    as_scalar = np.isscalar(index)
+    positions = np.arange(np.size(input)).reshape(np.shape(input)) if pass_positions else None
+    extra = lambda chosen: () if positions is None else (positions[chosen],)  # noqa: E731
+    if labels is None:
+        if index is not None:
+            raise ValueError("index without defined labels")
+        return func(np.ravel(input), *(() if positions is None else (np.ravel(positions),)))
+    labels = np.asarray(labels)
+    shape = np.broadcast_shapes(np.shape(input), np.shape(labels))
+    input = input if np.shape(input) == shape else np.broadcast_to(input, shape)
+    labels = np.broadcast_to(labels, shape)
+    if positions is not None:
+        positions = np.broadcast_to(positions, shape)
+    if index is None:
+        return func(input[labels > 0], *extra(labels > 0))
+    index = np.atleast_1d(index)
+    if np.any(index.astype(labels.dtype).astype(index.dtype) != index):
+        raise ValueError(f"Cannot convert index values from <{index.dtype}> to "
+                         f"<{labels.dtype}> (labels' type) without loss of precision")
+    index = index.astype(labels.dtype)
+    mask = (labels >= index.min()) & (labels <= index.max())
+    labels, input = labels[mask], input[mask]
+    if positions is not None:
+        positions = positions[mask]
+    label_order = labels.argsort()
+    labels, input = labels[label_order], input[label_order]
+    if positions is not None:
+        positions = positions[label_order]
+    index_order = index.argsort()
+    sorted_index = index[index_order]
+    lo = np.searchsorted(labels, sorted_index, side="left")
+    hi = np.searchsorted(labels, sorted_index, side="right")
+    out_dtype = np.dtype(out_dtype)
+    temp = []
+    for l, h in zip(lo, hi):
+        if l == h:
+            temp.append(np.full((), default, dtype=out_dtype))
+            continue
+        value = func(input[l:h], *(() if positions is None else (positions[l:h],)))
+        temp.append(np.reshape(value, ()).astype(out_dtype, copy=False))
+    temp = stacked(temp) if temp else np.zeros(0, out_dtype)
+    output = temp[np.argsort(index_order)]
+    return output[0] if as_scalar else output

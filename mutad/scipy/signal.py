@@ -76,7 +76,7 @@ from ..registry import HOLOMORPHIC, METHODS, ROUTES
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import fft, linalg, ndimage
 from ._adjoints import (ScipyAdjoint, StandIn, Value, array_argument, array_tangent,
-                        scipy_adjoint, stands_in_for)
+                        scipy_adjoint, scipys_value, stands_in_for)
 
 lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
@@ -553,15 +553,13 @@ def _characteristic(M):
 
 
 def _scipys_value(value, composition, name):
-    """SciPy's ``value`` with the derivatives of ``composition`` (the same numbers up to
-    rounding): ``value - (c₀ - composition)``, c₀ the composition's value as a constant, so
-    the difference is +0 exactly and every bit of SciPy's value stays, the sign of a zero
-    included."""
+    """SciPy's ``value`` with the derivatives of ``composition`` (``scipys_value``), refused
+    where SciPy's value is complex and the composition's real."""
     if np.iscomplexobj(value) and not np.iscomplexobj(composition):
         raise UnsupportedOperationError(
             f"{name}: SciPy's result is complex (the eigenvalues of the state matrix did not "
             "come in exact conjugate pairs), and mutad differentiates real coefficients only.")
-    return value - (stop_gradient(composition) - composition)
+    return scipys_value(value, composition)
 
 
 def _normalize(b, a):
