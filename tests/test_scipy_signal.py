@@ -527,7 +527,8 @@ def test_dlsim_of_differentiated_systems_inputs_and_states(form):
                                          x0=np.array([p[3], 0.0]))
             return np.concatenate([y.ravel(), x.ravel()])
         if form == "dlti-tf":
-            return scipy.signal.dlti([p[2]], [1.0, -0.4, p[3] * 0.1], dt=0.5).output(u, None)[1].ravel()
+            return scipy.signal.dlti([p[2]], [1.0, -0.4, p[3] * 0.1],
+                                     dt=0.5).output(u, None)[1].ravel()
         if form == "dlti-ss":
             sys = scipy.signal.dlti(A(p), B, C, np.array([[p[3]]]), dt=0.1)
             _, y, x = scipy.signal.dlsim(sys, u)

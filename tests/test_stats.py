@@ -14,6 +14,8 @@ import mutad
 from mutad.registry import METHODS
 from mutad.scipy import stats
 
+from cases import replays_as_traced
+
 POLICIES = ("restore", "checkpoint")
 RNG = np.random.default_rng(3)
 REAL = RNG.normal(size=5) * 2.0
@@ -394,3 +396,93 @@ def test_replayed_gradients_of_the_new_distributions():
         expected_value, expected = mutad.value_and_gradient(f, mu, s)
         assert value == expected_value and grads == expected
     assert not replayed.reasons
+
+
+# Kernel density estimation ----------------------------------------------------------------------
+
+DATA_1D = np.array([0.1, 0.5, 0.9, 1.3, 2.0, -0.4, 0.7])
+DATA_2D = np.array([[0.1, 0.5, 0.9, 1.3, 2.0, -0.4, 0.7], [1.0, 0.2, -0.3, 0.8, 0.5, 0.1, 1.4]])
+QUERIES_1D = np.array([0.3, 1.0, -0.2, 2.5])
+QUERIES_2D = np.array([[0.3, 1.0, -0.2], [0.5, 0.0, 1.1]])
+
+# name: (the estimate from the differentiated dataset, weights and bandwidth, the queries)
+KDE = {
+    "scott": lambda d, w, b: scipy.stats.gaussian_kde(d),
+    "silverman": lambda d, w, b: scipy.stats.gaussian_kde(d, "silverman"),
+    "scalar": lambda d, w, b: scipy.stats.gaussian_kde(d, bw_method=b),
+    "weights": lambda d, w, b: scipy.stats.gaussian_kde(d, weights=w),
+    "callable": lambda d, w, b: scipy.stats.gaussian_kde(
+        d, bw_method=lambda kde: kde.scotts_factor() * 0.8, weights=w),
+}
+
+
+@pytest.mark.parametrize("dimensions", [1, 2])
+@pytest.mark.parametrize("method", ["evaluate", "call", "pdf", "logpdf"])
+@pytest.mark.parametrize("name", KDE)
+def test_gaussian_kde_of_differentiated_data_and_points(name, method, dimensions):
+    """SciPy's values bit for bit; gradients in the dataset, the weights, a scalar bandwidth
+    and the points, in both modes, to second order, replayed."""
+    data, queries = (DATA_1D, QUERIES_1D) if dimensions == 1 else (DATA_2D, QUERIES_2D)
+    weights, bandwidth = np.linspace(0.5, 1.5, data.shape[-1]), 0.6
+
+    def estimate(d, w, b, q):
+        kde = KDE[name](d, w, b)
+        return kde(q) if method == "call" else getattr(kde, method)(q)
+
+    args = (data, weights, bandwidth, queries)
+    expected = estimate(*args)
+    y, _ = mutad.jvp(estimate, args, tuple(np.ones_like(a) * 1.0 for a in args))
+    assert np.asarray(y).tobytes() == expected.tobytes()
+
+    def f(d, w, b, q):
+        return (np.sin(estimate(d, w, b, q)) * np.arange(1.0, np.size(expected) + 1)).sum()
+
+    assert mutad.value_and_grad(f)(*args)[0] == f(*args)
+    argnums = (0, 1, 2, 3)
+    mutad.check_grads(f, *args)
+    mutad.check_jvp(f, *args)
+    if method == "logpdf":
+        mutad.check_grads(f, *args, order=2)
+    replays_as_traced(f, [(data * s, weights, bandwidth * s, queries) for s in (1.0, 1.1, 0.9)],
+                      argnums=argnums)
+
+
+def test_scipys_own_estimate_at_differentiated_points():
+    """An estimate built from plain data, outside or inside the function, is differentiated in
+    its points; isinstance sees SciPy's class."""
+    kde = scipy.stats.gaussian_kde(DATA_2D, weights=np.linspace(1.0, 2.0, 7))
+
+    def f(q):
+        inner = scipy.stats.gaussian_kde(DATA_1D)
+        assert isinstance(inner, scipy.stats.gaussian_kde)
+        return kde.logpdf(q).sum() + kde(q).sum() + inner.pdf(q[0]).sum()
+
+    assert mutad.value_and_grad(f)(QUERIES_2D)[0] == f(QUERIES_2D)
+    mutad.check_grads(f, QUERIES_2D)
+    mutad.check_jvp(f, QUERIES_2D)
+
+
+def test_gaussian_kde_refusals():
+    with pytest.raises(mutad.MutadError, match="resample"):
+        mutad.gradient(lambda d: scipy.stats.gaussian_kde(d).resample(3, seed=0).sum(), DATA_1D)
+    with pytest.raises(mutad.MutadError, match="integrate_box_1d"):
+        mutad.gradient(lambda d: scipy.stats.gaussian_kde(d).integrate_box_1d(0.0, 1.0),
+                       DATA_1D)
+
+
+def test_gaussian_kde_attributes_are_scipys():
+    """The bandwidth's attributes of an estimate of differentiated data: SciPy's values bit for
+    bit, differentiated."""
+    names = ("factor", "covariance", "inv_cov", "cho_cov", "log_det", "weights", "neff")
+
+    def attributes(d, w):
+        kde = scipy.stats.gaussian_kde(d, "silverman", weights=w)
+        return np.concatenate([np.ravel(getattr(kde, name)) for name in names]
+                              + [np.atleast_1d(kde.scotts_factor())])
+
+    args = (DATA_2D, np.linspace(0.5, 1.5, 7))
+    y, _ = mutad.jvp(attributes, args, (np.ones((2, 7)), np.ones(7)))
+    assert np.asarray(y).tobytes() == attributes(*args).tobytes()
+    f = lambda d, w: (np.sin(attributes(d, w)) * np.arange(1.0, 24.0)).sum()  # noqa: E731
+    mutad.check_grads(f, *args)
+    mutad.check_jvp(f, *args)

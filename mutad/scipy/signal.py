@@ -625,8 +625,8 @@ def _tf2ss(num, den):
 def _abcd(A, B, C, D):
     """SciPy's ``abcd_normalize``: each matrix 2-d, a missing or empty one zeros of the
     system's dimensions (asked of SciPy, on the plain numbers)."""
-    shapes = _lti_conversion.abcd_normalize(*(None if m is None else stop_gradient(array_argument(m))
-                                      for m in (A, B, C, D)))
+    shapes = _lti_conversion.abcd_normalize(*(
+        None if m is None else stop_gradient(array_argument(m)) for m in (A, B, C, D)))
     return tuple(plain if m is None or np.size(plain) == 0 or np.size(m) == 0
                  else np.reshape(np.atleast_2d(array_argument(m)), np.shape(plain))
                  for m, plain in zip((A, B, C, D), shapes))

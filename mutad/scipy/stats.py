@@ -33,6 +33,18 @@ The descriptive statistics and tests (``skew``, ``zscore``, ``pearsonr``, ``ttes
 are SciPy's steps on traced arrays, in ``mutad.scipy._descriptive``; they are importable from
 here too.
 
+``gaussian_kde`` of a dataset, weights or scalar bandwidth a differentiation follows (and
+SciPy's own estimate called at followed points) is differentiated in all of them and in the
+points: ``evaluate``, calling it, ``pdf`` and ``logpdf`` give SciPy's own estimate's values,
+and so do its attributes ``factor``, ``covariance``, ``inv_cov``, ``cho_cov``, ``log_det``,
+``weights`` and ``neff``; their derivatives are those of the same estimate written with
+functions mutad differentiates: the weighted covariance of the data (``np.cov``) times the
+bandwidth factor squared (Scott's or Silverman's of the effective sample size, the data's
+own, a scalar, or the user's function of the estimate, called on mutad's estimate), then the
+weighted sum of the Gaussian kernels (its log by ``logsumexp``). Its other methods
+(``resample``, the integrals, ``marginal``) are refused by name: build the estimate from
+plain values for them.
+
 ``METHODS`` (``mutad.registry``) gets one rule per method of SciPy's distribution classes and of
 their frozen classes, so that a differentiation can route ``scipy.stats.norm.logpdf(x, mu,
 sigma)``, called by SciPy's names, here.
@@ -47,6 +59,7 @@ from typing import Any
 import numpy as np
 import scipy.stats as _stats
 from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen
+from scipy.stats import _kde
 from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen)
 
@@ -54,21 +67,22 @@ from ..api import stop_gradient
 from ..arraylike import carries_derivative
 from ..custom import Adjoint
 from ..errors import UnsupportedOperationError
-from ..levels import innermost
-from ..registry import METHODS
+from ..levels import Tracer, innermost
+from ..registry import METHODS, ROUTES
 from . import _descriptive, _numerics, linalg
 from ._descriptive import *  # noqa: F403
-from ._adjoints import Elementwise, Value
+from ._adjoints import Elementwise, Value, scipys_value
 from ._numerics import both
 from .special import (betainc, betaincc, betaln, erf, expit, gammainc, gammaincc, gammaln,
                       log_expit, log_ndtr, logit, ndtr, ndtri, stdtr, xlog1py, xlogy)
+from .special import logsumexp as _logsumexp
 
 DISTRIBUTIONS = ("beta", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma", "gumbel_r",
                  "halfnorm", "invgamma", "laplace", "logistic", "lognorm", "multivariate_normal",
                  "nbinom", "norm", "pareto", "poisson", "rayleigh", "skewnorm", "t", "truncnorm",
                  "uniform", "weibull_min")
 # The descriptive statistics and tests stand in for SciPy's (registry.ROUTES) from their module.
-__all__ = [*DISTRIBUTIONS, *_descriptive.__all__]
+__all__ = [*DISTRIBUTIONS, *_descriptive.__all__, "gaussian_kde"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _LOG_PI = math.log(math.pi)
@@ -753,3 +767,211 @@ METHODS[(multivariate_normal_frozen, "pdf")] = (
 METHODS[(dirichlet_frozen, "logpdf")] = lambda self, x: dirichlet.logpdf(x, self.alpha)
 METHODS[(dirichlet_frozen, "pdf")] = lambda self, x: dirichlet.pdf(x, self.alpha)
 del _distribution, _name, _generator, _frozen, _names
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernel density estimation: SciPy's values, the derivatives of its sum of Gaussian kernels
+
+
+def _scipy_kde(dataset, weights, bandwidth, bw_method):
+    """SciPy's own estimate, made as the user made it (``bandwidth``: a scalar's number)."""
+    if isinstance(bandwidth, np.ndarray):  # a traced number's value comes as a 0-d array
+        bandwidth = bandwidth[()]
+    given = bandwidth if isinstance(bw_method, str) and bw_method == "use constant" \
+        else bw_method
+    return _kde.gaussian_kde(dataset, bw_method=given, weights=weights)
+
+
+_kde_value = Value(
+    lambda dataset, weights, bandwidth, bw_method, method, points: getattr(
+        _scipy_kde(dataset, weights, bandwidth, bw_method), method)(points),
+    "scipy.stats.gaussian_kde")
+_kde_attribute = Value(
+    lambda dataset, weights, bandwidth, bw_method, name: np.asarray(getattr(
+        _scipy_kde(dataset, weights, bandwidth, bw_method), name)),
+    "scipy.stats.gaussian_kde")
+_kde_object_value = Value(lambda kde, method, points: getattr(kde, method)(points),
+                          "scipy.stats.gaussian_kde")
+_kde_object_attribute = Value(lambda kde, name: np.asarray(getattr(kde, name)),
+                              "scipy.stats.gaussian_kde")
+
+
+class _TracedKDE:
+    """``gaussian_kde`` of a dataset, weights or scalar bandwidth a differentiation follows, or
+    SciPy's own estimate called at points it follows. Its values are SciPy's own estimate's;
+    its derivatives those of the same estimate written with functions mutad differentiates:
+    the weighted data covariance (``np.cov``), scaled by the bandwidth factor squared (Scott's
+    or Silverman's of the effective sample size, a scalar, or the user's function of the
+    estimate), and the Gaussian kernels' weighted sum, its log by ``logsumexp``."""
+
+    def __init__(self, dataset, bw_method=None, weights=None, *, scipy_object=None):
+        self._object = scipy_object
+        self.dataset = np.atleast_2d(dataset)
+        if not np.size(self.dataset) > 1:
+            raise ValueError("`dataset` input should have multiple elements.")
+        self.d, self.n = np.shape(self.dataset)
+        self._given_weights = weights
+        self._compositions = {"weights": np.ones(self.n) / self.n}
+        if weights is not None:
+            weights = np.atleast_1d(weights) * 1.0
+            self._compositions["weights"] = weights / np.sum(weights)
+            if np.ndim(weights) != 1:
+                raise ValueError("`weights` input should be one-dimensional.")
+            if len(weights) != self.n:
+                raise ValueError("`weights` input should be of length n")
+        self._compositions["neff"] = 1 / np.dot(self._compositions["weights"],
+                                                self._compositions["weights"])
+        if self.d > self.n:
+            raise ValueError("Number of dimensions is greater than number of samples: see "
+                             "scipy.stats.gaussian_kde.")
+        self.set_bandwidth(bw_method)
+
+    weights = property(lambda self: self._attribute("weights"))
+    neff = property(lambda self: self._attribute("neff"))
+
+    def scotts_factor(self):
+        """Scott's factor, ``neff ** (-1 / (d + 4))``."""
+        return np.power(self.neff, -1.0 / (self.d + 4))
+
+    def silverman_factor(self):
+        """Silverman's factor, ``(neff (d + 2) / 4) ** (-1 / (d + 4))``."""
+        return np.power(self.neff * (self.d + 2.0) / 4.0, -1.0 / (self.d + 4))
+
+    covariance_factor = scotts_factor
+
+    def set_bandwidth(self, bw_method=None):
+        """SciPy's choices: ``'scott'``, ``'silverman'``, a scalar (traced too) or a callable
+        of the estimate."""
+        if bw_method is None:
+            pass
+        elif isinstance(bw_method, str) and bw_method == "scott":
+            self.covariance_factor = self.scotts_factor
+            self._bw_method = bw_method
+        elif isinstance(bw_method, str) and bw_method == "silverman":
+            self.covariance_factor = self.silverman_factor
+            self._bw_method = bw_method
+        elif (np.isscalar(bw_method) or isinstance(bw_method, Tracer) and np.ndim(bw_method) == 0
+              ) and not isinstance(bw_method, str):
+            self._bw_method, self._bandwidth = "use constant", bw_method
+            self.covariance_factor = lambda: bw_method
+        elif callable(bw_method):
+            self._bw_method = bw_method
+            self.covariance_factor = lambda: self._bw_method(self)
+        else:
+            raise ValueError("`bw_method` should be 'scott', 'silverman', a scalar or a "
+                             "callable.")
+        factor = self.covariance_factor()
+        weights = self._compositions["weights"]
+        data_covariance = np.atleast_2d(np.cov(self.dataset, rowvar=1, bias=False,
+                                               aweights=weights))
+        covariance = data_covariance * factor ** 2
+        cho_cov = np.linalg.cholesky(covariance)
+        # SciPy's values of the attributes, the derivatives of these compositions
+        self._compositions.update({
+            "factor": factor, "covariance": covariance, "inv_cov": np.linalg.inv(covariance),
+            "cho_cov": cho_cov,
+            "log_det": 2 * np.log(np.diagonal(cho_cov * np.sqrt(2 * np.pi))).sum()})
+
+    factor = property(lambda self: self._attribute("factor"))
+    covariance = property(lambda self: self._attribute("covariance"))
+    inv_cov = property(lambda self: self._attribute("inv_cov"))
+    cho_cov = property(lambda self: self._attribute("cho_cov"))
+    log_det = property(lambda self: self._attribute("log_det"))
+
+    def _settings(self):
+        return (self.dataset, self._given_weights, getattr(self, "_bandwidth", None),
+                getattr(self, "_bw_method", None))
+
+    def _attribute(self, name):
+        value = (_kde_object_attribute(self._object, name) if self._object is not None else
+                 _kde_attribute(*self._settings(), name))
+        return scipys_value(value, self._compositions[name])
+
+    def _points(self, x):
+        points = np.atleast_2d(x)
+        d, m = np.shape(points)
+        if d != self.d:
+            if d == 1 and m == self.d:
+                points = np.reshape(points, (self.d, 1))
+            else:
+                raise ValueError(f"points have dimension {d}, dataset has dimension {self.d}")
+        return points
+
+    def _energies(self, points):
+        """(x_i - y_j)ᵀ Σ⁻¹ (x_i - y_j) for every data point i and query j."""
+        diff = self.dataset[:, :, None] - points[:, None, :]
+        shape = np.shape(diff)
+        scaled = np.reshape(self._compositions["inv_cov"] @ np.reshape(diff, (self.d, -1)),
+                            shape)
+        return np.sum(diff * scaled, axis=0)
+
+    def _value(self, method, points):
+        if self._object is not None:
+            return _kde_object_value(self._object, method, points)
+        return _kde_value(*self._settings(), method, points)
+
+    def evaluate(self, points):
+        """The estimated density at ``points``."""
+        energies = self._energies(self._points(points))
+        kernels = self._compositions["weights"][:, None] * np.exp(-0.5 * energies)
+        composition = kernels.sum(axis=0) * np.exp(-0.5 * self._compositions["log_det"])
+        return scipys_value(self._value("evaluate", points), composition)
+
+    __call__ = evaluate
+    pdf = evaluate
+
+    def logpdf(self, x):
+        """The log of the estimated density at ``x``."""
+        energies = self._energies(self._points(x))
+        logs = np.log(self._compositions["weights"])[:, None] - 0.5 * energies
+        composition = _logsumexp(logs, axis=0) - 0.5 * self._compositions["log_det"]
+        return scipys_value(self._value("logpdf", x), composition)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise UnsupportedOperationError(
+            f"scipy.stats.gaussian_kde(...).{name}: this estimate was built from (or called "
+            "at) values a differentiation follows, and mutad differentiates evaluate, pdf, "
+            "logpdf and calling it, and its bandwidth attributes only. Build it from plain "
+            "values (mutad.stop_gradient) for the others (resample, the integrals, marginal).")
+
+
+class _KDEClass(type):
+    """The stand-in for SciPy's ``gaussian_kde`` while a differentiation runs: a
+    :class:`_TracedKDE` from followed values, SciPy's own otherwise, and for ``isinstance``
+    SciPy's class."""
+
+    def __call__(cls, dataset, bw_method=None, weights=None):
+        if innermost((dataset, bw_method, weights)) is None:
+            return _kde.gaussian_kde(dataset, bw_method=bw_method, weights=weights)
+        return _TracedKDE(dataset, bw_method, weights)
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, (_kde.gaussian_kde, _TracedKDE))
+
+    def __subclasscheck__(cls, subclass):
+        return issubclass(subclass, _kde.gaussian_kde)
+
+    def __getattr__(cls, name):
+        return getattr(_kde.gaussian_kde, name)
+
+
+gaussian_kde = _KDEClass("gaussian_kde", (), {
+    "__doc__": "``scipy.stats.gaussian_kde``, of a differentiated dataset, weights or bandwidth "
+               "too (see the module).", "__module__": __name__, "__qualname__": "gaussian_kde"})
+ROUTES[_kde.gaussian_kde] = gaussian_kde
+
+
+def _kde_at_points(method):
+    """A method of SciPy's own estimate called at traced points."""
+    def rule(self, points):
+        traced = _TracedKDE(self.dataset, self.factor, self.weights, scipy_object=self)
+        return getattr(traced, method)(points)
+    return rule
+
+
+for _name in ("evaluate", "__call__", "pdf", "logpdf"):
+    METHODS[(_kde.gaussian_kde, _name)] = _kde_at_points(
+        "logpdf" if _name == "logpdf" else "evaluate")
+del _name
