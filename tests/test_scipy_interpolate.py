@@ -18,6 +18,8 @@ import mutad
 from mutad.errors import UnsupportedOperationError
 from mutad.scipy import interpolate
 
+from cases import replays_as_traced
+
 POLICIES = ("restore", "checkpoint")
 
 X = np.array([0.0, 0.4, 1.1, 1.5, 2.3, 2.9, 3.6])  # uneven knots
@@ -373,3 +375,89 @@ def test_an_interpolant_made_before_at_points_the_function_makes_is_scipys_own(a
     value, (g,) = mutad.value_and_grad(f, argnums=(0,))(x)
     assert value == f(x)
     assert np.array_equal(g, np.full(2, INTERPOLANT(at()).sum() + TABLE(at()).sum()))
+
+
+# Scattered data ---------------------------------------------------------------------------------
+
+SCATTERED = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.5, 0.4], [0.2, 0.7],
+                      [0.8, 0.3], [0.45, 0.9]])
+SCATTERED_VALUES = np.array([1.0, 2.0, 0.5, 3.0, 1.5, -0.4, 0.8, 2.2])
+INSIDE = np.array([[0.2, 0.3], [0.7, 0.6], [0.33, 0.52], [0.9, 0.17], [1.4, 0.55]])
+
+# name: (a call of the values v and queries q, which arguments it differentiates)
+SCATTERED_CASES = {
+    "griddata-linear": (lambda v, q: scipy.interpolate.griddata(SCATTERED, v, q), (0, 1)),
+    "griddata-linear-fill-rescale": (lambda v, q: scipy.interpolate.griddata(
+        SCATTERED * [3.0, 0.5], v, q * [3.0, 0.5], fill_value=-1.0, rescale=True), (0, 1)),
+    "griddata-linear-tuple-queries": (lambda v, q: scipy.interpolate.griddata(
+        SCATTERED, v, (q[:, 0], q[:, 1]), fill_value=0.5), (0, 1)),
+    "griddata-nearest": (lambda v, q: scipy.interpolate.griddata(SCATTERED, v, q, "nearest"),
+                         (0, 1)),
+    "griddata-1d-linear": (lambda v, q: scipy.interpolate.griddata(
+        SCATTERED[:, 0] + SCATTERED[:, 1] * 0.13, v, q[:, 0], fill_value=0.0), (0, 1)),
+    "griddata-1d-cubic": (lambda v, q: scipy.interpolate.griddata(
+        SCATTERED[:, 0] + SCATTERED[:, 1] * 0.13, v, q[:4, 0] * 0.9, "cubic"), (0, 1)),
+    "griddata-vector-values": (lambda v, q: scipy.interpolate.griddata(
+        SCATTERED, np.stack([v, v * v], axis=1), q, fill_value=0.0), (0, 1)),
+    "LinearNDInterpolator": (lambda v, q: scipy.interpolate.LinearNDInterpolator(
+        SCATTERED, v, fill_value=0.0)(q), (0, 1)),
+    "NearestNDInterpolator": (lambda v, q: scipy.interpolate.NearestNDInterpolator(
+        SCATTERED, v)(q), (0, 1)),
+    "RBFInterpolator": (lambda v, q: scipy.interpolate.RBFInterpolator(SCATTERED, v)(INSIDE),
+                        (0,)),
+    "RBFInterpolator-gaussian-neighbors": (lambda v, q: scipy.interpolate.RBFInterpolator(
+        SCATTERED, np.stack([v, 2.0 * v], axis=1), neighbors=5, kernel="gaussian",
+        epsilon=1.5, smoothing=0.1, degree=1)(INSIDE), (0,)),
+    "plain-LinearNDInterpolator-at-queries": (
+        lambda v, q: LINEAR_ND(q) + v.sum(), (0, 1)),
+    "plain-NearestNDInterpolator-at-queries": (
+        lambda v, q: NEAREST_ND(q) * v[0], (0, 1)),
+}
+LINEAR_ND = scipy.interpolate.LinearNDInterpolator(SCATTERED, SCATTERED_VALUES, rescale=True)
+NEAREST_ND = scipy.interpolate.NearestNDInterpolator(SCATTERED, SCATTERED_VALUES)
+
+
+@pytest.mark.parametrize("name", SCATTERED_CASES)
+def test_scattered_data_interpolation(name):
+    """griddata, LinearNDInterpolator, NearestNDInterpolator and RBFInterpolator of
+    differentiated values (and at differentiated queries): SciPy's values bit for bit, the
+    gradients in both modes, policies and to second order, replayed."""
+    call, argnums = SCATTERED_CASES[name]
+    args = (SCATTERED_VALUES.copy(), INSIDE.copy())
+    expected = call(*args)
+    y, _ = mutad.jvp(call, args, (np.ones(8), np.ones((5, 2))))
+    assert np.asarray(y).tobytes() == np.asarray(expected).tobytes()
+
+    def f(v, q):
+        out = call(v, q)
+        out = np.where(np.isnan(out), 0.0, out)
+        return (np.sin(out) * np.arange(1.0, np.size(out) + 1).reshape(np.shape(out))).sum()
+
+    assert mutad.value_and_grad(f, argnums=argnums)(*args)[0] == f(*args)
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, *args, policy=policy)
+    mutad.check_jvp(f, *args)
+    mutad.check_grads(f, *args, order=2)
+    replays_as_traced(f, [(SCATTERED_VALUES * s, INSIDE * s) for s in (1.0, 1.1, 0.95)],
+                      argnums=argnums)
+
+
+def test_scattered_data_refusals():
+    with pytest.raises(UnsupportedOperationError, match="data points"):
+        mutad.gradient(lambda p: scipy.interpolate.griddata(p, SCATTERED_VALUES, INSIDE).sum(),
+                       SCATTERED)
+    with pytest.raises(UnsupportedOperationError, match="cubic"):
+        mutad.gradient(lambda v: scipy.interpolate.griddata(SCATTERED, v, INSIDE, "cubic")
+                       .sum(), SCATTERED_VALUES)
+    with pytest.raises(UnsupportedOperationError, match="fill_value"):
+        mutad.gradient(lambda c: scipy.interpolate.griddata(SCATTERED, SCATTERED_VALUES, INSIDE,
+                                                            fill_value=c).sum(), 0.5)
+    with pytest.raises(UnsupportedOperationError, match="query points"):
+        mutad.gradient(lambda q: scipy.interpolate.RBFInterpolator(SCATTERED, SCATTERED_VALUES * 1.0)(q)
+                       .sum(), INSIDE)
+    rbf = scipy.interpolate.RBFInterpolator(SCATTERED, SCATTERED_VALUES)
+    with pytest.raises(UnsupportedOperationError, match="query points"):
+        mutad.gradient(lambda q: rbf(q).sum(), INSIDE)
+    with pytest.raises(UnsupportedOperationError, match="data points"):
+        mutad.gradient(lambda p: scipy.interpolate.RBFInterpolator(p, SCATTERED_VALUES)(INSIDE).sum(),
+                       SCATTERED)

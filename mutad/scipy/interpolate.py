@@ -10,7 +10,9 @@ array([ 0.0131,  0.8949,  0.7023,  0.4754, -0.1057,  0.0229, -0.0029])
 
 User code calls SciPy by its own names (``CubicSpline``, ``interp1d``, ``make_interp_spline``,
 ``BSpline``, ``PchipInterpolator``, ``pchip_interpolate``, ``Akima1DInterpolator``,
-``CubicHermiteSpline``, ``RegularGridInterpolator``, ``interpn``), however it imported them:
+``CubicHermiteSpline``, ``RegularGridInterpolator``, ``interpn``; for scattered data
+``griddata``, ``LinearNDInterpolator``, ``NearestNDInterpolator``, ``RBFInterpolator``),
+however it imported them:
 while a differentiation runs, a constructor given traced data returns an interpolant of mutad's
 own (its values SciPy's, computed on the plain data at each call), and an interpolant SciPy
 built from plain data (outside the differentiated function, or inside it) is differentiated in
@@ -53,6 +55,22 @@ and attributes of a traced interpolant other than calling it, ``derivative`` and
 
 Every rule computes with this module's evaluations and NumPy, so a derivative is differentiated
 again (``mutad.hvp``, a gradient of a gradient) and forward mode works as reverse mode does.
+
+Scattered data (``griddata``, ``LinearNDInterpolator``, ``NearestNDInterpolator``,
+``RBFInterpolator``) at constant data points: the values are SciPy's own interpolant's (of
+the plain values). Linear interpolation is differentiated in the values and the queries as
+Σ_k b_k(x) values[vertex_k], the barycentric weights b of the simplex of SciPy's Delaunay
+triangulation that holds each query (decided on the plain queries; 0 outside, where SciPy
+gives ``fill_value``), affine in x; the nearest neighbour passes each query's cotangent to the
+value at SciPy's nearest data point (its derivative in the queries 0). One-dimensional
+``griddata`` is SciPy's ``interp1d`` of the sorted points (above). ``RBFInterpolator`` is
+linear in its values ``d`` at constant queries: ``W d``, ``W`` the values of the interpolants
+of the identity columns, a block of columns at a time (both modes and every order through the
+transposed pair). Refused: differentiated data points (the triangulation, the kernel matrix
+would move), a differentiated ``fill_value``, ``smoothing`` or ``epsilon``,
+``RBFInterpolator`` and ``CloughTocher2DInterpolator`` at differentiated queries, and
+``griddata(method='cubic')`` in two dimensions (SciPy estimates its gradients iteratively, to
+a tolerance).
 """
 
 import copy
@@ -63,6 +81,7 @@ from typing import Any
 
 import numpy as np
 import scipy.interpolate
+from scipy.interpolate import _interpnd
 
 from scipy.sparse.linalg import spsolve
 
@@ -70,13 +89,16 @@ from ..custom import Adjoint, dispatch
 from ..errors import UnsupportedOperationError
 from ..levels import Tracer
 from ..registry import METHODS, ROUTES
+from ..api import stop_gradient
+from ._adjoints import ScipyAdjoint, Value, scipys_value
 
 # SciPy's own names, kept before a differentiation routes the module's attributes to the
 # stand-ins below (which call these)
 _interpolate = types.SimpleNamespace(**vars(scipy.interpolate))
 
 __all__ = ["Akima1DInterpolator", "BSpline", "CubicHermiteSpline", "CubicSpline",
-           "PchipInterpolator", "RegularGridInterpolator", "interp1d", "interpn",
+           "LinearNDInterpolator", "NearestNDInterpolator", "PchipInterpolator",
+           "RBFInterpolator", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
            "make_interp_spline", "pchip_interpolate"]
 
 
@@ -1015,3 +1037,301 @@ _interpolated_univariate_spline = _smoothing_refusal(_interpolate.InterpolatedUn
 _lsq_univariate_spline = _smoothing_refusal(_interpolate.LSQUnivariateSpline)
 _make_smoothing_spline = _smoothing_refusal(_interpolate.make_smoothing_spline)
 _splrep = _smoothing_refusal(_interpolate.splrep)
+
+
+# ----------------------------------------------------------------------------------------------
+# Scattered data: griddata, LinearNDInterpolator, NearestNDInterpolator and RBFInterpolator.
+# Linear interpolation is Σ_k b_k(x) values[vertex_k] in the simplex (of SciPy's Delaunay
+# triangulation) holding x, b the barycentric weights, affine in x; the nearest neighbour is
+# values[i(x)]; both are written so, with the simplex and the neighbour decided on the plain
+# queries, and take SciPy's values. RBFInterpolator is linear in its values at fixed queries:
+# W d, W the values of the interpolants of the identity columns.
+
+
+def _scattered_points(name, points):
+    _refuse_traced(name, "the data points", points,
+                   "Their triangulation (or kernel matrix) would move with them; interpolate "
+                   "differentiated values at constant points, or write the interpolation with "
+                   "NumPy.")
+    points = _interpnd._ndim_coords_from_arrays(points)
+    return _plain_copy(points if np.ndim(points) == 2 else np.reshape(points, (-1, 1)))
+
+
+def _queries(xi, ndim):
+    """SciPy's queries as one array (..., ndim): a tuple of coordinate arrays broadcast and
+    stacked, as SciPy's ``_ndim_coords_from_arrays`` makes it."""
+    if isinstance(xi, tuple) and _traced(xi):
+        if len(xi) == 1:
+            xi = xi[0]
+        else:
+            return np.stack(np.broadcast_arrays(*xi), axis=-1) * 1.0
+    elif isinstance(xi, tuple):
+        return _interpnd._ndim_coords_from_arrays(xi, ndim=ndim)
+    if np.ndim(xi) == 0 or np.shape(xi)[-1] != ndim:
+        raise ValueError("number of dimensions in xi does not match x")
+    return xi if _traced(xi) else np.asarray(xi)
+
+
+def _plain(value):
+    return np.asarray(stop_gradient(value))
+
+
+_scipy_call = Value(lambda interpolant, xi, options: interpolant(xi, **options),
+                    "scipy.interpolate scattered interpolant")
+
+
+def _linear_at(interpolant, values, xi):
+    """``interpolant`` (SciPy's ``LinearNDInterpolator`` of the plain ``values``) at the queries
+    ``xi`` (..., ndim): SciPy's values, differentiated in ``values`` and ``xi`` through the
+    barycentric interpolation in the simplex SciPy's triangulation puts each query in."""
+    value = _scipy_call(interpolant, xi, {})
+    ndim = np.shape(interpolant.points)[1]
+    batch = np.shape(xi)[:-1]
+    flat = np.reshape(xi, (-1, ndim))
+    scaled = flat if interpolant.scale is None else (flat - interpolant.offset) / interpolant.scale
+    plain_scaled = _plain(scaled)
+    simplex = interpolant.tri.find_simplex(plain_scaled)
+    # A query SciPy's walk finds inside (within its broader tolerance) and this one not:
+    # looked for again, by brute force, at that tolerance.
+    fill = interpolant.fill_value
+    plain_value = np.reshape(_plain(value), (len(simplex), -1))
+    found = ~(np.isnan(plain_value) if np.isnan(fill) else plain_value == fill).all(axis=1)
+    missed = np.flatnonzero(found & (simplex < 0))
+    if missed.size:
+        simplex[missed] = interpolant.tri.find_simplex(
+            plain_scaled[missed], bruteforce=True, tol=np.sqrt(np.finfo(float).eps))
+        if (simplex[missed] < 0).any():
+            raise UnsupportedOperationError(
+                "scipy.interpolate: a query on the boundary of the triangulation's hull, which "
+                "SciPy counts inside and mutad finds in no simplex; move the query inside.")
+    inside = simplex >= 0
+    where = np.maximum(simplex, 0)
+    transform = interpolant.tri.transform[where]  # (queries, ndim + 1, ndim)
+    partial = np.einsum("qij,qj->qi", transform[:, :ndim, :], scaled - transform[:, ndim, :])
+    weights = np.concatenate([partial, 1.0 - np.sum(partial, axis=1, keepdims=True)], axis=1)
+    vertices = interpolant.tri.simplices[where]  # (queries, ndim + 1)
+    gathered = np.take(values, vertices, axis=0)  # (queries, ndim + 1, trailing...)
+    trailing = np.ndim(values) - 1
+    w = np.reshape(weights, np.shape(weights) + (1,) * trailing)
+    mask = np.reshape(inside, (-1,) + (1,) * trailing)
+    composition = np.where(mask, np.sum(w * gathered, axis=1), 0.0)
+    return scipys_value(value, np.reshape(composition, batch + np.shape(values)[1:]))
+
+
+def _nearest_at(interpolant, values, xi, options):
+    """``interpolant`` (SciPy's ``NearestNDInterpolator``) at ``xi``: SciPy's values, each the
+    value at SciPy's nearest data point (decided on the plain queries); its derivative in the
+    queries 0."""
+    value = _scipy_call(interpolant, xi, options)
+    ndim = np.shape(interpolant.points)[1]
+    flat = np.reshape(_plain(xi), (-1, ndim))
+    distance, index = interpolant.tree.query(interpolant._scale_x(flat), **options)
+    valid = np.isfinite(distance)
+    trailing = np.ndim(values) - 1
+    gathered = np.take(values, np.where(valid, index, 0), axis=0)
+    composition = np.where(np.reshape(valid, (-1,) + (1,) * trailing), gathered, 0.0)
+    return scipys_value(value, np.reshape(composition, np.shape(xi)[:-1] + np.shape(values)[1:]))
+
+
+class _TracedScattered:
+    """``LinearNDInterpolator`` or ``NearestNDInterpolator`` of traced values: called, its
+    values are SciPy's (its own interpolant of the plain values), differentiated in the values
+    and the queries."""
+
+    def __init__(self, name, interpolant, values):
+        self._name, self._interpolant, self._values = name, interpolant, values
+        self.points = interpolant.points
+
+    def __call__(self, *args, **query_options):
+        return _scattered_call(self._interpolant, self._values, args, query_options)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise UnsupportedOperationError(
+            f"scipy.interpolate.{self._name}(...).{name}: this interpolant was built from "
+            "traced values, and mutad differentiates calling it only. Build it from plain "
+            "values to use other attributes.")
+
+
+def _scattered_call(interpolant, values, args, query_options):
+    ndim = np.shape(interpolant.points)[1]
+    xi = _queries(args[0] if len(args) == 1 else tuple(args), ndim)
+    if isinstance(interpolant, _interpolate.NearestNDInterpolator):
+        return _nearest_at(interpolant, values, xi, query_options)
+    return _linear_at(interpolant, values, xi)
+
+
+def _plain_interpolant(cls, points, values, *settings):
+    """SciPy's own interpolant of the plain values (a kept copy: the caller may write into the
+    values afterwards)."""
+    return cls(points, np.array(_plain(values), copy=True), *settings)
+
+
+@_route(_interpolate.LinearNDInterpolator)
+def LinearNDInterpolator(points: Any, values: Any, fill_value: Any = np.nan,
+                         rescale: bool = False) -> Any:
+    if not _traced(values):
+        return _interpolate.LinearNDInterpolator(points, values, fill_value, rescale)
+    _refuse_traced("LinearNDInterpolator", "fill_value", fill_value, "Pass it as a constant.")
+    points = _scattered_points("LinearNDInterpolator", points)
+    interpolant = _plain_interpolant(_interpolate.LinearNDInterpolator, points, values,
+                                     fill_value, rescale)
+    return _TracedScattered("LinearNDInterpolator", interpolant, values)
+
+
+@_route(_interpolate.NearestNDInterpolator)
+def NearestNDInterpolator(x: Any, y: Any, rescale: bool = False,
+                          tree_options: Any = None) -> Any:
+    if not _traced(y):
+        return _interpolate.NearestNDInterpolator(x, y, rescale, tree_options)
+    points = _scattered_points("NearestNDInterpolator", x)
+    interpolant = _plain_interpolant(_interpolate.NearestNDInterpolator, points, y, rescale,
+                                     tree_options)
+    return _TracedScattered("NearestNDInterpolator", interpolant, y)
+
+
+def _object_at_points(self, *args, **query_options):
+    """SciPy's own ``LinearNDInterpolator`` or ``NearestNDInterpolator`` called at traced
+    queries (``registry.METHODS``)."""
+    values = np.reshape(self.values, (-1,) + tuple(self.values_shape))  # SciPy keeps (n, -1)
+    return _scattered_call(self, values, args, query_options)
+
+
+def _refuse_at_points(name, instead):
+    def rule(self, *args, **kwargs):
+        raise UnsupportedOperationError(
+            f"scipy.interpolate.{name} called at differentiated points: mutad does not "
+            f"differentiate this interpolant in its query points. {instead}")
+    return rule
+
+
+METHODS[(_interpolate.LinearNDInterpolator, "__call__")] = _object_at_points
+METHODS[(_interpolate.NearestNDInterpolator, "__call__")] = _object_at_points
+METHODS[(_interpolate.RBFInterpolator, "__call__")] = _refuse_at_points(
+    "RBFInterpolator", "Evaluate it at constant points, or use LinearNDInterpolator.")
+METHODS[(_interpolate.CloughTocher2DInterpolator, "__call__")] = _refuse_at_points(
+    "CloughTocher2DInterpolator", "Use LinearNDInterpolator.")
+
+
+# RBFInterpolator: linear in its values, a pair of transposed operations
+
+
+def _rbf_apply_plain(d, interpolant_of, x):
+    """The RBF interpolant of the values ``d`` at the constant queries ``x``."""
+    return interpolant_of(d)(x)
+
+
+def _rbf_transpose_plain(dy, interpolant_of, x, n):
+    """Wᵀ dy, W the values at ``x`` of the interpolants of the identity columns (computed by
+    SciPy, a block of columns at a time)."""
+    queries = np.shape(x)[0]
+    dy = np.reshape(dy, (queries, -1))
+    step = max(1, _BLOCK // max(queries, 1))
+    blocks = [np.reshape(interpolant_of(np.eye(n)[:, start:min(start + step, n)])(x),
+                         (queries, -1)).T @ dy for start in range(0, n, step)]
+    return np.concatenate(blocks)
+
+
+_rbf_apply = ScipyAdjoint(_rbf_apply_plain)
+_rbf_transpose = ScipyAdjoint(_rbf_transpose_plain)
+
+
+@_rbf_apply.rule
+def _rbf_apply_rule(d, interpolant_of, x):
+    shape = np.shape(d)
+    return _rbf_apply(d, interpolant_of, x), lambda dy: (
+        np.reshape(_rbf_transpose(dy, interpolant_of, x, shape[0]), shape), None, None)
+
+
+@_rbf_apply.jvp_rule
+def _rbf_apply_jvp(tangents, d, interpolant_of, x):
+    return _rbf_apply(d, interpolant_of, x), _rbf_apply(tangents[0], interpolant_of, x)
+
+
+@_rbf_transpose.rule
+def _rbf_transpose_rule(dy, interpolant_of, x, n):
+    shape = np.shape(dy)
+    return _rbf_transpose(dy, interpolant_of, x, n), lambda dz: (
+        np.reshape(_rbf_apply(np.reshape(dz, (n,) + shape[1:]), interpolant_of, x), shape),
+        None, None, None)
+
+
+@_rbf_transpose.jvp_rule
+def _rbf_transpose_jvp(tangents, dy, interpolant_of, x, n):
+    return (_rbf_transpose(dy, interpolant_of, x, n),
+            _rbf_transpose(tangents[0], interpolant_of, x, n))
+
+
+class _TracedRBF:
+    """``RBFInterpolator`` of traced values ``d`` at constant data points: called at constant
+    queries, SciPy's values, differentiated in ``d``."""
+
+    def __init__(self, y, d, settings):
+        self.y, self._d, self._settings = y, d, settings
+
+    def _interpolant_of(self, d):
+        return _interpolate.RBFInterpolator(self.y, d, **self._settings)
+
+    def __call__(self, x):
+        _refuse_traced("RBFInterpolator", "the query points", x,
+                       "Evaluate RBFInterpolator at constant points, or interpolate with "
+                       "LinearNDInterpolator (differentiated in its points too).")
+        return _rbf_apply(self._d, self._interpolant_of, _plain_copy(_plain(x)))
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise UnsupportedOperationError(
+            f"scipy.interpolate.RBFInterpolator(...).{name}: this interpolant was built from "
+            "traced values, and mutad differentiates calling it only. Build it from plain "
+            "values to use other attributes.")
+
+
+@_route(_interpolate.RBFInterpolator)
+def RBFInterpolator(y: Any, d: Any, neighbors: Any = None, smoothing: Any = 0.0,
+                    kernel: str = "thin_plate_spline", epsilon: Any = None,
+                    degree: Any = None) -> Any:
+    settings = dict(neighbors=neighbors, smoothing=smoothing, kernel=kernel, epsilon=epsilon,
+                    degree=degree)
+    _refuse_traced("RBFInterpolator", "the data points", y,
+                   "Interpolate differentiated values at constant points.")
+    _refuse_traced("RBFInterpolator", "smoothing or epsilon", (smoothing, epsilon),
+                   "Pass them as constants.")
+    if not _traced(d):
+        return _interpolate.RBFInterpolator(y, d, **settings)
+    return _TracedRBF(_plain_copy(_plain(y)), d, settings)
+
+
+@_route(_interpolate.griddata)
+def griddata(points: Any, values: Any, xi: Any, method: str = "linear",
+             fill_value: Any = np.nan, rescale: bool = False) -> Any:
+    if not _traced((points, values, xi, fill_value)):
+        return _interpolate.griddata(points, values, xi, method, fill_value, rescale)
+    _refuse_traced("griddata", "fill_value", fill_value, "Pass it as a constant.")
+    given = _scattered_points("griddata", points)
+    ndim = np.shape(given)[1]
+    if ndim == 1 and method in ("nearest", "linear", "cubic"):
+        # SciPy's steps: interp1d of the sorted points (mutad's, of traced values or queries)
+        flat = given.ravel()
+        if isinstance(xi, tuple):
+            if len(xi) != 1:
+                raise ValueError("invalid number of dimensions in xi")
+            xi, = xi
+        idx = np.argsort(flat)
+        return interp1d(flat[idx], values[idx], kind=method, axis=0, bounds_error=False,
+                        fill_value="extrapolate" if method == "nearest" else fill_value)(xi)
+    if method == "nearest":
+        return _scattered_call(_plain_interpolant(_interpolate.NearestNDInterpolator, given,
+                                                  values, rescale), values, (xi,), {})
+    if method == "linear":
+        return _scattered_call(_plain_interpolant(_interpolate.LinearNDInterpolator, given,
+                                                  values, fill_value, rescale), values, (xi,),
+                               {})
+    if method == "cubic" and ndim == 2:
+        raise UnsupportedOperationError(
+            "scipy.interpolate.griddata(method='cubic') of differentiated values or queries: "
+            "SciPy's Clough-Tocher interpolant estimates its gradients iteratively, to a "
+            "tolerance, and mutad has no derivative of them. Use method='linear' or "
+            "'nearest', or RBFInterpolator (differentiated in its values).")
+    raise ValueError(f"Unknown interpolation method {method!r} for {ndim} dimensional data")
