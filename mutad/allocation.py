@@ -69,6 +69,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from .devices import LIBRARIES, is_device, is_namespace
 from .errors import UnsupportedOperationError
 from .levels import ACTIVE, Tracer
 from .registry import COMPOSITES, JOINS, METHODS, ROUTES, RULE_MODULES
@@ -98,8 +99,9 @@ holding traced values among their positional arguments (``np.mean([a, b])``,
 ``np.argmin((a, b))``) are stacked into one traced array first, as ``np.array`` would build
 it, so that the engine sees the call (and a replay guards a result Python decides on)."""
 
-INTERNAL = ("numpy", "scipy", "mutad")
-"""Packages whose modules keep NumPy's own functions."""
+INTERNAL = LIBRARIES
+"""Packages whose modules keep NumPy's own functions: NumPy's, SciPy's, mutad's and the device
+libraries' (``devices.LIBRARIES``)."""
 
 STANDARD_LIBRARY = frozenset(sys.stdlib_module_names) - {"__main__"}
 """Python's own modules: not scanned (``math.sqrt`` in ``math`` itself stays; the names user
@@ -195,15 +197,16 @@ def _arrays(tree):
     if type(tree) in (list, tuple):
         for x in tree:
             yield from _arrays(x)
-    elif isinstance(tree, np.ndarray):
+    elif isinstance(tree, np.ndarray) or is_device(tree):
         yield tree
     elif type(tree) is dict:
         yield from _arrays(list(tree.values()))
 
 
 def _allocated(y, args, kwargs):
-    """Whether ``y`` is a new float ndarray, not the memory of an argument."""
-    if type(y) is not np.ndarray or y.dtype.kind not in "fc":
+    """Whether ``y`` is a new float array (NumPy's or a device's), not the memory of an
+    argument."""
+    if type(y) is not np.ndarray and not is_device(y) or y.dtype.kind not in "fc":
         return False
     root = owner(y)
     return not any(owner(a) is root for a in _arrays([args, kwargs]))
@@ -212,7 +215,7 @@ def _allocated(y, args, kwargs):
 def factory(func):
     """``func`` allocating constants in the mode."""
 
-    takes_like = func.__name__ in TAKES_LIKE
+    takes_like = func.__name__ in TAKES_LIKE and func is getattr(np, func.__name__, None)
 
     def allocating(*args, **kwargs):
         if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
@@ -716,6 +719,59 @@ def _mode_numpy():
     return module
 
 
+DEVICE_FACTORIES = frozenset(FACTORIES) | {"array", "asarray", "asanyarray", "ascontiguousarray",
+                                           "asfortranarray", "empty", "full", "mgrid", "ogrid"}
+"""What a device library's namespace keeps as its own in the mode: the functions that make new
+arrays on its device (their float results allocated as constants, as NumPy's factories' are).
+Its other names that NumPy has are NumPy's, which dispatch to the device library through the
+protocols, and to mutad for traced arrays, which the library's own functions refuse."""
+
+
+class _ModeDevice(types.ModuleType):
+    """A device library's namespace (``cupy``, ``cupy.linalg``) as user code sees it during a
+    differentiation: ``import cupy as np`` code computes with NumPy's functions of the same
+    names (the mode's), and allocates with the library's own factories, whose float arrays are
+    constants of the running differentiations; what NumPy lacks is the library's."""
+
+    def __init__(self, namespace, numpy_module):
+        super().__init__(namespace.__name__, getattr(namespace, "__doc__", None))
+        self._namespace = namespace
+        self._numpy = numpy_module
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        own = getattr(self._namespace, name)
+        numpy_value = getattr(self._numpy, name, None)
+        if isinstance(own, types.ModuleType) and isinstance(numpy_value, types.ModuleType):
+            value = _ModeDevice(own, numpy_value)  # linalg, fft: NumPy's, dispatching
+        elif name in DEVICE_FACTORIES and callable(own):
+            value = device_factory(own, numpy_value)
+        elif callable(numpy_value) and not isinstance(numpy_value, type) \
+                and name not in ("ndarray", "random", "get_array_module", "asnumpy"):
+            value = numpy_value
+        else:
+            value = own
+        setattr(self, name, value)
+        return value
+
+
+def device_factory(func, numpy_func):
+    """A device library's factory ``func`` in the mode: its new float arrays are constants of
+    the running differentiations; given traced values (``cupy.asarray(x)``,
+    ``cupy.zeros_like(x)``), NumPy's function of the same name (``numpy_func``, the mode's),
+    which dispatches to the traced arrays as the library's would to its own."""
+    allocating = factory(func)
+
+    def allocating_on_device(*args, **kwargs):
+        if numpy_func is not None and ACTIVE.running and (
+                any(holds_wrapped(a) for a in args[:1]) or any(map(wrapped, kwargs.values()))):
+            return numpy_func(*args, **kwargs)
+        return allocating(*args, **kwargs)
+
+    return _named(allocating_on_device, func)
+
+
 class _ModeGenerator(np.random.Generator):
     """``np.random.default_rng(...)`` in the mode: NumPy's generator over the same bit
     generator (the same numbers), whose float draws are arrays mutad follows (``_drawn``)."""
@@ -795,6 +851,8 @@ class _Mode:
         self.methods = {}  # (cls, name) -> (the rule its installed method routes to, NumPy's)
         self.cells = []  # (cell or namespace, key, what it held, the stand-in swapped in)
         self.modules = 0
+        self.libraries = len(LIBRARIES)
+        self.devices = {}  # id(device namespace) -> its mode version
         self.routes = {}  # id(original) -> (original, stand-in), from registry.ROUTES
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
 
@@ -807,6 +865,8 @@ class _Mode:
         for name, value in list(namespace.items()):
             if value is np and not internal:
                 replacement = self.numpy
+            elif isinstance(value, types.ModuleType) and not internal and is_namespace(value):
+                replacement = self.device(value)
             elif value is math and not internal:
                 replacement = self.math
             elif value is np.random and not internal:
@@ -828,6 +888,10 @@ class _Mode:
             self.routes = {id(f): (f, stand_in) for f, stand_in in ROUTES.items()}
             self.scanned.clear()
             self.modules = 0
+        if len(LIBRARIES) != self.libraries:  # a device library's modules keep their bindings
+            self.libraries = len(LIBRARIES)
+            self.sites = {key: site for key, site in self.sites.items()
+                          if str(site[0].get("__name__")).partition(".")[0] not in INTERNAL}
         if len(sys.modules) != self.modules:
             for name, module in list(sys.modules.items()):
                 namespace = getattr(module, "__dict__", None)
@@ -843,7 +907,8 @@ class _Mode:
                     continue  # math's own functions, random's: the names users bind are enough
                 if own.partition(".")[0] not in INTERNAL:
                     self._scan(namespace)
-                elif not any(part.startswith("_") for part in own.split(".")):
+                elif own.partition(".")[0] in ("numpy", "scipy", "mutad") \
+                        and not any(part.startswith("_") for part in own.split(".")):
                     self._scan(namespace, internal=True)  # scipy.linalg, not its _basic
             self.modules = len(sys.modules)
         namespace = getattr(f, "__globals__", None)
@@ -853,6 +918,13 @@ class _Mode:
                 and name.partition(".")[0] not in INTERNAL):
             self.scanned[id(namespace)] = (namespace, len(namespace))
             self._scan(namespace)
+
+    def device(self, namespace):
+        """The mode's version of device library ``namespace`` (``_ModeDevice``), made once."""
+        mode = self.devices.get(id(namespace))
+        if mode is None or mode._namespace is not namespace:
+            mode = self.devices[id(namespace)] = _ModeDevice(namespace, self.numpy)
+        return mode
 
     # swapping them -----------------------------------------------------------------------
 
@@ -988,6 +1060,8 @@ class _Mode:
             return stand_in
         if value is np:
             return None if routed_only else self.numpy
+        if isinstance(value, types.ModuleType) and is_namespace(value):
+            return None if routed_only else self.device(value)
         if value is math:
             return None if routed_only else self.math
         if value is np.random:

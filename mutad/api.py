@@ -9,6 +9,7 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
+from .devices import device_of
 from .errors import (
     ArgnumsError,
     ComplexInputError,
@@ -458,8 +459,9 @@ def _basis(x):
     """The unit perturbations of float array or scalar ``x``, one per element, in C order."""
     shape = np.shape(x)
     dtype = np.result_type(x, 0.0)
+    xp = device_of(x) or np  # on the device of a device array
     for k in range(int(np.prod(shape))):
-        e = np.zeros(shape, dtype)
+        e = xp.zeros(shape, dtype)
         e.reshape(-1)[k] = 1.0
         yield e if shape else dtype.type(1.0)
 

@@ -27,7 +27,7 @@ from .allocation import lists_as_arrays
 from .errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
                      UntracedWriteError)
 from .levels import Tracer, innermost
-from .views import memory
+from .views import memory, writeable
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
@@ -753,7 +753,7 @@ def stands_for_scalar(x):
     augmented assignment to it makes a new value, as Python does for immutable numbers, so
     another name for the old value keeps it."""
     value = memory(x)
-    return value.ndim == 0 and value.base is None and not value.flags.writeable
+    return value.ndim == 0 and value.base is None and not writeable(value)  # (a device's: no)
 
 
 # ----------------------------------------------------------------------------------------------

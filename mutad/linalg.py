@@ -50,8 +50,10 @@ import scipy.linalg
 from numpy.typing import NDArray
 from scipy.linalg import get_blas_funcs, get_lapack_funcs
 
+from .devices import device_of
 from .custom import inplace_adjoint
-from .errors import ComplexInputError, InvalidArgumentError, NotPositiveDefiniteError
+from .errors import (ComplexInputError, InvalidArgumentError, NotPositiveDefiniteError,
+                     UnsupportedArrayError)
 from .rules.factorizations import cholesky_tangent, lu_tangent, lu_tangent_times, permutation
 from .scipy import linalg as dispatching
 from .scipy.linalg import _solve_lower
@@ -73,6 +75,12 @@ def _refuse_complex(call, *arrays):
     """These routines are real only (their LAPACK calls, in-place restorations and rules are
     written for real matrices): refuse complex values, plain or traced, before anything is
     overwritten, rather than drop imaginary parts or give a wrong gradient."""
+    if any(device_of(x) is not None for x in arrays):
+        raise UnsupportedArrayError(
+            f"{call} was given a device array (CuPy's): mutad.linalg's in-place routines call "
+            "the host's LAPACK on NumPy arrays. On a device use the out-of-place functions, "
+            "which mutad differentiates there: np.linalg.cholesky, np.linalg.solve, "
+            "np.linalg.inv (cupy.linalg), or cupyx.scipy.linalg.solve_triangular.")
     if any(getattr(getattr(x, "dtype", None), "kind", None) == "c" for x in arrays):
         raise ComplexInputError(
             f"{call} was given complex values: mutad.linalg's in-place routines work on real "

@@ -11,8 +11,9 @@ import math
 
 import numpy as np
 
+from .devices import is_device
 from .levels import deeper
-from .views import memory, owner, wrapped
+from .views import memory, owner, wrapped, writeable
 
 CHUNK = 1 << 15
 """Elements per piece when a partial derivative of a large array is evaluated piecewise."""
@@ -20,7 +21,7 @@ CHUNK = 1 << 15
 
 def writable(a):
     """Whether ``a`` may be written without changing memory some tape froze (its owner's)."""
-    return a.flags.writeable and owner(a).flags.writeable
+    return writeable(a) and writeable(owner(a))
 
 
 _REAL = np.dtype(float)
@@ -158,7 +159,11 @@ def times(d, p, out=None):
     ``sqrt`` at 0, say, and a zero ``p`` (the output does not move with that input: a factor
     of an exact zero, an operand ``minimum`` did not take) times any (co)tangent, an infinite
     one from ``sqrt`` at 0 further on, say. Checked by one reduction, so only products with a
-    non-finite factor pay for the mask."""
+    non-finite factor pay for the mask.
+
+    On a device (CuPy) the check is made there, not read: see ``_device_times``."""
+    if (type(d) not in _HOST or type(p) not in _HOST) and (_on_device(d) or _on_device(p)):
+        return _device_times(d, p, out)
     if unmasked(d, p):
         return d * p if out is None else np.multiply(d, p, out=out)
     zero = np.logical_or(memory(d) == 0, memory(p) == 0)  # before out, which may be d or p
@@ -168,6 +173,29 @@ def times(d, p, out=None):
             return np.where(zero, 0.0, product) if np.any(zero) else product
         np.multiply(d, p, out=out)
     np.copyto(out, 0.0, where=zero)
+    return out
+
+
+_HOST = frozenset((np.ndarray, float, int, complex, np.float64))
+
+
+def _on_device(x):
+    """Whether ``x`` (a plain, traced or dual value) is in a device library's memory."""
+    return type(x) not in _HOST and is_device(memory(x))
+
+
+def _device_times(d, p, out):
+    """``times`` on a device, without reading anything on the host (which would wait for the
+    device): the mask is applied where a zero factor meets a non-finite product, and only
+    when some does (a 0-d flag computed on the device), so the result is ``times``' bit for
+    bit wherever ``unmasked`` tells exactly."""
+    zero = np.logical_or(memory(d) == 0, memory(p) == 0)  # before out, which may be d or p
+    product = d * p if out is None else np.multiply(d, p, out=out)
+    bad = np.logical_and(zero, np.logical_not(np.isfinite(memory(product))))
+    mask = np.logical_and(zero, np.any(bad))
+    if out is None or wrapped(out):
+        return np.where(mask, 0.0, product)
+    np.copyto(out, 0.0, where=mask)
     return out
 
 

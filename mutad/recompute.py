@@ -53,6 +53,7 @@ import weakref
 
 import numpy as np
 
+from .devices import is_device
 from .shadows import Buffer, Place, bytes_of, shared
 from .tape import Absent
 from .views import address, owner, strided
@@ -418,7 +419,7 @@ class Recomputation:
         ``Buffer.weak``) is kept as it is, and its buffer holds it (``read`` gives
         the number back)."""
         buffer = place.buffer
-        if type(value) is not np.ndarray:
+        if type(value) is not np.ndarray and not is_device(value):
             if buffer.ref is None and place.whole:
                 buffer.ref = Held(np.array(value))  # a number: nothing to free
             return value

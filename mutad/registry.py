@@ -374,16 +374,31 @@ def nondifferentiable(*funcs):
     NONDIFF.update(funcs)
 
 
-def _tangent_or_zero(arg, tangent):
-    """A linear operand's tangent; zeros where it carries none (a sequence: item by item)."""
+def _tangent_or_zero(arg, tangent, device=None):
+    """A linear operand's tangent; zeros where it carries none (a sequence: item by item), on
+    ``device`` (a device library's namespace: that of the other operands) if given."""
     if type(arg) in (list, tuple):
         items = tangent if tangent is not None else [None] * len(arg)
-        return type(arg)(_tangent_or_zero(a, t) for a, t in zip(arg, items, strict=True))
+        return type(arg)(_tangent_or_zero(a, t, device)
+                         for a, t in zip(arg, items, strict=True))
     if tangent is not None:
         return tangent
     import numpy as np
 
-    return np.zeros(np.shape(arg), np.result_type(arg, 0.0))
+    return (np if device is None else device).zeros(np.shape(arg), np.result_type(arg, 0.0))
+
+
+def _device_among(args):
+    """The namespace of the device library of the first device array among ``args`` (one level
+    into lists and tuples), or None."""
+    from .devices import device_of
+
+    for a in args:
+        for item in a if type(a) in (list, tuple) else (a,):
+            found = device_of(item)
+            if found is not None:
+                return found
+    return None
 
 
 def deflinear(*funcs, operands=(0,), offsets=()):
@@ -401,7 +416,9 @@ def deflinear(*funcs, operands=(0,), offsets=()):
             y = call(*args, **kwargs)
             if all(tangents[i] is None for i in operands if i < len(args)):
                 return y, None
-            moved = [_tangent_or_zero(a, tangents[i]) if i in operands else a
+            device = None if all(tangents[i] is not None for i in operands if i < len(args)) \
+                else _device_among(args)
+            moved = [_tangent_or_zero(a, tangents[i], device) if i in operands else a
                      for i, a in enumerate(args)]
             return y, call(*moved, **{k: v for k, v in kwargs.items() if k not in offsets})
 

@@ -17,9 +17,10 @@ import math
 
 import numpy as np
 
+from .devices import device_of, is_device, ufunc_at
 from .levels import deeper
 from .views import (address, byte_span, element_indices, real_part_if, self_overlapping, strided,
-                    wrapped)
+                    memory, wrapped, writeable)
 
 _serial = itertools.count()
 
@@ -54,7 +55,7 @@ class Buffer:
         return self
 
     __slots__ = ("key", "dtype", "shape", "strides", "offset", "span", "low", "c_contiguous",
-                 "constant", "read", "version", "origin", "ref", "weak")
+                 "device", "constant", "read", "version", "origin", "ref", "weak")
 
     def __init__(self, array, constant=False):
         self.key = next(_serial)
@@ -75,6 +76,9 @@ class Buffer:
         # on such numbers): weakly typed in NumPy's promotion (arraylike.weak).
         self.weak = False
         self.dtype = array.dtype
+        # The namespace of the device library its memory belongs to (CuPy), None for NumPy's:
+        # its shadow is made there.
+        self.device = None if type(array) is np.ndarray else device_of(array)
         self.shape = shared(array.shape)
         self.strides = shared(array.strides)
         self.c_contiguous = array.flags.c_contiguous
@@ -104,6 +108,15 @@ class Place:
         self.shape = shape
         self.strides = strides
         self.dtype = dtype
+
+
+def zeros(buffer, shape=None, dtype=None):
+    """Zeros of ``shape`` and ``dtype`` (``buffer``'s), in the memory of its library."""
+    dtype = buffer.dtype if dtype is None else dtype
+    shape = buffer.shape if shape is None else shape
+    if buffer.device is None:
+        return np.zeros(shape, dtype)
+    return buffer.device.zeros(shape, dtype)
 
 
 def bytes_of(value):
@@ -144,8 +157,14 @@ class Shadows:
     def _entry(self, buffer):
         entry = self.entries.get(buffer.key)
         if entry is None:
-            flat = np.zeros(buffer.span, buffer.dtype)
-            shadow = np.ndarray(buffer.shape, buffer.dtype, flat, buffer.offset, buffer.strides)
+            if buffer.device is None:
+                flat = np.zeros(buffer.span, buffer.dtype)
+                shadow = np.ndarray(buffer.shape, buffer.dtype, flat, buffer.offset,
+                                    buffer.strides)
+            else:
+                flat = zeros(buffer, buffer.span)
+                shadow = strided(flat, buffer.shape, buffer.dtype, buffer.offset,
+                                 buffer.strides)
             entry = self.entries[buffer.key] = [buffer, shadow, flat, None]
         return self._own(entry)
 
@@ -223,7 +242,8 @@ class Shadows:
         if read_only and sharers is not None and len(sharers) > 1:
             sharers.remove(entry[0].key)
             view = entry[1].view()
-            view.flags.writeable = False
+            if buffer.device is None:  # (a device library has no read-only arrays)
+                view.flags.writeable = False
             return view
         return self._own(entry)[1]
 
@@ -255,12 +275,14 @@ class Shadows:
         buffer = place.buffer
         g = real_part_if(place, g)
         if place.whole and buffer.c_contiguous and buffer.key not in self.entries:
-            if type(g) is float or type(g) is np.float64 or (type(g) is np.ndarray
-                                                             and g.ndim == 0):
+            if buffer.device is not None:
+                g = self._device_shadow(buffer, g, owned)
+            elif type(g) is float or type(g) is np.float64 or (type(g) is np.ndarray
+                                                               and g.ndim == 0):
                 g = np.full(buffer.shape, g, buffer.dtype)  # (broadcast_to's copy, faster)
-            elif not (owned and (type(g) is np.ndarray or wrapped(g)) and g.dtype == buffer.dtype
-                      and g.shape == buffer.shape and g.flags.c_contiguous
-                      and g.flags.writeable):
+            elif not (owned and (type(g) is np.ndarray or wrapped(g) or is_device(g))
+                      and g.dtype == buffer.dtype and g.shape == buffer.shape
+                      and g.flags.c_contiguous and writeable(g)):
                 if type(g) is not np.ndarray or g.shape != buffer.shape:  # (a copy either way)
                     g = np.broadcast_to(g, buffer.shape)
                 g = np.array(g, dtype=buffer.dtype, order="C", like=g if wrapped(g) else None)
@@ -272,6 +294,21 @@ class Shadows:
             return
         view = self._view(entry, place)
         view += g
+
+    @staticmethod
+    def _device_shadow(buffer, g, owned):
+        """``g`` made the shadow of a whole C-contiguous device ``buffer`` (``add``): itself
+        where ``owned`` and laid out so, else a copy of it broadcast, in the buffer's library."""
+        if owned and (wrapped(g) or is_device(g)) and g.dtype == buffer.dtype \
+                and g.shape == buffer.shape and g.flags.c_contiguous \
+                and memory(g).base is None:  # its own memory: a device's views may be
+            return g  # broadcasts, which NumPy would have made read-only
+        if getattr(g, "shape", ()) != buffer.shape:
+            g = np.broadcast_to(g, buffer.shape) if hasattr(g, "shape") else \
+                buffer.device.full(buffer.shape, g, buffer.dtype)
+        if wrapped(g):
+            return np.array(g, dtype=buffer.dtype, order="C", like=g)
+        return buffer.device.array(g, dtype=buffer.dtype, order="C")
 
     def share(self, buffers, g):
         """Make the array ``g``, which nobody else will read or write, the shadow of each of
@@ -290,7 +327,9 @@ class Shadows:
             size = place.dtype.itemsize
             flat = strided(flat, (flat.nbytes // size,), place.dtype, 0, (size,))
         index = element_indices(place.shape, place.strides, place.offset, place.dtype.itemsize)
-        np.add.at(flat, index.reshape(-1), np.reshape(np.broadcast_to(g, place.shape), -1))
+        if place.buffer.device is not None:  # a host index, copied to the device
+            index = place.buffer.device.asarray(index)
+        ufunc_at(np.add, flat, index.reshape(-1), np.reshape(np.broadcast_to(g, place.shape), -1))
 
     def add_at(self, place, key, g):
         """Accumulate ``g`` into ``shadow[key]``, adding repeated indices once each."""
@@ -298,10 +337,10 @@ class Shadows:
         entry = self._traced_like(self._entry(place.buffer), g)
         if overlapping(place):  # gather into the view's elements, then add those up in memory
             gathered = np.zeros_like(g, shape=place.shape)
-            np.add.at(gathered, key, g)
+            ufunc_at(np.add, gathered, key, g)
             self._add_overlapping(entry, place, gathered)
             return
-        np.add.at(self._view(entry, place), key, g)
+        ufunc_at(np.add, self._view(entry, place), key, g)
 
     def release(self, place, hand_over):
         """The shadow at ``place`` for the caller to keep, zeros if nothing reached it. With
@@ -309,7 +348,7 @@ class Shadows:
         than copied: for the last use of a shadow."""
         entry = self.entries.get(place.buffer.key)
         if entry is None:
-            return np.zeros(place.shape, place.dtype)
+            return zeros(place.buffer, place.shape, place.dtype)
         if hand_over and place.whole and entry[1].flags.c_contiguous and (
                 entry[3] is None or len(entry[3]) == 1):
             del self.entries[place.buffer.key]

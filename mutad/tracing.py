@@ -44,6 +44,7 @@ from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_afte
                         lost_tangent, numpy_value, out_by_keyword, out_position, put_right,
                         single_out, stands_for_scalar, untraced_write, weak_arithmetic, weak_beside_arrays,
                         weak_value)
+from .devices import beside, is_device, namespace, ufunc_at
 from .debug import SKIPPED, Warnings, anomaly, at_user_lines, caller
 from .elementwise import (ASSIGNMENT, Elementwise, Rerun, differentiable, elementwise_kept,
                           read_by_partials, unbroadcast, write_kept, write_pullback)
@@ -64,7 +65,7 @@ from .recompute import (Held, Rebuild, Recomputation, Written, current_region, f
 from .registry import (COMPLEX, COMPLEX_UFUNCS, COMPOSITES, CONVENTION, FUNCTIONS, HOLOMORPHIC,
                        INPLACE, NONDIFF, RECOMPUTABLE, UFUNCS, USER_RULES, ElementwiseRule,
                        check_complex, complex_among)
-from .shadows import Buffer, Place, overlapping
+from .shadows import Buffer, Place, overlapping, zeros
 from .tape import Absent, OneOutput, Primitive, Record, Tape, Write
 from .trees import unsupported_array
 from .views import (address, byte_span, itself, may_overlap, memory, overlaps_itself, owner,
@@ -355,6 +356,12 @@ def freeze(tape, value):
     elif type(value) in (list, tuple):
         for item in value:
             freeze(tape, item)
+    elif is_device(value) and id(value) not in tape.sums:
+        # A device library has no read-only arrays: a copy is compared before the replay.
+        region = (address(value), value.shape, value.strides, value.dtype.str)
+        if region not in tape.sums:
+            tape.sums[region] = (value, DeviceCopy(value.copy()), None)
+        tape.sums[id(value)] = (value, None, (value.shape, value.strides))
 
 
 def keep(tape, x, value):
@@ -473,7 +480,8 @@ def check_constants(tape):
                 f"{layout[0]} then, was given the shape {value.shape} in place (x.shape = ...) "
                 "before the gradient was computed, which needs it as it was read. Make a "
                 "reshaped view under another name instead: w2 = x.reshape(...).")
-        if total is not None and _checksum(value) != total:
+        if total is not None and (_checksum(value) != total if type(total) is int
+                                  else not total.same(value)):
             raise ConstantModifiedError(
                 f"an array of shape {value.shape} that an operation mutad recorded read as a "
                 "constant was changed before the gradient was computed (through a view of its "
@@ -481,6 +489,22 @@ def check_constants(tape):
                 "read-only, or by another thread). Its old values are needed by the gradient: "
                 "allocate it inside the differentiated function (mutad then follows its "
                 "writes), or write into a new array instead.")
+
+
+class DeviceCopy:
+    """The values of a device array a record reads as a constant, as they were read: a device
+    library has no read-only arrays, so ``check_constants`` compares the array with this copy
+    (on the device; the one flag it reads decides whether to raise)."""
+
+    __slots__ = ("copy",)
+
+    def __init__(self, copy):
+        self.copy = copy
+
+    def same(self, value):
+        if value.dtype.kind in "fc":
+            return bool(np.array_equal(value, self.copy, equal_nan=True))
+        return bool(np.array_equal(value, self.copy))
 
 
 def thaw(tape):
@@ -543,7 +567,7 @@ def constant_result(y, tape, sources):
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
     if isinstance(y, np.inexact):
         y = np.asarray(y)
-    if not (type(y) is np.ndarray or wrapped(y)) or y.dtype.kind not in "fc":
+    if not (type(y) is np.ndarray or wrapped(y) or is_device(y)) or y.dtype.kind not in "fc":
         return y
     root = owner(y)
     for x in flat(sources):
@@ -1043,7 +1067,7 @@ def _output(tape, y, leaves):
     """Wrap one output of a pure rule; returns ``(wrapped, is_fresh_buffer)``. (Under nested
     differentiation the output is an array an outer tape traces; it is wrapped the same way.)"""
     y = inexact_output(y)
-    if isinstance(y, np.ndarray) or wrapped(y):
+    if isinstance(y, np.ndarray) or wrapped(y) or is_device(y):
         if y.dtype.kind not in "fc":
             return y, False
         for t in leaves:
@@ -1187,7 +1211,7 @@ def function_pullback(record, shadows, _):
     if all(dy is None for dy in dys):
         return
     if multiple:
-        cotangents = back(tuple(np.zeros(b.shape, b.dtype) if dy is None and b is not None
+        cotangents = back(tuple(zeros(b) if dy is None and b is not None
                                 else dy for dy, b in zip(dys, outputs, strict=True)))
     else:
         cotangents = back(dys[0])
@@ -1626,7 +1650,8 @@ def _map_result(name, result, args, values, tape):
     """What an in-place function returned, with its arguments replaced by the traced ones."""
     if type(result) in (tuple, list):
         return type(result)(_map_result(name, r, args, values, tape) for r in result)
-    if not (isinstance(result, np.ndarray) or wrapped(result)) or result.dtype.kind not in "fc":
+    if not (isinstance(result, np.ndarray) or wrapped(result) or is_device(result)) \
+            or result.dtype.kind not in "fc":
         return result
     for x, value in zip(args, values, strict=True):
         if type(x) is Traced and x.tape is tape:
@@ -1658,7 +1683,7 @@ def overlaps(target, value, region=None):
     """Whether the memory of the array ``value`` may overlap ``region`` of ``target`` (all of it
     by default): traced by this differentiation, by an enclosing one (whose arrays a nested
     one's arguments may be) or by none."""
-    return ((isinstance(value, np.ndarray) or wrapped(value))
+    return ((isinstance(value, np.ndarray) or wrapped(value) or is_device(value))
             and may_overlap(value, target.value if region is None else region))
 
 
@@ -1686,13 +1711,14 @@ def _twins(target, source):
         total = (high - low) // size
     else:
         starts, total = (0, target_count), target_count + source_count
-    scratch = np.full(total, -1, np.int64)
+    xp = namespace(target)  # on the device of a device array: the write runs there
+    scratch = xp.full(total, -1, np.int64)
     twins = []
     for a, (low, _), start in zip((target, source), spans, starts, strict=True):
         first = start + (address(a) - low) // a.itemsize
-        twins.append(np.ndarray(a.shape, scratch.dtype, scratch, first * scratch.itemsize,
-                                tuple(s // a.itemsize * scratch.itemsize for s in a.strides)))
-    twins[1][...] = np.arange(source.size).reshape(source.shape)
+        twins.append(strided(scratch, a.shape, scratch.dtype, first * scratch.itemsize,
+                             tuple(s // a.itemsize * scratch.itemsize for s in a.strides)))
+    twins[1][...] = xp.arange(source.size).reshape(source.shape)
     return twins
 
 
@@ -1730,7 +1756,10 @@ def _same_bits(a, b):
     """Whether the arrays ``a`` and ``b`` of one dtype hold the same bits (NaNs and signed
     zeros included)."""
     if a.itemsize > 8:
-        return a.tobytes() == b.tobytes()
+        if type(a) is np.ndarray:
+            return a.tobytes() == b.tobytes()
+        a, b = a.view(np.uint64), b.view(np.uint64)  # on a device: its words
+        return bool(np.array_equal(a, b))
     bits = np.dtype(f"u{a.itemsize}")
     return np.array_equal(a.view(bits), b.view(bits))
 
@@ -1746,7 +1775,7 @@ def copy_into(primitive, target, value, write, settings):
     here = type(value) is Traced and value.tape is tape
     source = value.value if here else value
     layout = memory(source) if isinstance(source, np.ndarray) or wrapped(source) \
-        else np.asarray(source)
+        or is_device(source) else beside(memory(target.value), np.asarray(source))
     changed, origins = _provenance(write, memory(target.value), layout)
     checked = not (wrapped(target.value) or wrapped(source))
     if checked:
@@ -1773,7 +1802,7 @@ def copy_into(primitive, target, value, write, settings):
 
         def pullback(record, shadows, dy):
             # Several elements may come from one: each adds its share.
-            np.add.at(_indexable(shadows.of(source_place, like=dy)),
+            ufunc_at(np.add, _indexable(shadows.of(source_place, like=dy)),
                       _elements(origins, shape), real_part_if(source_place, dy))
 
     record_write(primitive, target, checked_write,

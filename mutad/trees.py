@@ -39,6 +39,7 @@ import numpy as np
 from .errors import (InvalidArgumentError, MutadError,
                      UnsupportedArgumentError, UnsupportedArrayError)
 from .allocation import Preexisting
+from .devices import is_device
 from .views import writeable
 
 T = TypeVar("T")
@@ -279,8 +280,8 @@ def arrays_within(x):
 
 
 def is_inexact_array(x):
-    """A float or complex array: one mutad differentiates."""
-    return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
+    """A float or complex array, NumPy's or a device's: one mutad differentiates."""
+    return (isinstance(x, np.ndarray) or is_device(x)) and x.dtype.kind in "fc"
 
 
 def is_inexact_scalar(x):

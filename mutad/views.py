@@ -13,6 +13,8 @@ import functools
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
+from . import devices
+
 
 def memory(a):
     """The plain ndarray whose memory ``a`` is: ``a`` itself, or the one a wrapper wraps."""
@@ -32,6 +34,8 @@ def strided(flat, shape, dtype, offset, strides):
     by the outer one)."""
     if wrapped(flat):
         return flat.restrided(shape, dtype, offset, strides)
+    if type(flat) is not np.ndarray:
+        return devices.strided(flat, shape, dtype, offset, strides)
     if 0 in shape:  # an empty view may sit at the end of the buffer: it reads no byte
         offset = 0
     return np.ndarray(shape, dtype, flat, offset, strides)
@@ -48,6 +52,8 @@ def address(a):
     a = memory(a)
     if type(a) is np.ndarray and _data_at is not None:
         return _data_at(id(a) + _DATA_OFFSET).value
+    if devices.is_device(a):
+        return devices.address(a)
     return a.__array_interface__["data"][0]
 
 
@@ -87,6 +93,9 @@ def owner(a):
     array in the chain, holding the array it views as its own ``base``."""
     if type(a) is not np.ndarray:
         a = memory(a)
+        if devices.is_device(a):  # a device library's views name their owner as NumPy's do
+            base = a.base
+            return a if base is None else owner(base)
     while True:
         base = a.base
         if type(base) is not np.ndarray and not isinstance(base, np.ndarray):
@@ -107,7 +116,7 @@ def views(y, x):
     """Whether the result ``y`` views the memory of ``x`` (rather than being fresh)."""
     if type(y) is not np.ndarray:
         y = memory(y)
-        if not isinstance(y, np.ndarray):
+        if not isinstance(y, np.ndarray) and not devices.is_device(y):
             return False
     return y.base is not None and owner(y) is owner(x)
 
@@ -128,6 +137,8 @@ def writeable(a):
     ``np.broadcast_arrays`` result is read (the flag itself is unchanged)."""
     if type(a) is not np.ndarray:
         a = memory(a)
+        if devices.is_device(a):  # a device library has no read-only arrays: one whose
+            return not overlaps_itself(a)  # elements share memory (a broadcast) is taken as one
     return a.flags.num & WRITEABLE != 0
 
 
@@ -140,6 +151,8 @@ memory) and are to become read-only."""
 def writes_freely(a):
     """Whether ``a`` (a plain array) can be written without a warning: writeable, and not a
     result of ``np.broadcast_arrays``. mutad writes into an array it did not make only then."""
+    if type(a) is not np.ndarray and devices.is_device(memory(a)):
+        return writeable(a)
     num = a.flags.num
     return num & WRITEABLE != 0 and num & WARN_ON_WRITE == 0
 
@@ -201,7 +214,7 @@ def byte_span(array):
     itemsize = array.dtype.itemsize
     if array.flags.c_contiguous or array.flags.f_contiguous:
         return address(array), array.size
-    low, high = byte_bounds(array)
+    low, high = byte_bounds(array) if type(array) is np.ndarray else devices.byte_bounds(array)
     if any(stride % itemsize for stride in array.strides):
         from .errors import UnsupportedOperationError
 

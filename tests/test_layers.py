@@ -4,7 +4,8 @@ the two engines never import each other, and no import circle exists.
 The layers, lowest first (CONTRIBUTING.md, "Architecture", says what each holds):
 
     0  errors tape levels registry         the leaves; no NumPy at import (errors takes only
-                                            NumPy's LinAlgError, as a base class)
+       devices                              NumPy's LinAlgError, as a base class); device
+                                            libraries' arrays (CuPy's), their namespace and memory
     1  views shadows trees allocation      NumPy plumbing, and the caller's side of a
        arguments debug                      differentiation; source lines, warnings, anomalies
     2  arraylike products recompute        the array layer both engines share,
@@ -28,7 +29,7 @@ from pathlib import Path
 import mutad
 
 LAYERS = [
-    ("errors", "tape", "levels", "registry"),
+    ("errors", "tape", "levels", "registry", "devices"),
     ("views", "shadows", "trees", "allocation", "arguments", "debug"),
     ("arraylike", "products", "recompute", "elementwise", "writes"),
     ("tracing", "forward"),

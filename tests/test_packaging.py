@@ -41,8 +41,7 @@ INTERNAL = ("mutad.api", "mutad.custom", "mutad.trees", "mutad.allocation",
             "mutad.arguments", "mutad.arraylike", "mutad.products", "mutad.recompute",
             "mutad.elementwise", "mutad.writes",
             "mutad.tracing", "mutad.forward", "mutad.session", "mutad.replay", "mutad.blocks",
-            "mutad.listing",
-            "mutad.debug",
+            "mutad.listing", "mutad.debug", "mutad.devices",
             "mutad.rules", "mutad.scipy._adjoints", "mutad.scipy._numerics",
             "mutad.scipy._descriptive", "mutad.bench")
 """Internal modules; a package here stands for its submodules too."""

@@ -13,9 +13,10 @@ before) otherwise.
 
 import numpy as np
 
+from ..devices import device_of, ufunc_at
 from ..errors import UnsupportedOperationError
 from ..elementwise import unbroadcast  # noqa: F401  (the core's own, for rules to import from here)
-from ..views import wrapped
+from ..views import memory, wrapped
 
 
 class Template:
@@ -25,7 +26,7 @@ class Template:
     until the reverse pass.
     """
 
-    __slots__ = ("shape", "ndim", "size", "dtype", "fortran")
+    __slots__ = ("shape", "ndim", "size", "dtype", "fortran", "device")
 
     def __init__(self, a):
         if not hasattr(a, "flags"):  # a scalar or a list; arrays (traced ones too) have it
@@ -35,6 +36,15 @@ class Template:
         self.size = a.size
         self.dtype = a.dtype
         self.fortran = a.flags.f_contiguous and not a.flags.c_contiguous
+        # the namespace of the device library whose array it is (CuPy), None for NumPy's
+        self.device = None if type(a) is np.ndarray else device_of(a)
+
+    def zeros(self, dtype=None):
+        """Zeros of its shape and dtype (or ``dtype``), where its array lives."""
+        dtype = self.dtype if dtype is None else dtype
+        if self.device is None:
+            return np.zeros(self.shape, dtype)
+        return self.device.zeros(self.shape, dtype)
 
 
 def expand(dy, shape, axis, keepdims):
@@ -55,19 +65,24 @@ def gather_cotangent(dy, a, rearrange, layout=None):
     ``np.bincount``; one an outer differentiation traces (nested reverse mode), with
     ``np.add.at`` into traced zeros, which that differentiation records.
     """
-    sources = np.arange(a.size).reshape(a.shape)
+    xp = device_of(dy) or np  # the indices live where the cotangent does (a device's memory)
+    sources = xp.arange(a.size).reshape(a.shape)
     if layout is not None:
         laid_out = np.empty_like(layout, dtype=np.intp)  # integers: plain even if layout is traced
         laid_out[...] = sources
         sources = laid_out
-    sources = np.asarray(rearrange(sources)).reshape(-1)
+    sources = xp.asarray(rearrange(sources)).reshape(-1)
     weights = np.reshape(dy, -1)
-    if sources.size and sources.min() < 0:
+    if xp is not np:  # on a device, without reading whether any source is -1 on the host
+        outside = sources < 0
+        weights = np.where(outside, 0.0, weights)
+        sources = np.where(outside, 0, sources)
+    elif sources.size and sources.min() < 0:
         weights = weights[sources >= 0]
         sources = sources[sources >= 0]
     if wrapped(dy):
         g = np.zeros_like(dy, shape=(a.size,))
-        np.add.at(g, sources, weights)
+        ufunc_at(np.add, g, sources, weights)
         return g.reshape(a.shape)
     if weights.dtype.kind == "c":  # np.bincount adds real weights: each part on its own
         g = (np.bincount(sources, weights=weights.real, minlength=a.size)

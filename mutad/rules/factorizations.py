@@ -13,6 +13,7 @@ which is the transpose itself for real arrays, so real values take the same oper
 import numpy as np
 
 from ..errors import UnsupportedOperationError
+from ..views import memory
 from ._helpers import symmetric_part, transpose
 
 
@@ -29,7 +30,7 @@ def hermitian_part(g):
 
 def lower_with_half_diagonal(x):
     """Φ of Murray (2016): the lower triangle with the diagonal halved."""
-    return np.tril(x) - 0.5 * (np.eye(x.shape[-1]) * x)
+    return np.tril(x) - 0.5 * (np.eye(x.shape[-1], like=memory(x)) * x)
 
 
 def _solve_transposed(lower, x):
@@ -70,7 +71,7 @@ def permutation(piv):
 
 
 def unit_lower_and_upper(lu):
-    lower = np.tril(lu, -1) + np.eye(lu.shape[-1])
+    lower = np.tril(lu, -1) + np.eye(lu.shape[-1], like=memory(lu))
     return lower, np.triu(lu)
 
 
@@ -309,14 +310,14 @@ def equal_pairs(w):
 def eigh_cotangent(w, v, dw, dv, equal):
     """Ā for A = V diag(w) Vᵀ (Giles 2008, §3.1): V (diag(w̄) + F ∘ Vᵀ V̄) Vᵀ, symmetrised.
     Complex Hermitian A = V diag(w) Vᴴ: the same with ᴴ for ᵀ, its Hermitian part (see ``rules.linalg.eigh``)."""
-    middle = np.zeros(w.shape + w.shape[-1:], np.result_type(w, dw))
+    middle = np.zeros(w.shape + w.shape[-1:], np.result_type(w, dw), like=memory(w))
     if dv is not None and np.any(dv):
         vh_dv = adjoint(v) @ dv
         if np.iscomplexobj(vh_dv):
             require_phase_free("np.linalg.eigh", np.imag(np.diagonal(vh_dv, 0, -2, -1)),
                                 squared_column_norms(dv))
         middle = eigh_couplings(w, equal) * vh_dv
-    middle = middle + dw[..., None, :] * np.eye(w.shape[-1])
+    middle = middle + dw[..., None, :] * np.eye(w.shape[-1], like=memory(w))
     return hermitian_part(v @ middle @ adjoint(v))
 
 
@@ -337,7 +338,7 @@ def svd_couplings(s):
     """F_ij = 1/(s_j² - s_i²) off the diagonal (Townsend 2016)."""
     s_sq = s * s
     difference = s_sq[..., None, :] - s_sq[..., :, None]
-    diagonal = np.eye(s.shape[-1], dtype=bool)
+    diagonal = np.eye(s.shape[-1], dtype=bool, like=memory(s))
     return np.where(diagonal, 0.0, 1.0 / np.where(diagonal, 1.0, difference))
 
 
@@ -414,7 +415,7 @@ def qr_cotangent(q, r, dq, dr):
     m = r @ adjoint(dr) - (0.0 if dq is None else adjoint(dq) @ q)
     lower = np.tril(m, -1)
     diagonal = np.real(m) if np.iscomplexobj(m) else m
-    mirrored = lower + adjoint(lower) + diagonal * np.eye(m.shape[-1])
+    mirrored = lower + adjoint(lower) + diagonal * np.eye(m.shape[-1], like=memory(m))
     return times_inverse_adjoint((0.0 if dq is None else dq) + q @ mirrored, r)
 
 
@@ -427,7 +428,7 @@ def qr_tangent(q, r, da):
     lower = np.tril(c, -1)
     omega = lower - adjoint(lower)                                 # skew-symmetric (Hermitian)
     if np.iscomplexobj(c):  # R's diagonal stays real: Ω's diagonal is i Im diag(C) (see rules.linalg.qr)
-        omega = omega + 1j * np.imag(c) * np.eye(c.shape[-1])
+        omega = omega + 1j * np.imag(c) * np.eye(c.shape[-1], like=memory(c))
     return q @ (omega - c) + da_r_inverse, (c - omega) @ r
 
 
@@ -435,7 +436,7 @@ def eig_cotangent(w, v, dw, dv, equal):
     """Ā for A V = V diag(w), V's columns of unit 2-norm (see eig):
     Ā = V⁻ᴴ (diag(w̄) + conj(F) ∘ (Vᴴ V̄ - Vᴴ V diag(Re diag(Vᴴ V̄)))) Vᴴ."""
     vh = adjoint(v)
-    middle = dw[..., None, :] * np.eye(w.shape[-1])
+    middle = dw[..., None, :] * np.eye(w.shape[-1], like=memory(w))
     if dv is not None and np.any(dv):
         vh_dv = vh @ dv
         diagonal = np.diagonal(vh_dv, 0, -2, -1)

@@ -21,6 +21,8 @@ primal is always the library's own call, so the values are NumPy's bits.
 
 import numpy as np
 
+from ..devices import beside
+from ..views import memory
 from ..registry import complex_aware, defcomposite, deflinear, defrule
 from ._helpers import along
 
@@ -65,12 +67,12 @@ def adjoint_of_stage(stage, g, length):
         return _fit(np.fft.fft(g, None, axis, DUAL[norm]), length, axis)
     size = length if n is None else n  # the real signal's length
     if kind == "rfft":
-        halved = g / _doubled(size, axis, g.ndim)
+        halved = g / beside(memory(g), _doubled(size, axis, g.ndim))
         return _fit(np.fft.irfft(halved, size, axis, DUAL[norm]), length, axis)
     # irfft: its output has ``size`` samples, n or 2 (length - 1)
     size = 2 * (length - 1) if n is None else n
-    return _fit(np.fft.rfft(g, size, axis, DUAL[norm]) * _doubled(size, axis, g.ndim),
-                length, axis)
+    return _fit(np.fft.rfft(g, size, axis, DUAL[norm])
+                * beside(memory(g), _doubled(size, axis, g.ndim)), length, axis)
 
 
 def output_length(stage, length):

@@ -17,8 +17,11 @@ and records the write as the gather NumPy performed. In forward mode each of the
 the same write into the target's tangent, with the values' tangent (``_same_write_on_tangents``).
 """
 
+import functools
+
 import numpy as np
 
+from ..devices import beside, index_for, ufunc_at
 from ..errors import UnsupportedOperationError, UntracedWriteError
 from ..registry import (complex_aware, defcomposite, definplace, deflinear, defjvp, defrule, holomorphic,
                         recomputable)
@@ -29,7 +32,7 @@ from ..tracing import (Traced, check_destination, copy_into, locate, overlaps, p
 from ..writes import Reads, Undo, checkpoint
 from .. import views
 from ..custom import adjoint
-from ..views import wrapped
+from ..views import memory, wrapped
 from ._helpers import accumulator, gather_cotangent
 
 
@@ -346,10 +349,10 @@ def interp(x, xp, fp, left=None, right=None, period=None):
             dfp = accumulator(fp_shape, np.result_type(inner, t), inner, t, dleft, dright)
             dxp = accumulator(xp_shape, np.result_type(inner, s), inner, s, t)  # complex fp:
             # complex, and the core keeps the real part for the real xp
-            np.add.at(dfp, i, inner * (1.0 - t))
-            np.add.at(dfp, i + 1, inner * t)
-            np.add.at(dxp, i, inner * s * (t - 1.0))
-            np.add.at(dxp, i + 1, -inner * s * t)
+            ufunc_at(np.add, dfp, i, inner * (1.0 - t))
+            ufunc_at(np.add, dfp, i + 1, inner * t)
+            ufunc_at(np.add, dxp, i, inner * s * (t - 1.0))
+            ufunc_at(np.add, dxp, i + 1, -inner * s * t)
         else:
             dx = np.zeros(x_shape)
             dxp = np.zeros(xp_shape)
@@ -422,15 +425,15 @@ def _unbuffered(ufunc, sign):
             return ufunc.at(a, plain(indices), plain(b))
         check_destination(a, call)
         tape = a.tape
-        key = plain(indices)
-        values = b.value if type(b) is Traced and b.tape is tape else b
         target = a.value
+        key = index_for(memory(target), plain(indices))  # on the device of a device array
+        values = b.value if type(b) is Traced and b.tape is tape else b
 
         def save():
             if wrapped(target):
                 # Nested reverse mode: the target is traced by an outer differentiation, which
                 # refuses an assignment through repeated indices; a mask names each place once.
-                written = np.zeros(target.shape, bool)
+                written = np.zeros_like(memory(target), bool)
                 written[key] = True
                 return checkpoint(target, written)
             return checkpoint(target, key)  # repeated indices all get the same original value
@@ -447,7 +450,7 @@ def _unbuffered(ufunc, sign):
                     np.negative(gathered, out=gathered)
                 shadows.add(b_place, unbroadcast(gathered, b_place.shape), owned=True)
 
-        record_write(ufunc.at, a, lambda: ufunc.at(target, key, values),
+        record_write(ufunc.at, a, lambda: ufunc_at(ufunc, target, key, values),
                      Reads((a, indices, b), (target, key, values), [None, key, None]),
                      Undo(save=save), pullback=None if b_place is None else pullback,
                      taken=False)
@@ -480,7 +483,8 @@ def at_in_rounds(ufunc):
         shape = np.shape(a)
         positions = np.arange(np.size(a)).reshape(shape)[plain(indices)]  # NumPy's indexing
         flat = positions.reshape(-1)
-        values = None if b is None else np.broadcast_to(b, positions.shape).reshape(-1)
+        values = None if b is None else np.broadcast_to(
+            beside(views.memory(a), b), positions.shape).reshape(-1)
         if ufunc is np.multiply and np.result_type(views.memory(a), plain(b)).kind == "c":
             for k, position in enumerate(flat.tolist()):
                 index = np.unravel_index(position, shape)
@@ -545,7 +549,8 @@ for _func, _values_at in ((np.put, 2), (np.place, 2), (np.putmask, 2), (np.put_a
                           (np.copyto, 1), (np.fill_diagonal, 1)):
     defjvp(_func)(_same_write_on_tangents(_func, f"np.{_func.__name__}", _values_at))
 for _ufunc in (np.add, np.subtract):
-    defjvp((_ufunc, "at"))(_same_write_on_tangents(_ufunc.at, f"np.{_ufunc.__name__}.at", 2,
+    defjvp((_ufunc, "at"))(_same_write_on_tangents(functools.partial(ufunc_at, _ufunc),
+                                                   f"np.{_ufunc.__name__}.at", 2,
                                                    accumulates=True))
 del _func, _values_at, _ufunc
 
@@ -641,7 +646,7 @@ def bincount(x, weights=None, minlength=0):
     if np.shape(weights) != np.shape(x):
         raise ValueError("The weights and list don't have the same length.")
     total = np.zeros_like(weights, dtype=np.float64, shape=counts.shape)
-    np.add.at(total, views.memory(x), weights)
+    ufunc_at(np.add, total, views.memory(x), weights)
     return total
 
 

@@ -42,6 +42,7 @@ from ..errors import UnsupportedOperationError
 from ..debug import caller, warn_at
 from ..registry import complex_aware, defjvp, deflinear, defmultilinear, defrule, holomorphic
 from ..tape import source_line
+from ..views import memory
 from ._helpers import require_symmetric, symmetric_part, transpose, unbroadcast
 from .factorizations import (adjoint, as_matrices, cholesky_cotangent, cholesky_tangent, conjugate,
                              det_cotangent, det_tangent, eig_cotangent, eig_tangent,
@@ -500,7 +501,8 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         """A 2-vector is a 3-vector with z = 0 (NumPy's own convention for cross)."""
         if v.shape[-1] == 3:
             return v
-        return np.concatenate([v, np.zeros(v.shape[:-1] + (1,), v.dtype)], axis=-1)
+        return np.concatenate([v, np.zeros(v.shape[:-1] + (1,), v.dtype, like=memory(v))],
+                              axis=-1)
 
     def back(dy):
         if a_last.shape[-1] == 2 and b_last.shape[-1] == 2:
@@ -623,7 +625,7 @@ def matrix_power(a, n):
     def back(dy):
         # Y = B^m: dY = Σ_k B^k dB B^(m-1-k), so B̄ = Σ_k (Bᵀ)^k Ȳ (Bᵀ)^(m-1-k).
         base_t = transpose(base)
-        powers = [np.broadcast_to(np.eye(base.shape[-1]), base.shape)]
+        powers = [np.broadcast_to(np.eye(base.shape[-1], like=memory(base)), base.shape)]
         for _ in range(count - 1):
             powers.append(powers[-1] @ base_t)
         db = sum((powers[k] @ dy @ powers[count - 1 - k] for k in range(count)),

@@ -21,9 +21,10 @@ import math
 
 import numpy as np
 
+from ..devices import is_device, namespace, ufunc_at
 from ..errors import UnsupportedOperationError
 from ..registry import complex_aware, defjvp, deflinear, defrule, holomorphic
-from ..views import wrapped
+from ..views import memory, wrapped
 from ._helpers import Template, expand
 
 
@@ -417,7 +418,7 @@ def add_reduceat(a, indices, axis=0, dtype=None):
 
     def back(dy):
         g = np.zeros_like(dy, shape=np.moveaxis(np.empty(a.shape), axis, 0).shape)
-        np.add.at(g, ks, np.take(np.moveaxis(dy, axis, 0), js, axis=0))
+        ufunc_at(np.add, g, ks, np.take(np.moveaxis(dy, axis, 0), js, axis=0))
         return (np.moveaxis(g, 0, axis),)
 
     return y, back
@@ -551,6 +552,9 @@ class OrderStatistics:
             raise UnsupportedOperationError(
                 f"a quantile with method={method!r} on traced arrays: mutad differentiates the "
                 f"methods {', '.join(QUANTILE_METHODS)}.")
+        xp = self.xp = namespace(memory(a))
+        if xp is not np and not is_device(memory(q)):  # q given on the host, for a device's a
+            q = xp.asarray(q)
         ndim = np.ndim(a)
         reduced = tuple(range(ndim)) if axis is None else tuple(
             int(i) % ndim for i in np.atleast_1d(axis))
@@ -588,7 +592,7 @@ class OrderStatistics:
 
     def weights(self):
         """The weight of each sorted position in each quantile: ``q.shape + kept + (n,)``."""
-        positions = np.arange(self.length)
+        positions = self.xp.arange(self.length)
         lo, hi, g = self.lo[..., None], self.hi[..., None], self.g[..., None]
         w = np.where(positions == lo, 1.0 - g, 0.0) + np.where(positions == hi, g, 0.0)
         return np.where(self.nothing[..., None], 0.0, w)
@@ -598,7 +602,7 @@ class OrderStatistics:
         dy = np.reshape(dy, self.q_shape + self.kept_shape)[..., None] * self.weights()
         by_rank = np.sum(dy, axis=tuple(range(len(self.q_shape))))
         moved = np.reshape(np.take_along_axis(by_rank, self.inverse, -1), self.moved_shape)
-        return np.transpose(moved, np.argsort(self.order))
+        return np.transpose(moved, np.argsort(self.order).tolist())
 
     def tangent(self, da, shape):
         """The tangent of the quantiles (in ``shape``) from that of ``a``."""

@@ -13,6 +13,7 @@ reverse pass restored them.
 
 import numpy as np
 
+from ..devices import is_device, namespace
 from ..errors import UnsupportedOperationError
 from ..registry import (ONE, Constant, Operand, complex_ufunc, defjvp, defrule, elementwise,
                         holomorphic)
@@ -100,12 +101,27 @@ def winner(first, second):
     return np.add(first, np.multiply(second, 2, dtype=np.uint8), dtype=np.uint8)
 
 
+_ON_DEVICES = {}  # (id(table), namespace) -> the table in that device library's memory
+
+
+def _table(table, won):
+    """``table``, where the codes ``won`` live: a copy of it on their device if they are a
+    device's (made once)."""
+    if type(won) is np.ndarray or not is_device(won):
+        return table
+    xp = namespace(won)
+    key = (id(table), xp)
+    if key not in _ON_DEVICES:
+        _ON_DEVICES[key] = xp.asarray(table)
+    return _ON_DEVICES[key]
+
+
 def first_share(y, a, b, won):
-    return FIRST_SHARE[won]
+    return _table(FIRST_SHARE, won)[won]
 
 
 def second_share(y, a, b, won):
-    return SECOND_SHARE[won]
+    return _table(SECOND_SHARE, won)[won]
 
 
 def origin(a, b):

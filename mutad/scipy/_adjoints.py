@@ -9,6 +9,8 @@ import sys
 
 import numpy as np
 
+from ..devices import device_of
+from ..errors import UnsupportedArrayError
 from ..allocation import by_user_code
 from ..api import stop_gradient
 from ..arraylike import carries_derivative
@@ -42,6 +44,7 @@ class ScipyAdjoint(Adjoint):
         if innermost((*args, *kwargs.values())) is None:
             y = self.fn(*_writable(args), **dict(zip(kwargs, _writable(kwargs.values()))))
             return by_user_code(y, self.fn, args, kwargs, sys._getframe(1))
+        refuse_device_arrays(self.fn, (*args, *kwargs.values()))
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return super().__call__(*bound.args, **bound.kwargs)
@@ -57,6 +60,22 @@ def _writable(values):
     copy: SciPy's compiled functions take writable buffers even where they only read them."""
     return [type(v)(_writable(v)) if type(v) in (tuple, list) else
             v.copy() if type(v) is np.ndarray and not v.flags.writeable else v for v in values]
+
+
+def refuse_device_arrays(fn, args):
+    """Refuse a device array (CuPy's) among ``args`` (one level into lists and tuples) given to
+    SciPy's ``fn`` while it is differentiated: its rule runs SciPy's compiled code, which
+    computes on the host."""
+    for a in args:
+        for item in a if type(a) in (tuple, list) else (a,):
+            if device_of(item) is not None:
+                name = f"{getattr(fn, '__module__', 'scipy')}.{getattr(fn, '__name__', fn)}"
+                raise UnsupportedArrayError(
+                    f"{name} was given a device array (CuPy's): mutad differentiates SciPy's "
+                    "functions on NumPy arrays, as SciPy computes on the host. On a device, "
+                    "write the step with NumPy's functions, which mutad differentiates there "
+                    "(np.linalg.solve for scipy.linalg.solve), or call cupyx.scipy's function "
+                    "on values that carry no derivative.")
 
 
 def scipy_adjoint(fn):

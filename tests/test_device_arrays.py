@@ -1,0 +1,418 @@
+"""mutad on device arrays (CuPy's), tested on a stand-in that needs no GPU (``device_array``).
+
+Each test differentiates a program on device arrays and the same program on NumPy arrays and
+compares the gradients bit for bit (taken back with ``.get()``): the gradients must be device
+arrays, and nothing may be converted to NumPy implicitly on the way (the stand-in raises, as
+CuPy does). The programs are written with NumPy's names, which dispatch to the device library
+through NumPy's protocols, or against the device library's namespace (``import cupy as np``).
+``tests/test_cupy.py`` runs the same on CuPy, where a GPU is found.
+"""
+
+import types
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, assume, given, settings
+
+import device_array as xp
+import mutad
+import random_programs as rp
+from mutad import devices, recompute
+
+devices.register(xp.ndarray, xp)  # (found by its protocols too, at its first differentiation)
+
+# ----------------------------------------------------------------------------------------------
+# Helpers
+
+
+def to_device(tree):
+    """``tree`` with its NumPy arrays copied to the device."""
+    if type(tree) is np.ndarray:
+        return xp.asarray(tree)
+    if type(tree) in (list, tuple):
+        return type(tree)(to_device(x) for x in tree)
+    if type(tree) is dict:
+        return {k: to_device(v) for k, v in tree.items()}
+    return tree
+
+
+def to_host(tree):
+    """``tree`` with its device arrays copied back (``.get()``), checking they are device
+    arrays where ``expected`` has NumPy arrays."""
+    if type(tree) is xp.ndarray:
+        return tree.get()
+    if type(tree) in (list, tuple):
+        return type(tree)(to_host(x) for x in tree)
+    if type(tree) is dict:
+        return {k: to_host(v) for k, v in tree.items()}
+    return tree
+
+
+EXACT = True
+"""Whether values are compared bit for bit: on the stand-in, which computes with NumPy; on a
+GPU (``tests/test_cupy.py``) its math library and its reductions' order round otherwise, so
+values are compared to ``RTOL``."""
+RTOL = 1e-9
+
+
+def assert_same(on_device, on_host, what="gradient"):
+    """``on_device`` is ``on_host`` bit for bit (``EXACT``), with device arrays where it has
+    NumPy arrays."""
+    if type(on_host) in (list, tuple):
+        assert type(on_device) is type(on_host) and len(on_device) == len(on_host), what
+        for d, h in zip(on_device, on_host, strict=True):
+            assert_same(d, h, what)
+        return
+    if type(on_host) is dict:
+        assert on_device.keys() == on_host.keys()
+        for k in on_host:
+            assert_same(on_device[k], on_host[k], what)
+        return
+    if type(on_host) is np.ndarray:
+        assert type(on_device) is xp.ndarray, f"the {what} is a {type(on_device)}, not on the device"
+        got = on_device.get()
+        assert got.dtype == on_host.dtype and got.shape == on_host.shape, what
+        if not EXACT:
+            np.testing.assert_allclose(got, on_host, rtol=RTOL, atol=RTOL, err_msg=what)
+            return
+        assert got.tobytes() == on_host.tobytes(), f"{what}: {got} != {on_host}"
+        return
+    if isinstance(on_host, (float, complex, np.inexact)):
+        got = on_device.item() if type(on_device) is xp.ndarray else on_device
+        if not EXACT:
+            np.testing.assert_allclose(got, on_host, rtol=RTOL, atol=RTOL, err_msg=what)
+            return
+        assert np.array(got).tobytes() == np.array(on_host).tobytes() or got == on_host, \
+            f"{what}: {got} != {on_host}"
+        return
+    assert on_device == on_host, what
+
+
+def namespace_version(function, **names):
+    """``function`` compiled again with ``np`` bound to the device namespace: the program as
+    ``import cupy as np`` code."""
+    import inspect
+    import textwrap
+
+    source = textwrap.dedent(inspect.getsource(function))
+    scope = {**function.__globals__, "np": xp, **names}
+    exec(compile(source, inspect.getsourcefile(function), "exec"), scope)  # noqa: S102
+    return scope[function.__name__]
+
+
+def same_gradients(f, *args, device_f=None, **options):
+    """Differentiate ``f`` at ``args`` on NumPy and at their device copies (``device_f``: the
+    program to run there, ``f`` by default), and compare value and gradients bit for bit."""
+    host_args = [a.copy() if type(a) is np.ndarray else a for a in args]
+    value, grads = mutad.value_and_gradient(f, *host_args, **options)
+    device_args = to_device(list(args))
+    before = [a.get() if type(a) is xp.ndarray else None for a in device_args]
+    d_value, d_grads = mutad.value_and_gradient(device_f or f, *device_args, **options)
+    assert_same(d_grads, grads)
+    assert_same(d_value, value, "value")
+    for a, b in zip(device_args, before, strict=True):  # the caller's arrays come back
+        if b is not None:
+            assert a.get().tobytes() == b.tobytes()
+    return d_grads
+
+
+# ----------------------------------------------------------------------------------------------
+# The stand-in behaves as CuPy does where it matters
+
+
+@pytest.mark.skipif(xp.__name__ != "device_array", reason="the stand-in's own behaviour")
+def test_the_stand_in_refuses_implicit_conversion():
+    d = xp.arange(4.0)
+    with pytest.raises(TypeError, match="Implicit conversion"):
+        np.asarray(d)
+    with pytest.raises(TypeError, match="Unsupported type"):
+        np.add(d, np.ones(4))
+    view = d[1:3]
+    view += 1.0
+    assert view.base is d and d.get().tolist() == [0.0, 2.0, 3.0, 3.0]
+    assert type(np.sum(d)) is xp.ndarray and np.sum(d).ndim == 0
+    assert devices.is_device(d) and devices.namespace(d) is xp
+
+
+def test_a_gradient_on_the_device():
+    def f(x):
+        x *= 2.0
+        x[1:] += x[:-1]
+        return (np.sin(x) * x).sum()
+
+    grads = same_gradients(f, np.linspace(0.1, 1.0, 5))
+    assert type(grads[0]) is xp.ndarray
+
+
+# ----------------------------------------------------------------------------------------------
+# Random programs written with NumPy's names, their arrays on the device
+
+
+def _device_scope():
+    """``np`` for a random program's ``make``: NumPy, whose ``np.array`` of a list is made on
+    the device (the program's buffers and constants)."""
+    scope = types.ModuleType("numpy_on_device")
+    scope.__dict__.update(np.__dict__)
+    scope.array = xp.asarray
+    return scope
+
+
+def _on_device(program):
+    scope = {"np": _device_scope()}
+    exec(program.source(), scope)  # noqa: S102
+    f, args = scope["make"](**{f"d{name}": 0.0 for name in program.buffers})
+    return f, args
+
+
+@pytest.fixture
+def recompute_everything(monkeypatch):
+    monkeypatch.setattr(recompute, "SMALL", 0)
+
+
+DEVICE_FEATURES = tuple(f for f in rp.CI_FEATURES if f != "complex")
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck),
+          phases=(Phase.explicit, Phase.generate), database=None)
+@given(program=rp.programs(enabled=DEVICE_FEATURES))
+def test_random_programs(policy, program):
+    f, args = program.make()
+    try:
+        with np.errstate(all="ignore"):
+            y, back = mutad.vjp(f, *args, policy=policy)
+            weights = rp._weights(tuple(np.asarray(o) for o in y))
+            grads = back(weights)
+    except Exception:  # noqa: BLE001 - refused on NumPy (by mutad, or NumPy itself)
+        assume(False)
+    f, args = _on_device(program)
+    with np.errstate(all="ignore"):
+        d_y, d_back = mutad.vjp(f, *args, policy=policy)
+        d_grads = d_back(to_device(weights))
+    assert_same(d_y, y, "output")
+    assert_same(d_grads, grads)
+
+
+# ----------------------------------------------------------------------------------------------
+# The W-workloads (mutad/bench/workloads.py), written against the device namespace
+
+
+def _workloads():
+    from mutad.bench.workloads import WORKLOADS
+
+    return [pytest.param(w, id=w.name) for w in WORKLOADS.values()]
+
+
+def _namespace_program(problem):
+    """The workload's loss as ``import cupy as np`` code: every function of the workloads'
+    module compiled again with ``np`` bound to the device namespace."""
+    import inspect
+
+    from mutad.bench import workloads
+
+    scope = {**vars(workloads), "np": xp, "__name__": "device_user_code"}
+    source = inspect.getsource(workloads).replace("\nimport numpy as np\n", "\npass\n")
+    exec(compile(source, inspect.getsourcefile(workloads), "exec"), scope)  # noqa: S102
+    loss = problem.loss
+    return scope[loss.__name__] if getattr(loss, "__name__", "<lambda>") in scope else None
+
+
+REFUSED = {"implicit-heat": "cholesky_"}
+"""Workloads refused on a device, and the routine named: mutad.linalg's in-place routines call
+the host's LAPACK."""
+
+
+@pytest.mark.parametrize("workload", _workloads())
+def test_workloads_on_the_device(workload):
+    params = workload.sizes["tiny"][0]
+    problem = workload.build(**params)
+    loss = _namespace_program(problem)
+    assert loss is not None, problem.loss
+    args = list(problem.args)
+    argnums = problem.argnums
+    if workload.name in REFUSED:
+        with pytest.raises(mutad.errors.UnsupportedArrayError, match=REFUSED[workload.name]):
+            mutad.gradient(loss, *to_device(args), argnums=argnums)
+        return
+    grads = same_gradients(problem.loss, *args, device_f=loss, argnums=argnums)
+    assert all(type(g) is xp.ndarray for g in (grads if type(grads) is tuple else (grads,))
+               if not isinstance(g, float))
+
+
+# ----------------------------------------------------------------------------------------------
+# Policies, memory budgets, replay, forward mode and second order on the device
+
+
+def _workload(name):
+    from mutad.bench.workloads import WORKLOADS
+
+    workload = WORKLOADS[name]
+    problem = workload.build(**workload.sizes["tiny"][0])
+    return problem, _namespace_program(problem)
+
+
+@pytest.mark.parametrize("name", ["leapfrog", "bratu-gs", "heat-explicit", "kalman"])
+@pytest.mark.parametrize("options", [{"policy": "checkpoint"}, {"memory": 0}],
+                         ids=["checkpoint", "memory=0"])
+def test_policies_and_budgets_on_the_device(name, options):
+    problem, loss = _workload(name)
+    same_gradients(problem.loss, *problem.args, device_f=loss, argnums=problem.argnums,
+                   **options)
+
+
+@pytest.mark.parametrize("name", ["small-ops", "leapfrog", "bratu-gs"])
+def test_replay_on_the_device(name):
+    problem, loss = _workload(name)
+    expected = mutad.value_and_grad(problem.loss, argnums=problem.argnums)(*problem.args)
+    replayed = mutad.value_and_grad(loss, argnums=problem.argnums, replay=True)
+    for _ in range(3):  # records, replays, runs the compiled program
+        assert_same(replayed(*to_device(list(problem.args))), expected, "replayed")
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck),
+          phases=(Phase.explicit, Phase.generate), database=None)
+@given(program=rp.programs(enabled=DEVICE_FEATURES))
+def test_random_programs_forward(policy, program):
+    f, args = program.make()
+    tangents = tuple(np.linspace(-1.0, 1.0, a.size).reshape(a.shape).astype(a.dtype)
+                     for a in args)
+    try:
+        with np.errstate(all="ignore"):
+            y, dy = mutad.jvp(f, args, tangents)
+    except Exception:  # noqa: BLE001 - refused on NumPy (by mutad, or NumPy itself)
+        assume(False)
+    f, args = _on_device(program)
+    with np.errstate(all="ignore"):
+        d_y, d_dy = mutad.jvp(f, args, to_device(tangents))
+    assert_same(d_y, y, "output")
+    assert_same(d_dy, dy, "tangent")
+
+
+def test_second_order_on_the_device():
+    def f(x, w):
+        x *= w
+        x[1:] += np.sin(x[:-1])
+        return (x * x).sum() + np.tanh(w).sum()
+
+    x, w = np.linspace(0.1, 0.9, 5), np.linspace(1.0, 2.0, 5)
+    v = (np.linspace(-1.0, 1.0, 5), np.ones(5))
+    expected = mutad.hvp(f, (x.copy(), w), v)
+    assert_same(mutad.hvp(f, to_device((x, w)), to_device(v)), expected, "hvp")
+    assert_same(mutad.hessian(f, xp.asarray(x), xp.asarray(w)),
+                mutad.hessian(f, x.copy(), w), "hessian")
+
+
+# ----------------------------------------------------------------------------------------------
+# A sample of each rule family, written with NumPy's names
+
+
+def _matrix(n=4, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, n)) + n * np.eye(n)
+
+
+FAMILIES = {
+    # ufuncs, in place and out of place
+    "ufuncs": (lambda x: (np.exp(np.sin(x)) * np.tanh(x) + np.hypot(x, 1.0 - x)
+                          + np.maximum(x, 0.3) + np.arctan2(x, 2.0)).sum(),
+               [np.linspace(-1.0, 1.0, 7)]),
+    "ufuncs-in-place": (lambda x: (np.log1p(np.square(x, out=x), out=x) * 3.0).sum(),
+                        [np.linspace(-1.0, 1.0, 7)]),
+    "power": (lambda x, y: (np.power(x, y) + x ** 2.5 + np.sqrt(x)).sum(),
+              [np.linspace(0.5, 2.0, 6), np.linspace(-1.0, 1.0, 6)]),
+    # reductions
+    "reductions": (lambda x: (x.sum(axis=0) * x.max(axis=1) + np.cumsum(x, axis=1)[:, -1]
+                              + np.prod(x, axis=0) + x.var(axis=1) + np.mean(x)).sum(),
+                   [np.linspace(0.1, 1.2, 12).reshape(3, 4)[:, :3].copy()]),
+    "quantile": (lambda x: np.quantile(x, 0.3) + np.median(x) + np.linalg.norm(x),
+                 [np.linspace(-1.0, 2.0, 9)]),
+    "logsumexp-like": (lambda x: np.log(np.sum(np.exp(x - x.max()))) + np.cumprod(x).sum(),
+                       [np.linspace(-1.0, 0.5, 6)]),
+    # indexing: basic, advanced, masks, scatters
+    "indexing": (lambda x: (x[1:4] * x[[0, 2, 2]] + x[x > 0.0].sum()
+                            + np.take(x, [4, 1, 1])).sum(),
+                 [np.linspace(-0.5, 1.5, 6)]),
+    "scatter": (lambda x: _scatter(x), [np.linspace(-0.5, 1.5, 6)]),
+    "where-sort": (lambda x: (np.where(x > 0.2, x, -x) * np.sort(x)).sum()
+                   + np.partition(x, 2)[:3].sum(),
+                   [np.array([0.3, -0.2, 0.9, 0.1, -0.7])]),
+    # shape and joins
+    "shape": (lambda x: (np.concatenate([x, x[::-1]]).reshape(2, -1).T.sum(axis=1)
+                         + np.roll(x, 1).repeat(2)[:6] + np.stack([x, 2 * x])[1]).sum()
+              + np.pad(x, 1)[0:3].sum() + np.diff(x).sum(),
+              [np.linspace(0.1, 0.6, 6)]),
+    "views": (lambda x: _views(x), [np.linspace(0.1, 1.2, 12)]),
+    # linear algebra
+    "linalg": (lambda A, b: (np.linalg.solve(A, b) + np.linalg.inv(A) @ b).sum()
+               + np.linalg.det(A) + np.trace(A @ A.T) + np.einsum("ij,j->", A, b),
+               [_matrix(), np.linspace(1.0, 2.0, 4)]),
+    "factorizations": (lambda A: np.linalg.cholesky(A @ A.T).sum()
+                       + np.linalg.eigh(A + A.T)[0].sum() + np.linalg.svd(A)[1].sum()
+                       + np.linalg.qr(A)[1].sum(),
+                       [_matrix()]),
+    # the FFT
+    "fft": (lambda x: (np.abs(np.fft.fft(x)) ** 2).sum() + np.fft.irfft(np.fft.rfft(x)).sum()
+            + np.real(np.fft.ifft2(np.fft.fft2(x.reshape(2, 4)))).sum(),
+            [np.linspace(-1.0, 1.0, 8)]),
+}
+
+
+def _scatter(x):
+    y = np.zeros_like(x)
+    y[[1, 3, 3]] += x[:3]
+    np.add.at(y, [0, 0, 5], x[3:])
+    y[x < 0.5] = 2.0 * x[x < 0.5]
+    return (y * y).sum()
+
+
+def _views(x):
+    m = x.reshape(3, 4)
+    m.T[1:, :2] *= 2.0
+    m[:, ::2] += m[:, 1::2]
+    d = np.diagonal(m)
+    return (np.sin(m) * m).sum() + d.sum()
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_rule_families_on_the_device(name):
+    f, args = FAMILIES[name]
+    same_gradients(f, *args)
+
+
+# ----------------------------------------------------------------------------------------------
+# What is refused on a device, and how
+
+
+def test_scipy_on_the_device_is_refused_by_name():
+    import scipy.linalg
+
+    def f(A, b):
+        return scipy.linalg.solve(A, b).sum()
+
+    with pytest.raises(mutad.errors.UnsupportedArrayError, match="scipy.linalg.*solve"):
+        mutad.gradient(f, xp.asarray(_matrix()), xp.asarray(np.ones(4)))
+
+
+def test_in_place_linalg_on_the_device_is_refused_by_name():
+    import mutad.linalg
+
+    def f(A):
+        return mutad.linalg.cholesky_(A @ A.T).L.sum()
+
+    with pytest.raises(mutad.errors.UnsupportedArrayError, match="cholesky_"):
+        mutad.gradient(f, xp.asarray(_matrix()))
+
+
+def test_no_copy_to_the_host():
+    """A gradient on the device copies nothing to the host: the stand-in counts every value
+    read there (``get``, ``item``, ``float``, ``bool``...)."""
+    def f(x):
+        x *= 2.0
+        x[1:] += np.tanh(x[:-1])
+        return (x * x).sum()
+
+    x = xp.asarray(np.linspace(0.1, 1.0, 1000))
+    before = xp.TRANSFERS[0]
+    mutad.gradient(f, x)
+    assert xp.TRANSFERS[0] == before
