@@ -8,10 +8,13 @@ that their gradients are the traced ones, bit for bit.
 
 import numpy as np
 
+from .devices import is_device
+
 from .products import add_times_partial, times_partial
 from .registry import COMPLEX, HOLOMORPHIC, ONE, ElementwiseRule, NoClosedForm
 from .shadows import Buffer, bytes_of, overlapping
 from .tape import OneOutput
+from .views import writeable
 
 
 SHORT = 1 << 16
@@ -127,7 +130,8 @@ def elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
     are whole buffers of ``dy``'s layout share ``dy``'s own memory as their new shadow (else
     one of them, of ``dy``'s shape if any, takes it), after every other product has read
     ``dy``; the rest get fresh memory."""
-    if type(dy) is np.ndarray and dy.flags.writeable and short(dy):
+    if (type(dy) is np.ndarray and dy.flags.writeable or is_device(dy) and writeable(dy)) \
+            and short(dy):  # (a device's too: the same order of sums, the same bits)
         return _small_cotangents(shadows, rule, dy, y, places, values, traced)
     existing = {}
     for i in traced:
