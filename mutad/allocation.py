@@ -21,9 +21,10 @@ intercept its factory functions:
 * ``np.array`` and its variants build traced arrays from traced values (``np.array([a, b])``),
   and reductions and functions with integer results read lists and tuples of traced values
   as those arrays (``np.mean([a, b])``, ``np.argmin((a, b))``);
-* methods listed in ``registry.METHODS`` are routed to their rules when traced arrays are among
-  their arguments (``scipy.stats.norm.logpdf``);
-* functions listed in ``registry.ROUTES`` (``scipy.linalg.solve``) are replaced by their
+* methods whose Rule has a ``method`` (``registry.defmethod``) are routed to their rules when
+  traced arrays are among their arguments (``scipy.stats.norm.logpdf``);
+* functions whose Rule has a ``route`` (``registry.defroute``: ``scipy.linalg.solve``) are
+  replaced by their
   stand-ins wherever user code reaches them: names bound to them in user modules, and the
   attributes of the library's public modules (``scipy.linalg.solve``, not
   ``scipy.linalg._basic.solve``, which SciPy's internals call);
@@ -72,7 +73,7 @@ import numpy as np
 from .devices import LIBRARIES, is_device, is_namespace
 from .errors import UnsupportedOperationError
 from .levels import ACTIVE, Tracer
-from .registry import COMPOSITES, JOINS, METHODS, ROUTES, RULE_MODULES
+from .registry import NO_RULE, RULE_MODULES, RULES, VERSIONS, table
 from .views import memory, owner, wrapped, writeable
 
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
@@ -285,10 +286,10 @@ def reader(func):
 
 
 def joined_operands(func, args):
-    """``args`` of ``func``; for a function joining a sequence of arrays (``registry.JOINS``),
+    """``args`` of ``func``; for a function joining a sequence of arrays (facet ``joins``),
     each list or tuple in it that holds traced values as the array NumPy makes of it
     (``np.concatenate([x, [1.0, a]])``), which the engines follow; NumPy would convert it."""
-    if func not in JOINS or not args or type(args[0]) not in (list, tuple) \
+    if not RULES.get(func, NO_RULE).joins or not args or type(args[0]) not in (list, tuple) \
             or not any(type(e) in (list, tuple) and holds_wrapped(e) for e in args[0]):
         return args
     return (type(args[0])(lists_as_arrays(args[0])), *args[1:])
@@ -592,7 +593,7 @@ class Preexisting(np.ndarray):
 
     def __array_function__(self, func, types, args, kwargs):
         args, kwargs = _plain_views(args), _plain_views(kwargs)
-        composite = COMPOSITES.get(func)
+        composite = RULES.get(func, NO_RULE).composite
         if composite is not None and ACTIVE.running and holds_wrapped(
                 [list(args), list(kwargs.values())]):
             # traced values where NumPy does not dispatch (np.histogram's range=): mutad's
@@ -849,11 +850,13 @@ class _Mode:
         self.scanned = {}
         self.sites = {}  # (id(namespace), name) -> (namespace, name, original, replacement)
         self.methods = {}  # (cls, name) -> (the rule its installed method routes to, NumPy's)
+        self.methods_version = -1  # registry.VERSIONS["method"] when they were installed
         self.cells = []  # (cell or namespace, key, what it held, the stand-in swapped in)
         self.modules = 0
         self.libraries = len(LIBRARIES)
         self.devices = {}  # id(device namespace) -> its mode version
-        self.routes = {}  # id(original) -> (original, stand-in), from registry.ROUTES
+        self.routes = {}  # id(original) -> (original, stand-in), from the Rules' routes
+        self.routes_version = -1  # registry.VERSIONS["route"] when they were read
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
 
     # finding the bindings ----------------------------------------------------------------
@@ -884,8 +887,9 @@ class _Mode:
         """Find the bindings in modules imported since the last scan, and in ``f``'s module
         if it gained names (a script binding ``from numpy import zeros`` after its first
         differentiation)."""
-        if len(ROUTES) != len(self.routes):  # a rule module was loaded: look everywhere again
-            self.routes = {id(f): (f, stand_in) for f, stand_in in ROUTES.items()}
+        if VERSIONS["route"] != self.routes_version:  # a rule module was loaded: look again
+            self.routes_version = VERSIONS["route"]
+            self.routes = {id(f): (f, stand_in) for f, stand_in in table("route").items()}
             self.scanned.clear()
             self.modules = 0
         if len(LIBRARIES) != self.libraries:  # a device library's modules keep their bindings
@@ -937,7 +941,7 @@ class _Mode:
         with self.lock:
             self.depth += 1
             if self.depth > 1:
-                if len(self.methods) != len(METHODS):
+                if self.methods_version != VERSIONS["method"]:
                     self._route_methods()
                 self._swap_cells(f)
                 self.numpy.ndarray = self.ndarray or np.ndarray
@@ -1084,17 +1088,22 @@ class _Mode:
         return None
 
     def _route_methods(self):
-        """Install the methods ``registry.METHODS`` routes, once: each calls its rule when a
-        traced array is among its arguments in a thread that differentiates, and the method it
-        replaces otherwise (one Python call more), so that a differentiation need not install
-        and remove them (85 class attributes, most of its fixed cost)."""
-        for (cls, name), rule in list(METHODS.items()):
+        """Install the methods the Rules route (facet ``method``), once: each calls its rule
+        when a traced array is among its arguments in a thread that differentiates, and the
+        method it replaces otherwise (one Python call more), so that a differentiation need not
+        install and remove them (85 class attributes, most of its fixed cost). Nothing to do
+        unless a Rule's ``method`` was set since."""
+        version = VERSIONS["method"]
+        if self.methods_version == version:
+            return
+        for (cls, name), rule in table("method").items():
             installed = self.methods.get((cls, name))
             if installed is None or installed[0] is not rule:
                 original = installed[1] if installed else next(
                     base.__dict__[name] for base in cls.__mro__ if name in base.__dict__)
                 self.methods[cls, name] = rule, original
                 setattr(cls, name, _routed(cls, name, rule, original))
+        self.methods_version = version
 
 
 def _codes(code):

@@ -19,7 +19,7 @@ from . import forward, tracing
 from .allocation import running_rule
 from .errors import InvalidArgumentError, UnsupportedFunctionError
 from .levels import innermost
-from .registry import COMPLEX, CONVENTION, USER_RULES
+from .registry import CONVENTION, user_rule
 
 Rule = TypeVar("Rule", bound=Callable[..., Any])
 """A rule given to a decorated function: the decorators that attach it return it unchanged."""
@@ -64,7 +64,7 @@ class Adjoint:
     __name__: str  # and the wrapped function's other attributes: functools.update_wrapper
 
     complex_values: str | None = CONVENTION
-    """How the rules attached take complex values (``registry.COMPLEX``): a user's rules are
+    """How the rules attached take complex values (facet ``complex``): a user's rules are
     given them as they are, in mutad's convention (docs/guide.md, "Complex numbers and the FFT");
     None refuses them."""
 
@@ -78,7 +78,7 @@ class Adjoint:
         """Attach forward mode's rule ``rule(tangents, *args, **kwargs) -> (y, dy)``:
         ``tangents`` has one entry per positional argument (``None`` for one without a
         tangent), ``dy`` is the tangent of ``y``. It computes with NumPy calls that dispatch
-        (see ``JVPS``), so that a reverse pass can differentiate it again (``hvp``)."""
+        (facet ``forward``), so that a reverse pass can differentiate it again (``hvp``)."""
         self.forward_rule = rule
         self._declare(rule)
         return rule
@@ -92,10 +92,9 @@ class Adjoint:
 
     def _declare(self, rule):
         """What the core needs to know of an attached rule: whether it takes complex values,
-        and that what it returns may be an array it keeps (``registry.USER_RULES``)."""
-        USER_RULES.add(rule)
-        if self.complex_values is not None:
-            COMPLEX[rule] = self.complex_values
+        and that what it returns may be an array it keeps: the facets ``user`` and ``complex``
+        of this function's Rule (``registry.user_rule``)."""
+        user_rule(self, rule, self.complex_values)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return dispatch(self, args, kwargs)

@@ -11,7 +11,7 @@ import numpy as np
 from .devices import is_device
 
 from .products import add_times_partial, times_partial
-from .registry import COMPLEX, HOLOMORPHIC, ONE, ElementwiseRule, NoClosedForm
+from .registry import HOLOMORPHIC, ONE, ElementwiseRule, NoClosedForm, Rule
 from .shadows import Buffer, bytes_of, overlapping
 from .tape import OneOutput
 from .views import writeable
@@ -256,4 +256,4 @@ ASSIGNMENT = ElementwiseRule((ONE,), reads=((),), inverse=(lambda t, others: Non
 """The engine's own rule for assignment (``x[key] = v``, a function's ``out=``): NumPy copies
 ``v`` into the target (``np.positive`` with ``out=``), and the cotangent passes back to ``v``.
 Assigning a region onto itself changes nothing, so its inverse does nothing."""
-COMPLEX[ASSIGNMENT] = HOLOMORPHIC  # a copy: complex values too
+Rule(elementwise=ASSIGNMENT, complex=HOLOMORPHIC)  # the core's own row (no key): complex too

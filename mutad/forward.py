@@ -35,8 +35,7 @@ from .errors import (
 )
 from .levels import ACTIVE, Tracer, escaped, innermost, running
 from .products import times
-from .registry import (COMPLEX_UFUNCS, COMPOSITES, FUNCTIONS, JVPS, NONDIFF, ONE, UFUNCS,
-                       NoClosedForm, check_complex, complex_among)
+from .registry import NO_RULE, ONE, RULES, NoClosedForm, check_complex, complex_among
 from .trees import unsupported_array
 from .views import (address, may_overlap, memory, owner, owner_view, real_part_if, same_region,
                     strided, wrapped, writes_freely)
@@ -242,17 +241,18 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
     pairs = [split(x, level) for x in inputs]
     primals = [p for p, _ in pairs]
     tangents = [t for _, t in pairs]
-    rule = UFUNCS.get(ufunc)
-    if ufunc in COMPLEX_UFUNCS and complex_among(primals):  # not complex-differentiable
+    entry = RULES.get(ufunc, NO_RULE)
+    rule = entry.elementwise
+    if entry.complex_rules is not None and complex_among(primals):  # not complex-differentiable
         if out is not None:
             kwargs = dict(kwargs, out=out)
-        return apply_function(ufunc, inputs, kwargs, level, COMPLEX_UFUNCS[ufunc][1])
+        return apply_function(ufunc, inputs, kwargs, level, entry.complex_rules[1])
     if rule is None:
-        if ufunc in FUNCTIONS:  # generalized ufuncs (matmul) have function rules
+        if entry.reverse is not None:  # generalized ufuncs (matmul) have function rules
             if out is not None:
                 kwargs = dict(kwargs, out=out)
             return apply_function(ufunc, inputs, kwargs, level)
-        if ufunc not in NONDIFF:
+        if not entry.nondifferentiable:
             raise no_rule(ufunc, forward=True)
         if out is None:
             return ufunc(*primals, **kwargs)
@@ -268,7 +268,7 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
     y = as_array(ufunc(*primals, **kwargs))
     if not traced:
         return y
-    if y.dtype.kind == "c":  # of complex operands: a row declared for them (registry.COMPLEX)
+    if y.dtype.kind == "c":  # of complex operands: a row declared for them (facet complex)
         check_complex(function_name(ufunc), rule)
     given = _partial_arguments(rule, primals, traced)
     dy = _sum_terms((_term(rule, i, y, given, tangents[i]) for i in traced), tangents)
@@ -351,14 +351,15 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
 def apply_function(func, args, kwargs, level, rule=None):
     """``func(*args, **kwargs)`` with its forward rule (or ``rule``, given)."""
     args = joined_operands(func, args)
-    composite = COMPOSITES.get(func)
-    if composite is not None and func not in JVPS:
+    entry = RULES.get(func, NO_RULE)
+    composite = entry.composite
+    if composite is not None and entry.forward is None:
         if complex_among(args):
             check_complex(function_name(func), composite)
         return composite(*args, **kwargs)
     args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
     # (the positions the reverse rule differentiates: the forward rule's too)
-    args, kwargs = keywords_in_place(func, FUNCTIONS.get(func), args, kwargs)
+    args, kwargs = keywords_in_place(func, entry.reverse, args, kwargs)
     kwargs = dict(kwargs)
     out = kwargs.pop("out", None)
     if type(out) is tuple and len(out) == 1:
@@ -367,13 +368,13 @@ def apply_function(func, args, kwargs, level, rule=None):
     if type(like) is Dual:
         kwargs["like"] = like.value
     primals, tangents = _split_call(function_name(func), args, kwargs, level)
-    rule = rule or JVPS.get(func)
+    rule = rule or entry.forward
     if rule is None:
-        if func in NONDIFF:
+        if entry.nondifferentiable:
             if out is None:
                 return func(*primals, **kwargs)
             return _write_constant(func, primals, out, kwargs, level)
-        raise no_rule(func, forward=True, reverse_rule=func in FUNCTIONS)
+        raise no_rule(func, forward=True, reverse_rule=entry.reverse is not None)
     complex_values = complex_among(primals)
     if complex_values:  # before the rule, which may refuse them for another reason
         check_complex(function_name(func), rule)

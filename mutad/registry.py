@@ -1,76 +1,104 @@
-"""The rule tables, and the helpers that fill them.
+"""The rules: one :class:`Rule` per function, and the helpers that declare them.
 
-The core (``tracing``) looks rules up here by the NumPy object it intercepted and knows nothing
-else about them. Rules live in ``mutad/rules/``, one module per family.
+The core (``tracing``, ``forward``) looks a function's rules up here by the object it
+intercepted and knows nothing else about them. Rules live in ``mutad/rules/``, one module per
+family, and in ``mutad/scipy/``.
 
-* ``UFUNCS[ufunc]``: an :class:`ElementwiseRule`; out-of-place calls, ``out=``, augmented
-  assignment and slice targets all use it through the core's one in-place path.
-* ``FUNCTIONS[func]``: a pure rule ``rule(*args, **kwargs) -> (y, back)`` for a function reached
-  through ``__array_function__`` (or a ufunc method, keyed ``(ufunc, method)``). It receives plain
-  arrays; ``back(dy)`` returns one cotangent per positional argument (a list of them for a
-  sequence argument such as ``concatenate``'s), ``None`` where there is none. For several outputs
-  ``dy`` is a tuple with zeros for outputs no gradient reached.
-* ``INPLACE[func]``: a handler ``handler(*args, **kwargs)`` for a function that writes into one of
-  its arguments (``np.add.at``, ``np.copyto``, ``np.put``); it receives traced arguments and
-  records itself with the core's in-place helpers.
-* ``NONDIFF``: functions and ufuncs whose outputs carry no gradient; they run on plain values.
-* ``COMPOSITES[func]``: for a function NumPy writes in Python out of functions mutad
-  differentiates (``np.trapezoid``, ``np.cov``), a composition ``composite(*args, **kwargs)``
-  called with the traced arrays (or duals) themselves: every step it takes is recorded by its
-  own rule, so reverse and forward mode and every order follow with no rule of its own.
-* ``JVPS[func]``: forward mode's rule ``rule(tangents, *args, **kwargs) -> (y, dy)`` for a
-  function in ``FUNCTIONS`` or ``INPLACE``. ``tangents`` has one entry per positional argument:
-  its tangent (an array of the argument's shape; a list of them for a sequence argument), or
-  ``None`` where the argument carries none. ``dy`` is the tangent of ``y`` (a tuple for several
-  outputs, ``None`` for an output without one). A rule computes with NumPy calls that dispatch
-  (``np.*``, operators, methods, ``mutad.scipy``), never ``np.asarray`` or raw LAPACK, because
-  its arguments may be traced by an enclosing reverse pass (``hvp``, ``hessian``). Elementwise
-  ufuncs need no entry: their ``partials`` serve both modes.
-* ``METHODS[(cls, name)]``: a rule ``rule(self, *args, **kwargs)`` that replaces method ``name``
-  of class ``cls`` (looked up on its instances and those of its subclasses) while a
-  differentiation runs, when a traced array is among the call's arguments; otherwise the
-  method runs as it is. For methods of library objects user code calls by their own names
-  (``scipy.stats.norm.logpdf(x, mu, sigma)``), which NumPy's protocols never reach. The rule
-  computes with calls that dispatch, as a ``JVPS`` rule does. See ``allocation``.
-* ``ROUTES[function] = stand_in``: a library function user code calls by its own name
-  (``scipy.linalg.solve``, however it was imported), and the function that stands in for it
-  while a differentiation runs: an ``adjoint`` of it, which runs the original on plain arrays
-  and its rule on traced ones. See ``allocation``.
-* ``JOINS``: the functions whose first argument is a sequence of arrays (``concatenate``),
-  in which a list or tuple holding traced values stands for the array NumPy makes of it
-  (``np.concatenate([x, [1.0, a]])``): both engines stack it first
-  (``allocation.joined_operands``).
-* ``RECOMPUTABLE``: the ``FUNCTIONS`` rules whose outputs the reverse pass may compute again
-  rather than keep (``recomputable``): cheap, and the same bytes each time.
-* ``COMPLEX[rule]``: how a rule of ``UFUNCS``, ``FUNCTIONS`` or ``JVPS`` takes complex values,
-  which it is given only if declared here (else the core refuses them): ``HOLOMORPHIC``
-  (``holomorphic``; an elementwise row's partials are then complex derivatives),
-  a rule written for real values whose formulas hold for complex ones, the function being
-  complex-differentiable or linear with real coefficients; the core conjugates the
-  cotangents around such a ``back``, whose formulas give the transpose, not the adjoint.
-  ``CONVENTION`` (``complex_aware``): a rule written for complex values in mutad's convention
-  (docs/guide.md, "Complex numbers and the FFT": a cotangent is dL/dx + i dL/dy), given them as
-  they are.
-* ``USER_RULES``: the rules attached with ``mutad.adjoint`` and ``mutad.inplace_adjoint``
-  (``custom``; the SciPy wrappers are such adjoints too). What a pure rule's ``back``
-  returns (a cotangent) and what its forward rule returns (a tangent) may be an array the
-  rule keeps elsewhere (a global, an argument); the core copies it, never adopts it as a
-  shadow or a tangent that later writes would change.
-* ``COMPLEX_UFUNCS[ufunc] = (rule, jvp)``: for an elementwise ufunc that is not
-  complex-differentiable (``np.conjugate``, ``np.absolute``), the ``CONVENTION`` rules that
-  serve it when an operand is complex, in place of its partials.
-* ``RULE_MODULES[library] = module``: the rule module to import when a differentiation starts
-  and ``library`` has been imported, so that its rows are registered when a user uses it
-  (``{"scipy.special": "mutad.scipy.special"}``).
+``RULES[key]`` is everything mutad knows about differentiating one function: its
+:class:`Rule`. ``key`` is what the core intercepts or a user calls: a NumPy function, a ufunc,
+a ufunc method ``(ufunc, method)`` (``(np.add, "at")``), a SciPy function, a method of a
+library's class ``(cls, name)``, or a function decorated with ``mutad.adjoint``. A Rule is a
+small object whose facets are all optional (None, or False for the flags); a function has the
+ones that apply to it:
 
-Rules are declared with one helper per shape of rule (CONTRIBUTING.md shows each):
-``elementwise`` (a ufunc, both modes), ``defrule`` (a pure rule with a pullback, ``leading=``
-padding the settings' cotangents) and ``defjvp`` (its forward rule, declared beside it),
-``deflinear`` and ``defmultilinear`` (the forward rule of a function linear in some arguments
-jointly, or in each separately), ``definplace`` (a function that writes into an argument),
-``defcomposite`` (a function NumPy writes in Python), ``recomputable`` and
-``nondifferentiable``. ``explain(fn)`` reads the tables back: everything they say of one
-function, in words.
+* ``elementwise``: an :class:`ElementwiseRule` (``elementwise``), for a ufunc; out-of-place
+  calls, ``out=``, augmented assignment and slice targets all use it through the core's one
+  in-place path, in both modes. The common case: one row per ufunc.
+* ``reverse``: a pure rule ``rule(*args, **kwargs) -> (y, back)`` (``defrule``) for a function
+  reached through ``__array_function__``, a ufunc method or a generalized ufunc (``matmul``).
+  It receives plain arrays; ``back(dy)`` returns one cotangent per positional argument (a list
+  of them for a sequence argument such as ``concatenate``'s), ``None`` where there is none. For
+  several outputs ``dy`` is a tuple with zeros for outputs no gradient reached.
+* ``forward``: forward mode's rule ``rule(tangents, *args, **kwargs) -> (y, dy)`` (``defjvp``,
+  ``deflinear``, ``defmultilinear``) of a function with a ``reverse`` or ``inplace`` facet.
+  ``tangents`` has one entry per positional argument: its tangent (an array of the argument's
+  shape; a list of them for a sequence argument), or ``None`` where the argument carries none.
+  ``dy`` is the tangent of ``y`` (a tuple for several outputs, ``None`` for an output without
+  one). A rule computes with NumPy calls that dispatch (``np.*``, operators, methods,
+  ``mutad.scipy``), never ``np.asarray`` or raw LAPACK, because its arguments may be traced by
+  an enclosing reverse pass (``hvp``, ``hessian``). An elementwise row needs none: its
+  ``partials`` serve both modes.
+* ``inplace``: a handler ``handler(*args, **kwargs)`` (``definplace``) for a function that
+  writes into one of its arguments (``np.add.at``, ``np.copyto``, ``np.put``); it receives
+  traced arguments and records itself with the core's in-place helpers.
+* ``composite``: for a function NumPy writes in Python out of functions mutad differentiates
+  (``np.trapezoid``, ``np.cov``), a composition ``composite(*args, **kwargs)``
+  (``defcomposite``) called with the traced arrays (or duals) themselves: every step it takes
+  is recorded by its own rule, so reverse and forward mode and every order follow with no rule
+  of its own.
+* ``nondifferentiable``: its outputs carry no gradient (``nondifferentiable``); it runs on
+  plain values.
+* ``recomputable``: the reverse pass may compute the output of its ``reverse`` rule again
+  rather than keep it (``recomputable``): cheap, and the same bytes each time.
+* ``joins``: its first argument is a sequence of arrays (``concatenate``), in which a list or
+  tuple holding traced values stands for the array NumPy makes of it
+  (``np.concatenate([x, [1.0, a]])``): both engines stack it first (``defjoin``,
+  ``allocation.joined_operands``).
+* ``complex``: how its rules (every facet above that holds one) take complex values, which
+  they are given only if declared (else the core refuses them): ``HOLOMORPHIC``
+  (``holomorphic``; an elementwise row's partials are then complex derivatives), a rule written
+  for real values whose formulas hold for complex ones, the function being
+  complex-differentiable or linear with real coefficients; the core conjugates the cotangents
+  around such a ``back``, whose formulas give the transpose, not the adjoint. ``CONVENTION``
+  (``complex_aware``): rules written for complex values in mutad's convention (docs/guide.md,
+  "Complex numbers and the FFT": a cotangent is dL/dx + i dL/dy), given them as they are.
+* ``complex_rules``: ``(rule, jvp)``, for an elementwise ufunc that is not
+  complex-differentiable (``np.conjugate``, ``np.absolute``): the ``CONVENTION`` rules that
+  serve it when an operand is complex, in place of its partials (``complex_ufunc``).
+* ``user``: its rules were attached by a user with ``mutad.adjoint`` or
+  ``mutad.inplace_adjoint`` (``custom``; the SciPy wrappers are such adjoints too), which holds
+  them (``pure_rule``, ``forward_rule``). What such a rule's ``back`` returns (a cotangent) and
+  what its forward rule returns (a tangent) may be an array the rule keeps elsewhere (a global,
+  an argument); the core copies it, never adopts it as a shadow or a tangent that later writes
+  would change.
+* ``route``: for a library function user code calls by its own name (``scipy.linalg.solve``,
+  however it was imported), the function that stands in for it while a differentiation runs
+  (``defroute``): an ``adjoint`` of it, which runs the original on plain arrays and its rule on
+  traced ones. See ``allocation``.
+* ``method``: for a key ``(cls, name)``, a rule ``rule(self, *args, **kwargs)`` that replaces
+  method ``name`` of class ``cls`` (looked up on its instances and those of its subclasses)
+  while a differentiation runs, when a traced array is among the call's arguments; otherwise
+  the method runs as it is (``defmethod``). For methods of library objects user code calls by
+  their own names (``scipy.stats.norm.logpdf(x, mu, sigma)``), which NumPy's protocols never
+  reach. The rule computes with calls that dispatch, as a ``forward`` rule does. See
+  ``allocation``.
+
+The core reads a facet with one dictionary lookup and one attribute read:
+``RULES.get(np.sin, NO_RULE).elementwise``, ``NO_RULE`` being the Rule with no facet.
+``lookup(key)`` says the same in words.
+
+The engines hold a rule object, not its function, when they ask how it takes complex values
+(``check_complex``), whether it is a user's (``is_user_rule``) or recomputable
+(``is_recomputable``): ``OWNER[rule object]`` is the Rule whose facet holds it, filled as the
+facet is set. It is an index of another kind (by the callables the engines hold, not by the
+functions they intercept), and holds no fact of its own: each answer is read from the Rule.
+The core's own rows, which no function has (``tracing.CONSTANT``, ``elementwise.ASSIGNMENT``),
+get a Rule without a key, in ``OWNER`` alone.
+
+``RULE_MODULES[library] = module``, an index of libraries, not functions: the rule module to
+import when a differentiation starts and ``library`` has been imported, so that its Rules are
+declared when a user uses it (``{"scipy.special": "mutad.scipy.special"}``).
+
+Rules are declared with one helper per shape of rule (CONTRIBUTING.md shows each), each filling
+facets of ``RULES[func]``: ``elementwise`` (a ufunc, both modes), ``defrule`` (a pure rule with
+a pullback, ``leading=`` padding the settings' cotangents) and ``defjvp`` (its forward rule,
+declared beside it), ``deflinear`` and ``defmultilinear`` (the forward rule of a function
+linear in some arguments jointly, or in each separately), ``definplace`` (a function that
+writes into an argument), ``defcomposite`` (a function NumPy writes in Python),
+``recomputable``, ``nondifferentiable``, ``holomorphic``, ``complex_aware`` and
+``complex_ufunc``; ``defjoin``, ``defroute`` and ``defmethod`` for the allocation mode's
+facets; ``user_rule`` for ``custom``. ``table(facet)`` lists the functions with a facet, and
+``explain(fn)`` reads one Rule back: everything mutad knows of one function, in words.
 """
 
 import functools
@@ -78,19 +106,6 @@ import functools
 from .errors import (ComplexInputError, ConversionError, UnsupportedOperationError,
                      function_name, no_rule)
 
-UFUNCS = {}
-FUNCTIONS = {}
-INPLACE = {}
-NONDIFF = set()
-JVPS = {}
-COMPOSITES = {}
-METHODS = {}
-ROUTES = {}
-RECOMPUTABLE = set()
-JOINS = set()
-COMPLEX = {}
-USER_RULES = set()
-COMPLEX_UFUNCS = {}
 HOLOMORPHIC = "holomorphic"
 CONVENTION = "convention"
 RULE_MODULES = {
@@ -106,6 +121,151 @@ RULE_MODULES = {
     "scipy.integrate": "mutad.scipy.integrate",
     "scipy.spatial": "mutad.scipy.spatial",
 }
+
+FACETS = ("elementwise", "reverse", "forward", "inplace", "composite", "nondifferentiable",
+          "recomputable", "joins", "complex", "complex_rules", "user", "route", "method")
+"""A :class:`Rule`'s facets, in the order ``explain`` and ``repr`` name them."""
+_FLAGS = ("nondifferentiable", "recomputable", "joins", "user")
+_HELD = ("elementwise", "reverse", "forward", "inplace", "composite")
+"""The facets holding a rule object the engines call (and ask about: ``OWNER``)."""
+
+RULES = {}
+"""``key -> Rule``: every function mutad has a rule for (see the module's docstring)."""
+OWNER = {}
+"""``rule object -> Rule`` whose facet holds it (see the module's docstring)."""
+VERSIONS = {"route": 0, "method": 0}
+"""How many times a Rule's ``route`` or ``method`` was set: the allocation mode compares them
+with the versions it installed, so it looks again only when a rule module declared more."""
+
+
+class Rule:
+    """Everything mutad knows about differentiating one function (``RULES[key]``): its facets,
+    each optional (see the module's docstring). Set facets through the declaration helpers, or
+    directly (``RULES[f].forward = None``, as a test does); a Rule is never removed."""
+
+    __slots__ = ("key", *FACETS)
+
+    def __init__(self, key=None, **facets):
+        set_ = object.__setattr__
+        set_(self, "key", key)
+        for name in FACETS:
+            set_(self, name, False if name in _FLAGS else None)
+        for name, value in facets.items():
+            setattr(self, name, value)
+
+    def __setattr__(self, name, value):
+        if self is NO_RULE:
+            raise TypeError("NO_RULE stands for a function without a Rule: give the function a "
+                            "Rule of its own (registry.rule_for)")
+        if name in _HELD and value is not None:
+            OWNER[value] = self
+        elif name == "complex_rules" and value is not None:
+            for rule in value:
+                OWNER[rule] = self
+        elif name in VERSIONS:
+            VERSIONS[name] += 1
+        object.__setattr__(self, name, value)
+
+    def facets(self):
+        """``{facet: value}`` of the facets this Rule has (not None, not False)."""
+        return {name: value for name in FACETS if _has(value := getattr(self, name))}
+
+    def __repr__(self):
+        key = "no key" if self.key is None else _key_name(self.key)
+        return f"Rule({key}: {', '.join(self.facets()) or 'no facet'})"
+
+
+NO_RULE = Rule()
+"""The Rule of a function mutad knows nothing about: no facet (read only)."""
+
+
+def lookup(key):
+    """The Rule of ``key``; ``NO_RULE`` if it has none."""
+    return RULES.get(key, NO_RULE)
+
+
+def rule_for(key):
+    """The Rule of ``key``, made (with no facet) if it has none yet."""
+    rule = RULES.get(key)
+    if rule is None:
+        rule = RULES[key] = Rule(key)
+    return rule
+
+
+def table(facet):
+    """``{key: value}`` of the Rules that have ``facet``: what a table of it would hold."""
+    return {key: value for key, rule in list(RULES.items())
+            if _has(value := getattr(rule, facet))}
+
+
+def _has(value):
+    """Whether a facet's value says something (None and False say nothing)."""
+    return value is not None and value is not False
+
+
+def _key_name(key):
+    """How a key of ``RULES`` reads: ``np.cumsum``, ``np.add.at``, ``rv_continuous_frozen.pdf``."""
+    if type(key) is tuple:
+        owner, name = key
+        if isinstance(owner, type):
+            return f"{owner.__qualname__}.{name}"
+        return f"{function_name(owner)}.{name}"
+    return function_name(key)
+
+
+def is_user_rule(rule):
+    """Whether the rule object ``rule`` is a user's (``mutad.adjoint``: facet ``user``)."""
+    owner = OWNER.get(rule)
+    return owner is not None and owner.user
+
+
+def is_recomputable(rule):
+    """Whether ``rule`` is the ``reverse`` rule of a function declared ``recomputable``."""
+    owner = OWNER.get(rule)
+    return owner is not None and owner.recomputable and owner.reverse is rule
+
+
+def complex_kind(rule):
+    """How the rule object ``rule`` takes complex values: ``HOLOMORPHIC``, ``CONVENTION``, or
+    None (refused). The ``complex_rules`` of a ufunc are in the convention; every other rule
+    of a Rule takes them as its facet ``complex`` says."""
+    owner = OWNER.get(rule)
+    if owner is None:
+        return None
+    pair = owner.complex_rules
+    if pair is not None and (rule is pair[0] or rule is pair[1]):
+        return CONVENTION
+    return owner.complex
+
+
+def user_rule(function, rule, kind):
+    """Note the rule object ``rule`` that a user attached to ``function`` (a ``mutad.adjoint``,
+    which holds it), taking complex values as ``kind`` says (None: refused)."""
+    entry = rule_for(function)
+    entry.user = True
+    entry.complex = kind
+    OWNER[rule] = entry
+
+
+def defjoin(*funcs):
+    """Declare ``funcs`` to join a sequence of arrays given as their first argument (facet
+    ``joins``)."""
+    for func in funcs:
+        rule_for(func).joins = True
+
+
+def defroute(original, stand_in):
+    """Declare ``stand_in`` to stand in for the library function (or class) ``original`` while
+    a differentiation runs (facet ``route``); returns ``stand_in``."""
+    rule_for(original).route = stand_in
+    return stand_in
+
+
+def defmethod(cls, name, rule):
+    """Declare ``rule`` to replace method ``name`` of ``cls`` while a differentiation runs and
+    a traced array is among the call's arguments (facet ``method`` of key ``(cls, name)``)."""
+    rule_for((cls, name)).method = rule
+    return rule
 
 
 class ONE:
@@ -204,28 +364,29 @@ def elementwise(ufunc, *partials, uses="x", reads=None, inverse=(), is_safe=alwa
                 decide=None):
     """Declare an elementwise ufunc (see :class:`ElementwiseRule`): one row serves both modes,
     every calling form (``out=``, augmented assignment, slice targets) and every order."""
-    UFUNCS[ufunc] = ElementwiseRule(partials, uses, reads, inverse, is_safe, growth, decide)
+    rule_for(ufunc).elementwise = ElementwiseRule(partials, uses, reads, inverse, is_safe,
+                                                  growth, decide)
 
 
-def _enter(table, funcs, entry):
-    """Enter ``entry(func)`` into ``table`` under each of ``funcs``."""
+def _enter(facet, funcs, entry):
+    """Set ``facet`` of the Rule of each of ``funcs`` to ``entry(func)``."""
     for func in funcs:
-        table[func] = entry(func)
+        setattr(rule_for(func), facet, entry(func))
 
 
-def _entering(table, funcs, wrap=None):
-    """The decorator that enters the function it decorates (``wrap(function, func)`` instead,
-    if given) into ``table`` under each of ``funcs``, and returns it unchanged."""
+def _entering(facet, funcs, wrap=None):
+    """The decorator that sets ``facet`` of the Rule of each of ``funcs`` to the function it
+    decorates (``wrap(function, func)`` instead, if given), and returns it unchanged."""
 
     def register(function):
-        _enter(table, funcs, lambda func: function if wrap is None else wrap(function, func))
+        _enter(facet, funcs, lambda func: function if wrap is None else wrap(function, func))
         return function
 
     return register
 
 
 def _callable(func):
-    """The function a table key names: the key itself, or ``getattr(ufunc, method)`` for a
+    """The function a key of ``RULES`` names: the key itself, or ``getattr(ufunc, method)`` for a
     ufunc method keyed ``(ufunc, method)``."""
     return getattr(*func) if type(func) is tuple else func
 
@@ -261,23 +422,23 @@ def padded(rule, leading=None, keywords=None):
 def defrule(*funcs, leading=None, keywords=None):
     """Declare the decorated pure rule ``rule(*args, **kwargs) -> (y, back)`` of ``funcs``.
 
-    ``back(dy)`` returns one cotangent per positional argument (see ``FUNCTIONS``); with
+    ``back(dy)`` returns one cotangent per positional argument (facet ``reverse``); with
     ``leading=n``, one for each of the first ``n`` only, the settings after them getting
     ``None`` however many the caller passed. ``keywords``: keyword-only arguments the rule
     takes at a position, to differentiate them (``padded``). Returns the rule undecorated,
     for reuse.
     """
-    return _entering(FUNCTIONS, funcs, None if leading is None
+    return _entering("reverse", funcs, None if leading is None
                      else lambda rule, func: padded(rule, leading, keywords))
 
 
 def defjvp(*funcs, leading=None):
     """Declare the decorated forward rule ``rule(tangents, *args, **kwargs) -> (y, dy)`` of
-    ``funcs`` (see ``JVPS``). With ``leading=n`` only the first ``n`` positional arguments are
+    ``funcs`` (facet ``forward``). With ``leading=n`` only the first ``n`` positional arguments are
     differentiable: when none of them carries a tangent the function runs and its output carries
     none, without calling the rule. Returns the rule undecorated."""
     if leading is None:
-        return _entering(JVPS, funcs)
+        return _entering("forward", funcs)
 
     def of_leading(rule, func):
         call = _callable(func)
@@ -290,54 +451,55 @@ def defjvp(*funcs, leading=None):
 
         return jvp
 
-    return _entering(JVPS, funcs, of_leading)
+    return _entering("forward", funcs, of_leading)
 
 
 def definplace(*funcs):
-    """Declare the decorated in-place handler of ``funcs``, which write into an argument (see
-    ``INPLACE``)."""
-    return _entering(INPLACE, funcs)
+    """Declare the decorated in-place handler of ``funcs``, which write into an argument (facet
+    ``inplace``)."""
+    return _entering("inplace", funcs)
 
 
 def recomputable(*funcs):
     """Declare that the pure rules of ``funcs`` compute their outputs at about the cost of
     writing them, the same bytes each time: the reverse pass may compute such an output again
     rather than keep it (see ``recompute``)."""
-    RECOMPUTABLE.update(FUNCTIONS[func] for func in funcs)
+    for func in funcs:
+        rule = lookup(func)
+        if rule.reverse is None:
+            raise KeyError(f"{func!r} has no reverse rule to declare recomputable")
+        rule.recomputable = True
 
 
 def defcomposite(*funcs):
-    """Declare the decorated composition of ``funcs`` (see ``COMPOSITES``)."""
-    return _entering(COMPOSITES, funcs)
+    """Declare the decorated composition of ``funcs`` (facet ``composite``)."""
+    return _entering("composite", funcs)
 
 
 def holomorphic(*funcs):
-    """Declare that the rules of ``funcs`` hold as written for complex values (see
-    ``COMPLEX``): complex-differentiable functions, and those linear with real coefficients."""
+    """Declare that the rules of ``funcs`` hold as written for complex values (facet
+    ``complex``): complex-differentiable functions, and those linear with real coefficients."""
     _declare_complex(funcs, HOLOMORPHIC)
 
 
 def complex_aware(*funcs):
     """Declare that the rules of ``funcs`` are written for complex values in mutad's
-    convention (see ``COMPLEX``)."""
+    convention (facet ``complex``)."""
     _declare_complex(funcs, CONVENTION)
 
 
 def _declare_complex(funcs, kind):
     for func in funcs:
-        rules = [table[func] for table in (UFUNCS, FUNCTIONS, JVPS, COMPOSITES, INPLACE)
-                 if func in table]
-        if not rules:
+        rule = lookup(func)
+        if all(getattr(rule, facet) is None for facet in _HELD):
             raise KeyError(f"{func!r} has no rule to declare complex")
-        for rule in rules:
-            COMPLEX[rule] = kind
+        rule.complex = kind
 
 
 def complex_ufunc(ufunc, rule, jvp):
-    """Declare the ``CONVENTION`` rules of ``ufunc`` for complex operands (see
-    ``COMPLEX_UFUNCS``)."""
-    COMPLEX_UFUNCS[ufunc] = (rule, jvp)
-    COMPLEX[rule] = COMPLEX[jvp] = CONVENTION
+    """Declare the ``CONVENTION`` rules of ``ufunc`` for complex operands (facet
+    ``complex_rules``)."""
+    rule_for(ufunc).complex_rules = (rule, jvp)
 
 
 def complex_among(items):
@@ -356,9 +518,9 @@ def _complex(x):
 
 
 def check_complex(name, rule):
-    """Refuse complex values for a rule not declared to take them (``COMPLEX``); else say how
-    it takes them."""
-    kind = COMPLEX.get(rule)
+    """Refuse complex values for a rule object not declared to take them (``complex_kind``);
+    else say how it takes them."""
+    kind = complex_kind(rule)
     if kind is None:
         raise ComplexInputError(
             f"{name} was given complex values, and mutad has no complex rule for it yet (its "
@@ -371,7 +533,8 @@ def check_complex(name, rule):
 
 def nondifferentiable(*funcs):
     """Declare ``funcs`` (functions or ufuncs) to have outputs that carry no gradient."""
-    NONDIFF.update(funcs)
+    for func in funcs:
+        rule_for(func).nondifferentiable = True
 
 
 def _tangent_or_zero(arg, tangent, device=None):
@@ -424,7 +587,7 @@ def deflinear(*funcs, operands=(0,), offsets=()):
 
         return jvp
 
-    _enter(JVPS, funcs, linear_jvp)
+    _enter("forward", funcs, linear_jvp)
 
 
 def defmultilinear(*funcs, operands=None):
@@ -447,19 +610,19 @@ def defmultilinear(*funcs, operands=None):
 
         return jvp
 
-    _enter(JVPS, funcs, multilinear_jvp)
+    _enter("forward", funcs, multilinear_jvp)
 
 
 # ----------------------------------------------------------------------------------------------
-# What the tables say about one function
+# What a Rule says about one function
 
 
 def explain(fn, file=None):
-    """Everything mutad knows about differentiating ``fn``, as readable text read from the
-    tables above: its reverse rule (where it is defined), its forward rule, its elementwise row
-    and partial derivatives, how it writes in place and how those writes are undone, how it takes
-    complex values, whether its output is recomputable, linear or multilinear, or a composite of
-    other rules, the stand-in a SciPy or NumPy name is routed to, the methods of traced arrays
+    """Everything mutad knows about differentiating ``fn``, as readable text read from its
+    :class:`Rule` (``RULES[fn]``): the facets it has, its reverse rule (where it is defined), its
+    forward rule, its elementwise row and partial derivatives, how it writes in place and how
+    those writes are undone, how it takes complex values, whether its output is recomputable,
+    linear or multilinear, or a composite of other rules, the stand-in a SciPy or NumPy name is routed to, the methods of traced arrays
     that reach it, and, for a function mutad does not know, the error a call on traced arrays
     raises and how to give it a rule.
 
@@ -467,7 +630,8 @@ def explain(fn, file=None):
     ufunc method (``np.add.at``), an ndarray method (``np.ndarray.sort``), a SciPy function
     (``scipy.linalg.expm``), a method of a library's object (``scipy.stats.norm.logpdf``) or a
     function decorated with ``mutad.adjoint``. The rule modules of the libraries already imported
-    are loaded first (``RULE_MODULES``), as a differentiation loads them. Returns the text; with
+    are loaded first (``RULE_MODULES``), as a differentiation loads them, so that their Rules
+    are declared. Returns the text; with
     ``file`` (``sys.stdout``) it is printed there too.
 
     >>> import numpy as np
@@ -489,7 +653,7 @@ def explain(fn, file=None):
 
 def _load_rule_modules():
     """Import the rule modules of the libraries in use (``RULE_MODULES``), as a differentiation
-    does when it starts (``allocation``), so that their rows are in the tables."""
+    does when it starts (``allocation``), so that their Rules are declared."""
     import importlib
     import sys
 
@@ -524,7 +688,7 @@ class _Explanation:
         self.np = np
         self.fn = fn
         self.facts = []  # (label, text)
-        self.known = False  # whether any table or traced arrays' methods know it
+        self.known = False  # whether a Rule or traced arrays' methods know it
         self.name = "it"  # how the messages quoted name it
 
     def add(self, label, text):
@@ -551,7 +715,7 @@ class _Explanation:
         if isinstance(owner, np.ufunc):  # np.add.at
             key = (owner, fn.__name__)
             self.name = f"np.{owner.__name__}.{fn.__name__}"
-            self.table_facts(key)
+            self.rule_facts(key)
             self.unknown_facts(key, forward=False)
             return self.title(f"np.{owner.__name__}.{fn.__name__}", "a method of a NumPy ufunc")
         method = self.ndarray_method()
@@ -567,7 +731,7 @@ class _Explanation:
                 else "a function")
         if isinstance(fn, np.ufunc) and not name.startswith("np."):
             name, kind = self.name, "a ufunc"
-        self.table_facts(fn)
+        self.rule_facts(fn)
         self.route_facts(fn)
         self.adjoint_facts(fn, "its own rules (mutad.adjoint)")
         self.alias_facts(fn)
@@ -589,17 +753,19 @@ class _Explanation:
         return None
 
     def routed_method(self):
-        """The facts of a method of a library's object routed to a rule (``METHODS``)."""
+        """The facts of a method of a library's object routed to a rule (facet ``method``)."""
         owner = getattr(self.fn, "__self__", None)
         name = getattr(getattr(self.fn, "__func__", None), "__name__", None)
         if owner is None or name is None or isinstance(owner, type):
             return None
         for cls in type(owner).__mro__:
-            rule = METHODS.get((cls, name))
+            rule = lookup((cls, name)).method
             if rule is not None:
                 self.known = True
+                self.facets((cls, name))
                 self.add("routed method", f"while a differentiation runs, {cls.__qualname__}."
-                         f"{name} of its instances calls the rule {_where(rule)} (METHODS) when "
+                         f"{name} of its instances calls the rule {_where(rule)} (facet method, "
+                         "registry.defmethod) when "
                          "a traced array is among its arguments, and the method itself "
                          "otherwise; the rule computes with calls that dispatch, so both modes "
                          "and every order follow, step by step, complex values included "
@@ -608,16 +774,25 @@ class _Explanation:
                                   "a method of a library's object")
         return None
 
-    # the tables -------------------------------------------------------------------------------
+    # the Rule ---------------------------------------------------------------------------------
 
-    def table_facts(self, key):
+    def facets(self, key, name=None):
+        """The first fact: the facets of ``key``'s Rule (spelled ``name``), if it has one."""
+        found = lookup(key).facets()
+        if found:
+            self.add("facets", f"{', '.join(found)} (registry.RULES[{name or _key_name(key)}])")
+
+    def rule_facts(self, key):
         np = self.np
-        row, rule = UFUNCS.get(key), FUNCTIONS.get(key)
-        handler, composite, jvp = INPLACE.get(key), COMPOSITES.get(key), JVPS.get(key)
+        entry = lookup(key)
+        self.facets(key, self.name)
+        row, rule, handler = entry.elementwise, entry.reverse, entry.inplace
+        composite, jvp = entry.composite, entry.forward
         rules = []  # (mode, rule) whose complex convention is told
         if row is not None:
             self.known = True
-            self.add("elementwise", "an elementwise row (UFUNCS, registry.elementwise) serves "
+            self.add("elementwise", "an elementwise row (facet elementwise, registry.elementwise) "
+                     "serves "
                      "both modes, every calling form and every order: the derivative is each "
                      "input's partial times its tangent or cotangent")
             self.partial_facts(row)
@@ -627,7 +802,7 @@ class _Explanation:
             self.known = True
             self.add("reverse", f"a pure rule {self.pure_rule(rule)}")
             self.add("recomputable", "yes (registry.recomputable): the reverse pass may compute "
-                     "its output again rather than keep it" if rule in RECOMPUTABLE else
+                     "its output again rather than keep it" if entry.recomputable else
                      "no: the reverse pass keeps the values its pullback reads")
             rules.append(("reverse", rule))
             if _takes_out(key):
@@ -637,22 +812,26 @@ class _Explanation:
         if handler is not None:
             self.known = True
             self.add("in place", f"writes into an argument: the handler {_where(handler)} "
-                     "(INPLACE, registry.definplace) records the write with the core's in-place "
-                     "helpers, which put the overwritten values back in the reverse pass"
+                     "(facet inplace, registry.definplace) records the write with the core's "
+                     "in-place helpers, which put the overwritten values back in the reverse pass"
                      + _doc(handler))
             rules.append(("in place", handler))
         if composite is not None:
             self.known = True
             steps = self.steps(composite)
             self.add("composite", f"differentiated through its steps: {_where(composite)} "
-                     "(COMPOSITES, registry.defcomposite) is called with the traced arrays or "
+                     "(facet composite, registry.defcomposite) is called with the traced arrays or "
                      "duals themselves, and each step it takes is recorded by its own rule, so "
                      "reverse and forward mode and every order follow"
                      + (f"; it calls {', '.join(steps)}" if steps else ""))
             rules.append(("composite", composite))
-        if key in NONDIFF:
+        if entry.joins:
+            self.add("joins", "its first argument is a sequence of arrays: a list or tuple in "
+                     "it holding traced values or duals stands for the array NumPy makes of it, "
+                     "which both engines stack first (facet joins, registry.defjoin)")
+        if entry.nondifferentiable:
             self.known = True
-            self.add("no gradient", "its outputs carry no gradient (NONDIFF, "
+            self.add("no gradient", "its outputs carry no gradient (facet nondifferentiable, "
                      "registry.nondifferentiable): it runs on plain values in both modes")
         if jvp is not None:
             self.known = True
@@ -664,15 +843,13 @@ class _Explanation:
                 self.add("forward", f"none: duals raise {type(error).__name__}: {error}")
         elif composite is not None and rule is None:
             self.add("forward", "through the composite's steps, as reverse mode")
-        if key in COMPLEX_UFUNCS:
-            back, forward = COMPLEX_UFUNCS[key]
+        if entry.complex_rules is not None:
+            back, forward = entry.complex_rules
             self.add("complex operands", f"not complex-differentiable: complex operands take "
                      f"the rules {_where(back)} (reverse) and {_where(forward)} (forward) "
-                     "(COMPLEX_UFUNCS) in place of the partials")
+                     "(facet complex_rules, registry.complex_ufunc) in place of the partials")
             rules = [(mode, r) for mode, r in rules if mode != "row"]
             rules += [("complex reverse", back), ("complex forward", forward)]
-        if isinstance(key, np.ufunc) and row is None and rule is None and key not in NONDIFF:
-            pass  # unknown_facts says what happens
         self.complex_fact("complex values", rules)
 
     def partial_facts(self, row):
@@ -706,7 +883,7 @@ class _Explanation:
 
         inner = inspect.unwrap(rule)
         leading = _closure(rule).get("leading")
-        text = (f"{_where(inner)} (FUNCTIONS, registry.defrule): it runs on plain arrays and "
+        text = (f"{_where(inner)} (facet reverse, registry.defrule): it runs on plain arrays and "
                 "returns its value and a pullback")
         if leading is not None and inner is not rule:
             text += (f", whose back gives the cotangents of the first {leading} positional "
@@ -719,7 +896,7 @@ class _Explanation:
         found = _closure(jvp)
         if qualname.startswith(deflinear.__name__ + "."):
             offsets = found.get("offsets") or ()
-            return (f"linear (JVPS, registry.deflinear) in the positional arguments "
+            return (f"linear (facet forward, registry.deflinear) in the positional arguments "
                     f"{tuple(found.get('operands', ()))} jointly: the tangent is the function "
                     "itself of their tangents, zeros standing in for constant ones"
                     + (f"; the keyword arguments {', '.join(offsets)} add a constant, which "
@@ -728,12 +905,12 @@ class _Explanation:
             operands = found.get("operands")
             which = "each positional argument" if operands is None else (
                 f"each of the positional arguments {tuple(operands)}")
-            return (f"multilinear (JVPS, registry.defmultilinear), linear in {which} "
+            return (f"multilinear (facet forward, registry.defmultilinear), linear in {which} "
                     "separately: the product rule, one term per argument with a tangent")
         import inspect
 
         inner = inspect.unwrap(jvp)
-        text = f"the rule {_where(inner)} (JVPS, registry.defjvp)"
+        text = f"the rule {_where(inner)} (facet forward, registry.defjvp)"
         leading = found.get("leading")
         if leading is not None and inner is not jvp:
             text += (f"; only the first {leading} positional argument"
@@ -743,7 +920,7 @@ class _Explanation:
     def complex_fact(self, label, rules):
         if not rules:
             return
-        kinds = {mode: COMPLEX.get(rule) for mode, rule in rules}
+        kinds = {mode: complex_kind(rule) for mode, rule in rules}
         if len(set(kinds.values())) == 1:
             self.add(label, self.complex_kind(next(iter(kinds.values()))))
             return
@@ -760,11 +937,11 @@ class _Explanation:
         return "refused"
 
     def steps(self, function):
-        """The functions of the tables that ``function`` calls by name (``np.cumsum``)."""
+        """The functions with a Rule that ``function`` calls by name (``np.cumsum``)."""
         np = self.np
         found = []
         for value in _referenced(function, np):
-            if _in_tables(value) and value is not self.fn:
+            if _has_rule(value) and value is not self.fn:
                 name = function_name(value)
                 if name not in found:
                     found.append(name)
@@ -773,12 +950,13 @@ class _Explanation:
     # routes, custom rules, methods -------------------------------------------------------------
 
     def route_facts(self, fn):
-        stand_in = ROUTES.get(fn)
+        stand_in = lookup(fn).route
         if stand_in is None:
             return
         self.known = True
         self.add("routed", f"while a differentiation runs, user code's name for it (however "
-                 f"imported) is bound to a stand-in (ROUTES): {_kind_of(stand_in)}"
+                 "imported) is bound to a stand-in (facet route, registry.defroute): "
+                 f"{_kind_of(stand_in)}"
                  + ("" if hasattr(stand_in, "pure_rule") else _doc(stand_in)))
         if not self.adjoint_facts(stand_in, "the stand-in's rules"):
             inner = getattr(stand_in, "original", None) is not None and getattr(
@@ -846,7 +1024,7 @@ class _Explanation:
         self.known = True
         for cls, method in found:
             calls = [value for value in _referenced(method, np)
-                     if _in_tables(value) or ROUTES.get(value) is not None]
+                     if _has_rule(value) or _route(value) is not None]
             self.add(f"{cls.__qualname__}.{name}", f"{_where(method)}" + _doc(method)
                      + _body(method))
             for value in calls:
@@ -917,12 +1095,21 @@ def _takes_out(fn):
         return False
 
 
-def _in_tables(value):
+def _has_rule(value):
+    """Whether ``value`` has a Rule with a rule or no gradient (not just a route)."""
     try:
-        return (value in UFUNCS or value in FUNCTIONS or value in INPLACE
-                or value in COMPOSITES or value in JVPS or value in NONDIFF)
+        rule = RULES.get(value)
     except TypeError:  # unhashable
         return False
+    return rule is not None and (rule.nondifferentiable or any(
+        getattr(rule, facet) is not None for facet in _HELD))
+
+
+def _route(value):
+    try:
+        return lookup(value).route
+    except TypeError:  # unhashable
+        return None
 
 
 def _closure(function):

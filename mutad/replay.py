@@ -89,8 +89,7 @@ from .levels import ACTIVE
 from .products import times
 from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
                         recomputable, small)
-from .registry import (COMPLEX_UFUNCS, FUNCTIONS, ONE, UFUNCS, Constant, Operand,
-                       complex_among)
+from .registry import NO_RULE, ONE, RULES, Constant, Operand, complex_among
 from .shadows import Buffer, Place, Shadows, overlapping
 from .tape import Record, Tape, Write
 from .tracing import (Gathered, ReverseTape, Traced, WritePlan, add_cotangents, apart_from,
@@ -2221,9 +2220,10 @@ class Recorder:
         self.withheld = False
         target = out if type(out) is Traced and out.tape is tape else None
         constant_target = target is not None and target.buffer.constant
+        entry = RULES.get(ufunc, NO_RULE)
         if out is not None and rule is None and (pattern or not constant_target) and (
-                ufunc in COMPLEX_UFUNCS and complex_among(values)
-                or UFUNCS.get(ufunc) is None and ufunc in FUNCTIONS):
+                entry.complex_rules is not None and complex_among(values)
+                or entry.elementwise is None and entry.reverse is not None):
             # a ufunc with a function's rule (matmul), which the engine computes, then assigns
             # into ``out`` (``tracing.apply_function``): the two steps that does
             # (an operator, A @= B, passes no keywords: None)
@@ -2242,7 +2242,7 @@ class Recorder:
         if kwargs:
             settings = self.spec({k: v for k, v in kwargs.items() if k != "out"})
         new = tape.records[before:]
-        rule = rule or UFUNCS.get(ufunc)
+        rule = rule or entry.elementwise
         if out is not None:
             position = apart = None
             if target is not None:
@@ -2281,8 +2281,9 @@ class Recorder:
             self.recomputed(new[0], self.steps[-1])
         elif len(new) == 1 and new[0].pullback is function_pullback:
             # np.matmul's rule, or a ufunc's rule for complex values (np.abs: unwrapped_ufunc)
-            rule = COMPLEX_UFUNCS[ufunc][0] if ufunc in COMPLEX_UFUNCS and complex_among(
-                values) else FUNCTIONS[ufunc]
+            entry = RULES[ufunc]
+            rule = entry.complex_rules[0] if entry.complex_rules is not None and complex_among(
+                values) else entry.reverse
             self._function(rule, inputs, settings, y, new[0])
         else:
             self.refuse(f"np.{ufunc.__name__} recorded as {len(new)} operations")

@@ -62,9 +62,8 @@ from .levels import innermost as innermost_tracer
 from .products import CHUNK
 from .recompute import (Held, Rebuild, Recomputation, Written, current_region, flat,
                         keeps_memory, small, track)
-from .registry import (COMPLEX, COMPLEX_UFUNCS, COMPOSITES, CONVENTION, FUNCTIONS, HOLOMORPHIC,
-                       INPLACE, NONDIFF, RECOMPUTABLE, UFUNCS, USER_RULES, ElementwiseRule,
-                       check_complex, complex_among)
+from .registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
+                       check_complex, complex_among, is_recomputable, is_user_rule, lookup)
 from .shadows import Buffer, Place, overlapping, zeros
 from .tape import Absent, OneOutput, Primitive, Record, Tape, Write
 from .trees import unsupported_array
@@ -75,7 +74,7 @@ from .writes import (SAVED, CopyBack, Destination, ElementwiseInverse, Reads, Un
 
 CONSTANT = ElementwiseRule((None, None, None))
 """The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
-COMPLEX[CONSTANT] = HOLOMORPHIC  # for complex values too
+Rule(elementwise=CONSTANT, complex=HOLOMORPHIC)  # the core's own row (no key): complex values too
 
 
 class ReverseTape(Tape):
@@ -757,27 +756,28 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
             f"np.{ufunc.__name__}(..., where=...) on traced arrays: compute both branches and "
             "select with np.where(mask, new, old) instead.")
     if rule is None:
-        rule = UFUNCS.get(ufunc)
-        if ufunc in COMPLEX_UFUNCS and complex_among(values):  # not complex-differentiable
+        entry = RULES.get(ufunc, NO_RULE)
+        rule = entry.elementwise
+        if entry.complex_rules is not None and complex_among(values):  # not complex-differentiable
             if out is not None:
                 kwargs["out"] = out
-            return apply_function(f"np.{ufunc.__name__}", COMPLEX_UFUNCS[ufunc][0], inputs,
+            return apply_function(f"np.{ufunc.__name__}", entry.complex_rules[0], inputs,
                                   kwargs)
-    if rule is None and ufunc in FUNCTIONS:  # generalized ufuncs (matmul) have function rules
-        if out is not None:
-            kwargs["out"] = out
-        return apply_function(f"np.{ufunc.__name__}", FUNCTIONS[ufunc], inputs, kwargs)
-    if rule is None:
-        if ufunc not in NONDIFF:
-            raise no_rule(ufunc)
-        if out is None:
-            return ufunc(*values, **kwargs)
-        rule = CONSTANT
+        if rule is None and entry.reverse is not None:  # generalized ufuncs (matmul)
+            if out is not None:
+                kwargs["out"] = out
+            return apply_function(f"np.{ufunc.__name__}", entry.reverse, inputs, kwargs)
+        if rule is None:
+            if not entry.nondifferentiable:
+                raise no_rule(ufunc)
+            if out is None:
+                return ufunc(*values, **kwargs)
+            rule = CONSTANT
     if out is not None:
         return _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs)
     active(tape)
     y = ufunc(*values, **kwargs)
-    if y.dtype.kind == "c":  # of complex operands: a row declared for them (registry.COMPLEX)
+    if y.dtype.kind == "c":  # of complex operands: a row declared for them (facet complex)
         check_complex(function_name(ufunc), rule)
     yt = fresh(y, tape)
     traced, reads, state = differentiable(ufunc, rule, pattern, len(inputs))
@@ -1173,8 +1173,8 @@ def _record_function(tape, name, rule, back, args, values, kwargs, outputs, mult
     places = [[locate(e, tape) for e in x] if type(x) in (list, tuple) else locate(x, tape)
               for x in args]
     # Cotangents that are memory of the arguments are never adopted as shadows; those of a
-    # user's rule never at all (None): they may be arrays it keeps (registry.USER_RULES).
-    primals = None if rule in USER_RULES else {id(owner(x.value)) for x in _leaves(args, tape)}
+    # user's rule never at all (None): they may be arrays it keeps (facet user).
+    primals = None if is_user_rule(rule) else {id(owner(x.value)) for x in _leaves(args, tape)}
     # The recipe names the constants the rule's pullback holds, and describes the others: the
     # record keeps no memory the pullback does not.
     held = _held_by(back)
@@ -1183,7 +1183,7 @@ def _record_function(tape, name, rule, back, args, values, kwargs, outputs, mult
     record = Record(primitive(name, rule), recipe(args, values, kept, tape), settings,
                     tuple(b for b in outputs if b is not None), None,
                     (back, places, primals, outputs, multiple), function_pullback)
-    if tape.recomputation is not None and rule in RECOMPUTABLE:
+    if tape.recomputation is not None and is_recomputable(rule):
         for i, buffer in enumerate(outputs):
             if buffer is not None:
                 tape.recomputation.give_recipe(record, i if multiple else None, buffer,
@@ -1233,9 +1233,10 @@ def _written(func, args, kwargs):
     if out is None and position is not None and len(args) > position:
         out = args[position]
     targets = list(out) if type(out) is tuple else [] if out is None else [out]
-    if func in INPLACE and args:
+    rule = lookup(func)
+    if rule.inplace is not None and args:
         targets.append(args[0])
-    elif func not in FUNCTIONS and func not in NONDIFF:
+    elif rule.reverse is None and not rule.nondifferentiable:
         targets.extend(flat(args))
     return targets
 
@@ -1245,18 +1246,19 @@ def apply_array_function(func, args, kwargs, tape):
     level = innermost((*args, *kwargs.values()), tape)
     if not carries((*args, *kwargs.values()), level):
         return on_constants(func, args, kwargs, level, _written(func, args, kwargs))
-    rule = FUNCTIONS.get(func)
+    entry = RULES.get(func, NO_RULE)
+    rule = entry.reverse
     if rule is not None:
         args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
         args, kwargs = keywords_in_place(func, rule, args, kwargs)  # np.diff(x, append=a)
         return apply_function(function_name(func), rule, args, kwargs, tape)
-    handler = INPLACE.get(func) or COMPOSITES.get(func)
+    handler = entry.inplace or entry.composite
     if handler is not None:
         if complex_among(args):
             check_complex(function_name(func), handler)
         active(tape)
         return door(tape, handler, args, kwargs)
-    if func in NONDIFF:
+    if entry.nondifferentiable:
         out = next((t for t in _written(func, args, kwargs) if type(t) is Traced), None)
         if out is not None:
             return _nondiff_into(func, args, kwargs, out, level)
@@ -1400,13 +1402,14 @@ class Traced(ArrayMethods):
             written = (out, inputs[0]) if method == "at" else (out,)
             return on_constants(getattr(ufunc, method), inputs, kwargs, level, written)
         key = (ufunc, method)
-        if key in FUNCTIONS:
-            return apply_function(f"np.{ufunc.__name__}.{method}", FUNCTIONS[key], inputs, kwargs)
-        handler = INPLACE.get(key) or COMPOSITES.get(key)
+        entry = RULES.get(key, NO_RULE)
+        if entry.reverse is not None:
+            return apply_function(f"np.{ufunc.__name__}.{method}", entry.reverse, inputs, kwargs)
+        handler = entry.inplace or entry.composite
         if handler is not None:
             active(self.tape)
             return door(self.tape, handler, inputs, kwargs)
-        if ufunc in NONDIFF:
+        if lookup(ufunc).nondifferentiable:
             if level.recorder is not None and level.recorder.ready:
                 return level.recorder.nondiff(getattr(ufunc, method), inputs, kwargs)
             return getattr(ufunc, method)(*plain(inputs), **plain(kwargs))
@@ -1561,7 +1564,8 @@ class Traced(ArrayMethods):
         return weak_arithmetic(result) if self.buffer.weak else result
 
     def astype(self, dtype, **kwargs):
-        return apply_function("ndarray.astype", FUNCTIONS[np.ndarray.astype], (self, dtype), kwargs)
+        return apply_function("ndarray.astype", RULES[np.ndarray.astype].reverse, (self, dtype),
+                              kwargs)
 
 
 install_operators(Traced, _binary)
@@ -1588,7 +1592,7 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
         return tape.recorder.door(apply_inplace_rule, (name, rule, args, kwargs, writes,
                                                        checkpointed, growth, run_rule), {})
     kwargs = _keyword_values(name, kwargs, tape)
-    if complex_among(values):  # a rule takes them only if it said so (registry.COMPLEX)
+    if complex_among(values):  # a rule takes them only if it said so (facet complex)
         check_complex(name, rule)
     if not carries(args, tape):  # constants and plain values only: it runs as on plain arrays
         for i in writes:

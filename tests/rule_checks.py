@@ -14,7 +14,7 @@ import numpy as np
 import mutad
 
 from cases import Case, arguments
-from mutad.registry import FUNCTIONS, JVPS
+from mutad.registry import RULES, lookup
 from mutad.testing import check_transpose, directional_fd
 
 
@@ -58,7 +58,7 @@ def rules_of(case):
     key = case.function
     if is_decorated(key):
         return case.rule or key.forward_rule, key.pure_rule
-    return case.rule or JVPS[key], FUNCTIONS.get(key)
+    return case.rule or RULES[key].forward, lookup(key).reverse
 
 
 def split_tangents(args, rng, symmetric=()):

@@ -391,14 +391,14 @@ def test_a_method_is_routed_to_its_rule_only_with_traced_arguments():
         return -0.5 * (x - mu) ** 2
 
     d = Distribution()
-    registry.METHODS[Distribution, "logpdf"] = rule
+    registry.defmethod(Distribution, "logpdf", rule)
     try:
         g = mutad.gradient(lambda x: d.logpdf(x, 1.0).sum(), np.array([0.0, 2.0]))[0]
         assert g.tolist() == [1.0, -1.0] and calls == ["Distribution"]
         assert d.logpdf(np.zeros(1), 1.0).tolist() == [-0.5]   # outside: the method itself
         assert "logpdf" in Distribution.__dict__ and calls == ["Distribution"]
     finally:
-        del registry.METHODS[Distribution, "logpdf"]
+        registry.RULES[Distribution, "logpdf"].method = None
     assert Distribution.__dict__["logpdf"].__qualname__ == "Distribution.logpdf"
 
 
@@ -442,9 +442,9 @@ def test_routed_functions_are_scipys_own_outside_a_differentiation_and_inside_sc
     original = scipy.linalg.solve
     mutad.gradient(f, np.ones(2))
     routed, internal, by_name = seen[0]
-    assert routed is not original and routed is registry.ROUTES[original]
+    assert routed is not original and routed is registry.RULES[original].route
     assert internal is original  # SciPy's internals keep SciPy's function
-    assert by_name is registry.ROUTES[scipy.linalg.expm]
+    assert by_name is registry.RULES[scipy.linalg.expm].route
     assert scipy.linalg.solve is original and matrix_exponential is scipy.linalg.expm
 
 

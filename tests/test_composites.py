@@ -7,7 +7,7 @@ import pytest
 
 import mutad
 from cases import Case, arguments, case_id, check_complex, complexified, fixed, normal
-from mutad.registry import COMPOSITES
+from mutad.registry import table
 
 POLICIES = ("restore", "checkpoint")
 
@@ -149,7 +149,7 @@ def test_jvp(case, rng):
     mutad.check_jvp(case.function, *case.sample(rng))
 
 
-# Complex arrays: the composites declared complex-capable (registry.COMPLEX) with an imaginary
+# Complex arrays: the composites declared complex-capable (facet complex) with an imaginary
 # part on every float argument; the others refuse complex values rather than differentiate
 # them as if they were real.
 
@@ -196,7 +196,7 @@ def test_complex_values_without_a_complex_rule_are_refused(case, rng):
 
 
 def test_the_composites_take_numpys_names():
-    assert {f.__name__ for f in COMPOSITES if callable(f)} >= {
+    assert {f.__name__ for f in table("composite") if callable(f)} >= {
         "gradient", "trapezoid", "polyval", "cumulative_sum", "cumulative_prod", "correlate"}
 
 

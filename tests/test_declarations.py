@@ -1,5 +1,6 @@
-"""The rule declarations: settings passed positionally get no cotangent, tables are keyed by
-the objects NumPy dispatches on, and rule families share helpers through one module."""
+"""The rule declarations: settings passed positionally get no cotangent, Rules are keyed by
+the objects NumPy dispatches on, one per function, and rule families share helpers through one
+module."""
 
 import ast
 from pathlib import Path
@@ -81,10 +82,10 @@ def test_a_rule_that_returns_other_than_its_leading_cotangents_is_refused():
         back(1.0)
 
 
-def test_tables_are_keyed_by_what_numpy_dispatches_on():
+def test_rules_are_keyed_by_what_numpy_dispatches_on():
     """No string pseudo-primitives: a key is a function, a ufunc or ``(ufunc, method)``."""
-    for table in (registry.FUNCTIONS, registry.JVPS, registry.INPLACE, registry.COMPOSITES):
-        for key in table:
+    for facet in ("reverse", "forward", "inplace", "composite"):
+        for key in registry.table(facet):
             assert callable(key) or (type(key) is tuple and callable(getattr(*key))), key
 
 
@@ -108,3 +109,40 @@ def test_no_module_imports_a_rule_family(path):
         return  # registers every family
     families = {f"mutad.rules.{family}" for family in FAMILIES}
     assert not families & set(_imported_modules(path))
+
+
+def test_one_rule_per_function_with_optional_facets():
+    """``registry.RULES``: one Rule per function, whose facets hold everything mutad knows of it;
+    the rule objects the engines hold are answered for by the Rule that holds them."""
+    rule = registry.RULES[np.cumsum]
+    assert rule.key is np.cumsum and set(rule.facets()) == {"reverse", "forward", "complex"}
+    assert repr(rule) == "Rule(np.cumsum: reverse, forward, complex)"
+    assert registry.complex_kind(rule.reverse) == registry.complex_kind(rule.forward) \
+        == registry.HOLOMORPHIC
+    assert registry.lookup(np.busday_count) is registry.NO_RULE
+    assert not registry.NO_RULE.facets()
+    with pytest.raises(TypeError, match="NO_RULE"):
+        registry.NO_RULE.reverse = rule.reverse
+    back, jvp = registry.RULES[np.absolute].complex_rules
+    assert registry.complex_kind(back) == registry.complex_kind(jvp) == registry.CONVENTION
+    assert registry.complex_kind(registry.RULES[np.absolute].elementwise) is None
+    recomputable = registry.RULES[np.reshape]
+    assert recomputable.recomputable and registry.is_recomputable(recomputable.reverse)
+    assert not registry.is_recomputable(recomputable.forward)
+    assert registry.RULES[np.concatenate].joins and registry.RULES[np.argmax].nondifferentiable
+
+
+def test_a_user_rule_is_a_facet_of_its_adjoints_rule():
+    @mutad.adjoint
+    def double(x):
+        return 2.0 * x
+
+    @double.rule
+    def _double_rule(x):
+        return double(x), lambda dy: (2.0 * dy,)
+
+    rule = registry.RULES[double]
+    assert rule.user and rule.complex == registry.CONVENTION
+    assert registry.is_user_rule(_double_rule) and not registry.is_user_rule(
+        registry.RULES[np.sum].reverse)
+    assert registry.complex_kind(_double_rule) == registry.CONVENTION

@@ -1,4 +1,4 @@
-"""``registry.explain``: what it says of one function of each family is what the tables hold,
+"""``registry.explain``: what it says of one function of each family is what its Rule holds,
 and, for a function without a rule, the error a differentiation of it really raises."""
 
 import io
@@ -41,7 +41,8 @@ def test_a_ufunc_its_row_partials_and_inverses():
     text = explain(np.add)
     assert text.splitlines()[0] == "np.add: a NumPy ufunc that mutad differentiates"
     said = facts(text)
-    assert "UFUNCS" in said["elementwise"]
+    assert said["facets"].startswith("elementwise, complex (registry.RULES[np.add])")
+    assert "facet elementwise" in said["elementwise"]
     assert said["partial 0"].startswith("1") and said["partial 1"].startswith("1")
     assert "np.subtract(t, o[0], out=t)" in said["in place"]  # the inverse of x += y
     assert said["complex values"].startswith("holomorphic")
@@ -52,7 +53,7 @@ def test_a_ufunc_its_row_partials_and_inverses():
 
 def test_a_ufunc_that_is_not_complex_differentiable():
     said = facts(explain(np.absolute))
-    back, forward = registry.COMPLEX_UFUNCS[np.absolute]
+    back, forward = registry.RULES[np.absolute].complex_rules
     assert where(back) in said["complex operands"] and where(forward) in said["complex operands"]
     assert said["complex values"].startswith("written for complex values")
     assert "decision" in said["partials read"]
@@ -60,7 +61,8 @@ def test_a_ufunc_that_is_not_complex_differentiable():
 
 def test_a_reduction_with_its_rule_its_linear_forward_rule_and_its_method():
     said = facts(explain(np.cumsum))
-    assert where(registry.FUNCTIONS[np.cumsum]) in said["reverse"]
+    assert said["facets"] == "reverse, forward, complex (registry.RULES[np.cumsum])"
+    assert where(registry.RULES[np.cumsum].reverse) in said["reverse"]
     assert "leading=1" in said["reverse"]
     assert "deflinear" in said["forward"] and "(0,)" in said["forward"]
     assert said["recomputable"].startswith("no")
@@ -70,9 +72,8 @@ def test_a_reduction_with_its_rule_its_linear_forward_rule_and_its_method():
     assert "initial" in said["forward"]  # an offset of deflinear, kept out of the tangent
 
 
-def test_recomputable_and_multilinear_come_from_their_tables():
-    recomputable = next(f for f, rule in registry.FUNCTIONS.items()
-                        if rule in registry.RECOMPUTABLE and not isinstance(f, tuple))
+def test_recomputable_and_multilinear_come_from_their_facets():
+    recomputable = next(f for f in registry.table("recomputable") if not isinstance(f, tuple))
     assert facts(explain(recomputable))["recomputable"].startswith("yes")
     said = facts(explain(np.matmul))
     assert "defmultilinear" in said["forward"]
@@ -80,26 +81,31 @@ def test_recomputable_and_multilinear_come_from_their_tables():
 
 def test_linear_algebra_with_and_without_a_forward_rule():
     said = facts(explain(np.linalg.solve))
-    assert where(registry.FUNCTIONS[np.linalg.solve]) in said["reverse"]
-    assert where(registry.JVPS[np.linalg.solve]) in said["forward"]
+    assert where(registry.RULES[np.linalg.solve].reverse) in said["reverse"]
+    assert where(registry.RULES[np.linalg.solve].forward) in said["forward"]
     assert "holomorphic" in said["complex values"]
 
 
 def test_linear_algebra_without_a_forward_rule(monkeypatch):
     # Every pure rule has a forward rule today: take one away, as a rule declared without
     # its defjvp would be, and explain says the error forward mode then raises.
-    monkeypatch.delitem(registry.JVPS, np.linalg.solve)
+    monkeypatch.setattr(registry.RULES[np.linalg.solve], "forward", None)
     said = facts(explain(np.linalg.solve))
-    assert where(registry.FUNCTIONS[np.linalg.solve]) in said["reverse"]
+    assert where(registry.RULES[np.linalg.solve].reverse) in said["reverse"]
     with pytest.raises(mutad.errors.UnsupportedFunctionError) as raised:
         mutad.jvp(lambda a: np.linalg.solve(a, np.ones(2)), (np.eye(2),), (np.eye(2),))
     assert said["forward"] == f"none: duals raise UnsupportedFunctionError: {raised.value}"
     assert "use mutad.gradient" in said["forward"]
 
 
+def test_a_join_of_a_sequence_of_arrays():
+    said = facts(explain(np.concatenate))
+    assert "joins" in said["facets"] and "facet joins" in said["joins"]
+
+
 def test_a_composite():
     said = facts(explain(np.trapezoid))
-    assert where(registry.COMPOSITES[np.trapezoid]) in said["composite"]
+    assert where(registry.RULES[np.trapezoid].composite) in said["composite"]
     assert "np.sum" in said["composite"]
 
 
@@ -109,14 +115,14 @@ def test_an_in_place_method_of_arrays():
     said = facts(text)
     assert "self[...] = np.sort(" in said["ArrayMethods.sort"]
     assert said["it calls"].startswith("np.sort")
-    assert where(registry.FUNCTIONS[np.sort]) in text
+    assert where(registry.RULES[np.sort].reverse) in text
     assert explain(np.ones(2).sort) == text  # a bound method is the same method
 
 
 def test_a_ufunc_method_that_writes_in_place():
     said = facts(explain(np.add.at))
-    assert where(registry.INPLACE[(np.add, "at")]) in said["in place"]
-    assert where(registry.JVPS[(np.add, "at")]) in said["forward"]
+    assert where(registry.RULES[np.add, "at"].inplace) in said["in place"]
+    assert where(registry.RULES[np.add, "at"].forward) in said["forward"]
     assert "convention" in said["complex values"]
 
 
@@ -126,10 +132,10 @@ def test_a_ufunc_method_that_writes_in_place():
 ])
 def test_a_scipy_route(fn, stand_in_module):
     text = explain(fn)
-    stand_in = registry.ROUTES[fn]
+    stand_in = registry.RULES[fn].route
     assert text.splitlines()[0].endswith("a SciPy function that mutad differentiates")
     said = facts(text)
-    assert "ROUTES" in said["routed"] and where(stand_in) in said["routed"]
+    assert "facet route" in said["routed"] and where(stand_in) in said["routed"]
     assert stand_in_module in said["routed"]
 
 
@@ -137,7 +143,7 @@ def test_a_scipy_function_with_the_rules_of_its_wrapper():
     text = explain(scipy.linalg.expm)
     assert text.startswith("scipy.linalg.expm: a SciPy function")
     said = facts(text)
-    stand_in = registry.ROUTES[scipy.linalg.expm]
+    stand_in = registry.RULES[scipy.linalg.expm].route
     assert "ScipyAdjoint" in said["routed"]
     assert where(stand_in.pure_rule) in said["reverse"]
     assert where(stand_in.forward_rule) in said["forward"]
@@ -175,7 +181,7 @@ def test_a_python_function_mutad_does_not_see():
 
 def test_a_nondifferentiable_function():
     said = facts(explain(np.argmax))
-    assert "NONDIFF" in said["no gradient"]
+    assert "facet nondifferentiable" in said["no gradient"]
 
 
 def test_the_text_is_returned_and_printed_to_a_file():

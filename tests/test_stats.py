@@ -2,7 +2,7 @@
 
 Values match SciPy's (its conventions at invalid parameters and outside the support included);
 gradients, forward mode and second derivatives are checked against finite differences; plain
-calls are SciPy's own; METHODS holds a rule for every method of SciPy's classes these cover.
+calls are SciPy's own; a Rule holds a rule (facet method) for every method of SciPy's classes these cover.
 """
 
 import numpy as np
@@ -11,7 +11,7 @@ import scipy.stats
 from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen
 
 import mutad
-from mutad.registry import METHODS
+from mutad.registry import RULES, table
 from mutad.scipy import stats
 
 from cases import replays_as_traced
@@ -243,30 +243,30 @@ def test_methods_has_a_rule_for_every_method_of_these_classes():
         generator = type(distribution.scipy)
         discrete = getattr(distribution, "discrete", False)
         for method in ("pmf", "logpmf") if discrete else ("pdf", "logpdf"):
-            assert (generator, method) in METHODS
+            assert (generator, method) in table("method")
     for method in CONTINUOUS:
-        assert (rv_continuous_frozen, method) in METHODS
+        assert (rv_continuous_frozen, method) in table("method")
     for method in DISCRETE:
-        assert (rv_discrete_frozen, method) in METHODS
+        assert (rv_discrete_frozen, method) in table("method")
 
 
 def test_methods_rules_stand_in_for_scipys_methods():
     """What the routing will call: ``rule(self, *args, **kwargs)`` for SciPy's objects."""
     def f(mu, sigma):
         frozen = scipy.stats.norm(0.5, 2.0)
-        return (METHODS[(type(scipy.stats.norm), "logpdf")](scipy.stats.norm, REAL, mu, sigma)
-                + METHODS[(rv_continuous_frozen, "logcdf")](frozen, REAL * mu)
-                + METHODS[(type(scipy.stats.multivariate_normal), "logpdf")](
+        return (RULES[(type(scipy.stats.norm), "logpdf")].method(scipy.stats.norm, REAL, mu, sigma)
+                + RULES[(rv_continuous_frozen, "logcdf")].method(frozen, REAL * mu)
+                + RULES[(type(scipy.stats.multivariate_normal), "logpdf")].method(
                     scipy.stats.multivariate_normal, REAL[:3], mu * np.ones(3)))
 
     mutad.check_grads(f, 0.2, 1.4)
     frozen = scipy.stats.multivariate_normal(np.zeros(3), spd(3))
-    mutad.check_grads(lambda x: METHODS[(type(frozen), "logpdf")](frozen, x), REAL[:3])
+    mutad.check_grads(lambda x: RULES[(type(frozen), "logpdf")].method(frozen, x), REAL[:3])
 
 
 def test_a_generator_with_its_own_support_is_refused():
     shifted = type(scipy.stats.expon)(a=1.0, name="expon")
-    rule = METHODS[(type(scipy.stats.expon), "logpdf")]
+    rule = RULES[(type(scipy.stats.expon), "logpdf")].method
     with pytest.raises(mutad.MutadError, match="support"):
         mutad.gradient(lambda x: rule(shifted, x).sum(), np.array([2.0, 3.0]))
 

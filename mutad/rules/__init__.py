@@ -6,7 +6,7 @@ Families share helpers through ``_helpers`` (and the factorisations' derivatives
 
 import numpy as np
 
-from ..registry import FUNCTIONS, INPLACE, UFUNCS, complex_aware, defcomposite
+from ..registry import complex_aware, defcomposite, lookup, table
 from . import composites, creation, fft, indexing, linalg, nondiff, reductions, shape, ufuncs  # noqa: F401
 
 # ``ufunc.at`` of every elementwise row, once all rows are in: ``np.add.at`` and
@@ -15,14 +15,14 @@ from . import composites, creation, fft, indexing, linalg, nondiff, reductions, 
 # against the second, which broadcasting makes the same values; ``ufunc.accumulate`` where no
 # rule of its own is written: the ufunc applied step by step, as NumPy's loop applies it;
 # ``ufunc.reduceat`` of the selections, segment by segment.
-for _ufunc in list(UFUNCS):
-    if _ufunc.nout == 1 and (_ufunc, "at") not in INPLACE:
+for _ufunc in table("elementwise"):
+    if _ufunc.nout == 1 and lookup((_ufunc, "at")).inplace is None:
         defcomposite((_ufunc, "at"))(indexing.at_in_rounds(_ufunc))
         complex_aware((_ufunc, "at"))  # each round is the ufunc's own call
     if _ufunc.nin == 2 and _ufunc.nout == 1:
         defcomposite((_ufunc, "outer"))(shape.outer_of(_ufunc))
         complex_aware((_ufunc, "outer"))  # the ufunc's own call
-        if (_ufunc, "accumulate") not in FUNCTIONS:  # np.maximum.accumulate: step by step
+        if lookup((_ufunc, "accumulate")).reverse is None:  # np.maximum.accumulate: step by step
             defcomposite((_ufunc, "accumulate"))(shape.accumulate_of(_ufunc))
 for _ufunc in (np.maximum, np.minimum):  # selections: the same value in any order
     defcomposite((_ufunc, "reduceat"))(shape.reduceat_of(_ufunc))

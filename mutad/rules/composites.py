@@ -18,7 +18,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from ..allocation import lists_as_arrays
 from ..arraylike import settled
 from ..errors import UnsupportedOperationError
-from ..registry import METHODS, complex_aware, defcomposite, nondifferentiable
+from ..registry import complex_aware, defcomposite, defmethod, nondifferentiable
 from ._helpers import along
 
 
@@ -671,7 +671,7 @@ def vectorized(self, *args, **kwargs):
     return tuple(arrays) if several else arrays[0]
 
 
-METHODS[(np.vectorize, "__call__")] = vectorized
+defmethod(np.vectorize, "__call__", vectorized)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -731,7 +731,7 @@ nondifferentiable(np.diag_indices_from, np.triu_indices_from, np.tril_indices_fr
                   np.linalg.matrix_rank)
 
 
-# Complex values (registry.COMPLEX): the compositions that compute NumPy's values for complex
+# Complex values (facet complex): the compositions that compute NumPy's values for complex
 # arrays too. The others (the variances, covariances and correlation, which conjugate or take
 # magnitudes) are refused for complex values.
 complex_aware(np.gradient, np.trapezoid, np.ediff1d, np.cumulative_sum, np.cumulative_prod,

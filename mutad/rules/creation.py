@@ -240,7 +240,7 @@ def _astype(a, dtype, kwargs):
 @defrule(np.ndarray.astype, leading=1)
 def astype(a, dtype, **kwargs):
     y = _astype(a, dtype, kwargs)
-    # to a real dtype from a complex one, the core takes the real part (registry.COMPLEX)
+    # to a real dtype from a complex one, the core takes the real part (facet complex)
     return y, lambda dy: (dy if dy.dtype.kind == "c" and a.dtype.kind == "f"
                           else dy.astype(a.dtype, copy=False),)
 
@@ -256,7 +256,7 @@ def astype_jvp(tangents, a, dtype, **kwargs):
     return y, t.astype(dtype, **kwargs)  # copy=False: a itself, then the tangent itself
 
 
-# Complex values (registry.COMPLEX): copies and fills are linear with real coefficients.
+# Complex values (facet complex): copies and fills are linear with real coefficients.
 holomorphic(np.zeros_like, np.ones_like, np.empty_like, np.empty, np.zeros, np.ones, np.eye,
             np.identity, np.full, np.full_like, np.linspace, np.copy, np.array, np.asarray,
             np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.ndarray.astype)

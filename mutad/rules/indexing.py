@@ -621,7 +621,7 @@ def copyto(dst, src, casting="same_kind", where=True):
     return None
 
 
-# Complex values (registry.COMPLEX): selections, sorts (in NumPy's order of complex numbers)
+# Complex values (facet complex): selections, sorts (in NumPy's order of complex numbers)
 # and differences are linear with real coefficients, and interpolation's formulas hold for
 # complex values; the in-place handlers write through the core's assignment, which takes them.
 holomorphic(np.take, np.take_along_axis, np.compress, np.extract, np.sort, np.partition,

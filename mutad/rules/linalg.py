@@ -14,7 +14,7 @@ Inputs of cholesky and eigh are symmetric by contract, so they get the symmetric
 derivative along symmetric perturbations), as in PyTorch and JAX; a matrix that is not symmetric
 (beyond rounding) is refused, since that gradient is not the derivative of NumPy's function of it.
 
-Complex matrices (``registry.COMPLEX``): the products, inv, solve, matrix_power and det are
+Complex matrices (facet ``complex``): the products, inv, solve, matrix_power and det are
 complex-differentiable, so their real rules hold (``holomorphic``). The factorisations (cholesky,
 eigh, eigvalsh, svd, qr, eig, eigvals), slogdet, the norms, pinv and lstsq have rules written in
 mutad's convention (``complex_aware``): a transpose becomes a conjugate transpose, Hermitian
@@ -1114,7 +1114,7 @@ def qr_jvp(tangents, a, mode="reduced"):
     return result, type(result)(dq, dr)
 
 
-# Complex values (registry.COMPLEX): the products, inverse, solve and determinant are
+# Complex values (facet complex): the products, inverse, solve and determinant are
 # complex-differentiable, so their real rules hold; vdot and vecdot conjugate their first
 # operand, and their rules above say so. The factorisations, norms, pseudo-inverse and least
 # squares read conjugates: their rules above are written in mutad's convention for complex

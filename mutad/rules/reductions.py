@@ -691,7 +691,7 @@ for _func, _skip_nan in ((np.median, False), (np.nanmedian, True)):
     defjvp(_func, leading=1)(_jvp)
 
 
-# Complex values (registry.COMPLEX): sums, products and their running forms are
+# Complex values (facet complex): sums, products and their running forms are
 # complex-differentiable; extremes select elements (in NumPy's order of complex numbers). The
 # variance's gradient above, 2 (a - mean) / (n - ddof), is the gradient of |a - mean|^2 in
 # mutad's convention, and its tangent takes the real part. Quantiles are refused by NumPy.

@@ -18,7 +18,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..devices import is_device, ufunc_at
 from ..errors import UnsupportedOperationError, UntracedWriteError
-from ..registry import (JOINS, ROUTES, complex_aware, defjvp, definplace, deflinear, defrule,
+from ..registry import (complex_aware, definplace, defjoin, defjvp, deflinear, defroute, defrule,
                         holomorphic, recomputable)
 from ..views import address, memory, owner, owner_view, wrapped
 from ._helpers import Template, gather_cotangent, unbroadcast
@@ -41,7 +41,7 @@ def linear_map(func, transpose):
     defrule(func, leading=1)(rule)
     deflinear(func)
     recomputable(func)
-    JOINS.add(func)
+    defjoin(func)
 
 
 def index_order(order, a):
@@ -242,7 +242,7 @@ def join_rule(func, layout):
     defrule(func, leading=1)(rule)
     deflinear(func)
     recomputable(func)
-    JOINS.add(func)
+    defjoin(func)
 
 
 def concatenate_layout(arrays, axis=0, *rest, **kwargs):
@@ -322,7 +322,7 @@ def split_rule(func, join):
     defrule(func, leading=1)(rule)
     deflinear(func)
     recomputable(func)
-    JOINS.add(func)
+    defjoin(func)
 
 
 # fmt: off
@@ -479,7 +479,7 @@ def clip_jvp(tangents, a, *bounds, **kwargs):
     return y, dy
 
 
-# Complex values (registry.COMPLEX): every function above but clip is linear with real
+# Complex values (facet complex): every function above but clip is linear with real
 # coefficients (np.real and np.imag of complex arrays are views: nothing is recorded, the
 # shadow of the view is the real or imaginary part of the array's, as in memory).
 holomorphic(np.reshape, np.squeeze, np.expand_dims, np.transpose, np.matrix_transpose,
@@ -549,7 +549,7 @@ _NUMPY_AS_STRIDED = (_AS_STRIDED,)  # NumPy's, held where the mode's swap of rou
 
 
 def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
-    """``np.lib.stride_tricks.as_strided`` (``registry.ROUTES``): of a differentiated ``x``
+    """``np.lib.stride_tricks.as_strided`` (facet ``route``): of a differentiated ``x``
     with ``writeable=False``, the elements of its memory the view reads, gathered by their
     positions in it (a gather, which mutad differentiates; repeated elements add up). A
     writeable view of overlapping elements has no derivative mutad can follow: refused."""
@@ -574,5 +574,5 @@ def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
     return np.ravel(owner_view(x))[positions]
 
 
-ROUTES[_AS_STRIDED] = as_strided
+defroute(_AS_STRIDED, as_strided)
 

@@ -305,7 +305,7 @@ def sign_jvp(tangents, z, **kwargs):
 
 
 # The rows above whose partials are complex derivatives, for the ufuncs NumPy computes for
-# complex values (registry.COMPLEX); the extremes select an operand, in NumPy's complex order.
+# complex values (facet complex); the extremes select an operand, in NumPy's complex order.
 holomorphic(np.negative, np.positive, np.conjugate, np.exp, np.expm1, np.exp2, np.log,
             np.log1p, np.log2, np.log10, np.sqrt, np.square, np.reciprocal, np.sin, np.cos,
             np.tan, np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh, np.tanh, np.arcsinh,

@@ -17,7 +17,7 @@ from ..arraylike import carries_derivative
 from ..custom import Adjoint, dispatch
 from ..errors import EscapedTracerError, UnsupportedOperationError
 from ..levels import ACTIVE, innermost
-from ..registry import ROUTES, NoClosedForm, padded
+from ..registry import NoClosedForm, defroute, padded
 from ..rules._helpers import stacked, unbroadcast
 
 
@@ -80,9 +80,9 @@ def refuse_device_arrays(fn, args):
 
 def scipy_adjoint(fn):
     """Wrap the SciPy function ``fn`` for a rule attached with ``@wrapped.rule``; the wrapper
-    stands in for ``fn`` while a differentiation runs (``registry.ROUTES``), so that user code
+    stands in for ``fn`` while a differentiation runs (``registry.defroute``), so that user code
     calling ``scipy.linalg.solve`` by SciPy's name is differentiated."""
-    wrapper = ROUTES[fn] = ScipyAdjoint(fn)
+    wrapper = defroute(fn, ScipyAdjoint(fn))
     return wrapper
 
 
@@ -116,7 +116,7 @@ def array_argument(x):
 
 class StandIn:
     """What stands in for SciPy's function ``original`` while a differentiation runs
-    (``registry.ROUTES``) where SciPy's function is a composition of steps mutad
+    (``registry.defroute``) where SciPy's function is a composition of steps mutad
     differentiates: SciPy's own when no argument is traced, else ``fn``, the same steps on the
     differentiated functions. An attribute, not a closure cell or a module's name, holds
     ``original``: the allocation mode swaps routed functions in those."""
@@ -124,7 +124,7 @@ class StandIn:
     def __init__(self, original, fn):
         functools.update_wrapper(self, original)
         self.original, self.fn = original, fn
-        ROUTES[original] = self
+        defroute(original, self)
 
     def __call__(self, *args, **kwargs):
         if innermost((*args, *kwargs.values())) is None:

@@ -2,7 +2,7 @@
 computes them with.
 
 SciPy converts its arguments with ``np.asarray`` (``scipy._lib._array_api``), which would cut
-the gradient. Each function here stands in for SciPy's (``registry.ROUTES``: user code calling
+the gradient. Each function here stands in for SciPy's (``registry.defroute``: user code calling
 ``scipy.stats.skew`` by SciPy's name reaches it while a differentiation runs) and, given traced
 arrays, takes SciPy's own steps on them, in SciPy's order, so that its values are SciPy's bit
 for bit and reverse mode, forward mode and every order follow from the rules of those steps.

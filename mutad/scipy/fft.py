@@ -16,7 +16,7 @@ import numpy as np
 import scipy.fft as _fft
 
 from ..errors import UnsupportedOperationError
-from ..registry import CONVENTION, ROUTES
+from ..registry import CONVENTION, defroute
 from ..rules.fft import HERMITIAN_ND, STAGES, adjoint
 from ._adjoints import scipy_adjoint
 
@@ -71,8 +71,8 @@ hfft2 = _transform("hfft2")
 ihfft2 = _transform("ihfft2")
 
 # The shifts are rolls, NumPy's the same values: NumPy's functions stand in for them.
-fftshift = ROUTES[_fft.fftshift] = np.fft.fftshift
-ifftshift = ROUTES[_fft.ifftshift] = np.fft.ifftshift
+fftshift = defroute(_fft.fftshift, np.fft.fftshift)
+ifftshift = defroute(_fft.ifftshift, np.fft.ifftshift)
 
 
 # ----------------------------------------------------------------------------------------------

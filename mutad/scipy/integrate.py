@@ -99,7 +99,7 @@ from ..errors import (ConversionError, InvalidArgumentError, UnsupportedOperatio
                       UntracedWriteError)
 from ..arraylike import carries_derivative
 from ..levels import ACTIVE, Tracer, innermost
-from ..registry import ROUTES
+from ..registry import defroute
 from ..trees import flatten
 from ..views import memory
 from ._adjoints import outside_differentiations
@@ -109,13 +109,13 @@ __all__ = ["cumulative_simpson", "cumulative_trapezoid", "nquad", "odeint", "qua
 
 
 def _routed(original):
-    """Register the decorated function as ``original``'s stand-in (``registry.ROUTES``): user
+    """Register the decorated function as ``original``'s stand-in (``registry.defroute``): user
     code calling SciPy's name reaches it while a differentiation runs."""
     def register(stand_in):
         # SciPy's name; the module, signature and documentation stay mutad's.
         functools.update_wrapper(stand_in, original, ("__name__", "__qualname__"))
         del stand_in.__wrapped__
-        ROUTES[original] = stand_in
+        defroute(original, stand_in)
         return stand_in
     return register
 

@@ -16,7 +16,7 @@ however it imported them:
 while a differentiation runs, a constructor given traced data returns an interpolant of mutad's
 own (its values SciPy's, computed on the plain data at each call), and an interpolant SciPy
 built from plain data (outside the differentiated function, or inside it) is differentiated in
-its query points when called with traced ones (``registry.METHODS``).
+its query points when called with traced ones (``registry.defmethod``).
 
 Derivatives:
 
@@ -88,7 +88,7 @@ from scipy.sparse.linalg import spsolve
 from ..custom import Adjoint, dispatch
 from ..errors import UnsupportedOperationError
 from ..levels import Tracer
-from ..registry import METHODS, ROUTES
+from ..registry import defmethod, defroute
 from ..api import stop_gradient
 from ._adjoints import ScipyAdjoint, Value, scipys_value
 
@@ -733,7 +733,7 @@ class _TracedGridInterpolant:
 
 
 # ----------------------------------------------------------------------------------------------
-# The constructors, by SciPy's names (registry.ROUTES)
+# The constructors, by SciPy's names (registry.defroute)
 
 
 def _knots(name, x):
@@ -770,7 +770,7 @@ class _Constructor(type):
 
 def _route(scipy_function):
     """Register the decorated function as the stand-in for SciPy's ``scipy_function``
-    (``registry.ROUTES``): as it is for a function, as a :class:`_Constructor` for a class."""
+    (``registry.defroute``): as it is for a function, as a :class:`_Constructor` for a class."""
     def register(stand_in):
         doc = (f"``scipy.interpolate.{scipy_function.__name__}``, differentiated in its data "
                "and query points (see the module).")
@@ -783,7 +783,7 @@ def _route(scipy_function):
             stand_in.__name__ = scipy_function.__name__
             stand_in.__qualname__ = scipy_function.__qualname__
             stand_in.__doc__ = doc
-        ROUTES[scipy_function] = stand_in
+        defroute(scipy_function, stand_in)
         return stand_in
     return register
 
@@ -967,7 +967,7 @@ def _akima_slopes(x, y, method="akima"):
 
 
 # ----------------------------------------------------------------------------------------------
-# SciPy's interpolants made from plain data, called at traced points (registry.METHODS)
+# SciPy's interpolants made from plain data, called at traced points (registry.defmethod)
 
 
 class _Object(_OneDimensional):
@@ -1004,10 +1004,10 @@ def _grid_rule(self, xi, method=None, *, nu=None):
     return _TracedGridInterpolant(spec, self.values)(xi, method, nu=nu)
 
 
-METHODS[(_interpolate.PPoly, "__call__")] = _spline_rule
-METHODS[(_interpolate.BSpline, "__call__")] = _spline_rule
-METHODS[(_interpolate.interp1d, "__call__")] = _interp1d_rule
-METHODS[(_interpolate.RegularGridInterpolator, "__call__")] = _grid_rule
+defmethod(_interpolate.PPoly, "__call__", _spline_rule)
+defmethod(_interpolate.BSpline, "__call__", _spline_rule)
+defmethod(_interpolate.interp1d, "__call__", _interp1d_rule)
+defmethod(_interpolate.RegularGridInterpolator, "__call__", _grid_rule)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1193,7 +1193,7 @@ def NearestNDInterpolator(x: Any, y: Any, rescale: bool = False,
 
 def _object_at_points(self, *args, **query_options):
     """SciPy's own ``LinearNDInterpolator`` or ``NearestNDInterpolator`` called at traced
-    queries (``registry.METHODS``)."""
+    queries (``registry.defmethod``)."""
     values = np.reshape(self.values, (-1,) + tuple(self.values_shape))  # SciPy keeps (n, -1)
     return _scattered_call(self, values, args, query_options)
 
@@ -1206,12 +1206,12 @@ def _refuse_at_points(name, instead):
     return rule
 
 
-METHODS[(_interpolate.LinearNDInterpolator, "__call__")] = _object_at_points
-METHODS[(_interpolate.NearestNDInterpolator, "__call__")] = _object_at_points
-METHODS[(_interpolate.RBFInterpolator, "__call__")] = _refuse_at_points(
-    "RBFInterpolator", "Evaluate it at constant points, or use LinearNDInterpolator.")
-METHODS[(_interpolate.CloughTocher2DInterpolator, "__call__")] = _refuse_at_points(
-    "CloughTocher2DInterpolator", "Use LinearNDInterpolator.")
+defmethod(_interpolate.LinearNDInterpolator, "__call__", _object_at_points)
+defmethod(_interpolate.NearestNDInterpolator, "__call__", _object_at_points)
+defmethod(_interpolate.RBFInterpolator, "__call__", _refuse_at_points(
+    "RBFInterpolator", "Evaluate it at constant points, or use LinearNDInterpolator."))
+defmethod(_interpolate.CloughTocher2DInterpolator, "__call__", _refuse_at_points(
+    "CloughTocher2DInterpolator", "Use LinearNDInterpolator."))
 
 
 # RBFInterpolator: linear in its values, a pair of transposed operations

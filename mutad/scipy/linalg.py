@@ -86,7 +86,7 @@ import scipy.linalg as _linalg
 from ..allocation import lists_as_arrays
 from ..arraylike import carries_derivative
 from ..errors import UnsupportedOperationError
-from ..registry import CONVENTION, FUNCTIONS, JVPS
+from ..registry import CONVENTION, RULES
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
 from ..rules.factorizations import (cholesky_cotangent, cholesky_tangent, det_cotangent,
                                     det_tangent, eig_cotangent, eig_tangent, eigh_cotangent,
@@ -1167,7 +1167,7 @@ def _real_matrix(name, a):
 def _pinv_rule(a, *, atol=None, rtol=None, return_rank=False, check_finite=True):
     _real_matrix("pinv", a)
     result = pinv(a, atol=atol, rtol=rtol, return_rank=return_rank, check_finite=check_finite)
-    _, back = FUNCTIONS[np.linalg.pinv](a, _pinv_relative_cutoff(a, atol, rtol))
+    _, back = RULES[np.linalg.pinv].reverse(a, _pinv_relative_cutoff(a, atol, rtol))
     if return_rank:  # (pinv, rank): the rank has no derivative
         return result, lambda dys: back(dys[0])
     return result, back
@@ -1177,7 +1177,8 @@ def _pinv_rule(a, *, atol=None, rtol=None, return_rank=False, check_finite=True)
 def _pinv_jvp(tangents, a, *, atol=None, rtol=None, return_rank=False, check_finite=True):
     _real_matrix("pinv", a)
     result = pinv(a, atol=atol, rtol=rtol, return_rank=return_rank, check_finite=check_finite)
-    _, tangent = JVPS[np.linalg.pinv](tangents, a, _pinv_relative_cutoff(a, atol, rtol))
+    _, tangent = RULES[np.linalg.pinv].forward(tangents, a,
+                                               _pinv_relative_cutoff(a, atol, rtol))
     return result, ((tangent, None) if return_rank else tangent)
 
 
@@ -1205,7 +1206,7 @@ def _scipy_lstsq(a, b, cond, check_finite, lapack_driver):
 def _lstsq_rule(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=True,
                 lapack_driver=None):
     result = _scipy_lstsq(a, b, cond, check_finite, lapack_driver)
-    numpy_result, numpy_back = FUNCTIONS[np.linalg.lstsq](a, b)
+    numpy_result, numpy_back = RULES[np.linalg.lstsq].reverse(a, b)
 
     def back(dys):
         dx, dresidues, _, ds = dys
@@ -1220,7 +1221,7 @@ def _lstsq_rule(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_fin
 def _lstsq_jvp(tangents, a, b, cond=None, overwrite_a=False, overwrite_b=False,
                check_finite=True, lapack_driver=None):
     result = _scipy_lstsq(a, b, cond, check_finite, lapack_driver)
-    _, (dx, dresidues, _, ds) = JVPS[np.linalg.lstsq](tangents[:2], a, b)
+    _, (dx, dresidues, _, ds) = RULES[np.linalg.lstsq].forward(tangents[:2], a, b)
     if dresidues is not None:
         dresidues = np.reshape(dresidues, np.shape(result[1]))
     return result, (dx, dresidues, None, ds)
@@ -1471,7 +1472,7 @@ def _as_numpy_cotangent(d, like):
 def _eigvals_rule(a, b=None, overwrite_a=False, check_finite=True, homogeneous_eigvals=False):
     _standard_eig("eigvals", a, b, homogeneous_eigvals)
     w = eigvals(a, check_finite=check_finite)
-    numpy_w, back = FUNCTIONS[np.linalg.eigvals](a)
+    numpy_w, back = RULES[np.linalg.eigvals].reverse(a)
     return w, lambda dw: back(_as_numpy_cotangent(dw, numpy_w))
 
 
@@ -1480,7 +1481,7 @@ def _eigvals_jvp(tangents, a, b=None, overwrite_a=False, check_finite=True,
                  homogeneous_eigvals=False):
     _standard_eig("eigvals", a, b, homogeneous_eigvals)
     w = eigvals(a, check_finite=check_finite)
-    _, dw = JVPS[np.linalg.eigvals](tangents[:1], a)
+    _, dw = RULES[np.linalg.eigvals].forward(tangents[:1], a)
     return w, _as_scipy_tangent(dw, w)
 
 

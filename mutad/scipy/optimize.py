@@ -98,7 +98,7 @@ from ..api import grad, hvp, jvp, stop_gradient
 from ..custom import Adjoint
 from ..errors import UnsupportedOperationError
 from ..levels import ACTIVE, Tracer
-from ..registry import ROUTES
+from ..registry import defroute
 from ..views import memory
 from ._adjoints import outside_differentiations
 
@@ -769,7 +769,7 @@ _KEEP = ("success", "status", "message", "nfev", "njev", "nhev", "nit", "maxcv")
 
 class _StandIn:
     """What stands in for SciPy's ``original`` while a differentiation runs
-    (``registry.ROUTES``): ``original`` itself outside one, and ``solve(original, a, p, call,
+    (``registry.defroute``): ``original`` itself outside one, and ``solve(original, a, p, call,
     followed)`` inside, given every argument by name (``a``), the same with plain numbers
     (``p``), the plain arguments the call gave (``call``) and whether a value replaced depends
     on what a differentiation follows (``_plain_call``). An object holds ``original``, not a
@@ -779,7 +779,7 @@ class _StandIn:
         functools.update_wrapper(self, solve)
         self.original, self.solve = original, solve
         self.__signature__ = inspect.signature(original)
-        ROUTES[original] = self
+        defroute(original, self)
 
     def __call__(self, *args, **kwargs):
         if not ACTIVE.running:

@@ -72,7 +72,7 @@ from ..allocation import lists_as_arrays
 from ..api import stop_gradient
 from ..errors import UnsupportedOperationError
 from ..levels import Tracer, innermost
-from ..registry import HOLOMORPHIC, METHODS, ROUTES
+from ..registry import HOLOMORPHIC, defmethod, defroute
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import fft, linalg, ndimage
 from ._adjoints import (ScipyAdjoint, StandIn, Value, array_argument, array_tangent,
@@ -823,8 +823,7 @@ def _lti_class(scipy_class, make):
         "__doc__": f"``scipy.signal.{scipy_class.__name__}``, of differentiated coefficients "
                    "too (see the module).", "__module__": __name__,
         "__qualname__": scipy_class.__qualname__})
-    ROUTES[scipy_class] = stand_in
-    return stand_in
+    return defroute(scipy_class, stand_in)
 
 
 def _by_count(system, dt):
@@ -1060,8 +1059,8 @@ def dlsim(system, u, t=None, x0=None):
     return tout, yout
 
 
-METHODS[(_ltisys.lti, "output")] = lambda self, U, T, X0=None: lsim(self, U, T, X0=X0)
-METHODS[(_ltisys.dlti, "output")] = lambda self, u, t=None, x0=None: dlsim(self, u, t=t, x0=x0)
+defmethod(_ltisys.lti, "output", lambda self, U, T, X0=None: lsim(self, U, T, X0=X0))
+defmethod(_ltisys.dlti, "output", lambda self, u, t=None, x0=None: dlsim(self, u, t=t, x0=x0))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1780,7 +1779,7 @@ def _istft(self, S, k0=0, k1=None, *, f_axis=-2, t_axis=-1):
 # ShortTimeFFT's methods, called with traced arrays by user code, run these steps.
 for _name, _method in (("stft_detrend", _stft_detrend), ("stft", _stft),
                        ("spectrogram", _spectrogram), ("istft", _istft)):
-    METHODS[(_signal.ShortTimeFFT, _name)] = _method
+    defmethod(_signal.ShortTimeFFT, _name, _method)
 
 
 @stands_in_for(_signal.csd)

@@ -94,7 +94,7 @@ from ..arraylike import carries_derivative, settled
 from ..custom import Adjoint
 from ..errors import UnsupportedAttributeError, UnsupportedOperationError
 from ..levels import ACTIVE, innermost
-from ..registry import METHODS, ROUTES
+from ..registry import RULES, defmethod, defroute
 from ..rules._helpers import transpose
 from ..trees import register_pytree
 from ..views import memory, wrapped
@@ -1103,11 +1103,11 @@ def _from_numbers(name, pieces, numbered, ones, shared=None):
 
 
 def _route(fn, stand_in):
-    """``stand_in`` of SciPy's ``fn`` while a differentiation runs (``registry.ROUTES``)."""
+    """``stand_in`` of SciPy's ``fn`` while a differentiation runs (``registry.defroute``)."""
     stand_in.__name__ = stand_in.__qualname__ = fn.__name__
     stand_in.__doc__ = (f"SciPy's ``{fn.__module__.split('._')[0]}.{fn.__name__}``: SciPy's own "
                         "with plain values, differentiated with traced ones.")
-    ROUTES[fn] = stand_in
+    defroute(fn, stand_in)
     return stand_in
 
 
@@ -1252,7 +1252,7 @@ class _SparseClass:
         self.__name__ = self.__qualname__ = cls.__name__
         self.__doc__ = f"SciPy's ``scipy.sparse.{cls.__name__}``, following traced values."
         self.__wrapped__ = cls
-        ROUTES[cls] = self
+        defroute(cls, self)
 
     def __call__(self, arg1, shape=None, dtype=None, copy=False, **kwargs):
         if not _followed(arg1):
@@ -1278,7 +1278,7 @@ class _SparseClass:
             # (data, (row, col)) sums repeated positions: coo keeps them, and its conversion
             # is followed through the sum
             coo = SCIPY["coo_array" if self.cls.__name__.endswith("array") else "coo_matrix"]
-            return _SparseClass.__call__(ROUTES[coo], arg1, shape, dtype,
+            return _SparseClass.__call__(RULES[coo].route, arg1, shape, dtype,
                                          copy).asformat(self.format)
         return _constructed(self.cls, name, arg1[0],
                             lambda fn, d: fn((d, *arg1[1:]), shape=shape, copy=copy),
@@ -1495,7 +1495,7 @@ for _cls, _names in (
         (_sparse._coo._coo_base, ("dot",)),
         (_sparse._dia._dia_base, ("multiply",))):
     for _name in _names:
-        METHODS[(_cls, _name)] = _lifted(_name)
+        defmethod(_cls, _name, _lifted(_name))
 del _cls, _names, _name
 
 

@@ -12,7 +12,7 @@ The functions SciPy writes in Python (``polygamma``, ``multigammaln``, ``logsume
 ``softmax``, ``log_softmax``) convert their arguments with ``np.asarray``; import them from here
 instead (``from mutad.scipy.special import logsumexp``). Called with plain arrays each is SciPy's
 own; called with traced arrays it runs its rule; while a differentiation runs, SciPy's own names
-reach them (``registry.ROUTES``).
+reach them (``registry.defroute``).
 
 Every partial derivative computes with ufuncs that have rows and with these wrappers, never
 with SciPy's Python functions directly, so that an enclosing differentiation can differentiate
@@ -319,7 +319,7 @@ elementwise(kl_div,    lambda y, x, w, zeros: _rel_entr_dx(y, x, w, zeros) - 1.0
             lambda y, x, w, zeros: _rel_entr_dw(y, x, w, zeros) + 1.0,           decide=_xlogy_zeros)
 # fmt: on
 
-# The rows whose partials are complex derivatives, for complex arguments (registry.COMPLEX).
+# The rows whose partials are complex derivatives, for complex arguments (facet complex).
 # Not ive, jve, yve (their scaling by exp(-|Re z|) or exp(-|Im z|) is not complex-
 # differentiable), nor those whose partials call functions SciPy computes for real values only
 # (rgamma and psi at order 1; gamma and loggamma at order 2, through polygamma), nor erfcx

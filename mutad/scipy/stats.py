@@ -45,9 +45,9 @@ weighted sum of the Gaussian kernels (its log by ``logsumexp``). Its other metho
 (``resample``, the integrals, ``marginal``) are refused by name: build the estimate from
 plain values for them.
 
-``METHODS`` (``mutad.registry``) gets one rule per method of SciPy's distribution classes and of
-their frozen classes, so that a differentiation can route ``scipy.stats.norm.logpdf(x, mu,
-sigma)``, called by SciPy's names, here.
+``mutad.registry.defmethod`` gives one rule per method of SciPy's distribution classes and of
+their frozen classes (facet ``method``), so that a differentiation can route
+``scipy.stats.norm.logpdf(x, mu, sigma)``, called by SciPy's names, here.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ from ..arraylike import carries_derivative
 from ..custom import Adjoint
 from ..errors import UnsupportedOperationError
 from ..levels import Tracer, innermost
-from ..registry import METHODS, ROUTES
+from ..registry import defmethod, defroute
 from . import _descriptive, _numerics, linalg
 from ._descriptive import *  # noqa: F403
 from ._adjoints import Elementwise, Value, scipys_value
@@ -81,7 +81,7 @@ DISTRIBUTIONS = ("beta", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma
                  "halfnorm", "invgamma", "laplace", "logistic", "lognorm", "multivariate_normal",
                  "nbinom", "norm", "pareto", "poisson", "rayleigh", "skewnorm", "t", "truncnorm",
                  "uniform", "weibull_min")
-# The descriptive statistics and tests stand in for SciPy's (registry.ROUTES) from their module.
+# The descriptive statistics and tests stand in for SciPy's (registry.defroute) from their module.
 __all__ = [*DISTRIBUTIONS, *_descriptive.__all__, "gaussian_kde"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -708,7 +708,7 @@ dirichlet = Dirichlet()
 
 
 # ----------------------------------------------------------------------------------------------
-# The rules a differentiation routes SciPy's methods to (registry.METHODS)
+# The rules a differentiation routes SciPy's methods to (registry.defmethod)
 
 
 def _generator_rule(distribution, name):
@@ -747,25 +747,25 @@ BY_GENERATOR = {type(d.scipy): d for d in UNIVARIATE}
 
 for _distribution in UNIVARIATE:
     for _name in _distribution.methods():
-        METHODS[(type(_distribution.scipy), _name)] = _generator_rule(_distribution, _name)
+        defmethod(type(_distribution.scipy), _name, _generator_rule(_distribution, _name))
 for _name in (*norm.methods(), "ppf", "isf"):
-    METHODS[(rv_continuous_frozen, _name)] = _frozen_rule(_name)
+    defmethod(rv_continuous_frozen, _name, _frozen_rule(_name))
 for _name in poisson.methods():
-    METHODS[(rv_discrete_frozen, _name)] = _frozen_rule(_name)
+    defmethod(rv_discrete_frozen, _name, _frozen_rule(_name))
 
 for _generator, _frozen, _distribution, _names in (
         (multivariate_normal_gen, multivariate_normal_frozen, multivariate_normal,
          ("logpdf", "pdf", "cdf", "logcdf", "entropy")),
         (dirichlet_gen, dirichlet_frozen, dirichlet, ("logpdf", "pdf"))):
-    METHODS[(_generator, "__call__")] = _generator_rule(_distribution, "__call__")
+    defmethod(_generator, "__call__", _generator_rule(_distribution, "__call__"))
     for _name in _names:
-        METHODS[(_generator, _name)] = _generator_rule(_distribution, _name)
-METHODS[(multivariate_normal_frozen, "logpdf")] = (
-    lambda self, x: multivariate_normal.logpdf(x, self.mean, self.cov_object.covariance))
-METHODS[(multivariate_normal_frozen, "pdf")] = (
-    lambda self, x: multivariate_normal.pdf(x, self.mean, self.cov_object.covariance))
-METHODS[(dirichlet_frozen, "logpdf")] = lambda self, x: dirichlet.logpdf(x, self.alpha)
-METHODS[(dirichlet_frozen, "pdf")] = lambda self, x: dirichlet.pdf(x, self.alpha)
+        defmethod(_generator, _name, _generator_rule(_distribution, _name))
+defmethod(multivariate_normal_frozen, "logpdf", lambda self, x: multivariate_normal.logpdf(
+    x, self.mean, self.cov_object.covariance))
+defmethod(multivariate_normal_frozen, "pdf", lambda self, x: multivariate_normal.pdf(
+    x, self.mean, self.cov_object.covariance))
+defmethod(dirichlet_frozen, "logpdf", lambda self, x: dirichlet.logpdf(x, self.alpha))
+defmethod(dirichlet_frozen, "pdf", lambda self, x: dirichlet.pdf(x, self.alpha))
 del _distribution, _name, _generator, _frozen, _names
 
 
@@ -960,7 +960,7 @@ class _KDEClass(type):
 gaussian_kde = _KDEClass("gaussian_kde", (), {
     "__doc__": "``scipy.stats.gaussian_kde``, of a differentiated dataset, weights or bandwidth "
                "too (see the module).", "__module__": __name__, "__qualname__": "gaussian_kde"})
-ROUTES[_kde.gaussian_kde] = gaussian_kde
+defroute(_kde.gaussian_kde, gaussian_kde)
 
 
 def _kde_at_points(method):
@@ -972,6 +972,6 @@ def _kde_at_points(method):
 
 
 for _name in ("evaluate", "__call__", "pdf", "logpdf"):
-    METHODS[(_kde.gaussian_kde, _name)] = _kde_at_points(
-        "logpdf" if _name == "logpdf" else "evaluate")
+    defmethod(_kde.gaussian_kde, _name,
+              _kde_at_points("logpdf" if _name == "logpdf" else "evaluate"))
 del _name
