@@ -74,14 +74,17 @@ ones that apply to it:
   ``allocation``.
 
 The core reads a facet with one dictionary lookup and one attribute read:
-``RULES.get(np.sin, NO_RULE).elementwise``, ``NO_RULE`` being the Rule with no facet.
-``lookup(key)`` says the same in words.
+``RULES.get(np.sin, NO_RULE).elementwise``, ``NO_RULE`` being the Rule with no facet (what
+``lookup(key)`` returns for a key without a Rule). ``rule_for(key)`` makes a key's Rule on first
+use, which is how every helper below declares a facet.
 
 The engines hold a rule object, not its function, when they ask how it takes complex values
 (``check_complex``), whether it is a user's (``is_user_rule``) or recomputable
 (``is_recomputable``): ``OWNER[rule object]`` is the Rule whose facet holds it, filled as the
 facet is set. It is an index of another kind (by the callables the engines hold, not by the
-functions they intercept), and holds no fact of its own: each answer is read from the Rule.
+functions they intercept), and holds no fact of its own: each answer is read from the Rule, so
+the two cannot disagree. A rule object serves one function (declaring it for a second raises;
+``defrule`` and ``defjvp`` with ``leading=`` wrap theirs per function), so it has one Rule.
 The core's own rows, which no function has (``tracing.CONSTANT``, ``elementwise.ASSIGNMENT``),
 get a Rule without a key, in ``OWNER`` alone.
 
@@ -130,7 +133,7 @@ _HELD = ("elementwise", "reverse", "forward", "inplace", "composite")
 """The facets holding a rule object the engines call (and ask about: ``OWNER``)."""
 
 RULES = {}
-"""``key -> Rule``: every function mutad has a rule for (see the module's docstring)."""
+"""``key -> Rule``: every function mutad knows something of (see the module's docstring)."""
 OWNER = {}
 """``rule object -> Rule`` whose facet holds it (see the module's docstring)."""
 VERSIONS = {"route": 0, "method": 0}
@@ -158,10 +161,10 @@ class Rule:
             raise TypeError("NO_RULE stands for a function without a Rule: give the function a "
                             "Rule of its own (registry.rule_for)")
         if name in _HELD and value is not None:
-            OWNER[value] = self
+            _own(value, self)
         elif name == "complex_rules" and value is not None:
             for rule in value:
-                OWNER[rule] = self
+                _own(rule, self)
         elif name in VERSIONS:
             VERSIONS[name] += 1
         object.__setattr__(self, name, value)
@@ -177,6 +180,18 @@ class Rule:
 
 NO_RULE = Rule()
 """The Rule of a function mutad knows nothing about: no facet (read only)."""
+
+
+def _own(rule, entry):
+    """Note that the Rule ``entry`` holds the rule object ``rule`` (``OWNER``), which must
+    serve no other function: what the engines ask of it is read from one Rule."""
+    held = OWNER.get(rule)
+    if held is not None and held is not entry:
+        raise ValueError(
+            f"{getattr(rule, '__qualname__', rule)!r} is already a rule of {held!r}: declare a "
+            f"rule object of its own for {entry!r} (defrule and defjvp with leading= wrap "
+            "theirs per function; a maker function can return one per function)")
+    OWNER[rule] = entry
 
 
 def lookup(key):

@@ -146,3 +146,11 @@ def test_a_user_rule_is_a_facet_of_its_adjoints_rule():
     assert registry.is_user_rule(_double_rule) and not registry.is_user_rule(
         registry.RULES[np.sum].reverse)
     assert registry.complex_kind(_double_rule) == registry.CONVENTION
+
+
+def test_a_rule_object_serves_one_function():
+    """What the engines ask of a rule object they hold is read from the one Rule holding it."""
+    taken = registry.RULES[np.cumsum].reverse
+    with pytest.raises(ValueError, match="already a rule of Rule.np.cumsum"):
+        registry.Rule(np.busday_count, reverse=taken)
+    assert registry.OWNER[taken] is registry.RULES[np.cumsum]
