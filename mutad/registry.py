@@ -634,7 +634,7 @@ def defmultilinear(*funcs, operands=None):
 
 def explain(fn, file=None):
     """Everything mutad knows about differentiating ``fn``, as readable text read from its
-    :class:`Rule` (``RULES[fn]``): the facets it has, its reverse rule (where it is defined), its
+    one ``Rule`` (``RULES[fn]``): the facets it has, its reverse rule (where it is defined), its
     forward rule, its elementwise row and partial derivatives, how it writes in place and how
     those writes are undone, how it takes complex values, whether its output is recomputable,
     linear or multilinear, or a composite of other rules, the stand-in a SciPy or NumPy name is routed to, the methods of traced arrays

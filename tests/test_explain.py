@@ -189,3 +189,25 @@ def test_the_text_is_returned_and_printed_to_a_file():
     text = explain(np.cumsum, file=out)
     assert out.getvalue() == text + "\n"
     assert all(len(line) <= 100 for line in text.splitlines())
+
+
+LABELS = {"elementwise": "elementwise", "reverse": "reverse", "forward": "forward",
+          "inplace": "in place", "composite": "composite", "nondifferentiable": "no gradient",
+          "recomputable": "recomputable", "joins": "joins", "complex": "complex values",
+          "complex_rules": "complex operands", "user": "reverse", "route": "routed"}
+"""The paragraph of ``explain`` that tells each facet of a Rule (``method``: a routed method's)."""
+
+
+@pytest.mark.parametrize("facet", registry.FACETS)
+def test_every_facet_has_its_paragraph(facet):
+    import scipy.stats
+
+    if facet == "method":
+        said = facts(explain(scipy.stats.norm.logpdf))
+        assert "method" in said["facets"] and "facet method" in said["routed method"]
+        return
+    registry._load_rule_modules()
+    key = next(k for k, rule in registry.RULES.items() if registry._has(getattr(rule, facet))
+               and type(k) is not tuple and (facet != "user" or not rule.route))
+    said = facts(explain(key))
+    assert facet in said["facets"] and LABELS[facet] in said
