@@ -64,9 +64,10 @@ class Adjoint:
     __name__: str  # and the wrapped function's other attributes: functools.update_wrapper
 
     complex_values: str | None = CONVENTION
-    """How the rules attached take complex values (facet ``complex``): a user's rules are
-    given them as they are, in mutad's convention (docs/guide.md, "Complex numbers and the FFT");
-    None refuses them."""
+    """How the rules attached take complex values (the facet ``complex`` of this function's
+    ``registry.RULES`` entry, set as each rule is attached): a user's rules are given them as
+    they are, in mutad's convention (docs/guide.md, "Complex numbers and the FFT"); None refuses
+    them."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         functools.update_wrapper(self, fn)
@@ -77,8 +78,9 @@ class Adjoint:
     def jvp_rule(self, rule: Rule) -> Rule:
         """Attach forward mode's rule ``rule(tangents, *args, **kwargs) -> (y, dy)``:
         ``tangents`` has one entry per positional argument (``None`` for one without a
-        tangent), ``dy`` is the tangent of ``y``. It computes with NumPy calls that dispatch
-        (facet ``forward``), so that a reverse pass can differentiate it again (``hvp``)."""
+        tangent), ``dy`` is the tangent of ``y``. It computes with NumPy calls that dispatch, as
+        mutad's own forward rules do, so that a reverse pass can differentiate it again
+        (``hvp``)."""
         self.forward_rule = rule
         self._declare(rule)
         return rule
