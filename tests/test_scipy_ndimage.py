@@ -743,3 +743,24 @@ def test_measurement_refusals(rng):
     f = lambda x: scipy.ndimage.mean(  # noqa: E731
         x, mutad.stop_gradient(np.floor(x * 3)), [1, 2]).sum()
     mutad.check_grads(f, x)
+
+
+def test_settings_the_program_computes_are_constants():
+    """Regression: a zoom, angle, matrix or cval computed in the function (a constant of the
+    differentiation) reached the stand-in again and recursed without end; a constant shift
+    array at order 3 was refused as a differentiated shift."""
+    img = np.arange(12.0).reshape(3, 4) ** 1.5
+    cases = [lambda x: ndimage.zoom(x, np.array(1.5), order=1),
+             lambda x: ndimage.rotate(x, np.degrees(np.arctan2(1.0, np.ones(1)[0] * 2)),
+                                      order=1),
+             lambda x: ndimage.affine_transform(x, np.eye(2) * 0.9, order=1),
+             lambda x: ndimage.shift(x, 1.5, order=1, cval=np.ones(1)[0]),
+             lambda x: ndimage.map_coordinates(x, np.array([[0.5, 9.0], [1.0, 1.0]]), order=1,
+                                               cval=np.zeros(1)[0]),
+             lambda x: ndimage.shift(x, np.array([0.3, 0.2]) * 1.0, order=3)]
+    for f in cases:
+        before = img.tobytes()
+        y, _ = mutad.pullback(f, img)
+        assert y.tobytes() == f(img).tobytes()
+        mutad.check_grads(f, img)
+        assert img.tobytes() == before

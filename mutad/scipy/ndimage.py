@@ -739,7 +739,7 @@ def _interpolated(original, name, input, output, shape, weights, settings, cval)
     """SciPy's ``original(input, **settings)`` into ``output``, its derivative by ``weights``."""
     _apart(name, input, output, settings.get("order", 3), settings.get("prefilter", True))
     dtype = _dtype(output, input, name, shape)
-    _constant(cval, "cval", name)
+    cval = _constant(cval, "cval", name)
     settings = dict(settings, output=dtype) if cval is None else dict(settings, output=dtype,
                                                                          cval=cval)
     call = functools.partial(_call, original, settings, weights=weights)
@@ -747,15 +747,18 @@ def _interpolated(original, name, input, output, shape, weights, settings, cval)
 
 
 def _settings(name, order, *constants):
+    """The ``(value, what)`` settings of ``constants`` as plain values (a setting the program
+    computes is a constant: refused if it carries a derivative)."""
     if not 0 <= order <= 5:
         raise RuntimeError("spline order not supported")
-    for value, what in constants:
-        _constant(value, what, name)
+    return [_constant(value, what, name) for value, what in constants]
 
 
 @stands_in_for(_ndimage.shift)
 def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilter=True):
     shift, = lists_as_arrays([shift])  # (t[1], -t[0]): the array NumPy makes of it
+    if innermost((shift,)) is not None and not carries_derivative(shift):
+        shift = settled(shift, "scipy.ndimage.shift with a shift the program computes")
     if innermost((shift,)) is not None:
         _traced_coordinates("shift", order, mode, cval, "shift")
         _apart("shift", input, output, order, prefilter)
@@ -773,7 +776,7 @@ def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilt
 @stands_in_for(_ndimage.zoom)
 def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *,
          grid_mode=False):
-    _settings("zoom", order, (zoom, "the zoom"))
+    zoom, = _settings("zoom", order, (zoom, "the zoom"))
     zooms = _ni_support._normalize_sequence(zoom, np.ndim(input))
     shape = tuple(int(round(n * z)) for n, z in zip(np.shape(input), zooms))
     weights = _grid_weights(lambda a, unit: _ndimage.zoom(
@@ -804,7 +807,8 @@ def _affine_coordinates(matrix, offset, shape, ndim, name, order):
 @stands_in_for(_ndimage.affine_transform)
 def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, order=3,
                      mode="constant", cval=0.0, prefilter=True):
-    _settings("affine_transform", order, (matrix, "the matrix"), (offset, "the offset"))
+    matrix, offset = _settings("affine_transform", order, (matrix, "the matrix"),
+                               (offset, "the offset"))
     if output_shape is None:
         output_shape = np.shape(output) if not (output is None or _is_dtype(output)) else (
             np.shape(input))
@@ -828,7 +832,7 @@ def rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="
            cval=0.0, prefilter=True):
     # SciPy's geometry (ndimage/_interpolation.py): the rotation of the plane of ``axes``
     # about its centre, every other axis as it is.
-    _settings("rotate", order, (angle, "the angle"))
+    angle, = _settings("rotate", order, (angle, "the angle"))
     ndim = np.ndim(input)
     plane = sorted(a % ndim for a in axes)
     c, s = _special.cosdg(angle), _special.sindg(angle)
@@ -893,8 +897,9 @@ def _geometric_transform(input, mapping, output_shape=None, output=None, order=3
     # The user's mapping of output coordinates is plain Python: its input coordinates are
     # computed once here, as SciPy computes them (the same calls, the same numbers), and the
     # derivative in the image is map_coordinates' at them.
-    _settings("geometric_transform", order, (extra_arguments, "extra_arguments"),
-              (extra_keywords, "extra_keywords"))
+    extra_arguments, extra_keywords = _settings(
+        "geometric_transform", order, (extra_arguments, "extra_arguments"),
+        (extra_keywords, "extra_keywords"))
     output_shape = tuple(int(n) for n in (np.shape(input) if output_shape is None
                                           else output_shape))
     keywords = extra_keywords or {}
