@@ -1167,7 +1167,8 @@ def _routed(cls, name, rule, original):
 
     def method(self, *args, **kwargs):
         if ACTIVE.running and (holds_derivative(args)
-                               or holds_derivative(list(kwargs.values()))):
+                               or holds_derivative(list(kwargs.values()))) \
+                and not _overridden(type(self), cls):
             return rule(self, *args, **kwargs)
         return original.__get__(self, type(self))(*args, **kwargs)
 
@@ -1175,6 +1176,23 @@ def _routed(cls, name, rule, original):
     method.__qualname__ = f"{cls.__qualname__}.{name}"
     method.__doc__ = getattr(original, "__doc__", None)
     return method
+
+
+@functools.lru_cache(maxsize=256)
+def _overridden(cls, routed):
+    """Whether a user's class between ``cls`` and the class ``routed`` whose method a Rule
+    replaces defines methods of its own (beyond ``__init__``): the rule, written for the
+    library's class, would compute the library's function, not the one the subclass changed (a
+    distribution's ``_logpdf``, a ``__call__`` that calls ``super()``), so the method runs as it
+    is (and a derivative it cannot follow raises, rather than a wrong value)."""
+    for base in cls.__mro__:
+        if base is routed:
+            return False
+        if _user_class(base) and any(
+                callable(value) or isinstance(value, (staticmethod, classmethod, property))
+                for key, value in vars(base).items() if key not in ("__init__", "__new__")):
+            return True
+    return False
 
 
 MODE = _Mode()

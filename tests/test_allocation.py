@@ -922,3 +922,41 @@ def test_ndenumerate_gives_each_index_with_the_traced_element():
     mutad.check_jvp(f, x)
     replays_as_traced(f, [(x * scale,) for scale in (1.0, 2.0, 3.0)])
     assert x.tobytes() == before
+
+
+def test_a_users_subclass_that_changes_a_routed_class_is_not_given_its_rule():
+    """Regression (silently wrong values): a user's subclass of a SciPy class whose methods
+    mutad routes got the library class's rule: a distribution overriding ``_logpdf`` took the
+    parent's density, a spline overriding ``__call__`` (calling ``super()``) had its change
+    applied twice. Such a subclass runs its methods as they are: what SciPy's code cannot
+    follow raises a MutadError. A subclass that only adds data keeps the rule."""
+    import scipy.interpolate
+    from scipy.stats._continuous_distns import expon_gen
+
+    class FastExpon(expon_gen):
+        def _logpdf(self, x):
+            return np.log(2.0) - 2.0 * x
+
+    fast = FastExpon(a=0.0, name="fast_expon")
+    x = np.array([0.3, 1.2])
+    with pytest.raises(mutad.MutadError):
+        mutad.gradient(lambda s: fast.logpdf(x, scale=s).sum(), 1.3)
+
+    knots = np.linspace(0.0, 1.0, 5)
+
+    class Offset(scipy.interpolate.CubicSpline):
+        def __call__(self, x, nu=0, extrapolate=None):
+            return super().__call__(x, nu, extrapolate) + 1.0
+
+    with pytest.raises(mutad.MutadError):
+        mutad.gradient(lambda q: Offset(knots, knots ** 2)(q), 0.3)
+
+    class Tagged(scipy.interpolate.CubicSpline):
+        def __init__(self, x, y):
+            super().__init__(x, y)
+            self.tag = "data only"
+
+    spline = Tagged(knots, knots ** 2)
+    value, slope = mutad.value_and_grad(lambda q: spline(q))(0.3)
+    assert value == spline(0.3)
+    assert slope == pytest.approx(spline(0.3, 1), rel=1e-12)
