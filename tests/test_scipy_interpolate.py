@@ -461,3 +461,41 @@ def test_scattered_data_refusals():
     with pytest.raises(UnsupportedOperationError, match="data points"):
         mutad.gradient(lambda p: scipy.interpolate.RBFInterpolator(p, SCATTERED_VALUES)(INSIDE).sum(),
                        SCATTERED)
+
+
+def test_an_interpolant_that_refers_to_its_data_sees_later_writes():
+    """Regression (silently wrong values): BSpline, RegularGridInterpolator (linear, nearest)
+    and interp1d(copy=False) of sorted data keep a reference to their data in SciPy, so a
+    write into it after construction changes their values; mutad's interpolants held copies.
+    Those whose coefficients SciPy computes when built (a cubic grid spline) keep theirs."""
+    knots = np.r_[[0.0] * 3, 1.0, 2.0, [3.0] * 3]
+    grid = np.linspace(0.0, 1.0, 3)
+    x = np.linspace(0.0, 1.0, 5)
+
+    def bspline(c):
+        s = scipy.interpolate.BSpline(knots, c, 2)
+        c *= 2.0
+        return s(1.5)
+
+    def grid_linear(v, method="linear"):
+        r = scipy.interpolate.RegularGridInterpolator((grid,), v, method=method)
+        v += 1.0
+        v *= 1.5
+        return r(np.array([[0.25], [0.8]])).sum()
+
+    def not_copied(y):
+        i = scipy.interpolate.interp1d(x, y, copy=False, assume_sorted=True)
+        y *= 3.0
+        return i(0.3)
+
+    cases = [(bspline, np.array([1.0, 2.0, 3.0, 4.0, 5.0])),
+             (grid_linear, np.array([1.0, 2.0, 4.0])),
+             (lambda v: grid_linear(v, "nearest"), np.array([1.0, 2.0, 4.0])),
+             (lambda v: grid_linear(v, "slinear"), np.array([1.0, 2.0, 4.0])),
+             (not_copied, x ** 2)]
+    for f, data in cases:
+        before = data.tobytes()
+        value, _ = mutad.value_and_grad(f)(data)
+        assert np.asarray(value).tobytes() == np.asarray(f(data.copy())).tobytes()
+        assert data.tobytes() == before
+        mutad.check_grads(f, data)

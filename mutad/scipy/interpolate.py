@@ -88,6 +88,7 @@ from scipy.sparse.linalg import spsolve
 from ..custom import Adjoint, dispatch
 from ..errors import UnsupportedOperationError
 from ..levels import Tracer
+from ..views import memory
 from ..registry import defmethod, defroute
 from ..api import stop_gradient
 from ._adjoints import ScipyAdjoint, Value, scipys_value
@@ -833,7 +834,11 @@ def interp1d(x: Any, y: Any, kind: Any = "linear", axis: int = -1, copy: bool = 
     _refuse_traced("interp1d", "fill_value", fill_value, "Pass it as a constant.")
     spec = _Interp1d(x, kind, axis, copy, bounds_error, fill_value, assume_sorted)
     spec.value((np.zeros(np.shape(y)),), x[:1], 0)
-    return _TracedInterpolant("interp1d", spec, (np.copy(y),), x=x)
+    # copy=False of sorted data: SciPy reads y itself when called, but for its spline kinds
+    referenced = not copy and assume_sorted and kind in ("linear", "nearest", "nearest-up",
+                                                         "previous", "next")
+    return _TracedInterpolant("interp1d", spec, (_held(y, None) if referenced else np.copy(y),),
+                              x=x)
 
 
 def _made(name, cls, slopes, x, y, axis, extrapolate, settings):
@@ -854,7 +859,22 @@ def BSpline(t: Any, c: Any, k: int, extrapolate: Any = True, axis: int = 0) -> A
     t = _knots("BSpline", t)
     spec = _BSpline(t, k, extrapolate, axis)
     spec.value((np.zeros(np.shape(c)),), t[k:k + 1], 0)
-    return _TracedInterpolant("BSpline", spec, (np.copy(c),), x=t)
+    complex_values = np.iscomplexobj(c)
+    held = _held(c, np.complex128 if complex_values else np.float64)
+    return _TracedInterpolant("BSpline", spec, (held,), x=t)
+
+
+def _held(data, dtype):
+    """``data`` as SciPy's interpolant holds it: the array itself where SciPy keeps a reference
+    to it (``np.asarray``, ``np.ascontiguousarray`` of an array already of ``dtype`` and laid
+    out so: a later write into it changes the interpolant's values, as in SciPy), else a copy
+    (``dtype`` None: any inexact dtype is kept, as ``RegularGridInterpolator`` keeps one)."""
+    dtype_kept = (np.issubdtype(np.result_type(data), np.inexact) if dtype is None
+                  else np.result_type(data) == dtype)
+    if isinstance(data, Tracer) and np.ndim(data) and dtype_kept \
+            and (dtype is None or memory(data).flags.c_contiguous):
+        return data
+    return np.copy(data)
 
 
 @_route(_interpolate.pchip_interpolate)
@@ -895,7 +915,10 @@ def RegularGridInterpolator(points: Any, values: Any, method: str = "linear",
     points = tuple(_plain_copy(p) for p in points)
     spec = _Grid(points, method, bounds_error, fill_value, solver, solver_args)
     spec._interpolant(np.zeros(np.shape(values)), method)  # SciPy's checks, now
-    return _TracedGridInterpolant(spec, np.copy(values))
+    # SciPy solves for a spline of the values now for some methods, else reads them when called
+    splined = method in getattr(_interpolate.RegularGridInterpolator,
+                                "_SPLINE_METHODS_ndbspl", ())
+    return _TracedGridInterpolant(spec, np.copy(values) if splined else _held(values, None))
 
 
 @_route(_interpolate.interpn)
