@@ -1164,6 +1164,22 @@ def test_a_replayed_histogram_bins_each_calls_samples(f):
             mutad.check_grads(f, x, w, policy=policy, modes=("rev", "fwd"))
 
 
+def test_a_replayed_histogram_counts_with_the_range_each_call_computes():
+    """Regression (a silently wrong replay): a range computed from the samples
+    (``range=(x.min(), x.max())``) entered the recorded program as the first call's numbers,
+    so later calls were counted in the first call's bins."""
+    def f(x, w):
+        counts, _ = np.histogram(x, bins=4, range=(x.min(), x.max()))
+        return (counts * w[:4]).sum() + (x * x).sum()
+
+    calls = [(np.array([0.1, 0.2, 0.3, 0.9, 0.95]), np.linspace(0.5, 1.0, 5)),
+             (np.array([0.6, 0.7, 0.8, 0.9, 0.65]), np.linspace(1.0, 2.0, 5)),
+             (np.array([0.05, 0.5, 0.52, 0.97, 0.3]), np.linspace(0.5, 1.0, 5))]
+    replaying = replays_as_traced(f, calls, argnums=(0, 1))
+    for x, w in calls:
+        assert replaying(x, w)[0] == f(x, w)
+
+
 def _mean_bin_center(x):
     heights, edges = np.histogram(x, bins=4, density=True)
     centers = (edges[1:] + edges[:-1]) / 2

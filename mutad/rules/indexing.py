@@ -662,7 +662,7 @@ def _sequence_as_array(bins):
 @defcomposite(np.histogram)
 def histogram(a, bins=10, range=None, density=None, weights=None):
     bins = _sequence_as_array(bins)
-    counts = histogram_counts(weights, a, bins, _plain_range(range))
+    counts = histogram_counts(weights, a, bins, range)
     edges = histogram_bin_edges(a, bins, range, weights)
     if density:  # as NumPy computes it
         return counts / np.diff(edges).astype(float) / counts.sum(), edges
@@ -676,7 +676,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     one, from the samples' min and max (widened by 0.5 each way where they are equal), through
     which they are differentiated; a string ``bins`` decides ``n`` from the samples."""
     bins = _sequence_as_array(bins)
-    edges, n = plain_bin_edges(a, bins, _plain_range(range), weights)  # NumPy's checks, errors
+    edges, n = plain_bin_edges(a, bins, range, weights)  # NumPy's checks, errors
     if not isinstance(bins, str) and np.ndim(bins) == 1:
         return bins  # as NumPy returns it (np.asarray of it)
     if isinstance(bins, str):
@@ -692,14 +692,6 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     if first == last:  # NumPy's expansion of an empty range
         first, last = first - 0.5, last + 0.5
     return np.linspace(first, last, edges.size, endpoint=True, dtype=edges.dtype)
-
-
-def _plain_range(range):
-    """``range=`` with its traced ends as the numbers they hold: the bins they decide are
-    constants (its ends' derivatives reach the edges through ``histogram_bin_edges``)."""
-    if range is None:
-        return None
-    return tuple(views.memory(r)[()] if wrapped(r) else r for r in range)
 
 
 @adjoint
