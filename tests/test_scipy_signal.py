@@ -572,6 +572,13 @@ def test_lti_refusals_name_what_to_do():
     f = lambda x0: weighted(scipy.signal.step(sys, X0=x0)[1])  # noqa: E731
     assert mutad.value_and_grad(f)(np.array([0.5, 0.5]))[0] == weighted(y)
     mutad.check_grads(f, np.array([0.5, 0.5]))
+    # Differentiated times: SciPy's steps, the time step inside the exponential.
+    g = lambda scale: weighted(scipy.signal.impulse(sys, T=TIMES * scale)[1])  # noqa: E731
+    assert mutad.value_and_grad(g)(1.5)[0] == g(1.5)
+    mutad.check_grads(g, 1.5)
+    with pytest.raises(UnsupportedOperationError, match="frequencies"):
+        mutad.gradient(lambda w: np.abs(scipy.signal.freqs([1.0], [1.0, 1.0, 2.0], worN=w)[1])
+                       .sum(), np.array([0.5, 1.0]))
 
 
 def test_isinstance_of_differentiated_systems():
@@ -587,3 +594,94 @@ def test_isinstance_of_differentiated_systems():
         return tf.den.sum() + ss.A.sum()
 
     assert mutad.gradient(f, np.array([0.5]))[0].tolist() == [2.0]
+
+
+@pytest.mark.parametrize("name", ["dstep", "dimpulse"])
+def test_discrete_step_and_impulse_responses(name):
+    """dstep and dimpulse of differentiated systems (and states): SciPy's values bit for bit,
+    every input's response, gradients in both modes, replays."""
+    def run(p):
+        two_inputs = scipy.signal.dlti(np.array([[0.5, p[0] * 0.1], [0.0, 0.3]]),
+                                       np.array([[0.0, p[1]], [1.0, 0.2]]),
+                                       np.array([[1.0, p[2]]]), np.zeros((1, 2)), dt=0.2)
+        t, (y0, y1) = getattr(scipy.signal, name)(two_inputs, n=9, x0=np.array([p[3], 0.0]))
+        _, (y,) = getattr(scipy.signal, name)(([p[2]], [1.0, -0.5 * p[3]], 0.1), n=7)
+        return np.concatenate([y0.ravel(), y1.ravel(), y.ravel()])
+
+    p = np.array([1.5, 0.4, 1.2, 0.8])
+    expected = run(p)
+    y, _ = mutad.jvp(run, (p,), (np.ones(4),))
+    assert np.asarray(y).tobytes() == expected.tobytes()
+    f = lambda p: weighted(run(p))  # noqa: E731
+    assert mutad.value_and_grad(f)(p)[0] == f(p)
+    mutad.check_grads(f, p)
+    mutad.check_jvp(f, p)
+    replays_as_traced(f, [(p * scale,) for scale in (1.0, 1.1, 0.9)])
+
+
+def test_frequency_responses_of_differentiated_systems():
+    """freqs, freqs_zpk and freqresp (of transfer functions and zeros and poles) at given
+    frequencies: SciPy's values bit for bit, gradients in both modes and to second order."""
+    w = np.logspace(-1, 1, 7)
+
+    def responses(p):
+        _, h1 = scipy.signal.freqs([p[2], p[3]], [1.0, p[1], p[0]], worN=w)
+        _, h2 = scipy.signal.freqs_zpk([-p[3]], np.array([-p[1] + 1j * p[0], -p[1] - 1j * p[0]]),
+                                       p[2], worN=w)
+        _, h3 = scipy.signal.freqresp(scipy.signal.lti([p[2]], [1.0, p[1], p[0]]), w=w)
+        _, h4 = scipy.signal.lti([-p[0]], [-p[1], -p[2]], p[3]).freqresp(w=w)
+        h = np.concatenate([h1, h2, h3, h4])
+        return np.concatenate([np.real(h), np.imag(h)])
+
+    p = P.copy()
+    expected = responses(p)
+    y, _ = mutad.jvp(responses, (p,), (np.ones(4),))
+    assert np.asarray(y).tobytes() == expected.tobytes()
+    f = lambda p: weighted(responses(p))  # noqa: E731
+    assert mutad.value_and_grad(f)(p)[0] == f(p)
+    mutad.check_grads(f, p, order=2)
+    mutad.check_jvp(f, p)
+    replays_as_traced(f, [(P * scale,) for scale in (1.0, 1.1, 0.9)])
+    with pytest.raises(UnsupportedOperationError, match="worN"):
+        mutad.gradient(lambda p: np.abs(scipy.signal.freqs([1.0], [1.0, p[0], p[1]])[1]).sum(),
+                       p)
+    with pytest.raises(UnsupportedOperationError, match="lti"):
+        mutad.gradient(lambda p: np.abs(scipy.signal.freqresp(([1.0], [1.0, p[0], p[1]]),
+                                                              w=w)[1]).sum(), p)
+    zpk = lambda p: np.abs(scipy.signal.freqresp(  # noqa: E731
+        ([-p[0]], [-p[1], -p[2]], p[3]), w=w)[1])
+    y, _ = mutad.jvp(zpk, (p,), (np.ones(4),))
+    assert np.asarray(y).tobytes() == zpk(p).tobytes()
+    with pytest.raises(UnsupportedOperationError, match="to_tf"):
+        mutad.gradient(lambda p: np.abs(scipy.signal.freqresp(scipy.signal.StateSpace(
+            *_matrices(p)), w=w)[1]).sum(), p)
+
+
+@pytest.mark.parametrize("method", ["zoh", "foh", "bilinear", "euler", "backward_diff",
+                                    "gbt", "impulse"])
+def test_cont2discrete_of_differentiated_systems(method):
+    """cont2discrete of state spaces, transfer functions and systems (to_discrete), then
+    simulated: SciPy's values bit for bit, gradients in both modes, replays."""
+    alpha = 0.3 if method == "gbt" else None
+
+    def run(p):
+        A, B, C, D = _matrices(p)
+        D = D * 0.0 if method == "impulse" else D
+        ad, bd, cd, dd, dt = scipy.signal.cont2discrete((A, B, C, D), 0.1, method, alpha)
+        num, den, _ = scipy.signal.cont2discrete(([p[2], p[3]], [1.0, p[1], p[0]]), 0.2,
+                                                 method if method != "impulse" else "zoh",
+                                                 alpha)
+        sys = scipy.signal.lti(A, B, C, D).to_discrete(0.1, method, alpha)
+        _, y = scipy.signal.dlsim(sys, np.sin(np.arange(8.0)))[:2]
+        return np.concatenate([ad.ravel(), bd.ravel(), cd.ravel(), dd.ravel(), num.ravel(),
+                               den.ravel(), y.ravel()])
+
+    p = P.copy()
+    expected = run(p)
+    y, _ = mutad.jvp(run, (p,), (np.ones(4),))
+    assert np.asarray(y).tobytes() == expected.tobytes()
+    f = lambda p: weighted(run(p))  # noqa: E731
+    assert mutad.value_and_grad(f)(p)[0] == f(p)
+    mutad.check_grads(f, p)
+    mutad.check_jvp(f, p)
+    replays_as_traced(f, [(P * scale,) for scale in (1.0, 1.1, 0.9)])

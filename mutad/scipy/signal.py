@@ -8,7 +8,8 @@
 filter design functions ``freqz`` (in b and a) and ``firwin`` (in the cutoffs); linear
 time-invariant systems (``lti``, ``dlti``, ``TransferFunction``, ``ZerosPolesGain``,
 ``StateSpace``), their conversions (``tf2ss``, ``ss2tf``, ``zpk2tf``, ``zpk2ss``,
-``normalize``) and simulations (``lsim``, ``step``, ``impulse``, ``dlsim``).
+``normalize``, ``cont2discrete``), simulations (``lsim``, ``step``, ``impulse``, ``dlsim``,
+``dstep``, ``dimpulse``) and frequency responses (``freqs``, ``freqs_zpk``, ``freqresp``).
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import signal
@@ -47,12 +48,23 @@ polynomials by Faddeev and LeVerrier's recursion (polynomials in the entries, ex
 repeated eigenvalues too). ``lsim`` is SciPy's steps: the exponential of its block matrix
 (``scipy.linalg.expm``, differentiated), then each state from the last; ``step`` and
 ``impulse`` are SciPy's ``lsim`` calls; ``dlsim`` SciPy's loop, x[i+1] = A x[i] + B u[i],
-its inputs at times ``t`` interpolated by ``make_interp_spline(t, u, k=1)``. ``output`` of
+its inputs at times ``t`` interpolated by ``make_interp_spline(t, u, k=1)``, and ``dstep``
+and ``dimpulse`` its calls for each input. ``cont2discrete`` (and ``to_discrete``) is
+SciPy's steps on the state-space matrices: the exponential of its block matrix (``zoh``,
+``foh``, ``impulse``) or its solves (``gbt``, ``bilinear``, ``euler``, ``backward_diff``),
+a transfer function through ``tf2ss`` and ``ss2tf``. ``freqs`` and ``freqs_zpk`` are SciPy's
+steps at the frequencies given (Horner's scheme at s = iω; k Π(s - z) / Π(s - p)),
+``freqresp`` (and a system's ``freqresp``) theirs of a transfer function or of zeros and
+poles. ``output`` of
 SciPy's own systems, called with differentiated inputs, is ``lsim`` or ``dlsim``. Refused,
 with an error that says what to do: the default times of ``step`` and ``impulse`` when A is
-differentiated (they come from its eigenvalues: pass ``T``), differentiated ``t`` of
-``dlsim``, and the other attributes of a differentiated system (``to_zpk`` of a transfer
-function or state space, ``poles``, ``bode``, ``freqresp``: build it from plain values).
+differentiated (they come from its eigenvalues: pass ``T``), the default frequencies of
+``freqs`` and ``freqs_zpk`` (from the roots: pass ``worN``), ``freqresp`` of a state space or
+of a ``(num, den)`` tuple (SciPy converts them to zeros and poles), ``cont2discrete`` of zeros
+and poles (SciPy returns the roots) and of a differentiated ``dt``, differentiated ``t`` of
+``dlsim``, differentiated frequencies, and the other attributes of a differentiated system
+(``to_zpk`` of a transfer function or state space, ``poles``, ``bode``: build it from plain
+values).
 """
 
 import functools
@@ -82,13 +94,13 @@ lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
 fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
-__all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "coherence", "convolve",
-           "convolve2d", "correlate", "correlate2d", "csd", "decimate", "detrend", "dlsim", "dlti",
-           "fftconvolve", "filtfilt", "find_peaks", "firwin", "freqz", "hilbert", "impulse",
-           "istft", "lfilter", "lfilter_zi", "lsim", "lti", "medfilt", "normalize", "oaconvolve",
-           "periodogram", "resample", "resample_poly", "savgol_filter", "sosfilt", "sosfilt_zi",
-           "sosfiltfilt", "spectrogram", "ss2tf", "step", "stft", "tf2ss", "upfirdn", "welch",
-           "zpk2ss", "zpk2tf"]
+__all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "coherence", "cont2discrete",
+           "convolve", "convolve2d", "correlate", "correlate2d", "csd", "decimate", "detrend",
+           "dimpulse", "dlsim", "dlti", "dstep", "fftconvolve", "filtfilt", "find_peaks", "firwin",
+           "freqresp", "freqs", "freqs_zpk", "freqz", "hilbert", "impulse", "istft", "lfilter",
+           "lfilter_zi", "lsim", "lti", "medfilt", "normalize", "oaconvolve", "periodogram",
+           "resample", "resample_poly", "savgol_filter", "sosfilt", "sosfilt_zi", "sosfiltfilt",
+           "spectrogram", "ss2tf", "step", "stft", "tf2ss", "upfirdn", "welch", "zpk2ss", "zpk2tf"]
 
 
 def _lagged_products(v, u, count):
@@ -567,11 +579,7 @@ def _normalize(b, a):
     leading zeros trimmed, both divided by its first coefficient, the numerator's leading
     columns of magnitude at most 1e-14 trimmed (with SciPy's warning)."""
     den = np.atleast_1d(array_argument(a))
-    num = array_argument(b)
-    if type(num) is np.ndarray or not _traced_among(num):
-        num = np.asarray(_filter_design._align_nums(num, np), dtype=None) \
-            if type(num) in (list, tuple) else num
-    num = np.atleast_2d(num)
+    num = np.atleast_2d(array_argument(b))
     if den.ndim != 1:
         raise ValueError("Denominator polynomial must be rank-1 array.")
     if num.ndim > 2:
@@ -772,6 +780,19 @@ class _System:
         if self.dt is not None:
             return self.__getattr__("step")
         return step(self, X0=X0, T=T, N=N)
+
+    def to_discrete(self, dt, method="zoh", alpha=None):
+        """The discretized system (``cont2discrete``; a transfer function or a state space)."""
+        if self.dt is not None or self._kind == "zpk":
+            return self.__getattr__("to_discrete")
+        converted = cont2discrete(self._arrays, dt, method=method, alpha=alpha)
+        if self._kind == "tf":
+            return _System("tf", _normalize(*converted[:-1]), dt)
+        return _System("ss", _abcd(*converted[:-1]), dt)
+
+    def freqresp(self, w=None, n=10000):
+        """The frequency response (continuous systems: ``freqresp``)."""
+        return freqresp(self, w=w, n=n)
 
     def impulse(self, X0=None, T=None, N=None):
         """The impulse response (continuous systems)."""
@@ -990,7 +1011,8 @@ def step(system, X0=None, T=None, N=None):
     A, B, C, D = _continuous(system, "step")
     if N is None:
         N = 100
-    T = _response_times(A, N, "step") if T is None else np.asarray(T)
+    T = (_response_times(A, N, "step") if T is None else T if _traced_among(T) else
+         np.asarray(T))
     U = np.ones(T.shape, np.result_type(A))
     vals = lsim((A, B, C, D), U, T, X0=X0, interp=False)
     return vals[0], vals[1]
@@ -1003,7 +1025,8 @@ def impulse(system, X0=None, T=None, N=None):
     X = np.squeeze(B) if X0 is None else np.squeeze(B + X0)
     if N is None:
         N = 100
-    T = _response_times(A, N, "impulse") if T is None else np.asarray(T)
+    T = (_response_times(A, N, "impulse") if T is None else T if _traced_among(T) else
+         np.asarray(T))
     _, h, _ = lsim((A, B, C, D), 0.0, T, X, interp=False)
     return T, h
 
@@ -1057,6 +1080,196 @@ def dlsim(system, u, t=None, x0=None):
     if is_ss_input:
         return tout, yout, xout
     return tout, yout
+
+
+def _discrete_responses(name, system, x0, t, n, first_only):
+    """SciPy's ``dstep`` (``first_only`` False: a unit step) or ``dimpulse`` (a unit impulse at
+    the first sample) of each input, by ``dlsim``."""
+    if isinstance(system, _System) and system.dt is None or isinstance(system, _ltisys.lti):
+        raise AttributeError(f"{name} can only be used with discrete-time dlti systems.")
+    if isinstance(system, _System | _ltisys.dlti):
+        ss = system._as_ss()
+    else:
+        ss = dlti(*system[:-1], dt=system[-1])._as_ss()
+    n = 100 if n is None else n
+    t = np.linspace(0, n * ss.dt, n, endpoint=False) if t is None else np.asarray(t)
+    inputs = np.shape(ss.B)[1]
+    yout, tout = None, None
+    for i in range(inputs):
+        u = np.zeros((t.shape[0], inputs))
+        if first_only:
+            u[0, i] = 1.0
+        else:
+            u[:, i] = np.ones((t.shape[0],))
+        one_output = dlsim(ss, u, t=t, x0=x0)
+        yout = (one_output[1],) if yout is None else yout + (one_output[1],)
+        tout = one_output[0]
+    return tout, yout
+
+
+@_system_stand_in(_signal.dstep)
+def dstep(system, x0=None, t=None, n=None):
+    """SciPy's steps: ``dlsim`` of a unit step into each input."""
+    return _discrete_responses("dstep", system, x0, t, n, False)
+
+
+@_system_stand_in(_signal.dimpulse)
+def dimpulse(system, x0=None, t=None, n=None):
+    """SciPy's steps: ``dlsim`` of a unit impulse into each input."""
+    return _discrete_responses("dimpulse", system, x0, t, n, True)
+
+
+def _frequencies(worN, name, coefficients):
+    """The frequencies given, or SciPy's choice from the roots, refused when the roots are
+    differentiated (the frequencies would move with them)."""
+    if worN is None or _filter_design._is_int_type(worN):
+        _refuse_followed(coefficients, f"{name}'s default frequencies (they come from the "
+                         "roots of the polynomials)", f"Pass the frequencies as worN to {name} "
+                         "(an array, np.logspace(-2, 2, 200) say).")
+        return None
+    _refuse_followed(worN, f"{name}'s frequencies", "Pass worN as constants.")
+    return np.atleast_1d(np.asarray(stop_gradient(worN)))
+
+
+def _polyval(p, x):
+    """SciPy's old-style ``polyval``: Horner's scheme over the first axis of ``p``."""
+    p = array_argument(p)
+    y = np.zeros_like(x)
+    for j in range(np.shape(p)[0]):
+        y = y * x + p[j, ...]
+    return y
+
+
+@stands_in_for(_signal.freqs)
+def freqs(b, a, worN=200, plot=None):
+    """SciPy's steps on differentiated coefficients: the polynomials at s = iω, by Horner's
+    scheme, and their quotient (the frequencies given)."""
+    w = _frequencies(worN, "freqs", (b, a))
+    if w is None:
+        w = _filter_design.findfreqs(stop_gradient(array_argument(b)),
+                                     stop_gradient(array_argument(a)),
+                                     200 if worN is None else worN)
+    s = 1j * w
+    h = _polyval(b, s) / _polyval(a, s)
+    if plot is not None:
+        plot(w, h)
+    return w, h
+
+
+@stands_in_for(_signal.freqs_zpk)
+def freqs_zpk(z, p, k, worN=200):
+    """SciPy's steps on differentiated zeros, poles and gain: k Π(s - z) / Π(s - p) at
+    s = iω (the frequencies given)."""
+    z, p = array_argument(z), array_argument(p)
+    k = array_argument(k) * 1.0
+    if np.size(k) > 1:
+        raise ValueError("k must be a single scalar gain")
+    w = _frequencies(worN, "freqs_zpk", (z, p))
+    if w is None:
+        w = _filter_design.findfreqs(stop_gradient(z), stop_gradient(p),
+                                     200 if worN is None else worN, kind="zp")
+    s = 1j * w
+
+    def from_roots(r):
+        r = np.atleast_1d(r)
+        return np.prod(s - np.reshape(r, np.shape(r) + (1,) * s.ndim), axis=0)
+
+    return w, k * from_roots(z) / from_roots(p)
+
+
+@_system_stand_in(_signal.freqresp)
+def freqresp(system, w=None, n=10000):
+    """SciPy's steps: ``freqs`` of a transfer function, ``freqs_zpk`` of zeros and poles."""
+    if isinstance(system, _System):
+        if system.dt is not None:
+            raise AttributeError("freqresp can only be used with continuous-time systems.")
+        sys = system
+    elif isinstance(system, _ltisys.lti):
+        return _signal.freqresp(system, w=w, n=n)
+    elif isinstance(system, _ltisys.dlti):
+        raise AttributeError("freqresp can only be used with continuous-time systems.")
+    else:
+        sys = lti(*system)
+        if not isinstance(sys, _System):
+            return _signal.freqresp(system, w=w, n=n)
+        if sys._kind == "tf":  # SciPy converts a tuple to zeros and poles, of any kind
+            raise UnsupportedOperationError(
+                "scipy.signal.freqresp of a (num, den) tuple of differentiated coefficients: "
+                "SciPy converts it to zeros and poles (the roots), which mutad does not "
+                "differentiate. Pass scipy.signal.lti(num, den) (its transfer function is used "
+                "as it is), or call freqs(num, den, worN=w).")
+    if sys._kind == "ss":
+        raise UnsupportedOperationError(
+            "scipy.signal.freqresp of a state-space system of differentiated matrices: SciPy "
+            "converts it to zeros and poles, which mutad does not differentiate. Convert it "
+            "with to_tf() (or ss2tf) and take freqresp of the transfer function.")
+    worN = w if w is not None else n
+    if sys._kind == "tf":
+        return freqs(np.ravel(sys.num), sys.den, worN=worN)
+    return freqs_zpk(*sys._arrays, worN=worN)
+
+
+@_system_stand_in(_signal.cont2discrete)
+def cont2discrete(system, dt, method="zoh", alpha=None):
+    """SciPy's steps (signal/_lti_conversion.py) on a system of differentiated coefficients:
+    the matrix exponentials (``zoh``, ``foh``, ``impulse``) or the solves (the generalized
+    bilinear transforms) of its state-space matrices; a transfer function through ``tf2ss``
+    and ``ss2tf``."""
+    _refuse_followed(dt, "cont2discrete's sampling time", "Pass dt as a constant.")
+    if isinstance(system, _System):
+        return system.to_discrete(dt, method=method, alpha=alpha)
+    if hasattr(system, "to_discrete") and callable(system.to_discrete):
+        return system.to_discrete(dt=dt, method=method, alpha=alpha)
+    if len(system) == 2:
+        sysd = cont2discrete(_tf2ss(system[0], system[1]), dt, method=method, alpha=alpha)
+        return _ss2tf(sysd[0], sysd[1], sysd[2], sysd[3]) + (dt,)
+    if len(system) == 3:
+        raise UnsupportedOperationError(
+            "scipy.signal.cont2discrete of differentiated zeros, poles and gain: SciPy converts "
+            "the discrete system back to zeros and poles (the roots), which mutad does not "
+            "differentiate. Discretize the state space (zpk2ss first) or the transfer function.")
+    if len(system) != 4:
+        raise ValueError("First argument must either be a tuple of 2 (tf), 3 (zpk), or 4 (ss) "
+                         "arrays.")
+    a, b, c, d = (array_argument(m) for m in system)
+    if method == "gbt":
+        if alpha is None:
+            raise ValueError("Alpha parameter must be specified for the generalized bilinear "
+                             "transform (gbt) method")
+        elif alpha < 0 or alpha > 1:
+            raise ValueError("Alpha parameter must be within the interval [0,1] for the gbt "
+                             "method")
+        ima = np.eye(np.shape(a)[0]) - alpha * dt * a
+        ad = linalg.solve(ima, np.eye(np.shape(a)[0]) + (1.0 - alpha) * dt * a)
+        bd = linalg.solve(ima, dt * b)
+        cd = np.transpose(linalg.solve(np.transpose(ima), np.transpose(c)))
+        dd = d + alpha * np.dot(c, bd)
+    elif method in ("bilinear", "tustin"):
+        return cont2discrete(system, dt, method="gbt", alpha=0.5)
+    elif method in ("euler", "forward_diff"):
+        return cont2discrete(system, dt, method="gbt", alpha=0.0)
+    elif method == "backward_diff":
+        return cont2discrete(system, dt, method="gbt", alpha=1.0)
+    elif method == "zoh":
+        n, m = np.shape(a)[0], np.shape(b)[1]
+        em = np.concatenate((np.concatenate((a, b), axis=1), np.zeros((m, n + m))), axis=0)
+        ms = linalg.expm(dt * em)[:n, :]
+        ad, bd, cd, dd = ms[:, 0:np.shape(a)[1]], ms[:, np.shape(a)[1]:], c, d
+    elif method == "foh":
+        n, m = np.shape(a)[0], np.shape(b)[1]
+        em_upper = linalg.block_diag(np.concatenate((a, b), axis=1) * dt, np.eye(m))
+        em = np.concatenate((em_upper, np.zeros((m, n + 2 * m))), axis=0)
+        ms = linalg.expm(em)
+        ms11, ms12, ms13 = ms[:n, 0:n], ms[:n, n:n + m], ms[:n, n + m:]
+        ad, bd, cd, dd = ms11, ms12 - ms13 + ms11 @ ms13, c, d + c @ ms13
+    elif method == "impulse":
+        if not np.allclose(stop_gradient(d), 0):
+            raise ValueError("Impulse method is only applicable to strictly proper systems")
+        ad = linalg.expm(a * dt)
+        bd, cd, dd = ad @ b * dt, c, c @ b * dt
+    else:
+        raise ValueError(f"Unknown transformation method '{method}'")
+    return ad, bd, cd, dd, dt
 
 
 defmethod(_ltisys.lti, "output", lambda self, U, T, X0=None: lsim(self, U, T, X0=X0))
