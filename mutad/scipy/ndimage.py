@@ -48,7 +48,9 @@ missing label's value is SciPy's (0, or NaN for a quotient), its derivative 0. L
 derivative. ``labeled_comprehension`` runs SciPy's steps on the traced input: the user's
 function is called on the same chunks, in the same order, so what it computes is
 differentiated (its result cast to a float ``out_dtype``; another dtype gives SciPy's own,
-plain result). ``median`` and ``histogram`` of a differentiated input are not differentiated.
+plain result). ``median`` is the mean of the two elements (one twice for an odd count) SciPy's
+own steps pick on the plain values, the quirks of an index not among the labels included.
+``histogram`` of a differentiated input is not differentiated.
 
 Every function is built as SciPy builds it, out of one primitive, SciPy's 1-d or n-d
 correlation (or its running mean), whose values are SciPy's own. Its derivative is the
@@ -70,7 +72,7 @@ import scipy.ndimage as _ndimage
 import scipy.special as _special
 from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.stride_tricks import sliding_window_view
-from scipy.ndimage import _filters, _ni_support
+from scipy.ndimage import _filters, _measurements, _ni_support
 
 from ..allocation import lists_as_arrays
 from ..arraylike import carries_derivative, settled
@@ -85,15 +87,15 @@ from ._adjoints import ScipyAdjoint, StandIn, Value, scipys_value, stands_in_for
 __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate1d",
            "fourier_ellipsoid", "fourier_gaussian", "fourier_shift", "fourier_uniform",
            "gaussian_filter", "gaussian_filter1d", "gaussian_gradient_magnitude",
-           "geometric_transform",
-           "gaussian_laplace", "generic_filter", "laplace", "map_coordinates", "maximum_filter",
-           "maximum_filter1d", "median_filter", "minimum_filter", "minimum_filter1d",
-           "percentile_filter", "prewitt", "rank_filter", "rotate", "shift", "sobel",
-           "spline_filter", "spline_filter1d", "uniform_filter", "uniform_filter1d", "zoom",
-           "black_tophat", "center_of_mass", "extrema", "grey_closing", "grey_dilation",
-           "grey_erosion", "grey_opening", "labeled_comprehension", "maximum", "maximum_position",
-           "mean", "minimum", "minimum_position", "morphological_gradient", "standard_deviation",
-           "sum", "sum_labels", "variance", "white_tophat"]
+           "geometric_transform", "gaussian_laplace", "generic_filter", "laplace",
+           "map_coordinates", "maximum_filter", "maximum_filter1d", "median_filter",
+           "minimum_filter", "minimum_filter1d", "percentile_filter", "prewitt", "rank_filter",
+           "rotate", "shift", "sobel", "spline_filter", "spline_filter1d", "uniform_filter",
+           "uniform_filter1d", "zoom", "black_tophat", "center_of_mass", "extrema", "grey_closing",
+           "grey_dilation", "grey_erosion", "grey_opening", "labeled_comprehension", "maximum",
+           "maximum_position", "mean", "median", "minimum", "minimum_position",
+           "morphological_gradient", "standard_deviation", "sum", "sum_labels", "variance",
+           "white_tophat"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1543,6 +1545,64 @@ def _extremum(name, position_name):
 
 minimum = _extremum("minimum", "minimum_position")
 maximum = _extremum("maximum", "maximum_position")
+
+
+_VALUES["median"] = _scipy_measure(_ndimage.median)
+
+
+def _median_positions(plain, labels, index):
+    """The flat positions of the two elements SciPy's median of each region averages (the
+    same one twice for an odd count), by SciPy's own steps (scipy/ndimage/_measurements.py,
+    ``_select``) on the plain values: for an index SciPy does not find among the labels, the
+    elements it reads."""
+    positions = np.arange(plain.size)
+    if labels is None or index is None or np.isscalar(index):
+        mask = (np.ones(plain.shape, bool) if labels is None else
+                np.broadcast_to(labels, plain.shape) > 0 if index is None else
+                np.broadcast_to(labels, plain.shape) == index)
+        chosen = positions[np.ravel(mask)]
+        ranked = chosen[np.argsort(np.ravel(plain)[chosen], kind="stable")]
+        if ranked.size == 0:
+            return None
+        return ranked[(ranked.size - 1) // 2], ranked[ranked.size // 2]
+    labels = np.broadcast_to(np.asarray(labels), plain.shape)
+    index = np.asarray(index)
+    if (not _measurements._safely_castable_to_int(labels.dtype) or labels.min() < 0
+            or labels.max() > labels.size):
+        unique_labels, labels = np.unique(labels, return_inverse=True)
+        idxs = np.searchsorted(unique_labels, index)
+        idxs[idxs >= unique_labels.size] = 0
+        found = unique_labels[idxs] == index
+    else:
+        idxs = np.asanyarray(index, np.int_).copy()
+        found = (idxs >= 0) & (idxs <= labels.max())
+    idxs[~found] = labels.max() + 1
+    labels = np.reshape(labels, plain.shape)
+    order = np.lexsort((plain.ravel(), labels.ravel()))
+    labels = labels.ravel()[order]
+    locs = np.arange(len(labels))
+    lo = np.zeros(labels.max() + 2, np.int_)
+    lo[labels[::-1]] = locs[::-1]
+    hi = np.zeros(labels.max() + 2, np.int_)
+    hi[labels] = locs
+    lo, hi = lo[idxs], hi[idxs]
+    step = (hi - lo) // 2
+    return order[lo + step], order[hi - step]
+
+
+@stands_in_for(_ndimage.median)
+def median(input, labels=None, index=None):
+    """SciPy's values; each region's median the mean of the middle element (the two middle
+    ones for an even count) SciPy's steps pick on the plain values."""
+    input, _ = _measured("median", input, labels, index)
+    labels = _constant_labels(labels, "median")
+    value = _VALUES["median"](input, labels, index)
+    chosen = _median_positions(np.asarray(stop_gradient(input)), labels, index)
+    if chosen is None:  # an empty region: SciPy's NaN
+        return value
+    flat = np.ravel(input)
+    composition = (np.take(flat, chosen[0]) + np.take(flat, chosen[1])) / 2.0
+    return scipys_value(value, composition)
 
 
 @stands_in_for(_ndimage.extrema)
