@@ -452,15 +452,59 @@ def test_scattered_data_refusals():
     with pytest.raises(UnsupportedOperationError, match="fill_value"):
         mutad.gradient(lambda c: scipy.interpolate.griddata(SCATTERED, SCATTERED_VALUES, INSIDE,
                                                             fill_value=c).sum(), 0.5)
-    with pytest.raises(UnsupportedOperationError, match="query points"):
-        mutad.gradient(lambda q: scipy.interpolate.RBFInterpolator(SCATTERED, SCATTERED_VALUES * 1.0)(q)
-                       .sum(), INSIDE)
-    rbf = scipy.interpolate.RBFInterpolator(SCATTERED, SCATTERED_VALUES)
-    with pytest.raises(UnsupportedOperationError, match="query points"):
+    with pytest.raises(UnsupportedOperationError, match="neighbors"):
+        mutad.gradient(lambda q: scipy.interpolate.RBFInterpolator(
+            SCATTERED, SCATTERED_VALUES * 1.0, neighbors=4)(q).sum(), INSIDE)
+    rbf = scipy.interpolate.RBFInterpolator(SCATTERED, SCATTERED_VALUES, neighbors=4)
+    with pytest.raises(UnsupportedOperationError, match="neighbors"):
         mutad.gradient(lambda q: rbf(q).sum(), INSIDE)
     with pytest.raises(UnsupportedOperationError, match="data points"):
-        mutad.gradient(lambda p: scipy.interpolate.RBFInterpolator(p, SCATTERED_VALUES)(INSIDE).sum(),
-                       SCATTERED)
+        mutad.gradient(lambda p: scipy.interpolate.RBFInterpolator(
+            p, SCATTERED_VALUES, neighbors=4)(INSIDE).sum(), SCATTERED)
+    with pytest.raises(UnsupportedOperationError, match="epsilon"):
+        mutad.gradient(lambda e: scipy.interpolate.RBFInterpolator(
+            SCATTERED, SCATTERED_VALUES, kernel="gaussian", epsilon=e)(INSIDE).sum(), 1.5)
+
+
+RBF_SETTINGS = {
+    "thin_plate_spline": dict(),
+    "gaussian-degree": dict(kernel="gaussian", epsilon=1.5, degree=1),
+    "cubic-smoothing": dict(kernel="cubic", smoothing=0.05),
+    "multiquadric": dict(kernel="multiquadric", epsilon=2.0),
+    "inverse_quadratic": dict(kernel="inverse_quadratic", epsilon=0.8, degree=0),
+    "linear": dict(kernel="linear"),
+    "quintic": dict(kernel="quintic"),
+    "inverse_multiquadric": dict(kernel="inverse_multiquadric", epsilon=1.2),
+}
+
+
+@pytest.mark.parametrize("settings", RBF_SETTINGS)
+def test_rbf_interpolation_in_data_points_values_and_queries(settings):
+    """RBFInterpolator differentiated in its data points, values and queries (a query on a data
+    point too), and SciPy's own interpolant at differentiated queries: SciPy's values bit for
+    bit, gradients in both modes and to second order, replayed."""
+    options = RBF_SETTINGS[settings]
+    fixed = scipy.interpolate.RBFInterpolator(SCATTERED, SCATTERED_VALUES, **options)
+    # a query on a data point too, but for linear's kink there
+    queries = np.concatenate([INSIDE, SCATTERED[5:6] + (0.01 if settings == "linear" else 0.0)])
+
+    def call(y, d, q):
+        return np.concatenate([
+            scipy.interpolate.RBFInterpolator(y, np.stack([d, d * d], axis=1), **options)(q)
+            .ravel(), fixed(q[::-1])])
+
+    args = (SCATTERED.copy(), SCATTERED_VALUES.copy(), queries)
+    expected = call(*args)
+    y, _ = mutad.jvp(call, args, tuple(np.ones_like(a) for a in args))
+    assert np.asarray(y).tobytes() == expected.tobytes()
+    f = lambda y, d, q: (np.sin(call(y, d, q)) * np.arange(1.0, 19.0)).sum()  # noqa: E731
+    assert mutad.value_and_grad(f, argnums=(0, 1, 2))(*args)[0] == f(*args)
+    mutad.check_grads(f, *args)
+    mutad.check_jvp(f, *args)
+    if settings in ("gaussian-degree", "multiquadric"):  # smooth at the query on a point
+        mutad.check_grads(f, *args, order=2)
+    replays_as_traced(f, [(SCATTERED * s, SCATTERED_VALUES * s, queries * s)
+                          for s in (1.0, 1.1, 0.95)], argnums=(0, 1, 2))
 
 
 def test_an_interpolant_that_refers_to_its_data_sees_later_writes():

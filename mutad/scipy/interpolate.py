@@ -63,14 +63,19 @@ the plain values). Linear interpolation is differentiated in the values and the 
 triangulation that holds each query (decided on the plain queries; 0 outside, where SciPy
 gives ``fill_value``), affine in x; the nearest neighbour passes each query's cotangent to the
 value at SciPy's nearest data point (its derivative in the queries 0). One-dimensional
-``griddata`` is SciPy's ``interp1d`` of the sorted points (above). ``RBFInterpolator`` is
-linear in its values ``d`` at constant queries: ``W d``, ``W`` the values of the interpolants
-of the identity columns, a block of columns at a time (both modes and every order through the
-transposed pair). Refused: differentiated data points (the triangulation, the kernel matrix
-would move), a differentiated ``fill_value``, ``smoothing`` or ``epsilon``,
-``RBFInterpolator`` and ``CloughTocher2DInterpolator`` at differentiated queries, and
-``griddata(method='cubic')`` in two dimensions (SciPy estimates its gradients iteratively, to
-a tolerance).
+``griddata`` is SciPy's ``interp1d`` of the sorted points (above). ``RBFInterpolator`` (and
+SciPy's own at differentiated queries) is differentiated in its values ``d``, its data points
+``y`` and the queries through SciPy's vectorized steps written with functions mutad
+differentiates: the polynomial domain scaled by the data's bounds, the system of kernels and
+monomials solved, its coefficients applied at the queries (the kernels smooth in r² written in
+r², the others with the derivative 0 at a query on a data point). With ``neighbors`` its local
+systems are differentiated in ``d`` alone, as ``W d``, ``W`` the values of the interpolants of
+the identity columns, a block of columns at a time (both modes and every order through the
+transposed pair). Refused: differentiated data points of the triangulations (they would move),
+a differentiated ``fill_value``, ``smoothing`` or ``epsilon``, differentiated queries or data
+points of ``RBFInterpolator`` with ``neighbors``, ``CloughTocher2DInterpolator`` at
+differentiated queries, and ``griddata(method='cubic')`` in two dimensions (SciPy estimates
+its gradients iteratively, to a tolerance).
 """
 
 import copy
@@ -1231,8 +1236,6 @@ def _refuse_at_points(name, instead):
 
 defmethod(_interpolate.LinearNDInterpolator, "__call__", _object_at_points)
 defmethod(_interpolate.NearestNDInterpolator, "__call__", _object_at_points)
-defmethod(_interpolate.RBFInterpolator, "__call__", _refuse_at_points(
-    "RBFInterpolator", "Evaluate it at constant points, or use LinearNDInterpolator."))
 defmethod(_interpolate.CloughTocher2DInterpolator, "__call__", _refuse_at_points(
     "CloughTocher2DInterpolator", "Use LinearNDInterpolator."))
 
@@ -1286,21 +1289,102 @@ def _rbf_transpose_jvp(tangents, dy, interpolant_of, x, n):
             _rbf_transpose(tangents[0], interpolant_of, x, n))
 
 
+def _squared_distances(a, b):
+    """‖a_i - b_j‖² for the rows of ``a`` and ``b``."""
+    difference = a[:, None, :] - b[None, :, :]
+    return np.sum(difference * difference, axis=-1)
+
+
+def _rbf_kernel(name, r2):
+    """SciPy's radial function ``name`` of the distances whose squares are ``r2``. The kernels
+    smooth in r² are written in r² (their derivatives hold at a zero distance, of every order);
+    those of r (``linear``, ``thin_plate_spline``, ``cubic``, ``quintic``) take their value at
+    a zero distance with the derivative 0 there (theirs, but for ``linear``'s kink, where 0 is
+    one of its one-sided slopes' mean, and the unbounded second derivative of the thin-plate
+    spline), not the NaN of the square root's."""
+    smooth = {"multiquadric": lambda: -np.sqrt(r2 + 1.0),
+              "inverse_multiquadric": lambda: 1.0 / np.sqrt(r2 + 1.0),
+              "inverse_quadratic": lambda: 1.0 / (r2 + 1.0),
+              "gaussian": lambda: np.exp(-r2)}
+    if name in smooth:
+        return smooth[name]()
+    apart = _plain(r2) > 0  # which pairs are apart: decided on the plain values
+    r2_safe = np.where(apart, r2, 1.0)
+    r = np.sqrt(r2_safe)
+    values = {"linear": lambda: -r, "thin_plate_spline": lambda: r2_safe * np.log(r),
+              "cubic": lambda: r2_safe * r, "quintic": lambda: -(r2_safe * r2_safe * r)}[name]()
+    return np.where(apart, values, 0.0)
+
+
+def _monomials(x, powers):
+    """Each monomial of ``powers`` (rows of integer exponents) at the rows of ``x``, as products
+    of the coordinates that appear (a zero exponent contributes 1, with no derivative)."""
+    columns = []
+    for exponents in powers:
+        column = np.ones(np.shape(x)[:1])
+        for k, power in enumerate(exponents):
+            if power:
+                column = column * x[:, k] ** int(power)
+        columns.append(column)
+    return np.stack(columns, axis=1) if columns else np.zeros((np.shape(x)[0], 0))
+
+
+def _rbf_composition(y, d, x, interpolant):
+    """SciPy's RBF interpolant of ``d`` at the data points ``y``, at the queries ``x``, written
+    with functions mutad differentiates (SciPy's vectorized steps): the polynomial domain
+    shifted and scaled by the data's bounds, the kernel and monomial system solved, its
+    coefficients applied to the kernels and monomials at the queries. ``interpolant`` is
+    SciPy's own of the plain values: its kernel, shape parameter, smoothing and exponents."""
+    epsilon, powers = interpolant.epsilon, interpolant.powers
+    count, terms = np.shape(y)[0], np.shape(powers)[0]
+    values = np.reshape(d, (count, -1))
+    mins, maxs = np.min(y, axis=0), np.max(y, axis=0)
+    shift, scale = (maxs + mins) / 2, (maxs - mins) / 2
+    scale = np.where(_plain(scale) == 0.0, 1.0, scale)
+    kernels = _rbf_kernel(interpolant.kernel, _squared_distances(y * epsilon, y * epsilon))
+    monomials = _monomials((y - shift) / scale, powers)
+    lhs = np.concatenate([np.concatenate((kernels, monomials), axis=1),
+                          np.concatenate((monomials.T, np.zeros((terms, terms))), axis=1)],
+                         axis=0) + np.diag(np.concatenate([interpolant.smoothing,
+                                                           np.zeros(terms)]))
+    rhs = np.concatenate([values, np.zeros((terms, np.shape(values)[1]))], axis=0)
+    coefficients = np.linalg.solve(lhs, rhs)
+    at_queries = np.concatenate(
+        [_rbf_kernel(interpolant.kernel, _squared_distances(x * epsilon, y * epsilon)),
+         _monomials((x - shift) / scale, powers)], axis=1)
+    return np.reshape(at_queries @ coefficients, np.shape(x)[:1] + np.shape(d)[1:])
+
+
+_rbf_value = Value(lambda y, d, x, settings: _interpolate.RBFInterpolator(y, d, **settings)(x),
+                   "scipy.interpolate.RBFInterpolator")
+_rbf_object_value = Value(lambda interpolant, x: interpolant(x),
+                          "scipy.interpolate.RBFInterpolator")
+
+
 class _TracedRBF:
-    """``RBFInterpolator`` of traced values ``d`` at constant data points: called at constant
-    queries, SciPy's values, differentiated in ``d``."""
+    """``RBFInterpolator`` of traced values ``d`` or data points ``y``: called, SciPy's values,
+    differentiated in ``d`` (and the queries) with local ``neighbors``, in ``d``, ``y`` and the
+    queries without."""
 
     def __init__(self, y, d, settings):
-        self.y, self._d, self._settings = y, d, settings
+        self.y, self.d = (v if _traced(v) else _plain_copy(np.asarray(v, dtype=float))
+                          for v in (y, d))
+        self._settings = settings
+        self._interpolant = _interpolate.RBFInterpolator(_plain(y), _plain(d), **settings)
 
     def _interpolant_of(self, d):
-        return _interpolate.RBFInterpolator(self.y, d, **self._settings)
+        return _interpolate.RBFInterpolator(_plain(self.y), d, **self._settings)
 
     def __call__(self, x):
-        _refuse_traced("RBFInterpolator", "the query points", x,
-                       "Evaluate RBFInterpolator at constant points, or interpolate with "
-                       "LinearNDInterpolator (differentiated in its points too).")
-        return _rbf_apply(self._d, self._interpolant_of, _plain_copy(_plain(x)))
+        if self._settings["neighbors"] is not None:
+            _refuse_traced("RBFInterpolator", "the query points or the data points of an "
+                           "interpolant with neighbors", (x, self.y),
+                           "Leave neighbors=None (the global interpolant is differentiated "
+                           "in them), or pass them as constants.")
+            return _rbf_apply(self.d, self._interpolant_of, _plain_copy(_plain(x)))
+        x = x if _traced(x) else np.asarray(x, dtype=float)
+        composition = _rbf_composition(self.y, self.d, x, self._interpolant)
+        return scipys_value(_rbf_value(self.y, self.d, x, self._settings), composition)
 
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -1311,19 +1395,33 @@ class _TracedRBF:
             "values to use other attributes.")
 
 
+def _rbf_at_points(self, x):
+    """SciPy's own ``RBFInterpolator`` called at traced queries (``registry.METHODS``)."""
+    if self.neighbors is not None:
+        raise UnsupportedOperationError(
+            "scipy.interpolate.RBFInterpolator with neighbors called at differentiated points: "
+            "mutad differentiates the global interpolant (neighbors=None) in its queries.")
+    d = np.reshape(self.d, np.shape(self.d)[:1] + tuple(self.d_shape))
+    return scipys_value(_rbf_object_value(self, x), _rbf_composition(self.y, d, x, self))
+
+
+defmethod(_interpolate.RBFInterpolator, "__call__", _rbf_at_points)
+
+
 @_route(_interpolate.RBFInterpolator)
 def RBFInterpolator(y: Any, d: Any, neighbors: Any = None, smoothing: Any = 0.0,
                     kernel: str = "thin_plate_spline", epsilon: Any = None,
                     degree: Any = None) -> Any:
     settings = dict(neighbors=neighbors, smoothing=smoothing, kernel=kernel, epsilon=epsilon,
                     degree=degree)
-    _refuse_traced("RBFInterpolator", "the data points", y,
-                   "Interpolate differentiated values at constant points.")
     _refuse_traced("RBFInterpolator", "smoothing or epsilon", (smoothing, epsilon),
                    "Pass them as constants.")
-    if not _traced(d):
+    if not _traced((y, d)):
         return _interpolate.RBFInterpolator(y, d, **settings)
-    return _TracedRBF(_plain_copy(_plain(y)), d, settings)
+    if neighbors is not None:
+        _refuse_traced("RBFInterpolator", "the data points of an interpolant with neighbors",
+                       y, "Leave neighbors=None, or pass them as constants.")
+    return _TracedRBF(y, d, settings)
 
 
 @_route(_interpolate.griddata)
