@@ -1396,7 +1396,7 @@ class _TracedRBF:
 
 
 def _rbf_at_points(self, x):
-    """SciPy's own ``RBFInterpolator`` called at traced queries (``registry.METHODS``)."""
+    """SciPy's own ``RBFInterpolator`` called at traced queries (``registry.defmethod``)."""
     if self.neighbors is not None:
         raise UnsupportedOperationError(
             "scipy.interpolate.RBFInterpolator with neighbors called at differentiated points: "
