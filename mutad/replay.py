@@ -84,7 +84,7 @@ from .debug import (Warnings, anomaly_detection, at_user_lines, nowhere, user_fr
                     warn_at)
 from .elementwise import (ASSIGNMENT, Elementwise, differentiable, elementwise_cotangents,
                           elementwise_kept, read_by_partials, short, unbroadcast)
-from .errors import UnsupportedOperationError
+from .errors import MutadError, UnsupportedOperationError
 from .levels import ACTIVE
 from .products import times
 from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
@@ -3296,13 +3296,29 @@ class Replayed:
         recording = Recording(self.has_aux) if type(program) is not str else None
         drawn = None if recording is None else _random_states(objects)
         entropy = FreshEntropy()
+        refused = None
         try:
             with entropy if recording is not None else contextlib.nullcontext():
                 value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
                                           self.has_aux, recording=recording)
+        except MutadError as error:
+            # The recording traces the arrays outside argnums (a replay reads them as inputs);
+            # a rule that takes one as a setting (a spline's knots) may refuse it as
+            # differentiated. Traced as usual, they are constants.
+            recorder = None if recording is None else recording.recorder
+            if recorder is None or not recorder.outside_argnums:
+                raise
+            refused = error
         finally:
             if recording is not None:
                 recording.seal()
+        if refused is not None:
+            value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
+                                      self.has_aux)
+            first = str(refused).split(". ")[0]
+            self._keep(key, "a rule refused an array outside argnums, which a recording "
+                            f"follows as an input of the program ({first})")
+            return value, grads
         if recording is not None:
             if recording.program is not None and _random_states(objects) != drawn:
                 recording.program = None  # the next call draws other numbers
