@@ -764,3 +764,16 @@ def test_settings_the_program_computes_are_constants():
         assert y.tobytes() == f(img).tobytes()
         mutad.check_grads(f, img)
         assert img.tobytes() == before
+
+
+def test_filters_and_interpolations_of_empty_images():
+    """Regression: an empty image crashed the rules (an IndexError, a ValueError from
+    np.stack) where SciPy returns an empty result; nothing reaches anything."""
+    for f in (lambda x: scipy.ndimage.gaussian_filter(x, 1.0),
+              lambda x: scipy.ndimage.uniform_filter(x, 3),
+              lambda x: scipy.ndimage.zoom(x, 2.0)):
+        for x in (np.zeros(0), np.zeros((0, 3))):
+            y, dy = mutad.jvp(f, (x,), (x,))
+            assert y.shape == dy.shape == f(x).shape and y.dtype == f(x).dtype
+            g, = mutad.gradient(lambda x: f(x).sum(), x)
+            assert g.shape == x.shape

@@ -685,3 +685,17 @@ def test_cont2discrete_of_differentiated_systems(method):
     mutad.check_grads(f, p)
     mutad.check_jvp(f, p)
     replays_as_traced(f, [(P * scale,) for scale in (1.0, 1.1, 0.9)])
+
+
+def test_settings_the_program_computes_are_read_as_scipy_reads_them():
+    """Regression: a window array or a sampling frequency computed in the function (constants
+    of the differentiation) reached SciPy's type checks as traced values (ValueError); a
+    differentiated sampling frequency is refused by name."""
+    x = np.arange(8.0)
+    for f in (lambda x: scipy.signal.resample_poly(x, 2, 1, window=np.ones(5) / 5),
+              lambda x: scipy.signal.firwin(8, 0.3, fs=2.0 * np.ones(1)[0]) * x):
+        value, _ = mutad.pullback(f, x)
+        assert value.tobytes() == f(x).tobytes()
+        mutad.check_grads(f, x)
+    with pytest.raises(UnsupportedOperationError, match="fs"):
+        mutad.gradient(lambda s: scipy.signal.firwin(5, 0.3, fs=s).sum(), 2.0)

@@ -168,6 +168,8 @@ def _geometry(input, weights, kind, axis, mode, origin):
 def _filter_rule(input, weights, cval, kind, axis, mode, origin, dtype, followed=None):
     # The wrapper, not SciPy's own: nested reverse mode differentiates the pullback again.
     y = _filter(input, weights, cval, kind, axis, mode, origin, dtype, followed)
+    if np.size(input) == 0:  # no element: no cotangent reaches anything
+        return y, lambda dy: (None, None, None)
     sizes, lines = _geometry(input, weights, kind, axis, mode, origin)
     follow_input, follow_weights, follow_cval = followed or (True, True, True)
 
@@ -687,6 +689,8 @@ _resample = ScipyAdjoint(_plain_resample)
 @_resample.rule
 def _resample_rule(input, call):
     y = _resample(input, call)
+    if np.size(input) == 0 or np.size(y) == 0:  # no element: no cotangent reaches anything
+        return y, lambda dy: (None, None)
     grid, weights = call.keywords["weights"](np.shape(input))
 
     def back(dy):
@@ -700,6 +704,8 @@ def _resample_rule(input, call):
 @_resample.jvp_rule
 def _resample_jvp(tangents, input, call):
     y = _resample(input, call)
+    if np.size(input) == 0 or np.size(y) == 0:  # no element: the tangent is empty too
+        return y, np.zeros_like(y)
     grid, weights = call.keywords["weights"](np.shape(input))
     dx = tangents[0]
     return y, _apply_grid(weights, dx) if grid else _apply_points(weights, dx, np.shape(y))

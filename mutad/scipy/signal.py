@@ -81,6 +81,7 @@ from scipy.signal import (_arraytools, _filter_design, _lti_conversion, _ltisys,
 from scipy.signal._upfirdn import _output_len
 
 from ..allocation import lists_as_arrays
+from ..arraylike import carries_derivative, settled
 from ..api import stop_gradient
 from ..errors import UnsupportedOperationError
 from ..levels import Tracer, innermost
@@ -1427,6 +1428,20 @@ def _savgol_interp_jvp(tangents, x, window_length, polyorder, deriv, delta, axis
 # detrend, hilbert, sosfiltfilt, medfilt: SciPy's own steps, on the differentiated functions
 
 
+def _setting(value, what, name):
+    """``value``, a setting of ``name`` SciPy checks by type (a sampling frequency, a window):
+    a constant the program computed as the plain value it holds; a differentiated one
+    refused by name."""
+    if isinstance(value, (list, tuple)) or not isinstance(value, Tracer):
+        return settled(value, f"scipy.signal.{name} with a {what} the program computes")
+    if carries_derivative(value):
+        raise UnsupportedOperationError(
+            f"scipy.signal.{name}: mutad does not differentiate with respect to {what}; pass "
+            "it as a constant (a number not computed from the differentiated arguments).")
+    value = settled(value, f"scipy.signal.{name} with a {what} the program computes")
+    return value[()] if np.ndim(value) == 0 else value  # a number as NumPy's scalar
+
+
 def _array(x):
     """The signal ``x`` as an array: a list or tuple holding traced values the array NumPy makes
     of it (as SciPy's np.asarray does), stacked so that the differentiation follows it."""
@@ -1617,6 +1632,7 @@ def resample_poly(x, up, down, axis=0, window=("kaiser", 5.0), padtype="constant
     # SciPy's steps (signal/_signaltools.py): its FIR filter (a constant), upfirdn, the
     # delay removed.
     x = _array(x)
+    window = _setting(window, "window", "resample_poly")
     if up != int(up):
         raise ValueError("up must be an integer")
     if down != int(down):
@@ -1779,7 +1795,8 @@ def firwin(numtaps, cutoff, *, width=None, window="hamming", pass_zero=True, sca
            fs=None):
     # SciPy's steps (signal/_fir_filter_design.py): windowed differences of sincs at the band
     # edges, scaled to unit gain; the cutoffs traced, the window a constant.
-    fs = _arraytools._validate_fs(fs, allow_none=True)
+    fs = _arraytools._validate_fs(_setting(fs, "sampling frequency fs", "firwin"),
+                                  allow_none=True)
     fs = 2 if fs is None else fs
     nyq = 0.5 * fs
     cutoff = np.atleast_1d(cutoff).astype(np.float64) / float(nyq)
