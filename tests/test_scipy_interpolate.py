@@ -543,3 +543,17 @@ def test_an_interpolant_that_refers_to_its_data_sees_later_writes():
         assert np.asarray(value).tobytes() == np.asarray(f(data.copy())).tobytes()
         assert data.tobytes() == before
         mutad.check_grads(f, data)
+
+
+def test_a_grid_of_values_the_function_computes_at_differentiated_points():
+    """Regression: RegularGridInterpolator and interpn of values computed in the function (a
+    constant of the differentiation) at differentiated points raised SciPy's compiled code's
+    TypeError; the values are the numbers SciPy reads."""
+    g = np.linspace(0.0, 3.0, 8)
+    V = np.outer(np.sin(g), np.cos(g))
+    points = np.array([[0.2, 1.0], [2.5, 0.4]])
+    for f in (lambda p: scipy.interpolate.RegularGridInterpolator((g, g), V * 1.0)(p),
+              lambda p: scipy.interpolate.interpn((g, g), V * 1.0, p)):
+        value, _ = mutad.pullback(f, points)
+        assert value.tobytes() == f(points).tobytes()
+        mutad.check_grads(f, points)

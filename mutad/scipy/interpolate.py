@@ -90,6 +90,7 @@ from scipy.interpolate import _interpnd
 
 from scipy.sparse.linalg import spsolve
 
+from ..arraylike import settled
 from ..custom import Adjoint, dispatch
 from ..errors import UnsupportedOperationError
 from ..levels import Tracer
@@ -911,6 +912,10 @@ def RegularGridInterpolator(points: Any, values: Any, method: str = "linear",
                             bounds_error: bool = True, fill_value: Any = np.nan, *,
                             solver: Any = None, solver_args: Any = None) -> Any:
     if not _traced((points, values, fill_value)):
+        # constants the program computed, as the plain values SciPy's compiled code reads
+        points, values, fill_value = settled(
+            (points, values, fill_value),
+            "scipy.interpolate.RegularGridInterpolator of values the program computes")
         return _interpolate.RegularGridInterpolator(points, values, method, bounds_error,
                                                     fill_value, solver=solver,
                                                     solver_args=solver_args)
