@@ -547,6 +547,18 @@ def math_function(original):
     return _named(following, original)
 
 
+def math_predicate(original, ufunc):
+    """``math.isfinite``, ``isnan``, ``isinf`` of a traced scalar: the answer of NumPy's
+    ``ufunc`` on it, a decision the program takes as it takes ``x > 0`` (a replay checks it
+    again)."""
+    def deciding(x):
+        if ACTIVE.running and wrapped(x) and x.size == 1:
+            return bool(ufunc(x.reshape(())))
+        return original(x)
+
+    return _named(deciding, original)
+
+
 def as_floats(args):
     return [float(memory(a).reshape(())) if wrapped(a) or isinstance(a, (np.ndarray, np.generic))
             else a for a in args]
@@ -828,6 +840,9 @@ def _mode_math():
 
 MATH_REPLACEMENTS = {name: (getattr(math, name), math_function(getattr(math, name)))
                      for name in MATH if hasattr(math, name)}
+MATH_REPLACEMENTS.update({name: (getattr(math, name), math_predicate(getattr(math, name), ufunc))
+                          for name, ufunc in (("isfinite", np.isfinite), ("isnan", np.isnan),
+                                              ("isinf", np.isinf))})
 _BY_ORIGINAL.update({id(func): (func, new) for func, new in MATH_REPLACEMENTS.values()})
 
 

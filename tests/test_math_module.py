@@ -72,3 +72,21 @@ def test_a_replay_gives_maths_values():
 def test_math_of_an_array_is_refused_as_math_refuses_it():
     with pytest.raises(TypeError):
         mutad.gradient(lambda x: math.exp(x), np.ones(2))
+
+
+def test_math_predicates_of_a_traced_scalar_are_decisions():
+    """math.isfinite, isnan and isinf of a traced scalar (a sanity check in a solver) raised a
+    ConversionError; they answer as np.isfinite does, a decision a replay checks again."""
+    from math import isnan
+
+    def f(x):
+        s = (x * x).sum()
+        if not math.isfinite(s) or isnan(s) or math.isinf(s):
+            return s
+        return 2.0 * s if math.isfinite(math.log(x[0])) else -s
+
+    x = np.array([0.5, 2.0])
+    assert mutad.value_and_gradient(f, x)[0] == f(x)
+    mutad.check_grads(f, x)
+    assert mutad.jvp(f, (x,), (np.ones(2),))[0] == f(x)
+    replayed_like_traced(f, [(x,), (x * 2.0,), (x,)])
