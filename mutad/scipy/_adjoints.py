@@ -114,6 +114,15 @@ def array_argument(x):
     return stacked([array_argument(item) for item in x])
 
 
+def refused_attribute(name, message, private="__"):
+    """What a stand-in object built from differentiated values says of an attribute it does
+    not hold (its ``__getattr__``): the names Python's protocols ask for (copy, pickle)
+    are missing, as usual; any other is refused by ``message``."""
+    if name.startswith(private):
+        raise AttributeError(name)
+    raise UnsupportedOperationError(message)
+
+
 class StandIn:
     """What stands in for SciPy's function ``original`` while a differentiation runs
     (``registry.defroute``) where SciPy's function is a composition of steps mutad

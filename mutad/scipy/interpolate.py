@@ -97,7 +97,7 @@ from ..levels import Tracer
 from ..views import memory
 from ..registry import defmethod, defroute
 from ..api import stop_gradient
-from ._adjoints import ScipyAdjoint, Value, scipys_value
+from ._adjoints import ScipyAdjoint, Value, refused_attribute, scipys_value
 
 # SciPy's own names, kept before a differentiation routes the module's attributes to the
 # stand-ins below (which call these)
@@ -701,9 +701,8 @@ class _TracedInterpolant:
         return _TracedInterpolant(self._name, self._spec.derivative(nu), self._data, x=self.x)
 
     def __getattr__(self, name):
-        if name.startswith("__"):  # Python's protocols (copy, pickle) ask, and may be told no
-            raise AttributeError(name)
-        raise UnsupportedOperationError(
+        return refused_attribute(
+            name,
             f"scipy.interpolate.{self._name}(...).{name}: this interpolant was built from "
             "traced data, and mutad differentiates its values and derivatives (calling it, "
             ".derivative()) only. Build it from plain data (outside the differentiated "
@@ -731,9 +730,8 @@ class _TracedGridInterpolant:
         return _evaluate(*data, _grid_points(xi, ndim), spec=spec, nu=tuple(nu))
 
     def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise UnsupportedOperationError(
+        return refused_attribute(
+            name,
             f"scipy.interpolate.RegularGridInterpolator(...).{name}: this interpolant was built "
             "from traced values, and mutad differentiates its values only. Build it from plain "
             "values to use other attributes.")
@@ -1179,9 +1177,8 @@ class _TracedScattered:
         return _scattered_call(self._interpolant, self._values, args, query_options)
 
     def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise UnsupportedOperationError(
+        return refused_attribute(
+            name,
             f"scipy.interpolate.{self._name}(...).{name}: this interpolant was built from "
             "traced values, and mutad differentiates calling it only. Build it from plain "
             "values to use other attributes.")
@@ -1392,9 +1389,8 @@ class _TracedRBF:
         return scipys_value(_rbf_value(self.y, self.d, x, self._settings), composition)
 
     def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise UnsupportedOperationError(
+        return refused_attribute(
+            name,
             f"scipy.interpolate.RBFInterpolator(...).{name}: this interpolant was built from "
             "traced values, and mutad differentiates calling it only. Build it from plain "
             "values to use other attributes.")

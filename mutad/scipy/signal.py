@@ -89,7 +89,7 @@ from ..registry import HOLOMORPHIC, defmethod, defroute
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import fft, linalg, ndimage
 from ._adjoints import (ScipyAdjoint, StandIn, Value, array_argument, array_tangent,
-                        scipy_adjoint, scipys_value, stands_in_for)
+                        refused_attribute, scipy_adjoint, scipys_value, stands_in_for)
 
 lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
@@ -802,9 +802,8 @@ class _System:
         return impulse(self, X0=X0, T=T, N=N)
 
     def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise UnsupportedOperationError(
+        return refused_attribute(
+            name,
             f"scipy.signal.{_KINDS[self._kind].__name__}(...).{name}: this system was built "
             "from differentiated coefficients, and mutad differentiates its coefficients "
             "(num, den, A, B, C, D, zeros, poles, gain as given), its conversions to_tf and "

@@ -71,7 +71,7 @@ from ..levels import Tracer, innermost
 from ..registry import defmethod, defroute
 from . import _descriptive, _numerics, linalg
 from ._descriptive import *  # noqa: F403
-from ._adjoints import Elementwise, Value, scipys_value
+from ._adjoints import Elementwise, Value, refused_attribute, scipys_value
 from ._numerics import both
 from .special import (betainc, betaincc, betaln, erf, expit, gammainc, gammaincc, gammaln,
                       log_expit, log_ndtr, logit, ndtr, ndtri, stdtr, xlog1py, xlogy)
@@ -928,13 +928,13 @@ class _TracedKDE:
         return scipys_value(self._value("logpdf", x), composition)
 
     def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        raise UnsupportedOperationError(
+        return refused_attribute(
+            name,
             f"scipy.stats.gaussian_kde(...).{name}: this estimate was built from (or called "
             "at) values a differentiation follows, and mutad differentiates evaluate, pdf, "
             "logpdf and calling it, and its bandwidth attributes only. Build it from plain "
-            "values (mutad.stop_gradient) for the others (resample, the integrals, marginal).")
+            "values (mutad.stop_gradient) for the others (resample, the integrals, marginal).",
+            private="_")
 
 
 class _KDEClass(type):
