@@ -747,7 +747,8 @@ class _ModeDevice(types.ModuleType):
     constants of the running differentiations; what NumPy lacks is the library's."""
 
     def __init__(self, namespace, numpy_module):
-        super().__init__(namespace.__name__, getattr(namespace, "__doc__", None))
+        super().__init__(getattr(namespace, "__name__", numpy_module.__name__),
+                         getattr(namespace, "__doc__", None))
         self._namespace = namespace
         self._numpy = numpy_module
 
@@ -756,7 +757,7 @@ class _ModeDevice(types.ModuleType):
             raise AttributeError(name)
         own = getattr(self._namespace, name)
         numpy_value = getattr(self._numpy, name, None)
-        if isinstance(own, types.ModuleType) and isinstance(numpy_value, types.ModuleType):
+        if isinstance(numpy_value, types.ModuleType) and not callable(own):
             value = _ModeDevice(own, numpy_value)  # linalg, fft: NumPy's, dispatching
         elif name in DEVICE_FACTORIES and callable(own):
             value = device_factory(own, numpy_value)

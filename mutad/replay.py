@@ -76,6 +76,7 @@ import weakref
 
 import numpy as np
 
+from .devices import is_device
 from .allocation import as_floats, put_value
 from .arguments import Originals, check_argnums
 from .arraylike import weak
@@ -2796,6 +2797,11 @@ def signature(parts):
     for leaves, argument, plain in parts:
         described = structure(argument)
         if described is None:
+            device = next((x for x in leaves if is_device(x)), None)
+            if device is not None:
+                name = f"{type(device).__module__.partition('.')[0]}.{type(device).__name__}"
+                return name, (f"a device array ({name}): a replay does not follow device "
+                              "arrays yet; each call is traced, on the device")
             name = other_container(argument)
             return name, (f"an argument in a {name}: a replay follows arrays, numbers and "
                           "strings in tuples, lists, dicts, namedtuples, dataclasses and plain "

@@ -8,6 +8,8 @@ through NumPy's protocols, or against the device library's namespace (``import c
 ``tests/test_cupy.py`` runs the same on CuPy, where a GPU is found.
 """
 
+import contextlib
+import re
 import types
 
 import numpy as np
@@ -146,23 +148,25 @@ def test_a_gradient_on_the_device():
 
 
 # ----------------------------------------------------------------------------------------------
-# Random programs written with NumPy's names, their arrays on the device
+# Random programs, their arrays on the device: written against the device namespace (the
+# program's ``np`` is it: its functions are NumPy's in the allocation mode, which dispatch)
 
 
-def _device_scope():
-    """``np`` for a random program's ``make``: NumPy, whose ``np.array`` of a list is made on
-    the device (the program's buffers and constants)."""
+def _on_device(program, numpy_names=False):
+    """``(f, args)`` of ``program`` on the device; with ``numpy_names``, ``f`` written with
+    NumPy's names (whose ``np.array`` of the buffers' and constants' lists makes them on the
+    device), which reach the device library through NumPy's protocols."""
+    scope = {"np": _numpy_on_device() if numpy_names else xp}
+    exec(program.source(), scope)  # noqa: S102
+    f, args = scope["make"](**{f"d{name}": 0.0 for name in program.buffers})
+    return f, args
+
+
+def _numpy_on_device():
     scope = types.ModuleType("numpy_on_device")
     scope.__dict__.update(np.__dict__)
     scope.array = xp.asarray
     return scope
-
-
-def _on_device(program):
-    scope = {"np": _device_scope()}
-    exec(program.source(), scope)  # noqa: S102
-    f, args = scope["make"](**{f"d{name}": 0.0 for name in program.buffers})
-    return f, args
 
 
 @pytest.fixture
@@ -170,7 +174,10 @@ def recompute_everything(monkeypatch):
     monkeypatch.setattr(recompute, "SMALL", 0)
 
 
-DEVICE_FEATURES = tuple(f for f in rp.CI_FEATURES if f != "complex")
+DEVICE_FEATURES = rp.CI_FEATURES
+NUMPY_NAMES_FEATURES = tuple(f for f in rp.CI_FEATURES if f != "complex")
+"""With NumPy's names, not the complex class, whose programs allocate with ``np.zeros``: a host
+array, which CuPy refuses beside device arrays."""
 
 
 @pytest.mark.parametrize("policy", ["restore", "checkpoint"])
@@ -190,11 +197,33 @@ def test_random_programs(policy, program):
     with np.errstate(all="ignore"):
         d_y, d_back = mutad.vjp(f, *args, policy=policy)
         d_grads = d_back(to_device(weights))
-    assert_same(d_y, y, "output")
-    # A gradient's sums may be taken in another order where CuPy's semantics differ from
-    # NumPy's: x[i, j] of a device array is a 0-d view, NumPy's a scalar copy, so a cotangent
-    # reaches x's shadow through the view, added element by element, not summed first.
-    assert_same(d_grads, grads, exact=False)
+    with _exact(not _reads_elements(program)):
+        assert_same(d_y, y, "output")
+        assert_same(d_grads, grads)
+
+
+ELEMENT_READ = re.compile(r"\w\[-?\d+(?:, -?\d+)*\](?!\s*=(?!=))")
+"""An element read by integers (``a0[1, -2]``, ``a0[0] += v``): on CuPy a 0-d view of the
+array (``a0[0] += v`` adds through it, then assigns it to itself), in NumPy a copied scalar."""
+
+
+def _reads_elements(program):
+    return any(ELEMENT_READ.search(line) for line in program.statements)
+
+
+@contextlib.contextmanager
+def _exact(exact):
+    """Values compared bit for bit only where ``exact``: a program that reads an element by
+    integers means another program on CuPy (a view where NumPy copies), whose restorations
+    may round otherwise by an ulp; NumPy's gradient of that program (``x[1, -2, ...]``, a view)
+    is the device's bit for bit."""
+    global EXACT
+    saved = EXACT
+    EXACT = EXACT and exact
+    try:
+        yield
+    finally:
+        EXACT = saved
 
 
 # ----------------------------------------------------------------------------------------------
@@ -269,8 +298,31 @@ def test_replay_on_the_device(name):
     problem, loss = _workload(name)
     expected = mutad.value_and_grad(problem.loss, argnums=problem.argnums)(*problem.args)
     replayed = mutad.value_and_grad(loss, argnums=problem.argnums, replay=True)
-    for _ in range(3):  # records, replays, runs the compiled program
+    for _ in range(3):
         assert_same(replayed(*to_device(list(problem.args))), expected, "replayed")
+    # A replay does not follow device arrays yet: every call is traced, and says why.
+    assert any("device array" in why for why in replayed.reasons.values())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck),
+          phases=(Phase.explicit, Phase.generate), database=None)
+@given(program=rp.programs(enabled=NUMPY_NAMES_FEATURES))
+def test_random_programs_with_numpy_names(program):
+    f, args = program.make()
+    try:
+        with np.errstate(all="ignore"):
+            y, back = mutad.vjp(f, *args)
+            weights = rp._weights(tuple(np.asarray(o) for o in y))
+            grads = back(weights)
+    except Exception:  # noqa: BLE001 - refused on NumPy (by mutad, or NumPy itself)
+        assume(False)
+    f, args = _on_device(program, numpy_names=True)
+    with np.errstate(all="ignore"):
+        d_y, d_back = mutad.vjp(f, *args)
+        d_grads = d_back(to_device(weights))
+    with _exact(not _reads_elements(program)):
+        assert_same(d_y, y, "output")
+        assert_same(d_grads, grads)
 
 
 @pytest.mark.parametrize("policy", ["restore", "checkpoint"])
@@ -289,8 +341,9 @@ def test_random_programs_forward(policy, program):
     f, args = _on_device(program)
     with np.errstate(all="ignore"):
         d_y, d_dy = mutad.jvp(f, args, to_device(tangents))
-    assert_same(d_y, y, "output")
-    assert_same(d_dy, dy, "tangent")
+    with _exact(not _reads_elements(program)):
+        assert_same(d_y, y, "output")
+        assert_same(d_dy, dy, "tangent")
 
 
 def test_second_order_on_the_device():
