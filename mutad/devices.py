@@ -130,6 +130,17 @@ def strided(flat, shape, dtype, offset, strides):
     return namespace(flat).lib.stride_tricks.as_strided(start, shape, strides)
 
 
+def span_of(root, dtype, offset, count):
+    """The one-dimensional view of ``count`` elements of ``dtype`` at byte ``offset`` of the
+    memory of device array ``root``, an array that owns its memory (laid out contiguously)
+    (``np.ndarray((count,), dtype, root, offset)``)."""
+    dtype = np.dtype(dtype)
+    whole = root.size * root.dtype.itemsize // dtype.itemsize
+    flat = namespace(root).lib.stride_tricks.as_strided(
+        root if root.dtype == dtype else root.view(dtype), (whole,), (dtype.itemsize,))
+    return flat[offset // dtype.itemsize:offset // dtype.itemsize + count]
+
+
 def zeros(like, shape, dtype):
     """Zeros of ``shape`` and ``dtype`` where ``like`` (a plain array) lives."""
     if type(like) is np.ndarray:

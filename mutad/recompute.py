@@ -53,7 +53,7 @@ import weakref
 
 import numpy as np
 
-from .devices import is_device
+from .devices import is_device, span_of
 from .shadows import Buffer, Place, bytes_of, shared
 from .tape import Absent
 from .views import address, owner, strided
@@ -631,7 +631,9 @@ def view(array, buffer, place):
         flat = array.reshape(-1)
     else:  # the memory the buffer spans, from its lowest byte
         root = owner(array)
-        flat = np.ndarray(buffer.span, buffer.dtype, root, buffer.low - address(root))
+        flat = np.ndarray(buffer.span, buffer.dtype, root, buffer.low - address(root)) \
+            if type(root) is np.ndarray else span_of(root, buffer.dtype,
+                                                     buffer.low - address(root), buffer.span)
     return strided(flat, place.shape, place.dtype, place.offset, place.strides)
 
 

@@ -12,6 +12,7 @@ decide alike.
 
 import numpy as np
 
+from .devices import namespace
 from .products import CHUNK
 from .recompute import Rebuild
 from .errors import ReadOnlyError, UnsupportedOperationError
@@ -265,7 +266,8 @@ def _exactly(inverse, ufunc, invert, target, find, values, position, kwargs):
     with np.errstate(all="ignore"):  # the write itself warns, as NumPy does
         for where, piece, operands in _pieces(plain, position):
             if scratch is None or scratch[0].size < piece.size:
-                scratch = np.empty(piece.size, piece.dtype), np.empty(piece.size, bool)
+                xp = namespace(piece)  # where the target lives: a device's memory
+                scratch = xp.empty(piece.size, piece.dtype), xp.empty(piece.size, bool)
             back = scratch[0][:piece.size].reshape(piece.shape)
             ufunc(*operands, out=back, **kwargs)
             if bounded and _normal(back):
@@ -288,7 +290,8 @@ def _exactly(inverse, ufunc, invert, target, find, values, position, kwargs):
             inverse()
         for where, packed, original in saved:
             region = written if where is None else written.reshape(-1)[where]
-            lost = np.unpackbits(packed, count=region.size).view(bool)
+            lost = (np.unpackbits(packed, count=region.size) if type(packed) is np.ndarray
+                    else np.unpackbits(packed)[:region.size]).view(bool)  # (CuPy's: no count)
             region[lost.reshape(region.shape)] = original
 
     return inverse_then_put_back
@@ -300,7 +303,7 @@ def _pieces(values, position):
     contiguous and the array operands are laid out as it, else all at once (``where`` None)."""
     target = values[position]
     size = target.size
-    if size > 2 * CHUNK and target.flags.c_contiguous and all(
+    if size > 2 * CHUNK and type(target) is np.ndarray and target.flags.c_contiguous and all(
             type(v) is not np.ndarray or v.ndim == 0
             or (v.shape == target.shape and v.flags.c_contiguous) for v in values):
         flat = [v.reshape(-1) if type(v) is np.ndarray and v.ndim else v for v in values]
@@ -331,7 +334,7 @@ def _far(a, b, out):
     0), and a later inverse (undoing ``x *= 5e-324``) would magnify it to a wrong value of any
     size: there an element must come back bit for bit. Complex values: each part so."""
     if a.dtype.kind == "c":
-        far_imaginary = _far(a.imag, b.imag, np.empty(out.shape, bool))
+        far_imaginary = _far(a.imag, b.imag, np.empty_like(out))
         return np.logical_or(_far(a.real, b.real, out), far_imaginary, out=out)
     tiny = np.abs(b) < np.finfo(b.dtype).smallest_normal
     if a.dtype.itemsize in (2, 4, 8):  # the ordered bit patterns of same-signed floats
