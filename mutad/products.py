@@ -21,7 +21,9 @@ CHUNK = 1 << 15
 
 def writable(a):
     """Whether ``a`` may be written without changing memory some tape froze (its owner's)."""
-    return writeable(a) and writeable(owner(a))
+    if type(a) is np.ndarray:
+        return a.flags.writeable and owner(a).flags.writeable
+    return writeable(a) and writeable(owner(a))  # traced, or a device's (views.writeable)
 
 
 _REAL = np.dtype(float)

@@ -282,7 +282,8 @@ class Shadows:
                 g = np.full(buffer.shape, g, buffer.dtype)  # (broadcast_to's copy, faster)
             elif not (owned and (type(g) is np.ndarray or wrapped(g) or is_device(g))
                       and g.dtype == buffer.dtype and g.shape == buffer.shape
-                      and g.flags.c_contiguous and writeable(g)):
+                      and g.flags.c_contiguous
+                      and (g.flags.writeable if type(g) is np.ndarray else writeable(g))):
                 if type(g) is not np.ndarray or g.shape != buffer.shape:  # (a copy either way)
                     g = np.broadcast_to(g, buffer.shape)
                 g = np.array(g, dtype=buffer.dtype, order="C", like=g if wrapped(g) else None)

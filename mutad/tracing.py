@@ -355,12 +355,15 @@ def freeze(tape, value):
     elif type(value) in (list, tuple):
         for item in value:
             freeze(tape, item)
-    elif is_device(value) and id(value) not in tape.sums:
+    elif type(value) not in _NUMBERS and is_device(value) and id(value) not in tape.sums:
         # A device library has no read-only arrays: a copy is compared before the replay.
         region = (address(value), value.shape, value.strides, value.dtype.str)
         if region not in tape.sums:
             tape.sums[region] = (value, DeviceCopy(value.copy()), None)
         tape.sums[id(value)] = (value, None, (value.shape, value.strides))
+
+
+_NUMBERS = frozenset((float, int, complex, bool, np.float64))
 
 
 def keep(tape, x, value):
