@@ -70,8 +70,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .devices import LIBRARIES, is_device, is_namespace
-from .errors import UnsupportedOperationError
+from .devices import LIBRARIES, device_of, is_device, is_namespace
+from .errors import UnsupportedArrayError, UnsupportedOperationError
 from .levels import ACTIVE, Tracer
 from .registry import NO_RULE, RULE_MODULES, RULES, VERSIONS, table
 from .views import memory, owner, wrapped, writeable
@@ -1185,6 +1185,11 @@ def _routed(cls, name, rule, original):
         if ACTIVE.running and (holds_derivative(args)
                                or holds_derivative(list(kwargs.values()))) \
                 and not _overridden(type(self), cls):
+            if any(device_of(a) is not None for a in (*args, *kwargs.values())):
+                raise UnsupportedArrayError(
+                    f"{cls.__module__}.{cls.__qualname__}.{name} was given a device array "
+                    "(CuPy's): mutad's rule for it computes on NumPy arrays. On a device, "
+                    "write the step with NumPy's functions, which mutad differentiates there.")
             return rule(self, *args, **kwargs)
         return original.__get__(self, type(self))(*args, **kwargs)
 
