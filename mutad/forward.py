@@ -236,7 +236,7 @@ def _sum_terms(terms, sources):
 def apply_ufunc(ufunc, inputs, out, kwargs, level):
     if kwargs.get("where", True) is not True:
         raise UnsupportedOperationError(
-            f"np.{ufunc.__name__}(..., where=...) on duals: compute both branches and select "
+            f"{function_name(ufunc)}(..., where=...) on duals: compute both branches and select "
             "with np.where(mask, new, old) instead.")
     pairs = [split(x, level) for x in inputs]
     primals = [p for p, _ in pairs]
@@ -309,7 +309,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
     copies. Partials that read the inputs are evaluated before the primal write, those that read
     only the output after it.
     """
-    target = _target(out, level, bool(traced), f"np.{ufunc.__name__}(..., out=...)")
+    target = _target(out, level, bool(traced), f"{function_name(ufunc)}(..., out=...)")
     if target is None:
         return ufunc(*primals, out=out, **kwargs)
     if traced and target.value.dtype.kind == "c":

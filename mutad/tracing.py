@@ -756,7 +756,7 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
         return _ufunc_on_constants(ufunc, inputs, values, out, kwargs, tape)
     if kwargs.get("where", True) is not True:
         raise UnsupportedOperationError(
-            f"np.{ufunc.__name__}(..., where=...) on traced arrays: compute both branches and "
+            f"{function_name(ufunc)}(..., where=...) on traced arrays: compute both branches and "
             "select with np.where(mask, new, old) instead.")
     if rule is None:
         entry = RULES.get(ufunc, NO_RULE)
@@ -764,12 +764,12 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
         if entry.complex_rules is not None and complex_among(values):  # not complex-differentiable
             if out is not None:
                 kwargs["out"] = out
-            return apply_function(f"np.{ufunc.__name__}", entry.complex_rules[0], inputs,
+            return apply_function(function_name(ufunc), entry.complex_rules[0], inputs,
                                   kwargs)
         if rule is None and entry.reverse is not None:  # generalized ufuncs (matmul)
             if out is not None:
                 kwargs["out"] = out
-            return apply_function(f"np.{ufunc.__name__}", entry.reverse, inputs, kwargs)
+            return apply_function(function_name(ufunc), entry.reverse, inputs, kwargs)
         if rule is None:
             if not entry.nondifferentiable:
                 raise no_rule(ufunc)
@@ -967,7 +967,7 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     traced, reads, state = differentiable(ufunc, rule, pattern, len(inputs))
     if type(out) is not Traced or out.tape is not tape:
         if traced:
-            raise untraced_write(f"np.{ufunc.__name__}(..., out=...)")
+            raise untraced_write(f"{function_name(ufunc)}(..., out=...)")
         return ufunc(*values, out=out, **kwargs)
     tape = active(tape)
     check_destination(out, ufunc)

@@ -720,3 +720,11 @@ def test_tracebacks_leave_out_mutads_frames(monkeypatch):
         mutad.gradient(f, np.ones(2))
     frames = traceback.extract_tb(caught.value.__traceback__)
     assert len([frame for frame in frames if frame.filename.startswith(package)]) > 3
+
+
+def test_a_scipy_ufunc_is_named_by_its_module_in_refusals():
+    """Regression: ``scipy.special.expit(x, where=...)`` was refused as "np.expit"."""
+    import scipy.special
+
+    with pytest.raises(errors.UnsupportedOperationError, match=r"^scipy\.special\.expit\("):
+        mutad.gradient(lambda x: scipy.special.expit(x, where=x > 0).sum(), np.ones(3))
