@@ -748,3 +748,138 @@ def test_repeated_entries_are_summed_in_scipys_order():
     assert mutad.value_and_grad(f)(v)[0] == f(v)
     mutad.check_grads(f, v)
     mutad.check_jvp(f, v)
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy sorts a matrix's indices and sums its repeated entries in place (spsolve, sum(), abs,
+# power, norm, a write): the traced values move as SciPy's do, and the pattern stays SciPy's
+
+
+W2, W3 = np.array([1.0, 10.0]), np.array([1.0, 10.0, 100.0])
+
+
+def _unsorted_solve(d):
+    # row 0: d[0] at column 1, then d[1] at column 0 (valid csr, unsorted)
+    A = csr_matrix((np.array([d[0], d[1], 1.0]), np.array([1, 0, 1]), np.array([0, 2, 3])),
+                   shape=(2, 2))
+    x = spsolve(A, W2)
+    return x.sum() + A.data @ np.array([1.0, 3.0, 7.0])  # A.data as SciPy left it: sorted
+
+
+def _shares_its_argument(d):
+    B = csr_matrix((d, np.array([1, 0]), np.array([0, 2, 2])), shape=(2, 2))
+    B.sum()  # SciPy sorts B's indices, and so d, in place
+    return (B @ W2).sum() + 100.0 * d[0]
+
+
+def _a_write_changes_the_pattern(d):
+    A = csr_matrix((d, np.array([0, 2, 1, 2]), np.array([0, 2, 3, 4])), shape=(3, 3))
+    A[0, :] = 0.0  # SciPy writes zeros into d[0], d[1], then inserts (0, 1) in new arrays
+    return (A @ W3).sum() + (d * np.arange(4.0)).sum()
+
+
+def _duplicates_read(d):
+    B = csr_matrix((d, np.array([0, 0, 1, 2]), np.array([0, 2, 3, 4])), shape=(3, 3))
+    return B[0, 0] + 10.0 * B[2, 2] + (B @ W3).sum()
+
+
+def _duplicates_read_small(d):
+    return csr_matrix((d, np.array([0, 0]), np.array([0, 2])), shape=(1, 2))[0, 0]
+
+
+def _duplicates_summed_in_place(d):
+    B = scipy.sparse.csc_matrix((d * 1.0, np.array([2, 0, 2, 1]), np.array([0, 3, 4, 4])),
+                                shape=(3, 3))
+    total = abs(B).sum() + B.power(2) @ W3 + scipy.sparse.linalg.norm(B)
+    return total.sum() + B.data @ np.arange(1.0, B.nnz + 1)
+
+
+def _transpose_follows(d):
+    A = csr_matrix((d, np.array([1, 0, 1]), np.array([0, 2, 3])), shape=(2, 2))
+    At = A.T
+    x = spsolve(A, W2)  # sorts A, and At with it: they share their arrays
+    return x.sum() + At.data @ np.array([1.0, 3.0, 7.0]) + (At @ W2).sum()
+
+
+def _duplicates_written(d):
+    A = csr_matrix((d * 1.0, np.array([0, 0, 1, 2]), np.array([0, 2, 3, 4])), shape=(3, 3))
+    A[0, 0] = 2.0 * d[3]  # SciPy sums (0, 0)'s two values, then writes
+    return (A @ W3).sum() + A.data @ np.arange(1.0, A.nnz + 1)
+
+
+def _dok_out_of_order(k):
+    A = scipy.sparse.dok_matrix((2, 2))
+    A[0, 0] = 1.0
+    A[1, 1] = k[0]  # before (1, 0), which comes first in csr order
+    A[1, 0] = k[1]
+    B = A.tocsr()
+    return spsolve(B, W2).sum() + (B @ W2).sum() + B.sum() + B.data @ np.arange(1.0, 4.0)
+
+
+def _dok_to_csc(k):
+    K = scipy.sparse.dok_matrix((2, 2))
+    K[0, 0] = k[0]
+    K[1, 1] = k[1]
+    K[0, 1] = -k[0]
+    return spsolve(K.tocsc(), np.ones(2)).sum()
+
+
+IN_PLACE = {
+    "unsorted csr, spsolve": (_unsorted_solve, np.array([2.0, 3.0]), np.array([5.0, 1.0])),
+    "csr sharing its argument, sum()": (_shares_its_argument, np.array([1.0, 2.0]),
+                                        np.array([3.0, -2.0])),
+    "a write that changes the pattern": (_a_write_changes_the_pattern,
+                                         np.array([1.0, 2.0, 3.0, 4.0]),
+                                         np.array([2.0, -1.0, 0.5, 3.0])),
+    "a repeated entry read": (_duplicates_read, np.array([1.0, 2.0, 3.0, 4.0]),
+                              np.array([0.5, 2.5, -3.0, 1.5])),
+    "a repeated entry read, 1x2": (_duplicates_read_small, np.array([1.0, 2.0]),
+                                   np.array([-1.0, 0.25])),
+    "repeated entries summed by abs, power, norm": (
+        _duplicates_summed_in_place, np.array([1.0, -2.0, 3.0, 4.0]),
+        np.array([0.5, 2.0, -1.0, 3.0])),
+    "a transpose sorted with its matrix": (_transpose_follows, np.array([2.0, 3.0, 4.0]),
+                                           np.array([5.0, 1.0, 2.0])),
+    "a repeated entry written": (_duplicates_written, np.array([1.0, 2.0, 3.0, 4.0]),
+                                 np.array([0.5, -2.0, 1.0, 3.0])),
+    "dok filled out of order": (_dok_out_of_order, np.array([2.0, 3.0]), np.array([5.0, 7.0])),
+    "dok to csc": (_dok_to_csc, np.array([1.0, 3.0]), np.array([2.0, 0.5])),
+}
+
+
+@pytest.mark.filterwarnings("ignore::scipy.sparse.SparseEfficiencyWarning")
+@pytest.mark.parametrize("name", IN_PLACE)
+def test_in_place_sorts_and_sums_are_followed(name):
+    f, x, other = IN_PLACE[name]
+    before = x.tobytes()
+    for point in (x, other):
+        assert mutad.value_and_grad(f)(point)[0] == f(point.copy())  # SciPy's, bit for bit
+        assert mutad.jvp(f, (point,), (np.ones_like(point),))[0] == f(point.copy())
+    assert x.tobytes() == before
+    check(f, x)
+    mutad.check_jvp(f, x)
+    replays_as_traced(f, [(x,), (other,), (x * 1.5,)])
+    assert x.tobytes() == before
+
+
+def test_an_unsorted_sparse_argument():
+    """A csr argument whose indices are not sorted: its gradient is on its own pattern, and the
+    caller's matrix comes back as it was (SciPy sorts it in place inside the function)."""
+    def make():
+        return csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([1, 0, 1]), np.array([0, 2, 3])),
+                          shape=(2, 2))
+
+    def f(A):
+        A.sum()
+        return (A @ W2).sum() + spsolve(A, W2).sum()
+
+    A = make()
+    g = mutad.gradient(f, A)[0]
+    assert A.indices.tolist() == [1, 0, 1] and A.data.tolist() == [1.0, 2.0, 3.0]
+    assert g.indices.tolist() == [1, 0, 1]
+    step = 1e-6
+    for i in range(3):
+        up, down = make(), make()
+        up.data[i] += step
+        down.data[i] -= step
+        assert g.data[i] == pytest.approx((f(up) - f(down)) / (2 * step), rel=1e-6)

@@ -19,7 +19,12 @@ a ``TracedSparse``: SciPy's own matrix of the same format holding those values (
 *pattern*, a constant decision taken when it is built, as the shape of an array is) and the
 traced array of its stored values, ``A.data``. The pattern is SciPy's, except that a value
 SciPy would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D)``, an entry
-of ``A - A``) stays stored: its derivative is there whatever its value. Its operations keep it
+of ``A - A``) stays stored: its derivative is there whatever its value. Where SciPy sorts a
+matrix's indices and adds its repeated entries in place (``spsolve``, ``splu`` of csc,
+``A.sum()``, ``abs``, ``power``, ``norm``, a write at a repeated entry, ``sum_duplicates()``,
+``sort_indices()``), the traced matrix does too: its stored values move and add as SciPy's
+(its sums, bit for bit), written into the array that holds them, which may be the array it was
+built from, as in SciPy. Its operations keep it
 sparse: ``A.T``, ``A.transpose()``, ``A.tocsr()``/``tocsc()``/``tocoo()``/``asformat()``,
 ``A * c``, ``c * A``, ``A / c``, ``-A``, ``abs(A)``, ``A.power(n)``, ``A ** n``, ``A + B``,
 ``A - B``, ``A @ B`` (sparse operands), ``A.multiply(B)``, indexing (``A[1:-1, 1:-1]``,
@@ -83,6 +88,7 @@ from __future__ import annotations
 import math
 import sys
 import warnings
+import weakref
 from typing import Any
 
 import numpy as np
@@ -155,6 +161,12 @@ class _Layout:
     def __init__(self, template):
         if template.format not in FORMATS or template.ndim != 2:
             template = template.tocsr()
+        # A copy of its own: SciPy sorts the indices of a matrix and sums its duplicates in
+        # place (spsolve, sum(), abs ...), which must not move the pattern under the slots
+        canonical = template.has_canonical_format if template.format == "coo" else None
+        template = template.copy()
+        if canonical is not None:
+            template.has_canonical_format = canonical
         self.template = template
         self.kind = type(template)
         self.format = template.format
@@ -178,12 +190,14 @@ class _Layout:
         self.rows, self.cols = np.where(valid, rows, 0), np.where(valid, cols, 0)
 
     def build(self, data):
-        """SciPy's matrix of this pattern holding the plain values ``data``."""
+        """SciPy's matrix of this pattern holding the plain values ``data``: copies of them
+        and of the pattern's indices, which SciPy may sort in place."""
         t = self.template
+        data = np.array(data)
         if self.format in ("csr", "csc"):
-            return self.kind((data, t.indices, t.indptr), shape=self.shape)
+            return self.kind((data, t.indices.copy(), t.indptr.copy()), shape=self.shape)
         if self.format == "coo":
-            built = self.kind((data, t.coords), shape=self.shape)
+            built = self.kind((data, tuple(c.copy() for c in t.coords)), shape=self.shape)
             # (as SciPy's: a conversion's coo, canonical, sums its values in their order)
             built.has_canonical_format = t.has_canonical_format
             return built
@@ -694,6 +708,70 @@ class TracedSparse:
     def __init__(self, layout: Any, data: Any) -> None:
         self.layout = layout
         self.data = data
+        self._peers = None  # the matrices sharing its stored values' array (A.T), weakly
+
+    def _share(self, other):
+        """``other`` holds this matrix's stored values' array in the same order (SciPy's
+        ``A.T``, which shares ``A``'s arrays): an in-place sort of either moves both."""
+        peers = self._peers if self._peers is not None else [weakref.ref(self)]
+        peers.append(weakref.ref(other))
+        self._peers = other._peers = peers
+        return other
+
+    # SciPy's in-place canonicalization ---------------------------------------------------
+
+    def sum_duplicates(self) -> None:
+        """SciPy's: sorts the indices and adds the values stored at one position, in place.
+        SciPy does it to the matrix itself in ``spsolve``, ``sum()``, ``abs``, ``power``,
+        ``norm`` and writes, so mutad does it there too: the stored values move and add as
+        SciPy's do (its sums, bit for bit), written into the array that holds them (a csr or
+        csc matrix's, which may be the array it was built from; a coo matrix's are new)."""
+        self._canonicalize(True)
+
+    def sort_indices(self) -> None:
+        """SciPy's: sorts a csr or csc matrix's indices in place, its stored values with
+        them."""
+        if self.format not in ("csr", "csc"):
+            raise AttributeError(f"{self.layout.kind.__name__} has no sort_indices")
+        self._canonicalize(False)
+
+    def _canonicalize(self, summing):
+        layout = self.layout
+        template = layout.template
+        if layout.format == "dia" or (template.has_canonical_format if summing or
+                                      layout.format == "coo" else template.has_sorted_indices):
+            return
+
+        def canonical(m):
+            m.sum_duplicates() if summing else m.sort_indices()
+            return m
+
+        out, values = _relayout(self.data, layout, canonical)
+        old = self.data
+        if layout.format == "coo":  # SciPy's coo makes new arrays: nothing else moves
+            self.layout, self.data = out, values
+            return
+        # csr, csc: SciPy sorts and sums in the array of stored values, then keeps its first
+        # nnz (a copy where that is less than half of it: _prune_array)
+        count = out.data_shape[0]
+        if count == np.shape(old)[0]:
+            old[...] = values
+            data = old
+        else:
+            old[:count] = values
+            data = old[:count]
+            if count < np.shape(old)[0] // 2:
+                data = data.copy()
+        for peer in [r() for r in self._peers] if self._peers is not None else [self]:
+            if peer is None or peer.data is not old:
+                continue
+            shaped = out.template
+            if peer.layout.format != out.format:
+                shaped = shaped.transpose()
+            if type(shaped) is not peer.layout.kind:
+                shaped = peer.layout.kind(shaped)
+            peer.layout = out if shaped is out.template else _Layout(shaped)
+            peer.data = data
 
     # what SciPy's matrices tell ----------------------------------------------------------
 
@@ -727,7 +805,11 @@ class TracedSparse:
         if template is not None and name in ("indices", "indptr", "offsets", "coords", "row",
                                              "col", "has_canonical_format",
                                              "has_sorted_indices"):
-            return getattr(template.template, name)
+            found = getattr(template.template, name)
+            if isinstance(found, np.ndarray):  # the pattern's: read-only
+                found = found.view()
+                found.flags.writeable = False
+            return found
         raise UnsupportedAttributeError(
             f"{name} of a scipy.sparse matrix with traced values: mutad follows its products "
             "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, indexing, A.multiply, +, "
@@ -753,6 +835,13 @@ class TracedSparse:
                                "computes")
         numbered = self.layout.probe(np.arange(1.0, self.layout.valid.size + 1))[key]
         if not _sparse.issparse(numbered):
+            if self.format != "dia" and not self.layout.template.has_canonical_format and \
+                    len(np.unique(self.layout.keys())) != self.layout.valid.sum():
+                # an entry stored more than once is their sum (SciPy adds them, leaving the
+                # matrix as it is)
+                summed = self.copy()
+                summed.sum_duplicates()
+                return summed[key]
             return _gather(self.data, np.rint(np.asarray(numbered)).astype(np.intp))
         if numbered.ndim != 2:
             _refuse("indexing a scipy.sparse array with traced values down to one dimension",
@@ -773,9 +862,19 @@ class TracedSparse:
         shape = np.shape(region) if _sparse.issparse(region) else ()
         count = math.prod(shape)
         labels = -1.0 - np.arange(count).reshape(shape)
+        summed = []  # SciPy sums the duplicates of the matrix first where it writes one
+        if self.format in ("csr", "csc"):
+            numbered.sum_duplicates = lambda: summed.append(True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", _sparse.SparseEfficiencyWarning)
-            numbered[key] = labels if shape else labels[()]
+            try:
+                numbered[key] = labels if shape else labels[()]
+            except Exception:
+                if not summed:
+                    raise
+        if summed:
+            self.sum_duplicates()  # as SciPy's does, in place; then its write
+            return self.__setitem__(key, value)
         written = np.reshape(np.broadcast_to(value, shape), (-1,))
         if not self.layout.padded and numbered.data.shape == self.layout.data_shape and \
                 np.all(numbered.data[numbered.data > 0] == np.flatnonzero(
@@ -788,6 +887,17 @@ class TracedSparse:
         ones.data[:] = 1.0
         layout = _Layout(ones)
         label = np.rint(np.reshape(numbered.asformat(layout.format).data, (-1,))).astype(np.intp)
+        if self.format in ("csr", "csc"):
+            # SciPy writes the entries it stores already into its array of stored values
+            # (which may be the array it was built from), then inserts the others in new ones
+            gone = np.setdiff1d(np.flatnonzero(self.layout.valid), label[label > 0] - 1)
+            if len(gone):
+                keys = layout.keys()
+                order = np.argsort(keys)
+                old_keys = self.layout.rows[gone] * self.shape[1] + self.layout.cols[gone]
+                at = np.flatnonzero(layout.valid)[order[np.searchsorted(keys, old_keys,
+                                                                        sorter=order)]]
+                np.put(self.data, gone, written[-1 - label[at]])
         old = np.concatenate([np.reshape(self.data, (-1,)), written * np.ones(written.shape)])
         source = np.where(label > 0, label - 1, self.layout.valid.size - 1 - label)
         self.layout, self.data = layout, np.reshape(old[source], layout.data_shape)
@@ -795,6 +905,8 @@ class TracedSparse:
     def tolil(self, copy: bool = False) -> Any:
         """A ``lil`` matrix of its entries, each a traced value (``_Assembled``)."""
         kind = lil_array if isinstance(self.layout.template, _sparse.sparray) else lil_matrix
+        if self.format == "csr":
+            self.sum_duplicates()  # as SciPy's tolil of a csr matrix does
         lil = kind.assembled(self.shape)
         valid = self.layout.valid
         values = np.reshape(self.data, (-1,))[valid]
@@ -821,8 +933,9 @@ class TracedSparse:
     def transpose(self, axes: Any = None, copy: bool = False) -> TracedSparse:
         if axes is not None:
             self.layout.template.transpose(axes)  # SciPy's error
-        return self._with(_relayout(self.data, self.layout, lambda m: m.transpose(),
-                                    shares=True))
+        result = self._with(_relayout(self.data, self.layout, lambda m: m.transpose(),
+                                      shares=True))
+        return self._share(result) if result.data is self.data else result
 
     T = property(transpose)
 
@@ -832,6 +945,8 @@ class TracedSparse:
         if format not in FORMATS:
             _refuse(f"asformat({format!r}) of a scipy.sparse matrix with traced values",
                     f"mutad follows the formats {', '.join(FORMATS)}.")
+        if self.format == "coo" and format == "dia":
+            self.sum_duplicates()  # as SciPy's does
         return self._with(_relayout(self.data, self.layout, lambda m: m.asformat(format)))
 
     def tocsr(self, copy: bool = False) -> TracedSparse:
@@ -873,6 +988,8 @@ class TracedSparse:
             _refuse("sum(axis=..., dtype=..., out=...) of a scipy.sparse matrix (spmatrix) with "
                     "traced values", "SciPy's result is an np.matrix, which has no traced "
                     "form: use the csr_array/csc_array classes, or A @ np.ones(n).")
+        if axis is None:
+            self.sum_duplicates()  # SciPy's sum of all entries does it first
         return _reduction(self.data, self.layout, "sum", axis)
 
     def diagonal(self, k: int = 0) -> Any:
@@ -933,6 +1050,7 @@ class TracedSparse:
         return self
 
     def __abs__(self):
+        self.sum_duplicates()  # as SciPy's does
         return TracedSparse(self.layout, np.abs(self.data))
 
     def power(self, n: Any, dtype: None = None) -> TracedSparse:
@@ -941,14 +1059,15 @@ class TracedSparse:
         if dtype is not None or not np.isscalar(n):
             _refuse("power(n, dtype=...) of a scipy.sparse matrix with traced values, or a "
                     "traced or array exponent", "pass a number n and no dtype.")
-        self.layout.template.power(n)  # SciPy's error for n <= 0
+        self.layout.probe().power(n)  # SciPy's error for n <= 0
+        self.sum_duplicates()  # as SciPy's does
         return TracedSparse(self.layout, self.data ** n)
 
     def __pow__(self, n: Any) -> TracedSparse:
         if isinstance(self.layout.template, _sparse.sparray):  # sparse arrays: elementwise
             return self.power(n)
         if not (isinstance(n, (int, np.integer)) and n >= 1) or self.shape[0] != self.shape[1]:
-            self.layout.template ** n  # SciPy's error
+            self.layout.probe() ** n  # SciPy's error
             _refuse(f"A ** {n!r} of a scipy.sparse matrix with traced values",
                     "a power n >= 1 of a square matrix is followed: write A @ A ...")
         result = self
@@ -1223,13 +1342,12 @@ def _norm(x: Any, ord: Any = None, axis: Any = None) -> Any:
     values (a traced sparse array's reductions)."""
     if not isinstance(x, TracedSparse):
         return SCIPY["norm"](x, ord, axis)
-    template = x.layout.template
     if axis is None and ord in (None, "fro", "f"):
-        if x.format != "dia" and not template.has_canonical_format:
-            _refuse("scipy.sparse.linalg.norm of a traced matrix with repeated entries",
-                    "call A.sum_duplicates() on the matrix first (or A.tocsr()).")
+        x.sum_duplicates()  # as SciPy's does, in place
         return np.linalg.norm(np.reshape(x.data, (-1,)))
     if axis is None and ord in (1, np.inf, -1, -np.inf):
+        if x.format == "csr":
+            x.sum_duplicates()  # as SciPy's does, in place
         x = abs(x.tocsr())  # SciPy's steps; its sums as a sparse array's (an np.matrix's)
         layout = _Layout(_sparse.csr_array(x.layout.template))
         sums = _reduction(x.data, layout, "sum", 0 if ord in (1, -1) else 1)
@@ -1264,7 +1382,9 @@ class _SparseClass:
                         "mutad follows float64 values: drop dtype=.")
             result = arg1.asformat(self.format)
             if result.layout.kind is not self.cls:  # spmatrix <-> sparray: the same slots
-                result = TracedSparse(_Layout(self.cls(result.layout.template)), result.data)
+                result = arg1._share(TracedSparse(_Layout(self.cls(result.layout.template)),
+                                                  result.data)) if result is arg1 else \
+                    TracedSparse(_Layout(self.cls(result.layout.template)), result.data)
             return result.copy() if copy else result
         if type(arg1) is tuple and _followed(*arg1[1:]):
             if any(carries_derivative(x) for x in _leaves(arg1[1:])):
@@ -1525,6 +1645,8 @@ def _spsolve(A: Any, b: Any, permc_spec: str | None = None, use_umfpack: bool = 
     if not _followed(A, b):
         return SCIPY["spsolve"](A, b, permc_spec, use_umfpack)
     _dense_rhs(b, "spsolve")
+    if getattr(A, "format", None) in ("csr", "csc") and not isinstance(A, _Assembled):
+        A.sum_duplicates()  # as SciPy's does, in place (a constant matrix's too)
     layout, data = _matrix_of(A, "spsolve")
     options = {"permc_spec": permc_spec, "use_umfpack": use_umfpack}
     return _solve(data, b, None, solver=_Direct(layout, options))
@@ -1578,6 +1700,8 @@ def _factorization(A, factorize):
     """SciPy's factorization of the plain values of ``A`` (``factorize``'s), as a
     :class:`SuperLU` while a differentiation runs; another solver's (UMFPACK's, a function)
     as it is, for constant values."""
+    if isinstance(A, TracedSparse) and A.format == "csc":
+        A.sum_duplicates()  # as SciPy's does, in place
     factor = factorize(A.value if isinstance(A, TracedSparse) else A)
     if callable(factor):
         if _followed(A):
@@ -1651,7 +1775,7 @@ def _flatten_matrix(matrix):
     if isinstance(matrix, TracedSparse):  # a result of the function, or a tangent's
         return [matrix.data], matrix.layout
     layout = _Layout(matrix)
-    return [layout.template.data], layout
+    return [matrix.data], layout
 
 
 def _unflatten_matrix(layout, children):
