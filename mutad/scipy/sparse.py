@@ -1082,9 +1082,10 @@ class TracedSparse:
         return self.copy() if copy else self
 
     def mean(self, axis: int | None = None, dtype: None = None, out: None = None) -> Any:
-        """SciPy's mean: the sum over the shape's elements (the zeros too)."""
+        """SciPy's mean, as SciPy computes it: the matrix times ``1 / n`` (``n`` the shape's
+        elements along ``axis``, the zeros too), summed."""
         count = self.shape[0] * self.shape[1] if axis is None else self.shape[axis]
-        return self.sum(axis, dtype, out) / count
+        return (self * (1.0 / count)).sum(axis, dtype, out)
 
     def trace(self, offset: int = 0) -> Any:
         return self.diagonal(offset).sum()
