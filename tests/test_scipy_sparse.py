@@ -898,3 +898,34 @@ def test_mean_is_scipys_bit_for_bit(axis):
     assert np.asarray(mutad.jvp(f, (d,), (np.ones(3),))[0]).tobytes() == f(d).tobytes()
     mutad.check_grads(lambda d: f(d).sum(), d)
     replays_as_traced(lambda d: f(d).sum(), [(d,), (d * 1.7,)])
+
+
+@pytest.mark.parametrize("kind", ["csc_matrix", "csr_array", "coo_matrix"])
+def test_the_zeros_of_a_dense_matrix_are_left_out_as_scipy_leaves_them(kind):
+    """A sparse matrix made from a dense one keeps its zero entries for their derivative, but
+    SciPy's solve and nnz see SciPy's matrix, without them (the solve differed in the last
+    bit, nnz counted them), in a replay too, whose zeros may be elsewhere."""
+    M = np.array([[3.3, 0.9, 0.0], [-0.1, 3.9, 0.0], [0.0, 0.2, 2.9]])
+    other = np.array([[3.1, 0.0, 0.4], [0.0, 3.7, 0.0], [0.3, 0.2, 2.5]])
+    before = M.tobytes()
+
+    def f(m):
+        return spsolve(getattr(scipy.sparse, kind)(m).tocsc(), np.ones(3)).sum()
+
+    for m in (M, other):
+        assert mutad.value_and_grad(f)(m)[0] == f(m.copy())
+        assert mutad.jvp(f, (m,), (np.ones_like(m),))[0] == f(m.copy())
+    check(f, M)  # the derivative in the zero entries too
+    mutad.check_jvp(f, M)
+    replays_as_traced(f, [(M,), (other,), (M * 1.5,)])
+    assert M.tobytes() == before
+
+    def count(k, m):
+        return getattr(scipy.sparse, kind)(m * k).nnz * k
+
+    for m in (M, other, np.eye(3)):
+        assert mutad.value_and_grad(count)(1.0, m)[0] == count(1.0, m)
+    with pytest.raises(UnsupportedOperationError, match="leaves them out"):
+        mutad.gradient(lambda m: np.asarray(getattr(getattr(scipy.sparse, kind)(m), "coords" if
+                                                    kind.startswith("coo") else "indices")),
+                       M)

@@ -19,7 +19,9 @@ a ``TracedSparse``: SciPy's own matrix of the same format holding those values (
 *pattern*, a constant decision taken when it is built, as the shape of an array is) and the
 traced array of its stored values, ``A.data``. The pattern is SciPy's, except that a value
 SciPy would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D)``, an entry
-of ``A - A``) stays stored: its derivative is there whatever its value. Where SciPy sorts a
+of ``A - A``) stays stored: its derivative is there whatever its value (a zero entry of a
+dense matrix is in ``A.data``, but left out of the matrices SciPy computes with and of
+``A.nnz``, as SciPy leaves it out, so values are SciPy's). Where SciPy sorts a
 matrix's indices and adds its repeated entries in place (``spsolve``, ``splu`` of csc,
 ``A.sum()``, ``abs``, ``power``, ``norm``, a write at a repeated entry, ``sum_duplicates()``,
 ``sort_indices()``), the traced matrix does too: its stored values move and add as SciPy's
@@ -173,8 +175,10 @@ class _Layout:
         self.shape = template.shape
         self.data_shape = template.data.shape
         m, n = self.shape
+        self.droppable = None  # the slots SciPy stores only where their value is not zero
         if self.format in ("csr", "csc"):
             major = np.repeat(np.arange(len(template.indptr) - 1), np.diff(template.indptr))
+            self.major = major
             minor = template.indices[:len(major)]
             rows, cols = (major, minor) if self.format == "csr" else (minor, major)
         elif self.format == "coo":
@@ -189,11 +193,23 @@ class _Layout:
         self.valid = valid
         self.rows, self.cols = np.where(valid, rows, 0), np.where(valid, cols, 0)
 
-    def build(self, data):
+    def build(self, data, dropping=True):
         """SciPy's matrix of this pattern holding the plain values ``data``: copies of them
-        and of the pattern's indices, which SciPy may sort in place."""
+        and of the pattern's indices, which SciPy may sort in place. A zero in a ``droppable``
+        slot (an entry of a dense matrix) is left out, as SciPy leaves it out."""
         t = self.template
         data = np.array(data)
+        if dropping and self.droppable is not None:
+            keep = ~(self.droppable & (np.reshape(data, (-1,)) == 0))
+            if not keep.all():
+                data = np.reshape(data, (-1,))[keep]
+                if self.format == "coo":
+                    built = self.kind((data, tuple(c[keep] for c in t.coords)), shape=self.shape)
+                    built.has_canonical_format = t.has_canonical_format
+                    return built
+                counts = np.bincount(self.major[keep], minlength=len(t.indptr) - 1)
+                indptr = np.concatenate([[0], np.cumsum(counts)]).astype(t.indptr.dtype)
+                return self.kind((data, t.indices[keep], indptr), shape=self.shape)
         if self.format in ("csr", "csc"):
             return self.kind((data, t.indices.copy(), t.indptr.copy()), shape=self.shape)
         if self.format == "coo":
@@ -222,6 +238,13 @@ class _Layout:
 
     def keys(self):
         return self.rows[self.valid] * self.shape[1] + self.cols[self.valid]
+
+    def dropping(self, droppable):
+        """This layout with ``droppable`` slots (None: none)."""
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        twin.droppable = None if droppable is None or not np.any(droppable) else droppable
+        return twin
 
 
 # ----------------------------------------------------------------------------------------------
@@ -610,6 +633,10 @@ def _relayout(data, layout, operation, shares=False):
     out = _Layout(ones)
     if np.all(np.isin(ones.data, (0.0, 1.0))) and numbered.data.shape == ones.data.shape:
         index = np.rint(numbered.data).astype(np.intp)  # each slot holds one value, or none
+        if layout.droppable is not None:  # an entry of a dense matrix stays one
+            source = np.reshape(index, (-1,)) - 1
+            out = out.dropping(np.where(source >= 0, layout.droppable[np.maximum(source, 0)],
+                                        False))
         if shares and index.shape == np.shape(data) and np.array_equal(
                 index.reshape(-1), np.arange(1, index.size + 1)):
             return out, data  # the same values in the same order: shared, as SciPy's A.T
@@ -644,7 +671,7 @@ def _summed(data, layout, out):
 def _converted_sum_value(data, layout, out, operation):
     """SciPy's own ``operation`` (a conversion that sums repeated entries) of the stored
     values ``data``, its values in ``out``'s slots: SciPy's order of adding them."""
-    converted = operation(layout.build(data))
+    converted = operation(layout.build(data, dropping=False))
     if converted.format not in FORMATS or converted.ndim != 2:
         converted = converted.tocsr()
     return np.reshape(converted.data, out.data_shape)
@@ -787,7 +814,15 @@ class TracedSparse:
 
     @property
     def nnz(self) -> int:
-        return self.layout.template.nnz
+        """SciPy's: the stored entries, less those of a dense matrix that are zero (which
+        SciPy leaves out; a replay, which would keep this call's count, is refused)."""
+        layout = self.layout
+        if layout.droppable is None:
+            return layout.template.nnz
+        values = np.reshape(settled(self.data, "the nnz of a scipy.sparse matrix made from a "
+                                               "dense array, which counts its nonzero values"),
+                            (-1,))
+        return int(layout.template.nnz - np.count_nonzero(layout.droppable & (values == 0)))
 
     @property
     def dtype(self) -> np.dtype:
@@ -805,6 +840,14 @@ class TracedSparse:
         if template is not None and name in ("indices", "indptr", "offsets", "coords", "row",
                                              "col", "has_canonical_format",
                                              "has_sorted_indices"):
+            droppable = template.droppable
+            if droppable is not None and name not in (
+                    "has_canonical_format", "has_sorted_indices") and np.any(droppable & (
+                    np.reshape(settled(self.data, f"A.{name}"), (-1,)) == 0)):
+                _refuse(f"A.{name} of a scipy.sparse matrix made from a dense array with zero "
+                        "entries", "mutad keeps those entries (for their derivative), SciPy "
+                        "leaves them out: read A.toarray(), or build the matrix from "
+                        "(data, indices, indptr) or (data, (row, col)).")
             found = getattr(template.template, name)
             if isinstance(found, np.ndarray):  # the pattern's: read-only
                 found = found.view()
@@ -882,6 +925,8 @@ class TracedSparse:
             where = numbered.data < 0
             np.put(self.data, np.flatnonzero(where), written[np.rint(
                 -1.0 - numbered.data[where]).astype(np.intp)])
+            if self.layout.droppable is not None:  # SciPy stores the zeros it writes
+                self.layout = self.layout.dropping(self.layout.droppable & ~where)
             return
         ones = numbered.copy()
         ones.data[:] = 1.0
@@ -923,7 +968,8 @@ class TracedSparse:
                 "call A.toarray() (a traced dense array).")
 
     def __repr__(self):
-        return f"<traced {self.layout.kind.__name__} of shape {self.shape}, {self.nnz} stored>"
+        return (f"<traced {self.layout.kind.__name__} of shape {self.shape}, "
+                f"{self.layout.template.nnz} stored>")
 
     def _with(self, layout_and_data):
         return TracedSparse(*layout_and_data)
@@ -1196,8 +1242,13 @@ def _constructed(fn, name, data, build, dense=False, dtype=None):
         plain = memory(data)
         if np.shares_memory(build(fn, plain).data, plain):
             shared = data
-    return _from_numbers(name, pieces, build(fn, arrange(_numbers(pieces))),
+    made = _from_numbers(name, pieces, build(fn, arrange(_numbers(pieces))),
                          build(fn, arrange([np.ones(np.shape(p)) for p in pieces])), shared)
+    if dense and made.format in ("csr", "csc", "coo"):
+        # SciPy stores the entries that are not zero: the others are kept (their derivative
+        # is there), but left out of every matrix SciPy computes with
+        made.layout = made.layout.dropping(np.ones(made.layout.valid.size, bool))
+    return made
 
 
 def _from_numbers(name, pieces, numbered, ones, shared=None):
