@@ -807,6 +807,14 @@ def _duplicates_written(d):
     return (A @ W3).sum() + A.data @ np.arange(1.0, A.nnz + 1)
 
 
+def _duplicates_shared(d):
+    A = csr_matrix((d, np.array([0, 0, 1, 2, 1]), np.array([0, 2, 3, 5])), shape=(3, 3))
+    At = A.T
+    x = spsolve(A, W3)  # SciPy sorts d, then adds (0, 0)'s values into its front
+    return x.sum() + d @ np.arange(1.0, 6.0) + A.data @ np.arange(1.0, A.nnz + 1) + \
+        At.data @ np.arange(1.0, 6.0)  # the transpose keeps the whole array
+
+
 def _dok_out_of_order(k):
     A = scipy.sparse.dok_matrix((2, 2))
     A[0, 0] = 1.0
@@ -842,6 +850,9 @@ IN_PLACE = {
                                            np.array([5.0, 1.0, 2.0])),
     "a repeated entry written": (_duplicates_written, np.array([1.0, 2.0, 3.0, 4.0]),
                                  np.array([0.5, -2.0, 1.0, 3.0])),
+    "repeated entries summed in the array they were built from": (
+        _duplicates_shared, np.array([2.0, 1.0, 3.0, 4.0, 0.5]),
+        np.array([1.0, 3.0, 2.0, 5.0, -1.0])),
     "dok filled out of order": (_dok_out_of_order, np.array([2.0, 3.0]), np.array([5.0, 7.0])),
     "dok to csc": (_dok_to_csc, np.array([1.0, 3.0]), np.array([2.0, 0.5])),
 }
@@ -929,3 +940,20 @@ def test_the_zeros_of_a_dense_matrix_are_left_out_as_scipy_leaves_them(kind):
         mutad.gradient(lambda m: np.asarray(getattr(getattr(scipy.sparse, kind)(m), "coords" if
                                                     kind.startswith("coo") else "indices")),
                        M)
+
+
+def test_a_transpose_left_inconsistent_by_scipys_in_place_sum_is_refused():
+    """SciPy adds a matrix's repeated entries in place, leaving its transpose (which shares
+    its arrays) with the whole array of values under the shortened pointers: reading its data
+    is SciPy's; computing with it is refused."""
+    def f(d, use):
+        A = csr_matrix((d, np.array([0, 0, 1]), np.array([0, 2, 3])), shape=(2, 2))
+        At = A.T
+        A.sum()
+        return (At @ W2).sum() if use else At.data @ np.arange(1.0, 4.0)
+
+    d = np.array([1.0, 2.0, 3.0])
+    assert mutad.value_and_grad(f)(d, False)[0] == f(d.copy(), False)
+    mutad.check_grads(lambda d: f(d, False), d)
+    with pytest.raises(UnsupportedOperationError, match="A.T.copy()"):
+        mutad.gradient(f, d, True)

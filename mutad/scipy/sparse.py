@@ -703,6 +703,18 @@ def _converted_sum_jvp(tangents, data, layout, out, operation):
             _converted_sum(tangents[0], layout, out, operation))
 
 
+class _Stale:
+    """The layout of a matrix whose pattern SciPy left inconsistent: its use is refused."""
+
+    def __init__(self, what, instead):
+        self.what, self.instead = what, instead
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        _refuse(self.what, self.instead)
+
+
 def _lift(a):
     """A SciPy sparse matrix as a :class:`TracedSparse` with constant values (a ``lil`` or
     ``dok`` matrix assembled with traced entries: with them, ``_Assembled``)."""
@@ -769,6 +781,14 @@ class TracedSparse:
                                       layout.format == "coo" else template.has_sorted_indices):
             return
 
+        if summing and layout.format != "coo" and not template.has_sorted_indices:
+            # SciPy sorts the whole array first, then adds into its front: the rest of it
+            # keeps the sorted values
+            self._canonicalize(False)
+            layout = self.layout
+            if layout.template.has_canonical_format:
+                return
+
         def canonical(m):
             m.sum_duplicates() if summing else m.sort_indices()
             return m
@@ -791,6 +811,16 @@ class TracedSparse:
                 data = data.copy()
         for peer in [r() for r in self._peers] if self._peers is not None else [self]:
             if peer is None or peer.data is not old:
+                continue
+            if peer is not self and data is not old:
+                # SciPy leaves the transpose holding the whole array of stored values, with
+                # the pattern's pointers shortened under it: its values are the array's, and
+                # what it computes is refused
+                peer.layout = _Stale(
+                    "a scipy.sparse matrix sharing its arrays with one whose repeated entries "
+                    "SciPy added in place (its transpose, taken before a spsolve, sum(), abs, "
+                    "power, norm or sum_duplicates() of a matrix with repeated entries)",
+                    "call A.sum_duplicates() before taking A.T, or take A.T.copy().")
                 continue
             shaped = out.template
             if peer.layout.format != out.format:
