@@ -937,6 +937,15 @@ def test_the_zeros_of_a_dense_matrix_are_left_out_as_scipy_leaves_them(kind):
     for m in (M, other, np.eye(3)):
         assert mutad.value_and_grad(count)(1.0, m)[0] == count(1.0, m)
     with pytest.raises(UnsupportedOperationError, match="leaves them out"):
+        mutad.gradient(lambda m: getattr(scipy.sparse, kind)(m).data.sum(), M)
+
+    def data(m):  # no zero: SciPy's stored values
+        return getattr(scipy.sparse, kind)(m).data @ np.arange(1.0, 10.0)
+
+    full = M + 1.0
+    assert mutad.value_and_grad(data)(full)[0] == data(full.copy())
+    mutad.check_grads(data, full)
+    with pytest.raises(UnsupportedOperationError, match="leaves them out"):
         mutad.gradient(lambda m: np.asarray(getattr(getattr(scipy.sparse, kind)(m), "coords" if
                                                     kind.startswith("coo") else "indices")),
                        M)

@@ -20,8 +20,9 @@ a ``TracedSparse``: SciPy's own matrix of the same format holding those values (
 traced array of its stored values, ``A.data``. The pattern is SciPy's, except that a value
 SciPy would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D)``, an entry
 of ``A - A``) stays stored: its derivative is there whatever its value (a zero entry of a
-dense matrix is in ``A.data``, but left out of the matrices SciPy computes with and of
-``A.nnz``, as SciPy leaves it out, so values are SciPy's). Where SciPy sorts a
+dense matrix is left out of the matrices SciPy computes with and of ``A.nnz``, as SciPy
+leaves it out, so values are SciPy's; the user's code reading ``A.data`` or the indices of
+such a matrix while an entry is zero is refused). Where SciPy sorts a
 matrix's indices and adds its repeated entries in place (``spsolve``, ``splu`` of csc,
 ``A.sum()``, ``abs``, ``power``, ``norm``, a write at a repeated entry, ``sum_duplicates()``,
 ``sort_indices()``), the traced matrix does too: its stored values move and add as SciPy's
@@ -748,6 +749,27 @@ class TracedSparse:
         self.layout = layout
         self.data = data
         self._peers = None  # the matrices sharing its stored values' array (A.T), weakly
+
+    @property
+    def data(self) -> Any:
+        """The traced array of its stored values. Those of a matrix made from a dense array
+        include its zero entries, which SciPy leaves out: the user's code reading them while
+        some are zero is refused (a replay, which would not know, too)."""
+        values = self._values
+        layout = self.layout
+        if isinstance(layout, _Layout) and layout.droppable is not None and \
+                not _internal(sys._getframe(1)) and np.any(layout.droppable & (np.reshape(
+                    settled(values, "A.data of a scipy.sparse matrix made from a dense "
+                                    "array"), (-1,)) == 0)):
+            _refuse("A.data of a scipy.sparse matrix made from a dense array with zero entries",
+                    "mutad keeps those entries (for their derivative), SciPy leaves them out: "
+                    "read A.toarray(), or build the matrix from (data, indices, indptr) or "
+                    "(data, (row, col)).")
+        return values
+
+    @data.setter
+    def data(self, values: Any) -> None:
+        self._values = values
 
     def _share(self, other):
         """``other`` holds this matrix's stored values' array in the same order (SciPy's
