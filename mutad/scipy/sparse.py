@@ -434,6 +434,31 @@ def _reduction_jvp(tangents, data, layout, method, setting):
             _reduction(tangents[0], layout, method, setting))
 
 
+def _frobenius_value(data, layout):
+    return np.linalg.norm(layout.build(data).data)
+
+
+_frobenius = Adjoint(_frobenius_value)
+_frobenius.complex_values = None
+"""The Frobenius norm of the stored values: SciPy's (NumPy's norm of the values SciPy stores,
+without a dense matrix's zero entries), differentiated in all of them (those zeros too)."""
+
+
+@_frobenius.rule
+def _frobenius_rule(data, layout):
+    y = _frobenius(data, layout)
+
+    def back(dy):
+        return dy * data / y, None
+
+    return y, back
+
+
+@_frobenius.jvp_rule
+def _frobenius_jvp(tangents, data, layout):
+    return _frobenius(data, layout), np.sum(tangents[0] * data) / _frobenius(data, layout)
+
+
 def _solve_value(data, b, guess, solver):
     return solver.value(data, b, guess)
 
@@ -1448,6 +1473,8 @@ def _norm(x: Any, ord: Any = None, axis: Any = None) -> Any:
         return SCIPY["norm"](x, ord, axis)
     if axis is None and ord in (None, "fro", "f"):
         x.sum_duplicates()  # as SciPy's does, in place
+        if x.layout.droppable is not None:  # SciPy's value: without a dense matrix's zeros
+            return _frobenius(x.data, x.layout)
         return np.linalg.norm(np.reshape(x.data, (-1,)))
     if axis is None and ord in (1, np.inf, -1, -np.inf):
         if x.format == "csr":
