@@ -975,3 +975,28 @@ def test_a_transpose_left_inconsistent_by_scipys_in_place_sum_is_refused():
     mutad.check_grads(lambda d: f(d, False), d)
     with pytest.raises(UnsupportedOperationError, match="A.T.copy()"):
         mutad.gradient(f, d, True)
+
+
+def test_the_zeros_of_a_sum_or_product_are_left_out_as_scipy_leaves_them():
+    """SciPy stores the entries of A + B, A - B, A.multiply(B) and A @ B that are not zero:
+    their nnz and what SciPy computes with them are SciPy's (nnz counted the zeros mutad keeps
+    for their derivative), and reading the data of such a result with zero entries is
+    refused."""
+    C = scipy.sparse.random(6, 6, density=0.5, random_state=2, format="csr")
+    b = np.ones(6)
+
+    def f(k):
+        A = stiffness(k, "csr")
+        B = (A + C) - C
+        return (spsolve(B, b).sum() + B.nnz + (A @ A - A @ A).nnz
+                + (A.multiply(C) - C.multiply(A)).nnz)
+
+    k = K.copy()
+    before = k.tobytes()
+    assert mutad.value_and_grad(f)(k)[0] == f(k.copy())
+    check(f, k)
+    mutad.check_jvp(f, k)
+    replays_as_traced(f, [(k,), (k * 1.3,)])
+    assert k.tobytes() == before
+    with pytest.raises(UnsupportedOperationError, match="leaves out"):
+        mutad.gradient(lambda k: (stiffness(k, "csr") - stiffness(k, "csr")).data.sum(), k)

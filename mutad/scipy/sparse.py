@@ -19,10 +19,10 @@ a ``TracedSparse``: SciPy's own matrix of the same format holding those values (
 *pattern*, a constant decision taken when it is built, as the shape of an array is) and the
 traced array of its stored values, ``A.data``. The pattern is SciPy's, except that a value
 SciPy would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D)``, an entry
-of ``A - A``) stays stored: its derivative is there whatever its value (a zero entry of a
-dense matrix is left out of the matrices SciPy computes with and of ``A.nnz``, as SciPy
-leaves it out, so values are SciPy's; the user's code reading ``A.data`` or the indices of
-such a matrix while an entry is zero is refused). Where SciPy sorts a
+of ``A - A``) stays stored: its derivative is there whatever its value (such a zero entry, of
+a dense matrix, a sum or a product, is left out of the matrices SciPy computes with and of
+``A.nnz``, as SciPy leaves it out, so values are SciPy's; the user's code reading ``A.data``
+or the indices of such a matrix while an entry is zero is refused). Where SciPy sorts a
 matrix's indices and adds its repeated entries in place (``spsolve``, ``splu`` of csc,
 ``A.sum()``, ``abs``, ``power``, ``norm``, a write at a repeated entry, ``sum_duplicates()``,
 ``sort_indices()``), the traced matrix does too: its stored values move and add as SciPy's
@@ -729,6 +729,14 @@ def _converted_sum_jvp(tangents, data, layout, out, operation):
             _converted_sum(tangents[0], layout, out, operation))
 
 
+def _dropping(layout):
+    """``layout`` with every slot droppable: the result of a SciPy operation that stores only
+    the entries that are not zero (a sum, an elementwise or matrix product)."""
+    if layout.format not in ("csr", "csc", "coo"):
+        return layout
+    return layout.dropping(np.ones(layout.valid.size, bool))
+
+
 class _Stale:
     """The layout of a matrix whose pattern SciPy left inconsistent: its use is refused."""
 
@@ -786,8 +794,8 @@ class TracedSparse:
                 not _internal(sys._getframe(1)) and np.any(layout.droppable & (np.reshape(
                     settled(values, "A.data of a scipy.sparse matrix made from a dense "
                                     "array"), (-1,)) == 0)):
-            _refuse("A.data of a scipy.sparse matrix made from a dense array with zero entries",
-                    "mutad keeps those entries (for their derivative), SciPy leaves them out: "
+            _refuse("A.data of a scipy.sparse matrix with zero entries that SciPy leaves out "
+                    "(of a dense array, a sum, a product)", "mutad keeps those entries (for their derivative), SciPy leaves them out: "
                     "read A.toarray(), or build the matrix from (data, indices, indptr) or "
                     "(data, (row, col)).")
         return values
@@ -921,8 +929,8 @@ class TracedSparse:
             if droppable is not None and name not in (
                     "has_canonical_format", "has_sorted_indices") and np.any(droppable & (
                     np.reshape(settled(self.data, f"A.{name}"), (-1,)) == 0)):
-                _refuse(f"A.{name} of a scipy.sparse matrix made from a dense array with zero "
-                        "entries", "mutad keeps those entries (for their derivative), SciPy "
+                _refuse(f"A.{name} of a scipy.sparse matrix with zero entries that SciPy "
+                        "leaves out (of a dense array, a sum, a product)", "mutad keeps those entries (for their derivative), SciPy "
                         "leaves them out: read A.toarray(), or build the matrix from "
                         "(data, indices, indptr) or (data, (row, col)).")
             found = getattr(template.template, name)
@@ -1124,7 +1132,8 @@ class TracedSparse:
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
             other = _lift(other)
             pairs = _Pairs(self.layout, other.layout)
-            return TracedSparse(pairs.out, _sparse_product(self.data, other.data, pairs=pairs))
+            return TracedSparse(_dropping(pairs.out),
+                                _sparse_product(self.data, other.data, pairs=pairs))
         if not _dense_operand(other):
             return NotImplemented
         if np.ndim(other) == 0:
@@ -1222,7 +1231,7 @@ class TracedSparse:
             if not _sparse.issparse(result):
                 _refuse("A.multiply(B) of sparse matrices of different shapes", "broadcast B.")
             out = _Layout(result)
-            return TracedSparse(out, _summed(self.data, self.layout, out)
+            return TracedSparse(_dropping(out), _summed(self.data, self.layout, out)
                                 * _summed(other.data, other.layout, out))
         if not _dense_operand(other) or np.broadcast_shapes(np.shape(other),
                                                              self.shape) != self.shape:
@@ -1248,8 +1257,8 @@ class TracedSparse:
             mine, theirs = (_summed(self.data, self.layout, out),
                             _summed(other.data, other.layout, out))
             if reflected:
-                return TracedSparse(out, theirs - mine if sign < 0 else theirs + mine)
-            return TracedSparse(out, mine - theirs if sign < 0 else mine + theirs)
+                return TracedSparse(_dropping(out), theirs - mine if sign < 0 else theirs + mine)
+            return TracedSparse(_dropping(out), mine - theirs if sign < 0 else mine + theirs)
         if _is_scalar(other) and not wrapped(other) and other == 0:
             return self.copy() if sign > 0 or not reflected else -self
         if _dense_operand(other) and np.ndim(other) >= 1:
