@@ -26,6 +26,19 @@ def weighted(y):
     return (y * np.sqrt(np.arange(1.0, y.size + 1)).reshape(np.shape(y))).sum() + (y * y).sum()
 
 
+def _scipys_values_differentiated(run, p):
+    """``run(p)`` (four parameters) SciPy's values bit for bit under forward mode, and the
+    weighted loss of it differentiated in both modes and replayed as traced."""
+    expected = run(p)
+    y, _ = mutad.jvp(run, (p,), (np.ones(4),))
+    assert np.asarray(y).tobytes() == expected.tobytes()
+    f = lambda p: weighted(run(p))  # noqa: E731
+    assert mutad.value_and_grad(f)(p)[0] == f(p)
+    mutad.check_grads(f, p)
+    mutad.check_jvp(f, p)
+    replays_as_traced(f, [(p * scale,) for scale in (1.0, 1.1, 0.9)])
+
+
 def sections(p):
     """Second-order sections from their free coefficients (SciPy requires each a[0] to be 1)."""
     return np.concatenate([p[:, :3], np.ones((len(p), 1)), p[:, 3:]], axis=1)
@@ -543,14 +556,7 @@ def test_dlsim_of_differentiated_systems_inputs_and_states(form):
                                   x0=None)[1].ravel()
 
     p = np.array([1.5, 0.4, 1.2, 0.8])
-    expected = run(p)
-    y, _ = mutad.jvp(run, (p,), (np.ones(4),))
-    assert np.asarray(y).tobytes() == expected.tobytes()
-    f = lambda p: weighted(run(p))  # noqa: E731
-    assert mutad.value_and_grad(f)(p)[0] == f(p)
-    mutad.check_grads(f, p)
-    mutad.check_jvp(f, p)
-    replays_as_traced(f, [(p * scale,) for scale in (1.0, 1.1, 0.9)])
+    _scipys_values_differentiated(run, p)
 
 
 def test_lti_refusals_name_what_to_do():
@@ -609,14 +615,7 @@ def test_discrete_step_and_impulse_responses(name):
         return np.concatenate([y0.ravel(), y1.ravel(), y.ravel()])
 
     p = np.array([1.5, 0.4, 1.2, 0.8])
-    expected = run(p)
-    y, _ = mutad.jvp(run, (p,), (np.ones(4),))
-    assert np.asarray(y).tobytes() == expected.tobytes()
-    f = lambda p: weighted(run(p))  # noqa: E731
-    assert mutad.value_and_grad(f)(p)[0] == f(p)
-    mutad.check_grads(f, p)
-    mutad.check_jvp(f, p)
-    replays_as_traced(f, [(p * scale,) for scale in (1.0, 1.1, 0.9)])
+    _scipys_values_differentiated(run, p)
 
 
 def test_frequency_responses_of_differentiated_systems():
@@ -677,14 +676,7 @@ def test_cont2discrete_of_differentiated_systems(method):
                                den.ravel(), y.ravel()])
 
     p = P.copy()
-    expected = run(p)
-    y, _ = mutad.jvp(run, (p,), (np.ones(4),))
-    assert np.asarray(y).tobytes() == expected.tobytes()
-    f = lambda p: weighted(run(p))  # noqa: E731
-    assert mutad.value_and_grad(f)(p)[0] == f(p)
-    mutad.check_grads(f, p)
-    mutad.check_jvp(f, p)
-    replays_as_traced(f, [(P * scale,) for scale in (1.0, 1.1, 0.9)])
+    _scipys_values_differentiated(run, p)
 
 
 def test_settings_the_program_computes_are_read_as_scipy_reads_them():
