@@ -88,8 +88,6 @@ CI_FEATURES = tuple(f for f in FEATURES if f not in FAILING_ON_MAIN)
 KNOWN_BUGS = {
     # statements CI's programs leave out (``programs(avoid=...)``) until mutad's fix lands;
     # the soak draws them unless told not to (delete the line when the fix lands)
-    "complex_multiply_at": "np.multiply.at on complex arrays: mutad's value differs from "
-                           "NumPy's in the last bit (NumPy's indexed loop rounds otherwise)",
     "element_overflow": "an element overflowed to inf (x[0] *= 1e300 twice), then a product "
                         "reads the array: under memory=0 the gradient there is NaN where "
                         "without a budget it is -inf (tests/test_programs.py, "
@@ -602,8 +600,6 @@ def repeated(d):
     elif kind == "at":
         code = f"np.add.at({name}, {i}, {source})"
     elif kind == "at_mul":
-        if "complex_multiply_at" in d.avoid and x.dtype.kind == "c":
-            return
         code = f"np.multiply.at({name}, {i}, np.cos({source}))"
     elif kind == "sub_at":
         code = f"np.subtract.at({name}, {i}, {source})"
