@@ -74,7 +74,7 @@ from .devices import LIBRARIES, device_of, is_device, is_namespace
 from .errors import UnsupportedArrayError, UnsupportedOperationError
 from .levels import ACTIVE, Tracer
 from .registry import NO_RULE, RULE_MODULES, RULES, VERSIONS, table
-from .views import memory, owner, wrapped, writeable
+from .views import memory, owner, weaken, wrapped, writeable
 
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
              "ones_like", "empty_like", "full_like", "copy", "linspace", "logspace", "geomspace",
@@ -532,6 +532,10 @@ def math_function(original):
             return original(*args)
         if any(wrapped(a) and a.size != 1 for a in args):
             return original(*args)  # math's own error (a conversion of an array)
+        # math computes with Python floats, whatever the precision of its operands, and gives
+        # one: a value that NumPy promotes weakly (``x32 * math.exp(a)`` is float32)
+        args = [a.astype(np.float64) if wrapped(a) and a.dtype.kind == "f"
+                and a.dtype != np.float64 else a for a in args]
         if name == "log" and len(args) == 2:  # log(x, base)
             y = np.log(args[0]) / np.log(args[1])
         elif name == "hypot" and len(args) != 2:
@@ -542,6 +546,10 @@ def math_function(original):
         recorder = getattr(getattr(y, "tape", None), "recorder", None)
         if recorder is not None and recorder.ready:  # a replay puts math's value too
             recorder.put_value(y, original, args)
+        # a Python float: a value of its own, so that what the ufunc's record keeps of its
+        # output stays the array math's value was put into
+        y = np.positive(y)
+        weaken(y)
         return y
 
     return _named(following, original)

@@ -27,7 +27,7 @@ from .allocation import lists_as_arrays
 from .errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
                      UntracedWriteError)
 from .levels import Tracer, innermost
-from .views import memory, writeable
+from .views import memory, weaken, writeable
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
@@ -105,16 +105,6 @@ def weak(x):
     if kind is float or kind is int or kind is complex or kind is bool:
         return True
     return getattr(x, "weak", False) is True
-
-
-def weaken(y):
-    """Mark ``y``, a new traced or dual value made by Python's arithmetic on weak values, as
-    standing for a Python number, at every level it belongs to (its value, an enclosing
-    level's, is handed to that level's NumPy calls)."""
-    while hasattr(y, "value") and type(y) is not np.ndarray and y.dtype.kind in "fc" \
-            and memory(y).ndim == 0:
-        y.weak = True
-        y = y.value
 
 
 def weak_value(value):

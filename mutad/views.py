@@ -28,6 +28,17 @@ def wrapped(a):
     return type(a) is not np.ndarray and hasattr(a, "value")
 
 
+def weaken(y):
+    """Mark ``y``, a new traced or dual value made by Python's arithmetic on weak values (or by
+    ``math``'s functions, which give Python floats), as standing for a Python number, at every
+    level it belongs to (its value, an enclosing level's, is handed to that level's NumPy
+    calls)."""
+    while hasattr(y, "value") and type(y) is not np.ndarray and y.dtype.kind in "fc" \
+            and memory(y).ndim == 0:
+        y.weak = True
+        y = y.value
+
+
 def strided(flat, shape, dtype, offset, strides):
     """The view of one-dimensional ``flat`` at byte ``offset`` with ``shape`` and ``strides``;
     of a traced ``flat``, the traced view (the shadows of nested differentiations are traced

@@ -90,3 +90,30 @@ def test_math_predicates_of_a_traced_scalar_are_decisions():
     mutad.check_grads(f, x)
     assert mutad.jvp(f, (x,), (np.ones(2),))[0] == f(x)
     replayed_like_traced(f, [(x,), (x * 2.0,), (x,)])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_a_math_function_gives_a_python_float_whatever_the_precision(dtype):
+    """math computes in double precision and gives a Python float, which NumPy promotes weakly:
+    math.exp of a float32 element was a float32 (rounded to single precision), and
+    x32 * math.exp(a) of a float64 element a float64."""
+
+    def f(x, a):
+        s = 0.0
+        for i in range(x.size):
+            s += math.exp(x[i]) * math.sin(x[i])
+        y = x * math.exp(a[0]) + math.cos(x[1])  # NumPy: x's dtype
+        return s + y.sum()
+
+    x, a = np.linspace(0.1, 2.0, 7).astype(dtype), np.array([0.3])
+    before = x.tobytes(), a.tobytes()
+    expected = f(x, a)
+    value, grads = mutad.value_and_gradient(f, x, a)
+    assert type(value) is type(expected) and value == expected  # the dtype and the bits
+    assert grads[0].dtype == dtype
+    tangents = (np.ones_like(x), np.ones(1))
+    assert mutad.jvp(f, (x, a), tangents)[0] == expected
+    if dtype is np.float64:
+        mutad.check_grads(f, x, a)
+    replayed_like_traced(f, [(x, a), (x * dtype(1.5), a + 0.25), (x, a)])
+    assert (x.tobytes(), a.tobytes()) == before
