@@ -499,9 +499,17 @@ def run_in_fresh_interpreter(configuration, timeout=3600, memory_limit_mib=None)
         return _outcome_row(configuration, "not implemented")
     environment = dict(os.environ)
     environment.update({variable: "1" for variable in THREAD_VARIABLES})
+    return run_child("mutad.bench.harness", configuration, timeout, memory_limit_mib,
+                     environment)
+
+
+def run_child(module, configuration, timeout, memory_limit_mib, environment):
+    """Run ``python -m module --child CONFIGURATION`` and return the row it printed after
+    :data:`RESULT_MARKER`; a row with status "timeout", "out of memory" or "error" if it was
+    stopped or printed none."""
     with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
         child = subprocess.Popen(
-            [sys.executable, "-m", "mutad.bench.harness", "--child", json.dumps(configuration)],
+            [sys.executable, "-m", module, "--child", json.dumps(configuration)],
             env=environment, stdout=stdout, stderr=stderr, text=True)
         stopped = _watch(child, timeout, memory_limit_mib)
         stdout.seek(0)

@@ -39,6 +39,12 @@ SYSTEMS = (*MUTAD_SYSTEMS, "numpy", *PEER_MODULES)
 REFERENCE_SYSTEM = "mutad-checkpoint"
 """Every gradient is compared with this system's: exact, no rounding drift."""
 
+TORCH_DEVICE = "cpu"
+"""Where the torch peers put their tensors: "cpu", or "cuda" for ``mutad-bench --xp cupy``."""
+JAX_PLATFORMS = "cpu"
+"""The platform the jax peers ask XLA for when ``JAX_PLATFORMS`` is not set: the CPU, or None
+(JAX's default device, a GPU where jax has CUDA) for ``mutad-bench --xp cupy``."""
+
 
 class NotImplementedForWorkload(Exception):
     """Raised by :func:`implementation` for a (system, workload) pair nobody wrote."""
@@ -60,6 +66,10 @@ class Implementation:
     to_numpy: Callable[[object], tuple]
     forward: Callable[[], float] | None = None
     traced_instead: Callable[[], str | None] | None = None
+    compile_ahead: Callable[[], None] | None = None
+    """For jax: compile the gradient and the forward ahead of their first call, so that the
+    compiler's scratch memory is spent before a peak is measured (``mutad-bench --xp
+    cupy``)."""
 
 
 def installed(system):
@@ -101,7 +111,8 @@ def _jax():
     # Read when XLA's CPU client starts: set before the first import of jax.
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                                + " --xla_cpu_multi_thread_eigen=false").strip()
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    if JAX_PLATFORMS is not None:
+        os.environ.setdefault("JAX_PLATFORMS", JAX_PLATFORMS)
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -109,11 +120,16 @@ def _jax():
 
 
 def _torch_result(value, gradients):
-    return float(value.detach()), tuple(g.detach().numpy() for g in gradients)
+    return float(value.detach()), tuple(g.detach().cpu().numpy() for g in gradients)
+
+
+def _tensor(torch, array):
+    """A copy of NumPy array ``array`` as a tensor on :data:`TORCH_DEVICE`."""
+    return torch.from_numpy(np.array(array)).to(TORCH_DEVICE)
 
 
 def _torch_inputs(torch, problem):
-    return [torch.from_numpy(problem.args[i].copy()).requires_grad_() for i in problem.argnums]
+    return [_tensor(torch, problem.args[i]).requires_grad_() for i in problem.argnums]
 
 
 def _torch_gradient(torch, loss, inputs, rest=()):
@@ -130,18 +146,24 @@ def _torch_gradient(torch, loss, inputs, rest=()):
 
 def _jax_gradient(jax, loss, inputs, rest=()):
     argnums = tuple(range(len(inputs)))
-    value_and_gradient = jax.jit(jax.value_and_grad(loss, argnums=argnums))
-    forward = jax.jit(loss)
+    compiled = {"gradient": jax.jit(jax.value_and_grad(loss, argnums=argnums)),
+                "forward": jax.jit(loss)}
 
     def gradient():
-        return jax.block_until_ready(value_and_gradient(*inputs, *rest))
+        return jax.block_until_ready(compiled["gradient"](*inputs, *rest))
 
     def to_numpy(result):
         value, gradients = result
         return float(value), tuple(np.asarray(g) for g in gradients)
 
+    def compile_ahead():
+        for name, jitted in list(compiled.items()):
+            compiled[name] = jitted.lower(*inputs, *rest).compile()
+
     return Implementation(gradient, to_numpy,
-                          lambda: float(jax.block_until_ready(forward(*inputs, *rest))))
+                          lambda: float(jax.block_until_ready(compiled["forward"](*inputs,
+                                                                                  *rest))),
+                          compile_ahead=compile_ahead)
 
 
 def _autograd_gradient(loss, inputs, rest=()):
@@ -282,7 +304,7 @@ def _leapfrog_autograd(problem):
 def _implicit_heat_torch(problem):
     torch = _torch()
     steps = problem.params["steps"]
-    weights = torch.from_numpy(problem.args[2].copy())
+    weights = _tensor(torch, problem.args[2])
 
     def loss(u0, A):
         lower = torch.linalg.cholesky(A)
@@ -438,7 +460,7 @@ def _bratu_half_sweeps(np_like, n, c):
 def _bratu_torch(problem):
     torch = _torch()
     steps = problem.params["steps"]
-    weights = torch.from_numpy(problem.args[2])
+    weights = _tensor(torch, problem.args[2])
 
     def loss(u0, c):
         u = u0.clone()
@@ -448,8 +470,8 @@ def _bratu_torch(problem):
         return (weights * u * u).sum()
 
     u0, c = problem.args[:2]
-    inputs = [torch.from_numpy(u0.copy()).requires_grad_(),
-              torch.tensor(c, dtype=torch.float64, requires_grad=True)]
+    inputs = [_tensor(torch, u0).requires_grad_(),
+              torch.tensor(c, dtype=torch.float64, device=TORCH_DEVICE, requires_grad=True)]
     return _torch_gradient(torch, loss, inputs)
 
 

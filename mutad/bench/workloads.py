@@ -266,6 +266,18 @@ def implicit_heat_numpy(u0, A, weights, steps):
     return np.sum(weights * u * u)
 
 
+def implicit_heat_inverse(u, A, weights, steps):
+    """W3 as it runs on a device (``mutad-bench --xp cupy``): ``A`` inverted once with the
+    array namespace's ``linalg.inv``, then ``u`` overwritten in place with A^-1 u ``steps``
+    times. mutad's in-place Cholesky routines call the host's LAPACK, and a device library's
+    ``linalg`` has no triangular solve; an inverse applied by products keeps each step's cost
+    that of the triangular solves, n^2, where ``linalg.solve`` would factor A again every step."""
+    inverse = np.linalg.inv(A)
+    for _ in range(steps):
+        u[...] = inverse @ u
+    return np.sum(weights * u * u)
+
+
 def implicit_heat_by_eigenvalues(u0, A, weights, steps):
     """u_T = V diag(lambda^-T) V^T u0 from A's eigendecomposition: no Cholesky, no solve."""
     eigenvalues, vectors = np.linalg.eigh(A)
@@ -817,6 +829,19 @@ BRATU = Workload(
  explicit_heat_scalar, heat_fit, kalman_model, kalman_nll, bratu_sweeps) = as_user_code(
     add_vectors, fpu_force, leapfrog, implicit_heat, small_ops, big_elementwise, explicit_heat,
     explicit_heat_scalar, heat_fit, kalman_model, kalman_nll, bratu_sweeps)
+
+
+def on_namespace(xp, *functions):
+    """``functions`` (of this module) compiled again, as :func:`as_user_code` does, with ``np``
+    bound to the array namespace ``xp`` (``cupy``): the workloads as a user writes them with
+    ``import cupy as np``, for ``mutad-bench --xp cupy``. Each function of one call sees the
+    others of the same call (W2's ``leapfrog`` its ``fpu_force``)."""
+    namespace = {**globals(), "np": xp, "__name__": "mutad_bench_device_code"}
+    for function in functions:
+        lines, first = inspect.getsourcelines(function)
+        source = "\n" * (first - 1) + "".join(lines)
+        exec(compile(source, inspect.getsourcefile(function), "exec"), namespace)  # noqa: S102
+    return tuple(namespace[function.__name__] for function in functions)
 
 
 WORKLOADS = {workload.name: workload for workload in (
