@@ -9,9 +9,16 @@ the workloads W1-W6 and heat-scalar.
     mutad-bench --workloads leapfrog,implicit-heat --steps 10,100,1000 --systems all
     mutad-bench --full --json run.json --csv run.csv --plot results.png
     mutad-bench --from-json run.json --plot results.png   # report a saved run again
+    mutad-bench --xp cupy              # W2, W3, W5, W6 on a GPU, against torch and jax there
 
 Every run saves its tables and its measurements in mutad-bench-results/ (--save-to changes
 the folder, --no-save turns it off) and says where.
+
+With --xp cupy the arrays are on a GPU (CuPy's): the workloads W2, W3, W5 and W6 at sizes
+that fill it (n = 10^7-10^8; W3's dense matrix 4096^2), for mutad's policies, the same code run
+by CuPy without a gradient (the baseline, "cupy"), PyTorch on cuda and JAX on its default
+device, every call synchronised with the device, and peak device memory from CuPy's memory
+pool, torch's and jax's own counters (see mutad/bench/device.py and docs/scaling-out.md).
 
 The workloads are defined on the workloads page of the documentation, docs/workloads.md.
 """
@@ -26,7 +33,7 @@ import threading
 import time
 from collections import Counter
 
-from mutad.bench import harness, peers, report
+from mutad.bench import device, harness, peers, report
 from mutad.bench.workloads import DEFAULT_WORKLOADS, WORKLOADS
 
 QUICK_SYSTEMS = (*peers.MUTAD_SYSTEMS, "numpy")
@@ -83,7 +90,9 @@ def parser():
     result = argparse.ArgumentParser(
         prog="mutad-bench",
         description=__doc__.split("\n\n")[0].replace("\n", " "),
-        epilog=(report.FIGURES + "\nThe method: " + report.METHOD + "\n\nThe workloads "
+        epilog=(report.FIGURES + "\nThe method: " + report.METHOD + "\n\nOn a GPU, "
+                "--xp cupy (the tables print what each column means): " + device.METHOD
+                + "\n\nThe workloads "
                 "(what each computes, its inputs and sizes, its reference loss) are defined on "
                 "the workloads page of the documentation, docs/workloads.md."),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -92,6 +101,17 @@ def parser():
                         help="the full sizes and rounds, every system unless --systems "
                              "says otherwise (many minutes; W2 at T=1000 needs GiBs for the "
                              "peers)")
+    result.add_argument("--xp", choices=device.XP_CHOICES, default="numpy",
+                        help="where the arrays are: numpy (the CPU, default) or cupy (a GPU: "
+                             "W2, W3, W5 and W6 at sizes that fill it, n = 10^7-10^8 and W3 at "
+                             "n = 4096, for mutad-restore, mutad-checkpoint, cupy (the same "
+                             "code run by CuPy without a gradient: the baseline of /dev fwd), "
+                             "torch on cuda and jax on its default device, unless --workloads, "
+                             "--systems, --n and --steps say otherwise; mutad-budget on "
+                             "request; times synchronised with the device; peak device memory "
+                             "from CuPy's memory pool, torch.cuda.max_memory_allocated and "
+                             "jax's peak_bytes_in_use; needs CuPy and a GPU, and says so in "
+                             "one line where either is missing)")
     result.add_argument("--workloads", type=_comma_list, metavar="NAMES",
                         help=f"comma-separated workloads, by name or label: {workload_help} "
                              f"(default: W1-W6 and heat-scalar)")
@@ -488,8 +508,13 @@ def report_run(options, document, workloads, from_file=None):
 
 
 def run(options):
+    if options.xp == "cupy":
+        return device.run(options)
     if options.from_json:
         document, workloads = saved(options)
+        if document.get("xp") == "cupy":  # a run of --xp cupy: its own tables
+            print(device.format_document(document, workloads, markdown=options.markdown))
+            return 0
         return report_run(options, document, workloads, from_file=options.from_json)
     document, workloads = measure(options)
     return report_run(options, document, workloads)
