@@ -163,10 +163,10 @@ def options(*argv):
 
 def test_a_workload_that_does_not_run_on_a_device_is_refused():
     with pytest.raises(cli.UsageError, match="W2.*not 'small-ops'"):
-        device.resolve(options("--xp", "cupy", "--workloads", "small-ops"))
+        cli.resolve_device(options("--xp", "cupy", "--workloads", "small-ops"))
     with pytest.raises(cli.UsageError, match="unknown system 'autograd'"):
-        device.resolve(options("--xp", "cupy", "--systems", "autograd"))
-    mode, workloads, systems = device.resolve(options("--xp", "cupy", "--systems", "mutad,jax"))
+        cli.resolve_device(options("--xp", "cupy", "--systems", "autograd"))
+    mode, workloads, systems = cli.resolve_device(options("--xp", "cupy", "--systems", "mutad,jax"))
     assert workloads == list(device.WORKLOAD_NAMES)
     assert systems == [*device.MUTAD_DEVICE_SYSTEMS, "jax"]
 
@@ -180,7 +180,7 @@ def test_the_device_run_end_to_end_on_the_stand_in(tmp_path, monkeypatch, capsys
     chosen = options("--xp", "cupy", "--workloads", "W2,W3", "--systems",
                      "mutad-checkpoint,cupy,torch", "--n", "12", "--steps", "2", "--reps", "1",
                      "--no-progress", "--no-save", "--json", str(path), "--markdown")
-    status = device.run(chosen, namespace_name="device_array")
+    status = cli.run_device(chosen, namespace_name="device_array")
     printed = capsys.readouterr().out
     assert status == 0, printed
     document = json.loads(path.read_text())

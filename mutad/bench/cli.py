@@ -507,9 +507,97 @@ def report_run(options, document, workloads, from_file=None):
     return 1 if broken else 0
 
 
+def resolve_device(options):
+    """The mode, workloads and systems of ``--xp cupy``; raises UsageError."""
+    mode = "full" if options.full else "quick"
+    workloads = []
+    for item in options.workloads or device.WORKLOAD_NAMES:
+        name = options.labels.get(item.lower(), item)
+        if name not in device.WORKLOAD_NAMES:
+            raise UsageError(f"--xp cupy runs {', '.join(f'{n} ({WORKLOADS[n].label})' for n in device.WORKLOAD_NAMES)}"
+                             f"; not {item!r}")
+        if name not in workloads:
+            workloads.append(name)
+    systems = []
+    for item in options.systems or device.DEFAULT_SYSTEMS:
+        expanded = {"all": device.SYSTEMS, "peers": ("torch", "jax"),
+                    "mutad": device.MUTAD_DEVICE_SYSTEMS}.get(item, (item,))
+        for system in expanded:
+            if system not in device.SYSTEMS:
+                raise UsageError(f"--xp cupy: unknown system {system!r}; choose from "
+                                 + ", ".join(device.SYSTEMS) + ", all, peers, mutad")
+            if system not in systems:
+                systems.append(system)
+    systems.sort(key=device.SYSTEMS.index)
+    return mode, workloads, systems
+
+
+def run_device(options, namespace_name="cupy"):
+    """``mutad-bench --xp cupy``: measure, print and save; returns the exit status (1 if a row
+    is wrong or failed, 2 where there is no GPU). ``namespace_name`` names the array namespace
+    (the tests give the module of a stand-in for CuPy)."""
+    if options.from_json:
+        raise UsageError("--from-json reports a saved run by itself: leave out --xp")
+    if options.plot or options.csv:
+        raise UsageError("--plot and --csv apply to the CPU run; --xp cupy writes --json")
+    mode, workloads, systems = resolve_device(options)
+    try:
+        xp = device.namespace(namespace_name)
+    except device.NoDevice as error:
+        print(f"mutad-bench: --xp cupy needs CuPy and a GPU: {error}; install CuPy where "
+              "there is one (pip install cupy-cuda12x)", file=sys.stderr)
+        return 2
+    timeout = options.timeout or device.TIMEOUT[mode]
+    memory_limit = options.memory_limit or harness.default_memory_limit_mib()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="mutad-bench-device-") as reference_dir:
+        plan = list(device.configurations(mode, workloads, systems, options, reference_dir,
+                                   namespace_name))
+        progress = Progress(plan, enabled=not options.no_progress, every=options.progress_every)
+        try:
+            for configuration in plan:
+                progress.start(configuration)
+                result = device.run_in_fresh_interpreter(configuration, timeout, memory_limit)
+                results.append(result)
+                progress.finish(configuration, result)
+        finally:
+            progress.close()
+    environment = report.environment()
+    environment["gpu_facts"] = device.gpu_facts(xp)
+    document = {"schema": report.SCHEMA, "xp": "cupy", "command": ["mutad-bench", *options.argv],
+                "mode": mode, "method": device.METHOD, "environment": environment, "results": results}
+    text = device.format_document(document, workloads, markdown=options.markdown)
+    note = device.installed_note()
+    if note:
+        text = text.replace("\n" + device.LEGEND, "\n" + note + "\n" + device.LEGEND)
+    print(text)
+    written = []
+    if not options.no_save:
+        when = datetime.datetime.fromisoformat(environment["date"])
+        table_path, json_path = _saved_names(options.save_to, when)
+        os.makedirs(options.save_to, exist_ok=True)
+        with open(table_path, "w") as out:
+            out.write(text + "\n")
+        with open(json_path, "w") as out:
+            json.dump(document, out, indent=1)
+        written += [("the tables", table_path), ("every measurement (JSON)", json_path)]
+    if options.json:
+        with open(options.json, "w") as out:
+            json.dump(document, out, indent=1)
+        written.append(("the raw measurements (JSON)", options.json))
+    for what, path in written:
+        print(f"wrote {what}: {os.path.abspath(path)}")
+    broken = [r for r in results if r["status"] in ("wrong", "error")]
+    for row in broken:
+        found = row.get("detail") or row.get("checks")
+        print(f"{row['status'].upper()}: {row['workload']} {report.size_label(row['params'])} "
+              f"{row['system']}: {found}", file=sys.stderr)
+    return 1 if broken else 0
+
+
 def run(options):
     if options.xp == "cupy":
-        return device.run(options)
+        return run_device(options)
     if options.from_json:
         document, workloads = saved(options)
         if document.get("xp") == "cupy":  # a run of --xp cupy: its own tables

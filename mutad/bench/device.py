@@ -626,13 +626,17 @@ def main():
 
 def sizes(name, mode, steps=None, n=None):
     """The sizes of workload ``name`` on a device: the mode's, with --steps and --n replacing
-    theirs."""
-    import dataclasses
-
-    from mutad.bench.cli import sizes as cpu_sizes
-
-    workload = dataclasses.replace(WORKLOADS[name], sizes={mode: SIZES[mode][name]})
-    return cpu_sizes(workload, mode, steps, n)
+    theirs (each combination once)."""
+    found = []
+    for params in SIZES[mode][name]:
+        for n_value in n or [params["n"]]:
+            for steps_value in (steps or [params["steps"]]) if "steps" in params else [None]:
+                combination = {**params, "n": n_value}
+                if steps_value is not None:
+                    combination["steps"] = steps_value
+                if combination not in found:
+                    found.append(combination)
+    return found
 
 
 def configurations(mode, workloads, systems, options, reference_dir, namespace_name="cupy"):
@@ -789,110 +793,12 @@ def format_document(document, workloads, markdown=False):
                       LEGEND])
 
 
-def _installed_note():
+def installed_note():
     missing = [s for s in ("torch", "jax") if not peers.installed(s)]
     if not missing:
         return None
     return ("not installed: " + ", ".join(missing) + " (PyTorch with CUDA: pip install torch; "
             "JAX with CUDA: pip install 'jax[cuda12]')")
-
-
-def resolve(options):
-    """The mode, workloads and systems of a device run; raises the CLI's UsageError."""
-    from mutad.bench.cli import UsageError
-
-    mode = "full" if options.full else "quick"
-    workloads = []
-    for item in options.workloads or WORKLOAD_NAMES:
-        name = options.labels.get(item.lower(), item)
-        if name not in WORKLOAD_NAMES:
-            raise UsageError(f"--xp cupy runs {', '.join(f'{n} ({WORKLOADS[n].label})' for n in WORKLOAD_NAMES)}"
-                             f"; not {item!r}")
-        if name not in workloads:
-            workloads.append(name)
-    systems = []
-    for item in options.systems or DEFAULT_SYSTEMS:
-        expanded = {"all": SYSTEMS, "peers": ("torch", "jax"),
-                    "mutad": MUTAD_DEVICE_SYSTEMS}.get(item, (item,))
-        for system in expanded:
-            if system not in SYSTEMS:
-                raise UsageError(f"--xp cupy: unknown system {system!r}; choose from "
-                                 + ", ".join(SYSTEMS) + ", all, peers, mutad")
-            if system not in systems:
-                systems.append(system)
-    systems.sort(key=SYSTEMS.index)
-    return mode, workloads, systems
-
-
-def run(options, namespace_name="cupy"):
-    """``mutad-bench --xp cupy``: measure, print and save; returns the exit status (1 if a row
-    is wrong or failed, 2 where there is no GPU)."""
-    import datetime
-    import tempfile
-
-    from mutad.bench.cli import UsageError
-
-    if options.from_json:
-        raise UsageError("--from-json reports a saved run by itself: leave out --xp")
-    if options.plot or options.csv:
-        raise UsageError("--plot and --csv apply to the CPU run; --xp cupy writes --json")
-    mode, workloads, systems = resolve(options)
-    try:
-        xp = namespace(namespace_name)
-    except NoDevice as error:
-        print(f"mutad-bench: --xp cupy needs CuPy and a GPU: {error}; install CuPy where "
-              "there is one (pip install cupy-cuda12x)", file=sys.stderr)
-        return 2
-    timeout = options.timeout or TIMEOUT[mode]
-    memory_limit = options.memory_limit or harness.default_memory_limit_mib()
-    results = []
-    with tempfile.TemporaryDirectory(prefix="mutad-bench-device-") as reference_dir:
-        plan = list(configurations(mode, workloads, systems, options, reference_dir,
-                                   namespace_name))
-        from mutad.bench.cli import Progress
-
-        progress = Progress(plan, enabled=not options.no_progress, every=options.progress_every)
-        try:
-            for configuration in plan:
-                progress.start(configuration)
-                result = run_in_fresh_interpreter(configuration, timeout, memory_limit)
-                results.append(result)
-                progress.finish(configuration, result)
-        finally:
-            progress.close()
-    environment = report.environment()
-    environment["gpu_facts"] = gpu_facts(xp)
-    document = {"schema": report.SCHEMA, "xp": "cupy", "command": ["mutad-bench", *options.argv],
-                "mode": mode, "method": METHOD, "environment": environment, "results": results}
-    text = format_document(document, workloads, markdown=options.markdown)
-    note = _installed_note()
-    if note:
-        text = text.replace("\n" + LEGEND, "\n" + note + "\n" + LEGEND)
-    print(text)
-    written = []
-    if not options.no_save:
-        from mutad.bench.cli import _saved_names
-
-        when = datetime.datetime.fromisoformat(environment["date"])
-        table_path, json_path = _saved_names(options.save_to, when)
-        os.makedirs(options.save_to, exist_ok=True)
-        with open(table_path, "w") as out:
-            out.write(text + "\n")
-        with open(json_path, "w") as out:
-            json.dump(document, out, indent=1)
-        written += [("the tables", table_path), ("every measurement (JSON)", json_path)]
-    if options.json:
-        with open(options.json, "w") as out:
-            json.dump(document, out, indent=1)
-        written.append(("the raw measurements (JSON)", options.json))
-    for what, path in written:
-        print(f"wrote {what}: {os.path.abspath(path)}")
-    broken = [r for r in results if r["status"] in ("wrong", "error")]
-    for row in broken:
-        found = row.get("detail") or row.get("checks")
-        print(f"{row['status'].upper()}: {row['workload']} {report.size_label(row['params'])} "
-              f"{row['system']}: {found}", file=sys.stderr)
-    return 1 if broken else 0
 
 
 if __name__ == "__main__":
