@@ -353,6 +353,22 @@ def _check_plot_possible(options):
                              "or the bench extra from a checkout: pip install '.[bench]'") from None
 
 
+def _run_plan(plan, run_one, options, timeout, memory_limit):
+    """Each configuration of ``plan`` run by ``run_one`` (in a fresh interpreter), with the
+    progress shown as asked; their results."""
+    results = []
+    progress = Progress(plan, enabled=not options.no_progress, every=options.progress_every)
+    try:
+        for configuration in plan:
+            progress.start(configuration)
+            result = run_one(configuration, timeout, memory_limit)
+            results.append(result)
+            progress.finish(configuration, result)
+    finally:
+        progress.close()
+    return results
+
+
 def measure(options):
     """Run every configuration the options ask for; returns the document --json writes."""
     mode, workloads, systems = _resolve(options)
@@ -360,18 +376,10 @@ def measure(options):
     timeout = options.timeout or TIMEOUT[mode]
     memory_limit = options.memory_limit or harness.default_memory_limit_mib()
 
-    results = []
     with tempfile.TemporaryDirectory(prefix="mutad-bench-") as reference_dir:
         plan = list(configurations(mode, workloads, systems, options, reference_dir))
-        progress = Progress(plan, enabled=not options.no_progress, every=options.progress_every)
-        try:
-            for configuration in plan:
-                progress.start(configuration)
-                result = harness.run_in_fresh_interpreter(configuration, timeout, memory_limit)
-                results.append(result)
-                progress.finish(configuration, result)
-        finally:
-            progress.close()
+        results = _run_plan(plan, harness.run_in_fresh_interpreter, options, timeout,
+                            memory_limit)
     report.annotate_first_calls(results)
     return {"schema": report.SCHEMA, "command": ["mutad-bench", *options.argv], "mode": mode,
             "method": report.METHOD, "environment": report.environment(),
@@ -549,19 +557,11 @@ def run_device(options, namespace_name="cupy"):
         return 2
     timeout = options.timeout or device.TIMEOUT[mode]
     memory_limit = options.memory_limit or harness.default_memory_limit_mib()
-    results = []
     with tempfile.TemporaryDirectory(prefix="mutad-bench-device-") as reference_dir:
         plan = list(device.configurations(mode, workloads, systems, options, reference_dir,
-                                   namespace_name))
-        progress = Progress(plan, enabled=not options.no_progress, every=options.progress_every)
-        try:
-            for configuration in plan:
-                progress.start(configuration)
-                result = device.run_in_fresh_interpreter(configuration, timeout, memory_limit)
-                results.append(result)
-                progress.finish(configuration, result)
-        finally:
-            progress.close()
+                                          namespace_name))
+        results = _run_plan(plan, device.run_in_fresh_interpreter, options, timeout,
+                            memory_limit)
     environment = report.environment()
     environment["gpu_facts"] = device.gpu_facts(xp)
     document = {"schema": report.SCHEMA, "xp": "cupy", "command": ["mutad-bench", *options.argv],
