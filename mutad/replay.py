@@ -2896,10 +2896,13 @@ def reach(f, kinds=()):
     a bound method's object, a partial's arguments, and on from each of those: functions,
     methods, properties, containers (lists, tuples, dicts, sets and their subclasses, up to
     ``REACHED_ITEMS`` items), and the attributes of objects, of classes (their bases' too) and
-    of modules (not NumPy's, SciPy's, mutad's or the standard library's classes and modules)
-    whose names some code reached names, or some string reached holds (``getattr(p, "dt")``,
-    ``vars(p)["dt"]``, names in a global tuple). ``objects`` are compared by identity on each call (a rebound global, a
-    replaced ``__code__``, a rebound ``self.w``), ``arrays`` by their bytes (``Contents``):
+    of modules and functions (not NumPy's, SciPy's, mutad's or the standard library's classes
+    and modules) whose names some code reached names, or some string reached holds
+    (``getattr(p, "dt")``, ``vars(p)["dt"]``, names in a global tuple); the special methods of
+    the user's classes (a ``__getattr__`` reading a dict); the arrays, numbers and containers
+    NumPy's and SciPy's objects hold (a sparse matrix's). ``objects`` are compared by identity
+    on each call, each as often as it was reached (a rebound global, a replaced ``__code__``,
+    a rebound ``self.w``, a list grown by the same float), ``arrays`` by their bytes (``Contents``):
     Python may decide on their values without mutad seeing it (``if W[0] > 0``). ``large``:
     a container too long to compare item by item on each call (None if none is reached).
     ``kinds``: classes reached as an object's class is (the arguments': ``f`` may call their
@@ -2913,10 +2916,10 @@ def reach(f, kinds=()):
     while work:
         while work:
             x = work.pop()
+            objects.append(x)  # each time it is reached: [a] and [a, a] differ
             if id(x) in seen:
                 continue
             seen.add(id(x))
-            objects.append(x)
             _reach_into(x, work, arrays, names, holders, expanded, large)
         for namespace, done in zip(holders, expanded):  # names found since: their attributes
             new = sorted(name for name in names.intersection(namespace) if name not in done)
@@ -2968,6 +2971,8 @@ def _reach_into(x, work, arrays, names, holders, expanded, large):
         work.extend(x.__defaults__ or ())
         work.extend((x.__kwdefaults__ or {}).values())
         _hold(x.__globals__, holders, expanded)
+        if x.__dict__:  # its attributes (f.scale)
+            _hold(x.__dict__, holders, expanded)
     elif kind is types.MethodType:
         work.extend((x.__func__, x.__self__))
     elif kind in (types.BuiltinMethodType, types.MethodWrapperType):  # params.get, W.sum
@@ -3001,9 +3006,13 @@ def _reach_into(x, work, arrays, names, holders, expanded, large):
         module = getattr(kind, "__module__", "builtins")
         if type(module) is not str:  # (a class whose metaclass makes it a descriptor)
             module = "builtins"
-        if _library(module) and not _standard(module):
-            return
         namespace = getattr(x, "__dict__", None)
+        if _library(module) and not _standard(module):
+            # NumPy's or SciPy's object (a sparse matrix, a poly1d, a frozen distribution): the
+            # arrays, numbers and containers it holds, which a program computes with
+            if type(namespace) is dict:
+                work.extend(v for v in namespace.values() if _data(v))
+            return
         if type(namespace) is dict:
             _hold(namespace, holders, expanded)
         if _standard(module):
@@ -3013,9 +3022,8 @@ def _reach_into(x, work, arrays, names, holders, expanded, large):
         if slots:  # a new dict on each walk: compared by what it holds
             _hold(slots, holders, expanded)
         _hold_class(kind, holders, expanded)
-        call = getattr(kind, "__call__", None)
-        if type(call) is types.FunctionType and x is not None:
-            work.append(call)
+        if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k], len(x), ...
+            work.extend(_special_methods(kind))
 
 
 def _hold_class(cls, holders, expanded):
@@ -3025,6 +3033,25 @@ def _hold_class(cls, holders, expanded):
         module = getattr(base, "__module__", "builtins")
         if type(module) is str and not _library(module):
             _hold(vars(base), holders, expanded)
+
+
+def _data(x):
+    """Whether ``x``, held by a library's object, is data a program may compute with: an
+    array, a number or a container (of them)."""
+    return isinstance(x, (np.ndarray, np.generic, int, float, complex, tuple, list, dict))
+
+
+def _special_methods(cls):
+    """The special methods (``__getattr__``, ``__getitem__``, ``__call__``, ...) that ``cls``
+    and its bases other than the libraries' define as functions: Python calls them without
+    the program naming them."""
+    found = []
+    for base in cls.__mro__:
+        module = getattr(base, "__module__", "builtins")
+        if type(module) is str and not _library(module):
+            found.extend(v for k, v in vars(base).items() if k.startswith("__")
+                         and k.endswith("__") and type(v) is types.FunctionType)
+    return found
 
 
 def _filled(cell):
@@ -3134,13 +3161,16 @@ class FreshEntropy:
 
 def _random_states(objects):
     """The states of the random generators a call may draw from: NumPy's global one, the
-    random module's, and the NumPy generators among ``objects`` (what ``f`` reaches), as
-    bytes. A draw while recording changes them: the program would replay its numbers."""
-    generators = [x for x in objects
-                  if isinstance(x, (np.random.Generator, np.random.RandomState))]
-    states = [np.random.get_state(legacy=False), random.getstate(),
-              *(x.bit_generator.state if isinstance(x, np.random.Generator)
-                else x.get_state(legacy=False) for x in generators)]
+    random module's, and the generators among ``objects`` (what ``f`` reaches: NumPy's, and
+    instances of ``random.Random``), as bytes. A draw while recording changes them: the program would replay its numbers."""
+    states = [np.random.get_state(legacy=False), random.getstate()]
+    for x in objects:
+        if isinstance(x, np.random.Generator):
+            states.append(x.bit_generator.state)
+        elif isinstance(x, np.random.RandomState):
+            states.append(x.get_state(legacy=False))
+        elif isinstance(x, random.Random):  # an instance of the random module's own
+            states.append(x.getstate())
     return pickle.dumps(states)
 
 

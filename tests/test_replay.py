@@ -4,11 +4,13 @@ depends on is guarded."""
 
 import collections
 import functools
+import random
 import types
 import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -307,6 +309,68 @@ def test_what_the_function_reaches_through_classes_properties_and_containers_is_
     finally:
         OBSERVATIONS.pop()
     assert "10,000" in replaying.reasons["what f reaches"]
+
+
+class Config:
+    """Settings whose attributes live in a dict the object holds (read by ``__getattr__``)."""
+
+    def __init__(self, **values):
+        object.__setattr__(self, "_values", dict(values))
+
+    def __getattr__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        self._values[name] = value
+
+
+CONFIG = Config(lam=1.0)
+HISTORY = []
+JITTER = random.Random(0)
+LAPLACIAN = scipy.sparse.diags([2.0, -1.0, -1.0], [0, 1, -1], shape=(2, 2), format="csr")
+POLYNOMIAL = np.poly1d([1.0, 2.0])
+
+
+def test_what_attributes_lists_python_generators_and_library_objects_reach_is_guarded():
+    """Each was replayed with the recorded call's numbers: a function's own attribute, an
+    attribute served by ``__getattr__`` from a dict, a list f appends to and reads (the same
+    float appended again), a ``random.Random`` f draws from, the arrays of a module-level
+    sparse matrix or poly1d changed in place."""
+    def f(x):
+        HISTORY.append(0.0)
+        y = x * f.scale * CONFIG.lam * len(HISTORY) + POLYNOMIAL(x) + LAPLACIAN @ x
+        return (y * x).sum()
+
+    f.scale = 1.0
+    x = np.array([1.0, 2.0])
+    changes = [lambda: setattr(f, "scale", 3.0), lambda: setattr(CONFIG, "lam", 10.0),
+               lambda: LAPLACIAN.data.__setitem__(0, 5.0),
+               lambda: POLYNOMIAL.coeffs.__setitem__(0, 4.0)]
+    try:
+        replaying = mutad.grad(f, replay=True)
+        for change in [lambda: None, *changes]:
+            change()
+            for _ in range(2):  # each call appends: the traced call's list is one longer
+                got = replaying(x)
+                HISTORY.pop()
+                assert same(got, mutad.grad(f)(x))
+    finally:
+        CONFIG.lam = 1.0
+        HISTORY.clear()
+        LAPLACIAN.data[0] = 2.0
+        POLYNOMIAL.coeffs[0] = 1.0
+
+    def g(x):
+        return (x * JITTER.gauss(0.0, 1.0)).sum()
+
+    replaying = mutad.grad(g, replay=True)
+    state = JITTER.getstate()
+    got = [replaying(x) for _ in range(3)]
+    JITTER.setstate(state)
+    assert all(same(a, mutad.grad(g)(x)) for a in got)
 
 
 KEYS = {"a": 1.0}
