@@ -15,8 +15,9 @@ The layers, lowest first (CONTRIBUTING.md, "Architecture", says what each holds)
     4  custom rules rules.* replay         rules, and the functions users give rules to;
        blocks session                       recorded programs, replayed and compiled; a
                                             differentiation from start to end, either mode
-    5  api listing testing linalg        what users call
-       scipy scipy.* distributed
+    5  api listing testing linalg        what users call; the linear algebra families
+       linalg.* scipy scipy.*              (linalg.*: NumPy's and SciPy's rules of a function
+       distributed                          side by side, on SciPy's wrappers)
     6  mutad bench bench.*                 the package itself, and its tools
 
 Every import counts: at the top of a module or inside a function, absolute or relative. A
@@ -34,7 +35,7 @@ LAYERS = [
     ("arraylike", "products", "recompute", "elementwise", "writes"),
     ("tracing", "forward"),
     ("custom", "rules", "rules.*", "replay", "blocks", "session"),
-    ("api", "listing", "testing", "linalg", "scipy", "scipy.*", "distributed"),
+    ("api", "listing", "testing", "linalg", "linalg.*", "scipy", "scipy.*", "distributed"),
     ("mutad", "bench", "bench.*"),
 ]
 APART = {3}

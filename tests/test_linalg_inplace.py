@@ -6,7 +6,7 @@ import pytest
 import scipy.linalg
 
 import mutad
-import mutad.linalg as linalg
+import mutad.linalg.inplace as linalg
 from mutad.errors import NotPositiveDefiniteError
 from mutad.linalg import cholesky_, ldiv_, lu_factor_, solve_triangular_
 from mutad.testing import check_jvp, check_rule, directional_fd
@@ -332,7 +332,7 @@ def check_inplace(routine, args, tangents, written):
 
 @pytest.mark.parametrize("order", ORDERS)
 def test_forward_rule_of_cholesky_inplace_overwrites_the_tangent_by_the_factor_tangent(rng, order):
-    from mutad.linalg import _cholesky_
+    from mutad.linalg.inplace import _cholesky_
 
     A = np.array(spd(5, 5)(rng), order=order)
     dA = np.array(split_tangents([A], rng, symmetric=(0,))[1][0], order=order)
@@ -343,7 +343,7 @@ def test_forward_rule_of_cholesky_inplace_overwrites_the_tangent_by_the_factor_t
 @pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("columns", [(), (3,)])
 def test_forward_rule_of_cholesky_solve_inplace(rng, order, columns):
-    from mutad.linalg import _cholesky_solve_, cholesky_
+    from mutad.linalg.inplace import _cholesky_solve_, cholesky_
 
     L = cholesky_(np.array(spd(5, 5)(rng), order=order)).L
     b = np.array(rng.standard_normal((5, *columns)), order=order)
@@ -359,7 +359,7 @@ def test_forward_rule_of_cholesky_solve_inplace(rng, order, columns):
                          [(True, False, False), (False, True, False), (True, True, True),
                           (False, False, True)])
 def test_solve_triangular_inplace(rng, order, lower, transpose, unit):
-    from mutad.linalg import _solve_triangular_
+    from mutad.linalg.inplace import _solve_triangular_
 
     T = np.array(rng.standard_normal((5, 5)) + 10 * np.eye(5), order=order)  # both triangles:
     b = np.array(rng.standard_normal((5, 2)), order=order)                    # one is never read
@@ -369,7 +369,7 @@ def test_solve_triangular_inplace(rng, order, lower, transpose, unit):
 
 @pytest.mark.parametrize("order", ORDERS)
 def test_forward_rule_of_lu_factor_and_solve_inplace(rng, order):
-    from mutad.linalg import _general_solve_, _lu_factor_, _lu_solve_, lu_factor_
+    from mutad.linalg.inplace import _general_solve_, _lu_factor_, _lu_solve_, lu_factor_
 
     A = np.array(rng.standard_normal((5, 5)), order=order)  # LAPACK pivots
     check_inplace(_lu_factor_, [A.copy(order="K")], [rng.standard_normal((5, 5))], 0)

@@ -42,7 +42,10 @@ INTERNAL = ("mutad.api", "mutad.custom", "mutad.trees", "mutad.allocation",
             "mutad.elementwise", "mutad.writes",
             "mutad.tracing", "mutad.forward", "mutad.session", "mutad.replay", "mutad.blocks",
             "mutad.listing", "mutad.debug", "mutad.devices",
-            "mutad.rules", "mutad.scipy._adjoints", "mutad.scipy._numerics",
+            "mutad.rules", "mutad.linalg._common", "mutad.linalg.dense", "mutad.linalg.equations",
+            "mutad.linalg.factorizations", "mutad.linalg.functions", "mutad.linalg.inplace",
+            "mutad.linalg.norms", "mutad.linalg.spectral", "mutad.linalg.structured",
+            "mutad.scipy._adjoints", "mutad.scipy._numerics",
             "mutad.scipy._descriptive", "mutad.bench")
 """Internal modules; a package here stands for its submodules too."""
 

@@ -1,13 +1,14 @@
 """The rule families. Importing this package registers every rule, in a fixed order.
 
-Families share helpers through ``_helpers`` (and the factorisations' derivatives through
-``factorizations``), never by importing one another.
+Families share helpers through ``_helpers``, never by importing one another. The matrix
+functions of ``np.linalg`` are rules of ``mutad.linalg``'s families, beside SciPy's (layer 5).
 """
 
 import numpy as np
 
 from ..registry import complex_aware, defcomposite, lookup, table
-from . import composites, creation, fft, indexing, linalg, nondiff, reductions, shape, ufuncs  # noqa: F401
+from . import (composites, contractions, creation, fft, indexing, nondiff, reductions,  # noqa: F401
+               shape, ufuncs)
 
 # ``ufunc.at`` of every elementwise row, once all rows are in: ``np.add.at`` and
 # ``np.subtract.at`` have handlers of their own; the others apply their occurrences in rounds.

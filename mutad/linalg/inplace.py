@@ -1,43 +1,8 @@
-"""In-place linear algebra whose reverse pass restores its inputs instead of copying them.
-
-``cholesky_(A)`` overwrites A with its Cholesky factor, ``ldiv_(F, b)`` overwrites b with
-F⁻¹ b, ``solve_triangular_`` and ``lu_factor_`` likewise. Each is an ``inplace_adjoint`` whose
-``back`` recomputes what the forward call overwrote from what it still holds (A = L Lᵀ,
-b = A x, A = P L U) rather than saving a copy, so a loop of T in-place solves needs no memory
-that grows with T. Each also works on plain arrays outside any differentiation.
-
-In forward mode (``mutad.jvp``) each updates its argument's tangent in place beside the primal:
-``cholesky_(A)`` overwrites A's tangent by L's, ``ldiv_(F, b)`` overwrites b's tangent by that
-of F⁻¹ b. A factor shares A's memory, so its tangent is A's tangent: L's for a Cholesky factor,
-the packed L and U's for an LU one. The forward rules (``jvp_rule``) receive the arrays behind
-the factor (``F.L``; ``F.packed`` and ``F.pivots``) as primal values with their tangents
-alongside, call the routine on the primals, and compute tangents with NumPy and
-mutad.scipy.linalg calls that dispatch, so a reverse pass can differentiate them (``hvp``).
-
-Under nested reverse mode (a gradient of a function that itself calls ``mutad.gradient``) the
-inner differentiation's arrays hold arrays the outer one traces, which LAPACK cannot take and
-whose every change the outer one must record. There each routine runs an equivalent written
-with calls that dispatch instead: the factor or solution from np.linalg / mutad.scipy.linalg,
-whose rules nest, written into the argument with ``A[...] = ...``, which the inner level undoes
-from a copy as after any assignment. The outer level records every value anyway, so restoring
-by inversion would save it no memory. Plain arrays and single-level differentiation take the
-LAPACK path.
-
-The work happens in the caller's memory, through SciPy's BLAS and LAPACK wrappers called on
-Fortran-ordered views (a C-ordered matrix is the Fortran-ordered view of its transpose), so
-the wrappers never copy; where one still returns a new array (an unusual dtype, a strided
-right-hand side), the result is copied back, so the call stays in place either way.
-
->>> import numpy as np, mutad
->>> from mutad.linalg import cholesky_, ldiv_
->>> def energy(A, b):
-...     F = cholesky_(A)     # A now holds L
-...     ldiv_(F, b)          # b now holds A⁻¹ b
-...     return (b * b).sum()
->>> A, b = np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0])
->>> dA, db = mutad.gradient(energy, A, b)
->>> np.allclose(dA, dA.T), A.tolist()     # a symmetric gradient; A is as it was
-(True, [[4.0, 1.0], [1.0, 3.0]])
+"""The in-place routines of ``mutad.linalg`` (its public names; see there for what each does):
+LAPACK-style factorisations and solves that overwrite their arguments, each an
+``inplace_adjoint`` whose reverse pass restores its inputs by inversion instead of copying them,
+with forward rules that update tangents in place beside the primals, and under nested reverse
+mode an equivalent written with calls that dispatch (``factorizations``' wrappers).
 """
 
 from __future__ import annotations
@@ -50,15 +15,15 @@ import scipy.linalg
 from numpy.typing import NDArray
 from scipy.linalg import get_blas_funcs, get_lapack_funcs
 
-from .devices import device_of
-from .custom import inplace_adjoint
-from .errors import (ComplexInputError, InvalidArgumentError, NotPositiveDefiniteError,
+from ..devices import device_of
+from ..custom import inplace_adjoint
+from ..errors import (ComplexInputError, InvalidArgumentError, NotPositiveDefiniteError,
                      UnsupportedArrayError)
-from .rules.factorizations import cholesky_tangent, lu_tangent, lu_tangent_times, permutation
-from .scipy import linalg as dispatching
-from .scipy.linalg import _solve_lower
-from .tracing import Traced
-from .views import may_overlap, memory, wrapped
+from ..tracing import Traced
+from ..views import may_overlap, memory, wrapped
+from . import factorizations as dispatching
+from .factorizations import (cholesky_tangent, lu_tangent, lu_tangent_times, permutation,
+                             solve_lower)
 
 # In the order of the module (and of its documentation).
 __all__ = ["Cholesky", "cholesky_", "solve_triangular_", "LU", "lu_factor_", "ldiv_"]
@@ -276,7 +241,7 @@ def _cholesky_jvp(tangents, A):
     # triangular, as the zeroed upper triangle is a constant.
     dA = tangents[0]
     _cholesky_(A)
-    dA[...] = cholesky_tangent(A, dA, _solve_lower)
+    dA[...] = cholesky_tangent(A, dA, solve_lower)
     return A
 
 

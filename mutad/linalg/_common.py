@@ -1,0 +1,80 @@
+"""What the linear algebra families share: conjugate transposes that leave real values' bits
+alone, scalars as 1 × 1 matrices, and SciPy's conventions for a matrix argument (``trans``, one
+matrix rather than a stack).
+
+The families of ``mutad.linalg``, as ChainRules lays them out, each module holding NumPy's rules
+and SciPy's variants of a function beside each other where they share a derivative:
+
+    dense            solve, inv, det, slogdet, lstsq, pinv, matrix_power (np.linalg and
+                     scipy.linalg, with SciPy's ``assume_a`` structures)
+    factorizations   cholesky, cho_factor, cho_solve, solve_triangular, lu_factor, lu_solve, lu,
+                     qr: the factors' derivatives, and the solves with them
+    spectral         eigh, eigvalsh, eig, eigvals, svd, svdvals, polar: one pullback scaffold
+                     for the eigen- and singular pairs, their phases, their couplings
+    norms            np.linalg.norm, vector_norm, matrix_norm, scipy.linalg.norm
+    functions        expm, logm, sqrtm (SciPy's matrix functions)
+    equations        Sylvester, Lyapunov and Riccati equations (SciPy's)
+    structured       SciPy's structured matrices (toeplitz, hankel, ...) and the solves in
+                     their compact storage (banded, Toeplitz)
+    inplace          mutad.linalg's in-place LAPACK-style routines (cholesky_, ldiv_, ...)
+
+They sit in layer 5, beside ``mutad.scipy``, rather than among the rule families of layer 4
+(``mutad.rules``): SciPy's rules are declared on wrappers (``scipy._adjoints``) that stand in
+for SciPy's functions and need ``api``, and the in-place routines compute their tangents with
+those wrappers. ``mutad.linalg`` (the in-place routines) and ``mutad.scipy.linalg`` are thin
+façades over these modules; the products (einsum, matmul, ...) stay a rule family of their own,
+``rules.contractions``.
+"""
+
+import numpy as np
+
+from ..errors import UnsupportedOperationError
+from ..rules._helpers import symmetric_part, transpose
+
+
+def adjoint(x):
+    """The conjugate transpose of a stack of matrices: the transpose of a real one (the same
+    operation, so real values keep their bits)."""
+    return transpose(np.conjugate(x)) if np.iscomplexobj(x) else transpose(x)
+
+
+def hermitian_part(g):
+    """(G + Gᴴ) / 2: the symmetric part of a real G."""
+    return 0.5 * (g + adjoint(g)) if np.iscomplexobj(g) else symmetric_part(g)
+
+
+def conjugate(x):
+    """The complex conjugate; a real ``x`` itself (no operation recorded)."""
+    return np.conjugate(x) if np.iscomplexobj(x) else x
+
+
+def as_matrices(y):
+    """A (stack of) scalars ``y`` as 1 × 1 matrices, to scale a stack of matrices. ``y`` may be
+    a Python or NumPy scalar, or an array an outer differentiation traces: np.reshape
+    dispatches where np.asarray would cut the outer gradient."""
+    return np.reshape(y, np.shape(y) + (1, 1))
+
+
+def real_diagonal(m):
+    """The diagonal of a stack of matrices, its real part for complex ones, as a new array."""
+    diagonal = np.diagonal(m, 0, -2, -1)
+    return (np.real(diagonal) if np.iscomplexobj(diagonal) else diagonal).copy()
+
+
+def times_transpose(u, v):
+    """``u vᵀ``, a 1-d ``u`` and ``v`` being columns (their outer product)."""
+    if np.ndim(u) == 1:
+        return np.outer(u, v)
+    return u @ transpose(v)
+
+
+def is_transposed(trans):
+    """SciPy's ``trans``: 0/"N" solves a x = b, 1/"T" and 2/"C" (the same for real a) aᵀ x = b."""
+    return trans in (1, 2, "T", "C")
+
+
+def require_matrix(name, a):
+    if np.ndim(a) != 2:
+        raise UnsupportedOperationError(
+            f"mutad.scipy.linalg.{name} differentiates one matrix, not a stack of shape "
+            f"{np.shape(a)}: loop over the stack.")

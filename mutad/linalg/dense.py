@@ -1,0 +1,511 @@
+"""Dense linear algebra: solve, inv, det, slogdet, lstsq, pinv and matrix_power, NumPy's and
+SciPy's beside each other.
+
+Giles, "An extended collection of matrix derivative results for forward and reverse mode
+algorithmic differentiation" (2008) for inv, solve and det; Golub & Pereyra, "The
+differentiation of pseudo-inverses and nonlinear least squares problems" (SIAM J. Numer. Anal.,
+1973, Thm. 4.3) for pinv and lstsq (which assume the rank does not change nearby).
+
+Complex matrices: inv, solve, matrix_power and det are complex-differentiable, so their real
+rules hold (``holomorphic``); slogdet, pinv and lstsq are written in mutad's convention
+(``complex_aware``), a transpose becoming a conjugate transpose. SciPy's variants take real
+values.
+"""
+
+import numpy as np
+import scipy.linalg as _linalg
+
+from ..errors import UnsupportedOperationError
+from ..registry import RULES, complex_aware, defjvp, defrule, holomorphic
+from ..rules._helpers import symmetric_part, transpose, unbroadcast
+from ..scipy._adjoints import scipy_adjoint
+from ..views import memory
+from ._common import adjoint, as_matrices, conjugate, require_matrix, times_transpose
+
+solve, inv, det, pinv, lstsq = map(scipy_adjoint, (
+    _linalg.solve, _linalg.inv, _linalg.det, _linalg.pinv, _linalg.lstsq))
+
+
+# ----------------------------------------------------------------------------------------------
+# Determinants: Jacobi's formula, the cofactors where the matrix is singular
+
+
+def cofactor(a):
+    """d det(A) / dA = adj(A)ᵀ, finite even where A is singular.
+
+    With A = U S Vᵀ, adj(A)ᵀ = det(U) det(V) U adj(S) Vᵀ, adj(S)_ii = Π_{j≠i} s_j. For complex
+    A = U S Vᴴ (the holomorphic derivative, det(A) A⁻ᵀ where A is invertible):
+    adj(A)ᵀ = det(U) det(Vᴴ) conj(U) adj(S) conj(Vᴴ).
+    """
+    u, s, vt = np.linalg.svd(a)
+    n = s.shape[-1]
+    others = np.stack([np.prod(np.delete(s, i, axis=-1), axis=-1) for i in range(n)], axis=-1)
+    sign = np.linalg.det(u) * np.linalg.det(vt)
+    return sign[..., None, None] * ((conjugate(u) * others[..., None, :]) @ conjugate(vt))
+
+
+def det_cotangent(a, y, dy):
+    """Ā for y = det(A): d det = det(A) tr(A⁻¹ dA) (Jacobi's formula; Giles 2008, §3.1), so
+    Ā = ȳ det(A) A⁻ᵀ, the cofactor matrix adj(A)ᵀ where A is singular."""
+    try:
+        adjugate = as_matrices(y) * transpose(np.linalg.inv(a))
+    except np.linalg.LinAlgError:
+        adjugate = cofactor(a)
+    return as_matrices(dy) * adjugate
+
+
+def det_tangent(a, y, da):
+    """The tangent of y = det(A) along dA: det(A) tr(A⁻¹ dA), <adj(A)ᵀ, dA> for singular A."""
+    try:
+        return y * np.trace(np.linalg.solve(a, da), axis1=-2, axis2=-1)
+    except np.linalg.LinAlgError:
+        return np.sum(cofactor(a) * da, axis=(-2, -1))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.linalg: inverses and solves
+
+
+@defrule(np.linalg.inv, leading=1)
+def numpy_inv(a):
+    y = np.linalg.inv(a)
+
+    def back(dy):
+        # dY = -Y dA Y  (Giles 2008, §3.1), so Ā = -Yᵀ Ȳ Yᵀ.
+        y_t = transpose(y)
+        return (-(y_t @ dy @ y_t),)
+
+    return y, back
+
+
+@defjvp(np.linalg.inv)
+def numpy_inv_jvp(tangents, a):
+    y = np.linalg.inv(a)
+    return y, -(y @ tangents[0] @ y)  # Giles 2008, §3.1
+
+
+@defrule(np.linalg.solve, leading=2)
+def numpy_solve(a, b):
+    x = np.linalg.solve(a, b)
+    is_vector = np.ndim(b) == 1  # NumPy 2: b is a vector only when it is 1-d
+
+    def back(dx):
+        # x = A⁻¹ b: b̄ = A⁻ᵀ x̄ and Ā = -b̄ xᵀ (Giles 2008, §3.1).
+        if is_vector:
+            db = np.linalg.solve(transpose(a), dx[..., None])[..., 0]
+            da = -db[..., :, None] * x[..., None, :]
+        else:
+            db = np.linalg.solve(transpose(a), dx)
+            da = -(db @ transpose(x))
+        return unbroadcast(da, np.shape(a)), unbroadcast(db, np.shape(b))
+
+    return x, back
+
+
+@defjvp(np.linalg.solve)
+def numpy_solve_jvp(tangents, a, b):
+    da, db = tangents
+    x = np.linalg.solve(a, b)
+    # dx = A⁻¹ (db - dA x)  (Giles 2008, §3.1), a 1-d b made a column for the products
+    is_vector = np.ndim(b) == 1
+    rhs = None if db is None else db[..., None] if is_vector else db
+    if da is not None:
+        da_x = da @ (x[..., None] if is_vector else x)
+        rhs = -da_x if rhs is None else rhs - da_x
+    dx = np.linalg.solve(a, rhs)
+    return x, dx[..., 0] if is_vector else dx
+
+
+@defrule(np.linalg.pinv, leading=1)
+def numpy_pinv(a, *args, **kwargs):
+    p = np.linalg.pinv(a, *args, **kwargs)
+
+    def back(dp):
+        # Golub & Pereyra (1973), Thm. 4.3, for A of locally constant rank:
+        # dP = -P dA P + P Pᵀ dAᵀ (I - A P) + (I - P A) dAᵀ Pᵀ P, so
+        # Ā = -Pᵀ P̄ Pᵀ + (I - A P) P̄ᵀ P Pᵀ + Pᵀ P P̄ᵀ (I - P A). Complex A: ᴴ for ᵀ in both
+        # (dP is real-linear in dA, not holomorphic; the pullback is its adjoint for Re<a, b>).
+        p_t, dp_t = adjoint(p), adjoint(dp)
+        left_residual = dp_t - a @ (p @ dp_t)      # (I - A P) P̄ᵀ
+        right_residual = dp_t - (dp_t @ p) @ a     # P̄ᵀ (I - P A)
+        da = -(p_t @ dp @ p_t) + left_residual @ (p @ p_t) + (p_t @ p) @ right_residual
+        return (da,)
+
+    return p, back
+
+
+def _pinv_tangent(a, p, da):
+    """dP = -P dA P + P Pᵀ dAᵀ (I - A P) + (I - P A) dAᵀ Pᵀ P (Golub & Pereyra 1973, Thm. 4.3;
+    ᴴ for ᵀ for complex A)."""
+    da_t = adjoint(da)
+    return (-(p @ da @ p) + (p @ adjoint(p)) @ (da_t - (da_t @ a) @ p)
+            + (da_t - p @ (a @ da_t)) @ (adjoint(p) @ p))
+
+
+@defjvp(np.linalg.pinv)
+def numpy_pinv_jvp(tangents, a, *args, **kwargs):
+    p = np.linalg.pinv(a, *args, **kwargs)
+    return p, _pinv_tangent(a, p, tangents[0])
+
+
+@defrule(np.linalg.matrix_power, leading=1)
+def numpy_matrix_power(a, n):
+    y = np.linalg.matrix_power(a, n)
+    base = np.linalg.inv(a) if n < 0 else a
+    count = abs(n)
+
+    def back(dy):
+        # Y = B^m: dY = Σ_k B^k dB B^(m-1-k), so B̄ = Σ_k (Bᵀ)^k Ȳ (Bᵀ)^(m-1-k).
+        base_t = transpose(base)
+        powers = [np.broadcast_to(np.eye(base.shape[-1], like=memory(base)), base.shape)]
+        for _ in range(count - 1):
+            powers.append(powers[-1] @ base_t)
+        db = sum((powers[k] @ dy @ powers[count - 1 - k] for k in range(count)),
+                 start=np.zeros_like(dy))
+        if n < 0:  # B = A⁻¹: Ā = -Bᵀ B̄ Bᵀ
+            db = -(base_t @ db @ base_t)
+        return (db,)
+
+    return y, back
+
+
+@defjvp(np.linalg.matrix_power)
+def numpy_matrix_power_jvp(tangents, a, n):
+    y = np.linalg.matrix_power(a, n)
+    if n == 0:
+        return y, np.zeros_like(y)
+    base, dbase = a, tangents[0]
+    if n < 0:  # B = A⁻¹, dB = -B dA B
+        base = np.linalg.inv(a)
+        dbase = -(base @ dbase @ base)
+    # d(B^k B) = d(B^k) B + B^k dB, from B^1 up to B^|n|
+    power, dpower = base, dbase
+    for _ in range(abs(n) - 1):
+        power, dpower = power @ base, dpower @ base + power @ dbase
+    return y, dpower
+
+
+@defrule(np.linalg.lstsq, leading=2)
+def numpy_lstsq(a, b, rcond=None):
+    x, residuals, rank, s = np.linalg.lstsq(a, b, rcond=rcond)
+    p, pinv_back = numpy_pinv(a)
+    is_vector = np.ndim(b) == 1
+
+    def back(dys):
+        dx, dresiduals, _, ds = dys
+        dx2 = dx[:, None] if is_vector else dx
+        x2 = x[:, None] if is_vector else x
+        b2 = b[:, None] if is_vector else b
+        # x = P b with P = pinv(A) (full rank): b̄ = Pᵀ x̄, and Ā from P̄ = x̄ bᵀ (see pinv);
+        # ᴴ for ᵀ for complex values, here and below.
+        db = adjoint(p) @ dx2
+        da = pinv_back(dx2 @ adjoint(b2))[0]
+        if np.size(residuals):
+            # r_k = |b_k - A x_k|²; x is optimal, so only the explicit A, b dependence counts
+            # (envelope theorem): r̄ gives Ā = -2 r̄ (b - A x) xᵀ, b̄ = 2 r̄ (b - A x).
+            weighted = 2.0 * (b2 - a @ x2) * dresiduals
+            da = da - weighted @ adjoint(x2)
+            db = db + weighted
+        if np.any(ds):
+            # Singular values: σ̄ gives Ā = U diag(σ̄) Vᵀ (Giles 2008, §3.2; vt is Vᴴ).
+            u, _, vt = np.linalg.svd(a, full_matrices=False)
+            da = da + (u * ds) @ vt
+        return da, np.reshape(db, np.shape(b))
+
+    return (x, residuals, rank, s), back
+
+
+@defjvp(np.linalg.lstsq)
+def numpy_lstsq_jvp(tangents, a, b, rcond=None):
+    da, db = tangents[:2]
+    x, residuals, rank, s = np.linalg.lstsq(a, b, rcond=rcond)
+    is_vector = np.ndim(b) == 1
+    x2 = x[:, None] if is_vector else x
+    b2 = b[:, None] if is_vector else b
+    db2 = None if db is None else db[:, None] if is_vector else db
+    # The reverse rule's assumptions: x = P b with P = pinv(A) of locally constant rank, and
+    # the residuals |b - A x|² at an optimal x (envelope theorem): dr = 2 (b - A x)·(db - dA x).
+    p = np.linalg.pinv(a)
+    dx2 = 0.0 if db2 is None else p @ db2
+    moved = 0.0 if db2 is None else db2
+    if da is not None:
+        dx2 = dx2 + _pinv_tangent(a, p, da) @ b2
+        moved = moved - da @ x2
+    if not np.size(residuals):
+        dresiduals = np.zeros_like(residuals)
+    elif np.iscomplexobj(x2) or np.iscomplexobj(moved):  # dr = 2 Re <b - A x, db - dA x>
+        dresiduals = 2.0 * np.sum(np.real(conjugate(b2 - a @ x2) * moved), axis=0)
+    else:
+        dresiduals = 2.0 * np.sum((b2 - a @ x2) * moved, axis=0)
+    if da is None:
+        ds = np.zeros_like(s)
+    else:  # dσ_i = u_iᵀ dA v_i (Giles 2008, §3.2; Re(u_iᴴ dA v_i) for complex A)
+        u, _, vt = np.linalg.svd(a, full_matrices=False)
+        ds = np.sum(conjugate(u) * (da @ adjoint(vt)), axis=0)
+        if np.iscomplexobj(ds):
+            ds = np.real(ds)
+    return (x, residuals, rank, s), (dx2[:, 0] if is_vector else dx2, dresiduals, None, ds)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.linalg: determinants
+
+
+@defrule(np.linalg.det, leading=1)
+def numpy_det(a):
+    y = np.linalg.det(a)
+    return y, lambda dy: (det_cotangent(a, y, dy),)
+
+
+@defjvp(np.linalg.det)
+def numpy_det_jvp(tangents, a):
+    y = np.linalg.det(a)
+    return y, det_tangent(a, y, tangents[0])
+
+
+@defrule(np.linalg.slogdet, leading=1)
+def numpy_slogdet(a):
+    """Real A: d log|det A| = tr(A⁻¹ dA); the sign is piecewise constant.
+
+    Complex A: with t = d log det A = tr(A⁻¹ dA) (complex), d log|det A| = Re t and the sign
+    det/|det| = e^{iθ} moves by d sign = i sign Im t. A loss's change is then
+    l̄ Re t + Re(conj(s̄) i sign Im t) = Re(conj(g) t) with g = l̄ + i Im(conj(sign) s̄), and
+    t = <A⁻ᴴ, dA>, so Ā = g A⁻ᴴ."""
+    result = np.linalg.slogdet(a)
+    if np.iscomplexobj(a):
+        def back(dys):
+            dsign, dlog = dys
+            g = dlog + 1j * np.imag(np.conjugate(result[0]) * dsign)
+            return (as_matrices(g) * adjoint(np.linalg.inv(a)),)
+
+        return result, back
+
+    def back(dys):
+        # d log|det A| = tr(A⁻¹ dA); the sign is piecewise constant.
+        return (as_matrices(dys[1]) * transpose(np.linalg.inv(a)),)
+
+    return result, back
+
+
+@defjvp(np.linalg.slogdet)
+def numpy_slogdet_jvp(tangents, a):
+    result = np.linalg.slogdet(a)
+    t = np.trace(np.linalg.solve(a, tangents[0]), axis1=-2, axis2=-1)  # d log det A
+    if np.iscomplexobj(a):  # d log|det| = Re t, d sign = i sign Im t (see slogdet)
+        return result, type(result)(1j * result[0] * np.imag(t), np.real(t))
+    # d log|det A| = tr(A⁻¹ dA); the sign is piecewise constant and has no tangent.
+    return result, type(result)(None, t)
+
+
+# ----------------------------------------------------------------------------------------------
+# General solves and inverses, with SciPy's assume_a structures
+
+_SYMMETRIC = {"sym", "symmetric", "her", "hermitian", "pos", "positive definite"}
+_READS_EVERY_ENTRY = {None, "gen", "general", "banded"}
+
+
+def _on_read_entries(g, assume_a):
+    """The gradient of a matrix argument from the gradient ``g`` of the matrix SciPy solved with.
+
+    Without a structure (or "banded") SciPy detects the structure from a's zeros, and a small
+    change to any entry gives the general solve of a continuously changed matrix, so every entry
+    gets its share. Symmetric structures read one triangle: the symmetric gradient. The others
+    read only their band, which alone gets gradient.
+    """
+    if assume_a in _READS_EVERY_ENTRY:
+        return g
+    if assume_a in _SYMMETRIC:
+        return symmetric_part(g)
+    if assume_a == "lower triangular":
+        return np.tril(g)
+    if assume_a == "upper triangular":
+        return np.triu(g)
+    if assume_a == "diagonal":
+        return np.tril(np.triu(g))
+    if assume_a == "tridiagonal":
+        return np.tril(np.triu(g, -1), 1)
+    raise UnsupportedOperationError(f"assume_a={assume_a!r}: a structure mutad does not know.")
+
+
+@solve.rule
+def _solve_rule(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
+                assume_a=None, transposed=False):
+    x = solve(a, b, lower, False, False, check_finite, assume_a, transposed)
+
+    def back(dx):
+        # x = M⁻¹ b, M = a or aᵀ: b̄ = M⁻ᵀ x̄ and M̄ = -b̄ xᵀ (Giles 2008, §3.1).
+        db = solve(a, dx, lower, check_finite=False, assume_a=assume_a,
+                   transposed=not transposed)
+        dm = -times_transpose(db, x)
+        return _on_read_entries(transpose(dm) if transposed else dm, assume_a), db
+
+    return x, back
+
+
+@solve.jvp_rule
+def _solve_jvp(tangents, a, b, lower=False, overwrite_a=False, overwrite_b=False,
+               check_finite=True, assume_a=None, transposed=False):
+    x = solve(a, b, lower, False, False, check_finite, assume_a, transposed)
+    da, db = tangents[:2]
+    rhs = db
+    if da is not None:
+        # dx = M⁻¹ (db - dM x), M = a or aᵀ, dM the tangent of the entries SciPy reads.
+        da = _on_read_entries(da, assume_a)
+        dm_x = (transpose(da) if transposed else da) @ x
+        rhs = -dm_x if rhs is None else rhs - dm_x
+    return x, solve(a, rhs, lower, check_finite=False, assume_a=assume_a, transposed=transposed)
+
+
+def _diagonal_inverse_keeps_off_diagonal():
+    """Whether ``scipy.linalg.inv(a, assume_a="diagonal")`` returns a's off-diagonal entries
+    unchanged beside the inverted diagonal, as SciPy 1.17 does, rather than zeros."""
+    return _linalg.inv(np.array([[1.0, 1.0], [0.0, 1.0]]), assume_a="diagonal")[0, 1] != 0.0
+
+
+@inv.rule
+def _inv_rule(a, overwrite_a=False, check_finite=True, **structure):
+    # structure: assume_a and lower, keywords of SciPy 1.17's inv, passed on only when given.
+    y = inv(a, False, check_finite, **structure)
+    assume_a = structure.get("assume_a")
+
+    def back(dy):
+        if assume_a == "diagonal":
+            # y_ii = 1 / a_ii; the off-diagonal entries are a's own or zeros, whichever this
+            # SciPy returns, so the gradient is of the function SciPy computed.
+            identity = np.eye(np.shape(y)[-1])
+            off_diagonal = (1.0 - identity) if _diagonal_inverse_keeps_off_diagonal() else 0.0
+            return (dy * off_diagonal - identity * (dy * y * y),)
+        # dY = -Y dA Y (Giles 2008, §3.1), so Ā = -Yᵀ Ȳ Yᵀ.
+        y_transposed = transpose(y)
+        return (_on_read_entries(-(y_transposed @ dy @ y_transposed), assume_a),)
+
+    return y, back
+
+
+@inv.jvp_rule
+def _inv_jvp(tangents, a, overwrite_a=False, check_finite=True, **structure):
+    y = inv(a, False, check_finite, **structure)
+    da = tangents[0]
+    if structure.get("assume_a") == "diagonal":  # y_ii = 1 / a_ii, as the reverse rule
+        identity = np.eye(np.shape(y)[-1])
+        off_diagonal = (1.0 - identity) if _diagonal_inverse_keeps_off_diagonal() else 0.0
+        return y, da * off_diagonal - identity * (da * y * y)
+    return y, -(y @ _on_read_entries(da, structure.get("assume_a")) @ y)  # Giles 2008, §3.1
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.linalg.det: np.linalg.det's rule on SciPy's value
+
+
+@det.rule
+def _det_rule(a, overwrite_a=False, check_finite=True):
+    """d det = det(A) tr(A⁻¹ dA) (Jacobi's formula; Giles 2008, §3.1), the cofactors where A
+    is singular: np.linalg.det's rule."""
+    y = det(a, False, check_finite)
+    return y, lambda dy: (det_cotangent(a, y, dy),)
+
+
+@det.jvp_rule
+def _det_jvp(tangents, a, overwrite_a=False, check_finite=True):
+    y = det(a, False, check_finite)
+    return y, det_tangent(a, y, tangents[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# pinv and lstsq: SciPy's values, np.linalg's rules (Golub & Pereyra 1973, Thm. 4.3, for A of
+# locally constant rank) at NumPy's factors of the same matrix, with SciPy's cutoff of the
+# singular values. Those rules compute with calls that dispatch, so they differentiate again.
+
+
+def _singular_values(a):
+    return np.linalg.svd(a, compute_uv=False)
+
+
+def _pinv_relative_cutoff(a, atol, rtol):
+    """SciPy's cutoff atol + rtol σ_max of the singular values pinv keeps, relative to σ_max:
+    np.linalg.pinv's rcond for the same rank."""
+    m, n = np.shape(a)[-2:]
+    s = _singular_values(a)
+    largest = np.max(s, initial=0.0)
+    rtol = max(m, n) * np.finfo(float).eps if rtol is None else rtol
+    if not largest:
+        return rtol
+    return ((0.0 if atol is None else atol) + largest * rtol) / largest
+
+
+def _real_matrix(name, a):
+    require_matrix(name, a)
+    if np.iscomplexobj(a):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name} of a complex matrix: mutad differentiates real ones here; "
+            f"np.linalg.{name} differentiates complex ones.")
+
+
+@pinv.rule
+def _pinv_rule(a, *, atol=None, rtol=None, return_rank=False, check_finite=True):
+    _real_matrix("pinv", a)
+    result = pinv(a, atol=atol, rtol=rtol, return_rank=return_rank, check_finite=check_finite)
+    _, back = RULES[np.linalg.pinv].reverse(a, _pinv_relative_cutoff(a, atol, rtol))
+    if return_rank:  # (pinv, rank): the rank has no derivative
+        return result, lambda dys: back(dys[0])
+    return result, back
+
+
+@pinv.jvp_rule
+def _pinv_jvp(tangents, a, *, atol=None, rtol=None, return_rank=False, check_finite=True):
+    _real_matrix("pinv", a)
+    result = pinv(a, atol=atol, rtol=rtol, return_rank=return_rank, check_finite=check_finite)
+    _, tangent = RULES[np.linalg.pinv].forward(tangents, a,
+                                               _pinv_relative_cutoff(a, atol, rtol))
+    return result, ((tangent, None) if return_rank else tangent)
+
+
+def _scipy_lstsq(a, b, cond, check_finite, lapack_driver):
+    """SciPy's lstsq, refusing a matrix whose rank np.linalg.lstsq's rule does not share."""
+    _real_matrix("lstsq", a)
+    if np.iscomplexobj(b):
+        raise UnsupportedOperationError("scipy.linalg.lstsq of complex values: mutad "
+                                        "differentiates real ones here; np.linalg.lstsq "
+                                        "differentiates complex ones.")
+    result = lstsq(a, b, cond, False, False, check_finite, lapack_driver)
+    # The np.linalg rule's solution is pinv(A) b, with pinv's default cutoff: its rank must be
+    # SciPy's, else its derivative is another function's.
+    s = _singular_values(a)
+    rank = np.sum(s > max(np.shape(a)) * np.finfo(float).eps * np.max(s, initial=0.0))
+    if rank != result[2]:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.lstsq: a has rank {result[2]} at SciPy's cutoff (cond={cond!r}) and "
+            f"{rank} at pinv's, so its solution's derivative is not determined here. Drop the "
+            "directions of a's smallest singular values first (a truncated SVD).")
+    return result
+
+
+@lstsq.rule
+def _lstsq_rule(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=True,
+                lapack_driver=None):
+    result = _scipy_lstsq(a, b, cond, check_finite, lapack_driver)
+    numpy_result, numpy_back = RULES[np.linalg.lstsq].reverse(a, b)
+
+    def back(dys):
+        dx, dresidues, _, ds = dys
+        # SciPy gives a 1-d b's residue as a number, NumPy as an array of one
+        dresidues = np.reshape(dresidues, np.shape(numpy_result[1]))
+        return numpy_back((dx, dresidues, None, ds))
+
+    return result, back
+
+
+@lstsq.jvp_rule
+def _lstsq_jvp(tangents, a, b, cond=None, overwrite_a=False, overwrite_b=False,
+               check_finite=True, lapack_driver=None):
+    result = _scipy_lstsq(a, b, cond, check_finite, lapack_driver)
+    _, (dx, dresidues, _, ds) = RULES[np.linalg.lstsq].forward(tangents[:2], a, b)
+    if dresidues is not None:
+        dresidues = np.reshape(dresidues, np.shape(result[1]))
+    return result, (dx, dresidues, None, ds)
+
+
+# Complex values (facet complex): inv, solve, matrix_power and det are complex-differentiable,
+# so their real rules hold; slogdet, pinv and lstsq read conjugates, in mutad's convention.
+holomorphic(np.linalg.inv, np.linalg.solve, np.linalg.matrix_power, np.linalg.det)
+complex_aware(np.linalg.slogdet, np.linalg.pinv, np.linalg.lstsq)

@@ -1,0 +1,582 @@
+"""Factorisations and the solves with their factors: Cholesky (np.linalg.cholesky,
+scipy.linalg.cholesky, cho_factor, cho_solve), triangular solves, LU (lu_factor, lu_solve, lu)
+and QR (np.linalg.qr, scipy.linalg.qr), NumPy's and SciPy's beside each other on one set of
+derivatives.
+
+Murray, "Differentiation of the Cholesky decomposition" (arXiv:1602.07527, 2016) for Cholesky;
+de Hoog, Anderssen & Lukas (2011) and Giles (2008) for LU; Walter & Lehmann (2018) for QR (the
+forward rule as JAX's). Inputs of cholesky are symmetric by contract, so they get the symmetric
+gradient (the derivative along symmetric perturbations), as in PyTorch and JAX; a matrix that is
+not symmetric (beyond rounding) is refused.
+
+Each derivative takes the triangular solver it computes with, so that each caller passes one
+that dispatches (a reverse pass over a forward rule, or an outer differentiation, records it).
+The Cholesky and QR rules hold for complex matrices too (A = L Lᴴ, Hermitian), in mutad's
+convention (a cotangent is dL/dx + i dL/dy): every transpose is then the conjugate transpose
+(``adjoint``), which is the transpose itself for real arrays, so real values take the same
+operations.
+"""
+
+import numpy as np
+import scipy.linalg as _linalg
+
+from ..errors import UnsupportedOperationError
+from ..registry import complex_aware, defjvp, defrule
+from ..rules._helpers import require_symmetric, symmetric_part, transpose
+from ..scipy._adjoints import scipy_adjoint
+from ..views import memory
+from ._common import adjoint, hermitian_part, is_transposed, require_matrix, times_transpose
+
+cholesky, cho_factor, cho_solve, solve_triangular, lu_factor, lu_solve, lu, qr = map(
+    scipy_adjoint, (_linalg.cholesky, _linalg.cho_factor, _linalg.cho_solve,
+                    _linalg.solve_triangular, _linalg.lu_factor, _linalg.lu_solve, _linalg.lu,
+                    _linalg.qr))
+
+
+# ----------------------------------------------------------------------------------------------
+# The derivatives: Cholesky, LU, QR
+
+
+def lower_with_half_diagonal(x):
+    """Φ of Murray (2016): the lower triangle with the diagonal halved."""
+    return np.tril(x) - 0.5 * (np.eye(x.shape[-1], like=memory(x)) * x)
+
+
+def _solve_transposed(lower, x):
+    return np.linalg.solve(adjoint(lower), x)
+
+
+def cholesky_cotangent(lower, dlower, solve_transposed=_solve_transposed):
+    """Ā for the lower factor ``lower`` = L of A = L Lᵀ and its cotangent L̄: for symmetric dA,
+    dL = L Φ(L⁻¹ dA L⁻ᵀ) and Φ is self-adjoint, so Ā = sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹) (Murray 2016,
+    eq. 10 and §3.1); not yet symmetrised. ``solve_transposed(L, X)`` computes L⁻ᵀ X.
+
+    Complex Hermitian A = L Lᴴ (L's diagonal real, as LAPACK's): the same with ᴴ for ᵀ. L⁻¹ dL
+    is lower triangular with a real diagonal, and L⁻¹ dA L⁻ᴴ = L⁻¹ dL + (L⁻¹ dL)ᴴ, so again
+    dL = L Φ(L⁻¹ dA L⁻ᴴ); Φ is self-adjoint for the real inner product Re<a, b> too, so
+    Ā = herm(L⁻ᴴ Φ(Lᴴ L̄) L⁻¹), and ``solve_transposed(L, X)`` computes L⁻ᴴ X."""
+    middle = lower_with_half_diagonal(adjoint(lower) @ dlower)
+    left = solve_transposed(lower, middle)                                  # L⁻ᵀ Φ
+    return adjoint(solve_transposed(lower, adjoint(left)))                  # (L⁻ᵀ Φ) L⁻¹
+
+
+def cholesky_tangent(lower, da, solve=np.linalg.solve):
+    """The tangent of the lower factor ``lower`` = L of A = L Lᵀ along ``da``:
+    dL = L Φ(L⁻¹ dA L⁻ᵀ) (Murray 2016), dA symmetrised to match the symmetric gradient of the
+    reverse rules (for complex A = L Lᴴ: ᴴ for ᵀ, dA's Hermitian part). ``solve(L, X)``
+    computes L⁻¹ X (a triangular solver where there is one)."""
+    left = solve(lower, hermitian_part(da))          # L⁻¹ dA
+    middle = solve(lower, adjoint(left))             # L⁻¹ dA L⁻ᵀ, dA being symmetric
+    return lower @ lower_with_half_diagonal(middle)
+
+
+def permutation(piv):
+    """The row order of LAPACK's getrf: row i was swapped with row piv[i], in turn, so that
+    a[order] = L U."""
+    order = np.arange(len(piv))
+    for i, j in enumerate(piv):
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+def unit_lower_and_upper(lu):
+    lower = np.tril(lu, -1) + np.eye(lu.shape[-1], like=memory(lu))
+    return lower, np.triu(lu)
+
+
+def lu_tangent(lu, dm, solve_triangular):
+    """The tangent of the packed factors ``lu`` of M = L U along dM: with X = L⁻¹ dM U⁻¹,
+    dL = L tril(X, -1) and dU = triu(X) U, packed as ``lu`` is (de Hoog, Anderssen & Lukas
+    2011; the transpose of the reverse rule). ``solve_triangular`` has SciPy's signature."""
+    lower, upper = unit_lower_and_upper(lu)
+    x = solve_triangular(lower, dm, lower=True, unit_diagonal=True, check_finite=False)
+    x = transpose(solve_triangular(upper, transpose(x), trans=1, check_finite=False))  # X U⁻¹
+    return lower @ np.tril(x, -1) + np.triu(x) @ upper
+
+
+def lu_tangent_times(lu, dlu, order, x, transposed):
+    """dA x (dAᵀ x when ``transposed``) for A[order] = L U, L and U packed in ``lu`` and their
+    tangents in ``dlu``: dA[order] = dL U + L dU, applied factor by factor (no n × n product)."""
+    lower, upper = unit_lower_and_upper(lu)
+    dlower, dupper = np.tril(dlu, -1), np.triu(dlu)
+    if transposed:
+        z = x[order]
+        return (transpose(dupper) @ (transpose(lower) @ z)
+                + transpose(upper) @ (transpose(dlower) @ z))
+    return (dlower @ (upper @ x) + lower @ (dupper @ x))[np.argsort(order)]
+
+
+def times_inverse_adjoint(y, r):
+    """``y R⁻ᵀ`` (``y R⁻ᴴ`` for complex ones), through a solve."""
+    return adjoint(np.linalg.solve(r, adjoint(y)))
+
+
+def qr_cotangent(q, r, dq, dr):
+    """Ā for the reduced A = Q R of a tall or square A, from Q̄ (None: none) and R̄ (see ``numpy_qr``):
+    (Q̄ + Q copyltu(M)) R⁻ᵀ, M = R R̄ᵀ - Q̄ᵀ Q (ᴴ for ᵀ, and Re on M's diagonal, for complex A)."""
+    m = r @ adjoint(dr) - (0.0 if dq is None else adjoint(dq) @ q)
+    lower = np.tril(m, -1)
+    diagonal = np.real(m) if np.iscomplexobj(m) else m
+    mirrored = lower + adjoint(lower) + diagonal * np.eye(m.shape[-1], like=memory(m))
+    return times_inverse_adjoint((0.0 if dq is None else dq) + q @ mirrored, r)
+
+
+def qr_tangent(q, r, da):
+    """(dQ, dR) of the reduced A = Q R along dA (see ``numpy_qr``): with C = Qᴴ dA R⁻¹ and Ω its
+    skew-Hermitian part of the strict lower triangle (i Im diag(C) on the diagonal for complex
+    A), dQ = Q (Ω - C) + dA R⁻¹, dR = (C - Ω) R."""
+    da_r_inverse = transpose(np.linalg.solve(transpose(r), transpose(da)))  # dA R⁻¹
+    c = adjoint(q) @ da_r_inverse
+    lower = np.tril(c, -1)
+    omega = lower - adjoint(lower)                                 # skew-symmetric (Hermitian)
+    if np.iscomplexobj(c):  # R's diagonal stays real: Ω's diagonal is i Im diag(C) (see numpy_qr)
+        omega = omega + 1j * np.imag(c) * np.eye(c.shape[-1], like=memory(c))
+    return q @ (omega - c) + da_r_inverse, (c - omega) @ r
+
+
+# ----------------------------------------------------------------------------------------------
+# np.linalg.cholesky
+
+
+@defrule(np.linalg.cholesky, leading=1)
+def numpy_cholesky(a, upper=False):
+    """A = L Lᵀ (complex: A = L Lᴴ, Hermitian positive definite), with the symmetric
+    (Hermitian) gradient; the upper factor is Lᵀ (Lᴴ). Murray 2016; see
+    ``cholesky_cotangent``."""
+    require_symmetric(a, "np.linalg.cholesky")
+    factor = np.linalg.cholesky(a, upper=upper)
+    lower = adjoint(factor) if upper else factor
+
+    def back(dfactor):
+        dlower = adjoint(dfactor) if upper else dfactor
+        return (hermitian_part(cholesky_cotangent(lower, dlower)),)  # Murray 2016
+
+    return factor, back
+
+
+@defjvp(np.linalg.cholesky)
+def numpy_cholesky_jvp(tangents, a, upper=False):
+    require_symmetric(a, "np.linalg.cholesky")
+    factor = np.linalg.cholesky(a, upper=upper)
+    if upper:
+        return factor, adjoint(cholesky_tangent(adjoint(factor), tangents[0]))
+    return factor, cholesky_tangent(factor, tangents[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# Cholesky
+
+
+def _cholesky_back(lower, dlower):
+    """Ā from the lower factor and its cotangent, by triangular solves that dispatch."""
+    return cholesky_cotangent(lower, dlower, lambda factor, x: solve_triangular(
+        factor, x, trans=1, lower=True, check_finite=False))
+
+
+@cholesky.rule
+def _cholesky_rule(a, lower=False, overwrite_a=False, check_finite=True):
+    require_symmetric(a, "scipy.linalg.cholesky")
+    factor = cholesky(a, lower, False, check_finite)
+
+    def back(dfactor):
+        if lower:
+            return (symmetric_part(_cholesky_back(factor, dfactor)),)
+        return (symmetric_part(_cholesky_back(transpose(factor), transpose(dfactor))),)
+
+    return factor, back
+
+
+def solve_lower(lower, x):
+    """L⁻¹ x for lower triangular L, by a triangular solve that dispatches."""
+    return solve_triangular(lower, x, lower=True, check_finite=False)
+
+
+@cholesky.jvp_rule
+def _cholesky_jvp(tangents, a, lower=False, overwrite_a=False, check_finite=True):
+    require_symmetric(a, "scipy.linalg.cholesky")
+    factor = cholesky(a, lower, False, check_finite)
+    if lower:
+        return factor, cholesky_tangent(factor, tangents[0], solve_lower)
+    return factor, transpose(cholesky_tangent(transpose(factor), tangents[0], solve_lower))
+
+
+@cho_factor.rule
+def _cho_factor_rule(a, lower=False, overwrite_a=False, check_finite=True):
+    require_symmetric(a, "scipy.linalg.cho_factor")
+    c, lower = cho_factor(a, lower, False, check_finite)
+
+    def back(dresult):
+        dc = dresult[0]
+        # c holds the factor in one triangle and a's own entries, copied, in the other.
+        if lower:
+            g = _cholesky_back(np.tril(c), np.tril(dc)) + np.triu(dc, 1)
+        else:
+            g = _cholesky_back(transpose(np.triu(c)), transpose(np.triu(dc))) + np.tril(dc, -1)
+        return (symmetric_part(g),)
+
+    return (c, lower), back
+
+
+@cho_factor.jvp_rule
+def _cho_factor_jvp(tangents, a, lower=False, overwrite_a=False, check_finite=True):
+    require_symmetric(a, "scipy.linalg.cho_factor")
+    c, lower = cho_factor(a, lower, False, check_finite)
+    # The factor's triangle moves as the Cholesky factor, the other one as the copy of a it is.
+    da = symmetric_part(tangents[0])
+    if lower:
+        dc = cholesky_tangent(np.tril(c), da, solve_lower) + np.triu(da, 1)
+    else:
+        dc = transpose(cholesky_tangent(transpose(np.triu(c)), da, solve_lower)) + np.tril(da, -1)
+    return (c, lower), (dc, None)
+
+
+def _cholesky_solve_factor_cotangent(c, lower, db, x):
+    """The cotangent of the factor in ``c``'s triangle from a solve x = A⁻¹ b with A = L Lᵀ
+    (A = Uᵀ U for an upper factor), given b̄ = A⁻¹ x̄: Ā = -b̄ xᵀ, and dA = dL Lᵀ + L dLᵀ
+    gives L̄ = (Ā + Āᵀ) L on L's triangle (Ū = U (Ā + Āᵀ)); the other triangle gets none."""
+    da = -times_transpose(db, x)
+    da_twice_symmetric = da + transpose(da)
+    if lower:
+        return np.tril(da_twice_symmetric @ np.tril(c))
+    return np.triu(np.triu(c) @ da_twice_symmetric)
+
+
+@cho_solve.rule
+def _cho_solve_rule(c_and_lower, b, overwrite_b=False, check_finite=True):
+    c, lower = c_and_lower
+    x = cho_solve((c, lower), b, False, check_finite)
+
+    def back(dx):
+        # x = A⁻¹ b with A = L Lᵀ symmetric: b̄ = A⁻¹ x̄, Ā = -b̄ xᵀ (Giles 2008, §3.1).
+        db = cho_solve((c, lower), dx, check_finite=False)
+        return (_cholesky_solve_factor_cotangent(c, lower, db, x), None), db
+
+    return x, back
+
+
+@cho_solve.jvp_rule
+def _cho_solve_jvp(tangents, c_and_lower, b, overwrite_b=False, check_finite=True):
+    c, lower = c_and_lower
+    x = cho_solve((c, lower), b, False, check_finite)
+    dfactor, db = tangents[:2]
+    rhs = db
+    if dfactor is not None and dfactor[0] is not None:
+        # dx = A⁻¹ (db - dA x) (Giles 2008, §3.1), with A = L Lᵀ read from c's triangle (an
+        # upper factor U is Lᵀ): dA x = dL (Lᵀ x) + L (dLᵀ x).
+        if lower:
+            factor, dfactor = np.tril(c), np.tril(dfactor[0])
+        else:
+            factor, dfactor = transpose(np.triu(c)), transpose(np.triu(dfactor[0]))
+        da_x = dfactor @ (transpose(factor) @ x) + factor @ (transpose(dfactor) @ x)
+        rhs = -da_x if rhs is None else rhs - da_x
+    return x, cho_solve((c, lower), rhs, check_finite=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# Triangular and LU solves
+
+
+def _read_triangle(m, lower, unit_diagonal):
+    """The entries of ``m`` a triangular solve reads: its lower or upper triangle, without the
+    diagonal when that is taken as ones."""
+    offset = 1 if unit_diagonal else 0
+    return np.tril(m, -offset) if lower else np.triu(m, offset)
+
+
+@solve_triangular.rule
+def _solve_triangular_rule(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                           check_finite=True):
+    x = solve_triangular(a, b, trans, lower, unit_diagonal, False, check_finite)
+    transposed = is_transposed(trans)
+
+    def back(dx):
+        # x = M⁻¹ b with M = T or Tᵀ, T the triangle of a: b̄ = M⁻ᵀ x̄, M̄ = -b̄ xᵀ, and a
+        # gets T̄ on the entries solve_triangular reads (not the diagonal when it is unit).
+        db = solve_triangular(a, dx, 0 if transposed else 1, lower, unit_diagonal,
+                              check_finite=False)
+        dm = -times_transpose(db, x)
+        return _read_triangle(transpose(dm) if transposed else dm, lower, unit_diagonal), db
+
+    return x, back
+
+
+@solve_triangular.jvp_rule
+def _solve_triangular_jvp(tangents, a, b, trans=0, lower=False, unit_diagonal=False,
+                          overwrite_b=False, check_finite=True):
+    x = solve_triangular(a, b, trans, lower, unit_diagonal, False, check_finite)
+    da, db = tangents[:2]
+    rhs = db
+    if da is not None:
+        # dx = M⁻¹ (db - dM x), dM the tangent of the triangle solve_triangular reads.
+        dt = _read_triangle(da, lower, unit_diagonal)
+        dm_x = (transpose(dt) if is_transposed(trans) else dt) @ x
+        rhs = -dm_x if rhs is None else rhs - dm_x
+    return x, solve_triangular(a, rhs, trans, lower, unit_diagonal, check_finite=False)
+
+
+def _lu_factor_cotangent(lu, order, dlu):
+    """The cotangent of ``a`` from that of its packed factors ``lu`` (L strictly below the
+    diagonal, U on and above it), a[order] = L U: with F = L⁻¹ d(a[order]) U⁻¹,
+    dL = L tril(F, -1) and dU = triu(F) U, so the cotangent of a[order] is
+    L⁻ᵀ (tril(Lᵀ L̄, -1) + triu(Ū Uᵀ)) U⁻ᵀ (as in JAX's lu pullback; Giles 2008 for the
+    product rule)."""
+    lower, upper = unit_lower_and_upper(lu)
+    middle = np.tril(transpose(lower) @ np.tril(dlu, -1), -1) \
+        + np.triu(np.triu(dlu) @ transpose(upper))
+    left = solve_triangular(lower, middle, trans=1, lower=True, unit_diagonal=True,
+                            check_finite=False)
+    dpermuted = transpose(solve_triangular(upper, transpose(left), lower=False,
+                                           check_finite=False))
+    return dpermuted[np.argsort(order)]
+
+
+def _lu_cotangent(lu, order, dm):
+    """The cotangent of the packed factors ``lu`` of M, M[order] = L U, from M̄:
+    d(M[order]) = dL U + L dU gives L̄ = tril(M̄[order] Uᵀ, -1) and Ū = triu(Lᵀ M̄[order]),
+    which share lu's memory layout."""
+    lower, upper = unit_lower_and_upper(lu)
+    dpermuted = dm[order]
+    return np.tril(dpermuted @ transpose(upper), -1) + np.triu(transpose(lower) @ dpermuted)
+
+
+def _require_square_or_empty(a, name="lu_factor"):
+    """The factors of a rectangular matrix are differentiated only when empty (no entry)."""
+    require_matrix(name, a)
+    if a.shape[0] != a.shape[1] and a.size:
+        raise UnsupportedOperationError(
+            f"mutad.scipy.linalg.{name} of a {a.shape[0]}x{a.shape[1]} matrix: mutad "
+            "differentiates the LU factors of square matrices. Wrap the rectangular factorisation with "
+            "mutad.adjoint and give it a rule.")
+    return a.size == 0
+
+
+@lu_factor.rule
+def _lu_factor_rule(a, overwrite_a=False, check_finite=True):
+    empty = _require_square_or_empty(a)
+    lu, piv = lu_factor(a, False, check_finite)
+    order = permutation(piv)
+
+    def back(dresult):
+        if empty:
+            return (np.zeros_like(a),)
+        return (_lu_factor_cotangent(lu, order, dresult[0]),)
+
+    return (lu, piv), back
+
+
+@lu_factor.jvp_rule
+def _lu_factor_jvp(tangents, a, overwrite_a=False, check_finite=True):
+    empty = _require_square_or_empty(a)
+    lu, piv = lu_factor(a, False, check_finite)
+    if empty:
+        return (lu, piv), (np.zeros_like(lu), None)
+    return (lu, piv), (lu_tangent(lu, tangents[0][permutation(piv)], solve_triangular), None)
+
+
+@lu_solve.rule
+def _lu_solve_rule(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    lu, piv = lu_and_piv
+    require_matrix("lu_solve", lu)
+    x = lu_solve((lu, piv), b, trans, False, check_finite)
+    transposed = is_transposed(trans)
+
+    def back(dx):
+        # x = M⁻¹ b, M = A or Aᵀ: b̄ = M⁻ᵀ x̄, M̄ = -b̄ xᵀ (Giles 2008, §3.1).
+        db = lu_solve((lu, piv), dx, 0 if transposed else 1, check_finite=False)
+        dm = -times_transpose(db, x)
+        return (_lu_cotangent(lu, permutation(piv), transpose(dm) if transposed else dm),
+                None), db
+
+    return x, back
+
+
+@lu_solve.jvp_rule
+def _lu_solve_jvp(tangents, lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    lu, piv = lu_and_piv
+    require_matrix("lu_solve", lu)
+    x = lu_solve((lu, piv), b, trans, False, check_finite)
+    dfactor, db = tangents[:2]
+    rhs = db
+    if dfactor is not None and dfactor[0] is not None:
+        # dx = M⁻¹ (db - dM x), M = A or Aᵀ (Giles 2008, §3.1)
+        dm_x = lu_tangent_times(lu, dfactor[0], permutation(piv), x, is_transposed(trans))
+        rhs = -dm_x if rhs is None else rhs - dm_x
+    return x, lu_solve((lu, piv), rhs, trans, check_finite=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# lu: the factors of lu_factor, unpacked
+
+
+def _lu_order(p, p_indices):
+    """The rows of A that L U holds, in order: A[order] = L U, from SciPy's P (A = P L U) or
+    its row indices (A = L[perm] U, so order = argsort(perm))."""
+    return np.argsort(p) if p_indices else np.argmax(p, axis=0)
+
+
+@lu.rule
+def _lu_rule(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
+    """A = P L U of a square A (the row order a decision, kept): lu_factor's rule on the
+    packed factors (Giles 2008; as in JAX's lu pullback)."""
+    empty = _require_square_or_empty(a, "lu")
+    result = lu(a, permute_l, False, check_finite, p_indices)
+    if permute_l:  # (P L, U): P from the factorisation SciPy makes of the same matrix
+        p, lower, upper = lu(a, False, False, check_finite, False)
+        order = _lu_order(p, False)
+    else:
+        p, lower, upper = result
+        order = _lu_order(p, p_indices)
+    packed = np.tril(lower, -1) + upper
+
+    def back(dys):
+        if empty:
+            return (np.zeros_like(a),)
+        if permute_l:  # (P L)‾ = P L̄
+            dlower, dupper = dys[0][order], dys[1]
+        else:
+            dlower, dupper = dys[1], dys[2]
+        return (_lu_factor_cotangent(packed, order, np.tril(dlower, -1) + np.triu(dupper)),)
+
+    return result, back
+
+
+@lu.jvp_rule
+def _lu_jvp(tangents, a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
+    empty = _require_square_or_empty(a, "lu")
+    result = lu(a, permute_l, False, check_finite, p_indices)
+    p, lower, upper = lu(a, False, False, check_finite, False) if permute_l else result
+    order = _lu_order(p, p_indices and not permute_l)
+    if empty:
+        dlu = np.zeros_like(upper)
+    else:
+        dlu = lu_tangent(np.tril(lower, -1) + upper, tangents[0][order], solve_triangular)
+    dlower, dupper = np.tril(dlu, -1), np.triu(dlu)
+    if permute_l:
+        return result, (dlower[np.argsort(order)], dupper)
+    return result, (None, dlower, dupper)
+
+
+# ----------------------------------------------------------------------------------------------
+# QR of a tall or square matrix, reduced (Walter & Lehmann 2018; the forward rule as JAX's)
+
+
+def _require_reduced_qr(a, mode):
+    if mode not in ("reduced", "r") or 0 < a.shape[-2] < a.shape[-1]:
+        raise UnsupportedOperationError(
+            f"np.linalg.qr(a, mode={mode!r}) of a {a.shape[-2]}x{a.shape[-1]} matrix: mutad "
+            "differentiates the reduced QR of tall or square matrices (mode='reduced' or 'r'), "
+            "whose factors are unique. Transpose a wide matrix, or take the reduced factors.")
+
+
+@defrule(np.linalg.qr, leading=1)
+def numpy_qr(a, *settings, mode="reduced"):
+    """A = Q R, reduced, of a tall or square A (Walter & Lehmann 2018).
+
+    Complex A: LAPACK's R has a real diagonal, which makes the factors unique (but for the
+    diagonal's signs, a discrete choice), so every loss of Q and R has a gradient. With
+    C = Qᴴ dA R⁻¹: Qᴴ dQ = Ω is skew-Hermitian and dR R⁻¹ upper triangular with a real
+    diagonal, so Ω = tril(C, -1) - tril(C, -1)ᴴ + i Im diag(C), dQ = Q (Ω - C) + dA R⁻¹ and
+    dR = (C - Ω) R. The adjoint for Re<a, b>: Ā = (Q̄ + Q G) R⁻ᴴ, G the Hermitian matrix with
+    M = R R̄ᴴ - Q̄ᴴ Q's strict lower triangle below the diagonal and Re diag(M) on it
+    (the real rule's copyltu, with ᴴ for ᵀ)."""
+    mode = settings[0] if settings else mode
+    _require_reduced_qr(a, mode)
+    q, r = np.linalg.qr(a)
+
+    def back(dys):
+        if 0 in a.shape[-2:]:  # empty factors: nothing depends on the input
+            return (np.zeros_like(a),)
+        dq, dr = (None, dys) if mode == "r" else dys
+        # dA = (dQ + Q copyltu(M)) R⁻ᵀ, M = R dRᵀ - dQᵀ Q, copyltu(M) = its lower triangle
+        # mirrored to the upper one.
+        return (qr_cotangent(q, r, dq, dr),)
+
+    return (r if mode == "r" else np.linalg.qr(a)), back
+
+
+@defjvp(np.linalg.qr)
+def numpy_qr_jvp(tangents, a, mode="reduced"):
+    _require_reduced_qr(a, mode)
+    q, r = np.linalg.qr(a)
+    if 0 in a.shape[-2:]:  # empty factors: nothing depends on the input
+        result = np.linalg.qr(a, mode)
+        return result, (np.zeros_like(r) if mode == "r" else
+                        type(result)(np.zeros_like(q), np.zeros_like(r)))
+    dq, dr = qr_tangent(q, r, tangents[0])
+    if mode == "r":
+        return r, dr
+    result = np.linalg.qr(a)
+    return result, type(result)(dq, dr)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.linalg.qr: np.linalg.qr's rule on SciPy's factors
+
+
+def _qr_setting(a, mode):
+    """The reduced factors' count, refusing the QR forms whose factors are not determined."""
+    m, n = np.shape(a)[-2:]
+    if mode not in ("full", "economic", "r") or (0 < m < n) or (mode == "full" and m > n > 0):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.qr(a, mode={mode!r}) of a {m}x{n} matrix: mutad differentiates the "
+            "QR factors of tall or square matrices that a determines: mode='economic' (or "
+            "'full' of a square matrix) and mode='r'. Transpose a wide matrix.")
+    return min(m, n)
+
+
+def _qr_inputs(a, pivoting, permutation_):
+    """The matrix factorised: a, or its columns in pivoting order."""
+    return np.take(a, permutation_, axis=-1) if pivoting else a
+
+
+def _unpermuted(da, pivoting, permutation_):
+    """The cotangent of a from that of its permuted columns a[:, P]."""
+    if not pivoting:
+        return da
+    return np.take(da, np.argsort(permutation_, axis=-1), axis=-1)
+
+
+@qr.rule
+def _qr_rule(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """A P = Q R (P the identity without pivoting; its order a decision), reduced, of a tall or
+    square A: np.linalg.qr's rule (Walter & Lehmann 2018) on SciPy's own factors. mode='r'
+    returns R alone, as a tuple; its rows below the square block are zeros, with no
+    gradient."""
+    k = _qr_setting(a, mode)
+    result = qr(a, False, lwork, mode, pivoting, check_finite)
+    q, r, *order = qr(a, mode="economic", pivoting=pivoting, check_finite=check_finite)
+    order = order[0] if pivoting else None
+    empty = 0 in np.shape(a)[-2:]
+
+    def back(dys):
+        if empty:
+            return (np.zeros_like(a),)
+        if mode == "r":
+            dq, dr = None, dys[0][..., :k, :]
+        else:
+            dq, dr = dys[0], dys[1]
+        return (_unpermuted(qr_cotangent(q, r, dq, dr), pivoting, order),)
+
+    return result, back
+
+
+@qr.jvp_rule
+def _qr_jvp(tangents, a, overwrite_a=False, lwork=None, mode="full", pivoting=False,
+            check_finite=True):
+    _qr_setting(a, mode)
+    result = qr(a, False, lwork, mode, pivoting, check_finite)
+    q, r, *order = qr(a, mode="economic", pivoting=pivoting, check_finite=check_finite)
+    if 0 in np.shape(a)[-2:]:
+        dq, dr = np.zeros_like(q), np.zeros_like(r)
+    else:
+        dq, dr = qr_tangent(q, r, _qr_inputs(tangents[0], pivoting, order[0] if order else None))
+    if mode == "r":
+        rows = np.shape(result[0])[-2] - np.shape(dr)[-2]
+        dr = np.concatenate([dr, np.zeros_like(dr, shape=np.shape(dr)[:-2] + (rows,)
+                                               + np.shape(dr)[-1:])], axis=-2)
+        return result, (dr,) + (None,) * (len(result) - 1)
+    return result, (dq, dr) + (None,) * (len(result) - 2)
+
+
+# Complex values (facet complex): written in mutad's convention (conjugate transposes).
+complex_aware(np.linalg.cholesky, np.linalg.qr)

@@ -1,0 +1,763 @@
+"""Spectral decompositions: eigh, eigvalsh, eig, eigvals and svd (np.linalg's and scipy.linalg's,
+with svdvals and polar), on shared derivatives.
+
+NumPy's and SciPy's variants differ in their settings and LAPACK drivers only, and
+differentiate their own factors by the same formulas. Giles, "An extended
+collection of matrix derivative results for forward and reverse mode algorithmic
+differentiation" (2008, §3.1) for the eigenproblems; Townsend, "Differentiating the singular
+value decomposition" (2016) for the SVD. Inputs of eigh are symmetric by contract, so they get
+the symmetric gradient, as in PyTorch and JAX; a matrix that is not symmetric (beyond rounding)
+is refused.
+
+Complex matrices: each rule is written in mutad's convention (a cotangent is dL/dx + i dL/dy,
+the pullback the adjoint for the real inner product Re<a, b>), its transposes conjugate
+transposes (``adjoint``: for real arrays the transpose itself, so real values take the same
+operations). The eigenvectors and singular vectors of complex matrices are each determined only
+up to a phase, which NumPy fixes by LAPACK's conventions: they are left out of every gradient,
+and a loss that reads them is refused (``require_phase_free``).
+"""
+
+import numpy as np
+import scipy.linalg as _linalg
+
+from ..arraylike import carries_derivative
+from ..errors import UnsupportedOperationError
+from ..registry import CONVENTION, RULES, complex_aware, defjvp, defrule
+from ..rules._helpers import require_symmetric, symmetric_part, transpose
+from ..scipy._adjoints import StandIn, scipy_adjoint
+from ..views import memory
+from ._common import adjoint, conjugate, hermitian_part, real_diagonal, require_matrix
+
+eigh, eigvalsh, eig, eigvals, svd, svdvals, polar = map(scipy_adjoint, (
+    _linalg.eigh, _linalg.eigvalsh, _linalg.eig, _linalg.eigvals, _linalg.svd, _linalg.svdvals,
+    _linalg.polar))
+eig.complex_values = eigvals.complex_values = CONVENTION  # complex outputs of a real matrix
+
+
+# ----------------------------------------------------------------------------------------------
+# The derivatives: eigenpairs, their phases and couplings, the SVD
+
+
+PHASE_TOLERANCE = 1e-6
+"""How large Im diag(Vᴴ V̄) may be, relative to the norm of V̄'s column, before a loss counts
+as reading an eigenvector's (or singular vector's) phase: rounding leaves it near 1e-16."""
+
+
+def squared_column_norms(x):
+    return np.sum(np.real(np.conjugate(x) * x), axis=-2)
+
+
+def require_phase_free(name, phases, squared_scale):
+    """Refuse a loss that depends on the phases of complex eigenvectors or singular vectors.
+
+    Each column of V (eigh, eig; for the SVD the pairs of columns of U and V together) is
+    determined only up to a factor e^{iφ}, which NumPy (LAPACK) fixes by a convention that
+    mutad does not differentiate: the rules take their own phase convention, so the gradient
+    of a loss invariant under those phases (|V|², V diag(c) Vᴴ, a projector v vᴴ, eig's
+    V diag(f(w)) V⁻¹) is right, and that of a loss that reads a phase would be arbitrary. Such
+    a loss is told by its cotangent: the change of the loss along V → V diag(e^{iφ}) is
+    Σ φ_j Im (Vᴴ V̄)_jj, so invariance means ``phases`` = Im diag(Vᴴ V̄) = 0 (for the SVD,
+    Im diag(Uᴴ Ū) + Im diag(Vᴴ V̄)). As in PyTorch, a loss that is not invariant is refused,
+    in reverse mode (forward mode cannot tell: its tangents are in the rules' convention).
+    The test is per call: a program that calls the factorisation twice on one matrix and
+    cancels one call's phases by the other's (``V1.conj().T @ V2``) is refused too, although
+    its gradient would be right; each rule therefore reads the same call's factors that it
+    returns.
+    ``squared_scale`` is the squared norm of the cotangent's columns (|phases|² is at most
+    that); squares, so that no square root of 0 is recorded under nested differentiation."""
+    if np.any(phases * phases > PHASE_TOLERANCE ** 2 * squared_scale):
+        raise UnsupportedOperationError(
+            f"{name} of a complex matrix: the loss depends on the phases of the "
+            "eigenvectors (or singular vectors), which are arbitrary (each column may be "
+            "multiplied by e^{iφ}; NumPy's choice is LAPACK's convention, not a differentiable "
+            "function of the matrix), so it has no gradient. Differentiate quantities that do "
+            "not depend on the phases, such as np.abs(V) ** 2, V @ np.diag(c) @ V.conj().T, "
+            "or vectors whose phase your own code fixes, V * (V[k].conj() / np.abs(V[k])).")
+
+
+def eigh_couplings(w, equal=None):
+    """F_ij = 1 / (w_j - w_i) off the diagonal. Equal eigenvalues make the eigenvectors'
+    derivative undefined; their pairs get F = 0 (no coupling). ``equal`` (None: compare now)
+    says which pairs are equal, as ``equal_pairs`` found them when w was computed. (Complex
+    eigenvalues, for eig, too.)"""
+    gaps = w[..., None, :] - w[..., :, None]
+    if equal is None:
+        equal = gaps == 0
+    return np.where(equal, 0.0, 1.0 / np.where(equal, 1.0, gaps))
+
+
+def equal_pairs(w):
+    return w[..., None, :] == w[..., :, None]
+
+
+def eigh_cotangent(w, v, dw, dv, equal):
+    """Ā for A = V diag(w) Vᵀ (Giles 2008, §3.1): V (diag(w̄) + F ∘ Vᵀ V̄) Vᵀ, symmetrised.
+    Complex Hermitian A = V diag(w) Vᴴ: the same with ᴴ for ᵀ, its Hermitian part (see ``numpy_eigh``)."""
+    middle = np.zeros(w.shape + w.shape[-1:], np.result_type(w, dw), like=memory(w))
+    if dv is not None and np.any(dv):
+        vh_dv = adjoint(v) @ dv
+        if np.iscomplexobj(vh_dv):
+            require_phase_free("np.linalg.eigh", np.imag(np.diagonal(vh_dv, 0, -2, -1)),
+                                squared_column_norms(dv))
+        middle = eigh_couplings(w, equal) * vh_dv
+    middle = middle + dw[..., None, :] * np.eye(w.shape[-1], like=memory(w))
+    return hermitian_part(v @ middle @ adjoint(v))
+
+
+def eigh_tangent(v, da):
+    """V's coordinates of the symmetric (Hermitian) part of ``da``, Vᴴ dA V, and their
+    diagonal dw, real."""
+    middle = adjoint(v) @ hermitian_part(da) @ v
+    return middle, real_diagonal(middle)
+
+
+def svd_couplings(s):
+    """F_ij = 1/(s_j² - s_i²) off the diagonal (Townsend 2016)."""
+    s_sq = s * s
+    difference = s_sq[..., None, :] - s_sq[..., :, None]
+    diagonal = np.eye(s.shape[-1], dtype=bool, like=memory(s))
+    return np.where(diagonal, 0.0, 1.0 / np.where(diagonal, 1.0, difference))
+
+
+def svd_cotangent(u, s, vt, du, ds, dvt):
+    """The pullback of the thin SVD ``a = u diag(s) vt`` (Townsend 2016, "Differentiating the
+    singular value decomposition", eq. 30). Distinct singular values are assumed: the
+    singular vectors of repeated ones are not determined, and neither is their gradient.
+
+    Complex A = U S Vᴴ (``vt`` = Vᴴ): ᴴ for ᵀ, and one more term. With dP = Uᴴ dA V,
+    Ω_U = Uᴴ dU and Ω_V = Vᴴ dV skew-Hermitian, Im dP_ii = s_i Im(Ω_U - Ω_V)_ii: only the
+    difference of the phases of u_i and v_i is determined, the pair's common phase being free
+    (see ``require_phase_free``). The rules split it evenly, dU gaining
+    U diag(i Im dP_ii / 2s_i) and dV its opposite, so P̄ gains i diag((Im J_ii - Im K_ii) / 2s_i),
+    J = Uᴴ Ū, K = Vᴴ V̄; for a phase-free loss Im J_ii = -Im K_ii."""
+    v = adjoint(vt)
+    a_bar = u @ (ds[..., :, None] * vt)
+    if du is None and dvt is None:
+        return a_bar
+    f = svd_couplings(s)
+    m, n = u.shape[-2], v.shape[-2]
+    phases = np.iscomplexobj(u) and np.iscomplexobj(v)
+    ut_du = vt_dv = dv = None
+    if du is not None:
+        ut_du = adjoint(u) @ du
+        a_bar = a_bar + u @ ((f * (ut_du - adjoint(ut_du))) * s[..., None, :]) @ vt
+        if m > s.shape[-1]:  # the part of du outside u's column space
+            a_bar = a_bar + (du - u @ ut_du) @ (vt / s[..., :, None])
+    if dvt is not None:
+        dv = adjoint(dvt)
+        vt_dv = vt @ dv
+        a_bar = a_bar + u @ (s[..., :, None] * (f * (vt_dv - adjoint(vt_dv)))) @ vt
+        if n > s.shape[-1]:
+            a_bar = a_bar + (u / s[..., None, :]) @ adjoint(dv - v @ vt_dv)
+    if phases:
+        j, k = (0.0 if x is None else np.imag(np.diagonal(x, 0, -2, -1))
+                for x in (ut_du, vt_dv))
+        norms = sum(0.0 if x is None else squared_column_norms(x) for x in (du, dv))
+        require_phase_free("np.linalg.svd", j + k, norms)
+        a_bar = a_bar + u @ ((1j * (j - k) / (2 * s))[..., :, None] * vt)
+    return a_bar
+
+
+def svd_tangent(u, s, vt, da):
+    """(dU, ds, dVᵀ) of the thin SVD A = U diag(s) Vᵀ along dA (Townsend 2016; see ``numpy_svd``)."""
+    v = adjoint(vt)
+    dp = adjoint(u) @ da @ v                                     # Uᵀ dA V
+    ds = real_diagonal(dp)
+    # Townsend 2016: dU = U (F ∘ (dP S + S dPᵀ)) + (I - U Uᵀ) dA V S⁻¹,
+    #                dV = V (F ∘ (S dP + dPᵀ S)) + (I - V Vᵀ) dAᵀ U S⁻¹  (ᴴ for complex A).
+    f = svd_couplings(s)
+    dp_s, s_dp = dp * s[..., None, :], s[..., :, None] * dp
+    du = u @ (f * (dp_s + adjoint(dp_s)))
+    dv = v @ (f * (s_dp + adjoint(s_dp)))
+    if np.iscomplexobj(dp):  # the phases, split evenly between u_i and v_i (see svd_cotangent)
+        phase = 1j * np.imag(np.diagonal(dp, 0, -2, -1)) / (2 * s)
+        du = du + u * phase[..., None, :]
+        dv = dv - v * phase[..., None, :]
+    m, n, k = u.shape[-2], v.shape[-2], s.shape[-1]
+    if m > k:
+        du = du + (da @ v - u @ dp) / s[..., None, :]
+    if n > k:
+        dv = dv + (adjoint(da) @ u - v @ adjoint(dp)) / s[..., None, :]
+    return du, ds, adjoint(dv)
+
+
+def eig_cotangent(w, v, dw, dv, equal):
+    """Ā for A V = V diag(w), V's columns of unit 2-norm (see eig):
+    Ā = V⁻ᴴ (diag(w̄) + conj(F) ∘ (Vᴴ V̄ - Vᴴ V diag(Re diag(Vᴴ V̄)))) Vᴴ."""
+    vh = adjoint(v)
+    middle = dw[..., None, :] * np.eye(w.shape[-1], like=memory(w))
+    if dv is not None and np.any(dv):
+        vh_dv = vh @ dv
+        diagonal = np.diagonal(vh_dv, 0, -2, -1)
+        if np.iscomplexobj(vh_dv):
+            require_phase_free("np.linalg.eig", np.imag(diagonal), squared_column_norms(dv))
+            diagonal = np.real(diagonal)
+        normalised = vh_dv - (vh @ v) * diagonal[..., None, :]
+        middle = middle + conjugate(eigh_couplings(w, equal)) * normalised
+    return np.linalg.solve(vh, middle @ vh)
+
+
+def eig_tangent(w, v, da):
+    """dw = diag(M) and dV = V (F ∘ M) - V diag(Re diag(Vᴴ V (F ∘ M))), M = V⁻¹ dA V."""
+    middle = np.linalg.solve(v, da @ v)
+    dv = v @ (eigh_couplings(w) * middle)
+    dv = dv - v * np.real(np.sum(conjugate(v) * dv, axis=-2, keepdims=True))
+    return np.diagonal(middle, 0, -2, -1).copy(), dv
+
+
+# ----------------------------------------------------------------------------------------------
+# np.linalg: the eigendecomposition of symmetric (complex: Hermitian) matrices, and the SVD
+
+
+@defrule(np.linalg.eigh, leading=1)
+def numpy_eigh(a, UPLO="L"):
+    """A = V diag(w) Vᵀ, symmetric A, with the symmetric gradient (Giles 2008, §3.1).
+
+    Complex Hermitian A = V diag(w) Vᴴ, w real: the gradient is the Hermitian one (the
+    derivative along Hermitian perturbations; a matrix that is not Hermitian is refused). With
+    M = Vᴴ dA V: dw = diag(M), dV = V (F ∘ M) + V diag(iφ), F_ij = 1/(w_j - w_i). The real φ
+    is the eigenvectors' phase freedom (V → V diag(e^{iφ})): NumPy's phases follow LAPACK's
+    convention, which mutad does not differentiate, and the rules take φ = 0 (forward mode's
+    tangent of V has Im diag(Vᴴ dV) = 0). The gradient of a loss invariant under the phases
+    is therefore right; one that reads them has none, and reverse mode refuses it
+    (``require_phase_free``), as PyTorch does. The pullback is
+    Ā = herm(V (diag(w̄) + F ∘ Vᴴ V̄) Vᴴ). Equal eigenvalues: F = 0 on their pairs, as for
+    real matrices."""
+    require_symmetric(a, "np.linalg.eigh")
+    result = np.linalg.eigh(a, UPLO)
+    w, v = result
+    equal = equal_pairs(w)  # now: back may see w restored up to rounding
+
+    def back(dys):
+        dw, dv = dys
+        return (eigh_cotangent(w, v, dw, dv, equal),)
+
+    return result, back
+
+
+@defjvp(np.linalg.eigh)
+def numpy_eigh_jvp(tangents, a, UPLO="L"):
+    require_symmetric(a, "np.linalg.eigh")
+    result = np.linalg.eigh(a, UPLO)
+    w, v = result
+    # dw = diag(Vᵀ dA V), dV = V (F ∘ Vᵀ dA V)  (Giles 2008, §3.1; ᴴ for complex A)
+    middle, dw = eigh_tangent(v, tangents[0])
+    return result, type(result)(dw, v @ (eigh_couplings(w) * middle))
+
+
+@defrule(np.linalg.eigvalsh, leading=1)
+def numpy_eigvalsh(a, UPLO="L"):
+    require_symmetric(a, "np.linalg.eigvalsh")
+    w, v = np.linalg.eigh(a, UPLO)  # (LAPACK's values without vectors may differ in last bits)
+
+    def back(dw):
+        return (eigh_cotangent(w, v, dw, None, None),)
+
+    return np.linalg.eigvalsh(a, UPLO), back
+
+
+@defjvp(np.linalg.eigvalsh)
+def numpy_eigvalsh_jvp(tangents, a, UPLO="L"):
+    require_symmetric(a, "np.linalg.eigvalsh")
+    return np.linalg.eigvalsh(a, UPLO), eigh_tangent(np.linalg.eigh(a, UPLO)[1], tangents[0])[1]
+
+
+def _require_thin_svd(a, full_matrices, compute_uv):
+    m, n = a.shape[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise UnsupportedOperationError(
+            "np.linalg.svd(a, full_matrices=True) of a non-square matrix: the extra singular "
+            "vectors are not determined by a, so they have no gradient. Pass "
+            "full_matrices=False.")
+
+
+@defrule(np.linalg.svd, leading=1)
+def numpy_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """NumPy's factors (its singular values alone, without vectors, are another LAPACK
+    computation, whose bits may differ), differentiated through the thin SVD's factors that
+    back reads (Giles 2008). ``hermitian=True`` reads one triangle, as ``eigh`` does: a
+    matrix that is not symmetric (Hermitian) is refused, and the gradient is the symmetric one.
+
+    For complex matrices, the factors are both the output and what back reads: the phases of
+    the singular vectors are then one choice, which a phase-free loss's cotangent cancels
+    (with two calls, an outer differentiation would see each call's phases cancelled only by
+    the other's; see require_phase_free)."""
+    _require_thin_svd(a, full_matrices, compute_uv)
+    if hermitian:
+        require_symmetric(a, "np.linalg.svd(..., hermitian=True)")
+    result = np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
+                           hermitian=hermitian)
+    # the thin factors: those returned (a non-square full SVD is refused above)
+    u, s, vt = result if compute_uv else np.linalg.svd(a, full_matrices=False,
+                                                       hermitian=hermitian)
+
+    def back(dys):
+        if not compute_uv:
+            g = svd_cotangent(u, s, vt, None, dys, None)
+        else:
+            # Outputs no gradient reached arrive as zeros: skip their terms, which would turn
+            # the undetermined F of repeated singular values into NaN for nothing.
+            du, ds, dvt = (d if d.any() else None for d in dys)
+            g = svd_cotangent(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt)
+        return (hermitian_part(g) if hermitian else g,)
+
+    return result, back
+
+
+@defjvp(np.linalg.svd)
+def numpy_svd_jvp(tangents, a, full_matrices=True, compute_uv=True, hermitian=False):
+    _require_thin_svd(a, full_matrices, compute_uv)
+    da = tangents[0]
+    if hermitian:  # along the Hermitian part, as the reverse rule's gradient
+        require_symmetric(a, "np.linalg.svd(..., hermitian=True)")
+        da = hermitian_part(da)
+    result = np.linalg.svd(a, full_matrices, compute_uv, hermitian)
+    # The tangent is of the factors NumPy returned, so the singular vectors' signs are theirs.
+    u, s, vt = result if compute_uv else np.linalg.svd(a, full_matrices=False,
+                                                       hermitian=hermitian)
+    if not compute_uv:
+        return result, real_diagonal(adjoint(u) @ da @ adjoint(vt))
+    return result, type(result)(*svd_tangent(u, s, vt, da))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.linalg: eigendecomposition of general matrices
+
+
+@defrule(np.linalg.eig, leading=1)
+def numpy_eig(a):
+    """A V = V diag(w) for a general square A, real or complex; NumPy returns complex w and V
+    for a real A whose eigenvalues are not all real, and the gradient of a real A is then the
+    real part of the complex one (the core takes it). Eigenvalues are taken simple: where two
+    are equal neither they nor their eigenvectors are differentiable, and the couplings F of
+    such a pair are 0, as for eigh.
+
+    With M = V⁻¹ dA V (rows of V⁻¹ the left eigenvectors): dw = diag(M), holomorphic in A, and
+    dV = V (F ∘ M) + V diag(c), F_ij = 1/(w_j - w_i) off the diagonal (Giles 2008, §3.1).
+    NumPy scales each eigenvector to unit 2-norm, so Re(v_iᴴ dv_i) = 0 fixes Re c_i; Im c_i is
+    the eigenvector's phase freedom (v_i → v_i e^{iφ}), which the rules set to 0 (a real
+    eigenvector's sign is only a discrete choice: there the rules are exact). As for eigh,
+    the gradient of a loss invariant under the phases (|V|², V diag(f(w)) V⁻¹, a real A's
+    real eigenvectors) is right, and reverse mode refuses a loss that reads them
+    (``require_phase_free``). The pullback, the adjoint for Re<a, b>:
+    Ā = V⁻ᴴ (diag(w̄) + conj(F) ∘ (Vᴴ V̄ - Vᴴ V diag(Re diag(Vᴴ V̄)))) Vᴴ."""
+    result = np.linalg.eig(a)
+    w, v = result
+    equal = equal_pairs(w)  # now: back may see w restored up to rounding
+
+    def back(dys):
+        dw, dv = dys
+        return (eig_cotangent(w, v, dw, dv, equal),)
+
+    return result, back
+
+
+@defjvp(np.linalg.eig)
+def numpy_eig_jvp(tangents, a):
+    result = np.linalg.eig(a)
+    w, v = result
+    return result, type(result)(*eig_tangent(w, v, tangents[0]))
+
+
+def _eigenvectors_in_order(a, w):
+    """The eigenvectors of ``a`` for its eigenvalues ``w`` as np.linalg.eigvals orders them.
+    np.linalg.eig computes the same eigenvalues in the same order (LAPACK's geev either way);
+    should they ever differ, each is matched with the nearest."""
+    w_eig, v = np.linalg.eig(a)
+    if not np.all(w_eig == w):
+        order = np.argmin(np.abs(w[..., :, None] - w_eig[..., None, :]), axis=-1)
+        v = np.take_along_axis(v, order[..., None, :], axis=-1)
+    return v
+
+
+@defrule(np.linalg.eigvals, leading=1)
+def numpy_eigvals(a):
+    """The eigenvalues of eig (see there): dw = diag(V⁻¹ dA V), Ā = V⁻ᴴ diag(w̄) Vᴴ."""
+    w = np.linalg.eigvals(a)
+    v = _eigenvectors_in_order(a, w)
+
+    def back(dw):
+        vh = adjoint(v)
+        return (np.linalg.solve(vh, dw[..., :, None] * vh),)
+
+    return w, back
+
+
+@defjvp(np.linalg.eigvals)
+def numpy_eigvals_jvp(tangents, a):
+    w = np.linalg.eigvals(a)
+    v = _eigenvectors_in_order(a, w)
+    return w, np.diagonal(np.linalg.solve(v, tangents[0] @ v), 0, -2, -1).copy()
+
+
+# ----------------------------------------------------------------------------------------------
+# The decompositions and functions NumPy has too: eigh, eigvalsh, svd, det, norm, qr. Their
+# values are SciPy's own calls (its LAPACK drivers, its signs of eigenvectors and singular
+# vectors), their derivatives np.linalg's rules' formulas applied to those factors.
+
+
+def _standard_eigenproblem(name, b, type, subset_by_index, subset_by_value):
+    if b is not None or type != 1:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name}(a, b, type={type}): mutad differentiates the standard "
+            "symmetric eigenproblem and the generalized one of type 1 (A v = λ B v).")
+    if subset_by_index is not None or subset_by_value is not None:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name}(..., subset_by_index=/subset_by_value=): the derivative of "
+            "some eigenpairs needs all of them; compute them all and select (w[lo:hi]).")
+
+
+def _eigenpairs(name, a, lower, check_finite, driver):
+    require_symmetric(a, f"scipy.linalg.{name}")
+    return eigh(a, lower=lower, check_finite=check_finite, driver=driver)
+
+
+def _generalized(name, a, b, type, subset_by_index, subset_by_value):
+    """Whether ``eigh(a, b)`` is the generalized problem A v = λ B v that mutad follows (b
+    given, type 1, real), refusing the other settings; False for the standard one."""
+    if b is None:
+        _standard_eigenproblem(name, b, type, subset_by_index, subset_by_value)
+        return False
+    _standard_eigenproblem(name, None, 1, subset_by_index, subset_by_value)
+    if type != 1 or np.iscomplexobj(a) or np.iscomplexobj(b):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name}(a, b, type={type}) of complex or type 2, 3 problems: mutad "
+            "differentiates the real generalized problem A v = λ B v (type=1).")
+    require_symmetric(a, f"scipy.linalg.{name}")
+    require_symmetric(b, f"scipy.linalg.{name}")
+    return True
+
+
+def _generalized_cotangents(w, v, dw, dv, equal):
+    """Ā and B̄ for A V = B V diag(w), Vᵀ B V = I: with G = Vᵀ V̄ and F the couplings
+    1 / (w_j - w_i), Ā = V (diag(w̄) + F ∘ G) Vᵀ and B̄ = -V (diag(w̄ w + diag(G) / 2) +
+    F ∘ G w_j) Vᵀ (dV = V C, C_ij = vᵢᵀ (dA - w_j dB) v_j / (w_j - w_i), C_jj = -v_jᵀ dB v_j
+    / 2), symmetrised as the standard problem's."""
+    n = w.shape[-1]
+    if dv is not None and np.any(dv):
+        coupled = eigh_couplings(w, equal) * (transpose(v) @ dv)
+        diagonal = real_diagonal(transpose(v) @ dv)
+    else:
+        coupled = np.zeros(w.shape + (n,))
+        diagonal = np.zeros(w.shape)
+    dw = np.zeros(w.shape) if dw is None else dw
+    for_a = coupled + dw[..., None, :] * np.eye(n)
+    for_b = coupled * w[..., None, :] + (dw * w + 0.5 * diagonal)[..., None, :] * np.eye(n)
+    return (symmetric_part(v @ for_a @ transpose(v)),
+            -symmetric_part(v @ for_b @ transpose(v)))
+
+
+def _generalized_tangents(w, v, da, db):
+    """dw and dV of A V = B V diag(w) along dA, dB (their symmetric parts)."""
+    n = w.shape[-1]
+    pa = transpose(v) @ symmetric_part(da) @ v if da is not None else np.zeros(w.shape + (n,))
+    pb = transpose(v) @ symmetric_part(db) @ v if db is not None else np.zeros(w.shape + (n,))
+    middle = pa - pb * w[..., None, :]  # vᵢᵀ (dA - w_j dB) v_j
+    dw = real_diagonal(middle)
+    coupling = eigh_couplings(w) * middle - 0.5 * real_diagonal(pb)[..., None, :] * np.eye(n)
+    return dw, v @ coupling
+
+
+@eigh.rule
+def _eigh_rule(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
+               overwrite_b=False, type=1, check_finite=True, subset_by_index=None,
+               subset_by_value=None, driver=None):
+    """A = V diag(w) Vᵀ from the one triangle SciPy reads (a symmetric A is required, as
+    cholesky's), with the symmetric gradient: np.linalg.eigh's rule (Giles 2008, §3.1) on
+    SciPy's own eigenvectors; the generalized problem A V = B V diag(w) by its own
+    (``_generalized_cotangents``)."""
+    if _generalized("eigh", a, b, type, subset_by_index, subset_by_value):
+        w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
+        equal = equal_pairs(w)
+        if eigvals_only:
+            values = eigh(a, b, lower=lower, eigvals_only=True, check_finite=check_finite,
+                          driver=driver)
+            return values, lambda dw: _generalized_cotangents(w, v, dw, None, equal)
+        return (w, v), lambda dys: _generalized_cotangents(w, v, dys[0], dys[1], equal)
+    w, v = _eigenpairs("eigh", a, lower, check_finite, driver)
+    equal = equal_pairs(w)  # now: back may see w restored up to rounding
+    if eigvals_only:
+        values = eigh(a, lower=lower, eigvals_only=True, check_finite=check_finite,
+                      driver=driver)
+        return values, lambda dw: (eigh_cotangent(w, v, dw, None, None),)
+
+    def back(dys):
+        dw, dv = dys
+        return (eigh_cotangent(w, v, dw, dv, equal),)
+
+    return (w, v), back
+
+
+@eigh.jvp_rule
+def _eigh_jvp(tangents, a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
+              overwrite_b=False, type=1, check_finite=True, subset_by_index=None,
+              subset_by_value=None, driver=None):
+    if _generalized("eigh", a, b, type, subset_by_index, subset_by_value):
+        w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
+        da, db = (tuple(tangents) + (None,) * 2)[:2]
+        dw, dv = _generalized_tangents(w, v, da, db)
+        if eigvals_only:
+            return eigh(a, b, lower=lower, eigvals_only=True, check_finite=check_finite,
+                        driver=driver), dw
+        return (w, v), (dw, dv)
+    w, v = _eigenpairs("eigh", a, lower, check_finite, driver)
+    middle, dw = eigh_tangent(v, tangents[0])  # dw = diag(Vᵀ dA V), dV = V (F ∘ Vᵀ dA V)
+    if eigvals_only:
+        return eigh(a, lower=lower, eigvals_only=True, check_finite=check_finite,
+                    driver=driver), dw
+    return (w, v), (dw, v @ (eigh_couplings(w) * middle))
+
+
+@eigvalsh.rule
+def _eigvalsh_rule(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False, type=1,
+                   check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
+    if _generalized("eigvalsh", a, b, type, subset_by_index, subset_by_value):
+        w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
+        values = eigvalsh(a, b, lower=lower, check_finite=check_finite, driver=driver)
+        return values, lambda dw: _generalized_cotangents(w, v, dw, None, equal_pairs(w))
+    w, v = _eigenpairs("eigvalsh", a, lower, check_finite, driver)
+    values = eigvalsh(a, lower=lower, check_finite=check_finite, driver=driver)
+    return values, lambda dw: (eigh_cotangent(w, v, dw, None, None),)
+
+
+@eigvalsh.jvp_rule
+def _eigvalsh_jvp(tangents, a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False,
+                  type=1, check_finite=True, subset_by_index=None, subset_by_value=None,
+                  driver=None):
+    if _generalized("eigvalsh", a, b, type, subset_by_index, subset_by_value):
+        w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
+        da, db = (tuple(tangents) + (None,) * 2)[:2]
+        return (eigvalsh(a, b, lower=lower, check_finite=check_finite, driver=driver),
+                _generalized_tangents(w, v, da, db)[0])
+    _standard_eigenproblem("eigvalsh", b, type, subset_by_index, subset_by_value)
+    _, v = _eigenpairs("eigvalsh", a, lower, check_finite, driver)
+    values = eigvalsh(a, lower=lower, check_finite=check_finite, driver=driver)
+    return values, eigh_tangent(v, tangents[0])[1]
+
+
+def _require_determined_svd(a, full_matrices, compute_uv):
+    m, n = np.shape(a)[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise UnsupportedOperationError(
+            "scipy.linalg.svd(a, full_matrices=True) of a non-square matrix: the extra "
+            "singular vectors are not determined by a, so they have no gradient. Pass "
+            "full_matrices=False.")
+
+
+def _thin_svd(a, check_finite, lapack_driver):
+    return svd(a, full_matrices=False, check_finite=check_finite, lapack_driver=lapack_driver)
+
+
+@svd.rule
+def _svd_rule(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
+              lapack_driver="gesdd"):
+    """A = U diag(s) Vᵀ (Townsend 2016), np.linalg.svd's rule on SciPy's own factors; distinct
+    singular values are assumed, as there."""
+    _require_determined_svd(a, full_matrices, compute_uv)
+    result = svd(a, full_matrices, compute_uv, False, check_finite, lapack_driver)
+    if not compute_uv:
+        u, s, vt = _thin_svd(a, check_finite, lapack_driver)
+        return result, lambda ds: (svd_cotangent(u, s, vt, None, ds, None),)
+    u, s, vt = result
+
+    def back(dys):
+        # Outputs no gradient reached arrive as zeros: skip their terms, which would turn the
+        # undetermined couplings of repeated singular values into NaN for nothing.
+        du, ds, dvt = (d if d.any() else None for d in dys)
+        return (svd_cotangent(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt),)
+
+    return result, back
+
+
+@svd.jvp_rule
+def _svd_jvp(tangents, a, full_matrices=True, compute_uv=True, overwrite_a=False,
+             check_finite=True, lapack_driver="gesdd"):
+    _require_determined_svd(a, full_matrices, compute_uv)
+    result = svd(a, full_matrices, compute_uv, False, check_finite, lapack_driver)
+    if not compute_uv:
+        u, _, vt = _thin_svd(a, check_finite, lapack_driver)
+        return result, real_diagonal(transpose(u) @ tangents[0] @ transpose(vt))
+    return result, svd_tangent(*result, tangents[0])
+
+
+@svdvals.rule
+def _svdvals_rule(a, overwrite_a=False, check_finite=True):
+    """SciPy's singular values, differentiated as ``svd``'s (the thin SVD's factors)."""
+    result = svdvals(a, overwrite_a, check_finite)
+    u, s, vt = _thin_svd(a, check_finite, "gesdd")
+    return result, lambda ds: (svd_cotangent(u, s, vt, None, ds, None),)
+
+
+@svdvals.jvp_rule
+def _svdvals_jvp(tangents, a, overwrite_a=False, check_finite=True):
+    u, _, vt = _thin_svd(a, check_finite, "gesdd")
+    return (svdvals(a, overwrite_a, check_finite),
+            real_diagonal(transpose(u) @ tangents[0] @ transpose(vt)))
+
+
+# ----------------------------------------------------------------------------------------------
+# eig and eigvals: SciPy's values (complex eigenvalues always, real eigenvectors where every
+# eigenvalue is real), np.linalg.eig's formulas (Giles 2008, §3.1) on SciPy's own eigenpairs
+# (its phases of complex eigenvectors: LAPACK's geev, as NumPy's), and np.linalg.eigvals's rule
+# at NumPy's eigenvalues of the same matrix, matched to SciPy's.
+
+def _standard_eig(name, a, b, homogeneous_eigvals, left=False, right=True):
+    require_matrix(name, a)
+    if b is not None or homogeneous_eigvals or left or not right:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name}: mutad differentiates the standard eigenproblem's eigenvalues "
+            "and right eigenvectors (b=None, left=False, homogeneous_eigvals=False). For a "
+            "generalized one with b invertible, take the eigenpairs of solve(b, a).")
+
+
+def _as_scipy_tangent(t, like):
+    """A tangent of SciPy's eigenvalues, complex as they are (the real ones too)."""
+    return t + 0j if np.iscomplexobj(like) and not np.iscomplexobj(t) else t
+
+
+@eig.rule
+def _eig_rule(a, b=None, left=False, right=True, overwrite_a=False, overwrite_b=False,
+              check_finite=True, homogeneous_eigvals=False):
+    _standard_eig("eig", a, b, homogeneous_eigvals, left, right)
+    w, v = result = eig(a, check_finite=check_finite)
+    equal = equal_pairs(w)  # now: back may see w restored up to rounding
+
+    def back(dys):
+        # Real eigenvalues (zero imaginary parts) make np.linalg.eig's formulas' couplings
+        # complex with zero imaginary parts; the core takes a real matrix's real part.
+        return (eig_cotangent(w, v, dys[0], dys[1], equal),)
+
+    return result, back
+
+
+@eig.jvp_rule
+def _eig_jvp(tangents, a, b=None, left=False, right=True, overwrite_a=False,
+             overwrite_b=False, check_finite=True, homogeneous_eigvals=False):
+    _standard_eig("eig", a, b, homogeneous_eigvals, left, right)
+    w, v = eig(a, check_finite=check_finite)
+    dw, dv = eig_tangent(w, v, tangents[0])
+    return (w, v), (_as_scipy_tangent(dw, w), dv if np.iscomplexobj(v) else np.real(dv))
+
+
+def _as_numpy_cotangent(d, like):
+    """A cotangent of SciPy's complex eigenvalues for NumPy's, which are real where all are:
+    real eigenvalues of a real matrix stay real nearby, so the imaginary part reads nothing."""
+    return np.real(d) if not np.iscomplexobj(like) else d
+
+
+@eigvals.rule
+def _eigvals_rule(a, b=None, overwrite_a=False, check_finite=True, homogeneous_eigvals=False):
+    _standard_eig("eigvals", a, b, homogeneous_eigvals)
+    w = eigvals(a, check_finite=check_finite)
+    numpy_w, back = RULES[np.linalg.eigvals].reverse(a)
+    return w, lambda dw: back(_as_numpy_cotangent(dw, numpy_w))
+
+
+@eigvals.jvp_rule
+def _eigvals_jvp(tangents, a, b=None, overwrite_a=False, check_finite=True,
+                 homogeneous_eigvals=False):
+    _standard_eig("eigvals", a, b, homogeneous_eigvals)
+    w = eigvals(a, check_finite=check_finite)
+    _, dw = RULES[np.linalg.eigvals].forward(tangents[:1], a)
+    return w, _as_scipy_tangent(dw, w)
+
+
+# ----------------------------------------------------------------------------------------------
+# polar: A = U P (side="right") or P U ("left"), by SciPy's thin SVD A = W S Vᵀ
+#
+# Right: U = W Vᵀ, P = V S Vᵀ. With G = Wᵀ dA V and F_ij = 1/(s_i + s_j), P² = AᵀA gives
+# Vᵀ dP V = F ∘ (Gᵀ S + S G), and dU = (dA - U dP) P⁻¹ = W (F ∘ (G - Gᵀ)) Vᵀ + (I - W Wᵀ) dA
+# V S⁻¹ Vᵀ: only s_i + s_j and s_j divide, so repeated singular values are no trouble, but a
+# zero one is (U is then not determined). The left polar decomposition of A is the right one
+# of Aᵀ, transposed.
+
+
+def _polar_factors(a):
+    """``(W, s, Vᵀ, F)`` of a tall (m ≥ n) ``a``, by the wrapper (nested differentiation
+    differentiates them again)."""
+    w, s, vt = svd(a, full_matrices=False)
+    return w, s, vt, 1.0 / (s[:, None] + s[None, :])
+
+
+def _polar_tangent(a, da):
+    w, s, vt, f = _polar_factors(a)
+    v = transpose(vt)
+    g = transpose(w) @ da @ v
+    dp = v @ (f * (transpose(g) * s + s[:, None] * g)) @ vt
+    du = w @ (f * (g - transpose(g))) @ vt
+    if np.shape(a)[0] > np.shape(a)[1]:
+        du = du + (da - w @ (transpose(w) @ da)) @ (v / s) @ vt
+    return du, dp
+
+
+def _polar_cotangent(a, du, dp):
+    w, s, vt, f = _polar_factors(a)
+    v = transpose(vt)
+    g = np.zeros(np.shape(f))
+    da = None
+    if du is not None:
+        m = transpose(w) @ du @ v
+        g = g + f * (m - transpose(m))
+        if np.shape(a)[0] > np.shape(a)[1]:
+            da = (du - w @ (transpose(w) @ du)) @ (v / s) @ vt
+    if dp is not None:
+        h = f * (vt @ dp @ v)
+        g = g + s[:, None] * (h + transpose(h))
+    part = w @ g @ vt
+    return part if da is None else part + da
+
+
+def _polar_tall(name, a, side):
+    if np.ndim(a) != 2:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name} of a stack of matrices: mutad differentiates one matrix at a "
+            "time; call it on each (np.stack of the results).")
+    m, n = np.shape(a)
+    if (m < n) if side == "right" else (m > n):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name}(a, side={side!r}) of a {m}×{n} matrix: its unitary factor "
+            "is not determined by a (P is singular), so it has no derivative. Use "
+            f"side={'left' if side == 'right' else 'right'!r}, or differentiate the SVD.")
+
+
+polar = scipy_adjoint(_linalg.polar)
+
+
+@polar.rule
+def _polar_rule(a, side="right"):
+    _polar_tall("polar", a, side)
+    y = polar(a, side)
+    if side == "right":
+        return y, lambda dys: (_polar_cotangent(a, *dys),)
+    # A = P U: Aᵀ = Uᵀ P, the right decomposition of Aᵀ.
+    return y, lambda dys: (transpose(_polar_cotangent(
+        transpose(a), None if dys[0] is None else transpose(dys[0]), dys[1])),)
+
+
+@polar.jvp_rule
+def _polar_jvp(tangents, a, side="right"):
+    _polar_tall("polar", a, side)
+    y = polar(a, side)
+    if side == "right":
+        return y, _polar_tangent(a, tangents[0])
+    du, dp = _polar_tangent(transpose(a), transpose(tangents[0]))
+    return y, (transpose(du), dp)
+
+
+def _schur_refusal(a, *args, **kwargs):
+    if not carries_derivative(a):  # a constant (mutad.stop_gradient): SciPy's own
+        return _schur.original(a, *args, **kwargs)
+    raise UnsupportedOperationError(
+        "scipy.linalg.schur of a differentiated matrix: mutad has no derivative of the Schur "
+        "form (its vectors are not unique where eigenvalues are repeated or complex pairs are "
+        "ordered). Differentiate what you need of it by eig or eigvals (eigenvalues), eigh (a "
+        "symmetric matrix: its Schur form), or pass the matrix through mutad.stop_gradient.")
+
+
+_schur = StandIn(_linalg.schur, _schur_refusal)
+
+
+# Complex values (facet complex): written in mutad's convention (conjugate transposes,
+# phases).
+complex_aware(np.linalg.eigh, np.linalg.eigvalsh, np.linalg.svd, np.linalg.eig,
+              np.linalg.eigvals)
