@@ -1,8 +1,10 @@
 """Spectral decompositions: eigh, eigvalsh, eig, eigvals and svd (np.linalg's and scipy.linalg's,
-with svdvals and polar), on shared derivatives.
+with svdvals and polar), on one pullback scaffold.
 
-NumPy's and SciPy's variants differ in their settings and LAPACK drivers only, and
-differentiate their own factors by the same formulas. Giles, "An extended
+Each rule computes the eigen- or singular pairs now and its pullback reads them
+(``eigenpairs_pullback``, ``eigenvalues_pullback``, ``singular_values_pullback``,
+``svd_factors_cotangent``): NumPy's and SciPy's variants differ in their settings and LAPACK
+drivers only, and differentiate their own factors by the same formulas. Giles, "An extended
 collection of matrix derivative results for forward and reverse mode algorithmic
 differentiation" (2008, §3.1) for the eigenproblems; Townsend, "Differentiating the singular
 value decomposition" (2016) for the SVD. Inputs of eigh are symmetric by contract, so they get
@@ -206,6 +208,62 @@ def eig_tangent(w, v, da):
 
 
 # ----------------------------------------------------------------------------------------------
+# The pullback scaffold: the pairs computed now, read by back
+
+
+def eigenpairs_pullback(cotangent, w, v):
+    """The pullback of the eigenpairs ``(w, v)`` by ``cotangent(w, v, w̄, V̄, equal)`` (eigh's
+    or eig's). Which eigenvalues are equal is decided now: back may see w restored up to
+    rounding."""
+    equal = equal_pairs(w)
+
+    def back(dys):
+        dw, dv = dys
+        return (cotangent(w, v, dw, dv, equal),)
+
+    return back
+
+
+def eigenvalues_pullback(w, v):
+    """The pullback of a symmetric matrix's eigenvalues alone, through its eigenvectors ``v``."""
+    return lambda dw: (eigh_cotangent(w, v, dw, None, None),)
+
+
+def singular_values_pullback(u, s, vt):
+    """The pullback of the singular values alone, through the thin SVD's factors."""
+    return lambda ds: (svd_cotangent(u, s, vt, None, ds, None),)
+
+
+def svd_factors_cotangent(u, s, vt, dys):
+    """Ā from the cotangents ``dys`` of the thin SVD's factors (U, s, Vᵀ). Outputs no gradient
+    reached arrive as zeros: their terms are skipped, which would turn the undetermined
+    couplings of repeated singular values into NaN for nothing."""
+    du, ds, dvt = (d if d.any() else None for d in dys)
+    return svd_cotangent(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt)
+
+
+def eigenpairs_tangent(w, v, da):
+    """(dw, dV) of a symmetric matrix's eigenpairs along ``da``: dw = diag(Vᵀ dA V),
+    dV = V (F ∘ Vᵀ dA V) (Giles 2008, §3.1; ᴴ for complex A)."""
+    middle, dw = eigh_tangent(v, da)
+    return dw, v @ (eigh_couplings(w) * middle)
+
+
+def singular_values_tangent(u, vt, da):
+    """dσ_i = u_iᵀ dA v_i (Giles 2008, §3.2; Re(u_iᴴ dA v_i) for complex A), ``vt`` being Vᴴ."""
+    return real_diagonal(adjoint(u) @ da @ adjoint(vt))
+
+
+def require_thin_svd(name, a, full_matrices, compute_uv):
+    m, n = np.shape(a)[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise UnsupportedOperationError(
+            f"{name}(a, full_matrices=True) of a non-square matrix: the extra singular "
+            "vectors are not determined by a, so they have no gradient. Pass "
+            "full_matrices=False.")
+
+
+# ----------------------------------------------------------------------------------------------
 # np.linalg: the eigendecomposition of symmetric (complex: Hermitian) matrices, and the SVD
 
 
@@ -225,50 +283,27 @@ def numpy_eigh(a, UPLO="L"):
     real matrices."""
     require_symmetric(a, "np.linalg.eigh")
     result = np.linalg.eigh(a, UPLO)
-    w, v = result
-    equal = equal_pairs(w)  # now: back may see w restored up to rounding
-
-    def back(dys):
-        dw, dv = dys
-        return (eigh_cotangent(w, v, dw, dv, equal),)
-
-    return result, back
+    return result, eigenpairs_pullback(eigh_cotangent, *result)
 
 
 @defjvp(np.linalg.eigh)
 def numpy_eigh_jvp(tangents, a, UPLO="L"):
     require_symmetric(a, "np.linalg.eigh")
     result = np.linalg.eigh(a, UPLO)
-    w, v = result
-    # dw = diag(Vᵀ dA V), dV = V (F ∘ Vᵀ dA V)  (Giles 2008, §3.1; ᴴ for complex A)
-    middle, dw = eigh_tangent(v, tangents[0])
-    return result, type(result)(dw, v @ (eigh_couplings(w) * middle))
+    return result, type(result)(*eigenpairs_tangent(*result, tangents[0]))
 
 
 @defrule(np.linalg.eigvalsh, leading=1)
 def numpy_eigvalsh(a, UPLO="L"):
     require_symmetric(a, "np.linalg.eigvalsh")
     w, v = np.linalg.eigh(a, UPLO)  # (LAPACK's values without vectors may differ in last bits)
-
-    def back(dw):
-        return (eigh_cotangent(w, v, dw, None, None),)
-
-    return np.linalg.eigvalsh(a, UPLO), back
+    return np.linalg.eigvalsh(a, UPLO), eigenvalues_pullback(w, v)
 
 
 @defjvp(np.linalg.eigvalsh)
 def numpy_eigvalsh_jvp(tangents, a, UPLO="L"):
     require_symmetric(a, "np.linalg.eigvalsh")
     return np.linalg.eigvalsh(a, UPLO), eigh_tangent(np.linalg.eigh(a, UPLO)[1], tangents[0])[1]
-
-
-def _require_thin_svd(a, full_matrices, compute_uv):
-    m, n = a.shape[-2:]
-    if compute_uv and full_matrices and m != n:
-        raise UnsupportedOperationError(
-            "np.linalg.svd(a, full_matrices=True) of a non-square matrix: the extra singular "
-            "vectors are not determined by a, so they have no gradient. Pass "
-            "full_matrices=False.")
 
 
 @defrule(np.linalg.svd, leading=1)
@@ -282,7 +317,7 @@ def numpy_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     the singular vectors are then one choice, which a phase-free loss's cotangent cancels
     (with two calls, an outer differentiation would see each call's phases cancelled only by
     the other's; see require_phase_free)."""
-    _require_thin_svd(a, full_matrices, compute_uv)
+    require_thin_svd("np.linalg.svd", a, full_matrices, compute_uv)
     if hermitian:
         require_symmetric(a, "np.linalg.svd(..., hermitian=True)")
     result = np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
@@ -292,13 +327,8 @@ def numpy_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
                                                        hermitian=hermitian)
 
     def back(dys):
-        if not compute_uv:
-            g = svd_cotangent(u, s, vt, None, dys, None)
-        else:
-            # Outputs no gradient reached arrive as zeros: skip their terms, which would turn
-            # the undetermined F of repeated singular values into NaN for nothing.
-            du, ds, dvt = (d if d.any() else None for d in dys)
-            g = svd_cotangent(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt)
+        g = (svd_factors_cotangent(u, s, vt, dys) if compute_uv else
+             svd_cotangent(u, s, vt, None, dys, None))
         return (hermitian_part(g) if hermitian else g,)
 
     return result, back
@@ -306,7 +336,7 @@ def numpy_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
 
 @defjvp(np.linalg.svd)
 def numpy_svd_jvp(tangents, a, full_matrices=True, compute_uv=True, hermitian=False):
-    _require_thin_svd(a, full_matrices, compute_uv)
+    require_thin_svd("np.linalg.svd", a, full_matrices, compute_uv)
     da = tangents[0]
     if hermitian:  # along the Hermitian part, as the reverse rule's gradient
         require_symmetric(a, "np.linalg.svd(..., hermitian=True)")
@@ -316,7 +346,7 @@ def numpy_svd_jvp(tangents, a, full_matrices=True, compute_uv=True, hermitian=Fa
     u, s, vt = result if compute_uv else np.linalg.svd(a, full_matrices=False,
                                                        hermitian=hermitian)
     if not compute_uv:
-        return result, real_diagonal(adjoint(u) @ da @ adjoint(vt))
+        return result, singular_values_tangent(u, vt, da)
     return result, type(result)(*svd_tangent(u, s, vt, da))
 
 
@@ -342,14 +372,7 @@ def numpy_eig(a):
     (``require_phase_free``). The pullback, the adjoint for Re<a, b>:
     Ā = V⁻ᴴ (diag(w̄) + conj(F) ∘ (Vᴴ V̄ - Vᴴ V diag(Re diag(Vᴴ V̄)))) Vᴴ."""
     result = np.linalg.eig(a)
-    w, v = result
-    equal = equal_pairs(w)  # now: back may see w restored up to rounding
-
-    def back(dys):
-        dw, dv = dys
-        return (eig_cotangent(w, v, dw, dv, equal),)
-
-    return result, back
+    return result, eigenpairs_pullback(eig_cotangent, *result)
 
 
 @defjvp(np.linalg.eig)
@@ -391,9 +414,9 @@ def numpy_eigvals_jvp(tangents, a):
 
 
 # ----------------------------------------------------------------------------------------------
-# The decompositions and functions NumPy has too: eigh, eigvalsh, svd, det, norm, qr. Their
-# values are SciPy's own calls (its LAPACK drivers, its signs of eigenvectors and singular
-# vectors), their derivatives np.linalg's rules' formulas applied to those factors.
+# scipy.linalg's eigh, eigvalsh, svd and svdvals. Their values are SciPy's own calls (its LAPACK
+# drivers, its signs of eigenvectors and singular vectors), their derivatives np.linalg's rules'
+# formulas applied to those factors.
 
 
 def _standard_eigenproblem(name, b, type, subset_by_index, subset_by_value):
@@ -475,17 +498,11 @@ def _eigh_rule(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
             return values, lambda dw: _generalized_cotangents(w, v, dw, None, equal)
         return (w, v), lambda dys: _generalized_cotangents(w, v, dys[0], dys[1], equal)
     w, v = _eigenpairs("eigh", a, lower, check_finite, driver)
-    equal = equal_pairs(w)  # now: back may see w restored up to rounding
     if eigvals_only:
         values = eigh(a, lower=lower, eigvals_only=True, check_finite=check_finite,
                       driver=driver)
-        return values, lambda dw: (eigh_cotangent(w, v, dw, None, None),)
-
-    def back(dys):
-        dw, dv = dys
-        return (eigh_cotangent(w, v, dw, dv, equal),)
-
-    return (w, v), back
+        return values, eigenvalues_pullback(w, v)
+    return (w, v), eigenpairs_pullback(eigh_cotangent, w, v)
 
 
 @eigh.jvp_rule
@@ -501,11 +518,10 @@ def _eigh_jvp(tangents, a, b=None, *, lower=True, eigvals_only=False, overwrite_
                         driver=driver), dw
         return (w, v), (dw, dv)
     w, v = _eigenpairs("eigh", a, lower, check_finite, driver)
-    middle, dw = eigh_tangent(v, tangents[0])  # dw = diag(Vᵀ dA V), dV = V (F ∘ Vᵀ dA V)
     if eigvals_only:
         return eigh(a, lower=lower, eigvals_only=True, check_finite=check_finite,
-                    driver=driver), dw
-    return (w, v), (dw, v @ (eigh_couplings(w) * middle))
+                    driver=driver), eigh_tangent(v, tangents[0])[1]
+    return (w, v), eigenpairs_tangent(w, v, tangents[0])
 
 
 @eigvalsh.rule
@@ -517,7 +533,7 @@ def _eigvalsh_rule(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=Fals
         return values, lambda dw: _generalized_cotangents(w, v, dw, None, equal_pairs(w))
     w, v = _eigenpairs("eigvalsh", a, lower, check_finite, driver)
     values = eigvalsh(a, lower=lower, check_finite=check_finite, driver=driver)
-    return values, lambda dw: (eigh_cotangent(w, v, dw, None, None),)
+    return values, eigenvalues_pullback(w, v)
 
 
 @eigvalsh.jvp_rule
@@ -535,15 +551,6 @@ def _eigvalsh_jvp(tangents, a, b=None, *, lower=True, overwrite_a=False, overwri
     return values, eigh_tangent(v, tangents[0])[1]
 
 
-def _require_determined_svd(a, full_matrices, compute_uv):
-    m, n = np.shape(a)[-2:]
-    if compute_uv and full_matrices and m != n:
-        raise UnsupportedOperationError(
-            "scipy.linalg.svd(a, full_matrices=True) of a non-square matrix: the extra "
-            "singular vectors are not determined by a, so they have no gradient. Pass "
-            "full_matrices=False.")
-
-
 def _thin_svd(a, check_finite, lapack_driver):
     return svd(a, full_matrices=False, check_finite=check_finite, lapack_driver=lapack_driver)
 
@@ -553,30 +560,21 @@ def _svd_rule(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_f
               lapack_driver="gesdd"):
     """A = U diag(s) Vᵀ (Townsend 2016), np.linalg.svd's rule on SciPy's own factors; distinct
     singular values are assumed, as there."""
-    _require_determined_svd(a, full_matrices, compute_uv)
+    require_thin_svd("scipy.linalg.svd", a, full_matrices, compute_uv)
     result = svd(a, full_matrices, compute_uv, False, check_finite, lapack_driver)
     if not compute_uv:
-        u, s, vt = _thin_svd(a, check_finite, lapack_driver)
-        return result, lambda ds: (svd_cotangent(u, s, vt, None, ds, None),)
-    u, s, vt = result
-
-    def back(dys):
-        # Outputs no gradient reached arrive as zeros: skip their terms, which would turn the
-        # undetermined couplings of repeated singular values into NaN for nothing.
-        du, ds, dvt = (d if d.any() else None for d in dys)
-        return (svd_cotangent(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt),)
-
-    return result, back
+        return result, singular_values_pullback(*_thin_svd(a, check_finite, lapack_driver))
+    return result, lambda dys: (svd_factors_cotangent(*result, dys),)
 
 
 @svd.jvp_rule
 def _svd_jvp(tangents, a, full_matrices=True, compute_uv=True, overwrite_a=False,
              check_finite=True, lapack_driver="gesdd"):
-    _require_determined_svd(a, full_matrices, compute_uv)
+    require_thin_svd("scipy.linalg.svd", a, full_matrices, compute_uv)
     result = svd(a, full_matrices, compute_uv, False, check_finite, lapack_driver)
     if not compute_uv:
         u, _, vt = _thin_svd(a, check_finite, lapack_driver)
-        return result, real_diagonal(transpose(u) @ tangents[0] @ transpose(vt))
+        return result, singular_values_tangent(u, vt, tangents[0])
     return result, svd_tangent(*result, tangents[0])
 
 
@@ -584,15 +582,13 @@ def _svd_jvp(tangents, a, full_matrices=True, compute_uv=True, overwrite_a=False
 def _svdvals_rule(a, overwrite_a=False, check_finite=True):
     """SciPy's singular values, differentiated as ``svd``'s (the thin SVD's factors)."""
     result = svdvals(a, overwrite_a, check_finite)
-    u, s, vt = _thin_svd(a, check_finite, "gesdd")
-    return result, lambda ds: (svd_cotangent(u, s, vt, None, ds, None),)
+    return result, singular_values_pullback(*_thin_svd(a, check_finite, "gesdd"))
 
 
 @svdvals.jvp_rule
 def _svdvals_jvp(tangents, a, overwrite_a=False, check_finite=True):
     u, _, vt = _thin_svd(a, check_finite, "gesdd")
-    return (svdvals(a, overwrite_a, check_finite),
-            real_diagonal(transpose(u) @ tangents[0] @ transpose(vt)))
+    return svdvals(a, overwrite_a, check_finite), singular_values_tangent(u, vt, tangents[0])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -619,15 +615,10 @@ def _as_scipy_tangent(t, like):
 def _eig_rule(a, b=None, left=False, right=True, overwrite_a=False, overwrite_b=False,
               check_finite=True, homogeneous_eigvals=False):
     _standard_eig("eig", a, b, homogeneous_eigvals, left, right)
-    w, v = result = eig(a, check_finite=check_finite)
-    equal = equal_pairs(w)  # now: back may see w restored up to rounding
-
-    def back(dys):
-        # Real eigenvalues (zero imaginary parts) make np.linalg.eig's formulas' couplings
-        # complex with zero imaginary parts; the core takes a real matrix's real part.
-        return (eig_cotangent(w, v, dys[0], dys[1], equal),)
-
-    return result, back
+    result = eig(a, check_finite=check_finite)
+    # Real eigenvalues (zero imaginary parts) make np.linalg.eig's formulas' couplings complex
+    # with zero imaginary parts; the core takes a real matrix's real part.
+    return result, eigenpairs_pullback(eig_cotangent, *result)
 
 
 @eig.jvp_rule
