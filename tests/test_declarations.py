@@ -103,8 +103,9 @@ def _imported_modules(path):
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_module_imports_a_rule_family(path):
-    """Rule families share helpers through ``rules._helpers`` (and the factorisations'
-    derivatives through ``rules.factorizations``), never by importing one another."""
+    """Rule families share helpers through ``rules._helpers``, never by importing one
+    another (the linear algebra families, a layer above, share theirs through
+    ``linalg._common``)."""
     if path == PACKAGE / "rules" / "__init__.py":
         return  # registers every family
     families = {f"mutad.rules.{family}" for family in FAMILIES}
