@@ -2954,19 +2954,7 @@ def _reach_into(x, work, arrays, names, holders, expanded, large):
     elif kind is types.FunctionType:
         code = x.__code__
         work.append(code)
-        codes = [code]
-        while codes:
-            c = codes.pop()
-            names.update(c.co_names)
-            constants = list(c.co_consts)
-            while constants:  # strings a name may be given as, in tuples too
-                k = constants.pop()
-                if type(k) is str:
-                    names.add(k)
-                elif type(k) in (tuple, frozenset):
-                    constants.extend(k)
-                elif isinstance(k, types.CodeType):
-                    codes.append(k)
+        names.update(_code_names(code))
         work.extend(cell.cell_contents for cell in x.__closure__ or () if _filled(cell))
         work.extend(x.__defaults__ or ())
         work.extend((x.__kwdefaults__ or {}).values())
@@ -3033,6 +3021,27 @@ def _hold_class(cls, holders, expanded):
         module = getattr(base, "__module__", "builtins")
         if type(module) is str and not _library(module):
             _hold(vars(base), holders, expanded)
+
+
+@functools.lru_cache(maxsize=4096)
+def _code_names(code):
+    """The names ``code`` (immutable) and the code objects within it name, and the strings
+    among their constants, in tuples too (a name an attribute may be given as)."""
+    found = set()
+    codes = [code]
+    while codes:
+        c = codes.pop()
+        found.update(c.co_names)
+        constants = list(c.co_consts)
+        while constants:
+            k = constants.pop()
+            if type(k) is str:
+                found.add(k)
+            elif type(k) in (tuple, frozenset):
+                constants.extend(k)
+            elif isinstance(k, types.CodeType):
+                codes.append(k)
+    return frozenset(found)
 
 
 def _data(x):
