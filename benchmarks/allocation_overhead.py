@@ -33,7 +33,7 @@ MODE = """
 import sys, timeit
 sys.path.insert(0, sys.argv[1])
 import numpy as np, mutad
-from mutad.allocation import mode
+from mutad.core.allocation import mode
 f = lambda x: (x * x).sum()
 x = np.ones(3)
 mutad.gradient(f, x)

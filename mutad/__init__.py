@@ -12,12 +12,12 @@
 from . import rules  # noqa: F401  (registers every rule family)
 from .api import (grad, gradient, hessian, hvp, jacfwd, jacobian, jacrev, jvp, make_tape,
                   pullback, stop_gradient, value_and_grad, value_and_gradient, vjp)
-from .errors import MutadError
-from .allocation import plain_allocation
-from .trees import register_pytree
+from .core.errors import MutadError
+from .core.allocation import plain_allocation
+from .core.trees import register_pytree
 from .custom import adjoint, inplace_adjoint
-from .debug import detect_anomaly
-from . import errors, linalg, replay, testing
+from .core.debug import detect_anomaly
+from . import errors, linalg, registry, testing
 from .testing import check_grads, check_jvp
 
 # The one place the version is written: the package's metadata takes it from here (pyproject.toml

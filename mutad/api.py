@@ -9,8 +9,8 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from .devices import device_of
-from .errors import (
+from .core.devices import device_of
+from .core.errors import (
     ArgnumsError,
     ComplexInputError,
     ConversionError,
@@ -19,18 +19,18 @@ from .errors import (
     PullbackReusedError,
     UnsupportedFunctionError,
 )
-from . import forward, session
-from .allocation import allocate
-from .arguments import check_argnums
-from .arraylike import weak_value
-from .debug import user_frames
-from .levels import Tracer
+from .engines import forward, session
+from .core.allocation import allocate
+from .core.arguments import check_argnums
+from .engines.arraylike import weak_value
+from .core.debug import user_frames
+from .core.levels import Tracer
 from .listing import TapeListing
-from .replay import Replayed
-from .session import ReverseDifferentiation
-from .trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
-from .tracing import Traced, active, place_of, thaw
-from .views import memory, owner, wrapped
+from .engines.replay import Replayed
+from .engines.session import ReverseDifferentiation
+from .core.trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
+from .engines.tracing import Traced, active, place_of, thaw
+from .core.views import memory, owner, wrapped
 
 T = TypeVar("T")
 

@@ -15,11 +15,11 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
 
-from . import forward, tracing
-from .allocation import running_rule
-from .errors import InvalidArgumentError, UnsupportedFunctionError
-from .levels import innermost
-from .registry import CONVENTION, user_rule
+from .engines import forward, tracing
+from .core.allocation import running_rule
+from .core.errors import InvalidArgumentError, UnsupportedFunctionError
+from .core.levels import innermost
+from .core.registry import CONVENTION, user_rule
 
 Rule = TypeVar("Rule", bound=Callable[..., Any])
 """A rule given to a decorated function: the decorators that attach it return it unchanged."""

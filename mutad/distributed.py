@@ -45,8 +45,8 @@ except ImportError as _missing:
                       'pip install "mutad[distributed]"') from _missing
 
 from .api import value_and_grad
-from .errors import MutadError
-from .trees import flatten
+from .core.errors import MutadError
+from .core.trees import flatten
 
 __all__ = ["ShardedGradient", "value_and_grad_map", "value_and_grad_sum"]
 

@@ -21,14 +21,14 @@ import operator
 
 import numpy as np
 
-from .debug import location, source
-from .elementwise import ASSIGNMENT
-from .errors import function_name
-from .shadows import Buffer, Place
-from .tape import Absent, Primitive
-from .tracing import assign
-from .views import owner
-from .writes import CopyBack
+from .core.debug import location, source
+from .engines.elementwise import ASSIGNMENT
+from .core.errors import function_name
+from .core.shadows import Buffer, Place
+from .core.tape import Absent, Primitive
+from .engines.tracing import assign
+from .core.views import owner
+from .engines.writes import CopyBack
 
 
 class TapeListing:

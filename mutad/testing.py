@@ -26,10 +26,11 @@ import numpy as np
 
 from .api import jvp, pullback
 from .custom import Adjoint, inplace_adjoint
-from .debug import user_frames
-from .errors import GradientCheckError, InvalidArgumentError, MutadError, UnsupportedFunctionError
-from .trees import arrays_within, flatten, is_inexact_array, is_inexact_scalar
-from .views import address, owner, wrapped
+from .core.debug import user_frames
+from .core.errors import (GradientCheckError, InvalidArgumentError, MutadError,
+                          UnsupportedFunctionError)
+from .core.trees import arrays_within, flatten, is_inexact_array, is_inexact_scalar
+from .core.views import address, owner, wrapped
 
 __all__ = ["directional_fd", "check_grads", "check_jvp", "check_transpose", "check_rule"]
 

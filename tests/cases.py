@@ -407,7 +407,7 @@ def curved(function, complex_outputs=False):
     the arguments, and every pullback runs on cotangents the outer differentiation traces.
     ``complex_outputs``: complex outputs too (sin is complex-differentiable).
     """
-    from mutad.trees import flatten
+    from mutad.core.trees import flatten
 
     def curved_function(*args):
         leaves, rebuild = flatten(function(*args))

@@ -13,9 +13,9 @@ settings.register_profile(
 settings.load_profile("default")
 
 # A replay that fails on a mistake of mutad's own raises it, rather than tracing the call
-import mutad.replay  # noqa: E402
+import mutad.engines.replay  # noqa: E402
 
-mutad.replay.STRICT = True
+mutad.engines.replay.STRICT = True
 
 
 @pytest.fixture
@@ -26,8 +26,8 @@ def rng():
 @pytest.fixture
 def inverting(monkeypatch):
     """Writes of any size undone by their inverses where exact (by default a write of a few
-    KiB is copied instead: ``mutad.tape.SMALL_WRITE``), for tests of the inverses that use
+    KiB is copied instead: ``mutad.core.tape.SMALL_WRITE``), for tests of the inverses that use
     small arrays."""
-    import mutad.tape
+    import mutad.core.tape
 
-    monkeypatch.setattr(mutad.tape, "SMALL_WRITE", 0)
+    monkeypatch.setattr(mutad.core.tape, "SMALL_WRITE", 0)

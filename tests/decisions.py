@@ -14,7 +14,7 @@ with ``check_decision_kept``.
 import numpy as np
 
 import mutad
-from mutad.trees import flatten
+from mutad.core.trees import flatten
 
 NOT_RESTORED_EXACTLY = np.array([0.7, 0.2, 0.4, -0.7, -0.3, 0.8, 0.0])
 """Values that ``disturb`` followed by its inverse does not give back bit for bit (so a

@@ -45,7 +45,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 import mutad
-from mutad import recompute
+from mutad.engines import recompute
 from strategies import axis_slices, slice_text
 
 SMALL = recompute.SMALL

@@ -14,7 +14,7 @@ import numpy as np
 import mutad
 
 from cases import Case, arguments
-from mutad.registry import RULES, lookup
+from mutad.core.registry import RULES, lookup
 from mutad.testing import check_transpose, directional_fd
 
 

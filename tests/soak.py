@@ -36,7 +36,7 @@ from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
 import random_programs as rp  # noqa: E402
 import replay_programs  # noqa: E402
-from mutad import recompute, replay  # noqa: E402
+from mutad.engines import recompute, replay  # noqa: E402
 
 replay.STRICT = True  # a mistake of mutad's own in a replay raises (tests/conftest.py)
 

@@ -16,8 +16,9 @@ import kalman_style  # imported before mutad: its NumPy names are bound long bef
 
 import mutad
 from cases import replays_as_traced
-from mutad import errors, registry
-from mutad.allocation import MODE
+from mutad import errors
+from mutad.core import registry
+from mutad.core.allocation import MODE
 
 P = np.array([0.5, -1.0, 2.0])  # a plain array made before any differentiation
 

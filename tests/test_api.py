@@ -227,7 +227,7 @@ P = collections.namedtuple("P", "w b")
 
 def snapshot(tree):
     """The bytes of every array in ``tree``, to check that they come back bit-for-bit."""
-    return [leaf.tobytes() for leaf in mutad.trees.flatten(tree)[0] if isinstance(leaf, np.ndarray)]
+    return [leaf.tobytes() for leaf in mutad.core.trees.flatten(tree)[0] if isinstance(leaf, np.ndarray)]
 
 
 def test_namedtuple_from_the_issue():
@@ -448,7 +448,7 @@ def test_register_pytree():
         assert type(g) is Opaque and np.array_equal(g.w, [18.0, 36.0])
         assert snapshot(o.w) == before
     finally:
-        del mutad.trees.REGISTERED[Opaque]
+        del mutad.core.trees.REGISTERED[Opaque]
 
 
 def test_structures_in_every_differentiating_function():

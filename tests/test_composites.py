@@ -7,7 +7,7 @@ import pytest
 
 import mutad
 from cases import Case, arguments, case_id, check_complex, complexified, fixed, normal
-from mutad.registry import table
+from mutad.core.registry import table
 
 POLICIES = ("restore", "checkpoint")
 

@@ -6,7 +6,7 @@ import pytest
 
 import mutad
 from cases import case_id, check_complex
-from mutad.registry import RULES
+from mutad.core.registry import RULES
 from rule_checks import V, V4, X, X3, XF, Const, check_forward_rule, normal_array, rule_case
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mutad
-from mutad import registry
+from mutad.core import registry
 
 PACKAGE = Path(mutad.__file__).parent
 FAMILIES = {"composites", "creation", "indexing", "linalg", "nondiff", "reductions", "shape",

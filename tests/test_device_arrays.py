@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 import device_array as xp
 import mutad
 import random_programs as rp
-from mutad import devices, recompute
+from mutad.core import devices
+from mutad.engines import recompute
 
 devices.register(xp.ndarray, xp)  # (found by its protocols too, at its first differentiation)
 
@@ -174,10 +175,10 @@ def small_arrays_as_large(monkeypatch):
     """Small arrays handled as large ones: temporaries recomputed rather than kept, and writes
     undone by their inverses (checked element by element) rather than copied, so that the
     random programs exercise those paths on the device too."""
-    import mutad.tape
+    import mutad.core.tape
 
     monkeypatch.setattr(recompute, "SMALL", 0)
-    monkeypatch.setattr(mutad.tape, "SMALL_WRITE", 0)
+    monkeypatch.setattr(mutad.core.tape, "SMALL_WRITE", 0)
 
 
 DEVICE_FEATURES = rp.CI_FEATURES

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import mutad
-from mutad.debug import detect_anomaly
+from mutad.core.debug import detect_anomaly
 from mutad.errors import NonFiniteError
 from mutad.linalg import cholesky_
-from mutad.tracing import ReverseTape
+from mutad.engines.tracing import ReverseTape
 
 HERE = Path(__file__).read_text().splitlines()
 

@@ -697,7 +697,7 @@ def test_tracebacks_leave_out_mutads_frames(monkeypatch):
     and MUTAD_TRACEBACKS=full shows every frame."""
     import os
 
-    import mutad.debug
+    import mutad.core.debug
 
     package = os.path.dirname(mutad.__file__)
 
@@ -714,7 +714,7 @@ def test_tracebacks_leave_out_mutads_frames(monkeypatch):
         assert [frame.name for frame in ours] == ["calling"], frames
         assert "# CAUSE" in frames[-1].line
         if hasattr(caught.value, "add_note"):  # Python 3.11 and newer
-            assert mutad.debug.HIDDEN_NOTE in caught.value.__notes__
+            assert mutad.core.debug.HIDDEN_NOTE in caught.value.__notes__
     monkeypatch.setenv("MUTAD_TRACEBACKS", "full")
     with pytest.raises(errors.ConversionError) as caught:
         mutad.gradient(f, np.ones(2))

@@ -11,8 +11,8 @@ import scipy.linalg
 import scipy.sparse.linalg
 
 import mutad
-from mutad import registry
-from mutad.registry import explain
+from mutad.core import registry
+from mutad.core.registry import explain
 
 
 def facts(text):

@@ -5,7 +5,7 @@ import pytest
 
 import mutad
 from mutad import errors
-from mutad.registry import lookup, table
+from mutad.core.registry import lookup, table
 from mutad.scipy import signal, special
 from mutad.testing import check_jvp, directional_fd
 from rule_checks import RNG, V, is_decorated, normal_array

@@ -9,9 +9,9 @@ from cases import (Case, arguments, case_id, check_complex, complexified, curved
                    replays_as_traced)
 from rule_checks import (RNG, TIES, V4, WHERE, X3, Const, V, X, check_forward_rule, normal_array,
                          rule_case)
-from mutad import tape as tape_module
-from mutad import tracing
-from mutad.trees import flatten
+from mutad.core import tape as tape_module
+from mutad.engines import tracing
+from mutad.core.trees import flatten
 
 POLICIES = ("restore", "checkpoint")
 

@@ -1,24 +1,29 @@
 """The import layers of mutad: every module imports only from its own layer and those below,
 the two engines never import each other, and no import circle exists.
 
-The layers, lowest first (CONTRIBUTING.md, "Architecture", says what each holds):
+The layers, lowest first (CONTRIBUTING.md, "Architecture", says what each holds), and the
+folders that hold them (core/, engines/, rules/, the public faces at the top, bench/):
 
-    0  errors tape levels registry         the leaves; no NumPy at import (errors takes only
-       devices                              NumPy's LinAlgError, as a base class); device
-                                            libraries' arrays (CuPy's), their namespace and memory
-    1  views shadows trees allocation      NumPy plumbing, and the caller's side of a
-       arguments debug                      differentiation; source lines, warnings, anomalies
-    2  arraylike products recompute        the array layer both engines share,
-       elementwise writes                   recomputation, and the records of elementwise
-                                            operations and of writes (their undo)
-    3  tracing | forward                   the engines, reverse and forward: apart
-    4  custom rules rules.* replay         rules, and the functions users give rules to;
-       blocks session                       recorded programs, replayed and compiled; a
-                                            differentiation from start to end, either mode
-    5  api listing testing linalg        what users call; the linear algebra families
-       linalg.* scipy scipy.*              (linalg.*: NumPy's and SciPy's rules of a function
-       distributed                          side by side, on SciPy's wrappers)
-    6  mutad bench bench.*                 the package itself, and its tools
+    0  core engines (folders: empty)
+       core.errors core.tape           the leaves; no NumPy at import (errors takes only
+       core.levels core.registry        NumPy's LinAlgError, as a base class); device
+       core.devices                     libraries' arrays (CuPy's), their namespace and memory
+    1  core.views core.shadows         NumPy plumbing, and the caller's side of a
+       core.trees core.allocation       differentiation; source lines, warnings, anomalies
+       core.arguments core.debug
+    2  engines.arraylike               the array layer both engines share,
+       engines.products                 recomputation, and the records of elementwise
+       engines.recompute                operations and of writes (their undo)
+       engines.elementwise engines.writes
+    3  engines.tracing | engines.forward   the engines, reverse and forward: apart
+    4  custom rules rules.*            rules, and the functions users give rules to;
+       engines.replay engines.blocks    recorded programs, replayed and compiled; a
+       engines.session                  differentiation from start to end, either mode
+    5  api listing testing linalg      what users call; the linear algebra families
+       linalg.* scipy scipy.*           (linalg.*: NumPy's and SciPy's rules of a function
+       distributed errors registry      side by side, on SciPy's wrappers); the faces of
+                                        the core's errors and rule index
+    6  mutad bench bench.*             the package itself, and its tools
 
 Every import counts: at the top of a module or inside a function, absolute or relative. A
 module missing from the table fails the test, so a new one is placed on purpose.
@@ -30,30 +35,34 @@ from pathlib import Path
 import mutad
 
 LAYERS = [
-    ("errors", "tape", "levels", "registry", "devices"),
-    ("views", "shadows", "trees", "allocation", "arguments", "debug"),
-    ("arraylike", "products", "recompute", "elementwise", "writes"),
-    ("tracing", "forward"),
-    ("custom", "rules", "rules.*", "replay", "blocks", "session"),
-    ("api", "listing", "testing", "linalg", "linalg.*", "scipy", "scipy.*", "distributed"),
+    ("core", "engines", "core.errors", "core.tape", "core.levels", "core.registry",
+     "core.devices"),
+    ("core.views", "core.shadows", "core.trees", "core.allocation", "core.arguments",
+     "core.debug"),
+    ("engines.arraylike", "engines.products", "engines.recompute", "engines.elementwise",
+     "engines.writes"),
+    ("engines.tracing", "engines.forward"),
+    ("custom", "rules", "rules.*", "engines.replay", "engines.blocks", "engines.session"),
+    ("api", "listing", "testing", "linalg", "linalg.*", "scipy", "scipy.*", "distributed",
+     "errors", "registry"),
     ("mutad", "bench", "bench.*"),
 ]
 APART = {3}
 """Layers whose modules may not import each other."""
-NO_NUMPY = ("tape", "levels", "registry")
+NO_NUMPY = ("core.tape", "core.levels", "core.registry")
 """Modules that import no NumPy at import time (tape none at all: tests/test_tape.py)."""
 
 PACKAGE = Path(mutad.__file__).parent
 
 
 def _name(path):
-    """``rules.linalg`` for mutad/rules/linalg.py, ``mutad`` for the package itself."""
+    """``rules.contractions`` for mutad/rules/contractions.py, ``mutad`` for the package itself."""
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts).removeprefix("mutad.")
 
 
 def _file(absolute):
-    """The file of module ``absolute`` (``mutad.rules.linalg``), or None if it is not one."""
+    """The file of module ``absolute`` (``mutad.rules.contractions``), or None if it is not one."""
     base = PACKAGE.parent.joinpath(*absolute.split("."))
     for path in (base.with_suffix(".py"), base / "__init__.py"):
         if path.exists():
@@ -110,20 +119,20 @@ def graph():
 
 def test_the_walker_sees_every_kind_of_import():
     source = """
-from .. import tracing
-from ..tape import Tape
-from .linalg import rule_for
-import mutad.levels
+from ..engines import tracing
+from ..core.tape import Tape
+from .contractions import rule_for
+import mutad.core.levels
 import numpy as np
 
 def f():
-    from ..forward import Dual
+    from ..engines.forward import Dual
     from mutad.scipy import special
 """
     found = {(module, top) for module, _, top in imports("rules.indexing", source)}
-    assert found == {("tracing", True), ("tape", True), ("rules.linalg", True),
-                     ("levels", True), ("numpy", True), ("forward", False),
-                     ("scipy.special", False)}
+    assert found == {("engines.tracing", True), ("core.tape", True),
+                     ("rules.contractions", True), ("core.levels", True), ("numpy", True),
+                     ("engines.forward", False), ("scipy.special", False)}
     assert {m for m, _, _ in imports("mutad", "from . import rules\nfrom .api import grad\n")} \
         == {"rules", "api"}
 

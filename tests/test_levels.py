@@ -5,7 +5,7 @@ import threading
 import pytest
 
 from mutad.errors import EscapedTracerError
-from mutad.levels import ACTIVE, LEVELS, Tracer, escaped, innermost, running
+from mutad.core.levels import ACTIVE, LEVELS, Tracer, escaped, innermost, running
 
 
 class Toy(Tracer):

@@ -8,7 +8,7 @@ import scipy.linalg
 
 import mutad
 from cases import Case, arguments, case_id, check_complex, complexified, constant, normal
-from mutad.registry import RULES, table
+from mutad.core.registry import RULES, table
 from mutad.testing import directional_fd
 from rule_checks import (align_eigh, align_svd, assert_tangent, check_forward_rule, check_reverse_over_forward,
                          check_transposed_by_reverse_mode, dominant, forward_case, spd)

@@ -397,7 +397,7 @@ def test_second_derivatives_through_a_write_into_a_reshape_that_copies(policy, m
     F-ordered array) for gone once the program dropped it, though other views of that copy
     kept its memory, and recomputed it from its recipe (reading ``a`` doubled) where the inner
     differentiation had written it since."""
-    monkeypatch.setattr(mutad.recompute, "SMALL", 0)  # these small temporaries recomputed too
+    monkeypatch.setattr(mutad.engines.recompute, "SMALL", 0)  # these small temporaries recomputed too
 
     def f(a):
         v = a.reshape(3, 2)

@@ -36,22 +36,15 @@ PUBLIC = ("mutad", "mutad.errors", "mutad.testing", "mutad.linalg", "mutad.scipy
           "mutad.scipy.spatial",
           "mutad.scipy.special", "mutad.scipy.stats", "mutad.distributed")
 
-INTERNAL = ("mutad.api", "mutad.custom", "mutad.trees", "mutad.allocation",
-            "mutad.tape", "mutad.levels", "mutad.registry", "mutad.views", "mutad.shadows",
-            "mutad.arguments", "mutad.arraylike", "mutad.products", "mutad.recompute",
-            "mutad.elementwise", "mutad.writes",
-            "mutad.tracing", "mutad.forward", "mutad.session", "mutad.replay", "mutad.blocks",
-            "mutad.listing", "mutad.debug", "mutad.devices",
-            "mutad.rules", "mutad.linalg._common", "mutad.linalg.dense", "mutad.linalg.equations",
-            "mutad.linalg.factorizations", "mutad.linalg.functions", "mutad.linalg.inplace",
-            "mutad.linalg.norms", "mutad.linalg.spectral", "mutad.linalg.structured",
-            "mutad.scipy._adjoints", "mutad.scipy._numerics",
+INTERNAL = ("mutad.api", "mutad.custom", "mutad.registry", "mutad.listing", "mutad.core",
+            "mutad.engines", "mutad.rules", "mutad.linalg._common", "mutad.linalg.dense",
+            "mutad.linalg.equations", "mutad.linalg.factorizations", "mutad.linalg.functions",
+            "mutad.linalg.inplace", "mutad.linalg.norms", "mutad.linalg.spectral",
+            "mutad.linalg.structured", "mutad.scipy._adjoints", "mutad.scipy._numerics",
             "mutad.scipy._descriptive", "mutad.bench")
 """Internal modules; a package here stands for its submodules too."""
 
 NOT_EXPORTED = {
-    ("mutad.errors", "function_name"): "how the core names functions in its messages",
-    ("mutad.errors", "no_rule"): "how the engines and registry.explain word a missing rule",
     **{("mutad.scipy.stats", name): "the class of distribution objects, which are used as "
        "SciPy's are (stats.norm.logpdf(x, mu, sigma)) and never built by users"
        for name in ("Univariate", "Continuous", "Discrete", "Frozen", "MultivariateNormal",

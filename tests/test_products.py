@@ -1,4 +1,4 @@
-"""The products of a (co)tangent and a partial derivative (``mutad/products.py``): a zero factor
+"""The products of a (co)tangent and a partial derivative (``mutad/engines/products.py``): a zero factor
 gives zero whatever the other one is. A zero cotangent times an infinite partial (``sqrt`` at
 0) is zero, and so is a zero partial (a factor that is an exact zero, an operand ``minimum``
 did not take) times an infinite or NaN cotangent or tangent: the function is differentiable
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import mutad
-import mutad.products
+import mutad.engines.products
 from rule_checks import central_differences
 
 POLICIES = ("restore", "checkpoint")
@@ -167,7 +167,7 @@ def test_the_extremes_select_a_tangent_never_multiply_an_infinite_one_by_zero(se
 
 def test_times_directly():
     inf, nan = np.inf, np.nan
-    times = mutad.products.times
+    times = mutad.engines.products.times
     d = np.array([0.0, inf, 1.0, nan, -inf, 2.0])
     p = np.array([inf, 0.0, 2.0, 0.0, 3.0, nan])
     np.testing.assert_array_equal(times(d, p), [0.0, 0.0, 2.0, 0.0, -inf, nan])
@@ -185,6 +185,6 @@ def test_times_directly():
     np.testing.assert_array_equal(times(d[:, None], np.zeros((1, 2))), np.zeros((6, 2)))
     z = times(np.array([inf + 1j, 1j]), np.array([0j, 2.0]))
     np.testing.assert_array_equal(z, [0.0, 2j])
-    assert mutad.products.times_scalar(np.float64(inf), 0.0) == 0.0
-    assert mutad.products.times_scalar(np.float64(0.0), nan) == 0.0
-    assert mutad.products.times_scalar(np.float64(2.0), inf) == inf
+    assert mutad.engines.products.times_scalar(np.float64(inf), 0.0) == 0.0
+    assert mutad.engines.products.times_scalar(np.float64(0.0), nan) == 0.0
+    assert mutad.engines.products.times_scalar(np.float64(2.0), inf) == inf

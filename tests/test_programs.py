@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import mutad
 import random_programs as rp
-from mutad import recompute, tracing
+from mutad.engines import recompute, tracing
 from strategies import axis_slices, slice_text
 
 # The slow kind (random programs by the thousand, each differentiated several ways):

@@ -1,5 +1,5 @@
 """Recomputation: temporaries the reverse pass computes again from their recipes instead of
-keeping them alive (mutad/recompute.py)."""
+keeping them alive (mutad/engines/recompute.py)."""
 
 import gc
 import weakref
@@ -10,10 +10,10 @@ import pytest
 
 import mutad
 from cases import replays_as_traced
-from mutad.session import ReverseDifferentiation
+from mutad.engines.session import ReverseDifferentiation
 from mutad.bench.workloads import big_elementwise
 from mutad.errors import PolicyError
-from mutad.recompute import SMALL, Lazy, Recomputation
+from mutad.engines.recompute import SMALL, Lazy, Recomputation
 
 N = 2 * SMALL // 8  # arrays large enough to be recomputed rather than kept
 
@@ -350,7 +350,7 @@ def test_a_temporary_computed_twice_from_the_same_bytes_is_recomputed_once():
 
 def test_an_array_a_record_keeps_is_freed_once_that_record_has_run(monkeypatch):
     """Regression: an array a record kept stayed alive until the replay ended."""
-    from mutad import tracing
+    from mutad.engines import tracing
 
     refs, alive = [], []
     reverse = tracing.ReverseTape.reverse
@@ -377,7 +377,7 @@ def _alive_when_the_replay_starts(f, x, monkeypatch, policy="restore"):
     """Run ``mutad.gradient(f, x)``; f appends weak references to the arrays to watch to the
     list it is given. Returns the gradient, and which of them were alive at the first
     record the replay reversed."""
-    from mutad import tracing
+    from mutad.engines import tracing
 
     refs, alive = [], []
     reverse = tracing.ReverseTape.reverse

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 import mutad
-from mutad import tracing, writes
-from mutad.session import ReverseDifferentiation
-from mutad.recompute import SMALL
-from mutad.shadows import Buffer, Place
-from mutad.tape import Absent, Primitive, Record, Tape, Write
+from mutad.engines import tracing, writes
+from mutad.engines.session import ReverseDifferentiation
+from mutad.engines.recompute import SMALL
+from mutad.core.shadows import Buffer, Place
+from mutad.core.tape import Absent, Primitive, Record, Tape, Write
 
 
 class ToyShadows:
@@ -206,6 +206,6 @@ def test_a_small_write_is_copied_a_large_one_inverted():
 
 
 def test_small_copies_stop_at_their_allowance(monkeypatch):
-    monkeypatch.setattr(mutad.tape, "SMALL_COPIES", 3 * 64)  # three writes of 8 float64
+    monkeypatch.setattr(mutad.core.tape, "SMALL_COPIES", 3 * 64)  # three writes of 8 float64
     assert _undo_kinds(_scaled_five_times, np.ones(8), np.full(8, 2.0)) == \
         ["checkpoint"] * 3 + ["inverse"] * 2

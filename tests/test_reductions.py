@@ -6,7 +6,7 @@ import pytest
 
 import mutad
 from cases import COMPLEX, Case, case_id, check_complex, curved, standard_complex
-from mutad.registry import RULES
+from mutad.core.registry import RULES
 from rule_checks import WHERE, P, TIES, X, X3, check_forward_rule, rule_case, with_nans
 
 POLICIES = ("restore", "checkpoint")

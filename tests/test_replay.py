@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import mutad
 import random_programs as rp
 from mutad.bench.workloads import big_elementwise
-from mutad.replay import ElementwiseWrite
+from mutad.engines.replay import ElementwiseWrite
 from test_recompute import peak_bytes
 
 POLICIES = ("restore", "checkpoint")
@@ -270,7 +270,7 @@ OFFSET = [0.0]
 SETTINGS = types.SimpleNamespace(gain=1.0)
 TABLE = collections.OrderedDict(gain=1.0)
 NAMES = ("damp" + "ing",)
-OBSERVATIONS = list(range(mutad.replay.REACHED_ITEMS + 1))
+OBSERVATIONS = list(range(mutad.engines.replay.REACHED_ITEMS + 1))
 
 
 def test_what_the_function_reaches_through_classes_properties_and_containers_is_guarded():
@@ -794,11 +794,11 @@ def test_a_signature_whose_guards_fail_call_after_call_is_traced_from_then_on():
             y -= 1.0
         return (y * y).sum()
 
-    calls = [(np.array([k + 0.5]),) for k in range(mutad.replay.FAILED_GUARDS + 3)]
+    calls = [(np.array([k + 0.5]),) for k in range(mutad.engines.replay.FAILED_GUARDS + 3)]
     replaying = replayed_like_traced(f, calls)
     assert program_count(replaying) == 0
     (reason,) = replaying.reasons.values()
-    assert f"failed on {mutad.replay.FAILED_GUARDS} calls in a row" in reason
+    assert f"failed on {mutad.engines.replay.FAILED_GUARDS} calls in a row" in reason
     replaying(np.array([20.5]))           # traced: not recorded again
     assert program_count(replaying) == 0 and list(replaying.reasons.values()) == [reason]
 
@@ -882,9 +882,9 @@ def test_a_write_tracing_saves_for_its_large_operand_is_saved_in_the_replay_too(
 
 def test_the_cache_keeps_a_bounded_number_of_programs():
     replaying = mutad.grad(lambda x: (x * x).sum(), replay=True)
-    for n in range(1, 3 * mutad.replay.CACHE_SIZE):
+    for n in range(1, 3 * mutad.engines.replay.CACHE_SIZE):
         replaying(np.ones(n))
-    assert len(replaying.programs) == mutad.replay.CACHE_SIZE
+    assert len(replaying.programs) == mutad.engines.replay.CACHE_SIZE
 
 
 def test_aux_outputs_are_replayed_and_budgets_traced():
@@ -916,11 +916,11 @@ def test_aux_outputs_are_replayed_and_budgets_traced():
 
 
 # ----------------------------------------------------------------------------------------------
-# Compiled runs of elementwise steps (mutad.blocks)
+# Compiled runs of elementwise steps (mutad.engines.blocks)
 
 
 def blocks(replaying):
-    from mutad.blocks import Block
+    from mutad.engines.blocks import Block
     return [step for program in replaying.programs.values() if type(program) is not str
             for step in program.steps if type(step) is Block]
 
@@ -941,7 +941,7 @@ def heat_scalar(u, r):
 @pytest.mark.parametrize("block_steps", [7, 128])
 def test_compiled_runs_of_elementwise_steps_replay_bit_for_bit(f, make, policy, block_steps,
                                                                 monkeypatch):
-    from mutad import replay
+    from mutad.engines import replay
     monkeypatch.setattr(replay, "BLOCK_STEPS", block_steps)  # 7: a run cut into many blocks
     rng = np.random.default_rng(11)
     # r in argnums: followed as an input of the program, not held as a number
@@ -964,7 +964,7 @@ def test_an_index_equal_to_a_number_among_the_arguments_is_a_constant(policy):
     the argument's slot, which the signature fixes anyway, so that the element write was a
     computed one, guarded and uncompiled. It is the number itself: every element write of the
     loop compiles as one (``SetElement``), and the gradients are the traced ones."""
-    from mutad.replay import SetElement
+    from mutad.engines.replay import SetElement
     rng = np.random.default_rng(5)
     calls = [(rng.standard_normal(9), 0.2 + 0.1 * rng.random(), 3) for _ in range(4)]
     replaying = replayed_like_traced(heat_scalar_steps, calls, policy, argnums=(0, 1),
@@ -997,7 +997,7 @@ def test_a_stencils_loop_body_compiles_views_and_writes_and_all(policy, n, small
     boundary assignments run as one block per loop body; the writes' undos are decided afresh
     on each call, whether their bytes are copied (a small write, while the copy allowance
     lasts: ``small_copies``) or put back by the inverse once it is spent."""
-    from mutad import tape as tape_module
+    from mutad.core import tape as tape_module
     if small_copies is not None:
         monkeypatch.setattr(tape_module, "SMALL_COPIES", small_copies)
     rng = np.random.default_rng(14)
@@ -1059,7 +1059,7 @@ def test_stencils_on_grids_of_a_few_to_64_kib_compile(f, count, n, policy):
     slices of a grid, the arithmetic on them and the writes into it run as blocks, alongside
     the temporaries the reverse pass recomputes (4 KiB and more) and let go after their last
     use (``Free``); on 100 x 100 (78 KiB) the slices are past it, and run step by step."""
-    from mutad.replay import Pure
+    from mutad.engines.replay import Pure
     rng = np.random.default_rng(n)
     calls = [_grids(rng, n, count) for _ in range(4)]
     replaying = replayed_like_traced(f, calls, policy, argnums=tuple(range(count)),
@@ -1082,7 +1082,7 @@ def solve_lower(L, b):
 def test_the_dot_products_of_a_substitution_loop_compile(n, policy):
     """``L[i, :i] @ x[:i]`` (a function with a rule, on real arrays) runs as lines of its block:
     the rule, and its pullback's cotangents added where the engine's record adds them."""
-    from mutad.replay import Function
+    from mutad.engines.replay import Function
     rng = np.random.default_rng(n)
     calls = [(np.tril(rng.uniform(0.5, 1, (n, n))) + n * np.eye(n), rng.standard_normal(n))
              for _ in range(4)]
@@ -1111,7 +1111,7 @@ def test_element_writes_take_their_cotangents_from_a_shadow_of_their_own(n, poli
     """The elements a block's writes read their cotangents from are those of the array's own
     shadow, made its own first where the reverse pass of ``a + b`` (large: ``n = 20,000``)
     left it shared with ``b``'s."""
-    from mutad.replay import SetElement
+    from mutad.engines.replay import SetElement
     rng = np.random.default_rng(n)
     calls = [(rng.standard_normal(n), rng.standard_normal(n)) for _ in range(4)]
     replaying = replayed_like_traced(sweep_then_sum, calls, policy, argnums=(0, 1),
@@ -1142,7 +1142,7 @@ def test_numbers_assigned_to_elements_compile_as_element_writes(n, policy):
     """``u[0] = 0.0`` in a loop compiles as one element's save, assignment and restore (not as
     a view, its copy and ``np.positive`` into it), with the bits the engine's assignment
     writes, and its element's cotangent zeroed wherever the shadow lies."""
-    from mutad.replay import SetElement
+    from mutad.engines.replay import SetElement
     rng = np.random.default_rng(n)
     calls = [(rng.standard_normal(n), rng.standard_normal(n)) for _ in range(4)]
     replaying = replayed_like_traced(pinned_ends, calls, policy, argnums=(0, 1),
@@ -1184,7 +1184,7 @@ def test_products_of_small_matrices_hand_their_cotangents_to_the_shadows(policy)
               rng.standard_normal((6, 2))) for _ in range(4)]
     replaying = replayed_like_traced(kalman_like, calls, policy, argnums=(0, 1, 2),
                                      traced_once=True)
-    from mutad.replay import Function
+    from mutad.engines.replay import Function
     products = [step for block in blocks(replaying) for step in block.steps
                 if type(step) is Function and step.special is not None]
     assert any(place is None for step in products for place in step.places)  # H @ P
@@ -1208,7 +1208,7 @@ def smoothed_twice(a, b, read_c):
 def test_slices_assigned_where_no_gradient_reaches_them(policy, read_c, monkeypatch):
     """Where no gradient reached the values a block's write assigned (``c``, unread), the
     block's earlier steps are reversed one at a time from there, with the same gradients."""
-    from mutad.blocks import Block
+    from mutad.engines.blocks import Block
     deopts = []
     deopt = Block.deopt
     monkeypatch.setattr(Block, "deopt", lambda *a: (deopts.append(1), deopt(*a))[1])
@@ -1304,7 +1304,7 @@ def test_operations_whose_partials_branch_compile(policy):
     of a block, with calls whose ties, zeros and signs decide otherwise: as traced, bit for
     bit. (0 ** w's partials divide by zero on some calls only: ignored, so that the replay's
     reverse pass hears the same events on every call.)"""
-    from mutad.replay import Pure
+    from mutad.engines.replay import Pure
     values = np.array([0.0, 0.5, 1.0, 2.0])
     rng = np.random.default_rng(16)
     calls = [(rng.choice(values, 6), rng.choice(values, 6)) for _ in range(6)]
@@ -1328,7 +1328,7 @@ def test_rules_with_settings_and_scalar_operands_compile(policy):
     """A rule's call with a setting (np.roll's shift) or a 0-d operand (held by a replay as
     NumPy's scalar, handed to the rule as the 0-d array it stands for) writes its lines in
     its block."""
-    from mutad.replay import Function
+    from mutad.engines.replay import Function
     rng = np.random.default_rng(18)
     calls = [(rng.uniform(0, 1, 7), np.float64(0.25 + 0.1 * k)) for k in range(4)]
     replaying = replayed_like_traced(periodic, calls, policy, argnums=(0, 1))
@@ -1355,7 +1355,7 @@ def test_comparisons_and_guards_compile(policy):
     """The comparisons a program's Python decides on (``error < tolerance``: a call that
     makes an array) and the guards on them run as lines of their blocks; a call whose
     decisions go otherwise fails a guard inside a block and records again."""
-    from mutad.replay import Call, Guard
+    from mutad.engines.replay import Call, Guard
     rng = np.random.default_rng(17)
     y, rate = rng.uniform(0.5, 1.0, 3), np.array([1.0, 2.0, 3.0])
     calls = [(y, rate), (y, rate), (y * 1.001, rate), (y, rate * 1.5)] + [(y, rate)] * 3
@@ -1391,7 +1391,7 @@ def test_the_reverse_pass_warns_as_tracing_does():
 
 
 def test_a_block_whose_outputs_get_no_cotangent_finishes_one_step_at_a_time(monkeypatch):
-    from mutad.blocks import Block
+    from mutad.engines.blocks import Block
     left = []
     deopt = Block.deopt
     monkeypatch.setattr(Block, "deopt", lambda self, *args: (left.append(1), deopt(self, *args)))
@@ -1430,7 +1430,7 @@ def test_a_value_only_guards_read_gets_no_cotangent_and_no_deopt(policy, monkeyp
     """``positions[p] / dx``, read by ``int()`` alone, never gets a cotangent: its step has no
     lines in the compiled reverse pass, which once left it at every such step to finish one
     step at a time (``Block.deopt``: ten times slower)."""
-    from mutad.blocks import Block
+    from mutad.engines.blocks import Block
     left = []
     deopt = Block.deopt
     monkeypatch.setattr(Block, "deopt", lambda self, *args: (left.append(1), deopt(self, *args)))
@@ -1601,7 +1601,7 @@ def chain(operations, kept):
 def test_random_elementwise_chains_compile_bit_for_bit(program, policy, block_steps):
     """Also with runs cut into blocks of 3 steps (``replay.BLOCK_STEPS``): a value made in one
     block and read in the next."""
-    from mutad import replay
+    from mutad.engines import replay
     f = chain(*program)
     rng = np.random.default_rng(len(program[0]))
     calls = [(rng.uniform(-1, 1, 5), rng.uniform(-1, 1, 5)) for _ in range(4)]
@@ -1693,7 +1693,7 @@ def test_random_programs_replay_as_they_trace(program, policy, recomputing):
     traced ones bit for bit, and the caller's bytes are unchanged (``rp.check_replay``).
     ``recomputing``: every temporary that can be is recomputed in the reverse pass (not only
     those of 4 KiB or more), by the replay as by tracing (``replay.Recomputed``)."""
-    from mutad import recompute
+    from mutad.engines import recompute
     f, args = program.make()
     try:
         with np.errstate(all="ignore"):

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mutad.shadows import Buffer, Place
-from mutad.shadows import Shadows as _Shadows
-from mutad.tracing import Traced
-from mutad.views import address
+from mutad.core.shadows import Buffer, Place
+from mutad.core.shadows import Shadows as _Shadows
+from mutad.engines.tracing import Traced
+from mutad.core.views import address
 from strategies import ALIASINGS, aliased_pair, view_chains
 
 # fmt: off
@@ -50,7 +50,7 @@ def place(t):
 
 
 class Shadows:
-    """The shadow cache of ``mutad.shadows``, looked up by traced arrays rather than places."""
+    """The shadow cache of ``mutad.core.shadows``, looked up by traced arrays rather than places."""
 
     def __init__(self):
         self.cache = _Shadows()

@@ -7,7 +7,7 @@ import pytest
 
 import mutad
 from cases import COMPLEX, Case, arguments, case_id, check_complex, complex_normal, curved, normal
-from mutad.registry import RULES
+from mutad.core.registry import RULES
 from rule_checks import (WHERE, V4, X3, XF, Const, V, X, check_forward_rule, normal_array,
                          rule_case)
 

@@ -11,7 +11,7 @@ import scipy.stats
 from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen
 
 import mutad
-from mutad.registry import RULES, table
+from mutad.core.registry import RULES, table
 from mutad.scipy import stats
 
 from cases import replays_as_traced

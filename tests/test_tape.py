@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import mutad
-from mutad.tape import Record, Tape, Write
+from mutad.core.tape import Record, Tape, Write
 
 
 class Cell:
@@ -123,7 +123,7 @@ def test_unknown_policy_is_a_mutad_error():
 
 
 def test_tape_module_imports_no_numpy_and_nothing_of_mutad():
-    tree = ast.parse(Path(mutad.tape.__file__).read_text())
+    tree = ast.parse(Path(mutad.core.tape.__file__).read_text())
     imported = {alias.name.split(".")[0] for node in ast.walk(tree)
                 if isinstance(node, ast.Import) for alias in node.names}
     imported |= {"." if node.level else node.module.split(".")[0] for node in ast.walk(tree)

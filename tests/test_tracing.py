@@ -140,10 +140,10 @@ def test_len_iter_shape_attributes(x):
 def test_partials_evaluated_piecewise_give_the_same_gradient(monkeypatch, rng, policy):
     # Large arrays evaluate partial derivatives a piece at a time; make small ones do it too,
     # with pieces that do not divide the size, through every kind of operand.
-    import mutad.products
-    import mutad.recompute
+    import mutad.engines.products
+    import mutad.engines.recompute
 
-    monkeypatch.setattr(mutad.products, "CHUNK", 3)
+    monkeypatch.setattr(mutad.engines.products, "CHUNK", 3)
     x, w = rng.uniform(0.2, 1.2, (5, 7)), rng.uniform(0.2, 1.2, (5, 7))
 
     def f(x, w, s):
@@ -160,11 +160,11 @@ def test_partials_evaluated_piecewise_give_the_same_gradient(monkeypatch, rng, p
 def test_products_added_into_existing_shadows_piecewise(monkeypatch, rng, chunk):
     # A partial's product is added into an input's shadow a piece at a time where that shadow
     # exists already; the gradient is the one the whole products give, bit for bit.
-    import mutad.products
-    import mutad.recompute
+    import mutad.engines.products
+    import mutad.engines.recompute
 
-    monkeypatch.setattr(mutad.products, "CHUNK", chunk)
-    monkeypatch.setattr(mutad.recompute, "SMALL", 0)  # small cotangents take a simpler path
+    monkeypatch.setattr(mutad.engines.products, "CHUNK", chunk)
+    monkeypatch.setattr(mutad.engines.recompute, "SMALL", 0)  # small cotangents take a simpler path
     x, w = rng.uniform(0.2, 1.2, (5, 7)), rng.uniform(0.2, 1.2, (5, 7))
 
     def f(x, w):
@@ -186,7 +186,7 @@ def test_products_added_into_existing_shadows_piecewise(monkeypatch, rng, chunk)
     grads = mutad.gradient(f, x, w)
     assert x.tobytes() == x0
     mutad.check_grads(f, x, w)
-    monkeypatch.setattr(mutad.products, "CHUNK", 1 << 20)
+    monkeypatch.setattr(mutad.engines.products, "CHUNK", 1 << 20)
     assert all(np.array_equal(g, e) for g, e in zip(grads, mutad.gradient(f, x, w)))
 
 
@@ -195,11 +195,11 @@ def test_equal_cotangents_share_memory_unseen(monkeypatch, rng, chunk):
     # The cotangents of a + b are one array for both until one of them is written; a pullback
     # reading one while writing the other reads what it held (here x's shadow is b's when
     # b = x * w is reversed).
-    import mutad.products
-    import mutad.recompute
+    import mutad.engines.products
+    import mutad.engines.recompute
 
-    monkeypatch.setattr(mutad.products, "CHUNK", chunk)
-    monkeypatch.setattr(mutad.recompute, "SMALL", 0)  # small cotangents take a simpler path
+    monkeypatch.setattr(mutad.engines.products, "CHUNK", chunk)
+    monkeypatch.setattr(mutad.engines.recompute, "SMALL", 0)  # small cotangents take a simpler path
     x, w = rng.uniform(0.2, 1.2, 14), rng.uniform(0.2, 1.2, 14)
 
     def f(x, w):

@@ -506,7 +506,7 @@ def test_second_derivatives_through_writes_into_views(name, of, rng):
 def test_the_address_of_a_view_is_numpys(name):
     """``views.address`` reads the data pointer directly where the probes at import allowed
     it: on every view of the table, its first element's address is ``__array_interface__``'s."""
-    from mutad.views import address
+    from mutad.core.views import address
     base = np.arange(12.0).reshape(3, 4)
     for a in (base, np.asfortranarray(base), base[::-1, ::-1], base.astype(complex)):
         with warnings.catch_warnings():  # np.asarray(a, float) of the complex one

@@ -152,7 +152,7 @@ def namespace(name):
     if name == "cupy":
         return find_cupy()
     module = importlib.import_module(name)
-    from mutad import devices
+    from mutad.core import devices
 
     devices.register(module.ndarray, module)
     return module
@@ -403,7 +403,7 @@ def device_finite_difference(problem, step=harness.FINITE_DIFFERENCE_STEP):
 
 def type_like(device_array, host_array):
     """``host_array`` copied to the device of ``device_array``."""
-    from mutad import devices
+    from mutad.core import devices
 
     return devices.namespace(device_array).asarray(host_array)
 

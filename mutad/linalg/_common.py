@@ -28,7 +28,7 @@ façades over these modules; the products (einsum, matmul, ...) stay a rule fami
 
 import numpy as np
 
-from ..errors import UnsupportedOperationError
+from ..core.errors import UnsupportedOperationError
 from ..rules._helpers import symmetric_part, transpose
 
 

@@ -15,11 +15,11 @@ values.
 import numpy as np
 import scipy.linalg as _linalg
 
-from ..errors import UnsupportedOperationError
-from ..registry import RULES, complex_aware, defjvp, defrule, holomorphic
+from ..core.errors import UnsupportedOperationError
+from ..core.registry import RULES, complex_aware, defjvp, defrule, holomorphic
 from ..rules._helpers import symmetric_part, transpose, unbroadcast
 from ..scipy._adjoints import scipy_adjoint
-from ..views import memory
+from ..core.views import memory
 from ._common import adjoint, as_matrices, conjugate, require_matrix, times_transpose
 
 solve, inv, det, pinv, lstsq = map(scipy_adjoint, (

@@ -8,7 +8,7 @@ import functools
 import numpy as np
 import scipy.linalg as _linalg
 
-from ..errors import UnsupportedOperationError
+from ..core.errors import UnsupportedOperationError
 from ..rules._helpers import transpose
 from ..scipy._adjoints import scipy_adjoint
 from .dense import solve

@@ -20,11 +20,11 @@ operations.
 import numpy as np
 import scipy.linalg as _linalg
 
-from ..errors import UnsupportedOperationError
-from ..registry import complex_aware, defjvp, defrule
+from ..core.errors import UnsupportedOperationError
+from ..core.registry import complex_aware, defjvp, defrule
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
 from ..scipy._adjoints import scipy_adjoint
-from ..views import memory
+from ..core.views import memory
 from ._common import adjoint, hermitian_part, is_transposed, require_matrix, times_transpose
 
 cholesky, cho_factor, cho_solve, solve_triangular, lu_factor, lu_solve, lu, qr = map(

@@ -9,10 +9,10 @@ Sylvester equation.
 import numpy as np
 import scipy.linalg as _linalg
 
-from ..errors import UnsupportedOperationError
+from ..core.errors import UnsupportedOperationError
 from ..rules._helpers import transpose
 from ..scipy._adjoints import scipy_adjoint
-from ..views import wrapped
+from ..core.views import wrapped
 from ._common import require_matrix
 from .equations import solve_sylvester
 

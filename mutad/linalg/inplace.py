@@ -15,12 +15,12 @@ import scipy.linalg
 from numpy.typing import NDArray
 from scipy.linalg import get_blas_funcs, get_lapack_funcs
 
-from ..devices import device_of
+from ..core.devices import device_of
 from ..custom import inplace_adjoint
-from ..errors import (ComplexInputError, InvalidArgumentError, NotPositiveDefiniteError,
-                     UnsupportedArrayError)
-from ..tracing import Traced
-from ..views import may_overlap, memory, wrapped
+from ..core.errors import (ComplexInputError, InvalidArgumentError, NotPositiveDefiniteError,
+                          UnsupportedArrayError)
+from ..engines.tracing import Traced
+from ..core.views import may_overlap, memory, wrapped
 from . import factorizations as dispatching
 from .factorizations import (cholesky_tangent, lu_tangent, lu_tangent_times, permutation,
                              solve_lower)

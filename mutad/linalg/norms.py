@@ -8,8 +8,8 @@ convention (``complex_aware``): the gradient is dy/d Re x + i dy/d Im x.
 import numpy as np
 import scipy.linalg as _linalg
 
-from ..errors import UnsupportedOperationError
-from ..registry import complex_aware, defjvp, defrule
+from ..core.errors import UnsupportedOperationError
+from ..core.registry import complex_aware, defjvp, defrule
 from ..scipy._adjoints import scipy_adjoint
 
 norm = scipy_adjoint(_linalg.norm)

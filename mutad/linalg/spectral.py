@@ -22,12 +22,12 @@ and a loss that reads them is refused (``require_phase_free``).
 import numpy as np
 import scipy.linalg as _linalg
 
-from ..arraylike import carries_derivative
-from ..errors import UnsupportedOperationError
-from ..registry import CONVENTION, RULES, complex_aware, defjvp, defrule
+from ..engines.arraylike import carries_derivative
+from ..core.errors import UnsupportedOperationError
+from ..core.registry import CONVENTION, RULES, complex_aware, defjvp, defrule
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
 from ..scipy._adjoints import StandIn, scipy_adjoint
-from ..views import memory
+from ..core.views import memory
 from ._common import adjoint, conjugate, hermitian_part, real_diagonal, require_matrix
 
 eigh, eigvalsh, eig, eigvals, svd, svdvals, polar = map(scipy_adjoint, (

@@ -10,8 +10,8 @@ import math
 import numpy as np
 import scipy.linalg as _linalg
 
-from ..allocation import lists_as_arrays
-from ..errors import UnsupportedOperationError
+from ..core.allocation import lists_as_arrays
+from ..core.errors import UnsupportedOperationError
 from ..scipy._adjoints import scipy_adjoint, stands_in_for
 from ._common import times_transpose
 

@@ -6,7 +6,7 @@ functions of ``np.linalg`` are rules of ``mutad.linalg``'s families, beside SciP
 
 import numpy as np
 
-from ..registry import complex_aware, defcomposite, lookup, table
+from ..core.registry import complex_aware, defcomposite, lookup, table
 from . import (composites, contractions, creation, fft, indexing, nondiff, reductions,  # noqa: F401
                shape, ufuncs)
 

@@ -13,10 +13,11 @@ before) otherwise.
 
 import numpy as np
 
-from ..devices import device_of, ufunc_at
-from ..errors import UnsupportedOperationError
-from ..elementwise import unbroadcast  # noqa: F401  (the core's own, for rules to import from here)
-from ..views import memory, wrapped
+from ..core.devices import device_of, ufunc_at
+from ..core.errors import UnsupportedOperationError
+# the core's own, for rules to import from here
+from ..engines.elementwise import unbroadcast  # noqa: F401
+from ..core.views import memory, wrapped
 
 
 class Template:

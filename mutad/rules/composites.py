@@ -15,10 +15,10 @@ import numpy as np
 
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..allocation import lists_as_arrays
-from ..arraylike import settled
-from ..errors import UnsupportedOperationError
-from ..registry import complex_aware, defcomposite, defmethod, nondifferentiable
+from ..core.allocation import lists_as_arrays
+from ..engines.arraylike import settled
+from ..core.errors import UnsupportedOperationError
+from ..core.registry import complex_aware, defcomposite, defmethod, nondifferentiable
 from ._helpers import along
 
 

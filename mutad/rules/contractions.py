@@ -25,11 +25,11 @@ import string
 
 import numpy as np
 
-from ..errors import UnsupportedOperationError
-from ..debug import caller, warn_at
-from ..registry import complex_aware, defjvp, deflinear, defmultilinear, defrule, holomorphic
-from ..tape import source_line
-from ..views import memory
+from ..core.errors import UnsupportedOperationError
+from ..core.debug import caller, warn_at
+from ..core.registry import complex_aware, defjvp, deflinear, defmultilinear, defrule, holomorphic
+from ..core.tape import source_line
+from ..core.views import memory
 from ._helpers import transpose, unbroadcast
 
 

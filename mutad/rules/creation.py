@@ -11,11 +11,11 @@ so later writes of tangents into it have a place to go.
 
 import numpy as np
 
-from ..debug import caller, warn_at
-from ..errors import UnsupportedOperationError
-from ..registry import deflinear, defjvp, defrule, holomorphic, recomputable
-from ..tape import source_line
-from ..views import memory
+from ..core.debug import caller, warn_at
+from ..core.errors import UnsupportedOperationError
+from ..core.registry import deflinear, defjvp, defrule, holomorphic, recomputable
+from ..core.tape import source_line
+from ..core.views import memory
 from ._helpers import traced_among, unbroadcast
 
 

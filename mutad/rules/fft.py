@@ -21,9 +21,9 @@ primal is always the library's own call, so the values are NumPy's bits.
 
 import numpy as np
 
-from ..devices import beside
-from ..views import memory
-from ..registry import complex_aware, defcomposite, deflinear, defrule
+from ..core.devices import beside
+from ..core.views import memory
+from ..core.registry import complex_aware, defcomposite, deflinear, defrule
 from ._helpers import along
 
 DUAL = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}

@@ -21,18 +21,18 @@ import functools
 
 import numpy as np
 
-from ..devices import beside, index_for, ufunc_at
-from ..errors import UnsupportedOperationError, UntracedWriteError
-from ..registry import (complex_aware, defcomposite, definplace, deflinear, defjvp, defrule, holomorphic,
-                        recomputable)
-from ..allocation import lists_as_arrays
-from ..elementwise import unbroadcast
-from ..tracing import (Traced, check_destination, copy_into, locate, overlaps, plain, record_write,
-                       writes_into)
-from ..writes import Reads, Undo, checkpoint
-from .. import views
+from ..core.devices import beside, index_for, ufunc_at
+from ..core.errors import UnsupportedOperationError, UntracedWriteError
+from ..core.registry import (complex_aware, defcomposite, definplace, deflinear, defjvp, defrule,
+                             holomorphic, recomputable)
+from ..core.allocation import lists_as_arrays
+from ..engines.elementwise import unbroadcast
+from ..engines.tracing import (Traced, check_destination, copy_into, locate, overlaps, plain,
+                               record_write, writes_into)
+from ..engines.writes import Reads, Undo, checkpoint
+from ..core import views
 from ..custom import adjoint
-from ..views import memory, wrapped
+from ..core.views import memory, wrapped
 from ._helpers import accumulator, gather_cotangent
 
 

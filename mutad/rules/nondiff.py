@@ -6,7 +6,7 @@ their outputs are plain arrays, as in HIPS autograd's ``nograd_functions``.
 
 import numpy as np
 
-from ..registry import nondifferentiable
+from ..core.registry import nondifferentiable
 
 nondifferentiable(
     # comparisons and predicates

@@ -21,10 +21,10 @@ import math
 
 import numpy as np
 
-from ..devices import is_device, namespace, ufunc_at
-from ..errors import UnsupportedOperationError
-from ..registry import complex_aware, defjvp, deflinear, defrule, holomorphic
-from ..views import memory, wrapped
+from ..core.devices import is_device, namespace, ufunc_at
+from ..core.errors import UnsupportedOperationError
+from ..core.registry import complex_aware, defjvp, deflinear, defrule, holomorphic
+from ..core.views import memory, wrapped
 from ._helpers import Template, expand
 
 

@@ -16,11 +16,11 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..devices import is_device, ufunc_at
-from ..errors import UnsupportedOperationError, UntracedWriteError
-from ..registry import (complex_aware, definplace, defjoin, defjvp, deflinear, defroute, defrule,
-                        holomorphic, recomputable)
-from ..views import address, memory, owner, owner_view, wrapped
+from ..core.devices import is_device, ufunc_at
+from ..core.errors import UnsupportedOperationError, UntracedWriteError
+from ..core.registry import (complex_aware, definplace, defjoin, defjvp, deflinear, defroute,
+                             defrule, holomorphic, recomputable)
+from ..core.views import address, memory, owner, owner_view, wrapped
 from ._helpers import Template, gather_cotangent, unbroadcast
 
 

@@ -13,11 +13,11 @@ reverse pass restored them.
 
 import numpy as np
 
-from ..devices import is_device, namespace
-from ..errors import UnsupportedOperationError
-from ..registry import (ONE, Constant, Operand, complex_ufunc, defjvp, defrule, elementwise,
-                        holomorphic)
-from ..views import memory
+from ..core.devices import is_device, namespace
+from ..core.errors import UnsupportedOperationError
+from ..core.registry import (ONE, Constant, Operand, complex_ufunc, defjvp, defrule, elementwise,
+                             holomorphic)
+from ..core.views import memory
 from ._helpers import as_float, sign_of
 
 LN2 = np.log(2.0)

@@ -9,15 +9,15 @@ import sys
 
 import numpy as np
 
-from ..devices import device_of
-from ..errors import UnsupportedArrayError
-from ..allocation import by_user_code
+from ..core.devices import device_of
+from ..core.errors import UnsupportedArrayError
+from ..core.allocation import by_user_code
 from ..api import stop_gradient
-from ..arraylike import carries_derivative
+from ..engines.arraylike import carries_derivative
 from ..custom import Adjoint, dispatch
-from ..errors import EscapedTracerError, UnsupportedOperationError
-from ..levels import ACTIVE, innermost
-from ..registry import NoClosedForm, defroute, padded
+from ..core.errors import EscapedTracerError, UnsupportedOperationError
+from ..core.levels import ACTIVE, innermost
+from ..core.registry import NoClosedForm, defroute, padded
 from ..rules._helpers import stacked, unbroadcast
 
 

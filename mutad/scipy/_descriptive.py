@@ -32,7 +32,7 @@ from scipy.stats._axis_nan_policy import (SmallSampleWarning, _broadcast_shapes,
 from scipy.stats._stats_py import (DescribeResult, LinregressResult, PearsonRResult,
                                    SignificanceResult, TtestResult, _scale_conversions)
 
-from ..errors import UnsupportedOperationError
+from ..core.errors import UnsupportedOperationError
 from ._adjoints import StandIn, Value
 
 __all__ = ["circmean", "circstd", "circvar", "describe", "entropy", "gmean", "hmean", "iqr",

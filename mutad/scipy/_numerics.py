@@ -24,7 +24,7 @@ from numpy.polynomial.legendre import leggauss
 from scipy.special import (betaln, erfcx, gamma, gammaln, k0, k0e, k1, k1e, kve, poch, psi,
                            xlog1py, xlogy)
 
-from ..registry import NoClosedForm
+from ..core.registry import NoClosedForm
 from ._adjoints import Elementwise
 
 _SQRT_PI = math.sqrt(math.pi)

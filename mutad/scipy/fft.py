@@ -15,8 +15,8 @@ transposes, which are transforms of SciPy's too.
 import numpy as np
 import scipy.fft as _fft
 
-from ..errors import UnsupportedOperationError
-from ..registry import CONVENTION, defroute
+from ..core.errors import UnsupportedOperationError
+from ..core.registry import CONVENTION, defroute
 from ..rules.fft import HERMITIAN_ND, STAGES, adjoint
 from ._adjoints import scipy_adjoint
 

@@ -92,16 +92,16 @@ from scipy.integrate import _bvp, _odepack_py, _quad_vec, _quadpack_py, _quadrat
 from scipy.integrate._ivp import ivp as _ivp
 from scipy.integrate._ivp import rk as _rk
 
-from ..allocation import STATE, plain_allocation
+from ..core.allocation import STATE, plain_allocation
 from ..api import grad, jacobian, jvp, pullback, stop_gradient
 from ..custom import Adjoint
-from ..errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
-                      UntracedWriteError)
-from ..arraylike import carries_derivative
-from ..levels import ACTIVE, Tracer, innermost
-from ..registry import defroute
-from ..trees import flatten
-from ..views import memory
+from ..core.errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
+                           UntracedWriteError)
+from ..engines.arraylike import carries_derivative
+from ..core.levels import ACTIVE, Tracer, innermost
+from ..core.registry import defroute
+from ..core.trees import flatten
+from ..core.views import memory
 from ._adjoints import outside_differentiations
 
 __all__ = ["cumulative_simpson", "cumulative_trapezoid", "nquad", "odeint", "quad", "quad_vec",

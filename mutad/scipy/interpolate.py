@@ -90,12 +90,12 @@ from scipy.interpolate import _interpnd
 
 from scipy.sparse.linalg import spsolve
 
-from ..arraylike import settled
+from ..engines.arraylike import settled
 from ..custom import Adjoint, dispatch
-from ..errors import UnsupportedOperationError
-from ..levels import Tracer
-from ..views import memory
-from ..registry import defmethod, defroute
+from ..core.errors import UnsupportedOperationError
+from ..core.levels import Tracer
+from ..core.views import memory
+from ..core.registry import defmethod, defroute
 from ..api import stop_gradient
 from ._adjoints import ScipyAdjoint, Value, refused_attribute, scipys_value
 

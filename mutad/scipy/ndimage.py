@@ -74,13 +74,13 @@ from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.ndimage import _filters, _measurements, _ni_support
 
-from ..allocation import lists_as_arrays
-from ..arraylike import carries_derivative, settled
-from ..errors import ConversionError, UnsupportedOperationError, UntracedWriteError
-from ..levels import ACTIVE, innermost
-from ..registry import CONVENTION
+from ..core.allocation import lists_as_arrays
+from ..engines.arraylike import carries_derivative, settled
+from ..core.errors import ConversionError, UnsupportedOperationError, UntracedWriteError
+from ..core.levels import ACTIVE, innermost
+from ..core.registry import CONVENTION
 from ..rules._helpers import gather_cotangent, stacked
-from ..views import may_overlap
+from ..core.views import may_overlap
 from ..api import stop_gradient
 from ._adjoints import ScipyAdjoint, StandIn, Value, scipys_value, stands_in_for
 

@@ -93,13 +93,13 @@ import numpy as np
 import scipy.optimize as _optimize
 import scipy.sparse.linalg as _sparse_linalg
 
-from ..allocation import allocate, lists_as_arrays
+from ..core.allocation import allocate, lists_as_arrays
 from ..api import grad, hvp, jvp, stop_gradient
 from ..custom import Adjoint
-from ..errors import UnsupportedOperationError
-from ..levels import ACTIVE, Tracer
-from ..registry import defroute
-from ..views import memory
+from ..core.errors import UnsupportedOperationError
+from ..core.levels import ACTIVE, Tracer
+from ..core.registry import defroute
+from ..core.views import memory
 from ._adjoints import outside_differentiations
 
 __all__ = ["bisect", "brenth", "brentq", "curve_fit", "fixed_point", "fsolve",

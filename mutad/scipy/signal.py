@@ -80,12 +80,12 @@ from scipy.signal import (_arraytools, _filter_design, _lti_conversion, _ltisys,
                           _spectral_py)
 from scipy.signal._upfirdn import _output_len
 
-from ..allocation import lists_as_arrays
-from ..arraylike import carries_derivative, settled
+from ..core.allocation import lists_as_arrays
+from ..engines.arraylike import carries_derivative, settled
 from ..api import stop_gradient
-from ..errors import UnsupportedOperationError
-from ..levels import Tracer, innermost
-from ..registry import HOLOMORPHIC, defmethod, defroute
+from ..core.errors import UnsupportedOperationError
+from ..core.levels import Tracer, innermost
+from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import fft, linalg, ndimage
 from ._adjoints import (ScipyAdjoint, StandIn, Value, array_argument, array_tangent,

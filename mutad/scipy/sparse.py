@@ -98,15 +98,15 @@ import numpy as np
 import scipy.sparse as _sparse
 import scipy.sparse.linalg as _splinalg
 
-from ..allocation import INTERNAL
-from ..arraylike import carries_derivative, settled
+from ..core.allocation import INTERNAL
+from ..engines.arraylike import carries_derivative, settled
 from ..custom import Adjoint
-from ..errors import UnsupportedAttributeError, UnsupportedOperationError
-from ..levels import ACTIVE, innermost
-from ..registry import RULES, defmethod, defroute
+from ..core.errors import UnsupportedAttributeError, UnsupportedOperationError
+from ..core.levels import ACTIVE, innermost
+from ..core.registry import RULES, defmethod, defroute
 from ..rules._helpers import transpose
-from ..trees import register_pytree
-from ..views import memory, wrapped
+from ..core.trees import register_pytree
+from ..core.views import memory, wrapped
 
 __all__ = ["bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix", "csc_array",
            "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix", "diags",

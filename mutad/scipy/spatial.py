@@ -41,8 +41,8 @@ SciPy's loop ignores them).
 import numpy as np
 import scipy.spatial.distance as _distance
 
-from ..allocation import lists_as_arrays
-from ..errors import UnsupportedOperationError
+from ..core.allocation import lists_as_arrays
+from ..core.errors import UnsupportedOperationError
 from ._adjoints import stands_in_for
 
 __all__ = ["cdist", "pdist", "squareform"]

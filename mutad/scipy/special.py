@@ -42,7 +42,7 @@ from scipy.special import (
     inv_boxcox, inv_boxcox1p, kl_div, poch, pseudo_huber, sindg,
 )
 
-from ..registry import NoClosedForm, elementwise, holomorphic, nondifferentiable
+from ..core.registry import NoClosedForm, elementwise, holomorphic, nondifferentiable
 from ..rules._helpers import as_float, sign_of, unbroadcast
 from . import _numerics
 from ._adjoints import scipy_adjoint

@@ -64,11 +64,11 @@ from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen)
 
 from ..api import stop_gradient
-from ..arraylike import carries_derivative
+from ..engines.arraylike import carries_derivative
 from ..custom import Adjoint
-from ..errors import UnsupportedOperationError
-from ..levels import Tracer, innermost
-from ..registry import defmethod, defroute
+from ..core.errors import UnsupportedOperationError
+from ..core.levels import Tracer, innermost
+from ..core.registry import defmethod, defroute
 from . import _descriptive, _numerics, linalg
 from ._descriptive import *  # noqa: F403
 from ._adjoints import Elementwise, Value, refused_attribute, scipys_value

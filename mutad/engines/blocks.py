@@ -43,7 +43,7 @@ import threading
 import numpy as np
 
 from .products import ZERO, _sum_of_products, times, times_scalar, unmasked
-from .tape import Tape
+from ..core.tape import Tape
 
 TEMPLATES = collections.OrderedDict()
 """Compiled factories by source, the least recently used dropped past :data:`KEPT`."""

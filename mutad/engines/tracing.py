@@ -37,18 +37,18 @@ import zlib
 
 import numpy as np
 
-from .allocation import Preexisting, joined_operands, stands_in, ufunc_operands
-from .arguments import no_full_collections
+from ..core.allocation import Preexisting, joined_operands, stands_in, ufunc_operands
+from ..core.arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
                         conversion_error, inexact_output, install_operators, keywords_in_place,
                         lost_tangent, numpy_value, out_by_keyword, out_position, put_right,
-                        single_out, stands_for_scalar, untraced_write, weak_arithmetic, weak_beside_arrays,
-                        weak_value)
-from .devices import beside, is_device, namespace, ufunc_at
-from .debug import SKIPPED, Warnings, anomaly, at_user_lines, caller
+                        single_out, stands_for_scalar, untraced_write, weak_arithmetic,
+                        weak_beside_arrays, weak_value)
+from ..core.devices import beside, is_device, namespace, ufunc_at
+from ..core.debug import SKIPPED, Warnings, anomaly, at_user_lines, caller
 from .elementwise import (ASSIGNMENT, Elementwise, Rerun, differentiable, elementwise_kept,
                           read_by_partials, unbroadcast, write_kept, write_pullback)
-from .errors import (
+from ..core.errors import (
     ConstantModifiedError,
     MutadError,
     RuleError,
@@ -57,18 +57,18 @@ from .errors import (
     function_name,
     no_rule,
 )
-from .levels import ACTIVE, LEVELS, Tracer, escaped
-from .levels import innermost as innermost_tracer
+from ..core.levels import ACTIVE, LEVELS, Tracer, escaped
+from ..core.levels import innermost as innermost_tracer
 from .products import CHUNK
 from .recompute import (Held, Rebuild, Recomputation, Written, current_region, flat,
                         keeps_memory, small, track)
-from .registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
-                       check_complex, complex_among, is_recomputable, is_user_rule, lookup)
-from .shadows import Buffer, Place, overlapping, zeros
-from .tape import Absent, OneOutput, Primitive, Record, Tape, Write
-from .trees import unsupported_array
-from .views import (address, byte_span, itself, may_overlap, memory, overlaps_itself, owner,
-                    owner_view, real_part_if, same_region, strided, views, wrapped, writeable)
+from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
+                             check_complex, complex_among, is_recomputable, is_user_rule, lookup)
+from ..core.shadows import Buffer, Place, overlapping, zeros
+from ..core.tape import Absent, OneOutput, Primitive, Record, Tape, Write
+from ..core.trees import unsupported_array
+from ..core.views import (address, byte_span, itself, may_overlap, memory, overlaps_itself, owner,
+                          owner_view, real_part_if, same_region, strided, views, wrapped, writeable)
 from .writes import (SAVED, CopyBack, Destination, ElementwiseInverse, Reads, Undo, Undos,
                      check_region, decide_undo, saving)
 

@@ -16,17 +16,19 @@ ends.
 
 import numpy as np
 
-from .arguments import Originals, check_distinct_memory, run
+from ..core.arguments import Originals, check_distinct_memory, run
 from .arraylike import stands_for_scalar
-from .errors import ConstantModifiedError, InvalidArgumentError, PolicyError, UnsupportedOperationError
+from ..core.errors import (ConstantModifiedError, InvalidArgumentError, PolicyError,
+                           UnsupportedOperationError)
 from .forward import Dual, as_array, enclosed, split, zero_tangent
-from .levels import ACTIVE, LEVELS, Tracer
+from ..core.levels import ACTIVE, LEVELS, Tracer
 from .recompute import hold_for_good
-from .shadows import Buffer, Shadows
-from .tape import POLICIES
+from ..core.shadows import Buffer, Shadows
+from ..core.tape import POLICIES
 from .tracing import ReverseTape, Traced, check_constants, fresh, thaw, view_of
-from .trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
-from .views import address, memory, owner, owner_view, same_region, spans, weaken, wrapped, writeable
+from ..core.trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
+from ..core.views import (address, memory, owner, owner_view, same_region, spans, weaken, wrapped,
+                          writeable)
 
 
 class Differentiation:

@@ -176,7 +176,7 @@ def warn_at(message, category, filename, lineno, module_globals=None):
 # Tracebacks that end at the user's lines
 
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # mutad/
 _TOOLS = _PACKAGE + "bench" + os.sep  # the benchmark workloads are code being differentiated
 HIDDEN_NOTE = ("(mutad's own frames are left out of this traceback; set the environment "
                "variable MUTAD_TRACEBACKS=full to see them)")

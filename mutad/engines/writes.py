@@ -12,11 +12,11 @@ decide alike.
 
 import numpy as np
 
-from .devices import namespace
+from ..core.devices import namespace
 from .products import CHUNK
 from .recompute import Rebuild
-from .errors import ReadOnlyError, UnsupportedOperationError
-from .views import memory, overlaps_itself, views, wrapped, writeable
+from ..core.errors import ReadOnlyError, UnsupportedOperationError
+from ..core.views import memory, overlaps_itself, views, wrapped, writeable
 
 
 ULPS = 2

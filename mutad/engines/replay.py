@@ -76,29 +76,29 @@ import weakref
 
 import numpy as np
 
-from .devices import is_device
-from .allocation import as_floats, put_value
-from .arguments import Originals, check_argnums
+from ..core.devices import is_device
+from ..core.allocation import as_floats, put_value
+from ..core.arguments import Originals, check_argnums
 from .arraylike import weak
 from .blocks import Block, Opaque, flat_slice, indent, scalar_cotangents
-from .debug import (Warnings, anomaly_detection, at_user_lines, nowhere, user_frames,
-                    warn_at)
+from ..core.debug import (Warnings, anomaly_detection, at_user_lines, nowhere, user_frames,
+                          warn_at)
 from .elementwise import (ASSIGNMENT, Elementwise, differentiable, elementwise_cotangents,
                           elementwise_kept, read_by_partials, short, unbroadcast)
-from .errors import MutadError, UnsupportedOperationError
-from .levels import ACTIVE
+from ..core.errors import MutadError, UnsupportedOperationError
+from ..core.levels import ACTIVE
 from .products import times
 from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
                         recomputable, small)
-from .registry import NO_RULE, ONE, RULES, Constant, Operand, complex_among
-from .shadows import Buffer, Place, Shadows, overlapping
-from .tape import Record, Tape, Write
+from ..core.registry import NO_RULE, ONE, RULES, Constant, Operand, complex_among
+from ..core.shadows import Buffer, Place, Shadows, overlapping
+from ..core.tape import Record, Tape, Write
 from .tracing import (Gathered, ReverseTape, Traced, WritePlan, add_cotangents, apart_from,
                       apply_function, assign, check_constants, complex_back, constant, fresh_value,
                       function_pullback, on_constants, plain, record_write, target_position,
                       thaw, unwrapped_ufunc)
-from .trees import attributes, flatten
-from .views import address, overlaps_itself, owner, strided, writeable
+from ..core.trees import attributes, flatten
+from ..core.views import address, overlaps_itself, owner, strided, writeable
 from .writes import Destination, Undo, saving
 
 CACHE_SIZE = 8
@@ -3010,7 +3010,7 @@ def _reach_into(x, work, arrays, names, holders, expanded, large):
         if slots:  # a new dict on each walk: compared by what it holds
             _hold(slots, holders, expanded)
         _hold_class(kind, holders, expanded)
-        if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k], len(x), ...
+        if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k]
             work.extend(_special_methods(kind))
 
 
@@ -3044,22 +3044,35 @@ def _code_names(code):
     return frozenset(found)
 
 
+_NUMBERS = (np.ndarray, np.generic, int, float, complex, bool, str, type(None))
+
+
 def _data(x):
     """Whether ``x``, held by a library's object, is data a program may compute with: an
-    array, a number or a container (of them)."""
-    return isinstance(x, (np.ndarray, np.generic, int, float, complex, tuple, list, dict))
+    array, a number, or a container of them (a frozen distribution's ``kwds``)."""
+    if isinstance(x, _NUMBERS):
+        return True
+    if type(x) in (tuple, list):
+        return all(isinstance(v, _NUMBERS) for v in x)
+    if type(x) is dict:
+        return all(isinstance(v, _NUMBERS) for v in x.values())
+    return False
+
+
+SPECIAL = ("__getattr__", "__getattribute__", "__getitem__", "__call__")
+"""The methods Python calls on an object without the program naming them through which what
+it reads may come from elsewhere (``x.name``, ``x[k]``, ``x()``)."""
 
 
 def _special_methods(cls):
-    """The special methods (``__getattr__``, ``__getitem__``, ``__call__``, ...) that ``cls``
-    and its bases other than the libraries' define as functions: Python calls them without
-    the program naming them."""
+    """The methods of ``SPECIAL`` that ``cls`` and its bases other than the libraries' define
+    as functions."""
     found = []
     for base in cls.__mro__:
         module = getattr(base, "__module__", "builtins")
         if type(module) is str and not _library(module):
-            found.extend(v for k, v in vars(base).items() if k.startswith("__")
-                         and k.endswith("__") and type(v) is types.FunctionType)
+            found.extend(v for k, v in vars(base).items()
+                         if k in SPECIAL and type(v) is types.FunctionType)
     return found
 
 

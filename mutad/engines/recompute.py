@@ -53,10 +53,10 @@ import weakref
 
 import numpy as np
 
-from .devices import is_device, span_of
-from .shadows import Buffer, Place, bytes_of, shared
-from .tape import Absent
-from .views import address, owner, strided
+from ..core.devices import is_device, span_of
+from ..core.shadows import Buffer, Place, bytes_of, shared
+from ..core.tape import Absent
+from ..core.views import address, owner, strided
 
 WORK = 64
 """The most elements a recomputation may compute per element of the value it gives back."""

@@ -23,11 +23,11 @@ import sys
 
 import numpy as np
 
-from .allocation import lists_as_arrays
-from .errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
-                     UntracedWriteError)
-from .levels import Tracer, innermost
-from .views import memory, weaken, writeable
+from ..core.allocation import lists_as_arrays
+from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
+                           UntracedWriteError)
+from ..core.levels import Tracer, innermost
+from ..core.views import memory, weaken, writeable
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,

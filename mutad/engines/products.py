@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from .devices import is_device
-from .levels import deeper
-from .views import memory, owner, wrapped, writeable
+from ..core.devices import is_device
+from ..core.levels import deeper
+from ..core.views import memory, owner, wrapped, writeable
 
 CHUNK = 1 << 15
 """Elements per piece when a partial derivative of a large array is evaluated piecewise."""

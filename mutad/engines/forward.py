@@ -19,12 +19,12 @@ it, which is what prevents perturbation confusion.
 
 import numpy as np
 
-from .allocation import Preexisting, joined_operands, stands_in, ufunc_operands
+from ..core.allocation import Preexisting, joined_operands, stands_in, ufunc_operands
 from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
                         inexact_output, install_operators, keywords_in_place, lost_tangent,
                         out_by_keyword, single_out, stands_for_scalar, weak, weak_arithmetic,
                         weak_beside_arrays, weak_value)
-from .errors import (
+from ..core.errors import (
     RuleError,
     UnsupportedArrayError,
     UnsupportedFunctionError,
@@ -33,12 +33,12 @@ from .errors import (
     function_name,
     no_rule,
 )
-from .levels import ACTIVE, Tracer, escaped, innermost, running
+from ..core.levels import ACTIVE, Tracer, escaped, innermost, running
 from .products import times
-from .registry import NO_RULE, ONE, RULES, NoClosedForm, check_complex, complex_among
-from .trees import unsupported_array
-from .views import (address, may_overlap, memory, owner, owner_view, real_part_if, same_region,
-                    strided, wrapped, writes_freely)
+from ..core.registry import NO_RULE, ONE, RULES, NoClosedForm, check_complex, complex_among
+from ..core.trees import unsupported_array
+from ..core.views import (address, may_overlap, memory, owner, owner_view, real_part_if,
+                          same_region, strided, wrapped, writes_freely)
 from .writes import check_region
 
 

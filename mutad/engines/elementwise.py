@@ -8,13 +8,13 @@ that their gradients are the traced ones, bit for bit.
 
 import numpy as np
 
-from .devices import is_device
+from ..core.devices import is_device
 
 from .products import add_times_partial, times_partial
-from .registry import HOLOMORPHIC, ONE, ElementwiseRule, NoClosedForm, Rule
-from .shadows import Buffer, bytes_of, overlapping
-from .tape import OneOutput
-from .views import writeable
+from ..core.registry import HOLOMORPHIC, ONE, ElementwiseRule, NoClosedForm, Rule
+from ..core.shadows import Buffer, bytes_of, overlapping
+from ..core.tape import OneOutput
+from ..core.views import writeable
 
 
 SHORT = 1 << 16
