@@ -284,6 +284,42 @@ def test_array_and_asarray_of_a_traced_array_follow_numpy():
     mutad.check_grads(f, np.array([0.3, -0.5, 0.8]))
 
 
+def scalar_constructors(x):
+    a = np.float64(x[0])                  # NumPy's scalar of a traced element
+    b = np.float32(x[1] * 3.0)            # rounded to single precision, as NumPy rounds it
+    c = np.complex128(x[2])
+    w = np.zeros(3, dtype=np.float64)     # the same names, as types, in the same function
+    assert isinstance(np.float64(1.5), np.float64) and w.dtype == np.float64
+    assert np.issubdtype(np.float32, np.floating) and np.finfo(np.float64).eps > 0
+    w[0] = a * b
+    w[1:] = np.float64(x[1:] ** 2)        # of an array: the array converted
+    return (w * x).sum() + (c * c).real + np.double(x[0]) * np.single(x[2])
+
+
+def test_numpy_scalar_types_of_traced_values_are_the_converted_values():
+    x = np.array([0.3, -0.5, 0.8])
+    saved = x.tobytes()
+    value, _ = mutad.value_and_gradient(scalar_constructors, x)
+    assert np.asarray(value).tobytes() == np.asarray(scalar_constructors(x)).tobytes()
+    assert x.tobytes() == saved
+    mutad.check_grads(scalar_constructors, x, rtol=1e-4)  # finite differences of float32
+    mutad.check_jvp(scalar_constructors, x, rtol=1e-4)
+    replays_as_traced(scalar_constructors, [(x,), (np.array([1.5, 0.25, -2.0]),)])
+    assert x.tobytes() == saved
+    assert np.float64 is numpy.float64 and type(np.float64) is type  # NumPy's again after
+
+
+def test_a_scalar_type_compared_by_identity_stays_numpys():
+    def f(x):
+        assert x.dtype.type is np.float64   # a stand-in cannot pass `is`: NumPy's own stays
+        return np.float64(x[0]) * 2.0
+
+    x = np.array([0.3, -0.5])
+    with pytest.raises(errors.ConversionError, match="np.float64"):
+        mutad.gradient(f, x)
+    assert x.tolist() == [0.3, -0.5]
+
+
 def test_integer_valued_functions_of_traced_scalars_are_plain():
     def f(x):
         best = np.argmin((x[0], x[1]))

@@ -47,7 +47,9 @@ Float arrays made before the differentiation started that the differentiated fun
 by a name (a module-level initial condition ``U0``, a closure's, a default's, an attribute its
 method names) stand in as views of themselves (``Preexisting``), so that the arrays made from
 them are followed however they are made (``U0.copy()``, ``U0 + 0.0``); ``np.ndarray((n,))``
-allocates as ``np.empty`` does where the function calls it (``ndarray``).
+allocates as ``np.empty`` does where the function calls it (``ndarray``), and NumPy's float and
+complex scalar types called on traced values (``np.float64(x[0])``) give the converted traced
+values where the function calls them (``SCALAR_TYPES``).
 
 Not followed: writing a traced value into an array allocated before the differentiation
 started (a module-level work buffer: it would change the caller's array), ``np.frombuffer``
@@ -443,28 +445,86 @@ class ndarray(metaclass=_Constructor):  # noqa: N801 (NumPy's name)
     """``numpy.ndarray`` where differentiated code calls it (``_Constructor``)."""
 
 
+class _ScalarType(type):
+    """The type of a NumPy scalar type (``np.float64``) as the mode shows it where the
+    differentiated code calls it: of a traced value (``np.float64(x[0])``, ``np.float32(s)``)
+    the value converted as NumPy converts it (``astype``: a traced 0-d value for a scalar, a
+    traced array for an array), which the engines follow; otherwise NumPy's own scalar type,
+    called as it is. As a type it is NumPy's: a subclass of it, equal to it, with its hash, its
+    dtype (``dtype=np.float64``, ``np.finfo``, ``issubclass``) and its instances
+    (``isinstance(v, np.float64)``). Identity (``type(v) is np.float64``) it cannot pass: code
+    that may compare by identity keeps NumPy's own (``_Mode._swap_cells``)."""
+
+    def __call__(cls, *args, **kwargs):
+        original = cls.__bases__[0]
+        if ACTIVE.running and len(args) == 1 and not kwargs and holds_wrapped(args[0]):
+            value = args[0]
+            if type(value) in (list, tuple):
+                value = lists_as_arrays([value])[0]
+            return value.astype(original)
+        return original(*args, **kwargs)
+
+    def __instancecheck__(cls, x):
+        return isinstance(x, cls.__bases__[0])
+
+    def __subclasscheck__(cls, kind):
+        return kind is cls or issubclass(kind, cls.__bases__[0])
+
+    def __eq__(cls, other):
+        return True if other is cls or other is cls.__bases__[0] else NotImplemented
+
+    def __ne__(cls, other):
+        equal = cls.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(cls):
+        return hash(cls.__bases__[0])
+
+
+def _scalar_type(original):
+    stand_in = _ScalarType(original.__name__, (original,), {"__module__": "numpy",
+                                                           "__doc__": original.__doc__})
+    stand_in.__qualname__ = original.__qualname__
+    return stand_in
+
+
+SCALAR_TYPES = {name: (getattr(np, name), _scalar_type(getattr(np, name)))
+                for name in ("float16", "float32", "float64", "complex64", "complex128")}
+SCALAR_TYPES.update({alias: SCALAR_TYPES[np.dtype(getattr(np, alias)).name]
+                     for alias in ("half", "single", "double", "csingle", "cdouble")})
+"""NumPy's float and complex scalar types by the names the ``numpy`` module gives them, and
+the mode's (``_ScalarType``), installed where the differentiated code calls them."""
+
+
 def _uses_ndarray(code):
     """``(calls, compares)``: whether ``code`` (or a function defined in it) calls NumPy's
     ``ndarray`` (``np.ndarray((n,))``: then the mode's stands in for it), and whether it may
     compare a type with it by identity (``type(u) is np.ndarray``, which no stand-in passes:
-    then NumPy's own stays). Read from the bytecode: a name loaded to be called (a method
-    load, or a load that pushes the NULL of a call), and, for want of a proof, any ``is`` in
-    code that loads it otherwise."""
-    uses = _NDARRAY_USES.get(code)
+    then NumPy's own stays)."""
+    return _uses(code, "ndarray")
+
+
+def _uses(code, name):
+    """``(calls, compares)``: whether ``code`` (or a function defined in it) calls the name
+    ``name`` (``np.ndarray((n,))``, ``np.float64(x[0])``), and whether it may compare a type
+    with it by identity (``type(u) is np.float64``, which no stand-in passes). Read from the
+    bytecode: a name loaded to be called (a method load, or a load that pushes the NULL of a
+    call), and, for want of a proof, any ``is`` in code that loads it otherwise."""
+    uses = _NAME_USES.get((code, name))
     if uses is None:
         calls = compares = False
         for c in _codes(code):
             instructions = list(dis.get_instructions(c))
             called = [_loaded_to_call(instructions, k) for k, i in enumerate(instructions)
-                      if i.argval == "ndarray" and i.opname.startswith("LOAD_")]
+                      if i.argval == name and i.opname.startswith("LOAD_")]
             calls = calls or any(called)
             compares = compares or (not all(called) and any(
                 i.opname == "IS_OP" for i in instructions))
-        uses = _NDARRAY_USES[code] = calls, compares
+        uses = _NAME_USES[code, name] = calls, compares
     return uses
 
 
-_NDARRAY_USES = {}  # code -> (calls ndarray, may compare it by identity)
+_NAME_USES = {}  # (code, name) -> (calls it, may compare it by identity)
 
 
 def _loaded_to_call(instructions, k):
@@ -882,6 +942,7 @@ class _Mode:
         self.routes = {}  # id(original) -> (original, stand-in), from the Rules' routes
         self.routes_version = -1  # registry.VERSIONS["route"] when they were read
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
+        self.scalars = {}  # name -> what np.<name> is in the mode (SCALAR_TYPES): NumPy's or not
 
     # finding the bindings ----------------------------------------------------------------
 
@@ -968,7 +1029,7 @@ class _Mode:
                 if self.methods_version != VERSIONS["method"]:
                     self._route_methods()
                 self._swap_cells(f)
-                self.numpy.ndarray = self.ndarray or np.ndarray
+                self._install_types()
                 return
             try:
                 builtins.__import__ = self._importing
@@ -983,8 +1044,9 @@ class _Mode:
                         namespace[name] = replacement
                 self._route_methods()
                 self.ndarray = None
+                self.scalars = {}
                 self._swap_cells(f)
-                self.numpy.ndarray = self.ndarray or np.ndarray
+                self._install_types()
             except BaseException:
                 self._undo()
                 self.depth -= 1
@@ -1009,8 +1071,18 @@ class _Mode:
                 return self.numpy if module is np else self.math
         return module
 
+    def _install_types(self):
+        """Bind ``np.ndarray`` and NumPy's scalar types in the mode's module to what the code
+        ``_swap_cells`` read chose: the stand-ins where it calls them and never compares them by
+        identity, NumPy's own otherwise."""
+        self.numpy.ndarray = self.ndarray or np.ndarray
+        for name, (original, _) in SCALAR_TYPES.items():
+            self.numpy.__dict__[name] = self.scalars.get(name) or original
+
     def _undo(self):
         self.numpy.ndarray = np.ndarray
+        for name, (original, _) in SCALAR_TYPES.items():
+            self.numpy.__dict__[name] = original
         if builtins.__import__ == self._importing:
             builtins.__import__ = _IMPORT
         for namespace, name, original, replacement in self.sites.values():
@@ -1052,6 +1124,12 @@ class _Mode:
                     calls, compares = _uses_ndarray(code)
                     self.ndarray = np.ndarray if compares or self.ndarray is np.ndarray else (
                         ndarray if calls else self.ndarray)
+                for name in SCALAR_TYPES.keys() & names:
+                    original, stand_in = SCALAR_TYPES[name]
+                    calls, compares = _uses(code, name)
+                    chosen = self.scalars.get(name)
+                    self.scalars[name] = original if compares or chosen is original else (
+                        stand_in if calls else chosen)
                 places += [(namespace, name) for name in names if name in namespace]
                 bound = getattr(g_bound, "__self__", None)
                 if _user_object(bound):  # self.u0 of a method: the attributes its code names
