@@ -7,6 +7,8 @@ import pytest
 
 import mutad
 
+from cases import replays_as_traced
+
 PROGRAMS = {
     "x / [x @ x]": lambda x: (x / [x @ x]).sum(),
     "array - [max]": lambda x: (np.log(x) - [x.max()]).sum(),
@@ -59,6 +61,57 @@ def test_a_list_of_traced_values_is_an_array_operand(name):
     assert x.tobytes() == before
 
 
-def test_a_list_given_to_a_function_with_no_traced_array_says_how_to_build_it():
+# Lists of traced values with no traced array beside them, which NumPy would convert: the
+# mode's ufuncs and functions stack them first (the arrays NumPy makes of them).
+ALONE = {
+    "np.exp([a, b])": lambda x: np.exp([x[0] - x[2], x[1]]).sum(),
+    "np.maximum((a, b), 0.5)": lambda x: np.maximum((x[0], x[1] * x[3]), 1.5).sum(),
+    "np.add.reduce([a, b])": lambda x: np.add.reduce([x[0], x[1] * 2.0]),
+    "np.sum([a, b * 2])": lambda x: np.sum([x[0], x[1] * 2.0]),
+    "np.asarray([x[0], x[1] ** 2])": lambda x: np.sum(np.asarray([x[0], x[1] ** 2]) ** 2),
+    "np.array([[a, 1], [b, c]])": lambda x: np.array([[x[0], 1.0], [x[1], x[2]]]).prod(),
+    "np.dot(list, list)": lambda x: np.dot([x[0], x[1]], [x[1], x[2]]),
+    "np.outer": lambda x: np.outer([x[0], x[1]], (x[3], 2.0)).sum(),
+    "np.linalg.norm([a, b])": lambda x: np.linalg.norm([x[0], x[1]]),
+    "np.linalg.solve(nested, list)": lambda x: np.linalg.solve(
+        [[x[0], 0.1], [0.2, x[2]]], [1.0, x[4]]).sum(),
+    "np.linalg.det(nested)": lambda x: np.linalg.det([[x[0], x[1]], [x[3], x[2]]]),
+    "np.fft.fft([a, b, c])": lambda x: np.abs(np.fft.fft([x[0], x[1], x[2]])).sum(),
+    "np.polyval([a, b], 2.0)": lambda x: np.polyval([x[0], x[1]], 2.0),
+    "np.interp(0.5, xp, [a, b])": lambda x: np.interp(0.5, [0.0, 1.0], [x[0], x[1]]),
+    "np.where(mask, [a, b], 0.0)": lambda x: np.where([True, False], [x[0], x[1]], 0.0).sum(),
+    "np.reshape(list, shape)": lambda x: (np.reshape([x[0], x[1], x[2], x[3]], (2, 2))
+                                          @ [1.0, 2.0]).sum(),
+    "np.einsum('i,i', list, list)": lambda x: np.einsum("i,i", [x[0], x[1]], [x[1], 3.0]),
+    "np.clip(list)": lambda x: np.clip([x[0], x[1], x[4]], 0.5, 2.5).sum(),
+    "np.cross(list, list)": lambda x: np.cross([x[0], x[1], x[2]], [1.0, 2.0, x[3]]).sum(),
+}
+
+
+@pytest.mark.parametrize("name", ALONE)
+def test_a_list_of_traced_values_alone_is_the_array_numpy_makes(name):
+    f = ALONE[name]
+    x = np.array([1.0, 2.0, 3.0, 0.5, 0.2])
+    before = x.tobytes()
+    value, _ = mutad.value_and_grad(f)(x)
+    assert np.asarray(value).tobytes() == np.asarray(f(x)).tobytes()
+    mutad.check_grads(f, x, modes=("rev", "fwd"))  # both modes against finite differences
+    replays_as_traced(f, [(x,), (np.array([1.5, 0.25, 2.0, 0.75, 0.4]),)])
+    assert x.tobytes() == before
+
+
+def test_the_modes_ufuncs_are_numpys_ufuncs_to_the_code():
+    def f(x):
+        exp = np.exp
+        assert isinstance(exp, np.ufunc) and exp.nin == 1 and exp.__name__ == "exp"
+        assert exp == np.exp and {np.exp: 1}[exp] == 1
+        return np.add.accumulate([x[0], x[1]]).sum() * exp(x[2])
+
+    x = np.array([0.5, 1.5, 0.25])
+    mutad.check_grads(f, x, modes=("rev", "fwd"))
+    assert type(np.exp) is np.ufunc  # NumPy's own again after
+
+
+def test_a_list_given_to_a_function_that_joins_with_no_traced_array_says_how_to_build_it():
     with pytest.raises(mutad.errors.ConversionError, match=r"np\.stack\(\[a, b\]\)"):
-        mutad.gradient(lambda x: np.exp([x[0] - x[2], x[1]]).sum(), np.ones(3))
+        mutad.gradient(lambda x: np.vstack([[x[0], x[2]], [x[1], 1.0]]).sum(), np.ones(3))

@@ -102,6 +102,34 @@ holding traced values among their positional arguments (``np.mean([a, b])``,
 ``np.argmin((a, b))``) are stacked into one traced array first, as ``np.array`` would build
 it, so that the engine sees the call (and a replay guards a result Python decides on)."""
 
+READERS += ("dot", "vdot", "inner", "outer", "cross", "kron", "tensordot", "einsum", "polyval",
+            "interp", "clip", "where", "trapezoid", "round", "around", "real", "imag", "angle",
+            "nansum", "nanmean", "nanprod", "nanmax", "nanmin", "nanstd", "nanvar", "nancumsum",
+            "nancumprod", "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile",
+            "reshape", "ravel", "transpose", "squeeze", "expand_dims", "moveaxis", "swapaxes",
+            "flip", "fliplr", "flipud", "roll", "rot90", "tile", "repeat", "atleast_1d",
+            "atleast_2d", "atleast_3d", "broadcast_to", "diagonal", "trace", "tril", "triu",
+            "convolve", "correlate", "cumulative_sum", "cumulative_prod", "ediff1d", "gradient",
+            "cov", "corrcoef", "unwrap", "sinc", "i0", "nan_to_num", "take", "take_along_axis",
+            "matrix_transpose", "insert", "delete", "resize", "pad", "partition", "unique",
+            "histogram", "all", "any", "linalg.norm", "linalg.vector_norm",
+            "linalg.matrix_norm", "linalg.det", "linalg.slogdet", "linalg.inv", "linalg.pinv",
+            "linalg.solve", "linalg.lstsq", "linalg.eig", "linalg.eigh", "linalg.eigvals",
+            "linalg.eigvalsh", "linalg.svd", "linalg.svdvals", "linalg.qr", "linalg.cholesky",
+            "linalg.matrix_power", "linalg.cond", "linalg.matrix_rank", "linalg.trace",
+            "linalg.diagonal", "linalg.outer", "linalg.cross", "linalg.tensordot",
+            "linalg.tensorsolve", "linalg.tensorinv", "linalg.vecdot", "linalg.matmul",
+            "fft.fft", "fft.ifft", "fft.rfft", "fft.irfft", "fft.fft2", "fft.ifft2", "fft.fftn",
+            "fft.ifftn", "fft.rfft2", "fft.irfft2", "fft.rfftn", "fft.irfftn", "fft.hfft",
+            "fft.ihfft", "fft.fftshift", "fft.ifftshift")
+"""More of them, each of whose positional list arguments NumPy reads as one array (not
+``np.block``'s nesting, ``np.histogramdd``'s sequence of coordinates or ``multi_dot``'s list
+of matrices, whose meaning an array of them would change); ``linalg.`` and ``fft.`` name the
+functions of those modules of NumPy's, which the mode's ``numpy`` module has copies of
+(``SUBMODULES``)."""
+
+SUBMODULES = ("linalg", "fft")
+
 INTERNAL = LIBRARIES
 """Packages whose modules keep NumPy's own functions: NumPy's, SciPy's, mutad's and the device
 libraries' (``devices.LIBRARIES``)."""
@@ -277,11 +305,16 @@ def builder(func):
 
 
 def reader(func):
-    """``func``, reading lists and tuples of traced values as the arrays they stand for."""
+    """``func``, reading lists and tuples of traced values as the arrays they stand for (where
+    they do not stack into one, a ragged list, NumPy's own call, which converts them)."""
 
     def reading_arrays(*args, **kwargs):
         if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
-            args = lists_as_arrays(args)
+            try:
+                stacked = lists_as_arrays(args)
+            except ValueError:
+                return func(*args, **kwargs)
+            return func(*stacked, **kwargs)
         return func(*args, **kwargs)
 
     return _named(reading_arrays, func)
@@ -295,6 +328,74 @@ def joined_operands(func, args):
             or not any(type(e) in (list, tuple) and holds_wrapped(e) for e in args[0]):
         return args
     return (type(args[0])(lists_as_arrays(args[0])), *args[1:])
+
+
+class _ModeUfunc:
+    """A NumPy ufunc (``np.exp``) as user code sees it in the mode: called, or its methods
+    (``reduce``, ``accumulate``, ``outer``, ``reduceat``) called, with lists or tuples holding
+    traced values and no traced array beside them (``np.exp([a, b])``, ``np.maximum((a, b),
+    0.0)``), it stacks them into the arrays NumPy makes of them first, so that the engines see
+    the call (NumPy dispatches on arrays alone, and would convert the list). Otherwise it is
+    the ufunc itself, one Python call more: its attributes are the ufunc's, and it passes
+    ``isinstance(f, np.ufunc)``."""
+
+    __slots__ = ("ufunc",)
+    _METHODS = ("reduce", "accumulate", "outer", "reduceat")
+
+    def __init__(self, ufunc):
+        object.__setattr__(self, "ufunc", ufunc)
+
+    @property
+    def __class__(self):  # isinstance(np.exp, np.ufunc), as NumPy's
+        return np.ufunc
+
+    def __call__(self, *args, **kwargs):
+        if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
+            args = lists_as_arrays(args)
+        return self.ufunc(*args, **kwargs)
+
+    def __getattr__(self, name):
+        attribute = getattr(self.ufunc, name)
+        if name in self._METHODS:
+            return _named(_reading_lists(attribute), attribute)
+        return attribute
+
+    def __setattr__(self, name, value):
+        setattr(self.ufunc, name, value)
+
+    def __eq__(self, other):
+        return self.ufunc == (other.ufunc if type(other) is _ModeUfunc else other)
+
+    def __hash__(self):
+        return hash(self.ufunc)
+
+    def __repr__(self):
+        return repr(self.ufunc)
+
+    def __reduce__(self):
+        return self.ufunc.__reduce__()
+
+    @property
+    def __doc__(self):
+        return self.ufunc.__doc__
+
+    @property
+    def __name__(self):
+        return self.ufunc.__name__
+
+
+def _reading_lists(method):
+    def reading(*args, **kwargs):
+        if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
+            args = lists_as_arrays(args)
+        return method(*args, **kwargs)
+
+    return reading
+
+
+UFUNCS = {name: (value, _ModeUfunc(value)) for name, value in vars(np).items()
+          if isinstance(value, np.ufunc)}
+"""NumPy's ufuncs by their names in the ``numpy`` module, and the mode's (``_ModeUfunc``)."""
 
 
 def lists_as_arrays(args):
@@ -545,11 +646,14 @@ def _replacements():
     table = {}
     for names, make in ((FACTORIES, factory), (BUILDERS, builder), (READERS, reader)):
         for name in names:
+            if "." in name:
+                continue  # a submodule's (SUBMODULE_REPLACEMENTS)
             func = getattr(np, name, None)
             if func is not None:
                 table[name] = (func, make(func))
     table.update(JOINED)
     table.update(ITERATORS)
+    table.update(UFUNCS)
     return table
 
 
@@ -559,7 +663,36 @@ ITERATORS = {"nditer": (np.nditer, _named(_nditer, np.nditer)),
 
 
 REPLACEMENTS = _replacements()
+PASSING = frozenset((reader(np.sum).__code__, _reading_lists(np.add.reduce).__code__,
+                     _ModeUfunc.__call__.__code__))
+"""The code of the mode's wrappers that call NumPy's function for the user's code."""
 _BY_ORIGINAL = {id(func): (func, new) for func, new in REPLACEMENTS.values()}
+
+
+def _submodule_replacements():
+    """``{submodule name: {name: (NumPy's function, the mode's)}}`` of ``SUBMODULES``."""
+    table = {module: {} for module in SUBMODULES}
+    for dotted in READERS:
+        module, _, name = dotted.partition(".")
+        func = getattr(importlib.import_module("numpy." + module), name, None) if name else None
+        if func is not None:
+            table[module][name] = (func, reader(func))
+    return table
+
+
+SUBMODULE_REPLACEMENTS = _submodule_replacements()
+_BY_ORIGINAL.update({id(func): (func, new) for table in SUBMODULE_REPLACEMENTS.values()
+                     for func, new in table.values()})
+
+
+def _mode_submodule(name):
+    """``numpy.<name>`` (``linalg``, ``fft``) as user code sees it in the mode: its functions
+    that read lists of traced values as arrays (``READERS``)."""
+    original = importlib.import_module("numpy." + name)
+    module = types.ModuleType(original.__name__, original.__doc__)
+    module.__dict__.update(original.__dict__)
+    module.__dict__.update({k: new for k, (_, new) in SUBMODULE_REPLACEMENTS[name].items()})
+    return module
 
 
 MATH = {"sqrt": "sqrt", "exp": "exp", "expm1": "expm1", "log1p": "log1p", "log10": "log10",
@@ -669,7 +802,7 @@ class Preexisting(np.ndarray):
         y = call(*inputs, **kwargs)
         if out is not None:  # NumPy's own: the out= array itself
             return out[0] if len(out) == 1 else tuple(out)
-        return made_in(y, call, inputs, kwargs, sys._getframe(1))
+        return made_in(y, call, inputs, kwargs, _caller(sys._getframe(1)))
 
     def __array_function__(self, func, types, args, kwargs):
         args, kwargs = _plain_views(args), _plain_views(kwargs)
@@ -679,7 +812,8 @@ class Preexisting(np.ndarray):
             # traced values where NumPy does not dispatch (np.histogram's range=): mutad's
             # composition, which follows them, not NumPy's own code computing with them
             return composite(*args, **kwargs)
-        return made_in(func(*args, **kwargs), func, args, kwargs, sys._getframe(1))
+        return made_in(func(*args, **kwargs), func, args, kwargs,
+                       _caller(sys._getframe(1)))
 
     def __repr__(self):
         return repr(self.view(np.ndarray))
@@ -728,6 +862,14 @@ def _plain_views(tree):
     if kind is dict:
         return {k: _plain_views(v) for k, v in tree.items()}
     return tree
+
+
+def _caller(frame):
+    """``frame``, or the user's frame that called the mode's wrapper running in it (a ufunc's,
+    a reader's: ``PASSING``), which pass NumPy's call on as the user's own."""
+    while frame is not None and frame.f_code in PASSING:
+        frame = frame.f_back
+    return frame
 
 
 def made_in(y, func, args, kwargs, caller):
@@ -927,6 +1069,10 @@ class _Mode:
         self.random = _mode_random()
         self.numpy = _mode_numpy()
         self.numpy.random = self.random
+        self.submodules = {name: _mode_submodule(name) for name in SUBMODULES}
+        self.numpy.__dict__.update(self.submodules)
+        self.by_submodule = {id(importlib.import_module("numpy." + name)): module
+                             for name, module in self.submodules.items()}
         self.math = _mode_math()
         self.numpy_size = len(np.__dict__)
         # id(namespace) -> (namespace, its size when scanned): by the namespace itself, not the
@@ -959,6 +1105,9 @@ class _Mode:
                 replacement = self.math
             elif value is np.random and not internal:
                 replacement = self.random
+            elif isinstance(value, types.ModuleType) and id(value) in self.by_submodule \
+                    and not internal:
+                replacement = self.by_submodule[id(value)]
             else:
                 pair = self.routes.get(id(value))
                 if pair is None and not internal:
@@ -1036,7 +1185,7 @@ class _Mode:
                 if len(np.__dict__) != self.numpy_size:  # NumPy loaded a submodule lazily
                     self.numpy.__dict__.update(
                         {k: v for k, v in np.__dict__.items()
-                         if k not in REPLACEMENTS and k != "random"})
+                         if k not in REPLACEMENTS and k != "random" and k not in SUBMODULES})
                     self.numpy_size = len(np.__dict__)
                 self._scan_modules(f)
                 for namespace, name, original, replacement in self.sites.values():
@@ -1172,6 +1321,8 @@ class _Mode:
             return None if routed_only else self.math
         if value is np.random:
             return None if routed_only else self.random
+        if isinstance(value, types.ModuleType) and id(value) in self.by_submodule:
+            return None if routed_only else self.by_submodule[id(value)]
         pair = self.routes.get(id(value))
         if pair is None and not routed_only:
             pair = _BY_ORIGINAL.get(id(value))

@@ -792,7 +792,8 @@ MASKED_FIX = ("Masked arrays (np.ma) are not differentiated: compute with the da
               "mask apart, np.where(mask, 0.0, x) for the values and x[~mask].sum() for "
               "reductions over the elements kept.")
 LIST_FIX = ("A list or tuple of traced values handed to a NumPy function with no traced array "
-            "beside it (np.exp([a, b])) is converted by NumPy: build the array first, "
+            "beside it, which mutad does not read as an array (np.vstack([[a, b], [c, d]])), "
+            "is converted by NumPy: build the array first, "
             "np.array([a, b]) or np.stack([a, b]).")
 CONVERSION_FIX = (
     "If that function has no mutad rule (a SciPy routine, say), wrap it with mutad.adjoint and "
