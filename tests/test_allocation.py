@@ -708,6 +708,62 @@ def test_random_draws_are_buffers_mutad_follows():
     assert type(draws) is np.ndarray  # outside a differentiation: NumPy's own
 
 
+def reparameterised_draws(theta):
+    rng = np.random.default_rng(7)
+    y = rng.normal(theta[0], theta[1], size=5)
+    m = rng.normal(theta[:3], theta[3], size=(2, 3))        # broadcast against size
+    u = rng.uniform(theta[0], theta[2], 3)
+    e = rng.exponential(theta[1])
+    g = rng.lognormal(mean=theta[0], sigma=0.5 * theta[1], size=2)
+    n = rng.normal(loc=[theta[0], 1.0], scale=theta[3])      # a list of traced values
+    return (y ** 2).sum() + (m * theta[:3]).sum() + u.sum() + e + g.sum() + n.prod()
+
+
+def legacy_draws(theta):
+    np.random.seed(3)
+    return (np.random.normal(theta[0], theta[1], 4).sum() + np.random.uniform(theta[0], theta[1])
+            + np.random.exponential(theta[2], 2).sum() + np.random.lognormal(theta[0], theta[1]))
+
+
+@pytest.mark.parametrize("f", [reparameterised_draws, legacy_draws])
+def test_random_draws_with_traced_parameters_are_numpys_draws(f):
+    theta = np.array([0.3, 1.2, 2.5, 0.7])
+    saved = theta.tobytes()
+    value, _ = mutad.value_and_gradient(f, theta)
+    assert np.asarray(value).tobytes() == np.asarray(f(theta)).tobytes()  # NumPy's bits
+    assert theta.tobytes() == saved
+    mutad.check_grads(f, theta)
+    mutad.check_jvp(f, theta)
+    replays_as_traced(f, [(theta,), (np.array([-0.4, 0.6, 1.5, 2.0]),)])
+    assert theta.tobytes() == saved
+
+
+def test_a_normal_draw_moves_by_one_and_scales_by_its_standard_number():
+    z = np.random.default_rng(11).standard_normal(4)
+    g = mutad.gradient(lambda p: np.random.default_rng(11).normal(p[0], p[1], 4).sum(),
+                       np.array([0.5, 2.0]))[0]
+    assert g.tolist() == [4.0, z.sum()]
+
+
+RNG = np.random.default_rng(5)  # a generator that lives between calls
+
+
+def test_a_generator_that_lives_between_calls_advances_as_numpys():
+    def f(p):
+        return (RNG.normal(p[0], p[1], (2, 3)) ** 2).sum() + RNG.uniform(p[0], 1.0 + p[1])
+
+    p = np.array([0.3, 1.2])
+    twin = np.random.default_rng(5)
+    twin.bit_generator.state = RNG.bit_generator.state
+    replaying = mutad.value_and_grad(f, replay=True)
+    for call in range(3):  # each call draws new numbers: the replay does not keep them
+        value, _ = replaying(p)
+        expected = (twin.normal(0.3, 1.2, (2, 3)) ** 2).sum() + twin.uniform(0.3, 2.2)
+        assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+        assert RNG.bit_generator.state == twin.bit_generator.state
+    assert type(RNG) is np.random.Generator and p.tolist() == [0.3, 1.2]
+
+
 # ----------------------------------------------------------------------------------------------
 # Arrays made from arrays that existed before the call: followed, however they are made
 

@@ -40,7 +40,10 @@ NumPy's own functions at no cost. ``plain_allocation()`` turns the mode off in i
 
 ``import numpy`` and ``import math`` run by user code in a differentiating thread bind the
 mode's modules (``builtins.__import__`` is swapped too); ``np.random``'s functions, and the
-generators ``np.random.default_rng`` makes in the mode, give their float draws as constants;
+generators ``np.random.default_rng`` makes in the mode (and those made before that the function
+reaches by a name, over the same bit generator), give their float draws as constants; their
+normal, uniform, exponential and lognormal draws with traced parameters are NumPy's draws
+computed from the standard ones with the traced parameters (``_reparameterised``);
 Python's ``math`` functions of floats follow traced scalars (``MATH``).
 
 Float arrays made before the differentiation started that the differentiated function reaches
@@ -54,7 +57,8 @@ values where the function calls them (``SCALAR_TYPES``).
 Not followed: writing a traced value into an array allocated before the differentiation
 started (a module-level work buffer: it would change the caller's array), ``np.frombuffer``
 (its values are not made by the differentiated code: copy them, ``np.array(r)``, to write into
-them), and draws from generators made before the differentiation started.
+them), and draws from generators made before the differentiation started that the function
+does not reach by a name (an argument, an attribute of an object it is given).
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ import dis
 import functools
 import importlib
 import math
+import pickle
 import sys
 import threading
 import types
@@ -1001,6 +1006,96 @@ class _ModeGenerator(np.random.Generator):
     generator (the same numbers), whose float draws are arrays mutad follows (``_drawn``)."""
 
 
+REPARAMETERISED = {
+    "normal": (("loc", 0.0), ("scale", 1.0)),
+    "uniform": (("low", 0.0), ("high", 1.0)),
+    "exponential": (("scale", 1.0),),
+    "lognormal": (("mean", 0.0), ("sigma", 1.0)),
+}
+"""The draws whose parameters may be traced, with their parameters and defaults: each is a
+standard draw (of the same generator, in the same order) moved and scaled, which
+``_reparameterised`` computes with the traced parameters."""
+
+_STANDARD = {"normal": "standard_normal", "lognormal": "standard_normal",
+             "exponential": "standard_exponential"}
+
+
+def _reparameterised(name, generator, args, kwargs):
+    """``generator.<name>(*args, **kwargs)`` (a ``REPARAMETERISED`` draw, of a ``Generator`` or
+    a legacy ``RandomState``) with traced parameters: NumPy's own draw is taken on their plain
+    values (the generator's state advances as NumPy's does), then the same standard numbers are
+    drawn again from the state before it, and the draw is computed from them with the traced
+    parameters as NumPy's C code computes it (``loc + scale * z``, ``low + (high - low) * u``,
+    ``scale * e``, ``exp(mean + sigma * z)``): its derivatives are those of that formula (1 and
+    ``z`` for a normal's). That the formula gives NumPy's draw bit for bit is checked; where it
+    does not (another rounding of NumPy's C code on this machine), the draw is refused."""
+    spec = REPARAMETERISED[name]
+    names = [p for p, _ in spec] + ["size"]
+    if len(args) > len(names) or set(kwargs) - set(names):
+        raise TypeError(f"{name}() got unexpected arguments")
+    bound = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key in bound:
+            raise TypeError(f"{name}() got multiple values for argument '{key}'")
+        bound[key] = value
+    params = [bound.get(p, default) for p, default in spec]
+    size = bound.get("size")
+    legacy = isinstance(generator, np.random.RandomState)
+    cls = np.random.RandomState if legacy else np.random.Generator
+
+    def state():
+        return (generator.get_state(legacy=False) if legacy
+                else generator.bit_generator.state)
+
+    def set_state(s):
+        if legacy:
+            generator.set_state(s)
+        else:
+            generator.bit_generator.state = s
+
+    plain = [memory(p) if wrapped(p) else
+             (_stacked_plain(p) if type(p) in (list, tuple) else p) for p in params]
+    before = state()
+    expected = getattr(cls, name)(generator, *plain, size)
+    after = state()
+    set_state(before)
+    standard = _STANDARD.get(name, "random_sample" if legacy else "random")
+    shape = np.shape(expected)
+    unit = getattr(cls, standard)(generator, shape)
+    again = state()
+    set_state(after)
+    if pickle.dumps(again) != pickle.dumps(after):
+        raise UnsupportedOperationError(
+            f"{name}() with traced parameters from {type(generator).__name__}: its standard "
+            "numbers could not be drawn again as NumPy draws them. Draw them yourself "
+            f"(z = rng.{standard}(size)) and move and scale them with the parameters.")
+    params = [lists_as_arrays([p])[0] if type(p) in (list, tuple) else p for p in params]
+    params = [p.astype(np.float64) if wrapped(p) and p.dtype != np.float64 else p
+              for p in params]  # NumPy takes its parameters as doubles
+    if name == "normal":
+        y = params[0] + params[1] * unit
+    elif name == "uniform":
+        y = params[0] + (params[1] - params[0]) * unit
+    elif name == "exponential":
+        y = params[0] * unit
+    else:
+        y = np.exp(params[0] + params[1] * unit)
+    if not wrapped(y) or np.shape(y) != shape or memory(y).tobytes() != np.asarray(
+            expected, np.float64).tobytes():
+        raise UnsupportedOperationError(
+            f"{name}() with traced parameters: computed from the standard draw, its value is "
+            "not NumPy's bit for bit here (NumPy's C code rounds it otherwise on this machine, "
+            f"or the parameters broadcast otherwise). Draw z = rng.{standard}(size) yourself "
+            "and write the formula, which mutad follows.")
+    return y
+
+
+def _stacked_plain(tree):
+    if type(tree) in (list, tuple):
+        return [_stacked_plain(x) for x in tree]
+    return memory(tree) if wrapped(tree) else tree
+
+
 def _drawn(draw):
     """``draw`` (a function or a generator's method) whose new float arrays, in the mode, are
     constants of the running differentiations, as ``np.zeros``' are: a work array initialised
@@ -1008,7 +1103,16 @@ def _drawn(draw):
     the numbers drawn when it recorded (a generator that lives between calls leaves the
     signature traced, ``replay._random_states``)."""
 
+    name = draw.__name__
+    reparameterised = name in REPARAMETERISED
+
     def drawing(*args, **kwargs):
+        if reparameterised and ACTIVE.running and (
+                holds_derivative(list(args)) or holds_derivative(list(kwargs.values()))):
+            generator = getattr(draw, "__self__", None)
+            if generator is None:  # a Generator's method: the generator comes first
+                generator, args = args[0], args[1:]
+            return _reparameterised(name, generator, args, kwargs)
         y = draw(*args, **kwargs)
         if _in_mode() and _allocated(y, args, kwargs):
             return allocate(y, (np.array, (y.copy(),), {}))
@@ -1321,6 +1425,8 @@ class _Mode:
             return None if routed_only else self.math
         if value is np.random:
             return None if routed_only else self.random
+        if type(value) is np.random.Generator:  # made before: the same bit generator's numbers
+            return None if routed_only else _ModeGenerator(value.bit_generator)
         if isinstance(value, types.ModuleType) and id(value) in self.by_submodule:
             return None if routed_only else self.by_submodule[id(value)]
         pair = self.routes.get(id(value))
