@@ -73,3 +73,22 @@ def test_a_function_without_a_derivative_writing_into_out(name):
         assert "another dtype or shape" in reason
     else:
         assert program_count(replaying) == 1 and not replaying.reasons
+
+
+def test_einsum_path_plans_a_contraction_that_einsum_then_follows():
+    A = np.arange(12.0).reshape(3, 4) / 10.0
+
+    def f(x):
+        path, text = np.einsum_path("ij,j,j,i->", A, x, x, x[:3], optimize="optimal")
+        assert path[0] == "einsum_path" and isinstance(text, str)
+        return np.einsum("ij,j,j,i->", A, x, x, x[:3], optimize=path)
+
+    x = np.array([0.3, -0.7, 1.1, 0.5])
+    saved = x.tobytes()
+    value, _ = mutad.value_and_grad(f)(x)
+    assert np.asarray(value).tobytes() == np.asarray(f(x)).tobytes()
+    mutad.check_grads(f, x)
+    mutad.check_jvp(f, x)
+    from cases import replays_as_traced
+    replays_as_traced(f, [(x,), (np.array([1.5, 0.25, -2.0, 0.75]),)])
+    assert x.tobytes() == saved

@@ -24,6 +24,8 @@ nondifferentiable(
     np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift,
     # shape queries
     np.shape, np.ndim, np.size, np.result_type, np.can_cast, np.min_scalar_type,
+    # the order np.einsum contracts its operands in, planned from their shapes alone
+    np.einsum_path,
     # memory queries, and indices of an array's diagonal and triangles
     np.shares_memory, np.may_share_memory, np.diag_indices_from, np.tril_indices_from,
     np.triu_indices_from,
