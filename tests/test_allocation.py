@@ -289,8 +289,9 @@ def scalar_constructors(x):
     b = np.float32(x[1] * 3.0)            # rounded to single precision, as NumPy rounds it
     c = np.complex128(x[2])
     w = np.zeros(3, dtype=np.float64)     # the same names, as types, in the same function
-    assert isinstance(np.float64(1.5), np.float64) and w.dtype == np.float64
-    assert np.issubdtype(np.float32, np.floating) and np.finfo(np.float64).eps > 0
+    if not (isinstance(np.float64(1.5), np.float64) and w.dtype == np.float64
+            and np.issubdtype(np.float32, np.floating) and np.finfo(np.float64).eps > 0):
+        raise TypeError("not NumPy's types")  # (no assert: pytest's rewriting is reached)
     w[0] = a * b
     w[1:] = np.float64(x[1:] ** 2)        # of an array: the array converted
     return (w * x).sum() + (c * c).real + np.double(x[0]) * np.single(x[2])

@@ -80,7 +80,8 @@ def test_einsum_path_plans_a_contraction_that_einsum_then_follows():
 
     def f(x):
         path, text = np.einsum_path("ij,j,j,i->", A, x, x, x[:3], optimize="optimal")
-        assert path[0] == "einsum_path" and isinstance(text, str)
+        if path[0] != "einsum_path" or not isinstance(text, str):
+            raise TypeError("not NumPy's plan")  # (no assert: pytest's rewriting is reached)
         return np.einsum("ij,j,j,i->", A, x, x, x[:3], optimize=path)
 
     x = np.array([0.3, -0.7, 1.1, 0.5])
