@@ -1520,26 +1520,44 @@ def _put(place, key, value):
 
 def _routed(cls, name, rule, original):
     """Method ``name`` of ``cls`` that calls ``rule(self, *args, **kwargs)`` when an array
-    carrying a derivative is among its arguments, and ``original`` otherwise (constants convert
+    carrying a derivative is among its arguments, and ``original`` otherwise (a static method
+    stays one, its rule called without ``self``; a class method's with the class) (constants convert
     to the plain arrays they stand for: a rule that evaluates the object on them calls it
     again)."""
 
-    def method(self, *args, **kwargs):
+    def routes(owner, args, kwargs):
         if ACTIVE.running and (holds_derivative(args)
                                or holds_derivative(list(kwargs.values()))) \
-                and not _overridden(type(self), cls):
+                and not _overridden(owner, cls):
             if any(device_of(a) is not None for a in (*args, *kwargs.values())):
                 raise UnsupportedArrayError(
                     f"{cls.__module__}.{cls.__qualname__}.{name} was given a device array "
                     "(CuPy's): mutad's rule for it computes on NumPy arrays. On a device, "
                     "write the step with NumPy's functions, which mutad differentiates there.")
-            return rule(self, *args, **kwargs)
-        return original.__get__(self, type(self))(*args, **kwargs)
+            return True
+        return False
+
+    if isinstance(original, staticmethod):  # rule(*args): no instance
+        def method(*args, **kwargs):
+            if routes(cls, args, kwargs):
+                return rule(*args, **kwargs)
+            return original.__func__(*args, **kwargs)
+    elif isinstance(original, classmethod):  # rule(owner, *args): the class it was called on
+        def method(owner, *args, **kwargs):
+            if routes(owner, args, kwargs):
+                return rule(owner, *args, **kwargs)
+            return original.__func__(owner, *args, **kwargs)
+    else:
+        def method(self, *args, **kwargs):
+            if routes(type(self), args, kwargs):
+                return rule(self, *args, **kwargs)
+            return original.__get__(self, type(self))(*args, **kwargs)
 
     method.__name__ = name
     method.__qualname__ = f"{cls.__qualname__}.{name}"
     method.__doc__ = getattr(original, "__doc__", None)
-    return method
+    return type(original)(method) if isinstance(original, (staticmethod, classmethod)) \
+        else method
 
 
 @functools.lru_cache(maxsize=256)

@@ -1,0 +1,339 @@
+"""``numpy.polynomial``: the series of its six kinds, evaluated and fitted with traced values.
+
+NumPy writes ``numpy.polynomial`` in Python, but its functions are not dispatched through
+``__array_function__`` and convert their arguments with ``np.array`` first, which would cut the
+gradient. The compositions here take NumPy's steps one by one (Horner's and Clenshaw's
+recurrences of ``polyval``, ``chebval``, ``legval``, ``hermval``, ``hermeval``, ``lagval``; the
+recurrences of the pseudo-Vandermonde matrices; the scaled least-squares solve of
+``polyutils._fit``), so their values are NumPy's bit for bit and every step is differentiated
+by its own rule, in both modes and to every order. They stand in for NumPy's functions by
+name while a differentiation runs (``registry.defroute``), and run NumPy's own when no traced
+value reaches them.
+
+The series classes (``Polynomial``, ``Chebyshev``, ...) follow traced coefficients: their
+constructor keeps them (``Polynomial(c)``), ``p(x)`` evaluates them, at traced points too, and
+``Polynomial.fit(x, y, deg)`` fits traced ``y`` (``registry.defmethod`` of their ``__init__``,
+``__call__``, ``_val`` and ``_fit``). Their other operations (arithmetic, ``deriv``,
+``roots``, ...) on traced coefficients, and ``fit`` of a traced ``x`` (whose domain would
+follow it), are refused by name.
+"""
+
+import warnings
+
+import numpy as np
+import numpy.polynomial as _P
+from numpy.polynomial import polyutils as _pu
+from numpy.polynomial._polybase import ABCPolyBase
+
+from ..core.allocation import holds_derivative
+from ..core.errors import UnsupportedOperationError
+from ..core.registry import defmethod, defroute
+from ..core.views import wrapped
+
+
+def _coefficients(c):
+    """``np.array(c, ndmin=1)`` as the ``*val`` functions take it, integers as doubles."""
+    if wrapped(c):
+        return np.atleast_1d(c)
+    c = np.array(c, ndmin=1)
+    return c + 0.0 if c.dtype.char in "?bBhHiIlLqQpP" else c
+
+
+def _points(x, tensor, c):
+    """The points and the coefficients shaped against them, as every ``*val`` shapes them."""
+    if isinstance(x, (tuple, list)):
+        x = np.asarray(x)
+    if (isinstance(x, np.ndarray) or wrapped(x)) and tensor:
+        c = np.reshape(c, np.shape(c) + (1,) * np.ndim(x))
+    return x, c
+
+
+def polyval(x, c, tensor=True):
+    x, c = _points(x, tensor, _coefficients(c))
+    c0 = c[-1] + x * 0
+    for i in range(2, len(c) + 1):
+        c0 = c[-i] + c0 * x
+    return c0
+
+
+def _clenshaw(step, last):
+    """A ``*val`` of three-term recurrence: ``step(c, c0, c1, nd, x)`` gives the next pair,
+    ``last(c0, c1, x)`` the value, as NumPy's loop computes them."""
+    def evaluate(x, c, tensor=True):
+        x, c = _points(x, tensor, _coefficients(c))
+        if len(c) == 1:
+            c0, c1 = c[0], 0
+        elif len(c) == 2:
+            c0, c1 = c[0], c[1]
+        else:
+            nd = len(c)
+            c0, c1 = c[-2], c[-1]
+            for i in range(3, len(c) + 1):
+                nd = nd - 1
+                c0, c1 = step(c[-i], c0, c1, nd, x)
+        return last(c0, c1, x)
+    return evaluate
+
+
+def chebval(x, c, tensor=True):
+    x, c = _points(x, tensor, _coefficients(c))
+    if len(c) == 1:
+        c0, c1 = c[0], 0
+    elif len(c) == 2:
+        c0, c1 = c[0], c[1]
+    else:
+        x2 = 2 * x
+        c0, c1 = c[-2], c[-1]
+        for i in range(3, len(c) + 1):
+            tmp = c0
+            c0 = c[-i] - c1
+            c1 = tmp + c1 * x2
+    return c0 + c1 * x
+
+
+legval = _clenshaw(
+    lambda ci, c0, c1, nd, x: (ci - c1 * ((nd - 1) / nd), c0 + c1 * x * ((2 * nd - 1) / nd)),
+    lambda c0, c1, x: c0 + c1 * x)
+
+
+def hermval(x, c, tensor=True):
+    x, c = _points(x, tensor, _coefficients(c))
+    x2 = x * 2
+    if len(c) == 1:
+        c0, c1 = c[0], 0
+    elif len(c) == 2:
+        c0, c1 = c[0], c[1]
+    else:
+        nd = len(c)
+        c0, c1 = c[-2], c[-1]
+        for i in range(3, len(c) + 1):
+            tmp = c0
+            nd = nd - 1
+            c0 = c[-i] - c1 * (2 * (nd - 1))
+            c1 = tmp + c1 * x2
+    return c0 + c1 * x2
+
+
+hermeval = _clenshaw(
+    lambda ci, c0, c1, nd, x: (ci - c1 * (nd - 1), c0 + c1 * x),
+    lambda c0, c1, x: c0 + c1 * x)
+lagval = _clenshaw(
+    lambda ci, c0, c1, nd, x: (ci - (c1 * (nd - 1)) / nd, c0 + (c1 * ((2 * nd - 1) - x)) / nd),
+    lambda c0, c1, x: c0 + c1 * (1 - x))
+
+
+def _vander(first, recurrence):
+    """A ``*vander``: row 0 is ``x * 0 + 1``, row 1 ``first(x)``, row ``i``
+    ``recurrence(v, i, x)`` of the rows before, stacked along the last axis as NumPy's."""
+    def vander(x, deg):
+        ideg = _pu._as_int(deg, "deg")
+        if ideg < 0:
+            raise ValueError("deg must be non-negative")
+        x = (np.atleast_1d(x) if wrapped(x) else np.array(x, copy=None, ndmin=1)) + 0.0
+        v = [x * 0 + 1]
+        if ideg > 0:
+            v.append(first(x))
+            for i in range(2, ideg + 1):
+                v.append(recurrence(v, i, x))
+        return np.moveaxis(np.stack(v), 0, -1)
+    return vander
+
+
+polyvander = _vander(lambda x: x, lambda v, i, x: v[i - 1] * x)
+legvander = _vander(lambda x: x,
+                    lambda v, i, x: (v[i - 1] * x * (2 * i - 1) - v[i - 2] * (i - 1)) / i)
+hermevander = _vander(lambda x: x, lambda v, i, x: v[i - 1] * x - v[i - 2] * (i - 1))
+lagvander = _vander(lambda x: 1 - x,
+                    lambda v, i, x: (v[i - 1] * (2 * i - 1 - x) - v[i - 2] * (i - 1)) / i)
+
+
+def chebvander(x, deg):
+    ideg = _pu._as_int(deg, "deg")
+    if ideg < 0:
+        raise ValueError("deg must be non-negative")
+    x = (np.atleast_1d(x) if wrapped(x) else np.array(x, copy=None, ndmin=1)) + 0.0
+    v = [x * 0 + 1]
+    if ideg > 0:
+        x2 = 2 * x
+        v.append(x)
+        for i in range(2, ideg + 1):
+            v.append(v[i - 1] * x2 - v[i - 2])
+    return np.moveaxis(np.stack(v), 0, -1)
+
+
+def hermvander(x, deg):
+    ideg = _pu._as_int(deg, "deg")
+    if ideg < 0:
+        raise ValueError("deg must be non-negative")
+    x = (np.atleast_1d(x) if wrapped(x) else np.array(x, copy=None, ndmin=1)) + 0.0
+    v = [x * 0 + 1]
+    if ideg > 0:
+        x2 = x * 2
+        v.append(x2)
+        for i in range(2, ideg + 1):
+            v.append(v[i - 1] * x2 - v[i - 2] * (2 * (i - 1)))
+    return np.moveaxis(np.stack(v), 0, -1)
+
+
+def _as_float(a):
+    """``np.asarray(a) + 0.0``."""
+    return (a if wrapped(a) else np.asarray(a)) + 0.0
+
+
+def _fit(vander_f, x, y, deg, rcond=None, full=False, w=None):
+    """``numpy.polynomial.polyutils._fit``, step by step."""
+    x, y = _as_float(x), _as_float(y)
+    deg = np.asarray(deg)
+    if deg.ndim > 1 or deg.dtype.kind not in "iu" or deg.size == 0:
+        raise TypeError("deg must be an int or non-empty 1-D array of int")
+    if deg.min() < 0:
+        raise ValueError("expected deg >= 0")
+    if np.ndim(x) != 1:
+        raise TypeError("expected 1D vector for x")
+    if np.size(x) == 0:
+        raise TypeError("expected non-empty vector for x")
+    if np.ndim(y) < 1 or np.ndim(y) > 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if len(x) != len(y):
+        raise TypeError("expected x and y to have same length")
+    if deg.ndim == 0:
+        lmax = deg
+        order = lmax + 1
+        van = vander_f(x, lmax)
+    else:
+        deg = np.sort(deg)
+        lmax = deg[-1]
+        order = len(deg)
+        van = vander_f(x, lmax)[:, deg]
+    lhs = van.T
+    rhs = y.T
+    if w is not None:
+        w = _as_float(w)
+        if np.ndim(w) != 1:
+            raise TypeError("expected 1D vector for w")
+        if len(x) != len(w):
+            raise TypeError("expected x and w to have same length")
+        lhs = lhs * w
+        rhs = rhs * w
+    if rcond is None:
+        rcond = len(x) * np.finfo(x.dtype).eps
+    if issubclass(lhs.dtype.type, np.complexfloating):
+        scl = np.sqrt((np.square(np.real(lhs)) + np.square(np.imag(lhs))).sum(1))
+    else:
+        scl = np.sqrt(np.square(lhs).sum(1))
+    scl = np.where(scl == 0, 1.0, scl)  # NumPy's scl[scl == 0] = 1
+    c, resids, rank, s = np.linalg.lstsq(lhs.T / scl, rhs.T, rcond)
+    c = (c.T / scl).T
+    if deg.ndim > 0:
+        shape = (lmax + 1, c.shape[1]) if c.ndim == 2 else (lmax + 1,)
+        cc = np.zeros_like(c, shape=shape)
+        cc[deg] = c
+        c = cc
+    if rank != order and not full:
+        warnings.warn("The fit may be poorly conditioned", np.exceptions.RankWarning,
+                      stacklevel=4)
+    if full:
+        return c, [resids, rank, s, rcond]
+    return c
+
+
+def _fitting(vander_f):
+    def fit(x, y, deg, rcond=None, full=False, w=None):
+        return _fit(vander_f, x, y, deg, rcond, full, w)
+    return fit
+
+
+_KINDS = {  # module: (class, its val, vander, fit, as NumPy names them)
+    _P.polynomial: (_P.Polynomial, "poly", polyval, polyvander),
+    _P.chebyshev: (_P.Chebyshev, "cheb", chebval, chebvander),
+    _P.legendre: (_P.Legendre, "leg", legval, legvander),
+    _P.hermite: (_P.Hermite, "herm", hermval, hermvander),
+    _P.hermite_e: (_P.HermiteE, "herme", hermeval, hermevander),
+    _P.laguerre: (_P.Laguerre, "lag", lagval, lagvander),
+}
+
+
+def _standing_in(original, composite):
+    """``original``'s stand-in while a differentiation runs: the composition when a value
+    carrying a derivative is among the arguments, NumPy's function otherwise."""
+    def stand_in(*args, **kwargs):
+        if holds_derivative(list(args)) or holds_derivative(list(kwargs.values())):
+            return composite(*args, **kwargs)
+        return original(*args, **kwargs)
+    stand_in.__name__ = stand_in.__qualname__ = original.__name__
+    stand_in.__doc__ = original.__doc__
+    stand_in.__module__ = __name__
+    defroute(original, stand_in)
+    return stand_in
+
+
+COMPOSITES = {}
+"""NumPy's function -> the composition that stands in for it on traced values."""
+
+for _module, (_cls, _prefix, _val, _van) in _KINDS.items():
+    _fit_f = _fitting(_van)
+    for _name, _composite in ((_prefix + "val", _val), (_prefix + "vander", _van),
+                              (_prefix + "fit", _fit_f)):
+        _original = getattr(_module, _name)
+        COMPOSITES[_original] = _composite
+        _standing_in(_original, _composite)
+    # The class's own: its staticmethods _val and _fit, called with traced coefficients or
+    # values (the original functions run otherwise).
+    defmethod(_cls, "_val", _val)
+    defmethod(_cls, "_fit", _fit_f)
+
+
+# ----------------------------------------------------------------------------------------------
+# The series classes
+
+
+def _init(self, coef, domain=None, window=None, symbol="x"):
+    """``ABCPolyBase.__init__`` of traced coefficients: NumPy's checks of the domain, window
+    and symbol on its own constructor (given plain zeros of the coefficients' shape), then the
+    traced coefficients, copied as NumPy copies them."""
+    if np.ndim(coef) != 1:
+        raise ValueError("Coefficient array is not 1-d")
+    if np.size(coef) == 0:
+        raise ValueError("Coefficient array is empty")
+    _INIT(self, np.zeros(np.shape(coef)), domain, window, symbol)
+    self.coef = np.copy(coef) + 0.0 if np.dtype(coef.dtype).kind not in "fc" else np.copy(coef)
+
+
+def _mapped(x, old, new):
+    """``polyutils.mapdomain`` of traced points ``x`` (plain domain and window)."""
+    off, scl = _pu.mapparms(old, new)
+    return off + scl * x
+
+
+def _call(self, arg):
+    """``ABCPolyBase.__call__`` of traced points: mapped to the window, then evaluated."""
+    if holds_derivative([self.domain, self.window]):
+        _refuse_traced_domain(type(self).__name__ + "()")
+    return self._val(_mapped(arg, self.domain, self.window), self.coef)
+
+
+def _refuse_traced_domain(name):
+    raise UnsupportedOperationError(
+        f"{name} with a differentiated domain: mutad follows the coefficients and the points "
+        "of a series, not its domain. Fit with the module's function instead "
+        "(np.polynomial.polynomial.polyfit(x, y, deg), chebfit, ...: x and y differentiated) "
+        "and evaluate with its val function (polyval(xq, coef), chebval, ...).")
+
+
+def _fit_method(cls, x, y, deg, domain=None, rcond=None, full=False, w=None, window=None,
+                symbol="x"):
+    """``ABCPolyBase.fit`` with traced values: NumPy's own method when only ``y`` (or ``w``)
+    carries a derivative (its ``_fit`` is then the composition); a traced ``x`` moves the
+    domain, which mutad does not follow: refused, naming the module functions that fit a
+    traced ``x``."""
+    if holds_derivative([x]) or holds_derivative([domain, window]):
+        _refuse_traced_domain(f"{cls.__name__}.fit")
+    return _FIT.__func__(cls, x, y, deg, domain=domain, rcond=rcond, full=full, w=w,
+                         window=window, symbol=symbol)
+
+
+_INIT = ABCPolyBase.__init__
+_FIT = ABCPolyBase.__dict__["fit"]
+defmethod(ABCPolyBase, "__init__", _init)
+defmethod(ABCPolyBase, "__call__", _call)
+defmethod(ABCPolyBase, "fit", _fit_method)

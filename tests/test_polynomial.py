@@ -1,0 +1,153 @@
+"""``numpy.polynomial`` (mutad/rules/polynomial.py): the six kinds' ``*val``, ``*vander`` and
+``*fit`` and the series classes on traced values, NumPy's values bit for bit, their derivatives
+against finite differences in both modes and under both policies, and replayed."""
+
+import numpy as np
+import numpy.polynomial as P
+import pytest
+
+import mutad
+from test_replay import replayed_like_traced, same
+
+KINDS = [(P.polynomial, "poly", P.Polynomial), (P.chebyshev, "cheb", P.Chebyshev),
+         (P.legendre, "leg", P.Legendre), (P.hermite, "herm", P.Hermite),
+         (P.hermite_e, "herme", P.HermiteE), (P.laguerre, "lag", P.Laguerre)]
+IDS = [prefix for _, prefix, _ in KINDS]
+
+
+def functions(module, prefix):
+    return (getattr(module, prefix + "val"), getattr(module, prefix + "vander"),
+            getattr(module, prefix + "fit"))
+
+
+def programs(module, prefix):
+    """Realistic uses, each a function of float arrays: (name, f, argument sampler)."""
+    val, vander, fit = functions(module, prefix)
+    xs = np.linspace(-0.9, 0.8, 11)
+    return [
+        ("val-c", lambda c: val(xs, c), lambda r: (r.standard_normal(5),)),
+        ("val-x", lambda x: val(x, [0.5, -1.0, 2.0, 0.25]), lambda r: (r.uniform(-1, 1, 6),)),
+        ("val-both-2d", lambda x, c: val(x, c), lambda r: (r.uniform(-1, 1, (2, 3)),
+                                                            r.standard_normal((4, 2)))),
+        ("val-untensored", lambda x, c: val(x, c, tensor=False),
+         lambda r: (r.uniform(-1, 1, 2), r.standard_normal((3, 2)))),
+        ("val-short", lambda x, c: val(x, c[:2]) + val(x, c[:1]),
+         lambda r: (r.uniform(-1, 1, 3), r.standard_normal(3))),
+        ("vander", lambda x: vander(x, 4), lambda r: (r.uniform(-1, 1, 5),)),
+        ("fit-y", lambda y: fit(xs, 2.0 * y, 3), lambda r: (r.standard_normal(11),)),
+        ("fit-x", lambda x, y: fit(x, y, 2),
+         lambda r: (np.sort(r.uniform(-1, 1, 7)), r.standard_normal(7))),
+        ("fit-weights-2d", lambda y, w: fit(xs, y, 2, w=w),
+         lambda r: (r.standard_normal((11, 2)), r.uniform(0.5, 2.0, 11))),
+        ("fit-degrees", lambda y: fit(xs, y, [0, 2, 3]), lambda r: (r.standard_normal(11),)),
+        ("fit-full", lambda y: fit(xs, y, 2, full=True)[0] + fit(xs, y, 2, full=True)[1][0],
+         lambda r: (r.standard_normal(11),)),
+        ("fit-then-val", lambda y: val(np.linspace(-1, 1, 4), fit(xs, np.cos(y), 4)),
+         lambda r: (r.standard_normal(11),)),
+    ]
+
+
+CASES = [(module, prefix, *program) for module, prefix, _ in KINDS
+         for program in programs(module, prefix)]
+CASE_IDS = [f"{prefix}-{name}" for _, prefix, name, _, _ in CASES]
+
+
+@pytest.mark.parametrize("module, prefix, name, f, sample", CASES, ids=CASE_IDS)
+def test_values_bit_for_bit(module, prefix, name, f, sample):
+    """NumPy's steps on traced values: NumPy's values bit for bit over many draws, and the
+    caller's arrays untouched."""
+    rng = np.random.default_rng(1)
+    for _ in range(25):
+        args = sample(rng)
+        before = [a.tobytes() for a in args]
+        y, _ = mutad.pullback(f, *args)
+        expected = f(*args)
+        assert same(y, expected), name
+        assert [a.tobytes() for a in args] == before
+        _, tangent = mutad.jvp(f, args, tuple(np.ones_like(a) for a in args))
+        assert same(_, expected)
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+@pytest.mark.parametrize("module, prefix, name, f, sample", CASES, ids=CASE_IDS)
+def test_gradients(module, prefix, name, f, sample, policy, rng):
+    mutad.check_grads(f, *sample(rng), policy=policy)
+
+
+@pytest.mark.parametrize("module, prefix, name, f, sample", CASES, ids=CASE_IDS)
+def test_jvp(module, prefix, name, f, sample, rng):
+    mutad.check_jvp(f, *sample(rng))
+
+
+@pytest.mark.slow  # second order: the first-order cases stay fast
+@pytest.mark.parametrize("module, prefix, name, f, sample", CASES, ids=CASE_IDS)
+def test_second_derivatives(module, prefix, name, f, sample, rng):
+    mutad.check_grads(f, *sample(rng), order=2)
+
+
+@pytest.mark.parametrize("module, prefix, cls", KINDS, ids=IDS)
+def test_replayed_like_traced(module, prefix, cls, rng):
+    val, _, fit = functions(module, prefix)
+    xs = np.linspace(0.0, 3.0, 9)
+
+    def loss(y, x):
+        coef = fit(x, y * y, 3)
+        series = cls.fit(xs, y, 2)
+        return np.sum(val(xs, coef) ** 2) + np.sum(series(xs)) + np.sum(cls(coef)(0.5 * xs))
+
+    calls = [(rng.standard_normal(9), np.sort(rng.uniform(0, 3, 9))) for _ in range(3)]
+    replayed_like_traced(loss, calls, argnums=(0, 1))
+
+
+@pytest.mark.parametrize("module, prefix, cls", KINDS, ids=IDS)
+def test_series_classes(module, prefix, cls, rng):
+    """``cls.fit`` of traced ``y``, ``cls(coef)`` of traced coefficients, ``p(x)`` at traced
+    points: NumPy's values and objects, derivatives checked."""
+    x = np.linspace(2.0, 5.0, 10)
+    y = rng.standard_normal(10)
+
+    def fitted(y):
+        p = cls.fit(x, np.sin(y), 3, domain=[1.0, 6.0] if prefix == "herm" else None)
+        return p(np.linspace(2.0, 5.0, 4)) + p.coef.sum()
+
+    def made(c, t):
+        p = cls(c, domain=[0.0, 2.0])
+        return p(t) * p(0.25)
+
+    c, t = rng.standard_normal(4), rng.uniform(0, 2, 3)
+    for f, args in ((fitted, (y,)), (made, (c, t))):
+        y_traced, _ = mutad.pullback(f, *args)
+        assert same(y_traced, f(*args))
+        mutad.check_grads(f, *args)
+        mutad.check_jvp(f, *args)
+
+    def kept(c):
+        p = cls(c)
+        c[0] = 100.0  # the series copied its coefficients, as NumPy's does
+        assert type(p) is cls and p.coef[0] != 100.0
+        return p(0.5)
+
+    assert same(mutad.pullback(kept, c.copy())[0], kept(c.copy()))
+    mutad.check_grads(kept, c)
+
+
+@pytest.mark.parametrize("module, prefix, cls", KINDS, ids=IDS)
+def test_a_fit_of_traced_x_by_the_class_is_refused(module, prefix, cls):
+    """The class's fit maps x to its domain, which would follow a traced x: refused, naming
+    the module's fit, which follows it."""
+    x, y = np.linspace(0, 1, 6), np.ones(6)
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match=prefix + "fit|polyfit"):
+        mutad.gradient(lambda x: cls.fit(x, y, 2).coef.sum(), x)
+
+
+def test_plain_calls_stay_numpys_while_differentiating():
+    """Constants reach NumPy's own functions and methods, which the stand-ins call."""
+    x = np.linspace(-1, 1, 5)
+
+    def f(a):
+        p = P.Chebyshev.fit(x, np.cos(x), 3)
+        q = P.chebyshev.chebfit(x, np.cos(x), 3)
+        assert type(p.coef) is np.ndarray and type(q) is np.ndarray
+        return a * p(0.3) + a * P.chebyshev.chebval(0.3, q)
+
+    assert mutad.gradient(f, 2.0)[0] == f(1.0)
