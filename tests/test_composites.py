@@ -280,3 +280,50 @@ def test_multi_dot_multiplies_in_numpys_order():
     x, b, c = chains[0]
     y, _ = mutad.pullback(lambda x: np.linalg.multi_dot([x, b, c], out=np.zeros((8, 1))), x)
     assert y.tobytes() == np.linalg.multi_dot([x, b, c]).tobytes()
+
+
+def test_roots_are_numpys_bit_for_bit(rng):
+    """np.roots of traced coefficients: NumPy's values (real when every root is, complex
+    otherwise), in both modes, over many draws, and the caller's arrays untouched."""
+    for i in range(200):
+        p = rng.standard_normal(rng.integers(1, 7))
+        if i % 4 == 0:
+            p = p + 1j * rng.standard_normal(p.size)
+        before = p.tobytes()
+        expected = np.roots(p)
+        y, _ = mutad.pullback(np.roots, p)
+        y_forward, _ = mutad.jvp(np.roots, (p,), (np.ones_like(p),))
+        for got in (y, y_forward):
+            assert got.dtype == expected.dtype and got.shape == expected.shape
+            assert got.tobytes() == expected.tobytes()
+        assert p.tobytes() == before
+
+
+@pytest.mark.parametrize("p", [[1.0, -3.0, 2.5, 0.5], [2.0, -3.0, 1.0], [0.5, 1.0, 2.0, -1.0, 3.0],
+                               [1.5, 0.2]], ids=["complex-roots", "real-roots", "quartic", "linear"])
+def test_roots_derivatives(p):
+    p = np.array(p)
+    mutad.check_grads(lambda p: np.abs(np.roots(p)), p)
+    mutad.check_grads(np.roots, p + 0.25j)
+    mutad.check_jvp(np.roots, p)
+
+
+@pytest.mark.slow
+def test_roots_second_derivatives():
+    mutad.check_grads(lambda p: np.real(np.roots(p)), np.array([1.0, -3.0, 2.5, 0.5]), order=2)
+
+
+def test_roots_replayed_like_traced(rng):
+    from test_replay import replayed_like_traced
+    calls = [(np.array([1.0, -3.0, 2.5, 0.5]) + 0.1 * rng.standard_normal(4),) for _ in range(3)]
+    replayed_like_traced(lambda p: np.sum(np.abs(np.roots(p)) ** 2), calls)
+
+
+@pytest.mark.parametrize("p", [[1.0, -3.0, 2.0, 0.0], [0.0, 1.0, -3.0, 2.0]],
+                         ids=["trailing-zero", "leading-zero"])
+def test_roots_of_stripped_zeros_are_refused(p):
+    """NumPy strips exact zeros at either end; the roots still move with those coefficients,
+    so a derivative of the stripped polynomial would be wrong: refused, saying how to strip
+    a constant zero."""
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="strip it yourself"):
+        mutad.gradient(lambda p: np.sum(np.abs(np.roots(p))), np.array(p))

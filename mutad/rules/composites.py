@@ -15,7 +15,7 @@ import numpy as np
 
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..core.allocation import lists_as_arrays
+from ..core.allocation import holds_derivative, lists_as_arrays
 from ..engines.arraylike import settled
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import complex_aware, defcomposite, defmethod, nondifferentiable
@@ -353,6 +353,38 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     scale = np.sqrt(np.sum(lhs * lhs, axis=0))
     coefficients = np.linalg.lstsq(lhs / scale, rhs, rcond)[0]
     return (coefficients.T / scale).T
+
+
+@defcomposite(np.roots)
+def roots(p):
+    """NumPy's steps: the leading and trailing zeros stripped (the trailing ones are roots at
+    0), the eigenvalues of the companion matrix (``np.linalg.eigvals``: real when they all
+    are, as NumPy's), the zeros appended. A repeated root has no derivative (its eigenvalue's
+    derivative divides by the distance between the roots: infinite or NaN). Zeros stripped
+    from differentiated coefficients are refused: the roots move with them."""
+    p = np.atleast_1d(p)
+    if np.ndim(p) != 1:
+        raise ValueError("Input must be a rank-1 array.")
+    non_zero = np.flatnonzero(np.ravel(p) != 0)
+    if len(non_zero) == 0:
+        return np.array([])
+    trailing_zeros = len(p) - non_zero[-1] - 1
+    if (trailing_zeros or non_zero[0]) and holds_derivative([p]):
+        raise UnsupportedOperationError(
+            "np.roots of differentiated coefficients with a leading or trailing zero: NumPy "
+            "strips it (a trailing zero is a root at 0, a leading one a root at infinity), but "
+            "the roots still move with it, and the stripped polynomial's derivative would miss "
+            "that. Where the zero is a constant, strip it yourself (np.roots(p[:-1]), "
+            "np.roots(p[1:])) and append the root at 0 (np.append(r, 0.0)).")
+    p = p[int(non_zero[0]):int(non_zero[-1]) + 1]
+    n = len(p)
+    if n > 1:
+        below = np.diag(np.ones((n - 2,), np.result_type(p.dtype, float)), -1)[1:]
+        companion = np.concatenate([np.reshape(-p[1:] / p[0], (1, n - 1)), below])
+        found = np.linalg.eigvals(companion)
+    else:
+        found = np.array([])
+    return np.concatenate([found, np.zeros_like(found, shape=(trailing_zeros,))])
 
 
 @defcomposite(np.vander)
@@ -736,6 +768,6 @@ nondifferentiable(np.diag_indices_from, np.triu_indices_from, np.tril_indices_fr
 # magnitudes) are refused for complex values.
 complex_aware(np.gradient, np.trapezoid, np.ediff1d, np.cumulative_sum, np.cumulative_prod,
               np.nancumsum, np.nancumprod, np.average, np.polyval, np.polyder, np.polyint,
-              np.polyadd, np.polysub, np.polymul, np.vander, np.linalg.multi_dot, np.meshgrid,
+              np.polyadd, np.polysub, np.polymul, np.roots, np.vander, np.linalg.multi_dot, np.meshgrid,
               np.diagflat, np.angle, np.real_if_close, np.linalg.svdvals, np.linalg.cond,
               np.insert, np.block, np.apply_along_axis, np.apply_over_axes, np.piecewise)
