@@ -15,8 +15,8 @@ import numpy as np
 
 from ..core.devices import is_device, namespace
 from ..core.errors import UnsupportedOperationError
-from ..core.registry import (ONE, Constant, Operand, complex_ufunc, defjvp, defrule, elementwise,
-                             holomorphic)
+from ..core.registry import (ONE, Constant, Operand, complex_aware, complex_ufunc, defcomposite,
+                             defjvp, defrule, elementwise, holomorphic)
 from ..core.views import memory
 from ._helpers import as_float, sign_of
 
@@ -348,28 +348,25 @@ def sinc_jvp(tangents, x):
 holomorphic(np.sinc)  # the series and the quotient hold for complex x
 
 
-def _refuse_in_place(copy):
-    if not copy:
-        raise UnsupportedOperationError(
-            "np.nan_to_num(x, copy=False) on a traced array: write x[...] = np.nan_to_num(x) "
-            "for the same in-place result.")
-
-
-@defrule(np.nan_to_num, leading=1)
+@defcomposite(np.nan_to_num)
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
-    _refuse_in_place(copy)
-    y = np.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
-    finite = np.isfinite(x)
+    """NumPy's steps: a copy (or, with ``copy=False``, the array itself, written in place),
+    whose NaNs and infinities (of the real and imaginary parts of a complex array) are
+    replaced by masked ``np.copyto`` of constants, which carry no derivative."""
+    if copy:
+        x = np.copy(x)
+    if np.dtype(x.dtype).kind not in "fc":
+        return x[()] if np.ndim(x) == 0 else x
+    dest = (np.real(x), np.imag(x)) if np.dtype(x.dtype).kind == "c" else (x,)
+    info = np.finfo(np.real(x).dtype)
+    maxf = info.max if posinf is None else posinf
+    minf = info.min if neginf is None else neginf
+    for d in dest:
+        idx_nan, idx_posinf, idx_neginf = np.isnan(d), np.isposinf(d), np.isneginf(d)
+        np.copyto(d, nan, where=idx_nan)
+        np.copyto(d, maxf, where=idx_posinf)
+        np.copyto(d, minf, where=idx_neginf)
+    return x[()] if np.ndim(x) == 0 else x
 
-    def back(dy):
-        return (np.where(finite, dy, 0.0),)
 
-    return y, back
-
-
-@defjvp(np.nan_to_num, leading=1)
-def nan_to_num_jvp(tangents, x, copy=True, nan=0.0, posinf=None, neginf=None):
-    # The replacements of NaN and infinities are constants.
-    _refuse_in_place(copy)
-    y = np.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
-    return y, np.where(np.isfinite(x), tangents[0], 0.0)
+complex_aware(np.nan_to_num)  # NumPy's steps, on the real and imaginary parts
