@@ -117,3 +117,39 @@ def test_a_math_function_gives_a_python_float_whatever_the_precision(dtype):
         mutad.check_grads(f, x, a)
     replayed_like_traced(f, [(x, a), (x * dtype(1.5), a + 0.25), (x, a)])
     assert (x.tobytes(), a.tobytes()) == before
+
+
+def test_math_isclose_of_traced_scalars_is_a_decision(rng):
+    """math.isclose of traced scalars (a convergence test) raised a ConversionError; it
+    answers as math.isclose does on the same doubles (ties, NaN, infinities, float32 elements,
+    the tolerances), a decision a replay checks again."""
+    specials = [0.0, -0.0, 1.0, 1.0 + 1e-9, 1.0 + 2e-9, np.inf, -np.inf, np.nan, 1e-300, 3.0]
+    pairs = [(a, b) for a in specials for b in specials]
+    pairs += [tuple(rng.standard_normal(2) * 10.0 ** rng.integers(-3, 3)) for _ in range(50)]
+    pairs += [(a, a * (1 + rng.choice([1e-10, 1e-9, 2e-9]))) for a in rng.standard_normal(30)]
+    tolerances = [{}, {"rel_tol": 1e-3}, {"abs_tol": 1e-9}, {"rel_tol": 0.0, "abs_tol": 0.5}]
+    for dtype in (np.float64, np.float32):
+        for a, b in pairs:
+            for kw in tolerances:
+                pair = np.array([a, b], dtype=dtype)
+                expected = math.isclose(float(pair[0]), float(pair[1]), **kw)
+                answers = []
+
+                def f(x):
+                    answers.append(math.isclose(x[0], x[1], **kw))
+                    answers.append(math.isclose(x[0], float(pair[1]), **kw))
+                    return x.sum() * 2.0
+                mutad.gradient(f, pair)
+                mutad.jvp(f, (pair,), (np.ones(2, dtype),))
+                assert answers == [expected] * 4, (a, b, kw, dtype)
+
+    def converged(x):
+        s = (x * x).sum()
+        return 3.0 * s if math.isclose(s, 1.0, rel_tol=1e-6) else s
+
+    x = np.array([0.6, 0.8])
+    assert mutad.value_and_gradient(converged, x)[0] == converged(x)
+    mutad.check_grads(converged, x * 1.1)
+    replayed_like_traced(converged, [(x,), (x * 2.0,), (x,), (x * 0.5,)])
+    with pytest.raises(ValueError):
+        mutad.gradient(lambda x: x[0] if math.isclose(x[0], x[1], rel_tol=-1.0) else x[1], x)

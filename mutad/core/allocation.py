@@ -765,6 +765,33 @@ def math_predicate(original, ufunc):
     return _named(deciding, original)
 
 
+def math_isclose(original):
+    """``math.isclose`` of traced scalars: CPython's steps on them (equal, else neither
+    infinite and the difference within the tolerances, each compared as ``math`` compares it),
+    NumPy's comparisons of the same doubles, so the same answer; a decision the program takes
+    as it takes ``x > 0`` (a replay checks it again). Its tolerances stay plain numbers."""
+    def deciding(a, b, *, rel_tol=1e-09, abs_tol=0.0):
+        traced = [wrapped(v) for v in (a, b)]
+        if not (ACTIVE.running and any(traced)) or any(
+                wrapped(v) for v in (rel_tol, abs_tol)) or any(
+                t and (v.size != 1 or v.dtype.kind != "f") for t, v in zip(traced, (a, b))):
+            return original(a, b, rel_tol=rel_tol, abs_tol=abs_tol)
+        rel_tol, abs_tol = float(rel_tol), float(abs_tol)
+        if rel_tol < 0.0 or abs_tol < 0.0:
+            raise ValueError("tolerances must be non-negative")
+        a, b = (v.reshape(()).astype(np.float64) if t else np.float64(float(v))
+                for t, v in zip(traced, (a, b)))  # math compares doubles
+        if bool(a == b):
+            return True
+        if bool(np.isinf(a) | np.isinf(b)):
+            return False
+        diff = np.abs(b - a)
+        return bool((diff <= np.abs(rel_tol * b)) | (diff <= np.abs(rel_tol * a))
+                    | (diff <= abs_tol))
+
+    return _named(deciding, original)
+
+
 def as_floats(args):
     return [float(memory(a).reshape(())) if wrapped(a) or isinstance(a, (np.ndarray, np.generic))
             else a for a in args]
@@ -1158,6 +1185,7 @@ MATH_REPLACEMENTS = {name: (getattr(math, name), math_function(getattr(math, nam
 MATH_REPLACEMENTS.update({name: (getattr(math, name), math_predicate(getattr(math, name), ufunc))
                           for name, ufunc in (("isfinite", np.isfinite), ("isnan", np.isnan),
                                               ("isinf", np.isinf))})
+MATH_REPLACEMENTS["isclose"] = (math.isclose, math_isclose(math.isclose))
 _BY_ORIGINAL.update({id(func): (func, new) for func, new in MATH_REPLACEMENTS.values()})
 
 
