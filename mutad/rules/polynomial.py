@@ -75,45 +75,15 @@ def _clenshaw(step, last):
     return evaluate
 
 
-def chebval(x, c, tensor=True):
-    x, c = _points(x, tensor, _coefficients(c))
-    if len(c) == 1:
-        c0, c1 = c[0], 0
-    elif len(c) == 2:
-        c0, c1 = c[0], c[1]
-    else:
-        x2 = 2 * x
-        c0, c1 = c[-2], c[-1]
-        for i in range(3, len(c) + 1):
-            tmp = c0
-            c0 = c[-i] - c1
-            c1 = tmp + c1 * x2
-    return c0 + c1 * x
-
-
+chebval = _clenshaw(  # (NumPy doubles x once; each 2 * x here gives the same bits)
+    lambda ci, c0, c1, nd, x: (ci - c1, c0 + c1 * (2 * x)),
+    lambda c0, c1, x: c0 + c1 * x)
 legval = _clenshaw(
     lambda ci, c0, c1, nd, x: (ci - c1 * ((nd - 1) / nd), c0 + c1 * x * ((2 * nd - 1) / nd)),
     lambda c0, c1, x: c0 + c1 * x)
-
-
-def hermval(x, c, tensor=True):
-    x, c = _points(x, tensor, _coefficients(c))
-    x2 = x * 2
-    if len(c) == 1:
-        c0, c1 = c[0], 0
-    elif len(c) == 2:
-        c0, c1 = c[0], c[1]
-    else:
-        nd = len(c)
-        c0, c1 = c[-2], c[-1]
-        for i in range(3, len(c) + 1):
-            tmp = c0
-            nd = nd - 1
-            c0 = c[-i] - c1 * (2 * (nd - 1))
-            c1 = tmp + c1 * x2
-    return c0 + c1 * x2
-
-
+hermval = _clenshaw(
+    lambda ci, c0, c1, nd, x: (ci - c1 * (2 * (nd - 1)), c0 + c1 * (x * 2)),
+    lambda c0, c1, x: c0 + c1 * (x * 2))
 hermeval = _clenshaw(
     lambda ci, c0, c1, nd, x: (ci - c1 * (nd - 1), c0 + c1 * x),
     lambda c0, c1, x: c0 + c1 * x)
