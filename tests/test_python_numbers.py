@@ -247,7 +247,11 @@ def test_a_broadcast_of_a_python_number_is_an_array():
     lambda x: (x.astype(np.float32)[0] ** x[1]).astype(float),
     lambda x: abs(x[0] * 1j + x[1]) ** x[1],
     lambda x: abs((x[0] + 1j * x[1]) ** (0.3 + 0.1j)),
-], ids=["power", "powers-of-numbers", "fast-powers", "float32", "abs-complex", "complex-power"])
+    lambda x: ((x[0] + 1j * x[1]) ** 2 + (x[1] + 1j * x[0]) ** 0.5).real
+    + ((x[0] - 1j * x[1]) ** -1).imag,
+    lambda x: (x.astype(np.float32)[0] ** 2.0 + x.astype(np.float32)[1] ** 0.5).astype(float),
+], ids=["power", "powers-of-numbers", "fast-powers", "float32", "abs-complex", "complex-power",
+        "complex-fast-powers", "float32-fast-powers"])
 def test_powers_and_magnitudes_of_numpys_scalars_are_its_scalar_math(f):
     """NumPy's scalars compute ** and abs() in their own math, which rounds otherwise than
     the ufunc loops in about one case in twenty: the values are the scalars' (the partials the

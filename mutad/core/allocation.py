@@ -554,11 +554,13 @@ class ndarray(metaclass=_Constructor):  # noqa: N801 (NumPy's name)
 class _ScalarType(type):
     """The type of a NumPy scalar type (``np.float64``) as the mode shows it where the
     differentiated code calls it: of a traced value (``np.float64(x[0])``, ``np.float32(s)``)
-    the value converted as NumPy converts it (``astype``: a traced 0-d value for a scalar, a
-    traced array for an array), which the engines follow; otherwise NumPy's own scalar type,
+    the value converted as NumPy converts it (``astype``: a traced array for an array; for a
+    scalar a read-only 0-d value, which the engines take for NumPy's scalar, computing its
+    products and powers in NumPy's scalar math), which the engines follow; otherwise NumPy's own scalar type,
     called as it is. As a type it is NumPy's: a subclass of it, equal to it, with its hash, its
     dtype (``dtype=np.float64``, ``np.finfo``, ``issubclass``) and its instances
-    (``isinstance(v, np.float64)``). Identity (``type(v) is np.float64``) it cannot pass: code
+    (``isinstance(v, np.float64)``, the values it gave among them; not ``isinstance(v,
+    float)``, which a traced value fails as ``x[0]`` does). Identity (``type(v) is np.float64``) it cannot pass: code
     that may compare by identity keeps NumPy's own (``_Mode._swap_cells``)."""
 
     def __call__(cls, *args, **kwargs):
@@ -567,11 +569,18 @@ class _ScalarType(type):
             value = args[0]
             if type(value) in (list, tuple):
                 value = lists_as_arrays([value])[0]
-            return value.astype(original)
+            converted = value.astype(original)
+            if memory(converted).ndim == 0:  # NumPy's scalar: immutable, computed with as one
+                memory(converted).flags.writeable = False
+            return converted
         return original(*args, **kwargs)
 
     def __instancecheck__(cls, x):
-        return isinstance(x, cls.__bases__[0])
+        original = cls.__bases__[0]
+        if wrapped(x) and getattr(x, "dtype", None) == original and memory(x).ndim == 0 \
+                and not memory(x).flags.writeable:  # what a call of it gave (a scalar's stand-in)
+            return True
+        return isinstance(x, original)
 
     def __subclasscheck__(cls, kind):
         return kind is cls or issubclass(kind, cls.__bases__[0])

@@ -14,6 +14,7 @@ that behave like ndarrays, as autograd's ``numpy_boxes`` does for its boxes.
 import builtins
 import collections
 import dis
+import functools
 import inspect
 import linecache
 import math
@@ -161,14 +162,21 @@ def _scalar_math(method, operation, kinds, reflected):
         if type(value) is not np.ndarray or value.dtype.kind not in kinds or value.ndim \
                 or not stands_for_scalar(self) or not _stands_for_scalar_operand(other):
             return result
-        if operation is operator.pow and not reflected and type(other) in (int, float) \
-                and other in FAST_POWERS:  # another ufunc of one operand (fast_power)
-            return result
         a, b = memory(self)[()], memory(other)[()] if hasattr(other, "value") else other
+        if operation is operator.pow and not reflected and type(other) in (int, float) \
+                and other in FAST_POWERS:  # computed by a ufunc of one operand (fast_power)
+            put_right(result, _SCALAR_POWERS[type(other), other], a)
+            return result
         put_right(result, operation, *((b, a) if reflected else (a, b)))
         return result
 
     return computed
+
+
+_SCALAR_POWERS = {(type(e), e): functools.partial(lambda a, e: a ** e, e=e)
+                  for e in (2, 2.0, 0.5, -1, -1.0)}
+"""``a ** e`` of one NumPy scalar ``a`` for the exponents of ``FAST_POWERS``: what NumPy's
+scalar math gives where the engine's value came from a ufunc of one operand."""
 
 
 def put_right(result, operation, *scalars):
