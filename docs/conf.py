@@ -37,7 +37,7 @@ nitpick_ignore_regex = [
     ("py:.*", r"(numpy|np|scipy|collections|typing|types|contextlib|abc)(\..*)?"),
     ("py:class", r"(Callable|Any|Sequence|Iterator|Iterable|Mapping|ArrayLike|NDArray|TypeVar)(\[.*)?"),
     # Type variables in signatures (stop_gradient(x: T) -> T): placeholders, not objects.
-    ("py:class", r"mutad\.\w+\.(T|Rule)"),
+    ("py:class", r"mutad(\.\w+)+\.(T|Rule)"),
 ]
 # Shown as written, not expanded into NumPy's definitions of them.
 autodoc_type_aliases = {"NDArray": "numpy.typing.NDArray", "ArrayLike": "numpy.typing.ArrayLike"}
