@@ -767,6 +767,22 @@ def test_a_normal_draw_moves_by_one_and_scales_by_its_standard_number():
     assert g.tolist() == [4.0, z.sum()]
 
 
+def test_one_draw_of_scalar_parameters_is_a_python_float():
+    """NumPy gives a Python float, which it promotes weakly (x32 * draw stays float32): mutad
+    gave a float64 scalar."""
+    def f(x):
+        np.random.seed(5)
+        a = np.random.default_rng(4).lognormal(x[0], x[1])
+        b = np.random.normal(x[0], x[1])
+        return x.astype(np.float32) * a + b, type(a), type(b)
+
+    x = np.array([0.7, 1.3])
+    y, *types = f(x)
+    assert types == [float, float] and y.dtype == np.float32
+    value, _ = mutad.value_and_gradient(lambda x: f(x)[0].sum(), x)
+    assert np.asarray(value).tobytes() == np.asarray(y.sum()).tobytes()
+
+
 RNG = np.random.default_rng(5)  # a generator that lives between calls
 
 

@@ -1123,6 +1123,8 @@ def _reparameterised(name, generator, args, kwargs):
             "not NumPy's bit for bit here (NumPy's C code rounds it otherwise on this machine, "
             f"or the parameters broadcast otherwise). Draw z = rng.{standard}(size) yourself "
             "and write the formula, which mutad follows.")
+    if type(expected) is float:  # one draw of scalar parameters: NumPy gives a Python float
+        weaken(y)
     return y
 
 
