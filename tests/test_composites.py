@@ -327,3 +327,15 @@ def test_roots_of_stripped_zeros_are_refused(p):
     a constant zero."""
     with pytest.raises(mutad.errors.UnsupportedOperationError, match="strip it yourself"):
         mutad.gradient(lambda p: np.sum(np.abs(np.roots(p))), np.array(p))
+
+
+def test_roots_of_a_list_of_traced_values():
+    """np.roots([1.0, -y[0] - 3, y[1]]) raised a ConversionError: the list is the array NumPy
+    makes of it."""
+    def f(y):
+        return np.sum(np.abs(np.roots([1.0, -y[0] - 3.0, y[1]])) ** 2)
+
+    y = np.array([0.3, 1.7])
+    assert mutad.value_and_gradient(f, y)[0] == f(y)
+    mutad.check_grads(f, y)
+    mutad.check_jvp(f, y)

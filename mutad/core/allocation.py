@@ -108,7 +108,7 @@ holding traced values among their positional arguments (``np.mean([a, b])``,
 it, so that the engine sees the call (and a replay guards a result Python decides on)."""
 
 READERS += ("dot", "vdot", "inner", "outer", "cross", "kron", "tensordot", "einsum", "polyval",
-            "interp", "clip", "where", "trapezoid", "round", "around", "real", "imag", "angle",
+            "roots", "interp", "clip", "where", "trapezoid", "round", "around", "real", "imag", "angle",
             "nansum", "nanmean", "nanprod", "nanmax", "nanmin", "nanstd", "nanvar", "nancumsum",
             "nancumprod", "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile",
             "reshape", "ravel", "transpose", "squeeze", "expand_dims", "moveaxis", "swapaxes",
