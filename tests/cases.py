@@ -22,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 import scipy.special as special
+from scipy.special._ufuncs import _zeta  # scipy.special.zeta(x, q)'s ufunc
 
 from strategies import (
     Domain,
@@ -214,6 +215,7 @@ bessel_argument = Domain("bessel_argument", 0.5, 3.0)
 exponent = Domain("exponent", -1.5, 1.5)
 probability = Domain("probability", 0.05, 0.95)
 negative_non_integer = Domain("negative_non_integer", -2.8, -2.2)
+elliptic_parameter = Domain("elliptic_parameter", -1.5, 0.9)
 
 UFUNC_CASES += [
     Case(special.gamma,     (above_half,)),
@@ -286,6 +288,40 @@ UFUNC_CASES += [
     Case(special.binom,     (Domain("count", 4.2, 6.8), above_half), alias=above_half),
     Case(special.poch,      (above_half, above_half)),
     Case(special.kl_div,    (positive, positive)),
+    Case(special.log1p,     (positive,)),
+    Case(special.expm1,     (real,)),
+    Case(special.dawsn,     (real,)),
+    Case(special.ellipk,    (elliptic_parameter,)),
+    Case(special.ellipk,    (Domain("near_zero", -5e-4, 5e-4),), label="near-zero"),
+    Case(special.ellipe,    (elliptic_parameter,)),
+    Case(special.ellipe,    (Domain("near_zero", -5e-4, 5e-4),), label="near-zero"),
+    Case(special.spence,    (positive,)),
+    Case(special.spence,    (Domain("near_one", 0.9995, 1.0005),), label="near-one"),
+    Case(special.owens_t,   (real, real)),
+    Case(special.struve,    (bessel_argument,),    settings=((0, 1.3),)),
+    Case(special.struve,    (real,),               settings=((0, 2.0),)),
+    Case(special.hyp2f1,    (Domain("hypergeometric_argument", -0.8, 0.8),),
+         settings=((0, 0.7), (1, 1.3), (2, 2.1))),
+    Case(_zeta,             (above_half,),         settings=((0, 2.5),)),
+    Case(special.radian,    (real, real),          settings=((2, 30.0),)),
+    Case(special.radian,    (real, real),          settings=((0, 10.0),)),
+    Case(special.eval_legendre,    (open_unit_interval,), settings=((0, 3),)),
+    Case(special.eval_legendre,    (open_unit_interval,), settings=((0, 2.5),)),
+    Case(special.eval_legendre,    (open_unit_interval,), settings=((0, 0),)),
+    Case(special.eval_chebyt,      (open_unit_interval,), settings=((0, 4),)),
+    Case(special.eval_chebyu,      (open_unit_interval,), settings=((0, 3),)),
+    Case(special.eval_chebyc,      (real,),               settings=((0, 3),)),
+    Case(special.eval_chebys,      (real,),               settings=((0, 3),)),
+    Case(special.eval_sh_legendre, (unit_interior,),      settings=((0, 3),)),
+    Case(special.eval_sh_chebyt,   (unit_interior,),      settings=((0, 3),)),
+    Case(special.eval_sh_chebyu,   (unit_interior,),      settings=((0, 3),)),
+    Case(special.eval_laguerre,    (real,),               settings=((0, 3),)),
+    Case(special.eval_hermite,     (real,),               settings=((0, 3),)),
+    Case(special.eval_hermite,     (real,),               settings=((0, 0),)),
+    Case(special.eval_hermitenorm, (real,),               settings=((0, 4),)),
+    Case(special.eval_gegenbauer,  (open_unit_interval,), settings=((0, 3), (1, 0.8))),
+    Case(special.eval_genlaguerre, (real,),               settings=((0, 3), (1, 0.8))),
+    Case(special.eval_jacobi,      (open_unit_interval,), settings=((0, 3), (1, 0.8), (2, 0.3))),
 ]
 # fmt: on
 
@@ -370,6 +406,9 @@ COMPLEX_UFUNC_CASES = [
     Case(special.iv,      (complex_right,),  settings=((0, 1.3),), label="complex"),
     Case(special.kv,      (complex_right,),  settings=((0, 0.4),), label="complex"),
     Case(special.kve,     (complex_right,),  settings=((0, 1.5),), label="complex"),
+    Case(special.log1p,   (complex_right,),                   label="complex"),
+    Case(special.expm1,   (complex_small,),                   label="complex"),
+    Case(special.dawsn,   (complex_small,),                   label="complex"),
 ]
 # fmt: on
 

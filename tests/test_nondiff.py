@@ -13,6 +13,7 @@ PROGRAMS = {
     "iscomplex": lambda x: x * (1.0 + np.iscomplex(x)) + np.sin(x) * np.iscomplex(x * x),
     "isreal": lambda x: np.sin(x) * np.isreal(x) + x * np.sum(np.isreal(2.0 * x)),
     "gammasgn": lambda x: x * scipy.special.gammasgn(x) + scipy.special.gammasgn(-x) * x * x,
+    "special.round": lambda x: x * scipy.special.round(3.0 * x) + scipy.special.round(x) * x * x,
 }
 
 

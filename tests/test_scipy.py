@@ -544,7 +544,14 @@ def test_special_decisions_survive_restoration_by_inversion(operation, different
     lambda v, x: scipy.special.kve(v, x, out=x),
     lambda a, x: scipy.special.gammainc(a, x),
     lambda a, x: scipy.special.betainc(a, 2.0, x),
-], ids=["jv", "kve_in_place", "gammainc", "betainc"])
+    lambda v, x: scipy.special.struve(v, x),
+    lambda a, x: scipy.special.hyp2f1(a, 1.3, 2.1, x - 0.5),
+    lambda c, x: scipy.special.hyp2f1(0.7, 1.3, c + 1.0, x - 0.5),
+    lambda s, q: scipy.special.zeta(s + 1.5, q),
+    lambda n, x: scipy.special.eval_legendre(n, x),
+    lambda a, x: scipy.special.eval_jacobi(2, 0.5, a, x),
+], ids=["jv", "kve_in_place", "gammainc", "betainc", "struve", "hyp2f1_a", "hyp2f1_c", "zeta",
+        "eval_legendre", "eval_jacobi"])
 def test_an_argument_without_a_derivative_is_refused_when_traced(program, rng):
     order, x = rng.uniform(0.5, 2.0, 3), rng.uniform(0.2, 0.8, 3)
     before = (order.tobytes(), x.tobytes())
@@ -556,6 +563,28 @@ def test_an_argument_without_a_derivative_is_refused_when_traced(program, rng):
     # held constant, the same call differentiates in its other argument
     mutad.check_grads(lambda x: program(order, x), x)
     mutad.check_jvp(lambda x: program(order, x), x)
+
+
+def test_zeta_by_scipys_name_differentiates_its_offset(rng):
+    q = rng.uniform(0.5, 3.0, 4)
+    grad, = mutad.gradient(lambda q: scipy.special.zeta(3.0, q).sum(), q)
+    np.testing.assert_allclose(grad, -3.0 * scipy.special.zeta(4.0, q), rtol=1e-14)
+    mutad.check_grads(lambda q: scipy.special.zeta(2.5, q, out=q), q)
+
+
+def test_derivatives_at_the_special_points_of_their_formulas():
+    # ellipk' = π/8 and ellipe' = -π/8 at m = 0, spence' = -1 at z = 1, the limits of the
+    # closed forms there; a polynomial of degree 0 is constant
+    grads = [mutad.grad(f)(x) for f, x in [
+        (scipy.special.ellipk, 0.0), (scipy.special.ellipe, 0.0), (scipy.special.spence, 1.0),
+        (lambda x: scipy.special.eval_legendre(0, x), 0.3),
+        (lambda x: scipy.special.eval_hermite(0, x), 0.3)]]
+    np.testing.assert_allclose(grads, [np.pi / 8, -np.pi / 8, -1.0, 0.0, 0.0], rtol=1e-15)
+    # T(h, a) = (1/2π) ∫_0^a exp(-h²(1 + t²)/2) / (1 + t²) dt
+    h, a = 0.7, -1.3
+    dh, da = mutad.gradient(scipy.special.owens_t, h, a)
+    np.testing.assert_allclose(da, np.exp(-h * h * (1 + a * a) / 2) / (2 * np.pi * (1 + a * a)))
+    np.testing.assert_allclose(dh, -scipy.stats.norm.pdf(h) * scipy.special.erf(a * h / np.sqrt(2)) / 2)
 
 
 def test_reciprocal_gamma_has_its_derivative_at_the_poles_of_gamma():

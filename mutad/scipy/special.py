@@ -40,9 +40,14 @@ from scipy.special import (
     xlog1py, xlogy, y0, y1, yn, yv,
     binom, boxcox, boxcox1p, cbrt, cosdg, exp1, exp10, exp2, expi, expn, exprel, huber,
     inv_boxcox, inv_boxcox1p, kl_div, poch, pseudo_huber, sindg,
+    dawsn, ellipe, ellipk, eval_chebyc, eval_chebys, eval_chebyt, eval_chebyu, eval_gegenbauer,
+    eval_genlaguerre, eval_hermite, eval_hermitenorm, eval_jacobi, eval_laguerre, eval_legendre,
+    eval_sh_chebyt, eval_sh_chebyu, eval_sh_legendre, expm1, hyp2f1, log1p, owens_t, radian,
+    spence, struve,
 )
+from scipy.special._ufuncs import _zeta
 
-from ..core.registry import NoClosedForm, elementwise, holomorphic, nondifferentiable
+from ..core.registry import Constant, NoClosedForm, elementwise, holomorphic, nondifferentiable
 from ..rules._helpers import as_float, sign_of, unbroadcast
 from . import _numerics
 from ._adjoints import scipy_adjoint
@@ -51,17 +56,22 @@ polygamma, multigammaln, logsumexp, softmax, log_softmax = map(scipy_adjoint, (
     _special.polygamma, _special.multigammaln, _special.logsumexp, _special.softmax,
     _special.log_softmax))
 
-# The sign of the gamma function: piecewise constant, no gradient.
-nondifferentiable(_special.gammasgn)
+# The sign of the gamma function and rounding to the nearest integer: piecewise constant, no
+# gradient.
+nondifferentiable(_special.gammasgn, _special.round)
 
 __all__ = ["beta", "betainc", "betaincc", "betaln", "binom", "boxcox", "boxcox1p", "cbrt", "cosdg",
-           "digamma", "entr", "erf", "erfc", "erfcinv", "erfcx", "erfinv", "exp1", "exp10", "exp2",
-           "expi", "expit", "expn", "exprel", "gamma", "gammainc", "gammaincc", "gammaln", "huber",
-           "i0", "i0e", "i1", "i1e", "inv_boxcox", "inv_boxcox1p", "iv", "ive", "j0", "j1", "jv",
-           "k0", "k0e", "k1", "k1e", "kl_div", "kv", "kve", "log_expit", "log_ndtr", "log_softmax",
-           "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma",
-           "pseudo_huber", "psi", "rel_entr", "rgamma", "sindg", "softmax", "stdtr", "xlog1py",
-           "xlogy", "y0", "y1", "yn", "yv"]
+           "dawsn", "digamma", "ellipe", "ellipk", "entr", "erf", "erfc", "erfcinv", "erfcx",
+           "erfinv", "eval_chebyc", "eval_chebys", "eval_chebyt", "eval_chebyu", "eval_gegenbauer",
+           "eval_genlaguerre", "eval_hermite", "eval_hermitenorm", "eval_jacobi", "eval_laguerre",
+           "eval_legendre", "eval_sh_chebyt", "eval_sh_chebyu", "eval_sh_legendre", "exp1",
+           "exp10", "exp2", "expi", "expit", "expm1", "expn", "exprel", "gamma", "gammainc",
+           "gammaincc", "gammaln", "huber", "hyp2f1", "i0", "i0e", "i1", "i1e", "inv_boxcox",
+           "inv_boxcox1p", "iv", "ive", "j0", "j1", "jv", "k0", "k0e", "k1", "k1e", "kl_div", "kv",
+           "kve", "log1p", "log_expit", "log_ndtr", "log_softmax", "loggamma", "logit",
+           "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma",
+           "pseudo_huber", "psi", "radian", "rel_entr", "rgamma", "sindg", "softmax", "spence",
+           "stdtr", "struve", "xlog1py", "xlogy", "y0", "y1", "yn", "yv"]
 
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -235,7 +245,81 @@ def _sign_of_x(v, x):
     return sign_of(x)
 
 
+def _of_degree(partial):
+    """The partial in x of an orthogonal polynomial of degree n, from one of degree n - 1: 0 at
+    n = 0 (a constant), where the polynomial of degree -1 it would read may be nan. It reads
+    degree 1 there instead, so that differentiating it again gives no nan either."""
+    def of_degree(y, n, *rest):
+        zero = np.equal(n, 0)
+        return np.where(zero, 0.0, partial(y, np.where(zero, 1, n), *rest))
+    return of_degree
+
+
+def _series(coefficients, m):
+    """Σ coefficients[i] m^i, by Horner's rule."""
+    total = coefficients[-1]
+    for c in coefficients[-2::-1]:
+        total = total * m + c
+    return total
+
+
+# K(m) = π/2 Σ c_n m^n and E(m) = π/2 Σ c_n m^n / (1 - 2n), c_n = (binom(2n, n) / 4^n)²: the
+# derivatives' series, for |m| below _ELLIPTIC_SERIES, where the closed forms cancel.
+_ELLIPTIC_C = [(math.comb(2 * n, n) / 4.0**n) ** 2 for n in range(8)]
+_ELLIPK_SERIES = [0.5 * math.pi * n * _ELLIPTIC_C[n] for n in range(1, 8)]
+_ELLIPE_SERIES = [0.5 * math.pi * n * _ELLIPTIC_C[n] / (1 - 2 * n) for n in range(1, 8)]
+_ELLIPTIC_SERIES = 1e-3
+
+
+def _elliptic_derivative(closed_form, series):
+    def partial(y, m):
+        small = np.abs(m) < _ELLIPTIC_SERIES
+        near = _series(series, np.where(small, m, 0.0))
+        far = closed_form(np.where(small, 0.5, m))
+        return np.where(small, near, far)
+    return partial
+
+
+_ellipk_derivative = _elliptic_derivative(
+    lambda m: (ellipe(m) - (1.0 - m) * ellipk(m)) / (2.0 * m * (1.0 - m)), _ELLIPK_SERIES)
+_ellipe_derivative = _elliptic_derivative(
+    lambda m: (ellipe(m) - ellipk(m)) / (2.0 * m), _ELLIPE_SERIES)
+
+
+# -log(1 + w) / w = Σ (-w)^k / (k + 1), negated, for |w| below _SPENCE_SERIES
+_SPENCE_SERIES_TERMS = [-((-1.0) ** k) / (k + 1) for k in range(7)]
+_SPENCE_SERIES = 1e-3
+
+
+def _spence_derivative(y, z):
+    """SciPy's spence(z) = ∫_1^z log t / (1 - t) dt: log z / (1 - z) = -log1p(w) / w with
+    w = z - 1, by its series near z = 1 (-1 there), so that its own derivative holds there."""
+    w = z - 1.0
+    small = np.abs(w) < _SPENCE_SERIES
+    far = np.where(small, 1.0, w)
+    return np.where(small, _series(_SPENCE_SERIES_TERMS, np.where(small, w, 0.0)),
+                    -np.log1p(far) / far)
+
+
+def _owens_t_dh(y, h, a):  # -φ(h) erf(a h / √2) / 2
+    return (-0.5 / _SQRT_2PI) * np.exp(-0.5 * h * h) * erf(a * h * math.sqrt(0.5))
+
+
+def _owens_t_da(y, h, a):  # the integrand at a
+    s = 1.0 + a * a
+    return np.exp(-0.5 * h * h * s) / ((2.0 * math.pi) * s)
+
+
+def _struve_dx(y, v, x):
+    """H_v' = (H_{v-1} - H_{v+1}) / 2 + (x/2)^v / (2 √π Γ(v + 3/2)), with no division by x."""
+    return (0.5 * (struve(v - 1.0, x) - struve(v + 1.0, x))
+            + np.power(0.5 * x, v) / ((2.0 * _SQRT_PI) * gamma(v + 1.5)))
+
+
 _ORDER = NoClosedForm("the order v")
+_DEGREE = NoClosedForm("the degree n")
+_ALPHA = NoClosedForm("the parameter alpha")
+_BETA = NoClosedForm("the parameter beta")
 _PARAMETER_A = NoClosedForm("the parameter a")
 _PARAMETER_B = NoClosedForm("the parameter b")
 
@@ -317,6 +401,46 @@ elementwise(poch,      lambda y, z, m: y * (psi(z + m) - psi(z)), lambda y, z, m
             uses="xy")
 elementwise(kl_div,    lambda y, x, w, zeros: _rel_entr_dx(y, x, w, zeros) - 1.0,
             lambda y, x, w, zeros: _rel_entr_dw(y, x, w, zeros) + 1.0,           decide=_xlogy_zeros)
+elementwise(log1p,     lambda y, x: 1.0 / (1.0 + x))
+elementwise(expm1,     lambda y, x: np.exp(x))  # not y + 1, which is 0 where exp(x) < ε
+elementwise(dawsn,     lambda y, x: 1.0 - 2.0 * x * y,                                uses="xy")
+elementwise(ellipk,    _ellipk_derivative)
+elementwise(ellipe,    _ellipe_derivative)
+elementwise(spence,    _spence_derivative)
+elementwise(owens_t,   _owens_t_dh, _owens_t_da)
+elementwise(struve,    _ORDER, _struve_dx)
+elementwise(hyp2f1,    _PARAMETER_A, _PARAMETER_B, NoClosedForm("the parameter c"),
+            lambda y, a, b, c, z: a * b / c * hyp2f1(a + 1.0, b + 1.0, c + 1.0, z))
+elementwise(_zeta,     NoClosedForm("the exponent x"), lambda y, x, q: -x * _zeta(x + 1.0, q))
+elementwise(radian,    Constant(math.pi / 180.0), Constant(math.pi / 10800.0),
+            Constant(math.pi / 648000.0),                                reads=((), (), ()))
+# Orthogonal polynomials: the derivative in x is one of degree n - 1 (Gegenbauer's
+# C_n^(α)' = 2α C_{n-1}^(α+1), Jacobi's P_n^(α,β)' = (n + α + β + 1)/2 P_{n-1}^(α+1,β+1),
+# L_n^(α)' = -L_{n-1}^(α+1), T_n' = n U_{n-1}, H_n' = 2n H_{n-1}); they hold for SciPy's
+# non-integer degrees (its hypergeometric forms) too. The degree is held constant.
+elementwise(eval_legendre,  _DEGREE, _of_degree(lambda y, n, x: eval_gegenbauer(n - 1, 1.5, x)))
+elementwise(eval_chebyt,    _DEGREE, _of_degree(lambda y, n, x: n * eval_chebyu(n - 1, x)))
+elementwise(eval_chebyu,    _DEGREE, _of_degree(lambda y, n, x: 2.0 * eval_gegenbauer(n - 1, 2.0, x)))
+elementwise(eval_chebyc,    _DEGREE, _of_degree(lambda y, n, x: n * eval_chebyu(n - 1, 0.5 * x)))
+elementwise(eval_chebys,    _DEGREE,
+            _of_degree(lambda y, n, x: eval_gegenbauer(n - 1, 2.0, 0.5 * x)))
+elementwise(eval_sh_legendre, _DEGREE,
+            _of_degree(lambda y, n, x: 2.0 * eval_gegenbauer(n - 1, 1.5, 2.0 * x - 1.0)))
+elementwise(eval_sh_chebyt, _DEGREE,
+            _of_degree(lambda y, n, x: 2.0 * n * eval_chebyu(n - 1, 2.0 * x - 1.0)))
+elementwise(eval_sh_chebyu, _DEGREE,
+            _of_degree(lambda y, n, x: 4.0 * eval_gegenbauer(n - 1, 2.0, 2.0 * x - 1.0)))
+elementwise(eval_laguerre,  _DEGREE, _of_degree(lambda y, n, x: -eval_genlaguerre(n - 1, 1.0, x)))
+elementwise(eval_hermite,   _DEGREE, _of_degree(lambda y, n, x: 2.0 * n * eval_hermite(n - 1, x)))
+elementwise(eval_hermitenorm, _DEGREE,
+            _of_degree(lambda y, n, x: n * eval_hermitenorm(n - 1, x)))
+elementwise(eval_gegenbauer, _DEGREE, _ALPHA, _of_degree(
+    lambda y, n, alpha, x: 2.0 * alpha * eval_gegenbauer(n - 1, alpha + 1.0, x)))
+elementwise(eval_genlaguerre, _DEGREE, _ALPHA, _of_degree(
+    lambda y, n, alpha, x: -eval_genlaguerre(n - 1, alpha + 1.0, x)))
+elementwise(eval_jacobi,    _DEGREE, _ALPHA, _BETA, _of_degree(
+    lambda y, n, alpha, beta, x: 0.5 * (n + alpha + beta + 1.0)
+    * eval_jacobi(n - 1, alpha + 1.0, beta + 1.0, x)))
 # fmt: on
 
 # The rows whose partials are complex derivatives, for complex arguments (facet complex).
@@ -325,7 +449,7 @@ elementwise(kl_div,    lambda y, x, w, zeros: _rel_entr_dx(y, x, w, zeros) - 1.0
 # (rgamma and psi at order 1; gamma and loggamma at order 2, through polygamma), nor erfcx
 # (its partial's asymptotic series is for large real arguments). log_ndtr's partial takes the
 # textbook form for complex arguments (numerics.log_ndtr_derivative).
-holomorphic(erf, erfc, ndtr, log_ndtr, xlogy, xlog1py, jv, yv, iv, kv, kve)
+holomorphic(erf, erfc, ndtr, log_ndtr, xlogy, xlog1py, jv, yv, iv, kv, kve, log1p, expm1, dawsn)
 
 
 @polygamma.rule
