@@ -572,6 +572,21 @@ def test_zeta_by_scipys_name_differentiates_its_offset(rng):
     mutad.check_grads(lambda q: scipy.special.zeta(2.5, q, out=q), q)
 
 
+@pytest.mark.parametrize("name, program", [
+    ("zeta", lambda x: scipy.special.zeta(x)),                # the ufunc _riemann_zeta
+    ("zeta", lambda x: scipy.special.zeta(x, 2.0)),           # _zeta, in its exponent
+    ("lambertw", lambda x: scipy.special.lambertw(x).real),   # _lambertw
+    ("ellip_harm", lambda x: scipy.special.ellip_harm(2.0, 3.0, 1, 1, x)),  # _ellip_harm
+])
+def test_refusals_name_the_public_function_that_wraps_a_private_ufunc(name, program):
+    x = np.array([2.5, 3.0])
+    message = rf"^scipy\.special\.{name}\b"
+    with pytest.raises(mutad.MutadError, match=message):
+        mutad.gradient(lambda x: program(x).sum(), x)
+    with pytest.raises(mutad.MutadError, match=message):
+        mutad.jvp(program, (x,), (np.ones(2),))
+
+
 def test_derivatives_at_the_special_points_of_their_formulas():
     # ellipk' = π/8 and ellipe' = -π/8 at m = 0, spence' = -1 at z = 1, the limits of the
     # closed forms there; a polynomial of degree 0 is constant

@@ -250,6 +250,15 @@ class NonFiniteError(MutadError, FloatingPointError):
         self.source = source
 
 
+# SciPy's private ufuncs that a public function of scipy.special calls: a user who called
+# scipy.special.zeta(x) knows it by that name, not by its ufunc's (_riemann_zeta).
+_SCIPY_SPECIAL_WRAPPERS = {
+    "_riemann_zeta": "zeta", "_zeta": "zeta", "_lambertw": "lambertw",
+    "_ellip_harm": "ellip_harm", "_stirling2_inexact": "stirling2",
+    **{f"_spherical_{kind}n{d}": f"spherical_{kind}n" for kind in "jyik" for d in ("", "_d")},
+}
+
+
 def function_name(func):
     """How a user would spell ``func``: ``np.sum``, ``np.linalg.solve``, ``scipy.special.erf``."""
     numpy = sys.modules.get("numpy")
@@ -259,6 +268,10 @@ def function_name(func):
         special = sys.modules.get("scipy.special")
         if getattr(special, func.__name__, None) is func:
             return f"scipy.special.{func.__name__}"
+        wrapper = _SCIPY_SPECIAL_WRAPPERS.get(func.__name__)
+        if wrapper is not None and getattr(getattr(special, "_ufuncs", None), func.__name__,
+                                           None) is func:
+            return f"scipy.special.{wrapper}"
         return f"the ufunc {func.__name__}"
     module = getattr(func, "__module__", None) or "numpy"
     name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
