@@ -336,7 +336,7 @@ SMOOTHING = {
         x, y)(1.5),
     "LSQUnivariateSpline": lambda x, y: scipy.interpolate.LSQUnivariateSpline(x, y, [2.5])(1.5),
     "make_smoothing_spline": lambda x, y: scipy.interpolate.make_smoothing_spline(x, y)(1.5),
-    "splrep": lambda x, y: scipy.interpolate.splrep(x, y)[1].sum(),
+    "splrep": lambda x, y: scipy.interpolate.splrep(x, y, s=0.5)[1].sum(),
 }
 
 
@@ -354,6 +354,49 @@ def test_smoothing_splines_are_refused_by_name(name):
                                                       scipy.interpolate.UnivariateSpline),
                        (1.0,), (1.0,))[0]
     assert spline == 1.0
+
+
+SPLREP_X = np.linspace(0.0, 3.0, 9)
+SPLREP_QUERIES = np.array([0.2, 1.1, 2.95, -0.3, 3.4])
+
+
+@pytest.mark.parametrize("options, ext, der", [
+    ({}, 0, 0), ({"s": 0, "k": 2}, 0, 0), ({"k": 5}, 1, 0), ({}, 0, 1), ({"k": 1}, 0, 0),
+    ({"w": np.full(9, 2.0), "s": 0}, 2, 0), ({"xb": -1.0, "xe": 4.0, "s": 0.0}, 0, 2),
+])
+def test_splrep_interpolating_then_splev(options, ext, der):
+    """At s = 0 splrep's knots depend on x alone and its coefficients are linear in y: SciPy's
+    values, differentiated in y and in splev's queries, to second order."""
+    queries = SPLREP_QUERIES[:3] if ext == 2 else SPLREP_QUERIES  # ext=2 raises outside
+
+    def f(y, q):
+        tck = scipy.interpolate.splrep(SPLREP_X, y * y, **options)
+        return scipy.interpolate.splev(q * 1.0, tck, der=der, ext=ext)
+
+    y = np.sin(SPLREP_X)
+    tck = scipy.interpolate.splrep(SPLREP_X, y * y, **options)
+    expected = scipy.interpolate.splev(queries, tck, der=der, ext=ext)
+    value = mutad.jvp(f, (y, queries), (y, queries))[0]
+    assert np.array_equal(value, expected)
+    for policy in POLICIES:
+        mutad.check_grads(f, y, queries.copy(), policy=policy, order=2)
+    mutad.check_jvp(f, y, queries.copy())
+    # the coefficients themselves, the trailing k + 1 of them zeros
+    mutad.check_grads(lambda y: scipy.interpolate.splrep(SPLREP_X, y, **options)[1], y, order=2)
+
+
+@pytest.mark.parametrize("program, message", [
+    (lambda x, y: scipy.interpolate.splrep(x + y, y), "in y alone"),             # traced x
+    (lambda x, y: scipy.interpolate.splrep(x, y, s=0.1), "in y alone"),          # smoothing
+    (lambda x, y: scipy.interpolate.splrep(x, y, w=x + 1.0), "in y alone"),      # default s
+    (lambda x, y: scipy.interpolate.splrep(x, y, per=1), "in y alone"),
+    (lambda x, y: scipy.interpolate.splev(1.0, scipy.interpolate.splrep(x, y), ext=3), "ext=3"),
+    (lambda x, y: scipy.interpolate.splev(1.0, (x + y[0], np.ones(9), 3)), "the knots t"),
+])
+def test_splrep_and_splev_refuse_what_they_do_not_differentiate(program, message):
+    x, y = np.arange(6.0), np.sin(np.arange(6.0))
+    with pytest.raises(UnsupportedOperationError, match=message):
+        mutad.gradient(lambda y: np.sum(program(x, y)[1]), y)  # raised before [1]
 
 
 INTERPOLANT = scipy.interpolate.CubicSpline(np.linspace(0.0, 1.0, 5), np.arange(5.0) ** 2)

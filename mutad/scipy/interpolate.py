@@ -11,8 +11,8 @@ array([ 0.0131,  0.8949,  0.7023,  0.4754, -0.1057,  0.0229, -0.0029])
 User code calls SciPy by its own names (``CubicSpline``, ``interp1d``, ``make_interp_spline``,
 ``BSpline``, ``PchipInterpolator``, ``pchip_interpolate``, ``Akima1DInterpolator``,
 ``CubicHermiteSpline``, ``RegularGridInterpolator``, ``interpn``; for scattered data
-``griddata``, ``LinearNDInterpolator``, ``NearestNDInterpolator``, ``RBFInterpolator``),
-however it imported them:
+``griddata``, ``LinearNDInterpolator``, ``NearestNDInterpolator``, ``RBFInterpolator``; and
+``splrep`` at ``s=0`` then ``splev``), however it imported them:
 while a differentiation runs, a constructor given traced data returns an interpolant of mutad's
 own (its values SciPy's, computed on the plain data at each call), and an interpolant SciPy
 built from plain data (outside the differentiated function, or inside it) is differentiated in
@@ -106,7 +106,7 @@ _interpolate = types.SimpleNamespace(**vars(scipy.interpolate))
 __all__ = ["Akima1DInterpolator", "BSpline", "CubicHermiteSpline", "CubicSpline",
            "LinearNDInterpolator", "NearestNDInterpolator", "PchipInterpolator",
            "RBFInterpolator", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
-           "make_interp_spline", "pchip_interpolate"]
+           "make_interp_spline", "pchip_interpolate", "splev", "splrep"]
 
 
 def _traced(tree):
@@ -1067,7 +1067,109 @@ _univariate_spline = _smoothing_refusal(_interpolate.UnivariateSpline)
 _interpolated_univariate_spline = _smoothing_refusal(_interpolate.InterpolatedUnivariateSpline)
 _lsq_univariate_spline = _smoothing_refusal(_interpolate.LSQUnivariateSpline)
 _make_smoothing_spline = _smoothing_refusal(_interpolate.make_smoothing_spline)
-_splrep = _smoothing_refusal(_interpolate.splrep)
+
+
+# splrep at s = 0 interpolates: FITPACK's knots are then those of x alone, and the coefficients
+# are c = [B⁻¹ y, 0, ..., 0] (k + 1 zeros), B the B-spline design matrix at x. Its value is
+# SciPy's own; a tangent maps by the same linear map (SciPy's splrep of the tangent), a
+# cotangent by its transpose, c̄ ↦ B⁻ᵀ c̄[:n]. splev of (t, c, k) is linear in c, as BSpline
+# is.
+
+def _interpolating_coefficients(x, knots, k, options):
+    """The map y ↦ c of splrep at s = 0 (SciPy's values) and its transpose, a pair of
+    functions each of which differentiates to the other (to every order)."""
+    design = _interpolate.BSpline.design_matrix(x, knots, k).toarray()
+    n = design.shape[1]
+    zeros = np.zeros(len(knots) - n)
+
+    def coefficients(y):
+        return _interpolate.splrep(x, y, k=k, **options)[1]
+
+    def transposed(c):
+        return np.linalg.solve(design.T, c[:n])
+
+    forward, transpose = Adjoint(coefficients), Adjoint(transposed)
+    forward.__name__ = forward.__qualname__ = "scipy.interpolate.splrep"
+    transpose.__name__ = transpose.__qualname__ = "the transpose of scipy.interpolate.splrep"
+    forward.rule(lambda y: (forward(y), lambda dc: (transpose(dc),)))
+    forward.jvp_rule(lambda tangents, y: (
+        forward(y), None if tangents[0] is None else forward(tangents[0])))
+    transpose.rule(lambda c: (transpose(c), lambda dy: (
+        np.concatenate([np.linalg.solve(design, dy), zeros]),)))
+    transpose.jvp_rule(lambda tangents, c: (
+        transpose(c), None if tangents[0] is None else transpose(tangents[0])))
+    return forward
+
+
+@_route(_interpolate.splrep)
+def splrep(x: Any, y: Any, w: Any = None, xb: Any = None, xe: Any = None, k: int = 3,
+           task: int = 0, s: Any = None, t: Any = None, full_output: int = 0, per: int = 0,
+           quiet: int = 1) -> Any:
+    arguments = (x, y, w, xb, xe, k, task, s, t, full_output, per, quiet)
+    if not _traced(arguments):
+        return _interpolate.splrep(*arguments)
+    interpolating = (task == 0 and t is None and not per
+                     and (s is None and w is None or s is not None and np.all(np.equal(s, 0))))
+    if _traced((x, w, xb, xe, k, s, t)) or not interpolating or np.ndim(y) != 1:
+        raise UnsupportedOperationError(
+            "scipy.interpolate.splrep is differentiated in y alone, when it interpolates (s=0, "
+            "or no s and no weights; task=0, per=0, no knots t), with x, w, xb and xe "
+            "constant: its smoothing fit (FITPACK's choice of knots and coefficients) has no "
+            "derivative in mutad. Interpolate with make_interp_spline or CubicSpline "
+            "(differentiated in x and y), or pass the data through mutad.stop_gradient where "
+            "no gradient should flow.")
+    x = _plain_copy(x)
+    plain = _interpolate.splrep(x, _plain(y), w, xb, xe, k, task, s, t, full_output, per, quiet)
+    knots, _, degree = plain[0] if full_output else plain
+    options = {"w": w, "xb": xb, "xe": xe, "s": s, "quiet": quiet}
+    c = _interpolating_coefficients(x, knots, degree, options)(y)
+    return ((knots, c, degree), *plain[1:]) if full_output else (knots, c, degree)
+
+
+class _Splev(_OneDimensional):
+    """``splev(x, (t, c, k), der, ext)``: SciPy's values, linear in ``c`` as a B-spline."""
+
+    def __init__(self, t, k, ext):
+        self.t, self.k, self.ext = t, k, ext
+
+    def value(self, data, points, nu):
+        if nu > self.k:  # a query's derivative of the piecewise polynomial of degree k
+            return np.zeros(np.shape(points))
+        return _interpolate.splev(points, (self.t, data[0], self.k), nu, self.ext)
+
+    def linear(self, i, data, width):
+        return _SplevBasis(self.t, self.k, self.ext)
+
+
+class _SplevBasis(_Splev):
+    """The splines of the identity columns of coefficients, as splev evaluates them: 0 outside
+    the base interval with ``ext=1``."""
+
+    def value(self, data, points, nu):
+        columns = _interpolate.BSpline(self.t, data[0], self.k, True)(points, nu)
+        if self.ext == 1:
+            outside = (points < self.t[self.k]) | (points > self.t[-self.k - 1])
+            columns = np.where(np.expand_dims(outside, -1), 0.0, columns)
+        return columns
+
+
+@_route(_interpolate.splev)
+def splev(x: Any, tck: Any, der: int = 0, ext: int = 0) -> Any:
+    if not _traced((x, tck)) or isinstance(tck, _interpolate.BSpline):
+        return _interpolate.splev(x, tck, der, ext)
+    t, c, k = tck
+    _refuse_traced("splev", "the knots t", t, "Pass the knots as constants.")
+    if _traced(c) and (np.ndim(c) != 1 or isinstance(c, (list, tuple))):
+        raise UnsupportedOperationError(
+            "scipy.interpolate.splev of differentiated coefficients is differentiated for one "
+            "curve (one array c); evaluate each curve of a parametric spline by itself.")
+    if ext not in (0, 1, 2):
+        raise UnsupportedOperationError(
+            "scipy.interpolate.splev with ext=3 (the boundary value outside the data) is not "
+            "differentiated by mutad; use ext=0, 1 or 2, or clip the queries with np.clip.")
+    c = c if _traced(c) else _plain_copy(c)
+    return _evaluate(c, x if _traced(x) else np.asarray(x), spec=_Splev(_plain_copy(t), k, ext),
+                     nu=der)
 
 
 # ----------------------------------------------------------------------------------------------
