@@ -587,6 +587,36 @@ def test_refusals_name_the_public_function_that_wraps_a_private_ufunc(name, prog
         mutad.jvp(program, (x,), (np.ones(2),))
 
 
+SEVERAL_OUTPUTS = {
+    "sici": lambda x: scipy.special.sici(x)[0] * scipy.special.sici(x)[1],
+    "sici_ci": lambda x: scipy.special.sici(x)[1],
+    "shichi": lambda x: scipy.special.shichi(x)[0] + scipy.special.shichi(x)[1] ** 2,
+    "fresnel": lambda x: 3.0 * scipy.special.fresnel(x)[0] + scipy.special.fresnel(x)[1],
+    "airy": lambda x: (lambda ai, aip, bi, bip: ai + 2.0 * aip + bi * bip)(*scipy.special.airy(x)),
+}
+
+
+@pytest.mark.parametrize("name", SEVERAL_OUTPUTS)
+def test_special_ufuncs_with_several_outputs(name, rng):
+    x = rng.uniform(0.2, 2.5, 4)
+    program = SEVERAL_OUTPUTS[name]
+    assert np.array_equal(mutad.jvp(program, (x,), (x,))[0], program(x))
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(program, x, policy=policy, order=2)
+    mutad.check_jvp(program, x)
+
+
+def test_several_outputs_at_a_pole_of_the_output_not_used():
+    """Si'(0) = 1 though Ci' = cos x / x is infinite there: an unused output adds nothing."""
+    x = np.array([0.0, 1.0])
+    grad, = mutad.gradient(lambda x: scipy.special.sici(x)[0].sum(), x)
+    np.testing.assert_allclose(grad, [1.0, np.sin(1.0)])
+    grad, = mutad.gradient(lambda x: scipy.special.shichi(x)[0].sum(), x)
+    np.testing.assert_allclose(grad, [1.0, np.sinh(1.0)])
+    with pytest.raises(mutad.MutadError, match="out="):
+        mutad.gradient(lambda x: scipy.special.sici(x, out=(x, x * 1.0))[0].sum(), x + 0.5)
+
+
 def test_derivatives_at_the_special_points_of_their_formulas():
     # ellipk' = π/8 and ellipe' = -π/8 at m = 0, spence' = -1 at z = 1, the limits of the
     # closed forms there; a polynomial of degree 0 is constant

@@ -47,7 +47,9 @@ from scipy.special import (
 )
 from scipy.special._ufuncs import _zeta
 
-from ..core.registry import Constant, NoClosedForm, elementwise, holomorphic, nondifferentiable
+from ..core.errors import UnsupportedOperationError
+from ..core.registry import (Constant, NoClosedForm, defjvp, defrule, elementwise, holomorphic,
+                             nondifferentiable)
 from ..rules._helpers import as_float, sign_of, unbroadcast
 from . import _numerics
 from ._adjoints import scipy_adjoint
@@ -450,6 +452,72 @@ elementwise(eval_jacobi,    _DEGREE, _ALPHA, _BETA, _of_degree(
 # (its partial's asymptotic series is for large real arguments). log_ndtr's partial takes the
 # textbook form for complex arguments (numerics.log_ndtr_derivative).
 holomorphic(erf, erfc, ndtr, log_ndtr, xlogy, xlog1py, jv, yv, iv, kv, kve, log1p, expm1, dawsn)
+
+
+# The ufuncs with several outputs, each output's derivative in x (from x and the outputs):
+# sici's Si' = sin x / x and Ci' = cos x / x, shichi's Shi' = sinh x / x and Chi' = cosh x / x,
+# fresnel's S' = sin(πx²/2) and C' = cos(πx²/2), airy's Ai' = Aip, Aip' = x Ai (and Bi's).
+def _sinc(x):  # sin x / x, 1 at 0
+    return np.sinc(x / math.pi)
+
+
+def _sinhc(x):  # sinh x / x, 1 at 0
+    small = np.abs(x) < 1e-4
+    safe = np.where(small, 1.0, x)
+    return np.where(small, 1.0 + x * x / 6.0, np.sinh(safe) / safe)
+
+
+def _over_x(f):
+    """f(x) / x, infinite at x = 0 (Ci and Chi have a logarithmic pole there), read at a safe
+    point there so that its own derivative has no nan."""
+    def partial(x):
+        zero = x == 0
+        safe = np.where(zero, 1.0, x)
+        return np.where(zero, np.inf, f(safe) / safe)
+    return partial
+
+
+_SEVERAL_OUTPUTS = {
+    _special.sici: lambda x, ys: (_sinc(x), _over_x(np.cos)(x)),
+    _special.shichi: lambda x, ys: (_sinhc(x), _over_x(np.cosh)(x)),
+    _special.fresnel: lambda x, ys: (np.sin((0.5 * math.pi) * x * x),
+                                     np.cos((0.5 * math.pi) * x * x)),
+    _special.airy: lambda x, ys: (ys[1], x * ys[0], ys[3], x * ys[2]),
+}
+
+
+def _several_outputs(ufunc):
+    derivatives = _SEVERAL_OUTPUTS[ufunc]
+
+    def outputs(x, kwargs):
+        if kwargs:
+            raise UnsupportedOperationError(
+                f"scipy.special.{ufunc.__name__}(..., {', '.join(kwargs)}=...) of a "
+                "differentiated argument: call it without them and write the outputs where "
+                "they belong.")
+        if np.iscomplexobj(x):
+            raise UnsupportedOperationError(
+                f"scipy.special.{ufunc.__name__} of complex values has no rule in mutad.")
+        ys = ufunc(x)
+        return ys, derivatives(x, ys)
+
+    def rule(x, **kwargs):
+        ys, partials = outputs(x, kwargs)
+        # an output not used (a zero cotangent) adds 0, even where its derivative is infinite
+        return ys, lambda dys: (sum(dy * np.where(dy == 0, 0.0, p)
+                                    for dy, p in zip(dys, partials, strict=True)),)
+
+    def jvp(tangents, x, **kwargs):
+        ys, partials = outputs(x, kwargs)
+        dx, = tangents
+        return ys, tuple(np.where(dx == 0, 0.0, p) * dx for p in partials)
+
+    defrule(ufunc)(rule)
+    defjvp(ufunc)(jvp)
+
+
+for _ufunc in _SEVERAL_OUTPUTS:
+    _several_outputs(_ufunc)
 
 
 @polygamma.rule
