@@ -799,10 +799,17 @@ def conversion_error(what):
 MASKED_FIX = ("Masked arrays (np.ma) are not differentiated: compute with the data and the "
               "mask apart, np.where(mask, 0.0, x) for the values and x[~mask].sum() for "
               "reductions over the elements kept.")
-LIST_FIX = ("A list or tuple of traced values handed to a NumPy function with no traced array "
-            "beside it, which mutad does not read as an array (np.vstack([[a, b], [c, d]])), "
-            "is converted by NumPy: build the array first, "
+LIST_FIX = ("NumPy's own code converted it: the function has no rule in mutad (wrap it with "
+            "mutad.adjoint and give it one, docs/guide.md 'Custom rules', or take "
+            "mutad.stop_gradient(x) where no gradient should flow), or it was handed a list or "
+            "tuple of traced values with no traced array beside it, which mutad does not read "
+            "as an array (np.vstack([[a, b], [c, d]])): build the array first, "
             "np.array([a, b]) or np.stack([a, b]).")
+_DRAW_FIX = ("mutad follows the draws with differentiated parameters of generators made with "
+             "np.random.default_rng and of np.random's own functions; a RandomState, or a "
+             "generator passed in as an argument, draws with NumPy's own code: draw the "
+             "standard numbers (z = rng.standard_normal(size)) and move and scale them "
+             "yourself (loc + scale * z), which mutad follows.")
 CONVERSION_FIX = (
     "If that function has no mutad rule (a SciPy routine, say), wrap it with mutad.adjoint and "
     "give it a rule (docs/guide.md, 'Custom rules'). Where no gradient should flow, take "
@@ -817,6 +824,11 @@ CONVERSION_FIXES = {  # what to write instead of a conversion in the user's own 
              "integer results with NumPy (np.argmin, np.floor(x).astype(int)), and "
              "float(mutad.stop_gradient(x)) where no gradient should flow.",
 }
+CONVERSION_FIXES.update(dict.fromkeys(("normal", "uniform", "exponential", "lognormal"),
+                                     _DRAW_FIX))
+CONVERSION_FIXES["longdouble"] = (
+    "mutad differentiates float16, float32 and float64 values (and complex64 and complex128), "
+    "not long doubles: compute in float64, np.float64(x).")
 CONVERSION_FIXES["round"] = (
     "round() of a NumPy scalar is a Python int: round the array with NumPy instead, "
     "np.round(x) (its derivative is zero almost everywhere), and take integer results with "
