@@ -617,6 +617,19 @@ def test_several_outputs_at_a_pole_of_the_output_not_used():
         mutad.gradient(lambda x: scipy.special.sici(x, out=(x, x * 1.0))[0].sum(), x + 0.5)
 
 
+def test_second_derivatives_where_a_cotangent_is_zero():
+    """The pullback masked the partial wherever the cotangent was exactly 0, which cut the
+    derivative the cotangent carries itself: the Hessian of an exact fit came out 0."""
+    h = mutad.hessian(lambda x: (scipy.special.sici(x)[0] ** 2).sum(), np.array([0.0]))
+    assert h.tolist() == [[2.0]]
+    a = scipy.special.airy(0.7)[0]
+    h = mutad.hessian(lambda x: ((scipy.special.airy(x)[0] - a) ** 2).sum(), np.array([0.7]))
+    np.testing.assert_allclose(h, [[2.0 * scipy.special.airy(0.7)[1] ** 2]], rtol=1e-12)
+    for name in ("sici", "fresnel"):
+        mutad.check_grads(lambda x: (getattr(scipy.special, name)(x)[0] ** 2).sum(),
+                          np.array([1e-4, 0.0]), order=2)
+
+
 def test_derivatives_at_the_special_points_of_their_formulas():
     # ellipk' = π/8 and ellipe' = -π/8 at m = 0, spence' = -1 at z = 1, the limits of the
     # closed forms there; a polynomial of degree 0 is constant

@@ -50,6 +50,7 @@ from scipy.special._ufuncs import _zeta
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import (Constant, NoClosedForm, defjvp, defrule, elementwise, holomorphic,
                              nondifferentiable)
+from ..engines.products import times
 from ..rules._helpers import as_float, sign_of, unbroadcast
 from . import _numerics
 from ._adjoints import scipy_adjoint
@@ -504,13 +505,12 @@ def _several_outputs(ufunc):
     def rule(x, **kwargs):
         ys, partials = outputs(x, kwargs)
         # an output not used (a zero cotangent) adds 0, even where its derivative is infinite
-        return ys, lambda dys: (sum(dy * np.where(dy == 0, 0.0, p)
-                                    for dy, p in zip(dys, partials, strict=True)),)
+        return ys, lambda dys: (sum(times(dy, p) for dy, p in zip(dys, partials, strict=True)),)
 
     def jvp(tangents, x, **kwargs):
         ys, partials = outputs(x, kwargs)
         dx, = tangents
-        return ys, tuple(np.where(dx == 0, 0.0, p) * dx for p in partials)
+        return ys, tuple(times(dx, p) for p in partials)
 
     defrule(ufunc)(rule)
     defjvp(ufunc)(jvp)
