@@ -350,7 +350,7 @@ class _ModeUfunc:
     def __init__(self, ufunc):
         object.__setattr__(self, "ufunc", ufunc)
 
-    @property
+    @property  # type: ignore[misc]
     def __class__(self):  # isinstance(np.exp, np.ufunc), as NumPy's
         return np.ufunc
 
@@ -1582,12 +1582,12 @@ def _routed(cls, name, rule, original):
                 return rule(*args, **kwargs)
             return original.__func__(*args, **kwargs)
     elif isinstance(original, classmethod):  # rule(owner, *args): the class it was called on
-        def method(owner, *args, **kwargs):
+        def method(owner, *args, **kwargs):  # type: ignore[misc]
             if routes(owner, args, kwargs):
                 return rule(owner, *args, **kwargs)
             return original.__func__(owner, *args, **kwargs)
     else:
-        def method(self, *args, **kwargs):
+        def method(self, *args, **kwargs):  # type: ignore[misc]
             if routes(type(self), args, kwargs):
                 return rule(self, *args, **kwargs)
             return original.__get__(self, type(self))(*args, **kwargs)
