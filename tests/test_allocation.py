@@ -802,6 +802,26 @@ def test_a_generator_that_lives_between_calls_advances_as_numpys():
     assert type(RNG) is np.random.Generator and p.tolist() == [0.3, 1.2]
 
 
+def test_a_generator_passed_as_an_argument_draws_as_numpys():
+    """rng.normal(theta[0], theta[1]) of a generator passed to f was converted by NumPy (a
+    ConversionError), where one reached by name drew through the mode."""
+    def loss(theta, rng):
+        return (rng.normal(theta[0], theta[1], 4) ** 2).sum() + rng.uniform(theta[0], 2.0)
+
+    theta = np.array([0.3, 1.2])
+    rng, twin = np.random.default_rng(8), np.random.default_rng(8)
+    replaying = mutad.value_and_grad(loss, replay=True)
+    for call in range(3):
+        expected = loss(theta, twin)
+        value, grad = replaying(theta, rng)
+        assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+        assert rng.bit_generator.state == twin.bit_generator.state
+    mutad.check_grads(lambda t: loss(t, np.random.default_rng(3)), theta)
+    assert mutad.jvp(loss, (theta, rng), (np.ones(2), None))[0] == loss(theta, twin)
+    assert rng.bit_generator.state == twin.bit_generator.state
+    assert theta.tolist() == [0.3, 1.2]
+
+
 # ----------------------------------------------------------------------------------------------
 # Arrays made from arrays that existed before the call: followed, however they are made
 

@@ -1164,6 +1164,13 @@ for _name in dir(np.random.Generator):
         setattr(_ModeGenerator, _name, _drawn(getattr(np.random.Generator, _name)))
 
 
+def drawing_argument(x):
+    """An argument of the differentiated function as it receives it: a NumPy ``Generator``
+    passed in draws through the mode (a stand-in over the same bit generator, whose state
+    advances as NumPy's), as one it reaches by name does."""
+    return _ModeGenerator(x.bit_generator) if type(x) is np.random.Generator else x
+
+
 def _default_rng(*args, **kwargs):
     return _ModeGenerator(np.random.default_rng(*args, **kwargs).bit_generator)
 

@@ -805,9 +805,9 @@ LIST_FIX = ("NumPy's own code converted it: the function has no rule in mutad (w
             "tuple of traced values with no traced array beside it, which mutad does not read "
             "as an array (np.vstack([[a, b], [c, d]])): build the array first, "
             "np.array([a, b]) or np.stack([a, b]).")
-_DRAW_FIX = ("mutad follows the draws with differentiated parameters of generators made with "
-             "np.random.default_rng and of np.random's own functions; a RandomState, or a "
-             "generator passed in as an argument, draws with NumPy's own code: draw the "
+_DRAW_FIX = ("mutad follows the draws with differentiated parameters of NumPy's Generators "
+             "and of np.random's own functions; a RandomState draws with NumPy's own code, "
+             "and so does a Generator held in a container: draw the "
              "standard numbers (z = rng.standard_normal(size)) and move and scale them "
              "yourself (loc + scale * z), which mutad follows.")
 CONVERSION_FIX = (

@@ -16,6 +16,7 @@ ends.
 
 import numpy as np
 
+from ..core.allocation import drawing_argument
 from ..core.arguments import Originals, check_distinct_memory, run
 from .arraylike import stands_for_scalar
 from ..core.errors import (ConstantModifiedError, InvalidArgumentError, PolicyError,
@@ -171,7 +172,9 @@ class ReverseDifferentiation(Differentiation):
 
     def call(self, f, args, kwargs=None):
         """``f(*args, **kwargs)`` of the traced arguments, with this differentiation running."""
-        return run(self.tape, f, lambda g: g(*args, **(kwargs or {})), self._explain)
+        args = [drawing_argument(a) for a in args]
+        kwargs = {k: drawing_argument(v) for k, v in (kwargs or {}).items()}
+        return run(self.tape, f, lambda g: g(*args, **kwargs), self._explain)
 
     def _explain(self, error):
         """A write NumPy refused because the array is one mutad keeps read-only."""
@@ -244,7 +247,8 @@ class ForwardDifferentiation(Differentiation):
         """``f(*primals)`` of duals carrying ``tangents``, with this differentiation running:
         the arguments are wrapped once it runs, so that a gradient inside ``f`` takes it as
         its outer level."""
-        return run(self, f, lambda g: g(*[self.wrap(primal, tangent) for primal, tangent
+        return run(self, f, lambda g: g(*[drawing_argument(self.wrap(primal, tangent))
+                                           for primal, tangent
                                            in zip(primals, tangents, strict=True)]))
 
     def lift(self, y):
