@@ -184,17 +184,9 @@ def _resolve(options):
         if name not in workloads:
             workloads.append(name)
 
-    systems = []
-    for item in options.systems or (list(peers.SYSTEMS) if options.full else QUICK_SYSTEMS):
-        expanded = {"all": peers.SYSTEMS, "peers": tuple(peers.PEER_MODULES),
-                    "mutad": peers.MUTAD_SYSTEMS}.get(item, (item,))
-        for system in expanded:
-            if system not in peers.SYSTEMS:
-                raise UsageError(f"unknown system {system!r}; choose from "
-                                 + ", ".join(peers.SYSTEMS) + ", all, peers, mutad")
-            if system not in systems:
-                systems.append(system)
-    systems.sort(key=peers.SYSTEMS.index)
+    systems = _systems(options.systems or (list(peers.SYSTEMS) if options.full
+                                           else QUICK_SYSTEMS),
+                       peers.SYSTEMS, tuple(peers.PEER_MODULES), peers.MUTAD_SYSTEMS)
 
     if options.steps and not any(WORKLOADS[n].steps_parameter for n in workloads):
         raise UsageError("--steps applies to " + ", ".join(STEPPED_WORKLOADS)
@@ -203,6 +195,22 @@ def _resolve(options):
         raise UsageError("--n applies to every workload but small-ops, and only small-ops "
                          "was chosen")
     return mode, workloads, systems
+
+
+def _systems(items, known, peer_systems, mutad_systems, prefix=""):
+    """The systems ``items`` name (``all``, ``peers`` and ``mutad`` standing for groups of
+    ``known``), each once, in ``known``'s order."""
+    systems = []
+    for item in items:
+        expanded = {"all": known, "peers": peer_systems, "mutad": mutad_systems}.get(
+            item, (item,))
+        for system in expanded:
+            if system not in known:
+                raise UsageError(f"{prefix}unknown system {system!r}; choose from "
+                                 + ", ".join(known) + ", all, peers, mutad")
+            if system not in systems:
+                systems.append(system)
+    return sorted(systems, key=list(known).index)
 
 
 def sizes(workload, mode, steps=None, n=None):
@@ -526,17 +534,8 @@ def resolve_device(options):
                              f"; not {item!r}")
         if name not in workloads:
             workloads.append(name)
-    systems = []
-    for item in options.systems or device.DEFAULT_SYSTEMS:
-        expanded = {"all": device.SYSTEMS, "peers": ("torch", "jax"),
-                    "mutad": device.MUTAD_DEVICE_SYSTEMS}.get(item, (item,))
-        for system in expanded:
-            if system not in device.SYSTEMS:
-                raise UsageError(f"--xp cupy: unknown system {system!r}; choose from "
-                                 + ", ".join(device.SYSTEMS) + ", all, peers, mutad")
-            if system not in systems:
-                systems.append(system)
-    systems.sort(key=device.SYSTEMS.index)
+    systems = _systems(options.systems or device.DEFAULT_SYSTEMS, device.SYSTEMS,
+                       ("torch", "jax"), device.MUTAD_DEVICE_SYSTEMS, "--xp cupy: ")
     return mode, workloads, systems
 
 

@@ -117,32 +117,9 @@ lagvander = _vander(lambda x: 1 - x,
                     lambda v, i, x: (v[i - 1] * (2 * i - 1 - x) - v[i - 2] * (i - 1)) / i)
 
 
-def chebvander(x, deg):
-    ideg = _pu._as_int(deg, "deg")
-    if ideg < 0:
-        raise ValueError("deg must be non-negative")
-    x = (np.atleast_1d(x) if wrapped(x) else np.array(x, copy=None, ndmin=1)) + 0.0
-    v = [x * 0 + 1]
-    if ideg > 0:
-        x2 = 2 * x
-        v.append(x)
-        for i in range(2, ideg + 1):
-            v.append(v[i - 1] * x2 - v[i - 2])
-    return np.moveaxis(np.stack(v), 0, -1)
-
-
-def hermvander(x, deg):
-    ideg = _pu._as_int(deg, "deg")
-    if ideg < 0:
-        raise ValueError("deg must be non-negative")
-    x = (np.atleast_1d(x) if wrapped(x) else np.array(x, copy=None, ndmin=1)) + 0.0
-    v = [x * 0 + 1]
-    if ideg > 0:
-        x2 = x * 2
-        v.append(x2)
-        for i in range(2, ideg + 1):
-            v.append(v[i - 1] * x2 - v[i - 2] * (2 * (i - 1)))
-    return np.moveaxis(np.stack(v), 0, -1)
+chebvander = _vander(lambda x: x, lambda v, i, x: v[i - 1] * (2 * x) - v[i - 2])
+hermvander = _vander(lambda x: x * 2,
+                     lambda v, i, x: v[i - 1] * (x * 2) - v[i - 2] * (2 * (i - 1)))
 
 
 def _as_float(a):
