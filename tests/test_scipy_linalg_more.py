@@ -392,3 +392,22 @@ def test_svdvals_as_scipy_computes_them():
     assert a.tobytes() == before
     mutad.check_grads(loss, a)
     mutad.check_grads(linalg.svdvals, a)
+
+
+@pytest.mark.parametrize("assume_a", ["pos", "sym", "her", "positive definite", "symmetric"])
+def test_a_symmetric_structure_of_a_matrix_that_is_not_symmetric_is_refused(assume_a):
+    """SciPy reads one triangle; the rule gave the symmetric gradient, which is not the
+    derivative of that call (finite differences give zero on the triangle not read)."""
+    a = np.array([[4.0, 1.0, 0.5], [0.2, 3.0, 0.3], [0.1, 0.4, 2.0]])
+    b = np.array([1.0, 2.0, 3.0])
+    before = a.tobytes()
+    for f in (lambda a: np.sum(scipy.linalg.solve(a, b, assume_a=assume_a) ** 2),
+              lambda a: np.sum(scipy.linalg.inv(a, assume_a=assume_a) ** 2)):
+        with pytest.raises(mutad.MutadError, match="not symmetric"):
+            mutad.gradient(f, a)
+        with pytest.raises(mutad.MutadError, match="not symmetric"):
+            mutad.jvp(f, (a,), (np.ones_like(a),))
+    assert a.tobytes() == before
+    spd = a @ a.T
+    mutad.check_grads(  # along symmetric perturbations, which the gradient is of
+        lambda m: np.sum(scipy.linalg.solve((m + m.T) / 2, b, assume_a=assume_a) ** 2), spd)

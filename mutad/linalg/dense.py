@@ -17,7 +17,7 @@ import scipy.linalg as _linalg
 
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import RULES, complex_aware, defjvp, defrule, holomorphic
-from ..rules._helpers import symmetric_part, transpose, unbroadcast
+from ..rules._helpers import require_symmetric, symmetric_part, transpose, unbroadcast
 from ..scipy._adjoints import scipy_adjoint
 from ..core.views import memory
 from ._common import adjoint, as_matrices, conjugate, require_matrix, times_transpose
@@ -327,9 +327,27 @@ def _on_read_entries(g, assume_a):
     raise UnsupportedOperationError(f"assume_a={assume_a!r}: a structure mutad does not know.")
 
 
+def _check_symmetric(a, assume_a, name):
+    """A symmetric structure reads one triangle, and its gradient is the symmetric one (the
+    derivative along symmetric perturbations): a matrix that is not symmetric (Hermitian for
+    "her" and "pos" of complex values) is refused, as cholesky's and eigh's are."""
+    if assume_a not in _SYMMETRIC:
+        return
+    name = f"scipy.linalg.{name}(a, assume_a={assume_a!r})"
+    if np.iscomplexobj(a) and assume_a in ("sym", "symmetric"):  # complex symmetric: a = aᵀ
+        if np.max(np.abs(a - transpose(a)), initial=0.0) > 1e-8 * np.max(np.abs(a), initial=0.0):
+            raise UnsupportedOperationError(
+                f"{name} of a matrix that is not symmetric: SciPy reads one triangle, and "
+                "mutad gives the symmetric gradient, which is not the derivative of this call. "
+                "Pass a symmetric matrix, (A + A.T) / 2, or solve without assume_a.")
+        return
+    require_symmetric(a, name)
+
+
 @solve.rule
 def _solve_rule(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
                 assume_a=None, transposed=False):
+    _check_symmetric(a, assume_a, "solve")
     x = solve(a, b, lower, False, False, check_finite, assume_a, transposed)
 
     def back(dx):
@@ -345,6 +363,7 @@ def _solve_rule(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_f
 @solve.jvp_rule
 def _solve_jvp(tangents, a, b, lower=False, overwrite_a=False, overwrite_b=False,
                check_finite=True, assume_a=None, transposed=False):
+    _check_symmetric(a, assume_a, "solve")
     x = solve(a, b, lower, False, False, check_finite, assume_a, transposed)
     da, db = tangents[:2]
     rhs = db
@@ -365,8 +384,9 @@ def _diagonal_inverse_keeps_off_diagonal():
 @inv.rule
 def _inv_rule(a, overwrite_a=False, check_finite=True, **structure):
     # structure: assume_a and lower, keywords of SciPy 1.17's inv, passed on only when given.
-    y = inv(a, False, check_finite, **structure)
     assume_a = structure.get("assume_a")
+    _check_symmetric(a, assume_a, "inv")
+    y = inv(a, False, check_finite, **structure)
 
     def back(dy):
         if assume_a == "diagonal":
@@ -384,6 +404,7 @@ def _inv_rule(a, overwrite_a=False, check_finite=True, **structure):
 
 @inv.jvp_rule
 def _inv_jvp(tangents, a, overwrite_a=False, check_finite=True, **structure):
+    _check_symmetric(a, structure.get("assume_a"), "inv")
     y = inv(a, False, check_finite, **structure)
     da = tangents[0]
     if structure.get("assume_a") == "diagonal":  # y_ii = 1 / a_ii, as the reverse rule
