@@ -1000,3 +1000,25 @@ def test_the_zeros_of_a_sum_or_product_are_left_out_as_scipy_leaves_them():
     assert k.tobytes() == before
     with pytest.raises(UnsupportedOperationError, match="leaves out"):
         mutad.gradient(lambda k: (stiffness(k, "csr") - stiffness(k, "csr")).data.sum(), k)
+
+
+@pytest.mark.parametrize("name", ["eigsh", "svds", "lsqr", "lsmr", "aslinearoperator",
+                                  "onenormest", "inv", "expm"])
+def test_sparse_linalg_without_a_rule_is_refused_by_name(name):
+    """SciPy's own code failed on the traced matrix with TypeError: type not understood."""
+    import scipy.sparse.linalg as spla
+
+    def f(x):
+        A = scipy.sparse.diags([x, 0.1 * x[:-1], 0.1 * x[:-1]], [0, 1, -1], format="csc")
+        if name in ("lsqr", "lsmr"):
+            return getattr(spla, name)(A, np.ones(4))[0].sum()
+        if name in ("eigsh", "svds"):
+            return getattr(spla, name)(A, k=1)[0].sum()
+        return getattr(spla, name)(A)
+
+    x = np.array([2.0, 3.0, 4.0, 5.0])
+    with pytest.raises(mutad.MutadError, match=f"scipy.sparse.linalg.{name} of traced values"):
+        mutad.gradient(f, x)
+    assert x.tolist() == [2.0, 3.0, 4.0, 5.0]
+    A = scipy.sparse.diags([x], [0], format="csc")
+    assert np.allclose(spla.inv(A).toarray(), np.diag(1 / x))  # outside: SciPy's own

@@ -101,7 +101,8 @@ import scipy.sparse.linalg as _splinalg
 from ..core.allocation import INTERNAL
 from ..engines.arraylike import carries_derivative, settled
 from ..custom import Adjoint
-from ..core.errors import UnsupportedAttributeError, UnsupportedOperationError
+from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
+                           UnsupportedOperationError)
 from ..core.levels import ACTIVE, innermost
 from ..core.registry import RULES, defmethod, defroute
 from ..rules._helpers import transpose
@@ -1905,6 +1906,33 @@ def _iterative(method):
 
 
 cg, gmres, bicgstab, minres = map(_iterative, ("cg", "gmres", "bicgstab", "minres"))
+
+UNFOLLOWED = ("eigsh", "eigs", "svds", "lobpcg", "lsqr", "lsmr", "qmr", "cgs", "lgmres",
+              "gcrotmk", "tfqmr", "aslinearoperator", "onenormest", "inv", "expm",
+              "expm_multiply", "spilu", "matrix_power")
+"""The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
+refused by name, where SciPy's own code would fail on the traced matrix with its TypeError."""
+
+
+def _unfollowed(name):
+    original = getattr(_splinalg, name)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        if _followed(*args, *kwargs.values()):
+            raise UnsupportedFunctionError(
+                f"scipy.sparse.linalg.{name} of traced values has no rule in mutad. Solve with "
+                "spsolve, splu, factorized, cg, gmres, bicgstab or minres, which mutad "
+                "differentiates; or make the matrix dense (A.toarray()) and use NumPy's or "
+                "SciPy's dense routines (eigh, svd, lstsq, expm); or give it a rule with "
+                "mutad.adjoint.")
+        return original(*args, **kwargs)
+
+    return _route(original, refuse)
+
+
+for _name in UNFOLLOWED:
+    if hasattr(_splinalg, _name):
+        _unfollowed(_name)
 
 
 # ----------------------------------------------------------------------------------------------
