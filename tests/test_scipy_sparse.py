@@ -1022,3 +1022,15 @@ def test_sparse_linalg_without_a_rule_is_refused_by_name(name):
     assert x.tolist() == [2.0, 3.0, 4.0, 5.0]
     A = scipy.sparse.diags([x], [0], format="csc")
     assert np.allclose(spla.inv(A).toarray(), np.diag(1 / x))  # outside: SciPy's own
+
+
+def test_a_sparse_matrix_of_float32_values_is_refused():
+    """SciPy keeps float32 and computes in it; the traced matrix was float64 (another value)."""
+    x = np.linspace(0.1, 1.0, 8, dtype=np.float32)
+    for f in (lambda x: (scipy.sparse.diags([x], [0], format="csr") @ x).sum(),
+              lambda x: scipy.sparse.csr_matrix((x, (np.arange(8), np.arange(8))),
+                                                shape=(8, 8)).dot(x)[3],
+              lambda x: scipy.sparse.coo_array((x, (np.arange(8), np.arange(8)))).sum()):
+        with pytest.raises(mutad.MutadError, match="float32"):
+            mutad.gradient(f, x)
+    assert x.dtype == np.float32 and x[0] == np.float32(0.1)

@@ -1343,6 +1343,12 @@ def _from_numbers(name, pieces, numbered, ones, shared=None):
     made of their numbers (``numbered``) and of ones (``ones``, its pattern); ``shared``: the
     traced array SciPy would store as it is (None: a copy), stored so where it holds the
     values in the order the matrix stores them."""
+    kinds = {str(p.dtype) for p in pieces if _followed(p)} - {"float64", "complex128"}
+    if kinds:
+        _refuse(f"{name} of traced {', '.join(sorted(kinds))} values",
+                "mutad follows sparse matrices of float64 (or complex128) values, "
+                "where SciPy would compute in the values' own precision: convert them first "
+                "(x.astype(np.float64)).")
     if not _sparse.issparse(ones) or ones.format not in FORMATS:
         _refuse(f"{name} of traced values giving a {getattr(ones, 'format', type(ones))} "
                 "result", f"mutad follows the formats {', '.join(FORMATS)}: pass format='csr'.")
