@@ -977,3 +977,20 @@ def test_check_grads_and_the_jacobian_of_a_solution():
         mutad.check_grads(solution, THETA, policy=policy, modes=("rev", "fwd"))
     np.testing.assert_allclose(mutad.jacobian(solution, THETA), np.linalg.inv(A), rtol=1e-9,
                                atol=1e-12)
+
+
+def test_scalar_roots_and_integrals_are_python_floats_as_scipys():
+    """brentq's root and quad's value are Python floats in SciPy (promoted weakly: a float32
+    array times one stays float32); mutad gave float64 scalars."""
+    import scipy.integrate
+
+    def f(p):
+        root = scipy.optimize.brentq(lambda z: z ** 3 - p[0], 0.0, 3.0)
+        area = scipy.integrate.quad(lambda t: np.exp(-p[1] * t), 0.0, 1.0)[0]
+        return root, area, (np.ones(2, np.float32) * root * area)
+
+    p = np.array([2.0, 0.5])
+    root, area, y = f(p)
+    assert type(root) is float and type(area) is float and y.dtype == np.float32
+    value, _ = mutad.value_and_gradient(lambda p: f(p)[2].sum(), p)
+    assert np.asarray(value).tobytes() == np.asarray(y.sum()).tobytes()

@@ -101,7 +101,7 @@ from ..engines.arraylike import carries_derivative
 from ..core.levels import ACTIVE, Tracer, innermost
 from ..core.registry import defroute
 from ..core.trees import flatten
-from ..core.views import memory
+from ..core.views import memory, weaken
 from ._adjoints import outside_differentiations
 
 __all__ = ["cumulative_simpson", "cumulative_trapezoid", "nquad", "odeint", "quad", "quad_vec",
@@ -1581,6 +1581,8 @@ def _integral(name, integrate, func, a, b, args, settings):
             raise InvalidArgumentError(f"{name}: an infinite limit cannot be differentiated.")
     integral = _Integral(name, integrate, func, parameters, settings)
     value = _QUAD(a, b, *parameters.values(), integral=integral)
+    if type(integral.found[0]) is float:  # quad's value is a Python float: promoted weakly
+        weaken(value)
     return (value, *integral.found[1:])
 
 

@@ -99,7 +99,7 @@ from ..custom import Adjoint
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE, Tracer
 from ..core.registry import defroute
-from ..core.views import memory
+from ..core.views import memory, weaken
 from ._adjoints import outside_differentiations
 
 __all__ = ["bisect", "brenth", "brentq", "curve_fit", "fixed_point", "fsolve",
@@ -1022,7 +1022,10 @@ def _bracketing(original):
         x, report = _run(original, call, full_output=True)
         if not followed:
             return (x, report) if a["full_output"] else x
-        return _root_found(f"scipy.optimize.{original.__name__}", a, p, "f", x, report)
+        found = _root_found(f"scipy.optimize.{original.__name__}", a, p, "f", x, report)
+        if type(x) is float:  # SciPy's root is a Python float: promoted weakly
+            weaken(found[0] if a["full_output"] else found)
+        return found
 
     bracketing.__name__ = bracketing.__qualname__ = original.__name__
     bracketing.__doc__ = (f"``scipy.optimize.{original.__name__}``, its root differentiated "
