@@ -600,3 +600,14 @@ def test_a_grid_of_values_the_function_computes_at_differentiated_points():
         value, _ = mutad.pullback(f, points)
         assert value.tobytes() == f(points).tobytes()
         mutad.check_grads(f, points)
+
+
+def test_interpn_splinef2d_of_traced_values_is_refused_by_name():
+    """It raised SciPy's ValueError "Method 'splinef2d' is not defined" (the grid
+    interpolator's, which does not have it)."""
+    gx, gy = np.linspace(0, 1, 4), np.linspace(0, 1, 5)
+    values = np.outer(np.cos(gx), np.sin(gy + 1))
+    points = np.array([[0.2, 0.5], [0.7, 0.1]])
+    with pytest.raises(mutad.MutadError, match="splinef2d"):
+        mutad.gradient(lambda v: np.sum(scipy.interpolate.interpn((gx, gy), v, points,
+                                                                  method="splinef2d")), values)

@@ -691,3 +691,31 @@ def test_settings_the_program_computes_are_read_as_scipy_reads_them():
         mutad.check_grads(f, x)
     with pytest.raises(UnsupportedOperationError, match="fs"):
         mutad.gradient(lambda s: scipy.signal.firwin(5, 0.3, fs=s).sum(), 2.0)
+
+
+def test_sections_written_as_nested_lists_of_traced_numbers():
+    """sosfilt([[1, 0.5, 0, 1, p, 0]], x) recursed without end: the dispatch unwraps a list one
+    level deep only, and the rule called the wrapper again on the list it was given."""
+    x = np.sin(np.arange(30.0))
+
+    def f(p):
+        return np.sum(scipy.signal.sosfilt([[1.0, 0.5, 0.0, 1.0, p[0], 0.0]], x) ** 2)
+
+    p = np.array([-0.6])
+    assert mutad.value_and_gradient(f, p)[0] == f(p)
+    mutad.check_grads(f, p)
+    mutad.check_jvp(f, p)
+
+
+@pytest.mark.parametrize("f", [
+    lambda p, x: np.sum(scipy.signal.filtfilt([1.0, p[0]], [1.0], x) ** 2),
+    lambda p, x: np.sum(np.abs(scipy.signal.freqz([1.0, p[0]], [1.0], worN=8)[1]) ** 2),
+    lambda p, x: np.sum(scipy.signal.sosfiltfilt([[1.0, p[0], 0.0, 1.0, 0.2, 0.0]], x) ** 2),
+], ids=["filtfilt", "freqz", "sosfiltfilt"])
+def test_coefficients_written_as_lists_of_traced_numbers(f):
+    """They raised a ConversionError (lfilter took such lists already)."""
+    x = np.sin(np.arange(30.0))
+    p = np.array([0.3])
+    assert mutad.value_and_gradient(f, p, x)[0] == f(p, x)
+    mutad.check_grads(lambda p: f(p, x), p)
+

@@ -11,12 +11,13 @@ import numpy as np
 
 from ..core.devices import device_of
 from ..core.errors import UnsupportedArrayError
-from ..core.allocation import by_user_code
+from ..core.allocation import by_user_code, lists_as_arrays
 from ..api import stop_gradient
 from ..engines.arraylike import carries_derivative
 from ..custom import Adjoint, dispatch
 from ..core.errors import EscapedTracerError, UnsupportedOperationError
 from ..core.levels import ACTIVE, innermost
+from ..core.views import wrapped
 from ..core.registry import NoClosedForm, defroute, padded
 from ..rules._helpers import stacked, unbroadcast
 
@@ -45,6 +46,11 @@ class ScipyAdjoint(Adjoint):
             y = self.fn(*_writable(args), **dict(zip(kwargs, _writable(kwargs.values()))))
             return by_user_code(y, self.fn, args, kwargs, sys._getframe(1))
         refuse_device_arrays(self.fn, (*args, *kwargs.values()))
+        # a matrix written as nested lists of numbers, traced among them (sos=[[1, a, ...]]):
+        # the array NumPy makes of it (a list one level deep the dispatch unwraps itself)
+        args = [lists_as_arrays([a])[0] if _nested_numbers(a) else a for a in args]
+        kwargs = {k: lists_as_arrays([a])[0] if _nested_numbers(a) else a
+                  for k, a in kwargs.items()}
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return super().__call__(*bound.args, **bound.kwargs)
@@ -52,6 +58,27 @@ class ScipyAdjoint(Adjoint):
     def rule(self, rule):
         super().rule(padded(rule))
         return rule
+
+
+def _nested_numbers(x):
+    """Whether ``x`` is a list or tuple of lists or tuples whose leaves are all numbers (0-d),
+    some traced."""
+    return type(x) in (list, tuple) and any(type(v) in (list, tuple) for v in x) \
+        and _numbers(x, (list, tuple))
+
+
+def _numbers(x, kinds):
+    """Whether ``x``, of one of the types ``kinds``, is a list or tuple (of lists or tuples,
+    at any depth) whose leaves are all numbers (0-d), some traced."""
+    if not isinstance(x, kinds) or type(x) not in (list, tuple):
+        return False
+
+    def numbers(v):
+        if type(v) in (list, tuple):
+            return all(numbers(e) for e in v)
+        return np.ndim(v) == 0 if wrapped(v) else isinstance(v, (int, float, np.number))
+
+    return numbers(x) and innermost(x) is not None
 
 
 def _writable(values):
@@ -139,6 +166,11 @@ class StandIn:
         if innermost((*args, *kwargs.values())) is None:
             y = self.original(*args, **kwargs)
             return by_user_code(y, self.original, args, kwargs, sys._getframe(1))
+        # coefficients written as a list of numbers, traced among them (b=[1.0, a]): the
+        # array NumPy makes of it (a tuple may be a tuple of arguments: args=(a, b))
+        args = [lists_as_arrays([a])[0] if _numbers(a, list) else a for a in args]
+        kwargs = {k: lists_as_arrays([a])[0] if _numbers(a, list) else a
+                  for k, a in kwargs.items()}
         return self.fn(*args, **kwargs)
 
 

@@ -934,6 +934,11 @@ def interpn(points: Any, values: Any, xi: Any, method: str = "linear", bounds_er
             fill_value: Any = np.nan) -> Any:
     if not _traced((points, values, xi, fill_value)):
         return _interpolate.interpn(points, values, xi, method, bounds_error, fill_value)
+    if method == "splinef2d":  # RectBivariateSpline's smoothing spline, not the grid's
+        raise UnsupportedOperationError(
+            "scipy.interpolate.interpn(method='splinef2d') of traced values: mutad "
+            "differentiates the grid interpolants of RegularGridInterpolator (method='linear', "
+            "'slinear', 'cubic', 'quintic'); use one of them.")
     return RegularGridInterpolator(points, values, method, bounds_error, fill_value)(xi)
 
 
