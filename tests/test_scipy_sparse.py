@@ -1034,3 +1034,13 @@ def test_a_sparse_matrix_of_float32_values_is_refused():
         with pytest.raises(mutad.MutadError, match="float32"):
             mutad.gradient(f, x)
     assert x.dtype == np.float32 and x[0] == np.float32(0.1)
+
+
+@pytest.mark.filterwarnings("ignore::scipy.sparse.linalg.MatrixRankWarning")  # SciPy's own
+def test_a_singular_matrix_is_refused_with_a_mutad_error():
+    """spsolve of an exactly singular matrix: SciPy warns and gives NaN; the factorization
+    mutad takes for the derivative raised SuperLU's RuntimeError."""
+    singular = scipy.sparse.csc_matrix(np.array([[1.0, 0, 2], [0, 2, 1], [1, 0, 2]]))
+    with pytest.raises(mutad.MutadError, match="singular"):
+        mutad.value_and_gradient(lambda x: scipy.sparse.linalg.spsolve(singular, x).sum(),
+                                 np.array([1.0, 2.0, 3.0]))

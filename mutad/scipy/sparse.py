@@ -553,7 +553,15 @@ class _Direct(_Solver):
     def factor(self, data):
         key = np.ascontiguousarray(data).tobytes()
         if self.shared["key"] != key:
-            self.shared.update(factor=self.shared["factorize"](self.layout.build(data)), key=key)
+            try:
+                factor = self.shared["factorize"](self.layout.build(data))
+            except RuntimeError as error:  # SuperLU's "Factor is exactly singular"
+                raise UnsupportedOperationError(
+                    f"scipy.sparse.linalg solve of a matrix SuperLU finds singular ({error}): "
+                    "spsolve gives NaN for it, with a MatrixRankWarning, whose derivative is not "
+                    "defined. Solve a nonsingular system (or a least-squares problem, "
+                    "np.linalg.lstsq of A.toarray()).") from None
+            self.shared.update(factor=factor, key=key)
         return self.shared["factor"]
 
     def value(self, data, b, guess):
