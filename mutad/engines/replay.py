@@ -2306,8 +2306,9 @@ class Recorder:
         if self.reason is not None:
             return y
         if _holds_arrays_of_the_call(tape, (args, settings)):
-            self.refuse(f"{name} given an object holding arrays of the call (a closure over "
-                        "them, such as solve_ivp's fun): a replay would read the recorded "
+            self.refuse(f"{name} given arrays of the call held by an object it keeps (a "
+                        "function closing over them, such as solve_ivp's fun, or the "
+                        "arguments it passes on, args=): a replay would read the recorded "
                         "call's arrays")
             return y
         new = tape.records[before:]

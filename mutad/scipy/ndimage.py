@@ -263,7 +263,8 @@ def _constant(value, what, name):
         raise UnsupportedOperationError(
             f"scipy.ndimage.{name}: mutad does not differentiate with respect to {what}; pass "
             "it as a constant (a number not computed from the differentiated arguments).")
-    return settled(value, f"scipy.ndimage.{name} with a {what} the program computes")
+    what = what if what.startswith("the ") else f"a {what}"  # "the matrix", "a cval"
+    return settled(value, f"scipy.ndimage.{name} with {what} the program computes")
 
 
 def _weights(weights):
