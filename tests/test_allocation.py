@@ -3,6 +3,7 @@ the call, and only while a differentiation runs in the calling thread."""
 
 import sys
 import threading
+import types
 
 import numpy
 import numpy as np
@@ -1111,3 +1112,28 @@ def test_a_users_subclass_that_changes_a_routed_class_is_not_given_its_rule():
     value, slope = mutad.value_and_grad(lambda q: spline(q))(0.3)
     assert value == spline(0.3)
     assert slope == pytest.approx(spline(0.3, 1), rel=1e-12)
+
+
+def test_a_device_library_registered_later_leaves_scipys_routes_in_place():
+    """Registering a device library dropped every binding the mode had swapped into NumPy's and
+    SciPy's public modules (scipy.sparse.diags reached by attribute ran SciPy's own code on
+    traced values: np.common_type has no rule)."""
+    import scipy.sparse
+
+    from mutad.core import devices
+
+    def f(k):
+        A = scipy.sparse.diags([k[1:], k + 2.0], [-1, 0], format="csc")
+        return (A @ k).sum()
+
+    k = np.array([1.0, 2.0, 3.0])
+    expected = mutad.value_and_gradient(f, k)  # the mode has swapped its bindings in
+    library = types.ModuleType("registered_later_device_library")
+    kind = type("ndarray", (), {"__module__": library.__name__})
+    try:
+        devices.register(kind, library)
+        value, grad = mutad.value_and_gradient(f, k)
+    finally:
+        devices.NAMESPACES.pop(kind, None)
+        devices.LIBRARIES.discard(library.__name__)
+    assert value == expected[0] and np.array_equal(grad[0], expected[1][0])

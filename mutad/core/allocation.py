@@ -335,6 +335,15 @@ def joined_operands(func, args):
     return (type(args[0])(lists_as_arrays(args[0])), *args[1:])
 
 
+_ROUTED_LIBRARIES = ("numpy", "scipy", "mutad")
+"""The libraries whose public modules the mode swaps routes into (``_scan(internal=True)``)."""
+
+
+def _top(namespace):
+    """The top-level package of the module whose namespace is ``namespace``."""
+    return str(namespace.get("__name__")).partition(".")[0]
+
+
 class _ModeUfunc:
     """A NumPy ufunc (``np.exp``) as user code sees it in the mode: called, or its methods
     (``reduce``, ``accumulate``, ``outer``, ``reduceat``) called, with lists or tuples holding
@@ -1278,8 +1287,10 @@ class _Mode:
             self.modules = 0
         if len(LIBRARIES) != self.libraries:  # a device library's modules keep their bindings
             self.libraries = len(LIBRARIES)
+            # (NumPy's and SciPy's public modules keep the routes swapped into them: the
+            # functions user code reaches as scipy.sparse.diags)
             self.sites = {key: site for key, site in self.sites.items()
-                          if str(site[0].get("__name__")).partition(".")[0] not in INTERNAL}
+                          if _top(site[0]) not in INTERNAL or _top(site[0]) in _ROUTED_LIBRARIES}
         if len(sys.modules) != self.modules:
             for name, module in list(sys.modules.items()):
                 namespace = getattr(module, "__dict__", None)
@@ -1295,7 +1306,7 @@ class _Mode:
                     continue  # math's own functions, random's: the names users bind are enough
                 if own.partition(".")[0] not in INTERNAL:
                     self._scan(namespace)
-                elif own.partition(".")[0] in ("numpy", "scipy", "mutad") \
+                elif own.partition(".")[0] in _ROUTED_LIBRARIES \
                         and not any(part.startswith("_") for part in own.split(".")):
                     self._scan(namespace, internal=True)  # scipy.linalg, not its _basic
             self.modules = len(sys.modules)
