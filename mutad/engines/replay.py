@@ -2307,9 +2307,8 @@ class Recorder:
             return y
         if _holds_arrays_of_the_call(tape, (args, settings)):
             self.refuse(f"{name} given arrays of the call held by an object it keeps (a "
-                        "function closing over them, such as solve_ivp's fun, or the "
-                        "arguments it passes on, args=): a replay would read the recorded "
-                        "call's arrays")
+                        "closure over them, such as solve_ivp's fun, or the arguments it "
+                        "passes on, args=): a replay would read the recorded call's arrays")
             return y
         new = tape.records[before:]
         if not new:
