@@ -682,26 +682,6 @@ def _peak_label(result):
     return ("<=" if result.get("peak_is_upper_bound") else "") + f"{peak:.1f}"
 
 
-def _check_label(result):
-    checks = result.get("checks")
-    if checks is None:
-        return "not checked"
-    if checks["ok"]:
-        return "ok"
-    reasons = []
-    if not checks["loss_error"] <= LOSS_TOLERANCE:
-        reasons.append("loss")
-    if not (checks.get("gradient_error") or 0) <= harness.GRADIENT_TOLERANCE:
-        reasons.append("gradient")
-    if not (checks.get("finite_difference_error") or 0) <= harness.FINITE_DIFFERENCE_TOLERANCE:
-        reasons.append("fd")
-    if checks.get("arguments_unchanged") is False:
-        reasons.append("arguments changed")
-    if checks.get("same_as_first_call") is False:
-        reasons.append("not the first call's bits")
-    return "WRONG (" + ", ".join(reasons) + ")"
-
-
 HEADER = ["size", "system", "peak MiB", "gradient ms", "/dev fwd", "/own fwd", "1st call ms",
           "grad err", "fd err", "check"]
 
@@ -723,7 +703,8 @@ def _row(result):
             report.format_spread(result["gradient_seconds"], 1e3),
             report.format_spread(result["ratios"]), report.format_spread(result["own_ratios"]),
             "-" if first is None else report._number(first * 1e3), gradient_error,
-            report._error(checks.get("finite_difference_error")), _check_label(result)]
+            report._error(checks.get("finite_difference_error")),
+            report._check_label(result, LOSS_TOLERANCE)]
 
 
 def format_tables(results, workload_names, markdown=False):

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from mutad.bench import peers
-from mutad.bench.harness import spread
+from mutad.bench.harness import FINITE_DIFFERENCE_TOLERANCE, GRADIENT_TOLERANCE, spread
 from mutad.bench.workloads import WORKLOADS
 
 SCHEMA = "mutad-bench/1"
@@ -214,18 +214,19 @@ def _error(value):
     return "-" if value is None else f"{value:.0e}"
 
 
-def _check_label(result):
+def _check_label(result, loss_tolerance=1e-10):
+    """What a result's checks say: ok, not checked, or WRONG with the checks that failed."""
     checks = result.get("checks")
     if checks is None:
         return "not checked"
     if checks["ok"]:
         return "ok"
     reasons = []
-    if not checks["loss_error"] <= 1e-10:
+    if not checks["loss_error"] <= loss_tolerance:
         reasons.append("loss")
-    if not (checks.get("gradient_error") or 0) <= 1e-8:
+    if not (checks.get("gradient_error") or 0) <= GRADIENT_TOLERANCE:
         reasons.append("gradient")
-    if not (checks.get("finite_difference_error") or 0) <= 1e-6:
+    if not (checks.get("finite_difference_error") or 0) <= FINITE_DIFFERENCE_TOLERANCE:
         reasons.append("fd")
     if checks.get("arguments_unchanged") is False:
         reasons.append("arguments changed")
