@@ -364,8 +364,11 @@ class _ModeUfunc:
         return np.ufunc
 
     def __call__(self, *args, **kwargs):
-        if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
-            args = lists_as_arrays(args)
+        if ACTIVE.running:
+            for a in args:  # (a loop, not any(...): this runs for every ufunc call)
+                if type(a) in (list, tuple) and holds_wrapped(a):
+                    args = lists_as_arrays(args)
+                    break
         return self.ufunc(*args, **kwargs)
 
     def __getattr__(self, name):
@@ -885,9 +888,11 @@ class Preexisting(np.ndarray):
 def stands_in(inputs, kwargs):
     """Whether a stand-in is among a ufunc's operands: the engines let its
     ``__array_ufunc__`` go first, which hands them the plain array it views."""
+    for x in inputs:  # (a loop, not any(...): this runs for every ufunc call)
+        if type(x) is Preexisting:
+            return True
     out = kwargs.get("out")
-    return any(type(x) is Preexisting for x in inputs) or (
-        out is not None and any(type(x) is Preexisting for x in out))
+    return out is not None and any(type(x) is Preexisting for x in out)
 
 
 def _original(a):

@@ -23,6 +23,7 @@ from .views import (address, byte_span, element_indices, real_part_if, self_over
                     memory, wrapped, writeable)
 
 _serial = itertools.count()
+_FLOAT = np.dtype(float)
 
 _layouts = {}
 LAYOUTS = 1024
@@ -79,12 +80,15 @@ class Buffer:
         # The namespace of the device library its memory belongs to (CuPy), None for NumPy's:
         # its shadow is made there.
         self.device = None if type(array) is np.ndarray else device_of(array)
-        self.shape = shared(array.shape)
-        self.strides = shared(array.strides)
+        # (``shared``'s lookups written out: a buffer is made for every operation)
+        shape, strides = array.shape, array.strides
+        self.shape = _layouts.get(shape) or shared(shape)
+        self.strides = _layouts.get(strides) or shared(strides)
         self.c_contiguous = array.flags.c_contiguous
         if self.c_contiguous:
             # The address of its first byte is only needed to map views: see note_address.
-            self.low, self.span, self.offset = None, shared(array.size), 0
+            size = array.size
+            self.low, self.span, self.offset = None, _layouts.get(size) or shared(size), 0
         else:
             self.low, self.span = byte_span(array)
             self.offset = address(array) - self.low
@@ -239,7 +243,9 @@ class Shadows:
         if entry is None:
             return None
         sharers = entry[3]
-        if read_only and sharers is not None and len(sharers) > 1:
+        if sharers is None:  # (``_own``'s first question, asked here: the common case)
+            return entry[1]
+        if read_only and len(sharers) > 1:
             sharers.remove(entry[0].key)
             view = entry[1].view()
             if buffer.device is None:  # (a device library has no read-only arrays)
@@ -272,13 +278,16 @@ class Shadows:
         whole C-contiguous buffer it then becomes the shadow itself (else a copy of it does):
         no zero fill, no addition.
         """
-        buffer = place.buffer
+        buffer = place if type(place) is Buffer else place.buffer
         g = real_part_if(place, g)
         if place.whole and buffer.c_contiguous and buffer.key not in self.entries:
             if buffer.device is not None:
                 g = self._device_shadow(buffer, g, owned)
-            elif type(g) is float or type(g) is np.float64 or (type(g) is np.ndarray
-                                                               and g.ndim == 0):
+            elif buffer.shape == () and (type(g) is float or type(g) is np.float64) \
+                    and buffer.dtype == _FLOAT:
+                g = np.array(g)  # (a scalar loop's many: np.full's value, at a third the cost)
+            elif buffer.shape != () and (type(g) is float or type(g) is np.float64 or (
+                    type(g) is np.ndarray and g.ndim == 0)):
                 g = np.full(buffer.shape, g, buffer.dtype)  # (broadcast_to's copy, faster)
             elif not (owned and (type(g) is np.ndarray or wrapped(g) or is_device(g))
                       and g.dtype == buffer.dtype and g.shape == buffer.shape

@@ -119,7 +119,8 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
             g = dy if i == last else dy.copy()
         else:
             g = times_partial(dy, partial, y, values, dy if i == last else np.empty_like(dy))
-        rows.append((places[i], unbroadcast(g, places[i].shape)))
+        shape = places[i].shape
+        rows.append((places[i], g if g.shape == shape else unbroadcast(g, shape)))
     for p, g in rows:
         shadows.add(p, g, owned=True)
 
@@ -130,8 +131,9 @@ def elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
     are whole buffers of ``dy``'s layout share ``dy``'s own memory as their new shadow (else
     one of them, of ``dy``'s shape if any, takes it), after every other product has read
     ``dy``; the rest get fresh memory."""
-    if (type(dy) is np.ndarray and dy.flags.writeable or is_device(dy) and writeable(dy)) \
-            and short(dy):  # (a device's too: the same order of sums, the same bits)
+    if (type(dy) is np.ndarray and dy.flags.writeable and dy.nbytes < SHORT
+            or is_device(dy) and writeable(dy) and short(dy)):
+        # (a device's too: the same order of sums, the same bits)
         return _small_cotangents(shadows, rule, dy, y, places, values, traced)
     existing = {}
     for i in traced:

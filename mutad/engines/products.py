@@ -27,6 +27,8 @@ def writable(a):
 
 
 _REAL = np.dtype(float)
+_REAL_PLAIN = frozenset((np.ndarray, float, int, np.float64))
+"""Types of a partial that is a plain value, real unless an array of complex dtype."""
 
 
 def adjoint(p):
@@ -38,6 +40,13 @@ def times_partial(dy, partial, y, values, out):
     """``out = dy * conj(partial(y, *values))`` (``out`` is a suggestion where the product is
     complex and it is not). For large arrays of one shape the partial is evaluated a piece at
     a time, so its temporaries stay small and in cache."""
+    if type(dy) is np.ndarray and dy.size < 4 * CHUNK:  # not in pieces (``_pieces``)
+        p = partial(y, *values)
+        if type(p) in _REAL_PLAIN and (type(p) is not np.ndarray or p.dtype.kind == "f"):
+            # real, so its own adjoint, and no differentiation's (not deeper than ``out``):
+            # what ``_times`` asks, answered for the partials of most small operations
+            return times(dy, p, out if writable(out) else None)
+        return _times(dy, adjoint(p), out)
     pieces = _pieces(dy, out, y, values)
     if pieces is None:
         return _times(dy, adjoint(partial(y, *values)), out)

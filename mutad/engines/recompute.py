@@ -418,7 +418,7 @@ class Recomputation:
         it; else ``value`` itself, its buffer marked ``Kept``. A Python number (a weak value's:
         ``Buffer.weak``) is kept as it is, and its buffer holds it (``read`` gives
         the number back)."""
-        buffer = place.buffer
+        buffer = place if type(place) is Buffer else place.buffer
         if type(value) is not np.ndarray and not is_device(value):
             if buffer.ref is None and place.whole:
                 buffer.ref = Held(np.array(value))  # a number: nothing to free

@@ -33,6 +33,7 @@ level is a constant to a tape.
 
 import functools
 import operator
+import types
 import zlib
 
 import numpy as np
@@ -60,7 +61,7 @@ from ..core.errors import (
 from ..core.levels import ACTIVE, LEVELS, Tracer, escaped
 from ..core.levels import innermost as innermost_tracer
 from .products import CHUNK
-from .recompute import (Held, Rebuild, Recomputation, Written, current_region, flat,
+from .recompute import (SMALL, Held, Rebuild, Recomputation, Written, current_region, flat,
                         keeps_memory, small, track)
 from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
                              check_complex, complex_among, is_recomputable, is_user_rule, lookup)
@@ -528,18 +529,20 @@ def fresh_value(y):
 
 def fresh(y, tape):
     """Wrap a fresh float result as a buffer of its own."""
-    y = fresh_value(y)
-    if y.dtype.kind == "c" and tape.recorder is not None and tape.recorder.outside_argnums:
+    plain_array = type(y) is np.ndarray  # (the common case, asked once: this runs per result)
+    if not plain_array:
+        y = fresh_value(y)
+    if tape.recorder is not None and y.dtype.kind == "c" and tape.recorder.outside_argnums:
         # the recording traces those arrays, which the traced call holds as constants: with
         # complex values, the products of the extra pullbacks may round otherwise
         tape.recorder.refuse("complex values in a program with arrays outside argnums")
-    if type(y) is not np.ndarray and isinstance(y, np.ndarray):
+    if not plain_array and type(y) is not np.ndarray and isinstance(y, np.ndarray):
         raise UnsupportedArrayError(unsupported_array(
             y, "a result computed from a traced array and an array the function uses"))
     buffer = Buffer(y)
     if tape.outer is not None:
         y = tape.outer.lift(y)
-    elif not small(y):  # a small array is never recomputed: nothing to follow
+    elif y.nbytes >= SMALL:  # a small array is never recomputed: nothing to follow
         track(buffer, y)
     return Traced(y, buffer, tape, True)
 
@@ -788,7 +791,7 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
         return yt
     read = read_by_partials(values, reads)
     for i, v in enumerate(read):
-        if pattern >> i & 1 == 0:
+        if pattern >> i & 1 == 0 and type(inputs[i]) not in _NUMBERS:  # (nothing to keep)
             keep(tape, inputs[i], v)
     named = recipe(inputs, values, read, tape)
     read = elementwise_kept(rule, reads, read, values, yt.value)
@@ -798,7 +801,8 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
     record = Elementwise(ufunc, named, kwargs or None, yt.buffer, read, state)
     if tape.recomputation is not None:
         tape.hold(read, named)  # first: an input it keeps may be read by the recipe
-        tape.recomputation.give_recipe(record, 0, yt.buffer, kwargs)
+        if yt.buffer.ref is not None:  # (else none is given: a small array, not followed)
+            tape.recomputation.give_recipe(record, 0, yt.buffer, kwargs)
         if uses_y:
             read[-1] = tape.recomputation.hold(yt.buffer, yt.value)
     tape.record(record, SKIPPED + 1)  # called by apply_ufunc, called by the engine
@@ -905,7 +909,7 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     held, named = None, []
     if values is not None:
         held = reads.kept
-        if reads.inverse_reads and any(kind in ("inverse", "partial") for kind in kinds):
+        if reads.inverse_reads and ("inverse" in kinds or "partial" in kinds):
             if held is None:
                 held = [None] * len(values)
             for i in reads.inverse_reads:  # into ``kept`` itself, which an inverse may read
@@ -936,8 +940,9 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
 
 def _destination(target):
     """The :class:`writes.Destination` of a write into the traced array ``target``."""
-    return Destination(target.value, target.buffer.key, target.whole, place_of(target),
-                       _finder(target), target.buffer)
+    place = place_of(target)
+    return Destination(target.value, target.buffer.key, target.whole, place,
+                       _finder(target, place), target.buffer)
 
 
 def _kept_for_the_inverse(x, value, kept, tape, out):
@@ -953,14 +958,14 @@ def _kept_for_the_inverse(x, value, kept, tape, out):
             and value.size >= out.value.size and keeps_memory(place_of(x), out.buffer))
 
 
-def _finder(target):
-    """What the undo of a write into the traced ``target`` calls to find it then: through its
-    buffer's reference (``recompute.Written``) where one follows the buffer (a C-contiguous
-    one: ``recompute.view`` maps views of those), so that the undo alone does not keep a
-    temporary alive; else None (the undo holds ``target``)."""
+def _finder(target, place):
+    """What the undo of a write into the traced ``target``, at ``place``, calls to find it
+    then: through its buffer's reference (``recompute.Written``) where one follows the buffer
+    (a C-contiguous one: ``recompute.view`` maps views of those), so that the undo alone does
+    not keep a temporary alive; else None (the undo holds ``target``)."""
     if target.buffer.ref is None or not target.buffer.c_contiguous:
         return None
-    return functools.partial(current_region, place_of(target))
+    return functools.partial(current_region, place)
 
 
 def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
@@ -980,8 +985,8 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
             return out
         out.buffer.constant = False  # it now holds values that depend on the arguments
     position = target_position(out, inputs)
-    plan = WritePlan(ufunc, rule, kwargs, position, reads, state if traced else None,
-                     len(inputs))
+    plan = WritePlan.at(ufunc, rule, kwargs, position, reads, state if traced else None,
+                        len(inputs))
 
     def withheld(kept):
         """Whether the inverse is withheld (:func:`_kept_for_the_inverse`): the write is saved,
@@ -997,6 +1002,10 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     plan.run(tape, _destination(out), inputs, values,
              functools.partial(apart_from, out, inputs, position), withheld)
     return out
+
+
+_NO_SETTINGS = types.MappingProxyType({})
+"""The keyword arguments of a write without any, as the plans of such writes share them."""
 
 
 class WritePlan:
@@ -1024,6 +1033,25 @@ class WritePlan:
         self.primitive = assign if rule is ASSIGNMENT else ufunc
         self.pullback = write_pullback if partials is not None else None
         self.redo = Rerun.of(ufunc, kwargs)
+
+    _shared = {}
+
+    @classmethod
+    def at(cls, ufunc, rule, kwargs, position, reads, partials, count):
+        """The plan of a write (as constructed), one for all the writes of ``ufunc`` without
+        keyword arguments by the same ``rule`` with the target at ``position`` and the same
+        ``partials`` (those of a loop's statement): a plan is never changed once made."""
+        if kwargs:
+            return cls(ufunc, rule, kwargs, position, reads, partials, count)
+        key = (ufunc, rule, position, partials, count)
+        plan = cls._shared.get(key)
+        if plan is None:
+            if len(cls._shared) >= 4096:  # rules made on the fly cannot fill the memory
+                cls._shared.clear()
+            plan = cls._shared[key] = cls(ufunc, rule, _NO_SETTINGS, position, reads,
+                                          partials, count)
+        return plan
+
 
     def run(self, tape, destination, inputs, values, apart, withheld=None, named=None,
             decided=None):
@@ -1055,6 +1083,14 @@ def assign(target, value):
     """``target[...] = value`` for the traced array ``target``, recorded as an assignment. A
     complex value into a real target keeps its real part, as NumPy's assignment does (with
     its ComplexWarning): the cast NumPy's ufuncs refuse unless told."""
+    tape = target.tape
+    if type(value) is Traced and value.tape is tape and not value.buffer.weak \
+            and not value.buffer.constant and value.value.dtype == target.value.dtype \
+            and (tape.recorder is None or not tape.recorder.ready):
+        # What ``apply_ufunc`` does with a traced value of the target's own dtype (neither a
+        # number nor a constant) outside a recording, without asking: a scalar loop's writes
+        return _write_elementwise(np.positive, ASSIGNMENT, tape, (value,), [value.value], 1,
+                                  target, {})
     unsafe = target.dtype.kind == "f" and complex_among((value,))
     return apply_ufunc(np.positive, (value,), target, _UNSAFE if unsafe else None, ASSIGNMENT)
 
@@ -1841,15 +1877,18 @@ def _repeats(x, key):
 def getitem(x, key):
     """``x[key]``: a view for basic indexing (no record), else a gather."""
     tape = active(x.tape)
-    key = plain(key)
+    basic = _plain_index(key)  # (a loop's key: nothing to make plain or freeze)
+    if not basic:
+        key = plain(key)
     y = x.value[key]
-    if views(y, x.value):
+    if not isinstance(y, np.generic) and views(y, x.value):  # (NumPy's scalar: a copy)
         return view_of(x, y, tape)
     yt = fresh(y, tape)
     source = locate(x, tape)
-    freeze(tape, key)
+    if not basic:
+        freeze(tape, key)
     tape.record(Gathered(operator.getitem, (source, key), None, yt.buffer, None,
-                         _has_integer_array(key) or overlapping(source)))
+                         (not basic and _has_integer_array(key)) or overlapping(source)))
     return yt
 
 
@@ -1884,9 +1923,11 @@ def setitem(x, key, value):
     if tape.recorder is not None and tape.recorder.ready:
         for t in _traced_in(key):  # a replay redoes the write at these positions: guarded
             tape.recorder.guard(t, t.value.tobytes())
-    key = _integers_as_scalars(plain(key))
+    if not _plain_index(key):
+        key = _integers_as_scalars(plain(key))
     region = x.value[key]
-    viewing = views(region, x.value)
+    # (NumPy's scalar: one element, copied; otherwise a view, or an advanced index's copy)
+    viewing = not isinstance(region, np.generic) and views(region, x.value)
     if viewing or getattr(region, "ndim", 0) == 0:
         element = not viewing
         index = key
@@ -1895,7 +1936,8 @@ def setitem(x, key, value):
             region = x.value[index]
         else:
             value = _without_leading_ones(value, region.ndim)
-        if type(value) is Traced and value.tape is tape and same_region(value.value, region):
+        if type(value) is Traced and value.buffer is x.buffer and value.tape is tape \
+                and same_region(value.value, region):
             return  # `x[k] += v` ends by assigning the updated view onto itself: nothing to do
         if not overlaps(x, value, region):
             target = view_of(x, region, tape)
@@ -1917,6 +1959,21 @@ def setitem(x, key, value):
 
 def _traced_in(key):
     return [k for k in (key if type(key) is tuple else (key,)) if type(k) is Traced]
+
+
+def _plain_index(key):
+    """Whether ``key`` is a Python integer or slice, or a tuple of them, which neither
+    :func:`plain` nor :func:`_integers_as_scalars` changes, and which holds no array to freeze
+    (the keys of loops over elements and rows, checked first for speed)."""
+    kind = type(key)
+    if kind is int or kind is slice:
+        return True
+    if kind is not tuple:
+        return False
+    for k in key:
+        if type(k) is not int and type(k) is not slice:
+            return False
+    return True
 
 
 def _integers_as_scalars(key):

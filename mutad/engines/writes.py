@@ -64,9 +64,15 @@ class CopyBack:
         if region is None:  # a temporary nothing reads any more
             return
         if self.key is None:
-            np.copyto(region, saved)
+            if type(region) is np.ndarray:
+                _copyto(region, saved)  # NumPy's own: no dispatch
+            else:
+                np.copyto(region, saved)  # a device library's, through NumPy's protocol
         else:
             region[self.key] = saved  # repeated indices all get the same original
+
+
+_copyto = getattr(np.copyto, "_implementation", np.copyto)
 
 
 def checkpoint(region, key=None):
