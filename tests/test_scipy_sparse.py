@@ -1044,3 +1044,51 @@ def test_a_singular_matrix_is_refused_with_a_mutad_error():
     with pytest.raises(mutad.MutadError, match="singular"):
         mutad.value_and_gradient(lambda x: scipy.sparse.linalg.spsolve(singular, x).sum(),
                                  np.array([1.0, 2.0, 3.0]))
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "dia"])
+def test_scaling_a_traced_matrix_in_place_is_seen_through_every_name(fmt):
+    """``A *= c`` and ``A /= c`` scale the values SciPy's matrix stores, in place (``A /= c`` by
+    the reciprocal): another name for the matrix, and its ``A.T``, see it. They rebound the
+    name instead, so a helper scaling its argument left the caller's matrix unscaled."""
+
+    def scale(A, c):
+        A *= c
+        A /= 3.0
+
+    def f(k, c):
+        A = stiffness(k, fmt)
+        B, T = A, A.T
+        scale(A, c)
+        return np.sum((B @ U) ** 2) + np.sum(T @ U)
+
+    k, c = K.copy(), 0.7
+    value, grads = mutad.value_and_gradient(f, k, c)
+    assert value == f(K, 0.7) and np.array_equal(k, K)  # SciPy's value, bit for bit
+    check(f, k, c)
+
+
+def test_scaling_a_matrix_of_constants_in_place_by_a_traced_number_is_refused():
+    """SciPy's storage of a matrix of constants cannot hold traced values, and a new matrix
+    would not be seen through another name for it (the caller's, here): refused."""
+
+    def scale(A, c):
+        A *= c
+
+    def f(u, c):
+        A = scipy.sparse.diags([1.0, 2.0, 3.0], format="csr")
+        scale(A, c)
+        return (A @ u).sum()
+
+    for op in ("*", "/"):
+        g = f if op == "*" else (lambda u, c: f(u, 1.0 / c))
+        with pytest.raises(UnsupportedOperationError, match=r"A \*= c of a scipy.sparse"):
+            mutad.gradient(g, np.ones(3), 0.5)
+
+    def h(u, c):
+        A = scipy.sparse.diags([1.0, 2.0, 3.0], format="csr")
+        A /= c
+        return (A @ u).sum()
+
+    with pytest.raises(UnsupportedOperationError, match=r"A /= c of a scipy.sparse"):
+        mutad.gradient(h, np.ones(3), 0.5)

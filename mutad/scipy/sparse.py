@@ -1184,6 +1184,23 @@ class TracedSparse:
                     "multiply by its reciprocal with A.multiply(1 / B).")
         return TracedSparse(self.layout, self.data * (1 / other))  # SciPy's: times 1/c
 
+    # A *= c, A /= c: SciPy scales the stored values in place, so that every name for the
+    # matrix (and A.T, which shares them) sees it; with an array, Python rebinds the name.
+
+    def __imul__(self, other):
+        if not _is_scalar(other):
+            return NotImplemented
+        values = self._values
+        values *= other
+        return self
+
+    def __itruediv__(self, other):
+        if not _is_scalar(other):
+            return NotImplemented
+        values = self._values
+        values *= 1.0 / other  # times the reciprocal, as SciPy's
+        return self
+
     def __neg__(self):
         return TracedSparse(self.layout, -self.data)
 
@@ -1761,6 +1778,19 @@ lil_matrix, lil_array, dok_matrix, dok_array = (
 def _lifted(name):
     return lambda self, *args, **kwargs: getattr(_lift(self), name)(*args, **kwargs)
 
+
+def _scaled_in_place(operator):
+    def refuse(self, other):
+        _refuse(f"A {operator}= c of a scipy.sparse matrix of constants by a traced c",
+                "SciPy scales the values the matrix itself stores, which cannot hold traced "
+                "ones (another name for it would not see them): write A = A "
+                f"{operator} c and use that matrix.")
+    return refuse
+
+
+for _cls in (_sparse._data._data_matrix, _sparse._lil._lil_base, _sparse._dok._dok_base):
+    defmethod(_cls, "__imul__", _scaled_in_place("*"))
+    defmethod(_cls, "__itruediv__", _scaled_in_place("/"))
 
 for _cls, _names in (
         (_sparse._base._spbase, ("__matmul__", "__rmatmul__", "dot", "multiply", "__add__",
