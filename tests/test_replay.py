@@ -4,6 +4,7 @@ depends on is guarded."""
 
 import collections
 import functools
+import itertools
 import random
 import types
 import warnings
@@ -371,6 +372,47 @@ def test_what_attributes_lists_python_generators_and_library_objects_reach_is_gu
     got = [replaying(x) for _ in range(3)]
     JITTER.setstate(state)
     assert all(same(a, mutad.grad(g)(x)) for a in got)
+
+
+WEIGHTS = types.SimpleNamespace(w0=1.0, w1=2.0, w2=3.0)
+
+
+def test_attributes_read_by_names_built_at_run_time_are_guarded():
+    """``getattr(p, f"w{i}")`` and ``vars(p)`` read attributes no code names: the replay
+    guarded only those named, so a changed or new one gave the recorded call's gradient."""
+    def f(x):
+        y = sum(getattr(WEIGHTS, f"w{i}") * x[i] ** 2 for i in range(3))
+        return y + sum(vars(WEIGHTS).values()) * x.sum()
+
+    x = np.array([1.0, 2.0, 3.0])
+    changes = [lambda: setattr(WEIGHTS, "w1", 10.0), lambda: setattr(WEIGHTS, "w9", 4.0)]
+    try:
+        each_change_reaches_the_replay(f, x, changes)
+    finally:
+        WEIGHTS.w1 = 2.0
+        del WEIGHTS.w9
+
+
+def _counting():
+    k = 0
+    while True:
+        k += 1
+        yield float(k)
+
+
+def test_a_function_taking_from_an_iterator_is_traced():
+    """What an iterator gives next is its state, which a replay cannot compare: every call
+    took the recorded call's item (a minibatch loop, a learning-rate schedule)."""
+    batches = iter([np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([5.0, 6.0])])
+    for source in (batches, itertools.count(1.0), _counting()):
+        def f(w, source=source):
+            return ((w * next(source)) ** 2).sum()
+
+        replaying = mutad.grad(f, replay=True)
+        w = np.ones(2)
+        got = [replaying(w) for _ in range(3)]
+        assert not same(got[0], got[1]) and not same(got[1], got[2])
+        assert "iterator" in replaying.reasons["what f reaches"]
 
 
 KEYS = {"a": 1.0}

@@ -2903,12 +2903,15 @@ def reach(f, kinds=()):
     NumPy's and SciPy's objects hold (a sparse matrix's). ``objects`` are compared by identity
     on each call, each as often as it was reached (a rebound global, a replaced ``__code__``,
     a rebound ``self.w``, a list grown by the same float), ``arrays`` by their bytes (``Contents``):
-    Python may decide on their values without mutad seeing it (``if W[0] > 0``). ``large``:
-    a container too long to compare item by item on each call (None if none is reached).
+    Python may decide on their values without mutad seeing it (``if W[0] > 0``).
+    ``unfollowed``: why a replay cannot compare what ``f`` reaches (None: it can): a container
+    too long to compare item by item on each call, an iterator (its state is what ``f``
+    consumes). Where some code reached reads attributes by names it builds (``getattr(p,
+    f"w{i}")``, ``vars(p)``: ``DYNAMIC``), every attribute of the objects reached is held.
     ``kinds``: classes reached as an object's class is (the arguments': ``f`` may call their
     methods)."""
     objects, arrays, seen, names, holders, expanded = [], [], set(), set(), [], []
-    large = []
+    large, instances = [], set()
     work = [f]
     for kind in kinds:  # the classes of the arguments (``classes``): as an object's class
         objects.append(kind)
@@ -2920,25 +2923,40 @@ def reach(f, kinds=()):
             if id(x) in seen:
                 continue
             seen.add(id(x))
-            _reach_into(x, work, arrays, names, holders, expanded, large)
+            _reach_into(x, work, arrays, names, holders, expanded, large, instances)
+        dynamic = not DYNAMIC.isdisjoint(names)
         for namespace, done in zip(holders, expanded):  # names found since: their attributes
-            new = sorted(name for name in names.intersection(namespace) if name not in done)
+            every = dynamic and id(namespace) in instances
+            new = sorted(name for name in (namespace if every else names.intersection(namespace))
+                         if name not in done and type(name) is str)
             done.update(new)
             work.extend(namespace[name] for name in reversed(new))
     return objects, arrays, large[0] if large else None
+
+
+DYNAMIC = frozenset(("getattr", "hasattr", "vars", "__dict__", "attrgetter", "methodcaller",
+                     "dir"))
+"""Names through which code reads an object's attributes by names it builds at run time
+(``getattr(p, f"w{i}")``, ``vars(p).values()``): where some code ``reach`` reaches names one,
+every attribute of the objects reached is held, not only those named."""
+
+
+def _too_large(what):
+    return (f"f reaches {what} (more than {REACHED_ITEMS:,}, which a replay would compare one "
+            "by one on every call): pass it as an argument, or as an array")
 
 
 _BUILTIN_CONTAINERS = (tuple, list, set, frozenset, dict, collections.deque,
                        collections.OrderedDict, collections.defaultdict)
 
 
-def _reach_into(x, work, arrays, names, holders, expanded, large):
+def _reach_into(x, work, arrays, names, holders, expanded, large, instances):
     kind = type(x)
     if isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
         arrays.append(x)
         if x.dtype.hasobject:  # and the objects it holds (its bytes are their addresses)
             if x.size > REACHED_ITEMS:
-                large.append(f"an object array of {x.size} items")
+                large.append(_too_large(f"an object array of {x.size} items"))
             else:
                 work.extend(x.ravel().tolist())
     elif kind in (bytearray, memoryview) or kind.__module__ == "array":  # mutable bytes
@@ -2946,7 +2964,8 @@ def _reach_into(x, work, arrays, names, holders, expanded, large):
             arrays.append(np.frombuffer(x, np.uint8) if kind is not memoryview
                           else np.asarray(x))
         except (TypeError, ValueError, BufferError):
-            large.append(f"a {kind.__name__} mutad cannot compare")
+            large.append(f"f reaches a {kind.__name__} mutad cannot compare: pass its "
+                         "contents as an argument")
     elif kind is str:  # a name an attribute may be read by (getattr(p, name))
         names.add(x)
     elif kind in (int, float, complex, bool, bytes, type(None)) or isinstance(x, np.generic):
@@ -2978,11 +2997,15 @@ def _reach_into(x, work, arrays, names, holders, expanded, large):
         pass
     elif isinstance(x, type):
         _hold_class(x, holders, expanded)
+    elif isinstance(x, collections.abc.Iterator):  # a generator, iter(list), itertools.count
+        large.append(f"f reaches an iterator ({kind.__name__}): what it gives next is its "
+                     "state, which a replay cannot compare; pass what f takes from it as an "
+                     "argument")
     else:
         if isinstance(x, (tuple, list, set, frozenset, collections.deque,
                           collections.abc.Mapping)):
             if len(x) > REACHED_ITEMS:
-                large.append(f"a {kind.__name__} of {len(x)} items")
+                large.append(_too_large(f"a {kind.__name__} of {len(x)} items"))
             elif isinstance(x, collections.abc.Mapping):  # its keys too: "a" in d
                 work.extend((*x.keys(), *x.values()))
             else:
@@ -3003,12 +3026,14 @@ def _reach_into(x, work, arrays, names, holders, expanded, large):
             return
         if type(namespace) is dict:
             _hold(namespace, holders, expanded)
+            instances.add(id(namespace))
         if _standard(module):
             return
         slots = {name: getattr(x, name) for cls in kind.__mro__
                  for name in _slot_names(cls) if hasattr(x, name)}
         if slots:  # a new dict on each walk: compared by what it holds
             _hold(slots, holders, expanded)
+            instances.add(id(slots))
         _hold_class(kind, holders, expanded)
         if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k]
             work.extend(_special_methods(kind))
@@ -3282,11 +3307,9 @@ class Replayed:
             self.lock.release()
 
     def _replay_or_record(self, args, kwargs, selected, single):
-        objects, arrays, large = reach(self.f)
-        if large is not None:  # compared on every call, it would cost more than tracing
-            self.unfollowed[REACHED] = (
-                f"f reaches {large} (more than {REACHED_ITEMS:,}, which a replay would compare "
-                "one by one on every call): pass it as an argument, or as an array")
+        objects, arrays, unfollowed = reach(self.f)
+        if unfollowed is not None:  # what a replay cannot compare (or only at tracing's cost)
+            self.unfollowed[REACHED] = unfollowed
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
         changed = _changed(objects, arrays, self.held)
         if changed is not None:
@@ -3320,9 +3343,7 @@ class Replayed:
         kinds = classes((args, kwargs))
         reached = reach(self.f, kinds) if kinds else None  # (their methods by f's names)
         if reached is not None and reached[2] is not None:
-            self.unfollowed[REACHED] = (
-                f"f reaches {reached[2]} through its arguments (more than {REACHED_ITEMS:,}, "
-                "which a replay would compare one by one on every call)")
+            self.unfollowed[REACHED] = f"through its arguments, {reached[2]}"
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
         if type(program) is Program and kinds and _changed(*reached[:2], program.reached):
             program = None
