@@ -1789,3 +1789,19 @@ def test_a_rule_refusing_an_array_outside_argnums_while_recording_is_traced_inst
         y = knots ** 2 * scale
         assert g(y, knots).tobytes() == mutad.grad(f)(y, knots).tobytes()
     assert any("refused an array outside argnums" in why for why in g.reasons.values())
+
+
+def test_a_real_spectrum_transformed_back_from_a_slice_replays_in_compiled_blocks():
+    """irfft and hfft of a slice of a real array: their rules give a complex cotangent for the
+    real input, whose real part the traced engine adds (``Shadows.add``); the compiled reverse
+    pass added it whole into the real shadow's region, and raised from the third call on."""
+    w = np.arange(10.0)
+    for f in (lambda p: (np.fft.irfft(p[:6]) * w).sum(),
+              lambda p: (np.fft.hfft(np.sin(p)[1:6]) * w[:8]).sum(),
+              lambda p: (np.fft.irfft(p[::2], n=6) * w[:6]).sum()):
+        replaying = mutad.value_and_grad(f, replay=True)
+        for i in range(4):
+            p = np.linspace(0.1, 1.0, 8) + i
+            value, grad = replaying(p)
+            assert value == f(p) and same(grad, mutad.grad(f)(p))
+        assert not replaying.reasons

@@ -98,7 +98,7 @@ from .tracing import (Gathered, ReverseTape, Traced, WritePlan, add_cotangents, 
                       function_pullback, on_constants, plain, record_write, target_position,
                       thaw, unwrapped_ufunc)
 from ..core.trees import attributes, flatten
-from ..core.views import address, overlaps_itself, owner, strided, writeable
+from ..core.views import address, overlaps_itself, owner, real_part_if, strided, writeable
 from .writes import Destination, Undo, saving
 
 CACHE_SIZE = 8
@@ -1281,8 +1281,10 @@ class Function:
                 add = code.add(place, f"g{i}")
             elif place.whole or overlapping(place):
                 add = [f"shadows.add({code.bind(place)}, g{i})"]
-            else:  # (Shadows.add, for a real region of elements apart)
-                add = code.add_into(place, f"g{i}", always=False)
+            else:  # (Shadows.add, for a region of elements apart: of a real one, the real
+                add = code.add_into(place, f"g{i}", always=False)  # part of a complex g)
+                if place.dtype.kind == "f":
+                    add = [f"g{i} = {code.bind(real_part_if)}({code.bind(place)}, g{i})", *add]
             lines += indent([f"g{i} = g[{i}]", f"if g{i} is not None:", *indent(add)], level)
         return lines
 
