@@ -204,6 +204,26 @@ def test_multivariate_normal_scalar_and_diagonal_covariances():
 
 
 
+def test_a_frozen_multivariate_distribution_answers_as_scipys_or_refuses_clearly():
+    """Its methods that take no points (entropy(), mean, rvs) raised Python's TypeError or
+    AttributeError: entropy is followed, the rest of differentiated parameters are refused
+    with a MutadError, and those of constant parameters are SciPy's own."""
+    mean, cov = np.array([0.1, 0.2]), np.array([[1.0, 0.3], [0.3, 2.0]])
+    value, _ = mutad.value_and_gradient(
+        lambda m, c: scipy.stats.multivariate_normal(m, c).entropy(), mean, cov)
+    assert value == scipy.stats.multivariate_normal(mean, cov).entropy()
+    mutad.check_grads(lambda m, c: scipy.stats.multivariate_normal(m, (c + c.T) / 2).entropy(),
+                      mean, cov)
+    for f in (lambda m, c: scipy.stats.multivariate_normal(m, c).mean.sum(),
+              lambda m, c: scipy.stats.multivariate_normal(m, c).rvs(random_state=0).sum(),
+              lambda m, c: scipy.stats.dirichlet(np.exp(m)).mean().sum()):
+        with pytest.raises(mutad.MutadError, match="of a frozen scipy.stats distribution"):
+            mutad.gradient(f, mean, cov)
+    value, (g, _) = mutad.value_and_gradient(
+        lambda m, c: scipy.stats.multivariate_normal([1.0, 2.0]).mean.sum() * m.sum(), mean, cov)
+    assert value == 3.0 * mean.sum() and np.array_equal(g, [3.0, 3.0])
+
+
 def test_multivariate_normal_entropy():
     cov = spd(3)
     entropy = lambda mean, cov: stats.multivariate_normal.entropy(mean, 0.5 * (cov + cov.T))  # noqa: E731

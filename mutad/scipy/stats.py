@@ -272,8 +272,23 @@ class Frozen:
         self.kwds = kwargs
 
     def __getattr__(self, name):
-        method = getattr(self.distribution, name)
-        return lambda x, *args, **kwargs: method(x, *self.args, *args, **self.kwds, **kwargs)
+        distribution = self.distribution
+        if name in _AT_POINTS and hasattr(distribution, name):
+            method = getattr(distribution, name)
+            return lambda x, *args, **kwargs: method(x, *self.args, *args, **self.kwds, **kwargs)
+        if name == "entropy" and hasattr(distribution, name):
+            return lambda: distribution.entropy(*self.args, **self.kwds)
+        if name.startswith("__") or not _is_traced(self.args, self.kwds):
+            # (constant parameters: SciPy's own frozen distribution's mean(), rvs(), ...)
+            return getattr(distribution.scipy(*self.args, **self.kwds), name)
+        refused_attribute(name, f"{name} of a frozen scipy.stats distribution with "
+                          "differentiated parameters: mutad follows its "
+                          f"{', '.join(n for n in _AT_POINTS if hasattr(distribution, n))} "
+                          "(and entropy where it has one); compute it from the parameters.")
+
+
+_AT_POINTS = ("pdf", "logpdf", "pmf", "logpmf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf")
+"""The methods of a frozen distribution that take points (or probabilities) first."""
 
 
 def _laplace_tail(z):
@@ -620,7 +635,7 @@ class MultivariateNormal:
 
     logcdf = cdf
 
-    def entropy(self, mean=None, cov=1):
+    def entropy(self, mean=None, cov=1, allow_singular=False):  # (the last: a frozen one's)
         if not _is_traced((mean, cov), {}):
             return self.scipy.entropy(mean, cov)
         given_mean, given_cov = mean, cov
