@@ -41,12 +41,18 @@ def untraced_augmented(x):
     return WORK.sum()
 
 
+def untraced_function_out(x):
+    np.cumsum(x, out=WORK)
+    return WORK.sum()
+
+
 CASES = [
     # (what the function does after mutating x, error class, words the message must contain)
     (lambda x: x * 2.0, errors.NonScalarOutputError, ["scalar", "sum", "pullback"]),
     (untraced_setitem, errors.UntracedWriteError, ["before the differentiation", "inside"]),
     (untraced_out, errors.UntracedWriteError, ["np.sin", "Allocate it inside"]),
     (untraced_augmented, errors.UntracedWriteError, ["np.add", "Allocate it inside"]),
+    (untraced_function_out, errors.UntracedWriteError, ["np.cumsum", "Allocate it inside"]),
     (lambda x: scipy.linalg.sinm(x[:, None] * x + np.eye(x.size)).real.sum(),
      errors.ConversionError, ["scipy.linalg", "sinm", "mutad.adjoint"]),
     (lambda x: float(x[0]) * 2.0, errors.ConversionError, ["float()"]),

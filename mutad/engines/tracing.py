@@ -1083,8 +1083,8 @@ def assign(target, value):
     """``target[...] = value`` for the traced array ``target``, recorded as an assignment. A
     complex value into a real target keeps its real part, as NumPy's assignment does (with
     its ComplexWarning): the cast NumPy's ufuncs refuse unless told."""
-    tape = target.tape
-    if type(value) is Traced and value.tape is tape and not value.buffer.weak \
+    tape = value.tape if type(value) is Traced else None
+    if type(target) is Traced and target.tape is tape and not value.buffer.weak \
             and not value.buffer.constant and value.value.dtype == target.value.dtype \
             and (tape.recorder is None or not tape.recorder.ready):
         # What ``apply_ufunc`` does with a traced value of the target's own dtype (neither a
@@ -1167,6 +1167,8 @@ def apply_function(name, rule, args, kwargs, tape=None):
     if out is not None:
         if isinstance(y, (tuple, list)):
             raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")
+        if type(out) is np.ndarray:  # (assign would refuse it too, naming np.positive)
+            raise untraced_write(f"{name}(..., out=...)")
         return assign(out, result)
     return result
 
