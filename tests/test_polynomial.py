@@ -151,3 +151,29 @@ def test_plain_calls_stay_numpys_while_differentiating():
         return a * p(0.3) + a * P.chebyshev.chebval(0.3, q)
 
     assert mutad.gradient(f, 2.0)[0] == f(1.0)
+
+
+def test_poly1d_of_traced_coefficients_and_trim_zeros():
+    """``np.poly1d`` trims its coefficients with ``np.trim_zeros``, which converted them (a
+    stop): now a view of the traced values, bounds read from them and guarded in a replay.
+    Zeros trimmed from differentiated values are refused: the polynomial's value still moves
+    with its leading coefficient, which the trimmed program's derivative would miss (so
+    ``np.polymul``, which trimmed them silently, refuses them too)."""
+    c = np.array([1.5, 2.0, -1.0, 0.5, 0.25])
+    programs = [lambda c: np.poly1d(c)(0.5),
+                lambda c: (np.poly1d(c) * np.poly1d(c[:2]))(0.7) + np.poly1d(c).deriv()(0.2),
+                lambda c: np.trim_zeros(c, "b")[-1] * np.trim_zeros(c).sum()]
+    for f in programs:
+        value, _ = mutad.value_and_gradient(f, c)
+        assert value == f(c)
+        mutad.check_grads(f, c)
+        replayed_like_traced(f, [(c + k,) for k in range(3)])
+        zero = c.copy()
+        zero[0] = 0.0
+        with pytest.raises(mutad.MutadError, match="np.trim_zeros of differentiated values"):
+            mutad.gradient(f, zero)
+    with pytest.raises(mutad.MutadError, match="np.trim_zeros"):
+        mutad.gradient(lambda c: np.polymul(c, [1.0, 2.0]).sum(), np.array([0.0, 1.0]))
+    # constant zeros are NumPy's to trim
+    assert mutad.gradient(lambda a: np.poly1d(np.array([0.0, 1.0, 2.0]) * 1.0)(a), 0.5) == (
+        pytest.approx(1.0),)

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from numpy.lib.array_utils import normalize_axis_index
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..core.allocation import holds_derivative, lists_as_arrays
 from ..engines.arraylike import settled
@@ -281,6 +281,38 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
 # Polynomials and products
 
 
+@defcomposite(np.trim_zeros)
+def trim_zeros(filt, trim="fb", axis=None):
+    """NumPy's: the view of ``filt`` without its leading and trailing zeros (``np.poly1d``'s
+    coefficients), its bounds read from the values (as ``np.argwhere`` reads them, which a
+    replay guards). Zeros trimmed from differentiated values are refused, as ``roots``'
+    are: what is computed from the rest still moves with them (a polynomial's value with
+    its leading coefficient), and the derivative of the trimmed program would miss that."""
+    trim = trim.lower()
+    if trim not in {"fb", "bf", "f", "b"}:
+        raise ValueError(f"unexpected character(s) in `trim`: {trim!r}")
+    ndim = np.ndim(filt)
+    axes = tuple(range(ndim)) if axis is None else normalize_axis_tuple(axis, ndim, "axis")
+    if not axes:
+        return filt
+    nonzero = np.argwhere(filt)
+    if nonzero.size == 0:  # all zero: an empty slice
+        start = stop = (0,) * ndim
+    else:
+        start = nonzero.min(axis=0) if "f" in trim else (None,) * ndim
+        stop = nonzero.max(axis=0) + 1 if "b" in trim else (None,) * ndim
+    key = tuple(slice(start[a], stop[a]) if a in axes else slice(None) for a in range(ndim))
+    trimmed = filt[key[0]] if ndim == 1 else filt[key]
+    if np.shape(trimmed) != np.shape(filt) and holds_derivative([filt]):
+        raise UnsupportedOperationError(
+            "np.trim_zeros of differentiated values with a leading or trailing zero (np.poly1d "
+            "trims its coefficients so): what is computed from the rest still moves with the "
+            "zeros, and the derivative of the trimmed values would miss that. Where the zeros "
+            "are constants, slice them off yourself (c[1:]), or evaluate with np.polyval(c, x), "
+            "which keeps them.")
+    return trimmed
+
+
 @defcomposite(np.polyval)
 def polyval(p, x):
     y = 0.0 * x
@@ -325,12 +357,10 @@ def polysub(a1, a2):
 
 
 def _as_poly1d(p):
-    """The coefficients ``np.poly1d(p)`` keeps: leading zeros dropped, at least one."""
-    p = np.atleast_1d(p)
-    nonzero = np.flatnonzero(p != 0)
-    if nonzero.size == 0:
-        return np.zeros_like(p, shape=(1,))
-    return p[nonzero[0]:]
+    """The coefficients ``np.poly1d(p)`` keeps: leading zeros dropped (refused where they are
+    differentiated, ``trim_zeros``), at least one."""
+    p = trim_zeros(np.atleast_1d(p), "f")
+    return p if np.shape(p)[0] else np.zeros_like(p, shape=(1,))
 
 
 @defcomposite(np.polymul)
