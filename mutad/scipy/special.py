@@ -44,6 +44,8 @@ from scipy.special import (
     eval_genlaguerre, eval_hermite, eval_hermitenorm, eval_jacobi, eval_laguerre, eval_legendre,
     eval_sh_chebyt, eval_sh_chebyu, eval_sh_legendre, expm1, hyp2f1, log1p, owens_t, radian,
     spence, struve,
+    chdtr, chdtrc, ellipeinc, ellipkinc, erfi, gammainccinv, gammaincinv, gdtr, gdtrc, hyp1f1,
+    ndtri_exp, powm1,
 )
 from scipy.special._ufuncs import _zeta
 
@@ -63,16 +65,19 @@ polygamma, multigammaln, logsumexp, softmax, log_softmax = map(scipy_adjoint, (
 # gradient.
 nondifferentiable(_special.gammasgn, _special.round)
 
-__all__ = ["beta", "betainc", "betaincc", "betaln", "binom", "boxcox", "boxcox1p", "cbrt", "cosdg",
-           "dawsn", "digamma", "ellipe", "ellipk", "entr", "erf", "erfc", "erfcinv", "erfcx",
-           "erfinv", "eval_chebyc", "eval_chebys", "eval_chebyt", "eval_chebyu", "eval_gegenbauer",
+__all__ = ["beta", "betainc", "betaincc", "betaln", "binom", "boxcox", "boxcox1p", "cbrt",
+           "chdtr", "chdtrc", "cosdg", "dawsn", "digamma", "ellipe", "ellipeinc", "ellipk",
+           "ellipkinc", "entr", "erf", "erfc", "erfcinv", "erfcx", "erfi", "erfinv",
+           "eval_chebyc", "eval_chebys", "eval_chebyt", "eval_chebyu", "eval_gegenbauer",
            "eval_genlaguerre", "eval_hermite", "eval_hermitenorm", "eval_jacobi", "eval_laguerre",
            "eval_legendre", "eval_sh_chebyt", "eval_sh_chebyu", "eval_sh_legendre", "exp1",
            "exp10", "exp2", "expi", "expit", "expm1", "expn", "exprel", "gamma", "gammainc",
-           "gammaincc", "gammaln", "huber", "hyp2f1", "i0", "i0e", "i1", "i1e", "inv_boxcox",
+           "gammaincc", "gammainccinv", "gammaincinv", "gammaln", "gdtr", "gdtrc", "huber",
+           "hyp1f1", "hyp2f1", "i0", "i0e", "i1", "i1e", "inv_boxcox",
            "inv_boxcox1p", "iv", "ive", "j0", "j1", "jv", "k0", "k0e", "k1", "k1e", "kl_div", "kv",
            "kve", "log1p", "log_expit", "log_ndtr", "log_softmax", "loggamma", "logit",
-           "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma",
+           "logsumexp", "multigammaln", "ndtr", "ndtri", "ndtri_exp", "owens_t", "poch",
+           "polygamma", "powm1",
            "pseudo_huber", "psi", "radian", "rel_entr", "rgamma", "sindg", "softmax", "spence",
            "stdtr", "struve", "xlog1py", "xlogy", "y0", "y1", "yn", "yv"]
 
@@ -325,6 +330,23 @@ _ALPHA = NoClosedForm("the parameter alpha")
 _BETA = NoClosedForm("the parameter beta")
 _PARAMETER_A = NoClosedForm("the parameter a")
 _PARAMETER_B = NoClosedForm("the parameter b")
+_PARAMETER_M = NoClosedForm("the parameter m")
+_DEGREES = NoClosedForm("the degrees of freedom v")
+
+
+def _density(a, x):
+    """d/dx P(a, x), in its log-space form."""
+    return np.exp(_numerics.gamma_log_density(x, a))
+
+
+def _inverse_density(x, a):
+    """1 / (d/dx P(a, x)) at ``x``."""
+    return np.exp(-_numerics.gamma_log_density(x, a))
+
+
+def _delta(phi, m):
+    s = np.sin(phi)
+    return np.sqrt(1.0 - m * s * s)
 
 # fmt: off
 # One line per ufunc: the partial derivative of each input, from (y, *inputs). Recurrences for
@@ -415,6 +437,27 @@ elementwise(struve,    _ORDER, _struve_dx)
 elementwise(hyp2f1,    _PARAMETER_A, _PARAMETER_B, NoClosedForm("the parameter c"),
             lambda y, a, b, c, z: a * b / c * hyp2f1(a + 1.0, b + 1.0, c + 1.0, z))
 elementwise(_zeta,     NoClosedForm("the exponent x"), lambda y, x, q: -x * _zeta(x + 1.0, q))
+elementwise(erfi,      lambda y, x: (2.0 / _SQRT_PI) * np.exp(x * x))
+elementwise(ndtri_exp, lambda y, x: _SQRT_2PI * np.exp(x + 0.5 * y * y),              uses="xy")
+# x^p - 1: p x^(p-1) in x, x^p log x in p (0 where x^p is: the limit at x = 0)
+elementwise(powm1,     lambda y, x, p: p * np.power(x, p - 1.0),
+            lambda y, x, p: xlogy(y + 1.0, x),                                        uses="xy")
+elementwise(hyp1f1,    _PARAMETER_A, _PARAMETER_B,
+            lambda y, a, b, x: a / b * hyp1f1(a + 1.0, b + 1.0, x))
+# The inverses of P(a, x) and Q(a, x) in the probability: one over the density at x = y
+elementwise(gammaincinv,  _PARAMETER_A, lambda y, a, p: _inverse_density(y, a),     uses="xy")
+elementwise(gammainccinv, _PARAMETER_A, lambda y, a, q: -_inverse_density(y, a),    uses="xy")
+# chdtr(v, x) = P(v/2, x/2) and gdtr(a, b, x) = P(b, a x), and their complements
+elementwise(chdtr,     _DEGREES, lambda y, v, x: 0.5 * _density(0.5 * v, 0.5 * x))
+elementwise(chdtrc,    _DEGREES, lambda y, v, x: -0.5 * _density(0.5 * v, 0.5 * x))
+elementwise(gdtr,      lambda y, a, b, x: x * _density(b, a * x), _PARAMETER_B,
+            lambda y, a, b, x: a * _density(b, a * x))
+elementwise(gdtrc,     lambda y, a, b, x: -x * _density(b, a * x), _PARAMETER_B,
+            lambda y, a, b, x: -a * _density(b, a * x))
+# Incomplete elliptic integrals F(φ|m) and E(φ|m): in the amplitude φ, 1/Δ and Δ with
+# Δ = sqrt(1 - m sin²φ)
+elementwise(ellipkinc, lambda y, phi, m: 1.0 / _delta(phi, m), _PARAMETER_M)
+elementwise(ellipeinc, lambda y, phi, m: _delta(phi, m), _PARAMETER_M)
 elementwise(radian,    Constant(math.pi / 180.0), Constant(math.pi / 10800.0),
             Constant(math.pi / 648000.0),                                reads=((), (), ()))
 # Orthogonal polynomials: the derivative in x is one of degree n - 1 (Gegenbauer's
@@ -452,7 +495,8 @@ elementwise(eval_jacobi,    _DEGREE, _ALPHA, _BETA, _of_degree(
 # (rgamma and psi at order 1; gamma and loggamma at order 2, through polygamma), nor erfcx
 # (its partial's asymptotic series is for large real arguments). log_ndtr's partial takes the
 # textbook form for complex arguments (numerics.log_ndtr_derivative).
-holomorphic(erf, erfc, ndtr, log_ndtr, xlogy, xlog1py, jv, yv, iv, kv, kve, log1p, expm1, dawsn)
+holomorphic(erf, erfc, ndtr, log_ndtr, xlogy, xlog1py, jv, yv, iv, kv, kve, log1p, expm1, dawsn,
+            erfi)
 
 
 # The ufuncs with several outputs, each output's derivative in x (from x and the outputs):
