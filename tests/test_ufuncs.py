@@ -622,3 +622,23 @@ def test_partials_of_large_operands_do_not_overflow():
     grads = mutad.gradient(lambda a, b: np.arctan2(a, b).sum(), np.array([1e200]),
                            np.array([1e200]))
     assert np.allclose(grads, [[5e-201], [-5e-201]], rtol=1e-15)
+
+
+@pytest.mark.parametrize("name", ["modf", "divmod", "frexp"])
+def test_ufuncs_with_two_outputs(name, rng):
+    """np.modf, np.divmod and np.frexp had no rule (a stop): NumPy's values bit for bit, the
+    derivatives of the fraction, the remainder and the mantissa (the other outputs are piecewise
+    constant), both modes, second order."""
+    x = rng.uniform(-3.0, 3.0, 5)
+    y = rng.uniform(0.5, 2.0, 5) * np.sign(rng.standard_normal(5))
+    programs = {
+        "modf": (lambda x: (np.modf(x)[0] ** 2).sum() + np.modf(x)[1].sum(), (x,)),
+        "divmod": (lambda x, y: (np.divmod(x, y)[1] ** 2).sum() + np.divmod(x, y)[0].sum(),
+                   (x, y)),
+        "frexp": (lambda x: (np.frexp(x)[0] ** 3).sum() + np.frexp(x)[1].sum(), (x,)),
+    }
+    f, args = programs[name]
+    value, _ = mutad.value_and_gradient(f, *args)
+    assert value == f(*args)
+    mutad.check_grads(f, *args, order=2)
+    mutad.check_jvp(f, *args)

@@ -18,7 +18,8 @@ from ..core.errors import UnsupportedOperationError
 from ..core.registry import (ONE, Constant, Operand, complex_aware, complex_ufunc, defcomposite,
                              defjvp, defrule, elementwise, holomorphic)
 from ..core.views import memory
-from ._helpers import as_float, sign_of
+from ..engines.products import times
+from ._helpers import as_float, sign_of, unbroadcast
 
 LN2 = np.log(2.0)
 LN10 = np.log(10.0)
@@ -370,3 +371,68 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 complex_aware(np.nan_to_num)  # NumPy's steps, on the real and imaginary parts
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's ufuncs of two outputs, computed by NumPy: modf's fraction moves with x (its integral
+# part is piecewise constant), divmod's remainder as np.remainder's (its quotient is piecewise
+# constant), frexp's mantissa as x 2^-e (its exponent is an integer).
+
+
+def _two_outputs(name, kwargs):
+    if kwargs:
+        raise UnsupportedOperationError(
+            f"{name}(..., {', '.join(kwargs)}=...) of differentiated values: call it without "
+            "them and write the outputs where they belong.")
+
+
+@defrule(np.modf)
+def modf(x, **kwargs):
+    _two_outputs("np.modf", kwargs)
+    return np.modf(x), lambda dys: (dys[0],)
+
+
+@defrule(np.divmod)
+def divmod_(x1, x2, **kwargs):
+    _two_outputs("np.divmod", kwargs)
+    quotient, remainder = np.divmod(x1, x2)
+
+    def back(dys):
+        dr = dys[1]
+        return (unbroadcast(dr, np.shape(x1)),
+                unbroadcast(times(dr, np.negative(quotient)), np.shape(x2)))
+
+    return (quotient, remainder), back
+
+
+@defrule(np.frexp)
+def frexp(x, **kwargs):
+    _two_outputs("np.frexp", kwargs)
+    mantissa, exponent = np.frexp(x)
+    return (mantissa, exponent), lambda dys: (times(dys[0], np.ldexp(1.0, -exponent)),)
+
+
+@defjvp(np.modf)
+def modf_jvp(tangents, x, **kwargs):
+    _two_outputs("np.modf", kwargs)
+    (dx,) = tangents
+    return np.modf(x), (dx, times(dx, 0.0))
+
+
+@defjvp(np.divmod)
+def divmod_jvp(tangents, x1, x2, **kwargs):
+    _two_outputs("np.divmod", kwargs)
+    quotient, remainder = np.divmod(x1, x2)
+    d1, d2 = tangents
+    terms = [t for t in (d1, None if d2 is None else times(d2, np.negative(quotient)))
+             if t is not None]
+    dr = terms[0] if len(terms) == 1 else terms[0] + terms[1]
+    return (quotient, remainder), (times(dr, 0.0), dr)
+
+
+@defjvp(np.frexp)
+def frexp_jvp(tangents, x, **kwargs):
+    _two_outputs("np.frexp", kwargs)
+    (dx,) = tangents
+    mantissa, exponent = np.frexp(x)
+    return (mantissa, exponent), (times(dx, np.ldexp(1.0, -exponent)), None)
