@@ -177,3 +177,14 @@ def test_poly1d_of_traced_coefficients_and_trim_zeros():
     # constant zeros are NumPy's to trim
     assert mutad.gradient(lambda a: np.poly1d(np.array([0.0, 1.0, 2.0]) * 1.0)(a), 0.5) == (
         pytest.approx(1.0),)
+
+
+def test_polymul_keeps_numpys_untrimmed_product():
+    """NumPy's polymul trims its operands, not their product: [0.] times [1., 2.] is [0., 0.];
+    mutad's trimmed the product too (one coefficient)."""
+    c = np.array([1.0, 2.0])
+    for f in (lambda c: np.polymul(np.array([0.0]), c), lambda c: np.polymul(c[:0], c),
+              lambda c: np.polymul(c, np.array([0.0, 0.0, 3.0]))):
+        y, _ = mutad.pullback(f, c)
+        assert same(y, f(c))
+        mutad.check_grads(lambda c: (f(c) * np.arange(1.0, f(c).size + 1.0)).sum(), c)

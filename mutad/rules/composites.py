@@ -365,7 +365,11 @@ def _as_poly1d(p):
 
 @defcomposite(np.polymul)
 def polymul(a1, a2):
-    return _as_poly1d(np.convolve(_as_poly1d(a1), _as_poly1d(a2)))
+    """NumPy's: the convolution of the coefficients ``np.poly1d`` keeps of each (its result
+    not trimmed: [0.] times [1., 2.] is [0., 0.]), a ``poly1d`` where one operand is one."""
+    product = np.convolve(_as_poly1d(a1), _as_poly1d(a2))
+    return np.poly1d(product) if isinstance(a1, np.poly1d) or isinstance(a2, np.poly1d) \
+        else product
 
 
 @defcomposite(np.polyfit)
