@@ -1092,3 +1092,12 @@ def test_scaling_a_matrix_of_constants_in_place_by_a_traced_number_is_refused():
 
     with pytest.raises(UnsupportedOperationError, match=r"A /= c of a scipy.sparse"):
         mutad.gradient(h, np.ones(3), 0.5)
+
+    # by an array, SciPy scales nothing in place: Python computes A = A * x, as before
+    def by_array(x):
+        A = M.copy()
+        A *= x
+        return np.sum(A * x)
+
+    value, (g,) = mutad.value_and_gradient(by_array, U)
+    assert value == by_array(U) and np.allclose(g, (M + M.T) @ U)

@@ -1781,6 +1781,8 @@ def _lifted(name):
 
 def _scaled_in_place(operator):
     def refuse(self, other):
+        if not _is_scalar(other):  # SciPy's own: Python then computes A = A op other
+            return NotImplemented
         _refuse(f"A {operator}= c of a scipy.sparse matrix of constants by a traced c",
                 "SciPy scales the values the matrix itself stores, which cannot hold traced "
                 "ones (another name for it would not see them): write A = A "
