@@ -393,6 +393,30 @@ def test_attributes_read_by_names_built_at_run_time_are_guarded():
         del WEIGHTS.w9
 
 
+class Gains:
+    w1 = 1.0
+
+
+READ = getattr  # a function reading attributes by name, under another name
+
+
+def test_attributes_of_classes_and_modules_read_by_built_names_are_guarded():
+    """The same through a class's attributes, ``object.__getattribute__`` and an alias of
+    ``getattr``: only instances' attributes were held in full."""
+    def f(x):
+        y = getattr(Gains, "w" + str(1)) + READ(WEIGHTS, "w" + "0")
+        return (y + object.__getattribute__(WEIGHTS, "w2"[:2])) * (x * x).sum()
+
+    x = np.array([1.0, 2.0, 3.0])
+    changes = [lambda: setattr(Gains, "w1", 5.0), lambda: setattr(WEIGHTS, "w0", 7.0),
+               lambda: setattr(WEIGHTS, "w2", 0.5)]
+    try:
+        each_change_reaches_the_replay(f, x, changes)
+    finally:
+        Gains.w1 = 1.0
+        WEIGHTS.w0, WEIGHTS.w2 = 1.0, 3.0
+
+
 def _counting():
     k = 0
     while True:

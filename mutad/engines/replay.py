@@ -2908,12 +2908,14 @@ def reach(f, kinds=()):
     Python may decide on their values without mutad seeing it (``if W[0] > 0``).
     ``unfollowed``: why a replay cannot compare what ``f`` reaches (None: it can): a container
     too long to compare item by item on each call, an iterator (its state is what ``f``
-    consumes). Where some code reached reads attributes by names it builds (``getattr(p,
-    f"w{i}")``, ``vars(p)``: ``DYNAMIC``), every attribute of the objects reached is held.
+    consumes). Where some code reached may read attributes by names it builds (``getattr(p,
+    f"w{i}")``, ``vars(p)``: it names one of ``DYNAMIC``, or reaches such a function under
+    another name), every attribute of the objects, classes and modules reached is held.
     ``kinds``: classes reached as an object's class is (the arguments': ``f`` may call their
     methods)."""
     objects, arrays, seen, names, holders, expanded = [], [], set(), set(), [], []
     large, instances = [], set()
+    reads_by_name = False
     work = [f]
     for kind in kinds:  # the classes of the arguments (``classes``): as an object's class
         objects.append(kind)
@@ -2925,10 +2927,12 @@ def reach(f, kinds=()):
             if id(x) in seen:
                 continue
             seen.add(id(x))
+            reads_by_name = reads_by_name or id(x) in _READING_BY_NAME  # (ga = getattr)
             _reach_into(x, work, arrays, names, holders, expanded, large, instances)
-        dynamic = not DYNAMIC.isdisjoint(names)
+        dynamic = reads_by_name or not DYNAMIC.isdisjoint(names)
         for namespace, done in zip(holders, expanded):  # names found since: their attributes
-            every = dynamic and id(namespace) in instances
+            every = dynamic and (id(namespace) in instances
+                                 or type(namespace) is types.MappingProxyType)  # (a class's)
             new = sorted(name for name in (namespace if every else names.intersection(namespace))
                          if name not in done and type(name) is str)
             done.update(new)
@@ -2937,10 +2941,15 @@ def reach(f, kinds=()):
 
 
 DYNAMIC = frozenset(("getattr", "hasattr", "vars", "__dict__", "attrgetter", "methodcaller",
-                     "dir"))
+                     "dir", "__getattribute__"))
 """Names through which code reads an object's attributes by names it builds at run time
-(``getattr(p, f"w{i}")``, ``vars(p).values()``): where some code ``reach`` reaches names one,
-every attribute of the objects reached is held, not only those named."""
+(``getattr(p, f"w{i}")``, ``vars(p).values()``, ``object.__getattribute__(p, name)``): where
+some code ``reach`` reaches names one, every attribute of the objects, classes and modules
+reached is held, not only those named."""
+
+_READING_BY_NAME = frozenset(map(id, (getattr, hasattr, vars, dir, operator.attrgetter,
+                                      operator.methodcaller, object.__getattribute__)))
+"""The ids of the functions of ``DYNAMIC``, which code may reach under another name."""
 
 
 def _too_large(what):
@@ -2995,6 +3004,7 @@ def _reach_into(x, work, arrays, names, holders, expanded, large, instances):
     elif kind is types.ModuleType:
         if not _library(x.__name__):
             _hold(vars(x), holders, expanded)
+            instances.add(id(vars(x)))  # (getattr(module, name))
     elif kind is types.CodeType:
         pass
     elif isinstance(x, type):
