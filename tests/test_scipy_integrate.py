@@ -8,6 +8,9 @@ forward sensitivities (derivatives of the exact solution), all checked against c
 (y' = -k y) and finite differences at tight tolerances. Values are always SciPy's, bit for bit.
 """
 
+import dataclasses
+import types
+
 import numpy as np
 import pytest
 import scipy.integrate
@@ -632,16 +635,47 @@ def test_solve_bvp_is_refused_by_name():
     assert g == solve(0.5)
 
 
+class _Model:
+    pass
+
+
+_GLOBAL_MODEL = _Model()
+
+
+def test_parameters_in_the_attributes_of_an_object_closed_over():
+    """``-p.k * y`` with ``p`` a dataclass, a frozen one, a namespace or a plain object in the
+    closure: refused before (the parameters were reached through an object); its attributes
+    holding differentiated values are now bound as cells are, and put back after."""
+    @dataclasses.dataclass
+    class Params:
+        k: object
+        c: float = 0.1
+
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        k: object
+        c: float = 0.1
+
+    y0 = np.array([1.0, 2.0])
+    for make in (Params, Frozen, lambda k: types.SimpleNamespace(k=k, c=0.1)):
+        def final(k, make=make):
+            p = make(k)
+            sol = solve_ivp(lambda t, y: -p.k * y + p.c, (0.0, 1.0), y0, **TIGHT)
+            value = sol.y[:, -1].sum() + quad(lambda x: np.exp(-p.k * x), 0.0, 1.0)[0]
+            assert type(p.k) is type(k)  # the caller's own value again
+            return value
+
+        value, _ = mutad.value_and_gradient(final, 0.7)
+        assert value == final(0.7)
+        mutad.check_grads(final, 0.7, rtol=1e-5)
+
+
 def test_refusals():
     y0 = np.array([1.0])
 
-    class Model:
-        pass
-
     def hidden(k):
-        model = Model()
-        model.k = k  # reached through an object: not found, so refused
-        return solve_ivp(lambda t, y: -model.k * y, (0, 1), y0).y.sum()
+        _GLOBAL_MODEL.k = k  # reached through a global object: not found, so refused
+        return solve_ivp(lambda t, y: -_GLOBAL_MODEL.k * y, (0, 1), y0).y.sum()
 
     with pytest.raises(UnsupportedOperationError, match="args="):
         mutad.gradient(hidden, 0.5)

@@ -360,7 +360,9 @@ def cumulative_simpson(y: Any, *, x: Any = None, dx: Any = 1.0, axis: int = -1,
 
 class _Parameters:
     """The differentiated values a user function ``fun(*leading, *args)`` reads: the arrays of
-    ``args`` and those its closure cells hold (and those of the functions it closes over).
+    ``args``, those its closure cells hold (and those of the functions it closes over), and
+    those the attributes of the user's objects in its cells hold (a dataclass of parameters:
+    ``-p.k * y``), each attribute taken as a cell is (``_Attribute``).
 
     The solvers run the function on plain values and its pullback on values of their own, so
     the cells are set to those values while it runs and put back after (``bound``). The
@@ -408,6 +410,9 @@ class _Parameters:
                 self.others.append(cell)
                 if isinstance(held, (types.FunctionType, functools.partial, types.MethodType)):
                     stack.append(held)
+                for name, value in _followed_attributes(held):
+                    leaves, rebuild = flatten(value)
+                    self.cells.append((_Attribute(held, name), value, leaves, rebuild))
         # Positions among the leaves (args' first, then the cells') of the differentiated ones.
         leaves = self.leaves()
         self.followed = [i for i, v in enumerate(leaves) if isinstance(v, Tracer)]
@@ -441,6 +446,37 @@ class _Parameters:
         holding what they hold now (the caller's loop may go on and rebind them)."""
         if self.frozen is None:
             self.frozen = [cell.cell_contents for cell in self.others]
+
+
+def _followed_attributes(held):
+    """``(name, value)`` of the attributes of ``held``, an object of the user's (not NumPy's,
+    SciPy's, mutad's), holding differentiated values (in lists, tuples and dicts too)."""
+    namespace = getattr(held, "__dict__", None)
+    module = str(getattr(type(held), "__module__", "builtins")).partition(".")[0]
+    if type(namespace) is not dict or isinstance(held, (type, types.ModuleType)) \
+            or callable(held) or module in ("numpy", "scipy", "mutad"):
+        return []
+    return [(name, value) for name, value in namespace.items()
+            if isinstance(value, Tracer) or (type(value) in (list, tuple, dict) and any(
+                isinstance(v, Tracer) for v in flatten(value)[0]))]
+
+
+class _Attribute:
+    """An attribute of an object a function closes over, read and set as a closure cell is
+    (``cell_contents``), the object's own ``__setattr__`` aside (a frozen dataclass's)."""
+
+    __slots__ = ("owner", "name")
+
+    def __init__(self, owner, name):
+        self.owner, self.name = owner, name
+
+    @property
+    def cell_contents(self):
+        return self.owner.__dict__[self.name]
+
+    @cell_contents.setter
+    def cell_contents(self, value):
+        self.owner.__dict__[self.name] = value
 
 
 class _Bound:
