@@ -467,14 +467,19 @@ def test_a_solution_inside_a_nested_differentiation():
     np.testing.assert_allclose(gradient_keeping(mixed, theta)[0], np.ones(2), rtol=1e-8)
 
 
-def test_minimize_refuses_a_value_reached_through_an_attribute():
-    class Model:
-        pass
+class _Model:
+    pass
 
+
+_GLOBAL_MODEL = _Model()
+
+
+def test_minimize_refuses_a_value_reached_through_a_global_object():
+    """(Objects in the closure are followed: ``test_parameters_in_the_attributes_...``.)"""
     def f(theta):
-        model = Model()
-        model.theta = theta
-        res = minimize(lambda x: ((x - model.theta) ** 2).sum(), np.zeros(2), method="BFGS")
+        _GLOBAL_MODEL.theta = theta
+        res = minimize(lambda x: ((x - _GLOBAL_MODEL.theta) ** 2).sum(), np.zeros(2),
+                       method="BFGS")
         return res.x.sum()
 
     with pytest.raises(UnsupportedOperationError, match="args="):
@@ -994,3 +999,27 @@ def test_scalar_roots_and_integrals_are_python_floats_as_scipys():
     assert type(root) is float and type(area) is float and y.dtype == np.float32
     value, _ = mutad.value_and_gradient(lambda p: f(p)[2].sum(), p)
     assert np.asarray(value).tobytes() == np.asarray(y.sum()).tobytes()
+
+
+def test_parameters_in_the_attributes_of_an_object_closed_over():
+    """``((x - p.k) ** 2).sum()`` with ``p`` a (frozen) dataclass in the closure: refused
+    before; the solver now runs on a copy of ``p`` holding the parameters' numbers, and ``p``
+    itself is left as it is."""
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Params:
+        k: object
+        scale: float = 1.0
+
+    def f(k):
+        p = Params(k)
+        best = minimize(lambda x: p.scale * ((x - p.k) ** 2).sum() + (x ** 4).sum(),
+                        np.zeros(2), method="BFGS", tol=1e-12)
+        root = brentq(lambda x: x ** 3 - p.k, 0.0, 2.0, xtol=1e-14)
+        assert isinstance(p.k, type(k))
+        return best.x.sum() + root
+
+    value, (g,) = mutad.value_and_gradient(f, 0.7)
+    assert value == f(0.7)
+    assert g == pytest.approx((f(0.7 + 1e-5) - f(0.7 - 1e-5)) / 2e-5, rel=1e-4)

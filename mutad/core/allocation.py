@@ -1447,7 +1447,7 @@ class _Mode:
                         stand_in if calls else chosen)
                 places += [(namespace, name) for name in names if name in namespace]
                 bound = getattr(g_bound, "__self__", None)
-                if _user_object(bound):  # self.u0 of a method: the attributes its code names
+                if user_object(bound):  # self.u0 of a method: the attributes its code names
                     places += [(vars(bound), name) for name in names if name in vars(bound)]
                 places += [(g, i) for i in range(len(getattr(g, "__defaults__", None) or ()))]
                 places += [(g, name) for name in (getattr(g, "__kwdefaults__", None) or {})]
@@ -1541,7 +1541,7 @@ def _names(code):
     return sorted({name for c in _codes(code) for name in c.co_names})
 
 
-def _user_object(obj):
+def user_object(obj):
     """Whether ``obj`` is an instance of a user class with attributes of its own."""
     return (obj is not None and not isinstance(obj, (type, types.ModuleType))
             and _user_class(type(obj)) and type(getattr(obj, "__dict__", None)) is dict)

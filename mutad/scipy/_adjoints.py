@@ -281,8 +281,8 @@ def outside_differentiations(name):
     except EscapedTracerError as error:
         raise UnsupportedOperationError(
             f"{name}: a function given to it reaches a value the differentiation follows "
-            "other than through its arguments and its closure (an attribute of an object, a "
-            "global), which mutad cannot replace by its numbers for the solver. Pass that "
+            "other than through its arguments, its closure and the user's objects it holds "
+            "(a global, say), which mutad cannot replace by its numbers for the solver. Pass that "
             "value through args= (the function receives it as an argument).") from error
     finally:
         ACTIVE.running = running

@@ -92,7 +92,7 @@ from scipy.integrate import _bvp, _odepack_py, _quad_vec, _quadpack_py, _quadrat
 from scipy.integrate._ivp import ivp as _ivp
 from scipy.integrate._ivp import rk as _rk
 
-from ..core.allocation import STATE, plain_allocation
+from ..core.allocation import STATE, plain_allocation, user_object
 from ..api import grad, jacobian, jvp, pullback, stop_gradient
 from ..custom import Adjoint
 from ..core.errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
@@ -451,12 +451,9 @@ class _Parameters:
 def _followed_attributes(held):
     """``(name, value)`` of the attributes of ``held``, an object of the user's (not NumPy's,
     SciPy's, mutad's), holding differentiated values (in lists, tuples and dicts too)."""
-    namespace = getattr(held, "__dict__", None)
-    module = str(getattr(type(held), "__module__", "builtins")).partition(".")[0]
-    if type(namespace) is not dict or isinstance(held, (type, types.ModuleType)) \
-            or callable(held) or module in ("numpy", "scipy", "mutad"):
+    if not user_object(held):
         return []
-    return [(name, value) for name, value in namespace.items()
+    return [(name, value) for name, value in vars(held).items()
             if isinstance(value, Tracer) or (type(value) in (list, tuple, dict) and any(
                 isinstance(v, Tracer) for v in flatten(value)[0]))]
 
@@ -505,7 +502,8 @@ class _Bound:
 
 
 _HIDDEN = ("the function reads a differentiated array that is neither in args= nor in its "
-           "closure (an attribute of an object, a global); pass it with args=.")
+           "closure nor in an attribute of an object its closure holds (a global, say); pass "
+           "it with args=.")
 
 
 def _plain_call(name, fn):

@@ -75,7 +75,8 @@ solution.
 Refused, with a ``MutadError`` that says so: constraints (``constraints=``), a callable
 ``loss`` of ``least_squares``, a 2-D ``sigma`` or ``nan_policy`` of ``curve_fit`` when what they
 touch is differentiated, and functions that reach a differentiated value other than through
-their arguments and closures (an attribute of an object, a global): pass it through
+their arguments, closures and the attributes of the user's objects those hold (a global, an
+object reached otherwise): pass it through
 ``args=``. The start ``x0`` and a bracket carry no derivative (the solution does not
 depend on them). A replay (``mutad.grad(f, replay=True)``) traces a function that calls a
 solver on every call, since the solver must run again. The fields of a result that carry no
@@ -93,7 +94,7 @@ import numpy as np
 import scipy.optimize as _optimize
 import scipy.sparse.linalg as _sparse_linalg
 
-from ..core.allocation import allocate, lists_as_arrays
+from ..core.allocation import allocate, lists_as_arrays, user_object
 from ..api import grad, hvp, jvp, stop_gradient
 from ..custom import Adjoint
 from ..core.errors import UnsupportedOperationError
@@ -133,8 +134,8 @@ ON_BOUND = 1e-12
 def _plain(x, memo):
     """``(x with every traced or dual value replaced by its plain numbers, whether one was,
     whether one of them depends on what a differentiation follows)``, looking into tuples,
-    lists, dicts, and the closures and defaults of functions, ``functools.partial`` objects
-    and bound methods. (Arrays the differentiated code allocated are traced constants until a
+    lists, dicts, the closures and defaults of functions, ``functools.partial`` objects,
+    bound methods and the attributes of the user's objects (copied). (Arrays the differentiated code allocated are traced constants until a
     traced value is written into them: replaced, but not followed.) The original objects are
     left as they are; a function is copied with new cells only where a cell held such a
     value."""
@@ -169,6 +170,12 @@ def _plain(x, memo):
         (func, owner), replaced, followed = _plain((x.__func__, x.__self__), memo)
         if replaced:
             result = types.MethodType(func, owner), True, followed
+    elif user_object(x):  # a dataclass of parameters: a copy holding their numbers
+        items = {k: _plain(v, memo) for k, v in vars(x).items()}
+        if any(replaced for _, replaced, _ in items.values()):
+            twin = copy.copy(x)
+            twin.__dict__.update({k: v for k, (v, replaced, _) in items.items() if replaced})
+            result = twin, True, any(followed for _, _, followed in items.values())
     memo[key] = x, result
     return result
 
