@@ -393,6 +393,25 @@ def test_attributes_read_by_names_built_at_run_time_are_guarded():
         del WEIGHTS.w9
 
 
+def test_a_function_reaching_too_many_objects_is_traced():
+    """The walk of what f reaches is bounded: past ``REACHED_OBJECTS`` objects it stops and f
+    is traced on every call (a program reaching a library's whole object graph by built names
+    walked it on every call)."""
+    count = mutad.engines.replay.REACHED_ITEMS
+    tables = [[float(i * count + j) for j in range(count)]
+              for i in range(mutad.engines.replay.REACHED_OBJECTS // count + 1)]
+
+    def f(x):
+        return (x * tables[-1][-1]).sum()
+
+    replaying = mutad.grad(f, replay=True)
+    x = np.array([1.0, 2.0])
+    assert same(replaying(x), mutad.grad(f)(x))
+    tables[-1][-1] = 3.0
+    assert same(replaying(x), np.full(2, 3.0))
+    assert "objects" in replaying.reasons["what f reaches"]
+
+
 class Gains:
     w1 = 1.0
 

@@ -2908,18 +2908,17 @@ def reach(f, kinds=()):
     Python may decide on their values without mutad seeing it (``if W[0] > 0``).
     ``unfollowed``: why a replay cannot compare what ``f`` reaches (None: it can): a container
     too long to compare item by item on each call, an iterator (its state is what ``f``
-    consumes). Where some code reached may read attributes by names it builds (``getattr(p,
-    f"w{i}")``, ``vars(p)``: it names one of ``DYNAMIC``, or reaches such a function under
-    another name), every attribute of the objects, classes and modules reached is held.
-    ``kinds``: classes reached as an object's class is (the arguments': ``f`` may call their
-    methods)."""
-    objects, arrays, seen, names, holders, expanded = [], [], set(), set(), [], []
-    large, instances = [], set()
-    reads_by_name = False
+    consumes), more than ``REACHED_OBJECTS`` objects. Where the user's code reached may read
+    attributes by names it builds (``getattr(p, f"w{i}")``, ``vars(p)``: it names one of
+    ``DYNAMIC``, or reaches such a function under another name), every attribute of the
+    objects, classes and modules reached is held. ``kinds``: classes reached as an object's
+    class is (the arguments': ``f`` may call their methods)."""
+    objects, arrays, seen, names, large = [], [], set(), set(), []
+    walk = _Walk()
     work = [f]
     for kind in kinds:  # the classes of the arguments (``classes``): as an object's class
         objects.append(kind)
-        _hold_class(kind, holders, expanded)
+        _hold_class(kind, walk)
     while work:
         while work:
             x = work.pop()
@@ -2927,17 +2926,45 @@ def reach(f, kinds=()):
             if id(x) in seen:
                 continue
             seen.add(id(x))
-            reads_by_name = reads_by_name or id(x) in _READING_BY_NAME  # (ga = getattr)
-            _reach_into(x, work, arrays, names, holders, expanded, large, instances)
-        dynamic = reads_by_name or not DYNAMIC.isdisjoint(names)
-        for namespace, done in zip(holders, expanded):  # names found since: their attributes
-            every = dynamic and (id(namespace) in instances
-                                 or type(namespace) is types.MappingProxyType)  # (a class's)
+            if len(seen) > REACHED_OBJECTS:
+                large.append(f"f reaches more than {REACHED_OBJECTS:,} objects, which a replay "
+                             "would compare on every call: pass what it reads as arguments")
+                return objects, arrays, large[0]
+            if id(x) in _READING_BY_NAME:  # (ga = getattr)
+                walk.dynamic = True
+            _reach_into(x, work, arrays, names, walk, large)
+        for namespace, done, whole in list(walk.held.values()):  # their attributes named
+            every = whole and walk.dynamic                      # since, or all of them
             new = sorted(name for name in (namespace if every else names.intersection(namespace))
                          if name not in done and type(name) is str)
             done.update(new)
             work.extend(namespace[name] for name in reversed(new))
     return objects, arrays, large[0] if large else None
+
+
+REACHED_OBJECTS = 100_000
+"""Objects ``reach`` walks at most: a function that reaches more is traced on every call
+(``Replayed.reasons`` says so)."""
+
+
+class _Walk:
+    """The namespaces ``reach`` holds, one entry each by the identity of their owner:
+    ``[namespace, the names taken from it, whether it is held whole where the user's code
+    builds names]`` (an object's, a class's, a module's reached as an object: not a function's
+    globals); ``dynamic``: the user's code reached builds names (``DYNAMIC``)."""
+
+    __slots__ = ("held", "dynamic")
+
+    def __init__(self):
+        self.held = {}
+        self.dynamic = False
+
+    def hold(self, namespace, owner=None, whole=False):
+        key = id(namespace if owner is None else owner)
+        if key not in self.held:
+            self.held[key] = [namespace, set(), whole]
+        elif whole:
+            self.held[key][2] = True
 
 
 DYNAMIC = frozenset(("getattr", "hasattr", "vars", "__dict__", "attrgetter", "methodcaller",
@@ -2961,7 +2988,7 @@ _BUILTIN_CONTAINERS = (tuple, list, set, frozenset, dict, collections.deque,
                        collections.OrderedDict, collections.defaultdict)
 
 
-def _reach_into(x, work, arrays, names, holders, expanded, large, instances):
+def _reach_into(x, work, arrays, names, walk, large):
     kind = type(x)
     if isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
         arrays.append(x)
@@ -2984,13 +3011,17 @@ def _reach_into(x, work, arrays, names, holders, expanded, large, instances):
     elif kind is types.FunctionType:
         code = x.__code__
         work.append(code)
-        names.update(_code_names(code))
+        code_names = _code_names(code)
+        names.update(code_names)
+        if not walk.dynamic and not DYNAMIC.isdisjoint(code_names) \
+                and _users_file(code.co_filename):
+            walk.dynamic = True
         work.extend(cell.cell_contents for cell in x.__closure__ or () if _filled(cell))
         work.extend(x.__defaults__ or ())
         work.extend((x.__kwdefaults__ or {}).values())
-        _hold(x.__globals__, holders, expanded)
+        walk.hold(x.__globals__)
         if x.__dict__:  # its attributes (f.scale)
-            _hold(x.__dict__, holders, expanded)
+            walk.hold(x.__dict__)
     elif kind is types.MethodType:
         work.extend((x.__func__, x.__self__))
     elif kind in (types.BuiltinMethodType, types.MethodWrapperType):  # params.get, W.sum
@@ -3003,12 +3034,12 @@ def _reach_into(x, work, arrays, names, holders, expanded, large, instances):
         work.append(x.__func__ if kind is not functools.cached_property else x.func)
     elif kind is types.ModuleType:
         if not _library(x.__name__):
-            _hold(vars(x), holders, expanded)
-            instances.add(id(vars(x)))  # (getattr(module, name))
+            # (getattr(module, name): whole where it is the user's, not an installed library)
+            walk.hold(vars(x), whole=_users_file(getattr(x, "__file__", None) or ""))
     elif kind is types.CodeType:
         pass
     elif isinstance(x, type):
-        _hold_class(x, holders, expanded)
+        _hold_class(x, walk)
     elif isinstance(x, collections.abc.Iterator):  # a generator, iter(list), itertools.count
         large.append(f"f reaches an iterator ({kind.__name__}): what it gives next is its "
                      "state, which a replay cannot compare; pass what f takes from it as an "
@@ -3037,27 +3068,25 @@ def _reach_into(x, work, arrays, names, holders, expanded, large, instances):
                 work.extend(v for v in namespace.values() if _data(v))
             return
         if type(namespace) is dict:
-            _hold(namespace, holders, expanded)
-            instances.add(id(namespace))
+            walk.hold(namespace, whole=True)
         if _standard(module):
             return
         slots = {name: getattr(x, name) for cls in kind.__mro__
                  for name in _slot_names(cls) if hasattr(x, name)}
         if slots:  # a new dict on each walk: compared by what it holds
-            _hold(slots, holders, expanded)
-            instances.add(id(slots))
-        _hold_class(kind, holders, expanded)
+            walk.hold(slots, owner=slots, whole=True)
+        _hold_class(kind, walk)
         if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k]
             work.extend(_special_methods(kind))
 
 
-def _hold_class(cls, holders, expanded):
+def _hold_class(cls, walk):
     """Hold the namespaces of ``cls`` and its bases, but those of NumPy's, SciPy's, mutad's
     and the standard library's: a method a subclass inherits, a class attribute."""
     for base in cls.__mro__:
         module = getattr(base, "__module__", "builtins")
         if type(module) is str and not _library(module):
-            _hold(vars(base), holders, expanded)
+            walk.hold(vars(base), owner=base, whole=True)  # (a new proxy on each call)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -3126,10 +3155,12 @@ def _slot_names(cls):
     return (slots,) if isinstance(slots, str) else slots
 
 
-def _hold(namespace, holders, expanded):
-    if not any(namespace is h for h in holders):
-        holders.append(namespace)
-        expanded.append(set())
+@functools.lru_cache(maxsize=4096)
+def _users_file(filename):
+    """Whether the code or module of ``filename`` is the user's, not an installed library's:
+    the names a user's program builds are the user's to guard (a library's ``getattr`` reads
+    its own objects, which are not the program's parameters)."""
+    return not any(part in filename for part in ("site-packages", "dist-packages"))
 
 
 def _library(module):
