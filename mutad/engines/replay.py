@@ -65,8 +65,10 @@ import contextlib
 import functools
 import gc
 import hashlib
+import importlib.util
 import math
 import operator
+import os
 import pickle
 import random
 import sys
@@ -3157,10 +3159,19 @@ def _slot_names(cls):
 
 @functools.lru_cache(maxsize=4096)
 def _users_file(filename):
-    """Whether the code or module of ``filename`` is the user's, not an installed library's:
-    the names a user's program builds are the user's to guard (a library's ``getattr`` reads
-    its own objects, which are not the program's parameters)."""
-    return not any(part in filename for part in ("site-packages", "dist-packages"))
+    """Whether the code or module of ``filename`` is the user's, not NumPy's, SciPy's,
+    mutad's, the standard library's or an installed package's: the names a user's program
+    builds are the user's to guard (a library's ``getattr`` reads its own objects, which are
+    not the program's parameters)."""
+    if any(part in filename for part in ("site-packages", "dist-packages")):
+        return False
+    return not any(filename.startswith(directory) for directory in _LIBRARY_DIRECTORIES)
+
+
+_LIBRARY_DIRECTORIES = tuple(os.path.dirname(path) + os.sep for path in (
+    np.__file__, importlib.util.find_spec("scipy").origin,
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep, os.__file__))
+"""Where NumPy, SciPy, mutad and the standard library (``os``'s folder) are."""
 
 
 def _library(module):
