@@ -65,6 +65,7 @@ import contextlib
 import functools
 import gc
 import hashlib
+import itertools
 import math
 import operator
 import pickle
@@ -1698,20 +1699,44 @@ def _step_kind(step):
             or getattr(step, "function", None))
 
 
-def _pieces(run, steps):
-    """``run`` (positions in ``steps``) cut into pieces of at most ``BLOCK_STEPS`` steps, each
-    cut where the steps that begin the piece begin again (a loop body's start): the pieces of
-    a loop are then the same code, which one compiled template serves (``blocks.TEMPLATES``),
-    rather than a template for each phase of the loop against a fixed length."""
+def _pieces(run, steps, crossing):
+    """``run`` (positions in ``steps``) cut into pieces of at most ``BLOCK_STEPS`` steps.
+    Each cut, among the last half of a full piece's positions, is where the fewest values
+    cross it (``crossing[k]``: the values made before step ``k`` and read from it on), whose
+    cotangents the reverse pass would hand from one block to the other through the shadows'
+    dictionary rather than in locals (at lu's sizes, a tenth of the replay); among those,
+    where the steps that begin the piece begin again (a loop body's start), so that the pieces
+    of a loop are the same code, which one compiled template serves (``blocks.TEMPLATES``),
+    rather than a template for each phase of the loop against a fixed length; then the
+    latest."""
     kinds = [_step_kind(steps[k]) for k in run]
     pieces, start = [], 0
     while len(run) - start > BLOCK_STEPS:
         head = kinds[start:start + REPEAT]
-        cut = next((p for p in range(start + BLOCK_STEPS, start + REPEAT - 1, -1)
-                    if kinds[p:p + REPEAT] == head), start + BLOCK_STEPS)
+        cut = min(range(start + (BLOCK_STEPS + 1) // 2, start + BLOCK_STEPS + 1),
+                  key=lambda p: (crossing[run[p]], kinds[p:p + REPEAT] != head, -p))
         pieces.append(run[start:cut])
         start = cut
     return [*pieces, run[start:]] if run else []
+
+
+def _crossing(steps, reads, held):
+    """Per position ``k`` in ``steps`` (and one past the last): how many of the values the
+    steps before ``k`` make, that a block may hold the cotangent of in a local (``out``), are
+    read by step ``k`` or a later one (``reads``), or once the steps are done (``held``)."""
+    last = {}
+    for k, slots in enumerate(reads):
+        for slot in slots:
+            last[slot] = k
+    for slot in held:
+        last[slot] = len(steps)
+    change = [0] * (len(steps) + 2)
+    for k, step in enumerate(steps):
+        out = getattr(step, "out", None)
+        if out is not None and last.get(out, k) > k:  # live from k + 1 to its last reader
+            change[k + 1] += 1
+            change[last[out] + 1] -= 1
+    return list(itertools.accumulate(change))
 
 
 def _member(step):
@@ -1758,12 +1783,13 @@ def with_blocks(steps, held, guarded=()):
         fused_reads.append(slots)
     steps, reads = fused, fused_reads
     members = [_member(step) for step in steps]
+    crossing = _crossing(steps, reads, held)
     runs, run = [], []
     for k, member in enumerate((*members, None)):
         if member is not None:
             run.append(k)
             continue
-        runs += _pieces(run, steps)
+        runs += _pieces(run, steps, crossing)
         run = []
     # worth compiling: a run with steps that write their own lines, more than one or an
     # element's assignment
