@@ -1817,6 +1817,7 @@ def with_blocks(steps, held, guarded=()):
     reached = set(held).union(*(slots for step, slots in zip(steps, reads)
                                 if type(step) is not Guard and type(step) is not Free))
     out, start = [], 0
+    shared = {}  # the indices the blocks bind, each one object (``blocks.Code.bind``)
     for j, run in enumerate(runs):
         out += steps[start:run[0]]
         run_members = [members[k] for k in run]
@@ -1825,7 +1826,7 @@ def with_blocks(steps, held, guarded=()):
                     and step.out not in outside and read_in.get(step.out, j) == j}
         unreached = {step.buffer.key for step in run_members
                      if type(step) is Pure and step.out not in reached}
-        out.append(Block(run_members, internal, GuardFailed, unreached, guarded))
+        out.append(Block(run_members, internal, GuardFailed, unreached, guarded, shared))
         start = run[-1] + 1
     return out + steps[start:]
 
