@@ -84,7 +84,7 @@ from .arraylike import weak
 from .blocks import Block, Opaque, flat_slice, indent, scalar_cotangents
 from ..core.debug import (Warnings, anomaly_detection, at_user_lines, nowhere, user_frames,
                           warn_at)
-from .elementwise import (ASSIGNMENT, Elementwise, differentiable, elementwise_cotangents,
+from .elementwise import (ASSIGNMENT, SHORT, Elementwise, differentiable, elementwise_cotangents,
                           elementwise_kept, read_by_partials, short, unbroadcast)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE
@@ -2955,13 +2955,39 @@ def reach(f, kinds=()):
     return objects, arrays, large[0] if large else None
 
 
-_BUILTIN_CONTAINERS = (tuple, list, set, frozenset, dict, collections.deque,
-                       collections.OrderedDict, collections.defaultdict)
+_BUILTIN_CONTAINERS = frozenset((tuple, list, set, frozenset, dict, collections.deque,
+                                 collections.OrderedDict, collections.defaultdict))
+
+_FOLLOWS_NOTHING = frozenset((int, float, complex, bool, bytes, type(None), types.CodeType))
+"""The exact types of what ``reach`` holds but does not walk into (a code object's names are
+its function's)."""
 
 
 def _reach_into(x, work, arrays, names, holders, expanded, large):
     kind = type(x)
-    if isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
+    # (The walk is made on every call: the exact types it meets most are told first, before
+    # the tests by subclass, none of which takes any of them.)
+    if kind in _FOLLOWS_NOTHING:
+        pass
+    elif kind is str:  # a name an attribute may be read by (getattr(p, name))
+        names.add(x)
+    elif kind is types.FunctionType:
+        code = x.__code__
+        work.append(code)
+        names.update(_code_names(code))
+        for cell in x.__closure__ or ():
+            try:
+                work.append(cell.cell_contents)
+            except ValueError:  # (a cell not filled yet)
+                pass
+        work.extend(x.__defaults__ or ())
+        work.extend((x.__kwdefaults__ or {}).values())
+        _hold(x.__globals__, holders, expanded)
+        if x.__dict__:  # its attributes (f.scale)
+            _hold(x.__dict__, holders, expanded)
+    elif kind in _BUILTIN_CONTAINERS:
+        _reach_items(x, kind, work, large)
+    elif isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
         arrays.append(x)
         if x.dtype.hasobject:  # and the objects it holds (its bytes are their addresses)
             if x.size > REACHED_ITEMS:
@@ -2974,20 +3000,8 @@ def _reach_into(x, work, arrays, names, holders, expanded, large):
                           else np.asarray(x))
         except (TypeError, ValueError, BufferError):
             large.append(f"a {kind.__name__} mutad cannot compare")
-    elif kind is str:  # a name an attribute may be read by (getattr(p, name))
-        names.add(x)
-    elif kind in (int, float, complex, bool, bytes, type(None)) or isinstance(x, np.generic):
+    elif isinstance(x, np.generic):
         pass
-    elif kind is types.FunctionType:
-        code = x.__code__
-        work.append(code)
-        names.update(_code_names(code))
-        work.extend(cell.cell_contents for cell in x.__closure__ or () if _filled(cell))
-        work.extend(x.__defaults__ or ())
-        work.extend((x.__kwdefaults__ or {}).values())
-        _hold(x.__globals__, holders, expanded)
-        if x.__dict__:  # its attributes (f.scale)
-            _hold(x.__dict__, holders, expanded)
     elif kind is types.MethodType:
         work.extend((x.__func__, x.__self__))
     elif kind in (types.BuiltinMethodType, types.MethodWrapperType):  # params.get, W.sum
@@ -3001,21 +3015,12 @@ def _reach_into(x, work, arrays, names, holders, expanded, large):
     elif kind is types.ModuleType:
         if not _library(x.__name__):
             _hold(vars(x), holders, expanded)
-    elif kind is types.CodeType:
-        pass
     elif isinstance(x, type):
         _hold_class(x, holders, expanded)
     else:
         if isinstance(x, (tuple, list, set, frozenset, collections.deque,
-                          collections.abc.Mapping)):
-            if len(x) > REACHED_ITEMS:
-                large.append(f"a {kind.__name__} of {len(x)} items")
-            elif isinstance(x, collections.abc.Mapping):  # its keys too: "a" in d
-                work.extend((*x.keys(), *x.values()))
-            else:
-                work.extend(x)
-            if kind in _BUILTIN_CONTAINERS:
-                return
+                          collections.abc.Mapping)):  # a container of another class
+            _reach_items(x, kind, work, large)
         # an object: its attributes, and its classes' (methods, class-level arrays); an
         # object of the standard library's (a SimpleNamespace) by its attributes alone
         module = getattr(kind, "__module__", "builtins")
@@ -3039,6 +3044,16 @@ def _reach_into(x, work, arrays, names, holders, expanded, large):
         _hold_class(kind, holders, expanded)
         if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k]
             work.extend(_special_methods(kind))
+
+
+def _reach_items(x, kind, work, large):
+    """Walk into the items of the container ``x``, and a mapping's keys too (``"a" in d``)."""
+    if len(x) > REACHED_ITEMS:
+        large.append(f"a {kind.__name__} of {len(x)} items")
+    elif isinstance(x, collections.abc.Mapping):
+        work.extend((*x.keys(), *x.values()))
+    else:
+        work.extend(x)
 
 
 def _hold_class(cls, holders, expanded):
@@ -3159,9 +3174,11 @@ class Contents:
 
 def _same_bits(a, b):
     """Whether ``a`` and ``b``, arrays of one shape and dtype, hold the same bytes (NaN equal to
-    itself, -0.0 not equal to 0.0)."""
+    itself, -0.0 not equal to 0.0). A short array's bytes are compared as bytes, at a fifth of
+    the cost of comparing them as unsigned integers (compared on every call, for each array
+    ``f`` reaches: a loss's weights); a longer one's as integers, which copies nothing."""
     size = a.dtype.itemsize
-    if a.dtype.hasobject or size not in (1, 2, 4, 8):
+    if a.dtype.hasobject or size not in (1, 2, 4, 8) or a.nbytes < SHORT:
         return a.tobytes() == b.tobytes()
     bits = np.dtype(f"u{size}")
     return bool(np.array_equal(a.view(bits), b.view(bits)))
