@@ -66,6 +66,7 @@ import functools
 import gc
 import hashlib
 import importlib.util
+import itertools
 import math
 import operator
 import os
@@ -85,7 +86,7 @@ from .arraylike import weak
 from .blocks import Block, Opaque, flat_slice, indent, scalar_cotangents
 from ..core.debug import (Warnings, anomaly_detection, at_user_lines, nowhere, user_frames,
                           warn_at)
-from .elementwise import (ASSIGNMENT, Elementwise, differentiable, elementwise_cotangents,
+from .elementwise import (ASSIGNMENT, SHORT, Elementwise, differentiable, elementwise_cotangents,
                           elementwise_kept, read_by_partials, short, unbroadcast)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE
@@ -1003,6 +1004,11 @@ class Gather:
             dy = code.take(self.buffer)
             if dy is None:
                 return []
+            element = _element_at(self.place, code.constant(key))
+            if scalar_cotangents(self.buffer) and element is not None:
+                # (the flat shadow, where an integer finds the element at half the cost)
+                lines, flat = code.flat_of(self.place, always=True)
+                return [*lines, *code.plus(f"{flat}[{code.bind(element)}]", dy)]
             lines, shadow = code.shadow(self.place, always=True)
             if scalar_cotangents(self.buffer):
                 return [*lines, *code.plus(f"{shadow}[{key}]", dy)]
@@ -1010,6 +1016,22 @@ class Gather:
         _, shadow = code.shadow(self.place, always=False)
         return [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
                 f"    {shadow}[{key}] += dy"]
+
+
+def _element_at(buffer, key):
+    """Where in ``buffer``'s flat shadow (``Shadows.flat``) the element ``key`` of the whole
+    buffer is (a position, as ``Shadows._view`` maps it), if ``key`` is a tuple of one integer
+    per dimension; else None."""
+    if type(buffer) is not Buffer or buffer.device is not None or type(key) is not tuple \
+            or len(key) != len(buffer.shape) or not all(type(i) is int for i in key):
+        return None
+    at = buffer.offset
+    for i, n, stride in zip(key, buffer.shape, buffer.strides):
+        if not -n <= i < n:
+            return None
+        at += i % n * stride
+    position, rest = divmod(at, buffer.dtype.itemsize)
+    return None if rest else position
 
 
 class SetElement:
@@ -1702,20 +1724,44 @@ def _step_kind(step):
             or getattr(step, "function", None))
 
 
-def _pieces(run, steps):
-    """``run`` (positions in ``steps``) cut into pieces of at most ``BLOCK_STEPS`` steps, each
-    cut where the steps that begin the piece begin again (a loop body's start): the pieces of
-    a loop are then the same code, which one compiled template serves (``blocks.TEMPLATES``),
-    rather than a template for each phase of the loop against a fixed length."""
+def _pieces(run, steps, crossing):
+    """``run`` (positions in ``steps``) cut into pieces of at most ``BLOCK_STEPS`` steps.
+    Each cut, among the last half of a full piece's positions, is where the fewest values
+    cross it (``crossing[k]``: the values made before step ``k`` and read from it on), whose
+    cotangents the reverse pass would hand from one block to the other through the shadows'
+    dictionary rather than in locals (at lu's sizes, a tenth of the replay); among those,
+    where the steps that begin the piece begin again (a loop body's start), so that the pieces
+    of a loop are the same code, which one compiled template serves (``blocks.TEMPLATES``),
+    rather than a template for each phase of the loop against a fixed length; then the
+    latest."""
     kinds = [_step_kind(steps[k]) for k in run]
     pieces, start = [], 0
     while len(run) - start > BLOCK_STEPS:
         head = kinds[start:start + REPEAT]
-        cut = next((p for p in range(start + BLOCK_STEPS, start + REPEAT - 1, -1)
-                    if kinds[p:p + REPEAT] == head), start + BLOCK_STEPS)
+        cut = min(range(start + (BLOCK_STEPS + 1) // 2, start + BLOCK_STEPS + 1),
+                  key=lambda p: (crossing[run[p]], kinds[p:p + REPEAT] != head, -p))
         pieces.append(run[start:cut])
         start = cut
     return [*pieces, run[start:]] if run else []
+
+
+def _crossing(steps, reads, held):
+    """Per position ``k`` in ``steps`` (and one past the last): how many of the values the
+    steps before ``k`` make, that a block may hold the cotangent of in a local (``out``), are
+    read by step ``k`` or a later one (``reads``), or once the steps are done (``held``)."""
+    last = {}
+    for k, slots in enumerate(reads):
+        for slot in slots:
+            last[slot] = k
+    for slot in held:
+        last[slot] = len(steps)
+    change = [0] * (len(steps) + 2)
+    for k, step in enumerate(steps):
+        out = getattr(step, "out", None)
+        if out is not None and last.get(out, k) > k:  # live from k + 1 to its last reader
+            change[k + 1] += 1
+            change[last[out] + 1] -= 1
+    return list(itertools.accumulate(change))
 
 
 def _member(step):
@@ -1762,12 +1808,13 @@ def with_blocks(steps, held, guarded=()):
         fused_reads.append(slots)
     steps, reads = fused, fused_reads
     members = [_member(step) for step in steps]
+    crossing = _crossing(steps, reads, held)
     runs, run = [], []
     for k, member in enumerate((*members, None)):
         if member is not None:
             run.append(k)
             continue
-        runs += _pieces(run, steps)
+        runs += _pieces(run, steps, crossing)
         run = []
     # worth compiling: a run with steps that write their own lines, more than one or an
     # element's assignment
@@ -1795,6 +1842,7 @@ def with_blocks(steps, held, guarded=()):
     reached = set(held).union(*(slots for step, slots in zip(steps, reads)
                                 if type(step) is not Guard and type(step) is not Free))
     out, start = [], 0
+    shared = {}  # the indices the blocks bind, each one object (``blocks.Code.bind``)
     for j, run in enumerate(runs):
         out += steps[start:run[0]]
         run_members = [members[k] for k in run]
@@ -1803,7 +1851,7 @@ def with_blocks(steps, held, guarded=()):
                     and step.out not in outside and read_in.get(step.out, j) == j}
         unreached = {step.buffer.key for step in run_members
                      if type(step) is Pure and step.out not in reached}
-        out.append(Block(run_members, internal, GuardFailed, unreached, guarded))
+        out.append(Block(run_members, internal, GuardFailed, unreached, guarded, shared))
         start = run[-1] + 1
     return out + steps[start:]
 
@@ -2986,13 +3034,43 @@ def _too_large(what):
             "by one on every call): pass it as an argument, or as an array")
 
 
-_BUILTIN_CONTAINERS = (tuple, list, set, frozenset, dict, collections.deque,
-                       collections.OrderedDict, collections.defaultdict)
+_BUILTIN_CONTAINERS = frozenset((tuple, list, set, frozenset, dict, collections.deque,
+                                 collections.OrderedDict, collections.defaultdict))
+
+_FOLLOWS_NOTHING = frozenset((int, float, complex, bool, bytes, type(None), types.CodeType))
+"""The exact types of what ``reach`` holds but does not walk into (a code object's names are
+its function's)."""
 
 
 def _reach_into(x, work, arrays, names, walk, large):
     kind = type(x)
-    if isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
+    # (The walk is made on every call: the exact types it meets most are told first, before
+    # the tests by subclass, none of which takes any of them.)
+    if kind in _FOLLOWS_NOTHING:
+        pass
+    elif kind is str:  # a name an attribute may be read by (getattr(p, name))
+        names.add(x)
+    elif kind is types.FunctionType:
+        code = x.__code__
+        work.append(code)
+        code_names = _code_names(code)
+        names.update(code_names)
+        if not walk.dynamic and not DYNAMIC.isdisjoint(code_names) \
+                and _users_file(code.co_filename):
+            walk.dynamic = True
+        for cell in x.__closure__ or ():
+            try:
+                work.append(cell.cell_contents)
+            except ValueError:  # (a cell not filled yet)
+                pass
+        work.extend(x.__defaults__ or ())
+        work.extend((x.__kwdefaults__ or {}).values())
+        walk.hold(x.__globals__)
+        if x.__dict__:  # its attributes (f.scale)
+            walk.hold(x.__dict__)
+    elif kind in _BUILTIN_CONTAINERS:
+        _reach_items(x, kind, work, large)
+    elif isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
         arrays.append(x)
         if x.dtype.hasobject:  # and the objects it holds (its bytes are their addresses)
             if x.size > REACHED_ITEMS:
@@ -3006,24 +3084,8 @@ def _reach_into(x, work, arrays, names, walk, large):
         except (TypeError, ValueError, BufferError):
             large.append(f"f reaches a {kind.__name__} mutad cannot compare: pass its "
                          "contents as an argument")
-    elif kind is str:  # a name an attribute may be read by (getattr(p, name))
-        names.add(x)
-    elif kind in (int, float, complex, bool, bytes, type(None)) or isinstance(x, np.generic):
+    elif isinstance(x, np.generic):
         pass
-    elif kind is types.FunctionType:
-        code = x.__code__
-        work.append(code)
-        code_names = _code_names(code)
-        names.update(code_names)
-        if not walk.dynamic and not DYNAMIC.isdisjoint(code_names) \
-                and _users_file(code.co_filename):
-            walk.dynamic = True
-        work.extend(cell.cell_contents for cell in x.__closure__ or () if _filled(cell))
-        work.extend(x.__defaults__ or ())
-        work.extend((x.__kwdefaults__ or {}).values())
-        walk.hold(x.__globals__)
-        if x.__dict__:  # its attributes (f.scale)
-            walk.hold(x.__dict__)
     elif kind is types.MethodType:
         work.extend((x.__func__, x.__self__))
     elif kind in (types.BuiltinMethodType, types.MethodWrapperType):  # params.get, W.sum
@@ -3038,8 +3100,6 @@ def _reach_into(x, work, arrays, names, walk, large):
         if not _library(x.__name__):
             # (getattr(module, name): whole where it is the user's, not an installed library)
             walk.hold(vars(x), whole=_users_file(getattr(x, "__file__", None) or ""))
-    elif kind is types.CodeType:
-        pass
     elif isinstance(x, type):
         _hold_class(x, walk)
     elif isinstance(x, collections.abc.Iterator):  # a generator, iter(list), itertools.count
@@ -3048,15 +3108,8 @@ def _reach_into(x, work, arrays, names, walk, large):
                      "argument")
     else:
         if isinstance(x, (tuple, list, set, frozenset, collections.deque,
-                          collections.abc.Mapping)):
-            if len(x) > REACHED_ITEMS:
-                large.append(_too_large(f"a {kind.__name__} of {len(x)} items"))
-            elif isinstance(x, collections.abc.Mapping):  # its keys too: "a" in d
-                work.extend((*x.keys(), *x.values()))
-            else:
-                work.extend(x)
-            if kind in _BUILTIN_CONTAINERS:
-                return
+                          collections.abc.Mapping)):  # a container of another class
+            _reach_items(x, kind, work, large)
         # an object: its attributes, and its classes' (methods, class-level arrays); an
         # object of the standard library's (a SimpleNamespace) by its attributes alone
         module = getattr(kind, "__module__", "builtins")
@@ -3080,6 +3133,16 @@ def _reach_into(x, work, arrays, names, walk, large):
         _hold_class(kind, walk)
         if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k]
             work.extend(_special_methods(kind))
+
+
+def _reach_items(x, kind, work, large):
+    """Walk into the items of the container ``x``, and a mapping's keys too (``"a" in d``)."""
+    if len(x) > REACHED_ITEMS:
+        large.append(_too_large(f"a {kind.__name__} of {len(x)} items"))
+    elif isinstance(x, collections.abc.Mapping):
+        work.extend((*x.keys(), *x.values()))
+    else:
+        work.extend(x)
 
 
 def _hold_class(cls, walk):
@@ -3211,9 +3274,11 @@ class Contents:
 
 def _same_bits(a, b):
     """Whether ``a`` and ``b``, arrays of one shape and dtype, hold the same bytes (NaN equal to
-    itself, -0.0 not equal to 0.0)."""
+    itself, -0.0 not equal to 0.0). A short array's bytes are compared as bytes, at a fifth of
+    the cost of comparing them as unsigned integers (compared on every call, for each array
+    ``f`` reaches: a loss's weights); a longer one's as integers, which copies nothing."""
     size = a.dtype.itemsize
-    if a.dtype.hasobject or size not in (1, 2, 4, 8):
+    if a.dtype.hasobject or size not in (1, 2, 4, 8) or a.nbytes < SHORT:
         return a.tobytes() == b.tobytes()
     bits = np.dtype(f"u{size}")
     return bool(np.array_equal(a.view(bits), b.view(bits)))
