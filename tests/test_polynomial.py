@@ -188,3 +188,19 @@ def test_polymul_keeps_numpys_untrimmed_product():
         y, _ = mutad.pullback(f, c)
         assert same(y, f(c))
         mutad.check_grads(lambda c: (f(c) * np.arange(1.0, f(c).size + 1.0)).sum(), c)
+
+
+def test_lagrange_with_its_nodes_allocated_in_the_function():
+    """lagrange divides each basis polynomial by x[j] - x[k], NumPy's scalar, for which
+    poly1d's division scales the coefficients; of nodes allocated in the function that
+    difference is a traced constant, which np.isscalar does not take, and the division became
+    np.polydiv's pair (a ValueError)."""
+    import scipy.interpolate
+
+    def f(w):
+        return scipy.interpolate.lagrange(np.array([0.0, 1.0, 2.0]), w)(0.5)
+
+    w = np.array([1.5, -2.0, 0.7])
+    value, _ = mutad.value_and_gradient(f, w)
+    assert value == f(w)
+    mutad.check_grads(f, w)

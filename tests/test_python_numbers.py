@@ -266,3 +266,19 @@ def test_powers_and_magnitudes_of_numpys_scalars_are_its_scalar_math(f):
         assert again == value and np.array_equal(h, g)
     if "float32" not in f.__code__.co_names:  # float32's rounding: finite differences fail
         mutad.check_grads(f, x)
+
+
+def test_a_number_computed_from_constants_is_immutable_as_numpys_scalars_are():
+    """x[0] - x[1] of an array the function allocated is NumPy's scalar: ``a += 1`` rebinds
+    ``a`` and leaves ``b``, another name for the old value, as it was. The traced constant was
+    a writable 0-d array, written in place: ``b`` changed too (a wrong value)."""
+    def f(w):
+        x = np.array([0.0, 1.0, 2.0])
+        a = x[0] - x[1]
+        b = a
+        a += 1.0
+        return (w * b).sum() + a
+
+    w = np.array([1.0, 2.0, 3.0])
+    value, (g,) = mutad.value_and_gradient(f, w)
+    assert value == f(w) and np.array_equal(g, [-1.0, -1.0, -1.0])

@@ -669,6 +669,14 @@ def test_parameters_in_the_attributes_of_an_object_closed_over():
         assert value == final(0.7)
         mutad.check_grads(final, 0.7, rtol=1e-5)
 
+    def changed_after(k):  # a plain attribute changed after the solve: the pullback runs
+        p = Params(k, 1.0)  # the function the solve ran, with what it held then
+        value = quad(lambda t: np.exp(-p.k * p.c * t), 0.0, 1.0)[0]
+        p.c = 3.0
+        return value
+
+    mutad.check_grads(changed_after, 0.7, rtol=1e-6)
+
 
 def test_refusals():
     y0 = np.array([1.0])

@@ -1023,3 +1023,23 @@ def test_parameters_in_the_attributes_of_an_object_closed_over():
     value, (g,) = mutad.value_and_gradient(f, 0.7)
     assert value == f(0.7)
     assert g == pytest.approx((f(0.7 + 1e-5) - f(0.7 - 1e-5)) / 2e-5, rel=1e-4)
+
+    class Lookup:  # attributes served by __getattr__, and a __copy__ giving itself
+        def __init__(self, **values):
+            self.values = values
+
+        def __getattr__(self, name):
+            return self.values[name]
+
+        def __copy__(self):
+            return self
+
+    def g(k):
+        p = Lookup(k=k)
+        root = brentq(lambda z: z ** 3 + z - p.k, -2.0, 2.0, xtol=1e-14)
+        assert isinstance(p.values["k"], type(k))  # the caller's object left as it was
+        return root
+
+    value, (dg,) = mutad.value_and_gradient(g, 0.7)
+    assert value == g(0.7)
+    assert dg == pytest.approx(1.0 / (3.0 * value ** 2 + 1.0), rel=1e-9)

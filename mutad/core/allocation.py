@@ -1585,11 +1585,14 @@ def _routed(cls, name, rule, original):
     carrying a derivative is among its arguments, and ``original`` otherwise (a static method
     stays one, its rule called without ``self``; a class method's with the class) (constants convert
     to the plain arrays they stand for: a rule that evaluates the object on them calls it
-    again)."""
+    again). A rule marked ``on_constants`` takes the traced constants too (the method would
+    not read them as NumPy's values: ``np.isscalar`` of one is False)."""
+    on_constants = getattr(rule, "on_constants", False)
 
     def routes(owner, args, kwargs):
         if ACTIVE.running and (holds_derivative(args)
-                               or holds_derivative(list(kwargs.values()))) \
+                               or holds_derivative(list(kwargs.values()))
+                               or on_constants and holds_wrapped(args)) \
                 and not _overridden(owner, cls):
             if any(device_of(a) is not None for a in (*args, *kwargs.values())):
                 raise UnsupportedArrayError(

@@ -570,8 +570,8 @@ def constant_result(y, tape, sources):
     if type(y) in (tuple, list):
         items = [constant_result(item, tape, sources) for item in y]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
-    if isinstance(y, np.inexact):
-        y = np.asarray(y)
+    if isinstance(y, np.inexact):  # NumPy's scalar: immutable, as a fresh result's is
+        y = fresh_value(y)
     if not (type(y) is np.ndarray or wrapped(y) or is_device(y)) or y.dtype.kind not in "fc":
         return y
     root = owner(y)

@@ -16,7 +16,8 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..core.allocation import holds_derivative, lists_as_arrays
-from ..engines.arraylike import settled
+from ..core.levels import Tracer
+from ..engines.arraylike import settled, stands_for_scalar
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import complex_aware, defcomposite, defmethod, nondifferentiable
 from ._helpers import along
@@ -361,6 +362,20 @@ def _as_poly1d(p):
     differentiated, ``trim_zeros``), at least one."""
     p = trim_zeros(np.atleast_1d(p), "f")
     return p if np.shape(p)[0] else np.zeros_like(p, shape=(1,))
+
+
+def _poly1d_divided(self, other):
+    """``p / c`` of a ``poly1d``: NumPy divides the coefficients by a number (``np.isscalar``),
+    which a traced value standing for a NumPy scalar is (``x[j] - x[k]``, as
+    ``scipy.interpolate.lagrange`` divides), though ``np.isscalar`` does not say so of it;
+    else ``np.polydiv``, as NumPy's."""
+    if np.isscalar(other) or isinstance(other, Tracer) and stands_for_scalar(other):
+        return np.poly1d(self.coeffs / other)
+    return np.polydiv(self, np.poly1d(other))
+
+
+_poly1d_divided.on_constants = True  # (x[j] - x[k] of an x allocated in the function)
+defmethod(np.poly1d, "__truediv__", _poly1d_divided)
 
 
 @defcomposite(np.polymul)

@@ -410,9 +410,13 @@ class _Parameters:
                 self.others.append(cell)
                 if isinstance(held, (types.FunctionType, functools.partial, types.MethodType)):
                     stack.append(held)
-                for name, value in _followed_attributes(held):
+                followed = dict(_followed_attributes(held))
+                for name, value in followed.items():
                     leaves, rebuild = flatten(value)
                     self.cells.append((_Attribute(held, name), value, leaves, rebuild))
+                if followed:  # its other attributes, as the other cells: what they hold
+                    self.others.extend(_Attribute(held, name)  # when the solve is done
+                                       for name in vars(held) if name not in followed)
         # Positions among the leaves (args' first, then the cells') of the differentiated ones.
         leaves = self.leaves()
         self.followed = [i for i, v in enumerate(leaves) if isinstance(v, Tracer)]

@@ -170,11 +170,13 @@ def _plain(x, memo):
         (func, owner), replaced, followed = _plain((x.__func__, x.__self__), memo)
         if replaced:
             result = types.MethodType(func, owner), True, followed
-    elif user_object(x):  # a dataclass of parameters: a copy holding their numbers
+    elif user_object(x) and type(x).__new__ is object.__new__:
+        # a dataclass of parameters: a twin holding their numbers, made without calling the
+        # class's code (its __init__, __copy__ or __getattr__), the object itself untouched
         items = {k: _plain(v, memo) for k, v in vars(x).items()}
         if any(replaced for _, replaced, _ in items.values()):
-            twin = copy.copy(x)
-            twin.__dict__.update({k: v for k, (v, replaced, _) in items.items() if replaced})
+            twin = object.__new__(type(x))
+            twin.__dict__.update({k: v for k, (v, _, _) in items.items()})
             result = twin, True, any(followed for _, _, followed in items.values())
     memo[key] = x, result
     return result
