@@ -995,3 +995,14 @@ def test_the_generalized_symmetric_eigenproblem(rng):
     for scale in (1.0, 1.1, 0.9):
         a, b = replayed(k * scale, m), mutad.value_and_grad(f, argnums=(0, 1))(k * scale, m)
         assert a[0] == b[0] and all(np.array_equal(u, v) for u, v in zip(a[1], b[1]))
+
+
+def test_new_special_rows_at_the_edges_of_their_formulas():
+    """powm1(x, 0) is 0 for every x: its derivative in x is 0 at x = 0 too (p x^(p-1) was
+    0 * inf); ellipkinc and ellipeinc are NaN outside SciPy's domain (m > 1), and so are
+    their derivatives (they were finite)."""
+    (g,) = mutad.gradient(lambda x: scipy.special.powm1(x, 0.0).sum(), np.zeros(2))
+    assert np.array_equal(g, [0.0, 0.0])
+    for f in (scipy.special.ellipkinc, scipy.special.ellipeinc):
+        value, (g,) = mutad.value_and_gradient(lambda phi: f(phi, 2.0).sum(), np.array([0.3]))
+        assert np.isnan(value) and np.isnan(g).all()

@@ -348,6 +348,11 @@ def _delta(phi, m):
     s = np.sin(phi)
     return np.sqrt(1.0 - m * s * s)
 
+
+def _where_defined(y, partial):
+    """``partial``, NaN where SciPy's value ``y`` is (outside its domain: m > 1)."""
+    return np.where(np.isnan(y), y, partial)
+
 # fmt: off
 # One line per ufunc: the partial derivative of each input, from (y, *inputs). Recurrences for
 # the Bessel functions: C'_v = (C_{v-1} - C_{v+1}) / 2 for J and Y, (I_{v-1} + I_{v+1}) / 2,
@@ -439,8 +444,9 @@ elementwise(hyp2f1,    _PARAMETER_A, _PARAMETER_B, NoClosedForm("the parameter c
 elementwise(_zeta,     NoClosedForm("the exponent x"), lambda y, x, q: -x * _zeta(x + 1.0, q))
 elementwise(erfi,      lambda y, x: (2.0 / _SQRT_PI) * np.exp(x * x))
 elementwise(ndtri_exp, lambda y, x: _SQRT_2PI * np.exp(x + 0.5 * y * y),              uses="xy")
-# x^p - 1: p x^(p-1) in x, x^p log x in p (0 where x^p is: the limit at x = 0)
-elementwise(powm1,     lambda y, x, p: p * np.power(x, p - 1.0),
+# x^p - 1: p x^(p-1) in x (0 where p = 0: x^0 - 1 is 0 for every x), x^p log x in p (0 where
+# x^p is: the limit at x = 0)
+elementwise(powm1,     lambda y, x, p: p * np.power(np.where(p == 0.0, 1.0, x), p - 1.0),
             lambda y, x, p: xlogy(y + 1.0, x),                                        uses="xy")
 elementwise(hyp1f1,    _PARAMETER_A, _PARAMETER_B,
             lambda y, a, b, x: a / b * hyp1f1(a + 1.0, b + 1.0, x))
@@ -456,8 +462,10 @@ elementwise(gdtrc,     lambda y, a, b, x: -x * _density(b, a * x), _PARAMETER_B,
             lambda y, a, b, x: -a * _density(b, a * x))
 # Incomplete elliptic integrals F(φ|m) and E(φ|m): in the amplitude φ, 1/Δ and Δ with
 # Δ = sqrt(1 - m sin²φ)
-elementwise(ellipkinc, lambda y, phi, m: 1.0 / _delta(phi, m), _PARAMETER_M)
-elementwise(ellipeinc, lambda y, phi, m: _delta(phi, m), _PARAMETER_M)
+elementwise(ellipkinc, lambda y, phi, m: _where_defined(y, 1.0 / _delta(phi, m)), _PARAMETER_M,
+            uses="xy")
+elementwise(ellipeinc, lambda y, phi, m: _where_defined(y, _delta(phi, m)), _PARAMETER_M,
+            uses="xy")
 elementwise(radian,    Constant(math.pi / 180.0), Constant(math.pi / 10800.0),
             Constant(math.pi / 648000.0),                                reads=((), (), ()))
 # Orthogonal polynomials: the derivative in x is one of degree n - 1 (Gegenbauer's
