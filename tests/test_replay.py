@@ -5,7 +5,9 @@ depends on is guarded."""
 import collections
 import functools
 import itertools
+import operator
 import random
+import sys
 import types
 import warnings
 
@@ -434,6 +436,71 @@ def test_attributes_of_classes_and_modules_read_by_built_names_are_guarded():
     finally:
         Gains.w1 = 1.0
         WEIGHTS.w0, WEIGHTS.w2 = 1.0, 3.0
+
+
+READ_W0 = operator.attrgetter("w0")
+W_GLOBAL = 1.0
+
+
+class Doubled:
+    """A descriptor: what ``t.d`` reads comes from ``__get__``."""
+
+    def __get__(self, obj, kind=None):
+        return 2.0 * obj.v
+
+
+class Held:
+    d = Doubled()
+
+    def __init__(self):
+        self.v = 1.0
+
+    def __float__(self):
+        return self.v
+
+
+HELD = Held()
+
+
+class Counter:
+    """An iterator by ``__next__`` alone (no ``__iter__``)."""
+
+    def __init__(self):
+        self.i = 1.0
+
+    def __next__(self):
+        self.i += 1.0
+        return self.i
+
+
+def test_attributes_read_through_other_routes_are_guarded():
+    """An attrgetter held in a global, globals()[name], a descriptor's __get__ and
+    __float__ gave the recorded call's numbers; a function reading modules by built names
+    (sys.modules[name]) is traced, as is one taking from an object with __next__."""
+    def f(x):
+        y = READ_W0(WEIGHTS) + globals()["W_" + "GLOBAL".lower().upper()]
+        return (y + HELD.d + float(HELD)) * (x * x).sum()
+
+    x = np.array([1.0, 2.0, 3.0])
+    changes = [lambda: setattr(WEIGHTS, "w0", 7.0), lambda: globals().update(W_GLOBAL=4.0),
+               lambda: setattr(HELD, "v", 3.0)]
+    try:  # (globals() holds this module whole, which holds OBSERVATIONS: traced)
+        replaying = mutad.grad(f, replay=True)
+        for change in [lambda: None, *changes]:
+            change()
+            assert same(replaying(x), mutad.grad(f)(x))
+            assert same(replaying(x), mutad.grad(f)(x))
+    finally:
+        WEIGHTS.w0, HELD.v = 1.0, 1.0
+        globals()["W_GLOBAL"] = 1.0
+
+    counter = Counter()
+    replaying = mutad.grad(lambda x: (x * next(counter)).sum(), replay=True)
+    assert [replaying(x)[0] for _ in range(3)] == [2.0, 3.0, 4.0]
+    replaying = mutad.grad(lambda x: (x * sys.modules["".join(["test_", "replay"])]
+                                      .W_GLOBAL).sum(), replay=True)
+    replaying(x)
+    assert "modules" in replaying.reasons["what f reaches"]
 
 
 def _counting():

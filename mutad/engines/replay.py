@@ -3018,15 +3018,28 @@ class _Walk:
 
 
 DYNAMIC = frozenset(("getattr", "hasattr", "vars", "__dict__", "attrgetter", "methodcaller",
-                     "dir", "__getattribute__"))
+                     "dir", "__getattribute__", "getattr_static", "asdict", "astuple",
+                     "globals", "locals", "eval", "exec"))
 """Names through which code reads an object's attributes by names it builds at run time
 (``getattr(p, f"w{i}")``, ``vars(p).values()``, ``object.__getattribute__(p, name)``): where
 some code ``reach`` reaches names one, every attribute of the objects, classes and modules
 reached is held, not only those named."""
 
+GLOBALS_BY_NAME = frozenset(("globals", "locals", "eval", "exec"))
+"""Names through which code reads its module's globals by names it builds: its function's
+globals are then held whole too."""
+
+MODULES_BY_NAME = frozenset(("modules", "import_module"))
+"""Names through which code reaches modules by names it builds (``sys.modules[name]``),
+which the walk cannot follow: such a function is traced on every call."""
+
 _READING_BY_NAME = frozenset(map(id, (getattr, hasattr, vars, dir, operator.attrgetter,
-                                      operator.methodcaller, object.__getattribute__)))
+                                      operator.methodcaller, object.__getattribute__, globals,
+                                      eval, exec)))
 """The ids of the functions of ``DYNAMIC``, which code may reach under another name."""
+
+_READERS_BY_NAME = (operator.attrgetter, operator.methodcaller)
+"""Objects that read attributes by names they hold (``read_w = operator.attrgetter("w")``)."""
 
 
 def _too_large(what):
@@ -3053,11 +3066,18 @@ def _reach_into(x, work, arrays, names, walk, large):
     elif kind is types.FunctionType:
         code = x.__code__
         work.append(code)
-        code_names = _code_names(code)
-        names.update(code_names)
-        if not walk.dynamic and not DYNAMIC.isdisjoint(code_names) \
-                and _users_file(code.co_filename):
-            walk.dynamic = True
+        names.update(_code_names(code))
+        identifiers = _code_identifiers(code)
+        users = None
+        if not walk.dynamic and not DYNAMIC.isdisjoint(identifiers):
+            users = _users_file(code.co_filename)
+            walk.dynamic = users
+        if not MODULES_BY_NAME.isdisjoint(identifiers) and (
+                users if users is not None else _users_file(code.co_filename)):
+            large.append("f reads modules by names it builds (sys.modules[...], "
+                         "importlib.import_module): a replay cannot tell which; pass what it "
+                         "reads as arguments")
+        whole_globals = not GLOBALS_BY_NAME.isdisjoint(identifiers)  # (globals()[name])
         for cell in x.__closure__ or ():
             try:
                 work.append(cell.cell_contents)
@@ -3065,7 +3085,9 @@ def _reach_into(x, work, arrays, names, walk, large):
                 pass
         work.extend(x.__defaults__ or ())
         work.extend((x.__kwdefaults__ or {}).values())
-        walk.hold(x.__globals__)
+        walk.hold(x.__globals__, whole=whole_globals)
+        if whole_globals:
+            walk.dynamic = walk.dynamic or _users_file(code.co_filename)
         if x.__dict__:  # its attributes (f.scale)
             walk.hold(x.__dict__)
     elif kind in _BUILTIN_CONTAINERS:
@@ -3102,7 +3124,10 @@ def _reach_into(x, work, arrays, names, walk, large):
             walk.hold(vars(x), whole=_users_file(getattr(x, "__file__", None) or ""))
     elif isinstance(x, type):
         _hold_class(x, walk)
-    elif isinstance(x, collections.abc.Iterator):  # a generator, iter(list), itertools.count
+    elif kind in _READERS_BY_NAME:
+        walk.dynamic = True
+    elif isinstance(x, collections.abc.Iterator) or getattr(kind, "__next__", None) is not None:
+        # a generator, iter(list), itertools.count, an object of a class with __next__
         large.append(f"f reaches an iterator ({kind.__name__}): what it gives next is its "
                      "state, which a replay cannot compare; pass what f takes from it as an "
                      "argument")
@@ -3155,6 +3180,17 @@ def _hold_class(cls, walk):
 
 
 @functools.lru_cache(maxsize=4096)
+def _code_identifiers(code):
+    """The names ``code`` and the code objects within it name (not its strings)."""
+    found, codes = set(), [code]
+    while codes:
+        c = codes.pop()
+        found.update(c.co_names)
+        codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return frozenset(found)
+
+
+@functools.lru_cache(maxsize=4096)
 def _code_names(code):
     """The names ``code`` (immutable) and the code objects within it name, and the strings
     among their constants, in tuples too (a name an attribute may be given as)."""
@@ -3190,20 +3226,17 @@ def _data(x):
     return False
 
 
-SPECIAL = ("__getattr__", "__getattribute__", "__getitem__", "__call__")
-"""The methods Python calls on an object without the program naming them through which what
-it reads may come from elsewhere (``x.name``, ``x[k]``, ``x()``)."""
-
-
 def _special_methods(cls):
-    """The methods of ``SPECIAL`` that ``cls`` and its bases other than the libraries' define
-    as functions."""
+    """The special methods (``__name__``) that ``cls`` and its bases other than the
+    libraries' define as functions: Python calls them on an object without the program naming
+    them, and what they read may come from elsewhere (``x.name`` through ``__getattr__``,
+    ``x[k]``, ``x()``, ``float(x)``, ``x * y``, a descriptor's ``__get__``)."""
     found = []
     for base in cls.__mro__:
         module = getattr(base, "__module__", "builtins")
         if type(module) is str and not _library(module):
             found.extend(v for k, v in vars(base).items()
-                         if k in SPECIAL and type(v) is types.FunctionType)
+                         if k[:2] == "__" == k[-2:] and type(v) is types.FunctionType)
     return found
 
 
