@@ -902,3 +902,22 @@ def test_second_order_of_a_closure_is_refused_with_what_to_do():
                          [0.0, 0.0]])
     expected[0, 1] = expected[1, 0] = -1 / a ** 2 + e / a ** 2 + e / a
     np.testing.assert_allclose(mutad.hessian(through_args, p), expected, rtol=1e-6)
+
+
+def test_an_array_odeint_hands_its_function_kept_by_the_function():
+    """odeint hands its function a state whose memory is SciPy's buffer (no array owns it):
+    kept by the function and read after the solve, NumPy refused to make it writable again
+    when the differentiation ended, and a ValueError replaced the gradient."""
+    def f(x):
+        states = []
+
+        def rhs(y, t):
+            states.append(y)
+            return -y
+
+        odeint(rhs, [1.0], [0.0, 1e-3])
+        return (x * states[0]).sum()
+
+    x = np.array([2.0])
+    value, (g,) = mutad.value_and_gradient(f, x)
+    assert value == f(x) and np.array_equal(g, [f(np.array([1.0]))])

@@ -511,10 +511,16 @@ class DeviceCopy:
 
 
 def thaw(tape):
-    """Make the arrays ``freeze`` made read-only writable again (owners first)."""
+    """Make the arrays ``freeze`` made read-only writable again (owners first). NumPy will
+    not for an array whose memory belongs to no array (a C library's buffer handed over
+    through a capsule, as odeint's function receives its state): that one stays read-only,
+    as the library's own buffer, which nothing else writes, may."""
     frozen, tape.frozen = tape.frozen, {}
     for a in frozen.values():
-        a.flags.writeable = True
+        try:
+            a.flags.writeable = True
+        except ValueError:  # "cannot set WRITEABLE flag to True of this array"
+            pass
     tape.sums.clear()
 
 
