@@ -281,10 +281,11 @@ class Frozen:
         if name.startswith("__") or not _is_traced(self.args, self.kwds):
             # (constant parameters: SciPy's own frozen distribution's mean(), rvs(), ...)
             return getattr(distribution.scipy(*self.args, **self.kwds), name)
+        followed = [n for n in _AT_POINTS if hasattr(distribution, n)]
+        followed += ["entropy()"] if hasattr(distribution, "entropy") else []
         refused_attribute(name, f"{name} of a frozen scipy.stats distribution with "
-                          "differentiated parameters: mutad follows its "
-                          f"{', '.join(n for n in _AT_POINTS if hasattr(distribution, n))} "
-                          "(and entropy where it has one); compute it from the parameters.")
+                          "differentiated parameters is not followed (mutad follows its "
+                          f"{', '.join(followed)}): compute it from the parameters.")
 
 
 _AT_POINTS = ("pdf", "logpdf", "pmf", "logpmf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf")
