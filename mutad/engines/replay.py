@@ -3065,6 +3065,12 @@ def _reach_into(x, work, arrays, names, walk, large):
         names.add(x)
     elif kind is types.FunctionType:
         code = x.__code__
+        if _library_file(code.co_filename):
+            # NumPy's, SciPy's, mutad's own: its module's globals are not the program's state,
+            # but what it closes over may be (a solver's step closing over the user's function)
+            work.extend(_cell_contents(x))
+            work.extend(x.__defaults__ or ())
+            return
         work.append(code)
         names.update(_code_names(code))
         identifiers = _code_identifiers(code)
@@ -3078,11 +3084,7 @@ def _reach_into(x, work, arrays, names, walk, large):
                          "importlib.import_module): a replay cannot tell which; pass what it "
                          "reads as arguments")
         whole_globals = not GLOBALS_BY_NAME.isdisjoint(identifiers)  # (globals()[name])
-        for cell in x.__closure__ or ():
-            try:
-                work.append(cell.cell_contents)
-            except ValueError:  # (a cell not filled yet)
-                pass
+        work.extend(_cell_contents(x))
         work.extend(x.__defaults__ or ())
         work.extend((x.__kwdefaults__ or {}).values())
         walk.hold(x.__globals__, whole=whole_globals)
@@ -3158,6 +3160,17 @@ def _reach_into(x, work, arrays, names, walk, large):
         _hold_class(kind, walk)
         if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k]
             work.extend(_special_methods(kind))
+
+
+def _cell_contents(f):
+    """What the closure cells of ``f`` hold (those filled)."""
+    found = []
+    for cell in f.__closure__ or ():
+        try:
+            found.append(cell.cell_contents)
+        except ValueError:  # (a cell not filled yet)
+            pass
+    return found
 
 
 def _reach_items(x, kind, work, large):
@@ -3261,13 +3274,22 @@ def _users_file(filename):
     not the program's parameters)."""
     if any(part in filename for part in ("site-packages", "dist-packages")):
         return False
-    return not any(filename.startswith(directory) for directory in _LIBRARY_DIRECTORIES)
+    return not _library_file(filename)
 
 
+@functools.lru_cache(maxsize=4096)
+def _library_file(filename):
+    """Whether ``filename`` is NumPy's, SciPy's, mutad's (its benchmark workloads aside: code
+    differentiated as a user's is) or the standard library's, wherever they are installed."""
+    return any(filename.startswith(directory) for directory in _LIBRARY_DIRECTORIES) \
+        and not filename.startswith(_WORKLOADS)
+
+
+_MUTAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _LIBRARY_DIRECTORIES = tuple(os.path.dirname(path) + os.sep for path in (
-    np.__file__, importlib.util.find_spec("scipy").origin,
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep, os.__file__))
+    np.__file__, importlib.util.find_spec("scipy").origin, _MUTAD, os.__file__))
 """Where NumPy, SciPy, mutad and the standard library (``os``'s folder) are."""
+_WORKLOADS = os.path.join(_MUTAD, "bench") + os.sep
 
 
 def _library(module):
