@@ -421,6 +421,7 @@ COMPLEX_UFUNC_CASES = [
     Case(special.log1p,   (complex_right,),                   label="complex"),
     Case(special.expm1,   (complex_small,),                   label="complex"),
     Case(special.dawsn,   (complex_small,),                   label="complex"),
+    Case(special.erfi,    (complex_small,),                   label="complex"),
 ]
 # fmt: on
 
