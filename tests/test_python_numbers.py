@@ -282,3 +282,26 @@ def test_a_number_computed_from_constants_is_immutable_as_numpys_scalars_are():
     w = np.array([1.0, 2.0, 3.0])
     value, (g,) = mutad.value_and_gradient(f, w)
     assert value == f(w) and np.array_equal(g, [-1.0, -1.0, -1.0])
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_a_number_standing_for_numpys_scalar_fills_and_puts_into_a_copy(mode):
+    """NumPy's scalars fill and put into a copy of themselves (no effect) and refuse item
+    assignment with a TypeError: a traced number computed from constants was written in
+    place (a wrong value), then, read-only, raised NumPy's ValueError."""
+    def f(x):
+        z = np.array([3.0, 1.0])
+        a, b = z[0] - z[1], x[0] * 2.0
+        a.fill(1.0)
+        b.put(0, 9.0)
+        with pytest.raises(TypeError, match="does not support item assignment"):
+            a[...] = 1.0
+        return x.sum() * a + b
+
+    x = np.array([1.5, 2.0, 3.0])
+    if mode == "reverse":
+        value, (g,) = mutad.value_and_gradient(f, x)
+        assert value == f(x.copy()) and np.array_equal(g, [4.0, 2.0, 2.0])
+    else:
+        value, tangent = mutad.jvp(f, (x,), (np.ones(3),))
+        assert value == f(x.copy()) and tangent == 8.0

@@ -5,7 +5,6 @@ depends on is guarded."""
 import collections
 import functools
 import itertools
-import operator
 import random
 import sys
 import types
@@ -438,13 +437,26 @@ def test_attributes_of_classes_and_modules_read_by_built_names_are_guarded():
         WEIGHTS.w0, WEIGHTS.w2 = 1.0, 3.0
 
 
+class Counter:
+    """An iterator by ``__next__`` alone (no ``__iter__``)."""
+
+    def __init__(self):
+        self.i = 1.0
+
+    def __next__(self):
+        self.i += 1.0
+        return self.i
+
+
+USER_PROGRAM = """
+import operator, types
+
 READ_W0 = operator.attrgetter("w0")
+WEIGHTS = types.SimpleNamespace(w0=1.0)
 W_GLOBAL = 1.0
 
 
-class Doubled:
-    """A descriptor: what ``t.d`` reads comes from ``__get__``."""
-
+class Doubled:  # a descriptor: what ``t.d`` reads comes from ``__get__``
     def __get__(self, obj, kind=None):
         return 2.0 * obj.v
 
@@ -462,45 +474,53 @@ class Held:
 HELD = Held()
 
 
-class Counter:
-    """An iterator by ``__next__`` alone (no ``__iter__``)."""
-
-    def __init__(self):
-        self.i = 1.0
-
-    def __next__(self):
-        self.i += 1.0
-        return self.i
+def f(x):
+    y = READ_W0(WEIGHTS) + globals()["W_" + "GLOBAL".lower().upper()]
+    return (y + HELD.d + float(HELD)) * (x * x).sum()
+"""
 
 
 def test_attributes_read_through_other_routes_are_guarded():
     """An attrgetter held in a global, globals()[name], a descriptor's __get__ and
     __float__ gave the recorded call's numbers; a function reading modules by built names
     (sys.modules[name]) is traced, as is one taking from an object with __next__."""
-    def f(x):
-        y = READ_W0(WEIGHTS) + globals()["W_" + "GLOBAL".lower().upper()]
-        return (y + HELD.d + float(HELD)) * (x * x).sum()
-
+    # the user's program in a module of its own (globals() holds it whole)
+    program = types.ModuleType("user_program")
+    exec(compile(USER_PROGRAM, "user_program.py", "exec"), program.__dict__)
     x = np.array([1.0, 2.0, 3.0])
-    changes = [lambda: setattr(WEIGHTS, "w0", 7.0), lambda: globals().update(W_GLOBAL=4.0),
-               lambda: setattr(HELD, "v", 3.0)]
-    try:  # (globals() holds this module whole, which holds OBSERVATIONS: traced)
-        replaying = mutad.grad(f, replay=True)
-        for change in [lambda: None, *changes]:
-            change()
-            assert same(replaying(x), mutad.grad(f)(x))
-            assert same(replaying(x), mutad.grad(f)(x))
-    finally:
-        WEIGHTS.w0, HELD.v = 1.0, 1.0
-        globals()["W_GLOBAL"] = 1.0
+    changes = [lambda: setattr(program.WEIGHTS, "w0", 7.0),
+               lambda: setattr(program, "W_GLOBAL", 4.0), lambda: setattr(program.HELD, "v", 3.0)]
+    each_change_reaches_the_replay(program.f, x, changes)
 
     counter = Counter()
     replaying = mutad.grad(lambda x: (x * next(counter)).sum(), replay=True)
     assert [replaying(x)[0] for _ in range(3)] == [2.0, 3.0, 4.0]
     replaying = mutad.grad(lambda x: (x * sys.modules["".join(["test_", "replay"])]
-                                      .W_GLOBAL).sum(), replay=True)
+                                      .OFFSET[0]).sum(), replay=True)
     replaying(x)
     assert "modules" in replaying.reasons["what f reaches"]
+
+
+def test_the_globals_of_an_installed_package_are_guarded(tmp_path):
+    """The standard library's folder often holds the installed packages (site-packages): a
+    package's function reading its module's globals was taken for the standard library's,
+    whose globals the walk does not go into, and its replay gave the recorded numbers."""
+    import os
+
+    path = os.path.join(os.path.dirname(os.__file__), "site-packages", "userpkg", "__init__.py")
+    module = types.ModuleType("userpkg")
+    module.__file__ = path
+    exec(compile("SCALE = 2.0\ndef scaled(x):\n    return x * SCALE\n", path, "exec"),
+         module.__dict__)
+
+    def f(x):
+        return (module.scaled(x) * x).sum()
+
+    replaying = mutad.grad(f, replay=True)
+    x = np.array([1.0, 2.0])
+    replaying(x)
+    module.SCALE = 3.0
+    assert same(replaying(x), mutad.grad(f)(x))
 
 
 def _counting():

@@ -228,7 +228,7 @@ def _fast_powers(power, power_in_place):
 FORWARDED = ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod", "ravel",
              "swapaxes", "squeeze", "dot", "clip", "diagonal", "trace", "take", "repeat",
              "argmax", "argmin", "argsort", "nonzero", "any", "all", "round", "conj",
-             "conjugate", "ptp", "searchsorted", "argpartition", "choose", "put")
+             "conjugate", "ptp", "searchsorted", "argpartition", "choose")
 """ndarray methods that are the NumPy function of the same name, called on the array."""
 
 
@@ -495,8 +495,16 @@ class ArrayMethods(Tracer):
         """Partitions in place, as ``ndarray.partition``."""
         self[...] = np.partition(self, kth, axis=axis, kind=kind, order=order)
 
+    # NumPy's scalars (what a value standing for one is: ``stands_for_scalar``) fill and put
+    # into a copy of themselves, which is then dropped: they stay as they are
+
     def fill(self, value):
-        self[...] = value
+        if not stands_for_scalar(self):
+            self[...] = value
+
+    def put(self, *args, **kwargs):
+        if not stands_for_scalar(self):
+            np.put(self, *args, **kwargs)
 
     def view(self, dtype=None, type=None):
         """As ``ndarray.view``: a new view of the same memory. Reinterpreting its bytes as
@@ -743,6 +751,11 @@ def settled(tree, what):
     if type(tree) in (list, tuple):
         return type(tree)(settled(x, what) for x in tree)
     return tree
+
+
+def item_assignment_refused(x):
+    """NumPy's error for ``x[key] = value`` where ``x`` stands for a NumPy scalar (immutable)."""
+    return TypeError(f"'numpy.{memory(x).dtype.name}' object does not support item assignment")
 
 
 def stands_for_scalar(x):

@@ -21,7 +21,8 @@ import numpy as np
 
 from ..core.allocation import Preexisting, joined_operands, stands_in, ufunc_operands
 from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
-                        inexact_output, install_operators, keywords_in_place, lost_tangent,
+                        inexact_output, install_operators, item_assignment_refused,
+                        keywords_in_place, lost_tangent,
                         out_by_keyword, single_out, stands_for_scalar, weak, weak_arithmetic,
                         weak_beside_arrays, weak_value)
 from ..core.errors import (
@@ -543,6 +544,8 @@ class Dual(ArrayMethods):
         return Dual(as_array(self.value[key]), as_array(self.tangent[key]), self.level)
 
     def __setitem__(self, key, value):
+        if stands_for_scalar(self):  # immutable, as NumPy's scalars are
+            raise item_assignment_refused(self)
         _assign(self, value, self.level, "x[key] = value", key)
 
     def _inplace(self, ufunc, other):

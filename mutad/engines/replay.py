@@ -3272,23 +3272,31 @@ def _users_file(filename):
     mutad's, the standard library's or an installed package's: the names a user's program
     builds are the user's to guard (a library's ``getattr`` reads its own objects, which are
     not the program's parameters)."""
-    if any(part in filename for part in ("site-packages", "dist-packages")):
-        return False
-    return not _library_file(filename)
+    return not _installed(filename) and not _library_file(filename)
+
+
+def _installed(filename):
+    return any(part in filename for part in ("site-packages", "dist-packages"))
 
 
 @functools.lru_cache(maxsize=4096)
 def _library_file(filename):
     """Whether ``filename`` is NumPy's, SciPy's, mutad's (its benchmark workloads aside: code
-    differentiated as a user's is) or the standard library's, wherever they are installed."""
-    return any(filename.startswith(directory) for directory in _LIBRARY_DIRECTORIES) \
+    differentiated as a user's is) or the standard library's (not the packages installed
+    beside it, which may be the user's), wherever they are."""
+    if filename.startswith(_STANDARD):
+        return not _installed(filename)
+    return any(filename.startswith(directory) for directory in _LIBRARIES) \
         and not filename.startswith(_WORKLOADS)
 
 
 _MUTAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_LIBRARY_DIRECTORIES = tuple(os.path.dirname(path) + os.sep for path in (
-    np.__file__, importlib.util.find_spec("scipy").origin, _MUTAD, os.__file__))
-"""Where NumPy, SciPy, mutad and the standard library (``os``'s folder) are."""
+_SCIPY = importlib.util.find_spec("scipy")
+_LIBRARIES = tuple(os.path.dirname(path) + os.sep for path in (
+    np.__file__, _SCIPY.origin if _SCIPY is not None else None, _MUTAD) if path)
+"""Where NumPy, SciPy and mutad are."""
+_STANDARD = os.path.dirname(os.__file__) + os.sep
+"""Where the standard library is (``os``'s folder), the installed packages often within."""
 _WORKLOADS = os.path.join(_MUTAD, "bench") + os.sep
 
 

@@ -41,7 +41,8 @@ import numpy as np
 from ..core.allocation import Preexisting, joined_operands, stands_in, ufunc_operands
 from ..core.arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
-                        conversion_error, inexact_output, install_operators, keywords_in_place,
+                        conversion_error, inexact_output, install_operators,
+                        item_assignment_refused, keywords_in_place,
                         lost_tangent, numpy_value, out_by_keyword, out_position, put_right,
                         single_out, stands_for_scalar, untraced_write, weak_arithmetic,
                         weak_beside_arrays, weak_value)
@@ -1010,7 +1011,7 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     return out
 
 
-_NO_SETTINGS = types.MappingProxyType({})
+_NO_SETTINGS: types.MappingProxyType[str, object] = types.MappingProxyType({})
 """The keyword arguments of a write without any, as the plans of such writes share them."""
 
 
@@ -1575,6 +1576,8 @@ class Traced(ArrayMethods):
         return getitem(self, key)
 
     def __setitem__(self, key, value):
+        if stands_for_scalar(self):  # immutable, as NumPy's scalars are
+            raise item_assignment_refused(self)
         if type(value) is Preexisting:
             value = value.view(np.ndarray)
         if type(value) is np.ndarray:

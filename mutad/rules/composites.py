@@ -374,7 +374,7 @@ def _poly1d_divided(self, other):
     return np.polydiv(self, np.poly1d(other))
 
 
-_poly1d_divided.on_constants = True  # (x[j] - x[k] of an x allocated in the function)
+setattr(_poly1d_divided, "on_constants", True)  # (x[j] - x[k] of an x allocated in f)
 defmethod(np.poly1d, "__truediv__", _poly1d_divided)
 
 
