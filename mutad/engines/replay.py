@@ -2964,7 +2964,7 @@ def reach(f, kinds=()):
     objects, classes and modules reached is held. ``kinds``: classes reached as an object's
     class is (the arguments': ``f`` may call their methods)."""
     objects, arrays, seen, names, large = [], [], set(), set(), []
-    walk = _Walk()
+    walk = _Walk(_home(f))
     work = [f]
     for kind in kinds:  # the classes of the arguments (``classes``): as an object's class
         objects.append(kind)
@@ -2992,7 +2992,7 @@ def reach(f, kinds=()):
     return objects, arrays, large[0] if large else None
 
 
-REACHED_OBJECTS = 100_000
+REACHED_OBJECTS = 20_000
 """Objects ``reach`` walks at most: a function that reaches more is traced on every call
 (``Replayed.reasons`` says so)."""
 
@@ -3003,11 +3003,12 @@ class _Walk:
     builds names]`` (an object's, a class's, a module's reached as an object: not a function's
     globals); ``dynamic``: the user's code reached builds names (``DYNAMIC``)."""
 
-    __slots__ = ("held", "dynamic")
+    __slots__ = ("held", "dynamic", "home")
 
-    def __init__(self):
+    def __init__(self, home):
         self.held = {}
         self.dynamic = False
+        self.home = home  # the file of f's code: the program's, whose built names count
 
     def hold(self, namespace, owner=None, whole=False):
         key = id(namespace if owner is None else owner)
@@ -3077,7 +3078,7 @@ def _reach_into(x, work, arrays, names, walk, large):
         users = None
         if not walk.dynamic and not DYNAMIC.isdisjoint(identifiers):
             users = _users_file(code.co_filename)
-            walk.dynamic = users
+            walk.dynamic = users and code.co_filename == walk.home
         if not MODULES_BY_NAME.isdisjoint(identifiers) and (
                 users if users is not None else _users_file(code.co_filename)):
             large.append("f reads modules by names it builds (sys.modules[...], "
@@ -3088,7 +3089,7 @@ def _reach_into(x, work, arrays, names, walk, large):
         work.extend(x.__defaults__ or ())
         work.extend((x.__kwdefaults__ or {}).values())
         walk.hold(x.__globals__, whole=whole_globals)
-        if whole_globals:
+        if whole_globals and code.co_filename == walk.home:
             walk.dynamic = walk.dynamic or _users_file(code.co_filename)
         if x.__dict__:  # its attributes (f.scale)
             walk.hold(x.__dict__)
@@ -3149,14 +3150,17 @@ def _reach_into(x, work, arrays, names, walk, large):
             if type(namespace) is dict:
                 work.extend(v for v in namespace.values() if _data(v))
             return
+        # (an installed package's objects: by names only; the standard library's plain ones, a
+        # SimpleNamespace, hold the user's values)
+        users = _standard(module) or _users_module(module)
         if type(namespace) is dict:
-            walk.hold(namespace, whole=True)
+            walk.hold(namespace, whole=users)
         if _standard(module):
             return
         slots = {name: getattr(x, name) for cls in kind.__mro__
                  for name in _slot_names(cls) if hasattr(x, name)}
         if slots:  # a new dict on each walk: compared by what it holds
-            walk.hold(slots, owner=slots, whole=True)
+            walk.hold(slots, owner=slots, whole=users)
         _hold_class(kind, walk)
         if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k]
             work.extend(_special_methods(kind))
@@ -3188,8 +3192,8 @@ def _hold_class(cls, walk):
     and the standard library's: a method a subclass inherits, a class attribute."""
     for base in cls.__mro__:
         module = getattr(base, "__module__", "builtins")
-        if type(module) is str and not _library(module):
-            walk.hold(vars(base), owner=base, whole=True)  # (a new proxy on each call)
+        if type(module) is str and not _library(module):  # (a new proxy on each call)
+            walk.hold(vars(base), owner=base, whole=_users_module(module))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -3248,9 +3252,15 @@ def _special_methods(cls):
     for base in cls.__mro__:
         module = getattr(base, "__module__", "builtins")
         if type(module) is str and not _library(module):
-            found.extend(v for k, v in vars(base).items()
-                         if k[:2] == "__" == k[-2:] and type(v) is types.FunctionType)
+            every = _users_module(module)  # (an installed package's: the four of SPECIAL)
+            found.extend(v for k, v in vars(base).items() if type(v) is types.FunctionType and (
+                k in SPECIAL or every and k[:2] == "__" == k[-2:]))
     return found
+
+
+SPECIAL = ("__getattr__", "__getattribute__", "__getitem__", "__call__")
+"""The special methods through which an installed package's object may read what the program
+depends on (``x.name``, ``x[k]``, ``x()``): the user's classes' are all walked."""
 
 
 def _filled(cell):
@@ -3273,6 +3283,27 @@ def _users_file(filename):
     builds are the user's to guard (a library's ``getattr`` reads its own objects, which are
     not the program's parameters)."""
     return not _installed(filename) and not _library_file(filename)
+
+
+def _home(f):
+    """The file of ``f``'s code (a method's, a partial's function's), None if it has none."""
+    while True:
+        if isinstance(f, functools.partial):
+            f = f.func
+        elif isinstance(f, types.MethodType):
+            f = f.__func__
+        else:
+            break
+    code = getattr(f, "__code__", None)
+    return None if code is None else code.co_filename
+
+
+def _users_module(name):
+    """Whether the module named ``name`` is the user's (its file not an installed package's
+    nor a library's; one with no file, ``__main__`` in a notebook, or not imported, is)."""
+    module = sys.modules.get(name)
+    filename = getattr(module, "__file__", None)
+    return not filename or _users_file(filename)
 
 
 def _installed(filename):
