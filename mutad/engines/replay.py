@@ -3075,12 +3075,9 @@ def _reach_into(x, work, arrays, names, walk, large):
         work.append(code)
         names.update(_code_names(code))
         identifiers = _code_identifiers(code)
-        users = None
         if not walk.dynamic and not DYNAMIC.isdisjoint(identifiers):
-            users = _users_file(code.co_filename)
-            walk.dynamic = users and code.co_filename == walk.home
-        if not MODULES_BY_NAME.isdisjoint(identifiers) and (
-                users if users is not None else _users_file(code.co_filename)):
+            walk.dynamic = code.co_filename == walk.home and _users_file(code.co_filename)
+        if not MODULES_BY_NAME.isdisjoint(identifiers) and _users_file(code.co_filename):
             large.append("f reads modules by names it builds (sys.modules[...], "
                          "importlib.import_module): a replay cannot tell which; pass what it "
                          "reads as arguments")
