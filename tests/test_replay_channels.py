@@ -4,6 +4,7 @@ call returns the gradient of the program this call runs. Each case calls the rep
 function on inputs that flip the decision, and compares every call with a fresh traced one,
 bit for bit, with the caller's bytes intact (``replayed_like_traced``)."""
 
+import functools
 import math
 import warnings
 
@@ -351,6 +352,91 @@ def test_a_reach_that_changes_on_every_call_is_traced_and_says_why():
         assert replaying(np.ones(2)).tolist() == [1.0, 1.0]
     assert model.calls == 6  # traced every call: f ran
     assert "int rebound" in replaying.reasons["what f reaches"]
+
+
+@functools.lru_cache(maxsize=None)
+def cached_weights(n):
+    return np.linspace(1.0, 2.0, n)
+
+
+def test_a_function_cached_between_calls_traces_the_call():
+    """A cached result changed in place (or a cache cleared after a global changed) is what
+    NumPy's next call reads; the replay cannot see into the cache, so it does not replay."""
+    def f(x):
+        y = x * cached_weights(x.shape[0])
+        y += np.sin(x)
+        return (y * y).sum()
+
+    replaying = mutad.grad(f, replay=True)
+    x = np.array([0.3, 0.5, 0.7])
+    try:
+        for value in (None, None, 5.0, -1.0):
+            if value is not None:
+                cached_weights(3)[1] = value
+            assert replaying(x).tolist() == mutad.grad(f)(x).tolist()
+        assert "lru_cache" in replaying.reasons["what f reaches"]
+    finally:
+        cached_weights.cache_clear()
+
+
+SCALE = [2.0]
+
+
+class Energy:
+    def __init__(self):
+        self.w = np.array([1.0, 2.0, 3.0])
+
+    def _energy(self, x, p):
+        return (self.w * x * x).sum() * p * SCALE[0]
+
+    energy = functools.partialmethod(_energy, p=3.0)
+
+
+def test_a_partialmethods_function_is_followed():
+    model = Energy()
+
+    def f(x):
+        y = x.copy()
+        y *= 1.5
+        return model.energy(y)
+
+    replaying = mutad.grad(f, replay=True)
+    x = np.array([0.3, 0.5, 0.7])
+    try:
+        for scale in (2.0, 2.0, 5.0, 5.0):
+            SCALE[0] = scale
+            assert replaying(x).tolist() == mutad.grad(f)(x).tolist()
+        model.w[0] = 7.0
+        assert replaying(x).tolist() == mutad.grad(f)(x).tolist()
+    finally:
+        SCALE[0] = 2.0
+
+
+def test_a_rule_attached_again_is_followed():
+    @mutad.adjoint
+    def cube(x):
+        return x ** 3
+
+    @cube.rule
+    def _(x):
+        return x ** 3, lambda g: (g * 3 * x ** 2,)
+
+    def f(x):
+        y = x.copy()
+        y *= 2.0
+        return cube(y).sum()
+
+    replaying = mutad.grad(f, replay=True)
+    x = np.array([0.3, 0.5, 0.7])
+    replaying(x)
+    replaying(x)
+
+    @cube.rule
+    def _(x):  # (a wrong rule: what matters is that the replay runs the rule attached now)
+        return x ** 3, lambda g: (g * 30 * x ** 2,)
+
+    assert replaying(x).tolist() == mutad.grad(f)(x).tolist()
+    np.testing.assert_allclose(replaying(x), 240 * x ** 2)
 
 
 # ----------------------------------------------------------------------------------------------

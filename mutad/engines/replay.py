@@ -2945,20 +2945,22 @@ def reach(f, kinds=()):
     """What ``f``'s program may depend on besides its arguments: ``(objects, arrays, large)``.
 
     From ``f``, its code object, what it closes over, its defaults, the globals its code names,
-    a bound method's object, a partial's arguments, and on from each of those: functions,
-    methods, properties, containers (lists, tuples, dicts, sets and their subclasses, up to
+    a bound method's object, a partial's (or partial method's) function and arguments, and on
+    from each of those: functions, methods, properties, containers (lists, tuples, dicts, sets and their subclasses, up to
     ``REACHED_ITEMS`` items), and the attributes of objects, of classes (their bases' too) and
     of modules and functions (not NumPy's, SciPy's, mutad's or the standard library's classes
     and modules) whose names some code reached names, or some string reached holds
     (``getattr(p, "dt")``, ``vars(p)["dt"]``, names in a global tuple); the special methods of
     the user's classes (a ``__getattr__`` reading a dict); the arrays, numbers and containers
-    NumPy's and SciPy's objects hold (a sparse matrix's). ``objects`` are compared by identity
+    NumPy's, SciPy's and mutad's objects hold (a sparse matrix's), and the user's functions
+    they hold (a rule attached to a function). ``objects`` are compared by identity
     on each call, each as often as it was reached (a rebound global, a replaced ``__code__``,
     a rebound ``self.w``, a list grown by the same float), ``arrays`` by their bytes (``Contents``):
     Python may decide on their values without mutad seeing it (``if W[0] > 0``).
     ``unfollowed``: why a replay cannot compare what ``f`` reaches (None: it can): a container
     too long to compare item by item on each call, an iterator (its state is what ``f``
-    consumes), more than ``REACHED_OBJECTS`` objects. Where the user's code reached may read
+    consumes), a function of the user's cached by ``functools.lru_cache`` (its cache), more
+    than ``REACHED_OBJECTS`` objects. Where the user's code reached may read
     attributes by names it builds (``getattr(p, f"w{i}")``, ``vars(p)``: it names one of
     ``DYNAMIC``, or reaches such a function under another name), every attribute of the
     objects, classes and modules reached is held. ``kinds``: classes reached as an object's
@@ -3112,8 +3114,18 @@ def _reach_into(x, work, arrays, names, walk, large):
         work.extend((x.__func__, x.__self__))
     elif kind in (types.BuiltinMethodType, types.MethodWrapperType):  # params.get, W.sum
         work.append(x.__self__)
-    elif kind is functools.partial:
+    elif kind is functools.partial or kind is functools.partialmethod:
         work.extend((x.func, *x.args, *x.keywords.values()))
+    elif kind is _CACHED:
+        wrapped = getattr(x, "__wrapped__", None)
+        if type(wrapped) is types.FunctionType and not _library_file(
+                wrapped.__code__.co_filename):
+            large.append(f"f reaches {wrapped.__qualname__}, cached by functools.lru_cache: "
+                         "the results it keeps between calls are not f's to compare, and a "
+                         "call it answers from its cache runs none of its code; call it "
+                         "outside f and pass what it returns as an argument")
+        elif wrapped is not None:
+            work.append(wrapped)
     elif kind is property:
         work.extend(g for g in (x.fget, x.fset, x.fdel) if g is not None)
     elif kind in (staticmethod, classmethod, functools.cached_property):
@@ -3142,10 +3154,12 @@ def _reach_into(x, work, arrays, names, walk, large):
             module = "builtins"
         namespace = getattr(x, "__dict__", None)
         if _library(module) and not _standard(module):
-            # NumPy's or SciPy's object (a sparse matrix, a poly1d, a frozen distribution): the
-            # arrays, numbers and containers it holds, which a program computes with
+            # NumPy's, SciPy's or mutad's object (a sparse matrix, a poly1d, a frozen
+            # distribution, a function with a rule attached): the arrays, numbers and
+            # containers it holds, which a program computes with, and the user's functions it
+            # calls (a rule attached, a LinearOperator's matvec)
             if type(namespace) is dict:
-                work.extend(v for v in namespace.values() if _data(v))
+                work.extend(v for v in namespace.values() if _data(v) or _users_function(v))
             return
         # (an installed package's objects: by names only; the standard library's plain ones, a
         # SimpleNamespace, hold the user's values)
@@ -3161,6 +3175,15 @@ def _reach_into(x, work, arrays, names, walk, large):
         _hold_class(kind, walk)
         if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k]
             work.extend(_special_methods(kind))
+
+
+_CACHED = type(functools.lru_cache(lambda: None))
+"""The type of the functions ``functools.lru_cache`` and ``functools.cache`` make."""
+
+
+def _users_function(x):
+    """Whether ``x`` is a function of the user's code (not a library's)."""
+    return type(x) is types.FunctionType and not _library_file(x.__code__.co_filename)
 
 
 def _cell_contents(f):
