@@ -1137,3 +1137,25 @@ def test_a_device_library_registered_later_leaves_scipys_routes_in_place():
         devices.NAMESPACES.pop(kind, None)
         devices.LIBRARIES.discard(library.__name__)
     assert value == expected[0] and np.array_equal(grad[0], expected[1][0])
+
+
+def test_isscalar_is_numpys_answer_for_what_a_value_stands_for():
+    """An element, a reduction's result and a float argument stand for NumPy's scalars (or a
+    Python number), of which np.isscalar says True; arrays, 0-d ones too, are not scalars. A
+    helper that branches on it takes NumPy's branch, in both modes and replayed."""
+    from numpy import isscalar
+
+    def clipped(v):
+        return max(v, 0.25) if np.isscalar(v) else np.maximum(v, 0.25)
+
+    def f(x, k):
+        answers = [isscalar(v) for v in (x[0], x.sum(), k, x[0] * 2.0, x, x[:1], np.zeros(()))]
+        assert answers == [True, True, True, True, False, False, False]
+        return clipped(x[0]) * k + clipped(x).sum()
+
+    x = np.array([0.5, 0.1])
+    assert mutad.gradient(f, x, 2.0)[0].tolist() == [3.0, 0.0]
+    assert mutad.jvp(f, (x, 2.0), (np.ones(2), 0.0))[1] == 3.0
+    replaying = mutad.grad(f, argnums=(0, 1), replay=True)
+    for _ in range(3):
+        assert replaying(x, 2.0)[0].tolist() == [3.0, 0.0]

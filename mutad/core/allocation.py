@@ -81,7 +81,7 @@ from .devices import LIBRARIES, device_of, is_device, is_namespace
 from .errors import UnsupportedArrayError, UnsupportedOperationError
 from .levels import ACTIVE, Tracer
 from .registry import NO_RULE, RULE_MODULES, RULES, VERSIONS, table
-from .views import memory, owner, weaken, wrapped, writeable
+from .views import memory, owner, stands_for_scalar, weaken, wrapped, writeable
 
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
              "ones_like", "empty_like", "full_like", "copy", "linspace", "logspace", "geomspace",
@@ -679,6 +679,7 @@ def _replacements():
                 table[name] = (func, make(func))
     table.update(JOINED)
     table.update(ITERATORS)
+    table.update(QUERIES)
     table.update(UFUNCS)
     return table
 
@@ -686,6 +687,20 @@ def _replacements():
 ITERATORS = {"nditer": (np.nditer, _named(_nditer, np.nditer)),
              "ndenumerate": (np.ndenumerate, _named(_ndenumerate, np.ndenumerate))}
 """NumPy's iterators, and the mode's."""
+
+
+def _isscalar(element):
+    """``np.isscalar`` of what a traced or dual value stands for: an element ``x[i]``, a
+    reduction's result or a float argument stands for NumPy's scalar (or Python's number), of
+    which NumPy says True; an array, a 0-d one too, is not one. It depends on how the value was
+    made, not on its numbers, so a replayed program's answer is the recorded one."""
+    if wrapped(element):
+        return stands_for_scalar(element)
+    return np.isscalar(element)
+
+
+QUERIES = {"isscalar": (np.isscalar, _named(_isscalar, np.isscalar))}
+"""NumPy's functions that tell what kind of value they are given, and the mode's."""
 
 
 REPLACEMENTS = _replacements()

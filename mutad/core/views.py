@@ -153,6 +153,15 @@ def writeable(a):
     return a.flags.num & WRITEABLE != 0
 
 
+def stands_for_scalar(x):
+    """Whether traced or dual ``x`` stands for a NumPy scalar (a reduction's result, ``x[i]``, a
+    float argument): a 0-d array of its own, read-only, as NumPy's scalars are immutable. An
+    augmented assignment to it makes a new value, as Python does for immutable numbers, so
+    another name for the old value keeps it."""
+    value = memory(x)
+    return value.ndim == 0 and value.base is None and not writeable(value)  # (a device's: no)
+
+
 WARN_ON_WRITE = 0x80000000
 """NumPy's NPY_ARRAY_WARN_ON_WRITE bit of ``ndarray.flags.num``: set on the results of
 ``np.broadcast_arrays``, writeable for now, which warn when written (their elements may share

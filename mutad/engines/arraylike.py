@@ -28,7 +28,7 @@ from ..core.allocation import lists_as_arrays
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
                            UntracedWriteError)
 from ..core.levels import Tracer, innermost
-from ..core.views import memory, weaken, writeable
+from ..core.views import memory, stands_for_scalar, weaken
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
@@ -756,15 +756,6 @@ def settled(tree, what):
 def item_assignment_refused(x):
     """NumPy's error for ``x[key] = value`` where ``x`` stands for a NumPy scalar (immutable)."""
     return TypeError(f"'numpy.{memory(x).dtype.name}' object does not support item assignment")
-
-
-def stands_for_scalar(x):
-    """Whether traced or dual ``x`` stands for a NumPy scalar (a reduction's result, ``x[i]``, a
-    float argument): a 0-d array of its own, read-only, as NumPy's scalars are immutable. An
-    augmented assignment to it makes a new value, as Python does for immutable numbers, so
-    another name for the old value keeps it."""
-    value = memory(x)
-    return value.ndim == 0 and value.base is None and not writeable(value)  # (a device's: no)
 
 
 # ----------------------------------------------------------------------------------------------
