@@ -1601,10 +1601,15 @@ def _routed(cls, name, rule, original):
     stays one, its rule called without ``self``; a class method's with the class) (constants convert
     to the plain arrays they stand for: a rule that evaluates the object on them calls it
     again). A rule marked ``on_constants`` takes the traced constants too (the method would
-    not read them as NumPy's values: ``np.isscalar`` of one is False)."""
+    not read them as NumPy's values: ``np.isscalar`` of one is False). A rule marked ``always``
+    takes every call while a differentiation runs, of a user's subclass too: it is the method's
+    own code, made to pass traced values through (``LinearOperator.matvec``)."""
     on_constants = getattr(rule, "on_constants", False)
+    always = getattr(rule, "always", False)
 
     def routes(owner, args, kwargs):
+        if always:
+            return bool(ACTIVE.running)
         if ACTIVE.running and (holds_derivative(args)
                                or holds_derivative(list(kwargs.values()))
                                or on_constants and holds_wrapped(args)) \

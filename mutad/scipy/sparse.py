@@ -82,8 +82,12 @@ tangent solve is run to ``rtol = ADJOINT_RTOL`` (1e-10, or the caller's ``rtol``
 not converge (``info != 0``) while a differentiation follows it raises
 ``UnsupportedOperationError``: there is no derivative of a solution that was not found. ``cg``
 and ``minres`` assume a symmetric ``A``, as SciPy's methods do; ``A`` may be a constant
-``LinearOperator`` (its ``rmatvec`` then serves ``gmres``'s and ``bicgstab``'s adjoints), and
-``x0`` a traced array (a warm start, which has no derivative).
+``LinearOperator`` (its ``rmatvec`` then serves ``gmres``'s and ``bicgstab``'s adjoints), or one
+of the user's functions that read traced values from their closures (``_OperatorSolve``: the
+solve is differentiated in them too, to the first order), and ``x0`` a traced array (a warm
+start, which has no derivative). ``LinearOperator``'s products (``matvec``, ``A @ x``, ...)
+pass traced vectors to the user's functions and their traced results back, as SciPy's
+methods would if they did not convert them to plain arrays.
 """
 
 from __future__ import annotations
@@ -97,6 +101,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as _sparse
 import scipy.sparse.linalg as _splinalg
+from scipy.sparse.linalg import _interface
 
 from ..core.allocation import INTERNAL
 from ..engines.arraylike import carries_derivative, settled
@@ -107,7 +112,8 @@ from ..core.levels import ACTIVE, innermost
 from ..core.registry import RULES, defmethod, defroute
 from ..rules._helpers import transpose
 from ..core.trees import register_pytree
-from ..core.views import memory, wrapped
+from ..core.views import memory, stands_for_scalar, wrapped
+from . import integrate as _integrate
 
 __all__ = ["bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix", "csc_array",
            "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix", "diags",
@@ -1929,6 +1935,16 @@ factorized = _route(SCIPY["factorized"], _factorized)
 
 def _iterative(method):
     def iterate(A: Any, b: Any, x0: Any = None, **options: Any) -> tuple[Any, int]:
+        parameters = _operator_parameters(A, method)
+        if parameters is not None:
+            _dense_rhs(b, method)
+            if _followed(*options.values()):
+                _refuse(f"scipy.sparse.linalg.{method} with traced settings "
+                        f"({', '.join(k for k, v in options.items() if _followed(v))})",
+                        "pass them as constants; the solution's derivative is in A and b.")
+            problem = _OperatorSolve(method, A, parameters, options)
+            # (x0, a warm start, has no derivative)
+            return _operator_solve(b, x0, *parameters.values(), problem=problem), 0
         if not _followed(A, b, x0):
             return SCIPY[method](A, b, x0, **options)
         _dense_rhs(b, method)
@@ -1952,6 +1968,233 @@ def _iterative(method):
 
 
 cg, gmres, bicgstab, minres = map(_iterative, ("cg", "gmres", "bicgstab", "minres"))
+
+
+# ----------------------------------------------------------------------------------------------
+# Operators of the user's functions (LinearOperator(matvec=...)) that read differentiated values
+
+
+def _operator_parameters(A, method):
+    """The differentiated values a ``LinearOperator`` of the user's functions reads from their
+    closures (``integrate._Parameters``), or None for an operator that reads none. An operator
+    of another kind that holds differentiated values is refused."""
+    if not isinstance(A, _splinalg.LinearOperator) or ACTIVE.running == []:
+        return None
+    if type(A) is not _interface._CustomLinearOperator:
+        if _followed(*vars(A).values()):
+            _refuse(f"scipy.sparse.linalg.{method} of a {type(A).__name__} holding traced "
+                    "values", "make it with LinearOperator(shape, matvec=..., rmatvec=...), "
+                    "whose functions may read them from their closures, or pass a sparse "
+                    "matrix.")
+        return None
+    functions = [getattr(A, f"_CustomLinearOperator__{name}_impl")
+                 for name in ("matvec", "rmatvec", "matmat", "rmatmat")]
+    parameters = _integrate._Parameters(f"scipy.sparse.linalg.{method}", functions, ())
+    return parameters if parameters.followed else None
+
+
+class _OperatorSolve:
+    """One ``scipy.sparse.linalg`` iterative solve with an operator whose functions read the
+    differentiated values ``parameters`` follows: SciPy's solve with them bound to plain
+    values, and the solves and products its derivatives need. ``x = A(p)⁻¹ b`` gives
+    ``b̄ = λ`` and ``p̄ = -∂ₚ⟨λ, A(p) x⟩`` with ``λ = A(p)⁻ᵀ x̄`` (``cg`` and ``minres`` take
+    ``A`` symmetric, as SciPy's methods do; the others solve with ``A.T``, which needs the
+    operator's ``rmatvec``), and forward mode ``ẋ = A⁻¹ (ḃ - ∂ₚ(A(p) x) ṗ)``."""
+
+    # The operator's functions read the values its rule is given, bound into their closures
+    # for each call (``parameters.bound``): a replay may give it another call's values.
+    replays_on_its_operands = True
+
+    def __init__(self, method, operator, parameters, options):
+        self.method, self.operator, self.parameters = method, operator, parameters
+        self.options = options
+        self.name = f"scipy.sparse.linalg.{method}"
+
+    def solve(self, b, values, guess=None, transposed=False, tight=False):
+        """``A⁻¹ b`` (``A⁻ᵀ b``: ``transposed``) by the user's method from ``guess``, at plain
+        ``values``; to ``ADJOINT_RTOL`` where ``tight`` (a derivative's solve)."""
+        options = dict(self.options)
+        if tight:
+            options["rtol"] = min(options.get("rtol", 1e-5), ADJOINT_RTOL)
+            options.pop("callback", None)
+            if "atol" in options:
+                options["atol"] = 0.0
+        operator = self.operator
+        with _integrate.outside_differentiations(self.name), _integrate.plain_allocation(), \
+                self.parameters.bound(values):
+            if transposed and self.method not in _Iterative.SYMMETRIC:
+                try:
+                    operator.rmatvec(np.zeros(operator.shape[0], operator.dtype))
+                except NotImplementedError:
+                    _refuse(f"{self.name} with a LinearOperator without rmatvec", "its "
+                            "derivative solves with Aᵀ. Give the operator rmatvec.")
+                operator = operator.T
+                if options.get("M") is not None:
+                    options["M"] = _splinalg.aslinearoperator(options["M"]).T
+            x, info = SCIPY[self.method](operator, np.asarray(b, float), guess, **options)
+        if info != 0:
+            what = "its adjoint or tangent solve" if tight else "the solve"
+            raise UnsupportedOperationError(
+                f"{self.name}: {what} did not converge (info={info}), so the solution it "
+                "returned has no derivative. Raise maxiter, loosen or tighten rtol/atol as the "
+                "system allows, or pass a preconditioner M.")
+        return x
+
+    def value(self, b, guess, values):
+        x = self.solve(b, values, guess)
+        self.parameters.freeze()
+        return x
+
+    def product(self, x, values):
+        """``A(p) x`` with the values ``p`` (traced ones: their derivative is followed), by the
+        user's function itself: SciPy's ``matvec`` would convert what it returns."""
+        with self.parameters.bound(values):
+            return np.reshape(self.operator._matvec(x), (self.operator.shape[0],))
+
+
+def _operator_solve_value(b, guess, *values, problem):
+    return problem.value(b, guess, values)
+
+
+_operator_solve = Adjoint(_operator_solve_value)
+_operator_solve.complex_values = None
+
+
+def _first_order_only(problem, *items):
+    if _followed(*items):
+        _refuse(f"{problem.name} of an operator whose functions read differentiated values, "
+                "under a differentiation of a differentiation (a hessian, a gradient of a "
+                "gradient)", "its rule is of the first order; pass a sparse matrix of the "
+                "values, which every order differentiates.")
+
+
+@_operator_solve.rule
+def _operator_solve_rule(b, guess, *values, problem):
+    _first_order_only(problem, b, *values)
+    x = problem.value(b, guess, values)
+
+    def back(dx):
+        _first_order_only(problem, dx)
+        lam = problem.solve(np.reshape(dx, np.shape(x)), values, transposed=True, tight=True)
+        _, pull = _integrate.pullback(lambda *p: problem.product(x, p), *values)
+        return (lam, None, *(None if g is None else -g for g in pull(lam)))
+
+    return x, back
+
+
+@_operator_solve.jvp_rule
+def _operator_solve_jvp(tangents, b, guess, *values, problem):
+    _first_order_only(problem, b, *values, *tangents)
+    x = problem.value(b, guess, values)
+    rhs = np.zeros(np.shape(x)) if tangents[0] is None else np.asarray(tangents[0], float)
+    if any(t is not None for t in tangents[2:]):
+        directions = tuple(np.zeros(np.shape(v)) if t is None else t
+                           for v, t in zip(values, tangents[2:], strict=True))
+        rhs = rhs - _integrate.jvp(lambda *p: problem.product(x, p), values, directions)[1]
+    return x, problem.solve(rhs, values, tight=True)
+
+
+# SciPy's LinearOperator methods as SciPy writes them (1.17), but a traced vector passes to the
+# user's function as it is, and the traced result of one that reads differentiated values
+# comes back reshaped as SciPy's does, not converted (``np.asarray``) to a plain array.
+
+
+def _vector_method(name, rows, implementation):
+    def method(self, x):
+        x = x if _followed(x) else np.asanyarray(x)
+        M, N = self.shape
+        length = N if rows == 0 else M
+        if x.shape != (length,) and x.shape != (length, 1):
+            raise ValueError('dimension mismatch')
+        y = getattr(self, implementation)(x)
+        out = self.shape[rows]
+        if carries_derivative(y) or _followed(x):
+            if isinstance(x, np.matrix):
+                _refuse(f"LinearOperator.{name} of an np.matrix with traced values",
+                        "pass an ndarray.")
+            return np.reshape(y, (out,) if x.ndim == 1 else (out, 1))
+        y = np.asmatrix(y) if isinstance(x, np.matrix) else np.asarray(y)
+        return y.reshape(out) if x.ndim == 1 else y.reshape(out, 1)
+
+    setattr(method, "always", True)
+    return method
+
+
+def _matrix_method(name, rows, implementation):
+    def method(self, X):
+        if not (_sparse.issparse(X) or _followed(X)):
+            X = np.asanyarray(X)
+        if X.ndim != 2:
+            raise ValueError(f'expected 2-d ndarray or matrix, not {X.ndim}-d')
+        if X.shape[0] != self.shape[1 - rows]:
+            raise ValueError(f'dimension mismatch: {self.shape}, {X.shape}')
+        try:
+            Y = getattr(self, implementation)(X)
+        except Exception as e:
+            if _sparse.issparse(X):
+                raise TypeError("Unable to multiply a LinearOperator with a sparse matrix. "
+                                "Wrap the matrix in aslinearoperator first.") from e
+            raise
+        return np.asmatrix(Y) if isinstance(Y, np.matrix) else Y
+
+    setattr(method, "always", True)
+    return method
+
+
+def _product_method(right):
+    """SciPy's ``LinearOperator.dot`` (``A @ x``, ``A * x``, ``A(x)``), or its ``_rdot``
+    (``x @ A``) where ``right``."""
+    def method(self, x):
+        if isinstance(x, _splinalg.LinearOperator):
+            return (_interface._ProductLinearOperator(x, self) if right
+                    else _interface._ProductLinearOperator(self, x))
+        if _followed(x) and stands_for_scalar(x):
+            _refuse("a LinearOperator scaled by a traced number", "SciPy's scaled operator "
+                    "takes plain numbers only; scale inside the operator's functions "
+                    "(matvec=lambda v: alpha * apply(v)).")
+        if np.isscalar(x):
+            return _interface._ScaledLinearOperator(self, x)
+        if not _sparse.issparse(x) and not _followed(x):
+            x = np.asarray(x)
+        if right:
+            if x.ndim == 1 or x.ndim == 2 and x.shape[0] == 1:
+                return self.T.matvec(x.T).T
+            if x.ndim == 2:
+                return self.T.matmat(x.T).T
+        else:
+            if x.ndim == 1 or x.ndim == 2 and x.shape[1] == 1:
+                return self.matvec(x)
+            if x.ndim == 2:
+                return self.matmat(x)
+        raise ValueError(f'expected 1-d or 2-d array or matrix, got {x!r}')
+
+    setattr(method, "always", True)
+    return method
+
+
+def _init_dtype(self):
+    """SciPy's ``LinearOperator._init_dtype``: the dtype of the operator applied to an int8
+    vector, read from a traced result too."""
+    if self.dtype is None:
+        v = np.zeros(self.shape[-1], dtype=np.int8)
+        try:
+            matvec_v = self.matvec(v)
+        except OverflowError:
+            self.dtype = np.dtype(int)
+        else:
+            self.dtype = (matvec_v.dtype if carries_derivative(matvec_v)
+                          else np.asarray(matvec_v).dtype)
+
+
+setattr(_init_dtype, "always", True)
+for _name, _method in (("matvec", _vector_method("matvec", 0, "_matvec")),
+                       ("rmatvec", _vector_method("rmatvec", 1, "_rmatvec")),
+                       ("matmat", _matrix_method("matmat", 0, "_matmat")),
+                       ("rmatmat", _matrix_method("rmatmat", 1, "_rmatmat")),
+                       ("dot", _product_method(right=False)),
+                       ("_rdot", _product_method(right=True)),
+                       ("_init_dtype", _init_dtype)):
+    defmethod(_splinalg.LinearOperator, _name, _method)
 
 UNFOLLOWED = ("eigsh", "eigs", "svds", "lobpcg", "lsqr", "lsmr", "qmr", "cgs", "lgmres",
               "gcrotmk", "tfqmr", "aslinearoperator", "onenormest", "inv", "expm",
