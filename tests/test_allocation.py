@@ -19,7 +19,7 @@ import mutad
 from cases import replays_as_traced
 from mutad import errors
 from mutad.core import registry
-from mutad.core.allocation import MODE
+from mutad.core.allocation import MODE, Preexisting
 
 P = np.array([0.5, -1.0, 2.0])  # a plain array made before any differentiation
 
@@ -75,24 +75,43 @@ def test_the_third_party_style_module_imported_numpy_names_before_mutad_ran():
     assert kalman_style.zeros is np.zeros and kalman_style.numpy is numpy
 
 
-def test_integer_and_boolean_allocations_stay_plain():
+def test_integer_and_boolean_allocations_stand_in_for_themselves():
+    """An integer or boolean array made in the function is NumPy's, values and all, standing in
+    for itself (an ndarray), so that the floats computed from it are followed: a grid
+    ``np.arange(n) * dx`` then written with traced values, ``mask.astype(float)``."""
     seen = {}
 
     def f(x):
         seen["int"] = np.zeros(3, dtype=int)
         seen["bool"] = np.ones(2, dtype=bool)
-        seen["arange"] = np.arange(4)
+        seen["arange"] = i = np.arange(4)
         seen["same"] = np.asarray(P) is P  # not an allocation: the array itself
         # SciPy's internals allocate plain arrays; the float result a routed SciPy function
         # hands the function is a constant it may write into
         block = scipy.linalg.block_diag(P[:2], P[:2])
-        seen["scipy"] = np.array_equal(block, scipy.linalg.block_diag.__wrapped__(P[:2], P[:2]))
+        scipys = getattr(scipy.linalg.block_diag, "__wrapped__", scipy.linalg.block_diag)
+        seen["scipy"] = np.array_equal(block, scipys(P[:2], P[:2]))
         block[0, 0] = x[0]
-        return x.sum() + block.sum()
+        grid = i * 0.5                         # floats from an integer array
+        grid[1:3] += x
+        mask = (i % 2 == 0).astype(float)      # from a boolean array made from it
+        mask[3] = x[1]
+        I, J = np.indices((2, 2))
+        w = I * 2.0 + J
+        w[0, 0] = x[0] * x[1]
+        return x.sum() + block.sum() + (grid * grid).sum() + (mask * grid).sum() + w.sum()
 
-    assert mutad.gradient(f, np.ones(2))[0].tolist() == [2.0, 1.0]
-    assert seen.pop("same") is True and seen.pop("scipy") is True
-    assert all(type(v) is np.ndarray for v in seen.values())
+    x = np.array([1.0, 2.0])
+    g, = mutad.gradient(f, x)
+    inside = dict(seen)
+    h = 1e-6
+    expected = [(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(2)]
+    assert np.allclose(g, expected, rtol=1e-7)
+    assert inside.pop("same") is True and inside.pop("scipy") is True
+    for value, made in zip(inside.values(), (np.zeros(3, dtype=int), np.ones(2, dtype=bool),
+                                             np.arange(4)), strict=True):
+        assert type(value) is Preexisting and isinstance(value, np.ndarray)
+        assert value.dtype == made.dtype and value.tobytes() == made.tobytes()
 
 
 def test_allocations_outside_a_differentiation_and_in_other_threads_are_plain():
@@ -901,14 +920,18 @@ def test_an_array_made_before_behaves_as_numpys_in_the_function():
         seen["same"] = np.asarray(U0) is U0 and np.asarray(K0[0]).base is not None
         seen["repr"] = repr(U0), str(U0), U0.shape, U0.dtype, len(U0), U0.T.shape
         seen["isinstance"] = isinstance(U0, np.ndarray)
-        seen["plain results"] = [type(v) for v in (U0 > 0.5, np.argsort(U0), U0.argmax())]
+        # (integer and boolean arrays stand in for themselves, as those the function makes)
+        seen["plain results"] = [(type(v), v.tolist()) for v in (U0 > 0.5, np.argsort(U0),
+                                                                 U0.argmax())]
         seen["values"] = float(U0 @ U0), U0.sum(), U0.mean(), float(np.max(U0))
         return (x * U0[:2]).sum()
 
     mutad.gradient(f, np.ones(2))
     assert seen["same"] and seen["isinstance"]
     assert seen["repr"] == (repr(U0), str(U0), (5,), np.float64, 5, (5,))
-    assert seen["plain results"] == [np.ndarray, np.ndarray, np.intp]
+    assert seen["plain results"] == [(Preexisting, (U0 > 0.5).tolist()),
+                                     (Preexisting, np.argsort(U0).tolist()),
+                                     (np.intp, U0.argmax())]
     assert [float(v) for v in seen["values"]] == [U0 @ U0, U0.sum(), U0.mean(), U0.max()]
 
 
@@ -1159,3 +1182,34 @@ def test_isscalar_is_numpys_answer_for_what_a_value_stands_for():
     replaying = mutad.grad(f, argnums=(0, 1), replay=True)
     for _ in range(3):
         assert replaying(x, 2.0)[0].tolist() == [3.0, 0.0]
+
+
+def indices_made_in_the_function(x):
+    n = x.size
+    i = np.arange(n)
+    even = i % 2 == 0
+    y = x.copy()
+    y[i[1:]] += y[i[:-1]] * 0.5          # a gather and a scatter by them
+    y[np.array(2)] *= 3.0                # a 0-d index
+    y[even] -= 0.1 * x[even]             # a mask made from them
+    z = np.zeros(n)
+    np.add.at(z, i % 3, y)
+    w = np.take(y, i[::-1]) + y.take(i)
+    y.put(i[:2], x[:2] * 2.0)
+    grid = i * 0.25
+    grid[0] = x[3]
+    return ((y * y).sum() + (z * w).sum() + (grid * x).sum() + np.repeat(x, i % 2 + 1).sum()
+            + x[i][i].sum())
+
+
+def test_integer_arrays_made_in_the_function_index_as_numpys():
+    """Indices the function makes (standing in for themselves) index, gather, scatter and
+    mask as NumPy's arrays do, in both modes, second order and replayed."""
+    x = np.linspace(0.3, 1.7, 6)
+    assert mutad.value_and_grad(indices_made_in_the_function)(x)[0] == \
+        indices_made_in_the_function(x)
+    mutad.check_grads(indices_made_in_the_function, x, order=2)
+    replaying = mutad.grad(indices_made_in_the_function, replay=True)
+    for scale in (1.0, 1.1, 0.9):
+        assert replaying(x * scale).tobytes() == \
+            mutad.grad(indices_made_in_the_function)(x * scale).tobytes()

@@ -261,11 +261,26 @@ def factory(func):
             if like is not None:
                 return func(*args, like=like, **kwargs)
         y = func(*args, **kwargs)
-        if _in_mode() and _allocated(y, args, kwargs):
-            return allocate(y, (func, args, kwargs))
+        if _in_mode():
+            if _allocated(y, args, kwargs):
+                return allocate(y, (func, args, kwargs))
+            if _counting(y, args, kwargs):
+                return y.view(Preexisting)
         return y
 
     return _named(allocating, func)
+
+
+def _counting(y, args, kwargs):
+    """Whether ``y`` is a new integer or boolean array (``np.arange(n)``), not the memory of
+    an argument: it stands in for itself (``Preexisting``), so that the floats user code
+    computes from it are followed as an allocation's are (``x = np.arange(n) * dx``, then
+    ``u = np.sin(x)`` and ``u[1:-1] += ...``), and so are the integer and boolean arrays made
+    from it (``(i % 2).astype(float)``). Its own values are NumPy's, plain."""
+    if type(y) is not np.ndarray or y.dtype.kind not in "iub":
+        return False
+    root = owner(y)
+    return not any(owner(a) is root for a in _arrays([args, kwargs]))
 
 
 def _stacked(tree):
@@ -541,6 +556,8 @@ class _Constructor(type):
         y = np.ndarray(shape, dtype, buffer, offset, strides, order)
         if buffer is None and _in_mode() and y.dtype.kind in "fc":
             return allocate(y, (np.ndarray, (shape, dtype, None, offset, strides, order), {}))
+        if buffer is None and _in_mode() and y.dtype.kind in "iub":  # as np.empty's (_counting)
+            return y.view(Preexisting)
         return y
 
     def __instancecheck__(cls, x):
@@ -553,7 +570,7 @@ class _Constructor(type):
         return getattr(np.ndarray, name)
 
     def __eq__(cls, other):  # type(u) == np.ndarray, type(u) in (np.ndarray, list)
-        return other is cls or other is np.ndarray
+        return other is cls or other is np.ndarray or other is Preexisting
 
     def __hash__(cls):
         return hash(np.ndarray)
@@ -959,6 +976,8 @@ def made_in(y, func, args, kwargs, caller):
         return y.view(Preexisting)
     if _in_mode() and y.dtype.kind in "fc":
         return allocate(y, (func, args, kwargs))
+    if _in_mode() and y.dtype.kind in "iub":  # an integer array from a stand-in stands in too
+        return y.view(Preexisting)
     return y
 
 

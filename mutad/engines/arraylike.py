@@ -917,9 +917,10 @@ def untraced_write(what):
         "differentiation, or one made inside the function by a call the allocation mode does "
         "not follow (np.frombuffer, a draw from a generator made before the differentiation, "
         "a copy of an array reached only through a list or an object's attributes, floats "
-        "computed from an integer array: np.arange(n) * dx, mask.astype(float)). Allocate "
-        "it inside the function (np.zeros, np.empty, u = U0.copy(), np.array(a), "
-        "np.arange(n, dtype=float) * dx), which is followed, or pass it as an argument.")
+        "computed from a boolean or integer array that a traced value decided: "
+        "(x > 0).astype(float), np.where(x > 0, 1.0, 0.0)). Allocate it inside the function "
+        "(np.zeros, np.empty, u = U0.copy(), np.array(a); m = np.zeros(n); m[x > 0] = 1.0), "
+        "which is followed, or pass it as an argument.")
 
 
 def lost_tangent(what):

@@ -1359,6 +1359,8 @@ def plain(tree):
         return tree
     if kind is Traced:
         return weak_value(tree.value) if tree.buffer.weak else tree.value
+    if kind is Preexisting:  # an index the function made (np.arange): the array it views
+        return tree.view(np.ndarray)
     if kind is list or kind is tuple:
         return kind([plain(x) for x in tree])
     if kind is dict:
