@@ -27,9 +27,9 @@ from .core.debug import user_frames
 from .core.levels import Tracer
 from .listing import TapeListing
 from .engines.replay import Replayed
+from .engines.reverse import Traced, active, place_of, thaw
 from .engines.session import ReverseDifferentiation
 from .core.trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
-from .engines.tracing import Traced, active, place_of, thaw
 from .core.views import memory, owner, wrapped
 
 T = TypeVar("T")

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
 
-from .engines import forward, tracing
+from .engines import forward, operations
 from .core.allocation import running_rule
 from .core.errors import InvalidArgumentError, UnsupportedFunctionError
 from .core.levels import innermost
@@ -103,7 +103,7 @@ class Adjoint:
 
     def record(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The call on arrays a reverse pass traces: recorded with its rule's pullback."""
-        return tracing.apply_function(self._name(), self._checked_rule(), args, kwargs)
+        return operations.apply_function(self._name(), self._checked_rule(), args, kwargs)
 
     def _name(self):
         # A ufunc (scipy.special.dawsn) has a __name__ but no __qualname__.
@@ -172,7 +172,7 @@ class InplaceAdjoint(Adjoint):
 
     def record(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The call on arrays a reverse pass traces: recorded with its in-place rule."""
-        return tracing.apply_inplace_rule(
+        return operations.apply_inplace_rule(
             self._name(), self._checked_rule(), args, kwargs, self.writes, self.checkpointed,
             self.growth, self._run_rule)
 

@@ -26,7 +26,7 @@ from .engines.elementwise import ASSIGNMENT
 from .core.errors import function_name
 from .core.shadows import Buffer, Place
 from .core.tape import Absent, Primitive
-from .engines.tracing import assign
+from .engines.operations import assign
 from .core.views import owner
 from .engines.writes import CopyBack
 

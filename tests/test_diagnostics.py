@@ -19,7 +19,7 @@ import mutad
 from mutad.core.debug import detect_anomaly
 from mutad.errors import NonFiniteError
 from mutad.linalg import cholesky_
-from mutad.engines.tracing import ReverseTape
+from mutad.engines.reverse import ReverseTape
 
 HERE = Path(__file__).read_text().splitlines()
 

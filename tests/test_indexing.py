@@ -10,7 +10,7 @@ from cases import (Case, arguments, case_id, check_complex, complexified, curved
 from rule_checks import (RNG, TIES, V4, WHERE, X3, Const, V, X, check_forward_rule, normal_array,
                          rule_case)
 from mutad.core import tape as tape_module
-from mutad.engines import tracing
+from mutad.engines import inplace
 from mutad.core.trees import flatten
 
 POLICIES = ("restore", "checkpoint")
@@ -774,8 +774,8 @@ def test_a_write_numpy_performs_otherwise_than_on_labels_is_refused(monkeypatch)
         changed, origins = provenance(write, target, source)
         return changed, (origins + 1) % source.size
 
-    provenance = tracing._provenance
-    monkeypatch.setattr(tracing, "_provenance", shifted_provenance)
+    provenance = inplace._provenance
+    monkeypatch.setattr(inplace, "_provenance", shifted_provenance)
     x = np.arange(1.0, 6.0)
     with pytest.raises(mutad.MutadError, match="labels"):
         mutad.gradient(lambda x: assign_strided_from_prefix(x).sum(), x)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import mutad
 import random_programs as rp
-from mutad.engines import recompute, tracing
+from mutad.engines import recompute, reverse
 from strategies import axis_slices, slice_text
 
 # The slow kind (random programs by the thousand, each differentiated several ways):
@@ -346,7 +346,7 @@ def test_random_in_place_programs(program, policy):
 def test_random_in_place_programs_under_a_memory_budget(program, policy):
     """Every write that would be checkpointed is rebuilt from snapshots (a budget of 0 keeps
     the fewest the schedule allows)."""
-    with mock.patch.object(tracing, "Recomputation", lambda budget: recompute.Recomputation(0)):
+    with mock.patch.object(reverse, "Recomputation", lambda budget: recompute.Recomputation(0)):
         check_drawn(program, policy)
 
 

@@ -350,16 +350,16 @@ def test_a_temporary_computed_twice_from_the_same_bytes_is_recomputed_once():
 
 def test_an_array_a_record_keeps_is_freed_once_that_record_has_run(monkeypatch):
     """Regression: an array a record kept stayed alive until the replay ended."""
-    from mutad.engines import tracing
+    from mutad.engines.reverse import ReverseTape
 
     refs, alive = [], []
-    reverse = tracing.ReverseTape.reverse
+    reverse = ReverseTape.reverse
 
     def watched(record, shadows):  # by then the record before it has been dropped
         alive.append(refs[0]() is not None)
         reverse(record, shadows)
 
-    monkeypatch.setattr(tracing.ReverseTape, "reverse", staticmethod(watched))
+    monkeypatch.setattr(ReverseTape, "reverse", staticmethod(watched))
 
     def f(x):
         c = np.exp(2 * x)
@@ -377,17 +377,17 @@ def _alive_when_the_replay_starts(f, x, monkeypatch, policy="restore"):
     """Run ``mutad.gradient(f, x)``; f appends weak references to the arrays to watch to the
     list it is given. Returns the gradient, and which of them were alive at the first
     record the replay reversed."""
-    from mutad.engines import tracing
+    from mutad.engines.reverse import ReverseTape
 
     refs, alive = [], []
-    reverse = tracing.ReverseTape.reverse
+    reverse = ReverseTape.reverse
 
     def watched(record, shadows):
         if not alive:
             alive.append([ref() is not None for ref in refs])
         reverse(record, shadows)
 
-    monkeypatch.setattr(tracing.ReverseTape, "reverse", staticmethod(watched))
+    monkeypatch.setattr(ReverseTape, "reverse", staticmethod(watched))
     g, = mutad.gradient(lambda x: f(x, refs), x, policy=policy)
     return g, alive[0]
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from mutad.core.shadows import Buffer, Place
 from mutad.core.shadows import Shadows as _Shadows
-from mutad.engines.tracing import Traced
+from mutad.engines.reverse import Traced
 from mutad.core.views import address
 from strategies import ALIASINGS, aliased_pair, view_chains
 

@@ -467,9 +467,9 @@ def test_a_write_whose_inverse_loses_elements_gives_them_back(writes, policy, dt
 def test_lost_elements_are_given_back_piece_by_piece_and_in_views(monkeypatch, rng, policy):
     # Large contiguous writes are checked a piece at a time; make small ones do it too, with
     # pieces that do not divide the size, and check views (evaluated whole) as well.
-    import mutad.engines.tracing
+    import mutad.engines.reverse
 
-    monkeypatch.setattr(mutad.engines.tracing, "CHUNK", 3)
+    monkeypatch.setattr(mutad.engines.reverse, "CHUNK", 3)
     x = rng.uniform(0.5, 1.5, (4, 5))
     factors = np.ones((4, 5))
     factors[1, 3] = factors[3, 0] = 1e-310  # underflow in two pieces only

@@ -10,7 +10,7 @@ intercept its factory functions:
   and names bound to a factory itself (``from numpy import zeros``) to mutad's factory. NumPy
   and SciPy internals keep their own bindings, so they receive and make plain arrays;
 * a factory called in a thread running a differentiation gives a float array as a *constant*
-  of the innermost differentiation (``tracing.constant``; a dual with a zero tangent in
+  of the innermost differentiation (``reverse.constant``; a dual with a zero tangent in
   forward mode): it behaves as a plain array until a traced value is written into it, from
   when on it is traced. Other threads, integer and boolean results, and results that are
   views of existing arrays (``np.asarray(a)`` of an array) are left plain;
@@ -936,7 +936,7 @@ def _original(a):
 
 def _plain_views(tree):
     """``tree`` with each stand-in replaced by the plain ndarray viewing its memory: read-only
-    while its owner is (``tracing.freeze`` makes an array a record reads read-only, and NumPy
+    while its owner is (``reverse.freeze`` makes an array a record reads read-only, and NumPy
     does not pass the flag on to views made before, such as the stand-in itself)."""
     kind = type(tree)
     if kind is Preexisting:

@@ -85,7 +85,7 @@ facet is set. It is an index of another kind (by the callables the engines hold,
 functions they intercept), and holds no fact of its own: each answer is read from the Rule, so
 the two cannot disagree. A rule object serves one function (declaring it for a second raises;
 ``defrule`` and ``defjvp`` with ``leading=`` wrap theirs per function), so it has one Rule.
-The core's own rows, which no function has (``tracing.CONSTANT``, ``elementwise.ASSIGNMENT``),
+The core's own rows, which no function has (``operations.CONSTANT``, ``elementwise.ASSIGNMENT``),
 get a Rule without a key, in ``OWNER`` alone.
 
 ``RULE_MODULES[library] = module``, an index of libraries, not functions: the rule module to

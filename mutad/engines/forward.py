@@ -78,7 +78,7 @@ def _check_alias(x):
     of the caller's arrays (``session.ForwardDifferentiation``): if ``x`` shares memory with
     one (a global or a closure viewing an argument) and the function has changed the copy
     there, ``x`` holds the old values, not those NumPy would read, and is refused; unchanged,
-    it is read as a constant, as in reverse mode (``tracing.check_alias``)."""
+    it is read as a constant, as in reverse mode (``reverse.check_alias``)."""
     root = None
     for run in ACTIVE.running:
         copies = getattr(run, "copies", None)

@@ -235,7 +235,7 @@ def _alive(buffer):
     """Whether the array of ``buffer`` (not a constant) exists when the replay reaches any record
     made from now on, and is found through its reference: an argument's, one a record keeps,
     or one written in place (the undos of its writes hold it) that a reference follows (not a
-    small temporary, which none does: ``tracing.fresh``)."""
+    small temporary, which none does: ``reverse.fresh``)."""
     ref = buffer.ref
     return ref is not None and (buffer.version > 0 or type(ref) is Held or type(ref) is Kept)
 

@@ -93,13 +93,15 @@ from ..core.levels import ACTIVE
 from .products import times
 from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
                         recomputable, small)
+from .inplace import apart_from, on_constants, record_write, target_position
+from .operations import (WritePlan, apply_function, assign, complex_back, function_pullback,
+                         unwrapped_ufunc)
 from ..core.registry import NO_RULE, ONE, RULES, Constant, Operand, complex_among
+from .reverse import (ReverseTape, Traced, add_cotangents, check_constants, constant, fresh_value,
+                      plain, thaw)
 from ..core.shadows import Buffer, Place, Shadows, overlapping
 from ..core.tape import Record, Tape, Write
-from .tracing import (Gathered, ReverseTape, Traced, WritePlan, add_cotangents, apart_from,
-                      apply_function, assign, check_constants, complex_back, constant, fresh_value,
-                      function_pullback, on_constants, plain, record_write, target_position,
-                      thaw, unwrapped_ufunc)
+from .tracing import Gathered
 from ..core.trees import attributes, flatten
 from ..core.views import address, overlaps_itself, owner, real_part_if, strided, writeable
 from .writes import Destination, Undo, saving
@@ -201,14 +203,14 @@ def within(tree, kind, found=None):
 
 
 def as_constant(y):
-    """A constant allocated or computed in the function, as ``tracing.constant`` holds it; a
+    """A constant allocated or computed in the function, as ``reverse.constant`` holds it; a
     NumPy scalar as itself, as the engine hands such a constant to the functions that read it
-    (``tracing._unwrap_args``)."""
+    (``operations._unwrap_args``)."""
     return np.asarray(y) if isinstance(y, (float, int)) else y
 
 
 def as_fresh(y):
-    """A rule's new float output, as ``tracing._output`` holds it: a broadcast view copied."""
+    """A rule's new float output, as ``operations._output`` holds it: a broadcast view copied."""
     if type(y) is np.ndarray and y.base is not None and overlaps_itself(y):
         y = np.copy(y)
     return fresh_value(y)
@@ -759,7 +761,7 @@ def _on_scalars(operation, *values):
 
 class ElementwiseWrite:
     """An elementwise write into a traced array (``out=``, an augmented assignment, an
-    assignment to a region): the engine's own :class:`tracing.WritePlan` run on the call's
+    assignment to a region): the engine's own :class:`operations.WritePlan` run on the call's
     values, which decides afresh how the overwritten bytes will be put back; or, where the
     tape copies them whatever the operands (``Tape.copied``), a lean record of its own."""
 
@@ -824,7 +826,7 @@ class ElementwiseWrite:
                                  else None, (target, saved)))
             return
         # The undo of a write into all of a large temporary finds it then, as tracing's does
-        # (``tracing._finder``): it alone does not keep it alive, and does nothing if nothing
+        # (``inplace._finder``): it alone does not keep it alive, and does nothing if nothing
         # else does (nothing reads it: tracing lets it go, ``Recomputation.finish``)
         find = weakref.ref(target) if self.whole and target.base is None \
             and not small(target) else None
@@ -922,7 +924,7 @@ class ElementwiseWrite:
 class ConstantWrite:
     """A write of constants into an array allocated in the function: ``write(target,
     *args)``; if a record read the array before, its bytes are saved first
-    (``tracing.write_constant``), at ``key`` within it (None: all of it)."""
+    (``inplace.write_constant``), at ``key`` within it (None: all of it)."""
 
     __slots__ = ("write", "target", "args", "saved", "key")
 
@@ -1169,7 +1171,7 @@ def _offer(rule):
 
 class Function:
     """A function with a pure rule: the rule again (``y, back = rule(...)``), and the engine's
-    record of ``back`` (``tracing.function_pullback``)."""
+    record of ``back`` (``operations.function_pullback``)."""
 
     __slots__ = ("rule", "args", "kwargs", "outputs", "primals", "primitive", "settings",
                  "created", "places", "buffers", "multiple", "args_of", "kwargs_of", "adopts",
@@ -1415,8 +1417,8 @@ def _kind(message):
 
 def _arrays(args, spec, traced, numbers=None):
     """A rule's arguments ``args`` (made from ``spec``) as the tracing engine hands them over
-    (``tracing._unwrap_args``): NumPy scalars the replay holds for traced values (at the slots
-    ``traced``) as the read-only 0-d arrays they stood for (``tracing.fresh_value``), those of
+    (``operations._unwrap_args``): NumPy scalars the replay holds for traced values (at the slots
+    ``traced``) as the read-only 0-d arrays they stood for (``reverse.fresh_value``), those of
     constants as themselves, and the Python numbers it holds for weak values (at slots) as
     such beside arrays, else as their 0-d arrays (``arraylike.weak_beside_arrays``)."""
     if numbers is None:
@@ -1942,7 +1944,7 @@ class Recorder:
         self.depth = 0
         self.writers = []  # the debug.Warnings that report to ``heard``
         # The write just traced offered no inverse, for the memory its operands would hold
-        # (``tracing._kept_for_the_inverse``): its step does the same
+        # (``operations._kept_for_the_inverse``): its step does the same
         self.withheld = False
         # The steps whose records keep stand-ins for values recomputed in the reverse pass,
         # by the id of the traced record (``recomputed``), until it is reversed (``plans_of``)
@@ -1975,7 +1977,7 @@ class Recorder:
             self.refuse(f"an operation recorded outside a replayable step ({what})")
 
     def door(self, operation, args, kwargs):
-        """``operation(*args, **kwargs)`` (``tracing.door``): the operations it makes are steps
+        """``operation(*args, **kwargs)`` (``operations.door``): the operations it makes are steps
         of their own, unless the engine records anything else meanwhile; then they are dropped
         and the whole operation is one :class:`Reenter` step."""
         self.enter()
@@ -2278,7 +2280,7 @@ class Recorder:
                 entry.complex_rules is not None and complex_among(values)
                 or entry.elementwise is None and entry.reverse is not None):
             # a ufunc with a function's rule (matmul), which the engine computes, then assigns
-            # into ``out`` (``tracing.apply_function``): the two steps that does
+            # into ``out`` (``operations.apply_function``): the two steps that does
             # (an operator, A @= B, passes no keywords: None)
             settings = {k: v for k, v in (kwargs or {}).items() if k != "out"}
             y = self.ufunc(ufunc, inputs, None, settings, rule, tape, values, pattern)
@@ -2345,7 +2347,7 @@ class Recorder:
     def function(self, name, rule, args, kwargs, tape):
         settings = {k: v for k, v in kwargs.items() if k != "out"}
         out = kwargs.get("out")
-        if out is not None:  # computed, then assigned, as ``tracing.apply_function`` does
+        if out is not None:  # computed, then assigned, as ``operations.apply_function`` does
             y = self.function(name, rule, args, settings, tape)
             if isinstance(y, (tuple, list)):
                 self.refuse(f"{name}(..., out=...) with several outputs")

@@ -24,9 +24,9 @@ from ..core.errors import (ConstantModifiedError, InvalidArgumentError, PolicyEr
 from .forward import Dual, as_array, enclosed, split, zero_tangent
 from ..core.levels import ACTIVE, LEVELS, Tracer
 from .recompute import hold_for_good
+from .reverse import ReverseTape, Traced, check_constants, fresh, thaw, view_of
 from ..core.shadows import Buffer, Shadows
 from ..core.tape import POLICIES
-from .tracing import ReverseTape, Traced, check_constants, fresh, thaw, view_of
 from ..core.trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
 from ..core.views import (address, memory, owner, owner_view, same_region, spans, weaken, wrapped,
                           writeable)
@@ -83,7 +83,7 @@ class ReverseDifferentiation(Differentiation):
         ``selected`` (positions; None: all) are passed as they are, as autograd and JAX pass
         them: no gradient is asked of them, and Python's own functions of numbers
         (``math.log(gamma)``, ``float(gamma)``) then work on them. Their arrays are constants
-        of the differentiation (``tracing.constant``): what is computed from them alone runs
+        of the differentiation (``reverse.constant``): what is computed from them alone runs
         as NumPy's and records nothing, and writes into them are followed and undone. A call
         a replay records (``recording``) traces them instead: the replay reads them as
         inputs, and guards the decisions taken on them; so does a differentiation nested in

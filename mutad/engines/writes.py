@@ -5,7 +5,7 @@ elementwise write an :class:`ElementwiseInverse`, which also answers whether it 
 operands at hand, how much it may amplify the error already in the target, and how to make
 it exact element by element), or a save of the bytes about to be overwritten
 (:class:`CopyBack`). :func:`decide_undo` asks the tape's policy (``Tape.undo_for``) and returns
-the callable the reverse pass runs, and its kind. The traced engine (``tracing.record_write``)
+the callable the reverse pass runs, and its kind. The traced engine (``inplace.record_write``)
 and the replay of a recording (``replay``) both call it, on the same values, so that they
 decide alike.
 """
@@ -155,14 +155,14 @@ def decide_undo(tape, inverse, save, key, whole, size, growth=1.0):
 
 
 class Reads:
-    """What the record of a write reads (``tracing.record_write``): its operands, ``inputs``
+    """What the record of a write reads (``inplace.record_write``): its operands, ``inputs``
     (traced or not) and their ``values``; ``kept``, per input the value the pullback reads
     (None where it reads none); ``inverse_reads``, the positions of those the inverse reads,
     which the record keeps too where the write is inverted; ``recompute``: the pullback and the
     inverse read them from the record's ``kept``, which may then hold stand-ins for values the
     reverse pass recomputes (``ReverseTape.hold``). ``named``: the inputs as the record names
     them, where they are known already (the replay of a recording: its places); None: the
-    record names them (``tracing.recipe``)."""
+    record names them (``reverse.recipe``)."""
 
     __slots__ = ("inputs", "values", "kept", "inverse_reads", "recompute", "named")
 

@@ -19,7 +19,7 @@ from ..core.devices import device_of
 from ..custom import inplace_adjoint
 from ..core.errors import (ComplexInputError, InvalidArgumentError, NotPositiveDefiniteError,
                           UnsupportedArrayError)
-from ..engines.tracing import Traced
+from ..engines.reverse import Traced
 from ..core.views import may_overlap, memory, wrapped
 from . import factorizations as dispatching
 from .factorizations import (cholesky_tangent, lu_tangent, lu_tangent_times, permutation,

@@ -1,7 +1,7 @@
 """Where new traced buffers are born: ``zeros_like``, ``empty(like=)``, ``copy``, ``astype``.
 
 A buffer created from a traced value is one the differentiation follows: a constant of it
-(``tracing.constant``) when its values do not depend on the arguments, until a traced value is
+(``reverse.constant``) when its values do not depend on the arguments, until a traced value is
 written into it, so later writes into it are recorded and gradients written through it reach
 their sources. (Buffers the differentiated code allocates without ``like=`` reach the same
 place through the allocation mode, ``allocation.py``.) In forward mode a float buffer created from a

@@ -27,8 +27,8 @@ from ..core.registry import (complex_aware, defcomposite, definplace, deflinear,
                              holomorphic, recomputable)
 from ..core.allocation import lists_as_arrays
 from ..engines.elementwise import unbroadcast
-from ..engines.tracing import (Traced, check_destination, copy_into, locate, overlaps, plain,
-                               record_write, writes_into)
+from ..engines.inplace import check_destination, copy_into, overlaps, record_write, writes_into
+from ..engines.reverse import Traced, locate, plain
 from ..engines.writes import Reads, Undo, checkpoint
 from ..core import views
 from ..custom import adjoint

@@ -83,7 +83,7 @@ def _numbers(x, kinds):
 
 def _writable(values):
     """``values`` with each read-only array (one a record of a running differentiation reads,
-    which mutad keeps read-only: ``tracing.freeze``), at any depth of tuples and lists, a
+    which mutad keeps read-only: ``reverse.freeze``), at any depth of tuples and lists, a
     copy: SciPy's compiled functions take writable buffers even where they only read them."""
     return [type(v)(_writable(v)) if type(v) in (tuple, list) else
             v.copy() if type(v) is np.ndarray and not v.flags.writeable else v for v in values]

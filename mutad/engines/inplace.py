@@ -1,0 +1,349 @@
+"""The traced engine's writes: every write into a traced array is recorded here.
+
+``record_write`` is the one in-place path, the traced engine's and the replay's: it decides how
+the overwritten bytes will be put back from what the write offers (``writes.decide_undo``),
+saves the caller's bytes before their first write (``Tape.before_write``), writes, keeps the
+constants the record reads unchanged, and records a ``tape.Write``. Around it: the checks of a
+destination (``check_destination``, ``writes_into``, ``overlaps``); which operands of an
+elementwise write are its target, or lie over it (``target_position``, ``apart_from``);
+writes into constants a record has read (``write_constant``, and ``on_constants``, a call on
+constants alone, which may write into them); and writes that copy elements (``copy_into``),
+recorded as the gather NumPy performed, which it is asked on integer twins of the operands.
+
+How a write is undone is decided a layer below (``writes``, which forward mode's checks of a
+destination share); this module, reverse mode's own, builds on the tape and the traced array
+(``reverse``). The elementwise writes (``out=``, augmented and plain assignment:
+``operations.WritePlan``), the in-place rules (``operations``) and ``x[key] = value``
+(``tracing.setitem``) all come here.
+"""
+
+import functools
+
+import numpy as np
+
+from .arraylike import untraced_write
+from ..core.devices import beside, is_device, namespace, ufunc_at
+from ..core.debug import SKIPPED
+from ..core.errors import MutadError, UnsupportedOperationError
+from .recompute import Rebuild, current_region
+from .reverse import (AliasRead, Traced, active, carries, constant_result, innermost, keep, locate,
+                      place_of, recipe, values_at)
+from ..core.tape import Write
+from ..core.views import (address, byte_span, may_overlap, memory, real_part_if, same_region,
+                          strided, wrapped, writeable)
+from .writes import (SAVED, CopyBack, Destination, Reads, Undo, Undos, check_region, decide_undo,
+                     saving)
+
+
+def write_constant(tape, target, key, write, primitive=None):
+    """Run ``write()``, which writes constants into ``target[key]`` (``key`` None: all of it),
+    a constant of ``tape``. If a record already read its buffer, the bytes about to be
+    overwritten are saved and put back in the replay, so that record reads them again."""
+    if tape.recorder is not None and tape.recorder.ready:
+        tape.recorder.outside("a write into an array allocated in the function")
+    tape.before_write(target.buffer.key)  # an argument's: its caller's bytes saved first
+    if not target.buffer.read:
+        target.buffer.version += 1
+        write()
+        return
+    record_write(primitive, target, write, undo=Undo(save=saving(target.value, key)),
+                 taken=False)
+
+
+def on_constants(call, args, kwargs, tape, written=()):
+    """``call(*args, **kwargs)`` where every array of ``tape`` among the arguments is a
+    constant: run on their values, as on plain arrays, recording nothing but the undoing of
+    writes into constants a record has read (``written``: the arguments it may write)."""
+    if tape.recorder is not None and tape.recorder.ready:
+        return tape.recorder.on_constants(call, args, kwargs, tape, written)
+    for target in written:
+        if type(target) is Traced and target.tape is tape and target.buffer.constant:
+            write_constant(tape, target, None, lambda: None)
+    y = call(*values_at(args, tape), **{k: values_at(v, tape) for k, v in kwargs.items()})
+    return constant_result(y, tape, (*args, *kwargs.values()))
+
+
+def target_position(target, inputs):
+    """The position of the operand of an elementwise write that is its target ``target``
+    itself, the same region of the same buffer (None: none is)."""
+    return next((i for i, x in enumerate(inputs) if type(x) is Traced
+                 and x.buffer is target.buffer and same_region(x.value, target.value)), None)
+
+
+def apart_from(target, inputs, position):
+    """Whether no operand of an elementwise write but its target's own (at ``position``) lies
+    over the target's memory, traced or a plain array viewing an argument's: such an operand
+    would read the written values, not those an inverse needs."""
+    value = target.value
+    return not any(
+        (type(x) is Traced and x.buffer is target.buffer and may_overlap(x.value, value))
+        or (type(x) is np.ndarray and may_overlap(x, value))
+        for i, x in enumerate(inputs) if i != position)
+
+
+def check_destination(target, what):
+    """``writes.check_region`` for a write into the traced array ``target``; a
+    destination read-only because mutad froze an array sharing its memory says so."""
+    value = target.value
+    if not writeable(value):
+        alias = target.tape.guards.get(target.buffer.key)
+        if type(alias) is AliasRead:
+            alias()
+    check_region(value, what, target.whole)
+
+
+def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=None, state=None,
+                 settings=None, taken=True, key=None, undo_first=True, tape=None, decided=None):
+    """The one in-place path, the traced engine's and the replay's: ``write()`` overwrites
+    (part of) ``target``, an array of its tape or a :class:`writes.Destination` on ``tape``
+    (or several: a list, the offers of ``undo`` lists too), and the write is recorded as a
+    ``tape.Write`` of ``primitive`` with ``settings``.
+
+    In order: decide how the overwritten bytes will be put back from what ``undo`` (an
+    :class:`writes.Undo`) offers (``writes.decide_undo``), and tell ``decided`` (if given) the
+    kinds decided; save the caller's bytes before their first write (``Tape.before_write``);
+    write; keep the constants the record reads unchanged (``reads``, a :class:`writes.Reads`:
+    the operands, and what the pullback and the inverse read of them; None: the record reads
+    none); record. The reverse pass reads and zeroes the cotangent of the new values at
+    ``taken`` (the target's place, at ``key`` within it; ``taken=False``: the target's
+    cotangent passes through), undoes the write and runs ``pullback(record, shadows, dy)``
+    (before the undo if not ``undo_first``), which reads ``state`` beside what the record
+    keeps. Under a memory budget, a write that would be saved is instead rebuilt in the
+    reverse pass (``recompute.Chain``) where ``undo.redo`` can do it again from what it read.
+    Returns the record.
+    """
+    several = type(target) is list
+    targets = [t if type(t) is Destination else _destination(t)
+               for t in (target if several else [target])]
+    inputs, values = (reads.inputs, reads.values) if reads is not None else ((), None)
+    if tape is None:
+        tape = (target[0] if several else target).tape if targets else innermost(inputs)
+    undos, kinds = [], []
+    recomputation = tape.recomputation
+    rebuilding = (undo.redo is not None and not several and undo.save is None
+                  and recomputation is not None and recomputation.budget is not None)
+    if rebuilding:
+        redo_inputs = recipe(inputs, values, None, tape)
+    for t, inverse in zip(targets, undo.inverse if several else [undo.inverse], strict=True):
+        save = undo.save or (lambda t=t: CopyBack(t.value, at=t.find))
+        if rebuilding:
+            save = lambda t=t: (recomputation.chain(t.place, redo_inputs)  # noqa: E731
+                                or CopyBack(t.value))
+        chosen, kind = decide_undo(
+            tape, inverse, save, t.key, t.whole and undo.save is None,
+            t.value.nbytes if undo.save is None and inverse is not _rule_restores else None,
+            undo.growth)
+        undos.append(chosen)
+        kinds.append(kind)
+    if decided is not None:
+        decided(kinds)
+    if tape.anomaly is not None:
+        finite_before = tape.anomaly.before_write([t.value for t in targets], values)
+    for t, kind in zip(targets, kinds, strict=True):
+        tape.before_write(t.key)
+        if recomputation is not None:
+            recomputation.overwriting(t.buffer, kind in ("checkpoint", "rebuild"))
+            if not several:
+                recomputation.write(t.buffer)
+    write()
+    for t in targets:
+        if t.buffer is not None:
+            t.buffer.version += 1
+    held, named = None, []
+    if values is not None:
+        held = reads.kept
+        if reads.inverse_reads and ("inverse" in kinds or "partial" in kinds):
+            if held is None:
+                held = [None] * len(values)
+            for i in reads.inverse_reads:  # into ``kept`` itself, which an inverse may read
+                held[i] = values[i]
+        named = reads.named
+        if named is None:
+            for i, x in enumerate(inputs):
+                if held is not None and held[i] is not None and not (
+                        type(x) is Traced and x.tape is tape and not x.buffer.constant):
+                    keep(tape, x, values[i])
+            named = recipe(inputs, values, held, tape)
+            if reads.recompute:
+                held = tape.hold(held, named)
+    places = [t.place for t in targets]
+    record = Write(primitive, named, settings, held, state, pullback,
+                   tuple(places) if several else places[0],
+                   undos[0] if len(undos) == 1 else Undos(undos),
+                   kinds[0] if len(kinds) == 1 else ", ".join(sorted(set(kinds))) or "none",
+                   places[0] if taken else None, key,
+                   undo_first)
+    tape.record(record, SKIPPED + 1)  # called by the engine's writes, called by the engine
+    if tape.anomaly is not None:
+        tape.anomaly.wrote(record, [t.value for t in targets], finite_before)
+    if type(record.undo) is Rebuild:
+        record.undo.chain.wrote(redo_inputs, places[0], undo.redo)
+    return record
+
+
+def _destination(target):
+    """The :class:`writes.Destination` of a write into the traced array ``target``."""
+    place = place_of(target)
+    return Destination(target.value, target.buffer.key, target.whole, place,
+                       _finder(target, place), target.buffer)
+
+
+def _finder(target, place):
+    """What the undo of a write into the traced ``target``, at ``place``, calls to find it
+    then: through its buffer's reference (``recompute.Written``) where one follows the buffer
+    (a C-contiguous one: ``recompute.view`` maps views of those), so that the undo alone does
+    not keep a temporary alive; else None (the undo holds ``target``)."""
+    if target.buffer.ref is None or not target.buffer.c_contiguous:
+        return None
+    return functools.partial(current_region, place)
+
+
+def _rule_restores():
+    """The undo of an in-place rule that restores its own arguments in ``back``."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Indexing and assignment (``tracing.setitem``, the rules that write): the destination
+
+
+def writes_into(call, target, *values):
+    """Whether ``call``, writing ``values`` into ``target``, writes into an array a
+    differentiation traces; refuses to write a traced value into an array mutad does not trace."""
+    tape = innermost((target, *values))
+    if carries(values, tape):
+        if type(target) is not Traced or target.tape is not tape:
+            raise untraced_write(call)
+        target.buffer.constant = False  # a constant written with traced values is traced
+    return type(target) is Traced
+
+
+def overlaps(target, value, region=None):
+    """Whether the memory of the array ``value`` may overlap ``region`` of ``target`` (all of it
+    by default): traced by this differentiation, by an enclosing one (whose arrays a nested
+    one's arguments may be) or by none."""
+    return ((isinstance(value, np.ndarray) or wrapped(value) or is_device(value))
+            and may_overlap(value, target.value if region is None else region))
+
+
+# ----------------------------------------------------------------------------------------------
+# Writes that copy elements: what NumPy does where the source overlaps the target or an index
+# repeats
+
+
+def _twins(target, source):
+    """Integer arrays with the shapes and relative memory layout of the plain arrays ``target``
+    and ``source`` (strides counted in items), over one scratch buffer: each element of
+    ``source`` holds its C-order position in ``source``, memory outside it holds -1. Operands
+    whose memory may overlap overlap there too; otherwise they lie side by side."""
+    spans = [byte_span(a) for a in (target, source)]
+    (target_low, target_count), (source_low, source_count) = spans
+    if np.may_share_memory(target, source):
+        size = target.itemsize
+        if source.itemsize != size or (target_low - source_low) % size:
+            raise UnsupportedOperationError(
+                "a write whose source overlaps its target with a different item layout (a "
+                "reinterpreted view): copy the source first (x[key] = v.copy()).")
+        low = min(target_low, source_low)
+        high = max(target_low + target_count * size, source_low + source_count * size)
+        starts = ((target_low - low) // size, (source_low - low) // size)
+        total = (high - low) // size
+    else:
+        starts, total = (0, target_count), target_count + source_count
+    xp = namespace(target)  # on the device of a device array: the write runs there
+    scratch = xp.full(total, -1, np.int64)
+    twins = []
+    for a, (low, _), start in zip((target, source), spans, starts, strict=True):
+        first = start + (address(a) - low) // a.itemsize
+        twins.append(strided(scratch, a.shape, scratch.dtype, first * scratch.itemsize,
+                             tuple(s // a.itemsize * scratch.itemsize for s in a.strides)))
+    twins[1][...] = xp.arange(source.size).reshape(source.shape)
+    return twins
+
+
+def _provenance(write, target, source):
+    """Which elements ``write(target, source)`` changes in the plain array ``target``, and where
+    each new value comes from, as NumPy itself does it (reading overlapping elements before or
+    after writing them, keeping one of repeated indices): the same call runs on integer twins
+    of the operands that hold the source's element positions. Returns a mask of the changed
+    elements of ``target`` and, for each in C order, the C-order position of the element of
+    ``source`` whose value it took."""
+    target_twin, source_twin = _twins(target, source)
+    before = target_twin.copy()
+    write(target_twin, source_twin)
+    changed = target_twin != before
+    origins = target_twin[changed]
+    if np.any(origins < 0):
+        raise MutadError(
+            "a write copied values that do not come from its source, so mutad cannot tell what "
+            "it differentiates; copy the source first (x[key] = v.copy()).")
+    return changed, origins
+
+
+def _indexable(a):
+    """``a``, or its one-element 1-d view if it is 0-d, so element positions can index it."""
+    return a.reshape(1) if a.ndim == 0 else a
+
+
+def _elements(positions, shape):
+    """The advanced index of the elements at C-order ``positions`` of an array of ``shape``
+    (of its ``_indexable`` view)."""
+    return np.unravel_index(positions, shape or (1,))
+
+
+def _same_bits(a, b):
+    """Whether the arrays ``a`` and ``b`` of one dtype hold the same bits (NaNs and signed
+    zeros included)."""
+    if a.itemsize > 8:
+        if type(a) is np.ndarray:
+            return a.tobytes() == b.tobytes()
+        a, b = a.view(np.uint64), b.view(np.uint64)  # on a device: its words
+        return bool(np.array_equal(a, b))
+    bits = np.dtype(f"u{a.itemsize}")
+    return np.array_equal(a.view(bits), b.view(bits))
+
+
+def copy_into(primitive, target, value, write, settings):
+    """``write(target, value)``, a NumPy call that copies elements of ``value`` into the traced
+    ``target`` (assignment, copyto, put, place, putmask, put_along_axis), recorded as the gather
+    NumPy performed: each changed element takes the cotangent back to the element of ``value``
+    it came from. The changed elements are checkpointed: an inverse would read its own target.
+    ``settings`` are the call's other arguments by name (indices, mask, mode): with
+    ``primitive`` and the two inputs, the recipe of the write."""
+    tape = active(target.tape)
+    here = type(value) is Traced and value.tape is tape
+    source = value.value if here else value
+    layout = memory(source) if isinstance(source, np.ndarray) or wrapped(source) \
+        or is_device(source) else beside(memory(target.value), np.asarray(source))
+    changed, origins = _provenance(write, memory(target.value), layout)
+    checked = not (wrapped(target.value) or wrapped(source))
+    if checked:
+        expected = np.take(layout, origins)  # before the write, which may overwrite the source
+
+    def checked_write():
+        write(target.value, source)
+        if checked:
+            written = target.value[changed]
+            cast = real_part_if(written, expected).astype(written.dtype, copy=False)
+            if not _same_bits(written, cast):
+                raise MutadError(
+                    "NumPy wrote other values than it wrote into integer labels laid out as the "
+                    "operands, so mutad cannot tell which elements it copied; copy the source "
+                    "first (x[key] = v.copy()) and remove repeated indices (np.unique).")
+
+    shape = layout.shape
+    source_place = locate(value, tape)
+    if source_place is None or not origins.size:
+        pullback = None  # a constant, or nothing written: nothing to keep for the replay
+    else:
+        if layout.size <= np.iinfo(np.int32).max:
+            origins = origins.astype(np.int32)  # kept until the replay: half the memory
+
+        def pullback(record, shadows, dy):
+            # Several elements may come from one: each adds its share.
+            ufunc_at(np.add, _indexable(shadows.of(source_place, like=dy)),
+                      _elements(origins, shape), real_part_if(source_place, dy))
+
+    record_write(primitive, target, checked_write,
+                 Reads((target, value), (target.value, source), [None, None]),
+                 Undo(save=lambda: CopyBack(target.value, changed)), pullback=pullback,
+                 state=origins if pullback else None, settings=settings, key=changed)

@@ -1,0 +1,727 @@
+"""The operations of the traced engine: ufuncs, assignment, and functions with rules.
+
+Each runs a rule on the plain values of its operands (``_unwrap``, ``_unwrap_args``) and records
+what it did: a ufunc (``apply_ufunc``) as an ``elementwise.Elementwise`` record, or, with
+``out=``, as an elementwise write (``WritePlan``, which the replay of a recording runs too);
+an assignment (``assign``) as the write of ``np.positive``; a function with a pure rule
+(``apply_function``) as a record of the rule's ``back`` (``function_pullback``), named by a
+``Primitive`` (``primitive``); a NumPy function (``apply_array_function``) by its rule, its
+in-place or composite handler (``door``), or as a function without a derivative; and an
+in-place custom rule (``apply_inplace_rule``) as a write whose undo the rule's ``back`` does.
+
+They call one another (a ufunc's complex or generalized rule is a function's, a function's
+``out=`` is an assignment, an assignment is a ufunc's write), so they are one module: above the
+tape and the traced array (``reverse``) and the write path (``inplace``), below the dispatch
+(``tracing``) that sends NumPy's calls here.
+"""
+
+import functools
+import types
+
+import numpy as np
+
+from ..core.allocation import Preexisting, joined_operands, ufunc_operands
+from .arraylike import (inexact_output, keywords_in_place, out_by_keyword, out_position,
+                        stands_for_scalar, untraced_write, weak_beside_arrays, weak_value)
+from ..core.devices import is_device
+from ..core.debug import SKIPPED
+from .elementwise import (ASSIGNMENT, Elementwise, Rerun, differentiable, elementwise_kept,
+                          read_by_partials, write_kept, write_pullback)
+from ..core.errors import RuleError, UnsupportedOperationError, function_name, no_rule
+from .inplace import (_destination, _rule_restores, apart_from, check_destination, on_constants,
+                      record_write, target_position, write_constant)
+from .recompute import flat, keeps_memory, small
+from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
+                             check_complex, complex_among, is_recomputable, is_user_rule, lookup)
+from .reverse import (Traced, _NUMBERS, _if_held, active, add_cotangents, carries, check_alias,
+                      constant_result, ended, freeze, fresh, innermost, keep, locate, place_of,
+                      plain, recipe, view_of)
+from ..core.shadows import overlapping, zeros
+from ..core.tape import Primitive, Record
+from ..core.views import itself, memory, overlaps_itself, owner, views, wrapped
+from .writes import ElementwiseInverse, Reads, Undo
+
+CONSTANT = ElementwiseRule((None, None, None))
+"""The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
+Rule(elementwise=CONSTANT, complex=HOLOMORPHIC)  # the core's own row (no key): complex values too
+
+
+def _unwrap(items):
+    """Plain values of ``items`` (a ufunc's operands: Python's numbers for values that stand
+    for one, ``arraylike.weak``), the tape of the traced ones, and which are traced (a bit
+    mask: bit i for item i)."""
+    tape = None
+    values = []
+    traced = 0
+    for i, x in enumerate(items):
+        if type(x) is Traced:
+            if tape is None:
+                tape = x.tape
+            elif x.tape is not tape:  # nested differentiations: rare, so checked apart
+                if any(type(item) in (list, tuple) for item in items):
+                    return None, None, None  # ufunc_operands first (apply_ufunc)
+                return _unwrap_at(items, innermost(items))
+            buffer = x.buffer
+            values.append(weak_value(x.value) if buffer.weak else x.value)
+            if not buffer.constant:
+                traced |= 1 << i
+        else:
+            kind = type(x)
+            if kind is np.ndarray:
+                check_alias(x)
+            elif kind is list or kind is tuple or kind is Preexisting:
+                return None, None, None  # ufunc_operands first: an array, as NumPy makes it
+            values.append(x)
+    return tape, values, traced
+
+
+def _unwrap_at(items, tape, numbers=True):
+    """``_unwrap`` for ``tape``: arrays traced by other (outer) tapes stay as they are. A
+    constant whose differentiation has ended (kept in a cache, say) is the plain array it
+    holds. Not ``numbers`` (a function's arguments, which its rule takes as arrays), a value
+    that stands for a Python number is its 0-d array."""
+    values = []
+    traced = 0
+    for i, x in enumerate(items):
+        if type(x) is Traced and x.tape is tape:
+            values.append(weak_value(x.value) if numbers and x.buffer.weak else x.value)
+            if not x.buffer.constant:
+                traced |= 1 << i
+        elif ended(x):
+            values.append(memory(x))
+        else:
+            if type(x) is Preexisting:
+                x = x.view(np.ndarray)
+            if type(x) is np.ndarray:
+                check_alias(x)
+            values.append(x)
+    return tape, values, traced
+
+
+def _unwrap_args(args):
+    """Like ``_unwrap``, one level into lists and tuples (``np.concatenate([a, b])``), for a
+    function's rule: a value that stands for a Python number is that number beside arrays,
+    else its 0-d array (``arraylike.weak_beside_arrays``)."""
+    tape = innermost(args)
+    values = []
+    numbers = None  # whether weak values go as numbers, found at the first one
+    for x in args:
+        if type(x) is Traced and x.tape is tape:
+            if x.buffer.weak:
+                if numbers is None:
+                    numbers = weak_beside_arrays(args)
+                values.append(weak_value(x.value) if numbers else x.value)
+            elif x.buffer.constant and stands_for_scalar(x):
+                values.append(x.value[()])  # a number the program computed: as NumPy's
+            else:
+                values.append(x.value)
+        elif type(x) in (list, tuple) and any(type(e) is Traced for e in x):
+            values.append(type(x)(_unwrap_at(x, tape, numbers=False)[1]))
+        elif ended(x):
+            values.append(memory(x))
+        else:
+            if type(x) is np.ndarray:
+                check_alias(x)
+            values.append(x)
+    return tape, values
+
+
+def _leaves(args, tape):
+    """The arrays ``tape`` traces among ``args``, one level into lists and tuples (not its
+    constants)."""
+    for x in args:
+        if type(x) is Traced:
+            if x.tape is tape and not x.buffer.constant:
+                yield x
+        elif type(x) in (list, tuple):
+            yield from (e for e in x
+                        if type(e) is Traced and e.tape is tape and not e.buffer.constant)
+
+
+def _keyword_values(name, kwargs, tape):
+    """``kwargs`` with the constants of ``tape`` replaced by their values (a record may read
+    them); a traced array there is refused."""
+    values = kwargs
+    for key, value in kwargs.items():
+        if type(value) is Traced and value.tape is tape:
+            if not value.buffer.constant:
+                raise UnsupportedOperationError(
+                    f"{name}: the traced array passed as keyword argument {key}= cannot be "
+                    "differentiated; pass it positionally.")
+            value.buffer.read = True
+            values = dict(values) if values is kwargs else values
+            values[key] = value.value
+    return values
+
+
+# ----------------------------------------------------------------------------------------------
+# Elementwise ufuncs
+
+
+def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
+    """``ufunc(*inputs, out=out, **kwargs)`` with ``ufunc``'s rule (or ``rule``, given)."""
+    if out is None:
+        tape, values, pattern = _unwrap(inputs)
+    else:  # the target takes part in choosing the level
+        tape, values, pattern = _unwrap((*inputs, out))
+        if values is not None:
+            values.pop()
+            pattern &= ~(1 << len(inputs))
+    if values is None:  # x / [x @ x], x ** [1.0, 2.0]: a list is the array NumPy makes of it
+        out, = ufunc_operands((out,))
+        return apply_ufunc(ufunc, ufunc_operands(inputs), out, kwargs, rule)
+    if tape.recorder is not None and tape.recorder.ready:
+        return tape.recorder.ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)
+    return unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)
+
+
+def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
+    """``apply_ufunc`` once the inputs are unwrapped (``_unwrap``: ``tape``, their ``values``
+    and the ``pattern`` of traced ones)."""
+    kwargs = dict(kwargs) if kwargs else {}
+    if not pattern and (out is None or (type(out) is Traced and out.tape is tape
+                                        and out.buffer.constant)):
+        return _ufunc_on_constants(ufunc, inputs, values, out, kwargs, tape)
+    if kwargs.get("where", True) is not True:
+        raise UnsupportedOperationError(
+            f"{function_name(ufunc)}(..., where=...) on traced arrays: compute both branches and "
+            "select with np.where(mask, new, old) instead.")
+    if rule is None:
+        entry = RULES.get(ufunc, NO_RULE)
+        rule = entry.elementwise
+        if entry.complex_rules is not None and complex_among(values):  # not complex-differentiable
+            if out is not None:
+                kwargs["out"] = out
+            return apply_function(function_name(ufunc), entry.complex_rules[0], inputs,
+                                  kwargs)
+        if rule is None and entry.reverse is not None:  # generalized ufuncs (matmul)
+            if out is not None:
+                kwargs["out"] = out
+            return apply_function(function_name(ufunc), entry.reverse, inputs, kwargs)
+        if rule is None:
+            if not entry.nondifferentiable:
+                raise no_rule(ufunc)
+            if out is None:
+                return ufunc(*values, **kwargs)
+            rule = CONSTANT
+    if out is not None:
+        return _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs)
+    active(tape)
+    y = ufunc(*values, **kwargs)
+    if y.dtype.kind == "c":  # of complex operands: a row declared for them (facet complex)
+        check_complex(function_name(ufunc), rule)
+    yt = fresh(y, tape)
+    traced, reads, state = differentiable(ufunc, rule, pattern, len(inputs))
+    if not traced:
+        return yt
+    read = read_by_partials(values, reads)
+    for i, v in enumerate(read):
+        if pattern >> i & 1 == 0 and type(inputs[i]) not in _NUMBERS:  # (nothing to keep)
+            keep(tape, inputs[i], v)
+    named = recipe(inputs, values, read, tape)
+    read = elementwise_kept(rule, reads, read, values, yt.value)
+    uses_y = "y" in rule.uses
+    # ``state`` is shared by every record of this rule and pattern: what a record holds of its
+    # own is in its other fields.
+    record = Elementwise(ufunc, named, kwargs or None, yt.buffer, read, state)
+    if tape.recomputation is not None:
+        tape.hold(read, named)  # first: an input it keeps may be read by the recipe
+        if yt.buffer.ref is not None:  # (else none is given: a small array, not followed)
+            tape.recomputation.give_recipe(record, 0, yt.buffer, kwargs)
+        if uses_y:
+            read[-1] = tape.recomputation.hold(yt.buffer, yt.value)
+    tape.record(record, SKIPPED + 1)  # called by apply_ufunc, called by the engine
+    if tape.anomaly is not None:
+        tape.anomaly.produced(record, values, [yt.value])
+    return yt
+
+
+def _ufunc_on_constants(ufunc, inputs, values, out, kwargs, tape):
+    """A ufunc whose operands are constants and plain values, written into a constant or
+    into a new array: it runs as on plain arrays."""
+    if out is None:
+        return constant_result(ufunc(*values, **kwargs), tape, inputs)
+    write_constant(tape, out, None, lambda: ufunc(*values, out=out.value, **kwargs))
+    return out
+
+
+def _kept_for_the_inverse(x, value, kept, tape, out):
+    """Whether the inverse of a write into ``out`` would be alone in keeping ``value``, operand
+    ``x``, as large as the values it writes and memory of its own (a temporary the replay
+    cannot recompute: ``keeps_memory``) that the pullback does not read (``kept`` None). Such
+    a write is undone by saving what it overwrites instead, which costs no more memory, is
+    exact, and under a memory budget is rebuilt from snapshots (``recompute.Chain``): the
+    undo does not depend on the budget, so neither does the gradient, bit for bit. A small
+    value is kept (cheaper than the save, and the inverse's)."""
+    return (kept is None and type(x) is Traced and x.tape is tape and type(value) is np.ndarray
+            and not small(value)
+            and value.size >= out.value.size and keeps_memory(place_of(x), out.buffer))
+
+
+def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
+    traced, reads, state = differentiable(ufunc, rule, pattern, len(inputs))
+    if type(out) is not Traced or out.tape is not tape:
+        if traced:
+            raise untraced_write(f"{function_name(ufunc)}(..., out=...)")
+        return ufunc(*values, out=out, **kwargs)
+    tape = active(tape)
+    check_destination(out, ufunc)
+    if out.value.dtype.kind == "c":
+        check_complex(function_name(ufunc), rule)
+    if out.buffer.constant:
+        if not traced:  # constants only: what gradient reaches them goes nowhere
+            write_constant(tape, out, None, lambda: ufunc(*values, out=out.value, **kwargs),
+                           assign if rule is ASSIGNMENT else ufunc)
+            return out
+        out.buffer.constant = False  # it now holds values that depend on the arguments
+    position = target_position(out, inputs)
+    plan = WritePlan.at(ufunc, rule, kwargs, position, reads, state if traced else None,
+                        len(inputs))
+
+    def withheld(kept):
+        """Whether the inverse is withheld (:func:`_kept_for_the_inverse`): the write is saved,
+        or rebuilt under a budget: exact, for no more memory."""
+        if tape.recomputation is None or not any(
+                _kept_for_the_inverse(inputs[i], values[i], kept[i], tape, out)
+                for i in plan.others_at):
+            return False
+        if tape.recorder is not None:  # a decision of the program's structure: replayed
+            tape.recorder.withheld = True
+        return True
+
+    plan.run(tape, _destination(out), inputs, values,
+             functools.partial(apart_from, out, inputs, position), withheld)
+    return out
+
+
+_NO_SETTINGS: types.MappingProxyType[str, object] = types.MappingProxyType({})
+"""The keyword arguments of a write without any, as the plans of such writes share them."""
+
+
+class WritePlan:
+    """The elementwise write ``ufunc(*values, out=target)`` at one point of a program (an
+    ``out=``, an augmented assignment, an assignment to a region), as the traced engine and
+    the replay of its recording both do it (:meth:`run`): what the record keeps, the inverse
+    it offers, how the overwritten bytes will be put back (decided afresh on the values at
+    hand), the write and its record. ``partials``: the rule's plan for the traced operands
+    (``elementwise.differentiable``; None: no gradient reaches the values written);
+    ``withheld``: the program's recording offered no inverse (``Recorder.withheld``)."""
+
+    __slots__ = ("ufunc", "rule", "kwargs", "position", "others_at", "reads", "partials",
+                 "invertible", "primitive", "pullback", "redo")
+
+    def __init__(self, ufunc, rule, kwargs, position, reads, partials, count, withheld=False):
+        self.ufunc = ufunc
+        self.rule = rule
+        self.kwargs = kwargs
+        self.position = position
+        self.reads = reads
+        self.partials = partials
+        self.others_at = [i for i in range(count) if i != position]
+        self.invertible = bool(not withheld and position is not None
+                               and position < len(rule.inverse) and rule.inverse[position])
+        self.primitive = assign if rule is ASSIGNMENT else ufunc
+        self.pullback = write_pullback if partials is not None else None
+        self.redo = Rerun.of(ufunc, kwargs)
+
+    _shared = {}
+
+    @classmethod
+    def at(cls, ufunc, rule, kwargs, position, reads, partials, count):
+        """The plan of a write (as constructed), one for all the writes of ``ufunc`` without
+        keyword arguments by the same ``rule`` with the target at ``position`` and the same
+        ``partials`` (those of a loop's statement): a plan is never changed once made."""
+        if kwargs:
+            return cls(ufunc, rule, kwargs, position, reads, partials, count)
+        key = (ufunc, rule, position, partials, count)
+        plan = cls._shared.get(key)
+        if plan is None:
+            if len(cls._shared) >= 4096:  # rules made on the fly cannot fill the memory
+                cls._shared.clear()
+            plan = cls._shared[key] = cls(ufunc, rule, _NO_SETTINGS, position, reads,
+                                          partials, count)
+        return plan
+
+
+    def run(self, tape, destination, inputs, values, apart, withheld=None, named=None,
+            decided=None):
+        """Write and record, on ``tape``, into ``destination`` (a :class:`writes.Destination`)
+        from the operands ``inputs`` and their ``values``: an inverse is on offer where the
+        rule has one, ``apart()`` says no other operand lies over the target, and
+        ``withheld(kept)`` (if given) does not withhold it. ``named`` and ``decided``: as
+        :func:`record_write` takes them. Returns the record."""
+        ufunc, rule, kwargs, target = self.ufunc, self.rule, self.kwargs, destination.value
+        kept, state = write_kept(ufunc, rule, values, self.reads, self.partials, target)
+        inverse = None
+        if self.invertible:
+            inverse = ElementwiseInverse(ufunc, rule, self.position, values, target, kept, apart,
+                                         destination.find, kwargs)
+            if withheld is not None and withheld(kept):
+                inverse = None
+        if kwargs:
+            write = lambda: ufunc(*values, out=target, **kwargs)  # noqa: E731
+        else:
+            write = lambda: ufunc(*values, out=target)  # noqa: E731
+        return record_write(self.primitive, destination, write,
+                            Reads(inputs, values, kept, self.others_at, True, named),
+                            Undo(inverse, redo=self.redo), pullback=self.pullback, state=state,
+                            settings=kwargs or None, undo_first=rule.uses != "y", tape=tape,
+                            decided=decided)
+
+
+def assign(target, value):
+    """``target[...] = value`` for the traced array ``target``, recorded as an assignment. A
+    complex value into a real target keeps its real part, as NumPy's assignment does (with
+    its ComplexWarning): the cast NumPy's ufuncs refuse unless told."""
+    tape = value.tape if type(value) is Traced else None
+    if type(target) is Traced and target.tape is tape and not value.buffer.weak \
+            and not value.buffer.constant and value.value.dtype == target.value.dtype \
+            and (tape.recorder is None or not tape.recorder.ready):
+        # What ``apply_ufunc`` does with a traced value of the target's own dtype (neither a
+        # number nor a constant) outside a recording, without asking: a scalar loop's writes
+        return _write_elementwise(np.positive, ASSIGNMENT, tape, (value,), [value.value], 1,
+                                  target, {})
+    unsafe = target.dtype.kind == "f" and complex_among((value,))
+    return apply_ufunc(np.positive, (value,), target, _UNSAFE if unsafe else None, ASSIGNMENT)
+
+
+_UNSAFE = {"casting": "unsafe"}
+
+
+# ----------------------------------------------------------------------------------------------
+# Functions with pure rules
+
+
+def _output(tape, y, leaves):
+    """Wrap one output of a pure rule; returns ``(wrapped, is_fresh_buffer)``. (Under nested
+    differentiation the output is an array an outer tape traces; it is wrapped the same way.)"""
+    y = inexact_output(y)
+    if isinstance(y, np.ndarray) or wrapped(y) or is_device(y):
+        if y.dtype.kind not in "fc":
+            return y, False
+        for t in leaves:
+            if itself(y, t.value):  # the input itself: the same place
+                return Traced(y, t.buffer, tape, t.whole), False
+        if memory(y).base is not None:
+            root = owner(y)
+            for t in leaves:
+                if owner(t.value) is root:  # read-only views too: later writes show through
+                    return view_of(t, y, tape), False
+            if overlaps_itself(y):  # a broadcast of a constant: a buffer's shadow cannot be
+                y = np.copy(y)      # laid out with elements that share memory
+        return fresh(y, tape), True
+    if isinstance(y, np.inexact):
+        return fresh(y, tape), True
+    return y, False
+
+
+def apply_function(name, rule, args, kwargs, tape=None):
+    """Run a pure ``rule`` on the plain values of ``args``, wrap and record its outputs."""
+    arg_tape, values = _unwrap_args(args)
+    tape = active(arg_tape or tape)
+    if tape.recorder is not None and tape.recorder.ready:
+        return tape.recorder.function(name, rule, args, kwargs, tape)
+    out = kwargs.pop("out", None) if "out" in kwargs else None
+    kwargs = _keyword_values(name, kwargs, tape)
+    complex_values = complex_among(values)
+    if complex_values:  # before the rule, which may refuse them for another reason
+        check_complex(name, rule)
+    y, back = rule(*values, **kwargs)
+    if complex_values or complex_among(y if isinstance(y, (tuple, list)) else (y,)):
+        back = complex_back(name, rule, back)
+    leaves = list(_leaves(args, tape))
+    if not leaves:  # constants and plain values only: nothing to record
+        result = constant_result(y, tape, args)
+        return result if out is None else assign(out, result)
+    # The pullback may read the untraced arguments: keep them as they are.
+    for x, v in zip(args, values, strict=True):
+        if not (type(x) is Traced and x.tape is tape and not x.buffer.constant):
+            keep(tape, x, v)
+    for v in kwargs.values():
+        freeze(tape, v)
+    if isinstance(y, (tuple, list)):
+        wrapped = [_output(tape, yi, leaves) for yi in y]
+        items = [w for w, _ in wrapped]
+        # Named tuples (eigh's EighResult) take their fields as separate arguments.
+        result = type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
+    else:
+        wrapped = [_output(tape, y, leaves)]
+        result = wrapped[0][0]
+    created = [w.buffer if is_fresh else None for w, is_fresh in wrapped]
+    if leaves and any(created):
+        _record_function(tape, name, rule, back, args, values, kwargs, created,
+                         multiple=isinstance(y, (tuple, list)))
+        if tape.anomaly is not None:
+            tape.anomaly.produced(tape.records[-1], [*values, *kwargs.values()],
+                                  [w for w, is_fresh in wrapped if is_fresh])
+    if out is not None:
+        if isinstance(y, (tuple, list)):
+            raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")
+        if type(out) is np.ndarray:  # (assign would refuse it too, naming np.positive)
+            raise untraced_write(f"{name}(..., out=...)")
+        return assign(out, result)
+    return result
+
+
+def complex_back(name, rule, back):
+    """The pullback of a rule that met complex values: its ``back`` as it is if the rule is
+    written in mutad's convention; for a rule whose real formulas hold for complex values
+    (``HOLOMORPHIC``), those give the transpose of the derivative, so the cotangents are
+    conjugated around it to give the adjoint."""
+    if check_complex(name, rule) is CONVENTION:
+        return back
+
+    def adjoint_back(dy):
+        return _conjugated(back(_conjugated(dy)))
+
+    return adjoint_back
+
+
+def _conjugated(tree):
+    """Each complex array in ``tree`` (tuples and lists of them) conjugated."""
+    if type(tree) in (list, tuple):
+        return type(tree)(_conjugated(x) for x in tree)
+    if not complex_among((tree,)):
+        return tree
+    conjugated = np.conjugate(tree)  # of a 0-d array, NumPy's scalar: an array, as it came
+    return np.asarray(conjugated) if type(tree) is np.ndarray else conjugated
+
+
+PRIMITIVES = {}
+
+
+def primitive(name, rule):
+    """The ``Primitive`` that names ``rule`` as ``name`` in records, one per pair."""
+    named = PRIMITIVES.get((name, rule))
+    if named is None:
+        named = PRIMITIVES[name, rule] = Primitive(name, rule)
+    return named
+
+
+def _record_function(tape, name, rule, back, args, values, kwargs, outputs, multiple):
+    """Record a pure rule's ``back``: ``outputs`` are the buffers it created (None for other
+    outputs); the record keeps places of the arguments, not the arguments."""
+    places = [[locate(e, tape) for e in x] if type(x) in (list, tuple) else locate(x, tape)
+              for x in args]
+    # Cotangents that are memory of the arguments are never adopted as shadows; those of a
+    # user's rule never at all (None): they may be arrays it keeps (facet user).
+    primals = None if is_user_rule(rule) else {id(owner(x.value)) for x in _leaves(args, tape)}
+    # The recipe names the constants the rule's pullback holds, and describes the others: the
+    # record keeps no memory the pullback does not.
+    held = _held_by(back)
+    kept = [_if_held(v, held) for v in values]
+    settings = {k: _if_held(v, held) for k, v in kwargs.items()} if kwargs else None
+    record = Record(primitive(name, rule), recipe(args, values, kept, tape), settings,
+                    tuple(b for b in outputs if b is not None), None,
+                    (back, places, primals, outputs, multiple), function_pullback)
+    if tape.recomputation is not None and is_recomputable(rule):
+        for i, buffer in enumerate(outputs):
+            if buffer is not None:
+                tape.recomputation.give_recipe(record, i if multiple else None, buffer,
+                                               settings)
+    tape.record(record, SKIPPED + 1)  # called by apply_function, called by the engine
+
+
+def _held_by(back):
+    """The ids of the values the closure ``back`` holds."""
+    held = set()
+    for cell in getattr(back, "__closure__", None) or ():
+        try:
+            held.add(id(cell.cell_contents))
+        except ValueError:  # an empty cell
+            pass
+    return held
+
+
+def function_pullback(record, shadows, _):
+    """The pullback of a pure rule: ``state`` is the rule's ``back``, the places of the
+    arguments (None where none is differentiated), the ids of their memory, the buffers the
+    rule created (None for other outputs), and whether it returned several outputs."""
+    back, places, primals, outputs, multiple = record.state
+    dys = [None if b is None else shadows.pop(b) for b in outputs]
+    if all(dy is None for dy in dys):
+        return
+    if multiple:
+        cotangents = back(tuple(zeros(b) if dy is None and b is not None
+                                else dy for dy, b in zip(dys, outputs, strict=True)))
+    else:
+        cotangents = back(dys[0])
+    rows = []
+    for p, g in zip(places, cotangents, strict=True):
+        if type(p) is list:  # a sequence argument: one place per item
+            if g is not None:
+                rows.extend((e, ge) for e, ge in zip(p, g, strict=True) if e is not None)
+        elif p is not None:
+            rows.append((p, g))
+    add_cotangents(shadows, rows, primals)
+
+
+def _written(func, args, kwargs):
+    """The arguments a NumPy function may write into: its ``out``, the target of an in-place
+    function, and every argument of a function mutad knows nothing about."""
+    out = kwargs.get("out")
+    position = out_position(func)
+    if out is None and position is not None and len(args) > position:
+        out = args[position]
+    targets = list(out) if type(out) is tuple else [] if out is None else [out]
+    rule = lookup(func)
+    if rule.inplace is not None and args:
+        targets.append(args[0])
+    elif rule.reverse is None and not rule.nondifferentiable:
+        targets.extend(flat(args))
+    return targets
+
+
+def apply_array_function(func, args, kwargs, tape):
+    args = joined_operands(func, args)
+    level = innermost((*args, *kwargs.values()), tape)
+    if not carries((*args, *kwargs.values()), level):
+        return on_constants(func, args, kwargs, level, _written(func, args, kwargs))
+    entry = RULES.get(func, NO_RULE)
+    rule = entry.reverse
+    if rule is not None:
+        args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
+        args, kwargs = keywords_in_place(func, rule, args, kwargs)  # np.diff(x, append=a)
+        return apply_function(function_name(func), rule, args, kwargs, tape)
+    handler = entry.inplace or entry.composite
+    if handler is not None:
+        if complex_among(args):
+            check_complex(function_name(func), handler)
+        active(tape)
+        return door(tape, handler, args, kwargs)
+    if entry.nondifferentiable:
+        out = next((t for t in _written(func, args, kwargs) if type(t) is Traced), None)
+        if out is not None:
+            return _nondiff_into(func, args, kwargs, out, level)
+        if level.recorder is not None and level.recorder.ready:
+            return level.recorder.nondiff(func, args, kwargs)
+        return func(*plain(args), **plain(kwargs))
+    raise no_rule(func)
+
+
+def _nondiff_into(func, args, kwargs, out, tape):
+    """``func(*args, out=out)`` for a function without a derivative (``np.round``) and a
+    traced ``out``: its values are computed apart and assigned, so that the write is recorded
+    (the gradient of what ``out`` held ends there) and undone as any assignment. Into an
+    array of ``out``'s dtype and shape, by NumPy's own call: a result of another dtype
+    (float32 ``out`` of float64 values) rounds at each of its steps, as NumPy's does."""
+    args, kwargs = out_by_keyword(func, args, kwargs)  # np.round(x, 1, y): y is out
+    kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+    recorder = tape.recorder
+    if recorder is not None and recorder.ready:
+        # the replay redoes the two steps: the call, as any without a derivative, and the
+        # assignment; where NumPy's result is not already out's dtype and shape, that would
+        # not be NumPy's call, and the recording is refused
+        y = recorder.nondiff(func, args, kwargs)
+        if np.shape(y) == out.shape and getattr(y, "dtype", None) == out.dtype:
+            assign(out, y)
+            return out
+        recorder.refuse(f"{function_name(func)}(..., out=...) into an array of another dtype "
+                        "or shape than its result")
+    values = np.empty(out.shape, out.dtype)
+    func(*plain(args), out=values, **plain(kwargs))
+    assign(out, values)
+    return out
+
+
+def door(tape, operation, args, kwargs):
+    """``operation(*args, **kwargs)``, an operation whose records may be of any kind (a
+    write, a composite of others): a recording replay redoes it as the engine does it, unless
+    every record it makes is one of a step of its own (``replay.Recorder.door``)."""
+    recorder = tape.recorder
+    if recorder is not None and recorder.ready and recorder.soft is None:
+        return recorder.door(operation, args, kwargs)
+    return operation(*args, **kwargs)
+
+
+# ----------------------------------------------------------------------------------------------
+# Decorated functions with user rules (mutad.adjoint, mutad.inplace_adjoint)
+
+
+def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, run_rule):
+    """Run an in-place rule on the plain values of ``args`` and record its ``back``.
+
+    ``writes`` are the positions of the arguments the function may write; ``checkpointed``
+    those whose bytes mutad saves (the rule declared it cannot restore them): under
+    ``policy="checkpoint"`` every written argument is saved. ``growth(*values)`` (or None: 1)
+    bounds how much the rule's restoration amplifies relative errors (``Tape.undo_for``). ``back`` always runs on the
+    state the function left and restores what it can; saved arguments are copied back after it.
+    ``run_rule(*values, **kwargs)`` returns ``(back, result)``, ``result`` being what the
+    function returned; arguments in it come back as the traced arguments themselves.
+    """
+    tape, values = _unwrap_args(args)
+    tape = active(tape)
+    if tape.recorder is not None and tape.recorder.ready and tape.recorder.soft is None:
+        return tape.recorder.door(apply_inplace_rule, (name, rule, args, kwargs, writes,
+                                                       checkpointed, growth, run_rule), {})
+    kwargs = _keyword_values(name, kwargs, tape)
+    if complex_among(values):  # a rule takes them only if it said so (facet complex)
+        check_complex(name, rule)
+    if not carries(args, tape):  # constants and plain values only: it runs as on plain arrays
+        for i in writes:
+            if i < len(args) and type(args[i]) is Traced and args[i].tape is tape:
+                write_constant(tape, args[i], None, lambda: None)
+        return _map_result(name, run_rule(*values, **kwargs)[1], args, values, tape)
+    for i in writes:
+        if i < len(args) and isinstance(args[i], np.ndarray) and args[i].dtype.kind in "fc":
+            raise untraced_write(f"{name} writes into argument {i} while other arguments are "
+                                 "traced")
+    written = [(i, args[i]) for i in writes
+               if i < len(args) and type(args[i]) is Traced and args[i].tape is tape]
+    for _, t in written:
+        check_destination(t, name)
+    for _, t in written:  # the values written depend on the traced arguments
+        t.buffer.constant = False
+    # growth bounds rounding errors, a number: taken of the plain numbers (memory), which an
+    # enclosing differentiation does not follow (hessian, hvp, check_grads(order=2)).
+    factor = 1.0 if growth is None or not written else float(
+        growth(*map(memory, values), **{k: memory(v) for k, v in kwargs.items()}))
+    kept = [None if i in writes else v for i, v in enumerate(values)]
+    ran = []
+    held = {id(v) for v in values}
+    record = record_write(
+        primitive(name, rule), [t for _, t in written],
+        lambda: ran.append(run_rule(*values, **kwargs)), Reads(args, values, kept),
+        Undo([None if i in checkpointed else _rule_restores for i, _ in written],
+             growth=factor),
+        pullback=_inplace_rule_pullback, taken=False, undo_first=False,
+        settings={k: _if_held(v, held) for k, v in kwargs.items()} or None)
+    back, result = ran[0]
+    if not callable(back):
+        raise RuleError(f"the in-place rule of {name} must return its back function.")
+    record.state = (back, values, [locate(x, tape) for x in args])
+    return _map_result(name, result, args, values, tape)
+
+
+def _inplace_rule_pullback(record, shadows, _):
+    """Run an in-place rule's ``back`` on the shadows of its arguments (``state``: ``back``,
+    the arguments' values, and the places of those it differentiates)."""
+    back, values, places = record.state
+    # Nested in another differentiation, the values are arrays it traces, and so must be the
+    # shadows the rule accumulates into: made like the values. A read-only argument whose
+    # elements share memory gets zeros to accumulate into, added up afterwards.
+    summed = [np.zeros_like(v) if p is not None and overlapping(p) else None
+              for p, v in zip(places, values, strict=True)]
+    back(*(s if s is not None else None if p is None else shadows.of(p, like=v)
+           for p, v, s in zip(places, values, summed, strict=True)))
+    for p, s in zip(places, summed, strict=True):
+        if s is not None:
+            shadows.add(p, s)
+
+
+def _map_result(name, result, args, values, tape):
+    """What an in-place function returned, with its arguments replaced by the traced ones."""
+    if type(result) in (tuple, list):
+        return type(result)(_map_result(name, r, args, values, tape) for r in result)
+    if not (isinstance(result, np.ndarray) or wrapped(result) or is_device(result)) \
+            or result.dtype.kind not in "fc":
+        return result
+    for x, value in zip(args, values, strict=True):
+        if type(x) is Traced and x.tape is tape:
+            if itself(result, value):
+                return x
+            if views(result, value):
+                return view_of(x, result, tape)
+    raise UnsupportedOperationError(
+        f"{name} returned a new float array from an in-place rule: its gradient would be lost. "
+        "Return the arguments it wrote into, and give new outputs a pure rule (mutad.adjoint).")

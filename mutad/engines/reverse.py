@@ -1,0 +1,706 @@
+"""Reverse mode's tape and its traced array, and what the traced engine does with values: the
+ground every path of the engine stands on (``tracing`` lists the paths).
+
+:class:`ReverseTape` is the tape of one reverse-mode differentiation: its level, the
+differentiation it is nested in, and what the engine keeps beside its records. :class:`Traced`
+is the array it follows, a plain float ndarray (``value``) and the memory whose shadow it uses
+(``buffer``, a :class:`shadows.Buffer`), with its state and conversions; the methods that send
+NumPy's calls, indexing and operators down the paths are ``tracing``'s, installed on it there.
+
+Beside them, the helpers every path shares: which tape an operation belongs to (``innermost``,
+``active``); the untraced arrays a record reads, kept unchanged while the tape lives
+(``freeze``, ``keep``, ``check_constants``, ``thaw``), and those that view the memory of an
+argument a differentiation traces (``check_alias``, ``AliasRead``); results wrapped as fresh
+buffers, views of their inputs or constants (``fresh``, ``view_of``, ``constant``,
+``constant_result``); where a record names its inputs without holding their memory
+(``locate``, ``place_of``, ``recipe``); and how cotangents are added to the shadows
+(``add_cotangents``). They make and recognise traced arrays and call no path: the writes
+(``inplace``), the operations (``operations``) and the dispatch (``tracing``) build on this
+module, which imports none of them.
+"""
+
+import operator
+import zlib
+
+import numpy as np
+
+from ..core.allocation import Preexisting
+from ..core.arguments import no_full_collections
+from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
+                        conversion_error, numpy_value, weak_value)
+from ..core.devices import is_device
+from ..core.debug import SKIPPED, Warnings, anomaly, at_user_lines, caller
+from ..core.errors import ConstantModifiedError, UnsupportedArrayError
+from ..core.levels import ACTIVE, LEVELS, escaped
+from .products import CHUNK
+from .recompute import SMALL, Held, Recomputation, Written, flat, small, track
+from ..core.shadows import Buffer, Place
+from ..core.tape import Absent, Tape
+from ..core.trees import unsupported_array
+from ..core.views import address, itself, owner, owner_view, strided, wrapped, writeable
+
+
+class ReverseTape(Tape):
+    """The tape of one reverse-mode differentiation, and what the engine keeps beside its
+    records: its level, the differentiation it is nested in (``outer``, None at the top), the
+    untraced arrays its records read (``freeze``), how it finds the user's line that ran an
+    operation (``caller``: ``debug.caller``, or ``debug.nowhere`` for a replay's tape, whose
+    program was recorded with its lines) and, under ``debug.detect_anomaly``, the checks it
+    makes (``anomaly``; else None)."""
+
+    __slots__ = ("level", "outer", "frozen", "read_views", "sums", "arguments", "recomputation",
+                 "places", "caller", "lines", "anomaly", "originals", "heard")
+
+    def __init__(self, policy, outer, memory=None):
+        super().__init__(policy)
+        self.level = next(LEVELS)
+        self.outer = outer
+        self.frozen = {}  # untraced arrays records read, kept read-only while the tape lives
+        self.read_views = False  # whether read-only views of read constants were handed out
+        self.sums = {}  # the checksums of their bytes, checked before the replay
+        # The caller's float arrays it traces and their buffers' keys, by the id of their
+        # owner: a plain array read that views their memory is checked (``check_alias``).
+        self.arguments = {}
+        # Under nested differentiation every value is an array the outer one traces, and its
+        # recomputation would have to be traced too: only the outermost recomputes.
+        self.recomputation = Recomputation(memory) if outer is None else None
+        self.places = {}  # the places of arguments' views records name, each made once
+        self.caller = caller
+        self.lines = {}  # each ``where`` its records name, one tuple for all (a loop's lines)
+        self.anomaly = anomaly()
+        self.originals = None  # the caller's bytes its differentiation writes back at its end
+        self.heard = None  # while a replay records: where its reverse pass lists its warnings
+
+    def hold(self, kept, places):
+        """What a record keeps of the values ``kept`` it reads at ``places`` (both lists, None
+        where it reads none): stand-ins for those the replay can recompute (``recompute``)."""
+        recomputation = self.recomputation
+        if recomputation is None or kept is None:
+            return kept
+        for i, (value, place) in enumerate(zip(kept, places)):
+            if value is not None and (type(place) is Buffer or type(place) is Place):
+                kept[i] = recomputation.hold(place, value)
+        return kept
+
+    def record(self, record, skip=SKIPPED):
+        """``Tape.record``, noting the user's line that ran the operation (``where``, for
+        listings and diagnostics): ``skip`` is how many frames up the stack, this one's
+        included, are mutad's on every path to it (``debug.SKIPPED``)."""
+        if self.recorder is not None and self.recorder.ready:
+            self.recorder.outside(f"{record.primitive!r}")
+        where = self.caller(skip)
+        record.where = where if where is None else self.lines.setdefault(where, where)
+        self.records.append(record)
+
+    def replay(self, shadows):
+        """``Tape.replay``, with the stand-ins of each record resolved just before it runs.
+
+        Once a record has run, nothing older can read what it created: its outputs forget
+        their recipe, which also breaks the cycle record, output, recipe, record (which would
+        keep the values the record read alive until the garbage collector runs).
+
+        NumPy's warnings from a pullback are issued at the line of the record that ran it
+        (``debug.Warnings``); under ``detect_anomaly`` each record is checked as it runs."""
+        recomputation = self.recomputation
+        if recomputation is not None:
+            recomputation.finish()
+        records = self.records
+        reverse = self.reverse if self.anomaly is None else self.anomaly.checked(self.reverse)
+        watch = Warnings(ReverseTape.replay.__code__)
+        watch.heard = self.heard
+        with at_user_lines(watch), no_full_collections():
+            while records:
+                record = watch.record = records.pop()
+                keys = None
+                if recomputation is not None and recomputation.readers:
+                    plans = None if recomputation.planner is None else \
+                        recomputation.planner(record)
+                    keys = [key for held in (record.kept, record.state) if type(held) is list
+                            for key in recomputation.resolve(
+                                held, None if held is not record.kept else plans)]
+                reverse(record, shadows)
+                for buffer in record.outputs:
+                    buffer.origin = None
+                    if type(buffer.ref) is Written:  # from now on only what reads it holds it
+                        buffer.ref = buffer.ref.was
+                if keys:
+                    recomputation.release(keys)
+        self.clear()
+
+    def clear(self):
+        """Drop the records, and what recomputation kept beside them (its chains refer back to
+        it: without this the garbage collector would have to free them)."""
+        self.records.clear()
+        self.lines.clear()
+        if self.recomputation is not None:
+            self.recomputation.clear()
+
+    def lift(self, y):
+        """``y`` as an array this tape traces, a constant to it unless it already is traced
+        by it.
+
+        Under nested differentiation every value of the inner one is an array the outer one
+        traces, so that whatever the inner one writes into it (values that depend on the
+        outer arguments, restorations, shadow updates) is recorded by the outer one."""
+        if type(y) is Traced and y.tape is self:
+            return y
+        return fresh(y, self)
+
+    def caller_memory(self, traced, array):
+        """``traced``, an array of this tape over ``array``, the memory of a caller of a
+        differentiation nested inside this one (a global passed to an inner gradient): the
+        inner one writes it through this tape, whose reverse pass undoes those writes by
+        inversion, within rounding. So its bytes are kept before this tape's first write into
+        it and written back when this differentiation ends, as its own arguments' are."""
+        if self.originals is not None:
+            self.guard(traced.buffer.key, lambda: self.originals.keep(array))
+
+    def constant(self, y, made=None):
+        """``y`` as an array this tape follows, a constant of it unless it already is its
+        array. ``made``: ``(function, args, kwargs)`` that allocated it, for a replay."""
+        if type(y) is Traced and y.tape is self:
+            return y
+        t = constant(y, self)
+        if self.recorder is not None and self.recorder.ready:
+            self.recorder.allocated(t, made)
+        return t
+
+
+def active(tape):
+    """``tape``, if its differentiation is in progress in this thread; otherwise a clear error."""
+    running = ACTIVE.running
+    if not running or (running[-1] is not tape and tape not in running):
+        raise escaped("a traced array")
+    return tape
+
+
+def innermost(items, tape=None):
+    """The tape of the innermost differentiation among the traced ``items`` (one level into
+    lists and tuples): it handles the operation, and values of outer ones are its constants."""
+    for x in items:
+        if type(x) is Traced:
+            if tape is None or x.tape.level > tape.level:
+                tape = x.tape
+        elif type(x) in (list, tuple):
+            tape = innermost(x, tape)
+    return tape
+
+
+def ended(x):
+    """Whether ``x`` is a constant whose differentiation is no longer running."""
+    return type(x) is Traced and x.buffer.constant and x.tape not in ACTIVE.running
+
+
+def freeze(tape, value):
+    """Keep the memory of an untraced array that a record reads unchanged while the tape lives.
+
+    A record keeps such arrays by reference; if the program overwrote one later (a work array
+    refilled on every step), the replay would read the new values and the gradient would be
+    silently wrong. So the array and the array that owns its memory (its ``base``) are made
+    read-only: a write through either, or through a view made from them later, fails, and
+    ``api`` reports it as a ``ConstantModifiedError`` naming the fix. A view made before (NumPy
+    does not make those read-only with their owner) could still write, so the bytes read are
+    also summed now and checked before the replay reads them (``check_constants``). The flags
+    are the process's: another thread writing such an array meanwhile fails too.
+    """
+    if type(value) is np.ndarray:
+        if id(value) not in tape.sums:  # an array seen before is protected already
+            check_alias(value, kept=True)
+            _protect(tape, value)
+    elif type(value) in (list, tuple):
+        for item in value:
+            freeze(tape, item)
+    elif type(value) not in _NUMBERS and is_device(value) and id(value) not in tape.sums:
+        # A device library has no read-only arrays: a copy is compared before the replay.
+        region = (address(value), value.shape, value.strides, value.dtype.str)
+        if region not in tape.sums:
+            tape.sums[region] = (value, DeviceCopy(value.copy()), None)
+        tape.sums[id(value)] = (value, None, (value.shape, value.strides))
+
+
+_NUMBERS = frozenset((float, int, complex, bool, np.float64))
+
+
+def keep(tape, x, value):
+    """A record of ``tape`` reads ``value``, the value of its untraced operand ``x``. A constant
+    of the tape is marked read, so that later writes into it are undone in the replay; a plain
+    array is frozen (``freeze``)."""
+    if type(x) is Traced:
+        if x.tape is tape and x.buffer.constant:
+            x.buffer.read = True
+        elif ended(x):
+            freeze(tape, value)
+    elif type(x) in (list, tuple) and type(value) in (list, tuple):
+        for item, v in zip(x, value, strict=True):
+            keep(tape, item, v)
+    else:
+        freeze(tape, value)
+
+
+def check_alias(value, kept=False):
+    """``value`` is a plain array an operation reads beside traced arrays or constants. If it
+    shares memory with an argument a running differentiation traces (a global or a closure
+    viewing the argument's memory), it is read as a constant, which holds only while the
+    function does not write into that argument: refused if the function did already; if a
+    record keeps it (``kept``: ``freeze``), a later write into the argument is refused
+    (``AliasRead``). Such an array has the argument's owner (``views.owner``), so the test
+    costs a lookup."""
+    root = None
+    for differentiation in ACTIVE.running:
+        arguments = getattr(differentiation, "arguments", None)
+        if not arguments:
+            continue
+        if root is None:
+            root = id(value if value.base is None else owner(value))
+        for argument, key in arguments.get(root, ()):
+            if not _shares_memory(value, argument):
+                continue
+            guard = differentiation.guards.get(key)
+            if guard is None and writeable(argument):  # its save ran: it was written
+                raise alias_read_after_write(value.shape, argument.shape)
+            if kept and type(guard) is not AliasRead:
+                differentiation.guards[key] = AliasRead(value.shape, argument.shape)
+
+
+class AliasRead:
+    """The guard of an argument's buffer (``Tape.guard``) once a record keeps an array the
+    function read from elsewhere than its arguments that shares the argument's memory: writing
+    into the argument would change values the record reads as constants, so the write is
+    refused before it happens."""
+
+    __slots__ = ("shape", "argument")
+
+    def __init__(self, shape, argument):
+        self.shape = shape
+        self.argument = argument
+
+    def __call__(self):
+        raise alias_written_after_read(self.shape, self.argument)
+
+
+def _shares_memory(a, b):
+    """Whether ``a`` and ``b`` share a byte; where NumPy cannot tell quickly, assume so."""
+    try:
+        return np.shares_memory(a, b, max_work=10_000)
+    except np.exceptions.TooHardError:
+        return True
+
+
+def _protect(tape, value):
+    chain = [value]
+    while isinstance(chain[-1].base, np.ndarray):
+        chain.append(chain[-1].base)
+    root = chain[-1]
+    if writeable(root) or id(root) in tape.frozen:
+        # The memory of an argument a running differentiation traces (a global viewing it,
+        # read apart from it: check_alias) stays writable, for the writes into the argument
+        # and their undos; the sum below still catches a change of the bytes read, and they
+        # are written back at the end, as the argument's are.
+        traced = id(root) in tape.arguments or any(
+            id(root) in (getattr(d, "arguments", None) or ()) for d in ACTIVE.running)
+        if traced and tape.originals is not None and writeable(value):
+            tape.originals.keep(value)
+        # Owner first: a view can be made writable again only while its owner is.
+        for a in reversed(chain[:-1] if traced else chain):
+            if writeable(a):
+                a.flags.writeable = False
+                tape.frozen[id(a)] = a
+    # One sum per region read, keyed by where it lies (a new slice of the same bytes on every
+    # step is summed once); the array is kept so that its id stays its own.
+    region = (address(value), value.shape, value.strides, value.dtype.str)
+    if region not in tape.sums:
+        tape.sums[region] = (value, _checksum(value), None)
+    tape.sums[id(value)] = (value, None, (value.shape, value.strides))  # x.shape = ... later
+
+
+def _checksum(a):
+    """A checksum of the bytes of ``a``, whatever its layout, without copying it whole."""
+    if a.flags.c_contiguous:
+        return zlib.crc32(a.reshape(-1).view(np.uint8))
+    if a.flags.f_contiguous:
+        return zlib.crc32(a.T.reshape(-1).view(np.uint8))
+    total = 0
+    for part in np.nditer(a, flags=("external_loop", "buffered", "zerosize_ok"),
+                          buffersize=CHUNK, order="C"):
+        total = zlib.crc32(np.ascontiguousarray(part).view(np.uint8), total)
+    return total
+
+
+def check_constants(tape):
+    """Before the replay: raise if the bytes of an untraced array a record reads changed since
+    it was read (written through a view made before the differentiation started, which
+    ``freeze`` could not make read-only)."""
+    for value, total, layout in tape.sums.values():
+        if layout is not None and layout != (value.shape, value.strides):
+            raise ConstantModifiedError(
+                f"an array that an operation mutad recorded read as a constant, of shape "
+                f"{layout[0]} then, was given the shape {value.shape} in place (x.shape = ...) "
+                "before the gradient was computed, which needs it as it was read. Make a "
+                "reshaped view under another name instead: w2 = x.reshape(...).")
+        if total is not None and (_checksum(value) != total if type(total) is int
+                                  else not total.same(value)):
+            raise ConstantModifiedError(
+                f"an array of shape {value.shape} that an operation mutad recorded read as a "
+                "constant was changed before the gradient was computed (through a view of its "
+                "memory made before the differentiation started, which mutad cannot make "
+                "read-only, or by another thread). Its old values are needed by the gradient: "
+                "allocate it inside the differentiated function (mutad then follows its "
+                "writes), or write into a new array instead.")
+
+
+class DeviceCopy:
+    """The values of a device array a record reads as a constant, as they were read: a device
+    library has no read-only arrays, so ``check_constants`` compares the array with this copy
+    (on the device; the one flag it reads decides whether to raise)."""
+
+    __slots__ = ("copy",)
+
+    def __init__(self, copy):
+        self.copy = copy
+
+    def same(self, value):
+        if value.dtype.kind in "fc":
+            return bool(np.array_equal(value, self.copy, equal_nan=True))
+        return bool(np.array_equal(value, self.copy))
+
+
+def thaw(tape):
+    """Make the arrays ``freeze`` made read-only writable again (owners first). NumPy will
+    not for an array whose memory belongs to no array (a C library's buffer handed over
+    through a capsule, as odeint's function receives its state): that one stays read-only,
+    as the library's own buffer, which nothing else writes, may."""
+    frozen, tape.frozen = tape.frozen, {}
+    for a in frozen.values():
+        try:
+            a.flags.writeable = True
+        except ValueError:  # "cannot set WRITEABLE flag to True of this array"
+            pass
+    tape.sums.clear()
+
+
+def fresh_value(y):
+    """A fresh float result as a traced array holds it: NumPy's scalars (for 0-d results) as
+    read-only 0-d arrays, as immutable as they are (see ``stands_for_scalar``)."""
+    if isinstance(y, (np.generic, float, int, complex)):
+        y = np.array(y)
+        y.flags.writeable = False
+    return y
+
+
+def fresh(y, tape):
+    """Wrap a fresh float result as a buffer of its own."""
+    plain_array = type(y) is np.ndarray  # (the common case, asked once: this runs per result)
+    if not plain_array:
+        y = fresh_value(y)
+    if tape.recorder is not None and y.dtype.kind == "c" and tape.recorder.outside_argnums:
+        # the recording traces those arrays, which the traced call holds as constants: with
+        # complex values, the products of the extra pullbacks may round otherwise
+        tape.recorder.refuse("complex values in a program with arrays outside argnums")
+    if not plain_array and type(y) is not np.ndarray and isinstance(y, np.ndarray):
+        raise UnsupportedArrayError(unsupported_array(
+            y, "a result computed from a traced array and an array the function uses"))
+    buffer = Buffer(y)
+    if tape.outer is not None:
+        y = tape.outer.lift(y)
+    elif y.nbytes >= SMALL:  # a small array is never recomputed: nothing to follow
+        track(buffer, y)
+    return Traced(y, buffer, tape, True)
+
+
+def constant(y, tape):
+    """Wrap a float array made inside the differentiated code, whose values do not depend on
+    the arguments, as a constant of ``tape``: operations on constants alone run as on plain
+    arrays and record nothing, and writing a traced value into one makes it traced (its
+    buffer's ``constant`` state). Its value is an array the enclosing differentiations follow,
+    as ``fresh`` makes it (a constant of theirs)."""
+    if isinstance(y, (np.generic, float, int)):
+        y = np.asarray(y)
+    buffer = Buffer(y, constant=True)
+    if tape.outer is not None:
+        y = tape.outer.constant(y)
+    elif type(y) is np.ndarray:  # small ones too: a recipe may hold it (recompute._reads)
+        track(buffer, y)
+    return Traced(y, buffer, tape, True)
+
+
+def constant_result(y, tape, sources):
+    """The result of an operation on constants of ``tape`` (and plain values): an argument
+    itself, a view of a constant's memory (the same buffer), a plain non-float value, or a
+    new constant. ``sources`` are the operation's arguments."""
+    if type(y) in (tuple, list):
+        items = [constant_result(item, tape, sources) for item in y]
+        return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
+    if isinstance(y, np.inexact):  # NumPy's scalar: immutable, as a fresh result's is
+        y = fresh_value(y)
+    if not (type(y) is np.ndarray or wrapped(y) or is_device(y)) or y.dtype.kind not in "fc":
+        return y
+    root = owner(y)
+    for x in flat(sources):
+        if type(x) is Traced and x.tape is tape:
+            if itself(y, x.value):
+                return x
+            if x.buffer.constant and owner(x.value) is root:
+                return view_of(x, y, tape)
+        elif type(x) is np.ndarray and owner(x) is root:
+            return y  # a view of a plain array stays plain
+    return constant(y, tape)
+
+
+def carries(items, tape):
+    """Whether an array ``tape`` traces (not a constant) is among ``items``, at any depth of
+    lists and tuples."""
+    for x in items:
+        if type(x) is Traced:
+            if x.tape is tape and not x.buffer.constant:
+                return True
+        elif type(x) in (list, tuple) and carries(x, tape):
+            return True
+    return False
+
+
+def values_at(tree, tape):
+    """``tree`` with the arrays of ``tape`` (constants, here) replaced by their values, at any
+    depth of lists and tuples."""
+    if type(tree) is Traced and tree.tape is tape:
+        return tree.value
+    if type(tree) in (list, tuple):
+        return type(tree)(values_at(x, tape) for x in tree)
+    return tree
+
+
+def view_of(x, y, tape):
+    """The traced view ``y`` of traced ``x``'s memory: the same buffer, a part of it."""
+    if x.whole:
+        x.buffer.note_address(x.value)
+    return Traced(y, x.buffer, tape, False)
+
+
+def locate(x, tape):
+    """Where the shadow of ``x`` lives if ``tape`` traces it, as a record keeps it: without
+    ``x``'s memory, so a record does not keep alive an array whose values its pullback does not
+    read. None for anything else (constants, arrays of outer differentiations)."""
+    if type(x) is not Traced or x.tape is not tape or x.buffer.constant:
+        return None
+    return place_of(x)
+
+
+def place_of(x):
+    """The place of traced ``x`` in its buffer (a constant's too), holding none of its memory."""
+    if x.whole:
+        return x.buffer  # a buffer is the place of all of itself
+    value = x.value
+    place = (x.buffer, address(value) - x.buffer.low, value.shape, value.strides, value.dtype)
+    if type(x.buffer.ref) is not Held:
+        return Place(place[0], False, *place[1:])
+    # The views of an argument repeat on every step of a loop: one place for each
+    places = x.tape.places
+    named = places.get(place)
+    if named is None:
+        named = places[place] = Place(place[0], False, *place[1:])
+    return named
+
+
+def recipe(inputs, values, kept, tape):
+    """The inputs of a record, as its recipe names them: the place of each array ``tape``
+    follows (its constants included), the value of each other input the record keeps
+    (``kept[i]`` not None) or that is not an array (a number, a setting), and an ``Absent``
+    stand-in for an array it does not keep, so that the record holds no memory the
+    pullback does not read. A tuple: a record holds it for its whole life, unchanged."""
+    named = []
+    for i, x in enumerate(inputs):
+        if type(x) is Traced and x.tape is tape:
+            named.append(x.buffer if x.whole else place_of(x))
+        elif type(x) in (list, tuple) and kept is not None and kept[i] is not None:
+            named.append(type(x)(recipe(x, values[i], kept[i], tape)))  # concatenate's arrays
+        elif kept is not None and kept[i] is not None and type(kept[i]) is not Absent:
+            named.append(kept[i])
+        else:
+            named.append(_small_copy(values[i], tape))
+    return tuple(named)
+
+
+def _small_copy(value, tape):
+    """An untraced input a record's pullback does not read, as its recipe names it: a copy of a
+    small plain array (so that the recipe can be computed again, at little cost in memory and
+    without making the array read-only), else ``_if_held``'s description."""
+    if type(value) is np.ndarray and small(value) and tape.recomputation is not None:
+        return value.copy()
+    if type(value) in (list, tuple):
+        return type(value)(_small_copy(v, tape) for v in value)
+    return _if_held(value, ())
+
+
+SETTINGS = (int, float, complex, str, bytes, slice, type(None), type(Ellipsis), np.generic,
+            np.dtype, type)
+"""Values a record may hold whatever its pullback reads: numbers and settings, which keep no
+array alive."""
+
+
+def _if_held(value, held):
+    """``value`` if it is a number or a setting, or ``held`` (ids) holds it; else an ``Absent``
+    stand-in (one level into lists and tuples)."""
+    if type(value) in (list, tuple):
+        return type(value)(_if_held(v, held) for v in value)
+    if isinstance(value, SETTINGS) or id(value) in held:
+        return value
+    return Absent(getattr(value, "shape", None), getattr(value, "dtype", None))
+
+
+def add_cotangents(shadows, rows, primals):
+    """Accumulate ``(place, cotangent)`` rows. A fresh cotangent may become the shadow itself,
+    unless another row already took the same memory or it is memory of the inputs
+    (``primals``: ids of their owners; None: no cotangent is the core's to adopt)."""
+    taken = set(primals or ())
+    for p, g in rows:
+        if g is None:
+            continue
+        if getattr(g, "shape", None) != p.shape:
+            g = np.broadcast_to(g, p.shape)
+        root = id(owner(g))
+        shadows.add(p, g, owned=primals is not None and root not in taken)
+        taken.add(root)
+
+
+def plain(tree):
+    """``tree`` with every traced array replaced by its plain value (for non-differentiable
+    functions, whose outputs carry no gradient)."""
+    kind = type(tree)
+    if kind is int or kind is slice:
+        return tree
+    if kind is Traced:
+        return weak_value(tree.value) if tree.buffer.weak else tree.value
+    if kind is Preexisting:  # an index the function made (np.arange): the array it views
+        return tree.view(np.ndarray)
+    if kind is list or kind is tuple:
+        return kind([plain(x) for x in tree])
+    if kind is dict:
+        return {k: plain(v) for k, v in tree.items()}
+    return tree
+
+
+# ----------------------------------------------------------------------------------------------
+# The traced array
+
+
+class Traced(ArrayMethods):
+    """A float array whose operations mutad records. Behaves like the ndarray it wraps."""
+
+    __slots__ = ("value", "buffer", "tape", "whole", "__weakref__")  # (weakref: a recording)
+
+    def __init__(self, value, buffer, tape, whole):
+        self.value = value
+        self.buffer = buffer  # the memory its shadow maps (a shadows.Buffer)
+        self.tape = tape
+        self.whole = whole  # whether value is that whole buffer, laid out as it
+
+    level = property(lambda self: self.tape.level)
+
+    def _set_weak(self, weak):
+        self.buffer.weak = weak
+
+    # Whether it stands for a Python number (``arraylike.weak``): a property of its buffer, a
+    # 0-d one of its own.
+    weak = property(lambda self: self.buffer.weak, _set_weak)
+
+    # Its dispatch (NumPy's ufuncs and functions, indexing, operators) is
+    # ``tracing.TracedDispatch``, installed on this class there.
+
+    # NumPy's protocols ---------------------------------------------------------------------
+
+    def __array__(self, dtype=None, copy=None):
+        """A constant converts as a plain array would (read-only once a record has read it:
+        code without a rule must not change it behind mutad's back); a traced array cannot."""
+        if dtype is not None and np.dtype(dtype).kind in "iub" and not self.buffer.constant:
+            # Integers or booleans (k[:] = x into an integer array, np.asarray(x, int)): as
+            # NumPy casts, whose derivative is zero; a replay guards the values made.
+            value = self.value.astype(dtype)
+            if self.tape.recorder is not None and self.tape.recorder.ready:
+                self.tape.recorder.guard(self, value.tobytes(),
+                                         lambda v: np.asarray(v).astype(dtype).tobytes())
+            return value
+        if not self.buffer.constant:
+            raise conversion_error("np.asarray")
+        if self.tape.recorder is not None and self.tape.recorder.ready:
+            self.tape.recorder.refuse("the conversion of an array allocated in the function to "
+                                      "a plain array")
+        value = np.asarray(self.value)
+        if self.buffer.read or type(self.buffer.ref) is Held:
+            # Read-only: a record needs its values, or it is the caller's argument, whose
+            # writes must be followed to be undone.
+            value = value.view()
+            value.flags.writeable = False
+            self.tape.read_views = True  # a write through it: api explains NumPy's error
+        if dtype is not None and np.dtype(dtype) != value.dtype:
+            return value.astype(dtype)
+        return value.copy() if copy else value
+
+    def constant_here(self):
+        """Whether no derivative of this differentiation flows through it."""
+        return self.buffer.constant
+
+    def unwritten_constant(self):
+        return self.buffer.constant and self.buffer.version == 0 and not self.buffer.read
+
+    def plain_value(self):
+        """The plain array a constant stands for (``ArrayMethods``), None if traced."""
+        return self.__array__() if self.buffer.constant else None
+
+    def _converted(self, what):
+        recorder = self.tape.recorder
+        if recorder is None or not recorder.ready:
+            return ArrayMethods._converted(self, what)
+        recorder.ready = False  # not a conversion of the program's own: a decision of Python's
+        try:
+            value = ArrayMethods._converted(self, what)
+        finally:
+            recorder.ready = True
+        recorder.guard(self, value.tobytes())
+        return value
+
+    def __index__(self):
+        value = self._converted("an index")
+        if value.ndim or value.dtype.kind not in "iub":
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return operator.index(value[()])
+
+    @property
+    def shape(self):
+        return self.value.shape
+
+    @shape.setter
+    def shape(self, shape):
+        """``x.shape = ...`` reshapes in place as NumPy does (a view of the same memory, or
+        NumPy's error where none exists), for an array made inside the function; an argument's
+        array stands for the caller's, whose shape stays."""
+        if any(key == self.buffer.key for entries in self.tape.arguments.values()
+               for _, key in entries):
+            ArrayMethods.shape.fset(self, shape)  # refused, with what to write instead
+        new = self.value.view()
+        new.shape = shape  # NumPy's rule, and its error
+        if self.whole and self.buffer.low is None:  # where it lies, for views of other shapes
+            self.buffer.note_address(self.value)
+        recorder = self.tape.recorder
+        if recorder is not None and recorder.ready:
+            recorder.reshaped(self, new.shape)
+        self.value = new
+        self.whole = self.whole and new.shape == self.buffer.shape
+
+    def _decided(self, decide):
+        """What Python reads of the value (``ArrayMethods._decided``), guarded by a replay."""
+        taken = ArrayMethods._decided(self, decide)
+        if self.tape.recorder is not None and self.tape.recorder.ready:
+            self.tape.recorder.guard(self, taken, lambda value: decide(numpy_value(value)))
+        return taken
+
+    def __repr__(self):
+        return self._decided(lambda v: f"Traced({np.asarray(v)!r})")
+
+    offset = property(lambda self: address(self.value) - self.buffer.low)
+
+    def owner_view(self):
+        """This traced array's view of all of its memory (``views.owner_view``)."""
+        return view_of(self, owner_view(self.value), self.tape)
+
+    def restrided(self, shape, dtype, offset, strides):
+        """The view of this one-dimensional array at byte ``offset`` (``views.strided``)."""
+        return view_of(self, strided(self.value, shape, dtype, offset, strides), self.tape)
