@@ -23,12 +23,13 @@ import re
 import sys
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import lists_as_arrays
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
                            UntracedWriteError)
 from ..core.levels import Tracer, innermost
-from ..core.views import memory, stands_for_scalar, weaken
+from ..core.views import may_overlap, memory, stands_for_scalar, weaken
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
@@ -669,6 +670,45 @@ def out_by_keyword(func, args, kwargs):
     kwargs = dict(kwargs)
     kwargs.update(zip(names, args[position:], strict=False))
     return args[:position], kwargs
+
+
+def joined_in_order(func, args, kwargs):
+    """``np.concatenate(arrays, axis, out=out)`` or ``np.stack(...)`` whose ``out`` shares
+    memory with one of the arrays, as NumPy computes it: each array is copied into its part
+    of ``out`` in turn, so a later one reads what an earlier copy wrote
+    (``np.concatenate([x[1:], x[:1]], out=x)`` makes ``[x1, x2, x3, x4, x1]``), by the
+    engine's own assignments. None for any other call, which the rule computes before one
+    assignment into ``out``."""
+    if func is not np.concatenate and func is not np.stack:
+        return None
+    bound = dict(zip(("arrays", "axis", "out"), args))
+    bound.update(kwargs)
+    out, arrays = bound.get("out"), bound.get("arrays")
+    if out is None or type(arrays) not in (list, tuple) or not any(
+            hasattr(a, "dtype") and may_overlap(memory(out), memory(a)) for a in arrays):
+        return None
+    if bound.get("dtype") is not None or any(np.result_type(a) != out.dtype for a in arrays):
+        raise UnsupportedOperationError(
+            f"np.{func.__name__}(..., out=out) of arrays that share memory with out and have "
+            "another dtype: NumPy casts each as it copies it. Join into a new array, then "
+            "assign it: out[...] = np." + func.__name__ + "(...).")
+    axis = bound.get("axis", 0)
+    if func is np.stack:
+        axis = normalize_axis_index(axis, out.ndim)
+        arrays = [np.expand_dims(a, axis) for a in arrays]  # views: read as they are copied
+    if axis is None:  # each array flattened into the next part of the flat out
+        start = 0
+        for a in arrays:
+            out[start:start + np.size(a)] = np.ravel(a)
+            start += np.size(a)
+        return out
+    axis = normalize_axis_index(axis, out.ndim)
+    start = 0
+    for a in arrays:
+        length = np.shape(a)[axis]
+        out[(slice(None),) * axis + (slice(start, start + length),)] = a
+        start += length
+    return out
 
 
 POSITIONAL = {}

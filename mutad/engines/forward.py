@@ -22,7 +22,7 @@ import numpy as np
 from ..core.allocation import Preexisting, joined_operands, stands_in, ufunc_operands
 from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
                         inexact_output, install_operators, item_assignment_refused,
-                        keywords_in_place, lost_tangent,
+                        joined_in_order, keywords_in_place, lost_tangent,
                         out_by_keyword, single_out, stands_for_scalar, weak, weak_arithmetic,
                         weak_beside_arrays, weak_value)
 from ..core.errors import (
@@ -351,6 +351,9 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
 
 def apply_function(func, args, kwargs, level, rule=None):
     """``func(*args, **kwargs)`` with its forward rule (or ``rule``, given)."""
+    joined = joined_in_order(func, args, kwargs)
+    if joined is not None:
+        return joined
     args = joined_operands(func, args)
     entry = RULES.get(func, NO_RULE)
     composite = entry.composite

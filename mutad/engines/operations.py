@@ -21,8 +21,9 @@ import types
 import numpy as np
 
 from ..core.allocation import Preexisting, joined_operands, ufunc_operands
-from .arraylike import (inexact_output, keywords_in_place, out_by_keyword, out_position,
-                        stands_for_scalar, untraced_write, weak_beside_arrays, weak_value)
+from .arraylike import (inexact_output, joined_in_order, keywords_in_place, out_by_keyword,
+                        out_position, stands_for_scalar, untraced_write, weak_beside_arrays,
+                        weak_value)
 from ..core.devices import is_device
 from ..core.debug import SKIPPED
 from .elementwise import (ASSIGNMENT, Elementwise, Rerun, differentiable, elementwise_kept,
@@ -573,6 +574,9 @@ def _written(func, args, kwargs):
 
 
 def apply_array_function(func, args, kwargs, tape):
+    joined = joined_in_order(func, args, kwargs)
+    if joined is not None:
+        return joined
     args = joined_operands(func, args)
     level = innermost((*args, *kwargs.values()), tape)
     if not carries((*args, *kwargs.values()), level):
