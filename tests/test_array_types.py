@@ -141,6 +141,41 @@ def test_flat_assignment_fills_cyclically_as_numpy(rng):
     np.testing.assert_allclose(mutad.gradient(f, x, v)[1], [0 + 2 + 4, 1 + 3 + 5])
 
 
+def running_sum_through_flat(x):
+    view = x[::2]  # not C-contiguous: NumPy's iterator reads each element when it gets there
+    for k, v in enumerate(view.flat):
+        if k + 1 < view.size:
+            view.flat[k + 1] += v
+    return (view * np.arange(1.0, view.size + 1)).sum() + (x * x).sum()
+
+
+def test_the_flat_iterator_reads_elements_as_they_are_when_it_reaches_them():
+    x = np.arange(1.0, 9.0)
+    assert mutad.value_and_grad(running_sum_through_flat)(x)[0] == \
+        running_sum_through_flat(x.copy())
+    mutad.check_grads(running_sum_through_flat, x)
+    flat = np.arange(6.0).reshape(2, 3).T.flat
+    assert next(flat) == 0.0 and next(flat) == 3.0  # an iterator, as NumPy's
+
+
+def test_a_flat_slice_is_a_copy_and_an_overlapping_flat_write_is_refused():
+    def copy_then_write(x):
+        part = x.flat[1:3]  # NumPy: a new array, not a view of x
+        part *= 10.0
+        return (x * x).sum() + part.sum()
+
+    x = np.arange(1.0, 5.0)
+    assert mutad.value_and_grad(copy_then_write)(x)[0] == copy_then_write(x.copy())
+    mutad.check_grads(copy_then_write, x)
+
+    def smeared(x):
+        x.flat[1:] = x[:-1]  # NumPy reads x as it writes: x[0] everywhere
+        return x.sum()
+
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="shares memory"):
+        mutad.gradient(smeared, x.copy())
+
+
 # ----------------------------------------------------------------------------------------------
 # Methods that behave as NumPy's
 

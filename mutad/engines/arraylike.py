@@ -583,27 +583,46 @@ class Flags:
 
 
 class FlatIterator:
-    """``x.flat`` of a traced or dual array: reads through ``np.ravel`` (a view when ``x`` is
-    C-contiguous, a copy otherwise), writes through that view or at the positions
-    ``np.unravel_index`` names. Values too few for the positions repeat, as in NumPy."""
+    """``x.flat`` of a traced or dual array, as NumPy's iterator: it reads the elements as they
+    are when it reaches them (through ``np.ravel`` where ``x`` is C-contiguous, a view, else at
+    the positions ``np.unravel_index`` names), an index gives a copy (or an element), and it
+    writes through that view or at those positions. Values too few for the positions repeat,
+    as in NumPy."""
 
-    __slots__ = ("base",)
+    __slots__ = ("base", "position")
 
     def __init__(self, base):
         self.base = base
+        self.position = 0
 
     def __len__(self):
         return self.base.size
 
     def __iter__(self):
-        return iter(np.ravel(self.base))
+        return self
+
+    def __next__(self):
+        base, k = self.base, self.position
+        if k >= base.size:
+            raise StopIteration
+        self.position = k + 1
+        if memory(base).flags.c_contiguous:
+            return np.ravel(base)[k]
+        return base[np.unravel_index(k, base.shape)]
 
     def __getitem__(self, key):
-        return np.ravel(self.base)[_plain_key(key)]
+        y = np.ravel(self.base)[_plain_key(key)]
+        return y if stands_for_scalar(y) else y.copy()  # NumPy's: a new array
 
     def __setitem__(self, key, value):
         base = self.base
         key = _plain_key(key)
+        if hasattr(value, "dtype") and may_overlap(memory(value), memory(base)):
+            raise UnsupportedOperationError(
+                "x.flat[...] = v where v shares memory with x: NumPy reads v element by "
+                "element as it writes x, so that earlier writes show in later reads (x.flat[1:] "
+                "= x[:-1] repeats x[0]), which mutad does not follow. Write a copy, "
+                "x.flat[...] = v.copy(), for the values v holds now.")
         positions = np.arange(base.size)[key]
         values = np.ravel(value)
         if values.size != positions.size and values.size:
