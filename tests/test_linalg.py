@@ -650,6 +650,26 @@ def test_the_deprecation_of_cross_of_2_vectors_is_the_users_not_mutads(rng):
     assert places == {(DeprecationWarning, __file__)}, places
 
 
+def test_pinv_of_a_hermitian_matrix_reads_one_triangle_as_eigh(rng):
+    """pinv(hermitian=True) reads one triangle (NumPy's eigh): its gradient is symmetric, as
+    eigh's, and a matrix that is not symmetric is refused as eigh refuses it (its gradient had
+    a nonzero upper triangle NumPy never reads)."""
+    a = rng.standard_normal((4, 4))
+    s = a + a.T + np.eye(4)
+
+    def f(m):
+        return (np.linalg.pinv(m, hermitian=True) * np.arange(16.0).reshape(4, 4)).sum()
+
+    assert mutad.value_and_grad(f)(s)[0] == f(s)
+    g, = mutad.gradient(f, s)
+    assert g.tobytes() == g.T.tobytes()
+    mutad.check_grads(f, s, symmetric=(0,), order=2)
+    for differentiate in (lambda f: mutad.gradient(f, a),
+                          lambda f: mutad.jvp(f, (a,), (np.eye(4),))):
+        with pytest.raises(mutad.MutadError, match="hermitian=True"):
+            differentiate(f)
+
+
 def test_singular_values_and_eigenvalues_alone_are_numpys_own(rng):
     """Regression: eigvalsh took its values from eigh, svd(compute_uv=False) from an SVD with
     vectors, and svd(hermitian=True) ignored hermitian: values off NumPy's in the last bits

@@ -20,7 +20,8 @@ from ..core.registry import RULES, complex_aware, defjvp, defrule, holomorphic
 from ..rules._helpers import require_symmetric, symmetric_part, transpose, unbroadcast
 from ..scipy._adjoints import scipy_adjoint
 from ..core.views import memory
-from ._common import adjoint, as_matrices, conjugate, require_matrix, times_transpose
+from ._common import (adjoint, as_matrices, conjugate, hermitian_part, require_matrix,
+                      times_transpose)
 
 solve, inv, det, pinv, lstsq = map(scipy_adjoint, (
     _linalg.solve, _linalg.inv, _linalg.det, _linalg.pinv, _linalg.lstsq))
@@ -116,8 +117,19 @@ def numpy_solve_jvp(tangents, a, b):
     return x, dx[..., 0] if is_vector else dx
 
 
+def _hermitian(a, args, kwargs):
+    """Whether ``np.linalg.pinv`` is told ``a`` is Hermitian: it then reads one triangle (its
+    ``eigh``), so a matrix that is not symmetric is refused, as ``eigh`` refuses it, and the
+    derivative is along symmetric perturbations (``svd(hermitian=True)``'s)."""
+    hermitian = kwargs.get("hermitian", args[1] if len(args) > 1 else False)
+    if hermitian:
+        require_symmetric(a, "np.linalg.pinv(..., hermitian=True)")
+    return hermitian
+
+
 @defrule(np.linalg.pinv, leading=1)
 def numpy_pinv(a, *args, **kwargs):
+    hermitian = _hermitian(a, args, kwargs)
     p = np.linalg.pinv(a, *args, **kwargs)
 
     def back(dp):
@@ -129,7 +141,7 @@ def numpy_pinv(a, *args, **kwargs):
         left_residual = dp_t - a @ (p @ dp_t)      # (I - A P) P̄ᵀ
         right_residual = dp_t - (dp_t @ p) @ a     # P̄ᵀ (I - P A)
         da = -(p_t @ dp @ p_t) + left_residual @ (p @ p_t) + (p_t @ p) @ right_residual
-        return (da,)
+        return (hermitian_part(da) if hermitian else da,)
 
     return p, back
 
@@ -144,8 +156,9 @@ def _pinv_tangent(a, p, da):
 
 @defjvp(np.linalg.pinv)
 def numpy_pinv_jvp(tangents, a, *args, **kwargs):
+    da = hermitian_part(tangents[0]) if _hermitian(a, args, kwargs) else tangents[0]
     p = np.linalg.pinv(a, *args, **kwargs)
-    return p, _pinv_tangent(a, p, tangents[0])
+    return p, _pinv_tangent(a, p, da)
 
 
 @defrule(np.linalg.matrix_power, leading=1)
