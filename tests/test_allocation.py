@@ -842,6 +842,30 @@ def test_a_generator_passed_as_an_argument_draws_as_numpys():
     assert theta.tolist() == [0.3, 1.2]
 
 
+SHUFFLES = {
+    "a generator's": lambda y: np.random.default_rng(0).shuffle(y),
+    "a generator's, along axis 1": lambda y: np.random.default_rng(1).shuffle(y, axis=1),
+    "a RandomState's": lambda y: np.random.RandomState(2).shuffle(y),
+    "np.random.shuffle": lambda y: (np.random.seed(3), np.random.shuffle(y)),
+}
+
+
+@pytest.mark.parametrize("name", SHUFFLES)
+def test_shuffling_the_rows_of_a_traced_array_is_numpys_permutation(name):
+    """NumPy took a traced array for a Python sequence and swapped rows that are views of it:
+    rows came out duplicated, silently. The rows are NumPy's permutation, the same draws."""
+    shuffle = SHUFFLES[name]
+
+    def f(x):
+        y = x * 1.0
+        shuffle(y)
+        return (y * np.arange(1.0, 9.0).reshape(4, 2)).sum() + (y[0] * y[1]).sum()
+
+    x = np.arange(8.0).reshape(4, 2)
+    assert mutad.value_and_grad(f)(x)[0] == f(x.copy())
+    mutad.check_grads(f, x, order=2)
+
+
 # ----------------------------------------------------------------------------------------------
 # Arrays made from arrays that existed before the call: followed, however they are made
 

@@ -1199,6 +1199,8 @@ def _drawn(draw):
             if generator is None:  # a Generator's method: the generator comes first
                 generator, args = args[0], args[1:]
             return _reparameterised(name, generator, args, kwargs)
+        if name == "shuffle" and ACTIVE.running and holds_wrapped(list(args)):
+            return _shuffled(draw, args, kwargs)
         y = draw(*args, **kwargs)
         if _in_mode() and _allocated(y, args, kwargs):
             return allocate(y, (np.array, (y.copy(),), {}))
@@ -1207,9 +1209,33 @@ def _drawn(draw):
     return _named(drawing, draw)
 
 
+def _shuffled(shuffle, args, kwargs):
+    """``shuffle(x)`` (a generator's, ``np.random.shuffle``) of a traced or dual ``x``: NumPy's
+    permutation of ``x``'s rows (along ``axis``) is that of shuffling their indices, the same
+    draws in the same order, so the indices are shuffled and ``x`` gathered by them in place.
+    (NumPy's own shuffle takes a traced array for a Python sequence, and swaps rows that are
+    views of it.)"""
+    if getattr(shuffle, "__self__", None) is None:  # a method: the generator comes first
+        generator, (x, *rest) = args[0], args[1:]
+        order_of = functools.partial(shuffle, generator)
+    else:
+        (x, *rest), order_of = args, shuffle
+    axis = rest[0] if rest else kwargs.get("axis", 0)
+    order = np.arange(np.shape(x)[axis])
+    order_of(order)
+    x[...] = np.take(x, order, axis=axis)
+
+
+class _ModeRandomState(np.random.RandomState):
+    """``np.random.RandomState(...)`` in the mode, as ``_ModeGenerator``."""
+
+
 for _name in dir(np.random.Generator):
     if not _name.startswith("_") and _name not in ("bit_generator", "spawn", "bytes"):
         setattr(_ModeGenerator, _name, _drawn(getattr(np.random.Generator, _name)))
+for _name in dir(np.random.RandomState):
+    if not _name.startswith("_") and _name not in ("seed", "get_state", "set_state", "bytes"):
+        setattr(_ModeRandomState, _name, _drawn(getattr(np.random.RandomState, _name)))
 
 
 def drawing_argument(x):
@@ -1234,6 +1260,7 @@ def _mode_random():
                 and name not in ("seed", "get_state", "set_state", "default_rng"):
             module.__dict__[name] = _drawn(value)
     module.default_rng = _named(_default_rng, np.random.default_rng)
+    module.RandomState = _ModeRandomState
     return module
 
 
