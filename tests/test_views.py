@@ -516,3 +516,32 @@ def test_the_address_of_a_view_is_numpys(name):
             assert address(view) == view.__array_interface__["data"][0]
     for a in (np.zeros(()), np.empty((0, 3)), np.arange(6.0).view(np.matrix)):
         assert address(a) == a.__array_interface__["data"][0]
+
+
+def private_view(view, owner):
+    return view.copy() if view.base is owner else view  # "not into the owner's memory"
+
+
+def copies_a_view_of_its_own_array(a):
+    x = a * 1.0                         # owns its memory
+    y = private_view(x[::2], x)         # NumPy: x[::2].base is x, so a copy
+    y *= 0.0
+    z = np.zeros(4)
+    w = private_view(z[1:][::2], z)     # a view of a view: its base is the owner still
+    w += a[0]
+    return (x * np.arange(1.0, 5.0)).sum() + (z * a).sum() + (x.base is None) * a[1]
+
+
+def test_a_views_base_is_the_array_that_owns_its_memory():
+    """view.base is owner, as in NumPy, where the function made the owner (a defensive copy
+    idiom took the other branch, silently), in both modes and replayed."""
+    a = np.array([1.0, 2.0, 3.0, 4.0])
+    assert mutad.value_and_grad(copies_a_view_of_its_own_array)(a)[0] == \
+        copies_a_view_of_its_own_array(a.copy())
+    assert mutad.jvp(copies_a_view_of_its_own_array, (a,), (np.ones(4),))[0] == \
+        copies_a_view_of_its_own_array(a.copy())
+    mutad.check_grads(copies_a_view_of_its_own_array, a, order=2)
+    replaying = mutad.grad(copies_a_view_of_its_own_array, replay=True)
+    for scale in (1.0, 2.0):
+        assert replaying(a * scale).tobytes() == \
+            mutad.grad(copies_a_view_of_its_own_array)(a * scale).tobytes()

@@ -56,7 +56,7 @@ class Buffer:
         return self
 
     __slots__ = ("key", "dtype", "shape", "strides", "offset", "span", "low", "c_contiguous",
-                 "device", "constant", "read", "version", "origin", "ref", "weak")
+                 "device", "constant", "read", "version", "origin", "ref", "weak", "owner")
 
     def __init__(self, array, constant=False):
         self.key = next(_serial)
@@ -67,6 +67,9 @@ class Buffer:
         self.version = 0
         self.origin = None
         self.ref = None
+        # ``owner``: a weak reference to the traced array that is all of it and owns it (what
+        # ``x.base`` of its views is, as NumPy's), where one was made so; else None.
+        self.owner = None
         # A constant buffer holds values that do not depend on the arguments (an array the
         # differentiated code allocated); it stops being one when a traced value is written
         # into it. ``read``: a record has read its values, so later writes into it are undone

@@ -29,7 +29,7 @@ from ..core.allocation import lists_as_arrays
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
                            UntracedWriteError)
 from ..core.levels import Tracer, innermost
-from ..core.views import may_overlap, memory, stands_for_scalar, weaken
+from ..core.views import may_overlap, memory, owner, stands_for_scalar, weaken
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
@@ -288,9 +288,21 @@ class ArrayMethods(Tracer):
 
     @property
     def base(self):
-        """None for an array that owns its memory, else an array over all of that memory (not
-        the very object NumPy would give, which a traced array does not keep)."""
-        return None if memory(self).base is None else self.owner_view()
+        """None for an array that owns its memory, else the array that owns it, as NumPy's
+        (``view.base is x``) where the program made it and still holds it, or a new array
+        over all of that memory."""
+        if memory(self).base is None:
+            return None
+        owning = self.owning()
+        if owning is not None and memory(owning).base is None \
+                and memory(owning) is owner(memory(self)):
+            return owning
+        return self.owner_view()
+
+    def owning(self):
+        """The array of this kind that owns this one's memory, if the program made it so and
+        it is known (``base``), else None."""
+        return None
 
     def __len__(self):
         return len(self.value)

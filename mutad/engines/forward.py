@@ -435,13 +435,17 @@ def _assign(target, value, level, name, key=...):
 class Dual(ArrayMethods):
     """A float array and its tangent, for one forward-mode level. Behaves like the array."""
 
-    __slots__ = ("value", "tangent", "level", "weak")
+    __slots__ = ("value", "tangent", "level", "weak", "owner")
 
     def __init__(self, value, tangent, level, weak=False):
         self.value = value
         self.tangent = tangent
         self.level = level
         self.weak = weak  # it stands for a Python number (arraylike.weak)
+        self.owner = None  # the dual owning its memory, of a view made by indexing it
+
+    def owning(self):
+        return self.owner
 
     @property
     def shape(self):
@@ -544,7 +548,10 @@ class Dual(ArrayMethods):
         return f"Dual({self.value!r}, tangent={self.tangent!r})"
 
     def __getitem__(self, key):
-        return Dual(as_array(self.value[key]), as_array(self.tangent[key]), self.level)
+        y = Dual(as_array(self.value[key]), as_array(self.tangent[key]), self.level)
+        if y.value.base is not None:  # a view keeps what owns its memory, as NumPy's does
+            y.owner = self if self.value.base is None else self.owner
+        return y
 
     def __setitem__(self, key, value):
         if stands_for_scalar(self):  # immutable, as NumPy's scalars are

@@ -20,6 +20,7 @@ module, which imports none of them.
 """
 
 import operator
+import weakref
 import zlib
 
 import numpy as np
@@ -404,7 +405,14 @@ def fresh(y, tape):
         y = tape.outer.lift(y)
     elif y.nbytes >= SMALL:  # a small array is never recomputed: nothing to follow
         track(buffer, y)
-    return Traced(y, buffer, tape, True)
+    return _owning(Traced(y, buffer, tape, True))
+
+
+def _owning(x):
+    """``x``, a traced array over all of a new buffer, as what ``.base`` of its views gives
+    (NumPy's ``view.base is x``): held weakly, as a program may let it go."""
+    x.buffer.owner = weakref.ref(x)
+    return x
 
 
 def constant(y, tape):
@@ -420,7 +428,7 @@ def constant(y, tape):
         y = tape.outer.constant(y)
     elif type(y) is np.ndarray:  # small ones too: a recipe may hold it (recompute._reads)
         track(buffer, y)
-    return Traced(y, buffer, tape, True)
+    return _owning(Traced(y, buffer, tape, True))
 
 
 def constant_result(y, tape, sources):
@@ -594,6 +602,10 @@ class Traced(ArrayMethods):
         self.whole = whole  # whether value is that whole buffer, laid out as it
 
     level = property(lambda self: self.tape.level)
+
+    def owning(self):
+        held = self.buffer.owner
+        return None if held is None else held()
 
     def _set_weak(self, weak):
         self.buffer.weak = weak
