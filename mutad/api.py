@@ -274,7 +274,8 @@ def pullback(f: Callable[..., Any], *args: Any,
 
     ``y`` is a plain array (or the same structure of them) that never aliases the arguments.
     The caller's arrays are left as ``f`` left them until ``back`` runs, which puts them back
-    as they were before ``f``. ``back`` may be called once. Untraced arrays that ``f``'s
+    as they were before ``f`` (writing into them in between makes ``back`` raise
+    ``ConstantModifiedError``: it reverses ``f``'s writes from the values ``f`` left). ``back`` may be called once. Untraced arrays that ``f``'s
     operations read as constants stay read-only until then (or until ``back`` is discarded):
     ``back`` needs their values.
 
@@ -300,6 +301,7 @@ def pullback(f: Callable[..., Any], *args: Any,
     plain = [(weak_value(t.value) if t.weak else t.value.copy()) if type(t) is Traced else t
              for t in outputs]
     done: list[bool] = []
+    left = d.caller_sums()  # the arguments as f left them, which back() reverses from
 
     @user_frames
     def back(dy):
@@ -307,6 +309,7 @@ def pullback(f: Callable[..., Any], *args: Any,
             raise PullbackReusedError(
                 "back() was called a second time; call mutad.pullback again for another "
                 "cotangent.")
+        d.check_caller_sums(left)
         done.append(True)
         with d:
             cotangents, _ = flatten(dy)

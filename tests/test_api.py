@@ -187,6 +187,23 @@ def test_pullback_leaves_f_state_until_back_and_is_one_shot():
         back(np.ones(3))
 
 
+@pytest.mark.parametrize("n", [3, 20_000])  # undone by inversion, and recomputed
+def test_writing_an_argument_between_pullback_and_back_is_refused(n):
+    """back() reverses f's writes from the values f left: a write by the caller in between
+    gave a wrong cotangent (large arrays), then was overwritten by the first values."""
+    def f(x):
+        t = np.exp(x)
+        x *= 1.5
+        return t * x
+
+    x = np.linspace(0.0, 1.0, n)
+    y, back = mutad.vjp(f, x)
+    x[:] = 7.0
+    with pytest.raises(mutad.errors.ConstantModifiedError, match="before back"):
+        back(np.ones(n))
+    assert np.all(x == 7.0)  # the caller's values stay
+
+
 def test_pullback_of_several_outputs():
     y, back = mutad.pullback(lambda a: (a * 2.0, a.sum()), np.array([1.0, 2.0]))
     (g,) = back((np.array([1.0, 0.0]), 3.0))

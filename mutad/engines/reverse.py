@@ -310,11 +310,11 @@ def _protect(tape, value):
     # step is summed once); the array is kept so that its id stays its own.
     region = (address(value), value.shape, value.strides, value.dtype.str)
     if region not in tape.sums:
-        tape.sums[region] = (value, _checksum(value), None)
+        tape.sums[region] = (value, checksum(value), None)
     tape.sums[id(value)] = (value, None, (value.shape, value.strides))  # x.shape = ... later
 
 
-def _checksum(a):
+def checksum(a):
     """A checksum of the bytes of ``a``, whatever its layout, without copying it whole."""
     if a.flags.c_contiguous:
         return zlib.crc32(a.reshape(-1).view(np.uint8))
@@ -338,7 +338,7 @@ def check_constants(tape):
                 f"{layout[0]} then, was given the shape {value.shape} in place (x.shape = ...) "
                 "before the gradient was computed, which needs it as it was read. Make a "
                 "reshaped view under another name instead: w2 = x.reshape(...).")
-        if total is not None and (_checksum(value) != total if type(total) is int
+        if total is not None and (checksum(value) != total if type(total) is int
                                   else not total.same(value)):
             raise ConstantModifiedError(
                 f"an array of shape {value.shape} that an operation mutad recorded read as a "

@@ -24,7 +24,7 @@ from ..core.errors import (ConstantModifiedError, InvalidArgumentError, PolicyEr
 from .forward import Dual, as_array, enclosed, split, zero_tangent
 from ..core.levels import ACTIVE, LEVELS, Tracer
 from .recompute import hold_for_good
-from .reverse import ReverseTape, Traced, check_constants, fresh, thaw, view_of
+from .reverse import ReverseTape, Traced, check_constants, checksum, fresh, thaw, view_of
 from ..core.shadows import Buffer, Shadows
 from ..core.tape import POLICIES
 from ..core.trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
@@ -195,6 +195,24 @@ class ReverseDifferentiation(Differentiation):
                 "follows its writes), or write into a new array instead "
                 "(w = np.cos(...) rather than w[:] = ...).")
         return None
+
+    def caller_sums(self):
+        """Checksums of the caller's writable arrays as ``f`` left them: ``pullback``'s ``back``
+        reverses the tape from those bytes (and then writes the caller's first bytes back), so
+        a write between the two, which it would undo on the wrong values, is found
+        (:meth:`check_caller_sums`)."""
+        return {key: checksum(entry[0]) for key, entry in self.buffers.items()
+                if type(key) is int and entry[2] is None and writeable(entry[0])}
+
+    def check_caller_sums(self, sums):
+        for key, total in sums.items():
+            if checksum(self.buffers[key][0]) != total:
+                raise ConstantModifiedError(
+                    "an argument of the function was written after mutad.pullback (or vjp) "
+                    "returned and before back() was called: back() undoes the function's writes "
+                    "from the values it left, and would give a wrong gradient and then write "
+                    "over the new values. Call back() before writing into the arguments, or "
+                    "pass copies of them.")
 
     def gradients(self, seeds):
         """The reverse pass from ``seeds``, ``(output, cotangent)`` pairs (an output that is
