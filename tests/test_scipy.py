@@ -185,6 +185,13 @@ LINALG_CASES = [
                                                               constant(True))),
     Case.named("logm",                 linalg.logm,       arguments(symmetric_positive_definite(3))),
     Case.named("logm_nonsymmetric",    linalg.logm,       arguments(well_conditioned(3))),
+    # columns of the SVD by SciPy's rank decision (rank-deficient ones: sign-free tests in
+    # tests/test_scipy_linalg_functions.py), and the pseudo-inverse through eigh
+    Case.named("orth",                 linalg.orth,       arguments(normal(5, 3))),
+    Case.named("orth_wide",            linalg.orth,       arguments(normal(3, 5))),
+    Case.named("null_space",           linalg.null_space, arguments(normal(3, 4))),
+    Case.named("pinvh",                linalg.pinvh,      arguments(symmetric_positive_definite(4)),
+         symmetric=(0,)),
 ]
 # fmt: on
 
