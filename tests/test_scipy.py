@@ -226,10 +226,12 @@ def as_tuple(result):
     return tuple(result) if isinstance(result, tuple) else (result,)
 
 
-# Complex values: scipy.signal.convolve takes them (its rule is complex-capable), to order 2;
+# Complex values: scipy.signal.convolve and scipy.linalg.expm take them (their rules are
+# complex-capable), to order 2;
 # the functions without a complex rule refuse them. scipy.special's ufuncs have complex rows
 # in tests/cases.py's COMPLEX_UFUNC_CASES; the factorizations are tested elsewhere.
-COMPLEX_CASES = [complexified(c) for c in SIGNAL_CASES if c.name.startswith("convolve")]
+COMPLEX_CASES = [complexified(c) for c in SIGNAL_CASES if c.name.startswith("convolve")] + [
+    complexified(c) for c in LINALG_CASES if c.name in ("expm", "expm_stack")]
 COMPLEX_REFUSED = [complexified(c) for c in SPECIAL_CASES + SIGNAL_CASES
                    if c.name in ("softmax", "log_softmax_axis", "logsumexp_weights", "lfilter_iir",
                                  "lfilter_fir_zi")]
@@ -795,6 +797,10 @@ def forward_linalg_cases():
         case("qr-r", sl.qr, (normal_sampler(5, 3),), {"mode": "r"}),
         case("qr-pivoting", sl.qr, (normal_sampler(5, 3),), {"mode": "economic", "pivoting": True}),
         case("logm", sl.logm, (spd(3, 3),)),
+        case("orth", sl.orth, (normal_sampler(5, 3),), align=align_columns),
+        case("null_space", sl.null_space, (normal_sampler(3, 4),), align=align_columns),
+        case("pinvh", sl.pinvh, (spd(4, 4),), symmetric=(0,)),
+        case("pinvh-upper", sl.pinvh, (spd(4, 4),), {"lower": False}, symmetric=(0,)),
     ]
     for lower in (False, True):
         function, rule = with_factor(sl.cho_solve)
@@ -812,7 +818,7 @@ FORWARD_LINALG = forward_linalg_cases()
 TRANSPOSED = {"scipy.cho_factor-lower", "scipy.cho_solve-lower=True", "scipy.lu_factor",
               "scipy.lu_solve-trans=1", "scipy.solve-pos-transposed", "scipy.inv-diagonal",
               "scipy.expm", "scipy.eigh", "scipy.svd-thin", "scipy.det", "scipy.qr-pivoting",
-              "scipy.logm"}
+              "scipy.logm", "scipy.orth", "scipy.null_space", "scipy.pinvh"}
 
 
 @pytest.mark.parametrize("case", FORWARD_LINALG, ids=case_id)

@@ -899,9 +899,11 @@ def _pinvh_rule(a, atol=None, rtol=None, lower=True, return_rank=False, check_fi
     result = pinvh(a, atol, rtol, lower, return_rank, check_finite)
     b = _pinvh_setting(a, atol, rtol, lower, check_finite)
 
+    symmetric = symmetric_part(a)  # what b depends on, in the symmetric convention
+
     def back(db):
         db = db[0] if return_rank else db
-        return (symmetric_part(_pinvh_tangent(a, b, db)),)
+        return (symmetric_part(_pinvh_tangent(symmetric, b, db)),)
 
     return result, back
 
@@ -911,7 +913,7 @@ def _pinvh_jvp(tangents, a, atol=None, rtol=None, lower=True, return_rank=False,
                check_finite=True):
     result = pinvh(a, atol, rtol, lower, return_rank, check_finite)
     b = _pinvh_setting(a, atol, rtol, lower, check_finite)
-    tangent = _pinvh_tangent(a, b, symmetric_part(tangents[0]))
+    tangent = _pinvh_tangent(symmetric_part(a), b, symmetric_part(tangents[0]))
     return result, ((tangent, None) if return_rank else tangent)
 
 
