@@ -848,7 +848,7 @@ def _null_space_rule(A, rcond=None, *, overwrite_a=False, check_finite=True,
     u, s, v, dimension = _null_space_factors(A, rcond, check_finite, lapack_driver)
 
     def back(dq):
-        if dimension == 0:
+        if dimension == 0 or np.size(A) == 0:  # no vector, or no entry of A to move it
             return (np.zeros_like(A),)
         if np.any(dq):  # (a decision on the cotangent: none reached the vectors)
             _require_one_dimension(dimension)
@@ -868,7 +868,7 @@ def _null_space_jvp(tangents, A, rcond=None, *, overwrite_a=False, check_finite=
     result = null_space(A, rcond, check_finite=check_finite, lapack_driver=lapack_driver)
     u, s, v, dimension = _null_space_factors(A, rcond, check_finite, lapack_driver)
     da = tangents[0]
-    if dimension == 0:
+    if dimension == 0 or np.size(A) == 0:  # no vector, or no entry of A to move it
         return result, np.zeros_like(da, shape=np.shape(result))
     _require_one_dimension(dimension)
     q = result[:, 0]
