@@ -77,6 +77,12 @@ FORMS = {
         lambda a: scipy.linalg.fractional_matrix_power(a, 0.3), (GENERAL @ GENERAL.T + GENERAL,)),
     "mutad fractional_matrix_power": (lambda a: linalg.fractional_matrix_power(a, 1 / 3),
                                       (SPD,)),
+    "fractional_matrix_power of complex eigenvalues": (
+        lambda a: scipy.linalg.fractional_matrix_power(a, 0.5), (GENERAL,)),
+    "fractional_matrix_power complex": (lambda a: scipy.linalg.fractional_matrix_power(a, 0.3),
+                                        (COMPLEX + 2 * np.eye(4),)),
+    "fractional_matrix_power 2 of negative eigenvalues": (
+        lambda a: scipy.linalg.fractional_matrix_power(a, 2), (-SPD,)),
     "orth": (scipy.linalg.orth, (TALL,)),
     "orth wide": (scipy.linalg.orth, (TALL.T,)),
     "orth rank deficient": (lambda b, c: _projector(scipy.linalg.orth(b @ c)), (LEFT, RIGHT)),
@@ -165,8 +171,8 @@ REFUSED = {
     "orth stacked": lambda a: scipy.linalg.orth(np.stack([a, a])),
     "hessenberg of a Hessenberg matrix": lambda a: scipy.linalg.hessenberg(np.triu(a, -1)),
     "hessenberg stacked": lambda a: scipy.linalg.hessenberg(np.stack([a, a])),
-    "fractional_matrix_power of a negative eigenvalue": lambda a: scipy.linalg.fractional_matrix_power(
-        a - 10 * np.eye(4), 0.5),
+    "fractional_matrix_power of a negative eigenvalue": lambda a: np.abs(
+        scipy.linalg.fractional_matrix_power(a - 10 * np.eye(4), 0.5)),
 }
 
 

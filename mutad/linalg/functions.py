@@ -10,7 +10,8 @@ so its rule, written with transposes, is the transpose of the complex derivative
 holomorphic); cosm, sinm, tanm, coshm, sinhm and tanhm are SciPy's own steps on expm and solve,
 so their values are SciPy's bit for bit and every mode and order follows. fractional_matrix_power
 has logm's rule: its Fréchet derivative is the corner of the function of a block triangular
-matrix.
+matrix (real or complex matrices; a non-integer power of a matrix with an eigenvalue on the
+branch cut, the closed negative real axis, is refused).
 """
 
 import numpy as np
@@ -158,6 +159,9 @@ def _logm_jvp(tangents, A, *settings):
 
 
 _fractional_power = ScipyAdjoint(_linalg.fractional_matrix_power)
+# z^t is holomorphic off its branch cut (refused), with real coefficients: its rule, written
+# with transposes, holds for complex values as expm's does
+_fractional_power.complex_values = HOLOMORPHIC
 
 
 def _fractional_matrix_power(A, t):
@@ -173,23 +177,31 @@ def _fractional_matrix_power(A, t):
 fractional_matrix_power = StandIn(_linalg.fractional_matrix_power, _fractional_matrix_power)
 
 
-def _real_power(a, t):
+def _power(a, t):
+    """SciPy's A^t, refusing a non-integer power of a matrix with an eigenvalue on the closed
+    negative real axis, the branch cut of the principal power (its derivative does not exist
+    there: nearby matrices' powers jump between the cut's sides)."""
     require_matrix("fractional_matrix_power", a)
     result = _fractional_power(a, t)
-    if np.iscomplexobj(result) or np.iscomplexobj(a):
-        raise UnsupportedOperationError(
-            "scipy.linalg.fractional_matrix_power of a complex matrix, or of a real one whose "
-            "power is complex (a negative real eigenvalue): mutad differentiates it for real "
-            "powers of real matrices only.")
+    if float(t) != int(t):
+        eigenvalues = np.linalg.eigvals(a)
+        size = np.max(np.abs(eigenvalues), initial=0.0)
+        on_cut = (np.real(eigenvalues) <= 0) & (np.abs(np.imag(eigenvalues)) <= 1e-12 * size)
+        if np.any(on_cut):  # (a decision)
+            raise UnsupportedOperationError(
+                "scipy.linalg.fractional_matrix_power(A, t) of a non-integer power t of a "
+                "matrix with an eigenvalue on the negative real axis or at 0: the principal "
+                "power has no derivative there (its branch cut). Shift or rotate the spectrum "
+                "away from it, or use an integer power.")
     return result
 
 
-def _power_frechet(a, t, e):
+def _power_frechet(a, t, e, real):
     """The Fréchet derivative L(A, E) of A^t, the corner of ([[A, E], [0, A]])^t (Higham,
     Functions of Matrices, 2008, §3.2), E scaled to A's norm first, as in ``_logm_frechet``.
-    A^t is real (``_real_power`` checked it), so the block's power is real too; SciPy computes
-    it through a complex Schur form where rounding splits the block's repeated eigenvalues into
-    complex pairs, and its imaginary part, rounding, is dropped."""
+    Where A, A^t and E are ``real``, the block's power is real too; SciPy computes it through
+    a complex Schur form where rounding splits the block's repeated eigenvalues into complex
+    pairs, and its imaginary part, rounding, is dropped."""
     n = np.shape(a)[-1]
     size = np.linalg.norm(e, 1)
     if not size:  # (a decision on the cotangent: 0 gives 0)
@@ -198,21 +210,28 @@ def _power_frechet(a, t, e):
     block = np.concatenate([np.concatenate([a, scale * e], axis=-1),
                             np.concatenate([np.zeros_like(a), a], axis=-1)], axis=-2)
     power = _fractional_power(block, t)
-    if np.iscomplexobj(power):
+    if real and not np.iscomplexobj(e) and np.iscomplexobj(power):
         power = np.real(power)
     return power[..., :n, n:] / scale
 
 
+def _is_real(a, result):
+    return not np.iscomplexobj(a) and not np.iscomplexobj(result)
+
+
 @_fractional_power.rule
 def _fractional_power_rule(A, t):
-    """A^t, a primary matrix function with real coefficients: Ā = L(Aᵀ, Ȳ), as logm's."""
-    result = _real_power(A, t)
-    return result, lambda dy: (_power_frechet(transpose(A), t, dy),)
+    """A^t, a primary matrix function of a power series with real coefficients: Ā = L(Aᵀ, Ȳ),
+    as logm's (the transpose of the complex derivative, for complex values)."""
+    result = _power(A, t)
+    real = _is_real(A, result)
+    return result, lambda dy: (_power_frechet(transpose(A), t, dy, real),)
 
 
 @_fractional_power.jvp_rule
 def _fractional_power_jvp(tangents, A, t):
-    return _real_power(A, t), _power_frechet(A, t, tangents[0])
+    result = _power(A, t)
+    return result, _power_frechet(A, t, tangents[0], _is_real(A, result))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -71,7 +71,9 @@ ravels with a warning that it will change, is refused.
 ``solve`` (``tanm`` and ``tanhm`` of a complex matrix: SciPy's value with np.linalg.solve's
 derivatives), so their values are SciPy's and every mode and order follows.
 ``fractional_matrix_power`` has logm's rule, the Fréchet derivative as the corner of the power of
-a block triangular matrix, for a real power of a real matrix (a traced power ``t`` is refused).
+a block triangular matrix, for real and complex matrices (a traced power ``t``, and a non-integer
+power of a matrix with an eigenvalue on the closed negative real axis, the branch cut, are
+refused).
 ``orth`` and ``null_space`` differentiate the columns of SciPy's SVD that its rank decision keeps
 (Townsend 2016), the dropped singular values being zero: kept singular values repeated within
 rounding, and a null space of more than one dimension, whose basis vectors are not determined,
