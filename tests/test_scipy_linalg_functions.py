@@ -100,6 +100,10 @@ FORMS = {
                           (SPD,)),
     "pinvh rank deficient": (lambda b: scipy.linalg.pinvh(b @ b.T), (TALL,)),
     "mutad pinvh": (_symmetric(linalg.pinvh), (SPD,)),
+    "pinvh Hermitian": (lambda a: scipy.linalg.pinvh((a + a.conj().T) / 2),
+                        (COMPLEX @ COMPLEX.conj().T + np.eye(4),)),
+    "pinvh Hermitian rank deficient": (lambda b: scipy.linalg.pinvh(b @ b.conj().T),
+                                       (COMPLEX[:, :2],)),
     "hessenberg": (scipy.linalg.hessenberg, (GENERAL,)),
     "hessenberg calc_q": (lambda a: scipy.linalg.hessenberg(a, calc_q=True), (GENERAL,)),
     "hessenberg symmetric": (_symmetric(scipy.linalg.hessenberg), (SPD,)),
@@ -168,6 +172,8 @@ REFUSED = {
     "orth of repeated singular values": lambda a: scipy.linalg.orth(np.eye(4) + 0.0 * a),
     "null_space of two dimensions": lambda a: scipy.linalg.null_space(a[:2]),
     "pinvh of a matrix that is not symmetric": lambda a: scipy.linalg.pinvh(a),
+    "pinvh of a complex matrix that is not Hermitian": lambda a: np.abs(scipy.linalg.pinvh(
+        a + 1j * np.eye(4))),
     "orth stacked": lambda a: scipy.linalg.orth(np.stack([a, a])),
     "hessenberg of a Hessenberg matrix": lambda a: scipy.linalg.hessenberg(np.triu(a, -1)),
     "hessenberg stacked": lambda a: scipy.linalg.hessenberg(np.stack([a, a])),
@@ -198,8 +204,8 @@ def test_fractional_matrix_power_refuses_a_differentiated_power():
         mutad.gradient(lambda t: np.sum(scipy.linalg.fractional_matrix_power(SPD, t)), 0.5)
 
 
-def test_orth_null_space_pinvh_and_hessenberg_refuse_complex_matrices():
-    for f in (scipy.linalg.orth, scipy.linalg.null_space, scipy.linalg.pinvh):
+def test_orth_null_space_and_hessenberg_refuse_complex_matrices():
+    for f in (scipy.linalg.orth, scipy.linalg.null_space):
         with pytest.raises(ComplexInputError):
             mutad.gradient(lambda a: np.sum(np.abs(f(a)) ** 2), COMPLEX.copy())
     with pytest.raises(UnsupportedOperationError, match="hessenberg of a complex"):

@@ -742,6 +742,9 @@ def _polar_jvp(tangents, a, side="right"):
 # a symmetric matrix of locally constant rank, with the symmetric gradient, as eigh's.
 
 orth, null_space, pinvh = map(scipy_adjoint, (_linalg.orth, _linalg.null_space, _linalg.pinvh))
+# pinvh's rules are written for Hermitian matrices (B = Bᴴ: their formulas are their own
+# adjoints), in mutad's convention: complex Hermitian matrices get the Hermitian gradient
+pinvh.complex_values = CONVENTION
 
 
 def _svd_rank(s, shape, rcond):
@@ -886,24 +889,25 @@ def _pinvh_setting(a, atol, rtol, lower, check_finite):
 
 def _pinvh_tangent(a, b, da):
     """dB = -B dA B + B² dA (I - A B) + (I - B A) dA B² (Golub & Pereyra 1973, Thm. 4.3, for
-    a symmetric A and its symmetric B = A⁺), dA symmetric."""
+    a symmetric (Hermitian) A and its B = A⁺), dA symmetric (Hermitian). Its adjoint for
+    Re<·, ·> is the same map, B being Hermitian."""
     squared = b @ b
     return -(b @ da @ b) + squared @ (da - (da @ a) @ b) + (da - b @ (a @ da)) @ squared
 
 
 @pinvh.rule
 def _pinvh_rule(a, atol=None, rtol=None, lower=True, return_rank=False, check_finite=True):
-    """B = A⁺ of a symmetric A of locally constant rank (SciPy's cutoff of the eigenvalues):
-    the transpose of ``_pinvh_tangent`` is itself with B̄ for dA, symmetrised (the symmetric
-    gradient: SciPy reads one triangle)."""
+    """B = A⁺ of a symmetric (Hermitian) A of locally constant rank (SciPy's cutoff of the
+    eigenvalues): the adjoint of ``_pinvh_tangent`` is itself with B̄ for dA, made symmetric
+    (Hermitian: the symmetric gradient, SciPy reading one triangle)."""
     result = pinvh(a, atol, rtol, lower, return_rank, check_finite)
     b = _pinvh_setting(a, atol, rtol, lower, check_finite)
 
-    symmetric = symmetric_part(a)  # what b depends on, in the symmetric convention
+    symmetric = hermitian_part(a)  # what b depends on, in the symmetric convention
 
     def back(db):
         db = db[0] if return_rank else db
-        return (symmetric_part(_pinvh_tangent(symmetric, b, db)),)
+        return (hermitian_part(_pinvh_tangent(symmetric, b, db)),)
 
     return result, back
 
@@ -913,7 +917,7 @@ def _pinvh_jvp(tangents, a, atol=None, rtol=None, lower=True, return_rank=False,
                check_finite=True):
     result = pinvh(a, atol, rtol, lower, return_rank, check_finite)
     b = _pinvh_setting(a, atol, rtol, lower, check_finite)
-    tangent = _pinvh_tangent(symmetric_part(a), b, symmetric_part(tangents[0]))
+    tangent = _pinvh_tangent(hermitian_part(a), b, hermitian_part(tangents[0]))
     return result, ((tangent, None) if return_rank else tangent)
 
 

@@ -77,7 +77,8 @@ refused).
 ``orth`` and ``null_space`` differentiate the columns of SciPy's SVD that its rank decision keeps
 (Townsend 2016), the dropped singular values being zero: kept singular values repeated within
 rounding, and a null space of more than one dimension, whose basis vectors are not determined,
-are refused. ``pinvh`` is pinv's rule for a symmetric matrix, with the symmetric gradient.
+are refused. ``pinvh`` is pinv's rule for a symmetric (or complex Hermitian) matrix, with the symmetric
+(Hermitian) gradient.
 ``hessenberg`` (``H``, and ``Q`` with ``calc_q=True``) has SciPy's values and the derivatives of
 the same Householder reflectors (LAPACK's sign convention) computed by differentiated steps,
 checked against SciPy's form; a column already zero below the subdiagonal is refused (LAPACK
