@@ -659,3 +659,26 @@ def test_barycentric_at_the_nodes_and_replay():
     replays_as_traced(lambda y, q: np.sum(np.sin(f(y, q))) + np.sum(
         PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]])(q) ** 2),
         [(Y * k, QUERIES + 0.1 * k) for k in (1.0, 2.0)], argnums=(0, 1))
+
+
+COMPLEX_FORMS = {
+    "PPoly": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]])(q),
+    "PPoly derivative": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]]).derivative()(
+        q, 1),
+    "barycentric_interpolate": lambda y, q: barycentric_interpolate(X, y, q, rng=0),
+    "BarycentricInterpolator derivative": lambda y, q: BarycentricInterpolator(
+        X, y, rng=0).derivative(q, 1),
+}
+
+
+@pytest.mark.parametrize("form", COMPLEX_FORMS)
+def test_complex_data(form):
+    """PPoly's coefficients and a barycentric interpolant's values may be complex (the
+    interpolant is linear in them with real coefficients), the queries real."""
+    f = COMPLEX_FORMS[form]
+    y, q = Y * np.exp(0.3j * X), QUERIES.copy()
+    value, _ = mutad.pullback(f, y.copy(), q.copy())
+    assert value.tobytes() == f(y, q).tobytes()
+    for policy in POLICIES:
+        mutad.check_grads(f, y.copy(), q.copy(), policy=policy, order=2)
+    mutad.check_jvp(f, y.copy(), q.copy())

@@ -27,8 +27,9 @@ Derivatives:
   (``'nearest'``, ``'previous'``, ``'next'``, ``'zero'``) or the query is outside the data and
   gets the constant ``fill_value``, it is 0; at a knot where a derivative jumps, one side's.
 * in the data ``y``: the interpolants of ``CubicSpline``, ``interp1d``, ``make_interp_spline``,
-  ``BSpline`` (its coefficients ``c``), ``PPoly`` (its coefficients ``c``, of ``axis=0``),
-  ``BarycentricInterpolator`` and ``barycentric_interpolate`` (``yi``, with the weights of
+  ``BSpline`` (its coefficients ``c``), ``PPoly`` (its coefficients ``c``, of ``axis=0``,
+  real or complex), ``BarycentricInterpolator`` and ``barycentric_interpolate`` (``yi``, real
+  or complex, with the weights of
   one construction of SciPy's: SciPy draws a random order of the nodes for them, so pass
   ``rng=`` for values that repeat bit for bit; its derivatives in the queries assume the
   polynomial's weights, so given weights ``wi`` at traced queries are refused),
@@ -101,7 +102,7 @@ from ..custom import Adjoint, dispatch
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import Tracer
 from ..core.views import memory
-from ..core.registry import defmethod, defroute
+from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..api import stop_gradient
 from ._adjoints import ScipyAdjoint, Value, refused_attribute, scipys_value
 
@@ -237,6 +238,18 @@ class _Evaluation(Adjoint):
 
 
 _evaluate = _Evaluation()
+
+
+class _ComplexEvaluation(_Evaluation):
+    """The evaluation of an interpolant whose values are linear in its data with real
+    coefficients (its basis ``W`` real: real knots and queries), so that complex data are
+    differentiated as real ones (holomorphic): ``PPoly``'s coefficients, a barycentric
+    interpolant's values."""
+
+    complex_values = HOLOMORPHIC
+
+
+_evaluate_complex = _ComplexEvaluation()
 
 
 class _Basis:
@@ -727,21 +740,23 @@ class _TracedInterpolant:
     data and the query points. Made by the constructors of this module when their data are
     traced; not made directly."""
 
-    def __init__(self, name, spec, data, x=None):
+    def __init__(self, name, spec, data, x=None, evaluate=_evaluate):
         self._name, self._spec, self._data = name, spec, tuple(data)
         self.x = x
+        self._evaluate = evaluate
 
     def __call__(self, x, nu=0, extrapolate=None):
         if isinstance(self._spec, _Interp1d) and (nu, extrapolate) != (0, None):
             raise TypeError("interp1d's interpolant is called with the query points alone.")
         spec = self._spec if extrapolate is None else self._spec.with_extrapolate(extrapolate)
-        return _evaluate(*self._data, x, spec=spec, nu=nu)
+        return self._evaluate(*self._data, x, spec=spec, nu=nu)
 
     def derivative(self, nu=1):
         """The derivative interpolant of order ``nu``."""
         if isinstance(self._spec, _Interp1d):
             return self.__getattr__("derivative")
-        return _TracedInterpolant(self._name, self._spec.derivative(nu), self._data, x=self.x)
+        return _TracedInterpolant(self._name, self._spec.derivative(nu), self._data, x=self.x,
+                                  evaluate=self._evaluate)
 
     def __getattr__(self, name):
         return refused_attribute(
@@ -918,14 +933,15 @@ def PPoly(c: Any, x: Any, extrapolate: Any = None, axis: int = 0) -> Any:
         return _interpolate.PPoly(c, x, extrapolate, axis)
     x = _knots("PPoly", x)
     _interpolate.PPoly(np.zeros(np.shape(c)), x, extrapolate, axis)  # SciPy's checks
-    if axis != 0 or np.iscomplexobj(c):
+    if axis != 0:
         raise UnsupportedOperationError(
-            "scipy.interpolate.PPoly(c, x, axis=...) with axis != 0, or of complex "
-            "coefficients, carrying a derivative: mutad differentiates real coefficients "
-            "with axis=0. Move the axis first (np.moveaxis) and pass axis=0.")
-    held = _held(c, np.float64)
+            "scipy.interpolate.PPoly(c, x, axis=...) with axis != 0 carrying a derivative: "
+            "mutad differentiates coefficients with axis=0. Move the axis first (np.moveaxis) "
+            "and pass axis=0.")
+    held = _held(c, np.complex128 if np.iscomplexobj(c) else np.float64)
     rows = np.reshape(held, (np.shape(c)[0] * np.shape(c)[1],) + np.shape(c)[2:])
-    return _TracedInterpolant("PPoly", _PPoly(x, np.shape(c)[1], extrapolate), (rows,), x=x)
+    return _TracedInterpolant("PPoly", _PPoly(x, np.shape(c)[1], extrapolate), (rows,), x=x,
+                              evaluate=_evaluate_complex)
 
 
 class _TracedBarycentric:
@@ -946,7 +962,7 @@ class _TracedBarycentric:
                 "carrying a derivative: SciPy's derivatives assume the polynomial's weights, "
                 "and with weights of your own they are not the derivatives of its values. Let "
                 "SciPy compute the weights (wi=None), or differentiate in yi only.")
-        return _evaluate(self._yi, x, spec=self._spec, nu=der)
+        return _evaluate_complex(self._yi, x, spec=self._spec, nu=der)
 
     def __getattr__(self, name):
         return refused_attribute(
@@ -972,10 +988,6 @@ def _barycentric(xi, yi, axis, wi, rng):
         raise UnsupportedOperationError(
             "scipy.interpolate.BarycentricInterpolator(xi) without yi, set later: mutad "
             "differentiates an interpolant given its values yi when it is made.")
-    if np.iscomplexobj(yi):
-        raise UnsupportedOperationError(
-            "scipy.interpolate.BarycentricInterpolator of complex values carrying a "
-            "derivative: mutad differentiates real ones.")
     return _TracedBarycentric(_Barycentric(xi, nodes.wi, axis), yi, xi, wi is not None)
 
 
@@ -1002,7 +1014,7 @@ def _barycentric_object_rule(self, x, der=0):
     ratio = self.wi / weights
     if not np.allclose(ratio, ratio[0], rtol=1e-8, atol=0.0):
         _TracedBarycentric(None, None, None, True).derivative(x)  # (refuses: weights given)
-    return _evaluate(x, spec=_BarycentricObject(self), nu=der)
+    return _evaluate_complex(x, spec=_BarycentricObject(self), nu=der)
 
 
 defmethod(_interpolate.BarycentricInterpolator, "__call__",
