@@ -27,7 +27,7 @@ from ..core.errors import UnsupportedOperationError
 from ..core.registry import CONVENTION, RULES, complex_aware, defjvp, defrule
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
 from ..scipy._adjoints import StandIn, Value, scipy_adjoint, scipys_value
-from ..core.views import memory
+from ..core.views import memory, wrapped
 from ._common import adjoint, conjugate, hermitian_part, real_diagonal, require_matrix
 
 eigh, eigvalsh, eig, eigvals, svd, svdvals, polar = map(scipy_adjoint, (
@@ -742,6 +742,9 @@ def _polar_jvp(tangents, a, side="right"):
 # a symmetric matrix of locally constant rank, with the symmetric gradient, as eigh's.
 
 orth, null_space, pinvh = map(scipy_adjoint, (_linalg.orth, _linalg.null_space, _linalg.pinvh))
+# orth's and null_space's rules are written with conjugate transposes, in mutad's convention;
+# the phases of complex columns are arbitrary (a loss reading them is refused, as svd's)
+orth.complex_values = null_space.complex_values = CONVENTION
 # pinvh's rules are written for Hermitian matrices (B = Bᴴ: their formulas are their own
 # adjoints), in mutad's convention: complex Hermitian matrices get the Hermitian gradient
 pinvh.complex_values = CONVENTION
@@ -780,9 +783,21 @@ def _couplings(s):
     return np.where(diagonal, 0.0, 1.0 / np.where(diagonal, 1.0, difference))
 
 
+def _require_first_order(name, a):
+    """Refuse a complex matrix some enclosing differentiation follows: the SVD's factors
+    would be differentiated again by scipy.linalg.svd's rule, which takes real matrices."""
+    if np.iscomplexobj(a) and wrapped(a):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name} of a complex matrix under nested differentiation (mutad.hvp, "
+            "hessian, a gradient of a gradient): its first derivatives are followed, its "
+            "second are not (scipy.linalg.svd's rule takes real matrices). Differentiate it "
+            "once, or write it on the real and imaginary parts.")
+
+
 def _orth_factors(a, rcond):
-    """The kept singular triplets (U_r, s_r, V_rᵀ) of the SVD orth computes."""
+    """The kept singular triplets (U_r, s_r, V_rᴴ) of the SVD orth computes."""
     require_matrix("orth", a)
+    _require_first_order("orth", a)
     u, s, vt = svd(a, full_matrices=False)
     rank, _ = _svd_rank(s, (np.shape(u)[0], np.shape(vt)[1]), rcond)
     _require_distinct("orth", s, rank, np.shape(a))
@@ -800,8 +815,11 @@ def _orth_rule(a, rcond=None):
     result = orth(a, rcond)
 
     def back(dq):
-        k = transpose(u) @ dq
-        da = u @ ((_couplings(s) * (k - transpose(k))) * s[None, :]) @ vt
+        k = adjoint(u) @ dq
+        if np.iscomplexobj(k):  # each column's phase is arbitrary: the loss must not read it
+            require_phase_free("scipy.linalg.orth", np.imag(np.diagonal(k)),
+                               squared_column_norms(dq))
+        da = u @ ((_couplings(s) * (k - adjoint(k))) * s[None, :]) @ vt
         return (da + (dq - u @ k) @ (vt / s[:, None]),)
 
     return result, back
@@ -811,21 +829,24 @@ def _orth_rule(a, rcond=None):
 def _orth_jvp(tangents, a, rcond=None):
     """dQ = U_r (F ∘ (dP S_r + S_r dPᵀ)) + (I - U_r U_rᵀ) dA V_r S_r⁻¹, dP = U_rᵀ dA V_r."""
     u, s, vt = _orth_factors(a, rcond)
-    da_v = tangents[0] @ transpose(vt)
-    dp = transpose(u) @ da_v
+    da_v = tangents[0] @ adjoint(vt)
+    dp = adjoint(u) @ da_v
     dp_s = dp * s[None, :]
-    return orth(a, rcond), (u @ (_couplings(s) * (dp_s + transpose(dp_s)))
-                            + (da_v - u @ dp) / s[None, :])
+    du = u @ (_couplings(s) * (dp_s + adjoint(dp_s))) + (da_v - u @ dp) / s[None, :]
+    if np.iscomplexobj(dp):  # the phases, split evenly between u_i and v_i, as svd's
+        du = du + u * (1j * np.imag(np.diagonal(dp)) / (2 * s))[None, :]
+    return orth(a, rcond), du
 
 
 def _null_space_factors(a, rcond, check_finite, lapack_driver):
     """The kept singular triplets (U_r, s_r, V_r) of SciPy's decision, and the dimension of
     the null space."""
     require_matrix("null_space", a)
+    _require_first_order("null_space", a)
     u, s, vt = svd(a, full_matrices=False, check_finite=check_finite,
                    lapack_driver=lapack_driver)
     rank, _ = _svd_rank(s, np.shape(a), rcond)
-    return u[:, :rank], s[:rank], transpose(vt[:rank]), np.shape(a)[1] - rank
+    return u[:, :rank], s[:rank], adjoint(vt[:rank]), np.shape(a)[1] - rank
 
 
 def _require_one_dimension(dimension):
@@ -859,8 +880,12 @@ def _null_space_rule(A, rcond=None, *, overwrite_a=False, check_finite=True,
             return (np.zeros_like(A),)
         q = result[:, 0]
         w = A @ q
-        c = (transpose(v) @ dq[:, 0]) / (w @ w - s * s)
-        return (np.outer(u @ (c * s), q) + np.outer(w, v @ c),)
+        if np.iscomplexobj(q):  # q's phase is arbitrary: the loss must not read it
+            require_phase_free("scipy.linalg.null_space",
+                               np.imag(np.vdot(q, dq[:, 0]))[None],
+                               squared_column_norms(dq))
+        c = (adjoint(v) @ dq[:, 0]) / (np.real(np.vdot(w, w)) - s * s)
+        return (np.outer(u @ (c * s), np.conjugate(q)) + np.outer(w, np.conjugate(v @ c)),)
 
     return result, back
 
@@ -876,8 +901,9 @@ def _null_space_jvp(tangents, A, rcond=None, *, overwrite_a=False, check_finite=
     _require_one_dimension(dimension)
     q = result[:, 0]
     w = A @ q
-    dq = v @ ((s * (transpose(u) @ (da @ q)) + transpose(v) @ (transpose(da) @ w))
-              / (w @ w - s * s))
+    # (the gauge qᴴ dq = 0: q's phase, arbitrary, does not move)
+    dq = v @ ((s * (adjoint(u) @ (da @ q)) + adjoint(v) @ (adjoint(da) @ w))
+              / (np.real(np.vdot(w, w)) - s * s))
     return result, dq[:, None]
 
 

@@ -77,7 +77,9 @@ refused).
 ``orth`` and ``null_space`` differentiate the columns of SciPy's SVD that its rank decision keeps
 (Townsend 2016), the dropped singular values being zero: kept singular values repeated within
 rounding, and a null space of more than one dimension, whose basis vectors are not determined,
-are refused. ``pinvh`` is pinv's rule for a symmetric (or complex Hermitian) matrix, with the symmetric
+are refused; complex matrices are differentiated to first order (their second derivatives would
+go through svd's rule, which takes real ones), a loss that reads the arbitrary phases of their
+columns being refused, as svd's. ``pinvh`` is pinv's rule for a symmetric (or complex Hermitian) matrix, with the symmetric
 (Hermitian) gradient.
 ``hessenberg`` (``H``, and ``Q`` with ``calc_q=True``) has SciPy's values and the derivatives of
 the same Householder reflectors (LAPACK's sign convention) computed by differentiated steps,
