@@ -963,38 +963,53 @@ _schur = StandIn(_linalg.schur, _schur_refusal)
 # ----------------------------------------------------------------------------------------------
 # hessenberg: H = Qᵀ A Q by Householder reflectors. SciPy's values (LAPACK's gehrd and orghr),
 # with the derivatives of the same reflectors computed by steps mutad differentiates (LAPACK's
-# dlarfg: v = [1, x₂:/(α - β)], β = -sign(α)‖x‖, τ = (β - α)/β), checked against SciPy's form;
-# a column already zero below the subdiagonal (no reflector, τ = 0) is refused, the reduction
-# being discontinuous there.
+# larfg: v = [1, x₂:/(α - β)], β = -sign(Re α)‖x‖, τ = (β - α)/β), checked against SciPy's form;
+# real or complex; a column already zero below the subdiagonal (no reflector, τ = 0) is refused,
+# the reduction being discontinuous there.
 
 
-_hessenberg_value = Value(lambda a: _linalg.hessenberg(a), "scipy.linalg.hessenberg")
-_hessenberg_q_value = Value(lambda a: _linalg.hessenberg(a, calc_q=True)[1],
-                            "scipy.linalg.hessenberg")
+class _HessenbergValue(Value):
+    """SciPy's Hessenberg form (or its Q), without a derivative, of real or complex matrices."""
+
+    complex_values = CONVENTION  # no cotangent at all: the same in every convention
+
+
+_hessenberg_value = _HessenbergValue(lambda a: _linalg.hessenberg(a), "scipy.linalg.hessenberg")
+_hessenberg_q_value = _HessenbergValue(lambda a: _linalg.hessenberg(a, calc_q=True)[1],
+                                       "scipy.linalg.hessenberg")
 
 
 def _householder_hessenberg(a):
-    """(H, Q) of LAPACK's reduction, step by step."""
+    """(H, Q) of LAPACK's reduction (gehd2, larfg), step by step: H(k) = I - τ v vᴴ with
+    H(k)ᴴ x = β e₁, applied as H(k)ᴴ A H(k). A complex matrix gets one more step, which makes
+    the last subdiagonal entry real (a reflector of one entry)."""
     n = np.shape(a)[0]
+    complex_values = np.iscomplexobj(a)
     h = a * 1.0
     q = np.eye(n) + 0.0 * a
-    for k in range(n - 2):
+    for k in range(n - 1 if complex_values else n - 2):
         x = h[k + 1:, k]
         alpha, rest = x[0], x[1:]
-        norm = np.linalg.norm(rest)
-        if not norm > 0:  # (a decision) LAPACK's τ = 0 here and τ ≈ 2 nearby: no derivative
+        norm = np.linalg.norm(rest) if np.shape(rest)[0] else 0.0 * np.real(alpha)
+        if not (norm > 0 or (complex_values and np.imag(alpha) != 0)):
+            # (a decision) LAPACK's τ = 0 here and τ ≈ 2 nearby: no derivative
             raise UnsupportedOperationError(
                 "scipy.linalg.hessenberg of a matrix whose column "
-                f"{k} is already zero below its subdiagonal: LAPACK skips that reflector (τ = "
-                "0), while at every nearby matrix it takes one that flips a row's sign, so the "
-                "reduction has no derivative there. Differentiate the matrix itself where it "
-                "is already in Hessenberg form, or pass it through mutad.stop_gradient.")
-        beta = -np.copysign(np.hypot(alpha, norm), alpha)
+                f"{k} is already zero below its subdiagonal (and that entry real): LAPACK "
+                "skips that reflector (τ = 0), while at every nearby matrix it takes one that "
+                "flips a row's sign, so the reduction has no derivative there. Differentiate "
+                "the matrix itself where it is already in Hessenberg form, or pass it through "
+                "mutad.stop_gradient.")
+        if complex_values:
+            size = np.sqrt(np.real(alpha) ** 2 + np.imag(alpha) ** 2 + norm * norm)
+            beta = -np.copysign(size, np.real(alpha))
+        else:
+            beta = -np.copysign(np.hypot(alpha, norm), alpha)
         v = np.concatenate([np.ones(1), rest / (alpha - beta)])
         tau = (beta - alpha) / beta
-        h[k + 1:, :] -= tau * np.outer(v, v @ h[k + 1:, :])
-        h[:, k + 1:] -= tau * np.outer(h[:, k + 1:] @ v, v)
-        q[:, k + 1:] -= tau * np.outer(q[:, k + 1:] @ v, v)
+        h[k + 1:, :] -= conjugate(tau) * np.outer(v, conjugate(v) @ h[k + 1:, :])
+        h[:, k + 1:] -= tau * np.outer(h[:, k + 1:] @ v, conjugate(v))
+        q[:, k + 1:] -= tau * np.outer(q[:, k + 1:] @ v, conjugate(v))
     return np.triu(h, -1), q
 
 
@@ -1002,10 +1017,6 @@ def _hessenberg(a, calc_q=False, overwrite_a=False, check_finite=True):
     if not carries_derivative(a):  # a constant (mutad.stop_gradient): SciPy's own
         return _hessenberg_stand_in.original(a, calc_q, overwrite_a, check_finite)
     require_matrix("hessenberg", a)
-    if np.iscomplexobj(a):
-        raise UnsupportedOperationError(
-            "scipy.linalg.hessenberg of a complex matrix: mutad differentiates the Hessenberg "
-            "form of real matrices only.")
     if np.shape(a)[0] <= 2:  # SciPy's: already Hessenberg, Q = I
         return (a, np.eye(np.shape(a)[0])) if calc_q else a
     h, q = _householder_hessenberg(a)

@@ -79,12 +79,13 @@ refused).
 rounding, and a null space of more than one dimension, whose basis vectors are not determined,
 are refused; complex matrices are differentiated to first order (their second derivatives would
 go through svd's rule, which takes real ones), a loss that reads the arbitrary phases of their
-columns being refused, as svd's. ``pinvh`` is pinv's rule for a symmetric (or complex Hermitian) matrix, with the symmetric
-(Hermitian) gradient.
-``hessenberg`` (``H``, and ``Q`` with ``calc_q=True``) has SciPy's values and the derivatives of
-the same Householder reflectors (LAPACK's sign convention) computed by differentiated steps,
-checked against SciPy's form; a column already zero below the subdiagonal is refused (LAPACK
-skips its reflector, and the reduction is discontinuous there).
+columns being refused, as svd's. ``pinvh`` is pinv's rule for a symmetric (or complex
+Hermitian) matrix, with the symmetric (Hermitian) gradient. ``hessenberg`` (``H``, and ``Q``
+with ``calc_q=True``, real or complex) has SciPy's values and the derivatives of the same
+Householder reflectors (LAPACK's conventions) computed by differentiated steps, checked against
+SciPy's form; a column already zero below the subdiagonal (for a complex matrix, the last
+subdiagonal entry real) is refused: LAPACK skips its reflector there and takes one nearby, so
+the reduction is discontinuous.
 
 Each function also has a forward rule (``@f.jvp_rule``) from the same results, agreeing with its
 reverse rule (<ẏ, w> = <ẋ, vjp(w)>: symmetric inputs take the symmetric part of their tangent,
