@@ -1124,6 +1124,11 @@ def _nnls_parts(A, b, maxiter, atol):
     given = {} if atol is _NNLS_ATOL else {"atol": atol}
     x, rnorm = nnls(A, b, maxiter=maxiter, **given)
     free = np.flatnonzero(x > 0)  # (the decision: the active set)
+    if free.size and np.linalg.matrix_rank(stop_gradient(A)[:, free]) < free.size:
+        raise UnsupportedOperationError(
+            "scipy.optimize.nnls: the columns of A of the coordinates the solution leaves free "
+            "are linearly dependent, so the least-squares solution on them, and its "
+            "derivative, are not unique. Remove the dependent columns of A.")
     placing = np.eye(np.shape(x)[0])[:, free]
     return x, rnorm, free, placing, b - A @ x
 
