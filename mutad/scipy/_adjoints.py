@@ -34,7 +34,7 @@ class ScipyAdjoint(Adjoint):
     ``lower``, ``check_finite``) get ``None``. Plain calls go to SciPy untouched.
     """
 
-    complex_values = None  # SciPy's functions take complex values only where a module says so
+    complex_values: str | None = None  # SciPy's functions take complex values only where a module says so
 
     def __init__(self, fn):
         super().__init__(fn)

@@ -158,7 +158,7 @@ class _Evaluation(Adjoint):
     points, ``W`` is computed in the forward pass with this same operation instead, so that
     the outer one differentiates it."""
 
-    complex_values = None
+    complex_values: str | None = None
 
     def __init__(self):
         super().__init__(self._plain)
