@@ -807,7 +807,9 @@ class TracedMatrix:
     """SciPy's ``np.matrix`` result (an spmatrix's ``sum(axis)``) of traced values: a traced
     2-d array (``array``) that computes as ``np.matrix`` does where it differs from an array
     (``*`` is the matrix product, ``.sum(axis)`` keeps two dimensions, ``.A``, ``.A1``), and
-    refuses what it does not follow. ``np.asarray(m)`` and ``m.A`` are the traced array."""
+    refuses what it does not follow. ``np.asarray(m)`` and ``m.A`` are the traced array; NumPy's
+    ufuncs refuse it (its operators must not become elementwise ufunc calls): apply them to
+    ``m.A``."""
 
     __array_ufunc__ = None  # NumPy's operators give way to ours
     ndim = 2
