@@ -147,6 +147,8 @@ def test_a_scipy_function_with_the_rules_of_its_wrapper():
     assert "ScipyAdjoint" in said["routed"]
     assert where(stand_in.pure_rule) in said["reverse"]
     assert where(stand_in.forward_rule) in said["forward"]
+    assert said["complex values"].startswith("holomorphic (registry.holomorphic)")
+    said = facts(explain(scipy.linalg.logm))
     assert said["complex values"].startswith("refused: complex values raise ComplexInputError")
 
 

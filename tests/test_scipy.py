@@ -185,6 +185,13 @@ LINALG_CASES = [
                                                               constant(True))),
     Case.named("logm",                 linalg.logm,       arguments(symmetric_positive_definite(3))),
     Case.named("logm_nonsymmetric",    linalg.logm,       arguments(well_conditioned(3))),
+    # columns of the SVD by SciPy's rank decision (rank-deficient ones: sign-free tests in
+    # tests/test_scipy_linalg_functions.py), and the pseudo-inverse through eigh
+    Case.named("orth",                 linalg.orth,       arguments(normal(5, 3))),
+    Case.named("orth_wide",            linalg.orth,       arguments(normal(3, 5))),
+    Case.named("null_space",           linalg.null_space, arguments(normal(3, 4))),
+    Case.named("pinvh",                linalg.pinvh,      arguments(symmetric_positive_definite(4)),
+         symmetric=(0,)),
 ]
 # fmt: on
 
@@ -219,10 +226,12 @@ def as_tuple(result):
     return tuple(result) if isinstance(result, tuple) else (result,)
 
 
-# Complex values: scipy.signal.convolve takes them (its rule is complex-capable), to order 2;
+# Complex values: scipy.signal.convolve and scipy.linalg.expm take them (their rules are
+# complex-capable), to order 2;
 # the functions without a complex rule refuse them. scipy.special's ufuncs have complex rows
 # in tests/cases.py's COMPLEX_UFUNC_CASES; the factorizations are tested elsewhere.
-COMPLEX_CASES = [complexified(c) for c in SIGNAL_CASES if c.name.startswith("convolve")]
+COMPLEX_CASES = [complexified(c) for c in SIGNAL_CASES if c.name.startswith("convolve")] + [
+    complexified(c) for c in LINALG_CASES if c.name in ("expm", "expm_stack")]
 COMPLEX_REFUSED = [complexified(c) for c in SPECIAL_CASES + SIGNAL_CASES
                    if c.name in ("softmax", "log_softmax_axis", "logsumexp_weights", "lfilter_iir",
                                  "lfilter_fir_zi")]
@@ -788,6 +797,10 @@ def forward_linalg_cases():
         case("qr-r", sl.qr, (normal_sampler(5, 3),), {"mode": "r"}),
         case("qr-pivoting", sl.qr, (normal_sampler(5, 3),), {"mode": "economic", "pivoting": True}),
         case("logm", sl.logm, (spd(3, 3),)),
+        case("orth", sl.orth, (normal_sampler(5, 3),), align=align_columns),
+        case("null_space", sl.null_space, (normal_sampler(3, 4),), align=align_columns),
+        case("pinvh", sl.pinvh, (spd(4, 4),), symmetric=(0,)),
+        case("pinvh-upper", sl.pinvh, (spd(4, 4),), {"lower": False}, symmetric=(0,)),
     ]
     for lower in (False, True):
         function, rule = with_factor(sl.cho_solve)
@@ -805,7 +818,7 @@ FORWARD_LINALG = forward_linalg_cases()
 TRANSPOSED = {"scipy.cho_factor-lower", "scipy.cho_solve-lower=True", "scipy.lu_factor",
               "scipy.lu_solve-trans=1", "scipy.solve-pos-transposed", "scipy.inv-diagonal",
               "scipy.expm", "scipy.eigh", "scipy.svd-thin", "scipy.det", "scipy.qr-pivoting",
-              "scipy.logm"}
+              "scipy.logm", "scipy.orth", "scipy.null_space", "scipy.pinvh"}
 
 
 @pytest.mark.parametrize("case", FORWARD_LINALG, ids=case_id)
@@ -1006,3 +1019,61 @@ def test_new_special_rows_at_the_edges_of_their_formulas():
     for f in (scipy.special.ellipkinc, scipy.special.ellipeinc):
         value, (g,) = mutad.value_and_gradient(lambda phi: f(phi, 2.0).sum(), np.array([0.3]))
         assert np.isnan(value) and np.isnan(g).all()
+
+
+# ----------------------------------------------------------------------------------------------
+# The spherical Bessel functions, in z (real or complex), their derivatives (derivative=True)
+# too; SciPy's values bit for bit; the order n has no derivative.
+
+SPHERICAL = ["spherical_jn", "spherical_yn", "spherical_in", "spherical_kn"]
+SPHERICAL_Z = {"spherical_jn": np.array([0.3, 1.2, 2.5, -0.7, 6.0]),
+               "spherical_in": np.array([0.3, 1.2, 2.5, -0.7, 3.0]),
+               "spherical_yn": np.array([0.4, 1.2, 2.5, 6.0]),
+               "spherical_kn": np.array([0.4, 1.2, 2.5, 4.0])}
+
+
+@pytest.mark.parametrize("derivative", [False, True])
+@pytest.mark.parametrize("kind", ["real", "complex"])
+@pytest.mark.parametrize("name", SPHERICAL)
+def test_spherical_bessel_functions(name, kind, derivative):
+    z = SPHERICAL_Z[name] + (0.4j if kind == "complex" else 0.0)
+    n = np.array([0, 1, 2, 3, 5])[:z.size] if name != "spherical_jn" else np.arange(5)
+    for function in (getattr(scipy.special, name), getattr(special, name)):
+        def f(z):
+            return function(n, z, derivative)
+
+        y, _ = mutad.pullback(f, z.copy())
+        assert y.tobytes() == f(z).tobytes()  # SciPy's values, bit for bit
+        for policy in POLICIES:
+            mutad.check_grads(f, z.copy(), policy=policy, order=2)
+        mutad.check_jvp(f, z.copy())
+    assert getattr(special, name)(n, z, derivative).tobytes() == f(z).tobytes()
+
+
+@pytest.mark.parametrize("name", ["spherical_jn", "spherical_in"])
+def test_spherical_bessel_derivatives_at_zero(name):
+    """At z = 0 the differential equation divides by z: j_n's and i_n's derivatives there come
+    from their power series, to order 4 checked here by finite differences of SciPy's own
+    derivative."""
+    function = getattr(scipy.special, name)
+    for n in range(6):
+        def derivative(z, n=n):
+            return function(n, z, True)
+
+        second = mutad.gradient(derivative, np.array(0.0))[0]
+        third = mutad.hessian(derivative, np.array(0.0))
+        h = 1e-3
+        assert abs(second - (derivative(h) - derivative(-h)) / (2 * h)) < 1e-6
+        assert abs(third - (derivative(h) - 2 * derivative(0.0) + derivative(-h)) / h**2) < 1e-5
+
+
+def test_spherical_bessel_replay_and_order():
+    def loss(z):
+        return np.sum(scipy.special.spherical_jn(2, z) ** 2 + scipy.special.spherical_kn(1, z, True))
+
+    replayed = mutad.grad(loss, replay=True)
+    for k in range(3):
+        z = SPHERICAL_Z["spherical_kn"] * (1.0 + 0.1 * k)
+        assert replayed(z.copy()).tobytes() == mutad.gradient(loss, z.copy())[0].tobytes()
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="order n"):
+        mutad.gradient(lambda n: scipy.special.spherical_jn(n, 1.5), 2.0)

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import scipy.interpolate
 import scipy.sparse.linalg
-from scipy.interpolate import (Akima1DInterpolator, BSpline, CubicHermiteSpline, CubicSpline,
-                               PchipInterpolator, RegularGridInterpolator, interp1d, interpn,
+from scipy.interpolate import (Akima1DInterpolator, BarycentricInterpolator, BSpline,
+                               CubicHermiteSpline, CubicSpline, PchipInterpolator, PPoly,
+                               RegularGridInterpolator, barycentric_interpolate, interp1d, interpn,
                                make_interp_spline, pchip_interpolate)
 
 import mutad
@@ -86,6 +87,20 @@ FORMS = {
     "Akima1DInterpolator axis=1": lambda y, q: Akima1DInterpolator(
         X, np.stack([y, np.cos(y)]), axis=1, method="makima")(q),
     "Akima1DInterpolator makima": lambda y, q: Akima1DInterpolator(X, y, method="makima")(q),
+    "PPoly": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]])(q),
+    "PPoly nu=1": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]])(q, 1),
+    "PPoly derivative": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]]).derivative()(q),
+    "PPoly 2-d": lambda y, q: PPoly(np.reshape(np.outer(y[:6], [1.0, -2.0]), (2, 3, 2)),
+                                    X[[0, 2, 4, 6]])(q),
+    "PPoly no extrapolate": lambda y, q: np.nan_to_num(
+        PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]], extrapolate=False)(q + 1.05)),
+    "barycentric_interpolate": lambda y, q: barycentric_interpolate(X, y, q, rng=0),
+    "barycentric_interpolate der=1": lambda y, q: barycentric_interpolate(X, y, q, der=1, rng=0),
+    "BarycentricInterpolator": lambda y, q: BarycentricInterpolator(X, y, rng=0)(q),
+    "BarycentricInterpolator 2-d": lambda y, q: BarycentricInterpolator(
+        X, np.stack([y, y * y], 1), rng=0)(q),
+    "BarycentricInterpolator derivative": lambda y, q: BarycentricInterpolator(
+        X, y, rng=0).derivative(q, 2),
     "mutad.scipy.interpolate": lambda y, q: interpolate.CubicSpline(X, y)(q),
     "scipy.interpolate.CubicSpline": lambda y, q: scipy.interpolate.CubicSpline(X, y)(q),
 }
@@ -112,6 +127,8 @@ BUILT = {
     "interp1d cubic": interp1d(X, Y, kind="cubic"),
     "interp1d linear": interp1d(X, Y),
     "interp1d fill": interp1d(X, Y, bounds_error=False, fill_value=0.5),
+    "BarycentricInterpolator": BarycentricInterpolator(X, np.stack([Y, -Y]), axis=1, rng=0),
+    "PPoly": PPoly(np.reshape(Y[:6], (3, 2)), X[[0, 3, 6]]),
 }
 QUERY_FORMS = {
     **{name: (lambda s: lambda q: s(q))(s) for name, s in BUILT.items()},
@@ -120,6 +137,9 @@ QUERY_FORMS = {
     "make_interp_spline nu=2": lambda q: BUILT["make_interp_spline"](q, nu=2),
     "interp1d fill outside": lambda q: BUILT["interp1d fill"](q + 1.05),
     "built inside f": lambda q: CubicSpline(X, Y, bc_type="natural")(q),
+    "BarycentricInterpolator derivative": lambda q: BUILT["BarycentricInterpolator"].derivative(
+        q, 2),
+    "barycentric_interpolate": lambda q: barycentric_interpolate(X, Y, q, der=1, rng=0),
 }
 
 
@@ -236,6 +256,15 @@ REFUSED = {
     "pchip grid": lambda y: RegularGridInterpolator(GRID, VALUES * y[0], method="pchip")(POINTS),
     "attribute": lambda y: CubicSpline(X, y).c,
     "interp1d derivative": lambda y: interp1d(X, y).derivative(),
+    "PPoly traced breakpoints": lambda y: PPoly(np.ones((2, 2)), np.sort(y[:3]))(QUERIES),
+    "PPoly axis": lambda y: PPoly(np.reshape(np.outer(y[:6], [1.0, 2.0]), (2, 3, 2)), X[:3],
+                                  axis=1)(QUERIES),
+    "PPoly attribute": lambda y: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]]).c,
+    "barycentric traced nodes": lambda y: barycentric_interpolate(y, X, QUERIES),
+    "barycentric orders": lambda y: barycentric_interpolate(X, y, QUERIES, der=[0, 1]),
+    "barycentric attribute": lambda y: BarycentricInterpolator(X, y).wi,
+    "barycentric weights at traced queries": lambda y: BarycentricInterpolator(
+        X, X, wi=np.linspace(1.0, 2.0, 7) * (-1.0) ** np.arange(7))(QUERIES + y[:5]),
 }
 
 
@@ -611,3 +640,45 @@ def test_interpn_splinef2d_of_traced_values_is_refused_by_name():
     with pytest.raises(mutad.MutadError, match="splinef2d"):
         mutad.gradient(lambda v: np.sum(scipy.interpolate.interpn((gx, gy), v, points,
                                                                   method="splinef2d")), values)
+
+
+def test_barycentric_at_the_nodes_and_replay():
+    """At a node SciPy's value is the datum itself; the derivatives there are the
+    interpolant's, and a replay decides the weights' evaluation again at each call."""
+    at_nodes = np.r_[X[1:3], 0.9]
+
+    def f(y, q):
+        return barycentric_interpolate(X, y, q, rng=0)
+
+    y, q = Y.copy(), at_nodes.copy()
+    assert np.array_equal(mutad.pullback(f, y, q)[0][:2], Y[1:3])
+    mutad.check_grads(f, y, q)
+    mutad.check_jvp(f, y, q)
+    weights = np.linspace(1.0, 2.0, 7) * (-1.0) ** np.arange(7)  # a rational interpolant's
+    mutad.check_grads(lambda y: BarycentricInterpolator(X, y, wi=weights)(QUERIES), Y.copy())
+    replays_as_traced(lambda y, q: np.sum(np.sin(f(y, q))) + np.sum(
+        PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]])(q) ** 2),
+        [(Y * k, QUERIES + 0.1 * k) for k in (1.0, 2.0)], argnums=(0, 1))
+
+
+COMPLEX_FORMS = {
+    "PPoly": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]])(q),
+    "PPoly derivative": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]]).derivative()(
+        q, 1),
+    "barycentric_interpolate": lambda y, q: barycentric_interpolate(X, y, q, rng=0),
+    "BarycentricInterpolator derivative": lambda y, q: BarycentricInterpolator(
+        X, y, rng=0).derivative(q, 1),
+}
+
+
+@pytest.mark.parametrize("form", COMPLEX_FORMS)
+def test_complex_data(form):
+    """PPoly's coefficients and a barycentric interpolant's values may be complex (the
+    interpolant is linear in them with real coefficients), the queries real."""
+    f = COMPLEX_FORMS[form]
+    y, q = Y * np.exp(0.3j * X), QUERIES.copy()
+    value, _ = mutad.pullback(f, y.copy(), q.copy())
+    assert value.tobytes() == f(y, q).tobytes()
+    for policy in POLICIES:
+        mutad.check_grads(f, y.copy(), q.copy(), policy=policy, order=2)
+    mutad.check_jvp(f, y.copy(), q.copy())

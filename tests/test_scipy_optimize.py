@@ -1043,3 +1043,61 @@ def test_parameters_in_the_attributes_of_an_object_closed_over():
     value, (dg,) = mutad.value_and_gradient(g, 0.7)
     assert value == g(0.7)
     assert dg == pytest.approx(1.0 / (3.0 * value ** 2 + 1.0), rel=1e-9)
+
+
+# ----------------------------------------------------------------------------------------------
+# nnls: SciPy's solution, differentiated through its active set (the free coordinates are the
+# least-squares solution of their columns; the coordinates at 0 stay there).
+
+NNLS_A = np.random.default_rng(3).standard_normal((6, 4))
+NNLS_B = np.random.default_rng(4).standard_normal(6)
+NNLS_FORMS = {
+    "both": (lambda a, b: scipy.optimize.nnls(a, b), (NNLS_A, NNLS_B)),
+    "solution in b": (lambda b: scipy.optimize.nnls(NNLS_A, b)[0], (NNLS_B,)),
+    "residual in a": (lambda a: scipy.optimize.nnls(a, NNLS_B)[1], (NNLS_A,)),
+    "every coordinate free": (lambda a, b: scipy.optimize.nnls(a, b),
+                              (np.eye(3) + 0.1, np.array([1.0, 2.0, 3.0]))),
+    "every coordinate at 0": (lambda a, b: scipy.optimize.nnls(a, b),
+                              (np.eye(3) + 0.1, np.array([-1.0, -2.0, -3.0]))),
+    "mutad's name": (lambda a, b: optimize.nnls(a, b, maxiter=50), (NNLS_A, NNLS_B)),
+}
+
+
+@pytest.mark.parametrize("form", NNLS_FORMS)
+def test_nnls(form):
+    f, args = NNLS_FORMS[form]
+    copies = [a.copy() for a in args]
+    y, _ = mutad.pullback(f, *copies)
+    for ours, scipys in zip(y if isinstance(y, tuple) else (y,),
+                            (f(*args) if isinstance(y, tuple) else (f(*args),)), strict=True):
+        assert np.asarray(ours).tobytes() == np.asarray(scipys).tobytes()  # bit for bit
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, *copies, policy=policy, order=2)
+    mutad.check_jvp(f, *copies)
+    for a, original in zip(copies, args, strict=True):
+        assert a.tobytes() == original.tobytes()
+
+
+def test_nnls_free_coordinates_are_the_least_squares_solution_of_their_columns():
+    x = scipy.optimize.nnls(NNLS_A, NNLS_B)[0]
+    free = x > 0
+    assert 0 < free.sum() < x.size  # a coordinate held at 0
+    (g,) = mutad.gradient(lambda b: np.sum(scipy.optimize.nnls(NNLS_A, b)[0]), NNLS_B.copy())
+    assert np.allclose(g, np.linalg.pinv(NNLS_A[:, free]).T @ np.ones(free.sum()))
+
+
+def test_nnls_replay_follows_the_active_set():
+    def loss(a, b):
+        x, rnorm = scipy.optimize.nnls(a, b)
+        return np.sum(x ** 2) + rnorm
+
+    replayed = mutad.grad(loss, argnums=(0, 1), replay=True)
+    rng = np.random.default_rng(5)
+    sets = set()
+    for k in range(4):
+        b = NNLS_B + 0.4 * k * rng.standard_normal(6)
+        sets.add(tuple(scipy.optimize.nnls(NNLS_A, b)[0] > 0))
+        traced = mutad.gradient(loss, NNLS_A.copy(), b.copy())
+        for ours, expected in zip(replayed(NNLS_A.copy(), b.copy()), traced, strict=True):
+            assert ours.tobytes() == expected.tobytes()
+    assert len(sets) > 1  # the active set changed between the calls

@@ -397,7 +397,11 @@ def refuses(f, *args, match):
 def test_refusals():
     refuses(lambda k: np.sum(scipy.sparse.csr_array(stiffness(k))[1] @ B), K.copy(),
             match="one dimension")
-    refuses(lambda k: np.sum(stiffness(k, "csr").sum(axis=0)), K.copy(), match="np.matrix")
+    refuses(lambda k: np.sum(stiffness(k, "csr").sum(axis=0)[0]), K.copy(), match="np.matrix")
+    refuses(lambda k: np.sum(stiffness(k, "csr").sum(axis=0) ** 2), K.copy(), match="np.matrix")
+    refuses(lambda k: stiffness(k, "csr").max(axis=0), K.copy(), match="max")
+    refuses(lambda k: np.sum(stiffness(k, "dia").setdiag(k[:2]) or 0.0), K.copy(),
+            match="dia")
     refuses(lambda k: np.sum(stiffness(k, "csr") + np.ones((N, N))), K.copy(),
             match="np.matrix")
     refuses(lambda k: np.sum(scipy.sparse.linalg.spsolve_triangular(
@@ -704,18 +708,21 @@ def test_a_matrix_assembled_entry_by_entry_with_traced_values(kind):
 
 
 def test_an_assembled_matrix_refuses_what_would_read_its_placeholders():
-    def setdiag_after(k):
+    def setdiag_after(k):  # setdiag overwrites the traced entry on the diagonal, not the other
         A = scipy.sparse.lil_matrix((3, 3))
         A[0, 0] = k[0]
-        A.setdiag([1.0, 2.0, 3.0])
+        A[2, 0] = k[1]
+        A.setdiag([1.0, 2.0])
         return A.tocsr().sum()
+
+    value, (g,) = mutad.value_and_gradient(setdiag_after, K.copy())
+    assert value == 3.0 + K[1] and np.array_equal(g, np.eye(1, N + 1, 1)[0])
 
     def region_of_traced(k):
         A = scipy.sparse.lil_matrix((3, 3))
         A[0, :] = k[:3]
         return A.tocsr().sum()
 
-    refuses(setdiag_after, K.copy(), match="convert it first")
     refuses(region_of_traced, K.copy(), match="one entry at a time")
 
     def plain(x):  # without traced entries: SciPy's own matrix
@@ -1172,3 +1179,105 @@ def test_scaling_a_matrix_of_constants_in_place_by_a_traced_number_is_refused():
 
     value, (g,) = mutad.value_and_gradient(by_array, U)
     assert value == by_array(U) and np.allclose(g, (M + M.T) @ U)
+
+
+# An spmatrix's sum along an axis (SciPy's np.matrix, a traced matrix here), max and min,
+# setdiag.
+
+MATRIX_SUMS = {
+    "sum(axis=0).A1": lambda k: stiffness(k, "csr").sum(axis=0).A1,
+    "np.asarray(sum(axis=1)).ravel()": lambda k: np.asarray(
+        stiffness(k, "csc").sum(axis=1)).ravel(),
+    "sum(axis=0).sum()": lambda k: stiffness(k, "csr").sum(axis=0).sum(),
+    "np.sum(sum(axis=1), axis=0)": lambda k: np.sum(stiffness(k, "csr").sum(axis=1), axis=0).A,
+    "row sums times a column (a matrix product)": lambda k: (
+        stiffness(k, "csr").sum(axis=0) * B[:, None]).A1,
+    "a vector times the column of row sums": lambda k: (
+        B * stiffness(k, "csr").sum(axis=1)).A1,
+    "rows normalised": lambda k: (lambda a: a.multiply(1.0 / a.sum(axis=1)).toarray())(
+        stiffness(k, "csr")),
+    "sum(axis=-1) + 1": lambda k: (stiffness(k, "coo").sum(axis=-1) + 1.0).A,
+    "mean(axis=0)": lambda k: stiffness(k, "csr").mean(axis=0).A1,
+    "an entry": lambda k: stiffness(k, "csr").sum(axis=0)[0, 2],
+    "lil": lambda k: (lambda a: (a.__setitem__((0, 1), k[0]), a.sum(axis=0).A1)[1])(
+        scipy.sparse.lil_matrix((3, 3))),
+}
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # NumPy's, of np.matrix * x
+@pytest.mark.parametrize("name", MATRIX_SUMS)
+def test_a_sum_along_an_axis_of_an_spmatrix(name):
+    f = MATRIX_SUMS[name]
+    y, _ = mutad.pullback(f, K.copy())
+    assert np.asarray(y).tobytes() == np.asarray(f(K)).tobytes()  # SciPy's values
+    check(f, K.copy())
+
+
+def _stored(d):
+    return csr_matrix((d, M.indices, M.indptr), shape=M.shape)
+
+
+EXTREMES = {
+    "max": lambda d: _stored(d).max(),
+    "min": lambda d: _stored(d).min(),
+    "min explicit": lambda d: _stored(d).min(explicit=True),
+    "max of a csr_array": lambda d: scipy.sparse.csr_array(_stored(d)).max(),
+    "max of a coo matrix": lambda d: _stored(d).tocoo().max(),
+    "max of a full matrix": lambda d: csr_matrix(np.reshape(d[:4], (2, 2))).max(),
+}
+
+
+@pytest.mark.parametrize("name", EXTREMES)
+def test_max_and_min(name):
+    f = EXTREMES[name]
+    d = M.data - 2.0 + 0.01 * np.arange(M.nnz)  # distinct, and negative: min is stored
+    y, _ = mutad.pullback(f, d.copy())
+    assert np.asarray(y).tobytes() == np.asarray(f(d)).tobytes()
+    check(f, d)
+
+
+def test_max_splits_its_gradient_between_ties_and_leaves_an_unstored_zero_none():
+    data = np.array([3.0, 1.0, 3.0])
+
+    def matrix(d):
+        return csr_matrix((d, [0, 2, 1], [0, 2, 3]), shape=(2, 3))
+
+    assert np.array_equal(mutad.gradient(lambda d: matrix(d).max(), data)[0], [0.5, 0.0, 0.5])
+    assert np.array_equal(mutad.gradient(lambda d: matrix(d).min(), data)[0], [0.0, 0.0, 0.0])
+    assert np.array_equal(mutad.gradient(lambda d: matrix(d).min(explicit=True), data)[0],
+                          [0.0, 1.0, 0.0])
+
+
+SETDIAG = {
+    "csr, stored diagonal": lambda k: (
+        lambda a: (a.setdiag(k[:N]), a @ B)[1])(stiffness(K, "csr")),
+    "csr, new entries": lambda k: (
+        lambda a: (a.setdiag(k[:N - 2], 2), a.toarray())[1])(stiffness(k, "csr")),
+    "csr, a number": lambda k: (
+        lambda a: (a.setdiag(k[0] * 2.0, -1), a.toarray())[1])(stiffness(k, "csr")),
+    "csc, longer values": lambda k: (
+        lambda a: (a.setdiag(k), a.toarray())[1])(stiffness(k, "csc")),
+    "lil": lambda k: (lambda a: (a.setdiag(k[:3]), a.tocsr() @ B[:3])[1])(
+        scipy.sparse.lil_matrix((3, 3))),
+    "lil, below": lambda k: (lambda a: (a.setdiag(k[:2], -1), a.toarray())[1])(
+        scipy.sparse.lil_array((3, 4))),
+}
+
+
+@pytest.mark.parametrize("name", SETDIAG)
+def test_setdiag(name):
+    f = SETDIAG[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scipy.sparse.SparseEfficiencyWarning)
+        y, _ = mutad.pullback(f, K.copy())
+        assert np.asarray(y).tobytes() == np.asarray(f(K)).tobytes()  # SciPy's values
+        check(f, K.copy())
+
+
+def test_sparse_additions_replay():
+    def f(k):
+        a = stiffness(k, "csr")
+        a.setdiag(k[:N] * 3.0)
+        return np.sum(a.sum(axis=0).A1 ** 2) + a.max() - a.min()
+
+    replays_as_traced(f, [(K,), (K * 1.5,), (K[::-1].copy(),)])

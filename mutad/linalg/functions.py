@@ -1,22 +1,36 @@
-"""Matrix functions: scipy.linalg's expm, logm and sqrtm.
+"""Matrix functions: scipy.linalg's expm, logm, sqrtm and fractional_matrix_power, and the
+trigonometric and hyperbolic ones SciPy writes with expm (cosm, sinm, tanm, coshm, sinhm,
+tanhm).
 
 Al-Mohy & Higham, "Computing the Fréchet derivative of the matrix exponential" (SIAM J. Matrix
 Anal. Appl., 2009) for expm, and Higham, "Functions of Matrices" (2008), §3.2, for expm's and
 logm's Fréchet derivatives as corners of block triangular matrices; sqrtm's derivative solves a
-Sylvester equation.
+Sylvester equation. expm takes complex matrices too (its power series has real coefficients,
+so its rule, written with transposes, is the transpose of the complex derivative: it is declared
+holomorphic); cosm, sinm, tanm, coshm, sinhm and tanhm are SciPy's own steps on expm and solve,
+so their values are SciPy's bit for bit and every mode and order follows. fractional_matrix_power
+has logm's rule: its Fréchet derivative is the corner of the function of a block triangular
+matrix (real or complex matrices; a non-integer power of a matrix with an eigenvalue on the
+branch cut, the closed negative real axis, is refused).
 """
 
 import numpy as np
 import scipy.linalg as _linalg
 
 from ..core.errors import UnsupportedOperationError
+from ..core.registry import CONVENTION, HOLOMORPHIC
+from ..engines.arraylike import carries_derivative
 from ..rules._helpers import transpose
-from ..scipy._adjoints import scipy_adjoint
+from ..scipy._adjoints import ScipyAdjoint, StandIn, Value, scipy_adjoint, scipys_value
 from ..core.views import wrapped
 from ._common import require_matrix
+from .dense import solve
 from .equations import solve_sylvester
 
 expm, logm, sqrtm = map(scipy_adjoint, (_linalg.expm, _linalg.logm, _linalg.sqrtm))
+# e^A has a power series with real coefficients: its Fréchet derivative L(A, E) is complex
+# linear in E and holomorphic in A, and its rule (Ā = L(Aᵀ, Ȳ), transposes) holds for complex A
+expm.complex_values = HOLOMORPHIC
 
 
 # ----------------------------------------------------------------------------------------------
@@ -138,3 +152,147 @@ def _logm_jvp(tangents, A, *settings):
     if type(result) is tuple:
         return result, (tangent, None)
     return result, tangent
+
+
+# ----------------------------------------------------------------------------------------------
+# The fractional power, whose Fréchet derivative is logm's construction with A^t
+
+
+_fractional_power = ScipyAdjoint(_linalg.fractional_matrix_power)
+# z^t is holomorphic off its branch cut (refused), with real coefficients: its rule, written
+# with transposes, holds for complex values as expm's does
+_fractional_power.complex_values = HOLOMORPHIC
+
+
+def _fractional_matrix_power(A, t):
+    """SciPy's ``fractional_matrix_power(A, t)``, differentiated in A; ``t`` is a setting."""
+    if carries_derivative(t):
+        raise UnsupportedOperationError(
+            "scipy.linalg.fractional_matrix_power(A, t): mutad differentiates A, not the power "
+            "t, which depends on the differentiated arguments here. Pass t as a constant, or "
+            "write A^t = expm(t * logm(A)), which mutad differentiates in both.")
+    return _fractional_power(A, t)
+
+
+fractional_matrix_power = StandIn(_linalg.fractional_matrix_power, _fractional_matrix_power)
+
+
+def _power(a, t):
+    """SciPy's A^t, refusing a non-integer power of a matrix with an eigenvalue on the closed
+    negative real axis, the branch cut of the principal power (its derivative does not exist
+    there: nearby matrices' powers jump between the cut's sides)."""
+    require_matrix("fractional_matrix_power", a)
+    result = _fractional_power(a, t)
+    if float(t) != int(t):
+        eigenvalues = np.linalg.eigvals(a)
+        size = np.max(np.abs(eigenvalues), initial=0.0)
+        on_cut = (np.real(eigenvalues) <= 0) & (np.abs(np.imag(eigenvalues)) <= 1e-12 * size)
+        if np.any(on_cut):  # (a decision)
+            raise UnsupportedOperationError(
+                "scipy.linalg.fractional_matrix_power(A, t) of a non-integer power t of a "
+                "matrix with an eigenvalue on the negative real axis or at 0: the principal "
+                "power has no derivative there (its branch cut). Shift or rotate the spectrum "
+                "away from it, or use an integer power.")
+    return result
+
+
+def _power_frechet(a, t, e, real):
+    """The Fréchet derivative L(A, E) of A^t, the corner of ([[A, E], [0, A]])^t (Higham,
+    Functions of Matrices, 2008, §3.2), E scaled to A's norm first, as in ``_logm_frechet``.
+    Where A, A^t and E are ``real``, the block's power is real too; SciPy computes it through
+    a complex Schur form where rounding splits the block's repeated eigenvalues into complex
+    pairs, and its imaginary part, rounding, is dropped."""
+    n = np.shape(a)[-1]
+    size = np.linalg.norm(e, 1)
+    if not size:  # (a decision on the cotangent: 0 gives 0)
+        return np.zeros_like(e) + 0.0 * a
+    scale = np.linalg.norm(a, 1) / size
+    block = np.concatenate([np.concatenate([a, scale * e], axis=-1),
+                            np.concatenate([np.zeros_like(a), a], axis=-1)], axis=-2)
+    power = _fractional_power(block, t)
+    if real and not np.iscomplexobj(e) and np.iscomplexobj(power):
+        power = np.real(power)
+    return power[..., :n, n:] / scale
+
+
+def _is_real(a, result):
+    return not np.iscomplexobj(a) and not np.iscomplexobj(result)
+
+
+@_fractional_power.rule
+def _fractional_power_rule(A, t):
+    """A^t, a primary matrix function of a power series with real coefficients: Ā = L(Aᵀ, Ȳ),
+    as logm's (the transpose of the complex derivative, for complex values)."""
+    result = _power(A, t)
+    real = _is_real(A, result)
+    return result, lambda dy: (_power_frechet(transpose(A), t, dy, real),)
+
+
+@_fractional_power.jvp_rule
+def _fractional_power_jvp(tangents, A, t):
+    result = _power(A, t)
+    return result, _power_frechet(A, t, tangents[0], _is_real(A, result))
+
+
+# ----------------------------------------------------------------------------------------------
+# cosm, sinm, tanm, coshm, sinhm, tanhm: SciPy's own steps on expm (of complex matrices for
+# cosm and sinm) and solve, so their values are SciPy's and every derivative follows from expm's
+
+
+def _cosm(A):
+    if np.iscomplexobj(A):
+        return 0.5 * (expm(1j * A) + expm(-1j * A))
+    return expm(1j * A).real
+
+
+def _sinm(A):
+    if np.iscomplexobj(A):
+        return -0.5j * (expm(1j * A) - expm(-1j * A))
+    return expm(1j * A).imag
+
+
+def _coshm(A):
+    return 0.5 * (expm(A) + expm(-A))
+
+
+def _sinhm(A):
+    return 0.5 * (expm(A) - expm(-A))
+
+
+def _quotient(original, numerator, denominator):
+    """SciPy's ``solve(denominator(A), numerator(A))`` (tanm, tanhm). Real A: SciPy's solve
+    on the steps above, SciPy's values. Complex A, which scipy.linalg.solve's rule does not
+    take: SciPy's own value with the derivatives of np.linalg.solve (holomorphic)."""
+
+    def quotient(A):
+        if not np.iscomplexobj(A):
+            return solve(denominator(A), numerator(A))
+        return scipys_value(_complex_value(original)(A),
+                            np.linalg.solve(denominator(A), numerator(A)))
+
+    return quotient
+
+
+class _ComplexValue(Value):
+    """SciPy's value of tanm or tanhm of a complex matrix, without a derivative."""
+
+    complex_values = CONVENTION  # no cotangent at all: the same in every convention
+
+
+_COMPLEX_VALUES = {}
+
+
+def _complex_value(original):
+    value = _COMPLEX_VALUES.get(original)
+    if value is None:
+        value = _COMPLEX_VALUES[original] = _ComplexValue(
+            original, f"scipy.linalg.{original.__name__}")
+    return value
+
+
+cosm = StandIn(_linalg.cosm, _cosm)
+sinm = StandIn(_linalg.sinm, _sinm)
+coshm = StandIn(_linalg.coshm, _coshm)
+sinhm = StandIn(_linalg.sinhm, _sinhm)
+tanm = StandIn(_linalg.tanm, _quotient(_linalg.tanm, _sinm, _cosm))
+tanhm = StandIn(_linalg.tanhm, _quotient(_linalg.tanhm, _sinhm, _coshm))

@@ -26,8 +26,8 @@ from ..engines.arraylike import carries_derivative
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import CONVENTION, RULES, complex_aware, defjvp, defrule
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
-from ..scipy._adjoints import StandIn, scipy_adjoint
-from ..core.views import memory
+from ..scipy._adjoints import StandIn, Value, scipy_adjoint, scipys_value
+from ..core.views import memory, wrapped
 from ._common import adjoint, conjugate, hermitian_part, real_diagonal, require_matrix
 
 eigh, eigvalsh, eig, eigvals, svd, svdvals, polar = map(scipy_adjoint, (
@@ -735,6 +735,218 @@ def _polar_jvp(tangents, a, side="right"):
     return y, (transpose(du), dp)
 
 
+# ----------------------------------------------------------------------------------------------
+# orth and null_space: columns of SciPy's SVD, chosen by SciPy's rank decision (the singular
+# values above rcond · max(s)), differentiated as Townsend's (2016) formulas for those columns.
+# pinvh: SciPy's pseudo-inverse through eigh, differentiated as pinv (Golub & Pereyra 1973) of
+# a symmetric matrix of locally constant rank, with the symmetric gradient, as eigh's.
+
+orth, null_space, pinvh = map(scipy_adjoint, (_linalg.orth, _linalg.null_space, _linalg.pinvh))
+# orth's and null_space's rules are written with conjugate transposes, in mutad's convention;
+# the phases of complex columns are arbitrary (a loss reading them is refused, as svd's)
+orth.complex_values = null_space.complex_values = CONVENTION
+# pinvh's rules are written for Hermitian matrices (B = Bᴴ: their formulas are their own
+# adjoints), in mutad's convention: complex Hermitian matrices get the Hermitian gradient
+pinvh.complex_values = CONVENTION
+
+
+def _svd_rank(s, shape, rcond):
+    """SciPy's decision in orth and null_space: how many singular values exceed
+    rcond · max(s) (rcond None: eps · max(M, N)), and that threshold."""
+    if rcond is None:
+        rcond = np.finfo(s.dtype).eps * max(shape)
+    tol = np.amax(s, initial=0.0) * rcond
+    return int(np.sum(s > tol)), tol
+
+
+def _require_distinct(name, s, rank, shape):
+    """Refuse kept singular values equal within rounding: their singular vectors are not
+    determined (any rotation of them serves), so neither is their derivative."""
+    head = s[:rank]
+    limit = 100 * max(shape) * np.finfo(s.dtype).eps * np.amax(s, initial=0.0)
+    gaps = np.abs(head[:, None] - head[None, :]) <= limit
+    if np.any(gaps & ~np.eye(rank, dtype=bool)):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name} of a matrix with repeated singular values (equal within "
+            "rounding): the basis vectors it returns are not determined by the matrix (any "
+            "rotation of those columns is a basis of the same space), so they have no "
+            "derivative. Differentiate a quantity of the subspace instead, such as the "
+            "projector Q @ Q.T, computed as A @ scipy.linalg.pinv(A) (range) or "
+            "np.eye(n) - scipy.linalg.pinv(A) @ A (null space).")
+
+
+def _couplings(s):
+    """F_ij = 1/(s_j² - s_i²) off the diagonal, of distinct ``s`` (``_require_distinct``)."""
+    squares = s * s
+    difference = squares[None, :] - squares[:, None]
+    diagonal = np.eye(np.shape(s)[-1], dtype=bool)
+    return np.where(diagonal, 0.0, 1.0 / np.where(diagonal, 1.0, difference))
+
+
+def _require_first_order(name, a):
+    """Refuse a complex matrix some enclosing differentiation follows: the SVD's factors
+    would be differentiated again by scipy.linalg.svd's rule, which takes real matrices."""
+    if np.iscomplexobj(a) and wrapped(a):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name} of a complex matrix under nested differentiation (mutad.hvp, "
+            "hessian, a gradient of a gradient): its first derivatives are followed, its "
+            "second are not (scipy.linalg.svd's rule takes real matrices). Differentiate it "
+            "once, or write it on the real and imaginary parts.")
+
+
+def _orth_factors(a, rcond):
+    """The kept singular triplets (U_r, s_r, V_rᴴ) of the SVD orth computes."""
+    require_matrix("orth", a)
+    _require_first_order("orth", a)
+    u, s, vt = svd(a, full_matrices=False)
+    rank, _ = _svd_rank(s, (np.shape(u)[0], np.shape(vt)[1]), rcond)
+    _require_distinct("orth", s, rank, np.shape(a))
+    return u[:, :rank], s[:rank], vt[:rank]
+
+
+@orth.rule
+def _orth_rule(a, rcond=None):
+    """Q = U_r, the left singular vectors of the r singular values SciPy keeps, the others
+    being zero by its decision: Townsend's (2016, eq. 30) pullback of U with those zero,
+    Ā = U_r (F ∘ (K - Kᵀ)) S_r V_rᵀ + (I - U_r U_rᵀ) Q̄ S_r⁻¹ V_rᵀ, K = U_rᵀ Q̄, which reads
+    none of the dropped singular vectors (determined by rounding alone where A is rank
+    deficient)."""
+    u, s, vt = _orth_factors(a, rcond)
+    result = orth(a, rcond)
+
+    def back(dq):
+        k = adjoint(u) @ dq
+        if np.iscomplexobj(k):  # each column's phase is arbitrary: the loss must not read it
+            require_phase_free("scipy.linalg.orth", np.imag(np.diagonal(k)),
+                               squared_column_norms(dq))
+        da = u @ ((_couplings(s) * (k - adjoint(k))) * s[None, :]) @ vt
+        return (da + (dq - u @ k) @ (vt / s[:, None]),)
+
+    return result, back
+
+
+@orth.jvp_rule
+def _orth_jvp(tangents, a, rcond=None):
+    """dQ = U_r (F ∘ (dP S_r + S_r dPᵀ)) + (I - U_r U_rᵀ) dA V_r S_r⁻¹, dP = U_rᵀ dA V_r."""
+    u, s, vt = _orth_factors(a, rcond)
+    da_v = tangents[0] @ adjoint(vt)
+    dp = adjoint(u) @ da_v
+    dp_s = dp * s[None, :]
+    du = u @ (_couplings(s) * (dp_s + adjoint(dp_s))) + (da_v - u @ dp) / s[None, :]
+    if np.iscomplexobj(dp):  # the phases, split evenly between u_i and v_i, as svd's
+        du = du + u * (1j * np.imag(np.diagonal(dp)) / (2 * s))[None, :]
+    return orth(a, rcond), du
+
+
+def _null_space_factors(a, rcond, check_finite, lapack_driver):
+    """The kept singular triplets (U_r, s_r, V_r) of SciPy's decision, and the dimension of
+    the null space."""
+    require_matrix("null_space", a)
+    _require_first_order("null_space", a)
+    u, s, vt = svd(a, full_matrices=False, check_finite=check_finite,
+                   lapack_driver=lapack_driver)
+    rank, _ = _svd_rank(s, np.shape(a), rcond)
+    return u[:, :rank], s[:rank], adjoint(vt[:rank]), np.shape(a)[1] - rank
+
+
+def _require_one_dimension(dimension):
+    if dimension > 1:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.null_space of a matrix whose null space has {dimension} dimensions: "
+            "its basis vectors are not determined by the matrix (any rotation of them is a "
+            "basis of the same space, their singular values being all zero), so they have no "
+            "derivative. mutad differentiates a null space of one dimension; for more, "
+            "differentiate its projector, np.eye(n) - scipy.linalg.pinv(A) @ A.")
+
+
+@null_space.rule
+def _null_space_rule(A, rcond=None, *, overwrite_a=False, check_finite=True,
+                     lapack_driver="gesdd"):
+    """A null space of one dimension, q = its vector: the right singular vector of the
+    singular value σ SciPy drops (σ = 0 where it is not computed, a wide matrix). With the
+    kept triplets (u_j, s_j, v_j) and w = A q = σ u_q, Townsend's (2016) dV's column is
+    dq = Σ_j v_j (s_j u_jᵀ dA q + v_jᵀ dAᵀ w) / (σ² - s_j²), so with c = V_rᵀ q̄ / (σ² - s_r²),
+    Ā = U_r (c s_r) qᵀ + w (V_r c)ᵀ. A null space of no dimension is empty; of more, refused
+    (its vectors are not determined)."""
+    result = null_space(A, rcond, check_finite=check_finite, lapack_driver=lapack_driver)
+    u, s, v, dimension = _null_space_factors(A, rcond, check_finite, lapack_driver)
+
+    def back(dq):
+        if dimension == 0 or np.size(A) == 0:  # no vector, or no entry of A to move it
+            return (np.zeros_like(A),)
+        if np.any(dq):  # (a decision on the cotangent: none reached the vectors)
+            _require_one_dimension(dimension)
+        else:
+            return (np.zeros_like(A),)
+        q = result[:, 0]
+        w = A @ q
+        if np.iscomplexobj(q):  # q's phase is arbitrary: the loss must not read it
+            require_phase_free("scipy.linalg.null_space",
+                               np.imag(np.vdot(q, dq[:, 0]))[None],
+                               squared_column_norms(dq))
+        c = (adjoint(v) @ dq[:, 0]) / (np.real(np.vdot(w, w)) - s * s)
+        return (np.outer(u @ (c * s), np.conjugate(q)) + np.outer(w, np.conjugate(v @ c)),)
+
+    return result, back
+
+
+@null_space.jvp_rule
+def _null_space_jvp(tangents, A, rcond=None, *, overwrite_a=False, check_finite=True,
+                    lapack_driver="gesdd"):
+    result = null_space(A, rcond, check_finite=check_finite, lapack_driver=lapack_driver)
+    u, s, v, dimension = _null_space_factors(A, rcond, check_finite, lapack_driver)
+    da = tangents[0]
+    if dimension == 0 or np.size(A) == 0:  # no vector, or no entry of A to move it
+        return result, np.zeros_like(da, shape=np.shape(result))
+    _require_one_dimension(dimension)
+    q = result[:, 0]
+    w = A @ q
+    # (the gauge qᴴ dq = 0: q's phase, arbitrary, does not move)
+    dq = v @ ((s * (adjoint(u) @ (da @ q)) + adjoint(v) @ (adjoint(da) @ w))
+              / (np.real(np.vdot(w, w)) - s * s))
+    return result, dq[:, None]
+
+
+def _pinvh_setting(a, atol, rtol, lower, check_finite):
+    require_matrix("pinvh", a)
+    require_symmetric(a, "scipy.linalg.pinvh")
+    return pinvh(a, atol, rtol, lower, False, check_finite)
+
+
+def _pinvh_tangent(a, b, da):
+    """dB = -B dA B + B² dA (I - A B) + (I - B A) dA B² (Golub & Pereyra 1973, Thm. 4.3, for
+    a symmetric (Hermitian) A and its B = A⁺), dA symmetric (Hermitian). Its adjoint for
+    Re<·, ·> is the same map, B being Hermitian."""
+    squared = b @ b
+    return -(b @ da @ b) + squared @ (da - (da @ a) @ b) + (da - b @ (a @ da)) @ squared
+
+
+@pinvh.rule
+def _pinvh_rule(a, atol=None, rtol=None, lower=True, return_rank=False, check_finite=True):
+    """B = A⁺ of a symmetric (Hermitian) A of locally constant rank (SciPy's cutoff of the
+    eigenvalues): the adjoint of ``_pinvh_tangent`` is itself with B̄ for dA, made symmetric
+    (Hermitian: the symmetric gradient, SciPy reading one triangle)."""
+    result = pinvh(a, atol, rtol, lower, return_rank, check_finite)
+    b = _pinvh_setting(a, atol, rtol, lower, check_finite)
+
+    symmetric = hermitian_part(a)  # what b depends on, in the symmetric convention
+
+    def back(db):
+        db = db[0] if return_rank else db
+        return (hermitian_part(_pinvh_tangent(symmetric, b, db)),)
+
+    return result, back
+
+
+@pinvh.jvp_rule
+def _pinvh_jvp(tangents, a, atol=None, rtol=None, lower=True, return_rank=False,
+               check_finite=True):
+    result = pinvh(a, atol, rtol, lower, return_rank, check_finite)
+    b = _pinvh_setting(a, atol, rtol, lower, check_finite)
+    tangent = _pinvh_tangent(hermitian_part(a), b, hermitian_part(tangents[0]))
+    return result, ((tangent, None) if return_rank else tangent)
+
+
 def _schur_refusal(a, *args, **kwargs):
     if not carries_derivative(a):  # a constant (mutad.stop_gradient): SciPy's own
         return _schur.original(a, *args, **kwargs)
@@ -746,6 +958,82 @@ def _schur_refusal(a, *args, **kwargs):
 
 
 _schur = StandIn(_linalg.schur, _schur_refusal)
+
+
+# ----------------------------------------------------------------------------------------------
+# hessenberg: H = Qᵀ A Q by Householder reflectors. SciPy's values (LAPACK's gehrd and orghr),
+# with the derivatives of the same reflectors computed by steps mutad differentiates (LAPACK's
+# larfg: v = [1, x₂:/(α - β)], β = -sign(Re α)‖x‖, τ = (β - α)/β), checked against SciPy's form;
+# real or complex; a column already zero below the subdiagonal (no reflector, τ = 0) is refused,
+# the reduction being discontinuous there.
+
+
+class _HessenbergValue(Value):
+    """SciPy's Hessenberg form (or its Q), without a derivative, of real or complex matrices."""
+
+    complex_values = CONVENTION  # no cotangent at all: the same in every convention
+
+
+_hessenberg_value = _HessenbergValue(lambda a: _linalg.hessenberg(a), "scipy.linalg.hessenberg")
+_hessenberg_q_value = _HessenbergValue(lambda a: _linalg.hessenberg(a, calc_q=True)[1],
+                                       "scipy.linalg.hessenberg")
+
+
+def _householder_hessenberg(a):
+    """(H, Q) of LAPACK's reduction (gehd2, larfg), step by step: H(k) = I - τ v vᴴ with
+    H(k)ᴴ x = β e₁, applied as H(k)ᴴ A H(k). A complex matrix gets one more step, which makes
+    the last subdiagonal entry real (a reflector of one entry)."""
+    n = np.shape(a)[0]
+    complex_values = np.iscomplexobj(a)
+    h = a * 1.0
+    q = np.eye(n) + 0.0 * a
+    for k in range(n - 1 if complex_values else n - 2):
+        x = h[k + 1:, k]
+        alpha, rest = x[0], x[1:]
+        norm = np.linalg.norm(rest) if np.shape(rest)[0] else 0.0 * np.real(alpha)
+        if not (norm > 0 or (complex_values and np.imag(alpha) != 0)):
+            # (a decision) LAPACK's τ = 0 here and τ ≈ 2 nearby: no derivative
+            raise UnsupportedOperationError(
+                "scipy.linalg.hessenberg of a matrix whose column "
+                f"{k} is already zero below its subdiagonal (and that entry real): LAPACK "
+                "skips that reflector (τ = 0), while at every nearby matrix it takes one that "
+                "flips a row's sign, so the reduction has no derivative there. Differentiate "
+                "the matrix itself where it is already in Hessenberg form, or pass it through "
+                "mutad.stop_gradient.")
+        if complex_values:
+            size = np.sqrt(np.real(alpha) ** 2 + np.imag(alpha) ** 2 + norm * norm)
+            beta = -np.copysign(size, np.real(alpha))
+        else:
+            beta = -np.copysign(np.hypot(alpha, norm), alpha)
+        v = np.concatenate([np.ones(1), rest / (alpha - beta)])
+        tau = (beta - alpha) / beta
+        h[k + 1:, :] -= conjugate(tau) * np.outer(v, conjugate(v) @ h[k + 1:, :])
+        h[:, k + 1:] -= tau * np.outer(h[:, k + 1:] @ v, conjugate(v))
+        q[:, k + 1:] -= tau * np.outer(q[:, k + 1:] @ v, conjugate(v))
+    return np.triu(h, -1), q
+
+
+def _hessenberg(a, calc_q=False, overwrite_a=False, check_finite=True):
+    if not carries_derivative(a):  # a constant (mutad.stop_gradient): SciPy's own
+        return _hessenberg_stand_in.original(a, calc_q, overwrite_a, check_finite)
+    require_matrix("hessenberg", a)
+    if np.shape(a)[0] <= 2:  # SciPy's: already Hessenberg, Q = I
+        return (a, np.eye(np.shape(a)[0])) if calc_q else a
+    h, q = _householder_hessenberg(a)
+    h_value = _hessenberg_value(a)
+    size = np.max(np.abs(h_value), initial=0.0)
+    if not np.max(np.abs(h - h_value), initial=0.0) <= 1e-8 * np.shape(a)[0] * (1.0 + size):
+        raise UnsupportedOperationError(  # (a guard: never another reduction's derivative)
+            "scipy.linalg.hessenberg: mutad's Householder steps, which give its derivative, "
+            "did not reproduce SciPy's Hessenberg form of this matrix (a reflector of another "
+            "sign), so it cannot differentiate it. Write the reduction with NumPy's steps, "
+            "which mutad differentiates, or pass the matrix through mutad.stop_gradient.")
+    h = scipys_value(h_value, h)
+    return (h, scipys_value(_hessenberg_q_value(a), q)) if calc_q else h
+
+
+_hessenberg_stand_in = StandIn(_linalg.hessenberg, _hessenberg)
+hessenberg = _hessenberg_stand_in
 
 
 # Complex values (facet complex): written in mutad's convention (conjugate transposes,

@@ -34,7 +34,7 @@ class ScipyAdjoint(Adjoint):
     ``lower``, ``check_finite``) get ``None``. Plain calls go to SciPy untouched.
     """
 
-    complex_values = None  # SciPy's functions take complex values only where a module says so
+    complex_values: str | None = None  # SciPy's functions take complex values only where a module says so
 
     def __init__(self, fn):
         super().__init__(fn)
@@ -191,7 +191,7 @@ class Elementwise(Adjoint):
     positional and broadcast together; complex values are refused.
     """
 
-    complex_values = None
+    complex_values: str | None = None
 
     def __init__(self, fn, *partials, name=None):
         super().__init__(fn)
@@ -249,7 +249,7 @@ class Value(Adjoint):
     """SciPy's value of ``fn`` with no derivative: the value a composition takes from SciPy's
     own call, while its derivatives come from elsewhere (``stats``: the composition's)."""
 
-    complex_values = None
+    complex_values: str | None = None
 
     def __init__(self, fn, name):
         super().__init__(fn)

@@ -9,7 +9,8 @@
 array([ 0.0131,  0.8949,  0.7023,  0.4754, -0.1057,  0.0229, -0.0029])
 
 User code calls SciPy by its own names (``CubicSpline``, ``interp1d``, ``make_interp_spline``,
-``BSpline``, ``PchipInterpolator``, ``pchip_interpolate``, ``Akima1DInterpolator``,
+``BSpline``, ``PPoly``, ``BarycentricInterpolator``, ``barycentric_interpolate``,
+``PchipInterpolator``, ``pchip_interpolate``, ``Akima1DInterpolator``,
 ``CubicHermiteSpline``, ``RegularGridInterpolator``, ``interpn``; for scattered data
 ``griddata``, ``LinearNDInterpolator``, ``NearestNDInterpolator``, ``RBFInterpolator``; and
 ``splrep`` at ``s=0`` then ``splev``), however it imported them:
@@ -26,7 +27,13 @@ Derivatives:
   (``'nearest'``, ``'previous'``, ``'next'``, ``'zero'``) or the query is outside the data and
   gets the constant ``fill_value``, it is 0; at a knot where a derivative jumps, one side's.
 * in the data ``y``: the interpolants of ``CubicSpline``, ``interp1d``, ``make_interp_spline``,
-  ``BSpline`` (its coefficients ``c``), ``CubicHermiteSpline`` (``y`` and ``dydx``) and
+  ``BSpline`` (its coefficients ``c``), ``PPoly`` (its coefficients ``c``, of ``axis=0``,
+  real or complex), ``BarycentricInterpolator`` and ``barycentric_interpolate`` (``yi``, real
+  or complex, with the weights of
+  one construction of SciPy's: SciPy draws a random order of the nodes for them, so pass
+  ``rng=`` for values that repeat bit for bit; its derivatives in the queries assume the
+  polynomial's weights, so given weights ``wi`` at traced queries are refused),
+  ``CubicHermiteSpline`` (``y`` and ``dydx``) and
   ``RegularGridInterpolator`` are linear in the data (affine with boundary values:
   ``bc_type=((1, 0.5), ...)``, ``fill_value``), so the values
   at the queries are ``W y``, ``W`` the values at the queries of the interpolants of the identity
@@ -95,7 +102,7 @@ from ..custom import Adjoint, dispatch
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import Tracer
 from ..core.views import memory
-from ..core.registry import defmethod, defroute
+from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..api import stop_gradient
 from ._adjoints import ScipyAdjoint, Value, refused_attribute, scipys_value
 
@@ -103,10 +110,12 @@ from ._adjoints import ScipyAdjoint, Value, refused_attribute, scipys_value
 # stand-ins below (which call these)
 _interpolate = types.SimpleNamespace(**vars(scipy.interpolate))
 
-__all__ = ["Akima1DInterpolator", "BSpline", "CubicHermiteSpline", "CubicSpline",
-           "LinearNDInterpolator", "NearestNDInterpolator", "PchipInterpolator",
+__all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator", "CubicHermiteSpline",
+           "CubicSpline", "LinearNDInterpolator", "NearestNDInterpolator", "PPoly",
+           "PchipInterpolator",
            "RBFInterpolator", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
-           "make_interp_spline", "pchip_interpolate", "splev", "splrep"]
+           "barycentric_interpolate", "make_interp_spline", "pchip_interpolate", "splev",
+           "splrep"]
 
 
 def _traced(tree):
@@ -149,7 +158,7 @@ class _Evaluation(Adjoint):
     points, ``W`` is computed in the forward pass with this same operation instead, so that
     the outer one differentiates it."""
 
-    complex_values = None
+    complex_values: str | None = None
 
     def __init__(self):
         super().__init__(self._plain)
@@ -229,6 +238,18 @@ class _Evaluation(Adjoint):
 
 
 _evaluate = _Evaluation()
+
+
+class _ComplexEvaluation(_Evaluation):
+    """The evaluation of an interpolant whose values are linear in its data with real
+    coefficients (its basis ``W`` real: real knots and queries), so that complex data are
+    differentiated as real ones (holomorphic): ``PPoly``'s coefficients, a barycentric
+    interpolant's values."""
+
+    complex_values = HOLOMORPHIC
+
+
+_evaluate_complex = _ComplexEvaluation()
 
 
 class _Basis:
@@ -482,6 +503,41 @@ class _BSpline(_OneDimensional):
         return self.basis_of(_BSpline(self.t, self.k, self.extrapolate, 0))
 
 
+class _PPoly(_OneDimensional):
+    """``PPoly(c, x)``: linear in its coefficients ``c`` (k, m, ...), held as the rows of
+    ``c`` reshaped to (k m, ...), one per coefficient of a piece."""
+
+    def __init__(self, x, pieces, extrapolate):
+        self.x, self.pieces, self.extrapolate = x, pieces, extrapolate
+
+    def build(self, data):
+        rows = data[0]
+        coefficients = np.reshape(rows, (np.shape(rows)[0] // self.pieces, self.pieces)
+                                  + np.shape(rows)[1:])
+        return _interpolate.PPoly(coefficients, self.x, self.extrapolate)
+
+    def linear(self, i, data, width):
+        return self.basis_of(_PPoly(self.x, self.pieces, self.extrapolate))
+
+
+class _Barycentric(_OneDimensional):
+    """``BarycentricInterpolator(xi, yi)``: linear in ``yi``, with the weights ``wi`` SciPy
+    computed once from the nodes (so that every evaluation uses the same ones)."""
+
+    def __init__(self, xi, wi, axis):
+        self.xi, self.wi, self.axis = xi, wi, axis
+
+    def build(self, data):
+        return _interpolate.BarycentricInterpolator(self.xi, data[0], self.axis, wi=self.wi)
+
+    def value(self, data, points, nu):
+        interpolant = self.build(data)
+        return interpolant(points) if nu == 0 else interpolant.derivative(points, nu)
+
+    def linear(self, i, data, width):
+        return _Barycentric(self.xi, self.wi, 0)
+
+
 _INTERP1D_ORDERS = {"linear": 1, "slinear": 1, "quadratic": 2, "cubic": 3, "zero": 0,
                     "nearest": 0, "nearest-up": 0, "previous": 0, "next": 0}
 
@@ -684,21 +740,23 @@ class _TracedInterpolant:
     data and the query points. Made by the constructors of this module when their data are
     traced; not made directly."""
 
-    def __init__(self, name, spec, data, x=None):
+    def __init__(self, name, spec, data, x=None, evaluate=_evaluate):
         self._name, self._spec, self._data = name, spec, tuple(data)
         self.x = x
+        self._evaluate = evaluate
 
     def __call__(self, x, nu=0, extrapolate=None):
         if isinstance(self._spec, _Interp1d) and (nu, extrapolate) != (0, None):
             raise TypeError("interp1d's interpolant is called with the query points alone.")
         spec = self._spec if extrapolate is None else self._spec.with_extrapolate(extrapolate)
-        return _evaluate(*self._data, x, spec=spec, nu=nu)
+        return self._evaluate(*self._data, x, spec=spec, nu=nu)
 
     def derivative(self, nu=1):
         """The derivative interpolant of order ``nu``."""
         if isinstance(self._spec, _Interp1d):
             return self.__getattr__("derivative")
-        return _TracedInterpolant(self._name, self._spec.derivative(nu), self._data, x=self.x)
+        return _TracedInterpolant(self._name, self._spec.derivative(nu), self._data, x=self.x,
+                                  evaluate=self._evaluate)
 
     def __getattr__(self, name):
         return refused_attribute(
@@ -764,7 +822,8 @@ class _Constructor(type):
         return cls.construct(*args, **kwargs)
 
     def __instancecheck__(cls, instance):
-        return isinstance(instance, (cls.scipy, _TracedInterpolant, _TracedGridInterpolant))
+        return isinstance(instance, (cls.scipy, _TracedInterpolant, _TracedGridInterpolant,
+                                     _TracedBarycentric))
 
     def __subclasscheck__(cls, subclass):
         return issubclass(subclass, cls.scipy)
@@ -866,6 +925,124 @@ def BSpline(t: Any, c: Any, k: int, extrapolate: Any = True, axis: int = 0) -> A
     complex_values = np.iscomplexobj(c)
     held = _held(c, np.complex128 if complex_values else np.float64)
     return _TracedInterpolant("BSpline", spec, (held,), x=t)
+
+
+@_route(_interpolate.PPoly)
+def PPoly(c: Any, x: Any, extrapolate: Any = None, axis: int = 0) -> Any:
+    if not _traced((c, x)):
+        return _interpolate.PPoly(c, x, extrapolate, axis)
+    x = _knots("PPoly", x)
+    _interpolate.PPoly(np.zeros(np.shape(c)), x, extrapolate, axis)  # SciPy's checks
+    if axis != 0:
+        raise UnsupportedOperationError(
+            "scipy.interpolate.PPoly(c, x, axis=...) with axis != 0 carrying a derivative: "
+            "mutad differentiates coefficients with axis=0. Move the axis first (np.moveaxis) "
+            "and pass axis=0.")
+    held = _held(c, np.complex128 if np.iscomplexobj(c) else np.float64)
+    rows = np.reshape(held, (np.shape(c)[0] * np.shape(c)[1],) + np.shape(c)[2:])
+    return _TracedInterpolant("PPoly", _PPoly(x, np.shape(c)[1], extrapolate), (rows,), x=x,
+                              evaluate=_evaluate_complex)
+
+
+class _TracedBarycentric:
+    """``BarycentricInterpolator`` of traced values ``yi``: called, or its ``derivative(x,
+    der)``, SciPy's values, differentiated in ``yi`` and the query points."""
+
+    def __init__(self, spec, yi, xi, weights_given=False):
+        self._spec, self._yi, self.xi = spec, yi, xi
+        self._weights_given = weights_given
+
+    def __call__(self, x):
+        return self.derivative(x, 0)
+
+    def derivative(self, x, der=1):
+        if self._weights_given and _traced(x):
+            raise UnsupportedOperationError(
+                "scipy.interpolate.BarycentricInterpolator(xi, yi, wi=...) at query points "
+                "carrying a derivative: SciPy's derivatives assume the polynomial's weights, "
+                "and with weights of your own they are not the derivatives of its values. Let "
+                "SciPy compute the weights (wi=None), or differentiate in yi only.")
+        return _evaluate_complex(self._yi, x, spec=self._spec, nu=der)
+
+    def __getattr__(self, name):
+        return refused_attribute(
+            name,
+            f"scipy.interpolate.BarycentricInterpolator(...).{name}: this interpolant was built "
+            "from traced values, and mutad differentiates its values and derivatives (calling "
+            "it, .derivative(x, der)) only. Build it from plain values to use other "
+            "attributes.")
+
+
+def _barycentric(xi, yi, axis, wi, rng):
+    """A barycentric interpolant of ``yi``: SciPy's own of plain values, mutad's of traced
+    ones, with the weights of one construction of SciPy's (``wi``, or computed from ``xi``
+    with ``rng``, as SciPy does)."""
+    if not _traced((xi, yi, wi)):
+        return _interpolate.BarycentricInterpolator(xi, yi, axis, wi=wi, rng=rng)
+    xi = _knots("BarycentricInterpolator", xi)
+    _refuse_traced("BarycentricInterpolator", "the weights wi", wi,
+                   "Pass them as constants, or let SciPy compute them from xi.")
+    nodes = _interpolate.BarycentricInterpolator(xi, None if yi is None else np.zeros(
+        np.shape(yi)), axis, wi=_plain_copy(wi) if wi is not None else None, rng=rng)
+    if yi is None:
+        raise UnsupportedOperationError(
+            "scipy.interpolate.BarycentricInterpolator(xi) without yi, set later: mutad "
+            "differentiates an interpolant given its values yi when it is made.")
+    return _TracedBarycentric(_Barycentric(xi, nodes.wi, axis), yi, xi, wi is not None)
+
+
+def _polynomial_weights(xi):
+    """Whether ``wi`` of nodes ``xi`` are the polynomial's barycentric weights (up to the scale
+    SciPy gives them): 1 / Π_{k≠j} (x_j - x_k)."""
+    differences = xi[:, None] - xi[None, :]
+    np.fill_diagonal(differences, 1.0)
+    return 1.0 / np.prod(differences, axis=1)
+
+
+class _BarycentricObject(_OneDimensional):
+    """SciPy's ``BarycentricInterpolator`` of plain values, at traced query points."""
+
+    def __init__(self, obj):
+        self.obj, self.axis = obj, obj._y_axis
+
+    def value(self, data, points, nu):
+        return self.obj(points) if nu == 0 else self.obj.derivative(points, nu)
+
+
+def _barycentric_object_rule(self, x, der=0):
+    weights = _polynomial_weights(np.asarray(self.xi, dtype=float))
+    ratio = self.wi / weights
+    if not np.allclose(ratio, ratio[0], rtol=1e-8, atol=0.0):
+        _TracedBarycentric(None, None, None, True).derivative(x)  # (refuses: weights given)
+    return _evaluate_complex(x, spec=_BarycentricObject(self), nu=der)
+
+
+defmethod(_interpolate.BarycentricInterpolator, "__call__",
+          lambda self, x: _barycentric_object_rule(self, x))
+defmethod(_interpolate.BarycentricInterpolator, "derivative",
+          lambda self, x, der=1: _barycentric_object_rule(self, x, der))
+
+
+@_route(_interpolate.BarycentricInterpolator)
+def BarycentricInterpolator(xi: Any, yi: Any = None, axis: int = 0, *, wi: Any = None,
+                            rng: Any = None) -> Any:
+    return _barycentric(xi, yi, axis, wi, rng)
+
+
+@_route(_interpolate.barycentric_interpolate)
+def barycentric_interpolate(xi: Any, yi: Any, x: Any, axis: int = 0, *, der: Any = 0,
+                            rng: Any = None) -> Any:
+    if not _traced((xi, yi, x)):
+        return _interpolate.barycentric_interpolate(xi, yi, x, axis, der=der, rng=rng)
+    interpolant = _barycentric(xi, yi, axis, None, rng)
+    if isinstance(interpolant, _interpolate.BarycentricInterpolator):  # plain values, traced x
+        interpolant = _TracedBarycentric(_Barycentric(_plain_copy(xi), interpolant.wi, axis),
+                                         interpolant.yi, interpolant.xi)
+    if np.ndim(der) != 0:
+        raise UnsupportedOperationError(
+            "scipy.interpolate.barycentric_interpolate(..., der=[...]) carrying a derivative: "
+            "mutad differentiates one order at a time; call it once per order (der=k).")
+    return interpolant(x) if der == 0 else interpolant.derivative(x, der)
 
 
 def _held(data, dtype):

@@ -66,6 +66,27 @@ every mode and order follows. ``fiedler``'s ``|a_i - a_j|`` takes the derivative
 entries are equal (its diagonal). ``hankel`` of an array of two or more dimensions, which SciPy
 ravels with a warning that it will change, is refused.
 
+``expm`` takes complex matrices (its rule, with transposes, is declared holomorphic); ``cosm``,
+``sinm``, ``tanm``, ``coshm``, ``sinhm`` and ``tanhm`` are SciPy's own steps on ``expm`` and
+``solve`` (``tanm`` and ``tanhm`` of a complex matrix: SciPy's value with np.linalg.solve's
+derivatives), so their values are SciPy's and every mode and order follows.
+``fractional_matrix_power`` has logm's rule, the Fréchet derivative as the corner of the power of
+a block triangular matrix, for real and complex matrices (a traced power ``t``, and a non-integer
+power of a matrix with an eigenvalue on the closed negative real axis, the branch cut, are
+refused).
+``orth`` and ``null_space`` differentiate the columns of SciPy's SVD that its rank decision keeps
+(Townsend 2016), the dropped singular values being zero: kept singular values repeated within
+rounding, and a null space of more than one dimension, whose basis vectors are not determined,
+are refused; complex matrices are differentiated to first order (their second derivatives would
+go through svd's rule, which takes real ones), a loss that reads the arbitrary phases of their
+columns being refused, as svd's. ``pinvh`` is pinv's rule for a symmetric (or complex
+Hermitian) matrix, with the symmetric (Hermitian) gradient. ``hessenberg`` (``H``, and ``Q``
+with ``calc_q=True``, real or complex) has SciPy's values and the derivatives of the same
+Householder reflectors (LAPACK's conventions) computed by differentiated steps, checked against
+SciPy's form; a column already zero below the subdiagonal (for a complex matrix, the last
+subdiagonal entry real) is refused: LAPACK skips its reflector there and takes one nearby, so
+the reduction is discontinuous.
+
 Each function also has a forward rule (``@f.jvp_rule``) from the same results, agreeing with its
 reverse rule (<ẏ, w> = <ẋ, vjp(w)>: symmetric inputs take the symmetric part of their tangent,
 structured ones the part on the entries SciPy reads). A tuple argument such as ``cho_solve``'s
@@ -83,18 +104,22 @@ from ..linalg.equations import (solve_continuous_are, solve_continuous_lyapunov,
                                 solve_discrete_are, solve_discrete_lyapunov, solve_sylvester)
 from ..linalg.factorizations import (cho_factor, cho_solve, cholesky, lu, lu_factor, lu_solve,
                                      qr, solve_triangular)
-from ..linalg.functions import expm, logm, sqrtm
+from ..linalg.functions import (cosm, coshm, expm, fractional_matrix_power, logm, sinhm, sinm,
+                                sqrtm, tanhm, tanm)
 from ..linalg.norms import norm
-from ..linalg.spectral import eig, eigh, eigvals, eigvalsh, polar, svd, svdvals
+from ..linalg.spectral import (eig, eigh, eigvals, eigvalsh, hessenberg, null_space, orth, pinvh,
+                               polar, svd, svdvals)
 from ..linalg.structured import (block_diag, circulant, companion, convolution_matrix, fiedler,
                                  fiedler_companion, hankel, leslie, solve_banded, solveh_banded,
                                  solve_toeplitz, toeplitz)
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
-           "convolution_matrix", "det", "eig", "eigh", "eigvals", "eigvalsh", "expm", "fiedler",
-           "fiedler_companion", "hankel", "inv", "leslie", "logm", "lstsq", "lu", "lu_factor",
-           "lu_solve", "norm", "pinv", "polar", "qr", "solve", "solve_banded",
+           "convolution_matrix", "cosm", "coshm", "det", "eig", "eigh", "eigvals", "eigvalsh",
+           "expm", "fiedler", "fiedler_companion", "fractional_matrix_power", "hankel", "hessenberg", "inv",
+           "leslie", "logm", "lstsq", "lu", "lu_factor", "lu_solve", "norm", "null_space", "orth",
+           "pinv", "pinvh", "polar",
+           "qr", "sinhm", "sinm", "solve", "solve_banded",
            "solve_continuous_are", "solve_continuous_lyapunov", "solve_discrete_are",
            "solve_discrete_lyapunov",
            "solve_sylvester", "solve_toeplitz", "solve_triangular", "solveh_banded", "sqrtm",
-           "svd", "svdvals", "toeplitz"]
+           "svd", "svdvals", "tanhm", "tanm", "toeplitz"]

@@ -41,6 +41,10 @@ which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)�
 * ``fixed_point``: ``F = func(x) - x``.
 * ``brentq``, ``brenth``, ``ridder``, ``bisect``, ``toms748``, ``root_scalar``, ``newton`` (of a
   scalar): ``dx*/dθ = -(∂f/∂θ) / f'(x*)``.
+* ``nnls(A, b)``, which calls no function of the user's, has a rule of its own on its
+  arguments: the coordinates SciPy's solution holds at 0 stay there (its active set, a
+  decision), the free ones are the least-squares solution of their columns, and ``rnorm`` is
+  ``‖b - A x‖`` (Golub & Pereyra 1973); every order follows, and a replay runs it again.
 
 Solving with ``∂F/∂x``: up to 32 unknowns the matrix is formed (one product per column) and
 decomposed: a minimum's Hessian must be positive definite, a Jacobian nonsingular, with a
@@ -102,9 +106,10 @@ from ..core.levels import ACTIVE, Tracer
 from ..core.registry import defroute
 from ..core.views import memory, weaken
 from ._adjoints import outside_differentiations
+from ._adjoints import scipy_adjoint as _scipy_adjoint
 
 __all__ = ["bisect", "brenth", "brentq", "curve_fit", "fixed_point", "fsolve",
-           "least_squares", "minimize", "minimize_scalar", "newton", "ridder", "root",
+           "least_squares", "minimize", "minimize_scalar", "newton", "nnls", "ridder", "root",
            "root_scalar", "toms748"]
 
 DENSE = 32
@@ -1096,3 +1101,78 @@ def _root_found(name, a, p, function, x, report):
         report.root = solution
         return solution, report
     return solution
+
+
+# ----------------------------------------------------------------------------------------------
+# nnls: min ‖A x - b‖ subject to x ≥ 0. SciPy's solution, differentiated through its active set:
+# the free coordinates F (x_i > 0, a decision taken at the solution) are the least-squares
+# solution x_F = (A_Fᵀ A_F)⁻¹ A_Fᵀ b of the columns A_F, the others held at 0 (a coordinate at
+# 0 stays there under small changes where its multiplier is positive, strict complementarity;
+# where it is 0 the derivative is one-sided, and this is the side that keeps it at 0).
+
+nnls = _scipy_adjoint(_optimize.nnls)
+_NNLS_ATOL = inspect.signature(_optimize.nnls).parameters["atol"].default
+
+
+def _nnls_parts(A, b, maxiter, atol):
+    """SciPy's (x, rnorm), the free coordinates (their indices and the n × |F| matrix that
+    places them) and the residual r = b - A x."""
+    if np.iscomplexobj(A) or np.iscomplexobj(b):
+        raise UnsupportedOperationError("scipy.optimize.nnls of complex values: SciPy takes "
+                                        "real ones only.")
+    # atol, deprecated by SciPy, is passed on only where the caller gave it
+    given = {} if atol is _NNLS_ATOL else {"atol": atol}
+    x, rnorm = nnls(A, b, maxiter=maxiter, **given)
+    free = np.flatnonzero(x > 0)  # (the decision: the active set)
+    if free.size and np.linalg.matrix_rank(stop_gradient(A)[:, free]) < free.size:
+        raise UnsupportedOperationError(
+            "scipy.optimize.nnls: the columns of A of the coordinates the solution leaves free "
+            "are linearly dependent, so the least-squares solution on them, and its "
+            "derivative, are not unique. Remove the dependent columns of A.")
+    placing = np.eye(np.shape(x)[0])[:, free]
+    return x, rnorm, free, placing, b - A @ x
+
+
+def _nnls_solve(A, free, rhs):
+    a_free = A[:, free]
+    return np.linalg.solve(np.swapaxes(a_free, -1, -2) @ a_free, rhs)
+
+
+@nnls.rule
+def _nnls_rule(A, b, *, maxiter=None, atol=None):
+    """x_F = A_F⁺ b: with z = (A_Fᵀ A_F)⁻¹ x̄_F, b̄ = A_F z and Ā_F = r zᵀ - A_F z x_Fᵀ
+    (Golub & Pereyra 1973, for A_F of full column rank, A_Fᵀ r = 0 at the solution); rnorm =
+    ‖r‖ adds b̄ = ρ̄ r / ‖r‖, Ā = -ρ̄ r xᵀ / ‖r‖ (0 where r = 0, its subgradient)."""
+    x, rnorm, free, placing, r = _nnls_parts(A, b, maxiter, atol)
+    direction = r / rnorm if rnorm > 0 else 0.0 * r  # (a decision: r = 0)
+
+    def back(dys):
+        dx, drnorm = dys
+        db = drnorm * direction
+        da = -drnorm * np.outer(direction, x)
+        if free.size:
+            z = _nnls_solve(A, free, dx[free])
+            w = A[:, free] @ z
+            db = db + w
+            da = da + (np.outer(r, z) - np.outer(w, x[free])) @ np.swapaxes(placing, -1, -2)
+        return da, db
+
+    return (x, rnorm), back
+
+
+@nnls.jvp_rule
+def _nnls_jvp(tangents, A, b, *, maxiter=None, atol=None):
+    x, rnorm, free, placing, r = _nnls_parts(A, b, maxiter, atol)
+    da, db = tangents[0], tangents[1]
+    change = 0.0 * r  # d(b - A x) at fixed x: db - dA x
+    if db is not None:
+        change = change + db
+    if da is not None:
+        change = change - da @ x
+    drnorm = np.dot(r, change) / rnorm if rnorm > 0 else 0.0 * rnorm
+    if not free.size:
+        return (x, rnorm), (0.0 * x, drnorm)
+    rhs = np.swapaxes(A[:, free], -1, -2) @ change
+    if da is not None:
+        rhs = rhs + np.swapaxes(da[:, free], -1, -2) @ r
+    return (x, rnorm), (placing @ _nnls_solve(A, free, rhs), drnorm)

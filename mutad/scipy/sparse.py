@@ -35,7 +35,15 @@ sparse: ``A.T``, ``A.transpose()``, ``A.tocsr()``/``tocsc()``/``tocoo()``/``asfo
 whose pattern is SciPy's result's (SciPy's operation applied to the numbers of the stored
 values tells where each goes); ``A @ x``, ``A.dot(x)``, ``x @ A`` of dense ``x`` (1-d or
 2-d), ``A[i, j]``, ``A.sum(axis)``, ``A.mean(axis)``, ``A.diagonal(k)``, ``A.trace(k)``,
-``scipy.sparse.linalg.norm(A)`` (Frobenius, 1, inf) and ``A.toarray()`` give traced arrays.
+``A.max()`` and ``A.min()`` (of every entry, the unstored zeros too unless ``explicit=True``;
+ties split the gradient evenly, np.max's rule), ``scipy.sparse.linalg.norm(A)`` (Frobenius, 1,
+inf) and ``A.toarray()`` give traced arrays. An spmatrix's ``A.sum(axis)`` and
+``A.mean(axis)``, an ``np.matrix`` in SciPy, give a ``TracedMatrix``: its ``*`` is the matrix
+product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A`` and ``m.A1`` are traced arrays, and
+``+``, ``-``, ``/``, ``m.sum(axis)``, ``m.T``, ``m[i, j]`` and ``A.multiply(m)`` are followed
+(other indexing and powers, which differ from an array's, are refused). ``A.setdiag(v, k)``
+writes the diagonal as SciPy's does (entry by entry, the pattern growing where it is not
+stored), into a lil matrix too.
 Every value is SciPy's own, computed by SciPy on the stored values (``A @ x`` is SciPy's
 product of the matrix SciPy builds from them).
 A SciPy matrix with constant values times a traced array (``A @ u``, ``u @ A``, ``A * c``,
@@ -45,7 +53,7 @@ assembly) and plain rows and regions over them (``A[0, :] = 0``, a boundary cond
 conversions, products and solves are those of the traced matrix of all its entries. A traced
 matrix takes writes as SciPy's does (``A[0, :] = 0; A[0, 0] = 1``, a boundary condition; the
 zeros SciPy stores, it stores), and ``A.tolil()`` gives such a ``lil`` matrix. What is not
-listed (``max``, a region of traced values written into a ``lil`` matrix) is refused with an
+listed (``max(axis)``, a region of traced values written into a ``lil`` matrix) is refused with an
 error that says what to write instead. The values of ``C = A @ B`` are SciPy's product's; its derivative adds, for each pair
 of stored values ``A[i, k]`` and ``B[k, j]``, the cotangent of ``C[i, j]`` times the other
 factor.
@@ -119,7 +127,8 @@ __all__ = ["bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix", "c
            "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix", "diags",
            "diags_array", "dok_array", "dok_matrix", "factorized", "gmres", "hstack", "kron",
            "lil_array", "lil_matrix", "minres", "norm", "spdiags", "splu", "spsolve",
-           "spsolve_triangular", "SuperLU", "TracedSparse", "tril", "triu", "vstack"]
+           "spsolve_triangular", "SuperLU", "TracedMatrix", "TracedSparse", "tril", "triu",
+           "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
@@ -405,6 +414,8 @@ def _sparse_product_jvp(tangents, a, b, pairs):
 
 
 def _reduction_value(data, layout, method, setting):
+    if method == "matrix sum":  # an spmatrix's sum along an axis: its np.matrix's array
+        return np.asarray(layout.build(data).sum(setting))
     return getattr(layout.build(data), method)(setting)
 
 
@@ -428,6 +439,7 @@ def _reduction_rule(data, layout, method, setting):
             g = np.where(layout.valid, dy, 0.0) if layout.padded else np.broadcast_to(
                 dy, layout.valid.shape) + 0.0
         else:
+            dy = np.reshape(dy, (-1,))  # a matrix sum's (1, n) or (m, 1)
             g = dy[layout.rows if setting in (1, -1) else layout.cols]
             g = np.where(layout.valid, g, 0.0) if layout.padded else g
         return np.reshape(g, layout.data_shape), None, None, None
@@ -785,6 +797,165 @@ def _dense_operand(x):
         not isinstance(x, (TracedSparse, np.matrix))
 
 
+def _matrix_operand(x):
+    """An operand of a :class:`TracedMatrix`'s arithmetic as an array: its own array, or
+    the operand itself."""
+    return x.array if isinstance(x, TracedMatrix) else x
+
+
+def _as_matrix_rows(x):
+    """``x`` as ``np.asmatrix`` makes it two-dimensional: a number or a 1-d array one row."""
+    x = _matrix_operand(x)
+    return np.reshape(x, (1, -1)) if np.ndim(x) < 2 else x
+
+
+class TracedMatrix:
+    """SciPy's ``np.matrix`` result (an spmatrix's ``sum(axis)``) of traced values: a traced
+    2-d array (``array``) that computes as ``np.matrix`` does where it differs from an array
+    (``*`` is the matrix product, ``.sum(axis)`` keeps two dimensions, ``.A``, ``.A1``), and
+    refuses what it does not follow. ``np.asarray(m)`` and ``m.A`` are the traced array; NumPy's
+    ufuncs refuse it (its operators must not become elementwise ufunc calls): apply them to
+    ``m.A``."""
+
+    __array_ufunc__ = None  # NumPy's operators give way to ours
+    ndim = 2
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+
+    @property
+    def value(self) -> Any:
+        """The plain ``np.matrix`` of its values."""
+        return memory(self.array).view(np.matrix)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return np.shape(self.array)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.array.dtype)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def getA(self) -> Any:
+        return self.array
+
+    A = property(getA)
+
+    def getA1(self) -> Any:
+        return np.reshape(self.array, (-1,))
+
+    A1 = property(getA1)
+
+    def getT(self) -> TracedMatrix:
+        return TracedMatrix(np.transpose(self.array))
+
+    T = property(getT)
+
+    def transpose(self) -> TracedMatrix:
+        return self.T
+
+    def ravel(self) -> TracedMatrix:
+        return TracedMatrix(np.reshape(self.array, (1, -1)))
+
+    flatten = ravel
+
+    def copy(self) -> TracedMatrix:
+        return TracedMatrix(self.array.copy())
+
+    def sum(self, axis: int | None = None) -> Any:
+        if axis is None:
+            return np.sum(self.array)
+        return TracedMatrix(np.sum(self.array, axis=axis, keepdims=True))
+
+    def __getitem__(self, key):
+        if type(key) is tuple and len(key) == 2 and all(
+                isinstance(k, (int, np.integer)) for k in key):
+            return self.array[key]
+        _refuse("indexing an np.matrix of traced values (a scipy.sparse matrix's sum(axis)) "
+                "other than by one entry m[i, j]", "take its array first: m.A[...] or m.A1[...].")
+
+    def _elementwise(self, other, operation):
+        if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
+            return NotImplemented
+        return TracedMatrix(operation(self.array, _matrix_operand(other)))
+
+    def __add__(self, other):
+        return self._elementwise(other, lambda a, b: a + b)
+
+    def __radd__(self, other):
+        return self._elementwise(other, lambda a, b: b + a)
+
+    def __sub__(self, other):
+        return self._elementwise(other, lambda a, b: a - b)
+
+    def __rsub__(self, other):
+        return self._elementwise(other, lambda a, b: b - a)
+
+    def __truediv__(self, other):
+        return self._elementwise(other, lambda a, b: a / b)
+
+    def __rtruediv__(self, other):
+        return self._elementwise(other, lambda a, b: b / a)
+
+    def __neg__(self):
+        return TracedMatrix(-self.array)
+
+    def __mul__(self, other):
+        if _is_scalar(other):
+            return TracedMatrix(self.array * other)
+        if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
+            return NotImplemented
+        return TracedMatrix(self.array @ _as_matrix_rows(other))  # np.matrix's: the product
+
+    def __rmul__(self, other):
+        if _is_scalar(other):
+            return TracedMatrix(other * self.array)
+        return TracedMatrix(_as_matrix_rows(other) @ self.array)
+
+    def __matmul__(self, other):
+        if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
+            return NotImplemented
+        return TracedMatrix(self.array @ _as_matrix_rows(other))
+
+    def __rmatmul__(self, other):
+        return TracedMatrix(_as_matrix_rows(other) @ self.array)
+
+    def __pow__(self, other):
+        _refuse("a power of an np.matrix of traced values (a scipy.sparse matrix's sum(axis): "
+                "a matrix power)", "take its array first (m.A ** k, elementwise) or write "
+                "the products.")
+
+    def __array__(self, dtype=None, copy=None):
+        _refuse("an np.matrix of traced values (a scipy.sparse matrix's sum(axis)) converted "
+                "to a NumPy array", "use np.asarray(m) inside the differentiated function, or "
+                "m.A, m.A1 (traced arrays).")
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func in (np.ndim, np.shape, np.size) and len(args) == 1 and not kwargs:
+            return {np.ndim: 2, np.shape: self.shape, np.size: self.size}[func]
+        if func in (np.asarray, np.array) and args and args[0] is self:
+            dtype = kwargs.get("dtype", args[1] if len(args) > 1 else None)
+            if dtype is not None and np.dtype(dtype) != self.dtype:
+                _refuse(f"np.{func.__name__}(m, dtype={dtype!r}) of an np.matrix of traced "
+                        "values", "leave the dtype out (the values are float64).")
+            return self.array.copy() if func is np.array else self.array
+        if func is np.sum and args and args[0] is self and len(args) <= 2 and \
+                set(kwargs) <= {"axis"}:
+            return self.sum(kwargs.get("axis", args[1] if len(args) > 1 else None))
+        _refuse(f"np.{func.__name__} of an np.matrix of traced values (a scipy.sparse "
+                "matrix's sum(axis))", "take its array first: np.asarray(m), m.A or m.A1.")
+
+    def __repr__(self):
+        return f"<traced matrix of shape {self.shape}>"
+
+
 class TracedSparse:
     """A SciPy sparse matrix whose stored values a differentiation follows: SciPy's pattern
     (``layout``, constant) and the traced array of its stored values (``data``). Made by the
@@ -956,8 +1127,9 @@ class TracedSparse:
         raise UnsupportedAttributeError(
             f"{name} of a scipy.sparse matrix with traced values: mutad follows its products "
             "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, indexing, A.multiply, +, "
-            "-, scalar * and /, abs, power, sum(axis), mean, diagonal(k), trace, toarray() and "
-            ".data. Compute with A.data, or with A.toarray() for a small matrix.")
+            "-, scalar * and /, abs, power, sum(axis), mean, diagonal(k), trace, max(), min(), "
+            "setdiag, toarray() and .data. Compute with A.data, or with A.toarray() for a small "
+            "matrix.")
 
     def __array_function__(self, func, types, args, kwargs):
         if func in (np.ndim, np.shape) and len(args) == 1 and not kwargs:
@@ -1129,17 +1301,58 @@ class TracedSparse:
     # reductions --------------------------------------------------------------------------
 
     def sum(self, axis: int | None = None, dtype: None = None, out: None = None) -> Any:
-        if dtype is not None or out is not None or (
-                axis is not None and isinstance(self.layout.template, _sparse.spmatrix)):
-            _refuse("sum(axis=..., dtype=..., out=...) of a scipy.sparse matrix (spmatrix) with "
-                    "traced values", "SciPy's result is an np.matrix, which has no traced "
-                    "form: use the csr_array/csc_array classes, or A @ np.ones(n).")
+        if dtype is not None or out is not None:
+            _refuse("sum(dtype=..., out=...) of a scipy.sparse matrix with traced values",
+                    "leave them out (the values are float64) and use the array it returns.")
         if axis is None:
             self.sum_duplicates()  # SciPy's sum of all entries does it first
+        elif isinstance(self.layout.template, _sparse.spmatrix):
+            # SciPy's np.matrix of the sums: a traced matrix of its values
+            self.layout.template.sum(axis)  # SciPy's error for another axis
+            return TracedMatrix(_reduction(self.data, self.layout, "matrix sum", axis))
         return _reduction(self.data, self.layout, "sum", axis)
 
     def diagonal(self, k: int = 0) -> Any:
         return _reduction(self.data, self.layout, "diagonal", k)
+
+    def max(self, axis: int | None = None, out: None = None, *, explicit: bool = False) -> Any:
+        """SciPy's largest entry: of the stored values (repeated ones added first, as SciPy's
+        does) and, unless ``explicit``, the zeros the matrix does not store; its gradient goes
+        to the entries that attain it, split evenly between ties (np.max's rule: a decision
+        taken in the forward pass), an unstored zero being a constant."""
+        return self._extreme("max", axis, out, explicit)
+
+    def min(self, axis: int | None = None, out: None = None, *, explicit: bool = False) -> Any:
+        """SciPy's smallest entry, as ``max``."""
+        return self._extreme("min", axis, out, explicit)
+
+    def _extreme(self, name, axis, out, explicit):
+        if axis is not None or out is not None:
+            _refuse(f"{name}(axis=..., out=...) of a scipy.sparse matrix with traced values",
+                    f"SciPy's result is a sparse matrix of the {name}ima, which mutad does not "
+                    f"make: take them from the dense array, A.toarray().{name}(axis), or "
+                    f"{name}() of the rows or columns you need (A[[i], :].{name}()).")
+        getattr(self.layout.probe(), name)(explicit=explicit)  # SciPy's errors (no entry)
+        summed = self if self.format == "coo" else self.copy()  # SciPy's coo sums in place
+        summed.sum_duplicates()
+        layout = summed.layout
+        values = np.reshape(summed.data, (-1,))[layout.valid]
+        if not explicit and int(np.count_nonzero(layout.valid)) < self.shape[0] * self.shape[1]:
+            values = np.concatenate([values, np.zeros(1)])  # the zeros it does not store
+        return getattr(np, name)(values)
+
+    def setdiag(self, values: Any, k: int = 0) -> None:
+        """SciPy's ``setdiag``: the entries of diagonal ``k`` written with ``values`` (a number
+        for all; an array's first entries, as many as both have), one entry at a time as
+        ``A[i, i + k] = v`` writes it (the pattern grows where the diagonal is not stored)."""
+        if self.format == "dia":
+            _refuse("setdiag of a scipy.sparse dia matrix with traced values",
+                    "convert it first (A.tocsr()), which mutad follows.")
+        rows, cols = _diagonal_positions(self.shape, k)
+        if np.ndim(values) == 0:
+            values = [values] * len(rows)
+        for i, j, value in zip(rows.tolist(), cols.tolist(), values):  # one entry at a time
+            self[i, j] = value
 
     # products ----------------------------------------------------------------------------
 
@@ -1255,6 +1468,7 @@ class TracedSparse:
         return self.diagonal(offset).sum()
 
     def multiply(self, other: Any) -> TracedSparse | Any:
+        other = _matrix_operand(other)  # an np.matrix of traced values: its array
         if _is_scalar(other):
             return self * other
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
@@ -1606,14 +1820,27 @@ csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array, dia_matrix,
 
 
 _ASSEMBLED_READS = frozenset(("shape", "ndim", "dtype", "format", "nnz", "entries", "traced",
-                              "copy", "getformat", "count_nonzero"))
+                              "copy", "getformat", "count_nonzero", "setdiag"))
 """What a ``lil`` or ``dok`` matrix holding traced entries answers as it is; the methods in
 ``_ASSEMBLED_CONVERTED`` it answers as the traced matrix it stands for, and it refuses any
 other (SciPy's would read the placeholders it stores for the traced entries)."""
 
 _ASSEMBLED_CONVERTED = frozenset((
     "tocsr", "tocsc", "tocoo", "todia", "asformat", "toarray", "todense", "T", "transpose",
-    "dot", "multiply", "sum", "mean", "diagonal", "trace", "power"))
+    "dot", "multiply", "sum", "mean", "diagonal", "trace", "power", "max", "min"))
+
+
+def _diagonal_positions(shape, k):
+    """The rows and columns of diagonal ``k`` of a matrix of ``shape`` (SciPy's setdiag's);
+    SciPy's error for a diagonal outside it."""
+    m, n = shape
+    if k <= -m or k >= n:
+        raise ValueError("k exceeds array dimensions")
+    if k < 0:
+        count = min(m + k, n)
+        return np.arange(count) - k, np.arange(count)
+    count = min(m, n - k)
+    return np.arange(count), np.arange(count) + k
 
 
 class _Assembled:
@@ -1712,6 +1939,19 @@ class _Assembled:
         twin = super().copy()
         object.__setattr__(twin, "entries", dict(self.entries))
         return twin
+
+    def setdiag(self, values, k=0):
+        """SciPy's ``setdiag``: with traced values, entry by entry (``A[i, i + k] = v``)."""
+        rows, cols = _diagonal_positions(self.shape, k)
+        if not _followed(values):  # SciPy's, over the traced entries it overwrites
+            count = len(rows) if np.ndim(values) == 0 else min(len(rows), len(values))
+            for point in zip(rows[:count].tolist(), cols[:count].tolist()):
+                self.entries.pop(point, None)
+            return super().setdiag(values, k)
+        if np.ndim(values) == 0:
+            values = [values] * len(rows)
+        for i, j, value in zip(rows.tolist(), cols.tolist(), values):
+            self[i, j] = value
 
     def traced(self):
         """The :class:`TracedSparse` (coo) of every entry: SciPy's own storage for the plain
@@ -2257,6 +2497,17 @@ def _flatten_converted(matrix):
     blocks (bsr), followed as its CSR form: the function receives that, and the gradient is a
     CSR matrix of its pattern."""
     return _flatten_matrix(matrix.tocsr())
+
+
+def _unflatten_traced_matrix(_: Any, children: list[Any]) -> Any:
+    """A traced matrix of traced values; a gradient or tangent, SciPy's ``np.matrix``."""
+    array = children[0]
+    if array is None or wrapped(array):
+        return array if array is None else TracedMatrix(array)
+    return np.asarray(array).view(np.matrix)
+
+
+register_pytree(TracedMatrix, lambda m: ((m.array,), None), _unflatten_traced_matrix)
 
 
 for _cls in (_sparse.lil_matrix, _sparse.lil_array, _sparse.dok_matrix, _sparse.dok_array,

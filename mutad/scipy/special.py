@@ -9,7 +9,8 @@ written, in place (``out=``) too, in reverse and forward mode and to any order.
 array([-0.5772,  0.4228])
 
 The functions SciPy writes in Python (``polygamma``, ``multigammaln``, ``logsumexp``,
-``softmax``, ``log_softmax``) convert their arguments with ``np.asarray``; import them from here
+``softmax``, ``log_softmax``, the spherical Bessel functions ``spherical_jn``, ``spherical_yn``,
+``spherical_in``, ``spherical_kn``) convert their arguments with ``np.asarray``; import them from here
 instead (``from mutad.scipy.special import logsumexp``). Called with plain arrays each is SciPy's
 own; called with traced arrays it runs its rule; while a differentiation runs, SciPy's own names
 reach them (``registry.defroute``).
@@ -50,12 +51,12 @@ from scipy.special import (
 from scipy.special._ufuncs import _zeta
 
 from ..core.errors import UnsupportedOperationError
-from ..core.registry import (Constant, NoClosedForm, defjvp, defrule, elementwise, holomorphic,
-                             nondifferentiable)
+from ..core.registry import (HOLOMORPHIC, Constant, NoClosedForm, defjvp, defrule, elementwise,
+                             holomorphic, nondifferentiable)
 from ..engines.products import times
 from ..rules._helpers import as_float, sign_of, unbroadcast
 from . import _numerics
-from ._adjoints import scipy_adjoint
+from ._adjoints import Elementwise, StandIn, scipy_adjoint
 
 polygamma, multigammaln, logsumexp, softmax, log_softmax = map(scipy_adjoint, (
     _special.polygamma, _special.multigammaln, _special.logsumexp, _special.softmax,
@@ -707,3 +708,82 @@ def _log_softmax_jvp(tangents, x, axis=None):
     y = log_softmax(x, axis)
     dx = tangents[0]
     return y, dx - np.sum(np.exp(y) * dx, axis=axis, keepdims=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# The spherical Bessel functions, which SciPy writes in Python (the reflection of a negative
+# argument) on ufuncs of its own: SciPy's values of j_n, y_n, i_n, k_n and of their
+# derivatives (``derivative=True``), differentiated in z by SciPy's derivative, and the
+# derivative by the functions' differential equation, z² f'' + 2z f' ∓ (z² ∓ n(n+1)) f = 0
+# (DLMF 10.47.1, 10.47.2), so every order follows; real or complex z (holomorphic). The order n
+# has no derivative.
+
+
+class _HolomorphicElementwise(Elementwise):
+    """An elementwise function of z whose partial in z is its complex derivative."""
+
+    complex_values = HOLOMORPHIC
+
+
+def _spherical_second_derivative(modified, finite_at_zero):
+    """f'' from f and f': the equation z² f'' + 2z f' - (±z² + n(n+1)) f = 0 (+ for
+    ``modified``: i_n and k_n) gives f'' = -2f'/z + (±1 + n(n+1)/z²) f. At z = 0, where it
+    divides by z, j_n's and i_n's (``finite_at_zero``) f'' is their power series
+    Σ_k (±1)^k z^(2k+n) / (2^k k! (2n+2k+1)!!) differentiated twice, to degree 6 (so their
+    derivatives at 0 hold to order 8); y_n and k_n are infinite there."""
+    sign = 1.0 if modified else -1.0
+
+    def second(n, z, f, derivative):
+        at_zero = z == 0
+        safe = np.where(at_zero, 1.0, z)
+        value = -2.0 * derivative / safe + (sign + n * (n + 1.0) / (safe * safe)) * f
+        if not finite_at_zero or not np.any(at_zero):
+            return value
+        return np.where(at_zero, _series_second_derivative(n, z, sign), value)
+
+    return second
+
+
+def _series_second_derivative(n, z, sign):
+    """The second derivative of Σ_k sign^k z^(2k+n) / (2^k k! (2n+2k+1)!!), to degree 6."""
+    total = 0.0 * z
+    power = 1.0 + 0.0 * z  # z^degree
+    for degree in range(7):
+        coefficient = np.zeros(np.shape(n))
+        for k in range(4):
+            m = degree + 2 - 2 * k  # the order whose term k has this degree
+            if m < 0:
+                continue
+            term = (sign ** k / (2.0 ** k * math.factorial(k) * _double_factorial(2 * m + 2 * k + 1))
+                    * (2 * k + m) * (2 * k + m - 1))
+            coefficient = np.where(n == m, term, coefficient)
+        total = total + coefficient * power
+        power = power * z
+    return total
+
+
+def _double_factorial(m):
+    return math.prod(range(m, 0, -2))
+
+
+def _spherical(original, modified, finite_at_zero):
+    name = f"scipy.special.{original.__name__}"
+    second = _spherical_second_derivative(modified, finite_at_zero)
+    order = NoClosedForm("the order n")
+    value = _HolomorphicElementwise(
+        lambda n, z: original(n, z), order, lambda y, n, z: derivative(n, z), name=name)
+    derivative = _HolomorphicElementwise(
+        lambda n, z: original(n, z, True), order,
+        lambda y, n, z: second(n, z, value(n, z), y), name=f"{name}(derivative=True)")
+
+    def stand_in(n, z, derivative_=False):
+        return (derivative if derivative_ else value)(n, z)
+
+    return StandIn(original, stand_in)
+
+
+spherical_jn = _spherical(_special.spherical_jn, False, True)
+spherical_yn = _spherical(_special.spherical_yn, False, False)
+spherical_in = _spherical(_special.spherical_in, True, True)
+spherical_kn = _spherical(_special.spherical_kn, True, False)
+__all__ += ["spherical_in", "spherical_jn", "spherical_kn", "spherical_yn"]
