@@ -5,6 +5,8 @@ restoration, aliased arguments, both policies); functions of a symmetric matrix,
 triangle, with check_grads along symmetric directions. Plain calls must be SciPy's own.
 """
 
+import math
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -1065,6 +1067,36 @@ def test_spherical_bessel_derivatives_at_zero(name):
         h = 1e-3
         assert abs(second - (derivative(h) - derivative(-h)) / (2 * h)) < 1e-6
         assert abs(third - (derivative(h) - 2 * derivative(0.0) + derivative(-h)) / h**2) < 1e-5
+
+
+def _jn_derivative_at_zero(n, k):
+    """The k-th derivative of j_n at 0: k! times its power series' coefficient of z^k."""
+    j = (k - n) // 2  # z^k is the term 2j + n = k of the series, if k - n is even
+    if (k - n) % 2 or k < n:
+        return 0.0
+    return ((-1) ** j * math.factorial(k)
+            / (2 ** j * math.factorial(j) * math.prod(range(2 * n + 2 * j + 1, 0, -2))))
+
+
+def _nested_derivative(n, k):
+    f = lambda z: scipy.special.spherical_jn(n, z)  # noqa: E731
+    for _ in range(k):
+        f = mutad.grad(f)
+    return f(0.0)
+
+
+def test_spherical_bessel_derivatives_at_zero_of_higher_orders():
+    for n in range(4):
+        for k in range(1, 6):
+            assert _nested_derivative(n, k) == pytest.approx(
+                _jn_derivative_at_zero(n, k), rel=1e-12, abs=1e-15), (n, k)
+
+
+@pytest.mark.slow
+def test_spherical_bessel_derivatives_at_zero_past_the_eighth_order():
+    """The series at z = 0 is taken to the degree the running differentiations need (a fixed
+    degree gave 0 for the 9th derivative of j_1 at 0)."""
+    assert _nested_derivative(1, 9) == pytest.approx(_jn_derivative_at_zero(1, 9), rel=1e-12)
 
 
 def test_spherical_bessel_replay_and_order():

@@ -51,6 +51,7 @@ from scipy.special import (
 from scipy.special._ufuncs import _zeta
 
 from ..core.errors import UnsupportedOperationError
+from ..core.levels import ACTIVE
 from ..core.registry import (HOLOMORPHIC, Constant, NoClosedForm, defjvp, defrule, elementwise,
                              holomorphic, nondifferentiable)
 from ..engines.products import times
@@ -729,8 +730,9 @@ def _spherical_second_derivative(modified, finite_at_zero):
     """f'' from f and f': the equation z² f'' + 2z f' - (±z² + n(n+1)) f = 0 (+ for
     ``modified``: i_n and k_n) gives f'' = -2f'/z + (±1 + n(n+1)/z²) f. At z = 0, where it
     divides by z, j_n's and i_n's (``finite_at_zero``) f'' is their power series
-    Σ_k (±1)^k z^(2k+n) / (2^k k! (2n+2k+1)!!) differentiated twice, to degree 6 (so their
-    derivatives at 0 hold to order 8); y_n and k_n are infinite there."""
+    Σ_k (±1)^k z^(2k+n) / (2^k k! (2n+2k+1)!!) differentiated twice, to the degree the
+    differentiations running can take derivatives of (``_series_second_derivative``); y_n and
+    k_n are infinite there."""
     sign = 1.0 if modified else -1.0
 
     def second(n, z, f, derivative):
@@ -745,12 +747,14 @@ def _spherical_second_derivative(modified, finite_at_zero):
 
 
 def _series_second_derivative(n, z, sign):
-    """The second derivative of Σ_k sign^k z^(2k+n) / (2^k k! (2n+2k+1)!!), to degree 6."""
+    """The second derivative of Σ_k sign^k z^(2k+n) / (2^k k! (2n+2k+1)!!) at z = 0, to a
+    degree above the number of differentiations running (each may take one more derivative
+    of it, which a lower degree would give as 0 there), and at least 6."""
     total = 0.0 * z
     power = 1.0 + 0.0 * z  # z^degree
-    for degree in range(7):
+    for degree in range(max(7, len(ACTIVE.running) + 2)):
         coefficient = np.zeros(np.shape(n))
-        for k in range(4):
+        for k in range(degree // 2 + 2):
             m = degree + 2 - 2 * k  # the order whose term k has this degree
             if m < 0:
                 continue
