@@ -17,6 +17,7 @@ ends.
 import numpy as np
 
 from ..core.allocation import drawing_argument
+from ..core.devices import is_device
 from ..core.arguments import Originals, check_distinct_memory, run
 from .arraylike import stands_for_scalar
 from ..core.errors import (ConstantModifiedError, InvalidArgumentError, PolicyError,
@@ -24,7 +25,8 @@ from ..core.errors import (ConstantModifiedError, InvalidArgumentError, PolicyEr
 from .forward import Dual, as_array, enclosed, split, zero_tangent
 from ..core.levels import ACTIVE, LEVELS, Tracer
 from .recompute import hold_for_good
-from .reverse import ReverseTape, Traced, check_constants, checksum, fresh, thaw, view_of
+from .reverse import (DeviceCopy, ReverseTape, Traced, check_constants, checksum, fresh,
+                      thaw, view_of)
 from ..core.shadows import Buffer, Shadows
 from ..core.tape import POLICIES
 from ..core.trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
@@ -201,12 +203,14 @@ class ReverseDifferentiation(Differentiation):
         reverses the tape from those bytes (and then writes the caller's first bytes back), so
         a write between the two, which it would undo on the wrong values, is found
         (:meth:`check_caller_sums`)."""
-        return {key: checksum(entry[0]) for key, entry in self.buffers.items()
+        return {key: DeviceCopy(entry[0].copy()) if is_device(entry[0]) else checksum(entry[0])
+                for key, entry in self.buffers.items()
                 if type(key) is int and entry[2] is None and writeable(entry[0])}
 
     def check_caller_sums(self, sums):
         for key, total in sums.items():
-            if checksum(self.buffers[key][0]) != total:
+            now = self.buffers[key][0]
+            if not (total.same(now) if type(total) is DeviceCopy else checksum(now) == total):
                 raise ConstantModifiedError(
                     "an argument of the function was written after mutad.pullback (or vjp) "
                     "returned and before back() was called: back() undoes the function's writes "
