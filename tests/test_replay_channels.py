@@ -25,6 +25,7 @@ def flips(*rows):
 
 CHANNELS = {
     "format": lambda x: (x * len(f"{x[0]:.0f}")).sum(),
+    "%-format": lambda x: (x * len("%.0f" % x[0])).sum(),
     "str": lambda x: (x * len(str(x[0]))).sum(),
     "repr": lambda x: (x * len(repr(x[0]))).sum(),
     "str of an array": lambda x: (x * len(str(x))).sum(),
@@ -39,6 +40,39 @@ CHANNELS = {
 def test_what_python_reads_of_a_traced_value_is_guarded(name):
     replayed_like_traced(CHANNELS[name], flips([1.0, 2.0], [10.0, 2.0], [100.5, 2.0],
                                                [1.0, 2.0]))
+
+
+def test_printf_style_formatting_and_logging_write_the_digits():
+    """"%.3f" % loss and logging's "loss %.4f" read a float of the value to write its
+    digits, as format() does; float() itself stays refused (it would cut the gradient)."""
+    import logging
+
+    records = []
+    handler = logging.Handler()
+    handler.emit = lambda record: records.append(record.getMessage())
+    logger = logging.getLogger("mutad-test-formatting")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    seen = []
+
+    def f(x):
+        loss = (x * x).sum()
+        seen.append("%.3f %8.2e" % (loss, x[0]))
+        text = "%g"
+        text %= x[1]
+        seen.append(text)
+        logger.info("loss %.4f", loss)
+        with pytest.raises(mutad.errors.ConversionError):
+            float(loss)
+        return loss
+
+    try:
+        x = np.array([1.5, 2.0])
+        assert mutad.gradient(f, x)[0].tolist() == [3.0, 4.0]
+        assert mutad.jvp(f, (x,), (np.ones(2),))[1] == 7.0
+    finally:
+        logger.removeHandler(handler)
+    assert seen == ["6.250 1.50e+00", "2"] * 2 and records == ["loss 6.2500"] * 2
 
 
 def test_strings_and_hashes_are_numpys():

@@ -351,6 +351,8 @@ class ArrayMethods(Tracer):
         return value
 
     def __float__(self):
+        if _formatting(sys._getframe(1)):  # "%.3f" % x: a string of its value, as format()
+            return self._decided(float)
         return float(self._converted("float()"))
 
     # Integers of a value (a count, an index: ``int(T / dt) + 1``) have derivative zero
@@ -970,6 +972,15 @@ def _mutad_equivalent(frame, called):
     for name in path:
         target = getattr(target, name, None)
     return f"{equivalent.__name__}.{'.'.join(path)}" if callable(target) else None
+
+
+def _formatting(frame):
+    """Whether ``frame`` is executing ``text % values`` (``"%.3f" % loss``, the logging
+    module's ``msg % args``), where Python reads a float of a value only to write its digits."""
+    instructions = {i.offset: i for i in dis.get_instructions(frame.f_code)}
+    instruction = instructions.get(frame.f_lasti)
+    return instruction is not None and (instruction.opname == "BINARY_MODULO" or (
+        instruction.opname == "BINARY_OP" and instruction.argrepr in ("%", "%=")))
 
 
 def _storing_item(frame):
