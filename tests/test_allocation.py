@@ -866,6 +866,33 @@ def test_shuffling_the_rows_of_a_traced_array_is_numpys_permutation(name):
     mutad.check_grads(f, x, order=2)
 
 
+def resampled(x, w):
+    """A particle filter's resampling: particles drawn with probabilities w, then moved."""
+    rng = np.random.default_rng(11)
+    picked = rng.choice(x, size=5, p=w / w.sum())
+    order = np.random.RandomState(4).permutation(picked)
+    again = rng.choice(picked.shape[0], size=3, replace=False)
+    return (order * np.arange(1.0, 6.0)).sum() + (picked[again] ** 2).sum()
+
+
+def test_draws_from_traced_populations_and_weights_are_numpys_draws():
+    """rng.choice(x, p=w) and permutation(x) of traced values pick NumPy's rows (the same
+    draws); the picked rows carry their gradient, the weights none (a draw is a decision),
+    and a replay traces calls whose draws depend on traced weights."""
+    x = np.linspace(0.5, 2.0, 4)
+    w = np.array([0.1, 0.4, 0.2, 0.3])
+    value, (gx, gw) = mutad.value_and_grad(resampled, argnums=(0, 1))(x, w)
+    assert value == resampled(x, w) and gw.tolist() == [0.0] * 4
+    mutad.check_grads(lambda x: resampled(x, w), x, order=2)
+    assert mutad.jvp(resampled, (x, w), (np.ones(4), np.ones(4)))[0] == value
+    replaying = mutad.grad(resampled, argnums=(0, 1), replay=True)
+    for scale in (1.0, 2.0, 3.0):
+        w2 = np.roll(w, int(scale))
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(
+            replaying(x * scale, w2), mutad.grad(resampled, argnums=(0, 1))(x * scale, w2)))
+    assert "weighted by traced values" in str(replaying.reasons)
+
+
 # ----------------------------------------------------------------------------------------------
 # Arrays made from arrays that existed before the call: followed, however they are made
 

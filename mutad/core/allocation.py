@@ -1201,6 +1201,9 @@ def _drawn(draw):
             return _reparameterised(name, generator, args, kwargs)
         if name == "shuffle" and ACTIVE.running and holds_wrapped(list(args)):
             return _shuffled(draw, args, kwargs)
+        if name in _SAMPLES and ACTIVE.running and (
+                holds_wrapped(list(args)) or holds_wrapped(list(kwargs.values()))):
+            return _sampled(draw, name, args, kwargs)
         y = draw(*args, **kwargs)
         if _in_mode() and _allocated(y, args, kwargs):
             return allocate(y, (np.array, (y.copy(),), {}))
@@ -1224,6 +1227,43 @@ def _shuffled(shuffle, args, kwargs):
     order = np.arange(np.shape(x)[axis])
     order_of(order)
     x[...] = np.take(x, order, axis=axis)
+
+
+_SAMPLES = {"choice": ("a", "size", "replace", "p", "axis", "shuffle"),
+            "permutation": ("x", "axis")}
+"""The draws that pick from a population: of a traced one, its rows taken by the indices
+drawn (``_sampled``)."""
+
+
+def _sampled(draw, name, args, kwargs):
+    """``rng.choice(a, ..., p=p)`` or ``rng.permutation(x)`` with traced values: NumPy picks
+    the rows of an array by indices it draws as for a population of its length (the same draws
+    in the same order), so the indices are drawn, with the plain values of ``p``, and the
+    traced rows taken by them. The indices have no derivative (a draw is a decision): where
+    they depend on traced weights ``p``, a replay would hold those of the call it recorded,
+    so it traces such a call."""
+    if getattr(draw, "__self__", None) is None:  # a method: the generator comes first
+        draw, args = functools.partial(draw, args[0]), args[1:]
+    bound = dict(zip(_SAMPLES[name], args))
+    bound.update(kwargs)
+    population = bound.get("a", bound.get("x"))
+    axis = bound.get("axis", 0)
+    weights = bound.get("p")
+    if weights is not None and holds_wrapped([weights]):
+        weights = memory(lists_as_arrays([weights])[0])
+        for level in ACTIVE.running:
+            recorder = getattr(level, "recorder", None)
+            if recorder is not None:
+                recorder.refuse("a draw weighted by traced values (rng.choice(..., p=...)): "
+                                "the indices it draws depend on them")
+        bound["p"] = weights
+    if not wrapped(population):  # only the weights were traced
+        return draw(**bound)
+    if name == "permutation":
+        return np.take(population, draw(np.shape(population)[axis]), axis=axis)
+    bound["a"] = np.shape(population)[axis]
+    bound.pop("axis", None)
+    return np.take(population, draw(**bound), axis=axis)
 
 
 class _ModeRandomState(np.random.RandomState):
