@@ -506,3 +506,30 @@ def test_gaussian_kde_attributes_are_scipys():
     f = lambda d, w: (np.sin(attributes(d, w)) * np.arange(1.0, 24.0)).sum()  # noqa: E731
     mutad.check_grads(f, *args)
     mutad.check_jvp(f, *args)
+
+
+MOMENTS = {
+    "norm": (0.5, 2.0), "gamma": (2.5, 0.3, 1.7), "beta": (2.0, 3.0, 0.1, 2.0),
+    "expon": (0.3, 2.0), "lognorm": (0.5, 0.0, 2.0), "chi2": (4.5,), "binom": (10, 0.3),
+}
+
+
+@pytest.mark.parametrize("name", MOMENTS)
+def test_moments_of_traced_parameters_are_scipys(name):
+    """stats, mean, var and std of a distribution (and of its frozen form) with traced
+    parameters: SciPy's own closed forms, bit for bit, differentiated."""
+    distribution = getattr(scipy.stats, name)
+
+    def f(p):
+        args = [10, p[1]] if name == "binom" else list(p)
+        moments = distribution.stats(*args, moments="mvsk")
+        return (sum(np.asarray(m) for m in moments) + distribution.mean(*args)
+                + distribution.var(*args) + distribution.std(*args)
+                + distribution(*args).mean() + distribution(*args).std())
+
+    p = np.array(MOMENTS[name], float)
+    assert mutad.value_and_grad(f)(p)[0] == f(p)
+    if name == "binom":  # (its n, an integer, has no derivative)
+        mutad.check_grads(lambda q: f(np.array([10.0, q[0]])), p[1:], order=2)
+    else:
+        mutad.check_grads(f, p, order=2)

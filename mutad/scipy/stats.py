@@ -69,6 +69,7 @@ from ..custom import Adjoint
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import Tracer, innermost
 from ..core.registry import defmethod, defroute
+from ..core.views import memory
 from . import _descriptive, _numerics, linalg
 from ._descriptive import *  # noqa: F403
 from ._adjoints import Elementwise, Value, refused_attribute, scipys_value
@@ -759,11 +760,57 @@ def _frozen_rule(name):
     return rule
 
 
+def _moments_rule(name):
+    """``stats``, ``mean``, ``var`` and ``std`` of a univariate distribution with traced
+    parameters, as SciPy computes them (``rv_generic.stats``): its own ``_stats`` of the shape
+    parameters (closed forms in NumPy's and SciPy's functions, which dispatch), moved and
+    scaled by loc and scale. Parameters outside the distribution's domain (SciPy's NaN), and
+    the moments a distribution computes by numerical integration (``_munp``), are refused."""
+
+    def rule(self, *args, **kwds):
+        if name == "std":
+            return np.sqrt(rule_of["var"](self, *args, **kwds))
+        if name in ("mean", "var"):
+            kwds["moments"] = name[0]
+        shapes, loc, scale, moments = self._parse_args_stats(*args, **kwds)
+        plain = [np.asarray(memory(v)) for v in (*shapes, loc, scale)]
+        cond = self._argcheck(*plain[:-2]) & (plain[-1] > 0) & (plain[-2] == plain[-2])
+        if not np.all(cond):
+            raise UnsupportedOperationError(
+                f"scipy.stats.{self.name}.{name} of traced parameters outside the "
+                "distribution's domain (SciPy gives NaN there).")
+        if self._stats_has_moments:
+            mu, mu2, g1, g2 = self._stats(*shapes, moments=moments)
+        else:
+            mu, mu2, g1, g2 = self._stats(*shapes)
+        needed = {"m": mu, "v": mu2, "s": g1, "k": g2}
+        if any(needed[m] is None for m in moments):
+            raise UnsupportedOperationError(
+                f"scipy.stats.{self.name}.{name}: SciPy computes these moments of the "
+                "distribution by numerical integration, which mutad does not differentiate.")
+        values = {"m": lambda: mu * scale + loc, "v": lambda: mu2 * scale * scale,
+                  "s": lambda: g1, "k": lambda: g2}
+        output = [np.broadcast_to(values[m](), np.shape(cond)).astype(np.float64)
+                  for m in moments]
+        if name in ("mean", "var"):
+            return output[0][()] if np.ndim(output[0]) == 0 else output[0]
+        return output[0] if len(output) == 1 else tuple(output)
+
+    rule_of[name] = rule
+    return rule
+
+
+rule_of: dict[str, Callable[..., Any]] = {}
+
 BY_GENERATOR = {type(d.scipy): d for d in UNIVARIATE}
 
+for _name in ("stats", "mean", "var", "std"):
+    _moments_rule(_name)
 for _distribution in UNIVARIATE:
     for _name in _distribution.methods():
         defmethod(type(_distribution.scipy), _name, _generator_rule(_distribution, _name))
+    for _name in ("stats", "mean", "var", "std"):
+        defmethod(type(_distribution.scipy), _name, rule_of[_name])
 for _name in (*norm.methods(), "ppf", "isf"):
     defmethod(rv_continuous_frozen, _name, _frozen_rule(_name))
 for _name in poisson.methods():
