@@ -131,6 +131,9 @@ def _cumulative(scan, identity):
                 raise ValueError("For arrays which have more than one dimension ``axis`` "
                                  "argument is required.")
             axis = 0
+        if out is not None and dtype is None and hasattr(x, "dtype"):
+            # NumPy accumulates into out: in the promotion of x's dtype and out's
+            dtype = np.promote_types(x.dtype, out.dtype)
         y = scan(x, axis=axis, dtype=dtype)
         if include_initial:
             shape = tuple(1 if i == axis % y.ndim else n for i, n in enumerate(y.shape))
