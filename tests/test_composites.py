@@ -261,6 +261,46 @@ def test_covariances_are_numpys_bit_for_bit(f, rng):
         assert np.asarray(value).tobytes() == np.asarray(f(x, y)).tobytes()
 
 
+_W32 = np.array([0.7, 1.3, 0.9, 1.1, 0.6, 1.4, 1.0, 0.8, 1.2], np.float32)
+_FW = np.array([1, 2, 1, 3, 1, 1, 2, 1, 1])
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.cov(x),
+    lambda x: np.cov(x, dtype=np.float32),
+    lambda x: np.cov(x, rowvar=False, bias=True),
+    lambda x: np.cov(x, x[:2] * 2, aweights=_W32),
+    lambda x: np.cov(x, fweights=_FW, aweights=_W32, ddof=2, dtype=np.float32),
+    lambda x: np.corrcoef(x),
+    lambda x: np.corrcoef(x, dtype=np.float32),
+    lambda x: np.average(x, axis=1, weights=_W32.astype(np.float64)),
+    lambda x: np.average(x.astype(np.float64), axis=1, weights=_W32),
+    lambda x: np.average(x, axis=1, returned=True)[1] * x[:, 0],
+    lambda x: np.average(x, axis=(1, 0), weights=x.T * x.T),
+], ids=["cov", "cov-dtype", "cov-columns", "cov-two-weighted", "cov-weights-dtype", "corrcoef",
+        "corrcoef-dtype", "average-weights64", "average-weights32", "average-returned",
+        "average-axes"])
+def test_covariances_of_float32_data_are_numpys(f):
+    """Regression: np.cov converts the data to float64 (or its dtype=) before the mean is
+    taken, and centres and scales in place, in that dtype; np.average sums the weights and
+    the weighted data in the promotion of their dtypes. mutad computed at float32 precision,
+    returned float64 for cov(..., dtype=np.float32), and summed float32 weights in float32."""
+    x = (np.random.default_rng(11).random((4, 9)) + 0.25).astype(np.float32)
+    expected = np.asarray(f(x.copy()))
+    y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert np.asarray(y).dtype == expected.dtype
+    assert np.asarray(y).tobytes() == expected.tobytes()
+
+    def loss(v):
+        return np.sum(f(v))
+
+    for differentiate in (mutad.value_and_grad(loss), mutad.value_and_grad(loss, replay=True)):
+        for _ in range(2):
+            value, _ = differentiate(x)
+            assert np.asarray(value).tobytes() == np.asarray(loss(x.copy())).tobytes()
+    mutad.check_grads(f, x, modes=("rev", "fwd"))
+
+
 def test_multi_dot_multiplies_in_numpys_order():
     """Regression: multi_dot multiplied left to right; NumPy chooses the cheapest order (its
     matrix-chain order), so the values differed in the last bits (147 of 200 random chains)."""

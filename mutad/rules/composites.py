@@ -189,24 +189,38 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
 
 @defcomposite(np.average)
 def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """NumPy's steps: the weighted sum and the sum of the weights both in the promotion of
+    the data's dtype and the weights' (float64 for integer data), the weights shaped as
+    NumPy shapes them (not broadcast: their sum is NumPy's)."""
     if weights is None:
         avg = np.mean(a, axis=axis, keepdims=keepdims)
-        scale = np.full(np.shape(avg), np.size(a) / max(np.size(avg), 1))
+        dtype = np.result_type(avg)
+        scale = dtype.type(np.size(a) / max(np.size(avg), 1))  # in the average's dtype
     else:
+        dtype = np.result_type(a)
+        if dtype.kind in "biu":
+            result_dtype = np.result_type(dtype, np.result_type(weights), "f8")
+        else:
+            result_dtype = np.result_type(dtype, np.result_type(weights))
         if np.shape(weights) != np.shape(a):
             if axis is None:
                 raise TypeError("Axis must be specified when shapes of a and weights differ.")
-            if np.ndim(weights) != 1 or np.shape(weights)[0] != np.shape(a)[axis]:
-                raise ValueError("Length of weights not compatible with specified axis.")
-            weights = np.reshape(weights, tuple(-1 if i == axis % np.ndim(a) else 1
-                                                for i in range(np.ndim(a))))
-            weights = np.broadcast_to(weights, np.shape(a))
-        scale = np.sum(weights, axis=axis, keepdims=keepdims)
+            axes = normalize_axis_tuple(axis, np.ndim(a), "axis")
+            if np.shape(weights) != tuple(np.shape(a)[ax] for ax in axes):
+                raise ValueError("Shape of weights must be consistent with shape of a along "
+                                 "specified axis.")
+            weights = np.transpose(weights, np.argsort(axes))
+            weights = np.reshape(weights, tuple(n if i in axes else 1
+                                                for i, n in enumerate(np.shape(a))))
+        scale = np.sum(weights, axis=axis, dtype=result_dtype, keepdims=keepdims)
         if np.any(scale == 0.0):
             raise ZeroDivisionError("Weights sum to zero, can't be normalized")
-        avg = np.sum(a * weights, axis=axis, keepdims=keepdims) / scale
+        avg = np.sum(np.multiply(a, weights, dtype=result_dtype), axis=axis,
+                     keepdims=keepdims) / scale
     if returned:
-        return avg, np.broadcast_to(scale, np.shape(avg)).copy()
+        if np.shape(scale) != np.shape(avg):
+            scale = np.broadcast_to(scale, np.shape(avg)).copy()
+        return avg, scale
     return avg
 
 
@@ -230,34 +244,50 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs)
                           **kwargs))
 
 
+def _float_weights(weights):
+    """``np.asarray(weights, dtype=float)``, NumPy's conversion of cov's weights."""
+    if isinstance(weights, (list, tuple)) or not hasattr(weights, "astype"):
+        return np.asarray(weights, dtype=float)
+    return weights if weights.dtype == np.float64 else weights.astype(np.float64)
+
+
 @defcomposite(np.cov)
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
         dtype=None):
-    x = np.atleast_2d(m)
-    if not rowvar and x.shape[0] != 1:
+    """NumPy's steps: the data converted to ``dtype`` (by default the promotion of theirs
+    with float64) before the mean is taken, and the centring and scaling done in place, in
+    the data's dtype (``np.cov(x, dtype=np.float32)`` is float32)."""
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError("ddof must be integer")
+    if np.ndim(m) > 2:
+        raise ValueError("m has more than 2 dimensions")
+    if y is not None and np.ndim(y) > 2:
+        raise ValueError("y has more than 2 dimensions")
+    if dtype is None:
+        dtype = np.result_type(m, np.float64) if y is None else \
+            np.result_type(m, y, np.float64)
+    x = np.atleast_2d(m).astype(dtype)  # a copy, as NumPy's np.array(m, ndmin=2)
+    if not rowvar and np.ndim(m) != 1:
         x = x.T
+    if x.shape[0] == 0:
+        return np.array([]).reshape(0, 0)
     if y is not None:
-        y = np.atleast_2d(y)
+        y = np.atleast_2d(y).astype(dtype, copy=False)
         if not rowvar and y.shape[0] != 1:
             y = y.T
         x = np.concatenate((x, y), axis=0)
-    if x.shape[0] == 0:
-        return np.zeros((0, 0))
     if ddof is None:
         ddof = 0 if bias else 1
     weights = None
     if fweights is not None:
-        weights = fweights
+        weights = fweights = _float_weights(fweights)
     if aweights is not None:
+        aweights = _float_weights(aweights)
         weights = aweights if weights is None else weights * aweights
+    mean, total = average(x, axis=1, weights=weights, returned=True)
+    total = total[0]
     if weights is None:
-        mean = np.mean(x, axis=1)
         factor = x.shape[1] - ddof
-    else:
-        mean, total = average(x, axis=1, weights=weights, returned=True)
-        total = total[0] if np.size(total) else np.sum(weights)
-    if weights is None:
-        pass
     elif ddof == 0:
         factor = total
     elif aweights is None:
@@ -266,19 +296,24 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         factor = total - ddof * np.sum(weights * aweights) / total
     if factor <= 0:  # NumPy's convention: a warning, and the covariance divided by 0
         factor = 0.0
-    centred = x - mean[:, None]
-    weighted = centred.T if weights is None else (centred * weights).T
-    # NumPy multiplies by the reciprocal of the factor, which may round otherwise than dividing
-    return np.squeeze(np.dot(centred, weighted) * np.true_divide(1, factor))
+    x -= mean[:, None]  # in place, in x's dtype, as NumPy centres
+    weighted = x.T if weights is None else (x * weights).T
+    if np.result_type(weighted).kind == "c":
+        weighted = np.conj(weighted)
+    c = np.dot(x, weighted)
+    # NumPy multiplies, in place, by the reciprocal of the factor, which may round otherwise
+    # than dividing
+    c *= np.true_divide(1, factor)
+    return np.squeeze(c)
 
 
 @defcomposite(np.corrcoef)
 def corrcoef(x, y=None, rowvar=True, *, dtype=None):
-    c = cov(x, y, rowvar)
+    c = cov(x, y, rowvar, dtype=dtype)
     if np.ndim(c) == 0:
         return c / c
     deviation = np.sqrt(np.diagonal(c))
-    return np.clip(c / deviation[:, None] / deviation[None, :], -1.0, 1.0)
+    return np.clip(c / deviation[:, None] / deviation[None, :], -1, 1)
 
 
 # ----------------------------------------------------------------------------------------------
