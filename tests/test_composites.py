@@ -301,6 +301,41 @@ def test_covariances_of_float32_data_are_numpys(f):
     mutad.check_grads(f, x, modes=("rev", "fwd"))
 
 
+@pytest.mark.parametrize("f", [
+    lambda x: np.nanvar(x),
+    lambda x: np.nanvar(x, axis=1, ddof=1),
+    lambda x: np.nanvar(x, axis=0, keepdims=True),
+    lambda x: np.nanvar(x, axis=1, dtype=np.float64),
+    lambda x: np.nanstd(x, axis=1),
+    lambda x: np.nanstd(x),
+    lambda x: np.vander(x[0]),
+    lambda x: np.vander(x[1], 3, increasing=True),
+], ids=["nanvar", "nanvar-ddof", "nanvar-keepdims", "nanvar-dtype", "nanstd", "nanstd-all",
+        "vander", "vander-increasing"])
+@pytest.mark.parametrize("nans", [False, True], ids=["", "nans"])
+def test_float32_results_have_numpys_dtype(f, nans):
+    """Regression: np.nanvar and np.nanstd of float32 data are float32 (NumPy divides each
+    sum by its integer count into the sum's array), and np.vander of float32 data is float64
+    (NumPy's dtype is the promotion of x's with int); mutad returned float64 and float32."""
+    x = (np.random.default_rng(12).random((4, 9)) + 0.1).astype(np.float32)
+    if nans:
+        x[1, 3] = x[2, 0] = np.nan
+    expected = np.asarray(f(x.copy()))
+    y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert np.asarray(y).dtype == expected.dtype
+    assert np.asarray(y).tobytes() == expected.tobytes()
+
+    def loss(v):
+        return np.sum(f(v))
+
+    for differentiate in (mutad.value_and_grad(loss), mutad.value_and_grad(loss, replay=True)):
+        for _ in range(2):
+            value, _ = differentiate(x)
+            assert np.asarray(value).tobytes() == np.asarray(loss(x.copy())).tobytes()
+    if not nans:  # (finite differences of NaN data are NaN)
+        mutad.check_grads(f, x, modes=("rev", "fwd"))
+
+
 def test_multi_dot_multiplies_in_numpys_order():
     """Regression: multi_dot multiplied left to right; NumPy chooses the cheapest order (its
     matrix-chain order), so the values differed in the last bits (147 of 200 random chains)."""

@@ -226,16 +226,26 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
 
 @defcomposite(np.nanvar)
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+    """NumPy's steps: the sums in ``dtype`` (by default the data's), each divided by its
+    integer count in float64 and rounded back into the sum's dtype (NumPy divides into the
+    sum's array), the deviations rounded into the data's dtype (NumPy subtracts in place)."""
     if out is not None or kwargs:
         _refuse("nanvar", "out=, where= or mean=")
+    data = np.result_type(a)
     present = ~np.isnan(a)
-    count = np.sum(present, axis=axis, keepdims=True)
-    zeroed = np.where(present, a, 0.0)
-    mean = np.sum(zeroed, axis=axis, keepdims=True) / count
-    deviation = np.where(present, a - mean, 0.0)
-    variance = np.sum(deviation * deviation, axis=axis, keepdims=True) / np.maximum(
-        count - ddof, 0)
-    return variance if keepdims else np.squeeze(variance, axis=axis)
+    count = np.sum(present, axis=axis, dtype=np.intp, keepdims=True)
+    zeroed = np.where(present, a, np.zeros((), data))
+    total = np.sum(zeroed, axis=axis, dtype=dtype, keepdims=True)
+    mean = np.divide(total, count).astype(np.result_type(total), copy=False)
+    deviation = np.where(present, (zeroed - mean).astype(data, copy=False), np.zeros((), data))
+    variance = np.sum(deviation * deviation, axis=axis, dtype=dtype, keepdims=keepdims)
+    if not keepdims:
+        count = np.squeeze(count, axis=axis)
+    dof = count - ddof
+    variance = np.divide(variance, dof).astype(np.result_type(variance), copy=False)
+    if np.any(dof <= 0):  # NumPy's convention: a warning, and NaN
+        variance = np.where(dof <= 0, np.nan, variance)
+    return variance
 
 
 @defcomposite(np.nanstd)
@@ -476,8 +486,12 @@ def roots(p):
 
 @defcomposite(np.vander)
 def vander(x, N=None, increasing=False):
+    """NumPy's: in the promotion of x's dtype with int (float64 for float32 x), the powers
+    accumulated by multiplication along each row."""
+    if np.ndim(x) != 1:
+        raise ValueError("x must be a one-dimensional array or sequence.")
     n = np.shape(x)[0] if N is None else N
-    column = np.reshape(x, (-1, 1))
+    column = np.reshape(x, (-1, 1)).astype(np.promote_types(np.result_type(x), int), copy=False)
     if n == 0:
         return column[:, :0]
     powers = np.cumprod(np.concatenate(
