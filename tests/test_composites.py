@@ -336,6 +336,48 @@ def test_float32_results_have_numpys_dtype(f, nans):
         mutad.check_grads(f, x, modes=("rev", "fwd"))
 
 
+_C64 = np.cumsum(np.linspace(0.5, 1.5, 16))
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.polyval([0.1, 0.3, 0.7], x),
+    lambda x: np.polyval(x[:3], 0.5),
+    lambda x: np.ediff1d(x, to_begin=0.5, to_end=[1e-9, 2.0]),
+    lambda x: np.roots(x[:4]),
+    lambda x: np.gradient(x, _C64),
+    lambda x: np.gradient(x, _C64, edge_order=2),
+    lambda x: np.gradient(x, np.float64(0.1)),
+    lambda x: np.gradient(x, np.float64(0.1), edge_order=2),
+    lambda x: np.gradient(x, 0.1, edge_order=2),
+    lambda x: np.gradient(x, np.arange(16) * 0.5),
+    lambda x: np.polyfit(x, x ** 2, 1),
+    lambda x: np.polyfit(x, x ** 3, 2, w=x[::-1].astype(np.float64)),
+], ids=["polyval-list", "polyval-scalar-x", "ediff1d", "roots", "gradient-coordinates",
+        "gradient-coordinates-edge2", "gradient-float64-step", "gradient-float64-step-edge2",
+        "gradient-step-edge2", "gradient-uniform-coordinates", "polyfit", "polyfit-weights"])
+def test_float32_operands_promote_as_numpys(f):
+    """Regression: NumPy's type promotion with float32 operands. np.polyval makes a list of
+    coefficients a float64 array (float64 values) and a Python x a 0-d float64 array;
+    np.ediff1d casts to_begin/to_end into the data's dtype; np.roots builds the companion
+    matrix in float32; np.gradient assigns float64-spaced differences (and NumPy's edge
+    expressions) into a float32 array; np.polyfit fits in float64 with float32's rcond. mutad
+    returned other dtypes, or values computed at another precision."""
+    x = (np.random.default_rng(13).random(16) + 0.5).astype(np.float32)
+    expected = f(x.copy())
+    y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert np.asarray(y).dtype == np.asarray(expected).dtype
+    assert np.asarray(y).tobytes() == np.asarray(expected).tobytes()
+
+    def loss(v):
+        return np.sum(np.abs(f(v)))
+
+    for differentiate in (mutad.value_and_grad(loss), mutad.value_and_grad(loss, replay=True)):
+        for _ in range(2):
+            value, _ = differentiate(x)
+            assert np.asarray(value).tobytes() == np.asarray(loss(x.copy())).tobytes()
+    mutad.check_grads(loss, x, modes=("rev", "fwd"))
+
+
 def test_multi_dot_multiplies_in_numpys_order():
     """Regression: multi_dot multiplied left to right; NumPy chooses the cheapest order (its
     matrix-chain order), so the values differed in the last bits (147 of 200 random chains)."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from ..core.allocation import holds_derivative, lists_as_arrays
+from ..core.allocation import holds_derivative, lists_as_arrays, ufunc_operands
 from ..core.levels import Tracer
 from ..engines.arraylike import settled, stands_for_scalar
 from ..core.errors import UnsupportedOperationError
@@ -33,9 +33,11 @@ def _refuse(name, option):
 # Differences, integrals and scans
 
 
-def _spacing_derivative(f, axis, spacing, edge_order):
+def _spacing_derivative(f, axis, spacing, edge_order, otype):
     """NumPy's second-order accurate differences of ``f`` along ``axis`` with ``spacing`` (a
-    scalar step or the coordinates), one-sided of ``edge_order`` at the ends."""
+    scalar step or the differences of the coordinates), one-sided of ``edge_order`` at the
+    ends: NumPy's expressions, each rounded into ``otype`` (NumPy assigns them into an array of
+    f's dtype: float32 data with float64 coordinates give float32 values computed in float64)."""
     n = f.shape[axis]
     if n < edge_order + 1:
         raise ValueError("Shape of array too small to calculate a numerical gradient, at least "
@@ -49,42 +51,43 @@ def _spacing_derivative(f, axis, spacing, edge_order):
 
     uniform = np.ndim(spacing) == 0
     if uniform:
-        interior = (at(slice(2, None)) - at(slice(None, -2))) / (2.0 * spacing)
-        if edge_order == 1:
-            first = (at(slice(1, 2)) - at(slice(0, 1))) / spacing
-            last = (at(slice(-1, None)) - at(slice(-2, -1))) / spacing
-        else:
-            first = (-1.5 * at(slice(0, 1)) + 2.0 * at(slice(1, 2)) - 0.5 * at(slice(2, 3))) \
-                / spacing
-            last = (0.5 * at(slice(-3, -2)) - 2.0 * at(slice(-2, -1)) + 1.5 * at(slice(-1, None))) \
-                / spacing
+        interior = (at(slice(2, None)) - at(slice(None, -2))) / (2. * spacing)
     else:
-        if np.shape(spacing) != (n,):
-            raise ValueError("when 1d, distances must match the length of the corresponding "
-                             "dimension")
-        dx = np.diff(spacing)
-        dx1, dx2 = dx[:-1], dx[1:]
-        a = shaped(-dx2 / (dx1 * (dx1 + dx2)))
+        dx1, dx2 = spacing[0:-1], spacing[1:]
+        a = shaped(-(dx2) / (dx1 * (dx1 + dx2)))
         b = shaped((dx2 - dx1) / (dx1 * dx2))
         c = shaped(dx1 / (dx2 * (dx1 + dx2)))
         interior = a * at(slice(None, -2)) + b * at(slice(1, -1)) + c * at(slice(2, None))
-        if edge_order == 1:
-            first = (at(slice(1, 2)) - at(slice(0, 1))) / dx[0]
-            last = (at(slice(-1, None)) - at(slice(-2, -1))) / dx[-1]
+    if edge_order == 1:
+        first = (at(slice(1, 2)) - at(slice(0, 1))) / (spacing if uniform else spacing[0])
+        last = (at(slice(-1, None)) - at(slice(-2, -1))) / (spacing if uniform else spacing[-1])
+    else:
+        if uniform:
+            a, b, c = -1.5 / spacing, 2. / spacing, -0.5 / spacing
         else:
-            d1, d2 = dx[0], dx[1]
-            first = (-(2.0 * d1 + d2) / (d1 * (d1 + d2)) * at(slice(0, 1))
-                     + (d1 + d2) / (d1 * d2) * at(slice(1, 2))
-                     - d1 / (d2 * (d1 + d2)) * at(slice(2, 3)))
-            d1, d2 = dx[-2], dx[-1]
-            last = (d2 / (d1 * (d1 + d2)) * at(slice(-3, -2))
-                    - (d2 + d1) / (d1 * d2) * at(slice(-2, -1))
-                    + (2.0 * d2 + d1) / (d2 * (d1 + d2)) * at(slice(-1, None)))
-    return np.concatenate([first, interior, last], axis=axis)
+            dx1, dx2 = spacing[0], spacing[1]
+            a = -(2. * dx1 + dx2) / (dx1 * (dx1 + dx2))
+            b = (dx1 + dx2) / (dx1 * dx2)
+            c = - dx1 / (dx2 * (dx1 + dx2))
+        first = a * at(slice(0, 1)) + b * at(slice(1, 2)) + c * at(slice(2, 3))
+        if uniform:
+            a, b, c = 0.5 / spacing, -2. / spacing, 1.5 / spacing
+        else:
+            dx1, dx2 = spacing[-2], spacing[-1]
+            a = (dx2) / (dx1 * (dx1 + dx2))
+            b = - (dx2 + dx1) / (dx1 * dx2)
+            c = (2. * dx2 + dx1) / (dx2 * (dx1 + dx2))
+        last = a * at(slice(-3, -2)) + b * at(slice(-2, -1)) + c * at(slice(-1, None))
+    return np.concatenate([part.astype(otype, copy=False) for part in (first, interior, last)],
+                          axis=axis)
 
 
 @defcomposite(np.gradient)
 def gradient(f, *varargs, axis=None, edge_order=1):
+    """NumPy's steps: coordinates made their differences (one scalar step where those are all
+    equal; integer coordinates in float64), integer data in float64, every derivative in
+    f's dtype."""
+    f = _as_array(f)
     if edge_order not in (1, 2):
         raise ValueError("'edge_order' greater than 2 not supported")
     axes = tuple(range(f.ndim)) if axis is None else tuple(
@@ -94,10 +97,31 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
         spacings = list(varargs) * len(axes)
     elif len(varargs) == len(axes):
-        spacings = list(varargs)
+        spacings = []
+        for i, distances in enumerate(varargs):
+            if np.ndim(distances) == 0:
+                spacings.append(distances)
+                continue
+            distances = _as_array(distances)
+            if np.ndim(distances) != 1:
+                raise ValueError("distances must be either scalars or 1d")
+            if len(distances) != f.shape[axes[i]]:
+                raise ValueError("when 1d, distances must match the length of the "
+                                 "corresponding dimension")
+            if np.result_type(distances).kind in "biu":
+                distances = distances.astype(np.float64)
+            differences = np.diff(distances)
+            if np.all(differences == differences[0]):  # NumPy's test: one step
+                differences = differences[0]
+            spacings.append(differences)
     else:
         raise TypeError("invalid number of arguments")
-    derivatives = tuple(_spacing_derivative(f, a, s, edge_order)
+    otype = np.result_type(f)
+    if otype.kind not in "fc":
+        if otype.kind in "iu":
+            f = f.astype(np.float64)
+        otype = np.dtype(np.float64)
+    derivatives = tuple(_spacing_derivative(f, a, s, edge_order, otype)
                         for a, s in zip(axes, spacings, strict=True))
     return derivatives[0] if len(derivatives) == 1 else derivatives
 
@@ -117,10 +141,21 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 
 @defcomposite(np.ediff1d)
 def ediff1d(ary, to_end=None, to_begin=None):
-    parts = [np.ravel(to_begin)] if to_begin is not None else []
-    parts.append(np.diff(np.ravel(ary)))
-    if to_end is not None:
-        parts.append(np.ravel(to_end))
+    """NumPy's: the differences in ``ary``'s dtype, ``to_begin`` and ``to_end`` cast into it
+    (refused, as NumPy refuses them, where that cast is not of the same kind)."""
+    ary = np.ravel(_as_array(ary))
+    dtype = np.result_type(ary)
+    ends = []
+    for name, end in (("to_begin", to_begin), ("to_end", to_end)):
+        if end is None:
+            ends.append(None)
+            continue
+        end = _as_array(end)
+        if not np.can_cast(np.result_type(end), dtype, casting="same_kind"):
+            raise TypeError(f"dtype of `{name}` must be compatible with input `ary` under the "
+                            "`same_kind` rule.")
+        ends.append(np.ravel(end).astype(dtype, copy=False))
+    parts = [part for part in (ends[0], np.diff(ary), ends[1]) if part is not None]
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
@@ -362,9 +397,23 @@ def trim_zeros(filt, trim="fb", axis=None):
     return trimmed
 
 
+def _as_array(value):
+    """The array NumPy's ``np.asarray(value)`` makes (traced, if ``value`` holds traced
+    values): a Python number is a 0-d array, whose dtype is not weak."""
+    if isinstance(value, Tracer) or hasattr(value, "dtype"):
+        return value
+    if type(value) in (list, tuple):
+        return ufunc_operands((value,))[0]
+    return np.asarray(value)
+
+
 @defcomposite(np.polyval)
 def polyval(p, x):
-    y = 0.0 * x
+    """NumPy's Horner steps on the arrays NumPy makes of ``p`` and ``x``: a list of float
+    coefficients is a float64 array, whose elements are float64 scalars (not Python numbers),
+    so float32 ``x`` gives float64 values, as NumPy's."""
+    p, x = _as_array(p), _as_array(x)
+    y = np.zeros_like(x)
     for coefficient in p:
         y = y * x + coefficient
     return y
@@ -437,16 +486,38 @@ def polymul(a1, a2):
 
 @defcomposite(np.polyfit)
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """NumPy's steps: x and y made float arrays (``+ 0.0``), the Vandermonde matrix in float64
+    (np.vander), rcond from x's precision, the weights applied in place (y's dtype kept), the
+    columns scaled before the least-squares solve."""
     if full or cov:
         _refuse("polyfit", "full=True or cov=True")
     order = int(deg) + 1
+    x = _as_array(x) + 0.0
+    y = _as_array(y) + 0.0
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if np.ndim(x) != 1:
+        raise TypeError("expected 1D vector for x")
+    if np.size(x) == 0:
+        raise TypeError("expected non-empty vector for x")
+    if np.ndim(y) < 1 or np.ndim(y) > 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if np.shape(x)[0] != np.shape(y)[0]:
+        raise TypeError("expected x and y to have same length")
     if rcond is None:
-        rcond = np.shape(x)[0] * np.finfo(float).eps
+        rcond = np.shape(x)[0] * np.finfo(np.result_type(x)).eps
     lhs = vander(x, order)
     rhs = y
     if w is not None:
-        lhs = lhs * w[:, None]
-        rhs = rhs * (w if np.ndim(rhs) == 1 else w[:, None])
+        w = _as_array(w) + 0.0
+        if np.ndim(w) != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if np.shape(w)[0] != np.shape(y)[0]:
+            raise TypeError("expected w and y to have the same length")
+        # NumPy multiplies in place: each product rounded into lhs's and rhs's dtypes
+        lhs = (lhs * w[:, None]).astype(np.result_type(lhs), copy=False)
+        rhs = (rhs * (w if np.ndim(rhs) == 1 else w[:, None])).astype(np.result_type(rhs),
+                                                                       copy=False)
     scale = np.sqrt(np.sum(lhs * lhs, axis=0))
     coefficients = np.linalg.lstsq(lhs / scale, rhs, rcond)[0]
     return (coefficients.T / scale).T
@@ -474,9 +545,11 @@ def roots(p):
             "that. Where the zero is a constant, strip it yourself (np.roots(p[:-1]), "
             "np.roots(p[1:])) and append the root at 0 (np.append(r, 0.0)).")
     p = p[int(non_zero[0]):int(non_zero[-1]) + 1]
+    if np.result_type(p).kind not in "fc":
+        p = p.astype(float)
     n = len(p)
-    if n > 1:
-        below = np.diag(np.ones((n - 2,), np.result_type(p.dtype, float)), -1)[1:]
+    if n > 1:  # the companion matrix in p's dtype: float32 coefficients, float32 roots
+        below = np.diag(np.ones((n - 2,), np.result_type(p)), -1)[1:]
         companion = np.concatenate([np.reshape(-p[1:] / p[0], (1, n - 1)), below])
         found = np.linalg.eigvals(companion)
     else:
