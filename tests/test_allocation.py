@@ -1264,3 +1264,26 @@ def test_integer_arrays_made_in_the_function_index_as_numpys():
     for scale in (1.0, 1.1, 0.9):
         assert replaying(x * scale).tobytes() == \
             mutad.grad(indices_made_in_the_function)(x * scale).tobytes()
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.r_[0.1, x, 0.2], lambda x: np.r_[1, x], lambda x: np.r_[np.float64(0.1), x],
+    lambda x: np.r_[[0.1, 0.2], x], lambda x: np.c_[x, 2 * x], lambda x: np.c_[x, np.ones(4)],
+], ids=["python-floats", "python-int", "float64-scalar", "list", "c_", "c_-float64"])
+def test_joined_index_expressions_promote_as_numpys(f):
+    """Regression: np.r_ and np.c_ give the items' promotion with Python numbers weak
+    (np.r_[0.1, x32, 0.2] is float32), every item converted to it; mutad concatenated the
+    items as 0-d float64 arrays, a float64 result."""
+    x = np.array([1.3, 2.7, 0.35, -1.1], np.float32)
+    expected = f(x.copy())
+    y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert np.asarray(y).dtype == expected.dtype
+    assert np.asarray(y).tobytes() == expected.tobytes()
+
+    def loss(v):
+        return np.sum(f(v) ** 2)
+
+    for differentiate in (mutad.value_and_grad(loss), mutad.value_and_grad(loss, replay=True)):
+        value, _ = differentiate(x)
+        assert np.asarray(value).tobytes() == np.asarray(loss(x.copy())).tobytes()
+    mutad.check_grads(loss, x, modes=("rev", "fwd"))

@@ -261,6 +261,123 @@ def test_covariances_are_numpys_bit_for_bit(f, rng):
         assert np.asarray(value).tobytes() == np.asarray(f(x, y)).tobytes()
 
 
+_W32 = np.array([0.7, 1.3, 0.9, 1.1, 0.6, 1.4, 1.0, 0.8, 1.2], np.float32)
+_FW = np.array([1, 2, 1, 3, 1, 1, 2, 1, 1])
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.cov(x),
+    lambda x: np.cov(x, dtype=np.float32),
+    lambda x: np.cov(x, rowvar=False, bias=True),
+    lambda x: np.cov(x, x[:2] * 2, aweights=_W32),
+    lambda x: np.cov(x, fweights=_FW, aweights=_W32, ddof=2, dtype=np.float32),
+    lambda x: np.corrcoef(x),
+    lambda x: np.corrcoef(x, dtype=np.float32),
+    lambda x: np.average(x, axis=1, weights=_W32.astype(np.float64)),
+    lambda x: np.average(x.astype(np.float64), axis=1, weights=_W32),
+    lambda x: np.average(x, axis=1, returned=True)[1] * x[:, 0],
+    lambda x: np.average(x, axis=(1, 0), weights=x.T * x.T),
+], ids=["cov", "cov-dtype", "cov-columns", "cov-two-weighted", "cov-weights-dtype", "corrcoef",
+        "corrcoef-dtype", "average-weights64", "average-weights32", "average-returned",
+        "average-axes"])
+def test_covariances_of_float32_data_are_numpys(f):
+    """Regression: np.cov converts the data to float64 (or its dtype=) before the mean is
+    taken, and centres and scales in place, in that dtype; np.average sums the weights and
+    the weighted data in the promotion of their dtypes. mutad computed at float32 precision,
+    returned float64 for cov(..., dtype=np.float32), and summed float32 weights in float32."""
+    x = (np.random.default_rng(11).random((4, 9)) + 0.25).astype(np.float32)
+    expected = np.asarray(f(x.copy()))
+    y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert np.asarray(y).dtype == expected.dtype
+    assert np.asarray(y).tobytes() == expected.tobytes()
+
+    def loss(v):
+        return np.sum(f(v))
+
+    for differentiate in (mutad.value_and_grad(loss), mutad.value_and_grad(loss, replay=True)):
+        for _ in range(2):
+            value, _ = differentiate(x)
+            assert np.asarray(value).tobytes() == np.asarray(loss(x.copy())).tobytes()
+    mutad.check_grads(f, x, modes=("rev", "fwd"))
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.nanvar(x),
+    lambda x: np.nanvar(x, axis=1, ddof=1),
+    lambda x: np.nanvar(x, axis=0, keepdims=True),
+    lambda x: np.nanvar(x, axis=1, dtype=np.float64),
+    lambda x: np.nanstd(x, axis=1),
+    lambda x: np.nanstd(x),
+    lambda x: np.vander(x[0]),
+    lambda x: np.vander(x[1], 3, increasing=True),
+], ids=["nanvar", "nanvar-ddof", "nanvar-keepdims", "nanvar-dtype", "nanstd", "nanstd-all",
+        "vander", "vander-increasing"])
+@pytest.mark.parametrize("nans", [False, True], ids=["", "nans"])
+def test_float32_results_have_numpys_dtype(f, nans):
+    """Regression: np.nanvar and np.nanstd of float32 data are float32 (NumPy divides each
+    sum by its integer count into the sum's array), and np.vander of float32 data is float64
+    (NumPy's dtype is the promotion of x's with int); mutad returned float64 and float32."""
+    x = (np.random.default_rng(12).random((4, 9)) + 0.1).astype(np.float32)
+    if nans:
+        x[1, 3] = x[2, 0] = np.nan
+    expected = np.asarray(f(x.copy()))
+    y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert np.asarray(y).dtype == expected.dtype
+    assert np.asarray(y).tobytes() == expected.tobytes()
+
+    def loss(v):
+        return np.sum(f(v))
+
+    for differentiate in (mutad.value_and_grad(loss), mutad.value_and_grad(loss, replay=True)):
+        for _ in range(2):
+            value, _ = differentiate(x)
+            assert np.asarray(value).tobytes() == np.asarray(loss(x.copy())).tobytes()
+    if not nans:  # (finite differences of NaN data are NaN)
+        mutad.check_grads(f, x, modes=("rev", "fwd"))
+
+
+_C64 = np.cumsum(np.linspace(0.5, 1.5, 16))
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.polyval([0.1, 0.3, 0.7], x),
+    lambda x: np.polyval(x[:3], 0.5),
+    lambda x: np.ediff1d(x, to_begin=0.5, to_end=[1e-9, 2.0]),
+    lambda x: np.roots(x[:4]),
+    lambda x: np.gradient(x, _C64),
+    lambda x: np.gradient(x, _C64, edge_order=2),
+    lambda x: np.gradient(x, np.float64(0.1)),
+    lambda x: np.gradient(x, np.float64(0.1), edge_order=2),
+    lambda x: np.gradient(x, 0.1, edge_order=2),
+    lambda x: np.gradient(x, np.arange(16) * 0.5),
+    lambda x: np.polyfit(x, x ** 2, 1),
+    lambda x: np.polyfit(x, x ** 3, 2, w=x[::-1].astype(np.float64)),
+], ids=["polyval-list", "polyval-scalar-x", "ediff1d", "roots", "gradient-coordinates",
+        "gradient-coordinates-edge2", "gradient-float64-step", "gradient-float64-step-edge2",
+        "gradient-step-edge2", "gradient-uniform-coordinates", "polyfit", "polyfit-weights"])
+def test_float32_operands_promote_as_numpys(f):
+    """Regression: NumPy's type promotion with float32 operands. np.polyval makes a list of
+    coefficients a float64 array (float64 values) and a Python x a 0-d float64 array;
+    np.ediff1d casts to_begin/to_end into the data's dtype; np.roots builds the companion
+    matrix in float32; np.gradient assigns float64-spaced differences (and NumPy's edge
+    expressions) into a float32 array; np.polyfit fits in float64 with float32's rcond. mutad
+    returned other dtypes, or values computed at another precision."""
+    x = (np.random.default_rng(13).random(16) + 0.5).astype(np.float32)
+    expected = f(x.copy())
+    y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert np.asarray(y).dtype == np.asarray(expected).dtype
+    assert np.asarray(y).tobytes() == np.asarray(expected).tobytes()
+
+    def loss(v):
+        return np.sum(np.abs(f(v)))
+
+    for differentiate in (mutad.value_and_grad(loss), mutad.value_and_grad(loss, replay=True)):
+        for _ in range(2):
+            value, _ = differentiate(x)
+            assert np.asarray(value).tobytes() == np.asarray(loss(x.copy())).tobytes()
+    mutad.check_grads(loss, x, modes=("rev", "fwd"))
+
+
 def test_multi_dot_multiplies_in_numpys_order():
     """Regression: multi_dot multiplied left to right; NumPy chooses the cheapest order (its
     matrix-chain order), so the values differed in the last bits (147 of 200 random chains)."""

@@ -711,3 +711,86 @@ def test_selection_reduceat_reduces_each_segment(ufunc, indices):
     g = lambda x: ufunc.reduceat(x.reshape(2, 3), [0, 2], axis=1).sum()  # noqa: E731
     mutad.check_grads(g, x)
     mutad.check_jvp(g, x)
+
+
+# out= of a wider dtype than the data: NumPy reduces in out's dtype ---------------------------
+
+
+def _into_float64(reduction, shape):
+    def program(x):
+        out = np.zeros(shape, np.float64)
+        reduction(x, out)
+        return out
+    return program
+
+
+WIDER_OUT = {
+    "sum": _into_float64(lambda x, o: np.sum(x, axis=1, out=o), (3,)),
+    "sum_all": _into_float64(lambda x, o: np.sum(x, out=o), ()),
+    "nansum": _into_float64(lambda x, o: np.nansum(x, axis=0, out=o), (301,)),
+    "prod": _into_float64(lambda x, o: np.prod(x[:, :8], axis=1, out=o), (3,)),
+    "cumsum": _into_float64(lambda x, o: np.cumsum(x, out=o), (903,)),
+    "cumprod": _into_float64(lambda x, o: np.cumprod(x[:, :8], axis=1, out=o), (3, 8)),
+    "nancumsum": _into_float64(lambda x, o: np.nancumsum(x, axis=1, out=o), (3, 301)),
+    "cumulative_sum": _into_float64(lambda x, o: np.cumulative_sum(x, axis=1, out=o),
+                                    (3, 301)),
+    "mean": _into_float64(lambda x, o: np.mean(x, axis=1, out=o), (3,)),
+    "nanmean": _into_float64(lambda x, o: np.nanmean(x, axis=1, out=o), (3,)),
+    "add.reduce": _into_float64(lambda x, o: np.add.reduce(x, axis=1, out=o), (3,)),
+    "add.accumulate": _into_float64(lambda x, o: np.add.accumulate(x, axis=1, out=o), (3, 301)),
+    "multiply.reduce": _into_float64(lambda x, o: np.multiply.reduce(x[:, :8], 1, None, o),
+                                     (3,)),
+    "trace": _into_float64(lambda x, o: np.trace(x, out=o), ()),
+    "einsum": _into_float64(lambda x, o: np.einsum("ij,kj->ik", x, x, out=o), (3, 3)),
+    "einsum_sum": _into_float64(lambda x, o: np.einsum("ij->", x, out=o), ()),
+    "sum_positional": _into_float64(lambda x, o: np.sum(x, 1, None, o), (3,)),
+    "mean_method_positional": _into_float64(lambda x, o: x.mean(1, None, o), (3,)),
+    "cumsum_method": _into_float64(lambda x, o: x.cumsum(axis=1, out=o), (3, 301)),
+}
+
+
+@pytest.mark.parametrize("name", WIDER_OUT)
+def test_reduction_into_a_wider_out_is_numpys(name):
+    """float32 data reduced into a float64 ``out``: NumPy reduces in float64 (in the
+    promotion of the data's dtype and out's), not in float32 then widened; so does mutad, in
+    both modes and replayed."""
+    program = WIDER_OUT[name]
+    x = (np.random.default_rng(5).random((3, 301)) * 3 + 0.5).astype(np.float32)
+    expected = program(x.copy())
+    assert np.asarray(expected).dtype == np.float64
+    y, _ = mutad.jvp(program, (x,), (np.ones_like(x),))
+    assert np.asarray(y).dtype == np.float64 and np.asarray(y).tobytes() == expected.tobytes()
+
+    def loss(x):
+        return np.sum(program(x) * 1.0)
+
+    value, _ = mutad.value_and_grad(loss)(x)
+    assert np.float64(value).tobytes() == np.float64(loss(x.copy())).tobytes()
+    replaying = mutad.value_and_grad(loss, replay=True)
+    for _ in range(2):
+        value, _ = replaying(x)
+        assert np.float64(value).tobytes() == np.float64(loss(x.copy())).tobytes()
+    mutad.check_grads(program, x, modes=("rev", "fwd"))
+
+
+@pytest.mark.parametrize("program", [
+    lambda x: np.var(x, axis=1, out=np.zeros(3)),
+    lambda x: np.std(x, out=np.zeros((), np.float64)),
+    lambda x: np.ptp(x, axis=0, out=np.zeros(301)),
+    lambda x: np.mean(x.astype(np.float64), axis=1, out=np.zeros(3, np.float32)),
+    lambda x: np.fft.fft(x, out=np.zeros((3, 301), np.complex128)),
+], ids=["var", "std", "ptp", "mean_narrower", "fft"])
+def test_out_rounded_otherwise_by_numpy_is_refused(program):
+    """Where NumPy's ``out=`` of another dtype rounds steps that no setting of the rule
+    reproduces (np.var sums float32 squares in out's float64; np.mean rounds a float64 sum
+    into a float32 out before dividing), mutad refuses rather than compute another value."""
+    x = (np.random.default_rng(5).random((3, 301)) + 0.5).astype(np.float32)
+
+    def loss(x):
+        out = program(x)
+        return np.sum(np.abs(out))
+
+    with pytest.raises(mutad.MutadError, match="out="):
+        mutad.grad(loss)(x)
+    with pytest.raises(mutad.MutadError, match="out="):
+        mutad.jvp(loss, (x,), (np.ones_like(x),))

@@ -217,3 +217,28 @@ def test_replayed_gradients_are_the_traced_ones():
         assert value == expected_value
         assert all(g.tobytes() == e.tobytes() for g, e in zip(grads, expected, strict=True))
     assert not replayed.reasons  # replayed, not traced again
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: S.tmean(x), lambda x: S.tmean(x, (0.7, 1.3), (False, True)),
+    lambda x: S.tvar(x), lambda x: S.tstd(x), lambda x: S.tstd(x, (0.6, 1.4)),
+    lambda x: S.tstd(np.reshape(x, (4, 4)), axis=1, ddof=2),
+], ids=["tmean", "tmean-limits", "tvar", "tstd", "tstd-limits", "tstd-axis"])
+def test_trimmed_statistics_of_float32_data_are_float32(f):
+    """Regression: SciPy counts the values (tmean) and the degrees of freedom (tvar) in the
+    data's dtype, so float32 data give float32 statistics; mutad counted in float64 and
+    returned float64 values."""
+    x = (np.random.default_rng(14).random(16) + 0.5).astype(np.float32)
+    expected = f(x.copy())
+    y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert np.asarray(y).dtype == np.asarray(expected).dtype == np.float32
+    assert np.asarray(y).tobytes() == np.asarray(expected).tobytes()
+
+    def loss(v):
+        return np.sum(f(v))
+
+    for differentiate in (mutad.value_and_grad(loss), mutad.value_and_grad(loss, replay=True)):
+        for _ in range(2):
+            value, _ = differentiate(x)
+            assert np.asarray(value).tobytes() == np.asarray(loss(x.copy())).tobytes()
+    mutad.check_grads(f, x, modes=("rev", "fwd"))

@@ -457,7 +457,12 @@ class _Joined:
         if not (ACTIVE.running and holds_wrapped(items)) or any(
                 type(x) in (slice, str) for x in items):
             return _indexed(self.original, key, items)
-        parts = [x if wrapped(x) else np.asarray(x) for x in items]
+        # NumPy's dtype: the promotion of the items', Python numbers weak (np.r_[0.1, x32] is
+        # float32), every item converted to it before the concatenation
+        dtype = np.result_type(*(x if type(x) in np.ScalarType else
+                                 x.dtype if wrapped(x) else np.asarray(x).dtype for x in items))
+        parts = [x.astype(dtype, copy=False) if wrapped(x) else np.asarray(x, dtype=dtype)
+                 for x in items]
         if not self.columns:  # r_: along the first axis, scalars as 1-d
             return np.concatenate([p.reshape(1) if p.ndim == 0 else p for p in parts])
         if any(p.ndim == 0 for p in parts):

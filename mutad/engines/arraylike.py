@@ -27,7 +27,7 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import lists_as_arrays
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
-                           UntracedWriteError)
+                           UntracedWriteError, function_name)
 from ..core.levels import Tracer, innermost
 from ..core.views import may_overlap, memory, owner, stands_for_scalar, weaken
 
@@ -1039,3 +1039,122 @@ def alias_written_after_read(shape, argument):
         f"shape {shape} it read from elsewhere than its arguments (a global, a closure, an "
         "attribute) shares: an operation read that array as a constant, its gradient needs "
         "those values, and the write would change them. " + ALIAS_FIX)
+
+
+# ----------------------------------------------------------------------------------------------
+# out= of another dtype than the result: computed as NumPy computes it
+
+
+def _dtype_of(x):
+    dtype = getattr(x, "dtype", None)
+    return None if dtype is None else np.dtype(dtype)
+
+
+def _out_reductions():
+    """The functions whose NumPy ``out=`` makes the reduction run in the promotion of the
+    input's dtype and ``out``'s (a ufunc's ``reduce`` or ``accumulate`` with ``out`` and no
+    ``dtype``: float32 data summed into a float64 ``out`` is summed in float64)."""
+    reductions = {np.sum, np.nansum, np.prod, np.nanprod, np.cumsum, np.cumprod, np.nancumsum,
+                  np.nancumprod, np.trace}
+    for name in ("cumulative_sum", "cumulative_prod"):
+        if hasattr(np, name):
+            reductions.add(getattr(np, name))
+    for ufunc in (np.add, np.multiply):
+        reductions.update((ufunc, method) for method in ("reduce", "accumulate", "reduceat"))
+    return reductions
+
+
+OUT_REDUCTIONS = _out_reductions()
+OUT_MEANS = {np.mean: True, np.nanmean: False}  # (whether float16 data is summed in float32)
+OUT_ROUNDED_APART = {np.var, np.std, np.ptp}
+"""NumPy's ``out=`` of another dtype than their result rounds their steps apart: ``np.var``
+computes the mean and the deviations in the data's dtype, sums their squares in ``out``'s;
+``np.ptp`` takes the maximum into ``out`` before subtracting the minimum."""
+OUT_FFTS = {getattr(np.fft, name) for name in (
+    "fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "rfftn", "irfftn", "fft2",
+    "ifft2", "rfft2", "irfft2")}
+"""``np.fft``'s ``out=`` of a wider dtype: the transform is computed at ``out``'s precision."""
+
+
+def _dtype_position(func):
+    """The position of ``func``'s ``dtype`` parameter when it can be passed positionally."""
+    if func not in DTYPE_POSITIONS:
+        try:
+            parameters = list(inspect.signature(func).parameters.values())
+        except (TypeError, ValueError):
+            parameters = []
+        DTYPE_POSITIONS[func] = next((i for i, p in enumerate(parameters) if p.name == "dtype"
+                                      and p.kind == p.POSITIONAL_OR_KEYWORD), None)
+    return DTYPE_POSITIONS[func]
+
+
+DTYPE_POSITIONS = {}
+
+
+def out_computation(func, args, kwargs):
+    """``args`` and ``kwargs`` with the settings that make a rule (which computes its result,
+    which the engine then assigns to ``out``) compute what NumPy computes when
+    ``func(*args, **kwargs)`` is given an ``out`` of another dtype than its result: a
+    reduction (``np.sum``, ``np.cumsum``, ``np.add.reduce``, ``np.mean``) or ``np.einsum``
+    given no ``dtype`` computes in the promotion of its operands' dtypes and ``out``'s, which
+    ``dtype=`` says (in the position the call gave it). Where NumPy's ``out=`` rounds steps
+    apart that no setting reproduces, refused with what to write instead."""
+    out = kwargs.get("out")
+    if type(out) is tuple and len(out) == 1:
+        out = out[0]
+    out_dtype = _dtype_of(out)
+    if out_dtype is None or out_dtype.kind not in "fc" or not args:
+        return args, kwargs
+    name = function_name(func)
+    position = None if type(func) is tuple else _dtype_position(func)
+    positional = position is not None and len(args) > position
+    given = args[position] if positional else kwargs.get("dtype")
+
+    def computed_in(dtype):  # the call with dtype= given, where the call gave it
+        if positional:
+            return (*args[:position], dtype, *args[position + 1:]), kwargs
+        return args, {**kwargs, "dtype": dtype}
+
+    if func is np.einsum:
+        operands = args[1:] if isinstance(args[0], str) else args[0:len(args) - len(args) % 2:2]
+        dtypes = [_dtype_of(x) for x in operands]
+        if given is not None or any(d is None for d in dtypes):
+            return args, kwargs
+        if kwargs.get("optimize", False) is not False and len(operands) > 1:
+            return args, kwargs  # its last contraction is a product NumPy rounds into out
+        if np.result_type(*dtypes, out_dtype) == out_dtype != np.result_type(*dtypes):
+            return computed_in(out_dtype)
+        return args, kwargs
+    dtype = _dtype_of(args[0])
+    if dtype is None or dtype.kind not in "biufc":
+        return args, kwargs
+    if func in OUT_REDUCTIONS:
+        if given is None:
+            return computed_in(np.promote_types(dtype, out_dtype))
+        return args, kwargs
+    if func in OUT_MEANS:
+        summed = given
+        if summed is None:
+            summed = np.dtype(np.float64) if dtype.kind in "biu" else \
+                np.dtype(np.float32) if OUT_MEANS[func] and dtype == np.float16 else dtype
+            summed = np.promote_types(summed, out_dtype)
+        if np.dtype(summed) == out_dtype:
+            return computed_in(out_dtype)
+        raise UnsupportedOperationError(
+            f"{name}(..., out=...) into an array of dtype {out_dtype}, narrower than the "
+            f"{np.dtype(summed)} NumPy sums in: NumPy rounds the sum into out before dividing, "
+            f"and mutad does not follow that. Compute the mean without out= and assign it "
+            f"(out[...] = {name}(x, ...)), or give out the dtype {np.dtype(summed)}.")
+    if func in OUT_ROUNDED_APART or func in OUT_FFTS:
+        probe = np.zeros((2, 2) if func in OUT_FFTS else 2, dtype)
+        settings = {} if given is None else {"dtype": given}
+        result = np.dtype(func(probe, **settings).dtype)
+        if result != out_dtype:
+            how = ("computes the transform at out's precision" if func in OUT_FFTS else
+                   "rounds its steps apart into out")
+            raise UnsupportedOperationError(
+                f"{name}(..., out=...) into an array of dtype {out_dtype} where its result is "
+                f"{result}: NumPy {how}, and mutad does not follow that. Compute it without "
+                f"out= and assign it (out[...] = {name}(x, ...)), or convert x first "
+                f"({name}(x.astype(...), out=out)).")
+    return args, kwargs

@@ -22,8 +22,8 @@ import numpy as np
 from ..core.allocation import Preexisting, joined_operands, stands_in, ufunc_operands
 from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
                         inexact_output, install_operators, item_assignment_refused,
-                        joined_in_order, keywords_in_place, lost_tangent,
-                        out_by_keyword, single_out, stands_for_scalar, weak, weak_arithmetic,
+                        joined_in_order, keywords_in_place, lost_tangent, out_by_keyword,
+                        out_computation, single_out, stands_for_scalar, weak, weak_arithmetic,
                         weak_beside_arrays, weak_value)
 from ..core.errors import (
     RuleError,
@@ -362,6 +362,7 @@ def apply_function(func, args, kwargs, level, rule=None):
             check_complex(function_name(func), composite)
         return composite(*args, **kwargs)
     args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
+    args, kwargs = out_computation(func, args, kwargs)  # np.sum(x32, out=o64): in float64
     # (the positions the reverse rule differentiates: the forward rule's too)
     args, kwargs = keywords_in_place(func, entry.reverse, args, kwargs)
     kwargs = dict(kwargs)

@@ -22,8 +22,8 @@ import numpy as np
 
 from ..core.allocation import Preexisting, joined_operands, ufunc_operands
 from .arraylike import (inexact_output, joined_in_order, keywords_in_place, out_by_keyword,
-                        out_position, stands_for_scalar, untraced_write, weak_beside_arrays,
-                        weak_value)
+                        out_computation, out_position, stands_for_scalar, untraced_write,
+                        weak_beside_arrays, weak_value)
 from ..core.devices import is_device
 from ..core.debug import SKIPPED
 from .elementwise import (ASSIGNMENT, Elementwise, Rerun, differentiable, elementwise_kept,
@@ -585,6 +585,7 @@ def apply_array_function(func, args, kwargs, tape):
     rule = entry.reverse
     if rule is not None:
         args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
+        args, kwargs = out_computation(func, args, kwargs)  # np.sum(x32, out=o64): in float64
         args, kwargs = keywords_in_place(func, rule, args, kwargs)  # np.diff(x, append=a)
         return apply_function(function_name(func), rule, args, kwargs, tape)
     handler = entry.inplace or entry.composite

@@ -44,8 +44,8 @@ import types
 import numpy as np
 
 from ..core.allocation import Preexisting, stands_in
-from .arraylike import (install_operators, item_assignment_refused, lost_tangent, put_right,
-                        single_out, stands_for_scalar, weak_arithmetic)
+from .arraylike import (install_operators, item_assignment_refused, lost_tangent,
+                        out_computation, put_right, single_out, stands_for_scalar, weak_arithmetic)
 from .elementwise import unbroadcast
 from ..core.errors import no_rule
 from .inplace import (check_destination, copy_into, on_constants, overlaps, record_write,
@@ -134,6 +134,7 @@ class TracedDispatch:
         key = (ufunc, method)
         entry = RULES.get(key, NO_RULE)
         if entry.reverse is not None:
+            inputs, kwargs = out_computation(key, inputs, kwargs)  # np.add.reduce(x32, out=o64)
             return apply_function(f"np.{ufunc.__name__}.{method}", entry.reverse, inputs, kwargs)
         handler = entry.inplace or entry.composite
         if handler is not None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from ..core.allocation import holds_derivative, lists_as_arrays
+from ..core.allocation import holds_derivative, lists_as_arrays, ufunc_operands
 from ..core.levels import Tracer
 from ..engines.arraylike import settled, stands_for_scalar
 from ..core.errors import UnsupportedOperationError
@@ -33,9 +33,11 @@ def _refuse(name, option):
 # Differences, integrals and scans
 
 
-def _spacing_derivative(f, axis, spacing, edge_order):
+def _spacing_derivative(f, axis, spacing, edge_order, otype):
     """NumPy's second-order accurate differences of ``f`` along ``axis`` with ``spacing`` (a
-    scalar step or the coordinates), one-sided of ``edge_order`` at the ends."""
+    scalar step or the differences of the coordinates), one-sided of ``edge_order`` at the
+    ends: NumPy's expressions, each rounded into ``otype`` (NumPy assigns them into an array of
+    f's dtype: float32 data with float64 coordinates give float32 values computed in float64)."""
     n = f.shape[axis]
     if n < edge_order + 1:
         raise ValueError("Shape of array too small to calculate a numerical gradient, at least "
@@ -49,42 +51,43 @@ def _spacing_derivative(f, axis, spacing, edge_order):
 
     uniform = np.ndim(spacing) == 0
     if uniform:
-        interior = (at(slice(2, None)) - at(slice(None, -2))) / (2.0 * spacing)
-        if edge_order == 1:
-            first = (at(slice(1, 2)) - at(slice(0, 1))) / spacing
-            last = (at(slice(-1, None)) - at(slice(-2, -1))) / spacing
-        else:
-            first = (-1.5 * at(slice(0, 1)) + 2.0 * at(slice(1, 2)) - 0.5 * at(slice(2, 3))) \
-                / spacing
-            last = (0.5 * at(slice(-3, -2)) - 2.0 * at(slice(-2, -1)) + 1.5 * at(slice(-1, None))) \
-                / spacing
+        interior = (at(slice(2, None)) - at(slice(None, -2))) / (2. * spacing)
     else:
-        if np.shape(spacing) != (n,):
-            raise ValueError("when 1d, distances must match the length of the corresponding "
-                             "dimension")
-        dx = np.diff(spacing)
-        dx1, dx2 = dx[:-1], dx[1:]
-        a = shaped(-dx2 / (dx1 * (dx1 + dx2)))
+        dx1, dx2 = spacing[0:-1], spacing[1:]
+        a = shaped(-(dx2) / (dx1 * (dx1 + dx2)))
         b = shaped((dx2 - dx1) / (dx1 * dx2))
         c = shaped(dx1 / (dx2 * (dx1 + dx2)))
         interior = a * at(slice(None, -2)) + b * at(slice(1, -1)) + c * at(slice(2, None))
-        if edge_order == 1:
-            first = (at(slice(1, 2)) - at(slice(0, 1))) / dx[0]
-            last = (at(slice(-1, None)) - at(slice(-2, -1))) / dx[-1]
+    if edge_order == 1:
+        first = (at(slice(1, 2)) - at(slice(0, 1))) / (spacing if uniform else spacing[0])
+        last = (at(slice(-1, None)) - at(slice(-2, -1))) / (spacing if uniform else spacing[-1])
+    else:
+        if uniform:
+            a, b, c = -1.5 / spacing, 2. / spacing, -0.5 / spacing
         else:
-            d1, d2 = dx[0], dx[1]
-            first = (-(2.0 * d1 + d2) / (d1 * (d1 + d2)) * at(slice(0, 1))
-                     + (d1 + d2) / (d1 * d2) * at(slice(1, 2))
-                     - d1 / (d2 * (d1 + d2)) * at(slice(2, 3)))
-            d1, d2 = dx[-2], dx[-1]
-            last = (d2 / (d1 * (d1 + d2)) * at(slice(-3, -2))
-                    - (d2 + d1) / (d1 * d2) * at(slice(-2, -1))
-                    + (2.0 * d2 + d1) / (d2 * (d1 + d2)) * at(slice(-1, None)))
-    return np.concatenate([first, interior, last], axis=axis)
+            dx1, dx2 = spacing[0], spacing[1]
+            a = -(2. * dx1 + dx2) / (dx1 * (dx1 + dx2))
+            b = (dx1 + dx2) / (dx1 * dx2)
+            c = - dx1 / (dx2 * (dx1 + dx2))
+        first = a * at(slice(0, 1)) + b * at(slice(1, 2)) + c * at(slice(2, 3))
+        if uniform:
+            a, b, c = 0.5 / spacing, -2. / spacing, 1.5 / spacing
+        else:
+            dx1, dx2 = spacing[-2], spacing[-1]
+            a = (dx2) / (dx1 * (dx1 + dx2))
+            b = - (dx2 + dx1) / (dx1 * dx2)
+            c = (2. * dx2 + dx1) / (dx2 * (dx1 + dx2))
+        last = a * at(slice(-3, -2)) + b * at(slice(-2, -1)) + c * at(slice(-1, None))
+    return np.concatenate([part.astype(otype, copy=False) for part in (first, interior, last)],
+                          axis=axis)
 
 
 @defcomposite(np.gradient)
 def gradient(f, *varargs, axis=None, edge_order=1):
+    """NumPy's steps: coordinates made their differences (one scalar step where those are all
+    equal; integer coordinates in float64), integer data in float64, every derivative in
+    f's dtype."""
+    f = _as_array(f)
     if edge_order not in (1, 2):
         raise ValueError("'edge_order' greater than 2 not supported")
     axes = tuple(range(f.ndim)) if axis is None else tuple(
@@ -94,10 +97,31 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
         spacings = list(varargs) * len(axes)
     elif len(varargs) == len(axes):
-        spacings = list(varargs)
+        spacings = []
+        for i, distances in enumerate(varargs):
+            if np.ndim(distances) == 0:
+                spacings.append(distances)
+                continue
+            distances = _as_array(distances)
+            if np.ndim(distances) != 1:
+                raise ValueError("distances must be either scalars or 1d")
+            if len(distances) != f.shape[axes[i]]:
+                raise ValueError("when 1d, distances must match the length of the "
+                                 "corresponding dimension")
+            if np.result_type(distances).kind in "biu":
+                distances = distances.astype(np.float64)
+            differences = np.diff(distances)
+            if np.all(differences == differences[0]):  # NumPy's test: one step
+                differences = differences[0]
+            spacings.append(differences)
     else:
         raise TypeError("invalid number of arguments")
-    derivatives = tuple(_spacing_derivative(f, a, s, edge_order)
+    otype = np.result_type(f)
+    if otype.kind not in "fc":
+        if otype.kind in "iu":
+            f = f.astype(np.float64)
+        otype = np.dtype(np.float64)
+    derivatives = tuple(_spacing_derivative(f, a, s, edge_order, otype)
                         for a, s in zip(axes, spacings, strict=True))
     return derivatives[0] if len(derivatives) == 1 else derivatives
 
@@ -117,10 +141,21 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 
 @defcomposite(np.ediff1d)
 def ediff1d(ary, to_end=None, to_begin=None):
-    parts = [np.ravel(to_begin)] if to_begin is not None else []
-    parts.append(np.diff(np.ravel(ary)))
-    if to_end is not None:
-        parts.append(np.ravel(to_end))
+    """NumPy's: the differences in ``ary``'s dtype, ``to_begin`` and ``to_end`` cast into it
+    (refused, as NumPy refuses them, where that cast is not of the same kind)."""
+    ary = np.ravel(_as_array(ary))
+    dtype = np.result_type(ary)
+    ends = []
+    for name, end in (("to_begin", to_begin), ("to_end", to_end)):
+        if end is None:
+            ends.append(None)
+            continue
+        end = _as_array(end)
+        if not np.can_cast(np.result_type(end), dtype, casting="same_kind"):
+            raise TypeError(f"dtype of `{name}` must be compatible with input `ary` under the "
+                            "`same_kind` rule.")
+        ends.append(np.ravel(end).astype(dtype, copy=False))
+    parts = [part for part in (ends[0], np.diff(ary), ends[1]) if part is not None]
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
@@ -131,6 +166,9 @@ def _cumulative(scan, identity):
                 raise ValueError("For arrays which have more than one dimension ``axis`` "
                                  "argument is required.")
             axis = 0
+        if out is not None and dtype is None and hasattr(x, "dtype"):
+            # NumPy accumulates into out: in the promotion of x's dtype and out's
+            dtype = np.promote_types(x.dtype, out.dtype)
         y = scan(x, axis=axis, dtype=dtype)
         if include_initial:
             shape = tuple(1 if i == axis % y.ndim else n for i, n in enumerate(y.shape))
@@ -186,39 +224,63 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
 
 @defcomposite(np.average)
 def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """NumPy's steps: the weighted sum and the sum of the weights both in the promotion of
+    the data's dtype and the weights' (float64 for integer data), the weights shaped as
+    NumPy shapes them (not broadcast: their sum is NumPy's)."""
     if weights is None:
         avg = np.mean(a, axis=axis, keepdims=keepdims)
-        scale = np.full(np.shape(avg), np.size(a) / max(np.size(avg), 1))
+        dtype = np.result_type(avg)
+        scale = dtype.type(np.size(a) / max(np.size(avg), 1))  # in the average's dtype
     else:
+        dtype = np.result_type(a)
+        if dtype.kind in "biu":
+            result_dtype = np.result_type(dtype, np.result_type(weights), "f8")
+        else:
+            result_dtype = np.result_type(dtype, np.result_type(weights))
         if np.shape(weights) != np.shape(a):
             if axis is None:
                 raise TypeError("Axis must be specified when shapes of a and weights differ.")
-            if np.ndim(weights) != 1 or np.shape(weights)[0] != np.shape(a)[axis]:
-                raise ValueError("Length of weights not compatible with specified axis.")
-            weights = np.reshape(weights, tuple(-1 if i == axis % np.ndim(a) else 1
-                                                for i in range(np.ndim(a))))
-            weights = np.broadcast_to(weights, np.shape(a))
-        scale = np.sum(weights, axis=axis, keepdims=keepdims)
+            axes = normalize_axis_tuple(axis, np.ndim(a), "axis")
+            if np.shape(weights) != tuple(np.shape(a)[ax] for ax in axes):
+                raise ValueError("Shape of weights must be consistent with shape of a along "
+                                 "specified axis.")
+            weights = np.transpose(weights, np.argsort(axes))
+            weights = np.reshape(weights, tuple(n if i in axes else 1
+                                                for i, n in enumerate(np.shape(a))))
+        scale = np.sum(weights, axis=axis, dtype=result_dtype, keepdims=keepdims)
         if np.any(scale == 0.0):
             raise ZeroDivisionError("Weights sum to zero, can't be normalized")
-        avg = np.sum(a * weights, axis=axis, keepdims=keepdims) / scale
+        avg = np.sum(np.multiply(a, weights, dtype=result_dtype), axis=axis,
+                     keepdims=keepdims) / scale
     if returned:
-        return avg, np.broadcast_to(scale, np.shape(avg)).copy()
+        if np.shape(scale) != np.shape(avg):
+            scale = np.broadcast_to(scale, np.shape(avg)).copy()
+        return avg, scale
     return avg
 
 
 @defcomposite(np.nanvar)
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+    """NumPy's steps: the sums in ``dtype`` (by default the data's), each divided by its
+    integer count in float64 and rounded back into the sum's dtype (NumPy divides into the
+    sum's array), the deviations rounded into the data's dtype (NumPy subtracts in place)."""
     if out is not None or kwargs:
         _refuse("nanvar", "out=, where= or mean=")
+    data = np.result_type(a)
     present = ~np.isnan(a)
-    count = np.sum(present, axis=axis, keepdims=True)
-    zeroed = np.where(present, a, 0.0)
-    mean = np.sum(zeroed, axis=axis, keepdims=True) / count
-    deviation = np.where(present, a - mean, 0.0)
-    variance = np.sum(deviation * deviation, axis=axis, keepdims=True) / np.maximum(
-        count - ddof, 0)
-    return variance if keepdims else np.squeeze(variance, axis=axis)
+    count = np.sum(present, axis=axis, dtype=np.intp, keepdims=True)
+    zeroed = np.where(present, a, np.zeros((), data))
+    total = np.sum(zeroed, axis=axis, dtype=dtype, keepdims=True)
+    mean = np.divide(total, count).astype(np.result_type(total), copy=False)
+    deviation = np.where(present, (zeroed - mean).astype(data, copy=False), np.zeros((), data))
+    variance = np.sum(deviation * deviation, axis=axis, dtype=dtype, keepdims=keepdims)
+    if not keepdims:
+        count = np.squeeze(count, axis=axis)
+    dof = count - ddof
+    variance = np.divide(variance, dof).astype(np.result_type(variance), copy=False)
+    if np.any(dof <= 0):  # NumPy's convention: a warning, and NaN
+        variance = np.where(dof <= 0, np.nan, variance)
+    return variance
 
 
 @defcomposite(np.nanstd)
@@ -227,34 +289,50 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs)
                           **kwargs))
 
 
+def _float_weights(weights):
+    """``np.asarray(weights, dtype=float)``, NumPy's conversion of cov's weights."""
+    if isinstance(weights, (list, tuple)) or not hasattr(weights, "astype"):
+        return np.asarray(weights, dtype=float)
+    return weights if weights.dtype == np.float64 else weights.astype(np.float64)
+
+
 @defcomposite(np.cov)
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
         dtype=None):
-    x = np.atleast_2d(m)
-    if not rowvar and x.shape[0] != 1:
+    """NumPy's steps: the data converted to ``dtype`` (by default the promotion of theirs
+    with float64) before the mean is taken, and the centring and scaling done in place, in
+    the data's dtype (``np.cov(x, dtype=np.float32)`` is float32)."""
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError("ddof must be integer")
+    if np.ndim(m) > 2:
+        raise ValueError("m has more than 2 dimensions")
+    if y is not None and np.ndim(y) > 2:
+        raise ValueError("y has more than 2 dimensions")
+    if dtype is None:
+        dtype = np.result_type(m, np.float64) if y is None else \
+            np.result_type(m, y, np.float64)
+    x = np.atleast_2d(m).astype(dtype)  # a copy, as NumPy's np.array(m, ndmin=2)
+    if not rowvar and np.ndim(m) != 1:
         x = x.T
+    if x.shape[0] == 0:
+        return np.array([]).reshape(0, 0)
     if y is not None:
-        y = np.atleast_2d(y)
+        y = np.atleast_2d(y).astype(dtype, copy=False)
         if not rowvar and y.shape[0] != 1:
             y = y.T
         x = np.concatenate((x, y), axis=0)
-    if x.shape[0] == 0:
-        return np.zeros((0, 0))
     if ddof is None:
         ddof = 0 if bias else 1
     weights = None
     if fweights is not None:
-        weights = fweights
+        weights = fweights = _float_weights(fweights)
     if aweights is not None:
+        aweights = _float_weights(aweights)
         weights = aweights if weights is None else weights * aweights
+    mean, total = average(x, axis=1, weights=weights, returned=True)
+    total = total[0]
     if weights is None:
-        mean = np.mean(x, axis=1)
         factor = x.shape[1] - ddof
-    else:
-        mean, total = average(x, axis=1, weights=weights, returned=True)
-        total = total[0] if np.size(total) else np.sum(weights)
-    if weights is None:
-        pass
     elif ddof == 0:
         factor = total
     elif aweights is None:
@@ -263,19 +341,24 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         factor = total - ddof * np.sum(weights * aweights) / total
     if factor <= 0:  # NumPy's convention: a warning, and the covariance divided by 0
         factor = 0.0
-    centred = x - mean[:, None]
-    weighted = centred.T if weights is None else (centred * weights).T
-    # NumPy multiplies by the reciprocal of the factor, which may round otherwise than dividing
-    return np.squeeze(np.dot(centred, weighted) * np.true_divide(1, factor))
+    x -= mean[:, None]  # in place, in x's dtype, as NumPy centres
+    weighted = x.T if weights is None else (x * weights).T
+    if np.result_type(weighted).kind == "c":
+        weighted = np.conj(weighted)
+    c = np.dot(x, weighted)
+    # NumPy multiplies, in place, by the reciprocal of the factor, which may round otherwise
+    # than dividing
+    c *= np.true_divide(1, factor)
+    return np.squeeze(c)
 
 
 @defcomposite(np.corrcoef)
 def corrcoef(x, y=None, rowvar=True, *, dtype=None):
-    c = cov(x, y, rowvar)
+    c = cov(x, y, rowvar, dtype=dtype)
     if np.ndim(c) == 0:
         return c / c
     deviation = np.sqrt(np.diagonal(c))
-    return np.clip(c / deviation[:, None] / deviation[None, :], -1.0, 1.0)
+    return np.clip(c / deviation[:, None] / deviation[None, :], -1, 1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -314,9 +397,23 @@ def trim_zeros(filt, trim="fb", axis=None):
     return trimmed
 
 
+def _as_array(value):
+    """The array NumPy's ``np.asarray(value)`` makes (traced, if ``value`` holds traced
+    values): a Python number is a 0-d array, whose dtype is not weak."""
+    if isinstance(value, Tracer) or hasattr(value, "dtype"):
+        return value
+    if type(value) in (list, tuple):
+        return ufunc_operands((value,))[0]
+    return np.asarray(value)
+
+
 @defcomposite(np.polyval)
 def polyval(p, x):
-    y = 0.0 * x
+    """NumPy's Horner steps on the arrays NumPy makes of ``p`` and ``x``: a list of float
+    coefficients is a float64 array, whose elements are float64 scalars (not Python numbers),
+    so float32 ``x`` gives float64 values, as NumPy's."""
+    p, x = _as_array(p), _as_array(x)
+    y = np.zeros_like(x)
     for coefficient in p:
         y = y * x + coefficient
     return y
@@ -389,16 +486,38 @@ def polymul(a1, a2):
 
 @defcomposite(np.polyfit)
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """NumPy's steps: x and y made float arrays (``+ 0.0``), the Vandermonde matrix in float64
+    (np.vander), rcond from x's precision, the weights applied in place (y's dtype kept), the
+    columns scaled before the least-squares solve."""
     if full or cov:
         _refuse("polyfit", "full=True or cov=True")
     order = int(deg) + 1
+    x = _as_array(x) + 0.0
+    y = _as_array(y) + 0.0
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if np.ndim(x) != 1:
+        raise TypeError("expected 1D vector for x")
+    if np.size(x) == 0:
+        raise TypeError("expected non-empty vector for x")
+    if np.ndim(y) < 1 or np.ndim(y) > 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if np.shape(x)[0] != np.shape(y)[0]:
+        raise TypeError("expected x and y to have same length")
     if rcond is None:
-        rcond = np.shape(x)[0] * np.finfo(float).eps
+        rcond = np.shape(x)[0] * np.finfo(np.result_type(x)).eps
     lhs = vander(x, order)
     rhs = y
     if w is not None:
-        lhs = lhs * w[:, None]
-        rhs = rhs * (w if np.ndim(rhs) == 1 else w[:, None])
+        w = _as_array(w) + 0.0
+        if np.ndim(w) != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if np.shape(w)[0] != np.shape(y)[0]:
+            raise TypeError("expected w and y to have the same length")
+        # NumPy multiplies in place: each product rounded into lhs's and rhs's dtypes
+        lhs = (lhs * w[:, None]).astype(np.result_type(lhs), copy=False)
+        rhs = (rhs * (w if np.ndim(rhs) == 1 else w[:, None])).astype(np.result_type(rhs),
+                                                                       copy=False)
     scale = np.sqrt(np.sum(lhs * lhs, axis=0))
     coefficients = np.linalg.lstsq(lhs / scale, rhs, rcond)[0]
     return (coefficients.T / scale).T
@@ -426,9 +545,11 @@ def roots(p):
             "that. Where the zero is a constant, strip it yourself (np.roots(p[:-1]), "
             "np.roots(p[1:])) and append the root at 0 (np.append(r, 0.0)).")
     p = p[int(non_zero[0]):int(non_zero[-1]) + 1]
+    if np.result_type(p).kind not in "fc":
+        p = p.astype(float)
     n = len(p)
-    if n > 1:
-        below = np.diag(np.ones((n - 2,), np.result_type(p.dtype, float)), -1)[1:]
+    if n > 1:  # the companion matrix in p's dtype: float32 coefficients, float32 roots
+        below = np.diag(np.ones((n - 2,), np.result_type(p)), -1)[1:]
         companion = np.concatenate([np.reshape(-p[1:] / p[0], (1, n - 1)), below])
         found = np.linalg.eigvals(companion)
     else:
@@ -438,8 +559,12 @@ def roots(p):
 
 @defcomposite(np.vander)
 def vander(x, N=None, increasing=False):
+    """NumPy's: in the promotion of x's dtype with int (float64 for float32 x), the powers
+    accumulated by multiplication along each row."""
+    if np.ndim(x) != 1:
+        raise ValueError("x must be a one-dimensional array or sequence.")
     n = np.shape(x)[0] if N is None else N
-    column = np.reshape(x, (-1, 1))
+    column = np.reshape(x, (-1, 1)).astype(np.promote_types(np.result_type(x), int), copy=False)
     if n == 0:
         return column[:, :0]
     powers = np.cumprod(np.concatenate(

@@ -295,10 +295,11 @@ def _variance(x, axis=None, correction=0, keepdims=False, omit=False):
     mean = _mean(x, axis=axis, keepdims=True, omit=omit)
     deviation = x - mean
     var = _mean(deviation * deviation, axis=axis, keepdims=keepdims, omit=omit)
-    if correction != 0:
-        n = np.float64(np.size(x) if axis is None else np.shape(x)[axis])
+    if correction != 0:  # SciPy's counts are in the variance's dtype (float32 for float32 x)
+        dtype = np.result_type(var)
+        n = np.asarray(np.size(x) if axis is None else np.shape(x)[axis], dtype=dtype)
         if omit:
-            n = n - np.sum(np.isnan(x).astype(np.float64), axis=axis, keepdims=keepdims)
+            n = n - np.sum(np.isnan(x).astype(dtype), axis=axis, keepdims=keepdims)
         nc = n - correction
         with np.errstate(divide="ignore", invalid="ignore"):
             var = var * np.where(nc > 0, n / nc, np.nan)
@@ -389,10 +390,11 @@ def tmean(a, limits=None, inclusive=(True, True), axis=None):
     mask = _outside_limits(a, limits, inclusive)
     if np.any(mask):
         a = np.where(mask, 0.0, a)
-    total = np.sum(a, axis=axis)
-    n = np.sum((~mask).astype(np.float64), axis=axis)
+    dtype = np.result_type(a)  # SciPy sums the values and counts them in a's dtype
+    total = np.sum(a, axis=axis, dtype=dtype)
+    n = np.sum((~mask).astype(dtype), axis=axis, dtype=dtype)
     with np.errstate(divide="ignore", invalid="ignore"):
-        mean = np.where(n != 0, total / np.where(n != 0, n, 1.0), np.nan)
+        mean = np.where(n != 0, total / np.where(n != 0, n, 1), np.nan)
     return mean[()] if np.ndim(mean) == 0 else mean
 
 
