@@ -14,6 +14,7 @@ import types
 import numpy as np
 import pytest
 import scipy.integrate
+import scipy.interpolate
 import scipy.linalg
 from scipy.integrate import (cumulative_simpson, cumulative_trapezoid, nquad, odeint, quad,
                              quad_vec, romb, simpson, solve_ivp, trapezoid)
@@ -736,6 +737,28 @@ def test_second_derivatives_through_quad():
     mixed = mutad.gradient(lambda c: mutad.gradient(
         lambda b: quad(lambda x: c * x * x, 0.0, b)[0], 1.3)[0], 0.5)[0]
     assert mixed == pytest.approx(1.3 ** 2, rel=1e-12)
+
+
+def test_a_right_hand_side_calling_an_interpolant_of_a_traced_table():
+    """A forcing term read from an interp1d, CubicSpline or RegularGridInterpolator of traced
+    values in the closure: refused before ("neither in args= nor in its closure"); the
+    interpolant's data are bound as the closure's cells are."""
+    times = np.linspace(0.0, 2.0, 9)
+
+    def final(theta, kind):
+        table = np.sin(times) * theta[0] + theta[2]
+        forcing = {"interp1d": lambda: scipy.interpolate.interp1d(times, table),
+                   "CubicSpline": lambda: scipy.interpolate.CubicSpline(times, table),
+                   "grid": lambda: scipy.interpolate.RegularGridInterpolator((times,), table),
+                   }[kind]()
+        at = (lambda t: forcing([t])[0]) if kind == "grid" else forcing
+        sol = solve_ivp(lambda t, y: -theta[1] * y + at(t), (0.0, 2.0), [1.0], **TIGHT)
+        return sol.y[0, -1]
+
+    theta = np.array([0.5, 1.0, 0.2])
+    for kind in ("interp1d", "CubicSpline", "grid"):
+        assert mutad.value_and_grad(final)(theta, kind)[0] == final(theta, kind)
+        mutad.check_grads(lambda t, kind=kind: final(t, kind), theta, rtol=1e-4)
 
 
 def test_scipys_module_attributes():

@@ -454,7 +454,13 @@ class _Parameters:
 
 def _followed_attributes(held):
     """``(name, value)`` of the attributes of ``held``, an object of the user's (not NumPy's,
-    SciPy's, mutad's), holding differentiated values (in lists, tuples and dicts too)."""
+    SciPy's, mutad's), holding differentiated values (in lists, tuples and dicts too); of one
+    of mutad's that reads its traced values from attributes when called (an interpolant of a
+    traced table: ``read_when_called``), those attributes."""
+    names = getattr(type(held), "read_when_called", None)
+    if names is not None:
+        return [(name, vars(held)[name]) for name in names
+                if any(isinstance(v, Tracer) for v in flatten(vars(held)[name])[0])]
     if not user_object(held):
         return []
     return [(name, value) for name, value in vars(held).items()

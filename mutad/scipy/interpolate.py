@@ -740,6 +740,10 @@ class _TracedInterpolant:
     data and the query points. Made by the constructors of this module when their data are
     traced; not made directly."""
 
+    read_when_called = ("_data",)
+    """The attributes its calls read its traced values from: a solver that calls it (in a
+    right-hand side) binds its own values there (``integrate._Parameters``)."""
+
     def __init__(self, name, spec, data, x=None, evaluate=_evaluate):
         self._name, self._spec, self._data = name, spec, tuple(data)
         self.x = x
@@ -769,6 +773,9 @@ class _TracedInterpolant:
 
 class _TracedGridInterpolant:
     """``RegularGridInterpolator`` of traced values (or called at traced points)."""
+
+    read_when_called = ("_values",)
+    """As ``_TracedInterpolant``'s."""
 
     def __init__(self, spec, values):
         self._spec, self._values = spec, values
