@@ -761,6 +761,27 @@ def test_a_right_hand_side_calling_an_interpolant_of_a_traced_table():
         mutad.check_grads(lambda t, kind=kind: final(t, kind), theta, rtol=1e-4)
 
 
+def test_dblquad_and_tplquad_are_scipys_nquad_differentiated():
+    """SciPy makes an nquad of them, the limits functions of the outer variables: the same
+    nquad, by mutad's, SciPy's values bit for bit, in the parameters and the limits. (A
+    triple integral's derivative nests three levels of quad, each integrating the next one's
+    pullback: tplquad's construction is checked on plain values here, its derivative being
+    nquad's.)"""
+    def double(p):
+        return scipy.integrate.dblquad(lambda y, x: np.exp(-p[0] * (x * x + y * y)) * p[1],
+                                       0.0, 1.0, lambda x: 0.0, lambda x: x * p[1])[0]
+
+    def triple(p, q):
+        return q * scipy.integrate.tplquad(lambda z, y, x: p[0] * x * y * z + z, 0.0, 1.0,
+                                           0.0, 1.0, 0.0, lambda x, y: p[1] + x * y)[0]
+
+    p = np.array([1.3, 0.7])
+    assert mutad.value_and_grad(double)(p)[0] == double(p)
+    mutad.check_grads(double, p, rtol=1e-6)
+    value, g = mutad.value_and_grad(triple, argnums=1)(p, 2.0)
+    assert value == triple(p, 2.0) and g == triple(p, 1.0)
+
+
 def test_scipys_module_attributes():
     """``scipy.integrate.solve_ivp`` and the others, spelled through the module."""
     def loss(y0, k):

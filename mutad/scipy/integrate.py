@@ -104,8 +104,8 @@ from ..core.trees import flatten
 from ..core.views import memory, weaken
 from ._adjoints import outside_differentiations
 
-__all__ = ["cumulative_simpson", "cumulative_trapezoid", "nquad", "odeint", "quad", "quad_vec",
-           "romb", "simpson", "solve_ivp", "trapezoid"]
+__all__ = ["cumulative_simpson", "cumulative_trapezoid", "dblquad", "nquad", "odeint", "quad",
+           "quad_vec", "romb", "simpson", "solve_ivp", "tplquad", "trapezoid"]
 
 
 def _routed(original):
@@ -1661,6 +1661,39 @@ def quad_vec(f: Callable[..., Any], a: float, b: float, epsabs: float = 1e-200,
     if not ACTIVE.running:
         return _quad_vec.quad_vec(f, a, b, args=args, **settings)
     return _integral("quad_vec", _quad_vec.quad_vec, f, a, b, tuple(args), settings)
+
+
+def _limit(limit, *outer):
+    """A limit of ``dblquad`` or ``tplquad``: a number, or a function of the outer variables."""
+    return limit(*outer) if callable(limit) else limit
+
+
+@_routed(_quadpack_py.dblquad)
+def dblquad(func: Callable[..., Any], a: Any, b: Any, gfun: Any, hfun: Any, args: Any = (),
+            epsabs: float = 1.49e-8, epsrel: float = 1.49e-8) -> Any:
+    """SciPy's ``dblquad``: the ``nquad`` SciPy makes of it (``func(y, x)`` over ``y`` from
+    ``gfun(x)`` to ``hfun(x)``, then ``x`` from ``a`` to ``b``), by mutad's :func:`nquad`."""
+    def inner_range(x, *args):
+        return [_limit(gfun, x), _limit(hfun, x)]
+
+    return nquad(func, [inner_range, [a, b]], args=args,
+                 opts={"epsabs": epsabs, "epsrel": epsrel})
+
+
+@_routed(_quadpack_py.tplquad)
+def tplquad(func: Callable[..., Any], a: Any, b: Any, gfun: Any, hfun: Any, qfun: Any,
+            rfun: Any, args: Any = (), epsabs: float = 1.49e-8, epsrel: float = 1.49e-8) -> Any:
+    """SciPy's ``tplquad``: the ``nquad`` SciPy makes of it (``func(z, y, x)`` over ``z``
+    from ``qfun(x, y)`` to ``rfun(x, y)``, ``y`` from ``gfun(x)`` to ``hfun(x)``, then ``x``
+    from ``a`` to ``b``), by mutad's :func:`nquad`."""
+    def innermost_range(y, x, *args):
+        return [_limit(qfun, x, y), _limit(rfun, x, y)]
+
+    def middle_range(x, *args):
+        return [_limit(gfun, x), _limit(hfun, x)]
+
+    return nquad(func, [innermost_range, middle_range, [a, b]], args=args,
+                 opts={"epsabs": epsabs, "epsrel": epsrel})
 
 
 def _fixed(limits):
