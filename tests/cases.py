@@ -298,6 +298,8 @@ UFUNC_CASES += [
     Case(special.spence,    (positive,)),
     Case(special.erfi,      (real,)),
     Case(special.ndtri_exp, (Domain("log_probability", -6.0, -0.1),)),
+    Case(special.voigt_profile, (real, above_half), settings=((2, 0.4),), label="x sigma"),
+    Case(special.voigt_profile, (real, above_half), settings=((1, 0.6),), label="x gamma"),
     Case(special.powm1,     (above_half, exponent)),
     Case(special.hyp1f1,    (real,),               settings=((0, 0.5), (1, 1.5))),
     Case(special.gammaincinv, (probability,),      settings=((0, 2.5),)),
@@ -422,6 +424,7 @@ COMPLEX_UFUNC_CASES = [
     Case(special.expm1,   (complex_small,),                   label="complex"),
     Case(special.dawsn,   (complex_small,),                   label="complex"),
     Case(special.erfi,    (complex_small,),                   label="complex"),
+    Case(special.wofz,    (complex_small,),                   label="complex"),
 ]
 # fmt: on
 

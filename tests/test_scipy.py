@@ -1109,3 +1109,15 @@ def test_spherical_bessel_replay_and_order():
         assert replayed(z.copy()).tobytes() == mutad.gradient(loss, z.copy())[0].tobytes()
     with pytest.raises(mutad.errors.UnsupportedOperationError, match="order n"):
         mutad.gradient(lambda n: scipy.special.spherical_jn(n, 1.5), 2.0)
+
+
+def test_the_voigt_profile_where_it_is_a_lorentzian():
+    """At sigma = 0 SciPy's Voigt profile is the Lorentzian gamma / (pi (x^2 + gamma^2)): its
+    partials there are the Lorentzian's (the Faddeeva form divides by sigma)."""
+    x, gamma = np.array([-1.5, 0.3, 2.0]), np.array([0.2, 0.5, 1.0])
+    gx, gs, gg = mutad.gradient(lambda x, s, g: scipy.special.voigt_profile(x, s, g).sum(),
+                                x, np.zeros(3), gamma)
+    r2 = x * x + gamma * gamma
+    np.testing.assert_allclose(gx, -2 * gamma * x / (np.pi * r2 ** 2), rtol=1e-12)
+    np.testing.assert_allclose(gg, (x * x - gamma * gamma) / (np.pi * r2 ** 2), rtol=1e-12)
+    assert gs.tolist() == [0.0, 0.0, 0.0]

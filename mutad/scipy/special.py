@@ -46,7 +46,7 @@ from scipy.special import (
     eval_sh_chebyt, eval_sh_chebyu, eval_sh_legendre, expm1, hyp2f1, log1p, owens_t, radian,
     spence, struve,
     chdtr, chdtrc, ellipeinc, ellipkinc, erfi, gammainccinv, gammaincinv, gdtr, gdtrc, hyp1f1,
-    ndtri_exp, powm1,
+    ndtri_exp, powm1, voigt_profile, wofz,
 )
 from scipy.special._ufuncs import _zeta
 
@@ -81,7 +81,8 @@ __all__ = ["beta", "betainc", "betaincc", "betaln", "binom", "boxcox", "boxcox1p
            "logsumexp", "multigammaln", "ndtr", "ndtri", "ndtri_exp", "owens_t", "poch",
            "polygamma", "powm1",
            "pseudo_huber", "psi", "radian", "rel_entr", "rgamma", "sindg", "softmax", "spence",
-           "stdtr", "struve", "xlog1py", "xlogy", "y0", "y1", "yn", "yv"]
+           "stdtr", "struve", "voigt_profile", "wofz", "xlog1py", "xlogy", "y0", "y1", "yn",
+           "yv"]
 
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -497,7 +498,34 @@ elementwise(eval_genlaguerre, _DEGREE, _ALPHA, _of_degree(
 elementwise(eval_jacobi,    _DEGREE, _ALPHA, _BETA, _of_degree(
     lambda y, n, alpha, beta, x: 0.5 * (n + alpha + beta + 1.0)
     * eval_jacobi(n - 1, alpha + 1.0, beta + 1.0, x)))
+elementwise(wofz,      lambda y, z: -2.0 * z * y + 2j / _SQRT_PI,                      uses="xy")
+elementwise(voigt_profile, *(lambda y, x, sigma, gamma, k=k: _voigt_partials(x, sigma, gamma)[k]
+                             for k in range(3)))
 # fmt: on
+
+
+def _voigt_partials(x, sigma, gamma):
+    """The partials of SciPy's Voigt profile V = Re w(z) / (σ √(2π)), z = (x + iγ) / (σ √2),
+    in x, σ and γ, by the Faddeeva function's derivative w'(z) = -2z w(z) + 2i/√π; at σ = 0,
+    those of the Lorentzian γ / (π (x² + γ²)) it is there (whose σ-partial is 0: the profile
+    is even in σ)."""
+    lorentz = sigma == 0
+    s = np.where(lorentz, 1.0, sigma)
+    scale = s * math.sqrt(2.0)
+    z = (x + 1j * gamma) / scale
+    w = wofz(z)
+    slope = -2.0 * z * w + 2j / _SQRT_PI  # w'(z)
+    norm = s * math.sqrt(2.0 * math.pi)
+    d_x = np.real(slope) / (scale * norm)
+    d_gamma = -np.imag(slope) / (scale * norm)
+    d_sigma = -np.real(slope * z) / (s * norm) - np.real(w) / (norm * s)
+    if not np.any(lorentz):
+        return d_x, d_sigma, d_gamma
+    r2 = x * x + gamma * gamma
+    return (np.where(lorentz, -2.0 * gamma * x / (math.pi * r2 * r2), d_x),
+            np.where(lorentz, 0.0, d_sigma),
+            np.where(lorentz, (x * x - gamma * gamma) / (math.pi * r2 * r2), d_gamma))
+
 
 # The rows whose partials are complex derivatives, for complex arguments (facet complex).
 # Not ive, jve, yve (their scaling by exp(-|Re z|) or exp(-|Im z|) is not complex-
@@ -506,7 +534,7 @@ elementwise(eval_jacobi,    _DEGREE, _ALPHA, _BETA, _of_degree(
 # (its partial's asymptotic series is for large real arguments). log_ndtr's partial takes the
 # textbook form for complex arguments (numerics.log_ndtr_derivative).
 holomorphic(erf, erfc, ndtr, log_ndtr, xlogy, xlog1py, jv, yv, iv, kv, kve, log1p, expm1, dawsn,
-            erfi)
+            erfi, wofz)
 
 
 # The ufuncs with several outputs, each output's derivative in x (from x and the outputs):
