@@ -115,3 +115,23 @@ def test_the_modes_ufuncs_are_numpys_ufuncs_to_the_code():
 def test_a_list_given_to_a_function_that_joins_with_no_traced_array_says_how_to_build_it():
     with pytest.raises(mutad.errors.ConversionError, match=r"np\.stack\(\[a, b\]\)"):
         mutad.gradient(lambda x: np.vstack([[x[0], x[2]], [x[1], 1.0]]).sum(), np.ones(3))
+
+
+def assigns_a_list_of_traced_values(x):
+    y = x * 1.0
+    y[:3] = [x[2], x[1] * 2.0, 5.0]      # a list with traced items and a number
+    x[1:3] = (x[0], 2.0)                 # into the argument itself
+    return (y * y).sum() + (x * x).sum()
+
+
+def test_a_list_of_traced_values_assigned_into_a_slice():
+    """x[:3] = [x[2], 2 * x[1], 5.0] stopped in reverse mode (a misleading "plain array"
+    error) and gave a NaN tangent in forward mode: the list is the array NumPy makes of it."""
+    x = np.arange(1.0, 5.0)
+    assert mutad.value_and_grad(assigns_a_list_of_traced_values)(x)[0] == \
+        assigns_a_list_of_traced_values(x.copy())
+    mutad.check_grads(assigns_a_list_of_traced_values, x, order=2)
+    replaying = mutad.grad(assigns_a_list_of_traced_values, replay=True)
+    for scale in (1.0, 2.0):
+        assert replaying(x * scale).tobytes() == \
+            mutad.grad(assigns_a_list_of_traced_values)(x * scale).tobytes()

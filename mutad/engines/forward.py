@@ -19,7 +19,8 @@ it, which is what prevents perturbation confusion.
 
 import numpy as np
 
-from ..core.allocation import Preexisting, joined_operands, stands_in, ufunc_operands
+from ..core.allocation import (Preexisting, joined_operands, lists_as_arrays, stands_in,
+                               ufunc_operands)
 from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
                         inexact_output, install_operators, item_assignment_refused,
                         joined_in_order, keywords_in_place, lost_tangent, out_by_keyword,
@@ -557,6 +558,8 @@ class Dual(ArrayMethods):
     def __setitem__(self, key, value):
         if stands_for_scalar(self):  # immutable, as NumPy's scalars are
             raise item_assignment_refused(self)
+        if type(value) in (list, tuple):  # x[:3] = [x[2], 2 * x[1], 5.0]: the array NumPy
+            value = lists_as_arrays([value])[0]  # makes of it
         _assign(self, value, self.level, "x[key] = value", key)
 
     def _inplace(self, ufunc, other):

@@ -43,7 +43,7 @@ import types
 
 import numpy as np
 
-from ..core.allocation import Preexisting, stands_in
+from ..core.allocation import Preexisting, lists_as_arrays, stands_in
 from .arraylike import (install_operators, item_assignment_refused, lost_tangent,
                         out_computation, put_right, single_out, stands_for_scalar, weak_arithmetic)
 from .elementwise import unbroadcast
@@ -163,6 +163,8 @@ class TracedDispatch:
     def __setitem__(self, key, value):
         if stands_for_scalar(self):  # immutable, as NumPy's scalars are
             raise item_assignment_refused(self)
+        if type(value) in (list, tuple):  # x[:3] = [x[2], 2 * x[1], 5.0]: the array NumPy
+            value = lists_as_arrays([value])[0]  # makes of it
         if type(value) is Preexisting:
             value = value.view(np.ndarray)
         if type(value) is np.ndarray:
