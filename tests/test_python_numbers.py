@@ -305,3 +305,20 @@ def test_a_number_standing_for_numpys_scalar_fills_and_puts_into_a_copy(mode):
     else:
         value, tangent = mutad.jvp(f, (x,), (np.ones(3),))
         assert value == f(x.copy()) and tangent == 8.0
+
+
+def indexes_numpys_scalars(x):
+    y = x[0][...]        # NumPy: a new, writable 0-d array
+    y += 1.0
+    z = x.sum()[None]    # and a new 1-d one
+    z *= 2.0
+    w = x[1][()]         # the scalar itself
+    return (x * x).sum() + y * 3.0 + z[0] + w
+
+
+def test_indexing_a_value_that_stands_for_numpys_scalar_gives_a_new_array():
+    """x[0][...] is a new writable array in NumPy: under mutad it was a read-only view, and
+    `y += 1` raised."""
+    x = np.arange(1.0, 4.0)
+    assert mutad.value_and_grad(indexes_numpys_scalars)(x)[0] == indexes_numpys_scalars(x)
+    mutad.check_grads(indexes_numpys_scalars, x, order=2)

@@ -551,6 +551,8 @@ class Dual(ArrayMethods):
 
     def __getitem__(self, key):
         y = Dual(as_array(self.value[key]), as_array(self.tangent[key]), self.level)
+        if stands_for_scalar(self) and not stands_for_scalar(y):
+            return np.copy(y)  # NumPy's scalar[...], scalar[None]: a new, writable array
         if y.value.base is not None:  # a view keeps what owns its memory, as NumPy's does
             y.owner = self if self.value.base is None else self.owner
         return y

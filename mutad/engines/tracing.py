@@ -155,10 +155,14 @@ class TracedDispatch:
 
     def __getitem__(self, key):
         if self.tape.recorder is not None and self.tape.recorder.ready:
-            return self.tape.recorder.getitem(self, key)
-        if self.buffer.constant:
-            return constant_result(self.value[plain(key)], self.tape, (self,))
-        return getitem(self, key)
+            y = self.tape.recorder.getitem(self, key)
+        elif self.buffer.constant:
+            y = constant_result(self.value[plain(key)], self.tape, (self,))
+        else:
+            y = getitem(self, key)
+        if stands_for_scalar(self) and not stands_for_scalar(y):
+            return np.copy(y)  # NumPy's scalar[...], scalar[None]: a new, writable array
+        return y
 
     def __setitem__(self, key, value):
         if stands_for_scalar(self):  # immutable, as NumPy's scalars are
