@@ -335,3 +335,11 @@ def test_flags_are_read_and_not_set(rng):
         with pytest.raises(UnsupportedOperationError, match="copy"):
             differentiate()
         assert x.flags.writeable  # the caller's array is as it was
+
+
+def test_methods_numpy_removed_are_not_there():
+    """NumPy 2 removed ndarray.ptp: a traced array has none either (np.ptp stays)."""
+    assert not hasattr(np.ndarray, "ptp")
+    with pytest.raises(AttributeError):
+        mutad.gradient(lambda x: x.ptp(), np.arange(3.0))
+    assert mutad.gradient(np.ptp, np.arange(3.0))[0].tolist() == [-1.0, 0.0, 1.0]

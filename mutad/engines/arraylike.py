@@ -229,8 +229,9 @@ def _fast_powers(power, power_in_place):
 FORWARDED = ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod", "ravel",
              "swapaxes", "squeeze", "dot", "clip", "diagonal", "trace", "take", "repeat",
              "argmax", "argmin", "argsort", "nonzero", "any", "all", "round", "conj",
-             "conjugate", "ptp", "searchsorted", "argpartition", "choose")
-"""ndarray methods that are the NumPy function of the same name, called on the array."""
+             "conjugate", "searchsorted", "argpartition", "choose")
+"""ndarray methods that are the NumPy function of the same name, called on the array (not
+``ptp``, which NumPy 2 removed from its arrays)."""
 
 
 def _call(name):
