@@ -25,8 +25,25 @@ def _case_scenario_pairs():
             yield pytest.param(case, scenario, id=f"{case.id}-{scenario.name}")
 
 
+COMPLEX_VALUED = {scipy.special.wofz}
+"""Ufuncs whose values are complex for real arguments too: their cases are complex ones, and
+real arguments are checked on their own (test_a_complex_valued_ufunc_of_real_arguments)."""
+
+
 def test_every_differentiable_ufunc_has_a_case():
-    assert {case.function for case in UFUNC_CASES} == set(table("elementwise"))
+    assert {case.function for case in UFUNC_CASES} | COMPLEX_VALUED == set(table("elementwise"))
+    assert COMPLEX_VALUED <= {case.function for case in COMPLEX_UFUNC_CASES}
+
+
+def test_a_complex_valued_ufunc_of_real_arguments():
+    x = np.array([0.3, -1.2, 2.5])
+    for function in COMPLEX_VALUED:
+        def f(x, function=function):
+            w = function(x)
+            return (w.real * w.imag).sum() + (np.abs(w) ** 2).sum()
+
+        assert mutad.value_and_grad(f)(x)[0] == f(x)
+        mutad.check_grads(f, x, order=2)
 
 
 @pytest.mark.parametrize("policy", POLICIES)
