@@ -315,6 +315,9 @@ def test_kdtree_replay_asks_the_tree_again():
 def test_kdtree_refusals():
     pos = TREE_POINTS.copy()
     for f in (lambda p: cKDTree(p).sparse_distance_matrix(cKDTree(p), 0.3),
+              lambda p: cKDTree(p).sparse_distance_matrix(cKDTree(p), 0.3, output_type="ndarray"),
+              lambda p: KDTree(TREE_POINTS).sparse_distance_matrix(
+                  KDTree(p), 0.3, output_type="coo_matrix").toarray(),
               lambda p: cKDTree(p).count_neighbors(cKDTree(p), 0.3),
               lambda p: cKDTree(p).query_ball_tree(cKDTree(p), 0.3),
               lambda p: cKDTree(p).maxes,
@@ -329,3 +332,48 @@ def test_kdtree_refusals():
         (isinstance(KDTree(p), KDTree), isinstance(cKDTree(p), KDTree), KDTree(p).n))
         or np.sum(p), pos)
     assert tree_type == [(True, False, 14)]
+
+
+@pytest.mark.parametrize("output_type", ["coo_matrix", "dict"])
+@pytest.mark.parametrize("other", ["traced", "constant"])
+def test_kdtree_sparse_distance_matrix(output_type, other):
+    """sparse_distance_matrix of a tree of traced points with a tree of traced or constant
+    points: SciPy's pairs and distances bit for bit, differentiated in both trees' points."""
+    constant = KDTree(TREE_QUERIES)
+
+    def matrix(pos, q):
+        return cKDTree(pos).sparse_distance_matrix(KDTree(q) if other == "traced" else constant,
+                                                   0.4, output_type=output_type)
+
+    def dense(pos, q):
+        found = matrix(pos, q)
+        if output_type == "dict":
+            return sum(np.sin(v) * (i + 2 * j + 1) for (i, j), v in found.items())
+        return np.sum(np.sin(found.toarray()) * np.arange(1.0, 6.0))
+
+    expected = matrix(TREE_POINTS, TREE_QUERIES)
+    got, _ = mutad.pullback(matrix, TREE_POINTS.copy(), TREE_QUERIES.copy())
+    if output_type == "dict":
+        assert list(got) == list(expected)
+        assert [np.asarray(v).tobytes() for v in got.values()] == [
+            np.float64(v).tobytes() for v in expected.values()]
+    else:
+        assert np.asarray(got.toarray()).tobytes() == expected.toarray().tobytes()
+    for policy in POLICIES:
+        mutad.check_grads(dense, TREE_POINTS, TREE_QUERIES, policy=policy)
+    mutad.check_jvp(dense, TREE_POINTS, TREE_QUERIES)
+    replays_as_traced(dense, [(TREE_POINTS * s, TREE_QUERIES) for s in (1.0, 0.8, 1.2)],
+                      argnums=(0, 1))
+
+
+def test_kdtree_second_order_and_traced_bound():
+    f = lambda pos, x: np.sum(np.sin(KDTree(pos).query(x, k=2)[0]))  # noqa: E731
+    mutad.check_grads(f, TREE_POINTS, TREE_QUERIES, order=2)
+
+    def bounded(pos, bound):  # the bound decides which neighbours are missing: no derivative
+        d, _ = cKDTree(pos).query(TREE_QUERIES, k=4, distance_upper_bound=bound)
+        return np.sum(np.where(np.isinf(d), 0.0, d) ** 2)
+
+    bound = np.array(0.3)
+    value, (_, g_bound) = mutad.value_and_grad(bounded, argnums=(0, 1))(TREE_POINTS, bound)
+    assert value == bounded(TREE_POINTS, 0.3) and g_bound == 0.0

@@ -49,9 +49,12 @@ queries and in the tree's points: ``(x - y) / d`` for p = 2, 0 where the two poi
 (a subgradient); a missing neighbour (``inf``, index ``n``) has none. ``query_ball_point``,
 ``query_pairs`` (``set`` and ``ndarray``) and ``query_ball_point(..., return_length=True)``
 return SciPy's indices, decided on the plain values (Python's structure of them is guarded in
-a replay: a change of neighbours records the program again). ``sparse_distance_matrix``,
-``query_ball_tree``, ``count_neighbors`` and the tree's bounds (``maxes``, ``mins``, ``tree``)
-of traced points raise ``UnsupportedOperationError``, as do traced radii of ``count_neighbors``.
+a replay: a change of neighbours records the program again). ``sparse_distance_matrix`` with
+``output_type='coo_matrix'`` (a ``scipy.sparse`` matrix of the traced distances) or ``'dict'``
+gives SciPy's pairs and distances, differentiated as ``query``'s; its ``'dok_matrix'`` (the
+default) and ``'ndarray'``, ``query_ball_tree``, ``count_neighbors``, the tree's bounds
+(``maxes``, ``mins``, ``tree``) of traced points, and SciPy's own tree's methods given a tree
+of traced points, raise ``UnsupportedOperationError``.
 The tree holds the points it was built of, as ``copy_data=True`` does: SciPy warns that
 writing into points a tree shares gives bogus results.
 """
@@ -336,8 +339,8 @@ def _answer(holder, data, x, r, method, settings):
     tree = holder.of(data)
     if method == "build":
         return np.zeros(0)
-    if method == "query":
-        d, i = tree.query(x, **settings)
+    if method == "query":  # r: distance_upper_bound
+        d, i = tree.query(x, distance_upper_bound=r, **settings)
         return np.asarray(d, dtype=np.float64), np.asarray(i, dtype=np.intp)
     if method == "query_ball_point":
         result = tree.query_ball_point(x, r, **settings)
@@ -346,6 +349,15 @@ def _answer(holder, data, x, r, method, settings):
         lists = [result] if np.ndim(x) == 1 else list(np.ravel(result))
         return (np.array([j for found in lists for j in found], dtype=np.intp),
                 np.array([len(found) for found in lists], dtype=np.intp))
+    if method == "sparse_distance_matrix":  # x: the other tree's points; r: max_distance
+        other = settings.pop("other").of(x)
+        if settings.pop("coo"):
+            found = tree.sparse_distance_matrix(other, r, output_type="coo_matrix", **settings)
+            return (np.asarray(found.row, dtype=np.intp), np.asarray(found.col, dtype=np.intp),
+                    np.asarray(found.data, dtype=np.float64))
+        found = tree.sparse_distance_matrix(other, r, output_type="dict", **settings)
+        pairs = np.reshape(np.array(list(found), dtype=np.intp), (-1, 2))
+        return pairs[:, 0], pairs[:, 1], np.array(list(found.values()), dtype=np.float64)
     # query_pairs: the pairs in the order SciPy's set gives them
     pairs = (tree.query_pairs(r, output_type="ndarray", **settings)
              if settings.pop("ndarray") else list(tree.query_pairs(r, **settings)))
@@ -380,12 +392,10 @@ def _queries(x, m):
 def _query(holder, data, points, x, k, eps, p, distance_upper_bound, workers):
     for value, what in ((k, "k"), (eps, "eps"), (p, "p"), (workers, "workers")):
         _setting(value, what)
-    distance_upper_bound = _radius(distance_upper_bound)
     m = np.shape(points)[1]
     x = _queries(x, m)
-    settings = dict(k=k, eps=eps, p=p, distance_upper_bound=distance_upper_bound,
-                    workers=workers)
-    d, i = _asked(holder, data, x, None, "query", settings)
+    settings = dict(k=k, eps=eps, p=p, workers=workers)
+    d, i = _asked(holder, data, x, _radius(distance_upper_bound), "query", settings)
     n = np.shape(points)[0]
     missing = i == n  # SciPy's index of a missing neighbour
     neighbours = points[np.where(missing, 0, i)]
@@ -436,6 +446,46 @@ def _pairs(holder, data, r, p, eps, output_type):
     return np.reshape(np.array(rows, dtype=np.intp), (-1, 2))
 
 
+def _sparse_distances(tree, points, holder, data, other, max_distance, p, output_type):
+    """``sparse_distance_matrix``: SciPy's pairs within ``max_distance`` (a decision) and
+    their distances, SciPy's bit for bit, differentiated as ``query``'s are."""
+    _setting(p, "p")
+    if output_type not in ("coo_matrix", "dict"):
+        if output_type in ("dok_matrix", "ndarray"):
+            raise UnsupportedOperationError(
+                f"scipy.spatial.KDTree.sparse_distance_matrix(..., output_type={output_type!r}) "
+                "of differentiated points: mutad follows output_type='coo_matrix' and 'dict'; "
+                "convert the coo_matrix (a matrix of traced values) as you need.")
+        raise ValueError('Invalid output type')
+    if isinstance(other, _TracedTree):
+        other_holder, other_data, other_points = other._holder, other.data, other.data
+    elif isinstance(other, _SCIPY_CKDTREE):
+        other_holder, other_data, other_points = _PlainTree(type(other), {}, other), None, \
+            other.data
+    else:
+        raise TypeError("other must be a KDTree")
+    if np.shape(points)[1] != np.shape(other_points)[1]:
+        raise ValueError("Trees passed to sparse_distance_matrix have different "
+                         "dimensionality")
+    settings = dict(p=p, other=other_holder, coo=output_type == "coo_matrix")
+    row, col, d = _asked(holder, data, other_data, _radius(max_distance),
+                         "sparse_distance_matrix", settings)
+    difference = points[row] - other_points[col]
+    box = getattr(holder.of(None), "boxsize", None)
+    if box is not None:
+        box = np.array(box, dtype=np.float64)
+        difference = difference - box * np.round(difference / box)
+    distance = _distances(difference, np.zeros(()), "minkowski", None, {"p": float(p)})
+    values = scipys_value(d, distance)
+    if output_type == "dict":
+        return {(int(i), int(j)): values[k]
+                for k, (i, j) in enumerate(zip(row.tolist(), col.tolist(), strict=True))}
+    import scipy.sparse  # (mutad's traced matrix of the traced distances)
+
+    return scipy.sparse.coo_matrix((values, (row, col)),
+                                   shape=(np.shape(points)[0], np.shape(other_points)[0]))
+
+
 _PLAIN_ATTRIBUTES = ("n", "m", "leafsize", "size", "boxsize")
 
 
@@ -465,9 +515,9 @@ class _TracedTree:
             f"scipy.spatial.{self._cls.__name__}(...).{name} of differentiated points: mutad "
             f"follows query, query_ball_point and query_pairs of such a tree. {instead}")
 
-    def sparse_distance_matrix(self, *args, **kwargs):
-        self._refused("sparse_distance_matrix", "Take the pairs from query_pairs(max_distance) "
-                      "and their distances with NumPy (np.linalg.norm of the differences).")
+    def sparse_distance_matrix(self, other, max_distance, p=2.0, output_type="dok_matrix"):
+        return _sparse_distances(self, self.data, self._holder, self.data, other, max_distance,
+                                 p, output_type)
 
     def query_ball_tree(self, *args, **kwargs):
         self._refused("query_ball_tree", "Query the other tree's points with query_ball_point.")
@@ -481,8 +531,10 @@ class _TracedTree:
         return refused_attribute(
             name, f"scipy.spatial.{self._cls.__name__}(...).{name}: this tree was built of "
             "differentiated points, and mutad follows its data, n, m, leafsize, size, boxsize, "
-            "query, query_ball_point and query_pairs. Build it of plain points "
-            "(mutad.stop_gradient) for the rest.")
+            "query, query_ball_point, query_pairs and sparse_distance_matrix (SciPy's own "
+            "tree's methods given this tree are not followed: call this tree's method, "
+            "tree.sparse_distance_matrix(constant_tree, ...), instead). Build it of plain "
+            "points (mutad.stop_gradient) for the rest.")
 
 
 class _TreeClass(type):
@@ -553,6 +605,12 @@ def _constant_pairs(self, r, p=2.0, eps=0, output_type="set"):
     return _pairs(_PlainTree(type(self), {}, self), None, r, p, eps, output_type)
 
 
+def _constant_sparse(self, other, max_distance, p=2.0, output_type="dok_matrix"):
+    return _sparse_distances(self, self.data, _PlainTree(type(self), {}, self), None, other,
+                             max_distance, p, output_type)
+
+
 defmethod(_SCIPY_KDTREE, "query", _constant_query)
+defmethod(_SCIPY_KDTREE, "sparse_distance_matrix", _constant_sparse)
 defmethod(_SCIPY_KDTREE, "query_ball_point", _constant_ball_point)
 defmethod(_SCIPY_KDTREE, "query_pairs", _constant_pairs)
