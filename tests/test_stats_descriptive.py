@@ -313,3 +313,14 @@ def test_binned_statistic_replay_and_refusals():
     with pytest.raises(mutad.MutadError):
         mutad.gradient(lambda v: np.sum(scipy.stats.binned_statistic(
             BIN_X, v, np.mean).statistic), BIN_V)
+
+
+def test_binned_statistic_of_lists():
+    """x and values as lists holding traced numbers, and a list of value arrays."""
+    x = [0.1, 0.5, 0.9]
+    g = mutad.gradient(lambda v: np.sum(scipy.stats.binned_statistic(
+        x, [v[0], 1.0, v[1]], "sum", bins=2).statistic), np.array([1.0, 2.0]))[0]
+    assert np.array_equal(g, [1.0, 1.0])
+    g = mutad.gradient(lambda v: np.sum(scipy.stats.binned_statistic(
+        x, [2.0 * v, v], "mean", bins=2).statistic), np.array([1.0, 2.0, 3.0]))[0]
+    assert np.array_equal(g, [3.0, 1.5, 1.5])

@@ -209,6 +209,8 @@ class Univariate:
     def fit(self, data, *args, **kwargs):
         """``fit(data)`` where SciPy's is a closed form (``norm``, ``expon``): SciPy's steps on
         the differentiated data; other fits (SciPy's numerical optimisation) are refused."""
+        if not _is_traced((data, *args), kwargs):
+            return self.scipy.fit(data, *args, **kwargs)
         formula = FITS.get(self.scipy.name)
         method = kwargs.get("method", "mle")
         if formula is None or not isinstance(method, str) or method.lower() != "mle":
