@@ -191,3 +191,189 @@ def test_replay():
         traced = mutad.gradient(f, x.copy(), y.copy())
         for ours, expected in zip(replayed(x.copy(), y.copy()), traced, strict=True):
             assert ours.tobytes() == expected.tobytes()
+
+
+# ----------------------------------------------------------------------------------------------
+# k-d trees of traced points, and SciPy's tree queried at traced points
+
+from scipy.spatial import KDTree, cKDTree  # noqa: E402
+
+from cases import replays_as_traced  # noqa: E402
+
+TREE_POINTS = np.random.default_rng(5).uniform(size=(14, 2))
+TREE_QUERIES = np.random.default_rng(6).uniform(size=(5, 2))
+
+
+def _knn_loss(cls, k, **options):
+    def f(pos, x):
+        tree = cls(pos, **({"boxsize": 1.0} if options.get("periodic") else {}))
+        d, i = tree.query(x, k=k, p=options.get("p", 2),
+                          distance_upper_bound=options.get("bound", np.inf))
+        d = np.where(np.isinf(d), 0.5, d)  # missing neighbours
+        return np.sum(np.sin(d) * np.arange(1.0, 1.0 + np.size(d)).reshape(np.shape(d))) \
+            + 0.1 * np.sum(pos[np.minimum(i, len(pos) - 1)] ** 2)
+    return f
+
+
+@pytest.mark.parametrize("cls", [KDTree, cKDTree], ids=["KDTree", "cKDTree"])
+@pytest.mark.parametrize("k, options", [
+    (1, {}), (3, {}), ([1, 3], {}), (4, {"p": 1}), (3, {"p": np.inf}), (2, {"p": 3.0}),
+    (6, {"bound": 0.3}), (3, {"periodic": True})],
+    ids=["k1", "k3", "k-list", "p1", "p-inf", "p3", "missing", "periodic"])
+def test_kdtree_query_of_traced_points(cls, k, options):
+    """tree.query of a tree of traced points at traced queries: SciPy's distances bit for bit
+    (and its indices), derivatives of the Minkowski distance in both modes and policies."""
+    f = _knn_loss(cls, k, **options)
+    pos, x = TREE_POINTS.copy(), TREE_QUERIES.copy()
+    expected = cls(pos, **({"boxsize": 1.0} if options.get("periodic") else {})).query(
+        x, k=k, p=options.get("p", 2), distance_upper_bound=options.get("bound", np.inf))
+
+    def values(pos, x):
+        tree = cls(pos, **({"boxsize": 1.0} if options.get("periodic") else {}))
+        return tree.query(x, k=k, p=options.get("p", 2),
+                          distance_upper_bound=options.get("bound", np.inf))
+
+    (d, i), _ = mutad.jvp(values, (pos, x), (np.ones_like(pos), np.ones_like(x)))
+    assert np.asarray(d).tobytes() == expected[0].tobytes()
+    assert np.asarray(i).tobytes() == expected[1].tobytes()
+    y, _ = mutad.pullback(values, pos, x)
+    assert np.asarray(y[0]).tobytes() == expected[0].tobytes()
+    assert mutad.value_and_grad(f, argnums=(0, 1))(pos, x)[0] == f(pos, x)
+    for policy in POLICIES:
+        mutad.check_grads(f, pos, x, policy=policy)
+    mutad.check_jvp(f, pos, x)
+
+
+def test_kdtree_query_derivative_is_the_unit_difference():
+    """p = 2: d(distance)/dx = (x - y) / d; a query on a data point (d = 0) takes 0."""
+    pos = np.array([[0.0, 0.0], [3.0, 4.0], [10.0, 10.0]])
+    x = np.array([[0.0, 0.0], [3.0, 5.0]])
+    (gx,) = mutad.gradient(lambda x: np.sum(KDTree(pos).query(x)[0]), x)
+    assert np.array_equal(gx, [[0.0, 0.0], [0.0, 1.0]])
+    (gp,) = mutad.gradient(lambda p: np.sum(cKDTree(p).query(x[1:], k=2)[0]), pos)
+    assert np.allclose(gp, [[-3 / 34 ** 0.5, -5 / 34 ** 0.5], [0.0, -1.0], [0.0, 0.0]])
+
+
+def test_kdtree_of_constant_points_at_traced_queries():
+    tree = KDTree(TREE_POINTS)
+
+    def f(x):
+        d, i = tree.query(x, k=2, p=1)
+        return np.sum(d ** 2) + len(tree.query_ball_point(x[0], 0.3)) \
+            + np.sum(tree.query_ball_point(x, 0.3, return_length=True))
+
+    x = TREE_QUERIES.copy()
+    assert mutad.value_and_grad(f)(x)[0] == f(x)
+    mutad.check_grads(f, x)
+    mutad.check_jvp(f, x)
+    replays_as_traced(f, [(TREE_QUERIES * s,) for s in (1.0, 0.7, 1.3, 0.7)])
+
+
+def test_kdtree_neighbour_lists_of_traced_points():
+    """query_ball_point and query_pairs of traced points: SciPy's lists, sets and arrays."""
+    def lists(pos):
+        tree = cKDTree(pos)
+        return (tree.query_ball_point(pos[0], 0.4), tree.query_ball_point(pos[:3], 0.4),
+                tree.query_ball_point(pos[:3], [0.2, 0.3, 0.4], return_length=True),
+                tree.query_pairs(0.3), tree.query_pairs(0.3, p=1, output_type="ndarray"))
+
+    expected = lists(TREE_POINTS)
+    got, _ = mutad.pullback(lists, TREE_POINTS.copy())
+    assert got[0] == expected[0] and got[3] == expected[3]
+    assert all(a == b for a, b in zip(got[1], expected[1], strict=True))
+    assert got[1].shape == expected[1].shape
+    assert np.array_equal(np.asarray(got[2]), expected[2])
+    assert np.asarray(got[4]).tobytes() == expected[4].tobytes()
+
+    def energy(pos):  # a pair potential over SciPy's neighbour list
+        pairs = KDTree(pos).query_pairs(0.35, output_type="ndarray")
+        r = np.linalg.norm(pos[pairs[:, 0]] - pos[pairs[:, 1]], axis=1)
+        return np.sum((0.35 - r) ** 2)
+
+    mutad.check_grads(energy, TREE_POINTS.copy())
+    mutad.check_jvp(energy, TREE_POINTS.copy())
+
+
+def test_kdtree_replay_asks_the_tree_again():
+    """A replay recomputes the neighbours of the replayed points, never the recorded ones: the
+    inputs change the neighbours between calls."""
+    f = _knn_loss(cKDTree, 3)
+    rng = np.random.default_rng(7)
+    calls = [(rng.uniform(size=(14, 2)), rng.uniform(size=(5, 2))) for _ in range(4)]
+    replaying = replays_as_traced(f, calls, argnums=(0, 1))
+    assert not replaying.reasons  # replayed, the tree asked again at each call
+    indices = [cKDTree(p).query(x, k=3)[1] for p, x in calls]
+    assert not all(np.array_equal(indices[0], i) for i in indices[1:])
+
+    def energy(pos):
+        pairs = KDTree(pos).query_pairs(0.35, output_type="ndarray")
+        return np.sum((pos[pairs[:, 0]] - pos[pairs[:, 1]]) ** 2)
+
+    replays_as_traced(energy, [(rng.uniform(size=(14, 2)),) for _ in range(6)])
+
+
+def test_kdtree_refusals():
+    pos = TREE_POINTS.copy()
+    for f in (lambda p: cKDTree(p).sparse_distance_matrix(cKDTree(p), 0.3),
+              lambda p: cKDTree(p).sparse_distance_matrix(cKDTree(p), 0.3, output_type="ndarray"),
+              lambda p: KDTree(TREE_POINTS).sparse_distance_matrix(
+                  KDTree(p), 0.3, output_type="coo_matrix").toarray(),
+              lambda p: cKDTree(p).count_neighbors(cKDTree(p), 0.3),
+              lambda p: cKDTree(p).query_ball_tree(cKDTree(p), 0.3),
+              lambda p: cKDTree(p).maxes,
+              lambda p: cKDTree(p).query(p, k=1, p=p[0, 0])):
+        with pytest.raises(mutad.MutadError):
+            mutad.gradient(lambda p: np.sum(f(p)), pos)
+    constant = cKDTree(pos)  # compiled: its methods take no rule
+    with pytest.raises(mutad.MutadError):
+        mutad.gradient(lambda x: np.sum(constant.query(x)[0]), TREE_QUERIES.copy())
+    tree_type = []
+    mutad.gradient(lambda p: tree_type.append(
+        (isinstance(KDTree(p), KDTree), isinstance(cKDTree(p), KDTree), KDTree(p).n))
+        or np.sum(p), pos)
+    assert tree_type == [(True, False, 14)]
+
+
+@pytest.mark.parametrize("output_type", ["coo_matrix", "dict"])
+@pytest.mark.parametrize("other", ["traced", "constant"])
+def test_kdtree_sparse_distance_matrix(output_type, other):
+    """sparse_distance_matrix of a tree of traced points with a tree of traced or constant
+    points: SciPy's pairs and distances bit for bit, differentiated in both trees' points."""
+    constant = KDTree(TREE_QUERIES)
+
+    def matrix(pos, q):
+        return cKDTree(pos).sparse_distance_matrix(KDTree(q) if other == "traced" else constant,
+                                                   0.4, output_type=output_type)
+
+    def dense(pos, q):
+        found = matrix(pos, q)
+        if output_type == "dict":
+            return sum(np.sin(v) * (i + 2 * j + 1) for (i, j), v in found.items())
+        return np.sum(np.sin(found.toarray()) * np.arange(1.0, 6.0))
+
+    expected = matrix(TREE_POINTS, TREE_QUERIES)
+    got, _ = mutad.pullback(matrix, TREE_POINTS.copy(), TREE_QUERIES.copy())
+    if output_type == "dict":
+        assert list(got) == list(expected)
+        assert [np.asarray(v).tobytes() for v in got.values()] == [
+            np.float64(v).tobytes() for v in expected.values()]
+    else:
+        assert np.asarray(got.toarray()).tobytes() == expected.toarray().tobytes()
+    for policy in POLICIES:
+        mutad.check_grads(dense, TREE_POINTS, TREE_QUERIES, policy=policy)
+    mutad.check_jvp(dense, TREE_POINTS, TREE_QUERIES)
+    replays_as_traced(dense, [(TREE_POINTS * s, TREE_QUERIES) for s in (1.0, 0.8, 1.2)],
+                      argnums=(0, 1))
+
+
+def test_kdtree_second_order_and_traced_bound():
+    f = lambda pos, x: np.sum(np.sin(KDTree(pos).query(x, k=2)[0]))  # noqa: E731
+    mutad.check_grads(f, TREE_POINTS, TREE_QUERIES, order=2)
+
+    def bounded(pos, bound):  # the bound decides which neighbours are missing: no derivative
+        d, _ = cKDTree(pos).query(TREE_QUERIES, k=4, distance_upper_bound=bound)
+        return np.sum(np.where(np.isinf(d), 0.0, d) ** 2)
+
+    bound = np.array(0.3)
+    value, (_, g_bound) = mutad.value_and_grad(bounded, argnums=(0, 1))(TREE_POINTS, bound)
+    assert value == bounded(TREE_POINTS, 0.3) and g_bound == 0.0

@@ -533,3 +533,88 @@ def test_moments_of_traced_parameters_are_scipys(name):
         mutad.check_grads(lambda q: f(np.array([10.0, q[0]])), p[1:], order=2)
     else:
         mutad.check_grads(f, p, order=2)
+
+
+# ----------------------------------------------------------------------------------------------
+# Entropies (SciPy's closed forms) and closed-form fits
+
+ENTROPY = [
+    ("norm", ()), ("expon", ()), ("cauchy", ()), ("gumbel_r", ()), ("halfnorm", ()),
+    ("laplace", ()), ("logistic", ()), ("rayleigh", ()), ("uniform", ()), ("lognorm", (0.7,)),
+    ("pareto", (2.5,)), ("weibull_min", (1.7,)), ("gamma", (2.5,)), ("gamma", (300.0,)),
+    ("chi2", (3.0,)), ("chi2", (300.0,)), ("invgamma", (3.0,)), ("invgamma", (250.0,)),
+    ("t", (4.0,)), ("t", (150.0,)), ("beta", (2.0, 3.5)), ("beta", (5e6, 6e6)),
+    ("beta", (3.0, 2e6)), ("truncnorm", (-1.0, 2.0)),
+]
+
+
+@pytest.mark.parametrize("name, shapes", ENTROPY,
+                         ids=[f"{n}-{'-'.join(map(str, s))}" for n, s in ENTROPY])
+def test_entropy_of_traced_parameters(name, shapes):
+    """dist.entropy(*shapes, loc, scale) and the frozen .entropy(): SciPy's values bit for bit
+    (its asymptotic branches included), derivatives of its closed forms in both modes."""
+    distribution = getattr(scipy.stats, name)
+    args = tuple(np.array([s, s * 1.1]) for s in shapes) + (np.array(0.3), np.array([1.7, 0.4]))
+    expected = distribution.entropy(*args)
+    n = len(args)
+    for f in (lambda *a: distribution.entropy(*a), lambda *a: distribution(*a).entropy(),
+              lambda *a: getattr(stats, name)(*a).entropy()):
+        y, _ = mutad.jvp(f, args, tuple(np.ones_like(a) for a in args))
+        assert np.asarray(y).tobytes() == expected.tobytes()
+        loss = lambda *a: np.sum(np.sin(f(*a)))  # noqa: E731
+        assert mutad.value_and_grad(loss, argnums=tuple(range(n)))(*args)[0] == loss(*args)
+    for policy in POLICIES:
+        mutad.check_grads(loss, *args, policy=policy)
+    mutad.check_jvp(loss, *args)
+
+
+def test_entropy_at_invalid_parameters_and_refusals():
+    """SciPy's NaN (no derivative) for an invalid scale or shape; a numerical entropy refused."""
+    f = lambda a, s: scipy.stats.gamma.entropy(a, 0.0, s)  # noqa: E731
+    a, s = np.array([2.0, -1.0, 3.0]), np.array([1.0, 1.0, -2.0])
+    y, (ga, gs) = mutad.value_and_grad(lambda a, s: np.nansum(f(a, s)), argnums=(0, 1))(a, s)
+    assert np.asarray(mutad.pullback(f, a, s)[0]).tobytes() == f(a, s).tobytes()
+    assert np.all(np.isfinite(ga)) and ga[1] == ga[2] == gs[1] == gs[2] == 0.0
+    for refused in (lambda a: scipy.stats.skewnorm.entropy(a),
+                    lambda a: scipy.stats.poisson.entropy(a),
+                    lambda a: scipy.stats.gamma.fit(a + np.arange(5.0)),
+                    lambda a: scipy.stats.norm.fit(a + np.arange(5.0), method="MM")):
+        with pytest.raises(mutad.MutadError):
+            mutad.gradient(lambda a: np.sum(refused(a)), np.array(2.0))
+
+
+@pytest.mark.parametrize("name, options", [
+    ("norm", {}), ("norm", {"floc": 0.5}), ("norm", {"fscale": 2.0}), ("expon", {}),
+    ("expon", {"floc": -3.0}), ("expon", {"fscale": 2.0})])
+def test_closed_form_fits(name, options):
+    """norm.fit (mean and population std) and expon.fit (minimum and shifted mean): SciPy's
+    values bit for bit, differentiated in the data."""
+    fit = getattr(scipy.stats, name).fit
+    data = RNG.normal(size=(3, 7))
+    expected = fit(data, **options)
+    got, _ = mutad.pullback(lambda x: fit(x, **options), data.copy())
+    assert [np.asarray(g).tobytes() for g in got] == [np.asarray(e, dtype=np.float64).tobytes()
+                                                      for e in expected]
+    loss = lambda x: np.sin(fit(x, **options)[0]) + fit(x, **options)[1] ** 2  # noqa: E731
+    for policy in POLICIES:
+        mutad.check_grads(loss, data, policy=policy)
+    mutad.check_jvp(loss, data)
+    with pytest.raises(ValueError):
+        mutad.gradient(lambda x: fit(x, floc=0.0, fscale=1.0)[0], data)
+    plain = getattr(stats, name).fit(data, **options)  # plain data: SciPy's own fit
+    assert [type(v) for v in plain] == [type(v) for v in expected] and plain == expected
+
+
+def test_replayed_entropies_and_fits():
+    """A replay takes SciPy's branches again at each call (gamma's asymptotic form at a >= 250,
+    beta's by its thresholds)."""
+    def f(mu, s, a):
+        return (scipy.stats.norm.entropy(mu, s) + scipy.stats.gamma(a, mu, s).entropy()
+                + scipy.stats.beta.entropy(a, a + 2e6) + sum(scipy.stats.norm.fit(a * REAL))
+                + sum(scipy.stats.expon.fit(a * POSITIVE + mu)))
+
+    replaying = replays_as_traced(f, [(np.array(0.5), np.array(1.5), np.array(2.0)),
+                                      (np.array(-0.5), np.array(2.5), np.array(300.0)),
+                                      (np.array(0.1), np.array(0.5), np.array(3.0))],
+                                  argnums=(0, 1, 2))
+    assert not replaying.reasons

@@ -242,3 +242,85 @@ def test_trimmed_statistics_of_float32_data_are_float32(f):
             value, _ = differentiate(x)
             assert np.asarray(value).tobytes() == np.asarray(loss(x.copy())).tobytes()
     mutad.check_grads(f, x, modes=("rev", "fwd"))
+
+
+# ----------------------------------------------------------------------------------------------
+# binned_statistic: SciPy's bins (a decision on the plain x), the statistic in the values
+
+BIN_X = np.random.default_rng(11).uniform(size=30)
+BIN_V = np.random.default_rng(12).normal(size=30)
+BIN_STATISTICS = ("mean", "sum", "count", "std", "median", "min", "max")
+BIN_SETTINGS = {"bins": {"bins": 5}, "edges": {"bins": np.array([0.0, 0.2, 0.5, 0.6, 0.9])},
+                "range": {"bins": 4, "range": (0.1, 0.8)}}
+
+
+@pytest.mark.parametrize("settings", BIN_SETTINGS)
+@pytest.mark.parametrize("statistic", BIN_STATISTICS)
+def test_binned_statistic(statistic, settings):
+    """SciPy's statistic, edges and bin numbers bit for bit (rows of values too); derivatives in
+    the values and in x (through the edges), both modes and policies; empty bins' NaN."""
+    options = BIN_SETTINGS[settings]
+
+    def call(x, v):
+        return scipy.stats.binned_statistic(x, v, statistic, **options)
+
+    for v in (BIN_V, np.stack([BIN_V, BIN_V ** 2])):
+        expected = call(BIN_X, v)
+        got, _ = mutad.pullback(call, BIN_X.copy(), v.copy())
+        for mine, theirs in zip(got, expected, strict=True):
+            assert np.asarray(mine).tobytes() == np.asarray(theirs).tobytes()
+
+    def loss(x, v):
+        result = call(x, v)
+        weights = np.arange(1.0, 1.0 + np.shape(result.statistic)[-1])
+        return np.nansum(np.sin(result.statistic) * weights) + np.sum(result.bin_edges ** 2)
+
+    assert mutad.value_and_grad(loss, argnums=(0, 1))(BIN_X, BIN_V)[0] == loss(BIN_X, BIN_V)
+    for policy in POLICIES:
+        mutad.check_grads(loss, BIN_X, BIN_V, policy=policy)
+    mutad.check_jvp(loss, BIN_X, BIN_V)
+
+
+def test_binned_statistic_derivatives_in_the_values():
+    """The mean of a bin moves by 1/count with each of its values; a median, minimum and
+    maximum with the value they take; a one-sample bin's std has the derivative 0."""
+    x = np.array([0.1, 0.15, 0.2, 0.9, 0.55])
+    v = np.array([3.0, 1.0, 2.0, 5.0, 4.0])
+    grad = lambda s: mutad.gradient(  # noqa: E731
+        lambda v: np.nansum(scipy.stats.binned_statistic(x, v, s, bins=2).statistic), v)[0]
+    assert np.allclose(grad("mean"), [1 / 3, 1 / 3, 1 / 3, 0.5, 0.5])
+    assert np.array_equal(grad("median"), [0.0, 0.0, 1.0, 0.5, 0.5])
+    assert np.array_equal(grad("min"), [0.0, 1.0, 0.0, 0.0, 1.0])
+    assert np.array_equal(grad("max"), [1.0, 0.0, 0.0, 1.0, 0.0])
+    assert np.array_equal(mutad.gradient(lambda v: np.nansum(scipy.stats.binned_statistic(
+        x, v, "std", bins=[0.0, 0.5, 0.8, 1.0]).statistic), v)[0][3:], [0.0, 0.0])
+
+
+def test_binned_statistic_replay_and_refusals():
+    """A replay bins the replayed x again (the bins change between calls)."""
+    from cases import replays_as_traced
+
+    def f(x, v):
+        result = scipy.stats.binned_statistic(x, v, "median", bins=4)
+        spread = scipy.stats.binned_statistic(x, v, "std", bins=4).statistic
+        return (np.nansum(result.statistic * np.arange(1.0, 5.0)) + np.nansum(spread)
+                + np.sum(result.bin_edges) + np.sum(v[result.binnumber - 1]))
+
+    rng = np.random.default_rng(13)
+    replaying = replays_as_traced(f, [(rng.uniform(size=20), rng.normal(size=20))
+                                      for _ in range(4)], argnums=(0, 1))
+    assert not replaying.reasons
+    with pytest.raises(mutad.MutadError):
+        mutad.gradient(lambda v: np.sum(scipy.stats.binned_statistic(
+            BIN_X, v, np.mean).statistic), BIN_V)
+
+
+def test_binned_statistic_of_lists():
+    """x and values as lists holding traced numbers, and a list of value arrays."""
+    x = [0.1, 0.5, 0.9]
+    g = mutad.gradient(lambda v: np.sum(scipy.stats.binned_statistic(
+        x, [v[0], 1.0, v[1]], "sum", bins=2).statistic), np.array([1.0, 2.0]))[0]
+    assert np.array_equal(g, [1.0, 1.0])
+    g = mutad.gradient(lambda v: np.sum(scipy.stats.binned_statistic(
+        x, [2.0 * v, v], "mean", bins=2).statistic), np.array([1.0, 2.0, 3.0]))[0]
+    assert np.array_equal(g, [3.0, 1.5, 1.5])

@@ -16,10 +16,19 @@ a choice of which elements count that mutad does not follow: it is refused
 is defined, which is everywhere but at ties); the mode is refused. The p-values are
 differentiated where SciPy computes them with functions mutad differentiates (``stdtr``,
 ``betaincc``); a resampling ``method=`` is refused.
+
+``binned_statistic`` (``'mean'``, ``'sum'``, ``'count'``, ``'std'``, ``'median'``, ``'min'``,
+``'max'``) gives SciPy's result bit for bit: which bin each sample falls in, and which samples
+a median, minimum or maximum takes, are SciPy's decisions on the plain values (``binnumber``
+carries no derivative); the statistic is differentiated in the values as the same statistic
+of the samples of each bin (an empty bin's NaN has none, a one-sample bin's standard deviation
+the derivative 0), and the bin edges in ``x`` (through its minimum and maximum), ``range`` or
+``bins``. A Python function as ``statistic`` is refused.
 """
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import math
 import warnings
@@ -32,10 +41,13 @@ from scipy.stats._axis_nan_policy import (SmallSampleWarning, _broadcast_shapes,
 from scipy.stats._stats_py import (DescribeResult, LinregressResult, PearsonRResult,
                                    SignificanceResult, TtestResult, _scale_conversions)
 
-from ..core.errors import UnsupportedOperationError
-from ._adjoints import StandIn, Value
+from scipy.stats._binned_statistic import BinnedStatisticResult
 
-__all__ = ["circmean", "circstd", "circvar", "describe", "entropy", "gmean", "hmean", "iqr",
+from ..core.errors import UnsupportedOperationError
+from ..engines.arraylike import carries_derivative
+from ._adjoints import StandIn, Value, scipys_value
+
+__all__ = ["binned_statistic", "circmean", "circstd", "circvar", "describe", "entropy", "gmean", "hmean", "iqr",
            "kurtosis", "linregress", "median_abs_deviation", "mode", "moment", "pearsonr",
            "pmean", "rankdata", "sem", "skew", "spearmanr", "tmean", "tstd", "trim_mean",
            "ttest_1samp", "ttest_ind", "tvar", "variation", "zmap", "zscore"]
@@ -791,3 +803,104 @@ def ttest_ind(a, b, *, axis=0, equal_var=True, alternative="two-sided", trim=0, 
     prob = _scalar(_student_pvalue(t, df, alternative))
     df = _scalar(np.broadcast_to(df, np.shape(t)))
     return t, prob, df, _ALTERNATIVES[alternative], denom, m1 - m2
+
+
+# ----------------------------------------------------------------------------------------------
+# Binned statistics: SciPy's bins and selections, decided on the plain values
+
+
+def _binned_decisions(x, values, statistic, bins, range_):
+    """SciPy's ``binned_statistic`` of the plain values, with the decisions the derivatives
+    follow: each bin's count, and for a median, minimum or maximum the samples it takes (per
+    row of values, per bin; 0 where a bin is empty)."""
+    result = _stats.binned_statistic(x, values, statistic, bins, range_)
+    binnumber = result.binnumber
+    size = len(result.bin_edges) + 1  # with the two outlier bins
+    counts = np.bincount(binnumber, minlength=size)
+    rows = np.atleast_2d(np.asarray(values))
+    first = np.zeros((len(rows), size), dtype=np.intp)
+    second = np.zeros((len(rows), size), dtype=np.intp)
+    for vv, row in enumerate(rows):
+        if statistic == "median":  # SciPy's steps
+            i = np.lexsort((row, binnumber))
+            _, j, count = np.unique(binnumber[i], return_index=True, return_counts=True)
+            mid = j + (count - 1) / 2
+            first[vv, binnumber[i][j]] = i[np.floor(mid).astype(int)]
+            second[vv, binnumber[i][j]] = i[np.ceil(mid).astype(int)]
+        elif statistic in ("min", "max"):  # SciPy's assignment: the last write to a bin wins
+            i = np.argsort(row)
+            i = i[::-1] if statistic == "min" else i
+            first[vv, binnumber[i]] = i
+    return (np.asarray(result.statistic, dtype=np.float64), np.asarray(result.bin_edges),
+            binnumber, counts, first, second)
+
+
+_binned = Value(_binned_decisions, "scipy.stats.binned_statistic's bins")
+
+
+def _binned_sums(rows, binnumber, size):
+    sums = np.zeros_like(rows, shape=(np.shape(rows)[0], size))
+    for vv in builtins.range(np.shape(rows)[0]):
+        np.add.at(sums[vv], binnumber, rows[vv])
+    return sums
+
+
+def _binned_statistic(x, values, statistic="mean", bins=10, range=None):
+    if callable(statistic):
+        raise UnsupportedOperationError(
+            "scipy.stats.binned_statistic with a Python function as statistic, of "
+            "differentiated arrays: mutad follows 'mean', 'sum', 'count', 'std', 'median', "
+            "'min' and 'max'. Compute the statistic of each bin from binnumber yourself.")
+    if statistic not in ("mean", "median", "count", "sum", "std", "min", "max"):
+        raise ValueError(f"invalid statistic {statistic!r}")
+    if isinstance(values, (list, tuple)) and any(np.ndim(v) > 0 for v in values):
+        values = np.stack(values)  # a list of value arrays, as NumPy's array of it
+    x = x if hasattr(x, "dtype") else np.asarray(x)
+    values = values if hasattr(values, "dtype") else np.asarray(values)
+    if values.dtype.kind == "c":
+        raise UnsupportedOperationError(
+            "scipy.stats.binned_statistic of complex values: mutad follows real values.")
+    if np.ndim(x) != 1:
+        raise UnsupportedOperationError(
+            "scipy.stats.binned_statistic of a differentiated x that is not one array of "
+            "samples: mutad follows a one-dimensional x.")
+    value, edges, binnumber, counts, first, second = _binned(x, values, statistic, bins, range)
+    # the edges: SciPy's, moving with the range they span
+    if np.ndim(bins) == 0:
+        if range is not None:
+            low, high = range[0][0] if np.ndim(range[0]) else range[0], \
+                range[0][1] if np.ndim(range[0]) else range[1]
+        else:
+            low, high = np.min(x), np.max(x)
+        n = np.shape(edges)[0] - 1
+        t = np.arange(n + 1) / n
+        edges = scipys_value(edges, low * (1.0 - t) + high * t)
+    else:
+        edges = scipys_value(edges, np.reshape(bins, (-1,)) * 1.0)
+    if statistic == "count" or not carries_derivative(values):
+        return BinnedStatisticResult(value, edges, binnumber)
+    rows = values if np.ndim(values) == 2 else np.reshape(values, (1, -1))
+    size = np.shape(counts)[0]
+    filled = counts > 0
+    number = np.where(filled, counts, 1)
+    if statistic in ("median", "min", "max"):
+        taken = np.take_along_axis(rows, first, axis=1)
+        if statistic == "median":
+            taken = (taken + np.take_along_axis(rows, second, axis=1)) / 2
+        composition = np.where(filled, taken, 0.0)
+    else:
+        sums = _binned_sums(rows, binnumber, size)
+        composition = sums if statistic == "sum" else sums / number
+        if statistic == "std":
+            delta = rows - composition[:, binnumber]
+            variance = _binned_sums(delta * delta, binnumber, size) / number
+            zero = variance == 0.0  # one sample (or equal ones): the subgradient 0
+            composition = np.where(zero, 0.0, np.sqrt(np.where(zero, 1.0, variance)))
+        if statistic != "sum":
+            composition = np.where(filled, composition, 0.0)
+    composition = composition[:, 1:-1]
+    composition = np.reshape(composition, np.shape(value))
+    return BinnedStatisticResult(scipys_value(value, composition), edges, binnumber)
+
+
+binned_statistic = StandIn(_stats.binned_statistic, _binned_statistic)

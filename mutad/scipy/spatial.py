@@ -1,4 +1,5 @@
-"""``scipy.spatial.distance``'s ``pdist``, ``cdist`` and ``squareform`` of traced points, by
+"""``scipy.spatial.distance``'s ``pdist``, ``cdist`` and ``squareform`` of traced points, and
+``scipy.spatial``'s ``KDTree`` and ``cKDTree`` of traced points or queried at traced points, by
 SciPy's names too.
 
 >>> import numpy as np, mutad
@@ -36,16 +37,44 @@ Kinks. The distance between identical points (``euclidean``, ``seuclidean``, ``m
 derivative at 0; so does ``minkowski``'s ``|d| ** p`` at ``d = 0`` for ``p < 1``.
 ``chebyshev`` sends the gradient to the coordinate that holds the maximum (NaNs ignored, as
 SciPy's loop ignores them).
+
+k-d trees. ``KDTree(points)`` and ``cKDTree(points)`` of traced points build SciPy's tree of
+the plain points, and SciPy's own tree (of constant points) is routed when it is queried at
+traced points. Which points are neighbours is a decision, taken by SciPy's tree on the plain
+values: the indices carry no derivative (as ``argsort``'s), and a replay (``grad(f,
+replay=True)``) asks SciPy's tree again, of the replayed points, at every call. ``query``
+returns SciPy's distances bit for bit, with the derivative of the Minkowski distance (its
+``p``, the periodic one of ``boxsize``) between each query point and its neighbour, in the
+queries and in the tree's points: ``(x - y) / d`` for p = 2, 0 where the two points coincide
+(a subgradient); a missing neighbour (``inf``, index ``n``) has none. ``query_ball_point``,
+``query_pairs`` (``set`` and ``ndarray``) and ``query_ball_point(..., return_length=True)``
+return SciPy's indices, decided on the plain values (Python's structure of them is guarded in
+a replay: a change of neighbours records the program again). ``sparse_distance_matrix`` with
+``output_type='coo_matrix'`` (a ``scipy.sparse`` matrix of the traced distances) or ``'dict'``
+gives SciPy's pairs and distances, differentiated as ``query``'s; its ``'dok_matrix'`` (the
+default) and ``'ndarray'``, ``query_ball_tree``, ``count_neighbors``, the tree's bounds
+(``maxes``, ``mins``, ``tree``) of traced points, and SciPy's own tree's methods given a tree
+of traced points, raise ``UnsupportedOperationError``.
+The tree holds the points it was built of, as ``copy_data=True`` does: SciPy warns that
+writing into points a tree shares gives bogus results.
 """
 
 import numpy as np
+import scipy.spatial as _spatial_module
 import scipy.spatial.distance as _distance
 
+from ..api import stop_gradient
 from ..core.allocation import lists_as_arrays
 from ..core.errors import UnsupportedOperationError
-from ._adjoints import stands_in_for
+from ..core.registry import defmethod, defroute
+from ..engines.arraylike import carries_derivative
+from ._adjoints import Value, refused_attribute, scipys_value, stands_in_for
 
-__all__ = ["cdist", "pdist", "squareform"]
+__all__ = ["KDTree", "cKDTree", "cdist", "pdist", "squareform"]
+
+# SciPy's classes, kept before a differentiation routes the module's names to the stand-ins
+_SCIPY_KDTREE = _spatial_module.KDTree
+_SCIPY_CKDTREE = _spatial_module.cKDTree
 
 # SciPy's aliases of the metrics followed (scipy.spatial.distance._METRIC_ALIAS).
 _FOLLOWED = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "minkowski", "cosine",
@@ -271,3 +300,317 @@ def squareform(X, force="no", checks=True):
         return X[np.triu_indices(s[0], 1)]
     raise ValueError("The first argument must be one or two dimensional array. A "
                      f"{len(s)}-dimensional array is not permitted")
+
+
+# ----------------------------------------------------------------------------------------------
+# k-d trees: SciPy's tree of the plain points decides the neighbours; the distances are SciPy's,
+# differentiated through the Minkowski distance between each query and its neighbour
+
+
+def _carries(value):
+    """Whether ``value`` (lists and tuples of it) depends on the differentiated arguments."""
+    if type(value) in (list, tuple):
+        return any(_carries(v) for v in value)
+    return carries_derivative(value)
+
+
+class _PlainTree:
+    """SciPy's tree (``cls``, built with ``options``) of the plain points a call brings: built
+    again when a call (a replay's, on other points) brings other points than the last, so that
+    the neighbours are always those of the points at hand. ``tree``: SciPy's own tree of
+    constant points, held as it is."""
+
+    def __init__(self, cls, options, tree=None):
+        self.cls, self.options, self.tree, self.key = cls, options, tree, None
+
+    def of(self, data):
+        if data is None:
+            return self.tree
+        key = (np.shape(data), data.tobytes())
+        if key != self.key:
+            # the tree holds its own copy of the points (as copy_data=True does)
+            self.tree = self.cls(np.array(data, dtype=np.float64, copy=True), **self.options)
+            self.key = key
+        return self.tree
+
+
+def _answer(holder, data, x, r, method, settings):
+    """SciPy's tree's answer to ``method`` on the plain values: the decision the indices are."""
+    tree = holder.of(data)
+    if method == "build":
+        return np.zeros(0)
+    if method == "query":  # r: distance_upper_bound
+        d, i = tree.query(x, distance_upper_bound=r, **settings)
+        return np.asarray(d, dtype=np.float64), np.asarray(i, dtype=np.intp)
+    if method == "query_ball_point":
+        result = tree.query_ball_point(x, r, **settings)
+        if settings.get("return_length"):
+            return np.asarray(result, dtype=np.intp)
+        lists = [result] if np.ndim(x) == 1 else list(np.ravel(result))
+        return (np.array([j for found in lists for j in found], dtype=np.intp),
+                np.array([len(found) for found in lists], dtype=np.intp))
+    if method == "sparse_distance_matrix":  # x: the other tree's points; r: max_distance
+        other = settings.pop("other").of(x)
+        if settings.pop("coo"):
+            found = tree.sparse_distance_matrix(other, r, output_type="coo_matrix", **settings)
+            return (np.asarray(found.row, dtype=np.intp), np.asarray(found.col, dtype=np.intp),
+                    np.asarray(found.data, dtype=np.float64))
+        found = tree.sparse_distance_matrix(other, r, output_type="dict", **settings)
+        pairs = np.reshape(np.array(list(found), dtype=np.intp), (-1, 2))
+        return pairs[:, 0], pairs[:, 1], np.array(list(found.values()), dtype=np.float64)
+    # query_pairs: the pairs in the order SciPy's set gives them
+    pairs = (tree.query_pairs(r, output_type="ndarray", **settings)
+             if settings.pop("ndarray") else list(tree.query_pairs(r, **settings)))
+    return np.reshape(np.array(pairs, dtype=np.intp), (-1, 2))
+
+
+_asked = Value(lambda holder, data, x, r, method, settings: _answer(
+    holder, data, x, r, method, dict(settings)), "scipy.spatial KDTree's neighbours")
+
+
+def _setting(value, what):
+    if _carries(value):
+        raise UnsupportedOperationError(
+            f"scipy.spatial.KDTree: {what} depends on the differentiated arguments; mutad "
+            "differentiates the tree's points and the query points. Pass it as a constant (or "
+            "through mutad.stop_gradient).")
+    return value
+
+
+def _radius(r):
+    """A radius is a decision (which points lie within it): its plain value."""
+    return stop_gradient(r) if _carries(r) else r
+
+
+def _queries(x, m):
+    x = _array(x)
+    if np.ndim(x) == 0 or np.shape(x)[-1] != m:
+        raise ValueError(f"x must consist of vectors of length {m} but has shape {np.shape(x)}")
+    return x
+
+
+def _query(holder, data, points, x, k, eps, p, distance_upper_bound, workers):
+    for value, what in ((k, "k"), (eps, "eps"), (p, "p"), (workers, "workers")):
+        _setting(value, what)
+    m = np.shape(points)[1]
+    x = _queries(x, m)
+    settings = dict(k=k, eps=eps, p=p, workers=workers)
+    d, i = _asked(holder, data, x, _radius(distance_upper_bound), "query", settings)
+    n = np.shape(points)[0]
+    missing = i == n  # SciPy's index of a missing neighbour
+    neighbours = points[np.where(missing, 0, i)]
+    queries = x if np.ndim(i) == np.ndim(x) - 1 else np.expand_dims(x, -2)
+    difference = queries - neighbours
+    box = getattr(holder.of(None), "boxsize", None)
+    if box is not None:  # the periodic distance: the nearest image (a decision of round's)
+        box = np.array(box, dtype=np.float64)
+        difference = difference - box * np.round(difference / box)
+    p = float(p)
+    if not 1.0 <= p <= np.inf:
+        raise ValueError("Only p-norms with 1<=p<=infinity permitted")
+    distance = _distances(difference, np.zeros(()), "minkowski", None, {"p": p})
+    return scipys_value(d, np.where(missing, 0.0, distance)), i
+
+
+def _ball_point(holder, data, points, x, r, p, eps, workers, return_sorted, return_length):
+    for value, what in ((p, "p"), (eps, "eps")):
+        _setting(value, what)
+    x = _queries(x, np.shape(points)[1])
+    settings = dict(p=p, eps=eps, workers=workers, return_sorted=return_sorted,
+                    return_length=return_length)
+    answer = _asked(holder, data, x, _radius(r), "query_ball_point", settings)
+    if return_length:
+        return answer
+    flat, lengths = (a.tolist() for a in answer)  # Python's structure: guarded in a replay
+    lists, start = [], 0
+    for length in lengths:
+        lists.append(flat[start:start + length])
+        start += length
+    if np.ndim(x) == 1:
+        return lists[0]
+    result = np.empty(len(lists), dtype=object)
+    for position, found in enumerate(lists):
+        result[position] = found
+    return np.reshape(result, np.shape(x)[:-1])
+
+
+def _pairs(holder, data, r, p, eps, output_type):
+    for value, what in ((p, "p"), (eps, "eps")):
+        _setting(value, what)
+    if output_type not in ("set", "ndarray"):
+        raise ValueError(f"Invalid output type {output_type!r}")
+    settings = dict(p=p, eps=eps, ndarray=output_type == "ndarray")
+    rows = _asked(holder, data, None, _radius(r), "query_pairs", settings).tolist()
+    if output_type == "set":
+        return {(int(a), int(b)) for a, b in rows}
+    return np.reshape(np.array(rows, dtype=np.intp), (-1, 2))
+
+
+def _sparse_distances(tree, points, holder, data, other, max_distance, p, output_type):
+    """``sparse_distance_matrix``: SciPy's pairs within ``max_distance`` (a decision) and
+    their distances, SciPy's bit for bit, differentiated as ``query``'s are."""
+    _setting(p, "p")
+    if output_type not in ("coo_matrix", "dict"):
+        if output_type in ("dok_matrix", "ndarray"):
+            raise UnsupportedOperationError(
+                f"scipy.spatial.KDTree.sparse_distance_matrix(..., output_type={output_type!r}) "
+                "of differentiated points: mutad follows output_type='coo_matrix' and 'dict'; "
+                "convert the coo_matrix (a matrix of traced values) as you need.")
+        raise ValueError('Invalid output type')
+    if isinstance(other, _TracedTree):
+        other_holder, other_data, other_points = other._holder, other.data, other.data
+    elif isinstance(other, _SCIPY_CKDTREE):
+        other_holder, other_data, other_points = _PlainTree(type(other), {}, other), None, \
+            other.data
+    else:
+        raise TypeError("other must be a KDTree")
+    if np.shape(points)[1] != np.shape(other_points)[1]:
+        raise ValueError("Trees passed to sparse_distance_matrix have different "
+                         "dimensionality")
+    settings = dict(p=p, other=other_holder, coo=output_type == "coo_matrix")
+    row, col, d = _asked(holder, data, other_data, _radius(max_distance),
+                         "sparse_distance_matrix", settings)
+    difference = points[row] - other_points[col]
+    box = getattr(holder.of(None), "boxsize", None)
+    if box is not None:
+        box = np.array(box, dtype=np.float64)
+        difference = difference - box * np.round(difference / box)
+    distance = _distances(difference, np.zeros(()), "minkowski", None, {"p": float(p)})
+    values = scipys_value(d, distance)
+    if output_type == "dict":
+        return {(int(i), int(j)): values[k]
+                for k, (i, j) in enumerate(zip(row.tolist(), col.tolist(), strict=True))}
+    import scipy.sparse  # (mutad's traced matrix of the traced distances)
+
+    return scipy.sparse.coo_matrix((values, (row, col)),
+                                   shape=(np.shape(points)[0], np.shape(other_points)[0]))
+
+
+_PLAIN_ATTRIBUTES = ("n", "m", "leafsize", "size", "boxsize")
+
+
+class _TracedTree:
+    """``KDTree`` or ``cKDTree`` of traced points: SciPy's tree of the plain points decides,
+    the distances follow the points (see the module)."""
+
+    def __init__(self, cls, data, options):
+        self._cls, self.data = cls, data
+        self._holder = _PlainTree(cls, options)
+        _asked(self._holder, data, None, None, "build", {})  # SciPy's checks of the points
+
+    def query(self, x, k=1, eps=0, p=2, distance_upper_bound=np.inf, workers=1):
+        return _query(self._holder, self.data, self.data, x, k, eps, p, distance_upper_bound,
+                      workers)
+
+    def query_ball_point(self, x, r, p=2.0, eps=0, workers=1, return_sorted=None,
+                         return_length=False):
+        return _ball_point(self._holder, self.data, self.data, x, r, p, eps, workers,
+                           return_sorted, return_length)
+
+    def query_pairs(self, r, p=2.0, eps=0, output_type="set"):
+        return _pairs(self._holder, self.data, r, p, eps, output_type)
+
+    def _refused(self, name, instead):
+        raise UnsupportedOperationError(
+            f"scipy.spatial.{self._cls.__name__}(...).{name} of differentiated points: mutad "
+            f"follows query, query_ball_point and query_pairs of such a tree. {instead}")
+
+    def sparse_distance_matrix(self, other, max_distance, p=2.0, output_type="dok_matrix"):
+        return _sparse_distances(self, self.data, self._holder, self.data, other, max_distance,
+                                 p, output_type)
+
+    def query_ball_tree(self, *args, **kwargs):
+        self._refused("query_ball_tree", "Query the other tree's points with query_ball_point.")
+
+    def count_neighbors(self, *args, **kwargs):
+        self._refused("count_neighbors", "Count query_ball_point(..., return_length=True).")
+
+    def __getattr__(self, name):
+        if name in _PLAIN_ATTRIBUTES:
+            return getattr(self._holder.of(None), name)
+        return refused_attribute(
+            name, f"scipy.spatial.{self._cls.__name__}(...).{name}: this tree was built of "
+            "differentiated points, and mutad follows its data, n, m, leafsize, size, boxsize, "
+            "query, query_ball_point, query_pairs and sparse_distance_matrix (SciPy's own "
+            "tree's methods given this tree are not followed: call this tree's method, "
+            "tree.sparse_distance_matrix(constant_tree, ...), instead). Build it of plain "
+            "points (mutad.stop_gradient) for the rest.")
+
+
+class _TreeClass(type):
+    """The type of the stand-in for SciPy's tree class: calling it builds (SciPy's tree of
+    plain points, mutad's of traced ones); otherwise it is SciPy's class."""
+
+    def __call__(cls, *args, **kwargs):
+        return cls.construct(*args, **kwargs)
+
+    def __instancecheck__(cls, instance):
+        if isinstance(instance, _TracedTree):
+            return issubclass(instance._cls, cls.scipy)
+        return isinstance(instance, cls.scipy)
+
+    def __subclasscheck__(cls, subclass):
+        return issubclass(subclass, cls.scipy)
+
+    def __getattr__(cls, name):
+        return getattr(cls.scipy, name)
+
+
+def _tree_class(scipy_cls):
+    def construct(data, *args, **options):
+        if not _carries(data):
+            return scipy_cls(data, *args, **options)
+        names = ("leafsize", "compact_nodes", "copy_data", "balanced_tree", "boxsize")
+        if len(args) > len(names):
+            raise TypeError(f"{scipy_cls.__name__}() takes at most {len(names) + 1} positional "
+                            "arguments")
+        options = {**dict(zip(names, args)), **options}
+        for name, value in options.items():
+            _setting(value, name)
+        data = _array(data)
+        if np.ndim(data) != 2:
+            raise ValueError("data must be 2 dimensions")
+        return _TracedTree(scipy_cls, np.copy(data), options)
+
+    stand_in = _TreeClass(scipy_cls.__name__, (), {
+        "construct": staticmethod(construct), "scipy": scipy_cls, "__module__": __name__,
+        "__qualname__": scipy_cls.__qualname__,
+        "__doc__": f"``scipy.spatial.{scipy_cls.__name__}``, of traced points too (see the "
+                   "module)."})
+    defroute(scipy_cls, stand_in)
+    return stand_in
+
+
+KDTree = _tree_class(_SCIPY_KDTREE)
+cKDTree = _tree_class(_SCIPY_CKDTREE)
+
+
+# SciPy's own tree (of constant points) queried at traced points (registry.defmethod). Only
+# KDTree, a Python class: cKDTree's methods are compiled, and a compiled class takes no routed
+# method, so a cKDTree built outside the differentiation is refused at traced queries.
+
+
+def _constant_query(self, x, k=1, eps=0, p=2, distance_upper_bound=np.inf, workers=1):
+    return _query(_PlainTree(type(self), {}, self), None, self.data, x, k, eps, p,
+                  distance_upper_bound, workers)
+
+
+def _constant_ball_point(self, x, r, p=2.0, eps=0, workers=1, return_sorted=None,
+                         return_length=False):
+    return _ball_point(_PlainTree(type(self), {}, self), None, self.data, x, r, p, eps, workers,
+                       return_sorted, return_length)
+
+
+def _constant_pairs(self, r, p=2.0, eps=0, output_type="set"):
+    return _pairs(_PlainTree(type(self), {}, self), None, r, p, eps, output_type)
+
+
+def _constant_sparse(self, other, max_distance, p=2.0, output_type="dok_matrix"):
+    return _sparse_distances(self, self.data, _PlainTree(type(self), {}, self), None, other,
+                             max_distance, p, output_type)
+
+
+defmethod(_SCIPY_KDTREE, "query", _constant_query)
+defmethod(_SCIPY_KDTREE, "sparse_distance_matrix", _constant_sparse)
+defmethod(_SCIPY_KDTREE, "query_ball_point", _constant_ball_point)
+defmethod(_SCIPY_KDTREE, "query_pairs", _constant_pairs)

@@ -29,6 +29,14 @@ functions are closed forms, ``ppf`` and ``isf`` are ``loc + scale * f(q, *shapes
 Student's t distribution function has its derivative in ``df``, by
 quadrature (``scipy.special.stdtr``).
 
+``entropy`` (of frozen distributions too) is SciPy's value with the derivatives of SciPy's
+closed form (its ``_entropy``, the asymptotic branches decided on the plain parameters as
+SciPy decides them) plus ``log(scale)``; a distribution whose entropy SciPy computes
+numerically (``skewnorm``, the discrete ones) is refused. ``norm.fit`` and ``expon.fit`` are
+SciPy's closed-form maximum likelihood fits, its steps on the differentiated data (``floc``
+and ``fscale`` too); the fits SciPy computes by numerical optimisation, and ``method='MM'``,
+are refused.
+
 The descriptive statistics and tests (``skew``, ``zscore``, ``pearsonr``, ``ttest_ind``, ...)
 are SciPy's steps on traced arrays, in ``mutad.scipy._descriptive``; they are importable from
 here too.
@@ -58,12 +66,15 @@ from typing import Any
 
 import numpy as np
 import scipy.stats as _stats
+from scipy.stats._continuous_distns import FitDataError as _FitDataError
+from scipy.stats._continuous_distns import _remove_optimizer_parameters
 from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen
 from scipy.stats import _kde
 from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen)
 
 from ..api import stop_gradient
+from ..core.allocation import lists_as_arrays
 from ..engines.arraylike import carries_derivative
 from ..custom import Adjoint
 from ..core.errors import UnsupportedOperationError
@@ -75,7 +86,7 @@ from ._descriptive import *  # noqa: F403
 from ._adjoints import Elementwise, Value, refused_attribute, scipys_value
 from ._numerics import both
 from .special import (betainc, betaincc, betaln, erf, expit, gammainc, gammaincc, gammaln,
-                      log_expit, log_ndtr, logit, ndtr, ndtri, stdtr, xlog1py, xlogy)
+                      log_expit, log_ndtr, logit, ndtr, ndtri, psi, stdtr, xlog1py, xlogy)
 from .special import logsumexp as _logsumexp
 
 DISTRIBUTIONS = ("beta", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma", "gumbel_r",
@@ -172,6 +183,45 @@ class Univariate:
     def __call__(self, *args, **kwargs):
         """The frozen distribution: ``norm(loc, scale).logpdf(x)``."""
         return Frozen(self, args, kwargs)
+
+    def entropy(self, *args, **kwargs):
+        """``entropy(*shapes, loc, scale)``: SciPy's value, with the derivatives of SciPy's
+        closed form (``_entropy``) plus ``log(scale)``; NaN (no derivative) for invalid
+        parameters."""
+        if not _is_traced(args, kwargs):
+            return self.scipy.entropy(*args, **kwargs)
+        formula = ENTROPIES.get(self.scipy.name)
+        if formula is None:
+            raise UnsupportedOperationError(
+                f"scipy.stats.{self.scipy.name}.entropy of differentiated parameters: SciPy "
+                "computes it numerically (by quadrature or a sum over the support), which mutad "
+                f"does not follow; it follows the closed forms of {', '.join(sorted(ENTROPIES))}.")
+        shapes, loc, scale = self.scipy._parse_args(*args, **kwargs)
+        value = _ENTROPY_VALUES.setdefault(self.scipy.name, Value(
+            self.scipy.entropy, f"scipy.stats.{self.scipy.name}.entropy"))(*shapes, loc, scale)
+        valid = both(scale > 0, True if self.valid is None else self.valid(*shapes),
+                     loc == loc)
+        shapes = [np.where(valid, s, safe) for s, safe in zip(shapes, self.safe, strict=True)]
+        composition = formula(*shapes) + _log(np.where(valid, scale, 1.0))
+        result = _scipys_value(value, np.where(valid, composition, np.nan))
+        return result[()] if np.ndim(result) == 0 else result
+
+    def fit(self, data, *args, **kwargs):
+        """``fit(data)`` where SciPy's is a closed form (``norm``, ``expon``): SciPy's steps on
+        the differentiated data; other fits (SciPy's numerical optimisation) are refused."""
+        if not _is_traced((data, *args), kwargs):
+            return self.scipy.fit(data, *args, **kwargs)
+        formula = FITS.get(self.scipy.name)
+        method = kwargs.get("method", "mle")
+        if formula is None or not isinstance(method, str) or method.lower() != "mle":
+            raise UnsupportedOperationError(
+                f"scipy.stats.{self.scipy.name}.fit of differentiated data"
+                + (f" with method={method!r}" if formula is not None else "")
+                + ": SciPy fits it by numerical optimisation, which mutad does not follow; "
+                "it follows the closed-form maximum likelihood fits of norm and expon. Fit "
+                "with mutad.scipy.optimize.minimize of the negative log-likelihood (logpdf), "
+                "whose solution mutad differentiates.")
+        return formula(data, *args, **kwargs)
 
     def _parse(self, x, args, kwargs):
         shapes, loc, scale = self.scipy._parse_args(*args, **kwargs)
@@ -567,6 +617,182 @@ UNIVARIATE = (norm, t, gamma, chi2, beta, expon, laplace, logistic, cauchy, pois
 
 
 # ----------------------------------------------------------------------------------------------
+# Entropies: SciPy's closed forms (its _entropy), their branches decided on the plain values
+
+
+def _branches(take, x, first, second, first_safe, second_safe):
+    """``first(x)`` where ``take``, else ``second(x)``, each evaluated at a safe stand-in where
+    it is not taken, so that no NaN or infinity of the other branch enters a derivative."""
+    return np.where(take, first(np.where(take, x, first_safe)),
+                    second(np.where(take, second_safe, x)))
+
+
+def _gamma_entropy(a):
+    return _branches(
+        a < 250, a, lambda a: psi(a) * (1 - a) + a + gammaln(a),
+        lambda a: (0.5 * (1. + np.log(2 * np.pi) + np.log(a)) - 1 / (3 * a) - (a**-2.) / 12
+                   - (a**-3.) / 90 + (a**-4.) / 120), 1.0, 250.0)
+
+
+def _chi2_entropy(df):
+    return _branches(
+        0.5 * df < 125, 0.5 * df,
+        lambda h: h + np.log(2) + gammaln(h) + (1 - h) * psi(h),
+        lambda h: ((0.5 / h) * (-2 / 3 + (0.5 / h) * (-1 / 3 + (0.5 / h) * (-4 / 45 + (0.5 / h)
+                                                                         / 7.5)))
+                   + 0.5 * np.log(h) + np.log(2) + 0.5 * (1 + np.log(2 * np.pi))), 1.0, 125.0)
+
+
+def _invgamma_entropy(a):
+    return _branches(
+        a >= 200, a,
+        lambda a: ((1 - 3 * np.log(a) + np.log(2) + np.log(np.pi)) / 2 + 2 / 3 * a**-1.
+                   + a**-2. / 12 - a**-3. / 90 - a**-4. / 120),
+        lambda a: a - (a + 1.0) * psi(a) + gammaln(a), 200.0, 1.0)
+
+
+_NORM_ENTROPY = 0.5 * (np.log(2 * np.pi) + 1)
+
+
+def _t_entropy(df):
+    finite = np.isfinite(df)  # SciPy's norm entropy at df = inf
+    df = np.where(finite, df, 1.0)
+    h = _branches(
+        df >= 100, df,
+        lambda df: (_NORM_ENTROPY + 1 / df + (df**-2.) / 4 - (df**-3.) / 6 - (df**-4.) / 8
+                    + 3 / 10 * (df**-5.) + (df**-6.) / 4),
+        lambda df: ((df + 1) / 2 * (psi((df + 1) / 2) - psi(df / 2))
+                    + 0.5 * np.log(df) + betaln(df / 2, 0.5)), 100.0, 1.0)
+    return np.where(finite, h, _NORM_ENTROPY)
+
+
+def _beta_entropy(a, b):
+    """SciPy's four forms, chosen as SciPy's ``_lazyselect`` chooses them (the first that
+    holds), on the plain values."""
+    def regular(a, b):
+        return betaln(a, b) - (a - 1) * psi(a) - (b - 1) * psi(b) + (a + b - 2) * psi(a + b)
+
+    def ab_large(a, b):
+        sum_ab = a + b
+        log_term = 0.5 * (np.log(2 * np.pi) + np.log(a) + np.log(b) - 3 * np.log(sum_ab) + 1)
+        t1 = 110 / sum_ab + 20 * sum_ab**-2.0 + sum_ab**-3.0 - 2 * sum_ab**-4.0
+        t2 = -50 / a - 10 * a**-2.0 - a**-3.0 + a**-4.0
+        t3 = -50 / b - 10 * b**-2.0 - b**-3.0 + b**-4.0
+        return log_term + (t1 + t2 + t3) / 120
+
+    def b_large(a, b):
+        sum_ab = a + b
+        t1 = gammaln(a) - (a - 1) * psi(a)
+        t2 = (- 1 / (2 * b) + 1 / (12 * b) - b**-2.0 / 12 - b**-3.0 / 120 + b**-4.0 / 120
+              + b**-5.0 / 252 - b**-6.0 / 252 + 1 / sum_ab - 1 / (12 * sum_ab)
+              + sum_ab**-2.0 / 6 + sum_ab**-3.0 / 120 - sum_ab**-4.0 / 60
+              - sum_ab**-5.0 / 252 + sum_ab**-6.0 / 126)
+        log_term = sum_ab * np.log1p(a / b) + np.log(b) - 2 * np.log(sum_ab)
+        return t1 + t2 + log_term
+
+    def threshold(v):  # a decision: on the plain values
+        v = stop_gradient(v)
+        with np.errstate(divide="ignore"):
+            j = np.floor(np.log10(v))
+        d = np.floor(np.divide(v, np.power(10.0, j))) + 2
+        return np.where(np.not_equal(v, 1.0), np.multiply(d, np.power(10.0, np.add(7.0, j))),
+                        1000.0)
+
+    conditions = [both(a >= 4.96e6, b >= 4.96e6),
+                  both(a <= 4.9e6, b - a >= 1e6, b >= threshold(a)),
+                  both(b <= 4.9e6, a - b >= 1e6, a >= threshold(b)),
+                  both(a < 4.9e6, b < 4.9e6)]
+    forms = [ab_large, b_large, lambda a, b: b_large(b, a), regular]
+    result, taken = np.nan, False
+    for condition, form in zip(conditions, forms, strict=True):
+        take = both(condition, np.logical_not(taken))
+        value = form(np.where(take, a, 2.0), np.where(take, b, 2.0))
+        result = np.where(take, value, result)
+        taken = np.logical_or(taken, take)
+    return result
+
+
+def _truncnorm_entropy(a, b):
+    A, B = ndtr(a), ndtr(b)
+    Z = B - A
+    C = np.log(np.sqrt(2 * np.pi * np.e) * Z)
+
+    def a_density(x):  # x φ(x), 0 at an infinite bound (SciPy's NaN there has no derivative)
+        finite = np.isfinite(x)
+        x = np.where(finite, x, 0.0)
+        return np.where(finite, x * np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi), 0.0)
+
+    return C + (a_density(a) - a_density(b)) / (2 * Z)
+
+
+_EULER = float(np.euler_gamma)
+ENTROPIES = {
+    "norm": lambda: _NORM_ENTROPY, "expon": lambda: 1.0, "cauchy": lambda: np.log(4 * np.pi),
+    "gumbel_r": lambda: _EULER + 1., "halfnorm": lambda: 0.5 * np.log(np.pi / 2.0) + 0.5,
+    "laplace": lambda: np.log(2) + 1, "logistic": lambda: 2.0,
+    "rayleigh": lambda: _EULER / 2.0 + 1 - 0.5 * np.log(2), "uniform": lambda: 0.0,
+    "lognorm": lambda s: 0.5 * (1 + np.log(2 * np.pi) + 2 * np.log(s)),
+    "pareto": lambda b: 1 + 1.0 / b - np.log(b),
+    "weibull_min": lambda c: -_EULER / c - np.log(c) + _EULER + 1,
+    "gamma": _gamma_entropy, "chi2": _chi2_entropy, "invgamma": _invgamma_entropy,
+    "t": _t_entropy, "beta": _beta_entropy, "truncnorm": _truncnorm_entropy,
+}
+"""SciPy's closed forms of the entropy of the standard distribution, by name."""
+_ENTROPY_VALUES: dict[str, Any] = {}
+
+
+# ----------------------------------------------------------------------------------------------
+# Fits: SciPy's closed-form maximum likelihood fits, its steps on the differentiated data
+
+
+def _fit_settings(name, data, args, kwargs, positional):
+    if args and not positional:
+        raise TypeError(f"{name}.fit() takes 2 positional arguments but {2 + len(args)} were "
+                        "given")
+    if args:
+        raise TypeError("Too many arguments.")
+    kwargs = dict(kwargs)
+    floc, fscale = kwargs.pop("floc", None), kwargs.pop("fscale", None)
+    _remove_optimizer_parameters(kwargs)
+    if floc is not None and fscale is not None:
+        raise ValueError("All parameters fixed. There is nothing to optimize.")
+    data = _as_array(data)
+    if not np.all(np.isfinite(data)):
+        raise ValueError("The data contains non-finite values.")
+    return data, floc, fscale
+
+
+def _as_array(data):
+    (data,) = lists_as_arrays((data,))
+    return data if hasattr(data, "dtype") else np.asarray(data)
+
+
+def _norm_fit(data, *args, **kwargs):
+    data, floc, fscale = _fit_settings("norm", data, args, kwargs, positional=False)
+    loc = data.mean() if floc is None else floc
+    scale = np.sqrt(((data - loc)**2).mean()) if fscale is None else fscale
+    return loc, scale
+
+
+def _expon_fit(data, *args, **kwargs):
+    data, floc, fscale = _fit_settings("expon", data, args, kwargs, positional=True)
+    data_min = data.min()
+    if floc is None:
+        loc = data_min
+    else:
+        loc = floc
+        if data_min < loc:
+            raise _FitDataError("expon", lower=floc, upper=np.inf)
+    scale = data.mean() - loc if fscale is None else fscale
+    # SciPy returns Python floats: 0-d float64 arrays here, which carry the derivatives
+    return loc * 1.0, scale * 1.0
+
+
+FITS = {"norm": _norm_fit, "expon": _expon_fit}
+"""SciPy's closed-form fits, by name."""
+
+
+# ----------------------------------------------------------------------------------------------
 # Multivariate distributions
 
 
@@ -811,6 +1037,9 @@ for _distribution in UNIVARIATE:
         defmethod(type(_distribution.scipy), _name, _generator_rule(_distribution, _name))
     for _name in ("stats", "mean", "var", "std"):
         defmethod(type(_distribution.scipy), _name, rule_of[_name])
+    for _name in ("entropy", "fit"):
+        if hasattr(_distribution.scipy, _name):  # (discrete distributions have no fit)
+            defmethod(type(_distribution.scipy), _name, _generator_rule(_distribution, _name))
 for _name in (*norm.methods(), "ppf", "isf"):
     defmethod(rv_continuous_frozen, _name, _frozen_rule(_name))
 for _name in poisson.methods():
