@@ -59,6 +59,61 @@ def install_operators(cls, binary):
             ("rpow", operator.pow, "fc", True), ("ipow", operator.pow, "fc", False)):
         method = f"__{name}__"
         setattr(cls, method, _scalar_math(getattr(cls, method), operation, kinds, reflected))
+    for name, operation in (("add", operator.add), ("sub", operator.sub),
+                            ("mul", operator.mul), ("truediv", operator.truediv),
+                            ("pow", operator.pow)):
+        for reflected in (False, True):
+            method = f"__{'r' if reflected else ''}{name}__"
+            setattr(cls, method, _python_complex(getattr(cls, method), operation, reflected))
+
+
+def _python_complex(method, operation, reflected):
+    """``method`` (``a * b``, ``b * a``, ...) giving what Python gives where its arithmetic, not
+    NumPy's, computes the result: a Python complex (or a value standing for one) on the left
+    of a Python number or NumPy's float64 scalar (which is a Python float: ``1j * np.sin(d)``
+    is Python's complex), and a Python float on the left of a Python complex. Python's complex
+    division and power round otherwise than NumPy's loops; the result stands for Python's
+    complex (weak), its value Python's (``put_right``, which a replay does too). Everything
+    else is as ``method`` made it."""
+
+    def computed(self, other):
+        result = method(self, other)
+        left, right = (other, self) if reflected else (self, other)
+        if not hasattr(result, "value") or not _pythons_arithmetic(left, right):
+            return result
+        weaken(result)
+        put_right(result, operation, _python_number(left), _python_number(right))
+        return result
+
+    return computed
+
+
+def _pythons_arithmetic(left, right):
+    """Whether Python computes ``left OP right`` with its complex arithmetic (see
+    ``_python_complex``)."""
+    if not (weak(left) and (weak(right) or _float64_scalar(right))):
+        return False
+    return _complex(left) or (_complex(right) and weak(right))
+
+
+def _complex(x):
+    return type(x) is complex or (hasattr(x, "value") and memory(x).dtype.kind == "c")
+
+
+def _python_number(x):
+    if not hasattr(x, "value"):
+        return x
+    value = memory(x)[()].item()
+    return float(value) if type(value) is int else value
+
+
+def _float64_scalar(x):
+    """Whether ``x`` is NumPy's float64 scalar, or a traced or dual value standing for one
+    (not a Python float, which a weak value stands for)."""
+    if type(x) is np.float64:
+        return True
+    return hasattr(x, "value") and not getattr(x, "weak", False) \
+        and memory(x).dtype == np.float64 and stands_for_scalar(x)
 
 
 def _giving_way(operator):
