@@ -1,6 +1,7 @@
 """The allocation mode: arrays the differentiated code creates are followed, however it spells
 the call, and only while a differentiation runs in the calling thread."""
 
+import pickle
 import sys
 import threading
 import types
@@ -1287,3 +1288,45 @@ def test_joined_index_expressions_promote_as_numpys(f):
         value, _ = differentiate(x)
         assert np.asarray(value).tobytes() == np.asarray(loss(x.copy())).tobytes()
     mutad.check_grads(loss, x, modes=("rev", "fwd"))
+
+
+def made_indices_as_numpys(u):
+    """What a program may ask of the integer and boolean arrays it makes."""
+    i = np.arange(4)
+    total = (u * i).sum()
+    total += u.sum() * (3.0 if i[...].base is i else 1.0)          # NumPy: True
+    total += u.sum() * (5.0 if i[::2].base is i else 1.0)          # NumPy: True
+    total += u.sum() * (7.0 if i.base is None else 1.0)            # NumPy: True
+    total += u.sum() * (2.0 if i.astype(np.int64, copy=False) is i else 1.0)
+    mask = np.zeros(4, dtype=bool)
+    total += u.sum() * (11.0 if mask.flags.owndata else 1.0)
+    mask[::2] = True
+    total += np.sum(u ** 2, where=mask)                              # a mask made in f
+    counts = np.zeros(3, dtype=int)
+    counts.resize(6)                                                 # owns its memory
+    counts[3:] = 1
+    total += (u[:2] * counts[:2]).sum() + counts.sum() * u[3]
+    restored = pickle.loads(pickle.dumps(i))                         # as NumPy's array
+    return total + u[0] * (type(restored) is np.ndarray)
+
+
+def test_integer_arrays_made_in_the_function_are_numpys_to_the_program():
+    x = np.array([0.5, -1.0, 2.0, 0.3])
+    assert mutad.value_and_grad(made_indices_as_numpys)(x)[0] == made_indices_as_numpys(x)
+    mutad.check_grads(made_indices_as_numpys, x, order=2)
+
+
+@pytest.mark.parametrize("read", [lambda u, i: np.take(u, i), lambda u, i: u.take(i),
+                                  lambda u, i: np.repeat(u, i)], ids=("np.take", "take",
+                                                                          "repeat"))
+def test_an_index_made_in_the_function_and_changed_after_a_record_read_it_is_refused(read):
+    """The gradient of u.take(i) reads i as it was: a write into i afterwards was followed
+    silently once i stood in for itself (it is frozen as any index a record reads)."""
+    def f(u):
+        i = np.arange(u.size)
+        y = read(u, i) ** 2
+        i[1] = 0
+        return y.sum()
+
+    with pytest.raises(errors.ConstantModifiedError):
+        mutad.gradient(f, np.arange(1.0, 5.0))

@@ -1121,3 +1121,14 @@ def test_the_voigt_profile_where_it_is_a_lorentzian():
     np.testing.assert_allclose(gx, -2 * gamma * x / (np.pi * r2 ** 2), rtol=1e-12)
     np.testing.assert_allclose(gg, (x * x - gamma * gamma) / (np.pi * r2 ** 2), rtol=1e-12)
     assert gs.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_spherical_bessel_derivative_by_keyword():
+    """derivative=True by keyword, as SciPy's signature names it (it raised a TypeError)."""
+    z = np.array([0.5, 1.5])
+    for function in (scipy.special.spherical_jn, scipy.special.spherical_yn):
+        def f(z, function=function):
+            return function(2, z, derivative=True).sum()
+
+        assert mutad.value_and_grad(f)(z)[0] == f(z)
+        mutad.check_grads(f, z)

@@ -545,3 +545,23 @@ def test_a_views_base_is_the_array_that_owns_its_memory():
     for scale in (1.0, 2.0):
         assert replaying(a * scale).tobytes() == \
             mutad.grad(copies_a_view_of_its_own_array)(a * scale).tobytes()
+
+
+def bases_as_numpys(u):
+    """NumPy's .base of the views a program checks: an argument's, a real array's .real (the
+    array itself), a sliding window's (not the array: NumPy's own intermediate)."""
+    y = u * 1.0
+    total = (u * u).sum()
+    total += u.sum() * (2.0 if u[::2].base is u else 1.0)                            # True
+    total += u.sum() * (3.0 if y.real is y else 1.0)                                 # True
+    window = np.lib.stride_tricks.sliding_window_view(y, 2)
+    total += u.sum() * (5.0 if window.base is y else 1.0)                            # False
+    return total
+
+
+def test_a_views_base_is_numpys_for_arguments_and_special_views():
+    u = np.array([1.0, 2.0, 3.0, 4.0])
+    value, g = mutad.value_and_grad(bases_as_numpys)(u)
+    assert value == bases_as_numpys(u.copy())
+    assert g.tolist() == (2 * u + 2.0 + 3.0 + 1.0).tolist()
+    assert mutad.jvp(bases_as_numpys, (u,), (np.ones(4),))[1] == g.sum()

@@ -265,7 +265,7 @@ def factory(func):
             if _allocated(y, args, kwargs):
                 return allocate(y, (func, args, kwargs))
             if _counting(y, args, kwargs):
-                return y.view(Preexisting)
+                return _own_stand_in(y)
         return y
 
     return _named(allocating, func)
@@ -562,7 +562,7 @@ class _Constructor(type):
         if buffer is None and _in_mode() and y.dtype.kind in "fc":
             return allocate(y, (np.ndarray, (shape, dtype, None, offset, strides, order), {}))
         if buffer is None and _in_mode() and y.dtype.kind in "iub":  # as np.empty's (_counting)
-            return y.view(Preexisting)
+            return _own_stand_in(y)
         return y
 
     def __instancecheck__(cls, x):
@@ -886,8 +886,7 @@ class Preexisting(np.ndarray):
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         inputs = _plain_views(inputs)
         out = kwargs.get("out")
-        if out is not None:
-            kwargs["out"] = _plain_views(out)
+        kwargs = _plain_views(kwargs)  # out=, where= (a mask f made from np.arange)
         call = getattr(ufunc, method)
         y = call(*inputs, **kwargs)
         if out is not None:  # NumPy's own: the out= array itself
@@ -916,6 +915,24 @@ class Preexisting(np.ndarray):
         np.ndarray.shape.__set__(self, shape)
 
     shape = property(np.ndarray.shape.__get__, _reshape_in_place, doc="The array's shape.")
+
+    @property
+    def base(self):
+        """As NumPy's ``base`` of the array this one stands for (a stand-in is made as a view
+        of it): None for one that owns its memory, else the array owning its memory, through
+        the plain views the stand-ins' methods make (a stand-in where one owns it: ``i[::2].base
+        is i``)."""
+        viewed = np.ndarray.base.__get__(self)
+        if viewed is None:
+            return None
+        base = viewed.base
+        while type(base) is np.ndarray and not base.flags.owndata \
+                and isinstance(base.base, np.ndarray):
+            base = base.base
+        return base
+
+    def __reduce__(self):  # pickled as the ndarray it stands for (loadable without mutad)
+        return self.view(np.ndarray).__reduce__()
 
     @property
     def T(self):  # noqa: N802 (NumPy's name)
@@ -982,8 +999,18 @@ def made_in(y, func, args, kwargs, caller):
     if _in_mode() and y.dtype.kind in "fc":
         return allocate(y, (func, args, kwargs))
     if _in_mode() and y.dtype.kind in "iub":  # an integer array from a stand-in stands in too
-        return y.view(Preexisting)
+        return _own_stand_in(y)
     return y
+
+
+def _own_stand_in(y):
+    """A new integer or boolean array ``y`` (nothing else holds it) as a stand-in of itself
+    that owns its memory, as ``y`` did (``.base is None``, ``resize``): a copy of it."""
+    stand_in = np.ndarray.__new__(Preexisting, y.shape, y.dtype,
+                                  order="F" if y.flags.f_contiguous and not y.flags.c_contiguous
+                                  else "C")
+    np.copyto(stand_in.view(np.ndarray), y)
+    return stand_in
 
 
 def _item(func, i, *args, **kwargs):
@@ -998,8 +1025,10 @@ def _making(name):
     def making(self, *args, **kwargs):
         plain = self.view(np.ndarray)
         args, kwargs = _plain_views(args), _plain_views(kwargs)
-        return made_in(method(plain, *args, **kwargs), method, (plain, *args), kwargs,
-                     sys._getframe(1))
+        y = method(plain, *args, **kwargs)
+        if y is plain:  # x.astype(x.dtype, copy=False): x itself, as NumPy gives it
+            return self
+        return made_in(y, method, (plain, *args), kwargs, sys._getframe(1))
 
     return _named(making, method)
 

@@ -29,7 +29,7 @@ from ..core.allocation import lists_as_arrays
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
                            UntracedWriteError, function_name)
 from ..core.levels import Tracer, innermost
-from ..core.views import may_overlap, memory, owner, stands_for_scalar, weaken
+from ..core.views import may_overlap, memory, stands_for_scalar, weaken
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
@@ -322,7 +322,7 @@ class ArrayMethods(Tracer):
     mT = property(lambda self: np.swapaxes(self, -1, -2))
     # Of a complex array, views of its memory (writing them writes the array); of a real one,
     # the array itself, and read-only zeros, as NumPy gives.
-    real = property(lambda self: np.real(self),
+    real = property(lambda self: np.real(self) if self.dtype.kind == "c" else self,
                     lambda self, value: np.real(self).__setitem__(Ellipsis, value))
 
     def _set_imaginary_part(self, value):
@@ -350,8 +350,7 @@ class ArrayMethods(Tracer):
         if memory(self).base is None:
             return None
         owning = self.owning()
-        if owning is not None and memory(owning).base is None \
-                and memory(owning) is owner(memory(self)):
+        if owning is not None and memory(self).base is memory(owning):  # as NumPy's chain
             return owning
         return self.owner_view()
 

@@ -204,7 +204,7 @@ def freeze(tape, value):
     also summed now and checked before the replay reads them (``check_constants``). The flags
     are the process's: another thread writing such an array meanwhile fails too.
     """
-    if type(value) is np.ndarray:
+    if type(value) is np.ndarray or type(value) is Preexisting:  # (an index f made: np.arange)
         if id(value) not in tape.sums:  # an array seen before is protected already
             check_alias(value, kept=True)
             _protect(tape, value)
@@ -405,10 +405,10 @@ def fresh(y, tape):
         y = tape.outer.lift(y)
     elif y.nbytes >= SMALL:  # a small array is never recomputed: nothing to follow
         track(buffer, y)
-    return _owning(Traced(y, buffer, tape, True))
+    return as_owner(Traced(y, buffer, tape, True))
 
 
-def _owning(x):
+def as_owner(x):
     """``x``, a traced array over all of a new buffer, as what ``.base`` of its views gives
     (NumPy's ``view.base is x``): held weakly, as a program may let it go."""
     x.buffer.owner = weakref.ref(x)
@@ -428,7 +428,7 @@ def constant(y, tape):
         y = tape.outer.constant(y)
     elif type(y) is np.ndarray:  # small ones too: a recipe may hold it (recompute._reads)
         track(buffer, y)
-    return _owning(Traced(y, buffer, tape, True))
+    return as_owner(Traced(y, buffer, tape, True))
 
 
 def constant_result(y, tape, sources):

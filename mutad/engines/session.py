@@ -25,8 +25,8 @@ from ..core.errors import (ConstantModifiedError, InvalidArgumentError, PolicyEr
 from .forward import Dual, as_array, enclosed, split, zero_tangent
 from ..core.levels import ACTIVE, LEVELS, Tracer
 from .recompute import hold_for_good
-from .reverse import (DeviceCopy, ReverseTape, Traced, check_constants, checksum, fresh,
-                      thaw, view_of)
+from .reverse import (DeviceCopy, ReverseTape, Traced, as_owner, check_constants, checksum,
+                      fresh, thaw, view_of)
 from ..core.shadows import Buffer, Shadows
 from ..core.tape import POLICIES
 from ..core.trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
@@ -129,6 +129,8 @@ class ReverseDifferentiation(Differentiation):
             buffer.constant = buffer.constant and constant  # all its arguments' views
             value = x if lifted is None else lifted if x is layout else view_of(lifted, x, outer)
             t = Traced(value, buffer, self.tape, x is layout or same_region(x, layout))
+            if value.base is None and buffer.owner is None:  # what u[::2].base is
+                as_owner(t)
             self.tape.arguments.setdefault(id(base), []).append((x, buffer.key))
             if writeable(x):
                 self.pending.setdefault(buffer.key, []).append(value)

@@ -803,13 +803,13 @@ def _spherical(original, modified, finite_at_zero):
     second = _spherical_second_derivative(modified, finite_at_zero)
     order = NoClosedForm("the order n")
     value = _HolomorphicElementwise(
-        lambda n, z: original(n, z), order, lambda y, n, z: derivative(n, z), name=name)
-    derivative = _HolomorphicElementwise(
+        lambda n, z: original(n, z), order, lambda y, n, z: slope(n, z), name=name)
+    slope = _HolomorphicElementwise(
         lambda n, z: original(n, z, True), order,
         lambda y, n, z: second(n, z, value(n, z), y), name=f"{name}(derivative=True)")
 
-    def stand_in(n, z, derivative_=False):
-        return (derivative if derivative_ else value)(n, z)
+    def stand_in(n, z, derivative=False):  # (SciPy's name, by keyword too)
+        return (slope if derivative else value)(n, z)
 
     return StandIn(original, stand_in)
 
