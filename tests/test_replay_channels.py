@@ -126,7 +126,16 @@ DECISIONS = {
     "nonzero of a list": lambda x: (x * len(np.nonzero([x[0] > 1.5, x[1] > 1.5])[0])).sum(),
     "searchsorted of a list": lambda x: (x * np.searchsorted([x[0], x[1]], 1.5)).sum(),
     "isclose of a list": lambda x: (x * np.isclose([x[0]], 1.0)).sum(),
+    "argmax into an array": lambda x: _argmax_into(x),
 }
+
+
+def _argmax_into(x):
+    k = np.zeros((), dtype=np.intp)
+    np.argmax(x, out=k)  # the decision lands in k, which the program reads afterwards
+    y = np.zeros(2)
+    y[k] = x[k] ** 2
+    return (y * x).sum()
 
 
 @pytest.mark.parametrize("name", DECISIONS)

@@ -784,12 +784,11 @@ def joined_in_order(func, args, kwargs):
     if func is np.stack:
         axis = normalize_axis_index(axis, out.ndim)
         arrays = [np.expand_dims(a, axis) for a in arrays]  # views: read as they are copied
-    if axis is None:  # each array flattened into the next part of the flat out
-        start = 0
-        for a in arrays:
-            out[start:start + np.size(a)] = np.ravel(a)
-            start += np.size(a)
-        return out
+    if axis is None:  # NumPy copies each flattened, element by element: refused
+        raise UnsupportedOperationError(
+            "np.concatenate(..., axis=None, out=out) of arrays that share memory with out: "
+            "NumPy copies each element by element as it flattens it, which mutad does not "
+            "follow. Join into a new array, then assign it: out[...] = np.concatenate(...).")
     axis = normalize_axis_index(axis, out.ndim)
     start = 0
     for a in arrays:

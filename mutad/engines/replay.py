@@ -82,7 +82,7 @@ import numpy as np
 from ..core.devices import is_device
 from ..core.allocation import as_floats, put_value
 from ..core.arguments import Originals, check_argnums
-from .arraylike import weak
+from .arraylike import out_position, weak
 from .blocks import Block, Opaque, flat_slice, indent, scalar_cotangents
 from ..core.debug import (Warnings, anomaly_detection, at_user_lines, nowhere, user_frames,
                           warn_at)
@@ -2425,7 +2425,16 @@ class Recorder:
 
     def nondiff(self, function, args, kwargs):
         """A function without a derivative (a comparison, an index): run on the plain values,
-        its result derived (``derive``)."""
+        its result derived (``derive``). Written into an array the program holds
+        (``np.argmax(x, out=k)``), the decision is read later as that array's values, which
+        the steps reading it hold as recorded: such a call is traced."""
+        position = out_position(function)
+        out = kwargs.get("out", args[position] if position is not None and len(args) > position
+                         else None)
+        if out is not None and type(out) is not Traced and self.depends((*args, kwargs)):
+            self.refuse(f"{getattr(function, '__name__', 'a function')}(..., out=...) of traced "
+                        "values into an array the program reads afterwards (a decision)")
+            return function(*plain(args), **plain(kwargs))
         depends = self.depends((*args, kwargs))
         y = self.derive(self._run(function, *plain(args), **plain(kwargs)), depends)
         self.steps.append(Call(function, self.spec(args), self.spec(kwargs),
