@@ -1184,6 +1184,17 @@ def test_scaling_a_matrix_of_constants_in_place_by_a_traced_number_is_refused():
 # An spmatrix's sum along an axis (SciPy's np.matrix, a traced matrix here), max and min,
 # setdiag.
 
+
+def test_a_traced_matrix_times_a_vector_and_its_other_attributes():
+    """m @ u of SciPy's np.matrix (a sum along an axis) with a 1-d u is np.matmul's, a matrix
+    of the result; np.matrix's methods mutad does not follow are refused by name (they were
+    Python's AttributeError)."""
+    u = np.linspace(0.5, 1.5, N + 1)
+    value = lambda k: (stiffness(k, "csr").sum(axis=0) @ u[:N]).sum()  # noqa: E731
+    assert mutad.value_and_grad(value)(K)[0] == value(K)
+    mutad.check_grads(value, K.copy())
+    refuses(lambda k: stiffness(k, "csr").sum(axis=0).mean(), K.copy(), match="m.mean")
+
 MATRIX_SUMS = {
     "sum(axis=0).A1": lambda k: stiffness(k, "csr").sum(axis=0).A1,
     "np.asarray(sum(axis=1)).ravel()": lambda k: np.asarray(

@@ -922,10 +922,17 @@ class TracedMatrix:
     def __matmul__(self, other):
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
             return NotImplemented
-        return TracedMatrix(self.array @ _as_matrix_rows(other))
+        return TracedMatrix(_as_matrix_rows(self.array @ _matrix_operand(other)))
 
-    def __rmatmul__(self, other):
-        return TracedMatrix(_as_matrix_rows(other) @ self.array)
+    def __rmatmul__(self, other):  # (np.matmul's operands as they are, a matrix of the result)
+        return TracedMatrix(_as_matrix_rows(_matrix_operand(other) @ self.array))
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        _refuse(f"m.{name} of an np.matrix of traced values (a scipy.sparse matrix's "
+                "sum(axis))", "mutad follows its sum, T, A, A1, copy, ravel, indexing by one "
+                "entry and arithmetic: take its array first, np.asarray(m), m.A or m.A1.")
 
     def __pow__(self, other):
         _refuse("a power of an np.matrix of traced values (a scipy.sparse matrix's sum(axis): "
