@@ -565,3 +565,20 @@ def test_a_views_base_is_numpys_for_arguments_and_special_views():
     assert value == bases_as_numpys(u.copy())
     assert g.tolist() == (2 * u + 2.0 + 3.0 + 1.0).tolist()
     assert mutad.jvp(bases_as_numpys, (u,), (np.ones(4),))[1] == g.sum()
+
+
+def bases_of_function_views(u):
+    y = u * 1.0
+    total = (u * u).sum()
+    for view in (y.reshape(2, 2), y.T, np.ravel(y), y.reshape(2, 2).diagonal(),
+                 np.broadcast_to(y, (2, 4))):
+        total += u.sum() * (2.0 if view.base is y else 1.0)  # NumPy: True for each
+    return total
+
+
+def test_the_base_of_a_view_a_function_makes_is_numpys_in_both_modes():
+    u = np.array([1.0, 2.0, 3.0, 4.0])
+    expected = bases_of_function_views(u.copy())
+    assert mutad.value_and_grad(bases_of_function_views)(u)[0] == expected
+    assert mutad.jvp(bases_of_function_views, (u,), (np.ones(4),))[0] == expected
+    mutad.check_grads(bases_of_function_views, u)

@@ -391,9 +391,24 @@ def apply_function(func, args, kwargs, level, rule=None):
         y = enclosed(y, level)
         dy = zero_tangent(y, level)
     result = _wrap(y, dy, level, primals, tangents)
+    if type(result) is Dual and result.value.base is not None:
+        _viewing(result, args)
     if out is None:
         return result
     return _assign(out, result, level, function_name(func))
+
+
+def _viewing(view, args):
+    """Give ``view``, a function's result that views an argument's memory (``np.reshape``,
+    ``x.T``), the dual owning that memory, as ``Dual.__getitem__`` does (``.base``)."""
+    root = view.value.base
+    for x in args:
+        if type(x) is Dual and x.value is root:
+            view.owner = x
+            return
+        if type(x) is Dual and x.owner is not None and x.owner.value is root:
+            view.owner = x.owner
+            return
 
 
 def _split_call(name, args, kwargs, level):
