@@ -123,6 +123,13 @@ def _logm_frechet(a, e):
     2008, §3.2). L is linear in E, so E is scaled to A's norm first (as Higham advises for
     block evaluations, which lose accuracy when the corner dominates): L(A, tE)/t. Computed
     with logm itself it dispatches, so an outer differentiation differentiates it again."""
+    return _frechet_corner(a, e, _real_logarithm)
+
+
+def _frechet_corner(a, e, function, real_part=False):
+    """The corner L(A, E) of ``function([[A, tE], [0, A]])`` / t, E scaled to A's norm by t
+    (``_logm_frechet``), or 0 where E is; its real part where ``real_part`` (a real block's
+    value that ``function`` gives complex by rounding: ``_power_frechet``)."""
     n = np.shape(a)[-1]
     size = np.linalg.norm(e, 1)
     if not size:  # (a decision on the cotangent: 0 gives 0)
@@ -130,7 +137,10 @@ def _logm_frechet(a, e):
     scale = np.linalg.norm(a, 1) / size
     block = np.concatenate([np.concatenate([a, scale * e], axis=-1),
                             np.concatenate([np.zeros_like(a), a], axis=-1)], axis=-2)
-    return _real_logarithm(block)[..., :n, n:] / scale
+    value = function(block)
+    if real_part and np.iscomplexobj(value):
+        value = np.real(value)
+    return value[..., :n, n:] / scale
 
 
 @logm.rule
@@ -202,17 +212,8 @@ def _power_frechet(a, t, e, real):
     Where A, A^t and E are ``real``, the block's power is real too; SciPy computes it through
     a complex Schur form where rounding splits the block's repeated eigenvalues into complex
     pairs, and its imaginary part, rounding, is dropped."""
-    n = np.shape(a)[-1]
-    size = np.linalg.norm(e, 1)
-    if not size:  # (a decision on the cotangent: 0 gives 0)
-        return np.zeros_like(e) + 0.0 * a
-    scale = np.linalg.norm(a, 1) / size
-    block = np.concatenate([np.concatenate([a, scale * e], axis=-1),
-                            np.concatenate([np.zeros_like(a), a], axis=-1)], axis=-2)
-    power = _fractional_power(block, t)
-    if real and not np.iscomplexobj(e) and np.iscomplexobj(power):
-        power = np.real(power)
-    return power[..., :n, n:] / scale
+    return _frechet_corner(a, e, lambda block: _fractional_power(block, t),
+                           real_part=real and not np.iscomplexobj(e))
 
 
 def _is_real(a, result):

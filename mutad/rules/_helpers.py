@@ -173,3 +173,16 @@ def stacked(items):
     if any(wrapped(item) for item in items):
         return np.stack(items)  # dispatches on the traced items; plain ones are constants
     return np.array(items)
+
+
+def check_fit_data(x, y):
+    """NumPy's checks of a least-squares fit's data (np.polyfit's and numpy.polynomial's, the
+    same errors): x one non-empty vector, y one or two dimensions of x's length."""
+    if np.ndim(x) != 1:
+        raise TypeError("expected 1D vector for x")
+    if np.size(x) == 0:
+        raise TypeError("expected non-empty vector for x")
+    if np.ndim(y) < 1 or np.ndim(y) > 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if np.shape(x)[0] != np.shape(y)[0]:
+        raise TypeError("expected x and y to have same length")

@@ -20,7 +20,7 @@ from ..core.levels import Tracer
 from ..engines.arraylike import settled, stands_for_scalar
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import complex_aware, defcomposite, defmethod, nondifferentiable
-from ._helpers import along
+from ._helpers import along, check_fit_data
 
 
 def _refuse(name, option):
@@ -496,14 +496,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     y = _as_array(y) + 0.0
     if deg < 0:
         raise ValueError("expected deg >= 0")
-    if np.ndim(x) != 1:
-        raise TypeError("expected 1D vector for x")
-    if np.size(x) == 0:
-        raise TypeError("expected non-empty vector for x")
-    if np.ndim(y) < 1 or np.ndim(y) > 2:
-        raise TypeError("expected 1D or 2D array for y")
-    if np.shape(x)[0] != np.shape(y)[0]:
-        raise TypeError("expected x and y to have same length")
+    check_fit_data(x, y)
     if rcond is None:
         rcond = np.shape(x)[0] * np.finfo(np.result_type(x)).eps
     lhs = vander(x, order)

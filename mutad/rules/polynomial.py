@@ -29,6 +29,7 @@ from ..core.allocation import holds_derivative
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import defmethod, defroute
 from ..core.views import wrapped
+from ._helpers import check_fit_data
 
 
 def _coefficients(c):
@@ -135,14 +136,7 @@ def _fit(vander_f, x, y, deg, rcond=None, full=False, w=None):
         raise TypeError("deg must be an int or non-empty 1-D array of int")
     if deg.min() < 0:
         raise ValueError("expected deg >= 0")
-    if np.ndim(x) != 1:
-        raise TypeError("expected 1D vector for x")
-    if np.size(x) == 0:
-        raise TypeError("expected non-empty vector for x")
-    if np.ndim(y) < 1 or np.ndim(y) > 2:
-        raise TypeError("expected 1D or 2D array for y")
-    if len(x) != len(y):
-        raise TypeError("expected x and y to have same length")
+    check_fit_data(x, y)
     if deg.ndim == 0:
         lmax = deg
         order = lmax + 1
