@@ -204,7 +204,8 @@ def freeze(tape, value):
     also summed now and checked before the replay reads them (``check_constants``). The flags
     are the process's: another thread writing such an array meanwhile fails too.
     """
-    if type(value) is np.ndarray or type(value) is Preexisting:  # (an index f made: np.arange)
+    if type(value) is np.ndarray or (type(value) is Preexisting  # (an index f made: np.arange)
+                                     and value.dtype.kind in "iub"):
         if id(value) not in tape.sums:  # an array seen before is protected already
             check_alias(value, kept=True)
             _protect(tape, value)
