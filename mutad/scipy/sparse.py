@@ -96,6 +96,15 @@ solve is differentiated in them too, to the first order), and ``x0`` a traced ar
 start, which has no derivative). ``LinearOperator``'s products (``matvec``, ``A @ x``, ...)
 pass traced vectors to the user's functions and their traced results back, as SciPy's
 methods would if they did not convert them to plain arrays.
+
+**Eigenpairs.** ``eigsh(A, k, ...)`` of a symmetric ``A`` with traced values is ARPACK's call
+(``sigma`` and ``which`` as given; ``return_eigenvectors=False`` gives SciPy's eigenvalues,
+and a second call with the same settings, matched eigenvalue by eigenvalue to 1e-8, the
+eigenvectors of their derivative). ``dλᵢ = vᵢᵀ dA vᵢ``, so ``Ā = Σᵢ λ̄ᵢ vᵢ vᵢᵀ`` on ``A``'s
+pattern; ``dvᵢ = -(A - λᵢ I)⁺ Pᵢ dA vᵢ`` with ``Pᵢ = I - vᵢ vᵢᵀ`` (the derivative of the unit
+eigenvector with ``vᵢᵀ dvᵢ = 0``), the pseudo-inverse applied by MINRES on ``Pᵢ (A - λᵢ I) Pᵢ``
+to ``ADJOINT_RTOL``. First order only; repeated eigenvalues among the returned ones (within
+``1e-8`` relative) and the generalized problem (``M``) are refused.
 """
 
 from __future__ import annotations
@@ -125,14 +134,14 @@ from . import integrate as _integrate
 
 __all__ = ["bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix", "csc_array",
            "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix", "diags",
-           "diags_array", "dok_array", "dok_matrix", "factorized", "gmres", "hstack", "kron",
-           "lil_array", "lil_matrix", "minres", "norm", "spdiags", "splu", "spsolve",
+           "diags_array", "dok_array", "dok_matrix", "eigsh", "factorized", "gmres", "hstack",
+           "kron", "lil_array", "lil_matrix", "minres", "norm", "spdiags", "splu", "spsolve",
            "spsolve_triangular", "SuperLU", "TracedMatrix", "TracedSparse", "tril", "triu",
            "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
-    "norm")},
+    "norm", "eigsh")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
         "tril", "triu", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
@@ -2210,6 +2219,177 @@ def _iterative(method):
 cg, gmres, bicgstab, minres = map(_iterative, ("cg", "gmres", "bicgstab", "minres"))
 
 
+
+# ----------------------------------------------------------------------------------------------
+# eigsh: eigenpairs of a symmetric sparse matrix
+
+
+class _Eigenproblem:
+    """One ``eigsh`` call of a traced symmetric matrix (``layout``): SciPy's (ARPACK's) pairs of
+    the plain stored values, computed once per distinct set of values (the eigenvalues and the
+    eigenvectors are two primitives of the one call: ARPACK starts from a random vector unless
+    given ``v0``, so a second call would be another result), and the solves in the complement
+    of an eigenvector its derivatives need."""
+
+    def __init__(self, layout, k, options, vectors):
+        self.layout, self.k, self.options, self.vectors = layout, k, options, vectors
+        self.key, self.pairs = None, None
+
+    def value(self, data):
+        key = np.ascontiguousarray(data).tobytes()
+        if self.key != key:
+            matrix = self.layout.build(data)
+            if self.vectors:
+                w, v = SCIPY["eigsh"](matrix, self.k, **self.options)
+            else:  # SciPy's eigenvalues alone, and the vectors of the derivative beside them
+                w = SCIPY["eigsh"](matrix, self.k, return_eigenvectors=False, **self.options)
+                pw, pv = SCIPY["eigsh"](matrix, self.k, **self.options)
+                order = [int(np.argmin(np.abs(pw - x))) for x in w]
+                scale = max(np.max(np.abs(pw)), np.finfo(float).tiny)
+                if (len(set(order)) != len(w)
+                        or np.max(np.abs(pw[order] - w)) > 1e-8 * scale):
+                    _refuse("scipy.sparse.linalg.eigsh(return_eigenvectors=False): the "
+                            "eigenvectors of its derivative, from a second call, are not of "
+                            "the same eigenvalues", "pass v0 (the same start for both "
+                            "calls), or return_eigenvectors=True.")
+                v = pv[:, order]
+            scale = max(np.max(np.abs(w)), np.finfo(float).tiny)
+            gaps = np.where(np.eye(len(w), dtype=bool), np.inf, np.abs(w[:, None] - w[None, :]))
+            if len(w) > 1 and np.min(gaps) <= 1e-8 * scale:
+                _refuse("scipy.sparse.linalg.eigsh with repeated eigenvalues (equal within "
+                        "rounding) among those it returns", "their eigenvectors, and the "
+                        "derivatives of each eigenvalue, are not defined.")
+            self.key, self.pairs = key, (w, v)
+        return self.pairs
+
+    def complement_solve(self, data, i, rhs):
+        """``-(A - λᵢ I)⁺ (I - vᵢ vᵢᵀ) rhs``, by MINRES in the complement of ``vᵢ`` to
+        ``ADJOINT_RTOL``."""
+        w, v = self.value(data)
+        matrix = self.layout.build(data)
+        vi, lam = v[:, i], w[i]
+        project = lambda x: x - vi * (vi @ x)  # noqa: E731
+        operator = _splinalg.LinearOperator(
+            matrix.shape, matvec=lambda x: project(matrix @ project(np.ravel(x))
+                                                   - lam * project(np.ravel(x))), dtype=float)
+        b = project(np.asarray(rhs, float))
+        if not np.any(b):
+            return np.zeros_like(b)
+        z, info = SCIPY["minres"](operator, b, rtol=ADJOINT_RTOL, maxiter=20 * len(b))
+        if info != 0:
+            raise UnsupportedOperationError(
+                "scipy.sparse.linalg.eigsh: the solve in the complement of an eigenvector that "
+                f"its derivative needs did not converge (info={info}): an eigenvalue of the "
+                "matrix lies too close to one it returned. Differentiate the eigenvalues alone, "
+                "or make the matrix dense and use scipy.linalg.eigh.")
+        return -project(z)
+
+
+def _eigenproblem_first_order(*items):
+    if _followed(*items):
+        _refuse("scipy.sparse.linalg.eigsh under a differentiation of a differentiation (a "
+                "hessian, a gradient of a gradient)", "its rule is of the first order; make "
+                "the matrix dense and use scipy.linalg.eigh, which every order differentiates.")
+
+
+def _eigenvalues_value(data, problem):
+    return problem.value(data)[0].copy()
+
+
+def _eigenvectors_value(data, problem):
+    return problem.value(data)[1].copy()
+
+
+_eigenvalues = Adjoint(_eigenvalues_value)
+_eigenvalues.complex_values = None
+_eigenvectors = Adjoint(_eigenvectors_value)
+_eigenvectors.complex_values = None
+
+
+@_eigenvalues.rule
+def _eigenvalues_rule(data, problem):
+    _eigenproblem_first_order(data)
+    w, v = problem.value(data)
+
+    def back(dw):
+        # dλᵢ = vᵢᵀ dA vᵢ: the cotangent of A's stored values is Σᵢ λ̄ᵢ vᵢ[r] vᵢ[c]
+        _eigenproblem_first_order(dw)
+        return (problem.layout.slots(v * np.asarray(dw), v),)
+
+    return w.copy(), back
+
+
+@_eigenvalues.jvp_rule
+def _eigenvalues_jvp(tangents, data, problem):
+    _eigenproblem_first_order(data, tangents[0])
+    w, v = problem.value(data)
+    if tangents[0] is None:
+        return w.copy(), None
+    change = problem.layout.build(np.asarray(tangents[0], float)) @ v
+    return w.copy(), np.sum(v * change, axis=0)
+
+
+@_eigenvectors.rule
+def _eigenvectors_rule(data, problem):
+    _eigenproblem_first_order(data)
+    w, v = problem.value(data)
+
+    def back(dv):
+        # dvᵢ = -(A - λᵢ)⁺ Pᵢ dA vᵢ (Pᵢ = I - vᵢ vᵢᵀ): Ā = Σᵢ zᵢ vᵢᵀ, zᵢ = -Pᵢ (A - λᵢ)⁺ Pᵢ v̄ᵢ
+        _eigenproblem_first_order(dv)
+        dv = np.asarray(dv, float)
+        z = np.stack([problem.complement_solve(data, i, dv[:, i]) for i in range(len(w))],
+                     axis=1)
+        return (problem.layout.slots(z, v),)
+
+    return v.copy(), back
+
+
+@_eigenvectors.jvp_rule
+def _eigenvectors_jvp(tangents, data, problem):
+    _eigenproblem_first_order(data, tangents[0])
+    w, v = problem.value(data)
+    if tangents[0] is None:
+        return v.copy(), None
+    change = problem.layout.build(np.asarray(tangents[0], float)) @ v
+    return v.copy(), np.stack([problem.complement_solve(data, i, change[:, i])
+                               for i in range(len(w))], axis=1)
+
+
+def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM",
+           v0: Any = None, ncv: int | None = None, maxiter: int | None = None, tol: float = 0,
+           return_eigenvectors: bool = True, Minv: Any = None, OPinv: Any = None,
+           mode: str = "normal") -> Any:
+    settings = dict(M=M, sigma=sigma, which=which, v0=v0, ncv=ncv, maxiter=maxiter, tol=tol,
+                    Minv=Minv, OPinv=OPinv, mode=mode)
+    if not _followed(A, *settings.values()):
+        return SCIPY["eigsh"](A, k, return_eigenvectors=return_eigenvectors, **settings)
+    traced = [n for n, x in settings.items() if any(carries_derivative(y) for y in _leaves([x]))
+              or isinstance(x, TracedSparse)]
+    if traced:
+        _refuse(f"scipy.sparse.linalg.eigsh with traced settings ({', '.join(traced)})",
+                "pass them as constants; the eigenpairs' derivative is in A's stored values.")
+    # (a constant the function computed, a start v0, as its plain value)
+    settings = {n: settled(x, f"scipy.sparse.linalg.eigsh's {n} computed in the function")
+                for n, x in settings.items()}
+    if M is not None or Minv is not None:
+        _refuse("scipy.sparse.linalg.eigsh of a generalized problem (M) of traced values",
+                "mutad differentiates the standard problem A v = λ v only.")
+    if not (isinstance(A, TracedSparse) or _sparse.issparse(A)):
+        _refuse("scipy.sparse.linalg.eigsh of a matrix that is not a scipy.sparse matrix "
+                "inside a differentiated function", "pass a scipy.sparse matrix, or use "
+                "scipy.linalg.eigh for a dense one.")
+    layout, data = _matrix_of(A, "eigsh")
+    problem = _Eigenproblem(layout, k, settings, return_eigenvectors)
+    w = _eigenvalues(data, problem=problem)
+    if not return_eigenvectors:
+        return w
+    return w, _eigenvectors(data, problem=problem)
+
+
+eigsh = _route(SCIPY["eigsh"], _eigsh)
+
+
 # ----------------------------------------------------------------------------------------------
 # Operators of the user's functions (LinearOperator(matvec=...)) that read differentiated values
 
@@ -2436,7 +2616,7 @@ for _name, _method in (("matvec", _vector_method("matvec", 0, "_matvec")),
                        ("_init_dtype", _init_dtype)):
     defmethod(_splinalg.LinearOperator, _name, _method)
 
-UNFOLLOWED = ("eigsh", "eigs", "svds", "lobpcg", "lsqr", "lsmr", "qmr", "cgs", "lgmres",
+UNFOLLOWED = ("eigs", "svds", "lobpcg", "lsqr", "lsmr", "qmr", "cgs", "lgmres",
               "gcrotmk", "tfqmr", "aslinearoperator", "onenormest", "inv", "expm",
               "expm_multiply", "spilu", "matrix_power")
 """The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
