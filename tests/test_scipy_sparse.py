@@ -400,6 +400,9 @@ def test_eigsh_is_refused_where_it_has_no_derivative():
     with pytest.raises(UnsupportedOperationError, match="generalized"):
         mutad.gradient(lambda k: np.sum(eigsh(chain(k), 2, M=scipy.sparse.eye(NE),
                                               v0=V0)[0]), KE.copy())
+    with pytest.raises(UnsupportedOperationError, match="not symmetric"):
+        mutad.gradient(lambda k: np.sum(eigsh(chain(k) + scipy.sparse.diags(
+            [k[1:-1]], [1], format="csr"), 2, v0=V0)[0]), KE.copy())
     with pytest.raises(UnsupportedOperationError, match="first order"):
         mutad.hessian(lambda k: np.sum(eigsh(chain(k), 2, v0=V0)[0]), KE.copy())
 

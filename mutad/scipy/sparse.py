@@ -2239,6 +2239,9 @@ class _Eigenproblem:
         key = np.ascontiguousarray(data).tobytes()
         if self.key != key:
             matrix = self.layout.build(data)
+            if abs(matrix - matrix.T).max() > 1e-12 * max(abs(matrix).max(), 1e-300):
+                _refuse("scipy.sparse.linalg.eigsh of a matrix that is not symmetric", "ARPACK's "
+                        "symmetric method assumes A = Aᵀ; pass a symmetric matrix.")
             if self.vectors:
                 w, v = SCIPY["eigsh"](matrix, self.k, **self.options)
             else:  # SciPy's eigenvalues alone, and the vectors of the derivative beside them
