@@ -408,6 +408,67 @@ def test_eigsh_is_refused_where_it_has_no_derivative():
 
 
 # ----------------------------------------------------------------------------------------------
+# expm_multiply: e^A B
+
+KX = 0.5 + np.random.default_rng(5).random(N + 1)
+
+
+def generator(k, fmt="csr", scale=1.0):
+    """A nonsymmetric sparse generator with traced rates."""
+    return scipy.sparse.diags([0.5 * k[1:-1] * scale, -(1.0 + k[:-1] + k[1:]) * scale,
+                               0.3 * k[1:-1] * scale], [-1, 0, 1], format=fmt)
+
+
+EXPM_MULTIPLY = {
+    "in A and b": (lambda k: np.sum(scipy.sparse.linalg.expm_multiply(generator(k), B * k[0])
+                                    ** 2), KX),
+    "in A, a block of vectors, csc": (
+        lambda k: np.sum(np.sin(scipy.sparse.linalg.expm_multiply(generator(k, "csc"), X2))),
+        KX),
+    "in A, a larger norm": (
+        lambda k: np.sum(scipy.sparse.linalg.expm_multiply(generator(k, scale=8.0), B) ** 2
+                         * np.arange(N)), KX),
+    "in b alone": (lambda u: np.sum(scipy.sparse.linalg.expm_multiply(M, u) ** 3), U),
+}
+
+
+@pytest.mark.parametrize("name", EXPM_MULTIPLY)
+def test_expm_multiply(name):
+    f, x = EXPM_MULTIPLY[name]
+    x0 = x.copy()
+    mutad.check_grads(f, x0, modes=["rev", "fwd"], rtol=1e-6)
+    mutad.check_grads(f, x0, policy="checkpoint", rtol=1e-6)
+    replays_as_traced(f, [(x0,), (x0 * 1.1,)])
+    assert x0.tobytes() == x.tobytes()
+
+
+def test_expm_multiply_is_scipys_and_the_gradient_the_dense_one():
+    import scipy.linalg
+
+    def sparse(k):
+        return scipy.sparse.linalg.expm_multiply(generator(k), B)
+
+    def dense(k):
+        return scipy.linalg.expm(generator(k).toarray()) @ B
+
+    value, g = mutad.value_and_grad(lambda k: sparse(k)[2])(KX.copy())
+    assert value.tobytes() == scipy.sparse.linalg.expm_multiply(generator(KX), B)[2].tobytes()
+    assert np.allclose(g, mutad.grad(lambda k: dense(k)[2])(KX.copy()), rtol=1e-10)
+    _, t = mutad.jvp(lambda k: sparse(k), (KX.copy(),), (U[:1].repeat(N + 1),))
+    _, t_dense = mutad.jvp(lambda k: dense(k), (KX.copy(),), (U[:1].repeat(N + 1),))
+    assert np.allclose(t, t_dense, rtol=1e-10)
+
+
+def test_expm_multiply_is_refused_where_it_has_no_rule():
+    expm_multiply = scipy.sparse.linalg.expm_multiply
+    with pytest.raises(UnsupportedOperationError, match="grid of times"):
+        mutad.gradient(lambda k: np.sum(expm_multiply(generator(k), B, start=0.0, stop=1.0,
+                                                      num=3)), KX.copy())
+    with pytest.raises(UnsupportedOperationError, match="first order"):
+        mutad.hessian(lambda k: np.sum(expm_multiply(generator(k), B)), KX.copy())
+
+
+# ----------------------------------------------------------------------------------------------
 # Programs: implicit heat solvers
 
 

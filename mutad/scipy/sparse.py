@@ -105,6 +105,14 @@ pattern; ``dvᵢ = -(A - λᵢ I)⁺ Pᵢ dA vᵢ`` with ``Pᵢ = I - vᵢ vᵢ�
 eigenvector with ``vᵢᵀ dvᵢ = 0``), the pseudo-inverse applied by MINRES on ``Pᵢ (A - λᵢ I) Pᵢ``
 to ``ADJOINT_RTOL``. First order only; repeated eigenvalues among the returned ones (within
 ``1e-8`` relative) and the generalized problem (``M``) are refused.
+
+**Exponentials.** ``expm_multiply(A, B)`` is SciPy's value. ``B̄ = e^{Aᵀ} Ȳ`` by
+``expm_multiply(A.T, Ȳ)``; in ``A``, through ``exp([[A, E], [0, A]]) = [[e^A, L(A, E)],
+[0, e^A]]`` with ``expm_multiply`` (to its own tolerance, double precision): the tangent is
+the top half of ``exp([[A, Ȧ], [0, A]]) [Ḃ; B]``, and ``Ā`` the entries on ``A``'s pattern of
+``L(Aᵀ, Ȳ Bᵀ)``, the top half of ``exp([[Aᵀ, Ȳ Bᵀ], [0, Aᵀ]]) [0; I]`` (``n`` right-hand
+sides: a dense ``n × n`` result). First order only; the time grid (``start``, ``stop``,
+``num``) is refused.
 """
 
 from __future__ import annotations
@@ -134,14 +142,14 @@ from . import integrate as _integrate
 
 __all__ = ["bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix", "csc_array",
            "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix", "diags",
-           "diags_array", "dok_array", "dok_matrix", "eigsh", "factorized", "gmres", "hstack",
-           "kron", "lil_array", "lil_matrix", "minres", "norm", "spdiags", "splu", "spsolve",
-           "spsolve_triangular", "SuperLU", "TracedMatrix", "TracedSparse", "tril", "triu",
-           "vstack"]
+           "diags_array", "dok_array", "dok_matrix", "eigsh", "expm_multiply", "factorized",
+           "gmres", "hstack", "kron", "lil_array", "lil_matrix", "minres", "norm", "spdiags",
+           "splu", "spsolve", "spsolve_triangular", "SuperLU", "TracedMatrix", "TracedSparse",
+           "tril", "triu", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
-    "norm", "eigsh")},
+    "norm", "eigsh", "expm_multiply")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
         "tril", "triu", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
@@ -2393,6 +2401,103 @@ def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "L
 eigsh = _route(SCIPY["eigsh"], _eigsh)
 
 
+
+# ----------------------------------------------------------------------------------------------
+# expm_multiply: e^A B
+
+
+def _first_order_expm(*items):
+    if _followed(*items):
+        _refuse("scipy.sparse.linalg.expm_multiply under a differentiation of a differentiation "
+                "(a hessian, a gradient of a gradient)", "its rule is of the first order; make "
+                "the matrix dense and use scipy.linalg.expm, which every order differentiates.")
+
+
+def _expm_apply_value(data, b, layout, traceA):
+    return SCIPY["expm_multiply"](layout.build(data), b, traceA=traceA)
+
+
+_expm_apply = Adjoint(_expm_apply_value)
+_expm_apply.complex_values = None
+
+
+def _expm_block(matrix, direction):
+    """``[[A, E], [0, A]]``, whose exponential is ``[[e^A, L(A, E)], [0, e^A]]`` (``L`` the
+    Fréchet derivative of the exponential)."""
+    return SCIPY["bmat"]([[matrix, direction], [None, matrix]], format="csr")
+
+
+@_expm_apply.rule
+def _expm_apply_rule(data, b, layout, traceA):
+    _first_order_expm(data, b)
+    y = _expm_apply(data, b, layout=layout, traceA=traceA)
+    plain_b = np.asarray(b, float)
+
+    def back(dy):
+        # b̄ = e^{Aᵀ} ȳ; Ā = L(Aᵀ, ȳ bᵀ) on A's pattern: ⟨ȳ, L(A, E) b⟩ = ⟨L(Aᵀ, ȳ bᵀ), E⟩,
+        # its columns the top half of exp([[Aᵀ, ȳ bᵀ], [0, Aᵀ]]) [0; I]
+        _first_order_expm(dy)
+        dy = np.reshape(np.asarray(dy, float), np.shape(plain_b))
+        transposed = SCIPY["csr_array"](layout.build(data).T)
+        db = SCIPY["expm_multiply"](transposed, dy)
+        n = layout.shape[0]
+        outer = np.outer(dy, plain_b) if np.ndim(dy) == 1 else dy @ plain_b.T
+        stacked = np.concatenate([np.zeros((n, n)), np.eye(n)])
+        frechet = SCIPY["expm_multiply"](
+            _expm_block(transposed, SCIPY["csr_array"](outer)), stacked)[:n]
+        ddata = frechet[layout.rows, layout.cols]
+        if layout.padded:
+            ddata = np.where(layout.valid, ddata, 0.0)
+        return np.reshape(ddata, layout.data_shape), db
+
+    return y, back
+
+
+@_expm_apply.jvp_rule
+def _expm_apply_jvp(tangents, data, b, layout, traceA):
+    _first_order_expm(data, b, *tangents)
+    y = _expm_apply(data, b, layout=layout, traceA=traceA)
+    ddata, db = tangents
+    if ddata is None and db is None:
+        return y, None
+    matrix = layout.build(data)
+    plain_b = np.asarray(b, float)
+    n = layout.shape[0]
+    if ddata is None:
+        return y, SCIPY["expm_multiply"](matrix, np.asarray(db, float))
+    # exp([[A, Ȧ], [0, A]]) [ḃ; b] = [e^A ḃ + L(A, Ȧ) b; e^A b]
+    direction = layout.build(np.asarray(ddata, float), dropping=False)
+    top = np.zeros_like(plain_b) if db is None else np.asarray(db, float)
+    return y, SCIPY["expm_multiply"](_expm_block(matrix, direction),
+                                     np.concatenate([top, plain_b]))[:n]
+
+
+def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any = None,
+                   endpoint: Any = None, traceA: Any = None) -> Any:
+    if not _followed(A, B, start, stop, num, endpoint, traceA):
+        return SCIPY["expm_multiply"](A, B, start=start, stop=stop, num=num, endpoint=endpoint,
+                                      traceA=traceA)
+    if any(x is not None for x in (start, stop, num, endpoint)):
+        _refuse("scipy.sparse.linalg.expm_multiply on a grid of times (start, stop, num) of "
+                "traced values", "call it once per time t with A * t (e^{tA} B).")
+    if _followed(traceA):
+        _refuse("scipy.sparse.linalg.expm_multiply with a traced traceA", "pass it as a "
+                "constant (or leave it out).")
+    _dense_rhs(B, "expm_multiply")
+    if not (isinstance(A, TracedSparse) or _sparse.issparse(A)):
+        _refuse("scipy.sparse.linalg.expm_multiply of a matrix that is not a scipy.sparse "
+                "matrix inside a differentiated function", "pass a scipy.sparse matrix, or "
+                "use scipy.linalg.expm(A) @ B for a dense one.")
+    if np.iscomplexobj(getattr(A, "data", None)) or np.iscomplexobj(B):
+        _refuse("scipy.sparse.linalg.expm_multiply of complex values", "mutad differentiates "
+                "it for real A and B.")
+    layout, data = _matrix_of(A, "expm_multiply")
+    return _expm_apply(data, B, layout=layout, traceA=traceA)
+
+
+expm_multiply = _route(SCIPY["expm_multiply"], _expm_multiply)
+
+
 # ----------------------------------------------------------------------------------------------
 # Operators of the user's functions (LinearOperator(matvec=...)) that read differentiated values
 
@@ -2621,7 +2726,7 @@ for _name, _method in (("matvec", _vector_method("matvec", 0, "_matvec")),
 
 UNFOLLOWED = ("eigs", "svds", "lobpcg", "lsqr", "lsmr", "qmr", "cgs", "lgmres",
               "gcrotmk", "tfqmr", "aslinearoperator", "onenormest", "inv", "expm",
-              "expm_multiply", "spilu", "matrix_power")
+              "spilu", "matrix_power")
 """The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
 refused by name, where SciPy's own code would fail on the traced matrix with its TypeError."""
 
