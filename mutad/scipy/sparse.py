@@ -113,6 +113,12 @@ the top half of ``exp([[A, Ȧ], [0, A]]) [Ḃ; B]``, and ``Ā`` the entries on `
 ``L(Aᵀ, Ȳ Bᵀ)``, the top half of ``exp([[Aᵀ, Ȳ Bᵀ], [0, Aᵀ]]) [0; I]`` (``n`` right-hand
 sides: a dense ``n × n`` result). First order only; the time grid (``start``, ``stop``,
 ``num``) is refused.
+
+**Least squares.** ``lsqr`` and ``lsmr`` return SciPy's solution; its derivative is that of
+the exact solution of ``(AᵀA + damp² I) x = Aᵀ b`` at it (``_LeastSquares``): ``λ = (AᵀA +
+damp² I)⁻¹ x̄``, ``b̄ = A λ``, ``Ā = r λᵀ - (A λ) xᵀ`` on ``A``'s pattern, the normal solve by
+the same method to ``ADJOINT_RTOL``. The norms and estimates they report are not
+differentiated: inside a differentiation they are placeholders whose use raises.
 """
 
 from __future__ import annotations
@@ -143,13 +149,13 @@ from . import integrate as _integrate
 __all__ = ["bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix", "csc_array",
            "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix", "diags",
            "diags_array", "dok_array", "dok_matrix", "eigsh", "expm_multiply", "factorized",
-           "gmres", "hstack", "kron", "lil_array", "lil_matrix", "minres", "norm", "spdiags",
-           "splu", "spsolve", "spsolve_triangular", "SuperLU", "TracedMatrix", "TracedSparse",
-           "tril", "triu", "vstack"]
+           "gmres", "hstack", "kron", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
+           "norm", "spdiags", "splu", "spsolve", "spsolve_triangular", "SuperLU", "TracedMatrix",
+           "TracedSparse", "tril", "triu", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
-    "norm", "eigsh", "expm_multiply")},
+    "norm", "eigsh", "expm_multiply", "lsqr", "lsmr")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
         "tril", "triu", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
@@ -2498,6 +2504,158 @@ def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any
 expm_multiply = _route(SCIPY["expm_multiply"], _expm_multiply)
 
 
+
+# ----------------------------------------------------------------------------------------------
+# lsqr and lsmr: least squares
+
+
+class _LeastSquares:
+    """One ``lsqr`` or ``lsmr`` call: SciPy's solution of ``min ‖A x - b‖² + damp² ‖x‖²`` for the
+    plain stored values of ``A`` (``layout``; or the constant ``operator`` the user passed), and
+    the solves with the normal matrix ``Bᵀ B = Aᵀ A + damp² I`` its derivatives need, by the same
+    method on ``B = [A; damp I]``: ``y``, the least-norm solution of ``Bᵀ y = c``, then
+    ``z = argmin ‖B z - y‖``, so ``Bᵀ B z = c``; to ``ADJOINT_RTOL``."""
+
+    def __init__(self, method, layout, operator, damp, options):
+        self.method, self.layout, self.operator = method, layout, operator
+        self.damp, self.options = damp, options
+
+    def matrix(self, data):
+        return self.operator if self.operator is not None else self.layout.build(data)
+
+    def value(self, data, b, guess):
+        result = SCIPY[self.method](self.matrix(data), b, damp=self.damp, x0=guess,
+                                    **self.options)
+        if result[1] in (3, 6, 7):
+            raise UnsupportedOperationError(
+                f"scipy.sparse.linalg.{self.method}: the solve stopped before it converged "
+                f"(istop={result[1]}: the condition limit or the iteration limit), so the "
+                "solution it returned has no derivative. Raise conlim or the iteration limit, "
+                "or pass damp > 0.")
+        self.result = result
+        return result[0]
+
+    def normal_solve(self, data, c):
+        """``(Aᵀ A + damp² I)⁻¹ c``."""
+        a = _splinalg.aslinearoperator(self.matrix(data))
+        m, n = a.shape
+        if self.damp:
+            d = float(self.damp)
+            stacked = _splinalg.LinearOperator(
+                (m + n, n), matvec=lambda z: np.concatenate([a.matvec(z), d * np.ravel(z)]),
+                rmatvec=lambda y: a.rmatvec(y[:m]) + d * np.ravel(y[m:]), dtype=float)
+        else:
+            stacked = a
+        limit = "iter_lim" if self.method == "lsqr" else "maxiter"
+        settings = {"atol": ADJOINT_RTOL, "btol": ADJOINT_RTOL, "conlim": 1e12,
+                    limit: 20 * (m + n)}
+        y = self._checked(SCIPY[self.method](stacked.T, np.asarray(c, float), **settings))
+        return self._checked(SCIPY[self.method](stacked, y, **settings))
+
+    def _checked(self, result):
+        if result[1] not in (0, 1, 2, 4, 5):  # 0: x = 0; 1, 4: A x = b; 2, 5: least squares
+            raise UnsupportedOperationError(
+                f"scipy.sparse.linalg.{self.method}: a solve with the normal matrix that its "
+                f"derivative needs did not converge (istop={result[1]}): A is rank-deficient "
+                "or too ill-conditioned. Pass damp > 0, or a matrix of full column rank.")
+        return result[0]
+
+
+def _least_squares_value(data, b, guess, problem):
+    return problem.value(data, b, guess)
+
+
+_least_squares = Adjoint(_least_squares_value)
+_least_squares.complex_values = None
+
+
+def _least_squares_first_order(problem, *items):
+    if _followed(*items):
+        _refuse(f"scipy.sparse.linalg.{problem.method} under a differentiation of a "
+                "differentiation (a hessian, a gradient of a gradient)", "its rule is of the "
+                "first order; use spsolve of the normal equations, which every order "
+                "differentiates.")
+
+
+@_least_squares.rule
+def _least_squares_rule(data, b, guess, problem):
+    _least_squares_first_order(problem, data, b)
+    x = problem.value(data, b, guess)
+    plain_b = np.asarray(b, float)
+
+    def back(dx):
+        # (AᵀA + d²I) x = Aᵀ b: λ = (AᵀA + d²I)⁻¹ x̄, b̄ = A λ, Ā = r λᵀ - (A λ) xᵀ (r = b - A x)
+        _least_squares_first_order(problem, dx)
+        lam = problem.normal_solve(data, np.asarray(dx, float))
+        a = _splinalg.aslinearoperator(problem.matrix(data))
+        a_lam = a.matvec(lam)
+        ddata = None
+        if problem.layout is not None:
+            layout = problem.layout
+            ddata = layout.slots(plain_b - a.matvec(x), lam) - layout.slots(a_lam, x)
+        return ddata, a_lam, None
+
+    return x, back
+
+
+@_least_squares.jvp_rule
+def _least_squares_jvp(tangents, data, b, guess, problem):
+    _least_squares_first_order(problem, data, b, *tangents)
+    x = problem.value(data, b, guess)
+    ddata, db = tangents[0], tangents[1]
+    a = _splinalg.aslinearoperator(problem.matrix(data))
+    change = np.zeros(len(np.ravel(b))) if db is None else np.asarray(db, float).copy()
+    c = np.zeros(len(x))
+    if ddata is not None and problem.layout is not None:
+        direction = problem.layout.build(np.asarray(ddata, float), dropping=False)
+        c = c + direction.T @ (np.asarray(b, float) - a.matvec(x))
+        change = change - direction @ x
+    # (AᵀA + d²I) ẋ = Ȧᵀ r + Aᵀ (ḃ - Ȧ x)
+    c = c + a.rmatvec(change)
+    return x, problem.normal_solve(data, c)
+
+
+def _least_squares_method(method):
+    from .optimize import _Refused
+
+    names = {"lsqr": ("r1norm", "r2norm", "anorm", "acond", "arnorm", "xnorm", "var"),
+             "lsmr": ("normr", "normar", "norma", "conda", "normx")}[method]
+
+    def solve(A: Any, b: Any, damp: float = 0.0, *args: Any, x0: Any = None,
+              **options: Any) -> tuple[Any, ...]:
+        if not _followed(A, b, damp, *args, x0, *options.values()):
+            return SCIPY[method](A, b, damp, *args, x0=x0, **options)
+        if args:
+            _refuse(f"scipy.sparse.linalg.{method} with its settings passed by position",
+                    "pass atol, btol, ... by name.")
+        _dense_rhs(b, method)
+        if _followed(damp, *options.values()):
+            _refuse(f"scipy.sparse.linalg.{method} with traced settings", "pass them as "
+                    "constants; the solution's derivative is in A and b.")
+        if options.get("calc_var"):
+            _refuse("scipy.sparse.linalg.lsqr(calc_var=True) of traced values", "mutad does "
+                    "not differentiate var: leave calc_var out.")
+        if isinstance(A, TracedSparse) or (isinstance(A, _Assembled) and A.entries):
+            layout, data = _matrix_of(A, method)
+            problem = _LeastSquares(method, layout, None, damp, options)
+        else:  # a constant matrix or operator: the derivative in b alone
+            if innermost((A,)) is not None:
+                _refuse(f"scipy.sparse.linalg.{method} of a dense matrix with traced values",
+                        "pass a scipy.sparse matrix, or use np.linalg.lstsq.")
+            problem = _LeastSquares(method, None, A, damp, options)
+            data = np.zeros(0)
+        guess = None if x0 is None else settled(x0, f"{method}'s x0")
+        x = _least_squares(data, b, guess, problem=problem)
+        result = problem.result
+        return (x, result[1], result[2],
+                *(_Refused(f"scipy.sparse.linalg.{method}(...)'s {name}") for name in names))
+
+    return _route(SCIPY[method], solve)
+
+
+lsqr, lsmr = map(_least_squares_method, ("lsqr", "lsmr"))
+
+
 # ----------------------------------------------------------------------------------------------
 # Operators of the user's functions (LinearOperator(matvec=...)) that read differentiated values
 
@@ -2724,7 +2882,7 @@ for _name, _method in (("matvec", _vector_method("matvec", 0, "_matvec")),
                        ("_init_dtype", _init_dtype)):
     defmethod(_splinalg.LinearOperator, _name, _method)
 
-UNFOLLOWED = ("eigs", "svds", "lobpcg", "lsqr", "lsmr", "qmr", "cgs", "lgmres",
+UNFOLLOWED = ("eigs", "svds", "lobpcg", "qmr", "cgs", "lgmres",
               "gcrotmk", "tfqmr", "aslinearoperator", "onenormest", "inv", "expm",
               "spilu", "matrix_power")
 """The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
@@ -2738,8 +2896,8 @@ def _unfollowed(name):
         if _followed(*args, *kwargs.values()):
             raise UnsupportedFunctionError(
                 f"scipy.sparse.linalg.{name} of traced values has no rule in mutad. Solve with "
-                "spsolve, splu, factorized, cg, gmres, bicgstab or minres, which mutad "
-                "differentiates; or make the matrix dense (A.toarray()) and use NumPy's or "
+                "spsolve, splu, factorized, cg, gmres, bicgstab, minres, lsqr or lsmr, which "
+                "mutad differentiates; or make the matrix dense (A.toarray()) and use NumPy's or "
                 "SciPy's dense routines (eigh, svd, lstsq, expm); or give it a rule with "
                 "mutad.adjoint.")
         return original(*args, **kwargs)
