@@ -2494,7 +2494,7 @@ def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any
         _refuse("scipy.sparse.linalg.expm_multiply of a matrix that is not a scipy.sparse "
                 "matrix inside a differentiated function", "pass a scipy.sparse matrix, or "
                 "use scipy.linalg.expm(A) @ B for a dense one.")
-    if np.iscomplexobj(getattr(A, "data", None)) or np.iscomplexobj(B):
+    if np.iscomplexobj(getattr(A, "data", 0.0)) or np.iscomplexobj(B):
         _refuse("scipy.sparse.linalg.expm_multiply of complex values", "mutad differentiates "
                 "it for real A and B.")
     layout, data = _matrix_of(A, "expm_multiply")
