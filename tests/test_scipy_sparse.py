@@ -528,6 +528,10 @@ def test_least_squares_is_refused_where_it_has_no_derivative():
     with pytest.raises(UnsupportedOperationError, match="normr"):
         mutad.gradient(lambda d: np.sum(lsmr(tall(d), B9)[3] + lsmr(tall(d), B9)[0]),
                        TALL.data.copy())
+    with pytest.raises(UnsupportedOperationError, match="LinearOperator whose functions"):
+        mutad.gradient(lambda d: np.sum(lsqr(scipy.sparse.linalg.LinearOperator(
+            TALL.shape, matvec=lambda v: tall(d) @ v, rmatvec=lambda v: tall(d).T @ v),
+            B9)[0]), TALL.data.copy())
     with pytest.raises(UnsupportedOperationError, match="before it converged"):
         mutad.gradient(lambda d: np.sum(lsqr(tall(d), B9, iter_lim=1)[0]), TALL.data.copy())
     with pytest.raises(UnsupportedOperationError, match="first order"):

@@ -2623,6 +2623,10 @@ def _least_squares_method(method):
 
     def solve(A: Any, b: Any, damp: float = 0.0, *args: Any, x0: Any = None,
               **options: Any) -> tuple[Any, ...]:
+        if _operator_parameters(A, method) is not None:
+            _refuse(f"scipy.sparse.linalg.{method} of a LinearOperator whose functions read "
+                    "traced values", "pass a sparse matrix of those values, which mutad "
+                    "differentiates.")
         if not _followed(A, b, damp, *args, x0, *options.values()):
             return SCIPY[method](A, b, damp, *args, x0=x0, **options)
         if args:
