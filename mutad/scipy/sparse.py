@@ -96,6 +96,29 @@ solve is differentiated in them too, to the first order), and ``x0`` a traced ar
 start, which has no derivative). ``LinearOperator``'s products (``matvec``, ``A @ x``, ...)
 pass traced vectors to the user's functions and their traced results back, as SciPy's
 methods would if they did not convert them to plain arrays.
+
+**Eigenpairs.** ``eigsh(A, k, ...)`` of a symmetric ``A`` with traced values is ARPACK's call
+(``sigma`` and ``which`` as given; ``return_eigenvectors=False`` gives SciPy's eigenvalues,
+and a second call with the same settings, matched eigenvalue by eigenvalue to 1e-8, the
+eigenvectors of their derivative). ``dλᵢ = vᵢᵀ dA vᵢ``, so ``Ā = Σᵢ λ̄ᵢ vᵢ vᵢᵀ`` on ``A``'s
+pattern; ``dvᵢ = -(A - λᵢ I)⁺ Pᵢ dA vᵢ`` with ``Pᵢ = I - vᵢ vᵢᵀ`` (the derivative of the unit
+eigenvector with ``vᵢᵀ dvᵢ = 0``), the pseudo-inverse applied by MINRES on ``Pᵢ (A - λᵢ I) Pᵢ``
+to ``ADJOINT_RTOL``. First order only; repeated eigenvalues among the returned ones (within
+``1e-8`` relative) and the generalized problem (``M``) are refused.
+
+**Exponentials.** ``expm_multiply(A, B)`` is SciPy's value. ``B̄ = e^{Aᵀ} Ȳ`` by
+``expm_multiply(A.T, Ȳ)``; in ``A``, through ``exp([[A, E], [0, A]]) = [[e^A, L(A, E)],
+[0, e^A]]`` with ``expm_multiply`` (to its own tolerance, double precision): the tangent is
+the top half of ``exp([[A, Ȧ], [0, A]]) [Ḃ; B]``, and ``Ā`` the entries on ``A``'s pattern of
+``L(Aᵀ, Ȳ Bᵀ)``, the top half of ``exp([[Aᵀ, Ȳ Bᵀ], [0, Aᵀ]]) [0; I]`` (``n`` right-hand
+sides: a dense ``n × n`` result). First order only; the time grid (``start``, ``stop``,
+``num``) is refused.
+
+**Least squares.** ``lsqr`` and ``lsmr`` return SciPy's solution; its derivative is that of
+the exact solution of ``(AᵀA + damp² I) x = Aᵀ b`` at it (``_LeastSquares``): ``λ = (AᵀA +
+damp² I)⁻¹ x̄``, ``b̄ = A λ``, ``Ā = r λᵀ - (A λ) xᵀ`` on ``A``'s pattern, the normal solve by
+the same method to ``ADJOINT_RTOL``. The norms and estimates they report are not
+differentiated: inside a differentiation they are placeholders whose use raises.
 """
 
 from __future__ import annotations
@@ -125,14 +148,14 @@ from . import integrate as _integrate
 
 __all__ = ["bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix", "csc_array",
            "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix", "diags",
-           "diags_array", "dok_array", "dok_matrix", "factorized", "gmres", "hstack", "kron",
-           "lil_array", "lil_matrix", "minres", "norm", "spdiags", "splu", "spsolve",
-           "spsolve_triangular", "SuperLU", "TracedMatrix", "TracedSparse", "tril", "triu",
-           "vstack"]
+           "diags_array", "dok_array", "dok_matrix", "eigsh", "expm_multiply", "factorized",
+           "gmres", "hstack", "kron", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
+           "norm", "spdiags", "splu", "spsolve", "spsolve_triangular", "SuperLU", "TracedMatrix",
+           "TracedSparse", "tril", "triu", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
-    "norm")},
+    "norm", "eigsh", "expm_multiply", "lsqr", "lsmr")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
         "tril", "triu", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
@@ -2217,6 +2240,433 @@ def _iterative(method):
 cg, gmres, bicgstab, minres = map(_iterative, ("cg", "gmres", "bicgstab", "minres"))
 
 
+
+# ----------------------------------------------------------------------------------------------
+# eigsh: eigenpairs of a symmetric sparse matrix
+
+
+class _Eigenproblem:
+    """One ``eigsh`` call of a traced symmetric matrix (``layout``): SciPy's (ARPACK's) pairs of
+    the plain stored values, computed once per distinct set of values (the eigenvalues and the
+    eigenvectors are two primitives of the one call: ARPACK starts from a random vector unless
+    given ``v0``, so a second call would be another result), and the solves in the complement
+    of an eigenvector its derivatives need."""
+
+    def __init__(self, layout, k, options, vectors):
+        self.layout, self.k, self.options, self.vectors = layout, k, options, vectors
+        self.key, self.pairs = None, None
+
+    def value(self, data):
+        key = np.ascontiguousarray(data).tobytes()
+        if self.key != key:
+            matrix = self.layout.build(data)
+            if abs(matrix - matrix.T).max() > 1e-12 * max(abs(matrix).max(), 1e-300):
+                _refuse("scipy.sparse.linalg.eigsh of a matrix that is not symmetric", "ARPACK's "
+                        "symmetric method assumes A = Aᵀ; pass a symmetric matrix.")
+            if self.vectors:
+                w, v = SCIPY["eigsh"](matrix, self.k, **self.options)
+            else:  # SciPy's eigenvalues alone, and the vectors of the derivative beside them
+                w = SCIPY["eigsh"](matrix, self.k, return_eigenvectors=False, **self.options)
+                pw, pv = SCIPY["eigsh"](matrix, self.k, **self.options)
+                order = [int(np.argmin(np.abs(pw - x))) for x in w]
+                scale = max(np.max(np.abs(pw)), np.finfo(float).tiny)
+                if (len(set(order)) != len(w)
+                        or np.max(np.abs(pw[order] - w)) > 1e-8 * scale):
+                    _refuse("scipy.sparse.linalg.eigsh(return_eigenvectors=False): the "
+                            "eigenvectors of its derivative, from a second call, are not of "
+                            "the same eigenvalues", "pass v0 (the same start for both "
+                            "calls), or return_eigenvectors=True.")
+                v = pv[:, order]
+            scale = max(np.max(np.abs(w)), np.finfo(float).tiny)
+            gaps = np.where(np.eye(len(w), dtype=bool), np.inf, np.abs(w[:, None] - w[None, :]))
+            if len(w) > 1 and np.min(gaps) <= 1e-8 * scale:
+                _refuse("scipy.sparse.linalg.eigsh with repeated eigenvalues (equal within "
+                        "rounding) among those it returns", "their eigenvectors, and the "
+                        "derivatives of each eigenvalue, are not defined.")
+            self.key, self.pairs = key, (w, v)
+        return self.pairs
+
+    def complement_solve(self, data, i, rhs):
+        """``-(A - λᵢ I)⁺ (I - vᵢ vᵢᵀ) rhs``, by MINRES in the complement of ``vᵢ`` to
+        ``ADJOINT_RTOL``."""
+        w, v = self.value(data)
+        matrix = self.layout.build(data)
+        vi, lam = v[:, i], w[i]
+        project = lambda x: x - vi * (vi @ x)  # noqa: E731
+        operator = _splinalg.LinearOperator(
+            matrix.shape, matvec=lambda x: project(matrix @ project(np.ravel(x))
+                                                   - lam * project(np.ravel(x))), dtype=float)
+        b = project(np.asarray(rhs, float))
+        if not np.any(b):
+            return np.zeros_like(b)
+        z, info = SCIPY["minres"](operator, b, rtol=ADJOINT_RTOL, maxiter=20 * len(b))
+        if info != 0:
+            raise UnsupportedOperationError(
+                "scipy.sparse.linalg.eigsh: the solve in the complement of an eigenvector that "
+                f"its derivative needs did not converge (info={info}): an eigenvalue of the "
+                "matrix lies too close to one it returned. Differentiate the eigenvalues alone, "
+                "or make the matrix dense and use scipy.linalg.eigh.")
+        return -project(z)
+
+
+def _eigenproblem_first_order(*items):
+    if _followed(*items):
+        _refuse("scipy.sparse.linalg.eigsh under a differentiation of a differentiation (a "
+                "hessian, a gradient of a gradient)", "its rule is of the first order; make "
+                "the matrix dense and use scipy.linalg.eigh, which every order differentiates.")
+
+
+def _eigenvalues_value(data, problem):
+    return problem.value(data)[0].copy()
+
+
+def _eigenvectors_value(data, problem):
+    return problem.value(data)[1].copy()
+
+
+_eigenvalues = Adjoint(_eigenvalues_value)
+_eigenvalues.complex_values = None
+_eigenvectors = Adjoint(_eigenvectors_value)
+_eigenvectors.complex_values = None
+
+
+@_eigenvalues.rule
+def _eigenvalues_rule(data, problem):
+    _eigenproblem_first_order(data)
+    w, v = problem.value(data)
+
+    def back(dw):
+        # dλᵢ = vᵢᵀ dA vᵢ: the cotangent of A's stored values is Σᵢ λ̄ᵢ vᵢ[r] vᵢ[c]
+        _eigenproblem_first_order(dw)
+        return (problem.layout.slots(v * np.asarray(dw), v),)
+
+    return w.copy(), back
+
+
+@_eigenvalues.jvp_rule
+def _eigenvalues_jvp(tangents, data, problem):
+    _eigenproblem_first_order(data, tangents[0])
+    w, v = problem.value(data)
+    if tangents[0] is None:
+        return w.copy(), None
+    change = problem.layout.build(np.asarray(tangents[0], float)) @ v
+    return w.copy(), np.sum(v * change, axis=0)
+
+
+@_eigenvectors.rule
+def _eigenvectors_rule(data, problem):
+    _eigenproblem_first_order(data)
+    w, v = problem.value(data)
+
+    def back(dv):
+        # dvᵢ = -(A - λᵢ)⁺ Pᵢ dA vᵢ (Pᵢ = I - vᵢ vᵢᵀ): Ā = Σᵢ zᵢ vᵢᵀ, zᵢ = -Pᵢ (A - λᵢ)⁺ Pᵢ v̄ᵢ
+        _eigenproblem_first_order(dv)
+        dv = np.asarray(dv, float)
+        z = np.stack([problem.complement_solve(data, i, dv[:, i]) for i in range(len(w))],
+                     axis=1)
+        return (problem.layout.slots(z, v),)
+
+    return v.copy(), back
+
+
+@_eigenvectors.jvp_rule
+def _eigenvectors_jvp(tangents, data, problem):
+    _eigenproblem_first_order(data, tangents[0])
+    w, v = problem.value(data)
+    if tangents[0] is None:
+        return v.copy(), None
+    change = problem.layout.build(np.asarray(tangents[0], float)) @ v
+    return v.copy(), np.stack([problem.complement_solve(data, i, change[:, i])
+                               for i in range(len(w))], axis=1)
+
+
+def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM",
+           v0: Any = None, ncv: int | None = None, maxiter: int | None = None, tol: float = 0,
+           return_eigenvectors: bool = True, Minv: Any = None, OPinv: Any = None,
+           mode: str = "normal") -> Any:
+    settings = dict(M=M, sigma=sigma, which=which, v0=v0, ncv=ncv, maxiter=maxiter, tol=tol,
+                    Minv=Minv, OPinv=OPinv, mode=mode)
+    if not _followed(A, *settings.values()):
+        return SCIPY["eigsh"](A, k, return_eigenvectors=return_eigenvectors, **settings)
+    traced = [n for n, x in settings.items() if any(carries_derivative(y) for y in _leaves([x]))
+              or isinstance(x, TracedSparse)]
+    if traced:
+        _refuse(f"scipy.sparse.linalg.eigsh with traced settings ({', '.join(traced)})",
+                "pass them as constants; the eigenpairs' derivative is in A's stored values.")
+    # (a constant the function computed, a start v0, as its plain value)
+    settings = {n: settled(x, f"scipy.sparse.linalg.eigsh's {n} computed in the function")
+                for n, x in settings.items()}
+    if M is not None or Minv is not None:
+        _refuse("scipy.sparse.linalg.eigsh of a generalized problem (M) of traced values",
+                "mutad differentiates the standard problem A v = λ v only.")
+    if not (isinstance(A, TracedSparse) or _sparse.issparse(A)):
+        _refuse("scipy.sparse.linalg.eigsh of a matrix that is not a scipy.sparse matrix "
+                "inside a differentiated function", "pass a scipy.sparse matrix, or use "
+                "scipy.linalg.eigh for a dense one.")
+    layout, data = _matrix_of(A, "eigsh")
+    problem = _Eigenproblem(layout, k, settings, return_eigenvectors)
+    w = _eigenvalues(data, problem=problem)
+    if not return_eigenvectors:
+        return w
+    return w, _eigenvectors(data, problem=problem)
+
+
+eigsh = _route(SCIPY["eigsh"], _eigsh)
+
+
+
+# ----------------------------------------------------------------------------------------------
+# expm_multiply: e^A B
+
+
+def _first_order_expm(*items):
+    if _followed(*items):
+        _refuse("scipy.sparse.linalg.expm_multiply under a differentiation of a differentiation "
+                "(a hessian, a gradient of a gradient)", "its rule is of the first order; make "
+                "the matrix dense and use scipy.linalg.expm, which every order differentiates.")
+
+
+def _expm_apply_value(data, b, layout, traceA):
+    return SCIPY["expm_multiply"](layout.build(data), b, traceA=traceA)
+
+
+_expm_apply = Adjoint(_expm_apply_value)
+_expm_apply.complex_values = None
+
+
+def _expm_block(matrix, direction):
+    """``[[A, E], [0, A]]``, whose exponential is ``[[e^A, L(A, E)], [0, e^A]]`` (``L`` the
+    Fréchet derivative of the exponential)."""
+    return SCIPY["bmat"]([[matrix, direction], [None, matrix]], format="csr")
+
+
+@_expm_apply.rule
+def _expm_apply_rule(data, b, layout, traceA):
+    _first_order_expm(data, b)
+    y = _expm_apply(data, b, layout=layout, traceA=traceA)
+    plain_b = np.asarray(b, float)
+
+    def back(dy):
+        # b̄ = e^{Aᵀ} ȳ; Ā = L(Aᵀ, ȳ bᵀ) on A's pattern: ⟨ȳ, L(A, E) b⟩ = ⟨L(Aᵀ, ȳ bᵀ), E⟩,
+        # its columns the top half of exp([[Aᵀ, ȳ bᵀ], [0, Aᵀ]]) [0; I]
+        _first_order_expm(dy)
+        dy = np.reshape(np.asarray(dy, float), np.shape(plain_b))
+        transposed = SCIPY["csr_array"](layout.build(data).T)
+        db = SCIPY["expm_multiply"](transposed, dy)
+        n = layout.shape[0]
+        outer = np.outer(dy, plain_b) if np.ndim(dy) == 1 else dy @ plain_b.T
+        stacked = np.concatenate([np.zeros((n, n)), np.eye(n)])
+        frechet = SCIPY["expm_multiply"](
+            _expm_block(transposed, SCIPY["csr_array"](outer)), stacked)[:n]
+        ddata = frechet[layout.rows, layout.cols]
+        if layout.padded:
+            ddata = np.where(layout.valid, ddata, 0.0)
+        return np.reshape(ddata, layout.data_shape), db
+
+    return y, back
+
+
+@_expm_apply.jvp_rule
+def _expm_apply_jvp(tangents, data, b, layout, traceA):
+    _first_order_expm(data, b, *tangents)
+    y = _expm_apply(data, b, layout=layout, traceA=traceA)
+    ddata, db = tangents
+    if ddata is None and db is None:
+        return y, None
+    matrix = layout.build(data)
+    plain_b = np.asarray(b, float)
+    n = layout.shape[0]
+    if ddata is None:
+        return y, SCIPY["expm_multiply"](matrix, np.asarray(db, float))
+    # exp([[A, Ȧ], [0, A]]) [ḃ; b] = [e^A ḃ + L(A, Ȧ) b; e^A b]
+    direction = layout.build(np.asarray(ddata, float), dropping=False)
+    top = np.zeros_like(plain_b) if db is None else np.asarray(db, float)
+    return y, SCIPY["expm_multiply"](_expm_block(matrix, direction),
+                                     np.concatenate([top, plain_b]))[:n]
+
+
+def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any = None,
+                   endpoint: Any = None, traceA: Any = None) -> Any:
+    if not _followed(A, B, start, stop, num, endpoint, traceA):
+        return SCIPY["expm_multiply"](A, B, start=start, stop=stop, num=num, endpoint=endpoint,
+                                      traceA=traceA)
+    if any(x is not None for x in (start, stop, num, endpoint)):
+        _refuse("scipy.sparse.linalg.expm_multiply on a grid of times (start, stop, num) of "
+                "traced values", "call it once per time t with A * t (e^{tA} B).")
+    if _followed(traceA):
+        _refuse("scipy.sparse.linalg.expm_multiply with a traced traceA", "pass it as a "
+                "constant (or leave it out).")
+    _dense_rhs(B, "expm_multiply")
+    if not (isinstance(A, TracedSparse) or _sparse.issparse(A)):
+        _refuse("scipy.sparse.linalg.expm_multiply of a matrix that is not a scipy.sparse "
+                "matrix inside a differentiated function", "pass a scipy.sparse matrix, or "
+                "use scipy.linalg.expm(A) @ B for a dense one.")
+    if np.iscomplexobj(getattr(A, "data", 0.0)) or np.iscomplexobj(B):
+        _refuse("scipy.sparse.linalg.expm_multiply of complex values", "mutad differentiates "
+                "it for real A and B.")
+    layout, data = _matrix_of(A, "expm_multiply")
+    return _expm_apply(data, B, layout=layout, traceA=traceA)
+
+
+expm_multiply = _route(SCIPY["expm_multiply"], _expm_multiply)
+
+
+
+# ----------------------------------------------------------------------------------------------
+# lsqr and lsmr: least squares
+
+
+class _LeastSquares:
+    """One ``lsqr`` or ``lsmr`` call: SciPy's solution of ``min ‖A x - b‖² + damp² ‖x‖²`` for the
+    plain stored values of ``A`` (``layout``; or the constant ``operator`` the user passed), and
+    the solves with the normal matrix ``Bᵀ B = Aᵀ A + damp² I`` its derivatives need, by the same
+    method on ``B = [A; damp I]``: ``y``, the least-norm solution of ``Bᵀ y = c``, then
+    ``z = argmin ‖B z - y‖``, so ``Bᵀ B z = c``; to ``ADJOINT_RTOL``."""
+
+    def __init__(self, method, layout, operator, damp, options):
+        self.method, self.layout, self.operator = method, layout, operator
+        self.damp, self.options = damp, options
+
+    def matrix(self, data):
+        return self.operator if self.operator is not None else self.layout.build(data)
+
+    def value(self, data, b, guess):
+        result = SCIPY[self.method](self.matrix(data), b, damp=self.damp, x0=guess,
+                                    **self.options)
+        if result[1] in (3, 6, 7):
+            raise UnsupportedOperationError(
+                f"scipy.sparse.linalg.{self.method}: the solve stopped before it converged "
+                f"(istop={result[1]}: the condition limit or the iteration limit), so the "
+                "solution it returned has no derivative. Raise conlim or the iteration limit, "
+                "or pass damp > 0.")
+        self.result = result
+        return result[0]
+
+    def normal_solve(self, data, c):
+        """``(Aᵀ A + damp² I)⁻¹ c``."""
+        a = _splinalg.aslinearoperator(self.matrix(data))
+        m, n = a.shape
+        if self.damp:
+            d = float(self.damp)
+            stacked = _splinalg.LinearOperator(
+                (m + n, n), matvec=lambda z: np.concatenate([a.matvec(z), d * np.ravel(z)]),
+                rmatvec=lambda y: a.rmatvec(y[:m]) + d * np.ravel(y[m:]), dtype=float)
+        else:
+            stacked = a
+        limit = "iter_lim" if self.method == "lsqr" else "maxiter"
+        settings = {"atol": ADJOINT_RTOL, "btol": ADJOINT_RTOL, "conlim": 1e12,
+                    limit: 20 * (m + n)}
+        y = self._checked(SCIPY[self.method](stacked.T, np.asarray(c, float), **settings))
+        return self._checked(SCIPY[self.method](stacked, y, **settings))
+
+    def _checked(self, result):
+        if result[1] not in (0, 1, 2, 4, 5):  # 0: x = 0; 1, 4: A x = b; 2, 5: least squares
+            raise UnsupportedOperationError(
+                f"scipy.sparse.linalg.{self.method}: a solve with the normal matrix that its "
+                f"derivative needs did not converge (istop={result[1]}): A is rank-deficient "
+                "or too ill-conditioned. Pass damp > 0, or a matrix of full column rank.")
+        return result[0]
+
+
+def _least_squares_value(data, b, guess, problem):
+    return problem.value(data, b, guess)
+
+
+_least_squares = Adjoint(_least_squares_value)
+_least_squares.complex_values = None
+
+
+def _least_squares_first_order(problem, *items):
+    if _followed(*items):
+        _refuse(f"scipy.sparse.linalg.{problem.method} under a differentiation of a "
+                "differentiation (a hessian, a gradient of a gradient)", "its rule is of the "
+                "first order; use spsolve of the normal equations, which every order "
+                "differentiates.")
+
+
+@_least_squares.rule
+def _least_squares_rule(data, b, guess, problem):
+    _least_squares_first_order(problem, data, b)
+    x = problem.value(data, b, guess)
+    plain_b = np.asarray(b, float)
+
+    def back(dx):
+        # (AᵀA + d²I) x = Aᵀ b: λ = (AᵀA + d²I)⁻¹ x̄, b̄ = A λ, Ā = r λᵀ - (A λ) xᵀ (r = b - A x)
+        _least_squares_first_order(problem, dx)
+        lam = problem.normal_solve(data, np.asarray(dx, float))
+        a = _splinalg.aslinearoperator(problem.matrix(data))
+        a_lam = a.matvec(lam)
+        ddata = None
+        if problem.layout is not None:
+            layout = problem.layout
+            ddata = layout.slots(plain_b - a.matvec(x), lam) - layout.slots(a_lam, x)
+        return ddata, a_lam, None
+
+    return x, back
+
+
+@_least_squares.jvp_rule
+def _least_squares_jvp(tangents, data, b, guess, problem):
+    _least_squares_first_order(problem, data, b, *tangents)
+    x = problem.value(data, b, guess)
+    ddata, db = tangents[0], tangents[1]
+    a = _splinalg.aslinearoperator(problem.matrix(data))
+    change = np.zeros(len(np.ravel(b))) if db is None else np.asarray(db, float).copy()
+    c = np.zeros(len(x))
+    if ddata is not None and problem.layout is not None:
+        direction = problem.layout.build(np.asarray(ddata, float), dropping=False)
+        c = c + direction.T @ (np.asarray(b, float) - a.matvec(x))
+        change = change - direction @ x
+    # (AᵀA + d²I) ẋ = Ȧᵀ r + Aᵀ (ḃ - Ȧ x)
+    c = c + a.rmatvec(change)
+    return x, problem.normal_solve(data, c)
+
+
+def _least_squares_method(method):
+    from .optimize import _Refused
+
+    names = {"lsqr": ("r1norm", "r2norm", "anorm", "acond", "arnorm", "xnorm", "var"),
+             "lsmr": ("normr", "normar", "norma", "conda", "normx")}[method]
+
+    def solve(A: Any, b: Any, damp: float = 0.0, *args: Any, x0: Any = None,
+              **options: Any) -> tuple[Any, ...]:
+        if _operator_parameters(A, method) is not None:
+            _refuse(f"scipy.sparse.linalg.{method} of a LinearOperator whose functions read "
+                    "traced values", "pass a sparse matrix of those values, which mutad "
+                    "differentiates.")
+        if not _followed(A, b, damp, *args, x0, *options.values()):
+            return SCIPY[method](A, b, damp, *args, x0=x0, **options)
+        if args:
+            _refuse(f"scipy.sparse.linalg.{method} with its settings passed by position",
+                    "pass atol, btol, ... by name.")
+        _dense_rhs(b, method)
+        if _followed(damp, *options.values()):
+            _refuse(f"scipy.sparse.linalg.{method} with traced settings", "pass them as "
+                    "constants; the solution's derivative is in A and b.")
+        if options.get("calc_var"):
+            _refuse("scipy.sparse.linalg.lsqr(calc_var=True) of traced values", "mutad does "
+                    "not differentiate var: leave calc_var out.")
+        if isinstance(A, TracedSparse) or (isinstance(A, _Assembled) and A.entries):
+            layout, data = _matrix_of(A, method)
+            problem = _LeastSquares(method, layout, None, damp, options)
+        else:  # a constant matrix or operator: the derivative in b alone
+            if innermost((A,)) is not None:
+                _refuse(f"scipy.sparse.linalg.{method} of a dense matrix with traced values",
+                        "pass a scipy.sparse matrix, or use np.linalg.lstsq.")
+            problem = _LeastSquares(method, None, A, damp, options)
+            data = np.zeros(0)
+        guess = None if x0 is None else settled(x0, f"{method}'s x0")
+        x = _least_squares(data, b, guess, problem=problem)
+        result = problem.result
+        return (x, result[1], result[2],
+                *(_Refused(f"scipy.sparse.linalg.{method}(...)'s {name}") for name in names))
+
+    return _route(SCIPY[method], solve)
+
+
+lsqr, lsmr = map(_least_squares_method, ("lsqr", "lsmr"))
+
+
 # ----------------------------------------------------------------------------------------------
 # Operators of the user's functions (LinearOperator(matvec=...)) that read differentiated values
 
@@ -2443,9 +2893,9 @@ for _name, _method in (("matvec", _vector_method("matvec", 0, "_matvec")),
                        ("_init_dtype", _init_dtype)):
     defmethod(_splinalg.LinearOperator, _name, _method)
 
-UNFOLLOWED = ("eigsh", "eigs", "svds", "lobpcg", "lsqr", "lsmr", "qmr", "cgs", "lgmres",
+UNFOLLOWED = ("eigs", "svds", "lobpcg", "qmr", "cgs", "lgmres",
               "gcrotmk", "tfqmr", "aslinearoperator", "onenormest", "inv", "expm",
-              "expm_multiply", "spilu", "matrix_power")
+              "spilu", "matrix_power")
 """The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
 refused by name, where SciPy's own code would fail on the traced matrix with its TypeError."""
 
@@ -2457,8 +2907,8 @@ def _unfollowed(name):
         if _followed(*args, *kwargs.values()):
             raise UnsupportedFunctionError(
                 f"scipy.sparse.linalg.{name} of traced values has no rule in mutad. Solve with "
-                "spsolve, splu, factorized, cg, gmres, bicgstab or minres, which mutad "
-                "differentiates; or make the matrix dense (A.toarray()) and use NumPy's or "
+                "spsolve, splu, factorized, cg, gmres, bicgstab, minres, lsqr or lsmr, which "
+                "mutad differentiates; or make the matrix dense (A.toarray()) and use NumPy's or "
                 "SciPy's dense routines (eigh, svd, lstsq, expm); or give it a rule with "
                 "mutad.adjoint.")
         return original(*args, **kwargs)
