@@ -582,3 +582,23 @@ def test_the_base_of_a_view_a_function_makes_is_numpys_in_both_modes():
     assert mutad.value_and_grad(bases_of_function_views)(u)[0] == expected
     assert mutad.jvp(bases_of_function_views, (u,), (np.ones(4),))[0] == expected
     mutad.check_grads(bases_of_function_views, u)
+
+
+def returns_its_argument(u, identity=True):
+    y = np.exp(u)
+    v = np.atleast_1d(y)  # NumPy: y itself
+    v *= 2.0              # so y is doubled too
+    return (y * u).sum() + (u[0] * (v is y) if identity else 0.0)
+
+
+def test_a_function_numpy_answers_with_its_argument_gives_the_argument():
+    """np.atleast_1d(y) is y in NumPy; under mutad it was a view of y (v is y False, and with
+    .base the owner, a defensive copy took the other branch)."""
+    u = np.array([0.1, 0.2, 0.3])
+    assert mutad.value_and_grad(returns_its_argument)(u)[0] == returns_its_argument(u.copy())
+    assert mutad.jvp(returns_its_argument, (u,), (np.ones(3),))[0] == returns_its_argument(u)
+    mutad.check_grads(lambda u: returns_its_argument(u, identity=False), u, order=2)
+    replaying = mutad.grad(returns_its_argument, replay=True)
+    for scale in (1.0, 2.0):
+        assert replaying(u * scale).tobytes() == \
+            mutad.grad(returns_its_argument)(u * scale).tobytes()

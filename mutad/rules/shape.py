@@ -342,14 +342,15 @@ if hasattr(np, "unstack"):  # NumPy 2.1 and later
 
 def atleast_rule(func):
     """``atleast_nd(*arys)`` reshapes each argument; one argument gives one array, several a
-    tuple. An argument that already has enough dimensions comes back as a view of itself."""
+    tuple. One argument that already has enough dimensions comes back itself, as NumPy gives it
+    (the engines hand back the traced argument: ``np.atleast_1d(y) is y``); among several, as a
+    view of itself."""
 
     def rule(*arys):
         ys = func(*arys)
         shapes = [np.shape(x) for x in arys]
         if len(arys) == 1:
-            y = arys[0].view() if ys is arys[0] else ys
-            return y, lambda dy: (np.reshape(dy, shapes[0]),)
+            return ys, lambda dy: (np.reshape(dy, shapes[0]),)
         ys = tuple(x.view() if y is x else y for x, y in zip(arys, ys, strict=True))
 
         def back(dys):
