@@ -456,3 +456,16 @@ def test_roots_of_a_list_of_traced_values():
     assert mutad.value_and_gradient(f, y)[0] == f(y)
     mutad.check_grads(f, y)
     mutad.check_jvp(f, y)
+
+
+
+def test_weights_and_data_given_as_lists_are_numpys_arrays():
+    """np.average(x, weights=[1, 2, 3]) and np.cov(x, [1.0, 2.0, 4.0]) raised a TypeError in
+    the dtype promotion of the list."""
+    def f(x):
+        return (np.average(x, weights=[1, 2, 3]) + np.cov(x, [1.0, 2.0, 4.0]).sum()
+                + np.corrcoef(x, (1.0, 2.0, 4.0)).sum())
+
+    x = np.array([0.5, 1.7, -0.3])
+    assert mutad.value_and_grad(f)(x)[0] == f(x)
+    mutad.check_grads(f, x)

@@ -330,7 +330,16 @@ PYTHON_COMPLEX = {
     "1j * d / n": lambda x: (1j * x[0] / 1.38).imag,
     "a power and a quotient": lambda x: ((2 + 1j) ** np.cos(x[0]) / (1.5 - x[0] * 1j)).real,
     "a float over a complex": lambda x: (3.0 / (1j + np.sin(x[0]))).imag,
+    "augmented": lambda x: _augmented(x),
 }
+
+
+def _augmented(x):
+    z = 1j * x[0]
+    z /= 0.7
+    z **= 2.5
+    z *= x[0]
+    return z.real + z.imag
 
 
 @pytest.mark.parametrize("name", PYTHON_COMPLEX)

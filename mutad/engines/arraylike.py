@@ -62,8 +62,8 @@ def install_operators(cls, binary):
     for name, operation in (("add", operator.add), ("sub", operator.sub),
                             ("mul", operator.mul), ("truediv", operator.truediv),
                             ("pow", operator.pow)):
-        for reflected in (False, True):
-            method = f"__{'r' if reflected else ''}{name}__"
+        for prefix, reflected in (("", False), ("r", True), ("i", False)):
+            method = f"__{prefix}{name}__"  # (z /= 0.7 of a number: a new value, as z / 0.7)
             setattr(cls, method, _python_complex(getattr(cls, method), operation, reflected))
 
 

@@ -227,6 +227,9 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     """NumPy's steps: the weighted sum and the sum of the weights both in the promotion of
     the data's dtype and the weights' (float64 for integer data), the weights shaped as
     NumPy shapes them (not broadcast: their sum is NumPy's)."""
+    a = _as_array(a)  # (NumPy's np.asanyarray of each: a list of weights, [1, 2, 3])
+    if weights is not None:
+        weights = _as_array(weights)
     if weights is None:
         avg = np.mean(a, axis=axis, keepdims=keepdims)
         dtype = np.result_type(avg)
@@ -304,6 +307,9 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     the data's dtype (``np.cov(x, dtype=np.float32)`` is float32)."""
     if ddof is not None and ddof != int(ddof):
         raise ValueError("ddof must be integer")
+    m = _as_array(m)  # (NumPy's np.asarray of each: y given as a list)
+    if y is not None:
+        y = _as_array(y)
     if np.ndim(m) > 2:
         raise ValueError("m has more than 2 dimensions")
     if y is not None and np.ndim(y) > 2:
