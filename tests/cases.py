@@ -956,3 +956,22 @@ def replays_as_traced(f, calls, argnums=0):
             assert np.asarray(mine).tobytes() == np.asarray(expected).tobytes()
     return replaying
 
+
+def numpys_bits_in_every_mode(f, x):
+    """``f(x)`` (an array function of float32 data, say) gives NumPy's dtype and bits in forward
+    mode, and its sum's value NumPy's bits traced and replayed (twice each)."""
+    import mutad  # (the module imports no mutad at import time)
+
+    expected = np.asarray(f(x.copy()))
+    y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert np.asarray(y).dtype == expected.dtype
+    assert np.asarray(y).tobytes() == expected.tobytes()
+
+    def loss(v):
+        return np.sum(f(v))
+
+    for differentiate in (mutad.value_and_grad(loss), mutad.value_and_grad(loss, replay=True)):
+        for _ in range(2):
+            value, _ = differentiate(x)
+            assert np.asarray(value).tobytes() == np.asarray(loss(x.copy())).tobytes()
+    return expected
