@@ -46,46 +46,66 @@ def install_operators(cls, binary):
     (``weak_arithmetic``)."""
     for name, ufunc in OPERATORS.items():
         forward, reflected, inplace = binary(ufunc)
-        setattr(cls, f"__{name}__", _giving_way(forward))
-        setattr(cls, f"__r{name}__", reflected)
-        setattr(cls, f"__i{name}__", inplace)
+        if name == "pow":
+            forward, inplace = _fast_powers(forward, inplace)
+        for prefix, method in (("", forward), ("r", reflected), ("i", inplace)):
+            setattr(cls, f"__{prefix}{name}__", _operator(method, name, prefix))
     for name, ufunc in COMPARISONS.items():
         setattr(cls, f"__{name}__", binary(ufunc)[0])
-    cls.__pow__, cls.__ipow__ = _fast_powers(cls.__pow__, cls.__ipow__)
-    # NumPy's scalar math: complex products, and powers, round otherwise than its loops
-    for name, operation, kinds, reflected in (
-            ("mul", operator.mul, "c", False), ("rmul", operator.mul, "c", True),
-            ("imul", operator.mul, "c", False), ("pow", operator.pow, "fc", False),
-            ("rpow", operator.pow, "fc", True), ("ipow", operator.pow, "fc", False)):
-        method = f"__{name}__"
-        setattr(cls, method, _scalar_math(getattr(cls, method), operation, kinds, reflected))
-    for name, operation in (("add", operator.add), ("sub", operator.sub),
-                            ("mul", operator.mul), ("truediv", operator.truediv),
-                            ("pow", operator.pow)):
-        for prefix, reflected in (("", False), ("r", True), ("i", False)):
-            method = f"__{prefix}{name}__"  # (z /= 0.7 of a number: a new value, as z / 0.7)
-            setattr(cls, method, _python_complex(getattr(cls, method), operation, reflected))
 
 
-def _python_complex(method, operation, reflected):
-    """``method`` (``a * b``, ``b * a``, ...) giving what Python gives where its arithmetic, not
-    NumPy's, computes the result: a Python complex (or a value standing for one) on the left
-    of a Python number or NumPy's float64 scalar (which is a Python float: ``1j * np.sin(d)``
-    is Python's complex), and a Python float on the left of a Python complex. Python's complex
-    division and power round otherwise than NumPy's loops; the result stands for Python's
-    complex (weak), its value Python's (``put_right``, which a replay does too). Everything
-    else is as ``method`` made it."""
+_SCALAR_MATH = {"mul": "c", "pow": "fc"}
+"""The operators for which NumPy's scalar math, on operands that stand for scalars of these
+kinds, rounds otherwise than its loops (``_scalar_math``): complex products, and powers."""
 
-    def computed(self, other):
+_PYTHONS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+            "truediv": operator.truediv, "pow": operator.pow}
+"""The operators that Python computes with its own arithmetic where a Python complex takes
+part (``_python_complex``)."""
+
+
+def _operator(method, name, prefix):
+    """The method ``__{prefix}{name}__`` from the engine's ``method``: giving way to an operand
+    that takes the operation over (``a + b`` only: ``_gives_way``), then the value put right
+    where NumPy's scalar math or Python's complex arithmetic computes it (``_scalar_math``,
+    ``_python_complex``). One function, so that an operation on arrays, nearly every one,
+    costs one call and one question more than the engine's own."""
+    kinds, pythons = _SCALAR_MATH.get(name), _PYTHONS.get(name)
+    giving_way, reflected = prefix == "", prefix == "r"
+    if not giving_way and kinds is None and pythons is None:
+        return method
+
+    def operate(self, other):
+        if giving_way and type(other) not in _NUMBERS and _gives_way(type(other)):
+            return NotImplemented
         result = method(self, other)
-        left, right = (other, self) if reflected else (self, other)
-        if not hasattr(result, "value") or not _pythons_arithmetic(left, right):
-            return result
-        weaken(result)
-        put_right(result, operation, _python_number(left), _python_number(right))
+        value = getattr(result, "value", None)
+        if type(value) is np.ndarray and value.ndim:
+            return result  # elements of an array: NumPy's loops compute them, as here
+        if kinds is not None:
+            _scalar_math(result, value, self, other, pythons, kinds, reflected)
+        if pythons is not None:
+            _python_complex(result, self, other, pythons, reflected)
         return result
 
-    return computed
+    operate.__name__ = method.__name__
+    operate.__qualname__ = method.__qualname__
+    return operate
+
+
+def _python_complex(result, self, other, operation, reflected):
+    """Puts right ``result`` of ``self OP other`` (``other OP self`` where ``reflected``) where
+    Python's arithmetic, not NumPy's, computes it: a Python complex (or a value standing for
+    one) on the left of a Python number or NumPy's float64 scalar (which is a Python float:
+    ``1j * np.sin(d)`` is Python's complex), and a Python float on the left of a Python
+    complex. Python's complex division and power round otherwise than NumPy's loops; the
+    result stands for Python's complex (weak), its value Python's (``put_right``, which a
+    replay does too)."""
+    left, right = (other, self) if reflected else (self, other)
+    if not hasattr(result, "value") or not _pythons_arithmetic(left, right):
+        return
+    weaken(result)
+    put_right(result, operation, _python_number(left), _python_number(right))
 
 
 def _pythons_arithmetic(left, right):
@@ -116,30 +136,18 @@ def _float64_scalar(x):
         and memory(x).dtype == np.float64 and stands_for_scalar(x)
 
 
-def _giving_way(operator):
-    """``operator`` (``a + b``) returning NotImplemented where NumPy's ndarray would, so that
-    Python calls the other operand's reflected method (``b.__radd__(a)``): an operand that
-    opts out of ufuncs (``__array_ufunc__ = None``, NEP 13) or, defining no ``__array_ufunc__``,
-    has a higher ``__array_priority__`` than an ndarray's 0 and is no ndarray (a
-    ``scipy.sparse`` matrix: ``x @ A`` is ``A.__rmatmul__(x)``)."""
-
-    def operating(self, other):
-        kind = type(other)
-        if kind not in _NUMBERS and _gives_way(kind):
-            return NotImplemented
-        return operator(self, other)
-
-    operating.__name__ = operator.__name__
-    operating.__qualname__ = operator.__qualname__
-    return operating
-
-
 _NUMBERS = frozenset((float, int, complex, bool, np.ndarray))
+_ABSENT = object()
 
 
 def _gives_way(kind):
-    protocol = getattr(kind, "__array_ufunc__", _giving_way)
-    if protocol is not _giving_way:
+    """Whether ``a + b`` with ``b`` of type ``kind`` returns NotImplemented, as NumPy's ndarray
+    does, so that Python calls ``b.__radd__(a)``: ``b`` opts out of ufuncs (``__array_ufunc__
+    = None``, NEP 13) or, defining no ``__array_ufunc__``, has a higher ``__array_priority__``
+    than an ndarray's 0 and is no ndarray (a ``scipy.sparse`` matrix: ``x @ A`` is
+    ``A.__rmatmul__(x)``)."""
+    protocol = getattr(kind, "__array_ufunc__", _ABSENT)
+    if protocol is not _ABSENT:
         return protocol is None
     if issubclass(kind, (np.ndarray, np.generic)):
         return False
@@ -204,29 +212,22 @@ FAST_POWERS = {2: np.square, 0.5: np.sqrt, -1: np.reciprocal}
 ufunc (its fast path): the same bits as ``np.power`` for real arrays, not for complex ones."""
 
 
-def _scalar_math(method, operation, kinds, reflected):
-    """``method`` (``a * b``, ``b * a``, ``a *= b``, ``a ** b``, ...) giving the value NumPy's
-    scalar math gives where both operands stand for scalars of a kind in ``kinds``
-    (``z[0] * z[1]`` of complex ones, ``x[0] ** x[1]``): it rounds them otherwise than the ufunc
-    loops, which compute the rest (the record, the partials), so the result's value is put
-    right afterwards, ``operation(a, b)`` of NumPy's scalars. Everything else is as ``method``
-    made it."""
-
-    def computed(self, other):
-        result = method(self, other)
-        value = getattr(result, "value", None)
-        if type(value) is not np.ndarray or value.dtype.kind not in kinds or value.ndim \
-                or not stands_for_scalar(self) or not _stands_for_scalar_operand(other):
-            return result
-        a, b = memory(self)[()], memory(other)[()] if hasattr(other, "value") else other
-        if operation is operator.pow and not reflected and type(other) in (int, float) \
-                and other in FAST_POWERS:  # computed by a ufunc of one operand (fast_power)
-            put_right(result, _SCALAR_POWERS[type(other), other], a)
-            return result
-        put_right(result, operation, *((b, a) if reflected else (a, b)))
-        return result
-
-    return computed
+def _scalar_math(result, value, self, other, operation, kinds, reflected):
+    """Puts right ``result`` (its ``value``) of ``self OP other`` (``a * b``, ``b * a``,
+    ``a *= b``, ``a ** b``, ...) to the value NumPy's scalar math gives where both operands
+    stand for scalars of a kind in ``kinds`` (``z[0] * z[1]`` of complex ones, ``x[0] **
+    x[1]``): it rounds them otherwise than the ufunc loops, which compute the rest (the
+    record, the partials), so the result's value is put right afterwards, ``operation(a, b)``
+    of NumPy's scalars."""
+    if type(value) is not np.ndarray or value.dtype.kind not in kinds or value.ndim \
+            or not stands_for_scalar(self) or not _stands_for_scalar_operand(other):
+        return
+    a, b = memory(self)[()], memory(other)[()] if hasattr(other, "value") else other
+    if operation is operator.pow and not reflected and type(other) in (int, float) \
+            and other in FAST_POWERS:  # computed by a ufunc of one operand (fast_power)
+        put_right(result, _SCALAR_POWERS[type(other), other], a)
+        return
+    put_right(result, operation, *((b, a) if reflected else (a, b)))
 
 
 _SCALAR_POWERS = {(type(e), e): functools.partial(lambda a, e: a ** e, e=e)
