@@ -14,6 +14,9 @@ PROGRAMS = {
     "isreal": lambda x: np.sin(x) * np.isreal(x) + x * np.sum(np.isreal(2.0 * x)),
     "gammasgn": lambda x: x * scipy.special.gammasgn(x) + scipy.special.gammasgn(-x) * x * x,
     "special.round": lambda x: x * scipy.special.round(3.0 * x) + scipy.special.round(x) * x * x,
+    # regression: refused as functions without a rule
+    "nanargmax": lambda x: x * np.nanargmax(np.atleast_1d(np.where(x > 2.0, np.nan, x)))
+    + x * x * np.nanargmin(np.atleast_1d(x)),
 }
 
 

@@ -19,7 +19,8 @@ nondifferentiable(
     np.sign, np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.fix, np.round,
     np.around, np.heaviside,
     # integer results and indices
-    np.argmax, np.argmin, np.argsort, np.argpartition, np.nonzero, np.flatnonzero, np.argwhere,
+    np.argmax, np.argmin, np.nanargmax, np.nanargmin, np.argsort, np.argpartition, np.nonzero,
+    np.flatnonzero, np.argwhere,
     np.count_nonzero, np.searchsorted, np.digitize, np.lexsort,
     np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift,
     # shape queries
