@@ -65,7 +65,7 @@ CASES = [
      ["scipy.special.jv", "order", "constant"]),
     (lambda x: scipy.special.betainc(1.5, x, 0.3).sum(), errors.UnsupportedOperationError,
      ["scipy.special.betainc", "parameter b", "constant"]),
-    (lambda x: np.add(x, 1.0, out=x, where=x > 0).sum(), errors.UnsupportedOperationError,
+    (lambda x: np.add(x, 1.0, where=x > 0).sum(), errors.UnsupportedOperationError,
      ["where=", "np.where"]),
 ]
 
@@ -516,7 +516,7 @@ def no_rule(x):
 
 
 def unsupported(x):
-    return np.add(x, 1.0, out=x, where=x > 0).sum()  # CAUSE
+    return np.add(x, 1.0, where=x > 0).sum()  # CAUSE
 
 
 def overwrite_constant(x):
@@ -734,3 +734,30 @@ def test_a_scipy_ufunc_is_named_by_its_module_in_refusals():
 
     with pytest.raises(errors.UnsupportedOperationError, match=r"^scipy\.special\.expit\("):
         mutad.gradient(lambda x: scipy.special.expit(x, where=x > 0).sum(), np.ones(3))
+
+
+def _falls_back_from_float(x):
+    x = x * 3.0
+    try:
+        scale = float(x[0])  # NumPy converts; mutad refuses
+    except TypeError:        # ... and would go on down another path than NumPy's
+        scale = 1.0
+    return np.sum(x) * scale
+
+
+@pytest.mark.parametrize("mode", ["gradient", "jvp", "replay"])
+def test_a_refused_conversion_the_function_catches_is_not_let_pass(mode):
+    """Regression: ``try: float(v) except TypeError: ...`` took the fallback under mutad alone
+    (its ConversionError is a TypeError), giving another value than NumPy's, silently."""
+    x = np.array([1.0, 2.0])
+    before = x.tobytes()
+    with pytest.raises(errors.ConversionError, match="caught an error mutad raised") as caught:
+        if mode == "gradient":
+            mutad.value_and_gradient(_falls_back_from_float, x)
+        elif mode == "jvp":
+            mutad.jvp(_falls_back_from_float, (x,), (np.ones(2),))
+        else:
+            mutad.value_and_grad(_falls_back_from_float, replay=True)(x)
+    assert "float()" in str(caught.value)  # the conversion it caught, and where
+    assert isinstance(caught.value.__cause__, errors.ConversionError)
+    assert x.tobytes() == before

@@ -660,3 +660,47 @@ def test_ufuncs_with_two_outputs(name, rng):
     assert value == f(*args)
     mutad.check_grads(f, *args, order=2)
     mutad.check_jvp(f, *args)
+
+
+# ----------------------------------------------------------------------------------------------
+# where=: the elements where the mask holds
+
+
+def masked_updates(x):
+    """The safe division of NumPy users, and in-place updates under a mask (broadcast too)."""
+    y = np.divide(1.0, x, out=np.zeros_like(x), where=x > 0.3)
+    z = x.copy()
+    np.negative(z, out=z, where=z > 0.5)
+    np.log(x, out=z, where=x > 0.6)  # (0.0 and negative elements are never taken)
+    w = np.ones((3, x.size))
+    np.multiply(w, x, out=w, where=np.array([True, False, True])[:, None])
+    np.add(w[0], y, out=w[0], where=[True, False, True, False, True])
+    return np.sum(y * y) + np.sum(z ** 3) + np.sum(w * x)
+
+
+MASKED_POINTS = [np.array([0.1, 0.4, 0.55, 0.7, 0.0]), np.array([0.9, -0.4, 0.35, 0.2, 1.5])]
+
+
+@pytest.mark.parametrize("x", MASKED_POINTS, ids=["zero-excluded", "others-selected"])
+def test_a_ufunc_with_where_and_out_is_differentiated_where_the_mask_holds(x):
+    """Regression: ``np.divide(1.0, x, out=np.zeros_like(x), where=x > 0.3)`` was refused."""
+    kept = x.copy()
+    with np.errstate(divide="raise", invalid="raise"):  # NumPy computes no excluded element:
+        mutad.check_grads(masked_updates, x, order=2)  # neither does mutad
+    assert x.tobytes() == kept.tobytes()
+    assert np.asarray(mutad.value_and_gradient(masked_updates, x)[0]).tobytes() \
+        == np.asarray(masked_updates(x.copy())).tobytes()
+
+
+def test_a_replayed_ufunc_with_where_follows_the_mask():
+    replayed = mutad.value_and_grad(masked_updates, replay=True)
+    for x in [*MASKED_POINTS, MASKED_POINTS[0] + 0.25, MASKED_POINTS[1][::-1].copy()]:
+        value, gradient = replayed(x)
+        traced, (expected,) = mutad.value_and_gradient(masked_updates, x)
+        assert np.asarray(value).tobytes() == np.asarray(masked_updates(x.copy())).tobytes()
+        assert gradient.tobytes() == expected.tobytes()
+
+
+def test_a_ufunc_with_where_and_no_out_is_refused():
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="without out="):
+        mutad.gradient(lambda x: np.divide(1.0, x, where=x > 0).sum(), np.ones(3))

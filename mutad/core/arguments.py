@@ -64,8 +64,12 @@ def run(differentiation, f, call, explain=None):
             recorder.refuse("a differentiation nested inside the function")
     with mode(f) as function, at_user_lines(Warnings()), no_full_collections():
         ACTIVE.running.append(differentiation)
+        refusals = len(ACTIVE.refusals)
         try:
-            return call(function)
+            result = call(function)
+            if len(ACTIVE.refusals) > refusals:
+                raise went_past(ACTIVE.refusals[refusals])
+            return result
         except MutadError:
             raise
         except (ValueError, TypeError) as error:
@@ -77,7 +81,21 @@ def run(differentiation, f, call, explain=None):
                 raise clearer.with_traceback(error.__traceback__) from error  # the user's line
             raise
         finally:
+            del ACTIVE.refusals[refusals:]
             ACTIVE.running.pop()
+
+
+def went_past(error):
+    """The error for a program that caught ``error``, a conversion mutad refused, and went on:
+    NumPy would have converted the value, so the program took another path than it takes
+    on NumPy's arrays, and its value and derivative would not be NumPy's."""
+    refusal = type(error)(
+        "the differentiated function caught an error mutad raised and went on (an `except "
+        "TypeError:` or `except Exception:` around a conversion, say), taking another path "
+        "than it takes without mutad, where the conversion succeeds. The error it caught: "
+        f"{error}")
+    refusal.__cause__ = error
+    return refusal
 
 
 _COLLECTOR = threading.Lock()

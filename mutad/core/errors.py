@@ -54,6 +54,8 @@ class ConversionError(MutadError, TypeError):
     of ``float(x)``, and take ``mutad.stop_gradient(x)`` for a value that should carry no
     gradient: it is a constant, which converts (``float(mutad.stop_gradient(x))``) and which
     SciPy routines take. Arrays with no dependence on the arguments convert as plain arrays do.
+    A function that catches this error and goes on (``except TypeError:``) would take another
+    path than NumPy's: the differentiation then ends with this error, quoting the one caught.
     """
 
 
@@ -137,13 +139,13 @@ class UnsupportedOperationError(MutadError, NotImplementedError):
 
     >>> import numpy as np, mutad
     >>> def f(x):
-    ...     np.multiply(x, 2.0, out=x, where=x > 0)
+    ...     x.resize(3)           # replaces the array's memory
     ...     return x.sum()
     >>> try:
     ...     mutad.gradient(f, np.array([1.0, -1.0]))
     ... except mutad.errors.UnsupportedOperationError as error:
     ...     print(str(error).split(":")[0])   # the message goes on with what to do instead
-    np.multiply(..., where=...) on traced arrays
+    x.resize(...) on a differentiated array
     """
 
 

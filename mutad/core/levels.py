@@ -32,6 +32,26 @@ class _Active(threading.local):
 
     def __init__(self):
         self.running = []
+        # The conversions refused while a differentiation runs (``refused``), until the call
+        # they were raised in has ended (``core.arguments.run``).
+        self.refusals = []
+
+
+def refused(error):
+    """``error``, a conversion mutad refuses (NumPy would have made it), noted for the end of
+    the running differentiation: a program that catches it (``except TypeError``) goes on
+    along another path than NumPy's, which ``arguments.run`` does not let pass."""
+    if ACTIVE.running:
+        ACTIVE.refusals.append(error)
+    return error
+
+
+def handled(error):
+    """``error``, caught by mutad itself to take another way that gives NumPy's result: not a
+    refusal that the program went past."""
+    refusals = ACTIVE.refusals
+    if error in refusals:
+        refusals.remove(error)
 
 
 ACTIVE = _Active()

@@ -28,7 +28,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from ..core.allocation import lists_as_arrays
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
                            UntracedWriteError, function_name)
-from ..core.levels import Tracer, innermost
+from ..core.levels import Tracer, innermost, refused
 from ..core.views import may_overlap, memory, stands_for_scalar, weaken
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
@@ -729,6 +729,34 @@ def single_out(ufunc, kwargs):
     return out
 
 
+def masked_ufunc(ufunc, inputs, out, kwargs):
+    """``ufunc(*inputs, out=out, where=mask, **kwargs)`` as NumPy computes it: the elements of
+    ``out`` where ``mask`` holds are the ufunc's of those of the inputs (broadcast), the others
+    stay as they are. Taken as ``out[mask] = ufunc(*(x[mask] for x in inputs))``: the same
+    loop on the same elements gives the same bits (and warns of the same ones), and the engine
+    differentiates the reads and the write as it does any other."""
+    kwargs = dict(kwargs)
+    mask = kwargs.pop("where")
+    if out is None:
+        raise UnsupportedOperationError(
+            f"{function_name(ufunc)}(..., where=...) without out=: NumPy leaves the elements "
+            "where the mask is False uninitialised. Pass out= (np.zeros_like(x), say), or "
+            "select with np.where(mask, new, old).")
+    if memory(out).dtype.kind not in "fc":
+        raise UnsupportedOperationError(
+            f"{function_name(ufunc)}(..., where=...) into an out= of dtype {memory(out).dtype} "
+            "from differentiated operands: give a float out= array.")
+    shape = np.shape(out)
+    if type(mask) in (bool, list, tuple):
+        mask = np.asarray(mask, dtype=bool)
+    if np.shape(mask) != shape:  # (a mask the function computed stays its value: a replay
+        mask = np.broadcast_to(mask, shape)  # follows it)
+    picked = [x if type(x) in (float, int, complex, bool) or np.ndim(x) == 0
+              else np.broadcast_to(x, shape)[mask] for x in inputs]
+    out[mask] = ufunc(*picked, **kwargs)
+    return out
+
+
 OUT_POSITIONS = {}
 
 
@@ -915,17 +943,17 @@ def conversion_error(what):
         fix = LIST_FIX  # NumPy's own function, not dispatched to: a traced value inside a list
     user = _outside(frame, ("numpy", "mutad", "scipy"))
     if user is None or user is frame:
-        return ConversionError(
+        return refused(ConversionError(
             f"a traced array was converted to a plain array by {what}{where}, which would cut "
-            f"its gradient. {fix}")
+            f"its gradient. {fix}"))
     called = _called(user) or "a library function"
     equivalent = _mutad_equivalent(user, called)
-    return ConversionError(
+    return refused(ConversionError(
         f"a traced array was converted to a plain array by {what}{where}, called through "
         f"{called} in {user.f_globals.get('__name__', '?')}.{user.f_code.co_name}, which would "
         "cut its gradient. "
         + (f"Call {equivalent} instead, which mutad differentiates. " if equivalent else "")
-        + CONVERSION_FIX)
+        + CONVERSION_FIX))
 
 
 MASKED_FIX = ("Masked arrays (np.ma) are not differentiated: compute with the data and the "

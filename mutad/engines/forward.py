@@ -23,7 +23,8 @@ from ..core.allocation import (Preexisting, joined_operands, lists_as_arrays, st
                                ufunc_operands)
 from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
                         inexact_output, install_operators, item_assignment_refused,
-                        joined_in_order, keywords_in_place, lost_tangent, out_by_keyword,
+                        joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
+                        out_by_keyword,
                         out_computation, single_out, stands_for_scalar, weak, weak_arithmetic,
                         weak_beside_arrays, weak_value)
 from ..core.errors import (
@@ -237,9 +238,7 @@ def _sum_terms(terms, sources):
 
 def apply_ufunc(ufunc, inputs, out, kwargs, level):
     if kwargs.get("where", True) is not True:
-        raise UnsupportedOperationError(
-            f"{function_name(ufunc)}(..., where=...) on duals: compute both branches and select "
-            "with np.where(mask, new, old) instead.")
+        return masked_ufunc(ufunc, inputs, out, kwargs)
     pairs = [split(x, level) for x in inputs]
     primals = [p for p, _ in pairs]
     tangents = [t for _, t in pairs]

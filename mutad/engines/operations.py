@@ -21,8 +21,8 @@ import types
 import numpy as np
 
 from ..core.allocation import Preexisting, joined_operands, ufunc_operands
-from .arraylike import (inexact_output, joined_in_order, keywords_in_place, out_by_keyword,
-                        out_computation, out_position, stands_for_scalar, untraced_write,
+from .arraylike import (inexact_output, joined_in_order, keywords_in_place, masked_ufunc,
+                        out_by_keyword, out_computation, out_position, stands_for_scalar, untraced_write,
                         weak_beside_arrays, weak_value)
 from ..core.devices import is_device
 from ..core.debug import SKIPPED
@@ -171,6 +171,9 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
     if values is None:  # x / [x @ x], x ** [1.0, 2.0]: a list is the array NumPy makes of it
         out, = ufunc_operands((out,))
         return apply_ufunc(ufunc, ufunc_operands(inputs), out, kwargs, rule)
+    if kwargs and kwargs.get("where", True) is not True and (pattern or not (
+            out is None or type(out) is Traced and out.tape is tape and out.buffer.constant)):
+        return masked_ufunc(ufunc, inputs, out, kwargs)
     if tape.recorder is not None and tape.recorder.ready:
         return tape.recorder.ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)
     return unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)
@@ -183,10 +186,6 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
     if not pattern and (out is None or (type(out) is Traced and out.tape is tape
                                         and out.buffer.constant)):
         return _ufunc_on_constants(ufunc, inputs, values, out, kwargs, tape)
-    if kwargs.get("where", True) is not True:
-        raise UnsupportedOperationError(
-            f"{function_name(ufunc)}(..., where=...) on traced arrays: compute both branches and "
-            "select with np.where(mask, new, old) instead.")
     if rule is None:
         entry = RULES.get(ufunc, NO_RULE)
         rule = entry.elementwise

@@ -98,7 +98,7 @@ from ..custom import Adjoint
 from ..core.errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
                            UntracedWriteError)
 from ..engines.arraylike import carries_derivative
-from ..core.levels import ACTIVE, Tracer, innermost
+from ..core.levels import ACTIVE, Tracer, handled, innermost
 from ..core.registry import defroute
 from ..core.trees import flatten
 from ..core.views import memory, weaken
@@ -589,7 +589,8 @@ def _times(times):
         return None, False
     try:
         return np.asarray(times, dtype=float), False  # constants convert
-    except ConversionError:
+    except ConversionError as error:
+        handled(error)
         return np.asarray(stop_gradient(times), dtype=float), True
 
 
@@ -693,7 +694,8 @@ class _Problem:
             if replayed is not None:
                 try:
                     return replayed(np.array(t), y, lam, *values)
-                except ConversionError:
+                except ConversionError as error:
+                    handled(error)
                     replayed = None
             _, pull = pullback(lambda y, *p: self.rhs(t, y, p), y, *values)
             return pull(lam)
