@@ -49,6 +49,7 @@ is within the rounding that value propagates (measured on the leapfrog workload:
 ``benchmarks/RESULTS.md``).
 """
 
+import struct
 import weakref
 
 import numpy as np
@@ -299,16 +300,15 @@ NUMBERED = 256
 """How many recent recipes are remembered by what they compute (``Recomputation.numbers``)."""
 
 
+_DOUBLE = struct.Struct("<d")
+
+
 def _number(x):
     """What identifies the input ``x`` of a recipe for value numbering: a buffer (that of the
     older one computed the same way, while it is unwritten) with its version and the region; a number or a
     small array by its bytes and type; None if it cannot be told."""
-    if type(x) in (list, tuple):
-        items = tuple(_number(e) for e in x)
-        return None if None in items else (type(x), items)
-    if type(x) is dict:
-        return _number(tuple((k, v) for k, v in sorted(x.items())))
-    if _is_place(x):
+    kind = type(x)
+    if kind is Buffer or kind is Place:
         buffer = x.buffer
         origin = buffer.origin
         # an unwritten twin holds its older twin's bytes; once written, bytes of its own
@@ -316,10 +316,19 @@ def _number(x):
         if x.whole:
             return (same.key, buffer.version)
         return (same.key, buffer.version, x.offset, x.shape, x.strides, x.dtype.str)
+    if kind is float:  # its bits: 0.0 is not -0.0, nor one NaN another
+        return float, _DOUBLE.pack(x)
+    if kind is list or kind is tuple:
+        items = tuple([_number(e) for e in x])
+        return None if None in items else (kind, items)
+    if kind is dict:
+        return _number(tuple((k, v) for k, v in sorted(x.items())))
     if type(x) is np.ndarray or isinstance(x, np.generic):
         return (x.dtype.str, np.shape(x), x.tobytes())
-    if type(x) in (float, int, bool, complex):
-        return (type(x), np.array(x).tobytes())  # tells 0.0 from -0.0
+    if kind is int or kind is bool:
+        return (kind, x)
+    if kind is complex:
+        return (kind, _DOUBLE.pack(x.real), _DOUBLE.pack(x.imag))
     try:
         hash(x)
     except TypeError:
@@ -401,10 +410,18 @@ class Recomputation:
         depends = tuple(x for pair in reads[0].items() for x in pair)
         recipe = buffer.origin = Recipe(record, output, buffer, depends,
                                         shared(reads[1] + buffer.span))
-        key = _number((record.primitive, output, record.inputs, settings))
-        if key is None:
+        inputs = _number(record.inputs)
+        if inputs is None:
             return
-        same = self.numbers.get(key)
+        if settings:
+            settings = _number(settings)
+            if settings is None:
+                return
+        key = (record.primitive, output, inputs, settings or None)
+        try:
+            same = self.numbers.get(key)
+        except TypeError:  # a primitive with no hash (a bound method of such an object)
+            return
         if same is not None and same.origin is not None and same.origin.current():
             recipe.same = same
             return
