@@ -103,7 +103,8 @@ def batch_key(key, level):
     axes of advanced indices first when they are not next to each other (then they would go
     before the batch axis); such keys, and keys holding anything but integers, slices, None,
     Ellipsis and integer or boolean arrays and lists (duals), stop the pass."""
-    items = key if type(key) is tuple else (key,)
+    items = tuple(item.view(np.ndarray) if type(item) is Preexisting else item
+                  for item in (key if type(key) is tuple else (key,)))
     advanced, arrays = [], False
     for position, item in enumerate(items):
         if isinstance(item, _BASIC):
