@@ -284,3 +284,19 @@ def test_random_programs_batched_and_one_direction_agree(monkeypatch, program):
     _, args = program.make()
     for argnums in range(len(args)):
         compare(None, program.make, monkeypatch, argnums=argnums, exact=False)
+
+
+def test_zero_factors_beside_infinite_ones_as_one_direction_per_pass(monkeypatch):
+    # sqrt's slope is infinite at 0: one direction per pass masks the zero products there
+    # (times), which decides the sign of zeros; the batch takes each direction's own path
+    def f(x):
+        y = np.sqrt(x) * -1.0
+        y[1:] *= -x[:-1]
+        return y, np.sqrt(x[::-1]) - x
+
+    def make():
+        return (np.array([0.0, 0.5, 0.0, 2.0, 1.5]),)
+
+    J, batched = compare(f, make, monkeypatch)
+    assert batched
+    assert np.signbit(J[0]).any()

@@ -17,6 +17,8 @@ handled by the innermost level among its operands, and values of outer levels ar
 it, which is what prevents perturbation confusion.
 """
 
+import math
+
 import numpy as np
 
 from ..core.allocation import (Preexisting, joined_operands, lists_as_arrays, stands_in,
@@ -303,13 +305,16 @@ def _with_tangents(args, tangents):
 # Elementwise ufuncs: the tangent is the sum of partial derivative times input tangent
 
 
-def _term(rule, i, y, primals, tangent):
+def _term(rule, i, y, primals, tangent, original=None):
     """``partial_i * tangent``. A partial NumPy computed afresh takes the product in its own
-    memory (plain arrays only: an enclosing reverse pass should see new arrays, not writes)."""
+    memory (plain arrays only: an enclosing reverse pass should see new arrays, not writes).
+    ``original``: in a batched pass, the batch of tangents before ``_aligned``."""
     partial = rule.partials[i]
     if partial is ONE:
         return tangent
     p = partial(y, *primals)
+    if original is not None:
+        return _batch_times(tangent, p, original)
     if (type(p) is np.ndarray and type(tangent) is np.ndarray
             and p.shape == np.broadcast_shapes(p.shape, tangent.shape)
             and p.dtype == np.result_type(p, tangent)  # a real partial of a complex tangent
@@ -317,6 +322,28 @@ def _term(rule, i, y, primals, tangent):
                         if type(v) is np.ndarray) and writes_freely(p)):
         return times(tangent, p, out=p)
     return times(tangent, p)
+
+
+def _batch_times(d, p, original, out=None):
+    """``times(d, p)`` of a batch of tangents ``d`` (``original`` before ``_aligned``), as one
+    direction per pass computes it for each. ``times`` masks zero factors only where a factor
+    is not finite (or a sum checking that overflows), and the mask decides the sign of a zero
+    product, so each direction must take the path it would take alone: where every factor is
+    finite and no sum of products can overflow, the plain product, which every direction
+    takes too; otherwise ``times`` of each direction in turn (rare: infinities, NaNs, values
+    near overflow)."""
+    with np.errstate(all="ignore"):
+        top = max(abs(float(np.max(d))), abs(float(np.min(d)))) if d.size else 0.0
+        bound = float(np.max(np.abs(p))) if np.size(p) else 0.0
+    count = max(d.size, np.size(p), 1)
+    if (math.isfinite(top) and math.isfinite(bound) and top * max(bound, 1.0) * count < 1e300
+            and bound * count < 1e300):
+        return d * p if out is None else np.multiply(d, p, out=out)
+    if out is None:
+        out = np.empty(np.broadcast_shapes(d.shape, np.shape(p)), np.result_type(d, p))
+    for b in range(d.shape[0]):
+        out[b] = times(original[b], p)
+    return out
 
 
 def _partial_arguments(rule, primals, traced):
@@ -354,7 +381,9 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
     tangents = [t for _, t in pairs]
     entry = RULES.get(ufunc, NO_RULE)
     rule = entry.elementwise
+    originals = None
     if batch_of(level) is not None:
+        originals = tangents
         tangents = _batch_operands(ufunc, rule, primals, tangents, out, kwargs, level)
     if entry.complex_rules is not None and complex_among(primals):  # not complex-differentiable
         if out is not None:
@@ -377,14 +406,16 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
                 raise rule.partials[i].error(ufunc)
             traced.remove(i)  # a constant (an allocation's zero tangent): no derivative needed
     if out is not None:
-        return _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level)
+        return _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level,
+                                  originals)
     y = as_array(ufunc(*primals, **kwargs))
     if not traced:
         return y
     if y.dtype.kind == "c":  # of complex operands: a row declared for them (facet complex)
         check_complex(function_name(ufunc), rule)
     given = _partial_arguments(rule, primals, traced)
-    dy = _sum_terms((_term(rule, i, y, given, tangents[i]) for i in traced), tangents)
+    dy = _sum_terms((_term(rule, i, y, given, tangents[i], originals and originals[i])
+                     for i in traced), tangents)
     return Dual(y, _tangent_for(y, dy, tangents, level), level)
 
 
@@ -437,7 +468,8 @@ def _write_constant(func, primals, out, kwargs, level):
     return target
 
 
-def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level):
+def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level,
+                       originals=None):
     """``ufunc(*inputs, out=out)``, updating ``out``'s tangent in place.
 
     The target's own tangent is updated in place where it is an input (``a *= b`` makes
@@ -463,7 +495,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
     for i in traced:
         if i == position:
             continue
-        term = _term(rule, i, y, given, tangents[i])
+        term = _term(rule, i, y, given, tangents[i], originals and originals[i])
         if term is tangents[i] and may_overlap(primals[i], target.value):
             term = term.copy()  # the target's tangent changes before this term is added
         others.append(term)
@@ -472,7 +504,10 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         t[...] = 0.0 if not others else np.broadcast_to(_sum_terms(others, tangents), t.shape)
     else:
         if rule.partials[position] is not ONE:
-            times(t, rule.partials[position](y, *given), out=t)
+            if originals is None:
+                times(t, rule.partials[position](y, *given), out=t)
+            else:
+                _batch_times(t, rule.partials[position](y, *given), t, out=t)
         for term in others:
             np.add(t, term, out=t)
     if not after:  # the partials above read the primals as they were
