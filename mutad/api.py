@@ -613,11 +613,13 @@ def _jacobian(f, args, argnums, mode):
         if mode == "reverse" or mode is None and sum(sizes) < int(np.prod(x_shape)):
             blocks = [_reverse_rows(f, args, i, k, out) for k, out in enumerate(outputs)]
         else:
-            columns = []
-            for e in _basis(args[i]):
-                tangents = [None] * len(args)
-                tangents[i] = e
-                columns.append(flatten(session.jvp(f, tuple(args), tuple(tangents))[1])[0])
+            columns = _batched_columns(f, args, i, sizes) if BATCHED else None
+            if columns is None:  # one direction per pass
+                columns = []
+                for e in _basis(args[i]):
+                    tangents = [None] * len(args)
+                    tangents[i] = e
+                    columns.append(flatten(session.jvp(f, tuple(args), tuple(tangents))[1])[0])
             blocks = [_assemble([c[k] for c in columns], x_shape, np.shape(out))
                       for k, out in enumerate(outputs)]
         blocks = [float(J) if is_inexact_scalar(args[i]) and is_inexact_scalar(out) else J
@@ -625,6 +627,42 @@ def _jacobian(f, args, argnums, mode):
         jacobians[i] = rebuild(blocks)
     results = [per_argument(jacobians, i) for i in selected]
     return results[0] if single else tuple(results)
+
+
+BATCHED = True
+"""Whether ``jacobian`` and ``jacfwd`` try batches of directions (``_batched_columns``) before
+one direction per pass; tests switch it off to compare the two."""
+BATCH_BYTES = 8 << 20
+"""About the most bytes a batch of tangents of one array holds: the batch has as many
+directions as fit for the larger of the argument's memory and the outputs."""
+
+
+def _batched_columns(f, args, i, sizes):
+    """The columns of the Jacobian with respect to ``args[i]``, as the loop over ``_basis``
+    gives them, from forward passes that carry a batch of directions each
+    (``session.jvp_batched``); None where the batch does not apply (a number, an array of a
+    device, of one element) or a pass met something the batch does not handle
+    (``forward.BATCH``), or failed in any way: then one direction per pass gives the result,
+    or the error, as it always has."""
+    x = args[i]
+    if type(x) is not np.ndarray or x.dtype.kind != "f" or x.size < 2:
+        return None
+    n = x.size
+    per_direction = x.dtype.itemsize * max(owner(x).size, sum(sizes), 1)
+    size = max(2, min(n, BATCH_BYTES // per_direction))
+    columns = []
+    for start in range(0, n, size):
+        count = min(size, n - start)
+        directions = np.zeros((count, n), x.dtype)
+        directions[np.arange(count), start + np.arange(count)] = 1.0
+        tangents = [None] * len(args)
+        tangents[i] = directions.reshape((count,) + x.shape)
+        try:
+            batch = flatten(session.jvp_batched(f, tuple(args), tuple(tangents), count)[1])[0]
+        except Exception:  # BatchUnsupported, or an error one direction per pass gives too
+            return None
+        columns.extend([leaf[b] for leaf in batch] for b in range(count))
+    return columns
 
 
 def _reverse_rows(f, args, i, k, out):

@@ -727,7 +727,13 @@ def test_jacfwd_and_jacrev_use_the_mode_they_name(monkeypatch, rng):
     # and jacrev gradients on a tall one.
     calls = []
     monkeypatch.setattr(mutad.api.session, "jvp", _counting(mutad.api.session.jvp, calls, "jvp"))
+    monkeypatch.setattr(mutad.api.session, "jvp_batched",
+                        _counting(mutad.api.session.jvp_batched, calls, "batch"))
     x, w = rng.standard_normal(4), rng.standard_normal(4)
+    mutad.jacfwd(_in_place)(x, w)
+    assert calls == ["jvp", "batch"]  # the value, then every column in one batched pass
+    calls.clear()
+    monkeypatch.setattr(mutad.api, "BATCHED", False)
     mutad.jacfwd(_in_place)(x, w)
     assert calls.count("jvp") == 1 + x.size  # the value, then one per column
     calls.clear()

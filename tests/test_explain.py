@@ -196,7 +196,8 @@ def test_the_text_is_returned_and_printed_to_a_file():
 LABELS = {"elementwise": "elementwise", "reverse": "reverse", "forward": "forward",
           "inplace": "in place", "composite": "composite", "nondifferentiable": "no gradient",
           "recomputable": "recomputable", "joins": "joins", "complex": "complex values",
-          "complex_rules": "complex operands", "user": "reverse", "route": "routed"}
+          "complex_rules": "complex operands", "user": "reverse", "route": "routed",
+          "batched": "batched"}
 """The paragraph of ``explain`` that tells each facet of a Rule (``method``: a routed method's)."""
 
 

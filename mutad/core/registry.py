@@ -72,6 +72,16 @@ ones that apply to it:
   their own names (``scipy.stats.norm.logpdf(x, mu, sigma)``), which NumPy's protocols never
   reach. The rule computes with calls that dispatch, as a ``forward`` rule does. See
   ``allocation``.
+* ``batched``: forward mode's rule for a batch of tangent directions, ``rule(tangents, *args,
+  **kwargs) -> (y, dy)`` (``defbatched``), of a function with a ``forward`` facet: each
+  tangent (and ``dy``) has a leading axis of length B, one direction per entry, and entry
+  ``b`` of ``dy`` must be exactly what the ``forward`` rule gives for entry ``b`` of the
+  tangents (up to the rounding of a product or sum computed in another order, which the rule
+  says). ``dy`` may be ``ZERO_TANGENT`` (a new float buffer that depends on no argument). A
+  rule returns ``NotImplemented`` for a call it does not cover (a setting, a shape), and the
+  batched forward pass then stops and ``jacobian`` takes one direction per pass: a function
+  without the facet never sees a batch (``forward.BATCH``; elementwise rows and indexing are
+  the core's, and batch without one).
 
 The core reads a facet with one dictionary lookup and one attribute read:
 ``RULES.get(np.sin, NO_RULE).elementwise``, ``NO_RULE`` being the Rule with no facet (what
@@ -126,7 +136,8 @@ RULE_MODULES = {
 }
 
 FACETS = ("elementwise", "reverse", "forward", "inplace", "composite", "nondifferentiable",
-          "recomputable", "joins", "complex", "complex_rules", "user", "route", "method")
+          "recomputable", "joins", "complex", "complex_rules", "user", "route", "method",
+          "batched")
 """A :class:`Rule`'s facets, in the order ``explain`` and ``repr`` name them."""
 _FLAGS = ("nondifferentiable", "recomputable", "joins", "user")
 _HELD = ("elementwise", "reverse", "forward", "inplace", "composite")
@@ -467,6 +478,23 @@ def defjvp(*funcs, leading=None):
         return jvp
 
     return _entering("forward", funcs, of_leading)
+
+
+class ZERO_TANGENT:
+    """What a ``batched`` rule returns as ``dy`` for a float output that depends on no argument
+    (a buffer ``zeros_like`` made): the core gives it a zero batch of tangents."""
+
+
+def defbatched(*funcs):
+    """Declare the decorated batched forward rule of ``funcs`` (facet ``batched``; see the
+    module's docstring). Returns the rule undecorated."""
+
+    def register(rule):
+        for func in funcs:
+            rule_for(func).batched = rule
+        return rule
+
+    return register
 
 
 def definplace(*funcs):
@@ -858,6 +886,10 @@ class _Explanation:
                 self.add("forward", f"none: duals raise {type(error).__name__}: {error}")
         elif composite is not None and rule is None:
             self.add("forward", "through the composite's steps, as reverse mode")
+        if entry.batched is not None:
+            self.add("batched", f"a batch of tangent directions in one forward pass: the rule "
+                     f"{_where(entry.batched)} (facet batched, registry.defbatched), which "
+                     "jacobian and jacfwd use for many columns at once")
         if entry.complex_rules is not None:
             back, forward = entry.complex_rules
             self.add("complex operands", f"not complex-differentiable: complex operands take "

@@ -17,6 +17,8 @@ handled by the innermost level among its operands, and values of outer levels ar
 it, which is what prevents perturbation confusion.
 """
 
+import math
+
 import numpy as np
 
 from ..core.allocation import (Preexisting, joined_operands, lists_as_arrays, stands_in,
@@ -38,11 +40,103 @@ from ..core.errors import (
 )
 from ..core.levels import ACTIVE, Tracer, escaped, innermost, running
 from .products import times
-from ..core.registry import NO_RULE, ONE, RULES, NoClosedForm, check_complex, complex_among
+from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, check_complex,
+                             complex_among)
 from ..core.trees import unsupported_array
-from ..core.views import (address, may_overlap, memory, owner, owner_view, real_part_if,
-                          same_region, strided, wrapped, writes_freely)
+from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
+                          real_part_if, same_region, strided, wrapped, writes_freely)
 from .writes import check_region
+
+
+# ----------------------------------------------------------------------------------------------
+# Batches of directions: a jvp whose tangents carry B directions at once
+
+
+BATCH = {}
+"""``level -> B`` for a forward pass that carries a batch of B tangent directions
+(``session.jvp_batched``): every dual of that level has a tangent of shape ``(B,) + shape``
+(entry ``b`` laid out as the value is, so a view of the value is a view of each entry), and
+every operation on it is one the batch is known to handle exactly as B passes of one direction
+would: an elementwise row, indexing and assignment, and a function whose Rule has the facet
+``batched``. Anything else stops the pass (``unbatched``): its caller then takes one direction
+per pass."""
+FAILED = set()
+"""The batched levels that met something they do not handle: their results are never used,
+even where the differentiated function caught the exception that stopped them."""
+
+
+class BatchUnsupported(Exception):
+    """A batched forward pass met an operation it does not handle (``unbatched``)."""
+
+
+def unbatched(level, what):
+    """Stop the batched pass of ``level``: it met ``what``, not verified for batches."""
+    FAILED.add(level)
+    raise BatchUnsupported(what)
+
+
+def batch_of(level):
+    """B, for a dual of ``level`` in a batched pass that runs alone (no other differentiation
+    nested in it or around it, whose values would meet batched tangents); None otherwise."""
+    size = BATCH.get(level)
+    if size is not None and len(ACTIVE.running) != 1:
+        unbatched(level, "a nested differentiation")
+    return size
+
+
+def _aligned(t, ndim):
+    """A batched tangent ``(B,) + shape`` with axes of length 1 inserted after the batch axis
+    so that it has ``ndim`` axes besides it: NumPy then broadcasts it with a value's arrays of
+    up to ``ndim`` axes as it broadcasts one direction's, aligning trailing axes."""
+    extra = ndim + 1 - t.ndim
+    if extra <= 0:
+        return t
+    return t.reshape(t.shape[:1] + (1,) * extra + t.shape[1:])
+
+
+_BASIC = (slice, type(None), type(Ellipsis))
+
+
+def _is_integer(item):
+    return (type(item) is int or isinstance(item, np.integer)) and type(item) is not bool
+
+
+def batch_key(key, level):
+    """``key`` for a batched tangent: the batch axis taken whole, then ``key``. NumPy puts the
+    axes of advanced indices first when they are not next to each other (then they would go
+    before the batch axis); such keys, and keys holding anything but integers, slices, None,
+    Ellipsis and integer or boolean arrays and lists (duals), stop the pass."""
+    items = tuple(item.view(np.ndarray) if type(item) is Preexisting else item
+                  for item in (key if type(key) is tuple else (key,)))
+    advanced, arrays = [], False
+    for position, item in enumerate(items):
+        if isinstance(item, _BASIC):
+            continue
+        if _is_integer(item):
+            advanced.append(position)  # advanced only beside an array: then as one
+            continue
+        if (type(item) is list and all(_is_integer(i) for i in item)) or (
+                type(item) is np.ndarray and item.dtype.kind in "iub" and item.ndim > 0):
+            advanced.append(position)
+            arrays = True
+            continue
+        unbatched(level, f"an index of type {type(item).__name__}")
+    if arrays and advanced[-1] - advanced[0] + 1 != len(advanced):
+        unbatched(level, "advanced indices apart from each other")
+    return (slice(None),) + items
+
+
+def _batched_zeros(like, size, level):
+    """Zero tangents for ``size`` directions, entry ``b`` laid out as NumPy lays out
+    ``np.zeros_like(like)``."""
+    one = np.empty_like(like)
+    order = sorted(range(one.ndim), key=lambda i: -one.strides[i])
+    block = np.zeros((size,) + tuple(one.shape[i] for i in order), one.dtype)
+    tangent = block.transpose((0,) + tuple(1 + order.index(i) for i in range(one.ndim)))
+    if any(n > 1 and a != b for n, a, b in zip(one.shape, one.strides, tangent.strides[1:],
+                                                strict=True)):
+        unbatched(level, "a layout the batch does not mirror")
+    return tangent
 
 
 def level_of(items, level=-1):
@@ -61,6 +155,8 @@ def split(x, level, numbers=True):
     operands, unless not ``numbers`` (a function's arguments, which its rule takes as
     arrays)."""
     if type(x) is Dual and x.level == level:
+        if numbers and x.weak and level in BATCH:
+            unbatched(level, "a value standing for a Python number")
         if numbers and x.weak:  # it stands for a Python number, and so does its tangent
             return weak_value(x.value), weak_value(x.tangent)
         return x.value, x.tangent
@@ -132,7 +228,10 @@ def enclosed(y, level):
 def zero_tangent(like, level):
     """A zero tangent for a dual of ``level`` laid out as ``like``: a plain array, or an array
     of the levels outside ``level`` (``enclosed``), into which the tangents they compute can be
-    written."""
+    written. In a batched pass (``BATCH``), one for each direction."""
+    size = BATCH.get(level)
+    if size is not None:
+        return _batched_zeros(memory(like), size, level)
     return enclosed(np.zeros_like(memory(like)), level)
 
 
@@ -142,8 +241,20 @@ def _tangent_for(y, dy, sources, level, owned=True):
     ``owned`` (a user's rule returned it: it may be an array the rule keeps), it is copied.
     Nested, it is an array of the enclosing levels (``enclosed``), whatever levels it was
     computed from: their values may be written into it later (``y *= w``)."""
-    if dy is None:
+    if dy is None or dy is ZERO_TANGENT:
         return zero_tangent(y, level)
+    size = BATCH.get(level)
+    if size is not None:  # a batch: (B,) + shape, each entry laid out as y
+        dy = as_array(dy)
+        if dy.ndim == 0 or dy.shape[0] != size:
+            unbatched(level, "a rule's tangent without the batch axis")
+        if (not owned or dy.shape != (size,) + y.shape or dy.strides[1:] != y.strides
+                or not writes_freely(dy) or overlaps_itself(dy)
+                or any(s is not None and may_overlap(dy, s) for s in sources)):
+            fresh = zero_tangent(y, level)
+            fresh[...] = _aligned(dy, y.ndim)
+            return fresh
+        return dy
     dy = real_part_if(y, as_array(dy))
     if (not owned or dy.shape != y.shape or dy.strides != y.strides or not writes_freely(dy)
             or any(s is not None and may_overlap(dy, s) for s in sources)):
@@ -195,13 +306,16 @@ def _with_tangents(args, tangents):
 # Elementwise ufuncs: the tangent is the sum of partial derivative times input tangent
 
 
-def _term(rule, i, y, primals, tangent):
+def _term(rule, i, y, primals, tangent, original=None):
     """``partial_i * tangent``. A partial NumPy computed afresh takes the product in its own
-    memory (plain arrays only: an enclosing reverse pass should see new arrays, not writes)."""
+    memory (plain arrays only: an enclosing reverse pass should see new arrays, not writes).
+    ``original``: in a batched pass, the batch of tangents before ``_aligned``."""
     partial = rule.partials[i]
     if partial is ONE:
         return tangent
     p = partial(y, *primals)
+    if original is not None:
+        return _batch_times(tangent, p, original)
     if (type(p) is np.ndarray and type(tangent) is np.ndarray
             and p.shape == np.broadcast_shapes(p.shape, tangent.shape)
             and p.dtype == np.result_type(p, tangent)  # a real partial of a complex tangent
@@ -209,6 +323,28 @@ def _term(rule, i, y, primals, tangent):
                         if type(v) is np.ndarray) and writes_freely(p)):
         return times(tangent, p, out=p)
     return times(tangent, p)
+
+
+def _batch_times(d, p, original, out=None):
+    """``times(d, p)`` of a batch of tangents ``d`` (``original`` before ``_aligned``), as one
+    direction per pass computes it for each. ``times`` masks zero factors only where a factor
+    is not finite (or a sum checking that overflows), and the mask decides the sign of a zero
+    product, so each direction must take the path it would take alone: where every factor is
+    finite and no sum of products can overflow, the plain product, which every direction
+    takes too; otherwise ``times`` of each direction in turn (rare: infinities, NaNs, values
+    near overflow)."""
+    with np.errstate(all="ignore"):
+        top = max(abs(float(np.max(d))), abs(float(np.min(d)))) if d.size else 0.0
+        bound = float(np.max(np.abs(p))) if np.size(p) else 0.0
+    count = max(d.size, np.size(p), 1)
+    if (math.isfinite(top) and math.isfinite(bound) and top * max(bound, 1.0) * count < 1e300
+            and bound * count < 1e300):
+        return d * p if out is None else np.multiply(d, p, out=out)
+    if out is None:
+        out = np.empty(np.broadcast_shapes(d.shape, np.shape(p)), np.result_type(d, p))
+    for b in range(d.shape[0]):
+        out[b] = times(original[b], p)
+    return out
 
 
 def _partial_arguments(rule, primals, traced):
@@ -244,6 +380,10 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
     tangents = [t for _, t in pairs]
     entry = RULES.get(ufunc, NO_RULE)
     rule = entry.elementwise
+    originals = None
+    if batch_of(level) is not None:
+        originals = tangents
+        tangents = _batch_operands(ufunc, rule, primals, tangents, out, kwargs, level)
     if entry.complex_rules is not None and complex_among(primals):  # not complex-differentiable
         if out is not None:
             kwargs = dict(kwargs, out=out)
@@ -265,15 +405,40 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
                 raise rule.partials[i].error(ufunc)
             traced.remove(i)  # a constant (an allocation's zero tangent): no derivative needed
     if out is not None:
-        return _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level)
+        return _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level,
+                                  originals)
     y = as_array(ufunc(*primals, **kwargs))
     if not traced:
         return y
     if y.dtype.kind == "c":  # of complex operands: a row declared for them (facet complex)
         check_complex(function_name(ufunc), rule)
     given = _partial_arguments(rule, primals, traced)
-    dy = _sum_terms((_term(rule, i, y, given, tangents[i]) for i in traced), tangents)
+    dy = _sum_terms((_term(rule, i, y, given, tangents[i], originals and originals[i])
+                     for i in traced), tangents)
     return Dual(y, _tangent_for(y, dy, tangents, level), level)
+
+
+def _batch_operands(ufunc, rule, primals, tangents, out, kwargs, level):
+    """The tangents of a ufunc's operands in a batched pass, aligned with the output's axes
+    (``_aligned``), where the batch handles the call: an elementwise row (whose partials read
+    the values only, so each direction's tangent is multiplied by the same partials, element by
+    element: the same bits as one direction per pass) of real operands, without settings. A
+    generalized ufunc (matmul) goes to its function rule (facet ``batched``)."""
+    if rule is None:
+        entry = RULES.get(ufunc, NO_RULE)
+        if entry.reverse is not None or not entry.nondifferentiable:
+            return tangents  # apply_function, or no rule at all (its error)
+    if set(kwargs) - {"dtype"} or kwargs.get("dtype") not in (None, float, np.float64):
+        unbatched(level, f"{function_name(ufunc)} with settings")
+    if complex_among(primals) or (out is not None and getattr(out, "dtype", None) is not None
+                                  and out.dtype.kind == "c"):
+        unbatched(level, "complex values")
+    if rule is None:
+        return tangents
+    ndim = max((np.ndim(p) for p in primals), default=0)
+    if type(out) is Dual:
+        ndim = max(ndim, out.ndim)
+    return [None if t is None else _aligned(t, ndim) for t in tangents]
 
 
 def _target(out, level, carries_tangent, name):
@@ -302,7 +467,8 @@ def _write_constant(func, primals, out, kwargs, level):
     return target
 
 
-def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level):
+def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level,
+                       originals=None):
     """``ufunc(*inputs, out=out)``, updating ``out``'s tangent in place.
 
     The target's own tangent is updated in place where it is an input (``a *= b`` makes
@@ -328,7 +494,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
     for i in traced:
         if i == position:
             continue
-        term = _term(rule, i, y, given, tangents[i])
+        term = _term(rule, i, y, given, tangents[i], originals and originals[i])
         if term is tangents[i] and may_overlap(primals[i], target.value):
             term = term.copy()  # the target's tangent changes before this term is added
         others.append(term)
@@ -337,7 +503,10 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         t[...] = 0.0 if not others else np.broadcast_to(_sum_terms(others, tangents), t.shape)
     else:
         if rule.partials[position] is not ONE:
-            times(t, rule.partials[position](y, *given), out=t)
+            if originals is None:
+                times(t, rule.partials[position](y, *given), out=t)
+            else:
+                _batch_times(t, rule.partials[position](y, *given), t, out=t)
         for term in others:
             np.add(t, term, out=t)
     if not after:  # the partials above read the primals as they were
@@ -374,6 +543,8 @@ def apply_function(func, args, kwargs, level, rule=None):
         kwargs["like"] = like.value
     primals, tangents = _split_call(function_name(func), args, kwargs, level)
     rule = rule or entry.forward
+    if rule is not None and batch_of(level) is not None:
+        rule = _batched_rule(func, entry, rule, primals, out, level)
     if rule is None:
         if entry.nondifferentiable:
             if out is None:
@@ -399,6 +570,25 @@ def apply_function(func, args, kwargs, level, rule=None):
     if out is None:
         return result
     return _assign(out, result, level, function_name(func))
+
+
+def _batched_rule(func, entry, rule, primals, out, level):
+    """The rule for a batched pass: the function's ``batched`` facet, of real values; else the
+    pass stops."""
+    batched = entry.batched
+    if batched is None or rule is not entry.forward:
+        unbatched(level, f"{function_name(func)}: no batched rule")
+    if complex_among(primals) or (out is not None and getattr(out, "dtype", None) is not None
+                                  and out.dtype.kind == "c"):
+        unbatched(level, "complex values")
+
+    def rule_of_the_batch(tangents, *args, **kwargs):
+        result = batched(tangents, *args, **kwargs)
+        if result is NotImplemented:
+            unbatched(level, f"{function_name(func)}: a call its batched rule does not cover")
+        return result
+
+    return rule_of_the_batch
 
 
 def _viewing(view, args):
@@ -443,8 +633,33 @@ def _assign(target, value, level, name, key=...):
     if dual is None:
         target[key] = value_primal
         return target
+    if batch_of(level) is not None:
+        return _assign_batch(dual, key, value_primal, value_tangent, level)
     dual.value[key] = value_primal
     dual.tangent[key] = 0.0 if value_tangent is None else value_tangent
+    return dual
+
+
+def _assign_batch(dual, key, value_primal, value_tangent, level):
+    """``dual[key] = value`` in a batched pass: the batch axis of the tangent taken whole, the
+    value's tangent given the target region's axes after its batch axis. NumPy copies
+    overlapping operands first and lets the last of repeated indices win, for each direction
+    as for the value."""
+    bkey = batch_key(key, level)
+    if dual.dtype.kind == "c" or np.iscomplexobj(value_primal):
+        unbatched(level, "complex values")
+    dual.value[key] = value_primal
+    if value_tangent is None:
+        dual.tangent[bkey] = 0.0
+        return dual
+    region = np.ndim(dual.value[key])
+    extra = value_tangent.ndim - 1 - region
+    if extra > 0:  # leading axes of length 1, which NumPy drops (it took the value)
+        if any(n != 1 for n in value_tangent.shape[1:1 + extra]):
+            unbatched(level, "an assignment NumPy broadcasts otherwise")
+        value_tangent = value_tangent.reshape(value_tangent.shape[:1]
+                                              + value_tangent.shape[1 + extra:])
+    dual.tangent[bkey] = _aligned(value_tangent, region)
     return dual
 
 
@@ -475,6 +690,8 @@ class Dual(ArrayMethods):
     def shape(self, shape):
         """``x.shape = ...`` as NumPy's, of an array made inside the function (``Traced.shape``),
         its tangent alike; an argument's array keeps its shape."""
+        if self.level in BATCH:
+            unbatched(self.level, "x.shape = ...")
         root = owner(self.value)
         if any(owner(dual.value) is root for run in ACTIVE.running
                for _, dual in getattr(run, "copies", {}).values()):
@@ -537,7 +754,19 @@ class Dual(ArrayMethods):
             if not tangent.constant_here():
                 return False
             tangent = tangent.value
+        if tangent is not None and self.level in BATCH:
+            return self._constant_in_every_direction()
         return tangent is None or not np.any(tangent)
+
+    def _constant_in_every_direction(self):
+        """Whether the batch's tangent is zero, where it is for every direction or for none;
+        otherwise one pass per direction would decide differently in each: the pass stops."""
+        moving = np.any(self.tangent.reshape(self.tangent.shape[0], -1), axis=1)
+        if moving.all():
+            return False
+        if moving.any():
+            unbatched(self.level, "a decision on whether a tangent is zero")
+        return True
 
     def unwritten_constant(self):
         return self.constant()  # (forward mode puts nothing back)
@@ -548,16 +777,22 @@ class Dual(ArrayMethods):
         tangent = self.tangent
         if wrapped(tangent):
             tangent = tangent.plain_value()
+        if tangent is not None and self.level in BATCH:
+            return self._constant_in_every_direction()
         return tangent is not None and not tangent.any()
 
     def owner_view(self):
         """This dual's view of all of its memory (``views.owner_view``): its tangent's memory
         mirrors its value's."""
+        if self.level in BATCH:
+            unbatched(self.level, "the view of all of an array's memory")
         return Dual(owner_view(self.value), owner_view(self.tangent), self.level)
 
     def restrided(self, shape, dtype, offset, strides):
         """The view of this one-dimensional dual at byte ``offset`` (``views.strided``): its
         tangent is laid out as its value, so the same view of each."""
+        if self.level in BATCH:
+            unbatched(self.level, "a strided view")
         return Dual(strided(self.value, shape, dtype, offset, strides),
                     strided(self.tangent, shape, dtype, offset, strides), self.level)
 
@@ -568,7 +803,14 @@ class Dual(ArrayMethods):
         return f"Dual({self.value!r}, tangent={self.tangent!r})"
 
     def __getitem__(self, key):
-        y = Dual(as_array(self.value[key]), as_array(self.tangent[key]), self.level)
+        if batch_of(self.level) is not None:
+            value = as_array(self.value[key])
+            tangent = self.tangent[batch_key(key, self.level)]
+            if not may_overlap(value, self.value) and may_overlap(tangent, self.tangent):
+                tangent = tangent.copy()  # an element: NumPy's scalar, not a view
+            y = Dual(value, tangent, self.level)
+        else:
+            y = Dual(as_array(self.value[key]), as_array(self.tangent[key]), self.level)
         if stands_for_scalar(self) and not stands_for_scalar(y):
             return np.copy(y)  # NumPy's scalar[...], scalar[None]: a new, writable array
         if y.value.base is not None:  # a view keeps what owns its memory, as NumPy's does
@@ -636,6 +878,8 @@ install_operators(Dual, _binary)
 def apply_adjoint(adjoint, level, args, kwargs):
     """Call a decorated function's forward rule on the primals, tangents alongside."""
     name = adjoint._name()
+    if level in BATCH:
+        unbatched(level, f"{name}: a user's rule")
     rule = adjoint.forward_rule
     if rule is None:
         raise UnsupportedFunctionError(

@@ -22,7 +22,8 @@ from ..core.arguments import Originals, check_distinct_memory, run
 from .arraylike import stands_for_scalar
 from ..core.errors import (ConstantModifiedError, InvalidArgumentError, PolicyError,
                            UnsupportedOperationError)
-from .forward import Dual, as_array, enclosed, split, zero_tangent
+from .forward import (BATCH, FAILED, BatchUnsupported, Dual, as_array, enclosed, split,
+                      unbatched, zero_tangent)
 from ..core.levels import ACTIVE, LEVELS, Tracer
 from .recompute import hold_for_good
 from .reverse import (DeviceCopy, ReverseTape, Traced, as_owner, check_constants, checksum,
@@ -304,6 +305,8 @@ class ForwardDifferentiation(Differentiation):
 
     def _leaf(self, x, t):
         check_leaf(x)
+        if self.level in BATCH:
+            return self._batched_leaf(x, t, BATCH[self.level])
         if t is not None and np.shape(t) != np.shape(x):
             raise InvalidArgumentError(f"jvp: a tangent of shape {np.shape(t)} was given for a "
                                        f"primal of shape {np.shape(x)}.")
@@ -352,10 +355,53 @@ class ForwardDifferentiation(Differentiation):
             memory(dual.value).flags.writeable = False           # they would in NumPy
         return dual
 
+    def _batched_leaf(self, x, t, size):
+        """``_leaf`` of a batched pass (``forward.BATCH``): ``t`` holds ``size`` directions
+        (``(size,) + x.shape``). Float arrays only, real, over memory without gaps or
+        negative strides; anything else stops the pass."""
+        level = self.level
+        if wrapped(x) or is_inexact_scalar(x) or (is_inexact_array(x) and x.dtype.kind == "c"):
+            unbatched(level, "an argument that is a number, complex, or traced")
+        if not is_inexact_array(x):
+            self.originals.keep_within(x)
+            return x
+        if t is not None and np.shape(t) != (size,) + np.shape(x):
+            raise InvalidArgumentError("jvp: a batch of tangents must have the shape "
+                                       f"{(size,) + np.shape(x)}, not {np.shape(t)}.")
+        base = owner(x)
+        if id(base) not in self.copies:
+            whole = owner_view(x)
+            copy = np.copy(whole, order="K")
+            if copy.strides != whole.strides or any(s < 0 for s in whole.strides) \
+                    or whole.size == 0:
+                unbatched(level, "an argument over memory laid out with gaps")
+            self.copies[id(base)] = (whole, Dual(copy, zero_tangent(copy, level), level))
+        whole, dual = self.copies[id(base)]
+        if not same_region(x, whole):
+            if x.size == 0:
+                unbatched(level, "an empty view as argument")
+            offset = address(x) - address(whole)
+            value = np.ndarray(x.shape, x.dtype, memory(dual.value), offset, x.strides)
+            block = owner(dual.tangent)
+            start = address(dual.tangent) - address(block) + offset
+            tangent = np.ndarray((size,) + x.shape, x.dtype, block, start,
+                                 dual.tangent.strides[:1] + x.strides)
+            dual = Dual(value, tangent, level)
+        if t is not None:
+            dual.tangent[...] += t  # places that share memory: their tangents add up
+        if type(x) is np.ndarray and not writeable(x):
+            dual = Dual(dual.value.view(), dual.tangent, level)
+            memory(dual.value).flags.writeable = False
+        return dual
+
     def output(self, out):
         """``(value, tangent)`` of one output leaf; a float that does not depend on the
         arguments has a zero tangent."""
         value, tangent = split(out, self.level)
+        size = BATCH.get(self.level)
+        if size is not None and tangent is None and (is_inexact_array(value)
+                                                     or is_inexact_scalar(value)):
+            tangent = np.zeros((size,) + np.shape(value), np.result_type(value))
         if tangent is None and (is_inexact_array(value) or is_inexact_scalar(value)
                                 or wrapped(value)):
             tangent = np.zeros_like(value)
@@ -373,6 +419,28 @@ def jvp(f, primals, tangents):
         y = d.call(f, primals, tangents)
     outputs, rebuild = flatten(y)
     pairs = [d.output(out) for out in outputs]
+    return rebuild([value for value, _ in pairs]), rebuild([dy for _, dy in pairs])
+
+
+def jvp_batched(f, primals, tangents, size):
+    """``jvp`` carrying ``size`` directions in one pass: each tangent given (and each returned)
+    has a leading axis of length ``size``. Raises ``BatchUnsupported`` where the pass met
+    something the batch does not handle (``forward.BATCH``), even if ``f`` caught that: the
+    caller then takes one direction per pass."""
+    if ACTIVE.running:
+        raise BatchUnsupported("a nested differentiation")
+    with ForwardDifferentiation() as d:
+        BATCH[d.level] = size
+        try:
+            y = d.call(f, primals, tangents)
+            outputs, rebuild = flatten(y)
+            pairs = [d.output(out) for out in outputs]
+        finally:
+            del BATCH[d.level]
+            failed = d.level in FAILED
+            FAILED.discard(d.level)
+        if failed:
+            raise BatchUnsupported("the batched pass met something it does not handle")
     return rebuild([value for value, _ in pairs]), rebuild([dy for _, dy in pairs])
 
 

@@ -186,3 +186,38 @@ def check_fit_data(x, y):
         raise TypeError("expected 1D or 2D array for y")
     if np.shape(x)[0] != np.shape(y)[0]:
         raise TypeError("expected x and y to have same length")
+
+
+# ----------------------------------------------------------------------------------------------
+# Batched forward rules (facet batched): tangents with a leading axis of directions
+
+
+def batch_size(tangents):
+    """The number of directions of a batched rule's tangents (one level into sequences): the
+    leading axis of the first one given; None when none is."""
+    for t in tangents:
+        if type(t) in (list, tuple):
+            found = batch_size(t)
+            if found is not None:
+                return found
+        elif t is not None:
+            return t.shape[0]
+    return None
+
+
+def batch_or_zeros(arg, tangent, size):
+    """A linear operand's batch of tangents; zeros where it carries none (as
+    ``registry.deflinear`` puts zeros in for one direction)."""
+    if tangent is not None:
+        return tangent
+    return np.zeros((size,) + np.shape(arg), np.result_type(arg, 0.0))
+
+
+def batch_axes(axis, ndim):
+    """Reduction axes ``axis`` of an array of ``ndim`` axes, on its batch of tangents (whose
+    axis 0 is the batch): every axis but the batch's for None."""
+    if axis is None:
+        return tuple(range(1, ndim + 1))
+    from numpy.lib.array_utils import normalize_axis_tuple
+
+    return tuple(i + 1 for i in normalize_axis_tuple(axis, ndim))

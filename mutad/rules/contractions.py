@@ -27,7 +27,8 @@ import numpy as np
 
 from ..core.errors import UnsupportedOperationError
 from ..core.debug import caller, warn_at
-from ..core.registry import complex_aware, defjvp, deflinear, defmultilinear, defrule, holomorphic
+from ..core.registry import (complex_aware, defbatched, defjvp, deflinear, defmultilinear,
+                             defrule, holomorphic)
 from ..core.tape import source_line
 from ..core.views import memory
 from ._helpers import transpose, unbroadcast
@@ -555,3 +556,38 @@ holomorphic(np.einsum, np.dot, np.inner, np.tensordot, np.linalg.tensordot, np.k
             np.linalg.outer, np.matmul, np.linalg.matmul, np.matvec, np.trace,
             np.linalg.trace, np.cross, np.linalg.cross, np.convolve)
 complex_aware(np.vdot, np.vecdot, np.linalg.vecdot, np.vecmat)
+
+
+# ----------------------------------------------------------------------------------------------
+# A batch of directions (facet batched) for products of vectors and matrices: the product rule
+# with each operand's batch of tangents as a stack of operands (matmul broadcasts over the
+# batch axis). The products are the same; BLAS may sum them in another order for a stack than
+# for one vector or matrix (a matrix product where one direction has a matrix-vector
+# product): the same numbers to rounding.
+
+
+def _product_batched(func):
+    def rule(tangents, a, b, **kwargs):
+        if kwargs or np.ndim(a) not in (1, 2) or np.ndim(b) not in (1, 2):
+            return NotImplemented
+        y = func(a, b)
+        ta, tb = tangents[0], tangents[1]
+        dy = None
+        if ta is not None:
+            dy = np.matmul(ta, b)  # (B, [n,] k) @ b: the batch axis a stack's
+        if tb is not None:
+            if np.ndim(b) == 1:  # a @ tb_b for each b: rows of tb @ a.T
+                term = np.matmul(tb, np.swapaxes(a, -1, -2)) if np.ndim(a) == 2 else \
+                    np.matmul(tb, a)
+            else:  # (n, k) @ (B, k, m), or (k,) @ (B, k, m)
+                term = np.matmul(a, tb)
+            dy = term if dy is None else dy + term
+        return y, dy
+
+    rule.__name__ = rule.__qualname__ = f"{getattr(func, '__name__', 'product')}_batched"
+    return rule
+
+
+defbatched(np.matmul)(_product_batched(np.matmul))
+defbatched(np.linalg.matmul)(_product_batched(np.linalg.matmul))
+defbatched(np.dot)(_product_batched(np.dot))

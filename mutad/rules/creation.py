@@ -13,7 +13,8 @@ import numpy as np
 
 from ..core.debug import caller, warn_at
 from ..core.errors import UnsupportedOperationError
-from ..core.registry import deflinear, defjvp, defrule, holomorphic, recomputable
+from ..core.registry import (ZERO_TANGENT, defbatched, deflinear, defjvp, defrule, holomorphic,
+                             recomputable)
 from ..core.tape import source_line
 from ..core.views import memory
 from ._helpers import traced_among, unbroadcast
@@ -260,3 +261,40 @@ def astype_jvp(tangents, a, dtype, **kwargs):
 holomorphic(np.zeros_like, np.ones_like, np.empty_like, np.empty, np.zeros, np.ones, np.eye,
             np.identity, np.full, np.full_like, np.linspace, np.copy, np.array, np.asarray,
             np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.ndarray.astype)
+
+
+# ----------------------------------------------------------------------------------------------
+# A batch of directions (facet batched): a new buffer's zero tangents, a copy's and a cast's
+# tangents copied or cast direction by direction (the same bits).
+
+
+def _created_batched(func):
+    def rule(tangents, *args, **kwargs):
+        y = func(*args, **kwargs)
+        return y, ZERO_TANGENT if np.issubdtype(y.dtype, np.inexact) else None
+
+    rule.__name__ = rule.__qualname__ = f"{func.__name__}_batched"
+    defbatched(func)(rule)
+
+
+for _func in (np.zeros_like, np.ones_like, np.empty_like, np.empty, np.zeros, np.ones, np.eye,
+              np.identity):
+    _created_batched(_func)
+
+
+@defbatched(np.copy)
+def copy_batched(tangents, a, order="K", **kwargs):
+    if kwargs:
+        return NotImplemented
+    y = np.copy(a, order=order)
+    t = tangents[0]
+    return y, None if t is None else np.copy(t)  # the core lays it out as y
+
+
+@defbatched(np.ndarray.astype)
+def astype_batched(tangents, a, dtype, **kwargs):
+    if set(kwargs) - {"copy"} or a.dtype.kind != "f" or np.dtype(dtype).kind != "f":
+        return NotImplemented
+    y = a.astype(dtype, **kwargs)
+    t = tangents[0]
+    return y, None if t is None else t.astype(dtype, **kwargs)

@@ -23,9 +23,9 @@ import numpy as np
 
 from ..core.devices import is_device, namespace, ufunc_at
 from ..core.errors import UnsupportedOperationError
-from ..core.registry import complex_aware, defjvp, deflinear, defrule, holomorphic
+from ..core.registry import complex_aware, defbatched, defjvp, deflinear, defrule, holomorphic
 from ..core.views import memory, wrapped
-from ._helpers import Template, expand
+from ._helpers import Template, batch_axes, expand
 
 
 def masked(g, where):
@@ -700,3 +700,29 @@ holomorphic(np.sum, (np.add, "reduce"), np.mean, np.nansum, np.nanmean, np.prod,
             (np.multiply, "accumulate"), np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin,
             np.ptp, (np.maximum, "reduce"), (np.minimum, "reduce"))
 complex_aware(np.var, np.std)
+
+
+# ----------------------------------------------------------------------------------------------
+# A batch of directions (facet batched): the same reduction of each direction's tangent, over
+# the same axes shifted past the batch axis. NumPy sums each direction's elements in the same
+# pairwise order where the reduced axes are the innermost in memory, as for a whole array's
+# sum; otherwise its loop over the batch may sum them in another order: the same numbers to
+# rounding.
+
+
+def _reduction_batched(func):
+    def rule(tangents, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
+        if dtype is not None or set(kwargs) - {"initial"}:
+            return NotImplemented  # where=, a dtype
+        y = func(a, axis=axis, keepdims=keepdims, **kwargs)
+        t = tangents[0]
+        if t is None:
+            return y, None
+        return y, func(t, axis=batch_axes(axis, np.ndim(a)), keepdims=keepdims)
+
+    rule.__name__ = rule.__qualname__ = f"{func.__name__}_batched"
+    defbatched(func)(rule)
+
+
+_reduction_batched(np.sum)
+_reduction_batched(np.mean)

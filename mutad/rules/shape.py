@@ -18,10 +18,11 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..core.devices import is_device, ufunc_at
 from ..core.errors import UnsupportedOperationError, UntracedWriteError
-from ..core.registry import (complex_aware, definplace, defjoin, defjvp, deflinear, defroute,
-                             defrule, holomorphic, recomputable)
+from ..core.registry import (complex_aware, defbatched, definplace, defjoin, defjvp, deflinear,
+                             defroute, defrule, holomorphic, recomputable)
 from ..core.views import address, memory, owner, owner_view, wrapped
-from ._helpers import Template, gather_cotangent, unbroadcast
+from ._helpers import (Template, batch_axes, batch_or_zeros, batch_size, gather_cotangent,
+                       unbroadcast)
 
 
 def linear_map(func, transpose):
@@ -577,3 +578,109 @@ def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
 
 defroute(_AS_STRIDED, as_strided)
 
+
+
+# ----------------------------------------------------------------------------------------------
+# A batch of directions (facet batched): the same view or copy of each direction's tangent,
+# the batch axis first. A view of the value is then a view of the batch; where the two differ
+# (a copy of one, a view of the other), the core's own checks copy or refuse (forward._wrap).
+# Each direction's tangent is moved, not computed: the same bits as one direction per pass.
+
+
+def _same_shape_batched(func):
+    """``func``'s batched rule for a function that keeps its operand's elements in order and
+    changes only the shape (every view it makes is one reshape of the batch)."""
+
+    def rule(tangents, a, *args, **kwargs):
+        y = func(a, *args, **kwargs)
+        t = tangents[0]
+        return y, None if t is None else np.reshape(t, t.shape[:1] + np.shape(y))
+
+    rule.__name__ = rule.__qualname__ = f"{func.__name__}_batched"
+    defbatched(func)(rule)
+
+
+_same_shape_batched(np.squeeze)
+_same_shape_batched(np.expand_dims)
+
+
+@defbatched(np.reshape)
+def reshape_batched(tangents, a, shape=None, order="C", **kwargs):
+    if kwargs or order not in ("C", "F"):
+        return NotImplemented
+    y = np.reshape(a, shape, order=order)
+    t = tangents[0]
+    return y, None if t is None else np.reshape(t, t.shape[:1] + y.shape, order=order)
+
+
+@defbatched(np.ravel)
+def ravel_batched(tangents, a, order="C"):
+    if order not in ("C", "F"):
+        return NotImplemented
+    y = np.ravel(a, order)
+    t = tangents[0]
+    return y, None if t is None else np.reshape(t, t.shape[:1] + y.shape, order=order)
+
+
+@defbatched(np.transpose)
+def transpose_batched(tangents, a, axes=None):
+    y = np.transpose(a, axes)
+    t = tangents[0]
+    if t is None:
+        return y, None
+    moved = batch_axes(range(np.ndim(a))[::-1] if axes is None else axes, np.ndim(a))
+    return y, np.transpose(t, (0, *moved))
+
+
+@defbatched(np.swapaxes)
+def swapaxes_batched(tangents, a, axis1, axis2):
+    y = np.swapaxes(a, axis1, axis2)
+    t = tangents[0]
+    if t is None:
+        return y, None
+    (first,), (second,) = batch_axes(axis1, np.ndim(a)), batch_axes(axis2, np.ndim(a))
+    return y, np.swapaxes(t, first, second)
+
+
+@defbatched(np.matrix_transpose)
+def matrix_transpose_batched(tangents, x):
+    y = np.matrix_transpose(x)
+    t = tangents[0]
+    return y, None if t is None else np.swapaxes(t, -1, -2)
+
+
+@defbatched(np.moveaxis)
+def moveaxis_batched(tangents, a, source, destination):
+    y = np.moveaxis(a, source, destination)
+    t = tangents[0]
+    if t is None:
+        return y, None
+    return y, np.moveaxis(t, batch_axes(source, np.ndim(a)), batch_axes(destination, np.ndim(a)))
+
+
+@defbatched(np.concatenate)
+def concatenate_batched(tangents, arrays, axis=0, **kwargs):
+    if kwargs:
+        return NotImplemented  # dtype=, casting=
+    y = np.concatenate(arrays, axis=axis)
+    size = batch_size(tangents[:1])
+    if size is None:
+        return y, None
+    parts = [batch_or_zeros(a, t, size)
+             for a, t in zip(arrays, tangents[0] or [None] * len(arrays), strict=True)]
+    if axis is None:  # each flattened in C order, then joined
+        return y, np.concatenate([np.reshape(p, (size, -1)) for p in parts], axis=1)
+    return y, np.concatenate(parts, axis=batch_axes(axis, np.ndim(arrays[0]))[0])
+
+
+@defbatched(np.stack)
+def stack_batched(tangents, arrays, axis=0, **kwargs):
+    if kwargs:
+        return NotImplemented  # dtype=, casting=
+    y = np.stack(arrays, axis=axis)
+    size = batch_size(tangents[:1])
+    if size is None:
+        return y, None
+    parts = [batch_or_zeros(a, t, size)
+             for a, t in zip(arrays, tangents[0] or [None] * len(arrays), strict=True)]
+    return y, np.stack(parts, axis=batch_axes(axis, y.ndim)[0])
