@@ -530,11 +530,10 @@ def _on_leaves(f, args, selected):
 def jacobian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] = 0) -> Any:
     """The Jacobian of ``f`` with respect to ``args[argnums]``, of shape ``y.shape + x.shape``.
 
-    Forward mode (one ``jvp`` per input element) or reverse mode (one gradient per output
-    element, the program recorded once and replayed for the other rows), whichever takes
-    fewer passes: one pass per column or row, since a pass of mutad's carries one direction
-    (a tangent or a shadow has its array's shape, and in-place updates write into it as they
-    write into the array). A tuple ``argnums`` gives a tuple of
+    Forward mode (the columns, a batch of directions per pass where every operation batches,
+    else one ``jvp`` per input element: docs/api.md) or reverse mode (one gradient per output
+    element, the program recorded once and replayed for the other rows), whichever has fewer
+    directions to take. A tuple ``argnums`` gives a tuple of
     Jacobians; outputs in tuples, lists or dicts give Jacobians in the same structure. An
     argument that is a structure (a tuple, dataclass, object) gives that structure, each float
     leaf holding its Jacobian (of the outputs' structure) and ``None`` for the others.
@@ -545,8 +544,9 @@ def jacobian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] =
 
 @user_frames
 def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
-    """The function computing the Jacobian of ``f`` in forward mode, one ``jvp`` per element of
-    the differentiated arguments: JAX's ``jacfwd``. ``jacfwd(f)(*args)`` is
+    """The function computing the Jacobian of ``f`` in forward mode, a direction per element of
+    the differentiated arguments, batched in a few passes where the program allows
+    (:func:`jacobian`): JAX's ``jacfwd``. ``jacfwd(f)(*args)`` is
     :func:`jacobian`'s result, computed by forward mode whatever the shapes: the cheaper
     mode when ``f`` has more outputs than inputs.
 
