@@ -1,6 +1,7 @@
 """Every MutadError path: raised, names the fix, and leaves the caller's arrays as they were."""
 
 import importlib
+import operator
 import traceback
 
 import numpy as np
@@ -761,3 +762,36 @@ def test_a_refused_conversion_the_function_catches_is_not_let_pass(mode):
     assert "float()" in str(caught.value)  # the conversion it caught, and where
     assert isinstance(caught.value.__cause__, errors.ConversionError)
     assert x.tobytes() == before
+
+
+def _numpys_own_refusal(x):
+    """Conversions NumPy refuses too, caught: the program goes on as on NumPy's arrays."""
+    try:
+        s = float(x)  # several elements: NumPy's TypeError
+    except TypeError:
+        s = 2.0
+    try:
+        t = x.item()  # NumPy's ValueError
+    except ValueError:
+        t = 3.0
+    try:
+        k = operator.index(x[0])  # a float is no index
+    except TypeError:
+        k = 4
+    return (x * (s + t + k)).sum()
+
+
+@pytest.mark.parametrize("mode", ["gradient", "jvp", "replay", "hessian"])
+def test_a_conversion_numpy_refuses_too_raises_numpys_error(mode):
+    """Regression: once a caught refusal ended the differentiation, these programs, which go
+    down NumPy's own path, were ended too."""
+    x = np.linspace(0.1, 1.2, 6)
+    if mode == "gradient":
+        assert mutad.gradient(_numpys_own_refusal, x)[0].tolist() == [9.0] * 6
+    elif mode == "jvp":
+        assert mutad.jvp(_numpys_own_refusal, (x,), (np.ones(6),))[1] == 54.0
+    elif mode == "replay":
+        for _ in range(3):
+            assert mutad.grad(_numpys_own_refusal, replay=True)(x).tolist() == [9.0] * 6
+    else:
+        assert not np.any(mutad.hessian(_numpys_own_refusal, x))

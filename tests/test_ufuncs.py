@@ -704,3 +704,20 @@ def test_a_replayed_ufunc_with_where_follows_the_mask():
 def test_a_ufunc_with_where_and_no_out_is_refused():
     with pytest.raises(mutad.errors.UnsupportedOperationError, match="without out="):
         mutad.gradient(lambda x: np.divide(1.0, x, where=x > 0).sum(), np.ones(3))
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda x, o: np.sin(x, out=o, where=np.array([1, 0, 1])), "to dtype\\('bool'\\)"),
+    (lambda x, o: np.exp(x * 1j, out=o, where=x > 0.5), "complex128"),
+    (lambda x, o: np.multiply(x, x, out=o.astype(np.float32), where=x > 0.5, casting="safe"),
+     "float32"),
+], ids=["integer-mask", "complex-into-float", "safe-casting"])
+def test_a_ufunc_with_where_keeps_numpys_errors(call, error):
+    """Regression: an integer mask was taken as indices, and an output of a kind out= may not
+    hold was cast into it, where NumPy raises."""
+    x = np.array([0.3, 0.7, 0.9])
+    with pytest.raises(TypeError, match=error):
+        call(x.copy(), np.zeros(3))
+    for differentiate in (lambda f: mutad.gradient(f, x), lambda f: mutad.jvp(f, (x,), (x,))):
+        with pytest.raises(TypeError, match=error):
+            differentiate(lambda x: np.sum(call(x, np.zeros_like(x))))

@@ -400,16 +400,22 @@ class ArrayMethods(Tracer):
         array with no dependence on the arguments), else None."""
         return None
 
-    def _converted(self, what):
+    def _converted(self, what, attempt=None):
+        """The plain value, where converting loses no derivative; else the conversion
+        ``what`` is refused. Where NumPy refuses it too (``attempt`` of the value raises:
+        ``float()`` of an array of several elements), NumPy's error is raised: a program that
+        catches it goes on as on NumPy's arrays."""
         value = self.plain_value()
         if value is None:
+            if attempt is not None:
+                attempt(memory(self))
             raise conversion_error(what)
         return value
 
     def __float__(self):
         if _formatting(sys._getframe(1)):  # "%.3f" % x: a string of its value, as format()
             return self._decided(float)
-        return float(self._converted("float()"))
+        return float(self._converted("float()", float))
 
     # Integers of a value (a count, an index: ``int(T / dt) + 1``) have derivative zero
     # wherever they have one: NumPy's integer, a decision a replay guards.
@@ -427,10 +433,12 @@ class ArrayMethods(Tracer):
         return self._decided(math.ceil)
 
     def as_integer_ratio(self):
-        return _scalar_method(self._converted(".as_integer_ratio()")[()], "as_integer_ratio")()
+        value = self._converted(".as_integer_ratio()",
+                                lambda v: _scalar_method(v[()], "as_integer_ratio")())
+        return _scalar_method(value[()], "as_integer_ratio")()
 
     def __complex__(self):
-        return complex(self._converted("complex()"))
+        return complex(self._converted("complex()", complex))
 
     def __round__(self, ndigits=None):
         """As NumPy's scalars': ``round()`` of a 0-d value (``x[0]``) is a Python int, as
@@ -443,7 +451,7 @@ class ArrayMethods(Tracer):
         return np.round(self, ndigits)
 
     def item(self, *args):
-        return self._converted(".item()").item(*args)
+        return self._converted(".item()", lambda v: v.item(*args)).item(*args)
 
     def tolist(self):
         return self._converted(".tolist()").tolist()
@@ -746,15 +754,39 @@ def masked_ufunc(ufunc, inputs, out, kwargs):
         raise UnsupportedOperationError(
             f"{function_name(ufunc)}(..., where=...) into an out= of dtype {memory(out).dtype} "
             "from differentiated operands: give a float out= array.")
-    shape = np.shape(out)
+    if "dtype" in kwargs or "signature" in kwargs:
+        raise UnsupportedOperationError(
+            f"{function_name(ufunc)}(..., where=..., dtype=...) on differentiated operands: "
+            "cast the operands first (x.astype(...)), then call it without dtype=.")
+    # NumPy's errors where it refuses the call: an output it may not cast to out's dtype
+    # under the call's casting rule, a mask that is not boolean
+    ufunc.resolve_dtypes(tuple(_resolved_type(x) for x in (*inputs, out)),
+                         casting=kwargs.get("casting", "same_kind"))
     if type(mask) in (bool, list, tuple):
-        mask = np.asarray(mask, dtype=bool)
+        mask = np.asarray(mask)
+    if not np.can_cast(_resolved_type(mask), bool, casting="safe"):
+        raise TypeError(f"Cannot cast array data from {_resolved_type(mask)!r} to dtype('bool') "
+                        "according to the rule 'safe'")  # NumPy's
+    shape = np.shape(out)
     if np.shape(mask) != shape:  # (a mask the function computed stays its value: a replay
         mask = np.broadcast_to(mask, shape)  # follows it)
     picked = [x if type(x) in (float, int, complex, bool) or np.ndim(x) == 0
               else np.broadcast_to(x, shape)[mask] for x in inputs]
     out[mask] = ufunc(*picked, **kwargs)
     return out
+
+
+def _resolved_type(x):
+    """``x``'s dtype as NumPy's type resolution takes it: a Python number's type (weak), a
+    value standing for one as that number."""
+    if type(x) in (float, int, complex):
+        return type(x)
+    if type(x) is bool:
+        return np.dtype(bool)
+    if weak(x):
+        return type(weak_value(memory(x)))
+    dtype = getattr(x, "dtype", None)
+    return np.asarray(x).dtype if dtype is None else dtype
 
 
 OUT_POSITIONS = {}

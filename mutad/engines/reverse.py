@@ -658,20 +658,20 @@ class Traced(ArrayMethods):
         """The plain array a constant stands for (``ArrayMethods``), None if traced."""
         return self.__array__() if self.buffer.constant else None
 
-    def _converted(self, what):
+    def _converted(self, what, attempt=None):
         recorder = self.tape.recorder
         if recorder is None or not recorder.ready:
-            return ArrayMethods._converted(self, what)
+            return ArrayMethods._converted(self, what, attempt)
         recorder.ready = False  # not a conversion of the program's own: a decision of Python's
         try:
-            value = ArrayMethods._converted(self, what)
+            value = ArrayMethods._converted(self, what, attempt)
         finally:
             recorder.ready = True
         recorder.guard(self, value.tobytes())
         return value
 
     def __index__(self):
-        value = self._converted("an index")
+        value = self._converted("an index", operator.index)
         if value.ndim or value.dtype.kind not in "iub":
             raise TypeError("only integer scalar arrays can be converted to a scalar index")
         return operator.index(value[()])
