@@ -746,10 +746,11 @@ def hessian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] = 
     dataclass, object) gives its structure of its structures: ``H.w.b`` is the block for
     leaves ``w`` and ``b`` (``None`` where a leaf is not a float).
 
-    Forward mode over reverse mode, as JAX's ``jacfwd(grad(f))``: one ``jvp`` of the gradient
-    per element of ``x``, the gradient's in-place reverse pass carrying tangents (one direction
-    per pass, as in :func:`jacobian`). A decorated function whose reverse rule does not
-    dispatch falls back to ``hvp``'s orders."""
+    Forward mode over reverse mode, as JAX's ``jacfwd(grad(f))``: a ``jvp`` of the gradient
+    along the elements of ``x``, the gradient's in-place reverse pass carrying tangents: a batch
+    of directions per pass where every operation on them is one the batch handles (as in
+    :func:`jacobian`), else one direction per pass, with the same result. A decorated function
+    whose reverse rule does not dispatch falls back to ``hvp``'s orders."""
     selected, single = check_argnums(argnums, len(args))
     for i in selected:
         _differentiable_argument(args[i], "hessian", i)
