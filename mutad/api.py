@@ -700,6 +700,43 @@ def _hessian_column(f, args, tangents, selected, policy):
         return _hvp(f, args, tangents, selected, policy)
 
 
+HESSIAN_BATCH = 64
+"""The most directions one batched pass of ``hessian`` carries: its reverse pass keeps a batch
+of tangents for each array it saves, so fewer than ``jacobian``'s."""
+
+
+def _batched_hessian_columns(f, args, j, selected, policy):
+    """The columns of the Hessian with respect to ``args[j]``, as ``_hessian_column`` of each
+    element of ``_basis`` gives them, from batched forward passes over the gradient (its
+    reverse differentiation nested inside: ``session.jvp_batched(..., nested=True)``); None
+    where the batch does not apply or a pass met something it does not handle, or failed in
+    any way: then one direction per pass gives the result, or the error, as it always has."""
+    x = args[j]
+    if type(x) is not np.ndarray or x.dtype.kind != "f" or x.size < 2:
+        return None
+
+    def gradient_of_f(*xs):
+        return gradient(f, *xs, argnums=selected, policy=policy)
+
+    n = x.size
+    per_direction = x.dtype.itemsize * max(owner(x).size, 1)
+    size = max(2, min(n, HESSIAN_BATCH, BATCH_BYTES // per_direction))
+    columns = []
+    for start in range(0, n, size):
+        count = min(size, n - start)
+        directions = np.zeros((count, n), x.dtype)
+        directions[np.arange(count), start + np.arange(count)] = 1.0
+        tangents = [None] * len(args)
+        tangents[j] = directions.reshape((count,) + x.shape)
+        try:
+            batch = session.jvp_batched(gradient_of_f, tuple(args), tuple(tangents), count,
+                                        nested=True)[1]
+        except Exception:  # BatchUnsupported, or an error one direction per pass gives too
+            return None
+        columns.extend(tuple(leaf[b] for leaf in batch) for b in range(count))
+    return columns
+
+
 @user_frames
 def hessian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] = 0,
             policy: Literal["restore", "checkpoint"] = "restore") -> Any:
@@ -709,10 +746,11 @@ def hessian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] = 
     dataclass, object) gives its structure of its structures: ``H.w.b`` is the block for
     leaves ``w`` and ``b`` (``None`` where a leaf is not a float).
 
-    Forward mode over reverse mode, as JAX's ``jacfwd(grad(f))``: one ``jvp`` of the gradient
-    per element of ``x``, the gradient's in-place reverse pass carrying tangents (one direction
-    per pass, as in :func:`jacobian`). A decorated function whose reverse rule does not
-    dispatch falls back to ``hvp``'s orders."""
+    Forward mode over reverse mode, as JAX's ``jacfwd(grad(f))``: a ``jvp`` of the gradient
+    along the elements of ``x``, the gradient's in-place reverse pass carrying tangents: a batch
+    of directions per pass where every operation on them is one the batch handles (as in
+    :func:`jacobian`), else one direction per pass, with the same result. A decorated function
+    whose reverse rule does not dispatch falls back to ``hvp``'s orders."""
     selected, single = check_argnums(argnums, len(args))
     for i in selected:
         _differentiable_argument(args[i], "hessian", i)
@@ -720,11 +758,14 @@ def hessian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] = 
     leaves = sorted({k for ks in positions.values() for k in ks})
     blocks = {}  # (leaf, leaf) -> block
     for j in leaves:
-        columns = []
-        for e in _basis(args[j]):
-            tangents = [None] * len(args)
-            tangents[j] = e
-            columns.append(_hessian_column(f, args, tuple(tangents), tuple(leaves), policy))
+        columns = (_batched_hessian_columns(f, args, j, tuple(leaves), policy) if BATCHED
+                   else None)
+        if columns is None:  # one direction per pass
+            columns = []
+            for e in _basis(args[j]):
+                tangents = [None] * len(args)
+                tangents[j] = e
+                columns.append(_hessian_column(f, args, tuple(tangents), tuple(leaves), policy))
         for row, i in enumerate(leaves):
             block = _assemble([c[row] for c in columns], np.shape(args[j]), np.shape(args[i]))
             scalars = is_inexact_scalar(args[i]) and is_inexact_scalar(args[j])

@@ -140,7 +140,12 @@ def _products(x):
     return c, a.T @ x[:2], x[:3] @ a.T, np.dot(a, x[:3]), v * x
 
 
-EXACT = [_in_place, _views, _shapes, _scalars]
+def _masked(x):
+    # where=: out[mask] = ufunc(*(np.broadcast_to(x, shape)[mask] ...)), views and a gather
+    return np.add(x, x * x, where=x > 0.5, out=np.zeros_like(x))
+
+
+EXACT = [_in_place, _views, _shapes, _scalars, _masked]
 ROUNDED = [_sums, _products]
 
 
@@ -244,7 +249,6 @@ FALLBACK = {
     "user rule": lambda x: _doubled(x) * x,
     "scipy": lambda x: scipy.linalg.solve(np.eye(3) + np.outer(x[:3], x[3:]), x[:3]),
     "apart indices": lambda x: x.reshape(1, 2, 3)[[0], :, [1]] * x[0],
-    "where": lambda x: np.add(x, x * x, where=x > 0.5, out=np.zeros_like(x)),
     "complex": lambda x: np.abs(np.exp(1j * x)) + x,
     "caught conversion": _caught,
     "caught stop": _caught_batch_stop,

@@ -20,6 +20,7 @@ it, which is what prevents perturbation confusion.
 import math
 
 import numpy as np
+from numpy.lib.array_utils import byte_bounds
 
 from ..core.allocation import (Preexisting, joined_operands, lists_as_arrays, stands_in,
                                ufunc_operands)
@@ -60,6 +61,12 @@ every operation on it is one the batch is known to handle exactly as B passes of
 would: an elementwise row, indexing and assignment, and a function whose Rule has the facet
 ``batched``. Anything else stops the pass (``unbatched``): its caller then takes one direction
 per pass."""
+NESTED = set()
+"""The batched levels inside which one reverse differentiation may run (``api.hessian``'s
+forward over reverse: ``session.jvp_batched(..., nested=True)``): its values are traced arrays
+over duals of the level, and every operation on those duals, in its forward and its reverse
+pass, goes through the same batched handlers (or stops the pass) as at the top. Any other
+nesting, a second reverse one or one inside that, stops the pass."""
 FAILED = set()
 """The batched levels that met something they do not handle: their results are never used,
 even where the differentiated function caught the exception that stopped them."""
@@ -79,9 +86,17 @@ def batch_of(level):
     """B, for a dual of ``level`` in a batched pass that runs alone (no other differentiation
     nested in it or around it, whose values would meet batched tangents); None otherwise."""
     size = BATCH.get(level)
-    if size is not None and len(ACTIVE.running) != 1:
+    if size is not None and len(ACTIVE.running) != 1 and not _one_reverse_inside(level):
         unbatched(level, "a nested differentiation")
     return size
+
+
+def _one_reverse_inside(level):
+    """Whether the differentiations running are the batched forward one of ``level``, which
+    allows it (``NESTED``), and one reverse differentiation directly inside it."""
+    running = ACTIVE.running
+    return (level in NESTED and len(running) == 2 and running[0].level == level
+            and getattr(running[1], "outer", None) is running[0])
 
 
 def _aligned(t, ndim):
@@ -784,17 +799,43 @@ class Dual(ArrayMethods):
     def owner_view(self):
         """This dual's view of all of its memory (``views.owner_view``): its tangent's memory
         mirrors its value's."""
-        if self.level in BATCH:
-            unbatched(self.level, "the view of all of an array's memory")
+        if batch_of(self.level) is not None:
+            return self._batched_view(owner_view(self.value))
         return Dual(owner_view(self.value), owner_view(self.tangent), self.level)
 
     def restrided(self, shape, dtype, offset, strides):
         """The view of this one-dimensional dual at byte ``offset`` (``views.strided``): its
         tangent is laid out as its value, so the same view of each."""
-        if self.level in BATCH:
-            unbatched(self.level, "a strided view")
+        if batch_of(self.level) is not None:
+            return self._batched_view(strided(self.value, shape, dtype, offset, strides))
         return Dual(strided(self.value, shape, dtype, offset, strides),
                     strided(self.tangent, shape, dtype, offset, strides), self.level)
+
+    def _batched_view(self, value):
+        """The dual of ``value``, a plain view of this dual's memory, in a batched pass: the
+        same view of each direction's tangent, which mirrors the value's memory byte for byte
+        (entry ``b`` laid out as the value, in a block of its own: ``_batched_zeros``). A
+        tangent that is not laid out so, or a view it would not hold, stops the pass."""
+        t, v = self.tangent, self.value
+        if (type(t) is not np.ndarray or type(value) is not np.ndarray or t.dtype != v.dtype
+                or value.dtype != v.dtype or t.shape != (t.shape[0],) + v.shape
+                or any(n > 1 and a != b for n, a, b in zip(v.shape, v.strides, t.strides[1:],
+                                                            strict=True))):
+            unbatched(self.level, "a view of memory the batch does not mirror")
+        block = owner(t)
+        size = t.shape[0]
+        start = address(t) - address(block) + address(value) - address(v)
+        step = t.strides[0] if size > 1 else 0
+        try:
+            tangent = np.ndarray((size,) + value.shape, value.dtype, block, start,
+                                 (step,) + value.strides)
+        except (TypeError, ValueError):  # out of the block's bounds, or not a buffer
+            unbatched(self.level, "a view of memory the batch does not mirror")
+        low, high = byte_bounds(tangent)
+        block_low = address(block)
+        if value.size and (low < block_low or high > block_low + block.nbytes):
+            unbatched(self.level, "a view of memory the batch does not mirror")
+        return Dual(value, tangent, self.level)
 
     def astype(self, dtype, **kwargs):
         return apply_function(np.ndarray.astype, (self, dtype), kwargs, self.level)

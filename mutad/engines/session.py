@@ -22,7 +22,7 @@ from ..core.arguments import Originals, check_distinct_memory, run
 from .arraylike import stands_for_scalar
 from ..core.errors import (ConstantModifiedError, InvalidArgumentError, PolicyError,
                            UnsupportedOperationError)
-from .forward import (BATCH, FAILED, BatchUnsupported, Dual, as_array, enclosed, split,
+from .forward import (BATCH, FAILED, NESTED, BatchUnsupported, Dual, as_array, enclosed, split,
                       unbatched, zero_tangent)
 from ..core.levels import ACTIVE, LEVELS, Tracer
 from .recompute import hold_for_good
@@ -422,21 +422,25 @@ def jvp(f, primals, tangents):
     return rebuild([value for value, _ in pairs]), rebuild([dy for _, dy in pairs])
 
 
-def jvp_batched(f, primals, tangents, size):
+def jvp_batched(f, primals, tangents, size, nested=False):
     """``jvp`` carrying ``size`` directions in one pass: each tangent given (and each returned)
     has a leading axis of length ``size``. Raises ``BatchUnsupported`` where the pass met
     something the batch does not handle (``forward.BATCH``), even if ``f`` caught that: the
-    caller then takes one direction per pass."""
+    caller then takes one direction per pass. ``nested``: one reverse differentiation may run
+    inside the pass (``forward.NESTED``), as ``f`` = a gradient does (``api.hessian``)."""
     if ACTIVE.running:
         raise BatchUnsupported("a nested differentiation")
     with ForwardDifferentiation() as d:
         BATCH[d.level] = size
+        if nested:
+            NESTED.add(d.level)
         try:
             y = d.call(f, primals, tangents)
             outputs, rebuild = flatten(y)
             pairs = [d.output(out) for out in outputs]
         finally:
             del BATCH[d.level]
+            NESTED.discard(d.level)
             failed = d.level in FAILED
             FAILED.discard(d.level)
         if failed:

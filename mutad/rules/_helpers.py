@@ -205,6 +205,14 @@ def batch_size(tangents):
     return None
 
 
+def batch_aligned(t, ndim):
+    """A batch of tangents ``(B,) + shape`` with axes of length 1 inserted after the batch
+    axis so that it has ``ndim`` axes besides it: it then broadcasts against an array of
+    ``ndim`` axes as one direction's tangent broadcasts against that array's value."""
+    extra = ndim + 1 - np.ndim(t)
+    return t if extra <= 0 else np.reshape(t, np.shape(t)[:1] + (1,) * extra + np.shape(t)[1:])
+
+
 def batch_or_zeros(arg, tangent, size):
     """A linear operand's batch of tangents; zeros where it carries none (as
     ``registry.deflinear`` puts zeros in for one direction)."""

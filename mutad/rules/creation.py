@@ -291,6 +291,22 @@ def copy_batched(tangents, a, order="K", **kwargs):
     return y, None if t is None else np.copy(t)  # the core lays it out as y
 
 
+@defbatched(np.array)
+def array_batched(tangents, a, dtype=None, *, copy=True, order="K", **kwargs):
+    """``np.array`` of one float array, copied (``like=`` the dual it came with, as the
+    engines copy a traced or dual array: ``copy``'s reverse rule, a shadow made of a
+    cotangent): the value copied or cast, each direction's tangent alike (the same bits; the
+    core lays it out as the value). Lists, other settings and other dtypes: not covered."""
+    if (set(kwargs) - {"like"} or copy is not True or type(a) is not np.ndarray
+            or a.dtype.kind != "f" or (dtype is not None and np.dtype(dtype).kind != "f")):
+        return NotImplemented
+    y = np.array(a, dtype, copy=True, order=order, **kwargs)
+    t = tangents[0]
+    if t is None:
+        return y, ZERO_TANGENT
+    return y, t.astype(y.dtype, copy=True)
+
+
 @defbatched(np.ndarray.astype)
 def astype_batched(tangents, a, dtype, **kwargs):
     if set(kwargs) - {"copy"} or a.dtype.kind != "f" or np.dtype(dtype).kind != "f":

@@ -23,8 +23,8 @@ import numpy as np
 
 from ..core.devices import beside, index_for, ufunc_at
 from ..core.errors import UnsupportedOperationError, UntracedWriteError
-from ..core.registry import (complex_aware, defcomposite, definplace, deflinear, defjvp, defrule,
-                             holomorphic, recomputable)
+from ..core.registry import (complex_aware, defbatched, defcomposite, definplace, deflinear,
+                             defjvp, defrule, holomorphic, recomputable)
 from ..core.allocation import lists_as_arrays
 from ..engines.elementwise import unbroadcast
 from ..engines.inplace import check_destination, copy_into, overlaps, record_write, writes_into
@@ -33,7 +33,7 @@ from ..engines.writes import Reads, Undo, checkpoint
 from ..core import views
 from ..custom import adjoint
 from ..core.views import memory, wrapped
-from ._helpers import accumulator, gather_cotangent
+from ._helpers import accumulator, batch_aligned, gather_cotangent
 
 
 def _resolve_mode(indices, length, mode):
@@ -553,6 +553,58 @@ for _ufunc in (np.add, np.subtract):
                                                    f"np.{_ufunc.__name__}.at", 2,
                                                    accumulates=True))
 del _func, _values_at, _ufunc
+
+
+@defbatched(np.copyto)
+def copyto_batched(tangents, dst, src, casting="same_kind", where=True):
+    """``np.copyto`` of real floats without ``where=``, into a target carrying tangents: the
+    same copy of each direction's tangent (NumPy copies an overlapping source first, for the
+    tangents as for the values: the same bits). What else ``jvp`` refuses or handles (a
+    target without tangents, a mask) is not covered."""
+    src_tangent = tangents[1] if len(tangents) > 1 else None
+    if (where is not True or tangents[0] is None or any(t is not None for t in tangents[2:])
+            or type(dst) is not np.ndarray or dst.dtype.kind != "f"
+            or np.result_type(src).kind not in "fiub" or np.ndim(src) > dst.ndim
+            or type(src_tangent) in (list, tuple)):
+        return NotImplemented
+    np.copyto(dst, src, casting=casting)
+    if src_tangent is None:
+        tangents[0][...] = 0.0
+    else:
+        np.copyto(tangents[0], batch_aligned(src_tangent, dst.ndim), casting=casting)
+    return None, None
+
+
+def _accumulate_batched(ufunc):
+    """``ufunc.at(a, indices, b)`` (add, subtract) of real floats at one integer array (or list)
+    of indices: the same accumulation into each direction's tangent, the batch axis taken
+    whole. NumPy adds the repeated indices of each element in their order, for each direction
+    as for one: the same bits. Other keys (tuples, masks, slices) are not covered."""
+
+    def rule(tangents, a, indices, b):
+        if (tangents[1] is not None or type(a) is not np.ndarray or a.dtype.kind != "f"
+                or np.iscomplexobj(b) or a.ndim == 0
+                or not ((type(indices) is np.ndarray and indices.dtype.kind in "iu")
+                        or (type(indices) is list and indices
+                            and all(type(i) is int for i in indices)))
+                or (tangents[0] is None and tangents[2] is not None)):
+            return NotImplemented
+        ufunc_at(ufunc, a, indices, b)
+        if tangents[0] is None or tangents[2] is None:
+            return None, None
+        region = np.ndim(indices) + a.ndim - 1
+        if np.ndim(tangents[2]) - 1 > region:
+            return NotImplemented
+        ufunc_at(ufunc, tangents[0], (slice(None), np.asarray(indices)),
+                 batch_aligned(tangents[2], region))
+        return None, None
+
+    rule.__name__ = rule.__qualname__ = f"{ufunc.__name__}_at_batched"
+    defbatched((ufunc, "at"))(rule)
+
+
+_accumulate_batched(np.add)
+_accumulate_batched(np.subtract)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -18,10 +18,10 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..core.devices import is_device, ufunc_at
 from ..core.errors import UnsupportedOperationError, UntracedWriteError
-from ..core.registry import (complex_aware, defbatched, definplace, defjoin, defjvp, deflinear,
+from ..core.registry import (ZERO_TANGENT, complex_aware, defbatched, definplace, defjoin, defjvp, deflinear,
                              defroute, defrule, holomorphic, recomputable)
 from ..core.views import address, memory, owner, owner_view, wrapped
-from ._helpers import (Template, batch_axes, batch_or_zeros, batch_size, gather_cotangent,
+from ._helpers import (Template, batch_aligned, batch_axes, batch_or_zeros, batch_size, gather_cotangent,
                        unbroadcast)
 
 
@@ -604,6 +604,42 @@ _same_shape_batched(np.squeeze)
 _same_shape_batched(np.expand_dims)
 
 
+def _atleast_batched(func):
+    """``np.atleast_1d`` (2d, 3d) of one array: a reshape, of the value and of each
+    direction's tangent; of several arrays (a list): not covered."""
+
+    def rule(tangents, *arys):
+        if len(arys) != 1:
+            return NotImplemented
+        y = func(arys[0])
+        t = tangents[0]
+        return y, None if t is None else np.reshape(t, t.shape[:1] + np.shape(y))
+
+    rule.__name__ = rule.__qualname__ = f"{func.__name__}_batched"
+    defbatched(func)(rule)
+
+
+for _func in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
+    _atleast_batched(_func)
+
+
+@defbatched(np.real)
+def real_batched(tangents, val):
+    """Of a real array: the array itself (a view), and each direction's tangent alike."""
+    if np.iscomplexobj(val):
+        return NotImplemented
+    t = tangents[0]
+    return np.real(val), None if t is None else np.real(t)
+
+
+@defbatched(np.imag)
+def imag_batched(tangents, val):
+    """Of a real array: new zeros, whose tangents are zeros."""
+    if np.iscomplexobj(val):
+        return NotImplemented
+    return np.imag(val), ZERO_TANGENT
+
+
 @defbatched(np.reshape)
 def reshape_batched(tangents, a, shape=None, order="C", **kwargs):
     if kwargs or order not in ("C", "F"):
@@ -656,6 +692,37 @@ def moveaxis_batched(tangents, a, source, destination):
     if t is None:
         return y, None
     return y, np.moveaxis(t, batch_axes(source, np.ndim(a)), batch_axes(destination, np.ndim(a)))
+
+
+@defbatched(np.broadcast_to)
+def broadcast_to_batched(tangents, array, shape, subok=False):
+    """The same broadcast of each direction's tangent (a read-only view, as the value's)."""
+    if subok or type(array) is not np.ndarray:
+        return NotImplemented
+    y = np.broadcast_to(array, shape)
+    t = tangents[0]
+    if t is None:
+        return y, None
+    return y, np.broadcast_to(batch_aligned(t, y.ndim), t.shape[:1] + y.shape)
+
+
+def _split_batched(func):
+    """The same pieces of each direction's tangent, along the same axis after the batch's
+    (views, as the value's pieces)."""
+    def rule(tangents, ary, indices_or_sections, axis=0):
+        pieces = func(ary, indices_or_sections, axis)
+        t = tangents[0]
+        if t is None:
+            return pieces, None
+        (moved,) = batch_axes(axis, np.ndim(ary))
+        return pieces, func(t, indices_or_sections, moved)
+
+    rule.__name__ = rule.__qualname__ = f"{func.__name__}_batched"
+    defbatched(func)(rule)
+
+
+_split_batched(np.split)
+_split_batched(np.array_split)
 
 
 @defbatched(np.concatenate)
