@@ -700,9 +700,11 @@ def _hessian_column(f, args, tangents, selected, policy):
         return _hvp(f, args, tangents, selected, policy)
 
 
-HESSIAN_BATCH = 64
+HESSIAN_BATCH = 16
 """The most directions one batched pass of ``hessian`` carries: its reverse pass keeps a batch
-of tangents for each array it saves, so fewer than ``jacobian``'s."""
+of tangents for each array it saves, so fewer than ``jacobian``'s (an in-place program of 200
+steps on 200 elements: 64 directions a pass took 61 MiB at its peak against 4.4 one at a time,
+16 took 17 MiB, 7 times faster than one at a time)."""
 
 
 def _batched_hessian_columns(f, args, j, selected, policy):
