@@ -25,7 +25,12 @@ cascade of sections (its value SciPy's own), ``filtfilt`` (``method="pad"``) and
 both operands and the fillvalue, for every mode and boundary; ``savgol_filter`` is linear in x,
 ndimage's ``convolve1d`` but in ``mode="interp"``, whose end rows are SciPy's polynomial fits;
 ``upfirdn`` is linear in h and in x (with the zero extension, ``mode="constant"``); ``medfilt``
-is ndimage's rank filter, each output taking the cotangent of the element it selected.
+is ndimage's rank filter, each output taking the cotangent of the element it selected, and
+``medfilt2d`` the same filter of a 2-d array (checked to select SciPy's values); ``wiener`` is
+SciPy's own steps on ``correlate``. ``peak_prominences`` and ``peak_widths`` take SciPy's
+bases and crossings (decisions on the values) and differentiate its arithmetic on the values
+there: x[peak] - max(x[left base], x[right base]), and the linear interpolation around each
+crossing.
 
 The functions SciPy writes in Python on NumPy and ``scipy.fft`` (the spectral functions,
 ``detrend``, ``hilbert``, ``resample``, ``resample_poly``, ``decimate``, ``freqz``,
@@ -99,9 +104,9 @@ __all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "coherence", "con
            "convolve", "convolve2d", "correlate", "correlate2d", "csd", "decimate", "detrend",
            "dimpulse", "dlsim", "dlti", "dstep", "fftconvolve", "filtfilt", "find_peaks", "firwin",
            "freqresp", "freqs", "freqs_zpk", "freqz", "hilbert", "impulse", "istft", "lfilter",
-           "lfilter_zi", "lsim", "lti", "medfilt", "normalize", "oaconvolve", "periodogram",
+           "lfilter_zi", "lsim", "lti", "medfilt", "medfilt2d", "normalize", "oaconvolve", "peak_prominences", "peak_widths", "periodogram",
            "resample", "resample_poly", "savgol_filter", "sosfilt", "sosfilt_zi", "sosfiltfilt",
-           "spectrogram", "ss2tf", "step", "stft", "tf2ss", "upfirdn", "welch", "zpk2ss", "zpk2tf"]
+           "spectrogram", "ss2tf", "step", "stft", "tf2ss", "upfirdn", "welch", "wiener", "zpk2ss", "zpk2tf"]
 
 
 def _lagged_products(v, u, count):
@@ -1301,6 +1306,87 @@ def find_peaks(x, height=None, threshold=None, distance=None, prominence=None, w
     return peaks, ({} if height is None else {"peak_heights": x[peaks]})
 
 
+# peak_prominences and peak_widths: where the bases and the crossings lie is a decision SciPy
+# takes on the values (made again here on the plain values, in the forward pass, with SciPy's
+# own loops); the prominences and widths are then SciPy's arithmetic on the signal's values at
+# those places (_peak_finding_utils: x[peak] - max(x[left base], x[right base]), and a linear
+# interpolation between the two samples around each crossing), differentiated.
+
+_prominence_data = Value(
+    lambda x, peaks, wlen: _signal.peak_prominences(x, peaks, wlen),
+    "scipy.signal.peak_prominences")
+
+
+def _peaks_argument(x, peaks, name):
+    x = _array(x)
+    if np.ndim(x) != 1:
+        raise ValueError("`x` must be a 1-D array")
+    _refuse_followed(peaks, f"scipy.signal.{name}'s peaks",
+                     "Pass the positions of the peaks (find_peaks' first result).")
+    return x, np.asarray(stop_gradient(peaks))
+
+
+@stands_in_for(_signal.peak_prominences)
+def peak_prominences(x, peaks, wlen=None):
+    """SciPy's prominences, x[peak] - max(x[left base], x[right base]) at SciPy's bases
+    (np.maximum's convention where the two bases' values tie), and its bases."""
+    x, peaks = _peaks_argument(x, peaks, "peak_prominences")
+    value, left, right = _prominence_data(x, peaks, wlen)
+    left, right = np.asarray(stop_gradient(left)), np.asarray(stop_gradient(right))
+    composition = x[peaks] - np.maximum(x[left], x[right])
+    return scipys_value(value, composition), left, right
+
+
+_width_data = Value(
+    lambda x, peaks, rel_height, prominences, left, right, wlen: _signal.peak_widths(
+        x, peaks, rel_height, (prominences, left, right), wlen),
+    "scipy.signal.peak_widths")
+
+
+def _crossing(x, start, stop, peak, height, step):
+    """SciPy's loop (_peak_finding_utils._peak_widths): the sample where the signal, walked
+    from the peak by ``step`` towards ``stop``, first falls to ``height`` or reaches
+    ``stop``, and whether SciPy interpolates there (the sample below the height)."""
+    i = peak
+    while (start < i if step < 0 else i < stop) and height < x[i]:
+        i += step
+    return i, bool(x[i] < height)
+
+
+@stands_in_for(_signal.peak_widths)
+def peak_widths(x, peaks, rel_height=0.5, prominence_data=None, wlen=None):
+    """SciPy's widths at the height x[peak] - prominence * rel_height, its crossings the
+    linear interpolations SciPy makes between the samples around them (each crossing's sample
+    taken by SciPy's own loop on the plain values), differentiated in the signal, the
+    prominences and ``rel_height``."""
+    x, peaks = _peaks_argument(x, peaks, "peak_widths")
+    if prominence_data is None:
+        prominence_data = peak_prominences(x, peaks, wlen)
+    prominences, left, right = prominence_data
+    _refuse_followed(left, "scipy.signal.peak_widths' bases", "Pass peak_prominences' bases.")
+    _refuse_followed(right, "scipy.signal.peak_widths' bases", "Pass peak_prominences' bases.")
+    left = np.asarray(stop_gradient(left))
+    right = np.asarray(stop_gradient(right))
+    values = _width_data(x, peaks, rel_height, prominences, left, right, wlen)
+    heights = x[peaks] - prominences * rel_height  # SciPy's arithmetic, in its order
+    plain_x = np.asarray(stop_gradient(x), dtype=np.float64)
+    plain_heights = np.asarray(stop_gradient(heights), dtype=np.float64).reshape(-1)
+    left_ips, right_ips = [], []
+    for p in range(np.shape(peaks)[0]):
+        peak, height = int(peaks[p]), plain_heights[p]
+        i, between = _crossing(plain_x, left[p], right[p], peak, height, -1)
+        left_ips.append(i + (heights[p] - x[i]) / (x[i + 1] - x[i]) if between
+                        else np.float64(i) + 0.0 * heights[p])
+        i, between = _crossing(plain_x, left[p], right[p], peak, height, 1)
+        right_ips.append(i - (heights[p] - x[i]) / (x[i - 1] - x[i]) if between
+                         else np.float64(i) + 0.0 * heights[p])
+    if not left_ips:
+        return values
+    left_ips, right_ips = stacked(left_ips), stacked(right_ips)
+    composition = (right_ips - left_ips, heights, left_ips, right_ips)
+    return tuple(scipys_value(v, c) for v, c in zip(values, composition, strict=True))
+
+
 # ----------------------------------------------------------------------------------------------
 # Windows: SciPy's own, their arrays new ones the differentiated code may write into
 
@@ -1567,6 +1653,51 @@ def medfilt(volume, kernel_size=None):
                       stacklevel=2)
     size = math.prod(kernel_size)
     return ndimage.rank_filter(volume, size // 2, size=kernel_size, mode="constant")
+
+
+_medfilt2d_value = Value(lambda x, kernel_size: _signal.medfilt2d(x, kernel_size),
+                         "scipy.signal.medfilt2d")
+
+
+@stands_in_for(_signal.medfilt2d)
+def medfilt2d(input, kernel_size=3):
+    # medfilt of a 2-d array (zeros beyond the edges, the middle rank of each window) by
+    # SciPy's own selection: it picks the same element, checked, so the same values and
+    # medfilt's derivative (each output takes the cotangent of the element it selected).
+    input = _array(input)
+    if np.ndim(input) != 2:
+        raise ValueError("medfilt2d: the input must be a 2-D array.")
+    value = _medfilt2d_value(input, kernel_size)
+    y = medfilt(input, kernel_size)
+    if not np.array_equal(stop_gradient(y), value, equal_nan=True):
+        raise UnsupportedOperationError(  # (a guard: NaNs, which the two selections order apart)
+            "scipy.signal.medfilt2d: mutad's median filter, which gives its derivative, did not "
+            "select SciPy's values here (NaNs in the input?), so it cannot differentiate it. "
+            "Filter with scipy.signal.medfilt or scipy.ndimage.median_filter.")
+    return y
+
+
+@stands_in_for(_signal.wiener)
+def wiener(im, mysize=None, noise=None):
+    # SciPy's own steps (_signaltools.wiener) on the differentiated functions: the local mean
+    # and variance by correlate, the noise power their mean, then the choice of the local mean
+    # where the local variance is below the noise (a decision taken here, kept as the mask).
+    im = _array(im)
+    if mysize is None:
+        mysize = [3] * np.ndim(im)
+    if np.shape(np.asarray(mysize)) == ():
+        mysize = [mysize] * np.ndim(im)
+    size = math.prod(mysize)
+    local_mean = correlate(im, np.ones(mysize), "same")
+    lsize = float(size)
+    local_mean = local_mean / lsize
+    local_var = correlate(im ** 2, np.ones(mysize), "same") / lsize - local_mean ** 2
+    if noise is None:
+        noise = np.mean(np.reshape(local_var, (-1,)), axis=0)
+    res = im - local_mean
+    res = res * (1 - noise / local_var)
+    res = res + local_mean
+    return np.where(local_var < noise, local_mean, res)
 
 
 # ----------------------------------------------------------------------------------------------
