@@ -67,6 +67,10 @@ CASES = [
      ["scipy.special.betainc", "parameter b", "constant"]),
     (lambda x: np.add(x, 1.0, out=x, where=x > 0).sum(), errors.UnsupportedOperationError,
      ["where=", "np.where"]),
+    pytest.param(lambda x: float(np.matrix(x.reshape(2, 2)).sum()), errors.ConversionError,
+                 ["np.matrix", "A @ B"],  # numpy.matrixlib is not numpy.ma: no masked arrays' advice
+                 marks=pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")),
+    (lambda x: np.ma.masked_less(x, 1.0).sum(), errors.ConversionError, ["Masked arrays"]),
 ]
 
 

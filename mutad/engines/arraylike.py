@@ -893,7 +893,8 @@ def _inside_masked(user):
     """Whether the conversion happened inside ``numpy.ma`` (below the user's frame)."""
     frame = sys._getframe(2)
     while frame is not None and frame is not user:
-        if str(frame.f_globals.get("__name__", "")).startswith("numpy.ma"):
+        name = str(frame.f_globals.get("__name__", ""))
+        if name == "numpy.ma" or name.startswith("numpy.ma."):  # not numpy.matrixlib
             return True
         frame = frame.f_back
     return False
@@ -964,6 +965,9 @@ CONVERSION_FIXES["round"] = (
     "round() of a NumPy scalar is a Python int: round the array with NumPy instead, "
     "np.round(x) (its derivative is zero almost everywhere), and take integer results with "
     "np.round(x).astype(int); round(mutad.stop_gradient(x)) where no gradient should flow.")
+CONVERSION_FIXES["matrix"] = (
+    "np.matrix is not differentiated (NumPy discourages it): compute with 2-d arrays, "
+    "writing A @ B for its A * B, A.T for its transpose and np.linalg.inv(A) for A.I.")
 for _name in ("int", "complex", "item", "tolist"):
     CONVERSION_FIXES[_name] = CONVERSION_FIXES["float"]
 del _name
