@@ -597,6 +597,12 @@ class _FactorValue(Value):
     composition's)."""
 
 
+_rq_value = _FactorValue(lambda a, lwork, mode, check_finite: _linalg.rq(
+    a, lwork=lwork, mode=mode, check_finite=check_finite), "scipy.linalg.rq")
+_cholesky_banded_value = _FactorValue(lambda ab, lower, check_finite: _linalg.cholesky_banded(
+    ab, False, lower, check_finite), "scipy.linalg.cholesky_banded")
+
+
 def _rq_like_scipys(a, mode, check_finite):
     m, n = np.shape(a)[-2:]
     if np.ndim(a) != 2 or np.iscomplexobj(a) or m > n or (mode == "full" and m != n):
@@ -606,8 +612,7 @@ def _rq_like_scipys(a, mode, check_finite):
             "factors of a real square matrix, and of a wide one (more columns than rows) with "
             "mode='economic' or 'r' (Q's other rows, mode='full', are not determined by A). "
             "Factor the transpose of a tall matrix with qr instead (A = R Q is Aᵀ = Qᵀ Rᵀ).")
-    value = _FactorValue(lambda a: _linalg.rq(a, mode="economic", check_finite=check_finite),
-                         "scipy.linalg.rq")(a)
+    value = _rq_value(a, None, "economic", check_finite)
     q_c, r_c = np.linalg.qr(a[::-1, ::-1].T)  # J Aᵀ J = Q' R', reduced: n x m and m x m
     r, q = r_c.T[::-1, ::-1], q_c.T[::-1, ::-1]  # A = (J R'ᵀ J)(J Q'ᵀ J)
     signs = np.where(np.sum(value[1] * stop_gradient(q), axis=1) < 0, -1.0, 1.0)
@@ -627,8 +632,7 @@ def _rq(a, overwrite_a=False, lwork=None, mode="full", check_finite=True):
     if not carries_derivative(a):  # a constant (mutad.stop_gradient): SciPy's own
         return _rq_stand_in.original(a, overwrite_a, lwork, mode, check_finite)
     r, q = _rq_like_scipys(a, mode, check_finite)
-    value = _FactorValue(lambda a: _linalg.rq(a, lwork=lwork, mode=mode,
-                                              check_finite=check_finite), "scipy.linalg.rq")(a)
+    value = _rq_value(a, lwork, mode, check_finite)
     if mode == "r":  # SciPy's R of mode 'r' is m x n: n - m zero columns, then the triangle
         m, n = np.shape(a)
         return scipys_value(value, np.concatenate([np.zeros((m, n - m)) * r[:, :1], r], axis=1))
@@ -647,8 +651,7 @@ def _cholesky_banded(ab, overwrite_ab=False, lower=False, check_finite=True):
             "scipy.linalg.cholesky_banded of complex (Hermitian) or stacked band storage: "
             "mutad differentiates one real symmetric matrix in band storage. Build the matrix "
             "and call cholesky.")
-    value = _FactorValue(lambda ab: _linalg.cholesky_banded(ab, False, lower, check_finite),
-                         "scipy.linalg.cholesky_banded")(ab)
+    value = _cholesky_banded_value(ab, lower, check_finite)
     p, n = np.shape(ab)
     p -= 1
     diagonals = {}

@@ -1060,6 +1060,22 @@ class _BandedEigenValue(Value):
     derivative (the derivative is the dense composition's)."""
 
 
+_eig_banded_value = _BandedEigenValue(
+    lambda ab, lower, eigvals_only, check_finite: _linalg.eig_banded(
+        ab, lower, eigvals_only, False, "a", None, 0, check_finite), "scipy.linalg.eig_banded")
+_eigvals_banded_value = _BandedEigenValue(
+    lambda ab, lower, check_finite: _linalg.eigvals_banded(ab, lower, False, "a", None,
+                                                           check_finite),
+    "scipy.linalg.eigvals_banded")
+_eigh_tridiagonal_value = _BandedEigenValue(
+    lambda d, e, eigvals_only, check_finite, tol, driver: _linalg.eigh_tridiagonal(
+        d, e, eigvals_only, "a", None, check_finite, tol, driver),
+    "scipy.linalg.eigh_tridiagonal")
+_eigvalsh_tridiagonal_value = _BandedEigenValue(
+    lambda d, e, check_finite, tol, driver: _linalg.eigvalsh_tridiagonal(
+        d, e, "a", None, check_finite, tol, driver), "scipy.linalg.eigvalsh_tridiagonal")
+
+
 def _dense_from_diagonals(diagonals):
     """The n x n matrix with ``diagonals[k]`` (length n - |k|) on its k-th diagonal."""
     return sum(np.diag(d, k) for k, d in diagonals.items())
@@ -1125,9 +1141,7 @@ def _eig_banded(a_band, lower=False, eigvals_only=False, overwrite_a_band=False,
                                              select, select_range, max_ev, check_finite)
     _require_real_full_spectrum("eig_banded", (a_band,), select)
     a_band = np.atleast_2d(a_band)
-    value = _BandedEigenValue(
-        lambda ab: _linalg.eig_banded(ab, lower, eigvals_only, False, "a", None, 0,
-                                      check_finite), "scipy.linalg.eig_banded")(a_band)
+    value = _eig_banded_value(a_band, lower, eigvals_only, check_finite)
     dense = _symmetric_dense_from_band(a_band, lower)
     if eigvals_only:
         return _eigenproblem_like_scipys("eig_banded", dense, value)
@@ -1141,9 +1155,7 @@ def _eigvals_banded(a_band, lower=False, overwrite_a_band=False, select="a",
                                                  select_range, check_finite)
     _require_real_full_spectrum("eigvals_banded", (a_band,), select)
     a_band = np.atleast_2d(a_band)
-    value = _BandedEigenValue(
-        lambda ab: _linalg.eigvals_banded(ab, lower, False, "a", None, check_finite),
-        "scipy.linalg.eigvals_banded")(a_band)
+    value = _eigvals_banded_value(a_band, lower, check_finite)
     return _eigenproblem_like_scipys("eigvals_banded", _symmetric_dense_from_band(a_band, lower),
                                      value)
 
@@ -1158,10 +1170,7 @@ def _eigh_tridiagonal(d, e, eigvals_only=False, select="a", select_range=None,
         return _eigh_tridiagonal_stand_in.original(d, e, eigvals_only, select, select_range,
                                                    check_finite, tol, lapack_driver)
     _require_real_full_spectrum("eigh_tridiagonal", (d, e), select)
-    value = _BandedEigenValue(
-        lambda d, e: _linalg.eigh_tridiagonal(d, e, eigvals_only, "a", None, check_finite, tol,
-                                              lapack_driver),
-        "scipy.linalg.eigh_tridiagonal")(d, e)
+    value = _eigh_tridiagonal_value(d, e, eigvals_only, check_finite, tol, lapack_driver)
     dense = _tridiagonal(d, e)
     if eigvals_only:
         return _eigenproblem_like_scipys("eigh_tridiagonal", dense, value)
@@ -1174,10 +1183,7 @@ def _eigvalsh_tridiagonal(d, e, select="a", select_range=None, check_finite=True
         return _eigvalsh_tridiagonal_stand_in.original(d, e, select, select_range,
                                                        check_finite, tol, lapack_driver)
     _require_real_full_spectrum("eigvalsh_tridiagonal", (d, e), select)
-    value = _BandedEigenValue(
-        lambda d, e: _linalg.eigvalsh_tridiagonal(d, e, "a", None, check_finite, tol,
-                                                  lapack_driver),
-        "scipy.linalg.eigvalsh_tridiagonal")(d, e)
+    value = _eigvalsh_tridiagonal_value(d, e, check_finite, tol, lapack_driver)
     return _eigenproblem_like_scipys("eigvalsh_tridiagonal", _tridiagonal(d, e), value)
 
 
