@@ -101,6 +101,21 @@ FORMS = {
         X, np.stack([y, y * y], 1), rng=0)(q),
     "BarycentricInterpolator derivative": lambda y, q: BarycentricInterpolator(
         X, y, rng=0).derivative(q, 2),
+    "CubicSpline antiderivative": lambda y, q: CubicSpline(X, y).antiderivative()(q),
+    "CubicSpline antiderivative(2)": lambda y, q: CubicSpline(X, y).antiderivative(2)(q, 1),
+    "CubicSpline integrate": lambda y, q: CubicSpline(X, y).integrate(q[0], q[3]),
+    "CubicSpline integrate backwards": lambda y, q: CubicSpline(X, y).integrate(q[4], 0.2),
+    "CubicSpline integrate outside": lambda y, q: CubicSpline(X, y).integrate(q[0] - 0.5,
+                                                                             q[4] + 1.0),
+    "CubicSpline integrate no extrapolate": lambda y, q: CubicSpline(X, y).integrate(
+        q[1], 3.0, extrapolate=False),
+    "CubicSpline 2-d integrate": lambda y, q: CubicSpline(X, np.outer(y, [1.0, -2.0])).integrate(
+        0.2, q[2]),
+    "PchipInterpolator integrate": lambda y, q: PchipInterpolator(X, y).integrate(q[1], q[4]),
+    "PPoly antiderivative": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)),
+                                               X[[0, 3, 6]]).antiderivative()(q),
+    "PPoly integrate": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]]).integrate(
+        q[0], q[4]),
     "mutad.scipy.interpolate": lambda y, q: interpolate.CubicSpline(X, y)(q),
     "scipy.interpolate.CubicSpline": lambda y, q: scipy.interpolate.CubicSpline(X, y)(q),
 }
@@ -256,6 +271,14 @@ REFUSED = {
     "pchip grid": lambda y: RegularGridInterpolator(GRID, VALUES * y[0], method="pchip")(POINTS),
     "attribute": lambda y: CubicSpline(X, y).c,
     "interp1d derivative": lambda y: interp1d(X, y).derivative(),
+    "antiderivative's derivative": lambda y: CubicSpline(X, y).antiderivative().derivative()(
+        QUERIES),
+    "derivative's antiderivative": lambda y: CubicSpline(X, y).derivative().antiderivative()(
+        QUERIES),
+    "derivative's integral": lambda y: CubicSpline(X, y).derivative().integrate(0.0, 1.0),
+    "periodic integral": lambda y: CubicSpline(X, _periodic(y[:-1]), bc_type="periodic").integrate(
+        0.0, 5.0),
+    "BSpline integral": lambda y: make_interp_spline(X, y).integrate(0.0, 1.0),
     "PPoly traced breakpoints": lambda y: PPoly(np.ones((2, 2)), np.sort(y[:3]))(QUERIES),
     "PPoly axis": lambda y: PPoly(np.reshape(np.outer(y[:6], [1.0, 2.0]), (2, 3, 2)), X[:3],
                                   axis=1)(QUERIES),
@@ -682,3 +705,11 @@ def test_complex_data(form):
     for policy in POLICIES:
         mutad.check_grads(f, y.copy(), q.copy(), policy=policy, order=2)
     mutad.check_jvp(f, y.copy(), q.copy())
+
+
+def test_integrals_and_antiderivatives_replay_as_traced():
+    def f(y, q):
+        spline = CubicSpline(X, y)
+        return spline.integrate(q[0], q[3]) ** 2 + np.sum(spline.antiderivative()(q) ** 2)
+
+    replays_as_traced(f, [(Y * s, QUERIES * s) for s in (1.0, 1.2, 0.9)], argnums=(0, 1))

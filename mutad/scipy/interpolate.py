@@ -58,7 +58,12 @@ Refused, with an error that says what to do: traced knots ``x`` and grids (inter
 variable made from them instead), traced boundary values in ``bc_type`` and a traced
 ``fill_value``, ``method='pchip'`` of ``RegularGridInterpolator`` with traced values or points,
 and attributes of a traced interpolant other than calling it, ``derivative`` and its knots
-``x`` (``c``, ``integrate``, ``roots``: build it from plain data for those).
+``x`` (``c``, ``roots``: build it from plain data for those). ``antiderivative`` and
+``integrate(a, b)`` of ``CubicSpline``, the Hermite splines and ``PPoly`` (not of one already
+differentiated or integrated, whose spec would not reproduce SciPy's chained values, nor with
+periodic extrapolation) are linear in the data too: the antiderivative is SciPy's
+``derivative(-nu)``, and an integral SciPy's own value with the derivatives of F(b) - F(a),
+differentiated in the data and the bounds.
 
 Every rule computes with this module's evaluations and NumPy, so a derivative is differentiated
 again (``mutad.hvp``, a gradient of a gradient) and forward mode works as reverse mode does.
@@ -757,18 +762,60 @@ class _TracedInterpolant:
 
     def derivative(self, nu=1):
         """The derivative interpolant of order ``nu``."""
-        if isinstance(self._spec, _Interp1d):
-            return self.__getattr__("derivative")
+        if isinstance(self._spec, _Interp1d) or self._spec.derived < 0:  # an antiderivative's
+            return self.__getattr__("derivative")  # derivative is not the interpolant, bitwise
         return _TracedInterpolant(self._name, self._spec.derivative(nu), self._data, x=self.x,
                                   evaluate=self._evaluate)
+
+    def antiderivative(self, nu=1):
+        """The antiderivative interpolant of order ``nu``: SciPy's (PPoly.derivative(-nu) is
+        PPoly.antiderivative(nu)), linear in the data as the interpolant is, its derivative
+        in the points the interpolant's values."""
+        self._require_piecewise_polynomial("antiderivative")
+        return _TracedInterpolant(self._name, self._spec.derivative(-nu), self._data, x=self.x,
+                                  evaluate=self._evaluate)
+
+    def integrate(self, a, b, extrapolate=None):
+        """SciPy's integral from ``a`` to ``b`` (its own call, on the plain data), with the
+        derivatives of F(b) - F(a), F the antiderivative (linear in the data; in the bounds,
+        the interpolant's values there)."""
+        self._require_piecewise_polynomial("integrate")
+        spec = self._spec.derivative(-1)
+        plain = [np.asarray(stop_gradient(d)) for d in self._data]
+        at = self._spec.build(plain).extrapolate if extrapolate is None else extrapolate
+        if at == "periodic":
+            raise UnsupportedOperationError(
+                f"scipy.interpolate.{self._name}(...).integrate with periodic extrapolation, "
+                "of an interpolant built from traced data: mutad differentiates integrals "
+                "over the data's interval or extrapolated (extrapolate=True). Integrate over "
+                "whole periods within the data, or pass extrapolate=True for bounds inside it.")
+        spec = spec.with_extrapolate(at)
+        value = _integral_value(self._spec, a, b, extrapolate, *self._data)
+        composition = (self._evaluate(*self._data, b, spec=spec, nu=0)
+                       - self._evaluate(*self._data, a, spec=spec, nu=0))
+        return scipys_value(value, composition)
+
+    def _require_piecewise_polynomial(self, name):
+        # SciPy's piecewise polynomials (CubicSpline, the Hermite splines, PPoly), never
+        # differentiated or integrated before: PPoly.derivative(-nu) is its antiderivative,
+        # and a derivative of an antiderivative (or the reverse) differs from the interpolant
+        # in its constant or its last bits, which the held spec would not reproduce.
+        if not isinstance(self._spec, (_CubicSpline, _Hermite, _PPoly)) or self._spec.derived:
+            self.__getattr__(name)
 
     def __getattr__(self, name):
         return refused_attribute(
             name,
             f"scipy.interpolate.{self._name}(...).{name}: this interpolant was built from "
             "traced data, and mutad differentiates its values and derivatives (calling it, "
-            ".derivative()) only. Build it from plain data (outside the differentiated "
-            "function) to use other attributes.")
+            ".derivative()) only, and for CubicSpline, the Hermite splines and PPoly "
+            ".antiderivative() and .integrate(a, b) of the interpolant itself. Build it from "
+            "plain data (outside the differentiated function) to use other attributes.")
+
+
+_integral_value = Value(
+    lambda spec, a, b, extrapolate, *data: spec.build(data).integrate(a, b, extrapolate),
+    "scipy.interpolate integrate")
 
 
 class _TracedGridInterpolant:
