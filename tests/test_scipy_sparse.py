@@ -1505,3 +1505,63 @@ def test_sparse_additions_replay():
         return np.sum(a.sum(axis=0).A1 ** 2) + a.max() - a.min()
 
     replays_as_traced(f, [(K,), (K * 1.5,), (K[::-1].copy(),)])
+
+
+# ----------------------------------------------------------------------------------------------
+# The ufuncs SciPy maps over the stored values (A.sqrt(), A.expm1(), ...), and a matrix's
+# getrow and getcol
+
+
+def _stored_value_maps(k, fmt):
+    A = abs(nonsymmetric(k, fmt)) * 0.1  # values in (0, 1): every map is defined
+    total = A.sqrt() @ B + A.expm1() @ B + A.log1p() @ B + A.sin() @ B + A.tanh() @ B
+    total = total + A.arcsin() @ B + A.arctan() @ B + A.sinh() @ B + A.arcsinh() @ B
+    total = total + A.arctanh() @ B + A.tan() @ B + A.deg2rad() @ B + A.rad2deg() @ B
+    return np.sum(total ** 2) + np.sum(A.rint() @ B + A.floor() @ B + A.sign() @ B)
+
+
+def _duplicates_mapped(d):
+    # coo with a repeated entry: SciPy sums (0, 0)'s two values before the map
+    A = scipy.sparse.coo_matrix((d * 0.2, (np.array([0, 0, 1]), np.array([0, 0, 1]))),
+                                shape=(2, 2))
+    return np.sum(A.sqrt().toarray() ** 2 * np.array([[1.0, 2.0], [3.0, 4.0]]))
+
+
+def _lines(k, fmt):
+    A = nonsymmetric(k, fmt)
+    rows = [A.getrow(i) for i in (0, 2, -1)]
+    cols = [A.getcol(j) for j in (1, -2)]
+    formats = tuple(m.format for m in rows + cols)
+    total = sum(np.sum(r.toarray() * np.arange(1.0, N + 1)) ** 2 for r in rows)
+    return total + sum(np.sum(np.sin(c.toarray())) for c in cols), formats
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "dia"])
+def test_stored_value_maps_and_lines(fmt):
+    k = K.copy()
+    for f in (lambda k: _stored_value_maps(k, fmt), lambda k: _lines(k, fmt)[0]):
+        assert mutad.value_and_grad(f)(k)[0] == f(K)  # SciPy's values, bit for bit
+        check(f, k)
+    assert np.array_equal(k, K)  # the caller's array, bit for bit
+
+    def formats(k):
+        found.append(_lines(k, fmt)[1])
+        return _lines(k, fmt)[0]
+
+    found = []
+    mutad.gradient(formats, k)
+    assert found[0] == _lines(K, fmt)[1]  # the formats SciPy's getrow and getcol return
+
+
+def test_stored_value_maps_sum_duplicates_first():
+    d = np.array([0.5, 1.5, 2.0])
+    assert mutad.value_and_grad(_duplicates_mapped)(d)[0] == _duplicates_mapped(d)
+    check(_duplicates_mapped, d)
+    assert np.array_equal(d, [0.5, 1.5, 2.0])
+
+
+def test_stored_value_maps_and_lines_of_what_scipy_lacks_are_scipys_errors():
+    with pytest.raises(AttributeError, match="getrow"):
+        mutad.gradient(lambda k: scipy.sparse.csr_array(stiffness(k)).getrow(0).sum(), K.copy())
+    with pytest.raises(IndexError):
+        mutad.gradient(lambda k: stiffness(k, "csr").getcol(N).sum(), K.copy())

@@ -29,7 +29,10 @@ matrix's indices and adds its repeated entries in place (``spsolve``, ``splu`` o
 (its sums, bit for bit), written into the array that holds them, which may be the array it was
 built from, as in SciPy. Its operations keep it
 sparse: ``A.T``, ``A.transpose()``, ``A.tocsr()``/``tocsc()``/``tocoo()``/``asformat()``,
-``A * c``, ``c * A``, ``A / c``, ``-A``, ``abs(A)``, ``A.power(n)``, ``A ** n``, ``A + B``,
+``A * c``, ``c * A``, ``A / c``, ``-A``, ``abs(A)``, ``A.power(n)``, ``A ** n``, the ufuncs
+SciPy maps over the stored values (``A.sqrt()``, ``A.expm1()``, ``A.log1p()``, ``A.sin()``,
+``A.tanh()``, ...: 0 at 0; dia's slots outside the matrix carry no derivative), a matrix's
+``A.getrow(i)`` and ``A.getcol(j)`` (SciPy's selector products, in SciPy's formats), ``A + B``,
 ``A - B``, ``A @ B`` (sparse operands), ``A.multiply(B)``, indexing (``A[1:-1, 1:-1]``,
 ``A[free][:, free]``, a mask), ``tril``, ``triu`` and ``kron`` give traced sparse matrices
 whose pattern is SciPy's result's (SciPy's operation applied to the numbers of the stored
@@ -1157,9 +1160,10 @@ class TracedSparse:
         raise UnsupportedAttributeError(
             f"{name} of a scipy.sparse matrix with traced values: mutad follows its products "
             "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, indexing, A.multiply, +, "
-            "-, scalar * and /, abs, power, sum(axis), mean, diagonal(k), trace, max(), min(), "
-            "setdiag, toarray() and .data. Compute with A.data, or with A.toarray() for a small "
-            "matrix.")
+            "-, scalar * and /, abs, power, the ufuncs SciPy maps over the stored values "
+            "(sqrt, expm1, log1p, sin, tanh, ...), sum(axis), mean, diagonal(k), trace, max(), "
+            "min(), getrow, getcol, setdiag, toarray() and .data. Compute with A.data, or with "
+            "A.toarray() for a small matrix.")
 
     def __array_function__(self, func, types, args, kwargs):
         if func in (np.ndim, np.shape) and len(args) == 1 and not kwargs:
@@ -1460,6 +1464,52 @@ class TracedSparse:
         self.sum_duplicates()  # as SciPy's does
         return TracedSparse(self.layout, np.abs(self.data))
 
+    def getrow(self, i: int) -> TracedSparse:
+        """SciPy's ``A.getrow(i)`` (a matrix's, 1 x n): its base's product of a selector by
+        ``A``, each entry a copy (1.0 times a stored value), in the format SciPy returns."""
+        return self._line(i, 0, "getrow")
+
+    def getcol(self, j: int) -> TracedSparse:
+        """SciPy's ``A.getcol(j)`` (a matrix's, m x 1): ``A`` times a selector."""
+        return self._line(j, 1, "getcol")
+
+    def _line(self, k, axis, name):
+        template = self.layout.template
+        if not hasattr(template, name):  # sparse arrays have none: SciPy's error
+            raise AttributeError(f"{type(template).__name__} has no attribute {name!r}")
+        size = self.shape[axis]
+        k = int(k)
+        if k < 0:
+            k += size
+        if not 0 <= k < size:
+            raise IndexError("index out of bounds")
+        if axis == 0:
+            selector = _sparse.csr_matrix(([1.0], ([0], [k])), shape=(1, size))
+            line = selector @ self
+        else:
+            selector = _sparse.csc_matrix(([1.0], ([k], [0])), shape=(size, 1))
+            line = self @ selector
+        form = getattr(self.layout.probe(), name)(k).format  # the format SciPy's gives
+        return line if line.format == form else line.asformat(form)
+
+    def _stored_values_map(self, ufunc):
+        """SciPy's ``A.sqrt()``, ``A.sin()``, ... (``_data._ufuncs_with_fixed_point_at_zero``):
+        the ufunc of each stored value (0 at 0, so the zeros not stored stay zeros), after the
+        duplicates are summed as SciPy's ``_deduped_data`` sums them, in the same pattern."""
+        if not hasattr(self.layout.template, ufunc.__name__):  # SciPy's error (lil, dok)
+            raise AttributeError(f"{type(self.layout.template).__name__} has no attribute "
+                                 f"{ufunc.__name__!r}")
+        if hasattr(self.layout.template, "sum_duplicates"):
+            self.sum_duplicates()
+        valid = np.reshape(self.layout.valid, np.shape(self.data))
+        if valid.all():
+            return TracedSparse(self.layout, ufunc(self.data))
+        # dia's slots outside the matrix: SciPy maps them too (its values there, bit for bit),
+        # but they carry no derivative, and sqrt's at their zeros would be an infinite partial
+        # times a zero cotangent: mapped as constants, the slots inside at a safe 0.5 otherwise.
+        inside = ufunc(np.where(valid, self.data, 0.5))
+        return TracedSparse(self.layout, np.where(valid, inside, ufunc(memory(self.data))))
+
     def power(self, n: Any, dtype: None = None) -> TracedSparse:
         """Each stored value to the power ``n`` (a number: the zeros it does not store stay
         zeros, as in SciPy, which refuses a power that would not keep them)."""
@@ -1560,6 +1610,19 @@ class TracedSparse:
 
     def __rsub__(self, other):
         return self._plus(other, -1, reflected=True)
+
+
+def _stored_values_method(ufunc):
+    def method(self) -> TracedSparse:
+        return self._stored_values_map(ufunc)
+
+    method.__name__ = method.__qualname__ = ufunc.__name__
+    method.__doc__ = f"SciPy's ``A.{ufunc.__name__}()``: np.{ufunc.__name__} of each stored value."
+    return method
+
+
+for _ufunc in _sparse._data._ufuncs_with_fixed_point_at_zero:
+    setattr(TracedSparse, _ufunc.__name__, _stored_values_method(_ufunc))
 
 
 # ----------------------------------------------------------------------------------------------
