@@ -9,7 +9,7 @@
 array([ 0.0131,  0.8949,  0.7023,  0.4754, -0.1057,  0.0229, -0.0029])
 
 User code calls SciPy by its own names (``CubicSpline``, ``interp1d``, ``make_interp_spline``,
-``BSpline``, ``PPoly``, ``BarycentricInterpolator``, ``barycentric_interpolate``,
+``make_lsq_spline``, ``BSpline``, ``PPoly``, ``BarycentricInterpolator``, ``barycentric_interpolate``,
 ``PchipInterpolator``, ``pchip_interpolate``, ``Akima1DInterpolator``,
 ``CubicHermiteSpline``, ``RegularGridInterpolator``, ``interpn``; for scattered data
 ``griddata``, ``LinearNDInterpolator``, ``NearestNDInterpolator``, ``RBFInterpolator``; and
@@ -27,7 +27,7 @@ Derivatives:
   (``'nearest'``, ``'previous'``, ``'next'``, ``'zero'``) or the query is outside the data and
   gets the constant ``fill_value``, it is 0; at a knot where a derivative jumps, one side's.
 * in the data ``y``: the interpolants of ``CubicSpline``, ``interp1d``, ``make_interp_spline``,
-  ``BSpline`` (its coefficients ``c``), ``PPoly`` (its coefficients ``c``, of ``axis=0``,
+  ``make_lsq_spline`` (its least-squares fit on constant knots and weights), ``BSpline`` (its coefficients ``c``), ``PPoly`` (its coefficients ``c``, of ``axis=0``,
   real or complex), ``BarycentricInterpolator`` and ``barycentric_interpolate`` (``yi``, real
   or complex, with the weights of
   one construction of SciPy's: SciPy draws a random order of the nodes for them, so pass
@@ -119,8 +119,8 @@ __all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator", "CubicHe
            "CubicSpline", "LinearNDInterpolator", "NearestNDInterpolator", "PPoly",
            "PchipInterpolator",
            "RBFInterpolator", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
-           "barycentric_interpolate", "make_interp_spline", "pchip_interpolate", "splev",
-           "splrep"]
+           "barycentric_interpolate", "make_interp_spline", "make_lsq_spline", "pchip_interpolate",
+           "splev", "splrep"]
 
 
 def _traced(tree):
@@ -493,6 +493,21 @@ class _Spline(_OneDimensional):
 
     def periodic(self):
         return _is_periodic(self.bc_type)
+
+
+class _LsqSpline(_OneDimensional):
+    """``make_lsq_spline``'s B-spline: the weighted least-squares fit of ``y`` on constant
+    knots ``t`` and weights ``w``, c = (Bᵀ W B)⁻¹ Bᵀ W y, linear in y."""
+
+    def __init__(self, x, t, k, w, axis, method):
+        self.x, self.t, self.k, self.w, self.axis, self.method = x, t, k, w, axis, method
+
+    def build(self, data):
+        return _interpolate.make_lsq_spline(self.x, data[0], self.t, self.k, self.w, self.axis,
+                                            method=self.method)
+
+    def linear(self, i, data, width):
+        return self.basis_of(_LsqSpline(self.x, self.t, self.k, self.w, 0, self.method))
 
 
 class _BSpline(_OneDimensional):
@@ -938,6 +953,20 @@ def make_interp_spline(x: Any, y: Any, k: int = 3, t: Any = None, bc_type: Any =
                    _boundary("make_interp_spline", bc_type), axis)
     spec.value((np.zeros(np.shape(y)),), x[:1], 0)
     return _TracedInterpolant("make_interp_spline", spec, (np.copy(y),), x=x)
+
+
+@_route(_interpolate.make_lsq_spline)
+def make_lsq_spline(x: Any, y: Any, t: Any, k: int = 3, w: Any = None, axis: int = 0,
+                    check_finite: bool = True, *, method: str = "qr") -> Any:
+    if not _traced((x, y, t, w)):
+        return _interpolate.make_lsq_spline(x, y, t, k, w, axis, check_finite, method=method)
+    x = _knots("make_lsq_spline", x)
+    _refuse_traced("make_lsq_spline", "the knots t", t, "Pass the knots as constants.")
+    _refuse_traced("make_lsq_spline", "the weights w", w,
+                   "Pass the weights as constants (the fit is linear in y alone).")
+    spec = _LsqSpline(x, _plain_copy(t), k, None if w is None else _plain_copy(w), axis, method)
+    spec.value((np.zeros(np.shape(y)),), x[:1], 0)  # SciPy's errors, on the settings
+    return _TracedInterpolant("make_lsq_spline", spec, (np.copy(y),), x=x)
 
 
 @_route(_interpolate.interp1d)
