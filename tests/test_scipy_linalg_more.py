@@ -185,6 +185,8 @@ REFUSED = {
     "polar wide right": lambda a: scipy.linalg.polar(a[:3])[0],
     "polar tall left": lambda a: scipy.linalg.polar(a[:, :3], side="left")[0],
     "polar stacked": lambda a: scipy.linalg.polar(np.stack([a, a]))[0],
+    "ldl": lambda a: scipy.linalg.ldl(a + a.T)[1],
+    "funm": lambda a: scipy.linalg.funm(a, np.cos),
 }
 
 
@@ -522,3 +524,16 @@ def test_banded_and_rq_calls_declare_no_rules():
         before = len(RULES)
         mutad.pullback(f, *[a.copy() for a in args])
         assert len(RULES) == before
+
+
+def test_ldl_and_funm_of_constants_are_scipys():
+    # Refused by name only where the matrix is differentiated (test_refused): of a constant,
+    # SciPy's own, inside a differentiation too.
+    s = A + A.T
+
+    def f(c):
+        lu, d, perm = scipy.linalg.ldl(mutad.stop_gradient(s))
+        return c * (np.sum(d) + np.trace(scipy.linalg.funm(0.1 * s, np.cos)))
+
+    (g,) = mutad.gradient(f, 2.0)
+    assert g == np.sum(scipy.linalg.ldl(s)[1]) + np.trace(scipy.linalg.funm(0.1 * s, np.cos))

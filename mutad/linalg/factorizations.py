@@ -688,3 +688,17 @@ rq, cholesky_banded = _rq_stand_in, _cholesky_banded_stand_in
 
 # Complex values (facet complex): written in mutad's convention (conjugate transposes).
 complex_aware(np.linalg.cholesky, np.linalg.qr)
+
+
+def _ldl_refusal(A, lower=True, hermitian=True, overwrite_a=False, check_finite=True):
+    if not carries_derivative(A):  # a constant (mutad.stop_gradient): SciPy's own
+        return _ldl.original(A, lower, hermitian, overwrite_a, check_finite)
+    raise UnsupportedOperationError(
+        "scipy.linalg.ldl of a differentiated matrix: mutad has no derivative of the LDLᵀ "
+        "factorisation (its Bunch-Kaufman pivoting chooses 1 x 1 and 2 x 2 blocks by the "
+        "values). Solve with scipy.linalg.solve(a, b, assume_a='sym'), factor a positive "
+        "definite matrix with cholesky or cho_factor, read the inertia from eigh's "
+        "eigenvalues (all differentiated), or pass the matrix through mutad.stop_gradient.")
+
+
+_ldl = StandIn(_linalg.ldl, _ldl_refusal)
