@@ -132,18 +132,18 @@ class UnsupportedOperationError(MutadError, NotImplementedError):
     """A traced array was used in a way mutad cannot differentiate exactly.
 
     The message names the operation and what to do instead, for example a ufunc called with
-    ``where=``, or a write through a view whose elements share memory (from
+    ``where=`` and no ``out=`` (NumPy leaves the elements the mask does not select
+    uninitialized), or a write through a view whose elements share memory (from
     ``np.broadcast_arrays``), whose result depends on the order of the writes:
 
     >>> import numpy as np, mutad
     >>> def f(x):
-    ...     np.multiply(x, 2.0, out=x, where=x > 0)
-    ...     return x.sum()
+    ...     return np.multiply(x, 2.0, where=x > 0).sum()
     >>> try:
     ...     mutad.gradient(f, np.array([1.0, -1.0]))
     ... except mutad.errors.UnsupportedOperationError as error:
     ...     print(str(error).split(":")[0])   # the message goes on with what to do instead
-    np.multiply(..., where=...) on traced arrays
+    np.multiply(..., where=...) without out=
     """
 
 

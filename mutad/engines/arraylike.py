@@ -728,6 +728,33 @@ def single_out(ufunc, kwargs):
     return out
 
 
+def masked_ufunc(ufunc, inputs, out, kwargs):
+    """``ufunc(*inputs, out=out, where=mask)`` with traced or dual operands (both engines' one
+    path): NumPy computes the ufunc at the elements the mask selects only, and leaves ``out``'s
+    others as they were (the safe division ``np.divide(a, b, out=np.zeros_like(a), where=b !=
+    0)``). So does mutad: the selected elements of each (broadcast) operand are gathered by the
+    mask, and the ufunc of them is written into ``out[mask]`` by the core's assignment (which
+    records the write, restore or checkpoint). No element the mask leaves out is computed, so
+    no derivative is taken where the ufunc is undefined, and the mask, an operand of the
+    gather and the write, is read again by a replay. The values are NumPy's: its masked loop
+    hands the selected runs to the same elementwise loop, which gives each element's value
+    independently of its neighbours (tests/test_masked_ufuncs.py checks every NumPy ufunc).
+    NumPy's own call on the plain values comes first, for its errors (shapes, casting)."""
+    where = kwargs.pop("where")
+    if out is None:
+        raise UnsupportedOperationError(
+            f"{function_name(ufunc)}(..., where=...) without out=: NumPy leaves the elements "
+            "the mask does not select uninitialized. Pass out= (np.zeros_like(x), say), or "
+            "select with np.where(mask, new, old).")
+    ufunc(*(memory(x) for x in inputs), out=np.array(memory(out), copy=True),
+          where=memory(where), **kwargs)
+    shape = np.shape(out)
+    selected = np.broadcast_to(where, shape)
+    gathered = [np.broadcast_to(x, shape)[selected] if np.ndim(x) else x for x in inputs]
+    out[selected] = ufunc(*gathered, **kwargs)
+    return out
+
+
 OUT_POSITIONS = {}
 
 

@@ -24,8 +24,8 @@ from ..core.allocation import (Preexisting, joined_operands, lists_as_arrays, st
 from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
                         inexact_output, install_operators, item_assignment_refused,
                         joined_in_order, keywords_in_place, lost_tangent, out_by_keyword,
-                        out_computation, single_out, stands_for_scalar, weak, weak_arithmetic,
-                        weak_beside_arrays, weak_value)
+                        masked_ufunc, out_computation, single_out, stands_for_scalar, weak,
+                        weak_arithmetic, weak_beside_arrays, weak_value)
 from ..core.errors import (
     RuleError,
     UnsupportedArrayError,
@@ -500,6 +500,8 @@ class Dual(ArrayMethods):
         if _outranked(inputs + (out,), level):
             return NotImplemented
         if method == "__call__":
+            if kwargs.get("where", True) is not True and ufunc.signature is None:
+                return masked_ufunc(ufunc, inputs, out, kwargs)  # elementwise ones
             return apply_ufunc(ufunc, inputs, out, kwargs, level)
         if out is not None:
             kwargs["out"] = out

@@ -45,7 +45,8 @@ import numpy as np
 
 from ..core.allocation import Preexisting, lists_as_arrays, stands_in
 from .arraylike import (install_operators, item_assignment_refused, lost_tangent,
-                        out_computation, put_right, single_out, stands_for_scalar, weak_arithmetic)
+                        masked_ufunc, out_computation, put_right, single_out, stands_for_scalar,
+                        weak_arithmetic)
 from .elementwise import unbroadcast
 from ..core.errors import no_rule
 from .inplace import (check_destination, copy_into, on_constants, overlaps, record_write,
@@ -124,6 +125,8 @@ class TracedDispatch:
         if defers(self.tape, inputs):
             return NotImplemented
         if method == "__call__":
+            if kwargs.get("where", True) is not True and ufunc.signature is None:
+                return masked_ufunc(ufunc, inputs, out, kwargs)  # elementwise ones
             return apply_ufunc(ufunc, inputs, out, kwargs)
         if out is not None:
             kwargs["out"] = out
