@@ -413,8 +413,54 @@ def test_find_peaks_of_a_differentiated_signal():
         u, v = replayed(a * scale), mutad.value_and_grad(f)(a * scale)
         assert u[0] == v[0] and np.array_equal(u[1], v[1])
     with pytest.raises(UnsupportedOperationError, match="stop_gradient"):
-        mutad.gradient(lambda a: scipy.signal.find_peaks(np.sin(a[0] * t), prominence=0.1)[0]
+        mutad.gradient(lambda a: scipy.signal.find_peaks(np.sin(a[0] * t), prominence=a[1])[0]
                        .sum() + a.sum(), a)
+
+
+FIND_PEAKS_SETTINGS = {
+    "prominence": dict(prominence=0.05),
+    "width": dict(width=1.0, rel_height=0.7),
+    "prominence, width, wlen": dict(prominence=(0.02, None), width=(1.0, 30.0), wlen=15),
+    "threshold": dict(threshold=0.001),
+    "every property": dict(height=-1.0, threshold=(0.0, None), distance=2, prominence=0.01,
+                           width=0.5, plateau_size=1),
+}
+
+
+@pytest.mark.parametrize("name", FIND_PEAKS_SETTINGS)
+def test_find_peaks_properties_of_a_differentiated_signal(name):
+    """find_peaks' positions, bases and edges are SciPy's decisions on the values; its heights,
+    thresholds, prominences and widths are SciPy's arithmetic there, differentiated."""
+    settings = FIND_PEAKS_SETTINGS[name]
+    t = np.linspace(0.0, 6.0, 60)
+
+    def found(a):
+        y = np.sin(a[0] * t) * np.exp(-a[1] * t) + a[2] * np.cos(5.0 * t)
+        return scipy.signal.find_peaks(y, **settings)
+
+    def f(a):
+        peaks, properties = found(a)
+        total = np.sum(np.sin(peaks * 1.0))
+        for k, (key, value) in enumerate(sorted(properties.items())):
+            total = total + np.sum(np.cos((k + 1.0) * value))
+        return total
+
+    a = np.array([2.0, 0.3, 0.2])
+    copy = a.copy()
+    (peaks, properties), _ = mutad.pullback(lambda a: found(a), copy)
+    expected_peaks, expected = found(a)
+    assert np.array_equal(peaks, expected_peaks) and properties.keys() == expected.keys()
+    for key in expected:
+        assert properties[key].dtype == expected[key].dtype
+        assert properties[key].tobytes() == expected[key].tobytes(), key  # SciPy's, bitwise
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, copy, policy=policy)
+    mutad.check_jvp(f, copy)
+    assert np.array_equal(copy, a)  # the caller's array, bit for bit
+    replayed = mutad.value_and_grad(f, replay=True)
+    for scale in (1.0, 1.2, 0.9):  # the peaks, bases and crossings move
+        u, v = replayed(a * scale), mutad.value_and_grad(f)(a * scale)
+        assert u[0] == v[0] and np.array_equal(u[1], v[1])
 
 
 @pytest.mark.parametrize("interp", [True, False])

@@ -27,10 +27,11 @@ ndimage's ``convolve1d`` but in ``mode="interp"``, whose end rows are SciPy's po
 ``upfirdn`` is linear in h and in x (with the zero extension, ``mode="constant"``); ``medfilt``
 is ndimage's rank filter, each output taking the cotangent of the element it selected, and
 ``medfilt2d`` the same filter of a 2-d array (checked to select SciPy's values); ``wiener`` is
-SciPy's own steps on ``correlate``. ``peak_prominences`` and ``peak_widths`` take SciPy's
-bases and crossings (decisions on the values) and differentiate its arithmetic on the values
-there: x[peak] - max(x[left base], x[right base]), and the linear interpolation around each
-crossing.
+SciPy's own steps on ``correlate``. ``find_peaks`` (every setting, as constants),
+``peak_prominences`` and ``peak_widths`` take SciPy's peaks, bases, plateau edges and
+crossings (decisions on the values) and differentiate its arithmetic on the values there: the
+heights and thresholds, x[peak] - max(x[left base], x[right base]), and the linear
+interpolation around each crossing.
 
 The functions SciPy writes in Python on NumPy and ``scipy.fft`` (the spectral functions,
 ``detrend``, ``hilbert``, ``resample``, ``resample_poly``, ``decimate``, ``freqz``,
@@ -1285,25 +1286,73 @@ defmethod(_ltisys.dlti, "output", lambda self, u, t=None, x0=None: dlsim(self, u
 # Peaks: where they are is a decision on the values (no derivative); their heights are values
 
 
-_peak_positions = Value(
-    lambda x, height, distance: _signal.find_peaks(x, height=height, distance=distance)[0],
-    "scipy.signal.find_peaks")
+def _property_names(height, threshold, prominence, width, plateau_size):
+    """The keys of find_peaks' properties for these settings, in SciPy's order."""
+    names = []
+    if plateau_size is not None:
+        names += ["plateau_sizes", "left_edges", "right_edges"]
+    if height is not None:
+        names += ["peak_heights"]
+    if threshold is not None:
+        names += ["left_thresholds", "right_thresholds"]
+    if prominence is not None or width is not None:
+        names += ["prominences", "left_bases", "right_bases"]
+    if width is not None:
+        names += ["widths", "width_heights", "left_ips", "right_ips"]
+    return names
+
+
+def _found_peaks(x, settings, names):
+    peaks, properties = _signal.find_peaks(x, **settings)
+    return (peaks, *(properties[name] for name in names))
+
+
+_peaks_found = Value(_found_peaks, "scipy.signal.find_peaks")
 
 
 @stands_in_for(_signal.find_peaks)
 def find_peaks(x, height=None, threshold=None, distance=None, prominence=None, width=None,
                wlen=None, rel_height=0.5, plateau_size=None):
-    """SciPy's peaks of the values (positions: constants of the signal, taken again on every
-    call a replay makes), and with ``height`` their heights, the signal's values there."""
-    if any(setting is not None for setting in (threshold, prominence, width, wlen,
-                                                plateau_size)) or innermost((height,)):
+    """SciPy's peaks of the values and their properties: the positions, the bases, the plateaus'
+    edges (decisions SciPy takes on the values: constants of the signal, taken again on every
+    call a replay makes) are SciPy's own; the heights, thresholds, prominences and widths are
+    SciPy's arithmetic on the signal's values at those places (peak_prominences and
+    peak_widths, below), with SciPy's own values, differentiated."""
+    settings = dict(height=height, threshold=threshold, distance=distance,
+                    prominence=prominence, width=width, wlen=wlen, rel_height=rel_height,
+                    plateau_size=plateau_size)
+    if innermost(tuple(settings.values())):
         raise UnsupportedOperationError(
-            "scipy.signal.find_peaks of a differentiated signal with threshold=, prominence=, "
-            "width= or plateau_size= (or a differentiated height=): their properties are "
-            "functions of the signal mutad does not differentiate. Find the peaks of "
-            "mutad.stop_gradient(x), then take x[peaks].")
-    peaks = _peak_positions(x, height, distance)
-    return peaks, ({} if height is None else {"peak_heights": x[peaks]})
+            "scipy.signal.find_peaks with a differentiated height=, threshold=, distance=, "
+            "prominence=, width=, wlen=, rel_height= or plateau_size=: they decide which peaks "
+            "are kept, which has no derivative. Pass them as constants (mutad.stop_gradient).")
+    x = _array(x)
+    names = _property_names(height, threshold, prominence, width, plateau_size)
+    peaks, *found = _peaks_found(x, settings, names)
+    peaks = np.asarray(stop_gradient(peaks))
+    values = dict(zip(names, found, strict=True))
+    properties = {}
+    for name in names:
+        value = values[name]
+        if name in ("plateau_sizes", "left_edges", "right_edges", "left_bases", "right_bases"):
+            properties[name] = np.asarray(stop_gradient(value))  # positions: no derivative
+        elif name == "peak_heights":
+            properties[name] = x[peaks]
+        elif name == "left_thresholds":
+            properties[name] = scipys_value(value, x[peaks] - x[peaks - 1])
+        elif name == "right_thresholds":
+            properties[name] = scipys_value(value, x[peaks] - x[peaks + 1])
+        elif name == "prominences":
+            left = np.asarray(stop_gradient(values["left_bases"]))
+            right = np.asarray(stop_gradient(values["right_bases"]))
+            properties[name] = scipys_value(value, _prominences(x, peaks, left, right))
+    if width is not None:
+        widths = _widths(x, peaks, rel_height, properties["prominences"],
+                         properties["left_bases"], properties["right_bases"],
+                         tuple(values[name] for name in
+                               ("widths", "width_heights", "left_ips", "right_ips")))
+        properties.update(zip(("widths", "width_heights", "left_ips", "right_ips"), widths))
+    return peaks, {name: properties[name] for name in names}
 
 
 # peak_prominences and peak_widths: where the bases and the crossings lie is a decision SciPy
@@ -1333,8 +1382,12 @@ def peak_prominences(x, peaks, wlen=None):
     x, peaks = _peaks_argument(x, peaks, "peak_prominences")
     value, left, right = _prominence_data(x, peaks, wlen)
     left, right = np.asarray(stop_gradient(left)), np.asarray(stop_gradient(right))
-    composition = x[peaks] - np.maximum(x[left], x[right])
-    return scipys_value(value, composition), left, right
+    return scipys_value(value, _prominences(x, peaks, left, right)), left, right
+
+
+def _prominences(x, peaks, left, right):
+    """SciPy's x[peak] - max(x[left base], x[right base]) at its bases."""
+    return x[peaks] - np.maximum(x[left], x[right])
 
 
 _width_data = Value(
@@ -1368,6 +1421,12 @@ def peak_widths(x, peaks, rel_height=0.5, prominence_data=None, wlen=None):
     left = np.asarray(stop_gradient(left))
     right = np.asarray(stop_gradient(right))
     values = _width_data(x, peaks, rel_height, prominences, left, right, wlen)
+    return _widths(x, peaks, rel_height, prominences, left, right, values)
+
+
+def _widths(x, peaks, rel_height, prominences, left, right, values):
+    """SciPy's (widths, width_heights, left_ips, right_ips), ``values``, with the derivatives
+    of its arithmetic at the crossings its loops find on the plain values."""
     heights = x[peaks] - prominences * rel_height  # SciPy's arithmetic, in its order
     plain_x = np.asarray(stop_gradient(x), dtype=np.float64)
     plain_heights = np.asarray(stop_gradient(heights), dtype=np.float64).reshape(-1)
