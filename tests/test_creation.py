@@ -200,3 +200,61 @@ def test_asarray_of_an_array_is_the_array_and_its_tangent_the_tangent():
     t = np.ones_like(X)
     y, dy = RULES[np.asarray].forward((t,), X)
     assert y is X and dy is t
+
+
+FROMITER = {
+    "generator": lambda a: np.fromiter((v * v for v in a), dtype=float),
+    "count": lambda a: np.fromiter((np.sin(v) for v in a), float, 4),
+    "complex": lambda a: np.fromiter((v * 1j + 1.0 for v in a), dtype=complex).real,
+    "plain items among traced": lambda a: np.fromiter(iter([a[0], 2.0, 3, a[1] * a[2]]), float),
+    "then written": lambda a: _written(np.fromiter(map(np.exp, a), float), a),
+}
+
+
+def _written(b, a):
+    b[1:] *= a[:-1]
+    return b
+
+
+@pytest.mark.parametrize("form", FROMITER)
+def test_fromiter_of_traced_numbers(form, x):
+    f = FROMITER[form]
+    copy = x.copy()
+    y, _ = mutad.pullback(f, copy)
+    expected = f(x)
+    assert y.dtype == expected.dtype and y.tobytes() == expected.tobytes()  # NumPy's values
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, copy, policy=policy, order=2)
+    assert np.array_equal(copy, x)  # the caller's array, bit for bit
+
+
+def test_fromiter_casts_as_numpy_does(x):
+    # float32 items rounded as NumPy rounds each (finite differences of float32 values are
+    # too coarse to check): the gradient of the same cast written with astype
+    def f(a):
+        return np.sum(np.fromiter((v * 3.0 for v in a), dtype=np.float32) ** 2)
+
+    def g(a):
+        return np.sum((a * 3.0).astype(np.float32) ** 2)
+
+    copy = x.copy()
+    value, (gradient,) = mutad.value_and_gradient(f, copy)
+    assert value == f(x) and value.dtype == np.float32
+    assert np.array_equal(gradient, mutad.gradient(g, x.copy())[0])
+    assert np.array_equal(copy, x)
+
+
+def test_fromiter_keeps_numpys_errors_and_plain_calls(x):
+    with pytest.raises(ValueError, match="iterator too short"):
+        mutad.gradient(lambda a: np.fromiter((v for v in a), float, 9).sum(), x)
+    (g,) = mutad.gradient(lambda a: np.fromiter(range(3), float).sum() * a.sum(), x)
+    assert np.array_equal(g, np.full(6, 3.0))
+
+
+def test_fromiter_replays_as_traced(x):
+    from cases import replays_as_traced
+
+    def f(a):
+        return np.sum(np.fromiter((v * v for v in a if v > 0.8), float) ** 3)
+
+    replays_as_traced(f, [(x * s,) for s in (1.0, 1.3, 0.7)])

@@ -67,7 +67,11 @@ CASES = [
     (lambda x: scipy.special.betainc(1.5, x, 0.3).sum(), errors.UnsupportedOperationError,
      ["scipy.special.betainc", "parameter b", "constant"]),
     (lambda x: np.add(x, 1.0, where=x > 0).sum(), errors.UnsupportedOperationError,
-     ["where=", "np.where"]),
+     ["where=", "out=", "np.where"]),
+    pytest.param(lambda x: float(np.matrix(x.reshape(2, 2)).sum()), errors.ConversionError,
+                 ["np.matrix", "A @ B"],  # numpy.matrixlib is not numpy.ma: no masked arrays' advice
+                 marks=pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")),
+    (lambda x: np.ma.masked_less(x, 1.0).sum(), errors.ConversionError, ["Masked arrays"]),
 ]
 
 

@@ -13,7 +13,7 @@ import scipy.sparse.linalg
 from scipy.interpolate import (Akima1DInterpolator, BarycentricInterpolator, BSpline,
                                CubicHermiteSpline, CubicSpline, PchipInterpolator, PPoly,
                                RegularGridInterpolator, barycentric_interpolate, interp1d, interpn,
-                               make_interp_spline, pchip_interpolate)
+                               make_interp_spline, make_lsq_spline, pchip_interpolate)
 
 import mutad
 from mutad.errors import UnsupportedOperationError
@@ -27,6 +27,10 @@ X = np.array([0.0, 0.4, 1.1, 1.5, 2.3, 2.9, 3.6])  # uneven knots
 Y = np.sin(X) + 0.3 * X
 QUERIES = np.array([0.15, 0.7, 1.35, 2.05, 3.3])  # inside, off the knots
 OUTSIDE = np.array([-0.3, 0.7, 3.9])
+
+
+LSQ_KNOTS = np.r_[[X[0]] * 4, [1.5], [X[-1]] * 4]  # 5 coefficients fitted to 7 points
+LSQ_KNOTS_2 = np.r_[[X[0]] * 3, [1.2, 2.4], [X[-1]] * 3]
 
 
 def _periodic(y):
@@ -72,6 +76,10 @@ FORMS = {
         X, y, bc_type=([(1, 0.5)], [(2, 1.0)]))(q),
     "make_interp_spline periodic": lambda y, q: make_interp_spline(
         X, _periodic(y[:-1]), bc_type="periodic")(q),
+    "make_lsq_spline": lambda y, q: make_lsq_spline(X, y, LSQ_KNOTS)(q),
+    "make_lsq_spline weighted k=2 derivative": lambda y, q: make_lsq_spline(
+        X, y, LSQ_KNOTS_2, k=2, w=np.linspace(1.0, 2.0, 7)).derivative()(q),
+    "make_lsq_spline 2-d": lambda y, q: make_lsq_spline(X, np.stack([y, y * y], 1), LSQ_KNOTS)(q),
     "CubicHermiteSpline": lambda y, q: CubicHermiteSpline(X, y, np.cos(y))(q),
     "BSpline": lambda y, q: BSpline(np.r_[[0.0] * 3, X[1:-1:2], [3.6] * 3], y[:6], 2)(q),
     "BSpline derivative": lambda y, q: BSpline(np.r_[[0.0] * 3, X[1:-1:2], [3.6] * 3],
@@ -101,6 +109,21 @@ FORMS = {
         X, np.stack([y, y * y], 1), rng=0)(q),
     "BarycentricInterpolator derivative": lambda y, q: BarycentricInterpolator(
         X, y, rng=0).derivative(q, 2),
+    "CubicSpline antiderivative": lambda y, q: CubicSpline(X, y).antiderivative()(q),
+    "CubicSpline antiderivative(2)": lambda y, q: CubicSpline(X, y).antiderivative(2)(q, 1),
+    "CubicSpline integrate": lambda y, q: CubicSpline(X, y).integrate(q[0], q[3]),
+    "CubicSpline integrate backwards": lambda y, q: CubicSpline(X, y).integrate(q[4], 0.2),
+    "CubicSpline integrate outside": lambda y, q: CubicSpline(X, y).integrate(q[0] - 0.5,
+                                                                             q[4] + 1.0),
+    "CubicSpline integrate no extrapolate": lambda y, q: CubicSpline(X, y).integrate(
+        q[1], 3.0, extrapolate=False),
+    "CubicSpline 2-d integrate": lambda y, q: CubicSpline(X, np.outer(y, [1.0, -2.0])).integrate(
+        0.2, q[2]),
+    "PchipInterpolator integrate": lambda y, q: PchipInterpolator(X, y).integrate(q[1], q[4]),
+    "PPoly antiderivative": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)),
+                                               X[[0, 3, 6]]).antiderivative()(q),
+    "PPoly integrate": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]]).integrate(
+        q[0], q[4]),
     "mutad.scipy.interpolate": lambda y, q: interpolate.CubicSpline(X, y)(q),
     "scipy.interpolate.CubicSpline": lambda y, q: scipy.interpolate.CubicSpline(X, y)(q),
 }
@@ -256,6 +279,15 @@ REFUSED = {
     "pchip grid": lambda y: RegularGridInterpolator(GRID, VALUES * y[0], method="pchip")(POINTS),
     "attribute": lambda y: CubicSpline(X, y).c,
     "interp1d derivative": lambda y: interp1d(X, y).derivative(),
+    "antiderivative's derivative": lambda y: CubicSpline(X, y).antiderivative().derivative()(
+        QUERIES),
+    "derivative's antiderivative": lambda y: CubicSpline(X, y).derivative().antiderivative()(
+        QUERIES),
+    "derivative's integral": lambda y: CubicSpline(X, y).derivative().integrate(0.0, 1.0),
+    "periodic integral": lambda y: CubicSpline(X, _periodic(y[:-1]), bc_type="periodic").integrate(
+        0.0, 5.0),
+    "BSpline integral": lambda y: make_interp_spline(X, y).integrate(0.0, 1.0),
+    "make_lsq_spline traced weights": lambda y: make_lsq_spline(X, X, LSQ_KNOTS, w=y)(QUERIES),
     "PPoly traced breakpoints": lambda y: PPoly(np.ones((2, 2)), np.sort(y[:3]))(QUERIES),
     "PPoly axis": lambda y: PPoly(np.reshape(np.outer(y[:6], [1.0, 2.0]), (2, 3, 2)), X[:3],
                                   axis=1)(QUERIES),
@@ -682,3 +714,11 @@ def test_complex_data(form):
     for policy in POLICIES:
         mutad.check_grads(f, y.copy(), q.copy(), policy=policy, order=2)
     mutad.check_jvp(f, y.copy(), q.copy())
+
+
+def test_integrals_and_antiderivatives_replay_as_traced():
+    def f(y, q):
+        spline = CubicSpline(X, y)
+        return spline.integrate(q[0], q[3]) ** 2 + np.sum(spline.antiderivative()(q) ** 2)
+
+    replays_as_traced(f, [(Y * s, QUERIES * s) for s in (1.0, 1.2, 0.9)], argnums=(0, 1))

@@ -185,6 +185,8 @@ REFUSED = {
     "polar wide right": lambda a: scipy.linalg.polar(a[:3])[0],
     "polar tall left": lambda a: scipy.linalg.polar(a[:, :3], side="left")[0],
     "polar stacked": lambda a: scipy.linalg.polar(np.stack([a, a]))[0],
+    "ldl": lambda a: scipy.linalg.ldl(a + a.T)[1],
+    "funm": lambda a: scipy.linalg.funm(a, np.cos),
 }
 
 
@@ -411,3 +413,127 @@ def test_a_symmetric_structure_of_a_matrix_that_is_not_symmetric_is_refused(assu
     spd = a @ a.T
     mutad.check_grads(  # along symmetric perturbations, which the gradient is of
         lambda m: np.sum(scipy.linalg.solve((m + m.T) / 2, b, assume_a=assume_a) ** 2), spd)
+
+
+# The symmetric eigenproblem in band storage (eig_banded, eigvals_banded, eigh_tridiagonal,
+# eigvalsh_tridiagonal), cholesky_banded and rq: SciPy's values bit for bit, the derivatives of
+# np.linalg's rules on the dense matrix (or the reversed QR) they stand for.
+
+DIAGONAL = np.r_[1.0, 2.5, 4.0, 5.5, 7.0, 9.0]  # well separated eigenvalues
+OFF = 0.3 * _rng().standard_normal(N - 1)
+WIDE = _rng().standard_normal((3, 5))
+
+
+def _eigen_band(p, lower):
+    ab = 0.3 * _rng().standard_normal((p + 1, N))
+    ab[0 if lower else p] = DIAGONAL
+    return ab
+
+
+BANDED = {
+    "eig_banded": (lambda ab: scipy.linalg.eig_banded(ab), (_eigen_band(2, False),)),
+    "eig_banded lower": (lambda ab: scipy.linalg.eig_banded(ab, lower=True),
+                         (_eigen_band(1, True),)),
+    "eig_banded eigvals_only": (lambda ab: scipy.linalg.eig_banded(ab, eigvals_only=True),
+                                (_eigen_band(2, False),)),
+    "eig_banded diagonal": (lambda ab: scipy.linalg.eig_banded(ab, eigvals_only=True),
+                            (DIAGONAL[None, :] * 1.0,)),
+    "eigvals_banded": (lambda ab: scipy.linalg.eigvals_banded(ab, lower=True),
+                       (_eigen_band(2, True),)),
+    "eigh_tridiagonal": (lambda d, e: scipy.linalg.eigh_tridiagonal(d, e), (DIAGONAL, OFF)),
+    "eigh_tridiagonal eigvals_only": (
+        lambda d, e: scipy.linalg.eigh_tridiagonal(d, e, eigvals_only=True), (DIAGONAL, OFF)),
+    "eigvalsh_tridiagonal": (lambda d, e: scipy.linalg.eigvalsh_tridiagonal(d, e),
+                             (DIAGONAL, OFF)),
+    "eigvalsh_tridiagonal constant e": (
+        lambda d: scipy.linalg.eigvalsh_tridiagonal(d, OFF), (DIAGONAL,)),
+    "cholesky_banded": (lambda ab: scipy.linalg.cholesky_banded(ab), (_symmetric_band(2, False),)),
+    "cholesky_banded lower": (lambda ab: scipy.linalg.cholesky_banded(ab, lower=True),
+                              (_symmetric_band(1, True),)),
+    "rq": (lambda a: scipy.linalg.rq(a), (A,)),
+    "rq economic wide": (lambda a: scipy.linalg.rq(a, mode="economic"), (WIDE,)),
+    "rq r wide": (lambda a: scipy.linalg.rq(a, mode="r"), (WIDE,)),
+    "rq r": (lambda a: scipy.linalg.rq(a, mode="r"), (A,)),
+}
+
+
+def _outputs(y):
+    return list(y) if isinstance(y, tuple) else [y]
+
+
+@pytest.mark.parametrize("form", BANDED)
+def test_banded_eigenproblems_cholesky_banded_and_rq(form):
+    f, args = BANDED[form]
+    copies = [a.copy() for a in args]
+    y, _ = mutad.pullback(f, *copies)
+    for ours, expected in zip(_outputs(y), _outputs(f(*args)), strict=True):
+        assert ours.dtype == expected.dtype and ours.tobytes() == expected.tobytes()
+    for policy in POLICIES:
+        mutad.check_grads(f, *copies, policy=policy)
+    mutad.check_jvp(f, *copies)
+    for a, original in zip(copies, args, strict=True):
+        assert np.array_equal(a, original)  # the caller's arrays, bit for bit
+
+
+@pytest.mark.parametrize("form", ["eig_banded", "eigh_tridiagonal", "cholesky_banded", "rq"])
+def test_banded_eigenproblems_cholesky_banded_and_rq_second_order(form):
+    f, args = BANDED[form]
+    mutad.check_grads(lambda *xs: sum(np.sum(np.sin(v) ** 2) for v in _outputs(f(*xs))),
+                      *[a.copy() for a in args], order=2)
+
+
+def test_banded_eigenvalues_are_the_dense_ones_on_the_band():
+    # Each stored off-diagonal entry stands for A[i, j] and A[j, i]: it gets both gradients.
+    ab = _eigen_band(1, False)
+    weights = np.arange(1.0, N + 1)
+    (g,) = mutad.gradient(lambda ab: weights @ scipy.linalg.eig_banded(ab, eigvals_only=True),
+                          ab)
+    dense = np.diag(ab[1]) + np.diag(ab[0, 1:], 1) + np.diag(ab[0, 1:], -1)
+    (expected,) = mutad.gradient(lambda a: weights @ np.linalg.eigvalsh(a), dense)
+    assert np.allclose(g[1], np.diag(expected), rtol=1e-10, atol=1e-12)
+    assert np.allclose(g[0, 1:], 2 * np.diag(expected, 1), rtol=1e-10, atol=1e-12)
+    assert g[0, 0] == 0.0  # the corner band storage does not use
+
+
+BANDED_REFUSED = {
+    "eig_banded select": lambda ab: scipy.linalg.eig_banded(ab, select="i", select_range=(0, 1)),
+    "eigh_tridiagonal select": lambda ab: scipy.linalg.eigh_tridiagonal(
+        ab[-1], ab[-2, 1:], eigvals_only=True, select="i", select_range=(0, 1)),
+    "rq tall": lambda ab: scipy.linalg.rq(ab.T @ np.ones((3, 5)))[0],
+    "rq full wide": lambda ab: scipy.linalg.rq(ab)[0],
+    "cholesky_banded complex": lambda ab: scipy.linalg.cholesky_banded(ab + 0j).real,
+}
+
+
+@pytest.mark.parametrize("form", BANDED_REFUSED)
+def test_banded_refused(form):
+    ab = _eigen_band(2, False)
+    original = ab.copy()
+    with pytest.raises(UnsupportedOperationError):
+        mutad.gradient(lambda ab: np.sum(BANDED_REFUSED[form](ab)), ab)
+    assert np.array_equal(ab, original)
+
+
+def test_banded_and_rq_calls_declare_no_rules():
+    # SciPy's values come from module-level Values: a call adds nothing to the registry.
+    from mutad.core.registry import RULES
+    for form in ("eig_banded", "eigvals_banded", "eigh_tridiagonal", "eigvalsh_tridiagonal",
+                 "cholesky_banded", "rq r"):
+        f, args = BANDED[form]
+        mutad.pullback(f, *[a.copy() for a in args])
+        before = len(RULES)
+        mutad.pullback(f, *[a.copy() for a in args])
+        assert len(RULES) == before
+
+
+def test_ldl_and_funm_of_constants_are_scipys():
+    # Refused by name only where the matrix is differentiated (test_refused): of a constant,
+    # SciPy's own, inside a differentiation too.
+    s = A + A.T
+
+    def f(c):
+        lu, d, perm = scipy.linalg.ldl(mutad.stop_gradient(s))
+        return c * (np.sum(d) + np.trace(scipy.linalg.funm(0.1 * s, np.cos)))
+
+    (g,) = mutad.gradient(f, 2.0)
+    assert g == np.sum(scipy.linalg.ldl(s)[1]) + np.trace(scipy.linalg.funm(0.1 * s, np.cos))

@@ -156,6 +156,10 @@ CASES = {
     "decimate-iir-causal": (lambda f, x: f.decimate(x, 2, zero_phase=False), ((30,),)),
     "medfilt": (lambda f, x: f.medfilt(x, 5), ((17,),)),
     "medfilt-2d": (lambda f, x: f.medfilt(x, [3, 1]), ((6, 5),)),
+    "medfilt2d": (lambda f, x: f.medfilt2d(x), ((6, 5),)),
+    "medfilt2d-5x3": (lambda f, x: f.medfilt2d(x, [5, 3]), ((7, 6),)),
+    "wiener": (lambda f, x: f.wiener(x), ((6, 5),)),
+    "wiener-1d-noise": (lambda f, x: f.wiener(x, 5, noise=0.1), ((17,),)),
     "oaconvolve": (lambda f, a, k: f.oaconvolve(a, k), ((60,), (5,))),
     "oaconvolve-same-axes": (lambda f, a, k: f.oaconvolve(a, k, "same", axes=0),
                              ((50, 2), (4, 2))),
@@ -409,8 +413,54 @@ def test_find_peaks_of_a_differentiated_signal():
         u, v = replayed(a * scale), mutad.value_and_grad(f)(a * scale)
         assert u[0] == v[0] and np.array_equal(u[1], v[1])
     with pytest.raises(UnsupportedOperationError, match="stop_gradient"):
-        mutad.gradient(lambda a: scipy.signal.find_peaks(np.sin(a[0] * t), prominence=0.1)[0]
+        mutad.gradient(lambda a: scipy.signal.find_peaks(np.sin(a[0] * t), prominence=a[1])[0]
                        .sum() + a.sum(), a)
+
+
+FIND_PEAKS_SETTINGS = {
+    "prominence": dict(prominence=0.05),
+    "width": dict(width=1.0, rel_height=0.7),
+    "prominence, width, wlen": dict(prominence=(0.02, None), width=(1.0, 30.0), wlen=15),
+    "threshold": dict(threshold=0.001),
+    "every property": dict(height=-1.0, threshold=(0.0, None), distance=2, prominence=0.01,
+                           width=0.5, plateau_size=1),
+}
+
+
+@pytest.mark.parametrize("name", FIND_PEAKS_SETTINGS)
+def test_find_peaks_properties_of_a_differentiated_signal(name):
+    """find_peaks' positions, bases and edges are SciPy's decisions on the values; its heights,
+    thresholds, prominences and widths are SciPy's arithmetic there, differentiated."""
+    settings = FIND_PEAKS_SETTINGS[name]
+    t = np.linspace(0.0, 6.0, 60)
+
+    def found(a):
+        y = np.sin(a[0] * t) * np.exp(-a[1] * t) + a[2] * np.cos(5.0 * t)
+        return scipy.signal.find_peaks(y, **settings)
+
+    def f(a):
+        peaks, properties = found(a)
+        total = np.sum(np.sin(peaks * 1.0))
+        for k, (key, value) in enumerate(sorted(properties.items())):
+            total = total + np.sum(np.cos((k + 1.0) * value))
+        return total
+
+    a = np.array([2.0, 0.3, 0.2])
+    copy = a.copy()
+    (peaks, properties), _ = mutad.pullback(lambda a: found(a), copy)
+    expected_peaks, expected = found(a)
+    assert np.array_equal(peaks, expected_peaks) and properties.keys() == expected.keys()
+    for key in expected:
+        assert properties[key].dtype == expected[key].dtype
+        assert properties[key].tobytes() == expected[key].tobytes(), key  # SciPy's, bitwise
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, copy, policy=policy)
+    mutad.check_jvp(f, copy)
+    assert np.array_equal(copy, a)  # the caller's array, bit for bit
+    replayed = mutad.value_and_grad(f, replay=True)
+    for scale in (1.0, 1.2, 0.9):  # the peaks, bases and crossings move
+        u, v = replayed(a * scale), mutad.value_and_grad(f)(a * scale)
+        assert u[0] == v[0] and np.array_equal(u[1], v[1])
 
 
 @pytest.mark.parametrize("interp", [True, False])
@@ -719,3 +769,44 @@ def test_coefficients_written_as_lists_of_traced_numbers(f):
     assert mutad.value_and_gradient(f, p, x)[0] == f(p, x)
     mutad.check_grads(lambda p: f(p, x), p)
 
+
+
+def test_peak_prominences_and_widths_of_a_differentiated_signal():
+    """Where the bases and the crossings lie is SciPy's decision on the values; the prominences,
+    widths, heights and crossings are its arithmetic on the values there, differentiated."""
+    t = np.linspace(0.0, 6.0, 60)
+
+    def peaks_of(a):
+        y = np.sin(a[0] * t) * np.exp(-a[1] * t) + a[2] * np.cos(5.0 * t)
+        return y, scipy.signal.find_peaks(y)[0]
+
+    def outputs(a):
+        y, peaks = peaks_of(a)
+        prominences, left, right = scipy.signal.peak_prominences(y, peaks)
+        widths = scipy.signal.peak_widths(y, peaks, rel_height=0.6)
+        windowed = scipy.signal.peak_widths(y, peaks, 0.3, wlen=9)
+        given = scipy.signal.peak_widths(y, peaks, 0.5, (prominences, left, right))
+        return (prominences, *widths, *windowed, given[0])
+
+    def f(a):
+        return sum(np.sum(np.cos(np.arange(1.0, 1.0 + np.size(v)) * v)) for v in outputs(a))
+
+    a = np.array([2.0, 0.3, 0.2])
+    copy = a.copy()
+    ys, _ = mutad.pullback(outputs, copy)
+    for ours, expected in zip(ys, outputs(a), strict=True):
+        assert ours.tobytes() == expected.tobytes()  # SciPy's values, bit for bit
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, copy, policy=policy)
+    mutad.check_jvp(f, copy)
+    assert np.array_equal(copy, a)
+    replayed = mutad.value_and_grad(f, replay=True)
+    for scale in (1.0, 1.2, 0.9):  # the peaks, bases and crossings move
+        u, v = replayed(a * scale), mutad.value_and_grad(f)(a * scale)
+        assert u[0] == v[0] and np.array_equal(u[1], v[1])
+
+
+def test_peak_widths_refuses_differentiated_positions():
+    x = np.sin(np.linspace(0.0, 6.0, 40))
+    with pytest.raises(UnsupportedOperationError, match="peaks"):
+        mutad.gradient(lambda x: scipy.signal.peak_prominences(x, x[:2] * 0 + 10)[0].sum(), x)

@@ -68,6 +68,7 @@ import contextlib
 import dis
 import functools
 import importlib
+import itertools
 import math
 import pickle
 import sys
@@ -254,6 +255,10 @@ def factory(func):
     takes_like = func.__name__ in TAKES_LIKE and func is getattr(np, func.__name__, None)
 
     def allocating(*args, **kwargs):
+        if func is np.fromiter and ACTIVE.running and args:
+            y, args = _fromiter_items(args, kwargs)
+            if y is not None:
+                return y
         if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
             args = lists_as_arrays(args)  # np.diag([x[0], 1.0])
         if takes_like and ACTIVE.running and "like" not in kwargs:
@@ -269,6 +274,30 @@ def factory(func):
         return y
 
     return _named(allocating, func)
+
+
+def _fromiter_items(args, kwargs):
+    """``np.fromiter(iterable, dtype, count)`` whose items are traced numbers (a generator of
+    ``x[i] ** 2``): NumPy would convert each with ``float()``, cutting its gradient. The items
+    are read once (``count`` of them, or all), and where some are traced numbers and the dtype
+    is a float or complex one, the result is their stack, cast to ``dtype`` as NumPy casts
+    each item (NumPy's own call on their values first, for its errors). Otherwise ``(None,
+    args)``, the iterable replaced by the list of its items, for NumPy's own call."""
+    iterable, rest = args[0], args[1:]
+    settings = dict(zip(("dtype", "count"), rest), **kwargs)
+    dtype, count = settings.get("dtype"), settings.get("count", -1)
+    if wrapped(iterable) or isinstance(iterable, np.ndarray) or dtype is None \
+            or not isinstance(count, (int, np.integer)):
+        return None, args
+    items = list(itertools.islice(iterable, None if count < 0 else int(count)))
+    args = (items, *rest)  # the iterator is spent: NumPy reads its items from the list
+    if not any(wrapped(x) for x in items) or np.dtype(dtype).kind not in "fc" \
+            or any(np.ndim(x) != 0 for x in items):
+        return None, args
+    func = np.fromiter
+    func([memory(x) if wrapped(x) else x for x in items], *rest, **kwargs)  # NumPy's errors
+    y = np.stack([x if wrapped(x) else np.asarray(x) for x in items])
+    return (y if y.dtype == np.dtype(dtype) else y.astype(dtype)), args
 
 
 def _counting(y, args, kwargs):

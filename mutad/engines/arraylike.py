@@ -741,8 +741,11 @@ def masked_ufunc(ufunc, inputs, out, kwargs):
     """``ufunc(*inputs, out=out, where=mask, **kwargs)`` as NumPy computes it: the elements of
     ``out`` where ``mask`` holds are the ufunc's of those of the inputs (broadcast), the others
     stay as they are. Taken as ``out[mask] = ufunc(*(x[mask] for x in inputs))``: the same
-    loop on the same elements gives the same bits (and warns of the same ones), and the engine
-    differentiates the reads and the write as it does any other."""
+    loop on the same elements gives the same bits (NumPy's masked loop hands the selected runs
+    to the elementwise loop, whose value at an element does not depend on its neighbours:
+    tests/test_masked_ufuncs.py checks every NumPy ufunc) and warns of the same ones; no
+    element the mask leaves out is computed, nor differentiated; the engine differentiates
+    the reads and the write as it does any other."""
     kwargs = dict(kwargs)
     mask = kwargs.pop("where")
     if out is None:
@@ -750,10 +753,6 @@ def masked_ufunc(ufunc, inputs, out, kwargs):
             f"{function_name(ufunc)}(..., where=...) without out=: NumPy leaves the elements "
             "where the mask is False uninitialised. Pass out= (np.zeros_like(x), say), or "
             "select with np.where(mask, new, old).")
-    if memory(out).dtype.kind not in "fc":
-        raise UnsupportedOperationError(
-            f"{function_name(ufunc)}(..., where=...) into an out= of dtype {memory(out).dtype} "
-            "from differentiated operands: give a float out= array.")
     if "dtype" in kwargs or "signature" in kwargs:
         raise UnsupportedOperationError(
             f"{function_name(ufunc)}(..., where=..., dtype=...) on differentiated operands: "
@@ -762,6 +761,10 @@ def masked_ufunc(ufunc, inputs, out, kwargs):
     # under the call's casting rule, a mask that is not boolean
     ufunc.resolve_dtypes(tuple(_resolved_type(x) for x in (*inputs, out)),
                          casting=kwargs.get("casting", "same_kind"))
+    if memory(out).dtype.kind not in "fc":
+        raise UnsupportedOperationError(
+            f"{function_name(ufunc)}(..., where=...) into an out= of dtype {memory(out).dtype} "
+            "from differentiated operands: give a float out= array.")
     if type(mask) in (bool, list, tuple):
         mask = np.asarray(mask)
     if not np.can_cast(_resolved_type(mask), bool, casting="safe"):
@@ -954,7 +957,8 @@ def _inside_masked(user):
     """Whether the conversion happened inside ``numpy.ma`` (below the user's frame)."""
     frame = sys._getframe(2)
     while frame is not None and frame is not user:
-        if str(frame.f_globals.get("__name__", "")).startswith("numpy.ma"):
+        name = str(frame.f_globals.get("__name__", ""))
+        if name == "numpy.ma" or name.startswith("numpy.ma."):  # not numpy.matrixlib
             return True
         frame = frame.f_back
     return False
@@ -1028,6 +1032,9 @@ CONVERSION_FIXES["round"] = (
 for _name in ("int", "complex", "item", "tolist"):
     CONVERSION_FIXES[_name] = CONVERSION_FIXES["float"]
 del _name
+CONVERSION_FIXES["matrix"] = (
+    "np.matrix is not differentiated (NumPy discourages it): compute with 2-d arrays, "
+    "writing A @ B for its A * B, A.T for its transpose and np.linalg.inv(A) for A.I.")
 
 
 def _outside(frame, packages):

@@ -23,7 +23,9 @@ import scipy.linalg as _linalg
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import complex_aware, defjvp, defrule
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
-from ..scipy._adjoints import scipy_adjoint
+from ..api import stop_gradient
+from ..engines.arraylike import carries_derivative
+from ..scipy._adjoints import StandIn, Value, scipy_adjoint, scipys_value
 from ..core.views import memory
 from ._common import adjoint, hermitian_part, is_transposed, require_matrix, times_transpose
 
@@ -578,5 +580,125 @@ def _qr_jvp(tangents, a, overwrite_a=False, lwork=None, mode="full", pivoting=Fa
     return result, (dq, dr) + (None,) * (len(result) - 2)
 
 
+# ----------------------------------------------------------------------------------------------
+# scipy.linalg.rq and cholesky_banded: SciPy's values (LAPACK's gerqf/orgrq and pbtrf), with the
+# derivatives of np.linalg.qr's and np.linalg.cholesky's rules on what they are of
+# (``scipys_value``), so forward mode and every order follow.
+#
+# RQ is QR reversed: with J the reversal, A = R Q exactly when J Aᵀ J = (J Qᵀ J)(J Rᵀ J), a QR
+# factorisation (J Rᵀ J is upper triangular, J Qᵀ J has orthonormal columns). The factors are
+# unique up to one sign per row of Q (column of R), which LAPACK chooses: the composition's are
+# turned to SciPy's (a constant sign each), and a composition that does not reproduce SciPy's
+# factors is refused, never differentiated.
+
+
+class _FactorValue(Value):
+    """SciPy's factors of rq or cholesky_banded, without a derivative (the derivative is the
+    composition's)."""
+
+
+_rq_value = _FactorValue(lambda a, lwork, mode, check_finite: _linalg.rq(
+    a, lwork=lwork, mode=mode, check_finite=check_finite), "scipy.linalg.rq")
+_cholesky_banded_value = _FactorValue(lambda ab, lower, check_finite: _linalg.cholesky_banded(
+    ab, False, lower, check_finite), "scipy.linalg.cholesky_banded")
+
+
+def _rq_like_scipys(a, mode, check_finite):
+    m, n = np.shape(a)[-2:]
+    if np.ndim(a) != 2 or np.iscomplexobj(a) or m > n or (mode == "full" and m != n):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.rq(a, mode={mode!r}) of a {'x'.join(map(str, np.shape(a)))} "
+            f"{'complex ' if np.iscomplexobj(a) else ''}array: mutad differentiates the RQ "
+            "factors of a real square matrix, and of a wide one (more columns than rows) with "
+            "mode='economic' or 'r' (Q's other rows, mode='full', are not determined by A). "
+            "Factor the transpose of a tall matrix with qr instead (A = R Q is Aᵀ = Qᵀ Rᵀ).")
+    value = _rq_value(a, None, "economic", check_finite)
+    q_c, r_c = np.linalg.qr(a[::-1, ::-1].T)  # J Aᵀ J = Q' R', reduced: n x m and m x m
+    r, q = r_c.T[::-1, ::-1], q_c.T[::-1, ::-1]  # A = (J R'ᵀ J)(J Q'ᵀ J)
+    signs = np.where(np.sum(value[1] * stop_gradient(q), axis=1) < 0, -1.0, 1.0)
+    r, q = r * signs, q * signs[:, None]
+    scale = 1.0 + np.max(np.abs(value[0]), initial=0.0)
+    if not (np.max(np.abs(r - value[0]), initial=0.0) <= 1e-8 * scale * n
+            and np.max(np.abs(q - value[1]), initial=0.0) <= 1e-8 * n):
+        raise UnsupportedOperationError(  # (a guard: never another factorisation's derivative)
+            "scipy.linalg.rq: the QR factorisation that gives mutad's derivative did not "
+            "reproduce SciPy's RQ factors of this matrix (a rank-deficient matrix, whose "
+            "factors are not determined), so it cannot differentiate it. Pass the matrix "
+            "through mutad.stop_gradient where no gradient should flow.")
+    return r, q
+
+
+def _rq(a, overwrite_a=False, lwork=None, mode="full", check_finite=True):
+    if not carries_derivative(a):  # a constant (mutad.stop_gradient): SciPy's own
+        return _rq_stand_in.original(a, overwrite_a, lwork, mode, check_finite)
+    r, q = _rq_like_scipys(a, mode, check_finite)
+    value = _rq_value(a, lwork, mode, check_finite)
+    if mode == "r":  # SciPy's R of mode 'r' is m x n: n - m zero columns, then the triangle
+        m, n = np.shape(a)
+        return scipys_value(value, np.concatenate([np.zeros((m, n - m)) * r[:, :1], r], axis=1))
+    return scipys_value(value[0], r), scipys_value(value[1], q)
+
+
+def _cholesky_banded(ab, overwrite_ab=False, lower=False, check_finite=True):
+    """SciPy's factor in band storage. Each stored off-diagonal entry of ``ab`` stands for two
+    entries of the symmetric matrix, and gets the sum of their gradients (solveh_banded's
+    convention); the corner entries band storage does not use are copied through by LAPACK,
+    and so by the composition."""
+    if not carries_derivative(ab):  # a constant (mutad.stop_gradient): SciPy's own
+        return _cholesky_banded_stand_in.original(ab, overwrite_ab, lower, check_finite)
+    if np.ndim(ab) != 2 or np.iscomplexobj(ab):
+        raise UnsupportedOperationError(
+            "scipy.linalg.cholesky_banded of complex (Hermitian) or stacked band storage: "
+            "mutad differentiates one real symmetric matrix in band storage. Build the matrix "
+            "and call cholesky.")
+    value = _cholesky_banded_value(ab, lower, check_finite)
+    p, n = np.shape(ab)
+    p -= 1
+    diagonals = {}
+    for k in range(min(p, n - 1) + 1):  # the k-th superdiagonal, A[j, j + k]
+        d = ab[k, :n - k] if lower else ab[p - k, k:]
+        diagonals[k] = d
+        if k:
+            diagonals[-k] = d
+    dense = sum(np.diag(d, k) for k, d in diagonals.items())
+    factor = np.linalg.cholesky(dense)  # L, with A = L Lᵀ (upper storage holds U = Lᵀ)
+    rows = []
+    for r in range(p + 1):
+        k = r if lower else p - r  # row r holds the k-th diagonal below (L) or above (U)
+        if k >= n:
+            rows.append(ab[r] * 1.0)
+        elif lower:
+            rows.append(np.concatenate([np.diag(factor, -k), ab[r, n - k:] * 1.0]))
+        else:
+            rows.append(np.concatenate([ab[r, :k] * 1.0, np.diag(factor, -k)]))
+    composition = np.stack(rows)
+    scale = 1.0 + np.max(np.abs(value), initial=0.0)
+    if not np.max(np.abs(composition - value), initial=0.0) <= 1e-8 * scale * n:
+        raise UnsupportedOperationError(  # (a guard)
+            "scipy.linalg.cholesky_banded: the dense Cholesky factorisation that gives mutad's "
+            "derivative did not reproduce SciPy's factor, so it cannot differentiate this call. "
+            "Build the matrix and call cholesky.")
+    return scipys_value(value, composition)
+
+
+_rq_stand_in = StandIn(_linalg.rq, _rq)
+_cholesky_banded_stand_in = StandIn(_linalg.cholesky_banded, _cholesky_banded)
+rq, cholesky_banded = _rq_stand_in, _cholesky_banded_stand_in
+
+
 # Complex values (facet complex): written in mutad's convention (conjugate transposes).
 complex_aware(np.linalg.cholesky, np.linalg.qr)
+
+
+def _ldl_refusal(A, lower=True, hermitian=True, overwrite_a=False, check_finite=True):
+    if not carries_derivative(A):  # a constant (mutad.stop_gradient): SciPy's own
+        return _ldl.original(A, lower, hermitian, overwrite_a, check_finite)
+    raise UnsupportedOperationError(
+        "scipy.linalg.ldl of a differentiated matrix: mutad has no derivative of the LDLᵀ "
+        "factorisation (its Bunch-Kaufman pivoting chooses 1 x 1 and 2 x 2 blocks by the "
+        "values). Solve with scipy.linalg.solve(a, b, assume_a='sym'), factor a positive "
+        "definite matrix with cholesky or cho_factor, read the inertia from eigh's "
+        "eigenvalues (all differentiated), or pass the matrix through mutad.stop_gradient.")
+
+
+_ldl = StandIn(_linalg.ldl, _ldl_refusal)

@@ -297,3 +297,17 @@ coshm = StandIn(_linalg.coshm, _coshm)
 sinhm = StandIn(_linalg.sinhm, _sinhm)
 tanm = StandIn(_linalg.tanm, _quotient(_linalg.tanm, _sinm, _cosm))
 tanhm = StandIn(_linalg.tanhm, _quotient(_linalg.tanhm, _sinhm, _coshm))
+
+
+def _funm_refusal(A, func, disp=True):
+    if not carries_derivative(A):  # a constant (mutad.stop_gradient): SciPy's own
+        return _funm.original(A, func, disp)
+    raise UnsupportedOperationError(
+        "scipy.linalg.funm(A, func) of a differentiated matrix: mutad has no derivative of its "
+        "Schur-Parlett recurrence with your func. Call the function's own routine, which mutad "
+        "differentiates (expm, cosm, sinm, tanm, coshm, sinhm, tanhm, logm, sqrtm, "
+        "fractional_matrix_power); for a symmetric A write it with eigh: w, V = eigh(A), then "
+        "V @ np.diag(func(w)) @ V.T; or pass A through mutad.stop_gradient.")
+
+
+_funm = StandIn(_linalg.funm, _funm_refusal)

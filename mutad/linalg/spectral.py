@@ -23,6 +23,7 @@ import numpy as np
 import scipy.linalg as _linalg
 
 from ..engines.arraylike import carries_derivative
+from ..api import stop_gradient
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import CONVENTION, RULES, complex_aware, defjvp, defrule
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
@@ -1040,3 +1041,155 @@ hessenberg = _hessenberg_stand_in
 # phases).
 complex_aware(np.linalg.eigh, np.linalg.eigvalsh, np.linalg.svd, np.linalg.eig,
               np.linalg.eigvals)
+
+
+# ----------------------------------------------------------------------------------------------
+# eig_banded, eigvals_banded, eigh_tridiagonal, eigvalsh_tridiagonal: the symmetric eigenproblem
+# of a matrix held in band storage. Their values are SciPy's own calls (LAPACK's band and
+# tridiagonal drivers); their derivatives are np.linalg.eigh's of the dense symmetric matrix the
+# storage stands for, built by steps mutad differentiates (``scipys_value``), so forward mode and
+# every order follow. Each stored off-diagonal entry stands for two entries of that matrix, so
+# it gets the sum of their gradients, as solveh_banded's does. Eigenvectors are SciPy's, whose
+# signs the band drivers choose for themselves: the dense composition's are turned to SciPy's
+# (a constant sign per column), and a composition that does not reproduce SciPy's values is
+# refused, never differentiated.
+
+
+class _BandedEigenValue(Value):
+    """SciPy's eigenvalues or eigenvectors of a banded or tridiagonal matrix, without a
+    derivative (the derivative is the dense composition's)."""
+
+
+_eig_banded_value = _BandedEigenValue(
+    lambda ab, lower, eigvals_only, check_finite: _linalg.eig_banded(
+        ab, lower, eigvals_only, False, "a", None, 0, check_finite), "scipy.linalg.eig_banded")
+_eigvals_banded_value = _BandedEigenValue(
+    lambda ab, lower, check_finite: _linalg.eigvals_banded(ab, lower, False, "a", None,
+                                                           check_finite),
+    "scipy.linalg.eigvals_banded")
+_eigh_tridiagonal_value = _BandedEigenValue(
+    lambda d, e, eigvals_only, check_finite, tol, driver: _linalg.eigh_tridiagonal(
+        d, e, eigvals_only, "a", None, check_finite, tol, driver),
+    "scipy.linalg.eigh_tridiagonal")
+_eigvalsh_tridiagonal_value = _BandedEigenValue(
+    lambda d, e, check_finite, tol, driver: _linalg.eigvalsh_tridiagonal(
+        d, e, "a", None, check_finite, tol, driver), "scipy.linalg.eigvalsh_tridiagonal")
+
+
+def _dense_from_diagonals(diagonals):
+    """The n x n matrix with ``diagonals[k]`` (length n - |k|) on its k-th diagonal."""
+    return sum(np.diag(d, k) for k, d in diagonals.items())
+
+
+def _symmetric_dense_from_band(a_band, lower):
+    """The symmetric matrix of SciPy's symmetric band storage (upper: a_band[p + i - j, j] =
+    A[i, j] for i ≤ j; lower: a_band[i - j, j] = A[i, j] for i ≥ j), each stored off-diagonal
+    entry in both triangles."""
+    p = np.shape(a_band)[0] - 1
+    n = np.shape(a_band)[1]
+    diagonals = {}
+    for k in range(min(p, n - 1) + 1):  # the k-th superdiagonal, A[j, j + k]
+        d = a_band[k, :n - k] if lower else a_band[p - k, k:]
+        diagonals[k] = d
+        if k:
+            diagonals[-k] = d
+    return _dense_from_diagonals(diagonals)
+
+
+def _require_real_full_spectrum(name, values, select):
+    if select not in ("a", "all", 0):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name}(..., select={select!r}): the derivative of some eigenpairs "
+            "needs all of them; compute them all (select='a') and index the result.")
+    if any(np.iscomplexobj(v) for v in values):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name} of complex (Hermitian) band storage: mutad differentiates "
+            "real symmetric band storage. Build the Hermitian matrix and call eigh.")
+
+
+def _eigenproblem_like_scipys(name, dense, w_value, v_value=None):
+    """SciPy's eigenvalues ``w_value`` (and eigenvectors ``v_value``) with the derivatives of
+    np.linalg.eigh of ``dense``, the matrix SciPy's storage stands for."""
+    if v_value is None:
+        w = np.linalg.eigvalsh(dense)
+    else:
+        w, v = np.linalg.eigh(dense)
+    scale = 1.0 + np.max(np.abs(w_value), initial=0.0)
+    if not np.max(np.abs(w - w_value), initial=0.0) <= 1e-8 * scale * max(1, np.shape(dense)[0]):
+        raise UnsupportedOperationError(  # (a guard: never another problem's derivative)
+            f"scipy.linalg.{name}: the dense eigenproblem that gives mutad's derivative did not "
+            "reproduce SciPy's eigenvalues, so it cannot differentiate this call. Build the "
+            "matrix and call eigh, or pass the storage through mutad.stop_gradient.")
+    w = scipys_value(w_value, w)
+    if v_value is None:
+        return w
+    signs = np.where(np.sum(v_value * stop_gradient(v), axis=0) < 0, -1.0, 1.0)
+    v = v * signs
+    if not np.max(np.abs(stop_gradient(v) - v_value), initial=0.0) <= 1e-6:
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name}: SciPy's eigenvectors are not those of the dense eigenproblem "
+            "that gives mutad's derivative (repeated or nearly repeated eigenvalues, whose "
+            "eigenvectors are not determined). Differentiate the eigenvalues only "
+            "(eigvals_only=True), or pass the storage through mutad.stop_gradient.")
+    return w, scipys_value(v_value, v)
+
+
+def _eig_banded(a_band, lower=False, eigvals_only=False, overwrite_a_band=False, select="a",
+                select_range=None, max_ev=0, check_finite=True):
+    if not carries_derivative(a_band):  # a constant (mutad.stop_gradient): SciPy's own
+        return _eig_banded_stand_in.original(a_band, lower, eigvals_only, overwrite_a_band,
+                                             select, select_range, max_ev, check_finite)
+    _require_real_full_spectrum("eig_banded", (a_band,), select)
+    a_band = np.atleast_2d(a_band)
+    value = _eig_banded_value(a_band, lower, eigvals_only, check_finite)
+    dense = _symmetric_dense_from_band(a_band, lower)
+    if eigvals_only:
+        return _eigenproblem_like_scipys("eig_banded", dense, value)
+    return _eigenproblem_like_scipys("eig_banded", dense, *value)
+
+
+def _eigvals_banded(a_band, lower=False, overwrite_a_band=False, select="a",
+                    select_range=None, check_finite=True):
+    if not carries_derivative(a_band):
+        return _eigvals_banded_stand_in.original(a_band, lower, overwrite_a_band, select,
+                                                 select_range, check_finite)
+    _require_real_full_spectrum("eigvals_banded", (a_band,), select)
+    a_band = np.atleast_2d(a_band)
+    value = _eigvals_banded_value(a_band, lower, check_finite)
+    return _eigenproblem_like_scipys("eigvals_banded", _symmetric_dense_from_band(a_band, lower),
+                                     value)
+
+
+def _tridiagonal(d, e):
+    return _dense_from_diagonals({0: d, 1: e, -1: e})
+
+
+def _eigh_tridiagonal(d, e, eigvals_only=False, select="a", select_range=None,
+                      check_finite=True, tol=0.0, lapack_driver="auto"):
+    if not (carries_derivative(d) or carries_derivative(e)):
+        return _eigh_tridiagonal_stand_in.original(d, e, eigvals_only, select, select_range,
+                                                   check_finite, tol, lapack_driver)
+    _require_real_full_spectrum("eigh_tridiagonal", (d, e), select)
+    value = _eigh_tridiagonal_value(d, e, eigvals_only, check_finite, tol, lapack_driver)
+    dense = _tridiagonal(d, e)
+    if eigvals_only:
+        return _eigenproblem_like_scipys("eigh_tridiagonal", dense, value)
+    return _eigenproblem_like_scipys("eigh_tridiagonal", dense, *value)
+
+
+def _eigvalsh_tridiagonal(d, e, select="a", select_range=None, check_finite=True, tol=0.0,
+                          lapack_driver="auto"):
+    if not (carries_derivative(d) or carries_derivative(e)):
+        return _eigvalsh_tridiagonal_stand_in.original(d, e, select, select_range,
+                                                       check_finite, tol, lapack_driver)
+    _require_real_full_spectrum("eigvalsh_tridiagonal", (d, e), select)
+    value = _eigvalsh_tridiagonal_value(d, e, check_finite, tol, lapack_driver)
+    return _eigenproblem_like_scipys("eigvalsh_tridiagonal", _tridiagonal(d, e), value)
+
+
+_eig_banded_stand_in = StandIn(_linalg.eig_banded, _eig_banded)
+_eigvals_banded_stand_in = StandIn(_linalg.eigvals_banded, _eigvals_banded)
+_eigh_tridiagonal_stand_in = StandIn(_linalg.eigh_tridiagonal, _eigh_tridiagonal)
+_eigvalsh_tridiagonal_stand_in = StandIn(_linalg.eigvalsh_tridiagonal, _eigvalsh_tridiagonal)
+eig_banded, eigvals_banded = _eig_banded_stand_in, _eigvals_banded_stand_in
+eigh_tridiagonal, eigvalsh_tridiagonal = _eigh_tridiagonal_stand_in, _eigvalsh_tridiagonal_stand_in

@@ -9,7 +9,7 @@
 array([ 0.0131,  0.8949,  0.7023,  0.4754, -0.1057,  0.0229, -0.0029])
 
 User code calls SciPy by its own names (``CubicSpline``, ``interp1d``, ``make_interp_spline``,
-``BSpline``, ``PPoly``, ``BarycentricInterpolator``, ``barycentric_interpolate``,
+``make_lsq_spline``, ``BSpline``, ``PPoly``, ``BarycentricInterpolator``, ``barycentric_interpolate``,
 ``PchipInterpolator``, ``pchip_interpolate``, ``Akima1DInterpolator``,
 ``CubicHermiteSpline``, ``RegularGridInterpolator``, ``interpn``; for scattered data
 ``griddata``, ``LinearNDInterpolator``, ``NearestNDInterpolator``, ``RBFInterpolator``; and
@@ -27,7 +27,7 @@ Derivatives:
   (``'nearest'``, ``'previous'``, ``'next'``, ``'zero'``) or the query is outside the data and
   gets the constant ``fill_value``, it is 0; at a knot where a derivative jumps, one side's.
 * in the data ``y``: the interpolants of ``CubicSpline``, ``interp1d``, ``make_interp_spline``,
-  ``BSpline`` (its coefficients ``c``), ``PPoly`` (its coefficients ``c``, of ``axis=0``,
+  ``make_lsq_spline`` (its least-squares fit on constant knots and weights), ``BSpline`` (its coefficients ``c``), ``PPoly`` (its coefficients ``c``, of ``axis=0``,
   real or complex), ``BarycentricInterpolator`` and ``barycentric_interpolate`` (``yi``, real
   or complex, with the weights of
   one construction of SciPy's: SciPy draws a random order of the nodes for them, so pass
@@ -58,7 +58,12 @@ Refused, with an error that says what to do: traced knots ``x`` and grids (inter
 variable made from them instead), traced boundary values in ``bc_type`` and a traced
 ``fill_value``, ``method='pchip'`` of ``RegularGridInterpolator`` with traced values or points,
 and attributes of a traced interpolant other than calling it, ``derivative`` and its knots
-``x`` (``c``, ``integrate``, ``roots``: build it from plain data for those).
+``x`` (``c``, ``roots``: build it from plain data for those). ``antiderivative`` and
+``integrate(a, b)`` of ``CubicSpline``, the Hermite splines and ``PPoly`` (not of one already
+differentiated or integrated, whose spec would not reproduce SciPy's chained values, nor with
+periodic extrapolation) are linear in the data too: the antiderivative is SciPy's
+``derivative(-nu)``, and an integral SciPy's own value with the derivatives of F(b) - F(a),
+differentiated in the data and the bounds.
 
 Every rule computes with this module's evaluations and NumPy, so a derivative is differentiated
 again (``mutad.hvp``, a gradient of a gradient) and forward mode works as reverse mode does.
@@ -114,8 +119,8 @@ __all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator", "CubicHe
            "CubicSpline", "LinearNDInterpolator", "NearestNDInterpolator", "PPoly",
            "PchipInterpolator",
            "RBFInterpolator", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
-           "barycentric_interpolate", "make_interp_spline", "pchip_interpolate", "splev",
-           "splrep"]
+           "barycentric_interpolate", "make_interp_spline", "make_lsq_spline", "pchip_interpolate",
+           "splev", "splrep"]
 
 
 def _traced(tree):
@@ -490,6 +495,21 @@ class _Spline(_OneDimensional):
         return _is_periodic(self.bc_type)
 
 
+class _LsqSpline(_OneDimensional):
+    """``make_lsq_spline``'s B-spline: the weighted least-squares fit of ``y`` on constant
+    knots ``t`` and weights ``w``, c = (Bᵀ W B)⁻¹ Bᵀ W y, linear in y."""
+
+    def __init__(self, x, t, k, w, axis, method):
+        self.x, self.t, self.k, self.w, self.axis, self.method = x, t, k, w, axis, method
+
+    def build(self, data):
+        return _interpolate.make_lsq_spline(self.x, data[0], self.t, self.k, self.w, self.axis,
+                                            method=self.method)
+
+    def linear(self, i, data, width):
+        return self.basis_of(_LsqSpline(self.x, self.t, self.k, self.w, 0, self.method))
+
+
 class _BSpline(_OneDimensional):
     """``BSpline(t, c, k)``: linear in its coefficients ``c``."""
 
@@ -757,18 +777,60 @@ class _TracedInterpolant:
 
     def derivative(self, nu=1):
         """The derivative interpolant of order ``nu``."""
-        if isinstance(self._spec, _Interp1d):
-            return self.__getattr__("derivative")
+        if isinstance(self._spec, _Interp1d) or self._spec.derived < 0:  # an antiderivative's
+            return self.__getattr__("derivative")  # derivative is not the interpolant, bitwise
         return _TracedInterpolant(self._name, self._spec.derivative(nu), self._data, x=self.x,
                                   evaluate=self._evaluate)
+
+    def antiderivative(self, nu=1):
+        """The antiderivative interpolant of order ``nu``: SciPy's (PPoly.derivative(-nu) is
+        PPoly.antiderivative(nu)), linear in the data as the interpolant is, its derivative
+        in the points the interpolant's values."""
+        self._require_piecewise_polynomial("antiderivative")
+        return _TracedInterpolant(self._name, self._spec.derivative(-nu), self._data, x=self.x,
+                                  evaluate=self._evaluate)
+
+    def integrate(self, a, b, extrapolate=None):
+        """SciPy's integral from ``a`` to ``b`` (its own call, on the plain data), with the
+        derivatives of F(b) - F(a), F the antiderivative (linear in the data; in the bounds,
+        the interpolant's values there)."""
+        self._require_piecewise_polynomial("integrate")
+        spec = self._spec.derivative(-1)
+        plain = [np.asarray(stop_gradient(d)) for d in self._data]
+        at = self._spec.build(plain).extrapolate if extrapolate is None else extrapolate
+        if at == "periodic":
+            raise UnsupportedOperationError(
+                f"scipy.interpolate.{self._name}(...).integrate with periodic extrapolation, "
+                "of an interpolant built from traced data: mutad differentiates integrals "
+                "over the data's interval or extrapolated (extrapolate=True). Integrate over "
+                "whole periods within the data, or pass extrapolate=True for bounds inside it.")
+        spec = spec.with_extrapolate(at)
+        value = _integral_value(self._spec, a, b, extrapolate, *self._data)
+        composition = (self._evaluate(*self._data, b, spec=spec, nu=0)
+                       - self._evaluate(*self._data, a, spec=spec, nu=0))
+        return scipys_value(value, composition)
+
+    def _require_piecewise_polynomial(self, name):
+        # SciPy's piecewise polynomials (CubicSpline, the Hermite splines, PPoly), never
+        # differentiated or integrated before: PPoly.derivative(-nu) is its antiderivative,
+        # and a derivative of an antiderivative (or the reverse) differs from the interpolant
+        # in its constant or its last bits, which the held spec would not reproduce.
+        if not isinstance(self._spec, (_CubicSpline, _Hermite, _PPoly)) or self._spec.derived:
+            self.__getattr__(name)
 
     def __getattr__(self, name):
         return refused_attribute(
             name,
             f"scipy.interpolate.{self._name}(...).{name}: this interpolant was built from "
             "traced data, and mutad differentiates its values and derivatives (calling it, "
-            ".derivative()) only. Build it from plain data (outside the differentiated "
-            "function) to use other attributes.")
+            ".derivative()) only, and for CubicSpline, the Hermite splines and PPoly "
+            ".antiderivative() and .integrate(a, b) of the interpolant itself. Build it from "
+            "plain data (outside the differentiated function) to use other attributes.")
+
+
+_integral_value = Value(
+    lambda spec, a, b, extrapolate, *data: spec.build(data).integrate(a, b, extrapolate),
+    "scipy.interpolate integrate")
 
 
 class _TracedGridInterpolant:
@@ -891,6 +953,20 @@ def make_interp_spline(x: Any, y: Any, k: int = 3, t: Any = None, bc_type: Any =
                    _boundary("make_interp_spline", bc_type), axis)
     spec.value((np.zeros(np.shape(y)),), x[:1], 0)
     return _TracedInterpolant("make_interp_spline", spec, (np.copy(y),), x=x)
+
+
+@_route(_interpolate.make_lsq_spline)
+def make_lsq_spline(x: Any, y: Any, t: Any, k: int = 3, w: Any = None, axis: int = 0,
+                    check_finite: bool = True, *, method: str = "qr") -> Any:
+    if not _traced((x, y, t, w)):
+        return _interpolate.make_lsq_spline(x, y, t, k, w, axis, check_finite, method=method)
+    x = _knots("make_lsq_spline", x)
+    _refuse_traced("make_lsq_spline", "the knots t", t, "Pass the knots as constants.")
+    _refuse_traced("make_lsq_spline", "the weights w", w,
+                   "Pass the weights as constants (the fit is linear in y alone).")
+    spec = _LsqSpline(x, _plain_copy(t), k, None if w is None else _plain_copy(w), axis, method)
+    spec.value((np.zeros(np.shape(y)),), x[:1], 0)  # SciPy's errors, on the settings
+    return _TracedInterpolant("make_lsq_spline", spec, (np.copy(y),), x=x)
 
 
 @_route(_interpolate.interp1d)

@@ -87,6 +87,16 @@ SciPy's form; a column already zero below the subdiagonal (for a complex matrix,
 subdiagonal entry real) is refused: LAPACK skips its reflector there and takes one nearby, so
 the reduction is discontinuous.
 
+``eig_banded``, ``eigvals_banded``, ``eigh_tridiagonal`` and ``eigvalsh_tridiagonal`` (real band
+storage, every eigenpair: ``select='a'``), ``cholesky_banded`` (real band storage) and ``rq``
+(a real square matrix, or a wide one with ``mode='economic'`` or ``'r'``) are differentiated by
+SciPy's names: their values are SciPy's own, their derivatives those of np.linalg's eigh,
+cholesky and qr of the dense matrix the storage stands for (RQ: the QR factorisation of the
+reversed transpose), each eigenvector and RQ factor turned to SciPy's signs; each stored
+off-diagonal entry gets the gradients of both entries it stands for. A composition that does not
+reproduce SciPy's factors (eigenvectors of repeated eigenvalues, a rank-deficient RQ) is
+refused.
+
 Each function also has a forward rule (``@f.jvp_rule``) from the same results, agreeing with its
 reverse rule (<ẏ, w> = <ẋ, vjp(w)>: symmetric inputs take the symmetric part of their tangent,
 structured ones the part on the entries SciPy reads). A tuple argument such as ``cho_solve``'s

@@ -25,7 +25,13 @@ cascade of sections (its value SciPy's own), ``filtfilt`` (``method="pad"``) and
 both operands and the fillvalue, for every mode and boundary; ``savgol_filter`` is linear in x,
 ndimage's ``convolve1d`` but in ``mode="interp"``, whose end rows are SciPy's polynomial fits;
 ``upfirdn`` is linear in h and in x (with the zero extension, ``mode="constant"``); ``medfilt``
-is ndimage's rank filter, each output taking the cotangent of the element it selected.
+is ndimage's rank filter, each output taking the cotangent of the element it selected, and
+``medfilt2d`` the same filter of a 2-d array (checked to select SciPy's values); ``wiener`` is
+SciPy's own steps on ``correlate``. ``find_peaks`` (every setting, as constants),
+``peak_prominences`` and ``peak_widths`` take SciPy's peaks, bases, plateau edges and
+crossings (decisions on the values) and differentiate its arithmetic on the values there: the
+heights and thresholds, x[peak] - max(x[left base], x[right base]), and the linear
+interpolation around each crossing.
 
 The functions SciPy writes in Python on NumPy and ``scipy.fft`` (the spectral functions,
 ``detrend``, ``hilbert``, ``resample``, ``resample_poly``, ``decimate``, ``freqz``,
@@ -99,9 +105,9 @@ __all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "coherence", "con
            "convolve", "convolve2d", "correlate", "correlate2d", "csd", "decimate", "detrend",
            "dimpulse", "dlsim", "dlti", "dstep", "fftconvolve", "filtfilt", "find_peaks", "firwin",
            "freqresp", "freqs", "freqs_zpk", "freqz", "hilbert", "impulse", "istft", "lfilter",
-           "lfilter_zi", "lsim", "lti", "medfilt", "normalize", "oaconvolve", "periodogram",
+           "lfilter_zi", "lsim", "lti", "medfilt", "medfilt2d", "normalize", "oaconvolve", "peak_prominences", "peak_widths", "periodogram",
            "resample", "resample_poly", "savgol_filter", "sosfilt", "sosfilt_zi", "sosfiltfilt",
-           "spectrogram", "ss2tf", "step", "stft", "tf2ss", "upfirdn", "welch", "zpk2ss", "zpk2tf"]
+           "spectrogram", "ss2tf", "step", "stft", "tf2ss", "upfirdn", "welch", "wiener", "zpk2ss", "zpk2tf"]
 
 
 def _lagged_products(v, u, count):
@@ -1280,25 +1286,164 @@ defmethod(_ltisys.dlti, "output", lambda self, u, t=None, x0=None: dlsim(self, u
 # Peaks: where they are is a decision on the values (no derivative); their heights are values
 
 
-_peak_positions = Value(
-    lambda x, height, distance: _signal.find_peaks(x, height=height, distance=distance)[0],
-    "scipy.signal.find_peaks")
+def _property_names(height, threshold, prominence, width, plateau_size):
+    """The keys of find_peaks' properties for these settings, in SciPy's order."""
+    names = []
+    if plateau_size is not None:
+        names += ["plateau_sizes", "left_edges", "right_edges"]
+    if height is not None:
+        names += ["peak_heights"]
+    if threshold is not None:
+        names += ["left_thresholds", "right_thresholds"]
+    if prominence is not None or width is not None:
+        names += ["prominences", "left_bases", "right_bases"]
+    if width is not None:
+        names += ["widths", "width_heights", "left_ips", "right_ips"]
+    return names
+
+
+def _found_peaks(x, settings, names):
+    peaks, properties = _signal.find_peaks(x, **settings)
+    return (peaks, *(properties[name] for name in names))
+
+
+_peaks_found = Value(_found_peaks, "scipy.signal.find_peaks")
 
 
 @stands_in_for(_signal.find_peaks)
 def find_peaks(x, height=None, threshold=None, distance=None, prominence=None, width=None,
                wlen=None, rel_height=0.5, plateau_size=None):
-    """SciPy's peaks of the values (positions: constants of the signal, taken again on every
-    call a replay makes), and with ``height`` their heights, the signal's values there."""
-    if any(setting is not None for setting in (threshold, prominence, width, wlen,
-                                                plateau_size)) or innermost((height,)):
+    """SciPy's peaks of the values and their properties: the positions, the bases, the plateaus'
+    edges (decisions SciPy takes on the values: constants of the signal, taken again on every
+    call a replay makes) are SciPy's own; the heights, thresholds, prominences and widths are
+    SciPy's arithmetic on the signal's values at those places (peak_prominences and
+    peak_widths, below), with SciPy's own values, differentiated."""
+    settings = dict(height=height, threshold=threshold, distance=distance,
+                    prominence=prominence, width=width, wlen=wlen, rel_height=rel_height,
+                    plateau_size=plateau_size)
+    if innermost(tuple(settings.values())):
         raise UnsupportedOperationError(
-            "scipy.signal.find_peaks of a differentiated signal with threshold=, prominence=, "
-            "width= or plateau_size= (or a differentiated height=): their properties are "
-            "functions of the signal mutad does not differentiate. Find the peaks of "
-            "mutad.stop_gradient(x), then take x[peaks].")
-    peaks = _peak_positions(x, height, distance)
-    return peaks, ({} if height is None else {"peak_heights": x[peaks]})
+            "scipy.signal.find_peaks with a differentiated height=, threshold=, distance=, "
+            "prominence=, width=, wlen=, rel_height= or plateau_size=: they decide which peaks "
+            "are kept, which has no derivative. Pass them as constants (mutad.stop_gradient).")
+    x = _array(x)
+    names = _property_names(height, threshold, prominence, width, plateau_size)
+    peaks, *found = _peaks_found(x, settings, names)
+    peaks = np.asarray(stop_gradient(peaks))
+    values = dict(zip(names, found, strict=True))
+    properties = {}
+    for name in names:
+        value = values[name]
+        if name in ("plateau_sizes", "left_edges", "right_edges", "left_bases", "right_bases"):
+            properties[name] = np.asarray(stop_gradient(value))  # positions: no derivative
+        elif name == "peak_heights":
+            properties[name] = x[peaks]
+        elif name == "left_thresholds":
+            properties[name] = scipys_value(value, x[peaks] - x[peaks - 1])
+        elif name == "right_thresholds":
+            properties[name] = scipys_value(value, x[peaks] - x[peaks + 1])
+        elif name == "prominences":
+            left = np.asarray(stop_gradient(values["left_bases"]))
+            right = np.asarray(stop_gradient(values["right_bases"]))
+            properties[name] = scipys_value(value, _prominences(x, peaks, left, right))
+    if width is not None:
+        widths = _widths(x, peaks, rel_height, properties["prominences"],
+                         properties["left_bases"], properties["right_bases"],
+                         tuple(values[name] for name in
+                               ("widths", "width_heights", "left_ips", "right_ips")))
+        properties.update(zip(("widths", "width_heights", "left_ips", "right_ips"), widths))
+    return peaks, {name: properties[name] for name in names}
+
+
+# peak_prominences and peak_widths: where the bases and the crossings lie is a decision SciPy
+# takes on the values (made again here on the plain values, in the forward pass, with SciPy's
+# own loops); the prominences and widths are then SciPy's arithmetic on the signal's values at
+# those places (_peak_finding_utils: x[peak] - max(x[left base], x[right base]), and a linear
+# interpolation between the two samples around each crossing), differentiated.
+
+_prominence_data = Value(
+    lambda x, peaks, wlen: _signal.peak_prominences(x, peaks, wlen),
+    "scipy.signal.peak_prominences")
+
+
+def _peaks_argument(x, peaks, name):
+    x = _array(x)
+    if np.ndim(x) != 1:
+        raise ValueError("`x` must be a 1-D array")
+    _refuse_followed(peaks, f"scipy.signal.{name}'s peaks",
+                     "Pass the positions of the peaks (find_peaks' first result).")
+    return x, np.asarray(stop_gradient(peaks))
+
+
+@stands_in_for(_signal.peak_prominences)
+def peak_prominences(x, peaks, wlen=None):
+    """SciPy's prominences, x[peak] - max(x[left base], x[right base]) at SciPy's bases
+    (np.maximum's convention where the two bases' values tie), and its bases."""
+    x, peaks = _peaks_argument(x, peaks, "peak_prominences")
+    value, left, right = _prominence_data(x, peaks, wlen)
+    left, right = np.asarray(stop_gradient(left)), np.asarray(stop_gradient(right))
+    return scipys_value(value, _prominences(x, peaks, left, right)), left, right
+
+
+def _prominences(x, peaks, left, right):
+    """SciPy's x[peak] - max(x[left base], x[right base]) at its bases."""
+    return x[peaks] - np.maximum(x[left], x[right])
+
+
+_width_data = Value(
+    lambda x, peaks, rel_height, prominences, left, right, wlen: _signal.peak_widths(
+        x, peaks, rel_height, (prominences, left, right), wlen),
+    "scipy.signal.peak_widths")
+
+
+def _crossing(x, start, stop, peak, height, step):
+    """SciPy's loop (_peak_finding_utils._peak_widths): the sample where the signal, walked
+    from the peak by ``step`` towards ``stop``, first falls to ``height`` or reaches
+    ``stop``, and whether SciPy interpolates there (the sample below the height)."""
+    i = peak
+    while (start < i if step < 0 else i < stop) and height < x[i]:
+        i += step
+    return i, bool(x[i] < height)
+
+
+@stands_in_for(_signal.peak_widths)
+def peak_widths(x, peaks, rel_height=0.5, prominence_data=None, wlen=None):
+    """SciPy's widths at the height x[peak] - prominence * rel_height, its crossings the
+    linear interpolations SciPy makes between the samples around them (each crossing's sample
+    taken by SciPy's own loop on the plain values), differentiated in the signal, the
+    prominences and ``rel_height``."""
+    x, peaks = _peaks_argument(x, peaks, "peak_widths")
+    if prominence_data is None:
+        prominence_data = peak_prominences(x, peaks, wlen)
+    prominences, left, right = prominence_data
+    _refuse_followed(left, "scipy.signal.peak_widths' bases", "Pass peak_prominences' bases.")
+    _refuse_followed(right, "scipy.signal.peak_widths' bases", "Pass peak_prominences' bases.")
+    left = np.asarray(stop_gradient(left))
+    right = np.asarray(stop_gradient(right))
+    values = _width_data(x, peaks, rel_height, prominences, left, right, wlen)
+    return _widths(x, peaks, rel_height, prominences, left, right, values)
+
+
+def _widths(x, peaks, rel_height, prominences, left, right, values):
+    """SciPy's (widths, width_heights, left_ips, right_ips), ``values``, with the derivatives
+    of its arithmetic at the crossings its loops find on the plain values."""
+    heights = x[peaks] - prominences * rel_height  # SciPy's arithmetic, in its order
+    plain_x = np.asarray(stop_gradient(x), dtype=np.float64)
+    plain_heights = np.asarray(stop_gradient(heights), dtype=np.float64).reshape(-1)
+    left_ips, right_ips = [], []
+    for p in range(np.shape(peaks)[0]):
+        peak, height = int(peaks[p]), plain_heights[p]
+        i, between = _crossing(plain_x, left[p], right[p], peak, height, -1)
+        left_ips.append(i + (heights[p] - x[i]) / (x[i + 1] - x[i]) if between
+                        else np.float64(i) + 0.0 * heights[p])
+        i, between = _crossing(plain_x, left[p], right[p], peak, height, 1)
+        right_ips.append(i - (heights[p] - x[i]) / (x[i - 1] - x[i]) if between
+                         else np.float64(i) + 0.0 * heights[p])
+    if not left_ips:
+        return values
+    left_ips, right_ips = stacked(left_ips), stacked(right_ips)
+    composition = (right_ips - left_ips, heights, left_ips, right_ips)
+    return tuple(scipys_value(v, c) for v, c in zip(values, composition, strict=True))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1567,6 +1712,51 @@ def medfilt(volume, kernel_size=None):
                       stacklevel=2)
     size = math.prod(kernel_size)
     return ndimage.rank_filter(volume, size // 2, size=kernel_size, mode="constant")
+
+
+_medfilt2d_value = Value(lambda x, kernel_size: _signal.medfilt2d(x, kernel_size),
+                         "scipy.signal.medfilt2d")
+
+
+@stands_in_for(_signal.medfilt2d)
+def medfilt2d(input, kernel_size=3):
+    # medfilt of a 2-d array (zeros beyond the edges, the middle rank of each window) by
+    # SciPy's own selection: it picks the same element, checked, so the same values and
+    # medfilt's derivative (each output takes the cotangent of the element it selected).
+    input = _array(input)
+    if np.ndim(input) != 2:
+        raise ValueError("medfilt2d: the input must be a 2-D array.")
+    value = _medfilt2d_value(input, kernel_size)
+    y = medfilt(input, kernel_size)
+    if not np.array_equal(stop_gradient(y), value, equal_nan=True):
+        raise UnsupportedOperationError(  # (a guard: NaNs, which the two selections order apart)
+            "scipy.signal.medfilt2d: mutad's median filter, which gives its derivative, did not "
+            "select SciPy's values here (NaNs in the input?), so it cannot differentiate it. "
+            "Filter with scipy.signal.medfilt or scipy.ndimage.median_filter.")
+    return y
+
+
+@stands_in_for(_signal.wiener)
+def wiener(im, mysize=None, noise=None):
+    # SciPy's own steps (_signaltools.wiener) on the differentiated functions: the local mean
+    # and variance by correlate, the noise power their mean, then the choice of the local mean
+    # where the local variance is below the noise (a decision taken here, kept as the mask).
+    im = _array(im)
+    if mysize is None:
+        mysize = [3] * np.ndim(im)
+    if np.shape(np.asarray(mysize)) == ():
+        mysize = [mysize] * np.ndim(im)
+    size = math.prod(mysize)
+    local_mean = correlate(im, np.ones(mysize), "same")
+    lsize = float(size)
+    local_mean = local_mean / lsize
+    local_var = correlate(im ** 2, np.ones(mysize), "same") / lsize - local_mean ** 2
+    if noise is None:
+        noise = np.mean(np.reshape(local_var, (-1,)), axis=0)
+    res = im - local_mean
+    res = res * (1 - noise / local_var)
+    res = res + local_mean
+    return np.where(local_var < noise, local_mean, res)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -29,7 +29,10 @@ matrix's indices and adds its repeated entries in place (``spsolve``, ``splu`` o
 (its sums, bit for bit), written into the array that holds them, which may be the array it was
 built from, as in SciPy. Its operations keep it
 sparse: ``A.T``, ``A.transpose()``, ``A.tocsr()``/``tocsc()``/``tocoo()``/``asformat()``,
-``A * c``, ``c * A``, ``A / c``, ``-A``, ``abs(A)``, ``A.power(n)``, ``A ** n``, ``A + B``,
+``A * c``, ``c * A``, ``A / c``, ``-A``, ``abs(A)``, ``A.power(n)``, ``A ** n``, the ufuncs
+SciPy maps over the stored values (``A.sqrt()``, ``A.expm1()``, ``A.log1p()``, ``A.sin()``,
+``A.tanh()``, ...: 0 at 0; dia's slots outside the matrix carry no derivative), a matrix's
+``A.getrow(i)`` and ``A.getcol(j)`` (SciPy's selector products, in SciPy's formats), ``A + B``,
 ``A - B``, ``A @ B`` (sparse operands), ``A.multiply(B)``, indexing (``A[1:-1, 1:-1]``,
 ``A[free][:, free]``, a mask), ``tril``, ``triu`` and ``kron`` give traced sparse matrices
 whose pattern is SciPy's result's (SciPy's operation applied to the numbers of the stored
@@ -70,7 +73,9 @@ value ``A[i, j]`` of ``y = A x`` is ``ȳ_i x_j`` (summed over the columns of a 2
 a sum) is a gather or a constant sparse matrix times the stored values. Every rule computes with
 these differentiable products and NumPy, so forward mode and second derivatives follow.
 
-**Solves.** ``x = A⁻¹ b`` by ``spsolve``, ``splu(A).solve``, ``factorized(A)``,
+**Solves.** ``x = A⁻¹ b`` by ``spsolve`` (a sparse ``b`` too, and ``inv(A)``, SciPy's
+``spsolve(A, I)``: the dense solve of ``b.toarray()`` at the entries SciPy's sparse solution
+stores, its values SciPy's own), ``splu(A).solve``, ``factorized(A)``,
 ``spsolve_triangular`` (of a matrix whose pattern lies in its triangle, which is all SciPy
 solves; with ``unit_diagonal=True`` the diagonal's stored values, which it does not read, get
 no derivative) and the iterative ``cg``,
@@ -145,17 +150,18 @@ from ..rules._helpers import transpose
 from ..core.trees import register_pytree
 from ..core.views import memory, stands_for_scalar, wrapped
 from . import integrate as _integrate
+from ._adjoints import Value, scipys_value
 
 __all__ = ["bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix", "csc_array",
            "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix", "diags",
            "diags_array", "dok_array", "dok_matrix", "eigsh", "expm_multiply", "factorized",
-           "gmres", "hstack", "kron", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
+           "gmres", "hstack", "inv", "kron", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
            "norm", "spdiags", "splu", "spsolve", "spsolve_triangular", "SuperLU", "TracedMatrix",
            "TracedSparse", "tril", "triu", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
-    "norm", "eigsh", "expm_multiply", "lsqr", "lsmr")},
+    "norm", "eigsh", "expm_multiply", "lsqr", "lsmr", "inv")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
         "tril", "triu", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
@@ -1157,9 +1163,10 @@ class TracedSparse:
         raise UnsupportedAttributeError(
             f"{name} of a scipy.sparse matrix with traced values: mutad follows its products "
             "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, indexing, A.multiply, +, "
-            "-, scalar * and /, abs, power, sum(axis), mean, diagonal(k), trace, max(), min(), "
-            "setdiag, toarray() and .data. Compute with A.data, or with A.toarray() for a small "
-            "matrix.")
+            "-, scalar * and /, abs, power, the ufuncs SciPy maps over the stored values "
+            "(sqrt, expm1, log1p, sin, tanh, ...), sum(axis), mean, diagonal(k), trace, max(), "
+            "min(), getrow, getcol, setdiag, toarray() and .data. Compute with A.data, or with "
+            "A.toarray() for a small matrix.")
 
     def __array_function__(self, func, types, args, kwargs):
         if func in (np.ndim, np.shape) and len(args) == 1 and not kwargs:
@@ -1460,6 +1467,52 @@ class TracedSparse:
         self.sum_duplicates()  # as SciPy's does
         return TracedSparse(self.layout, np.abs(self.data))
 
+    def getrow(self, i: int) -> TracedSparse:
+        """SciPy's ``A.getrow(i)`` (a matrix's, 1 x n): its base's product of a selector by
+        ``A``, each entry a copy (1.0 times a stored value), in the format SciPy returns."""
+        return self._line(i, 0, "getrow")
+
+    def getcol(self, j: int) -> TracedSparse:
+        """SciPy's ``A.getcol(j)`` (a matrix's, m x 1): ``A`` times a selector."""
+        return self._line(j, 1, "getcol")
+
+    def _line(self, k, axis, name):
+        template = self.layout.template
+        if not hasattr(template, name):  # sparse arrays have none: SciPy's error
+            raise AttributeError(f"{type(template).__name__} has no attribute {name!r}")
+        size = self.shape[axis]
+        k = int(k)
+        if k < 0:
+            k += size
+        if not 0 <= k < size:
+            raise IndexError("index out of bounds")
+        if axis == 0:
+            selector = _sparse.csr_matrix(([1.0], ([0], [k])), shape=(1, size))
+            line = selector @ self
+        else:
+            selector = _sparse.csc_matrix(([1.0], ([k], [0])), shape=(size, 1))
+            line = self @ selector
+        form = getattr(self.layout.probe(), name)(k).format  # the format SciPy's gives
+        return line if line.format == form else line.asformat(form)
+
+    def _stored_values_map(self, ufunc):
+        """SciPy's ``A.sqrt()``, ``A.sin()``, ... (``_data._ufuncs_with_fixed_point_at_zero``):
+        the ufunc of each stored value (0 at 0, so the zeros not stored stay zeros), after the
+        duplicates are summed as SciPy's ``_deduped_data`` sums them, in the same pattern."""
+        if not hasattr(self.layout.template, ufunc.__name__):  # SciPy's error (lil, dok)
+            raise AttributeError(f"{type(self.layout.template).__name__} has no attribute "
+                                 f"{ufunc.__name__!r}")
+        if hasattr(self.layout.template, "sum_duplicates"):
+            self.sum_duplicates()
+        valid = np.reshape(self.layout.valid, np.shape(self.data))
+        if valid.all():
+            return TracedSparse(self.layout, ufunc(self.data))
+        # dia's slots outside the matrix: SciPy maps them too (its values there, bit for bit),
+        # but they carry no derivative, and sqrt's at their zeros would be an infinite partial
+        # times a zero cotangent: mapped as constants, the slots inside at a safe 0.5 otherwise.
+        inside = ufunc(np.where(valid, self.data, 0.5))
+        return TracedSparse(self.layout, np.where(valid, inside, ufunc(memory(self.data))))
+
     def power(self, n: Any, dtype: None = None) -> TracedSparse:
         """Each stored value to the power ``n`` (a number: the zeros it does not store stay
         zeros, as in SciPy, which refuses a power that would not keep them)."""
@@ -1560,6 +1613,19 @@ class TracedSparse:
 
     def __rsub__(self, other):
         return self._plus(other, -1, reflected=True)
+
+
+def _stored_values_method(ufunc):
+    def method(self) -> TracedSparse:
+        return self._stored_values_map(ufunc)
+
+    method.__name__ = method.__qualname__ = ufunc.__name__
+    method.__doc__ = f"SciPy's ``A.{ufunc.__name__}()``: np.{ufunc.__name__} of each stored value."
+    return method
+
+
+for _ufunc in _sparse._data._ufuncs_with_fixed_point_at_zero:
+    setattr(TracedSparse, _ufunc.__name__, _stored_values_method(_ufunc))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1843,6 +1909,10 @@ csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array, dia_matrix,
     _SparseClass(SCIPY[name]) for name in (
         "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
         "dia_matrix", "dia_array"))
+_SOLUTION_CLASSES = {stand_in.cls: stand_in for stand_in in (
+    csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array)}
+"""The stand-ins that build a sparse solution of A's class from its (values, (rows, cols)),
+as SciPy's ``spsolve`` builds it (``A.__class__``)."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -2107,15 +2177,62 @@ def _dense_rhs(b, name):
 def _spsolve(A: Any, b: Any, permc_spec: str | None = None, use_umfpack: bool = True) -> Any:
     if not _followed(A, b):
         return SCIPY["spsolve"](A, b, permc_spec, use_umfpack)
-    _dense_rhs(b, "spsolve")
     if getattr(A, "format", None) in ("csr", "csc") and not isinstance(A, _Assembled):
         A.sum_duplicates()  # as SciPy's does, in place (a constant matrix's too)
+    if isinstance(b, (TracedSparse, _Assembled)) or _sparse.issparse(b):
+        return _sparse_rhs_solve(A, _lift(b), permc_spec, use_umfpack)
     layout, data = _matrix_of(A, "spsolve")
     options = {"permc_spec": permc_spec, "use_umfpack": use_umfpack}
     return _solve(data, b, None, solver=_Direct(layout, options))
 
 
+def _solution_entries(x):
+    """SciPy's sparse solution ``x`` as (values, rows, columns), in the order of its coo form."""
+    coo = x.tocoo()
+    return coo.data, np.asarray(coo.row, np.intp), np.asarray(coo.col, np.intp)
+
+
+_sparse_rhs_value = Value(
+    lambda a_data, b_data, a_layout, b_layout, permc_spec, use_umfpack: _solution_entries(
+        SCIPY["spsolve"](a_layout.build(a_data), b_layout.build(b_data), permc_spec,
+                         use_umfpack)), "scipy.sparse.linalg.spsolve")
+
+
+def _sparse_rhs_solve(A, b, permc_spec, use_umfpack):
+    """``spsolve(A, B)`` of a sparse ``B`` (and ``inv(A)``, SciPy's ``spsolve(A, I)``). A
+    column ``B`` SciPy solves as a dense one, and returns the vector. Otherwise it solves each
+    column with one factorization and keeps the entries of each solution that are not zero, in
+    a matrix of A's class: the same, the values the dense solve of ``B.toarray()`` (spsolve's
+    rule: its derivative in A and B) at the entries SciPy's result stores (a decision on the
+    values, taken again by a replay), their bits SciPy's own (its column solves round apart
+    from the dense one)."""
+    if b.shape[1] == 1:  # SciPy's vector b: solved dense, raveled
+        return np.ravel(_spsolve(A, b.toarray(), permc_spec, use_umfpack))
+    layout, data = _matrix_of(A, "spsolve")
+    options = {"permc_spec": permc_spec, "use_umfpack": use_umfpack}
+    dense = _solve(data, b.toarray(), None, solver=_Direct(layout, options))
+    values, rows, cols = _sparse_rhs_value(data, b.data, layout, b.layout, permc_spec,
+                                           use_umfpack)
+    entries = scipys_value(values, dense[rows, cols])
+    kind = _SOLUTION_CLASSES.get(layout.kind)
+    if kind is None:
+        _refuse(f"scipy.sparse.linalg.spsolve of a {layout.kind.__name__} with a sparse "
+                "right-hand side", "convert A to csc first (A.tocsc()).")
+    return kind((entries, (rows, cols)), shape=b.shape)
+
+
 spsolve = _route(SCIPY["spsolve"], _spsolve)
+
+
+def _inv(A: Any) -> Any:
+    """SciPy's ``inv``: ``spsolve(A, I)``, I the identity of A's class."""
+    if not _followed(A):
+        return SCIPY["inv"](A)
+    from scipy.sparse.linalg._matfuncs import _ident_like
+    return _spsolve(A, _ident_like(_lift(A).value))
+
+
+inv = _route(SCIPY["inv"], _inv)
 
 
 def _spsolve_triangular(A: Any, b: Any, lower: bool = True, overwrite_A: bool = False,
@@ -2894,7 +3011,7 @@ for _name, _method in (("matvec", _vector_method("matvec", 0, "_matvec")),
     defmethod(_splinalg.LinearOperator, _name, _method)
 
 UNFOLLOWED = ("eigs", "svds", "lobpcg", "qmr", "cgs", "lgmres",
-              "gcrotmk", "tfqmr", "aslinearoperator", "onenormest", "inv", "expm",
+              "gcrotmk", "tfqmr", "aslinearoperator", "onenormest", "expm",
               "spilu", "matrix_power")
 """The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
 refused by name, where SciPy's own code would fail on the traced matrix with its TypeError."""
