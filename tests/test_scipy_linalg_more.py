@@ -537,3 +537,31 @@ def test_ldl_and_funm_of_constants_are_scipys():
 
     (g,) = mutad.gradient(f, 2.0)
     assert g == np.sum(scipy.linalg.ldl(s)[1]) + np.trace(scipy.linalg.funm(0.1 * s, np.cos))
+
+
+@pytest.mark.parametrize("name", ["cholesky_banded", "eig_banded", "eigh_tridiagonal", "rq"])
+def test_values_taken_from_scipy_keep_its_layout(name):
+    """Regression: these results came back in C order where SciPy's are in Fortran order, and
+    a sum of them rounded otherwise than SciPy's."""
+    import scipy.linalg as sl
+
+    rng = np.random.default_rng(0)
+    banded = rng.standard_normal((3, 7)) * 0.3
+    banded[2] = 3 + rng.random(7)
+    fn, x = {"cholesky_banded": (sl.cholesky_banded, banded),
+             "eig_banded": (lambda a: sl.eig_banded(a)[1], banded),
+             "eigh_tridiagonal": (lambda a: sl.eigh_tridiagonal(a[1], a[0, 1:])[1], banded),
+             "rq": (lambda a: sl.rq(a)[1], rng.standard_normal((4, 4)))}[name]
+    expected = fn(x.copy())
+    value = mutad.jvp(fn, (x.copy(),), (np.ones_like(x),))[0]
+    assert value.strides == expected.strides and value.tobytes() == expected.tobytes()
+    for seed in range(8):
+        a = np.random.default_rng(seed).standard_normal(x.shape) * 0.3
+        if name != "rq":
+            a[2] = 3 + np.abs(a[2])
+
+        def loss(a):
+            y = fn(a * a if name == "cholesky_banded" else a * 1.0)
+            return (y ** 2 * np.arange(1.0, y.size + 1).reshape(y.shape)).sum()
+
+        assert mutad.value_and_gradient(loss, a)[0] == loss(a.copy())

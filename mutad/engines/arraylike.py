@@ -759,8 +759,15 @@ def masked_ufunc(ufunc, inputs, out, kwargs):
             "cast the operands first (x.astype(...)), then call it without dtype=.")
     # NumPy's errors where it refuses the call: an output it may not cast to out's dtype
     # under the call's casting rule, a mask that is not boolean
-    ufunc.resolve_dtypes(tuple(_resolved_type(x) for x in (*inputs, out)),
-                         casting=kwargs.get("casting", "same_kind"))
+    loop = ufunc.resolve_dtypes(tuple(_resolved_type(x) for x in (*inputs, out)),
+                                casting=kwargs.get("casting", "same_kind"))
+    odd = [d for d in loop if d.kind in "fc" and d not in _MASKED_LOOPS]
+    if odd:
+        raise UnsupportedOperationError(
+            f"{function_name(ufunc)}(..., where=...) computing in {odd[0].name}: NumPy's "
+            "masked loop of that dtype may round the elements otherwise than its loop of them "
+            "alone. Compute in float32 or float64 (x.astype(np.float32)), or select with "
+            "np.where(mask, new, old).")
     if memory(out).dtype.kind not in "fc":
         raise UnsupportedOperationError(
             f"{function_name(ufunc)}(..., where=...) into an out= of dtype {memory(out).dtype} "
@@ -777,6 +784,12 @@ def masked_ufunc(ufunc, inputs, out, kwargs):
               else np.broadcast_to(x, shape)[mask] for x in inputs]
     out[mask] = ufunc(*picked, **kwargs)
     return out
+
+
+_MASKED_LOOPS = frozenset(np.dtype(t) for t in ("f4", "f8", "c8", "c16"))
+"""The dtypes whose masked ufunc loops give each element the bits of the unmasked loop of the
+selected elements (``masked_ufunc``; tests/test_masked_ufuncs.py checks every ufunc): not
+float16, which NumPy computes in float32 and casts back in pieces that depend on the layout."""
 
 
 def _resolved_type(x):

@@ -117,8 +117,11 @@ def scipys_value(value, composition):
     """SciPy's own ``value`` with the derivatives of ``composition`` (the same numbers up to
     rounding, computed with calls mutad differentiates): ``value - (c₀ - composition)``, c₀ the
     composition's value as a constant, so that the difference is +0 exactly wherever it is
-    finite and every bit of SciPy's value stays, the sign of a zero included."""
-    return value - (stop_gradient(composition) - composition)
+    finite and every bit of SciPy's value stays, the sign of a zero included; laid out as
+    SciPy's value is (LAPACK's Fortran order), which later sums' rounding may depend on."""
+    order = "F" if np.isfortran(value) else "K"
+    return np.subtract(value, np.subtract(stop_gradient(composition), composition, order=order),
+                       order=order)
 
 
 def array_tangent(x, dx):
