@@ -20,11 +20,27 @@ def functions(module, prefix):
             getattr(module, prefix + "fit"))
 
 
+def calculus(module, prefix):
+    return getattr(module, prefix + "der"), getattr(module, prefix + "int")
+
+
 def programs(module, prefix):
     """Realistic uses, each a function of float arrays: (name, f, argument sampler)."""
     val, vander, fit = functions(module, prefix)
+    der, integ = calculus(module, prefix)
     xs = np.linspace(-0.9, 0.8, 11)
     return [
+        ("der", lambda c: der(c), lambda r: (r.standard_normal(7),)),
+        ("der-twice-scaled", lambda c: der(c, 2, scl=1.5), lambda r: (r.standard_normal(7),)),
+        ("der-past-degree", lambda c: der(c, 4), lambda r: (r.standard_normal(3),)),
+        ("der-axis", lambda c: der(c, 1, axis=1), lambda r: (r.standard_normal((3, 5)),)),
+        ("int", lambda c: integ(c), lambda r: (r.standard_normal(6),)),
+        ("int-k-lbnd-scl", lambda c, k: integ(c, 2, k=[k[0]], lbnd=0.3, scl=2.0),
+         lambda r: (r.standard_normal(6), r.standard_normal(1))),
+        ("int-axis-k", lambda c, k: integ(c, 1, k=[k], axis=1),
+         lambda r: (r.standard_normal((3, 4)), r.standard_normal(3))),
+        ("int-of-zero", lambda c, k: integ(c * 0, 1, k=k[0]),
+         lambda r: (r.standard_normal(1), r.standard_normal(1))),
         ("val-c", lambda c: val(xs, c), lambda r: (r.standard_normal(5),)),
         ("val-x", lambda x: val(x, [0.5, -1.0, 2.0, 0.25]), lambda r: (r.uniform(-1, 1, 6),)),
         ("val-both-2d", lambda x, c: val(x, c), lambda r: (r.uniform(-1, 1, (2, 3)),
@@ -93,7 +109,8 @@ def test_replayed_like_traced(module, prefix, cls, rng):
     def loss(y, x):
         coef = fit(x, y * y, 3)
         series = cls.fit(xs, y, 2)
-        return np.sum(val(xs, coef) ** 2) + np.sum(series(xs)) + np.sum(cls(coef)(0.5 * xs))
+        return (np.sum(val(xs, coef) ** 2) + np.sum(series(xs)) + np.sum(cls(coef)(0.5 * xs))
+                + np.sum(series.deriv()(xs)) + np.sum(series.integ(lbnd=1.0)(xs)))
 
     calls = [(rng.standard_normal(9), np.sort(rng.uniform(0, 3, 9))) for _ in range(3)]
     replayed_like_traced(loss, calls, argnums=(0, 1))
@@ -114,8 +131,12 @@ def test_series_classes(module, prefix, cls, rng):
         p = cls(c, domain=[0.0, 2.0])
         return p(t) * p(0.25)
 
+    def calculus(c, t):  # deriv() and integ() on the series' domain
+        p = cls(c, domain=[0.0, 2.0])
+        return p.deriv(2)(t) + p.integ(lbnd=0.5, k=t[0])(t) + p.deriv().coef.sum()
+
     c, t = rng.standard_normal(4), rng.uniform(0, 2, 3)
-    for f, args in ((fitted, (y,)), (made, (c, t))):
+    for f, args in ((fitted, (y,)), (made, (c, t)), (calculus, (c, t))):
         y_traced, _ = mutad.pullback(f, *args)
         assert same(y_traced, f(*args))
         mutad.check_grads(f, *args)

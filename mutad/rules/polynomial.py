@@ -5,17 +5,19 @@ NumPy writes ``numpy.polynomial`` in Python, but its functions are not dispatche
 gradient. The compositions here take NumPy's steps one by one (Horner's and Clenshaw's
 recurrences of ``polyval``, ``chebval``, ``legval``, ``hermval``, ``hermeval``, ``lagval``; the
 recurrences of the pseudo-Vandermonde matrices; the scaled least-squares solve of
-``polyutils._fit``), so their values are NumPy's bit for bit and every step is differentiated
-by its own rule, in both modes and to every order. They stand in for NumPy's functions by
+``polyutils._fit``; the loops of ``*der`` and ``*int``), so their values are NumPy's bit for
+bit and every step is differentiated by its own rule, in both modes and to every order. They stand in for NumPy's functions by
 name while a differentiation runs (``registry.defroute``), and run NumPy's own when no traced
 value reaches them.
 
 The series classes (``Polynomial``, ``Chebyshev``, ...) follow traced coefficients: their
 constructor keeps them (``Polynomial(c)``), ``p(x)`` evaluates them, at traced points too, and
-``Polynomial.fit(x, y, deg)`` fits traced ``y`` (``registry.defmethod`` of their ``__init__``,
-``__call__``, ``_val`` and ``_fit``). Their other operations (arithmetic, ``deriv``,
-``roots``, ...) on traced coefficients, and ``fit`` of a traced ``x`` (whose domain would
-follow it), are refused by name.
+``Polynomial.fit(x, y, deg)`` fits traced ``y``, ``p.deriv(m)`` and ``p.integ(m, k, lbnd)``
+differentiate and integrate them (``registry.defmethod`` of their ``__init__``, ``__call__``,
+``_val``, ``_fit``, ``_der`` and ``_int``; the module functions ``*der`` and ``*int`` are
+NumPy's loops on a list of rows). Their other operations (arithmetic, ``roots``, ...) on
+traced coefficients, and ``fit`` of a traced ``x`` (whose domain would follow it), are
+refused by name.
 """
 
 import warnings
@@ -123,6 +125,168 @@ hermvander = _vander(lambda x: x * 2,
                      lambda v, i, x: v[i - 1] * (x * 2) - v[i - 2] * (2 * (i - 1)))
 
 
+# Derivatives and integrals (``*der``, ``*int``): NumPy's loops write row by row into
+# ``np.empty`` and update rows of ``c`` in place; here the rows are a list, each row computed
+# by the same operations in the same order (so the same bits), stacked at the end.
+
+
+def _rows_of(c, iaxis):
+    return list(np.moveaxis(c, iaxis, 0))
+
+
+def _derivative(step, early_return=False):
+    """A ``*der``: ``step(rows, n)`` turns the rows of one differentiation (already scaled)
+    into the ``n`` rows of the derivative, as NumPy's inner loop does. ``early_return``:
+    ``hermeder`` returns ``c[:1] * 0`` before moving the axis back (NumPy's own quirk, kept)."""
+    def der(c, m=1, scl=1, axis=0):
+        c = np.copy(_coefficients(c))
+        cnt = _pu._as_int(m, "the order of derivation")
+        iaxis = _pu._as_int(axis, "the axis")
+        if cnt < 0:
+            raise ValueError("The order of derivation must be non-negative")
+        iaxis = np.lib.array_utils.normalize_axis_index(iaxis, c.ndim)
+        if cnt == 0:
+            return c
+        rows = _rows_of(c, iaxis)
+        n = len(rows)
+        if cnt >= n:
+            c = np.moveaxis(c, iaxis, 0)[:1] * 0
+            if early_return:
+                return c
+        else:
+            for _ in range(cnt):
+                n = n - 1
+                rows = step([r * scl for r in rows], n)
+            c = np.stack(rows)
+        return np.moveaxis(c, 0, iaxis)
+    return der
+
+
+def _polyder_step(c, n):
+    return [j * c[j] for j in range(1, n + 1)]
+
+
+def _chebder_step(c, n):
+    der = [None] * n
+    for j in range(n, 2, -1):
+        der[j - 1] = (2 * j) * c[j]
+        c[j - 2] = c[j - 2] + (j * c[j]) / (j - 2)
+    if n > 1:
+        der[1] = 4 * c[2]
+    der[0] = c[1]
+    return der
+
+
+def _legder_step(c, n):
+    der = [None] * n
+    for j in range(n, 2, -1):
+        der[j - 1] = (2 * j - 1) * c[j]
+        c[j - 2] = c[j - 2] + c[j]
+    if n > 1:
+        der[1] = 3 * c[2]
+    der[0] = c[1]
+    return der
+
+
+def _hermder_step(c, n):
+    return [(2 * j) * c[j] for j in range(1, n + 1)]
+
+
+def _lagder_step(c, n):
+    der = [None] * n
+    for j in range(n, 1, -1):
+        der[j - 1] = -c[j]
+        c[j - 1] = c[j - 1] + c[j]
+    der[0] = -c[1]
+    return der
+
+
+def _integral(step, val):
+    """A ``*int``: ``step(rows, n)`` gives the ``n + 1`` rows of one integration of the
+    (scaled) rows, before the constant; row 0 then gets ``k - val(lbnd, rows)`` added, as
+    NumPy's ``tmp[0] += k[i] - val(lbnd, tmp)``."""
+    def integral(c, m=1, k=[], lbnd=0, scl=1, axis=0):  # noqa: B006 (NumPy's signature)
+        c = np.copy(_coefficients(c))
+        if not np.iterable(k):
+            k = [k]
+        cnt = _pu._as_int(m, "the order of integration")
+        iaxis = _pu._as_int(axis, "the axis")
+        if cnt < 0:
+            raise ValueError("The order of integration must be non-negative")
+        if len(k) > cnt:
+            raise ValueError("Too many integration constants")
+        if np.ndim(lbnd) != 0:
+            raise ValueError("lbnd must be a scalar.")
+        if np.ndim(scl) != 0:
+            raise ValueError("scl must be a scalar.")
+        iaxis = np.lib.array_utils.normalize_axis_index(iaxis, c.ndim)
+        if cnt == 0:
+            return c
+        c = np.moveaxis(c, iaxis, 0)
+        k = list(k) + [0] * (cnt - len(k))
+        for i in range(cnt):
+            n = len(c)
+            c = c * scl
+            if n == 1 and np.all(c[0] == 0):
+                c = np.stack([c[0] + k[i]])
+            else:
+                tmp = step(list(c), n)
+                tmp[0] = tmp[0] + (k[i] - val(lbnd, np.stack(tmp)))
+                c = np.stack(tmp)
+        return np.moveaxis(c, 0, iaxis)
+    return integral
+
+
+def _polyint_step(c, n):
+    return [c[0] * 0, c[0]] + [c[j] / (j + 1) for j in range(1, n)]
+
+
+def _chebint_step(c, n):
+    tmp = [c[0] * 0, c[0]] + [None] * (n - 1)
+    if n > 1:
+        tmp[2] = c[1] / 4
+    for j in range(2, n):
+        tmp[j + 1] = c[j] / (2 * (j + 1))
+        tmp[j - 1] = tmp[j - 1] - c[j] / (2 * (j - 1))
+    return tmp
+
+
+def _legint_step(c, n):
+    tmp = [c[0] * 0, c[0]] + [None] * (n - 1)
+    if n > 1:
+        tmp[2] = c[1] / 3
+    for j in range(2, n):
+        t = c[j] / (2 * j + 1)
+        tmp[j + 1] = t
+        tmp[j - 1] = tmp[j - 1] - t
+    return tmp
+
+
+def _hermint_step(c, n):
+    return [c[0] * 0, c[0] / 2] + [c[j] / (2 * (j + 1)) for j in range(1, n)]
+
+
+def _hermeint_step(c, n):
+    return [c[0] * 0, c[0]] + [c[j] / (j + 1) for j in range(1, n)]
+
+
+def _lagint_step(c, n):
+    tmp = [c[0], -c[0]] + [None] * (n - 1)
+    for j in range(1, n):
+        tmp[j] = tmp[j] + c[j]
+        tmp[j + 1] = -c[j]
+    return tmp
+
+
+polyder, polyint = _derivative(_polyder_step), _integral(_polyint_step, polyval)
+chebder, chebint = _derivative(_chebder_step), _integral(_chebint_step, chebval)
+legder, legint = _derivative(_legder_step), _integral(_legint_step, legval)
+hermder, hermint = _derivative(_hermder_step), _integral(_hermint_step, hermval)
+hermeder = _derivative(_polyder_step, early_return=True)
+hermeint = _integral(_hermeint_step, hermeval)
+lagder, lagint = _derivative(_lagder_step), _integral(_lagint_step, lagval)
+
+
 def _as_float(a):
     """``np.asarray(a) + 0.0``."""
     return (a if wrapped(a) else np.asarray(a)) + 0.0
@@ -184,13 +348,13 @@ def _fitting(vander_f):
     return fit
 
 
-_KINDS = {  # module: (class, its val, vander, fit, as NumPy names them)
-    _P.polynomial: (_P.Polynomial, "poly", polyval, polyvander),
-    _P.chebyshev: (_P.Chebyshev, "cheb", chebval, chebvander),
-    _P.legendre: (_P.Legendre, "leg", legval, legvander),
-    _P.hermite: (_P.Hermite, "herm", hermval, hermvander),
-    _P.hermite_e: (_P.HermiteE, "herme", hermeval, hermevander),
-    _P.laguerre: (_P.Laguerre, "lag", lagval, lagvander),
+_KINDS = {  # module: (class, its val, vander, der, int, as NumPy names them)
+    _P.polynomial: (_P.Polynomial, "poly", polyval, polyvander, polyder, polyint),
+    _P.chebyshev: (_P.Chebyshev, "cheb", chebval, chebvander, chebder, chebint),
+    _P.legendre: (_P.Legendre, "leg", legval, legvander, legder, legint),
+    _P.hermite: (_P.Hermite, "herm", hermval, hermvander, hermder, hermint),
+    _P.hermite_e: (_P.HermiteE, "herme", hermeval, hermevander, hermeder, hermeint),
+    _P.laguerre: (_P.Laguerre, "lag", lagval, lagvander, lagder, lagint),
 }
 
 
@@ -211,17 +375,20 @@ def _standing_in(original, composite):
 COMPOSITES = {}
 """NumPy's function -> the composition that stands in for it on traced values."""
 
-for _module, (_cls, _prefix, _val, _van) in _KINDS.items():
+for _module, (_cls, _prefix, _val, _van, _der, _int) in _KINDS.items():
     _fit_f = _fitting(_van)
     for _name, _composite in ((_prefix + "val", _val), (_prefix + "vander", _van),
-                              (_prefix + "fit", _fit_f)):
+                              (_prefix + "fit", _fit_f), (_prefix + "der", _der),
+                              (_prefix + "int", _int)):
         _original = getattr(_module, _name)
         COMPOSITES[_original] = _composite
         _standing_in(_original, _composite)
-    # The class's own: its staticmethods _val and _fit, called with traced coefficients or
-    # values (the original functions run otherwise).
+    # The class's own: its staticmethods _val, _fit, _der and _int (of deriv() and integ()),
+    # called with traced coefficients or values (the original functions run otherwise).
     defmethod(_cls, "_val", _val)
     defmethod(_cls, "_fit", _fit_f)
+    defmethod(_cls, "_der", _der)
+    defmethod(_cls, "_int", _int)
 
 
 # ----------------------------------------------------------------------------------------------
