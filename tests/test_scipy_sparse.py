@@ -1623,3 +1623,94 @@ def test_sparse_right_hand_side_replays_as_traced():
         return np.sum(scipy.sparse.linalg.inv(stiffness(k, "csc")).toarray() ** 2)
 
     replayed_like_traced(f, [(K,), (K * 1.5,), (K[::-1] + 0.5,)])
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.sparse.csgraph.laplacian of a traced graph
+
+_GRAPH = scipy.sparse.random(12, 12, density=0.3, random_state=3, format="csr")
+_GRAPH = _GRAPH + _GRAPH.T
+_EDGES = _GRAPH.nonzero()
+_NODES = np.linspace(0.0, 1.0, 12)
+LAPLACIAN_OPTIONS = [{}, {"normed": True}, {"use_out_degree": True}, {"symmetrized": True},
+                     {"normed": True, "symmetrized": True}, {"copy": False},
+                     {"normed": True, "copy": False}]
+
+
+def _laplacian_loss(fmt, options):
+    def loss(w):
+        if fmt == "dense":
+            W = np.zeros((12, 12))
+            W[_EDGES] = w
+        else:
+            W = scipy.sparse.coo_matrix((w, _EDGES), shape=(12, 12)).asformat(fmt)
+        L, d = scipy.sparse.csgraph.laplacian(W, return_diag=True, **options)
+        dense = L if fmt == "dense" else L.toarray()
+        return _NODES @ (L @ _NODES) + np.sum(d * _NODES) + np.sum(dense * dense)
+    return loss
+
+
+def _edge_weights(rng):
+    w = np.abs(rng.standard_normal(len(_EDGES[0]))) + 0.5
+    w[:4] = 0.0  # zero weights: nodes whose degree is 0 are isolated (normed keeps them at 1)
+    return w
+
+
+@pytest.mark.parametrize("options", LAPLACIAN_OPTIONS, ids=str)
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "dense"])
+def test_csgraph_laplacian(fmt, options, rng):
+    """SciPy's steps on the traced graph: its Laplacian and degrees bit for bit (copy=False
+    writes them into the graph, as SciPy's), derivatives in both modes, the caller's weights
+    back."""
+    loss = _laplacian_loss(fmt, options)
+    for _ in range(3):
+        w = _edge_weights(rng)
+        before = w.tobytes()
+        assert mutad.value_and_grad(loss)(w)[0] == loss(w.copy())
+        assert w.tobytes() == before
+    mutad.check_grads(loss, w)
+    mutad.check_jvp(loss, w)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["csr", "dense"])
+def test_csgraph_laplacian_second_order(fmt, rng):
+    mutad.check_grads(_laplacian_loss(fmt, {"normed": True}), _edge_weights(rng), order=2)
+
+
+def test_csgraph_laplacian_replayed_like_traced(rng):
+    from test_replay import replayed_like_traced
+    loss = _laplacian_loss("csr", {"normed": True})
+    replayed_like_traced(loss, [(_edge_weights(rng),) for _ in range(3)])
+
+
+def test_csgraph_laplacian_of_a_constant_graph_and_other_forms():
+    """A constant graph: SciPy's own; form='lo' or 'function' of a traced graph: refused by
+    name."""
+    def constant(x):
+        return x @ (scipy.sparse.csgraph.laplacian(_GRAPH) @ x)
+    x = np.linspace(0, 1, 12)
+    mutad.check_grads(constant, x)
+    with pytest.raises(UnsupportedOperationError, match="form='array'"):
+        mutad.gradient(lambda w: np.sum(scipy.sparse.csgraph.laplacian(
+            scipy.sparse.coo_matrix((w, _EDGES), shape=(12, 12)), form="lo") @ x), np.ones(
+                len(_EDGES[0])))
+
+
+def test_coo_setdiag_appends_as_scipys(rng):
+    """A coo matrix's setdiag (which takes no A[i, j] = v) drops the diagonal's entries and
+    appends the new ones, as SciPy's: the same coordinates and values."""
+    rows, cols = np.array([0, 1, 2, 2]), np.array([0, 2, 2, 1])
+
+    def f(v, d):
+        A = scipy.sparse.coo_matrix((v, (rows, cols)), shape=(3, 4))
+        A.setdiag(d[:2])
+        A.setdiag(d[2], k=1)
+        return A.row * 1.0 + A.col * 10.0 + A.data * A.data
+
+    v, d = rng.standard_normal(4), rng.standard_normal(3)
+    y = mutad.value_and_grad(lambda v, d: np.sum(f(v, d) * np.linspace(1.0, 2.0, 7)),
+                             argnums=(0, 1))(v, d)[0]
+    assert y == np.sum(f(v, d) * np.linspace(1.0, 2.0, 7))
+    mutad.check_grads(lambda v, d: f(v, d), v, d)
+    mutad.check_jvp(lambda v, d: f(v, d), v, d)

@@ -46,7 +46,8 @@ product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A`` and ``m.A1`` are traced a
 ``+``, ``-``, ``/``, ``m.sum(axis)``, ``m.T``, ``m[i, j]`` and ``A.multiply(m)`` are followed
 (other indexing and powers, which differ from an array's, are refused). ``A.setdiag(v, k)``
 writes the diagonal as SciPy's does (entry by entry, the pattern growing where it is not
-stored), into a lil matrix too.
+stored; a coo matrix's drops the diagonal's entries and appends the new ones), into a lil
+matrix too. ``scipy.sparse.csgraph.laplacian`` of a traced graph takes SciPy's steps on it.
 Every value is SciPy's own, computed by SciPy on the stored values (``A @ x`` is SciPy's
 product of the matrix SciPy builds from them).
 A SciPy matrix with constant values times a traced array (``A @ u``, ``u @ A``, ``A * c``,
@@ -137,6 +138,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as _sparse
 import scipy.sparse.linalg as _splinalg
+import scipy.sparse.csgraph as _csgraph
 from scipy.sparse.linalg import _interface
 
 from ..core.allocation import INTERNAL
@@ -155,7 +157,7 @@ from ._adjoints import Value, scipys_value
 __all__ = ["bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix", "csc_array",
            "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix", "diags",
            "diags_array", "dok_array", "dok_matrix", "eigsh", "expm_multiply", "factorized",
-           "gmres", "hstack", "inv", "kron", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
+           "gmres", "hstack", "inv", "kron", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
            "norm", "spdiags", "splu", "spsolve", "spsolve_triangular", "SuperLU", "TracedMatrix",
            "TracedSparse", "tril", "triu", "vstack"]
 
@@ -165,7 +167,8 @@ SCIPY = {**{name: getattr(_splinalg, name) for name in (
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
         "tril", "triu", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
-        "dia_matrix", "dia_array")}}
+        "dia_matrix", "dia_array")},
+    "laplacian": _csgraph.laplacian}
 """SciPy's own functions and classes, by name. While a differentiation runs the names that
 user code and SciPy's public modules bind to them are this module's stand-ins (and so would be
 a name of this module, or a closure's cell, bound to one), so they are looked up here."""
@@ -1237,6 +1240,12 @@ class TracedSparse:
             if self.layout.droppable is not None:  # SciPy stores the zeros it writes
                 self.layout = self.layout.dropping(self.layout.droppable & ~where)
             return
+        self._relabelled(numbered, written)
+
+    def _relabelled(self, numbered, written):
+        """The pattern of ``numbered`` (SciPy's write applied to the numbers ``1, 2, ...`` of
+        the stored values, the written values numbered ``-1, -2, ...``), each slot holding the
+        stored value or the entry of ``written`` its number names."""
         ones = numbered.copy()
         ones.data[:] = 1.0
         layout = _Layout(ones)
@@ -1386,6 +1395,15 @@ class TracedSparse:
             _refuse("setdiag of a scipy.sparse dia matrix with traced values",
                     "convert it first (A.tocsr()), which mutad follows.")
         rows, cols = _diagonal_positions(self.shape, k)
+        if self.format == "coo":
+            # SciPy's coo setdiag drops the entries of the diagonal and appends the new ones
+            # (coo takes no A[i, j] = v): SciPy's, on the numbers of the stored values
+            count = len(rows) if np.ndim(values) == 0 else min(len(rows), len(values))
+            numbered = self.layout.probe(np.arange(1.0, self.layout.valid.size + 1))
+            numbered.setdiag(-1.0 - np.arange(count), k)
+            written = values * np.ones(count) if np.ndim(values) == 0 else values[:count]
+            self._relabelled(numbered, written)
+            return
         if np.ndim(values) == 0:
             values = [values] * len(rows)
         for i, j, value in zip(rows.tolist(), cols.tolist(), values):  # one entry at a time
@@ -2530,6 +2548,95 @@ def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "L
 
 eigsh = _route(SCIPY["eigsh"], _eigsh)
 
+
+
+# ----------------------------------------------------------------------------------------------
+# csgraph.laplacian: SciPy's steps, on a traced graph
+
+
+def _laplacian(csgraph: Any, normed: bool = False, return_diag: bool = False,
+               use_out_degree: bool = False, *, copy: bool = True, form: str = "array",
+               dtype: Any = None, symmetrized: bool = False) -> Any:
+    """``scipy.sparse.csgraph.laplacian`` of a traced graph: SciPy's ``_laplacian_sparse`` or
+    ``_laplacian_dense``, step by step on the traced matrix or array (SciPy's own code would
+    take a traced sparse matrix for a dense array and convert it), so its values are SciPy's
+    and each step is differentiated by its own rule. ``form='function'`` and ``'lo'`` (a
+    LinearOperator of the stored values) are refused by name."""
+    if not _followed(csgraph):
+        return SCIPY["laplacian"](csgraph, normed, return_diag, use_out_degree, copy=copy,
+                                  form=form, dtype=dtype, symmetrized=symmetrized)
+    if form != "array":
+        _refuse(f"scipy.sparse.csgraph.laplacian(form={form!r}) of a traced graph",
+                "pass form='array' (the default) and multiply by the matrix it returns.")
+    if len(np.shape(csgraph)) != 2 or np.shape(csgraph)[0] != np.shape(csgraph)[1]:
+        raise ValueError("csgraph must be a square matrix or array")
+    if normed and np.dtype(csgraph.dtype).kind in "iu":  # (a traced graph is a float one)
+        csgraph = csgraph.astype(np.float64)
+    axis = 1 if use_out_degree else 0
+    if isinstance(csgraph, TracedSparse) or _sparse.issparse(csgraph):
+        lap, w = _laplacian_sparse(csgraph, normed, axis, copy, dtype, symmetrized)
+    else:
+        lap, w = _laplacian_dense(csgraph, normed, axis, copy, dtype, symmetrized)
+    return (lap, w) if return_diag else lap
+
+
+def _laplacian_sparse(graph, normed, axis, copy, dtype, symmetrized):
+    """SciPy's ``_laplacian_sparse``: the same conversions (sharing the graph's stored values
+    where ``copy=False``, so that the scalings write into them, as SciPy's), in-place scalings
+    and ``setdiag``."""
+    if dtype is None:
+        dtype = graph.dtype
+    needs_copy = False
+    if graph.format in ("lil", "dok"):
+        m = graph.tocoo()
+    else:
+        m = graph
+        needs_copy = bool(copy)
+    if symmetrized:
+        m = m + m.T  # SciPy's m += m.T.conj(): a new matrix (sparse += is not in place)
+    degree = m.sum(axis=axis)
+    degree = degree.array if isinstance(degree, TracedMatrix) else degree
+    w = np.ravel(degree) - m.diagonal()
+    if normed:
+        m = m.tocoo(copy=needs_copy)
+        isolated = w == 0  # a decision: isolated nodes keep 1 on the diagonal, as SciPy's
+        w = np.where(isolated, 1, np.sqrt(w))
+        m.data /= w[m.row]
+        m.data /= w[m.col]
+        m.data *= -1
+        m.setdiag(1 - isolated)
+    else:
+        m = m.copy() if m.format == "dia" else m.tocoo(copy=needs_copy)
+        m.data *= -1
+        m.setdiag(w)
+    return m.astype(dtype, copy=False), w.astype(dtype)
+
+
+def _laplacian_dense(graph, normed, axis, copy, dtype, symmetrized):
+    """SciPy's ``_laplacian_dense``, its writes into the copy (with ``copy=False``, into the
+    graph itself, as SciPy's) followed."""
+    if dtype is None:
+        dtype = graph.dtype
+    m = np.copy(graph) if copy else graph
+    if symmetrized:
+        m += m.T
+    np.fill_diagonal(m, 0)
+    w = m.sum(axis=axis)
+    diagonal = slice(None, None, len(w) + 1)
+    if normed:
+        isolated = w == 0
+        w = np.where(isolated, 1, np.sqrt(w))
+        m /= w
+        m /= w[:, np.newaxis]
+        m *= -1
+        m.flat[diagonal] = 1 - isolated
+    else:
+        m *= -1
+        m.flat[diagonal] = w
+    return m.astype(dtype, copy=False), w.astype(dtype, copy=False)
+
+
+laplacian = _route(SCIPY["laplacian"], _laplacian)
 
 
 # ----------------------------------------------------------------------------------------------
