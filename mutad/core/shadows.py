@@ -282,6 +282,21 @@ class Shadows:
         no zero fill, no addition.
         """
         buffer = place if type(place) is Buffer else place.buffer
+        if type(g) is np.ndarray and g.dtype is _FLOAT and place.whole:
+            # (the common case, a real cotangent into a whole buffer, answered first)
+            entry = self.entries.get(buffer.key)
+            if entry is None:
+                if owned and buffer.c_contiguous and buffer.device is None \
+                        and buffer.dtype is _FLOAT and g.shape == buffer.shape:
+                    flags = g.flags
+                    if flags.c_contiguous and flags.writeable:
+                        self.entries[buffer.key] = [buffer, g, None, None]
+                        return
+            elif entry[3] is None:  # (not shared: ``_own`` has nothing to do)
+                shadow = entry[1]
+                if type(shadow) is np.ndarray:  # (not deeper than ``g``: ``_traced_like``)
+                    shadow += g
+                    return
         g = real_part_if(place, g)
         if place.whole and buffer.c_contiguous and buffer.key not in self.entries:
             if buffer.device is not None:
