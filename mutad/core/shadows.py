@@ -216,11 +216,11 @@ class Shadows:
 
     def has(self, place):
         """Whether a gradient reached the buffer of ``place`` (``get`` is not None)."""
-        return place.buffer.key in self.entries
+        return (place if type(place) is Buffer else place.buffer).key in self.entries
 
     def get(self, place):
         """The shadow at ``place``, or None if no gradient reached its buffer."""
-        entry = self.entries.get(place.buffer.key)
+        entry = self.entries.get((place if type(place) is Buffer else place.buffer).key)
         return None if entry is None else self._view(self._own(entry), place)
 
     def of(self, place, like=None):
@@ -282,7 +282,16 @@ class Shadows:
         no zero fill, no addition.
         """
         buffer = place if type(place) is Buffer else place.buffer
-        if type(g) is np.ndarray and g.dtype is _FLOAT and place.whole:
+        if type(g) is np.ndarray and g.dtype is _FLOAT and not place.whole:
+            # (a real cotangent into a part of a shadow that exists, of its own memory, whose
+            # elements share no bytes: what the general path below comes to, answered first)
+            entry = self.entries.get(buffer.key)
+            if entry is not None and entry[3] is None and type(entry[1]) is np.ndarray \
+                    and not overlapping(place):
+                view = self._view(entry, place)
+                view += g
+                return
+        elif type(g) is np.ndarray and g.dtype is _FLOAT:
             # (the common case, a real cotangent into a whole buffer, answered first)
             entry = self.entries.get(buffer.key)
             if entry is None:
