@@ -84,14 +84,19 @@ class Buffer:
         # its shadow is made there.
         self.device = None if type(array) is np.ndarray else device_of(array)
         # (``shared``'s lookups written out: a buffer is made for every operation)
+        # (None, not a false value, says it is missing: a 0-d array's shape and strides are
+        # empty tuples, which are found)
         shape, strides = array.shape, array.strides
-        self.shape = _layouts.get(shape) or shared(shape)
-        self.strides = _layouts.get(strides) or shared(strides)
+        one = _layouts.get(shape)
+        self.shape = one if one is not None else shared(shape)
+        one = _layouts.get(strides)
+        self.strides = one if one is not None else shared(strides)
         self.c_contiguous = array.flags.c_contiguous
         if self.c_contiguous:
             # The address of its first byte is only needed to map views: see note_address.
             size = array.size
-            self.low, self.span, self.offset = None, _layouts.get(size) or shared(size), 0
+            one = _layouts.get(size)
+            self.low, self.span, self.offset = None, one if one is not None else shared(size), 0
         else:
             self.low, self.span = byte_span(array)
             self.offset = address(array) - self.low
