@@ -84,14 +84,19 @@ class Buffer:
         # its shadow is made there.
         self.device = None if type(array) is np.ndarray else device_of(array)
         # (``shared``'s lookups written out: a buffer is made for every operation)
+        # (None, not a false value, says it is missing: a 0-d array's shape and strides are
+        # empty tuples, which are found)
         shape, strides = array.shape, array.strides
-        self.shape = _layouts.get(shape) or shared(shape)
-        self.strides = _layouts.get(strides) or shared(strides)
+        one = _layouts.get(shape)
+        self.shape = one if one is not None else shared(shape)
+        one = _layouts.get(strides)
+        self.strides = one if one is not None else shared(strides)
         self.c_contiguous = array.flags.c_contiguous
         if self.c_contiguous:
             # The address of its first byte is only needed to map views: see note_address.
             size = array.size
-            self.low, self.span, self.offset = None, _layouts.get(size) or shared(size), 0
+            one = _layouts.get(size)
+            self.low, self.span, self.offset = None, one if one is not None else shared(size), 0
         else:
             self.low, self.span = byte_span(array)
             self.offset = address(array) - self.low
@@ -216,11 +221,11 @@ class Shadows:
 
     def has(self, place):
         """Whether a gradient reached the buffer of ``place`` (``get`` is not None)."""
-        return place.buffer.key in self.entries
+        return (place if type(place) is Buffer else place.buffer).key in self.entries
 
     def get(self, place):
         """The shadow at ``place``, or None if no gradient reached its buffer."""
-        entry = self.entries.get(place.buffer.key)
+        entry = self.entries.get((place if type(place) is Buffer else place.buffer).key)
         return None if entry is None else self._view(self._own(entry), place)
 
     def of(self, place, like=None):
@@ -282,6 +287,30 @@ class Shadows:
         no zero fill, no addition.
         """
         buffer = place if type(place) is Buffer else place.buffer
+        if type(g) is np.ndarray and g.dtype is _FLOAT and not place.whole:
+            # (a real cotangent into a part of a shadow that exists, of its own memory, whose
+            # elements share no bytes: what the general path below comes to, answered first)
+            entry = self.entries.get(buffer.key)
+            if entry is not None and entry[3] is None and type(entry[1]) is np.ndarray \
+                    and not overlapping(place):
+                view = self._view(entry, place)
+                view += g
+                return
+        elif type(g) is np.ndarray and g.dtype is _FLOAT:
+            # (the common case, a real cotangent into a whole buffer, answered first)
+            entry = self.entries.get(buffer.key)
+            if entry is None:
+                if owned and buffer.c_contiguous and buffer.device is None \
+                        and buffer.dtype is _FLOAT and g.shape == buffer.shape:
+                    flags = g.flags
+                    if flags.c_contiguous and flags.writeable:
+                        self.entries[buffer.key] = [buffer, g, None, None]
+                        return
+            elif entry[3] is None:  # (not shared: ``_own`` has nothing to do)
+                shadow = entry[1]
+                if type(shadow) is np.ndarray:  # (not deeper than ``g``: ``_traced_like``)
+                    shadow += g
+                    return
         g = real_part_if(place, g)
         if place.whole and buffer.c_contiguous and buffer.key not in self.entries:
             if buffer.device is not None:

@@ -76,7 +76,8 @@ def _operator(method, name, prefix):
         return method
 
     def operate(self, other):
-        if giving_way and type(other) not in _NUMBERS and _gives_way(type(other)):
+        if giving_way and type(other) not in _NUMBERS and type(other) is not type(self) \
+                and _gives_way(type(other)):  # (its own class defines __array_ufunc__)
             return NotImplemented
         result = method(self, other)
         value = getattr(result, "value", None)

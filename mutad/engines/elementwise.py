@@ -6,16 +6,22 @@ of a recording (``replay``) and its compiled blocks make the same ones from new 
 that their gradients are the traced ones, bit for bit.
 """
 
+import cmath
+import math
+
 import numpy as np
 
 from ..core.devices import is_device
 
-from .products import add_times_partial, times_partial
+from .products import (UNTHREADED, _vdot, _times_partial_of, add_times_partial, times,
+                       times_partial, writable)
 from ..core.registry import HOLOMORPHIC, ONE, ElementwiseRule, NoClosedForm, Rule
 from ..core.shadows import Buffer, bytes_of, overlapping
 from ..core.tape import OneOutput
 from ..core.views import writeable
 
+
+_REAL = np.dtype(float)
 
 SHORT = 1 << 16
 """Bytes below which an elementwise cotangent is computed the short way
@@ -101,7 +107,11 @@ class Elementwise(OneOutput):
             y = None
             if "y" in rule.uses:
                 y, kept = kept[-1], kept[:-1]
-            elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
+            if type(dy) is np.ndarray and dy.nbytes < SHORT and dy.flags.writeable:
+                # (``elementwise_cotangents``' first question, asked here: the common case)
+                _small_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
+            else:
+                elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
 
 
 def _small_cotangents(shadows, rule, dy, y, places, values, traced):
@@ -117,6 +127,27 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
             continue
         if partial is ONE:
             g = dy if i == last else dy.copy()
+        elif type(dy) is np.ndarray:
+            # ``times_partial`` of a small array, where the partial is a finite non-zero float
+            # or a real array of ``dy``'s shape (``products.times`` then needs no mask if one
+            # dot product of both is finite: ``products.unmasked``); else it is asked
+            suggested = out = dy if i == last else np.empty_like(dy)
+            if i == last and not writable(dy):  # (an empty_like is its own memory: writable)
+                out = None
+            p = partial(y, *values)
+            if type(p) is float or type(p) is np.float64:
+                if p != 0.0 and math.isfinite(p):
+                    g = dy * p if out is None else np.multiply(dy, p, out=out)
+                else:
+                    g = times(dy, p, out)
+            elif type(p) is np.ndarray and p.dtype is _REAL and p.shape == dy.shape \
+                    and dy.ndim <= 1 and dy.size <= UNTHREADED:
+                if cmath.isfinite(_vdot(dy, p)):
+                    g = dy * p if out is None else np.multiply(dy, p, out=out)
+                else:
+                    g = times(dy, p, out)
+            else:
+                g = _times_partial_of(dy, p, out, suggested)
         else:
             g = times_partial(dy, partial, y, values, dy if i == last else np.empty_like(dy))
         shape = places[i].shape

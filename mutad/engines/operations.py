@@ -17,6 +17,7 @@ tape and the traced array (``reverse``) and the write path (``inplace``), below 
 
 import functools
 import types
+import weakref
 
 import numpy as np
 
@@ -26,18 +27,19 @@ from .arraylike import (inexact_output, joined_in_order, keywords_in_place, mask
                         weak_beside_arrays, weak_value)
 from ..core.devices import is_device
 from ..core.debug import SKIPPED
-from .elementwise import (ASSIGNMENT, Elementwise, Rerun, differentiable, elementwise_kept,
-                          read_by_partials, write_kept, write_pullback)
+from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, Elementwise, Rerun, differentiable,
+                          elementwise_kept, read_by_partials, write_kept, write_pullback)
 from ..core.errors import RuleError, UnsupportedOperationError, function_name, no_rule
 from .inplace import (_destination, _rule_restores, apart_from, check_destination, on_constants,
                       record_write, target_position, write_constant)
-from .recompute import flat, keeps_memory, small
+from .recompute import SMALL, Tracked, flat, keeps_memory, small
 from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
                              check_complex, complex_among, is_recomputable, is_user_rule, lookup)
 from .reverse import (Traced, _NUMBERS, _if_held, active, add_cotangents, carries, check_alias,
                       constant_result, ended, freeze, fresh, innermost, keep, locate, place_of,
                       plain, recipe, view_of)
-from ..core.shadows import overlapping, zeros
+from ..core.levels import ACTIVE, escaped
+from ..core.shadows import Buffer, Place, overlapping, zeros
 from ..core.tape import Primitive, Record
 from ..core.views import itself, memory, overlaps_itself, owner, views, wrapped
 from .writes import ElementwiseInverse, Reads, Undo
@@ -174,8 +176,16 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
     if kwargs and kwargs.get("where", True) is not True and (pattern or not (
             out is None or type(out) is Traced and out.tape is tape and out.buffer.constant)):
         return masked_ufunc(ufunc, inputs, out, kwargs)
-    if tape.recorder is not None and tape.recorder.ready:
-        return tape.recorder.ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)
+    if tape.recorder is not None:
+        if tape.recorder.ready:
+            return tape.recorder.ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)
+    elif out is None and not kwargs and rule is None and pattern and tape.outer is None:
+        plans = _FAST.get(ufunc)  # the common case: ``_fast_ufunc``
+        plan = None if plans is None else plans.get(pattern)
+        if plan is None:
+            plan = _fast_plan(ufunc, pattern, len(inputs))
+        if plan is not False and (plan.complex_rules is False or not complex_among(values)):
+            return _fast_ufunc(ufunc, inputs, tape, values, pattern, plan)
     return unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)
 
 
@@ -233,6 +243,123 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
     tape.record(record, SKIPPED + 1)  # called by apply_ufunc, called by the engine
     if tape.anomaly is not None:
         tape.anomaly.produced(record, values, [yt.value])
+    return yt
+
+
+class _FastPlan:
+    """What ``_fast_ufunc`` needs of a ufunc's rule for one ``pattern`` of traced inputs, worked
+    out once (``_fast_plan``): the rule's plan (``elementwise.differentiable``), the positions
+    its partials read, the untraced positions, and the rule's decision and use of the output."""
+
+    __slots__ = ("rule", "traced", "reads", "state", "read_at", "untraced", "decide", "uses_y",
+                 "nothing", "complex_rules")
+
+    def __init__(self, rule, count, pattern, traced, reads, state, complex_rules):
+        self.rule = rule
+        self.traced = traced
+        self.reads = reads
+        self.state = state
+        self.read_at = tuple(range(count)) if reads is None else tuple(
+            i for i in range(count) if i in reads)
+        self.untraced = tuple(i for i in range(count) if pattern >> i & 1 == 0)
+        self.decide = rule.decide
+        self.uses_y = "y" in rule.uses
+        self.nothing = None
+        if not self.uses_y and reads is not None and not reads and rule.decide is None:
+            self.nothing = _NOTHING_KEPT.get(count) or (None,) * count
+        self.complex_rules = complex_rules
+
+
+_FAST = {}
+"""``_FastPlan`` (or False: the general path) by ufunc, then by pattern of traced inputs."""
+
+
+def _fast_plan(ufunc, pattern, count):
+    """The ``_FastPlan`` of ``ufunc`` for ``pattern``, or False where the general path of
+    ``unwrapped_ufunc`` is taken (no elementwise rule, a rule that refuses the pattern): made
+    once, remembered in ``_FAST``."""
+    entry = RULES.get(ufunc, NO_RULE)
+    rule = entry.elementwise
+    plan = False
+    if rule is not None and count == ufunc.nin:
+        try:
+            traced, reads, state = differentiable(ufunc, rule, pattern, count)
+        except Exception:  # noqa: BLE001 (the general path raises it, where it does)
+            traced = None
+        if traced:
+            plan = _FastPlan(rule, count, pattern, traced, reads, state,
+                             entry.complex_rules is not None)
+    _FAST.setdefault(ufunc, {})[pattern] = plan
+    return plan
+
+
+def _fast_ufunc(ufunc, inputs, tape, values, pattern, plan):
+    """``unwrapped_ufunc`` for the common case, in one function called by ``apply_ufunc``: no ``out=``, no
+    keyword argument, an elementwise rule that gives some input a gradient, a tape that no
+    replay records and no other differentiation encloses. It does what the general path does,
+    in the same order, with what ``plan`` worked out once."""
+    running = ACTIVE.running  # (``active``)
+    if not running or (running[-1] is not tape and tape not in running):
+        raise escaped("a traced array")
+    y = ufunc(*values)
+    rule = plan.rule
+    if type(y) is np.ndarray:  # (``fresh``)
+        if y.dtype.kind == "c":
+            check_complex(function_name(ufunc), rule)
+        buffer = Buffer(y)
+        if y.nbytes >= SMALL:
+            buffer.ref = Tracked(y)
+        yt = Traced(y, buffer, tape, True)
+        buffer.owner = weakref.ref(yt)
+    else:
+        if getattr(y, "dtype", None) is not None and y.dtype.kind == "c":
+            check_complex(function_name(ufunc), rule)
+        yt = fresh(y, tape)
+        buffer, y = yt.buffer, yt.value
+    if plan.reads is None:  # (``read_by_partials``)
+        read = values
+    else:
+        read = [None] * len(values)
+        for i in plan.read_at:
+            read[i] = values[i]
+    for i in plan.untraced:
+        if type(inputs[i]) not in _NUMBERS:
+            keep(tape, inputs[i], read[i])
+    named = []  # (``recipe``, for whole arrays of the tape and Python's numbers)
+    for x in inputs:
+        if type(x) is Traced and x.whole and x.tape is tape:
+            named.append(x.buffer)
+        elif type(x) is float or type(x) is int:
+            named.append(x)
+        else:
+            named = recipe(inputs, values, read, tape)
+            break
+    else:
+        named = tuple(named)
+    if plan.decide is not None:
+        read = [*read, plan.decide(*values)]
+    if plan.uses_y:
+        read.append(y)
+    elif plan.nothing is not None:
+        read = plan.nothing
+    record = Elementwise(ufunc, named, None, buffer, read, plan.state)
+    recomputation = tape.recomputation
+    if recomputation is not None:
+        if plan.nothing is None:  # (``ReverseTape.hold``)
+            for i in plan.read_at:
+                value, place = read[i], named[i]
+                if value is not None and (type(place) is Buffer or type(place) is Place):
+                    read[i] = recomputation.hold(place, value)
+        if buffer.ref is not None:
+            recomputation.give_recipe(record, 0, buffer, None)
+        if plan.uses_y:
+            read[-1] = recomputation.hold(buffer, y)
+    where = tape.caller(SKIPPED)  # (``ReverseTape.record``: called by apply_ufunc, called by
+    if where is not None:         # the engine)
+        record.where = tape.lines.setdefault(where, where)
+    tape.records.append(record)
+    if tape.anomaly is not None:
+        tape.anomaly.produced(record, values, [y])
     return yt
 
 

@@ -15,6 +15,8 @@ from ..core.devices import is_device
 from ..core.levels import deeper
 from ..core.views import memory, owner, wrapped, writeable
 
+_ABSENT = object()
+
 CHUNK = 1 << 15
 """Elements per piece when a partial derivative of a large array is evaluated piecewise."""
 
@@ -41,12 +43,8 @@ def times_partial(dy, partial, y, values, out):
     complex and it is not). For large arrays of one shape the partial is evaluated a piece at
     a time, so its temporaries stay small and in cache."""
     if type(dy) is np.ndarray and dy.size < 4 * CHUNK:  # not in pieces (``_pieces``)
-        p = partial(y, *values)
-        if type(p) in _REAL_PLAIN and (type(p) is not np.ndarray or p.dtype.kind == "f"):
-            # real, so its own adjoint, and no differentiation's (not deeper than ``out``):
-            # what ``_times`` asks, answered for the partials of most small operations
-            return times(dy, p, out if writable(out) else None)
-        return _times(dy, adjoint(p), out)
+        return _times_partial_of(dy, partial(y, *values), out if writable(out) else None,
+                                 out)
     pieces = _pieces(dy, out, y, values)
     if pieces is None:
         return _times(dy, adjoint(partial(y, *values)), out)
@@ -54,6 +52,16 @@ def times_partial(dy, partial, y, values, out):
     for part, args in pieces:
         times(flat_dy[part], adjoint(partial(*args)), flat_out[part])
     return out
+
+
+def _times_partial_of(dy, p, out, suggested=_ABSENT):
+    """``times_partial`` of a small ``dy`` once its partial ``p`` is evaluated: ``out`` is
+    ``suggested`` if it is writable, else None (``suggested`` left out: ``out`` is that)."""
+    if type(p) in _REAL_PLAIN and (type(p) is not np.ndarray or p.dtype.kind == "f"):
+        # real, so its own adjoint, and no differentiation's (not deeper than ``out``):
+        # what ``_times`` asks, answered for the partials of most small operations
+        return times(dy, p, out)
+    return _times(dy, adjoint(p), out if suggested is _ABSENT else suggested)
 
 
 def add_times_partial(into, dy, partial, y, values):

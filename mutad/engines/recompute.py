@@ -49,6 +49,8 @@ is within the rounding that value propagates (measured on the leapfrog workload:
 ``benchmarks/RESULTS.md``).
 """
 
+import collections
+import itertools
 import struct
 import weakref
 
@@ -260,18 +262,23 @@ def _reads(items):
     reads may not exist during the replay."""
     depends = {}
     cost = 0
-    for x in flat(items):
-        if not _is_place(x):
+    for x in items:  # (most recipes name no list: ``flat`` only for those that do)
+        if type(x) is list or type(x) is tuple:
+            items = flat(items)
+            break
+    for x in items:
+        if type(x) is not Buffer and type(x) is not Place:  # (``_is_place``)
             if type(x) is Absent:
                 return None
             continue
-        source = x.buffer
+        source = x if type(x) is Buffer else x.buffer  # (a buffer's ``buffer``: a property)
         if source.constant:  # allocated by the program: hold it, and undo later writes into it
             if not _pin(source):
                 return None
             source.read = True
             depends[source] = source.version
-        elif _alive(source):
+        elif source.ref is not None and (source.version > 0 or type(source.ref) is Held
+                                         or type(source.ref) is Kept):  # (``_alive``)
             depends[source] = source.version
         elif source.origin is not None and source.origin.current():
             depends[source] = source.origin
@@ -309,7 +316,7 @@ def _number(x):
     small array by its bytes and type; None if it cannot be told."""
     kind = type(x)
     if kind is Buffer or kind is Place:
-        buffer = x.buffer
+        buffer = x if kind is Buffer else x.buffer  # (a buffer's ``buffer``: a property)
         origin = buffer.origin
         # an unwritten twin holds its older twin's bytes; once written, bytes of its own
         same = buffer if buffer.version or origin is None or origin.same is None else origin.same
@@ -319,8 +326,13 @@ def _number(x):
     if kind is float:  # its bits: 0.0 is not -0.0, nor one NaN another
         return float, _DOUBLE.pack(x)
     if kind is list or kind is tuple:
-        items = tuple([_number(e) for e in x])
-        return None if None in items else (kind, items)
+        items = []
+        for e in x:  # (a loop, not a comprehension: this runs for every large result)
+            number = _number(e)
+            if number is None:
+                return None
+            items.append(number)
+        return kind, tuple(items)
     if kind is dict:
         return _number(tuple((k, v) for k, v in sorted(x.items())))
     if type(x) is np.ndarray or isinstance(x, np.generic):
@@ -351,7 +363,7 @@ class Recomputation:
         # Value numbering: recent recipes by what they compute, so that a temporary computed
         # again by the program (a force evaluated at the end of one step and at the start of
         # the next) is recomputed once in the replay, not once per evaluation.
-        self.numbers = {}
+        self.numbers = collections.OrderedDict()  # (the oldest let go in constant time)
         self.written = []  # the Written holders of this forward pass
         self.lazy = {}  # the buffers records hold stand-ins of, by key
         # While the reverse pass of a call a replay records runs: asked, for each record,
@@ -404,10 +416,12 @@ class Recomputation:
         arguments."""
         if buffer.ref is None or not buffer.c_contiguous or small(buffer):
             return  # a small array is kept, never recomputed: no recipe needed
-        reads = _reads((record.inputs, list((settings or {}).values())))
+        # (what it reads: its inputs, then its settings' values; without settings, the inputs
+        # alone, the same items without a level of ``flat`` more)
+        reads = _reads((record.inputs, list(settings.values())) if settings else record.inputs)
         if reads is None or reads[1] + buffer.span > WORK * buffer.span:
             return
-        depends = tuple(x for pair in reads[0].items() for x in pair)
+        depends = tuple(itertools.chain.from_iterable(reads[0].items()))
         recipe = buffer.origin = Recipe(record, output, buffer, depends,
                                         shared(reads[1] + buffer.span))
         inputs = _number(record.inputs)
@@ -427,7 +441,7 @@ class Recomputation:
             return
         self.numbers[key] = buffer
         if len(self.numbers) > NUMBERED:
-            del self.numbers[next(iter(self.numbers))]
+            self.numbers.popitem(last=False)  # (a dict's first key is found by a scan)
 
     def hold(self, place, value):
         """What a record keeps of ``value``, which it reads at ``place``: a :class:`Lazy`

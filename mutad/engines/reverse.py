@@ -36,7 +36,7 @@ from ..core.levels import ACTIVE, LEVELS, escaped
 from .products import CHUNK
 from .recompute import SMALL, Held, Recomputation, Written, flat, small, track
 from ..core.shadows import Buffer, Place
-from ..core.tape import Absent, Tape
+from ..core.tape import Absent, OneOutput, Tape
 from ..core.trees import unsupported_array
 from ..core.views import address, itself, owner, owner_view, strided, wrapped, writeable
 
@@ -107,6 +107,7 @@ class ReverseTape(Tape):
             recomputation.finish()
         records = self.records
         reverse = self.reverse if self.anomaly is None else self.anomaly.checked(self.reverse)
+        checked = reverse is not Tape.reverse  # (else a pure record's pullback is called here)
         watch = Warnings(ReverseTape.replay.__code__)
         watch.heard = self.heard
         with at_user_lines(watch), no_full_collections():
@@ -119,11 +120,20 @@ class ReverseTape(Tape):
                     keys = [key for held in (record.kept, record.state) if type(held) is list
                             for key in recomputation.resolve(
                                 held, None if held is not record.kept else plans)]
-                reverse(record, shadows)
-                for buffer in record.outputs:
+                if checked or record.undo is not None:
+                    reverse(record, shadows)
+                else:  # a pure operation (``Tape.reverse``)
+                    record.pullback(record, shadows, None)
+                if isinstance(record, OneOutput):  # (its ``outputs``, without the tuple)
+                    buffer = record.output
                     buffer.origin = None
-                    if type(buffer.ref) is Written:  # from now on only what reads it holds it
+                    if type(buffer.ref) is Written:
                         buffer.ref = buffer.ref.was
+                else:
+                    for buffer in record.outputs:
+                        buffer.origin = None
+                        if type(buffer.ref) is Written:  # from now on only what reads it holds it
+                            buffer.ref = buffer.ref.was
                 if keys:
                     recomputation.release(keys)
         self.clear()

@@ -118,6 +118,12 @@ class TracedDispatch:
     # NumPy's protocols ---------------------------------------------------------------------
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if not kwargs and method == "__call__":
+            for x in inputs:
+                if type(x) is not Traced:
+                    break
+            else:  # traced operands alone: no stand-in, no out=, no other mode's value
+                return apply_ufunc(ufunc, inputs, None, kwargs)
         if stands_in(inputs, kwargs):
             return NotImplemented  # it hands the plain array it views to this method
         out = single_out(ufunc, kwargs)
