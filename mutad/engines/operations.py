@@ -184,7 +184,9 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
         plan = None if plans is None else plans.get(pattern)
         if plan is None:
             plan = _fast_plan(ufunc, pattern, len(inputs))
-        if plan is not False and (plan.complex_rules is False or not complex_among(values)):
+        # (a rule declared again since the plan was made: the general path, which reads it)
+        if plan is not False and plan.rule is RULES.get(ufunc, NO_RULE).elementwise and (
+                plan.complex_rules is False or not complex_among(values)):
             return _fast_ufunc(ufunc, inputs, tape, values, pattern, plan)
     return unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)
 
