@@ -650,6 +650,16 @@ def _batched_columns(f, args, i, sizes):
     n = x.size
     per_direction = x.dtype.itemsize * max(owner(x).size, sum(sizes), 1)
     size = max(2, min(n, BATCH_BYTES // per_direction))
+    return _columns_in_batches(args, i, size, lambda tangents, count: flatten(
+        session.jvp_batched(f, tuple(args), tangents, count)[1])[0])
+
+
+def _columns_in_batches(args, i, size, run):
+    """The columns for every basis direction of ``args[i]``, ``size`` directions a pass:
+    ``run(tangents, count)`` gives the leaves of a pass's batched tangents; None where a pass
+    fails in any way (``BatchUnsupported``, or an error one direction per pass gives too)."""
+    x = args[i]
+    n = x.size
     columns = []
     for start in range(0, n, size):
         count = min(size, n - start)
@@ -658,8 +668,8 @@ def _batched_columns(f, args, i, sizes):
         tangents = [None] * len(args)
         tangents[i] = directions.reshape((count,) + x.shape)
         try:
-            batch = flatten(session.jvp_batched(f, tuple(args), tuple(tangents), count)[1])[0]
-        except Exception:  # BatchUnsupported, or an error one direction per pass gives too
+            batch = run(tuple(tangents), count)
+        except Exception:
             return None
         columns.extend([leaf[b] for leaf in batch] for b in range(count))
     return columns
@@ -723,20 +733,8 @@ def _batched_hessian_columns(f, args, j, selected, policy):
     n = x.size
     per_direction = x.dtype.itemsize * max(owner(x).size, 1)
     size = max(2, min(n, HESSIAN_BATCH, BATCH_BYTES // per_direction))
-    columns = []
-    for start in range(0, n, size):
-        count = min(size, n - start)
-        directions = np.zeros((count, n), x.dtype)
-        directions[np.arange(count), start + np.arange(count)] = 1.0
-        tangents = [None] * len(args)
-        tangents[j] = directions.reshape((count,) + x.shape)
-        try:
-            batch = session.jvp_batched(gradient_of_f, tuple(args), tuple(tangents), count,
-                                        nested=True)[1]
-        except Exception:  # BatchUnsupported, or an error one direction per pass gives too
-            return None
-        columns.extend(tuple(leaf[b] for leaf in batch) for b in range(count))
-    return columns
+    return _columns_in_batches(args, j, size, lambda tangents, count: session.jvp_batched(
+        gradient_of_f, tuple(args), tangents, count, nested=True)[1])
 
 
 @user_frames
