@@ -1101,3 +1101,34 @@ def test_nnls_replay_follows_the_active_set():
         for ours, expected in zip(replayed(NNLS_A.copy(), b.copy()), traced, strict=True):
             assert ours.tobytes() == expected.tobytes()
     assert len(sets) > 1  # the active set changed between the calls
+
+
+# ----------------------------------------------------------------------------------------------
+# approx_fprime: SciPy's forward differences, step by step
+
+AF_W = np.array([0.3, -0.2, 0.5, 0.0])
+AF_C = np.array([1.0, 2.0, 3.0, 4.0])
+APPROX_FPRIME = {
+    "a scalar function": lambda w: np.sum(scipy.optimize.approx_fprime(
+        w, lambda v: np.sum(np.sin(v) * v), 1e-7) ** 2),
+    "the default step": lambda w: np.sum(scipy.optimize.approx_fprime(
+        w, lambda v: np.sum(v ** 3)) * AF_C),
+    "a vector function": lambda w: np.sum(scipy.optimize.approx_fprime(
+        w, lambda v: np.array([np.sum(v ** 2), np.prod(np.cos(v))]), 1e-6) ** 2),
+    "in a closure": lambda w: np.sum(scipy.optimize.approx_fprime(
+        AF_C, lambda v: np.sum(np.sin(v * w)), 1e-6)),
+    "with args": lambda w: np.sum(scipy.optimize.approx_fprime(
+        w, lambda v, a: np.sum(a * v ** 2), 1e-6, AF_C)),
+}
+
+
+@pytest.mark.parametrize("name", APPROX_FPRIME)
+def test_approx_fprime(name):
+    from cases import replays_as_traced
+    f = APPROX_FPRIME[name]
+    w = AF_W.copy()
+    mutad.check_grads(f, w, modes=["rev", "fwd"], rtol=1e-4)
+    replays_as_traced(f, [(w,), (w * 1.1,), (w * 0.9,)])
+    assert np.asarray(mutad.value_and_grad(f)(w)[0]).tobytes() == np.asarray(
+        f(AF_W.copy())).tobytes()
+    assert w.tobytes() == AF_W.tobytes()

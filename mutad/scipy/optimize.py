@@ -93,6 +93,7 @@ import copy
 import functools
 import inspect
 import types
+from typing import Any
 
 import numpy as np
 import scipy.optimize as _optimize
@@ -108,7 +109,7 @@ from ..core.views import memory, weaken
 from ._adjoints import outside_differentiations
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
-__all__ = ["bisect", "brenth", "brentq", "curve_fit", "fixed_point", "fsolve",
+__all__ = ["approx_fprime", "bisect", "brenth", "brentq", "curve_fit", "fixed_point", "fsolve",
            "least_squares", "minimize", "minimize_scalar", "newton", "nnls", "ridder", "root",
            "root_scalar", "toms748"]
 
@@ -1176,3 +1177,66 @@ def _nnls_jvp(tangents, A, b, *, maxiter=None, atol=None):
     if da is not None:
         rhs = rhs + np.swapaxes(da[:, free], -1, -2) @ r
     return (x, rnorm), (placing @ _nnls_solve(A, free, rhs), drnorm)
+
+
+# ----------------------------------------------------------------------------------------------
+# approx_fprime: SciPy's forward differences, step by step (approx_derivative's '2-point' scheme
+# without bounds), so that their values are SciPy's and their derivatives those of the same
+# differences, in xk and in whatever the function reads (its closures, args)
+
+_APPROX_FPRIME_EPSILON = inspect.signature(_optimize.approx_fprime).parameters["epsilon"].default
+
+
+def _approx_fprime_steps(xk, f, epsilon=_APPROX_FPRIME_EPSILON, *args):
+    xk = xk.astype(float) if isinstance(xk, Tracer) else np.asarray(xk, float)
+    f0 = f(xk, *args)
+    x0 = np.atleast_1d(xk)
+    if x0.dtype.kind != "f":
+        x0 = x0.astype(np.float64)
+    if x0.ndim > 1:
+        raise ValueError("`x0` must have at most 1 dimension.")
+
+    def fun(x):
+        f = np.atleast_1d(f_user(x, *args))
+        if f.ndim > 1:
+            raise RuntimeError("`fun` return value has more than 1 dimension.")
+        return f
+
+    f_user = f
+    f0 = np.atleast_1d(f0)
+    if f0.ndim > 1:
+        raise ValueError("`f0` passed has more than 1 dimension.")
+    sign_x0 = (x0 >= 0).astype(float) * 2 - 1
+    h = epsilon
+    dx = ((x0 + h) - x0)
+    eps = np.finfo(np.float64).eps ** 0.5
+    if np.dtype(f0.dtype).kind == "f" and np.dtype(f0.dtype).itemsize < 8:
+        eps = np.finfo(f0.dtype).eps ** 0.5
+    h = np.where(dx == 0, eps * sign_x0 * np.maximum(1.0, np.abs(x0)), h)
+    n, m = np.size(x0), np.size(f0)
+    rows = []
+    for i in range(n):
+        x1 = np.copy(x0)
+        x1[i] = x0[i] + h[i]
+        f_eval = fun(x1)
+        delx = (x0[i] + h[i]) - x0[i]
+        rows.append((f_eval - f0) / delx)
+    # (SciPy writes each row into np.empty((n, m)): the same numbers, as float64)
+    J_transposed = np.stack(rows) if n else np.empty((n, m))
+    if J_transposed.dtype != np.float64:
+        J_transposed = J_transposed.astype(np.float64)
+    if m == 1:
+        J_transposed = np.ravel(J_transposed)
+    return J_transposed.T
+
+
+def approx_fprime(xk: Any, f: Any, epsilon: Any = _APPROX_FPRIME_EPSILON, *args: Any) -> Any:
+    """``scipy.optimize.approx_fprime``: SciPy's own outside a differentiation; inside one,
+    SciPy's steps on the differentiated functions (its values bit for bit)."""
+    if not ACTIVE.running:
+        return _approx_fprime_original(xk, f, epsilon, *args)
+    return _approx_fprime_steps(xk, f, epsilon, *args)
+
+
+_approx_fprime_original = _optimize.approx_fprime
+defroute(_optimize.approx_fprime, approx_fprime)
