@@ -1132,3 +1132,52 @@ def test_approx_fprime(name):
     assert np.asarray(mutad.value_and_grad(f)(w)[0]).tobytes() == np.asarray(
         f(AF_W.copy())).tobytes()
     assert w.tobytes() == AF_W.tobytes()
+
+
+# ----------------------------------------------------------------------------------------------
+# linprog: SciPy's solution, differentiated at a nondegenerate vertex
+
+LP_A = np.array([[1.0, 1.0], [1.0, -1.0]])
+LINPROG = {
+    "in the costs, on bounds": (lambda c: scipy.optimize.linprog(
+        c, A_ub=np.array([[1.0, 1.0, 1.0]]), b_ub=[1.0], bounds=[(0, 1)] * 3).fun,
+        np.array([1.0, 2.0, 0.5])),
+    "in b_ub": (lambda b: scipy.optimize.linprog(
+        [-1.0, -2.0], A_ub=LP_A, b_ub=b, bounds=[(0, None)] * 2).fun, np.array([1.0, 2.0])),
+    "the default bounds": (lambda c: scipy.optimize.linprog(
+        c, A_ub=-np.eye(3), b_ub=-np.ones(3)).fun, np.array([1.0, 2.0, 3.0])),
+    "x, in A_ub": (lambda t: np.sum(scipy.optimize.linprog(
+        [-1.0, -2.0], A_ub=LP_A * t[0] + np.array([[0, t[1]], [0, 0]]), b_ub=[2.0, 0.5],
+        bounds=(0, None)).x * np.array([1.0, 3.0])), np.array([1.0, 0.3])),
+    "equalities": (lambda t: scipy.optimize.linprog(
+        [1.0, 2.0, 3.0], A_eq=np.array([[1.0, 1.0, 1.0]]), b_eq=t[:1],
+        A_ub=np.array([[1.0, -1.0, 0.0]]) * t[1], b_ub=[0.1]).fun, np.array([2.0, 1.0])),
+}
+
+
+@pytest.mark.parametrize("name", LINPROG)
+def test_linprog(name):
+    from cases import replays_as_traced
+    f, x0 = LINPROG[name]
+    x = x0.copy()
+    mutad.check_grads(f, x, modes=["rev", "fwd"], rtol=1e-5)
+    replays_as_traced(f, [(x,), (x * 1.1,), (x * 0.9,)])
+    assert np.asarray(mutad.value_and_grad(f)(x)[0]).tobytes() == np.asarray(
+        f(x0.copy())).tobytes()
+    assert x.tobytes() == x0.tobytes()
+
+
+def test_linprog_refuses_what_has_no_derivative():
+    with pytest.raises(UnsupportedOperationError, match="nondegenerate vertex"):
+        mutad.gradient(lambda c: scipy.optimize.linprog(
+            c, A_ub=np.array([[1.0, 1.0, 1.0]]), b_ub=[1.0], bounds=[(0, 1)] * 3).fun,
+            np.array([-1.0, -2.0, 0.5]))  # x = (0, 1, 0): four constraints active
+    with pytest.raises(UnsupportedOperationError, match="nondegenerate vertex"):
+        mutad.gradient(lambda c: scipy.optimize.linprog(
+            c, A_ub=np.array([[-1.0, -1.0]]), b_ub=[-1.0]).fun, np.array([1.0, 1.0]))
+    with pytest.raises(UnsupportedOperationError, match="integrality"):
+        mutad.gradient(lambda c: scipy.optimize.linprog(
+            c, A_ub=-np.eye(2), b_ub=-np.ones(2), integrality=[1, 0]).fun, np.array([1.0, 2.0]))
+    with pytest.raises(mutad.MutadError, match="slack"):
+        mutad.gradient(lambda c: np.sum(scipy.optimize.linprog(
+            c, A_ub=-np.eye(2), b_ub=-np.ones(2)).slack), np.array([1.0, 2.0]))
