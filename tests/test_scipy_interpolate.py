@@ -779,3 +779,12 @@ def test_rect_bivariate_spline_values_are_scipys():
 def test_rect_bivariate_spline_refusals(f, match):
     with pytest.raises(UnsupportedOperationError, match=match):
         mutad.gradient(f, RB_Z.copy())
+
+
+def test_bisplrep_is_refused_by_name():
+    X, Y = np.meshgrid(RB_X, RB_Y, indexing="ij")
+    z = RB_Z.copy()
+    with pytest.raises(UnsupportedOperationError, match="bisplrep.*RectBivariateSpline"):
+        mutad.gradient(lambda z: scipy.interpolate.bisplev(0.5, 1.0, scipy.interpolate.bisplrep(
+            X.ravel(), Y.ravel(), z.ravel(), s=0)), z)
+    assert z.tobytes() == RB_Z.tobytes()

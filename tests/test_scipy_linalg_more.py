@@ -618,3 +618,15 @@ def test_composed_scipy_linalg_values_are_scipys():
 def test_expm_frechet_second_order():
     f = COMPOSED["expm_frechet"]
     mutad.check_grads(f, M5.copy(), modes=["rev"], order=2, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["qz", "ordqz"])
+def test_qz_is_refused_by_name(name):
+    a = M5.copy()
+    with pytest.raises(UnsupportedOperationError, match=f"scipy.linalg.{name}.*eigvals"):
+        mutad.gradient(lambda a: np.sum(np.abs(np.diag(
+            getattr(scipy.linalg, name)(a, np.eye(5) + 0.1 * a.T)[0]))), a)
+    assert a.tobytes() == M5.tobytes()
+    # of constants, SciPy's own
+    (g,) = mutad.gradient(lambda s: s * np.sum(scipy.linalg.qz(M5, E5)[0]), 2.0)
+    assert g == np.sum(scipy.linalg.qz(M5, E5)[0])

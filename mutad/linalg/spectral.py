@@ -961,6 +961,24 @@ def _schur_refusal(a, *args, **kwargs):
 _schur = StandIn(_linalg.schur, _schur_refusal)
 
 
+def _generalized_schur_refusal(name):
+    def refuse(A, B, *args, **kwargs):
+        if not (carries_derivative(A) or carries_derivative(B)):  # constants: SciPy's own
+            return stand_in.original(A, B, *args, **kwargs)
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name} of a differentiated matrix: mutad has no derivative of the "
+            "generalized Schur (QZ) form (its factors are not unique, and their order and "
+            "phases are LAPACK's choices). For the generalized eigenvalues of a nonsingular B, "
+            "differentiate np.linalg.eigvals(np.linalg.solve(B, A)); or pass the matrices "
+            "through mutad.stop_gradient.")
+
+    stand_in = StandIn(getattr(_linalg, name), refuse)
+    return stand_in
+
+
+_qz, _ordqz = _generalized_schur_refusal("qz"), _generalized_schur_refusal("ordqz")
+
+
 # ----------------------------------------------------------------------------------------------
 # hessenberg: H = Qᵀ A Q by Householder reflectors. SciPy's values (LAPACK's gehrd and orghr),
 # with the derivatives of the same reflectors computed by steps mutad differentiates (LAPACK's

@@ -119,7 +119,7 @@ __all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator", "CubicHe
            "CubicSpline", "LinearNDInterpolator", "NearestNDInterpolator", "PPoly",
            "PchipInterpolator", "RectBivariateSpline",
            "RBFInterpolator", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
-           "barycentric_interpolate", "make_interp_spline", "make_lsq_spline", "pchip_interpolate",
+           "barycentric_interpolate", "bisplrep", "make_interp_spline", "make_lsq_spline", "pchip_interpolate",
            "splev", "splrep"]
 
 
@@ -1968,3 +1968,14 @@ def RectBivariateSpline(x: Any, y: Any, z: Any, bbox: Any = (None, None, None, N
     spec = _RectBivariate(_constant_value(x), _constant_value(y), _constant_value(bbox), kx, ky,
                           s, maxit)
     return _TracedRectBivariate(spec, np.copy(z))
+
+
+@_route(_interpolate.bisplrep)
+def bisplrep(x: Any, y: Any, z: Any, *args: Any, **kwargs: Any) -> Any:
+    if not _traced((x, y, z, args, kwargs)):
+        return _interpolate.bisplrep(x, y, z, *args, **kwargs)
+    raise UnsupportedOperationError(
+        "scipy.interpolate.bisplrep of differentiated values: mutad has no derivative of "
+        "FITPACK's scattered surface fit (surfit places its knots, and ranks its system, by the "
+        "values). For data on a grid use RectBivariateSpline(x, y, z) (s=0), which mutad "
+        "differentiates in z; for scattered data RBFInterpolator, or griddata.")
