@@ -482,6 +482,27 @@ def test_eigs_eigenvalue_gradient_is_the_closed_form():
     assert np.allclose(g, np.imag(left[rows] * v[a.indices, i]), rtol=1e-8, atol=1e-12)
 
 
+def test_eigs_svds_refuse_a_value_repeated_among_those_not_returned():
+    d = np.array([1.0, 2.0, 5.0, 5.0, 3.0, 0.5, 0.2, 0.1])
+
+    def eigs_top(x):
+        a = scipy.sparse.diags(d * x[0]) + scipy.sparse.diags([1e-3 * x[1:]], [1])
+        return np.sum(scipy.sparse.linalg.eigs(a.tocsr(), 1, v0=np.ones(8))[0].real)
+
+    def svds_top(x):
+        a = scipy.sparse.diags(d * x)
+        return np.sum(scipy.sparse.linalg.svds(a.tocsr(), 1, v0=np.ones(8),
+                                               return_singular_vectors=False))
+
+    with pytest.raises(UnsupportedOperationError, match="not simple"):
+        mutad.gradient(eigs_top, np.r_[1.0, np.zeros(7)])
+    with pytest.raises(UnsupportedOperationError, match="not simple"):
+        mutad.gradient(svds_top, np.ones(8))
+    x = np.linspace(1, 1.5, 8)  # distinct: the closed form
+    g, = mutad.gradient(svds_top, x)
+    assert np.allclose(g, np.eye(8)[3] * 5.0)
+
+
 def test_eigs_svds_are_refused_where_they_have_no_derivative():
     eigs, svds = scipy.sparse.linalg.eigs, scipy.sparse.linalg.svds
     with pytest.raises(UnsupportedOperationError, match="phases"):

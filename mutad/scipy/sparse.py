@@ -118,7 +118,8 @@ unit eigenvector's derivative solves ``(A - λᵢ I) dvᵢ = -(I - vᵢ lᵢ) dA
 0`` (the bordered system ``[[A - λᵢ I, vᵢ], [vᵢᴴ, 0]]``, SuperLU), and a loss that reads a
 complex eigenvector's phase is refused. ``svds``: ``dσᵢ = uᵢᵀ dA vᵢ``, the vectors as the
 eigenvector ``[uᵢ; vᵢ]/√2`` of ``[[0, A], [Aᵀ, 0]]`` (``uᵢᵀ duᵢ = vᵢᵀ dvᵢ = 0``). First order;
-repeated values, zero singular values' vectors, singular bordered solves refused.
+values that are not simple (repeated, returned or not; defective) and zero singular values
+refused.
 
 **Exponentials.** ``expm_multiply(A, B)`` is SciPy's value. ``B̄ = e^{Aᵀ} Ȳ`` by
 ``expm_multiply(A.T, Ȳ)``; in ``A``, through ``exp([[A, E], [0, A]]) = [[e^A, L(A, E)],
@@ -2585,7 +2586,7 @@ def _matched(name, values, paired, vectors, what):
     return [v[:, order] for v in vectors]
 
 
-def _bordered_solve(name, shifted, x, rhs):
+def _bordered_solve(name, shifted, x, rhs, values=False):
     """The top of ``[[S, x], [xᴴ, 0]]⁻¹ [rhs; 0]`` (``S = A - λ I``, singular along ``x``):
     the solution of ``S y = rhs`` with ``xᴴ y = 0``, by SuperLU; a solve whose residual is not
     small (another eigenvalue, not returned, equal to ``λ``) is refused."""
@@ -2600,10 +2601,17 @@ def _bordered_solve(name, shifted, x, rhs):
             y = SCIPY["splu"](border).solve(full.astype(border.dtype))
     except (RuntimeError, _splinalg.MatrixRankWarning):
         y = None
+    size = max(float(_splinalg.norm(border, 1)), np.finfo(float).tiny)
     if y is None or not np.all(np.isfinite(y)) or (
             np.linalg.norm(border @ y - full) > 1e-8 * max(np.linalg.norm(full), 1e-300)
-            * max(1.0, _splinalg.norm(border, 1) * np.linalg.norm(y)
-                  / max(np.linalg.norm(full), 1e-300))):
+            * max(1.0, size * np.linalg.norm(y) / max(np.linalg.norm(full), 1e-300))) or (
+            # nearly singular: an eigenvalue not returned within 1e-8 (relative) of this one
+            np.linalg.norm(y) * size > 1e8 * np.linalg.norm(full)):
+        if values:
+            raise UnsupportedOperationError(
+                f"scipy.sparse.linalg.{name}: a value it returns is not simple (another "
+                "eigenvalue or singular value of the matrix, returned or not, or a defective "
+                "one, equals it within 1e-8 relative), and it has no derivative there.")
         raise UnsupportedOperationError(
             f"scipy.sparse.linalg.{name}: the solve its vectors' derivative needs is singular: "
             "another eigenvalue (or singular value) of the matrix, not among those returned, "
@@ -2634,10 +2642,22 @@ class _GeneralEigenproblem:
                 pw, pv = SCIPY["eigs"](matrix, self.k, **self.options)
                 v, = _matched("eigs", w, pw, [pv], "eigenvalues")
             scale = _distinct("eigs", w, "eigenvalues")
+            self._require_simple(matrix, w, v)
             left = np.stack([self._left(matrix, w[i], v[:, i], scale) for i in range(len(w))],
                             axis=1)
             self.key, self.pairs = key, (w, v, left)
         return self.pairs
+
+    @staticmethod
+    def _require_simple(matrix, w, v):
+        """Each returned eigenvalue simple among all of A's (returned or not): the bordered
+        matrix ``[[A - λ I, v], [vᴴ, 0]]`` is nonsingular exactly then."""
+        n = matrix.shape[0]
+        probe = np.cos(np.arange(n) + 0.5)
+        for i in range(len(w)):
+            shifted = (matrix.astype(complex) - w[i] * _sparse.eye(n)).tocsc()
+            rhs = probe - v[:, i] * (np.conj(v[:, i]) @ probe)
+            _bordered_solve("eigs", shifted, v[:, i], rhs, values=True)
 
     @staticmethod
     def _left(matrix, lam, vi, scale):
@@ -2839,9 +2859,17 @@ class _SingularProblem:
                 vh = v.T
             _distinct("svds", s, "singular values")
             self.key, self.triplets = key, (u, s, vh)
+            scale = max(float(np.max(s)), np.finfo(float).tiny)
+            if np.min(s) <= 1e-8 * scale:
+                _refuse("scipy.sparse.linalg.svds of a matrix with a zero singular value among "
+                        "those returned", "σ = |·| has no derivative at 0; ask for larger ones.")
+            for i in range(len(s)):  # each singular value simple among all of A's
+                x = np.concatenate([u[:, i], vh[i]]) / np.sqrt(2.0)
+                probe = np.cos(np.arange(x.size) + 0.5)
+                self.vector_solve(data, i, probe - x * (x @ probe), values=True)
         return self.triplets
 
-    def vector_solve(self, data, i, rhs):
+    def vector_solve(self, data, i, rhs, values=False):
         """The solution ``y`` of ``(B - σᵢ I) y = rhs`` with ``xᵢᵀ y = 0``."""
         u, s, vh = self.value(data)
         m, n = self.layout.shape
@@ -2852,7 +2880,7 @@ class _SingularProblem:
         matrix = SCIPY["csc_matrix"](self.layout.build(data))
         b = SCIPY["bmat"]([[None, matrix], [matrix.T, None]], format="csc")
         x = np.concatenate([u[:, i], vh[i]]) / np.sqrt(2.0)
-        return _bordered_solve("svds", (b - s[i] * _sparse.eye(m + n)).tocsc(), x, rhs)
+        return _bordered_solve("svds", (b - s[i] * _sparse.eye(m + n)).tocsc(), x, rhs, values)
 
 
 def _like(x):
