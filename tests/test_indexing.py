@@ -1281,3 +1281,63 @@ def test_histogram_edges_follow_a_differentiated_range(f):
     mutad.check_grads(f, r)
     mutad.check_jvp(f, r)
     replays_as_traced(f, [(r * scale,) for scale in (1.0, 1.05, 0.97)])
+
+
+# np.histogramdd and np.histogram2d: NumPy's counts (decisions), linear in the weights; the
+# edges NumPy computes from differentiated samples follow their min and max
+
+HX = np.linspace(-2, 2, 60)
+HY = np.sin(3 * HX)
+HW = np.random.default_rng(1).standard_normal(60)
+HS = np.array([0.05, 0.31, 0.52, 0.93, 0.18, 0.71, 0.44, 0.66, 0.87, 0.24])
+HISTOGRAMS_DD = {
+    "histogram2d, weights": (lambda w: np.sum(np.histogram2d(
+        HX, HY, bins=5, weights=np.exp(w * 0.1))[0] ** 2), HW),
+    "histogram2d, density": (lambda w: np.sum(np.histogram2d(
+        HX, HY, bins=(4, 3), weights=w ** 2, density=True)[0]
+        * np.arange(12).reshape(4, 3)), HW),
+    "histogram2d, edges (ragged)": (lambda w: np.sum(np.histogram2d(
+        HX, HY, bins=[np.linspace(-2.5, 1, 5), [-1, 0, 0.5, 1]], weights=w ** 2)[0]
+        * np.arange(12).reshape(4, 3)), HW),
+    "histogramdd, a stacked sample": (lambda w: np.histogramdd(
+        np.stack([HX, np.cos(np.arange(60))], axis=1), bins=(4, 4), weights=w ** 2)[0].max(),
+        HW),
+    "histogramdd, ranges": (lambda w: np.sum(np.histogramdd(
+        np.stack([HX, HY, HX * HY], axis=1), bins=3, range=[(-1, 1), None, (-1, 1)],
+        weights=np.sin(w))[0] ** 2), HW),
+    "histogram2d, differentiated samples and edges": (
+        lambda w: (lambda h, xe, ye: np.sum(h * np.arange(25).reshape(5, 5)) + np.sum(xe ** 2)
+                   + np.sum(ye))(*np.histogram2d(w, w[::-1] * 2, bins=5, weights=np.cos(w))),
+        HS),
+    "histogram2d, differentiated samples, density": (lambda w: np.sum(np.histogram2d(
+        w, np.sin(w), bins=5, density=True)[0] * np.arange(25).reshape(5, 5)), HS),
+}
+
+
+@pytest.mark.parametrize("name", HISTOGRAMS_DD)
+def test_histogramdd(name):
+    from cases import replays_as_traced
+    f, x = HISTOGRAMS_DD[name]
+    w = x.copy()
+    for policy in POLICIES:
+        mutad.check_grads(f, w, policy=policy, modes=("rev", "fwd"))
+    replays_as_traced(f, [(w,), (w * 1.1,), (w * 0.9,)])
+    assert mutad.value_and_grad(f)(w)[0].tobytes() == f(x.copy()).tobytes()
+    assert w.tobytes() == x.tobytes()
+
+
+def test_histogramdd_values_are_numpys():
+    def parts(w):
+        h, xe, ye = np.histogram2d(w, HY[:10], bins=4, weights=w * w)
+        g, edges = np.histogramdd(np.stack([w, w ** 2], axis=1), bins=(3, 2), density=True)
+        return h, xe, ye, g, edges[0], edges[1]
+
+    got = mutad.jvp(parts, (HS.copy(),), (np.ones(10),))[0]
+    for a, b in zip(got, parts(HS.copy())):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
+def test_histogramdd_refuses_differentiated_edges():
+    with pytest.raises(mutad.MutadError, match="histogramdd.*differentiated bins"):
+        mutad.gradient(lambda e: np.histogram2d(HX, HY, bins=[e, e], weights=HW)[0].sum(),
+                       np.linspace(-2, 2, 4))

@@ -722,3 +722,69 @@ def test_integrals_and_antiderivatives_replay_as_traced():
         return spline.integrate(q[0], q[3]) ** 2 + np.sum(spline.antiderivative()(q) ** 2)
 
     replays_as_traced(f, [(Y * s, QUERIES * s) for s in (1.0, 1.2, 0.9)], argnums=(0, 1))
+
+
+# ----------------------------------------------------------------------------------------------
+# RectBivariateSpline of traced values (s=0): linear in z, SciPy's values bit for bit
+
+RB_Z = np.random.default_rng(5).standard_normal((8, 9))
+RB_X = np.linspace(0, 1, 8)
+RB_Y = np.linspace(0, 2, 9) ** 1.2
+RB_W = np.cos(np.arange(20)).reshape(5, 4)
+RBS = scipy.interpolate.RectBivariateSpline
+RECT_BIVARIATE = {
+    "on a grid": lambda z: np.sum(RBS(RB_X, RB_Y, z)(np.linspace(0, 1, 5),
+                                                     np.linspace(0, 2, 4)) * RB_W),
+    "ev": lambda z: np.sum(RBS(RB_X, RB_Y, z, kx=3, ky=3, s=0).ev(
+        [0.1, 0.5, 0.9], [0.3, 1.1, 1.9]) ** 2),
+    "partial derivatives": lambda z: RBS(RB_X, RB_Y, z).ev(0.4, 1.2, dx=1)
+    + RBS(RB_X, RB_Y, z).ev(0.6, 0.7, dy=2),
+    "other degrees": lambda z: np.sum(RBS(RB_X, RB_Y, z, kx=2, ky=1)(
+        np.linspace(0.05, 0.95, 5), np.linspace(0, 2, 4), dx=1) * RB_W),
+    "a wider bbox, queries outside the data": lambda z: np.sum(RBS(
+        RB_X, RB_Y, z, bbox=[-0.5, 1.5, -1, 3])(np.linspace(-0.4, 1.3, 5),
+                                                 np.linspace(-0.5, 2.5, 4)) * RB_W),
+    "grid=False": lambda z: np.sum(RBS(RB_X, RB_Y, np.sin(z))(
+        np.linspace(0, 1, 5), np.linspace(0, 2, 5), grid=False)),
+}
+
+
+@pytest.mark.parametrize("name", RECT_BIVARIATE)
+def test_rect_bivariate_spline(name):
+    f = RECT_BIVARIATE[name]
+    z = RB_Z.copy()
+    mutad.check_grads(f, z, modes=["rev", "fwd"], rtol=1e-5)
+    mutad.check_grads(f, z, policy="checkpoint", rtol=1e-5)
+    replays_as_traced(f, [(z,), (z * 1.1,), (z * 0.9,)])
+    assert np.asarray(mutad.value_and_grad(f)(z)[0]).tobytes() == np.asarray(
+        f(RB_Z.copy())).tobytes()
+    assert z.tobytes() == RB_Z.tobytes()
+
+
+def test_rect_bivariate_spline_values_are_scipys():
+    def f(z):
+        s = RBS(RB_X, RB_Y, z)
+        return s(np.linspace(0, 1, 5), np.linspace(0, 2, 4), dy=1), s.ev([0.2, 0.3], [1.0, 0.1])
+
+    got = mutad.jvp(f, (RB_Z.copy(),), (np.ones((8, 9)),))[0]
+    for a, b in zip(got, f(RB_Z.copy())):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
+@pytest.mark.parametrize("f, match", [
+    (lambda z: RBS(RB_X, RB_Y, z, s=0.1)(0.5, 0.5).sum(), "s > 0"),
+    (lambda z: RBS(RB_X, RB_Y, z).ev(z[0, 0], 0.5), "query points"),
+    (lambda z: RBS(RB_X + z[0, 0], RB_Y, z)(0.5, 0.5).sum(), "grid"),
+    (lambda z: RBS(RB_X, RB_Y, z).integral(0, 1, 0, 1), "integral")])
+def test_rect_bivariate_spline_refusals(f, match):
+    with pytest.raises(UnsupportedOperationError, match=match):
+        mutad.gradient(f, RB_Z.copy())
+
+
+def test_bisplrep_is_refused_by_name():
+    X, Y = np.meshgrid(RB_X, RB_Y, indexing="ij")
+    z = RB_Z.copy()
+    with pytest.raises(UnsupportedOperationError, match="bisplrep.*RectBivariateSpline"):
+        mutad.gradient(lambda z: scipy.interpolate.bisplev(0.5, 1.0, scipy.interpolate.bisplrep(
+            X.ravel(), Y.ravel(), z.ravel(), s=0)), z)
+    assert z.tobytes() == RB_Z.tobytes()

@@ -565,3 +565,68 @@ def test_values_taken_from_scipy_keep_its_layout(name):
             return (y ** 2 * np.arange(1.0, y.size + 1).reshape(y.shape)).sum()
 
         assert mutad.value_and_gradient(loss, a)[0] == loss(a.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# orthogonal_procrustes, subspace_angles, expm_frechet: SciPy's steps (or SciPy's value with the
+# derivatives of the block exponential's corners), its values bit for bit
+
+M5 = np.random.default_rng(3).standard_normal((5, 5))
+E5 = np.random.default_rng(4).standard_normal((5, 5))
+SL = scipy.linalg
+COMPOSED = {
+    "orthogonal_procrustes": lambda a: (lambda r, s: np.sum(r * E5) + s)(
+        *SL.orthogonal_procrustes(a, np.eye(5) + 0.3 * E5)),
+    "orthogonal_procrustes, tall, in B": lambda a: (lambda r, s: np.sum(r * E5[:2, :2]) * s)(
+        *SL.orthogonal_procrustes(E5[:, :2], a[:, :2])),
+    "subspace_angles, a constant basis": lambda a: SL.subspace_angles(
+        a[:, :2], np.eye(5)[:, :2]).sum(),
+    "subspace_angles, both traced": lambda a: np.sum(np.cos(SL.subspace_angles(
+        a[:, :3], a[:, 2:4] + E5[:, :2]))),
+    "expm_frechet": lambda a: (lambda e, l: np.sum(e) + np.sum(l * E5))(
+        *SL.expm_frechet(a * 0.3, E5)),
+    "expm_frechet, in E, compute_expm=False": lambda a: np.sum(SL.expm_frechet(
+        E5 * 0.3, np.sin(a), compute_expm=False) ** 2),
+}
+
+
+@pytest.mark.parametrize("name", COMPOSED)
+def test_composed_scipy_linalg(name):
+    from cases import replays_as_traced
+    f = COMPOSED[name]
+    a = M5.copy()
+    mutad.check_grads(f, a, modes=["rev", "fwd"], rtol=1e-5)
+    mutad.check_grads(f, a, policy="checkpoint", rtol=1e-5)
+    replays_as_traced(f, [(a,), (a * 1.1,), (a * 0.9,)])
+    assert mutad.value_and_grad(f)(a)[0].tobytes() == f(M5.copy()).tobytes()
+    assert a.tobytes() == M5.tobytes()
+
+
+def test_composed_scipy_linalg_values_are_scipys():
+    def parts(a):
+        r, s = SL.orthogonal_procrustes(a, E5)
+        t = SL.subspace_angles(a[:, :3], E5[:, :2])
+        e, l = SL.expm_frechet(a, E5)
+        return r, s, t, e, l
+
+    got = mutad.jvp(parts, (M5.copy(),), (np.ones((5, 5)),))[0]
+    for x, y in zip(got, parts(M5.copy())):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.tobytes() == y.tobytes() and x.strides == y.strides
+
+
+def test_expm_frechet_second_order():
+    f = COMPOSED["expm_frechet"]
+    mutad.check_grads(f, M5.copy(), modes=["rev"], order=2, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["qz", "ordqz"])
+def test_qz_is_refused_by_name(name):
+    a = M5.copy()
+    with pytest.raises(UnsupportedOperationError, match=f"scipy.linalg.{name}.*eigvals"):
+        mutad.gradient(lambda a: np.sum(np.abs(np.diag(
+            getattr(scipy.linalg, name)(a, np.eye(5) + 0.1 * a.T)[0]))), a)
+    assert a.tobytes() == M5.tobytes()
+    # of constants, SciPy's own
+    (g,) = mutad.gradient(lambda s: s * np.sum(scipy.linalg.qz(M5, E5)[0]), 2.0)
+    assert g == np.sum(scipy.linalg.qz(M5, E5)[0])

@@ -1101,3 +1101,83 @@ def test_nnls_replay_follows_the_active_set():
         for ours, expected in zip(replayed(NNLS_A.copy(), b.copy()), traced, strict=True):
             assert ours.tobytes() == expected.tobytes()
     assert len(sets) > 1  # the active set changed between the calls
+
+
+# ----------------------------------------------------------------------------------------------
+# approx_fprime: SciPy's forward differences, step by step
+
+AF_W = np.array([0.3, -0.2, 0.5, 0.0])
+AF_C = np.array([1.0, 2.0, 3.0, 4.0])
+APPROX_FPRIME = {
+    "a scalar function": lambda w: np.sum(scipy.optimize.approx_fprime(
+        w, lambda v: np.sum(np.sin(v) * v), 1e-7) ** 2),
+    "the default step": lambda w: np.sum(scipy.optimize.approx_fprime(
+        w, lambda v: np.sum(v ** 3)) * AF_C),
+    "a vector function": lambda w: np.sum(scipy.optimize.approx_fprime(
+        w, lambda v: np.array([np.sum(v ** 2), np.prod(np.cos(v))]), 1e-6) ** 2),
+    "in a closure": lambda w: np.sum(scipy.optimize.approx_fprime(
+        AF_C, lambda v: np.sum(np.sin(v * w)), 1e-6)),
+    "with args": lambda w: np.sum(scipy.optimize.approx_fprime(
+        w, lambda v, a: np.sum(a * v ** 2), 1e-6, AF_C)),
+}
+
+
+@pytest.mark.parametrize("name", APPROX_FPRIME)
+def test_approx_fprime(name):
+    from cases import replays_as_traced
+    f = APPROX_FPRIME[name]
+    w = AF_W.copy()
+    mutad.check_grads(f, w, modes=["rev", "fwd"], rtol=1e-4)
+    replays_as_traced(f, [(w,), (w * 1.1,), (w * 0.9,)])
+    assert np.asarray(mutad.value_and_grad(f)(w)[0]).tobytes() == np.asarray(
+        f(AF_W.copy())).tobytes()
+    assert w.tobytes() == AF_W.tobytes()
+
+
+# ----------------------------------------------------------------------------------------------
+# linprog: SciPy's solution, differentiated at a nondegenerate vertex
+
+LP_A = np.array([[1.0, 1.0], [1.0, -1.0]])
+LINPROG = {
+    "in the costs, on bounds": (lambda c: scipy.optimize.linprog(
+        c, A_ub=np.array([[1.0, 1.0, 1.0]]), b_ub=[1.0], bounds=[(0, 1)] * 3).fun,
+        np.array([1.0, 2.0, 0.5])),
+    "in b_ub": (lambda b: scipy.optimize.linprog(
+        [-1.0, -2.0], A_ub=LP_A, b_ub=b, bounds=[(0, None)] * 2).fun, np.array([1.0, 2.0])),
+    "the default bounds": (lambda c: scipy.optimize.linprog(
+        c, A_ub=-np.eye(3), b_ub=-np.ones(3)).fun, np.array([1.0, 2.0, 3.0])),
+    "x, in A_ub": (lambda t: np.sum(scipy.optimize.linprog(
+        [-1.0, -2.0], A_ub=LP_A * t[0] + np.array([[0, t[1]], [0, 0]]), b_ub=[2.0, 0.5],
+        bounds=(0, None)).x * np.array([1.0, 3.0])), np.array([1.0, 0.3])),
+    "equalities": (lambda t: scipy.optimize.linprog(
+        [1.0, 2.0, 3.0], A_eq=np.array([[1.0, 1.0, 1.0]]), b_eq=t[:1],
+        A_ub=np.array([[1.0, -1.0, 0.0]]) * t[1], b_ub=[0.1]).fun, np.array([2.0, 1.0])),
+}
+
+
+@pytest.mark.parametrize("name", LINPROG)
+def test_linprog(name):
+    from cases import replays_as_traced
+    f, x0 = LINPROG[name]
+    x = x0.copy()
+    mutad.check_grads(f, x, modes=["rev", "fwd"], rtol=1e-5)
+    replays_as_traced(f, [(x,), (x * 1.1,), (x * 0.9,)])
+    assert np.asarray(mutad.value_and_grad(f)(x)[0]).tobytes() == np.asarray(
+        f(x0.copy())).tobytes()
+    assert x.tobytes() == x0.tobytes()
+
+
+def test_linprog_refuses_what_has_no_derivative():
+    with pytest.raises(UnsupportedOperationError, match="nondegenerate vertex"):
+        mutad.gradient(lambda c: scipy.optimize.linprog(
+            c, A_ub=np.array([[1.0, 1.0, 1.0]]), b_ub=[1.0], bounds=[(0, 1)] * 3).fun,
+            np.array([-1.0, -2.0, 0.5]))  # x = (0, 1, 0): four constraints active
+    with pytest.raises(UnsupportedOperationError, match="nondegenerate vertex"):
+        mutad.gradient(lambda c: scipy.optimize.linprog(
+            c, A_ub=np.array([[-1.0, -1.0]]), b_ub=[-1.0]).fun, np.array([1.0, 1.0]))
+    with pytest.raises(UnsupportedOperationError, match="integrality"):
+        mutad.gradient(lambda c: scipy.optimize.linprog(
+            c, A_ub=-np.eye(2), b_ub=-np.ones(2), integrality=[1, 0]).fun, np.array([1.0, 2.0]))
+    with pytest.raises(mutad.MutadError, match="slack"):
+        mutad.gradient(lambda c: np.sum(scipy.optimize.linprog(
+            c, A_ub=-np.eye(2), b_ub=-np.ones(2)).slack), np.array([1.0, 2.0]))

@@ -810,3 +810,48 @@ def test_peak_widths_refuses_differentiated_positions():
     x = np.sin(np.linspace(0.0, 6.0, 40))
     with pytest.raises(UnsupportedOperationError, match="peaks"):
         mutad.gradient(lambda x: scipy.signal.peak_prominences(x, x[:2] * 0 + 10)[0].sum(), x)
+
+
+# ----------------------------------------------------------------------------------------------
+# lombscargle: SciPy's steps, its values bit for bit
+
+LS_RNG = np.random.default_rng(2)
+LS_Y = LS_RNG.standard_normal(40)
+LS_T = np.sort(LS_RNG.uniform(0, 10, 40))
+LS_F = np.linspace(0.1, 3, 25)
+LOMBSCARGLE = {
+    "power": lambda y: np.max(scipy.signal.lombscargle(LS_T, y, LS_F))
+    + np.sum(scipy.signal.lombscargle(LS_T, y, LS_F)),
+    "normalize": lambda y: np.sum(scipy.signal.lombscargle(LS_T, y - y.mean(), LS_F,
+                                                           normalize=True)),
+    "floating mean, weights": lambda y: np.sum(scipy.signal.lombscargle(
+        LS_T, np.sin(y), LS_F, floating_mean=True, weights=1 + y ** 2) ** 2),
+    "amplitude": lambda y: np.sum(np.abs(scipy.signal.lombscargle(
+        LS_T, y, LS_F, normalize="amplitude")) ** 2),
+    "in the times": lambda y: np.sum(scipy.signal.lombscargle(LS_T + 0.01 * y, np.cos(LS_T),
+                                                              LS_F)),
+    "in the frequencies": lambda y: np.sum(scipy.signal.lombscargle(
+        LS_T, np.cos(LS_T), LS_F + 0.01 * y[:25], floating_mean=True)),
+}
+
+
+@pytest.mark.parametrize("name", LOMBSCARGLE)
+def test_lombscargle(name):
+    f = LOMBSCARGLE[name]
+    y = LS_Y.copy()
+    mutad.check_grads(f, y, modes=["rev", "fwd"], rtol=1e-5)
+    mutad.check_grads(f, y, policy="checkpoint", rtol=1e-5)
+    replays_as_traced(f, [(y,), (y * 1.1,), (y * 0.9,)])
+    assert mutad.value_and_grad(f)(y)[0].tobytes() == f(LS_Y.copy()).tobytes()
+    assert y.tobytes() == LS_Y.tobytes()
+
+
+def test_lombscargle_values_are_scipys():
+    for normalize in (False, True, "amplitude"):
+        for floating_mean in (False, True):
+            def f(y):
+                return scipy.signal.lombscargle(LS_T, y, LS_F, normalize=normalize,
+                                                floating_mean=floating_mean)
+
+            value = mutad.jvp(f, (LS_Y.copy(),), (np.ones(40),))[0]
+            assert value.tobytes() == f(LS_Y.copy()).tobytes()

@@ -17,6 +17,7 @@ branch cut, the closed negative real axis, is refused).
 import numpy as np
 import scipy.linalg as _linalg
 
+from ..api import stop_gradient
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import CONVENTION, HOLOMORPHIC
 from ..engines.arraylike import carries_derivative
@@ -297,6 +298,27 @@ coshm = StandIn(_linalg.coshm, _coshm)
 sinhm = StandIn(_linalg.sinhm, _sinhm)
 tanm = StandIn(_linalg.tanm, _quotient(_linalg.tanm, _sinm, _cosm))
 tanhm = StandIn(_linalg.tanhm, _quotient(_linalg.tanhm, _sinhm, _coshm))
+
+
+def _expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
+    """SciPy's ``expm_frechet``: its values (its own call on the plain matrices, which checks
+    them), with the derivatives of the corners of ``expm([[A, E], [0, A]]) = [[e^A, L(A, E)],
+    [0, e^A]]`` (Higham 2008, §3.2), expm's rule: every mode and order follows."""
+    value = _expm_frechet_stand_in.original(stop_gradient(A), stop_gradient(E), method=method,
+                                            compute_expm=True, check_finite=check_finite)
+    n = np.shape(A)[0]
+    zeros = np.zeros(np.shape(A), np.result_type(stop_gradient(A), stop_gradient(E)))
+    big = np.concatenate([np.concatenate([A, E], axis=1),
+                          np.concatenate([zeros, A], axis=1)], axis=0)
+    block = expm(big)
+    frechet = scipys_value(value[1], block[:n, n:])
+    if not compute_expm:
+        return frechet
+    return scipys_value(value[0], block[:n, :n]), frechet
+
+
+_expm_frechet_stand_in = StandIn(_linalg.expm_frechet, _expm_frechet)
+expm_frechet = _expm_frechet_stand_in
 
 
 def _funm_refusal(A, func, disp=True):

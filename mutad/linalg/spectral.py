@@ -961,6 +961,24 @@ def _schur_refusal(a, *args, **kwargs):
 _schur = StandIn(_linalg.schur, _schur_refusal)
 
 
+def _generalized_schur_refusal(name):
+    def refuse(A, B, *args, **kwargs):
+        if not (carries_derivative(A) or carries_derivative(B)):  # constants: SciPy's own
+            return stand_in.original(A, B, *args, **kwargs)
+        raise UnsupportedOperationError(
+            f"scipy.linalg.{name} of a differentiated matrix: mutad has no derivative of the "
+            "generalized Schur (QZ) form (its factors are not unique, and their order and "
+            "phases are LAPACK's choices). For the generalized eigenvalues of a nonsingular B, "
+            "differentiate np.linalg.eigvals(np.linalg.solve(B, A)); or pass the matrices "
+            "through mutad.stop_gradient.")
+
+    stand_in = StandIn(getattr(_linalg, name), refuse)
+    return stand_in
+
+
+_qz, _ordqz = _generalized_schur_refusal("qz"), _generalized_schur_refusal("ordqz")
+
+
 # ----------------------------------------------------------------------------------------------
 # hessenberg: H = Qᵀ A Q by Householder reflectors. SciPy's values (LAPACK's gehrd and orghr),
 # with the derivatives of the same reflectors computed by steps mutad differentiates (LAPACK's
@@ -1193,3 +1211,66 @@ _eigh_tridiagonal_stand_in = StandIn(_linalg.eigh_tridiagonal, _eigh_tridiagonal
 _eigvalsh_tridiagonal_stand_in = StandIn(_linalg.eigvalsh_tridiagonal, _eigvalsh_tridiagonal)
 eig_banded, eigvals_banded = _eig_banded_stand_in, _eigvals_banded_stand_in
 eigh_tridiagonal, eigvalsh_tridiagonal = _eigh_tridiagonal_stand_in, _eigvalsh_tridiagonal_stand_in
+
+
+# ----------------------------------------------------------------------------------------------
+# orthogonal_procrustes and subspace_angles: SciPy's steps on svd, orth and svdvals, so their
+# values are SciPy's bit for bit and their derivatives those of the steps' rules
+
+
+def _finite_matrix(x, check_finite=True):
+    if check_finite and not np.all(np.isfinite(x)):
+        raise ValueError("array must not contain infs or NaNs")
+
+
+def _orthogonal_procrustes(A, B, check_finite=True):
+    """SciPy's ``orthogonal_procrustes``: ``R = U Vᵀ`` of the SVD of ``(Bᵀ conj(A))ᵀ`` and
+    ``scale`` the sum of its singular values (svd's rule: distinct singular values)."""
+    _finite_matrix(A, check_finite)
+    _finite_matrix(B, check_finite)
+    if np.ndim(A) != 2:
+        raise ValueError(f'expected ndim to be 2, but observed {np.ndim(A)}')
+    if np.shape(A) != np.shape(B):
+        raise ValueError(f'the shapes of A and B differ ({np.shape(A)} vs {np.shape(B)})')
+    u, w, vt = svd((B.T @ np.conj(A)).T)
+    R = u @ vt
+    scale = np.sum(w)
+    return R, scale
+
+
+def _orth_of(x):
+    """orth of a differentiated matrix by its rule; of a constant (one the function made, such
+    as np.eye(5)[:, :2], whose repeated singular values orth's rule would refuse), SciPy's own."""
+    return orth(x) if carries_derivative(x) else orth.fn(x)
+
+
+def _subspace_angles(A, B):
+    """SciPy's ``subspace_angles``: orth of each, svdvals of ``QAᴴ QB`` (the cosines) and of the
+    residual (the sines, where a cosine² ≥ 1/2: SciPy's decision, taken on the values)."""
+    _finite_matrix(A)
+    if len(np.shape(A)) != 2:
+        raise ValueError(f'expected 2D array, got shape {np.shape(A)}')
+    QA = _orth_of(A)
+    _finite_matrix(B)
+    if len(np.shape(B)) != 2:
+        raise ValueError(f'expected 2D array, got shape {np.shape(B)}')
+    if len(B) != len(QA):
+        raise ValueError('A and B must have the same number of rows, got '
+                         f'{np.shape(QA)[0]} and {np.shape(B)[0]}')
+    QB = _orth_of(B)
+    QA_H_QB = np.dot(QA.T.conj(), QB)
+    sigma = svdvals(QA_H_QB)
+    if np.shape(QA)[1] >= np.shape(QB)[1]:
+        B = QB - np.dot(QA, QA_H_QB)
+    else:
+        B = QA - np.dot(QB, QA_H_QB.T.conj())
+    mask = sigma ** 2 >= 0.5
+    if mask.any():
+        mu_arcsin = np.arcsin(np.clip(svdvals(B, overwrite_a=True), -1., 1.))
+    else:
+        mu_arcsin = 0.
+    return np.where(mask, mu_arcsin, np.arccos(np.clip(sigma[::-1], -1., 1.)))
+
+
+orthogonal_procrustes = StandIn(_linalg.orthogonal_procrustes, _orthogonal_procrustes)
+subspace_angles = StandIn(_linalg.subspace_angles, _subspace_angles)

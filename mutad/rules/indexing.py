@@ -33,6 +33,7 @@ from ..engines.writes import Reads, Undo, checkpoint
 from ..core import views
 from ..custom import adjoint
 from ..core.views import memory, wrapped
+from ..engines.arraylike import carries_derivative
 from ._helpers import accumulator, batch_aligned, gather_cotangent
 
 
@@ -806,4 +807,145 @@ def _histogram_counts_jvp(tangents, weights, a, bins, range):
     inside = where >= 0
     return counts, np.bincount(where[inside], weights=np.ravel(tangents[0])[inside],
                                minlength=counts.size)
+
+
+# np.histogramdd and np.histogram2d: NumPy's counts of the samples (decisions, taken anew on
+# every call), linear in the weights; the edges NumPy computes from differentiated samples
+# (no range, a number of bins) differentiated through their min and max, as np.histogram's.
+
+
+def _plain_value(x, what):
+    """``x`` as its plain value where it carries no derivative (a constant the function made);
+    a differentiated one is refused by name."""
+    if not wrapped(x):
+        return x
+    if carries_derivative(x):
+        raise UnsupportedOperationError(
+            f"np.histogramdd (np.histogram2d) with differentiated {what}: mutad differentiates "
+            "the histogram in its weights (and its edges in the samples, where NumPy computes "
+            "them from the samples' min and max); pass the bin edges and range as constants "
+            "(mutad.stop_gradient).")
+    return memory(x)
+
+
+def _plain_bins(bins, D):
+    if isinstance(bins, str):
+        return bins
+    if type(bins) in (list, tuple):
+        return [b if isinstance(b, str) else _plain_value(b, "bins") for b in bins]
+    return _plain_value(bins, "bins")
+
+
+@defcomposite(np.histogramdd)
+def histogramdd(sample, bins=10, range=None, density=None, weights=None):
+    """NumPy's ``histogramdd``: its counts (or sums of weights) bit for bit, each weight's
+    derivative its bin's; NumPy's steps for ``density``."""
+    if not (hasattr(sample, "shape") and np.ndim(sample) == 2):
+        if type(sample) in (list, tuple) and any(wrapped(x) for x in sample):
+            sample = np.stack(sample)
+        else:
+            sample = np.atleast_2d(sample)
+        sample = sample.T
+    D = np.shape(sample)[1]
+    if range is not None:
+        range = [r if r is None else tuple(_plain_value(v, "range") for v in r) for r in range]
+    bins = _plain_bins(bins, D)
+    plain_sample = memory(sample) if wrapped(sample) else sample
+    hist = histogramdd_counts(weights, sample, bins, range)
+    edges = list(_histogramdd_edges(plain_sample, bins, range))
+    scalar_bins = isinstance(bins, str) or (type(bins) not in (list, tuple)
+                                            and np.ndim(bins) == 0)
+    for i in builtins_range(D):
+        bins_i = bins if scalar_bins else bins[i]
+        if (np.ndim(bins_i) == 0 and not isinstance(bins_i, str)
+                and (range is None or range[i] is None) and carries_derivative(sample)
+                and np.size(sample) and np.asarray(plain_sample).dtype.kind == "f"):
+            first, last = np.min(sample[:, i]), np.max(sample[:, i])
+            if first == last:
+                first, last = first - 0.5, last + 0.5
+            edges[i] = np.linspace(first, last, edges[i].size)
+    if density:
+        dedges = [np.diff(e) for e in edges]
+        total = hist.sum()
+        for i in builtins_range(D):
+            shape = np.ones(D, int)
+            shape[i] = np.size(edges[i]) - 1
+            hist = hist / dedges[i].reshape(shape)
+        hist /= total
+    return hist, edges
+
+
+builtins_range = range
+
+
+def _histogramdd_edges(sample, bins, range):
+    """NumPy's edges of the plain samples (and its checks and errors)."""
+    return np.histogramdd(sample, bins, range)[1]
+
+
+@defcomposite(np.histogram2d)
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
+    """NumPy's ``histogram2d``: its steps, on ``histogramdd``."""
+    if len(x) != len(y):
+        raise ValueError('x and y must have the same length.')
+    try:
+        N = len(bins)
+    except TypeError:
+        N = 1
+    if N not in {1, 2}:
+        xedges = yedges = np.asarray(_plain_value(bins, "bin edges"))
+        bins = [xedges, yedges]
+    hist, edges = np.histogramdd([x, y], bins, range, density, weights)
+    return hist, edges[0], edges[1]
+
+
+@adjoint
+def histogramdd_counts(weights, sample, bins, range):
+    """``np.histogramdd(sample, bins, range, weights=weights)[0]``: NumPy's own."""
+    return np.histogramdd(sample, bins, range, weights=weights)[0]
+
+
+def _cells_of(sample, bins, range):
+    """The cell of each sample in the histogram's flat array (-1 outside), by NumPy's steps:
+    searchsorted on each axis's edges, the last edge in the last bin."""
+    edges = np.histogramdd(sample, bins, range)[1]
+    sample = np.asarray(sample)
+    counts = tuple(np.searchsorted(edges[i], sample[:, i], side="right")
+                   for i in builtins_range(len(edges)))
+    nbin = np.array([len(e) + 1 for e in edges])
+    inside = np.ones(sample.shape[0], bool)
+    for i, c in enumerate(counts):
+        c[sample[:, i] == edges[i][-1]] -= 1
+        inside &= (c >= 1) & (c <= nbin[i] - 2)
+    cells = np.full(sample.shape[0], -1, np.intp)
+    if inside.any():
+        cells[inside] = np.ravel_multi_index(tuple(c[inside] - 1 for c in counts), nbin - 2)
+    return cells, int(np.prod(nbin - 2))
+
+
+@histogramdd_counts.rule
+def _histogramdd_counts_rule(weights, sample, bins, range):
+    hist = histogramdd_counts(weights, sample, bins, range)
+    if weights is None:
+        return hist, lambda dy: (None, None, None, None)
+    cells, _ = _cells_of(sample, bins, range)
+    inside = cells >= 0
+
+    def back(dy):
+        flat = np.ravel(dy)
+        return (np.where(inside, flat[np.maximum(cells, 0)], 0.0).reshape(np.shape(weights)),
+                None, None, None)
+
+    return hist, back
+
+
+@histogramdd_counts.jvp_rule
+def _histogramdd_counts_jvp(tangents, weights, sample, bins, range):
+    hist = histogramdd_counts(weights, sample, bins, range)
+    if tangents[0] is None:
+        return hist, None
+    cells, size = _cells_of(memory(sample) if wrapped(sample) else sample, bins, range)
+    inside = cells >= 0
+    return hist, np.bincount(cells[inside], weights=np.ravel(tangents[0])[inside],
+                             minlength=size).reshape(np.shape(hist))
 

@@ -117,9 +117,9 @@ _interpolate = types.SimpleNamespace(**vars(scipy.interpolate))
 
 __all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator", "CubicHermiteSpline",
            "CubicSpline", "LinearNDInterpolator", "NearestNDInterpolator", "PPoly",
-           "PchipInterpolator",
+           "PchipInterpolator", "RectBivariateSpline",
            "RBFInterpolator", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
-           "barycentric_interpolate", "make_interp_spline", "make_lsq_spline", "pchip_interpolate",
+           "barycentric_interpolate", "bisplrep", "make_interp_spline", "make_lsq_spline", "pchip_interpolate",
            "splev", "splrep"]
 
 
@@ -892,7 +892,7 @@ class _Constructor(type):
 
     def __instancecheck__(cls, instance):
         return isinstance(instance, (cls.scipy, _TracedInterpolant, _TracedGridInterpolant,
-                                     _TracedBarycentric))
+                                     _TracedBarycentric, _TracedRectBivariate))
 
     def __subclasscheck__(cls, subclass):
         return issubclass(subclass, cls.scipy)
@@ -1824,3 +1824,158 @@ def griddata(points: Any, values: Any, xi: Any, method: str = "linear",
             "tolerance, and mutad has no derivative of them. Use method='linear' or "
             "'nearest', or RBFInterpolator (differentiated in its values).")
     raise ValueError(f"Unknown interpolation method {method!r} for {ndim} dimensional data")
+
+
+# ----------------------------------------------------------------------------------------------
+# RectBivariateSpline of traced values z on a constant grid: the interpolating spline (s=0),
+# whose knots FITPACK places by the grid alone, so that its values are linear in z:
+# values = Gx z Gyᵀ, G = B(queries) B(grid)⁻¹ along each axis (B the B-spline basis, its
+# derivative of order dx, dy, at the queries clamped to the knots' interval as FITPACK clamps)
+
+
+class _RectBivariate:
+    """The constant part of a ``RectBivariateSpline``: SciPy's grid, settings and knots."""
+
+    def __init__(self, x, y, bbox, kx, ky, s, maxit):
+        self.x, self.y = _plain_copy(x), _plain_copy(y)
+        self.bbox, self.kx, self.ky, self.s, self.maxit = list(bbox), kx, ky, s, maxit
+        probe = self.spline(np.zeros((self.x.size, self.y.size)))  # SciPy's checks
+        self.tx, self.ty = probe.get_knots()
+        self.inverse = {}
+
+    def spline(self, z):
+        return _interpolate.RectBivariateSpline(self.x, self.y, z, self.bbox, self.kx, self.ky,
+                                                self.s, self.maxit)
+
+    def checked(self, z):
+        spline = self.spline(z)
+        tx, ty = spline.get_knots()
+        if not (np.array_equal(tx, self.tx) and np.array_equal(ty, self.ty)):
+            raise UnsupportedOperationError(
+                "scipy.interpolate.RectBivariateSpline: FITPACK placed the knots by the values "
+                "z, so the spline is not linear in them and mutad has no derivative of it.")
+        return spline
+
+    def basis(self, axis, points, nu):
+        """``G`` along ``axis`` at ``points`` (derivative order ``nu``)."""
+        t, k, grid = (self.tx, self.kx, self.x) if axis == 0 else (self.ty, self.ky, self.y)
+        n = len(t) - k - 1
+        if axis not in self.inverse:
+            self.inverse[axis] = np.linalg.inv(_interpolate.BSpline(t, np.eye(n), k)(grid))
+        points = np.clip(np.ravel(np.asarray(points, float)), t[k], t[n])
+        return _interpolate.BSpline(t, np.eye(n), k)(points, nu=nu) @ self.inverse[axis]
+
+
+def _rect_value(z, spec, query):
+    xq, yq, dx, dy, grid = query
+    spline = spec.checked(np.asarray(z))
+    if grid == "ev":
+        return spline.ev(xq, yq, dx, dy)
+    return spline(xq, yq, dx=dx, dy=dy, grid=grid)
+
+
+_rect_evaluate = Adjoint(_rect_value)
+_rect_evaluate.complex_values = None
+
+
+def _rect_bases(spec, query):
+    xq, yq, dx, dy, grid = query
+    return spec.basis(0, xq, dx), spec.basis(1, yq, dy)
+
+
+@_rect_evaluate.rule
+def _rect_rule(z, spec, query):
+    y = _rect_value(z, spec, query)
+    gx, gy = _rect_bases(spec, query)
+    grid = query[-1]
+
+    def back(dy):
+        if grid is True:
+            return (gx.T @ np.reshape(dy, (gx.shape[0], gy.shape[0])) @ gy,)
+        return (gx.T @ (np.reshape(dy, (-1, 1)) * gy),)
+
+    return y, back
+
+
+@_rect_evaluate.jvp_rule
+def _rect_jvp(tangents, z, spec, query):
+    y = _rect_value(z, spec, query)
+    if tangents[0] is None:
+        return y, None
+    gx, gy = _rect_bases(spec, query)
+    dz = np.asarray(tangents[0], float)
+    if query[-1] is True:
+        return y, np.reshape(gx @ dz @ gy.T, np.shape(y))
+    return y, np.reshape(np.einsum("ki,ij,kj->k", gx, dz, gy), np.shape(y))
+
+
+def _constant_value(v):
+    """The plain value of a constant (an array the function made from none of its arguments,
+    or the caller's), a copy: the caller may write into it afterwards."""
+    if isinstance(v, (list, tuple)):
+        return type(v)(_constant_value(item) for item in v)
+    if isinstance(v, Tracer):
+        v = v.plain_value()
+    return np.array(v, copy=True) if isinstance(v, np.ndarray) else v
+
+
+class _TracedRectBivariate:
+    """A ``RectBivariateSpline`` of traced values: called (``grid=True`` or ``False``) and
+    ``ev``, its values are SciPy's, differentiated in ``z``."""
+
+    def __init__(self, spec, z):
+        self._spec, self._z = spec, z
+
+    def _evaluate(self, xq, yq, dx, dy, grid):
+        _refuse_traced("RectBivariateSpline", "the query points", (xq, yq),
+                       "Evaluate at constant points, or interpolate with "
+                       "RegularGridInterpolator(method='cubic'), which mutad differentiates in "
+                       "its points.")
+        xq, yq = _constant_value(xq), _constant_value(yq)
+        return _rect_evaluate(self._z, spec=self._spec, query=(xq, yq, dx, dy, grid))
+
+    def __call__(self, x, y, dx=0, dy=0, grid=True):
+        return self._evaluate(x, y, dx, dy, bool(grid))
+
+    def ev(self, xi, yi, dx=0, dy=0):
+        return self._evaluate(xi, yi, dx, dy, "ev")
+
+    def get_knots(self):
+        return self._spec.tx.copy(), self._spec.ty.copy()
+
+    def __getattr__(self, name):
+        return refused_attribute(
+            name,
+            f"scipy.interpolate.RectBivariateSpline(...).{name}: this spline was built from "
+            "traced values, and mutad differentiates its values and partial derivatives "
+            "(calling it, .ev) only. Build it from plain values to use other attributes.")
+
+
+@_route(_interpolate.RectBivariateSpline)
+def RectBivariateSpline(x: Any, y: Any, z: Any, bbox: Any = (None, None, None, None),
+                        kx: int = 3, ky: int = 3, s: float = 0, maxit: int = 20) -> Any:
+    if not _traced((x, y, z, bbox, s)):
+        return _interpolate.RectBivariateSpline(
+            stop_gradient(x), stop_gradient(y), stop_gradient(z), list(bbox), kx, ky, s, maxit)
+    _refuse_traced("RectBivariateSpline", "the grid x, y or bbox", (x, y, bbox),
+                   "Interpolate on a constant grid (map the queries onto it).")
+    _refuse_traced("RectBivariateSpline", "the smoothing s", s, "Pass it as a constant.")
+    if s != 0:
+        raise UnsupportedOperationError(
+            "scipy.interpolate.RectBivariateSpline(s > 0) of traced values: FITPACK places a "
+            "smoothing spline's knots by the values, so it is not linear in them and mutad has "
+            "no derivative of it. Use s=0 (interpolation).")
+    spec = _RectBivariate(_constant_value(x), _constant_value(y), _constant_value(bbox), kx, ky,
+                          s, maxit)
+    return _TracedRectBivariate(spec, np.copy(z))
+
+
+@_route(_interpolate.bisplrep)
+def bisplrep(x: Any, y: Any, z: Any, *args: Any, **kwargs: Any) -> Any:
+    if not _traced((x, y, z, args, kwargs)):
+        return _interpolate.bisplrep(x, y, z, *args, **kwargs)
+    raise UnsupportedOperationError(
+        "scipy.interpolate.bisplrep of differentiated values: mutad has no derivative of "
+        "FITPACK's scattered surface fit (surfit places its knots, and ranks its system, by the "
+        "values). For data on a grid use RectBivariateSpline(x, y, z) (s=0), which mutad "
+        "differentiates in z; for scattered data RBFInterpolator, or griddata.")

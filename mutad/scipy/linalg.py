@@ -70,6 +70,10 @@ ravels with a warning that it will change, is refused.
 ``sinm``, ``tanm``, ``coshm``, ``sinhm`` and ``tanhm`` are SciPy's own steps on ``expm`` and
 ``solve`` (``tanm`` and ``tanhm`` of a complex matrix: SciPy's value with np.linalg.solve's
 derivatives), so their values are SciPy's and every mode and order follows.
+``expm_frechet`` is SciPy's value with the derivatives of the corners of ``expm([[A, E], [0,
+A]])`` (in both matrices, every order); ``orthogonal_procrustes`` and ``subspace_angles`` are
+SciPy's steps on ``svd``, ``orth`` and ``svdvals`` (its values bit for bit).
+
 ``fractional_matrix_power`` has logm's rule, the Fréchet derivative as the corner of the power of
 a block triangular matrix, for real and complex matrices (a traced power ``t``, and a non-integer
 power of a matrix with an eigenvalue on the closed negative real axis, the branch cut, are
@@ -114,22 +118,22 @@ from ..linalg.equations import (solve_continuous_are, solve_continuous_lyapunov,
                                 solve_discrete_are, solve_discrete_lyapunov, solve_sylvester)
 from ..linalg.factorizations import (cho_factor, cho_solve, cholesky, lu, lu_factor, lu_solve,
                                      qr, solve_triangular)
-from ..linalg.functions import (cosm, coshm, expm, fractional_matrix_power, logm, sinhm, sinm,
-                                sqrtm, tanhm, tanm)
+from ..linalg.functions import (cosm, coshm, expm, expm_frechet, fractional_matrix_power, logm,
+                                sinhm, sinm, sqrtm, tanhm, tanm)
 from ..linalg.norms import norm
-from ..linalg.spectral import (eig, eigh, eigvals, eigvalsh, hessenberg, null_space, orth, pinvh,
-                               polar, svd, svdvals)
+from ..linalg.spectral import (eig, eigh, eigvals, eigvalsh, hessenberg, null_space, orth,
+                               orthogonal_procrustes, pinvh, polar, subspace_angles, svd, svdvals)
 from ..linalg.structured import (block_diag, circulant, companion, convolution_matrix, fiedler,
                                  fiedler_companion, hankel, leslie, solve_banded, solveh_banded,
                                  solve_toeplitz, toeplitz)
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
            "convolution_matrix", "cosm", "coshm", "det", "eig", "eigh", "eigvals", "eigvalsh",
-           "expm", "fiedler", "fiedler_companion", "fractional_matrix_power", "hankel", "hessenberg", "inv",
-           "leslie", "logm", "lstsq", "lu", "lu_factor", "lu_solve", "norm", "null_space", "orth",
+           "expm", "expm_frechet", "fiedler", "fiedler_companion", "fractional_matrix_power", "hankel", "hessenberg", "inv",
+           "leslie", "logm", "lstsq", "lu", "lu_factor", "lu_solve", "norm", "null_space", "orth", "orthogonal_procrustes",
            "pinv", "pinvh", "polar",
            "qr", "sinhm", "sinm", "solve", "solve_banded",
            "solve_continuous_are", "solve_continuous_lyapunov", "solve_discrete_are",
            "solve_discrete_lyapunov",
            "solve_sylvester", "solve_toeplitz", "solve_triangular", "solveh_banded", "sqrtm",
-           "svd", "svdvals", "tanhm", "tanm", "toeplitz"]
+           "subspace_angles", "svd", "svdvals", "tanhm", "tanm", "toeplitz"]

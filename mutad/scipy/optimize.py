@@ -41,6 +41,10 @@ which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)�
 * ``fixed_point``: ``F = func(x) - x``.
 * ``brentq``, ``brenth``, ``ridder``, ``bisect``, ``toms748``, ``root_scalar``, ``newton`` (of a
   scalar): ``dx*/dθ = -(∂f/∂θ) / f'(x*)``.
+* ``linprog``: SciPy's (HiGHS's) solution, ``x`` and ``fun`` differentiated at a nondegenerate
+  vertex as ``x = K⁻¹ r`` of the ``n`` constraints active there (each with a nonzero
+  marginal); degenerate and non-unique solutions are refused. ``approx_fprime``: SciPy's
+  forward differences step by step.
 * ``nnls(A, b)``, which calls no function of the user's, has a rule of its own on its
   arguments: the coordinates SciPy's solution holds at 0 stay there (its active set, a
   decision), the free ones are the least-squares solution of their columns, and ``rnorm`` is
@@ -93,6 +97,7 @@ import copy
 import functools
 import inspect
 import types
+from typing import Any
 
 import numpy as np
 import scipy.optimize as _optimize
@@ -105,11 +110,11 @@ from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE, Tracer
 from ..core.registry import defroute
 from ..core.views import memory, weaken
-from ._adjoints import outside_differentiations
+from ._adjoints import outside_differentiations, scipys_value
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
-__all__ = ["bisect", "brenth", "brentq", "curve_fit", "fixed_point", "fsolve",
-           "least_squares", "minimize", "minimize_scalar", "newton", "nnls", "ridder", "root",
+__all__ = ["approx_fprime", "bisect", "brenth", "brentq", "curve_fit", "fixed_point", "fsolve",
+           "least_squares", "linprog", "minimize", "minimize_scalar", "newton", "nnls", "ridder", "root",
            "root_scalar", "toms748"]
 
 DENSE = 32
@@ -1176,3 +1181,157 @@ def _nnls_jvp(tangents, A, b, *, maxiter=None, atol=None):
     if da is not None:
         rhs = rhs + np.swapaxes(da[:, free], -1, -2) @ r
     return (x, rnorm), (placing @ _nnls_solve(A, free, rhs), drnorm)
+
+
+# ----------------------------------------------------------------------------------------------
+# approx_fprime: SciPy's forward differences, step by step (approx_derivative's '2-point' scheme
+# without bounds), so that their values are SciPy's and their derivatives those of the same
+# differences, in xk and in whatever the function reads (its closures, args)
+
+_APPROX_FPRIME_EPSILON = inspect.signature(_optimize.approx_fprime).parameters["epsilon"].default
+
+
+def _approx_fprime_steps(xk, f, epsilon=_APPROX_FPRIME_EPSILON, *args):
+    xk = xk.astype(float) if isinstance(xk, Tracer) else np.asarray(xk, float)
+    f0 = f(xk, *args)
+    x0 = np.atleast_1d(xk)
+    if x0.dtype.kind != "f":
+        x0 = x0.astype(np.float64)
+    if x0.ndim > 1:
+        raise ValueError("`x0` must have at most 1 dimension.")
+
+    def fun(x):
+        f = np.atleast_1d(f_user(x, *args))
+        if f.ndim > 1:
+            raise RuntimeError("`fun` return value has more than 1 dimension.")
+        return f
+
+    f_user = f
+    f0 = np.atleast_1d(f0)
+    if f0.ndim > 1:
+        raise ValueError("`f0` passed has more than 1 dimension.")
+    sign_x0 = (x0 >= 0).astype(float) * 2 - 1
+    h = epsilon
+    dx = ((x0 + h) - x0)
+    eps = np.finfo(np.float64).eps ** 0.5
+    if np.dtype(f0.dtype).kind == "f" and np.dtype(f0.dtype).itemsize < 8:
+        eps = np.finfo(f0.dtype).eps ** 0.5
+    h = np.where(dx == 0, eps * sign_x0 * np.maximum(1.0, np.abs(x0)), h)
+    n, m = np.size(x0), np.size(f0)
+    rows = []
+    for i in range(n):
+        x1 = np.copy(x0)
+        x1[i] = x0[i] + h[i]
+        f_eval = fun(x1)
+        delx = (x0[i] + h[i]) - x0[i]
+        rows.append((f_eval - f0) / delx)
+    # (SciPy writes each row into np.empty((n, m)): the same numbers, as float64)
+    J_transposed = np.stack(rows) if n else np.empty((n, m))
+    if J_transposed.dtype != np.float64:
+        J_transposed = J_transposed.astype(np.float64)
+    if m == 1:
+        J_transposed = np.ravel(J_transposed)
+    return J_transposed.T
+
+
+def approx_fprime(xk: Any, f: Any, epsilon: Any = _APPROX_FPRIME_EPSILON, *args: Any) -> Any:
+    """``scipy.optimize.approx_fprime``: SciPy's own outside a differentiation; inside one,
+    SciPy's steps on the differentiated functions (its values bit for bit)."""
+    if not ACTIVE.running:
+        return _approx_fprime_original(xk, f, epsilon, *args)
+    return _approx_fprime_steps(xk, f, epsilon, *args)
+
+
+_approx_fprime_original = _optimize.approx_fprime
+defroute(_optimize.approx_fprime, approx_fprime)
+
+
+# ----------------------------------------------------------------------------------------------
+# linprog: SciPy's (HiGHS's) solution, differentiated at a nondegenerate vertex. There the n
+# constraints active at x (the inequalities with no slack, the equalities, the bounds x sits on)
+# determine it, K x = r, and stay the active ones nearby when every one of them has a nonzero
+# marginal (strict complementarity): x = K⁻¹ r and fun = cᵀ x are differentiated as that solve,
+# in c, A_ub, b_ub, A_eq and b_eq, every mode and order; the values stay SciPy's bit for bit.
+
+
+def _depends(value):
+    return value is not None and _plain(value, {})[2]
+
+
+def _float_array(value, name):
+    if value is None:
+        return None
+    if isinstance(value, Tracer):
+        return value if value.dtype == np.float64 else value.astype(np.float64)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, Tracer) for v in value):
+        return np.stack([v if isinstance(v, Tracer) else np.float64(v) for v in value])
+    return np.asarray(value, np.float64)
+
+
+@_stands_in_for(_optimize.linprog)
+def linprog(original, a, p, call, followed):
+    """``scipy.optimize.linprog``: ``res.x`` and ``res.fun`` at a nondegenerate vertex (see
+    above); a degenerate or non-unique solution is refused."""
+    res = _run(original, call)
+    if not followed:
+        return res
+    name = "scipy.optimize.linprog"
+    for setting in ("bounds", "integrality", "method", "options", "callback"):
+        if _depends(a.get(setting)):
+            raise UnsupportedOperationError(
+                f"{name} with a differentiated {setting}: mutad differentiates the solution in "
+                "c, A_ub, b_ub, A_eq and b_eq; pass it as a constant.")
+    if p.get("integrality") is not None and np.any(np.asarray(p["integrality"]) != 0):
+        raise UnsupportedOperationError(
+            f"{name} with integrality: a mixed-integer solution has no derivative.")
+    if res.status != 0 or "ineqlin" not in res:
+        raise UnsupportedOperationError(
+            f"{name}: SciPy found no optimal solution (status {res.status}: {res.message}) or "
+            "reported no marginals, and there is no derivative of one not found.")
+    from scipy.optimize._linprog_util import _LPProblem, _clean_inputs
+    lp = _clean_inputs(_LPProblem(p["c"], p["A_ub"], p["b_ub"], p["A_eq"], p["b_eq"],
+                                  p["bounds"], None, None))
+    x = np.asarray(res.x, float)
+    n = x.size
+    scale = 1e-9 * (1.0 + np.max(np.abs(x), initial=0.0))
+    lower, upper = lp.bounds[:, 0], lp.bounds[:, 1]
+    at_lower = np.flatnonzero(np.isfinite(lower) & (np.abs(x - lower) <= scale))
+    at_upper = np.flatnonzero(np.isfinite(upper) & (np.abs(x - upper) <= scale)
+                              & ~np.isin(np.arange(n), at_lower))
+    slack = np.asarray(res.slack, float)
+    tight = np.flatnonzero(np.abs(slack) <= scale * (1.0 + np.abs(lp.b_ub)))
+    n_eq = np.shape(lp.b_eq)[0]
+    marginals = np.concatenate([np.asarray(res.ineqlin.marginals)[tight],
+                                np.asarray(res.lower.marginals)[at_lower],
+                                np.asarray(res.upper.marginals)[at_upper]])
+    if tight.size + n_eq + at_lower.size + at_upper.size != n or np.any(
+            np.abs(marginals) <= 1e-9 * (1.0 + np.max(np.abs(lp.c), initial=0.0))):
+        raise UnsupportedOperationError(
+            f"{name}: the solution is not a nondegenerate vertex (the constraints active at it "
+            "are not exactly n, or one of them has a zero marginal), so the solution may jump "
+            "or is not unique nearby, and it has no derivative. Differentiate a problem whose "
+            "solution is unique and strictly complementary.")
+    A_ub, b_ub = _float_array(a["A_ub"], "A_ub"), _float_array(a["b_ub"], "b_ub")
+    A_eq, b_eq = _float_array(a["A_eq"], "A_eq"), _float_array(a["b_eq"], "b_eq")
+    rows, rhs = [], []
+    if tight.size:
+        rows.append(np.reshape(A_ub, (-1, n))[tight])
+        rhs.append(np.reshape(b_ub, (-1,))[tight])
+    if n_eq:
+        rows.append(np.reshape(A_eq, (-1, n)))
+        rhs.append(np.reshape(b_eq, (-1,)))
+    for where, values in ((at_lower, lower), (at_upper, upper)):
+        if where.size:
+            rows.append(np.eye(n)[where])
+            rhs.append(values[where])
+    K = np.concatenate(rows) if len(rows) > 1 else rows[0]
+    if np.linalg.cond(stop_gradient(K) if isinstance(K, Tracer) else K) > 1e12:
+        raise UnsupportedOperationError(
+            f"{name}: the constraints active at the solution are (nearly) dependent: the "
+            "vertex is degenerate, and the solution has no derivative.")
+    r = np.concatenate(rhs) if len(rhs) > 1 else rhs[0]
+    x_composed = np.linalg.solve(K, r)
+    c = _float_array(a["c"], "c")
+    fun = scipys_value(np.float64(res.fun), np.dot(c, x_composed))
+    return _result(name, res, {"x": scipys_value(res.x, x_composed), "fun": fun},
+                   keep=(*_KEEP, "crossover_nit"))

@@ -74,6 +74,7 @@ values).
 """
 
 import functools
+import inspect
 import math
 import operator
 import warnings
@@ -105,7 +106,7 @@ __all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "coherence", "con
            "convolve", "convolve2d", "correlate", "correlate2d", "csd", "decimate", "detrend",
            "dimpulse", "dlsim", "dlti", "dstep", "fftconvolve", "filtfilt", "find_peaks", "firwin",
            "freqresp", "freqs", "freqs_zpk", "freqz", "hilbert", "impulse", "istft", "lfilter",
-           "lfilter_zi", "lsim", "lti", "medfilt", "medfilt2d", "normalize", "oaconvolve", "peak_prominences", "peak_widths", "periodogram",
+           "lfilter_zi", "lombscargle", "lsim", "lti", "medfilt", "medfilt2d", "normalize", "oaconvolve", "peak_prominences", "peak_widths", "periodogram",
            "resample", "resample_poly", "savgol_filter", "sosfilt", "sosfilt_zi", "sosfiltfilt",
            "spectrogram", "ss2tf", "step", "stft", "tf2ss", "upfirdn", "welch", "wiener", "zpk2ss", "zpk2tf"]
 
@@ -2553,3 +2554,105 @@ def istft(Zxx, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft
         x = np.moveaxis(x, -1, time_axis)
     time = np.arange(x.shape[0]) / float(fs)
     return time, x
+
+
+# ----------------------------------------------------------------------------------------------
+# lombscargle: SciPy's steps on the differentiated functions (its values bit for bit)
+
+_NO_PRECENTER = inspect.signature(_signal.lombscargle).parameters["precenter"].default
+
+
+def _float64(v, name):
+    if innermost((v,)) is None:
+        return np.asarray(v, dtype=np.float64)
+    if np.iscomplexobj(v):
+        raise UnsupportedOperationError(
+            f"scipy.signal.lombscargle of a complex {name}: SciPy casts it to float64 (dropping "
+            "its imaginary part with a ComplexWarning); pass its real part.")
+    return v if v.dtype == np.float64 else v.astype(np.float64)
+
+
+def _lombscargle(x, y, freqs, *, precenter=_NO_PRECENTER, normalize=False, weights=None,
+                 floating_mean=False):
+    """SciPy's ``lombscargle``, step by step (its casts to float64 aside)."""
+    if weights is None:
+        weights = np.ones_like(stop_gradient(y), dtype=np.float64)
+    else:
+        weights = _float64(weights, "weights")
+    x, y, freqs = _float64(x, "x"), _float64(y, "y"), _float64(freqs, "freqs")
+    if not (x.ndim == 1 and x.size > 0 and x.shape == y.shape == weights.shape):
+        raise ValueError("Parameters x, y, weights must be 1-D arrays of "
+                         "equal non-zero length!")
+    if not (freqs.ndim == 1 and freqs.size > 0):
+        raise ValueError("Parameter freqs must be a 1-D array of non-zero length!")
+    if not (np.all(weights >= 0) and np.sum(weights) > 0):
+        raise ValueError("Parameter weights must have only non-negative entries "
+                         "which sum to a positive value!")
+    if isinstance(normalize, bool):
+        normalize = "normalize" if normalize else "power"
+    if normalize not in ["power", "normalize", "amplitude"]:
+        raise ValueError("Normalize must be: False (or 'power'), True (or 'normalize'), "
+                         "or 'amplitude'.")
+    weights = weights * (1.0 / weights.sum())
+    if precenter is not _NO_PRECENTER:
+        warnings.warn("Use of parameter 'precenter' is deprecated as of SciPy 1.17.0 and "
+                      "will be removed in 1.19.0. Please leave 'precenter' unspecified.",
+                      DeprecationWarning, stacklevel=3)
+        if precenter:
+            y = y - y.mean()
+    freqs = freqs.reshape(1, -1)
+    x = x.reshape(-1, 1)
+    y = y.reshape(-1, 1)
+    weights = weights.reshape(-1, 1)
+    weights_y = weights * y
+    freqst = freqs * x
+    coswt = np.cos(freqst)
+    sinwt = np.sin(freqst)
+    Y = np.dot(weights.T, y)
+    CC = np.dot(weights.T, coswt * coswt)
+    SS = 1.0 - CC
+    CS = np.dot(weights.T, coswt * sinwt)
+    if floating_mean:
+        C = np.dot(weights.T, coswt)
+        S = np.dot(weights.T, sinwt)
+        CC -= C * C
+        SS -= S * S
+        CS -= C * S
+    tau = 0.5 * np.arctan2(2.0 * CS, CC - SS)
+    freqst_tau = freqst - tau
+    coswt_tau = np.cos(freqst_tau)
+    sinwt_tau = np.sin(freqst_tau)
+    YC = np.dot(weights_y.T, coswt_tau)
+    YS = np.dot(weights_y.T, sinwt_tau)
+    CC = np.dot(weights.T, coswt_tau * coswt_tau)
+    SS = 1.0 - CC
+    if floating_mean:
+        C = np.dot(weights.T, coswt_tau)
+        S = np.dot(weights.T, sinwt_tau)
+        YC -= Y * C
+        YS -= Y * S
+        CC -= C * C
+        SS -= S * S
+    epsneg = np.finfo(np.float64).epsneg
+    CC[CC < epsneg] = epsneg
+    SS[SS < epsneg] = epsneg
+    a = YC / CC
+    b = YS / SS
+    pgram = 2.0 * (a * YC + b * YS)
+    pgram = np.squeeze(pgram)
+    if normalize == "power":
+        pgram *= float(x.shape[0]) / 4.0
+    elif normalize == "normalize":
+        YY = np.dot(weights_y.T, y)
+        if floating_mean:
+            YY -= Y * Y
+        pgram *= 0.5 / np.squeeze(YY)
+    else:
+        a = np.squeeze(a)
+        b = np.squeeze(b)
+        tau = np.squeeze(tau)
+        pgram = (a + 1j * b) * np.exp(1j * tau)
+    return pgram
+
+
+lombscargle = StandIn(_signal.lombscargle, _lombscargle)

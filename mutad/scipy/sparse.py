@@ -112,6 +112,15 @@ eigenvector with ``vᵢᵀ dvᵢ = 0``), the pseudo-inverse applied by MINRES on
 to ``ADJOINT_RTOL``. First order only; repeated eigenvalues among the returned ones (within
 ``1e-8`` relative) and the generalized problem (``M``) are refused.
 
+``eigs(A, k, ...)`` of a real general ``A`` is ARPACK's call too: ``dλᵢ = lᵢ dA vᵢ`` with the
+left eigenvector ``lᵢ`` (``lᵢ vᵢ = 1``, inverse iteration with SuperLU on ``Aᵀ - λᵢ I``); the
+unit eigenvector's derivative solves ``(A - λᵢ I) dvᵢ = -(I - vᵢ lᵢ) dA vᵢ`` with ``vᵢᴴ dvᵢ =
+0`` (the bordered system ``[[A - λᵢ I, vᵢ], [vᵢᴴ, 0]]``, SuperLU), and a loss that reads a
+complex eigenvector's phase is refused. ``svds``: ``dσᵢ = uᵢᵀ dA vᵢ``, the vectors as the
+eigenvector ``[uᵢ; vᵢ]/√2`` of ``[[0, A], [Aᵀ, 0]]`` (``uᵢᵀ duᵢ = vᵢᵀ dvᵢ = 0``). First order;
+values that are not simple (repeated, returned or not; defective) and zero singular values
+refused.
+
 **Exponentials.** ``expm_multiply(A, B)`` is SciPy's value. ``B̄ = e^{Aᵀ} Ȳ`` by
 ``expm_multiply(A.T, Ȳ)``; in ``A``, through ``exp([[A, E], [0, A]]) = [[e^A, L(A, E)],
 [0, e^A]]`` with ``expm_multiply`` (to its own tolerance, double precision): the tangent is
@@ -156,14 +165,14 @@ from ._adjoints import Value, scipys_value
 
 __all__ = ["bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix", "csc_array",
            "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix", "diags",
-           "diags_array", "dok_array", "dok_matrix", "eigsh", "expm_multiply", "factorized",
+           "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm_multiply", "factorized",
            "gmres", "hstack", "inv", "kron", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
-           "norm", "spdiags", "splu", "spsolve", "spsolve_triangular", "SuperLU", "TracedMatrix",
+           "norm", "spdiags", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
            "TracedSparse", "tril", "triu", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
-    "norm", "eigsh", "expm_multiply", "lsqr", "lsmr", "inv")},
+    "norm", "eigs", "eigsh", "svds", "expm_multiply", "lsqr", "lsmr", "inv")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
         "tril", "triu", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
@@ -2551,6 +2560,449 @@ eigsh = _route(SCIPY["eigsh"], _eigsh)
 
 
 # ----------------------------------------------------------------------------------------------
+# eigs and svds: eigenpairs of a general sparse matrix, singular triplets
+
+
+def _distinct(name, values, what):
+    scale = max(float(np.max(np.abs(values))), np.finfo(float).tiny) if len(values) else 1.0
+    gaps = np.where(np.eye(len(values), dtype=bool), np.inf,
+                    np.abs(values[:, None] - values[None, :]))
+    if len(values) > 1 and np.min(gaps) <= 1e-8 * scale:
+        _refuse(f"scipy.sparse.linalg.{name} with repeated {what} (equal within rounding) "
+                "among those it returns", f"their vectors, and the derivatives of each of the "
+                f"{what}, are not defined.")
+    return scale
+
+
+def _matched(name, values, paired, vectors, what):
+    """The columns of ``vectors`` (of a second call's ``paired`` values) of the first call's
+    ``values``, matched value by value to 1e-8; a mismatch is refused."""
+    order = [int(np.argmin(np.abs(paired - x))) for x in values]
+    scale = max(float(np.max(np.abs(paired))), np.finfo(float).tiny)
+    if len(set(order)) != len(values) or np.max(np.abs(paired[order] - values)) > 1e-8 * scale:
+        _refuse(f"scipy.sparse.linalg.{name}: the vectors of its derivative, from a second call "
+                f"with vectors, are not of the same {what}", "pass v0 (the same start for both "
+                "calls), or ask for the vectors too.")
+    return [v[:, order] for v in vectors]
+
+
+def _bordered_solve(name, shifted, x, rhs, values=False):
+    """The top of ``[[S, x], [xᴴ, 0]]⁻¹ [rhs; 0]`` (``S = A - λ I``, singular along ``x``):
+    the solution of ``S y = rhs`` with ``xᴴ y = 0``, by SuperLU; a solve whose residual is not
+    small (another eigenvalue, not returned, equal to ``λ``) is refused."""
+    n = shifted.shape[0]
+    column = x.reshape(n, 1)
+    border = SCIPY["bmat"]([[shifted, SCIPY["csc_matrix"](column)],
+                            [SCIPY["csc_matrix"](column.conj().T), None]], format="csc")
+    full = np.concatenate([np.asarray(rhs), np.zeros((1,) + np.shape(rhs)[1:])])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", _splinalg.MatrixRankWarning)
+            y = SCIPY["splu"](border).solve(full.astype(border.dtype))
+    except (RuntimeError, _splinalg.MatrixRankWarning):
+        y = None
+    size = max(float(_splinalg.norm(border, 1)), np.finfo(float).tiny)
+    if y is None or not np.all(np.isfinite(y)) or (
+            np.linalg.norm(border @ y - full) > 1e-8 * max(np.linalg.norm(full), 1e-300)
+            * max(1.0, size * np.linalg.norm(y) / max(np.linalg.norm(full), 1e-300))) or (
+            # nearly singular: an eigenvalue not returned within 1e-8 (relative) of this one
+            np.linalg.norm(y) * size > 1e8 * np.linalg.norm(full)):
+        if values:
+            raise UnsupportedOperationError(
+                f"scipy.sparse.linalg.{name}: a value it returns is not simple (another "
+                "eigenvalue or singular value of the matrix, returned or not, or a defective "
+                "one, equals it within 1e-8 relative), and it has no derivative there.")
+        raise UnsupportedOperationError(
+            f"scipy.sparse.linalg.{name}: the solve its vectors' derivative needs is singular: "
+            "another eigenvalue (or singular value) of the matrix, not among those returned, "
+            "equals one returned, and its vectors have no derivative. Differentiate the values "
+            "alone.")
+    return y[:n]
+
+
+class _GeneralEigenproblem:
+    """One ``eigs`` call of a traced real matrix (``layout``): SciPy's (ARPACK's) eigenvalues
+    ``w`` and unit eigenvectors ``v`` of the plain values, computed once per distinct set of
+    values, and for each returned eigenvalue its left eigenvector ``l`` (a row: ``l A = λ l``,
+    scaled so that ``l v = 1``), by inverse iteration with SuperLU on ``Aᵀ - λ I``."""
+
+    def __init__(self, layout, k, options, vectors):
+        self.layout, self.k, self.options, self.vectors = layout, k, options, vectors
+        self.key, self.pairs = None, None
+
+    def value(self, data):
+        key = np.ascontiguousarray(data).tobytes()
+        if self.key != key:
+            matrix = self.layout.build(data)
+            if self.vectors:
+                w, v = SCIPY["eigs"](matrix, self.k, **self.options)
+            else:
+                w = SCIPY["eigs"](matrix, self.k, return_eigenvectors=False, **self.options)
+                _distinct("eigs", w, "eigenvalues")
+                pw, pv = SCIPY["eigs"](matrix, self.k, **self.options)
+                v, = _matched("eigs", w, pw, [pv], "eigenvalues")
+            scale = _distinct("eigs", w, "eigenvalues")
+            self._require_simple(matrix, w, v)
+            left = np.stack([self._left(matrix, w[i], v[:, i], scale) for i in range(len(w))],
+                            axis=1)
+            self.key, self.pairs = key, (w, v, left)
+        return self.pairs
+
+    @staticmethod
+    def _require_simple(matrix, w, v):
+        """Each returned eigenvalue simple among all of A's (returned or not): the bordered
+        matrix ``[[A - λ I, v], [vᴴ, 0]]`` is nonsingular exactly then."""
+        n = matrix.shape[0]
+        probe = np.cos(np.arange(n) + 0.5)
+        for i in range(len(w)):
+            shifted = (matrix.astype(complex) - w[i] * _sparse.eye(n)).tocsc()
+            rhs = probe - v[:, i] * (np.conj(v[:, i]) @ probe)
+            _bordered_solve("eigs", shifted, v[:, i], rhs, values=True)
+
+    @staticmethod
+    def _left(matrix, lam, vi, scale):
+        n = matrix.shape[0]
+        shifted = (matrix.T.astype(complex) - lam * SCIPY["csc_matrix"](_sparse.eye(n))).tocsc()
+        x = None
+        for nudge in (0.0, 1e-13, 1e-11):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    lu = SCIPY["splu"]((shifted - nudge * scale * _sparse.eye(n)).tocsc())
+                x = np.conj(vi) + 1e-3
+                for _ in range(3):
+                    x = lu.solve(x)
+                    x = x / np.linalg.norm(x)
+                if np.all(np.isfinite(x)):
+                    break
+            except RuntimeError:
+                x = None
+        size = max(float(_splinalg.norm(matrix, 1)), np.finfo(float).tiny)
+        if x is None or not np.all(np.isfinite(x)) or (
+                np.linalg.norm(matrix.T @ x - lam * x) > 1e-8 * size):
+            raise UnsupportedOperationError(
+                "scipy.sparse.linalg.eigs: the left eigenvector its derivative needs was not "
+                "found (the eigenvalue is not simple, or the matrix too ill-conditioned). "
+                "Make the matrix dense and use scipy.linalg.eig.")
+        d = x @ vi
+        if abs(d) <= 1e-8:
+            _refuse("scipy.sparse.linalg.eigs of an eigenvalue whose left and right "
+                    "eigenvectors are nearly orthogonal (a defective or nearly defective "
+                    "eigenvalue)", "it has no derivative (or one beyond double precision).")
+        return x / d
+
+    def vector_solve(self, data, i, rhs, adjoint=False):
+        """The solution ``y`` of ``(A - λᵢ I) y = rhs`` with ``vᵢᴴ y = 0`` (``adjoint``: of
+        ``(Aᵀ - conj(λᵢ) I) y = rhs``)."""
+        w, v, _ = self.value(data)
+        matrix = self.layout.build(data)
+        n = matrix.shape[0]
+        if adjoint:
+            shifted = matrix.T.astype(complex) - np.conj(w[i]) * _sparse.eye(n)
+        else:
+            shifted = matrix.astype(complex) - w[i] * _sparse.eye(n)
+        return _bordered_solve("eigs", shifted.tocsc(), v[:, i], rhs)
+
+
+def _phase_free(name, v, dv):
+    """Refuse a loss that reads the phases of complex eigenvectors or singular vectors: the
+    change of the loss along vᵢ → vᵢ e^{iφ} is φ Im(vᵢᴴ v̄ᵢ)."""
+    phases = np.imag(np.sum(np.conj(v) * dv, axis=0))
+    squared = np.sum(np.abs(dv) ** 2, axis=0)
+    if np.any(phases * phases > 1e-12 * np.maximum(squared, np.finfo(float).tiny)):
+        raise UnsupportedOperationError(
+            f"scipy.sparse.linalg.{name}: the loss depends on the phases of complex "
+            "eigenvectors, which are arbitrary (ARPACK's choice, not a differentiable function "
+            "of the matrix), so it has no gradient. Differentiate quantities that do not "
+            "depend on them, such as np.abs(v) ** 2, or fix the phase in your own code "
+            "(v * (v[k].conj() / np.abs(v[k]))).")
+
+
+def _general_first_order(*items):
+    if _followed(*items):
+        _refuse("scipy.sparse.linalg.eigs and svds under a differentiation of a "
+                "differentiation (a hessian, a gradient of a gradient)", "their rules are of "
+                "the first order; make the matrix dense and use scipy.linalg.eig or svd.")
+
+
+def _general_values_value(data, problem):
+    return problem.value(data)[0].copy(order="K")
+
+
+def _general_vectors_value(data, problem):
+    return problem.value(data)[1].copy(order="K")
+
+
+_general_values = Adjoint(_general_values_value)
+_general_vectors = Adjoint(_general_vectors_value)
+
+
+@_general_values.rule
+def _general_values_rule(data, problem):
+    _general_first_order(data)
+    w, v, left = problem.value(data)
+
+    def back(dw):
+        # dλᵢ = lᵢ dA vᵢ: Ā = Re Σᵢ λ̄ᵢ conj(lᵢ)ᵀ conj(vᵢ)ᵀ (the adjoint for Re<a, b>)
+        _general_first_order(dw)
+        dw = np.asarray(dw)
+        return (np.real(problem.layout.slots(np.conj(left) * dw, np.conj(v))),)
+
+    return _general_values_value(data, problem), back
+
+
+@_general_values.jvp_rule
+def _general_values_jvp(tangents, data, problem):
+    _general_first_order(data, tangents[0])
+    w, v, left = problem.value(data)
+    if tangents[0] is None:
+        return _general_values_value(data, problem), None
+    change = problem.layout.build(np.asarray(tangents[0], float)) @ v
+    return _general_values_value(data, problem), np.sum(left * change, axis=0)
+
+
+@_general_vectors.rule
+def _general_vectors_rule(data, problem):
+    _general_first_order(data)
+    w, v, left = problem.value(data)
+
+    def back(dv):
+        # dvᵢ = y, (A - λᵢ) y = -(I - vᵢ lᵢ) dA vᵢ, vᵢᴴ y = 0: with aᵢ the adjoint solve of
+        # v̄ᵢ and qᵢ = (I - vᵢ lᵢ)ᴴ aᵢ, Ā = -Re Σᵢ qᵢ conj(vᵢ)ᵀ
+        _general_first_order(dv)
+        dv = np.asarray(dv)
+        _phase_free("eigs", v, dv)
+        q = np.zeros_like(v)
+        for i in range(len(w)):
+            if np.any(dv[:, i]):
+                a = problem.vector_solve(data, i, dv[:, i], adjoint=True)
+                q[:, i] = a - np.conj(left[:, i]) * (np.conj(v[:, i]) @ a)
+        return (-np.real(problem.layout.slots(q, np.conj(v))),)
+
+    return _general_vectors_value(data, problem), back
+
+
+@_general_vectors.jvp_rule
+def _general_vectors_jvp(tangents, data, problem):
+    _general_first_order(data, tangents[0])
+    w, v, left = problem.value(data)
+    if tangents[0] is None:
+        return _general_vectors_value(data, problem), None
+    change = problem.layout.build(np.asarray(tangents[0], float)) @ v
+    dw = np.sum(left * change, axis=0)
+    return _general_vectors_value(data, problem), np.stack([problem.vector_solve(data, i, -(change[:, i] - dw[i] * v[:, i]))
+                               for i in range(len(w))], axis=1)
+
+
+def _spectral_settings(name, settings, A):
+    traced = [n for n, x in settings.items() if any(carries_derivative(y) for y in _leaves([x]))
+              or isinstance(x, TracedSparse)]
+    if traced:
+        _refuse(f"scipy.sparse.linalg.{name} with traced settings ({', '.join(traced)})",
+                "pass them as constants; the derivative is in A's stored values.")
+    if not (isinstance(A, TracedSparse) or _sparse.issparse(A)):
+        _refuse(f"scipy.sparse.linalg.{name} of a matrix that is not a scipy.sparse matrix "
+                "inside a differentiated function", "pass a scipy.sparse matrix, or make it "
+                "dense and use scipy.linalg's eig or svd.")
+    return {n: settled(x, f"scipy.sparse.linalg.{name}'s {n} computed in the function")
+            for n, x in settings.items()}
+
+
+def _eigs(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM",
+          v0: Any = None, ncv: int | None = None, maxiter: int | None = None, tol: float = 0,
+          return_eigenvectors: bool = True, Minv: Any = None, OPinv: Any = None,
+          OPpart: Any = None, rng: Any = None) -> Any:
+    settings = dict(M=M, sigma=sigma, which=which, v0=v0, ncv=ncv, maxiter=maxiter, tol=tol,
+                    Minv=Minv, OPinv=OPinv, OPpart=OPpart, rng=rng)
+    if not _followed(A, *settings.values()):
+        return SCIPY["eigs"](A, k, return_eigenvectors=return_eigenvectors, **settings)
+    settings = _spectral_settings("eigs", settings, A)
+    if M is not None or Minv is not None:
+        _refuse("scipy.sparse.linalg.eigs of a generalized problem (M) of traced values",
+                "mutad differentiates the standard problem A v = λ v only.")
+    layout, data = _matrix_of(A, "eigs")
+    if np.iscomplexobj(data):
+        _refuse("scipy.sparse.linalg.eigs of a complex matrix of traced values",
+                "mutad differentiates eigs of real matrices; make it dense and use "
+                "scipy.linalg.eig.")
+    problem = _GeneralEigenproblem(layout, k, settings, return_eigenvectors)
+    w = _general_values(data, problem=problem)
+    if not return_eigenvectors:
+        return w
+    return w, _general_vectors(data, problem=problem)
+
+
+eigs = _route(SCIPY["eigs"], _eigs)
+
+
+class _SingularProblem:
+    """One ``svds`` call of a traced real matrix: SciPy's ``u, s, vh`` of the plain values,
+    once per distinct set of values. The singular vectors' derivatives are the eigenvectors'
+    of ``B = [[0, A], [Aᵀ, 0]]``, whose unit eigenvector of ``σᵢ`` is ``xᵢ = [uᵢ; vᵢ] / √2``."""
+
+    def __init__(self, layout, k, options, vectors):
+        self.layout, self.k, self.options, self.vectors = layout, k, options, vectors
+        self.key, self.triplets = None, None
+
+    def value(self, data):
+        key = np.ascontiguousarray(data).tobytes()
+        if self.key != key:
+            matrix = self.layout.build(data)
+            if self.vectors:
+                u, s, vh = SCIPY["svds"](matrix, self.k, **self.options)
+            else:
+                s = SCIPY["svds"](matrix, self.k, return_singular_vectors=False,
+                                  **self.options)
+                _distinct("svds", s, "singular values")
+                pu, ps, pvh = SCIPY["svds"](matrix, self.k, **self.options)
+                u, v = _matched("svds", s, ps, [pu, pvh.T], "singular values")
+                vh = v.T
+            _distinct("svds", s, "singular values")
+            self.key, self.triplets = key, (u, s, vh)
+            scale = max(float(np.max(s)), np.finfo(float).tiny)
+            if np.min(s) <= 1e-8 * scale:
+                _refuse("scipy.sparse.linalg.svds of a matrix with a zero singular value among "
+                        "those returned", "σ = |·| has no derivative at 0; ask for larger ones.")
+            for i in range(len(s)):  # each singular value simple among all of A's
+                x = np.concatenate([u[:, i], vh[i]]) / np.sqrt(2.0)
+                probe = np.cos(np.arange(x.size) + 0.5)
+                self.vector_solve(data, i, probe - x * (x @ probe), values=True)
+        return self.triplets
+
+    def vector_solve(self, data, i, rhs, values=False):
+        """The solution ``y`` of ``(B - σᵢ I) y = rhs`` with ``xᵢᵀ y = 0``."""
+        u, s, vh = self.value(data)
+        m, n = self.layout.shape
+        scale = max(float(np.max(s)), np.finfo(float).tiny)
+        if s[i] <= 1e-8 * scale:
+            _refuse("scipy.sparse.linalg.svds: the singular vectors of a zero singular value",
+                    "they are not defined; differentiate the singular values alone.")
+        matrix = SCIPY["csc_matrix"](self.layout.build(data))
+        b = SCIPY["bmat"]([[None, matrix], [matrix.T, None]], format="csc")
+        x = np.concatenate([u[:, i], vh[i]]) / np.sqrt(2.0)
+        return _bordered_solve("svds", (b - s[i] * _sparse.eye(m + n)).tocsc(), x, rhs, values)
+
+
+def _like(x):
+    """A copy of ``x`` laid out in memory as ``x`` is (SciPy's ``svds`` returns reversed views,
+    and a later reduction sums in memory order)."""
+    flips = tuple(i for i, stride in enumerate(x.strides) if stride < 0)
+    return np.flip(np.flip(x, flips).copy(order="K"), flips) if flips else x.copy(order="K")
+
+
+def _singular_values_value(data, problem):
+    return _like(problem.value(data)[1])
+
+
+def _singular_vectors_value(data, problem, side):
+    u, _, vh = problem.value(data)
+    return _like(u if side == "u" else vh)
+
+
+_singular_values = Adjoint(_singular_values_value)
+_singular_values.complex_values = None
+_singular_vectors = Adjoint(_singular_vectors_value)
+_singular_vectors.complex_values = None
+
+
+@_singular_values.rule
+def _singular_values_rule(data, problem):
+    _general_first_order(data)
+    u, s, vh = problem.value(data)
+
+    def back(ds):
+        # dσᵢ = uᵢᵀ dA vᵢ
+        _general_first_order(ds)
+        return (problem.layout.slots(u * np.asarray(ds), vh.T),)
+
+    return _singular_values_value(data, problem), back
+
+
+@_singular_values.jvp_rule
+def _singular_values_jvp(tangents, data, problem):
+    _general_first_order(data, tangents[0])
+    u, s, vh = problem.value(data)
+    value = _singular_values_value(data, problem)
+    if tangents[0] is None:
+        return value, None
+    return value, np.sum(u * (problem.layout.build(np.asarray(tangents[0], float)) @ vh.T),
+                         axis=0)
+
+
+@_singular_vectors.rule
+def _singular_vectors_rule(data, problem, side):
+    _general_first_order(data)
+    u, s, vh = problem.value(data)
+    m = u.shape[0]
+    root = np.sqrt(2.0)
+
+    def back(dy):
+        # [duᵢ; dvᵢ] = √2 y, (B - σᵢ) y = -(I - xᵢ xᵢᵀ) dB xᵢ, xᵢᵀ y = 0: with aᵢ the solve
+        # of √2 [ūᵢ; v̄ᵢ] and qᵢ = aᵢ - xᵢ (xᵢᵀ aᵢ), Ā = -(q_top x_botᵀ + x_top q_botᵀ)
+        _general_first_order(dy)
+        dy = np.asarray(dy, float)
+        x = np.concatenate([u, vh.T]) / root
+        dx = np.zeros_like(x)
+        if side == "u":
+            dx[:m] = dy
+        else:
+            dx[m:] = dy.T
+        q = np.zeros_like(x)
+        for i in range(len(s)):
+            if np.any(dx[:, i]):
+                a = problem.vector_solve(data, i, root * dx[:, i])
+                q[:, i] = a - x[:, i] * (x[:, i] @ a)
+        return (-(problem.layout.slots(q[:m], x[m:]) + problem.layout.slots(x[:m], q[m:])),)
+
+    return _singular_vectors_value(data, problem, side), back
+
+
+@_singular_vectors.jvp_rule
+def _singular_vectors_jvp(tangents, data, problem, side):
+    _general_first_order(data, tangents[0])
+    u, s, vh = problem.value(data)
+    value = _singular_vectors_value(data, problem, side)
+    if tangents[0] is None:
+        return value, None
+    m = u.shape[0]
+    da = problem.layout.build(np.asarray(tangents[0], float))
+    x = np.concatenate([u, vh.T]) / np.sqrt(2.0)
+    change = np.concatenate([da @ x[m:], da.T @ x[:m]])  # dB x
+    ds = np.sum(x * change, axis=0)
+    dx = np.sqrt(2.0) * np.stack(
+        [problem.vector_solve(data, i, -(change[:, i] - ds[i] * x[:, i]))
+         for i in range(len(s))], axis=1)
+    return value, (dx[:m] if side == "u" else dx[m:].T.copy())
+
+
+def _svds(A: Any, k: int = 6, ncv: int | None = None, tol: float = 0, which: str = "LM",
+          v0: Any = None, maxiter: int | None = None, return_singular_vectors: Any = True,
+          solver: str = "arpack", rng: Any = None, options: Any = None, **kwargs: Any) -> Any:
+    settings = dict(ncv=ncv, tol=tol, which=which, v0=v0, maxiter=maxiter, solver=solver,
+                    rng=rng, options=options, **kwargs)
+    if not _followed(A, *settings.values()):
+        return SCIPY["svds"](A, k, return_singular_vectors=return_singular_vectors, **settings)
+    settings = _spectral_settings("svds", settings, A)
+    if return_singular_vectors not in (True, False):
+        _refuse(f"scipy.sparse.linalg.svds(return_singular_vectors={return_singular_vectors!r})"
+                " of traced values", "pass True or False.")
+    layout, data = _matrix_of(A, "svds")
+    if np.iscomplexobj(data):
+        _refuse("scipy.sparse.linalg.svds of a complex matrix of traced values",
+                "make it dense and use scipy.linalg.svd.")
+    problem = _SingularProblem(layout, k, settings, return_singular_vectors)
+    s = _singular_values(data, problem=problem)
+    if not return_singular_vectors:
+        return s
+    return (_singular_vectors(data, problem=problem, side="u"), s,
+            _singular_vectors(data, problem=problem, side="vh"))
+
+
+svds = _route(SCIPY["svds"], _svds)
+
+
+
+# ----------------------------------------------------------------------------------------------
 # csgraph.laplacian: SciPy's steps, on a traced graph
 
 
@@ -3117,7 +3569,7 @@ for _name, _method in (("matvec", _vector_method("matvec", 0, "_matvec")),
                        ("_init_dtype", _init_dtype)):
     defmethod(_splinalg.LinearOperator, _name, _method)
 
-UNFOLLOWED = ("eigs", "svds", "lobpcg", "qmr", "cgs", "lgmres",
+UNFOLLOWED = ("lobpcg", "qmr", "cgs", "lgmres",
               "gcrotmk", "tfqmr", "aslinearoperator", "onenormest", "expm",
               "spilu", "matrix_power")
 """The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
