@@ -402,6 +402,30 @@ def test_eigsh_is_refused_where_it_has_no_derivative():
         mutad.hessian(lambda k: np.sum(eigsh(chain(k), 2, v0=V0)[0]), KE.copy())
 
 
+def test_eigsh_refuses_a_value_repeated_among_those_not_returned():
+    # ARPACK returns one copy of the doubled 5 with k=1: its derivative is not defined (the
+    # gradient of the largest eigenvalue would be one copy's outer product, chosen by rounding)
+    d = np.array([1.0, 2.0, 5.0, 5.0, 3.0, 0.5, 0.2, 0.1])
+
+    def top(x):
+        a = scipy.sparse.diags(d * x)
+        return np.sum(scipy.sparse.linalg.eigsh(a.tocsr(), 1, v0=np.ones(8))[0])
+
+    for vectors in (True, False):
+        def top_values(x, vectors=vectors):
+            a = scipy.sparse.diags(d * x).tocsr()
+            w = scipy.sparse.linalg.eigsh(a, 1, v0=np.ones(8), return_eigenvectors=vectors)
+            return np.sum(w[0] if vectors else w)
+
+        before = np.ones(8)
+        with pytest.raises(UnsupportedOperationError, match="not simple"):
+            mutad.gradient(top_values, before)
+        assert np.array_equal(before, np.ones(8))
+    x = np.linspace(1, 1.5, 8)  # distinct: the closed form, d[3] x[3] the largest
+    g, = mutad.gradient(top, x)
+    assert np.allclose(g, np.eye(8)[3] * 5.0)
+
+
 # ----------------------------------------------------------------------------------------------
 # eigs and svds: general eigenpairs, singular triplets
 

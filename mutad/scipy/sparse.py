@@ -2386,6 +2386,80 @@ cg, gmres, bicgstab, minres = map(_iterative, ("cg", "gmres", "bicgstab", "minre
 
 
 # ----------------------------------------------------------------------------------------------
+# eigenproblems: what eigsh, eigs and svds check of the values ARPACK returns
+
+
+def _distinct(name, values, what):
+    scale = max(float(np.max(np.abs(values))), np.finfo(float).tiny) if len(values) else 1.0
+    gaps = np.where(np.eye(len(values), dtype=bool), np.inf,
+                    np.abs(values[:, None] - values[None, :]))
+    if len(values) > 1 and np.min(gaps) <= 1e-8 * scale:
+        _refuse(f"scipy.sparse.linalg.{name} with repeated {what} (equal within rounding) "
+                "among those it returns", f"their vectors, and the derivatives of each of the "
+                f"{what}, are not defined.")
+    return scale
+
+
+def _matched(name, values, paired, vectors, what):
+    """The columns of ``vectors`` (of a second call's ``paired`` values) of the first call's
+    ``values``, matched value by value to 1e-8; a mismatch is refused."""
+    order = [int(np.argmin(np.abs(paired - x))) for x in values]
+    scale = max(float(np.max(np.abs(paired))), np.finfo(float).tiny)
+    if len(set(order)) != len(values) or np.max(np.abs(paired[order] - values)) > 1e-8 * scale:
+        _refuse(f"scipy.sparse.linalg.{name}: the vectors of its derivative, from a second call "
+                f"with vectors, are not of the same {what}", "pass v0 (the same start for both "
+                "calls), or ask for the vectors too.")
+    return [v[:, order] for v in vectors]
+
+
+def _bordered_solve(name, shifted, x, rhs, values=False):
+    """The top of ``[[S, x], [xᴴ, 0]]⁻¹ [rhs; 0]`` (``S = A - λ I``, singular along ``x``):
+    the solution of ``S y = rhs`` with ``xᴴ y = 0``, by SuperLU; a solve whose residual is not
+    small (another eigenvalue, not returned, equal to ``λ``) is refused."""
+    n = shifted.shape[0]
+    column = x.reshape(n, 1)
+    border = SCIPY["bmat"]([[shifted, SCIPY["csc_matrix"](column)],
+                            [SCIPY["csc_matrix"](column.conj().T), None]], format="csc")
+    full = np.concatenate([np.asarray(rhs), np.zeros((1,) + np.shape(rhs)[1:])])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", _splinalg.MatrixRankWarning)
+            y = SCIPY["splu"](border).solve(full.astype(border.dtype))
+    except (RuntimeError, _splinalg.MatrixRankWarning):
+        y = None
+    size = max(float(_splinalg.norm(border, 1)), np.finfo(float).tiny)
+    if y is None or not np.all(np.isfinite(y)) or (
+            np.linalg.norm(border @ y - full) > 1e-8 * max(np.linalg.norm(full), 1e-300)
+            * max(1.0, size * np.linalg.norm(y) / max(np.linalg.norm(full), 1e-300))) or (
+            # nearly singular: an eigenvalue not returned within 1e-8 (relative) of this one
+            np.linalg.norm(y) * size > 1e8 * np.linalg.norm(full)):
+        if values:
+            raise UnsupportedOperationError(
+                f"scipy.sparse.linalg.{name}: a value it returns is not simple (another "
+                "eigenvalue or singular value of the matrix, returned or not, or a defective "
+                "one, equals it within 1e-8 relative), and it has no derivative there.")
+        raise UnsupportedOperationError(
+            f"scipy.sparse.linalg.{name}: the solve its vectors' derivative needs is singular: "
+            "another eigenvalue (or singular value) of the matrix, not among those returned, "
+            "equals one returned, and its vectors have no derivative. Differentiate the values "
+            "alone.")
+    return y[:n]
+
+
+def _require_simple(name, matrix, w, v):
+    """Each returned eigenvalue simple among all of A's (returned or not, which ARPACK does
+    not tell): the bordered matrix ``[[A - λ I, v], [vᴴ, 0]]`` is nonsingular exactly then."""
+    n = matrix.shape[0]
+    probe = np.cos(np.arange(n) + 0.5)
+    for i in range(len(w)):
+        shifted = (matrix.astype(np.result_type(matrix.dtype, w.dtype))
+                   - w[i] * _sparse.eye(n)).tocsc()
+        rhs = probe - v[:, i] * (np.conj(v[:, i]) @ probe)
+        _bordered_solve(name, shifted, v[:, i], rhs, values=True)
+
+
+
+# ----------------------------------------------------------------------------------------------
 # eigsh: eigenpairs of a symmetric sparse matrix
 
 
@@ -2411,22 +2485,11 @@ class _Eigenproblem:
                 w, v = SCIPY["eigsh"](matrix, self.k, **self.options)
             else:  # SciPy's eigenvalues alone, and the vectors of the derivative beside them
                 w = SCIPY["eigsh"](matrix, self.k, return_eigenvectors=False, **self.options)
+                _distinct("eigsh", w, "eigenvalues")
                 pw, pv = SCIPY["eigsh"](matrix, self.k, **self.options)
-                order = [int(np.argmin(np.abs(pw - x))) for x in w]
-                scale = max(np.max(np.abs(pw)), np.finfo(float).tiny)
-                if (len(set(order)) != len(w)
-                        or np.max(np.abs(pw[order] - w)) > 1e-8 * scale):
-                    _refuse("scipy.sparse.linalg.eigsh(return_eigenvectors=False): the "
-                            "eigenvectors of its derivative, from a second call, are not of "
-                            "the same eigenvalues", "pass v0 (the same start for both "
-                            "calls), or return_eigenvectors=True.")
-                v = pv[:, order]
-            scale = max(np.max(np.abs(w)), np.finfo(float).tiny)
-            gaps = np.where(np.eye(len(w), dtype=bool), np.inf, np.abs(w[:, None] - w[None, :]))
-            if len(w) > 1 and np.min(gaps) <= 1e-8 * scale:
-                _refuse("scipy.sparse.linalg.eigsh with repeated eigenvalues (equal within "
-                        "rounding) among those it returns", "their eigenvectors, and the "
-                        "derivatives of each eigenvalue, are not defined.")
+                v, = _matched("eigsh", w, pw, [pv], "eigenvalues")
+            _distinct("eigsh", w, "eigenvalues")
+            _require_simple("eigsh", matrix, w, v)
             self.key, self.pairs = key, (w, v)
         return self.pairs
 
@@ -2563,63 +2626,6 @@ eigsh = _route(SCIPY["eigsh"], _eigsh)
 # eigs and svds: eigenpairs of a general sparse matrix, singular triplets
 
 
-def _distinct(name, values, what):
-    scale = max(float(np.max(np.abs(values))), np.finfo(float).tiny) if len(values) else 1.0
-    gaps = np.where(np.eye(len(values), dtype=bool), np.inf,
-                    np.abs(values[:, None] - values[None, :]))
-    if len(values) > 1 and np.min(gaps) <= 1e-8 * scale:
-        _refuse(f"scipy.sparse.linalg.{name} with repeated {what} (equal within rounding) "
-                "among those it returns", f"their vectors, and the derivatives of each of the "
-                f"{what}, are not defined.")
-    return scale
-
-
-def _matched(name, values, paired, vectors, what):
-    """The columns of ``vectors`` (of a second call's ``paired`` values) of the first call's
-    ``values``, matched value by value to 1e-8; a mismatch is refused."""
-    order = [int(np.argmin(np.abs(paired - x))) for x in values]
-    scale = max(float(np.max(np.abs(paired))), np.finfo(float).tiny)
-    if len(set(order)) != len(values) or np.max(np.abs(paired[order] - values)) > 1e-8 * scale:
-        _refuse(f"scipy.sparse.linalg.{name}: the vectors of its derivative, from a second call "
-                f"with vectors, are not of the same {what}", "pass v0 (the same start for both "
-                "calls), or ask for the vectors too.")
-    return [v[:, order] for v in vectors]
-
-
-def _bordered_solve(name, shifted, x, rhs, values=False):
-    """The top of ``[[S, x], [xᴴ, 0]]⁻¹ [rhs; 0]`` (``S = A - λ I``, singular along ``x``):
-    the solution of ``S y = rhs`` with ``xᴴ y = 0``, by SuperLU; a solve whose residual is not
-    small (another eigenvalue, not returned, equal to ``λ``) is refused."""
-    n = shifted.shape[0]
-    column = x.reshape(n, 1)
-    border = SCIPY["bmat"]([[shifted, SCIPY["csc_matrix"](column)],
-                            [SCIPY["csc_matrix"](column.conj().T), None]], format="csc")
-    full = np.concatenate([np.asarray(rhs), np.zeros((1,) + np.shape(rhs)[1:])])
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", _splinalg.MatrixRankWarning)
-            y = SCIPY["splu"](border).solve(full.astype(border.dtype))
-    except (RuntimeError, _splinalg.MatrixRankWarning):
-        y = None
-    size = max(float(_splinalg.norm(border, 1)), np.finfo(float).tiny)
-    if y is None or not np.all(np.isfinite(y)) or (
-            np.linalg.norm(border @ y - full) > 1e-8 * max(np.linalg.norm(full), 1e-300)
-            * max(1.0, size * np.linalg.norm(y) / max(np.linalg.norm(full), 1e-300))) or (
-            # nearly singular: an eigenvalue not returned within 1e-8 (relative) of this one
-            np.linalg.norm(y) * size > 1e8 * np.linalg.norm(full)):
-        if values:
-            raise UnsupportedOperationError(
-                f"scipy.sparse.linalg.{name}: a value it returns is not simple (another "
-                "eigenvalue or singular value of the matrix, returned or not, or a defective "
-                "one, equals it within 1e-8 relative), and it has no derivative there.")
-        raise UnsupportedOperationError(
-            f"scipy.sparse.linalg.{name}: the solve its vectors' derivative needs is singular: "
-            "another eigenvalue (or singular value) of the matrix, not among those returned, "
-            "equals one returned, and its vectors have no derivative. Differentiate the values "
-            "alone.")
-    return y[:n]
-
-
 class _GeneralEigenproblem:
     """One ``eigs`` call of a traced real matrix (``layout``): SciPy's (ARPACK's) eigenvalues
     ``w`` and unit eigenvectors ``v`` of the plain values, computed once per distinct set of
@@ -2642,22 +2648,11 @@ class _GeneralEigenproblem:
                 pw, pv = SCIPY["eigs"](matrix, self.k, **self.options)
                 v, = _matched("eigs", w, pw, [pv], "eigenvalues")
             scale = _distinct("eigs", w, "eigenvalues")
-            self._require_simple(matrix, w, v)
+            _require_simple("eigs", matrix, w, v)
             left = np.stack([self._left(matrix, w[i], v[:, i], scale) for i in range(len(w))],
                             axis=1)
             self.key, self.pairs = key, (w, v, left)
         return self.pairs
-
-    @staticmethod
-    def _require_simple(matrix, w, v):
-        """Each returned eigenvalue simple among all of A's (returned or not): the bordered
-        matrix ``[[A - λ I, v], [vᴴ, 0]]`` is nonsingular exactly then."""
-        n = matrix.shape[0]
-        probe = np.cos(np.arange(n) + 0.5)
-        for i in range(len(w)):
-            shifted = (matrix.astype(complex) - w[i] * _sparse.eye(n)).tocsc()
-            rhs = probe - v[:, i] * (np.conj(v[:, i]) @ probe)
-            _bordered_solve("eigs", shifted, v[:, i], rhs, values=True)
 
     @staticmethod
     def _left(matrix, lam, vi, scale):
