@@ -1935,3 +1935,25 @@ def test_a_real_spectrum_transformed_back_from_a_slice_replays_in_compiled_block
             value, grad = replaying(p)
             assert value == f(p) and same(grad, mutad.grad(f)(p))
         assert not replaying.reasons
+
+
+def test_a_view_of_a_python_float_argument_replays_as_the_array_it_is():
+    """Regression: np.fill_diagonal(A, d) of a Python float d writes np.ravel(d), a view of
+    shape (1,) of d's weak buffer; the replay stored each value of a weak buffer as the
+    Python number, so the view became a float and the reverse pass raised AttributeError."""
+    from cases import replays_as_traced
+
+    def f(A, d):
+        np.fill_diagonal(A, d)
+        return (A @ A).sum()
+
+    def g(A, d):
+        v = np.ravel(d)
+        A[0] += v
+        return (A * A).sum() + (v * v).sum()
+
+    for h in (f, g):
+        calls = [(np.arange(9.0).reshape(3, 3) * s, 0.5 * s) for s in (1.0, 2.0, 1.0)]
+        before = [(a.copy(), d) for a, d in calls]
+        assert not replays_as_traced(h, calls, argnums=(0, 1)).reasons
+        assert all(np.array_equal(a, b) for (a, _), (b, _) in zip(calls, before))

@@ -378,8 +378,9 @@ def _store(outputs, y, values):
         if value.shape != outputs.shape or outputs.layout is not None \
                 and _layout(value) != outputs.layout:
             raise GuardFailed
-        if outputs.buffer is not None and outputs.buffer.weak:
-            value = value.item()  # as the traced value stood for it (arraylike.weak)
+        if outputs.buffer is not None and outputs.buffer.weak and value.ndim == 0:
+            value = value.item()  # as the traced value stood for it (arraylike.weak); a
+            # view of it (np.ravel of a Python float) is the array it is
         values[outputs.slot] = value
         return
     for out, item in zip(outputs, y, strict=True):
