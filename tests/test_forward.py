@@ -43,6 +43,33 @@ def test_arguments_that_share_memory_have_one_tangent_the_sum():
     assert d == pytest.approx(ga.sum() + 2 * gb.sum())
 
 
+def test_an_argument_whose_places_share_memory_has_one_tangent_per_element_the_sum():
+    """Regression: an argument whose elements share memory (np.broadcast_to, a sliding
+    window) took one place's tangent per element of memory (NumPy's += through such a view),
+    where the places' tangents add up as for arguments that share memory: jvp and jacfwd
+    disagreed with the gradient."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    rng = np.random.default_rng(0)
+    f = lambda x: (np.sin(x) * x).sum() + x[0, 1] * x[1, 0]  # noqa: E731
+    for x in (np.broadcast_to(rng.random(3), (2, 3)), sliding_window_view(rng.random(6), 3),
+              sliding_window_view(rng.random(6), 3)[::-1]):
+        before = x.copy()
+        t = rng.standard_normal(x.shape)
+        g = mutad.gradient(f, x)[0]
+        _, d = jvp(f, (x,), (t,))
+        assert d == pytest.approx((g * t).sum(), rel=1e-12)
+        np.testing.assert_allclose(mutad.jacfwd(f)(x), g, rtol=1e-12)
+        np.testing.assert_array_equal(x, before)
+    # against finite differences in the memory itself
+    b = rng.random(3)
+    u = rng.standard_normal(3)
+    h = 1e-6
+    fd = (f(np.broadcast_to(b + h * u, (2, 3))) - f(np.broadcast_to(b - h * u, (2, 3)))) / (2 * h)
+    _, d = jvp(f, (np.broadcast_to(b, (2, 3)),), (np.stack([u, 0 * u]),))
+    assert d == pytest.approx(fd, rel=1e-7)
+
+
 def test_out_arguments_and_functions_that_write():
     def f(x):
         out = np.zeros_like(x)

@@ -31,8 +31,8 @@ from .reverse import (DeviceCopy, ReverseTape, Traced, as_owner, check_constants
 from ..core.shadows import Buffer, Shadows
 from ..core.tape import POLICIES
 from ..core.trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
-from ..core.views import (address, memory, owner, owner_view, same_region, spans, weaken, wrapped,
-                          writeable)
+from ..core.views import (address, element_indices, memory, overlaps_itself, owner, owner_view,
+                          same_region, spans, weaken, wrapped, writeable)
 
 
 class Differentiation:
@@ -259,6 +259,24 @@ class ReverseDifferentiation(Differentiation):
         super().restore()
 
 
+def _add_tangent(tangent, x, t, batch):
+    """``tangent += t``, ``tangent`` laid out as the argument ``x`` (after ``batch`` leading
+    axes of directions). Where several places of ``x`` are one element of memory (a broadcast,
+    a sliding window: ``views.overlaps_itself``), that element's tangent is the sum of its
+    places' (the transpose of the gradient, which gives each place the element's), added at
+    one place each: NumPy's ``+=`` through such a view keeps one place's alone."""
+    if not overlaps_itself(x):
+        tangent[...] += t
+        return
+    x = memory(x)
+    places = element_indices(x.shape, x.strides, 0, x.dtype.itemsize).reshape(-1)
+    _, first, element = np.unique(places, return_index=True, return_inverse=True)
+    lead = tangent.shape[:batch]
+    sums = np.zeros(lead + (first.size,), tangent.dtype)
+    np.add.at(sums, (slice(None),) * batch + (element,), np.reshape(t, lead + (-1,)))
+    tangent[(slice(None),) * batch + np.unravel_index(first, x.shape)] += sums
+
+
 class ForwardDifferentiation(Differentiation):
     """One ``jvp``: its level, and its arguments, duals over private copies of the caller's
     memory. A reverse differentiation nested inside it sees it as its outer level."""
@@ -349,7 +367,7 @@ class ForwardDifferentiation(Differentiation):
             flat = dual.reshape(-1, order="A")  # memory order: a view
             dual = flat.restrided(x.shape, x.dtype, address(x) - address(whole), x.strides)
         if t is not None:
-            dual.tangent[...] += t  # places that share memory: their tangents add up
+            _add_tangent(dual.tangent, x, t, 0)  # places that share memory: theirs add up
         if type(x) is np.ndarray and not writeable(x):  # the private copy is read-only
             dual = Dual(dual.value.view(), dual.tangent, level)  # too, so writes raise as
             memory(dual.value).flags.writeable = False           # they would in NumPy
@@ -388,7 +406,7 @@ class ForwardDifferentiation(Differentiation):
                                  dual.tangent.strides[:1] + x.strides)
             dual = Dual(value, tangent, level)
         if t is not None:
-            dual.tangent[...] += t  # places that share memory: their tangents add up
+            _add_tangent(dual.tangent, x, t, 1)  # places that share memory: theirs add up
         if type(x) is np.ndarray and not writeable(x):
             dual = Dual(dual.value.view(), dual.tangent, level)
             memory(dual.value).flags.writeable = False
