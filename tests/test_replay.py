@@ -1957,3 +1957,18 @@ def test_a_view_of_a_python_float_argument_replays_as_the_array_it_is():
         before = [(a.copy(), d) for a, d in calls]
         assert not replays_as_traced(h, calls, argnums=(0, 1)).reasons
         assert all(np.array_equal(a, b) for (a, _), (b, _) in zip(calls, before))
+
+
+def test_a_broadcast_scalar_of_another_dtype_than_float64_replays_in_compiled_blocks():
+    """Regression: in a compiled block, the cotangent of a 0-d float32 (or complex) value
+    broadcast against an array (x + x[1] ** 2) was summed into NumPy's scalar, where the
+    block holds a 0-d array for it, and the product of the next step written into it
+    (out=dy) raised TypeError from the third call on."""
+    from cases import replays_as_traced
+
+    for f in (lambda x: (x + x[1] ** 2).sum(), lambda x: (x * (x[0] * 3.0)).sum(),
+              lambda x: (x - x.sum() * x[2] ** 2).sum(),
+              lambda x: np.abs(x.astype(np.complex128) * (x[1] * 1j) ** 2).sum()):
+        calls = [(np.linspace(0.1, 0.5, 4).astype(dtype) * s,)
+                 for dtype in (np.float32, np.float64) for s in (1.0, 2.0, 3.0, 1.0)]
+        assert not replays_as_traced(f, calls).reasons

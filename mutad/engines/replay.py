@@ -637,9 +637,10 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
                 into = "dy" if last else "None"
                 lines += [f"p = {code.bind(partial)}({y}, {vals})",
                           f"{g} = product(dy, p, {into})"]
-            total = f"{code.bind(unbroadcast)}({g}, ())"
+            total = f"{code.bind(unbroadcast)}({g}, ())"  # NumPy's scalar: a sum of all
             lines.append(f"{g} = {total}[()]" if scalar_cotangents(buffer) else
-                         f"{g} = {total}")
+                         f"{g} = {code.bind(np.asarray)}({total})")  # else the 0-d array
+            # a block holds for a 0-d buffer (a later product may write into it: out=dy)
             rows.append((g, buffer, False))
             continue
         if partial is ONE and not last and not direct:
