@@ -785,6 +785,35 @@ def _numpys_own_refusal(x):
     return (x * (s + t + k)).sum()
 
 
+def _complex_scalar_conversions(x):
+    z = x.astype(complex) * (1 + 1j)
+    try:
+        r = round(z[0], 2)  # NumPy's complex scalars have no round(): its TypeError
+    except TypeError:
+        r = 5.0
+    return (z * r).real.sum()
+
+
+@pytest.mark.parametrize("mode", ["gradient", "jvp"])
+def test_conversions_of_a_complex_scalar_are_numpys(mode):
+    """Regression: round(z[0], 2) of a complex element gave np.round's value where NumPy
+    raises TypeError (the program took another path), and float(z[0]), NumPy's real part
+    with a warning, raised a plain TypeError (float() of the 0-d array) instead of mutad's
+    refusal."""
+    x = np.array([0.5, 2.0])
+    expected = _complex_scalar_conversions(x.copy())
+    if mode == "gradient":
+        value, _ = mutad.value_and_gradient(_complex_scalar_conversions, x)
+    else:
+        value, _ = mutad.jvp(_complex_scalar_conversions, (x,), (np.ones(2),))
+    assert value == expected
+    with pytest.raises(errors.ConversionError, match="float()"):
+        if mode == "gradient":
+            mutad.gradient(lambda v: float(v.astype(complex)[0]) * v.sum(), x)
+        else:
+            mutad.jvp(lambda v: float(v.astype(complex)[0]) * v.sum(), (x,), (np.ones(2),))
+
+
 @pytest.mark.parametrize("mode", ["gradient", "jvp", "replay", "hessian"])
 def test_a_conversion_numpy_refuses_too_raises_numpys_error(mode):
     """Regression: once a caught refusal ended the differentiation, these programs, which go

@@ -21,6 +21,7 @@ import math
 import operator
 import re
 import sys
+import warnings
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
@@ -408,8 +409,10 @@ class ArrayMethods(Tracer):
         catches it goes on as on NumPy's arrays."""
         value = self.plain_value()
         if value is None:
-            if attempt is not None:
-                attempt(memory(self))
+            if attempt is not None:  # on what NumPy would hand it: a scalar where this stands
+                with warnings.catch_warnings():  # for one (float() of a complex scalar is
+                    warnings.simplefilter("ignore")  # its real part, of a 0-d array an error)
+                    attempt(memory(self)[()] if stands_for_scalar(self) else memory(self))
             raise conversion_error(what)
         return value
 
@@ -447,6 +450,8 @@ class ArrayMethods(Tracer):
         differentiates. An array has no ``round()``."""
         if self.ndim:
             raise TypeError("type numpy.ndarray doesn't define __round__ method")  # NumPy's
+        if self.dtype.kind == "c":  # NumPy's complex scalars have no round() either
+            raise TypeError(f"type numpy.{self.dtype.name} doesn't define __round__ method")
         if ndigits is None:
             return self._decided(round)
         return np.round(self, ndigits)
