@@ -69,6 +69,31 @@ def test_a_replay_gives_maths_values():
     assert not replaying.reasons and len(replaying.programs) == 1
 
 
+def test_a_math_function_of_a_complex_traced_scalar_takes_its_real_part_as_numpy():
+    """Regression: math.sin(z[1]) of a complex element raised float()'s TypeError on the
+    0-d array; NumPy's complex scalar gives math its real part (with a ComplexWarning), and
+    the derivative is that of the real part."""
+    def f(x):
+        z = x.astype(np.complex128) * (1 + 2j)
+        return math.sin(z[1]) * (z * z).real.sum() + math.hypot(z[0], x[1])
+
+    x = np.array([0.3, 0.7])
+    with pytest.warns(np.exceptions.ComplexWarning):
+        expected = f(x.copy())
+    with pytest.warns(np.exceptions.ComplexWarning):
+        value, grad = mutad.value_and_gradient(f, x)
+    assert value == expected
+    h = 1e-6
+    with pytest.warns(np.exceptions.ComplexWarning):
+        fd = [(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(2)]
+    np.testing.assert_allclose(grad[0], fd, rtol=1e-7)
+    with pytest.warns(np.exceptions.ComplexWarning):
+        _, d = mutad.jvp(f, (x,), (np.ones(2),))
+    assert d == pytest.approx(sum(fd), rel=1e-7)
+    with pytest.warns(np.exceptions.ComplexWarning):
+        replayed_like_traced(f, [(x * s,) for s in (1.0, 2.0, 3.0)])
+
+
 def test_math_of_an_array_is_refused_as_math_refuses_it():
     with pytest.raises(TypeError):
         mutad.gradient(lambda x: math.exp(x), np.ones(2))

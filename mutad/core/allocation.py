@@ -74,6 +74,7 @@ import pickle
 import sys
 import threading
 import types
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -817,6 +818,11 @@ def math_function(original):
             return original(*args)
         if any(wrapped(a) and a.size != 1 for a in args):
             return original(*args)  # math's own error (a conversion of an array)
+        if any(wrapped(a) and a.dtype.kind == "c" for a in args):
+            # math takes a complex scalar's float(), its real part, as NumPy gives it, warning
+            warnings.warn("Casting complex values to real discards the imaginary part",
+                          np.exceptions.ComplexWarning, stacklevel=2)
+            args = [np.real(a) if wrapped(a) and a.dtype.kind == "c" else a for a in args]
         # math computes with Python floats, whatever the precision of its operands, and gives
         # one: a value that NumPy promotes weakly (``x32 * math.exp(a)`` is float32)
         args = [a.astype(np.float64) if wrapped(a) and a.dtype.kind == "f"
