@@ -1972,3 +1972,29 @@ def test_a_broadcast_scalar_of_another_dtype_than_float64_replays_in_compiled_bl
         calls = [(np.linspace(0.1, 0.5, 4).astype(dtype) * s,)
                  for dtype in (np.float32, np.float64) for s in (1.0, 2.0, 3.0, 1.0)]
         assert not replays_as_traced(f, calls).reasons
+
+
+def test_a_cotangent_laid_out_otherwise_than_in_c_order_is_not_adopted_by_a_replay():
+    """Regression: S += np.outer(S[:, 0], w) on an F-ordered S: the lean pullback of the
+    write handed S's F-ordered cotangent over as the shadow of the outer product's C-ordered
+    buffer (tracing's Shadows.add copies it into C order), and the outer product's pullback,
+    a matmul, rounded in the order of that memory: gradients an ulp off the traced ones from
+    the third call on."""
+    from cases import replays_as_traced
+
+    def f(X, W):
+        S = X * 1.0
+        S += np.outer(S[:, 0], W[1])
+        return (S * S).sum()
+
+    def g(X, W):
+        S = X * W
+        S = S + W[::-1]
+        return (S.T @ np.arange(3.0)).sum() + (S.sum(axis=0) ** 2).sum()
+
+    rng = np.random.default_rng(0)
+    X, W = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    for h in (f, g):
+        calls = [(np.asfortranarray(X) * s, W) for s in (1.0, 2.0, 3.0, 4.0)] + \
+                [(X * s, np.asfortranarray(W)) for s in (1.0, 2.0, 3.0)]
+        assert not replays_as_traced(h, calls, argnums=(0, 1)).reasons

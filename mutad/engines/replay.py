@@ -601,11 +601,16 @@ def _lean_inputs(rule, traced, inputs, made, scalar=True):
     is added into through ``Shadows.add`` (not where elements share memory, nor for a 0-d
     output whose cotangent a block holds as NumPy's scalar: ``scalar``)."""
     lean = []
+    # dy may become the shadow of an input only where it is laid out as that shadow would be
+    # (Shadows.add adopts C-contiguous cotangents only): the pullbacks that read it later (a
+    # matmul's, a sum's) round in the order of its memory
+    made_direct = type(made) is Buffer and made.c_contiguous
     for i in traced:
         place = inputs[i]
-        direct = type(place) is Buffer and place.c_contiguous
+        whole = type(place) is Buffer and place.c_contiguous
+        direct = whole and made_direct
         # a scalar broadcast against the others (r * u): its cotangent summed (unbroadcast)
-        summed = direct and place.shape == () and made.shape != ()
+        summed = whole and place.shape == () and made.shape != ()
         if place.shape != made.shape and not summed or place.dtype != made.dtype:
             return None
         if not direct and (overlapping(place) or scalar and made.shape == ()):
@@ -618,7 +623,8 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
     """Lines that accumulate the cotangent ``dy`` of ``made`` (the buffer an elementwise step
     made, the place a write wrote) into those of its inputs, as ``elementwise._small_cotangents``
     does, for the inputs ``lean`` (per traced input: its position, partial, whether it is the
-    last, its place, whether that is a whole C-contiguous buffer, whether it is a broadcast
+    last, its place, whether the cotangent may become its shadow (it and ``made`` whole
+    C-contiguous buffers), whether it is a broadcast
     scalar whose cotangent is summed: ``_lean_inputs``); ``vals`` and ``y`` name the
     inputs and the output the partials read. For a float64 scalar, the same arithmetic on
     NumPy's scalars, which need no copies (``scalar``: None, as ``blocks`` holds a cotangent
@@ -641,7 +647,7 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
             lines.append(f"{g} = {total}[()]" if scalar_cotangents(buffer) else
                          f"{g} = {code.bind(np.asarray)}({total})")  # else the 0-d array
             # a block holds for a 0-d buffer (a later product may write into it: out=dy)
-            rows.append((g, buffer, False))
+            rows.append((g, buffer, False, True))
             continue
         if partial is ONE and not last and not direct:
             # a region's shadow, made zero-filled if needed, takes dy as Shadows.add would
@@ -653,12 +659,12 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
             if local is None:
                 lines += [f"x = get({code.key(buffer)})", "if x is not None:",
                           "    x[1] += dy", f"    {g} = None", "else:", f"    {g} = {copy}"]
-                rows.append((g, buffer, True))
+                rows.append((g, buffer, True, True))
             elif buffer.key in code.live:
                 lines += code.plus(local, "dy") if scalar else [f"{local} += dy"]
             else:
                 lines.append(f"{g} = {copy}")
-                rows.append((g, buffer, False))
+                rows.append((g, buffer, False, True))
             continue
         if partial is ONE:
             lines.append(f"{g} = dy")
@@ -693,9 +699,9 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
                 if p != "p":
                     evaluate.append(f"p = {p}")
             lines += [*evaluate, f"{g} = {general}"]
-        rows.append((g, buffer, False))
-    for g, buffer, optional in rows:
-        if type(buffer) is Buffer and buffer.c_contiguous:
+        rows.append((g, buffer, False, direct))
+    for g, buffer, optional, direct in rows:
+        if direct:
             add = code.add(buffer, g)
         else:  # a region: Shadows.add of an array nothing else holds
             add = code.add_into(buffer, g, always and not optional)
