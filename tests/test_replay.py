@@ -1998,3 +1998,22 @@ def test_a_cotangent_laid_out_otherwise_than_in_c_order_is_not_adopted_by_a_repl
         calls = [(np.asfortranarray(X) * s, W) for s in (1.0, 2.0, 3.0, 4.0)] + \
                 [(X * s, np.asfortranarray(W)) for s in (1.0, 2.0, 3.0)]
         assert not replays_as_traced(h, calls, argnums=(0, 1)).reasons
+
+
+def test_a_zero_cotangent_keeps_its_sign_through_a_replayed_column_write():
+    """Regression (of a first fix of the test above): a column written from a whole buffer's
+    values (S[:, 0] = S[:, 2] * 2.0) added its zero cotangent (-0.0: abs's partial of a
+    negative value times 0) into a new zero shadow, +0.0, where tracing's Shadows.add copies
+    it, -0.0: the replayed gradient's sign of zero differed from the traced one."""
+    from cases import replays_as_traced
+
+    def f(X, e):
+        S = X * 1.0
+        S[:, 0] = S[:, 2] * 2.0
+        return (np.abs(S) * e).sum()
+
+    X = np.array([[0.5, 1.0, -1.0, 0.0], [0.5, 0.0, 1.0, 1.0], [1.0, 0.0, 1.0, -1.0]])
+    e = np.zeros((3, 4))
+    e[1, 1] = 1.0
+    calls = [(X, e), (np.asfortranarray(X), e)] * 3
+    assert not replays_as_traced(f, calls).reasons

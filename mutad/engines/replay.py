@@ -510,8 +510,9 @@ class Pure:
             else:
                 g = times(dy, partial(y, *vals), dy if last else np.empty_like(dy))
             rows.append((place, unbroadcast(g, ()) if summed else g, direct and not summed))
+        laid_out = self.buffer.c_contiguous  # dy, its shadow, in C order (as _lean_cotangents)
         for place, g, direct in rows:
-            if not direct:
+            if not direct or not laid_out:
                 shadows.add(place, g, owned=True)
                 continue
             existing = entries.get(place.key)
@@ -601,16 +602,11 @@ def _lean_inputs(rule, traced, inputs, made, scalar=True):
     is added into through ``Shadows.add`` (not where elements share memory, nor for a 0-d
     output whose cotangent a block holds as NumPy's scalar: ``scalar``)."""
     lean = []
-    # dy may become the shadow of an input only where it is laid out as that shadow would be
-    # (Shadows.add adopts C-contiguous cotangents only): the pullbacks that read it later (a
-    # matmul's, a sum's) round in the order of its memory
-    made_direct = type(made) is Buffer and made.c_contiguous
     for i in traced:
         place = inputs[i]
-        whole = type(place) is Buffer and place.c_contiguous
-        direct = whole and made_direct
+        direct = type(place) is Buffer and place.c_contiguous
         # a scalar broadcast against the others (r * u): its cotangent summed (unbroadcast)
-        summed = whole and place.shape == () and made.shape != ()
+        summed = direct and place.shape == () and made.shape != ()
         if place.shape != made.shape and not summed or place.dtype != made.dtype:
             return None
         if not direct and (overlapping(place) or scalar and made.shape == ()):
@@ -623,8 +619,7 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
     """Lines that accumulate the cotangent ``dy`` of ``made`` (the buffer an elementwise step
     made, the place a write wrote) into those of its inputs, as ``elementwise._small_cotangents``
     does, for the inputs ``lean`` (per traced input: its position, partial, whether it is the
-    last, its place, whether the cotangent may become its shadow (it and ``made`` whole
-    C-contiguous buffers), whether it is a broadcast
+    last, its place, whether that is a whole C-contiguous buffer, whether it is a broadcast
     scalar whose cotangent is summed: ``_lean_inputs``); ``vals`` and ``y`` name the
     inputs and the output the partials read. For a float64 scalar, the same arithmetic on
     NumPy's scalars, which need no copies (``scalar``: None, as ``blocks`` holds a cotangent
@@ -647,7 +642,7 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
             lines.append(f"{g} = {total}[()]" if scalar_cotangents(buffer) else
                          f"{g} = {code.bind(np.asarray)}({total})")  # else the 0-d array
             # a block holds for a 0-d buffer (a later product may write into it: out=dy)
-            rows.append((g, buffer, False, True))
+            rows.append((g, buffer, False))
             continue
         if partial is ONE and not last and not direct:
             # a region's shadow, made zero-filled if needed, takes dy as Shadows.add would
@@ -659,12 +654,12 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
             if local is None:
                 lines += [f"x = get({code.key(buffer)})", "if x is not None:",
                           "    x[1] += dy", f"    {g} = None", "else:", f"    {g} = {copy}"]
-                rows.append((g, buffer, True, True))
+                rows.append((g, buffer, True))
             elif buffer.key in code.live:
                 lines += code.plus(local, "dy") if scalar else [f"{local} += dy"]
             else:
                 lines.append(f"{g} = {copy}")
-                rows.append((g, buffer, False, True))
+                rows.append((g, buffer, False))
             continue
         if partial is ONE:
             lines.append(f"{g} = dy")
@@ -699,10 +694,16 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
                 if p != "p":
                     evaluate.append(f"p = {p}")
             lines += [*evaluate, f"{g} = {general}"]
-        rows.append((g, buffer, False, direct))
-    for g, buffer, optional, direct in rows:
-        if direct:
-            add = code.add(buffer, g)
+        rows.append((g, buffer, False))
+    # A cotangent becomes the shadow of a whole C-contiguous buffer only in C order (as
+    # Shadows.add adopts it): a later pullback (a matmul's, a sum's) rounds in the order of
+    # its memory. Laid out as ``made`` (its whole buffer's shadow, not C-ordered), a copy.
+    laid_out = made.c_contiguous if type(made) is Buffer else \
+        made.buffer.c_contiguous if made.whole else True  # (a region's: Shadows.take's copy)
+    for g, buffer, optional in rows:
+        if type(buffer) is Buffer and buffer.c_contiguous:
+            add = code.add(buffer, g if laid_out else
+                           f"{code.bind(np.ascontiguousarray)}({g})")
         else:  # a region: Shadows.add of an array nothing else holds
             add = code.add_into(buffer, g, always and not optional)
         lines += [f"if {g} is not None:", *indent(add)] if optional else add
