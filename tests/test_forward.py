@@ -68,6 +68,15 @@ def test_an_argument_whose_places_share_memory_has_one_tangent_per_element_the_s
     fd = (f(np.broadcast_to(b + h * u, (2, 3))) - f(np.broadcast_to(b - h * u, (2, 3)))) / (2 * h)
     _, d = jvp(f, (np.broadcast_to(b, (2, 3)),), (np.stack([u, 0 * u]),))
     assert d == pytest.approx(fd, rel=1e-7)
+    # nested in a gradient, the tangent an enclosing level's array
+    t = rng.standard_normal((2, 3))
+
+    def outer(w):
+        return jvp(f, (np.broadcast_to(w, (2, 3)),), (t * w[0],))[1]
+
+    g = mutad.gradient(outer, b)[0]
+    fd = [(outer(b + h * e) - outer(b - h * e)) / (2 * h) for e in np.eye(3)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
 
 
 def test_out_arguments_and_functions_that_write():

@@ -259,22 +259,30 @@ class ReverseDifferentiation(Differentiation):
         super().restore()
 
 
-def _add_tangent(tangent, x, t, batch):
+def _add_tangent(tangent, x, t, batch, flat=None):
     """``tangent += t``, ``tangent`` laid out as the argument ``x`` (after ``batch`` leading
     axes of directions). Where several places of ``x`` are one element of memory (a broadcast,
     a sliding window: ``views.overlaps_itself``), that element's tangent is the sum of its
     places' (the transpose of the gradient, which gives each place the element's), added at
-    one place each: NumPy's ``+=`` through such a view keeps one place's alone."""
+    one place each: NumPy's ``+=`` through such a view keeps one place's alone. ``flat``:
+    ``(memory, start)``, the one-dimensional tangent of all of the memory and ``x``'s first
+    element in it, written instead of the view (an enclosing level's array, which refuses
+    writes through views whose elements share memory)."""
     if not overlaps_itself(x):
         tangent[...] += t
         return
     x = memory(x)
     places = element_indices(x.shape, x.strides, 0, x.dtype.itemsize).reshape(-1)
     _, first, element = np.unique(places, return_index=True, return_inverse=True)
-    lead = tangent.shape[:batch]
-    sums = np.zeros(lead + (first.size,), tangent.dtype)
-    np.add.at(sums, (slice(None),) * batch + (element,), np.reshape(t, lead + (-1,)))
-    tangent[(slice(None),) * batch + np.unravel_index(first, x.shape)] += sums
+    # the sums as a product with a constant 0/1 matrix (element by place), which a tangent of
+    # an enclosing differentiation (traced) goes through as well
+    into = (element == np.arange(first.size)[:, None]).astype(tangent.dtype)
+    sums = np.reshape(t, tangent.shape[:batch] + (-1,)) @ into.T
+    if flat is not None:
+        memory_, start = flat
+        memory_[start + places[first]] += sums
+    else:
+        tangent[(slice(None),) * batch + np.unravel_index(first, x.shape)] += sums
 
 
 class ForwardDifferentiation(Differentiation):
@@ -363,11 +371,13 @@ class ForwardDifferentiation(Differentiation):
             copy = enclosed(copy, level)
             self.copies[id(base)] = (whole, Dual(copy, zero_tangent(copy, level), level))
         whole, dual = self.copies[id(base)]
+        flat = None
         if not same_region(x, whole):
             flat = dual.reshape(-1, order="A")  # memory order: a view
             dual = flat.restrided(x.shape, x.dtype, address(x) - address(whole), x.strides)
-        if t is not None:
-            _add_tangent(dual.tangent, x, t, 0)  # places that share memory: theirs add up
+        if t is not None:  # places that share memory: their tangents add up
+            _add_tangent(dual.tangent, x, t, 0, None if flat is None or x.dtype != whole.dtype
+                         else (flat.tangent, (address(x) - address(whole)) // x.itemsize))
         if type(x) is np.ndarray and not writeable(x):  # the private copy is read-only
             dual = Dual(dual.value.view(), dual.tangent, level)  # too, so writes raise as
             memory(dual.value).flags.writeable = False           # they would in NumPy
