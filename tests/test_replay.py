@@ -2017,3 +2017,39 @@ def test_a_zero_cotangent_keeps_its_sign_through_a_replayed_column_write():
     e[1, 1] = 1.0
     calls = [(X, e), (np.asfortranarray(X), e)] * 3
     assert not replays_as_traced(f, calls).reasons
+
+
+def test_factors_of_mutad_linalg_are_not_replayed_with_the_recorded_calls_numbers():
+    """Regression: lu_factor_'s pivots and a factor's growth (how much undoing a solve can
+    amplify rounding, computed from the factor's memory) entered the recorded program as the
+    first call's numbers: a replay on a matrix that pivots otherwise solved with the recorded
+    pivots (a wrong value), and one on an ill-conditioned factor undid by inversion the solves
+    tracing saves (a gradient 5e-4 off). Such calls are traced, with the reason."""
+    from mutad.linalg import cholesky_, ldiv_, lu_factor_
+
+    rng = np.random.default_rng(1)
+
+    def lu(A, u):
+        F = lu_factor_(A)
+        ldiv_(F, u)
+        ldiv_(F, u)
+        return (u ** 2).sum()
+
+    def cholesky(A, u):
+        F = cholesky_(A)
+        ldiv_(F, u)
+        ldiv_(F, u)
+        return (u ** 2).sum()
+
+    A = rng.random((4, 4)) + 2 * np.eye(4)
+    calls = [(A, rng.random(4)), (A[[1, 0, 2, 3]].copy(), rng.random(4))] * 2
+    replaying = replayed_like_traced(lu, calls, argnums=(0, 1))
+    assert "lu_factor_'s pivots" in str(replaying.reasons)
+
+    def conditioned(c):
+        Q, _ = np.linalg.qr(rng.standard_normal((4, 4)))
+        return Q @ np.diag(np.geomspace(1.0, c, 4)) @ Q.T
+
+    calls = [(conditioned(c), rng.random(4)) for c in (2.0, 1e14, 1e14, 2.0)]
+    replaying = replayed_like_traced(cholesky, calls, argnums=(0, 1))
+    assert "growth of a factor" in str(replaying.reasons)

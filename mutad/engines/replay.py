@@ -2014,6 +2014,12 @@ class Recorder:
                 self.refuse("a value recomputed in the reverse pass inside an operation the "
                             "replay runs as the engine does")
             del self.steps[mark:]
+            if any(type(item) is not Traced and isinstance(item, (np.ndarray, np.generic, float))
+                   for item in (y if type(y) in (tuple, list) else (y,))):
+                # (lu_factor_'s pivots: later steps would take the recorded call's as constants)
+                self.refuse("an operation run as the engine runs it whose results include "
+                            "plain values computed from the arrays (lu_factor_'s pivots)")
+                return y
             buffers = {info[0] for info in traced.values()}
             self.steps.append(Reenter(operation, self.spec(args), self.spec(kwargs), traced,
                                       self._reentered(y, buffers)))

@@ -167,6 +167,17 @@ def _times_own_transpose_(A):
         A[start:stop, stop:] = A[stop:, start:stop].T
 
 
+def _unreplayed(factor):
+    """A factor's growth is a number read from its values' memory, where no operation a replay
+    redoes computes it, and it decides how each solve's write is undone: a call recorded for
+    ``replay=True`` is traced instead (a replay would take the recorded call's number, and
+    undo by inversion a solve tracing saves, its gradient far off for an ill-conditioned
+    factor)."""
+    if type(factor) is Traced and factor.tape.recorder is not None:
+        factor.tape.recorder.refuse("the growth of a factor of mutad.linalg (ldiv_), a number "
+                                    "read from its values")
+
+
 # ----------------------------------------------------------------------------------------------
 # Cholesky
 
@@ -191,6 +202,7 @@ class Cholesky:
         """How much undoing a solve with this factor can amplify rounding errors: an estimate
         of the condition number of ``L Lᵀ`` (computed once)."""
         if self._growth is None:
+            _unreplayed(self.L)
             self._growth = _triangular_condition(memory(self.L), lower=True)
         return self._growth
 
@@ -414,6 +426,7 @@ class LU:
         """How much undoing a solve with this factor can amplify rounding errors: LAPACK's
         estimate of the condition number (gecon, computed once)."""
         if self._growth is None:
+            _unreplayed(self.packed)
             F, _ = _fortran(memory(self.packed))
             rcond, _ = get_lapack_funcs("gecon", (F,))(F, self.norm, norm="1")
             self._growth = 1.0 / max(rcond, 1e-300)
