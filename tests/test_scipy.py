@@ -586,7 +586,6 @@ def test_zeta_by_scipys_name_differentiates_its_offset(rng):
 @pytest.mark.parametrize("name, program", [
     ("zeta", lambda x: scipy.special.zeta(x)),                # the ufunc _riemann_zeta
     ("zeta", lambda x: scipy.special.zeta(x, 2.0)),           # _zeta, in its exponent
-    ("lambertw", lambda x: scipy.special.lambertw(x).real),   # _lambertw
     ("ellip_harm", lambda x: scipy.special.ellip_harm(2.0, 3.0, 1, 1, x)),  # _ellip_harm
 ])
 def test_refusals_name_the_public_function_that_wraps_a_private_ufunc(name, program):

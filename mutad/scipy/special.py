@@ -48,7 +48,7 @@ from scipy.special import (
     chdtr, chdtrc, ellipeinc, ellipkinc, erfi, gammainccinv, gammaincinv, gdtr, gdtrc, hyp1f1,
     ndtri_exp, powm1, voigt_profile, wofz,
 )
-from scipy.special._ufuncs import _zeta
+from scipy.special._ufuncs import _lambertw, _zeta
 
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE
@@ -499,6 +499,10 @@ elementwise(eval_jacobi,    _DEGREE, _ALPHA, _BETA, _of_degree(
     lambda y, n, alpha, beta, x: 0.5 * (n + alpha + beta + 1.0)
     * eval_jacobi(n - 1, alpha + 1.0, beta + 1.0, x)))
 elementwise(wofz,      lambda y, z: -2.0 * z * y + 2j / _SQRT_PI,                      uses="xy")
+# SciPy's lambertw(z, k, tol) is its ufunc _lambertw on k as an integer array: W' = e^(-W)/(1+W)
+# on every branch k (W / (z (1 + W)) but for the 1 at z = 0); the branch and the tolerance
+# have none.
+elementwise(_lambertw, lambda y, z, k, tol: np.exp(-y) / (1.0 + y), None, None,   uses="y")
 elementwise(voigt_profile, *(lambda y, x, sigma, gamma, k=k: _voigt_partials(x, sigma, gamma)[k]
                              for k in range(3)))
 # fmt: on
@@ -534,7 +538,7 @@ def _voigt_partials(x, sigma, gamma):
 # (its partial's asymptotic series is for large real arguments). log_ndtr's partial takes the
 # textbook form for complex arguments (numerics.log_ndtr_derivative).
 holomorphic(erf, erfc, ndtr, log_ndtr, xlogy, xlog1py, jv, yv, iv, kv, kve, log1p, expm1, dawsn,
-            erfi, wofz)
+            erfi, wofz, _lambertw)
 
 
 # The ufuncs with several outputs, each output's derivative in x (from x and the outputs):
