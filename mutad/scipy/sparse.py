@@ -101,7 +101,9 @@ of the user's functions that read traced values from their closures (``_Operator
 solve is differentiated in them too, to the first order), and ``x0`` a traced array (a warm
 start, which has no derivative). ``LinearOperator``'s products (``matvec``, ``A @ x``, ...)
 pass traced vectors to the user's functions and their traced results back, as SciPy's
-methods would if they did not convert them to plain arrays.
+methods would if they did not convert them to plain arrays. ``aslinearoperator`` of a traced
+dense or sparse matrix is such an operator of functions that compute as SciPy's
+``MatrixLinearOperator`` does.
 
 **Eigenpairs.** ``eigsh(A, k, ...)`` of a symmetric ``A`` with traced values is ARPACK's call
 (``sigma`` and ``which`` as given; ``return_eigenvectors=False`` gives SciPy's eigenvalues,
@@ -172,7 +174,8 @@ __all__ = ["bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix", "c
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
-    "norm", "eigs", "eigsh", "svds", "expm_multiply", "lsqr", "lsmr", "inv")},
+    "norm", "eigs", "eigsh", "svds", "expm_multiply", "lsqr", "lsmr", "inv",
+    "aslinearoperator")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
         "tril", "triu", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
@@ -3564,8 +3567,47 @@ for _name, _method in (("matvec", _vector_method("matvec", 0, "_matvec")),
                        ("_init_dtype", _init_dtype)):
     defmethod(_splinalg.LinearOperator, _name, _method)
 
+
+
+def _aslinearoperator(A: Any) -> Any:
+    """SciPy's ``aslinearoperator``; of a traced matrix (dense, or a traced sparse one), an
+    operator of functions that read it (``LinearOperator(matvec=...)``, which the iterative
+    solvers differentiate through its closures), each computing as SciPy's
+    ``MatrixLinearOperator`` does: ``A.dot`` of the vector as one column, and the adjoint's with
+    ``A.T.conj()``. Its ``A`` and ``args`` are SciPy's attributes of the matrix."""
+    if isinstance(A, _splinalg.LinearOperator) or not _followed(A):
+        return SCIPY["aslinearoperator"](A)
+    if isinstance(A, TracedMatrix) or not (wrapped(A) or isinstance(A, TracedSparse)):
+        _refuse("scipy.sparse.linalg.aslinearoperator of an np.matrix or an object holding "
+                "traced values", "pass the traced ndarray or scipy.sparse matrix itself.")
+    if not isinstance(A, TracedSparse):
+        if np.ndim(A) > 2:
+            raise ValueError('array must have ndim <= 2')
+        A = np.atleast_2d(A)
+
+    # The matrix held in a list: the solvers bind the values its closures hold, leaf by leaf
+    # (a traced sparse matrix's its stored values), to plain ones while SciPy's solve runs.
+    held = [A]
+
+    def matmat(X):
+        return held[0].dot(X)
+
+    def rmatmat(X):
+        adjoint = held[0].T
+        return (adjoint.conj() if adjoint.dtype.kind == "c" else adjoint).dot(X)  # (the same)
+
+    operator = _splinalg.LinearOperator(
+        A.shape, matvec=lambda x: matmat(x.reshape(-1, 1)),
+        rmatvec=lambda x: rmatmat(x.reshape(-1, 1)), matmat=matmat, rmatmat=rmatmat,
+        dtype=A.dtype)
+    operator.A, operator.args = A, (A,)
+    return operator
+
+
+aslinearoperator = _route(SCIPY["aslinearoperator"], _aslinearoperator)
+
 UNFOLLOWED = ("lobpcg", "qmr", "cgs", "lgmres",
-              "gcrotmk", "tfqmr", "aslinearoperator", "onenormest", "expm",
+              "gcrotmk", "tfqmr", "onenormest", "expm",
               "spilu", "matrix_power")
 """The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
 refused by name, where SciPy's own code would fail on the traced matrix with its TypeError."""
