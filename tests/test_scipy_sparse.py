@@ -1905,3 +1905,53 @@ def test_coo_setdiag_appends_as_scipys(rng):
     assert y == np.sum(f(v, d) * np.linspace(1.0, 2.0, 7))
     mutad.check_grads(lambda v, d: f(v, d), v, d)
     mutad.check_jvp(lambda v, d: f(v, d), v, d)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.sparse.find
+
+
+def _lil_of(x):
+    A = scipy.sparse.lil_matrix((3, 4))
+    for e, (i, j) in enumerate([(0, 0), (1, 2), (2, 3), (0, 3)]):
+        A[i, j] += x[e]
+    A[1, 2] += x[5]
+    return A
+
+
+FOUND = {
+    "of a dense array with zeros": lambda x: csr_matrix(np.where(x > 0.2, x, 0.0).reshape(3, 4)),
+    "coo with repeated entries": lambda x: scipy.sparse.coo_array(
+        (np.concatenate([x[:4], x[:2] - x[:2]]), ([0, 1, 2, 2, 0, 1], [0, 1, 3, 0, 0, 1])),
+        shape=(3, 4)),
+    "csc difference": lambda x: (scipy.sparse.csc_matrix(x.reshape(3, 4)) * 2.0
+                                 - scipy.sparse.csc_matrix(np.eye(3, 4) * x[:4])),
+    "lil assembled": _lil_of,
+}
+
+
+@pytest.mark.parametrize("form", FOUND)
+def test_find_of_traced_matrices(form):
+    """SciPy's rows, columns and values of the nonzero entries (the zeros mutad stores that
+    SciPy leaves out among those left out), the values differentiated (an entry whose value
+    is 0 is left out, as a masked element: no entry here is)."""
+    make = FOUND[form]
+    x = np.array([0.5, -0.3, 1.2, 0.25, 0.9, 0.4, 1.5, -0.7, 0.3, 0.8, -1.1, 0.6])
+
+    def found(x):
+        return scipy.sparse.find(make(x))
+
+    def f(x):
+        i, j, v = scipy.sparse.find(make(x))
+        return np.sum(np.sin(v) * (i + 1.0) * (j + 2.0))
+
+    copy = x.copy()
+    (i, j, v), _ = mutad.pullback(found, copy)
+    expected = found(x)
+    assert np.array_equal(i, expected[0]) and i.dtype == expected[0].dtype
+    assert np.array_equal(j, expected[1]) and v.tobytes() == expected[2].tobytes()
+    assert mutad.value_and_grad(f)(copy)[0] == f(x)
+    mutad.check_grads(f, copy)
+    mutad.check_jvp(f, copy)
+    assert copy.tobytes() == x.tobytes()
+    replays_as_traced(f, [(x,), (x * 1.3,), (x - 0.5,)])

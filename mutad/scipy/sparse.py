@@ -40,7 +40,7 @@ values tells where each goes); ``A @ x``, ``A.dot(x)``, ``x @ A`` of dense ``x``
 2-d), ``A[i, j]``, ``A.sum(axis)``, ``A.mean(axis)``, ``A.diagonal(k)``, ``A.trace(k)``,
 ``A.max()`` and ``A.min()`` (of every entry, the unstored zeros too unless ``explicit=True``;
 ties split the gradient evenly, np.max's rule), ``scipy.sparse.linalg.norm(A)`` (Frobenius, 1,
-inf) and ``A.toarray()`` give traced arrays. An spmatrix's ``A.sum(axis)`` and
+inf), ``A.toarray()`` and the values of ``scipy.sparse.find(A)`` give traced arrays. An spmatrix's ``A.sum(axis)`` and
 ``A.mean(axis)``, an ``np.matrix`` in SciPy, give a ``TracedMatrix``: its ``*`` is the matrix
 product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A`` and ``m.A1`` are traced arrays, and
 ``+``, ``-``, ``/``, ``m.sum(axis)``, ``m.T``, ``m[i, j]`` and ``A.multiply(m)`` are followed
@@ -178,7 +178,7 @@ SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "aslinearoperator")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
-        "tril", "triu", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
+        "tril", "triu", "find", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
         "dia_matrix", "dia_array")},
     "laplacian": _csgraph.laplacian}
 """SciPy's own functions and classes, by name. While a differentiation runs the names that
@@ -1875,6 +1875,26 @@ def _norm(x: Any, ord: Any = None, axis: Any = None) -> Any:
 
 
 norm = _route(SCIPY["norm"], _norm)
+
+
+def _find(A: Any) -> Any:
+    """SciPy's ``find``: the rows, columns and values of the nonzero entries of a coo copy of
+    ``A`` whose repeated entries are added (in SciPy's order, SciPy's sums); the zeros mutad
+    stores that SciPy leaves out are among the zeros it leaves out. Which are zero is a
+    decision taken on the values."""
+    if isinstance(A, _Assembled) and object.__getattribute__(A, "entries"):
+        A = A.traced()
+    if not isinstance(A, TracedSparse):
+        return SCIPY["find"](A)
+    B = A.tocoo(copy=True)
+    B.sum_duplicates()
+    values = np.reshape(B._values, (-1,))
+    nonzero = settled(values, "scipy.sparse.find, which leaves out the zero entries") != 0
+    pattern = B.layout.template
+    return pattern.row[nonzero], pattern.col[nonzero], values[nonzero]
+
+
+find = _route(SCIPY["find"], _find)
 
 
 class _SparseClass:
