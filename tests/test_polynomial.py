@@ -24,12 +24,23 @@ def calculus(module, prefix):
     return getattr(module, prefix + "der"), getattr(module, prefix + "int")
 
 
+def _leading(c):
+    """Coefficients whose leading one is well away from 0 (the roots stay finite)."""
+    c[-1] = 2.0 + abs(c[-1])
+    return c
+
+
 def programs(module, prefix):
     """Realistic uses, each a function of float arrays: (name, f, argument sampler)."""
     val, vander, fit = functions(module, prefix)
     der, integ = calculus(module, prefix)
+    roots = getattr(module, prefix + "roots")
     xs = np.linspace(-0.9, 0.8, 11)
     return [
+        ("roots", lambda c: (lambda r: r.real * 2.0 + r.imag)(roots(c) + 0j),
+         lambda r: (_leading(r.standard_normal(6)),)),
+        ("roots-abs", lambda c: np.abs(roots(c)), lambda r: (_leading(r.standard_normal(4)),)),
+        ("roots-linear", lambda c: roots(c), lambda r: (_leading(r.standard_normal(2)),)),
         ("der", lambda c: der(c), lambda r: (r.standard_normal(7),)),
         ("der-twice-scaled", lambda c: der(c, 2, scl=1.5), lambda r: (r.standard_normal(7),)),
         ("der-past-degree", lambda c: der(c, 4), lambda r: (r.standard_normal(3),)),
@@ -110,7 +121,8 @@ def test_replayed_like_traced(module, prefix, cls, rng):
         coef = fit(x, y * y, 3)
         series = cls.fit(xs, y, 2)
         return (np.sum(val(xs, coef) ** 2) + np.sum(series(xs)) + np.sum(cls(coef)(0.5 * xs))
-                + np.sum(series.deriv()(xs)) + np.sum(series.integ(lbnd=1.0)(xs)))
+                + np.sum(series.deriv()(xs)) + np.sum(series.integ(lbnd=1.0)(xs))
+                + np.sum(np.abs(getattr(module, prefix + "roots")(coef + [0, 0, 0, 5.0]))))
 
     calls = [(rng.standard_normal(9), np.sort(rng.uniform(0, 3, 9))) for _ in range(3)]
     replayed_like_traced(loss, calls, argnums=(0, 1))
@@ -135,8 +147,13 @@ def test_series_classes(module, prefix, cls, rng):
         p = cls(c, domain=[0.0, 2.0])
         return p.deriv(2)(t) + p.integ(lbnd=0.5, k=t[0])(t) + p.deriv().coef.sum()
 
+    def rooted(c):
+        r = cls(c, domain=[0.0, 2.0]).roots() + 0j
+        return r.real * 2.0 + r.imag
+
     c, t = rng.standard_normal(4), rng.uniform(0, 2, 3)
-    for f, args in ((fitted, (y,)), (made, (c, t)), (calculus, (c, t))):
+    for f, args in ((fitted, (y,)), (made, (c, t)), (calculus, (c, t)),
+                    (rooted, (_leading(c.copy()),))):
         y_traced, _ = mutad.pullback(f, *args)
         assert same(y_traced, f(*args))
         mutad.check_grads(f, *args)
@@ -159,6 +176,18 @@ def test_a_fit_of_traced_x_by_the_class_is_refused(module, prefix, cls):
     x, y = np.linspace(0, 1, 6), np.ones(6)
     with pytest.raises(mutad.errors.UnsupportedOperationError, match=prefix + "fit|polyfit"):
         mutad.gradient(lambda x: cls.fit(x, y, 2).coef.sum(), x)
+
+
+@pytest.mark.parametrize("module, prefix, cls", KINDS, ids=IDS)
+def test_roots_of_trimmed_differentiated_zeros_are_refused(module, prefix, cls):
+    """NumPy trims trailing zeros before taking roots: zeros that carry a derivative are
+    refused (roots go to infinity as they leave 0); a series of one coefficient has none."""
+    roots = getattr(module, prefix + "roots")
+    c = np.array([1.0, -2.0, 0.5])
+    with pytest.raises(mutad.MutadError, match="leading coefficients"):
+        mutad.gradient(lambda c: np.abs(roots(c * np.array([1.0, 1.0, 0.0]))).sum(), c)
+    empty, _ = mutad.pullback(lambda c: roots(c[:1]), c)
+    assert empty.shape == (0,) and empty.dtype == roots(c[:1]).dtype
 
 
 def test_plain_calls_stay_numpys_while_differentiating():

@@ -5,7 +5,8 @@ NumPy writes ``numpy.polynomial`` in Python, but its functions are not dispatche
 gradient. The compositions here take NumPy's steps one by one (Horner's and Clenshaw's
 recurrences of ``polyval``, ``chebval``, ``legval``, ``hermval``, ``hermeval``, ``lagval``; the
 recurrences of the pseudo-Vandermonde matrices; the scaled least-squares solve of
-``polyutils._fit``; the loops of ``*der`` and ``*int``), so their values are NumPy's bit for
+``polyutils._fit``; the loops of ``*der`` and ``*int``; the eigenvalues of the companion
+matrices of ``*roots``), so their values are NumPy's bit for
 bit and every step is differentiated by its own rule, in both modes and to every order. They stand in for NumPy's functions by
 name while a differentiation runs (``registry.defroute``), and run NumPy's own when no traced
 value reaches them.
@@ -13,11 +14,10 @@ value reaches them.
 The series classes (``Polynomial``, ``Chebyshev``, ...) follow traced coefficients: their
 constructor keeps them (``Polynomial(c)``), ``p(x)`` evaluates them, at traced points too, and
 ``Polynomial.fit(x, y, deg)`` fits traced ``y``, ``p.deriv(m)`` and ``p.integ(m, k, lbnd)``
-differentiate and integrate them (``registry.defmethod`` of their ``__init__``, ``__call__``,
-``_val``, ``_fit``, ``_der`` and ``_int``; the module functions ``*der`` and ``*int`` are
-NumPy's loops on a list of rows). Their other operations (arithmetic, ``roots``, ...) on
-traced coefficients, and ``fit`` of a traced ``x`` (whose domain would follow it), are
-refused by name.
+differentiate and integrate them, ``p.roots()`` finds their roots (``registry.defmethod`` of
+their ``__init__``, ``__call__``, ``_val``, ``_fit``, ``_der``, ``_int`` and ``_roots``; the
+module functions ``*der`` and ``*int`` are NumPy's loops on a list of rows). ``fit`` of a
+traced ``x`` (whose domain would follow it) is refused by name.
 """
 
 import warnings
@@ -348,6 +348,77 @@ def _fitting(vander_f):
     return fit
 
 
+# Roots (``*roots``): the eigenvalues of NumPy's companion matrix (rotated, but for the power
+# series), sorted. Its constant entries are NumPy's companion of the unit series; its last
+# column, the one the coefficients enter, NumPy's update of them, differentiated (eigvals'
+# rule: simple roots).
+
+
+def _series(c):
+    """``polyutils.as_series([c])[0]``: a 1-d copy without trailing zeros (at least one
+    coefficient), as NumPy trims it; zeros trimmed from differentiated coefficients are refused,
+    as ``np.trim_zeros`` refuses them (the roots go to infinity as the leading coefficient goes
+    to 0)."""
+    c = _coefficients(c)
+    if np.ndim(c) != 1:
+        raise ValueError("Coefficient array is not 1-d")
+    if np.size(c) == 0:
+        raise ValueError("Coefficient array is empty")
+    n = len(c)
+    while n > 1 and c[n - 1] == 0:
+        n -= 1
+    if n < len(c) and holds_derivative([c]):
+        raise UnsupportedOperationError(
+            "the roots of a series whose leading coefficients are differentiated zeros: NumPy "
+            "trims them, and the roots of the trimmed series have not the derivative of the "
+            "series' (some go to infinity). Slice off constant zeros yourself (c[:-1]).")
+    return np.copy(c[:n])
+
+
+def _hermite_scale(two):
+    def scale(n):
+        return np.multiply.accumulate(np.hstack((1., 1. / np.sqrt(
+            (2. if two else 1.) * np.arange(n - 1, 0, -1)))))[::-1]
+    return scale
+
+
+_ROOTS = {  # prefix: (the root of a degree-1 series, the update of the last column, its sign)
+    "poly": (lambda c: -c[0] / c[1], lambda c, n: c[:-1] / c[-1], -1),
+    "cheb": (lambda c: -c[0] / c[1], lambda c, n: (c[:-1] / c[-1]) * (
+        (lambda scl: scl / scl[-1])(np.array([1.] + [np.sqrt(.5)] * (n - 1)))) * .5, -1),
+    "leg": (lambda c: -c[0] / c[1], lambda c, n: (c[:-1] / c[-1]) * (
+        (lambda scl: scl / scl[-1])(1. / np.sqrt(2 * np.arange(n) + 1))) * (n / (2 * n - 1)),
+        -1),
+    "herm": (lambda c: -.5 * c[0] / c[1],
+             lambda c, n: _hermite_scale(True)(n) * c[:-1] / (2.0 * c[-1]), -1),
+    "herme": (lambda c: -c[0] / c[1], lambda c, n: _hermite_scale(False)(n) * c[:-1] / c[-1],
+              -1),
+    "lag": (lambda c: 1 + c[0] / c[1], lambda c, n: (c[:-1] / c[-1]) * n, 1),
+}
+
+
+def _roots(module, prefix):
+    linear, update, sign = _ROOTS[prefix]
+    companion = getattr(module, prefix + "companion")
+
+    def roots(c):
+        c = _series(c)
+        if len(c) < 2:
+            return np.array([], dtype=c.dtype)
+        if len(c) == 2:
+            return np.reshape(linear(c), (1,))
+        n = len(c) - 1
+        unit = np.zeros(n + 1, dtype=c.dtype)
+        unit[-1] = 1
+        base = companion(unit)  # NumPy's, its last column updated by zeros
+        column = base[:, -1] - update(c, n) if sign < 0 else base[:, -1] + update(c, n)
+        m = np.concatenate([base[:, :-1], np.reshape(column, (n, 1))], axis=1)
+        r = np.linalg.eigvals(m if prefix == "poly" else m[::-1, ::-1])
+        r.sort()
+        return r
+    return roots
+
+
 _KINDS = {  # module: (class, its val, vander, der, int, as NumPy names them)
     _P.polynomial: (_P.Polynomial, "poly", polyval, polyvander, polyder, polyint),
     _P.chebyshev: (_P.Chebyshev, "cheb", chebval, chebvander, chebder, chebint),
@@ -377,9 +448,10 @@ COMPOSITES = {}
 
 for _module, (_cls, _prefix, _val, _van, _der, _int) in _KINDS.items():
     _fit_f = _fitting(_van)
+    _roots_f = _roots(_module, _prefix)
     for _name, _composite in ((_prefix + "val", _val), (_prefix + "vander", _van),
                               (_prefix + "fit", _fit_f), (_prefix + "der", _der),
-                              (_prefix + "int", _int)):
+                              (_prefix + "int", _int), (_prefix + "roots", _roots_f)):
         _original = getattr(_module, _name)
         COMPOSITES[_original] = _composite
         _standing_in(_original, _composite)
@@ -389,6 +461,7 @@ for _module, (_cls, _prefix, _val, _van, _der, _int) in _KINDS.items():
     defmethod(_cls, "_fit", _fit_f)
     defmethod(_cls, "_der", _der)
     defmethod(_cls, "_int", _int)
+    defmethod(_cls, "_roots", _roots_f)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -445,3 +518,14 @@ _FIT = ABCPolyBase.__dict__["fit"]
 defmethod(ABCPolyBase, "__init__", _init)
 defmethod(ABCPolyBase, "__call__", _call)
 defmethod(ABCPolyBase, "fit", _fit_method)
+
+
+def _mapdomain(x, old, new):
+    """``polyutils.mapdomain`` of traced points (``roots()`` maps the roots so), with a plain
+    domain and window."""
+    if holds_derivative([old, new]):
+        _refuse_traced_domain("numpy.polynomial.polyutils.mapdomain")
+    return _mapped(x, old, new)
+
+
+mapdomain = _standing_in(_pu.mapdomain, _mapdomain)
