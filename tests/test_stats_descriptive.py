@@ -13,7 +13,7 @@ import pytest
 import scipy.stats
 
 import mutad
-from cases import numpys_bits_in_every_mode
+from cases import numpys_bits_in_every_mode, replays_as_traced
 from mutad.scipy import stats
 
 POLICIES = ("restore", "checkpoint")
@@ -355,6 +355,8 @@ def test_kolmogorov_smirnov_tests(name):
         (g,) = mutad.gradient(lambda x: test(x).statistic + test(x).pvalue, x)
         assert not g.any()
     assert x.tobytes() == KS_SAMPLE.tobytes()
+    replays_as_traced(lambda x: sum(_ks_fields(test(x))[:3]),
+                      [(x,), (x * 1.3 + 0.1,), (x[::-1].copy(),)])
 
 
 def test_kolmogorov_smirnov_refusals():
