@@ -380,3 +380,24 @@ def test_kendalltau_carries_no_derivative():
     assert not gradient.any()
     assert mutad.pullback(lambda x: S.kendalltau(x, y).correlation, x)[0] == \
         S.kendalltau(x, y).correlation
+
+
+SCORES = {
+    "fraction": lambda x: S.scoreatpercentile(x, 37.5),
+    "several": lambda x: S.scoreatpercentile(x, [0, 12.5, 50, 100]),
+    "lower-higher": lambda x: (S.scoreatpercentile(x, 30, interpolation_method="lower")
+                               + S.scoreatpercentile(x, 30, interpolation_method="higher")),
+    "limit": lambda x: S.scoreatpercentile(x, 60, limit=(-0.5, 1.5)),
+    "axis": lambda x: S.scoreatpercentile(x.reshape(4, 6), [25, 80], axis=1),
+}
+
+
+@pytest.mark.parametrize("name", SCORES)
+def test_scoreatpercentile(name):
+    f = SCORES[name]
+    x = X.reshape(-1).copy()
+    y, _ = mutad.pullback(f, x)
+    assert np.asarray(y).tobytes() == np.asarray(f(X.reshape(-1))).tobytes()
+    mutad.check_grads(lambda x: np.sum(np.sin(f(x))), x)
+    mutad.check_jvp(lambda x: np.sum(np.sin(f(x))), x)
+    assert x.tobytes() == X.reshape(-1).tobytes()

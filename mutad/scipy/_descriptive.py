@@ -20,7 +20,8 @@ The Kolmogorov-Smirnov tests (``ks_1samp``, ``kstest``, ``ks_2samp``) of one 1-d
 one-sample statistic is the largest distance between the sorted sample's empirical
 distribution and the differentiated cdf at it, its p-value SciPy's, differentiated by the
 density of SciPy's distribution of the statistic (to the first order); the two-sample ones
-depend on the samples' order alone.
+depend on the samples' order alone. ``scoreatpercentile`` takes SciPy's steps (its
+``limit``, sort and interpolation).
 
 ``binned_statistic`` (``'mean'``, ``'sum'``, ``'count'``, ``'std'``, ``'median'``, ``'min'``,
 ``'max'``) gives SciPy's result bit for bit: which bin each sample falls in, and which samples
@@ -52,12 +53,13 @@ from scipy.stats._binned_statistic import BinnedStatisticResult
 from ..core.errors import UnsupportedOperationError
 from ..engines.arraylike import carries_derivative
 from ..core.registry import NoClosedForm
-from ._adjoints import Elementwise, StandIn, Value, scipys_value
+from ._adjoints import Elementwise, StandIn, Value, scipys_value, stands_in_for
 
 __all__ = ["binned_statistic", "circmean", "circstd", "circvar", "describe", "entropy", "gmean", "hmean", "iqr",
            "kendalltau", "ks_1samp", "ks_2samp", "kstest", "kurtosis", "linregress", "median_abs_deviation", "mode", "moment", "pearsonr",
            "pmean", "rankdata", "sem", "skew", "spearmanr", "tmean", "tstd", "trim_mean",
-           "ttest_1samp", "ttest_ind", "tvar", "variation", "zmap", "zscore"]
+           "scoreatpercentile", "ttest_1samp", "ttest_ind", "tvar", "variation", "zmap",
+           "zscore"]
 
 _ALTERNATIVES = {"less": -1, "two-sided": 0, "greater": 1}
 
@@ -480,6 +482,53 @@ def _quantiles(x, p, method):
     if method == "midpoint":
         return (at(np.floor(ij)) + at(np.ceil(ij))) / 2
     return at({"lower": np.floor, "higher": np.ceil, "nearest": np.round}[method](ij))
+
+
+def _qth_percentile(sorted_, per, interpolation_method, axis):
+    """SciPy's ``_compute_qth_percentile``: the sorted values at the index, or its two
+    neighbours weighted by the fraction."""
+    if not np.isscalar(per):
+        return np.stack([_qth_percentile(sorted_, p, interpolation_method, axis) for p in per])
+    if not (0 <= per <= 100):
+        raise ValueError("percentile must be in the range [0, 100]")
+    indexer = [slice(None)] * np.ndim(sorted_)
+    idx = per / 100. * (np.shape(sorted_)[axis] - 1)
+    if int(idx) != idx:
+        if interpolation_method == "lower":
+            idx = int(np.floor(idx))
+        elif interpolation_method == "higher":
+            idx = int(np.ceil(idx))
+        elif interpolation_method != "fraction":
+            raise ValueError("interpolation_method can only be 'fraction', 'lower' or 'higher'")
+    i = int(idx)
+    if i == idx:
+        indexer[axis] = slice(i, i + 1)
+        weights = np.array(1)
+        sumval = 1.0
+    else:
+        indexer[axis] = slice(i, i + 2)
+        j = i + 1
+        wshape = [1] * np.ndim(sorted_)
+        wshape[axis] = 2
+        weights = np.array([(j - idx), (idx - i)], float).reshape(wshape)
+        sumval = weights.sum()
+    return np.add.reduce(sorted_[tuple(indexer)] * weights, axis=axis) / sumval
+
+
+@stands_in_for(_stats.scoreatpercentile)
+def scoreatpercentile(a, per, limit=(), interpolation_method="fraction", axis=None):
+    """SciPy's steps: the values within ``limit`` (a decision on them), sorted, then the
+    score at each percentile (constants: ``per`` has no derivative here)."""
+    if carries_derivative(per):
+        raise UnsupportedOperationError(
+            "scipy.stats.scoreatpercentile of a differentiated percentile: mutad follows the "
+            "scores in the data; use np.percentile(a, per), which differentiates per too.")
+    if np.size(a) == 0:
+        return np.nan if np.isscalar(per) else np.full(np.shape(per), np.nan)
+    if limit:
+        a = a[(limit[0] <= a) & (a <= limit[1])]
+    sorted_ = np.sort(a, axis=axis)
+    return _qth_percentile(sorted_, per, interpolation_method, 0 if axis is None else axis)
 
 
 @_reduction(_stats.iqr, samples=("x",), propagates=False)
