@@ -165,10 +165,10 @@ from ..core.views import memory, stands_for_scalar, wrapped
 from . import integrate as _integrate
 from ._adjoints import Value, scipys_value
 
-__all__ = ["bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix", "csc_array",
-           "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix", "diags",
-           "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm_multiply", "factorized",
-           "gmres", "hstack", "inv", "kron", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
+__all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix",
+           "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
+           "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm_multiply",
+           "factorized", "find", "gmres", "hstack", "inv", "kron", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
            "norm", "spdiags", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
            "TracedSparse", "tril", "triu", "vstack"]
 
