@@ -909,4 +909,4 @@ def _mapdomain(x, old, new):
     return _mapped(x, old, new)
 
 
-mapdomain = _standing_in(_pu.mapdomain, _mapdomain)
+_standing_in(_pu.mapdomain, _mapdomain)
