@@ -585,10 +585,29 @@ def test_continuous_quantile_methods_in_q(method, rng):
                     x, q)
 
 
-def test_weighted_quantiles_are_refused():
-    with pytest.raises(mutad.MutadError, match="weights="):
-        mutad.gradient(lambda x: np.quantile(x, 0.3, method="inverted_cdf",
-                                             weights=np.ones(4)), np.arange(4.0))
+WEIGHTED = {
+    "one": lambda x, w: np.quantile(x[0], 0.3, method="inverted_cdf", weights=w[0]),
+    "several-axis": lambda x, w: np.quantile(x, [0.1, 0.5, 0.95], axis=1,
+                                             method="inverted_cdf", weights=w),
+    "percentile-keepdims": lambda x, w: np.percentile(x, 40.0, axis=0, keepdims=True,
+                                                      method="inverted_cdf", weights=w),
+    "nan-skipping": lambda x, w: np.nanquantile(np.where(x > 1.0, np.nan, x), [0.2, 0.7],
+                                                axis=1, method="inverted_cdf", weights=w),
+}
+
+
+@pytest.mark.parametrize("name", WEIGHTED)
+def test_weighted_quantiles(name, rng):
+    # NumPy weights inverted_cdf alone, whose quantile is one of the elements: NumPy's value,
+    # its derivative that element's (the weights, constants here, decide which)
+    f = WEIGHTED[name]
+    x, w = rng.standard_normal((3, 7)), rng.uniform(0.1, 2.0, (3, 7))
+    copy = x.copy()
+    value, _ = mutad.value_and_grad(lambda x: np.sum(f(x, w)))(copy)
+    assert value == np.sum(f(x, w))
+    mutad.check_grads(lambda x: np.sum(np.sin(f(x, w))), copy)
+    mutad.check_jvp(lambda x: np.sum(np.sin(f(x, w))), copy)
+    assert copy.tobytes() == x.tobytes()
 
 
 @pytest.mark.parametrize("policy", ["restore", "checkpoint"])
@@ -844,3 +863,10 @@ def test_out_rounded_otherwise_by_numpy_is_refused(program):
         mutad.grad(loss)(x)
     with pytest.raises(mutad.MutadError, match="out="):
         mutad.jvp(loss, (x,), (np.ones_like(x),))
+
+
+def test_quantile_weights_that_carry_a_derivative_are_refused():
+    x = np.linspace(0.1, 1.0, 7)
+    with pytest.raises(mutad.MutadError, match="weights="):
+        mutad.gradient(lambda x: np.quantile(x, 0.3, method="inverted_cdf",
+                                             weights=np.exp(x)), x)

@@ -590,7 +590,7 @@ class OrderStatistics:
     and weight ``g`` of each quantile (shape ``q.shape + kept``), as NumPy's _quantile takes
     them for ``method``."""
 
-    def __init__(self, a, q, axis, method, skip_nan):
+    def __init__(self, a, q, axis, method, skip_nan, taken=None):
         if method not in QUANTILE_METHODS:
             raise UnsupportedOperationError(
                 f"a quantile with method={method!r} on traced arrays: mutad differentiates the "
@@ -617,7 +617,10 @@ class OrderStatistics:
         self.nothing = count == 0 if skip_nan else np.any(nan, axis=-1)
         last = np.maximum(count - 1, 0)
         v = virtual_index(count, np.reshape(q, self.q_shape + (1,) * len(kept)))
-        if fix_gamma is None:  # an integer index: NumPy takes that element
+        if taken is not None:  # weighted: NumPy's element, found by its value among the sorted
+            self.lo = self.hi = self.position_of(moved, taken)
+            self.g = np.zeros(np.shape(self.lo))
+        elif fix_gamma is None:  # an integer index: NumPy takes that element
             self.lo = self.hi = np.minimum(v, last)
             self.g = np.zeros(np.shape(v))
         else:  # NumPy's _get_indexes and _get_gamma: beyond either end, the end element
@@ -629,6 +632,19 @@ class OrderStatistics:
             self.hi = np.where(beyond, end, below + 1).astype(np.intp)
         self.smooth_in_q = index_slope is not None
         self.index_slope = index_slope(count) if self.smooth_in_q else None  # d v / d q
+
+    def position_of(self, moved, taken):
+        """The sorted position of the first element equal to each quantile ``taken`` (NumPy's
+        value, one of the elements: a weighted quantile is, inverted_cdf being the only method
+        NumPy weights), 0 where it is NaN (no derivative)."""
+        ranked = np.take_along_axis(moved, self.permutation, -1)
+        taken = np.reshape(taken, self.q_shape + self.kept_shape)
+        equal = ranked == taken[..., None]
+        if not np.all(np.any(equal, axis=-1) | self.nothing | np.isnan(taken)):
+            raise UnsupportedOperationError(
+                "a weighted quantile that is none of the elements: mutad finds NumPy's element "
+                "by its value. Compute it without weights= (np.repeat the elements).")
+        return np.argmax(equal, axis=-1)
 
     def along_last(self, x):
         return np.reshape(np.transpose(x, self.order), self.kept_shape + (self.length,))
@@ -663,21 +679,16 @@ class OrderStatistics:
         return np.where(self.nothing, 0.0, gap[..., 0] * self.index_slope)
 
 
-def _refuse_weights(weights):
-    if weights is not None:
-        raise UnsupportedOperationError(
-            "a quantile with weights= on traced arrays: mutad differentiates unweighted ones.")
-
-
 def quantile_rules(func, skip_nan, scale):
     """The rule and forward rule of ``func`` (np.quantile and its kin), whose ``q`` is
     ``scale`` times a quantile. ``overwrite_input`` only permits NumPy to scramble ``a``: not
     doing so is always right."""
 
-    def rule(a, q, axis=None, overwrite_input=False, method="linear", keepdims=False, **kwargs):
-        _refuse_weights(kwargs.get("weights"))
-        y = func(a, q, axis=axis, method=method, keepdims=keepdims)
-        statistics = OrderStatistics(a, np.divide(q, scale), axis, method, skip_nan)
+    def rule(a, q, axis=None, overwrite_input=False, method="linear", keepdims=False,
+             weights=None):
+        y = func(a, q, axis=axis, method=method, keepdims=keepdims, weights=weights)
+        statistics = OrderStatistics(a, np.divide(q, scale), axis, method, skip_nan,
+                                     None if weights is None else y)
         q_shape = np.shape(q)
 
         def back(dy):
@@ -691,10 +702,10 @@ def quantile_rules(func, skip_nan, scale):
         return y, back
 
     def jvp(tangents, a, q, axis=None, overwrite_input=False, method="linear", keepdims=False,
-            **kwargs):
-        _refuse_weights(kwargs.get("weights"))
-        y = func(a, q, axis=axis, method=method, keepdims=keepdims)
-        statistics = OrderStatistics(a, np.divide(q, scale), axis, method, skip_nan)
+            weights=None):
+        y = func(a, q, axis=axis, method=method, keepdims=keepdims, weights=weights)
+        statistics = OrderStatistics(a, np.divide(q, scale), axis, method, skip_nan,
+                                     None if weights is None else y)
         da, dq = (tuple(tangents) + (None, None))[:2]
         dy = None if da is None else statistics.tangent(da, np.shape(y))
         if dq is not None and statistics.smooth_in_q:
