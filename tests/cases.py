@@ -22,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 import scipy.special as special
+from scipy.special._ufuncs import _lambertw  # scipy.special.lambertw(z, k, tol)'s ufunc
 from scipy.special._ufuncs import _zeta  # scipy.special.zeta(x, q)'s ufunc
 
 from strategies import (
@@ -319,6 +320,8 @@ UFUNC_CASES += [
     Case(_zeta,             (above_half,),         settings=((0, 2.5),)),
     Case(special.radian,    (real, real),          settings=((2, 30.0),)),
     Case(special.radian,    (real, real),          settings=((0, 10.0),)),
+    Case(special.lpmv,             (open_unit_interval,), settings=((0, 1), (1, 3))),
+    Case(special.lpmv,             (open_unit_interval,), settings=((0, 0), (1, 2.5))),
     Case(special.eval_legendre,    (open_unit_interval,), settings=((0, 3),)),
     Case(special.eval_legendre,    (open_unit_interval,), settings=((0, 2.5),)),
     Case(special.eval_legendre,    (open_unit_interval,), settings=((0, 0),)),
@@ -425,6 +428,9 @@ COMPLEX_UFUNC_CASES = [
     Case(special.dawsn,   (complex_small,),                   label="complex"),
     Case(special.erfi,    (complex_small,),                   label="complex"),
     Case(special.wofz,    (complex_small,),                   label="complex"),
+    Case(_lambertw,       (complex_right,),  settings=((1, 0), (2, 1e-8)), label="complex"),
+    Case(_lambertw,       (complex_right,),  settings=((1, -1), (2, 1e-8)), label="complex k=-1"),
+    Case(_lambertw,       (complex_small,),  settings=((1, 1), (2, 1e-8)), label="complex k=1"),
 ]
 # fmt: on
 

@@ -66,6 +66,9 @@ CREATIONS = {
     "asanyarray-like=":  lambda a: np.asanyarray(a[::-1], like=a),
     "ascontiguousarray": lambda a: np.ascontiguousarray(a[::-1], like=a),
     "asfortranarray":    lambda a: np.asfortranarray(a, like=a),
+    "require":           lambda a: np.require(a[::-1], requirements=["C", "W"]),
+    "require-like=":     lambda a: np.require(a, None, "A", like=a),
+    "asarray_chkfinite": lambda a: np.asarray_chkfinite(a[::-1]),
     "astype":            lambda a: a.astype(np.float64),
     "linspace":          lambda a: np.linspace(a[0], a[1] * a[2], 6),
     "linspace-retstep":  lambda a: (lambda ys: ys[0] * ys[1])(np.linspace(a[0], a[1] * a[2], 6, retstep=True)),
@@ -121,6 +124,54 @@ def test_asarray_of_a_traced_array_is_that_array(x):
     assert np.allclose(f(x.copy())[1:], expected)
 
 
+REQUIRED = {
+    "fits": (lambda a: np.require(a, requirements=["C", "W"]), True),
+    "reversed, C": (lambda a: np.require(a[::-1], requirements="C"), False),
+    "F of a matrix": (lambda a: np.require(np.outer(a, a), requirements="F"), False),
+    "dtype": (lambda a: np.require(a, np.float32), False),
+    "list of items": (lambda a: np.require([a[0], a[1] * a[2]]), False),
+    "checked finite": (lambda a: np.asarray_chkfinite(a), True),
+    "checked finite, F": (lambda a: np.asarray_chkfinite(np.outer(a, a), order="F"), False),
+    "checked items": (lambda a: np.asarray_chkfinite([a[0], a[1] * a[2]]), False),
+}
+
+
+@pytest.mark.parametrize("form", REQUIRED)
+def test_require_and_asarray_chkfinite(form, x):
+    # NumPy's array, layout and dtype; where it returns the argument itself, writes through the
+    # result are writes into the argument (the caller's array coming back bit for bit).
+    make, itself = REQUIRED[form]
+    copy = x.copy()
+    expected = make(x.copy())
+    y, _ = mutad.pullback(make, copy)
+    assert y.dtype == expected.dtype and y.tobytes() == expected.tobytes()
+
+    def f(a):
+        b = make(a)
+        b[..., :2] *= 3.0
+        return np.sum(np.sin(b) * a[0]) + np.sum(a ** 2)
+
+    assert (make(copy) is copy) == itself
+    for policy in ("restore", "checkpoint"):
+        if y.dtype == np.float64:
+            mutad.check_grads(f, copy, policy=policy)
+            mutad.check_jvp(f, copy)
+    assert np.array_equal(copy, x)
+
+
+def test_require_of_owned_data_is_refused(x):
+    for requirements in ("O", ["C", "OWNDATA"]):
+        with pytest.raises(mutad.MutadError, match="requirements='O'"):
+            mutad.gradient(lambda a: np.require(a, requirements=requirements).sum(), x)
+        with pytest.raises(mutad.MutadError, match="requirements='O'"):
+            mutad.jvp(lambda a: np.require(a, None, requirements).sum(), (x,), (x,))
+
+
+def test_asarray_chkfinite_keeps_numpys_error(x):
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match="infs or NaNs"):
+        mutad.gradient(lambda a: np.asarray_chkfinite(np.log(a - 1.0)).sum(), x)
+
+
 def test_arange_with_traced_bounds_names_the_rewrite():
     with pytest.raises(mutad.MutadError, match="np.arange"):
         mutad.gradient(lambda a, x: (np.arange(a, 3.0, like=x) * x[0]).sum(), 0.5, np.ones(2))
@@ -146,6 +197,8 @@ CREATION = [
     rule_case(np.asanyarray, LIST),
     rule_case(np.ascontiguousarray, XF),
     rule_case(np.asfortranarray, X),
+    rule_case(np.require, XF, None, "C"),
+    rule_case(np.require, X, np.float64, ["F", "A"]),
     rule_case(np.ndarray.astype, X, np.float32, fd=False),
     rule_case(np.ndarray.astype, X, np.float64, copy=False),
     rule_case(np.full, (2, 3), FILL),

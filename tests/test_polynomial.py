@@ -24,12 +24,34 @@ def calculus(module, prefix):
     return getattr(module, prefix + "der"), getattr(module, prefix + "int")
 
 
+def _leading(c):
+    """Coefficients whose leading one is well away from 0 (the roots stay finite)."""
+    c[-1] = 2.0 + abs(c[-1])
+    return c
+
+
 def programs(module, prefix):
     """Realistic uses, each a function of float arrays: (name, f, argument sampler)."""
     val, vander, fit = functions(module, prefix)
     der, integ = calculus(module, prefix)
+    roots = getattr(module, prefix + "roots")
+    add, sub, mul, mulx, div, power = (getattr(module, prefix + name) for name in (
+        "add", "sub", "mul", "mulx", "div", "pow"))
     xs = np.linspace(-0.9, 0.8, 11)
+    pair = lambda r: (r.standard_normal(5), _leading(r.standard_normal(3)))  # noqa: E731
     return [
+        ("add-sub", lambda a, b: np.concatenate([add(a, b), add(b[:2], a), sub(a, b),
+                                                 sub(b[:2], a), sub([1.0, 2.0], b)]), pair),
+        ("mul", lambda a, b: np.concatenate([mul(a, b), mul(b[:1], a), mul(a, 2.0),
+                                             mul([0.0, 0.0, 1.0], b)]), pair),
+        ("mulx", lambda a: mulx(a), lambda r: (r.standard_normal(5),)),
+        ("div", lambda a, b: np.concatenate(div(a, b) + div(a, b[:1]) + div(b, a)), pair),
+        ("pow", lambda a: np.concatenate([power(a, 3), power(a, 0), power(a, 1)]),
+         lambda r: (r.standard_normal(4),)),
+        ("roots", lambda c: (lambda r: r.real * 2.0 + r.imag)(roots(c) + 0j),
+         lambda r: (_leading(r.standard_normal(6)),)),
+        ("roots-abs", lambda c: np.abs(roots(c)), lambda r: (_leading(r.standard_normal(4)),)),
+        ("roots-linear", lambda c: roots(c), lambda r: (_leading(r.standard_normal(2)),)),
         ("der", lambda c: der(c), lambda r: (r.standard_normal(7),)),
         ("der-twice-scaled", lambda c: der(c, 2, scl=1.5), lambda r: (r.standard_normal(7),)),
         ("der-past-degree", lambda c: der(c, 4), lambda r: (r.standard_normal(3),)),
@@ -110,7 +132,8 @@ def test_replayed_like_traced(module, prefix, cls, rng):
         coef = fit(x, y * y, 3)
         series = cls.fit(xs, y, 2)
         return (np.sum(val(xs, coef) ** 2) + np.sum(series(xs)) + np.sum(cls(coef)(0.5 * xs))
-                + np.sum(series.deriv()(xs)) + np.sum(series.integ(lbnd=1.0)(xs)))
+                + np.sum(series.deriv()(xs)) + np.sum(series.integ(lbnd=1.0)(xs))
+                + np.sum(np.abs(getattr(module, prefix + "roots")(coef + [0, 0, 0, 5.0]))))
 
     calls = [(rng.standard_normal(9), np.sort(rng.uniform(0, 3, 9))) for _ in range(3)]
     replayed_like_traced(loss, calls, argnums=(0, 1))
@@ -135,8 +158,19 @@ def test_series_classes(module, prefix, cls, rng):
         p = cls(c, domain=[0.0, 2.0])
         return p.deriv(2)(t) + p.integ(lbnd=0.5, k=t[0])(t) + p.deriv().coef.sum()
 
+    def arithmetic(c, t):  # of series of traced coefficients, a list holding one too
+        p, q = cls(c, domain=[0.0, 2.0]), cls([1.0, t[0], 2.5], domain=[0.0, 2.0])
+        quo, rem = divmod(p * p, q)
+        series = ((p * q - 2 * p) ** 2 + 1.0 - q, quo, rem, p / 2.0, -p, p // 3.0, 1.5 * q)
+        return np.concatenate([s.coef for s in series])
+
+    def rooted(c):
+        r = cls(c, domain=[0.0, 2.0]).roots() + 0j
+        return r.real * 2.0 + r.imag
+
     c, t = rng.standard_normal(4), rng.uniform(0, 2, 3)
-    for f, args in ((fitted, (y,)), (made, (c, t)), (calculus, (c, t))):
+    for f, args in ((fitted, (y,)), (made, (c, t)), (calculus, (c, t)), (arithmetic, (c, t)),
+                    (rooted, (_leading(c.copy()),))):
         y_traced, _ = mutad.pullback(f, *args)
         assert same(y_traced, f(*args))
         mutad.check_grads(f, *args)
@@ -159,6 +193,34 @@ def test_a_fit_of_traced_x_by_the_class_is_refused(module, prefix, cls):
     x, y = np.linspace(0, 1, 6), np.ones(6)
     with pytest.raises(mutad.errors.UnsupportedOperationError, match=prefix + "fit|polyfit"):
         mutad.gradient(lambda x: cls.fit(x, y, 2).coef.sum(), x)
+
+
+@pytest.mark.parametrize("module, prefix, cls", KINDS, ids=IDS)
+def test_roots_of_trimmed_differentiated_zeros_are_refused(module, prefix, cls):
+    """NumPy trims trailing zeros before taking roots: zeros that carry a derivative are
+    refused (roots go to infinity as they leave 0); a series of one coefficient has none."""
+    roots = getattr(module, prefix + "roots")
+    c = np.array([1.0, -2.0, 0.5])
+    with pytest.raises(mutad.MutadError, match="trailing coefficients are zeros"):
+        mutad.gradient(lambda c: np.abs(roots(c * np.array([1.0, 1.0, 0.0]))).sum(), c)
+    empty, _ = mutad.pullback(lambda c: roots(c[:1]), c)
+    assert empty.shape == (0,) and empty.dtype == roots(c[:1]).dtype
+
+
+def test_series_arithmetic_that_cancels_exactly_is_refused_by_name():
+    """Legendre division by [1, t, 2]: a step of NumPy's (the product of a unit series) cancels
+    to a zero NumPy trims, in an array that carries a derivative. NumPy's operator would turn
+    the refusal into NotImplemented (a TypeError of unsupported operands): it is raised."""
+    def f(c, t):
+        return divmod(P.Legendre(c), P.Legendre([1.0, t[0], 2.0]))[0].coef.sum()
+
+    with pytest.raises(mutad.MutadError, match="trailing coefficients are zeros"):
+        mutad.gradient(f, np.array([0.5, -1.0, 2.0, 0.3, 0.2, -0.4, 1.1]), np.array([0.7]),
+                       argnums=(0, 1))
+    mixed = lambda c: (P.Legendre(c) * P.Chebyshev(c)).coef.sum()  # noqa: E731
+    for call in (lambda: mixed(np.ones(3)), lambda: mutad.gradient(mixed, np.ones(3))):
+        with pytest.raises(TypeError, match="Polynomial types differ"):  # NumPy's own, kept
+            call()
 
 
 def test_plain_calls_stay_numpys_while_differentiating():

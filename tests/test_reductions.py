@@ -536,9 +536,78 @@ def test_quantile_conventions():
     np.testing.assert_array_equal(g, [[0.5, 0.0, 0.5], [0.0, 0.0, 0.0]])
 
 
-def test_quantile_methods_without_a_rule_are_refused():
-    with pytest.raises(mutad.MutadError, match="method='weibull'"):
-        mutad.gradient(lambda x: np.quantile(x, 0.3, method="weibull"), np.arange(4.0))
+ALL_QUANTILE_METHODS = ["inverted_cdf", "averaged_inverted_cdf", "closest_observation",
+                        "interpolated_inverted_cdf", "hazen", "weibull", "linear",
+                        "median_unbiased", "normal_unbiased", "lower", "higher", "nearest",
+                        "midpoint"]
+
+
+@pytest.mark.parametrize("method", ALL_QUANTILE_METHODS)
+def test_quantile_methods_take_numpys_elements(method, rng):
+    # The gradient's weights on the elements, applied to them, give NumPy's quantile: the same
+    # elements and weights at every q, among them those on the boundaries of each method's
+    # cases (q n - 1 whole, below the first element, beyond the last).
+    for n in range(1, 8):
+        x = rng.permutation(np.sort(rng.standard_normal(n)) + 3.0 * np.arange(n))
+        for q in np.unique(np.concatenate([np.linspace(0, 1, 29), np.arange(n + 1) / n,
+                                           np.arange(n) / max(n - 1, 1)])):
+            value, g = mutad.value_and_grad(
+                lambda x: np.quantile(x, q, method=method))(x)
+            assert value == np.quantile(x, q, method=method)
+            np.testing.assert_allclose(g @ x, value, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("method", ALL_QUANTILE_METHODS)
+def test_quantile_methods(method, policy, rng):
+    x = rng.standard_normal((4, 5))
+    x[1, 2] = np.nan
+    value, _ = mutad.value_and_grad(
+        lambda x: np.sum(np.nanquantile(x, [0.1, 0.5, 0.97], axis=0, method=method)))(x)
+    assert value == np.sum(np.nanquantile(x, [0.1, 0.5, 0.97], axis=0, method=method))
+    x[1, 2] = 0.3
+    for f in (lambda x: np.sum(np.sin(np.quantile(x, [0.05, 0.3, 0.9], axis=1, method=method))),
+              lambda x: np.percentile(x, 37.5, method=method),
+              lambda x: np.sum(np.nanpercentile(np.where(x > 1.2, np.nan, x), [20, 80], axis=0,
+                                                method=method))):
+        mutad.check_grads(f, x, policy=policy)
+        mutad.check_jvp(f, x)
+
+
+@pytest.mark.parametrize("method", ["interpolated_inverted_cdf", "hazen", "weibull",
+                                    "median_unbiased", "normal_unbiased"])
+def test_continuous_quantile_methods_in_q(method, rng):
+    x = rng.standard_normal((4, 5))
+    q = np.array([0.33, 0.65])  # away from each method's knots for 4 and 5 elements
+    mutad.check_grads(lambda x, q: np.sum(np.sin(np.quantile(x, q, axis=0, method=method))),
+                      x, q)
+    mutad.check_jvp(lambda x, q: np.sum(np.sin(np.nanquantile(x, q, axis=1, method=method))),
+                    x, q)
+
+
+WEIGHTED = {
+    "one": lambda x, w: np.quantile(x[0], 0.3, method="inverted_cdf", weights=w[0]),
+    "several-axis": lambda x, w: np.quantile(x, [0.1, 0.5, 0.95], axis=1,
+                                             method="inverted_cdf", weights=w),
+    "percentile-keepdims": lambda x, w: np.percentile(x, 40.0, axis=0, keepdims=True,
+                                                      method="inverted_cdf", weights=w),
+    "nan-skipping": lambda x, w: np.nanquantile(np.where(x > 1.0, np.nan, x), [0.2, 0.7],
+                                                axis=1, method="inverted_cdf", weights=w),
+}
+
+
+@pytest.mark.parametrize("name", WEIGHTED)
+def test_weighted_quantiles(name, rng):
+    # NumPy weights inverted_cdf alone, whose quantile is one of the elements: NumPy's value,
+    # its derivative that element's (the weights, constants here, decide which)
+    f = WEIGHTED[name]
+    x, w = rng.standard_normal((3, 7)), rng.uniform(0.1, 2.0, (3, 7))
+    copy = x.copy()
+    value, _ = mutad.value_and_grad(lambda x: np.sum(f(x, w)))(copy)
+    assert value == np.sum(f(x, w))
+    mutad.check_grads(lambda x: np.sum(np.sin(f(x, w))), copy)
+    mutad.check_jvp(lambda x: np.sum(np.sin(f(x, w))), copy)
+    assert copy.tobytes() == x.tobytes()
 
 
 @pytest.mark.parametrize("policy", ["restore", "checkpoint"])
@@ -794,3 +863,10 @@ def test_out_rounded_otherwise_by_numpy_is_refused(program):
         mutad.grad(loss)(x)
     with pytest.raises(mutad.MutadError, match="out="):
         mutad.jvp(loss, (x,), (np.ones_like(x),))
+
+
+def test_quantile_weights_that_carry_a_derivative_are_refused():
+    x = np.linspace(0.1, 1.0, 7)
+    with pytest.raises(mutad.MutadError, match="weights="):
+        mutad.gradient(lambda x: np.quantile(x, 0.3, method="inverted_cdf",
+                                             weights=np.exp(x)), x)

@@ -586,7 +586,6 @@ def test_zeta_by_scipys_name_differentiates_its_offset(rng):
 @pytest.mark.parametrize("name, program", [
     ("zeta", lambda x: scipy.special.zeta(x)),                # the ufunc _riemann_zeta
     ("zeta", lambda x: scipy.special.zeta(x, 2.0)),           # _zeta, in its exponent
-    ("lambertw", lambda x: scipy.special.lambertw(x).real),   # _lambertw
     ("ellip_harm", lambda x: scipy.special.ellip_harm(2.0, 3.0, 1, 1, x)),  # _ellip_harm
 ])
 def test_refusals_name_the_public_function_that_wraps_a_private_ufunc(name, program):
@@ -1132,3 +1131,18 @@ def test_spherical_bessel_derivative_by_keyword():
 
         assert mutad.value_and_grad(f)(z)[0] == f(z)
         mutad.check_grads(f, z)
+
+
+def test_lpmv_in_x_at_the_ends_and_refused_in_its_order_and_degree():
+    """lpmv(m, v, x): inside (-1, 1) by the recurrence (the ufunc cases); at x = ±1 the
+    Legendre polynomial's slope v(v+1)/2 (±1)^(v+1) for m = 0, NaN for another order (where the
+    recurrence gives no limit); the order and degree have no derivative."""
+    x = np.array([-1.0, 1.0])
+    (g,) = mutad.gradient(lambda x: scipy.special.lpmv(0, 3, x).sum(), x)
+    np.testing.assert_allclose(g, [6.0, 6.0], rtol=1e-15)  # P_3' = (15x² - 3) / 2
+    (g,) = mutad.gradient(lambda x: scipy.special.lpmv(2, 3, x).sum(), x)
+    assert np.isnan(g).all()
+    for args in ((np.array([1.0]), 3.0, 0.5), (1.0, np.array([3.0]), 0.5)):
+        with pytest.raises(mutad.MutadError, match="the order m|the degree v"):
+            mutad.gradient(lambda m, v, x: scipy.special.lpmv(m, v, x).sum(), *args,
+                           argnums=(0, 1))

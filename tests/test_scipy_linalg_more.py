@@ -14,6 +14,7 @@ from scipy.linalg import solve_banded, solve_toeplitz, solveh_banded
 import mutad
 from mutad.errors import UnsupportedOperationError
 from mutad.scipy import linalg
+from cases import replays_as_traced
 
 POLICIES = ("restore", "checkpoint")
 N = 6
@@ -214,11 +215,59 @@ def test_polar_forward_mode_and_repeated_singular_values(side):
         assert np.array_equal(copy, a)
 
 
-def test_schur_is_refused_by_name():
-    a = A.copy()
-    with pytest.raises(UnsupportedOperationError, match="scipy.linalg.schur.*eigvals"):
-        mutad.gradient(lambda a: np.sum(scipy.linalg.schur(a)[0]), a)
-    assert np.array_equal(a, A)
+def _real_spectrum():
+    rng = _rng()
+    v = rng.standard_normal((5, 5))
+    return v @ np.diag([3.0, -1.0, 0.5, 2.0, -2.5]) @ np.linalg.inv(v)
+
+
+SCHUR_MATRICES = {"nonsymmetric": _real_spectrum(),
+                  "symmetric": (lambda m: m + m.T)(_rng().standard_normal((5, 5)))}
+WEIGHTS = np.arange(1.0, 26.0).reshape(5, 5) / 25.0
+
+
+@pytest.mark.parametrize("kind", SCHUR_MATRICES)
+def test_schur_of_real_distinct_eigenvalues(kind):
+    """SciPy's real Schur form bit for bit; T and Z differentiated (Zᵀ dA Z = dT + TΩ - ΩT),
+    both modes, second order; the caller's matrix unchanged."""
+    m = SCHUR_MATRICES[kind]
+    a = m.copy()
+    (t, z), _ = mutad.pullback(scipy.linalg.schur, a)
+    expected = scipy.linalg.schur(m)
+    assert t.tobytes() == expected[0].tobytes() and z.tobytes() == expected[1].tobytes()
+
+    def f(a):
+        t, z = scipy.linalg.schur(a)
+        return np.sum(np.sin(t) * WEIGHTS) + np.sum(np.cos(z) * WEIGHTS.T)
+
+    def odd(a):  # the signs of Z's columns: LAPACK's, kept under a perturbation
+        t, z = scipy.linalg.schur(a)
+        return np.sum(t * WEIGHTS) + np.sum(z ** 3 * WEIGHTS.T)
+
+    for g in (f, odd):
+        mutad.check_grads(g, a, rtol=1e-5)
+        mutad.check_jvp(g, a)
+    mutad.check_grads(f, a, order=2, rtol=1e-5)
+    assert np.array_equal(a, m)
+    replays_as_traced(f, [(m,), (m * 1.1,), (m + 0.05 * np.eye(5),)])
+
+
+def test_schur_refusals():
+    refusals = {
+        "repeated": (np.diag([2.0, 2.0, 1.0]) + np.triu(np.ones((3, 3)), 1), "output='real'"),
+        "complex eigenvalues": (np.array([[0.0, -1, 0], [1, 0, 0], [0, 0, 3]]), "output='real'"),
+        "complex output": (np.diag([1.0, 2.0, 3.0]) + 0.1, "complex"),
+    }
+    messages = {"repeated": "repeated eigenvalues", "complex eigenvalues": "complex eigenvalues",
+                "complex output": "output='complex'"}
+    with pytest.raises(UnsupportedOperationError, match="sort="):  # its rotations' signs jump
+        mutad.gradient(lambda a: np.sum(scipy.linalg.schur(a, sort="lhp")[0]), _real_spectrum())
+    for name, (m, output) in refusals.items():
+        a = m.copy()
+        with pytest.raises(UnsupportedOperationError, match=messages[name]):
+            mutad.gradient(lambda a: np.sum(np.abs(scipy.linalg.schur(
+                a, output="complex" if output == "complex" else "real")[0])), a)
+        assert np.array_equal(a, m)
     (g,) = mutad.gradient(lambda s: s * np.sum(scipy.linalg.schur(A)[0]), 2.0)
     assert g == np.sum(scipy.linalg.schur(A)[0])
     t, z = mutad.jvp(lambda s: scipy.linalg.schur(mutad.stop_gradient(s * A))[0], (1.0,), (1.0,))

@@ -1181,3 +1181,43 @@ def test_linprog_refuses_what_has_no_derivative():
     with pytest.raises(mutad.MutadError, match="slack"):
         mutad.gradient(lambda c: np.sum(scipy.optimize.linprog(
             c, A_ub=-np.eye(2), b_ub=-np.ones(2)).slack), np.array([1.0, 2.0]))
+
+
+LSQ_BOUNDS = {"none": (-np.inf, np.inf), "nonnegative": (0, np.inf), "box": (-0.2, 0.3),
+              "per coordinate": ([-1, 0, -0.1, -1], [1, 0.5, 0.1, 0.05])}
+
+
+@pytest.mark.parametrize("bounds", LSQ_BOUNDS)
+def test_lsq_linear(bounds):
+    """SciPy's solution, residuals and cost bit for bit, differentiated in A and b through
+    SciPy's active set (coordinates at a bound held there); the other float fields refused."""
+    rng = np.random.default_rng(0)
+    A, b = rng.standard_normal((8, 4)), rng.standard_normal(8)
+    copies = A.copy(), b.copy()
+
+    def solve(A, b):
+        return scipy.optimize.lsq_linear(A, b, bounds=LSQ_BOUNDS[bounds], tol=1e-12)
+
+    expected = solve(A, b)
+    got, _ = mutad.pullback(lambda A, b: (solve(A, b).x, solve(A, b).fun, solve(A, b).cost),
+                            *copies)
+    assert got[0].tobytes() == expected.x.tobytes() and got[1].tobytes() == expected.fun.tobytes()
+    assert got[2] == expected.cost
+    for g in (lambda A, b: np.sum(np.sin(solve(A, b).x)), lambda A, b: solve(A, b).cost,
+              lambda A, b: np.sum(solve(A, b).fun * np.arange(8.0))):
+        mutad.check_grads(g, *copies, rtol=1e-5)
+        mutad.check_jvp(g, *copies)
+    assert copies[0].tobytes() == A.tobytes() and copies[1].tobytes() == b.tobytes()
+    with pytest.raises(mutad.MutadError, match="optimality"):
+        mutad.gradient(lambda b: solve(A, b).optimality, b)
+
+
+def test_lsq_linear_refusals():
+    rng = np.random.default_rng(1)
+    A, b = rng.standard_normal((6, 3)), rng.standard_normal(6)
+    dependent = np.concatenate([A[:, :2], A[:, :1]], axis=1)
+    with pytest.raises(mutad.MutadError, match="linearly dependent"):
+        mutad.gradient(lambda b: np.sum(scipy.optimize.lsq_linear(dependent, b).x), b)
+    with pytest.raises(mutad.MutadError, match="differentiated bounds"):
+        mutad.gradient(lambda lo: np.sum(scipy.optimize.lsq_linear(A, b, bounds=(lo, 1.0)).x),
+                       np.full(3, -0.1))

@@ -855,3 +855,34 @@ def test_lombscargle_values_are_scipys():
 
             value = mutad.jvp(f, (LS_Y.copy(),), (np.ones(40),))[0]
             assert value.tobytes() == f(LS_Y.copy()).tobytes()
+
+
+CZTS = {
+    "czt": (lambda x: scipy.signal.czt(x, m=20), (16,)),
+    "czt-w-a": (lambda x: scipy.signal.czt(x, m=8, w=np.exp(-0.3j), a=1.1 * np.exp(0.2j)),
+                (16,)),
+    "czt-axis": (lambda x: scipy.signal.czt(x, axis=0), (3, 12)),
+    "czt-complex": (lambda x: scipy.signal.czt(x + 1j * x[::-1]), (16,)),
+    "zoom_fft": (lambda x: scipy.signal.zoom_fft(x, [0.1, 0.4], m=10, fs=1.0), (16,)),
+    "CZT": (lambda x: scipy.signal.CZT(12, m=5)(x * 2.0), (3, 12)),
+    "ZoomFFT": (lambda x: scipy.signal.ZoomFFT(12, 0.3, endpoint=True)(x, axis=-1), (3, 12)),
+}
+
+
+@pytest.mark.parametrize("name", CZTS)
+def test_chirp_z_transforms(name, rng):
+    """SciPy's chirp z-transform of a traced signal, as its __call__ computes it: SciPy's
+    values bit for bit, differentiated in both modes and to the second order."""
+    f, shape = CZTS[name]
+    x = rng.standard_normal(shape)
+    copy = x.copy()
+    y, _ = mutad.pullback(f, copy)
+    expected = f(x)
+    assert y.dtype == expected.dtype and y.tobytes() == expected.tobytes()
+
+    def power(x):
+        return np.sum(np.abs(f(x)) ** 2)
+
+    mutad.check_grads(power, copy, order=2)
+    mutad.check_jvp(power, copy)
+    assert copy.tobytes() == x.tobytes()

@@ -888,6 +888,55 @@ def test_an_operator_solve_with_traced_values_is_of_the_first_order():
     refuses(scaled, np.array([0.5]), match="scaled by a traced number")
 
 
+AS_OPERATORS = {
+    "dense": lambda k: nonsymmetric(K).toarray() * k[1] + (2.0 + k[0]) * np.eye(N),
+    "1-d": lambda k: k[:1] * 2.0,
+    "sparse": lambda k: scipy.sparse.diags([np.full(N, 2.0 + k[0]), np.full(N - 1, k[1]),
+                                            np.full(N - 1, -0.5)], [0, 1, -1], format="csr"),
+}
+
+
+@pytest.mark.parametrize("form", AS_OPERATORS)
+def test_aslinearoperator_of_traced_matrices(form):
+    """aslinearoperator of a traced dense or sparse matrix: its products and the solves of
+    each method with it differentiated in the matrix's values and in b, SciPy's values (those
+    of SciPy's MatrixLinearOperator of the plain matrix) bit for bit."""
+    spla = scipy.sparse.linalg
+    make = AS_OPERATORS[form]
+
+    def f(k, u):
+        matrix = make(k)
+        A = spla.aslinearoperator(matrix)
+        if form == "1-d":
+            return np.sum(A.matvec(u[:1]) ** 2) + np.sum(A.rmatvec(u[:1]))
+        x = np.stack([u, 2.0 * u], axis=1)
+        total = (np.sum(A.matvec(u) ** 2) + np.sum(A.rmatvec(u) * u) + np.sum(A.matmat(x))
+                 + np.sum(np.cos(A @ u)) + np.sum(A.H @ u) + np.sum(A.rmatmat(x)))
+        for method in ("gmres", "bicgstab"):
+            total = total + np.sum(np.sin(getattr(spla, method)(A, u, rtol=1e-13, atol=0.0)[0]))
+        symmetric = spla.aslinearoperator(matrix.T @ matrix)
+        return total + np.sum(spla.cg(symmetric, u, rtol=1e-13, atol=0.0)[0])
+
+    k = np.array([0.5, 0.3])
+    copies = k.copy(), U.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (SciPy's own, if any)
+        assert mutad.value_and_grad(f, argnums=(0, 1))(*copies)[0] == f(k, U)
+    mutad.check_grads(f, *copies, rtol=1e-6)
+    mutad.check_jvp(f, *copies)
+    assert copies[0].tobytes() == k.tobytes() and copies[1].tobytes() == U.tobytes()
+    plain = scipy.sparse.linalg.aslinearoperator(make(k))
+    assert type(plain).__name__ == "MatrixLinearOperator"  # outside: SciPy's own
+
+
+def test_aslinearoperator_of_a_traced_matrix_in_lsqr_is_refused():
+    def f(k):
+        A = scipy.sparse.linalg.aslinearoperator(AS_OPERATORS["dense"](k))
+        return np.sum(scipy.sparse.linalg.lsqr(A, B)[0])
+
+    refuses(f, np.array([0.5, 0.3]), match="LinearOperator whose functions read traced")
+
+
 def test_a_linear_operator_without_rmatvec_is_refused_for_nonsymmetric_methods():
     dense = nonsymmetric(K).toarray()
     operator = scipy.sparse.linalg.LinearOperator((N, N), matvec=lambda v: dense @ v)
@@ -1438,8 +1487,7 @@ def test_the_zeros_of_a_sum_or_product_are_left_out_as_scipy_leaves_them():
         mutad.gradient(lambda k: (stiffness(k, "csr") - stiffness(k, "csr")).data.sum(), k)
 
 
-@pytest.mark.parametrize("name", ["lobpcg", "aslinearoperator",
-                                  "onenormest", "expm"])
+@pytest.mark.parametrize("name", ["lobpcg", "onenormest", "expm"])
 def test_sparse_linalg_without_a_rule_is_refused_by_name(name):
     """SciPy's own code failed on the traced matrix with TypeError: type not understood."""
     import scipy.sparse.linalg as spla
@@ -1857,3 +1905,53 @@ def test_coo_setdiag_appends_as_scipys(rng):
     assert y == np.sum(f(v, d) * np.linspace(1.0, 2.0, 7))
     mutad.check_grads(lambda v, d: f(v, d), v, d)
     mutad.check_jvp(lambda v, d: f(v, d), v, d)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.sparse.find
+
+
+def _lil_of(x):
+    A = scipy.sparse.lil_matrix((3, 4))
+    for e, (i, j) in enumerate([(0, 0), (1, 2), (2, 3), (0, 3)]):
+        A[i, j] += x[e]
+    A[1, 2] += x[5]
+    return A
+
+
+FOUND = {
+    "of a dense array with zeros": lambda x: csr_matrix(np.where(x > 0.2, x, 0.0).reshape(3, 4)),
+    "coo with repeated entries": lambda x: scipy.sparse.coo_array(
+        (np.concatenate([x[:4], x[:2] - x[:2]]), ([0, 1, 2, 2, 0, 1], [0, 1, 3, 0, 0, 1])),
+        shape=(3, 4)),
+    "csc difference": lambda x: (scipy.sparse.csc_matrix(x.reshape(3, 4)) * 2.0
+                                 - scipy.sparse.csc_matrix(np.eye(3, 4) * x[:4])),
+    "lil assembled": _lil_of,
+}
+
+
+@pytest.mark.parametrize("form", FOUND)
+def test_find_of_traced_matrices(form):
+    """SciPy's rows, columns and values of the nonzero entries (the zeros mutad stores that
+    SciPy leaves out among those left out), the values differentiated (an entry whose value
+    is 0 is left out, as a masked element: no entry here is)."""
+    make = FOUND[form]
+    x = np.array([0.5, -0.3, 1.2, 0.25, 0.9, 0.4, 1.5, -0.7, 0.3, 0.8, -1.1, 0.6])
+
+    def found(x):
+        return scipy.sparse.find(make(x))
+
+    def f(x):
+        i, j, v = scipy.sparse.find(make(x))
+        return np.sum(np.sin(v) * (i + 1.0) * (j + 2.0))
+
+    copy = x.copy()
+    (i, j, v), _ = mutad.pullback(found, copy)
+    expected = found(x)
+    assert np.array_equal(i, expected[0]) and i.dtype == expected[0].dtype
+    assert np.array_equal(j, expected[1]) and v.tobytes() == expected[2].tobytes()
+    assert mutad.value_and_grad(f)(copy)[0] == f(x)
+    mutad.check_grads(f, copy)
+    mutad.check_jvp(f, copy)
+    assert copy.tobytes() == x.tobytes()
+    replays_as_traced(f, [(x,), (x * 1.3,), (x - 0.5,)])

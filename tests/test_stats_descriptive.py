@@ -13,7 +13,7 @@ import pytest
 import scipy.stats
 
 import mutad
-from cases import numpys_bits_in_every_mode
+from cases import numpys_bits_in_every_mode, replays_as_traced
 from mutad.scipy import stats
 
 POLICIES = ("restore", "checkpoint")
@@ -314,3 +314,90 @@ def test_binned_statistic_of_lists():
     g = mutad.gradient(lambda v: np.sum(scipy.stats.binned_statistic(
         x, [2.0 * v, v], "mean", bins=2).statistic), np.array([1.0, 2.0, 3.0]))[0]
     assert np.array_equal(g, [3.0, 1.5, 1.5])
+
+
+KS_SAMPLE = RNG.normal(size=25)
+KS_TESTS = {
+    "ks_1samp": lambda x: S.ks_1samp(x, S.norm.cdf),
+    "ks_1samp-greater": lambda x: S.ks_1samp(x * 1.2, S.norm.cdf, alternative="greater"),
+    "ks_1samp-less": lambda x: S.ks_1samp(x, S.logistic.cdf, alternative="l"),
+    "ks_1samp-asymp": lambda x: S.ks_1samp(x, S.norm.cdf, args=(0.3, 1.4), method="asymp"),
+    "ks_1samp-approx": lambda x: S.ks_1samp(x, S.norm.cdf, method="approx"),
+    "kstest-name": lambda x: S.kstest(x, "norm"),
+    "kstest-function": lambda x: S.kstest(np.abs(x), S.expon.cdf, args=(0.01,)),
+    "ks_2samp": lambda x: S.ks_2samp(x[:10], x[10:] * 1.5),
+    "kstest-two-samples": lambda x: S.kstest(x[:10], x[10:] + 0.5, alternative="greater"),
+}
+
+
+def _ks_fields(result):
+    return (result.statistic, result.pvalue, result.statistic_location,
+            1.0 * result.statistic_sign)
+
+
+@pytest.mark.parametrize("name", KS_TESTS)
+def test_kolmogorov_smirnov_tests(name):
+    """SciPy's statistic, p-value, location and sign bit for bit; the one-sample statistic and
+    p-value differentiated in the sample (through the cdf at the sorted sample), the two-sample
+    ones (functions of the samples' order alone) with derivative zero, the location as the
+    sample it is."""
+    test = KS_TESTS[name]
+    x = KS_SAMPLE.copy()
+    got, _ = mutad.pullback(lambda x: _ks_fields(test(x)), x)
+    expected = _ks_fields(test(KS_SAMPLE.copy()))
+    assert all(np.float64(a).tobytes() == np.float64(b).tobytes()
+               for a, b in zip(got, expected, strict=True))
+    for field in range(3):
+        f = lambda x, field=field: _ks_fields(test(x))[field]  # noqa: E731
+        mutad.check_grads(f, x)
+        mutad.check_jvp(f, x)
+    if "2samp" in name or "two-samples" in name:
+        (g,) = mutad.gradient(lambda x: test(x).statistic + test(x).pvalue, x)
+        assert not g.any()
+    assert x.tobytes() == KS_SAMPLE.tobytes()
+    replays_as_traced(lambda x: sum(_ks_fields(test(x))[:3]),
+                      [(x,), (x * 1.3 + 0.1,), (x[::-1].copy(),)])
+
+
+def test_kolmogorov_smirnov_refusals():
+    x = KS_SAMPLE.copy()
+    with pytest.raises(mutad.MutadError, match="second derivative of the Kolmogorov"):
+        mutad.hessian(lambda x: S.ks_1samp(x, S.norm.cdf).pvalue, x)
+    with pytest.raises(mutad.MutadError, match="one 1-d array"):
+        mutad.gradient(lambda x: np.sum(S.ks_1samp(x.reshape(5, 5), S.norm.cdf, axis=1)
+                                        .statistic), x)
+    with pytest.raises(mutad.MutadError, match="NaN"):
+        mutad.gradient(lambda x: S.ks_1samp(np.where(x > 1, np.nan, x), S.norm.cdf)
+                       .statistic, x)
+    assert x.tobytes() == KS_SAMPLE.tobytes()
+
+
+def test_kendalltau_carries_no_derivative():
+    x, y = X[0], Y[0]
+    value, gradient = mutad.value_and_grad(
+        lambda x: S.kendalltau(x, y).statistic + S.kendalltau(x, y).pvalue)(x)
+    assert value == S.kendalltau(x, y).statistic + S.kendalltau(x, y).pvalue
+    assert not gradient.any()
+    assert mutad.pullback(lambda x: S.kendalltau(x, y).correlation, x)[0] == \
+        S.kendalltau(x, y).correlation
+
+
+SCORES = {
+    "fraction": lambda x: S.scoreatpercentile(x, 37.5),
+    "several": lambda x: S.scoreatpercentile(x, [0, 12.5, 50, 100]),
+    "lower-higher": lambda x: (S.scoreatpercentile(x, 30, interpolation_method="lower")
+                               + S.scoreatpercentile(x, 30, interpolation_method="higher")),
+    "limit": lambda x: S.scoreatpercentile(x, 60, limit=(-0.5, 1.5)),
+    "axis": lambda x: S.scoreatpercentile(x.reshape(4, 6), [25, 80], axis=1),
+}
+
+
+@pytest.mark.parametrize("name", SCORES)
+def test_scoreatpercentile(name):
+    f = SCORES[name]
+    x = X.reshape(-1).copy()
+    y, _ = mutad.pullback(f, x)
+    assert np.asarray(y).tobytes() == np.asarray(f(X.reshape(-1))).tobytes()
+    mutad.check_grads(lambda x: np.sum(np.sin(f(x))), x)
+    mutad.check_jvp(lambda x: np.sum(np.sin(f(x))), x)
+    assert x.tobytes() == X.reshape(-1).tobytes()

@@ -6,6 +6,7 @@ import scipy.special
 
 import mutad
 from cases import (
+    _lambertw,
     COMPLEX_UFUNC_CASES,
     UFUNC_CASES,
     case_id,
@@ -25,25 +26,49 @@ def _case_scenario_pairs():
             yield pytest.param(case, scenario, id=f"{case.id}-{scenario.name}")
 
 
-COMPLEX_VALUED = {scipy.special.wofz}
-"""Ufuncs whose values are complex for real arguments too: their cases are complex ones, and
-real arguments are checked on their own (test_a_complex_valued_ufunc_of_real_arguments)."""
+COMPLEX_VALUED = {scipy.special.wofz: (), _lambertw: (0, 1e-8)}
+"""Ufuncs whose values are complex for real arguments too, with the settings after the
+argument: their cases are complex ones, and real arguments are checked on their own
+(test_a_complex_valued_ufunc_of_real_arguments)."""
 
 
 def test_every_differentiable_ufunc_has_a_case():
-    assert {case.function for case in UFUNC_CASES} | COMPLEX_VALUED == set(table("elementwise"))
-    assert COMPLEX_VALUED <= {case.function for case in COMPLEX_UFUNC_CASES}
+    assert ({case.function for case in UFUNC_CASES} | set(COMPLEX_VALUED)
+            == set(table("elementwise")))
+    assert set(COMPLEX_VALUED) <= {case.function for case in COMPLEX_UFUNC_CASES}
 
 
 def test_a_complex_valued_ufunc_of_real_arguments():
     x = np.array([0.3, -1.2, 2.5])
-    for function in COMPLEX_VALUED:
-        def f(x, function=function):
-            w = function(x)
+    for function, settings in COMPLEX_VALUED.items():
+        def f(x, function=function, settings=settings):
+            w = function(x, *settings)
             return (w.real * w.imag).sum() + (np.abs(w) ** 2).sum()
 
         assert mutad.value_and_grad(f)(x)[0] == f(x)
         mutad.check_grads(f, x, order=2)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_lambertw_of_real_arguments(policy):
+    # SciPy's function (its k as an integer array) on both real branches: W_0 on (-1/e, inf),
+    # through 0 (where W' = 1), and W_-1 on (-1/e, 0)
+    def principal(x):
+        w = scipy.special.lambertw(x)
+        w *= x[0]
+        return np.sum(w.real ** 2)
+
+    def lower(x):
+        return np.sum(scipy.special.lambertw(-np.exp(-1.5 - x * x), k=-1).real)
+
+    x = np.array([0.3, -0.2, 0.0, 5.0])
+    copy = x.copy()
+    for f in (principal, lower):
+        value, gradient = mutad.value_and_grad(f, policy=policy)(copy)
+        assert value == f(x.copy())
+        mutad.check_grads(f, copy, policy=policy, order=2)
+        mutad.check_jvp(f, copy)
+    assert np.array_equal(copy, x)
 
 
 @pytest.mark.parametrize("policy", POLICIES)

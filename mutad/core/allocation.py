@@ -88,10 +88,10 @@ from .views import memory, owner, stands_for_scalar, weaken, wrapped, writeable
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
              "ones_like", "empty_like", "full_like", "copy", "linspace", "logspace", "geomspace",
              "arange", "diag", "diagflat", "vander", "fromfunction", "fromiter",
-             "asarray_chkfinite", "indices", "loadtxt", "genfromtxt", "fromstring")
+             "indices", "loadtxt", "genfromtxt", "fromstring")
 """NumPy functions whose float results are new arrays, allocated as constants in the mode."""
 
-BUILDERS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray")
+BUILDERS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "require")
 """NumPy's array constructors: they also build arrays from traced values."""
 
 TAKES_LIKE = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "arange",
@@ -732,6 +732,7 @@ def _replacements():
     table.update(JOINED)
     table.update(ITERATORS)
     table.update(QUERIES)
+    table.update({name: entry[:2] for name, entry in CHECKED.items()})
     table.update(UFUNCS)
     return table
 
@@ -749,6 +750,23 @@ def _isscalar(element):
     if wrapped(element):
         return stands_for_scalar(element)
     return np.isscalar(element)
+
+
+def _asarray_chkfinite(a, dtype=None, order=None):
+    """``np.asarray_chkfinite``, which converts with ``np.asarray`` (dispatching on nothing): of a
+    traced ``a``, NumPy's check of its values (its error for one not finite), then the mode's
+    ``np.asarray`` of it (``a`` itself where it fits)."""
+    if ACTIVE.running and holds_wrapped(a):
+        np.asarray_chkfinite(memory(_stacked(a)), dtype, order)
+        return REPLACEMENTS["asarray"][1](a, dtype, order)
+    return CHECKED["asarray_chkfinite"][2](a, dtype, order)
+
+
+CHECKED = {"asarray_chkfinite": (np.asarray_chkfinite, _named(_asarray_chkfinite,
+                                                              np.asarray_chkfinite),
+                                 factory(np.asarray_chkfinite))}
+"""NumPy's converters that check the values they convert, the mode's, and the factory that
+allocates their results from plain values as constants."""
 
 
 QUERIES = {"isscalar": (np.isscalar, _named(_isscalar, np.isscalar))}

@@ -948,17 +948,102 @@ def _pinvh_jvp(tangents, a, atol=None, rtol=None, lower=True, return_rank=False,
     return result, ((tangent, None) if return_rank else tangent)
 
 
-def _schur_refusal(a, *args, **kwargs):
-    if not carries_derivative(a):  # a constant (mutad.stop_gradient): SciPy's own
-        return _schur.original(a, *args, **kwargs)
-    raise UnsupportedOperationError(
-        "scipy.linalg.schur of a differentiated matrix: mutad has no derivative of the Schur "
-        "form (its vectors are not unique where eigenvalues are repeated or complex pairs are "
-        "ordered). Differentiate what you need of it by eig or eigvals (eigenvalues), eigh (a "
-        "symmetric matrix: its Schur form), or pass the matrix through mutad.stop_gradient.")
+# schur: A = Z T Zᵀ, SciPy's (LAPACK's gees) values. With real output and real, distinct
+# eigenvalues (T upper triangular, Z unique up to its columns' signs, a choice that does not
+# move) the derivative is Zᵀ dA Z = C = dT + T Ω - Ω T, Ω = Zᵀ dZ antisymmetric: its strictly
+# lower part L solves tril(L T - T L) = tril(C) column by column (T's diagonal gaps the
+# divisors), dZ = Z Ω and dT = triu(C + T Ω - Ω T). Complex eigenvalues (2x2 blocks, which
+# LAPACK standardizes), repeated ones, complex output (LAPACK's phases) and sort= (LAPACK's
+# reordering jumps with the signs of T's off-diagonal entries) are refused.
+
+schur = scipy_adjoint(_linalg.schur)
 
 
-_schur = StandIn(_linalg.schur, _schur_refusal)
+def _schur_checked(a, output, lwork, sort, check_finite, differentiated=True):
+    """SciPy's form, refused where it has no derivative (unless not ``differentiated``: a
+    constant's, mutad.stop_gradient's in forward mode, is SciPy's of any kind)."""
+    if not differentiated:
+        return schur(a, output, lwork, False, sort, check_finite)
+    if output not in ("real", "r") or np.iscomplexobj(a):
+        raise UnsupportedOperationError(
+            "scipy.linalg.schur(output='complex') of a differentiated matrix: the phases of "
+            "its vectors are LAPACK's choice, which its derivative would depend on. Take "
+            "output='real' (real eigenvalues), eig or eigvals for the eigenvalues.")
+    if sort is not None:
+        raise UnsupportedOperationError(
+            "scipy.linalg.schur(sort=...) of a differentiated matrix: LAPACK's reordering "
+            "rotates by the signs of T's off-diagonal entries, which jump where they cross 0 "
+            "(at a symmetric matrix, say), so the reordered form has no derivative there. "
+            "Take the unsorted form and select its eigenvalues yourself.")
+    result = schur(a, output, lwork, False, sort, check_finite)
+    t = np.asarray(stop_gradient(result[0]))
+    if np.any(np.diagonal(t, -1) != 0):
+        raise UnsupportedOperationError(
+            "scipy.linalg.schur of a differentiated matrix with complex eigenvalues: mutad "
+            "differentiates the real Schur form of real, distinct eigenvalues (T triangular), "
+            "not LAPACK's standardized 2x2 blocks. Differentiate the eigenvalues by eigvals.")
+    d = np.diagonal(t)
+    gaps = np.abs(d[:, None] - d[None, :])[~np.eye(len(d), dtype=bool)]
+    if gaps.size and np.min(gaps) <= 1e-8 * max(1.0, np.max(np.abs(t))):
+        raise UnsupportedOperationError(
+            "scipy.linalg.schur of a differentiated matrix with repeated eigenvalues: its "
+            "vectors are not unique there, and have no derivative.")
+    return result
+
+
+def _lower_solve(t, c):
+    """L strictly lower with tril(L T - T L, -1) = tril(c, -1)."""
+    n = np.shape(t)[0]
+    lower = np.zeros_like(c)
+    for j in range(n):
+        for i in range(n - 1, j, -1):
+            lower[i, j] = (c[i, j] - lower[i, :j] @ t[:j, j] + t[i, i + 1:] @ lower[i + 1:, j]
+                           ) / (t[j, j] - t[i, i])
+    return lower
+
+
+def _lower_solve_transposed(t, h):
+    """X strictly lower with tril(X Tᵀ - Tᵀ X, -1) = tril(h, -1): the adjoint of
+    ``_lower_solve``."""
+    n = np.shape(t)[0]
+    x = np.zeros_like(h)
+    for j in range(n - 1, -1, -1):
+        for i in range(j + 1, n):
+            x[i, j] = (h[i, j] - x[i, j + 1:i] @ t[j, j + 1:i] + t[j + 1:i, i] @ x[j + 1:i, j]
+                       ) / (t[j, j] - t[i, i])
+    return x
+
+
+@schur.rule
+def _schur_rule(a, output="real", lwork=None, overwrite_a=False, sort=None, check_finite=True):
+    result = _schur_checked(a, output, lwork, sort, check_finite)
+    t, z = result[0], result[1]
+
+    def back(dresult):
+        dt, dz = dresult[0], dresult[1]
+        dt = np.zeros_like(t) if dt is None else np.triu(dt)
+        g = np.zeros_like(t) if dz is None else transpose(z) @ dz
+        g = g + transpose(t) @ dt - dt @ transpose(t)
+        x = _lower_solve_transposed(t, np.tril(g - transpose(g), -1))
+        return (z @ (dt + x) @ transpose(z),)
+
+    return result, back
+
+
+@schur.jvp_rule
+def _schur_jvp(tangents, a, output="real", lwork=None, overwrite_a=False, sort=None,
+               check_finite=True):
+    # (a constant's tangent, mutad.stop_gradient's, is None or zeros)
+    differentiated = tangents[0] is not None and bool(np.any(tangents[0] != 0))
+    result = _schur_checked(a, output, lwork, sort, check_finite, differentiated)
+    if not differentiated:
+        return result, None
+    t, z = result[0], result[1]
+    c = transpose(z) @ tangents[0] @ z
+    lower = _lower_solve(t, c)
+    omega = lower - transpose(lower)
+    dz, dt = z @ omega, np.triu(c + t @ omega - omega @ t)
+    return result, (dt, dz, None) if len(result) == 3 else (dt, dz)
 
 
 def _generalized_schur_refusal(name):

@@ -224,6 +224,31 @@ for _func in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfo
     defjvp(_func)(array_jvp(_func))
 
 
+def _owning_refused(func, first=0):
+    """``func`` (np.require), which copies where ``a`` fails a requirement (its layout, dtype,
+    writeability), as NumPy's; refused for ``"O"`` (``"OWNDATA"``): whether NumPy copies then
+    depends on whether the caller's array owns its memory, which a traced array does not
+    tell (it is always a view of the memory mutad follows). ``np.require``'s arguments start
+    at ``first`` (after a forward rule's tangents)."""
+
+    def checked(*args, **kwargs):
+        requirements = kwargs.get("requirements", (args[first + 2:first + 3] or (None,))[0])
+        flags = [requirements] if isinstance(requirements, str) else requirements or ()
+        if any(str(flag).upper() in ("O", "OWNDATA") for flag in flags):
+            raise UnsupportedOperationError(
+                "np.require(a, requirements='O') of a traced array: whether NumPy copies "
+                "depends on whether the caller's array owns its memory, which mutad does not "
+                "follow. Call np.array(a) for a copy, or leave out 'O'.")
+        return func(*args, **kwargs)
+
+    checked.__name__ = checked.__qualname__ = func.__name__
+    return checked
+
+
+defrule(np.require, leading=1)(_owning_refused(array_rule(np.require)))
+defjvp(np.require)(_owning_refused(array_jvp(np.require), first=1))
+
+
 def _astype(a, dtype, kwargs):
     """``a.astype(dtype, **kwargs)``. A cast of complex values to real ones warns, as NumPy's
     does, but at the user's line: NumPy's own warning would name this module's. The value is
@@ -260,7 +285,8 @@ def astype_jvp(tangents, a, dtype, **kwargs):
 # Complex values (facet complex): copies and fills are linear with real coefficients.
 holomorphic(np.zeros_like, np.ones_like, np.empty_like, np.empty, np.zeros, np.ones, np.eye,
             np.identity, np.full, np.full_like, np.linspace, np.copy, np.array, np.asarray,
-            np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.ndarray.astype)
+            np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.require,
+            np.ndarray.astype)
 
 
 # ----------------------------------------------------------------------------------------------

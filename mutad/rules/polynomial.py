@@ -5,7 +5,10 @@ NumPy writes ``numpy.polynomial`` in Python, but its functions are not dispatche
 gradient. The compositions here take NumPy's steps one by one (Horner's and Clenshaw's
 recurrences of ``polyval``, ``chebval``, ``legval``, ``hermval``, ``hermeval``, ``lagval``; the
 recurrences of the pseudo-Vandermonde matrices; the scaled least-squares solve of
-``polyutils._fit``; the loops of ``*der`` and ``*int``), so their values are NumPy's bit for
+``polyutils._fit``; the loops of ``*der`` and ``*int``; the eigenvalues of the companion
+matrices of ``*roots``; the arithmetic ``*add``, ``*sub``, ``*mul``, ``*mulx``, ``*div`` and
+``*pow`` line for line, NumPy's in-place updates on copies the differentiation follows), so
+their values are NumPy's bit for
 bit and every step is differentiated by its own rule, in both modes and to every order. They stand in for NumPy's functions by
 name while a differentiation runs (``registry.defroute``), and run NumPy's own when no traced
 value reaches them.
@@ -13,13 +16,16 @@ value reaches them.
 The series classes (``Polynomial``, ``Chebyshev``, ...) follow traced coefficients: their
 constructor keeps them (``Polynomial(c)``), ``p(x)`` evaluates them, at traced points too, and
 ``Polynomial.fit(x, y, deg)`` fits traced ``y``, ``p.deriv(m)`` and ``p.integ(m, k, lbnd)``
-differentiate and integrate them (``registry.defmethod`` of their ``__init__``, ``__call__``,
-``_val``, ``_fit``, ``_der`` and ``_int``; the module functions ``*der`` and ``*int`` are
-NumPy's loops on a list of rows). Their other operations (arithmetic, ``roots``, ...) on
-traced coefficients, and ``fit`` of a traced ``x`` (whose domain would follow it), are
-refused by name.
+differentiate and integrate them, ``p.roots()`` finds their roots, and their arithmetic
+(``p * q - 2 * p``, ``p ** 2``, ``divmod(p, q)``, ``p / 2``) is NumPy's (``registry.defmethod``
+of their ``__init__``, ``__call__``, ``_val``, ``_fit``, ``_der``, ``_int``, ``_roots``,
+``_add``, ``_sub``, ``_mul``, ``_div`` and ``_pow``; the module functions ``*der`` and ``*int``
+are NumPy's loops on a list of rows). ``fit`` of a traced ``x`` (whose domain would follow it)
+is refused by name, and so are trailing zeros NumPy trims from an array that carries a
+derivative (``_trimseq``).
 """
 
+import threading
 import warnings
 
 import numpy as np
@@ -27,8 +33,8 @@ import numpy.polynomial as _P
 from numpy.polynomial import polyutils as _pu
 from numpy.polynomial._polybase import ABCPolyBase
 
-from ..core.allocation import holds_derivative
-from ..core.errors import UnsupportedOperationError
+from ..core.allocation import holds_derivative, lists_as_arrays
+from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.registry import defmethod, defroute
 from ..core.views import wrapped
 from ._helpers import check_fit_data
@@ -348,6 +354,406 @@ def _fitting(vander_f):
     return fit
 
 
+# Roots (``*roots``): the eigenvalues of NumPy's companion matrix (rotated, but for the power
+# series), sorted. Its constant entries are NumPy's companion of the unit series; its last
+# column, the one the coefficients enter, NumPy's update of them, differentiated (eigvals'
+# rule: simple roots).
+
+
+def _trimseq(seq):
+    """``polyutils.trimseq``: ``seq`` without its trailing zeros (at least one coefficient).
+    Zeros trimmed from differentiated coefficients are refused, as ``np.trim_zeros`` refuses
+    them: the series' degree falls where they are zero, and the trimmed series has not the
+    derivative of the whole (its roots go to infinity as its leading coefficient goes to 0)."""
+    if len(seq) == 0 or not seq[-1] == 0:
+        return seq
+    n = len(seq)
+    while n > 1 and seq[n - 1] == 0:
+        n -= 1
+    if n < len(seq) and holds_derivative([seq]):
+        raise UnsupportedOperationError(
+            "a numpy.polynomial series whose trailing coefficients are zeros of an array that "
+            "carries a derivative (an argument, a result, or a step of NumPy's arithmetic on "
+            "series): NumPy trims them, and the trimmed series has not the derivative of the "
+            "whole (its degree falls; its roots go to infinity). Slice off constant zeros "
+            "yourself (c[:-1]); where a product or quotient cancels exactly, compute it with "
+            "*val of the series instead.")
+    return seq[:n]
+
+
+def _as_series(*alist):
+    """``polyutils.as_series(alist)``: each a 1-d copy without trailing zeros (``_trimmed``),
+    all of NumPy's common type (a list holding traced numbers as the array NumPy makes of it)."""
+    alist = lists_as_arrays(alist)
+    arrays = [np.reshape(a, (-1,)) if wrapped(a) and np.ndim(a) == 0 else
+              a if wrapped(a) else np.array(a, ndmin=1, copy=None) for a in alist]
+    for a in arrays:
+        if np.size(a) == 0:
+            raise ValueError("Coefficient array is empty")
+        if np.ndim(a) != 1:
+            raise ValueError("Coefficient array is not 1-d")
+    arrays = [_trimseq(a) for a in arrays]
+    dtype = np.common_type(*(np.empty(0, np.dtype(a.dtype)) for a in arrays))
+    like = next((a for a in arrays if wrapped(a)), None)  # a plain copy beside a traced one
+    return [a.astype(dtype) if wrapped(a) else  # is followed: NumPy writes into its copies
+            np.array(a, copy=True, dtype=dtype, **({} if like is None else {"like": like}))
+            for a in arrays]
+
+
+def _buffer(n, dtype, *like):
+    """NumPy's ``np.empty(n, dtype)`` of a series' loop, followed where ``like`` holds a traced
+    series (zeros: every entry is written before it is read)."""
+    traced = next((x for x in like if wrapped(x)), None)
+    return np.zeros(n, dtype) if traced is None else np.zeros_like(traced, shape=n, dtype=dtype)
+
+
+# Arithmetic (``*add``, ``*sub``, ``*mul``, ``*mulx``, ``*div``, ``*pow``): NumPy's code, line
+# for line, on copies the differentiation follows (its in-place updates recorded), so the
+# values are NumPy's bit for bit.
+
+
+def _add(c1, c2):
+    c1, c2 = _as_series(c1, c2)
+    if len(c1) > len(c2):
+        c1[:len(c2)] += c2
+        ret = c1
+    else:
+        c2[:len(c1)] += c1
+        ret = c2
+    return _trimseq(ret)
+
+
+def _sub(c1, c2):
+    c1, c2 = _as_series(c1, c2)
+    if len(c1) > len(c2):
+        c1[:len(c2)] -= c2
+        ret = c1
+    else:
+        c2 = -c2
+        c2[:len(c1)] += c1
+        ret = c2
+    return _trimseq(ret)
+
+
+def _pow(mul_f, c, pow, maxpower):
+    [c] = _as_series(c)
+    power = int(pow)
+    if power != pow or power < 0:
+        raise ValueError("Power must be a non-negative integer.")
+    elif maxpower is not None and power > maxpower:
+        raise ValueError("Power is too large")
+    elif power == 0:
+        return np.array([1], dtype=c.dtype)
+    elif power == 1:
+        return c
+    prd = c
+    for _ in range(2, power + 1):
+        prd = mul_f(prd, c)
+    return prd
+
+
+def _div(mul_f, c1, c2):
+    c1, c2 = _as_series(c1, c2)
+    if c2[-1] == 0:
+        raise ZeroDivisionError
+    lc1, lc2 = len(c1), len(c2)
+    if lc1 < lc2:
+        return c1[:1] * 0, c1
+    elif lc2 == 1:
+        return c1 / c2[-1], c1[:1] * 0
+    quo = _buffer(lc1 - lc2 + 1, c1.dtype, c1, c2)
+    rem = c1
+    for i in range(lc1 - lc2, - 1, -1):
+        p = mul_f([0] * i + [1], c2)
+        q = rem[-1] / p[-1]
+        rem = rem[:-1] - q * p[:-1]
+        quo[i] = q
+    return quo, _trimseq(rem)
+
+
+def polymul(c1, c2):
+    c1, c2 = _as_series(c1, c2)
+    return _trimseq(np.convolve(c1, c2))
+
+
+def polydiv(c1, c2):
+    c1, c2 = _as_series(c1, c2)
+    if c2[-1] == 0:
+        raise ZeroDivisionError
+    lc1, lc2 = len(c1), len(c2)
+    if lc1 < lc2:
+        return c1[:1] * 0, c1
+    elif lc2 == 1:
+        return c1 / c2[-1], c1[:1] * 0
+    dlen = lc1 - lc2
+    scl = c2[-1]
+    c2 = c2[:-1] / scl
+    i, j = dlen, lc1 - 1
+    while i >= 0:
+        c1[i:j] -= c2 * c1[j]
+        i -= 1
+        j -= 1
+    return c1[j + 1:] / scl, _trimseq(c1[:j + 1])
+
+
+def polypow(c, pow, maxpower=None):
+    return _pow(np.convolve, c, pow, maxpower)
+
+
+def _cseries_to_zseries(c):
+    n = len(c)
+    zs = _buffer(2 * n - 1, c.dtype, c)
+    zs[n - 1:] = c / 2
+    return zs + zs[::-1]
+
+
+def _zseries_to_cseries(zs):
+    n = (len(zs) + 1) // 2
+    c = zs[n - 1:].copy()
+    c[1:n] *= 2
+    return c
+
+
+def _zseries_div(z1, z2):
+    z1, z2 = z1.copy(), z2.copy()
+    lc1, lc2 = len(z1), len(z2)
+    if lc2 == 1:
+        z1 /= z2
+        return z1, z1[:1] * 0
+    elif lc1 < lc2:
+        return z1[:1] * 0, z1
+    dlen = lc1 - lc2
+    scl = z2[0]
+    z2 /= scl
+    quo = _buffer(dlen + 1, z1.dtype, z1, z2)
+    i, j = 0, dlen
+    while i < j:
+        r = z1[i]
+        quo[i] = z1[i]
+        quo[dlen - i] = r
+        tmp = r * z2
+        z1[i:i + lc2] -= tmp
+        z1[j:j + lc2] -= tmp
+        i += 1
+        j -= 1
+    r = z1[i]
+    quo[i] = r
+    tmp = r * z2
+    z1[i:i + lc2] -= tmp
+    quo /= scl
+    rem = z1[i + 1:i - 1 + lc2].copy()
+    return quo, rem
+
+
+def chebmul(c1, c2):
+    c1, c2 = _as_series(c1, c2)
+    prd = np.convolve(_cseries_to_zseries(c1), _cseries_to_zseries(c2))
+    return _trimseq(_zseries_to_cseries(prd))
+
+
+def chebdiv(c1, c2):
+    c1, c2 = _as_series(c1, c2)
+    if c2[-1] == 0:
+        raise ZeroDivisionError
+    lc1, lc2 = len(c1), len(c2)
+    if lc1 < lc2:
+        return c1[:1] * 0, c1
+    elif lc2 == 1:
+        return c1 / c2[-1], c1[:1] * 0
+    quo, rem = _zseries_div(_cseries_to_zseries(c1), _cseries_to_zseries(c2))
+    return _trimseq(_zseries_to_cseries(quo)), _trimseq(_zseries_to_cseries(rem))
+
+
+def chebpow(c, pow, maxpower=16):
+    [c] = _as_series(c)
+    power = int(pow)
+    if power != pow or power < 0:
+        raise ValueError("Power must be a non-negative integer.")
+    elif maxpower is not None and power > maxpower:
+        raise ValueError("Power is too large")
+    elif power == 0:
+        return np.array([1], dtype=c.dtype)
+    elif power == 1:
+        return c
+    zs = _cseries_to_zseries(c)
+    prd = zs
+    for _ in range(2, power + 1):
+        prd = np.convolve(prd, zs)
+    return _zseries_to_cseries(prd)
+
+
+def _times_x(first, step):
+    """A ``*mulx``: ``first(prd, c)`` writes the first two entries, ``step(prd, c, i)`` the
+    entries of term ``i``, into NumPy's ``np.empty`` (here followed)."""
+    def mulx(c):
+        [c] = _as_series(c)
+        if len(c) == 1 and c[0] == 0:  # the zero series
+            return c
+        prd = _buffer(len(c) + 1, c.dtype, c)
+        first(prd, c)
+        for i in range(1, len(c)):
+            step(prd, c, i)
+        return prd
+    return mulx
+
+
+def _polymulx_step(prd, c, i):  # (NumPy's prd[1:] = c)
+    prd[i + 1] = c[i]
+
+
+def _chebmulx_step(prd, c, i):  # (NumPy's prd[2:] = c[1:] / 2, then prd[:-2] += c[1:] / 2)
+    prd[i + 1] = c[i] / 2
+    prd[i - 1] += c[i] / 2
+
+
+def _legmulx_step(prd, c, i):
+    j, k = i + 1, i - 1
+    s = i + j
+    prd[j] = (c[i] * j) / s
+    prd[k] += (c[i] * i) / s
+
+
+def _hermmulx_step(prd, c, i):
+    prd[i + 1] = c[i] / 2
+    prd[i - 1] += c[i] * i
+
+
+def _hermemulx_step(prd, c, i):
+    prd[i + 1] = c[i]
+    prd[i - 1] += c[i] * i
+
+
+def _lagmulx_step(prd, c, i):
+    prd[i + 1] = -c[i] * (i + 1)
+    prd[i] += c[i] * (2 * i + 1)
+    prd[i - 1] -= c[i] * i
+
+
+def _first(second):
+    def first(prd, c):
+        prd[0] = c[0] * 0
+        prd[1] = second(c[0])
+    return first
+
+
+def _lag_first(prd, c):
+    prd[0] = c[0]
+    prd[1] = -c[0]
+
+
+polymulx = _times_x(_first(lambda c0: c0), _polymulx_step)
+chebmulx = _times_x(_first(lambda c0: c0), _chebmulx_step)
+legmulx = _times_x(_first(lambda c0: c0), _legmulx_step)
+hermmulx = _times_x(_first(lambda c0: c0 / 2), _hermmulx_step)
+hermemulx = _times_x(_first(lambda c0: c0), _hermemulx_step)
+lagmulx = _times_x(_lag_first, _lagmulx_step)
+
+
+def _by_recurrence(step, last):
+    """``legmul``, ``hermmul``, ``hermemul``, ``lagmul``: the shorter series' Clenshaw
+    recurrence on the longer one, ``step(c0, c1, ci_xs, nd)`` the next pair,
+    ``last(c0, c1)`` the product, as NumPy's loop computes them."""
+    def mul(c1, c2):
+        c1, c2 = _as_series(c1, c2)
+        c, xs = (c2, c1) if len(c1) > len(c2) else (c1, c2)
+
+        def term(ci):
+            # ci xs, which NumPy's add and sub trim to its first entry where it is all zeros:
+            # sliced here where it is so for a constant ci = 0 (the unit series of *div), as
+            # the trim would slice it, since the trim refuses differentiated zeros
+            product = ci * xs
+            if not holds_derivative([c]) and ci == 0 and np.all(product == 0):
+                return product[:1]
+            return product
+
+        if len(c) == 1:
+            c0, c1 = term(c[0]), 0
+        elif len(c) == 2:
+            c0, c1 = term(c[0]), term(c[1])
+        else:
+            nd = len(c)
+            c0, c1 = term(c[-2]), term(c[-1])
+            for i in range(3, len(c) + 1):
+                nd = nd - 1
+                c0, c1 = step(c0, c1, term(c[-i]), nd)
+        return last(c0, c1)
+    return mul
+
+
+legmul = _by_recurrence(
+    lambda c0, c1, cx, nd: (_sub(cx, (c1 * (nd - 1)) / nd),
+                            _add(c0, (legmulx(c1) * (2 * nd - 1)) / nd)),
+    lambda c0, c1: _add(c0, legmulx(c1)))
+hermmul = _by_recurrence(
+    lambda c0, c1, cx, nd: (_sub(cx, c1 * (2 * (nd - 1))), _add(c0, hermmulx(c1) * 2)),
+    lambda c0, c1: _add(c0, hermmulx(c1) * 2))
+hermemul = _by_recurrence(
+    lambda c0, c1, cx, nd: (_sub(cx, c1 * (nd - 1)), _add(c0, hermemulx(c1))),
+    lambda c0, c1: _add(c0, hermemulx(c1)))
+lagmul = _by_recurrence(
+    lambda c0, c1, cx, nd: (_sub(cx, (c1 * (nd - 1)) / nd),
+                            _add(c0, _sub((2 * nd - 1) * c1, lagmulx(c1)) / nd)),
+    lambda c0, c1: _add(c0, _sub(c1, lagmulx(c1))))
+
+
+def _hermite_scale(two):
+    def scale(n):
+        return np.multiply.accumulate(np.hstack((1., 1. / np.sqrt(
+            (2. if two else 1.) * np.arange(n - 1, 0, -1)))))[::-1]
+    return scale
+
+
+_ROOTS = {  # prefix: (the root of a degree-1 series, the update of the last column, its sign)
+    "poly": (lambda c: -c[0] / c[1], lambda c, n: c[:-1] / c[-1], -1),
+    "cheb": (lambda c: -c[0] / c[1], lambda c, n: (c[:-1] / c[-1]) * (
+        (lambda scl: scl / scl[-1])(np.array([1.] + [np.sqrt(.5)] * (n - 1)))) * .5, -1),
+    "leg": (lambda c: -c[0] / c[1], lambda c, n: (c[:-1] / c[-1]) * (
+        (lambda scl: scl / scl[-1])(1. / np.sqrt(2 * np.arange(n) + 1))) * (n / (2 * n - 1)),
+        -1),
+    "herm": (lambda c: -.5 * c[0] / c[1],
+             lambda c, n: _hermite_scale(True)(n) * c[:-1] / (2.0 * c[-1]), -1),
+    "herme": (lambda c: -c[0] / c[1], lambda c, n: _hermite_scale(False)(n) * c[:-1] / c[-1],
+              -1),
+    "lag": (lambda c: 1 + c[0] / c[1], lambda c, n: (c[:-1] / c[-1]) * n, 1),
+}
+
+
+def _roots(module, prefix):
+    linear, update, sign = _ROOTS[prefix]
+    companion = getattr(module, prefix + "companion")
+
+    def roots(c):
+        [c] = _as_series(c)
+        if len(c) < 2:
+            return np.array([], dtype=c.dtype)
+        if len(c) == 2:
+            return np.reshape(linear(c), (1,))
+        n = len(c) - 1
+        unit = np.zeros(n + 1, dtype=c.dtype)
+        unit[-1] = 1
+        base = companion(unit)  # NumPy's, its last column updated by zeros
+        column = base[:, -1] - update(c, n) if sign < 0 else base[:, -1] + update(c, n)
+        m = np.concatenate([base[:, :-1], np.reshape(column, (n, 1))], axis=1)
+        r = np.linalg.eigvals(m if prefix == "poly" else m[::-1, ::-1])
+        r.sort()
+        return r
+    return roots
+
+
+_ARITHMETIC = {  # prefix: its mul, div, pow and mulx
+    "poly": (polymul, polydiv, polypow, polymulx),
+    "cheb": (chebmul, chebdiv, chebpow, chebmulx),
+    "leg": (legmul, lambda c1, c2: _div(legmul, c1, c2),
+            lambda c, pow, maxpower=16: _pow(legmul, c, pow, maxpower), legmulx),
+    "herm": (hermmul, lambda c1, c2: _div(hermmul, c1, c2),
+             lambda c, pow, maxpower=16: _pow(hermmul, c, pow, maxpower), hermmulx),
+    "herme": (hermemul, lambda c1, c2: _div(hermemul, c1, c2),
+              lambda c, pow, maxpower=16: _pow(hermemul, c, pow, maxpower), hermemulx),
+    "lag": (lagmul, lambda c1, c2: _div(lagmul, c1, c2),
+            lambda c, pow, maxpower=16: _pow(lagmul, c, pow, maxpower), lagmulx),
+}
+
+
 _KINDS = {  # module: (class, its val, vander, der, int, as NumPy names them)
     _P.polynomial: (_P.Polynomial, "poly", polyval, polyvander, polyder, polyint),
     _P.chebyshev: (_P.Chebyshev, "cheb", chebval, chebvander, chebder, chebint),
@@ -372,14 +778,56 @@ def _standing_in(original, composite):
     return stand_in
 
 
+_REFUSED = threading.local()
+"""The refusal a series' arithmetic raised last in this thread: NumPy's operators turn any error
+of it into NotImplemented (Python's TypeError of unsupported operands), so ``_operator``
+raises it again."""
+
+
+def _recording(composite):
+    def recorded(*args, **kwargs):
+        try:
+            return composite(*args, **kwargs)
+        except MutadError as error:
+            _REFUSED.error = error
+            raise
+    return recorded
+
+
+def _operator(name):
+    """NumPy's operator ``name`` of the series classes, raising the refusal of mutad's
+    arithmetic that NumPy's would turn into NotImplemented."""
+    original = getattr(ABCPolyBase, name)
+
+    def operator(self, *args):
+        _REFUSED.error = None
+        result = original(self, *args)
+        if result is NotImplemented and getattr(_REFUSED, "error", None) is not None:
+            raise _REFUSED.error
+        return result
+
+    operator.always = True  # it reads the operands' coefficients: every call
+    defmethod(ABCPolyBase, name, operator)
+
+
+for _name in ("__add__", "__sub__", "__mul__", "__floordiv__", "__mod__", "__divmod__",
+              "__radd__", "__rsub__", "__rmul__", "__rfloordiv__", "__rmod__", "__rdivmod__"):
+    _operator(_name)
+
+
 COMPOSITES = {}
 """NumPy's function -> the composition that stands in for it on traced values."""
 
 for _module, (_cls, _prefix, _val, _van, _der, _int) in _KINDS.items():
     _fit_f = _fitting(_van)
+    _roots_f = _roots(_module, _prefix)
+    _mul, _div_f, _pow_f, _mulx = _ARITHMETIC[_prefix]
     for _name, _composite in ((_prefix + "val", _val), (_prefix + "vander", _van),
                               (_prefix + "fit", _fit_f), (_prefix + "der", _der),
-                              (_prefix + "int", _int)):
+                              (_prefix + "int", _int), (_prefix + "roots", _roots_f),
+                              (_prefix + "add", _add), (_prefix + "sub", _sub),
+                              (_prefix + "mul", _mul), (_prefix + "div", _div_f),
+                              (_prefix + "pow", _pow_f), (_prefix + "mulx", _mulx)):
         _original = getattr(_module, _name)
         COMPOSITES[_original] = _composite
         _standing_in(_original, _composite)
@@ -389,6 +837,10 @@ for _module, (_cls, _prefix, _val, _van, _der, _int) in _KINDS.items():
     defmethod(_cls, "_fit", _fit_f)
     defmethod(_cls, "_der", _der)
     defmethod(_cls, "_int", _int)
+    defmethod(_cls, "_roots", _roots_f)
+    for _name, _composite in (("_add", _add), ("_sub", _sub), ("_mul", _mul),
+                              ("_div", _div_f), ("_pow", _pow_f)):
+        defmethod(_cls, _name, _recording(_composite))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -398,7 +850,9 @@ for _module, (_cls, _prefix, _val, _van, _der, _int) in _KINDS.items():
 def _init(self, coef, domain=None, window=None, symbol="x"):
     """``ABCPolyBase.__init__`` of traced coefficients: NumPy's checks of the domain, window
     and symbol on its own constructor (given plain zeros of the coefficients' shape), then the
-    traced coefficients, copied as NumPy copies them."""
+    traced coefficients, copied as NumPy copies them (a list holding traced numbers as the
+    array NumPy makes of it)."""
+    [coef] = lists_as_arrays([coef])
     if np.ndim(coef) != 1:
         raise ValueError("Coefficient array is not 1-d")
     if np.size(coef) == 0:
@@ -445,3 +899,14 @@ _FIT = ABCPolyBase.__dict__["fit"]
 defmethod(ABCPolyBase, "__init__", _init)
 defmethod(ABCPolyBase, "__call__", _call)
 defmethod(ABCPolyBase, "fit", _fit_method)
+
+
+def _mapdomain(x, old, new):
+    """``polyutils.mapdomain`` of traced points (``roots()`` maps the roots so), with a plain
+    domain and window."""
+    if holds_derivative([old, new]):
+        _refuse_traced_domain("numpy.polynomial.polyutils.mapdomain")
+    return _mapped(x, old, new)
+
+
+_standing_in(_pu.mapdomain, _mapdomain)

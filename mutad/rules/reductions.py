@@ -539,19 +539,63 @@ def multiply_accumulate_jvp(tangents, a, axis=0, dtype=None):
 # and hi (equal values, so either choice is a valid one-sided derivative, as for np.sort). A
 # NaN result passes no derivative, as for max.
 
-QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+def _continuous(alpha, beta):
+    """NumPy's virtual index of Hyndman and Fan's continuous methods (_compute_virtual_index)."""
+    return lambda n, q: n * q + (alpha + q * (1 - alpha - beta)) - 1
+
+
+def _discrete(offset, keeps_previous):
+    """NumPy's integer index of a discrete method: the element below ``n q - 1 - offset`` where
+    ``keeps_previous(gamma, index)``, else the one above, clipped at 0
+    (_discrete_interpolation_to_boundaries)."""
+
+    def index(n, q):
+        v = n * q - 1 - offset
+        below = np.floor(v)
+        chosen = np.where(keeps_previous(v - below, v), below, below + 1).astype(np.intp)
+        return np.maximum(chosen, 0)
+
+    return index
+
+
+# NumPy's quantile methods (its _QuantileMethods): the virtual index of a quantile q among n
+# sorted elements, the weight of the element above it from the index's fractional part (None
+# for the methods whose index is an integer), and d index / d q where the quantile is smooth
+# in q (None where it is piecewise constant).
+QUANTILE_METHODS = {
+    "inverted_cdf": (_discrete(0, lambda g, v: g == 0), None, None),
+    "averaged_inverted_cdf": (lambda n, q: n * q - 1,
+                              lambda g, v: np.where(g == 0, 0.5, 1.0), None),
+    "closest_observation": (_discrete(0.5, lambda g, v: (g == 0) & (np.floor(v) % 2 == 1)),
+                            None, None),
+    "interpolated_inverted_cdf": (_continuous(0, 1), lambda g, v: g, lambda n: n + 0.0),
+    "hazen": (_continuous(0.5, 0.5), lambda g, v: g, lambda n: n + 0.0),
+    "weibull": (_continuous(0, 0), lambda g, v: g, lambda n: n + 1.0),
+    "linear": (lambda n, q: (n - 1) * q, lambda g, v: g, lambda n: n - 1.0),
+    "median_unbiased": (_continuous(1 / 3.0, 1 / 3.0), lambda g, v: g,
+                        lambda n: n + 1 / 3.0),
+    "normal_unbiased": (_continuous(3 / 8.0, 3 / 8.0), lambda g, v: g,
+                        lambda n: n + 1 / 4.0),
+    "lower": (lambda n, q: np.floor((n - 1) * q).astype(np.intp), None, None),
+    "higher": (lambda n, q: np.ceil((n - 1) * q).astype(np.intp), None, None),
+    "midpoint": (lambda n, q: 0.5 * (np.floor((n - 1) * q) + np.ceil((n - 1) * q)),
+                 lambda g, v: np.where(v % 1 == 0, 0.0, 0.5), None),
+    "nearest": (lambda n, q: np.around((n - 1) * q).astype(np.intp), None, None),
+}
 
 
 class OrderStatistics:
     """The decisions of the quantiles ``q`` of ``a`` over ``axis``: the reduced axes moved last
     and flattened (length n), the sort of each slice, and the sorted positions ``lo``, ``hi``
-    and weight ``g`` of each quantile (shape ``q.shape + kept``)."""
+    and weight ``g`` of each quantile (shape ``q.shape + kept``), as NumPy's _quantile takes
+    them for ``method``."""
 
-    def __init__(self, a, q, axis, method, skip_nan):
+    def __init__(self, a, q, axis, method, skip_nan, taken=None):
         if method not in QUANTILE_METHODS:
             raise UnsupportedOperationError(
                 f"a quantile with method={method!r} on traced arrays: mutad differentiates the "
                 f"methods {', '.join(QUANTILE_METHODS)}.")
+        virtual_index, fix_gamma, index_slope = QUANTILE_METHODS[method]
         xp = self.xp = namespace(memory(a))
         if xp is not np and not is_device(memory(q)):  # q given on the host, for a device's a
             q = xp.asarray(q)
@@ -572,20 +616,35 @@ class OrderStatistics:
         # An all-NaN slice (skipping NaNs) or one with a NaN (not skipping them) gives NaN.
         self.nothing = count == 0 if skip_nan else np.any(nan, axis=-1)
         last = np.maximum(count - 1, 0)
-        v = np.reshape(q, self.q_shape + (1,) * len(kept)) * last
-        below = np.floor(v)
-        if method == "linear":
-            g = v - below
-        elif method == "midpoint":
-            g = np.where(v == below, 0.0, 0.5)
-        else:
-            below = {"lower": below, "higher": np.ceil(v), "nearest": np.around(v)}[method]
-            g = np.zeros_like(v)
-        self.lo = np.minimum(below, last).astype(np.intp)
-        self.hi = np.minimum(self.lo + 1, last)
-        self.g = g
-        self.smooth_in_q = method == "linear"
-        self.last = last  # d v / d q, for the linear method
+        v = virtual_index(count, np.reshape(q, self.q_shape + (1,) * len(kept)))
+        if taken is not None:  # weighted: NumPy's element, found by its value among the sorted
+            self.lo = self.hi = self.position_of(moved, taken)
+            self.g = np.zeros(np.shape(self.lo))
+        elif fix_gamma is None:  # an integer index: NumPy takes that element
+            self.lo = self.hi = np.minimum(v, last)
+            self.g = np.zeros(np.shape(v))
+        else:  # NumPy's _get_indexes and _get_gamma: beyond either end, the end element
+            below = np.floor(v)
+            self.g = fix_gamma(v - below, v)
+            beyond = (v >= count - 1) | (v < 0)
+            end = np.where(v < 0, 0, last)
+            self.lo = np.where(beyond, end, below).astype(np.intp)
+            self.hi = np.where(beyond, end, below + 1).astype(np.intp)
+        self.smooth_in_q = index_slope is not None
+        self.index_slope = index_slope(count) if self.smooth_in_q else None  # d v / d q
+
+    def position_of(self, moved, taken):
+        """The sorted position of the first element equal to each quantile ``taken`` (NumPy's
+        value, one of the elements: a weighted quantile is, inverted_cdf being the only method
+        NumPy weights), 0 where it is NaN (no derivative)."""
+        ranked = np.take_along_axis(moved, self.permutation, -1)
+        taken = np.reshape(taken, self.q_shape + self.kept_shape)
+        equal = ranked == taken[..., None]
+        if not np.all(np.any(equal, axis=-1) | self.nothing | np.isnan(taken)):
+            raise UnsupportedOperationError(
+                "a weighted quantile that is none of the elements: mutad finds NumPy's element "
+                "by its value. Compute it without weights= (np.repeat the elements).")
+        return np.argmax(equal, axis=-1)
 
     def along_last(self, x):
         return np.reshape(np.transpose(x, self.order), self.kept_shape + (self.length,))
@@ -617,13 +676,7 @@ class OrderStatistics:
         gap = np.take_along_axis(ranked, np.broadcast_to(self.hi[..., None], shape[:-1] + (1,)),
                                  -1) - np.take_along_axis(
             ranked, np.broadcast_to(self.lo[..., None], shape[:-1] + (1,)), -1)
-        return np.where(self.nothing, 0.0, gap[..., 0] * self.last)
-
-
-def _refuse_weights(weights):
-    if weights is not None:
-        raise UnsupportedOperationError(
-            "a quantile with weights= on traced arrays: mutad differentiates unweighted ones.")
+        return np.where(self.nothing, 0.0, gap[..., 0] * self.index_slope)
 
 
 def quantile_rules(func, skip_nan, scale):
@@ -631,10 +684,11 @@ def quantile_rules(func, skip_nan, scale):
     ``scale`` times a quantile. ``overwrite_input`` only permits NumPy to scramble ``a``: not
     doing so is always right."""
 
-    def rule(a, q, axis=None, overwrite_input=False, method="linear", keepdims=False, **kwargs):
-        _refuse_weights(kwargs.get("weights"))
-        y = func(a, q, axis=axis, method=method, keepdims=keepdims)
-        statistics = OrderStatistics(a, np.divide(q, scale), axis, method, skip_nan)
+    def rule(a, q, axis=None, overwrite_input=False, method="linear", keepdims=False,
+             weights=None):
+        y = func(a, q, axis=axis, method=method, keepdims=keepdims, weights=weights)
+        statistics = OrderStatistics(a, np.divide(q, scale), axis, method, skip_nan,
+                                     None if weights is None else y)
         q_shape = np.shape(q)
 
         def back(dy):
@@ -648,10 +702,10 @@ def quantile_rules(func, skip_nan, scale):
         return y, back
 
     def jvp(tangents, a, q, axis=None, overwrite_input=False, method="linear", keepdims=False,
-            **kwargs):
-        _refuse_weights(kwargs.get("weights"))
-        y = func(a, q, axis=axis, method=method, keepdims=keepdims)
-        statistics = OrderStatistics(a, np.divide(q, scale), axis, method, skip_nan)
+            weights=None):
+        y = func(a, q, axis=axis, method=method, keepdims=keepdims, weights=weights)
+        statistics = OrderStatistics(a, np.divide(q, scale), axis, method, skip_nan,
+                                     None if weights is None else y)
         da, dq = (tuple(tangents) + (None, None))[:2]
         dy = None if da is None else statistics.tangent(da, np.shape(y))
         if dq is not None and statistics.smooth_in_q:

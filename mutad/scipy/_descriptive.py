@@ -15,7 +15,13 @@ a choice of which elements count that mutad does not follow: it is refused
 (``rankdata``, and ``spearmanr``, a function of ranks alone: its derivative is zero wherever it
 is defined, which is everywhere but at ties); the mode is refused. The p-values are
 differentiated where SciPy computes them with functions mutad differentiates (``stdtr``,
-``betaincc``); a resampling ``method=`` is refused.
+``betaincc``); a resampling ``method=`` is refused. ``kendalltau`` is a function of ranks too.
+The Kolmogorov-Smirnov tests (``ks_1samp``, ``kstest``, ``ks_2samp``) of one 1-d sample: the
+one-sample statistic is the largest distance between the sorted sample's empirical
+distribution and the differentiated cdf at it, its p-value SciPy's, differentiated by the
+density of SciPy's distribution of the statistic (to the first order); the two-sample ones
+depend on the samples' order alone. ``scoreatpercentile`` takes SciPy's steps (its
+``limit``, sort and interpolation).
 
 ``binned_statistic`` (``'mean'``, ``'sum'``, ``'count'``, ``'std'``, ``'median'``, ``'min'``,
 ``'max'``) gives SciPy's result bit for bit: which bin each sample falls in, and which samples
@@ -38,19 +44,22 @@ import scipy.special as _special
 import scipy.stats as _stats
 from scipy.stats._axis_nan_policy import (SmallSampleWarning, _broadcast_shapes,
                                           too_small_1d_not_omit)
-from scipy.stats._stats_py import (DescribeResult, LinregressResult, PearsonRResult,
-                                   SignificanceResult, TtestResult, _scale_conversions)
+from scipy.stats._stats_py import (DescribeResult, KstestResult, LinregressResult,
+                                   PearsonRResult, SignificanceResult, TtestResult,
+                                   _scale_conversions)
 
 from scipy.stats._binned_statistic import BinnedStatisticResult
 
 from ..core.errors import UnsupportedOperationError
 from ..engines.arraylike import carries_derivative
-from ._adjoints import StandIn, Value, scipys_value
+from ..core.registry import NoClosedForm
+from ._adjoints import Elementwise, StandIn, Value, scipys_value, stands_in_for
 
 __all__ = ["binned_statistic", "circmean", "circstd", "circvar", "describe", "entropy", "gmean", "hmean", "iqr",
-           "kurtosis", "linregress", "median_abs_deviation", "mode", "moment", "pearsonr",
+           "kendalltau", "ks_1samp", "ks_2samp", "kstest", "kurtosis", "linregress", "median_abs_deviation", "mode", "moment", "pearsonr",
            "pmean", "rankdata", "sem", "skew", "spearmanr", "tmean", "tstd", "trim_mean",
-           "ttest_1samp", "ttest_ind", "tvar", "variation", "zmap", "zscore"]
+           "scoreatpercentile", "ttest_1samp", "ttest_ind", "tvar", "variation", "zmap",
+           "zscore"]
 
 _ALTERNATIVES = {"less": -1, "two-sided": 0, "greater": 1}
 
@@ -475,6 +484,53 @@ def _quantiles(x, p, method):
     return at({"lower": np.floor, "higher": np.ceil, "nearest": np.round}[method](ij))
 
 
+def _qth_percentile(sorted_, per, interpolation_method, axis):
+    """SciPy's ``_compute_qth_percentile``: the sorted values at the index, or its two
+    neighbours weighted by the fraction."""
+    if not np.isscalar(per):
+        return np.stack([_qth_percentile(sorted_, p, interpolation_method, axis) for p in per])
+    if not (0 <= per <= 100):
+        raise ValueError("percentile must be in the range [0, 100]")
+    indexer = [slice(None)] * np.ndim(sorted_)
+    idx = per / 100. * (np.shape(sorted_)[axis] - 1)
+    if int(idx) != idx:
+        if interpolation_method == "lower":
+            idx = int(np.floor(idx))
+        elif interpolation_method == "higher":
+            idx = int(np.ceil(idx))
+        elif interpolation_method != "fraction":
+            raise ValueError("interpolation_method can only be 'fraction', 'lower' or 'higher'")
+    i = int(idx)
+    if i == idx:
+        indexer[axis] = slice(i, i + 1)
+        weights = np.array(1)
+        sumval = 1.0
+    else:
+        indexer[axis] = slice(i, i + 2)
+        j = i + 1
+        wshape = [1] * np.ndim(sorted_)
+        wshape[axis] = 2
+        weights = np.array([(j - idx), (idx - i)], float).reshape(wshape)
+        sumval = weights.sum()
+    return np.add.reduce(sorted_[tuple(indexer)] * weights, axis=axis) / sumval
+
+
+@stands_in_for(_stats.scoreatpercentile)
+def scoreatpercentile(a, per, limit=(), interpolation_method="fraction", axis=None):
+    """SciPy's steps: the values within ``limit`` (a decision on them), sorted, then the
+    score at each percentile (constants: ``per`` has no derivative here)."""
+    if carries_derivative(per):
+        raise UnsupportedOperationError(
+            "scipy.stats.scoreatpercentile of a differentiated percentile: mutad follows the "
+            "scores in the data; use np.percentile(a, per), which differentiates per too.")
+    if np.size(a) == 0:
+        return np.nan if np.isscalar(per) else np.full(np.shape(per), np.nan)
+    if limit:
+        a = a[(limit[0] <= a) & (a <= limit[1])]
+    sorted_ = np.sort(a, axis=axis)
+    return _qth_percentile(sorted_, per, interpolation_method, 0 if axis is None else axis)
+
+
 @_reduction(_stats.iqr, samples=("x",), propagates=False)
 def iqr(x, axis=None, rng=(25, 75), scale=1.0, interpolation="linear"):
     _float64_only("iqr", x)
@@ -687,6 +743,168 @@ def _spearmanr(a, b=None, axis=0, nan_policy="propagate", alternative="two-sided
 
 
 spearmanr = StandIn(_stats.spearmanr, _spearmanr)
+
+
+def _kendall_fields(x, y, nan_policy, method, variant, alternative, axis, keepdims):
+    result = _stats.kendalltau(x, y, nan_policy=nan_policy, method=method, variant=variant,
+                               alternative=alternative, axis=axis, keepdims=keepdims)
+    return np.stack([np.asarray(result.statistic, dtype=float),
+                     np.asarray(result.pvalue, dtype=float)])
+
+
+_kendall_fields_value = Value(_kendall_fields, "scipy.stats.kendalltau")
+
+
+def _kendalltau(x, y, *, nan_policy="propagate", method="auto", variant="b",
+                alternative="two-sided", axis=None, keepdims=False):
+    """Kendall's tau, a function of the pairs' orders alone: SciPy's own, with no derivative
+    (zero wherever it is defined, as spearmanr's)."""
+    statistic, pvalue = _kendall_fields_value(x, y, nan_policy, method, variant, alternative,
+                                              axis, keepdims)
+    statistic = statistic[()] if np.ndim(statistic) == 0 else statistic
+    pvalue = pvalue[()] if np.ndim(pvalue) == 0 else pvalue
+    result = SignificanceResult(statistic, pvalue)
+    result.correlation = statistic
+    return result
+
+
+kendalltau = StandIn(_stats.kendalltau, _kendalltau)
+
+
+# Kolmogorov-Smirnov: the one-sample statistic is SciPy's largest distance between the
+# empirical distribution of the sorted sample and the differentiated cdf at it, its p-value
+# SciPy's distribution of it, differentiated by its density (first order: mutad has no
+# derivative of that density); the two-sample statistic and p-value are functions of the
+# samples' order alone (derivative zero wherever it is defined), the location a sample.
+
+
+def _ks_alternative(alternative):
+    alternative = {"t": "two-sided", "g": "greater", "l": "less"}.get(
+        alternative.lower()[0], alternative)
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError(f"Unexpected value {alternative=}")
+    return alternative
+
+
+def _ks_settings(name, x, axis, nan_policy, keepdims):
+    if np.ndim(x) != 1 or axis not in (0, -1, None) or keepdims:
+        raise UnsupportedOperationError(
+            f"scipy.stats.{name} of a differentiated sample that is not one 1-d array (axis=, "
+            "keepdims=): mutad follows the test of one sample; loop over the samples.")
+    _check_nan_policy(name, nan_policy, [x])
+    if np.any(np.isnan(x)):
+        raise UnsupportedOperationError(
+            f"scipy.stats.{name} of a differentiated sample holding NaN: drop the NaNs first "
+            "(x[~np.isnan(x)]).")
+
+
+def _distance(cdfvals, x, sign):
+    """SciPy's ``_compute_d``: D+ (``sign`` 1) or D-, and the sample where it is largest."""
+    n = np.shape(cdfvals)[-1]
+    D = (np.arange(1.0, n + 1) / n - cdfvals if sign == +1
+         else cdfvals - np.arange(0.0, n) / n)
+    i = int(np.argmax(D))
+    return D[i], x[i]
+
+
+def _survival(distribution, scale=1.0):
+    """``distribution.sf(d * scale, n)``, differentiated in d by its density."""
+    density = Elementwise(lambda d, n: distribution.pdf(d * scale, n) * scale,
+                          NoClosedForm("the statistic (a second derivative of the "
+                                       "Kolmogorov-Smirnov p-value)"), None,
+                          name=f"scipy.stats.{distribution.name}.pdf")
+    return Elementwise(lambda d, n: distribution.sf(d * scale, n),
+                       lambda y, d, n: -density(d, n), None,
+                       name=f"scipy.stats.{distribution.name}.sf")
+
+
+_KSONE_SF = _survival(_stats.ksone)
+_KSTWO_SF = _survival(_stats.kstwo)
+_KSTWOBIGN_DENSITY = Elementwise(lambda z: _stats.kstwobign.pdf(z), NoClosedForm(
+    "the statistic (a second derivative of the Kolmogorov-Smirnov p-value)"),
+    name="scipy.stats.kstwobign.pdf")
+_KSTWOBIGN_SF = Elementwise(lambda z: _stats.kstwobign.sf(z),
+                            lambda y, z: -_KSTWOBIGN_DENSITY(z), name="scipy.stats.kstwobign.sf")
+
+
+def _ks_1samp(x, cdf, args=(), alternative="two-sided", method="auto", *, axis=0,
+              nan_policy="propagate", keepdims=False):
+    _ks_settings("ks_1samp", x, axis, nan_policy, keepdims)
+    alternative = _ks_alternative(alternative)
+    N = np.shape(x)[-1]
+    x = np.sort(x)
+    cdfvals = cdf(x, *args)
+    if alternative in ("greater", "less"):
+        sign = 1 if alternative == "greater" else -1
+        D, location = _distance(cdfvals, x, sign)
+        return KstestResult(D, _KSONE_SF(D, N), statistic_location=location,
+                            statistic_sign=np.int8(sign))
+    Dplus, plus_location = _distance(cdfvals, x, +1)
+    Dminus, minus_location = _distance(cdfvals, x, -1)
+    i_plus = bool(Dplus > Dminus)
+    D = Dplus if i_plus else Dminus
+    location = plus_location if i_plus else minus_location
+    if method == "auto":
+        method = "exact"
+    if method == "exact":
+        prob = _KSTWO_SF(D, N)
+    elif method == "asymp":
+        prob = _KSTWOBIGN_SF(D * math.sqrt(N))
+    else:
+        prob = 2 * _KSONE_SF(D, N)
+    return KstestResult(D, np.clip(prob, 0., 1.), statistic_location=location,
+                        statistic_sign=np.int8(1 if i_plus else -1))
+
+
+ks_1samp = StandIn(_stats.ks_1samp, _ks_1samp)
+
+
+def _ks_2samp_fields(data1, data2, alternative, method):
+    result = _stats.ks_2samp(data1, data2, alternative=alternative, method=method)
+    return np.array([result.statistic, result.pvalue, result.statistic_location,
+                     result.statistic_sign], dtype=float)
+
+
+_ks_2samp_value = Value(_ks_2samp_fields, "scipy.stats.ks_2samp")
+
+
+def _ks_2samp(data1, data2, alternative="two-sided", method="auto", *, axis=0,
+              nan_policy="propagate", keepdims=False):
+    for data in (data1, data2):
+        _ks_settings("ks_2samp", data, axis, nan_policy, keepdims)
+    statistic, pvalue, location, sign = _ks_2samp_value(data1, data2, alternative, method)
+    # the location is one of the samples: that sample, differentiated
+    both = np.concatenate([data1, data2])
+    where = np.flatnonzero(np.asarray(both == location))
+    return KstestResult(statistic[()], pvalue[()], statistic_location=both[int(where[0])],
+                        statistic_sign=np.int8(sign))
+
+
+ks_2samp = StandIn(_stats.ks_2samp, _ks_2samp)
+
+
+def _kstest(rvs, cdf, args=(), N=20, alternative="two-sided", method="auto", *, axis=0,
+            nan_policy="propagate", keepdims=False):
+    """SciPy's ``kstest``: ``ks_1samp`` against a cdf (a function, or a distribution's name),
+    ``ks_2samp`` of two samples."""
+    if alternative == "two_sided":
+        alternative = "two-sided"
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError(f"Unexpected alternative: {alternative}")
+    if isinstance(rvs, str) or callable(rvs):
+        raise UnsupportedOperationError(
+            "scipy.stats.kstest of random variates it draws, with differentiated settings: "
+            "draw them first and pass the sample.")
+    settings = {"alternative": alternative, "method": method, "axis": axis,
+                "nan_policy": nan_policy, "keepdims": keepdims}
+    if isinstance(cdf, str):
+        cdf = getattr(_stats, cdf).cdf
+    if callable(cdf):
+        return _ks_1samp(rvs, cdf, args, **settings)
+    return _ks_2samp(rvs, cdf, **settings)
+
+
+kstest = StandIn(_stats.kstest, _kstest)
 
 
 def _linregress_pack(slope, intercept, rvalue, pvalue, stderr, intercept_stderr):

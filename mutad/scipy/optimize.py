@@ -44,7 +44,9 @@ which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)�
 * ``linprog``: SciPy's (HiGHS's) solution, ``x`` and ``fun`` differentiated at a nondegenerate
   vertex as ``x = K⁻¹ r`` of the ``n`` constraints active there (each with a nonzero
   marginal); degenerate and non-unique solutions are refused. ``approx_fprime``: SciPy's
-  forward differences step by step.
+  forward differences step by step. ``lsq_linear`` of a dense ``A``: ``x``, ``fun`` and
+  ``cost`` through SciPy's active set (coordinates at a bound, each with a nonzero
+  multiplier, held there; the free ones the least-squares solution of their columns).
 * ``nnls(A, b)``, which calls no function of the user's, has a rule of its own on its
   arguments: the coordinates SciPy's solution holds at 0 stay there (its active set, a
   decision), the free ones are the least-squares solution of their columns, and ``rnorm`` is
@@ -114,7 +116,7 @@ from ._adjoints import outside_differentiations, scipys_value
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
 __all__ = ["approx_fprime", "bisect", "brenth", "brentq", "curve_fit", "fixed_point", "fsolve",
-           "least_squares", "linprog", "minimize", "minimize_scalar", "newton", "nnls", "ridder", "root",
+           "least_squares", "linprog", "lsq_linear", "minimize", "minimize_scalar", "newton", "nnls", "ridder", "root",
            "root_scalar", "toms748"]
 
 DENSE = 32
@@ -1181,6 +1183,68 @@ def _nnls_jvp(tangents, A, b, *, maxiter=None, atol=None):
     if da is not None:
         rhs = rhs + np.swapaxes(da[:, free], -1, -2) @ r
     return (x, rnorm), (placing @ _nnls_solve(A, free, rhs), drnorm)
+
+
+# ----------------------------------------------------------------------------------------------
+# lsq_linear: min ½‖A x - b‖² within bounds. SciPy's solution, differentiated through its active
+# set (SciPy's active_mask, a decision): the coordinates at a bound stay there (each with a
+# nonzero multiplier, the gradient Aᵀ(A x - b) pushing it out of the box: strict
+# complementarity), the free ones are the least-squares solution of their columns,
+# x_F = (A_Fᵀ A_F)⁻¹ A_Fᵀ (b - A_B x_B); x, fun = A x - b and cost = ½‖fun‖² follow.
+
+
+@_stands_in_for(_optimize.lsq_linear)
+def lsq_linear(original, a, p, call, followed):
+    """``scipy.optimize.lsq_linear`` of a dense ``A`` and ``b``: ``res.x``, ``res.fun`` and
+    ``res.cost`` differentiated through SciPy's active set (see above)."""
+    res = _run(original, call)
+    if not followed:
+        return res
+    name = "scipy.optimize.lsq_linear"
+    for setting in ("bounds", "tol", "lsmr_tol", "max_iter"):
+        if _depends(a.get(setting)):
+            raise UnsupportedOperationError(
+                f"{name} with a differentiated {setting}: mutad differentiates the solution in "
+                "A and b; pass it as a constant.")
+    if not isinstance(a["A"], (Tracer, np.ndarray)) or np.ndim(a["A"]) != 2:
+        raise UnsupportedOperationError(
+            f"{name} of a sparse matrix or LinearOperator with traced values: pass a dense "
+            "A (A.toarray()), which mutad differentiates.")
+    if res.status < 1:
+        raise UnsupportedOperationError(
+            f"{name}: SciPy found no solution (status {res.status}: {res.message}), and there "
+            "is no derivative of one not found.")
+    A, b = _float_array(a["A"], "A"), _float_array(a["b"], "b")
+    x = np.asarray(res.x, float)
+    n = x.size
+    active = np.asarray(res.active_mask)
+    free = np.flatnonzero(active == 0)
+    held = np.flatnonzero(active != 0)
+    plain_a, plain_b = np.asarray(p["A"], float), np.asarray(p["b"], float)
+    gradient = plain_a.T @ (plain_a @ x - plain_b)
+    scale = 1e-8 * (1.0 + np.max(np.abs(plain_a.T @ plain_b), initial=0.0))
+    if np.any(active[held] * gradient[held] >= -scale):
+        raise UnsupportedOperationError(
+            f"{name}: a coordinate at its bound has a zero multiplier (the gradient does not "
+            "push it against the bound), so the active set may change nearby and the solution "
+            "has no derivative there. Differentiate a problem with strict complementarity.")
+    if free.size and np.linalg.matrix_rank(plain_a[:, free]) < free.size:
+        raise UnsupportedOperationError(
+            f"{name}: the columns of A of the free coordinates are linearly dependent, so "
+            "the solution and its derivative are not unique.")
+    placing = np.eye(n)
+    x_held = x[held]  # the bounds they sit on (constants)
+    rhs = b - A[:, held] @ x_held if held.size else b
+    x_composed = placing[:, held] @ x_held if held.size else np.zeros(n)
+    if free.size:
+        a_free = A[:, free]
+        x_free = np.linalg.solve(np.swapaxes(a_free, -1, -2) @ a_free,
+                                 np.swapaxes(a_free, -1, -2) @ rhs)
+        x_composed = x_composed + placing[:, free] @ x_free
+    fun = A @ x_composed - b
+    values = {"x": scipys_value(res.x, x_composed), "fun": scipys_value(res.fun, fun),
+              "cost": scipys_value(np.float64(res.cost), 0.5 * np.dot(fun, fun))}
+    return _result(name, res, values, keep=(*_KEEP, "active_mask"))
 
 
 # ----------------------------------------------------------------------------------------------

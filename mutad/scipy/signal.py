@@ -35,7 +35,8 @@ interpolation around each crossing.
 
 The functions SciPy writes in Python on NumPy and ``scipy.fft`` (the spectral functions,
 ``detrend``, ``hilbert``, ``resample``, ``resample_poly``, ``decimate``, ``freqz``,
-``firwin``) run SciPy's own steps on the traced arrays, so their values are SciPy's and their
+``firwin``, the chirp z-transforms ``czt`` and ``zoom_fft`` and the ``CZT`` and ``ZoomFFT``
+objects' calls) run SciPy's own steps on the traced arrays, so their values are SciPy's and their
 derivatives those of SciPy's computation: windows and frequencies are constants, every
 ``detrend`` option (``'constant'``, ``'linear'``, ``False``, a function) is followed, and
 ``average='median'`` takes the derivative of the median segment (the mean of the two middle
@@ -103,12 +104,13 @@ convolve = scipy_adjoint(_signal.convolve)
 fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
 __all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "coherence", "cont2discrete",
-           "convolve", "convolve2d", "correlate", "correlate2d", "csd", "decimate", "detrend",
+           "convolve", "convolve2d", "correlate", "correlate2d", "csd", "czt", "decimate", "detrend",
            "dimpulse", "dlsim", "dlti", "dstep", "fftconvolve", "filtfilt", "find_peaks", "firwin",
            "freqresp", "freqs", "freqs_zpk", "freqz", "hilbert", "impulse", "istft", "lfilter",
            "lfilter_zi", "lombscargle", "lsim", "lti", "medfilt", "medfilt2d", "normalize", "oaconvolve", "peak_prominences", "peak_widths", "periodogram",
            "resample", "resample_poly", "savgol_filter", "sosfilt", "sosfilt_zi", "sosfiltfilt",
-           "spectrogram", "ss2tf", "step", "stft", "tf2ss", "upfirdn", "welch", "wiener", "zpk2ss", "zpk2tf"]
+           "spectrogram", "ss2tf", "step", "stft", "tf2ss", "upfirdn", "welch", "wiener", "zoom_fft",
+           "zpk2ss", "zpk2tf"]
 
 
 def _lagged_products(v, u, count):
@@ -1277,6 +1279,35 @@ def cont2discrete(system, dt, method="zoh", alpha=None):
     else:
         raise ValueError(f"Unknown transformation method '{method}'")
     return ad, bd, cd, dd, dt
+
+
+# The chirp z-transform: SciPy's CZT (and ZoomFFT) applied as SciPy's __call__ computes it, on
+# the transform's constant arrays: a product, an FFT, another product, an inverse FFT and a
+# product, each differentiated (linear in x; the transform's settings are constants).
+
+
+def _czt_call(self, x, *, axis=-1):
+    if np.shape(x)[axis] != self.n:
+        raise ValueError(f"CZT defined for length {self.n}, not {np.shape(x)[axis]}")
+    order = np.arange(np.ndim(x))
+    order[[axis, -1]] = [-1, axis]
+    x = np.transpose(x, order)
+    y = fft.ifft(self._Fwk2 * fft.fft(x * self._Awk2, self._nfft))
+    y = y[..., self._yidx] * self._wk2
+    return np.transpose(y, order)
+
+
+defmethod(_signal.CZT, "__call__", _czt_call)
+
+
+@stands_in_for(_signal.czt)
+def czt(x, m=None, w=None, a=1 + 0j, *, axis=-1):
+    return _signal.CZT(np.shape(x)[axis], m=m, w=w, a=a)(x, axis=axis)
+
+
+@stands_in_for(_signal.zoom_fft)
+def zoom_fft(x, fn, m=None, *, fs=2, endpoint=False, axis=-1):
+    return _signal.ZoomFFT(np.shape(x)[axis], fn, m=m, fs=fs, endpoint=endpoint)(x, axis=axis)
 
 
 defmethod(_ltisys.lti, "output", lambda self, U, T, X0=None: lsim(self, U, T, X0=X0))

@@ -40,7 +40,7 @@ values tells where each goes); ``A @ x``, ``A.dot(x)``, ``x @ A`` of dense ``x``
 2-d), ``A[i, j]``, ``A.sum(axis)``, ``A.mean(axis)``, ``A.diagonal(k)``, ``A.trace(k)``,
 ``A.max()`` and ``A.min()`` (of every entry, the unstored zeros too unless ``explicit=True``;
 ties split the gradient evenly, np.max's rule), ``scipy.sparse.linalg.norm(A)`` (Frobenius, 1,
-inf) and ``A.toarray()`` give traced arrays. An spmatrix's ``A.sum(axis)`` and
+inf), ``A.toarray()`` and the values of ``scipy.sparse.find(A)`` give traced arrays. An spmatrix's ``A.sum(axis)`` and
 ``A.mean(axis)``, an ``np.matrix`` in SciPy, give a ``TracedMatrix``: its ``*`` is the matrix
 product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A`` and ``m.A1`` are traced arrays, and
 ``+``, ``-``, ``/``, ``m.sum(axis)``, ``m.T``, ``m[i, j]`` and ``A.multiply(m)`` are followed
@@ -101,7 +101,9 @@ of the user's functions that read traced values from their closures (``_Operator
 solve is differentiated in them too, to the first order), and ``x0`` a traced array (a warm
 start, which has no derivative). ``LinearOperator``'s products (``matvec``, ``A @ x``, ...)
 pass traced vectors to the user's functions and their traced results back, as SciPy's
-methods would if they did not convert them to plain arrays.
+methods would if they did not convert them to plain arrays. ``aslinearoperator`` of a traced
+dense or sparse matrix is such an operator of functions that compute as SciPy's
+``MatrixLinearOperator`` does.
 
 **Eigenpairs.** ``eigsh(A, k, ...)`` of a symmetric ``A`` with traced values is ARPACK's call
 (``sigma`` and ``which`` as given; ``return_eigenvectors=False`` gives SciPy's eigenvalues,
@@ -163,19 +165,20 @@ from ..core.views import memory, stands_for_scalar, wrapped
 from . import integrate as _integrate
 from ._adjoints import Value, scipys_value
 
-__all__ = ["bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix", "csc_array",
-           "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix", "diags",
-           "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm_multiply", "factorized",
-           "gmres", "hstack", "inv", "kron", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
+__all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix",
+           "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
+           "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm_multiply",
+           "factorized", "find", "gmres", "hstack", "inv", "kron", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
            "norm", "spdiags", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
            "TracedSparse", "tril", "triu", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
-    "norm", "eigs", "eigsh", "svds", "expm_multiply", "lsqr", "lsmr", "inv")},
+    "norm", "eigs", "eigsh", "svds", "expm_multiply", "lsqr", "lsmr", "inv",
+    "aslinearoperator")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
-        "tril", "triu", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
+        "tril", "triu", "find", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
         "dia_matrix", "dia_array")},
     "laplacian": _csgraph.laplacian}
 """SciPy's own functions and classes, by name. While a differentiation runs the names that
@@ -1874,6 +1877,26 @@ def _norm(x: Any, ord: Any = None, axis: Any = None) -> Any:
 norm = _route(SCIPY["norm"], _norm)
 
 
+def _find(A: Any) -> Any:
+    """SciPy's ``find``: the rows, columns and values of the nonzero entries of a coo copy of
+    ``A`` whose repeated entries are added (in SciPy's order, SciPy's sums); the zeros mutad
+    stores that SciPy leaves out are among the zeros it leaves out. Which are zero is a
+    decision taken on the values."""
+    if isinstance(A, _Assembled) and object.__getattribute__(A, "entries"):
+        A = A.traced()
+    if not isinstance(A, TracedSparse):
+        return SCIPY["find"](A)
+    B = A.tocoo(copy=True)
+    B.sum_duplicates()
+    values = np.reshape(B._values, (-1,))
+    nonzero = settled(values, "scipy.sparse.find, which leaves out the zero entries") != 0
+    pattern = B.layout.template
+    return pattern.row[nonzero], pattern.col[nonzero], values[nonzero]
+
+
+find = _route(SCIPY["find"], _find)
+
+
 class _SparseClass:
     """A SciPy sparse class (``scipy.sparse.csr_matrix``) standing in for itself while a
     differentiation runs: called with traced values it makes a :class:`TracedSparse`, else it
@@ -3564,8 +3587,47 @@ for _name, _method in (("matvec", _vector_method("matvec", 0, "_matvec")),
                        ("_init_dtype", _init_dtype)):
     defmethod(_splinalg.LinearOperator, _name, _method)
 
+
+
+def _aslinearoperator(A: Any) -> Any:
+    """SciPy's ``aslinearoperator``; of a traced matrix (dense, or a traced sparse one), an
+    operator of functions that read it (``LinearOperator(matvec=...)``, which the iterative
+    solvers differentiate through its closures), each computing as SciPy's
+    ``MatrixLinearOperator`` does: ``A.dot`` of the vector as one column, and the adjoint's with
+    ``A.T.conj()``. Its ``A`` and ``args`` are SciPy's attributes of the matrix."""
+    if isinstance(A, _splinalg.LinearOperator) or not _followed(A):
+        return SCIPY["aslinearoperator"](A)
+    if isinstance(A, TracedMatrix) or not (wrapped(A) or isinstance(A, TracedSparse)):
+        _refuse("scipy.sparse.linalg.aslinearoperator of an np.matrix or an object holding "
+                "traced values", "pass the traced ndarray or scipy.sparse matrix itself.")
+    if not isinstance(A, TracedSparse):
+        if np.ndim(A) > 2:
+            raise ValueError('array must have ndim <= 2')
+        A = np.atleast_2d(A)
+
+    # The matrix held in a list: the solvers bind the values its closures hold, leaf by leaf
+    # (a traced sparse matrix's its stored values), to plain ones while SciPy's solve runs.
+    held = [A]
+
+    def matmat(X):
+        return held[0].dot(X)
+
+    def rmatmat(X):
+        adjoint = held[0].T
+        return (adjoint.conj() if adjoint.dtype.kind == "c" else adjoint).dot(X)  # (the same)
+
+    operator = _splinalg.LinearOperator(
+        A.shape, matvec=lambda x: matmat(x.reshape(-1, 1)),
+        rmatvec=lambda x: rmatmat(x.reshape(-1, 1)), matmat=matmat, rmatmat=rmatmat,
+        dtype=A.dtype)
+    operator.A, operator.args = A, (A,)
+    return operator
+
+
+aslinearoperator = _route(SCIPY["aslinearoperator"], _aslinearoperator)
+
 UNFOLLOWED = ("lobpcg", "qmr", "cgs", "lgmres",
-              "gcrotmk", "tfqmr", "aslinearoperator", "onenormest", "expm",
+              "gcrotmk", "tfqmr", "onenormest", "expm",
               "spilu", "matrix_power")
 """The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
 refused by name, where SciPy's own code would fail on the traced matrix with its TypeError."""

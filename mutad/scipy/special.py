@@ -46,9 +46,9 @@ from scipy.special import (
     eval_sh_chebyt, eval_sh_chebyu, eval_sh_legendre, expm1, hyp2f1, log1p, owens_t, radian,
     spence, struve,
     chdtr, chdtrc, ellipeinc, ellipkinc, erfi, gammainccinv, gammaincinv, gdtr, gdtrc, hyp1f1,
-    ndtri_exp, powm1, voigt_profile, wofz,
+    ndtri_exp, powm1, voigt_profile, wofz, lpmv,
 )
-from scipy.special._ufuncs import _zeta
+from scipy.special._ufuncs import _lambertw, _zeta
 
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE
@@ -77,7 +77,7 @@ __all__ = ["beta", "betainc", "betaincc", "betaln", "binom", "boxcox", "boxcox1p
            "gammaincc", "gammainccinv", "gammaincinv", "gammaln", "gdtr", "gdtrc", "huber",
            "hyp1f1", "hyp2f1", "i0", "i0e", "i1", "i1e", "inv_boxcox",
            "inv_boxcox1p", "iv", "ive", "j0", "j1", "jv", "k0", "k0e", "k1", "k1e", "kl_div", "kv",
-           "kve", "log1p", "log_expit", "log_ndtr", "log_softmax", "loggamma", "logit",
+           "kve", "log1p", "log_expit", "lpmv", "log_ndtr", "log_softmax", "loggamma", "logit",
            "logsumexp", "multigammaln", "ndtr", "ndtri", "ndtri_exp", "owens_t", "poch",
            "polygamma", "powm1",
            "pseudo_huber", "psi", "radian", "rel_entr", "rgamma", "sindg", "softmax", "spence",
@@ -352,6 +352,21 @@ def _delta(phi, m):
     return np.sqrt(1.0 - m * s * s)
 
 
+def _lpmv_dx(y, m, v, x):
+    """d/dx of SciPy's Ferrers function P_v^m(x) (its phase (-1)^m on both sides):
+    ((m + v) P_{v-1}^m - v x P_v^m) / (1 - x²) inside (-1, 1) (DLMF 14.10.5); at x = ±1,
+    v(v + 1)/2 x^(v+1) for m = 0, NaN for another order (infinite there, or a limit the
+    recurrence does not give). Each branch reads safe points, so that its own derivative has
+    no NaN where it is not taken."""
+    edge = x * x == 1
+    inner = np.where(edge, 0.0, x)
+    inside = ((m + v) * lpmv(m, v - 1.0, inner) - v * inner * np.where(edge, 0.0, y)) / (
+        1.0 - inner * inner)
+    end = np.where(edge, x, 1.0)
+    at_end = np.where(m == 0, 0.5 * v * (v + 1.0) * end ** (v + 1.0), np.nan)
+    return np.where(edge, at_end, inside)
+
+
 def _where_defined(y, partial):
     """``partial``, NaN where SciPy's value ``y`` is (outside its domain: m > 1)."""
     return np.where(np.isnan(y), y, partial)
@@ -499,6 +514,12 @@ elementwise(eval_jacobi,    _DEGREE, _ALPHA, _BETA, _of_degree(
     lambda y, n, alpha, beta, x: 0.5 * (n + alpha + beta + 1.0)
     * eval_jacobi(n - 1, alpha + 1.0, beta + 1.0, x)))
 elementwise(wofz,      lambda y, z: -2.0 * z * y + 2j / _SQRT_PI,                      uses="xy")
+elementwise(lpmv,      NoClosedForm("the order m"), NoClosedForm("the degree v"), _lpmv_dx,
+            uses="xy")
+# SciPy's lambertw(z, k, tol) is its ufunc _lambertw on k as an integer array: W' = e^(-W)/(1+W)
+# on every branch k (W / (z (1 + W)) but for the 1 at z = 0); the branch and the tolerance
+# have none.
+elementwise(_lambertw, lambda y, z, k, tol: np.exp(-y) / (1.0 + y), None, None,   uses="y")
 elementwise(voigt_profile, *(lambda y, x, sigma, gamma, k=k: _voigt_partials(x, sigma, gamma)[k]
                              for k in range(3)))
 # fmt: on
@@ -534,7 +555,7 @@ def _voigt_partials(x, sigma, gamma):
 # (its partial's asymptotic series is for large real arguments). log_ndtr's partial takes the
 # textbook form for complex arguments (numerics.log_ndtr_derivative).
 holomorphic(erf, erfc, ndtr, log_ndtr, xlogy, xlog1py, jv, yv, iv, kv, kve, log1p, expm1, dawsn,
-            erfi, wofz)
+            erfi, wofz, _lambertw)
 
 
 # The ufuncs with several outputs, each output's derivative in x (from x and the outputs):
