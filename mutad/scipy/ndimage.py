@@ -82,6 +82,7 @@ from ..core.registry import CONVENTION
 from ..rules._helpers import gather_cotangent, stacked
 from ..core.views import may_overlap
 from ..api import stop_gradient
+from ._devices import call
 from ._adjoints import ScipyAdjoint, StandIn, Value, scipys_value, stands_in_for
 
 __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate1d",
@@ -107,11 +108,13 @@ def _plain_filter(input, weights, cval, kind, axis, mode, origin, dtype, followe
     ``kind`` "correlate" (n-d, ``origin`` one per axis), "correlate1d" along ``axis``, or
     "uniform1d" (SciPy's running mean, the correlation with ``weights`` = 1/size).
     ``followed`` says which of input, weights, cval a differentiation follows."""
+    # (SciPy's, or the device's counterpart for a device array: ``_devices.call``)
     if kind == "correlate":
-        return _ndimage.correlate(input, weights, dtype, mode, cval, origin)
+        return call(_ndimage.correlate, (input, weights, dtype, mode, cval, origin), {})
     if kind == "correlate1d":
-        return _ndimage.correlate1d(input, weights, axis, dtype, mode, cval, origin)
-    return _ndimage.uniform_filter1d(input, np.size(weights), axis, dtype, mode, cval, origin)
+        return call(_ndimage.correlate1d, (input, weights, axis, dtype, mode, cval, origin), {})
+    return call(_ndimage.uniform_filter1d,
+                (input, np.size(weights), axis, dtype, mode, cval, origin), {})
 
 
 _filter = ScipyAdjoint(_plain_filter)

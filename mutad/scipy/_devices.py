@@ -1,0 +1,175 @@
+"""SciPy's routines on device arrays (CuPy's): the values of the device's SciPy counterpart
+(``cupyx.scipy``, ``devices.scipy_of``), the derivatives of mutad's rules.
+
+A rule computes with mutad's wrappers of SciPy's functions and with NumPy's names. Given plain
+device arrays, NumPy's names dispatch to the device library, and a wrapper calls, through
+:func:`call`, the counterpart of its SciPy function: the function of the same name in the same
+submodule of the device's SciPy (``cupyx.scipy.linalg.lu_factor`` for
+``scipy.linalg.lu_factor``). So a rule written for NumPy arrays computes on the device, values
+and cotangents, and nothing is copied to the host.
+
+``ROUTINES`` is the one list of the routines so differentiated: those whose rules compute with
+nothing but these wrappers and NumPy's names, and whose counterparts take SciPy's parameters
+in SciPy's order (as cupyx.scipy's do); it names each one's array parameters, which a rule
+may give as lists or host arrays (``lfilter([1.0], a, ...)``) and which are copied to the
+device, as the counterparts take device arrays only. A routine that is not listed, or that
+the device's SciPy lacks, is refused by name when given a device array
+(``_adjoints.refuse_device_arrays``).
+
+The counterparts themselves, called by user code on traced arrays
+(``cupyx.scipy.linalg.lu_factor(a, ...)``), are routed to mutad's wrappers of SciPy's
+functions while a differentiation runs (``registry.defroute``): the same rules.
+"""
+
+import functools
+import inspect
+
+from ..core import devices
+from ..core.errors import UnsupportedArrayError
+from ..core.registry import defroute
+
+ROUTINES = {
+    "linalg": {"solve_triangular": ("a", "b"), "lu_factor": ("a",), "lu_solve": ("b",)},
+    "special": {"logsumexp": ("a", "b")},
+    "signal": {"lfilter": ("b", "a", "x", "zi"), "convolve": ("in1", "in2"),
+               "fftconvolve": ("in1", "in2")},
+    # gaussian_filter, uniform_filter and convolve are mutad's compositions of the primitive
+    # filters (mutad.scipy.ndimage), whose values the device's correlate, correlate1d and
+    # uniform_filter1d compute
+    "ndimage": {"correlate": ("input", "weights"), "correlate1d": ("input", "weights"),
+                "uniform_filter1d": ("input",), "convolve": ("input", "weights"),
+                "gaussian_filter": ("input",), "uniform_filter": ("input",)},
+}
+"""SciPy's routines differentiated on a device, by submodule, with their array parameters."""
+
+_COUNTERPARTS = {}
+"""``(id(namespace), submodule, name) -> (namespace, the device's function or None)``, read
+when the namespace became known (before the mode swaps stand-ins into its modules)."""
+
+_KNOWN = {}  # id(namespace) -> namespace, for the namespaces read
+
+_STAND_INS = {}
+"""``(submodule, name) -> mutad's stand-in for SciPy's function``, as the wrappers are made."""
+
+
+def routine(fn):
+    """``(submodule, name)`` of SciPy's function ``fn`` if it is in ``ROUTINES``, else None."""
+    module = getattr(fn, "__module__", None) or ""
+    parts = module.split(".")
+    name = getattr(fn, "__name__", None)
+    if len(parts) < 2 or parts[0] != "scipy" or name not in ROUTINES.get(parts[1], ()):
+        return None
+    return parts[1], name
+
+
+def counterpart(fn, namespace):
+    """The function of device library ``namespace``'s SciPy counterpart that computes SciPy's
+    ``fn``, or None (not in ``ROUTINES``, or missing on that device)."""
+    key = routine(fn)
+    if key is None:
+        return None
+    found = _COUNTERPARTS.get((id(namespace), *key))
+    if found is None or found[0] is not namespace:
+        _known(namespace)
+        found = _COUNTERPARTS[id(namespace), *key]
+    return found[1]
+
+
+def device_among(args):
+    """The namespace of the first device array among ``args`` (one level into lists and
+    tuples), or None."""
+    for a in args:
+        for item in a if type(a) in (tuple, list) else (a,):
+            found = devices.device_of(item)
+            if found is not None:
+                return found
+    return None
+
+
+def scipys(fn):
+    """Whether ``fn`` is SciPy's (not a function of mutad's own built on SciPy's)."""
+    return (getattr(fn, "__module__", None) or "").partition(".")[0] == "scipy"
+
+
+def call(fn, args, kwargs):
+    """``fn(*args, **kwargs)`` on plain values: for SciPy's ``fn`` given a device array (among
+    ``args``, one level into lists and tuples), its device counterpart, refused by name where
+    there is none."""
+    namespace = device_among((*args, *kwargs.values())) if scipys(fn) else None
+    if namespace is None:
+        return fn(*args, **kwargs)
+    on_device = counterpart(fn, namespace)
+    if on_device is None:
+        raise refusal(fn)
+    arrays = ROUTINES[routine(fn)[0]][fn.__name__]
+    positions = list(_parameters(fn))
+    args = [_beside(namespace, a) if i < len(positions) and positions[i] in arrays else a
+            for i, a in enumerate(args)]
+    kwargs = {k: _beside(namespace, v) if k in arrays else v for k, v in kwargs.items()}
+    return on_device(*args, **kwargs)
+
+
+def refusal(fn):
+    """The error of SciPy's ``fn`` given a device array where mutad has no way to compute it
+    there."""
+    name = f"{getattr(fn, '__module__', 'scipy')}.{getattr(fn, '__name__', fn)}"
+    public = routine(fn)
+    known = ", ".join(f"scipy.{sub}.{n}" for sub, names in ROUTINES.items() for n in names)
+    why = ("the device's SciPy (cupyx.scipy) has no counterpart of it" if public is not None
+           else "mutad differentiates on a device only the SciPy routines its device's SciPy "
+           f"(cupyx.scipy) computes there: {known}")
+    return UnsupportedArrayError(
+        f"{name} was given a device array (CuPy's): {why}. On a device, write the step with "
+        "NumPy's functions, which mutad differentiates there (np.linalg.solve for "
+        "scipy.linalg.solve), or call it on values that carry no derivative.")
+
+
+@functools.lru_cache(maxsize=None)
+def _parameters(fn):
+    return tuple(inspect.signature(fn).parameters)
+
+
+def _beside(namespace, value):
+    """An array argument on the device: a list, tuple, number or host array copied there."""
+    if value is None or devices.device_of(value) is not None:
+        return value
+    if type(value) in (list, tuple) and any(devices.device_of(v) is not None for v in value):
+        return value  # (lu_and_piv: the device's own factors)
+    return namespace.asarray(value)
+
+
+def made(original, stand_in):
+    """Note that ``stand_in`` stands in for SciPy's ``original`` while a differentiation runs;
+    where it is in ``ROUTINES`` its devices' counterparts are routed to it too."""
+    key = routine(original)
+    if key is None:
+        return
+    _STAND_INS[key] = stand_in
+    for (_, *of), (_, found) in list(_COUNTERPARTS.items()):
+        if tuple(of) == key and found is not None:
+            defroute(found, stand_in)
+
+
+def _known(namespace):
+    """Read device library ``namespace``'s counterparts of ``ROUTINES`` and route them to
+    mutad's stand-ins (a ``devices.FOUND`` callback)."""
+    if _KNOWN.get(id(namespace)) is namespace:
+        return
+    _KNOWN[id(namespace)] = namespace
+    for sub, name in _keys():
+        module = devices.scipy_module(namespace, sub)
+        found = getattr(module, name, None)
+        _COUNTERPARTS[id(namespace), sub, name] = (namespace, found)
+        stand_in = _STAND_INS.get((sub, name))
+        if found is not None and stand_in is not None:
+            defroute(found, stand_in)
+
+
+def _keys():
+    return ((sub, name) for sub, names in ROUTINES.items() for name in names)
+
+
+devices.FOUND.append(_known)
+for _namespace in list(devices.NAMESPACES.values()):
+    if _namespace is not None:
+        _known(_namespace)
