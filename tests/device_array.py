@@ -585,7 +585,8 @@ def _scipy_function(function, arrays, module_name):
         return _wrap_result(function(*args, **kwargs))
 
     on_device.__module__ = module_name
-    del on_device.__wrapped__
+    del on_device.__wrapped__  # (not SciPy's function, to mutad: the device's)
+    on_device.__signature__ = signature
     return on_device
 
 

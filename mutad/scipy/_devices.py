@@ -112,7 +112,8 @@ def call(fn, args, kwargs):
 def refusal(fn):
     """The error of SciPy's ``fn`` given a device array where mutad has no way to compute it
     there."""
-    name = f"{getattr(fn, '__module__', 'scipy')}.{getattr(fn, '__name__', fn)}"
+    module = (getattr(fn, "__module__", None) or "scipy").split(".")
+    name = f"{'.'.join(module[:2])}.{getattr(fn, '__name__', fn)}"  # scipy.linalg.solve
     public = routine(fn)
     known = ", ".join(f"scipy.{sub}.{n}" for sub, names in ROUTINES.items() for n in names)
     why = ("the device's SciPy (cupyx.scipy) has no counterpart of it" if public is not None

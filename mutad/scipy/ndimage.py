@@ -80,7 +80,8 @@ from ..core.errors import ConversionError, UnsupportedOperationError, UntracedWr
 from ..core.levels import ACTIVE, innermost
 from ..core.registry import CONVENTION
 from ..rules._helpers import gather_cotangent, stacked
-from ..core.views import may_overlap
+from ..core.devices import beside
+from ..core.views import may_overlap, memory
 from ..api import stop_gradient
 from ._devices import call
 from ._adjoints import ScipyAdjoint, StandIn, Value, scipys_value, stands_in_for
@@ -153,7 +154,8 @@ def _extended(x, fill, lines):
         if line.min(initial=0) < 0:
             edge = np.expand_dims(line < 0, tuple(range(1, len(lines) - axis)))
             outside = edge if outside is None else outside | edge
-    return x if outside is None else np.where(outside, fill, x)
+    # (the mask, made on the host from the cached lines, where x lives: a device's memory)
+    return x if outside is None else np.where(beside(memory(x), outside), fill, x)
 
 
 def _geometry(input, weights, kind, axis, mode, origin):
@@ -192,7 +194,7 @@ def _filter_rule(input, weights, cval, kind, axis, mode, origin, dtype, followed
                                       lambda sources: _extended(sources, -1, lines))
             if follow_cval and mode in ("constant", "grid-constant"):
                 constant = _extended(np.zeros(np.shape(input), dtype=bool), True, lines)
-                dcval = np.sum(np.where(constant, dextended, 0.0))
+                dcval = np.sum(np.where(beside(memory(dextended), constant), dextended, 0.0))
         if follow_weights:
             windows = sliding_window_view(_extended(input, cval, lines), sizes)
             dweights = np.reshape(np.tensordot(dy, windows, axes=np.ndim(dy)),
