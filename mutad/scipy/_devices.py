@@ -12,9 +12,10 @@ and cotangents, and nothing is copied to the host.
 nothing but these wrappers and NumPy's names, and whose counterparts take SciPy's parameters
 in SciPy's order (as cupyx.scipy's do); it names each one's array parameters, which a rule
 may give as lists or host arrays (``lfilter([1.0], a, ...)``) and which are copied to the
-device, as the counterparts take device arrays only. A routine that is not listed, or that
-the device's SciPy lacks, is refused by name when given a device array
-(``_adjoints.refuse_device_arrays``).
+device, as the counterparts take device arrays only. ``ADAPTED`` computes the few the
+device's SciPy lacks with the device library's own functions (``scipy.linalg.solve`` of a
+general matrix with ``cupy.linalg.solve``). A routine that is not listed, or that the device
+lacks, is refused by name when given a device array (``_adjoints.refuse_device_arrays``).
 
 The counterparts themselves, called by user code on traced arrays
 (``cupyx.scipy.linalg.lu_factor(a, ...)``), are routed to mutad's wrappers of SciPy's
@@ -29,7 +30,8 @@ from ..core.errors import UnsupportedArrayError
 from ..core.registry import defroute
 
 ROUTINES = {
-    "linalg": {"solve_triangular": ("a", "b"), "lu_factor": ("a",), "lu_solve": ("b",)},
+    "linalg": {"solve": ("a", "b"), "solve_triangular": ("a", "b"), "lu_factor": ("a",),
+               "lu_solve": ("b",)},
     "special": {"logsumexp": ("a", "b")},
     "signal": {"lfilter": ("b", "a", "x", "zi"), "convolve": ("in1", "in2"),
                "fftconvolve": ("in1", "in2")},
@@ -42,9 +44,42 @@ ROUTINES = {
 }
 """SciPy's routines differentiated on a device, by submodule, with their array parameters."""
 
+
+def _general_solve(namespace):
+    """``scipy.linalg.solve`` of one general matrix with the device library's
+    ``linalg.solve`` (``cupy.linalg.solve``; cupyx.scipy.linalg has no ``solve``): the same
+    solution, rounded as the device's LU solver rounds it. SciPy's other structures are
+    refused; ``check_finite`` is not checked (a read on the host), as cupyx.scipy's functions
+    check nothing by default."""
+    device_solve = getattr(getattr(namespace, "linalg", None), "solve", None)
+    if device_solve is None:
+        return None
+
+    def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
+              assume_a=None, transposed=False):
+        if assume_a not in (None, "gen", "general") or a.ndim != 2:
+            raise UnsupportedArrayError(
+                f"scipy.linalg.solve(a, b, assume_a={assume_a!r}) of a {a.ndim}-d array was "
+                "given a device array (CuPy's): on a device mutad solves one general matrix "
+                "(assume_a=None or 'gen'), with the device's linalg.solve. Use "
+                "np.linalg.solve, or np.linalg.cholesky and solve_triangular for a positive "
+                "definite matrix.")
+        return device_solve(a.T if transposed else a, b)
+
+    return solve
+
+
+ADAPTED = {("linalg", "solve"): _general_solve}
+"""Routines the device's SciPy lacks, computed with the device library's own functions: ``(submodule,
+name) -> (namespace -> SciPy's function on that device, or None)``."""
+
 _COUNTERPARTS = {}
 """``(id(namespace), submodule, name) -> (namespace, the device's function or None)``, read
 when the namespace became known (before the mode swaps stand-ins into its modules)."""
+
+_DEVICES_OWN = {}
+"""The counterparts that are functions of the device's SciPy (not ``ADAPTED``), which user code
+may call: ``_COUNTERPARTS``' entries routed to mutad's stand-ins."""
 
 _KNOWN = {}  # id(namespace) -> namespace, for the namespaces read
 
@@ -146,8 +181,8 @@ def made(original, stand_in):
     if key is None:
         return
     _STAND_INS[key] = stand_in
-    for (_, *of), (_, found) in list(_COUNTERPARTS.items()):
-        if tuple(of) == key and found is not None:
+    for (_, *of), (_, found) in list(_DEVICES_OWN.items()):
+        if tuple(of) == key:
             defroute(found, stand_in)
 
 
@@ -160,9 +195,15 @@ def _known(namespace):
     for sub, name in _keys():
         module = devices.scipy_module(namespace, sub)
         found = getattr(module, name, None)
+        if found is None and (sub, name) in ADAPTED:
+            _COUNTERPARTS[id(namespace), sub, name] = (namespace, ADAPTED[sub, name](namespace))
+            continue  # (no function of the device's SciPy to route)
         _COUNTERPARTS[id(namespace), sub, name] = (namespace, found)
+        if found is None:
+            continue
+        _DEVICES_OWN[id(namespace), sub, name] = (namespace, found)
         stand_in = _STAND_INS.get((sub, name))
-        if found is not None and stand_in is not None:
+        if stand_in is not None:
             defroute(found, stand_in)
 
 
