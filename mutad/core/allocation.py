@@ -1508,8 +1508,9 @@ class _Mode:
         for library, rules in RULE_MODULES.items():
             if library in sys.modules and rules not in sys.modules:
                 importlib.import_module(rules)
-        if "cupy" in sys.modules:  # known before the scan: its SciPy's functions are routed
-            namespace_of(sys.modules["cupy"].ndarray)  # in the first differentiation too
+        cupy_array = getattr(sys.modules.get("cupy"), "ndarray", None)
+        if cupy_array is not None:  # known before the scan: its SciPy's functions are routed
+            namespace_of(cupy_array)  # in the first differentiation too
         with self.lock:
             self.depth += 1
             if self.depth > 1:
