@@ -536,7 +536,8 @@ def _filtered(s, image, w):
     image = image * 2.0
     image[1:, :] += s.ndimage.gaussian_filter(image, 1.0)[:-1, :]
     return ((s.ndimage.uniform_filter(image, 3) ** 2).sum()
-            + (s.ndimage.convolve(image, w, mode="constant") * image).sum())
+            + (s.ndimage.convolve(image, w, mode="constant") * image).sum()
+            + (s.ndimage.correlate1d(image, w[1], axis=0, mode="nearest") ** 2).sum())
 
 
 @pytest.mark.parametrize("name", list(SCIPY_PROGRAMS))

@@ -35,8 +35,8 @@ ROUTINES = {
     "special": {"logsumexp": ("a", "b")},
     "signal": {"lfilter": ("b", "a", "x", "zi"), "convolve": ("in1", "in2"),
                "fftconvolve": ("in1", "in2")},
-    # gaussian_filter, uniform_filter and convolve are mutad's compositions of the primitive
-    # filters (mutad.scipy.ndimage), whose values the device's correlate, correlate1d and
+    # mutad's convolve, gaussian_filter and uniform_filter are compositions of its primitive
+    # filter (mutad.scipy.ndimage), whose values the device's correlate, correlate1d and
     # uniform_filter1d compute
     "ndimage": {"correlate": ("input", "weights"), "correlate1d": ("input", "weights"),
                 "uniform_filter1d": ("input",), "convolve": ("input", "weights"),
@@ -70,8 +70,8 @@ def _general_solve(namespace):
 
 
 ADAPTED = {("linalg", "solve"): _general_solve}
-"""Routines the device's SciPy lacks, computed with the device library's own functions: ``(submodule,
-name) -> (namespace -> SciPy's function on that device, or None)``."""
+"""Routines the device's SciPy lacks, computed with the device library's own functions:
+``(submodule, name) -> (namespace -> SciPy's function on that device, or None)``."""
 
 _COUNTERPARTS = {}
 """``(id(namespace), submodule, name) -> (namespace, the device's function or None)``, read
@@ -156,8 +156,8 @@ def refusal(fn):
            f"(cupyx.scipy) computes there: {known}")
     return UnsupportedArrayError(
         f"{name} was given a device array (CuPy's): {why}. On a device, write the step with "
-        "NumPy's functions, which mutad differentiates there (np.linalg.solve for "
-        "scipy.linalg.solve), or call it on values that carry no derivative.")
+        "NumPy's functions, which mutad differentiates there (np.linalg.inv for "
+        "scipy.linalg.inv), or call it on values that carry no derivative.")
 
 
 @functools.lru_cache(maxsize=None)
