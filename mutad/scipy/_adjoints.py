@@ -92,13 +92,10 @@ def _writable(values):
 def refuse_device_arrays(fn, args):
     """Refuse a device array (CuPy's) among ``args`` (one level into lists and tuples) given to
     SciPy's ``fn`` while it is differentiated, unless the device's SciPy computes ``fn`` and
-    its rule computes with nothing else (``_devices.ROUTINES``): otherwise its rule runs
-    SciPy's compiled code, which computes on the host. (A function of mutad's own computes its
-    values with SciPy's through ``_devices.call``, which refuses by SciPy's name.)"""
-    if not _devices.scipys(fn):
-        return
+    its rule computes with nothing else (``_devices.computes_on``): otherwise its rule runs
+    SciPy's compiled code, which computes on the host."""
     namespace = _devices.device_among(args)
-    if namespace is not None and _devices.counterpart(fn, namespace) is None:
+    if namespace is not None and not _devices.computes_on(fn, namespace):
         raise _devices.refusal(fn)
 
 

@@ -121,6 +121,24 @@ def device_among(args):
     return None
 
 
+THROUGH_COUNTERPARTS = set()
+"""mutad's own functions built on SciPy's (a primitive a rule family shares) that compute with
+SciPy's functions through :func:`call`, so on a device with their counterparts."""
+
+
+def through_counterparts(fn):
+    """Declare that ``fn``, a function of mutad's own, calls SciPy's through :func:`call`."""
+    THROUGH_COUNTERPARTS.add(fn)
+    return fn
+
+
+def computes_on(fn, namespace):
+    """Whether ``fn`` (SciPy's, or mutad's own on SciPy's) computes on device ``namespace``."""
+    if scipys(fn):
+        return counterpart(fn, namespace) is not None
+    return fn in THROUGH_COUNTERPARTS
+
+
 def scipys(fn):
     """Whether ``fn`` is SciPy's (not a function of mutad's own built on SciPy's)."""
     return (getattr(fn, "__module__", None) or "").partition(".")[0] == "scipy"
@@ -148,7 +166,9 @@ def refusal(fn):
     """The error of SciPy's ``fn`` given a device array where mutad has no way to compute it
     there."""
     module = (getattr(fn, "__module__", None) or "scipy").split(".")
-    name = f"{'.'.join(module[:2])}.{getattr(fn, '__name__', fn)}"  # scipy.linalg.solve
+    if module[0] == "scipy":
+        module = module[:2]  # scipy.linalg.inv, not scipy.linalg._basic.inv
+    name = f"{'.'.join(module)}.{getattr(fn, '__name__', fn)}"
     public = routine(fn)
     known = ", ".join(f"scipy.{sub}.{n}" for sub, names in ROUTINES.items() for n in names)
     why = ("the device's SciPy (cupyx.scipy) has no counterpart of it" if public is not None

@@ -83,7 +83,7 @@ from ..rules._helpers import gather_cotangent, stacked
 from ..core.devices import beside
 from ..core.views import may_overlap, memory
 from ..api import stop_gradient
-from ._devices import call
+from ._devices import call, through_counterparts
 from ._adjoints import ScipyAdjoint, StandIn, Value, scipys_value, stands_in_for
 
 __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate1d",
@@ -104,6 +104,7 @@ __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate
 # The primitive: one correlation, SciPy's values, its transpose for the derivatives
 
 
+@through_counterparts
 def _plain_filter(input, weights, cval, kind, axis, mode, origin, dtype, followed=None):
     """SciPy's correlation of ``input`` with ``weights`` into a new array of ``dtype``:
     ``kind`` "correlate" (n-d, ``origin`` one per axis), "correlate1d" along ``axis``, or
