@@ -103,10 +103,11 @@ def counterpart(fn, namespace):
     key = routine(fn)
     if key is None:
         return None
-    found = _COUNTERPARTS.get((id(namespace), *key))
+    key = (id(namespace),) + key
+    found = _COUNTERPARTS.get(key)
     if found is None or found[0] is not namespace:
         _known(namespace)
-        found = _COUNTERPARTS[id(namespace), *key]
+        found = _COUNTERPARTS[key]
     return found[1]
 
 

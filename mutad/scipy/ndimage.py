@@ -151,7 +151,7 @@ def _extended(x, fill, lines):
     for axis, line in enumerate(lines):
         if line is None:
             continue
-        x = np.take(x, np.maximum(line, 0), axis=axis)
+        x = np.take(x, beside(memory(x), np.maximum(line, 0)), axis=axis)
         if line.min(initial=0) < 0:
             edge = np.expand_dims(line < 0, tuple(range(1, len(lines) - axis)))
             outside = edge if outside is None else outside | edge
