@@ -461,12 +461,11 @@ def _scipy_call(name):
 
     A = xp.asarray(_matrix())
     return {"inv": lambda x: (scipy.linalg.inv(A) @ x).sum(),
-            "cho_factor": lambda x: scipy.linalg.cho_solve(scipy.linalg.cho_factor(A @ A.T),
-                                                           x).sum(),
+            "det": lambda x: scipy.linalg.det(A * x).sum(),
             "logpdf": lambda x: scipy.stats.norm.logpdf(x, 0.0, 1.0).sum()}[name]
 
 
-@pytest.mark.parametrize("name", ["inv", "cho_factor", "logpdf"])
+@pytest.mark.parametrize("name", ["inv", "det", "logpdf"])
 def test_scipy_on_the_device_is_refused_by_name(name):
     """SciPy's routines the device's SciPy (cupyx.scipy) lacks, or that mutad does not compute
     with it (``mutad.scipy._devices.ROUTINES``), are refused by name, not failed inside SciPy."""
@@ -597,20 +596,63 @@ def _solved(a, b):
     return (x * y).sum() + scipy.linalg.solve(a, b[:, 0], assume_a="gen").sum()
 
 
-def test_scipy_solve_on_the_device():
-    """scipy.linalg.solve of a general matrix, which cupyx.scipy.linalg lacks: the device's
-    linalg.solve (another LU solver than SciPy's), so values and gradients are SciPy's on the
-    host to a relative 1e-9 (``RTOL``), in both modes; nothing is copied to the host."""
-    args = [_matrix(seed=2), np.linspace(1.0, 2.0, 8).reshape(4, 2)]
+def _cholesky_solved(a, b, lower):
+    import scipy.linalg
+
+    spd = a @ a.T  # (positive definite: a is well conditioned)
+    c = scipy.linalg.cho_factor(spd, lower=lower)
+    x = scipy.linalg.cho_solve(c, b)
+    return ((x * b).sum() + (c[0] ** 2).sum()
+            + (scipy.linalg.cholesky(spd, lower=not lower) * a).sum())
+
+
+ADAPTED_PROGRAMS = {
+    "solve": (_solved, [_matrix(seed=2), np.linspace(1.0, 2.0, 8).reshape(4, 2)]),
+    "cholesky-upper": (lambda a, b: _cholesky_solved(a, b, False),
+                       [_matrix(seed=3), np.linspace(1.0, 2.0, 8).reshape(4, 2)]),
+    "cholesky-lower": (lambda a, b: _cholesky_solved(a, b, True),
+                       [_matrix(seed=4), np.linspace(-1.0, 2.0, 4)]),
+}
+"""Programs of SciPy's routines that cupyx.scipy.linalg lacks, computed with the device's
+linalg (``_devices.ADAPTED``): solve of a general matrix, cholesky, cho_factor, cho_solve."""
+
+
+@pytest.mark.parametrize("name", list(ADAPTED_PROGRAMS))
+def test_scipy_linalg_the_device_computes_otherwise(name):
+    """Another LAPACK routine than SciPy's (getrf and getrs for gesv, potrf of the triangle
+    SciPy reads, two triangular solves for potrs), so values and gradients are SciPy's on the
+    host to a relative 1e-9 (``RTOL``), in both modes; the caller's arrays are unchanged, and
+    nothing is copied to the host but the flag of the symmetry check of the factorisations'
+    rules (``require_symmetric``)."""
+    f, args = ADAPTED_PROGRAMS[name]
     with _exact(False):
-        same_gradients(_solved, *args)
-        tangents = (np.linspace(-1.0, 1.0, 16).reshape(4, 4), np.ones((4, 2)))
-        assert_same(mutad.jvp(_solved, to_device(args), to_device(tangents)),
-                    mutad.jvp(_solved, [a.copy() for a in args], tangents), "jvp")
+        same_gradients(f, *args)
+        tangents = tuple(np.linspace(-1.0, 1.0, a.size).reshape(a.shape) for a in args)
+        assert_same(mutad.jvp(f, to_device(args), to_device(tangents)),
+                    mutad.jvp(f, [a.copy() for a in args], tangents), "jvp")
     if hasattr(xp, "TRANSFERS"):
         before = xp.TRANSFERS[0]
-        mutad.gradient(_solved, *to_device(args))
-        assert xp.TRANSFERS[0] == before
+        mutad.gradient(f, *to_device(args))
+        assert xp.TRANSFERS[0] - before == (0 if name == "solve" else 2)  # (two rules check)
+
+
+def test_scipy_cho_factor_on_the_device_keeps_scipys_other_triangle():
+    """cho_factor on a device reads the triangle SciPy reads and leaves the matrix's own
+    entries in the other one, as SciPy's (LAPACK's potrf leaves them): a matrix symmetric but
+    for its unread triangle factors as SciPy factors it."""
+    import scipy.linalg
+
+    from mutad.scipy import _devices
+
+    spd = _matrix() @ _matrix().T + np.eye(4)
+    on_device = _devices.counterpart(scipy.linalg.cho_factor, xp)
+    for lower in (False, True):
+        unread = np.triu(spd, 1) * 7.0 if lower else np.tril(spd, -1) * 7.0
+        a = (np.tril(spd) if lower else np.triu(spd)) + unread
+        expected = scipy.linalg.cho_factor(a.copy(), lower=lower)[0]
+        got = on_device(xp.asarray(a), lower)[0].get()
+        np.testing.assert_allclose(got, expected, rtol=RTOL, atol=RTOL)
+        assert (got == expected)[unread != 0.0].all()  # the entries themselves
 
 
 def test_scipy_solve_of_a_structure_on_the_device_is_refused():

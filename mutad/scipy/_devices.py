@@ -31,7 +31,8 @@ from ..core.registry import defroute
 
 ROUTINES = {
     "linalg": {"solve": ("a", "b"), "solve_triangular": ("a", "b"), "lu_factor": ("a",),
-               "lu_solve": ("b",)},
+               "lu_solve": ("b",), "cholesky": ("a",), "cho_factor": ("a",),
+               "cho_solve": ("b",)},
     "special": {"logsumexp": ("a", "b")},
     "signal": {"lfilter": ("b", "a", "x", "zi"), "convolve": ("in1", "in2"),
                "fftconvolve": ("in1", "in2")},
@@ -69,7 +70,71 @@ def _general_solve(namespace):
     return solve
 
 
-ADAPTED = {("linalg", "solve"): _general_solve}
+def _one_matrix(name, a):
+    if a.ndim != 2:
+        raise UnsupportedArrayError(
+            f"scipy.linalg.{name} of a {a.ndim}-d array was given a device array (CuPy's): on "
+            "a device mutad factors one matrix; loop over the stack.")
+
+
+def _read_triangle(xp, a, lower):
+    """The Hermitian matrix LAPACK's potrf reads in ``a``'s ``lower`` (or upper) triangle:
+    the device's ``linalg.cholesky`` reads the lower one."""
+    if lower:
+        return xp.tril(a) + xp.conj(xp.tril(a, -1)).T
+    return xp.triu(a) + xp.conj(xp.triu(a, 1)).T
+
+
+def _cholesky(namespace):
+    """``scipy.linalg.cholesky`` with the device library's ``linalg.cholesky`` (of the
+    triangle SciPy reads): the factor, zeros in the other triangle."""
+    xp = namespace
+    if getattr(getattr(xp, "linalg", None), "cholesky", None) is None:
+        return None
+
+    def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+        _one_matrix("cholesky", a)
+        factor = xp.tril(xp.linalg.cholesky(_read_triangle(xp, a, lower)))
+        return factor if lower else xp.conj(factor).T
+
+    return cholesky
+
+
+def _cho_factor(namespace):
+    """``scipy.linalg.cho_factor``: the factor in the triangle SciPy reads, ``a``'s own
+    entries in the other one, as LAPACK's potrf leaves them."""
+    xp = namespace
+    if getattr(getattr(xp, "linalg", None), "cholesky", None) is None:
+        return None
+
+    def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+        _one_matrix("cho_factor", a)
+        factor = xp.tril(xp.linalg.cholesky(_read_triangle(xp, a, lower)))
+        if lower:
+            return factor + xp.triu(a, 1), lower
+        return xp.conj(factor).T + xp.tril(a, -1), lower
+
+    return cho_factor
+
+
+def _cho_solve(namespace):
+    """``scipy.linalg.cho_solve``: two triangular solves with the device's SciPy's
+    ``solve_triangular``, which reads the factor's triangle alone (A = L Lᴴ, or Uᴴ U)."""
+    solve_triangular = _COUNTERPARTS.get((id(namespace), "linalg", "solve_triangular"))
+    if solve_triangular is None or solve_triangular[1] is None:
+        return None
+    solve_triangular = solve_triangular[1]
+
+    def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+        c, lower = c_and_lower
+        first = solve_triangular(c, b, 0 if lower else 2, lower)
+        return solve_triangular(c, first, 2 if lower else 0, lower)
+
+    return cho_solve
+
+
+ADAPTED = {("linalg", "solve"): _general_solve, ("linalg", "cholesky"): _cholesky,
+           ("linalg", "cho_factor"): _cho_factor, ("linalg", "cho_solve"): _cho_solve}
 """Routines the device's SciPy lacks, computed with the device library's own functions:
 ``(submodule, name) -> (namespace -> SciPy's function on that device, or None)``."""
 
