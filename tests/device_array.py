@@ -25,12 +25,17 @@ where it matters to a library that differentiates code written for it:
   ``f_contiguous`` and ``owndata`` only.
 
 The module is its own namespace, as ``cupy`` is (``xp.zeros``, ``xp.linalg.solve``,
-``xp.fft.fft``), with every NumPy function under its NumPy name. ``TRANSFERS`` counts the
+``xp.fft.fft``), with every NumPy function under its NumPy name. ``xp.scipy`` stands in for
+``cupyx.scipy``, the library's SciPy: a sample of SciPy's routines that cupyx.scipy has, in
+its submodules (``xp.scipy.linalg.lu_factor``), which compute with SciPy on the arrays' data
+and take device arrays only where SciPy takes arrays, as cupyx.scipy's do. ``TRANSFERS`` counts the
 explicit copies to the host (``get``, ``asnumpy``, ``item``, ``tolist``, Python's number
 conversions), so a test can check that a computation made none, or only those it expected.
 """
 
 import functools
+import inspect
+import sys
 import types
 import weakref
 
@@ -541,3 +546,64 @@ def result_type(*arrays_and_dtypes):
 def can_cast(from_, to, casting="safe"):
     return np.can_cast(from_.dtype if type(from_) is ndarray else from_, to, casting=casting)
 conj = _NUMPY.conj
+
+
+# SciPy's routines on the device (cupyx.scipy's layout) -----------------------------------------
+
+SCIPY_ROUTINES = {
+    "linalg": {"solve_triangular": ("a", "b"), "lu_factor": ("a",),
+               "lu_solve": ("lu_and_piv", "b")},
+    "special": {"logsumexp": ("a", "b")},
+    "signal": {"lfilter": ("b", "a", "x", "zi"), "convolve": ("in1", "in2"),
+               "fftconvolve": ("in1", "in2")},
+    "ndimage": {"correlate": ("input", "weights"), "correlate1d": ("input", "weights"),
+                "uniform_filter1d": ("input",), "convolve": ("input", "weights"),
+                "gaussian_filter": ("input",), "uniform_filter": ("input",)},
+}
+"""The routines of ``xp.scipy``, by submodule, with their array parameters: a sample of those
+cupyx.scipy has (its linalg has no ``solve``, ``cho_factor`` nor ``cho_solve``)."""
+
+
+def _on_device(value):
+    return value is None or type(value) is ndarray or (
+        type(value) in (tuple, list) and all(type(v) is ndarray for v in value))
+
+
+def _scipy_function(function, arrays, module_name):
+    """SciPy's ``function`` on the device: its ``arrays`` parameters must be device arrays (a
+    list, a number or a host array raises, as cupyx.scipy's functions index and compute with
+    them as device arrays); it computes with SciPy on their data."""
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def on_device(*args, **kwargs):
+        for name, value in signature.bind(*args, **kwargs).arguments.items():
+            if name in arrays and not _on_device(value):
+                raise _host_refused(value)
+        args = _unwrap(args)
+        kwargs = {k: _unwrap(v) for k, v in kwargs.items()}
+        return _wrap_result(function(*args, **kwargs))
+
+    on_device.__module__ = module_name
+    del on_device.__wrapped__  # (not SciPy's function, to mutad: the device's)
+    on_device.__signature__ = signature
+    return on_device
+
+
+def _scipy_namespace():
+    import importlib
+
+    scipy_ = types.ModuleType(__name__ + ".scipy", "SciPy on the device (cupyx.scipy's stand-in).")
+    for sub, routines in SCIPY_ROUTINES.items():
+        module = importlib.import_module("scipy." + sub)
+        namespace = types.ModuleType(f"{scipy_.__name__}.{sub}")
+        for name, arrays in routines.items():
+            setattr(namespace, name, _scipy_function(getattr(module, name), arrays,
+                                                     namespace.__name__))
+        setattr(scipy_, sub, namespace)
+        sys.modules[namespace.__name__] = namespace
+    sys.modules[scipy_.__name__] = scipy_
+    return scipy_
+
+
+scipy = _scipy_namespace()

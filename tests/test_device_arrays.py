@@ -457,21 +457,258 @@ def test_rule_families_on_the_device(name):
 
 def _scipy_call(name):
     import scipy.linalg
-    import scipy.signal
-    import scipy.special
     import scipy.stats
 
     A = xp.asarray(_matrix())
-    return {"solve": lambda x: scipy.linalg.solve(A, x).sum(),
-            "logsumexp": lambda x: scipy.special.logsumexp(x),
-            "lfilter": lambda x: scipy.signal.lfilter([1.0, 0.5], [1.0], x).sum(),
+    return {"inv": lambda x: (scipy.linalg.inv(A) @ x).sum(),
+            "det": lambda x: scipy.linalg.det(A * x).sum(),
             "logpdf": lambda x: scipy.stats.norm.logpdf(x, 0.0, 1.0).sum()}[name]
 
 
-@pytest.mark.parametrize("name", ["solve", "logsumexp", "lfilter", "logpdf"])
+@pytest.mark.parametrize("name", ["inv", "det", "logpdf"])
 def test_scipy_on_the_device_is_refused_by_name(name):
+    """SciPy's routines the device's SciPy (cupyx.scipy) lacks, or that mutad does not compute
+    with it (``mutad.scipy._devices.ROUTINES``), are refused by name, not failed inside SciPy."""
+    x = xp.asarray(np.linspace(0.1, 1.0, 4))
     with pytest.raises(mutad.errors.UnsupportedArrayError, match=name):
-        mutad.gradient(_scipy_call(name), xp.asarray(np.linspace(0.1, 1.0, 4)))
+        mutad.gradient(_scipy_call(name), x)
+    assert x.get().tolist() == np.linspace(0.1, 1.0, 4).tolist()
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's routines the device's SciPy computes (cupyx.scipy; the stand-in's ``xp.scipy``)
+
+
+def _device_scipy():
+    """The device library's SciPy: ``cupyx.scipy`` for CuPy, ``xp.scipy`` for the stand-in."""
+    return devices.scipy_of(xp)
+
+
+def _host_scipy():
+    import scipy.linalg
+    import scipy.ndimage
+    import scipy.signal
+    import scipy.special
+
+    return scipy
+
+
+def _image():
+    return np.sin(np.linspace(0.0, 3.0, 20)).reshape(4, 5)
+
+
+SCIPY_PROGRAMS = {
+    # (program of a SciPy namespace ``s``, its arguments)
+    "solve_triangular": (lambda s: lambda a, b: (
+        (s.linalg.solve_triangular(a, b, lower=True) ** 2).sum()
+        + s.linalg.solve_triangular(a, b, trans=1, lower=True).sum()),
+        [np.tril(_matrix()), np.linspace(1.0, 2.0, 4)]),
+    "lu_factor-lu_solve": (lambda s: lambda a, b: (
+        (s.linalg.lu_solve(s.linalg.lu_factor(a), b) * b).sum()
+        + s.linalg.lu_solve(s.linalg.lu_factor(a), b, trans=1).sum()),
+        [_matrix(seed=1), np.linspace(1.0, 2.0, 8).reshape(4, 2)]),
+    "logsumexp": (lambda s: lambda x, w: (
+        s.special.logsumexp(x) + s.special.logsumexp(x.reshape(2, 4), axis=1,
+                                                     b=w.reshape(2, 4)).sum()),
+        [np.linspace(-1.0, 0.5, 8), np.linspace(0.5, 1.5, 8)]),
+    "lfilter": (lambda s: lambda b, a, x: _lfiltered(s, b, a, x),
+                [np.array([1.0, 0.5, 0.25]), np.array([1.0, -0.3]), np.linspace(-1.0, 1.0, 9)]),
+    "convolve-fftconvolve": (lambda s: lambda u, v: (
+        (s.signal.convolve(u, v) ** 2).sum() + (s.signal.fftconvolve(u, v, "same") * u).sum()
+        + s.signal.convolve(u, v, "valid", "direct").sum()),
+        [np.linspace(-1.0, 1.0, 7), np.array([0.5, -1.0, 2.0])]),
+    "ndimage-filters": (lambda s: lambda image, w: _filtered(s, image, w),
+                        [_image(), np.array([[1.0, -0.5], [0.25, 2.0]])]),
+}
+"""Programs calling SciPy's routines the device computes, written once against a SciPy
+namespace: SciPy's own (on device arrays, through mutad's routes) or the device's
+(``cupyx.scipy.signal.lfilter``, routed to the same rules)."""
+
+
+def _lfiltered(s, b, a, x):
+    y = s.signal.lfilter(b, a, x)
+    y[1:] += 0.5 * y[:-1]  # in place, after the filter
+    return (y * y).sum()
+
+
+def _filtered(s, image, w):
+    image = image * 2.0
+    image[1:, :] += s.ndimage.gaussian_filter(image, 1.0)[:-1, :]
+    return ((s.ndimage.uniform_filter(image, 3) ** 2).sum()
+            + (s.ndimage.convolve(image, w, mode="constant") * image).sum()
+            + (s.ndimage.correlate1d(image, w[1], axis=0, mode="nearest") ** 2).sum())
+
+
+@pytest.mark.parametrize("name", list(SCIPY_PROGRAMS))
+def test_scipy_routines_on_the_device(name):
+    """SciPy's names on device arrays: values and gradients those of SciPy on the host copies
+    (bit for bit on the stand-in, which computes with the same SciPy calls), on the device,
+    with nothing copied to the host and the caller's arrays unchanged."""
+    program, args = SCIPY_PROGRAMS[name]
+    f = program(_host_scipy())
+    same_gradients(f, *args)
+    device_args = to_device(list(args))
+    before = xp.TRANSFERS[0] if hasattr(xp, "TRANSFERS") else None
+    mutad.value_and_gradient(f, *device_args)
+    if before is not None:
+        assert xp.TRANSFERS[0] == before
+
+
+@pytest.mark.parametrize("name", list(SCIPY_PROGRAMS))
+def test_device_scipy_functions_are_differentiated(name):
+    """The device's own SciPy functions (``cupyx.scipy.linalg.lu_factor``) on traced arrays:
+    the same rules as SciPy's, the host program's gradients."""
+    program, args = SCIPY_PROGRAMS[name]
+    same_gradients(program(_host_scipy()), *args, device_f=program(_device_scipy()))
+
+
+@pytest.mark.parametrize("name", list(SCIPY_PROGRAMS))
+@pytest.mark.parametrize("scipy_of", ["scipy", "device"])
+def test_scipy_routines_on_the_device_forward(name, scipy_of):
+    program, args = SCIPY_PROGRAMS[name]
+    tangents = tuple(np.linspace(-1.0, 1.0, a.size).reshape(a.shape) for a in args)
+    expected = mutad.jvp(program(_host_scipy()), [a.copy() for a in args], tangents)
+    device_f = program(_host_scipy() if scipy_of == "scipy" else _device_scipy())
+    device_args, device_tangents = to_device(list(args)), to_device(tangents)
+    before = xp.TRANSFERS[0] if hasattr(xp, "TRANSFERS") else None
+    result = mutad.jvp(device_f, device_args, device_tangents)
+    if before is not None:
+        assert xp.TRANSFERS[0] == before
+    assert_same(result, expected, "jvp")
+    for a, b in zip(device_args, args, strict=True):
+        assert a.get().tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("name", ["solve_triangular", "lfilter"])
+def test_scipy_routines_on_the_device_second_order(name):
+    program, args = SCIPY_PROGRAMS[name]
+    f = program(_host_scipy())
+    v = tuple(np.linspace(-1.0, 1.0, a.size).reshape(a.shape) for a in args)
+    expected = mutad.hvp(f, [a.copy() for a in args], v)
+    assert_same(mutad.hvp(f, to_device(list(args)), to_device(v)), expected, "hvp")
+
+
+def _solved(a, b):
+    import scipy.linalg
+
+    x = scipy.linalg.solve(a, b)
+    y = scipy.linalg.solve(a, x, transposed=True)
+    return (x * y).sum() + scipy.linalg.solve(a, b[:, 0], assume_a="gen").sum()
+
+
+def _cholesky_solved(a, b, lower):
+    import scipy.linalg
+
+    spd = a @ a.T  # (positive definite: a is well conditioned)
+    c = scipy.linalg.cho_factor(spd, lower=lower)
+    x = scipy.linalg.cho_solve(c, b)
+    return ((x * b).sum() + (c[0] ** 2).sum()
+            + (scipy.linalg.cholesky(spd, lower=not lower) * a).sum())
+
+
+ADAPTED_PROGRAMS = {
+    "solve": (_solved, [_matrix(seed=2), np.linspace(1.0, 2.0, 8).reshape(4, 2)]),
+    "cholesky-upper": (lambda a, b: _cholesky_solved(a, b, False),
+                       [_matrix(seed=3), np.linspace(1.0, 2.0, 8).reshape(4, 2)]),
+    "cholesky-lower": (lambda a, b: _cholesky_solved(a, b, True),
+                       [_matrix(seed=4), np.linspace(-1.0, 2.0, 4)]),
+}
+"""Programs of SciPy's routines that cupyx.scipy.linalg lacks, computed with the device's
+linalg (``_devices.ADAPTED``): solve of a general matrix, cholesky, cho_factor, cho_solve."""
+
+
+@pytest.mark.parametrize("name", list(ADAPTED_PROGRAMS))
+def test_scipy_linalg_the_device_computes_otherwise(name):
+    """Another LAPACK routine than SciPy's (getrf and getrs for gesv, potrf of the triangle
+    SciPy reads, two triangular solves for potrs), so values and gradients are SciPy's on the
+    host to a relative 1e-9 (``RTOL``), in both modes; the caller's arrays are unchanged, and
+    nothing is copied to the host but the flag of the symmetry check of the factorisations'
+    rules (``require_symmetric``)."""
+    f, args = ADAPTED_PROGRAMS[name]
+    with _exact(False):
+        same_gradients(f, *args)
+        tangents = tuple(np.linspace(-1.0, 1.0, a.size).reshape(a.shape) for a in args)
+        assert_same(mutad.jvp(f, to_device(args), to_device(tangents)),
+                    mutad.jvp(f, [a.copy() for a in args], tangents), "jvp")
+    if hasattr(xp, "TRANSFERS"):
+        before = xp.TRANSFERS[0]
+        mutad.gradient(f, *to_device(args))
+        assert xp.TRANSFERS[0] - before == (0 if name == "solve" else 2)  # (two rules check)
+
+
+def test_scipy_cho_factor_on_the_device_keeps_scipys_other_triangle():
+    """cho_factor on a device reads the triangle SciPy reads and leaves the matrix's own
+    entries in the other one, as SciPy's (LAPACK's potrf leaves them): a matrix symmetric but
+    for its unread triangle factors as SciPy factors it."""
+    import scipy.linalg
+
+    from mutad.scipy import _devices
+
+    spd = _matrix() @ _matrix().T + np.eye(4)
+    on_device = _devices.counterpart(scipy.linalg.cho_factor, xp)
+    for lower in (False, True):
+        unread = np.triu(spd, 1) * 7.0 if lower else np.tril(spd, -1) * 7.0
+        a = (np.tril(spd) if lower else np.triu(spd)) + unread
+        expected = scipy.linalg.cho_factor(a.copy(), lower=lower)[0]
+        got = on_device(xp.asarray(a), lower)[0].get()
+        np.testing.assert_allclose(got, expected, rtol=RTOL, atol=RTOL)
+        assert (got == expected)[unread != 0.0].all()  # the entries themselves
+
+
+def test_scipy_solve_of_a_structure_on_the_device_is_refused():
+    import scipy.linalg
+
+    a = xp.asarray(_matrix() @ _matrix().T)
+    with pytest.raises(mutad.errors.UnsupportedArrayError, match="assume_a='pos'"):
+        mutad.gradient(lambda b: scipy.linalg.solve(a, b, assume_a="pos").sum(),
+                       xp.asarray(np.ones(4)))
+
+
+def test_device_scipy_takes_scipys_parameters():
+    """mutad's rules call a routine's counterpart as they call SciPy's, positionally in SciPy's
+    order: each counterpart takes SciPy's parameters, those SciPy takes positionally at the
+    same places."""
+    import importlib
+    import inspect
+
+    from mutad.scipy import _devices
+
+    for sub, names in _devices.ROUTINES.items():
+        module = importlib.import_module(f"scipy.{sub}")
+        for name in names:
+            scipys = getattr(module, name)
+            theirs = list(inspect.signature(_devices.counterpart(scipys, xp)).parameters)
+            for place, (parameter, kind) in enumerate(
+                    (p.name, p.kind) for p in inspect.signature(scipys).parameters.values()):
+                if kind is inspect.Parameter.KEYWORD_ONLY:
+                    assert parameter in theirs, (sub, name, parameter)
+                else:
+                    assert theirs[place] == parameter, (sub, name, parameter)
+
+
+@pytest.mark.skipif(xp.__name__ != "device_array", reason="the stand-in's own SciPy")
+def test_a_routine_the_device_lacks_is_refused_by_name(monkeypatch):
+    """A routine mutad computes with the device's SciPy, on a device whose SciPy lacks it."""
+    import scipy.signal
+
+    from mutad.scipy import _devices
+
+    monkeypatch.setitem(_devices._COUNTERPARTS, (id(xp), "signal", "lfilter"), (xp, None))
+    with pytest.raises(mutad.errors.UnsupportedArrayError,
+                       match="lfilter.*has no counterpart"):
+        mutad.gradient(lambda x: scipy.signal.lfilter([1.0], [1.0, 0.5], x).sum(),
+                       xp.asarray(np.linspace(0.1, 1.0, 4)))
+
+
+@pytest.mark.skipif(xp.__name__ != "device_array", reason="the stand-in's own SciPy")
+def test_the_stand_in_scipy_refuses_host_arrays():
+    """As cupyx.scipy's functions do: they compute with their array arguments as device
+    arrays."""
+    with pytest.raises(TypeError, match="Unsupported type"):
+        xp.scipy.signal.lfilter([1.0], [1.0], xp.arange(3.0))
+    with pytest.raises(TypeError, match="Unsupported type"):
+        xp.scipy.linalg.solve_triangular(np.eye(2), xp.ones(2))
+    assert not hasattr(xp.scipy.linalg, "solve")  # as cupyx.scipy.linalg
 
 
 def test_scipy_ufuncs_on_the_device():

@@ -40,8 +40,8 @@ INTERNAL = ("mutad.api", "mutad.custom", "mutad.registry", "mutad.listing", "mut
             "mutad.engines", "mutad.rules", "mutad.linalg._common", "mutad.linalg.dense",
             "mutad.linalg.equations", "mutad.linalg.factorizations", "mutad.linalg.functions",
             "mutad.linalg.inplace", "mutad.linalg.norms", "mutad.linalg.spectral",
-            "mutad.linalg.structured", "mutad.scipy._adjoints", "mutad.scipy._numerics",
-            "mutad.scipy._descriptive", "mutad.bench")
+            "mutad.linalg.structured", "mutad.scipy._adjoints", "mutad.scipy._devices",
+            "mutad.scipy._numerics", "mutad.scipy._descriptive", "mutad.bench")
 """Internal modules; a package here stands for its submodules too."""
 
 NOT_EXPORTED = {

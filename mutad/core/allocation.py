@@ -79,7 +79,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .devices import LIBRARIES, device_of, is_device, is_namespace
+from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
+                      namespace_of)
 from .errors import UnsupportedArrayError, UnsupportedOperationError
 from .levels import ACTIVE, Tracer
 from .registry import NO_RULE, RULE_MODULES, RULES, VERSIONS, table
@@ -381,7 +382,12 @@ def joined_operands(func, args):
 
 
 _ROUTED_LIBRARIES = ("numpy", "scipy", "mutad")
-"""The libraries whose public modules the mode swaps routes into (``_scan(internal=True)``)."""
+"""The libraries whose public modules the mode swaps routes into (``_scan(internal=True)``),
+with the device libraries' SciPy counterparts (``devices.SCIPY_LIBRARIES``: ``cupyx``)."""
+
+
+def _routes_into(top):
+    return top in _ROUTED_LIBRARIES or top in SCIPY_LIBRARIES
 
 
 def _top(namespace):
@@ -1483,7 +1489,7 @@ class _Mode:
             # (NumPy's and SciPy's public modules keep the routes swapped into them: the
             # functions user code reaches as scipy.sparse.diags)
             self.sites = {key: site for key, site in self.sites.items()
-                          if _top(site[0]) not in INTERNAL or _top(site[0]) in _ROUTED_LIBRARIES}
+                          if _top(site[0]) not in INTERNAL or _routes_into(_top(site[0]))}
         if len(sys.modules) != self.modules:
             for name, module in list(sys.modules.items()):
                 namespace = getattr(module, "__dict__", None)
@@ -1499,7 +1505,7 @@ class _Mode:
                     continue  # math's own functions, random's: the names users bind are enough
                 if own.partition(".")[0] not in INTERNAL:
                     self._scan(namespace)
-                elif own.partition(".")[0] in _ROUTED_LIBRARIES \
+                elif _routes_into(own.partition(".")[0]) \
                         and not any(part.startswith("_") for part in own.split(".")):
                     self._scan(namespace, internal=True)  # scipy.linalg, not its _basic
             self.modules = len(sys.modules)
@@ -1526,6 +1532,9 @@ class _Mode:
         for library, rules in RULE_MODULES.items():
             if library in sys.modules and rules not in sys.modules:
                 importlib.import_module(rules)
+        cupy_array = getattr(sys.modules.get("cupy"), "ndarray", None)
+        if cupy_array is not None:  # known before the scan: its SciPy's functions are routed
+            namespace_of(cupy_array)  # in the first differentiation too
         with self.lock:
             self.depth += 1
             if self.depth > 1:

@@ -12,9 +12,13 @@ protocols and say where their memory is with ``__cuda_array_interface__`` (CuPy'
 ``ndarray``), or the array of a type given to :func:`register`. Its *namespace* is its library
 (``cupy``), which has NumPy's creation functions under their NumPy names.
 
+A device library may have a *SciPy counterpart* (``cupyx.scipy`` for ``cupy``): SciPy's
+routines under SciPy's names, computing on the device (:func:`scipy_of`).
+
 Nothing here copies device data to the host.
 """
 
+import importlib
 import sys
 
 import numpy as np
@@ -30,14 +34,73 @@ the allocation mode (``allocation.INTERNAL``): NumPy, SciPy, mutad, and the devi
 (their code computes with NumPy's names on host values: CuPy's ``numpy.dtype``)."""
 
 
-def register(kind, namespace):
+SCIPY = {}
+"""The SciPy counterparts given to :func:`register`: ``id(namespace) -> (namespace, module)``."""
+
+SCIPY_LIBRARIES = set()
+"""The top-level packages of the SciPy counterparts found (``cupyx``): the allocation mode swaps
+mutad's stand-ins into their public modules, as into SciPy's."""
+
+FOUND = []
+"""What to call with each device namespace when it becomes known (``mutad.scipy``'s routes of
+its SciPy counterpart's functions)."""
+
+
+def register(kind, namespace, scipy=None):
     """Differentiate arrays of type ``kind`` as device arrays of library ``namespace`` (a module
     with NumPy's creation functions under NumPy's names, and
     ``lib.stride_tricks.as_strided``); the library's modules keep their own bindings of NumPy
     in the allocation mode. Needed only for a library that is not CuPy and whose arrays do not
-    name their namespace (``__array_namespace__``)."""
+    name their namespace (``__array_namespace__``). ``scipy``: the library's SciPy counterpart
+    (a module with SciPy's submodules, as ``cupyx.scipy``), if not ``namespace.scipy``."""
     NAMESPACES[kind] = namespace
+    if scipy is not None:
+        SCIPY[id(namespace)] = (namespace, scipy)
+    _known(namespace)
+
+
+def _known(namespace):
     LIBRARIES.add(namespace.__name__.partition(".")[0])
+    for found in FOUND:
+        found(namespace)
+
+
+def scipy_of(namespace):
+    """The SciPy counterpart of device library ``namespace``: the module given to
+    :func:`register`, else its ``scipy`` attribute, else ``cupyx.scipy`` for CuPy; None if it
+    has none. Its top-level package's modules keep their own bindings of NumPy in the
+    allocation mode, as the library's do."""
+    given = SCIPY.get(id(namespace))
+    if given is not None and given[0] is namespace:
+        found = given[1]
+    else:
+        found = getattr(namespace, "scipy", None)
+        if found is None and getattr(namespace, "__name__", None) == "cupy":
+            try:
+                found = importlib.import_module("cupyx.scipy")
+            except ImportError:
+                found = None
+        SCIPY[id(namespace)] = (namespace, found)
+    if found is not None:
+        top = found.__name__.partition(".")[0]
+        LIBRARIES.add(top)
+        SCIPY_LIBRARIES.add(top)
+    return found
+
+
+def scipy_module(namespace, name):
+    """Submodule ``name`` (``"linalg"``) of device library ``namespace``'s SciPy counterpart
+    (``cupyx.scipy.linalg``), or None."""
+    scipy = scipy_of(namespace)
+    if scipy is None:
+        return None
+    found = getattr(scipy, name, None)
+    if found is None:
+        try:
+            found = importlib.import_module(f"{scipy.__name__}.{name}")
+        except ImportError:
+            return None
+    return found
 
 
 def namespace_of(kind):
@@ -61,9 +124,9 @@ def namespace_of(kind):
                 found = None
         if found is None:
             found = sys.modules.get(top)
-        if found is not None:
-            LIBRARIES.add(found.__name__.partition(".")[0])
     NAMESPACES[kind] = found
+    if found is not None:
+        _known(found)
     return found
 
 

@@ -133,6 +133,11 @@ RULE_MODULES = {
     "scipy.sparse": "mutad.scipy.sparse",
     "scipy.integrate": "mutad.scipy.integrate",
     "scipy.spatial": "mutad.scipy.spatial",
+    # a device's SciPy (mutad.scipy._devices): its functions routed to the same rules
+    "cupyx.scipy.linalg": "mutad.scipy.linalg",
+    "cupyx.scipy.special": "mutad.scipy.special",
+    "cupyx.scipy.signal": "mutad.scipy.signal",
+    "cupyx.scipy.ndimage": "mutad.scipy.ndimage",
 }
 
 FACETS = ("elementwise", "reverse", "forward", "inplace", "composite", "nondifferentiable",

@@ -20,6 +20,7 @@ operations.
 import numpy as np
 import scipy.linalg as _linalg
 
+from ..core.devices import device_of
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import complex_aware, defjvp, defrule
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
@@ -74,7 +75,17 @@ def cholesky_tangent(lower, da, solve=np.linalg.solve):
 
 def permutation(piv):
     """The row order of LAPACK's getrf: row i was swapped with row piv[i], in turn, so that
-    a[order] = L U."""
+    a[order] = L U. On a device, the same swaps there: reading piv would copy it to the host
+    (and wait for the device)."""
+    xp = device_of(piv)
+    if xp is not None:
+        order = xp.arange(len(piv))
+        for i in range(len(piv)):
+            j = piv[i:i + 1]  # (an index array: its row is gathered and scattered there)
+            row = order[i:i + 1].copy()
+            order[i:i + 1] = order[j]
+            order[j] = row
+        return order
     order = np.arange(len(piv))
     for i, j in enumerate(piv):
         order[i], order[j] = order[j], order[i]

@@ -172,6 +172,10 @@ def stacked(items):
     """``np.array(items)`` of scalars and 0-d arrays, some of which may be traced."""
     if any(wrapped(item) for item in items):
         return np.stack(items)  # dispatches on the traced items; plain ones are constants
+    for item in items:
+        xp = device_of(item)
+        if xp is not None:  # on the device: NumPy would copy its values to the host
+            return xp.stack([xp.asarray(item) for item in items])
     return np.array(items)
 
 

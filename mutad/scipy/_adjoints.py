@@ -9,8 +9,7 @@ import sys
 
 import numpy as np
 
-from ..core.devices import device_of
-from ..core.errors import UnsupportedArrayError
+from . import _devices
 from ..core.allocation import by_user_code, lists_as_arrays
 from ..api import stop_gradient
 from ..engines.arraylike import carries_derivative
@@ -43,7 +42,8 @@ class ScipyAdjoint(Adjoint):
     def __call__(self, *args, **kwargs):
         # Traced arrays (reverse mode) and duals (forward mode) both need the binding.
         if innermost((*args, *kwargs.values())) is None:
-            y = self.fn(*_writable(args), **dict(zip(kwargs, _writable(kwargs.values()))))
+            y = _devices.call(self.fn, _writable(args),
+                              dict(zip(kwargs, _writable(kwargs.values()))))
             return by_user_code(y, self.fn, args, kwargs, sys._getframe(1))
         refuse_device_arrays(self.fn, (*args, *kwargs.values()))
         # a matrix written as nested lists of numbers, traced among them (sos=[[1, a, ...]]):
@@ -91,18 +91,12 @@ def _writable(values):
 
 def refuse_device_arrays(fn, args):
     """Refuse a device array (CuPy's) among ``args`` (one level into lists and tuples) given to
-    SciPy's ``fn`` while it is differentiated: its rule runs SciPy's compiled code, which
-    computes on the host."""
-    for a in args:
-        for item in a if type(a) in (tuple, list) else (a,):
-            if device_of(item) is not None:
-                name = f"{getattr(fn, '__module__', 'scipy')}.{getattr(fn, '__name__', fn)}"
-                raise UnsupportedArrayError(
-                    f"{name} was given a device array (CuPy's): mutad differentiates SciPy's "
-                    "functions on NumPy arrays, as SciPy computes on the host. On a device, "
-                    "write the step with NumPy's functions, which mutad differentiates there "
-                    "(np.linalg.solve for scipy.linalg.solve), or call cupyx.scipy's function "
-                    "on values that carry no derivative.")
+    SciPy's ``fn`` while it is differentiated, unless the device's SciPy computes ``fn`` and
+    its rule computes with nothing else (``_devices.computes_on``): otherwise its rule runs
+    SciPy's compiled code, which computes on the host."""
+    namespace = _devices.device_among(args)
+    if namespace is not None and not _devices.computes_on(fn, namespace):
+        raise _devices.refusal(fn)
 
 
 def scipy_adjoint(fn):
@@ -110,6 +104,7 @@ def scipy_adjoint(fn):
     stands in for ``fn`` while a differentiation runs (``registry.defroute``), so that user code
     calling ``scipy.linalg.solve`` by SciPy's name is differentiated."""
     wrapper = defroute(fn, ScipyAdjoint(fn))
+    _devices.made(fn, wrapper)
     return wrapper
 
 
@@ -164,10 +159,11 @@ class StandIn:
         functools.update_wrapper(self, original)
         self.original, self.fn = original, fn
         defroute(original, self)
+        _devices.made(original, self)
 
     def __call__(self, *args, **kwargs):
         if innermost((*args, *kwargs.values())) is None:
-            y = self.original(*args, **kwargs)
+            y = _devices.call(self.original, args, kwargs)
             return by_user_code(y, self.original, args, kwargs, sys._getframe(1))
         # coefficients written as a list of numbers, traced among them (b=[1.0, a]): the
         # array NumPy makes of it (a tuple may be a tuple of arguments: args=(a, b))

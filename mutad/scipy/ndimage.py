@@ -80,8 +80,10 @@ from ..core.errors import ConversionError, UnsupportedOperationError, UntracedWr
 from ..core.levels import ACTIVE, innermost
 from ..core.registry import CONVENTION
 from ..rules._helpers import gather_cotangent, stacked
-from ..core.views import may_overlap
+from ..core.devices import beside
+from ..core.views import may_overlap, memory
 from ..api import stop_gradient
+from ._devices import call, through_counterparts
 from ._adjoints import ScipyAdjoint, StandIn, Value, scipys_value, stands_in_for
 
 __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate1d",
@@ -102,16 +104,19 @@ __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate
 # The primitive: one correlation, SciPy's values, its transpose for the derivatives
 
 
+@through_counterparts
 def _plain_filter(input, weights, cval, kind, axis, mode, origin, dtype, followed=None):
     """SciPy's correlation of ``input`` with ``weights`` into a new array of ``dtype``:
     ``kind`` "correlate" (n-d, ``origin`` one per axis), "correlate1d" along ``axis``, or
     "uniform1d" (SciPy's running mean, the correlation with ``weights`` = 1/size).
     ``followed`` says which of input, weights, cval a differentiation follows."""
+    # (SciPy's, or the device's counterpart for a device array: ``_devices.call``)
     if kind == "correlate":
-        return _ndimage.correlate(input, weights, dtype, mode, cval, origin)
+        return call(_ndimage.correlate, (input, weights, dtype, mode, cval, origin), {})
     if kind == "correlate1d":
-        return _ndimage.correlate1d(input, weights, axis, dtype, mode, cval, origin)
-    return _ndimage.uniform_filter1d(input, np.size(weights), axis, dtype, mode, cval, origin)
+        return call(_ndimage.correlate1d, (input, weights, axis, dtype, mode, cval, origin), {})
+    return call(_ndimage.uniform_filter1d,
+                (input, np.size(weights), axis, dtype, mode, cval, origin), {})
 
 
 _filter = ScipyAdjoint(_plain_filter)
@@ -146,11 +151,12 @@ def _extended(x, fill, lines):
     for axis, line in enumerate(lines):
         if line is None:
             continue
-        x = np.take(x, np.maximum(line, 0), axis=axis)
+        x = np.take(x, beside(memory(x), np.maximum(line, 0)), axis=axis)
         if line.min(initial=0) < 0:
             edge = np.expand_dims(line < 0, tuple(range(1, len(lines) - axis)))
             outside = edge if outside is None else outside | edge
-    return x if outside is None else np.where(outside, fill, x)
+    # (the mask, made on the host from the cached lines, where x lives: a device's memory)
+    return x if outside is None else np.where(beside(memory(x), outside), fill, x)
 
 
 def _geometry(input, weights, kind, axis, mode, origin):
@@ -189,7 +195,7 @@ def _filter_rule(input, weights, cval, kind, axis, mode, origin, dtype, followed
                                       lambda sources: _extended(sources, -1, lines))
             if follow_cval and mode in ("constant", "grid-constant"):
                 constant = _extended(np.zeros(np.shape(input), dtype=bool), True, lines)
-                dcval = np.sum(np.where(constant, dextended, 0.0))
+                dcval = np.sum(np.where(beside(memory(dextended), constant), dextended, 0.0))
         if follow_weights:
             windows = sliding_window_view(_extended(input, cval, lines), sizes)
             dweights = np.reshape(np.tensordot(dy, windows, axes=np.ndim(dy)),
