@@ -66,8 +66,11 @@ def on_constants(call, args, kwargs, tape, written=()):
 def target_position(target, inputs):
     """The position of the operand of an elementwise write that is its target ``target``
     itself, the same region of the same buffer (None: none is)."""
-    return next((i for i, x in enumerate(inputs) if type(x) is Traced
-                 and x.buffer is target.buffer and same_region(x.value, target.value)), None)
+    buffer = target.buffer
+    for i, x in enumerate(inputs):
+        if type(x) is Traced and x.buffer is buffer and same_region(x.value, target.value):
+            return i
+    return None
 
 
 def apart_from(target, inputs, position):
@@ -89,7 +92,9 @@ def check_destination(target, what):
         alias = target.tape.guards.get(target.buffer.key)
         if type(alias) is AliasRead:
             alias()
-    check_region(value, what, target.whole)
+        check_region(value, what, target.whole)
+    elif not target.whole:  # (writeable: check_region's one other question)
+        check_region(value, what)
 
 
 def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=None, state=None,
@@ -113,8 +118,12 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     Returns the record.
     """
     several = type(target) is list
-    targets = [t if type(t) is Destination else _destination(t)
-               for t in (target if several else [target])]
+    if several:
+        targets = [t if type(t) is Destination else _destination(t) for t in target]
+        inverses = undo.inverse
+    else:  # (one target, nearly every write: no list to build twice)
+        targets = [target if type(target) is Destination else _destination(target)]
+        inverses = (undo.inverse,)
     inputs, values = (reads.inputs, reads.values) if reads is not None else ((), None)
     if tape is None:
         tape = (target[0] if several else target).tape if targets else innermost(inputs)
@@ -124,7 +133,7 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
                   and recomputation is not None and recomputation.budget is not None)
     if rebuilding:
         redo_inputs = recipe(inputs, values, None, tape)
-    for t, inverse in zip(targets, undo.inverse if several else [undo.inverse], strict=True):
+    for t, inverse in zip(targets, inverses, strict=True):
         save = undo.save or (lambda t=t: CopyBack(t.value, at=t.find))
         if rebuilding:
             save = lambda t=t: (recomputation.chain(t.place, redo_inputs)  # noqa: E731

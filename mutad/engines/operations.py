@@ -36,8 +36,8 @@ from .recompute import SMALL, Tracked, flat, keeps_memory, small
 from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
                              check_complex, complex_among, is_recomputable, is_user_rule, lookup)
 from .reverse import (Traced, _NUMBERS, _if_held, active, add_cotangents, carries, check_alias,
-                      constant_result, ended, freeze, fresh, innermost, keep, locate, place_of,
-                      plain, recipe, view_of)
+                      constant_result, ended, freeze, fresh, fresh_value, innermost, keep, locate,
+                      place_of, plain, recipe, view_of)
 from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, overlapping, zeros
 from ..core.tape import Primitive, Record
@@ -305,6 +305,8 @@ def _fast_ufunc(ufunc, inputs, tape, values, pattern, plan):
         raise escaped("a traced array")
     y = ufunc(*values)
     rule = plan.rule
+    if type(y) is not np.ndarray and isinstance(y, np.inexact):  # a 0-d result: NumPy's scalar
+        y = fresh_value(y)
     if type(y) is np.ndarray:  # (``fresh``)
         if y.dtype.kind == "c":
             check_complex(function_name(ufunc), rule)
@@ -407,6 +409,10 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     plan = WritePlan.at(ufunc, rule, kwargs, position, reads, state if traced else None,
                         len(inputs))
 
+    if not plan.invertible:  # (an assignment: no inverse to ask about)
+        plan.run(tape, _destination(out), inputs, values, None)
+        return out
+
     def withheld(kept):
         """Whether the inverse is withheld (:func:`_kept_for_the_inverse`): the write is saved,
         or rebuilt under a budget: exact, for no more memory."""
@@ -476,9 +482,9 @@ class WritePlan:
             decided=None):
         """Write and record, on ``tape``, into ``destination`` (a :class:`writes.Destination`)
         from the operands ``inputs`` and their ``values``: an inverse is on offer where the
-        rule has one, ``apart()`` says no other operand lies over the target, and
-        ``withheld(kept)`` (if given) does not withhold it. ``named`` and ``decided``: as
-        :func:`record_write` takes them. Returns the record."""
+        rule has one, ``apart()`` says no other operand lies over the target (None where the
+        plan offers none), and ``withheld(kept)`` (if given) does not withhold it. ``named``
+        and ``decided``: as :func:`record_write` takes them. Returns the record."""
         ufunc, rule, kwargs, target = self.ufunc, self.rule, self.kwargs, destination.value
         kept, state = write_kept(ufunc, rule, values, self.reads, self.partials, target)
         inverse = None
