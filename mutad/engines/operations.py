@@ -531,6 +531,8 @@ def _output(tape, y, leaves):
     """Wrap one output of a pure rule; returns ``(wrapped, is_fresh_buffer)``. (Under nested
     differentiation the output is an array an outer tape traces; it is wrapped the same way.)"""
     y = inexact_output(y)
+    if isinstance(y, np.inexact):  # NumPy's scalar (a dot product's): asked first
+        return fresh(y, tape), True
     if isinstance(y, np.ndarray) or wrapped(y) or is_device(y):
         if y.dtype.kind not in "fc":
             return y, False
@@ -544,8 +546,6 @@ def _output(tape, y, leaves):
                     return view_of(t, y, tape), False
             if overlaps_itself(y):  # a broadcast of a constant: a buffer's shadow cannot be
                 y = np.copy(y)      # laid out with elements that share memory
-        return fresh(y, tape), True
-    if isinstance(y, np.inexact):
         return fresh(y, tape), True
     return y, False
 
@@ -589,7 +589,7 @@ def apply_function(name, rule, args, kwargs, tape=None):
     created = [w.buffer if is_fresh else None for w, is_fresh in wrapped]
     if leaves and any(created):
         _record_function(tape, name, rule, back, args, values, kwargs, created,
-                         multiple=isinstance(y, (tuple, list)))
+                         multiple=isinstance(y, (tuple, list)), leaves=leaves)
         if tape.anomaly is not None:
             tape.anomaly.produced(tape.records[-1], [*values, *kwargs.values()],
                                   [w for w, is_fresh in wrapped if is_fresh])
@@ -637,20 +637,27 @@ def primitive(name, rule):
     return named
 
 
-def _record_function(tape, name, rule, back, args, values, kwargs, outputs, multiple):
+def _record_function(tape, name, rule, back, args, values, kwargs, outputs, multiple, leaves):
     """Record a pure rule's ``back``: ``outputs`` are the buffers it created (None for other
-    outputs); the record keeps places of the arguments, not the arguments."""
+    outputs); the record keeps places of the arguments, not the arguments. ``leaves``: the
+    arguments ``tape`` traces (``_leaves``)."""
     places = [[locate(e, tape) for e in x] if type(x) in (list, tuple) else locate(x, tape)
               for x in args]
+    # Every argument traced (``a @ b``): the recipe names each by the place just found; else
+    # (a constant, a plain value, a sequence) the recipe below names them.
+    named = tuple(places) if all(type(p) is Buffer or type(p) is Place for p in places) \
+        else None
     # Cotangents that are memory of the arguments are never adopted as shadows; those of a
     # user's rule never at all (None): they may be arrays it keeps (facet user).
-    primals = None if is_user_rule(rule) else {id(owner(x.value)) for x in _leaves(args, tape)}
+    primals = None if is_user_rule(rule) else {id(owner(x.value)) for x in leaves}
     # The recipe names the constants the rule's pullback holds, and describes the others: the
     # record keeps no memory the pullback does not.
     held = _held_by(back)
     kept = [_if_held(v, held) for v in values]
     settings = {k: _if_held(v, held) for k, v in kwargs.items()} if kwargs else None
-    record = Record(primitive(name, rule), recipe(args, values, kept, tape), settings,
+    if named is None:
+        named = recipe(args, values, kept, tape)
+    record = Record(primitive(name, rule), named, settings,
                     tuple(b for b in outputs if b is not None), None,
                     (back, places, primals, outputs, multiple), function_pullback)
     if tape.recomputation is not None and is_recomputable(rule):
