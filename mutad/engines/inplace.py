@@ -17,7 +17,6 @@ destination share); this module, reverse mode's own, builds on the tape and the 
 (``tracing.setitem``) all come here.
 """
 
-import functools
 
 import numpy as np
 
@@ -25,7 +24,7 @@ from .arraylike import untraced_write
 from ..core.devices import beside, is_device, namespace, ufunc_at
 from ..core.debug import SKIPPED
 from ..core.errors import MutadError, UnsupportedOperationError
-from .recompute import Rebuild, current_region
+from .recompute import CurrentRegion, Rebuild
 from .reverse import (AliasRead, Traced, active, carries, constant_result, innermost, keep, locate,
                       place_of, recipe, values_at)
 from ..core.tape import Write
@@ -204,7 +203,7 @@ def _finder(target, place):
     not keep a temporary alive; else None (the undo holds ``target``)."""
     if target.buffer.ref is None or not target.buffer.c_contiguous:
         return None
-    return functools.partial(current_region, place)
+    return CurrentRegion(place)
 
 
 def _rule_restores():

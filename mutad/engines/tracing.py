@@ -283,8 +283,8 @@ class Gathered(OneOutput):
         source, key = record.inputs
         if record.state:
             shadows.add_at(source, key, dy)
-        else:
-            region = shadows.of(source, like=dy)
+        else:  # (a plain cotangent makes no shadow traced like it: ``like`` only for others)
+            region = shadows.of(source, like=None if type(dy) is np.ndarray else dy)
             region[key] += dy
 
 
