@@ -92,8 +92,8 @@ def check_destination(target, what):
         if type(alias) is AliasRead:
             alias()
         check_region(value, what, target.whole)
-    elif not target.whole:  # (writeable: check_region's one other question)
-        check_region(value, what)
+    elif not target.whole and value.ndim:  # (writeable: check_region's one other question,
+        check_region(value, what)            # which a 0-d view's one element never raises)
 
 
 def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=None, state=None,
@@ -217,6 +217,11 @@ def _rule_restores():
 def writes_into(call, target, *values):
     """Whether ``call``, writing ``values`` into ``target``, writes into an array a
     differentiation traces; refuses to write a traced value into an array mutad does not trace."""
+    if len(values) == 1 and type(target) is Traced and type(values[0]) is Traced \
+            and values[0].tape is target.tape:  # (one value of the target's tape: x[i] = v)
+        if not values[0].buffer.constant:
+            target.buffer.constant = False
+        return True
     tape = innermost((target, *values))
     if carries(values, tape):
         if type(target) is not Traced or target.tape is not tape:
