@@ -1341,3 +1341,49 @@ def test_histogramdd_refuses_differentiated_edges():
     with pytest.raises(mutad.MutadError, match="histogramdd.*differentiated bins"):
         mutad.gradient(lambda e: np.histogram2d(HX, HY, bins=[e, e], weights=HW)[0].sum(),
                        np.linspace(-2, 2, 4))
+
+
+def _element_loop(index):
+    """A scalar loop writing elements of a vector and of a matrix, each key made by
+    ``index`` from Python's integers: as they are (``tracing._element_of``'s keys) or as NumPy's
+    integers (the general path)."""
+
+    def f(a, m):
+        n = a.shape[0]
+        for j in range(1, n - 1):
+            a[index(j)] = (a[index(j - 1)] + a[index(j)] + a[index(j + 1)]) / 3.0
+        a[index(-1)] = a[index(0)] * 2.0
+        for i in range(1, m.shape[0]):
+            m[index(i), index(i - 1)] -= m[index(i - 1), index(i)] * m[index(i), index(i)]
+            m[index(i), index(-1)] = np.sin(m[index(i - 1), index(0)])
+            m[index(i)] *= 0.5  # fewer integers than axes: a row, not an element
+            m[index(i - 1)] = m[index(i)][None, :] * 0.5  # NumPy drops the leading 1
+        return (a * a).sum() + (m * m).sum()
+
+    return f
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_element_writes_by_python_integers_are_those_by_numpy_integers(policy, rng):
+    a, m = rng.standard_normal(7), rng.standard_normal((4, 4))
+    before = [a.tobytes(), m.tobytes()]
+    fast = mutad.value_and_grad(_element_loop(int), argnums=(0, 1), policy=policy)(a, m)
+    general = mutad.value_and_grad(_element_loop(np.intp), argnums=(0, 1), policy=policy)(a, m)
+    assert [a.tobytes(), m.tobytes()] == before
+    expected = _element_loop(int)(a.copy(), m.copy())
+    assert np.float64(fast[0]).tobytes() == np.float64(expected).tobytes()
+    assert np.float64(fast[0]).tobytes() == np.float64(general[0]).tobytes()
+    assert [g.tobytes() for g in fast[1]] == [g.tobytes() for g in general[1]]
+    mutad.testing.check_grads(_element_loop(int), a, m, policy=policy, order=2, modes=("rev",))
+    assert [a.tobytes(), m.tobytes()] == before
+
+
+def test_an_element_write_out_of_bounds_is_numpys_index_error():
+    def f(a):
+        a[5] = a[0] * 2.0
+        return a.sum()
+
+    with pytest.raises(IndexError, match="out of bounds"):
+        f(np.ones(3))
+    with pytest.raises(IndexError, match="out of bounds"):
+        mutad.gradient(f, np.ones(3))

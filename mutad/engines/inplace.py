@@ -17,7 +17,6 @@ destination share); this module, reverse mode's own, builds on the tape and the 
 (``tracing.setitem``) all come here.
 """
 
-import functools
 
 import numpy as np
 
@@ -25,7 +24,7 @@ from .arraylike import untraced_write
 from ..core.devices import beside, is_device, namespace, ufunc_at
 from ..core.debug import SKIPPED
 from ..core.errors import MutadError, UnsupportedOperationError
-from .recompute import Rebuild, current_region
+from .recompute import CurrentRegion, Rebuild
 from .reverse import (AliasRead, Traced, active, carries, constant_result, innermost, keep, locate,
                       place_of, recipe, values_at)
 from ..core.tape import Write
@@ -66,8 +65,11 @@ def on_constants(call, args, kwargs, tape, written=()):
 def target_position(target, inputs):
     """The position of the operand of an elementwise write that is its target ``target``
     itself, the same region of the same buffer (None: none is)."""
-    return next((i for i, x in enumerate(inputs) if type(x) is Traced
-                 and x.buffer is target.buffer and same_region(x.value, target.value)), None)
+    buffer = target.buffer
+    for i, x in enumerate(inputs):
+        if type(x) is Traced and x.buffer is buffer and same_region(x.value, target.value):
+            return i
+    return None
 
 
 def apart_from(target, inputs, position):
@@ -89,7 +91,9 @@ def check_destination(target, what):
         alias = target.tape.guards.get(target.buffer.key)
         if type(alias) is AliasRead:
             alias()
-    check_region(value, what, target.whole)
+        check_region(value, what, target.whole)
+    elif not target.whole and value.ndim:  # (writeable: check_region's one other question,
+        check_region(value, what)            # which a 0-d view's one element never raises)
 
 
 def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=None, state=None,
@@ -113,8 +117,12 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     Returns the record.
     """
     several = type(target) is list
-    targets = [t if type(t) is Destination else _destination(t)
-               for t in (target if several else [target])]
+    if several:
+        targets = [t if type(t) is Destination else _destination(t) for t in target]
+        inverses = undo.inverse
+    else:  # (one target, nearly every write: no list to build twice)
+        targets = [target if type(target) is Destination else _destination(target)]
+        inverses = (undo.inverse,)
     inputs, values = (reads.inputs, reads.values) if reads is not None else ((), None)
     if tape is None:
         tape = (target[0] if several else target).tape if targets else innermost(inputs)
@@ -124,7 +132,7 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
                   and recomputation is not None and recomputation.budget is not None)
     if rebuilding:
         redo_inputs = recipe(inputs, values, None, tape)
-    for t, inverse in zip(targets, undo.inverse if several else [undo.inverse], strict=True):
+    for t, inverse in zip(targets, inverses, strict=True):
         save = undo.save or (lambda t=t: CopyBack(t.value, at=t.find))
         if rebuilding:
             save = lambda t=t: (recomputation.chain(t.place, redo_inputs)  # noqa: E731
@@ -195,7 +203,7 @@ def _finder(target, place):
     not keep a temporary alive; else None (the undo holds ``target``)."""
     if target.buffer.ref is None or not target.buffer.c_contiguous:
         return None
-    return functools.partial(current_region, place)
+    return CurrentRegion(place)
 
 
 def _rule_restores():
@@ -209,6 +217,11 @@ def _rule_restores():
 def writes_into(call, target, *values):
     """Whether ``call``, writing ``values`` into ``target``, writes into an array a
     differentiation traces; refuses to write a traced value into an array mutad does not trace."""
+    if len(values) == 1 and type(target) is Traced and type(values[0]) is Traced \
+            and values[0].tape is target.tape:  # (one value of the target's tape: x[i] = v)
+        if not values[0].buffer.constant:
+            target.buffer.constant = False
+        return True
     tape = innermost((target, *values))
     if carries(values, tape):
         if type(target) is not Traced or target.tape is not tape:

@@ -36,8 +36,8 @@ from .recompute import SMALL, Tracked, flat, keeps_memory, small
 from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
                              check_complex, complex_among, is_recomputable, is_user_rule, lookup)
 from .reverse import (Traced, _NUMBERS, _if_held, active, add_cotangents, carries, check_alias,
-                      constant_result, ended, freeze, fresh, innermost, keep, locate, place_of,
-                      plain, recipe, view_of)
+                      constant_result, ended, freeze, fresh, fresh_value, innermost, keep, locate,
+                      place_of, plain, recipe, view_of)
 from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, overlapping, zeros
 from ..core.tape import Primitive, Record
@@ -305,6 +305,8 @@ def _fast_ufunc(ufunc, inputs, tape, values, pattern, plan):
         raise escaped("a traced array")
     y = ufunc(*values)
     rule = plan.rule
+    if type(y) is not np.ndarray and isinstance(y, np.inexact):  # a 0-d result: NumPy's scalar
+        y = fresh_value(y)
     if type(y) is np.ndarray:  # (``fresh``)
         if y.dtype.kind == "c":
             check_complex(function_name(ufunc), rule)
@@ -407,6 +409,10 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     plan = WritePlan.at(ufunc, rule, kwargs, position, reads, state if traced else None,
                         len(inputs))
 
+    if not plan.invertible:  # (an assignment: no inverse to ask about)
+        plan.run(tape, _destination(out), inputs, values, None)
+        return out
+
     def withheld(kept):
         """Whether the inverse is withheld (:func:`_kept_for_the_inverse`): the write is saved,
         or rebuilt under a budget: exact, for no more memory."""
@@ -476,9 +482,9 @@ class WritePlan:
             decided=None):
         """Write and record, on ``tape``, into ``destination`` (a :class:`writes.Destination`)
         from the operands ``inputs`` and their ``values``: an inverse is on offer where the
-        rule has one, ``apart()`` says no other operand lies over the target, and
-        ``withheld(kept)`` (if given) does not withhold it. ``named`` and ``decided``: as
-        :func:`record_write` takes them. Returns the record."""
+        rule has one, ``apart()`` says no other operand lies over the target (None where the
+        plan offers none), and ``withheld(kept)`` (if given) does not withhold it. ``named``
+        and ``decided``: as :func:`record_write` takes them. Returns the record."""
         ufunc, rule, kwargs, target = self.ufunc, self.rule, self.kwargs, destination.value
         kept, state = write_kept(ufunc, rule, values, self.reads, self.partials, target)
         inverse = None
@@ -525,6 +531,8 @@ def _output(tape, y, leaves):
     """Wrap one output of a pure rule; returns ``(wrapped, is_fresh_buffer)``. (Under nested
     differentiation the output is an array an outer tape traces; it is wrapped the same way.)"""
     y = inexact_output(y)
+    if isinstance(y, np.inexact):  # NumPy's scalar (a dot product's): asked first
+        return fresh(y, tape), True
     if isinstance(y, np.ndarray) or wrapped(y) or is_device(y):
         if y.dtype.kind not in "fc":
             return y, False
@@ -538,8 +546,6 @@ def _output(tape, y, leaves):
                     return view_of(t, y, tape), False
             if overlaps_itself(y):  # a broadcast of a constant: a buffer's shadow cannot be
                 y = np.copy(y)      # laid out with elements that share memory
-        return fresh(y, tape), True
-    if isinstance(y, np.inexact):
         return fresh(y, tape), True
     return y, False
 
@@ -583,7 +589,7 @@ def apply_function(name, rule, args, kwargs, tape=None):
     created = [w.buffer if is_fresh else None for w, is_fresh in wrapped]
     if leaves and any(created):
         _record_function(tape, name, rule, back, args, values, kwargs, created,
-                         multiple=isinstance(y, (tuple, list)))
+                         multiple=isinstance(y, (tuple, list)), leaves=leaves)
         if tape.anomaly is not None:
             tape.anomaly.produced(tape.records[-1], [*values, *kwargs.values()],
                                   [w for w, is_fresh in wrapped if is_fresh])
@@ -631,20 +637,27 @@ def primitive(name, rule):
     return named
 
 
-def _record_function(tape, name, rule, back, args, values, kwargs, outputs, multiple):
+def _record_function(tape, name, rule, back, args, values, kwargs, outputs, multiple, leaves):
     """Record a pure rule's ``back``: ``outputs`` are the buffers it created (None for other
-    outputs); the record keeps places of the arguments, not the arguments."""
+    outputs); the record keeps places of the arguments, not the arguments. ``leaves``: the
+    arguments ``tape`` traces (``_leaves``)."""
     places = [[locate(e, tape) for e in x] if type(x) in (list, tuple) else locate(x, tape)
               for x in args]
+    # Every argument traced (``a @ b``): the recipe names each by the place just found; else
+    # (a constant, a plain value, a sequence) the recipe below names them.
+    named = tuple(places) if all(type(p) is Buffer or type(p) is Place for p in places) \
+        else None
     # Cotangents that are memory of the arguments are never adopted as shadows; those of a
     # user's rule never at all (None): they may be arrays it keeps (facet user).
-    primals = None if is_user_rule(rule) else {id(owner(x.value)) for x in _leaves(args, tape)}
+    primals = None if is_user_rule(rule) else {id(owner(x.value)) for x in leaves}
     # The recipe names the constants the rule's pullback holds, and describes the others: the
     # record keeps no memory the pullback does not.
     held = _held_by(back)
     kept = [_if_held(v, held) for v in values]
     settings = {k: _if_held(v, held) for k, v in kwargs.items()} if kwargs else None
-    record = Record(primitive(name, rule), recipe(args, values, kept, tape), settings,
+    if named is None:
+        named = recipe(args, values, kept, tape)
+    record = Record(primitive(name, rule), named, settings,
                     tuple(b for b in outputs if b is not None), None,
                     (back, places, primals, outputs, multiple), function_pullback)
     if tape.recomputation is not None and is_recomputable(rule):

@@ -24,6 +24,8 @@ CHUNK = 1 << 15
 def writable(a):
     """Whether ``a`` may be written without changing memory some tape froze (its owner's)."""
     if type(a) is np.ndarray:
+        if a.base is None:  # (its own owner: a shadow, a fresh product, asked first)
+            return a.flags.writeable
         return a.flags.writeable and owner(a).flags.writeable
     return writeable(a) and writeable(owner(a))  # traced, or a device's (views.writeable)
 

@@ -643,6 +643,19 @@ def current_region(place):
     return None if array is None else view(array, buffer, place)
 
 
+class CurrentRegion:
+    """``current_region(place)`` when called: what an undo holds to find the region it writes
+    back (a scalar loop holds one per write: smaller than a ``functools.partial``)."""
+
+    __slots__ = ("place",)
+
+    def __init__(self, place):
+        self.place = place
+
+    def __call__(self):
+        return current_region(self.place)
+
+
 def keeps_memory(place, written):
     """Whether a record that keeps the value at ``place`` after a write into the buffer
     ``written`` holds memory for it: unless it is an argument's or the replay can recompute

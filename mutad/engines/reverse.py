@@ -395,8 +395,13 @@ def fresh_value(y):
     read-only 0-d arrays, as immutable as they are (see ``stands_for_scalar``)."""
     if isinstance(y, (np.generic, float, int, complex)):
         y = np.array(y)
-        y.flags.writeable = False
+        _read_only(y, False)
     return y
+
+
+_read_only = np.ndarray.setflags
+"""``_read_only(a, False)`` is ``a.flags.writeable = False`` without the flags object, at
+half the cost (a scalar loop makes a 0-d array per element it reads)."""
 
 
 def fresh(y, tape):
@@ -507,15 +512,16 @@ def place_of(x):
     """The place of traced ``x`` in its buffer (a constant's too), holding none of its memory."""
     if x.whole:
         return x.buffer  # a buffer is the place of all of itself
-    value = x.value
-    place = (x.buffer, address(value) - x.buffer.low, value.shape, value.strides, value.dtype)
-    if type(x.buffer.ref) is not Held:
-        return Place(place[0], False, *place[1:])
+    value, buffer = x.value, x.buffer
+    offset = address(value) - buffer.low
+    if type(buffer.ref) is not Held:
+        return Place(buffer, False, offset, value.shape, value.strides, value.dtype)
     # The views of an argument repeat on every step of a loop: one place for each
+    place = (buffer, offset, value.shape, value.strides, value.dtype)
     places = x.tape.places
     named = places.get(place)
     if named is None:
-        named = places[place] = Place(place[0], False, *place[1:])
+        named = places[place] = Place(buffer, False, *place[1:])
     return named
 
 
@@ -560,7 +566,7 @@ def _if_held(value, held):
     stand-in (one level into lists and tuples)."""
     if type(value) in (list, tuple):
         return type(value)(_if_held(v, held) for v in value)
-    if isinstance(value, SETTINGS) or id(value) in held:
+    if id(value) in held or isinstance(value, SETTINGS):
         return value
     return Absent(getattr(value, "shape", None), getattr(value, "dtype", None))
 

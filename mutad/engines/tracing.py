@@ -283,8 +283,8 @@ class Gathered(OneOutput):
         source, key = record.inputs
         if record.state:
             shadows.add_at(source, key, dy)
-        else:
-            region = shadows.of(source, like=dy)
+        else:  # (a plain cotangent makes no shadow traced like it: ``like`` only for others)
+            region = shadows.of(source, like=None if type(dy) is np.ndarray else dy)
             region[key] += dy
 
 
@@ -297,11 +297,14 @@ def setitem(x, key, value):
     if tape.recorder is not None and tape.recorder.ready:
         for t in _traced_in(key):  # a replay redoes the write at these positions: guarded
             tape.recorder.guard(t, t.value.tobytes())
-    if not _plain_index(key):
-        key = _integers_as_scalars(plain(key))
-    region = x.value[key]
-    # (NumPy's scalar: one element, copied; otherwise a view, or an advanced index's copy)
-    viewing = not isinstance(region, np.generic) and views(region, x.value)
+    if _element_of(x.value, key):  # (a scalar loop's key, answered first)
+        viewing, region = False, None
+    else:
+        if not _plain_index(key):
+            key = _integers_as_scalars(plain(key))
+        region = x.value[key]
+        # (NumPy's scalar: one element, copied; otherwise a view, or an advanced index's copy)
+        viewing = not isinstance(region, np.generic) and views(region, x.value)
     if viewing or getattr(region, "ndim", 0) == 0:
         element = not viewing
         index = key
@@ -333,6 +336,21 @@ def setitem(x, key, value):
 
 def _traced_in(key):
     return [k for k in (key if type(key) is tuple else (key,)) if type(k) is Traced]
+
+
+def _element_of(value, key):
+    """Whether ``key`` is Python integers, one per axis of the plain array ``value``: it names
+    one element, which ``value[key]`` gives as NumPy's scalar."""
+    if type(value) is not np.ndarray:
+        return False
+    if type(key) is int:
+        return value.ndim == 1
+    if type(key) is not tuple or len(key) != value.ndim:
+        return False
+    for k in key:
+        if type(k) is not int:
+            return False
+    return True
 
 
 def _plain_index(key):
