@@ -1392,6 +1392,55 @@ def test_slices_assigned_where_no_gradient_reaches_them(policy, read_c, monkeypa
     assert bool(deopts) == (not read_c)
 
 
+def fanned_out(x, w, read_c, reread):
+    """Sums of two values made by elementwise steps (``s + r``), whose cotangent becomes both
+    of theirs, one array (``blocks.Code.share``); ``s`` read again before the sum where
+    ``reread`` (its cotangent added into while shared), the steps that made them in either
+    order, and a value only an unread array ``c`` takes where not ``read_c`` (the block's
+    reverse pass leaves its lines while the two share)."""
+    c = np.zeros_like(x)
+    for j in range(4):
+        a = np.sqrt(x) * 0.5
+        b = x * (w * w)
+        s, r = (a, b) if j % 2 == 0 else (b, a)
+        q = (s if reread else x) * 3.0
+        c[1:-1] = q[1:-1]
+        t = s + r
+        x = t * 0.75
+    return np.sum(x * x) + (np.sum(c * c) if read_c else 0.0)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("read_c", [False, True])
+@pytest.mark.parametrize("reread", [False, True])
+def test_a_sums_cotangent_shared_by_its_operands_locals(policy, read_c, reread, monkeypatch):
+    """The two locals holding one array are neither written in place nor handed over while
+    both live (a product into a new array, a sum into a new array, a copy for each shadow
+    where the pass finishes one step at a time), with the traced gradients: on inputs where
+    ``sqrt``'s partial is infinite and a factor zero (the masked products) too."""
+    from mutad.engines.blocks import Block, Code
+    shared, duplicates = [], []
+    share, deopt = Code.share, Block.deopt
+    monkeypatch.setattr(Code, "share", lambda self, *a: (shared.append(1), share(self, *a)))
+
+    def deopting(self, shadows, kept, k, entry, keys, live):
+        duplicates.append(len({id(g) for g in live}) < len(live))
+        return deopt(self, shadows, kept, k, entry, keys, live)
+
+    monkeypatch.setattr(Block, "deopt", deopting)
+    rng = np.random.default_rng(21)
+    calls = []
+    for i in range(5):
+        x, w = rng.uniform(0.0, 2.0, 6), rng.standard_normal(6)
+        if i >= 3:
+            x[1], w[2] = 0.0, 0.0
+        calls.append((x, w, read_c, reread))
+    replaying = replayed_like_traced(fanned_out, calls, policy, argnums=(0, 1))
+    assert blocks(replaying) and shared and not replaying.reasons
+    assert any(duplicates) == (not read_c)
+
+
 def rows_pinned(a, b):
     """Numbers assigned to a row of an array, between updates that read its rows: the row's
     cotangent is dropped from the flat shadow the block holds, and its bytes put back."""

@@ -90,7 +90,7 @@ from .elementwise import (ASSIGNMENT, SHORT, Elementwise, differentiable, elemen
                           elementwise_kept, read_by_partials, short, unbroadcast)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE
-from .products import times
+from .products import UNTHREADED, times
 from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
                         recomputable, small)
 from .inplace import apart_from, on_constants, record_write, target_position
@@ -564,10 +564,11 @@ class Pure:
         vals, y = code.records[k]
         vals = ", ".join(vals)
         if self.buffer.key in code.internal:
+            owned = not code.shares(self.buffer)
             dy = code.take(self.buffer)
             if dy is None:  # no cotangent reaches the value
                 return []
-            return [f"dy = {dy}", *self._lean_back(code, vals, y)]
+            return [f"dy = {dy}", *self._lean_back(code, vals, y, owned=owned)]
         if self.buffer.key in code.unreached:
             return []
         key = code.key(self.buffer)
@@ -586,10 +587,11 @@ class Pure:
                 f"    {code.deopt(k, 'x')}",
                 f"dy = {dy}", *self._lean_back(code, vals, y)]
 
-    def _lean_back(self, code, vals, y, always=True):
-        """The lean path of :meth:`back`, from ``dy`` on (``always``: see
+    def _lean_back(self, code, vals, y, always=True, owned=True):
+        """The lean path of :meth:`back`, from ``dy`` on (``always``, ``owned``: see
         ``_lean_cotangents``)."""
-        return _lean_cotangents(code, self.lean, self.buffer, vals, y, always=always)
+        return _lean_cotangents(code, self.lean, self.buffer, vals, y, always=always,
+                                owned=owned)
 
 
 def _lean_inputs(rule, traced, inputs, made, scalar=True):
@@ -613,7 +615,7 @@ def _lean_inputs(rule, traced, inputs, made, scalar=True):
     return tuple(lean)
 
 
-def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
+def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=True):
     """Lines that accumulate the cotangent ``dy`` of ``made`` (the buffer an elementwise step
     made, the place a write wrote) into those of its inputs, as ``elementwise._small_cotangents``
     does, for the inputs ``lean`` (per traced input: its position, partial, whether it is the
@@ -622,12 +624,17 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
     inputs and the output the partials read. For a float64 scalar, the same arithmetic on
     NumPy's scalars, which need no copies (``scalar``: None, as ``blocks`` holds a cotangent
     of ``made``). ``always``: the lines run whenever the block's reverse pass reaches them (so
-    a region's shadow they look up stays a local: ``Code.shadow``)."""
+    a region's shadow they look up stays a local: ``Code.shadow``). ``owned``: whether
+    ``dy`` is the step's own, to write into and hand over (not where another local cotangent
+    holds its array too: ``Code.shares``); where it is not, each input's cotangent is made as
+    for an input that is not the last (a copy, a product into a new array)."""
     if scalar is None:
         scalar = scalar_cotangents(made)
     lines, rows = [], []
+    shared = None if scalar or not owned else _shared_sum(code, lean)
     for j, (_, partial, last, buffer, direct, summed) in enumerate(lean):
         g = f"g{j}"
+        last = last and owned
         copy = "dy" if scalar else "dy.copy()"
         if summed:  # a broadcast scalar: the product summed, as unbroadcast sums it
             if partial is ONE:
@@ -653,9 +660,10 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
                           "    x[1] += dy", f"    {g} = None", "else:", f"    {g} = {copy}"]
                 rows.append((g, buffer, True))
             elif buffer.key in code.live:
-                lines += code.plus(local, "dy") if scalar else [f"{local} += dy"]
-            else:
-                lines.append(f"{g} = {copy}")
+                lines += code.plus(local, "dy") if scalar else \
+                    code.accumulate(buffer, local, "dy")
+            else:  # (dy itself where the last input's local takes it too: Code.share)
+                lines.append(f"{g} = {'dy' if shared is not None else copy}")
                 rows.append((g, buffer, False))
             continue
         if partial is ONE:
@@ -681,13 +689,15 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
                            f"multiply(dy, {factor}, out={into})")
             else:  # a finite nonzero Python number needs none either, nor an array of dy's
                 # shape, of at most one dimension, whose dot product with it is finite
-                # (products.unmasked's own questions)
+                # (products.unmasked's own questions; the array, the partial most steps have,
+                # asked first, and a short one's dot product BLAS's: _sum_of_products)
                 times = 'dy * p' if into == 'None' else f'multiply(dy, p, out={into})'
+                dot = "vdot" if math.prod(made.shape) <= UNTHREADED else "sum_of_products"
                 array = (f"type(p) is ndarray and p.shape == {code.bind(made.shape)} and "
-                         "isfinite(sum_of_products(dy, p)) or " if len(made.shape) <= 1
+                         f"isfinite({dot}(dy, p)) or " if len(made.shape) <= 1
                          and made.dtype == np.float64 else "")
-                general = (f"({times} if (type(p) is float and isfinite(p) or type(p) is int)"
-                           f" and p or {array}False else product(dy, p, {into}))")
+                general = (f"({times} if {array}(type(p) is float and isfinite(p) or "
+                           f"type(p) is int) and p else product(dy, p, {into}))")
                 if p != "p":
                     evaluate.append(f"p = {p}")
             lines += [*evaluate, f"{g} = {general}"]
@@ -698,7 +708,26 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
         else:  # a region: Shadows.add of an array nothing else holds
             add = code.add_into(buffer, g, always and not optional)
         lines += [f"if {g} is not None:", *indent(add)] if optional else add
+    if shared is not None:
+        code.share(*shared)
     return lines
+
+
+def _shared_sum(code, lean):
+    """The buffers of the two inputs of a step whose partials in both are one (``a + b``),
+    where the cotangent ``dy`` may become both of their local cotangents, one array
+    (``Code.share``): new locals of two buffers, each made by a lean elementwise step of the
+    block (whose lines heed ``Code.shares``), neither a broadcast scalar; else None."""
+    if len(lean) != 2:
+        return None
+    buffers = []
+    for _, partial, _, buffer, direct, summed in lean:
+        if partial is not ONE or not direct or summed or code.cotangent(buffer) is None \
+                or buffer.key in code.live or type(code.makers.get(buffer.key)) is not Pure \
+                or code.makers[buffer.key].lean is None:
+            return None
+        buffers.append(buffer)
+    return None if buffers[0].key == buffers[1].key else buffers
 
 
 def _partial_value(code, partial, y, vals):
