@@ -1441,6 +1441,37 @@ def test_a_sums_cotangent_shared_by_its_operands_locals(policy, read_c, reread, 
     assert any(duplicates) == (not read_c)
 
 
+def sums_of_every_kind(a, b, scale):
+    """``np.sum`` over every axis (a block's plain functions: ``reductions._sum_for``) of a
+    whole array, a region of one (its shadow added into), a transposed one, a 0-d one and a
+    float32 one, beside a sum over an axis (the rule), each cotangent ``scale`` (-0.0 too)."""
+    c = a * b
+    t = np.sum(c) + np.sum(c[1:, ::2]) + np.sum((a * 2.0).T) + np.sum(np.sum(b, axis=1))
+    z = (a[0, 0] * 3.0).reshape(())
+    f = (b * 0.5).astype(np.float32)
+    return scale * t + scale * np.sum(z * z) + scale * np.sum(f * f).astype(np.float64)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("scale", [1.5, -0.0, np.inf])
+def test_sums_over_every_axis_replay_as_the_rule(policy, scale):
+    """The plain functions a compiled block calls for ``np.sum`` over every axis give the
+    rule's values and cotangents bit for bit: the sum ``np.add.reduce``'s, each cotangent the
+    array the shadows made of the rule's broadcast (a -0.0 kept where it is the shadow, added
+    into zeros where a region's; an infinite one)."""
+    rng = np.random.default_rng(4)
+    calls = [(rng.standard_normal((4, 6)), rng.standard_normal((4, 6)), scale)
+             for _ in range(5)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # inf * 0 in the gradients, if any
+        replaying = replayed_like_traced(sums_of_every_kind, calls, policy, argnums=(0, 1))
+    from mutad.engines.replay import Function
+    special = [step for block in blocks(replaying) for step in block.steps
+               if type(step) is Function and str(step.primitive) == "np.sum"
+               and step.special is not None]
+    assert len(special) >= 4 and not replaying.reasons
+
+
 def rows_pinned(a, b):
     """Numbers assigned to a row of an array, between updates that read its rows: the row's
     cotangent is dropped from the flat shadow the block holds, and its bytes put back."""

@@ -1265,6 +1265,9 @@ class Function:
                     "    raise GuardFailed"]
             elif type(a) is Slot and place.shape == ():  # NumPy's scalar, as the 0-d array
                 args[i] = f"{code.bind(fresh_value)}({name})"  # it stands for (_arrays)
+                if self.special is not None:  # (a local, which back reads: kept)
+                    code.forward.append(f"a{k}_{i} = {args[i]}")
+                    args[i] = f"a{k}_{i}"
         special = self.special
         if special is not None:  # the rule's plain functions: its operands kept for back
             code.forward.append(f"y = {code.bind(special[0])}({', '.join(args)})")
@@ -1334,8 +1337,9 @@ class Function:
                 continue
             if adopted and type(place) is Buffer and place.c_contiguous and short(place):
                 add = code.add(place, f"g{i}")
-            elif place.whole or overlapping(place):
-                add = [f"shadows.add({code.bind(place)}, g{i})"]
+            elif place.whole or overlapping(place):  # (a plain back's array: its own)
+                owned = ", True" if self.special is not None else ""
+                add = [f"shadows.add({code.bind(place)}, g{i}{owned})"]
             else:  # (Shadows.add, for a region of elements apart: of a real one, the real
                 add = code.add_into(place, f"g{i}", always=False)  # part of a complex g)
                 if place.dtype.kind == "f":

@@ -59,6 +59,26 @@ def sum_(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     return y, lambda dy: (masked(expand(dy, shape, axis, keepdims), where),)
 
 
+def _sum_for(dims, kwargs):
+    """``(forward, back)`` of ``np.sum`` over every axis with no settings, as two plain
+    functions (a compiled replay calls them rather than the rule and the closure it makes):
+    ``np.add.reduce``, which ``np.sum`` calls, and the cotangent spread over the operand's
+    shape, an array of its own (the values of ``back``'s broadcast, which the shadows copy);
+    None otherwise."""
+    return None if kwargs else (_sum_all, _spread)
+
+
+def _sum_all(a):
+    return np.add.reduce(a, axis=None)
+
+
+def _spread(dy, a):
+    return (np.full(np.shape(a), dy, a.dtype),)
+
+
+sum_.specialized = _sum_for
+
+
 @defrule((np.add, "reduce"), leading=1)
 def add_reduce(a, axis=0, **kwargs):
     return sum_(a, axis, **kwargs)
