@@ -238,7 +238,7 @@ class Code:
                 return self.plus(local, g) if scalar_cotangents(buffer) else \
                     self.accumulate(buffer, local, g)
             self.live[buffer.key] = buffer
-            return [f"{local} = {g}"]
+            return [] if g == local else [f"{local} = {g}"]  # (made in it: _new_local)
         key = self.key(buffer)
         shadow = f"array({g})" if scalar_cotangents(buffer) else g
         return [f"x = get({key})", "if x is None:",

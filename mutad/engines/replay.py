@@ -632,6 +632,7 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
         scalar = scalar_cotangents(made)
     lines, rows = [], []
     shared = None if scalar or not owned else _shared_sum(code, lean)
+    named = set()  # the keys of the new local cotangents made in place of a g<j>
     for j, (_, partial, last, buffer, direct, summed) in enumerate(lean):
         g = f"g{j}"
         last = last and owned
@@ -662,13 +663,18 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
             elif buffer.key in code.live:
                 lines += code.plus(local, "dy") if scalar else \
                     code.accumulate(buffer, local, "dy")
-            else:  # (dy itself where the last input's local takes it too: Code.share)
-                lines.append(f"{g} = {'dy' if shared is not None else copy}")
+            elif shared is not None:  # dy itself, which the last input's local takes too
+                rows.append(("dy", buffer, False))
+            else:
+                g = _new_local(code, buffer, named, g)
+                lines.append(f"{g} = {copy}")
                 rows.append((g, buffer, False))
             continue
         if partial is ONE:
-            lines.append(f"{g} = dy")
-        elif scalar:  # times(dy, p): zero where a factor is, whatever the other (of two
+            rows.append(("dy", buffer, False))
+            continue
+        g = _new_local(code, buffer, named, g)
+        if scalar:  # times(dy, p): zero where a factor is, whatever the other (of two
             # factors not zero, the product is times's own, and computes no 0 * inf; a NaN
             # is computed again by the ufunc, which may choose another one: blocks)
             evaluate, p = _partial_value(code, partial, y, vals)
@@ -711,6 +717,17 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
     if shared is not None:
         code.share(*shared)
     return lines
+
+
+def _new_local(code, buffer, named, g):
+    """The name to make an input's cotangent in: the local of ``buffer``'s cotangent where it
+    is a new one (which ``Code.add`` then names as it is, with no line of its own), once per
+    step; else ``g``."""
+    local = code.cotangent(buffer) if type(buffer) is Buffer and buffer.c_contiguous else None
+    if local is None or buffer.key in code.live or buffer.key in named:
+        return g
+    named.add(buffer.key)
+    return local
 
 
 def _shared_sum(code, lean):
