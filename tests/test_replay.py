@@ -1472,6 +1472,34 @@ def test_sums_over_every_axis_replay_as_the_rule(policy, scale):
     assert len(special) >= 4 and not replaying.reasons
 
 
+def scaled_by_a_number(a, s):
+    """A float64 number ``s`` (0-d) times arrays: its cotangent the sum of products, which a
+    block takes as NumPy's scalar (``add.reduce`` of the products over every axis)."""
+    t = a * 1.0
+    for _ in range(3):
+        t = t * s + a
+    m = a.reshape(2, -1) * s
+    return np.sum(t * t) + np.sum(m * m)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("s", [0.75, -0.0, 0.0, np.inf])
+@pytest.mark.parametrize("infinite", [False, True])
+def test_a_numbers_summed_cotangent_replays_bit_for_bit(policy, s, infinite):
+    """The cotangent of a number broadcast over an array (a 1-d one, a 2-d one) is the sum
+    of its products over every axis, the same reduction as ``unbroadcast``'s: on arrays with
+    zeros of either sign and infinities (the masked products, signed zero sums, NaNs)."""
+    rng = np.random.default_rng(8)
+    calls = []
+    for _ in range(5):
+        a = rng.standard_normal(12)
+        a[[1, 4, 6]] = [0.0, -0.0, np.inf if infinite else 3.0]
+        calls.append((a, s))
+    replaying = replayed_like_traced(scaled_by_a_number, calls, policy, argnums=(0, 1))
+    assert blocks(replaying) and not replaying.reasons
+
+
 def rows_pinned(a, b):
     """Numbers assigned to a row of an array, between updates that read its rows: the row's
     cotangent is dropped from the flat shadow the block holds, and its bytes put back."""

@@ -80,6 +80,7 @@ def _number(y):
 
 
 HELPERS = {"number": _number, "product": _product, "multiply": np.multiply, "add": np.add,
+           "add_reduce": np.add.reduce,
            "copyto": np.copyto,
            "empty_like": np.empty_like, "array": np.array, "with_a_zero": _with_a_zero,
            "times_scalar": times_scalar, "isfinite": math.isfinite,

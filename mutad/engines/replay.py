@@ -640,13 +640,19 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
         if summed:  # a broadcast scalar: the product summed, as unbroadcast sums it
             if partial is ONE:
                 lines.append(f"{g} = {'dy' if last else copy}")
-            else:
+            else:  # (an operand, a number: as it is)
                 into = "dy" if last else "None"
-                lines += [f"p = {code.bind(partial)}({y}, {vals})",
-                          f"{g} = product(dy, p, {into})"]
-            total = f"{code.bind(unbroadcast)}({g}, ())"
-            lines.append(f"{g} = {total}[()]" if scalar_cotangents(buffer) else
-                         f"{g} = {total}")
+                evaluate, p = _partial_value(code, partial, y, vals)
+                lines += [*evaluate, f"{g} = product(dy, {p}, {into})"]
+            if scalar_cotangents(buffer) and made.shape != ():
+                # unbroadcast's sum over every axis of g (of made's shape), as the float64
+                # scalar it makes a 0-d array of, which the block holds as NumPy's scalar
+                axes = code.bind(tuple(range(len(made.shape))))
+                lines.append(f"{g} = add_reduce({g}, axis={axes})")
+            else:
+                total = f"{code.bind(unbroadcast)}({g}, ())"
+                lines.append(f"{g} = {total}[()]" if scalar_cotangents(buffer) else
+                             f"{g} = {total}")
             rows.append((g, buffer, False))
             continue
         if partial is ONE and not last and not direct:
