@@ -568,7 +568,7 @@ class Pure:
             dy = code.take(self.buffer)
             if dy is None:  # no cotangent reaches the value
                 return []
-            return [f"dy = {dy}", *self._lean_back(code, vals, y, owned=owned)]
+            return self._lean_back(code, vals, y, owned=owned, dy=dy)
         if self.buffer.key in code.unreached:
             return []
         key = code.key(self.buffer)
@@ -587,11 +587,11 @@ class Pure:
                 f"    {code.deopt(k, 'x')}",
                 f"dy = {dy}", *self._lean_back(code, vals, y)]
 
-    def _lean_back(self, code, vals, y, always=True, owned=True):
-        """The lean path of :meth:`back`, from ``dy`` on (``always``, ``owned``: see
+    def _lean_back(self, code, vals, y, always=True, owned=True, dy="dy"):
+        """The lean path of :meth:`back`, from ``dy`` on (``always``, ``owned``, ``dy``: see
         ``_lean_cotangents``)."""
         return _lean_cotangents(code, self.lean, self.buffer, vals, y, always=always,
-                                owned=owned)
+                                owned=owned, dy=dy)
 
 
 def _lean_inputs(rule, traced, inputs, made, scalar=True):
@@ -615,7 +615,8 @@ def _lean_inputs(rule, traced, inputs, made, scalar=True):
     return tuple(lean)
 
 
-def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=True):
+def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=True,
+                     dy="dy"):
     """Lines that accumulate the cotangent ``dy`` of ``made`` (the buffer an elementwise step
     made, the place a write wrote) into those of its inputs, as ``elementwise._small_cotangents``
     does, for the inputs ``lean`` (per traced input: its position, partial, whether it is the
@@ -627,7 +628,8 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
     a region's shadow they look up stays a local: ``Code.shadow``). ``owned``: whether
     ``dy`` is the step's own, to write into and hand over (not where another local cotangent
     holds its array too: ``Code.shares``); where it is not, each input's cotangent is made as
-    for an input that is not the last (a copy, a product into a new array)."""
+    for an input that is not the last (a copy, a product into a new array). ``dy``: the
+    name that holds it (a local cotangent the step took, read where it is)."""
     if scalar is None:
         scalar = scalar_cotangents(made)
     lines, rows = [], []
@@ -636,14 +638,14 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
     for j, (_, partial, last, buffer, direct, summed) in enumerate(lean):
         g = f"g{j}"
         last = last and owned
-        copy = "dy" if scalar else "dy.copy()"
+        copy = dy if scalar else f"{dy}.copy()"
         if summed:  # a broadcast scalar: the product summed, as unbroadcast sums it
             if partial is ONE:
-                lines.append(f"{g} = {'dy' if last else copy}")
+                lines.append(f"{g} = {dy if last else copy}")
             else:  # (an operand, a number: as it is)
-                into = "dy" if last else "None"
+                into = dy if last else "None"
                 evaluate, p = _partial_value(code, partial, y, vals)
-                lines += [*evaluate, f"{g} = product(dy, {p}, {into})"]
+                lines += [*evaluate, f"{g} = product({dy}, {p}, {into})"]
             if scalar_cotangents(buffer) and made.shape != ():
                 # unbroadcast's sum over every axis of g (of made's shape), as the float64
                 # scalar it makes a 0-d array of, which the block holds as NumPy's scalar
@@ -658,26 +660,26 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
         if partial is ONE and not last and not direct:
             # a region's shadow, made zero-filled if needed, takes dy as Shadows.add would
             # (an existing one as it is, a new one a copy added into its zeros)
-            lines += code.add_into(buffer, "dy", always)
+            lines += code.add_into(buffer, dy, always)
             continue
         if partial is ONE and not last:
             local = code.cotangent(buffer)
             if local is None:
                 lines += [f"x = get({code.key(buffer)})", "if x is not None:",
-                          "    x[1] += dy", f"    {g} = None", "else:", f"    {g} = {copy}"]
+                          f"    x[1] += {dy}", f"    {g} = None", "else:", f"    {g} = {copy}"]
                 rows.append((g, buffer, True))
             elif buffer.key in code.live:
-                lines += code.plus(local, "dy") if scalar else \
-                    code.accumulate(buffer, local, "dy")
+                lines += code.plus(local, dy) if scalar else \
+                    code.accumulate(buffer, local, dy)
             elif shared is not None:  # dy itself, which the last input's local takes too
-                rows.append(("dy", buffer, False))
+                rows.append((dy, buffer, False))
             else:
                 g = _new_local(code, buffer, named, g)
                 lines.append(f"{g} = {copy}")
                 rows.append((g, buffer, False))
             continue
         if partial is ONE:
-            rows.append(("dy", buffer, False))
+            rows.append((dy, buffer, False))
             continue
         g = _new_local(code, buffer, named, g)
         if scalar:  # times(dy, p): zero where a factor is, whatever the other (of two
@@ -685,31 +687,31 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
             # is computed again by the ufunc, which may choose another one: blocks)
             evaluate, p = _partial_value(code, partial, y, vals)
             # (by a number known now, finite and not zero, a zero dy's product is with_a_zero's)
-            product = (f"dy * {p}" if _finite_nonzero(code.constant(p)) else
-                       f"dy * {p} if dy and {p} else with_a_zero(dy, {p})")
+            product = (f"{dy} * {p}" if _finite_nonzero(code.constant(p)) else
+                       f"{dy} * {p} if {dy} and {p} else with_a_zero({dy}, {p})")
             lines += [*evaluate, f"{g} = {product}", f"if {g} != {g}:",
-                      f"    {g} = times_scalar(dy, {p})"]
+                      f"    {g} = times_scalar({dy}, {p})"]
         else:
-            into = ("dy" if last else "None" if made.shape != ()
-                    else "empty_like(dy)")  # dy * p gives a NumPy scalar for a 0-d dy
+            into = (dy if last else "None" if made.shape != ()
+                    else f"empty_like({dy})")  # dy * p gives a NumPy scalar for a 0-d dy
             evaluate, p = _partial_value(code, partial, y, vals)
             factor = code.arrays.get(p)  # an operand that is a finite nonzero float: its array
             if factor is None and _finite_nonzero(code.constant(p)):
                 factor = p  # a number known now: the operand of 2 * u, subtract's -1
             if factor is not None:  # needs no mask: the product (products.times, unmasked)
-                general = (f"dy * {factor}" if into == "None" else
-                           f"multiply(dy, {factor}, out={into})")
+                general = (f"{dy} * {factor}" if into == "None" else
+                           f"multiply({dy}, {factor}, out={into})")
             else:  # a finite nonzero Python number needs none either, nor an array of dy's
                 # shape, of at most one dimension, whose dot product with it is finite
                 # (products.unmasked's own questions; the array, the partial most steps have,
                 # asked first, and a short one's dot product BLAS's: _sum_of_products)
-                times = 'dy * p' if into == 'None' else f'multiply(dy, p, out={into})'
+                times = f'{dy} * p' if into == 'None' else f'multiply({dy}, p, out={into})'
                 dot = "vdot" if math.prod(made.shape) <= UNTHREADED else "sum_of_products"
                 array = (f"type(p) is ndarray and p.shape == {code.bind(made.shape)} and "
-                         f"isfinite({dot}(dy, p)) or " if len(made.shape) <= 1
+                         f"isfinite({dot}({dy}, p)) or " if len(made.shape) <= 1
                          and made.dtype == np.float64 else "")
                 general = (f"({times} if {array}(type(p) is float and isfinite(p) or "
-                           f"type(p) is int) and p else product(dy, p, {into}))")
+                           f"type(p) is int) and p else product({dy}, p, {into}))")
                 if p != "p":
                     evaluate.append(f"p = {p}")
             lines += [*evaluate, f"{g} = {general}"]
