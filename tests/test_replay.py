@@ -1500,6 +1500,30 @@ def test_a_numbers_summed_cotangent_replays_bit_for_bit(policy, s, infinite):
     assert blocks(replaying) and not replaying.reasons
 
 
+def outer_products(u, v, M):
+    """``np.outer`` (a block's plain functions: ``contractions._outer_for``) of vectors,
+    regions of a vector, a matrix it ravels and a number, and ``np.linalg.outer``."""
+    A = M * 1.0
+    for _ in range(2):
+        A += np.outer(u, v) + np.outer(u[::-1] * 0.5, M[0] * v)
+        A -= np.outer(M[:2, :2], v * 2.0) * 0.25
+        A *= np.linalg.outer(u * 0.1, v * 0.3) + np.outer(u[0] * 2.0, v).reshape(A.shape[1])
+    return np.sum(A * A)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_outer_products_replay_as_the_rule(policy):
+    rng = np.random.default_rng(17)
+    calls = [(rng.standard_normal(4), rng.standard_normal(6), rng.standard_normal((4, 6)))
+             for _ in range(5)]
+    replaying = replayed_like_traced(outer_products, calls, policy, argnums=(0, 1, 2))
+    from mutad.engines.replay import Function
+    special = [step for block in blocks(replaying) for step in block.steps
+               if type(step) is Function and "outer" in str(step.primitive)
+               and step.special is not None]
+    assert len(special) >= 4 and not replaying.reasons
+
+
 def rows_pinned(a, b):
     """Numbers assigned to a row of an array, between updates that read its rows: the row's
     cotangent is dropped from the flat shadow the block holds, and its bytes put back."""
