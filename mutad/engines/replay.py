@@ -1366,8 +1366,9 @@ class Function:
                 owned = ", True" if self.special is not None else ""
                 add = [f"shadows.add({code.bind(place)}, g{i}{owned})"]
             else:  # (Shadows.add, for a region of elements apart: of a real one, the real
-                add = code.add_into(place, f"g{i}", always=False)  # part of a complex g)
-                if place.dtype.kind == "f":
+                add = code.add_into(place, f"g{i}", always=False)  # part of a complex g;
+                if place.dtype.kind == "f" and self.special is None:  # a plain back's of
+                    # real operands, which emit guards, is real)
                     add = [f"g{i} = {code.bind(real_part_if)}({code.bind(place)}, g{i})", *add]
             lines += indent([f"g{i} = g[{i}]", f"if g{i} is not None:", *indent(add)], level)
         return lines
