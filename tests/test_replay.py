@@ -1441,35 +1441,46 @@ def test_a_sums_cotangent_shared_by_its_operands_locals(policy, read_c, reread, 
     assert any(duplicates) == (not read_c)
 
 
-def sums_of_every_kind(a, b, scale):
+def sums_of_every_kind(a, b, scale, read_d=True):
     """``np.sum`` over every axis (a block's plain functions: ``reductions._sum_for``) of a
     whole array, a region of one (its shadow added into), a transposed one, a 0-d one and a
-    float32 one, beside a sum over an axis (the rule), each cotangent ``scale`` (-0.0 too)."""
+    float32 one, beside a sum over an axis (the rule), each cotangent ``scale`` (-0.0 too);
+    then an array ``d`` of the sums' values that the loss reads only if ``read_d`` (where it
+    does not, the block's reverse pass finishes one step at a time, the sums' too)."""
     c = a * b
     t = np.sum(c) + np.sum(c[1:, ::2]) + np.sum((a * 2.0).T) + np.sum(np.sum(b, axis=1))
     z = (a[0, 0] * 3.0).reshape(())
     f = (b * 0.5).astype(np.float32)
-    return scale * t + scale * np.sum(z * z) + scale * np.sum(f * f).astype(np.float64)
+    d = np.zeros_like(a)
+    d[1:] = (a * t)[1:]
+    loss = scale * t + scale * np.sum(z * z) + scale * np.sum(f * f).astype(np.float64)
+    return loss + np.sum(d * d) if read_d else loss
 
 
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("scale", [1.5, -0.0, np.inf])
-def test_sums_over_every_axis_replay_as_the_rule(policy, scale):
+@pytest.mark.parametrize("read_d", [True, False])
+def test_sums_over_every_axis_replay_as_the_rule(policy, scale, read_d, monkeypatch):
     """The plain functions a compiled block calls for ``np.sum`` over every axis give the
     rule's values and cotangents bit for bit: the sum ``np.add.reduce``'s, each cotangent the
     array the shadows made of the rule's broadcast (a -0.0 kept where it is the shadow, added
     into zeros where a region's; an infinite one)."""
+    from mutad.engines.blocks import Block
+    from mutad.engines.replay import Function
+    deopts = []
+    deopt = Block.deopt
+    monkeypatch.setattr(Block, "deopt", lambda *a: (deopts.append(1), deopt(*a))[1])
     rng = np.random.default_rng(4)
-    calls = [(rng.standard_normal((4, 6)), rng.standard_normal((4, 6)), scale)
+    calls = [(rng.standard_normal((4, 6)), rng.standard_normal((4, 6)), scale, read_d)
              for _ in range(5)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # inf * 0 in the gradients, if any
         replaying = replayed_like_traced(sums_of_every_kind, calls, policy, argnums=(0, 1))
-    from mutad.engines.replay import Function
     special = [step for block in blocks(replaying) for step in block.steps
                if type(step) is Function and str(step.primitive) == "np.sum"
                and step.special is not None]
     assert len(special) >= 4 and not replaying.reasons
+    assert bool(deopts) == (not read_d)
 
 
 def scaled_by_a_number(a, s):

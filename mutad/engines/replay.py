@@ -1294,9 +1294,15 @@ class Function:
                     code.forward.append(f"a{k}_{i} = {args[i]}")
                     args[i] = f"a{k}_{i}"
         special = self.special
-        if special is not None:  # the rule's plain functions: its operands kept for back
+        if special is not None:  # the rule's plain functions: its operands kept for back,
+            # or what back reads of them, where the rule says (a sum's: not the operand)
             code.forward.append(f"y = {code.bind(special[0])}({', '.join(args)})")
-            code.records.append(tuple(code.keep(name) for name in args))
+            if len(special) > 2:
+                held = code.keep(f"held{k}")
+                code.forward.append(f"{held} = {code.bind(special[2])}({', '.join(args)})")
+                code.records.append((held,))
+            else:
+                code.records.append(tuple(code.keep(name) for name in args))
         else:
             kwargs = f", **{code.bind(self.kwargs)}" if self.kwargs else ""
             back = code.keep(f"back{k}")
@@ -1314,7 +1320,9 @@ class Function:
         """``(forward, back)``, plain functions that compute what the rule and its ``back``
         compute for operands of these dimensions, where the rule offers them
         (``rule.specialized(dims, kwargs)``) and every argument is a value of the program (a
-        traced one, or a constant array, whose dimensions ``emit`` guards); else None."""
+        traced one, or a constant array, whose dimensions ``emit`` guards); else None.
+        ``back(dy, *operands)``, or, where the offer has a third function ``held``,
+        ``back(dy, held(*operands))``: the operands need not live until the reverse pass."""
         offer = _offer(self.rule)
         if offer is None or not self.lean or self.dims is None \
                 or not all(type(a) is Slot for a in self.args):

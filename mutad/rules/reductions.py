@@ -60,20 +60,26 @@ def sum_(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
 
 
 def _sum_for(dims, kwargs):
-    """``(forward, back)`` of ``np.sum`` over every axis with no settings, as two plain
+    """``(forward, back, held)`` of ``np.sum`` over every axis with no settings, as plain
     functions (a compiled replay calls them rather than the rule and the closure it makes):
     ``np.add.reduce``, which ``np.sum`` calls, and the cotangent spread over the operand's
-    shape, an array of its own (the values of ``back``'s broadcast, which the shadows copy);
-    None otherwise."""
-    return None if kwargs else (_sum_all, _spread)
+    shape, an array of its own (the values of ``back``'s broadcast, which the shadows copy),
+    from what ``held`` keeps of the operand, its shape and dtype (as the rule's closure keeps
+    its shape, not the operand); None otherwise."""
+    return None if kwargs else (_sum_all, _spread, _layout)
 
 
 def _sum_all(a):
     return np.add.reduce(a, axis=None)
 
 
-def _spread(dy, a):
-    return (np.full(np.shape(a), dy, a.dtype),)
+def _layout(a):
+    return np.shape(a), a.dtype
+
+
+def _spread(dy, layout):
+    shape, dtype = layout
+    return (np.full(shape, dy, dtype),)
 
 
 sum_.specialized = _sum_for
