@@ -1392,6 +1392,149 @@ def test_slices_assigned_where_no_gradient_reaches_them(policy, read_c, monkeypa
     assert bool(deopts) == (not read_c)
 
 
+def fanned_out(x, w, read_c, reread):
+    """Sums of two values made by elementwise steps (``s + r``), whose cotangent becomes both
+    of theirs, one array (``blocks.Code.share``); ``s`` read again before the sum where
+    ``reread`` (its cotangent added into while shared), the steps that made them in either
+    order, and a value only an unread array ``c`` takes where not ``read_c`` (the block's
+    reverse pass leaves its lines while the two share)."""
+    c = np.zeros_like(x)
+    for j in range(4):
+        a = np.sqrt(x) * 0.5
+        b = x * (w * w)
+        s, r = (a, b) if j % 2 == 0 else (b, a)
+        q = (s if reread else x) * 3.0
+        c[1:-1] = q[1:-1]
+        t = s + r
+        x = t * 0.75
+    return np.sum(x * x) + (np.sum(c * c) if read_c else 0.0)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("read_c", [False, True])
+@pytest.mark.parametrize("reread", [False, True])
+def test_a_sums_cotangent_shared_by_its_operands_locals(policy, read_c, reread, monkeypatch):
+    """The two locals holding one array are neither written in place nor handed over while
+    both live (a product into a new array, a sum into a new array, a copy for each shadow
+    where the pass finishes one step at a time), with the traced gradients: on inputs where
+    ``sqrt``'s partial is infinite and a factor zero (the masked products) too."""
+    from mutad.engines.blocks import Block, Code
+    shared, duplicates = [], []
+    share, deopt = Code.share, Block.deopt
+    monkeypatch.setattr(Code, "share", lambda self, *a: (shared.append(1), share(self, *a)))
+
+    def deopting(self, shadows, kept, k, entry, keys, live):
+        duplicates.append(len({id(g) for g in live}) < len(live))
+        return deopt(self, shadows, kept, k, entry, keys, live)
+
+    monkeypatch.setattr(Block, "deopt", deopting)
+    rng = np.random.default_rng(21)
+    calls = []
+    for i in range(5):
+        x, w = rng.uniform(0.0, 2.0, 6), rng.standard_normal(6)
+        if i >= 3:
+            x[1], w[2] = 0.0, 0.0
+        calls.append((x, w, read_c, reread))
+    replaying = replayed_like_traced(fanned_out, calls, policy, argnums=(0, 1))
+    assert blocks(replaying) and shared and not replaying.reasons
+    assert any(duplicates) == (not read_c)
+
+
+def sums_of_every_kind(a, b, scale, read_d=True):
+    """``np.sum`` over every axis (a block's plain functions: ``reductions._sum_for``) of a
+    whole array, a region of one (its shadow added into), a transposed one, a 0-d one and a
+    float32 one, beside a sum over an axis (the rule), each cotangent ``scale`` (-0.0 too);
+    then an array ``d`` of the sums' values that the loss reads only if ``read_d`` (where it
+    does not, the block's reverse pass finishes one step at a time, the sums' too)."""
+    c = a * b
+    t = np.sum(c) + np.sum(c[1:, ::2]) + np.sum((a * 2.0).T) + np.sum(np.sum(b, axis=1))
+    z = (a[0, 0] * 3.0).reshape(())
+    f = (b * 0.5).astype(np.float32)
+    d = np.zeros_like(a)
+    d[1:] = (a * t)[1:]
+    loss = scale * t + scale * np.sum(z * z) + scale * np.sum(f * f).astype(np.float64)
+    return loss + np.sum(d * d) if read_d else loss
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("scale", [1.5, -0.0, np.inf])
+@pytest.mark.parametrize("read_d", [True, False])
+def test_sums_over_every_axis_replay_as_the_rule(policy, scale, read_d, monkeypatch):
+    """The plain functions a compiled block calls for ``np.sum`` over every axis give the
+    rule's values and cotangents bit for bit: the sum ``np.add.reduce``'s, each cotangent the
+    array the shadows made of the rule's broadcast (a -0.0 kept where it is the shadow, added
+    into zeros where a region's; an infinite one)."""
+    from mutad.engines.blocks import Block
+    from mutad.engines.replay import Function
+    deopts = []
+    deopt = Block.deopt
+    monkeypatch.setattr(Block, "deopt", lambda *a: (deopts.append(1), deopt(*a))[1])
+    rng = np.random.default_rng(4)
+    calls = [(rng.standard_normal((4, 6)), rng.standard_normal((4, 6)), scale, read_d)
+             for _ in range(5)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # inf * 0 in the gradients, if any
+        replaying = replayed_like_traced(sums_of_every_kind, calls, policy, argnums=(0, 1))
+    special = [step for block in blocks(replaying) for step in block.steps
+               if type(step) is Function and str(step.primitive) == "np.sum"
+               and step.special is not None]
+    assert len(special) >= 4 and not replaying.reasons
+    assert bool(deopts) == (not read_d)
+
+
+def scaled_by_a_number(a, s):
+    """A float64 number ``s`` (0-d) times arrays: its cotangent the sum of products, which a
+    block takes as NumPy's scalar (``add.reduce`` of the products over every axis)."""
+    t = a * 1.0
+    for _ in range(3):
+        t = t * s + a
+    m = a.reshape(2, -1) * s
+    return np.sum(t * t) + np.sum(m * m)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("s", [0.75, -0.0, 0.0, np.inf])
+@pytest.mark.parametrize("infinite", [False, True])
+def test_a_numbers_summed_cotangent_replays_bit_for_bit(policy, s, infinite):
+    """The cotangent of a number broadcast over an array (a 1-d one, a 2-d one) is the sum
+    of its products over every axis, the same reduction as ``unbroadcast``'s: on arrays with
+    zeros of either sign and infinities (the masked products, signed zero sums, NaNs)."""
+    rng = np.random.default_rng(8)
+    calls = []
+    for _ in range(5):
+        a = rng.standard_normal(12)
+        a[[1, 4, 6]] = [0.0, -0.0, np.inf if infinite else 3.0]
+        calls.append((a, s))
+    replaying = replayed_like_traced(scaled_by_a_number, calls, policy, argnums=(0, 1))
+    assert blocks(replaying) and not replaying.reasons
+
+
+def outer_products(u, v, M):
+    """``np.outer`` (a block's plain functions: ``contractions._outer_for``) of vectors,
+    regions of a vector, a matrix it ravels and a number, and ``np.linalg.outer``."""
+    A = M * 1.0
+    for _ in range(2):
+        A += np.outer(u, v) + np.outer(u[::-1] * 0.5, M[0] * v)
+        A -= np.outer(M[:2, :2], v * 2.0) * 0.25
+        A *= np.linalg.outer(u * 0.1, v * 0.3) + np.outer(u[0] * 2.0, v).reshape(A.shape[1])
+    return np.sum(A * A)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_outer_products_replay_as_the_rule(policy):
+    rng = np.random.default_rng(17)
+    calls = [(rng.standard_normal(4), rng.standard_normal(6), rng.standard_normal((4, 6)))
+             for _ in range(5)]
+    replaying = replayed_like_traced(outer_products, calls, policy, argnums=(0, 1, 2))
+    from mutad.engines.replay import Function
+    special = [step for block in blocks(replaying) for step in block.steps
+               if type(step) is Function and "outer" in str(step.primitive)
+               and step.special is not None]
+    assert len(special) >= 4 and not replaying.reasons
+
+
 def rows_pinned(a, b):
     """Numbers assigned to a row of an array, between updates that read its rows: the row's
     cotangent is dropped from the flat shadow the block holds, and its bytes put back."""

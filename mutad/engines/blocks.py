@@ -42,7 +42,7 @@ import threading
 
 import numpy as np
 
-from .products import ZERO, _sum_of_products, times, times_scalar, unmasked
+from .products import ZERO, _sum_of_products, _vdot, times, times_scalar, unmasked
 from ..core.tape import Tape
 
 TEMPLATES = collections.OrderedDict()
@@ -80,10 +80,11 @@ def _number(y):
 
 
 HELPERS = {"number": _number, "product": _product, "multiply": np.multiply, "add": np.add,
+           "add_reduce": np.add.reduce,
            "copyto": np.copyto,
            "empty_like": np.empty_like, "array": np.array, "with_a_zero": _with_a_zero,
            "times_scalar": times_scalar, "isfinite": math.isfinite,
-           "sum_of_products": _sum_of_products, "ndarray": np.ndarray}
+           "sum_of_products": _sum_of_products, "vdot": _vdot, "ndarray": np.ndarray}
 
 
 class Code:
@@ -114,6 +115,8 @@ class Code:
         self.shadows = {}  # a place's layout -> the local holding ``shadows.of(place)``
         self.views = 0  # the locals of shadows named so far
         self.arrays = {}  # the name of a finite nonzero float -> that of the same float64 0-d array
+        self.makers = {}  # buffer key -> the step of the block that makes it
+        self.sharing = {}  # buffer key -> that of the other local cotangent holding its array
 
     def bind(self, value, kind=None):
         """The name of a constant: an object, or the number ``value`` of ``kind`` (a slot, a
@@ -194,10 +197,37 @@ class Code:
 
     def take(self, buffer):
         """The local cotangent of a value the block made, for the step that made it (no other
-        step touches it after), or None if none reaches it: then the step has nothing to do."""
+        step touches it after), or None if none reaches it: then the step has nothing to do.
+        (Whether another local holds its array too: :meth:`shares`, asked first.)"""
         if self.live.pop(buffer.key, None) is None:
             return None
+        self.unshare(buffer.key)  # the other holds it alone from here on
         return self.cotangent(buffer)
+
+    def shares(self, buffer):
+        """Whether ``buffer``'s local cotangent holds the array another local cotangent holds
+        (:meth:`share`): then neither may be written in place, nor handed over."""
+        return buffer.key in self.sharing
+
+    def share(self, first, second):
+        """The local cotangents of the buffers ``first`` and ``second`` become one array, the
+        ``dy`` of an elementwise step whose partials in both are one (``a + b``), in place of
+        a copy for one of them. Only where both are made by steps whose reverse lines heed
+        :meth:`shares` (the lean elementwise ones: ``replay.Pure``)."""
+        self.sharing[first.key], self.sharing[second.key] = second.key, first.key
+
+    def unshare(self, key):
+        other = self.sharing.pop(key, None)
+        if other is not None:
+            del self.sharing[other]
+
+    def accumulate(self, buffer, local, g):
+        """Lines for ``local += g``, ``local`` the live local cotangent of ``buffer`` holding
+        an array: into a new array where it shares its array (:meth:`shares`), the same sum."""
+        if buffer.key not in self.sharing:
+            return [f"{local} += {g}"]
+        self.unshare(buffer.key)
+        return [f"{local} = {local} + {g}"]
 
     def add(self, buffer, g):
         """Lines that accumulate the array ``g``, which nothing else holds, into ``buffer``'s
@@ -206,9 +236,10 @@ class Code:
         local = self.cotangent(buffer)
         if local is not None:
             if buffer.key in self.live:
-                return self.plus(local, g) if scalar_cotangents(buffer) else [f"{local} += {g}"]
+                return self.plus(local, g) if scalar_cotangents(buffer) else \
+                    self.accumulate(buffer, local, g)
             self.live[buffer.key] = buffer
-            return [f"{local} = {g}"]
+            return [] if g == local else [f"{local} = {g}"]  # (made in it: _new_local)
         key = self.key(buffer)
         shadow = f"array({g})" if scalar_cotangents(buffer) else g
         return [f"x = get({key})", "if x is None:",
@@ -404,6 +435,7 @@ class Block:
         self.outputs = [None if buffer is None else buffer.key for buffer in made]
         self.buffers = {buffer.key: buffer for buffer in made if buffer is not None}
         code = Code(internal, unreached, guarded, shared)
+        code.makers = {key: step for key, step in zip(self.outputs, steps) if key is not None}
         for k, step in enumerate(steps):
             step.emit(code, k)
         for k in reversed(range(len(steps))):
@@ -427,9 +459,13 @@ class Block:
         entries = shadows.entries
         if entry is not None:
             entries[self.outputs[k]] = entry
+        held = set()  # two locals may hold one array (Code.share): each shadow its own
         for key, g in zip(keys, live, strict=True):
-            entries[key] = [self.buffers[key], g if type(g) is np.ndarray else np.array(g),
-                            None, None]
+            g = g if type(g) is np.ndarray else np.array(g)
+            if id(g) in held:
+                g = g.copy()
+            held.add(id(g))
+            entries[key] = [self.buffers[key], g, None, None]
         for j in reversed(range(k + 1)):
             self.steps[j].back(shadows, *(self._named(name, kept) for name in self.records[j]))
 

@@ -90,7 +90,7 @@ from .elementwise import (ASSIGNMENT, SHORT, Elementwise, differentiable, elemen
                           elementwise_kept, read_by_partials, short, unbroadcast)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE
-from .products import times
+from .products import UNTHREADED, times
 from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
                         recomputable, small)
 from .inplace import apart_from, on_constants, record_write, target_position
@@ -566,10 +566,11 @@ class Pure:
         vals, y = code.records[k]
         vals = ", ".join(vals)
         if self.buffer.key in code.internal:
+            owned = not code.shares(self.buffer)
             dy = code.take(self.buffer)
             if dy is None:  # no cotangent reaches the value
                 return []
-            return [f"dy = {dy}", *self._lean_back(code, vals, y)]
+            return self._lean_back(code, vals, y, owned=owned, dy=dy)
         if self.buffer.key in code.unreached:
             return []
         key = code.key(self.buffer)
@@ -588,10 +589,11 @@ class Pure:
                 f"    {code.deopt(k, 'x')}",
                 f"dy = {dy}", *self._lean_back(code, vals, y)]
 
-    def _lean_back(self, code, vals, y, always=True):
-        """The lean path of :meth:`back`, from ``dy`` on (``always``: see
+    def _lean_back(self, code, vals, y, always=True, owned=True, dy="dy"):
+        """The lean path of :meth:`back`, from ``dy`` on (``always``, ``owned``, ``dy``: see
         ``_lean_cotangents``)."""
-        return _lean_cotangents(code, self.lean, self.buffer, vals, y, always=always)
+        return _lean_cotangents(code, self.lean, self.buffer, vals, y, always=always,
+                                owned=owned, dy=dy)
 
 
 def _lean_inputs(rule, traced, inputs, made, scalar=True):
@@ -615,7 +617,8 @@ def _lean_inputs(rule, traced, inputs, made, scalar=True):
     return tuple(lean)
 
 
-def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
+def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=True,
+                     dy="dy"):
     """Lines that accumulate the cotangent ``dy`` of ``made`` (the buffer an elementwise step
     made, the place a write wrote) into those of its inputs, as ``elementwise._small_cotangents``
     does, for the inputs ``lean`` (per traced input: its position, partial, whether it is the
@@ -624,73 +627,94 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
     inputs and the output the partials read. For a float64 scalar, the same arithmetic on
     NumPy's scalars, which need no copies (``scalar``: None, as ``blocks`` holds a cotangent
     of ``made``). ``always``: the lines run whenever the block's reverse pass reaches them (so
-    a region's shadow they look up stays a local: ``Code.shadow``)."""
+    a region's shadow they look up stays a local: ``Code.shadow``). ``owned``: whether
+    ``dy`` is the step's own, to write into and hand over (not where another local cotangent
+    holds its array too: ``Code.shares``); where it is not, each input's cotangent is made as
+    for an input that is not the last (a copy, a product into a new array). ``dy``: the
+    name that holds it (a local cotangent the step took, read where it is)."""
     if scalar is None:
         scalar = scalar_cotangents(made)
     lines, rows = [], []
+    shared = None if scalar or not owned else _shared_sum(code, lean)
+    named = set()  # the keys of the new local cotangents made in place of a g<j>
     for j, (_, partial, last, buffer, direct, summed) in enumerate(lean):
         g = f"g{j}"
-        copy = "dy" if scalar else "dy.copy()"
+        last = last and owned
+        copy = dy if scalar else f"{dy}.copy()"
         if summed:  # a broadcast scalar: the product summed, as unbroadcast sums it
             if partial is ONE:
-                lines.append(f"{g} = {'dy' if last else copy}")
+                lines.append(f"{g} = {dy if last else copy}")
+            else:  # (an operand, a number: as it is)
+                into = dy if last else "None"
+                evaluate, p = _partial_value(code, partial, y, vals)
+                lines += [*evaluate, f"{g} = product({dy}, {p}, {into})"]
+            if scalar_cotangents(buffer) and made.shape != ():
+                # unbroadcast's sum over every axis of g (of made's shape), as the float64
+                # scalar it makes a 0-d array of, which the block holds as NumPy's scalar
+                axes = code.bind(tuple(range(len(made.shape))))
+                lines.append(f"{g} = add_reduce({g}, axis={axes})")
             else:
-                into = "dy" if last else "None"
-                lines += [f"p = {code.bind(partial)}({y}, {vals})",
-                          f"{g} = product(dy, p, {into})"]
-            total = f"{code.bind(unbroadcast)}({g}, ())"  # NumPy's scalar: a sum of all
-            lines.append(f"{g} = {total}[()]" if scalar_cotangents(buffer) else
-                         f"{g} = {code.bind(np.asarray)}({total})")  # else the 0-d array
-            # a block holds for a 0-d buffer (a later product may write into it: out=dy)
+                total = f"{code.bind(unbroadcast)}({g}, ())"  # NumPy's scalar: a sum of all
+                lines.append(f"{g} = {total}[()]" if scalar_cotangents(buffer) else
+                             f"{g} = {code.bind(np.asarray)}({total})")  # else the 0-d array
+                # a block holds for a 0-d buffer (a later product may write into it: out=dy)
             rows.append((g, buffer, False))
             continue
         if partial is ONE and not last and not direct:
             # a region's shadow, made zero-filled if needed, takes dy as Shadows.add would
             # (an existing one as it is, a new one a copy added into its zeros)
-            lines += code.add_into(buffer, "dy", always)
+            lines += code.add_into(buffer, dy, always)
             continue
         if partial is ONE and not last:
             local = code.cotangent(buffer)
             if local is None:
                 lines += [f"x = get({code.key(buffer)})", "if x is not None:",
-                          "    x[1] += dy", f"    {g} = None", "else:", f"    {g} = {copy}"]
+                          f"    x[1] += {dy}", f"    {g} = None", "else:", f"    {g} = {copy}"]
                 rows.append((g, buffer, True))
             elif buffer.key in code.live:
-                lines += code.plus(local, "dy") if scalar else [f"{local} += dy"]
+                lines += code.plus(local, dy) if scalar else \
+                    code.accumulate(buffer, local, dy)
+            elif shared is not None:  # dy itself, which the last input's local takes too
+                rows.append((dy, buffer, False))
             else:
+                g = _new_local(code, buffer, named, g)
                 lines.append(f"{g} = {copy}")
                 rows.append((g, buffer, False))
             continue
         if partial is ONE:
-            lines.append(f"{g} = dy")
-        elif scalar:  # times(dy, p): zero where a factor is, whatever the other (of two
+            rows.append((dy, buffer, False))
+            continue
+        g = _new_local(code, buffer, named, g)
+        if scalar:  # times(dy, p): zero where a factor is, whatever the other (of two
             # factors not zero, the product is times's own, and computes no 0 * inf; a NaN
             # is computed again by the ufunc, which may choose another one: blocks)
             evaluate, p = _partial_value(code, partial, y, vals)
             # (by a number known now, finite and not zero, a zero dy's product is with_a_zero's)
-            product = (f"dy * {p}" if _finite_nonzero(code.constant(p)) else
-                       f"dy * {p} if dy and {p} else with_a_zero(dy, {p})")
+            product = (f"{dy} * {p}" if _finite_nonzero(code.constant(p)) else
+                       f"{dy} * {p} if {dy} and {p} else with_a_zero({dy}, {p})")
             lines += [*evaluate, f"{g} = {product}", f"if {g} != {g}:",
-                      f"    {g} = times_scalar(dy, {p})"]
+                      f"    {g} = times_scalar({dy}, {p})"]
         else:
-            into = ("dy" if last else "None" if made.shape != ()
-                    else "empty_like(dy)")  # dy * p gives a NumPy scalar for a 0-d dy
+            into = (dy if last else "None" if made.shape != ()
+                    else f"empty_like({dy})")  # dy * p gives a NumPy scalar for a 0-d dy
             evaluate, p = _partial_value(code, partial, y, vals)
             factor = code.arrays.get(p)  # an operand that is a finite nonzero float: its array
             if factor is None and _finite_nonzero(code.constant(p)):
                 factor = p  # a number known now: the operand of 2 * u, subtract's -1
             if factor is not None:  # needs no mask: the product (products.times, unmasked)
-                general = (f"dy * {factor}" if into == "None" else
-                           f"multiply(dy, {factor}, out={into})")
+                general = (f"{dy} * {factor}" if into == "None" else
+                           f"multiply({dy}, {factor}, out={into})")
             else:  # a finite nonzero Python number needs none either, nor an array of dy's
                 # shape, of at most one dimension, whose dot product with it is finite
-                # (products.unmasked's own questions)
-                times = 'dy * p' if into == 'None' else f'multiply(dy, p, out={into})'
+                # (products.unmasked's own questions; the array, the partial most steps have,
+                # asked first, and a short one's dot product BLAS's: _sum_of_products)
+                times = f'{dy} * p' if into == 'None' else f'multiply({dy}, p, out={into})'
+                dot = "vdot" if math.prod(made.shape) <= UNTHREADED else "sum_of_products"
                 array = (f"type(p) is ndarray and p.shape == {code.bind(made.shape)} and "
-                         "isfinite(sum_of_products(dy, p)) or " if len(made.shape) <= 1
+                         f"isfinite({dot}({dy}, p)) or " if len(made.shape) <= 1
                          and made.dtype == np.float64 else "")
-                general = (f"({times} if (type(p) is float and isfinite(p) or type(p) is int)"
-                           f" and p or {array}False else product(dy, p, {into}))")
+                general = (f"({times} if {array}(type(p) is float and isfinite(p) or "
+                           f"type(p) is int) and p else product({dy}, p, {into}))")
                 if p != "p":
                     evaluate.append(f"p = {p}")
             lines += [*evaluate, f"{g} = {general}"]
@@ -707,7 +731,37 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True):
         else:  # a region: Shadows.add of an array nothing else holds
             add = code.add_into(buffer, g, always and not optional)
         lines += [f"if {g} is not None:", *indent(add)] if optional else add
+    if shared is not None:
+        code.share(*shared)
     return lines
+
+
+def _new_local(code, buffer, named, g):
+    """The name to make an input's cotangent in: the local of ``buffer``'s cotangent where it
+    is a new one (which ``Code.add`` then names as it is, with no line of its own), once per
+    step; else ``g``."""
+    local = code.cotangent(buffer) if type(buffer) is Buffer and buffer.c_contiguous else None
+    if local is None or buffer.key in code.live or buffer.key in named:
+        return g
+    named.add(buffer.key)
+    return local
+
+
+def _shared_sum(code, lean):
+    """The buffers of the two inputs of a step whose partials in both are one (``a + b``),
+    where the cotangent ``dy`` may become both of their local cotangents, one array
+    (``Code.share``): new locals of two buffers, each made by a lean elementwise step of the
+    block (whose lines heed ``Code.shares``), neither a broadcast scalar; else None."""
+    if len(lean) != 2:
+        return None
+    buffers = []
+    for _, partial, _, buffer, direct, summed in lean:
+        if partial is not ONE or not direct or summed or code.cotangent(buffer) is None \
+                or buffer.key in code.live or type(code.makers.get(buffer.key)) is not Pure \
+                or code.makers[buffer.key].lean is None:
+            return None
+        buffers.append(buffer)
+    return None if buffers[0].key == buffers[1].key else buffers
 
 
 def _partial_value(code, partial, y, vals):
@@ -1245,10 +1299,19 @@ class Function:
                     "    raise GuardFailed"]
             elif type(a) is Slot and place.shape == ():  # NumPy's scalar, as the 0-d array
                 args[i] = f"{code.bind(fresh_value)}({name})"  # it stands for (_arrays)
+                if self.special is not None:  # (a local, which back reads: kept)
+                    code.forward.append(f"a{k}_{i} = {args[i]}")
+                    args[i] = f"a{k}_{i}"
         special = self.special
-        if special is not None:  # the rule's plain functions: its operands kept for back
+        if special is not None:  # the rule's plain functions: its operands kept for back,
+            # or what back reads of them, where the rule says (a sum's: not the operand)
             code.forward.append(f"y = {code.bind(special[0])}({', '.join(args)})")
-            code.records.append(tuple(code.keep(name) for name in args))
+            if len(special) > 2:
+                held = code.keep(f"held{k}")
+                code.forward.append(f"{held} = {code.bind(special[2])}({', '.join(args)})")
+                code.records.append((held,))
+            else:
+                code.records.append(tuple(code.keep(name) for name in args))
         else:
             kwargs = f", **{code.bind(self.kwargs)}" if self.kwargs else ""
             back = code.keep(f"back{k}")
@@ -1266,7 +1329,9 @@ class Function:
         """``(forward, back)``, plain functions that compute what the rule and its ``back``
         compute for operands of these dimensions, where the rule offers them
         (``rule.specialized(dims, kwargs)``) and every argument is a value of the program (a
-        traced one, or a constant array, whose dimensions ``emit`` guards); else None."""
+        traced one, or a constant array, whose dimensions ``emit`` guards); else None.
+        ``back(dy, *operands)``, or, where the offer has a third function ``held``,
+        ``back(dy, held(*operands))``: the operands need not live until the reverse pass."""
         offer = _offer(self.rule)
         if offer is None or not self.lean or self.dims is None \
                 or not all(type(a) is Slot for a in self.args):
@@ -1314,11 +1379,13 @@ class Function:
                 continue
             if adopted and type(place) is Buffer and place.c_contiguous and short(place):
                 add = code.add(place, f"g{i}")
-            elif place.whole or overlapping(place):
-                add = [f"shadows.add({code.bind(place)}, g{i})"]
+            elif place.whole or overlapping(place):  # (a plain back's array: its own)
+                owned = ", True" if self.special is not None else ""
+                add = [f"shadows.add({code.bind(place)}, g{i}{owned})"]
             else:  # (Shadows.add, for a region of elements apart: of a real one, the real
-                add = code.add_into(place, f"g{i}", always=False)  # part of a complex g)
-                if place.dtype.kind == "f":
+                add = code.add_into(place, f"g{i}", always=False)  # part of a complex g;
+                if place.dtype.kind == "f" and self.special is None:  # a plain back's of
+                    # real operands, which emit guards, is real)
                     add = [f"g{i} = {code.bind(real_part_if)}({code.bind(place)}, g{i})", *add]
             lines += indent([f"g{i} = g[{i}]", f"if g{i} is not None:", *indent(add)], level)
         return lines

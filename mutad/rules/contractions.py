@@ -279,11 +279,24 @@ def outer(a, b):
     y = np.outer(a, b)
 
     def back(dy):
-        da = np.reshape(dy @ np.ravel(b), np.shape(a))
-        db = np.reshape(np.ravel(a) @ dy, np.shape(b))
-        return da, db
+        return _outer_back(dy, a, b)
 
     return y, back
+
+
+def _outer_back(dy, a, b):
+    da = np.reshape(dy @ np.ravel(b), np.shape(a))
+    db = np.reshape(np.ravel(a) @ dy, np.shape(b))
+    return da, db
+
+
+def _outer_for(dims, kwargs):
+    """``(forward, back)`` of np.outer as plain functions, for a compiled replay (as
+    :func:`_matmul_for`): ``np.outer`` and ``_outer_back(dy, a, b)``, what ``back`` returns."""
+    return None if kwargs else (np.outer, _outer_back)
+
+
+outer.specialized = _outer_for
 
 
 defmultilinear(np.outer, np.linalg.outer, operands=(0, 1))

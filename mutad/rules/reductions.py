@@ -59,6 +59,32 @@ def sum_(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     return y, lambda dy: (masked(expand(dy, shape, axis, keepdims), where),)
 
 
+def _sum_for(dims, kwargs):
+    """``(forward, back, held)`` of ``np.sum`` over every axis with no settings, as plain
+    functions (a compiled replay calls them rather than the rule and the closure it makes):
+    ``np.add.reduce``, which ``np.sum`` calls, and the cotangent spread over the operand's
+    shape, an array of its own (the values of ``back``'s broadcast, which the shadows copy),
+    from what ``held`` keeps of the operand, its shape and dtype (as the rule's closure keeps
+    its shape, not the operand); None otherwise."""
+    return None if kwargs else (_sum_all, _spread, _layout)
+
+
+def _sum_all(a):
+    return np.add.reduce(a, axis=None)
+
+
+def _layout(a):
+    return np.shape(a), a.dtype
+
+
+def _spread(dy, layout):
+    shape, dtype = layout
+    return (np.full(shape, dy, dtype),)
+
+
+sum_.specialized = _sum_for
+
+
 @defrule((np.add, "reduce"), leading=1)
 def add_reduce(a, axis=0, **kwargs):
     return sum_(a, axis, **kwargs)
