@@ -313,6 +313,17 @@ def no_rule(func, forward=False, reverse_rule=False):
         "functions mutad differentiates.")
 
 
+def differentiated_keyword(name, key, kind):
+    """The error the engines raise when a value carrying a derivative (``kind``: a traced
+    array, a dual) reaches a function as keyword argument ``key``: keyword arguments are read
+    as settings, so its derivative would be lost. One wording for both modes; whether ``key``
+    may be given positionally depends on the function, so both ways out are named."""
+    return UnsupportedOperationError(
+        f"{name}: the {kind} passed as keyword argument {key}= cannot be differentiated "
+        f"(mutad differentiates a function's positional arguments). Pass it positionally "
+        f"where {name} takes it so, or, if its derivative is not wanted, pass "
+        f"mutad.stop_gradient of it.")
+
 # Public as mutad.errors (the face that re-exports them): named so in tracebacks, the
 # documentation and pickles (an error raised on a Dask worker reaches the caller).
 for _name in __all__:

@@ -34,8 +34,8 @@ from ..core.errors import (
     RuleError,
     UnsupportedArrayError,
     UnsupportedFunctionError,
-    UnsupportedOperationError,
     UntracedWriteError,
+    differentiated_keyword,
     function_name,
     no_rule,
 )
@@ -628,9 +628,7 @@ def _split_call(name, args, kwargs, level):
             if type(value) is Dual and value.constant():
                 kwargs[key] = value.value
                 continue
-            raise UnsupportedOperationError(
-                f"{name}: the dual passed as keyword argument {key}= cannot be differentiated; "
-                "pass it positionally.")
+            raise differentiated_keyword(name, key, "dual")
     # Python's numbers as NumPy's function would take them; in a list, arrays
     numbers = any(type(x) is Dual and x.weak for x in args) and weak_beside_arrays(args)
     pairs = [split(x, level, numbers) if type(x) is Dual else split(x, level, False)

@@ -29,7 +29,8 @@ from ..core.devices import is_device
 from ..core.debug import SKIPPED
 from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, Elementwise, Rerun, differentiable,
                           elementwise_kept, read_by_partials, write_kept, write_pullback)
-from ..core.errors import RuleError, UnsupportedOperationError, function_name, no_rule
+from ..core.errors import (RuleError, UnsupportedOperationError, differentiated_keyword,
+                           function_name, no_rule)
 from .inplace import (_destination, _rule_restores, apart_from, check_destination, on_constants,
                       record_write, target_position, write_constant)
 from .recompute import SMALL, Tracked, flat, keeps_memory, small
@@ -148,9 +149,7 @@ def _keyword_values(name, kwargs, tape):
     for key, value in kwargs.items():
         if type(value) is Traced and value.tape is tape:
             if not value.buffer.constant:
-                raise UnsupportedOperationError(
-                    f"{name}: the traced array passed as keyword argument {key}= cannot be "
-                    "differentiated; pass it positionally.")
+                raise differentiated_keyword(name, key, "traced array")
             value.buffer.read = True
             values = dict(values) if values is kwargs else values
             values[key] = value.value
