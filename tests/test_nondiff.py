@@ -97,3 +97,35 @@ def test_einsum_path_plans_a_contraction_that_einsum_then_follows():
     from cases import replays_as_traced
     replays_as_traced(f, [(x,), (np.array([1.5, 0.25, -2.0, 0.75]),)])
     assert x.tobytes() == saved
+
+
+def test_text_of_traced_values_is_numpys_in_both_modes_and_replayed():
+    """Regression: np.array2string, array_repr and array_str of a traced array (a program
+    logging its state) were refused as functions without a rule; their text is NumPy's, and
+    the program is differentiated through its other operations, replayed as traced."""
+    shown = []
+
+    def state(x):
+        u = x * 1.0
+        u[1:] += 0.5 * u[:-1]
+        return u
+
+    def text(u):
+        return np.array2string(u, precision=3) + np.array_repr(u[1:3]) + np.array_str(u)
+
+    def f(x):
+        u = state(x)
+        shown.append(text(u))
+        return (u * u).sum()
+
+    x = np.array([0.7, -1.3, 2.2])
+    mutad.check_grads(f, x)
+    mutad.check_jvp(f, x)
+    shown.clear()
+    mutad.gradient(f, x)
+    mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert shown == [text(state(x))] * 2
+    replaying = replayed_like_traced(f, [(x * s,) for s in (1.0, 2.0, -1.0, 3.0)])
+    shown.clear()
+    replaying(x * 5.0)  # a replayed call logs its own state
+    assert shown == [text(state(x * 5.0))]

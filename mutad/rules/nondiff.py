@@ -30,4 +30,6 @@ nondifferentiable(
     # memory queries, and indices of an array's diagonal and triangles
     np.shares_memory, np.may_share_memory, np.diag_indices_from, np.tril_indices_from,
     np.triu_indices_from,
+    # text: what a program prints or logs of its values
+    np.array2string, np.array_repr, np.array_str,
 )
