@@ -2497,12 +2497,41 @@ class Recorder:
         return None
 
     def on_constants(self, call, args, kwargs, tape, written):
-        if any(type(t) is Traced or isinstance(t, np.ndarray) for t in written):
-            self.refuse("a function that may write into its arguments")
+        targets = {id(t): t for t in written if type(t) is Traced or isinstance(t, np.ndarray)}
+        if targets:
+            return self._constants_written(call, args, kwargs, tape, written, *targets.values())
         y = self._run(on_constants, call, args, kwargs, tape, written)
         depends = self.depends((*args, kwargs))
         y = self.derive(y, depends)
         self.steps.append(Call(call, self.spec(args), self.spec(kwargs), self.outputs(y, depends)))
+        return y
+
+    def _constants_written(self, call, args, kwargs, tape, written, target, *others):
+        """A function of constants writing into ``target``, a constant array of the program
+        (``np.fill_diagonal(A, v)``, ``np.put``, ``np.copyto`` into an array allocated in the
+        function): redone as a :class:`ConstantWrite` of the call, as ``a[k] = c`` and
+        ``np.add(a, c, out=a)`` are, its bytes saved first where a record read them
+        (``inplace.on_constants``). Into an array the program does not follow, into several,
+        or a call that returns a value too: refused."""
+        if others or type(target) is not Traced or target.tape is not tape \
+                or not target.buffer.constant:
+            self.refuse("a function that may write into its arguments")
+        before = len(tape.records)
+        y = self._run(on_constants, call, args, kwargs, tape, written)
+        if self.reason is not None:
+            return y
+        if y is not None:
+            self.refuse("a function that writes into an array and returns a value")
+            return y
+        slot = self.spec(target)
+        if type(slot) is not Slot:
+            self.refuse("a write into an array the recording has not bound")
+            return y
+        self.derive(target, self.depends((args, kwargs)))
+        new = tape.records[before:]
+        self.steps.append(ConstantWrite(_calling(call), slot.index,
+                                        (self.spec(args), self.spec(kwargs)),
+                                        new[0].written if new else None, None))
         return y
 
     def nondiff(self, function, args, kwargs):
@@ -2614,6 +2643,14 @@ class Recorder:
 def _ufunc_into(ufunc, settings):
     def write(target, *args):
         ufunc(*args, out=target, **settings)
+    return write
+
+
+def _calling(function):
+    """A :class:`ConstantWrite`'s ``write`` of a call that writes into one of its own
+    arguments: the target is among them."""
+    def write(target, args, kwargs):
+        function(*args, **kwargs)
     return write
 
 
