@@ -178,11 +178,29 @@ def _with_non_finite_values(x):
     lambda x: np.sinc(x[1:]) * np.sinc(x[:-1]),
     lambda x: np.nan_to_num(_with_non_finite_values(x), posinf=5.0) * x,
     lambda x: np.nan_to_num(_with_non_finite_values(x), nan=-2.0, posinf=3.0) + np.sinc(x),
-], ids=["sinc", "sinc-product", "nan_to_num", "nan_to_num-nan"])
+    lambda x: np.i0(x) * x,
+], ids=["sinc", "sinc-product", "nan_to_num", "nan_to_num-nan", "i0"])
 def test_elementwise_functions_that_are_not_ufuncs_second_derivatives(program, policy):
     # 1e-4 and 0 sit where sinc's derivative switches to its Taylor series.
     x = np.array([-1.3, 0.4, 2.2, 1e-4, 0.0, -2.6, 1.5])
     mutad.check_grads(curved(program), x, policy=policy, order=2)
+
+
+def test_i0_and_sort_complex_are_numpys_in_both_modes():
+    """Regression: np.i0 and np.sort_complex (NumPy's Python functions, not ufuncs) were
+    refused as functions without a rule. Values NumPy's bit for bit, float32 included (i0
+    keeps it; sort_complex casts real values to complex128 as NumPy does)."""
+    x = np.array([-1.3, 0.4, 2.2, 0.9, 0.1, -2.6, 1.5])  # apart: no order changes within a step
+    programs = [lambda x: np.i0(x) * x,
+                lambda x: np.abs(np.sort_complex(x[:3] + 1j * x[4:]) * np.array([1, 3j, 2])) ** 2,
+                lambda x: np.sort_complex(x).real * np.arange(7.0),
+                lambda x: np.sort_complex(x[::-1] * (1 + 2j)).imag]
+    for program in programs:
+        mutad.check_grads(lambda x: program(x).sum(), x)
+        mutad.check_jvp(program, x)
+        for dtype in (np.float64, np.float32):
+            value = mutad.value_and_grad(lambda x: program(x.astype(dtype)).sum())(x)[0]
+            assert value == program(x.astype(dtype)).sum()
 
 
 @pytest.mark.parametrize("policy", POLICIES)

@@ -12,6 +12,7 @@ reverse pass restored them.
 """
 
 import numpy as np
+import scipy.special
 
 from ..core.devices import is_device, namespace
 from ..core.errors import UnsupportedOperationError
@@ -347,6 +348,33 @@ def sinc_jvp(tangents, x):
 
 
 holomorphic(np.sinc)  # the series and the quotient hold for complex x
+
+
+@defrule(np.i0)
+def i0(x):
+    """NumPy's modified Bessel function of order 0 (its own Chebyshev series, real x alone);
+    I0' = I1, SciPy's, itself differentiated to any order."""
+    return np.i0(x), lambda dy: (dy * scipy.special.i1(x),)
+
+
+@defjvp(np.i0)
+def i0_jvp(tangents, x):
+    (dx,) = tangents
+    return np.i0(x), dx * scipy.special.i1(x)
+
+
+@defcomposite(np.sort_complex)
+def sort_complex(a):
+    """NumPy's: a sorted copy (complex values by their real parts, then their imaginary
+    ones), as complex; of real values, the sort cast as NumPy casts it."""
+    b = np.sort(a, axis=-1)
+    if b.dtype.kind == "c":
+        return b
+    return b.astype(np.complex64 if b.dtype.char in "bhBH" else
+                    np.clongdouble if b.dtype.char == "g" else np.complex128)
+
+
+complex_aware(np.sort_complex)  # np.sort's own rule, which orders complex values as NumPy
 
 
 @defcomposite(np.nan_to_num)
