@@ -92,7 +92,9 @@ The iterative solvers' derivative holds to their tolerance: the value ``x`` meet
 ``rtol``/``atol`` (the gradient is that of the exact solution evaluated at this ``x``, so its
 relative error is about ``rtol`` times the condition number of ``A``), and each adjoint or
 tangent solve is run to ``rtol = ADJOINT_RTOL`` (1e-10, or the caller's ``rtol`` if tighter),
-``atol = 0``, with the caller's preconditioner (transposed) and ``maxiter``. A solve that does
+``atol = 0``, with the caller's preconditioner (transposed; without it where it has no
+``rmatvec``, as ``spilu``'s solve in a ``LinearOperator``: a preconditioner changes how fast a
+solve converges, not its solution) and ``maxiter``. A solve that does
 not converge (``info != 0``) while a differentiation follows it raises
 ``UnsupportedOperationError``: there is no derivative of a solution that was not found. ``cg``
 and ``minres`` assume a symmetric ``A``, as SciPy's methods do; ``A`` may be a constant
@@ -682,17 +684,15 @@ class _Iterative(_Solver):
             options.pop("callback", None)
             if "atol" in options:
                 options["atol"] = 0.0
+        dropped = False
         if self.trans:
             matrix = self._transposed(matrix)
             if options.get("M") is not None and self.method not in self.SYMMETRIC:
-                options["M"] = self._transposed(_splinalg.aslinearoperator(options["M"]))
+                options["M"] = _transposed_preconditioner(options["M"])
+                dropped = options["M"] is None
         x, info = SCIPY[self.method](matrix, b, guess, **options)
         if info != 0:
-            what = "its adjoint or tangent solve" if self.tight else "the solve"
-            raise UnsupportedOperationError(
-                f"scipy.sparse.linalg.{self.method}: {what} did not converge (info={info}), so "
-                "the solution it returned has no derivative. Raise maxiter, loosen or tighten "
-                "rtol/atol as the system allows, or pass a preconditioner M.")
+            _not_converged(f"scipy.sparse.linalg.{self.method}", self.tight, info, dropped)
         return x
 
     def _transposed(self, matrix):
@@ -707,6 +707,33 @@ class _Iterative(_Solver):
                         "(or pass A as a sparse matrix).")
             return matrix.T
         return matrix.T
+
+
+def _transposed_preconditioner(M):
+    """``Mᵀ``, the preconditioner of a solve with ``Aᵀ``; None (no preconditioner) where ``M``
+    has no ``rmatvec``, as ``LinearOperator(shape, matvec=ilu.solve)`` of ``spilu``: a
+    preconditioner changes how fast a solve converges, never the solution it converges to,
+    so the derivative is the same without it."""
+    M = _splinalg.aslinearoperator(M)
+    try:
+        M.rmatvec(np.zeros(M.shape[0], M.dtype))
+    except NotImplementedError:
+        return None
+    return M.T
+
+
+def _not_converged(name, tight, info, dropped):
+    """Refuse the result of a solve ``name`` that did not converge; ``tight``: a derivative's
+    solve, ``dropped``: run without the caller's preconditioner, which has no ``rmatvec``."""
+    what = "its adjoint or tangent solve" if tight else "the solve"
+    fix = ("give the preconditioner M rmatvec, which the transposed solve of the derivative "
+           "needs (for spilu's ilu: LinearOperator(shape, matvec=ilu.solve, "
+           "rmatvec=lambda v: ilu.solve(v, 'T')))" if dropped else
+           "pass a preconditioner M")
+    raise UnsupportedOperationError(
+        f"{name}: {what} did not converge (info={info}), so the solution it returned has no "
+        "derivative. Raise maxiter, loosen or tighten rtol/atol as the system allows, or "
+        f"{fix}.")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -3410,7 +3437,7 @@ class _OperatorSolve:
             options.pop("callback", None)
             if "atol" in options:
                 options["atol"] = 0.0
-        operator = self.operator
+        operator, dropped = self.operator, False
         with _integrate.outside_differentiations(self.name), _integrate.plain_allocation(), \
                 self.parameters.bound(values):
             if transposed and self.method not in _Iterative.SYMMETRIC:
@@ -3421,14 +3448,11 @@ class _OperatorSolve:
                             "derivative solves with Aᵀ. Give the operator rmatvec.")
                 operator = operator.T
                 if options.get("M") is not None:
-                    options["M"] = _splinalg.aslinearoperator(options["M"]).T
+                    options["M"] = _transposed_preconditioner(options["M"])
+                    dropped = options["M"] is None
             x, info = SCIPY[self.method](operator, np.asarray(b, float), guess, **options)
         if info != 0:
-            what = "its adjoint or tangent solve" if tight else "the solve"
-            raise UnsupportedOperationError(
-                f"{self.name}: {what} did not converge (info={info}), so the solution it "
-                "returned has no derivative. Raise maxiter, loosen or tighten rtol/atol as the "
-                "system allows, or pass a preconditioner M.")
+            _not_converged(self.name, tight, info, dropped)
         return x
 
     def value(self, b, guess, values):
