@@ -30,7 +30,8 @@ from ..core.allocation import lists_as_arrays
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
                            UntracedWriteError, function_name)
 from ..core.levels import Tracer, innermost, refused
-from ..core.views import may_overlap, memory, stands_for_scalar, weaken
+from ..core.views import (address, may_overlap, memory, owner_view, stands_for_scalar, views,
+                          weaken)
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
@@ -592,16 +593,36 @@ class ArrayMethods(Tracer):
             np.put(self, *args, **kwargs)
 
     def view(self, dtype=None, type=None):
-        """As ``ndarray.view``: a new view of the same memory. Reinterpreting its bytes as
-        another dtype, or as an ndarray subclass, has no derivative and is refused."""
+        """As ``ndarray.view``: a new view of the same memory. A complex array viewed as its
+        real and imaginary parts (``z.view(np.float64)``) and back is a view like
+        ``z.real``: the gradient of a complex value is that of its two parts, laid out as
+        they are (docs/guide.md, "Complex numbers and the FFT"), so the view's gradient is
+        the same view of the array's. Reinterpreting its bytes as another dtype, or as an
+        ndarray subclass, has no derivative and is refused."""
         if isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray):
             dtype, type = None, dtype
         if (dtype is None or np.dtype(dtype) == self.dtype) and type in (None, np.ndarray):
             return self[...]
+        if type in (None, np.ndarray) and _parts_of_one_another(np.dtype(dtype), self.dtype):
+            y = memory(self).view(dtype)  # NumPy's view, and its error
+            whole = owner_view(self)
+            flat = whole.reshape(-1, order="A")  # the owner's memory in order: a view
+            if views(memory(flat), memory(whole)):
+                return flat.restrided(y.shape, y.dtype, address(y) - address(whole), y.strides)
         raise UnsupportedOperationError(
             f"ndarray.view({dtype if type is None else type}) on a differentiated array: "
-            "reinterpreting its bytes, or viewing it as an ndarray subclass, has no derivative. "
-            "Use x.view(), reshape or indexing for views, and x.astype for another dtype.")
+            "reinterpreting its bytes, or viewing it as an ndarray subclass, has no derivative "
+            "(a complex array's view as the floats of its parts, and back, has). Use x.view(), "
+            "reshape or indexing for views, and x.astype for another dtype.")
+
+
+def _parts_of_one_another(a, b):
+    """Whether one of dtypes ``a`` and ``b`` is complex and the other the real dtype of its
+    parts (complex128 and float64)."""
+    if a.kind == "f" and b.kind == "c":
+        a, b = b, a
+    return a.kind == "c" and b.kind == "f" and a.isnative and b.isnative \
+        and a.itemsize == 2 * b.itemsize
 
 
 def numpy_value(value):
