@@ -1009,7 +1009,10 @@ def conversion_error(what):
     where = "" if frame is None else (
         f" in {frame.f_globals.get('__name__', '?')}.{frame.f_code.co_name}")
     if frame is not None and _storing_item(frame):
-        return untraced_write(f"an assignment into an element or slice{where}")
+        error = untraced_write(f"an assignment into an element or slice{where}")
+        if _naming_a_field(frame):
+            error.args = (error.args[0] + " " + STRUCTURED_FIX,)
+        return error
     called = _called(frame)
     what = f"{called}()" if called else what  # as the code spells it: np.array, not np.asarray
     fix = CONVERSION_FIXES.get(what.removesuffix("()").rsplit(".", 1)[-1], CONVERSION_FIX)
@@ -1029,7 +1032,7 @@ def conversion_error(what):
         f"{called} in {user.f_globals.get('__name__', '?')}.{user.f_code.co_name}, which would "
         "cut its gradient. "
         + (f"Call {equivalent} instead, which mutad differentiates. " if equivalent else "")
-        + CONVERSION_FIX))
+        + (fix if fix is MASKED_FIX else CONVERSION_FIX)))  # (scipy.stats.mstats: np.ma's)
 
 
 MASKED_FIX = ("Masked arrays (np.ma) are not differentiated: compute with the data and the "
@@ -1150,6 +1153,22 @@ def _storing_item(frame):
     assigned into a plain array, and the conversion should be reported as that write."""
     instructions = {i.offset: i.opname for i in dis.get_instructions(frame.f_code)}
     return instructions.get(frame.f_lasti) == "STORE_SUBSCR"
+
+
+def _naming_a_field(frame):
+    """Whether the line ``frame`` runs stores with a string key (``p['pos'] = x``): a field of
+    a structured array, most likely."""
+    instructions = list(dis.get_instructions(frame.f_code))
+    line = next((i.positions.lineno for i in instructions if i.offset == frame.f_lasti), None)
+    return line is not None and any(
+        i.opname == "LOAD_CONST" and type(i.argval) is str and i.positions.lineno == line
+        for i in instructions)
+
+
+STRUCTURED_FIX = ("If it is a field of a structured array (a record dtype, p['pos']): mutad "
+                  "follows arrays of float or complex values, not structured ones. Keep each "
+                  "field in an array of its own (pos = np.zeros(n); vel = np.zeros(n)), or "
+                  "the fields as columns of one float array.")
 
 
 def untraced_write(what):
