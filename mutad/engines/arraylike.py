@@ -143,12 +143,25 @@ _NUMBERS = frozenset((float, int, complex, bool, np.ndarray))
 _ABSENT = object()
 
 
+def takes_over(operands):
+    """Whether an operand among ``operands`` is of a type that takes over NumPy's operations
+    on traced or dual values (its class sets ``takes_over_operations``: a masked array of
+    traced data, ``rules.masked``): the engines' ``__array_ufunc__`` returns NotImplemented,
+    so that NumPy calls that operand's."""
+    for x in operands:  # (a loop: this runs for ufunc calls off the engines' fast path)
+        if getattr(type(x), "takes_over_operations", False) is True:
+            return True
+    return False
+
+
 def _gives_way(kind):
     """Whether ``a + b`` with ``b`` of type ``kind`` returns NotImplemented, as NumPy's ndarray
-    does, so that Python calls ``b.__radd__(a)``: ``b`` opts out of ufuncs (``__array_ufunc__
-    = None``, NEP 13) or, defining no ``__array_ufunc__``, has a higher ``__array_priority__``
-    than an ndarray's 0 and is no ndarray (a ``scipy.sparse`` matrix: ``x @ A`` is
-    ``A.__rmatmul__(x)``)."""
+    does, so that Python calls ``b.__radd__(a)``: ``b`` takes over operations on traced values
+    (``takes_over``), opts out of ufuncs (``__array_ufunc__ = None``, NEP 13) or, defining no
+    ``__array_ufunc__``, has a higher ``__array_priority__`` than an ndarray's 0 and is no
+    ndarray (a ``scipy.sparse`` matrix: ``x @ A`` is ``A.__rmatmul__(x)``)."""
+    if getattr(kind, "takes_over_operations", False) is True:
+        return True
     protocol = getattr(kind, "__array_ufunc__", _ABSENT)
     if protocol is not _ABSENT:
         return protocol is None
