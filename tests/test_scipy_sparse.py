@@ -1005,6 +1005,48 @@ def test_an_unpreconditioned_adjoint_solve_that_fails_names_rmatvec():
     refuses(f, K.copy(), match="give the preconditioner M rmatvec")
 
 
+@pytest.mark.parametrize("method", ["gmres", "bicgstab"])
+def test_spilu_of_traced_values_preconditions_the_iterative_solves(method):
+    """Regression: spilu of a matrix with traced values was refused. Its incomplete factors
+    of the values precondition the solve (and, by rmatvec, its transposed solve); the
+    derivative is the solution's, which they do not change."""
+    solver = getattr(scipy.sparse.linalg, method)
+
+    def f(k, transposable=False):
+        A = nonsymmetric(k, "csc")
+        ilu = scipy.sparse.linalg.spilu(A, drop_tol=1e-2)
+        M = scipy.sparse.linalg.LinearOperator(
+            A.shape, matvec=ilu.solve,
+            rmatvec=(lambda v: ilu.solve(v, "T")) if transposable else None)
+        x, info = solver(A, B * k[0], M=M, rtol=1e-13)
+        return np.sum(x ** 2)
+
+    for transposable in (False, True):
+        k = K.copy()
+        value, g = mutad.value_and_gradient(lambda k: f(k, transposable), k)
+        assert value == f(K.copy(), transposable)  # SciPy's own preconditioned solve
+        assert k.tobytes() == K.tobytes()
+        direct, = mutad.gradient(lambda k: np.sum(spsolve(nonsymmetric(k, "csc"), B * k[0])
+                                                  ** 2), K.copy())
+        assert np.allclose(g, direct, rtol=1e-8)
+    mutad.check_grads(f, K.copy(), order=1, rtol=1e-6)
+    replayed = mutad.value_and_grad(f, replay=True)  # factors of the recorded values: traced
+    for scale in (1.0, 1.2):
+        assert replayed(K * scale)[0] == f(K * scale)
+    assert replayed.reasons
+
+
+def test_spilu_of_traced_values_is_refused_outside_a_preconditioner():
+    def solved(k):
+        return np.sum(scipy.sparse.linalg.spilu(nonsymmetric(k, "csc")).solve(B))
+
+    def factor(k):
+        return np.sum(scipy.sparse.linalg.spilu(nonsymmetric(k, "csc")).U.toarray())
+
+    refuses(solved, K.copy(), match="outside a preconditioner")
+    refuses(factor, K.copy(), match="incomplete factorization")
+
+
 # ----------------------------------------------------------------------------------------------
 # Sparse matrices as arguments and results
 

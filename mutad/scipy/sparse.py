@@ -142,8 +142,10 @@ differentiated: inside a differentiation they are placeholders whose use raises.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
+import threading
 import warnings
 import weakref
 from typing import Any
@@ -177,7 +179,7 @@ __all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_arra
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
     "norm", "eigs", "eigsh", "svds", "expm_multiply", "lsqr", "lsmr", "inv",
-    "aslinearoperator")},
+    "aslinearoperator", "spilu")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
         "tril", "triu", "find", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
@@ -690,7 +692,8 @@ class _Iterative(_Solver):
             if options.get("M") is not None and self.method not in self.SYMMETRIC:
                 options["M"] = _transposed_preconditioner(options["M"])
                 dropped = options["M"] is None
-        x, info = SCIPY[self.method](matrix, b, guess, **options)
+        with _preconditioning():
+            x, info = SCIPY[self.method](matrix, b, guess, **options)
         if info != 0:
             _not_converged(f"scipy.sparse.linalg.{self.method}", self.tight, info, dropped)
         return x
@@ -707,6 +710,67 @@ class _Iterative(_Solver):
                         "(or pass A as a sparse matrix).")
             return matrix.T
         return matrix.T
+
+
+_PRECONDITIONING = threading.local()
+"""How deep this thread is in the iterative solves of this module (``_preconditioning``)."""
+
+
+@contextlib.contextmanager
+def _preconditioning():
+    """An iterative solve of this module runs in the block: a preconditioner made by
+    ``spilu`` of traced values (``IncompleteFactors``) may solve there."""
+    _PRECONDITIONING.depth = getattr(_PRECONDITIONING, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _PRECONDITIONING.depth -= 1
+
+
+class IncompleteFactors:
+    """``scipy.sparse.linalg.spilu`` of a matrix with traced values: SciPy's incomplete LU of
+    its values, for one use, preconditioning this module's iterative solves (``cg``,
+    ``gmres``, ``bicgstab``, ``minres`` with ``M=LinearOperator(A.shape, matvec=ilu.solve)``),
+    where it changes how fast a solve converges, never the solution or its derivative. A
+    solve anywhere else (``ilu.solve(b)`` taken as a solution) would depend on the matrix's
+    values without their derivative: refused, as are the factors themselves."""
+
+    # It keeps the factors of the values of the call that made it: a replay would precondition
+    # with them, converging to other bits than the program's own call (engines.replay)
+    replays_on_its_operands = False
+
+    def __init__(self, factors):
+        self._factors = factors
+        self.shape, self.nnz = factors.shape, factors.nnz
+
+    def solve(self, rhs, trans="N"):
+        # (zeros solve to zeros whatever the factors: LinearOperator's probe of its dtype)
+        if not getattr(_PRECONDITIONING, "depth", 0) and not (
+                type(rhs) is np.ndarray and not rhs.any()):
+            _refuse("ilu.solve of scipy.sparse.linalg.spilu of a matrix with traced values, "
+                    "outside a preconditioner", "its values depend on the matrix's through an "
+                    "incomplete factorization mutad does not differentiate. Solve with "
+                    "splu(A).solve(b), or pass M=LinearOperator(A.shape, matvec=ilu.solve) to "
+                    "cg, gmres, bicgstab or minres, which mutad differentiates.")
+        return self._factors.solve(rhs, trans)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise UnsupportedAttributeError(
+            f"{name} of scipy.sparse.linalg.spilu of a matrix with traced values: its factors "
+            "depend on the matrix's values through an incomplete factorization mutad does not "
+            "differentiate. Use it as a preconditioner (M=LinearOperator(A.shape, "
+            "matvec=ilu.solve)), or factorize with splu.")
+
+
+def _spilu(A: Any, *args: Any, **kwargs: Any) -> Any:
+    if not _followed(A, *args, *kwargs.values()):
+        return SCIPY["spilu"](A, *args, **kwargs)
+    if _followed(*args, *kwargs.values()) or not isinstance(A, TracedSparse):
+        _refuse("scipy.sparse.linalg.spilu of traced settings or of a dense traced matrix",
+                "pass a scipy.sparse matrix of the values, and constant settings.")
+    return IncompleteFactors(SCIPY["spilu"](A.value, *args, **kwargs))
 
 
 def _transposed_preconditioner(M):
@@ -2395,6 +2459,7 @@ def _factorized(A: Any) -> Any:
 
 
 factorized = _route(SCIPY["factorized"], _factorized)
+spilu = _route(SCIPY["spilu"], _spilu)
 
 
 def _iterative(method):
@@ -3450,7 +3515,8 @@ class _OperatorSolve:
                 if options.get("M") is not None:
                     options["M"] = _transposed_preconditioner(options["M"])
                     dropped = options["M"] is None
-            x, info = SCIPY[self.method](operator, np.asarray(b, float), guess, **options)
+            with _preconditioning():
+                x, info = SCIPY[self.method](operator, np.asarray(b, float), guess, **options)
         if info != 0:
             _not_converged(self.name, tight, info, dropped)
         return x
@@ -3651,8 +3717,7 @@ def _aslinearoperator(A: Any) -> Any:
 aslinearoperator = _route(SCIPY["aslinearoperator"], _aslinearoperator)
 
 UNFOLLOWED = ("lobpcg", "qmr", "cgs", "lgmres",
-              "gcrotmk", "tfqmr", "onenormest", "expm",
-              "spilu", "matrix_power")
+              "gcrotmk", "tfqmr", "onenormest", "expm", "matrix_power")
 """The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
 refused by name, where SciPy's own code would fail on the traced matrix with its TypeError."""
 
