@@ -1148,6 +1148,18 @@ def test_spherical_harmonics_of_arrays_of_degrees_and_their_hessian():
     np.testing.assert_allclose(np.diag(got), hessians[:, 0, 0].real, atol=1e-12)
 
 
+def test_spherical_harmonics_of_angles_made_inside_the_function():
+    """Regression: angles the function made (constants, the coefficients differentiated)
+    sent the stand-in into itself through the module's name of SciPy's function."""
+    def fit(c):
+        theta, phi = np.linspace(0.2, 2.8, 9), np.linspace(0.1, 6.0, 9)
+        y = c[0] * scipy.special.sph_harm_y(1, 0, theta, phi) + c[1] * scipy.special.sph_harm_y(
+            2, 1, theta, phi)
+        return np.sum(np.abs(y) ** 2)
+
+    mutad.check_grads(fit, np.array([0.7, -0.4]), modes=("rev", "fwd"))
+
+
 def test_spherical_harmonics_replay_and_refusals():
     def loss(theta, phi):
         return np.sum(np.abs(scipy.special.sph_harm_y(2, 1, theta, phi * theta)) ** 2)

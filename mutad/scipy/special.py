@@ -856,28 +856,31 @@ def _ladder(n, m):
     return np.sqrt(np.where(np.abs(m) <= n, (n - m) * (n + m + 1.0), 0.0))
 
 
-def _sph_harm_dtheta(y, n, m, theta, phi):
-    return 0.5 * (_ladder(n, m) * np.exp(-1j * phi) * _sph_harm(n, m + 1, theta, phi)
-                  - _ladder(n, -m) * np.exp(1j * phi) * _sph_harm(n, m - 1, theta, phi))
+def _harmonics(original):
+    """The stand-in of SciPy's ``sph_harm_y`` (``original``, held in a closure: the mode swaps
+    the module-level names bound to routed functions)."""
+    def dtheta(y, n, m, theta, phi):
+        return 0.5 * (_ladder(n, m) * np.exp(-1j * phi) * value(n, m + 1, theta, phi)
+                      - _ladder(n, -m) * np.exp(1j * phi) * value(n, m - 1, theta, phi))
+
+    value = _HolomorphicElementwise(
+        lambda n, m, theta, phi: original(n, m, theta, phi), None, None, dtheta,
+        lambda y, n, m, theta, phi: 1j * m * y, name="scipy.special.sph_harm_y")
+
+    def stand_in(n, m, theta, phi, *, diff_n=0):
+        if diff_n:
+            raise UnsupportedOperationError(
+                "scipy.special.sph_harm_y(..., diff_n=...) of differentiated angles: mutad "
+                "differentiates Y itself, to any order; take the derivatives you need with "
+                "mutad.jvp or mutad.jacobian of sph_harm_y(n, m, theta, phi).")
+        if np.iscomplexobj(theta) or np.iscomplexobj(phi):
+            raise UnsupportedOperationError(
+                "scipy.special.sph_harm_y of complex angles has no rule in mutad: its angles "
+                "are real (theta in [0, pi], phi in [0, 2 pi]).")
+        return value(n, m, theta, phi)
+
+    return StandIn(original, stand_in)
 
 
-_sph_harm = _HolomorphicElementwise(
-    lambda n, m, theta, phi: _special.sph_harm_y(n, m, theta, phi), None, None,
-    _sph_harm_dtheta, lambda y, n, m, theta, phi: 1j * m * y, name="scipy.special.sph_harm_y")
-
-
-def _sph_harm_y(n, m, theta, phi, *, diff_n=0):
-    if diff_n:
-        raise UnsupportedOperationError(
-            "scipy.special.sph_harm_y(..., diff_n=...) of differentiated angles: mutad "
-            "differentiates Y itself, to any order; take the derivatives you need with "
-            "mutad.jvp or mutad.jacobian of sph_harm_y(n, m, theta, phi).")
-    if np.iscomplexobj(theta) or np.iscomplexobj(phi):
-        raise UnsupportedOperationError(
-            "scipy.special.sph_harm_y of complex angles has no rule in mutad: its angles are "
-            "real (theta in [0, pi], phi in [0, 2 pi]).")
-    return _sph_harm(n, m, theta, phi)
-
-
-sph_harm_y = StandIn(_special.sph_harm_y, _sph_harm_y)
+sph_harm_y = _harmonics(_special.sph_harm_y)
 __all__ += ["sph_harm_y"]
