@@ -163,6 +163,9 @@ def test_the_attributes_numpy_gives():
         assert np.ma.getmask(np.ma.masked_array(x)) is np.ma.nomask
         assert np.array_equal(np.ma.getmaskarray(np.ma.masked_array(x)), np.zeros((4, 5), bool))
         assert m.data is x  # np.ma's data of an array is that array's memory
+        assert isinstance(m, np.ma.MaskedArray) and np.ma.isMaskedArray(m)  # code branches on it
+        m.fill_value = -1.0
+        assert m.filled()[1, 2] == -1.0
         return m.sum()
 
     mutad.gradient(f, X.copy())
@@ -184,6 +187,8 @@ def test_a_scalar_that_is_masked_is_the_masked_constant():
     (lambda m: np.asarray(m).sum(), ["conversion"]),
     (lambda m: m.__iadd__(1.0), ["in-place"]),
     (lambda m: np.add.reduce(m), ["np.add.reduce"]),
+    (lambda m: np.sum(m > 0) * 1.0, ["comparison"]),  # never Python's identity, False
+    (lambda m: setattr(m, "mask", False), ["Setting the mask"]),
 ])
 def test_what_is_not_followed_is_refused(action, words):
     x = X.copy()

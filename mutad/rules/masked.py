@@ -110,17 +110,24 @@ class Masked:
                     "floats)")
         self.data, self._mask, self._fill_value = data, mask, fill_value
 
+    # isinstance(m, np.ma.MaskedArray) holds, as of NumPy's (user code branches on it)
+    __class__ = property(lambda self: np.ma.MaskedArray)
     shape = property(lambda self: np.shape(self.data))
     ndim = property(lambda self: np.ndim(self.data))
     size = property(lambda self: np.size(self.data))
     dtype = property(lambda self: self.data.dtype)
-    mask = property(lambda self: np.False_ if self._mask is NOMASK else self._mask)
+    mask = property(lambda self: np.False_ if self._mask is NOMASK else self._mask,
+                    lambda self, value: _refuse("Setting the mask (m.mask = ...)"))
 
     @property
     def fill_value(self):
         if self._fill_value is None:
             return np.ma.default_fill_value(np.empty(0, self.dtype))
         return self._fill_value
+
+    @fill_value.setter
+    def fill_value(self, value):
+        self._fill_value = _ma._check_fill_value(value, self.dtype)
 
     def __len__(self):
         return len(self.data)
@@ -276,6 +283,14 @@ class Masked:
 
     def __bool__(self):
         _refuse("bool()")
+
+    def _compared(self, other):
+        if other is None or isinstance(other, (str, type)):
+            return NotImplemented  # (Python's own answer: not the same object)
+        _refuse("A comparison (m > v, m == v)")
+
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _compared
+    __hash__ = object.__hash__
 
     __float__ = __int__ = __bool__
 
