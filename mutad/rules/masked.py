@@ -89,14 +89,6 @@ def _shrunk(m):
     return NOMASK if not np.any(m) else m
 
 
-def _masked_result(data, mask, like):
-    """A result of ``like`` (a Masked, or None): ``np.ma.masked`` for a 0-d result that is
-    masked, a 0-d result alone, else a Masked with ``like``'s fill value."""
-    if np.ndim(data) == 0:
-        return np.ma.masked if mask is not NOMASK and bool(mask) else data
-    return Masked(data, mask, None if like is None else like._fill_value)
-
-
 class Masked:
     """A masked array of differentiated values (the module's docstring)."""
 

@@ -172,8 +172,8 @@ from ._adjoints import Value, scipys_value
 __all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
            "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm_multiply",
-           "factorized", "find", "gmres", "hstack", "inv", "kron", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
-           "norm", "spdiags", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
+           "factorized", "find", "gmres", "hstack", "IncompleteFactors", "inv", "kron", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
+           "norm", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
            "TracedSparse", "tril", "triu", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
@@ -739,11 +739,11 @@ class IncompleteFactors:
     # with them, converging to other bits than the program's own call (engines.replay)
     replays_on_its_operands = False
 
-    def __init__(self, factors):
+    def __init__(self, factors: Any) -> None:
         self._factors = factors
         self.shape, self.nnz = factors.shape, factors.nnz
 
-    def solve(self, rhs, trans="N"):
+    def solve(self, rhs: Any, trans: str = "N") -> Any:
         # (zeros solve to zeros whatever the factors: LinearOperator's probe of its dtype)
         if not getattr(_PRECONDITIONING, "depth", 0) and not (
                 type(rhs) is np.ndarray and not rhs.any()):
