@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import mutad
+from cases import replays_as_traced
 from mutad import errors
 
 RNG = np.random.default_rng(7)
@@ -187,6 +188,25 @@ def test_functions_that_are_not_complex_differentiable(f):
     check(lambda z: f(z) * weights, Z, order=2)
 
 
+def test_clip_of_complex_values_selects_in_numpys_order():
+    """Regression: np.clip of complex values was refused. NumPy orders complex values by real
+    part, then imaginary part; each element is a's or a bound's, and its cotangent goes there,
+    whichever operands are traced (z.clip too), with NumPy's values at ties of real parts."""
+    lower, upper = -0.3 + 0.2j, 0.4 - 0.1j
+    z = complex_array(12)
+    check(lambda z: np.clip(z, lower, upper), z, order=2)
+    check(lambda z, lo, hi: z.clip(lo, hi) * W[0], z, np.full(12, lower), complex_array(12),
+          order=2)
+    check(lambda z, b: np.clip(z, None, b) + np.clip(z, min=b[::-1]), z, 0.5 * z[::-1])
+    check(lambda x, b: np.clip(x, b, None), RNG.standard_normal(12), complex_array(12))
+    ties = np.array([-0.3 + 0.5j, -0.3 + 0.1j, 0.4 - 0.2j, 0.4 + 0.0j, 0.1 + 0.0j])
+    y, _ = mutad.jvp(lambda z: np.clip(z, lower, upper), (ties,), (ties,))
+    assert y.tobytes() == np.clip(ties, lower, upper).tobytes()
+    (g,) = mutad.gradient(lambda z: np.sum(np.abs(np.clip(z, lower, upper)) ** 2), ties.copy())
+    kept = np.array([True, False, True, False, True])  # a's own (its real part a bound's)
+    np.testing.assert_allclose(g, np.where(kept, 2 * ties, 0), rtol=1e-15, atol=0)
+
+
 def test_the_magnitude_at_zero_takes_the_subgradient_zero():
     z = np.array([0.0 + 0.0j, 1.0 + 1.0j])
     np.testing.assert_allclose(mutad.gradient(lambda z: np.abs(z).sum(), z)[0],
@@ -212,6 +232,58 @@ def test_writable_views_of_the_real_and_imaginary_parts():
         return np.abs(z)
 
     check(f, Z, X, order=2)
+
+
+def test_a_complex_array_viewed_as_the_floats_of_its_parts():
+    """Regression: z.view(np.float64) and x.view(np.complex128) were refused as
+    reinterpretations. They are views like z.real: reads, writes through either view reach
+    the other, in both modes, and the values are NumPy's."""
+    def parts(z, x):
+        v = z.view(np.float64)  # re0, im0, re1, im1, ...
+        v[::2] *= x
+        v[1::2] += v[::2] ** 2
+        return np.abs(z) + np.sum(v[:4] ** 3)
+
+    def packed(x):
+        z = x.view(np.complex128)  # x holds re, im pairs
+        z *= 1.0 + 2.0j
+        w = np.exp(z) + x[::2]
+        return np.abs(w) ** 2 + x[1::2]
+
+    def grid(x):
+        z = x.view(np.complex64 if x.dtype == np.float32 else np.complex128)  # (3, 2)
+        return np.abs(np.fft.fft(z, axis=0)) ** 2 + np.sum(z.view(x.dtype) ** 2)
+
+    check(parts, Z, X, order=2)
+    check(packed, RNG.standard_normal(6), order=2)
+    check(grid, RNG.standard_normal((3, 4)))
+    for f, args in ((parts, (Z, X)), (packed, (RNG.standard_normal(6),)),
+                    (grid, (RNG.standard_normal((3, 4)),))):
+        expected = f(*(a.copy() for a in args))
+        value, _ = mutad.jvp(f, tuple(a.copy() for a in args), tuple(args))
+        assert value.tobytes() == expected.tobytes()
+        loss = lambda *a: np.sum(f(*a))  # noqa: E731
+        assert mutad.value_and_gradient(loss, *(a.copy() for a in args))[0] == \
+            loss(*(a.copy() for a in args))
+
+
+def test_views_as_the_floats_of_complex_parts_replay_as_they_trace():
+    def f(x):
+        z = x.view(np.complex128)
+        z *= z[::-1]
+        return np.sum(np.abs(z.view(np.float64) - x[0]))
+
+    replays_as_traced(f, [(RNG.standard_normal(8),) for _ in range(3)])
+
+
+def test_other_views_of_complex_memory_are_refused_or_numpys_error():
+    with pytest.raises(errors.UnsupportedOperationError, match="has no derivative"):
+        mutad.gradient(lambda z: np.sum(np.abs(z.view(np.int64))), Z.copy())
+    with pytest.raises(errors.UnsupportedOperationError, match="has no derivative"):
+        mutad.gradient(lambda x: np.sum(np.abs(x.view(np.complex64))), X[:4].copy())
+    with pytest.raises(ValueError, match="contiguous"):  # NumPy's own error, as NumPy's
+        mutad.gradient(lambda x: np.sum(np.abs(x.reshape(2, 4)[:, ::2].view(np.complex128))),
+                       RNG.standard_normal(8))
 
 
 def test_in_place_complex_updates():

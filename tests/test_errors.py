@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 import scipy.special
+import scipy.stats
 
 import mutad
 from mutad import errors
@@ -47,6 +48,12 @@ def untraced_function_out(x):
     return WORK.sum()
 
 
+def structured_fields(x):
+    particles = np.zeros(x.size, dtype=[("pos", float), ("vel", float)])
+    particles["pos"] = x
+    return particles["pos"].sum()
+
+
 CASES = [
     # (what the function does after mutating x, error class, words the message must contain)
     (lambda x: x * 2.0, errors.NonScalarOutputError, ["scalar", "sum", "pullback"]),
@@ -71,7 +78,14 @@ CASES = [
     pytest.param(lambda x: float(np.matrix(x.reshape(2, 2)).sum()), errors.ConversionError,
                  ["np.matrix", "A @ B"],  # numpy.matrixlib is not numpy.ma: no masked arrays' advice
                  marks=pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")),
-    (lambda x: np.ma.masked_less(x, 1.0).sum(), errors.ConversionError, ["Masked arrays"]),
+    (lambda x: np.ma.masked_less(x, 1.0).max(), errors.UnsupportedOperationError,
+     ["MaskedArray.max", "m.filled("]),
+    # regressions: the advice was generic (a library's conversion; a write into a plain array)
+    (lambda x: scipy.stats.mstats.trimmed_mean(x, (0.1, 0.1)), errors.ConversionError,
+     ["stats.mstats.trimmed_mean", "Masked arrays", "np.where(mask"]),
+    (lambda x: np.frompyfunc(lambda a: 2 * a, 1, 1)(x).astype(float).sum(),
+     errors.UnsupportedFunctionError, ["np.frompyfunc", "object array", "np.vectorize"]),
+    (structured_fields, errors.UntracedWriteError, ["structured array", "array of its own"]),
 ]
 
 

@@ -15,7 +15,7 @@ import scipy.stats
 import scipy.special
 
 import mutad
-from cases import Case, arguments, case_id, check_complex, complexified, constant
+from cases import Case, arguments, replays_as_traced, case_id, check_complex, complexified, constant
 from rule_checks import (WHERE, P, V4, X3, Const, X, align_columns, check_forward_rule,
                          check_reverse_over_forward, check_transposed_by_reverse_mode, dominant,
                          forward_case, normal_array, positive_array, rule_case, spd)
@@ -1108,6 +1108,65 @@ def test_spherical_bessel_replay_and_order():
         assert replayed(z.copy()).tobytes() == mutad.gradient(loss, z.copy())[0].tobytes()
     with pytest.raises(mutad.errors.UnsupportedOperationError, match="order n"):
         mutad.gradient(lambda n: scipy.special.spherical_jn(n, 1.5), 2.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# The spherical harmonics (a multiufunc SciPy writes in Python), in the angles; SciPy's values
+# bit for bit; the degree and order are integers.
+
+THETA = np.array([0.0, 0.05, 0.7, 1.6, 2.9, np.pi])  # the poles included
+PHI = np.array([0.3, 6.1, 1.0, 2.2, 4.0, 0.0])
+
+
+@pytest.mark.parametrize("n, m", [(0, 0), (1, 0), (2, 1), (2, 2), (3, -2), (4, -4), (2, 3)])
+def test_spherical_harmonics_in_both_angles(n, m):
+    """Regression: sph_harm_y converted its traced angles (np.asarray in SciPy's multiufunc)."""
+    for function in (scipy.special.sph_harm_y, special.sph_harm_y):
+        def f(theta, phi):
+            return function(n, m, theta, phi)
+
+        y, _ = mutad.pullback(f, THETA.copy(), PHI.copy())
+        assert y.tobytes() == f(THETA, PHI).tobytes()  # SciPy's values, bit for bit
+        inside = THETA[1:-1].copy(), PHI[1:-1].copy()  # finite differences stay in [0, pi]
+        for policy in POLICIES:
+            mutad.check_grads(f, *inside, policy=policy, order=2)
+        mutad.check_jvp(f, *inside)
+        # at the poles too, SciPy's own derivatives
+        _, dy = scipy.special.sph_harm_y(n, m, THETA, PHI, diff_n=1)
+        for i in range(2):
+            _, tangent = mutad.jvp(f, (THETA, PHI), (np.ones(6) * (i == 0), np.ones(6) * i))
+            np.testing.assert_allclose(tangent, dy[:, i], atol=1e-13)
+
+
+def test_spherical_harmonics_of_arrays_of_degrees_and_their_hessian():
+    n, m = np.arange(4)[:, None], np.array([-1, 0, 1])[:, None, None]
+    mutad.check_grads(lambda t, p: np.abs(scipy.special.sph_harm_y(n, m, t, p)) ** 2,
+                      THETA[1:-1].copy(), PHI[1:-1].copy(), order=2)
+    _, _, hessians = scipy.special.sph_harm_y(3, 1, THETA, PHI, diff_n=2)
+    got = mutad.hessian(lambda t: np.real(scipy.special.sph_harm_y(3, 1, t, PHI)).sum(),
+                        THETA.copy())
+    np.testing.assert_allclose(np.diag(got), hessians[:, 0, 0].real, atol=1e-12)
+
+
+def test_spherical_harmonics_of_angles_made_inside_the_function():
+    """Regression: angles the function made (constants, the coefficients differentiated)
+    sent the stand-in into itself through the module's name of SciPy's function."""
+    def fit(c):
+        theta, phi = np.linspace(0.2, 2.8, 9), np.linspace(0.1, 6.0, 9)
+        y = c[0] * scipy.special.sph_harm_y(1, 0, theta, phi) + c[1] * scipy.special.sph_harm_y(
+            2, 1, theta, phi)
+        return np.sum(np.abs(y) ** 2)
+
+    mutad.check_grads(fit, np.array([0.7, -0.4]), modes=("rev", "fwd"))
+
+
+def test_spherical_harmonics_replay_and_refusals():
+    def loss(theta, phi):
+        return np.sum(np.abs(scipy.special.sph_harm_y(2, 1, theta, phi * theta)) ** 2)
+
+    replays_as_traced(loss, [(THETA * s, PHI) for s in (1.0, 0.9, 0.5)], argnums=(0, 1))
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="diff_n"):
+        mutad.gradient(lambda t: scipy.special.sph_harm_y(2, 1, t, 0.5, diff_n=1)[0].real, 0.3)
 
 
 def test_the_voigt_profile_where_it_is_a_lorentzian():

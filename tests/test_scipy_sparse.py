@@ -947,6 +947,106 @@ def test_a_linear_operator_without_rmatvec_is_refused_for_nonsymmetric_methods()
     refuses(f, U.copy(), match="rmatvec")
 
 
+def ilu_preconditioner(k, rmatvec=False):
+    """spilu's incomplete factors of the nonsymmetric matrix (of plain ``k``: made before the
+    differentiation) as a LinearOperator, as a user writes it: ``matvec=ilu.solve``, without
+    rmatvec unless asked."""
+    ilu = scipy.sparse.linalg.spilu(nonsymmetric(k, "csc"), drop_tol=1e-3)
+    return scipy.sparse.linalg.LinearOperator(
+        (N, N), matvec=ilu.solve, rmatvec=(lambda v: ilu.solve(v, "T")) if rmatvec else None)
+
+
+@pytest.mark.parametrize("method", ["gmres", "bicgstab"])
+def test_a_preconditioner_without_rmatvec_leaves_the_adjoint_solve_unpreconditioned(method):
+    """Regression: M = LinearOperator(matvec=ilu.solve) was refused for its missing rmatvec;
+    the transposed solve of the derivative now runs without it (a preconditioner changes the
+    speed of a solve, not its solution), and gives the preconditioned gradient."""
+    solver = getattr(scipy.sparse.linalg, method)
+    M_plain, M_transposable = ilu_preconditioner(K), ilu_preconditioner(K, rmatvec=True)
+
+    def f(k, M=M_plain):
+        x, info = solver(nonsymmetric(k, "csr"), B * k[0], M=M, rtol=1e-13)
+        return np.sum(x ** 2)
+
+    k = K.copy()
+    mutad.check_grads(f, k, order=1, rtol=1e-6)
+    assert k.tobytes() == K.tobytes()
+    with_rmatvec = mutad.gradient(lambda k: f(k, M_transposable), K.copy())
+    assert np.allclose(mutad.gradient(f, K.copy())[0], with_rmatvec[0], rtol=1e-8)
+    value, _ = mutad.value_and_gradient(f, K.copy())
+    assert value == f(K.copy())  # SciPy's own preconditioned solve, bit for bit
+
+
+def test_a_preconditioner_without_rmatvec_in_an_operator_solve():
+    """The same for A a LinearOperator whose functions read traced values."""
+    dense, M = nonsymmetric(K).toarray(), ilu_preconditioner(K)
+
+    def f(k):
+        A = scipy.sparse.linalg.LinearOperator(
+            (N, N), matvec=lambda v: dense @ v * k[0], rmatvec=lambda v: dense.T @ v * k[0])
+        x, _ = scipy.sparse.linalg.gmres(A, B, M=M, rtol=1e-13)
+        return np.sum(x ** 2)
+
+    g, = mutad.gradient(f, K.copy())
+    x = np.linalg.solve(dense * K[0], B)
+    assert np.allclose(g[0], -2 * x @ x / K[0], rtol=1e-7) and not g[1:].any()
+
+
+def test_an_unpreconditioned_adjoint_solve_that_fails_names_rmatvec():
+    """Where the solve converges only with its preconditioner, the adjoint solve without it
+    fails, and the error says to give M rmatvec."""
+    exact = scipy.sparse.linalg.splu(nonsymmetric(K, "csc"))
+    M = scipy.sparse.linalg.LinearOperator((N, N), matvec=exact.solve)
+
+    def f(k):
+        x, _ = scipy.sparse.linalg.gmres(nonsymmetric(k, "csr"), B, M=M, restart=1, maxiter=1)
+        return np.sum(x ** 2)
+
+    refuses(f, K.copy(), match="give the preconditioner M rmatvec")
+
+
+@pytest.mark.parametrize("method", ["gmres", "bicgstab"])
+def test_spilu_of_traced_values_preconditions_the_iterative_solves(method):
+    """Regression: spilu of a matrix with traced values was refused. Its incomplete factors
+    of the values precondition the solve (and, by rmatvec, its transposed solve); the
+    derivative is the solution's, which they do not change."""
+    solver = getattr(scipy.sparse.linalg, method)
+
+    def f(k, transposable=False):
+        A = nonsymmetric(k, "csc")
+        ilu = scipy.sparse.linalg.spilu(A, drop_tol=1e-2)
+        M = scipy.sparse.linalg.LinearOperator(
+            A.shape, matvec=ilu.solve,
+            rmatvec=(lambda v: ilu.solve(v, "T")) if transposable else None)
+        x, info = solver(A, B * k[0], M=M, rtol=1e-13)
+        return np.sum(x ** 2)
+
+    for transposable in (False, True):
+        k = K.copy()
+        value, g = mutad.value_and_gradient(lambda k: f(k, transposable), k)
+        assert value == f(K.copy(), transposable)  # SciPy's own preconditioned solve
+        assert k.tobytes() == K.tobytes()
+        direct, = mutad.gradient(lambda k: np.sum(spsolve(nonsymmetric(k, "csc"), B * k[0])
+                                                  ** 2), K.copy())
+        assert np.allclose(g, direct, rtol=1e-8)
+    mutad.check_grads(f, K.copy(), order=1, rtol=1e-6)
+    replayed = mutad.value_and_grad(f, replay=True)  # factors of the recorded values: traced
+    for scale in (1.0, 1.2):
+        assert replayed(K * scale)[0] == f(K * scale)
+    assert replayed.reasons
+
+
+def test_spilu_of_traced_values_is_refused_outside_a_preconditioner():
+    def solved(k):
+        return np.sum(scipy.sparse.linalg.spilu(nonsymmetric(k, "csc")).solve(B))
+
+    def factor(k):
+        return np.sum(scipy.sparse.linalg.spilu(nonsymmetric(k, "csc")).U.toarray())
+
+    refuses(solved, K.copy(), match="outside a preconditioner")
+    refuses(factor, K.copy(), match="incomplete factorization")
+
+
 # ----------------------------------------------------------------------------------------------
 # Sparse matrices as arguments and results
 

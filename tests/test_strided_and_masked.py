@@ -40,6 +40,15 @@ def test_a_writeable_strided_view_is_refused():
     lambda x: np.ma.masked_array(x, mask=[0, 1, 0]).sum(),
     lambda x: np.ma.masked_where(x > 1, x).sum(),
 ])
-def test_masked_arrays_are_refused_with_a_message_that_says_so(f):
-    with pytest.raises(mutad.errors.ConversionError, match=r"Masked arrays \(np.ma\)"):
-        mutad.gradient(f, np.ones(3))
+def test_masked_arrays_are_followed(f):
+    """They were refused; now np.ma's values, and the derivative of what was kept
+    (tests/test_numpy_ma.py has the rest)."""
+    x = np.array([0.5, 1.5, 0.25])
+    value, (g,) = mutad.value_and_gradient(f, x)
+    assert value == f(x.copy())
+    np.testing.assert_array_equal(g, [1.0, 0.0, 1.0])
+
+
+def test_what_masked_arrays_are_not_followed_in_is_refused_with_a_message_that_says_so():
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="m.filled"):
+        mutad.gradient(lambda x: np.ma.masked_where(x > 1, x).min(), np.ones(3))

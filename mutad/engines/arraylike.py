@@ -30,7 +30,8 @@ from ..core.allocation import lists_as_arrays
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
                            UntracedWriteError, function_name)
 from ..core.levels import Tracer, innermost, refused
-from ..core.views import may_overlap, memory, stands_for_scalar, weaken
+from ..core.views import (address, may_overlap, memory, owner_view, stands_for_scalar, views,
+                          weaken)
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
@@ -142,12 +143,25 @@ _NUMBERS = frozenset((float, int, complex, bool, np.ndarray))
 _ABSENT = object()
 
 
+def takes_over(operands):
+    """Whether an operand among ``operands`` is of a type that takes over NumPy's operations
+    on traced or dual values (its class sets ``takes_over_operations``: a masked array of
+    traced data, ``rules.masked``): the engines' ``__array_ufunc__`` returns NotImplemented,
+    so that NumPy calls that operand's."""
+    for x in operands:  # (a loop: this runs for ufunc calls off the engines' fast path)
+        if getattr(type(x), "takes_over_operations", False) is True:
+            return True
+    return False
+
+
 def _gives_way(kind):
     """Whether ``a + b`` with ``b`` of type ``kind`` returns NotImplemented, as NumPy's ndarray
-    does, so that Python calls ``b.__radd__(a)``: ``b`` opts out of ufuncs (``__array_ufunc__
-    = None``, NEP 13) or, defining no ``__array_ufunc__``, has a higher ``__array_priority__``
-    than an ndarray's 0 and is no ndarray (a ``scipy.sparse`` matrix: ``x @ A`` is
-    ``A.__rmatmul__(x)``)."""
+    does, so that Python calls ``b.__radd__(a)``: ``b`` takes over operations on traced values
+    (``takes_over``), opts out of ufuncs (``__array_ufunc__ = None``, NEP 13) or, defining no
+    ``__array_ufunc__``, has a higher ``__array_priority__`` than an ndarray's 0 and is no
+    ndarray (a ``scipy.sparse`` matrix: ``x @ A`` is ``A.__rmatmul__(x)``)."""
+    if getattr(kind, "takes_over_operations", False) is True:
+        return True
     protocol = getattr(kind, "__array_ufunc__", _ABSENT)
     if protocol is not _ABSENT:
         return protocol is None
@@ -592,16 +606,36 @@ class ArrayMethods(Tracer):
             np.put(self, *args, **kwargs)
 
     def view(self, dtype=None, type=None):
-        """As ``ndarray.view``: a new view of the same memory. Reinterpreting its bytes as
-        another dtype, or as an ndarray subclass, has no derivative and is refused."""
+        """As ``ndarray.view``: a new view of the same memory. A complex array viewed as its
+        real and imaginary parts (``z.view(np.float64)``) and back is a view like
+        ``z.real``: the gradient of a complex value is that of its two parts, laid out as
+        they are (docs/guide.md, "Complex numbers and the FFT"), so the view's gradient is
+        the same view of the array's. Reinterpreting its bytes as another dtype, or as an
+        ndarray subclass, has no derivative and is refused."""
         if isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray):
             dtype, type = None, dtype
         if (dtype is None or np.dtype(dtype) == self.dtype) and type in (None, np.ndarray):
             return self[...]
+        if type in (None, np.ndarray) and _parts_of_one_another(np.dtype(dtype), self.dtype):
+            y = memory(self).view(dtype)  # NumPy's view, and its error
+            whole = owner_view(self)
+            flat = whole.reshape(-1, order="A")  # the owner's memory in order: a view
+            if views(memory(flat), memory(whole)):
+                return flat.restrided(y.shape, y.dtype, address(y) - address(whole), y.strides)
         raise UnsupportedOperationError(
             f"ndarray.view({dtype if type is None else type}) on a differentiated array: "
-            "reinterpreting its bytes, or viewing it as an ndarray subclass, has no derivative. "
-            "Use x.view(), reshape or indexing for views, and x.astype for another dtype.")
+            "reinterpreting its bytes, or viewing it as an ndarray subclass, has no derivative "
+            "(a complex array's view as the floats of its parts, and back, has). Use x.view(), "
+            "reshape or indexing for views, and x.astype for another dtype.")
+
+
+def _parts_of_one_another(a, b):
+    """Whether one of dtypes ``a`` and ``b`` is complex and the other the real dtype of its
+    parts (complex128 and float64)."""
+    if a.kind == "f" and b.kind == "c":
+        a, b = b, a
+    return a.kind == "c" and b.kind == "f" and a.isnative and b.isnative \
+        and a.itemsize == 2 * b.itemsize
 
 
 def numpy_value(value):
@@ -988,7 +1022,10 @@ def conversion_error(what):
     where = "" if frame is None else (
         f" in {frame.f_globals.get('__name__', '?')}.{frame.f_code.co_name}")
     if frame is not None and _storing_item(frame):
-        return untraced_write(f"an assignment into an element or slice{where}")
+        error = untraced_write(f"an assignment into an element or slice{where}")
+        if _naming_a_field(frame):
+            error.args = (error.args[0] + " " + STRUCTURED_FIX,)
+        return error
     called = _called(frame)
     what = f"{called}()" if called else what  # as the code spells it: np.array, not np.asarray
     fix = CONVERSION_FIXES.get(what.removesuffix("()").rsplit(".", 1)[-1], CONVERSION_FIX)
@@ -1008,7 +1045,7 @@ def conversion_error(what):
         f"{called} in {user.f_globals.get('__name__', '?')}.{user.f_code.co_name}, which would "
         "cut its gradient. "
         + (f"Call {equivalent} instead, which mutad differentiates. " if equivalent else "")
-        + CONVERSION_FIX))
+        + (fix if fix is MASKED_FIX else CONVERSION_FIX)))  # (scipy.stats.mstats: np.ma's)
 
 
 MASKED_FIX = ("Masked arrays (np.ma) are not differentiated: compute with the data and the "
@@ -1129,6 +1166,22 @@ def _storing_item(frame):
     assigned into a plain array, and the conversion should be reported as that write."""
     instructions = {i.offset: i.opname for i in dis.get_instructions(frame.f_code)}
     return instructions.get(frame.f_lasti) == "STORE_SUBSCR"
+
+
+def _naming_a_field(frame):
+    """Whether the line ``frame`` runs stores with a string key (``p['pos'] = x``): a field of
+    a structured array, most likely."""
+    instructions = list(dis.get_instructions(frame.f_code))
+    line = next((i.positions.lineno for i in instructions if i.offset == frame.f_lasti), None)
+    return line is not None and any(
+        i.opname == "LOAD_CONST" and type(i.argval) is str and i.positions.lineno == line
+        for i in instructions)
+
+
+STRUCTURED_FIX = ("If it is a field of a structured array (a record dtype, p['pos']): mutad "
+                  "follows arrays of float or complex values, not structured ones. Keep each "
+                  "field in an array of its own (pos = np.zeros(n); vel = np.zeros(n)), or "
+                  "the fields as columns of one float array.")
 
 
 def untraced_write(what):

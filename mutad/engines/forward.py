@@ -28,7 +28,8 @@ from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write
                         inexact_output, install_operators, item_assignment_refused,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword,
-                        out_computation, single_out, stands_for_scalar, weak, weak_arithmetic,
+                        out_computation, single_out, stands_for_scalar, takes_over, weak,
+                        weak_arithmetic,
                         weak_beside_arrays, weak_value)
 from ..core.errors import (
     RuleError,
@@ -718,7 +719,7 @@ class Dual(ArrayMethods):
         self.value, self.tangent = value, tangent
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if stands_in(inputs, kwargs):
+        if stands_in(inputs, kwargs) or takes_over(inputs):
             return NotImplemented  # it hands the plain array it views to this method
         if method == "__call__" and any(type(x) in (list, tuple) for x in inputs):
             # x / [x @ x], x ** [1.0, 2.0]: a list is the array NumPy makes of it

@@ -45,7 +45,8 @@ import numpy as np
 
 from ..core.allocation import Preexisting, lists_as_arrays, stands_in
 from .arraylike import (install_operators, item_assignment_refused, lost_tangent,
-                        out_computation, put_right, single_out, stands_for_scalar, weak_arithmetic)
+                        out_computation, put_right, single_out, stands_for_scalar, takes_over,
+                        weak_arithmetic)
 from .elementwise import unbroadcast
 from ..core.errors import no_rule
 from .inplace import (check_destination, copy_into, on_constants, overlaps, record_write,
@@ -124,7 +125,7 @@ class TracedDispatch:
                     break
             else:  # traced operands alone: no stand-in, no out=, no other mode's value
                 return apply_ufunc(ufunc, inputs, None, kwargs)
-        if stands_in(inputs, kwargs):
+        if stands_in(inputs, kwargs) or takes_over(inputs):
             return NotImplemented  # it hands the plain array it views to this method
         out = single_out(ufunc, kwargs)
         if defers(self.tape, inputs):

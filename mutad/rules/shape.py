@@ -481,10 +481,12 @@ def clip_jvp(tangents, a, *bounds, **kwargs):
     return y, dy
 
 
-# Complex values (facet complex): every function above but clip is linear with real
-# coefficients (np.real and np.imag of complex arrays are views: nothing is recorded, the
-# shadow of the view is the real or imaginary part of the array's, as in memory).
-holomorphic(np.reshape, np.squeeze, np.expand_dims, np.transpose, np.matrix_transpose,
+# Complex values (facet complex): every function above is linear with real coefficients
+# (np.real and np.imag of complex arrays are views: nothing is recorded, the shadow of the
+# view is the real or imaginary part of the array's, as in memory); clip's pieces too: it
+# selects each element from a or a bound, in NumPy's order of complex values (by real part,
+# then imaginary part), which its masks compare with as NumPy's loop does.
+holomorphic(np.clip, np.reshape, np.squeeze, np.expand_dims, np.transpose, np.matrix_transpose,
             np.swapaxes, np.moveaxis, np.rollaxis, np.flip, np.fliplr, np.flipud, np.rot90,
             np.roll, np.broadcast_to, np.tile, np.repeat, np.resize, np.delete, np.triu, np.tril,
             np.diagonal, np.diag, np.real, np.imag, sliding_window_view, np.ravel, np.pad,

@@ -92,7 +92,9 @@ The iterative solvers' derivative holds to their tolerance: the value ``x`` meet
 ``rtol``/``atol`` (the gradient is that of the exact solution evaluated at this ``x``, so its
 relative error is about ``rtol`` times the condition number of ``A``), and each adjoint or
 tangent solve is run to ``rtol = ADJOINT_RTOL`` (1e-10, or the caller's ``rtol`` if tighter),
-``atol = 0``, with the caller's preconditioner (transposed) and ``maxiter``. A solve that does
+``atol = 0``, with the caller's preconditioner (transposed; without it where it has no
+``rmatvec``, as ``spilu``'s solve in a ``LinearOperator``: a preconditioner changes how fast a
+solve converges, not its solution) and ``maxiter``. A solve that does
 not converge (``info != 0``) while a differentiation follows it raises
 ``UnsupportedOperationError``: there is no derivative of a solution that was not found. ``cg``
 and ``minres`` assume a symmetric ``A``, as SciPy's methods do; ``A`` may be a constant
@@ -140,8 +142,10 @@ differentiated: inside a differentiation they are placeholders whose use raises.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
+import threading
 import warnings
 import weakref
 from typing import Any
@@ -168,14 +172,14 @@ from ._adjoints import Value, scipys_value
 __all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
            "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm_multiply",
-           "factorized", "find", "gmres", "hstack", "inv", "kron", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
-           "norm", "spdiags", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
+           "factorized", "find", "gmres", "hstack", "IncompleteFactors", "inv", "kron", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
+           "norm", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
            "TracedSparse", "tril", "triu", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
     "norm", "eigs", "eigsh", "svds", "expm_multiply", "lsqr", "lsmr", "inv",
-    "aslinearoperator")},
+    "aslinearoperator", "spilu")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
         "tril", "triu", "find", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
@@ -682,17 +686,16 @@ class _Iterative(_Solver):
             options.pop("callback", None)
             if "atol" in options:
                 options["atol"] = 0.0
+        dropped = False
         if self.trans:
             matrix = self._transposed(matrix)
             if options.get("M") is not None and self.method not in self.SYMMETRIC:
-                options["M"] = self._transposed(_splinalg.aslinearoperator(options["M"]))
-        x, info = SCIPY[self.method](matrix, b, guess, **options)
+                options["M"] = _transposed_preconditioner(options["M"])
+                dropped = options["M"] is None
+        with _preconditioning():
+            x, info = SCIPY[self.method](matrix, b, guess, **options)
         if info != 0:
-            what = "its adjoint or tangent solve" if self.tight else "the solve"
-            raise UnsupportedOperationError(
-                f"scipy.sparse.linalg.{self.method}: {what} did not converge (info={info}), so "
-                "the solution it returned has no derivative. Raise maxiter, loosen or tighten "
-                "rtol/atol as the system allows, or pass a preconditioner M.")
+            _not_converged(f"scipy.sparse.linalg.{self.method}", self.tight, info, dropped)
         return x
 
     def _transposed(self, matrix):
@@ -707,6 +710,94 @@ class _Iterative(_Solver):
                         "(or pass A as a sparse matrix).")
             return matrix.T
         return matrix.T
+
+
+_PRECONDITIONING = threading.local()
+"""How deep this thread is in the iterative solves of this module (``_preconditioning``)."""
+
+
+@contextlib.contextmanager
+def _preconditioning():
+    """An iterative solve of this module runs in the block: a preconditioner made by
+    ``spilu`` of traced values (``IncompleteFactors``) may solve there."""
+    _PRECONDITIONING.depth = getattr(_PRECONDITIONING, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _PRECONDITIONING.depth -= 1
+
+
+class IncompleteFactors:
+    """``scipy.sparse.linalg.spilu`` of a matrix with traced values: SciPy's incomplete LU of
+    its values, for one use, preconditioning this module's iterative solves (``cg``,
+    ``gmres``, ``bicgstab``, ``minres`` with ``M=LinearOperator(A.shape, matvec=ilu.solve)``),
+    where it changes how fast a solve converges, never the solution or its derivative. A
+    solve anywhere else (``ilu.solve(b)`` taken as a solution) would depend on the matrix's
+    values without their derivative: refused, as are the factors themselves."""
+
+    # It keeps the factors of the values of the call that made it: a replay would precondition
+    # with them, converging to other bits than the program's own call (engines.replay)
+    replays_on_its_operands = False
+
+    def __init__(self, factors: Any) -> None:
+        self._factors = factors
+        self.shape, self.nnz = factors.shape, factors.nnz
+
+    def solve(self, rhs: Any, trans: str = "N") -> Any:
+        # (zeros solve to zeros whatever the factors: LinearOperator's probe of its dtype)
+        if not getattr(_PRECONDITIONING, "depth", 0) and not (
+                type(rhs) is np.ndarray and not rhs.any()):
+            _refuse("ilu.solve of scipy.sparse.linalg.spilu of a matrix with traced values, "
+                    "outside a preconditioner", "its values depend on the matrix's through an "
+                    "incomplete factorization mutad does not differentiate. Solve with "
+                    "splu(A).solve(b), or pass M=LinearOperator(A.shape, matvec=ilu.solve) to "
+                    "cg, gmres, bicgstab or minres, which mutad differentiates.")
+        return self._factors.solve(rhs, trans)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise UnsupportedAttributeError(
+            f"{name} of scipy.sparse.linalg.spilu of a matrix with traced values: its factors "
+            "depend on the matrix's values through an incomplete factorization mutad does not "
+            "differentiate. Use it as a preconditioner (M=LinearOperator(A.shape, "
+            "matvec=ilu.solve)), or factorize with splu.")
+
+
+def _spilu(A: Any, *args: Any, **kwargs: Any) -> Any:
+    if not _followed(A, *args, *kwargs.values()):
+        return SCIPY["spilu"](A, *args, **kwargs)
+    if _followed(*args, *kwargs.values()) or not isinstance(A, TracedSparse):
+        _refuse("scipy.sparse.linalg.spilu of traced settings or of a dense traced matrix",
+                "pass a scipy.sparse matrix of the values, and constant settings.")
+    return IncompleteFactors(SCIPY["spilu"](A.value, *args, **kwargs))
+
+
+def _transposed_preconditioner(M):
+    """``Mᵀ``, the preconditioner of a solve with ``Aᵀ``; None (no preconditioner) where ``M``
+    has no ``rmatvec``, as ``LinearOperator(shape, matvec=ilu.solve)`` of ``spilu``: a
+    preconditioner changes how fast a solve converges, never the solution it converges to,
+    so the derivative is the same without it."""
+    M = _splinalg.aslinearoperator(M)
+    try:
+        M.rmatvec(np.zeros(M.shape[0], M.dtype))
+    except NotImplementedError:
+        return None
+    return M.T
+
+
+def _not_converged(name, tight, info, dropped):
+    """Refuse the result of a solve ``name`` that did not converge; ``tight``: a derivative's
+    solve, ``dropped``: run without the caller's preconditioner, which has no ``rmatvec``."""
+    what = "its adjoint or tangent solve" if tight else "the solve"
+    fix = ("give the preconditioner M rmatvec, which the transposed solve of the derivative "
+           "needs (for spilu's ilu: LinearOperator(shape, matvec=ilu.solve, "
+           "rmatvec=lambda v: ilu.solve(v, 'T')))" if dropped else
+           "pass a preconditioner M")
+    raise UnsupportedOperationError(
+        f"{name}: {what} did not converge (info={info}), so the solution it returned has no "
+        "derivative. Raise maxiter, loosen or tighten rtol/atol as the system allows, or "
+        f"{fix}.")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -2368,6 +2459,7 @@ def _factorized(A: Any) -> Any:
 
 
 factorized = _route(SCIPY["factorized"], _factorized)
+spilu = _route(SCIPY["spilu"], _spilu)
 
 
 def _iterative(method):
@@ -3410,7 +3502,7 @@ class _OperatorSolve:
             options.pop("callback", None)
             if "atol" in options:
                 options["atol"] = 0.0
-        operator = self.operator
+        operator, dropped = self.operator, False
         with _integrate.outside_differentiations(self.name), _integrate.plain_allocation(), \
                 self.parameters.bound(values):
             if transposed and self.method not in _Iterative.SYMMETRIC:
@@ -3421,14 +3513,12 @@ class _OperatorSolve:
                             "derivative solves with Aᵀ. Give the operator rmatvec.")
                 operator = operator.T
                 if options.get("M") is not None:
-                    options["M"] = _splinalg.aslinearoperator(options["M"]).T
-            x, info = SCIPY[self.method](operator, np.asarray(b, float), guess, **options)
+                    options["M"] = _transposed_preconditioner(options["M"])
+                    dropped = options["M"] is None
+            with _preconditioning():
+                x, info = SCIPY[self.method](operator, np.asarray(b, float), guess, **options)
         if info != 0:
-            what = "its adjoint or tangent solve" if tight else "the solve"
-            raise UnsupportedOperationError(
-                f"{self.name}: {what} did not converge (info={info}), so the solution it "
-                "returned has no derivative. Raise maxiter, loosen or tighten rtol/atol as the "
-                "system allows, or pass a preconditioner M.")
+            _not_converged(self.name, tight, info, dropped)
         return x
 
     def value(self, b, guess, values):
@@ -3627,8 +3717,7 @@ def _aslinearoperator(A: Any) -> Any:
 aslinearoperator = _route(SCIPY["aslinearoperator"], _aslinearoperator)
 
 UNFOLLOWED = ("lobpcg", "qmr", "cgs", "lgmres",
-              "gcrotmk", "tfqmr", "onenormest", "expm",
-              "spilu", "matrix_power")
+              "gcrotmk", "tfqmr", "onenormest", "expm", "matrix_power")
 """The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
 refused by name, where SciPy's own code would fail on the traced matrix with its TypeError."""
 

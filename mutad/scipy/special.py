@@ -10,7 +10,7 @@ array([-0.5772,  0.4228])
 
 The functions SciPy writes in Python (``polygamma``, ``multigammaln``, ``logsumexp``,
 ``softmax``, ``log_softmax``, the spherical Bessel functions ``spherical_jn``, ``spherical_yn``,
-``spherical_in``, ``spherical_kn``) convert their arguments with ``np.asarray``; import them from here
+``spherical_in``, ``spherical_kn``, and the multiufunc ``sph_harm_y``) convert their arguments with ``np.asarray``; import them from here
 instead (``from mutad.scipy.special import logsumexp``). Called with plain arrays each is SciPy's
 own; called with traced arrays it runs its rule; while a differentiation runs, SciPy's own names
 reach them (``registry.defroute``).
@@ -840,3 +840,47 @@ spherical_yn = _spherical(_special.spherical_yn, False, False)
 spherical_in = _spherical(_special.spherical_in, True, True)
 spherical_kn = _spherical(_special.spherical_kn, True, False)
 __all__ += ["spherical_in", "spherical_jn", "spherical_kn", "spherical_yn"]
+
+
+# ----------------------------------------------------------------------------------------------
+# The spherical harmonics, a multiufunc SciPy calls in Python (it converts its arguments with
+# np.asarray): SciPy's values of Y_n^m(θ, φ), differentiated in the angles (real θ and φ,
+# complex Y; the degree n and order m are integers) by ∂Y/∂φ = i m Y and the ladder relation
+# ∂Y/∂θ = ½ (√((n-m)(n+m+1)) e^(-iφ) Y_n^(m+1) - √((n+m)(n-m+1)) e^(iφ) Y_n^(m-1)), which
+# holds at the poles too and is made of Y itself, so every order follows. SciPy's Y is 0 where
+# |m| > n, and so is each term whose order leaves the range (its factor is 0 there).
+
+
+def _ladder(n, m):
+    """The factor √((n-m)(n+m+1)) of Y_n^(m+1) in the ladder relation; 0 outside |m| <= n."""
+    return np.sqrt(np.where(np.abs(m) <= n, (n - m) * (n + m + 1.0), 0.0))
+
+
+def _harmonics(original):
+    """The stand-in of SciPy's ``sph_harm_y`` (``original``, held in a closure: the mode swaps
+    the module-level names bound to routed functions)."""
+    def dtheta(y, n, m, theta, phi):
+        return 0.5 * (_ladder(n, m) * np.exp(-1j * phi) * value(n, m + 1, theta, phi)
+                      - _ladder(n, -m) * np.exp(1j * phi) * value(n, m - 1, theta, phi))
+
+    value = _HolomorphicElementwise(
+        lambda n, m, theta, phi: original(n, m, theta, phi), None, None, dtheta,
+        lambda y, n, m, theta, phi: 1j * m * y, name="scipy.special.sph_harm_y")
+
+    def stand_in(n, m, theta, phi, *, diff_n=0):
+        if diff_n:
+            raise UnsupportedOperationError(
+                "scipy.special.sph_harm_y(..., diff_n=...) of differentiated angles: mutad "
+                "differentiates Y itself, to any order; take the derivatives you need with "
+                "mutad.jvp or mutad.jacobian of sph_harm_y(n, m, theta, phi).")
+        if np.iscomplexobj(theta) or np.iscomplexobj(phi):
+            raise UnsupportedOperationError(
+                "scipy.special.sph_harm_y of complex angles has no rule in mutad: its angles "
+                "are real (theta in [0, pi], phi in [0, 2 pi]).")
+        return value(n, m, theta, phi)
+
+    return StandIn(original, stand_in)
+
+
+sph_harm_y = _harmonics(_special.sph_harm_y)
+__all__ += ["sph_harm_y"]

@@ -1,0 +1,578 @@
+"""``numpy.ma`` of differentiated values: masked arrays whose data a differentiation follows.
+
+NumPy's ``MaskedArray`` is an ndarray subclass that owns its data, so it cannot hold a traced
+array: ``np.ma.masked_array(x, mask=...)`` of a traced ``x`` converted it. While a
+differentiation runs, ``MaskedArray.__new__`` (``np.ma.masked_array``, ``np.ma.array``,
+``np.ma.MaskedArray``) and the functions that make or read masked arrays (``masked_where``,
+``masked_invalid``, ``masked_less``, ..., ``np.ma.sum``, ``np.ma.mean``, ``np.ma.filled``,
+...) give a :class:`Masked` where a value carrying a derivative is among their arguments: the
+traced data beside the mask, a plain boolean array or ``np.ma.nomask`` (a traced boolean one
+while a replay records, which it guards).
+
+Each operation is ``numpy.ma``'s own code path written on the data and the mask, so the
+values (the data under the mask too) are NumPy's bit for bit and the derivative is that of
+what NumPy computed: the arithmetic operators (``_MaskedBinaryOperation``: the first operand's
+data where either is masked; division as ``_DomainedBinaryOperation``, masking divisions by
+zero and results that are not finite; ``**`` as ``np.ma.power``), NumPy's ufuncs called on a
+masked array (``MaskedArray.__array_wrap__``: the inputs' masks and the ufunc's domain),
+``sum``, ``mean``, ``var``, ``std``, ``count``, ``filled``, ``compressed``, and the
+attributes ``data``, ``mask``, ``shape``, ``ndim``, ``size``, ``dtype``, ``fill_value``.
+What is not written here (indexing, in-place updates, ``min``/``max``, other NumPy functions,
+complex data) raises ``UnsupportedOperationError`` saying to compute with ``m.filled(v)`` or
+``m.compressed()``, never a value without its derivative.
+"""
+
+import functools
+
+import numpy as np
+from numpy.ma import core as _ma
+
+from ..core.allocation import holds_derivative
+from ..core.errors import UnsupportedOperationError
+from ..core.registry import defmethod, defroute
+from ..core.views import memory, wrapped
+
+NOMASK = np.ma.nomask
+FIX = ("Compute with m.filled(value) (the data, masked elements replaced) or m.compressed() "
+       "(the elements kept), which mutad differentiates, or with the data and the mask apart: "
+       "np.where(mask, 0.0, x).")
+
+
+class MissingAttributeError(UnsupportedOperationError, AttributeError):
+    """An attribute of MaskedArray that :class:`Masked` does not have: refused, and an
+    AttributeError to ``hasattr``."""
+
+
+def _refuse(what):
+    raise UnsupportedOperationError(
+        f"{what} of a masked array of differentiated values: mutad follows np.ma's "
+        "constructors, arithmetic, ufuncs, sum, mean, var, std, count, filled and compressed. "
+        + FIX)
+
+
+def _data(a):
+    """``np.ma.getdata``: a masked array's data; a traced array as it is; else NumPy's array
+    (a Python number as a 0-d float64 array, as np.ma converts it)."""
+    if type(a) is Masked:
+        return a.data
+    if wrapped(a):
+        return a
+    if isinstance(a, np.ma.MaskedArray):
+        return a.data
+    return np.array(a, copy=None, subok=True)
+
+
+def _mask(a):
+    """``np.ma.getmask``: the mask, or ``nomask``."""
+    if type(a) is Masked:
+        return a._mask
+    return np.ma.getmask(a) if isinstance(a, np.ma.MaskedArray) else NOMASK
+
+
+def _mask_array(a):
+    """``np.ma.getmaskarray``: the mask as a full boolean array."""
+    m = _mask(a)
+    return np.zeros(np.shape(_data(a)), bool) if m is NOMASK else m
+
+
+def _mask_or(m1, m2):
+    """``np.ma.mask_or`` of two masks (each ``nomask`` or boolean)."""
+    if m1 is NOMASK:
+        return m2
+    if m2 is NOMASK:
+        return m1
+    return np.logical_or(m1, m2)
+
+
+def _shrunk(m):
+    """``np.ma.core._shrink_mask``: ``nomask`` for a mask with nothing masked."""
+    return NOMASK if not np.any(m) else m
+
+
+class Masked:
+    """A masked array of differentiated values (the module's docstring)."""
+
+    __array_priority__ = 16  # above MaskedArray's: its operators defer to this one's
+    takes_over_operations = True  # over traced operands' (engines.arraylike.takes_over)
+    __slots__ = ("data", "_mask", "_fill_value")
+
+    def __init__(self, data, mask=NOMASK, fill_value=None):
+        if np.dtype(data.dtype).kind != "f":
+            _refuse(f"np.ma of {data.dtype} values (mutad follows masked arrays of real "
+                    "floats)")
+        self.data, self._mask, self._fill_value = data, mask, fill_value
+
+    # isinstance(m, np.ma.MaskedArray) holds, as of NumPy's (user code branches on it)
+    __class__ = property(lambda self: np.ma.MaskedArray)
+    shape = property(lambda self: np.shape(self.data))
+    ndim = property(lambda self: np.ndim(self.data))
+    size = property(lambda self: np.size(self.data))
+    dtype = property(lambda self: self.data.dtype)
+    mask = property(lambda self: np.False_ if self._mask is NOMASK else self._mask,
+                    lambda self, value: _refuse("Setting the mask (m.mask = ...)"))
+
+    @property
+    def fill_value(self):
+        if self._fill_value is None:
+            return np.ma.default_fill_value(np.empty(0, self.dtype))
+        return self._fill_value
+
+    @fill_value.setter
+    def fill_value(self, value):
+        self._fill_value = _ma._check_fill_value(value, self.dtype)
+
+    def __len__(self):
+        return len(self.data)
+
+    def __repr__(self):
+        return f"Masked(data={self.data!r}, mask={self.mask!r})"
+
+    # reading -------------------------------------------------------------------------------
+
+    def filled(self, fill_value=None):
+        m = self._mask
+        if m is NOMASK or not np.any(m):
+            return self.data
+        fill = self.fill_value if fill_value is None else _ma._check_fill_value(
+            fill_value, self.dtype)
+        return np.where(m, np.asarray(fill, self.dtype), self.data)
+
+    def compressed(self):
+        data = np.ravel(self.data)
+        if self._mask is not NOMASK:
+            data = data[np.logical_not(np.ravel(self._mask))]
+        return data
+
+    def count(self, axis=None, keepdims=np._NoValue):
+        kwargs = {} if keepdims is np._NoValue else {"keepdims": keepdims}
+        if self._mask is NOMASK:  # MaskedArray.count's own arithmetic on the shape
+            return np.ma.MaskedArray.count(np.ma.masked_array(np.empty(self.shape)), axis,
+                                           **kwargs)
+        return np.sum(np.logical_not(self._mask), axis=axis, dtype=np.intp, **kwargs)
+
+    # reductions ----------------------------------------------------------------------------
+
+    def sum(self, axis=None, dtype=None, out=None, keepdims=np._NoValue):
+        _no_out("sum", out)
+        kwargs = {} if keepdims is np._NoValue else {"keepdims": keepdims}
+        m = self._mask
+        newmask = NOMASK if m is NOMASK else np.all(m, axis=axis, **kwargs)
+        result = np.sum(self.filled(0), axis, dtype=dtype, **kwargs)
+        if np.ndim(result):
+            return Masked(result, newmask, self._fill_value)
+        return np.ma.masked if newmask is not NOMASK and bool(newmask) else result
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=np._NoValue):
+        _no_out("mean", out)
+        kwargs = {} if keepdims is np._NoValue else {"keepdims": keepdims}
+        if self._mask is NOMASK:
+            result = np.mean(self.data, axis=axis, dtype=dtype, **kwargs)
+            return Masked(result, NOMASK, self._fill_value) if np.ndim(result) else result
+        dsum = self.sum(axis=axis, dtype=dtype, **kwargs)
+        cnt = self.count(axis=axis, **kwargs)
+        if np.shape(cnt) == () and cnt == 0:
+            return np.ma.masked
+        return _divide(_binary(np.multiply, dsum, 1.0), cnt)
+
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue):
+        _no_out("var", out)
+        kwargs = {} if keepdims is np._NoValue else {"keepdims": keepdims}
+        if self._mask is NOMASK:
+            result = np.var(self.data, axis=axis, dtype=dtype, ddof=ddof, **kwargs)
+            return Masked(result, NOMASK, self._fill_value) if np.ndim(result) else result
+        cnt = self.count(axis=axis, **kwargs) - ddof
+        danom = _binary(np.subtract, self, self.mean(axis, dtype, keepdims=True))
+        # danom *= danom (MaskedArray.__imul__): 1 for the factor where danom is masked
+        factor = np.where(danom._mask, 1.0, danom.data)
+        danom = Masked(danom.data * factor, danom._mask, danom._fill_value)
+        dvar = _divide(danom.sum(axis, **kwargs), cnt)
+        if np.ndim(_data(dvar)):
+            mask = _mask_or(np.all(self._mask, axis=axis, **kwargs), cnt <= 0)
+            return Masked(_data(dvar), mask, self._fill_value)
+        return dvar
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue):
+        kwargs = {} if keepdims is np._NoValue else {"keepdims": keepdims}
+        dvar = self.var(axis, dtype, out, ddof, **kwargs)
+        return dvar if dvar is np.ma.masked else _sqrt(dvar)
+
+    # arithmetic ----------------------------------------------------------------------------
+
+    def __add__(self, other):
+        return _binary(np.add, self, other)
+
+    def __radd__(self, other):
+        return _binary(np.add, other, self)
+
+    def __sub__(self, other):
+        return _binary(np.subtract, self, other)
+
+    def __rsub__(self, other):
+        return _binary(np.subtract, other, self)
+
+    def __mul__(self, other):
+        return _binary(np.multiply, self, other)
+
+    def __rmul__(self, other):
+        return _binary(np.multiply, other, self)
+
+    def __truediv__(self, other):
+        return _divide(self, other)
+
+    def __rtruediv__(self, other):
+        return _divide(other, self)
+
+    def __pow__(self, other):
+        return _power(self, other)
+
+    def __rpow__(self, other):
+        return _power(other, self)
+
+    def __neg__(self):
+        return np.negative(self)
+
+    def __pos__(self):
+        return np.positive(self)
+
+    def __abs__(self):
+        return np.absolute(self)
+
+    # NumPy's protocols ---------------------------------------------------------------------
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method != "__call__" or kwargs or ufunc.nout != 1:
+            _refuse(f"np.{ufunc.__name__}{'' if method == '__call__' else '.' + method}"
+                    f"({', '.join(kwargs)}{'=...' if kwargs else ''})")
+        return _wrapped_ufunc(ufunc, inputs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        method = _FUNCTIONS.get(func)
+        if method is None or type(args[0]) is not Masked:
+            _refuse(f"np.{func.__name__}")
+        return getattr(args[0], method)(*args[1:], **kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        _refuse("A conversion to a plain array (np.asarray)")
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name == "value":  # Python's and mutad's probes
+            raise AttributeError(name)
+        raise MissingAttributeError(
+            f"MaskedArray.{name} of a masked array of differentiated values: mutad follows "
+            "np.ma's constructors, arithmetic, ufuncs, sum, mean, var, std, count, filled and "
+            "compressed. " + FIX)
+
+    def __getitem__(self, key):
+        _refuse("Indexing (m[key])")
+
+    def __setitem__(self, key, value):
+        _refuse("Writing into an element or slice (m[key] = value)")
+
+    def __iadd__(self, other):
+        _refuse("An in-place update (m += v)")
+
+    __isub__ = __imul__ = __itruediv__ = __ipow__ = __iadd__
+
+    def __bool__(self):
+        _refuse("bool()")
+
+    def _compared(self, other):
+        if other is None or isinstance(other, (str, type)):
+            return NotImplemented  # (Python's own answer: not the same object)
+        _refuse("A comparison (m > v, m == v)")
+
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _compared
+    __hash__ = object.__hash__
+
+    __float__ = __int__ = __bool__
+
+
+_FUNCTIONS = {np.sum: "sum", np.mean: "mean", np.var: "var", np.std: "std"}
+FLOAT_BINARY = (np.add, np.subtract, np.multiply, np.arctan2, np.hypot)
+"""np.ma's ``_MaskedBinaryOperation``s of floats that give floats (not its comparisons)."""
+
+
+def _no_out(name, out):
+    if out is not None:
+        _refuse(f"MaskedArray.{name}(out=...)")
+
+
+def _binary(ufunc, a, b):
+    """``np.ma.core._MaskedBinaryOperation(ufunc)(a, b)``: the data's result, masked where
+    either operand is, holding ``a``'s data there."""
+    da, db = _data(a), _data(b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result = ufunc(da, db)
+    ma, mb = _mask(a), _mask(b)
+    if ma is NOMASK:
+        m = NOMASK if mb is NOMASK else np.logical_or(_mask_array(a), mb)
+    else:
+        m = np.logical_or(ma, _mask_array(b) if mb is NOMASK else mb)
+    if not np.ndim(result):
+        return np.ma.masked if m is not NOMASK and bool(m) else result
+    if m is not NOMASK and np.any(m):
+        result = np.where(m, da, result)
+    return Masked(result, m, _fill_of(a, b))
+
+
+def _domained(op):
+    """``op`` of np.ma (a ``_DomainedBinaryOperation``: ``true_divide``, ``mod``, ...):
+    masked where either operand is, outside ``op``'s domain (a divisor tiny against the
+    dividend) and where the result is not finite; there 0 plus ``a``'s data, as NumPy adds
+    it."""
+    def call(a, b):
+        da, db = _data(a), _data(b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            result = op.f(da, db)
+            m = np.logical_not(np.isfinite(result))
+            m = m | _mask_array(a) if _mask(a) is not NOMASK else m
+            m = m | _mask_array(b) if _mask(b) is not NOMASK else m
+            m = m | op.domain(memory(da), memory(db))  # a decision, on the values
+        if not np.ndim(m):
+            return np.ma.masked if bool(m) else result
+        result = np.where(m, 0.0, result)  # np.copyto(result, 0, where=m)
+        result = result + np.multiply(m, da)  # result += m * da, on every element
+        return Masked(result, m, _fill_of(a, b))
+    return call
+
+
+_divide = _domained(np.ma.true_divide)
+
+
+def _unary(op):
+    """``op`` of np.ma (a ``_MaskedUnaryOperation``: ``np.ma.sqrt``, ``np.ma.log``, ...): the
+    data's result, masked where the input is (and outside ``op``'s domain or not finite, for a
+    function with a domain), holding the input's data there."""
+    def call(a, *args, **kwargs):
+        d = _data(a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            result = op.f(d, *args, **kwargs)
+        m = _mask(a)
+        if op.domain is not None:
+            finite = np.isfinite(result)
+            m = np.logical_not(finite) | op.domain(memory(d))
+            m = m | _mask(a) if _mask(a) is not NOMASK else m
+        if not np.ndim(result):
+            return np.ma.masked if m is not NOMASK and bool(m) else result
+        if m is not NOMASK:
+            result = np.where(m, d, result)
+        return Masked(result, m, _fill_of(a, None))
+    return call
+
+
+_sqrt = _unary(np.ma.sqrt)  # (np.ma.sqrt itself: the stand-in while a differentiation runs)
+
+
+def _power(a, b):
+    """``np.ma.power(a, b)``: ``a``'s data where masked, the fill value where the power is
+    not finite (masked there too)."""
+    m = _mask_or(_mask(a), _mask(b))
+    fa, fb = _data(a), _data(b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result = np.where(m, fa, np.power(fa, fb)) if m is not NOMASK else np.power(fa, fb)
+    fill = _fill_of(a, None)
+    invalid = np.logical_not(np.isfinite(result))
+    if m is not NOMASK:
+        if not np.ndim(result):
+            return np.ma.masked
+        m = np.logical_or(m, invalid)
+    if np.any(invalid):
+        if not np.ndim(result):
+            return np.ma.masked
+        if m is NOMASK:
+            m = invalid
+        value = np.ma.default_fill_value(result) if fill is None else fill
+        result = np.where(invalid, np.asarray(value, result.dtype), result)
+    return Masked(result, m, fill) if np.ndim(result) else result
+
+
+def _wrapped_ufunc(ufunc, inputs):
+    """``ufunc(*inputs)`` of masked arrays (``MaskedArray.__array_wrap__``): the data's result,
+    masked where any input is and outside the ufunc's domain, which hold its fill value."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result = ufunc(*(_data(a) for a in inputs))
+    m = functools.reduce(_mask_or, [_mask_array(a) for a in inputs])
+    domain = _ma.ufunc_domain.get(ufunc)
+    like = next(a for a in inputs if type(a) is Masked)
+    if domain is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = np.asarray(domain(*(memory(_data(a)) for a in inputs))).astype(bool)
+        # NumPy's domain of masked inputs is masked where they are, and filled with True
+        d = d | m
+        if np.any(d):
+            fills = _ma.ufunc_fills.get(ufunc, like.fill_value)
+            fill = fills[-1] if isinstance(fills, tuple) else fills
+            result = np.where(d, np.asarray(fill, result.dtype), result)
+            m = m | d
+    if np.ndim(result) == 0 and bool(m):
+        return np.ma.masked
+    return Masked(result, m, like._fill_value) if np.ndim(result) else result
+
+
+def _fill_of(a, b):
+    """The fill value a result takes from its operands (``_update_from``: the first masked
+    one's)."""
+    for x in (a, b):
+        if type(x) is Masked:
+            return x._fill_value
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+# Making masked arrays: MaskedArray.__new__ and np.ma's functions, routed while a
+# differentiation runs.
+
+
+def _new(cls, data=None, mask=NOMASK, dtype=None, copy=False, subok=True, ndmin=0,
+         fill_value=None, keep_mask=True, hard_mask=None, shrink=True, order=None):
+    """``MaskedArray.__new__`` of differentiated data."""
+    if cls is not np.ma.MaskedArray:
+        _refuse(f"A subclass of MaskedArray ({cls.__name__})")
+    if type(data) is Masked:
+        base, inherited = data.data, data._mask
+        fill_value = data._fill_value if fill_value is None else fill_value
+    elif wrapped(data):
+        base, inherited = data, NOMASK
+    else:
+        _refuse("np.ma.masked_array of a list or another object holding them")
+    if (dtype is not None and np.dtype(dtype) != base.dtype) or ndmin > np.ndim(base) \
+            or hard_mask or order not in (None, "K", "A", "C", "F"):
+        _refuse("np.ma.masked_array(..., dtype=, ndmin=, hard_mask=, order=) with other "
+                "settings than the data's own")
+    if copy:
+        data = np.copy(base, order=order or "K")
+    elif order in ("C", "F") and np.ndim(base):  # np.array(data, order=...): a copy if needed
+        data = np.ascontiguousarray(base) if order == "C" else np.asfortranarray(base)
+    else:
+        data = base
+    if mask is NOMASK:
+        m = inherited if keep_mask else NOMASK
+        if copy and m is not NOMASK:
+            m = np.copy(m)
+    else:
+        if mask is None or mask is False:
+            mask = np.zeros(np.shape(data), bool)
+        elif mask is True:
+            mask = np.ones(np.shape(data), bool)
+        else:
+            mask = mask if wrapped(mask) else np.array(mask, copy=copy or None, dtype=bool)
+            mask = mask.astype(bool) if wrapped(mask) else mask
+        if np.shape(mask) != np.shape(data):
+            nd, nm = np.size(data), np.size(mask)
+            if nm == 1:
+                mask = np.broadcast_to(mask, np.shape(data)).copy()
+            elif nm == nd:
+                mask = np.reshape(mask, np.shape(data))
+            else:
+                raise np.ma.MaskError(f"Mask and data not compatible: data size is {nd}, "
+                                      f"mask size is {nm}.")
+        m = mask if inherited is NOMASK or not keep_mask else np.logical_or(mask, inherited)
+    fill = None if fill_value is None else _ma._check_fill_value(fill_value, data.dtype)
+    return Masked(data, m, fill)
+
+
+def _masked_where(condition, a, copy=True):
+    cond = condition if wrapped(condition) else np.array(condition, dtype=bool, copy=None)
+    cond = cond.astype(bool) if wrapped(cond) else cond
+    made = _new(np.ma.MaskedArray, a, copy=copy)
+    if np.shape(cond) and np.shape(cond) != made.shape:
+        raise IndexError("Inconsistent shape between the condition and the input"
+                         f" (got {np.shape(cond)} and {made.shape})")
+    if made._mask is not NOMASK:
+        cond = np.logical_or(cond, made._mask)
+    made._mask = _shrunk(cond)
+    if made._mask is not NOMASK and np.shape(made._mask) != made.shape:
+        made._mask = np.broadcast_to(made._mask, made.shape).copy()
+    return made
+
+
+def _masked_invalid(a, copy=True):
+    made = _masked_where(np.logical_not(np.isfinite(_data(a))), a, copy=copy)
+    if made._mask is NOMASK:
+        made._mask = np.zeros(made.shape, bool)
+    return made
+
+
+def _comparing(compare):
+    """``masked_less`` and its kind: ``masked_where(compare(x, value), x)`` (np.ma's
+    comparison of a masked ``x``: its data's, masked elements kept masked by masked_where)."""
+    def masked(x, value, copy=True):
+        return _masked_where(compare(_data(x), value), x, copy=copy)
+    return masked
+
+
+def _masked_outside(x, v1, v2, copy=True):
+    v1, v2 = (v2, v1) if v2 < v1 else (v1, v2)
+    xf = _filled(x)
+    return _masked_where((xf < v1) | (xf > v2), x, copy=copy)
+
+
+def _masked_inside(x, v1, v2, copy=True):
+    v1, v2 = (v2, v1) if v2 < v1 else (v1, v2)
+    xf = _filled(x)
+    return _masked_where((xf >= v1) & (xf <= v2), x, copy=copy)
+
+
+def _filled(a, fill_value=None):
+    return a.filled(fill_value) if type(a) is Masked else _data(a)
+
+
+def _as_masked(a):
+    return a if type(a) is Masked else _new(np.ma.MaskedArray, a)
+
+
+def _method_of(name):
+    """``np.ma.<name>(a, ...)``: the method of ``a`` as a masked array."""
+    def function(a, *args, **kwargs):
+        return getattr(_as_masked(a), name)(*args, **kwargs)
+    return function
+
+
+class _StandIn:
+    """np.ma's ``original`` while a differentiation runs (``registry.defroute``; np.ma's own
+    code reaches it too): ``composite`` where a value carrying a derivative or a Masked is
+    among the arguments, NumPy's function otherwise; its attributes are NumPy's
+    (``np.ma.multiply.outer``)."""
+
+    def __init__(self, original, composite):
+        self.original, self.composite = original, composite
+        self.__name__ = self.__qualname__ = getattr(original, "__name__", "masked")
+        self.__doc__ = original.__doc__
+        defroute(original, self)
+
+    def __call__(self, *args, **kwargs):
+        values = [*args, *kwargs.values()]
+        if holds_derivative(values) or any(type(v) is Masked for v in values):
+            return self.composite(*args, **kwargs)
+        return self.original(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.original, name)
+
+
+defmethod(np.ma.MaskedArray, "__new__", _new)
+for _original, _composite in [
+        (np.ma.masked_where, _masked_where), (np.ma.masked_invalid, _masked_invalid),
+        (np.ma.masked_less, _comparing(np.less)),
+        (np.ma.masked_less_equal, _comparing(np.less_equal)),
+        (np.ma.masked_greater, _comparing(np.greater)),
+        (np.ma.masked_greater_equal, _comparing(np.greater_equal)),
+        (np.ma.masked_equal, _comparing(np.equal)),
+        (np.ma.masked_not_equal, _comparing(np.not_equal)),
+        (np.ma.masked_outside, _masked_outside), (np.ma.masked_inside, _masked_inside),
+        (np.ma.filled, _filled), (np.ma.getdata, lambda a, subok=True: _data(a)),
+        (np.ma.getmask, _mask), (np.ma.getmaskarray, _mask_array),
+        (np.ma.compressed, lambda x: _as_masked(x).compressed()),
+        (np.ma.count, _method_of("count")), (np.ma.sum, _method_of("sum")),
+        (np.ma.mean, _method_of("mean")), (np.ma.var, _method_of("var")),
+        (np.ma.std, _method_of("std")), (np.ma.power, _power)]:
+    _StandIn(_original, _composite)
+for _original in vars(np.ma).values():  # np.ma's functions of floats that give floats
+    if type(_original) is _ma._MaskedUnaryOperation and isinstance(_original.f, np.ufunc) \
+            and "d->d" in _original.f.types:
+        _StandIn(_original, _unary(_original))
+    elif type(_original) is _ma._DomainedBinaryOperation:
+        _StandIn(_original, _domained(_original))
+    elif type(_original) is _ma._MaskedBinaryOperation and _original.f in FLOAT_BINARY:
+        _StandIn(_original, functools.partial(_binary, _original.f))
+del _original, _composite

@@ -1,0 +1,214 @@
+"""numpy.ma of differentiated values (``rules.masked``): masked arrays made inside the
+differentiated function from traced data. Each program's result is compared with NumPy's own
+masked array bit for bit, the data under the mask and the mask too; its gradient is checked
+against finite differences in both modes and under both policies (the caller's arrays bit for
+bit by the checker); replays give the traced values on inputs whose masks differ; what is not
+followed is refused with what to write instead.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import mutad
+from cases import replays_as_traced
+from mutad import errors
+
+RNG = np.random.default_rng(3)
+X = RNG.standard_normal((4, 5))
+X[0, 0], X[2, 3] = 2.5, 1.7  # above the thresholds below, by a margin finite differences keep
+M = np.zeros((4, 5), bool)
+M[1, 2] = M[3, 0] = True
+M[:, 4] = True  # a column masked whole
+WEIGHTS = RNG.standard_normal(20)
+
+
+def masked(x):
+    return np.ma.masked_array(x, mask=M)
+
+
+PROGRAMS = {
+    "mean": lambda x: masked(x).mean(),
+    "sum": lambda x: masked(x).sum(),
+    "sum(axis=0)": lambda x: masked(x).sum(axis=0),
+    "mean(axis=0), a column masked whole": lambda x: masked(x).mean(axis=0),
+    "mean(axis=1, keepdims)": lambda x: masked(x).mean(axis=1, keepdims=True),
+    "var": lambda x: masked(x).var(),
+    "var(axis=1)": lambda x: masked(x).var(axis=1),
+    "std(axis=0, ddof=1)": lambda x: masked(x).std(axis=0, ddof=1),
+    "no mask: mean(axis=0)": lambda x: np.ma.masked_array(x).mean(axis=0),
+    "no mask: var": lambda x: np.ma.array(x).var(),
+    "masked_where ** 2": lambda x: np.ma.masked_where(x > 1, x) ** 2,
+    "masked_where ** 0.5": lambda x: np.ma.masked_where(x > 1.5, x) ** 0.5,
+    "standardized": lambda x: (lambda m: (m - m.mean()) / m.std())(np.ma.masked_where(x > 1, x)),
+    "masked_invalid of log": lambda x: np.ma.masked_invalid(np.log(np.abs(x) - 0.3)),
+    "division by zero": lambda x: masked(x) / (x - x[0, 1]),
+    "1 / m": lambda x: 1.0 / np.ma.masked_where(x > 1, x),
+    "np.exp(m)": lambda x: np.exp(masked(x)),
+    "np.log(m), its domain": lambda x: np.log(masked(x)),
+    "np.ma.log": lambda x: np.ma.log(masked(x)),
+    "np.ma.sqrt": lambda x: np.ma.sqrt(np.ma.masked_where(x > 2, x)),
+    "filled(0.5)": lambda x: masked(x).filled(0.5),
+    "filled()": lambda x: masked(x).filled(),
+    "compressed": lambda x: masked(x).compressed(),
+    "np.ma.sum": lambda x: np.ma.sum(masked(x), axis=0),
+    "np.sum": lambda x: np.sum(masked(x), axis=1),
+    "np.mean": lambda x: np.mean(masked(x)),
+    "abs(-m)": lambda x: abs(-masked(x)),
+    "2 - 3 m": lambda x: 2.0 - masked(x) * 3.0,
+    "m * x": lambda x: masked(x) * x,
+    "x * m": lambda x: x * masked(x),
+    "x[0] + m": lambda x: x[0] + masked(x),
+    "masked_less": lambda x: np.ma.masked_less(x, -0.5) * 2,
+    "masked_outside": lambda x: np.ma.masked_outside(x, -1, 1) + 1,
+    "masked_greater_equal": lambda x: np.ma.masked_greater_equal(x, 0.3).sum(axis=1),
+    "np.ma.mean of masked_invalid": lambda x: np.ma.mean(np.ma.masked_invalid(np.sqrt(x)),
+                                                         axis=0),
+    "plain masked array + m": lambda x: np.ma.masked_array(np.ones((4, 5)), mask=M[::-1])
+    + masked(x),
+    "np.ma.hypot": lambda x: np.ma.hypot(masked(x), x),
+    "fill_value": lambda x: np.ma.array(x, mask=M, fill_value=-7.0).filled(),
+    "mask=False": lambda x: np.ma.masked_array(x, mask=False).sum(axis=0),
+    "a flat mask": lambda x: np.ma.masked_array(x, mask=M.ravel()).mean(axis=0),
+    "copy=True": lambda x: np.ma.masked_array(x, mask=M, copy=True).std(),
+    "np.ma.power": lambda x: np.ma.power(masked(x), 3),
+    "np.ma.divide": lambda x: np.ma.divide(x, np.ma.masked_array(x - x[0, 1], mask=M)),
+}
+
+
+def numpys(result):
+    """What NumPy's masked result holds: the data's bytes and the mask's, or the masked
+    constant."""
+    if result is np.ma.masked:
+        return "masked"
+    if isinstance(result, np.ma.MaskedArray):
+        return (np.ma.getdata(result).tobytes(), np.ma.getmaskarray(result).tobytes(),
+                result.shape)
+    return np.asarray(result).tobytes()
+
+
+def loss_of(program, seen=None):
+    """A weighted sum of the program's data, the masked elements' too; ``seen`` gets what the
+    differentiated call held (``numpys``)."""
+    def loss(x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            result = program(x)
+        if type(result).__name__ == "Masked":
+            if seen is not None:
+                seen["result"] = (np.asarray(mutad.stop_gradient(result.data)).tobytes(),
+                                  np.broadcast_to(result.mask, result.shape).tobytes(),
+                                  result.shape)
+            data = result.data
+        elif isinstance(result, np.ma.MaskedArray):  # NumPy's own, at finite differences
+            data = result.data
+        else:
+            if seen is not None:
+                seen["result"] = numpys(mutad.stop_gradient(result))
+            data = result
+        return np.sum(np.ravel(data) * WEIGHTS[:np.size(data)])
+    return loss
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_masked_arrays_give_numpys_values_and_their_derivative(name):
+    """Regression: np.ma of a traced array converted it (ConversionError)."""
+    program = PROGRAMS[name]
+    warnings.simplefilter("ignore", RuntimeWarning)  # np.ma's divisions by 0, in the gradient too
+    expected = numpys(program(X.copy()))
+    seen = {}
+    x = X.copy()
+    value, _ = mutad.value_and_gradient(loss_of(program, seen), x)
+    assert seen["result"] == expected
+    assert x.tobytes() == X.tobytes()
+    assert np.asarray(value).tobytes() == np.asarray(loss_of(program)(X.copy())).tobytes()
+    if "invalid" not in name and "log" not in name:  # (NaN under the mask: no differences)
+        for policy in ("restore", "checkpoint"):
+            mutad.check_grads(loss_of(program), X.copy(), policy=policy, modes=("rev", "fwd"))
+
+
+def test_masked_statistics_to_the_second_order():
+    def f(x):
+        m = np.ma.masked_where(x > 1.0, x)
+        return np.sum(((m - m.mean()) / m.std()).filled(0.0) ** 2) + m.var(axis=0).sum()
+
+    mutad.check_grads(f, X.copy(), order=2, modes=("rev", "fwd"))
+
+
+def test_masked_programs_replay_as_they_trace_whatever_their_masks():
+    def f(x):
+        m = np.ma.masked_where(x > 1.0, x)
+        z = (m - m.mean()) / m.std()
+        return np.sum(z.filled(0.0) ** 2) + m.var(axis=0).sum() + x[0, 0] * m.count()
+
+    def g(x):
+        m = np.ma.masked_invalid(np.log(x))
+        return m.sum() + x[0, 0] * np.ma.mean(m)
+
+    calls = [(RNG.standard_normal((4, 5)),) for _ in range(4)]  # each masks other elements
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        replays_as_traced(f, calls)
+        replays_as_traced(g, calls)
+
+
+def test_the_attributes_numpy_gives():
+    def f(x):
+        m = np.ma.masked_array(x, mask=M, fill_value=3.0)
+        assert m.shape == (4, 5) and m.ndim == 2 and m.size == 20 and m.dtype == np.float64
+        assert m.fill_value == 3.0 and np.array_equal(m.mask, M) and m.count() == 14
+        assert np.array_equal(m.count(axis=0), [3, 4, 3, 4, 0])
+        assert np.ma.masked_array(x).mask is np.False_  # nomask, as NumPy's
+        assert np.ma.getmask(np.ma.masked_array(x)) is np.ma.nomask
+        assert np.array_equal(np.ma.getmaskarray(np.ma.masked_array(x)), np.zeros((4, 5), bool))
+        assert m.data is x  # np.ma's data of an array is that array's memory
+        assert isinstance(m, np.ma.MaskedArray) and np.ma.isMaskedArray(m)  # code branches on it
+        m.fill_value = -1.0
+        assert m.filled()[1, 2] == -1.0
+        return m.sum()
+
+    mutad.gradient(f, X.copy())
+
+
+def test_a_scalar_that_is_masked_is_the_masked_constant():
+    def f(x):
+        assert np.ma.masked_array(x, mask=True).sum() is np.ma.masked
+        assert np.ma.masked_array(x, mask=True).mean() is np.ma.masked
+        return x.sum()
+
+    mutad.gradient(f, X.copy())
+
+
+@pytest.mark.parametrize("action, words", [
+    (lambda m: m.max(), ["MaskedArray.max", "m.filled("]),
+    (lambda m: m[0], ["Indexing"]),
+    (lambda m: np.median(m), ["np.median"]),
+    (lambda m: np.asarray(m).sum(), ["conversion"]),
+    (lambda m: m.__iadd__(1.0), ["in-place"]),
+    (lambda m: np.add.reduce(m), ["np.add.reduce"]),
+    (lambda m: np.sum(m > 0) * 1.0, ["comparison"]),  # never Python's identity, False
+    (lambda m: setattr(m, "mask", False), ["Setting the mask"]),
+])
+def test_what_is_not_followed_is_refused(action, words):
+    x = X.copy()
+    with pytest.raises(errors.UnsupportedOperationError) as caught:
+        mutad.gradient(lambda x: action(np.ma.masked_array(x, mask=M)), x)
+    for word in words:
+        assert word in str(caught.value), str(caught.value)
+    assert x.tobytes() == X.tobytes()
+
+
+def test_masked_arrays_outside_a_differentiation_are_numpys():
+    """The stand-ins route only calls with differentiated values: plain masked arrays, and
+    their subclasses, are NumPy's own (also after a differentiation ran)."""
+    mutad.gradient(lambda x: masked(x).sum(), X.copy())
+    m = np.ma.masked_array(X, mask=M)
+    assert type(m) is np.ma.MaskedArray and np.ma.masked_less(X, 0).count() == np.sum(X >= 0)
+
+    class Sub(np.ma.MaskedArray):
+        pass
+
+    assert type(Sub(X)) is Sub
+    with pytest.raises(errors.UnsupportedOperationError, match="subclass"):
+        mutad.gradient(lambda x: Sub(x).sum(), X.copy())
