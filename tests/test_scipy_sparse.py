@@ -862,6 +862,31 @@ def test_an_operator_whose_functions_read_traced_values(method):
     replays_as_traced(f, [(k, B), (k * 1.5, B), (k, B * 2.0)], argnums=(0, 1))
 
 
+@pytest.mark.parametrize("method", ["gmres", "cg"])
+def test_a_replayed_operator_solve_gives_plain_gradients(method):
+    """Regression: an operator whose functions close over an argument and a constant matrix
+    the function allocated, solved under replay=True, returned from the second call on a
+    gradient that was a traced array of the recording (each such call is now traced)."""
+    def f(k, b):
+        coupling = np.eye(N, k=1) * 0.1
+
+        def apply(v):
+            return 2.0 * v + k[0] * v + k[1] * ((coupling + coupling.T) @ v)
+
+        A = scipy.sparse.linalg.LinearOperator((N, N), matvec=apply, rmatvec=apply)
+        solve = getattr(scipy.sparse.linalg, method)
+        return np.sum(np.sin(solve(A, b, rtol=1e-13, atol=0.0)[0]))
+
+    k = np.array([0.5, 0.3])
+    replaying = mutad.value_and_grad(f, argnums=(0, 1), replay=True)
+    for args in [(k, B), (k * 1.5, B), (k, B * 2.0), (k * 0.7, B)]:
+        value, grads = replaying(*args)
+        expected = mutad.value_and_grad(f, argnums=(0, 1))(*args)
+        assert all(type(g) is np.ndarray for g in grads)
+        assert value == expected[0] and all(np.array_equal(g, e)
+                                            for g, e in zip(grads, expected[1]))
+
+
 def test_linear_operator_products_of_traced_values_are_scipys():
     """matvec, rmatvec, matmat, @, * and x @ A of traced vectors, and of an operator whose
     functions read traced values (its dtype found by SciPy's probe of an int8 vector)."""

@@ -3484,9 +3484,10 @@ class _OperatorSolve:
     ``A`` symmetric, as SciPy's methods do; the others solve with ``A.T``, which needs the
     operator's ``rmatvec``), and forward mode ``ẋ = A⁻¹ (ḃ - ∂ₚ(A(p) x) ṗ)``."""
 
-    # The operator's functions read the values its rule is given, bound into their closures
-    # for each call (``parameters.bound``): a replay may give it another call's values.
-    replays_on_its_operands = True
+    # The operator's functions are bound to the values its rule is given for each call
+    # (``parameters.bound``), but a replay of a program holding it returned gradients of the
+    # recording's traced arrays: such a call is traced every time, with the reason.
+    replays_on_its_operands = False
 
     def __init__(self, method, operator, parameters, options):
         self.method, self.operator, self.parameters = method, operator, parameters
