@@ -929,6 +929,30 @@ def test_aslinearoperator_of_traced_matrices(form):
     assert type(plain).__name__ == "MatrixLinearOperator"  # outside: SciPy's own
 
 
+@pytest.mark.parametrize("method", ["cg", "gmres", "bicgstab", "minres"])
+def test_an_operator_solve_of_float32_values_is_scipys(method):
+    """A float32 system through an operator of traced values: SciPy's solution in its dtype,
+    bit for bit (cg, gmres and bicgstab solve in float32, minres in float64 from the float32
+    b), where the solve was of b made float64 (another dtype, other numbers)."""
+    spla = scipy.sparse.linalg
+    dense = (nonsymmetric(K).toarray() + 4.0 * np.eye(N)).astype(np.float32)
+    matrix = dense.T @ dense if method in ("cg", "minres") else dense
+    b = B.astype(np.float32)
+
+    def solve(A, b):
+        return getattr(spla, method)(spla.aslinearoperator(A), b, rtol=1e-5)[0]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (SciPy's own, if any)
+        expected = solve(matrix, b)
+        value, _ = mutad.vjp(solve, matrix.copy(), b.copy())
+        closure = mutad.vjp(lambda A, b: getattr(spla, method)(spla.LinearOperator(
+            (N, N), matvec=lambda v: A @ v, rmatvec=lambda v: A.T @ v, dtype=A.dtype), b,
+            rtol=1e-5)[0], matrix.copy(), b.copy())[0]
+    for got in (value, closure):
+        assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
+
+
 def test_aslinearoperator_of_a_traced_matrix_in_lsqr_is_refused():
     def f(k):
         A = scipy.sparse.linalg.aslinearoperator(AS_OPERATORS["dense"](k))

@@ -3422,7 +3422,10 @@ class _OperatorSolve:
                 operator = operator.T
                 if options.get("M") is not None:
                     options["M"] = _splinalg.aslinearoperator(options["M"]).T
-            x, info = SCIPY[self.method](operator, np.asarray(b, float), guess, **options)
+            # (the user's solve in b's own dtype, as SciPy's: a float32 system solved in
+            # float32; a derivative's in float64)
+            rhs = np.asarray(b, float) if tight else np.asarray(b)
+            x, info = SCIPY[self.method](operator, rhs, guess, **options)
         if info != 0:
             what = "its adjoint or tangent solve" if tight else "the solve"
             raise UnsupportedOperationError(
