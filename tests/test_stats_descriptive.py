@@ -359,6 +359,22 @@ def test_kolmogorov_smirnov_tests(name):
                       [(x,), (x * 1.3 + 0.1,), (x[::-1].copy(),)])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("name", [name for name in KS_TESTS if name.startswith("ks_1samp")]
+                         + ["kstest-name"])
+def test_a_one_sample_kolmogorov_smirnov_test_of_a_narrow_float_sample(name, dtype):
+    """A float32 or float16 sample: SciPy's statistic (its ranks i/n in the sample's dtype,
+    against float64 cdf values) and its p-value in the sample's dtype, bit for bit; mutad's
+    ranks were float64 numbers and its p-value float64."""
+    test = KS_TESTS[name]
+    x = KS_SAMPLE.astype(dtype)
+    got, _ = mutad.pullback(lambda x: test(x)[:3], x.copy())
+    expected = test(x.copy())[:3]
+    for a, b in zip(got, expected, strict=True):
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
 def test_kolmogorov_smirnov_refusals():
     x = KS_SAMPLE.copy()
     with pytest.raises(mutad.MutadError, match="second derivative of the Kolmogorov"):

@@ -801,8 +801,9 @@ def _ks_settings(name, x, axis, nan_policy, keepdims):
 def _distance(cdfvals, x, sign):
     """SciPy's ``_compute_d``: D+ (``sign`` 1) or D-, and the sample where it is largest."""
     n = np.shape(cdfvals)[-1]
-    D = (np.arange(1.0, n + 1) / n - cdfvals if sign == +1
-         else cdfvals - np.arange(0.0, n) / n)
+    dtype = np.result_type(x)  # (SciPy's ranks i / n in the sample's dtype)
+    D = (np.arange(1.0, n + 1, dtype=dtype) / n - cdfvals if sign == +1
+         else cdfvals - np.arange(0.0, n, dtype=dtype) / n)
     i = int(np.argmax(D))
     return D[i], x[i]
 
@@ -833,11 +834,12 @@ def _ks_1samp(x, cdf, args=(), alternative="two-sided", method="auto", *, axis=0
     alternative = _ks_alternative(alternative)
     N = np.shape(x)[-1]
     x = np.sort(x)
+    dtype = np.result_type(x)  # (SciPy's p-value is in the sample's dtype)
     cdfvals = cdf(x, *args)
     if alternative in ("greater", "less"):
         sign = 1 if alternative == "greater" else -1
         D, location = _distance(cdfvals, x, sign)
-        return KstestResult(D, _KSONE_SF(D, N), statistic_location=location,
+        return KstestResult(D, _KSONE_SF(D, N).astype(dtype), statistic_location=location,
                             statistic_sign=np.int8(sign))
     Dplus, plus_location = _distance(cdfvals, x, +1)
     Dminus, minus_location = _distance(cdfvals, x, -1)
@@ -852,7 +854,7 @@ def _ks_1samp(x, cdf, args=(), alternative="two-sided", method="auto", *, axis=0
         prob = _KSTWOBIGN_SF(D * math.sqrt(N))
     else:
         prob = 2 * _KSONE_SF(D, N)
-    return KstestResult(D, np.clip(prob, 0., 1.), statistic_location=location,
+    return KstestResult(D, np.clip(prob.astype(dtype), 0., 1.), statistic_location=location,
                         statistic_sign=np.int8(1 if i_plus else -1))
 
 
