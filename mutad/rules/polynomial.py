@@ -733,6 +733,9 @@ def _roots(module, prefix):
         unit[-1] = 1
         base = companion(unit)  # NumPy's, its last column updated by zeros
         column = base[:, -1] - update(c, n) if sign < 0 else base[:, -1] + update(c, n)
+        # (NumPy updates the column in place: in the companion's dtype, where the update of
+        # float32 coefficients by float64 scales is float64)
+        column = column.astype(base.dtype, copy=False)
         m = np.concatenate([base[:, :-1], np.reshape(column, (n, 1))], axis=1)
         r = np.linalg.eigvals(m if prefix == "poly" else m[::-1, ::-1])
         r.sort()
