@@ -54,6 +54,7 @@ from ..core.errors import UnsupportedOperationError
 from ..engines.arraylike import carries_derivative
 from ..core.registry import NoClosedForm
 from ._adjoints import Elementwise, StandIn, Value, scipys_value, stands_in_for
+from ..core.views import wrapped
 
 __all__ = ["binned_statistic", "circmean", "circstd", "circvar", "describe", "entropy", "gmean", "hmean", "iqr",
            "kendalltau", "ks_1samp", "ks_2samp", "kstest", "kurtosis", "linregress", "median_abs_deviation", "mode", "moment", "pearsonr",
@@ -159,17 +160,21 @@ def _moment(a, order, axis, mean=None):
     """SciPy's ``_moment``: the central moment by exponentiation by squares."""
     if np.size(a) == 0:
         return np.mean(a, axis=axis)
+    dtype = np.result_type(a)  # (SciPy's moments, and the center it is given, in a's dtype)
     if order == 0 or (order == 1 and mean is None):
         shape = list(np.shape(a))
         del shape[axis]
-        constant = np.ones(shape) if order == 0 else np.zeros(shape)
+        constant = np.ones(shape, dtype) if order == 0 else np.zeros(shape, dtype)
         return constant[()] if constant.ndim == 0 else constant
     powers = [order]
     current = order
     while current > 2:
         current = (current - 1) / 2 if current % 2 else current / 2
         powers.append(current)
-    mean = np.mean(a, axis=axis, keepdims=True) if mean is None else mean
+    if mean is None:
+        mean = np.mean(a, axis=axis, keepdims=True)
+    elif np.result_type(mean) != dtype:
+        mean = mean.astype(dtype) if wrapped(mean) else np.asarray(mean, dtype)
     deviation = a - mean
     s = deviation * 1.0 if powers[-1] == 1 else deviation**2
     for n in powers[-2::-1]:
@@ -181,9 +186,9 @@ def _moment(a, order, axis, mean=None):
 
 def _var(a, axis, ddof=0, mean=None):
     var = _moment(a, 2, axis, mean=mean)
-    if ddof != 0:
-        n = np.shape(a)[axis]
-        var = var * (np.float64(n) / (np.float64(n) - ddof))
+    if ddof != 0:  # (SciPy's count in the sample's dtype: a float32 variance stays float32)
+        n = np.asarray(np.shape(a)[axis], dtype=np.result_type(a))
+        var = var * (n / (n - ddof))
     return var
 
 
