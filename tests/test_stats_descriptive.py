@@ -118,6 +118,18 @@ SINGLE_PRECISION = {
 }
 
 
+def test_describe_over_a_tuple_of_axes():
+    """describe(x, axis=(0, 2)) as SciPy's (its count the product of the axes' lengths),
+    values bit for bit and derivatives; it raised a TypeError of indexing a shape by a tuple."""
+    x = RNG.normal(size=(3, 4, 2))
+    for axis in [(0, 2), (2, 0), (0, 1, 2)]:
+        traced, _ = mutad.pullback(lambda x: fields(S.describe(x, axis=axis)), x.copy())
+        expected = fields(S.describe(x.copy(), axis=axis))
+        for mine, scipys in zip(traced, expected, strict=True):
+            assert np.asarray(mine).tobytes() == np.asarray(scipys).tobytes()
+        mutad.check_grads(lambda x: S.describe(x, axis=axis).variance, x)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("name", SINGLE_PRECISION)
 def test_moments_of_single_precision_samples_are_scipys(name, dtype):

@@ -184,10 +184,17 @@ def _moment(a, order, axis, mean=None):
     return np.mean(s, axis=axis)
 
 
+def _count(a, axis):
+    """The elements of ``a`` along ``axis``, an axis or a tuple of them (SciPy's
+    ``_length_nonmasked`` of an array)."""
+    axes = (axis,) if np.ndim(axis) == 0 else axis
+    return math.prod(np.shape(a)[i] for i in axes)
+
+
 def _var(a, axis, ddof=0, mean=None):
     var = _moment(a, 2, axis, mean=mean)
     if ddof != 0:  # (SciPy's count in the sample's dtype: a float32 variance stays float32)
-        n = np.asarray(np.shape(a)[axis], dtype=np.result_type(a))
+        n = np.asarray(_count(a, axis), dtype=np.result_type(a))
         var = var * (n / (n - ddof))
     return var
 
@@ -264,7 +271,7 @@ def _describe(a, axis=0, ddof=1, bias=True, nan_policy="propagate"):
     _check_nan_policy("describe", nan_policy, [a])
     if np.size(a) == 0:
         raise ValueError("The input must not be empty.")
-    n = np.int64(np.shape(a)[axis])
+    n = np.int64(_count(a, axis))
     minmax = (np.min(a, axis=axis), np.max(a, axis=axis))
     return DescribeResult(n, minmax, np.mean(a, axis=axis), _var(a, axis, ddof=ddof),
                           skew(a, axis, bias=bias), kurtosis(a, axis, bias=bias))
