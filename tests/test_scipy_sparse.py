@@ -1138,6 +1138,39 @@ def test_a_matrix_assembled_entry_by_entry_with_traced_values(kind):
     assert k.tobytes() == before
 
 
+@pytest.mark.parametrize("kind", [scipy.sparse.lil_matrix, scipy.sparse.lil_array,
+                                  scipy.sparse.dok_matrix, scipy.sparse.dok_array],
+                         ids=lambda c: c.__name__)
+def test_an_assembled_matrix_counts_no_traced_entry_written_a_zero(kind):
+    """SciPy's lil and dok matrices store no entry written a zero: their nnz, a dok matrix's
+    len and their conversions' nnz leave out a traced entry that is zero (mutad keeps it, for
+    its derivative); they counted it, a wrong number; count_nonzero is refused."""
+    def assemble(k):
+        A = kind((3, 3))
+        A[0, 1] = k[0]
+        A[1, 2] = k[1]
+        A[2, 0] = k[2] * 2.0
+        A[0, 0] = 3.0
+        return A
+
+    counts = [lambda A: A.nnz, lambda A: A.tocsr().nnz, lambda A: A.tocoo().nnz]
+    if assemble(np.ones(3)).format == "dok":
+        counts.append(len)
+    k = np.array([0.0, 1.5, -0.0])
+    seen = []
+
+    def f(k):
+        A = assemble(k)
+        seen.append([count(A) for count in counts])
+        return np.sum(A @ np.arange(1.0, 4.0)) + np.sum(A.tocsr() @ k)
+
+    (g,) = mutad.gradient(f, k.copy())
+    assert seen == [[count(assemble(k.copy())) for count in counts]] == [[2] * len(counts)]
+    assert np.array_equal(g, [2.0 + 3.0 + 1.5, 3.0 + 0.0, 2.0 + 1.5])  # the zeros' too
+    with pytest.raises(MutadError, match="count_nonzero"):
+        mutad.gradient(lambda k: assemble(k).count_nonzero() * k[1], k.copy())
+
+
 def test_an_assembled_matrix_refuses_what_would_read_its_placeholders():
     def setdiag_after(k):  # setdiag overwrites the traced entry on the diagonal, not the other
         A = scipy.sparse.lil_matrix((3, 3))

@@ -1970,14 +1970,15 @@ as SciPy's ``spsolve`` builds it (``A.__class__``)."""
 
 
 _ASSEMBLED_READS = frozenset(("shape", "ndim", "dtype", "format", "nnz", "entries", "traced",
-                              "copy", "getformat", "count_nonzero", "setdiag"))
+                              "copy", "getformat", "setdiag"))
 """What a ``lil`` or ``dok`` matrix holding traced entries answers as it is; the methods in
 ``_ASSEMBLED_CONVERTED`` it answers as the traced matrix it stands for, and it refuses any
 other (SciPy's would read the placeholders it stores for the traced entries)."""
 
 _ASSEMBLED_CONVERTED = frozenset((
     "tocsr", "tocsc", "tocoo", "todia", "asformat", "toarray", "todense", "T", "transpose",
-    "dot", "multiply", "sum", "mean", "diagonal", "trace", "power", "max", "min"))
+    "dot", "multiply", "sum", "mean", "diagonal", "trace", "power", "max", "min",
+    "count_nonzero"))
 
 
 def _diagonal_positions(shape, k):
@@ -2122,7 +2123,24 @@ class _Assembled:
         kind = coo_array if isinstance(self, _sparse.sparray) else coo_matrix
         assembled = kind((values[source], (rows, cols)), shape=self.shape)
         assembled.layout.template.has_canonical_format = coo.has_canonical_format  # SciPy's
+        # SciPy's lil and dok store no entry written a zero: a traced one that is zero is left
+        # out of SciPy's values (A.nnz), as a dense matrix's zeros are (kept for its derivative)
+        assembled.layout = assembled.layout.dropping(source >= coo.nnz)
         return assembled
+
+    @property
+    def nnz(self) -> int:
+        """SciPy's: its stored entries, less the traced ones written a zero (SciPy stores no
+        zero written into a lil or dok matrix, where mutad holds a placeholder)."""
+        if not object.__getattribute__(self, "entries"):
+            return super().nnz
+        return self.traced().nnz
+
+    def __len__(self) -> int:
+        """A dok matrix's length, SciPy's ``nnz`` (a lil matrix's: SciPy's TypeError)."""
+        if self.format == "dok" and object.__getattribute__(self, "entries"):
+            return self.nnz
+        return super().__len__()
 
 
 def _internal(frame):
