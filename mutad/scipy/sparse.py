@@ -1291,7 +1291,10 @@ class TracedSparse:
         return lil
 
     def eliminate_zeros(self) -> None:
-        """Nothing: a traced matrix stores its zeros too (their derivatives are there)."""
+        """SciPy's leaves its stored zeros out, in place; a traced matrix keeps them (their
+        derivatives are there), left out of what SciPy's matrix tells (``nnz``, ``data``), as
+        a dense matrix's zeros are: every stored entry that is zero is droppable."""
+        self.layout = self.layout.dropping(self.layout.valid.copy())
 
     def __array__(self, dtype=None, copy=None):
         _refuse("a scipy.sparse matrix with traced values converted to a NumPy array",
