@@ -953,6 +953,25 @@ def test_an_operator_solve_of_float32_values_is_scipys(method):
         assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
 
 
+def test_a_float32_factorization_solves_a_traced_float32_right_hand_side():
+    """splu and factorized of a constant float32 matrix, solving a traced float32 b: SciPy's
+    float32 solution bit for bit and a float32 gradient (A⁻ᵀ ḡ to float32's rounding); the
+    solve was given b made float64, which SuperLU refuses to cast (a TypeError)."""
+    dense = nonsymmetric(K).toarray() + 4.0 * np.eye(N)
+    matrix = scipy.sparse.csc_matrix(dense.astype(np.float32))
+    b = B.astype(np.float32)
+    for solve in (lambda b: scipy.sparse.linalg.splu(matrix).solve(b),
+                  lambda b: scipy.sparse.linalg.splu(matrix).solve(b, "T"),
+                  lambda b: scipy.sparse.linalg.factorized(matrix)(b)):
+        expected = solve(b.copy())
+        got, back = mutad.vjp(solve, b.copy())
+        assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
+        (g,) = back(np.ones(N, np.float32))
+        assert g.dtype == np.float32
+    (g,) = mutad.gradient(lambda b: np.sum(scipy.sparse.linalg.splu(matrix).solve(b)), b.copy())
+    assert np.allclose(g, np.linalg.solve(dense.T, np.ones(N)), rtol=1e-5)
+
+
 def test_aslinearoperator_of_a_traced_matrix_in_lsqr_is_refused():
     def f(k):
         A = scipy.sparse.linalg.aslinearoperator(AS_OPERATORS["dense"](k))

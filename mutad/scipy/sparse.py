@@ -629,7 +629,12 @@ class _Direct(_Solver):
     def value(self, data, b, guess):
         if self.first and self.options is not None:
             return SCIPY["spsolve"](self.layout.build(data), b, **self.options)
-        return self.factor(data).solve(np.asarray(b, float), "T" if self.trans else "N")
+        factor = self.factor(data)
+        # SuperLU solves in its own dtype: the user's b as SciPy's solve takes it (a float32
+        # factor, a float32 b), a derivative's cast to it
+        dtype = getattr(getattr(factor, "L", None), "dtype", np.dtype(float))
+        rhs = np.asarray(b) if self.first else np.asarray(b, dtype)
+        return factor.solve(rhs, "T" if self.trans else "N")
 
 
 class _Triangular(_Solver):
