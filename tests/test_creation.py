@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import mutad
-from cases import case_id, check_complex
+from cases import case_id, check_complex, replays_as_traced
 from mutad.core.registry import RULES
 from rule_checks import V, V4, X, X3, XF, Const, check_forward_rule, normal_array, rule_case
 
@@ -170,6 +170,36 @@ def test_require_of_owned_data_is_refused(x):
 def test_asarray_chkfinite_keeps_numpys_error(x):
     with np.errstate(all="ignore"), pytest.raises(ValueError, match="infs or NaNs"):
         mutad.gradient(lambda a: np.asarray_chkfinite(np.log(a - 1.0)).sum(), x)
+
+
+@pytest.mark.parametrize("form", ["array", "items", "float32"])
+def test_a_replayed_asarray_chkfinite_checks_each_calls_values(form):
+    """NumPy's check is a decision on the values: a replay on values it fails raises NumPy's
+    error, or takes the program's path for it, and one on values it passes after such a call
+    passes (the replay returned the infinite values' results, without NumPy's error)."""
+    check = {"array": lambda a: np.asarray_chkfinite(a * 2.0),
+             "items": lambda a: np.asarray_chkfinite([a[0] * 2.0, a[1]]),
+             "float32": lambda a: np.asarray_chkfinite(a * 2.0, dtype=np.float32)}[form]
+
+    def f(a):
+        return np.sum(check(a) ** 2)
+
+    def guarded(a):
+        try:
+            return f(a)
+        except ValueError:
+            return np.sum(a) * 0.0
+
+    finite = [np.array([1.0, 2.0, 0.5]), np.array([0.5, -1.0, 3.0]), np.array([2.0, 1.0, 0.0])]
+    infinite = np.array([1e300, np.inf, 1.0]) if form == "float32" else np.array(
+        [1.0, np.inf, 2.0])
+    replaying = mutad.value_and_grad(f, replay=True)
+    for a in finite:
+        replaying(a)
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match="infs or NaNs"):
+        replaying(infinite)
+    with np.errstate(all="ignore"):
+        replays_as_traced(guarded, [(a,) for a in finite] + [(infinite,)] + [(finite[0],)] * 3)
 
 
 def test_arange_with_traced_bounds_names_the_rewrite():

@@ -807,6 +807,19 @@ def test_sort_sends_the_gradient_through_the_permutation():
     assert np.array_equal(grad, [100.0, 1.0, 10.0])
 
 
+@pytest.mark.parametrize("dtype", [np.longdouble, np.clongdouble])
+def test_a_permutations_gradient_of_long_doubles(dtype):
+    """np.sort, np.partition and a percentile of long doubles: the cotangent gathered back in
+    its own dtype (np.bincount, which adds in float64, raised a TypeError on it)."""
+    x = np.array([3.0, 1.0, 2.0, 0.5], dtype=dtype)
+    weights = np.array([1.0, 10.0, 100.0, 1000.0])
+    for f, expected in [(lambda x: (np.sort(x) * weights).sum().real, [1000.0, 10.0, 100.0, 1.0]),
+                        (lambda x: np.partition(x, 1)[1].real, [0.0, 1.0, 0.0, 0.0]),
+                        (lambda x: np.percentile(x.real, 50), [0.0, 0.5, 0.5, 0.0])]:
+        (grad,) = mutad.gradient(f, x.copy())
+        assert grad.dtype == x.dtype and np.array_equal(grad, expected)
+
+
 @pytest.mark.parametrize("call", [
     lambda x, plain: np.add.at(plain, [0], x),
     lambda x, plain: np.put(plain, [0], x),

@@ -207,6 +207,38 @@ def test_roots_of_trimmed_differentiated_zeros_are_refused(module, prefix, cls):
     assert empty.shape == (0,) and empty.dtype == roots(c[:1]).dtype
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("module, prefix, cls", KINDS, ids=IDS)
+def test_roots_of_single_precision_coefficients_are_numpys(module, prefix, cls, dtype):
+    """float32 (complex64) coefficients: NumPy's companion matrix in their dtype, its last
+    column updated in place by float64 scales (Chebyshev, Legendre, Hermite), so its roots in
+    that precision, bit for bit; mutad's column was float64, its roots float64 numbers."""
+    roots = getattr(module, prefix + "roots")
+    c = getattr(module, prefix + "fromroots")([0.1, 0.5, -0.7, 0.9]).astype(dtype)
+    expected = roots(c.copy())
+    got, _ = mutad.pullback(roots, c.copy())
+    assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("module, prefix, cls", KINDS, ids=IDS)
+def test_calculus_of_single_precision_coefficients_is_numpys(module, prefix, cls, dtype):
+    """float32 (complex64) coefficients scaled by float64 numbers (a series' deriv and integ
+    on a domain, *der and *int given NumPy's float64 scl, k and lbnd): NumPy's updates in place
+    keep the coefficients' dtype, rounding each step; mutad's were float64 numbers."""
+    der, integ = calculus(module, prefix)
+    c = np.array([0.3, -1.2, 0.7, 2.5]).astype(dtype)
+    forms = [lambda c: cls(c, domain=[-2.0, 3.0]).deriv(2).coef,
+             lambda c: cls(c, domain=[-2.0, 3.0]).integ(2, k=[0.5], lbnd=0.25).coef,
+             lambda c: der(c, 1, scl=np.float64(0.3)),
+             lambda c: integ(c, 1, k=np.float64(0.7), lbnd=np.float64(0.2), scl=np.float64(3.0)),
+             lambda c: integ(c[:1] * 0, 1, k=np.float64(0.7), scl=np.float64(3.0))]
+    for form in forms:
+        expected = form(c.copy())
+        got, _ = mutad.pullback(form, c.copy())
+        assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
+
+
 def test_series_arithmetic_that_cancels_exactly_is_refused_by_name():
     """Legendre division by [1, t, 2]: a step of NumPy's (the product of a unit series) cancels
     to a zero NumPy trims, in an array that carries a derivative. NumPy's operator would turn

@@ -16,6 +16,7 @@ closure, and the result fields without a derivative.
 
 import functools
 import inspect
+import warnings
 
 import numpy as np
 import pytest
@@ -1210,6 +1211,32 @@ def test_lsq_linear(bounds):
     assert copies[0].tobytes() == A.tobytes() and copies[1].tobytes() == b.tobytes()
     with pytest.raises(mutad.MutadError, match="optimality"):
         mutad.gradient(lambda b: solve(A, b).optimality, b)
+
+
+@pytest.mark.parametrize("settings", [{}, {"lsq_solver": "exact"}, {"method": "bvls"},
+                                      {"lsq_solver": "lsmr"}])
+def test_lsq_linear_of_float32_values(settings):
+    """Of float32 A and b SciPy's unbounded solves return float32 x, fun and cost (lsmr's
+    float64 ones): the same dtypes and bits, where mutad's were float64 copies; the gradient
+    of b in its dtype, the float64 one's to float32's rounding."""
+    rng = np.random.default_rng(2)
+    A, b = rng.standard_normal((6, 3)), rng.standard_normal(6)
+    narrow = A.astype(np.float32), b.astype(np.float32)
+
+    def fields(A, b):
+        result = scipy.optimize.lsq_linear(A, b, **settings)
+        return result.x, result.fun, result.cost
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (lsmr's own overflow warnings on float32)
+        expected = fields(*narrow)
+        got, _ = mutad.pullback(fields, *[a.copy() for a in narrow])
+        (g,) = mutad.gradient(lambda b: fields(narrow[0], b)[2], narrow[1].copy())
+    for a, e in zip(got, expected, strict=True):
+        assert np.asarray(a).dtype == np.asarray(e).dtype
+        assert np.asarray(a).tobytes() == np.asarray(e).tobytes()
+    (wide,) = mutad.gradient(lambda b: fields(A, b)[2], b)
+    assert g.dtype == np.float32 and np.allclose(g, wide, rtol=1e-4, atol=1e-5)
 
 
 def test_lsq_linear_refusals():

@@ -954,6 +954,49 @@ def test_aslinearoperator_of_traced_matrices(form):
     assert type(plain).__name__ == "MatrixLinearOperator"  # outside: SciPy's own
 
 
+@pytest.mark.parametrize("method", ["cg", "gmres", "bicgstab", "minres"])
+def test_an_operator_solve_of_float32_values_is_scipys(method):
+    """A float32 system through an operator of traced values: SciPy's solution in its dtype,
+    bit for bit (cg, gmres and bicgstab solve in float32, minres in float64 from the float32
+    b), where the solve was of b made float64 (another dtype, other numbers)."""
+    spla = scipy.sparse.linalg
+    dense = (nonsymmetric(K).toarray() + 4.0 * np.eye(N)).astype(np.float32)
+    matrix = dense.T @ dense if method in ("cg", "minres") else dense
+    b = B.astype(np.float32)
+
+    def solve(A, b):
+        return getattr(spla, method)(spla.aslinearoperator(A), b, rtol=1e-5)[0]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (SciPy's own, if any)
+        expected = solve(matrix, b)
+        value, _ = mutad.vjp(solve, matrix.copy(), b.copy())
+        closure = mutad.vjp(lambda A, b: getattr(spla, method)(spla.LinearOperator(
+            (N, N), matvec=lambda v: A @ v, rmatvec=lambda v: A.T @ v, dtype=A.dtype), b,
+            rtol=1e-5)[0], matrix.copy(), b.copy())[0]
+    for got in (value, closure):
+        assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
+
+
+def test_a_float32_factorization_solves_a_traced_float32_right_hand_side():
+    """splu and factorized of a constant float32 matrix, solving a traced float32 b: SciPy's
+    float32 solution bit for bit and a float32 gradient (A⁻ᵀ ḡ to float32's rounding); the
+    solve was given b made float64, which SuperLU refuses to cast (a TypeError)."""
+    dense = nonsymmetric(K).toarray() + 4.0 * np.eye(N)
+    matrix = scipy.sparse.csc_matrix(dense.astype(np.float32))
+    b = B.astype(np.float32)
+    for solve in (lambda b: scipy.sparse.linalg.splu(matrix).solve(b),
+                  lambda b: scipy.sparse.linalg.splu(matrix).solve(b, "T"),
+                  lambda b: scipy.sparse.linalg.factorized(matrix)(b)):
+        expected = solve(b.copy())
+        got, back = mutad.vjp(solve, b.copy())
+        assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
+        (g,) = back(np.ones(N, np.float32))
+        assert g.dtype == np.float32
+    (g,) = mutad.gradient(lambda b: np.sum(scipy.sparse.linalg.splu(matrix).solve(b)), b.copy())
+    assert np.allclose(g, np.linalg.solve(dense.T, np.ones(N)), rtol=1e-5)
+
+
 def test_aslinearoperator_of_a_traced_matrix_in_lsqr_is_refused():
     def f(k):
         A = scipy.sparse.linalg.aslinearoperator(AS_OPERATORS["dense"](k))
@@ -1237,6 +1280,68 @@ def test_a_matrix_assembled_entry_by_entry_with_traced_values(kind):
     mutad.check_jvp(f, k)
     replays_as_traced(f, [(k * scale,) for scale in (1.0, 1.3, 0.7)])
     assert k.tobytes() == before
+
+
+@pytest.mark.parametrize("kind", [scipy.sparse.lil_matrix, scipy.sparse.lil_array,
+                                  scipy.sparse.dok_matrix, scipy.sparse.dok_array],
+                         ids=lambda c: c.__name__)
+def test_an_assembled_matrix_counts_no_traced_entry_written_a_zero(kind):
+    """SciPy's lil and dok matrices store no entry written a zero: their nnz, a dok matrix's
+    len and their conversions' nnz leave out a traced entry that is zero (mutad keeps it, for
+    its derivative); they counted it, a wrong number; count_nonzero is refused."""
+    def assemble(k):
+        A = kind((3, 3))
+        A[0, 1] = k[0]
+        A[1, 2] = k[1]
+        A[2, 0] = k[2] * 2.0
+        A[0, 0] = 3.0
+        return A
+
+    counts = [lambda A: A.nnz, lambda A: A.tocsr().nnz, lambda A: A.tocoo().nnz]
+    if assemble(np.ones(3)).format == "dok":
+        counts.append(len)
+    k = np.array([0.0, 1.5, -0.0])
+    seen = []
+
+    def f(k):
+        A = assemble(k)
+        seen.append([count(A) for count in counts])
+        return np.sum(A @ np.arange(1.0, 4.0)) + np.sum(A.tocsr() @ k)
+
+    (g,) = mutad.gradient(f, k.copy())
+    assert seen == [[count(assemble(k.copy())) for count in counts]] == [[2] * len(counts)]
+    assert np.array_equal(g, [2.0 + 3.0 + 1.5, 3.0 + 0.0, 2.0 + 1.5])  # the zeros' too
+    with pytest.raises(MutadError, match="count_nonzero"):
+        mutad.gradient(lambda k: assemble(k).count_nonzero() * k[1], k.copy())
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+def test_eliminate_zeros_leaves_the_zeros_out_of_what_scipy_tells(fmt):
+    """A.eliminate_zeros() of a matrix storing a traced zero: SciPy's nnz and find leave it out
+    (it did nothing: nnz counted it, a wrong number), while its derivative stays; a zero
+    written afterwards is stored, as SciPy stores it."""
+    def build(k):
+        return scipy.sparse.coo_matrix((k - 1.0, ([0, 1, 2, 0], [0, 1, 2, 2])),
+                                       shape=(3, 3)).asformat(fmt)
+
+    def counts(k):
+        A = build(k)
+        A.eliminate_zeros()
+        found = scipy.sparse.find(A)[2].shape[0]
+        if fmt != "coo":
+            A[1, 1] = 0.0
+        return A.nnz, found
+
+    def f(k):
+        A = build(k)
+        A.eliminate_zeros()
+        return np.sum(A @ k[:3]) + A.sum()
+
+    k = np.array([1.0, 2.0, -1.0, 0.5])
+    seen = []
+    mutad.gradient(lambda k: (seen.append(counts(k)), k.sum())[1], k.copy())
+    assert seen == [counts(k.copy())] == [(3, 3)]
+    check(f, k.copy(), order=1)
 
 
 def test_an_assembled_matrix_refuses_what_would_read_its_placeholders():

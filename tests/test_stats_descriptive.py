@@ -110,6 +110,40 @@ def test_values_are_scipys_bit_for_bit(name, function, args):
     assert [np.asarray(a).tobytes() for a in args] == before
 
 
+SINGLE_PRECISION = {
+    "describe": lambda x: S.describe(x, axis=1),
+    "describe-ddof": lambda x: S.describe(x, axis=None, ddof=3),
+    "moment-orders": lambda x: S.moment(x, [0, 1, 2, 5], axis=0),
+    "moment-center": lambda x: S.moment(x[0], 4, center=np.float64(0.1)),
+}
+
+
+def test_describe_over_a_tuple_of_axes():
+    """describe(x, axis=(0, 2)) as SciPy's (its count the product of the axes' lengths),
+    values bit for bit and derivatives; it raised a TypeError of indexing a shape by a tuple."""
+    x = RNG.normal(size=(3, 4, 2))
+    for axis in [(0, 2), (2, 0), (0, 1, 2)]:
+        traced, _ = mutad.pullback(lambda x: fields(S.describe(x, axis=axis)), x.copy())
+        expected = fields(S.describe(x.copy(), axis=axis))
+        for mine, scipys in zip(traced, expected, strict=True):
+            assert np.asarray(mine).tobytes() == np.asarray(scipys).tobytes()
+        mutad.check_grads(lambda x: S.describe(x, axis=axis).variance, x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("name", SINGLE_PRECISION)
+def test_moments_of_single_precision_samples_are_scipys(name, dtype):
+    """SciPy's variance counts, moments of order 0 and 1 and centers in the sample's dtype:
+    float32 (float16) results, bit for bit; mutad's were float64 numbers."""
+    function = SINGLE_PRECISION[name]
+    x = X.astype(dtype)
+    traced, _ = mutad.pullback(lambda x: fields(function(x)), x.copy())
+    expected = fields(function(x.copy()))
+    for mine, scipys in zip(traced, expected, strict=True):
+        assert np.asarray(mine).dtype == np.asarray(scipys).dtype
+        assert np.asarray(mine).tobytes() == np.asarray(scipys).tobytes()
+
+
 @pytest.mark.parametrize("name, function, args", CASES, ids=IDS)
 def test_gradients(name, function, args):
     f = total(function)
@@ -357,6 +391,22 @@ def test_kolmogorov_smirnov_tests(name):
     assert x.tobytes() == KS_SAMPLE.tobytes()
     replays_as_traced(lambda x: sum(_ks_fields(test(x))[:3]),
                       [(x,), (x * 1.3 + 0.1,), (x[::-1].copy(),)])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("name", [name for name in KS_TESTS if name.startswith("ks_1samp")]
+                         + ["kstest-name"])
+def test_a_one_sample_kolmogorov_smirnov_test_of_a_narrow_float_sample(name, dtype):
+    """A float32 or float16 sample: SciPy's statistic (its ranks i/n in the sample's dtype,
+    against float64 cdf values) and its p-value in the sample's dtype, bit for bit; mutad's
+    ranks were float64 numbers and its p-value float64."""
+    test = KS_TESTS[name]
+    x = KS_SAMPLE.astype(dtype)
+    got, _ = mutad.pullback(lambda x: test(x)[:3], x.copy())
+    expected = test(x.copy())[:3]
+    for a, b in zip(got, expected, strict=True):
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
 
 
 def test_kolmogorov_smirnov_refusals():

@@ -763,9 +763,20 @@ def _asarray_chkfinite(a, dtype=None, order=None):
     traced ``a``, NumPy's check of its values (its error for one not finite), then the mode's
     ``np.asarray`` of it (``a`` itself where it fits)."""
     if ACTIVE.running and holds_wrapped(a):
-        np.asarray_chkfinite(memory(_stacked(a)), dtype, order)
+        values = _stacked(a)
+        decided = getattr(values, "_decided", None)
+        if decided is not None:  # the check is a decision on the values: a replay guards it
+            decided(lambda value: _all_finite(value, dtype))
+        np.asarray_chkfinite(memory(values), dtype, order)
         return REPLACEMENTS["asarray"][1](a, dtype, order)
     return CHECKED["asarray_chkfinite"][2](a, dtype, order)
+
+
+def _all_finite(value, dtype):
+    """Whether ``np.asarray_chkfinite(value, dtype)`` passes NumPy's check."""
+    with np.errstate(all="ignore"):  # (a cast that overflows: NumPy's call warns, once)
+        a = np.asarray(memory(value), dtype)  # (an enclosing differentiation's value: its memory)
+    return a.dtype.char not in np.typecodes["AllFloat"] or bool(np.isfinite(a).all())
 
 
 CHECKED = {"asarray_chkfinite": (np.asarray_chkfinite, _named(_asarray_chkfinite,

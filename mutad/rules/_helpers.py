@@ -17,7 +17,7 @@ from ..core.devices import device_of, ufunc_at
 from ..core.errors import UnsupportedOperationError
 # the core's own, for rules to import from here
 from ..engines.elementwise import unbroadcast  # noqa: F401
-from ..core.views import memory, wrapped
+from ..core.views import wrapped
 
 
 class Template:
@@ -64,7 +64,8 @@ def gather_cotangent(dy, a, rearrange, layout=None):
     ``y`` then names its source, and its cotangent is added there. A source of -1 marks an
     element that came from no input (constant padding). A plain ``dy`` is added with
     ``np.bincount``; one an outer differentiation traces (nested reverse mode), with
-    ``np.add.at`` into traced zeros, which that differentiation records.
+    ``np.add.at`` into traced zeros, which that differentiation records, as is one wider than
+    float64 (a long double), which ``np.bincount`` would refuse to add in float64.
     """
     xp = device_of(dy) or np  # the indices live where the cotangent does (a device's memory)
     sources = xp.arange(a.size).reshape(a.shape)
@@ -81,7 +82,7 @@ def gather_cotangent(dy, a, rearrange, layout=None):
     elif sources.size and sources.min() < 0:
         weights = weights[sources >= 0]
         sources = sources[sources >= 0]
-    if wrapped(dy):
+    if wrapped(dy) or np.finfo(weights.dtype).bits > 64:  # (bincount adds in float64)
         g = np.zeros_like(dy, shape=(a.size,))
         ufunc_at(np.add, g, sources, weights)
         return g.reshape(a.shape)

@@ -160,12 +160,20 @@ def _derivative(step, early_return=False):
             if early_return:
                 return c
         else:
+            dtype = c.dtype
             for _ in range(cnt):
                 n = n - 1
-                rows = step([r * scl for r in rows], n)
+                rows = step([_updated(r * scl, dtype) for r in rows], n)
             c = np.stack(rows)
         return np.moveaxis(c, 0, iaxis)
     return der
+
+
+def _updated(value, dtype):
+    """``value``, which NumPy's ``c *= scl`` or ``tmp[0] += ...`` writes into its array of the
+    coefficients' ``dtype``, as that write leaves it: float32 coefficients scaled by a float64
+    (a series' mapparms) stay float32, rounded."""
+    return value if value.dtype == dtype else value.astype(dtype)
 
 
 def _polyder_step(c, n):
@@ -230,14 +238,15 @@ def _integral(step, val):
             return c
         c = np.moveaxis(c, iaxis, 0)
         k = list(k) + [0] * (cnt - len(k))
+        dtype = c.dtype
         for i in range(cnt):
             n = len(c)
-            c = c * scl
+            c = _updated(c * scl, dtype)
             if n == 1 and np.all(c[0] == 0):
-                c = np.stack([c[0] + k[i]])
+                c = np.stack([_updated(c[0] + k[i], dtype)])
             else:
                 tmp = step(list(c), n)
-                tmp[0] = tmp[0] + (k[i] - val(lbnd, np.stack(tmp)))
+                tmp[0] = _updated(tmp[0] + (k[i] - val(lbnd, np.stack(tmp))), dtype)
                 c = np.stack(tmp)
         return np.moveaxis(c, 0, iaxis)
     return integral
@@ -733,6 +742,9 @@ def _roots(module, prefix):
         unit[-1] = 1
         base = companion(unit)  # NumPy's, its last column updated by zeros
         column = base[:, -1] - update(c, n) if sign < 0 else base[:, -1] + update(c, n)
+        # (NumPy updates the column in place: in the companion's dtype, where the update of
+        # float32 coefficients by float64 scales is float64)
+        column = column.astype(base.dtype, copy=False)
         m = np.concatenate([base[:, :-1], np.reshape(column, (n, 1))], axis=1)
         r = np.linalg.eigvals(m if prefix == "poly" else m[::-1, ::-1])
         r.sort()

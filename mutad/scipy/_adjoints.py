@@ -113,10 +113,15 @@ def scipys_value(value, composition):
     rounding, computed with calls mutad differentiates): ``value - (c₀ - composition)``, c₀ the
     composition's value as a constant, so that the difference is +0 exactly wherever it is
     finite and every bit of SciPy's value stays, the sign of a zero included; laid out as
-    SciPy's value is (LAPACK's Fortran order), which later sums' rounding may depend on."""
+    SciPy's value is (LAPACK's Fortran order), which later sums' rounding may depend on, and
+    of its dtype (a float32 value stays float32, where a float64 composition would widen it)."""
     order = "F" if np.isfortran(value) else "K"
-    return np.subtract(value, np.subtract(stop_gradient(composition), composition, order=order),
-                       order=order)
+    y = np.subtract(value, np.subtract(stop_gradient(composition), composition, order=order),
+                    order=order)
+    dtype = np.result_type(value)
+    if y.dtype != dtype and y.dtype.kind == dtype.kind:
+        y = y.astype(dtype, order=order)
+    return y
 
 
 def array_tangent(x, dx):

@@ -54,6 +54,7 @@ from ..core.errors import UnsupportedOperationError
 from ..engines.arraylike import carries_derivative
 from ..core.registry import NoClosedForm
 from ._adjoints import Elementwise, StandIn, Value, scipys_value, stands_in_for
+from ..core.views import wrapped
 
 __all__ = ["binned_statistic", "circmean", "circstd", "circvar", "describe", "entropy", "gmean", "hmean", "iqr",
            "kendalltau", "ks_1samp", "ks_2samp", "kstest", "kurtosis", "linregress", "median_abs_deviation", "mode", "moment", "pearsonr",
@@ -159,17 +160,21 @@ def _moment(a, order, axis, mean=None):
     """SciPy's ``_moment``: the central moment by exponentiation by squares."""
     if np.size(a) == 0:
         return np.mean(a, axis=axis)
+    dtype = np.result_type(a)  # (SciPy's moments, and the center it is given, in a's dtype)
     if order == 0 or (order == 1 and mean is None):
         shape = list(np.shape(a))
         del shape[axis]
-        constant = np.ones(shape) if order == 0 else np.zeros(shape)
+        constant = np.ones(shape, dtype) if order == 0 else np.zeros(shape, dtype)
         return constant[()] if constant.ndim == 0 else constant
     powers = [order]
     current = order
     while current > 2:
         current = (current - 1) / 2 if current % 2 else current / 2
         powers.append(current)
-    mean = np.mean(a, axis=axis, keepdims=True) if mean is None else mean
+    if mean is None:
+        mean = np.mean(a, axis=axis, keepdims=True)
+    elif np.result_type(mean) != dtype:
+        mean = mean.astype(dtype) if wrapped(mean) else np.asarray(mean, dtype)
     deviation = a - mean
     s = deviation * 1.0 if powers[-1] == 1 else deviation**2
     for n in powers[-2::-1]:
@@ -179,11 +184,18 @@ def _moment(a, order, axis, mean=None):
     return np.mean(s, axis=axis)
 
 
+def _count(a, axis):
+    """The elements of ``a`` along ``axis``, an axis or a tuple of them (SciPy's
+    ``_length_nonmasked`` of an array)."""
+    axes = (axis,) if np.ndim(axis) == 0 else axis
+    return math.prod(np.shape(a)[i] for i in axes)
+
+
 def _var(a, axis, ddof=0, mean=None):
     var = _moment(a, 2, axis, mean=mean)
-    if ddof != 0:
-        n = np.shape(a)[axis]
-        var = var * (np.float64(n) / (np.float64(n) - ddof))
+    if ddof != 0:  # (SciPy's count in the sample's dtype: a float32 variance stays float32)
+        n = np.asarray(_count(a, axis), dtype=np.result_type(a))
+        var = var * (n / (n - ddof))
     return var
 
 
@@ -259,7 +271,7 @@ def _describe(a, axis=0, ddof=1, bias=True, nan_policy="propagate"):
     _check_nan_policy("describe", nan_policy, [a])
     if np.size(a) == 0:
         raise ValueError("The input must not be empty.")
-    n = np.int64(np.shape(a)[axis])
+    n = np.int64(_count(a, axis))
     minmax = (np.min(a, axis=axis), np.max(a, axis=axis))
     return DescribeResult(n, minmax, np.mean(a, axis=axis), _var(a, axis, ddof=ddof),
                           skew(a, axis, bias=bias), kurtosis(a, axis, bias=bias))
@@ -801,8 +813,9 @@ def _ks_settings(name, x, axis, nan_policy, keepdims):
 def _distance(cdfvals, x, sign):
     """SciPy's ``_compute_d``: D+ (``sign`` 1) or D-, and the sample where it is largest."""
     n = np.shape(cdfvals)[-1]
-    D = (np.arange(1.0, n + 1) / n - cdfvals if sign == +1
-         else cdfvals - np.arange(0.0, n) / n)
+    dtype = np.result_type(x)  # (SciPy's ranks i / n in the sample's dtype)
+    D = (np.arange(1.0, n + 1, dtype=dtype) / n - cdfvals if sign == +1
+         else cdfvals - np.arange(0.0, n, dtype=dtype) / n)
     i = int(np.argmax(D))
     return D[i], x[i]
 
@@ -833,11 +846,12 @@ def _ks_1samp(x, cdf, args=(), alternative="two-sided", method="auto", *, axis=0
     alternative = _ks_alternative(alternative)
     N = np.shape(x)[-1]
     x = np.sort(x)
+    dtype = np.result_type(x)  # (SciPy's p-value is in the sample's dtype)
     cdfvals = cdf(x, *args)
     if alternative in ("greater", "less"):
         sign = 1 if alternative == "greater" else -1
         D, location = _distance(cdfvals, x, sign)
-        return KstestResult(D, _KSONE_SF(D, N), statistic_location=location,
+        return KstestResult(D, _KSONE_SF(D, N).astype(dtype), statistic_location=location,
                             statistic_sign=np.int8(sign))
     Dplus, plus_location = _distance(cdfvals, x, +1)
     Dminus, minus_location = _distance(cdfvals, x, -1)
@@ -852,7 +866,7 @@ def _ks_1samp(x, cdf, args=(), alternative="two-sided", method="auto", *, axis=0
         prob = _KSTWOBIGN_SF(D * math.sqrt(N))
     else:
         prob = 2 * _KSONE_SF(D, N)
-    return KstestResult(D, np.clip(prob, 0., 1.), statistic_location=location,
+    return KstestResult(D, np.clip(prob.astype(dtype), 0., 1.), statistic_location=location,
                         statistic_sign=np.int8(1 if i_plus else -1))
 
 

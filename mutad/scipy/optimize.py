@@ -933,7 +933,7 @@ def curve_fit(original, a, p, call, followed):
     if not followed:
         return result
     name = "scipy.optimize.curve_fit"
-    popt, pcov = result[0], result[1]
+    popt = result[0]
     for setting in ("nan_policy",):
         if a[setting] is not None and a[setting] != "propagate":
             raise UnsupportedOperationError(f"{name}: {setting}={a[setting]!r} with "
@@ -1243,7 +1243,7 @@ def lsq_linear(original, a, p, call, followed):
         x_composed = x_composed + placing[:, free] @ x_free
     fun = A @ x_composed - b
     values = {"x": scipys_value(res.x, x_composed), "fun": scipys_value(res.fun, fun),
-              "cost": scipys_value(np.float64(res.cost), 0.5 * np.dot(fun, fun))}
+              "cost": scipys_value(np.asarray(res.cost), 0.5 * np.dot(fun, fun))}
     return _result(name, res, values, keep=(*_KEEP, "active_mask"))
 
 

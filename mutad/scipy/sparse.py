@@ -633,7 +633,12 @@ class _Direct(_Solver):
     def value(self, data, b, guess):
         if self.first and self.options is not None:
             return SCIPY["spsolve"](self.layout.build(data), b, **self.options)
-        return self.factor(data).solve(np.asarray(b, float), "T" if self.trans else "N")
+        factor = self.factor(data)
+        # SuperLU solves in its own dtype: the user's b as SciPy's solve takes it (a float32
+        # factor, a float32 b), a derivative's cast to it
+        dtype = getattr(getattr(factor, "L", None), "dtype", np.dtype(float))
+        rhs = np.asarray(b) if self.first else np.asarray(b, dtype)
+        return factor.solve(rhs, "T" if self.trans else "N")
 
 
 class _Triangular(_Solver):
@@ -1382,7 +1387,10 @@ class TracedSparse:
         return lil
 
     def eliminate_zeros(self) -> None:
-        """Nothing: a traced matrix stores its zeros too (their derivatives are there)."""
+        """SciPy's leaves its stored zeros out, in place; a traced matrix keeps them (their
+        derivatives are there), left out of what SciPy's matrix tells (``nnz``, ``data``), as
+        a dense matrix's zeros are: every stored entry that is zero is droppable."""
+        self.layout = self.layout.dropping(self.layout.valid.copy())
 
     def __array__(self, dtype=None, copy=None):
         _refuse("a scipy.sparse matrix with traced values converted to a NumPy array",
@@ -2061,14 +2069,15 @@ as SciPy's ``spsolve`` builds it (``A.__class__``)."""
 
 
 _ASSEMBLED_READS = frozenset(("shape", "ndim", "dtype", "format", "nnz", "entries", "traced",
-                              "copy", "getformat", "count_nonzero", "setdiag"))
+                              "copy", "getformat", "setdiag"))
 """What a ``lil`` or ``dok`` matrix holding traced entries answers as it is; the methods in
 ``_ASSEMBLED_CONVERTED`` it answers as the traced matrix it stands for, and it refuses any
 other (SciPy's would read the placeholders it stores for the traced entries)."""
 
 _ASSEMBLED_CONVERTED = frozenset((
     "tocsr", "tocsc", "tocoo", "todia", "asformat", "toarray", "todense", "T", "transpose",
-    "dot", "multiply", "sum", "mean", "diagonal", "trace", "power", "max", "min"))
+    "dot", "multiply", "sum", "mean", "diagonal", "trace", "power", "max", "min",
+    "count_nonzero"))
 
 
 def _diagonal_positions(shape, k):
@@ -2213,7 +2222,24 @@ class _Assembled:
         kind = coo_array if isinstance(self, _sparse.sparray) else coo_matrix
         assembled = kind((values[source], (rows, cols)), shape=self.shape)
         assembled.layout.template.has_canonical_format = coo.has_canonical_format  # SciPy's
+        # SciPy's lil and dok store no entry written a zero: a traced one that is zero is left
+        # out of SciPy's values (A.nnz), as a dense matrix's zeros are (kept for its derivative)
+        assembled.layout = assembled.layout.dropping(source >= coo.nnz)
         return assembled
+
+    @property
+    def nnz(self) -> int:
+        """SciPy's: its stored entries, less the traced ones written a zero (SciPy stores no
+        zero written into a lil or dok matrix, where mutad holds a placeholder)."""
+        if not object.__getattribute__(self, "entries"):
+            return super().nnz
+        return self.traced().nnz
+
+    def __len__(self) -> int:
+        """A dok matrix's length, SciPy's ``nnz`` (a lil matrix's: SciPy's TypeError)."""
+        if self.format == "dok" and object.__getattribute__(self, "entries"):
+            return self.nnz
+        return super().__len__()
 
 
 def _internal(frame):
@@ -3516,8 +3542,11 @@ class _OperatorSolve:
                 if options.get("M") is not None:
                     options["M"] = _transposed_preconditioner(options["M"])
                     dropped = options["M"] is None
+            # (the user's solve in b's own dtype, as SciPy's: a float32 system solved in
+            # float32; a derivative's in float64)
+            rhs = np.asarray(b, float) if tight else np.asarray(b)
             with _preconditioning():
-                x, info = SCIPY[self.method](operator, np.asarray(b, float), guess, **options)
+                x, info = SCIPY[self.method](operator, rhs, guess, **options)
         if info != 0:
             _not_converged(self.name, tight, info, dropped)
         return x
