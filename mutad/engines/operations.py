@@ -184,6 +184,10 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
         plan = None if plans is None else plans.get(pattern)
         if plan is None:
             plan = _fast_plan(ufunc, pattern, len(inputs))
+        if type(plan) is _FastFunction:
+            if plan.rule is RULES.get(ufunc, NO_RULE).reverse and _real_arrays(inputs):
+                return _fast_function(ufunc, inputs, tape, values, plan)
+            plan = False
         # (a rule declared again since the plan was made: the general path, which reads it)
         if plan is not False and plan.rule is RULES.get(ufunc, NO_RULE).elementwise and (
                 plan.complex_rules is False or not complex_among(values)):
@@ -283,7 +287,10 @@ def _fast_plan(ufunc, pattern, count):
     entry = RULES.get(ufunc, NO_RULE)
     rule = entry.elementwise
     plan = False
-    if rule is not None and count == ufunc.nin:
+    if (rule is None and entry.reverse is not None and count == ufunc.nin and ufunc.nout == 1
+            and pattern == (1 << count) - 1):
+        plan = _FastFunction(ufunc, entry.reverse)  # every operand traced: ``_fast_function``
+    elif rule is not None and count == ufunc.nin:
         try:
             traced, reads, state = differentiable(ufunc, rule, pattern, count)
         except Exception:  # noqa: BLE001 (the general path raises it, where it does)
@@ -365,6 +372,58 @@ def _fast_ufunc(ufunc, inputs, tape, values, pattern, plan):
     if tape.anomaly is not None:
         tape.anomaly.produced(record, values, [y])
     return yt
+
+
+class _FastFunction:
+    """What ``_fast_function`` needs of a generalized ufunc with a pure rule (np.matmul), worked
+    out once (``_fast_plan``): the rule, the primitive that names it in records, and whether
+    it is a user's (whose cotangents are never adopted)."""
+
+    __slots__ = ("rule", "primitive", "user")
+
+    def __init__(self, ufunc, rule):
+        self.rule = rule
+        self.primitive = primitive(function_name(ufunc), rule)
+        self.user = is_user_rule(rule)
+
+
+def _real_arrays(inputs):
+    """Whether each of ``inputs`` (traced arrays, ``_unwrap`` found) is a real array that does not
+    stand for a Python number: its value is what ``apply_function`` hands the rule."""
+    for x in inputs:
+        if x.buffer.weak or x.value.dtype.kind != "f":
+            return False
+    return True
+
+
+def _fast_function(ufunc, inputs, tape, values, plan):
+    """``apply_function`` for a generalized ufunc (``a @ b``) whose operands are all real arrays
+    traced by ``tape``, in one function called by ``apply_ufunc`` (the conditions of
+    ``_fast_ufunc``; no keyword argument): the rule runs and its record is made as there, with
+    what ``plan`` worked out once. A dot product in a loop over rows makes one per step."""
+    active(tape)
+    rule = plan.rule
+    y, back = rule(*values)
+    if type(y) is np.ndarray:
+        for x, v in zip(inputs, values):
+            if y is v:
+                return x  # NumPy's result is the argument itself
+    if complex_among((y,)):
+        back = complex_back(str(plan.primitive), rule, back)
+    result, created = _output(tape, y, inputs)
+    if not created:
+        return result
+    places = [place_of(x) for x in inputs]  # (``_record_function``: every argument traced)
+    primals = None if plan.user else {id(owner(x.value)) for x in inputs}
+    outputs = [result.buffer]
+    record = Record(plan.primitive, tuple(places), None, (result.buffer,), None,
+                    (back, places, primals, outputs, False), function_pullback)
+    if tape.recomputation is not None and is_recomputable(rule):
+        tape.recomputation.give_recipe(record, None, result.buffer, None)
+    tape.record(record)  # called by apply_ufunc, called by the engine
+    if tape.anomaly is not None:
+        tape.anomaly.produced(record, list(values), [result])
+    return result
 
 
 def _ufunc_on_constants(ufunc, inputs, values, out, kwargs, tape):
