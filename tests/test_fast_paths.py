@@ -1,22 +1,34 @@
-"""The traced engine's fast paths (``operations._fast_ufunc``, ``operations._fast_function``)
-do what its general path does: the same records, the same gradients bit for bit, the caller's
+"""The traced engine's fast paths (``operations._fast_ufunc``, ``operations._fast_function``,
+``operations.assign`` of one element) do what its general path does: the same records, the same gradients bit for bit, the caller's
 arrays back bit for bit, on programs whose operands change the paths' decisions (every
 operand traced or not, real or complex, float32, a view or a whole array, one loop's step
 after another)."""
+
+import types
 
 import numpy as np
 import pytest
 
 import mutad
 from mutad.core.shadows import Buffer, Place
-from mutad.engines import operations
+from mutad.engines import operations, tracing
 from mutad.engines.session import ReverseDifferentiation
 
 
 def _general_path_only(monkeypatch):
-    """Every ufunc call takes the general path: no fast plan is made."""
+    """Every ufunc call and assignment takes the general path: no fast plan is made, no
+    element is assigned as one."""
     monkeypatch.setattr(operations, "_FAST", {})
     monkeypatch.setattr(operations, "_fast_plan", lambda ufunc, pattern, count: False)
+    monkeypatch.setattr(tracing, "assign", _as_the_engines(
+        lambda target, value, element=False: operations.assign(target, value)))
+
+
+def _as_the_engines(function):
+    """``function``, its frame taken for one of the engine's: the line a record names is the
+    differentiated code's, above it."""
+    return types.FunctionType(function.__code__.replace(co_filename=operations.__file__),
+                              function.__globals__)
 
 
 def _cholesky_in_place(A):
@@ -63,7 +75,36 @@ def _complex_products(a, b):
 
 def _float32_products(a, b):
     a32, m32 = a.astype(np.float32), b.reshape(3, 3).astype(np.float32)
-    return np.sum(a32 @ m32 @ a32)
+    c = np.zeros(2, np.float32)
+    c[0] = a32[1] * a32[2]  # an element of a float32 array
+    return np.sum(a32 @ m32 @ a32) + np.sum(c * c)
+
+
+def _seidel_in_place(A):
+    n = A.shape[0]
+    for _ in range(2):
+        for i in range(1, n - 1):
+            for j in range(1, n - 1):
+                A[i, j] = (A[i - 1, j] + A[i, j] + A[i + 1, j]) / 3.0
+    return np.sum(A * A)
+
+
+def _element_writes(a, b):
+    """Elements written with every kind of value: a traced one of the target's dtype into a
+    traced array, into arrays the function allocated (constants until then), of float32 and
+    complex targets (float32: ``_float32_products``), a Python number, an augmented
+    assignment, an element of the target."""
+    z = np.zeros((3, 3))
+    z[1, 1] = a[0] * 2.0
+    z[0, 2] = a[1]
+    z[2, 2] = 4.0
+    w = np.zeros(2, complex)
+    w[1] = a[2] * 1j
+    b[1] -= a[0] * b[2]
+    b[2] = b[0]
+    b[0] /= 2.0
+    a[1] = a[2] + b[1]
+    return np.sum(z * z) + np.real(np.sum(w * np.conj(w))) + np.sum(a * b)
 
 
 PROGRAMS = {
@@ -72,6 +113,8 @@ PROGRAMS = {
     "lu": (_lu_in_place, lambda rng: (rng.standard_normal((6, 6)) + 6 * np.eye(6),)),
     "products": (_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
     "complex": (_complex_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
+    "seidel": (_seidel_in_place, lambda rng: (rng.standard_normal((5, 5)),)),
+    "elements": (_element_writes, lambda rng: (rng.standard_normal(3), rng.standard_normal(3))),
     "float32": (_float32_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
 }
 
@@ -138,6 +181,29 @@ def test_the_dot_products_of_a_loop_take_the_fast_path_and_are_right(name, monke
     monkeypatch.setattr(operations, "_fast_function", counted)
     mutad.check_grads(f, *args)
     assert taken and set(taken) == {np.matmul}
+
+
+class _Counted:
+    """A ``WritePlan`` whose runs are counted."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.runs = 0
+
+    def run(self, *args, **kwargs):
+        self.runs += 1
+        return self.plan.run(*args, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["seidel", "elements", "cholesky"])
+def test_the_elements_a_loop_writes_are_assigned_as_elements_and_are_right(name, monkeypatch):
+    f, make = PROGRAMS[name]
+    args = make(np.random.default_rng(4))
+    counted = _Counted(operations._ELEMENT_PLAN[0] if operations._ELEMENT_PLAN
+                       else operations._element_plan())
+    monkeypatch.setattr(operations, "_ELEMENT_PLAN", [counted])
+    mutad.check_grads(f, *args)
+    assert counted.runs > 0
 
 
 def test_a_product_with_a_constant_operand_or_under_a_replay_takes_the_general_path(

@@ -563,16 +563,24 @@ class WritePlan:
                             decided=decided)
 
 
-def assign(target, value):
+def assign(target, value, element=False):
     """``target[...] = value`` for the traced array ``target``, recorded as an assignment. A
     complex value into a real target keeps its real part, as NumPy's assignment does (with
-    its ComplexWarning): the cast NumPy's ufuncs refuse unless told."""
+    its ComplexWarning): the cast NumPy's ufuncs refuse unless told. ``element``: ``target``
+    is one element, a 0-d view of an array ``tracing.setitem`` checked (``check_destination``)
+    and found apart from ``value`` (``overlaps``)."""
     tape = value.tape if type(value) is Traced else None
     if type(target) is Traced and target.tape is tape and not value.buffer.weak \
             and not value.buffer.constant and value.value.dtype == target.value.dtype \
             and (tape.recorder is None or not tape.recorder.ready):
         # What ``apply_ufunc`` does with a traced value of the target's own dtype (neither a
         # number nor a constant) outside a recording, without asking: a scalar loop's writes
+        if element and not target.buffer.constant and target.value.dtype.kind == "f":
+            # ``_write_elementwise``, whose questions setitem answered: the destination is
+            # writable, the value is not the target (no position), the plan is always the same
+            plan = _ELEMENT_PLAN[0] if _ELEMENT_PLAN else _element_plan()
+            plan.run(tape, _destination(target), (value,), [value.value], None)
+            return target
         return _write_elementwise(np.positive, ASSIGNMENT, tape, (value,), [value.value], 1,
                                   target, {})
     unsafe = target.dtype.kind == "f" and complex_among((value,))
@@ -580,6 +588,20 @@ def assign(target, value):
 
 
 _UNSAFE = {"casting": "unsafe"}
+
+
+_ELEMENT_PLAN = []
+"""The ``WritePlan`` of ``assign(..., element=True)``, made at its first use."""
+
+
+def _element_plan():
+    """The plan ``_write_elementwise`` makes for a traced value assigned to an element of
+    another array: ``np.positive``'s write by ``ASSIGNMENT``, the value's gradient taken, no
+    operand at the target's position."""
+    traced, reads, state = differentiable(np.positive, ASSIGNMENT, 1, 1)
+    _ELEMENT_PLAN.append(WritePlan.at(np.positive, ASSIGNMENT, _NO_SETTINGS, None, reads,
+                                      state if traced else None, 1))
+    return _ELEMENT_PLAN[0]
 
 
 # ----------------------------------------------------------------------------------------------
