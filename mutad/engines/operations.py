@@ -8,6 +8,9 @@ an assignment (``assign``) as the write of ``np.positive``; a function with a pu
 ``Primitive`` (``primitive``); a NumPy function (``apply_array_function``) by its rule, its
 in-place or composite handler (``door``), or as a function without a derivative; and an
 in-place custom rule (``apply_inplace_rule``) as a write whose undo the rule's ``back`` does.
+The commonest calls of a scalar loop take shorter paths that make the same records: a ufunc
+on traced arrays with an elementwise rule (``_fast_ufunc``) or a pure one (``a @ b``,
+``_fast_function``), and the assignment of one element (``assign(..., element=True)``).
 
 They call one another (a ufunc's complex or generalized rule is a function's, a function's
 ``out=`` is an assignment, an assignment is a ufunc's write), so they are one module: above the
