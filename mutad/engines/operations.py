@@ -8,6 +8,9 @@ an assignment (``assign``) as the write of ``np.positive``; a function with a pu
 ``Primitive`` (``primitive``); a NumPy function (``apply_array_function``) by its rule, its
 in-place or composite handler (``door``), or as a function without a derivative; and an
 in-place custom rule (``apply_inplace_rule``) as a write whose undo the rule's ``back`` does.
+The commonest calls of a scalar loop take shorter paths that make the same records: a ufunc
+on traced arrays with an elementwise rule (``_fast_ufunc``) or a pure one (``a @ b``,
+``_fast_function``), and the assignment of one element (``assign(..., element=True)``).
 
 They call one another (a ufunc's complex or generalized rule is a function's, a function's
 ``out=`` is an assignment, an assignment is a ufunc's write), so they are one module: above the
@@ -183,6 +186,10 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
         plan = None if plans is None else plans.get(pattern)
         if plan is None:
             plan = _fast_plan(ufunc, pattern, len(inputs))
+        if type(plan) is _FastFunction:
+            if plan.rule is RULES.get(ufunc, NO_RULE).reverse and _real_arrays(inputs):
+                return _fast_function(ufunc, inputs, tape, values, plan)
+            plan = False
         # (a rule declared again since the plan was made: the general path, which reads it)
         if plan is not False and plan.rule is RULES.get(ufunc, NO_RULE).elementwise and (
                 plan.complex_rules is False or not complex_among(values)):
@@ -282,7 +289,10 @@ def _fast_plan(ufunc, pattern, count):
     entry = RULES.get(ufunc, NO_RULE)
     rule = entry.elementwise
     plan = False
-    if rule is not None and count == ufunc.nin:
+    if (rule is None and entry.reverse is not None and count == ufunc.nin and ufunc.nout == 1
+            and pattern == (1 << count) - 1):
+        plan = _FastFunction(ufunc, entry.reverse)  # every operand traced: ``_fast_function``
+    elif rule is not None and count == ufunc.nin:
         try:
             traced, reads, state = differentiable(ufunc, rule, pattern, count)
         except Exception:  # noqa: BLE001 (the general path raises it, where it does)
@@ -364,6 +374,58 @@ def _fast_ufunc(ufunc, inputs, tape, values, pattern, plan):
     if tape.anomaly is not None:
         tape.anomaly.produced(record, values, [y])
     return yt
+
+
+class _FastFunction:
+    """What ``_fast_function`` needs of a generalized ufunc with a pure rule (np.matmul), worked
+    out once (``_fast_plan``): the rule, the primitive that names it in records, and whether
+    it is a user's (whose cotangents are never adopted)."""
+
+    __slots__ = ("rule", "primitive", "user")
+
+    def __init__(self, ufunc, rule):
+        self.rule = rule
+        self.primitive = primitive(function_name(ufunc), rule)
+        self.user = is_user_rule(rule)
+
+
+def _real_arrays(inputs):
+    """Whether each of ``inputs`` (traced arrays, ``_unwrap`` found) is a real array that does not
+    stand for a Python number: its value is what ``apply_function`` hands the rule."""
+    for x in inputs:
+        if x.buffer.weak or x.value.dtype.kind != "f":
+            return False
+    return True
+
+
+def _fast_function(ufunc, inputs, tape, values, plan):
+    """``apply_function`` for a generalized ufunc (``a @ b``) whose operands are all real arrays
+    traced by ``tape``, in one function called by ``apply_ufunc`` (the conditions of
+    ``_fast_ufunc``; no keyword argument): the rule runs and its record is made as there, with
+    what ``plan`` worked out once. A dot product in a loop over rows makes one per step."""
+    active(tape)
+    rule = plan.rule
+    y, back = rule(*values)
+    if type(y) is np.ndarray:
+        for x, v in zip(inputs, values):
+            if y is v:
+                return x  # NumPy's result is the argument itself
+    if complex_among((y,)):
+        back = complex_back(str(plan.primitive), rule, back)
+    result, created = _output(tape, y, inputs)
+    if not created:
+        return result
+    places = [place_of(x) for x in inputs]  # (``_record_function``: every argument traced)
+    primals = None if plan.user else {id(owner(x.value)) for x in inputs}
+    outputs = [result.buffer]
+    record = Record(plan.primitive, tuple(places), None, (result.buffer,), None,
+                    (back, places, primals, outputs, False), function_pullback)
+    if tape.recomputation is not None and is_recomputable(rule):
+        tape.recomputation.give_recipe(record, None, result.buffer, None)
+    tape.record(record)  # called by apply_ufunc, called by the engine
+    if tape.anomaly is not None:
+        tape.anomaly.produced(record, list(values), [result])
+    return result
 
 
 def _ufunc_on_constants(ufunc, inputs, values, out, kwargs, tape):
@@ -503,16 +565,24 @@ class WritePlan:
                             decided=decided)
 
 
-def assign(target, value):
+def assign(target, value, element=False):
     """``target[...] = value`` for the traced array ``target``, recorded as an assignment. A
     complex value into a real target keeps its real part, as NumPy's assignment does (with
-    its ComplexWarning): the cast NumPy's ufuncs refuse unless told."""
+    its ComplexWarning): the cast NumPy's ufuncs refuse unless told. ``element``: ``target``
+    is one element, a 0-d view of an array ``tracing.setitem`` checked (``check_destination``)
+    and found apart from ``value`` (``overlaps``)."""
     tape = value.tape if type(value) is Traced else None
     if type(target) is Traced and target.tape is tape and not value.buffer.weak \
             and not value.buffer.constant and value.value.dtype == target.value.dtype \
             and (tape.recorder is None or not tape.recorder.ready):
         # What ``apply_ufunc`` does with a traced value of the target's own dtype (neither a
         # number nor a constant) outside a recording, without asking: a scalar loop's writes
+        if element and not target.buffer.constant and target.value.dtype.kind == "f":
+            # ``_write_elementwise``, whose questions setitem answered: the destination is
+            # writable, the value is not the target (no position), the plan is always the same
+            plan = _ELEMENT_PLAN[0] if _ELEMENT_PLAN else _element_plan()
+            plan.run(tape, _destination(target), (value,), [value.value], None)
+            return target
         return _write_elementwise(np.positive, ASSIGNMENT, tape, (value,), [value.value], 1,
                                   target, {})
     unsafe = target.dtype.kind == "f" and complex_among((value,))
@@ -520,6 +590,20 @@ def assign(target, value):
 
 
 _UNSAFE = {"casting": "unsafe"}
+
+
+_ELEMENT_PLAN = []
+"""The ``WritePlan`` of ``assign(..., element=True)``, made at its first use."""
+
+
+def _element_plan():
+    """The plan ``_write_elementwise`` makes for a traced value assigned to an element of
+    another array: ``np.positive``'s write by ``ASSIGNMENT``, the value's gradient taken, no
+    operand at the target's position."""
+    traced, reads, state = differentiable(np.positive, ASSIGNMENT, 1, 1)
+    _ELEMENT_PLAN.append(WritePlan.at(np.positive, ASSIGNMENT, _NO_SETTINGS, None, reads,
+                                      state if traced else None, 1))
+    return _ELEMENT_PLAN[0]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -321,7 +321,7 @@ def setitem(x, key, value):
             target = view_of(x, region, tape)
             if tape.recorder is not None and tape.recorder.ready:
                 tape.recorder.view(x, index, target)
-            assign(target, value)
+            assign(target, value, element)
         elif element:  # NumPy's own rules for assigning one element
             copy_into(operator.setitem, x, value, lambda t, v: operator.setitem(t, key, v),
                       {"key": key})

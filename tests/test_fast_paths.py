@@ -1,0 +1,240 @@
+"""The traced engine's fast paths (``operations._fast_ufunc``, ``operations._fast_function``,
+``operations.assign`` of one element) do what its general path does: the same records, the same gradients bit for bit, the caller's
+arrays back bit for bit, on programs whose operands change the paths' decisions (every
+operand traced or not, real or complex, float32, a view or a whole array, one loop's step
+after another)."""
+
+import types
+
+import numpy as np
+import pytest
+
+import mutad
+from mutad.core.shadows import Buffer, Place
+from mutad.engines import operations, tracing
+from mutad.engines.session import ReverseDifferentiation
+
+
+def _general_path_only(monkeypatch):
+    """Every ufunc call and assignment takes the general path: no fast plan is made, no
+    element is assigned as one."""
+    monkeypatch.setattr(operations, "_FAST", {})
+    monkeypatch.setattr(operations, "_fast_plan", lambda ufunc, pattern, count: False)
+    monkeypatch.setattr(tracing, "assign", _as_the_engines(
+        lambda target, value, element=False: operations.assign(target, value)))
+
+
+def _as_the_engines(function):
+    """``function``, its frame taken for one of the engine's: the line a record names is the
+    differentiated code's, above it."""
+    return types.FunctionType(function.__code__.replace(co_filename=operations.__file__),
+                              function.__globals__)
+
+
+def _cholesky_in_place(A):
+    """The rows of a Cholesky factor, written as PolyBench's NumPy version writes them: a dot
+    product of two slices per element, in place."""
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(i):
+            A[i, j] -= A[i, :j] @ A[j, :j]
+            A[i, j] /= A[j, j]
+        A[i, i] -= A[i, :i] @ A[i, :i]
+        A[i, i] = np.sqrt(A[i, i])
+    return np.sum(np.tril(A) * np.arange(1.0, n * n + 1).reshape(n, n))
+
+
+def _lu_in_place(A):
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(i):
+            A[i, j] -= A[i, :j] @ A[:j, j]
+            A[i, j] /= A[j, j]
+        for j in range(i, n):
+            A[i, j] -= A[i, :i] @ A[:i, j]
+    return np.sum(A * A)
+
+
+def _products(a, b):
+    """Every shape of operands the rule has a plain ``back`` for, a batch, one operand a
+    constant of the program, and a product whose operand is then overwritten."""
+    c = np.linspace(0.5, 1.5, 3)  # a plain array: not every operand traced
+    m = b.reshape(3, 3)
+    y = a @ a + np.sum(a @ m) + np.sum(m @ a) + np.sum(m @ m.T @ a) + np.sum(m @ c)
+    y = y + np.matmul(a, a)
+    stack = np.stack([m, 2 * m])
+    y = y + (stack @ m).sum() + (stack @ a).sum()
+    a[1:] = m[0, 1:] @ m[1:, 1:]  # the operand written after the product read it
+    return y + np.sum(a * b[:3])
+
+
+def _complex_products(a, b):
+    z = a + 1j * b[:3]
+    return np.real(np.sum((z @ z) * np.conj(z @ b.reshape(3, 3))))
+
+
+def _float32_products(a, b):
+    a32, m32 = a.astype(np.float32), b.reshape(3, 3).astype(np.float32)
+    c = np.zeros(2, np.float32)
+    c[0] = a32[1] * a32[2]  # an element of a float32 array
+    return np.sum(a32 @ m32 @ a32) + np.sum(c * c)
+
+
+def _seidel_in_place(A):
+    n = A.shape[0]
+    for _ in range(2):
+        for i in range(1, n - 1):
+            for j in range(1, n - 1):
+                A[i, j] = (A[i - 1, j] + A[i, j] + A[i + 1, j]) / 3.0
+    return np.sum(A * A)
+
+
+def _element_writes(a, b):
+    """Elements written with every kind of value: a traced one of the target's dtype into a
+    traced array, into arrays the function allocated (constants until then), of float32 and
+    complex targets (float32: ``_float32_products``), a Python number, an augmented
+    assignment, an element of the target."""
+    z = np.zeros((3, 3))
+    z[1, 1] = a[0] * 2.0
+    z[0, 2] = a[1]
+    z[2, 2] = 4.0
+    w = np.zeros(2, complex)
+    w[1] = a[2] * 1j
+    b[1] -= a[0] * b[2]
+    b[2] = b[0]
+    b[0] /= 2.0
+    a[1] = a[2] + b[1]
+    return np.sum(z * z) + np.real(np.sum(w * np.conj(w))) + np.sum(a * b)
+
+
+PROGRAMS = {
+    "cholesky": (_cholesky_in_place, lambda rng: (
+        (lambda r: r @ r.T + 6 * np.eye(6))(rng.standard_normal((6, 6))),)),
+    "lu": (_lu_in_place, lambda rng: (rng.standard_normal((6, 6)) + 6 * np.eye(6),)),
+    "products": (_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
+    "complex": (_complex_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
+    "seidel": (_seidel_in_place, lambda rng: (rng.standard_normal((5, 5)),)),
+    "elements": (_element_writes, lambda rng: (rng.standard_normal(3), rng.standard_normal(3))),
+    "float32": (_float32_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
+}
+
+
+def _gradient(f, args):
+    """Value and gradient of ``f`` at copies of ``args``, checking the caller's copies come back
+    bit for bit."""
+    given = [np.copy(a) for a in args]
+    value, grads = mutad.value_and_grad(f, argnums=tuple(range(len(args))))(*given)
+    for a, g in zip(args, given, strict=True):
+        assert np.array_equal(a, g) and a.dtype == g.dtype
+    return value, grads
+
+
+def _described(f, args):
+    """The records of ``f(*args)`` as data: what ran, on which places (their kinds, shapes and
+    offsets), the outputs' shapes, what each keeps and the line that ran it."""
+
+    def place(p):
+        if type(p) in (list, tuple):
+            return [place(e) for e in p]
+        if type(p) is Buffer:
+            return ("buffer", p.shape, p.dtype)
+        if type(p) is Place:
+            return ("place", p.offset, p.shape, p.strides, p.dtype)
+        return ("value", np.asarray(p).tobytes() if isinstance(p, np.ndarray) else p)
+
+    with ReverseDifferentiation("restore") as d:
+        d.call(f, d.wrap([np.copy(a) for a in args]))
+        return [(repr(r.primitive), place(r.inputs or ()),
+                 [b.shape for b in r.outputs], r.undo_kind, r.line,
+                 None if r.kept is None else [k is None for k in r.kept],
+                 type(r.state).__name__ if type(r.state) is not tuple else len(r.state))
+                for r in d.tape.records]
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_the_fast_paths_give_the_general_paths_records_and_gradients(name, monkeypatch):
+    f, make = PROGRAMS[name]
+    args = make(np.random.default_rng(7))
+    fast_value, fast = _gradient(f, args)
+    fast_records = _described(f, args)
+    with monkeypatch.context() as patched:
+        _general_path_only(patched)
+        value, general = _gradient(f, args)
+        general_records = _described(f, args)
+    assert np.array_equal(fast_value, value)
+    for g_fast, g in zip(fast, general, strict=True):
+        assert g_fast.dtype == g.dtype and np.array_equal(g_fast, g)
+    assert fast_records == general_records
+
+
+@pytest.mark.parametrize("name", ["cholesky", "lu", "products"])
+def test_the_dot_products_of_a_loop_take_the_fast_path_and_are_right(name, monkeypatch):
+    f, make = PROGRAMS[name]
+    args = make(np.random.default_rng(3))
+    taken = []
+    fast_function = operations._fast_function
+
+    def counted(*arguments):
+        taken.append(arguments[0])
+        return fast_function(*arguments)
+
+    monkeypatch.setattr(operations, "_fast_function", counted)
+    mutad.check_grads(f, *args)
+    assert taken and set(taken) == {np.matmul}
+
+
+class _Counted:
+    """A ``WritePlan`` whose runs are counted."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.runs = 0
+
+    def run(self, *args, **kwargs):
+        self.runs += 1
+        return self.plan.run(*args, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["seidel", "elements", "cholesky"])
+def test_the_elements_a_loop_writes_are_assigned_as_elements_and_are_right(name, monkeypatch):
+    f, make = PROGRAMS[name]
+    args = make(np.random.default_rng(4))
+    counted = _Counted(operations._ELEMENT_PLAN[0] if operations._ELEMENT_PLAN
+                       else operations._element_plan())
+    monkeypatch.setattr(operations, "_ELEMENT_PLAN", [counted])
+    mutad.check_grads(f, *args)
+    assert counted.runs > 0
+
+
+def test_a_product_with_a_constant_operand_or_under_a_replay_takes_the_general_path(
+        monkeypatch):
+    taken = []
+    monkeypatch.setattr(operations, "_fast_function",
+                        lambda *arguments: taken.append(arguments) or None)
+    c = np.linspace(0.5, 1.5, 3)
+
+    def f(a):
+        return np.sum((a @ c) * (c @ a.reshape(1, 3).T))  # a constant operand each time
+
+    assert np.allclose(mutad.gradient(f, np.ones(3)), 2 * (c @ np.ones(3)) * c)
+    g = mutad.value_and_grad(lambda a: np.sum(a @ a), replay=True)
+    for _ in range(3):  # recorded, then replayed
+        assert np.array_equal(g(np.arange(3.0))[1], 2 * np.arange(3.0))
+    assert taken == []
+
+
+def test_nested_differentiations_of_products_match_the_general_path(monkeypatch):
+    """An inner differentiation's products are arrays the outer tape traces: the inner tape takes
+    the general path, the outer one may take the fast one."""
+    m = np.random.default_rng(5).standard_normal((3, 3))
+
+    def f(a):
+        return np.sum((a @ m @ a) * (a @ a)) + np.sum(np.sin(a) @ np.cos(a))
+
+    x = np.random.default_rng(6).standard_normal(3)
+    fast = mutad.hessian(f, np.copy(x))
+    with monkeypatch.context() as patched:
+        _general_path_only(patched)
+        general = mutad.hessian(f, np.copy(x))
+    assert np.array_equal(fast, general)
+    mutad.check_grads(f, x, order=2, modes=["rev"])
