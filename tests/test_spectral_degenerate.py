@@ -360,3 +360,48 @@ def test_zero_singular_values():
     with pytest.raises(UnsupportedOperationError, match="rank-deficient"):
         mutad.jvp(lambda a: np.linalg.svd(a, full_matrices=False)[1], (a,), (np.ones((4, 3)),))
     assert np.array_equal(a, RANK_DEFICIENT)
+
+
+# ----------------------------------------------------------------------------------------------
+# What reads singular values on the SVD rule's terms: lstsq's, the spectral norms', roots
+
+def test_lstsq_singular_values_at_repeated_ones():
+    """lstsq's singular values: their symmetric functions differentiated, one of a repeated
+    pair refused (it gave NumPy's basis's u_i v_iᵀ)."""
+    a = np.vstack([2.0 * np.eye(3), np.zeros((1, 3))])
+    b = np.arange(4.0)
+    mutad.check_grads(lambda a: np.sum(np.linalg.lstsq(a, b)[3] ** 2)
+                      + np.sum(np.linalg.lstsq(a, b)[0]), a, modes=["rev"])
+    with pytest.raises(UnsupportedOperationError, match="repeated singular values"):
+        mutad.gradient(lambda a: np.linalg.lstsq(a, b)[3][0], a)
+    with pytest.raises(UnsupportedOperationError, match="splits them"):
+        mutad.jvp(lambda a: np.linalg.lstsq(a, b)[3], (a,), (np.ones((4, 3)),))
+    assert np.array_equal(a, np.vstack([2.0 * np.eye(3), np.zeros((1, 3))]))
+
+
+def test_spectral_norms_share_a_repeated_extreme_singular_value():
+    """The 2-norm at a repeated σ_max, the -2 norm at a repeated σ_min: their block shares the
+    subgradient, U_b V_bᵀ / k, free of NumPy's basis (it gave u_1 v_1ᵀ of that basis), as
+    the max norm's ties share theirs; the nuclear norm's at a zero σ is U_r V_rᵀ."""
+    q = _rotation(3, 8)
+    a = q @ np.diag([2.0, 2.0, 1.0]) @ q.T
+    (grad,) = mutad.gradient(lambda a: np.linalg.norm(a, 2), a)
+    np.testing.assert_allclose(grad, q[:, :2] @ q[:, :2].T / 2, atol=1e-12)
+    (grad,) = mutad.gradient(lambda a: np.linalg.norm(a, -2), q @ np.diag([3.0, 1.0, 1.0]) @ q.T)
+    np.testing.assert_allclose(grad, q[:, 1:] @ q[:, 1:].T / 2, atol=1e-12)
+    (grad,) = mutad.gradient(lambda a: np.linalg.norm(a, "nuc"), q @ np.diag([2.0, 1.0, 0.0])
+                             @ q.T)
+    np.testing.assert_allclose(grad, q[:, :2] @ q[:, :2].T, atol=1e-12)
+    _, tangent = mutad.jvp(lambda a: np.linalg.norm(a, 2), (a,), (np.eye(3),))
+    assert abs(tangent - 1.0) < 1e-12
+
+
+def test_repeated_polynomial_roots_are_refused():
+    for roots in (np.roots, np.polynomial.polynomial.polyroots,
+                  lambda c: np.polynomial.Polynomial(c).roots()):
+        p = np.array([1.0, -2.0, 1.0])  # (x - 1)², either order of coefficients
+        with pytest.raises(UnsupportedOperationError, match="defective"):
+            mutad.gradient(lambda p: np.sum(np.real(roots(p))), p)
+        assert np.array_equal(p, [1.0, -2.0, 1.0])
+    mutad.check_grads(lambda c: np.sum(np.polynomial.chebyshev.chebroots(c) ** 2),
+                      np.array([1.0, -3.0, 2.0, 0.5]))
