@@ -405,3 +405,31 @@ def test_repeated_polynomial_roots_are_refused():
         assert np.array_equal(p, [1.0, -2.0, 1.0])
     mutad.check_grads(lambda c: np.sum(np.polynomial.chebyshev.chebroots(c) ** 2),
                       np.array([1.0, -3.0, 2.0, 0.5]))
+
+
+# ----------------------------------------------------------------------------------------------
+# QR of a rank-deficient matrix: R_kk = 0 has a kink, Q's column k is not determined
+
+DEPENDENT = np.array([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0], [0.3, 0.6, 2.0]])  # column 1 = 2 column 0
+
+
+@pytest.mark.parametrize("loss", [
+    lambda a: np.sum(np.linalg.qr(a)[0] * WEIGHTS[:3, :3]),
+    lambda a: np.sum(np.linalg.qr(a)[1] ** 2),
+    lambda a: np.sum(scipy.linalg.qr(a, mode="economic")[0] * WEIGHTS[:3, :3]),
+    lambda a: np.sum(scipy.linalg.qr(a, pivoting=True)[1] * WEIGHTS[:3, :3]),
+    lambda a: np.sum(scipy.linalg.rq(a)[0] * WEIGHTS[:3, :3]),
+], ids=["np Q", "np R", "scipy Q", "scipy pivoted R", "scipy rq"])
+def test_qr_of_a_rank_deficient_matrix_is_refused(loss):
+    """np.linalg.qr raised NumPy's 'Singular matrix' here, and huge gradients a rounding away
+    (R_kk of 1e-16)."""
+    near = DEPENDENT * np.array([1.0, 1.0 + 1e-15, 1.0])  # column 1 off by a few roundings
+    assert 0 < abs(np.linalg.qr(near)[1][1, 1]) < 1e-14
+    for matrix in (DEPENDENT, near):
+        a = matrix.copy()
+        with pytest.raises(UnsupportedOperationError, match="rank-deficient"):
+            mutad.gradient(loss, a)
+        assert np.array_equal(a, matrix)
+    with pytest.raises(UnsupportedOperationError, match="rank-deficient"):
+        mutad.jvp(lambda a: np.linalg.qr(a)[0], (DEPENDENT,), (np.ones((3, 3)),))
+    mutad.check_grads(loss, DEPENDENT + np.diag([0.0, 0.5, 0.0]))
