@@ -9,7 +9,9 @@ collection of matrix derivative results for forward and reverse mode algorithmic
 differentiation" (2008, §3.1) for the eigenproblems; Townsend, "Differentiating the singular
 value decomposition" (2016) for the SVD. Inputs of eigh are symmetric by contract, so they get
 the symmetric gradient, as in PyTorch and JAX; a matrix that is not symmetric (beyond rounding)
-is refused.
+is refused. Repeated eigenvalues and singular values, and zero singular values, are decided in
+one place (``repeated_pairs``), and each rule asks of them what its outputs allow (see "Repeated
+eigenvalues and singular values" below).
 
 Complex matrices: each rule is written in mutad's convention (a cotangent is dL/dx + i dL/dy,
 the pullback the adjoint for the real inner product Re<a, b>), its transposes conjugate
@@ -131,12 +133,13 @@ and the coupling 1 / (w_j - w_i) would multiply rounding by 1e16. orth's rank de
 the same bound."""
 
 
-def repeated_pairs(values):
+def repeated_pairs(values, size=None):
     """Which pairs (i ≠ j, along the last axis) of eigenvalues or singular values (real or
-    complex, a plain array) are equal within rounding (``REPEATED_ULPS``)."""
+    complex, a plain array) are equal within rounding (``REPEATED_ULPS``; ``size``: the
+    matrix's larger dimension, n = the number of values by default)."""
     n = values.shape[-1]
     scale = np.max(np.abs(values), axis=-1, initial=0.0)[..., None, None]
-    limit = REPEATED_ULPS * n * np.finfo(values.dtype).eps * scale
+    limit = REPEATED_ULPS * (size or n) * np.finfo(values.dtype).eps * scale
     close = np.abs(values[..., None, :] - values[..., :, None]) <= limit
     return close & ~np.eye(n, dtype=bool, like=values)
 
@@ -260,8 +263,9 @@ def singular_spectrum(name, a, s):
     max(m, n) · ε · max(s), the bound of ``REPEATED_ULPS``), decided now; a second derivative
     where either is refused."""
     plain = memory(s)
-    pairs = repeated_pairs(plain)
-    limit = REPEATED_ULPS * max(np.shape(a)[-2:]) * np.finfo(plain.dtype).eps
+    size = max(np.shape(a)[-2:])
+    pairs = repeated_pairs(plain, size)
+    limit = REPEATED_ULPS * size * np.finfo(plain.dtype).eps
     zero = plain <= limit * np.max(plain, axis=-1, initial=0.0)[..., None]
     require_first_order(name, a, s, pairs | (zero[..., :, None] & zero[..., None, :]))
     return pairs, zero
@@ -520,8 +524,7 @@ def numpy_eigh(a, UPLO="L"):
     tangent of V has Im diag(Vᴴ dV) = 0). The gradient of a loss invariant under the phases
     is therefore right; one that reads them has none, and reverse mode refuses it
     (``require_phase_free``), as PyTorch does. The pullback is
-    Ā = herm(V (diag(w̄) + F ∘ Vᴴ V̄) Vᴴ). Equal eigenvalues: F = 0 on their pairs, as for
-    real matrices."""
+    Ā = herm(V (diag(w̄) + F ∘ Vᴴ V̄) Vᴴ). Repeated eigenvalues: see ``require_untouched``."""
     require_symmetric(a, "np.linalg.eigh")
     result = np.linalg.eigh(a, UPLO)
     return result, eigenpairs_pullback("np.linalg.eigh", eigh_cotangent, *result,
@@ -1041,10 +1044,7 @@ def _svd_rank(s, shape, rcond):
 def _require_distinct(name, s, rank, shape):
     """Refuse kept singular values equal within rounding: their singular vectors are not
     determined (any rotation of them serves), so neither is their derivative."""
-    head = s[:rank]
-    limit = 100 * max(shape) * np.finfo(s.dtype).eps * np.amax(s, initial=0.0)
-    gaps = np.abs(head[:, None] - head[None, :]) <= limit
-    if np.any(gaps & ~np.eye(rank, dtype=bool)):
+    if np.any(repeated_pairs(memory(s)[:rank], max(shape))):
         raise UnsupportedOperationError(
             f"scipy.linalg.{name} of a matrix with repeated singular values (equal within "
             "rounding): the basis vectors it returns are not determined by the matrix (any "
@@ -1588,7 +1588,7 @@ def _finite_matrix(x, check_finite=True):
 
 def _orthogonal_procrustes(A, B, check_finite=True):
     """SciPy's ``orthogonal_procrustes``: ``R = U Vᵀ`` of the SVD of ``(Bᵀ conj(A))ᵀ`` and
-    ``scale`` the sum of its singular values (svd's rule: distinct singular values)."""
+    ``scale`` the sum of its singular values (svd's rule: repeated ones refused)."""
     _finite_matrix(A, check_finite)
     _finite_matrix(B, check_finite)
     if np.ndim(A) != 2:
