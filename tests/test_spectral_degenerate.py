@@ -248,6 +248,16 @@ def test_a_defective_matrix_and_a_repeated_root_are_refused():
     jordan = np.array([[1.0, 1.0], [0.0, 1.0]])
     with pytest.raises(UnsupportedOperationError, match="defective"):
         mutad.gradient(lambda a: np.sum(np.real(np.linalg.eigvals(a))), jordan)
+    # Similar to Jordan blocks, the computed eigenvalues split by ε^(1/k) (1 ± 1e-8): repeated
+    # within their accuracy ε ‖A‖ κ; eigvals(a)[0] gave 2e7 here
+    for size in (2, 3):
+        similar = _S[:size, :size] @ (np.eye(size) + np.eye(size, k=1)) @ np.linalg.inv(
+            _S[:size, :size])
+        assert np.min(np.abs(np.diff(np.sort_complex(np.linalg.eigvals(similar))))) > 1e-10
+        for loss in (lambda a: np.real(np.linalg.eigvals(a)[0]),
+                     lambda a: np.sum(np.real(np.linalg.eig(a)[1][:, 0]))):
+            with pytest.raises(UnsupportedOperationError, match="defective"):
+                mutad.gradient(loss, similar)
     p = np.array([1.0, -2.0, 1.0])  # (x - 1)²
     with pytest.raises(UnsupportedOperationError, match="defective"):
         mutad.gradient(lambda p: np.sum(np.real(np.roots(p))), p)

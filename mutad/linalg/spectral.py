@@ -146,12 +146,11 @@ def repeated_pairs(values, size=None):
 
 def _repeated_values(values, which):
     """The repeated values, for a message: ``which`` marks them, or their pairs."""
-    which = np.asarray(memory(which))
-    plain = np.asarray(memory(values))
+    which, plain = memory(which), memory(values)
     if which.ndim > plain.ndim:
         which = np.any(which, axis=-1)
-    return np.array2string(np.broadcast_to(plain, which.shape)[which][:8], precision=17,
-                           separator=", ")
+    shown = np.broadcast_to(plain, which.shape)[which][:8].tolist()  # (on the host)
+    return np.array2string(np.array(shown), precision=17, separator=", ")
 
 
 def require_first_order(name, a, values, pairs):
@@ -414,8 +413,10 @@ def require_diagonalizable(name, w, v, pairs):
     do not span its space: V is singular up to rounding): the eigenvalues there move as
     roots of the perturbation (√t), and have no derivative, nor does their sum's formula
     V⁻ᴴ diag(w̄) Vᴴ survive V's rounding."""
-    if np.any(pairs) and np.any(np.linalg.cond(memory(v)) * np.finfo(memory(v).dtype).eps
-                                > 1e-8):
+    if not np.any(pairs):
+        return
+    s = np.linalg.svd(memory(v), compute_uv=False)
+    if np.any(s[..., -1] <= s[..., 0] * np.finfo(s.dtype).eps * 1e8):  # cond(V) ≥ 1e-8 / ε
         raise UnsupportedOperationError(
             f"{name} of a defective matrix (repeated eigenvalues "
             f"{_repeated_values(w, pairs)} without a full set of eigenvectors): its eigenvalues "
@@ -440,12 +441,34 @@ def eig_tangent(name, w, v, da, pairs):
 def spectrum_pairs(name, a, w, eigenvectors=None):
     """The repeated pairs of ``a``'s eigenvalues ``w``, decided now (back may see w restored
     up to rounding), and a second derivative there refused; for a general matrix (eig's,
-    with its ``eigenvectors``) a defective one too."""
-    pairs = repeated_pairs(memory(w))
+    with its ``eigenvectors``: ``general_repeated_pairs``) a defective one too."""
+    if eigenvectors is None:
+        pairs = repeated_pairs(memory(w))
+    else:
+        pairs = general_repeated_pairs(memory(a), memory(w), memory(eigenvectors))
     require_first_order(name, a, w, pairs)
     if eigenvectors is not None:
         require_diagonalizable(name, w, eigenvectors, pairs)
     return pairs
+
+
+def general_repeated_pairs(a, w, v):
+    """``repeated_pairs`` of a general matrix's eigenvalues: an eigenvalue of a nonsymmetric
+    matrix is computed only to ε ‖A‖ κ_i, κ_i = ‖y_i‖ ‖x_i‖ / |y_iᴴ x_i| its condition number
+    (x_i = V's unit column, y_iᴴ = V⁻¹'s row), so the bound is REPEATED_ULPS · n · ε · ‖A‖_F ·
+    max(κ_i, κ_j). A defective eigenvalue comes out split by √ε (a similar Jordan block's
+    1 ± 1e-8, with κ near 1e8): the bound joins it, which ``require_diagonalizable`` then
+    refuses; and ‖A‖, not max|w|, so that a nilpotent matrix's zeros count."""
+    n = w.shape[-1]
+    try:
+        kappa = np.linalg.norm(np.linalg.inv(v), axis=-1)
+    except np.linalg.LinAlgError:  # V singular: every eigenvalue ill-determined
+        kappa = np.full(w.shape, np.inf)
+    scale = np.sqrt(np.sum(np.abs(a) ** 2, axis=(-2, -1)))[..., None, None]
+    limit = (REPEATED_ULPS * n * np.finfo(w.dtype).eps * scale
+             * np.maximum(kappa[..., :, None], kappa[..., None, :]))
+    close = np.abs(w[..., None, :] - w[..., :, None]) <= limit
+    return close & ~np.eye(n, dtype=bool, like=w)
 
 
 def eigenpairs_pullback(name, cotangent, w, v, pairs):
