@@ -20,6 +20,7 @@ from ..core.registry import RULES, complex_aware, defjvp, defrule, holomorphic
 from ..rules._helpers import require_symmetric, symmetric_part, transpose, unbroadcast
 from ..scipy._adjoints import scipy_adjoint
 from ..core.views import memory
+from .spectral import singular_values_pullback, singular_values_tangent
 from ._common import (adjoint, as_matrices, conjugate, hermitian_part, require_matrix,
                       times_transpose)
 
@@ -220,9 +221,10 @@ def numpy_lstsq(a, b, rcond=None):
             da = da - weighted @ adjoint(x2)
             db = db + weighted
         if np.any(ds):
-            # Singular values: σ̄ gives Ā = U diag(σ̄) Vᵀ (Giles 2008, §3.2; vt is Vᴴ).
-            u, _, vt = np.linalg.svd(a, full_matrices=False)
-            da = da + (u * ds) @ vt
+            # Singular values: σ̄ gives Ā = U diag(σ̄) Vᵀ (Giles 2008, §3.2; vt is Vᴴ), as the
+            # singular values' own rule has it (repeated and zero ones checked there).
+            da = da + singular_values_pullback(
+                "np.linalg.lstsq", a, *np.linalg.svd(a, full_matrices=False))(ds)[0]
         return da, np.reshape(db, np.shape(b))
 
     return (x, residuals, rank, s), back
@@ -252,11 +254,9 @@ def numpy_lstsq_jvp(tangents, a, b, rcond=None):
         dresiduals = 2.0 * np.sum((b2 - a @ x2) * moved, axis=0)
     if da is None:
         ds = np.zeros_like(s)
-    else:  # dσ_i = u_iᵀ dA v_i (Giles 2008, §3.2; Re(u_iᴴ dA v_i) for complex A)
-        u, _, vt = np.linalg.svd(a, full_matrices=False)
-        ds = np.sum(conjugate(u) * (da @ adjoint(vt)), axis=0)
-        if np.iscomplexobj(ds):
-            ds = np.real(ds)
+    else:  # dσ_i = u_iᵀ dA v_i, the singular values' own rule (repeated and zero ones checked)
+        ds = singular_values_tangent("np.linalg.lstsq", a, *np.linalg.svd(a, full_matrices=False),
+                                     da)
     return (x, residuals, rank, s), (dx2[:, 0] if is_vector else dx2, dresiduals, None, ds)
 
 

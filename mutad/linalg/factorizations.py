@@ -28,6 +28,7 @@ from ..api import stop_gradient
 from ..engines.arraylike import carries_derivative
 from ..scipy._adjoints import StandIn, Value, scipy_adjoint, scipys_value
 from ..core.views import memory
+from .spectral import REPEATED_ULPS
 from ._common import adjoint, hermitian_part, is_transposed, require_matrix, times_transpose
 
 cholesky, cho_factor, cho_solve, solve_triangular, lu_factor, lu_solve, lu, qr = map(
@@ -124,9 +125,31 @@ def times_inverse_adjoint(y, r):
     return adjoint(np.linalg.solve(r, adjoint(y)))
 
 
-def qr_cotangent(q, r, dq, dr):
+def require_full_rank_qr(name, q, r):
+    """Refuse the QR factors of a rank-deficient matrix (a diagonal entry of R zero within
+    rounding: at most REPEATED_ULPS · max(m, n) · ε · max|R_kk|, Householder QR's backward
+    error, as for the SVD's zero singular values). R_kk is then the norm of a column's part
+    outside the previous ones', which has a kink at 0 (as σ = |·|), Q's column k any unit
+    vector outside them, and every derivative divides by R_kk."""
+    diagonal = np.abs(np.diagonal(memory(r), 0, -2, -1))
+    if not diagonal.size:
+        return
+    limit = REPEATED_ULPS * max(np.shape(q)[-2:]) * np.finfo(diagonal.dtype).eps
+    zero = diagonal <= limit * np.max(diagonal, axis=-1, keepdims=True)
+    if np.any(zero):
+        raise UnsupportedOperationError(
+            f"{name} of a rank-deficient matrix (R's diagonal entries {np.flatnonzero(zero)[:8]} "
+            "zero within rounding): a column there lies in the span of the previous ones, so "
+            "its column of Q is any unit vector outside them and its R entry has a kink at 0; "
+            "neither has a derivative. Differentiate the QR of the independent columns, or a "
+            "quantity of the column space such as a projector from scipy.linalg.orth.")
+
+
+def qr_cotangent(name, q, r, dq, dr):
     """Ā for the reduced A = Q R of a tall or square A, from Q̄ (None: none) and R̄ (see ``numpy_qr``):
-    (Q̄ + Q copyltu(M)) R⁻ᵀ, M = R R̄ᵀ - Q̄ᵀ Q (ᴴ for ᵀ, and Re on M's diagonal, for complex A)."""
+    (Q̄ + Q copyltu(M)) R⁻ᵀ, M = R R̄ᵀ - Q̄ᵀ Q (ᴴ for ᵀ, and Re on M's diagonal, for complex A);
+    a rank-deficient A is refused (``require_full_rank_qr``)."""
+    require_full_rank_qr(name, q, r)
     m = r @ adjoint(dr) - (0.0 if dq is None else adjoint(dq) @ q)
     lower = np.tril(m, -1)
     diagonal = np.real(m) if np.iscomplexobj(m) else m
@@ -134,10 +157,11 @@ def qr_cotangent(q, r, dq, dr):
     return times_inverse_adjoint((0.0 if dq is None else dq) + q @ mirrored, r)
 
 
-def qr_tangent(q, r, da):
+def qr_tangent(name, q, r, da):
     """(dQ, dR) of the reduced A = Q R along dA (see ``numpy_qr``): with C = Qᴴ dA R⁻¹ and Ω its
     skew-Hermitian part of the strict lower triangle (i Im diag(C) on the diagonal for complex
-    A), dQ = Q (Ω - C) + dA R⁻¹, dR = (C - Ω) R."""
+    A), dQ = Q (Ω - C) + dA R⁻¹, dR = (C - Ω) R; a rank-deficient A is refused."""
+    require_full_rank_qr(name, q, r)
     da_r_inverse = transpose(np.linalg.solve(transpose(r), transpose(da)))  # dA R⁻¹
     c = adjoint(q) @ da_r_inverse
     lower = np.tril(c, -1)
@@ -502,7 +526,7 @@ def numpy_qr(a, *settings, mode="reduced"):
         dq, dr = (None, dys) if mode == "r" else dys
         # dA = (dQ + Q copyltu(M)) R⁻ᵀ, M = R dRᵀ - dQᵀ Q, copyltu(M) = its lower triangle
         # mirrored to the upper one.
-        return (qr_cotangent(q, r, dq, dr),)
+        return (qr_cotangent("np.linalg.qr", q, r, dq, dr),)
 
     return (r if mode == "r" else np.linalg.qr(a)), back
 
@@ -515,7 +539,7 @@ def numpy_qr_jvp(tangents, a, mode="reduced"):
         result = np.linalg.qr(a, mode)
         return result, (np.zeros_like(r) if mode == "r" else
                         type(result)(np.zeros_like(q), np.zeros_like(r)))
-    dq, dr = qr_tangent(q, r, tangents[0])
+    dq, dr = qr_tangent("np.linalg.qr", q, r, tangents[0])
     if mode == "r":
         return r, dr
     result = np.linalg.qr(a)
@@ -568,7 +592,7 @@ def _qr_rule(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, chec
             dq, dr = None, dys[0][..., :k, :]
         else:
             dq, dr = dys[0], dys[1]
-        return (_unpermuted(qr_cotangent(q, r, dq, dr), pivoting, order),)
+        return (_unpermuted(qr_cotangent("scipy.linalg.qr", q, r, dq, dr), pivoting, order),)
 
     return result, back
 
@@ -582,7 +606,8 @@ def _qr_jvp(tangents, a, overwrite_a=False, lwork=None, mode="full", pivoting=Fa
     if 0 in np.shape(a)[-2:]:
         dq, dr = np.zeros_like(q), np.zeros_like(r)
     else:
-        dq, dr = qr_tangent(q, r, _qr_inputs(tangents[0], pivoting, order[0] if order else None))
+        dq, dr = qr_tangent("scipy.linalg.qr", q, r,
+                            _qr_inputs(tangents[0], pivoting, order[0] if order else None))
     if mode == "r":
         rows = np.shape(result[0])[-2] - np.shape(dr)[-2]
         dr = np.concatenate([dr, np.zeros_like(dr, shape=np.shape(dr)[:-2] + (rows,)

@@ -23,7 +23,7 @@ from ..core.registry import CONVENTION, HOLOMORPHIC
 from ..engines.arraylike import carries_derivative
 from ..rules._helpers import transpose
 from ..scipy._adjoints import ScipyAdjoint, StandIn, Value, scipy_adjoint, scipys_value
-from ..core.views import wrapped
+from ..core.views import memory, wrapped
 from ._common import require_matrix
 from .dense import solve
 from .equations import solve_sylvester
@@ -195,7 +195,7 @@ def _power(a, t):
     require_matrix("fractional_matrix_power", a)
     result = _fractional_power(a, t)
     if float(t) != int(t):
-        eigenvalues = np.linalg.eigvals(a)
+        eigenvalues = np.linalg.eigvals(memory(a))  # a decision: of the plain values
         size = np.max(np.abs(eigenvalues), initial=0.0)
         on_cut = (np.real(eigenvalues) <= 0) & (np.abs(np.imag(eigenvalues)) <= 1e-12 * size)
         if np.any(on_cut):  # (a decision)

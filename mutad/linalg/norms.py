@@ -11,6 +11,7 @@ import scipy.linalg as _linalg
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import complex_aware, defjvp, defrule
 from ..scipy._adjoints import scipy_adjoint
+from .spectral import singular_spectrum
 
 norm = scipy_adjoint(_linalg.norm)
 
@@ -52,11 +53,19 @@ def _matrix_norm_derivative(x, y, ord):
     if ord in ("nuc", 2, -2):
         if 0 in np.shape(x)[-2:]:  # no singular value: the norm of an empty matrix is 0
             return np.zeros_like(x)
-        u, _, vt = np.linalg.svd(x, full_matrices=False)
-        if ord == "nuc":
-            return u @ vt  # d Σσ_i = tr(Uᵀ dA V) (Re tr(Uᴴ dA V) for complex A)
-        pick = 0 if ord == 2 else -1  # d σ_i = u_iᵀ dA v_i
-        return u[..., :, pick, None] * vt[..., pick, None, :]
+        u, s, vt = np.linalg.svd(x, full_matrices=False)
+        # Repeated singular values and zero ones are decided as the SVD's rule decides them:
+        # only the weights' sum over a repeated block, U_b (c I) V_bᵀ, is free of the basis
+        # NumPy picked for it, and a zero value's vectors are any of the null spaces'.
+        repeated, zero = singular_spectrum(f"np.linalg.norm(..., ord={ord!r})", x, s)
+        if ord == "nuc":  # d Σσ_i = tr(Uᵀ dA V) (Re tr(Uᴴ dA V) for complex A); at a zero
+            weights = ~zero  # value (a kink) the subgradient U_r V_rᵀ of the nonzero ones
+        else:  # d σ_i = u_iᵀ dA v_i; a σ_max (σ_min) repeated: its block shares it (ties)
+            pick = 0 if ord == 2 else -1
+            tied = repeated[..., pick, :] | (np.arange(s.shape[-1]) == (pick % s.shape[-1]))
+            tied = tied & ~zero[..., pick, None]  # at σ = 0, the subgradient 0
+            weights = tied / np.maximum(np.sum(tied, axis=-1, keepdims=True), 1)
+        return (u * weights[..., None, :]) @ vt
     if ord in (1, -1, np.inf, -np.inf):
         # 1: the largest column sum of |x|; inf: the largest row sum; negative: the smallest.
         summed, across = (-2, -1) if ord in (1, -1) else (-1, -2)

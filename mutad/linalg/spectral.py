@@ -9,7 +9,9 @@ collection of matrix derivative results for forward and reverse mode algorithmic
 differentiation" (2008, §3.1) for the eigenproblems; Townsend, "Differentiating the singular
 value decomposition" (2016) for the SVD. Inputs of eigh are symmetric by contract, so they get
 the symmetric gradient, as in PyTorch and JAX; a matrix that is not symmetric (beyond rounding)
-is refused.
+is refused. Repeated eigenvalues and singular values, and zero singular values, are decided in
+one place (``repeated_pairs``), and each rule asks of them what its outputs allow (see "Repeated
+eigenvalues and singular values" below).
 
 Complex matrices: each rule is written in mutad's convention (a cotangent is dL/dx + i dL/dy,
 the pullback the adjoint for the real inner product Re<a, b>), its transposes conjugate
@@ -41,9 +43,11 @@ eig.complex_values = eigvals.complex_values = CONVENTION  # complex outputs of a
 # The derivatives: eigenpairs, their phases and couplings, the SVD
 
 
-PHASE_TOLERANCE = 1e-6
-"""How large Im diag(Vᴴ V̄) may be, relative to the norm of V̄'s column, before a loss counts
-as reading an eigenvector's (or singular vector's) phase: rounding leaves it near 1e-16."""
+INVARIANCE_TOLERANCE = 1e-6
+"""How large a loss's change along a free choice (Im diag(Vᴴ V̄) for the phases, a rotation
+within a repeated value's space), relative to the norm of the cotangent's columns, may be
+before the loss counts as depending on that choice: rounding leaves it near 1e-16 (1e-13 at
+values repeated within rounding, ``REPEATED_ULPS``), a loss that reads the choice near 1."""
 
 
 def squared_column_norms(x):
@@ -68,7 +72,7 @@ def require_phase_free(name, phases, squared_scale):
     returns.
     ``squared_scale`` is the squared norm of the cotangent's columns (|phases|² is at most
     that); squares, so that no square root of 0 is recorded under nested differentiation."""
-    if np.any(phases * phases > PHASE_TOLERANCE ** 2 * squared_scale):
+    if np.any(phases * phases > INVARIANCE_TOLERANCE ** 2 * squared_scale):
         raise UnsupportedOperationError(
             f"{name} of a complex matrix: the loss depends on the phases of the "
             "eigenvectors (or singular vectors), which are arbitrary (each column may be "
@@ -78,54 +82,235 @@ def require_phase_free(name, phases, squared_scale):
             "or vectors whose phase your own code fixes, V * (V[k].conj() / np.abs(V[k])).")
 
 
-def eigh_couplings(w, equal=None):
-    """F_ij = 1 / (w_j - w_i) off the diagonal. Equal eigenvalues make the eigenvectors'
-    derivative undefined; their pairs get F = 0 (no coupling). ``equal`` (None: compare now)
-    says which pairs are equal, as ``equal_pairs`` found them when w was computed. (Complex
+def eigh_couplings(w, repeated=None):
+    """F_ij = 1 / (w_j - w_i) off the diagonal. Repeated eigenvalues make the eigenvectors'
+    derivative undefined; their pairs get F = 0 (no coupling), the loss having been checked
+    not to ask for it (``require_rotation_free``). ``repeated`` (None: compare now) says which
+    pairs are repeated, as ``repeated_pairs`` found them when w was computed. (Complex
     eigenvalues, for eig, too.)"""
     gaps = w[..., None, :] - w[..., :, None]
-    if equal is None:
-        equal = gaps == 0
-    return np.where(equal, 0.0, 1.0 / np.where(equal, 1.0, gaps))
+    if repeated is None:
+        repeated = repeated_pairs(memory(w))
+    repeated = repeated | np.eye(w.shape[-1], dtype=bool, like=memory(w))
+    return np.where(repeated, 0.0, 1.0 / np.where(repeated, 1.0, gaps))
 
 
-def equal_pairs(w):
-    return w[..., None, :] == w[..., :, None]
+# ----------------------------------------------------------------------------------------------
+# Repeated eigenvalues and singular values: which pairs, and what a loss may ask of them
+#
+# A repeated eigenvalue of a symmetric matrix has an eigenspace of several dimensions, in which
+# LAPACK picks a basis by its own steps: any rotation of those eigenvectors is as valid, and
+# the one NumPy returns is not a differentiable function of the matrix. Along a perturbation
+# the eigenvalues split, each moving by an eigenvalue of the perturbation's block (a choice
+# that is not linear in the perturbation), and the eigenvectors turn to that block's own.
+#
+# The eigenvalues alone (eigvalsh, eigvals_only, svdvals): a loss symmetric in the repeated
+# ones (their cotangents equal, as those of Σ f(w)) has a derivative, the usual formula's, and
+# one that tells them apart has none (``require_shared_cotangent``).
+#
+# With the vectors, the cotangent cannot tell: a loss's derivative there depends on how it
+# couples the split to the turn of the basis, which no cotangent at NumPy's basis shows. At
+# A = I the loss sum(C * (V diag(w) Vᵀ)) = sum(C * A) and np.sum(w) * c give the same
+# cotangent (w̄ = diag(C) = c, V̄ = 0) and different gradients (C, c I), and a skew-free
+# V̄ (the invariance PyTorch's phase check tests) does not decide it either. So a loss that
+# reads repeated values or their vectors through a decomposition with vectors is refused
+# (``require_untouched``), and the rest is the usual formula with the repeated pairs'
+# couplings dropped: the derivative of the simple pairs, which reads the repeated values'
+# space only (its projector). Forward mode differentiates tangents that move the repeated
+# values together (the tangent's block a multiple of the identity: they stay repeated to
+# first order), the vectors taking no rotation within their space (the rules' convention, as
+# for the phases), and refuses the others. A second derivative there needs the couplings of
+# the split values, which no first-order rule keeps: it is refused (``require_first_order``).
 
 
-def eigh_cotangent(w, v, dw, dv, equal):
+REPEATED_ULPS = 100
+"""Eigenvalues (singular values) count as repeated when they differ by at most
+REPEATED_ULPS · n · ε · max|w|. LAPACK's symmetric eigensolvers and SVDs are backward stable:
+each computed value lies within a small multiple of n ε ‖A‖₂ (‖A‖₂ = max|w|) of an exact value
+of A (LAPACK Users' Guide, §4.7 and §4.9), so values closer than that cannot be told from equal
+ones. Q diag(1, 1, 2) Qᵀ computed in floating point has its repeated eigenvalue a few ε apart,
+and the coupling 1 / (w_j - w_i) would multiply rounding by 1e16. orth's rank decision uses
+the same bound."""
+
+
+def repeated_pairs(values, size=None):
+    """Which pairs (i ≠ j, along the last axis) of eigenvalues or singular values (real or
+    complex, a plain array) are equal within rounding (``REPEATED_ULPS``; ``size``: the
+    matrix's larger dimension, n = the number of values by default)."""
+    n = values.shape[-1]
+    scale = np.max(np.abs(values), axis=-1, initial=0.0)[..., None, None]
+    limit = REPEATED_ULPS * (size or n) * np.finfo(values.dtype).eps * scale
+    close = np.abs(values[..., None, :] - values[..., :, None]) <= limit
+    return close & ~np.eye(n, dtype=bool, like=values)
+
+
+def _repeated_values(values, which):
+    """The repeated values, for a message: ``which`` marks them, or their pairs."""
+    which, plain = memory(which), memory(values)
+    if which.ndim > plain.ndim:
+        which = np.any(which, axis=-1)
+    shown = np.broadcast_to(plain, which.shape)[which][:8].tolist()  # (on the host)
+    return np.array2string(np.array(shown), precision=17, separator=", ")
+
+
+def require_first_order(name, a, values, pairs):
+    """Refuse a second derivative at repeated values (``a`` followed by an enclosing
+    differentiation): the first-order rules drop the repeated pairs' couplings, and the
+    derivative of what they compute misses them (at A = I the Hessian of Σ w³ would lose
+    its off-diagonal terms)."""
+    if wrapped(a) and np.any(pairs):
+        raise UnsupportedOperationError(
+            f"{name}: a second derivative at repeated values {_repeated_values(values, pairs)} "
+            "(equal within rounding): mutad differentiates the decomposition there once, not "
+            "twice (the split of the repeated values, which the second derivative needs, has "
+            "no derivative). Take second derivatives where the values are distinct, or write "
+            "the quantity as a matrix function (np.trace(a @ a @ a) for Σ w³).")
+
+
+def require_shared_cotangent(name, values, pairs, cotangent, what="eigenvalues"):
+    """Refuse a loss that tells repeated values apart (their cotangents differ beyond
+    ``INVARIANCE_TOLERANCE`` of the largest): only symmetric functions of them have a
+    derivative."""
+    if not np.any(pairs):
+        return
+    c = memory(cotangent)
+    scale = np.max(np.abs(c), initial=0.0)
+    if np.any(pairs & (np.abs(c[..., None, :] - c[..., :, None])
+                       > INVARIANCE_TOLERANCE * scale)):
+        raise UnsupportedOperationError(
+            f"{name} of a matrix with repeated {what} {_repeated_values(values, pairs)} (equal "
+            f"within rounding): the loss tells them apart, but a repeated value splits under a "
+            "perturbation into values none of which has a derivative; only functions "
+            f"symmetric in them do (np.sum(f(w)), the largest {what[:-1]} of a simple one). "
+            f"Differentiate a symmetric function of the {what}, or move them apart.")
+
+
+def require_untouched(name, values, repeated, parts, what="eigenvalues"):
+    """Refuse a loss that reads, through a decomposition with vectors, its ``repeated``
+    values (a mask of them: repeated, or zero singular values) or their vectors: ``parts``
+    (per value: |w̄_i|, the norms of V̄'s columns) must vanish there, up to
+    ``INVARIANCE_TOLERANCE`` of their largest."""
+    if not np.any(repeated):
+        return
+    touched = sum(np.abs(memory(part)) for part in parts)
+    if np.any(repeated & (touched > INVARIANCE_TOLERANCE * np.max(touched, initial=0.0))):
+        zeros = ", or zero" if what == "singular values" else ""
+        raise UnsupportedOperationError(
+            f"{name} of a matrix with repeated {what} {_repeated_values(values, repeated)} "
+            f"(equal within rounding{zeros}): the loss reads "
+            "them or their vectors, which NumPy picks as an arbitrary basis of their space, "
+            "and whether it has a derivative there depends on how it couples their split "
+            "under a perturbation to that basis, which mutad cannot see (V diag(f(w)) Vᵀ has "
+            "one, V[:, 0] none). Differentiate the values alone (np.linalg.eigvalsh, "
+            "svd(compute_uv=False): their symmetric functions have a derivative), a matrix "
+            "function by scipy.linalg's (expm, logm, sqrtm, fractional_matrix_power), or "
+            "vectors of distinct values only.")
+
+
+def require_rigid_tangent(name, values, pairs, middle, what="eigenvalues"):
+    """Refuse, in forward mode, a tangent that splits repeated values: ``middle``'s block of
+    each repeated value (eigh: Vᴴ dA V) must be a multiple of the identity up to
+    ``INVARIANCE_TOLERANCE`` of its largest entry; the values then move together."""
+    if not np.any(pairs):
+        return
+    m = memory(middle)
+    diagonal = np.diagonal(m, 0, -2, -1)
+    splits = (np.abs(m) + np.abs(diagonal[..., None, :] - diagonal[..., :, None])
+              > INVARIANCE_TOLERANCE * np.max(np.abs(m), initial=0.0))
+    if np.any(pairs & splits):
+        raise UnsupportedOperationError(
+            f"{name} at repeated {what} {_repeated_values(values, pairs)} (equal within "
+            "rounding), along a tangent that splits them: each then moves by an eigenvalue of "
+            "the tangent's block, so neither they nor their vectors have a derivative along "
+            "it. Forward mode differentiates tangents that move them together; reverse mode "
+            "(mutad.gradient) differentiates symmetric functions of them.")
+
+
+def eigh_cotangent(name, w, v, dw, dv, pairs, vectors=True):
     """Ā for A = V diag(w) Vᵀ (Giles 2008, §3.1): V (diag(w̄) + F ∘ Vᵀ V̄) Vᵀ, symmetrised.
-    Complex Hermitian A = V diag(w) Vᴴ: the same with ᴴ for ᵀ, its Hermitian part (see ``numpy_eigh``)."""
+    Complex Hermitian A = V diag(w) Vᴴ: the same with ᴴ for ᵀ, its Hermitian part (see
+    ``numpy_eigh``). Repeated eigenvalues (``pairs``): a loss of the eigenvalues alone (not
+    ``vectors``) must not tell them apart; through the decomposition with vectors it must
+    not read them at all; their couplings are dropped."""
+    if vectors:
+        require_untouched(name, w, np.any(pairs, axis=-1), [
+            dw, 0.0 if dv is None else np.sqrt(squared_column_norms(dv))])
+    else:
+        require_shared_cotangent(name, w, pairs, dw)
     middle = np.zeros(w.shape + w.shape[-1:], np.result_type(w, dw), like=memory(w))
     if dv is not None and np.any(dv):
         vh_dv = adjoint(v) @ dv
         if np.iscomplexobj(vh_dv):
-            require_phase_free("np.linalg.eigh", np.imag(np.diagonal(vh_dv, 0, -2, -1)),
-                                squared_column_norms(dv))
-        middle = eigh_couplings(w, equal) * vh_dv
+            require_phase_free(name, np.imag(np.diagonal(vh_dv, 0, -2, -1)),
+                               squared_column_norms(dv))
+        middle = eigh_couplings(w, pairs) * vh_dv
     middle = middle + dw[..., None, :] * np.eye(w.shape[-1], like=memory(w))
     return hermitian_part(v @ middle @ adjoint(v))
 
 
-def eigh_tangent(v, da):
+def eigh_tangent(name, w, v, da, pairs):
     """V's coordinates of the symmetric (Hermitian) part of ``da``, Vᴴ dA V, and their
-    diagonal dw, real."""
+    diagonal dw, real; a tangent that splits repeated eigenvalues (``pairs``) is refused."""
     middle = adjoint(v) @ hermitian_part(da) @ v
+    require_rigid_tangent(name, w, pairs, middle)
     return middle, real_diagonal(middle)
 
 
-def svd_couplings(s):
-    """F_ij = 1/(s_j² - s_i²) off the diagonal (Townsend 2016)."""
-    s_sq = s * s
-    difference = s_sq[..., None, :] - s_sq[..., :, None]
+def singular_spectrum(name, a, s):
+    """``(pairs, zero)`` of the singular values ``s`` of ``a``: the pairs repeated within
+    rounding (``repeated_pairs``) and the values zero within rounding (at most REPEATED_ULPS ·
+    max(m, n) · ε · max(s), the bound of ``REPEATED_ULPS``), decided now; a second derivative
+    where either is refused."""
+    plain = memory(s)
+    size = max(np.shape(a)[-2:])
+    pairs = repeated_pairs(plain, size)
+    limit = REPEATED_ULPS * size * np.finfo(plain.dtype).eps
+    zero = plain <= limit * np.max(plain, axis=-1, initial=0.0)[..., None]
+    require_first_order(name, a, s, pairs | (zero[..., :, None] & zero[..., None, :]))
+    return pairs, zero
+
+
+def svd_couplings(s, pairs, zero):
+    """E⁻_ij = 1/(s_j - s_i) and E⁺_ij = 1/(s_j + s_i) off the diagonal: Townsend's (2016)
+    F_ij = 1/(s_j² - s_i²) split, F (J s_j + s_i K) = ½ (J + K) E⁻ + ½ (J - K) E⁺, so that
+    repeated values (``pairs``: the joint rotation of their u's and v's, free, with E⁻ = 0)
+    lose only the term their invariance makes zero; E⁺ = 0 on pairs of zero values. The
+    inverses of ``s``, 0 at zero values, beside."""
     diagonal = np.eye(s.shape[-1], dtype=bool, like=memory(s))
-    return np.where(diagonal, 0.0, 1.0 / np.where(diagonal, 1.0, difference))
+    both_zero = zero[..., :, None] & zero[..., None, :]
+
+    def inverse(x, skip):
+        return np.where(skip, 0.0, 1.0 / np.where(skip, 1.0, x))
+
+    return (inverse(s[..., None, :] - s[..., :, None], diagonal | pairs),
+            inverse(s[..., None, :] + s[..., :, None], diagonal | both_zero),
+            inverse(s, zero))
 
 
-def svd_cotangent(u, s, vt, du, ds, dvt):
+def require_rank_kept(name, s, zero, pieces, scale):
+    """Refuse, at zero singular values, a tangent that moves them off zero: ``pieces`` (the
+    tangent's parts there: their block of Uᴴ dA V, and dA's parts outside U's and V's column
+    spaces along their vectors) must vanish up to ``INVARIANCE_TOLERANCE`` of ``scale``.
+    σ = |·| has no derivative at 0, and the vectors of a zero value are any unit vectors of
+    the null spaces."""
+    if not np.any(zero):
+        return
+    if any(np.any(np.abs(memory(piece)) > INVARIANCE_TOLERANCE * scale) for piece in pieces):
+        raise UnsupportedOperationError(
+            f"{name} of a rank-deficient matrix (singular values {_repeated_values(s, zero)} "
+            "zero within rounding), along a tangent that moves them off zero: σ = |·| has a "
+            "kink at 0, so neither they nor their vectors have a derivative along it. Forward "
+            "mode differentiates tangents that keep the rank; reverse mode differentiates "
+            "losses of the nonzero singular values and their vectors.")
+
+
+def svd_cotangent(name, u, s, vt, du, ds, dvt, spectrum, vectors=True):
     """The pullback of the thin SVD ``a = u diag(s) vt`` (Townsend 2016, "Differentiating the
-    singular value decomposition", eq. 30). Distinct singular values are assumed: the
-    singular vectors of repeated ones are not determined, and neither is their gradient.
+    singular value decomposition", eq. 30). Repeated and zero singular values (``spectrum``,
+    ``singular_spectrum``'s): a loss of the values alone (not ``vectors``) must not tell
+    repeated ones apart nor read zero ones (σ = |·| has a kink at 0); through the
+    decomposition with vectors it must read neither them nor their vectors, as eigh's
+    (``require_untouched``). Their couplings are then dropped (``svd_couplings``).
 
     Complex A = U S Vᴴ (``vt`` = Vᴴ): ᴴ for ᵀ, and one more term. With dP = Uᴴ dA V,
     Ω_U = Uᴴ dU and Ω_V = Vᴴ dV skew-Hermitian, Im dP_ii = s_i Im(Ω_U - Ω_V)_ii: only the
@@ -133,77 +318,118 @@ def svd_cotangent(u, s, vt, du, ds, dvt):
     (see ``require_phase_free``). The rules split it evenly, dU gaining
     U diag(i Im dP_ii / 2s_i) and dV its opposite, so P̄ gains i diag((Im J_ii - Im K_ii) / 2s_i),
     J = Uᴴ Ū, K = Vᴴ V̄; for a phase-free loss Im J_ii = -Im K_ii."""
+    pairs, zero = spectrum
     v = adjoint(vt)
+    m, n, k = u.shape[-2], v.shape[-2], s.shape[-1]
+    dv = adjoint(dvt) if dvt is not None else None
+    if vectors:
+        require_untouched(name, s, np.any(pairs, axis=-1) | zero, [ds] + [
+            np.sqrt(squared_column_norms(x)) for x in (du, dv) if x is not None],
+            "singular values")
+    else:
+        require_shared_cotangent(name, s, pairs, ds, "singular values")
+        require_untouched(name, s, zero, [ds], "singular values")
     a_bar = u @ (ds[..., :, None] * vt)
     if du is None and dvt is None:
         return a_bar
-    f = svd_couplings(s)
-    m, n = u.shape[-2], v.shape[-2]
-    phases = np.iscomplexobj(u) and np.iscomplexobj(v)
-    ut_du = vt_dv = dv = None
-    if du is not None:
-        ut_du = adjoint(u) @ du
-        a_bar = a_bar + u @ ((f * (ut_du - adjoint(ut_du))) * s[..., None, :]) @ vt
-        if m > s.shape[-1]:  # the part of du outside u's column space
-            a_bar = a_bar + (du - u @ ut_du) @ (vt / s[..., :, None])
-    if dvt is not None:
-        dv = adjoint(dvt)
-        vt_dv = vt @ dv
-        a_bar = a_bar + u @ (s[..., :, None] * (f * (vt_dv - adjoint(vt_dv)))) @ vt
-        if n > s.shape[-1]:
-            a_bar = a_bar + (u / s[..., None, :]) @ adjoint(dv - v @ vt_dv)
-    if phases:
-        j, k = (0.0 if x is None else np.imag(np.diagonal(x, 0, -2, -1))
-                for x in (ut_du, vt_dv))
-        norms = sum(0.0 if x is None else squared_column_norms(x) for x in (du, dv))
-        require_phase_free("np.linalg.svd", j + k, norms)
-        a_bar = a_bar + u @ ((1j * (j - k) / (2 * s))[..., :, None] * vt)
+    j, kk = (adjoint(x) @ d if d is not None else np.zeros_like(a_bar, shape=s.shape + (k,))
+             for x, d in ((u, du), (v, dv)))
+    j_skew, k_skew = j - adjoint(j), kk - adjoint(kk)
+    minus, plus, inverse = svd_couplings(s, pairs, zero)
+    middle = 0.5 * ((j_skew + k_skew) * minus + (j_skew - k_skew) * plus)
+    if np.iscomplexobj(u) and np.iscomplexobj(v):
+        phase_j, phase_k = (np.imag(np.diagonal(x, 0, -2, -1)) for x in (j, kk))
+        require_phase_free(name, phase_j + phase_k, sum(
+            squared_column_norms(x) for x in (du, dv) if x is not None))
+        middle = middle + (0.5j * (phase_j - phase_k) * inverse)[..., None, :] * np.eye(
+            k, like=memory(s))
+    a_bar = a_bar + u @ middle @ vt
+    if du is not None and m > k:  # the part of du outside u's column space
+        a_bar = a_bar + (du - u @ j) @ (vt * inverse[..., :, None])
+    if dv is not None and n > k:
+        a_bar = a_bar + (u * inverse[..., None, :]) @ adjoint(dv - v @ kk)
     return a_bar
 
 
-def svd_tangent(u, s, vt, da):
-    """(dU, ds, dVᵀ) of the thin SVD A = U diag(s) Vᵀ along dA (Townsend 2016; see ``numpy_svd``)."""
+def svd_tangent(name, u, s, vt, da, spectrum):
+    """(dU, ds, dVᵀ) of the thin SVD A = U diag(s) Vᵀ along dA (Townsend 2016; see
+    ``numpy_svd``); a tangent that splits repeated values or moves zero ones is refused, and
+    the repeated values' vectors take no joint rotation (the reverse rule's dropped term)."""
+    pairs, zero = spectrum
     v = adjoint(vt)
+    m, n, k = u.shape[-2], v.shape[-2], s.shape[-1]
     dp = adjoint(u) @ da @ v                                     # Uᵀ dA V
     ds = real_diagonal(dp)
+    require_rigid_tangent(name, s, pairs, hermitian_part(dp), "singular values")
+    outside_u = da @ v - u @ dp if m > k else None
+    outside_v = adjoint(da) @ u - v @ adjoint(dp) if n > k else None
+    if np.any(zero):
+        block = zero[..., :, None] & zero[..., None, :]
+        pieces = [np.where(block, dp, 0.0)] + [
+            np.where(zero[..., None, :], x, 0.0) for x in (outside_u, outside_v)
+            if x is not None]
+        scale = max(np.max(np.abs(memory(x)), initial=0.0)
+                    for x in (dp, outside_u, outside_v) if x is not None)
+        require_rank_kept(name, s, zero, pieces, scale)
     # Townsend 2016: dU = U (F ∘ (dP S + S dPᵀ)) + (I - U Uᵀ) dA V S⁻¹,
-    #                dV = V (F ∘ (S dP + dPᵀ S)) + (I - V Vᵀ) dAᵀ U S⁻¹  (ᴴ for complex A).
-    f = svd_couplings(s)
-    dp_s, s_dp = dp * s[..., None, :], s[..., :, None] * dp
-    du = u @ (f * (dp_s + adjoint(dp_s)))
-    dv = v @ (f * (s_dp + adjoint(s_dp)))
+    #                dV = V (F ∘ (S dP + dPᵀ S)) + (I - V Vᵀ) dAᵀ U S⁻¹  (ᴴ for complex A),
+    # F's terms split as ``svd_couplings``'s.
+    minus, plus, inverse = svd_couplings(s, pairs, zero)
+    symmetric, skew = (dp + adjoint(dp)) * minus, (dp - adjoint(dp)) * plus
+    du = u @ (0.5 * (symmetric + skew))
+    dv = v @ (0.5 * (symmetric - skew))
     if np.iscomplexobj(dp):  # the phases, split evenly between u_i and v_i (see svd_cotangent)
-        phase = 1j * np.imag(np.diagonal(dp, 0, -2, -1)) / (2 * s)
+        phase = 0.5j * np.imag(np.diagonal(dp, 0, -2, -1)) * inverse
         du = du + u * phase[..., None, :]
         dv = dv - v * phase[..., None, :]
-    m, n, k = u.shape[-2], v.shape[-2], s.shape[-1]
     if m > k:
-        du = du + (da @ v - u @ dp) / s[..., None, :]
+        du = du + outside_u * inverse[..., None, :]
     if n > k:
-        dv = dv + (adjoint(da) @ u - v @ adjoint(dp)) / s[..., None, :]
+        dv = dv + outside_v * inverse[..., None, :]
     return du, ds, adjoint(dv)
 
 
-def eig_cotangent(w, v, dw, dv, equal):
+def eig_cotangent(name, w, v, dw, dv, pairs):
     """Ā for A V = V diag(w), V's columns of unit 2-norm (see eig):
-    Ā = V⁻ᴴ (diag(w̄) + conj(F) ∘ (Vᴴ V̄ - Vᴴ V diag(Re diag(Vᴴ V̄)))) Vᴴ."""
+    Ā = V⁻ᴴ (diag(w̄) + conj(F) ∘ (Vᴴ V̄ - Vᴴ V diag(Re diag(Vᴴ V̄)))) Vᴴ. Repeated eigenvalues
+    (``pairs``, of a matrix that is not defective: ``require_diagonalizable``): as eigh's."""
+    require_untouched(name, w, np.any(pairs, axis=-1), [
+        dw, 0.0 if dv is None else np.sqrt(squared_column_norms(dv))])
     vh = adjoint(v)
     middle = dw[..., None, :] * np.eye(w.shape[-1], like=memory(w))
     if dv is not None and np.any(dv):
         vh_dv = vh @ dv
         diagonal = np.diagonal(vh_dv, 0, -2, -1)
         if np.iscomplexobj(vh_dv):
-            require_phase_free("np.linalg.eig", np.imag(diagonal), squared_column_norms(dv))
+            require_phase_free(name, np.imag(diagonal), squared_column_norms(dv))
             diagonal = np.real(diagonal)
         normalised = vh_dv - (vh @ v) * diagonal[..., None, :]
-        middle = middle + conjugate(eigh_couplings(w, equal)) * normalised
+        middle = middle + conjugate(eigh_couplings(w, pairs)) * normalised
     return np.linalg.solve(vh, middle @ vh)
 
 
-def eig_tangent(w, v, da):
-    """dw = diag(M) and dV = V (F ∘ M) - V diag(Re diag(Vᴴ V (F ∘ M))), M = V⁻¹ dA V."""
+def require_diagonalizable(name, w, v, pairs):
+    """Refuse a repeated eigenvalue of a defective matrix (its eigenvectors, nearly parallel,
+    do not span its space: V is singular up to rounding): the eigenvalues there move as
+    roots of the perturbation (√t), and have no derivative, nor does their sum's formula
+    V⁻ᴴ diag(w̄) Vᴴ survive V's rounding."""
+    if not np.any(pairs):
+        return
+    s = np.linalg.svd(memory(v), compute_uv=False)
+    if np.any(s[..., -1] <= s[..., 0] * np.finfo(s.dtype).eps * 1e8):  # cond(V) ≥ 1e-8 / ε
+        raise UnsupportedOperationError(
+            f"{name} of a defective matrix (repeated eigenvalues "
+            f"{_repeated_values(w, pairs)} without a full set of eigenvectors): its eigenvalues "
+            "move as roots of a perturbation there, and have no derivative. Differentiate "
+            "np.trace(a) for their sum, or a matrix whose eigenvalues are distinct.")
+
+
+def eig_tangent(name, w, v, da, pairs):
+    """dw = diag(M) and dV = V (F ∘ M) - V diag(Re diag(Vᴴ V (F ∘ M))), M = V⁻¹ dA V; a
+    tangent that splits repeated eigenvalues (``pairs``) is refused."""
     middle = np.linalg.solve(v, da @ v)
-    dv = v @ (eigh_couplings(w) * middle)
+    require_rigid_tangent(name, w, pairs, middle)
+    dv = v @ (eigh_couplings(w, pairs) * middle)
     dv = dv - v * np.real(np.sum(conjugate(v) * dv, axis=-2, keepdims=True))
     return np.diagonal(middle, 0, -2, -1).copy(), dv
 
@@ -212,47 +438,88 @@ def eig_tangent(w, v, da):
 # The pullback scaffold: the pairs computed now, read by back
 
 
-def eigenpairs_pullback(cotangent, w, v):
-    """The pullback of the eigenpairs ``(w, v)`` by ``cotangent(w, v, w̄, V̄, equal)`` (eigh's
-    or eig's). Which eigenvalues are equal is decided now: back may see w restored up to
-    rounding."""
-    equal = equal_pairs(w)
+def spectrum_pairs(name, a, w, eigenvectors=None):
+    """The repeated pairs of ``a``'s eigenvalues ``w``, decided now (back may see w restored
+    up to rounding), and a second derivative there refused; for a general matrix (eig's,
+    with its ``eigenvectors``: ``general_repeated_pairs``) a defective one too."""
+    if eigenvectors is None:
+        pairs = repeated_pairs(memory(w))
+    else:
+        pairs = general_repeated_pairs(memory(a), memory(w), memory(eigenvectors))
+    require_first_order(name, a, w, pairs)
+    if eigenvectors is not None:
+        require_diagonalizable(name, w, eigenvectors, pairs)
+    return pairs
+
+
+def general_repeated_pairs(a, w, v):
+    """``repeated_pairs`` of a general matrix's eigenvalues: an eigenvalue of a nonsymmetric
+    matrix is computed only to ε ‖A‖ κ_i, κ_i = ‖y_i‖ ‖x_i‖ / |y_iᴴ x_i| its condition number
+    (x_i = V's unit column, y_iᴴ = V⁻¹'s row), so the bound is REPEATED_ULPS · n · ε · ‖A‖_F ·
+    max(κ_i, κ_j). A defective eigenvalue comes out split by √ε (a similar Jordan block's
+    1 ± 1e-8, with κ near 1e8): the bound joins it, which ``require_diagonalizable`` then
+    refuses; and ‖A‖, not max|w|, so that a nilpotent matrix's zeros count."""
+    n = w.shape[-1]
+    try:
+        kappa = np.linalg.norm(np.linalg.inv(v), axis=-1)
+    except np.linalg.LinAlgError:  # V singular: every eigenvalue ill-determined
+        kappa = np.full(w.shape, np.inf)
+    scale = np.sqrt(np.sum(np.abs(a) ** 2, axis=(-2, -1)))[..., None, None]
+    limit = (REPEATED_ULPS * n * np.finfo(w.dtype).eps * scale
+             * np.maximum(kappa[..., :, None], kappa[..., None, :]))
+    close = np.abs(w[..., None, :] - w[..., :, None]) <= limit
+    return close & ~np.eye(n, dtype=bool, like=w)
+
+
+def eigenpairs_pullback(name, cotangent, w, v, pairs):
+    """The pullback of the eigenpairs ``(w, v)``, repeated where ``pairs`` says, by
+    ``cotangent(name, w, v, w̄, V̄, pairs)`` (eigh's or eig's)."""
 
     def back(dys):
         dw, dv = dys
-        return (cotangent(w, v, dw, dv, equal),)
+        return (cotangent(name, w, v, dw, dv, pairs),)
 
     return back
 
 
-def eigenvalues_pullback(w, v):
+def eigenvalues_pullback(name, a, w, v):
     """The pullback of a symmetric matrix's eigenvalues alone, through its eigenvectors ``v``."""
-    return lambda dw: (eigh_cotangent(w, v, dw, None, None),)
+    pairs = spectrum_pairs(name, a, w)
+    return lambda dw: (eigh_cotangent(name, w, v, dw, None, pairs, vectors=False),)
 
 
-def singular_values_pullback(u, s, vt):
-    """The pullback of the singular values alone, through the thin SVD's factors."""
-    return lambda ds: (svd_cotangent(u, s, vt, None, ds, None),)
+def singular_values_pullback(name, a, u, s, vt):
+    """The pullback of ``a``'s singular values alone, through the thin SVD's factors."""
+    spectrum = singular_spectrum(name, a, s)
+    return lambda ds: (svd_cotangent(name, u, s, vt, None, ds, None, spectrum, False),)
 
 
-def svd_factors_cotangent(u, s, vt, dys):
+def svd_factors_cotangent(name, u, s, vt, dys, spectrum):
     """Ā from the cotangents ``dys`` of the thin SVD's factors (U, s, Vᵀ). Outputs no gradient
-    reached arrive as zeros: their terms are skipped, which would turn the undetermined
-    couplings of repeated singular values into NaN for nothing."""
+    reached arrive as zeros: their terms are skipped, which would ask the checks of repeated
+    and zero singular values about vectors the loss does not read."""
     du, ds, dvt = (d if d.any() else None for d in dys)
-    return svd_cotangent(u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt)
+    return svd_cotangent(name, u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt,
+                         spectrum)
 
 
-def eigenpairs_tangent(w, v, da):
+def eigenpairs_tangent(name, a, w, v, da):
     """(dw, dV) of a symmetric matrix's eigenpairs along ``da``: dw = diag(Vᵀ dA V),
     dV = V (F ∘ Vᵀ dA V) (Giles 2008, §3.1; ᴴ for complex A)."""
-    middle, dw = eigh_tangent(v, da)
-    return dw, v @ (eigh_couplings(w) * middle)
+    pairs = spectrum_pairs(name, a, w)
+    middle, dw = eigh_tangent(name, w, v, da, pairs)
+    return dw, v @ (eigh_couplings(w, pairs) * middle)
 
 
-def singular_values_tangent(u, vt, da):
-    """dσ_i = u_iᵀ dA v_i (Giles 2008, §3.2; Re(u_iᴴ dA v_i) for complex A), ``vt`` being Vᴴ."""
-    return real_diagonal(adjoint(u) @ da @ adjoint(vt))
+def eigenvalues_tangent(name, a, w, v, da):
+    """dw = diag(Vᵀ dA V) of a symmetric matrix's eigenvalues along ``da``."""
+    return eigh_tangent(name, w, v, da, spectrum_pairs(name, a, w))[1]
+
+
+def singular_values_tangent(name, a, u, s, vt, da):
+    """dσ_i = u_iᵀ dA v_i (Giles 2008, §3.2; Re(u_iᴴ dA v_i) for complex A), ``vt`` being Vᴴ,
+    checked as the factors' tangent is (repeated values moved together, zero ones kept)."""
+    return svd_tangent(name, u, s, vt, da, singular_spectrum(name, a, s))[1]
 
 
 def require_thin_svd(name, a, full_matrices, compute_uv):
@@ -280,31 +547,32 @@ def numpy_eigh(a, UPLO="L"):
     tangent of V has Im diag(Vᴴ dV) = 0). The gradient of a loss invariant under the phases
     is therefore right; one that reads them has none, and reverse mode refuses it
     (``require_phase_free``), as PyTorch does. The pullback is
-    Ā = herm(V (diag(w̄) + F ∘ Vᴴ V̄) Vᴴ). Equal eigenvalues: F = 0 on their pairs, as for
-    real matrices."""
+    Ā = herm(V (diag(w̄) + F ∘ Vᴴ V̄) Vᴴ). Repeated eigenvalues: see ``require_untouched``."""
     require_symmetric(a, "np.linalg.eigh")
     result = np.linalg.eigh(a, UPLO)
-    return result, eigenpairs_pullback(eigh_cotangent, *result)
+    return result, eigenpairs_pullback("np.linalg.eigh", eigh_cotangent, *result,
+                                       spectrum_pairs("np.linalg.eigh", a, result[0]))
 
 
 @defjvp(np.linalg.eigh)
 def numpy_eigh_jvp(tangents, a, UPLO="L"):
     require_symmetric(a, "np.linalg.eigh")
     result = np.linalg.eigh(a, UPLO)
-    return result, type(result)(*eigenpairs_tangent(*result, tangents[0]))
+    return result, type(result)(*eigenpairs_tangent("np.linalg.eigh", a, *result, tangents[0]))
 
 
 @defrule(np.linalg.eigvalsh, leading=1)
 def numpy_eigvalsh(a, UPLO="L"):
     require_symmetric(a, "np.linalg.eigvalsh")
     w, v = np.linalg.eigh(a, UPLO)  # (LAPACK's values without vectors may differ in last bits)
-    return np.linalg.eigvalsh(a, UPLO), eigenvalues_pullback(w, v)
+    return np.linalg.eigvalsh(a, UPLO), eigenvalues_pullback("np.linalg.eigvalsh", a, w, v)
 
 
 @defjvp(np.linalg.eigvalsh)
 def numpy_eigvalsh_jvp(tangents, a, UPLO="L"):
     require_symmetric(a, "np.linalg.eigvalsh")
-    return np.linalg.eigvalsh(a, UPLO), eigh_tangent(np.linalg.eigh(a, UPLO)[1], tangents[0])[1]
+    return np.linalg.eigvalsh(a, UPLO), eigenvalues_tangent(
+        "np.linalg.eigvalsh", a, *np.linalg.eigh(a, UPLO), tangents[0])
 
 
 @defrule(np.linalg.svd, leading=1)
@@ -326,10 +594,11 @@ def numpy_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     # the thin factors: those returned (a non-square full SVD is refused above)
     u, s, vt = result if compute_uv else np.linalg.svd(a, full_matrices=False,
                                                        hermitian=hermitian)
+    spectrum = singular_spectrum("np.linalg.svd", a, s)
 
     def back(dys):
-        g = (svd_factors_cotangent(u, s, vt, dys) if compute_uv else
-             svd_cotangent(u, s, vt, None, dys, None))
+        g = (svd_factors_cotangent("np.linalg.svd", u, s, vt, dys, spectrum) if compute_uv
+             else svd_cotangent("np.linalg.svd", u, s, vt, None, dys, None, spectrum, False))
         return (hermitian_part(g) if hermitian else g,)
 
     return result, back
@@ -346,9 +615,9 @@ def numpy_svd_jvp(tangents, a, full_matrices=True, compute_uv=True, hermitian=Fa
     # The tangent is of the factors NumPy returned, so the singular vectors' signs are theirs.
     u, s, vt = result if compute_uv else np.linalg.svd(a, full_matrices=False,
                                                        hermitian=hermitian)
-    if not compute_uv:
-        return result, singular_values_tangent(u, vt, da)
-    return result, type(result)(*svd_tangent(u, s, vt, da))
+    spectrum = singular_spectrum("np.linalg.svd", a, s)
+    tangent = svd_tangent("np.linalg.svd", u, s, vt, da, spectrum)
+    return result, (type(result)(*tangent) if compute_uv else tangent[1])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -359,9 +628,9 @@ def numpy_svd_jvp(tangents, a, full_matrices=True, compute_uv=True, hermitian=Fa
 def numpy_eig(a):
     """A V = V diag(w) for a general square A, real or complex; NumPy returns complex w and V
     for a real A whose eigenvalues are not all real, and the gradient of a real A is then the
-    real part of the complex one (the core takes it). Eigenvalues are taken simple: where two
-    are equal neither they nor their eigenvectors are differentiable, and the couplings F of
-    such a pair are 0, as for eigh.
+    real part of the complex one (the core takes it). Repeated eigenvalues are treated as eigh's
+    (a loss must not tell them apart nor read the basis of their eigenspace, and their couplings
+    are dropped), those of a defective matrix refused.
 
     With M = V⁻¹ dA V (rows of V⁻¹ the left eigenvectors): dw = diag(M), holomorphic in A, and
     dV = V (F ∘ M) + V diag(c), F_ij = 1/(w_j - w_i) off the diagonal (Giles 2008, §3.1).
@@ -373,14 +642,16 @@ def numpy_eig(a):
     (``require_phase_free``). The pullback, the adjoint for Re<a, b>:
     Ā = V⁻ᴴ (diag(w̄) + conj(F) ∘ (Vᴴ V̄ - Vᴴ V diag(Re diag(Vᴴ V̄)))) Vᴴ."""
     result = np.linalg.eig(a)
-    return result, eigenpairs_pullback(eig_cotangent, *result)
+    return result, eigenpairs_pullback("np.linalg.eig", eig_cotangent, *result,
+                                       spectrum_pairs("np.linalg.eig", a, *result))
 
 
 @defjvp(np.linalg.eig)
 def numpy_eig_jvp(tangents, a):
     result = np.linalg.eig(a)
     w, v = result
-    return result, type(result)(*eig_tangent(w, v, tangents[0]))
+    pairs = spectrum_pairs("np.linalg.eig", a, w, v)
+    return result, type(result)(*eig_tangent("np.linalg.eig", w, v, tangents[0], pairs))
 
 
 def _eigenvectors_in_order(a, w):
@@ -399,8 +670,10 @@ def numpy_eigvals(a):
     """The eigenvalues of eig (see there): dw = diag(V⁻¹ dA V), Ā = V⁻ᴴ diag(w̄) Vᴴ."""
     w = np.linalg.eigvals(a)
     v = _eigenvectors_in_order(a, w)
+    pairs = spectrum_pairs("np.linalg.eigvals", a, w, v)
 
     def back(dw):
+        require_shared_cotangent("np.linalg.eigvals", w, pairs, dw)
         vh = adjoint(v)
         return (np.linalg.solve(vh, dw[..., :, None] * vh),)
 
@@ -411,7 +684,10 @@ def numpy_eigvals(a):
 def numpy_eigvals_jvp(tangents, a):
     w = np.linalg.eigvals(a)
     v = _eigenvectors_in_order(a, w)
-    return w, np.diagonal(np.linalg.solve(v, tangents[0] @ v), 0, -2, -1).copy()
+    pairs = spectrum_pairs("np.linalg.eigvals", a, w, v)
+    middle = np.linalg.solve(v, tangents[0] @ v)
+    require_rigid_tangent("np.linalg.eigvals", w, pairs, middle)
+    return w, np.diagonal(middle, 0, -2, -1).copy()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -452,15 +728,22 @@ def _generalized(name, a, b, type, subset_by_index, subset_by_value):
     return True
 
 
-def _generalized_cotangents(w, v, dw, dv, equal):
+def _generalized_cotangents(w, v, dw, dv, pairs, vectors=True):
     """Ā and B̄ for A V = B V diag(w), Vᵀ B V = I: with G = Vᵀ V̄ and F the couplings
     1 / (w_j - w_i), Ā = V (diag(w̄) + F ∘ G) Vᵀ and B̄ = -V (diag(w̄ w + diag(G) / 2) +
     F ∘ G w_j) Vᵀ (dV = V C, C_ij = vᵢᵀ (dA - w_j dB) v_j / (w_j - w_i), C_jj = -v_jᵀ dB v_j
-    / 2), symmetrised as the standard problem's."""
+    / 2), symmetrised as the standard problem's; repeated eigenvalues (``pairs``) as its."""
     n = w.shape[-1]
+    name = "scipy.linalg.eigh(a, b)"
+    if vectors:
+        require_untouched(name, w, np.any(pairs, axis=-1), [
+            0.0 if dw is None else dw, 0.0 if dv is None else np.sqrt(squared_column_norms(dv))])
+    else:
+        require_shared_cotangent(name, w, pairs, dw)
     if dv is not None and np.any(dv):
-        coupled = eigh_couplings(w, equal) * (transpose(v) @ dv)
-        diagonal = real_diagonal(transpose(v) @ dv)
+        vt_dv = transpose(v) @ dv
+        coupled = eigh_couplings(w, pairs) * vt_dv
+        diagonal = real_diagonal(vt_dv)
     else:
         coupled = np.zeros(w.shape + (n,))
         diagonal = np.zeros(w.shape)
@@ -471,15 +754,26 @@ def _generalized_cotangents(w, v, dw, dv, equal):
             -symmetric_part(v @ for_b @ transpose(v)))
 
 
-def _generalized_tangents(w, v, da, db):
-    """dw and dV of A V = B V diag(w) along dA, dB (their symmetric parts)."""
+def _generalized_tangents(w, v, da, db, pairs):
+    """dw and dV of A V = B V diag(w) along dA, dB (their symmetric parts); a tangent that
+    splits repeated eigenvalues (``pairs``) is refused."""
     n = w.shape[-1]
     pa = transpose(v) @ symmetric_part(da) @ v if da is not None else np.zeros(w.shape + (n,))
     pb = transpose(v) @ symmetric_part(db) @ v if db is not None else np.zeros(w.shape + (n,))
     middle = pa - pb * w[..., None, :]  # vᵢᵀ (dA - w_j dB) v_j
+    require_rigid_tangent("scipy.linalg.eigh(a, b)", w, pairs, middle)
     dw = real_diagonal(middle)
-    coupling = eigh_couplings(w) * middle - 0.5 * real_diagonal(pb)[..., None, :] * np.eye(n)
+    coupling = (eigh_couplings(w, pairs) * middle
+                - 0.5 * real_diagonal(pb)[..., None, :] * np.eye(n))
     return dw, v @ coupling
+
+
+def _pencil_pairs(a, b, w):
+    """The repeated pairs of the generalized eigenvalues ``w`` of (a, b), a second derivative
+    there refused (either matrix followed by an enclosing differentiation)."""
+    name = "scipy.linalg.eigh(a, b)"
+    require_first_order(name, b, w, repeated_pairs(memory(w)))
+    return spectrum_pairs(name, a, w)
 
 
 @eigh.rule
@@ -492,18 +786,19 @@ def _eigh_rule(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
     (``_generalized_cotangents``)."""
     if _generalized("eigh", a, b, type, subset_by_index, subset_by_value):
         w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
-        equal = equal_pairs(w)
+        pairs = _pencil_pairs(a, b, w)
         if eigvals_only:
             values = eigh(a, b, lower=lower, eigvals_only=True, check_finite=check_finite,
                           driver=driver)
-            return values, lambda dw: _generalized_cotangents(w, v, dw, None, equal)
-        return (w, v), lambda dys: _generalized_cotangents(w, v, dys[0], dys[1], equal)
+            return values, lambda dw: _generalized_cotangents(w, v, dw, None, pairs, False)
+        return (w, v), lambda dys: _generalized_cotangents(w, v, dys[0], dys[1], pairs)
     w, v = _eigenpairs("eigh", a, lower, check_finite, driver)
     if eigvals_only:
         values = eigh(a, lower=lower, eigvals_only=True, check_finite=check_finite,
                       driver=driver)
-        return values, eigenvalues_pullback(w, v)
-    return (w, v), eigenpairs_pullback(eigh_cotangent, w, v)
+        return values, eigenvalues_pullback("scipy.linalg.eigh", a, w, v)
+    return (w, v), eigenpairs_pullback("scipy.linalg.eigh", eigh_cotangent, w, v,
+                                       spectrum_pairs("scipy.linalg.eigh", a, w))
 
 
 @eigh.jvp_rule
@@ -513,7 +808,7 @@ def _eigh_jvp(tangents, a, b=None, *, lower=True, eigvals_only=False, overwrite_
     if _generalized("eigh", a, b, type, subset_by_index, subset_by_value):
         w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
         da, db = (tuple(tangents) + (None,) * 2)[:2]
-        dw, dv = _generalized_tangents(w, v, da, db)
+        dw, dv = _generalized_tangents(w, v, da, db, _pencil_pairs(a, b, w))
         if eigvals_only:
             return eigh(a, b, lower=lower, eigvals_only=True, check_finite=check_finite,
                         driver=driver), dw
@@ -521,8 +816,9 @@ def _eigh_jvp(tangents, a, b=None, *, lower=True, eigvals_only=False, overwrite_
     w, v = _eigenpairs("eigh", a, lower, check_finite, driver)
     if eigvals_only:
         return eigh(a, lower=lower, eigvals_only=True, check_finite=check_finite,
-                    driver=driver), eigh_tangent(v, tangents[0])[1]
-    return (w, v), eigenpairs_tangent(w, v, tangents[0])
+                    driver=driver), eigenvalues_tangent("scipy.linalg.eigh", a, w, v,
+                                                        tangents[0])
+    return (w, v), eigenpairs_tangent("scipy.linalg.eigh", a, w, v, tangents[0])
 
 
 @eigvalsh.rule
@@ -531,10 +827,11 @@ def _eigvalsh_rule(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=Fals
     if _generalized("eigvalsh", a, b, type, subset_by_index, subset_by_value):
         w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
         values = eigvalsh(a, b, lower=lower, check_finite=check_finite, driver=driver)
-        return values, lambda dw: _generalized_cotangents(w, v, dw, None, equal_pairs(w))
+        pairs = _pencil_pairs(a, b, w)
+        return values, lambda dw: _generalized_cotangents(w, v, dw, None, pairs, False)
     w, v = _eigenpairs("eigvalsh", a, lower, check_finite, driver)
     values = eigvalsh(a, lower=lower, check_finite=check_finite, driver=driver)
-    return values, eigenvalues_pullback(w, v)
+    return values, eigenvalues_pullback("scipy.linalg.eigvalsh", a, w, v)
 
 
 @eigvalsh.jvp_rule
@@ -545,11 +842,11 @@ def _eigvalsh_jvp(tangents, a, b=None, *, lower=True, overwrite_a=False, overwri
         w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
         da, db = (tuple(tangents) + (None,) * 2)[:2]
         return (eigvalsh(a, b, lower=lower, check_finite=check_finite, driver=driver),
-                _generalized_tangents(w, v, da, db)[0])
+                _generalized_tangents(w, v, da, db, _pencil_pairs(a, b, w))[0])
     _standard_eigenproblem("eigvalsh", b, type, subset_by_index, subset_by_value)
-    _, v = _eigenpairs("eigvalsh", a, lower, check_finite, driver)
+    w, v = _eigenpairs("eigvalsh", a, lower, check_finite, driver)
     values = eigvalsh(a, lower=lower, check_finite=check_finite, driver=driver)
-    return values, eigh_tangent(v, tangents[0])[1]
+    return values, eigenvalues_tangent("scipy.linalg.eigvalsh", a, w, v, tangents[0])
 
 
 def _thin_svd(a, check_finite, lapack_driver):
@@ -559,13 +856,16 @@ def _thin_svd(a, check_finite, lapack_driver):
 @svd.rule
 def _svd_rule(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
               lapack_driver="gesdd"):
-    """A = U diag(s) Vᵀ (Townsend 2016), np.linalg.svd's rule on SciPy's own factors; distinct
-    singular values are assumed, as there."""
-    require_thin_svd("scipy.linalg.svd", a, full_matrices, compute_uv)
+    """A = U diag(s) Vᵀ (Townsend 2016), np.linalg.svd's rule on SciPy's own factors, repeated
+    and zero singular values as there."""
+    name = "scipy.linalg.svd"
+    require_thin_svd(name, a, full_matrices, compute_uv)
     result = svd(a, full_matrices, compute_uv, False, check_finite, lapack_driver)
     if not compute_uv:
-        return result, singular_values_pullback(*_thin_svd(a, check_finite, lapack_driver))
-    return result, lambda dys: (svd_factors_cotangent(*result, dys),)
+        return result, singular_values_pullback(name, a,
+                                                *_thin_svd(a, check_finite, lapack_driver))
+    spectrum = singular_spectrum(name, a, result[1])
+    return result, lambda dys: (svd_factors_cotangent(name, *result, dys, spectrum),)
 
 
 @svd.jvp_rule
@@ -574,22 +874,24 @@ def _svd_jvp(tangents, a, full_matrices=True, compute_uv=True, overwrite_a=False
     require_thin_svd("scipy.linalg.svd", a, full_matrices, compute_uv)
     result = svd(a, full_matrices, compute_uv, False, check_finite, lapack_driver)
     if not compute_uv:
-        u, _, vt = _thin_svd(a, check_finite, lapack_driver)
-        return result, singular_values_tangent(u, vt, tangents[0])
-    return result, svd_tangent(*result, tangents[0])
+        return result, singular_values_tangent("scipy.linalg.svd", a, *_thin_svd(
+            a, check_finite, lapack_driver), tangents[0])
+    return result, svd_tangent("scipy.linalg.svd", *result, tangents[0],
+                               singular_spectrum("scipy.linalg.svd", a, result[1]))
 
 
 @svdvals.rule
 def _svdvals_rule(a, overwrite_a=False, check_finite=True):
     """SciPy's singular values, differentiated as ``svd``'s (the thin SVD's factors)."""
     result = svdvals(a, overwrite_a, check_finite)
-    return result, singular_values_pullback(*_thin_svd(a, check_finite, "gesdd"))
+    return result, singular_values_pullback("scipy.linalg.svdvals", a,
+                                            *_thin_svd(a, check_finite, "gesdd"))
 
 
 @svdvals.jvp_rule
 def _svdvals_jvp(tangents, a, overwrite_a=False, check_finite=True):
-    u, _, vt = _thin_svd(a, check_finite, "gesdd")
-    return svdvals(a, overwrite_a, check_finite), singular_values_tangent(u, vt, tangents[0])
+    return svdvals(a, overwrite_a, check_finite), singular_values_tangent(
+        "scipy.linalg.svdvals", a, *_thin_svd(a, check_finite, "gesdd"), tangents[0])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -619,7 +921,8 @@ def _eig_rule(a, b=None, left=False, right=True, overwrite_a=False, overwrite_b=
     result = eig(a, check_finite=check_finite)
     # Real eigenvalues (zero imaginary parts) make np.linalg.eig's formulas' couplings complex
     # with zero imaginary parts; the core takes a real matrix's real part.
-    return result, eigenpairs_pullback(eig_cotangent, *result)
+    return result, eigenpairs_pullback("scipy.linalg.eig", eig_cotangent, *result,
+                                       spectrum_pairs("scipy.linalg.eig", a, *result))
 
 
 @eig.jvp_rule
@@ -627,7 +930,8 @@ def _eig_jvp(tangents, a, b=None, left=False, right=True, overwrite_a=False,
              overwrite_b=False, check_finite=True, homogeneous_eigvals=False):
     _standard_eig("eig", a, b, homogeneous_eigvals, left, right)
     w, v = eig(a, check_finite=check_finite)
-    dw, dv = eig_tangent(w, v, tangents[0])
+    dw, dv = eig_tangent("scipy.linalg.eig", w, v, tangents[0],
+                         spectrum_pairs("scipy.linalg.eig", a, w, v))
     return (w, v), (_as_scipy_tangent(dw, w), dv if np.iscomplexobj(v) else np.real(dv))
 
 
@@ -763,10 +1067,7 @@ def _svd_rank(s, shape, rcond):
 def _require_distinct(name, s, rank, shape):
     """Refuse kept singular values equal within rounding: their singular vectors are not
     determined (any rotation of them serves), so neither is their derivative."""
-    head = s[:rank]
-    limit = 100 * max(shape) * np.finfo(s.dtype).eps * np.amax(s, initial=0.0)
-    gaps = np.abs(head[:, None] - head[None, :]) <= limit
-    if np.any(gaps & ~np.eye(rank, dtype=bool)):
+    if np.any(repeated_pairs(memory(s)[:rank], max(shape))):
         raise UnsupportedOperationError(
             f"scipy.linalg.{name} of a matrix with repeated singular values (equal within "
             "rounding): the basis vectors it returns are not determined by the matrix (any "
@@ -1310,7 +1611,7 @@ def _finite_matrix(x, check_finite=True):
 
 def _orthogonal_procrustes(A, B, check_finite=True):
     """SciPy's ``orthogonal_procrustes``: ``R = U Vᵀ`` of the SVD of ``(Bᵀ conj(A))ᵀ`` and
-    ``scale`` the sum of its singular values (svd's rule: distinct singular values)."""
+    ``scale`` the sum of its singular values (svd's rule: repeated ones refused)."""
     _finite_matrix(A, check_finite)
     _finite_matrix(B, check_finite)
     if np.ndim(A) != 2:
