@@ -66,6 +66,12 @@ def _simple_vector(a):
     return np.sum(_weights(a) * np.outer(top, top)) + np.max(np.linalg.eigvalsh(a))
 
 
+def _eigh_values_and_a_vector(a):
+    """The values summed, and a repeated value's vector read with a zero weight, of one call:
+    the cotangent reached the vectors, so the loss may couple the values to the basis."""
+    w, v = np.linalg.eigh(a)
+    return np.sum(w) + 0.0 * v[0, 1]
+
 DIFFERENTIABLE = {
     "sum of f(w)": lambda a: np.sum(np.linalg.eigvalsh(a) ** 3),
     "the simple largest eigenvalue": lambda a: np.linalg.eigvalsh(a)[-1] ** 2,
@@ -75,6 +81,11 @@ DIFFERENTIABLE = {
         a, eigvals_only=True))),
     "generalized eigvalsh, sum": lambda a: np.sum(np.exp(scipy.linalg.eigvalsh(
         a, 2.0 * np.eye(np.shape(a)[0])))),
+    # the values of a decomposition whose vectors no gradient reaches: as the values alone
+    "eigh's values, summed": lambda a: np.sum(np.sin(np.linalg.eigh(a)[0])),
+    "scipy eigh's values, summed": lambda a: np.sum(scipy.linalg.eigh(a)[0] ** 2),
+    "generalized eigh's values, summed": lambda a: np.sum(scipy.linalg.eigh(
+        a, 2.0 * np.eye(np.shape(a)[0]))[0] ** 3),
 }
 
 
@@ -110,8 +121,9 @@ NOT_DEFINED = {
     # through the vectors: these have a derivative, which the cotangent does not determine
     "V diag(f(w)) Vᵀ": _spectral_function,
     "the projector onto the eigenspace": _projector,
-    "eigh's values, summed": lambda a: np.sum(np.linalg.eigh(a)[0]),
+    "eigh's values, summed, a repeated vector read": _eigh_values_and_a_vector,
 }
+
 
 
 @pytest.mark.parametrize("matrix", REPEATED.values(), ids=REPEATED.keys())
@@ -286,6 +298,11 @@ SVD_DIFFERENTIABLE = {
     "scipy svdvals": lambda a: np.sum(np.log(scipy.linalg.svdvals(a))),
     "scipy svd(compute_uv=False)": lambda a: np.sum(np.sqrt(scipy.linalg.svd(
         a, compute_uv=False))),
+    # no gradient reaches the factors: the values alone
+    "the values, through the factors": lambda a: np.sum(np.linalg.svd(
+        a, full_matrices=False)[1] ** 2),
+    "scipy svd's values, through the factors": lambda a: np.sum(np.exp(scipy.linalg.svd(
+        a, full_matrices=False)[1])),
 }
 
 
@@ -317,9 +334,15 @@ SVD_REFUSED = {
     "scipy svd, U diag(f(s)) Vᵀ": lambda a: np.sum(C[:np.shape(a)[0], :np.shape(a)[1]] * (
         lambda u, s, vt: u @ np.diag(np.sqrt(s)) @ vt)(*scipy.linalg.svd(
             a, full_matrices=False))),
-    "the values, through the factors": lambda a: np.sum(np.linalg.svd(
-        a, full_matrices=False)[1]),
+    "the values, a repeated vector read": lambda a: _values_and_a_vector(
+        *np.linalg.svd(a, full_matrices=False)),
 }
+
+
+def _values_and_a_vector(u, s, vt):
+    """A loss of the values that also reads a repeated value's vector (with a zero weight: the
+    cotangent reached it, so the loss may couple the values to the basis)."""
+    return np.sum(s) + 0.0 * u[0, 1]
 
 
 @pytest.mark.parametrize("matrix", REPEATED_SINGULAR.values(), ids=REPEATED_SINGULAR.keys())

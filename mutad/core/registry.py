@@ -443,6 +443,8 @@ def padded(rule, leading=None, keywords=None):
                                 f"its back returned {len(cotangents)} cotangents")
             return cotangents[:count] + (None,) * (count - len(cotangents))
 
+        # (a back that takes None for outputs no gradient reached: engines.operations)
+        back_of_all_arguments.unreached_as_none = getattr(back, "unreached_as_none", False)
         return y, back_of_all_arguments
 
     rule_of_all_arguments.leading = leading  # (arraylike.keywords_in_place)

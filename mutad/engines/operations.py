@@ -770,8 +770,9 @@ def function_pullback(record, shadows, _):
     dys = [None if b is None else shadows.pop(b) for b in outputs]
     if all(dy is None for dy in dys):
         return
-    if multiple:
-        cotangents = back(tuple(zeros(b) if dy is None and b is not None
+    if multiple:  # outputs no gradient reached: zeros, or None for a back that asks so
+        unreached = None if getattr(back, "unreached_as_none", False) else zeros
+        cotangents = back(tuple(unreached(b) if dy is None and b is not None and unreached
                                 else dy for dy, b in zip(dys, outputs, strict=True)))
     else:
         cotangents = back(dys[0])

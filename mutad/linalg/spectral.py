@@ -104,7 +104,8 @@ def eigh_couplings(w, repeated=None):
 # the eigenvalues split, each moving by an eigenvalue of the perturbation's block (a choice
 # that is not linear in the perturbation), and the eigenvectors turn to that block's own.
 #
-# The eigenvalues alone (eigvalsh, eigvals_only, svdvals): a loss symmetric in the repeated
+# The eigenvalues alone (eigvalsh, eigvals_only, svdvals, or a loss no gradient of which
+# reaches the vectors: ``unreached_as_none``): a loss symmetric in the repeated
 # ones (their cotangents equal, as those of Σ f(w)) has a derivative, the usual formula's, and
 # one that tells them apart has none (``require_shared_cotangent``).
 #
@@ -226,15 +227,15 @@ def require_rigid_tangent(name, values, pairs, middle, what="eigenvalues"):
             "(mutad.gradient) differentiates symmetric functions of them.")
 
 
-def eigh_cotangent(name, w, v, dw, dv, pairs, vectors=True):
+def eigh_cotangent(name, w, v, dw, dv, pairs):
     """Ā for A = V diag(w) Vᵀ (Giles 2008, §3.1): V (diag(w̄) + F ∘ Vᵀ V̄) Vᵀ, symmetrised.
     Complex Hermitian A = V diag(w) Vᴴ: the same with ᴴ for ᵀ, its Hermitian part (see
-    ``numpy_eigh``). Repeated eigenvalues (``pairs``): a loss of the eigenvalues alone (not
-    ``vectors``) must not tell them apart; through the decomposition with vectors it must
-    not read them at all; their couplings are dropped."""
-    if vectors:
+    ``numpy_eigh``). Repeated eigenvalues (``pairs``): a loss of the eigenvalues alone (V̄
+    None: no gradient reached the vectors) must not tell them apart; one that reads the
+    vectors must not read them at all; their couplings are dropped."""
+    if dv is not None:
         require_untouched(name, w, np.any(pairs, axis=-1), [
-            dw, 0.0 if dv is None else np.sqrt(squared_column_norms(dv))])
+            dw, np.sqrt(squared_column_norms(dv))])
     else:
         require_shared_cotangent(name, w, pairs, dw)
     middle = np.zeros(w.shape + w.shape[-1:], np.result_type(w, dw), like=memory(w))
@@ -393,8 +394,11 @@ def eig_cotangent(name, w, v, dw, dv, pairs):
     """Ā for A V = V diag(w), V's columns of unit 2-norm (see eig):
     Ā = V⁻ᴴ (diag(w̄) + conj(F) ∘ (Vᴴ V̄ - Vᴴ V diag(Re diag(Vᴴ V̄)))) Vᴴ. Repeated eigenvalues
     (``pairs``, of a matrix that is not defective: ``require_diagonalizable``): as eigh's."""
-    require_untouched(name, w, np.any(pairs, axis=-1), [
-        dw, 0.0 if dv is None else np.sqrt(squared_column_norms(dv))])
+    if dv is None:  # no gradient reached the eigenvectors: the eigenvalues alone, as eigvals
+        require_shared_cotangent(name, w, pairs, dw)
+    else:
+        require_untouched(name, w, np.any(pairs, axis=-1), [
+            dw, np.sqrt(squared_column_norms(dv))])
     vh = adjoint(v)
     middle = dw[..., None, :] * np.eye(w.shape[-1], like=memory(w))
     if dv is not None and np.any(dv):
@@ -473,19 +477,23 @@ def general_repeated_pairs(a, w, v):
 
 def eigenpairs_pullback(name, cotangent, w, v, pairs):
     """The pullback of the eigenpairs ``(w, v)``, repeated where ``pairs`` says, by
-    ``cotangent(name, w, v, w̄, V̄, pairs)`` (eigh's or eig's)."""
+    ``cotangent(name, w, v, w̄, V̄, pairs)`` (eigh's or eig's). V̄ is None where no gradient
+    reached the eigenvectors (``unreached_as_none``): a loss of the eigenvalues alone, which
+    may read repeated ones symmetrically, as the eigenvalues' own rules do."""
 
     def back(dys):
         dw, dv = dys
+        if dw is None:
+            dw = np.zeros(w.shape, np.result_type(w.real), like=memory(w))
         return (cotangent(name, w, v, dw, dv, pairs),)
 
-    return back
+    return unreached_as_none(back)
 
 
 def eigenvalues_pullback(name, a, w, v):
     """The pullback of a symmetric matrix's eigenvalues alone, through its eigenvectors ``v``."""
     pairs = spectrum_pairs(name, a, w)
-    return lambda dw: (eigh_cotangent(name, w, v, dw, None, pairs, vectors=False),)
+    return lambda dw: (eigh_cotangent(name, w, v, dw, None, pairs),)
 
 
 def singular_values_pullback(name, a, u, s, vt):
@@ -494,13 +502,24 @@ def singular_values_pullback(name, a, u, s, vt):
     return lambda ds: (svd_cotangent(name, u, s, vt, None, ds, None, spectrum, False),)
 
 
+def unreached_as_none(back):
+    """``back``, a pullback of several outputs, marked to receive None for an output no
+    gradient reached, not zeros (``operations.function_pullback``): a loss that does not
+    read a decomposition's vectors is one of its values alone, which may read repeated
+    values symmetrically; one that reads them, even with a zero cotangent, may not."""
+    back.unreached_as_none = True
+    return back
+
+
 def svd_factors_cotangent(name, u, s, vt, dys, spectrum):
-    """Ā from the cotangents ``dys`` of the thin SVD's factors (U, s, Vᵀ). Outputs no gradient
-    reached arrive as zeros: their terms are skipped, which would ask the checks of repeated
+    """Ā from the cotangents ``dys`` of the thin SVD's factors (U, s, Vᵀ), None for those no
+    gradient reached (``unreached_as_none``): without U's and Vᵀ's, a loss of the singular
+    values alone. Zero cotangents' terms are skipped, which would ask the checks of repeated
     and zero singular values about vectors the loss does not read."""
-    du, ds, dvt = (d if d.any() else None for d in dys)
+    vectors = dys[0] is not None or dys[2] is not None
+    du, ds, dvt = (d if d is not None and d.any() else None for d in dys)
     return svd_cotangent(name, u, s, vt, du, np.zeros_like(s) if ds is None else ds, dvt,
-                         spectrum)
+                         spectrum, vectors)
 
 
 def eigenpairs_tangent(name, a, w, v, da):
@@ -601,7 +620,7 @@ def numpy_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
              else svd_cotangent("np.linalg.svd", u, s, vt, None, dys, None, spectrum, False))
         return (hermitian_part(g) if hermitian else g,)
 
-    return result, back
+    return result, unreached_as_none(back)
 
 
 @defjvp(np.linalg.svd)
@@ -728,17 +747,17 @@ def _generalized(name, a, b, type, subset_by_index, subset_by_value):
     return True
 
 
-def _generalized_cotangents(w, v, dw, dv, pairs, vectors=True):
+def _generalized_cotangents(w, v, dw, dv, pairs):
     """Ā and B̄ for A V = B V diag(w), Vᵀ B V = I: with G = Vᵀ V̄ and F the couplings
     1 / (w_j - w_i), Ā = V (diag(w̄) + F ∘ G) Vᵀ and B̄ = -V (diag(w̄ w + diag(G) / 2) +
     F ∘ G w_j) Vᵀ (dV = V C, C_ij = vᵢᵀ (dA - w_j dB) v_j / (w_j - w_i), C_jj = -v_jᵀ dB v_j
     / 2), symmetrised as the standard problem's; repeated eigenvalues (``pairs``) as its."""
     n = w.shape[-1]
     name = "scipy.linalg.eigh(a, b)"
-    if vectors:
+    if dv is not None:
         require_untouched(name, w, np.any(pairs, axis=-1), [
-            0.0 if dw is None else dw, 0.0 if dv is None else np.sqrt(squared_column_norms(dv))])
-    else:
+            0.0 if dw is None else dw, np.sqrt(squared_column_norms(dv))])
+    else:  # the eigenvalues alone
         require_shared_cotangent(name, w, pairs, dw)
     if dv is not None and np.any(dv):
         vt_dv = transpose(v) @ dv
@@ -790,8 +809,9 @@ def _eigh_rule(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
         if eigvals_only:
             values = eigh(a, b, lower=lower, eigvals_only=True, check_finite=check_finite,
                           driver=driver)
-            return values, lambda dw: _generalized_cotangents(w, v, dw, None, pairs, False)
-        return (w, v), lambda dys: _generalized_cotangents(w, v, dys[0], dys[1], pairs)
+            return values, lambda dw: _generalized_cotangents(w, v, dw, None, pairs)
+        return (w, v), unreached_as_none(
+            lambda dys: _generalized_cotangents(w, v, dys[0], dys[1], pairs))
     w, v = _eigenpairs("eigh", a, lower, check_finite, driver)
     if eigvals_only:
         values = eigh(a, lower=lower, eigvals_only=True, check_finite=check_finite,
@@ -828,7 +848,7 @@ def _eigvalsh_rule(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=Fals
         w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
         values = eigvalsh(a, b, lower=lower, check_finite=check_finite, driver=driver)
         pairs = _pencil_pairs(a, b, w)
-        return values, lambda dw: _generalized_cotangents(w, v, dw, None, pairs, False)
+        return values, lambda dw: _generalized_cotangents(w, v, dw, None, pairs)
     w, v = _eigenpairs("eigvalsh", a, lower, check_finite, driver)
     values = eigvalsh(a, lower=lower, check_finite=check_finite, driver=driver)
     return values, eigenvalues_pullback("scipy.linalg.eigvalsh", a, w, v)
@@ -865,7 +885,8 @@ def _svd_rule(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_f
         return result, singular_values_pullback(name, a,
                                                 *_thin_svd(a, check_finite, lapack_driver))
     spectrum = singular_spectrum(name, a, result[1])
-    return result, lambda dys: (svd_factors_cotangent(name, *result, dys, spectrum),)
+    return result, unreached_as_none(
+        lambda dys: (svd_factors_cotangent(name, *result, dys, spectrum),))
 
 
 @svd.jvp_rule
