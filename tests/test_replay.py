@@ -73,6 +73,25 @@ def small_ops(x):
     return x.sum()
 
 
+def applied_partials(x, u):
+    """Each row whose partial is a function of one value (``registry.Applied``): of the input,
+    of the output (tanh's, also written in place), on whole arrays and on a region."""
+    u = u.copy()
+    np.tanh(u, out=u)
+    u[1:] = np.cosh(u[1:]) + np.sinh(x[1:])
+    y = np.sin(x) * np.cos(u) + np.expm1(x * 0.5) * np.tanh(x)
+    return (y * u).sum() + np.sin(u[2:]).sum()
+
+
+def test_partials_applied_directly_are_replayed_bit_for_bit():
+    rng = np.random.default_rng(3)
+    calls = [(rng.standard_normal(6), rng.standard_normal(6)) for _ in range(4)]
+    for policy in POLICIES:
+        replaying = replayed_like_traced(applied_partials, calls, policy, argnums=(0, 1),
+                                         traced_once=True)
+        assert program_count(replaying) == 1 and not replaying.reasons
+
+
 def test_an_elementwise_chain_is_replayed_bit_for_bit():
     rng = np.random.default_rng(0)
     replaying = replayed_like_traced(small_ops, [(rng.standard_normal(10),) for _ in range(4)])

@@ -75,11 +75,17 @@ def flatten(tree):
     """``(leaves, rebuild)``: the leaves in order, and ``rebuild(new_leaves)`` for the structure."""
     if type(tree) is np.ndarray:  # the common case, first
         return [tree], _first
+    if type(tree) is dict and not tree and dict not in REGISTERED:  # no keyword arguments
+        return [], _no_keywords
     return _flatten(tree, set())
 
 
 def _first(leaves):
     return leaves[0]
+
+
+def _no_keywords(leaves):
+    return {}
 
 
 def _flatten(tree, path):

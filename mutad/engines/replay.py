@@ -96,7 +96,7 @@ from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_do
 from .inplace import apart_from, on_constants, record_write, target_position
 from .operations import (WritePlan, apply_function, assign, complex_back, function_pullback,
                          unwrapped_ufunc)
-from ..core.registry import NO_RULE, ONE, RULES, Constant, Operand, complex_among
+from ..core.registry import NO_RULE, ONE, RULES, Applied, Constant, Operand, complex_among
 from .reverse import (ReverseTape, Traced, add_cotangents, check_constants, constant, fresh_value,
                       plain, thaw)
 from ..core.shadows import Buffer, Place, Shadows, overlapping
@@ -768,7 +768,8 @@ def _partial_value(code, partial, y, vals):
     """``(lines, name)``: where a block's reverse line finds the value of ``partial`` for the
     step whose inputs are named ``vals`` (a string) and output ``y``: the input itself for an
     :class:`registry.Operand`, the number for a :class:`registry.Constant`, else ``p``, which
-    ``lines`` compute by calling the partial."""
+    ``lines`` compute by calling the partial (an :class:`registry.Applied`'s function, on the
+    value it reads)."""
     if type(partial) is Operand:
         name = vals.split(", ")[partial.position]
         if name != "None":
@@ -778,6 +779,10 @@ def _partial_value(code, partial, y, vals):
     folded = _folded(code, partial, y, vals)
     if folded is not None:
         return [], code.bind(folded)
+    if type(partial) is Applied:
+        name = y if partial.position is None else vals.split(", ")[partial.position]
+        if name != "None":
+            return [f"p = {code.bind(partial.function)}({name})"], "p"
     return [f"p = {code.bind(partial)}({y}, {vals})"], "p"
 
 
@@ -2682,6 +2687,7 @@ class Program:
         self.recomputes = None
         self.alive, self.recomputed, self.cached = {}, set(), {}
         self.read = None  # the plain arrays the steps read (what f closes over): aliases()
+        self.modes = {}  # the error handling of its first Modes step, set as the steps start
         self.reached = None  # what the classes of the arguments reach (``Replayed``)
 
     def plan(self, recorder):
@@ -2720,14 +2726,19 @@ class Program:
         # cotangents makes those (``elementwise._sharing``), for buffers as large as the
         # cotangent, and a lean step's whole buffers are small.)
         self.back_kinds = [_kind(message) for message, _, _ in self.warned_back]
+        if self.steps and type(self.steps[0]) is Modes:  # set with the replay's own callback
+            self.modes = self.steps[0].modes
+            self.steps = self.steps[1:]
         self.steps = with_frees(self.steps, self.large - self.alive.keys())
         for step in self.steps:
             if hasattr(step, "prepare"):
                 step.prepare()
 
-    def run(self, leaves):
-        """``(value, gradients per leaf)`` for the flattened arguments ``leaves``; raises
-        :class:`GuardFailed` (the caller's arrays as they were) if a decision goes otherwise.
+    def run(self, leaves, modes):
+        """``(value, gradients per leaf)`` for the flattened arguments ``leaves``, under the
+        caller's floating-point error handling ``modes`` (``np.geterr()``, which picked the
+        program); raises :class:`GuardFailed` (the caller's arrays as they were) if a decision
+        goes otherwise.
 
         A long program is many objects the cyclic garbage collector would walk on every
         collection its records trigger (at 20,000 operations, half the replay's time, and
@@ -2736,12 +2747,12 @@ class Program:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return self._run(leaves)
+            return self._run(leaves, modes)
         finally:
             if collecting:
                 gc.enable()
 
-    def _run(self, leaves):
+    def _run(self, leaves, modes):
         if not self.replays:
             self.prepare()
         values = [None] * self.size
@@ -2751,8 +2762,8 @@ class Program:
             if slot is not None:  # a Python float as it is (arraylike.weak)
                 values[slot] = fresh_value(np.result_type(x).type(x)) \
                     if scalar and type(x) is not float else x
-        tape = ReverseTape(self.policy, None)
-        tape.recomputation = None  # a replay keeps what tracing keeps (see Recorder.recomputed)
+        # (a replay keeps what tracing keeps, and recomputes nothing: Recorder.recomputed)
+        tape = ReverseTape(self.policy, None, recomputes=False)
         tape.caller = nowhere  # what the engine records for a step (Reenter) needs no line
         originals = Originals()
         for key, saved in self.saves.items():
@@ -2761,7 +2772,7 @@ class Program:
         try:
             heard = Heard()
             try:
-                with np.errstate(call=heard):  # and as each Modes step says
+                with np.errstate(call=heard, **self.modes):  # and as each Modes step says
                     for step in self.steps:
                         step(values, tape)
             except GuardFailed:
@@ -2791,7 +2802,7 @@ class Program:
                 # steps are (``at_user_lines``, as tracing's reverse pass has them logged): a
                 # replay whose events are not the recorded ones is traced, and warns as it
                 heard_back = Heard()
-                with at_user_lines(heard_back):
+                with at_user_lines(heard_back, modes):  # (the caller's again)
                     while records:
                         reverse(records.pop(), shadows)
                 if heard_back.kinds != self.back_kinds:
@@ -3022,7 +3033,8 @@ def classes(tree, found=None):
     kind = type(tree)
     if kind in (tuple, list) or kind is dict:
         for x in tree.values() if kind is dict else tree:
-            classes(x, found)
+            if type(x) is not np.ndarray:  # (the most common item, told without a call)
+                classes(x, found)
     elif isinstance(tree, tuple) and hasattr(kind, "_fields"):
         found[id(kind)] = kind
         for x in tree:
@@ -3068,22 +3080,25 @@ def reach(f, kinds=()):
         while work:
             x = work.pop()
             objects.append(x)  # each time it is reached: [a] and [a, a] differ
-            if id(x) in seen:
+            key = id(x)
+            if key in seen:
                 continue
-            seen.add(id(x))
+            seen.add(key)
             if len(seen) > REACHED_OBJECTS:
                 large.append(f"f reaches more than {REACHED_OBJECTS:,} objects, which a replay "
                              "would compare on every call: pass what it reads as arguments")
                 return objects, arrays, large[0]
-            if id(x) in _READING_BY_NAME:  # (ga = getattr)
+            if key in _READING_BY_NAME:  # (ga = getattr)
                 walk.dynamic = True
             _reach_into(x, work, arrays, names, walk, large)
         for namespace, done, whole in list(walk.held.values()):  # their attributes named
             every = whole and walk.dynamic                      # since, or all of them
-            new = sorted(name for name in (namespace if every else names.intersection(namespace))
-                         if name not in done and type(name) is str)
-            done.update(new)
-            work.extend(namespace[name] for name in reversed(new))
+            new = [name for name in (namespace if every else names.intersection(namespace))
+                   if name not in done and type(name) is str]
+            if new:
+                new = sorted(new)
+                done.update(new)
+                work.extend(namespace[name] for name in reversed(new))
     return objects, arrays, large[0] if large else None
 
 
@@ -3594,6 +3609,7 @@ class Replayed:
         self._shapes = {}  # signature -> the signature without those numbers' values
         self.unfollowed = {}  # what a replay does not follow among the arguments -> why
         self.held = None
+        self.checked = {}  # number of positional arguments -> check_argnums's answer
         self.__wrapped__ = f
         for name in ("__module__", "__name__", "__qualname__", "__doc__"):
             if hasattr(f, name):
@@ -3623,7 +3639,10 @@ class Replayed:
         return (grads, value[1]) if self.has_aux else grads
 
     def _value_and_gradient(self, args, kwargs):
-        selected, single = check_argnums(self.argnums, len(args))
+        checked = self.checked.get(len(args))  # (argnums is fixed: checked once per count)
+        if checked is None:
+            checked = self.checked[len(args)] = check_argnums(self.argnums, len(args))
+        selected, single = checked
         # Under detect_anomaly every call is traced: a program's steps keep no source lines
         if ACTIVE.running or anomaly_detection() or not self.lock.acquire(blocking=False):
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
@@ -3679,7 +3698,7 @@ class Replayed:
         if type(program) is Program:
             self.programs.move_to_end(key)
             try:
-                value, grads = program.run(flat)
+                value, grads = program.run(flat, modes)
             except GuardFailed:
                 self.failures[key] += 1
                 if self.failures[key] >= FAILED_GUARDS:
