@@ -3046,7 +3046,7 @@ def classes(tree, found=None):
     return list(found.values())
 
 
-def reach(f, kinds=()):
+def reach(f, kinds=(), kept=None):
     """What ``f``'s program may depend on besides its arguments: ``(objects, arrays, large)``.
 
     From ``f``, its code object, what it closes over, its defaults, the globals its code names,
@@ -3069,10 +3069,14 @@ def reach(f, kinds=()):
     attributes by names it builds (``getattr(p, f"w{i}")``, ``vars(p)``: it names one of
     ``DYNAMIC``, or reaches such a function under another name), every attribute of the
     objects, classes and modules reached is held. ``kinds``: classes reached as an object's
-    class is (the arguments': ``f`` may call their methods)."""
+    class is (the arguments': ``f`` may call their methods). ``kept``: a list to which the
+    answer is appended as a :class:`Reached`, with what the walk read, where everything it
+    met is of a kind ``Reached`` can read again (a function, a module, what it reads nothing
+    of); left as it is otherwise."""
     objects, arrays, seen, names, large = [], [], set(), set(), []
     walk = _Walk(_home(f))
     work = [f]
+    states = [] if kept is not None and not kinds else None  # (x, read, read(x)) per object
     for kind in kinds:  # the classes of the arguments (``classes``): as an object's class
         objects.append(kind)
         _hold_class(kind, walk)
@@ -3091,6 +3095,14 @@ def reach(f, kinds=()):
             if key in _READING_BY_NAME:  # (ga = getattr)
                 walk.dynamic = True
             _reach_into(x, work, arrays, names, walk, large)
+            if states is not None:
+                kind = type(x)
+                read = _STATES.get(kind)
+                if read is not None:
+                    states.append((x, read, read(x)))
+                elif not (kind in _READS_NOTHING or isinstance(x, np.generic)
+                          or kind is np.ndarray and not x.dtype.hasobject):
+                    states = None  # (what it reads of x, Reached cannot read again)
         for namespace, done, whole in list(walk.held.values()):  # their attributes named
             every = whole and walk.dynamic                      # since, or all of them
             new = [name for name in (namespace if every else names.intersection(namespace))
@@ -3099,7 +3111,65 @@ def reach(f, kinds=()):
                 new = sorted(new)
                 done.update(new)
                 work.extend(namespace[name] for name in reversed(new))
+    if states is not None and not large:
+        namespaces = [(namespace, whole and walk.dynamic, frozenset(done),
+                       [(name, namespace[name]) for name in sorted(done)])
+                      for namespace, done, whole in walk.held.values()]
+        kept.append(Reached(objects, arrays, states, namespaces, frozenset(names)))
     return objects, arrays, large[0] if large else None
+
+
+class Reached:
+    """What ``reach(f)`` found (``objects``, ``arrays``), kept with what its walk read, to
+    tell on a later call without walking again that a walk would find the same (``holds``):
+    per object met, what the walk reads of it (``states``: a function's code, defaults,
+    closure cells and attribute dict, a module's name and file), and per namespace held, the
+    names taken from it and their values (``namespaces``), for the names the code met names
+    (``names``). The walk is a function of these alone: the same, it meets the same objects
+    in the same order. The arrays' bytes are compared on each call as a walk's are."""
+
+    __slots__ = ("objects", "arrays", "states", "namespaces", "names")
+
+    def __init__(self, objects, arrays, states, namespaces, names):
+        self.objects, self.arrays = objects, arrays
+        self.states, self.namespaces, self.names = states, namespaces, names
+
+    def holds(self):
+        for x, read, state in self.states:
+            now = read(x)
+            if len(now) != len(state) or not all(map(operator.is_, now, state)):
+                return False
+        names = self.names
+        for namespace, every, taken, values in self.namespaces:
+            if {name for name in (namespace if every else names.intersection(namespace))
+                    if type(name) is str} != taken:
+                return False
+            for name, value in values:
+                if namespace[name] is not value:
+                    return False
+        return True
+
+
+_APART = object()
+"""Parts of a state apart (``_function_state``): no value of the user's is this object."""
+
+
+def _function_state(f):
+    """What ``reach`` reads of a function: its code (with its globals, which a function keeps
+    for good), defaults, keyword defaults, the contents of its closure's cells, and its
+    attribute dict, and whether that is empty."""
+    keywords = f.__kwdefaults__
+    return (f.__code__, f.__defaults__, keywords, *(keywords.values() if keywords else ()),
+            _APART, *_cell_contents(f), _APART, f.__dict__, not f.__dict__)
+
+
+def _module_state(module):
+    """What ``reach`` reads of a module, besides its namespace: its name and file."""
+    return module.__name__, getattr(module, "__file__", None)
+
+
+_STATES = {types.FunctionType: _function_state, types.ModuleType: _module_state}
+"""What ``Reached`` reads again of the objects of these exact types."""
 
 
 REACHED_OBJECTS = 20_000
@@ -3164,6 +3234,11 @@ _BUILTIN_CONTAINERS = frozenset((tuple, list, set, frozenset, dict, collections.
 _FOLLOWS_NOTHING = frozenset((int, float, complex, bool, bytes, type(None), types.CodeType))
 """The exact types of what ``reach`` holds but does not walk into (a code object's names are
 its function's)."""
+
+_READS_NOTHING = _FOLLOWS_NOTHING | {str, tuple, frozenset, np.ufunc,
+                                     types.BuiltinFunctionType}
+"""Exact types of which ``reach`` reads nothing that can change (a tuple's items, a builtin
+function's ``__self__``, a ufunc's class): NumPy's scalars and arrays of numbers too."""
 
 
 def _reach_into(x, work, arrays, names, walk, large):
@@ -3609,6 +3684,7 @@ class Replayed:
         self._shapes = {}  # signature -> the signature without those numbers' values
         self.unfollowed = {}  # what a replay does not follow among the arguments -> why
         self.held = None
+        self.reached = None  # the last walk of what f reaches, while what it read holds
         self.checked = {}  # number of positional arguments -> check_argnums's answer
         self.__wrapped__ = f
         for name in ("__module__", "__name__", "__qualname__", "__doc__"):
@@ -3651,8 +3727,18 @@ class Replayed:
         finally:
             self.lock.release()
 
+    def _reach(self):
+        """``reach(self.f)``: the last walk's answer where what it read holds (``Reached``)."""
+        known = self.reached
+        if known is not None and known.holds():
+            return known.objects, known.arrays, None
+        kept = []
+        answer = reach(self.f, kept=kept)
+        self.reached = kept[0] if kept else None
+        return answer
+
     def _replay_or_record(self, args, kwargs, selected, single):
-        objects, arrays, unfollowed = reach(self.f)
+        objects, arrays, unfollowed = self._reach()
         if unfollowed is not None:  # what a replay cannot compare (or only at tracing's cost)
             self.unfollowed[REACHED] = unfollowed
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
