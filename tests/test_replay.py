@@ -328,6 +328,20 @@ def test_a_kept_walk_of_what_f_reaches_sees_each_change(name):
     assert replaying.reached is not None and replaying.reached.holds()
 
 
+def test_an_attribute_set_on_a_ufunc_f_reaches_is_seen():
+    namespace = program_in("identity = np.frompyfunc(lambda a: a, 1, 1)\n"
+                           "def f(x):\n    identity\n    return (2.0 * x).sum()")
+    f, x = namespace["f"], np.ones(3)
+    replaying = mutad.grad(f, replay=True)
+    assert same(replaying(x), np.full(3, 2.0)) and same(replaying(x), np.full(3, 2.0))
+    assert replaying.reached is not None and replaying.reached.holds()
+    namespace["identity"].scale = 3.0  # a ufunc's attributes: walked, as a library object's
+    assert [*map(id, replaying._reach()[0])] == [*map(id, mutad.engines.replay.reach(f)[0])]
+    assert same(replaying(x), np.full(3, 2.0)) and replaying.reached.holds()
+    namespace["identity"].scale = [3.0]  # one the walk reads more of (its items): walked
+    assert same(replaying(x), np.full(3, 2.0)) and replaying.reached is None
+
+
 def test_a_walk_that_meets_what_it_cannot_read_again_is_made_on_every_call():
     stepper = Stepper()
 

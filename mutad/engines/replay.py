@@ -3098,7 +3098,8 @@ def reach(f, kinds=(), kept=None):
             if states is not None:
                 kind = type(x)
                 read = _STATES.get(kind)
-                if read is not None:
+                if read is not None and (kind is not np.ufunc or all(
+                        type(v) in _READS_NOTHING for v in x.__dict__.values())):
                     states.append((x, read, read(x)))
                 elif not (kind in _READS_NOTHING or isinstance(x, np.generic)
                           or kind is np.ndarray and not x.dtype.hasobject):
@@ -3163,12 +3164,20 @@ def _function_state(f):
             _APART, *_cell_contents(f), _APART, f.__dict__, not f.__dict__)
 
 
+def _attributes_state(x):
+    """What ``reach`` reads of a ufunc (a library's object): its attributes' values (which
+    ``Reached`` keeps only where each is a number or a string, as NumPy's ``__qualname__``,
+    of which the walk reads nothing more)."""
+    return x.__dict__, *x.__dict__.values()
+
+
 def _module_state(module):
     """What ``reach`` reads of a module, besides its namespace: its name and file."""
     return module.__name__, getattr(module, "__file__", None)
 
 
-_STATES = {types.FunctionType: _function_state, types.ModuleType: _module_state}
+_STATES = {types.FunctionType: _function_state, types.ModuleType: _module_state,
+           np.ufunc: _attributes_state}
 """What ``Reached`` reads again of the objects of these exact types."""
 
 
@@ -3235,10 +3244,9 @@ _FOLLOWS_NOTHING = frozenset((int, float, complex, bool, bytes, type(None), type
 """The exact types of what ``reach`` holds but does not walk into (a code object's names are
 its function's)."""
 
-_READS_NOTHING = _FOLLOWS_NOTHING | {str, tuple, frozenset, np.ufunc,
-                                     types.BuiltinFunctionType}
+_READS_NOTHING = _FOLLOWS_NOTHING | {str, tuple, frozenset, types.BuiltinFunctionType}
 """Exact types of which ``reach`` reads nothing that can change (a tuple's items, a builtin
-function's ``__self__``, a ufunc's class): NumPy's scalars and arrays of numbers too."""
+function's ``__self__``): NumPy's scalars and arrays of numbers too."""
 
 
 def _reach_into(x, work, arrays, names, walk, large):
