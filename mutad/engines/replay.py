@@ -3026,6 +3026,10 @@ COPIED = 1 << 24
 ones with a BLAKE2 digest of their bytes (no second copy of a large dataset)."""
 
 
+_NOT_OBJECTS = frozenset((np.ndarray, float, int, bool, str, type(None)))
+"""Exact types of the arguments ``classes`` finds no class in (``attributes`` has none)."""
+
+
 def classes(tree, found=None):
     """The classes of the namedtuples, dataclass instances and plain objects in ``tree`` (as
     ``structure`` describes them): their methods may be called on the arguments."""
@@ -3033,7 +3037,7 @@ def classes(tree, found=None):
     kind = type(tree)
     if kind in (tuple, list) or kind is dict:
         for x in tree.values() if kind is dict else tree:
-            if type(x) is not np.ndarray:  # (the most common item, told without a call)
+            if type(x) not in _NOT_OBJECTS:  # (the most common items, told without a call)
                 classes(x, found)
     elif isinstance(tree, tuple) and hasattr(kind, "_fields"):
         found[id(kind)] = kind
