@@ -47,7 +47,10 @@ def test_a_ufunc_its_row_partials_and_inverses():
     assert "np.subtract(t, o[0], out=t)" in said["in place"]  # the inverse of x += y
     assert said["complex values"].startswith("holomorphic")
     said = facts(explain(np.sin))
-    assert said["partial 0"] == "lambda y, x: np.cos(x)"
+    assert said["partial 0"] == "np.cos(x) (registry.Applied)"
+    said = facts(explain(np.tanh))
+    assert said["partial 0"].startswith("one_minus_square(y) (registry.Applied: ")
+    assert facts(explain(np.exp))["partial 0"] == "lambda y, x: y"
     assert "from a saved copy" in said["in place"]
 
 

@@ -73,6 +73,25 @@ def small_ops(x):
     return x.sum()
 
 
+def applied_partials(x, u):
+    """Each row whose partial is a function of one value (``registry.Applied``): of the input,
+    of the output (tanh's, also written in place), on whole arrays and on a region."""
+    u = u.copy()
+    np.tanh(u, out=u)
+    u[1:] = np.cosh(u[1:]) + np.sinh(x[1:])
+    y = np.sin(x) * np.cos(u) + np.expm1(x * 0.5) * np.tanh(x)
+    return (y * u).sum() + np.sin(u[2:]).sum()
+
+
+def test_partials_applied_directly_are_replayed_bit_for_bit():
+    rng = np.random.default_rng(3)
+    calls = [(rng.standard_normal(6), rng.standard_normal(6)) for _ in range(4)]
+    for policy in POLICIES:
+        replaying = replayed_like_traced(applied_partials, calls, policy, argnums=(0, 1),
+                                         traced_once=True)
+        assert program_count(replaying) == 1 and not replaying.reasons
+
+
 def test_an_elementwise_chain_is_replayed_bit_for_bit():
     rng = np.random.default_rng(0)
     replaying = replayed_like_traced(small_ops, [(rng.standard_normal(10),) for _ in range(4)])
@@ -238,6 +257,103 @@ def each_change_reaches_the_replay(f, x, changes):
         assert same(replaying(x), mutad.grad(f)(x))
         assert same(replaying(x), mutad.grad(f)(x))
     assert program_count(replaying) == 1
+
+
+def program_in(source):
+    """The namespace ``source`` defines ``f`` in, as a module of the user's."""
+    namespace = {"np": np, "types": types}
+    exec(source, namespace)
+    return namespace
+
+
+def change_closure(namespace):
+    namespace["set_k"](3.0)
+
+
+def change_code(namespace):
+    namespace["f"].__code__ = namespace["other"].__code__
+
+
+# Programs whose walk of what f reaches a replay keeps (replay.Reached), each with a change,
+# between calls, to what that walk read (functions, modules, namespaces)
+KEPT_WALKS = {
+    "a global number": ("scale = 2.0\ndef f(x):\n    return (scale * np.sin(x)).sum()",
+                        lambda ns: ns.update(scale=3.0)),
+    "a global function": ("def h(x):\n    return np.sin(x)\ndef f(x):\n    return h(x).sum()",
+                          lambda ns: ns.update(h=np.cos)),
+    "a builtin shadowed by a new global": ("def f(x):\n    return abs(np.sin(x)).sum()",
+                                           lambda ns: ns.update(abs=np.square)),
+    "a closure cell": ("def make():\n    k = 2.0\n    def f(x):\n        return (k * x).sum()\n"
+                       "    def set_k(v):\n        nonlocal k\n        k = v\n    return f, set_k\n"
+                       "f, set_k = make()", change_closure),
+    "a default": ("def f(x, k=2.0):\n    return (k * x).sum()",
+                  lambda ns: setattr(ns["f"], "__defaults__", (3.0,))),
+    "a keyword default, in place": ("def f(x, *, k=2.0):\n    return (k * x).sum()",
+                                    lambda ns: ns["f"].__kwdefaults__.update(k=3.0)),
+    "the code": ("def f(x):\n    return np.sin(x).sum()\ndef other(x):\n    return np.cos(x).sum()",
+                 change_code),
+    "a function's attribute": ("def h(x):\n    return h.scale * x\nh.scale = 2.0\n"
+                               "def f(x):\n    return h(x).sum()",
+                               lambda ns: setattr(ns["h"], "scale", 3.0)),
+    "a function's first attribute": ("def h(x):\n    return getattr(h, 'scale', 2.0) * x\n"
+                                     "def f(x):\n    return h(x).sum()",
+                                     lambda ns: setattr(ns["h"], "scale", 3.0)),
+    "a function's attributes replaced": ("def h(x):\n    return h.scale * x\nh.scale = 2.0\n"
+                                         "def f(x):\n    return h(x).sum()",
+                                         lambda ns: setattr(ns["h"], "__dict__", {"scale": 3.0})),
+    "a module's attribute": ("params = types.ModuleType('params')\nparams.dt = 2.0\n"
+                             "def f(x):\n    return (params.dt * x).sum()",
+                             lambda ns: setattr(ns["params"], "dt", 3.0)),
+    "a global tuple": ("pair = (2.0, 1.0)\ndef f(x):\n    return (pair[0] * x + pair[1]).sum()",
+                       lambda ns: ns.update(pair=(3.0, 1.0))),
+    "a global array, in place": ("w = np.full(3, 2.0)\ndef f(x):\n    return (w * x).sum()",
+                                 lambda ns: ns["w"].fill(3.0)),
+}
+
+
+@pytest.mark.parametrize("name", KEPT_WALKS)
+def test_a_kept_walk_of_what_f_reaches_sees_each_change(name):
+    source, change = KEPT_WALKS[name]
+    namespace = program_in(source)
+    f, x = namespace["f"], np.linspace(0.5, 1.5, 3)
+    replaying = mutad.grad(f, replay=True)
+    for _ in range(3):
+        assert same(replaying(x), mutad.grad(f)(x))
+    kept = replaying.reached
+    assert kept is not None and kept.holds()  # the walk is not made again: what it read holds
+    change(namespace)
+    for _ in range(3):  # the kept walk's answer is the walk's own, after the change too
+        assert [*map(id, replaying._reach()[0])] == [*map(id, mutad.engines.replay.reach(f)[0])]
+        assert same(replaying(x), mutad.grad(f)(x))
+    assert replaying.reached is not None and replaying.reached.holds()
+
+
+def test_an_attribute_set_on_a_ufunc_f_reaches_is_seen():
+    namespace = program_in("identity = np.frompyfunc(lambda a: a, 1, 1)\n"
+                           "def f(x):\n    identity\n    return (2.0 * x).sum()")
+    f, x = namespace["f"], np.ones(3)
+    replaying = mutad.grad(f, replay=True)
+    assert same(replaying(x), np.full(3, 2.0)) and same(replaying(x), np.full(3, 2.0))
+    assert replaying.reached is not None and replaying.reached.holds()
+    namespace["identity"].scale = 3.0  # a ufunc's attributes: walked, as a library object's
+    assert [*map(id, replaying._reach()[0])] == [*map(id, mutad.engines.replay.reach(f)[0])]
+    assert same(replaying(x), np.full(3, 2.0)) and replaying.reached.holds()
+    namespace["identity"].scale = [3.0]  # one the walk reads more of (its items): walked
+    assert same(replaying(x), np.full(3, 2.0)) and replaying.reached is None
+
+
+def test_a_walk_that_meets_what_it_cannot_read_again_is_made_on_every_call():
+    stepper = Stepper()
+
+    def f(x):
+        return stepper.step(x).sum()
+
+    x = np.ones(3)
+    replaying = mutad.grad(f, replay=True)
+    assert same(replaying(x), np.ones(3)) and same(replaying(x), np.ones(3))
+    assert replaying.reached is None  # an object: its attributes, by the walk on each call
+    stepper.dt = 2.0
+    assert same(replaying(x), np.full(3, 2.0))
 
 
 class Physics:

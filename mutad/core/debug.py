@@ -263,12 +263,14 @@ class Warnings:
             warnings.warn(message, RuntimeWarning, stacklevel=2)  # where NumPy would
 
 
-def at_user_lines(writer):
+def at_user_lines(writer, modes=None):
     """NumPy's error handling with the categories set to ``"warn"`` logged to ``writer`` (a
     :class:`Warnings`, or what else has its ``write``) instead (and those an enclosing differentiation's writer logs: a
     gradient inside a function being differentiated); a null context if there are none, or
-    if the user's handling already calls or logs (its ``seterrcall`` object must stay)."""
-    modes = np.geterr()
+    if the user's handling already calls or logs (its ``seterrcall`` object must stay).
+    ``modes``: ``np.geterr()`` as it is now, where the caller has just read it."""
+    if modes is None:
+        modes = np.geterr()
     calls = "call" in modes.values() or "log" in modes.values()
     ours = calls and type(np.geterrcall()) is Warnings
     if calls and not ours:

@@ -73,13 +73,26 @@ def register_pytree(cls: type[T], flatten: Callable[[T], tuple[Iterable[Any], An
 
 def flatten(tree):
     """``(leaves, rebuild)``: the leaves in order, and ``rebuild(new_leaves)`` for the structure."""
-    if type(tree) is np.ndarray:  # the common case, first
+    kind = type(tree)
+    if kind is np.ndarray:  # the common case, first
         return [tree], _first
+    if kind in _NUMBERS and kind not in REGISTERED:  # (a leaf, as _node would find)
+        return [tree], _first
+    if kind is dict and not tree and dict not in REGISTERED:  # no keyword arguments
+        return [], _no_keywords
     return _flatten(tree, set())
+
+
+_NUMBERS = frozenset((float, int, bool, str, type(None)))
+"""Exact types of leaves told before the general walk: an argument such as a step count."""
 
 
 def _first(leaves):
     return leaves[0]
+
+
+def _no_keywords(leaves):
+    return {}
 
 
 def _flatten(tree, path):

@@ -96,7 +96,7 @@ from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_do
 from .inplace import apart_from, on_constants, record_write, target_position
 from .operations import (WritePlan, apply_function, assign, complex_back, function_pullback,
                          unwrapped_ufunc)
-from ..core.registry import NO_RULE, ONE, RULES, Constant, Operand, complex_among
+from ..core.registry import NO_RULE, ONE, RULES, Applied, Constant, Operand, complex_among
 from .reverse import (ReverseTape, Traced, add_cotangents, check_constants, constant, fresh_value,
                       plain, thaw)
 from ..core.shadows import Buffer, Place, Shadows, overlapping
@@ -768,7 +768,8 @@ def _partial_value(code, partial, y, vals):
     """``(lines, name)``: where a block's reverse line finds the value of ``partial`` for the
     step whose inputs are named ``vals`` (a string) and output ``y``: the input itself for an
     :class:`registry.Operand`, the number for a :class:`registry.Constant`, else ``p``, which
-    ``lines`` compute by calling the partial."""
+    ``lines`` compute by calling the partial (an :class:`registry.Applied`'s function, on the
+    value it reads)."""
     if type(partial) is Operand:
         name = vals.split(", ")[partial.position]
         if name != "None":
@@ -778,6 +779,10 @@ def _partial_value(code, partial, y, vals):
     folded = _folded(code, partial, y, vals)
     if folded is not None:
         return [], code.bind(folded)
+    if type(partial) is Applied:
+        name = y if partial.position is None else vals.split(", ")[partial.position]
+        if name != "None":
+            return [f"p = {code.bind(partial.function)}({name})"], "p"
     return [f"p = {code.bind(partial)}({y}, {vals})"], "p"
 
 
@@ -2719,6 +2724,7 @@ class Program:
         self.recomputes = None
         self.alive, self.recomputed, self.cached = {}, set(), {}
         self.read = None  # the plain arrays the steps read (what f closes over): aliases()
+        self.modes = {}  # the error handling of its first Modes step, set as the steps start
         self.reached = None  # what the classes of the arguments reach (``Replayed``)
 
     def plan(self, recorder):
@@ -2757,14 +2763,19 @@ class Program:
         # cotangents makes those (``elementwise._sharing``), for buffers as large as the
         # cotangent, and a lean step's whole buffers are small.)
         self.back_kinds = [_kind(message) for message, _, _ in self.warned_back]
+        if self.steps and type(self.steps[0]) is Modes:  # set with the replay's own callback
+            self.modes = self.steps[0].modes
+            self.steps = self.steps[1:]
         self.steps = with_frees(self.steps, self.large - self.alive.keys())
         for step in self.steps:
             if hasattr(step, "prepare"):
                 step.prepare()
 
-    def run(self, leaves):
-        """``(value, gradients per leaf)`` for the flattened arguments ``leaves``; raises
-        :class:`GuardFailed` (the caller's arrays as they were) if a decision goes otherwise.
+    def run(self, leaves, modes):
+        """``(value, gradients per leaf)`` for the flattened arguments ``leaves``, under the
+        caller's floating-point error handling ``modes`` (``np.geterr()``, which picked the
+        program); raises :class:`GuardFailed` (the caller's arrays as they were) if a decision
+        goes otherwise.
 
         A long program is many objects the cyclic garbage collector would walk on every
         collection its records trigger (at 20,000 operations, half the replay's time, and
@@ -2773,12 +2784,12 @@ class Program:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return self._run(leaves)
+            return self._run(leaves, modes)
         finally:
             if collecting:
                 gc.enable()
 
-    def _run(self, leaves):
+    def _run(self, leaves, modes):
         if not self.replays:
             self.prepare()
         values = [None] * self.size
@@ -2788,8 +2799,8 @@ class Program:
             if slot is not None:  # a Python float as it is (arraylike.weak)
                 values[slot] = fresh_value(np.result_type(x).type(x)) \
                     if scalar and type(x) is not float else x
-        tape = ReverseTape(self.policy, None)
-        tape.recomputation = None  # a replay keeps what tracing keeps (see Recorder.recomputed)
+        # (a replay keeps what tracing keeps, and recomputes nothing: Recorder.recomputed)
+        tape = ReverseTape(self.policy, None, recomputes=False)
         tape.caller = nowhere  # what the engine records for a step (Reenter) needs no line
         originals = Originals()
         for key, saved in self.saves.items():
@@ -2798,7 +2809,7 @@ class Program:
         try:
             heard = Heard()
             try:
-                with np.errstate(call=heard):  # and as each Modes step says
+                with np.errstate(call=heard, **self.modes):  # and as each Modes step says
                     for step in self.steps:
                         step(values, tape)
             except GuardFailed:
@@ -2828,7 +2839,7 @@ class Program:
                 # steps are (``at_user_lines``, as tracing's reverse pass has them logged): a
                 # replay whose events are not the recorded ones is traced, and warns as it
                 heard_back = Heard()
-                with at_user_lines(heard_back):
+                with at_user_lines(heard_back, modes):  # (the caller's again)
                     while records:
                         reverse(records.pop(), shadows)
                 if heard_back.kinds != self.back_kinds:
@@ -2977,7 +2988,7 @@ def signature(parts):
     owners = {}
     key = []
     for leaves, argument, plain in parts:
-        described = structure(argument)
+        described = "leaf" if type(argument) is np.ndarray else structure(argument)
         if described is None:
             device = next((x for x in leaves if is_device(x)), None)
             if device is not None:
@@ -3052,6 +3063,10 @@ COPIED = 1 << 24
 ones with a BLAKE2 digest of their bytes (no second copy of a large dataset)."""
 
 
+_NOT_OBJECTS = frozenset((np.ndarray, float, int, bool, str, type(None)))
+"""Exact types of the arguments ``classes`` finds no class in (``attributes`` has none)."""
+
+
 def classes(tree, found=None):
     """The classes of the namedtuples, dataclass instances and plain objects in ``tree`` (as
     ``structure`` describes them): their methods may be called on the arguments."""
@@ -3059,7 +3074,8 @@ def classes(tree, found=None):
     kind = type(tree)
     if kind in (tuple, list) or kind is dict:
         for x in tree.values() if kind is dict else tree:
-            classes(x, found)
+            if type(x) not in _NOT_OBJECTS:  # (the most common items, told without a call)
+                classes(x, found)
     elif isinstance(tree, tuple) and hasattr(kind, "_fields"):
         found[id(kind)] = kind
         for x in tree:
@@ -3071,7 +3087,7 @@ def classes(tree, found=None):
     return list(found.values())
 
 
-def reach(f, kinds=()):
+def reach(f, kinds=(), kept=None):
     """What ``f``'s program may depend on besides its arguments: ``(objects, arrays, large)``.
 
     From ``f``, its code object, what it closes over, its defaults, the globals its code names,
@@ -3094,10 +3110,14 @@ def reach(f, kinds=()):
     attributes by names it builds (``getattr(p, f"w{i}")``, ``vars(p)``: it names one of
     ``DYNAMIC``, or reaches such a function under another name), every attribute of the
     objects, classes and modules reached is held. ``kinds``: classes reached as an object's
-    class is (the arguments': ``f`` may call their methods)."""
+    class is (the arguments': ``f`` may call their methods). ``kept``: a list to which the
+    answer is appended as a :class:`Reached`, with what the walk read, where everything it
+    met is of a kind ``Reached`` can read again (a function, a module, what it reads nothing
+    of); left as it is otherwise."""
     objects, arrays, seen, names, large = [], [], set(), set(), []
     walk = _Walk(_home(f))
     work = [f]
+    states = [] if kept is not None and not kinds else None  # (x, read, read(x)) per object
     for kind in kinds:  # the classes of the arguments (``classes``): as an object's class
         objects.append(kind)
         _hold_class(kind, walk)
@@ -3105,23 +3125,101 @@ def reach(f, kinds=()):
         while work:
             x = work.pop()
             objects.append(x)  # each time it is reached: [a] and [a, a] differ
-            if id(x) in seen:
+            key = id(x)
+            if key in seen:
                 continue
-            seen.add(id(x))
+            seen.add(key)
             if len(seen) > REACHED_OBJECTS:
                 large.append(f"f reaches more than {REACHED_OBJECTS:,} objects, which a replay "
                              "would compare on every call: pass what it reads as arguments")
                 return objects, arrays, large[0]
-            if id(x) in _READING_BY_NAME:  # (ga = getattr)
+            if key in _READING_BY_NAME:  # (ga = getattr)
                 walk.dynamic = True
             _reach_into(x, work, arrays, names, walk, large)
+            if states is not None:
+                kind = type(x)
+                read = _STATES.get(kind)
+                if read is not None and (kind is not np.ufunc or all(
+                        type(v) in _READS_NOTHING for v in x.__dict__.values())):
+                    states.append((x, read, read(x)))
+                elif not (kind in _READS_NOTHING or isinstance(x, np.generic)
+                          or kind is np.ndarray and not x.dtype.hasobject):
+                    states = None  # (what it reads of x, Reached cannot read again)
         for namespace, done, whole in list(walk.held.values()):  # their attributes named
             every = whole and walk.dynamic                      # since, or all of them
-            new = sorted(name for name in (namespace if every else names.intersection(namespace))
-                         if name not in done and type(name) is str)
-            done.update(new)
-            work.extend(namespace[name] for name in reversed(new))
+            new = [name for name in (namespace if every else names.intersection(namespace))
+                   if name not in done and type(name) is str]
+            if new:
+                new = sorted(new)
+                done.update(new)
+                work.extend(namespace[name] for name in reversed(new))
+    if states is not None and not large:
+        namespaces = [(namespace, whole and walk.dynamic, frozenset(done),
+                       [(name, namespace[name]) for name in sorted(done)])
+                      for namespace, done, whole in walk.held.values()]
+        kept.append(Reached(objects, arrays, states, namespaces, frozenset(names)))
     return objects, arrays, large[0] if large else None
+
+
+class Reached:
+    """What ``reach(f)`` found (``objects``, ``arrays``), kept with what its walk read, to
+    tell on a later call without walking again that a walk would find the same (``holds``):
+    per object met, what the walk reads of it (``states``: a function's code, defaults,
+    closure cells and attribute dict, a module's name and file), and per namespace held, the
+    names taken from it and their values (``namespaces``), for the names the code met names
+    (``names``). The walk is a function of these alone: the same, it meets the same objects
+    in the same order. The arrays' bytes are compared on each call as a walk's are."""
+
+    __slots__ = ("objects", "arrays", "states", "namespaces", "names")
+
+    def __init__(self, objects, arrays, states, namespaces, names):
+        self.objects, self.arrays = objects, arrays
+        self.states, self.namespaces, self.names = states, namespaces, names
+
+    def holds(self):
+        for x, read, state in self.states:
+            now = read(x)
+            if len(now) != len(state) or not all(map(operator.is_, now, state)):
+                return False
+        names = self.names
+        for namespace, every, taken, values in self.namespaces:
+            if {name for name in (namespace if every else names.intersection(namespace))
+                    if type(name) is str} != taken:
+                return False
+            for name, value in values:
+                if namespace[name] is not value:
+                    return False
+        return True
+
+
+_APART = object()
+"""Parts of a state apart (``_function_state``): no value of the user's is this object."""
+
+
+def _function_state(f):
+    """What ``reach`` reads of a function: its code (with its globals, which a function keeps
+    for good), defaults, keyword defaults, the contents of its closure's cells, and its
+    attribute dict, and whether that is empty."""
+    keywords = f.__kwdefaults__
+    return (f.__code__, f.__defaults__, keywords, *(keywords.values() if keywords else ()),
+            _APART, *_cell_contents(f), _APART, f.__dict__, not f.__dict__)
+
+
+def _attributes_state(x):
+    """What ``reach`` reads of a ufunc (a library's object): its attributes' values (which
+    ``Reached`` keeps only where each is a number or a string, as NumPy's ``__qualname__``,
+    of which the walk reads nothing more)."""
+    return x.__dict__, *x.__dict__.values()
+
+
+def _module_state(module):
+    """What ``reach`` reads of a module, besides its namespace: its name and file."""
+    return module.__name__, getattr(module, "__file__", None)
+
+
+_STATES = {types.FunctionType: _function_state, types.ModuleType: _module_state,
+           np.ufunc: _attributes_state}
+"""What ``Reached`` reads again of the objects of these exact types."""
 
 
 REACHED_OBJECTS = 20_000
@@ -3186,6 +3284,10 @@ _BUILTIN_CONTAINERS = frozenset((tuple, list, set, frozenset, dict, collections.
 _FOLLOWS_NOTHING = frozenset((int, float, complex, bool, bytes, type(None), types.CodeType))
 """The exact types of what ``reach`` holds but does not walk into (a code object's names are
 its function's)."""
+
+_READS_NOTHING = _FOLLOWS_NOTHING | {str, tuple, frozenset, types.BuiltinFunctionType}
+"""Exact types of which ``reach`` reads nothing that can change (a tuple's items, a builtin
+function's ``__self__``): NumPy's scalars and arrays of numbers too."""
 
 
 def _reach_into(x, work, arrays, names, walk, large):
@@ -3631,6 +3733,8 @@ class Replayed:
         self._shapes = {}  # signature -> the signature without those numbers' values
         self.unfollowed = {}  # what a replay does not follow among the arguments -> why
         self.held = None
+        self.reached = None  # the last walk of what f reaches, while what it read holds
+        self.checked = {}  # number of positional arguments -> check_argnums's answer
         self.__wrapped__ = f
         for name in ("__module__", "__name__", "__qualname__", "__doc__"):
             if hasattr(f, name):
@@ -3660,7 +3764,10 @@ class Replayed:
         return (grads, value[1]) if self.has_aux else grads
 
     def _value_and_gradient(self, args, kwargs):
-        selected, single = check_argnums(self.argnums, len(args))
+        checked = self.checked.get(len(args))  # (argnums is fixed: checked once per count)
+        if checked is None:
+            checked = self.checked[len(args)] = check_argnums(self.argnums, len(args))
+        selected, single = checked
         # Under detect_anomaly every call is traced: a program's steps keep no source lines
         if ACTIVE.running or anomaly_detection() or not self.lock.acquire(blocking=False):
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
@@ -3669,8 +3776,18 @@ class Replayed:
         finally:
             self.lock.release()
 
+    def _reach(self):
+        """``reach(self.f)``: the last walk's answer where what it read holds (``Reached``)."""
+        known = self.reached
+        if known is not None and known.holds():
+            return known.objects, known.arrays, None
+        kept = []
+        answer = reach(self.f, kept=kept)
+        self.reached = kept[0] if kept else None
+        return answer
+
     def _replay_or_record(self, args, kwargs, selected, single):
-        objects, arrays, unfollowed = reach(self.f)
+        objects, arrays, unfollowed = self._reach()
         if unfollowed is not None:  # what a replay cannot compare (or only at tracing's cost)
             self.unfollowed[REACHED] = unfollowed
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
@@ -3716,7 +3833,7 @@ class Replayed:
         if type(program) is Program:
             self.programs.move_to_end(key)
             try:
-                value, grads = program.run(flat)
+                value, grads = program.run(flat, modes)
             except GuardFailed:
                 self.failures[key] += 1
                 if self.failures[key] >= FAILED_GUARDS:

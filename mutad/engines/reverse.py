@@ -52,7 +52,7 @@ class ReverseTape(Tape):
     __slots__ = ("level", "outer", "frozen", "read_views", "sums", "arguments", "recomputation",
                  "places", "caller", "lines", "anomaly", "originals", "heard")
 
-    def __init__(self, policy, outer, memory=None):
+    def __init__(self, policy, outer, memory=None, recomputes=True):
         super().__init__(policy)
         self.level = next(LEVELS)
         self.outer = outer
@@ -63,8 +63,9 @@ class ReverseTape(Tape):
         # owner: a plain array read that views their memory is checked (``check_alias``).
         self.arguments = {}
         # Under nested differentiation every value is an array the outer one traces, and its
-        # recomputation would have to be traced too: only the outermost recomputes.
-        self.recomputation = Recomputation(memory) if outer is None else None
+        # recomputation would have to be traced too: only the outermost recomputes (and not
+        # a replay's: ``recomputes``, it keeps what tracing kept)
+        self.recomputation = Recomputation(memory) if outer is None and recomputes else None
         self.places = {}  # the places of arguments' views records name, each made once
         self.caller = caller
         self.lines = {}  # each ``where`` its records name, one tuple for all (a loop's lines)

@@ -16,8 +16,8 @@ import scipy.special
 
 from ..core.devices import is_device, namespace
 from ..core.errors import UnsupportedOperationError
-from ..core.registry import (ONE, Constant, Operand, complex_aware, complex_ufunc, defcomposite,
-                             defjvp, defrule, elementwise, holomorphic)
+from ..core.registry import (ONE, Applied, Constant, Operand, complex_aware, complex_ufunc,
+                             defcomposite, defjvp, defrule, elementwise, holomorphic)
 from ..core.views import memory
 from ..engines.products import times
 from ._helpers import as_float, sign_of, unbroadcast
@@ -79,6 +79,10 @@ def bounded_where_normal(inverse):
 def negated(d):
     """``-d``, reusing ``d``'s memory when it is an array (0-d inputs give NumPy scalars)."""
     return np.negative(d, out=d) if type(d) is np.ndarray else -d
+
+
+def minus_sin(x):
+    return negated(np.sin(x))
 
 
 def one_minus_square(y):
@@ -187,7 +191,7 @@ elementwise(np.negative,   lambda y, x: -1.0, reads=((),), inverse=(lambda t, o:
 elementwise(np.positive,   ONE, reads=((),),                                           inverse=(lambda t, o: None,))
 elementwise(np.conjugate,  ONE, reads=((),),                                           inverse=(lambda t, o: None,))
 elementwise(np.exp,        lambda y, x: y,                                uses="y")
-elementwise(np.expm1,      lambda y, x: np.exp(x))  # not y + 1, which is 0 where exp(x) < ε
+elementwise(np.expm1,      Applied(np.exp))  # not y + 1, which is 0 where exp(x) < ε
 elementwise(np.exp2,       lambda y, x: y * LN2,                          uses="y")
 elementwise(np.log,        lambda y, x: 1.0 / x)
 elementwise(np.log1p,      lambda y, x: 1.0 / (1.0 + x))
@@ -199,15 +203,15 @@ elementwise(np.square,     lambda y, x: 2.0 * x)
 elementwise(np.reciprocal, lambda y, x: -(y * y),                         uses="y")
 elementwise(np.absolute,   lambda y, x, sign: as_float(sign),             reads=((),), decide=sign_of)
 elementwise(np.fabs,       lambda y, x, sign: as_float(sign),             reads=((),), decide=sign_of)
-elementwise(np.sin,        lambda y, x: np.cos(x))
-elementwise(np.cos,        lambda y, x: negated(np.sin(x)))
+elementwise(np.sin,        Applied(np.cos))
+elementwise(np.cos,        Applied(minus_sin))
 elementwise(np.tan,        lambda y, x: 1.0 + y * y,                      uses="y")
 elementwise(np.arcsin,     lambda y, x: 1.0 / np.sqrt(1.0 - x * x))
 elementwise(np.arccos,     lambda y, x: -1.0 / np.sqrt(1.0 - x * x))
 elementwise(np.arctan,     lambda y, x: 1.0 / (1.0 + x * x))
-elementwise(np.sinh,       lambda y, x: np.cosh(x))
-elementwise(np.cosh,       lambda y, x: np.sinh(x))
-elementwise(np.tanh,       lambda y, x: one_minus_square(y),              uses="y")
+elementwise(np.sinh,       Applied(np.cosh))
+elementwise(np.cosh,       Applied(np.sinh))
+elementwise(np.tanh,       Applied(one_minus_square, None),               uses="y")
 elementwise(np.arcsinh,    lambda y, x: 1.0 / np.sqrt(x * x + 1.0))
 elementwise(np.arccosh,    lambda y, x: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)))  # complex x too
 elementwise(np.arctanh,    lambda y, x: 1.0 / (1.0 - x * x))
