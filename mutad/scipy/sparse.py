@@ -2232,14 +2232,14 @@ class _Assembled:
         """SciPy's: its stored entries, less the traced ones written a zero (SciPy stores no
         zero written into a lil or dok matrix, where mutad holds a placeholder)."""
         if not object.__getattribute__(self, "entries"):
-            return super().nnz
+            return super().nnz  # type: ignore[misc]  # (SciPy's lil or dok class, mixed in)
         return self.traced().nnz
 
     def __len__(self) -> int:
         """A dok matrix's length, SciPy's ``nnz`` (a lil matrix's: SciPy's TypeError)."""
         if self.format == "dok" and object.__getattribute__(self, "entries"):
             return self.nnz
-        return super().__len__()
+        return super().__len__()  # type: ignore[misc]
 
 
 def _internal(frame):
