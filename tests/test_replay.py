@@ -308,6 +308,22 @@ KEPT_WALKS = {
                        lambda ns: ns.update(pair=(3.0, 1.0))),
     "a global array, in place": ("w = np.full(3, 2.0)\ndef f(x):\n    return (w * x).sum()",
                                  lambda ns: ns["w"].fill(3.0)),
+    "what a module's __getattr__ reads": (
+        "params = types.ModuleType('params')\nstep = 2.0\ndef lookup(name):\n"
+        "    if name == 'dt':\n        return step\n    raise AttributeError(name)\n"
+        "params.__getattr__ = lookup\ndef f(x):\n    return (params.dt * x).sum()",
+        lambda ns: ns.update(step=3.0)),
+    "a module's __getattr__ replaced": (
+        "params = types.ModuleType('params')\ndef lookup(name):\n"
+        "    if name == 'dt':\n        return 2.0\n    raise AttributeError(name)\n"
+        "def other(name):\n    if name == 'dt':\n        return 3.0\n"
+        "    raise AttributeError(name)\n"
+        "params.__getattr__ = lookup\ndef f(x):\n    return (params.dt * x).sum()",
+        lambda ns: setattr(ns["params"], "__getattr__", ns["other"])),
+    "a record of a global array, in place": (
+        "table = np.zeros(1, dtype=[('dt', 'f8')])\ntable['dt'] = 2.0\nrecord = table[0]\n"
+        "def f(x):\n    return (record['dt'] * x).sum()",
+        lambda ns: ns["table"].__setitem__("dt", 3.0)),
 }
 
 

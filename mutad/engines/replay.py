@@ -3097,9 +3097,10 @@ def reach(f, kinds=(), kept=None):
     of modules and functions (not NumPy's, SciPy's, mutad's or the standard library's classes
     and modules) whose names some code reached names, or some string reached holds
     (``getattr(p, "dt")``, ``vars(p)["dt"]``, names in a global tuple); the special methods of
-    the user's classes (a ``__getattr__`` reading a dict); the arrays, numbers and containers
-    NumPy's, SciPy's and mutad's objects hold (a sparse matrix's), and the user's functions
-    they hold (a rule attached to a function). ``objects`` are compared by identity
+    the user's classes (a ``__getattr__`` reading a dict) and a module's ``__getattr__``; the
+    arrays, numbers and containers NumPy's, SciPy's and mutad's objects hold (a sparse
+    matrix's), the user's functions they hold (a rule attached to a function), and the bytes
+    of a record (``np.void``) that views an array's. ``objects`` are compared by identity
     on each call, each as often as it was reached (a rebound global, a replaced ``__code__``,
     a rebound ``self.w``, a list grown by the same float), ``arrays`` by their bytes (``Contents``):
     Python may decide on their values without mutad seeing it (``if W[0] > 0``).
@@ -3341,7 +3342,8 @@ def _reach_into(x, work, arrays, names, walk, large):
             large.append(f"f reaches a {kind.__name__} mutad cannot compare: pass its "
                          "contents as an argument")
     elif isinstance(x, np.generic):
-        pass
+        if kind is np.void and x.base is not None:  # a record of an array: a view of its bytes
+            arrays.append(np.asarray(x))
     elif kind is types.MethodType:
         work.extend((x.__func__, x.__self__))
     elif kind in (types.BuiltinMethodType, types.MethodWrapperType):  # params.get, W.sum
@@ -3366,6 +3368,7 @@ def _reach_into(x, work, arrays, names, walk, large):
         if not _library(x.__name__):
             # (getattr(module, name): whole where it is the user's, not an installed library)
             walk.hold(vars(x), whole=_users_file(getattr(x, "__file__", None) or ""))
+            names.add("__getattr__")  # what Python calls for a name its namespace lacks
     elif isinstance(x, type):
         _hold_class(x, walk)
     elif kind in _READERS_BY_NAME:
