@@ -298,6 +298,9 @@ KEPT_WALKS = {
     "a function's first attribute": ("def h(x):\n    return getattr(h, 'scale', 2.0) * x\n"
                                      "def f(x):\n    return h(x).sum()",
                                      lambda ns: setattr(ns["h"], "scale", 3.0)),
+    "a function's attribute read by a name it builds": (
+        "def h(x):\n    return getattr(h, 's' + str(0)) * x\nh.s0 = 2.0\n"
+        "def f(x):\n    return h(x).sum()", lambda ns: setattr(ns["h"], "s0", 3.0)),
     "a function's attributes replaced": ("def h(x):\n    return h.scale * x\nh.scale = 2.0\n"
                                          "def f(x):\n    return h(x).sum()",
                                          lambda ns: setattr(ns["h"], "__dict__", {"scale": 3.0})),

@@ -3110,8 +3110,8 @@ def reach(f, kinds=(), kept=None):
     than ``REACHED_OBJECTS`` objects. Where the user's code reached may read
     attributes by names it builds (``getattr(p, f"w{i}")``, ``vars(p)``: it names one of
     ``DYNAMIC``, or reaches such a function under another name), every attribute of the
-    objects, classes and modules reached is held. ``kinds``: classes reached as an object's
-    class is (the arguments': ``f`` may call their methods). ``kept``: a list to which the
+    objects, classes, modules and functions reached is held. ``kinds``: classes reached as an
+    object's class is (the arguments': ``f`` may call their methods). ``kept``: a list to which the
     answer is appended as a :class:`Reached`, with what the walk read, where everything it
     met is of a kind ``Reached`` can read again (a function, a module, what it reads nothing
     of); left as it is otherwise."""
@@ -3323,8 +3323,8 @@ def _reach_into(x, work, arrays, names, walk, large):
         walk.hold(x.__globals__, whole=whole_globals)
         if whole_globals and code.co_filename == walk.home:
             walk.dynamic = walk.dynamic or _users_file(code.co_filename)
-        if x.__dict__:  # its attributes (f.scale)
-            walk.hold(x.__dict__)
+        if x.__dict__:  # its attributes (f.scale; getattr(f, f"w{i}"): whole, as a module's)
+            walk.hold(x.__dict__, whole=_users_file(code.co_filename))
     elif kind in _BUILTIN_CONTAINERS:
         _reach_items(x, kind, work, large)
     elif isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
