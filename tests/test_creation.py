@@ -1,6 +1,8 @@
 """Creation functions (rules/creation.py): buffers made from traced values, filled from traced
 fills and written afterwards, in both modes; np.sinc's forward rule (np.nan_to_num, a composition, in test_tracing)."""
 
+import enum
+
 import numpy as np
 import pytest
 
@@ -341,3 +343,35 @@ def test_fromiter_replays_as_traced(x):
         return np.sum(np.fromiter((v * v for v in a if v > 0.8), float) ** 3)
 
     replays_as_traced(f, [(x * s,) for s in (1.0, 1.3, 0.7)])
+
+
+class Mode(enum.IntEnum):
+    FAST = 2
+
+
+class Parameter:
+    """An object of the user's with a ``value`` of its own, which NumPy converts by
+    ``__array__`` (scaled): not a traced array, whatever its attribute's name."""
+
+    def __init__(self, value, scale):
+        self.value, self.scale = value, scale
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.value * self.scale, dtype=dtype)
+
+
+def test_objects_with_a_value_attribute_are_converted_as_numpy_converts_them(x):
+    # An Enum member and a parameter object have a ``value``, as mutad's traced arrays do:
+    # they were taken for traced arrays (np.full, np.asarray raised a TypeError of ``like``)
+    weights = Parameter(np.linspace(1.0, 2.0, 6), 10.0)
+
+    def f(a):
+        filled = np.full(6, Mode.FAST, dtype=float)
+        return (a * filled * np.asarray(weights)).sum() + np.interp(a, np.array(weights),
+                                                                    a).sum()
+
+    expected = f(x.copy())
+    value, gradient = mutad.value_and_grad(f)(x)
+    assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+    mutad.check_grads(f, x)
+    replays_as_traced(f, [(x,), (x * 1.25,), (x,)])

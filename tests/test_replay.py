@@ -298,6 +298,9 @@ KEPT_WALKS = {
     "a function's first attribute": ("def h(x):\n    return getattr(h, 'scale', 2.0) * x\n"
                                      "def f(x):\n    return h(x).sum()",
                                      lambda ns: setattr(ns["h"], "scale", 3.0)),
+    "a function's attribute read by a name it builds": (
+        "def h(x):\n    return getattr(h, 's' + str(0)) * x\nh.s0 = 2.0\n"
+        "def f(x):\n    return h(x).sum()", lambda ns: setattr(ns["h"], "s0", 3.0)),
     "a function's attributes replaced": ("def h(x):\n    return h.scale * x\nh.scale = 2.0\n"
                                          "def f(x):\n    return h(x).sum()",
                                          lambda ns: setattr(ns["h"], "__dict__", {"scale": 3.0})),
@@ -308,6 +311,22 @@ KEPT_WALKS = {
                        lambda ns: ns.update(pair=(3.0, 1.0))),
     "a global array, in place": ("w = np.full(3, 2.0)\ndef f(x):\n    return (w * x).sum()",
                                  lambda ns: ns["w"].fill(3.0)),
+    "what a module's __getattr__ reads": (
+        "params = types.ModuleType('params')\nstep = 2.0\ndef lookup(name):\n"
+        "    if name == 'dt':\n        return step\n    raise AttributeError(name)\n"
+        "params.__getattr__ = lookup\ndef f(x):\n    return (params.dt * x).sum()",
+        lambda ns: ns.update(step=3.0)),
+    "a module's __getattr__ replaced": (
+        "params = types.ModuleType('params')\ndef lookup(name):\n"
+        "    if name == 'dt':\n        return 2.0\n    raise AttributeError(name)\n"
+        "def other(name):\n    if name == 'dt':\n        return 3.0\n"
+        "    raise AttributeError(name)\n"
+        "params.__getattr__ = lookup\ndef f(x):\n    return (params.dt * x).sum()",
+        lambda ns: setattr(ns["params"], "__getattr__", ns["other"])),
+    "a record of a global array, in place": (
+        "table = np.zeros(1, dtype=[('dt', 'f8')])\ntable['dt'] = 2.0\nrecord = table[0]\n"
+        "def f(x):\n    return (record['dt'] * x).sum()",
+        lambda ns: ns["table"].__setitem__("dt", 3.0)),
 }
 
 

@@ -316,8 +316,6 @@ def test_kdtree_refusals():
     pos = TREE_POINTS.copy()
     for f in (lambda p: cKDTree(p).sparse_distance_matrix(cKDTree(p), 0.3),
               lambda p: cKDTree(p).sparse_distance_matrix(cKDTree(p), 0.3, output_type="ndarray"),
-              lambda p: KDTree(TREE_POINTS).sparse_distance_matrix(
-                  KDTree(p), 0.3, output_type="coo_matrix").toarray(),
               lambda p: cKDTree(p).count_neighbors(cKDTree(p), 0.3),
               lambda p: cKDTree(p).query_ball_tree(cKDTree(p), 0.3),
               lambda p: cKDTree(p).maxes,
@@ -332,6 +330,20 @@ def test_kdtree_refusals():
         (isinstance(KDTree(p), KDTree), isinstance(cKDTree(p), KDTree), KDTree(p).n))
         or np.sum(p), pos)
     assert tree_type == [(True, False, 14)]
+
+
+def test_a_constant_trees_sparse_distance_matrix_with_a_tree_of_traced_points():
+    # The constant tree's method takes its rule when given a tree of traced points (a
+    # refusal before, by way of the tree's refused .value, which no longer tells traced arrays)
+    def f(p):
+        distances = KDTree(TREE_POINTS).sparse_distance_matrix(KDTree(p), 0.3,
+                                                               output_type="coo_matrix")
+        return np.sum(distances.toarray() ** 2)
+
+    pos = TREE_POINTS.copy()
+    value, _ = mutad.value_and_grad(f)(pos)
+    assert np.asarray(value).tobytes() == np.asarray(f(pos.copy())).tobytes()
+    mutad.check_grads(f, pos)
 
 
 @pytest.mark.parametrize("output_type", ["coo_matrix", "dict"])

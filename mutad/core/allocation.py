@@ -82,7 +82,7 @@ import numpy as np
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
 from .errors import UnsupportedArrayError, UnsupportedOperationError
-from .levels import ACTIVE, Tracer
+from .levels import ACTIVE, CARRIERS, Tracer
 from .registry import NO_RULE, RULE_MODULES, RULES, VERSIONS, table
 from .views import memory, owner, stands_for_scalar, weaken, wrapped, writeable
 
@@ -223,8 +223,8 @@ def holds_derivative(tree):
     function allocated, ``mutad.stop_gradient``)."""
     if type(tree) in (list, tuple):
         return any(holds_derivative(x) for x in tree)
-    if wrapped(tree) and not isinstance(tree, Tracer):  # a traced sparse matrix: it may
-        return True
+    if wrapped(tree) and not isinstance(tree, Tracer) or type(tree) in CARRIERS:
+        return True  # (a traced sparse matrix, a tree of traced points: it may)
     while isinstance(tree, Tracer):
         if not tree.constant_here():
             return True

@@ -23,6 +23,8 @@ import sys
 
 import numpy as np
 
+from .levels import WRAPPERS
+
 NAMESPACES = {}
 """Device array types seen so far: ``type -> namespace`` (None: not a device array)."""
 
@@ -157,7 +159,7 @@ def namespace(a):
 def device_of(array):
     """The namespace of the device library whose memory ``array`` (plain, traced or dual; at
     any depth of nesting) is, or None for NumPy's memory and for what is not an array."""
-    while type(array) is not np.ndarray and hasattr(array, "value"):
+    while type(array) in WRAPPERS:
         array = array.value
     return None if type(array) is np.ndarray else namespace_of(type(array))
 

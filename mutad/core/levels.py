@@ -57,10 +57,25 @@ def handled(error):
 ACTIVE = _Active()
 
 
+WRAPPERS = set()
+"""The classes whose objects stand for an array a differentiation traces and hold it (or the
+next level's) as ``value``: each subclass of :class:`Tracer`, and the traced sparse matrices.
+Told by class, not by a ``value`` attribute, which an object of the user's that NumPy converts
+may have too (an Enum member, a parameter object with ``__array__``)."""
+
+CARRIERS = set()
+"""The classes of objects built of traced values that stand for no array (SciPy's tree of
+traced points): a routed method given one takes its rule, which follows it or refuses."""
+
+
 class Tracer:
     """What the values of every differentiation have in common: a ``level``."""
 
     __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        WRAPPERS.add(cls)
 
 
 def innermost(items, inner=None):

@@ -14,18 +14,19 @@ import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
 from . import devices
+from .levels import WRAPPERS
 
 
 def memory(a):
     """The plain ndarray whose memory ``a`` is: ``a`` itself, or the one a wrapper wraps."""
-    while type(a) is not np.ndarray and hasattr(a, "value"):
+    while type(a) in WRAPPERS:
         a = a.value
     return a
 
 
 def wrapped(a):
     """Whether ``a`` is an array some differentiation traces (rather than a plain value)."""
-    return type(a) is not np.ndarray and hasattr(a, "value")
+    return type(a) in WRAPPERS
 
 
 def weaken(y):
@@ -33,7 +34,7 @@ def weaken(y):
     ``math``'s functions, which give Python floats), as standing for a Python number, at every
     level it belongs to (its value, an enclosing level's, is handed to that level's NumPy
     calls)."""
-    while hasattr(y, "value") and type(y) is not np.ndarray and y.dtype.kind in "fc" \
+    while type(y) in WRAPPERS and y.dtype.kind in "fc" \
             and memory(y).ndim == 0:
         y.weak = True
         y = y.value

@@ -31,7 +31,7 @@ from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedOp
                            UntracedWriteError, function_name)
 from ..core.levels import Tracer, innermost, refused
 from ..core.views import (address, may_overlap, memory, owner_view, stands_for_scalar, views,
-                          weaken)
+                          weaken, wrapped)
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
@@ -105,7 +105,7 @@ def _python_complex(result, self, other, operation, reflected):
     result stands for Python's complex (weak), its value Python's (``put_right``, which a
     replay does too)."""
     left, right = (other, self) if reflected else (self, other)
-    if not hasattr(result, "value") or not _pythons_arithmetic(left, right):
+    if not wrapped(result) or not _pythons_arithmetic(left, right):
         return
     weaken(result)
     put_right(result, operation, _python_number(left), _python_number(right))
@@ -120,11 +120,11 @@ def _pythons_arithmetic(left, right):
 
 
 def _complex(x):
-    return type(x) is complex or (hasattr(x, "value") and memory(x).dtype.kind == "c")
+    return type(x) is complex or (wrapped(x) and memory(x).dtype.kind == "c")
 
 
 def _python_number(x):
-    if not hasattr(x, "value"):
+    if not wrapped(x):
         return x
     value = memory(x)[()].item()
     return float(value) if type(value) is int else value
@@ -135,7 +135,7 @@ def _float64_scalar(x):
     (not a Python float, which a weak value stands for)."""
     if type(x) is np.float64:
         return True
-    return hasattr(x, "value") and not getattr(x, "weak", False) \
+    return wrapped(x) and not getattr(x, "weak", False) \
         and memory(x).dtype == np.float64 and stands_for_scalar(x)
 
 
@@ -206,7 +206,7 @@ def weak_beside_arrays(args):
     for x in args:
         if getattr(x, "weak", False) is True:
             found = True
-        elif isinstance(x, (np.ndarray, np.generic)) or hasattr(x, "value"):
+        elif isinstance(x, (np.ndarray, np.generic)) or wrapped(x):
             other = True
     return found and other
 
@@ -238,7 +238,7 @@ def _scalar_math(result, value, self, other, operation, kinds, reflected):
     if type(value) is not np.ndarray or value.dtype.kind not in kinds or value.ndim \
             or not stands_for_scalar(self) or not _stands_for_scalar_operand(other):
         return
-    a, b = memory(self)[()], memory(other)[()] if hasattr(other, "value") else other
+    a, b = memory(self)[()], memory(other)[()] if wrapped(other) else other
     if operation is operator.pow and not reflected and type(other) in (int, float) \
             and other in FAST_POWERS:  # computed by a ufunc of one operand (fast_power)
         put_right(result, _SCALAR_POWERS[type(other), other], a)
@@ -273,7 +273,7 @@ def _stands_for_scalar_operand(x):
     """Whether ``x`` is a Python or NumPy number, or a traced or dual value standing for one."""
     if isinstance(x, (int, float, complex, np.generic)):
         return not isinstance(x, bool)
-    return hasattr(x, "value") and stands_for_scalar(x)
+    return wrapped(x) and stands_for_scalar(x)
 
 
 def _fast_powers(power, power_in_place):

@@ -3097,9 +3097,10 @@ def reach(f, kinds=(), kept=None):
     of modules and functions (not NumPy's, SciPy's, mutad's or the standard library's classes
     and modules) whose names some code reached names, or some string reached holds
     (``getattr(p, "dt")``, ``vars(p)["dt"]``, names in a global tuple); the special methods of
-    the user's classes (a ``__getattr__`` reading a dict); the arrays, numbers and containers
-    NumPy's, SciPy's and mutad's objects hold (a sparse matrix's), and the user's functions
-    they hold (a rule attached to a function). ``objects`` are compared by identity
+    the user's classes (a ``__getattr__`` reading a dict) and a module's ``__getattr__``; the
+    arrays, numbers and containers NumPy's, SciPy's and mutad's objects hold (a sparse
+    matrix's), the user's functions they hold (a rule attached to a function), and the bytes
+    of a record (``np.void``) that views an array's. ``objects`` are compared by identity
     on each call, each as often as it was reached (a rebound global, a replaced ``__code__``,
     a rebound ``self.w``, a list grown by the same float), ``arrays`` by their bytes (``Contents``):
     Python may decide on their values without mutad seeing it (``if W[0] > 0``).
@@ -3109,8 +3110,8 @@ def reach(f, kinds=(), kept=None):
     than ``REACHED_OBJECTS`` objects. Where the user's code reached may read
     attributes by names it builds (``getattr(p, f"w{i}")``, ``vars(p)``: it names one of
     ``DYNAMIC``, or reaches such a function under another name), every attribute of the
-    objects, classes and modules reached is held. ``kinds``: classes reached as an object's
-    class is (the arguments': ``f`` may call their methods). ``kept``: a list to which the
+    objects, classes, modules and functions reached is held. ``kinds``: classes reached as an
+    object's class is (the arguments': ``f`` may call their methods). ``kept``: a list to which the
     answer is appended as a :class:`Reached`, with what the walk read, where everything it
     met is of a kind ``Reached`` can read again (a function, a module, what it reads nothing
     of); left as it is otherwise."""
@@ -3322,8 +3323,8 @@ def _reach_into(x, work, arrays, names, walk, large):
         walk.hold(x.__globals__, whole=whole_globals)
         if whole_globals and code.co_filename == walk.home:
             walk.dynamic = walk.dynamic or _users_file(code.co_filename)
-        if x.__dict__:  # its attributes (f.scale)
-            walk.hold(x.__dict__)
+        if x.__dict__:  # its attributes (f.scale; getattr(f, f"w{i}"): whole, as a module's)
+            walk.hold(x.__dict__, whole=_users_file(code.co_filename))
     elif kind in _BUILTIN_CONTAINERS:
         _reach_items(x, kind, work, large)
     elif isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
@@ -3341,7 +3342,8 @@ def _reach_into(x, work, arrays, names, walk, large):
             large.append(f"f reaches a {kind.__name__} mutad cannot compare: pass its "
                          "contents as an argument")
     elif isinstance(x, np.generic):
-        pass
+        if kind is np.void and x.base is not None:  # a record of an array: a view of its bytes
+            arrays.append(np.asarray(x))
     elif kind is types.MethodType:
         work.extend((x.__func__, x.__self__))
     elif kind in (types.BuiltinMethodType, types.MethodWrapperType):  # params.get, W.sum
@@ -3366,6 +3368,7 @@ def _reach_into(x, work, arrays, names, walk, large):
         if not _library(x.__name__):
             # (getattr(module, name): whole where it is the user's, not an installed library)
             walk.hold(vars(x), whole=_users_file(getattr(x, "__file__", None) or ""))
+            names.add("__getattr__")  # what Python calls for a name its namespace lacks
     elif isinstance(x, type):
         _hold_class(x, walk)
     elif kind in _READERS_BY_NAME:

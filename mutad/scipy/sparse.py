@@ -161,7 +161,7 @@ from ..engines.arraylike import carries_derivative, settled
 from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
                            UnsupportedOperationError)
-from ..core.levels import ACTIVE, innermost
+from ..core.levels import ACTIVE, WRAPPERS, innermost
 from ..core.registry import RULES, defmethod, defroute
 from ..rules._helpers import transpose
 from ..core.trees import register_pytree
@@ -1742,6 +1742,9 @@ class TracedSparse:
 
     def __rsub__(self, other):
         return self._plus(other, -1, reflected=True)
+
+
+WRAPPERS.update((TracedMatrix, TracedSparse))  # (their values: the plain matrices they stand for)
 
 
 def _stored_values_method(ufunc):

@@ -66,6 +66,7 @@ import scipy.spatial.distance as _distance
 from ..api import stop_gradient
 from ..core.allocation import lists_as_arrays
 from ..core.errors import UnsupportedOperationError
+from ..core.levels import CARRIERS
 from ..core.registry import defmethod, defroute
 from ..engines.arraylike import carries_derivative
 from ._adjoints import Value, refused_attribute, scipys_value, stands_in_for
@@ -535,6 +536,9 @@ class _TracedTree:
             "tree's methods given this tree are not followed: call this tree's method, "
             "tree.sparse_distance_matrix(constant_tree, ...), instead). Build it of plain "
             "points (mutad.stop_gradient) for the rest.")
+
+
+CARRIERS.add(_TracedTree)  # (SciPy's tree methods given one: their rules, or a refusal)
 
 
 class _TreeClass(type):
