@@ -542,10 +542,12 @@ def apply_function(func, args, kwargs, level, rule=None):
     args = joined_operands(func, args)
     entry = RULES.get(func, NO_RULE)
     composite = entry.composite
-    if composite is not None and entry.forward is None:
+    if composite is not None:  # beside a forward rule, it serves the calls it takes (np.pad)
         if complex_among(args):
             check_complex(function_name(func), composite)
-        return composite(*args, **kwargs)
+        y = composite(*args, **kwargs)
+        if y is not NotImplemented or entry.forward is None:
+            return y
     args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
     args, kwargs = out_computation(func, args, kwargs)  # np.sum(x32, out=o64): in float64
     # (the positions the reverse rule differentiates: the forward rule's too)
