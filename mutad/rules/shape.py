@@ -207,7 +207,8 @@ def padded_by_steps(array, pad_width, mode="constant", **kwargs):
                                        dtype=padded.dtype, axis=axis)
                            for end, edge, width in zip(ends[axis], _edges(roi, axis, width_pair),
                                                        width_pair))
-            _set_pad_area(roi, axis, width_pair, (left, right[along(ndim, axis, slice(None, None, -1))]))
+            reversed_right = right[along(ndim, axis, slice(None, None, -1))]
+            _set_pad_area(roi, axis, width_pair, (left, reversed_right))
     elif mode in PAD_STATISTICS:
         lengths = _pairs(kwargs.get("stat_length"), ndim, as_index=True)
         for axis, width_pair in enumerate(widths):
@@ -234,8 +235,9 @@ def _edges(padded, axis, width_pair):
 
 
 def _set_pad_area(padded, axis, width_pair, value_pair):
+    end = padded.shape[axis] - width_pair[1]
     padded[along(padded.ndim, axis, slice(None, width_pair[0]))] = value_pair[0]
-    padded[along(padded.ndim, axis, slice(padded.shape[axis] - width_pair[1], None))] = value_pair[1]
+    padded[along(padded.ndim, axis, slice(end, None))] = value_pair[1]
 
 
 def _statistics(padded, axis, width_pair, length_pair, statistic):
