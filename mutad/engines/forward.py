@@ -720,6 +720,20 @@ class Dual(ArrayMethods):
             ArrayMethods.shape.fset(self, shape)
         self.value, self.tangent = value, tangent
 
+    def resizable(self):
+        """Whether ``x.resize`` may give this dual new memory (``ArrayMethods.resize``): one
+        the function made (no argument's copy), owning its memory as NumPy requires."""
+        if self.level in BATCH:
+            unbatched(self.level, "x.resize(...)")
+        root = owner(self.value)
+        return (self.owner is None and self.value.flags.owndata and self.value.flags.c_contiguous
+                and not any(owner(dual.value) is root for run in ACTIVE.running
+                            for _, dual in getattr(run, "copies", {}).values()))
+
+    def adopt(self, other):
+        """Stand for ``other``'s value and tangent from now on (``x.resize``)."""
+        self.value, self.tangent, self.owner = other.value, other.tangent, other.owner
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if stands_in(inputs, kwargs) or takes_over(inputs):
             return NotImplemented  # it hands the plain array it views to this method
