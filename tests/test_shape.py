@@ -566,6 +566,23 @@ def test_pad_modes_that_compute_values_give_numpys_bits_in_every_mode(kwargs, rn
     replays_as_traced(loss, [(x,), (rng.standard_normal((3, 4)),)])
 
 
+def test_linear_ramps_to_traced_end_values(rng):
+    """end_values differentiated, of a traced array or of one made in the function (which
+    NumPy's protocols do not reach: mutad's composition runs for it too)."""
+    def ramps(x):
+        made = np.pad(np.ones((2, 3)), ((1, 2), (3, 1)), "linear_ramp", end_values=x[0])
+        traced = np.pad(x[1:] * 2.0, (2, 5), "linear_ramp", end_values=(x[0], x[1]))
+        return (np.sin(made)).sum() + (np.cos(traced) * np.arange(traced.size)).sum()
+
+    x = rng.standard_normal(5)
+    before = x.tobytes()
+    assert np.asarray(mutad.value_and_grad(ramps)(x)[0]).tobytes() == np.asarray(
+        ramps(x.copy())).tobytes()
+    mutad.check_grads(ramps, x, modes=("rev", "fwd"))
+    replays_as_traced(ramps, [(x,), (rng.standard_normal(5),)])
+    assert x.tobytes() == before
+
+
 def test_pad_refuses_as_numpy_does():
     with pytest.raises(ValueError, match="stat_length of 0"):
         mutad.gradient(lambda x: np.pad(x, 1, "maximum", stat_length=0).sum(), np.ones(3))

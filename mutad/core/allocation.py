@@ -1002,7 +1002,9 @@ class Preexisting(np.ndarray):
                 [list(args), list(kwargs.values())]):
             # traced values where NumPy does not dispatch (np.histogram's range=): mutad's
             # composition, which follows them, not NumPy's own code computing with them
-            return composite(*args, **kwargs)
+            y = composite(*args, **kwargs)
+            if y is not NotImplemented:  # (np.pad's copying modes: its rule's, after NumPy)
+                return y
         return made_in(func(*args, **kwargs), func, args, kwargs,
                        _caller(sys._getframe(1)))
 

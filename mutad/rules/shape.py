@@ -16,6 +16,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..core.allocation import lists_as_arrays
 from ..core.devices import is_device, ufunc_at
 from ..core.errors import UnsupportedOperationError, UntracedWriteError
 from ..core.registry import (ZERO_TANGENT, complex_aware, defbatched, defcomposite, definplace, defjoin,
@@ -165,6 +166,10 @@ def _pairs(x, ndim, as_index=False):
     ``None`` (no stat_length) stays None."""
     if x is None:
         return ((None, None),) * ndim
+    x = lists_as_arrays([x])[0]  # (end_values=(a, b) of traced numbers: the array of them)
+    if wrapped(x):  # traced end values (linear_ramp): a traced pair per axis
+        return np.broadcast_to(np.ravel(x) if np.size(x) == 2 and np.shape(x) != (2, 1) else x,
+                               (ndim, 2))
     x = np.array(x)
     if as_index:
         x = np.round(x).astype(np.intp, copy=False)
