@@ -583,6 +583,18 @@ def test_linear_ramps_to_traced_end_values(rng):
     assert x.tobytes() == before
 
 
+@pytest.mark.parametrize("widths", [{1: 2}, {0: (1, 3)}, {-1: (2, 0), 0: 1}], ids=str)
+def test_pad_widths_by_axis_for_modes_that_compute(widths, rng):
+    weights = rng.standard_normal(np.pad(np.zeros((3, 4)), widths).shape)
+
+    def f(x):
+        return (np.pad(x, widths, "median") * weights).sum()
+
+    x = rng.standard_normal((3, 4))
+    assert np.asarray(mutad.value_and_grad(f)(x)[0]).tobytes() == np.asarray(f(x.copy())).tobytes()
+    mutad.check_grads(f, x, modes=("rev", "fwd"))
+
+
 def test_pad_refuses_as_numpy_does():
     with pytest.raises(ValueError, match="stat_length of 0"):
         mutad.gradient(lambda x: np.pad(x, 1, "maximum", stat_length=0).sum(), np.ones(3))

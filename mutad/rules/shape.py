@@ -195,6 +195,9 @@ def padded_by_steps(array, pad_width, mode="constant", **kwargs):
     if mode not in ("linear_ramp", "reflect", "symmetric", *PAD_STATISTICS):
         raise ValueError(f"mode '{mode}' is not supported by np.pad on traced arrays")
     ndim = np.ndim(array)
+    if isinstance(pad_width, dict):  # NumPy's {axis: width or (before, after)}
+        pad_width = [pad_width.get(axis, pad_width.get(axis - ndim, 0)) for axis in range(ndim)]
+        pad_width = [(w, w) if isinstance(w, (int, np.integer)) else w for w in pad_width]
     widths = _pairs(pad_width, ndim, as_index=True)
     padded = np.pad(array, widths)  # zeros around the array, then overwritten
     if np.size(array) == 0:  # nothing to compute from: NumPy pads only axes of some length
