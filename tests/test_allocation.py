@@ -1094,37 +1094,81 @@ def test_arrays_numpys_index_expressions_and_scipys_functions_make_are_followed(
     assert type(scipy.signal.get_window("hann", 3)) is np.ndarray  # outside: SciPy's own
 
 
-def test_nditer_over_a_followed_array_is_refused_with_what_to_write_instead():
-    def squares(x):
-        s = 0.0
+def squares_by_nditer(x):
+    s = 0.0
+    for v in np.nditer(x):
+        s = s + v * v
+    return s
+
+
+def weighted_by_nditer(x):  # the order of the elements decides the weights
+    s, k = 0.0, 1.0
+    for v in np.nditer(x):
+        s, k = s + k * np.sin(v), k + 1.0
+    return s
+
+
+def doubled_by_nditer(x):
+    with np.nditer(x, op_flags=[["readwrite"]]) as it:
+        for v in it:
+            v[...] = 2 * v * v
+    return (x * np.arange(1.0, x.size + 1).reshape(x.shape)).sum()
+
+
+def rewritten_by_nditer(x):  # NumPy's documented pattern, over an array of the function's own
+    y = np.cos(x)
+    for v in np.nditer(y, op_flags=["readwrite"]):
+        v[...] = v * y[0, 0]
+    return (y * np.arange(1.0, y.size + 1).reshape(y.shape)).sum()
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "reversed", "transposed"])
+@pytest.mark.parametrize("f", [squares_by_nditer, weighted_by_nditer, doubled_by_nditer,
+                               rewritten_by_nditer])
+def test_nditer_over_a_followed_array_visits_numpys_elements_in_numpys_order(f, layout):
+    def laid_out():  # the same values, the memory in another order
+        base = np.array([[0.5, -1.0, 0.3], [2.0, 0.25, -0.7]])
+        return {"C": base, "F": np.asfortranarray(base), "transposed": base.T.copy().T,
+                "reversed": base[::-1, ::-1].copy()[::-1, ::-1]}[layout]
+
+    x = laid_out()
+    before = x.tobytes()
+    value = mutad.value_and_gradient(f, x)[0]
+    assert np.asarray(value).tobytes() == np.asarray(f(laid_out())).tobytes()
+    assert x.tobytes() == before
+    mutad.check_grads(f, x, modes=("rev", "fwd"))
+    assert x.tobytes() == before
+    if layout == "C":
+        replays_as_traced(f, [(x * scale,) for scale in (1.0, 2.0, 0.5)])
+
+
+def test_nditer_refuses_what_it_cannot_follow_with_what_to_write_instead():
+    def read_only_written(x):
         for v in np.nditer(x):
-            s = s + v * v
+            v[...] = 1.0
+        return x.sum()
+
+    def two_operands(x):
+        s = 0.0
+        for a, b in np.nditer([x, x]):
+            s = s + a * b
         return s
 
-    def doubled(x):
-        with np.nditer(x, op_flags=[["readwrite"]]) as it:
-            for v in it:
-                v[...] = 2 * v
-        return x.sum()
+    def external_loop(x):
+        return sum(v.sum() for v in np.nditer(x, flags=["external_loop"]))
 
     x = np.array([[0.5, -1.0], [2.0, 0.25]])
     before = x.tobytes()
-    for f in (squares, doubled):
-        with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"x\.flat"):
-            mutad.gradient(f, x)
+    with pytest.raises(ValueError):  # NumPy's: a read-only view
+        read_only_written(x.copy())
+    with pytest.raises(TypeError):  # the element, which refuses writes as NumPy's scalar does
+        mutad.gradient(read_only_written, x)
+    for f in (two_operands, external_loop):
         with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"np\.ndindex"):
+            mutad.gradient(f, x)
+        with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"np\.nditer"):
             mutad.jvp(f, (x,), (np.ones_like(x),))
     assert x.tobytes() == before
-
-    def flat_squares(x):  # what the message says to write
-        s = 0.0
-        for v in x.flat:
-            s = s + v * v
-        return s
-
-    assert mutad.value_and_gradient(flat_squares, x)[0] == squares(x.copy())
-    mutad.check_grads(flat_squares, x)
-    mutad.check_jvp(flat_squares, x)
 
     def over_a_constant(x):  # an array allocated in the function: NumPy's own iterator
         s = 0.0

@@ -254,6 +254,48 @@ def test_methods_without_a_derivative_are_refused_clearly(name, mode):
     assert x.tobytes() == before
 
 
+def grown_by_resize(x):
+    y = np.zeros(8)
+    y[:] = x ** 2
+    y.resize(12, refcheck=False)  # NumPy's: the elements kept, zeros after them
+    y[8:] = x[:4]
+    return (y * np.arange(12.0)).sum()
+
+
+def reshaped_by_resize(x):
+    y = np.sin(x).reshape(2, 4).copy()
+    y.resize((3, 2), refcheck=False)  # fewer elements, C order
+    y *= y
+    y.resize(2, 5, refcheck=False)  # resized again: the new memory is its own
+    return (y * np.arange(10.0).reshape(2, 5)).sum()
+
+
+@pytest.mark.parametrize("f", [grown_by_resize, reshaped_by_resize])
+def test_resize_in_place_of_an_array_the_function_made(f):
+    x = np.random.default_rng(5).standard_normal(8)
+    before = x.tobytes()
+    value, _ = mutad.value_and_grad(f)(x)
+    assert np.asarray(value).tobytes() == np.asarray(f(x.copy())).tobytes()
+    mutad.check_grads(f, x, modes=("rev", "fwd"))
+    mutad.check_grads(f, x, order=2)
+    (replayed, gradient), (traced, expected) = (
+        mutad.value_and_grad(f, replay=True)(x), mutad.value_and_grad(f)(x))
+    assert replayed == traced and np.array_equal(gradient, expected)  # (traced, not replayed)
+    assert x.tobytes() == before
+
+
+@pytest.mark.parametrize("f", [lambda x: np.sin(x).reshape(2, 4).resize(9, refcheck=False),
+                               lambda x: np.sin(x).resize(9),  # NumPy's reference check
+                               lambda x: np.asfortranarray(np.sin(x).reshape(2, 4)).resize(
+                                   9, refcheck=False)])
+def test_resize_of_a_view_or_with_the_reference_check_is_refused(f):
+    x = np.ones(8)
+    for differentiate in (lambda: mutad.gradient(lambda x: f(x) or x.sum(), x),
+                          lambda: mutad.jvp(lambda x: f(x) or x.sum(), (x,), (x,))):
+        with pytest.raises(UnsupportedOperationError, match="refcheck=False"):
+            differentiate()
+
+
 def test_deleting_elements_raises_as_numpy():
     def f(x):
         del x[0]

@@ -252,6 +252,45 @@ def test_schur_of_real_distinct_eigenvalues(kind):
     replays_as_traced(f, [(m,), (m * 1.1,), (m + 0.05 * np.eye(5),)])
 
 
+QUASI_TRIANGULAR = np.triu(np.ones((4, 4))) + np.diag([1.0, 0.0, 1.0], -1)
+"""Where a real Schur form may hold numbers: the triangle and two 2x2 blocks' subdiagonals."""
+
+
+def _quasi_triangular(p):  # two 2x2 blocks with complex eigenvalues, apart from the triangle
+    return p * QUASI_TRIANGULAR
+
+
+def test_rsf2csf_takes_scipys_steps():
+    """rsf2csf of a real Schur form: SciPy's complex form bit for bit (its Givens rotations of
+    the 2x2 blocks, from their eigenvalues and BLAS's norm), both modes, replayed; of a
+    triangular T (schur of a matrix with real eigenvalues) complex copies. It converted the
+    traced arrays."""
+    p = np.triu(_rng().standard_normal((4, 4))) + np.diag([-0.9, 0.0, -0.7], -1)
+    p[0, 0] = p[1, 1] = 0.3
+    p[2, 2] = p[3, 3] = -0.4
+    p[0, 1], p[2, 3] = 1.1, 0.6
+
+    def f(p):
+        t, z = scipy.linalg.rsf2csf(_quasi_triangular(p), np.eye(4) + 0.1 * p.T)
+        return np.sum(np.abs(t) ** 2 * WEIGHTS[:4, :4]) + np.sum(np.real(z) + np.imag(z))
+
+    def after_schur(a):
+        t, z = scipy.linalg.rsf2csf(*scipy.linalg.schur(a))
+        return np.sum(np.real(np.diag(t))) + np.sum(np.abs(t) * WEIGHTS)
+
+    a = SCHUR_MATRICES["nonsymmetric"]
+    for g, x in ((f, p), (after_schur, a)):
+        before = x.tobytes()
+        value, _ = mutad.value_and_grad(g)(x)
+        assert np.asarray(value).tobytes() == np.asarray(g(x.copy())).tobytes()
+        mutad.check_grads(g, x, modes=("rev", "fwd"))
+        assert x.tobytes() == before
+    replays_as_traced(f, [(p,), (p * 1.1,)])
+    (t, z), _ = mutad.pullback(lambda p: scipy.linalg.rsf2csf(_quasi_triangular(p), np.eye(4)), p)
+    expected = scipy.linalg.rsf2csf(_quasi_triangular(p), np.eye(4))
+    assert t.tobytes() == expected[0].tobytes() and z.tobytes() == expected[1].tobytes()
+
+
 def test_schur_refusals():
     refusals = {
         "repeated": (np.diag([2.0, 2.0, 1.0]) + np.triu(np.ones((3, 3)), 1), "output='real'"),

@@ -65,6 +65,8 @@ CASES = [
     ("pmean", lambda p: S.pmean(p, 2.5, axis=0), (POSITIVE,)),
     ("pmean-weights", lambda p, w: S.pmean(p, -1.5, weights=w, axis=1), (POSITIVE, WEIGHTS)),
     ("tmean", lambda x: S.tmean(x, (0.5, 2.0)), (X,)),
+    ("mstats.trimmed_mean", lambda x: S.mstats.trimmed_mean(x, (0.1, 0.2)), (X,)),
+    ("mstats.winsorize", lambda x: np.var(S.mstats.winsorize(x, (0.2, 0.1))), (X,)),
     ("tmean-axis", lambda x: S.tmean(x, (0.0, 2.0), axis=1), (X,)),
     ("tvar", lambda x: S.tvar(x, (0.0, 2.5), axis=1), (X,)),
     ("tvar-all", lambda x: S.tvar(x, axis=None), (X,)),
@@ -226,6 +228,46 @@ def test_what_has_no_derivative_is_refused():
     with pytest.raises(mutad.MutadError, match="method"):
         mutad.gradient(lambda x, y: S.pearsonr(
             x, y, method=S.PermutationMethod(n_resamples=9)).statistic, X[0], Y[0])
+
+
+MSTATS_LIMITS = [((0.1, 0.1), (1, 1)), ((0.2, None), (1, 1)), ((0.0, 0.3), (0, 0)), (0.15, (1, 0)),
+                 (None, (1, 1)), ((0, 0), (1, 1))]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("limits, inclusive", MSTATS_LIMITS, ids=str)
+def test_mstats_trimming_and_winsorizing_are_scipys(limits, inclusive, dtype):
+    """mstats.trimmed_mean (np.ma's mean of the elements kept: a sum with zeros over a count,
+    NumPy's mean where no limit masked anything) and winsorize (a masked array without a mask,
+    its ends copied from the elements SciPy's argsort puts next to them): SciPy's values bit
+    for bit, both modes, replayed; they converted the traced array (np.ma.asarray) or called
+    a method of np.ma mutad does not follow."""
+    weights = np.arange(1.0, X.size + 1).reshape(X.shape)
+    programs = [lambda x: S.mstats.trimmed_mean(x, limits, inclusive),
+                lambda x: np.var(S.mstats.winsorize(x, limits, inclusive)),
+                lambda x: (S.mstats.winsorize(x, limits, inclusive) * weights).sum()]
+    x = X.astype(dtype)
+    before = x.tobytes()
+    for f in programs:
+        value, _ = mutad.value_and_grad(f)(x)
+        assert np.asarray(value).tobytes() == np.asarray(f(x.copy())).tobytes()
+        assert x.tobytes() == before
+        if dtype == np.float64:
+            mutad.check_grads(f, x, modes=("rev", "fwd"))
+            replays_as_traced(f, [(x,), (RNG.normal(size=x.shape),)])
+    assert isinstance(mutad.pullback(lambda x: S.mstats.winsorize(x, limits), x)[0],
+                      np.ma.MaskedArray)
+
+
+def test_mstats_settings_mutad_does_not_follow_are_refused():
+    for f in (lambda x: S.mstats.trimmed_mean(x, axis=0),
+              lambda x: S.mstats.trimmed_mean(x, (0.1, 2.0), relative=False),
+              lambda x: S.mstats.winsorize(x, (0.1, 0.1), inplace=True).sum(),
+              lambda x: S.mstats.winsorize(x, (0.1, 0.1), axis=1).sum()):
+        with pytest.raises(mutad.MutadError, match="mstats"):
+            mutad.gradient(f, X)
+    with pytest.raises(mutad.MutadError, match="masked array"):
+        mutad.gradient(lambda x: S.mstats.trimmed_mean(np.ma.masked_less(x, 0.0)), X)
 
 
 def test_scipys_errors_are_scipys():

@@ -553,19 +553,51 @@ def _follows(tree):
     return False
 
 
-def _nditer(*args, **kwargs):
+def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **kwargs):
     """``np.nditer`` in the mode: NumPy's iterator, which cannot take arrays mutad follows
-    (it needs their memory, and would write into it behind the tape's back); of them, an
-    error that says what to write instead. Constants (arrays allocated in the function) it
-    reads as plain arrays, as before."""
-    if _in_mode() and _follows((*args, *kwargs.values())):
+    (it needs their memory, and would write into it behind the tape's back). Over one array
+    mutad follows, with no flags: its elements in NumPy's order, each by indexing
+    (:class:`_ElementIterator`); otherwise an error that says what to write instead. Constants
+    (arrays allocated in the function) it reads as plain arrays, as before."""
+    if not (_in_mode() and _follows([op, op_dtypes, *rest, *kwargs.values()])):
+        return np.nditer(op, flags, op_flags, op_dtypes, order, *rest, **kwargs)
+    if type(op) in (list, tuple) and len(op) == 1:  # np.nditer([x], op_flags=[["readwrite"]])
+        op = op[0]
+    if op_flags and type(op_flags[0]) in (list, tuple) and len(op_flags) == 1:
+        op_flags = op_flags[0]
+    op_flags = set(op_flags or ["readonly"])
+    if (not wrapped(op) or flags or not op_flags <= {"readonly", "readwrite", "writeonly"}
+            or op_dtypes is not None or rest or kwargs):
         raise UnsupportedOperationError(
-            "np.nditer over an array mutad follows: NumPy's iterator reads and writes the "
-            "array's memory directly, where mutad cannot follow it. Loop over the elements "
-            "with `for v in x.flat` (reading, in C order) or `for i in np.ndindex(x.shape):` "
-            "with x[i] (reading and writing), or better, write the loop as whole-array "
-            "operations.")
-    return np.nditer(*args, **kwargs)
+            "np.nditer over an array mutad follows, with several operands or with flags: "
+            "NumPy's iterator reads and writes the array's memory directly, where mutad cannot "
+            "follow it. Iterate over one array (np.nditer(x) or np.nditer(x, "
+            "op_flags=['readwrite'])), loop with `for i in np.ndindex(x.shape):` and x[i], or "
+            "better, write the loop as whole-array operations.")
+    return _ElementIterator(op, order, writes=bool(op_flags & {"readwrite", "writeonly"}))
+
+
+class _ElementIterator:
+    """``np.nditer(x)`` of an array mutad follows: the elements of ``x`` in the order NumPy's
+    iterator visits them (read from the order it visits the memory's, a layout fact, not a
+    value), each a 0-d view ``x[i, j, ...]``, through which ``v[...] = ...`` writes ``x`` where
+    the iterator may write (``op_flags=['readwrite']``); read-only, it gives the element, which
+    refuses writes as NumPy's read-only view does. A context manager, as NumPy's is."""
+
+    def __init__(self, x, order, writes):
+        walk = np.nditer(memory(x), flags=["multi_index", "zerosize_ok", "refs_ok"], order=order)
+        self._indices = [walk.multi_index for _ in walk]
+        self._x, self._writes = x, writes
+
+    def __iter__(self):
+        suffix = (Ellipsis,) if self._writes else ()
+        return (self._x[index + suffix] for index in self._indices)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 def _ndenumerate(arr):
@@ -970,7 +1002,9 @@ class Preexisting(np.ndarray):
                 [list(args), list(kwargs.values())]):
             # traced values where NumPy does not dispatch (np.histogram's range=): mutad's
             # composition, which follows them, not NumPy's own code computing with them
-            return composite(*args, **kwargs)
+            y = composite(*args, **kwargs)
+            if y is not NotImplemented:  # (np.pad's copying modes: its rule's, after NumPy)
+                return y
         return made_in(func(*args, **kwargs), func, args, kwargs,
                        _caller(sys._getframe(1)))
 

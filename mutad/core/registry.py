@@ -35,7 +35,9 @@ ones that apply to it:
   (``np.trapezoid``, ``np.cov``), a composition ``composite(*args, **kwargs)``
   (``defcomposite``) called with the traced arrays (or duals) themselves: every step it takes
   is recorded by its own rule, so reverse and forward mode and every order follow with no rule
-  of its own.
+  of its own. Beside a ``reverse`` and ``forward`` rule it serves the calls it takes and returns
+  ``NotImplemented`` for those it leaves to them (np.pad's modes that compute the padding,
+  its copying ones).
 * ``nondifferentiable``: its outputs carry no gradient (``nondifferentiable``); it runs on
   plain values.
 * ``recomputable``: the reverse pass may compute the output of its ``reverse`` rule again

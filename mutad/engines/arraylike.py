@@ -524,9 +524,21 @@ class ArrayMethods(Tracer):
         "rule with mutad.adjoint (docs/guide.md, 'Custom rules')."))
 
     def resize(self, *new_shape, refcheck=True):
-        self._refuse("x.resize(...)", "it replaces the array's memory in place, which "
-                     "mutad cannot follow. Make a new array: x = np.resize(x, shape), or "
-                     "np.pad / np.concatenate.")
+        """``x.resize(shape, refcheck=False)`` of an array the function made that owns its
+        memory: NumPy's new memory (the elements in C order, zeros after them), made by a
+        copy and a join mutad differentiates, which this array then stands for
+        (``adopt``). Else (an argument, a view, NumPy's reference check) refused."""
+        if refcheck or not self.resizable():
+            self._refuse("x.resize(...)", "it replaces the array's memory in place, which "
+                         "mutad follows only for an array the function made that owns its "
+                         "memory, with refcheck=False. Make a new array: x = np.resize(x, "
+                         "shape), or np.pad / np.concatenate.")
+        if len(new_shape) == 1 and not isinstance(new_shape[0], (int, np.integer)):
+            new_shape = tuple(new_shape[0])
+        data = np.zeros(new_shape, self.dtype, like=self)  # (NumPy's error for a negative length)
+        kept = min(data.size, self.size)
+        data.reshape(-1)[:kept] = np.ravel(self)[:kept]
+        self.adopt(data)
 
     def setflags(self, write=None, align=None, uic=None):
         if write is False and align is None and uic is None and self.unwritten_constant():

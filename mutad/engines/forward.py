@@ -542,10 +542,12 @@ def apply_function(func, args, kwargs, level, rule=None):
     args = joined_operands(func, args)
     entry = RULES.get(func, NO_RULE)
     composite = entry.composite
-    if composite is not None and entry.forward is None:
+    if composite is not None:  # beside a forward rule, it serves the calls it takes (np.pad)
         if complex_among(args):
             check_complex(function_name(func), composite)
-        return composite(*args, **kwargs)
+        y = composite(*args, **kwargs)
+        if y is not NotImplemented or entry.forward is None:
+            return y
     args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
     args, kwargs = out_computation(func, args, kwargs)  # np.sum(x32, out=o64): in float64
     # (the positions the reverse rule differentiates: the forward rule's too)
@@ -717,6 +719,20 @@ class Dual(ArrayMethods):
         except AttributeError:
             ArrayMethods.shape.fset(self, shape)
         self.value, self.tangent = value, tangent
+
+    def resizable(self):
+        """Whether ``x.resize`` may give this dual new memory (``ArrayMethods.resize``): one
+        the function made (no argument's copy), owning its memory as NumPy requires."""
+        if self.level in BATCH:
+            unbatched(self.level, "x.resize(...)")
+        root = owner(self.value)
+        return (self.owner is None and self.value.flags.owndata and self.value.flags.c_contiguous
+                and not any(owner(dual.value) is root for run in ACTIVE.running
+                            for _, dual in getattr(run, "copies", {}).values()))
+
+    def adopt(self, other):
+        """Stand for ``other``'s value and tangent from now on (``x.resize``)."""
+        self.value, self.tangent, self.owner = other.value, other.tangent, other.owner
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if stands_in(inputs, kwargs) or takes_over(inputs):

@@ -715,6 +715,20 @@ class Traced(ArrayMethods):
         self.value = new
         self.whole = self.whole and new.shape == self.buffer.shape
 
+    def resizable(self):
+        """Whether ``x.resize`` may give this array new memory (``ArrayMethods.resize``): one
+        the function made, owning its memory as NumPy requires, outside a recording replay
+        (which knows arrays by the memory they stand for)."""
+        if self.tape.recorder is not None and self.tape.recorder.ready:
+            self.tape.recorder.refuse("x.resize(...), which gives an array new memory")
+        return (self.whole and self.value.flags.owndata and self.value.flags.c_contiguous
+                and not any(key == self.buffer.key for entries in self.tape.arguments.values()
+                            for _, key in entries))
+
+    def adopt(self, other):
+        """Stand for ``other``'s memory from now on (``x.resize``)."""
+        self.value, self.buffer, self.whole = other.value, other.buffer, other.whole
+
     def _decided(self, decide):
         """What Python reads of the value (``ArrayMethods._decided``), guarded by a replay."""
         taken = ArrayMethods._decided(self, decide)

@@ -1368,6 +1368,47 @@ def _schur_jvp(tangents, a, output="real", lwork=None, overwrite_a=False, sort=N
     return result, (dt, dz, None) if len(result) == 3 else (dt, dz)
 
 
+def _rsf2csf(T, Z, check_finite=True):
+    """SciPy's rsf2csf, its steps on the traced arrays: complex copies of T and Z, then from the
+    bottom each 2x2 block whose subdiagonal entry is not negligible (a decision on the values)
+    turned triangular by SciPy's Givens rotation (from the block's eigenvalues, by scipy's
+    eigvals and norm), T's subdiagonal entries set to zero; values bit for bit, every step
+    differentiated (a real Schur form's blocks are themselves refused by schur)."""
+    for name, x in (("Z", Z), ("T", T)):
+        if np.ndim(x) != 2 or np.shape(x)[0] != np.shape(x)[1]:
+            raise ValueError(f"Input '{name}' must be square.")
+        if check_finite and not np.all(np.isfinite(x)):
+            raise ValueError("array must not contain infs or NaNs")
+    if np.shape(T)[0] != np.shape(Z)[0]:
+        raise ValueError(f"Input array shapes must match: Z: {np.shape(Z)} vs. T: {np.shape(T)}")
+    kind = np.result_type(Z, T, np.complex64)  # SciPy's _commonType with complex64
+    kind = np.complex64 if kind == np.complex64 else np.complex128
+    Z, T = Z.astype(kind), T.astype(kind)
+    eps = np.finfo(float).eps
+    for m in range(np.shape(T)[0] - 1, 0, -1):
+        if abs(T[m, m - 1]) > eps * (abs(T[m - 1, m - 1]) + abs(T[m, m])):
+            mu = eigvals(T[m - 1:m + 1, m - 1:m + 1]) - T[m, m]
+            pair = np.stack([mu[0], T[m, m - 1]])  # BLAS's norm, differentiated as a sum
+            r = scipys_value(_norm_value(pair), np.sqrt(np.sum(np.real(pair * np.conj(pair)))))
+            c, s = mu[0] / r, T[m, m - 1] / r
+            G = np.stack([np.stack([np.conj(c), s]), np.stack([-s, c])]).astype(kind)
+            T[m - 1:m + 1, m - 1:] = np.dot(G, T[m - 1:m + 1, m - 1:])
+            T[:m + 1, m - 1:m + 1] = np.dot(T[:m + 1, m - 1:m + 1], np.conj(G).T)
+            Z[:, m - 1:m + 1] = np.dot(Z[:, m - 1:m + 1], np.conj(G).T)
+        T[m, m - 1] = 0.0
+    return T, Z
+
+
+class _ComplexNorm(Value):
+    """SciPy's norm of a complex vector, without a derivative (``scipys_value`` gives one)."""
+
+    complex_values = CONVENTION  # no cotangent at all: the same in every convention
+
+
+_norm_value = _ComplexNorm(_linalg.norm, "scipy.linalg.norm")
+_rsf2csf_stand_in = StandIn(_linalg.rsf2csf, _rsf2csf)
+
+
 def _generalized_schur_refusal(name):
     def refuse(A, B, *args, **kwargs):
         if not (carries_derivative(A) or carries_derivative(B)):  # constants: SciPy's own

@@ -16,12 +16,13 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..core.allocation import lists_as_arrays
 from ..core.devices import is_device, ufunc_at
 from ..core.errors import UnsupportedOperationError, UntracedWriteError
-from ..core.registry import (ZERO_TANGENT, complex_aware, defbatched, definplace, defjoin, defjvp, deflinear,
-                             defroute, defrule, holomorphic, recomputable)
+from ..core.registry import (ZERO_TANGENT, complex_aware, defbatched, defcomposite, definplace, defjoin,
+                             defjvp, deflinear, defroute, defrule, holomorphic, recomputable)
 from ..core.views import address, memory, owner, owner_view, wrapped
-from ._helpers import (Template, batch_aligned, batch_axes, batch_or_zeros, batch_size, gather_cotangent,
+from ._helpers import (Template, along, batch_aligned, batch_axes, batch_or_zeros, batch_size, gather_cotangent,
                        unbroadcast)
 
 
@@ -148,13 +149,152 @@ GATHER_PAD_MODES = ("constant", "empty", "edge", "reflect", "symmetric", "wrap")
 
 
 def check_pad_mode(mode, kwargs):
-    """Modes that compute new values (``mean``, ``linear_ramp``, odd reflection) are not
-    copies, and have no rule."""
+    """The rules below serve the modes that copy elements; the others are ``padded_by_steps``."""
     if mode not in GATHER_PAD_MODES or kwargs.get("reflect_type", "even") != "even":
         raise UnsupportedOperationError(
             f"np.pad(..., mode={mode!r}, {kwargs}) on traced arrays: only modes that copy "
             f"elements are differentiated ({', '.join(GATHER_PAD_MODES)}, with even reflection). "
             "Build the padding from slices and np.concatenate instead.")
+
+
+PAD_STATISTICS = {"maximum": np.amax, "minimum": np.amin, "mean": np.mean, "median": np.median}
+
+
+def _pairs(x, ndim, as_index=False):
+    """NumPy's broadcasting of a pad setting to a (before, after) pair per axis, its values
+    NumPy's scalars as NumPy keeps them (np.linspace rounds differently from a Python 0);
+    ``None`` (no stat_length) stays None."""
+    if x is None:
+        return ((None, None),) * ndim
+    x = lists_as_arrays([x])[0]  # (end_values=(a, b) of traced numbers: the array of them)
+    if wrapped(x):  # traced end values (linear_ramp): a traced pair per axis
+        return np.broadcast_to(np.ravel(x) if np.size(x) == 2 and np.shape(x) != (2, 1) else x,
+                               (ndim, 2))
+    x = np.array(x)
+    if as_index:
+        x = np.round(x).astype(np.intp, copy=False)
+        if x.size and x.min() < 0:
+            raise ValueError("index can't contain negative values")
+    if x.size == 1:
+        return ((x.ravel()[0],) * 2,) * ndim
+    if x.size == 2 and x.shape != (2, 1):  # one value per side, for every axis
+        return (tuple(x.ravel()),) * ndim
+    return np.broadcast_to(x, (ndim, 2)).tolist()
+
+
+@defcomposite(np.pad)
+def padded_by_steps(array, pad_width, mode="constant", **kwargs):
+    """np.pad's modes that compute the padding (``linear_ramp``, the statistics, odd
+    reflection) as NumPy computes them, axis after axis, each axis's padding read from the area
+    already padded along the earlier ones: ramps by ``np.linspace``, statistics by
+    ``np.mean``/``np.amax``/..., reflections by slices, written into a padded array by slice
+    assignment, every step on the traced arrays themselves. The modes that copy elements are
+    left to the rule above (``NotImplemented``)."""
+    if mode in GATHER_PAD_MODES and kwargs.get("reflect_type", "even") == "even":
+        return NotImplemented
+    if mode not in ("linear_ramp", "reflect", "symmetric", *PAD_STATISTICS):
+        raise ValueError(f"mode '{mode}' is not supported by np.pad on traced arrays")
+    ndim = np.ndim(array)
+    if isinstance(pad_width, dict):  # NumPy's {axis: width or (before, after)}
+        pad_width = [pad_width.get(axis, pad_width.get(axis - ndim, 0)) for axis in range(ndim)]
+        pad_width = [(w, w) if isinstance(w, (int, np.integer)) else w for w in pad_width]
+    widths = _pairs(pad_width, ndim, as_index=True)
+    padded = np.pad(array, widths)  # zeros around the array, then overwritten
+    if np.size(array) == 0:  # nothing to compute from: NumPy pads only axes of some length
+        for axis, width_pair in enumerate(widths):
+            if np.shape(array)[axis] == 0 and any(width_pair):
+                raise ValueError(f"can't extend empty axis {axis} using modes other than "
+                                 "'constant' or 'empty'")
+        return padded
+    inner = tuple(slice(before, before + n) for n, (before, _) in zip(np.shape(array), widths))
+    if mode == "linear_ramp":
+        ends = _pairs(kwargs.get("end_values", 0), ndim)
+        for axis, width_pair in enumerate(widths):
+            roi = padded[(slice(None),) * (axis + 1) + inner[axis + 1:]]
+            left, right = (np.linspace(end, edge.squeeze(axis), num=width, endpoint=False,
+                                       dtype=padded.dtype, axis=axis)
+                           for end, edge, width in zip(ends[axis], _edges(roi, axis, width_pair),
+                                                       width_pair))
+            reversed_right = right[along(ndim, axis, slice(None, None, -1))]
+            _set_pad_area(roi, axis, width_pair, (left, reversed_right))
+    elif mode in PAD_STATISTICS:
+        lengths = _pairs(kwargs.get("stat_length"), ndim, as_index=True)
+        for axis, width_pair in enumerate(widths):
+            roi = padded[(slice(None),) * (axis + 1) + inner[axis + 1:]]
+            stats = _statistics(roi, axis, width_pair, lengths[axis], PAD_STATISTICS[mode])
+            _set_pad_area(roi, axis, width_pair, stats)
+    else:
+        for axis, (before, after) in enumerate(widths):
+            if np.shape(array)[axis] == 1 and (before or after):  # NumPy's legacy: edge values
+                _set_pad_area(padded, axis, (before, after), _edges(padded, axis, (before, after)))
+                continue
+            roi = padded[(slice(None),) * (axis + 1) + inner[axis + 1:]]
+            while before > 0 or after > 0:  # the original values reflected again and again
+                before, after = _reflect_odd(roi, axis, (before, after), np.shape(array)[axis],
+                                             mode == "symmetric")
+    return padded
+
+
+def _edges(padded, axis, width_pair):
+    """The first and last original values along ``axis``, that axis kept with length 1."""
+    end = padded.shape[axis] - width_pair[1]
+    return (padded[along(padded.ndim, axis, slice(width_pair[0], width_pair[0] + 1))],
+            padded[along(padded.ndim, axis, slice(end - 1, end))])
+
+
+def _set_pad_area(padded, axis, width_pair, value_pair):
+    end = padded.shape[axis] - width_pair[1]
+    padded[along(padded.ndim, axis, slice(None, width_pair[0]))] = value_pair[0]
+    padded[along(padded.ndim, axis, slice(end, None))] = value_pair[1]
+
+
+def _statistics(padded, axis, width_pair, length_pair, statistic):
+    """NumPy's statistic of the first and last ``stat_length`` original values along ``axis``
+    (all of them where None or longer), rounded for an integer array."""
+    start, end = width_pair[0], padded.shape[axis] - width_pair[1]
+    lengths = [end - start if n is None or n > end - start else n for n in length_pair]
+    if 0 in lengths and statistic in (np.amax, np.amin):
+        raise ValueError("stat_length of 0 yields no value for padding")
+
+    def stat(key):
+        value = statistic(padded[along(padded.ndim, axis, key)], axis=axis, keepdims=True)
+        return np.round(value) if np.issubdtype(padded.dtype, np.integer) else value
+
+    left = stat(slice(start, start + lengths[0]))
+    if lengths[0] == lengths[1] == end - start:
+        return left, left
+    return left, stat(slice(end - lengths[1], end))
+
+
+def _reflect_odd(padded, axis, width_pair, period, include_edge):
+    """One round of NumPy's odd reflection (``2 edge - mirrored values``) along ``axis``: the
+    widths still to pad after it."""
+    left_pad, right_pad = width_pair
+    old_length = padded.shape[axis] - right_pad - left_pad
+    if include_edge:
+        old_length, edge_offset = old_length // period * period, 1
+    else:
+        old_length, edge_offset = (old_length - 1) // (period - 1) * (period - 1), 0
+
+    def at(key):
+        return along(padded.ndim, axis, key)
+
+    if left_pad > 0:
+        chunk_length = min(old_length, left_pad)
+        stop = left_pad - edge_offset
+        chunk = 2 * padded[at(slice(left_pad, left_pad + 1))] - padded[
+            at(slice(stop + chunk_length, stop, -1))]
+        padded[at(slice(left_pad - chunk_length, left_pad))] = chunk
+        left_pad -= chunk_length
+    if right_pad > 0:
+        chunk_length = min(old_length, right_pad)
+        start = -right_pad + edge_offset - 2
+        chunk = 2 * padded[at(slice(-right_pad - 1, -right_pad))] - padded[
+            at(slice(start, start - chunk_length, -1))]
+        start = padded.shape[axis] - right_pad
+        padded[at(slice(start, start + chunk_length))] = chunk
+        right_pad -= chunk_length
+    return left_pad, right_pad
 
 
 PAD_VALUES = {"constant_values": (3, 0)}

@@ -59,8 +59,8 @@ from ..core.views import wrapped
 __all__ = ["binned_statistic", "circmean", "circstd", "circvar", "describe", "entropy", "gmean", "hmean", "iqr",
            "kendalltau", "ks_1samp", "ks_2samp", "kstest", "kurtosis", "linregress", "median_abs_deviation", "mode", "moment", "pearsonr",
            "pmean", "rankdata", "sem", "skew", "spearmanr", "tmean", "tstd", "trim_mean",
-           "scoreatpercentile", "ttest_1samp", "ttest_ind", "tvar", "variation", "zmap",
-           "zscore"]
+           "scoreatpercentile", "trimmed_mean", "ttest_1samp", "ttest_ind", "tvar", "variation",
+           "winsorize", "zmap", "zscore"]
 
 _ALTERNATIVES = {"less": -1, "two-sided": 0, "greater": 1}
 
@@ -459,6 +459,83 @@ def trim_mean(a, proportiontocut, axis=0):
     key = [slice(None)] * np.ndim(kept)
     key[axis] = slice(lowercut, uppercut)
     return np.mean(kept[tuple(key)], axis=axis)
+
+
+# ----------------------------------------------------------------------------------------------
+# Trimming and winsorizing (scipy.stats.mstats): of an array without a mask, which elements go
+# is SciPy's decision on the plain values (its argsort), the values kept or copied are
+# differentiated
+
+
+def _cut_positions(name, a, limits, inclusive, axis):
+    """The ravelled ``a``, SciPy's order of its elements (``argsort``) and the number of
+    them cut from each end (``None``: that end is not cut), as ``mstats.trimr`` and
+    ``winsorize`` compute them; what mutad does not follow is refused."""
+    if np.ma.isMaskedArray(a) or axis is not None:
+        raise UnsupportedOperationError(
+            f"scipy.stats.mstats.{name} of a masked array or along an axis, of differentiated "
+            "values: mutad follows axis=None on an array without a mask. Ravel the array, or "
+            "loop over the slices along the axis.")
+    if not isinstance(limits, tuple) and isinstance(limits, float):
+        limits = (limits, limits)
+    for limit, end in zip(limits, ("beginning", "end")):
+        if limit is not None and (limit > 1. or limit < 0):
+            raise ValueError(f"The proportion to cut from the {end} should be between 0. and "
+                             f"1.(got {limit})")
+    flat = np.ravel(a)
+    n = np.size(flat)
+    order = np.argsort(flat)
+    (low, up), (low_inclusive, up_inclusive) = limits, inclusive
+    low_cut = (int(low * n) if low_inclusive else int(np.round(low * n))) if low else None
+    up_cut = (int(n * up) if up_inclusive else int(np.round(n * up))) if up is not None else None
+    return flat, n, order, low_cut, up_cut
+
+
+@stands_in_for(_stats.mstats.trimmed_mean)
+def trimmed_mean(a, limits=(0.1, 0.1), inclusive=(1, 1), relative=True, axis=None):
+    """np.ma's mean of the elements ``trimr`` keeps: their sum with the others as zeros, in
+    ``a``'s shape, times 1. over their count (np.ma's steps where a mask was set, NumPy's mean
+    where none was)."""
+    if not relative:
+        raise UnsupportedOperationError(
+            "scipy.stats.mstats.trimmed_mean(relative=False) of differentiated values: mutad "
+            "follows the relative limits. Compute the mean of x[(x > low) & (x < high)].")
+    if limits is None:
+        return np.mean(a)
+    flat, n, order, low_cut, up_cut = _cut_positions("trimmed_mean", a, limits, inclusive, axis)
+    if low_cut is None and up_cut is None:  # no element was masked: np.ma's mean is NumPy's
+        return np.mean(a)
+    kept = np.ones(n, bool)
+    for cut in ((order[:low_cut],) if low_cut is not None else ()) + (
+            (order[n - up_cut:],) if up_cut is not None else ()):
+        kept[cut] = False
+    count = np.count_nonzero(kept)
+    if count == 0:
+        return np.ma.masked
+    dtype = "f8" if np.issubdtype(np.result_type(a), np.integer) else None
+    return np.sum(np.where(kept, flat, 0).reshape(np.shape(a)), dtype=dtype) * 1. / count
+
+
+@stands_in_for(_stats.mstats.winsorize)
+def winsorize(a, limits=None, inclusive=(True, True), inplace=False, axis=None,
+              nan_policy="propagate"):
+    """SciPy's winsorized copy, a masked array without a mask: the ``low_cut`` smallest
+    elements set to the next one, then the ``up_cut`` largest to the one below them, each
+    written as SciPy writes it."""
+    if inplace:
+        raise UnsupportedOperationError(
+            "scipy.stats.mstats.winsorize(inplace=True) of differentiated values: mutad follows "
+            "the winsorized copy. Assign it: x[...] = winsorize(x, limits).")
+    _check_nan_policy("mstats.winsorize", nan_policy, [a])
+    if limits is None:
+        return np.ma.array(a, copy=True)
+    flat, n, order, low_cut, up_cut = _cut_positions("winsorize", a, limits, inclusive, axis)
+    flat = np.copy(flat)
+    if low_cut is not None:
+        flat[order[:low_cut]] = flat[order[low_cut]]
+    if up_cut is not None:
+        flat[order[n - up_cut:]] = flat[order[n - up_cut - 1]]
+    return np.ma.array(np.reshape(flat, np.shape(a)))
 
 
 # ----------------------------------------------------------------------------------------------
