@@ -595,6 +595,12 @@ def assign(target, value, element=False):
         plan = _ELEMENT_PLANS.get(0) or _element_plan(0)
         plan.run(target.tape, _destination(target), (value,), [value], None)
         return target
+    if type(value) is bool or (type(value) is not Traced
+                               and getattr(value, "dtype", None) == np.bool_):
+        # NumPy's assignment casts booleans to the target's 0 and 1, exactly; np.positive, which
+        # writes the values below, has no boolean loop
+        value = value.astype(target.dtype) if hasattr(value, "astype") \
+            else np.asarray(value, target.dtype)
     unsafe = target.dtype.kind == "f" and complex_among((value,))
     return apply_ufunc(np.positive, (value,), target, _UNSAFE if unsafe else None, ASSIGNMENT)
 
