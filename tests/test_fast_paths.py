@@ -107,6 +107,25 @@ def _element_writes(a, b):
     return np.sum(z * z) + np.real(np.sum(w * np.conj(w))) + np.sum(a * b)
 
 
+def _numbers_into_elements(a, b):
+    """Python numbers written into elements of traced arrays: floats and an int into float64,
+    a float into float32 (rounded as NumPy rounds it), over elements records read before (put
+    back for them), in a loop; into a complex array (the general path's)."""
+    a32 = a.astype(np.float32)
+    a32[0] = 0.1
+    s = a[0] * b[0]
+    a[0] = 0.5
+    b[1] = 3
+    for i in range(3):
+        b[i] = 0.25 * i if i else b[i] * a[1]
+        a[2] = a[2] * b[i] + 1.0
+        a[1] = 0.75
+    z = a + 1j * b
+    z[1] = 2.0
+    # (float32's part weighted down: its rounding is larger than a finite difference's error)
+    return np.sum(a * b) + s + 1e-4 * np.sum(a32 * a32) + np.real(np.sum(z * np.conj(z)))
+
+
 PROGRAMS = {
     "cholesky": (_cholesky_in_place, lambda rng: (
         (lambda r: r @ r.T + 6 * np.eye(6))(rng.standard_normal((6, 6))),)),
@@ -116,6 +135,8 @@ PROGRAMS = {
     "seidel": (_seidel_in_place, lambda rng: (rng.standard_normal((5, 5)),)),
     "elements": (_element_writes, lambda rng: (rng.standard_normal(3), rng.standard_normal(3))),
     "float32": (_float32_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
+    "numbers": (_numbers_into_elements, lambda rng: (rng.standard_normal(3),
+                                                     rng.standard_normal(3))),
 }
 
 
@@ -195,13 +216,16 @@ class _Counted:
         return self.plan.run(*args, **kwargs)
 
 
-@pytest.mark.parametrize("name", ["seidel", "elements", "cholesky"])
-def test_the_elements_a_loop_writes_are_assigned_as_elements_and_are_right(name, monkeypatch):
+@pytest.mark.parametrize("name, pattern", [("seidel", 1), ("elements", 1), ("cholesky", 1),
+                                           ("elements", 0), ("numbers", 0)])
+def test_the_elements_a_loop_writes_are_assigned_as_elements_and_are_right(name, pattern,
+                                                                            monkeypatch):
+    """Pattern 1: traced values written into elements; 0: Python numbers."""
     f, make = PROGRAMS[name]
     args = make(np.random.default_rng(4))
-    counted = _Counted(operations._ELEMENT_PLAN[0] if operations._ELEMENT_PLAN
-                       else operations._element_plan())
-    monkeypatch.setattr(operations, "_ELEMENT_PLAN", [counted])
+    counted = _Counted(operations._element_plan(pattern))
+    monkeypatch.setattr(operations, "_ELEMENT_PLANS", {**operations._ELEMENT_PLANS,
+                                                       pattern: counted})
     mutad.check_grads(f, *args)
     assert counted.runs > 0
 

@@ -218,6 +218,16 @@ def setitem_boolean(x, v):
     return x * x
 
 
+def assign_booleans(x):
+    """Booleans assigned into a traced array are NumPy's 0 and 1: a Python bool, NumPy's, an
+    array of them, a product with one (a NumPy error, no ufunc loop of booleans, before)."""
+    x[0] = True
+    x[1:3] = np.array([True, False])
+    x[3] = np.bool_(False)
+    x[4] = x[5] * True
+    return x * np.arange(1.0, 7.0)
+
+
 # fmt: off
 SCATTERS = [
     Case.named("add.at",                  add_at_argument, arguments(normal(6), normal(3))),
@@ -247,6 +257,7 @@ SCATTERS = [
     Case.named("getitem-two-arrays",      getitem_two_arrays, arguments(normal(2, 3))),
     Case.named("setitem-advanced",        setitem_advanced, arguments(normal(5), normal(3))),
     Case.named("setitem-boolean",         setitem_boolean, arguments(normal(6), normal(3))),
+    Case.named("assign-booleans",         assign_booleans, arguments(normal(6))),
 ]
 # fmt: on
 

@@ -580,11 +580,27 @@ def assign(target, value, element=False):
         if element and not target.buffer.constant and target.value.dtype.kind == "f":
             # ``_write_elementwise``, whose questions setitem answered: the destination is
             # writable, the value is not the target (no position), the plan is always the same
-            plan = _ELEMENT_PLAN[0] if _ELEMENT_PLAN else _element_plan()
+            plan = _ELEMENT_PLANS.get(1) or _element_plan(1)
             plan.run(tape, _destination(target), (value,), [value.value], None)
             return target
         return _write_elementwise(np.positive, ASSIGNMENT, tape, (value,), [value.value], 1,
                                   target, {})
+    if element and (type(value) is float or type(value) is int) and type(target) is Traced \
+            and not target.buffer.constant and target.value.dtype.kind == "f" \
+            and (target.tape.recorder is None or not target.tape.recorder.ready):
+        # x[i, j] = 0.0: what ``apply_ufunc`` and ``_write_elementwise`` do with a Python
+        # number written into an element of a traced array outside a recording, without asking
+        # (setitem answered the destination's questions; a number is no operand at the
+        # target's position, and no gradient reaches it): the write by the plan of a constant
+        plan = _ELEMENT_PLANS.get(0) or _element_plan(0)
+        plan.run(target.tape, _destination(target), (value,), [value], None)
+        return target
+    if type(value) is bool or (type(value) is not Traced
+                               and getattr(value, "dtype", None) == np.bool_):
+        # NumPy's assignment casts booleans to the target's 0 and 1, exactly; np.positive, which
+        # writes the values below, has no boolean loop
+        value = value.astype(target.dtype) if hasattr(value, "astype") \
+            else np.asarray(value, target.dtype)
     unsafe = target.dtype.kind == "f" and complex_among((value,))
     return apply_ufunc(np.positive, (value,), target, _UNSAFE if unsafe else None, ASSIGNMENT)
 
@@ -592,18 +608,19 @@ def assign(target, value, element=False):
 _UNSAFE = {"casting": "unsafe"}
 
 
-_ELEMENT_PLAN = []
-"""The ``WritePlan`` of ``assign(..., element=True)``, made at its first use."""
+_ELEMENT_PLANS = {}
+"""The ``WritePlan`` of ``assign(..., element=True)`` by the pattern of its value (1: traced, 0:
+a Python number), each made at its first use."""
 
 
-def _element_plan():
-    """The plan ``_write_elementwise`` makes for a traced value assigned to an element of
-    another array: ``np.positive``'s write by ``ASSIGNMENT``, the value's gradient taken, no
-    operand at the target's position."""
-    traced, reads, state = differentiable(np.positive, ASSIGNMENT, 1, 1)
-    _ELEMENT_PLAN.append(WritePlan.at(np.positive, ASSIGNMENT, _NO_SETTINGS, None, reads,
-                                      state if traced else None, 1))
-    return _ELEMENT_PLAN[0]
+def _element_plan(pattern):
+    """The plan ``_write_elementwise`` makes for a value assigned to an element of another
+    array, traced (``pattern`` 1: its gradient taken) or a Python number (0: none):
+    ``np.positive``'s write by ``ASSIGNMENT``, no operand at the target's position."""
+    traced, reads, state = differentiable(np.positive, ASSIGNMENT, pattern, 1)
+    plan = _ELEMENT_PLANS[pattern] = WritePlan.at(np.positive, ASSIGNMENT, _NO_SETTINGS, None,
+                                                  reads, state if traced else None, 1)
+    return plan
 
 
 # ----------------------------------------------------------------------------------------------
