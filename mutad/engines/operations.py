@@ -29,7 +29,7 @@ from .arraylike import (inexact_output, joined_in_order, keywords_in_place, mask
                         out_by_keyword, out_computation, out_position, stands_for_scalar, untraced_write,
                         weak_beside_arrays, weak_value)
 from ..core.devices import is_device
-from ..core.debug import SKIPPED
+from ..core.debug import ERRORS, SKIPPED
 from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, Elementwise, Rerun, differentiable,
                           elementwise_kept, read_by_partials, write_kept, write_pullback)
 from ..core.errors import (RuleError, UnsupportedOperationError, differentiated_keyword,
@@ -371,6 +371,9 @@ def _fast_ufunc(ufunc, inputs, tape, values, pattern, plan):
     if where is not None:         # the engine)
         record.where = tape.lines.setdefault(where, where)
     tape.records.append(record)
+    errors = ERRORS.get()  # (as ReverseTape.record notes an np.errstate block's handling)
+    if errors is not tape.errors and tape.errors is not None:
+        tape.errors_of[id(record)] = (record, errors)
     if tape.anomaly is not None:
         tape.anomaly.produced(record, values, [y])
     return yt
