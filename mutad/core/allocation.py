@@ -473,10 +473,22 @@ def lists_as_arrays(args):
 
 def ufunc_operands(inputs):
     """A ufunc's operands with each list or tuple the array NumPy makes of it (stacked, if it
-    holds traced values), and each stand-in the plain array it views."""
+    holds traced values), each stand-in the plain array it views, and each object NumPy
+    converts by its ``__array__`` that array (``converted_by_numpy``)."""
     return tuple((_stacked(a) if holds_wrapped(a) else np.asarray(a))
                  if type(a) in (list, tuple) else a.view(np.ndarray)
-                 if type(a) is Preexisting else a for a in inputs)
+                 if type(a) is Preexisting else np.asarray(a)
+                 if converted_by_numpy(a) else a for a in inputs)
+
+
+def converted_by_numpy(x):
+    """Whether ``x``, a ufunc's operand, is an object of another class that NumPy converts
+    by its ``__array__`` (a field class of the user's), which the ufunc's rule then reads as
+    that array: not an array, a NumPy scalar, a Python number, nor an object that takes part
+    in ufuncs itself (``__array_ufunc__``: a device array, a traced one)."""
+    kind = type(x)
+    return (hasattr(kind, "__array__") and not hasattr(kind, "__array_ufunc__")
+            and not isinstance(x, (np.ndarray, np.generic)))
 
 
 class _Joined:

@@ -24,7 +24,7 @@ import weakref
 
 import numpy as np
 
-from ..core.allocation import Preexisting, joined_operands, ufunc_operands
+from ..core.allocation import Preexisting, converted_by_numpy, joined_operands, ufunc_operands
 from .arraylike import (inexact_output, joined_in_order, keywords_in_place, masked_ufunc,
                         out_by_keyword, out_computation, out_position, stands_for_scalar, untraced_write,
                         weak_beside_arrays, weak_value)
@@ -76,7 +76,8 @@ def _unwrap(items):
             kind = type(x)
             if kind is np.ndarray:
                 check_alias(x)
-            elif kind is list or kind is tuple or kind is Preexisting:
+            elif kind is list or kind is tuple or kind is Preexisting or (
+                    kind is not float and kind is not int and converted_by_numpy(x)):
                 return None, None, None  # ufunc_operands first: an array, as NumPy makes it
             values.append(x)
     return tape, values, traced
