@@ -486,6 +486,9 @@ OVERWRITING_CALLS = [
     ("lu_solve",         lambda b, flag: linalg.lu_solve(scipy.linalg.lu_factor(TRIANGLE), b,
                                                          overwrite_b=flag),
      RIGHT_HAND_SIDES),
+    ("qr",               lambda a, flag: linalg.qr(a, overwrite_a=flag)[1],             SQUARE),
+    ("svd",              lambda a, flag: linalg.svd(a, overwrite_a=flag)[1],            SQUARE),
+    ("hessenberg",       lambda a, flag: linalg.hessenberg(a, overwrite_a=flag),        SQUARE),
 ]
 # fmt: on
 OVERWRITING_IDS = [name for name, _, _ in OVERWRITING_CALLS]
@@ -502,7 +505,7 @@ def test_overwrite_flags_pass_through_on_plain_arrays(name, call, sample, rng):
 # SciPy's own result is the memory it overwrote (lu_factor's lu, a solve's x): mutad writes the
 # result there too, and the two are one array, as in NumPy; where SciPy leaves its workspace
 # there instead, which mutad does not follow, the call is refused
-WORKSPACE = {"solve_a"}
+WORKSPACE = {"solve_a", "qr", "svd", "hessenberg"}
 
 
 @pytest.mark.parametrize("name, call, sample", OVERWRITING_CALLS, ids=OVERWRITING_IDS)

@@ -248,6 +248,11 @@ class StandIn:
     def __init__(self, original, fn):
         functools.update_wrapper(self, original)
         self.original, self.fn = original, fn
+        try:  # whether SciPy's function has overwrite_<name> flags
+            self.overwrites = any(name.startswith("overwrite_")
+                                  for name in inspect.signature(original).parameters)
+        except (TypeError, ValueError):
+            self.overwrites = False
         defroute(original, self)
         _devices.made(original, self)
 
@@ -260,7 +265,19 @@ class StandIn:
         args = [lists_as_arrays([a])[0] if _numbers(a, list) else a for a in args]
         kwargs = {k: lists_as_arrays([a])[0] if _numbers(a, list) else a
                   for k, a in kwargs.items()}
-        return self.fn(*args, **kwargs)
+        overwritten, bound = [], None
+        if self.overwrites:  # (SciPy's overwrite_a=True, as ScipyAdjoint's)
+            try:
+                bound = inspect.signature(self.original).bind(*args, **kwargs)
+            except TypeError:
+                pass  # (SciPy's own error, from the call below)
+            else:
+                bound.apply_defaults()
+                overwritten = _overwritten(self.original, bound)
+        y = self.fn(*args, **kwargs)
+        for name, place in overwritten:
+            y = _written_as_scipy_writes(self.original, bound.arguments[name], name, place, y)
+        return y
 
 
 def stands_in_for(original):
