@@ -766,6 +766,10 @@ class Dual(ArrayMethods):
         return apply_function(func, args, kwargs, level)
 
     def __array__(self, dtype=None, copy=None):
+        if dtype is not None and np.dtype(dtype).kind in "iub":
+            # Integers or booleans (np.int64(x[0]), np.asarray(x, int)): as NumPy casts, whose
+            # derivative is zero, as reverse mode's Traced.__array__ converts them
+            return np.asarray(self.value, dtype=dtype)
         value = self.plain_value()
         if value is None:
             raise conversion_error("np.asarray")
