@@ -111,7 +111,7 @@ def _overwritten(fn, bound):
 def _memory_path(y, memory, path=()):
     """The path (indices into tuples) of the array in ``y`` that is ``memory`` itself (its
     address, shape and strides), or None."""
-    if type(y) in (tuple, list):
+    if isinstance(y, (tuple, list)):  # (a namedtuple too)
         for i, v in enumerate(y):
             found = _memory_path(v, memory, (*path, i))
             if found is not None:
@@ -136,7 +136,7 @@ def _written_as_scipy_writes(fn, x, name, place, y):
                 return x
             items = list(v)
             items[path[0]] = replaced(items[path[0]], path[1:])
-            return type(v)(items)
+            return v._make(items) if hasattr(v, "_make") else type(v)(items)  # (a namedtuple)
         return replaced(y, place)
     raise UnsupportedOperationError(
         f"scipy {getattr(fn, '__name__', fn)}(..., overwrite_{name}=True) of a differentiated "
