@@ -34,6 +34,7 @@ check per record and one per reverse pass.
 import contextlib
 import contextvars
 import functools
+import importlib
 import linecache
 import os
 import sys
@@ -43,7 +44,6 @@ from collections.abc import Callable, Iterator
 from typing import ParamSpec, TypeVar
 
 import numpy as np
-from numpy._core import _multiarray_umath as _umath  # (np.errstate's context variable)
 
 from .errors import NonFiniteError, function_name
 from .shadows import Buffer, Place
@@ -264,7 +264,7 @@ class Warnings:
             warnings.warn(message, RuntimeWarning, stacklevel=2)  # where NumPy would
 
 
-ERRORS = _umath._extobj_contextvar
+ERRORS = importlib.import_module("numpy._core._multiarray_umath")._extobj_contextvar
 """NumPy's floating-point error handling in force (what ``np.errstate`` sets): one object per
 handling set, compared by identity."""
 
