@@ -398,3 +398,19 @@ def test_an_object_numpy_converts_by_its_array_is_a_ufunc_operand_beside_traced_
     weights.scale = 20.0  # what the object holds, which a replay follows
     value, _ = replaying(x)
     assert np.asarray(value).tobytes() == np.asarray(f(x.copy())).tobytes()
+
+
+def test_an_object_numpy_converts_by_its_array_is_a_functions_operand_in_forward_mode(x):
+    # np.where(a > 0, weights, a): the forward rule made the zero tangent of the object from
+    # its dtype, which it has not (np.result_type raised a TypeError); NumPy converts it
+    weights = Parameter(np.linspace(1.0, 2.0, 6), 0.1)
+
+    def f(a):
+        return (np.where(a > 0, weights, a) * a).sum() + np.clip(a, weights, 1.0).sum()
+
+    value, gradient = mutad.value_and_grad(f)(x)
+    y, tangent = mutad.jvp(f, (x,), (np.ones(6),))
+    assert np.asarray(y).tobytes() == np.asarray(value).tobytes() \
+        == np.asarray(f(x.copy())).tobytes()
+    assert np.isclose(tangent, gradient.sum(), rtol=1e-14, atol=0)
+    mutad.check_grads(f, x)
