@@ -155,6 +155,33 @@ def test_the_mode_is_undone_on_return_and_on_exceptions():
     assert _numpy_bindings() == before and MODE.depth == 0
 
 
+def test_the_modes_modules_read_what_numpy_and_math_bind_at_each_call():
+    """The mode's copies of NumPy's modules and math (what user code's ``np`` is while a
+    differentiation runs) bind what the modules bind when the differentiation starts: a name
+    set or rebound between calls (np.scale = 3.0, np.linalg.norm = g) is read as outside the
+    mode, not as it was bound when the first differentiation ran."""
+    import math
+
+    def f(x):
+        return np.linalg.norm(x) * np.mutad_weight + math.mutad_shift * x[0]
+
+    x, caller = np.array([3.0, 4.0]), np.array([3.0, 4.0])
+    norm = np.linalg.norm
+    try:
+        for weight, shift, rebind in ((2.0, 1.0, False), (3.0, 1.0, False), (3.0, 5.0, False),
+                                      (3.0, 5.0, True)):
+            np.mutad_weight, math.mutad_shift = weight, shift
+            np.linalg.norm = (lambda v: (v * v).sum()) if rebind else norm
+            value, (grad,) = mutad.value_and_gradient(f, x)
+            assert value == f(caller)  # NumPy's value with the bindings of now
+            expected = weight * (2 * caller if rebind else caller / 5.0) + [shift, 0.0]
+            assert np.allclose(grad, expected, rtol=1e-15, atol=0)
+            assert np.array_equal(x, caller)
+    finally:
+        np.linalg.norm = norm
+        del np.mutad_weight, math.mutad_shift
+
+
 def test_plain_allocation_turns_the_mode_off():
     def f(x):
         with mutad.plain_allocation():

@@ -375,3 +375,42 @@ def test_objects_with_a_value_attribute_are_converted_as_numpy_converts_them(x):
     assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
     mutad.check_grads(f, x)
     replays_as_traced(f, [(x,), (x * 1.25,), (x,)])
+
+
+def test_an_object_numpy_converts_by_its_array_is_a_ufunc_operand_beside_traced_ones(x):
+    # x * weights reached the product's pullback (and tangent) with the object itself, which
+    # raised a TypeError where NumPy multiplies by the array it converts the object to
+    weights = Parameter(np.linspace(1.0, 2.0, 6), 10.0)
+
+    def f(a):
+        return ((a * weights) ** 2).sum() + np.multiply(weights, a).sum() + np.add(a, weights) @ a
+
+    caller = x.copy()
+    value, gradient = mutad.value_and_grad(f)(x)
+    assert np.asarray(value).tobytes() == np.asarray(f(x.copy())).tobytes()
+    assert x.tobytes() == caller.tobytes()
+    w = np.asarray(weights)
+    assert np.allclose(gradient, 2 * w * w * x + w + 2 * x + w, rtol=1e-14, atol=0)
+    _, tangent = mutad.jvp(f, (x,), (np.ones(6),))
+    assert np.isclose(tangent, gradient.sum(), rtol=1e-14, atol=0)
+    assert np.allclose(mutad.hvp(f, (x,), (np.ones(6),)), 2 * w * w + 2, rtol=1e-14, atol=0)
+    replaying = replays_as_traced(f, [(x,), (x * 1.25,)])
+    weights.scale = 20.0  # what the object holds, which a replay follows
+    value, _ = replaying(x)
+    assert np.asarray(value).tobytes() == np.asarray(f(x.copy())).tobytes()
+
+
+def test_an_object_numpy_converts_by_its_array_is_a_functions_operand_in_forward_mode(x):
+    # np.where(a > 0, weights, a): the forward rule made the zero tangent of the object from
+    # its dtype, which it has not (np.result_type raised a TypeError); NumPy converts it
+    weights = Parameter(np.linspace(1.0, 2.0, 6), 0.1)
+
+    def f(a):
+        return (np.where(a > 0, weights, a) * a).sum() + np.clip(a, weights, 1.0).sum()
+
+    value, gradient = mutad.value_and_grad(f)(x)
+    y, tangent = mutad.jvp(f, (x,), (np.ones(6),))
+    assert np.asarray(y).tobytes() == np.asarray(value).tobytes() \
+        == np.asarray(f(x.copy())).tobytes()
+    assert np.isclose(tangent, gradient.sum(), rtol=1e-14, atol=0)
+    mutad.check_grads(f, x)

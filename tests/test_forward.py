@@ -162,6 +162,22 @@ def test_conversions_and_missing_rules_are_clear():
         jvp(cube, (np.ones(2),), (np.ones(2),))
 
 
+def test_integer_and_boolean_conversions_of_duals_are_numpys_casts():
+    # np.int64(x[0]) and np.asarray(x, int) have derivative zero, as in reverse mode, which
+    # takes them; forward mode (jvp, hvp over it) refused them as conversions
+    def f(x):
+        k = np.int64(x[0] * 3)
+        mask = np.asarray(x > 0.5, dtype=bool) & np.asarray(x, dtype=bool)
+        return (x * k).sum() + (x ** 2 * mask).sum() + x[np.asarray(x[1], dtype=np.intp)]
+
+    x, v = np.array([1.2, 0.7, -0.3]), np.array([1.0, -2.0, 0.5])
+    y, tangent = jvp(f, (x,), (v,))
+    gradient = mutad.grad(f)(x)
+    assert np.asarray(y).tobytes() == np.asarray(f(x.copy())).tobytes()
+    assert np.isclose(tangent, gradient @ v, rtol=1e-14, atol=0)
+    assert np.allclose(mutad.hvp(f, (x,), (v,)), 2 * v * (x > 0.5), rtol=1e-14, atol=0)
+
+
 def test_a_decorated_function_with_a_forward_rule():
     @mutad.adjoint
     def cube(x):

@@ -212,3 +212,42 @@ def test_masked_arrays_outside_a_differentiation_are_numpys():
     assert type(Sub(X)) is Sub
     with pytest.raises(errors.UnsupportedOperationError, match="subclass"):
         mutad.gradient(lambda x: Sub(x).sum(), X.copy())
+
+
+# np.ma's functions compute under np.errstate(divide="ignore", invalid="ignore") of their own
+# (a masked log at the masked zeros and negatives): each derivative is computed under the
+# handling its operation ran under, so the caller's np.errstate(all="raise") raises where
+# NumPy raises, not in the gradient of what NumPy computed without a word
+UNDER_ITS_OWN_HANDLING = {
+    "log, masked zero and negative": lambda x: np.ma.log(
+        np.ma.masked_array(x, mask=[0, 1, 0, 1])).sum(),
+    "log, masked by the domain": lambda x: np.ma.log(x).sum(),
+    "log10": lambda x: np.ma.log10(x).sum(),
+    "divide by a masked zero": lambda x: (1.0 / np.ma.masked_equal(x, 0.0)).sum(),
+    "ma.divide": lambda x: np.ma.divide(x, x - 1.0).sum(),
+    "std of one element": lambda x: np.ma.masked_array(x, mask=[0, 1, 1, 1]).std(),
+    "a user's np.errstate block": lambda x: _ignored_log(x),
+}
+
+
+def _ignored_log(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.log(x)
+    return np.where(x > 0, y, 0.0).sum()
+
+
+@pytest.mark.parametrize("name", UNDER_ITS_OWN_HANDLING)
+def test_a_derivative_is_computed_under_its_operations_error_handling(name):
+    f = UNDER_ITS_OWN_HANDLING[name]
+    x = np.array([1.0, 0.0, 3.0, -0.5])
+    caller = x.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nor a warning where NumPy computed without one
+        value, (grad,) = mutad.value_and_gradient(f, x)
+    with np.errstate(all="raise"):
+        assert f(x.copy()) == value  # NumPy computes
+        raised_value, (raised_grad,) = mutad.value_and_gradient(f, x)
+        _, tangent = mutad.jvp(f, (x,), (np.ones(4),))
+    assert raised_value == value and np.array_equal(raised_grad, grad, equal_nan=True)
+    assert x.tobytes() == caller.tobytes()
+    assert np.isclose(tangent, grad.sum(), rtol=1e-14, atol=0)

@@ -2,6 +2,7 @@
 gradient bit for bit, the caller's arrays come back bit for bit, and every decision the program
 depends on is guarded."""
 
+import builtins
 import collections
 import functools
 import itertools
@@ -343,6 +344,53 @@ def test_a_kept_walk_of_what_f_reaches_sees_each_change(name):
     change(namespace)
     for _ in range(3):  # the kept walk's answer is the walk's own, after the change too
         assert [*map(id, replaying._reach()[0])] == [*map(id, mutad.engines.replay.reach(f)[0])]
+        assert same(replaying(x), mutad.grad(f)(x))
+    assert replaying.reached is not None and replaying.reached.holds()
+
+
+# Names f reads in namespaces no program owns, which a program may set between calls: the
+# builtins' (a name f's globals lack), and attributes of NumPy's modules and objects f reads
+# through ``np.``: (source, owner, name); the test sets ``owner.name`` and removes it after
+LIBRARY_NAMES = {
+    "a name of the builtins": ("def f(x):\n    return (SCALE * np.sin(x)).sum()",
+                               builtins, "SCALE"),
+    "an attribute of a ufunc read through np": (
+        "def f(x):\n    return (np.add.scale * np.sin(x)).sum()", np.add, "scale"),
+    "an attribute of NumPy's module": (
+        "def f(x):\n    return (np.mutad_scale * np.sin(x)).sum()", np, "mutad_scale"),
+    "an attribute of a NumPy submodule": (
+        "def f(x):\n    return (np.linalg.mutad_scale * np.sin(x)).sum()", np.linalg,
+        "mutad_scale"),
+}
+
+
+@pytest.mark.parametrize("name", LIBRARY_NAMES)
+def test_a_name_f_reads_in_a_library_namespace_is_guarded(name):
+    source, owner, attribute = LIBRARY_NAMES[name]
+    f, x = program_in(source)["f"], np.linspace(0.5, 1.5, 3)
+    setattr(owner, attribute, 2.0)
+    try:
+        replaying = mutad.value_and_grad(f, replay=True)
+        for value in (2.0, 2.0, 3.0, 3.0, np.array([1.0, 2.0, 3.0]), "in place", 2.0):
+            if isinstance(value, str):
+                getattr(owner, attribute)[0] = 5.0
+            else:
+                setattr(owner, attribute, value)
+            for _ in range(2):
+                got, expected = replaying(x), mutad.value_and_grad(f)(x)
+                assert same(got, expected)
+                assert same(got[0], f(x))  # NumPy's value with the value set now
+        assert replaying.reached is not None and replaying.reached.holds()
+    finally:
+        delattr(owner, attribute)
+
+
+def test_a_walk_through_np_keeps_a_ufunc_whose_signature_inspect_cached():
+    import inspect
+    inspect.signature(np.cbrt)  # kept in the ufunc's __dict__: the walk takes nothing of it
+    f = program_in("def f(x):\n    return np.cbrt(x).sum()")["f"]
+    replaying, x = mutad.grad(f, replay=True), np.linspace(0.5, 1.5, 3)
+    for _ in range(3):
         assert same(replaying(x), mutad.grad(f)(x))
     assert replaying.reached is not None and replaying.reached.holds()
 

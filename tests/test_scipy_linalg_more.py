@@ -671,6 +671,8 @@ COMPOSED = {
         a[:, :2], np.eye(5)[:, :2]).sum(),
     "subspace_angles, both traced": lambda a: np.sum(np.cos(SL.subspace_angles(
         a[:, :3], a[:, 2:4] + E5[:, :2]))),
+    "subspace_angles, a column in a close plane": lambda a: SL.subspace_angles(  # (its sine
+        a[:, :1], a[:, :2] + 0.05 * E5[:, :2]).sum(),  # from svdvals of a Fortran residual)
     "expm_frechet": lambda a: (lambda e, l: np.sum(e) + np.sum(l * E5))(
         *SL.expm_frechet(a * 0.3, E5)),
     "expm_frechet, in E, compute_expm=False": lambda a: np.sum(SL.expm_frechet(

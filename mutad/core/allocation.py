@@ -70,6 +70,7 @@ import functools
 import importlib
 import itertools
 import math
+import operator
 import pickle
 import sys
 import threading
@@ -472,10 +473,22 @@ def lists_as_arrays(args):
 
 def ufunc_operands(inputs):
     """A ufunc's operands with each list or tuple the array NumPy makes of it (stacked, if it
-    holds traced values), and each stand-in the plain array it views."""
+    holds traced values), each stand-in the plain array it views, and each object NumPy
+    converts by its ``__array__`` that array (``converted_by_numpy``)."""
     return tuple((_stacked(a) if holds_wrapped(a) else np.asarray(a))
                  if type(a) in (list, tuple) else a.view(np.ndarray)
-                 if type(a) is Preexisting else a for a in inputs)
+                 if type(a) is Preexisting else np.asarray(a)
+                 if converted_by_numpy(a) else a for a in inputs)
+
+
+def converted_by_numpy(x):
+    """Whether ``x``, a ufunc's operand, is an object of another class that NumPy converts
+    by its ``__array__`` (a field class of the user's), which the ufunc's rule then reads as
+    that array: not an array, a NumPy scalar, a Python number, nor an object that takes part
+    in ufuncs itself (``__array_ufunc__``: a device array, a traced one)."""
+    kind = type(x)
+    return (hasattr(kind, "__array__") and not hasattr(kind, "__array_ufunc__")
+            and not isinstance(x, (np.ndarray, np.generic)))
 
 
 class _Joined:
@@ -850,8 +863,7 @@ def _mode_submodule(name):
     that read lists of traced values as arrays (``READERS``)."""
     original = importlib.import_module("numpy." + name)
     module = types.ModuleType(original.__name__, original.__doc__)
-    module.__dict__.update(original.__dict__)
-    module.__dict__.update({k: new for k, (_, new) in SUBMODULE_REPLACEMENTS[name].items()})
+    module.__dict__.update(_mirrored(original, SUBMODULE_REPLACEMENTS[name]))
     return module
 
 
@@ -1164,9 +1176,33 @@ class _ModeNumpy(types.ModuleType):
 
 def _mode_numpy():
     module = _ModeNumpy(np.__name__, np.__doc__)
-    module.__dict__.update(np.__dict__)
-    module.__dict__.update({name: new for name, (_, new) in REPLACEMENTS.items()})
+    module.__dict__.update(_mirrored(np, REPLACEMENTS))
     return module
+
+
+def _mirrored(original, replacements):
+    """The namespace of the mode's copy of the module ``original``: ``original``'s, each name
+    of ``replacements`` (name -> (the library's function, the mode's)) bound to the mode's
+    function where ``original`` binds the library's (one the user rebound, ``np.zeros = g``,
+    stays the user's)."""
+    namespace = dict(vars(original))
+    for name, (own, new) in replacements.items():
+        if namespace.get(name, own) is own:
+            namespace[name] = new
+    return namespace
+
+
+def _snapshot(module):
+    """What ``module``'s namespace binds, to tell by identity whether it changed since."""
+    namespace = vars(module)
+    return tuple(namespace), tuple(namespace.values())
+
+
+def _unchanged(module, snapshot):
+    namespace = vars(module)
+    names, values = snapshot
+    return len(namespace) == len(names) and tuple(namespace) == names \
+        and all(map(operator.is_, namespace.values(), values))
 
 
 DEVICE_FACTORIES = frozenset(FACTORIES) | {"array", "asarray", "asanyarray", "ascontiguousarray",
@@ -1431,23 +1467,28 @@ def _mode_random():
     """``numpy.random`` as user code sees it in the mode: its functions' float draws are
     followed (``_drawn``), and ``default_rng`` gives generators whose draws are."""
     module = types.ModuleType(np.random.__name__, np.random.__doc__)
-    module.__dict__.update(np.random.__dict__)
-    for name, value in np.random.__dict__.items():
+    module.__dict__.update(_random_namespace())
+    return module
+
+
+def _random_namespace():
+    """The namespace of the mode's ``numpy.random`` (``_mode_random``)."""
+    namespace = dict(vars(np.random))
+    for name, value in vars(np.random).items():
         if isinstance(value, (types.BuiltinFunctionType, types.FunctionType,
                               types.MethodType)) and not name.startswith("_") \
                 and name not in ("seed", "get_state", "set_state", "default_rng"):
-            module.__dict__[name] = _drawn(value)
-    module.default_rng = _named(_default_rng, np.random.default_rng)
-    module.RandomState = _ModeRandomState
-    return module
+            namespace[name] = _drawn(value)
+    namespace["default_rng"] = _named(_default_rng, np.random.default_rng)
+    namespace["RandomState"] = _ModeRandomState
+    return namespace
 
 
 def _mode_math():
     """The ``math`` module as user code sees it in the mode: its functions of floats follow
     traced scalars (``MATH``)."""
     module = types.ModuleType(math.__name__, math.__doc__)
-    module.__dict__.update(math.__dict__)
-    module.__dict__.update({name: new for name, (_, new) in MATH_REPLACEMENTS.items()})
+    module.__dict__.update(_mirrored(math, MATH_REPLACEMENTS))
     return module
 
 
@@ -1477,7 +1518,21 @@ class _Mode:
         self.by_submodule = {id(importlib.import_module("numpy." + name)): module
                              for name, module in self.submodules.items()}
         self.math = _mode_math()
-        self.numpy_size = len(np.__dict__)
+        # [a module, the mode's copy, what makes the copy's namespace, the module's _snapshot
+        # when it was made]: made again where the module's bindings changed (NumPy loaded a
+        # submodule lazily; the user set np.scale = 2.0 or rebound np.linalg.norm between
+        # calls), so that user code reads in the mode what it reads outside it
+        self.mirrors = [
+            [np, self.numpy, lambda: {**_mirrored(np, REPLACEMENTS), "random": self.random,
+                                      **self.submodules}],
+            [np.random, self.random, _random_namespace],
+            [math, self.math, lambda: _mirrored(math, MATH_REPLACEMENTS)],
+            *([importlib.import_module("numpy." + name), module,
+               functools.partial(_mirrored, importlib.import_module("numpy." + name),
+                                 SUBMODULE_REPLACEMENTS[name])]
+              for name, module in self.submodules.items())]
+        for mirror in self.mirrors:
+            mirror.append(_snapshot(mirror[0]))
         # id(namespace) -> (namespace, its size when scanned): by the namespace itself, not the
         # module's name (a script loaded twice from one file makes two modules of one name)
         self.scanned = {}
@@ -1590,11 +1645,7 @@ class _Mode:
                 return
             try:
                 builtins.__import__ = self._importing
-                if len(np.__dict__) != self.numpy_size:  # NumPy loaded a submodule lazily
-                    self.numpy.__dict__.update(
-                        {k: v for k, v in np.__dict__.items()
-                         if k not in REPLACEMENTS and k != "random" and k not in SUBMODULES})
-                    self.numpy_size = len(np.__dict__)
+                self._mirror()
                 self._scan_modules(f)
                 for namespace, name, original, replacement in self.sites.values():
                     if namespace.get(name) is original:
@@ -1608,6 +1659,17 @@ class _Mode:
                 self._undo()
                 self.depth -= 1
                 raise
+
+    def _mirror(self):
+        """Make the mode's copies of NumPy's modules and ``math`` again where a module's
+        bindings changed since they were made (``self.mirrors``)."""
+        for mirror in self.mirrors:
+            module, copy, make, snapshot = mirror
+            if not _unchanged(module, snapshot):
+                namespace = make()
+                copy.__dict__.clear()
+                copy.__dict__.update(namespace)
+                mirror[3] = _snapshot(module)
 
     def exit(self):
         """A differentiation ended (returned or raised): swap NumPy's bindings back when it

@@ -19,7 +19,7 @@ import threading
 import numpy as np
 
 from .allocation import mode
-from .debug import Warnings, at_user_lines
+from .debug import ERRORS, Warnings, at_user_lines
 from .errors import ArgnumsError, MutadError, UnsupportedOperationError
 from .levels import ACTIVE
 from .trees import arrays_within
@@ -63,6 +63,8 @@ def run(differentiation, f, call, explain=None):
         if recorder is not None:
             recorder.refuse("a differentiation nested inside the function")
     with mode(f) as function, at_user_lines(Warnings()), no_full_collections():
+        if hasattr(differentiation, "errors"):  # (a tape: its records' handling is told apart)
+            differentiation.errors = ERRORS.get()
         ACTIVE.running.append(differentiation)
         refusals = len(ACTIVE.refusals)
         try:

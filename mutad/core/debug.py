@@ -34,6 +34,7 @@ check per record and one per reverse pass.
 import contextlib
 import contextvars
 import functools
+import importlib
 import linecache
 import os
 import sys
@@ -261,6 +262,26 @@ class Warnings:
                 caller = sys._getframe(1)
                 self.heard.append((message, caller.f_code.co_filename, caller.f_lineno))
             warnings.warn(message, RuntimeWarning, stacklevel=2)  # where NumPy would
+
+
+ERRORS = importlib.import_module("numpy._core._multiarray_umath")._extobj_contextvar
+"""NumPy's floating-point error handling in force (what ``np.errstate`` sets): one object per
+handling set, compared by identity."""
+
+
+@contextlib.contextmanager
+def errors_as(errors, writer):
+    """NumPy's floating-point error handling ``errors`` (an ``ERRORS`` value: that under which
+    a record's operation ran in the forward pass, np.ma's ``np.errstate(divide="ignore")``), its
+    categories warned about logged to ``writer`` (``at_user_lines``), for the record's
+    pullback: the derivative of what NumPy computed without a word is computed without one
+    (a masked log's at the masked zeros), and raises where the operation would have."""
+    token = ERRORS.set(errors)
+    try:
+        with at_user_lines(writer):
+            yield
+    finally:
+        ERRORS.reset(token)
 
 
 def at_user_lines(writer, modes=None):

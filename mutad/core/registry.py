@@ -616,6 +616,8 @@ def _tangent_or_zero(arg, tangent, device=None):
         return tangent
     import numpy as np
 
+    if not hasattr(arg, "dtype") and not isinstance(arg, (int, float, complex)):
+        arg = np.asarray(arg)  # (an object NumPy converts by its __array__)
     return (np if device is None else device).zeros(np.shape(arg), np.result_type(arg, 0.0))
 
 

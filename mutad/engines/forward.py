@@ -22,8 +22,8 @@ import math
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-from ..core.allocation import (Preexisting, joined_operands, lists_as_arrays, stands_in,
-                               ufunc_operands)
+from ..core.allocation import (Preexisting, converted_by_numpy, joined_operands,
+                               lists_as_arrays, stands_in, ufunc_operands)
 from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
                         inexact_output, install_operators, item_assignment_refused,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
@@ -737,8 +737,10 @@ class Dual(ArrayMethods):
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if stands_in(inputs, kwargs) or takes_over(inputs):
             return NotImplemented  # it hands the plain array it views to this method
-        if method == "__call__" and any(type(x) in (list, tuple) for x in inputs):
-            # x / [x @ x], x ** [1.0, 2.0]: a list is the array NumPy makes of it
+        if method == "__call__" and any(type(x) in (list, tuple) or converted_by_numpy(x)
+                                        for x in inputs):
+            # x / [x @ x], x ** [1.0, 2.0]: a list is the array NumPy makes of it (and an
+            # object of the user's with an __array__, that array)
             return getattr(ufunc, method)(*ufunc_operands(inputs), **kwargs)
         out = single_out(ufunc, kwargs)
         # NumPy asks one dual per call whatever their levels: it answers for the innermost.
@@ -764,6 +766,10 @@ class Dual(ArrayMethods):
         return apply_function(func, args, kwargs, level)
 
     def __array__(self, dtype=None, copy=None):
+        if dtype is not None and np.dtype(dtype).kind in "iub":
+            # Integers or booleans (np.int64(x[0]), np.asarray(x, int)): as NumPy casts, whose
+            # derivative is zero, as reverse mode's Traced.__array__ converts them
+            return np.asarray(self.value, dtype=dtype)
         value = self.plain_value()
         if value is None:
             raise conversion_error("np.asarray")

@@ -24,12 +24,12 @@ import weakref
 
 import numpy as np
 
-from ..core.allocation import Preexisting, joined_operands, ufunc_operands
+from ..core.allocation import Preexisting, converted_by_numpy, joined_operands, ufunc_operands
 from .arraylike import (inexact_output, joined_in_order, keywords_in_place, masked_ufunc,
                         out_by_keyword, out_computation, out_position, stands_for_scalar, untraced_write,
                         weak_beside_arrays, weak_value)
 from ..core.devices import is_device
-from ..core.debug import SKIPPED
+from ..core.debug import ERRORS, SKIPPED
 from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, Elementwise, Rerun, differentiable,
                           elementwise_kept, read_by_partials, write_kept, write_pullback)
 from ..core.errors import (RuleError, UnsupportedOperationError, differentiated_keyword,
@@ -76,7 +76,8 @@ def _unwrap(items):
             kind = type(x)
             if kind is np.ndarray:
                 check_alias(x)
-            elif kind is list or kind is tuple or kind is Preexisting:
+            elif kind is list or kind is tuple or kind is Preexisting or (
+                    kind is not float and kind is not int and converted_by_numpy(x)):
                 return None, None, None  # ufunc_operands first: an array, as NumPy makes it
             values.append(x)
     return tape, values, traced
@@ -371,6 +372,9 @@ def _fast_ufunc(ufunc, inputs, tape, values, pattern, plan):
     if where is not None:         # the engine)
         record.where = tape.lines.setdefault(where, where)
     tape.records.append(record)
+    errors = ERRORS.get()  # (as ReverseTape.record notes an np.errstate block's handling)
+    if errors is not tape.errors and tape.errors is not None:
+        tape.errors_of[id(record)] = (record, errors)
     if tape.anomaly is not None:
         tape.anomaly.produced(record, values, [y])
     return yt

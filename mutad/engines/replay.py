@@ -59,6 +59,7 @@ records), and the replay finds it the same way (:class:`Recomputed`), from the b
 undos put back, so its gradients stay the traced ones bit for bit and its memory tracing's.
 """
 
+import builtins
 import collections
 import collections.abc
 import contextlib
@@ -3140,20 +3141,29 @@ def reach(f, kinds=(), kept=None):
             if states is not None:
                 kind = type(x)
                 read = _STATES.get(kind)
-                if read is not None and (kind is not np.ufunc or all(
-                        type(v) in _READS_NOTHING for v in x.__dict__.values())):
+                if read is not None and (kind is not np.ufunc or all(  # (of the values the
+                        type(v) in _READS_NOTHING or not (_data(v) or _users_function(v))
+                        for v in x.__dict__.values())):  # walk takes, as _reach_into does)
                     states.append((x, read, read(x)))
                 elif not (kind in _READS_NOTHING or isinstance(x, np.generic)
                           or kind is np.ndarray and not x.dtype.hasobject):
                     states = None  # (what it reads of x, Reached cannot read again)
         for namespace, done, whole in list(walk.held.values()):  # their attributes named
             every = whole and walk.dynamic                      # since, or all of them
-            new = [name for name in (namespace if every else names.intersection(namespace))
+            new = [name for name in (namespace if every else _named(names, namespace))
                    if name not in done and type(name) is str]
             if new:
                 new = sorted(new)
                 done.update(new)
-                work.extend(namespace[name] for name in reversed(new))
+                if id(namespace) in walk.shallow:  # a library module's, the builtins
+                    for name in reversed(new):
+                        value = namespace[name]
+                        if _walked_in_library(name, value, namespace):
+                            work.append(value)
+                        else:  # compared by identity alone (np.exp = g: another object)
+                            objects.append(value)
+                else:
+                    work.extend(namespace[name] for name in reversed(new))
     if states is not None and not large:
         namespaces = [(namespace, whole and walk.dynamic, frozenset(done),
                        [(name, namespace[name]) for name in sorted(done)])
@@ -3184,7 +3194,7 @@ class Reached:
                 return False
         names = self.names
         for namespace, every, taken, values in self.namespaces:
-            if {name for name in (namespace if every else names.intersection(namespace))
+            if {name for name in (namespace if every else _named(names, namespace))
                     if type(name) is str} != taken:
                 return False
             for name, value in values:
@@ -3193,8 +3203,45 @@ class Reached:
         return True
 
 
+def _named(names, namespace):
+    """The names of ``names`` that ``namespace`` has, looked up from the smaller (a library
+    module's namespace is held by the few names the code names)."""
+    if len(names) < len(namespace):
+        return [name for name in names if name in namespace]
+    return names.intersection(namespace)
+
+
 _APART = object()
 """Parts of a state apart (``_function_state``): no value of the user's is this object."""
+
+_BUILTINS = vars(builtins)
+_PRISTINE = dict(_BUILTINS)
+"""The builtins as they were when mutad was imported."""
+
+
+def _walked_in_library(name, value, namespace):
+    """Whether ``reach`` walks into ``value``, taken by ``name`` from the namespace of a
+    library's module or from the builtins, or compares it by identity alone: the
+    interpreter's own builtins (a walk into ``getattr`` would take it for a dynamic read), and
+    a library's functions and classes (what they close over is the library's, and walking it
+    would reach thousands of objects) are compared by identity; a module is walked (by the
+    names the code names), a ufunc (its attributes can be set: ``np.add.scale = 2.0``), data
+    (``np.pi``, an array set there) and an object of the user's set there."""
+    if namespace is _BUILTINS:
+        return _PRISTINE.get(name, _APART) is not value
+    kind = type(value)
+    if kind is types.ModuleType or kind is np.ufunc or _users_function(value):
+        return True
+    if _data(value):  # but the library's own names (``__all__``), which the walk would
+        return not (kind is str or kind in (tuple, list, dict) and str in map(  # take for
+            type, value.values() if kind is dict else value))  # names read (getattr)
+    if kind is types.FunctionType or isinstance(value, type):
+        return False
+    module = getattr(kind, "__module__", "builtins")
+    if type(module) is not str:
+        return False
+    filename = getattr(sys.modules.get(module), "__file__", None)  # (a compiled function's
+    return module == "__main__" or bool(filename) and _users_file(filename)  # has none)
 
 
 def _function_state(f):
@@ -3208,8 +3255,9 @@ def _function_state(f):
 
 def _attributes_state(x):
     """What ``reach`` reads of a ufunc (a library's object): its attributes' values (which
-    ``Reached`` keeps only where each is a number or a string, as NumPy's ``__qualname__``,
-    of which the walk reads nothing more)."""
+    ``Reached`` keeps only where each the walk takes is a number or a string, as NumPy's
+    ``__qualname__``, of which it reads nothing more; the others, as the ``__signature__``
+    ``inspect`` keeps there, it compares by identity alone)."""
     return x.__dict__, *x.__dict__.values()
 
 
@@ -3234,15 +3282,18 @@ class _Walk:
     builds names]`` (an object's, a class's, a module's reached as an object: not a function's
     globals); ``dynamic``: the user's code reached builds names (``DYNAMIC``)."""
 
-    __slots__ = ("held", "dynamic", "home")
+    __slots__ = ("held", "dynamic", "home", "shallow")
 
     def __init__(self, home):
         self.held = {}
         self.dynamic = False
         self.home = home  # the file of f's code: the program's, whose built names count
+        self.shallow = set()  # (the ids of those whose values _walked_in_library tells)
 
-    def hold(self, namespace, owner=None, whole=False):
+    def hold(self, namespace, owner=None, whole=False, shallow=False):
         key = id(namespace if owner is None else owner)
+        if shallow:
+            self.shallow.add(key)
         if key not in self.held:
             self.held[key] = [namespace, set(), whole]
         elif whole:
@@ -3321,6 +3372,9 @@ def _reach_into(x, work, arrays, names, walk, large):
         work.extend(x.__defaults__ or ())
         work.extend((x.__kwdefaults__ or {}).values())
         walk.hold(x.__globals__, whole=whole_globals)
+        # a name its globals lack is the builtins' (builtins.SCALE = 2.0, a shadowed print)
+        walk.hold(x.__builtins__ if type(x.__builtins__) is dict else vars(x.__builtins__),
+                  shallow=True)
         if whole_globals and code.co_filename == walk.home:
             walk.dynamic = walk.dynamic or _users_file(code.co_filename)
         if x.__dict__:  # its attributes (f.scale; getattr(f, f"w{i}"): whole, as a module's)
@@ -3369,6 +3423,8 @@ def _reach_into(x, work, arrays, names, walk, large):
             # (getattr(module, name): whole where it is the user's, not an installed library)
             walk.hold(vars(x), whole=_users_file(getattr(x, "__file__", None) or ""))
             names.add("__getattr__")  # what Python calls for a name its namespace lacks
+        else:  # NumPy's, SciPy's, the standard library's: by the names the code names, as
+            walk.hold(vars(x), shallow=True)  # one may be set or rebound (np.add.scale = 2.0)
     elif isinstance(x, type):
         _hold_class(x, walk)
     elif kind in _READERS_BY_NAME:
@@ -3570,10 +3626,9 @@ def _library_file(filename):
     """Whether ``filename`` is NumPy's, SciPy's, mutad's (its benchmark workloads aside: code
     differentiated as a user's is) or the standard library's (not the packages installed
     beside it, which may be the user's), wherever they are."""
-    if filename.startswith(_STANDARD):
-        return not _installed(filename)
-    return any(filename.startswith(directory) for directory in _LIBRARIES) \
-        and not filename.startswith(_WORKLOADS)
+    if any(filename.startswith(directory) for directory in _LIBRARIES):  # (NumPy's may be
+        return not filename.startswith(_WORKLOADS)  # installed within the standard library's)
+    return filename.startswith(_STANDARD) and not _installed(filename)
 
 
 _MUTAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

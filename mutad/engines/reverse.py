@@ -30,7 +30,7 @@ from ..core.arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
                         conversion_error, numpy_value, weak_value)
 from ..core.devices import is_device
-from ..core.debug import SKIPPED, Warnings, anomaly, at_user_lines, caller
+from ..core.debug import ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, caller, errors_as
 from ..core.errors import ConstantModifiedError, UnsupportedArrayError
 from ..core.levels import ACTIVE, LEVELS, escaped
 from .products import CHUNK
@@ -50,7 +50,8 @@ class ReverseTape(Tape):
     makes (``anomaly``; else None)."""
 
     __slots__ = ("level", "outer", "frozen", "read_views", "sums", "arguments", "recomputation",
-                 "places", "caller", "lines", "anomaly", "originals", "heard")
+                 "places", "caller", "lines", "anomaly", "originals", "heard", "errors",
+                 "errors_of")
 
     def __init__(self, policy, outer, memory=None, recomputes=True):
         super().__init__(policy)
@@ -72,6 +73,11 @@ class ReverseTape(Tape):
         self.anomaly = anomaly()
         self.originals = None  # the caller's bytes its differentiation writes back at its end
         self.heard = None  # while a replay records: where its reverse pass lists its warnings
+        # NumPy's floating-point error handling f runs under (``arguments.run`` sets it), and
+        # per record run under another (np.ma's own np.errstate, a block of the user's), that
+        # handling, under which its pullback runs too: id(record) -> (record, handling)
+        self.errors = None
+        self.errors_of = {}
 
     def hold(self, kept, places):
         """What a record keeps of the values ``kept`` it reads at ``places`` (both lists, None
@@ -93,6 +99,9 @@ class ReverseTape(Tape):
         where = self.caller(skip)
         record.where = where if where is None else self.lines.setdefault(where, where)
         self.records.append(record)
+        errors = ERRORS.get()
+        if errors is not self.errors and self.errors is not None:
+            self.errors_of[id(record)] = (record, errors)
 
     def replay(self, shadows):
         """``Tape.replay``, with the stand-ins of each record resolved just before it runs.
@@ -121,7 +130,14 @@ class ReverseTape(Tape):
                     keys = [key for held in (record.kept, record.state) if type(held) is list
                             for key in recomputation.resolve(
                                 held, None if held is not record.kept else plans)]
-                if checked or record.undo is not None:
+                errors = self.errors_of.pop(id(record), None) if self.errors_of else None
+                if errors is not None:  # its derivative's errors handled as its own were
+                    with errors_as(errors[1], watch):
+                        if checked or record.undo is not None:
+                            reverse(record, shadows)
+                        else:
+                            record.pullback(record, shadows, None)
+                elif checked or record.undo is not None:
                     reverse(record, shadows)
                 else:  # a pure operation (``Tape.reverse``)
                     record.pullback(record, shadows, None)

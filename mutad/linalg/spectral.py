@@ -1714,7 +1714,8 @@ def _subspace_angles(A, B):
         B = QA - np.dot(QB, QA_H_QB.T.conj())
     mask = sigma ** 2 >= 0.5
     if mask.any():
-        mu_arcsin = np.arcsin(np.clip(svdvals(B, overwrite_a=True), -1., 1.))
+        mu_arcsin = np.arcsin(np.clip(svdvals(B), -1., 1.))  # (SciPy passes overwrite_a=True,
+        # which changes no value here: B is a temporary, whose overwrite mutad would refuse)
     else:
         mu_arcsin = 0.
     return np.where(mask, mu_arcsin, np.arccos(np.clip(sigma[::-1], -1., 1.)))

@@ -53,11 +53,96 @@ class ScipyAdjoint(Adjoint):
                   for k, a in kwargs.items()}
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        return super().__call__(*bound.args, **bound.kwargs)
+        overwritten = _overwritten(self.fn, bound)
+        y = super().__call__(*bound.args, **bound.kwargs)
+        for name, place in overwritten:
+            y = _written_as_scipy_writes(self.fn, bound.arguments[name], name, place, y)
+        return y
 
     def rule(self, rule):
         super().rule(padded(rule))
         return rule
+
+
+def _plain(x):
+    """``x`` with each traced array or dual (at any level, in tuples and lists) its plain
+    value."""
+    if type(x) in (tuple, list):
+        return type(x)(_plain(v) for v in x)
+    while wrapped(x):
+        x = x.value
+    return x
+
+
+def _overwritten(fn, bound):
+    """The traced arrays that SciPy's ``fn`` called as ``bound`` says, ``overwrite_<name>``
+    set, would overwrite (SciPy does where the memory's order and dtype fit LAPACK's, and
+    copies otherwise): ``(name, place)`` for each, ``place`` what SciPy leaves there: the path
+    of the output that is that memory (``lu_factor``'s ``lu``), or the bytes it leaves. Found
+    by calling SciPy on plain copies laid out as the arrays are, as the flag only permits an
+    overwrite; the rule computes on the values themselves and leaves them as they are."""
+    names = [key[len("overwrite_"):] for key, value in bound.arguments.items()
+             if key.startswith("overwrite_") and value is True]
+    names = [name for name in names if wrapped(bound.arguments.get(name))]
+    if not names:
+        return []
+    arguments = {key: _plain(value) for key, value in bound.arguments.items()}
+    copies = {}
+    for name in names:
+        x = arguments[name]
+        if type(x) is np.ndarray and (x.flags.c_contiguous or x.flags.f_contiguous):
+            copies[name] = copy = np.empty_like(x, order="K")
+            np.copyto(copy, x)
+            arguments[name] = copy
+    if not copies:
+        return []  # (SciPy copies an array not contiguous: it overwrites none)
+    result = fn(*inspect.BoundArguments(bound.signature, arguments).args,
+                **inspect.BoundArguments(bound.signature, arguments).kwargs)
+    found = []
+    for name, copy in copies.items():
+        x = _plain(bound.arguments[name])
+        if copy.tobytes(order="A") == x.tobytes(order="A"):
+            continue  # left as it was
+        path = _memory_path(result, copy)
+        found.append((name, copy if path is None else path))
+    return found
+
+
+def _memory_path(y, memory, path=()):
+    """The path (indices into tuples) of the array in ``y`` that is ``memory`` itself (its
+    address, shape and strides), or None."""
+    if isinstance(y, (tuple, list)):  # (a namedtuple too)
+        for i, v in enumerate(y):
+            found = _memory_path(v, memory, (*path, i))
+            if found is not None:
+                return found
+        return None
+    if type(y) is np.ndarray and y.shape == memory.shape and y.strides == memory.strides \
+            and y.__array_interface__["data"][0] == memory.__array_interface__["data"][0]:
+        return path
+    return None
+
+
+def _written_as_scipy_writes(fn, x, name, place, y):
+    """``y``, the rule's result for SciPy's ``fn``, after ``x`` (a traced array SciPy would
+    overwrite, ``_overwritten``) is written as SciPy writes it: where SciPy's output is that
+    memory (``lu_factor(a, overwrite_a=True)``'s ``lu``), the rule's output is written into
+    ``x`` and ``x`` stands for it in the result, so that both are one array, as in NumPy;
+    otherwise SciPy leaves its workspace there, which has no derivative: refused."""
+    if type(place) is tuple:
+        def replaced(v, path):
+            if not path:
+                x[...] = v
+                return x
+            items = list(v)
+            items[path[0]] = replaced(items[path[0]], path[1:])
+            return v._make(items) if hasattr(v, "_make") else type(v)(items)  # (a namedtuple)
+        return replaced(y, place)
+    raise UnsupportedOperationError(
+        f"scipy {getattr(fn, '__name__', fn)}(..., overwrite_{name}=True) of a differentiated "
+        f"array: SciPy overwrites `{name}` with its workspace, which mutad does not follow "
+        "(a later read of it would not be NumPy's value). Pass overwrite_"
+        f"{name}=False, or pass a copy of the array if it is read afterwards")
 
 
 def _nested_numbers(x):
@@ -163,6 +248,11 @@ class StandIn:
     def __init__(self, original, fn):
         functools.update_wrapper(self, original)
         self.original, self.fn = original, fn
+        try:  # whether SciPy's function has overwrite_<name> flags
+            self.overwrites = any(name.startswith("overwrite_")
+                                  for name in inspect.signature(original).parameters)
+        except (TypeError, ValueError):
+            self.overwrites = False
         defroute(original, self)
         _devices.made(original, self)
 
@@ -175,7 +265,19 @@ class StandIn:
         args = [lists_as_arrays([a])[0] if _numbers(a, list) else a for a in args]
         kwargs = {k: lists_as_arrays([a])[0] if _numbers(a, list) else a
                   for k, a in kwargs.items()}
-        return self.fn(*args, **kwargs)
+        overwritten, bound = [], None
+        if self.overwrites:  # (SciPy's overwrite_a=True, as ScipyAdjoint's)
+            try:
+                bound = inspect.signature(self.original).bind(*args, **kwargs)
+            except TypeError:
+                pass  # (SciPy's own error, from the call below)
+            else:
+                bound.apply_defaults()
+                overwritten = _overwritten(self.original, bound)
+        y = self.fn(*args, **kwargs)
+        for name, place in overwritten:
+            y = _written_as_scipy_writes(self.original, bound.arguments[name], name, place, y)
+        return y
 
 
 def stands_in_for(original):

@@ -11,10 +11,14 @@ with ``jax.scipy.linalg`` and ``autograd.scipy.linalg``.
 array([ 1.7143, -2.8571])
 
 Called with plain arrays each function is SciPy's own, flags and all. Called with traced arrays
-it runs its rule, and then ``overwrite_a`` / ``overwrite_b`` are ignored: SciPy is never allowed
-to overwrite a traced buffer, whose value the rest of the program (and the reverse pass) still
-reads. For memory-saving work in place use mutad.linalg's in-place routines (``cholesky_``,
-``ldiv_``), which restore what they overwrite.
+it runs its rule, which never lets SciPy overwrite a traced buffer (the reverse pass still reads
+its value); where ``overwrite_a`` / ``overwrite_b`` would have SciPy overwrite the array (its
+memory's order and dtype fit LAPACK's, which SciPy is asked on a copy) and SciPy's result is
+that memory (``lu_factor``'s ``lu``, ``cho_factor``'s ``c``, ``inv``'s inverse, a solve's
+``x`` in ``b``), the result is written into the array, which then stands for it, as in NumPy;
+where SciPy leaves its workspace there (``solve``'s ``a``, ``qr``'s), the call is refused. For
+memory-saving work in place use mutad.linalg's in-place routines (``cholesky_``, ``ldiv_``),
+which restore what they overwrite.
 
 Symmetric-matrix inputs (``cholesky``, ``cho_factor``, ``solve`` and ``inv`` with
 ``assume_a="sym"``/``"her"``/``"pos"``) get the symmetric gradient, the derivative along
