@@ -15,7 +15,8 @@ from ..core.devices import is_device
 
 from .products import (UNTHREADED, _vdot, _times_partial_of, add_times_partial, times,
                        times_partial, writable)
-from ..core.registry import HOLOMORPHIC, ONE, ElementwiseRule, NoClosedForm, Rule
+from ..core.registry import (HOLOMORPHIC, ONE, Constant, ElementwiseRule, NoClosedForm,
+                             Rule)
 from ..core.shadows import Buffer, bytes_of, overlapping
 from ..core.tape import OneOutput
 from ..core.views import writeable
@@ -190,20 +191,33 @@ def elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
     sharing = _sharing(rule, dy, places, pending, shadows)
     reuser = None if sharing else next(
         (i for i in pending if places[i].shape == dy.shape), pending[-1])
+    # A partial of -1 (subtract's second input) other than the reuser's is subtracted as
+    # ``shadow -= dy`` when its row is added (``Shadows.subtract``, the bits of adding -dy),
+    # rather than formed as a negated copy first: so ``dy`` must outlive the rows, and the
+    # reuser's product then goes to memory of its own.
+    negated = () if sharing or type(dy) is not np.ndarray or dy.dtype is not _REAL else [
+        i for i in pending if i != reuser and type(rule.partials[i]) is Constant
+        and rule.partials[i].value == -1.0 and places[i].shape == dy.shape]
     rows = []
     for i in (*(i for i in pending if i != reuser and i not in sharing),
               *([] if reuser is None else [reuser])):
         partial = rule.partials[i]
+        if i in negated:
+            rows.append((places[i], dy, True))
+            continue
         if partial is ONE:
             g = dy if i == reuser else dy.copy()
         else:
             g = times_partial(dy, partial, y, values,
-                              dy if i == reuser else np.empty_like(dy))
-        rows.append((places[i], unbroadcast(g, places[i].shape)))
+                              dy if i == reuser and not negated else np.empty_like(dy))
+        rows.append((places[i], unbroadcast(g, places[i].shape), False))
     if sharing:
         shadows.share([places[i] for i in sharing], dy)
-    for p, g in rows:
-        shadows.add(p, g, owned=True)
+    for p, g, subtracted in rows:
+        if subtracted:
+            shadows.subtract(p, g)
+        else:
+            shadows.add(p, g, owned=True)
 
 
 def _sharing(rule, dy, places, pending, shadows):
