@@ -279,8 +279,8 @@ def _exactly(inverse, ufunc, invert, target, find, values, position, kwargs):
             if bounded and _normal(back):
                 continue
             invert(back, [v for i, v in enumerate(operands) if i != position])
-            lost = _far(back, piece, scratch[1][:piece.size].reshape(piece.shape))
-            if not lost.any():
+            lost = _lost(back, piece, scratch[1][:piece.size].reshape(piece.shape))
+            if lost is None:
                 continue
             if wrapped(target):
                 return checkpoint(target)
@@ -329,6 +329,44 @@ def _normal(a):
     # ``initial`` makes an empty ``a`` (every element of nothing) normal
     return bool(np.min(a, initial=info.max) >= info.smallest_normal
                 and np.max(a, initial=info.smallest_normal) <= info.max)
+
+
+_ORDERED = {np.dtype(np.float64): (np.dtype(np.int64), np.dtype(np.uint64)),
+            np.dtype(np.float32): (np.dtype(np.int32), np.dtype(np.uint32)),
+            np.dtype(np.float16): (np.dtype(np.int16), np.dtype(np.uint16))}
+"""The integer types of the ordered bit patterns of a real float type (``_far``)."""
+
+_SMALLEST_NORMAL = {dtype: np.finfo(dtype).smallest_normal for dtype in _ORDERED}
+
+
+def _lost(a, b, out):
+    """``_far(a, b, out)`` where it has a True element, else None; uses ``a``'s memory.
+
+    For a real ``b`` of a float type whose bit patterns are ordered, the common answer, no
+    element lost, is found by reductions: the largest distance in units in the last place, and
+    whether any element of ``b`` is zero or subnormal (only those must come back bit for bit);
+    the mask is formed only where one is."""
+    kinds = _ORDERED.get(a.dtype) if type(a) is np.ndarray else None
+    if kinds is None or a.size == 0:
+        lost = _far(a, b, out)
+        return lost if lost.any() else None
+    d = a.view(kinds[0])
+    np.subtract(d, b.view(kinds[0]), out=d)
+    np.add(d, ULPS, out=d)  # within ULPS of b: 0 <= d <= 2 ULPS, as an unsigned number
+    distance = d.view(kinds[1])
+    smallest = _SMALLEST_NORMAL[a.dtype]
+    magnitude = np.abs(b)
+    any_tiny = not np.min(magnitude) >= smallest  # (a NaN among them: asked element-wise)
+    if not any_tiny and np.max(distance) <= 2 * ULPS:
+        return None
+    np.greater(distance, 2 * ULPS, out=out)
+    if any_tiny:
+        tiny = magnitude < smallest
+        tiny &= d != ULPS
+        np.logical_or(out, tiny, out=out)
+        if not out.any():
+            return None
+    return out
 
 
 def _far(a, b, out):
