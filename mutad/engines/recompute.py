@@ -161,9 +161,12 @@ class Recipe:
         own buffer still the bytes it computed."""
         if self.buffer.version:
             return False
-        if self.same is not None and self.same.version:
-            # Its twin has been written since: what reads this value from now on computes it
-            # from this recipe (what read it before reads the twin as it was then).
+        same = self.same
+        if same is not None and (same.version or same.origin is None
+                                 or not same.origin.current()):
+            # Its twin has been written since, or a buffer its twin reads (a constant of the
+            # same bytes as one this one reads: ``_number``): what reads this value from now on
+            # computes it from this recipe (what read it before reads the twin as it was then).
             self.same = None
         depends = self.depends
         for i in range(0, len(depends), 2):
@@ -317,6 +320,14 @@ def _number(x):
     kind = type(x)
     if kind is Buffer or kind is Place:
         buffer = x if kind is Buffer else x.buffer  # (a buffer's ``buffer``: a property)
+        if buffer.constant and kind is Buffer and not buffer.version \
+                and type(buffer.ref) is Held and small(buffer):
+            # A small constant the program allocated, unwritten and held (``_pin``), by its
+            # bytes: the np.zeros(1) a force pads its argument with is allocated anew at each
+            # evaluation, and the force computed again from the same bytes is still the same
+            # (``Recipe.current`` lets go of the twin if the twin's constant is written later)
+            array = buffer.ref()
+            return (array.dtype.str, array.shape, array.tobytes())
         origin = buffer.origin
         # an unwritten twin holds its older twin's bytes; once written, bytes of its own
         same = buffer if buffer.version or origin is None or origin.same is None else origin.same
