@@ -679,3 +679,32 @@ def test_a_twin_whose_constant_is_written_later_is_not_read_for_its_value(policy
     np.testing.assert_allclose(gx, ex, rtol=1e-12, atol=1e-15)
     assert gc == pytest.approx(2 * 0.5, rel=1e-14)
     mutad.check_grads(lambda x: f(x, 0.5), x, policy=policy)
+
+
+def test_a_recipe_found_current_is_asked_again_after_any_write():
+    """``Recipe.current`` remembers an answer until the next write into any buffer: a recipe
+    found current, then a write into what it reads (an argument, a temporary of its chain, a
+    constant of its twin), is not current any more; one a write did not touch still is."""
+    answers = []
+
+    def f(x, y):
+        z = np.zeros(1)
+        t = np.concatenate((z, np.sin(x)))  # a chain: sin(x), then the padding
+        u = np.cos(y)
+        recipe_t, recipe_u = t.buffer.origin, u.buffer.origin
+        answers.append((recipe_t.current(), recipe_u.current()))
+        answers.append((recipe_t.current(), recipe_u.current()))  # remembered
+        x += 1.0
+        answers.append((recipe_t.current(), recipe_u.current()))
+        w = np.concatenate((np.zeros(1), np.cos(y)))
+        v = np.concatenate((np.zeros(1), np.cos(y)))  # the twin of w
+        answers.append((w.buffer.origin.current(), v.buffer.origin.current()))
+        w[0] = 2.0  # w written: v is no longer its twin, and is still current
+        answers.append((w.buffer.origin.current(), v.buffer.origin.current(),
+                        v.buffer.origin.same))
+        return np.sum(t * t) + np.sum(u * v[1:])
+
+    x, y = np.linspace(0, 1, N), np.linspace(1, 2, N)
+    _records(f, x, y)
+    assert answers == [(True, True), (True, True), (False, True), (True, True),
+                       (False, True, None)]

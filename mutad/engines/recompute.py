@@ -146,7 +146,11 @@ class Recipe:
     named every buffer its chain of recipes reads would hold as many as the chain is long.
     """
 
-    __slots__ = ("record", "output", "buffer", "depends", "cost", "same")
+    __slots__ = ("record", "output", "buffer", "depends", "cost", "same", "found")
+
+    writes = 0
+    """The writes into any buffer so far (``written``): what ``current`` answers changes only
+    with them."""
 
     def __init__(self, record, output, buffer, depends, cost, same=None):
         self.record = record
@@ -155,10 +159,26 @@ class Recipe:
         self.depends = depends
         self.cost = cost
         self.same = same  # an older buffer computed the same way from the same bytes
+        # ``writes`` when it was last found current; -1: not current, which it stays (a
+        # buffer's version only grows). A chain of recipes, each asked for every record that
+        # reads a value, is so walked once between two writes.
+        self.found = None
 
     def current(self):
         """Whether every buffer the recomputation reads still holds the bytes it read, and its
         own buffer still the bytes it computed."""
+        found = self.found
+        if found == Recipe.writes:
+            return True
+        if found == -1:
+            return False
+        if self._current():
+            self.found = Recipe.writes
+            return True
+        self.found = -1
+        return False
+
+    def _current(self):
         if self.buffer.version:
             return False
         same = self.same
@@ -193,6 +213,17 @@ class Lazy:
 
     def __init__(self, place):
         self.place = place
+
+
+_WRITES = itertools.count(1)
+
+
+def written(buffer):
+    """Count a write into ``buffer``, before or as it happens: its version, and the writes
+    ``Recipe.current`` answers for (a number no write had: ``next`` of a count, which threads
+    do not interleave, so two writes never leave one number)."""
+    buffer.version += 1
+    Recipe.writes = next(_WRITES)
 
 
 def track(buffer, array):
