@@ -325,10 +325,17 @@ def _normal(a):
     """Whether every element of ``a`` is a normal float (not zero, subnormal, infinite or
     NaN), as magnitudes; overwrites ``a``."""
     np.abs(a, out=a)
-    info = np.finfo(a.dtype)
-    # ``initial`` makes an empty ``a`` (every element of nothing) normal
-    return bool(np.min(a, initial=info.max) >= info.smallest_normal
-                and np.max(a, initial=info.smallest_normal) <= info.max)
+    info = _FINFO.get(a.dtype)
+    if info is None:
+        info = _FINFO[a.dtype] = np.finfo(a.dtype)
+    # ``initial`` makes an empty ``a`` (every element of nothing) normal; the reductions
+    # themselves, not np.min's and np.max's Python wrappers (a long write: a piece at a time)
+    return bool(np.minimum.reduce(a, axis=None, initial=info.max) >= info.smallest_normal
+                and np.maximum.reduce(a, axis=None, initial=info.smallest_normal) <= info.max)
+
+
+_FINFO = {}
+"""``np.finfo`` of each float dtype ``_normal`` has met."""
 
 
 _ORDERED = {np.dtype(np.float64): (np.dtype(np.int64), np.dtype(np.uint64)),
@@ -337,6 +344,7 @@ _ORDERED = {np.dtype(np.float64): (np.dtype(np.int64), np.dtype(np.uint64)),
 """The integer types of the ordered bit patterns of a real float type (``_far``)."""
 
 _SMALLEST_NORMAL = {dtype: np.finfo(dtype).smallest_normal for dtype in _ORDERED}
+_smallest, _largest = np.minimum.reduce, np.maximum.reduce
 
 
 def _lost(a, b, out):
@@ -356,8 +364,10 @@ def _lost(a, b, out):
     distance = d.view(kinds[1])
     smallest = _SMALLEST_NORMAL[a.dtype]
     magnitude = np.abs(b)
-    any_tiny = not np.min(magnitude) >= smallest  # (a NaN among them: asked element-wise)
-    if not any_tiny and np.max(distance) <= 2 * ULPS:
+    # (the reductions themselves, not np.min's and np.max's Python wrappers: a long write
+    # is checked a piece at a time)
+    any_tiny = not _smallest(magnitude, axis=None) >= smallest  # (a NaN: asked element-wise)
+    if not any_tiny and _largest(distance, axis=None) <= 2 * ULPS:
         return None
     np.greater(distance, 2 * ULPS, out=out)
     if any_tiny:
