@@ -338,12 +338,13 @@ _FINFO = {}
 """``np.finfo`` of each float dtype ``_normal`` has met."""
 
 
-_ORDERED = {np.dtype(np.float64): (np.dtype(np.int64), np.dtype(np.uint64)),
-            np.dtype(np.float32): (np.dtype(np.int32), np.dtype(np.uint32)),
-            np.dtype(np.float16): (np.dtype(np.int16), np.dtype(np.uint16))}
+_FLOATS = (np.float64, np.float32, np.float16)
+_ORDERED = {np.dtype(t): (np.dtype(i), np.dtype(u))
+            for t, i, u in zip(_FLOATS, (np.int64, np.int32, np.int16),
+                               (np.uint64, np.uint32, np.uint16))}
 """The integer types of the ordered bit patterns of a real float type (``_far``)."""
 
-_SMALLEST_NORMAL = {dtype: np.finfo(dtype).smallest_normal for dtype in _ORDERED}
+_SMALLEST_NORMAL = {np.dtype(t): np.finfo(t).smallest_normal for t in _FLOATS}
 _smallest, _largest = np.minimum.reduce, np.maximum.reduce
 
 
