@@ -12,6 +12,7 @@ import pytest
 import mutad
 from mutad.core.shadows import Buffer, Place
 from mutad.engines import operations, tracing
+from mutad.engines.products import times
 from mutad.engines.session import ReverseDifferentiation
 
 
@@ -262,3 +263,72 @@ def test_nested_differentiations_of_products_match_the_general_path(monkeypatch)
         general = mutad.hessian(f, np.copy(x))
     assert np.array_equal(fast, general)
     mutad.check_grads(f, x, order=2, modes=["rev"])
+
+
+@pytest.mark.parametrize("n", [9, 20_000], ids=["short", "long"])
+def test_a_difference_of_slices_gives_the_bits_of_adding_the_negated_cotangent(n):
+    # Long cotangents of subtract's second operand are subtracted into the shadow, and a first
+    # cotangent into a run of a shadow is written there with zeros around it
+    # (``elementwise_cotangents``, ``Shadows.subtract``, ``Shadows._fresh_run``); short ones are
+    # negated and added into a zero-filled shadow. Both give that path's bits: signed zeros
+    # included (0.0 + -0.0 is +0.0), with an infinite cotangent, traced and replayed.
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal(n - 1)
+    w[::3] = 0.0
+    w[1::5] = -0.0
+    w[-1] = np.inf
+    x0 = rng.standard_normal(n)
+
+    def f(x):
+        d = x[1:] - x[:-1]
+        e = 1.5 - d  # the negated operand is the only one traced: it takes dy's memory
+        return np.sum(w * d) + np.sum(w[::-1] * e)
+
+    # the reverse pass: e's cotangent negated into d's new shadow, w * d's added, then d's
+    # into x: negated into the run x[:-1] of a zero-filled shadow, then added at x[1:]
+    d_bar = np.multiply(w[::-1], -1.0) + w
+    expected = np.zeros(n)
+    expected[:-1] += np.multiply(d_bar, -1.0)
+    expected[1:] += d_bar
+    before = x0.copy()
+    (g,) = mutad.gradient(f, x0)
+    assert x0.tobytes() == before.tobytes()
+    replayed = mutad.grad(f, replay=True)
+    for _ in range(3):
+        assert replayed(x0).tobytes() == g.tobytes()
+    assert g.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("n", [9, 20_000], ids=["short", "long"])
+@pytest.mark.parametrize("special", [False, True], ids=["finite", "zeros-and-inf"])
+def test_the_two_factors_of_a_square_give_the_bits_of_two_products(n, special):
+    # The cotangents of x * x into its two factors, one place and the same values, are one
+    # product added twice (``elementwise._twin_product``) where long: into a whole buffer with
+    # no shadow yet (which must not become that product itself), into a run of one, into an
+    # existing shadow; the bits of two products added in turn, traced and replayed.
+    rng = np.random.default_rng(5)
+    x0 = rng.standard_normal(n)
+    w, v = rng.standard_normal(n), rng.standard_normal(n - 1)
+    if special:
+        x0[::4] = 0.0
+        x0[1::7] = -0.0
+        w[2] = np.inf
+
+    def f(x):
+        return np.sum(w * (x * x)) + np.sum(v * (x[1:] * x[1:]))
+
+    with np.errstate(invalid="ignore"):
+        # (with an infinite w, every zero factor's product is +0.0: products.times' mask)
+        g1, g2 = times(w, x0), times(v, x0[1:])
+        expected = np.zeros(n)
+        expected[1:] += g2
+        expected[1:] += g2
+        expected += g1
+        expected += g1
+        (g,) = mutad.gradient(f, x0)
+        replayed = mutad.grad(f, replay=True)
+        for _ in range(3):
+            assert replayed(x0).tobytes() == g.tobytes()
+        (alone,) = mutad.gradient(lambda x: np.sum(w * (x * x)), x0)  # a whole new shadow
+    assert g.tobytes() == expected.tobytes()
+    assert alone.tobytes() == (g1 + g1).tobytes()

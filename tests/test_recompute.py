@@ -613,3 +613,98 @@ def test_a_budget_changes_no_bit_of_the_gradient(f, policy, n):
         assert (q.tobytes(), p.tobytes()) == before
         assert value == expected[0]
         assert [g.tobytes() for g in grads] == [g.tobytes() for g in expected[1]], budget
+
+
+def test_a_force_padded_with_new_zeros_each_time_is_recomputed_once():
+    """The force at the end of a step and at the start of the next read equal constants the
+    program allocates anew (``np.zeros(1)``) and the same ``q``: the later padding, and all
+    that follows from it, is the older one's twin (value numbering by the constants' bytes),
+    so the replay recomputes it once. With other pads, or ``q`` written in between, it is
+    not."""
+
+    def two_forces(q, p, pad, write):
+        f1 = force(q)
+        p += 0.005 * f1
+        if write:
+            q += 0.01 * p
+        padded = np.concatenate((np.zeros(1), q, np.full(1, pad)))
+        d = padded[1:] - padded[:-1]
+        return np.sum(f1 * f1) + np.sum(d[1:] * d[1:] * p)
+
+    q, p = state()
+    for pad, write, same in ((0.0, False, True), (-0.0, False, False), (1.0, False, False),
+                             (0.0, True, False)):
+        records = _records(lambda q, p: two_forces(q, p, pad, write), q.copy(), p.copy())
+        pads = [r for r in records if r.primitive.__class__.__name__ == "Primitive"
+                and "concatenate" in repr(r.primitive)]
+        assert len(pads) == 2
+        recipe = pads[1].outputs[0].origin
+        assert (recipe.same is pads[0].outputs[0]) is same
+        before = q.tobytes(), p.tobytes()
+        exact = mutad.gradient(lambda q, p: two_forces(q, p, pad, write), q, p,
+                               policy="checkpoint")
+        got = mutad.gradient(lambda q, p: two_forces(q, p, pad, write), q, p)
+        for g, e in zip(got, exact):
+            np.testing.assert_allclose(g, e, rtol=1e-12)
+        assert (q.tobytes(), p.tobytes()) == before
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_a_twin_whose_constant_is_written_later_is_not_read_for_its_value(policy):
+    """Two paddings of ``x`` with equal constants are twins while the constants are unwritten;
+    once the older one's constant is written (a traced value into it), what reads the later
+    padding after that computes it from its own recipe, not from the twin's, whose constant
+    no longer holds those bytes where the replay reads it."""
+
+    def f(x, c):
+        z1 = np.zeros(1)
+        first = np.concatenate((z1, x))
+        y1 = np.sum(first * first)
+        z2 = np.zeros(1)
+        second = np.concatenate((z2, x))  # the twin of first, while z1 is unwritten
+        z1 += c  # z1 now holds c, and depends on it
+        third = np.concatenate((z1, x))
+        # read after the write: recomputed from the twin, it would be third, whose first
+        # element is c, which the difference carries into x[0]'s gradient
+        d = second[1:] - second[:-1]
+        return y1 + np.sum(d * np.exp(d)) + np.sum(third * third)
+
+    x = np.linspace(-1, 1, N)
+    before = x.tobytes()
+    gx, gc = mutad.gradient(f, x, 0.5, policy=policy)
+    assert x.tobytes() == before
+    d = np.diff(x, prepend=0.0)
+    h = np.exp(d) * (1 + d)
+    ex = 4 * x + h - np.append(h[1:], 0.0)
+    np.testing.assert_allclose(gx, ex, rtol=1e-12, atol=1e-15)
+    assert gc == pytest.approx(2 * 0.5, rel=1e-14)
+    mutad.check_grads(lambda x: f(x, 0.5), x, policy=policy)
+
+
+def test_a_recipe_found_current_is_asked_again_after_any_write():
+    """``Recipe.current`` remembers an answer until the next write into any buffer: a recipe
+    found current, then a write into what it reads (an argument, a temporary of its chain, a
+    constant of its twin), is not current any more; one a write did not touch still is."""
+    answers = []
+
+    def f(x, y):
+        z = np.zeros(1)
+        t = np.concatenate((z, np.sin(x)))  # a chain: sin(x), then the padding
+        u = np.cos(y)
+        recipe_t, recipe_u = t.buffer.origin, u.buffer.origin
+        answers.append((recipe_t.current(), recipe_u.current()))
+        answers.append((recipe_t.current(), recipe_u.current()))  # remembered
+        x += 1.0
+        answers.append((recipe_t.current(), recipe_u.current()))
+        w = np.concatenate((np.zeros(1), np.cos(y)))
+        v = np.concatenate((np.zeros(1), np.cos(y)))  # the twin of w
+        answers.append((w.buffer.origin.current(), v.buffer.origin.current()))
+        w[0] = 2.0  # w written: v is no longer its twin, and is still current
+        answers.append((w.buffer.origin.current(), v.buffer.origin.current(),
+                        v.buffer.origin.same))
+        return np.sum(t * t) + np.sum(u * v[1:])
+
+    x, y = np.linspace(0, 1, N), np.linspace(1, 2, N)
+    _records(f, x, y)
+    assert answers == [(True, True), (True, True), (False, True), (True, True),
+                       (False, True, None)]

@@ -258,3 +258,54 @@ def test_a_shared_shadow_taken_or_released_is_a_copy_of_its_own():
     released = cache.release(a, hand_over=True)
     released += 1.0
     np.testing.assert_array_equal(cache.release(a, hand_over=True), np.full(4, 3.0))
+
+
+def _zero_filled_then(base, view, g, negate=False):
+    """What the shadow of ``base`` is after ``g`` (``-g``) is added at ``view`` into a
+    zero-filled shadow: the general path, which a first cotangent into a run of consecutive
+    elements skips (``Shadows._fresh_run``)."""
+    expected = np.zeros_like(base)
+    region = expected[...] if view is base else np.ndarray(
+        view.shape, view.dtype, expected, address(view) - address(base), view.strides)
+    region += np.multiply(g, -1.0) if negate else g
+    return expected
+
+
+@pytest.mark.parametrize("negate", [False, True], ids=["add", "subtract"])
+@pytest.mark.parametrize(("make_view", "make_buffer"), VIEW_BUFFER_PAIRS)
+def test_first_cotangent_into_a_view_gives_the_zero_filled_paths_bits(make_view, make_buffer,
+                                                                      negate):
+    # Signed zeros and an infinity: 0.0 + (-0.0) is +0.0, which a copy would not give.
+    base = make_buffer()
+    view = make_view(base)
+    g = np.resize(np.array([-0.0, 0.0, 1.5, -2.25, np.inf, -3.0]), view.shape)
+    cache = _Shadows()
+    t = traced(view, base)
+    if negate:
+        cache.subtract(place(t), g)
+    else:
+        cache.add(place(t), g.copy())
+    got = cache.get(place(traced(base, base)))
+    expected = _zero_filled_then(base, view, g, negate)
+    assert got.tobytes() == expected.tobytes()
+    # and later cotangents accumulate on it as on a zero-filled one
+    cache.subtract(place(t), g) if negate else cache.add(place(t), g)
+    expected_view = expected[...] if view is base else np.ndarray(
+        view.shape, view.dtype, expected, address(view) - address(base), view.strides)
+    expected_view += np.multiply(g, -1.0) if negate else g
+    assert cache.get(place(traced(base, base))).tobytes() == expected.tobytes()
+
+
+def test_subtract_into_an_existing_or_shared_shadow_is_adding_the_negation():
+    first, second = np.zeros(6), np.zeros(6)
+    a, b = Buffer(first), Buffer(second)
+    cache = _Shadows()
+    cache.share([a, b], np.array([1.0, -0.0, 0.0, 2.0, -1.0, 0.5]))
+    g = np.array([0.0, -0.0, 0.0, 7.0, -1.0, np.inf])
+    cache.subtract(a, g)  # shared: a gets its own copy, b does not move
+    expected = np.array([1.0, -0.0, 0.0, 2.0, -1.0, 0.5]) + np.multiply(g, -1.0)
+    assert cache.get(a).tobytes() == expected.tobytes()
+    np.testing.assert_array_equal(cache.get(b), [1.0, -0.0, 0.0, 2.0, -1.0, 0.5])
+    cache.subtract(Place(b, False, 8, (3,), (8,), b.dtype), g[:3])
+    assert cache.get(b).tobytes() == np.array(
+        [1.0, -0.0 + -0.0, 0.0 + -(-0.0), 2.0 + -0.0, -1.0, 0.5]).tobytes()

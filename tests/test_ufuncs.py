@@ -764,3 +764,32 @@ def test_a_ufunc_with_where_keeps_numpys_errors(call, error):
     for differentiate in (lambda f: mutad.gradient(f, x), lambda f: mutad.jvp(f, (x,), (x,))):
         with pytest.raises(TypeError, match=error):
             differentiate(lambda x: np.sum(call(x, np.zeros_like(x))))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("seed", range(6))
+def test_the_lost_elements_found_by_reductions_are_those_of_the_mask(dtype, seed):
+    # ``writes._lost`` answers "no element lost" from reductions before forming the mask of
+    # ``writes._far``: on elements 0 to 3 ulps apart, of either sign, zeros, subnormals, NaNs
+    # and infinities among them (or not: each seed draws which kinds appear), it finds the
+    # same elements.
+    from mutad.engines.writes import _far, _lost
+    rng = np.random.default_rng(seed)
+    n = 200
+    info = np.finfo(dtype)
+    kind = {2: np.int16, 4: np.int32, 8: np.int64}[np.dtype(dtype).itemsize]
+    b = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 3, n)).astype(dtype)
+    specials = [0.0, -0.0, info.smallest_subnormal, -info.smallest_normal / 2, np.nan, np.inf]
+    for value in specials:
+        if rng.random() < 0.4:
+            b[rng.integers(n)] = value
+    steps = rng.integers(-3 if seed % 2 else -2, 4 if seed % 2 else 3, n).astype(kind)
+    if seed == 0:
+        steps[:] = 0
+    a = (b.view(kind) + steps).view(dtype)
+    expected = _far(a.copy(), b, np.empty(n, bool)).copy()
+    got = _lost(a.copy(), b, np.empty(n, bool))
+    if not expected.any():
+        assert got is None
+    else:
+        np.testing.assert_array_equal(got, expected)

@@ -296,6 +296,11 @@ class Shadows:
                 view = self._view(entry, place)
                 view += g
                 return
+            if entry is None:
+                view = self._fresh_run(buffer, place)
+                if view is not None:  # zeros, then ``view += g``: 0.0 + g, in one pass
+                    np.add(g, 0.0, out=view)
+                    return
         elif type(g) is np.ndarray and g.dtype is _FLOAT:
             # (the common case, a real cotangent into a whole buffer, answered first)
             entry = self.entries.get(buffer.key)
@@ -336,6 +341,47 @@ class Shadows:
             return
         view = self._view(entry, place)
         view += g
+
+    def subtract(self, place, g):
+        """``shadow -= g`` at ``place``, for a real ``g`` that nobody will write: the bits of
+        ``add(place, -g)`` (IEEE's ``a - b`` is ``a + (-b)``), without the negated copy."""
+        buffer = place if type(place) is Buffer else place.buffer
+        if type(g) is np.ndarray and g.dtype is _FLOAT and not overlapping(place):
+            entry = self.entries.get(buffer.key)
+            if entry is not None and entry[3] is None and type(entry[1]) is np.ndarray:
+                view = self._view(entry, place)
+                np.subtract(view, g, out=view)
+                return
+            if entry is None and not place.whole:
+                view = self._fresh_run(buffer, place)
+                if view is not None:  # zeros, then ``view += -g``: 0.0 - g, in one pass
+                    np.subtract(0.0, g, out=view)
+                    return
+        self.add(place, np.multiply(g, -1.0), owned=True)
+
+    def _fresh_run(self, buffer, place):
+        """The new shadow of ``buffer``, which has none, as the view at ``place`` whose elements
+        are yet to be written, every other element zero; None where ``place`` is not one run of
+        consecutive elements of a C-contiguous real host buffer (the caller then makes the
+        shadow zero-filled). The zeros go where the first cotangent does not, so the shadow
+        costs one pass, not a fill and an addition."""
+        if not buffer.c_contiguous or buffer.device is not None or buffer.dtype is not _FLOAT \
+                or place.dtype is not _FLOAT:
+            return None
+        size = math.prod(place.shape)
+        step = _FLOAT.itemsize
+        stride = step
+        for n, s in zip(reversed(place.shape), reversed(place.strides)):
+            if n != 1 and s != stride:
+                return None
+            stride *= n
+        start = place.offset // step
+        flat = np.empty(buffer.span, _FLOAT)
+        flat[:start] = 0.0
+        flat[start + size:] = 0.0
+        shadow = np.ndarray(buffer.shape, _FLOAT, flat, 0, buffer.strides)
+        self.entries[buffer.key] = [buffer, shadow, flat, None]
+        return strided(flat, place.shape, place.dtype, place.offset, place.strides)
 
     @staticmethod
     def _device_shadow(buffer, g, owned):

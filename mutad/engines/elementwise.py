@@ -15,8 +15,9 @@ from ..core.devices import is_device
 
 from .products import (UNTHREADED, _vdot, _times_partial_of, add_times_partial, times,
                        times_partial, writable)
-from ..core.registry import HOLOMORPHIC, ONE, ElementwiseRule, NoClosedForm, Rule
-from ..core.shadows import Buffer, bytes_of, overlapping
+from ..core.registry import (HOLOMORPHIC, ONE, Constant, ElementwiseRule, NoClosedForm,
+                             Operand, Rule)
+from ..core.shadows import Buffer, Place, bytes_of, overlapping
 from ..core.tape import OneOutput
 from ..core.views import writeable
 
@@ -190,20 +191,77 @@ def elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
     sharing = _sharing(rule, dy, places, pending, shadows)
     reuser = None if sharing else next(
         (i for i in pending if places[i].shape == dy.shape), pending[-1])
-    rows = []
+    # A partial of -1 (subtract's second input) other than the reuser's is subtracted as
+    # ``shadow -= dy`` when its row is added (``Shadows.subtract``, the bits of adding -dy),
+    # rather than formed as a negated copy first: so ``dy`` must outlive the rows, and the
+    # reuser's product then goes to memory of its own.
+    negated = () if sharing or type(dy) is not np.ndarray or dy.dtype is not _REAL else [
+        i for i in pending if i != reuser and type(rule.partials[i]) is Constant
+        and rule.partials[i].value == -1.0 and places[i].shape == dy.shape]
+    rows = []  # (place, cotangent, how it is added: OWNED, SHARED or SUBTRACTED)
     for i in (*(i for i in pending if i != reuser and i not in sharing),
               *([] if reuser is None else [reuser])):
         partial = rule.partials[i]
+        if i in negated:
+            rows.append([places[i], dy, SUBTRACTED])
+            continue
         if partial is ONE:
             g = dy if i == reuser else dy.copy()
         else:
+            twin = _twin_product(rule, i, places, values, rows)
+            if twin is not None:  # added twice: neither may become a shadow itself
+                twin[2] = SHARED
+                rows.append([places[i], twin[1], SHARED])
+                continue
             g = times_partial(dy, partial, y, values,
-                              dy if i == reuser else np.empty_like(dy))
-        rows.append((places[i], unbroadcast(g, places[i].shape)))
+                              dy if i == reuser and not negated else np.empty_like(dy))
+        rows.append([places[i], unbroadcast(g, places[i].shape), OWNED, i])
     if sharing:
         shadows.share([places[i] for i in sharing], dy)
-    for p, g in rows:
-        shadows.add(p, g, owned=True)
+    for p, g, how, *_ in rows:
+        if how is SUBTRACTED:
+            shadows.subtract(p, g)
+        else:
+            shadows.add(p, g, owned=how is OWNED)
+
+
+OWNED, SHARED, SUBTRACTED = "owned", "shared", "subtracted"
+"""How a row of ``elementwise_cotangents`` is added: an array of its own (which may become the
+shadow), one another row adds too, or ``dy`` subtracted."""
+
+
+def _twin_product(rule, i, places, values, rows):
+    """The row of ``rows`` whose cotangent input ``i``'s would equal, bit for bit, or None: both
+    inputs are one place and both partials the operand at one place (the two factors of
+    ``x * x``), so ``dy`` times the same values; added twice, as two equal products would be."""
+    partial = rule.partials[i]
+    if type(partial) is not Operand:
+        return None
+    for row in rows:
+        if len(row) < 4:  # (a row not made by a product here)
+            continue
+        other = rule.partials[row[3]]
+        if type(other) is Operand and _same_place(places[i], places[row[3]]) and _same_value(
+                places, values, partial.position, other.position):
+            return row
+    return None
+
+
+def _same_place(a, b):
+    """Whether places ``a`` and ``b`` are the same elements of one buffer, laid out alike."""
+    if a is b:
+        return True
+    if type(a) is Buffer or type(b) is Buffer or type(a) is not Place or type(b) is not Place:
+        return False
+    return a.buffer is b.buffer and a.whole == b.whole and a.offset == b.offset \
+        and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
+
+
+def _same_value(places, values, k, m):
+    """Whether inputs ``k`` and ``m`` of a record are the same values: one object, or read at
+    one place (an operation reads all of its inputs at once)."""
+    return k == m or values[k] is values[m] or (
+        type(places[k]) in (Buffer, Place) and _same_place(places[k], places[m]))
 
 
 def _sharing(rule, dy, places, pending, shadows):

@@ -24,7 +24,7 @@ from .arraylike import untraced_write
 from ..core.devices import beside, is_device, namespace, ufunc_at
 from ..core.debug import SKIPPED
 from ..core.errors import MutadError, UnsupportedOperationError
-from .recompute import CurrentRegion, Rebuild
+from .recompute import CurrentRegion, Rebuild, written
 from .reverse import (AliasRead, Traced, active, carries, constant_result, innermost, keep, locate,
                       place_of, recipe, values_at)
 from ..core.tape import Write
@@ -42,7 +42,7 @@ def write_constant(tape, target, key, write, primitive=None):
         tape.recorder.outside("a write into an array allocated in the function")
     tape.before_write(target.buffer.key)  # an argument's: its caller's bytes saved first
     if not target.buffer.read:
-        target.buffer.version += 1
+        written(target.buffer)
         write()
         return
     record_write(primitive, target, write, undo=Undo(save=saving(target.value, key)),
@@ -156,7 +156,7 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     write()
     for t in targets:
         if t.buffer is not None:
-            t.buffer.version += 1
+            written(t.buffer)
     held, named = None, []
     if values is not None:
         held = reads.kept

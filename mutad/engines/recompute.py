@@ -146,7 +146,11 @@ class Recipe:
     named every buffer its chain of recipes reads would hold as many as the chain is long.
     """
 
-    __slots__ = ("record", "output", "buffer", "depends", "cost", "same")
+    __slots__ = ("record", "output", "buffer", "depends", "cost", "same", "found")
+
+    writes = 0
+    """The writes into any buffer so far (``written``): what ``current`` answers changes only
+    with them."""
 
     def __init__(self, record, output, buffer, depends, cost, same=None):
         self.record = record
@@ -155,15 +159,34 @@ class Recipe:
         self.depends = depends
         self.cost = cost
         self.same = same  # an older buffer computed the same way from the same bytes
+        # ``writes`` when it was last found current; -1: not current, which it stays (a
+        # buffer's version only grows). A chain of recipes, each asked for every record that
+        # reads a value, is so walked once between two writes.
+        self.found = None
 
     def current(self):
         """Whether every buffer the recomputation reads still holds the bytes it read, and its
         own buffer still the bytes it computed."""
+        found = self.found
+        if found == Recipe.writes:
+            return True
+        if found == -1:
+            return False
+        if self._current():
+            self.found = Recipe.writes
+            return True
+        self.found = -1
+        return False
+
+    def _current(self):
         if self.buffer.version:
             return False
-        if self.same is not None and self.same.version:
-            # Its twin has been written since: what reads this value from now on computes it
-            # from this recipe (what read it before reads the twin as it was then).
+        same = self.same
+        if same is not None and (same.version or same.origin is None
+                                 or not same.origin.current()):
+            # Its twin has been written since, or a buffer its twin reads (a constant of the
+            # same bytes as one this one reads: ``_number``): what reads this value from now on
+            # computes it from this recipe (what read it before reads the twin as it was then).
             self.same = None
         depends = self.depends
         for i in range(0, len(depends), 2):
@@ -190,6 +213,17 @@ class Lazy:
 
     def __init__(self, place):
         self.place = place
+
+
+_WRITES = itertools.count(1)
+
+
+def written(buffer):
+    """Count a write into ``buffer``, before or as it happens: its version, and the writes
+    ``Recipe.current`` answers for (a number no write had: ``next`` of a count, which threads
+    do not interleave, so two writes never leave one number)."""
+    buffer.version += 1
+    Recipe.writes = next(_WRITES)
 
 
 def track(buffer, array):
@@ -317,6 +351,14 @@ def _number(x):
     kind = type(x)
     if kind is Buffer or kind is Place:
         buffer = x if kind is Buffer else x.buffer  # (a buffer's ``buffer``: a property)
+        if buffer.constant and kind is Buffer and not buffer.version \
+                and type(buffer.ref) is Held and small(buffer):
+            # A small constant the program allocated, unwritten and held (``_pin``), by its
+            # bytes: the np.zeros(1) a force pads its argument with is allocated anew at each
+            # evaluation, and the force computed again from the same bytes is still the same
+            # (``Recipe.current`` lets go of the twin if the twin's constant is written later)
+            array = buffer.ref()
+            return (array.dtype.str, array.shape, array.tobytes())
         origin = buffer.origin
         # an unwritten twin holds its older twin's bytes; once written, bytes of its own
         same = buffer if buffer.version or origin is None or origin.same is None else origin.same

@@ -279,8 +279,8 @@ def _exactly(inverse, ufunc, invert, target, find, values, position, kwargs):
             if bounded and _normal(back):
                 continue
             invert(back, [v for i, v in enumerate(operands) if i != position])
-            lost = _far(back, piece, scratch[1][:piece.size].reshape(piece.shape))
-            if not lost.any():
+            lost = _lost(back, piece, scratch[1][:piece.size].reshape(piece.shape))
+            if lost is None:
                 continue
             if wrapped(target):
                 return checkpoint(target)
@@ -325,10 +325,59 @@ def _normal(a):
     """Whether every element of ``a`` is a normal float (not zero, subnormal, infinite or
     NaN), as magnitudes; overwrites ``a``."""
     np.abs(a, out=a)
-    info = np.finfo(a.dtype)
-    # ``initial`` makes an empty ``a`` (every element of nothing) normal
-    return bool(np.min(a, initial=info.max) >= info.smallest_normal
-                and np.max(a, initial=info.smallest_normal) <= info.max)
+    info = _FINFO.get(a.dtype)
+    if info is None:
+        info = _FINFO[a.dtype] = np.finfo(a.dtype)
+    # ``initial`` makes an empty ``a`` (every element of nothing) normal; the reductions
+    # themselves, not np.min's and np.max's Python wrappers (a long write: a piece at a time)
+    return bool(np.minimum.reduce(a, axis=None, initial=info.max) >= info.smallest_normal
+                and np.maximum.reduce(a, axis=None, initial=info.smallest_normal) <= info.max)
+
+
+_FINFO = {}
+"""``np.finfo`` of each float dtype ``_normal`` has met."""
+
+
+_FLOATS = (np.float64, np.float32, np.float16)
+_ORDERED = {np.dtype(t): (np.dtype(i), np.dtype(u))
+            for t, i, u in zip(_FLOATS, (np.int64, np.int32, np.int16),
+                               (np.uint64, np.uint32, np.uint16))}
+"""The integer types of the ordered bit patterns of a real float type (``_far``)."""
+
+_SMALLEST_NORMAL = {np.dtype(t): np.finfo(t).smallest_normal for t in _FLOATS}
+_smallest, _largest = np.minimum.reduce, np.maximum.reduce
+
+
+def _lost(a, b, out):
+    """``_far(a, b, out)`` where it has a True element, else None; uses ``a``'s memory.
+
+    For a real ``b`` of a float type whose bit patterns are ordered, the common answer, no
+    element lost, is found by reductions: the largest distance in units in the last place, and
+    whether any element of ``b`` is zero or subnormal (only those must come back bit for bit);
+    the mask is formed only where one is."""
+    kinds = _ORDERED.get(a.dtype) if type(a) is np.ndarray else None
+    if kinds is None or a.size == 0:
+        lost = _far(a, b, out)
+        return lost if lost.any() else None
+    d = a.view(kinds[0])
+    np.subtract(d, b.view(kinds[0]), out=d)
+    np.add(d, ULPS, out=d)  # within ULPS of b: 0 <= d <= 2 ULPS, as an unsigned number
+    distance = d.view(kinds[1])
+    smallest = _SMALLEST_NORMAL[a.dtype]
+    magnitude = np.abs(b)
+    # (the reductions themselves, not np.min's and np.max's Python wrappers: a long write
+    # is checked a piece at a time)
+    any_tiny = not _smallest(magnitude, axis=None) >= smallest  # (a NaN: asked element-wise)
+    if not any_tiny and _largest(distance, axis=None) <= 2 * ULPS:
+        return None
+    np.greater(distance, 2 * ULPS, out=out)
+    if any_tiny:
+        tiny = magnitude < smallest
+        tiny &= d != ULPS
+        np.logical_or(out, tiny, out=out)
+        if not out.any():
+            return None
+    return out
 
 
 def _far(a, b, out):
