@@ -693,29 +693,50 @@ _NUMPY_AS_STRIDED = (_AS_STRIDED,)  # NumPy's, held where the mode's swap of rou
 
 
 def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
-    """``np.lib.stride_tricks.as_strided`` (facet ``route``): of a differentiated ``x``
-    with ``writeable=False``, the elements of its memory the view reads, gathered by their
-    positions in it (a gather, which mutad differentiates; repeated elements add up). A
-    writeable view of overlapping elements has no derivative mutad can follow: refused."""
+    """``np.lib.stride_tricks.as_strided`` (facet ``route``) of a differentiated ``x``: the
+    same view of its memory, writeable when NumPy's is, built from steps mutad follows as views
+    (``sliding_window_view`` along one axis of the flat memory, once per axis of the view,
+    sliced to each axis's step; ``broadcast_to`` for a step of zero). A view, so that later
+    writes into ``x`` show through it, as through NumPy's; its shadow is the same view of the
+    shadow, so that elements read several times add up. A write through a view whose elements
+    share memory is refused when it is made (it has no derivative mutad can follow); a view
+    reaching outside the memory of ``x``'s array (which NumPy does not check) is refused."""
     if not wrapped(x):
         return _NUMPY_AS_STRIDED[0](x, shape, strides, subok, writeable)
     value = memory(x)
-    shape = value.shape if shape is None else tuple(shape)
-    strides = value.strides if strides is None else tuple(strides)
+    shape = value.shape if shape is None else tuple(int(n) for n in shape)
+    strides = value.strides if strides is None else tuple(int(s) for s in strides)
     base = owner(value)
     itemsize = value.itemsize
-    if writeable or not base.flags.c_contiguous or any(s % itemsize for s in strides):
+    start, misaligned = divmod(address(value) - address(base), itemsize)
+    if (len(strides) != len(shape) or misaligned or not base.flags.c_contiguous
+            or any(s % itemsize for s in strides)):
         raise UnsupportedOperationError(
-            "np.lib.stride_tricks.as_strided of a differentiated array"
-            + (" with writeable=True: writes through a view of repeated elements have no "
-               "derivative mutad can follow. Pass writeable=False (a read-only view, which "
-               "mutad reads as a gather), or use np.lib.stride_tricks.sliding_window_view."
-               if writeable else ": its memory is not one contiguous array read element by "
-               "element. Use sliding_window_view, or indexing."))
-    positions = (address(value) - address(base)) // itemsize + sum(
-        (np.arange(n) * (stride // itemsize)).reshape((-1,) + (1,) * (len(shape) - 1 - axis))
-        for axis, (n, stride) in enumerate(zip(shape, strides))) * np.ones(shape, np.intp)
-    return np.ravel(owner_view(x))[positions]
+            "np.lib.stride_tricks.as_strided of a differentiated array: its memory is not one "
+            "contiguous array read element by element (or the shape and strides differ in "
+            "length). Use sliding_window_view, or indexing.")
+    steps = [s // itemsize for s in strides]
+    spans = [(n - 1) * step for n, step in zip(shape, steps)]
+    low = start + sum(min(span, 0) for span in spans)
+    high = start + sum(max(span, 0) for span in spans)
+    if 0 not in shape and (low < 0 or high >= base.size):
+        raise UnsupportedOperationError(
+            "np.lib.stride_tricks.as_strided of a differentiated array: the view reaches "
+            f"outside its array's memory (elements {low} to {high} of {base.size}), whose "
+            "values NumPy leaves undefined. Give a shape and strides within the array.")
+    flat = np.ravel(owner_view(x))
+    if 0 in shape:
+        return sliding_window_view(flat[:0], 0, writeable=writeable).reshape(shape)
+    walked = [axis for axis, (n, step) in enumerate(zip(shape, steps)) if n > 1 and step]
+    windows = tuple(abs(spans[axis]) + 1 for axis in walked) or (1,)
+    view = sliding_window_view(flat[low:], windows, axis=(0,) * len(windows),
+                               writeable=writeable)[0]
+    view = view[tuple(slice(None, None, steps[axis]) for axis in walked)]  # (from the far
+    # end for a negative step)
+    # each walked axis now has its n elements; the others are of one element or repeat one
+    view = view.reshape(tuple(shape[axis] if axis in walked else 1
+                              for axis in range(len(shape))))
+    return view if view.shape == shape else np.broadcast_to(view, shape)
 
 
 defroute(_AS_STRIDED, as_strided)
