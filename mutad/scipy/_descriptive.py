@@ -538,6 +538,72 @@ def winsorize(a, limits=None, inclusive=(True, True), inplace=False, axis=None,
     return np.ma.array(np.reshape(flat, np.shape(a)))
 
 
+def _mstats_moment(a, mean, order, axis):
+    """``mstats._moment`` of order 2, 3 or 4 about ``mean``: np.ma's exponentiation by squares
+    ((a - mean) ** 2, times a - mean; or squared again), whose values on data without a mask
+    are NumPy's, as long as every power is finite (np.ma masks the others): else refused."""
+    deviations = a - mean
+    two = np.asarray(2)  # np.ma.power's exponent is an int64 array: float64 powers of float32
+    s = np.power(deviations, two)
+    s = s * deviations if order == 3 else np.power(s, two) if order == 4 else s
+    if not np.all(np.isfinite(s)):
+        raise UnsupportedOperationError(
+            "scipy.stats.mstats.skew or kurtosis of differentiated values whose powers are not "
+            "finite (NaN, infinite or overflowing): np.ma masks them. Pass the finite elements "
+            "(x[np.isfinite(x)]), or use scipy.stats.skew or kurtosis.")
+    return np.mean(s, axis=axis)
+
+
+def _mstats_shape(a, axis, bias, order, correction):
+    """``mstats.skew`` (``order`` 3) and ``kurtosis`` (4) of an array without a mask, SciPy's
+    steps: the moments about the mean, their ratio where the variance is not zero within
+    rounding (there 0, the ratio taken at a variance of 1 so that no derivative is NaN), and
+    where ``bias`` is False and the sample large enough, ``correction(n, m2, mk)`` written over
+    it as ``np.place`` writes it."""
+    if axis is None:  # (a masked array of traced values is np.ma's, refused there)
+        a, axis = np.ravel(a), 0
+    mean = np.mean(a, axis, keepdims=True)
+    m2 = _mstats_moment(a, mean, 2, axis)
+    mk = _mstats_moment(a, mean, order, axis)
+    zero = np.asarray(m2 <= (np.finfo(np.result_type(m2)).resolution
+                             * np.squeeze(mean, axis)) ** 2)
+    # np.ma.where's zero is an int64 array: float64 values of a float32 sample, as SciPy's
+    if zero.ndim:
+        vals = np.where(zero, np.asarray(0), mk / np.where(zero, 1.0, m2) ** (order / 2))
+    else:  # NumPy's scalars, whose power is not the ufunc's loop to the last bit
+        vals = np.where(zero, np.asarray(0), 0.0 if zero else mk / m2 ** (order / 2))
+    if not bias:
+        n = np.intp(np.shape(a)[axis])  # np.ma's count: NumPy's integers, not Python's
+        can_correct = ~zero & (n > order - 1)
+        if can_correct.any():
+            shape = np.shape(vals)
+            vals = np.reshape(np.copy(vals), -1)
+            kept = np.reshape(can_correct, -1)
+            vals[kept] = correction(n, np.reshape(m2, -1)[kept], np.reshape(mk, -1)[kept])
+            vals = np.reshape(vals, shape)
+    return np.ma.array(vals, mask=np.zeros(np.shape(vals), bool))
+
+
+@stands_in_for(_stats.mstats.skew)
+def mstats_skew(a, axis=0, bias=True):
+    """``scipy.stats.mstats.skew`` of an array without a mask: SciPy's steps
+    (:func:`_mstats_shape`), a masked array without masked elements, as ``np.ma.where`` gives."""
+    return _mstats_shape(a, axis, bias, 3,
+                         lambda n, m2, m3: np.sqrt((n - 1.0) * n) / (n - 2.0) * m3 / m2 ** 1.5)
+
+
+@stands_in_for(_stats.mstats.kurtosis)
+def mstats_kurtosis(a, axis=0, fisher=True, bias=True):
+    """``scipy.stats.mstats.kurtosis`` of an array without a mask: SciPy's steps
+    (:func:`_mstats_shape`), less 3 for Fisher's definition (np.ma's subtraction: a NumPy
+    scalar of a 0-d result, as SciPy's)."""
+    vals = _mstats_shape(
+        a, axis, bias, 4,
+        lambda n, m2, m4: 1.0 / (n - 2) / (n - 3) * ((n * n - 1.0) * m4 / m2 ** 2.0
+                                                     - 3 * (n - 1) ** 2.0) + 3.0)
+    return vals - 3 if fisher else vals
+
+
 # ----------------------------------------------------------------------------------------------
 # Quantiles
 
