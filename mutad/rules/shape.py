@@ -14,11 +14,13 @@ contributing zero tangents (``deflinear`` for both).
 import math
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..core.allocation import lists_as_arrays
 from ..core.devices import is_device, ufunc_at
 from ..core.errors import UnsupportedOperationError, UntracedWriteError
+from ..core.levels import ACTIVE
 from ..core.registry import (ZERO_TANGENT, complex_aware, defbatched, defcomposite, definplace, defjoin,
                              defjvp, deflinear, defroute, defrule, holomorphic, recomputable)
 from ..core.views import address, memory, owner, owner_view, wrapped
@@ -663,6 +665,62 @@ def accumulate_of(ufunc):
         return np.moveaxis(np.stack(steps), 0, axis) if steps else np.moveaxis(a * 1.0, 0, axis)
 
     return accumulate
+
+
+def reduce_of(ufunc):
+    """``ufunc.reduce(a, axis)`` of a binary ufunc with no rule of its own (``np.logaddexp``,
+    ``np.hypot``, ``np.subtract``): NumPy's loop folding each output element's operands in
+    order, ``s = ufunc(s, a[i])`` (from ``initial`` if given), over the reduced axes in C
+    order, the derivative of each step the ufunc's. NumPy may take another order (several axes
+    of an array it iterates in memory order) or a loop whose rounding depends on the layout;
+    so the fold's value is compared with NumPy's reduction of the plain values, and refused
+    unless it is the same bits. A replay, which would not compare, traces such a call."""
+    name = f"np.{ufunc.__name__}.reduce"
+
+    def reduce(a, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+               where=True):
+        if dtype is not None or out is not None or where is not True:
+            raise UnsupportedOperationError(
+                f"{name}(..., dtype=, out=, where=) of a differentiated array: call it without "
+                "them and convert, copy or mask the result.")
+        a = lists_as_arrays([a])[0]
+        ndim = np.ndim(a)
+        axes = tuple(range(ndim)) if axis is None else tuple(sorted(
+            normalize_axis_index(ax, ndim) for ax in (axis if type(axis) is tuple else (axis,))))
+        kept = tuple(ax for ax in range(ndim) if ax not in axes)
+        count = math.prod(np.shape(a)[ax] for ax in axes)
+        folded = np.reshape(np.transpose(a, axes + kept),
+                            (count,) + tuple(np.shape(a)[ax] for ax in kept))
+        given = {} if initial is np._NoValue else {"initial": initial}
+        if count == 0 and not given and ufunc.identity is None:
+            raise ValueError(f"zero-size array to reduction operation {ufunc.__name__} which "
+                             "has no identity")
+        if count == 0:  # the identity or initial everywhere: a constant
+            y = np.full(folded.shape[1:], ufunc.identity if not given else initial,
+                        dtype=np.result_type(a))
+        else:
+            y = folded[0] if not given else ufunc(initial, folded[0])
+            for i in range(1, count):
+                y = ufunc(y, folded[i])
+        if keepdims:
+            y = np.expand_dims(y, axes)
+        expected = ufunc.reduce(memory(a), axis=axis, keepdims=keepdims, **given)
+        if np.asarray(memory(y)).tobytes() != np.asarray(expected).tobytes() \
+                or np.result_type(y) != np.result_type(expected):
+            raise UnsupportedOperationError(
+                f"{name} of a differentiated array laid out so that NumPy reduces it in another "
+                "order (over several axes of an array not in C order), or with a loop whose "
+                "rounding depends on the layout: mutad differentiates a fold in order, which "
+                "would not give NumPy's values. Reduce along one axis of a C-ordered copy "
+                "(np.ascontiguousarray(x)), or write the fold as a loop: s = f(s, x[i]).")
+        for differentiation in ACTIVE.running:
+            recorder = getattr(differentiation, "recorder", None)
+            if recorder is not None:
+                recorder.refuse(f"{name}, whose agreement with NumPy's order of reduction a "
+                                "replay would not check")
+        return y
+
+    return reduce
 
 
 def reduceat_of(ufunc):
