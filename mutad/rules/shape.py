@@ -18,6 +18,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..core.allocation import lists_as_arrays
+from ..core import devices
 from ..core.devices import is_device, ufunc_at
 from ..core.errors import UnsupportedOperationError, UntracedWriteError
 from ..core.levels import ACTIVE
@@ -705,8 +706,7 @@ def reduce_of(ufunc):
         if keepdims:
             y = np.expand_dims(y, axes)
         expected = ufunc.reduce(memory(a), axis=axis, keepdims=keepdims, **given)
-        if np.asarray(memory(y)).tobytes() != np.asarray(expected).tobytes() \
-                or np.result_type(y) != np.result_type(expected):
+        if not _same_bits(memory(y), expected):
             raise UnsupportedOperationError(
                 f"{name} of a differentiated array laid out so that NumPy reduces it in another "
                 "order (over several axes of an array not in C order), or with a loop whose "
@@ -721,6 +721,19 @@ def reduce_of(ufunc):
         return y
 
     return reduce
+
+
+def _same_bits(a, b):
+    """Whether arrays ``a`` and ``b`` (a NumPy scalar too) hold the same bits, compared where
+    they live (a device library's arrays on the device, as unsigned integers)."""
+    if np.result_type(a) != np.result_type(b) or np.shape(a) != np.shape(b):
+        return False
+    if is_device(a):
+        parts = a.real.dtype  # (a complex number's: its two parts')
+        bits = np.dtype(f"u{parts.itemsize}")
+        return bool(devices.namespace(a).array_equal(a.view(parts).view(bits),
+                                                     b.view(parts).view(bits)))
+    return np.asarray(a).tobytes() == np.asarray(b).tobytes()
 
 
 def reduceat_of(ufunc):
