@@ -202,7 +202,15 @@ def allocate(y, made=None):
     """``y``, a new plain array, as a constant of every differentiation running in this
     thread (each level's value an array of the levels outside it); the innermost's array.
     ``made``: ``(function, args, kwargs)``, the call that made it."""
+    if y.dtype.names is not None and len(ACTIVE.running) > 1:
+        raise UnsupportedOperationError(
+            "an array of records (a structured dtype) allocated under nested differentiation "
+            "(a Hessian, a gradient of a gradient): mutad follows its fields in one "
+            "differentiation. Keep each field in an array of its own (pos = np.zeros(n)).")
     for differentiation in ACTIVE.running:
+        if y.dtype.names is not None and getattr(differentiation, "recorder", None) is not None:
+            differentiation.recorder.refuse("an array of records (a structured dtype), "
+                                            "which a replay does not redo")
         y = differentiation.constant(y, made)
     return y
 
@@ -245,10 +253,30 @@ def _arrays(tree):
 def _allocated(y, args, kwargs):
     """Whether ``y`` is a new float array (NumPy's or a device's), not the memory of an
     argument."""
-    if type(y) is not np.ndarray and not is_device(y) or y.dtype.kind not in "fc":
+    if type(y) is not np.ndarray and not is_device(y) or (
+            y.dtype.kind not in "fc" and not _numeric_records(y.dtype)):
         return False
     root = owner(y)
     return not any(owner(a) is root for a in _arrays([args, kwargs]))
+
+
+def _numeric_records(dtype):
+    """Whether ``dtype`` is a structured one of numbers only, a float among them."""
+    if dtype.names is None:
+        return False
+    leaves = []
+
+    def walk(d):
+        if d.subdtype is not None:
+            return walk(d.subdtype[0])
+        if d.names is None:
+            leaves.append(d)
+            return
+        for name in d.names:
+            walk(d.fields[name][0])
+
+    walk(dtype)
+    return all(d.kind in "biufc" for d in leaves) and any(d.kind in "fc" for d in leaves)
 
 
 def factory(func):
