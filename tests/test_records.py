@@ -80,12 +80,13 @@ def test_records_without_derivatives_are_numpys():
 
 @pytest.mark.parametrize("f, words", [
     (lambda r: np.copy(r)["m"].sum(), "np.copy of an array of records"),
+    (lambda r: r.astype([("m", np.float32), ("v", float)])["m"].sum(), "np.astype of an array"),
     (lambda r: np.sort(r, order="m")["m"][0], "np.sort of an array of records"),
     (lambda r: np.concatenate([r, r])["m"].sum(), "np.concatenate of an array of records"),
     (lambda r: r[[0, 2]]["m"].sum(), "gathered by an index array"),
     (lambda r: r[r["m"] > 1.5]["m"].sum(), "gathered by an index array or a mask"),
     (lambda r: (r.__setitem__(0, (1.0, 2.0)), r["m"].sum())[1], "Write each field"),
-], ids=["copy", "sort", "concatenate", "gather", "mask", "record write"])
+], ids=["copy", "astype", "sort", "concatenate", "gather", "mask", "record write"])
 def test_whole_records_holding_derivatives_are_refused(f, words):
     """Whole-record operations would need cotangents of records: refused by name, where they
     gave values whose gradient was lost (np.copy's, np.sort's) or NumPy's errors."""
@@ -101,3 +102,17 @@ def test_whole_records_holding_derivatives_are_refused(f, words):
 def test_records_under_nested_differentiation_are_refused():
     with pytest.raises(mutad.errors.UnsupportedOperationError, match="nested differentiation"):
         mutad.hessian(particles, np.array([1.0, 2.0, 1.5, 0.7]))
+
+
+def test_a_jacobian_of_records():
+    """A batched forward pass runs one direction at a time where records are (a decision on
+    whether a tangent is zero is taken field by field)."""
+    def f(m):
+        p = np.zeros(m.size, dtype=[("x", float), ("m", float)])
+        p["m"] = m
+        p["x"] = np.cumsum(p["m"]) ** 2
+        return p["x"]
+
+    m = np.array([1.0, 2.0, 1.5, 0.7])
+    np.testing.assert_allclose(mutad.jacobian(f, m), np.tril(2 * np.cumsum(m)[:, None] * np.ones(4)),
+                               rtol=1e-15)

@@ -863,6 +863,7 @@ class Dual(ArrayMethods):
         return Dual(value, tangent, self.level)
 
     def astype(self, dtype, **kwargs):
+        refuse_records(np.ndarray.astype, (self,))
         return apply_function(np.ndarray.astype, (self, dtype), kwargs, self.level)
 
     def __repr__(self):

@@ -218,6 +218,7 @@ class TracedDispatch:
         return weak_arithmetic(result) if self.buffer.weak else result
 
     def astype(self, dtype, **kwargs):
+        refuse_records(np.ndarray.astype, (self,))
         return apply_function("ndarray.astype", RULES[np.ndarray.astype].reverse, (self, dtype),
                               kwargs)
 
