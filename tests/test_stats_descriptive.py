@@ -96,6 +96,12 @@ CASES = [
      (X, 0.8)),
     ("ttest_ind", lambda x, y: S.ttest_ind(x, y, axis=1), (X, Y)),
     ("ttest_ind-welch", lambda x, y: S.ttest_ind(x, y[:, :4], axis=1, equal_var=False), (X, Y)),
+    ("wasserstein_distance", lambda x, y: S.wasserstein_distance(x[0], y[1, :4]), (X, Y)),
+    ("wasserstein_distance-weights", lambda x, p: S.wasserstein_distance(
+        x[0], x[1, :3], p[0], [p[1, 0], 0.5, p[1, 1]]), (X, POSITIVE)),
+    ("energy_distance", lambda x, y: S.energy_distance(x[0], y[1]), (X, Y)),
+    ("energy_distance-weights", lambda x, p: S.energy_distance(x[2], x[3, ::-1], p[0], p[1]),
+     (X, POSITIVE)),
 ]
 IDS = [name for name, _, _ in CASES]
 
@@ -537,3 +543,16 @@ def test_scoreatpercentile(name):
     mutad.check_grads(lambda x: np.sum(np.sin(f(x))), x)
     mutad.check_jvp(lambda x: np.sum(np.sin(f(x))), x)
     assert x.tobytes() == X.reshape(-1).tobytes()
+
+
+def test_distances_between_distributions_replay():
+    """wasserstein_distance and energy_distance (they converted the traced arrays): which CDF
+    step each interval falls in is SciPy's decision on the plain values, guarded by a replay,
+    whose gradients are the traced ones as the order of the samples changes."""
+    grid = np.linspace(0.0, 1.0, 5)
+
+    def f(u, w):
+        return S.wasserstein_distance(u, grid, w) + S.energy_distance(grid[::-1], u)
+
+    calls = [(RNG.uniform(size=6), RNG.uniform(0.1, 1.0, size=6)) for _ in range(4)]
+    replays_as_traced(f, calls, argnums=(0, 1))
