@@ -788,3 +788,89 @@ def test_bisplrep_is_refused_by_name():
         mutad.gradient(lambda z: scipy.interpolate.bisplev(0.5, 1.0, scipy.interpolate.bisplrep(
             X.ravel(), Y.ravel(), z.ravel(), s=0)), z)
     assert z.tobytes() == RB_Z.tobytes()
+
+
+FITPACK_X = np.linspace(0.0, 3.0, 12)
+FITPACK_GRID = (np.linspace(0.0, 1.0, 8), np.linspace(0.0, 2.0, 9))
+FITPACK_SCATTERED = np.random.default_rng(0).random((40, 2))
+
+
+def _fitpack_curves():
+    x, y = FITPACK_X, np.sin(FITPACK_X)
+    return {"UnivariateSpline": scipy.interpolate.UnivariateSpline(x, y, s=0.1),
+            "InterpolatedUnivariateSpline": scipy.interpolate.InterpolatedUnivariateSpline(
+                x, y, k=2),
+            "LSQUnivariateSpline": scipy.interpolate.LSQUnivariateSpline(x, y, [1.0, 2.0])}
+
+
+@pytest.mark.parametrize("ext", [0, 1, 3, "const"])
+@pytest.mark.parametrize("name", ["UnivariateSpline", "InterpolatedUnivariateSpline",
+                                  "LSQUnivariateSpline"])
+def test_fitpack_curves_at_traced_points(name, ext):
+    """SciPy's FITPACK curves fitted to plain data (outside the function too), called at
+    traced points: they converted them. SciPy's values; the derivative of one order more,
+    0 beyond the knots where SciPy's values are constant there (zeros, or the boundary
+    value of the curve itself: its derivatives SciPy extrapolates), in both modes, to second
+    order, replayed."""
+    spline = _fitpack_curves()[name]
+    for nu in range(spline._eval_args[2] + 1):
+        def f(q):
+            return np.sum(np.sin(spline(q, nu, ext)))
+
+        q = np.array([-0.4, 0.51, 2.2, 3.5])
+        value, _ = mutad.value_and_grad(f)(q)
+        assert value == f(q.copy())
+        mutad.check_grads(f, q, modes=("rev", "fwd"))
+        mutad.check_grads(f, q, order=2)
+        replays_as_traced(f, [(q,), (q[::-1] * 0.9,)])
+
+
+def _fitpack_surfaces():
+    x, y = FITPACK_GRID
+    values = np.sin(3.0 * FITPACK_SCATTERED[:, 0]) + FITPACK_SCATTERED[:, 1] ** 2
+    return {"RectBivariateSpline": scipy.interpolate.RectBivariateSpline(
+                x, y, np.cos(3.0 * x[:, None]) * y[None, :]),
+            "SmoothBivariateSpline": scipy.interpolate.SmoothBivariateSpline(
+                *FITPACK_SCATTERED.T, values),
+            "LSQBivariateSpline": scipy.interpolate.LSQBivariateSpline(
+                *FITPACK_SCATTERED.T, values, [0.5], [0.5])}
+
+
+SURFACE_CALLS = {
+    "ev": lambda s, q: s.ev(q[:3], q[3:]),
+    "ev dx": lambda s, q: s.ev(q[:3], q[3:], dx=1),
+    "ev of one traced coordinate": lambda s, q: s.ev(q[:3], 0.4),
+    "grid": lambda s, q: s(np.sort(q[:3]), np.sort(q[3:])),
+    "grid dy": lambda s, q: s(np.sort(q[:3]), q[3:4], dy=1),
+    "beyond the knots": lambda s, q: s.ev(q[:3] * 3.0, q[3:]),
+    "broadcast": lambda s, q: s(q[:3, None], q[None, 3:], grid=False),
+}
+
+
+@pytest.mark.parametrize("call", SURFACE_CALLS)
+@pytest.mark.parametrize("name", ["RectBivariateSpline", "SmoothBivariateSpline",
+                                  "LSQBivariateSpline"])
+def test_fitpack_surfaces_at_traced_points(name, call):
+    """SciPy's bivariate splines (__call__, ev) at traced points: they converted them.
+    SciPy's values; the partial derivative of one order more along each coordinate, 0 beyond
+    the knots (FITPACK evaluates the boundary there), in both modes, replayed."""
+    spline, evaluate = _fitpack_surfaces()[name], SURFACE_CALLS[call]
+
+    def f(q):
+        return np.sum(np.sin(evaluate(spline, q)))
+
+    q = np.array([0.13, 0.52, 0.71, 0.33, 0.47, 0.91])
+    value, _ = mutad.value_and_grad(f)(q)
+    assert value == f(q.copy())
+    mutad.check_grads(f, q, modes=("rev", "fwd"))
+    if call not in ("ev dx", "grid dy"):  # (their second derivatives need order 3)
+        mutad.check_grads(f, q, order=2)
+    replays_as_traced(f, [(q,), (q * 0.8,)])
+
+
+def test_a_fitpack_derivative_it_does_not_compute_is_refused():
+    x, y = FITPACK_GRID
+    linear = scipy.interpolate.RectBivariateSpline(x, y, np.outer(x, y), kx=1)
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="degree 1 along x"):
+        mutad.gradient(lambda q: linear.ev(q, 0.3).sum(), np.array([0.2, 0.6]))
+    assert mutad.gradient(lambda q: linear.ev(0.3, q).sum(), np.array([0.2, 0.6]))[0].shape == (2,)

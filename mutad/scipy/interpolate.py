@@ -17,7 +17,9 @@ User code calls SciPy by its own names (``CubicSpline``, ``interp1d``, ``make_in
 while a differentiation runs, a constructor given traced data returns an interpolant of mutad's
 own (its values SciPy's, computed on the plain data at each call), and an interpolant SciPy
 built from plain data (outside the differentiated function, or inside it) is differentiated in
-its query points when called with traced ones (``registry.defmethod``).
+its query points when called with traced ones (``registry.defmethod``), FITPACK's curves and
+surfaces (``UnivariateSpline`` and its subclasses, the bivariate splines' ``__call__`` and
+``ev``) too.
 
 Derivatives:
 
@@ -109,6 +111,7 @@ from ..core.levels import Tracer
 from ..core.views import memory
 from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..api import stop_gradient
+from ..rules._helpers import unbroadcast
 from ._adjoints import ScipyAdjoint, Value, refused_attribute, scipys_value
 
 # SciPy's own names, kept before a differentiation routes the module's attributes to the
@@ -1300,6 +1303,117 @@ def _grid_rule(self, xi, method=None, *, nu=None):
     return _TracedGridInterpolant(spec, self.values)(xi, method, nu=nu)
 
 
+class _FitpackCurve(_OneDimensional):
+    """A FITPACK curve SciPy fitted to plain data (``UnivariateSpline``,
+    ``InterpolatedUnivariateSpline``, ``LSQUnivariateSpline``), evaluated by SciPy's own
+    ``__call__`` (``splev``) with its extrapolation mode ``ext``. A derivative of an order
+    above the degree is 0. Beyond the knots SciPy's values are 0 (``ext=1``), the boundary
+    value (``ext=3``, the values themselves: derivatives are extrapolated) or extrapolated;
+    where they are constant there (``flat``), so are the derivatives in the points
+    (``derived``: the evaluations that give them)."""
+
+    def __init__(self, obj, ext, flat, derived=False):
+        self.obj, self.ext, self.flat, self.derived = obj, ext, flat, derived
+
+    def value(self, data, points, nu):
+        t, _, k = self.obj._eval_args
+        if nu > k:
+            return np.zeros(np.shape(points))
+        y = _FITPACK_CURVE_CALL(self.obj, points, nu, self.ext)
+        if self.derived and self.flat:
+            y = np.where((points < t[k]) | (points > t[-k - 1]), 0.0, y)
+        return y
+
+    def derivative_spec(self):
+        return _FitpackCurve(self.obj, self.ext, self.flat, derived=True)
+
+
+_FITPACK_CURVE_CALL = _interpolate.UnivariateSpline.__call__  # SciPy's own, held
+
+
+def _fitpack_curve_rule(self, x, nu=0, ext=None):
+    """``UnivariateSpline.__call__`` (and its subclasses') at traced points."""
+    ext = self.ext if ext is None else scipy.interpolate._fitpack2._extrap_modes.get(ext, ext)
+    flat = ext == 1 or (ext == 3 and nu == 0)
+    return _evaluate(x, spec=_FitpackCurve(self, ext, flat), nu=nu)
+
+
+defmethod(_interpolate.UnivariateSpline, "__call__", _fitpack_curve_rule)
+_FITPACK_SURFACE_CALL = scipy.interpolate._fitpack2._BivariateSplineBase.__call__  # SciPy's
+
+
+def _surface_value(x, y, spline, dx, dy, grid, followed):
+    return _FITPACK_SURFACE_CALL(spline, x, y, dx, dy, grid)
+
+
+_surface = Adjoint(_surface_value)
+_surface.complex_values = None
+
+
+def _surface_slope(x, y, spline, dx, dy, grid, axis):
+    """The derivative of a FITPACK surface's values (partial derivative ``dx, dy``) in its
+    points along ``axis``: its partial derivative of one order more there (the surface's own
+    call, so that an enclosing differentiation differentiates it too), 0 beyond the knots,
+    where FITPACK evaluates the surface at the boundary."""
+    t, k = spline.tck[axis], spline.degrees[axis]
+    order = (dx + 1, dy) if axis == 0 else (dx, dy + 1)
+    if order[axis] >= k:
+        raise UnsupportedOperationError(
+            f"a scipy.interpolate bivariate spline of degree {k} along {'xy'[axis]}, evaluated "
+            f"(derivative of order {order[axis] - 1}) at traced points: its derivative in "
+            f"them, of order {order[axis]}, is one FITPACK does not compute. Evaluate a lower "
+            "derivative, or fit a spline of a higher degree.")
+    slope = spline(x, y, *order, grid=grid)
+    points = np.asarray(memory(x if axis == 0 else y))
+    outside = (points < t[k]) | (points > t[-k - 1])
+    if grid:
+        outside = np.reshape(outside, (-1, 1) if axis == 0 else (1, -1))
+    return np.where(outside, 0.0, slope)
+
+
+@_surface.rule
+def _surface_rule(x, y, spline, dx, dy, grid, followed):
+    value = _fitpack_surface_rule(spline, x, y, dx, dy, grid)  # (an enclosing level's too)
+    slopes = [_surface_slope(x, y, spline, dx, dy, grid, axis) if is_followed else None
+              for axis, is_followed in enumerate(followed)]
+
+    def back(dv):
+        cotangents = []
+        for axis, (p, slope) in enumerate(zip((x, y), slopes)):
+            if slope is None:
+                cotangents.append(None)
+            elif grid:
+                cotangents.append(np.reshape(np.sum(dv * slope, axis=1 - axis), np.shape(p)))
+            else:
+                cotangents.append(unbroadcast(dv * slope, np.shape(p)))
+        return tuple(cotangents)
+
+    return value, back
+
+
+@_surface.jvp_rule
+def _surface_jvp(tangents, x, y, spline, dx, dy, grid, followed):
+    value = _fitpack_surface_rule(spline, x, y, dx, dy, grid)  # (an enclosing level's too)
+    dv = None
+    for axis, t in enumerate(tangents[:2]):
+        if t is None:
+            continue
+        if grid:
+            t = np.reshape(t, (-1, 1) if axis == 0 else (1, -1))
+        term = _surface_slope(x, y, spline, dx, dy, grid, axis) * t
+        dv = term if dv is None else dv + term
+    return value, None if dv is None else np.broadcast_to(dv, np.shape(value))
+
+
+def _fitpack_surface_rule(self, x, y, dx=0, dy=0, grid=True):
+    """``__call__`` (and so ``ev``) of SciPy's bivariate splines (``RectBivariateSpline``,
+    ``SmoothBivariateSpline``, ``LSQBivariateSpline``) built from plain data, at traced
+    points."""
+    return _surface(x, y, spline=self, dx=dx, dy=dy, grid=grid,
+                    followed=(isinstance(x, Tracer), isinstance(y, Tracer)))
+
+
+defmethod(scipy.interpolate._fitpack2._BivariateSplineBase, "__call__", _fitpack_surface_rule)
 defmethod(_interpolate.PPoly, "__call__", _spline_rule)
 defmethod(_interpolate.BSpline, "__call__", _spline_rule)
 defmethod(_interpolate.interp1d, "__call__", _interp1d_rule)
