@@ -1008,6 +1008,31 @@ def fsolve(original, a, p, call, followed):
     return solution, info, ier, message
 
 
+def _nonlinear_solver(original):
+    """``scipy.optimize.newton_krylov`` and SciPy's other large-scale nonlinear solvers
+    (``anderson``, ``broyden1``, ...): their solution ``x`` of ``F(x) = 0`` (of ``xin``'s
+    shape), differentiated as ``root``'s by the implicit function theorem with respect to what
+    ``F`` reaches through its closure. SciPy raises ``NoConvergence`` where they fail."""
+
+    @_stands_in_for(original)
+    def solve(original, a, p, call, followed):
+        x = _run(original, call)
+        if not followed:
+            return x
+        name = f"scipy.optimize.{original.__name__}"
+        return _root_solution(name, a["F"], p["F"], False, x, (), (), True)
+
+    solve.__name__ = solve.__qualname__ = original.__name__
+    return solve
+
+
+for _solver in (_optimize.newton_krylov, _optimize.anderson, _optimize.broyden1,
+                _optimize.broyden2, _optimize.excitingmixing, _optimize.linearmixing,
+                _optimize.diagbroyden):
+    globals()[_solver.__name__] = _nonlinear_solver(_solver)
+del _solver
+
+
 @_stands_in_for(_optimize.fixed_point)
 def fixed_point(original, a, p, call, followed):
     """``scipy.optimize.fixed_point``, differentiated at ``x = func(x)``: ``F = func(x) - x``."""
