@@ -2234,3 +2234,24 @@ def test_maximum_and_minimum(name, fmt):
 
     mutad.check_grads(loss, v, modes=("rev", "fwd"))
     replays_as_traced(loss, [(v,), (v[::-1].copy(),)])
+
+
+def test_issparse_of_traced_matrices_is_scipys():
+    """scipy.sparse.issparse and the isspmatrix checks in the user's code answer for the
+    matrix a traced one stands for (they said False, so `if issparse(A)` took the dense
+    branch), in both modes, replayed."""
+    from scipy.sparse import isspmatrix_csr, issparse
+
+    def f(v):
+        a = diags(v).tocsr()
+        b = scipy.sparse.csr_array(diags(v))
+        assert issparse(a) and scipy.sparse.issparse(b) and isspmatrix_csr(a)
+        assert scipy.sparse.isspmatrix(a) and not scipy.sparse.isspmatrix(b)
+        assert not scipy.sparse.isspmatrix_csc(a) and not issparse(v)
+        dense = a.toarray() if issparse(a) else np.asarray(a)
+        return np.sum(dense ** 2)
+
+    v = np.array([1.0, 2.0, 3.0])
+    assert mutad.value_and_grad(f)(v)[0] == f(v)
+    mutad.check_grads(f, v, modes=("rev", "fwd"))
+    replays_as_traced(f, [(v,), (v + 1.0,)])

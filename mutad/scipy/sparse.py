@@ -143,6 +143,7 @@ differentiated: inside a differentiation they are placeholders whose use raises.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import sys
 import threading
@@ -1898,6 +1899,28 @@ def _route(fn, stand_in):
                         "with plain values, differentiated with traced ones.")
     defroute(fn, stand_in)
     return stand_in
+
+
+class _KindCheck:
+    """``scipy.sparse.issparse`` (and ``isspmatrix``, ``isspmatrix_csr``, ...) in the user's
+    code: of a :class:`TracedSparse`, SciPy's answer for the matrix it stands for (its
+    template, of the same class and format), so that ``if issparse(A)`` takes the sparse
+    branch; NumPy's and SciPy's own code keeps its own bindings. An attribute holds SciPy's
+    function: the allocation mode swaps routed functions in closures."""
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        defroute(fn, self)
+
+    def __call__(self, x):
+        return self.fn(x.layout.template if isinstance(x, TracedSparse) else x)
+
+
+for _name in ("issparse", "isspmatrix", "isspmatrix_csr", "isspmatrix_csc", "isspmatrix_coo",
+              "isspmatrix_bsr", "isspmatrix_dia", "isspmatrix_lil", "isspmatrix_dok"):
+    _KindCheck(getattr(_sparse, _name))
+del _name
 
 
 def _constructor_function(name):
