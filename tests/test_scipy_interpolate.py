@@ -124,6 +124,13 @@ FORMS = {
                                                X[[0, 3, 6]]).antiderivative()(q),
     "PPoly integrate": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]]).integrate(
         q[0], q[4]),
+    "make_interp_spline integrate": lambda y, q: make_interp_spline(X, y).integrate(q[0], q[3]),
+    "make_interp_spline integrate no extrapolate": lambda y, q: make_interp_spline(X, y).integrate(
+        q[0] - 0.5, q[4], extrapolate=False),
+    "BSpline integrate backwards": lambda y, q: BSpline(
+        np.r_[[X[0]] * 3, X, [X[-1]] * 3], np.r_[y, y[:2]], 3).integrate(q[4], 0.2),
+    "make_lsq_spline integrate": lambda y, q: make_lsq_spline(X, y, LSQ_KNOTS).integrate(
+        0.1, q[2]),
     "mutad.scipy.interpolate": lambda y, q: interpolate.CubicSpline(X, y)(q),
     "scipy.interpolate.CubicSpline": lambda y, q: scipy.interpolate.CubicSpline(X, y)(q),
 }
@@ -286,7 +293,8 @@ REFUSED = {
     "derivative's integral": lambda y: CubicSpline(X, y).derivative().integrate(0.0, 1.0),
     "periodic integral": lambda y: CubicSpline(X, _periodic(y[:-1]), bc_type="periodic").integrate(
         0.0, 5.0),
-    "BSpline integral": lambda y: make_interp_spline(X, y).integrate(0.0, 1.0),
+    "BSpline periodic integral": lambda y: BSpline(
+        np.arange(-3.0, 11.0), y[:7].repeat(2)[:10], 3, extrapolate="periodic").integrate(0.5, 4.0),
     "make_lsq_spline traced weights": lambda y: make_lsq_spline(X, X, LSQ_KNOTS, w=y)(QUERIES),
     "PPoly traced breakpoints": lambda y: PPoly(np.ones((2, 2)), np.sort(y[:3]))(QUERIES),
     "PPoly axis": lambda y: PPoly(np.reshape(np.outer(y[:6], [1.0, 2.0]), (2, 3, 2)), X[:3],

@@ -65,7 +65,9 @@ and attributes of a traced interpolant other than calling it, ``derivative`` and
 differentiated or integrated, whose spec would not reproduce SciPy's chained values, nor with
 periodic extrapolation) are linear in the data too: the antiderivative is SciPy's
 ``derivative(-nu)``, and an integral SciPy's own value with the derivatives of F(b) - F(a),
-differentiated in the data and the bounds.
+differentiated in the data and the bounds; ``integrate(a, b)`` of the B-splines (``BSpline``,
+``make_interp_spline``'s, ``make_lsq_spline``'s) too, its bounds clipped to the base interval
+where SciPy clips them (``extrapolate=False``).
 
 Every rule computes with this module's evaluations and NumPy, so a derivative is differentiated
 again (``mutad.hvp``, a gradient of a gradient) and forward mode works as reverse mode does.
@@ -797,10 +799,17 @@ class _TracedInterpolant:
         """SciPy's integral from ``a`` to ``b`` (its own call, on the plain data), with the
         derivatives of F(b) - F(a), F the antiderivative (linear in the data; in the bounds,
         the interpolant's values there)."""
-        self._require_piecewise_polynomial("integrate")
+        # a B-spline's (BSpline, make_interp_spline, make_lsq_spline): the derivatives of
+        # F(b) - F(a) too, F its antiderivative (SciPy's BSpline.derivative(-1)), the bounds
+        # clipped to the base interval where SciPy clips them (extrapolate=False)
+        bspline = isinstance(self._spec, (_BSpline, _Spline, _LsqSpline)) \
+            and not self._spec.derived
+        if not bspline:
+            self._require_piecewise_polynomial("integrate")
         spec = self._spec.derivative(-1)
         plain = [np.asarray(stop_gradient(d)) for d in self._data]
-        at = self._spec.build(plain).extrapolate if extrapolate is None else extrapolate
+        built = self._spec.build(plain)
+        at = built.extrapolate if extrapolate is None else extrapolate
         if at == "periodic":
             raise UnsupportedOperationError(
                 f"scipy.interpolate.{self._name}(...).integrate with periodic extrapolation, "
@@ -809,8 +818,12 @@ class _TracedInterpolant:
                 "whole periods within the data, or pass extrapolate=True for bounds inside it.")
         spec = spec.with_extrapolate(at)
         value = _integral_value(self._spec, a, b, extrapolate, *self._data)
-        composition = (self._evaluate(*self._data, b, spec=spec, nu=0)
-                       - self._evaluate(*self._data, a, spec=spec, nu=0))
+        lo, hi = a, b
+        if bspline and not at:
+            t, k = built.t, built.k
+            lo, hi = (np.clip(bound, t[k], t[len(t) - k - 1]) for bound in (a, b))
+        composition = (self._evaluate(*self._data, hi, spec=spec, nu=0)
+                       - self._evaluate(*self._data, lo, spec=spec, nu=0))
         return scipys_value(value, composition)
 
     def _require_piecewise_polynomial(self, name):
@@ -827,7 +840,8 @@ class _TracedInterpolant:
             f"scipy.interpolate.{self._name}(...).{name}: this interpolant was built from "
             "traced data, and mutad differentiates its values and derivatives (calling it, "
             ".derivative()) only, and for CubicSpline, the Hermite splines and PPoly "
-            ".antiderivative() and .integrate(a, b) of the interpolant itself. Build it from "
+            ".antiderivative() and .integrate(a, b) of the interpolant itself (for the "
+            "B-splines, .integrate(a, b)). Build it from "
             "plain data (outside the differentiated function) to use other attributes.")
 
 
