@@ -882,3 +882,41 @@ def test_a_fitpack_derivative_it_does_not_compute_is_refused():
     with pytest.raises(mutad.errors.UnsupportedOperationError, match="degree 1 along x"):
         mutad.gradient(lambda q: linear.ev(q, 0.3).sum(), np.array([0.2, 0.6]))
     assert mutad.gradient(lambda q: linear.ev(0.3, q).sum(), np.array([0.2, 0.6]))[0].shape == (2,)
+
+
+KROGH_NODES = np.array([0.0, 0.7, 1.3, 2.0, 3.1])
+KROGH = {
+    "values": lambda y: scipy.interpolate.KroghInterpolator(KROGH_NODES, y)(
+        np.array([0.5, 1.7, 2.5])),
+    "points": lambda q: scipy.interpolate.KroghInterpolator(KROGH_NODES, np.sin(KROGH_NODES))(
+        q[:3] * 0.5),
+    "nodes": lambda xi: scipy.interpolate.KroghInterpolator(xi + 0.01 * xi ** 2, np.cos(
+        KROGH_NODES))(np.array([0.5, 1.7])),
+    "axis 1": lambda y: scipy.interpolate.KroghInterpolator(KROGH_NODES, np.stack([y, y ** 2]),
+                                                           axis=1)(np.array([[0.5], [1.7]])),
+    "repeated nodes": lambda y: scipy.interpolate.KroghInterpolator(
+        [0.0, 0.0, 1.0, 2.0, 2.5], y)(np.array([0.5, 1.5])),
+    "krogh_interpolate": lambda y: scipy.interpolate.krogh_interpolate(KROGH_NODES, y,
+                                                                       [0.3, y[0]]),
+}
+
+
+@pytest.mark.parametrize("name", KROGH)
+def test_krogh_interpolator(name):
+    """KroghInterpolator of traced values, nodes or points (it converted them): SciPy's
+    divided differences and Newton form on the traced arrays, its values bit for bit, in both
+    modes, to second order, replayed."""
+    f = KROGH[name]
+    y = np.sin(KROGH_NODES) + 1.0
+
+    def loss(y):
+        return np.sum(f(y) ** 2)
+
+    value, _ = mutad.value_and_grad(loss)(y)
+    assert np.asarray(value).tobytes() == np.asarray(loss(y.copy())).tobytes()
+    mutad.check_grads(loss, y, modes=("rev", "fwd"))
+    mutad.check_grads(loss, y, order=2)
+    replays_as_traced(loss, [(y,), (y * 0.7,)])
+    with pytest.raises(UnsupportedOperationError, match="derivatives"):
+        mutad.gradient(lambda y: scipy.interpolate.KroghInterpolator(
+            KROGH_NODES, y).derivatives(0.5).sum(), y)

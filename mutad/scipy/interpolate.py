@@ -10,7 +10,8 @@ array([ 0.0131,  0.8949,  0.7023,  0.4754, -0.1057,  0.0229, -0.0029])
 
 User code calls SciPy by its own names (``CubicSpline``, ``interp1d``, ``make_interp_spline``,
 ``make_lsq_spline``, ``BSpline``, ``PPoly``, ``BarycentricInterpolator``, ``barycentric_interpolate``,
-``PchipInterpolator``, ``pchip_interpolate``, ``Akima1DInterpolator``,
+``PchipInterpolator``, ``pchip_interpolate``, ``Akima1DInterpolator``, ``KroghInterpolator``
+and ``krogh_interpolate`` (SciPy's own steps on the traced arrays),
 ``CubicHermiteSpline``, ``RegularGridInterpolator``, ``interpn``; for scattered data
 ``griddata``, ``LinearNDInterpolator``, ``NearestNDInterpolator``, ``RBFInterpolator``; and
 ``splrep`` at ``s=0`` then ``splev``), however it imported them:
@@ -97,7 +98,9 @@ its gradients iteratively, to a tolerance).
 import copy
 import functools
 import inspect
+import math
 import types
+import warnings
 from typing import Any
 
 import numpy as np
@@ -106,6 +109,7 @@ from scipy.interpolate import _interpnd
 
 from scipy.sparse.linalg import spsolve
 
+from ..core.allocation import lists_as_arrays
 from ..engines.arraylike import settled
 from ..custom import Adjoint, dispatch
 from ..core.errors import UnsupportedOperationError
@@ -1143,6 +1147,111 @@ def barycentric_interpolate(xi: Any, yi: Any, x: Any, axis: int = 0, *, der: Any
             "scipy.interpolate.barycentric_interpolate(..., der=[...]) carrying a derivative: "
             "mutad differentiates one order at a time; call it once per order (der=k).")
     return interpolant(x) if der == 0 else interpolant.derivative(x, der)
+
+
+# KroghInterpolator: SciPy's steps, pure NumPy (its divided differences, its Newton form's
+# evaluation), run on the traced arrays, its conversions of them left out
+
+
+def _krogh(xi, yi, axis):
+    """SciPy's ``KroghInterpolator(xi, yi, axis)`` of traced values ``yi`` (or nodes ``xi``):
+    SciPy's instance, its ``__init__``'s steps taken on the traced arrays (the divided
+    differences ``c``), so that its values are SciPy's and differentiated in both."""
+    interpolant = object.__new__(_TracedKrogh)
+    yi, xi = (lists_as_arrays([a])[0] if isinstance(a, (list, tuple)) else a for a in (yi, xi))
+    xi = xi if isinstance(xi, Tracer) else np.asarray(xi)
+    shape = np.shape(yi) or (1,)
+    if shape[axis] != len(xi):
+        raise ValueError("x and y arrays must be equal in length along interpolation axis.")
+    interpolant._y_axis = axis % np.ndim(yi)
+    interpolant._y_extra_shape = (np.shape(yi)[:interpolant._y_axis]
+                                  + np.shape(yi)[interpolant._y_axis + 1:])
+    dtype = np.complex128 if np.iscomplexobj(yi) else np.float64
+    interpolant.dtype = dtype
+    interpolant.xi = xi
+    rows = np.moveaxis(yi, interpolant._y_axis, 0)
+    interpolant.yi = rows = np.reshape(rows, (np.shape(rows)[0], -1))
+    n, r = interpolant.n, interpolant.r = np.shape(rows)
+    if n > 30:
+        warnings.warn(f"{n} degrees provided, degrees higher than about thirty cause problems "
+                      "with numerical instability with 'KroghInterpolator'", stacklevel=3)
+    c = np.zeros_like(rows, dtype=dtype, shape=(n + 1, r))
+    c[0] = rows[0]
+    vk = np.zeros_like(rows, dtype=dtype, shape=(n, r))
+    for k in range(1, n):
+        s = 0
+        while s <= k and xi[k - s] == xi[k]:
+            s += 1
+        s -= 1
+        vk[0] = rows[k] / float(math.factorial(s))
+        for i in range(k - s):
+            if xi[i] == xi[k]:
+                raise ValueError("Elements of `xi` can't be equal.")
+            if s == 0:
+                vk[i + 1] = (c[i] - vk[i]) / (xi[i] - xi[k])
+            else:
+                vk[i + 1] = (vk[i + 1] - vk[i]) / (xi[i] - xi[k])
+        c[k] = vk[k - s]
+    interpolant.c = c
+    return interpolant
+
+
+def _krogh_call(self, x):
+    """``KroghInterpolator.__call__`` at traced points or of traced values: SciPy's
+    evaluation of its Newton form, ``p += pi * c[k]`` (each sum made anew: SciPy's writes into
+    an array of its own), the points as ``_prepare_x`` makes them, without its conversion."""
+    x = lists_as_arrays([x])[0] if isinstance(x, (list, tuple)) else x
+    if not isinstance(x, Tracer):
+        x = np.asarray(x)
+    if x.dtype.kind not in "fc":
+        x = x.astype(np.float64)
+    shape = np.shape(x)
+    x = np.reshape(x, (-1,))
+    pi = 1
+    p = np.zeros((len(x), self.r), dtype=self.dtype) + self.c[0, np.newaxis, :]
+    for k in range(1, self.n):
+        w = x - self.xi[k - 1]
+        pi = w * pi
+        p = p + pi[:, np.newaxis] * self.c[k]
+    return self._finish_y(p, shape)
+
+
+class _TracedKrogh(_interpolate.KroghInterpolator):
+    """SciPy's ``KroghInterpolator`` holding traced divided differences (``_krogh``): called
+    as SciPy's is, on the traced arrays; what else SciPy's would read them for is refused."""
+
+    __call__ = _krogh_call
+
+    def derivatives(self, x, der=None):
+        raise UnsupportedOperationError(
+            "scipy.interpolate.KroghInterpolator(...).derivatives of traced values: mutad "
+            "differentiates its values (calling it). Use BarycentricInterpolator, whose "
+            "derivative mutad differentiates, or differentiate the values with mutad.")
+
+    def derivative(self, x, der=1):
+        return self.derivatives(x, der)
+
+
+defmethod(_interpolate.KroghInterpolator, "__call__", _krogh_call)
+
+
+@_route(_interpolate.KroghInterpolator)
+def KroghInterpolator(xi: Any, yi: Any, axis: int = 0) -> Any:
+    if not _traced((xi, yi)):
+        return _interpolate.KroghInterpolator(stop_gradient(xi), stop_gradient(yi), axis)
+    return _krogh(xi, yi, axis)
+
+
+@_route(_interpolate.krogh_interpolate)
+def krogh_interpolate(xi: Any, yi: Any, x: Any, der: Any = 0, axis: int = 0) -> Any:
+    if not _traced((xi, yi, x)):
+        return _interpolate.krogh_interpolate(xi, yi, x, der, axis)
+    if der != 0:
+        raise UnsupportedOperationError(
+            "scipy.interpolate.krogh_interpolate(..., der=...) of traced values or points: "
+            "mutad differentiates its values (der=0). Use BarycentricInterpolator's "
+            "derivative, which mutad differentiates.")
+    return KroghInterpolator(xi, yi, axis)(x)
 
 
 def _held(data, dtype):
