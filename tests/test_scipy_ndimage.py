@@ -355,10 +355,22 @@ def test_interpolation_refusals(image):
         mutad.gradient(lambda c: scipy.ndimage.map_coordinates(image, c).sum(), COORDINATES)
     with pytest.raises(UnsupportedOperationError, match="mode='wrap'"):
         mutad.gradient(lambda s: scipy.ndimage.shift(image, s, order=1, mode="wrap").sum(), 0.5)
-    with pytest.raises(UnsupportedOperationError, match="the zoom"):
-        mutad.gradient(lambda z: scipy.ndimage.zoom(image, z).sum(), 1.5)
     with pytest.raises(UnsupportedOperationError, match="order=1"):
         mutad.gradient(lambda m: scipy.ndimage.affine_transform(image, m).sum(), np.eye(2))
+
+
+def test_the_zoom_enters_through_the_output_shape_alone(image):
+    """SciPy reads the zoom only through round(n * zoom): the output is piecewise constant in
+    it, its derivative 0 (it was refused), in both modes; the image's gradient as before."""
+    def f(z, x):
+        return weighted(scipy.ndimage.zoom(x, z, order=1)) + weighted(scipy.ndimage.zoom(
+            x, [z[0], 1.0], order=3, grid_mode=True, mode="grid-constant"))
+
+    z = np.array([1.3, 0.8])  # (n * z away from a half: the shape stays within a step)
+    value, (dz, dx) = mutad.value_and_gradient(f, z, image)
+    assert value == f(z, image) and not dz.any()
+    assert mutad.jvp(lambda z: f(z, image), (z,), (np.ones(2),))[1] == 0.0
+    mutad.check_grads(f, z, image)
 
 
 def test_nearest_interpolation_of_a_rotation_is_refused(image):

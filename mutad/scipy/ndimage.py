@@ -791,6 +791,11 @@ def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilt
 @stands_in_for(_ndimage.zoom)
 def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *,
          grid_mode=False):
+    # SciPy reads the zoom only through the output's shape, round(n * zoom): the output is
+    # piecewise constant in it, its derivative 0 (taken as a constant, exactly)
+    zoom, = lists_as_arrays([zoom])
+    if carries_derivative(zoom):
+        zoom = np.asarray(stop_gradient(zoom))
     zoom, = _settings("zoom", order, (zoom, "the zoom"))
     zooms = _ni_support._normalize_sequence(zoom, np.ndim(input))
     shape = tuple(int(round(n * z)) for n, z in zip(np.shape(input), zooms))
