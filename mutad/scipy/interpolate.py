@@ -126,9 +126,10 @@ _interpolate = types.SimpleNamespace(**vars(scipy.interpolate))
 
 __all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator", "CubicHermiteSpline",
            "CubicSpline", "LinearNDInterpolator", "NearestNDInterpolator", "PPoly",
-           "PchipInterpolator", "RectBivariateSpline",
+           "KroghInterpolator", "PchipInterpolator", "RectBivariateSpline",
            "RBFInterpolator", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
-           "barycentric_interpolate", "bisplrep", "make_interp_spline", "make_lsq_spline", "pchip_interpolate",
+           "barycentric_interpolate", "bisplrep", "krogh_interpolate", "make_interp_spline",
+           "make_lsq_spline", "pchip_interpolate",
            "splev", "splrep"]
 
 
@@ -1216,7 +1217,7 @@ def _krogh_call(self, x):
     return self._finish_y(p, shape)
 
 
-class _TracedKrogh(_interpolate.KroghInterpolator):
+class _TracedKrogh(scipy.interpolate.KroghInterpolator):  # (SciPy's class, read at import)
     """SciPy's ``KroghInterpolator`` holding traced divided differences (``_krogh``): called
     as SciPy's is, on the traced arrays; what else SciPy's would read them for is refused."""
 
