@@ -385,9 +385,14 @@ def builder(func):
 
 def reader(func):
     """``func``, reading lists and tuples of traced values as the arrays they stand for (where
-    they do not stack into one, a ragged list, NumPy's own call, which converts them)."""
+    they do not stack into one, a ragged list, NumPy's own call, which converts them), and a
+    ``np.poly1d`` of traced coefficients first as its coefficients."""
 
     def reading_arrays(*args, **kwargs):
+        if ACTIVE.running and args and type(args[0]) is np.poly1d and wrapped(args[0].coeffs):
+            # its coefficients, the array NumPy reads it as (np.polyval(p, x)), which its
+            # __array__ would convert
+            args = (args[0].coeffs, *args[1:])
         if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
             try:
                 stacked = lists_as_arrays(args)
