@@ -29,7 +29,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from ..core.allocation import lists_as_arrays
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
                            UntracedWriteError, function_name)
-from ..core.levels import Tracer, innermost, refused
+from ..core.levels import WRAPPERS, Tracer, innermost, refused
 from ..core.views import (address, may_overlap, memory, owner_view, stands_for_scalar, views,
                           weaken, wrapped)
 
@@ -1053,6 +1053,20 @@ def records_write(x, key, value):
 
 _SHAPED_LIKE = {np.zeros_like, np.empty_like, np.ones_like, np.shape, np.ndim, np.size}
 """Functions of an array's shape and dtype alone, whose results carry no derivative."""
+
+
+def holds_records(items):
+    """Whether an array of records (a structured dtype) some differentiation traces is among
+    ``items`` (or in a list or tuple among them): asked of every NumPy function's arguments,
+    so by type and dtype alone, before ``refuse_records``' questions."""
+    for x in items:
+        kind = type(x)
+        if kind is list or kind is tuple:
+            if holds_records(x):
+                return True
+        elif kind in WRAPPERS and memory(x).dtype.names is not None:
+            return True
+    return False
 
 
 def refuse_records(what, items):

@@ -27,7 +27,7 @@ from ..core.allocation import (Preexisting, joined_operands, lists_as_arrays, st
 from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
                         inexact_output, install_operators, item_assignment_refused,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
-                        out_by_keyword, records_key, records_write, refuse_records,
+                        out_by_keyword, holds_records, records_key, records_write, refuse_records,
                         out_computation, single_out, stands_for_scalar, takes_over, weak,
                         weak_arithmetic,
                         weak_beside_arrays, weak_value)
@@ -761,7 +761,7 @@ class Dual(ArrayMethods):
         active(level)
         if _outranked(items, level):
             return NotImplemented
-        if not RULES.get(func, NO_RULE).nondifferentiable:
+        if holds_records(args) and not RULES.get(func, NO_RULE).nondifferentiable:
             refuse_records(func, args)
         return apply_function(func, args, kwargs, level)
 

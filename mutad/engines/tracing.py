@@ -45,7 +45,8 @@ import numpy as np
 
 from ..core.allocation import Preexisting, lists_as_arrays, stands_in
 from .arraylike import (install_operators, item_assignment_refused, lost_tangent,
-                        out_computation, put_right, records_key, records_write, refuse_records,
+                        holds_records, out_computation, put_right, records_key, records_write,
+                        refuse_records,
                         single_out, stands_for_scalar, takes_over, weak_arithmetic)
 from .elementwise import unbroadcast
 from ..core.errors import no_rule
@@ -156,7 +157,7 @@ class TracedDispatch:
     def __array_function__(self, func, types, args, kwargs):
         if len(types) > 1 and (Preexisting in types or defers(self.tape, [*args, *kwargs.values()])):
             return NotImplemented
-        if not lookup(func).nondifferentiable:
+        if holds_records(args) and not lookup(func).nondifferentiable:
             refuse_records(func, args)
         return apply_array_function(func, args, kwargs, self.tape)
 
