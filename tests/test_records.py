@@ -1,118 +1,211 @@
-"""Arrays of records (a structured dtype) that the differentiated function allocates
-(``np.zeros(n, dtype=[('x', float, 2), ('m', float)])``): their fields are views of their
-memory, which mutad follows as any view, in both modes, under both policies; whole-record
-operations of records holding differentiated values are refused by name; records that hold
-none are NumPy's."""
+"""Records are data: the replay interprets them in the order each states, with toy values (the
+tape knows nothing about arrays); the records the engine makes name what they read and keep."""
 
 import numpy as np
 import pytest
 
 import mutad
-from cases import replays_as_traced
-
-PARTICLE = np.dtype([("x", float, 2), ("v", float, 2), ("m", float), ("id", np.int64)])
-
-
-def particles(m):
-    """A particle system kept as records: fields (a subarray field too), records by a basic
-    index, one record by an integer, written and read."""
-    p = np.zeros(m.size, dtype=PARTICLE)
-    p["x"] = np.arange(2.0 * m.size).reshape(-1, 2)
-    p["m"] = m
-    p["id"] = np.arange(m.size)
-    for _ in range(3):
-        p["v"] += 0.1 * p["x"] / p["m"][:, None]
-        p[1:]["x"] += 0.1 * p[1:]["v"]
-        p[0]["x"] *= 0.5  # one record (NumPy's np.void, a view of it)
-        p["x"][p["id"] == 2] -= p["m"][0]
-    return (p["x"] ** 2).sum() + p[2]["v"][1] * p["m"].sum()
+from mutad.engines import tracing, writes
+from mutad.engines.session import ReverseDifferentiation
+from mutad.engines.recompute import SMALL
+from mutad.core.shadows import Buffer, Place
+from mutad.core.tape import Absent, Primitive, Record, Tape, Write
 
 
-def nested(w):
-    """Fields within fields and records made by np.array of tuples."""
-    s = np.zeros(w.size, dtype=[("pos", [("a", float), ("b", float)]), ("q", float)])
-    s["pos"]["a"] = w
-    s["pos"]["b"] = np.sin(s["pos"]["a"]) * w[::-1]
-    s["q"] = w ** 2
-    table = np.array([(1.0, 2.0), (3.0, 4.0), (5.0, 6.0), (7.0, 8.0)],
-                     dtype=[("lo", float), ("hi", float)])
-    table["hi"] *= w
-    return s["pos"]["b"].sum() + s["q"].sum() + table["hi"] @ table["lo"]
+class ToyShadows:
+    """Cotangents in a dict by place name; ``take`` reads and zeroes, as ``Shadows.take``."""
+
+    def __init__(self, **values):
+        self.values = values
+        self.log = []
+
+    def take(self, place, key=None):
+        self.log.append(("take", place, key))
+        return self.values.pop(place, None)
 
 
-PROGRAMS = {"particles": particles, "nested fields": nested}
+def _write(log, undo_first, taken="a"):
+    def pullback(record, shadows, dy):
+        shadows.log.append(("pullback", dy))
+
+    return Write("scale", [taken, 2.0], None, None, None, pullback, taken,
+                 lambda: log.append(("undo",)), "inverse", taken=taken, undo_first=undo_first)
 
 
-@pytest.mark.parametrize("name", PROGRAMS)
-@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
-def test_fields_of_records_are_followed(name, policy):
-    """They were refused (a traced value written into a plain array, the records): NumPy's
-    values bit for bit, gradients in both modes, replayed as traced (a replay traces them),
-    the caller's array unchanged."""
-    f = PROGRAMS[name]
-    m = np.array([1.0, 2.0, 1.5, 0.7])
-    before = m.tobytes()
-    value, _ = mutad.value_and_grad(f, policy=policy)(m)
-    assert np.asarray(value).tobytes() == np.asarray(f(m.copy())).tobytes()
-    assert mutad.jvp(f, (m,), (np.ones(4),))[0] == f(m.copy())
-    mutad.check_grads(f, m, policy=policy, modes=("rev", "fwd"))
-    replaying = replays_as_traced(f, [(m,), (m + 0.5,)])
-    assert any("records" in reason for reason in replaying.reasons.values())
-    assert m.tobytes() == before
+@pytest.mark.parametrize("undo_first", [True, False])
+def test_a_write_is_taken_then_undone_before_or_after_its_pullback(undo_first):
+    tape = Tape()
+    shadows = ToyShadows(a=3.0)
+    tape.record(_write(shadows.log, undo_first))
+    tape.replay(shadows)
+    steps = [entry[0] for entry in shadows.log]
+    assert steps == (["take", "undo", "pullback"] if undo_first else ["take", "pullback", "undo"])
+    assert ("pullback", 3.0) in shadows.log
 
 
-def test_records_without_derivatives_are_numpys():
-    """Records the function made and wrote no derivative into: NumPy's functions of whole
-    records (a sort by a field, comparisons, concatenation, a copy) as NumPy computes them."""
+def test_a_write_no_gradient_reached_is_only_undone():
+    tape = Tape()
+    shadows = ToyShadows()
+    tape.record(_write(shadows.log, True))
+    tape.replay(shadows)
+    assert [entry[0] for entry in shadows.log] == ["take", "undo"]
+
+
+def test_a_pure_record_runs_its_pullback_with_no_cotangent_taken():
+    seen = []
+    tape = Tape()
+    tape.record(Record(Primitive("double", None), ["x"], None, ("y",), None, None,
+                       lambda record, shadows, dy: seen.append((record.primitive, dy))))
+    tape.replay(ToyShadows())
+    assert [(repr(p), dy) for p, dy in seen] == [("double", None)]
+
+
+def _records(f, *args):
+    """The records of ``f(*args)``, taken before the run is undone."""
+    with ReverseDifferentiation("restore") as d:
+        y = d.call(f, d.wrap(args))
+        return list(d.tape.records), y
+
+
+def test_a_pure_record_names_its_recipe_and_keeps_only_what_its_pullback_reads():
+    c = np.arange(3.0)
+
     def f(x):
-        table = np.zeros(3, dtype=[("key", float), ("value", float)])
-        table["key"] = [3.0, 1.0, 2.0]
-        table["value"] = [10.0, 20.0, 30.0]
-        ordered = np.sort(table, order="key")
-        same = (table == table.copy()).sum() + (np.concatenate([table, table]) != table[0]).sum()
-        return (ordered["value"] * x).sum() + same * x[0]
+        return np.add(x, c) * np.sin(x)
 
-    x = np.array([1.0, 2.0, 3.0])
-    value, (g,) = mutad.value_and_gradient(f, x)
-    assert value == f(x)
-    np.testing.assert_array_equal(g, [20.0 + 7.0, 30.0, 10.0])
-
-
-@pytest.mark.parametrize("f, words", [
-    (lambda r: np.copy(r)["m"].sum(), "np.copy of an array of records"),
-    (lambda r: r.astype([("m", np.float32), ("v", float)])["m"].sum(), "np.astype of an array"),
-    (lambda r: np.sort(r, order="m")["m"][0], "np.sort of an array of records"),
-    (lambda r: np.concatenate([r, r])["m"].sum(), "np.concatenate of an array of records"),
-    (lambda r: r[[0, 2]]["m"].sum(), "gathered by an index array"),
-    (lambda r: r[r["m"] > 1.5]["m"].sum(), "gathered by an index array or a mask"),
-    (lambda r: (r.__setitem__(0, (1.0, 2.0)), r["m"].sum())[1], "Write each field"),
-], ids=["copy", "astype", "sort", "concatenate", "gather", "mask", "record write"])
-def test_whole_records_holding_derivatives_are_refused(f, words):
-    """Whole-record operations would need cotangents of records: refused by name, where they
-    gave values whose gradient was lost (np.copy's, np.sort's) or NumPy's errors."""
-    def program(x):
-        r = np.zeros(3, dtype=[("m", float), ("v", float)])
-        r["m"] = x
-        return f(r)
-
-    with pytest.raises(mutad.errors.UnsupportedOperationError, match=words):
-        mutad.gradient(program, np.array([1.0, 2.0, 3.0]))
+    records, _ = _records(f, np.ones(3))
+    add, sin, multiply = records
+    assert add.primitive is np.add and add.undo is None
+    # c is not kept for the pullback; being small, the recipe names a copy of it
+    assert type(add.inputs[0]) is Buffer and add.inputs[1] is not c
+    assert np.array_equal(add.inputs[1], c) and list(add.kept) == [None, None]
+    assert sin.kept[0] is not None  # cos(x) reads x
+    assert len(add.outputs) == 1 and multiply.written is None
 
 
-def test_records_under_nested_differentiation_are_refused():
-    with pytest.raises(mutad.errors.UnsupportedOperationError, match="nested differentiation"):
-        mutad.hessian(particles, np.array([1.0, 2.0, 1.5, 0.7]))
+def test_the_records_of_a_loop_hold_only_what_is_their_own():
+    """A long program is mostly records of elementwise operations, one per operation: what does
+    not change from one step to the next (the rule's plan, the pullback, a layout) is one object
+    for all of them, not one per record."""
+    weights = np.linspace(1, 2, 3 * SMALL)
+
+    def f(u):
+        for _ in range(3):
+            u[1:-1:2] = 0.5 * (u[0:-2:2] + u[2::2] + np.exp(u[1:-1:2]))
+        return np.sum(weights * u * u)
+
+    records, _ = _records(f, np.sin(np.linspace(0, 3, weights.size)))
+    exps = [r for r in records if r.primitive is np.exp]
+    writes = [r for r in records if r.written is not None]
+    assert len(exps) == len(writes) == 3
+    assert all(r.state is exps[0].state for r in exps)
+    assert all(w.state is writes[0].state and w.pullback is writes[0].pullback for w in writes)
+    assert all(type(r.inputs) is tuple for r in records)
+    assert all(r.outputs == (r.output,) and r.output.shape is exps[0].output.shape
+               and r.output.strides is exps[0].output.strides for r in exps)
+    assert exps[0].where is not None and all(r.where is exps[0].where for r in exps)  # its line
 
 
-def test_a_jacobian_of_records():
-    """A batched forward pass runs one direction at a time where records are (a decision on
-    whether a tangent is zero is taken field by field)."""
-    def f(m):
-        p = np.zeros(m.size, dtype=[("x", float), ("m", float)])
-        p["m"] = m
-        p["x"] = np.cumsum(p["m"]) ** 2
-        return p["x"]
+def test_a_large_constant_the_pullback_does_not_read_is_described_not_held():
+    c = np.arange(float(SMALL))
 
-    m = np.array([1.0, 2.0, 1.5, 0.7])
-    np.testing.assert_allclose(mutad.jacobian(f, m), np.tril(2 * np.cumsum(m)[:, None] * np.ones(4)),
-                               rtol=1e-15)
+    records, _ = _records(lambda x: np.add(x, c).sum(), np.ones(c.size))
+    assert type(records[0].inputs[1]) is Absent and records[0].inputs[1].shape == c.shape
+
+
+def test_a_write_names_its_target_its_undo_and_the_temporary_its_inverse_reads(inverting):
+    def f(u, v):
+        u[1:] += 0.5 * v[1:]
+        return u.sum()
+
+    records, _ = _records(f, np.ones(4), np.ones(4))
+    write = records[1]
+    assert write.primitive is np.add and write.undo_kind == "inverse"
+    assert type(write.written) is Place and write.written.shape == (3,)
+    assert write.taken is write.written
+    # The inverse (u -= t) reads the temporary t = 0.5 * v[1:]: named by its place, and kept.
+    assert type(write.inputs[1]) is Buffer and write.kept[1] is not None
+
+
+def test_a_scatter_goes_through_the_tapes_decision_and_is_checkpointed(monkeypatch):
+    chosen = []
+    undo_for = Tape.undo_for
+
+    def spy(self, *args, **kwargs):
+        chosen.append(undo_for(self, *args, **kwargs))
+        return chosen[-1]
+
+    monkeypatch.setattr(Tape, "undo_for", spy)
+    x = np.arange(4.0)
+    mutad.check_grads(_scatter, x)
+    records, _ = _records(lambda x: _scatter(x), x)
+    assert chosen and all(type(undo) is writes.CopyBack for undo in chosen)
+    scatter = records[-2]
+    assert scatter.undo_kind == "checkpoint" and scatter.key is not None
+
+
+def _scatter(x):
+    y = x * 1.0
+    y[[0, 2]] = x[[1, 3]]
+    return y.sum()
+
+
+@mutad.adjoint
+def _doubled_plus(x, c):
+    return 2.0 * x + c
+
+
+@_doubled_plus.rule
+def _doubled_plus_rule(x, c):
+    return _doubled_plus(x, c), lambda dy: (2.0 * dy, None)  # holds neither x nor c
+
+
+@pytest.mark.parametrize("operation", [
+    lambda x, c: x + c,                                  # an elementwise rule that reads no input
+    _doubled_plus,                                       # a rule whose pullback holds neither
+    lambda x, c: np.add(x, [c, c]),                      # a sequence of constants
+], ids=["elementwise", "function", "sequence"])
+def test_a_record_keeps_alive_no_constant_its_pullback_does_not_read(operation):
+    import gc
+    import weakref
+
+    holder = [np.arange(3.0)]
+    refs = []
+
+    def f(x):
+        c = holder.pop()
+        refs.append(weakref.ref(c))
+        y = operation(x, c)
+        del c
+        return y.sum()
+
+    records, _ = _records(f, np.ones(3))
+    gc.collect()
+    assert records and refs[0]() is None
+
+
+def _undo_kinds(f, *args):
+    return [r.undo_kind for r in mutad.make_tape(f, *args).records if r.undo_kind]
+
+
+def _scaled_five_times(u, v):
+    for _ in range(5):
+        u *= v
+    return u.sum()
+
+
+def test_a_small_write_is_copied_a_large_one_inverted():
+    """Under the restore policy a write of at most SMALL_WRITE bytes is checkpointed: a copy
+    that small costs less than the inverse and its check; large ones are inverted."""
+    assert _undo_kinds(_scaled_five_times, np.ones(8), np.full(8, 2.0)) == ["checkpoint"] * 5
+    assert _undo_kinds(_scaled_five_times, np.ones(10_000), np.full(10_000, 2.0)) == \
+        ["inverse"] * 5
+    u, v = np.ones(8), np.full(8, 2.0)
+    assert mutad.gradient(_scaled_five_times, u, v)[0].tolist() == [32.0] * 8
+    assert u.tolist() == [1.0] * 8
+
+
+def test_small_copies_stop_at_their_allowance(monkeypatch):
+    monkeypatch.setattr(mutad.core.tape, "SMALL_COPIES", 3 * 64)  # three writes of 8 float64
+    assert _undo_kinds(_scaled_five_times, np.ones(8), np.full(8, 2.0)) == \
+        ["checkpoint"] * 3 + ["inverse"] * 2
