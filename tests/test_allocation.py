@@ -795,7 +795,22 @@ def legacy_draws(theta):
             + np.random.exponential(theta[2], 2).sum() + np.random.lognormal(theta[0], theta[1]))
 
 
-@pytest.mark.parametrize("f", [reparameterised_draws, legacy_draws])
+def multivariate_draws(theta):
+    """multivariate_normal of a traced mean and covariance, each method, a Generator's and a
+    RandomState's (it converted the traced arrays)."""
+    rng = np.random.default_rng(2)
+    root = np.array([[1.0, 0.0], [theta[2], 1.0 + theta[3] ** 2]])
+    cov = root @ root.T
+    draws = [rng.multivariate_normal(theta[:2], cov, size=3, method=method)
+             for method in ("svd", "eigh", "cholesky")]
+    draws.append(rng.multivariate_normal([theta[0], 0.5], np.eye(2), size=(2, 2)))
+    np.random.seed(4)
+    draws.append(np.random.multivariate_normal(theta[1:3], cov))
+    draws.append(np.random.RandomState(6).multivariate_normal(theta[:2], cov, 2))
+    return sum(np.sum(np.sin(d)) for d in draws)
+
+
+@pytest.mark.parametrize("f", [reparameterised_draws, legacy_draws, multivariate_draws])
 def test_random_draws_with_traced_parameters_are_numpys_draws(f):
     theta = np.array([0.3, 1.2, 2.5, 0.7])
     saved = theta.tobytes()

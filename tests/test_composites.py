@@ -7,7 +7,7 @@ import pytest
 
 import mutad
 from cases import (Case, arguments, case_id, check_complex, complexified, fixed, normal,
-                   numpys_bits_in_every_mode)
+                   numpys_bits_in_every_mode, replays_as_traced)
 from mutad.core.registry import table
 
 POLICIES = ("restore", "checkpoint")
@@ -110,6 +110,13 @@ CASES = [
                                         arguments(normal(2, 3), normal(3))),
     Case.named("vectorize-keyword",    lambda a, b: np.vectorize(lambda u, v=1.0: u / v, otypes=[float])(a, v=b),
                                         arguments(normal(4), positive(4))),
+    Case.named("vectorize-signature",  lambda a: np.vectorize(lambda r: np.array([r.sum(), (r * r).sum()]),
+                                                              signature="(n)->(2)")(a), arguments(normal(4, 3))),
+    Case.named("vectorize-signature-broadcast", lambda a, b: np.vectorize(lambda u, v: u @ v, signature="(n),(n)->()")(a, b),
+                                        arguments(normal(2, 3, 4), normal(4))),
+    Case.named("vectorize-signature-outputs", lambda a, w: np.vectorize(lambda m, k: (np.linalg.det(m), m @ m * k),
+                                                                        signature="(m,m)->(),(m,m)", excluded={"k"})(a, k=w),
+                                        arguments(normal(3, 2, 2), normal())),
     Case.named("piecewise",            lambda x: np.piecewise(x, [x < 0, x > 1], [lambda v: v ** 2, np.sin, lambda v: 3.0 * v]),
                                         arguments(normal(8))),
     Case.named("piecewise-constants",  lambda x: np.piecewise(x, [x < 0], [-1.0, lambda v, a: a * v * v], 2.0), arguments(normal(2, 3))),
@@ -160,7 +167,7 @@ COMPLEX_REFUSED = {"nanvar", "nanstd", "cov", "cov-columns-weights", "cov-two", 
 COMPLEX_ELSEWHERE = {"svdvals", "cond", "cond-fro", "qr", "qr-r",  # factorizations
                      "tensorsolve", "tensorinv"}  # solves
 # NumPy's own raises on complex values: a comparison, a float output type
-COMPLEX_BRANCHING = {"vectorize", "vectorize-keyword", "piecewise", "piecewise-constants",
+COMPLEX_BRANCHING = {"vectorize", "vectorize-keyword", "vectorize-signature-outputs", "piecewise", "piecewise-constants",
                      "piecewise-single", "unwrap", "unwrap-axis-period"}
 COMPLEX_CASES = [complexified(c) for c in CASES
                  if c.name not in COMPLEX_REFUSED | COMPLEX_ELSEWHERE | COMPLEX_BRANCHING]
@@ -208,8 +215,11 @@ def test_the_composites_take_numpys_names():
     lambda x: np.apply_along_axis(np.sum, 0, x[None, :0] * np.ones((2, 1))),  # no slices
     lambda x: np.insert(x, 9, x[0]),                   # out of bounds
     lambda x: np.vectorize(np.sin)(x[:0]),             # no otypes for no elements
+    lambda x: np.vectorize(np.add, signature="(n),(n)->(n)")(x, x[:2]),  # core sizes differ
+    lambda x: np.vectorize(np.sum, signature="(n)->(n)")(x),  # an output without its core axis
+    lambda x: np.vectorize(np.sum, signature="(n)->()")(x[:0, None]),  # no otypes for no slices
 ], ids=["block-depths", "block-tuple", "block-widths", "apply-empty", "insert-bounds",
-        "vectorize-empty"])
+        "vectorize-empty", "vectorize-core-sizes", "vectorize-core-output", "vectorize-no-slices"])
 def test_the_composites_raise_numpys_errors(f):
     x = np.arange(3.0)
     with pytest.raises((ValueError, TypeError, IndexError)) as numpys:
@@ -218,7 +228,7 @@ def test_the_composites_raise_numpys_errors(f):
         mutad.gradient(lambda x: np.sum(f(x)), x)
 
 
-BIT_FOR_BIT = ["piecewise", "piecewise-constants", "piecewise-single", "logspace",
+BIT_FOR_BIT = ["vectorize-signature", "vectorize-signature-broadcast", "piecewise", "piecewise-constants", "piecewise-single", "logspace",
                "logspace-base", "geomspace", "geomspace-negative", "apply_over_axes",
                "apply_over_axes-scan"]
 
@@ -249,6 +259,23 @@ def test_piecewise_logspace_geomspace_apply_over_axes_replay():
         traced = mutad.gradient(f, x.copy(), a)
         for ours, expected in zip(replayed(x.copy(), a), traced, strict=True):
             assert np.asarray(ours).tobytes() == np.asarray(expected).tobytes()
+
+
+def test_vectorize_with_a_signature_replays():
+    """np.vectorize(f, signature=...) was refused; its slices' calls, branching on their
+    values, replay as traced."""
+    frame = np.vectorize(lambda r: np.array([r.max(), np.sum(r[r > 0] ** 2)]), signature="(n)->(2)")
+
+    def f(x):
+        return np.sum(frame(x) ** 2)
+
+    rng = np.random.default_rng(2)
+    calls = [(rng.standard_normal((3, 4)),) for _ in range(4)]
+    replays_as_traced(f, calls)
+    for (x,) in calls:
+        before = x.tobytes()
+        mutad.check_grads(f, x, modes=("rev", "fwd"))
+        assert x.tobytes() == before
 
 
 @pytest.mark.parametrize("f", [lambda x, y: np.cov(x, y, bias=True), lambda x, y: np.cov(x),

@@ -148,6 +148,16 @@ def test_a_gradient_on_the_device():
     assert type(grads[0]) is xp.ndarray
 
 
+def test_a_fold_of_a_ufunc_on_the_device():
+    """np.logaddexp.reduce's fold is compared with the device library's reduction on the
+    device (it read the device's array as NumPy's, which the stand-in refuses)."""
+    def f(x):
+        return np.logaddexp.reduce(x * x) + np.subtract.reduce(x, initial=0.5)
+
+    grads = same_gradients(f, np.linspace(0.1, 1.0, 5))
+    assert type(grads[0]) is xp.ndarray
+
+
 # ----------------------------------------------------------------------------------------------
 # Random programs, their arrays on the device: written against the device namespace (the
 # program's ``np`` is it: its functions are NumPy's in the allocation mode, which dispatch)

@@ -169,9 +169,9 @@ def test_an_unknown_function_names_the_error_a_differentiation_raises():
 
 
 def test_an_unknown_ufunc_method_names_its_error():
-    said = facts(explain(np.hypot.reduce))
+    said = facts(explain(np.hypot.reduceat))
     with pytest.raises(mutad.errors.UnsupportedFunctionError) as raised:
-        mutad.gradient(lambda x: np.hypot.reduce(x), np.ones(3))
+        mutad.gradient(lambda x: np.hypot.reduceat(x, [0, 2]).sum(), np.ones(3))
     assert said["on traced arrays"].endswith(str(raised.value))
 
 

@@ -319,3 +319,24 @@ def test_lagrange_with_its_nodes_allocated_in_the_function():
     value, _ = mutad.value_and_gradient(f, w)
     assert value == f(w)
     mutad.check_grads(f, w)
+
+
+def test_numpy_functions_of_a_poly1d_of_traced_coefficients():
+    """np.polyval(p, x) of a poly1d holding traced coefficients (scipy.interpolate.lagrange's),
+    and NumPy's other functions reading it as an array: its coefficients (its __array__
+    converted them), NumPy's values, in both modes, replayed."""
+    import scipy.interpolate
+
+    nodes = np.array([0.0, 0.4, 1.1, 2.0])
+
+    def f(w):
+        p = np.poly1d(w[:3])
+        q = scipy.interpolate.lagrange(nodes, w)
+        return (np.polyval(p, 0.3) + np.polyval(q, np.array([0.2, 0.7])).sum() + np.sum(p)
+                + np.polyval(q.deriv(), w[0]))
+
+    w = np.array([1.5, -2.0, 0.7, 0.25])
+    value, _ = mutad.value_and_grad(f)(w)
+    assert same(value, f(w))
+    mutad.check_grads(f, w, modes=("rev", "fwd"))
+    replayed_like_traced(f, [(w,), (w * 0.5,)])

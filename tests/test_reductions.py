@@ -756,6 +756,53 @@ def test_accumulate_of_an_elementwise_row_is_followed_step_by_step(f):
     mutad.check_grads(f, x)
 
 
+REDUCTIONS = {
+    "logaddexp": lambda x: np.logaddexp.reduce(x),
+    "logaddexp along an axis, keepdims": lambda x: (np.logaddexp.reduce(
+        x.reshape(2, 3), axis=1, keepdims=True) ** 2).sum(),
+    "logaddexp2 of all axes": lambda x: np.logaddexp2.reduce(x.reshape(3, 2), axis=None),
+    "hypot of a reversed view": lambda x: np.hypot.reduce(x[::-1].reshape(3, 2), axis=0).prod(),
+    "subtract with initial": lambda x: np.subtract.reduce(x, initial=2.0),
+    "divide of a column": lambda x: np.divide.reduce(x.reshape(2, 3).T, axis=-1).sum(),
+    "fmax of a list": lambda x: np.fmax.reduce([x[0], x[2] * x[1], x[4]]),
+    "complex subtract": lambda x: np.abs(np.subtract.reduce(x * (1 + 0.5j) - x[::-1] * 0.25j)),
+}
+
+
+@pytest.mark.parametrize("name", REDUCTIONS)
+def test_reduce_of_an_elementwise_row_is_a_fold(name):
+    """ufunc.reduce without a rule of its own (np.logaddexp.reduce, a log-likelihood's
+    normaliser) was refused as a function without a rule; it is NumPy's fold, its values bit
+    for bit, in both modes, to second order; a replay traces it."""
+    f = REDUCTIONS[name]
+    x = np.array([0.5, 1.5, 1.25, 3.0, 2.0, 0.75])
+    before = x.tobytes()
+    value, _ = mutad.value_and_grad(f)(x)
+    assert np.asarray(value).tobytes() == np.asarray(f(x.copy())).tobytes()
+    mutad.check_grads(f, x, modes=("rev", "fwd"), order=2)
+    replaying = mutad.value_and_grad(f, replay=True)
+    for y in (x, x[::-1].copy()):
+        assert all(np.asarray(a).tobytes() == np.asarray(b).tobytes()
+                   for a, b in zip(replaying(y), mutad.value_and_grad(f)(y), strict=True))
+    assert x.tobytes() == before
+
+
+def test_reduce_in_another_order_than_numpys_is_refused():
+    """Over all axes of an array in Fortran order NumPy's iterator reduces in memory order,
+    not the fold's C order: refused rather than a value a last bit apart; NumPy's errors are
+    NumPy's."""
+    x = np.asfortranarray(np.random.default_rng(0).random((3, 4)) + 0.5)
+    fold = np.logaddexp.accumulate(np.ravel(x))[-1]  # C order: not NumPy's bits here
+    assert fold.tobytes() != np.logaddexp.reduce(x, axis=None).tobytes()
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="another order"):
+        mutad.gradient(lambda x: np.logaddexp.reduce(x, axis=None), x)
+    with pytest.raises(ValueError, match="not reorderable"):
+        mutad.gradient(lambda x: np.subtract.reduce(x, axis=None), x)
+    with pytest.raises(ValueError, match="no identity"):
+        mutad.gradient(lambda x: np.subtract.reduce(x[:0], axis=0).sum(), x)
+    assert mutad.gradient(lambda x: np.logaddexp.reduce(x[:0], axis=0).sum(), x)[0].sum() == 0
+
+
 @pytest.mark.parametrize("indices", ([0, 2, 3], [0, 4, 1, 5], [3], [0, 0, 2]))
 def test_add_reduceat_sums_segments_as_numpy_does(indices):
     """np.add.reduceat: NumPy's segment sums; where the indices go down an output is the single

@@ -496,6 +496,25 @@ def test_what_the_function_reaches_through_classes_properties_and_containers_is_
     assert "10,000" in replaying.reasons["what f reaches"]
 
 
+MISSING = np.ma.masked
+SCALES = np.ma.masked_array([1.0, 2.0], mask=[False, True])
+
+
+def test_arrays_of_ndarray_subclasses_that_f_reaches():
+    """np.ma.masked (compared with a result) and a masked array f reads are compared by their
+    memory: the second call raised np.ma's AttributeError (np.ma.masked.tobytes), and a change
+    of a masked array's data reaches the replay."""
+    def f(x):
+        y = (x * SCALES.data).sum()
+        return y if y is not MISSING else 0.0
+
+    try:
+        each_change_reaches_the_replay(f, np.array([1.0, 3.0]),
+                                       [lambda: SCALES.data.__setitem__(0, 4.0)])
+    finally:
+        SCALES.data[0] = 1.0
+
+
 class Config:
     """Settings whose attributes live in a dict the object holds (read by ``__getattr__``)."""
 

@@ -124,6 +124,13 @@ FORMS = {
                                                X[[0, 3, 6]]).antiderivative()(q),
     "PPoly integrate": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]]).integrate(
         q[0], q[4]),
+    "make_interp_spline integrate": lambda y, q: make_interp_spline(X, y).integrate(q[0], q[3]),
+    "make_interp_spline integrate no extrapolate": lambda y, q: make_interp_spline(X, y).integrate(
+        q[0] - 0.5, q[4], extrapolate=False),
+    "BSpline integrate backwards": lambda y, q: BSpline(
+        np.r_[[X[0]] * 3, X, [X[-1]] * 3], np.r_[y, y[:2]], 3).integrate(q[4], 0.2),
+    "make_lsq_spline integrate": lambda y, q: make_lsq_spline(X, y, LSQ_KNOTS).integrate(
+        0.1, q[2]),
     "mutad.scipy.interpolate": lambda y, q: interpolate.CubicSpline(X, y)(q),
     "scipy.interpolate.CubicSpline": lambda y, q: scipy.interpolate.CubicSpline(X, y)(q),
 }
@@ -286,7 +293,8 @@ REFUSED = {
     "derivative's integral": lambda y: CubicSpline(X, y).derivative().integrate(0.0, 1.0),
     "periodic integral": lambda y: CubicSpline(X, _periodic(y[:-1]), bc_type="periodic").integrate(
         0.0, 5.0),
-    "BSpline integral": lambda y: make_interp_spline(X, y).integrate(0.0, 1.0),
+    "BSpline periodic integral": lambda y: BSpline(
+        np.arange(-3.0, 11.0), y[:7].repeat(2)[:10], 3, extrapolate="periodic").integrate(0.5, 4.0),
     "make_lsq_spline traced weights": lambda y: make_lsq_spline(X, X, LSQ_KNOTS, w=y)(QUERIES),
     "PPoly traced breakpoints": lambda y: PPoly(np.ones((2, 2)), np.sort(y[:3]))(QUERIES),
     "PPoly axis": lambda y: PPoly(np.reshape(np.outer(y[:6], [1.0, 2.0]), (2, 3, 2)), X[:3],
@@ -788,3 +796,127 @@ def test_bisplrep_is_refused_by_name():
         mutad.gradient(lambda z: scipy.interpolate.bisplev(0.5, 1.0, scipy.interpolate.bisplrep(
             X.ravel(), Y.ravel(), z.ravel(), s=0)), z)
     assert z.tobytes() == RB_Z.tobytes()
+
+
+FITPACK_X = np.linspace(0.0, 3.0, 12)
+FITPACK_GRID = (np.linspace(0.0, 1.0, 8), np.linspace(0.0, 2.0, 9))
+FITPACK_SCATTERED = np.random.default_rng(0).random((40, 2))
+
+
+def _fitpack_curves():
+    x, y = FITPACK_X, np.sin(FITPACK_X)
+    return {"UnivariateSpline": scipy.interpolate.UnivariateSpline(x, y, s=0.1),
+            "InterpolatedUnivariateSpline": scipy.interpolate.InterpolatedUnivariateSpline(
+                x, y, k=2),
+            "LSQUnivariateSpline": scipy.interpolate.LSQUnivariateSpline(x, y, [1.0, 2.0])}
+
+
+@pytest.mark.parametrize("ext", [0, 1, 3, "const"])
+@pytest.mark.parametrize("name", ["UnivariateSpline", "InterpolatedUnivariateSpline",
+                                  "LSQUnivariateSpline"])
+def test_fitpack_curves_at_traced_points(name, ext):
+    """SciPy's FITPACK curves fitted to plain data (outside the function too), called at
+    traced points: they converted them. SciPy's values; the derivative of one order more,
+    0 beyond the knots where SciPy's values are constant there (zeros, or the boundary
+    value of the curve itself: its derivatives SciPy extrapolates), in both modes, to second
+    order, replayed."""
+    spline = _fitpack_curves()[name]
+    for nu in range(spline._eval_args[2] + 1):
+        def f(q):
+            return np.sum(np.sin(spline(q, nu, ext)))
+
+        q = np.array([-0.4, 0.51, 2.2, 3.5])
+        value, _ = mutad.value_and_grad(f)(q)
+        assert value == f(q.copy())
+        mutad.check_grads(f, q, modes=("rev", "fwd"))
+        mutad.check_grads(f, q, order=2)
+        replays_as_traced(f, [(q,), (q[::-1] * 0.9,)])
+
+
+def _fitpack_surfaces():
+    x, y = FITPACK_GRID
+    values = np.sin(3.0 * FITPACK_SCATTERED[:, 0]) + FITPACK_SCATTERED[:, 1] ** 2
+    return {"RectBivariateSpline": scipy.interpolate.RectBivariateSpline(
+                x, y, np.cos(3.0 * x[:, None]) * y[None, :]),
+            "SmoothBivariateSpline": scipy.interpolate.SmoothBivariateSpline(
+                *FITPACK_SCATTERED.T, values),
+            "LSQBivariateSpline": scipy.interpolate.LSQBivariateSpline(
+                *FITPACK_SCATTERED.T, values, [0.5], [0.5])}
+
+
+SURFACE_CALLS = {
+    "ev": lambda s, q: s.ev(q[:3], q[3:]),
+    "ev dx": lambda s, q: s.ev(q[:3], q[3:], dx=1),
+    "ev of one traced coordinate": lambda s, q: s.ev(q[:3], 0.4),
+    "grid": lambda s, q: s(np.sort(q[:3]), np.sort(q[3:])),
+    "grid dy": lambda s, q: s(np.sort(q[:3]), q[3:4], dy=1),
+    "beyond the knots": lambda s, q: s.ev(q[:3] * 3.0, q[3:]),
+    "broadcast": lambda s, q: s(q[:3, None], q[None, 3:], grid=False),
+}
+
+
+@pytest.mark.parametrize("call", SURFACE_CALLS)
+@pytest.mark.parametrize("name", ["RectBivariateSpline", "SmoothBivariateSpline",
+                                  "LSQBivariateSpline"])
+def test_fitpack_surfaces_at_traced_points(name, call):
+    """SciPy's bivariate splines (__call__, ev) at traced points: they converted them.
+    SciPy's values; the partial derivative of one order more along each coordinate, 0 beyond
+    the knots (FITPACK evaluates the boundary there), in both modes, replayed."""
+    spline, evaluate = _fitpack_surfaces()[name], SURFACE_CALLS[call]
+
+    def f(q):
+        return np.sum(np.sin(evaluate(spline, q)))
+
+    q = np.array([0.13, 0.52, 0.71, 0.33, 0.47, 0.91])
+    value, _ = mutad.value_and_grad(f)(q)
+    assert value == f(q.copy())
+    mutad.check_grads(f, q, modes=("rev", "fwd"))
+    if call not in ("ev dx", "grid dy"):  # (their second derivatives need order 3)
+        mutad.check_grads(f, q, order=2)
+    replays_as_traced(f, [(q,), (q * 0.8,)])
+
+
+def test_a_fitpack_derivative_it_does_not_compute_is_refused():
+    x, y = FITPACK_GRID
+    linear = scipy.interpolate.RectBivariateSpline(x, y, np.outer(x, y), kx=1)
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="degree 1 along x"):
+        mutad.gradient(lambda q: linear.ev(q, 0.3).sum(), np.array([0.2, 0.6]))
+    assert mutad.gradient(lambda q: linear.ev(0.3, q).sum(), np.array([0.2, 0.6]))[0].shape == (2,)
+
+
+KROGH_NODES = np.array([0.0, 0.7, 1.3, 2.0, 3.1])
+KROGH = {
+    "values": lambda y: scipy.interpolate.KroghInterpolator(KROGH_NODES, y)(
+        np.array([0.5, 1.7, 2.5])),
+    "points": lambda q: scipy.interpolate.KroghInterpolator(KROGH_NODES, np.sin(KROGH_NODES))(
+        q[:3] * 0.5),
+    "nodes": lambda xi: scipy.interpolate.KroghInterpolator(xi + 0.01 * xi ** 2, np.cos(
+        KROGH_NODES))(np.array([0.5, 1.7])),
+    "axis 1": lambda y: scipy.interpolate.KroghInterpolator(KROGH_NODES, np.stack([y, y ** 2]),
+                                                           axis=1)(np.array([[0.5], [1.7]])),
+    "repeated nodes": lambda y: scipy.interpolate.KroghInterpolator(
+        [0.0, 0.0, 1.0, 2.0, 2.5], y)(np.array([0.5, 1.5])),
+    "krogh_interpolate": lambda y: scipy.interpolate.krogh_interpolate(KROGH_NODES, y,
+                                                                       [0.3, y[0]]),
+}
+
+
+@pytest.mark.parametrize("name", KROGH)
+def test_krogh_interpolator(name):
+    """KroghInterpolator of traced values, nodes or points (it converted them): SciPy's
+    divided differences and Newton form on the traced arrays, its values bit for bit, in both
+    modes, to second order, replayed."""
+    f = KROGH[name]
+    y = np.sin(KROGH_NODES) + 1.0
+
+    def loss(y):
+        return np.sum(f(y) ** 2)
+
+    value, _ = mutad.value_and_grad(loss)(y)
+    assert np.asarray(value).tobytes() == np.asarray(loss(y.copy())).tobytes()
+    mutad.check_grads(loss, y, modes=("rev", "fwd"))
+    mutad.check_grads(loss, y, order=2)
+    replays_as_traced(loss, [(y,), (y * 0.7,)])
+    with pytest.raises(UnsupportedOperationError, match="derivatives"):
+        mutad.gradient(lambda y: scipy.interpolate.KroghInterpolator(
+            KROGH_NODES, y).derivatives(0.5).sum(), y)

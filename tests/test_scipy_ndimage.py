@@ -313,13 +313,64 @@ def test_linear_interpolation_in_its_coordinates(mode, image):
     mutad.check_grads(lambda s: weighted(ndimage.shift(image, s, order=1, mode=mode)), 0.4)
 
 
+AFFINE = {
+    "square": lambda x, a: scipy.ndimage.affine_transform(x, a[:4].reshape(2, 2), order=1,
+                                                         mode="nearest"),
+    "offset": lambda x, a: scipy.ndimage.affine_transform(x, a[:4].reshape(2, 2), offset=a[4:],
+                                                         order=1, mode="reflect"),
+    "a number as offset": lambda x, a: scipy.ndimage.affine_transform(
+        x, np.eye(2), offset=a[4], order=1, mode="grid-mirror"),
+    "diagonal, another shape": lambda x, a: scipy.ndimage.affine_transform(
+        x, a[[0, 3]], offset=0.13, output_shape=(5, 4), order=1, mode="nearest"),
+    "homogeneous": lambda x, a: scipy.ndimage.affine_transform(
+        x, np.vstack([np.hstack([a[:4].reshape(2, 2), a[4:, None]]), [0.0, 0.0, 1.0]]),
+        order=1, mode="mirror"),
+    "constant beyond the edges": lambda x, a: scipy.ndimage.affine_transform(
+        x, a[:4].reshape(2, 2), offset=a[4:], order=1, mode="constant", cval=0.3),
+}
+
+
+@pytest.mark.parametrize("name", AFFINE)
+def test_affine_transform_in_its_matrix_and_offset(name, image):
+    """Registration by an affine map: the matrix and offset were refused as constants; order
+    1 is differentiated in them (map_coordinates' derivative at linear @ index + offset),
+    SciPy's values bit for bit, in both modes, under both policies, replayed."""
+    call = AFFINE[name]
+    a = np.array([1.02, 0.053, -0.047, 0.97, 0.31, -0.22])
+
+    def f(x, a):
+        return weighted(call(x, a))
+
+    y, _ = mutad.jvp(lambda a: call(image, a), (a,), (a,))
+    assert y.tobytes() == call(image, a).tobytes()
+    assert mutad.value_and_grad(f, argnums=(0, 1))(image, a)[0] == f(image, a)
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, image, a, policy=policy)
+    mutad.check_jvp(f, image, a)
+    replays_as_traced(f, [(image, a), (image, a[::-1] * 0.9)], argnums=(0, 1))
+
+
 def test_interpolation_refusals(image):
     with pytest.raises(UnsupportedOperationError, match="order=1"):
         mutad.gradient(lambda c: scipy.ndimage.map_coordinates(image, c).sum(), COORDINATES)
     with pytest.raises(UnsupportedOperationError, match="mode='wrap'"):
         mutad.gradient(lambda s: scipy.ndimage.shift(image, s, order=1, mode="wrap").sum(), 0.5)
-    with pytest.raises(UnsupportedOperationError, match="the zoom"):
-        mutad.gradient(lambda z: scipy.ndimage.zoom(image, z).sum(), 1.5)
+    with pytest.raises(UnsupportedOperationError, match="order=1"):
+        mutad.gradient(lambda m: scipy.ndimage.affine_transform(image, m).sum(), np.eye(2))
+
+
+def test_the_zoom_enters_through_the_output_shape_alone(image):
+    """SciPy reads the zoom only through round(n * zoom): the output is piecewise constant in
+    it, its derivative 0 (it was refused), in both modes; the image's gradient as before."""
+    def f(z, x):
+        return weighted(scipy.ndimage.zoom(x, z, order=1)) + weighted(scipy.ndimage.zoom(
+            x, [z[0], 1.0], order=3, grid_mode=True, mode="grid-constant"))
+
+    z = np.array([1.3, 0.8])  # (n * z away from a half: the shape stays within a step)
+    value, (dz, dx) = mutad.value_and_gradient(f, z, image)
+    assert value == f(z, image) and not dz.any()
+    assert mutad.jvp(lambda z: f(z, image), (z,), (np.ones(2),))[1] == 0.0
+    mutad.check_grads(f, z, image)
 
 
 def test_nearest_interpolation_of_a_rotation_is_refused(image):

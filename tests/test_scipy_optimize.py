@@ -1248,3 +1248,24 @@ def test_lsq_linear_refusals():
     with pytest.raises(mutad.MutadError, match="differentiated bounds"):
         mutad.gradient(lambda lo: np.sum(scipy.optimize.lsq_linear(A, b, bounds=(lo, 1.0)).x),
                        np.full(3, -0.1))
+
+
+@pytest.mark.parametrize("solver", ["newton_krylov", "anderson", "broyden1", "broyden2",
+                                    "diagbroyden", "excitingmixing", "linearmixing"])
+def test_large_scale_nonlinear_solvers(solver):
+    """scipy.optimize.newton_krylov and the other large-scale solvers inside a loss: their
+    solution of F(u) = 0 (a contraction's fixed point, one root; a 2-d xin), differentiated
+    by the implicit function theorem in what F's closure reaches, in both modes; they
+    converted it."""
+    solve = getattr(scipy.optimize, solver)
+
+    def loss(p):
+        def F(u):
+            return p[0] * np.cos(p[1] + u) + np.array([[0.1, 0.2]]) - u
+        u = solve(F, np.zeros((2, 2)), f_tol=1e-13, maxiter=5000)
+        return np.sum(u ** 2) + u[1, 0]
+
+    p = np.array([0.5, 0.3])
+    value, _ = mutad.value_and_grad(loss)(p)
+    assert value == loss(p)
+    mutad.check_grads(loss, p, modes=("rev", "fwd"), rtol=1e-6)

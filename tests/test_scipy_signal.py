@@ -1,7 +1,7 @@
 """scipy.signal's correlate, convolve2d, correlate2d, sosfilt, filtfilt, lfilter_zi,
 savgol_filter, the spectral functions (welch, periodogram, csd, coherence, stft, istft,
 spectrogram, ShortTimeFFT's methods), detrend, hilbert, sosfiltfilt, resampling (resample,
-resample_poly, upfirdn, decimate), medfilt, oaconvolve, freqz and firwin, by SciPy's names and
+resample_poly, upfirdn, decimate), medfilt, order_filter, oaconvolve, freqz and firwin, by SciPy's names and
 mutad.scipy.signal's: values bit for bit SciPy's, gradients against finite differences under
 both policies, forward mode and second order, every mode and boundary.
 (lfilter, convolve and fftconvolve are tested in test_scipy.py.)"""
@@ -158,6 +158,9 @@ CASES = {
     "medfilt-2d": (lambda f, x: f.medfilt(x, [3, 1]), ((6, 5),)),
     "medfilt2d": (lambda f, x: f.medfilt2d(x), ((6, 5),)),
     "medfilt2d-5x3": (lambda f, x: f.medfilt2d(x, [5, 3]), ((7, 6),)),
+    "order_filter": (lambda f, x: f.order_filter(x, np.ones(3), 0), ((17,),)),
+    "order_filter-cross": (lambda f, x: f.order_filter(
+        x, np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]]), 3), ((6, 5),)),
     "wiener": (lambda f, x: f.wiener(x), ((6, 5),)),
     "wiener-1d-noise": (lambda f, x: f.wiener(x, 5, noise=0.1), ((17,),)),
     "oaconvolve": (lambda f, a, k: f.oaconvolve(a, k), ((60,), (5,))),

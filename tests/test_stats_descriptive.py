@@ -96,6 +96,12 @@ CASES = [
      (X, 0.8)),
     ("ttest_ind", lambda x, y: S.ttest_ind(x, y, axis=1), (X, Y)),
     ("ttest_ind-welch", lambda x, y: S.ttest_ind(x, y[:, :4], axis=1, equal_var=False), (X, Y)),
+    ("wasserstein_distance", lambda x, y: S.wasserstein_distance(x[0], y[1, :4]), (X, Y)),
+    ("wasserstein_distance-weights", lambda x, p: S.wasserstein_distance(
+        x[0], x[1, :3], p[0], [p[1, 0], 0.5, p[1, 1]]), (X, POSITIVE)),
+    ("energy_distance", lambda x, y: S.energy_distance(x[0], y[1]), (X, Y)),
+    ("energy_distance-weights", lambda x, p: S.energy_distance(x[2], x[3, ::-1], p[0], p[1]),
+     (X, POSITIVE)),
 ]
 IDS = [name for name, _, _ in CASES]
 
@@ -259,6 +265,46 @@ def test_mstats_trimming_and_winsorizing_are_scipys(limits, inclusive, dtype):
                       np.ma.MaskedArray)
 
 
+MSTATS_SHAPES = [(name, axis, bias) for name in ("skew", "kurtosis") for axis in (0, 1, None)
+                 for bias in (True, False)]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name, axis, bias", MSTATS_SHAPES, ids=str)
+def test_mstats_skew_and_kurtosis_are_scipys(name, axis, bias, dtype):
+    """mstats.skew and kurtosis of an array without a mask (a constant column too, where the
+    variance is zero and the result 0): SciPy's steps, its values bit for bit (float64 of a
+    float32 sample, as np.ma's int64 exponent makes them) and its types (a masked array, or
+    NumPy's scalar for kurtosis's 0-d result less 3), both modes, replayed; they called
+    MaskedArray.copy, which mutad does not follow."""
+    function = getattr(S.mstats, name)
+    x = np.concatenate([X, np.full((4, 1), 0.5)], axis=1).astype(dtype)
+    before = x.tobytes()
+
+    def data(x):
+        result = function(x, axis=axis, bias=bias)
+        return np.ma.filled(result, 0.0) if isinstance(result, np.ma.MaskedArray) else result
+
+    value, _ = mutad.pullback(data, x)
+    expected = data(x.copy())
+    assert np.asarray(value).dtype == np.asarray(expected).dtype
+    assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+    assert x.tobytes() == before
+    if dtype == np.float64:  # (not at the constant column, where the result jumps)
+        f = lambda x: np.sum(np.sin(data(x)))  # noqa: E731
+        mutad.check_grads(f, X, modes=("rev", "fwd"))
+        replays_as_traced(f, [(X,), (Y,)])
+    for row in (x[0], x[1, :3]):  # a 0-d result; three elements: kurtosis is not corrected
+        kind = type(function(row, bias=bias))
+
+        def one(x):
+            result = function(x, bias=bias)
+            assert isinstance(result, np.ma.MaskedArray) == issubclass(kind, np.ma.MaskedArray)
+            return result + 0.0
+
+        assert mutad.value_and_grad(one)(row)[0] == one(row.copy())
+
+
 def test_mstats_settings_mutad_does_not_follow_are_refused():
     for f in (lambda x: S.mstats.trimmed_mean(x, axis=0),
               lambda x: S.mstats.trimmed_mean(x, (0.1, 2.0), relative=False),
@@ -268,6 +314,10 @@ def test_mstats_settings_mutad_does_not_follow_are_refused():
             mutad.gradient(f, X)
     with pytest.raises(mutad.MutadError, match="masked array"):
         mutad.gradient(lambda x: S.mstats.trimmed_mean(np.ma.masked_less(x, 0.0)), X)
+    with pytest.raises(mutad.MutadError, match="masked array"):
+        mutad.gradient(lambda x: S.mstats.skew(np.ma.masked_less(x, 0.0)).sum(), X)
+    with pytest.raises(mutad.MutadError, match="not finite"):
+        mutad.gradient(lambda x: S.mstats.kurtosis(x * 1e100).sum(), X)
 
 
 def test_scipys_errors_are_scipys():
@@ -493,3 +543,16 @@ def test_scoreatpercentile(name):
     mutad.check_grads(lambda x: np.sum(np.sin(f(x))), x)
     mutad.check_jvp(lambda x: np.sum(np.sin(f(x))), x)
     assert x.tobytes() == X.reshape(-1).tobytes()
+
+
+def test_distances_between_distributions_replay():
+    """wasserstein_distance and energy_distance (they converted the traced arrays): which CDF
+    step each interval falls in is SciPy's decision on the plain values, guarded by a replay,
+    whose gradients are the traced ones as the order of the samples changes."""
+    grid = np.linspace(0.0, 1.0, 5)
+
+    def f(u, w):
+        return S.wasserstein_distance(u, grid, w) + S.energy_distance(grid[::-1], u)
+
+    calls = [(RNG.uniform(size=6), RNG.uniform(0.1, 1.0, size=6)) for _ in range(4)]
+    replays_as_traced(f, calls, argnums=(0, 1))

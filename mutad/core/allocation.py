@@ -203,7 +203,15 @@ def allocate(y, made=None):
     """``y``, a new plain array, as a constant of every differentiation running in this
     thread (each level's value an array of the levels outside it); the innermost's array.
     ``made``: ``(function, args, kwargs)``, the call that made it."""
+    if y.dtype.names is not None and len(ACTIVE.running) > 1:
+        raise UnsupportedOperationError(
+            "an array of records (a structured dtype) allocated under nested differentiation "
+            "(a Hessian, a gradient of a gradient): mutad follows its fields in one "
+            "differentiation. Keep each field in an array of its own (pos = np.zeros(n)).")
     for differentiation in ACTIVE.running:
+        if y.dtype.names is not None and getattr(differentiation, "recorder", None) is not None:
+            differentiation.recorder.refuse("an array of records (a structured dtype), "
+                                            "which a replay does not redo")
         y = differentiation.constant(y, made)
     return y
 
@@ -246,10 +254,30 @@ def _arrays(tree):
 def _allocated(y, args, kwargs):
     """Whether ``y`` is a new float array (NumPy's or a device's), not the memory of an
     argument."""
-    if type(y) is not np.ndarray and not is_device(y) or y.dtype.kind not in "fc":
+    if type(y) is not np.ndarray and not is_device(y) or (
+            y.dtype.kind not in "fc" and not _numeric_records(y.dtype)):
         return False
     root = owner(y)
     return not any(owner(a) is root for a in _arrays([args, kwargs]))
+
+
+def _numeric_records(dtype):
+    """Whether ``dtype`` is a structured one of numbers only, a float among them."""
+    if dtype.names is None:
+        return False
+    leaves = []
+
+    def walk(d):
+        if d.subdtype is not None:
+            return walk(d.subdtype[0])
+        if d.names is None:
+            leaves.append(d)
+            return
+        for name in d.names:
+            walk(d.fields[name][0])
+
+    walk(dtype)
+    return all(d.kind in "biufc" for d in leaves) and any(d.kind in "fc" for d in leaves)
 
 
 def factory(func):
@@ -358,9 +386,14 @@ def builder(func):
 
 def reader(func):
     """``func``, reading lists and tuples of traced values as the arrays they stand for (where
-    they do not stack into one, a ragged list, NumPy's own call, which converts them)."""
+    they do not stack into one, a ragged list, NumPy's own call, which converts them), and a
+    ``np.poly1d`` of traced coefficients first as its coefficients."""
 
     def reading_arrays(*args, **kwargs):
+        if ACTIVE.running and args and type(args[0]) is np.poly1d and wrapped(args[0].coeffs):
+            # its coefficients, the array NumPy reads it as (np.polyval(p, x)), which its
+            # __array__ would convert
+            args = (args[0].coeffs, *args[1:])
         if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
             try:
                 stacked = lists_as_arrays(args)
@@ -1300,33 +1333,17 @@ def _reparameterised(name, generator, args, kwargs):
     size = bound.get("size")
     legacy = isinstance(generator, np.random.RandomState)
     cls = np.random.RandomState if legacy else np.random.Generator
-
-    def state():
-        return (generator.get_state(legacy=False) if legacy
-                else generator.bit_generator.state)
-
-    def set_state(s):
-        if legacy:
-            generator.set_state(s)
-        else:
-            generator.bit_generator.state = s
-
     plain = [memory(p) if wrapped(p) else
              (_stacked_plain(p) if type(p) in (list, tuple) else p) for p in params]
-    before = state()
-    expected = getattr(cls, name)(generator, *plain, size)
-    after = state()
-    set_state(before)
     standard = _STANDARD.get(name, "random_sample" if legacy else "random")
-    shape = np.shape(expected)
-    unit = getattr(cls, standard)(generator, shape)
-    again = state()
-    set_state(after)
-    if pickle.dumps(again) != pickle.dumps(after):
+    expected, unit, same = _redrawn(
+        generator, lambda: getattr(cls, name)(generator, *plain, size), standard, np.shape)
+    if not same:
         raise UnsupportedOperationError(
             f"{name}() with traced parameters from {type(generator).__name__}: its standard "
             "numbers could not be drawn again as NumPy draws them. Draw them yourself "
             f"(z = rng.{standard}(size)) and move and scale them with the parameters.")
+    shape = np.shape(expected)
     params = [lists_as_arrays([p])[0] if type(p) in (list, tuple) else p for p in params]
     params = [p.astype(np.float64) if wrapped(p) and p.dtype != np.float64 else p
               for p in params]  # NumPy takes its parameters as doubles
@@ -1350,6 +1367,83 @@ def _reparameterised(name, generator, args, kwargs):
     return y
 
 
+def _redrawn(generator, draw, standard, shape):
+    """NumPy's ``draw()`` (of the generator's plain parameters), the same generator's
+    ``standard`` numbers of ``shape(draw())`` drawn again (NumPy's own method) from the state
+    before it, and whether that left the state NumPy's draw left (the numbers are then those
+    the draw consumed); the generator is left as NumPy's draw left it."""
+    legacy = isinstance(generator, np.random.RandomState)
+    cls = np.random.RandomState if legacy else np.random.Generator
+
+    def state():
+        return (generator.get_state(legacy=False) if legacy
+                else generator.bit_generator.state)
+
+    def set_state(s):
+        if legacy:
+            generator.set_state(s)
+        else:
+            generator.bit_generator.state = s
+
+    before = state()
+    expected = draw()
+    after = state()
+    set_state(before)
+    unit = getattr(cls, standard)(generator, shape(expected))
+    again = state()
+    set_state(after)
+    return expected, unit, pickle.dumps(again) == pickle.dumps(after)
+
+
+def _multivariate_normal(generator, args, kwargs):
+    """``generator.multivariate_normal(mean, cov, size, ...)`` with a traced mean or
+    covariance: NumPy's draw of their plain values (its checks and warnings too), then its
+    standard normal numbers drawn again and moved as NumPy's code moves them, with the traced
+    parameters: ``mean + z @ factor.T`` with the factor of ``method`` (``u * sqrt(s)`` of the
+    SVD, ``u * sqrt(|w|)`` of eigh, the Cholesky factor) for a ``Generator``, ``z @ (sqrt(s)
+    [:, None] * vh) + mean`` for a ``RandomState``. Its derivatives are those of the formula
+    (and of the factorization); that it gives NumPy's draw bit for bit is checked, and where
+    it does not, the draw is refused."""
+    legacy = isinstance(generator, np.random.RandomState)
+    names = ["mean", "cov", "size", "check_valid", "tol"]
+    bound = dict(zip(names, args))
+    if len(args) > len(names) or set(bound) & set(kwargs):
+        raise TypeError("multivariate_normal() got unexpected or repeated arguments")
+    bound.update(kwargs)
+    method = bound.get("method", "svd")
+    cls = np.random.RandomState if legacy else np.random.Generator
+    plain = {k: (memory(v) if wrapped(v) else _stacked_plain(v) if type(v) in (list, tuple)
+                 else v) for k, v in bound.items()}
+    expected, unit, same = _redrawn(
+        generator, lambda: cls.multivariate_normal(generator, **plain), "standard_normal",
+        np.shape)
+    mean, cov = lists_as_arrays([bound["mean"], bound["cov"]])
+    n = np.shape(mean)[0]
+    z = np.reshape(unit, (-1, n))
+    cov = cov.astype(np.double) if wrapped(cov) else np.asarray(cov, np.double)
+    if legacy:
+        u, s, v = np.linalg.svd(cov)
+        y = np.dot(z, np.sqrt(s)[:, None] * v) + mean
+    else:
+        if method == "svd":
+            u, s, _ = np.linalg.svd(cov)
+            factor = u * np.sqrt(s)
+        elif method == "eigh":
+            s, u = np.linalg.eigh(cov)
+            factor = u * np.sqrt(np.abs(s))
+        else:
+            factor = np.linalg.cholesky(cov)
+        y = mean + z @ factor.T
+    y = np.reshape(y, np.shape(expected))
+    if not same or not wrapped(y) or memory(y).tobytes() != np.asarray(expected).tobytes():
+        raise UnsupportedOperationError(
+            "multivariate_normal() with a traced mean or covariance: computed from the "
+            "standard draw, its value is not NumPy's bit for bit here. Draw z = "
+            "rng.standard_normal((size, n)) yourself and write mean + z @ "
+            "np.linalg.cholesky(cov).T, which mutad follows.")
+    return y
+
+
 def _stacked_plain(tree):
     if type(tree) in (list, tuple):
         return [_stacked_plain(x) for x in tree]
@@ -1364,7 +1458,7 @@ def _drawn(draw):
     signature traced, ``replay._random_states``)."""
 
     name = draw.__name__
-    reparameterised = name in REPARAMETERISED
+    reparameterised = name in REPARAMETERISED or name == "multivariate_normal"
 
     def drawing(*args, **kwargs):
         if reparameterised and ACTIVE.running and (
@@ -1372,6 +1466,8 @@ def _drawn(draw):
             generator = getattr(draw, "__self__", None)
             if generator is None:  # a Generator's method: the generator comes first
                 generator, args = args[0], args[1:]
+            if name == "multivariate_normal":
+                return _multivariate_normal(generator, args, kwargs)
             return _reparameterised(name, generator, args, kwargs)
         if name == "shuffle" and ACTIVE.running and holds_wrapped(list(args)):
             return _shuffled(draw, args, kwargs)

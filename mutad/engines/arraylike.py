@@ -29,7 +29,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from ..core.allocation import lists_as_arrays
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
                            UntracedWriteError, function_name)
-from ..core.levels import Tracer, innermost, refused
+from ..core.levels import WRAPPERS, Tracer, innermost, refused
 from ..core.views import (address, may_overlap, memory, owner_view, stands_for_scalar, views,
                           weaken, wrapped)
 
@@ -53,7 +53,24 @@ def install_operators(cls, binary):
         for prefix, method in (("", forward), ("r", reflected), ("i", inplace)):
             setattr(cls, f"__{prefix}{name}__", _operator(method, name, prefix))
     for name, ufunc in COMPARISONS.items():
-        setattr(cls, f"__{name}__", binary(ufunc)[0])
+        compare = binary(ufunc)[0]
+        setattr(cls, f"__{name}__", _records_compared(compare, name) if name in ("eq", "ne")
+                else compare)
+
+
+def _records_compared(compare, name):
+    """``compare`` (``==`` or ``!=``), which of arrays of records (a structured dtype) is
+    NumPy's comparison of whole records (``ndarray.__eq__``: the ufunc has no loop for them):
+    booleans, which carry no derivative."""
+
+    def method(self, other):
+        value = memory(self)
+        if value.dtype.names is not None:
+            return getattr(value, f"__{name}__")(memory(other) if wrapped(other) else other)
+        return compare(self, other)
+
+    method.__name__ = method.__qualname__ = f"__{name}__"
+    return method
 
 
 _SCALAR_MATH = {"mul": "c", "pow": "fc"}
@@ -994,6 +1011,83 @@ def carries_derivative(x):
     return False
 
 
+def records_key(x, key):
+    """``x[key]`` of an array of records (a structured dtype) that ``x`` is, where its
+    derivative is followed: a field (``a['m']``, ``a[['m', 'v']]``) or records by a basic
+    index (``a[1:]``) are views of its memory, which mutad follows as any view; one record by
+    integers (NumPy's ``np.void``, a view of it) is the 0-d view ``x[i, ...]``, through which
+    ``a[i]['m'] = v`` writes; records gathered by an array or a mask would need cotangents
+    of records: refused where they carry a derivative. ``key`` as the engine is to take it."""
+    names = x.dtype.names
+    if names is None:
+        return key
+    if type(key) is str or type(key) is list and all(type(k) is str for k in key):
+        return key
+    items = key if type(key) is tuple else (key,)
+    if all(isinstance(k, (int, np.integer)) for k in items) and len(items) == x.ndim:
+        return (*items, Ellipsis)
+    if all(isinstance(k, (int, np.integer, slice)) or k is None or k is Ellipsis
+           for k in items):
+        return key
+    if carries_derivative(x):
+        raise UnsupportedOperationError(
+            "records of an array of records (a structured dtype) holding differentiated "
+            "values, gathered by an index array or a mask: mutad follows its fields and views "
+            "of its records. Index a field instead (a['m'][idx]).")
+    return key
+
+
+def records_write(x, key, value):
+    """Refuse ``x[key] = value`` into an array of records (a structured dtype) by records
+    (``a[0] = (v, 1.0)``, ``a[1:] = b``) where ``x`` or ``value`` holds differentiated values:
+    mutad follows writes into its fields (``a['m'][0] = v``)."""
+    if type(key) is str or type(key) is list and all(type(k) is str for k in key):
+        return
+    items = value if type(value) in (list, tuple) else (value,)
+    if carries_derivative(x) or any(carries_derivative(v) for v in items):
+        raise UnsupportedOperationError(
+            "x[key] = value into records of an array of records (a structured dtype) holding "
+            "differentiated values: mutad follows writes into its fields. Write each field: "
+            "a['m'][key] = v.")
+
+
+_SHAPED_LIKE = {np.zeros_like, np.empty_like, np.ones_like, np.shape, np.ndim, np.size}
+"""Functions of an array's shape and dtype alone, whose results carry no derivative."""
+
+
+def holds_records(items):
+    """Whether an array of records (a structured dtype) some differentiation traces is among
+    ``items`` (or in a list or tuple among them): asked of every NumPy function's arguments,
+    so by type and dtype alone, before ``refuse_records``' questions."""
+    for x in items:
+        kind = type(x)
+        if kind is list or kind is tuple:
+            if holds_records(x):
+                return True
+        elif kind in WRAPPERS and memory(x).dtype.names is not None:
+            return True
+    return False
+
+
+def refuse_records(what, items):
+    """Refuse ``what`` (a NumPy function) of an array of records (a structured dtype) that
+    holds differentiated values among ``items``: mutad follows its fields (each a float
+    array) and views of its records, not whole records, whose derivatives would be records
+    too. Arrays of records the function made and wrote no derivative into are NumPy's."""
+    for x in items:
+        if type(x) in (list, tuple):  # np.concatenate([a, b])
+            refuse_records(what, x)
+        elif isinstance(x, Tracer) and x.dtype.names is not None and carries_derivative(x) \
+                and what not in _SHAPED_LIKE:
+            name = getattr(what, "__name__", str(what))
+            raise UnsupportedOperationError(
+                f"np.{name} of an array of records (a structured dtype) holding differentiated "
+                "values: mutad follows its fields (a['m'], a['m'][1:] = ..., a[1:]['m']) and "
+                "views of its records, not NumPy's functions of whole records. Compute with "
+                "the fields: copies of each (a['m'].copy()), an order taken by np.argsort of "
+                "a field and applied to each.")
+
+
 def settled(tree, what):
     """``tree`` (lists and tuples of it) with each traced or dual array that carries no
     derivative (a constant the function computed: an index, a count) as the plain value it
@@ -1191,9 +1285,11 @@ def _naming_a_field(frame):
 
 
 STRUCTURED_FIX = ("If it is a field of a structured array (a record dtype, p['pos']): mutad "
-                  "follows arrays of float or complex values, not structured ones. Keep each "
-                  "field in an array of its own (pos = np.zeros(n); vel = np.zeros(n)), or "
-                  "the fields as columns of one float array.")
+                  "follows the fields of one the function allocates with NumPy's factories "
+                  "(np.zeros(n, dtype=[('pos', float), ('vel', float)]), np.empty, np.array "
+                  "of tuples), not of one made before or by np.rec or np.recarray. Allocate "
+                  "it so inside the function, or keep each field in an array of its own "
+                  "(pos = np.zeros(n); vel = np.zeros(n)).")
 
 
 def untraced_write(what):

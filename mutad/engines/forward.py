@@ -27,7 +27,7 @@ from ..core.allocation import (Preexisting, converted_by_numpy, joined_operands,
 from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
                         inexact_output, install_operators, item_assignment_refused,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
-                        out_by_keyword,
+                        out_by_keyword, holds_records, records_key, records_write, refuse_records,
                         out_computation, single_out, stands_for_scalar, takes_over, weak,
                         weak_arithmetic,
                         weak_beside_arrays, weak_value)
@@ -763,6 +763,8 @@ class Dual(ArrayMethods):
         active(level)
         if _outranked(items, level):
             return NotImplemented
+        if holds_records(args) and not RULES.get(func, NO_RULE).nondifferentiable:
+            refuse_records(func, args)
         return apply_function(func, args, kwargs, level)
 
     def __array__(self, dtype=None, copy=None):
@@ -790,6 +792,10 @@ class Dual(ArrayMethods):
             if not tangent.constant_here():
                 return False
             tangent = tangent.value
+        if tangent is not None and tangent.dtype.names is not None:  # records: field by field
+            if self.level in BATCH:
+                unbatched(self.level, "an array of records")
+            return not _any_field(tangent)
         if tangent is not None and self.level in BATCH:
             return self._constant_in_every_direction()
         return tangent is None or not np.any(tangent)
@@ -813,6 +819,10 @@ class Dual(ArrayMethods):
         tangent = self.tangent
         if wrapped(tangent):
             tangent = tangent.plain_value()
+        if tangent is not None and tangent.dtype.names is not None:  # records: field by field
+            if self.level in BATCH:
+                unbatched(self.level, "an array of records")
+            return not _any_field(tangent)
         if tangent is not None and self.level in BATCH:
             return self._constant_in_every_direction()
         return tangent is not None and not tangent.any()
@@ -859,12 +869,15 @@ class Dual(ArrayMethods):
         return Dual(value, tangent, self.level)
 
     def astype(self, dtype, **kwargs):
+        refuse_records(np.ndarray.astype, (self,))
         return apply_function(np.ndarray.astype, (self, dtype), kwargs, self.level)
 
     def __repr__(self):
         return f"Dual({self.value!r}, tangent={self.tangent!r})"
 
     def __getitem__(self, key):
+        if self.value.dtype.names is not None:  # an array of records: by its fields
+            key = records_key(self, key)
         if batch_of(self.level) is not None:
             value = as_array(self.value[key])
             tangent = self.tangent[batch_key(key, self.level)]
@@ -882,6 +895,8 @@ class Dual(ArrayMethods):
     def __setitem__(self, key, value):
         if stands_for_scalar(self):  # immutable, as NumPy's scalars are
             raise item_assignment_refused(self)
+        if self.value.dtype.names is not None:  # an array of records: by its fields
+            records_write(self, key, value)
         if type(value) in (list, tuple):  # x[:3] = [x[2], 2 * x[1], 5.0]: the array NumPy
             value = lists_as_arrays([value])[0]  # makes of it
         _assign(self, value, self.level, "x[key] = value", key)
@@ -892,6 +907,13 @@ class Dual(ArrayMethods):
         if stands_for_scalar(self):
             return apply_ufunc(ufunc, (self, other), None, {}, self.level)
         return apply_ufunc(ufunc, (self, other), self, {}, self.level)
+
+
+def _any_field(records):
+    """Whether a field of ``records`` (an array of a structured dtype, fields within fields
+    too) holds a nonzero number."""
+    return any(_any_field(records[name]) if records[name].dtype.names is not None
+               else np.any(records[name]) for name in records.dtype.names)
 
 
 def active(level):

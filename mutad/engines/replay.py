@@ -3661,6 +3661,7 @@ class Contents:
     __slots__ = ("layout", "copy", "digest")
 
     def __init__(self, a):
+        a = _memory_of(a)
         self.layout = (address(a), a.shape, a.strides, a.dtype)
         self.copy = self.digest = None
         if a.nbytes <= COPIED:
@@ -3669,11 +3670,18 @@ class Contents:
             self.digest = _digest(a)
 
     def same(self, a):
+        a = _memory_of(a)
         if (address(a), a.shape, a.strides, a.dtype) != self.layout:
             return False
         if self.copy is None:
             return _digest(a) == self.digest
         return _same_bits(a, self.copy)
+
+
+def _memory_of(a):
+    """An ndarray subclass's memory as a plain array: a subclass's copy and bytes may be its
+    own (np.ma.masked, the constant a function compares results with, raises on tobytes)."""
+    return a.view(np.ndarray) if type(a) is not np.ndarray and isinstance(a, np.ndarray) else a
 
 
 def _same_bits(a, b):

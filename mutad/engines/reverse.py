@@ -473,7 +473,8 @@ def constant_result(y, tape, sources):
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
     if isinstance(y, np.inexact):  # NumPy's scalar: immutable, as a fresh result's is
         y = fresh_value(y)
-    if not (type(y) is np.ndarray or wrapped(y) or is_device(y)) or y.dtype.kind not in "fc":
+    if not (type(y) is np.ndarray or wrapped(y) or is_device(y)) \
+            or y.dtype.kind not in "fc" and y.dtype.names is None:  # (records: as floats)
         return y
     root = owner(y)
     for x in flat(sources):

@@ -45,8 +45,9 @@ import numpy as np
 
 from ..core.allocation import Preexisting, lists_as_arrays, stands_in
 from .arraylike import (install_operators, item_assignment_refused, lost_tangent,
-                        out_computation, put_right, single_out, stands_for_scalar, takes_over,
-                        weak_arithmetic)
+                        holds_records, out_computation, put_right, records_key, records_write,
+                        refuse_records,
+                        single_out, stands_for_scalar, takes_over, weak_arithmetic)
 from .elementwise import unbroadcast
 from ..core.errors import no_rule
 from .inplace import (check_destination, copy_into, on_constants, overlaps, record_write,
@@ -156,11 +157,15 @@ class TracedDispatch:
     def __array_function__(self, func, types, args, kwargs):
         if len(types) > 1 and (Preexisting in types or defers(self.tape, [*args, *kwargs.values()])):
             return NotImplemented
+        if holds_records(args) and not lookup(func).nondifferentiable:
+            refuse_records(func, args)
         return apply_array_function(func, args, kwargs, self.tape)
 
     # indexing -------------------------------------------------------------------------------
 
     def __getitem__(self, key):
+        if self.value.dtype.names is not None:  # an array of records: by its fields
+            key = records_key(self, key)
         if self.tape.recorder is not None and self.tape.recorder.ready:
             y = self.tape.recorder.getitem(self, key)
         elif self.buffer.constant:
@@ -174,6 +179,8 @@ class TracedDispatch:
     def __setitem__(self, key, value):
         if stands_for_scalar(self):  # immutable, as NumPy's scalars are
             raise item_assignment_refused(self)
+        if self.value.dtype.names is not None:  # an array of records: by its fields
+            records_write(self, key, value)
         if type(value) in (list, tuple):  # x[:3] = [x[2], 2 * x[1], 5.0]: the array NumPy
             value = lists_as_arrays([value])[0]  # makes of it
         if type(value) is Preexisting:
@@ -212,6 +219,7 @@ class TracedDispatch:
         return weak_arithmetic(result) if self.buffer.weak else result
 
     def astype(self, dtype, **kwargs):
+        refuse_records(np.ndarray.astype, (self,))
         return apply_function("ndarray.astype", RULES[np.ndarray.astype].reverse, (self, dtype),
                               kwargs)
 

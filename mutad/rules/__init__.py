@@ -14,7 +14,8 @@ from . import (composites, contractions, creation, fft, indexing, masked,  # noq
 # ``np.subtract.at`` have handlers of their own; the others apply their occurrences in rounds.
 # ``ufunc.outer`` of every row of two operands: the ufunc of the first operand reshaped
 # against the second, which broadcasting makes the same values; ``ufunc.accumulate`` where no
-# rule of its own is written: the ufunc applied step by step, as NumPy's loop applies it;
+# rule of its own is written: the ufunc applied step by step, as NumPy's loop applies it, and
+# ``ufunc.reduce`` the same fold (checked against NumPy's reduction: its order may differ);
 # ``ufunc.reduceat`` of the selections, segment by segment.
 for _ufunc in table("elementwise"):
     if _ufunc.nout == 1 and lookup((_ufunc, "at")).inplace is None:
@@ -25,6 +26,9 @@ for _ufunc in table("elementwise"):
         complex_aware((_ufunc, "outer"))  # the ufunc's own call
         if lookup((_ufunc, "accumulate")).reverse is None:  # np.maximum.accumulate: step by step
             defcomposite((_ufunc, "accumulate"))(shape.accumulate_of(_ufunc))
+        if lookup((_ufunc, "reduce")).reverse is None:  # np.logaddexp.reduce: fold by fold
+            defcomposite((_ufunc, "reduce"))(shape.reduce_of(_ufunc))
+            complex_aware((_ufunc, "reduce"))  # the ufunc's own calls
 for _ufunc in (np.maximum, np.minimum):  # selections: the same value in any order
     defcomposite((_ufunc, "reduceat"))(shape.reduceat_of(_ufunc))
 del _ufunc

@@ -842,10 +842,7 @@ def vectorized(self, *args, **kwargs):
     computes is recorded), its results cast to the type of the first (or ``otypes``) and
     stacked in the arguments' shape, one array per output."""
     if self.signature is not None:
-        raise UnsupportedOperationError(
-            "np.vectorize(..., signature=...) on differentiated arrays: mutad follows only "
-            "elementwise vectorization; call the function on the slices in a loop and "
-            "np.stack the results.")
+        return _vectorized_with_signature(self, *args, **kwargs)
     kwargs = {**kwargs}
     names = [name for name in kwargs if name not in self.excluded]
     positions = [i for i in range(len(args)) if i not in self.excluded]
@@ -874,6 +871,79 @@ def vectorized(self, *args, **kwargs):
         y = np.stack(list(values))
         arrays.append((y if y.dtype == dtype else y.astype(dtype)).reshape(shape))
     return tuple(arrays) if several else arrays[0]
+
+
+def _vectorized_with_signature(self, *args, **kwargs):
+    """``np.vectorize(f, signature=...)(*args)`` on traced arrays, NumPy's loop: ``f`` called
+    on the core slices of the arguments (their loop axes broadcast), in C order, each output's
+    results broadcast to its core shape (the first result's, or the inputs' sizes of its
+    dimensions), cast to ``otypes`` or the first result's type and stacked, where NumPy writes
+    them into arrays mutad would not follow."""
+    excluded = self.excluded
+    names = [name for name in kwargs if name not in excluded]
+    positions = [i for i in range(len(args)) if i not in excluded]
+    operands = [args[i] for i in positions] + [kwargs[name] for name in names]
+
+    def func(*items):
+        given = list(args)
+        for i, x in zip(positions, items[:len(positions)]):
+            given[i] = x
+        return self.pyfunc(*given, **{**kwargs, **dict(zip(names, items[len(positions):]))})
+
+    in_dims, out_dims = self._in_and_out_core_dims
+    if len(operands) != len(in_dims):
+        raise TypeError(f"wrong number of positional arguments: expected {len(in_dims)}, got "
+                        f"{len(operands)}")
+    operands = [x if hasattr(x, "shape") else np.asanyarray(x)
+                for x in lists_as_arrays(operands)]
+    sizes = {}
+    for x, dims in zip(operands, in_dims):
+        if x.ndim < len(dims):
+            raise ValueError(f"{x.ndim}-dimensional argument does not have enough dimensions "
+                             f"for all core dimensions {dims!r}")
+        _core_sizes(sizes, x.shape[x.ndim - len(dims):], dims)
+    loop = np.broadcast_shapes(*(x.shape[:x.ndim - len(dims)] for x, dims in zip(operands, in_dims)))
+    operands = [np.broadcast_to(x, loop + x.shape[x.ndim - len(dims):])
+                for x, dims in zip(operands, in_dims)]
+    results = []
+    for index in np.ndindex(*loop):
+        result = func(*(x[index] for x in operands))
+        result = result if len(out_dims) > 1 and isinstance(result, tuple) else (result,)
+        if len(result) != len(out_dims):
+            raise ValueError(f"wrong number of outputs from pyfunc: expected {len(out_dims)}, "
+                             f"got {len(result)}")
+        if not results:
+            for r, dims in zip(result, out_dims):
+                _core_sizes(sizes, np.shape(r)[np.ndim(r) - len(dims):], dims)
+        results.append(result)
+    if not results:
+        if not self.otypes:
+            raise ValueError("cannot call `vectorize` on size 0 inputs unless `otypes` is set")
+        if any(d not in sizes for dims in out_dims for d in dims):
+            raise ValueError("cannot call `vectorize` with a signature including new output "
+                             "dimensions on size 0 inputs")
+    dtypes = self.otypes or [getattr(r, "dtype", None) or np.asarray(r).dtype for r in results[0]]
+    arrays = []
+    for k, (dims, dtype) in enumerate(zip(out_dims, dtypes, strict=True)):
+        core = tuple(sizes[d] for d in dims)
+        if not results:
+            arrays.append(np.empty(loop + core, dtype))
+            continue
+        y = np.stack([np.broadcast_to(result[k], core) for result in results])
+        arrays.append((y if y.dtype == dtype else y.astype(dtype)).reshape(loop + core))
+    return tuple(arrays) if len(out_dims) > 1 else arrays[0]
+
+
+def _core_sizes(sizes, shape, dims):
+    """Note the sizes ``shape`` gives the core dimensions ``dims``; NumPy's error where one
+    differs from the size noted before."""
+    if len(shape) != len(dims):
+        raise ValueError(f"{len(shape)}-dimensional argument does not have enough dimensions "
+                         f"for all core dimensions {dims!r}")
+    for dim, size in zip(dims, shape):
+        if sizes.setdefault(dim, size) != size:
+            raise ValueError(f"inconsistent size for core dimension {dim!r}: {size} vs "
+                             f"{sizes[dim]}")
 
 
 defmethod(np.vectorize, "__call__", vectorized)

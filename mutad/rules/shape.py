@@ -14,11 +14,14 @@ contributing zero tangents (``deflinear`` for both).
 import math
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..core.allocation import lists_as_arrays
+from ..core import devices
 from ..core.devices import is_device, ufunc_at
 from ..core.errors import UnsupportedOperationError, UntracedWriteError
+from ..core.levels import ACTIVE
 from ..core.registry import (ZERO_TANGENT, complex_aware, defbatched, defcomposite, definplace, defjoin,
                              defjvp, deflinear, defroute, defrule, holomorphic, recomputable)
 from ..core.views import address, memory, owner, owner_view, wrapped
@@ -665,6 +668,74 @@ def accumulate_of(ufunc):
     return accumulate
 
 
+def reduce_of(ufunc):
+    """``ufunc.reduce(a, axis)`` of a binary ufunc with no rule of its own (``np.logaddexp``,
+    ``np.hypot``, ``np.subtract``): NumPy's loop folding each output element's operands in
+    order, ``s = ufunc(s, a[i])`` (from ``initial`` if given), over the reduced axes in C
+    order, the derivative of each step the ufunc's. NumPy may take another order (several axes
+    of an array it iterates in memory order) or a loop whose rounding depends on the layout;
+    so the fold's value is compared with NumPy's reduction of the plain values, and refused
+    unless it is the same bits. A replay, which would not compare, traces such a call."""
+    name = f"np.{ufunc.__name__}.reduce"
+
+    def reduce(a, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+               where=True):
+        if dtype is not None or out is not None or where is not True:
+            raise UnsupportedOperationError(
+                f"{name}(..., dtype=, out=, where=) of a differentiated array: call it without "
+                "them and convert, copy or mask the result.")
+        a = lists_as_arrays([a])[0]
+        ndim = np.ndim(a)
+        axes = tuple(range(ndim)) if axis is None else tuple(sorted(
+            normalize_axis_index(ax, ndim) for ax in (axis if type(axis) is tuple else (axis,))))
+        kept = tuple(ax for ax in range(ndim) if ax not in axes)
+        count = math.prod(np.shape(a)[ax] for ax in axes)
+        folded = np.reshape(np.transpose(a, axes + kept),
+                            (count,) + tuple(np.shape(a)[ax] for ax in kept))
+        given = {} if initial is np._NoValue else {"initial": initial}
+        if count == 0 and not given and ufunc.identity is None:
+            raise ValueError(f"zero-size array to reduction operation {ufunc.__name__} which "
+                             "has no identity")
+        if count == 0:  # the identity or initial everywhere: a constant
+            y = np.full(folded.shape[1:], ufunc.identity if not given else initial,
+                        dtype=np.result_type(a))
+        else:
+            y = folded[0] if not given else ufunc(initial, folded[0])
+            for i in range(1, count):
+                y = ufunc(y, folded[i])
+        if keepdims:
+            y = np.expand_dims(y, axes)
+        expected = ufunc.reduce(memory(a), axis=axis, keepdims=keepdims, **given)
+        if not _same_bits(memory(y), expected):
+            raise UnsupportedOperationError(
+                f"{name} of a differentiated array laid out so that NumPy reduces it in another "
+                "order (over several axes of an array not in C order), or with a loop whose "
+                "rounding depends on the layout: mutad differentiates a fold in order, which "
+                "would not give NumPy's values. Reduce along one axis of a C-ordered copy "
+                "(np.ascontiguousarray(x)), or write the fold as a loop: s = f(s, x[i]).")
+        for differentiation in ACTIVE.running:
+            recorder = getattr(differentiation, "recorder", None)
+            if recorder is not None:
+                recorder.refuse(f"{name}, whose agreement with NumPy's order of reduction a "
+                                "replay would not check")
+        return y
+
+    return reduce
+
+
+def _same_bits(a, b):
+    """Whether arrays ``a`` and ``b`` (a NumPy scalar too) hold the same bits, compared where
+    they live (a device library's arrays on the device, as unsigned integers)."""
+    if np.result_type(a) != np.result_type(b) or np.shape(a) != np.shape(b):
+        return False
+    if is_device(a):
+        parts = a.real.dtype  # (a complex number's: its two parts')
+        bits = np.dtype(f"u{parts.itemsize}")
+        return bool(devices.namespace(a).array_equal(a.view(parts).view(bits),
+                                                     b.view(parts).view(bits)))
+    return np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
 def reduceat_of(ufunc):
     """``ufunc.reduceat(a, indices, axis)`` of a ufunc that selects one of its operands
     (``np.maximum``): ``ufunc.reduce`` over each segment ``a[indices[j]:indices[j + 1]]``, or
@@ -693,29 +764,50 @@ _NUMPY_AS_STRIDED = (_AS_STRIDED,)  # NumPy's, held where the mode's swap of rou
 
 
 def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
-    """``np.lib.stride_tricks.as_strided`` (facet ``route``): of a differentiated ``x``
-    with ``writeable=False``, the elements of its memory the view reads, gathered by their
-    positions in it (a gather, which mutad differentiates; repeated elements add up). A
-    writeable view of overlapping elements has no derivative mutad can follow: refused."""
+    """``np.lib.stride_tricks.as_strided`` (facet ``route``) of a differentiated ``x``: the
+    same view of its memory, writeable when NumPy's is, built from steps mutad follows as views
+    (``sliding_window_view`` along one axis of the flat memory, once per axis of the view,
+    sliced to each axis's step; ``broadcast_to`` for a step of zero). A view, so that later
+    writes into ``x`` show through it, as through NumPy's; its shadow is the same view of the
+    shadow, so that elements read several times add up. A write through a view whose elements
+    share memory is refused when it is made (it has no derivative mutad can follow); a view
+    reaching outside the memory of ``x``'s array (which NumPy does not check) is refused."""
     if not wrapped(x):
         return _NUMPY_AS_STRIDED[0](x, shape, strides, subok, writeable)
     value = memory(x)
-    shape = value.shape if shape is None else tuple(shape)
-    strides = value.strides if strides is None else tuple(strides)
+    shape = value.shape if shape is None else tuple(int(n) for n in shape)
+    strides = value.strides if strides is None else tuple(int(s) for s in strides)
     base = owner(value)
     itemsize = value.itemsize
-    if writeable or not base.flags.c_contiguous or any(s % itemsize for s in strides):
+    start, misaligned = divmod(address(value) - address(base), itemsize)
+    if (len(strides) != len(shape) or misaligned or not base.flags.c_contiguous
+            or any(s % itemsize for s in strides)):
         raise UnsupportedOperationError(
-            "np.lib.stride_tricks.as_strided of a differentiated array"
-            + (" with writeable=True: writes through a view of repeated elements have no "
-               "derivative mutad can follow. Pass writeable=False (a read-only view, which "
-               "mutad reads as a gather), or use np.lib.stride_tricks.sliding_window_view."
-               if writeable else ": its memory is not one contiguous array read element by "
-               "element. Use sliding_window_view, or indexing."))
-    positions = (address(value) - address(base)) // itemsize + sum(
-        (np.arange(n) * (stride // itemsize)).reshape((-1,) + (1,) * (len(shape) - 1 - axis))
-        for axis, (n, stride) in enumerate(zip(shape, strides))) * np.ones(shape, np.intp)
-    return np.ravel(owner_view(x))[positions]
+            "np.lib.stride_tricks.as_strided of a differentiated array: its memory is not one "
+            "contiguous array read element by element (or the shape and strides differ in "
+            "length). Use sliding_window_view, or indexing.")
+    steps = [s // itemsize for s in strides]
+    spans = [(n - 1) * step for n, step in zip(shape, steps)]
+    low = start + sum(min(span, 0) for span in spans)
+    high = start + sum(max(span, 0) for span in spans)
+    if 0 not in shape and (low < 0 or high >= base.size):
+        raise UnsupportedOperationError(
+            "np.lib.stride_tricks.as_strided of a differentiated array: the view reaches "
+            f"outside its array's memory (elements {low} to {high} of {base.size}), whose "
+            "values NumPy leaves undefined. Give a shape and strides within the array.")
+    flat = np.ravel(owner_view(x))
+    if 0 in shape:
+        return sliding_window_view(flat[:0], 0, writeable=writeable).reshape(shape)
+    walked = [axis for axis, (n, step) in enumerate(zip(shape, steps)) if n > 1 and step]
+    windows = tuple(abs(spans[axis]) + 1 for axis in walked) or (1,)
+    view = sliding_window_view(flat[low:], windows, axis=(0,) * len(windows),
+                               writeable=writeable)[0]
+    view = view[tuple(slice(None, None, steps[axis]) for axis in walked)]  # (from the far
+    # end for a negative step)
+    # each walked axis now has its n elements; the others are of one element or repeat one
+    view = view.reshape(tuple(shape[axis] if axis in walked else 1
+                              for axis in range(len(shape))))
+    return view if view.shape == shape else np.broadcast_to(view, shape)
 
 
 defroute(_AS_STRIDED, as_strided)

@@ -50,6 +50,7 @@ from scipy.stats._stats_py import (DescribeResult, KstestResult, LinregressResul
 
 from scipy.stats._binned_statistic import BinnedStatisticResult
 
+from ..core.allocation import lists_as_arrays
 from ..core.errors import UnsupportedOperationError
 from ..engines.arraylike import carries_derivative
 from ..core.registry import NoClosedForm
@@ -536,6 +537,72 @@ def winsorize(a, limits=None, inclusive=(True, True), inplace=False, axis=None,
     if up_cut is not None:
         flat[order[n - up_cut:]] = flat[order[n - up_cut - 1]]
     return np.ma.array(np.reshape(flat, np.shape(a)))
+
+
+def _mstats_moment(a, mean, order, axis):
+    """``mstats._moment`` of order 2, 3 or 4 about ``mean``: np.ma's exponentiation by squares
+    ((a - mean) ** 2, times a - mean; or squared again), whose values on data without a mask
+    are NumPy's, as long as every power is finite (np.ma masks the others): else refused."""
+    deviations = a - mean
+    two = np.asarray(2)  # np.ma.power's exponent is an int64 array: float64 powers of float32
+    s = np.power(deviations, two)
+    s = s * deviations if order == 3 else np.power(s, two) if order == 4 else s
+    if not np.all(np.isfinite(s)):
+        raise UnsupportedOperationError(
+            "scipy.stats.mstats.skew or kurtosis of differentiated values whose powers are not "
+            "finite (NaN, infinite or overflowing): np.ma masks them. Pass the finite elements "
+            "(x[np.isfinite(x)]), or use scipy.stats.skew or kurtosis.")
+    return np.mean(s, axis=axis)
+
+
+def _mstats_shape(a, axis, bias, order, correction):
+    """``mstats.skew`` (``order`` 3) and ``kurtosis`` (4) of an array without a mask, SciPy's
+    steps: the moments about the mean, their ratio where the variance is not zero within
+    rounding (there 0, the ratio taken at a variance of 1 so that no derivative is NaN), and
+    where ``bias`` is False and the sample large enough, ``correction(n, m2, mk)`` written over
+    it as ``np.place`` writes it."""
+    if axis is None:  # (a masked array of traced values is np.ma's, refused there)
+        a, axis = np.ravel(a), 0
+    mean = np.mean(a, axis, keepdims=True)
+    m2 = _mstats_moment(a, mean, 2, axis)
+    mk = _mstats_moment(a, mean, order, axis)
+    zero = np.asarray(m2 <= (np.finfo(np.result_type(m2)).resolution
+                             * np.squeeze(mean, axis)) ** 2)
+    # np.ma.where's zero is an int64 array: float64 values of a float32 sample, as SciPy's
+    if zero.ndim:
+        vals = np.where(zero, np.asarray(0), mk / np.where(zero, 1.0, m2) ** (order / 2))
+    else:  # NumPy's scalars, whose power is not the ufunc's loop to the last bit
+        vals = np.where(zero, np.asarray(0), 0.0 if zero else mk / m2 ** (order / 2))
+    if not bias:
+        n = np.intp(np.shape(a)[axis])  # np.ma's count: NumPy's integers, not Python's
+        can_correct = ~zero & (n > order - 1)
+        if can_correct.any():
+            shape = np.shape(vals)
+            vals = np.reshape(np.copy(vals), -1)
+            kept = np.reshape(can_correct, -1)
+            vals[kept] = correction(n, np.reshape(m2, -1)[kept], np.reshape(mk, -1)[kept])
+            vals = np.reshape(vals, shape)
+    return np.ma.array(vals, mask=np.zeros(np.shape(vals), bool))
+
+
+@stands_in_for(_stats.mstats.skew)
+def mstats_skew(a, axis=0, bias=True):
+    """``scipy.stats.mstats.skew`` of an array without a mask: SciPy's steps
+    (:func:`_mstats_shape`), a masked array without masked elements, as ``np.ma.where`` gives."""
+    return _mstats_shape(a, axis, bias, 3,
+                         lambda n, m2, m3: np.sqrt((n - 1.0) * n) / (n - 2.0) * m3 / m2 ** 1.5)
+
+
+@stands_in_for(_stats.mstats.kurtosis)
+def mstats_kurtosis(a, axis=0, fisher=True, bias=True):
+    """``scipy.stats.mstats.kurtosis`` of an array without a mask: SciPy's steps
+    (:func:`_mstats_shape`), less 3 for Fisher's definition (np.ma's subtraction: a NumPy
+    scalar of a 0-d result, as SciPy's)."""
+    vals = _mstats_shape(
+        a, axis, bias, 4,
+        lambda n, m2, m4: 1.0 / (n - 2) / (n - 3) * ((n * n - 1.0) * m4 / m2 ** 2.0
+                                                     - 3 * (n - 1) ** 2.0) + 3.0)
+    return vals - 3 if fisher else vals
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1213,3 +1280,74 @@ def _binned_statistic(x, values, statistic="mean", bins=10, range=None):
 
 
 binned_statistic = StandIn(_stats.binned_statistic, _binned_statistic)
+
+
+# ----------------------------------------------------------------------------------------------
+# Distances between one-dimensional distributions: SciPy's steps (``_cdf_distance``)
+
+
+def _floats(a):
+    """``np.asarray(a, dtype=float)`` of a traced array, a list of traced numbers or numbers."""
+    a = lists_as_arrays([a])[0] if type(a) in (list, tuple) else a
+    a = a if wrapped(a) else np.asarray(a)
+    return a if a.dtype == np.float64 else a.astype(np.float64)
+
+
+def _distribution(values, weights):
+    """``_validate_distribution``: the values (and weights) as float arrays, SciPy's errors
+    decided on their plain values."""
+    values, weights = (None if a is None else _floats(a) for a in (values, weights))
+    if len(values) == 0:
+        raise ValueError("Distribution can't be empty.")
+    if weights is None:
+        return values, None
+    if len(weights) != len(values):
+        raise ValueError("Value and weight array-likes for the same empirical distribution "
+                         "must be of the same size.")
+    if np.any(weights < 0):
+        raise ValueError("All weights must be non-negative.")
+    if not 0 < np.sum(weights) < np.inf:
+        raise ValueError("Weight array-like sum must be positive and finite. Set as None for "
+                         "an equal distribution of weight.")
+    return values, weights
+
+
+def _cdf(values, weights, sorter, indices):
+    """A distribution's CDF at the positions ``indices`` of its sorted values: their count
+    over the number of values, or the weights summed up to them over all the weights."""
+    if weights is None:
+        return indices / values.size
+    cumulative = np.concatenate(([0], np.cumsum(weights[sorter])))
+    return cumulative[indices] / cumulative[-1]
+
+
+def _cdf_distance(p, u_values, v_values, u_weights=None, v_weights=None):
+    """SciPy's ``_cdf_distance``: the integral of ``|U - V| ** p`` between the sorted values
+    of both samples, to the power ``1 / p``. Which CDF step each interval falls in is SciPy's
+    decision (argsort, searchsorted) on the plain values; the intervals (the sorted values'
+    differences: the gradient goes to the values the sort moved) and the weights are
+    differentiated."""
+    u_values, u_weights = _distribution(u_values, u_weights)
+    v_values, v_weights = _distribution(v_values, v_weights)
+    u_sorter, v_sorter = np.argsort(u_values), np.argsort(v_values)
+    all_values = np.sort(np.concatenate((u_values, v_values)), kind="mergesort")
+    deltas = np.diff(all_values)
+    u_cdf = _cdf(u_values, u_weights, u_sorter,
+                 np.searchsorted(u_values[u_sorter], all_values[:-1], "right"))
+    v_cdf = _cdf(v_values, v_weights, v_sorter,
+                 np.searchsorted(v_values[v_sorter], all_values[:-1], "right"))
+    if p == 1:
+        return np.vecdot(np.abs(u_cdf - v_cdf), deltas)
+    if p == 2:
+        return np.sqrt(np.vecdot(np.square(u_cdf - v_cdf), deltas))
+    return np.power(np.vecdot(np.power(np.abs(u_cdf - v_cdf), p), deltas), 1 / p)
+
+
+@stands_in_for(_stats.wasserstein_distance)
+def wasserstein_distance(u_values, v_values, u_weights=None, v_weights=None):
+    return _cdf_distance(1, u_values, v_values, u_weights, v_weights)
+
+
+@stands_in_for(_stats.energy_distance)
+def energy_distance(u_values, v_values, u_weights=None, v_weights=None):
+    return np.sqrt(2) * _cdf_distance(2, u_values, v_values, u_weights, v_weights)

@@ -10,14 +10,17 @@ array([ 0.0131,  0.8949,  0.7023,  0.4754, -0.1057,  0.0229, -0.0029])
 
 User code calls SciPy by its own names (``CubicSpline``, ``interp1d``, ``make_interp_spline``,
 ``make_lsq_spline``, ``BSpline``, ``PPoly``, ``BarycentricInterpolator``, ``barycentric_interpolate``,
-``PchipInterpolator``, ``pchip_interpolate``, ``Akima1DInterpolator``,
+``PchipInterpolator``, ``pchip_interpolate``, ``Akima1DInterpolator``, ``KroghInterpolator``
+and ``krogh_interpolate`` (SciPy's own steps on the traced arrays),
 ``CubicHermiteSpline``, ``RegularGridInterpolator``, ``interpn``; for scattered data
 ``griddata``, ``LinearNDInterpolator``, ``NearestNDInterpolator``, ``RBFInterpolator``; and
 ``splrep`` at ``s=0`` then ``splev``), however it imported them:
 while a differentiation runs, a constructor given traced data returns an interpolant of mutad's
 own (its values SciPy's, computed on the plain data at each call), and an interpolant SciPy
 built from plain data (outside the differentiated function, or inside it) is differentiated in
-its query points when called with traced ones (``registry.defmethod``).
+its query points when called with traced ones (``registry.defmethod``), FITPACK's curves and
+surfaces (``UnivariateSpline`` and its subclasses, the bivariate splines' ``__call__`` and
+``ev``) too.
 
 Derivatives:
 
@@ -63,7 +66,9 @@ and attributes of a traced interpolant other than calling it, ``derivative`` and
 differentiated or integrated, whose spec would not reproduce SciPy's chained values, nor with
 periodic extrapolation) are linear in the data too: the antiderivative is SciPy's
 ``derivative(-nu)``, and an integral SciPy's own value with the derivatives of F(b) - F(a),
-differentiated in the data and the bounds.
+differentiated in the data and the bounds; ``integrate(a, b)`` of the B-splines (``BSpline``,
+``make_interp_spline``'s, ``make_lsq_spline``'s) too, its bounds clipped to the base interval
+where SciPy clips them (``extrapolate=False``).
 
 Every rule computes with this module's evaluations and NumPy, so a derivative is differentiated
 again (``mutad.hvp``, a gradient of a gradient) and forward mode works as reverse mode does.
@@ -93,7 +98,9 @@ its gradients iteratively, to a tolerance).
 import copy
 import functools
 import inspect
+import math
 import types
+import warnings
 from typing import Any
 
 import numpy as np
@@ -102,6 +109,7 @@ from scipy.interpolate import _interpnd
 
 from scipy.sparse.linalg import spsolve
 
+from ..core.allocation import lists_as_arrays
 from ..engines.arraylike import settled
 from ..custom import Adjoint, dispatch
 from ..core.errors import UnsupportedOperationError
@@ -109,6 +117,7 @@ from ..core.levels import Tracer
 from ..core.views import memory
 from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..api import stop_gradient
+from ..rules._helpers import unbroadcast
 from ._adjoints import ScipyAdjoint, Value, refused_attribute, scipys_value
 
 # SciPy's own names, kept before a differentiation routes the module's attributes to the
@@ -117,9 +126,10 @@ _interpolate = types.SimpleNamespace(**vars(scipy.interpolate))
 
 __all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator", "CubicHermiteSpline",
            "CubicSpline", "LinearNDInterpolator", "NearestNDInterpolator", "PPoly",
-           "PchipInterpolator", "RectBivariateSpline",
+           "KroghInterpolator", "PchipInterpolator", "RectBivariateSpline",
            "RBFInterpolator", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
-           "barycentric_interpolate", "bisplrep", "make_interp_spline", "make_lsq_spline", "pchip_interpolate",
+           "barycentric_interpolate", "bisplrep", "krogh_interpolate", "make_interp_spline",
+           "make_lsq_spline", "pchip_interpolate",
            "splev", "splrep"]
 
 
@@ -794,10 +804,17 @@ class _TracedInterpolant:
         """SciPy's integral from ``a`` to ``b`` (its own call, on the plain data), with the
         derivatives of F(b) - F(a), F the antiderivative (linear in the data; in the bounds,
         the interpolant's values there)."""
-        self._require_piecewise_polynomial("integrate")
+        # a B-spline's (BSpline, make_interp_spline, make_lsq_spline): the derivatives of
+        # F(b) - F(a) too, F its antiderivative (SciPy's BSpline.derivative(-1)), the bounds
+        # clipped to the base interval where SciPy clips them (extrapolate=False)
+        bspline = isinstance(self._spec, (_BSpline, _Spline, _LsqSpline)) \
+            and not self._spec.derived
+        if not bspline:
+            self._require_piecewise_polynomial("integrate")
         spec = self._spec.derivative(-1)
         plain = [np.asarray(stop_gradient(d)) for d in self._data]
-        at = self._spec.build(plain).extrapolate if extrapolate is None else extrapolate
+        built = self._spec.build(plain)
+        at = built.extrapolate if extrapolate is None else extrapolate
         if at == "periodic":
             raise UnsupportedOperationError(
                 f"scipy.interpolate.{self._name}(...).integrate with periodic extrapolation, "
@@ -806,8 +823,12 @@ class _TracedInterpolant:
                 "whole periods within the data, or pass extrapolate=True for bounds inside it.")
         spec = spec.with_extrapolate(at)
         value = _integral_value(self._spec, a, b, extrapolate, *self._data)
-        composition = (self._evaluate(*self._data, b, spec=spec, nu=0)
-                       - self._evaluate(*self._data, a, spec=spec, nu=0))
+        lo, hi = a, b
+        if bspline and not at:
+            t, k = built.t, built.k
+            lo, hi = (np.clip(bound, t[k], t[len(t) - k - 1]) for bound in (a, b))
+        composition = (self._evaluate(*self._data, hi, spec=spec, nu=0)
+                       - self._evaluate(*self._data, lo, spec=spec, nu=0))
         return scipys_value(value, composition)
 
     def _require_piecewise_polynomial(self, name):
@@ -824,7 +845,8 @@ class _TracedInterpolant:
             f"scipy.interpolate.{self._name}(...).{name}: this interpolant was built from "
             "traced data, and mutad differentiates its values and derivatives (calling it, "
             ".derivative()) only, and for CubicSpline, the Hermite splines and PPoly "
-            ".antiderivative() and .integrate(a, b) of the interpolant itself. Build it from "
+            ".antiderivative() and .integrate(a, b) of the interpolant itself (for the "
+            "B-splines, .integrate(a, b)). Build it from "
             "plain data (outside the differentiated function) to use other attributes.")
 
 
@@ -1128,6 +1150,111 @@ def barycentric_interpolate(xi: Any, yi: Any, x: Any, axis: int = 0, *, der: Any
     return interpolant(x) if der == 0 else interpolant.derivative(x, der)
 
 
+# KroghInterpolator: SciPy's steps, pure NumPy (its divided differences, its Newton form's
+# evaluation), run on the traced arrays, its conversions of them left out
+
+
+def _krogh(xi, yi, axis):
+    """SciPy's ``KroghInterpolator(xi, yi, axis)`` of traced values ``yi`` (or nodes ``xi``):
+    SciPy's instance, its ``__init__``'s steps taken on the traced arrays (the divided
+    differences ``c``), so that its values are SciPy's and differentiated in both."""
+    interpolant = object.__new__(_TracedKrogh)
+    yi, xi = (lists_as_arrays([a])[0] if isinstance(a, (list, tuple)) else a for a in (yi, xi))
+    xi = xi if isinstance(xi, Tracer) else np.asarray(xi)
+    shape = np.shape(yi) or (1,)
+    if shape[axis] != len(xi):
+        raise ValueError("x and y arrays must be equal in length along interpolation axis.")
+    interpolant._y_axis = axis % np.ndim(yi)
+    interpolant._y_extra_shape = (np.shape(yi)[:interpolant._y_axis]
+                                  + np.shape(yi)[interpolant._y_axis + 1:])
+    dtype = np.complex128 if np.iscomplexobj(yi) else np.float64
+    interpolant.dtype = dtype
+    interpolant.xi = xi
+    rows = np.moveaxis(yi, interpolant._y_axis, 0)
+    interpolant.yi = rows = np.reshape(rows, (np.shape(rows)[0], -1))
+    n, r = interpolant.n, interpolant.r = np.shape(rows)
+    if n > 30:
+        warnings.warn(f"{n} degrees provided, degrees higher than about thirty cause problems "
+                      "with numerical instability with 'KroghInterpolator'", stacklevel=3)
+    c = np.zeros_like(rows, dtype=dtype, shape=(n + 1, r))
+    c[0] = rows[0]
+    vk = np.zeros_like(rows, dtype=dtype, shape=(n, r))
+    for k in range(1, n):
+        s = 0
+        while s <= k and xi[k - s] == xi[k]:
+            s += 1
+        s -= 1
+        vk[0] = rows[k] / float(math.factorial(s))
+        for i in range(k - s):
+            if xi[i] == xi[k]:
+                raise ValueError("Elements of `xi` can't be equal.")
+            if s == 0:
+                vk[i + 1] = (c[i] - vk[i]) / (xi[i] - xi[k])
+            else:
+                vk[i + 1] = (vk[i + 1] - vk[i]) / (xi[i] - xi[k])
+        c[k] = vk[k - s]
+    interpolant.c = c
+    return interpolant
+
+
+def _krogh_call(self, x):
+    """``KroghInterpolator.__call__`` at traced points or of traced values: SciPy's
+    evaluation of its Newton form, ``p += pi * c[k]`` (each sum made anew: SciPy's writes into
+    an array of its own), the points as ``_prepare_x`` makes them, without its conversion."""
+    x = lists_as_arrays([x])[0] if isinstance(x, (list, tuple)) else x
+    if not isinstance(x, Tracer):
+        x = np.asarray(x)
+    if x.dtype.kind not in "fc":
+        x = x.astype(np.float64)
+    shape = np.shape(x)
+    x = np.reshape(x, (-1,))
+    pi = 1
+    p = np.zeros((len(x), self.r), dtype=self.dtype) + self.c[0, np.newaxis, :]
+    for k in range(1, self.n):
+        w = x - self.xi[k - 1]
+        pi = w * pi
+        p = p + pi[:, np.newaxis] * self.c[k]
+    return self._finish_y(p, shape)
+
+
+class _TracedKrogh(scipy.interpolate.KroghInterpolator):  # (SciPy's class, read at import)
+    """SciPy's ``KroghInterpolator`` holding traced divided differences (``_krogh``): called
+    as SciPy's is, on the traced arrays; what else SciPy's would read them for is refused."""
+
+    __call__ = _krogh_call
+
+    def derivatives(self, x, der=None):
+        raise UnsupportedOperationError(
+            "scipy.interpolate.KroghInterpolator(...).derivatives of traced values: mutad "
+            "differentiates its values (calling it). Use BarycentricInterpolator, whose "
+            "derivative mutad differentiates, or differentiate the values with mutad.")
+
+    def derivative(self, x, der=1):
+        return self.derivatives(x, der)
+
+
+defmethod(_interpolate.KroghInterpolator, "__call__", _krogh_call)
+
+
+@_route(_interpolate.KroghInterpolator)
+def KroghInterpolator(xi: Any, yi: Any, axis: int = 0) -> Any:
+    if not _traced((xi, yi)):
+        return _interpolate.KroghInterpolator(stop_gradient(xi), stop_gradient(yi), axis)
+    return _krogh(xi, yi, axis)
+
+
+@_route(_interpolate.krogh_interpolate)
+def krogh_interpolate(xi: Any, yi: Any, x: Any, der: Any = 0, axis: int = 0) -> Any:
+    if not _traced((xi, yi, x)):
+        return _interpolate.krogh_interpolate(xi, yi, x, der, axis)
+    if der != 0:
+        raise UnsupportedOperationError(
+            "scipy.interpolate.krogh_interpolate(..., der=...) of traced values or points: "
+            "mutad differentiates its values (der=0). Use BarycentricInterpolator's "
+            "derivative, which mutad differentiates.")
+    return KroghInterpolator(xi, yi, axis)(x)
+
+
 def _held(data, dtype):
     """``data`` as SciPy's interpolant holds it: the array itself where SciPy keeps a reference
     to it (``np.asarray``, ``np.ascontiguousarray`` of an array already of ``dtype`` and laid
@@ -1300,6 +1427,117 @@ def _grid_rule(self, xi, method=None, *, nu=None):
     return _TracedGridInterpolant(spec, self.values)(xi, method, nu=nu)
 
 
+class _FitpackCurve(_OneDimensional):
+    """A FITPACK curve SciPy fitted to plain data (``UnivariateSpline``,
+    ``InterpolatedUnivariateSpline``, ``LSQUnivariateSpline``), evaluated by SciPy's own
+    ``__call__`` (``splev``) with its extrapolation mode ``ext``. A derivative of an order
+    above the degree is 0. Beyond the knots SciPy's values are 0 (``ext=1``), the boundary
+    value (``ext=3``, the values themselves: derivatives are extrapolated) or extrapolated;
+    where they are constant there (``flat``), so are the derivatives in the points
+    (``derived``: the evaluations that give them)."""
+
+    def __init__(self, obj, ext, flat, derived=False):
+        self.obj, self.ext, self.flat, self.derived = obj, ext, flat, derived
+
+    def value(self, data, points, nu):
+        t, _, k = self.obj._eval_args
+        if nu > k:
+            return np.zeros(np.shape(points))
+        y = _FITPACK_CURVE_CALL(self.obj, points, nu, self.ext)
+        if self.derived and self.flat:
+            y = np.where((points < t[k]) | (points > t[-k - 1]), 0.0, y)
+        return y
+
+    def derivative_spec(self):
+        return _FitpackCurve(self.obj, self.ext, self.flat, derived=True)
+
+
+_FITPACK_CURVE_CALL = _interpolate.UnivariateSpline.__call__  # SciPy's own, held
+
+
+def _fitpack_curve_rule(self, x, nu=0, ext=None):
+    """``UnivariateSpline.__call__`` (and its subclasses') at traced points."""
+    ext = self.ext if ext is None else scipy.interpolate._fitpack2._extrap_modes.get(ext, ext)
+    flat = ext == 1 or (ext == 3 and nu == 0)
+    return _evaluate(x, spec=_FitpackCurve(self, ext, flat), nu=nu)
+
+
+defmethod(_interpolate.UnivariateSpline, "__call__", _fitpack_curve_rule)
+_FITPACK_SURFACE_CALL = scipy.interpolate._fitpack2._BivariateSplineBase.__call__  # SciPy's
+
+
+def _surface_value(x, y, spline, dx, dy, grid, followed):
+    return _FITPACK_SURFACE_CALL(spline, x, y, dx, dy, grid)
+
+
+_surface = Adjoint(_surface_value)
+_surface.complex_values = None
+
+
+def _surface_slope(x, y, spline, dx, dy, grid, axis):
+    """The derivative of a FITPACK surface's values (partial derivative ``dx, dy``) in its
+    points along ``axis``: its partial derivative of one order more there (the surface's own
+    call, so that an enclosing differentiation differentiates it too), 0 beyond the knots,
+    where FITPACK evaluates the surface at the boundary."""
+    t, k = spline.tck[axis], spline.degrees[axis]
+    order = (dx + 1, dy) if axis == 0 else (dx, dy + 1)
+    if order[axis] >= k:
+        raise UnsupportedOperationError(
+            f"a scipy.interpolate bivariate spline of degree {k} along {'xy'[axis]}, evaluated "
+            f"(derivative of order {order[axis] - 1}) at traced points: its derivative in "
+            f"them, of order {order[axis]}, is one FITPACK does not compute. Evaluate a lower "
+            "derivative, or fit a spline of a higher degree.")
+    slope = spline(x, y, *order, grid=grid)
+    points = np.asarray(memory(x if axis == 0 else y))
+    outside = (points < t[k]) | (points > t[-k - 1])
+    if grid:
+        outside = np.reshape(outside, (-1, 1) if axis == 0 else (1, -1))
+    return np.where(outside, 0.0, slope)
+
+
+@_surface.rule
+def _surface_rule(x, y, spline, dx, dy, grid, followed):
+    value = _fitpack_surface_rule(spline, x, y, dx, dy, grid)  # (an enclosing level's too)
+    slopes = [_surface_slope(x, y, spline, dx, dy, grid, axis) if is_followed else None
+              for axis, is_followed in enumerate(followed)]
+
+    def back(dv):
+        cotangents = []
+        for axis, (p, slope) in enumerate(zip((x, y), slopes)):
+            if slope is None:
+                cotangents.append(None)
+            elif grid:
+                cotangents.append(np.reshape(np.sum(dv * slope, axis=1 - axis), np.shape(p)))
+            else:
+                cotangents.append(unbroadcast(dv * slope, np.shape(p)))
+        return tuple(cotangents)
+
+    return value, back
+
+
+@_surface.jvp_rule
+def _surface_jvp(tangents, x, y, spline, dx, dy, grid, followed):
+    value = _fitpack_surface_rule(spline, x, y, dx, dy, grid)  # (an enclosing level's too)
+    dv = None
+    for axis, t in enumerate(tangents[:2]):
+        if t is None:
+            continue
+        if grid:
+            t = np.reshape(t, (-1, 1) if axis == 0 else (1, -1))
+        term = _surface_slope(x, y, spline, dx, dy, grid, axis) * t
+        dv = term if dv is None else dv + term
+    return value, None if dv is None else np.broadcast_to(dv, np.shape(value))
+
+
+def _fitpack_surface_rule(self, x, y, dx=0, dy=0, grid=True):
+    """``__call__`` (and so ``ev``) of SciPy's bivariate splines (``RectBivariateSpline``,
+    ``SmoothBivariateSpline``, ``LSQBivariateSpline``) built from plain data, at traced
+    points."""
+    return _surface(x, y, spline=self, dx=dx, dy=dy, grid=grid,
+                    followed=(isinstance(x, Tracer), isinstance(y, Tracer)))
+
+
+defmethod(scipy.interpolate._fitpack2._BivariateSplineBase, "__call__", _fitpack_surface_rule)
 defmethod(_interpolate.PPoly, "__call__", _spline_rule)
 defmethod(_interpolate.BSpline, "__call__", _spline_rule)
 defmethod(_interpolate.interp1d, "__call__", _interp1d_rule)

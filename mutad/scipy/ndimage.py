@@ -791,6 +791,11 @@ def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilt
 @stands_in_for(_ndimage.zoom)
 def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter=True, *,
          grid_mode=False):
+    # SciPy reads the zoom only through the output's shape, round(n * zoom): the output is
+    # piecewise constant in it, its derivative 0 (taken as a constant, exactly)
+    zoom, = lists_as_arrays([zoom])
+    if carries_derivative(zoom):
+        zoom = np.asarray(stop_gradient(zoom))
     zoom, = _settings("zoom", order, (zoom, "the zoom"))
     zooms = _ni_support._normalize_sequence(zoom, np.ndim(input))
     shape = tuple(int(round(n * z)) for n, z in zip(np.shape(input), zooms))
@@ -822,12 +827,19 @@ def _affine_coordinates(matrix, offset, shape, ndim, name, order):
 @stands_in_for(_ndimage.affine_transform)
 def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, order=3,
                      mode="constant", cval=0.0, prefilter=True):
-    matrix, offset = _settings("affine_transform", order, (matrix, "the matrix"),
-                               (offset, "the offset"))
     if output_shape is None:
         output_shape = np.shape(output) if not (output is None or _is_dtype(output)) else (
             np.shape(input))
     output_shape = tuple(output_shape)
+    matrix, offset = lists_as_arrays([matrix, offset])
+    if carries_derivative(matrix) or carries_derivative(offset):
+        _traced_coordinates("affine_transform", order, mode, cval, "matrix or offset")
+        _apart("affine_transform", input, output, order, prefilter)
+        dtype = _dtype(output, input, "affine_transform", output_shape)
+        return _deliver(_affine(input, matrix, offset, output_shape, cval, order, mode,
+                                prefilter, dtype), output)
+    matrix, offset = _settings("affine_transform", order, (matrix, "the matrix"),
+                               (offset, "the offset"))
     coordinates, diagonal, shifts = _affine_coordinates(matrix, offset, output_shape,
                                                         np.ndim(input), "affine_transform", order)
     if coordinates is None:
@@ -1086,6 +1098,94 @@ def _shift_jvp(tangents, input, shifts, cval, order, mode, prefilter, dtype):
     if dshifts is not None:
         parts += [-dshifts[a] * part
                   for a, part in enumerate(_slopes_applied(weights, slopes, input, shape))]
+    return y, functools.reduce(np.add, parts) if parts else None
+
+
+def _plain_affine(input, matrix, offset, output_shape, cval, order, mode, prefilter, dtype):
+    return _ndimage.affine_transform(input, matrix, offset, output_shape, dtype, order, mode,
+                                     cval, prefilter)
+
+
+_affine = ScipyAdjoint(_plain_affine)
+
+
+def _affine_parts(matrix, offset, ndim):
+    """The linear part (a square matrix) and the offset SciPy reads from ``matrix`` (diagonal,
+    square, or homogeneous with the offset in its last column) and ``offset``, and the
+    cotangents of the user's ``matrix`` and ``offset`` from theirs."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    homogeneous = matrix.ndim == 2 and matrix.shape[1] == ndim + 1
+    if homogeneous:
+        linear, offset = matrix[:ndim, :ndim], matrix[:ndim, ndim]
+    else:
+        linear = np.diag(matrix) if matrix.ndim == 1 else matrix
+    offset = np.broadcast_to(np.asarray(offset, dtype=np.float64), (ndim,))
+
+    def cotangents(dlinear, doffset, offset_shape):
+        if homogeneous:
+            dmatrix = np.zeros(matrix.shape)
+            dmatrix[:ndim, :ndim], dmatrix[:ndim, ndim] = dlinear, doffset
+            return dmatrix, np.zeros(offset_shape)  # SciPy ignores offset then
+        dmatrix = np.diagonal(dlinear).copy() if matrix.ndim == 1 else dlinear
+        return dmatrix, np.sum(doffset) if offset_shape == () else doffset
+
+    def tangents(dmatrix, doffset):
+        if homogeneous:
+            return (None if dmatrix is None else dmatrix[:ndim, :ndim],
+                    None if dmatrix is None else dmatrix[:ndim, ndim])
+        dlinear = None if dmatrix is None else (np.diag(dmatrix) if matrix.ndim == 1
+                                                 else dmatrix)
+        return dlinear, None if doffset is None else np.broadcast_to(doffset, (ndim,))
+
+    return linear, offset, cotangents, tangents
+
+
+def _affine_geometry(input, matrix, offset, output_shape, mode, prefilter):
+    """The output grid, the linear part and offset, and each output's interpolation weights
+    and slopes at its coordinates ``linear @ grid + offset``."""
+    linear, shifts, cotangents, tangents = _affine_parts(matrix, offset, np.ndim(input))
+    grid = np.indices(output_shape, dtype=np.float64).reshape(len(output_shape), -1)
+    weights, slopes = _coordinate_weights(list(linear @ grid + shifts[:, None]),
+                                          np.shape(input), mode, prefilter)
+    return grid, weights, slopes, cotangents, tangents
+
+
+@_affine.rule
+def _affine_rule(input, matrix, offset, output_shape, cval, order, mode, prefilter, dtype):
+    # SciPy's affine_transform reads the image at linear @ index + offset: map_coordinates'
+    # derivatives there, each coordinate's cotangent times the index for the matrix, summed
+    # for the offset.
+    y = _affine(input, matrix, offset, output_shape, cval, order, mode, prefilter, dtype)
+    grid, weights, slopes, cotangents, _ = _affine_geometry(input, matrix, offset,
+                                                            output_shape, mode, prefilter)
+
+    def back(dy):
+        along = np.stack([np.ravel(dy * part) for part in _slopes_applied(
+            weights, slopes, input, output_shape)])
+        dmatrix, doffset = cotangents(along @ grid.T, along.sum(axis=1), np.shape(offset))
+        return _transpose_points(weights, dy), dmatrix, doffset
+
+    return y, back
+
+
+@_affine.jvp_rule
+def _affine_jvp(tangents, input, matrix, offset, output_shape, cval, order, mode, prefilter,
+                dtype):
+    y = _affine(input, matrix, offset, output_shape, cval, order, mode, prefilter, dtype)
+    grid, weights, slopes, _, split = _affine_geometry(input, matrix, offset, output_shape,
+                                                       mode, prefilter)
+    dinput, dmatrix, doffset = (tuple(tangents) + (None, None, None))[:3]
+    dlinear, dshifts = split(dmatrix, doffset)
+    parts = [] if dinput is None else [_apply_points(weights, dinput, output_shape)]
+    if dlinear is not None or dshifts is not None:
+        moved = 0.0
+        if dlinear is not None:
+            moved = moved + dlinear @ grid
+        if dshifts is not None:
+            moved = moved + np.reshape(dshifts, (-1, 1))
+        moved = np.broadcast_to(moved, grid.shape)
+        parts += [np.reshape(moved[a], output_shape) * part for a, part in enumerate(
+            _slopes_applied(weights, slopes, input, output_shape))]
     return y, functools.reduce(np.add, parts) if parts else None
 
 

@@ -115,9 +115,10 @@ from ..core.views import memory, weaken
 from ._adjoints import outside_differentiations, scipys_value
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
-__all__ = ["approx_fprime", "bisect", "brenth", "brentq", "curve_fit", "fixed_point", "fsolve",
-           "least_squares", "linprog", "lsq_linear", "minimize", "minimize_scalar", "newton", "nnls", "ridder", "root",
-           "root_scalar", "toms748"]
+__all__ = ["anderson", "approx_fprime", "bisect", "brenth", "brentq", "broyden1", "broyden2",
+           "curve_fit", "diagbroyden", "excitingmixing", "fixed_point", "fsolve", "least_squares",
+           "linearmixing", "linprog", "lsq_linear", "minimize", "minimize_scalar", "newton",
+           "newton_krylov", "nnls", "ridder", "root", "root_scalar", "toms748"]
 
 DENSE = 32
 """Up to this many unknowns, ``∂F/∂x`` is formed and decomposed; beyond, solved iteratively."""
@@ -1006,6 +1007,35 @@ def fsolve(original, a, p, call, followed):
     info = {k: (v if k in ("nfev", "njev", "fvec") else _Refused(f"{name}(...)'s {k}"))
             for k, v in info.items()}
     return solution, info, ier, message
+
+
+def _nonlinear_solver(original):
+    """``scipy.optimize.newton_krylov`` and SciPy's other large-scale nonlinear solvers
+    (``anderson``, ``broyden1``, ...): their solution ``x`` of ``F(x) = 0`` (of ``xin``'s
+    shape), differentiated as ``root``'s by the implicit function theorem with respect to what
+    ``F`` reaches through its closure. SciPy raises ``NoConvergence`` where they fail."""
+
+    @_stands_in_for(original)
+    def solve(original, a, p, call, followed):
+        x = _run(original, call)
+        if not followed:
+            return x
+        name = f"scipy.optimize.{original.__name__}"
+        return _root_solution(name, a["F"], p["F"], False, x, (), (), True)
+
+    solve.__name__ = solve.__qualname__ = original.__name__
+    solve.__doc__ = (f"``scipy.optimize.{original.__name__}``: SciPy's solution of F(x) = 0, "
+                     "differentiated by the implicit function theorem (as ``root``'s).")
+    return solve
+
+
+newton_krylov = _nonlinear_solver(_optimize.newton_krylov)
+anderson = _nonlinear_solver(_optimize.anderson)
+broyden1 = _nonlinear_solver(_optimize.broyden1)
+broyden2 = _nonlinear_solver(_optimize.broyden2)
+diagbroyden = _nonlinear_solver(_optimize.diagbroyden)
+excitingmixing = _nonlinear_solver(_optimize.excitingmixing)
+linearmixing = _nonlinear_solver(_optimize.linearmixing)
 
 
 @_stands_in_for(_optimize.fixed_point)

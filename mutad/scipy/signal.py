@@ -25,7 +25,7 @@ cascade of sections (its value SciPy's own), ``filtfilt`` (``method="pad"``) and
 both operands and the fillvalue, for every mode and boundary; ``savgol_filter`` is linear in x,
 ndimage's ``convolve1d`` but in ``mode="interp"``, whose end rows are SciPy's polynomial fits;
 ``upfirdn`` is linear in h and in x (with the zero extension, ``mode="constant"``); ``medfilt``
-is ndimage's rank filter, each output taking the cotangent of the element it selected, and
+and ``order_filter`` are ndimage's rank filter (as in SciPy), each output taking the cotangent of the element it selected, and
 ``medfilt2d`` the same filter of a 2-d array (checked to select SciPy's values); ``wiener`` is
 SciPy's own steps on ``correlate``. ``find_peaks`` (every setting, as constants),
 ``peak_prominences`` and ``peak_widths`` take SciPy's peaks, bases, plateau edges and
@@ -107,7 +107,7 @@ __all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "coherence", "con
            "convolve", "convolve2d", "correlate", "correlate2d", "csd", "czt", "decimate", "detrend",
            "dimpulse", "dlsim", "dlti", "dstep", "fftconvolve", "filtfilt", "find_peaks", "firwin",
            "freqresp", "freqs", "freqs_zpk", "freqz", "hilbert", "impulse", "istft", "lfilter",
-           "lfilter_zi", "lombscargle", "lsim", "lti", "medfilt", "medfilt2d", "normalize", "oaconvolve", "peak_prominences", "peak_widths", "periodogram",
+           "lfilter_zi", "lombscargle", "lsim", "lti", "medfilt", "medfilt2d", "normalize", "oaconvolve", "order_filter", "peak_prominences", "peak_widths", "periodogram",
            "resample", "resample_poly", "savgol_filter", "sosfilt", "sosfilt_zi", "sosfiltfilt",
            "spectrogram", "ss2tf", "step", "stft", "tf2ss", "upfirdn", "welch", "wiener", "zoom_fft",
            "zpk2ss", "zpk2tf"]
@@ -1744,6 +1744,20 @@ def medfilt(volume, kernel_size=None):
                       stacklevel=2)
     size = math.prod(kernel_size)
     return ndimage.rank_filter(volume, size // 2, size=kernel_size, mode="constant")
+
+
+@stands_in_for(_signal.order_filter)
+def order_filter(a, domain, rank):
+    # SciPy's steps: ndimage's rank filter over the footprint ``domain``, zeros beyond the
+    # ends; each output takes the cotangent of the element it selected.
+    domain = np.asarray(domain)
+    if any(n % 2 != 1 for n in domain.shape):
+        raise ValueError("Each dimension of domain argument should have an odd number of "
+                         "elements.")
+    a = _array(a)
+    if not (np.issubdtype(a.dtype, np.integer) or a.dtype in (np.float32, np.float64)):
+        raise ValueError(f"dtype={a.dtype} is not supported by order_filter")
+    return ndimage.rank_filter(a, rank, footprint=domain, mode="constant")
 
 
 _medfilt2d_value = Value(lambda x, kernel_size: _signal.medfilt2d(x, kernel_size),

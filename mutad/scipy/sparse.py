@@ -143,6 +143,7 @@ differentiated: inside a differentiation they are placeholders whose use raises.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import sys
 import threading
@@ -1273,7 +1274,8 @@ class TracedSparse:
             return found
         raise UnsupportedAttributeError(
             f"{name} of a scipy.sparse matrix with traced values: mutad follows its products "
-            "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, indexing, A.multiply, +, "
+            "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, indexing, A.multiply, "
+            "A.maximum, A.minimum, +, "
             "-, scalar * and /, abs, power, the ufuncs SciPy maps over the stored values "
             "(sqrt, expm1, log1p, sin, tanh, ...), sum(axis), mean, diagonal(k), trace, max(), "
             "min(), getrow, getcol, setdiag, toarray() and .data. Compute with A.data, or with "
@@ -1707,6 +1709,57 @@ class TracedSparse:
         return TracedSparse(out, _summed(self.data, self.layout, out) * np.reshape(
             values, out.data_shape))
 
+    def maximum(self, other: Any) -> TracedSparse | Any:
+        """SciPy's ``A.maximum(B)``: see :meth:`_extremum`."""
+        return self._extremum(other, np.maximum, "maximum")
+
+    def minimum(self, other: Any) -> TracedSparse | Any:
+        """SciPy's ``A.minimum(B)``: see :meth:`_extremum`."""
+        return self._extremum(other, np.minimum, "minimum")
+
+    def _extremum(self, other, ufunc, name):
+        """SciPy's ``A.maximum(B)`` (``minimum``), as SciPy computes it: of two sparse
+        matrices, the ufunc of their summed values at each entry either stores (0 where one
+        stores none), the zeros it gives dropped as SciPy drops them; of a number that keeps
+        the zeros SciPy does not store (``maximum`` with c <= 0, ``minimum`` with c >= 0), the
+        ufunc of each stored value of the summed matrix; of another number, of every entry
+        (SciPy stores them all, with its warning); of an array, of the dense matrix. Ties are
+        the ufunc's (the gradient to both values)."""
+        other = _matrix_operand(other)
+        probe = self.layout.probe()
+        if not hasattr(probe, name):  # SciPy's error
+            raise AttributeError(f"{type(probe).__name__} has no attribute {name!r}")
+        if self.format not in ("csr", "csc"):  # SciPy's of the csr matrix, in its format
+            plain = memory(other) if not isinstance(other, TracedSparse) else \
+                other.layout.probe()
+            result = getattr(self.tocsr(), name)(other)
+            form = getattr(getattr(probe, name)(plain), "format", None)
+            return result.asformat(form) if form and result.format != form else result
+        if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
+            other = _lift(other)
+            union = probe + other.layout.probe()  # (ones: no entry cancels)
+            out = _Layout(union.asformat(getattr(probe, name)(other.layout.probe()).format))
+            return TracedSparse(_dropping(out), ufunc(_summed(self.data, self.layout, out),
+                                                      _summed(other.data, other.layout, out)))
+        if _is_scalar(other):
+            keeps_zeros = memory(other) <= 0 if name == "maximum" else memory(other) >= 0
+            if keeps_zeros:
+                self.sum_duplicates()  # as SciPy's does
+                return TracedSparse(self.layout, ufunc(self.data, other))
+            out = _Layout(getattr(probe, name)(memory(other)))  # (SciPy's warning)
+            dense = self.toarray()
+            return TracedSparse(out, np.reshape(ufunc(dense[out.rows, out.cols], other),
+                                                out.data_shape))
+        if not _dense_operand(other):
+            _refuse(f"A.{name}(B) of a scipy.sparse matrix with traced values and "
+                    f"{type(other).__name__}", "pass a number, an array or a sparse matrix.")
+        if self._is_matrix():
+            _refuse(f"A.{name}(B) of a scipy.sparse matrix (spmatrix) with traced values and "
+                    "an array", "SciPy's result is an np.matrix, which has no traced form: "
+                    f"take np.{name}(A.toarray(), B) instead, or use the csr_array/csc_array "
+                    "classes.")
+        return ufunc(self.toarray(), other)
+
     def _plus(self, other, sign, reflected=False):
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
             other = _lift(other)
@@ -1846,6 +1899,28 @@ def _route(fn, stand_in):
                         "with plain values, differentiated with traced ones.")
     defroute(fn, stand_in)
     return stand_in
+
+
+class _KindCheck:
+    """``scipy.sparse.issparse`` (and ``isspmatrix``, ``isspmatrix_csr``, ...) in the user's
+    code: of a :class:`TracedSparse`, SciPy's answer for the matrix it stands for (its
+    template, of the same class and format), so that ``if issparse(A)`` takes the sparse
+    branch; NumPy's and SciPy's own code keeps its own bindings. An attribute holds SciPy's
+    function: the allocation mode swaps routed functions in closures."""
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        defroute(fn, self)
+
+    def __call__(self, x):
+        return self.fn(x.layout.template if isinstance(x, TracedSparse) else x)
+
+
+for _name in ("issparse", "isspmatrix", "isspmatrix_csr", "isspmatrix_csc", "isspmatrix_coo",
+              "isspmatrix_bsr", "isspmatrix_dia", "isspmatrix_lil", "isspmatrix_dok"):
+    _KindCheck(getattr(_sparse, _name))
+del _name
 
 
 def _constructor_function(name):

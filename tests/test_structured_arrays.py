@@ -1,0 +1,118 @@
+"""Arrays of records (a structured dtype) that the differentiated function allocates
+(``np.zeros(n, dtype=[('x', float, 2), ('m', float)])``): their fields are views of their
+memory, which mutad follows as any view, in both modes, under both policies; whole-record
+operations of records holding differentiated values are refused by name; records that hold
+none are NumPy's."""
+
+import numpy as np
+import pytest
+
+import mutad
+from cases import replays_as_traced
+
+PARTICLE = np.dtype([("x", float, 2), ("v", float, 2), ("m", float), ("id", np.int64)])
+
+
+def particles(m):
+    """A particle system kept as records: fields (a subarray field too), records by a basic
+    index, one record by an integer, written and read."""
+    p = np.zeros(m.size, dtype=PARTICLE)
+    p["x"] = np.arange(2.0 * m.size).reshape(-1, 2)
+    p["m"] = m
+    p["id"] = np.arange(m.size)
+    for _ in range(3):
+        p["v"] += 0.1 * p["x"] / p["m"][:, None]
+        p[1:]["x"] += 0.1 * p[1:]["v"]
+        p[0]["x"] *= 0.5  # one record (NumPy's np.void, a view of it)
+        p["x"][p["id"] == 2] -= p["m"][0]
+    return (p["x"] ** 2).sum() + p[2]["v"][1] * p["m"].sum()
+
+
+def nested(w):
+    """Fields within fields and records made by np.array of tuples."""
+    s = np.zeros(w.size, dtype=[("pos", [("a", float), ("b", float)]), ("q", float)])
+    s["pos"]["a"] = w
+    s["pos"]["b"] = np.sin(s["pos"]["a"]) * w[::-1]
+    s["q"] = w ** 2
+    table = np.array([(1.0, 2.0), (3.0, 4.0), (5.0, 6.0), (7.0, 8.0)],
+                     dtype=[("lo", float), ("hi", float)])
+    table["hi"] *= w
+    return s["pos"]["b"].sum() + s["q"].sum() + table["hi"] @ table["lo"]
+
+
+PROGRAMS = {"particles": particles, "nested fields": nested}
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_fields_of_records_are_followed(name, policy):
+    """They were refused (a traced value written into a plain array, the records): NumPy's
+    values bit for bit, gradients in both modes, replayed as traced (a replay traces them),
+    the caller's array unchanged."""
+    f = PROGRAMS[name]
+    m = np.array([1.0, 2.0, 1.5, 0.7])
+    before = m.tobytes()
+    value, _ = mutad.value_and_grad(f, policy=policy)(m)
+    assert np.asarray(value).tobytes() == np.asarray(f(m.copy())).tobytes()
+    assert mutad.jvp(f, (m,), (np.ones(4),))[0] == f(m.copy())
+    mutad.check_grads(f, m, policy=policy, modes=("rev", "fwd"))
+    replaying = replays_as_traced(f, [(m,), (m + 0.5,)])
+    assert any("records" in reason for reason in replaying.reasons.values())
+    assert m.tobytes() == before
+
+
+def test_records_without_derivatives_are_numpys():
+    """Records the function made and wrote no derivative into: NumPy's functions of whole
+    records (a sort by a field, comparisons, concatenation, a copy) as NumPy computes them."""
+    def f(x):
+        table = np.zeros(3, dtype=[("key", float), ("value", float)])
+        table["key"] = [3.0, 1.0, 2.0]
+        table["value"] = [10.0, 20.0, 30.0]
+        ordered = np.sort(table, order="key")
+        same = (table == table.copy()).sum() + (np.concatenate([table, table]) != table[0]).sum()
+        return (ordered["value"] * x).sum() + same * x[0]
+
+    x = np.array([1.0, 2.0, 3.0])
+    value, (g,) = mutad.value_and_gradient(f, x)
+    assert value == f(x)
+    np.testing.assert_array_equal(g, [20.0 + 7.0, 30.0, 10.0])
+
+
+@pytest.mark.parametrize("f, words", [
+    (lambda r: np.copy(r)["m"].sum(), "np.copy of an array of records"),
+    (lambda r: r.astype([("m", np.float32), ("v", float)])["m"].sum(), "np.astype of an array"),
+    (lambda r: np.sort(r, order="m")["m"][0], "np.sort of an array of records"),
+    (lambda r: np.concatenate([r, r])["m"].sum(), "np.concatenate of an array of records"),
+    (lambda r: r[[0, 2]]["m"].sum(), "gathered by an index array"),
+    (lambda r: r[r["m"] > 1.5]["m"].sum(), "gathered by an index array or a mask"),
+    (lambda r: (r.__setitem__(0, (1.0, 2.0)), r["m"].sum())[1], "Write each field"),
+], ids=["copy", "astype", "sort", "concatenate", "gather", "mask", "record write"])
+def test_whole_records_holding_derivatives_are_refused(f, words):
+    """Whole-record operations would need cotangents of records: refused by name, where they
+    gave values whose gradient was lost (np.copy's, np.sort's) or NumPy's errors."""
+    def program(x):
+        r = np.zeros(3, dtype=[("m", float), ("v", float)])
+        r["m"] = x
+        return f(r)
+
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match=words):
+        mutad.gradient(program, np.array([1.0, 2.0, 3.0]))
+
+
+def test_records_under_nested_differentiation_are_refused():
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="nested differentiation"):
+        mutad.hessian(particles, np.array([1.0, 2.0, 1.5, 0.7]))
+
+
+def test_a_jacobian_of_records():
+    """A batched forward pass runs one direction at a time where records are (a decision on
+    whether a tangent is zero is taken field by field)."""
+    def f(m):
+        p = np.zeros(m.size, dtype=[("x", float), ("m", float)])
+        p["m"] = m
+        p["x"] = np.cumsum(p["m"]) ** 2
+        return p["x"]
+
+    m = np.array([1.0, 2.0, 1.5, 0.7])
+    np.testing.assert_allclose(mutad.jacobian(f, m), np.tril(2 * np.cumsum(m)[:, None] * np.ones(4)),
+                               rtol=1e-15)
