@@ -1527,6 +1527,50 @@ def test_slices_assigned_where_no_gradient_reaches_them(policy, read_c, monkeypa
     assert bool(deopts) == (not read_c)
 
 
+def regions_assigned(a, b, read_c):
+    """A region of ``c`` (a row's span, or a 2-D block) assigned a value only the block reads
+    (its cotangent a local, handed over by the write's lines: ``ElementwiseWrite.operands``),
+    which a product reads too where ``a`` is 2-D (the local added into); the loss reads ``c``
+    only if ``read_c``."""
+    a = a * 1.0
+    c = np.zeros_like(a)
+    inner = (slice(1, -1),) * a.ndim
+    for _ in range(3):
+        t = np.sqrt(a * a + 1.0) * 0.5
+        u = 0.25 * (t[inner] + b[inner])
+        c[inner] = u
+        if a.ndim == 2:
+            a[inner] -= u * b[inner]
+        else:
+            a = a * 0.75
+    return np.sum(a * a) + (np.sum(c * c) if read_c else 0.0)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("read_c", [False, True])
+@pytest.mark.parametrize("shape", [(12,), (5, 6)])
+def test_a_region_assigned_hands_its_cotangent_to_a_local(policy, read_c, shape, monkeypatch):
+    """The cotangent an assignment takes from its region is its operand's local cotangent in
+    the block, the same gradients bit for bit (zeros and an infinity among the inputs, the
+    products masked); where no gradient reached the array (``c`` unread), the block finishes
+    one step at a time from the write."""
+    from mutad.engines.blocks import Block
+    deopts = []
+    deopt = Block.deopt
+    monkeypatch.setattr(Block, "deopt", lambda *a: (deopts.append(1), deopt(*a))[1])
+    rng = np.random.default_rng(8)
+    calls = []
+    for i in range(5):
+        a, b = rng.standard_normal(shape), rng.standard_normal(shape)
+        if i >= 3:
+            a.flat[3], b.flat[-3] = 0.0, (np.inf if i == 4 else 0.0)
+        calls.append((a, b, read_c))
+    replaying = replayed_like_traced(regions_assigned, calls, policy, argnums=(0, 1))
+    assert any(type(member) is ElementwiseWrite and member.operands
+               for block in blocks(replaying) for member in block.steps)
+    assert bool(deopts) == (not read_c)
+
+
 def fanned_out(x, w, read_c, reread):
     """Sums of two values made by elementwise steps (``s + r``), whose cotangent becomes both
     of theirs, one array (``blocks.Code.share``); ``s`` read again before the sum where

@@ -836,7 +836,7 @@ class ElementwiseWrite:
     __slots__ = ("ufunc", "args", "kwargs", "target", "rule", "reads", "position", "others_at",
                  "apart", "traced", "state", "inputs", "written", "buffer", "key",
                  "whole", "withheld", "args_of", "invertible", "lean", "cotangents", "later",
-                 "unplanned", "plan")
+                 "unplanned", "plan", "operands")
 
     def __init__(self, ufunc, args, kwargs, target, rule, reads, position, apart, record,
                  key, whole, withheld=False):
@@ -880,6 +880,14 @@ class ElementwiseWrite:
             # (the cotangent a write takes is an array, a 0-d one for an element)
             self.cotangents = _lean_inputs(rule, self.state[1], self.inputs, written,
                                            scalar=False)
+        # The slots of the operands whose cotangents a block may hold in locals (``with_blocks``):
+        # where the write is copied on every call (no inverse: an assignment), its lines are
+        # all there is of it, in both passes, and hand the cotangent over as they take it
+        self.operands = ()
+        if self.cotangents is not None and not self.invertible and all(
+                place.shape != () for *_, place, _, _ in self.cotangents):
+            self.operands = tuple(a.index for a in self.args
+                                  if type(a) is Slot and a.index != self.target)
 
     def __call__(self, values, tape):
         ufunc = self.ufunc
@@ -977,6 +985,21 @@ class ElementwiseWrite:
             take[:1] = [f"dy = {region}.copy()", f"{region} = 0.0"]
         if not self.traced:  # the values written get no gradient
             lean = [*_dropped(code, written, take[:-1]), take[-1]]
+        elif record is None and self.operands and any(
+                type(place) is Buffer and code.cotangent(place) is not None
+                for *_, place, _, _ in self.cotangents):
+            # an operand's cotangent is a local (``operands``), which its step takes as known
+            # to exist: so the cotangent taken must be an array, which it is where the buffer
+            # written has a shadow (else the block finishes one step at a time, from here)
+            if span is not None:
+                looked_up, flat = code.existing_flat(written.buffer, k)
+                region = f"{flat}[{code.bind(span)}]"
+                take = [*looked_up, f"dy = {region}.copy()", f"{region} = 0.0", take[-1]]
+            else:
+                take[:0] = [f"if {code.key(written.buffer)} not in entries:",
+                            f"    {code.deopt(k, 'None')}"]
+            lean = [*take, *_lean_cotangents(code, self.cotangents, written, vals, "None",
+                                             scalar=False)]
         elif self.cotangents is None:
             lean = [f"{code.bind(self)}.back(shadows, [{vals}], ({target}, {saved}))"]
         else:
@@ -1915,6 +1938,7 @@ def with_blocks(steps, held, guarded=()):
     for k, step in enumerate(steps):
         local = (tuple(slot for _, slot in step.at) if type(step) is Pure else
                  (step.value,) if type(step) is SetElement and step.value is not None
+                 else step.operands if members[k] is step and type(step) is ElementwiseWrite
                  else ()) if k in block_of else ()
         for slot in local:
             if read_in.setdefault(slot, block_of[k]) != block_of[k]:
