@@ -1400,6 +1400,46 @@ def test_the_dot_products_of_a_substitution_loop_compile(n, policy):
                for block in blocks(replaying) for member in block.steps) == n + 1
 
 
+def products_in_a_loop(M, x):
+    """Products of a vector and a vector, a matrix and a vector (either side), whose outputs
+    only elementwise steps read (their cotangents the block's locals: a float64 scalar's, a
+    vector's), of a row of ``M``, of ``M`` whole, of a value the block made, and of one
+    vector with itself."""
+    y = x * 1.0
+    for i in range(1, 4):
+        r = M[i, :] @ y
+        v = y @ M
+        w = M @ y
+        y = y * 0.5 + (v * w) * r * 0.1 + (x @ x) * 0.01
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_products_of_a_matmul_are_lines_of_the_block(policy):
+    """The cotangents of ``@`` on vectors and matrices are written as lines of the block
+    (``contractions._dot_back.lines`` and its kin), the same products bit for bit: with zeros
+    and infinities among the inputs (NaNs in the products), a float64 scalar's cotangent as a
+    0-d array."""
+    from mutad.engines.replay import Function
+    from mutad.rules import contractions
+    rng = np.random.default_rng(6)
+    calls = []
+    for i in range(5):
+        M, x = rng.standard_normal((5, 5)), rng.standard_normal(5)
+        if i >= 3:
+            M[1, 2], x[3] = 0.0, (np.inf if i == 4 else 0.0)
+        calls.append((M, x))
+    with np.errstate(invalid="ignore", over="ignore"):
+        replaying = replayed_like_traced(products_in_a_loop, calls, policy, argnums=(0, 1))
+    compiled = blocks(replaying)
+    written = (contractions._dot_back, contractions._vector_matrix_back,
+               contractions._matrix_vector_back)
+    assert {member.special[1] for block in compiled for member in block.steps
+            if type(member) is Function and member.special is not None} >= set(written)
+    assert not any(c in written for block in compiled for c in block.constants
+                   if callable(c))
+
+
 def sweep_then_sum(a, b):
     """Element writes into an array whose shadow the reverse pass of a large sum shares with
     another's (``elementwise._sharing``) before the writes' block reaches it; and divisions by
