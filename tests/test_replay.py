@@ -1611,6 +1611,52 @@ def test_a_region_assigned_hands_its_cotangent_to_a_local(policy, read_c, shape,
     assert bool(deopts) == (not read_c)
 
 
+def rows_updated(C, A, read_D):
+    """syrk's rows: ``C[i, :i + 1]`` scaled and added into in place (invertible writes, copied
+    while the allowance lasts, inverted after), and rows of ``D`` subtracted from, which the
+    loss reads only if ``read_D``."""
+    C = C * 1.0
+    D = np.zeros_like(C)
+    n, m = A.shape
+    for i in range(n):
+        C[i, :i + 1] *= 1.2
+        for k in range(m):
+            C[i, :i + 1] += 1.5 * A[i, k] * A[:i + 1, k]
+        D[i, 1:] -= C[i, :-1] * 0.5
+    return np.sum(C * C) + (np.sum(D * D) if read_D else 0.0)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("read_D", [False, True])
+@pytest.mark.parametrize("small_copies", [None, 600])
+def test_rows_written_in_place_take_their_cotangents_from_the_flat_shadow(
+        policy, read_D, small_copies, monkeypatch):
+    """A row's write in place takes its cotangent from its array's flat shadow, a local of
+    the block, whether the write's bytes were copied or it is inverted (the copy allowance
+    spent: ``small_copies``), the same gradients bit for bit (zeros and an infinity among
+    the inputs); where no gradient reached the array (``D`` unread), the block finishes one
+    step at a time from the write."""
+    from mutad.core import tape as tape_module
+    from mutad.engines.blocks import Block
+    if small_copies is not None:
+        monkeypatch.setattr(tape_module, "SMALL_COPIES", small_copies)
+    deopts = []
+    deopt = Block.deopt
+    monkeypatch.setattr(Block, "deopt", lambda *a: (deopts.append(1), deopt(*a))[1])
+    rng = np.random.default_rng(9)
+    calls = []
+    for i in range(5):
+        C, A = rng.standard_normal((6, 6)), rng.standard_normal((6, 3))
+        if i >= 3:
+            C[4, 2], A[3, 1] = 0.0, (np.inf if i == 4 else 0.0)
+        calls.append((C, A, read_D))
+    with np.errstate(invalid="ignore", over="ignore"):
+        replaying = replayed_like_traced(rows_updated, calls, policy, argnums=(0, 1))
+    assert any(type(member) is ElementwiseWrite for block in blocks(replaying)
+               for member in block.steps)
+    assert bool(deopts) == (not read_D)
+
+
 def fanned_out(x, w, read_c, reread):
     """Sums of two values made by elementwise steps (``s + r``), whose cotangent becomes both
     of theirs, one array (``blocks.Code.share``); ``s`` read again before the sum where

@@ -978,6 +978,7 @@ class ElementwiseWrite:
             # again (a small region's is zeroed in place)
             code.shadows.clear()
         take = [f"dy = shadows.take({code.bind(written)})", f"copyto({target}, {saved})"]
+        hoisted = []
         span = None if written.whole else flat_slice(written)
         _, flat = code.flat_of(written.buffer, always=False)
         if span is not None and flat is not None:  # a row's, in the flat shadow a local holds
@@ -1002,13 +1003,22 @@ class ElementwiseWrite:
                                              scalar=False)]
         elif self.cotangents is None:
             lean = [f"{code.bind(self)}.back(shadows, [{vals}], ({target}, {saved}))"]
+        elif span is not None:
+            # a row's: its cotangent taken from the flat shadow, a local from here on (made
+            # before the write's undo is chosen, both ways finding it), and known to exist
+            # (else the block finishes one step at a time, from here)
+            hoisted, flat = code.existing_flat(written.buffer, k)
+            region = f"{flat}[{code.bind(span)}]"
+            lean = [f"dy = {region}.copy()", f"{region} = 0.0", take[-1],
+                    *_lean_cotangents(code, self.cotangents, written, vals, "None",
+                                      scalar=False, always=record is None)]
         else:
             lean = [*take, "if dy is not None:",
                     *indent(_lean_cotangents(code, self.cotangents, written, vals, "None",
                                              scalar=False, always=False))]
         if record is None:  # copied on every call (emit)
-            return lean
-        return [f"if {record} is None:", *indent(lean), "else:",
+            return [*hoisted, *lean]
+        return [*hoisted, f"if {record} is None:", *indent(lean), "else:",
                 f"    {code.bind(Tape.reverse)}({record}, shadows)"]
 
 
