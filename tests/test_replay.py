@@ -158,6 +158,38 @@ def test_an_argument_sharing_memory_with_a_constant_of_the_program_is_traced():
     assert same(weights, np.linspace(1.0, 2.0, 6))
 
 
+@pytest.mark.parametrize("memory", ["array", "bytes"])
+def test_an_argument_viewing_a_constants_memory_is_traced_where_they_overlap(memory):
+    """The constant read is a view of a larger array (or of a bytearray's memory, which no
+    array owns): an argument over memory of that array apart from the constant's is replayed,
+    one over the constant's own, of a layout a program was recorded for, is traced, which
+    refuses the write into it; a new array is replayed."""
+    if memory == "array":
+        whole = np.linspace(1.0, 2.0, 12)
+    else:
+        whole = np.frombuffer(bytearray(np.linspace(1.0, 2.0, 12).tobytes()))
+        assert whole.flags.writeable and not whole.flags.owndata
+    weights = whole[:6]
+
+    def f(x):
+        y = x * weights                   # weights: read as a constant
+        x *= 2.0                          # a write into the argument
+        return (y * x).sum()
+
+    replaying = mutad.grad(f, replay=True)
+    other = np.ones(12)
+    for x in (other[:6], other[6:], other[:6], other[6:]):  # the two layouts' programs
+        assert same(replaying(x), mutad.grad(f)(x.copy()))
+    apart = whole[6:]  # (the second program's layout)
+    assert same(replaying(apart), mutad.grad(f)(apart.copy()))
+    assert same(whole, np.linspace(1.0, 2.0, 12))
+    with pytest.raises(mutad.MutadError):  # the first's layout: traced, which refuses it
+        replaying(weights)
+    assert same(whole, np.linspace(1.0, 2.0, 12))
+    assert program_count(replaying) == 2
+    assert same(replaying(np.full(6, 3.0)), mutad.grad(f)(np.full(6, 3.0)))
+
+
 def test_a_new_shape_dtype_or_aliasing_is_a_new_program():
     def f(a, b):
         a *= 2.0
