@@ -1472,6 +1472,36 @@ def test_the_products_of_a_matmul_are_lines_of_the_block(policy):
                    if callable(c))
 
 
+def divided(a, b, t):
+    """Divisions of float64 elements by float64 elements (``x[i] /= x[i - 1]``) and by a
+    Python float argument, whose partials a block computes by NumPy's scalar division where
+    the operands are NumPy's float64 scalars (``ufuncs._by_dividend.scalar``)."""
+    x = a * 1.0
+    for i in range(1, len(x)):
+        x[i] /= x[i - 1]
+        x[i] = x[i] / t + b[i]
+    return np.sum(x * b)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("policy", POLICIES)
+def test_divisions_of_scalars_take_their_partials_from_scalar_division(policy):
+    """The partials of ``/`` of float64 scalars, computed by NumPy's scalar division, are the
+    rule's bit for bit: divisors that are zero (an infinite partial), NaN over NaN (which NaN
+    comes out), a Python float divisor (the rule's own call)."""
+    rng = np.random.default_rng(4)
+    calls = []
+    for i in range(6):
+        a, b = rng.uniform(0.5, 2.0, 8), rng.standard_normal(8)
+        if i == 3:
+            a[2] = 0.0
+        if i == 4:
+            a[3], b[3] = np.nan, -np.nan
+        calls.append((a, b, 1.5 + i))
+    replaying = replayed_like_traced(divided, calls, policy, argnums=(0, 1, 2))
+    assert blocks(replaying)
+
+
 def sweep_then_sum(a, b):
     """Element writes into an array whose shadow the reverse pass of a large sum shares with
     another's (``elementwise._sharing``) before the writes' block reaches it; and divisions by

@@ -72,6 +72,7 @@ import operator
 import os
 import pickle
 import random
+import string
 import sys
 import threading
 import types
@@ -688,7 +689,7 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
         if scalar:  # times(dy, p): zero where a factor is, whatever the other (of two
             # factors not zero, the product is times's own, and computes no 0 * inf; a NaN
             # is computed again by the ufunc, which may choose another one: blocks)
-            evaluate, p = _partial_value(code, partial, y, vals)
+            evaluate, p = _partial_value(code, partial, y, vals, scalar=True)
             # (by a number known now, finite and not zero, a zero dy's product is with_a_zero's)
             product = (f"{dy} * {p}" if _finite_nonzero(code.constant(p)) else
                        f"{dy} * {p} if {dy} and {p} else with_a_zero({dy}, {p})")
@@ -764,12 +765,13 @@ def _shared_sum(code, lean):
     return None if buffers[0].key == buffers[1].key else buffers
 
 
-def _partial_value(code, partial, y, vals):
+def _partial_value(code, partial, y, vals, scalar=False):
     """``(lines, name)``: where a block's reverse line finds the value of ``partial`` for the
     step whose inputs are named ``vals`` (a string) and output ``y``: the input itself for an
     :class:`registry.Operand`, the number for a :class:`registry.Constant`, else ``p``, which
     ``lines`` compute by calling the partial (an :class:`registry.Applied`'s function, on the
-    value it reads)."""
+    value it reads), or, for float64 scalars (``scalar``), by the expression it offers for
+    NumPy's scalars (``_scalar_partial``)."""
     if type(partial) is Operand:
         name = vals.split(", ")[partial.position]
         if name != "None":
@@ -783,7 +785,32 @@ def _partial_value(code, partial, y, vals):
         name = y if partial.position is None else vals.split(", ")[partial.position]
         if name != "None":
             return [f"p = {code.bind(partial.function)}({name})"], "p"
-    return [f"p = {code.bind(partial)}({y}, {vals})"], "p"
+    call = f"{code.bind(partial)}({y}, {vals})"
+    offer = getattr(partial, "scalar", None) if scalar else None
+    if offer is not None:
+        lines = _scalar_partial(code, offer, call, y, vals)
+        if lines is not None:
+            return lines, "p"
+    return [f"p = {call}"], "p"
+
+
+def _scalar_partial(code, offer, call, y, vals):
+    """Lines that compute a partial for float64 scalars by the expression it offers
+    (``scalar``: ``(template, guarded)``, a template of the operands ``{0}``, ``{1}``, ... and
+    ``{y}``, and the positions of the operands that must be NumPy's float64 scalars for it to
+    be the partial's own value, else the partial is called), a NaN as the partial makes it
+    (which of two NaNs comes out is up to the code: ``blocks``); None where the template
+    reads a value the step does not keep."""
+    template, guarded = offer
+    names = vals.split(", ")
+    fields = [field for _, field, _, _ in string.Formatter().parse(template) if field]
+    if any((y if field == "y" else names[int(field)]) == "None" for field in fields):
+        return None
+    expression = template.format(*names, y=y)
+    if not guarded:  # (the partial's own expression: its NaN too)
+        return [f"p = {expression}"]
+    test = " and ".join(f"type({names[i]}) is {code.bind(np.float64)}" for i in guarded)
+    return [f"p = {expression} if {test} else {call}", "if p != p:", f"    p = {call}"]
 
 
 def _folded(code, partial, y, vals):
