@@ -104,7 +104,8 @@ from ..core.shadows import Buffer, Place, Shadows, overlapping
 from ..core.tape import Record, Tape, Write
 from .tracing import Gathered
 from ..core.trees import attributes, flatten
-from ..core.views import address, overlaps_itself, owner, real_part_if, strided, writeable
+from ..core.views import (WRITEABLE, address, overlaps_itself, owner, real_part_if, strided,
+                          writeable)
 from .writes import Destination, Undo, saving
 
 CACHE_SIZE = 8
@@ -3114,17 +3115,23 @@ def signature(parts):
             if kind is complex or isinstance(x, np.complexfloating):
                 return f"a {np.result_type(x)} number", "complex numbers as arguments"
             if kind is np.ndarray:
-                if x.dtype.kind in "fc":
+                dtype = x.dtype
+                if dtype.kind in "fc":
+                    if x.base is None:  # (its own owner, the common case: owner()'s answer)
+                        shape, strides = x.shape, x.strides
+                        key.append((shape, dtype, strides, x.flags.num & WRITEABLE != 0,
+                                    owners.setdefault(id(x), len(owners)), 0, shape, strides))
+                        continue
                     base = owner(x)
                     if type(base) is not np.ndarray:
                         return (f"a view of a {type(base).__name__}",
                                 f"an array whose memory is a {type(base).__name__}'s")
-                    key.append((x.shape, x.dtype.str, x.strides, writeable(x),
+                    key.append((x.shape, dtype, x.strides, writeable(x),
                                 owners.setdefault(id(base), len(owners)),
                                 0 if base is x else address(x) - address(base), base.shape,
                                 base.strides))
                 else:  # not differentiated: the program may depend on its values
-                    key.append((x.shape, x.dtype.str, x.tobytes()))
+                    key.append((x.shape, dtype.str, x.tobytes()))
             elif kind in (float, np.float64, np.float32, np.float16):
                 key.append((kind, np.array(x).tobytes()) if plain else kind)
             elif kind in (int, bool, str, bytes, type(None)) or isinstance(x, np.generic):
@@ -3293,8 +3300,11 @@ class Reached:
                 return False
         names = self.names
         for namespace, every, taken, values in self.namespaces:
-            if {name for name in (namespace if every else names.intersection(namespace))
-                    if type(name) is str} != taken:
+            # (the names in both, from the few the code names: a set's intersection with a
+            # dict would walk the dict, a module's globals)
+            if ({name for name in namespace if type(name) is str} if every else
+                    {name for name in names if type(name) is str and name in namespace}) \
+                    != taken:
                 return False
             for name, value in values:
                 if namespace[name] is not value:
@@ -3712,12 +3722,14 @@ class Contents:
     """The bytes of an array ``f`` reaches, as they were when a program was recorded: a copy,
     or a digest of a large array, with its layout."""
 
-    __slots__ = ("layout", "copy", "digest")
+    __slots__ = ("layout", "copy", "digest", "bytes")
 
     def __init__(self, a):
         self.layout = (address(a), a.shape, a.strides, a.dtype)
-        self.copy = self.digest = None
-        if a.nbytes <= COPIED:
+        self.copy = self.digest = self.bytes = None
+        if _as_bytes(a) and not a.dtype.hasobject:  # (kept as the bytes they are compared
+            self.bytes = a.tobytes()  # with: one copy a call; a copy of objects keeps them)
+        elif a.nbytes <= COPIED:
             self.copy = a.copy()
         else:
             self.digest = _digest(a)
@@ -3725,20 +3737,27 @@ class Contents:
     def same(self, a):
         if (address(a), a.shape, a.strides, a.dtype) != self.layout:
             return False
+        if self.bytes is not None:
+            return a.tobytes() == self.bytes
         if self.copy is None:
             return _digest(a) == self.digest
         return _same_bits(a, self.copy)
 
 
+def _as_bytes(a):
+    """Whether ``_same_bits`` compares ``a``'s bytes as bytes: a short array's, at a fifth of
+    the cost of comparing them as unsigned integers (compared on every call, for each array
+    ``f`` reaches: a loss's weights), or of a dtype that has no integers of its size."""
+    return a.dtype.hasobject or a.dtype.itemsize not in (1, 2, 4, 8) or a.nbytes < SHORT
+
+
 def _same_bits(a, b):
     """Whether ``a`` and ``b``, arrays of one shape and dtype, hold the same bytes (NaN equal to
-    itself, -0.0 not equal to 0.0). A short array's bytes are compared as bytes, at a fifth of
-    the cost of comparing them as unsigned integers (compared on every call, for each array
-    ``f`` reaches: a loss's weights); a longer one's as integers, which copies nothing."""
-    size = a.dtype.itemsize
-    if a.dtype.hasobject or size not in (1, 2, 4, 8) or a.nbytes < SHORT:
+    itself, -0.0 not equal to 0.0): as bytes (``_as_bytes``), else as unsigned integers, which
+    copies nothing."""
+    if _as_bytes(a):
         return a.tobytes() == b.tobytes()
-    bits = np.dtype(f"u{size}")
+    bits = np.dtype(f"u{a.dtype.itemsize}")
     return bool(np.array_equal(a.view(bits), b.view(bits)))
 
 
