@@ -715,8 +715,9 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
                 array = (f"type(p) is ndarray and p.shape == {code.bind(made.shape)} and "
                          f"isfinite({dot}({dy}, p)) or " if len(made.shape) <= 1
                          and made.dtype == np.float64 else "")
-                general = (f"({times} if {array}(type(p) is float and isfinite(p) or "
-                           f"type(p) is int) and p else product({dy}, p, {into}))")
+                general = (f"({times} if {array}((type(p) is float or type(p) is float64) "
+                           f"and isfinite(p) or type(p) is int) and p else "
+                           f"product({dy}, p, {into}))")
                 if p != "p":
                     evaluate.append(f"p = {p}")
             lines += [*evaluate, f"{g} = {general}"]
@@ -1388,6 +1389,8 @@ class Function:
         if internal and scalar_cotangents(self.buffer):  # only the block's elementwise steps
             # read it, which take a float64 scalar as NumPy's scalar (as they make them)
             made = f"y if type(y) is {code.bind(np.float64)} else {made}"
+        elif self.outputs.shape != ():  # an array of its own, as_fresh's answer without a call
+            made = f"y if type(y) is ndarray and y.base is None else {made}"
         y = code.made(self.outputs.slot, made, internal)
         code.forward += _shape_guard(y, self.outputs.shape, code)
 
