@@ -1673,6 +1673,62 @@ def test_a_region_assigned_hands_its_cotangent_to_a_local(policy, read_c, shape,
     assert bool(deopts) == (not read_c)
 
 
+def regions_added_into(a, b, read_c, reread):
+    """A region of ``c`` added into (a write the tape may copy or invert) a value only the
+    block reads, whose cotangent is a local: read again after the write where ``reread`` is
+    ``"live"`` (the local holds a cotangent when the write's lines run), summed with another
+    where ``"shared"`` (the two locals one array); the loss reads ``c`` only if ``read_c``."""
+    a = a * 1.0
+    c = np.ones_like(a)
+    inner = (slice(1, -1),) * a.ndim
+    for _ in range(3):
+        t = np.sqrt(a * a + 1.0)
+        u = t[inner] * 0.5
+        w = b[inner] * 0.25
+        c[inner] += u
+        if reread == "live":
+            a[inner] = a[inner] * 0.9 + u * w
+        elif reread == "shared":
+            a[inner] = (u + w) * 0.9
+        else:
+            a = a * 0.75
+    return np.sum(a * a) + (np.sum(c * c) if read_c else 0.0)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("small_copies", [None, 1])
+@pytest.mark.parametrize("read_c", [False, True])
+@pytest.mark.parametrize("reread", ["once", "live", "shared"])
+@pytest.mark.parametrize("shape", [(12,), (5, 6)])
+def test_a_region_added_into_hands_its_cotangent_to_a_local_either_way(
+        policy, small_copies, read_c, reread, shape, monkeypatch):
+    """The cotangent a write in place takes from its region is its operand's local cotangent,
+    whether the write's bytes were copied (the lean lines) or it was inverted (the engine's
+    record, whose cotangent is taken back from the shadows' dictionary, the local handed over
+    first where it holds one), the same gradients bit for bit (zeros and an infinity among
+    the inputs); where no gradient reached the array, the block may finish one step at a time
+    (where one did, it does not)."""
+    from mutad.core import tape as tape_module
+    from mutad.engines.blocks import Block
+    if small_copies is not None:
+        monkeypatch.setattr(tape_module, "SMALL_COPIES", small_copies)
+    deopts = []
+    deopt = Block.deopt
+    monkeypatch.setattr(Block, "deopt", lambda *a: (deopts.append(1), deopt(*a))[1])
+    rng = np.random.default_rng(10)
+    calls = []
+    for i in range(5):
+        a, b = rng.standard_normal(shape), rng.standard_normal(shape)
+        if i >= 3:
+            a.flat[7], b.flat[-4] = 0.0, (np.inf if i == 4 else -0.0)
+        calls.append((a, b, read_c, reread))
+    with np.errstate(invalid="ignore", over="ignore"):
+        replaying = replayed_like_traced(regions_added_into, calls, policy, argnums=(0, 1))
+    assert any(type(member) is ElementwiseWrite and member.operands and member.invertible
+               for block in blocks(replaying) for member in block.steps)
+    assert not (read_c and deopts)
+
+
 def rows_updated(C, A, read_D):
     """syrk's rows: ``C[i, :i + 1]`` scaled and added into in place (invertible writes, copied
     while the allowance lasts, inverted after), and rows of ``D`` subtracted from, which the

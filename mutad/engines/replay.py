@@ -912,11 +912,22 @@ class ElementwiseWrite:
         # The slots of the operands whose cotangents a block may hold in locals (``with_blocks``):
         # where the write is copied on every call (no inverse: an assignment), its lines are
         # all there is of it, in both passes, and hand the cotangent over as they take it
+        # Where it may be inverted (u[1:-1] += ...), its record is the engine's on some calls,
+        # whose cotangent the lines take out of the dictionary: for one operand, read once
         self.operands = ()
-        if self.cotangents is not None and not self.invertible and all(
+        if self.cotangents is None or not all(
                 place.shape != () for *_, place, _, _ in self.cotangents):
+            pass
+        elif not self.invertible:
             self.operands = tuple(a.index for a in self.args
                                   if type(a) is Slot and a.index != self.target)
+        else:
+            held = [self.args[i] for i, *_, place, _, _ in self.cotangents
+                    if type(place) is Buffer]
+            if len(held) == 1 and type(held[0]) is Slot and held[0].index != self.target \
+                    and sum(a is held[0] or type(a) is Slot and a.index == held[0].index
+                            for a in self.args) == 1:
+                self.operands = (held[0].index,)
 
     def __call__(self, values, tape):
         ufunc = self.ufunc
@@ -990,9 +1001,16 @@ class ElementwiseWrite:
             code.records.append((read, [target, saved], None))
             return
         record = code.keep(f"r{k}")
+        # (the engine's write reads its operands from the program's values: those only the
+        # block reads are its locals, stored for it)
+        stored = [f"    values[{code.bind(a.index, 'slot')}] = {name}"
+                  for a, name, place in zip(self.args, vals, self.inputs)
+                  if type(a) is Slot and a.index in self.operands and type(place) is Buffer
+                  and place.key in code.internal]
         code.forward += [
             f"if tape.copied({self.invertible}, {target}.nbytes, {key}, {self.whole}):",
-            *indent(lean), f"    {record} = None", "else:", f"    {code.bind(self)}(values, tape)",
+            *indent(lean), f"    {record} = None", "else:", *stored,
+            f"    {code.bind(self)}(values, tape)",
             f"    {record} = tape.records.pop()", f"    {saved} = None"]
         code.records.append((read, [target, saved], record))
 
@@ -1030,6 +1048,10 @@ class ElementwiseWrite:
                             f"    {code.deopt(k, 'None')}"]
             lean = [*take, *_lean_cotangents(code, self.cotangents, written, vals, "None",
                                              scalar=False)]
+        elif record is not None and self.operands and any(
+                type(place) is Buffer and code.cotangent(place) is not None
+                for *_, place, _, _ in self.cotangents):
+            return self._back_into_local(code, k, vals, target, saved, record, span, take)
         elif self.cotangents is None:
             lean = [f"{code.bind(self)}.back(shadows, [{vals}], ({target}, {saved}))"]
         elif span is not None:
@@ -1049,6 +1071,42 @@ class ElementwiseWrite:
             return [*hoisted, *lean]
         return [*hoisted, f"if {record} is None:", *indent(lean), "else:",
                 f"    {code.bind(Tape.reverse)}({record}, shadows)"]
+
+
+    def _back_into_local(self, code, k, vals, target, saved, record, span, take):
+        """:meth:`emit_back` where the write may be inverted and its one operand's cotangent is
+        a local (``operands``): the lean lines hand it over as they take it; the engine's
+        record, reversed on the calls that inverted the write, adds it into the shadows'
+        dictionary (into the local, handed over first where it holds one already, as the
+        entry the engine would add into), whence it is taken back. Where no cotangent
+        reached the values written, the block finishes one step at a time."""
+        written = self.written
+        buffer = next(place for *_, place, _, _ in self.cotangents if type(place) is Buffer)
+        local, key = code.cotangent(buffer), code.key(buffer)
+        live, shared = dict(code.live), code.shares(buffer)
+        hoisted = []
+        if span is not None:
+            hoisted, flat = code.existing_flat(written.buffer, k)
+            region = f"{flat}[{code.bind(span)}]"
+            take = [f"dy = {region}.copy()", f"{region} = 0.0", take[-1]]
+        else:
+            take = [f"if {code.key(written.buffer)} not in entries:",
+                    f"    {code.deopt(k, 'None')}", *take]
+        lean = [*take, *_lean_cotangents(code, self.cotangents, written, vals, "None",
+                                         scalar=False, always=False)]
+        handed = []
+        if buffer.key in live:
+            copy = ".copy()" if shared else ""
+            handed = [f"entries[{key}] = [{code.bind(buffer)}, {local}{copy}, None, None]"]
+        after, code.live = code.live, {key_: b for key_, b in live.items() if key_ != buffer.key}
+        deopt = code.deopt(k - 1, "None")  # (this step reversed: the rest, one at a time)
+        code.live = after
+        general = [*handed, f"{code.bind(Tape.reverse)}({record}, shadows)",
+                   f"x = pop({key}, None)",
+                   "if x is None or x[3] is not None or not x[1].flags.writeable:",
+                   "    if x is not None:", f"        entries[{key}] = x", f"    {deopt}",
+                   f"{local} = x[1]"]
+        return [*hoisted, f"if {record} is None:", *indent(lean), "else:", *indent(general)]
 
 
 class ConstantWrite:
