@@ -1502,6 +1502,35 @@ def test_divisions_of_scalars_take_their_partials_from_scalar_division(policy):
     assert blocks(replaying)
 
 
+def divided_by_nine(a, w):
+    """seidel_2d's element updates: divisions by a number, whose partial a block folds into a
+    NumPy float64 constant and multiplies each cotangent by as it is."""
+    a = a * 1.0
+    for i in range(1, len(a)):
+        a[i] += a[i - 1]
+        a[i] /= 9.0
+    return np.sum(a * w)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("policy", POLICIES)
+def test_cotangents_times_a_folded_partial_keep_their_zeros_and_nans(policy):
+    """Cotangents of zero (of either sign), infinite or NaN, times the folded partial of a
+    division by 9.0, give tracing's bits."""
+    rng = np.random.default_rng(5)
+    calls = []
+    for i in range(6):
+        a, w = rng.standard_normal(10), rng.standard_normal(10)
+        w[2:5] = (0.0, -0.0, 0.0) if i % 2 else (-0.0, 0.0, -0.0)
+        w[:2] = (np.nan, np.inf)  # (their cotangents reach the earlier elements only)
+        if i >= 3:
+            w[5:8] = -0.0  # the cotangents of a[5:8] zeros of that sign
+        calls.append((a, w))
+    replaying = replayed_like_traced(divided_by_nine, calls, policy, argnums=(0, 1),
+                                     traced_once=True)
+    assert blocks(replaying)
+
+
 def sweep_then_sum(a, b):
     """Element writes into an array whose shadow the reverse pass of a large sum shares with
     another's (``elementwise._sharing``) before the writes' block reaches it; and divisions by

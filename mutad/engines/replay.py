@@ -835,7 +835,9 @@ def _folded(code, partial, y, vals):
 
 
 def _finite_nonzero(number):
-    return type(number) in (float, int) and math.isfinite(number) and number != 0
+    """Whether ``number`` is a Python or NumPy float64 number (a partial folded by
+    ``_folded``: ``u /= 9.0``'s ``1 / 9.0``), or an int, that is finite and not zero."""
+    return type(number) in (float, int, np.float64) and math.isfinite(number) and number != 0
 
 
 def _stands_for_scalar(x):
