@@ -333,9 +333,9 @@ def _matrix_vector_back(dy, a, b):
 
 # The same products as Python expressions of ``dy`` and the operands ``{0}``, ``{1}``, which a
 # compiled replay writes as lines of its own (in a loop of dot products, the call is a fifth)
-_dot_back.lines = ("{dy} * {1}", "{0} * {dy}")
-_vector_matrix_back.lines = ("{1} @ {dy}", "{0}[:, None] * {dy}")
-_matrix_vector_back.lines = ("{dy}[:, None] * {1}", "{dy} @ {0}")
+setattr(_dot_back, "lines", ("{dy} * {1}", "{0} * {dy}"))
+setattr(_vector_matrix_back, "lines", ("{1} @ {dy}", "{0}[:, None] * {dy}"))
+setattr(_matrix_vector_back, "lines", ("{dy}[:, None] * {1}", "{dy} @ {0}"))
 
 _UNBATCHED = {
     (1, 1): _dot_back,

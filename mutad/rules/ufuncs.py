@@ -245,8 +245,8 @@ def _by_divisor(y, a, b):
 # For NumPy's float64 scalars, what a compiled replay computes in their place (``scalar``: the
 # expression of the operands, and those that must be such scalars): NumPy's scalar division,
 # the ufunc's bits at a tenth of its call's cost (a loop of divisions by a pivot)
-_by_dividend.scalar = ("1.0 / {1}", (1,))
-_by_divisor.scalar = ("-({0} / {1}) / {1}", ())  # (its own expression)
+setattr(_by_dividend, "scalar", ("1.0 / {1}", (1,)))
+setattr(_by_divisor, "scalar", ("-({0} / {1}) / {1}", ()))  # (its own expression)
 elementwise(np.divide,     _by_dividend, _by_divisor,                     reads=((1,), (0, 1)),
             inverse=(bounded_where_normal(lambda t, o: np.multiply(t, o[0], out=t)),),
             growth=scaling)
