@@ -159,6 +159,38 @@ def test_an_argument_sharing_memory_with_a_constant_of_the_program_is_traced():
     assert same(weights, np.linspace(1.0, 2.0, 6))
 
 
+@pytest.mark.parametrize("memory", ["array", "bytes"])
+def test_an_argument_viewing_a_constants_memory_is_traced_where_they_overlap(memory):
+    """The constant read is a view of a larger array (or of a bytearray's memory, which no
+    array owns): an argument over memory of that array apart from the constant's is replayed,
+    one over the constant's own, of a layout a program was recorded for, is traced, which
+    refuses the write into it; a new array is replayed."""
+    if memory == "array":
+        whole = np.linspace(1.0, 2.0, 12)
+    else:
+        whole = np.frombuffer(bytearray(np.linspace(1.0, 2.0, 12).tobytes()))
+        assert whole.flags.writeable and not whole.flags.owndata
+    weights = whole[:6]
+
+    def f(x):
+        y = x * weights                   # weights: read as a constant
+        x *= 2.0                          # a write into the argument
+        return (y * x).sum()
+
+    replaying = mutad.grad(f, replay=True)
+    other = np.ones(12)
+    for x in (other[:6], other[6:], other[:6], other[6:]):  # the two layouts' programs
+        assert same(replaying(x), mutad.grad(f)(x.copy()))
+    apart = whole[6:]  # (the second program's layout)
+    assert same(replaying(apart), mutad.grad(f)(apart.copy()))
+    assert same(whole, np.linspace(1.0, 2.0, 12))
+    with pytest.raises(mutad.MutadError):  # the first's layout: traced, which refuses it
+        replaying(weights)
+    assert same(whole, np.linspace(1.0, 2.0, 12))
+    assert program_count(replaying) == 2
+    assert same(replaying(np.full(6, 3.0)), mutad.grad(f)(np.full(6, 3.0)))
+
+
 def test_a_new_shape_dtype_or_aliasing_is_a_new_program():
     def f(a, b):
         a *= 2.0
@@ -1467,6 +1499,105 @@ def test_the_dot_products_of_a_substitution_loop_compile(n, policy):
                for block in blocks(replaying) for member in block.steps) == n + 1
 
 
+def products_in_a_loop(M, x):
+    """Products of a vector and a vector, a matrix and a vector (either side), whose outputs
+    only elementwise steps read (their cotangents the block's locals: a float64 scalar's, a
+    vector's), of a row of ``M``, of ``M`` whole, of a value the block made, and of one
+    vector with itself."""
+    y = x * 1.0
+    for i in range(1, 4):
+        r = M[i, :] @ y
+        v = y @ M
+        w = M @ y
+        y = y * 0.5 + (v * w) * r * 0.1 + (x @ x) * 0.01
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_products_of_a_matmul_are_lines_of_the_block(policy):
+    """The cotangents of ``@`` on vectors and matrices are written as lines of the block
+    (``contractions._dot_back.lines`` and its kin), the same products bit for bit: with zeros
+    and infinities among the inputs (NaNs in the products), a float64 scalar's cotangent as a
+    0-d array."""
+    from mutad.engines.replay import Function
+    from mutad.rules import contractions
+    rng = np.random.default_rng(6)
+    calls = []
+    for i in range(5):
+        M, x = rng.standard_normal((5, 5)), rng.standard_normal(5)
+        if i >= 3:
+            M[1, 2], x[3] = 0.0, (np.inf if i == 4 else 0.0)
+        calls.append((M, x))
+    with np.errstate(invalid="ignore", over="ignore"):
+        replaying = replayed_like_traced(products_in_a_loop, calls, policy, argnums=(0, 1))
+    compiled = blocks(replaying)
+    written = (contractions._dot_back, contractions._vector_matrix_back,
+               contractions._matrix_vector_back)
+    assert {member.special[1] for block in compiled for member in block.steps
+            if type(member) is Function and member.special is not None} >= set(written)
+    assert not any(c in written for block in compiled for c in block.constants
+                   if callable(c))
+
+
+def divided(a, b, t):
+    """Divisions of float64 elements by float64 elements (``x[i] /= x[i - 1]``) and by a
+    Python float argument, whose partials a block computes by NumPy's scalar division where
+    the operands are NumPy's float64 scalars (``ufuncs._by_dividend.scalar``)."""
+    x = a * 1.0
+    for i in range(1, len(x)):
+        x[i] /= x[i - 1]
+        x[i] = x[i] / t + b[i]
+    return np.sum(x * b)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("policy", POLICIES)
+def test_divisions_of_scalars_take_their_partials_from_scalar_division(policy):
+    """The partials of ``/`` of float64 scalars, computed by NumPy's scalar division, are the
+    rule's bit for bit: divisors that are zero (an infinite partial), NaN over NaN (which NaN
+    comes out), a Python float divisor (the rule's own call)."""
+    rng = np.random.default_rng(4)
+    calls = []
+    for i in range(6):
+        a, b = rng.uniform(0.5, 2.0, 8), rng.standard_normal(8)
+        if i == 3:
+            a[2] = 0.0
+        if i == 4:
+            a[3], b[3] = np.nan, -np.nan
+        calls.append((a, b, 1.5 + i))
+    replaying = replayed_like_traced(divided, calls, policy, argnums=(0, 1, 2))
+    assert blocks(replaying)
+
+
+def divided_by_nine(a, w):
+    """seidel_2d's element updates: divisions by a number, whose partial a block folds into a
+    NumPy float64 constant and multiplies each cotangent by as it is."""
+    a = a * 1.0
+    for i in range(1, len(a)):
+        a[i] += a[i - 1]
+        a[i] /= 9.0
+    return np.sum(a * w)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("policy", POLICIES)
+def test_cotangents_times_a_folded_partial_keep_their_zeros_and_nans(policy):
+    """Cotangents of zero (of either sign), infinite or NaN, times the folded partial of a
+    division by 9.0, give tracing's bits."""
+    rng = np.random.default_rng(5)
+    calls = []
+    for i in range(6):
+        a, w = rng.standard_normal(10), rng.standard_normal(10)
+        w[2:5] = (0.0, -0.0, 0.0) if i % 2 else (-0.0, 0.0, -0.0)
+        w[:2] = (np.nan, np.inf)  # (their cotangents reach the earlier elements only)
+        if i >= 3:
+            w[5:8] = -0.0  # the cotangents of a[5:8] zeros of that sign
+        calls.append((a, w))
+    replaying = replayed_like_traced(divided_by_nine, calls, policy, argnums=(0, 1),
+                                     traced_once=True)
+    assert blocks(replaying)
+
+
 def sweep_then_sum(a, b):
     """Element writes into an array whose shadow the reverse pass of a large sum shares with
     another's (``elementwise._sharing``) before the writes' block reaches it; and divisions by
@@ -1592,6 +1723,152 @@ def test_slices_assigned_where_no_gradient_reaches_them(policy, read_c, monkeypa
                                      traced_once=True)
     assert blocks(replaying)
     assert bool(deopts) == (not read_c)
+
+
+def regions_assigned(a, b, read_c):
+    """A region of ``c`` (a row's span, or a 2-D block) assigned a value only the block reads
+    (its cotangent a local, handed over by the write's lines: ``ElementwiseWrite.operands``),
+    which a product reads too where ``a`` is 2-D (the local added into); the loss reads ``c``
+    only if ``read_c``."""
+    a = a * 1.0
+    c = np.zeros_like(a)
+    inner = (slice(1, -1),) * a.ndim
+    for _ in range(3):
+        t = np.sqrt(a * a + 1.0) * 0.5
+        u = 0.25 * (t[inner] + b[inner])
+        c[inner] = u
+        if a.ndim == 2:
+            a[inner] -= u * b[inner]
+        else:
+            a = a * 0.75
+    return np.sum(a * a) + (np.sum(c * c) if read_c else 0.0)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("read_c", [False, True])
+@pytest.mark.parametrize("shape", [(12,), (5, 6)])
+def test_a_region_assigned_hands_its_cotangent_to_a_local(policy, read_c, shape, monkeypatch):
+    """The cotangent an assignment takes from its region is its operand's local cotangent in
+    the block, the same gradients bit for bit (zeros and an infinity among the inputs, the
+    products masked); where no gradient reached the array (``c`` unread), the block finishes
+    one step at a time from the write."""
+    from mutad.engines.blocks import Block
+    deopts = []
+    deopt = Block.deopt
+    monkeypatch.setattr(Block, "deopt", lambda *a: (deopts.append(1), deopt(*a))[1])
+    rng = np.random.default_rng(8)
+    calls = []
+    for i in range(5):
+        a, b = rng.standard_normal(shape), rng.standard_normal(shape)
+        if i >= 3:
+            a.flat[3], b.flat[-3] = 0.0, (np.inf if i == 4 else 0.0)
+        calls.append((a, b, read_c))
+    replaying = replayed_like_traced(regions_assigned, calls, policy, argnums=(0, 1))
+    assert any(type(member) is ElementwiseWrite and member.operands
+               for block in blocks(replaying) for member in block.steps)
+    assert bool(deopts) == (not read_c)
+
+
+def regions_added_into(a, b, read_c, reread):
+    """A region of ``c`` added into (a write the tape may copy or invert) a value only the
+    block reads, whose cotangent is a local: read again after the write where ``reread`` is
+    ``"live"`` (the local holds a cotangent when the write's lines run), summed with another
+    where ``"shared"`` (the two locals one array); the loss reads ``c`` only if ``read_c``."""
+    a = a * 1.0
+    c = np.ones_like(a)
+    inner = (slice(1, -1),) * a.ndim
+    for _ in range(3):
+        t = np.sqrt(a * a + 1.0)
+        u = t[inner] * 0.5
+        w = b[inner] * 0.25
+        c[inner] += u
+        if reread == "live":
+            a[inner] = a[inner] * 0.9 + u * w
+        elif reread == "shared":
+            a[inner] = (u + w) * 0.9
+        else:
+            a = a * 0.75
+    return np.sum(a * a) + (np.sum(c * c) if read_c else 0.0)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("small_copies", [None, 1])
+@pytest.mark.parametrize("read_c", [False, True])
+@pytest.mark.parametrize("reread", ["once", "live", "shared"])
+@pytest.mark.parametrize("shape", [(12,), (5, 6)])
+def test_a_region_added_into_hands_its_cotangent_to_a_local_either_way(
+        policy, small_copies, read_c, reread, shape, monkeypatch):
+    """The cotangent a write in place takes from its region is its operand's local cotangent,
+    whether the write's bytes were copied (the lean lines) or it was inverted (the engine's
+    record, whose cotangent is taken back from the shadows' dictionary, the local handed over
+    first where it holds one), the same gradients bit for bit (zeros and an infinity among
+    the inputs); where no gradient reached the array, the block may finish one step at a time
+    (where one did, it does not)."""
+    from mutad.core import tape as tape_module
+    from mutad.engines.blocks import Block
+    if small_copies is not None:
+        monkeypatch.setattr(tape_module, "SMALL_COPIES", small_copies)
+    deopts = []
+    deopt = Block.deopt
+    monkeypatch.setattr(Block, "deopt", lambda *a: (deopts.append(1), deopt(*a))[1])
+    rng = np.random.default_rng(10)
+    calls = []
+    for i in range(5):
+        a, b = rng.standard_normal(shape), rng.standard_normal(shape)
+        if i >= 3:
+            a.flat[7], b.flat[-4] = 0.0, (np.inf if i == 4 else -0.0)
+        calls.append((a, b, read_c, reread))
+    with np.errstate(invalid="ignore", over="ignore"):
+        replaying = replayed_like_traced(regions_added_into, calls, policy, argnums=(0, 1))
+    assert any(type(member) is ElementwiseWrite and member.operands and member.invertible
+               for block in blocks(replaying) for member in block.steps)
+    assert not (read_c and deopts)
+
+
+def rows_updated(C, A, read_D):
+    """syrk's rows: ``C[i, :i + 1]`` scaled and added into in place (invertible writes, copied
+    while the allowance lasts, inverted after), and rows of ``D`` subtracted from, which the
+    loss reads only if ``read_D``."""
+    C = C * 1.0
+    D = np.zeros_like(C)
+    n, m = A.shape
+    for i in range(n):
+        C[i, :i + 1] *= 1.2
+        for k in range(m):
+            C[i, :i + 1] += 1.5 * A[i, k] * A[:i + 1, k]
+        D[i, 1:] -= C[i, :-1] * 0.5
+    return np.sum(C * C) + (np.sum(D * D) if read_D else 0.0)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("read_D", [False, True])
+@pytest.mark.parametrize("small_copies", [None, 600])
+def test_rows_written_in_place_take_their_cotangents_from_the_flat_shadow(
+        policy, read_D, small_copies, monkeypatch):
+    """A row's write in place takes its cotangent from its array's flat shadow, a local of
+    the block, whether the write's bytes were copied or it is inverted (the copy allowance
+    spent: ``small_copies``), the same gradients bit for bit (zeros and an infinity among
+    the inputs); where no gradient reached the array (``D`` unread), the block finishes one
+    step at a time from the write."""
+    from mutad.core import tape as tape_module
+    from mutad.engines.blocks import Block
+    if small_copies is not None:
+        monkeypatch.setattr(tape_module, "SMALL_COPIES", small_copies)
+    deopts = []
+    deopt = Block.deopt
+    monkeypatch.setattr(Block, "deopt", lambda *a: (deopts.append(1), deopt(*a))[1])
+    rng = np.random.default_rng(9)
+    calls = []
+    for i in range(5):
+        C, A = rng.standard_normal((6, 6)), rng.standard_normal((6, 3))
+        if i >= 3:
+            C[4, 2], A[3, 1] = 0.0, (np.inf if i == 4 else 0.0)
+        calls.append((C, A, read_D))
+    with np.errstate(invalid="ignore", over="ignore"):
+        replaying = replayed_like_traced(rows_updated, calls, policy, argnums=(0, 1))
+    assert any(type(member) is ElementwiseWrite for block in blocks(replaying)
+               for member in block.steps)
+    assert bool(deopts) == (not read_D)
 
 
 def fanned_out(x, w, read_c, reread):

@@ -84,7 +84,8 @@ HELPERS = {"number": _number, "product": _product, "multiply": np.multiply, "add
            "copyto": np.copyto,
            "empty_like": np.empty_like, "array": np.array, "with_a_zero": _with_a_zero,
            "times_scalar": times_scalar, "isfinite": math.isfinite,
-           "sum_of_products": _sum_of_products, "vdot": _vdot, "ndarray": np.ndarray}
+           "sum_of_products": _sum_of_products, "vdot": _vdot, "ndarray": np.ndarray,
+           "float64": np.float64}
 
 
 class Code:

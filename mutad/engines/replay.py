@@ -73,6 +73,7 @@ import operator
 import os
 import pickle
 import random
+import string
 import sys
 import threading
 import types
@@ -104,7 +105,8 @@ from ..core.shadows import Buffer, Place, Shadows, overlapping
 from ..core.tape import Record, Tape, Write
 from .tracing import Gathered
 from ..core.trees import attributes, flatten
-from ..core.views import address, overlaps_itself, owner, real_part_if, strided, writeable
+from ..core.views import (WRITEABLE, address, overlaps_itself, owner, real_part_if, strided,
+                          writeable)
 from .writes import Destination, Undo, saving
 
 CACHE_SIZE = 8
@@ -689,7 +691,7 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
         if scalar:  # times(dy, p): zero where a factor is, whatever the other (of two
             # factors not zero, the product is times's own, and computes no 0 * inf; a NaN
             # is computed again by the ufunc, which may choose another one: blocks)
-            evaluate, p = _partial_value(code, partial, y, vals)
+            evaluate, p = _partial_value(code, partial, y, vals, scalar=True)
             # (by a number known now, finite and not zero, a zero dy's product is with_a_zero's)
             product = (f"{dy} * {p}" if _finite_nonzero(code.constant(p)) else
                        f"{dy} * {p} if {dy} and {p} else with_a_zero({dy}, {p})")
@@ -714,8 +716,9 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
                 array = (f"type(p) is ndarray and p.shape == {code.bind(made.shape)} and "
                          f"isfinite({dot}({dy}, p)) or " if len(made.shape) <= 1
                          and made.dtype == np.float64 else "")
-                general = (f"({times} if {array}(type(p) is float and isfinite(p) or "
-                           f"type(p) is int) and p else product({dy}, p, {into}))")
+                general = (f"({times} if {array}((type(p) is float or type(p) is float64) "
+                           f"and isfinite(p) or type(p) is int) and p else "
+                           f"product({dy}, p, {into}))")
                 if p != "p":
                     evaluate.append(f"p = {p}")
             lines += [*evaluate, f"{g} = {general}"]
@@ -765,12 +768,13 @@ def _shared_sum(code, lean):
     return None if buffers[0].key == buffers[1].key else buffers
 
 
-def _partial_value(code, partial, y, vals):
+def _partial_value(code, partial, y, vals, scalar=False):
     """``(lines, name)``: where a block's reverse line finds the value of ``partial`` for the
     step whose inputs are named ``vals`` (a string) and output ``y``: the input itself for an
     :class:`registry.Operand`, the number for a :class:`registry.Constant`, else ``p``, which
     ``lines`` compute by calling the partial (an :class:`registry.Applied`'s function, on the
-    value it reads)."""
+    value it reads), or, for float64 scalars (``scalar``), by the expression it offers for
+    NumPy's scalars (``_scalar_partial``)."""
     if type(partial) is Operand:
         name = vals.split(", ")[partial.position]
         if name != "None":
@@ -784,7 +788,32 @@ def _partial_value(code, partial, y, vals):
         name = y if partial.position is None else vals.split(", ")[partial.position]
         if name != "None":
             return [f"p = {code.bind(partial.function)}({name})"], "p"
-    return [f"p = {code.bind(partial)}({y}, {vals})"], "p"
+    call = f"{code.bind(partial)}({y}, {vals})"
+    offer = getattr(partial, "scalar", None) if scalar else None
+    if offer is not None:
+        lines = _scalar_partial(code, offer, call, y, vals)
+        if lines is not None:
+            return lines, "p"
+    return [f"p = {call}"], "p"
+
+
+def _scalar_partial(code, offer, call, y, vals):
+    """Lines that compute a partial for float64 scalars by the expression it offers
+    (``scalar``: ``(template, guarded)``, a template of the operands ``{0}``, ``{1}``, ... and
+    ``{y}``, and the positions of the operands that must be NumPy's float64 scalars for it to
+    be the partial's own value, else the partial is called), a NaN as the partial makes it
+    (which of two NaNs comes out is up to the code: ``blocks``); None where the template
+    reads a value the step does not keep."""
+    template, guarded = offer
+    names = vals.split(", ")
+    fields = [field for _, field, _, _ in string.Formatter().parse(template) if field]
+    if any((y if field == "y" else names[int(field)]) == "None" for field in fields):
+        return None
+    expression = template.format(*names, y=y)
+    if not guarded:  # (the partial's own expression: its NaN too)
+        return [f"p = {expression}"]
+    test = " and ".join(f"type({names[i]}) is {code.bind(np.float64)}" for i in guarded)
+    return [f"p = {expression} if {test} else {call}", "if p != p:", f"    p = {call}"]
 
 
 def _folded(code, partial, y, vals):
@@ -807,7 +836,9 @@ def _folded(code, partial, y, vals):
 
 
 def _finite_nonzero(number):
-    return type(number) in (float, int) and math.isfinite(number) and number != 0
+    """Whether ``number`` is a Python or NumPy float64 number (a partial folded by
+    ``_folded``: ``u /= 9.0``'s ``1 / 9.0``), or an int, that is finite and not zero."""
+    return type(number) in (float, int, np.float64) and math.isfinite(number) and number != 0
 
 
 def _stands_for_scalar(x):
@@ -837,7 +868,7 @@ class ElementwiseWrite:
     __slots__ = ("ufunc", "args", "kwargs", "target", "rule", "reads", "position", "others_at",
                  "apart", "traced", "state", "inputs", "written", "buffer", "key",
                  "whole", "withheld", "args_of", "invertible", "lean", "cotangents", "later",
-                 "unplanned", "plan")
+                 "unplanned", "plan", "operands")
 
     def __init__(self, ufunc, args, kwargs, target, rule, reads, position, apart, record,
                  key, whole, withheld=False):
@@ -881,6 +912,25 @@ class ElementwiseWrite:
             # (the cotangent a write takes is an array, a 0-d one for an element)
             self.cotangents = _lean_inputs(rule, self.state[1], self.inputs, written,
                                            scalar=False)
+        # The slots of the operands whose cotangents a block may hold in locals (``with_blocks``):
+        # where the write is copied on every call (no inverse: an assignment), its lines are
+        # all there is of it, in both passes, and hand the cotangent over as they take it
+        # Where it may be inverted (u[1:-1] += ...), its record is the engine's on some calls,
+        # whose cotangent the lines take out of the dictionary: for one operand, read once
+        self.operands = ()
+        if self.cotangents is None or not all(
+                place.shape != () for *_, place, _, _ in self.cotangents):
+            pass
+        elif not self.invertible:
+            self.operands = tuple(a.index for a in self.args
+                                  if type(a) is Slot and a.index != self.target)
+        else:
+            held = [self.args[i] for i, *_, place, _, _ in self.cotangents
+                    if type(place) is Buffer]
+            if len(held) == 1 and type(held[0]) is Slot and held[0].index != self.target \
+                    and sum(a is held[0] or type(a) is Slot and a.index == held[0].index
+                            for a in self.args) == 1:
+                self.operands = (held[0].index,)
 
     def __call__(self, values, tape):
         ufunc = self.ufunc
@@ -954,9 +1004,16 @@ class ElementwiseWrite:
             code.records.append((read, [target, saved], None))
             return
         record = code.keep(f"r{k}")
+        # (the engine's write reads its operands from the program's values: those only the
+        # block reads are its locals, stored for it)
+        stored = [f"    values[{code.bind(a.index, 'slot')}] = {name}"
+                  for a, name, place in zip(self.args, vals, self.inputs)
+                  if type(a) is Slot and a.index in self.operands and type(place) is Buffer
+                  and place.key in code.internal]
         code.forward += [
             f"if tape.copied({self.invertible}, {target}.nbytes, {key}, {self.whole}):",
-            *indent(lean), f"    {record} = None", "else:", f"    {code.bind(self)}(values, tape)",
+            *indent(lean), f"    {record} = None", "else:", *stored,
+            f"    {code.bind(self)}(values, tape)",
             f"    {record} = tape.records.pop()", f"    {saved} = None"]
         code.records.append((read, [target, saved], record))
 
@@ -971,6 +1028,7 @@ class ElementwiseWrite:
             # again (a small region's is zeroed in place)
             code.shadows.clear()
         take = [f"dy = shadows.take({code.bind(written)})", f"copyto({target}, {saved})"]
+        hoisted = []
         span = None if written.whole else flat_slice(written)
         _, flat = code.flat_of(written.buffer, always=False)
         if span is not None and flat is not None:  # a row's, in the flat shadow a local holds
@@ -978,16 +1036,80 @@ class ElementwiseWrite:
             take[:1] = [f"dy = {region}.copy()", f"{region} = 0.0"]
         if not self.traced:  # the values written get no gradient
             lean = [*_dropped(code, written, take[:-1]), take[-1]]
+        elif record is None and self.operands and any(
+                type(place) is Buffer and code.cotangent(place) is not None
+                for *_, place, _, _ in self.cotangents):
+            # an operand's cotangent is a local (``operands``), which its step takes as known
+            # to exist: so the cotangent taken must be an array, which it is where the buffer
+            # written has a shadow (else the block finishes one step at a time, from here)
+            if span is not None:
+                looked_up, flat = code.existing_flat(written.buffer, k)
+                region = f"{flat}[{code.bind(span)}]"
+                take = [*looked_up, f"dy = {region}.copy()", f"{region} = 0.0", take[-1]]
+            else:
+                take[:0] = [f"if {code.key(written.buffer)} not in entries:",
+                            f"    {code.deopt(k, 'None')}"]
+            lean = [*take, *_lean_cotangents(code, self.cotangents, written, vals, "None",
+                                             scalar=False)]
+        elif record is not None and self.operands and any(
+                type(place) is Buffer and code.cotangent(place) is not None
+                for *_, place, _, _ in self.cotangents):
+            return self._back_into_local(code, k, vals, target, saved, record, span, take)
         elif self.cotangents is None:
             lean = [f"{code.bind(self)}.back(shadows, [{vals}], ({target}, {saved}))"]
+        elif span is not None:
+            # a row's: its cotangent taken from the flat shadow, a local from here on (made
+            # before the write's undo is chosen, both ways finding it), and known to exist
+            # (else the block finishes one step at a time, from here)
+            hoisted, flat = code.existing_flat(written.buffer, k)
+            region = f"{flat}[{code.bind(span)}]"
+            lean = [f"dy = {region}.copy()", f"{region} = 0.0", take[-1],
+                    *_lean_cotangents(code, self.cotangents, written, vals, "None",
+                                      scalar=False, always=record is None)]
         else:
             lean = [*take, "if dy is not None:",
                     *indent(_lean_cotangents(code, self.cotangents, written, vals, "None",
                                              scalar=False, always=False))]
         if record is None:  # copied on every call (emit)
-            return lean
-        return [f"if {record} is None:", *indent(lean), "else:",
+            return [*hoisted, *lean]
+        return [*hoisted, f"if {record} is None:", *indent(lean), "else:",
                 f"    {code.bind(Tape.reverse)}({record}, shadows)"]
+
+
+    def _back_into_local(self, code, k, vals, target, saved, record, span, take):
+        """:meth:`emit_back` where the write may be inverted and its one operand's cotangent is
+        a local (``operands``): the lean lines hand it over as they take it; the engine's
+        record, reversed on the calls that inverted the write, adds it into the shadows'
+        dictionary (into the local, handed over first where it holds one already, as the
+        entry the engine would add into), whence it is taken back. Where no cotangent
+        reached the values written, the block finishes one step at a time."""
+        written = self.written
+        buffer = next(place for *_, place, _, _ in self.cotangents if type(place) is Buffer)
+        local, key = code.cotangent(buffer), code.key(buffer)
+        live, shared = dict(code.live), code.shares(buffer)
+        hoisted = []
+        if span is not None:
+            hoisted, flat = code.existing_flat(written.buffer, k)
+            region = f"{flat}[{code.bind(span)}]"
+            take = [f"dy = {region}.copy()", f"{region} = 0.0", take[-1]]
+        else:
+            take = [f"if {code.key(written.buffer)} not in entries:",
+                    f"    {code.deopt(k, 'None')}", *take]
+        lean = [*take, *_lean_cotangents(code, self.cotangents, written, vals, "None",
+                                         scalar=False, always=False)]
+        handed = []
+        if buffer.key in live:
+            copy = ".copy()" if shared else ""
+            handed = [f"entries[{key}] = [{code.bind(buffer)}, {local}{copy}, None, None]"]
+        after, code.live = code.live, {key_: b for key_, b in live.items() if key_ != buffer.key}
+        deopt = code.deopt(k - 1, "None")  # (this step reversed: the rest, one at a time)
+        code.live = after
+        general = [*handed, f"{code.bind(Tape.reverse)}({record}, shadows)",
+                   f"x = pop({key}, None)",
+                   "if x is None or x[3] is not None or not x[1].flags.writeable:",
+                   "    if x is not None:", f"        entries[{key}] = x", f"    {deopt}",
+                   f"{local} = x[1]"]
+        return [*hoisted, f"if {record} is None:", *indent(lean), "else:", *indent(general)]
 
 
 class ConstantWrite:
@@ -1328,6 +1450,8 @@ class Function:
         if internal and scalar_cotangents(self.buffer):  # only the block's elementwise steps
             # read it, which take a float64 scalar as NumPy's scalar (as they make them)
             made = f"y if type(y) is {code.bind(np.float64)} else {made}"
+        elif self.outputs.shape != ():  # an array of its own, as_fresh's answer without a call
+            made = f"y if type(y) is ndarray and y.base is None else {made}"
         y = code.made(self.outputs.slot, made, internal)
         code.forward += _shape_guard(y, self.outputs.shape, code)
 
@@ -1359,27 +1483,33 @@ class Function:
         the output; ``back`` takes it as the engine's record hands it over, a 0-d array for a
         float64 scalar's (``blocks.scalar_cotangents``)."""
         held = code.records[k]
-        if self.special is not None:  # (NumPy's scalar or the 0-d array: the same products)
-            back = f"{code.bind(self.special[1])}({{}}, {', '.join(held)})"
-        else:
-            back = f"{held[0]}({{}})"
-        if self.buffer.key in code.internal:
-            dy = code.take(self.buffer)
-            if dy is None:  # no cotangent reaches the output
-                return []
-            if self.special is None and scalar_cotangents(self.buffer):
-                dy = f"array({dy})"  # the rule's back takes the 0-d array the engine hands it
-            lines, level = [f"g = {back.format(dy)}"], 0
-        else:
-            lines = [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
-                     f"    g = {back.format('dy')}"]
-            level = 1
         # The products of a rule's plain back (``special``) of float64 operands are arrays
         # nothing else holds, of their operands' shapes and dtype: one becomes the shadow of
         # a whole short buffer (whose shadow is never shared: ``elementwise._sharing``), or is
         # added into it, as ``Pure``'s lean cotangents are (``Code.add``)
         adopted = self.special is not None and self.buffer.dtype == np.float64 and all(
             place is None or place.dtype == np.float64 for place in self.places)
+        # A plain back that says its products as expressions (``lines``) is written out,
+        # each product a line; a float64 scalar's cotangent as a 0-d array, the same
+        # products, which NumPy computes at half the cost of one with NumPy's scalar
+        expressions = getattr(self.special[1], "lines", None) if adopted and len(
+            self.special) == 2 else None
+        if self.buffer.key in code.internal:
+            dy = code.take(self.buffer)
+            if dy is None:  # no cotangent reaches the output
+                return []
+            if expressions is not None:
+                lines, level = [], 0
+                if scalar_cotangents(self.buffer):
+                    lines, dy = [f"d = array({dy})"], "d"
+                return [*lines, *self._inline_back(code, expressions, dy, held)]
+            if self.special is None and scalar_cotangents(self.buffer):
+                dy = f"array({dy})"  # the rule's back takes the 0-d array the engine hands it
+            lines, level = [f"g = {self._back_call(code, held, dy)}"], 0
+        else:
+            lines = [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
+                     f"    g = {self._back_call(code, held, 'dy')}"]
+            level = 1
         for i, place in enumerate(self.places):
             if place is None:  # a constant's
                 continue
@@ -1394,6 +1524,32 @@ class Function:
                     # real operands, which emit guards, is real)
                     add = [f"g{i} = {code.bind(real_part_if)}({code.bind(place)}, g{i})", *add]
             lines += indent([f"g{i} = g[{i}]", f"if g{i} is not None:", *indent(add)], level)
+        return lines
+
+    def _back_call(self, code, held, dy):
+        """The call of the rule's ``back``, or of its plain one on the operands ``held``
+        (NumPy's scalar ``dy`` or the 0-d array: the same products)."""
+        if self.special is not None:
+            return f"{code.bind(self.special[1])}({dy}, {', '.join(held)})"
+        return f"{held[0]}({dy})"
+
+    def _inline_back(self, code, expressions, dy, held):
+        """The lines of ``emit_back`` for a plain back written out (``expressions``: per
+        operand, its cotangent as an expression of ``dy`` and the operands ``held``), each an
+        array of the operand's shape that nothing else holds, added as ``emit_back`` adds
+        ``adopted`` ones."""
+        lines = []
+        for i, place in enumerate(self.places):
+            if place is None:  # a constant's
+                continue
+            g = f"g{i}"
+            lines.append(f"{g} = {expressions[i].format(*held, dy=dy)}")
+            if type(place) is Buffer and place.c_contiguous and short(place):
+                lines += code.add(place, g)
+            elif place.whole or overlapping(place):
+                lines.append(f"shadows.add({code.bind(place)}, {g}, True)")
+            else:
+                lines += code.add_into(place, g, always=True)
         return lines
 
     def back(self, shadows, *held):
@@ -1916,6 +2072,7 @@ def with_blocks(steps, held, guarded=()):
     for k, step in enumerate(steps):
         local = (tuple(slot for _, slot in step.at) if type(step) is Pure else
                  (step.value,) if type(step) is SetElement and step.value is not None
+                 else step.operands if members[k] is step and type(step) is ElementwiseWrite
                  else ()) if k in block_of else ()
         for slot in local:
             if read_in.setdefault(slot, block_of[k]) != block_of[k]:
@@ -2725,6 +2882,7 @@ class Program:
         self.recomputes = None
         self.alive, self.recomputed, self.cached = {}, set(), {}
         self.read = None  # the plain arrays the steps read (what f closes over): aliases()
+        self.read_owners = None  # the ids of their owners, where each owns its memory
         self.modes = {}  # the error handling of its first Modes step, set as the steps start
         self.reached = None  # what the classes of the arguments reach (``Replayed``)
 
@@ -2753,8 +2911,23 @@ class Program:
             self.read = list({id(a): a for step in self.steps
                               for name in _fields(type(step))[0]
                               for a in within(getattr(step, name, None), np.ndarray)}.values())
-        return any(type(x) is np.ndarray and np.may_share_memory(x, a)
-                   for x in leaves for a in self.read)
+            # Their owners, where each owns its memory: an allocation of its own, which no
+            # other array's owner overlaps (an owner and its flag are fixed for good)
+            owners = [owner(a) for a in self.read]
+            self.read_owners = {id(o) for o in owners} if all(
+                o.flags.owndata for o in owners) else None
+        read, read_owners = self.read, self.read_owners
+        for x in leaves:
+            if type(x) is not np.ndarray or not read:
+                continue
+            if read_owners is not None:
+                base = owner(x)
+                if id(base) not in read_owners and base.flags.owndata:
+                    continue  # apart from every array read (np.may_share_memory's answer,
+                    # which compares the bounds of their memory, at a tenth of its cost)
+            if any(np.may_share_memory(x, a) for a in read):
+                return True
+        return False
 
     def prepare(self):
         """What the steps need to replay, made before the first replay rather than while the
@@ -3006,17 +3179,23 @@ def signature(parts):
             if kind is complex or isinstance(x, np.complexfloating):
                 return f"a {np.result_type(x)} number", "complex numbers as arguments"
             if kind is np.ndarray:
-                if x.dtype.kind in "fc":
+                dtype = x.dtype
+                if dtype.kind in "fc":
+                    if x.base is None:  # (its own owner, the common case: owner()'s answer)
+                        shape, strides = x.shape, x.strides
+                        key.append((shape, dtype, strides, x.flags.num & WRITEABLE != 0,
+                                    owners.setdefault(id(x), len(owners)), 0, shape, strides))
+                        continue
                     base = owner(x)
                     if type(base) is not np.ndarray:
                         return (f"a view of a {type(base).__name__}",
                                 f"an array whose memory is a {type(base).__name__}'s")
-                    key.append((x.shape, x.dtype.str, x.strides, writeable(x),
+                    key.append((x.shape, dtype, x.strides, writeable(x),
                                 owners.setdefault(id(base), len(owners)),
                                 0 if base is x else address(x) - address(base), base.shape,
                                 base.strides))
                 else:  # not differentiated: the program may depend on its values
-                    key.append((x.shape, x.dtype.str, x.tobytes()))
+                    key.append((x.shape, dtype.str, x.tobytes()))
             elif kind in (float, np.float64, np.float32, np.float16):
                 key.append((kind, np.array(x).tobytes()) if plain else kind)
             elif kind in (int, bool, str, bytes, type(None)) or isinstance(x, np.generic):
@@ -3658,13 +3837,15 @@ class Contents:
     """The bytes of an array ``f`` reaches, as they were when a program was recorded: a copy,
     or a digest of a large array, with its layout."""
 
-    __slots__ = ("layout", "copy", "digest")
+    __slots__ = ("layout", "copy", "digest", "bytes")
 
     def __init__(self, a):
         a = _memory_of(a)
         self.layout = (address(a), a.shape, a.strides, a.dtype)
-        self.copy = self.digest = None
-        if a.nbytes <= COPIED:
+        self.copy = self.digest = self.bytes = None
+        if _as_bytes(a) and not a.dtype.hasobject:  # (kept as the bytes they are compared
+            self.bytes = a.tobytes()  # with: one copy a call; a copy of objects keeps them)
+        elif a.nbytes <= COPIED:
             self.copy = a.copy()
         else:
             self.digest = _digest(a)
@@ -3673,6 +3854,8 @@ class Contents:
         a = _memory_of(a)
         if (address(a), a.shape, a.strides, a.dtype) != self.layout:
             return False
+        if self.bytes is not None:
+            return a.tobytes() == self.bytes
         if self.copy is None:
             return _digest(a) == self.digest
         return _same_bits(a, self.copy)
@@ -3684,15 +3867,20 @@ def _memory_of(a):
     return a.view(np.ndarray) if type(a) is not np.ndarray and isinstance(a, np.ndarray) else a
 
 
+def _as_bytes(a):
+    """Whether ``_same_bits`` compares ``a``'s bytes as bytes: a short array's, at a fifth of
+    the cost of comparing them as unsigned integers (compared on every call, for each array
+    ``f`` reaches: a loss's weights), or of a dtype that has no integers of its size."""
+    return a.dtype.hasobject or a.dtype.itemsize not in (1, 2, 4, 8) or a.nbytes < SHORT
+
+
 def _same_bits(a, b):
     """Whether ``a`` and ``b``, arrays of one shape and dtype, hold the same bytes (NaN equal to
-    itself, -0.0 not equal to 0.0). A short array's bytes are compared as bytes, at a fifth of
-    the cost of comparing them as unsigned integers (compared on every call, for each array
-    ``f`` reaches: a loss's weights); a longer one's as integers, which copies nothing."""
-    size = a.dtype.itemsize
-    if a.dtype.hasobject or size not in (1, 2, 4, 8) or a.nbytes < SHORT:
+    itself, -0.0 not equal to 0.0): as bytes (``_as_bytes``), else as unsigned integers, which
+    copies nothing."""
+    if _as_bytes(a):
         return a.tobytes() == b.tobytes()
-    bits = np.dtype(f"u{size}")
+    bits = np.dtype(f"u{a.dtype.itemsize}")
     return bool(np.array_equal(a.view(bits), b.view(bits)))
 
 

@@ -319,10 +319,28 @@ defmultilinear(np.vdot, operands=(0, 1))
 # Without a batch, matmul's cotangents are the products directly (a loop of them is a triangular
 # solve, factorization or multiplication, where Python's overhead is the cost), by the
 # dimensions of the operands:
+def _dot_back(dy, a, b):  # a dot product: one product per element
+    return dy * b, a * dy
+
+
+def _vector_matrix_back(dy, a, b):
+    return b @ dy, a[:, None] * dy
+
+
+def _matrix_vector_back(dy, a, b):
+    return dy[:, None] * b, dy @ a
+
+
+# The same products as Python expressions of ``dy`` and the operands ``{0}``, ``{1}``, which a
+# compiled replay writes as lines of its own (in a loop of dot products, the call is a fifth)
+setattr(_dot_back, "lines", ("{dy} * {1}", "{0} * {dy}"))
+setattr(_vector_matrix_back, "lines", ("{1} @ {dy}", "{0}[:, None] * {dy}"))
+setattr(_matrix_vector_back, "lines", ("{dy}[:, None] * {1}", "{dy} @ {0}"))
+
 _UNBATCHED = {
-    (1, 1): lambda dy, a, b: (dy * b, a * dy),  # a dot product: one product per element
-    (1, 2): lambda dy, a, b: (b @ dy, a[:, None] * dy),  # a vector times a matrix
-    (2, 1): lambda dy, a, b: (dy[:, None] * b, dy @ a),
+    (1, 1): _dot_back,
+    (1, 2): _vector_matrix_back,  # a vector times a matrix
+    (2, 1): _matrix_vector_back,
     (2, 2): lambda dy, a, b: (dy @ transpose(b), transpose(a) @ dy),
 }
 

@@ -232,7 +232,22 @@ elementwise(np.multiply,   Operand(1), Operand(0),                        reads=
             growth=scaling)
 # Partials by quotients, not squares: b * b overflows for |b| > 1e154 (and loses digits in the
 # subnormals) where -a / b / b is the number.
-elementwise(np.divide,     lambda y, a, b: np.divide(1.0, b), lambda y, a, b: -(a / b) / b, reads=((1,), (0, 1)),
+
+
+def _by_dividend(y, a, b):
+    return np.divide(1.0, b)
+
+
+def _by_divisor(y, a, b):
+    return -(a / b) / b
+
+
+# For NumPy's float64 scalars, what a compiled replay computes in their place (``scalar``: the
+# expression of the operands, and those that must be such scalars): NumPy's scalar division,
+# the ufunc's bits at a tenth of its call's cost (a loop of divisions by a pivot)
+setattr(_by_dividend, "scalar", ("1.0 / {1}", (1,)))
+setattr(_by_divisor, "scalar", ("-({0} / {1}) / {1}", ()))  # (its own expression)
+elementwise(np.divide,     _by_dividend, _by_divisor,                     reads=((1,), (0, 1)),
             inverse=(bounded_where_normal(lambda t, o: np.multiply(t, o[0], out=t)),),
             growth=scaling)
 elementwise(np.power,      power_by_base, power_by_exponent, decide=zero_base)
