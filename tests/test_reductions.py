@@ -756,6 +756,67 @@ def test_accumulate_of_an_elementwise_row_is_followed_step_by_step(f):
     mutad.check_grads(f, x)
 
 
+def test_accumulate_is_numpys_bits_or_refused():
+    """np.power.accumulate and np.arctan2.accumulate: NumPy's loop rounds some layouts
+    otherwise than the ufunc applied to whole rows, and the steps gave values a last bit from
+    NumPy's (a silently wrong value). Every layout and dtype now gives NumPy's bits or is
+    refused, and the caller's array is unchanged."""
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.5, 1.5, (8, 10))
+    refused = 0
+    for ufunc in (np.power, np.arctan2, np.logaddexp, np.hypot, np.maximum, np.subtract,
+                  np.divide):
+        for dtype in (np.float64, np.float32):
+            for x in (base[:4, :5], np.asfortranarray(base[:4, :5]), base[3::-1, 4::-1],
+                      base[::2, ::2]):
+                x = x.astype(dtype)
+                before = x.tobytes()
+                for axis in (0, 1):
+                    kept = []
+
+                    def f(x):
+                        kept.append(ufunc.accumulate(x, axis=axis))
+                        return kept[-1].sum()
+
+                    try:
+                        mutad.gradient(f, x)
+                    except mutad.errors.UnsupportedOperationError as error:
+                        assert "rounds otherwise" in str(error)
+                        refused += 1
+                    else:
+                        expected = ufunc.accumulate(x, axis=axis)
+                        assert np.asarray(kept[-1].value).tobytes() == expected.tobytes()
+                    assert x.tobytes() == before
+    assert refused  # some layouts do round otherwise here
+
+
+def test_accumulate_with_out_and_dtype():
+    """np.maximum.accumulate(x, out=w), into x itself, and with dtype=: NumPy's values, the
+    gradient of them, the same replayed, the caller's array unchanged."""
+
+    def f(x):
+        w = np.empty_like(x)
+        np.maximum.accumulate(x, out=w)
+        np.minimum.accumulate(x, out=x)
+        return (w * x).sum() + np.maximum.accumulate(x, dtype=np.float32).sum()
+
+    def g(x):
+        w = np.empty_like(x)
+        np.maximum.accumulate(x, out=w)
+        np.minimum.accumulate(x, out=x)
+        return (w * x).sum()
+
+    x = np.array([0.3, 2.0, -1.0, 5.0, 4.0, 7.0])
+    before = x.tobytes()
+    value, _ = mutad.value_and_grad(f)(x)
+    assert np.asarray(value).tobytes() == np.asarray(f(x.copy())).tobytes()
+    mutad.check_grads(g, x + 0.01 * np.arange(6), modes=("rev", "fwd"))
+    replaying = mutad.grad(f, replay=True)
+    for y in (x, x[::-1].copy(), x * 2):
+        assert replaying(y).tobytes() == mutad.grad(f)(y).tobytes()
+    assert x.tobytes() == before
+
+
 REDUCTIONS = {
     "logaddexp": lambda x: np.logaddexp.reduce(x),
     "logaddexp along an axis, keepdims": lambda x: (np.logaddexp.reduce(

@@ -649,21 +649,51 @@ def outer_of(ufunc):
     return outer
 
 
+# Ufuncs whose value is the exact result correctly rounded (IEEE 754's operations, selections):
+# every loop NumPy may choose gives the same bits.
+_ROUNDED_ONCE = frozenset((np.add, np.subtract, np.multiply, np.divide, np.maximum, np.minimum,
+                           np.fmax, np.fmin, np.copysign))
+
+
 def accumulate_of(ufunc):
     """``ufunc.accumulate(a, axis)``: ``out[i] = ufunc(out[i - 1], a[i])`` along ``axis``, step
-    by step as NumPy's loop computes it (the same values, each step's derivative the ufunc's,
-    ties shared as they are); one operation per step."""
+    by step (the same values, each step's derivative the ufunc's, ties shared as they are); one
+    operation per step. NumPy's own loop may round differently from the ufunc called on whole
+    rows (a vectorised ``np.power`` or ``np.arctan2`` on contiguous rows): the steps' values are
+    compared with NumPy's accumulation of the plain values, and refused unless they are the same
+    bits. A replay, which would not compare, traces such a call unless the ufunc is one whose
+    every value is correctly rounded (``_ROUNDED_ONCE``: any loop gives its bits). ``dtype=`` is
+    the steps' type
+    (``out``'s by default); ``out=`` is written with the result as NumPy writes it, after
+    reading all of ``a`` (NumPy's result when they overlap)."""
+    name = f"np.{ufunc.__name__}.accumulate"
 
     def accumulate(a, axis=0, dtype=None, out=None):
-        if dtype is not None or out is not None:
-            raise UnsupportedOperationError(
-                f"np.{ufunc.__name__}.accumulate(..., dtype=, out=) of a differentiated array: "
-                "call it without them and convert or copy the result.")
-        a = np.moveaxis(a, axis, 0)
+        if type(out) is tuple:
+            out, = out
+        if dtype is None and out is not None:
+            dtype = out.dtype
+        expected = ufunc.accumulate(memory(a), axis=axis, dtype=dtype)
+        a = np.moveaxis(a if dtype is None else a.astype(dtype, copy=False), axis, 0)
         steps = [a[0]]
         for i in range(1, a.shape[0]):
             steps.append(ufunc(steps[-1], a[i]))
-        return np.moveaxis(np.stack(steps), 0, axis) if steps else np.moveaxis(a * 1.0, 0, axis)
+        y = np.moveaxis(np.stack(steps), 0, axis) if steps else np.moveaxis(a * 1.0, 0, axis)
+        if not _same_bits(memory(y), expected):
+            raise UnsupportedOperationError(
+                f"{name} of a differentiated array, where NumPy's accumulation rounds otherwise "
+                f"than np.{ufunc.__name__} applied step by step (its loop for this layout or "
+                "type is not the ufunc's): mutad differentiates the steps, which would not give "
+                "NumPy's values. Write the loop: y[i] = f(y[i - 1], x[i]).")
+        for differentiation in () if ufunc in _ROUNDED_ONCE else ACTIVE.running:
+            recorder = getattr(differentiation, "recorder", None)
+            if recorder is not None:
+                recorder.refuse(f"{name}, whose agreement with NumPy's accumulation a replay "
+                                "would not check")
+        if out is None:
+            return y
+        out[...] = y
+        return out
 
     return accumulate
 
