@@ -229,7 +229,6 @@ REFUSED = {
     "x.dump":       (lambda x: x.dump("unused"), ConversionError, "cut its gradient"),
     "x.dumps":      (lambda x: x.dumps(), ConversionError, "cut its gradient"),
     "pickle":       (lambda x: pickle.dumps(x), ConversionError, "cut its gradient"),
-    "x.tolist":     (lambda x: x.tolist(), ConversionError, "cut its gradient"),
     "np.asarray(x.flat)": (lambda x: np.asarray(x.flat), ConversionError, "cut its gradient"),
 }
 # fmt: on

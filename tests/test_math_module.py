@@ -178,3 +178,59 @@ def test_math_isclose_of_traced_scalars_is_a_decision(rng):
     replayed_like_traced(converged, [(x,), (x * 2.0,), (x,), (x * 0.5,)])
     with pytest.raises(ValueError):
         mutad.gradient(lambda x: x[0] if math.isclose(x[0], x[1], rel_tol=-1.0) else x[1], x)
+
+
+def kalman_loglikelihood(q):
+    """A textbook Kalman filter accumulating its log-likelihood in a Python float through
+    ``.item()`` of 1x1 matrices."""
+    x, p = np.zeros(2), np.eye(2)
+    f, h = np.array([[1.0, 0.1], [0.0, 1.0]]), np.array([[1.0, 0.0]])
+    total = 0.0
+    for t in range(12):
+        x = f @ x
+        p = f @ p @ f.T + q[0] * np.eye(2)
+        s = h @ p @ h.T + q[1]
+        k = p @ h.T / s
+        r = np.sin(0.3 * t) - h @ x
+        x += (k * r).ravel()
+        p -= k @ h @ p
+        total += (r ** 2 / s).item() + math.log(s.item())
+    return total
+
+
+def test_item_gives_a_python_number_that_is_followed():
+    """``.item()`` of a value depending on the arguments was refused as a conversion cutting
+    the gradient: it gives a traced value standing for the Python number (as math's functions
+    do), NumPy's value bit for bit, in both modes and replayed."""
+    q = np.array([0.3, 0.5])
+    before = q.tobytes()
+    value, _ = mutad.value_and_grad(kalman_loglikelihood)(q)
+    assert value == kalman_loglikelihood(q.copy()) and type(value) is float
+    mutad.check_grads(kalman_loglikelihood, q, modes=("rev", "fwd"))
+    replayed_like_traced(kalman_loglikelihood, [(q * (1 + 0.3 * i),) for i in range(4)])
+    assert q.tobytes() == before
+
+
+def test_item_and_tolist_as_numpy_gives_them():
+    """A float32 element's ``.item()`` is a Python float, which NumPy promotes weakly; an
+    index picks the element; ``.tolist()`` nests them; NumPy's errors are NumPy's; an integer
+    has no derivative."""
+
+    def f(x):
+        s = x.astype(np.float32).sum().item()
+        w = x.astype(np.float32) * s
+        assert w.dtype == np.float32
+        rows = x.tolist()
+        assert type(rows) is list and len(rows[1]) == 2
+        return (w.sum() + rows[1][0] * x.item(0) + x.item((1, 1)) ** 2
+                + x.argmax().item() * x[0, 0] + (x * 1j).sum().item().imag)
+
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    before = x.tobytes()
+    value, (grad,) = mutad.value_and_gradient(f, x)
+    assert np.asarray(value).tobytes() == np.asarray(f(x.copy())).tobytes()
+    mutad.check_grads(lambda x: x.tolist()[0][1] * x.item(3) + sum(map(sum, x.tolist())), x,
+                      modes=("rev", "fwd"))
+    with pytest.raises(ValueError, match="size 1"):
+        mutad.gradient(lambda x: x.item(), x)
+    assert x.tobytes() == before

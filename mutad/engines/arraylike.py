@@ -487,11 +487,30 @@ class ArrayMethods(Tracer):
             return self._decided(round)
         return np.round(self, ndigits)
 
+    # ``.item()`` and ``.tolist()`` give Python numbers: of a value that depends on the
+    # arguments, traced values standing for them (``weaken``), as ``math``'s functions give, so
+    # that ``loss += (r @ r).item()`` is followed. NumPy's own errors (``.item()`` of several
+    # elements) are NumPy's; integers and booleans have no derivative and are NumPy's.
+
     def item(self, *args):
-        return self._converted(".item()", lambda v: v.item(*args)).item(*args)
+        value = memory(self)
+        number = value.item(*args)  # NumPy's errors, and what NumPy gives
+        if self.plain_value() is not None or not isinstance(number, (float, complex)):
+            return number
+        if not args:
+            element = self.reshape(())
+        elif len(args) == 1 and not isinstance(args[0], tuple):
+            element = self.reshape(-1)[operator.index(args[0])]
+        else:
+            element = self[args[0] if len(args) == 1 else args]
+        return _as_python_number(element, type(number))
 
     def tolist(self):
-        return self._converted(".tolist()").tolist()
+        if self.plain_value() is not None or self.dtype.kind not in "fc":
+            return self._converted(".tolist()").tolist()
+        if self.ndim == 0:
+            return self.item()
+        return [row.tolist() for row in self]
 
     # Conversions of the bytes: those of a value that does not depend on the arguments (a
     # constant, ``np.ones(3).tobytes()``) are NumPy's; of a traced value, refused.
@@ -678,6 +697,14 @@ def inexact_output(y):
     NumPy's own results; anything else as it is."""
     kind = type(y)
     return np.float64(y) if kind is float else np.complex128(y) if kind is complex else y
+
+
+def _as_python_number(element, kind):
+    """The traced 0-d ``element`` as the Python ``kind`` (float or complex) ``.item()`` gives:
+    its value in double precision (exactly), a value of its own that NumPy promotes weakly."""
+    y = np.positive(element.astype(np.float64 if kind is float else np.complex128))
+    weaken(y)
+    return y
 
 
 def _scalar_method(v, name):
@@ -1178,7 +1205,8 @@ CONVERSION_FIXES = {  # what to write instead of a conversion in the user's own 
              "inside a function), copy it with x.copy().",
     "asarray": "A traced array is already an array: use it as it is. " + LIST_FIX,
     "float": "Keep computing with the array itself (a 0-d array works wherever NumPy takes a "
-             "float; comparisons such as `if x > 0:` work, and f'{x:.3g}' formats it); take "
+             "float; comparisons such as `if x > 0:` work, f'{x:.3g}' formats it, and x.item() "
+             "is a Python number mutad follows); take "
              "integer results with NumPy (np.argmin, np.floor(x).astype(int)), and "
              "float(mutad.stop_gradient(x)) where no gradient should flow.",
 }
