@@ -305,6 +305,39 @@ def test_iterative_with_a_linear_operator_and_a_warm_start():
     assert np.allclose(g, np.linalg.solve(dense.T, 2 * x), rtol=1e-8)
 
 
+@pytest.mark.parametrize("method", (*ITERATIVE, "lsqr", "lsmr"))
+@pytest.mark.parametrize("order", "CF")
+def test_iterative_solves_of_a_dense_matrix_with_traced_values(method, order):
+    """A dense matrix with traced values handed to an iterative method (cg(A, b) of a NumPy
+    array, as SciPy takes it) was refused: it is differentiated entry by entry as a sparse
+    matrix's stored values, its value SciPy's on the same dense array bit for bit, in both
+    modes and replayed; a strided view is refused (SciPy's products may round otherwise)."""
+    solver = getattr(scipy.sparse.linalg, method)
+    m = np.random.default_rng(0).normal(size=(5, 5))
+    a = np.array(m @ m.T + 5 * np.eye(5), order=order)
+    b = np.random.default_rng(1).normal(size=5)
+    symmetric = method in ("cg", "minres")
+
+    def f(a, b):
+        if symmetric:
+            a = (a + a.T) / 2  # directions the method's assumption holds along
+        if method in ("lsqr", "lsmr"):
+            x = solver(a, b, atol=1e-14, btol=1e-14)[0]
+        else:
+            x, _ = solver(a, b, rtol=1e-13)
+        return (x * np.arange(1.0, 6.0)).sum()
+
+    before = a.tobytes(), b.tobytes()
+    value, _ = mutad.value_and_grad(f, argnums=(0, 1))(a, b)
+    assert np.asarray(value).tobytes() == np.asarray(f(a.copy(order=order), b.copy())).tobytes()
+    mutad.check_grads(f, a, b, modes=("rev", "fwd"), rtol=1e-5)
+    replays_as_traced(f, [(a, b), (a * 1.5, b[::-1].copy())], argnums=(0, 1))
+    assert (a.tobytes(), b.tobytes()) == before
+    with pytest.raises(UnsupportedOperationError, match="strided view"):
+        mutad.gradient(lambda a: solver(a[::2, ::2], b[:3])[0].sum(),
+                       np.array(np.kron(a, np.ones((2, 2)))[::1], order="C") + 10 * np.eye(10))
+
+
 def test_iterative_not_converged_is_an_error():
     def f(k):
         x, info = scipy.sparse.linalg.cg(stiffness(k, "csr"), B, maxiter=1)

@@ -2401,6 +2401,37 @@ del _cls, _names, _name
 # scipy.sparse.linalg
 
 
+class _DenseLayout(_Layout):
+    """A dense matrix with traced values handed to an iterative method: a slot per entry, in C
+    order (the derivative of entry ``(i, j)`` is that of a sparse matrix's slot there), while
+    SciPy's matrix is a dense array in the memory order of the user's, whose products SciPy's
+    call computes as on the user's array."""
+
+    def __init__(self, shape, order):
+        super().__init__(SCIPY["csr_array"](np.ones(shape)))
+        self.order = order
+
+    def build(self, data, dropping=True):
+        return np.array(np.reshape(data, self.shape), order=self.order)
+
+
+def _dense_matrix_of(a, name):
+    """The layout and values (C order) of the dense matrix ``a`` with traced values, for the
+    iterative method ``name``."""
+    value = memory(a)
+    if value.ndim != 2 or value.dtype.kind not in "fc":
+        _refuse(f"scipy.sparse.linalg.{name} of a dense {value.ndim}-d {value.dtype} matrix "
+                "with traced values", "pass a 2-d float or complex matrix.")
+    if value.flags.c_contiguous:
+        order = "C"
+    elif value.flags.f_contiguous:
+        order = "F"
+    else:  # SciPy's products of a strided view may round otherwise than of any copy of it
+        _refuse(f"scipy.sparse.linalg.{name} of a strided view of a dense matrix with traced "
+                "values", "pass np.ascontiguousarray(A), or a scipy.sparse matrix.")
+    return _DenseLayout(value.shape, order), np.reshape(a, (-1,))
+
+
 def _matrix_of(a, name):
     """The layout and stored values of ``a``, a sparse matrix (traced or not), or a constant
     dense one (which SciPy converts to csc too)."""
@@ -2588,10 +2619,10 @@ def _iterative(method):
         if isinstance(A, TracedSparse) or _sparse.issparse(A):
             layout, data = _matrix_of(A, method)
             solver = _Iterative(method, layout, None, options)
+        elif innermost((A,)) is not None:  # a dense matrix with traced values
+            layout, data = _dense_matrix_of(A, method)
+            solver = _Iterative(method, layout, None, options)
         else:  # a constant operator: no stored values to differentiate
-            if innermost((A,)) is not None:
-                _refuse(f"scipy.sparse.linalg.{method} of a dense matrix with traced values",
-                        "pass a scipy.sparse matrix, or use scipy.linalg.solve.")
             empty = _Layout(SCIPY["csr_array"](tuple(np.shape(A))))
             solver = _Iterative(method, empty, A, options)
             data = np.zeros(0)
@@ -3539,10 +3570,10 @@ def _least_squares_method(method):
         if isinstance(A, TracedSparse) or (isinstance(A, _Assembled) and A.entries):
             layout, data = _matrix_of(A, method)
             problem = _LeastSquares(method, layout, None, damp, options)
+        elif innermost((A,)) is not None:  # a dense matrix with traced values
+            layout, data = _dense_matrix_of(A, method)
+            problem = _LeastSquares(method, layout, None, damp, options)
         else:  # a constant matrix or operator: the derivative in b alone
-            if innermost((A,)) is not None:
-                _refuse(f"scipy.sparse.linalg.{method} of a dense matrix with traced values",
-                        "pass a scipy.sparse matrix, or use np.linalg.lstsq.")
             problem = _LeastSquares(method, None, A, damp, options)
             data = np.zeros(0)
         guess = None if x0 is None else settled(x0, f"{method}'s x0")
