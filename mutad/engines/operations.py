@@ -554,8 +554,8 @@ class WritePlan:
         kept, state = write_kept(ufunc, rule, values, self.reads, self.partials, target)
         inverse = None
         if self.invertible:
-            inverse = ElementwiseInverse(ufunc, rule, self.position, values, target, kept, apart,
-                                         destination.find, kwargs)
+            inverse = ElementwiseInverse(ufunc, rule, self.position, self.others_at, values,
+                                         target, kept, apart, destination.find, kwargs)
             if withheld is not None and withheld(kept):
                 inverse = None
         if kwargs:

@@ -865,10 +865,9 @@ class ElementwiseWrite:
     values, which decides afresh how the overwritten bytes will be put back; or, where the
     tape copies them whatever the operands (``Tape.copied``), a lean record of its own."""
 
-    __slots__ = ("ufunc", "args", "kwargs", "target", "rule", "reads", "position", "others_at",
-                 "apart", "traced", "state", "inputs", "written", "buffer", "key",
-                 "whole", "withheld", "args_of", "invertible", "lean", "cotangents", "later",
-                 "unplanned", "plan", "operands")
+    __slots__ = ("ufunc", "args", "kwargs", "target", "rule", "reads", "apart", "traced",
+                 "state", "inputs", "written", "buffer", "key", "whole", "args_of", "lean",
+                 "cotangents", "later", "unplanned", "plan", "operands")
 
     def __init__(self, ufunc, args, kwargs, target, rule, reads, position, apart, record,
                  key, whole, withheld=False):
@@ -879,8 +878,6 @@ class ElementwiseWrite:
         self.target = target
         self.rule = rule
         self.reads = reads
-        self.position = position
-        self.others_at = [i for i in range(len(args)) if i != position]
         self.apart = apart  # no other operand overlaps the target (so the inverse may run)
         self.traced = record.pullback is not None
         self.state = None if record.state is None else record.state[:2]  # (rule, positions)
@@ -889,7 +886,11 @@ class ElementwiseWrite:
         self.buffer = record.written.buffer
         self.key = key
         self.whole = whole
-        self.withheld = withheld  # tracing offered no inverse (``Recorder.withheld``)
+        # The write's decisions, those tracing made (``withheld``: it offered no inverse,
+        # ``Recorder.withheld``): where the target is among the operands, whether an inverse
+        # is on offer, what the record keeps
+        self.plan = WritePlan(ufunc, rule, kwargs, position, reads,
+                              self.state if self.traced else None, len(args), withheld)
         self.later = None  # the values its record recomputes in the reverse pass (Recomputed)
         # Tracing saved what the write overwrote, and would recompute an operand its inverse
         # reads in the reverse pass: a replay that inverts it cannot tell how (GuardFailed)
@@ -897,10 +898,7 @@ class ElementwiseWrite:
 
     def prepare(self):
         self.args_of = resolver(self.args)
-        rule, position = self.rule, self.position
-        self.plan = WritePlan(self.ufunc, rule, self.kwargs, position, self.reads,
-                              self.state if self.traced else None, len(self.args), self.withheld)
-        self.invertible = self.plan.invertible
+        rule, invertible = self.rule, self.plan.invertible
         # Where the write's bytes are copied (``Tape.copied``) and its pullback reads no output,
         # the step keeps a record of its own: the operands and the saved bytes (``back``)
         self.lean = not self.kwargs and rule.decide is None and "y" not in rule.uses
@@ -921,7 +919,7 @@ class ElementwiseWrite:
         if self.cotangents is None or not all(
                 place.shape != () for *_, place, _, _ in self.cotangents):
             pass
-        elif not self.invertible:
+        elif not invertible:
             self.operands = tuple(a.index for a in self.args
                                   if type(a) is Slot and a.index != self.target)
         else:
@@ -936,7 +934,7 @@ class ElementwiseWrite:
         ufunc = self.ufunc
         vals = self.args_of(values)
         target = values[self.target]
-        if self.lean and tape.copied(self.invertible, target.nbytes, self.key, self.whole):
+        if self.lean and tape.copied(self.plan.invertible, target.nbytes, self.key, self.whole):
             saved = target.copy()
             tape.before_write(self.key)
             ufunc(*vals, out=target)
@@ -997,7 +995,7 @@ class ElementwiseWrite:
         key = code.bind(self.key, "key")
         lean = [f"{saved} = {target}.copy()", *code.before_write(self.key),
                 f"{code.bind(self.ufunc)}({', '.join(vals)}, out={target})"]
-        if not self.invertible and self.lean:  # always copied (Tape.copied): no record
+        if not self.plan.invertible and self.lean:  # always copied (Tape.copied): no record
             if self.whole:
                 code.forward.append(f"tape.copied(False, {target}.nbytes, {key}, True)")
             code.forward += lean
@@ -1011,7 +1009,7 @@ class ElementwiseWrite:
                   if type(a) is Slot and a.index in self.operands and type(place) is Buffer
                   and place.key in code.internal]
         code.forward += [
-            f"if tape.copied({self.invertible}, {target}.nbytes, {key}, {self.whole}):",
+            f"if tape.copied({self.plan.invertible}, {target}.nbytes, {key}, {self.whole}):",
             *indent(lean), f"    {record} = None", "else:", *stored,
             f"    {code.bind(self)}(values, tape)",
             f"    {record} = tape.records.pop()", f"    {saved} = None"]
@@ -2565,7 +2563,7 @@ class Recorder:
                 self.steps.append(step)
                 self.recomputed(new[0], step)
                 step.unplanned = new[0].undo_kind == "checkpoint" and any(
-                    _recomputable(inputs[i], values[i], tape) for i in step.others_at)
+                    _recomputable(inputs[i], values[i], tape) for i in step.plan.others_at)
                 if tape.recomputation is not None and tape.recomputation.budget is not None:
                     self.refuse("a memory budget (memory=)")
             else:

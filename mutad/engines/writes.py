@@ -196,7 +196,7 @@ class Destination:
 
 class ElementwiseInverse:
     """The inverse on offer for the elementwise write ``ufunc(*values, out=target)`` (its
-    operand at ``position`` is the target): called in the reverse pass, it computes the
+    operand at ``position`` is the target, those at ``others_at`` the rest): called in the reverse pass, it computes the
     target's old values from those the write left and the other operands (as ``kept`` holds
     them then). With it, what ``decide_undo`` asks of an inverse: whether it is safe for
     the operands at hand (``is_safe``: ``apart()``, no other operand over the target's
@@ -208,7 +208,8 @@ class ElementwiseInverse:
     __slots__ = ("ufunc", "invert", "rule", "position", "values", "target", "kept",
                  "others_at", "apart", "find", "kwargs")
 
-    def __init__(self, ufunc, rule, position, values, target, kept, apart, find, kwargs):
+    def __init__(self, ufunc, rule, position, others_at, values, target, kept, apart, find,
+                 kwargs):
         self.ufunc = ufunc
         self.invert = rule.inverse[position]
         self.rule = rule
@@ -216,7 +217,7 @@ class ElementwiseInverse:
         self.values = values
         self.target = target
         self.kept = kept
-        self.others_at = [i for i in range(len(values)) if i != position]
+        self.others_at = others_at
         self.apart = apart
         self.find = find
         self.kwargs = kwargs
