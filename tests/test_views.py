@@ -576,6 +576,26 @@ def test_the_base_of_a_view_a_function_makes_is_numpys_in_both_modes():
     mutad.check_grads(bases_of_function_views, u)
 
 
+def bases_of_zero_dimensional_views(u):
+    """Views of 0-d arrays the function made (an element's copy, a sum): NumPy's ``.base`` is
+    the 0-d array for each, and the traced engine notes the owner of a 0-d result only when
+    it is first viewed."""
+    y = np.copy(u[0])  # a 0-d array, not NumPy's scalar
+    z = np.add(u[1], u[2], out=np.zeros(()))
+    total = (u * u).sum()
+    for owner, view in ((y, y.reshape(1)), (y, y[None]), (z, z.reshape(1, 1)), (z, z[...])):
+        total += u.sum() * (2.0 if view.base is owner else 1.0)  # NumPy: True for each
+        total += (view * u[1]).sum()
+    return total
+
+
+def test_the_base_of_a_view_of_a_zero_dimensional_result_is_numpys():
+    u = np.array([1.0, 2.0, 3.0, 4.0])
+    expected = bases_of_zero_dimensional_views(u.copy())
+    assert mutad.value_and_grad(bases_of_zero_dimensional_views)(u)[0] == expected
+    assert mutad.jvp(bases_of_zero_dimensional_views, (u,), (np.ones(4),))[0] == expected
+    mutad.check_grads(bases_of_zero_dimensional_views, u)
+
 def returns_its_argument(u, identity=True):
     y = np.exp(u)
     v = np.atleast_1d(y)  # NumPy: y itself

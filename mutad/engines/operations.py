@@ -324,7 +324,8 @@ def _fast_ufunc(ufunc, inputs, tape, values, pattern, plan):
         if y.nbytes >= SMALL:
             buffer.ref = Tracked(y)
         yt = Traced(y, buffer, tape, True)
-        buffer.owner = weakref.ref(yt)
+        if y.ndim:  # (a 0-d result's owner: noted by ``view_of`` at its first view, if any)
+            buffer.owner = weakref.ref(yt)
     else:
         if getattr(y, "dtype", None) is not None and y.dtype.kind == "c":
             check_complex(function_name(ufunc), rule)

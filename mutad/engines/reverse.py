@@ -438,7 +438,10 @@ def fresh(y, tape):
         y = tape.outer.lift(y)
     elif y.nbytes >= SMALL:  # a small array is never recomputed: nothing to follow
         track(buffer, y)
-    return as_owner(Traced(y, buffer, tape, True))
+    x = Traced(y, buffer, tape, True)
+    if buffer.shape:  # (a 0-d result, a scalar loop's, one per element: ``view_of`` notes it)
+        as_owner(x)
+    return x
 
 
 def as_owner(x):
@@ -514,6 +517,10 @@ def view_of(x, y, tape):
     """The traced view ``y`` of traced ``x``'s memory: the same buffer, a part of it."""
     if x.whole:
         x.buffer.note_address(x.value)
+        if x.buffer.owner is None:
+            # the owner of a 0-d result, noted at its first view rather than at its making:
+            # a scalar loop makes one per element it reads or computes, and views few
+            as_owner(x)
     return Traced(y, x.buffer, tape, False)
 
 
