@@ -756,6 +756,58 @@ def test_accumulate_of_an_elementwise_row_is_followed_step_by_step(f):
     mutad.check_grads(f, x)
 
 
+ACCUMULATE_LAYOUTS = {
+    "C": lambda x: x,
+    "Fortran": np.asfortranarray,
+    "reversed": lambda x: x[::-1, ::-1],
+    "strided": lambda x: np.repeat(x, 2, axis=1)[:, ::2],
+    "transposed": lambda x: np.ascontiguousarray(x.T).T,
+}
+
+
+@pytest.mark.parametrize("layout", ACCUMULATE_LAYOUTS)
+@pytest.mark.parametrize("ufunc", (np.subtract, np.divide, np.power, np.arctan2, np.hypot,
+                                   np.minimum, np.logaddexp), ids=lambda u: u.__name__)
+@pytest.mark.parametrize("axis", (0, 1))
+def test_accumulate_step_by_step_gives_numpys_bits_or_is_refused(layout, ufunc, axis):
+    """ufunc.accumulate step by step: its result was laid out along the accumulated axis (so a
+    later sum rounded otherwise than NumPy's, in the last bit), and np.power's and np.arctan2's
+    rows, through vectorized loops, rounded otherwise than NumPy's loop over overlapping
+    operands; now NumPy's layout, and NumPy's bits or refused; a replay traces it."""
+    base = np.random.default_rng(3).uniform(0.5, 1.5, (33, 17))
+    x = ACCUMULATE_LAYOUTS[layout](base)
+    before = x.copy()
+    f = lambda x: ufunc.accumulate(x, axis=axis).sum()  # noqa: E731
+    try:
+        value, grad = mutad.value_and_grad(f)(x)
+    except mutad.errors.UnsupportedOperationError as error:
+        assert "rounds otherwise" in str(error)
+        return
+    assert np.asarray(value).tobytes() == f(x).tobytes()
+    assert np.array_equal(x, before)
+    try:
+        y = mutad.jvp(lambda x: ufunc.accumulate(x, axis=axis), (x,), (np.ones_like(x),))[0]
+    except mutad.errors.UnsupportedOperationError as error:
+        assert "rounds otherwise" in str(error)
+    else:
+        assert y.tobytes() == ufunc.accumulate(x, axis=axis).tobytes()
+        assert y.strides == ufunc.accumulate(x, axis=axis).strides
+    replaying = mutad.value_and_grad(f, replay=True)
+    for scale in (1.0, 0.9, 1.1):
+        z = ACCUMULATE_LAYOUTS[layout](base * scale)
+        assert all(np.asarray(a).tobytes() == np.asarray(b).tobytes()
+                   for a, b in zip(replaying(z), mutad.value_and_grad(f)(z), strict=True))
+
+
+def test_accumulate_step_by_step_differentiates_numpys_layouts():
+    x = np.random.default_rng(4).uniform(0.5, 1.5, (4, 5, 6))
+    for a in (np.asfortranarray(x), x.transpose(2, 0, 1), x[:, ::-1]):
+        for axis in range(3):
+            f = lambda a: (np.subtract.accumulate(a, axis=axis)  # noqa: E731
+                           * np.arange(a.shape[-1])).sum()  # noqa: B023
+            mutad.check_grads(f, a, modes=("rev", "fwd"))
+
+
 REDUCTIONS = {
     "logaddexp": lambda x: np.logaddexp.reduce(x),
     "logaddexp along an axis, keepdims": lambda x: (np.logaddexp.reduce(

@@ -651,19 +651,42 @@ def outer_of(ufunc):
 
 def accumulate_of(ufunc):
     """``ufunc.accumulate(a, axis)``: ``out[i] = ufunc(out[i - 1], a[i])`` along ``axis``, step
-    by step as NumPy's loop computes it (the same values, each step's derivative the ufunc's,
-    ties shared as they are); one operation per step."""
+    by step as NumPy's loop computes it (each step's derivative the ufunc's, ties shared as they
+    are); one operation per step. NumPy's loop over overlapping operands may round otherwise
+    than the same ufunc over whole rows (``np.power``'s and ``np.arctan2``'s vectorized loops),
+    so the steps' values are compared with NumPy's accumulation of the plain values, and
+    refused unless they are the same bits; the result is laid out as NumPy's (the input's
+    order), on which a later reduction's rounding depends. A replay, which would not compare,
+    traces such a call."""
+    name = f"np.{ufunc.__name__}.accumulate"
 
     def accumulate(a, axis=0, dtype=None, out=None):
         if dtype is not None or out is not None:
             raise UnsupportedOperationError(
-                f"np.{ufunc.__name__}.accumulate(..., dtype=, out=) of a differentiated array: "
-                "call it without them and convert or copy the result.")
-        a = np.moveaxis(a, axis, 0)
-        steps = [a[0]]
-        for i in range(1, a.shape[0]):
-            steps.append(ufunc(steps[-1], a[i]))
-        return np.moveaxis(np.stack(steps), 0, axis) if steps else np.moveaxis(a * 1.0, 0, axis)
+                f"{name}(..., dtype=, out=) of a differentiated array: call it without them "
+                "and convert or copy the result.")
+        expected = ufunc.accumulate(memory(a), axis=axis)
+        moved = np.moveaxis(a, axis, 0)
+        steps = [moved[0]]
+        for i in range(1, moved.shape[0]):
+            steps.append(ufunc(steps[-1], moved[i]))
+        y = (np.moveaxis(np.stack(steps), 0, axis) if steps
+             else np.moveaxis(moved * 1.0, 0, axis))
+        if np.ndim(y) > 1 and np.shape(y) == expected.shape:  # NumPy's layout: its axes by stride
+            order = sorted(range(expected.ndim), key=lambda ax: -abs(expected.strides[ax]))
+            y = np.transpose(np.copy(np.transpose(y, order), order="C"), np.argsort(order))
+        if not _same_bits(memory(y), expected):
+            raise UnsupportedOperationError(
+                f"{name} of a differentiated array, whose NumPy loop rounds otherwise than the "
+                "ufunc applied row by row: mutad differentiates the steps, which would not give "
+                "NumPy's values. Write the accumulation as a loop: out[i] = f(out[i - 1], x[i]) "
+                "(or accumulate a 1-d array).")
+        for differentiation in ACTIVE.running:
+            recorder = getattr(differentiation, "recorder", None)
+            if recorder is not None:
+                recorder.refuse(f"{name}, whose agreement with NumPy's loop a replay would "
+                                "not check")
+        return y
 
     return accumulate
 
