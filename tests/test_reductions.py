@@ -881,6 +881,19 @@ def test_selection_reduceat_reduces_each_segment(ufunc, indices):
     mutad.check_jvp(g, x)
 
 
+@pytest.mark.parametrize("layout", ACCUMULATE_LAYOUTS)
+@pytest.mark.parametrize("axis", (0, 1))
+def test_selection_reduceat_is_laid_out_as_numpys(layout, axis):
+    """np.maximum.reduceat along an axis was stacked along it, a layout other than NumPy's, so
+    a later sum of it rounded otherwise in the last bit; now NumPy's layout and bits."""
+    x = ACCUMULATE_LAYOUTS[layout](np.random.default_rng(5).uniform(0.5, 1.5, (9, 33)))
+    f = lambda x: np.maximum.reduceat(x, [0, 2, 5], axis=axis).sum()  # noqa: E731
+    assert np.asarray(mutad.value_and_grad(f)(x)[0]).tobytes() == f(x).tobytes()
+    y = mutad.jvp(lambda x: np.maximum.reduceat(x, [0, 2, 5], axis=axis), (x,),
+                  (np.ones_like(x),))[0]
+    assert y.strides == np.maximum.reduceat(x, [0, 2, 5], axis=axis).strides
+
+
 # out= of a wider dtype than the data: NumPy reduces in out's dtype ---------------------------
 
 

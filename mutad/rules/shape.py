@@ -665,6 +665,7 @@ def accumulate_of(ufunc):
             raise UnsupportedOperationError(
                 f"{name}(..., dtype=, out=) of a differentiated array: call it without them "
                 "and convert or copy the result.")
+        a = lists_as_arrays([a])[0]
         expected = ufunc.accumulate(memory(a), axis=axis)
         moved = np.moveaxis(a, axis, 0)
         steps = [moved[0]]
@@ -672,9 +673,7 @@ def accumulate_of(ufunc):
             steps.append(ufunc(steps[-1], moved[i]))
         y = (np.moveaxis(np.stack(steps), 0, axis) if steps
              else np.moveaxis(moved * 1.0, 0, axis))
-        if np.ndim(y) > 1 and np.shape(y) == expected.shape:  # NumPy's layout: its axes by stride
-            order = sorted(range(expected.ndim), key=lambda ax: -abs(expected.strides[ax]))
-            y = np.transpose(np.copy(np.transpose(y, order), order="C"), np.argsort(order))
+        y = _laid_out_as(y, expected)
         if not _same_bits(memory(y), expected):
             raise UnsupportedOperationError(
                 f"{name} of a differentiated array, whose NumPy loop rounds otherwise than the "
@@ -746,6 +745,15 @@ def reduce_of(ufunc):
     return reduce
 
 
+def _laid_out_as(y, expected):
+    """``y``, or a copy of it in the memory order of NumPy's result ``expected`` (its axes by
+    stride), on which the rounding of a later reduction of it depends."""
+    if np.ndim(y) < 2 or np.shape(y) != np.shape(expected):
+        return y
+    order = sorted(range(expected.ndim), key=lambda ax: -abs(expected.strides[ax]))
+    return np.transpose(np.copy(np.transpose(y, order), order="C"), np.argsort(order))
+
+
 def _same_bits(a, b):
     """Whether arrays ``a`` and ``b`` (a NumPy scalar too) hold the same bits, compared where
     they live (a device library's arrays on the device, as unsigned integers)."""
@@ -764,19 +772,21 @@ def reduceat_of(ufunc):
     (``np.maximum``): ``ufunc.reduce`` over each segment ``a[indices[j]:indices[j + 1]]``, or
     the one element ``a[indices[j]]`` where the indices do not go up, as NumPy defines it. A
     selection has the same value in any order of reduction (NumPy's own loop's), and its
-    derivative is ``ufunc.reduce``'s: ties shared as they are."""
+    derivative is ``ufunc.reduce``'s: ties shared as they are; laid out as NumPy's result."""
 
     def reduceat(a, indices, axis=0, dtype=None, out=None):
         if dtype is not None or out is not None:
             raise UnsupportedOperationError(
                 f"np.{ufunc.__name__}.reduceat(..., dtype=, out=) of a differentiated array: "
                 "call it without them and convert or copy the result.")
-        a = np.moveaxis(a, axis, 0)
+        given = lists_as_arrays([a])[0]
+        a = np.moveaxis(given, axis, 0)
         indices = np.asarray(indices).tolist()  # an index has no derivative
         ends = [*indices[1:], a.shape[0]]
         parts = [ufunc.reduce(a[start:end], axis=0) if start < end else a[start]
                  for start, end in zip(indices, ends)]
-        return np.moveaxis(np.stack(parts), 0, axis)
+        return _laid_out_as(np.moveaxis(np.stack(parts), 0, axis),
+                            ufunc.reduceat(memory(given), indices, axis=axis))
 
     return reduceat
 
