@@ -881,6 +881,18 @@ def test_selection_reduceat_reduces_each_segment(ufunc, indices):
     mutad.check_jvp(g, x)
 
 
+def test_accumulate_and_reduce_of_long_doubles_compare_values_not_padding():
+    """The comparison with NumPy's bits read a long double's bytes, six of which are padding
+    that NumPy leaves as they were: the same values refused, by chance of memory."""
+    rng = np.random.default_rng(6)
+    for shape in ((1,), (5,), (4, 1), (1, 4), (3, 2)):
+        x = rng.uniform(0.5, 1.5, shape).astype(np.longdouble)
+        for f in (lambda x: np.subtract.accumulate(x, axis=0).sum(),
+                  lambda x: np.logaddexp.reduce(x, axis=0).sum()):
+            for _ in range(5):
+                value, grad = mutad.value_and_grad(f)(x)
+                assert value == f(x) and grad.dtype == np.longdouble
+
 @pytest.mark.parametrize("layout", ACCUMULATE_LAYOUTS)
 @pytest.mark.parametrize("axis", (0, 1))
 def test_selection_reduceat_is_laid_out_as_numpys(layout, axis):
