@@ -799,6 +799,19 @@ def test_accumulate_step_by_step_gives_numpys_bits_or_is_refused(layout, ufunc, 
                    for a, b in zip(replaying(z), mutad.value_and_grad(f)(z), strict=True))
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_power_accumulate_of_a_row_is_numpys_or_refused(seed):
+    """Even along one row NumPy's np.power.accumulate may round a step otherwise than
+    np.power of the two scalars (one of nine here): its bits, or refused."""
+    x = np.random.default_rng(seed).uniform(0.5, 1.5, 9)
+    f = lambda x: np.power.accumulate(x) @ np.arange(9.0)  # noqa: E731
+    try:
+        value = mutad.value_and_grad(f)(x)[0]
+    except mutad.errors.UnsupportedOperationError as error:
+        assert "rounds otherwise" in str(error)
+    else:
+        assert np.asarray(value).tobytes() == f(x).tobytes()
+
 def test_accumulate_step_by_step_differentiates_numpys_layouts():
     x = np.random.default_rng(4).uniform(0.5, 1.5, (4, 5, 6))
     for a in (np.asfortranarray(x), x.transpose(2, 0, 1), x[:, ::-1]):
