@@ -748,7 +748,8 @@ def reduce_of(ufunc):
 def _laid_out_as(y, expected):
     """``y``, or a copy of it in the memory order of NumPy's result ``expected`` (its axes by
     stride), on which the rounding of a later reduction of it depends."""
-    if np.ndim(y) < 2 or np.shape(y) != np.shape(expected):
+    if np.ndim(y) < 2 or np.shape(y) != np.shape(expected) or (
+            memory(y).strides == expected.strides):
         return y
     order = sorted(range(expected.ndim), key=lambda ax: -abs(expected.strides[ax]))
     return np.transpose(np.copy(np.transpose(y, order), order="C"), np.argsort(order))
