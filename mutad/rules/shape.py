@@ -653,8 +653,8 @@ def accumulate_of(ufunc):
     """``ufunc.accumulate(a, axis)``: ``out[i] = ufunc(out[i - 1], a[i])`` along ``axis``, step
     by step as NumPy's loop computes it (each step's derivative the ufunc's, ties shared as they
     are); one operation per step. NumPy's loop over overlapping operands may round otherwise
-    than the same ufunc over whole rows (``np.power``'s and ``np.arctan2``'s vectorized loops),
-    so the steps' values are compared with NumPy's accumulation of the plain values, and
+    than the same ufunc applied step by step (``np.power``'s and ``np.arctan2``'s), so the
+    steps' values are compared with NumPy's accumulation of the plain values, and
     refused unless they are the same bits; the result is laid out as NumPy's (the input's
     order), on which a later reduction's rounding depends. A replay, which would not compare,
     traces such a call."""
@@ -677,14 +677,10 @@ def accumulate_of(ufunc):
         if not _same_bits(memory(y), expected):
             raise UnsupportedOperationError(
                 f"{name} of a differentiated array, whose NumPy loop rounds otherwise than the "
-                "ufunc applied row by row: mutad differentiates the steps, which would not give "
-                "NumPy's values. Write the accumulation as a loop: out[i] = f(out[i - 1], x[i]) "
-                "(or accumulate a 1-d array).")
-        for differentiation in ACTIVE.running:
-            recorder = getattr(differentiation, "recorder", None)
-            if recorder is not None:
-                recorder.refuse(f"{name}, whose agreement with NumPy's loop a replay would "
-                                "not check")
+                "ufunc applied step by step: mutad differentiates the steps, which would not "
+                "give NumPy's values. Write the accumulation as a loop: "
+                "out[i] = f(out[i - 1], x[i]).")
+        _traced_in_replays(f"{name}, whose agreement with NumPy's loop a replay would not check")
         return y
 
     return accumulate
@@ -735,14 +731,19 @@ def reduce_of(ufunc):
                 "rounding depends on the layout: mutad differentiates a fold in order, which "
                 "would not give NumPy's values. Reduce along one axis of a C-ordered copy "
                 "(np.ascontiguousarray(x)), or write the fold as a loop: s = f(s, x[i]).")
-        for differentiation in ACTIVE.running:
-            recorder = getattr(differentiation, "recorder", None)
-            if recorder is not None:
-                recorder.refuse(f"{name}, whose agreement with NumPy's order of reduction a "
-                                "replay would not check")
+        _traced_in_replays(f"{name}, whose agreement with NumPy's order of reduction a "
+                           "replay would not check")
         return y
 
     return reduce
+
+
+def _traced_in_replays(reason):
+    """Make every replay recording now trace its calls instead, for ``reason``."""
+    for differentiation in ACTIVE.running:
+        recorder = getattr(differentiation, "recorder", None)
+        if recorder is not None:
+            recorder.refuse(reason)
 
 
 def _laid_out_as(y, expected):
