@@ -756,38 +756,69 @@ def test_accumulate_of_an_elementwise_row_is_followed_step_by_step(f):
     mutad.check_grads(f, x)
 
 
-def test_accumulate_is_numpys_bits_or_refused():
-    """np.power.accumulate and np.arctan2.accumulate: NumPy's loop rounds some layouts
-    otherwise than the ufunc applied to whole rows, and the steps gave values a last bit from
-    NumPy's (a silently wrong value). Every layout and dtype now gives NumPy's bits or is
-    refused, and the caller's array is unchanged."""
-    rng = np.random.default_rng(0)
-    base = rng.uniform(0.5, 1.5, (8, 10))
-    refused = 0
-    for ufunc in (np.power, np.arctan2, np.logaddexp, np.hypot, np.maximum, np.subtract,
-                  np.divide):
-        for dtype in (np.float64, np.float32):
-            for x in (base[:4, :5], np.asfortranarray(base[:4, :5]), base[3::-1, 4::-1],
-                      base[::2, ::2]):
-                x = x.astype(dtype)
-                before = x.tobytes()
-                for axis in (0, 1):
-                    kept = []
+ACCUMULATE_LAYOUTS = {
+    "C": lambda x: x,
+    "Fortran": np.asfortranarray,
+    "reversed": lambda x: x[::-1, ::-1],
+    "strided": lambda x: np.repeat(x, 2, axis=1)[:, ::2],
+    "transposed": lambda x: np.ascontiguousarray(x.T).T,
+}
 
-                    def f(x):
-                        kept.append(ufunc.accumulate(x, axis=axis))
-                        return kept[-1].sum()
 
-                    try:
-                        mutad.gradient(f, x)
-                    except mutad.errors.UnsupportedOperationError as error:
-                        assert "rounds otherwise" in str(error)
-                        refused += 1
-                    else:
-                        expected = ufunc.accumulate(x, axis=axis)
-                        assert np.asarray(kept[-1].value).tobytes() == expected.tobytes()
-                    assert x.tobytes() == before
-    assert refused  # some layouts do round otherwise here
+@pytest.mark.parametrize("layout", ACCUMULATE_LAYOUTS)
+@pytest.mark.parametrize("ufunc", (np.subtract, np.divide, np.power, np.arctan2, np.hypot,
+                                   np.minimum, np.logaddexp), ids=lambda u: u.__name__)
+@pytest.mark.parametrize("axis", (0, 1))
+def test_accumulate_step_by_step_gives_numpys_bits_or_is_refused(layout, ufunc, axis):
+    """ufunc.accumulate step by step: its result was laid out along the accumulated axis (so a
+    later sum rounded otherwise than NumPy's, in the last bit), and np.power's and np.arctan2's
+    rows, through vectorized loops, rounded otherwise than NumPy's loop over overlapping
+    operands; now NumPy's layout, and NumPy's bits or refused; a replay traces it."""
+    base = np.random.default_rng(3).uniform(0.5, 1.5, (33, 17))
+    x = ACCUMULATE_LAYOUTS[layout](base)
+    before = x.copy()
+    f = lambda x: ufunc.accumulate(x, axis=axis).sum()  # noqa: E731
+    try:
+        value, grad = mutad.value_and_grad(f)(x)
+    except mutad.errors.UnsupportedOperationError as error:
+        assert "rounds otherwise" in str(error)
+        return
+    assert np.asarray(value).tobytes() == f(x).tobytes()
+    assert np.array_equal(x, before)
+    try:
+        y = mutad.jvp(lambda x: ufunc.accumulate(x, axis=axis), (x,), (np.ones_like(x),))[0]
+    except mutad.errors.UnsupportedOperationError as error:
+        assert "rounds otherwise" in str(error)
+    else:
+        assert y.tobytes() == ufunc.accumulate(x, axis=axis).tobytes()
+        assert y.strides == ufunc.accumulate(x, axis=axis).strides
+    replaying = mutad.value_and_grad(f, replay=True)
+    for scale in (1.0, 0.9, 1.1):
+        z = ACCUMULATE_LAYOUTS[layout](base * scale)
+        assert all(np.asarray(a).tobytes() == np.asarray(b).tobytes()
+                   for a, b in zip(replaying(z), mutad.value_and_grad(f)(z), strict=True))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_power_accumulate_of_a_row_is_numpys_or_refused(seed):
+    """Even along one row NumPy's np.power.accumulate may round a step otherwise than
+    np.power of the two scalars (one of nine here): its bits, or refused."""
+    x = np.random.default_rng(seed).uniform(0.5, 1.5, 9)
+    f = lambda x: np.power.accumulate(x) @ np.arange(9.0)  # noqa: E731
+    try:
+        value = mutad.value_and_grad(f)(x)[0]
+    except mutad.errors.UnsupportedOperationError as error:
+        assert "rounds otherwise" in str(error)
+    else:
+        assert np.asarray(value).tobytes() == f(x).tobytes()
+
+def test_accumulate_step_by_step_differentiates_numpys_layouts():
+    x = np.random.default_rng(4).uniform(0.5, 1.5, (4, 5, 6))
+    for a in (np.asfortranarray(x), x.transpose(2, 0, 1), x[:, ::-1]):
+        for axis in range(3):
+            f = lambda a: (np.subtract.accumulate(a, axis=axis)  # noqa: E731
+                           * np.arange(a.shape[-1])).sum()  # noqa: B023
+            mutad.check_grads(f, a, modes=("rev", "fwd"))
 
 
 def test_accumulate_with_out_and_dtype():
@@ -888,6 +919,31 @@ def test_selection_reduceat_reduces_each_segment(ufunc, indices):
     g = lambda x: ufunc.reduceat(x.reshape(2, 3), [0, 2], axis=1).sum()  # noqa: E731
     mutad.check_grads(g, x)
     mutad.check_jvp(g, x)
+
+
+def test_accumulate_and_reduce_of_long_doubles_compare_values_not_padding():
+    """The comparison with NumPy's bits read a long double's bytes, six of which are padding
+    that NumPy leaves as they were: the same values refused, by chance of memory."""
+    rng = np.random.default_rng(6)
+    for shape in ((1,), (5,), (4, 1), (1, 4), (3, 2)):
+        x = rng.uniform(0.5, 1.5, shape).astype(np.longdouble)
+        for f in (lambda x: np.subtract.accumulate(x, axis=0).sum(),
+                  lambda x: np.logaddexp.reduce(x, axis=0).sum()):
+            for _ in range(5):
+                value, grad = mutad.value_and_grad(f)(x)
+                assert value == f(x) and grad.dtype == np.longdouble
+
+@pytest.mark.parametrize("layout", ACCUMULATE_LAYOUTS)
+@pytest.mark.parametrize("axis", (0, 1))
+def test_selection_reduceat_is_laid_out_as_numpys(layout, axis):
+    """np.maximum.reduceat along an axis was stacked along it, a layout other than NumPy's, so
+    a later sum of it rounded otherwise in the last bit; now NumPy's layout and bits."""
+    x = ACCUMULATE_LAYOUTS[layout](np.random.default_rng(5).uniform(0.5, 1.5, (9, 33)))
+    f = lambda x: np.maximum.reduceat(x, [0, 2, 5], axis=axis).sum()  # noqa: E731
+    assert np.asarray(mutad.value_and_grad(f)(x)[0]).tobytes() == f(x).tobytes()
+    y = mutad.jvp(lambda x: np.maximum.reduceat(x, [0, 2, 5], axis=axis), (x,),
+                  (np.ones_like(x),))[0]
+    assert y.strides == np.maximum.reduceat(x, [0, 2, 5], axis=axis).strides
 
 
 # out= of a wider dtype than the data: NumPy reduces in out's dtype ---------------------------

@@ -657,15 +657,15 @@ _ROUNDED_ONCE = frozenset((np.add, np.subtract, np.multiply, np.divide, np.maxim
 
 def accumulate_of(ufunc):
     """``ufunc.accumulate(a, axis)``: ``out[i] = ufunc(out[i - 1], a[i])`` along ``axis``, step
-    by step (the same values, each step's derivative the ufunc's, ties shared as they are); one
-    operation per step. NumPy's own loop may round differently from the ufunc called on whole
-    rows (a vectorised ``np.power`` or ``np.arctan2`` on contiguous rows): the steps' values are
-    compared with NumPy's accumulation of the plain values, and refused unless they are the same
-    bits. A replay, which would not compare, traces such a call unless the ufunc is one whose
-    every value is correctly rounded (``_ROUNDED_ONCE``: any loop gives its bits). ``dtype=`` is
-    the steps' type
-    (``out``'s by default); ``out=`` is written with the result as NumPy writes it, after
-    reading all of ``a`` (NumPy's result when they overlap)."""
+    by step as NumPy's loop computes it (each step's derivative the ufunc's, ties shared as they
+    are); one operation per step. NumPy's loop over overlapping operands may round otherwise
+    than the same ufunc applied step by step (``np.power``'s and ``np.arctan2``'s), so the
+    steps' values are compared with NumPy's accumulation of the plain values, and refused
+    unless they are the same bits; the result is laid out as NumPy's (the input's order), on
+    which a later reduction's rounding depends. A replay, which would not compare, traces such
+    a call unless the ufunc is correctly rounded (``_ROUNDED_ONCE``: any loop gives its bits).
+    ``dtype=`` is the steps' type (``out``'s by default, as NumPy's); ``out=`` is written with
+    the result, computed from all of ``a`` first (NumPy's result where they overlap)."""
     name = f"np.{ufunc.__name__}.accumulate"
 
     def accumulate(a, axis=0, dtype=None, out=None):
@@ -673,23 +673,26 @@ def accumulate_of(ufunc):
             out, = out
         if dtype is None and out is not None:
             dtype = out.dtype
-        expected = ufunc.accumulate(memory(a), axis=axis, dtype=dtype)
-        a = np.moveaxis(a if dtype is None else a.astype(dtype, copy=False), axis, 0)
-        steps = [a[0]]
-        for i in range(1, a.shape[0]):
-            steps.append(ufunc(steps[-1], a[i]))
-        y = np.moveaxis(np.stack(steps), 0, axis) if steps else np.moveaxis(a * 1.0, 0, axis)
+        a = lists_as_arrays([a])[0]
+        # NumPy's values, and its errors (a cast it refuses, an out of another shape)
+        expected = ufunc.accumulate(memory(a), axis=axis, dtype=dtype, out=None if out is None
+                                    else np.empty(np.shape(out), dtype=out.dtype))
+        moved = np.moveaxis(a if dtype is None else a.astype(dtype, copy=False), axis, 0)
+        steps = [moved[0]]
+        for i in range(1, moved.shape[0]):
+            steps.append(ufunc(steps[-1], moved[i]))
+        y = (np.moveaxis(np.stack(steps), 0, axis) if steps
+             else np.moveaxis(moved * 1.0, 0, axis))
+        y = _laid_out_as(y, expected)
         if not _same_bits(memory(y), expected):
             raise UnsupportedOperationError(
-                f"{name} of a differentiated array, where NumPy's accumulation rounds otherwise "
-                f"than np.{ufunc.__name__} applied step by step (its loop for this layout or "
-                "type is not the ufunc's): mutad differentiates the steps, which would not give "
-                "NumPy's values. Write the loop: y[i] = f(y[i - 1], x[i]).")
-        for differentiation in () if ufunc in _ROUNDED_ONCE else ACTIVE.running:
-            recorder = getattr(differentiation, "recorder", None)
-            if recorder is not None:
-                recorder.refuse(f"{name}, whose agreement with NumPy's accumulation a replay "
-                                "would not check")
+                f"{name} of a differentiated array, whose NumPy loop rounds otherwise than the "
+                "ufunc applied step by step: mutad differentiates the steps, which would not "
+                "give NumPy's values. Write the accumulation as a loop: "
+                "out[i] = f(out[i - 1], x[i]).")
+        if ufunc not in _ROUNDED_ONCE:
+            _traced_in_replays(f"{name}, whose agreement with NumPy's loop a replay would not "
+                               "check")
         if out is None:
             return y
         out[...] = y
@@ -743,14 +746,29 @@ def reduce_of(ufunc):
                 "rounding depends on the layout: mutad differentiates a fold in order, which "
                 "would not give NumPy's values. Reduce along one axis of a C-ordered copy "
                 "(np.ascontiguousarray(x)), or write the fold as a loop: s = f(s, x[i]).")
-        for differentiation in ACTIVE.running:
-            recorder = getattr(differentiation, "recorder", None)
-            if recorder is not None:
-                recorder.refuse(f"{name}, whose agreement with NumPy's order of reduction a "
-                                "replay would not check")
+        _traced_in_replays(f"{name}, whose agreement with NumPy's order of reduction a "
+                           "replay would not check")
         return y
 
     return reduce
+
+
+def _traced_in_replays(reason):
+    """Make every replay recording now trace its calls instead, for ``reason``."""
+    for differentiation in ACTIVE.running:
+        recorder = getattr(differentiation, "recorder", None)
+        if recorder is not None:
+            recorder.refuse(reason)
+
+
+def _laid_out_as(y, expected):
+    """``y``, or a copy of it in the memory order of NumPy's result ``expected`` (its axes by
+    stride), on which the rounding of a later reduction of it depends."""
+    if np.ndim(y) < 2 or np.shape(y) != np.shape(expected) or (
+            memory(y).strides == expected.strides):
+        return y
+    order = sorted(range(expected.ndim), key=lambda ax: -abs(expected.strides[ax]))
+    return np.transpose(np.copy(np.transpose(y, order), order="C"), np.argsort(order))
 
 
 def _same_bits(a, b):
@@ -763,7 +781,12 @@ def _same_bits(a, b):
         bits = np.dtype(f"u{parts.itemsize}")
         return bool(devices.namespace(a).array_equal(a.view(parts).view(bits),
                                                      b.view(parts).view(bits)))
-    return np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.type in (np.longdouble, np.clongdouble):  # bytes beside the 80 bits: not values
+        return all(np.array_equal(p, q, equal_nan=True)
+                   and np.array_equal(np.signbit(p), np.signbit(q))
+                   for p, q in ((a.real, b.real), (a.imag, b.imag)))
+    return a.tobytes() == b.tobytes()
 
 
 def reduceat_of(ufunc):
@@ -771,19 +794,21 @@ def reduceat_of(ufunc):
     (``np.maximum``): ``ufunc.reduce`` over each segment ``a[indices[j]:indices[j + 1]]``, or
     the one element ``a[indices[j]]`` where the indices do not go up, as NumPy defines it. A
     selection has the same value in any order of reduction (NumPy's own loop's), and its
-    derivative is ``ufunc.reduce``'s: ties shared as they are."""
+    derivative is ``ufunc.reduce``'s: ties shared as they are; laid out as NumPy's result."""
 
     def reduceat(a, indices, axis=0, dtype=None, out=None):
         if dtype is not None or out is not None:
             raise UnsupportedOperationError(
                 f"np.{ufunc.__name__}.reduceat(..., dtype=, out=) of a differentiated array: "
                 "call it without them and convert or copy the result.")
-        a = np.moveaxis(a, axis, 0)
+        given = lists_as_arrays([a])[0]
+        a = np.moveaxis(given, axis, 0)
         indices = np.asarray(indices).tolist()  # an index has no derivative
         ends = [*indices[1:], a.shape[0]]
         parts = [ufunc.reduce(a[start:end], axis=0) if start < end else a[start]
                  for start, end in zip(indices, ends)]
-        return np.moveaxis(np.stack(parts), 0, axis)
+        return _laid_out_as(np.moveaxis(np.stack(parts), 0, axis),
+                            ufunc.reduceat(memory(given), indices, axis=axis))
 
     return reduceat
 
