@@ -756,6 +756,40 @@ def test_accumulate_of_an_elementwise_row_is_followed_step_by_step(f):
     mutad.check_grads(f, x)
 
 
+def _running_max_in_place(x):
+    y = x * 2.0
+    np.maximum.accumulate(y, out=y)
+    return (y * np.arange(5.0)).sum()
+
+
+def _shifted_out(x):
+    y = x * 1.0
+    np.minimum.accumulate(y[:4], out=y[1:])  # overlapping: NumPy reads the values before
+    return (y ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: (np.maximum.accumulate(x, out=np.empty(5)) ** 2).sum(),
+    lambda x: np.fmax.accumulate(x.reshape(5, 1) * x[:2], axis=1, out=(np.zeros((5, 2)),)).sum(),
+    _running_max_in_place,
+    _shifted_out,
+    lambda x: np.maximum.accumulate(x, out=x) @ np.arange(5.0),  # the caller's array itself
+], ids=("new", "tuple along an axis", "in place", "overlapping views", "into the argument"))
+def test_accumulate_into_out(f):
+    x = np.array([1.0, 3.0, 2.0, 5.0, 4.0])
+    assert mutad.value_and_grad(f)(x.copy())[0] == f(x.copy())
+    mutad.check_grads(f, x)
+
+
+def test_accumulate_into_out_of_another_dtype_or_shape_is_refused():
+    x = np.array([1.0, 3.0, 2.0])
+    for out in (np.empty(3, np.float32), np.empty((1, 3))):
+        with pytest.raises(mutad.MutadError, match="out= and assign"):
+            mutad.gradient(lambda x: np.maximum.accumulate(x, out=out).sum(), x)
+    with pytest.raises(mutad.MutadError, match="without dtype="):
+        mutad.gradient(lambda x: np.maximum.accumulate(x, dtype=np.float32).sum(), x)
+
+
 REDUCTIONS = {
     "logaddexp": lambda x: np.logaddexp.reduce(x),
     "logaddexp along an axis, keepdims": lambda x: (np.logaddexp.reduce(

@@ -652,18 +652,33 @@ def outer_of(ufunc):
 def accumulate_of(ufunc):
     """``ufunc.accumulate(a, axis)``: ``out[i] = ufunc(out[i - 1], a[i])`` along ``axis``, step
     by step as NumPy's loop computes it (the same values, each step's derivative the ufunc's,
-    ties shared as they are); one operation per step."""
+    ties shared as they are); one operation per step. ``out=`` of the result's shape and dtype
+    is written with the result, as NumPy does: NumPy computes as if from a copy of ``a`` where
+    ``out`` overlaps it, and the steps here are computed in full before the write."""
 
     def accumulate(a, axis=0, dtype=None, out=None):
-        if dtype is not None or out is not None:
+        if dtype is not None:
             raise UnsupportedOperationError(
-                f"np.{ufunc.__name__}.accumulate(..., dtype=, out=) of a differentiated array: "
-                "call it without them and convert or copy the result.")
+                f"np.{ufunc.__name__}.accumulate(..., dtype=) of a differentiated array: call "
+                "it without dtype= and convert the result with .astype().")
+        if type(out) is tuple and len(out) == 1:
+            out, = out
         a = np.moveaxis(a, axis, 0)
         steps = [a[0]]
         for i in range(1, a.shape[0]):
             steps.append(ufunc(steps[-1], a[i]))
-        return np.moveaxis(np.stack(steps), 0, axis) if steps else np.moveaxis(a * 1.0, 0, axis)
+        result = np.moveaxis(np.stack(steps), 0, axis) if steps else np.moveaxis(a * 1.0, 0,
+                                                                                  axis)
+        if out is None:
+            return result
+        if np.shape(out) != np.shape(result) or np.result_type(out) != np.result_type(result):
+            raise UnsupportedOperationError(
+                f"np.{ufunc.__name__}.accumulate(..., out=) of a differentiated array into an "
+                f"array of another shape or dtype ({np.shape(out)}, {np.result_type(out)} for "
+                f"a result of {np.shape(result)}, {np.result_type(result)}): call it without "
+                "out= and assign or convert the result.")
+        out[...] = result
+        return out
 
     return accumulate
 
