@@ -365,6 +365,11 @@ def builder(func):
             stand_in, original = args[0], _original(args[0])
             y = allocating(original, *args[1:], **kwargs)
             return stand_in if y is original else y  # np.asarray(U0) is U0, as in NumPy
+        if args and ACTIVE.running and converted_by_numpy(args[0]):
+            # an object of the user's whose __array__ may return an array computed in the
+            # mode, a traced one, which NumPy would reject ("not producing an array"): built
+            # from what it returns, called once as NumPy would call it
+            return building(args[0].__array__(), *args[1:], **kwargs)
         if not (args and ACTIVE.running and holds_wrapped(args[0])):
             return allocating(*args, **kwargs)
         a, *rest = args
