@@ -909,6 +909,36 @@ def test_shuffling_the_rows_of_a_traced_array_is_numpys_permutation(name):
     mutad.check_grads(f, x, order=2)
 
 
+PERMUTED = {
+    "all elements": lambda rng, y: rng.permuted(y),
+    "along axis 1": lambda rng, y: rng.permuted(y, axis=1),
+    "along axis 0, into a new array": lambda rng, y: rng.permuted(y, axis=0, out=np.empty((4, 3))),
+    "in place": lambda rng, y: rng.permuted(y, out=y),
+    "in place along axis -1": lambda rng, y: rng.permuted(y, axis=-1, out=y),
+    "of an F-ordered array": lambda rng, y: rng.permuted(np.asfortranarray(y)),
+    "into an F-ordered array": lambda rng, y: rng.permuted(
+        y, out=np.asfortranarray(np.zeros((4, 3)))),
+    "of a strided view, along axis 0": lambda rng, y: rng.permuted(
+        np.concatenate([y, y], axis=1)[:, ::2], axis=0),
+}
+
+
+@pytest.mark.parametrize("name", PERMUTED)
+def test_permuting_a_traced_array_is_numpys_permutation(name):
+    """rng.permuted(x, axis, out) of traced values: NumPy's elements moved as NumPy moves them
+    (its draws depend on the shape, axis and layout), into out where given."""
+    permuted = PERMUTED[name]
+
+    def f(x):
+        y = x * 1.0
+        z = permuted(np.random.default_rng(5), y)
+        return (z * np.arange(1.0, 13.0).reshape(4, 3)).sum() + (y[0] * z[1]).sum()
+
+    x = np.arange(12.0).reshape(4, 3) ** 1.5
+    assert np.asarray(mutad.value_and_grad(f)(x)[0]).tobytes() == np.asarray(f(x.copy())).tobytes()
+    mutad.check_grads(f, x)
+
+
 def resampled(x, w):
     """A particle filter's resampling: particles drawn with probabilities w, then moved."""
     rng = np.random.default_rng(11)

@@ -414,3 +414,34 @@ def test_an_object_numpy_converts_by_its_array_is_a_functions_operand_in_forward
         == np.asarray(f(x.copy())).tobytes()
     assert np.isclose(tangent, gradient.sum(), rtol=1e-14, atol=0)
     mutad.check_grads(f, x)
+
+
+class Doubled:
+    """An object of the user's made inside the function, whose ``__array__`` computes from
+    what it holds: with a traced value, a traced array, which NumPy rejects ("object __array__
+    method not producing an array")."""
+
+    def __init__(self, value):
+        self.value = value
+        self.calls = 0
+
+    def __array__(self, dtype=None, copy=None):
+        self.calls += 1
+        return np.asarray(self.value * 2.0, dtype=dtype)
+
+
+def test_an_object_whose_array_computes_from_traced_values_is_built_from_what_it_returns(x):
+    def f(a):
+        d = Doubled(a + 1.0)
+        y = np.asarray(d)
+        z = np.array(d, dtype=np.float64)
+        z[0] = 0.0  # a copy, as NumPy's: y is not changed
+        assert d.calls == 2  # each conversion calls __array__ once, as NumPy does
+        return (y * z).sum() + np.asarray(d, dtype=float)[1:].sum()
+
+    caller = x.copy()
+    value, _ = mutad.value_and_grad(f)(x)
+    assert np.asarray(value).tobytes() == np.asarray(f(x.copy())).tobytes()
+    assert x.tobytes() == caller.tobytes()
+    mutad.check_grads(f, x)
+    replays_as_traced(f, [(x,), (x * 1.25,)])

@@ -812,6 +812,7 @@ def test_power_accumulate_of_a_row_is_numpys_or_refused(seed):
     else:
         assert np.asarray(value).tobytes() == f(x).tobytes()
 
+
 def test_accumulate_step_by_step_differentiates_numpys_layouts():
     x = np.random.default_rng(4).uniform(0.5, 1.5, (4, 5, 6))
     for a in (np.asfortranarray(x), x.transpose(2, 0, 1), x[:, ::-1]):
@@ -846,6 +847,43 @@ def test_accumulate_with_out_and_dtype():
     for y in (x, x[::-1].copy(), x * 2):
         assert replaying(y).tobytes() == mutad.grad(f)(y).tobytes()
     assert x.tobytes() == before
+
+
+def _running_max_in_place(x):
+    y = x * 2.0
+    np.maximum.accumulate(y, out=y)
+    return (y * np.arange(5.0)).sum()
+
+
+def _shifted_out(x):
+    y = x * 1.0
+    np.minimum.accumulate(y[:4], out=y[1:])  # overlapping: NumPy reads the values before
+    return (y ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: (np.maximum.accumulate(x, out=np.empty(5)) ** 2).sum(),
+    lambda x: np.fmax.accumulate(x.reshape(5, 1) * x[:2], axis=1, out=(np.zeros((5, 2)),)).sum(),
+    _running_max_in_place,
+    _shifted_out,
+    lambda x: np.maximum.accumulate(x, out=x) @ np.arange(5.0),  # the caller's array itself
+], ids=("new", "tuple along an axis", "in place", "overlapping views", "into the argument"))
+def test_accumulate_into_out(f):
+    x = np.array([1.0, 3.0, 2.0, 5.0, 4.0])
+    assert mutad.value_and_grad(f)(x.copy())[0] == f(x.copy())
+    mutad.check_grads(f, x)
+
+
+def test_accumulate_into_out_of_another_dtype_or_shape_is_numpys():
+    """An out= of another dtype makes NumPy accumulate in that dtype, as dtype= does: the same
+    values; an out= of another shape is NumPy's error."""
+    x = np.array([1.0, 3.0, 2.0])
+    for f in (lambda x: np.subtract.accumulate(x, out=np.empty(3, np.float32)).sum(),
+              lambda x: np.maximum.accumulate(x * 1.1, dtype=np.float32).sum()):
+        value, _ = mutad.value_and_grad(f)(x)
+        assert np.asarray(value).tobytes() == np.asarray(f(x)).tobytes()
+    with pytest.raises(ValueError):
+        mutad.gradient(lambda x: np.maximum.accumulate(x, out=np.empty((1, 3))).sum(), x)
 
 
 REDUCTIONS = {

@@ -377,6 +377,9 @@ EIGSH = {
     "largest eigenvalues alone": (
         lambda k: np.sum(scipy.sparse.linalg.eigsh(chain(k, "csc"), 2, v0=V0,
                                                    return_eigenvectors=False) ** 2)),
+    "largest eigenvalues alone, of diags' DIA format": (
+        lambda k: np.sum(scipy.sparse.linalg.eigsh(chain(k, "dia"), 2, v0=V0,
+                                                   return_eigenvectors=False) ** 2)),
     "eigenvectors": (
         lambda k: np.sum(signed(scipy.sparse.linalg.eigsh(chain(k), 2, which="SA", v0=V0)[1])
                          ** 3)),

@@ -365,6 +365,11 @@ def builder(func):
             stand_in, original = args[0], _original(args[0])
             y = allocating(original, *args[1:], **kwargs)
             return stand_in if y is original else y  # np.asarray(U0) is U0, as in NumPy
+        if args and ACTIVE.running and converted_by_numpy(args[0]):
+            # an object of the user's whose __array__ may return an array computed in the
+            # mode, a traced one, which NumPy would reject ("not producing an array"): built
+            # from what it returns, called once as NumPy would call it
+            return building(args[0].__array__(), *args[1:], **kwargs)
         if not (args and ACTIVE.running and holds_wrapped(args[0])):
             return allocating(*args, **kwargs)
         a, *rest = args
@@ -1471,6 +1476,10 @@ def _drawn(draw):
             return _reparameterised(name, generator, args, kwargs)
         if name == "shuffle" and ACTIVE.running and holds_wrapped(list(args)):
             return _shuffled(draw, args, kwargs)
+        if name == "permuted" and ACTIVE.running and len(args) == 2 and set(kwargs) <= {
+                "axis", "out"} and (holds_wrapped(list(args)) or holds_wrapped([kwargs.get(
+                    "out")])):
+            return _permuted(draw, args, kwargs)
         if name in _SAMPLES and ACTIVE.running and (
                 holds_wrapped(list(args)) or holds_wrapped(list(kwargs.values()))):
             return _sampled(draw, name, args, kwargs)
@@ -1497,6 +1506,24 @@ def _shuffled(shuffle, args, kwargs):
     order = np.arange(np.shape(x)[axis])
     order_of(order)
     x[...] = np.take(x, order, axis=axis)
+
+
+def _permuted(permuted, args, kwargs):
+    """``rng.permuted(x, axis=None, out=None)`` of a traced or dual ``x`` or ``out``: NumPy
+    moves ``x``'s elements by draws that depend on the shape, the axis and the memory layout of
+    the array it shuffles (``out``, or a copy of ``x`` in its layout), not on the values; so an
+    array of the indices of ``x``'s elements in that layout is permuted by the same draws, and
+    ``x`` gathered by them (into ``out`` if given, as NumPy writes it)."""
+    (generator, x), axis, out = args, kwargs.get("axis"), kwargs.get("out")
+    indices = np.empty_like(memory(out) if wrapped(out) else x if out is not None
+                            else memory(x) if wrapped(x) else x, dtype=np.intp)
+    indices[...] = np.arange(indices.size).reshape(np.shape(x))
+    permuted(generator, indices, axis=axis, out=indices)
+    result = np.reshape(x, -1)[indices]
+    if out is None:
+        return result
+    out[...] = result
+    return out
 
 
 _SAMPLES = {"choice": ("a", "size", "replace", "p", "axis", "shuffle"),

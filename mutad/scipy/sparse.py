@@ -2728,7 +2728,9 @@ class _Eigenproblem:
         key = np.ascontiguousarray(data).tobytes()
         if self.key != key:
             matrix = self.layout.build(data)
-            if abs(matrix - matrix.T).max() > 1e-12 * max(abs(matrix).max(), 1e-300):
+            # in CSR: the DIA format of scipy.sparse.diags has no max()
+            csr = matrix.tocsr()
+            if abs(csr - csr.T).max() > 1e-12 * max(abs(csr).max(), 1e-300):
                 _refuse("scipy.sparse.linalg.eigsh of a matrix that is not symmetric", "ARPACK's "
                         "symmetric method assumes A = Aᵀ; pass a symmetric matrix.")
             if self.vectors:
