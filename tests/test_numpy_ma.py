@@ -180,12 +180,44 @@ def test_a_scalar_that_is_masked_is_the_masked_constant():
     mutad.gradient(f, X.copy())
 
 
+def scaled_in_place(x):
+    m = np.ma.masked_less(x, 0.0)  # a copy: its data is the masked array's own
+    m *= 2.0
+    m += x
+    m -= np.ma.masked_less(x, -0.5) * 0.5  # masked within m's mask: no new element masked
+    m /= x * x + 0.5
+    return (m ** 2).sum() + m.filled(0.0).ravel() @ x.ravel()
+
+
+def updated_over_its_array(x):
+    y = x * 1.0
+    m = np.ma.masked_array(y)  # over y, without a mask: NumPy updates y's memory
+    m *= 3.0
+    m += np.ma.masked_greater(x, 1.0)  # a new mask
+    m /= np.arange(1.0, 21.0).reshape(4, 5)
+    return (y ** 2).sum() + m.sum()
+
+
+@pytest.mark.parametrize("program", [scaled_in_place, updated_over_its_array])
+def test_in_place_arithmetic_of_a_masked_array(program):
+    """m += v, -=, *=, /= of masked arrays of differentiated values were refused: they update
+    the data in place as MaskedArray's do (the array the masked array was made over too),
+    NumPy's values bit for bit, in both modes and replayed."""
+    x = X.copy()
+    value, _ = mutad.value_and_gradient(program, x)
+    assert np.asarray(value).tobytes() == np.asarray(program(X.copy())).tobytes()
+    assert x.tobytes() == X.tobytes()
+    mutad.check_grads(program, X.copy(), modes=("rev", "fwd"))
+    replays_as_traced(program, [(X * s,) for s in (1.0, -0.7, 1.3)])
+
+
 @pytest.mark.parametrize("action, words", [
     (lambda m: m.max(), ["MaskedArray.max", "m.filled("]),
     (lambda m: m[0], ["Indexing"]),
     (lambda m: np.median(m), ["np.median"]),
     (lambda m: np.asarray(m).sum(), ["conversion"]),
-    (lambda m: m.__iadd__(1.0), ["in-place"]),
+    (lambda m: m.__iadd__(np.ma.masked_array(np.ones((4, 5)), mask=~M)), ["masks more"]),
+    (lambda m: m.__ipow__(2.0), ["in-place power"]),
     (lambda m: np.add.reduce(m), ["np.add.reduce"]),
     (lambda m: np.sum(m > 0) * 1.0, ["comparison"]),  # never Python's identity, False
     (lambda m: setattr(m, "mask", False), ["Setting the mask"]),

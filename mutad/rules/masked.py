@@ -17,7 +17,8 @@ zero and results that are not finite; ``**`` as ``np.ma.power``), NumPy's ufuncs
 masked array (``MaskedArray.__array_wrap__``: the inputs' masks and the ufunc's domain),
 ``sum``, ``mean``, ``var``, ``std``, ``count``, ``filled``, ``compressed``, and the
 attributes ``data``, ``mask``, ``shape``, ``ndim``, ``size``, ``dtype``, ``fill_value``.
-What is not written here (indexing, in-place updates, ``min``/``max``, other NumPy functions,
+``+=``, ``-=``, ``*=`` and ``/=`` update the data in place as ``MaskedArray``'s do. What is not
+written here (indexing, ``**=``, ``min``/``max``, other NumPy functions,
 complex data) raises ``UnsupportedOperationError`` saying to compute with ``m.filled(v)`` or
 ``m.compressed()``, never a value without its derivative.
 """
@@ -268,10 +269,59 @@ class Masked:
     def __setitem__(self, key, value):
         _refuse("Writing into an element or slice (m[key] = value)")
 
-    def __iadd__(self, other):
-        _refuse("An in-place update (m += v)")
+    # in-place arithmetic: MaskedArray's, which updates the data in place (the array the
+    # masked array was made over, where it was not copied) -----------------------------------
 
-    __isub__ = __imul__ = __itruediv__ = __ipow__ = __iadd__
+    def _joined(self, m):
+        """``self._mask += m`` (``self._mask |= m``) of NumPy's in-place operators: a new mask
+        where this array has none. NumPy changes an existing mask in place, which other masked
+        arrays may share (a unary ufunc's result shares its input's): that is refused."""
+        if self._mask is NOMASK:
+            self._mask = np.logical_or(np.zeros(self.shape, bool), m)
+        elif np.any(np.logical_and(m, np.logical_not(self._mask))):
+            raise UnsupportedOperationError(
+                "An in-place update of a masked array of differentiated values that masks more "
+                "of its elements (m += v of a v masked elsewhere, m /= v dividing by zero): "
+                "NumPy changes the mask in place, which other masked arrays may share. Write "
+                "m = m + v (a new masked array), which mutad differentiates.")
+
+    def _updated(self, ufunc, other, neutral):
+        """``+=``, ``-=``, ``*=``: the other's mask joins this one's (only if it masks some
+        element, where this has none), and the data is updated where neither is masked, by
+        ``neutral`` elsewhere."""
+        m = _mask(other)
+        if m is not NOMASK and (self._mask is not NOMASK or np.any(m)):
+            self._joined(m)
+        other_data = _data(other)
+        other_data = np.where(self._mask, other_data.dtype.type(neutral), other_data)
+        ufunc(self.data, other_data, out=self.data)
+        return self
+
+    def __iadd__(self, other):
+        return self._updated(np.add, other, 0)
+
+    def __isub__(self, other):
+        return self._updated(np.subtract, other, 0)
+
+    def __imul__(self, other):
+        return self._updated(np.multiply, other, 1)
+
+    def __itruediv__(self, other):
+        """``/=``: masked also where the divisor is tiny against the dividend (np.ma's
+        domain, a decision on the values), dividing by 1 where masked."""
+        other_data = _data(other)
+        dom_mask = _ma._DomainSafeDivide()(memory(self.data), memory(other_data))
+        new_mask = _mask_or(_mask(other), dom_mask)
+        if dom_mask.any():
+            fill = _ma.ufunc_fills[np.true_divide][1]
+            other_data = np.where(dom_mask, other_data.dtype.type(fill), other_data)
+        self._joined(new_mask)
+        other_data = np.where(self._mask, other_data.dtype.type(1), other_data)
+        np.true_divide(self.data, other_data, out=self.data)
+        return self
+
+    def __ipow__(self, other):
+        _refuse("An in-place power (m **= v)")
 
     def __bool__(self):
         _refuse("bool()")
