@@ -3567,6 +3567,8 @@ def _reach_into(x, work, arrays, names, walk, large):
                 large.append(_too_large(f"an object array of {x.size} items"))
             else:
                 work.extend(x.ravel().tolist())
+        if kind is not np.ndarray:  # and a subclass's attributes (a masked array's mask)
+            _reach_object(x, kind, work, walk)
     elif kind in (bytearray, memoryview) or kind.__module__ == "array":  # mutable bytes
         try:
             arrays.append(np.frombuffer(x, np.uint8) if kind is not memoryview
@@ -3617,38 +3619,58 @@ def _reach_into(x, work, arrays, names, walk, large):
         if isinstance(x, (tuple, list, set, frozenset, collections.deque,
                           collections.abc.Mapping)):  # a container of another class
             _reach_items(x, kind, work, large)
-        # an object: its attributes, and its classes' (methods, class-level arrays); an
-        # object of the standard library's (a SimpleNamespace) by its attributes alone
-        module = getattr(kind, "__module__", "builtins")
-        if type(module) is not str:  # (a class whose metaclass makes it a descriptor)
-            module = "builtins"
-        namespace = getattr(x, "__dict__", None)
-        if _library(module) and not _standard(module):
-            # NumPy's, SciPy's or mutad's object (a sparse matrix, a poly1d, a frozen
-            # distribution, a function with a rule attached): the arrays, numbers and
-            # containers it holds, which a program computes with, and the user's functions it
-            # calls (a rule attached, a LinearOperator's matvec)
-            if type(namespace) is dict:
-                work.extend(v for v in namespace.values() if _data(v) or _users_function(v))
-            return
-        # (an installed package's objects: by names only; the standard library's plain ones, a
-        # SimpleNamespace, hold the user's values)
-        users = _standard(module) or _users_module(module)
-        if type(namespace) is dict:
-            walk.hold(namespace, whole=users)
-        if _standard(module):
-            return
-        slots = {name: getattr(x, name) for cls in kind.__mro__
-                 for name in _slot_names(cls) if hasattr(x, name)}
-        if slots:  # a new dict on each walk: compared by what it holds
-            walk.hold(slots, owner=slots, whole=users)
-        _hold_class(kind, walk)
-        if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k]
-            work.extend(_special_methods(kind))
+        _reach_object(x, kind, work, walk)
+
+
+def _reach_object(x, kind, work, walk):
+    """Walk into an object's attributes, and its classes' (methods, class-level arrays); an
+    object of the standard library's (a SimpleNamespace) by its attributes alone."""
+    module = getattr(kind, "__module__", "builtins")
+    if type(module) is not str:  # (a class whose metaclass makes it a descriptor)
+        module = "builtins"
+    namespace = getattr(x, "__dict__", None)
+    slots = {name: getattr(x, name) for cls in kind.__mro__
+             for name in _slot_names(cls) if hasattr(x, name)}
+    if _library(module) and not _standard(module):
+        # NumPy's, SciPy's or mutad's object (a sparse matrix, a poly1d, a frozen
+        # distribution, a function with a rule attached, a spline's __slots__): the arrays,
+        # numbers and containers it holds, which a program computes with, the user's
+        # functions it calls (a rule attached, a LinearOperator's matvec), and the
+        # library's objects it computes with (a LinearOperator's sparse matrix)
+        for held in (namespace if type(namespace) is dict else {}, slots):
+            work.extend(v for v in held.values()
+                        if _data(v) or _users_function(v) or _librarys_object(v))
+        return
+    # (an installed package's objects: by names only; the standard library's plain ones, a
+    # SimpleNamespace, hold the user's values)
+    users = _standard(module) or _users_module(module)
+    if type(namespace) is dict:
+        walk.hold(namespace, whole=users)
+    if _standard(module):
+        return
+    if slots:  # a new dict on each walk: compared by what it holds
+        walk.hold(slots, owner=slots, whole=users)
+    _hold_class(kind, walk)
+    if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k]
+        work.extend(_special_methods(kind))
 
 
 _CACHED = type(functools.lru_cache(lambda: None))
 """The type of the functions ``functools.lru_cache`` and ``functools.cache`` make."""
+
+
+def _librarys_object(x):
+    """Whether ``x`` is an object of a class of NumPy's, SciPy's or mutad's (a sparse matrix),
+    not one of their classes, functions, modules or ufuncs."""
+    kind = type(x)
+    if kind in _NOT_LIBRARYS_OBJECTS or isinstance(x, type):
+        return False
+    module = getattr(kind, "__module__", None)
+    return type(module) is str and _library(module) and not _standard(module)
+
+
+_NOT_LIBRARYS_OBJECTS = frozenset((types.FunctionType, types.BuiltinFunctionType,
+                                   types.ModuleType, np.ufunc))
 
 
 def _users_function(x):
