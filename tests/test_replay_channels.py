@@ -225,6 +225,26 @@ def test_the_callers_error_handling_picks_the_program():
         replaying(np.array([0.0, 1.0]))
 
 
+def test_the_callers_warnings_filters_pick_the_program():
+    """Under warnings.simplefilter("error") a floating-point warning raises inside f, which
+    may catch it: the replay of a program recorded under the default filters, which warns
+    once its program has run, is not that call."""
+    def f(x):
+        try:
+            y = np.log(x)
+        except RuntimeWarning:
+            y = x * 2.0
+        return np.where(np.isfinite(y), y, 0.0).sum()
+
+    x = np.array([0.0, 1.0, 2.0])
+    replaying = mutad.value_and_grad(f, replay=True)
+    for action in ("default", "default", "error", "default", "error", "error"):
+        with warnings.catch_warnings(), np.errstate(divide="warn"):
+            warnings.simplefilter(action)
+            got, expected = replaying(x.copy()), mutad.value_and_grad(f)(x.copy())
+        assert same(got[0], expected[0]) and same(got[1], expected[1])
+
+
 # ----------------------------------------------------------------------------------------------
 # What f reaches besides its arguments
 

@@ -77,6 +77,7 @@ import string
 import sys
 import threading
 import types
+import warnings
 import weakref
 
 import numpy as np
@@ -3042,6 +3043,18 @@ class Program:
         return (value if self.aux is None else (value, aux)), grads
 
 
+def _raising_filters():
+    """Python's warnings filters where one may turn a RuntimeWarning into an error (``-W
+    error``, ``warnings.simplefilter("error")``), else None: NumPy's floating-point warnings
+    then raise inside ``f``, where Python may catch them, and a replay warns only once its
+    program has run, so the filters pick a program as NumPy's error handling does."""
+    filters = warnings.filters
+    if any(action == "error" and issubclass(RuntimeWarning, category)
+           for action, _, category, _, _ in filters):
+        return tuple(filters)
+    return None
+
+
 def _detached(x):
     """A value of the program as a plain copy (NumPy's scalar for a 0-d array)."""
     if isinstance(x, (np.generic, float)):
@@ -4092,7 +4105,7 @@ class Replayed:
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
         modes = np.geterr()  # the caller's floating-point error handling picks a program too
         key = (key, *modes.values(), id(np.geterrcall()) if "call" in modes.values()
-               or "log" in modes.values() else None)
+               or "log" in modes.values() else None, _raising_filters())
         program = self.programs.get(key)
         # The classes of the arguments' objects, whose methods f may call, are reached as f
         # is, per program (they are part of its signature)
