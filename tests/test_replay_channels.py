@@ -594,3 +594,15 @@ def test_a_librarys_object_held_by_a_librarys_object_is_followed():
     operator = scipy.sparse.linalg.aslinearoperator(S)
     f = lambda x: (operator.matvec(x) * x).sum()  # noqa: E731
     _follows_changes(f, lambda value: S.data.__setitem__(0, value), (1.0, 1.0, 2.0, 3.0))
+
+
+def test_the_library_objects_a_librarys_object_holds_in_a_tuple_are_followed():
+    """A sum of LinearOperators holds its operands in a tuple (``args``)."""
+    import scipy.sparse
+    import scipy.sparse.linalg
+
+    S = scipy.sparse.csr_matrix(np.eye(3))
+    operator = (scipy.sparse.linalg.aslinearoperator(S)
+                + scipy.sparse.linalg.aslinearoperator(scipy.sparse.eye(3, format="csr")))
+    f = lambda x: (operator.matvec(x) * x).sum()  # noqa: E731
+    _follows_changes(f, lambda value: S.data.__setitem__(0, value), (1.0, 1.0, 2.0, 3.0))

@@ -3646,13 +3646,10 @@ def _reach_object(x, kind, work, walk):
              for name in _slot_names(cls) if hasattr(x, name)}
     if _library(module) and not _standard(module):
         # NumPy's, SciPy's or mutad's object (a sparse matrix, a poly1d, a frozen
-        # distribution, a function with a rule attached, a spline's __slots__): the arrays,
-        # numbers and containers it holds, which a program computes with, the user's
-        # functions it calls (a rule attached, a LinearOperator's matvec), and the
-        # library's objects it computes with (a LinearOperator's sparse matrix)
+        # distribution, a function with a rule attached, a spline's __slots__): what it
+        # holds that a program computes with (``_computed_with``)
         for held in (namespace if type(namespace) is dict else {}, slots):
-            work.extend(v for v in held.values()
-                        if _data(v) or _users_function(v) or _librarys_object(v))
+            work.extend(v for v in held.values() if _computed_with(v))
         return
     # (an installed package's objects: by names only; the standard library's plain ones, a
     # SimpleNamespace, hold the user's values)
@@ -3670,6 +3667,19 @@ def _reach_object(x, kind, work, walk):
 
 _CACHED = type(functools.lru_cache(lambda: None))
 """The type of the functions ``functools.lru_cache`` and ``functools.cache`` make."""
+
+
+def _computed_with(x):
+    """Whether ``x``, held by a library's object, is what a program may compute with: data
+    (``_data``), a function of the user's (a rule attached, a LinearOperator's matvec), a
+    library's object (aslinearoperator's sparse matrix), or a tuple, list or dict of those
+    (the operands of a sum of LinearOperators)."""
+    if _data(x) or _users_function(x) or _librarys_object(x):
+        return True
+    kind = type(x)
+    if kind is tuple or kind is list:
+        return all(map(_computed_with, x))
+    return kind is dict and all(map(_computed_with, x.values()))
 
 
 def _librarys_object(x):
