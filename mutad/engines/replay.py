@@ -34,7 +34,8 @@ Every decision the program depends on is a *guard*:
   (``Recorder.raised``), and a step that raises while replaying traces the call;
 * the arguments' structure, shapes, dtypes and memory layouts, which arguments share memory,
   and the values of the arguments that are not differentiated (numbers, strings, integer
-  arrays), and NumPy's error handling at the call: the signature that picks a program;
+  arrays), and NumPy's error handling at the call (Python's warnings filters too, where one
+  turns a RuntimeWarning into an error): the signature that picks a program;
 * what ``f`` reaches besides its arguments (:func:`reach`): its code, closures, defaults,
   the globals its code names, a bound method's object, and on, by identity, and the arrays
   among them by their bytes (:class:`Contents`); a change drops every program of ``f``.
@@ -3291,9 +3292,12 @@ def reach(f, kinds=(), kept=None):
     and modules) whose names some code reached names, or some string reached holds
     (``getattr(p, "dt")``, ``vars(p)["dt"]``, names in a global tuple); the special methods of
     the user's classes (a ``__getattr__`` reading a dict) and a module's ``__getattr__``; the
-    arrays, numbers and containers NumPy's, SciPy's and mutad's objects hold (a sparse
-    matrix's), the user's functions they hold (a rule attached to a function), and the bytes
-    of a record (``np.void``) that views an array's. ``objects`` are compared by identity
+    arrays, numbers and containers NumPy's, SciPy's and mutad's objects hold, in their
+    ``__dict__`` or ``__slots__`` (a sparse matrix's, a spline's), the objects of those
+    libraries they hold (a LinearOperator's sparse matrix), the user's functions they hold (a
+    rule attached to a function), the attributes of an array of a subclass (a masked array's
+    mask), and the bytes of a record (``np.void``) that views an array's. ``objects`` are
+    compared by identity
     on each call, each as often as it was reached (a rebound global, a replaced ``__code__``,
     a rebound ``self.w``, a list grown by the same float), ``arrays`` by their bytes (``Contents``):
     Python may decide on their values without mutad seeing it (``if W[0] > 0``).
