@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import mutad
-from test_replay import program_count, replayed_like_traced
+from test_replay import program_count, replayed_like_traced, same
 
 
 def flips(*rows):
@@ -223,6 +223,26 @@ def test_the_callers_error_handling_picks_the_program():
         replaying(np.array([0.0, 1.0]))
     with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
         replaying(np.array([0.0, 1.0]))
+
+
+def test_the_callers_warnings_filters_pick_the_program():
+    """Under warnings.simplefilter("error") a floating-point warning raises inside f, which
+    may catch it: the replay of a program recorded under the default filters, which warns
+    once its program has run, is not that call."""
+    def f(x):
+        try:
+            y = np.log(x)
+        except RuntimeWarning:
+            y = x * 2.0
+        return np.where(np.isfinite(y), y, 0.0).sum()
+
+    x = np.array([0.0, 1.0, 2.0])
+    replaying = mutad.value_and_grad(f, replay=True)
+    for action in ("default", "default", "error", "default", "error", "error"):
+        with warnings.catch_warnings(), np.errstate(divide="warn"):
+            warnings.simplefilter(action)
+            got, expected = replaying(x.copy()), mutad.value_and_grad(f)(x.copy())
+        assert same(got[0], expected[0]) and same(got[1], expected[1])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -522,3 +542,67 @@ def test_a_memory_mapped_global_changed_between_calls_is_followed(tmp_path):
     replaying(x)
     mapped[0] = -1.0
     assert replaying(x).tolist() == mutad.grad(f)(x).tolist() == [2.0, 4.0]
+
+
+def _follows_changes(f, change, values):
+    """``f`` replayed on the same argument while ``change`` sets each of ``values`` in what
+    it reaches: every call is the traced one."""
+    replaying = mutad.grad(f, replay=True)
+    x = np.array([1.0, 2.0, 3.0])
+    for value in values:
+        change(value)
+        assert same(replaying(x), mutad.grad(f)(x))
+
+
+def test_the_mask_and_fill_value_of_a_masked_global_are_followed():
+    """A masked array's mask and fill value are attributes of the array, not its bytes."""
+    masked = np.ma.array([1.0, 2.0, 3.0], mask=[False, False, False])
+    f = lambda x: (x * masked.filled(masked.fill_value)).sum()  # noqa: E731
+
+    def change(value):
+        masked.mask[1] = value > 1.0
+        masked.fill_value = value
+
+    _follows_changes(f, change, (1.0, 1.0, 2.0, 1.0, 3.0))
+
+
+def test_the_attributes_of_an_array_subclass_are_followed():
+    class Scaled(np.ndarray):
+        pass
+
+    w = np.ones(3).view(Scaled)
+    w.scale = 1.0
+    f = lambda x: (x * np.asarray(w) * w.scale).sum()  # noqa: E731
+    _follows_changes(f, lambda value: setattr(w, "scale", value), (1.0, 1.0, 2.0, 1.0))
+
+
+def test_the_slots_of_a_librarys_object_are_followed():
+    """SciPy's PPoly (a CubicSpline) holds its coefficients in __slots__, not a __dict__."""
+    from scipy.interpolate import CubicSpline
+
+    spline = CubicSpline([0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 0.0, 1.0])
+    f = lambda x: (x * spline(0.5)).sum()  # noqa: E731
+    _follows_changes(f, lambda value: spline.c.__setitem__((0, 0), value), (1.0, 1.0, 2.0, 3.0))
+
+
+def test_a_librarys_object_held_by_a_librarys_object_is_followed():
+    """aslinearoperator(S) holds the sparse matrix S, whose values change in place."""
+    import scipy.sparse
+    import scipy.sparse.linalg
+
+    S = scipy.sparse.csr_matrix(np.eye(3))
+    operator = scipy.sparse.linalg.aslinearoperator(S)
+    f = lambda x: (operator.matvec(x) * x).sum()  # noqa: E731
+    _follows_changes(f, lambda value: S.data.__setitem__(0, value), (1.0, 1.0, 2.0, 3.0))
+
+
+def test_the_library_objects_a_librarys_object_holds_in_a_tuple_are_followed():
+    """A sum of LinearOperators holds its operands in a tuple (``args``)."""
+    import scipy.sparse
+    import scipy.sparse.linalg
+
+    S = scipy.sparse.csr_matrix(np.eye(3))
+    operator = (scipy.sparse.linalg.aslinearoperator(S)
+                + scipy.sparse.linalg.aslinearoperator(scipy.sparse.eye(3, format="csr")))
+    f = lambda x: (operator.matvec(x) * x).sum()  # noqa: E731
+    _follows_changes(f, lambda value: S.data.__setitem__(0, value), (1.0, 1.0, 2.0, 3.0))

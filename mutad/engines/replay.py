@@ -34,7 +34,8 @@ Every decision the program depends on is a *guard*:
   (``Recorder.raised``), and a step that raises while replaying traces the call;
 * the arguments' structure, shapes, dtypes and memory layouts, which arguments share memory,
   and the values of the arguments that are not differentiated (numbers, strings, integer
-  arrays), and NumPy's error handling at the call: the signature that picks a program;
+  arrays), and NumPy's error handling at the call (Python's warnings filters too, where one
+  turns a RuntimeWarning into an error): the signature that picks a program;
 * what ``f`` reaches besides its arguments (:func:`reach`): its code, closures, defaults,
   the globals its code names, a bound method's object, and on, by identity, and the arrays
   among them by their bytes (:class:`Contents`); a change drops every program of ``f``.
@@ -77,6 +78,7 @@ import string
 import sys
 import threading
 import types
+import warnings
 import weakref
 
 import numpy as np
@@ -3040,6 +3042,18 @@ class Program:
         return (value if self.aux is None else (value, aux)), grads
 
 
+def _raising_filters():
+    """Python's warnings filters where one may turn a RuntimeWarning into an error (``-W
+    error``, ``warnings.simplefilter("error")``), else None: NumPy's floating-point warnings
+    then raise inside ``f``, where Python may catch them, and a replay warns only once its
+    program has run, so the filters pick a program as NumPy's error handling does."""
+    filters = warnings.filters
+    if any(action == "error" and issubclass(RuntimeWarning, category)
+           for action, _, category, _, _ in filters):
+        return tuple(filters)
+    return None
+
+
 def _detached(x):
     """A value of the program as a plain copy (NumPy's scalar for a 0-d array)."""
     if isinstance(x, (np.generic, float)):
@@ -3276,9 +3290,12 @@ def reach(f, kinds=(), kept=None):
     and modules) whose names some code reached names, or some string reached holds
     (``getattr(p, "dt")``, ``vars(p)["dt"]``, names in a global tuple); the special methods of
     the user's classes (a ``__getattr__`` reading a dict) and a module's ``__getattr__``; the
-    arrays, numbers and containers NumPy's, SciPy's and mutad's objects hold (a sparse
-    matrix's), the user's functions they hold (a rule attached to a function), and the bytes
-    of a record (``np.void``) that views an array's. ``objects`` are compared by identity
+    arrays, numbers and containers NumPy's, SciPy's and mutad's objects hold, in their
+    ``__dict__`` or ``__slots__`` (a sparse matrix's, a spline's), the objects of those
+    libraries they hold (a LinearOperator's sparse matrix), the user's functions they hold (a
+    rule attached to a function), the attributes of an array of a subclass (a masked array's
+    mask), and the bytes of a record (``np.void``) that views an array's. ``objects`` are
+    compared by identity
     on each call, each as often as it was reached (a rebound global, a replaced ``__code__``,
     a rebound ``self.w``, a list grown by the same float), ``arrays`` by their bytes (``Contents``):
     Python may decide on their values without mutad seeing it (``if W[0] > 0``).
@@ -3565,6 +3582,8 @@ def _reach_into(x, work, arrays, names, walk, large):
                 large.append(_too_large(f"an object array of {x.size} items"))
             else:
                 work.extend(x.ravel().tolist())
+        if kind is not np.ndarray:  # and a subclass's attributes (a masked array's mask)
+            _reach_object(x, kind, work, walk)
     elif kind in (bytearray, memoryview) or kind.__module__ == "array":  # mutable bytes
         try:
             arrays.append(np.frombuffer(x, np.uint8) if kind is not memoryview
@@ -3615,38 +3634,68 @@ def _reach_into(x, work, arrays, names, walk, large):
         if isinstance(x, (tuple, list, set, frozenset, collections.deque,
                           collections.abc.Mapping)):  # a container of another class
             _reach_items(x, kind, work, large)
-        # an object: its attributes, and its classes' (methods, class-level arrays); an
-        # object of the standard library's (a SimpleNamespace) by its attributes alone
-        module = getattr(kind, "__module__", "builtins")
-        if type(module) is not str:  # (a class whose metaclass makes it a descriptor)
-            module = "builtins"
-        namespace = getattr(x, "__dict__", None)
-        if _library(module) and not _standard(module):
-            # NumPy's, SciPy's or mutad's object (a sparse matrix, a poly1d, a frozen
-            # distribution, a function with a rule attached): the arrays, numbers and
-            # containers it holds, which a program computes with, and the user's functions it
-            # calls (a rule attached, a LinearOperator's matvec)
-            if type(namespace) is dict:
-                work.extend(v for v in namespace.values() if _data(v) or _users_function(v))
-            return
-        # (an installed package's objects: by names only; the standard library's plain ones, a
-        # SimpleNamespace, hold the user's values)
-        users = _standard(module) or _users_module(module)
-        if type(namespace) is dict:
-            walk.hold(namespace, whole=users)
-        if _standard(module):
-            return
-        slots = {name: getattr(x, name) for cls in kind.__mro__
-                 for name in _slot_names(cls) if hasattr(x, name)}
-        if slots:  # a new dict on each walk: compared by what it holds
-            walk.hold(slots, owner=slots, whole=users)
-        _hold_class(kind, walk)
-        if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k]
-            work.extend(_special_methods(kind))
+        _reach_object(x, kind, work, walk)
+
+
+def _reach_object(x, kind, work, walk):
+    """Walk into an object's attributes, and its classes' (methods, class-level arrays); an
+    object of the standard library's (a SimpleNamespace) by its attributes alone."""
+    module = getattr(kind, "__module__", "builtins")
+    if type(module) is not str:  # (a class whose metaclass makes it a descriptor)
+        module = "builtins"
+    namespace = getattr(x, "__dict__", None)
+    slots = {name: getattr(x, name) for cls in kind.__mro__
+             for name in _slot_names(cls) if hasattr(x, name)}
+    if _library(module) and not _standard(module):
+        # NumPy's, SciPy's or mutad's object (a sparse matrix, a poly1d, a frozen
+        # distribution, a function with a rule attached, a spline's __slots__): what it
+        # holds that a program computes with (``_computed_with``)
+        for held in (namespace if type(namespace) is dict else {}, slots):
+            work.extend(v for v in held.values() if _computed_with(v))
+        return
+    # (an installed package's objects: by names only; the standard library's plain ones, a
+    # SimpleNamespace, hold the user's values)
+    users = _standard(module) or _users_module(module)
+    if type(namespace) is dict:
+        walk.hold(namespace, whole=users)
+    if _standard(module):
+        return
+    if slots:  # a new dict on each walk: compared by what it holds
+        walk.hold(slots, owner=slots, whole=users)
+    _hold_class(kind, walk)
+    if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k]
+        work.extend(_special_methods(kind))
 
 
 _CACHED = type(functools.lru_cache(lambda: None))
 """The type of the functions ``functools.lru_cache`` and ``functools.cache`` make."""
+
+
+def _computed_with(x):
+    """Whether ``x``, held by a library's object, is what a program may compute with: data
+    (``_data``), a function of the user's (a rule attached, a LinearOperator's matvec), a
+    library's object (aslinearoperator's sparse matrix), or a tuple, list or dict of those
+    (the operands of a sum of LinearOperators)."""
+    if _data(x) or _users_function(x) or _librarys_object(x):
+        return True
+    kind = type(x)
+    if kind is tuple or kind is list:
+        return all(map(_computed_with, x))
+    return kind is dict and all(map(_computed_with, x.values()))
+
+
+def _librarys_object(x):
+    """Whether ``x`` is an object of a class of NumPy's, SciPy's or mutad's (a sparse matrix),
+    not one of their classes, functions, modules or ufuncs."""
+    kind = type(x)
+    if kind in _NOT_LIBRARYS_OBJECTS or isinstance(x, type):
+        return False
+    module = getattr(kind, "__module__", None)
+    return type(module) is str and _library(module) and not _standard(module)
+
+
+_NOT_LIBRARYS_OBJECTS = frozenset((types.FunctionType, types.BuiltinFunctionType,
+                                   types.ModuleType, np.ufunc))
 
 
 def _users_function(x):
@@ -4068,7 +4117,7 @@ class Replayed:
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
         modes = np.geterr()  # the caller's floating-point error handling picks a program too
         key = (key, *modes.values(), id(np.geterrcall()) if "call" in modes.values()
-               or "log" in modes.values() else None)
+               or "log" in modes.values() else None, _raising_filters())
         program = self.programs.get(key)
         # The classes of the arguments' objects, whose methods f may call, are reached as f
         # is, per program (they are part of its signature)
