@@ -189,6 +189,35 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     return record
 
 
+def record_element_write(primitive, ufunc, target, inputs, values, state, pullback, tape):
+    """:func:`record_write` of the write ``ufunc(*values, out=target)``, with no inverse on
+    offer and a pullback that keeps none of its ``inputs``, into ``target``, one element (a
+    0-d view) of a traced array: a scalar loop's ``x[i, j] = v`` (``operations.assign``). Its
+    steps in their order, less those that ask what such a write cannot have: it is
+    checkpointed, as ``decide_undo`` decides for any write without an inverse (so no other
+    place is pinned: ``Recomputation.overwriting``), and it keeps no operand. Returns the
+    record; None, with nothing done, where a memory budget would rebuild it or anomaly
+    detection watches it: ``record_write`` then records it."""
+    recomputation = tape.recomputation
+    if tape.anomaly is not None or (recomputation is not None
+                                    and recomputation.budget is not None):
+        return None
+    region, buffer = target.value, target.buffer
+    place = place_of(target)
+    tape.copied(False, None, buffer.key, target.whole)  # decide_undo's first question: yes
+    undo = CopyBack(region, at=_finder(target, place))
+    tape.before_write(buffer.key)
+    if recomputation is not None:
+        recomputation.write(buffer)
+    ufunc(*values, out=region)
+    written(buffer)
+    kept = [None] * len(inputs)
+    record = Write(primitive, recipe(inputs, values, kept, tape), None, kept, state, pullback,
+                   place, undo, "checkpoint", place)
+    tape.record(record, SKIPPED + 1)  # called by the engine's writes, called by the engine
+    return record
+
+
 def _destination(target):
     """The :class:`writes.Destination` of a write into the traced array ``target``."""
     place = place_of(target)
