@@ -11,6 +11,7 @@ import pytest
 
 import mutad
 from mutad.core.shadows import Buffer, Place
+from mutad.core.trees import flatten
 from mutad.engines import operations, tracing
 from mutad.engines.products import times
 from mutad.engines.session import ReverseDifferentiation
@@ -360,9 +361,9 @@ def test_the_two_factors_of_a_square_give_the_bits_of_two_products(n, special):
 
 def _by_every_mode(f, args):
     """``f``'s results by every mode that reaches the write of an element: the gradient by
-    each policy and under a memory budget (rebuilt, not saved), recorded then replayed, the
-    Hessian of its first argument (nested), forward mode's derivative; each checks the
-    caller's arrays come back bit for bit."""
+    each policy, under a memory budget (rebuilt, not saved) and anomaly detection, recorded
+    then replayed, the Hessian of its first argument (nested), forward mode's derivative;
+    each checks the caller's arrays come back bit for bit."""
     results = []
 
     def given():
@@ -377,6 +378,13 @@ def _by_every_mode(f, args):
         results.append(mutad.value_and_grad(f, argnums=tuple(range(len(args))),
                                             **options)(*copies))
         unchanged(copies)
+    copies = given()
+    with mutad.detect_anomaly():  # (which watches each write: record_write's own)
+        try:
+            results.append(mutad.value_and_grad(f, argnums=tuple(range(len(args))))(*copies))
+        except mutad.MutadError as error:  # a NaN made on purpose: the same report
+            results.append(str(error))
+    unchanged(copies)
     replayed = mutad.value_and_grad(f, argnums=tuple(range(len(args))), replay=True)
     for _ in range(3):  # recorded, then replayed
         copies = given()
@@ -392,7 +400,7 @@ def _by_every_mode(f, args):
 
 
 def _bits(results):
-    from mutad.core.trees import flatten
+    """Each leaf of ``results`` as its dtype and bytes."""
     return [(np.asarray(leaf).dtype, np.asarray(leaf).tobytes())
             for leaf in flatten(results)[0]]
 
