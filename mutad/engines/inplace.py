@@ -3,9 +3,11 @@
 ``record_write`` is the one in-place path, the traced engine's and the replay's: it decides how
 the overwritten bytes will be put back from what the write offers (``writes.decide_undo``),
 saves the caller's bytes before their first write (``Tape.before_write``), writes, keeps the
-constants the record reads unchanged, and records a ``tape.Write``. Around it: the checks of a
-destination (``check_destination``, ``writes_into``, ``overlaps``); which operands of an
-elementwise write are its target, or lie over it (``target_position``, ``apart_from``);
+constants the record reads unchanged, and records a ``tape.Write``; ``record_element_write``
+takes the same steps for a scalar loop's assignment of one element, less those that cannot
+apply to it. Around them: the checks of a destination (``check_destination``,
+``writes_into``, ``overlaps``); which operands of an elementwise write are its target, or lie
+over it (``target_position``, ``apart_from``);
 writes into constants a record has read (``write_constant``, and ``on_constants``, a call on
 constants alone, which may write into them); and writes that copy elements (``copy_into``),
 recorded as the gather NumPy performed, which it is asked on integer twins of the operands.
