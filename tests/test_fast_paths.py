@@ -11,6 +11,7 @@ import pytest
 
 import mutad
 from mutad.core.shadows import Buffer, Place
+from mutad.core.trees import flatten
 from mutad.engines import operations, tracing
 from mutad.engines.products import times
 from mutad.engines.session import ReverseDifferentiation
@@ -127,7 +128,34 @@ def _numbers_into_elements(a, b):
     return np.sum(a * b) + s + 1e-4 * np.sum(a32 * a32) + np.real(np.sum(z * np.conj(z)))
 
 
+def _aliased_elements(a, b):
+    """Elements written from themselves, from a view of their own array and from elements of
+    another dtype, with NaN, infinities and signed zeros among the values: the writes an
+    element's own path must refuse or leave to NumPy's assignment exactly as the general
+    path does."""
+    a[1] = b[0] * 0.5  # an argument's first write: its caller's bytes are kept before it,
+    a *= 3.0           # for they come back from this one by an inverse, within rounding
+    m = np.outer(a, b)
+    m[1, 1] = m[1, 1]  # itself: nothing to do
+    v = m[1]
+    m[1, 2] = v[0]  # an element of a view of the target's own array
+    m[0, 0] = m[0, 0:1][0] * 2.0
+    m[2, 0] = np.inf
+    m[2, 1] = -0.0
+    m[0, 1] = np.nan
+    m[0, 2] = 7  # an int
+    m[2, 2] = m[0, 1] + a[0]  # NaN
+    m32 = m.astype(np.float32)
+    m32[1, 0] = m[1, 1]  # a float64 value into a float32 element: rounded (general path)
+    m32[0, 0] = -np.inf
+    m[1, 0] = m32[1, 1] * 1e-6  # a float32 value into a float64 element (general path)
+    finite = np.where(np.isfinite(m), m, 0.0)
+    # (float32's part weighted down: its rounding is larger than a finite difference's error)
+    return np.sum(finite * finite) + 1e-6 * np.sum(np.where(np.isfinite(m32), m32, 0.0))
+
+
 PROGRAMS = {
+    "aliases": (_aliased_elements, lambda rng: (rng.standard_normal(3), rng.standard_normal(3))),
     "cholesky": (_cholesky_in_place, lambda rng: (
         (lambda r: r @ r.T + 6 * np.eye(6))(rng.standard_normal((6, 6))),)),
     "lu": (_lu_in_place, lambda rng: (rng.standard_normal((6, 6)) + 6 * np.eye(6),)),
@@ -205,30 +233,27 @@ def test_the_dot_products_of_a_loop_take_the_fast_path_and_are_right(name, monke
     assert taken and set(taken) == {np.matmul}
 
 
-class _Counted:
-    """A ``WritePlan`` whose runs are counted."""
-
-    def __init__(self, plan):
-        self.plan = plan
-        self.runs = 0
-
-    def run(self, *args, **kwargs):
-        self.runs += 1
-        return self.plan.run(*args, **kwargs)
-
-
 @pytest.mark.parametrize("name, pattern", [("seidel", 1), ("elements", 1), ("cholesky", 1),
-                                           ("elements", 0), ("numbers", 0)])
+                                           ("elements", 0), ("numbers", 0), ("aliases", 1),
+                                           ("aliases", 0)])
 def test_the_elements_a_loop_writes_are_assigned_as_elements_and_are_right(name, pattern,
                                                                             monkeypatch):
-    """Pattern 1: traced values written into elements; 0: Python numbers."""
+    """Pattern 1: traced values written into elements; 0: Python numbers. Each is recorded by
+    the element's own write (``inplace.record_element_write``), the plan's partials its state
+    (None for a number, whose value no gradient reaches)."""
     f, make = PROGRAMS[name]
     args = make(np.random.default_rng(4))
-    counted = _Counted(operations._element_plan(pattern))
-    monkeypatch.setattr(operations, "_ELEMENT_PLANS", {**operations._ELEMENT_PLANS,
-                                                       pattern: counted})
+    record_element_write = operations.record_element_write
+    patterns = []
+
+    def counted(*arguments):
+        record = record_element_write(*arguments)
+        patterns.append(int(record.state is not None))
+        return record
+
+    monkeypatch.setattr(operations, "record_element_write", counted)
     mutad.check_grads(f, *args)
-    assert counted.runs > 0
+    assert pattern in patterns
 
 
 def test_a_product_with_a_constant_operand_or_under_a_replay_takes_the_general_path(
@@ -332,3 +357,64 @@ def test_the_two_factors_of_a_square_give_the_bits_of_two_products(n, special):
         (alone,) = mutad.gradient(lambda x: np.sum(w * (x * x)), x0)  # a whole new shadow
     assert g.tobytes() == expected.tobytes()
     assert alone.tobytes() == (g1 + g1).tobytes()
+
+
+def _by_every_mode(f, args):
+    """``f``'s results by every mode that reaches the write of an element: the gradient by
+    each policy, under a memory budget (rebuilt, not saved) and anomaly detection, recorded
+    then replayed, the Hessian of its first argument (nested), forward mode's derivative;
+    each checks the caller's arrays come back bit for bit."""
+    results = []
+
+    def given():
+        return [np.copy(a) for a in args]
+
+    def unchanged(copies):
+        for a, c in zip(args, copies, strict=True):
+            assert a.tobytes() == c.tobytes()
+
+    for options in ({"policy": "restore"}, {"policy": "checkpoint"}, {"memory": 64.0}):
+        copies = given()
+        results.append(mutad.value_and_grad(f, argnums=tuple(range(len(args))),
+                                            **options)(*copies))
+        unchanged(copies)
+    copies = given()
+    with mutad.detect_anomaly():  # (which watches each write: record_write's own)
+        try:
+            results.append(mutad.value_and_grad(f, argnums=tuple(range(len(args))))(*copies))
+        except mutad.MutadError as error:  # a NaN made on purpose: the same report
+            results.append(str(error))
+    unchanged(copies)
+    replayed = mutad.value_and_grad(f, argnums=tuple(range(len(args))), replay=True)
+    for _ in range(3):  # recorded, then replayed
+        copies = given()
+        results.append(replayed(*copies))
+        unchanged(copies)
+    copies = given()
+    results.append(mutad.hessian(f, *copies))
+    unchanged(copies)
+    copies = given()
+    results.append(mutad.jvp(f, copies, [np.ones_like(a) for a in copies]))
+    unchanged(copies)
+    return results
+
+
+def _bits(results):
+    """Each leaf of ``results`` as its dtype and bytes."""
+    return [(np.asarray(leaf).dtype, np.asarray(leaf).tobytes())
+            for leaf in flatten(results)[0]]
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
+@pytest.mark.parametrize("name", ["seidel", "lu", "cholesky", "elements", "numbers", "aliases"])
+def test_an_elements_own_write_gives_the_general_paths_bits_in_every_mode(name, monkeypatch):
+    """The element's own write (``inplace.record_element_write``) against ``record_write``, by
+    each policy, under a budget (which it leaves to ``record_write``), in a recording and its
+    replays, nested and beside forward mode: the same values and derivatives bit for bit."""
+    f, make = PROGRAMS[name]
+    args = make(np.random.default_rng(11))
+    lean = _bits(_by_every_mode(f, args))
+    with monkeypatch.context() as patched:
+        patched.setattr(operations, "record_element_write", lambda *arguments: None)
+        general = _bits(_by_every_mode(f, args))
+    assert lean == general

@@ -3,9 +3,11 @@
 ``record_write`` is the one in-place path, the traced engine's and the replay's: it decides how
 the overwritten bytes will be put back from what the write offers (``writes.decide_undo``),
 saves the caller's bytes before their first write (``Tape.before_write``), writes, keeps the
-constants the record reads unchanged, and records a ``tape.Write``. Around it: the checks of a
-destination (``check_destination``, ``writes_into``, ``overlaps``); which operands of an
-elementwise write are its target, or lie over it (``target_position``, ``apart_from``);
+constants the record reads unchanged, and records a ``tape.Write``; ``record_element_write``
+takes the same steps for a scalar loop's assignment of one element, less those that cannot
+apply to it. Around them: the checks of a destination (``check_destination``,
+``writes_into``, ``overlaps``); which operands of an elementwise write are its target, or lie
+over it (``target_position``, ``apart_from``);
 writes into constants a record has read (``write_constant``, and ``on_constants``, a call on
 constants alone, which may write into them); and writes that copy elements (``copy_into``),
 recorded as the gather NumPy performed, which it is asked on integer twins of the operands.
@@ -186,6 +188,35 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
         tape.anomaly.wrote(record, [t.value for t in targets], finite_before)
     if type(record.undo) is Rebuild:
         record.undo.chain.wrote(redo_inputs, places[0], undo.redo)
+    return record
+
+
+def record_element_write(primitive, ufunc, target, inputs, values, state, pullback, tape):
+    """:func:`record_write` of the write ``ufunc(*values, out=target)``, with no inverse on
+    offer and a pullback that keeps none of its ``inputs``, into ``target``, one element (a
+    0-d view) of a traced array: a scalar loop's ``x[i, j] = v`` (``operations.assign``). Its
+    steps in their order, less those that ask what such a write cannot have: it is
+    checkpointed, as ``decide_undo`` decides for any write without an inverse (so no other
+    place is pinned: ``Recomputation.overwriting``), and it keeps no operand. Returns the
+    record; None, with nothing done, where a memory budget would rebuild it or anomaly
+    detection watches it: ``record_write`` then records it."""
+    recomputation = tape.recomputation
+    if tape.anomaly is not None or (recomputation is not None
+                                    and recomputation.budget is not None):
+        return None
+    region, buffer = target.value, target.buffer
+    place = place_of(target)
+    tape.copied(False, None, buffer.key, target.whole)  # decide_undo's first question: yes
+    undo = CopyBack(region, at=_finder(target, place))
+    tape.before_write(buffer.key)
+    if recomputation is not None:
+        recomputation.write(buffer)
+    ufunc(*values, out=region)
+    written(buffer)
+    kept = [None] * len(inputs)
+    record = Write(primitive, recipe(inputs, values, kept, tape), None, kept, state, pullback,
+                   place, undo, "checkpoint", place)
+    tape.record(record, SKIPPED + 1)  # called by the engine's writes, called by the engine
     return record
 
 

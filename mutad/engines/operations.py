@@ -35,7 +35,7 @@ from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, Elementwise, Rerun, differe
 from ..core.errors import (RuleError, UnsupportedOperationError, differentiated_keyword,
                            function_name, no_rule)
 from .inplace import (_destination, _rule_restores, apart_from, check_destination, on_constants,
-                      record_write, target_position, write_constant)
+                      record_element_write, record_write, target_position, write_constant)
 from .recompute import SMALL, Tracked, flat, keeps_memory, small
 from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
                              check_complex, complex_among, is_recomputable, is_user_rule, lookup)
@@ -585,8 +585,8 @@ def assign(target, value, element=False):
         if element and not target.buffer.constant and target.value.dtype.kind == "f":
             # ``_write_elementwise``, whose questions setitem answered: the destination is
             # writable, the value is not the target (no position), the plan is always the same
-            plan = _ELEMENT_PLANS.get(1) or _element_plan(1)
-            plan.run(tape, _destination(target), (value,), [value.value], None)
+            _write_element(_ELEMENT_PLANS.get(1) or _element_plan(1), tape, target, value,
+                           value.value)
             return target
         return _write_elementwise(np.positive, ASSIGNMENT, tape, (value,), [value.value], 1,
                                   target, {})
@@ -597,8 +597,8 @@ def assign(target, value, element=False):
         # number written into an element of a traced array outside a recording, without asking
         # (setitem answered the destination's questions; a number is no operand at the
         # target's position, and no gradient reaches it): the write by the plan of a constant
-        plan = _ELEMENT_PLANS.get(0) or _element_plan(0)
-        plan.run(target.tape, _destination(target), (value,), [value], None)
+        _write_element(_ELEMENT_PLANS.get(0) or _element_plan(0), target.tape, target, value,
+                       value)
         return target
     if type(value) is bool or (type(value) is not Traced
                                and getattr(value, "dtype", None) == np.bool_):
@@ -616,6 +616,17 @@ _UNSAFE = {"casting": "unsafe"}
 _ELEMENT_PLANS = {}
 """The ``WritePlan`` of ``assign(..., element=True)`` by the pattern of its value (1: traced, 0:
 a Python number), each made at its first use."""
+
+
+def _write_element(plan, tape, target, value, plain):
+    """``plan.run`` of an element plan: its write of ``value`` (``plain``, its value) into the
+    element ``target``, recorded by ``record_element_write``, which skips the steps that cannot
+    apply to it (no inverse on offer, nothing kept), or else by the plan itself."""
+    # (ASSIGNMENT keeps no operand and offers no inverse: write_kept's kept is [None] and its
+    # state the plan's partials, as record_element_write takes them)
+    if record_element_write(plan.primitive, plan.ufunc, target, (value,), [plain],
+                            plan.partials, plan.pullback, tape) is None:
+        plan.run(tape, _destination(target), (value,), [plain], None)
 
 
 def _element_plan(pattern):
