@@ -474,10 +474,19 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     position = target_position(out, inputs)
     plan = WritePlan.at(ufunc, rule, kwargs, position, reads, state if traced else None,
                         len(inputs))
+    recorder = tape.recorder  # (recording: its step runs the plan, as decided here)
 
     if not plan.invertible:  # (an assignment: no inverse to ask about)
         plan.run(tape, _destination(out), inputs, values, None)
+        if recorder is not None:
+            recorder.written = plan, None
         return out
+
+    if recorder is None:  # asked only if the inverse is
+        apart = functools.partial(apart_from, out, inputs, position)
+    else:  # asked now, for the step too, whose replays share memory as the operands do now
+        recorder.written = plan, apart_from(out, inputs, position)
+        apart = _APART if recorder.written[1] else _OVER
 
     def withheld(kept):
         """Whether the inverse is withheld (:func:`_kept_for_the_inverse`): the write is saved,
@@ -486,13 +495,22 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
                 _kept_for_the_inverse(inputs[i], values[i], kept[i], tape, out)
                 for i in plan.others_at):
             return False
-        if tape.recorder is not None:  # a decision of the program's structure: replayed
-            tape.recorder.withheld = True
+        if recorder is not None:  # a decision of the program's structure: replayed
+            recorder.written = plan.withholding(), recorder.written[1]
         return True
 
-    plan.run(tape, _destination(out), inputs, values,
-             functools.partial(apart_from, out, inputs, position), withheld)
+    plan.run(tape, _destination(out), inputs, values, apart, withheld)
     return out
+
+
+def _APART():
+    """``apart`` of a write whose other operands were found apart from its target."""
+    return True
+
+
+def _OVER():
+    """``apart`` of a write an operand of which was found over its target."""
+    return False
 
 
 _NO_SETTINGS: types.MappingProxyType[str, object] = types.MappingProxyType({})
@@ -528,20 +546,28 @@ class WritePlan:
     _shared = {}
 
     @classmethod
-    def at(cls, ufunc, rule, kwargs, position, reads, partials, count):
+    def at(cls, ufunc, rule, kwargs, position, reads, partials, count, withheld=False):
         """The plan of a write (as constructed), one for all the writes of ``ufunc`` without
-        keyword arguments by the same ``rule`` with the target at ``position`` and the same
-        ``partials`` (those of a loop's statement): a plan is never changed once made."""
+        keyword arguments by the same ``rule`` with the target at ``position``, the same
+        ``partials`` (those of a loop's statement) and ``withheld``: a plan is never changed
+        once made."""
         if kwargs:
-            return cls(ufunc, rule, kwargs, position, reads, partials, count)
-        key = (ufunc, rule, position, partials, count)
+            return cls(ufunc, rule, kwargs, position, reads, partials, count, withheld)
+        key = (ufunc, rule, position, partials, count, withheld)
         plan = cls._shared.get(key)
         if plan is None:
             if len(cls._shared) >= 4096:  # rules made on the fly cannot fill the memory
                 cls._shared.clear()
             plan = cls._shared[key] = cls(ufunc, rule, _NO_SETTINGS, position, reads,
-                                          partials, count)
+                                          partials, count, withheld)
         return plan
+
+    def withholding(self):
+        """This write's plan where its recording offered no inverse (``withheld``): the plan
+        of its step, whose replays do the same."""
+        return WritePlan.at(self.ufunc, self.rule, self.kwargs, self.position, self.reads,
+                            self.partials, len(self.others_at) + (self.position is not None),
+                            True)
 
 
     def run(self, tape, destination, inputs, values, apart, withheld=None, named=None,
