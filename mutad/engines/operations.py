@@ -46,7 +46,7 @@ from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, overlapping, zeros
 from ..core.tape import Primitive, Record
 from ..core.views import itself, memory, overlaps_itself, owner, views, wrapped
-from .writes import ElementwiseInverse, Reads, Undo
+from .writes import ElementwiseInverse, Reads, Undo, reads_written
 
 CONSTANT = ElementwiseRule((None, None, None))
 """The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
@@ -520,14 +520,16 @@ _NO_SETTINGS: types.MappingProxyType[str, object] = types.MappingProxyType({})
 class WritePlan:
     """The elementwise write ``ufunc(*values, out=target)`` at one point of a program (an
     ``out=``, an augmented assignment, an assignment to a region), as the traced engine and
-    the replay of its recording both do it (:meth:`run`): what the record keeps, the inverse
-    it offers, how the overwritten bytes will be put back (decided afresh on the values at
-    hand), the write and its record. ``partials``: the rule's plan for the traced operands
+    the replay of its recording both do it (:meth:`run`; tracing hands its plan to the
+    recording's step, ``Recorder.written``): what the record keeps, the inverse it offers, how
+    the overwritten bytes will be put back (decided afresh on the values at hand), the write
+    and its record. ``position``: that of the operand that is the target itself
+    (``writes.at_target``); ``partials``: the rule's plan for the traced operands
     (``elementwise.differentiable``; None: no gradient reaches the values written);
-    ``withheld``: the program's recording offered no inverse (``Recorder.withheld``)."""
+    ``withheld``: the program's recording offered no inverse (:meth:`withholding`)."""
 
     __slots__ = ("ufunc", "rule", "kwargs", "position", "others_at", "reads", "partials",
-                 "invertible", "primitive", "pullback", "redo")
+                 "invertible", "primitive", "pullback", "redo", "undo_first")
 
     def __init__(self, ufunc, rule, kwargs, position, reads, partials, count, withheld=False):
         self.ufunc = ufunc
@@ -542,6 +544,8 @@ class WritePlan:
         self.primitive = assign if rule is ASSIGNMENT else ufunc
         self.pullback = write_pullback if partials is not None else None
         self.redo = Rerun.of(ufunc, kwargs)
+        # (partials that read the values written run before the write is undone)
+        self.undo_first = not reads_written(rule)
 
     _shared = {}
 
@@ -592,7 +596,7 @@ class WritePlan:
         return record_write(self.primitive, destination, write,
                             Reads(inputs, values, kept, self.others_at, True, named),
                             Undo(inverse, redo=self.redo), pullback=self.pullback, state=state,
-                            settings=kwargs or None, undo_first=rule.uses != "y", tape=tape,
+                            settings=kwargs or None, undo_first=self.undo_first, tape=tape,
                             decided=decided)
 
 
