@@ -32,6 +32,23 @@ def test_tangents_follow_in_place_updates_and_views():
     np.testing.assert_allclose(dy, fd, rtol=1e-7)
 
 
+def test_an_operand_over_the_target_is_read_before_the_target_tangent_changes():
+    """``np.subtract(a[:-1], a[1:], out=a[1:])``: the target's own tangent is scaled in place
+    (by -1) before the other operand's tangent, which overlaps it, is added: that one is read
+    as it was (``writes.over_target``). The function is linear, so its tangent is the function
+    of the direction, as NumPy computes it, bit for bit."""
+    def f(a):
+        a = a * 1.0
+        np.subtract(a[:-1], a[1:], out=a[1:])
+        return a
+
+    a, v = np.arange(1.0, 7.0), np.linspace(0.3, 1.1, 6)
+    before = a.tobytes(), v.tobytes()
+    y, dy = jvp(f, (a,), (v,))
+    assert y.tobytes() == f(a).tobytes() and dy.tobytes() == f(v).tobytes()
+    assert (a.tobytes(), v.tobytes()) == before
+
+
 def test_arguments_that_share_memory_have_one_tangent_the_sum():
     x = np.array([1.0, 2.0, 3.0])
     y, dy = jvp(lambda a, b: a * 1.0, (x, x), (np.ones(3), np.full(3, 2.0)))

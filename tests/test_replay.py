@@ -1283,7 +1283,16 @@ def test_a_write_tracing_saves_for_its_large_operand_is_saved_in_the_replay_too(
 
     rng = np.random.default_rng(0)
     calls = [(rng.standard_normal(2000), 1e-3 * rng.standard_normal(2000)) for _ in range(4)]
-    replayed_like_traced(f, calls, argnums=(0, 1), traced_once=True)
+    replaying = replayed_like_traced(f, calls, argnums=(0, 1), traced_once=True)
+    # the step of ``a += y`` runs the plan tracing ran once it withheld the inverse; that of
+    # ``a *= 1.7``, which keeps a number, offers it
+    from mutad.engines.blocks import Block
+    writes = [member for program in replaying.programs.values() if type(program) is not str
+              for step in program.steps
+              for member in (step.steps if type(step) is Block else (step,))
+              if type(member) is ElementwiseWrite]
+    assert [(w.ufunc, w.plan.invertible) for w in writes] == [(np.add, False),
+                                                               (np.multiply, True)]
 
 
 def test_the_cache_keeps_a_bounded_number_of_programs():

@@ -20,6 +20,7 @@ from ..core.registry import (HOLOMORPHIC, ONE, Constant, ElementwiseRule, NoClos
 from ..core.shadows import Buffer, Place, bytes_of, overlapping
 from ..core.tape import OneOutput
 from ..core.views import writeable
+from .writes import reads_written
 
 
 _REAL = np.dtype(float)
@@ -295,7 +296,7 @@ def write_kept(ufunc, rule, values, reads, state, target):
     if state is not None:
         if rule.decide is not None:
             kept.append(rule.decide(*values))
-        if rule.uses == "y":
+        if reads_written(rule):
             state = (*state, target)
         elif recompute_y:
             state = (*state, ufunc)

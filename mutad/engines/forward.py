@@ -46,8 +46,8 @@ from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, ch
                              complex_among)
 from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
-                          real_part_if, same_region, strided, wrapped, writes_freely)
-from .writes import check_region
+                          real_part_if, strided, wrapped, writes_freely)
+from .writes import at_target, check_region, over_target, reads_written
 
 
 # ----------------------------------------------------------------------------------------------
@@ -497,10 +497,12 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         return ufunc(*primals, out=out, **kwargs)
     if traced and target.value.dtype.kind == "c":
         check_complex(function_name(ufunc), rule)
-    position = next((i for i in traced if not weak(primals[i])  # a Python number: not it
-                     and same_region(primals[i], target.value)), None)
+    # (the operands with a derivative, and an array: ``writes.at_target``)
+    operands = [p if i in traced and not weak(p) else None for i, p in enumerate(primals)]
+    position = at_target(target.value, operands)
+    over = over_target(target.value, operands, position)
     given = _partial_arguments(rule, primals, traced)
-    after = rule.uses == "y"  # partials that read only the output are evaluated after the write
+    after = reads_written(rule)  # partials that read only the output: after the write
     if after:
         ufunc(*primals, out=target.value, **kwargs)
         y = target.value
@@ -511,7 +513,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         if i == position:
             continue
         term = _term(rule, i, y, given, tangents[i], originals and originals[i])
-        if term is tangents[i] and may_overlap(primals[i], target.value):
+        if term is tangents[i] and i in over:
             term = term.copy()  # the target's tangent changes before this term is added
         others.append(term)
     t = target.tangent

@@ -30,10 +30,10 @@ from .recompute import CurrentRegion, Rebuild, written
 from .reverse import (AliasRead, Traced, active, carries, constant_result, innermost, keep, locate,
                       place_of, recipe, values_at)
 from ..core.tape import Write
-from ..core.views import (address, byte_span, may_overlap, memory, real_part_if, same_region,
+from ..core.views import (address, byte_span, may_overlap, memory, real_part_if,
                           strided, wrapped, writeable)
-from .writes import (SAVED, CopyBack, Destination, Reads, Undo, Undos, check_region, decide_undo,
-                     saving)
+from .writes import (SAVED, CopyBack, Destination, Reads, Undo, Undos, at_target, check_region,
+                     decide_undo, over_target, saving)
 
 
 def write_constant(tape, target, key, write, primitive=None):
@@ -65,24 +65,21 @@ def on_constants(call, args, kwargs, tape, written=()):
 
 
 def target_position(target, inputs):
-    """The position of the operand of an elementwise write that is its target ``target``
-    itself, the same region of the same buffer (None: none is)."""
+    """``writes.at_target`` of an elementwise write into the traced array ``target``: among
+    the operands traced in its buffer."""
     buffer = target.buffer
-    for i, x in enumerate(inputs):
-        if type(x) is Traced and x.buffer is buffer and same_region(x.value, target.value):
-            return i
-    return None
+    return at_target(target.value, [x.value if type(x) is Traced and x.buffer is buffer
+                                     else None for x in inputs])
 
 
 def apart_from(target, inputs, position):
     """Whether no operand of an elementwise write but its target's own (at ``position``) lies
-    over the target's memory, traced or a plain array viewing an argument's: such an operand
-    would read the written values, not those an inverse needs."""
-    value = target.value
-    return not any(
-        (type(x) is Traced and x.buffer is target.buffer and may_overlap(x.value, value))
-        or (type(x) is np.ndarray and may_overlap(x, value))
-        for i, x in enumerate(inputs) if i != position)
+    over the target's memory (``writes.over_target``), traced or a plain array viewing an
+    argument's: such an operand would read the written values, not those an inverse needs."""
+    buffer = target.buffer
+    return not over_target(target.value, [
+        x.value if type(x) is Traced and x.buffer is buffer else x if type(x) is np.ndarray
+        else None for x in inputs], position)
 
 
 def check_destination(target, what):

@@ -46,7 +46,7 @@ from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, overlapping, zeros
 from ..core.tape import Primitive, Record
 from ..core.views import itself, memory, overlaps_itself, owner, views, wrapped
-from .writes import ElementwiseInverse, Reads, Undo
+from .writes import ElementwiseInverse, Reads, Undo, reads_written
 
 CONSTANT = ElementwiseRule((None, None, None))
 """The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
@@ -474,10 +474,19 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     position = target_position(out, inputs)
     plan = WritePlan.at(ufunc, rule, kwargs, position, reads, state if traced else None,
                         len(inputs))
+    recorder = tape.recorder  # (recording: its step runs the plan, as decided here)
 
     if not plan.invertible:  # (an assignment: no inverse to ask about)
         plan.run(tape, _destination(out), inputs, values, None)
+        if recorder is not None:
+            recorder.written = plan, None
         return out
+
+    if recorder is None:  # asked only if the inverse is
+        apart = functools.partial(apart_from, out, inputs, position)
+    else:  # asked now, for the step too, whose replays share memory as the operands do now
+        recorder.written = plan, apart_from(out, inputs, position)
+        apart = _APART if recorder.written[1] else _OVER
 
     def withheld(kept):
         """Whether the inverse is withheld (:func:`_kept_for_the_inverse`): the write is saved,
@@ -486,13 +495,22 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
                 _kept_for_the_inverse(inputs[i], values[i], kept[i], tape, out)
                 for i in plan.others_at):
             return False
-        if tape.recorder is not None:  # a decision of the program's structure: replayed
-            tape.recorder.withheld = True
+        if recorder is not None:  # a decision of the program's structure: replayed
+            recorder.written = plan.withholding(), recorder.written[1]
         return True
 
-    plan.run(tape, _destination(out), inputs, values,
-             functools.partial(apart_from, out, inputs, position), withheld)
+    plan.run(tape, _destination(out), inputs, values, apart, withheld)
     return out
+
+
+def _APART():
+    """``apart`` of a write whose other operands were found apart from its target."""
+    return True
+
+
+def _OVER():
+    """``apart`` of a write an operand of which was found over its target."""
+    return False
 
 
 _NO_SETTINGS: types.MappingProxyType[str, object] = types.MappingProxyType({})
@@ -502,14 +520,16 @@ _NO_SETTINGS: types.MappingProxyType[str, object] = types.MappingProxyType({})
 class WritePlan:
     """The elementwise write ``ufunc(*values, out=target)`` at one point of a program (an
     ``out=``, an augmented assignment, an assignment to a region), as the traced engine and
-    the replay of its recording both do it (:meth:`run`): what the record keeps, the inverse
-    it offers, how the overwritten bytes will be put back (decided afresh on the values at
-    hand), the write and its record. ``partials``: the rule's plan for the traced operands
+    the replay of its recording both do it (:meth:`run`; tracing hands its plan to the
+    recording's step, ``Recorder.written``): what the record keeps, the inverse it offers, how
+    the overwritten bytes will be put back (decided afresh on the values at hand), the write
+    and its record. ``position``: that of the operand that is the target itself
+    (``writes.at_target``); ``partials``: the rule's plan for the traced operands
     (``elementwise.differentiable``; None: no gradient reaches the values written);
-    ``withheld``: the program's recording offered no inverse (``Recorder.withheld``)."""
+    ``withheld``: the program's recording offered no inverse (:meth:`withholding`)."""
 
     __slots__ = ("ufunc", "rule", "kwargs", "position", "others_at", "reads", "partials",
-                 "invertible", "primitive", "pullback", "redo")
+                 "invertible", "primitive", "pullback", "redo", "undo_first")
 
     def __init__(self, ufunc, rule, kwargs, position, reads, partials, count, withheld=False):
         self.ufunc = ufunc
@@ -524,24 +544,34 @@ class WritePlan:
         self.primitive = assign if rule is ASSIGNMENT else ufunc
         self.pullback = write_pullback if partials is not None else None
         self.redo = Rerun.of(ufunc, kwargs)
+        # (partials that read the values written run before the write is undone)
+        self.undo_first = not reads_written(rule)
 
     _shared = {}
 
     @classmethod
-    def at(cls, ufunc, rule, kwargs, position, reads, partials, count):
+    def at(cls, ufunc, rule, kwargs, position, reads, partials, count, withheld=False):
         """The plan of a write (as constructed), one for all the writes of ``ufunc`` without
-        keyword arguments by the same ``rule`` with the target at ``position`` and the same
-        ``partials`` (those of a loop's statement): a plan is never changed once made."""
+        keyword arguments by the same ``rule`` with the target at ``position``, the same
+        ``partials`` (those of a loop's statement) and ``withheld``: a plan is never changed
+        once made."""
         if kwargs:
-            return cls(ufunc, rule, kwargs, position, reads, partials, count)
-        key = (ufunc, rule, position, partials, count)
+            return cls(ufunc, rule, kwargs, position, reads, partials, count, withheld)
+        key = (ufunc, rule, position, partials, count, withheld)
         plan = cls._shared.get(key)
         if plan is None:
             if len(cls._shared) >= 4096:  # rules made on the fly cannot fill the memory
                 cls._shared.clear()
             plan = cls._shared[key] = cls(ufunc, rule, _NO_SETTINGS, position, reads,
-                                          partials, count)
+                                          partials, count, withheld)
         return plan
+
+    def withholding(self):
+        """This write's plan where its recording offered no inverse (``withheld``): the plan
+        of its step, whose replays do the same."""
+        return WritePlan.at(self.ufunc, self.rule, self.kwargs, self.position, self.reads,
+                            self.partials, len(self.others_at) + (self.position is not None),
+                            True)
 
 
     def run(self, tape, destination, inputs, values, apart, withheld=None, named=None,
@@ -566,7 +596,7 @@ class WritePlan:
         return record_write(self.primitive, destination, write,
                             Reads(inputs, values, kept, self.others_at, True, named),
                             Undo(inverse, redo=self.redo), pullback=self.pullback, state=state,
-                            settings=kwargs or None, undo_first=rule.uses != "y", tape=tape,
+                            settings=kwargs or None, undo_first=self.undo_first, tape=tape,
                             decided=decided)
 
 

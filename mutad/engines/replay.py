@@ -97,8 +97,8 @@ from ..core.levels import ACTIVE
 from .products import UNTHREADED, times
 from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
                         recomputable, small)
-from .inplace import apart_from, on_constants, record_write, target_position
-from .operations import (WritePlan, apply_function, assign, complex_back, function_pullback,
+from .inplace import on_constants, record_write
+from .operations import (apply_function, assign, complex_back, function_pullback,
                          unwrapped_ufunc)
 from ..core.registry import NO_RULE, ONE, RULES, Applied, Constant, Operand, complex_among
 from .reverse import (ReverseTape, Traced, add_cotangents, check_constants, constant, fresh_value,
@@ -867,20 +867,22 @@ class ElementwiseWrite:
     values, which decides afresh how the overwritten bytes will be put back; or, where the
     tape copies them whatever the operands (``Tape.copied``), a lean record of its own."""
 
-    __slots__ = ("ufunc", "args", "kwargs", "target", "rule", "reads", "apart", "traced",
-                 "state", "inputs", "written", "buffer", "key", "whole", "args_of", "lean",
-                 "cotangents", "later", "unplanned", "plan", "operands")
+    __slots__ = ("plan", "ufunc", "args", "kwargs", "target", "rule", "reads", "apart",
+                 "traced", "state", "inputs", "written", "buffer", "key", "whole", "args_of",
+                 "lean", "cotangents", "later", "unplanned", "operands")
 
-    def __init__(self, ufunc, args, kwargs, target, rule, reads, position, apart, record,
-                 key, whole, withheld=False):
-        self.ufunc = ufunc
+    def __init__(self, plan, args, target, apart, record, key, whole):
+        # The write's decisions, those tracing made and handed over (``Recorder.written``):
+        # where the target is among the operands, whether an inverse is on offer (none where
+        # tracing withheld it), what the record keeps; and ``apart``: no other operand
+        # overlaps the target (so the inverse may run)
+        self.plan = plan
+        self.ufunc, self.kwargs, self.rule, self.reads = (  # (the plan's, at hand)
+            plan.ufunc, plan.kwargs, plan.rule, plan.reads)
         self.args = args
         self.args_of = None  # prepare(), before the first replay
-        self.kwargs = kwargs
         self.target = target
-        self.rule = rule
-        self.reads = reads
-        self.apart = apart  # no other operand overlaps the target (so the inverse may run)
+        self.apart = apart
         self.traced = record.pullback is not None
         self.state = None if record.state is None else record.state[:2]  # (rule, positions)
         self.inputs = _places(record.inputs)
@@ -888,11 +890,6 @@ class ElementwiseWrite:
         self.buffer = record.written.buffer
         self.key = key
         self.whole = whole
-        # The write's decisions, those tracing made (``withheld``: it offered no inverse,
-        # ``Recorder.withheld``): where the target is among the operands, whether an inverse
-        # is on offer, what the record keeps
-        self.plan = WritePlan(ufunc, rule, kwargs, position, reads,
-                              self.state if self.traced else None, len(args), withheld)
         self.later = None  # the values its record recomputes in the reverse pass (Recomputed)
         # Tracing saved what the write overwrote, and would recompute an operand its inverse
         # reads in the reverse pass: a replay that inverts it cannot tell how (GuardFailed)
@@ -2182,9 +2179,10 @@ class Recorder:
         self.counted = 0
         self.depth = 0
         self.writers = []  # the debug.Warnings that report to ``heard``
-        # The write just traced offered no inverse, for the memory its operands would hold
-        # (``operations._kept_for_the_inverse``): its step does the same
-        self.withheld = False
+        # The write just traced: its plan (``operations.WritePlan``, one offering no inverse
+        # where tracing withheld it for the memory its operands would hold) and whether its
+        # other operands lie apart from its target (None: not asked), its step's decisions
+        self.written = None
         # The steps whose records keep stand-ins for values recomputed in the reverse pass,
         # by the id of the traced record (``recomputed``), until it is reversed (``plans_of``)
         self.lazy = {}
@@ -2517,7 +2515,7 @@ class Recorder:
 
     def ufunc(self, ufunc, inputs, out, kwargs, rule, tape, values, pattern):
         before = len(tape.records)
-        self.withheld = False
+        self.written = None
         target = out if type(out) is Traced and out.tape is tape else None
         constant_target = target is not None and target.buffer.constant
         entry = RULES.get(ufunc, NO_RULE)
@@ -2544,10 +2542,6 @@ class Recorder:
         new = tape.records[before:]
         rule = rule or entry.elementwise
         if out is not None:
-            position = apart = None
-            if target is not None:
-                position = target_position(target, inputs)
-                apart = apart_from(target, inputs, position)
             if target is None:
                 self.refuse(f"np.{ufunc.__name__}(..., out=...) into an array the "
                             "differentiation does not follow")
@@ -2556,12 +2550,11 @@ class Recorder:
                 self.steps.append(ConstantWrite(_ufunc_into(ufunc, settings),
                                                 self.spec(target).index, args,
                                                 new[0].written if new else None, None))
-            elif len(new) == 1 and type(new[0]) is Write and rule is not None:
-                reads = differentiable(ufunc, rule, pattern, len(inputs))[1]
-                buffer = target.buffer
-                step = ElementwiseWrite(
-                    ufunc, args, settings, self.spec(target).index, rule, reads, position,
-                    apart, new[0], buffer.key, target.whole, self.withheld)
+            elif len(new) == 1 and type(new[0]) is Write and rule is not None \
+                    and self.written is not None:
+                plan, apart = self.written
+                step = ElementwiseWrite(plan, args, self.spec(target).index, apart, new[0],
+                                        target.buffer.key, target.whole)
                 self.steps.append(step)
                 self.recomputed(new[0], step)
                 step.unplanned = new[0].undo_kind == "checkpoint" and any(

@@ -16,7 +16,8 @@ from ..core.devices import namespace
 from .products import CHUNK
 from .recompute import Rebuild
 from ..core.errors import ReadOnlyError, UnsupportedOperationError
-from ..core.views import memory, overlaps_itself, views, wrapped, writeable
+from ..core.views import (may_overlap, memory, overlaps_itself, same_region, views, wrapped,
+                          writeable)
 
 
 ULPS = 2
@@ -43,6 +44,38 @@ def check_region(value, what, whole=False):
         f"{what}: the destination is a view whose elements share memory (from "
         "np.broadcast_arrays, sliding_window_view(..., writeable=True) or as_strided), so the "
         "result depends on the order of the writes. Write into the base array instead.")
+
+
+# The operands of an elementwise write ``ufunc(*operands, out=target)``, as both modes see
+# them. The operand that is the target itself (``at_target``) is updated in place: reverse mode
+# offers the write's inverse for it (``operations.WritePlan``), forward mode updates its tangent
+# in place. Another operand over the target's memory (``over_target``) is changed as NumPy
+# reads it: reverse mode offers no inverse, which would read it after the write, and forward
+# mode copies its tangent before it updates the target's. Each mode hands over the arrays of the
+# operands it follows, None for the others (a Python number, an operand without derivative).
+
+
+def at_target(target, operands):
+    """The position of the operand that is ``target`` itself, the same elements of the same
+    memory (None: none is)."""
+    for i, x in enumerate(operands):
+        if x is not None and same_region(x, target):
+            return i
+    return None
+
+
+def over_target(target, operands, position):
+    """The positions of the operands but the target's own (at ``position``) that may share
+    memory with ``target``."""
+    return [i for i, x in enumerate(operands)
+            if x is not None and i != position and may_overlap(x, target)]
+
+
+def reads_written(rule):
+    """Whether the partials of an elementwise write by ``rule`` read the values it wrote and
+    nothing of its operands: they read the target as the write leaves it (forward mode: after
+    the write; reverse mode: before the write is undone), and no copy of the values is kept."""
+    return rule.uses == "y"
 
 
 class CopyBack:
