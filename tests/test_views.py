@@ -568,14 +568,6 @@ def bases_of_function_views(u):
     return total
 
 
-def test_the_base_of_a_view_a_function_makes_is_numpys_in_both_modes():
-    u = np.array([1.0, 2.0, 3.0, 4.0])
-    expected = bases_of_function_views(u.copy())
-    assert mutad.value_and_grad(bases_of_function_views)(u)[0] == expected
-    assert mutad.jvp(bases_of_function_views, (u,), (np.ones(4),))[0] == expected
-    mutad.check_grads(bases_of_function_views, u)
-
-
 def bases_of_zero_dimensional_views(u):
     """Views of 0-d arrays the function made (an element's copy, a sum): NumPy's ``.base`` is
     the 0-d array for each, and the traced engine notes the owner of a 0-d result only when
@@ -589,12 +581,14 @@ def bases_of_zero_dimensional_views(u):
     return total
 
 
-def test_the_base_of_a_view_of_a_zero_dimensional_result_is_numpys():
+@pytest.mark.parametrize("program", [bases_of_function_views, bases_of_zero_dimensional_views])
+def test_the_base_of_a_view_a_function_makes_is_numpys_in_both_modes(program):
     u = np.array([1.0, 2.0, 3.0, 4.0])
-    expected = bases_of_zero_dimensional_views(u.copy())
-    assert mutad.value_and_grad(bases_of_zero_dimensional_views)(u)[0] == expected
-    assert mutad.jvp(bases_of_zero_dimensional_views, (u,), (np.ones(4),))[0] == expected
-    mutad.check_grads(bases_of_zero_dimensional_views, u)
+    expected = program(u.copy())
+    assert mutad.value_and_grad(program)(u)[0] == expected
+    assert mutad.jvp(program, (u,), (np.ones(4),))[0] == expected
+    mutad.check_grads(program, u)
+
 
 def returns_its_argument(u, identity=True):
     y = np.exp(u)
