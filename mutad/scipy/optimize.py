@@ -814,9 +814,16 @@ class _StandIn:
         return self.solve(self.original, *_plain_call(self.original, args, kwargs))
 
 
-def _stands_in_for(original):
-    """Decorate ``solve`` as the :class:`_StandIn` for ``original``."""
-    return lambda solve: _StandIn(original, solve)
+def _stands_in_for(original, doc=None):
+    """Decorate ``solve`` as the :class:`_StandIn` for ``original``; given ``doc``, a
+    ``solve`` a factory makes for several of SciPy's functions takes ``original``'s name and
+    that docstring."""
+    def stand_in(solve):
+        if doc is not None:
+            solve.__name__ = solve.__qualname__ = original.__name__
+            solve.__doc__ = doc
+        return _StandIn(original, solve)
+    return stand_in
 
 
 def _objective(fun, returns_gradient):
@@ -1015,7 +1022,8 @@ def _nonlinear_solver(original):
     shape), differentiated as ``root``'s by the implicit function theorem with respect to what
     ``F`` reaches through its closure. SciPy raises ``NoConvergence`` where they fail."""
 
-    @_stands_in_for(original)
+    @_stands_in_for(original, f"``scipy.optimize.{original.__name__}``: SciPy's solution of "
+                    "F(x) = 0, differentiated by the implicit function theorem (as ``root``'s).")
     def solve(original, a, p, call, followed):
         x = _run(original, call)
         if not followed:
@@ -1023,9 +1031,6 @@ def _nonlinear_solver(original):
         name = f"scipy.optimize.{original.__name__}"
         return _root_solution(name, a["F"], p["F"], False, x, (), (), True)
 
-    solve.__name__ = solve.__qualname__ = original.__name__
-    solve.__doc__ = (f"``scipy.optimize.{original.__name__}``: SciPy's solution of F(x) = 0, "
-                     "differentiated by the implicit function theorem (as ``root``'s).")
     return solve
 
 
@@ -1068,7 +1073,8 @@ def _scalar_root(name, f, plain_f, x, args, plain_args, converged, message=""):
 def _bracketing(original):
     """A bracketing scalar root finder of SciPy's (``brentq``, ``bisect``, ...), whose
     result is differentiated at the root."""
-    @_stands_in_for(original)
+    @_stands_in_for(original, f"``scipy.optimize.{original.__name__}``, its root "
+                    "differentiated at the root: ``dx*/dθ = -(∂f/∂θ) / f'(x*)``.")
     def bracketing(original, a, p, call, followed):
         x, report = _run(original, call, full_output=True)
         if not followed:
@@ -1078,9 +1084,6 @@ def _bracketing(original):
             weaken(found[0] if a["full_output"] else found)
         return found
 
-    bracketing.__name__ = bracketing.__qualname__ = original.__name__
-    bracketing.__doc__ = (f"``scipy.optimize.{original.__name__}``, its root differentiated "
-                          "at the root: ``dx*/dθ = -(∂f/∂θ) / f'(x*)``.")
     return bracketing
 
 
