@@ -198,7 +198,15 @@ def updated_over_its_array(x):
     return (y ** 2).sum() + m.sum()
 
 
-@pytest.mark.parametrize("program", [scaled_in_place, updated_over_its_array])
+def divided_without_a_mask(x):
+    m = np.ma.masked_array(x * 1.0)
+    m /= 2.0  # no divisor masked: still no mask, as NumPy's
+    assert m.mask is np.ma.nomask
+    return m.sum()
+
+
+@pytest.mark.parametrize("program", [scaled_in_place, updated_over_its_array,
+                                     divided_without_a_mask])
 def test_in_place_arithmetic_of_a_masked_array(program):
     """m += v, -=, *=, /= of masked arrays of differentiated values were refused: they update
     the data in place as MaskedArray's do (the array the masked array was made over too),

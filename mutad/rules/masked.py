@@ -311,11 +311,12 @@ class Masked:
         domain, a decision on the values), dividing by 1 where masked."""
         other_data = _data(other)
         dom_mask = _ma._DomainSafeDivide()(memory(self.data), memory(other_data))
-        new_mask = _mask_or(_mask(other), dom_mask)
+        new_mask = _mask_or(_mask(other), _shrunk(dom_mask))  # (np.ma.mask_or's shrink)
         if dom_mask.any():
             fill = _ma.ufunc_fills[np.true_divide][1]
             other_data = np.where(dom_mask, other_data.dtype.type(fill), other_data)
-        self._joined(new_mask)
+        if new_mask is not NOMASK:  # (nomask |= nomask: still none)
+            self._joined(new_mask)
         other_data = np.where(self._mask, other_data.dtype.type(1), other_data)
         np.true_divide(self.data, other_data, out=self.data)
         return self
