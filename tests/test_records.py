@@ -209,3 +209,22 @@ def test_small_copies_stop_at_their_allowance(monkeypatch):
     monkeypatch.setattr(mutad.core.tape, "SMALL_COPIES", 3 * 64)  # three writes of 8 float64
     assert _undo_kinds(_scaled_five_times, np.ones(8), np.full(8, 2.0)) == \
         ["checkpoint"] * 3 + ["inverse"] * 2
+
+
+def test_a_write_read_by_a_plain_view_of_its_target_is_checkpointed(inverting):
+    """``x += v`` where ``v`` is the caller's plain view of ``x`` itself (a closure's): the write
+    changes ``v`` too, so an inverse (``x -= v``) would read the new values. The write is
+    saved instead (``inplace.apart_from``); the gradient takes ``v`` for the constant it was
+    when read, and the caller's bytes come back."""
+    x = np.linspace(0.3, 2.3, 6)
+    before = x.copy()
+    v = x[::-1]
+
+    def f(x):
+        x += v
+        return (x * x).sum()
+
+    assert _undo_kinds(f, x) == ["checkpoint"]
+    assert np.array_equal(x, before)
+    assert mutad.gradient(f, x)[0].tolist() == (2.0 * (before + before[::-1])).tolist()
+    assert x.tobytes() == before.tobytes()
