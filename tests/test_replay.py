@@ -294,7 +294,7 @@ def each_change_reaches_the_replay(f, x, changes):
 
 def program_in(source):
     """The namespace ``source`` defines ``f`` in, as a module of the user's."""
-    namespace = {"np": np, "types": types}
+    namespace = {"np": np, "types": types, "scipy": scipy}
     exec(source, namespace)
     return namespace
 
@@ -360,6 +360,18 @@ KEPT_WALKS = {
         "table = np.zeros(1, dtype=[('dt', 'f8')])\ntable['dt'] = 2.0\nrecord = table[0]\n"
         "def f(x):\n    return (record['dt'] * x).sum()",
         lambda ns: ns["table"].__setitem__("dt", 3.0)),
+    "a global list, in place": ("ks = [2.0, 1.0]\ndef f(x):\n    return (ks[0] * x + ks[1]).sum()",
+                                lambda ns: ns["ks"].__setitem__(0, 3.0)),
+    "a global list, grown": ("ks = [2.0]\ndef f(x):\n    return (ks[-1] * x).sum()",
+                             lambda ns: ns["ks"].append(3.0)),
+    "a global dict, in place": ("p = {'k': 2.0}\ndef f(x):\n    return (p['k'] * x).sum()",
+                                lambda ns: ns["p"].update(k=3.0)),
+    "a global set, grown": ("s = {2.0}\ndef f(x):\n    return (max(s) * x).sum()",
+                            lambda ns: ns["s"].add(3.0)),
+    "a library's object, an attribute rebound": (
+        "spline = scipy.interpolate.CubicSpline(np.arange(4.0), np.arange(4.0) ** 2)\n"
+        "def f(x):\n    return spline(x).sum()",
+        lambda ns: setattr(ns["spline"], "c", 1.5 * ns["spline"].c)),
 }
 
 
@@ -2742,3 +2754,21 @@ def test_a_function_writing_constants_into_an_undifferentiated_argument_replays(
     calls = [(np.arange(3.0) + i, np.full((3, 3), i + 1.0)) for i in range(4)]
     replaying = replayed_like_traced(f, calls, traced_once=True)
     assert np.array_equal(replaying(*calls[2])[1], np.full(3, 6.0))
+
+
+def test_a_walk_meets_an_array_of_an_ended_differentiation_as_its_value():
+    """What a replay compares of a traced array that f reaches (the pullbacks of SciPy's
+    solvers replay functions closing over the enclosing differentiation's parameters) is its
+    value, not its tape's records; and the walk is kept (``Reached``)."""
+    from mutad.engines.reverse import ReverseTape, Traced
+    from mutad.engines.replay import reach
+
+    held = []
+    mutad.grad(lambda x: held.append(x) or (x * x).sum())(np.linspace(0.5, 1.5, 3))
+    traced = held[0]
+    assert type(traced) is Traced
+    kept = []
+    objects, arrays, unfollowed = reach(lambda: traced, kept=kept)
+    assert unfollowed is None and not any(type(x) is ReverseTape for x in objects)
+    assert any(a is traced.value for a in arrays)
+    assert kept and kept[0].holds()

@@ -3324,10 +3324,10 @@ def reach(f, kinds=(), kept=None):
                 return objects, arrays, large[0]
             if key in _READING_BY_NAME:  # (ga = getattr)
                 walk.dynamic = True
-            _reach_into(x, work, arrays, names, walk, large)
+            librarys = _reach_into(x, work, arrays, names, walk, large)
             if states is not None:
                 kind = type(x)
-                read = _STATES.get(kind)
+                read = _STATES.get(kind) or (_library_state if librarys else None)
                 if read is not None and (kind is not np.ufunc or all(  # (of the values the
                         type(v) in _READS_NOTHING or not (_data(v) or _users_function(v))
                         for v in x.__dict__.values())):  # walk takes, as _reach_into does)
@@ -3454,7 +3454,8 @@ def _module_state(module):
 
 
 _STATES = {types.FunctionType: _function_state, types.ModuleType: _module_state,
-           np.ufunc: _attributes_state}
+           np.ufunc: _attributes_state, list: tuple, set: tuple,
+           dict: lambda d: (*d.keys(), *d.values()), Traced: lambda x: (x.value,)}
 """What ``Reached`` reads again of the objects of these exact types."""
 
 
@@ -3568,6 +3569,11 @@ def _reach_into(x, work, arrays, names, walk, large):
             walk.hold(x.__dict__, whole=_users_file(code.co_filename))
     elif kind in _BUILTIN_CONTAINERS:
         _reach_items(x, kind, work, large)
+    elif kind is Traced:
+        # an array of a differentiation (one no longer running: a replay runs under none), as
+        # the pullbacks of SciPy's solvers close over the parameters of the enclosing one: its
+        # value is all a program reads of it (``operations._unwrap``), not its tape's records
+        work.append(x.value)
     elif isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
         arrays.append(x)
         if x.dtype.hasobject:  # and the objects it holds (its bytes are their addresses)
@@ -3627,25 +3633,28 @@ def _reach_into(x, work, arrays, names, walk, large):
         if isinstance(x, (tuple, list, set, frozenset, collections.deque,
                           collections.abc.Mapping)):  # a container of another class
             _reach_items(x, kind, work, large)
-        _reach_object(x, kind, work, walk)
+            _reach_object(x, kind, work, walk)
+        else:
+            return _reach_object(x, kind, work, walk)
+    return False
 
 
 def _reach_object(x, kind, work, walk):
     """Walk into an object's attributes, and its classes' (methods, class-level arrays); an
-    object of the standard library's (a SimpleNamespace) by its attributes alone."""
+    object of the standard library's (a SimpleNamespace) by its attributes alone. Returns
+    whether it was a library's object, of which the walk read ``_library_state(x)``."""
     module = getattr(kind, "__module__", "builtins")
     if type(module) is not str:  # (a class whose metaclass makes it a descriptor)
         module = "builtins"
-    namespace = getattr(x, "__dict__", None)
-    slots = {name: getattr(x, name) for cls in kind.__mro__
-             for name in _slot_names(cls) if hasattr(x, name)}
     if _library(module) and not _standard(module):
         # NumPy's, SciPy's or mutad's object (a sparse matrix, a poly1d, a frozen
         # distribution, a function with a rule attached, a spline's __slots__): what it
         # holds that a program computes with (``_computed_with``)
-        for held in (namespace if type(namespace) is dict else {}, slots):
-            work.extend(v for v in held.values() if _computed_with(v))
-        return
+        work.extend(_library_state(x))
+        return True
+    namespace = getattr(x, "__dict__", None)
+    slots = {name: getattr(x, name) for cls in kind.__mro__
+             for name in _slot_names(cls) if hasattr(x, name)}
     # (an installed package's objects: by names only; the standard library's plain ones, a
     # SimpleNamespace, hold the user's values)
     users = _standard(module) or _users_module(module)
@@ -3658,6 +3667,17 @@ def _reach_object(x, kind, work, walk):
     _hold_class(kind, walk)
     if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k]
         work.extend(_special_methods(kind))
+    return False
+
+
+def _library_state(x):
+    """What ``reach`` reads of an object of NumPy's, SciPy's or mutad's: the values in its
+    ``__dict__`` and ``__slots__`` that a program computes with (``_computed_with``)."""
+    namespace = getattr(x, "__dict__", None)
+    held = [*namespace.values()] if type(namespace) is dict else []
+    held += [getattr(x, name) for cls in type(x).__mro__ for name in _slot_names(cls)
+             if hasattr(x, name)]
+    return tuple(v for v in held if _computed_with(v))
 
 
 _CACHED = type(functools.lru_cache(lambda: None))

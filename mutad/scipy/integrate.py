@@ -686,7 +686,8 @@ class _Problem:
         recorded once and replayed at each evaluation (re-recorded where a decision of f
         differs). The time is an argument of the replayed program; where f makes it a Python
         number (float(t)), each evaluation is a pullback of f at that number instead."""
-        replayed = grad(lambda t, y, lam, *p: np.dot(lam, self.rhs(t, y, p)),
+        rhs = self.rhs  # (not self: the replay compares what its function reaches, each call)
+        replayed = grad(lambda t, y, lam, *p: np.dot(lam, rhs(t, y, p)),
                         argnums=(1, *range(3, 3 + len(values))), replay=True)
 
         def vjp(t, y, lam):
