@@ -9,6 +9,7 @@ forward sensitivities (derivatives of the exact solution), all checked against c
 """
 
 import dataclasses
+import math
 import types
 
 import numpy as np
@@ -596,6 +597,31 @@ def test_quad_parameters_and_limits():
     dc, = mutad.gradient(lambda c: integrate.quad(lambda x: np.exp(-c * x * x), 0, np.inf)[0],
                          0.9)
     np.testing.assert_allclose(dc, -np.sqrt(np.pi) / (4 * 0.9 ** 1.5), rtol=1e-7)
+
+
+@pytest.mark.parametrize("integrand", [
+    lambda x, c: np.exp(-c * x) * np.cos(c * x * x),  # replayed at each point
+    lambda x, c: np.exp(-c * math.sqrt(float(x)) - c),  # a plain number: a pullback at each
+    lambda x, c: c * x if x < 0.7 else c * c * x,  # a decision on x: the replay re-records
+    lambda x, c: np.float32(c) * x,  # x a Python number, as NumPy promotes it: float32
+], ids=["smooth", "float(x)", "branching on x", "float32"])
+def test_quad_derivative_of_the_integrand_at_each_point(integrand):
+    """The parameters' derivative is the integral of the integrand's pullback, evaluated at
+    each point quad_vec picks by a replay of its program (``_Integral.vector_jacobian``)."""
+    def area(c):
+        return quad(integrand, 0.0, 1.5, args=(c,))[0]
+
+    if "float32" not in integrand.__code__.co_names:  # (finite differences of float32: noise)
+        for policy in POLICIES:
+            mutad.check_grads(area, 0.8, policy=policy)
+    c = np.array([0.8])
+    before = c.copy()
+    dc, = mutad.gradient(lambda c: quad(integrand, 0.0, 1.5, args=(c[0],))[0], c)
+    traced = []  # each point a pullback, as where the replay cannot follow x
+    _, pull = mutad.pullback(lambda c: quad(lambda x: traced.append(x) or integrand(
+        x, c[0]), 0.0, 1.5)[0], c)
+    np.testing.assert_allclose(dc, pull(1.0)[0], rtol=1e-12)
+    assert c.tobytes() == before.tobytes()
 
 
 def test_quad_vec_and_break_points():

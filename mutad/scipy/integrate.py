@@ -1510,6 +1510,33 @@ class _Integral:
         with self.parameters.bound(values):
             return self.func(x, *self.parameters.args(values))
 
+    def vector_jacobian(self, values, dy):
+        """``g(x)``: the integrand's pullback of ``dy`` at ``x`` in the parameters, raveled
+        into one vector: the gradient of ``dy · f(x, θ)``, its program recorded once and
+        replayed at each point (``x`` a number it follows, as Python's float it is; re-recorded
+        where a decision of f differs). Where f makes ``x`` a plain number (``float(x)``),
+        each point is a pullback at that number instead."""
+        func, parameters = self.func, self.parameters  # (not self: what a replay compares)
+
+        def weighted(x, *p):
+            with parameters.bound(p):
+                return _dot(dy, func(x, *parameters.args(p)))
+
+        replayed = grad(weighted, argnums=tuple(range(len(values) + 1)), replay=True)
+
+        def gradient_at(x):
+            nonlocal replayed
+            if replayed is not None:
+                try:
+                    return _flat(replayed(x, *values)[1:], values)
+                except ConversionError as error:
+                    handled(error)
+                    replayed = None
+            _, pull = pullback(lambda *p: self.integrand(x, p), *values)
+            return _flat(pull(dy), values)
+
+        return gradient_at
+
     def at(self, x, values):
         """The integrand's plain value at ``x`` (a limit's derivative)."""
         with plain_allocation(), self.parameters.bound(values):
@@ -1573,10 +1600,7 @@ def _quad_rule(a, b, *values, integral):
         nested = followed or _followed(dy)
         dvalues = []
         if values:
-            def gradient_at(x):
-                _, pull = pullback(lambda *p: integral.integrand(x, p), *values)
-                return _flat(pull(dy), values)
-
+            gradient_at = integral.vector_jacobian(values, dy)
             dvalues = _unflat(integral.over(gradient_at, a, b, nested), values)
         return (-_dot(dy, integral.limit(a, values, nested)) if np.isfinite(_plain(a)) else None,
                 _dot(dy, integral.limit(b, values, nested)) if np.isfinite(_plain(b)) else None,
