@@ -581,6 +581,34 @@ def test_eigs_svds_are_refused_where_they_have_no_derivative():
         mutad.hessian(lambda x: np.sum(svds(general(AG + x[0]), 2, v0=VG)[1]), np.array([0.1]))
 
 
+@pytest.mark.parametrize("name", ("eigsh", "eigs", "svds", "svds of vectors"))
+@pytest.mark.parametrize("order", "CF")
+def test_eigenproblems_of_a_dense_matrix_with_traced_values(name, order):
+    """eigsh, eigs and svds of a dense matrix with traced values (SciPy takes a NumPy array)
+    were refused: each entry is a stored value, the value SciPy's on the same dense array
+    bit for bit, the derivative checked in both modes and replayed, the caller's bytes kept."""
+    m = np.random.default_rng(0).normal(size=(6, 6))
+    v0 = np.ones(6)
+    if name == "eigsh":
+        a = np.array(m + m.T + 8 * np.eye(6), order=order)
+        f = lambda a: np.sum(scipy.sparse.linalg.eigsh((a + a.T) / 2, 2, which="LA", v0=v0)[0])
+    elif name == "eigs":
+        a = np.array(m + 5 * np.eye(6), order=order)
+        f = lambda a: np.sum(scipy.sparse.linalg.eigs(a, 2, v0=v0)[0].real)
+    else:
+        a = np.array(m[:, :5], order=order)
+        f = (lambda a: np.sum(scipy.sparse.linalg.svds(a, 2, v0=v0[:5])[0][:, 0] ** 4)) \
+            if name == "svds of vectors" else \
+            (lambda a: np.sum(scipy.sparse.linalg.svds(a, 2, v0=v0[:5],
+                                                       return_singular_vectors=False)))
+    before = a.tobytes()
+    value, _ = mutad.value_and_grad(f)(a)
+    assert np.asarray(value).tobytes() == np.asarray(f(a.copy(order=order))).tobytes()
+    mutad.check_grads(f, a, modes=("rev", "fwd"), rtol=1e-5)
+    replays_as_traced(f, [(a,), (a * 1.25,)])
+    assert a.tobytes() == before
+
+
 # ----------------------------------------------------------------------------------------------
 # expm_multiply: e^A B
 

@@ -259,6 +259,11 @@ class _Layout:
         self.valid = valid
         self.rows, self.cols = np.where(valid, rows, 0), np.where(valid, cols, 0)
 
+    def stored(self, data):
+        """The sparse matrix of this pattern holding ``data``: :meth:`build`'s, also where
+        SciPy is handed a dense array (``_DenseLayout``), for mutad's own solves."""
+        return _Layout.build(self, data)
+
     def build(self, data, dropping=True):
         """SciPy's matrix of this pattern holding the plain values ``data``: copies of them
         and of the pattern's indices, which SciPy may sort in place. A zero in a ``droppable``
@@ -2729,7 +2734,7 @@ class _Eigenproblem:
         if self.key != key:
             matrix = self.layout.build(data)
             # in CSR: the DIA format of scipy.sparse.diags has no max()
-            csr = matrix.tocsr()
+            csr = self.layout.stored(data).tocsr()
             if abs(csr - csr.T).max() > 1e-12 * max(abs(csr).max(), 1e-300):
                 _refuse("scipy.sparse.linalg.eigsh of a matrix that is not symmetric", "ARPACK's "
                         "symmetric method assumes A = Aᵀ; pass a symmetric matrix.")
@@ -2741,7 +2746,7 @@ class _Eigenproblem:
                 pw, pv = SCIPY["eigsh"](matrix, self.k, **self.options)
                 v, = _matched("eigsh", w, pw, [pv], "eigenvalues")
             _distinct("eigsh", w, "eigenvalues")
-            _require_simple("eigsh", matrix, w, v)
+            _require_simple("eigsh", csr, w, v)
             self.key, self.pairs = key, (w, v)
         return self.pairs
 
@@ -2858,11 +2863,7 @@ def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "L
     if M is not None or Minv is not None:
         _refuse("scipy.sparse.linalg.eigsh of a generalized problem (M) of traced values",
                 "mutad differentiates the standard problem A v = λ v only.")
-    if not (isinstance(A, TracedSparse) or _sparse.issparse(A)):
-        _refuse("scipy.sparse.linalg.eigsh of a matrix that is not a scipy.sparse matrix "
-                "inside a differentiated function", "pass a scipy.sparse matrix, or use "
-                "scipy.linalg.eigh for a dense one.")
-    layout, data = _matrix_of(A, "eigsh")
+    layout, data = _spectral_matrix_of(A, "eigsh")
     problem = _Eigenproblem(layout, k, settings, return_eigenvectors)
     w = _eigenvalues(data, problem=problem)
     if not return_eigenvectors:
@@ -2900,8 +2901,9 @@ class _GeneralEigenproblem:
                 pw, pv = SCIPY["eigs"](matrix, self.k, **self.options)
                 v, = _matched("eigs", w, pw, [pv], "eigenvalues")
             scale = _distinct("eigs", w, "eigenvalues")
-            _require_simple("eigs", matrix, w, v)
-            left = np.stack([self._left(matrix, w[i], v[:, i], scale) for i in range(len(w))],
+            stored = self.layout.stored(data)
+            _require_simple("eigs", stored, w, v)
+            left = np.stack([self._left(stored, w[i], v[:, i], scale) for i in range(len(w))],
                             axis=1)
             self.key, self.pairs = key, (w, v, left)
         return self.pairs
@@ -2942,7 +2944,7 @@ class _GeneralEigenproblem:
         """The solution ``y`` of ``(A - λᵢ I) y = rhs`` with ``vᵢᴴ y = 0`` (``adjoint``: of
         ``(Aᵀ - conj(λᵢ) I) y = rhs``)."""
         w, v, _ = self.value(data)
-        matrix = self.layout.build(data)
+        matrix = self.layout.stored(data)
         n = matrix.shape[0]
         if adjoint:
             shifted = matrix.T.astype(complex) - np.conj(w[i]) * _sparse.eye(n)
@@ -3047,12 +3049,21 @@ def _spectral_settings(name, settings, A):
     if traced:
         _refuse(f"scipy.sparse.linalg.{name} with traced settings ({', '.join(traced)})",
                 "pass them as constants; the derivative is in A's stored values.")
-    if not (isinstance(A, TracedSparse) or _sparse.issparse(A)):
-        _refuse(f"scipy.sparse.linalg.{name} of a matrix that is not a scipy.sparse matrix "
-                "inside a differentiated function", "pass a scipy.sparse matrix, or make it "
-                "dense and use scipy.linalg's eig or svd.")
     return {n: settled(x, f"scipy.sparse.linalg.{name}'s {n} computed in the function")
             for n, x in settings.items()}
+
+
+def _spectral_matrix_of(A, name):
+    """The layout and stored values of the matrix of eigsh, eigs or svds: a sparse matrix's,
+    or a dense one's with traced values (SciPy takes one too: each entry a stored value, and
+    SciPy given the dense array in the user's memory order, ``_dense_matrix_of``)."""
+    if isinstance(A, TracedSparse) or _sparse.issparse(A):
+        return _matrix_of(A, name)
+    if innermost((A,)) is not None and isinstance(memory(A), np.ndarray):
+        return _dense_matrix_of(A, name)
+    _refuse(f"scipy.sparse.linalg.{name} of a matrix that is neither a scipy.sparse matrix nor "
+            "a NumPy array inside a differentiated function (a LinearOperator, say)",
+            "pass a scipy.sparse matrix or a dense array.")
 
 
 def _eigs(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM",
@@ -3067,7 +3078,7 @@ def _eigs(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM
     if M is not None or Minv is not None:
         _refuse("scipy.sparse.linalg.eigs of a generalized problem (M) of traced values",
                 "mutad differentiates the standard problem A v = λ v only.")
-    layout, data = _matrix_of(A, "eigs")
+    layout, data = _spectral_matrix_of(A, "eigs")
     if np.iscomplexobj(data):
         _refuse("scipy.sparse.linalg.eigs of a complex matrix of traced values",
                 "mutad differentiates eigs of real matrices; make it dense and use "
@@ -3124,7 +3135,7 @@ class _SingularProblem:
         if s[i] <= 1e-8 * scale:
             _refuse("scipy.sparse.linalg.svds: the singular vectors of a zero singular value",
                     "they are not defined; differentiate the singular values alone.")
-        matrix = SCIPY["csc_matrix"](self.layout.build(data))
+        matrix = SCIPY["csc_matrix"](self.layout.stored(data))
         b = SCIPY["bmat"]([[None, matrix], [matrix.T, None]], format="csc")
         x = np.concatenate([u[:, i], vh[i]]) / np.sqrt(2.0)
         return _bordered_solve("svds", (b - s[i] * _sparse.eye(m + n)).tocsc(), x, rhs, values)
@@ -3233,7 +3244,7 @@ def _svds(A: Any, k: int = 6, ncv: int | None = None, tol: float = 0, which: str
     if return_singular_vectors not in (True, False):
         _refuse(f"scipy.sparse.linalg.svds(return_singular_vectors={return_singular_vectors!r})"
                 " of traced values", "pass True or False.")
-    layout, data = _matrix_of(A, "svds")
+    layout, data = _spectral_matrix_of(A, "svds")
     if np.iscomplexobj(data):
         _refuse("scipy.sparse.linalg.svds of a complex matrix of traced values",
                 "make it dense and use scipy.linalg.svd.")
