@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.spatial.distance as distance
 from scipy.spatial.distance import cdist, pdist, squareform
+from scipy.spatial.transform import Rotation
 
 import mutad
 from mutad.errors import UnsupportedOperationError
@@ -389,3 +390,69 @@ def test_kdtree_second_order_and_traced_bound():
     bound = np.array(0.3)
     value, (_, g_bound) = mutad.value_and_grad(bounded, argnums=(0, 1))(TREE_POINTS, bound)
     assert value == bounded(TREE_POINTS, 0.3) and g_bound == 0.0
+
+
+# scipy.spatial.transform.Rotation of traced values: SciPy's values bit for bit, the derivatives
+# of SciPy's Array API backend's steps
+
+ROTVEC = np.array([0.3, -0.2, 0.5])
+ROTVECS = np.array([[0.3, -0.2, 0.5], [1.0, 0.4, -0.7]])
+VECTORS = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 0.2]])
+ROTATIONS = {
+    "from_rotvec as_matrix": (lambda v: Rotation.from_rotvec(v).as_matrix(), ROTVEC),
+    "degrees": (lambda v: Rotation.from_rotvec(v, True).as_matrix(), 30 * ROTVEC),
+    "apply": (lambda v: Rotation.from_rotvec(v).apply(VECTORS), ROTVEC),
+    "apply inverse to one vector": (
+        lambda v: Rotation.from_rotvec(v).apply(VECTORS[0], inverse=True), ROTVEC),
+    "a stack applied": (lambda v: Rotation.from_rotvec(v).apply(VECTORS), ROTVECS),
+    "a constant rotation applied to traced vectors": (
+        lambda p: Rotation.from_rotvec(ROTVEC).apply(p), VECTORS),
+    "inv and composition": (
+        lambda v: (Rotation.from_rotvec(v[0]) * Rotation.from_rotvec(v[1]).inv()).as_quat(),
+        ROTVECS),
+    "magnitude": (lambda v: Rotation.from_rotvec(v).magnitude(), ROTVECS),
+    "from_euler intrinsic": (lambda a: Rotation.from_euler("ZYX", a).as_rotvec(), ROTVEC),
+    "from_euler extrinsic degrees": (
+        lambda a: Rotation.from_euler("xz", a, degrees=True).as_matrix(), 40 * ROTVECS[:, :2]),
+    "from_quat": (lambda q: Rotation.from_quat(q).as_matrix(), np.array([0.1, 0.2, 0.3, 0.9])),
+    "Rotation(quat) scalar first": (
+        lambda q: Rotation(q, scalar_first=True).apply(VECTORS), np.array([0.9, 0.1, 0.2, 0.3])),
+    "from_matrix as_mrp": (
+        lambda v: Rotation.from_matrix(Rotation.from_rotvec(v).as_matrix()).as_mrp(), ROTVEC),
+    "from_mrp": (lambda m: Rotation.from_mrp(m).as_rotvec(), 0.5 * ROTVEC),
+    "from_matrix of a matrix that is not orthogonal": (
+        lambda m: Rotation.from_matrix(m).as_quat(),
+        np.array([[0.9, -0.3, 0.1], [0.35, 1.1, 0.2], [-0.1, 0.15, 0.95]])),
+    "indexed": (lambda v: Rotation.from_rotvec(v)[1].apply(VECTORS), ROTVECS),
+    "approx_equal": (lambda v: Rotation.from_rotvec(v).as_rotvec() * Rotation.from_rotvec(
+        v).approx_equal(Rotation.from_rotvec(ROTVECS[0]), atol=0.01)[:, None], ROTVECS),
+}
+
+
+@pytest.mark.parametrize("name", ROTATIONS)
+def test_rotations_of_traced_values(name):
+    """Rotation.from_rotvec(v).as_matrix(), .apply(x), ... of traced values (a stop: SciPy's
+    code converted them): SciPy's values bit for bit, gradients by finite differences in both
+    modes, the caller's arrays unchanged, replayed on other values as traced."""
+    f, x = ROTATIONS[name]
+    value, _ = mutad.value_and_gradient(lambda x: np.sum(f(x)), x.copy())
+    assert value == np.sum(f(x))
+    y, _ = mutad.jvp(f, (x.copy(),), (np.ones_like(x),))
+    assert np.asarray(y).tobytes() == np.asarray(f(x)).tobytes()
+    for policy in POLICIES:
+        mutad.check_grads(f, x.copy(), policy=policy, modes=("rev", "fwd"))
+    replays_as_traced(lambda x: np.sum(f(x) * np.cos(f(x))), [(x,), (0.7 * x,), (x + 0.1,)])
+
+
+def test_rotation_second_order():
+    mutad.check_grads(lambda v: Rotation.from_rotvec(v).apply(VECTORS), ROTVEC.copy(), order=2)
+
+
+def test_rotation_refusals():
+    """What mutad does not follow is named (as_euler, whose angles at gimbal lock are a
+    choice)."""
+    with pytest.raises(UnsupportedOperationError, match="not as_euler"):
+        mutad.gradient(lambda v: np.sum(Rotation.from_rotvec(v).as_euler("xyz")), ROTVEC.copy())
+    # constant rotations stay SciPy's
+    assert mutad.gradient(lambda s: s * np.sum(Rotation.from_rotvec(ROTVEC).as_euler("xyz")),
+                          2.0) == (np.sum(Rotation.from_rotvec(ROTVEC).as_euler("xyz")),)
