@@ -5,6 +5,7 @@ policies and in forward mode, the caller's arrays, zero distances, refusals and 
 
 import numpy as np
 import pytest
+import scipy.spatial
 import scipy.spatial.distance as distance
 from scipy.spatial.distance import cdist, pdist, squareform
 from scipy.spatial.transform import Rotation
@@ -456,3 +457,62 @@ def test_rotation_refusals():
     # constant rotations stay SciPy's
     assert mutad.gradient(lambda s: s * np.sum(Rotation.from_rotvec(ROTVEC).as_euler("xyz")),
                           2.0) == (np.sum(Rotation.from_rotvec(ROTVEC).as_euler("xyz")),)
+
+
+# scipy.spatial.ConvexHull of traced points: SciPy's facets, the volume and area differentiated
+
+
+@pytest.mark.parametrize("dimension", [2, 3, 4])
+@pytest.mark.parametrize("measure", ["volume", "area"])
+def test_convex_hull_volume_and_area(dimension, measure):
+    """ConvexHull(points).volume and .area of traced points (a stop: SciPy's code converted
+    them): SciPy's values bit for bit, the derivatives of the same sums over SciPy's facets
+    (0 for the points inside), both modes, both policies; the caller's points unchanged."""
+    rng = np.random.default_rng(dimension)
+    shell = rng.standard_normal((2 * dimension + 2, dimension))  # few facets, far from flat
+    shell *= (1.0 + 0.2 * rng.random((len(shell), 1))) / np.linalg.norm(shell, axis=1)[:, None]
+    points = np.concatenate([shell, 0.1 * rng.standard_normal((4, dimension))])
+    n = len(points)
+
+    def f(p):
+        return getattr(scipy.spatial.ConvexHull(p), measure)
+
+    value, (gradient,) = mutad.value_and_gradient(f, points.copy())
+    assert value == f(points)
+    inside = np.setdiff1d(np.arange(n), scipy.spatial.ConvexHull(points).vertices)
+    assert inside.size and not gradient[inside].any()
+    for policy in POLICIES:
+        mutad.check_grads(f, points.copy(), policy=policy, modes=("rev", "fwd"))
+
+
+def test_convex_hull_replay_asks_qhull_again():
+    """A replay takes the facets of the replayed points: the calls' hulls differ."""
+    rng = np.random.default_rng(5)
+    calls = [(rng.random((10, 2)),) for _ in range(4)]
+
+    def f(p):
+        hull = scipy.spatial.ConvexHull(p)
+        return hull.volume * hull.area + np.sum(p[hull.vertices] ** 2)
+
+    replays_as_traced(f, calls)
+    assert len({scipy.spatial.ConvexHull(p).vertices.size for (p,) in calls}) > 1
+
+
+def test_convex_hull_of_traced_points_is_scipys_in_what_it_gives():
+    points = np.random.default_rng(1).random((9, 3))
+
+    def f(p):
+        hull = scipy.spatial.ConvexHull(p)
+        expected = scipy.spatial.ConvexHull(points)
+        assert isinstance(hull, scipy.spatial.ConvexHull)
+        for name in ("simplices", "vertices", "neighbors", "coplanar"):
+            assert np.array_equal(getattr(hull, name), getattr(expected, name))
+        assert hull.good is expected.good is None  # (without qhull_options="QG...")
+        assert (hull.npoints, hull.ndim, hull.nsimplex) == (9, 3, expected.nsimplex)
+        return hull.volume
+
+    mutad.gradient(f, points.copy())
+    for g, match in ((lambda p: scipy.spatial.ConvexHull(p).equations, "equations"),
+                     (lambda p: scipy.spatial.ConvexHull(p, incremental=True), "incremental")):
+        with pytest.raises(UnsupportedOperationError, match=match):
+            mutad.gradient(lambda p: np.sum(g(p)), points.copy())

@@ -1,7 +1,7 @@
 """``scipy.spatial.distance``'s ``pdist``, ``cdist`` and ``squareform`` of traced points,
 ``scipy.spatial``'s ``KDTree`` and ``cKDTree`` of traced points or queried at traced points, by
-SciPy's names too, and ``scipy.spatial.transform.Rotation`` of traced values (see its section
-below).
+SciPy's names too, and ``ConvexHull``'s volume and area and ``scipy.spatial.transform.Rotation``
+of traced values (see their sections below).
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import spatial
@@ -59,6 +59,8 @@ of traced points, raise ``UnsupportedOperationError``.
 The tree holds the points it was built of, as ``copy_data=True`` does: SciPy warns that
 writing into points a tree shares gives bogus results.
 """
+
+import math
 
 import numpy as np
 import scipy.spatial as _spatial_module
@@ -318,10 +320,10 @@ def _carries(value):
 
 
 class _PlainTree:
-    """SciPy's tree (``cls``, built with ``options``) of the plain points a call brings: built
-    again when a call (a replay's, on other points) brings other points than the last, so that
-    the neighbours are always those of the points at hand. ``tree``: SciPy's own tree of
-    constant points, held as it is."""
+    """SciPy's tree (``cls``, built with ``options``; a convex hull too) of the plain points a
+    call brings: built again when a call (a replay's, on other points) brings other points than
+    the last, so that the neighbours (facets) are always those of the points at hand. ``tree``:
+    SciPy's own tree of constant points, held as it is."""
 
     def __init__(self, cls, options, tree=None):
         self.cls, self.options, self.tree, self.key = cls, options, tree, None
@@ -543,15 +545,15 @@ class _TracedTree:
 CARRIERS.add(_TracedTree)  # (SciPy's tree methods given one: their rules, or a refusal)
 
 
-class _TreeClass(type):
-    """The type of the stand-in for SciPy's tree class: calling it builds (SciPy's tree of
-    plain points, mutad's of traced ones); otherwise it is SciPy's class."""
+class _StandInClass(type):
+    """The type of the stand-in for a SciPy class of points (a tree, a hull): calling it builds
+    (SciPy's object of plain points, mutad's of traced ones); otherwise it is SciPy's class."""
 
     def __call__(cls, *args, **kwargs):
         return cls.construct(*args, **kwargs)
 
     def __instancecheck__(cls, instance):
-        if isinstance(instance, _TracedTree):
+        if isinstance(instance, (_TracedTree, _TracedHull)):
             return issubclass(instance._cls, cls.scipy)
         return isinstance(instance, cls.scipy)
 
@@ -578,7 +580,12 @@ def _tree_class(scipy_cls):
             raise ValueError("data must be 2 dimensions")
         return _TracedTree(scipy_cls, np.copy(data), options)
 
-    stand_in = _TreeClass(scipy_cls.__name__, (), {
+    return _class_stand_in(scipy_cls, construct)
+
+
+def _class_stand_in(scipy_cls, construct):
+    """The stand-in for ``scipy_cls`` (routed), whose calls ``construct`` builds."""
+    stand_in = _StandInClass(scipy_cls.__name__, (), {
         "construct": staticmethod(construct), "scipy": scipy_cls, "__module__": __name__,
         "__qualname__": scipy_cls.__qualname__,
         "__doc__": f"``scipy.spatial.{scipy_cls.__name__}``, of traced points too (see the "
@@ -620,6 +627,95 @@ defmethod(_SCIPY_KDTREE, "query", _constant_query)
 defmethod(_SCIPY_KDTREE, "sparse_distance_matrix", _constant_sparse)
 defmethod(_SCIPY_KDTREE, "query_ball_point", _constant_ball_point)
 defmethod(_SCIPY_KDTREE, "query_pairs", _constant_pairs)
+
+
+# ----------------------------------------------------------------------------------------------
+# Convex hulls: SciPy's hull of the plain points decides the facets (piecewise constant in the
+# points); its volume and area are SciPy's values with the derivatives of the same sums over
+# those facets, computed from the traced points: each facet's cone from a point inside the
+# hull (the mean of its vertices), |det(P_f - c)| / d!, and each facet's (d-1)-volume,
+# sqrt(det(E Eᵀ)) / (d-1)!, E the facet's edges from its first vertex.
+
+_HULL_INDICES = ("simplices", "vertices", "neighbors", "coplanar", "good")
+
+
+def _hull_answer(holder, data, what):
+    hull = holder.of(data)
+    value = getattr(hull, what)
+    return np.asarray(value, dtype=np.float64 if what in ("volume", "area") else np.intp) \
+        if value is not None else None
+
+
+_hull_asked = Value(_hull_answer, "scipy.spatial.ConvexHull")
+
+
+class _TracedHull:
+    """``ConvexHull`` of traced points: SciPy's hull of the plain points decides the facets;
+    ``volume`` and ``area`` follow the points (see the section)."""
+
+    def __init__(self, data, options):
+        # (SciPy's class held as an attribute: the allocation mode swaps routed classes in
+        # modules' names)
+        self._cls, self.points = ConvexHull.scipy, data
+        self._holder = _PlainTree(ConvexHull.scipy, options)
+        _hull_asked(self._holder, data, "vertices")  # SciPy's checks of the points
+        self.npoints, self.ndim = np.shape(data)
+
+    def __getattr__(self, name):
+        if name in _HULL_INDICES:
+            return _hull_asked(self._holder, self.points, name)
+        if name in ("nsimplex", "max_bound", "min_bound"):
+            if name == "nsimplex":
+                return np.shape(self.simplices)[0]
+            return (np.max if name == "max_bound" else np.min)(self.points, axis=0)
+        return refused_attribute(
+            name, f"scipy.spatial.ConvexHull(...).{name}: this hull was built of differentiated "
+            "points, and mutad follows its points, volume, area, simplices, vertices, "
+            "neighbors, coplanar, good, npoints, ndim, nsimplex, max_bound and min_bound. "
+            "Compute facet normals from points[simplices] with NumPy's functions, or build it "
+            "of plain points (mutad.stop_gradient).")
+
+    @property
+    def volume(self):
+        corners = self.points[self.simplices]  # (facets, d, d)
+        inside = np.mean(self.points[self.vertices], axis=0)
+        cones = np.abs(np.linalg.det(corners - inside)) / math.factorial(self.ndim)
+        return scipys_value(_hull_asked(self._holder, self.points, "volume"), np.sum(cones))
+
+    @property
+    def area(self):
+        corners = self.points[self.simplices]
+        edges = corners[:, 1:] - corners[:, :1]  # (facets, d - 1, d)
+        gram = edges @ np.swapaxes(edges, -1, -2)
+        facets = np.sqrt(np.linalg.det(gram)) / math.factorial(self.ndim - 1)
+        return scipys_value(_hull_asked(self._holder, self.points, "area"), np.sum(facets))
+
+    def add_points(self, *args, **kwargs):
+        raise UnsupportedOperationError(
+            "scipy.spatial.ConvexHull(..., incremental=True).add_points of differentiated "
+            "points: mutad follows a hull built at once. Build a new hull of all the points.")
+
+    close = add_points
+
+
+CARRIERS.add(_TracedHull)
+
+
+def _construct_hull(points, incremental=False, qhull_options=None):
+    if not _carries(points):
+        return ConvexHull.scipy(points, incremental, qhull_options)
+    _setting(qhull_options, "qhull_options")
+    points = _array(points)
+    if np.ndim(points) != 2:
+        raise ValueError("Input points array must have 2 dimensions.")
+    if incremental:
+        raise UnsupportedOperationError(
+            "scipy.spatial.ConvexHull(..., incremental=True) of differentiated points: mutad "
+            "follows a hull built at once. Build it of all the points, without incremental.")
+    return _TracedHull(np.copy(points), {"qhull_options": qhull_options})
+
+
+ConvexHull = _class_stand_in(_spatial_module.ConvexHull, _construct_hull)
 
 
 # ----------------------------------------------------------------------------------------------
