@@ -279,8 +279,40 @@ def test_regular_grid_built_outside():
                           policy=policy, order=2, rtol=1e-4, atol=1e-5)
 
 
+Y2 = np.stack([Y, Y ** 2, np.cos(X)])
+KNOTS_FORMS = {
+    "linear": lambda x: interp1d(x, Y)(QUERIES),
+    "unsorted": lambda x: interp1d(x[::-1], Y[::-1])(QUERIES),
+    "slinear": lambda x: interp1d(x, Y, kind="slinear")(QUERIES),
+    "data of two axes": lambda x: interp1d(x, Y2)(np.reshape(QUERIES[:4], (2, 2))),
+    "along axis 0": lambda x: interp1d(x, Y2.T, axis=0)(np.reshape(QUERIES[:4], (2, 2))),
+    "filled outside": lambda x: np.nan_to_num(interp1d(x, Y, bounds_error=False)(OUTSIDE)),
+    "extrapolated": lambda x: interp1d(x, Y, fill_value="extrapolate")(OUTSIDE),
+    "knots, data and queries": lambda x: interp1d(x, np.sin(x))(x[1:] - 0.1),
+    "one query": lambda x: interp1d(x, Y)(0.7),
+}
+
+
+@pytest.mark.parametrize("form", KNOTS_FORMS)
+def test_interp1d_in_its_knots(form):
+    """interp1d(x, y) of traced knots x (a stop: refused), kind 'linear' or 'slinear': SciPy's
+    values bit for bit, the derivatives of its formula in the knots (and the data and
+    queries), both modes, both policies, second order, replayed as traced on other knots."""
+    f = KNOTS_FORMS[form]
+    x = X.copy()
+    y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert np.asarray(y).tobytes() == np.asarray(f(X)).tobytes()
+    for policy in POLICIES:
+        mutad.check_grads(f, x, policy=policy, modes=("rev", "fwd"), order=2)
+    assert x.tobytes() == X.tobytes()
+    moved = X.copy()
+    moved[1] = 0.8  # the query 0.7 in another interval
+    replays_as_traced(lambda x: np.sum(f(x) ** 2), [(X,), (X * 1.05 - 0.02,), (moved,)])
+
+
 REFUSED = {
     "traced knots": lambda y: CubicSpline(y, X)(QUERIES),
+    "interp1d traced knots of a cubic": lambda y: interp1d(y, X, kind="cubic")(QUERIES),
     "traced boundary value": lambda y: CubicSpline(X, X, bc_type=((1, y[0]), (2, 0.0)))(QUERIES),
     "traced grid": lambda y: RegularGridInterpolator((y[:5], GRID[1]), VALUES)(POINTS),
     "pchip grid": lambda y: RegularGridInterpolator(GRID, VALUES * y[0], method="pchip")(POINTS),

@@ -57,8 +57,12 @@ values that of the exactly solved spline (mutad solves directly), which SciPy's 
 to the solver's tolerance; pass ``solver=scipy.sparse.linalg.spsolve`` for values linear in the
 data up to rounding.
 
-Refused, with an error that says what to do: traced knots ``x`` and grids (interpolate in a
-variable made from them instead), traced boundary values in ``bc_type`` and a traced
+Traced knots ``x`` of ``interp1d(kind='linear')`` (or ``'slinear'``): SciPy's values, with the
+derivatives of its formula in the knots, the data and the queries (the order of the knots and
+each query's interval decided on the plain values).
+
+Refused, with an error that says what to do: other traced knots ``x`` and grids (interpolate in
+a variable made from them instead), traced boundary values in ``bc_type`` and a traced
 ``fill_value``, ``method='pchip'`` of ``RegularGridInterpolator`` with traced values or points,
 and attributes of a traced interpolant other than calling it, ``derivative`` and its knots
 ``x`` (``c``, ``roots``: build it from plain data for those). ``antiderivative`` and
@@ -890,10 +894,10 @@ class _TracedGridInterpolant:
 # The constructors, by SciPy's names (registry.defroute)
 
 
-def _knots(name, x):
+def _knots(name, x, followed=""):
     _refuse_traced(name, "the knots x", x,
-                   "Interpolate in a variable the differentiated arguments do not change (map "
-                   "the queries onto it), or give the spline a rule of your own.")
+                   f"{followed}Interpolate in a variable the differentiated arguments do not "
+                   "change (map the queries onto it), or give the spline a rule of your own.")
     return _plain_copy(x)
 
 
@@ -998,8 +1002,10 @@ def interp1d(x: Any, y: Any, kind: Any = "linear", axis: int = -1, copy: bool = 
     if not _traced((x, y, fill_value)):
         return _interpolate.interp1d(x, y, kind, axis, copy, bounds_error, fill_value,
                                      assume_sorted)
-    x = _knots("interp1d", x)
     _refuse_traced("interp1d", "fill_value", fill_value, "Pass it as a constant.")
+    if _traced(x) and kind in ("linear", "slinear"):
+        return _LinearInKnots(x, y, kind, axis, bounds_error, fill_value, assume_sorted)
+    x = _knots("interp1d", x, f"(It does with kind='linear' and 'slinear', not {kind!r}.) ")
     spec = _Interp1d(x, kind, axis, copy, bounds_error, fill_value, assume_sorted)
     spec.value((np.zeros(np.shape(y)),), x[:1], 0)
     # copy=False of sorted data: SciPy reads y itself when called, but for its spline kinds
@@ -1007,6 +1013,69 @@ def interp1d(x: Any, y: Any, kind: Any = "linear", axis: int = -1, copy: bool = 
                                                          "previous", "next")
     return _TracedInterpolant("interp1d", spec, (_held(y, None) if referenced else np.copy(y),),
                               x=x)
+
+
+class _LinearInKnots:
+    """``interp1d(x, y)`` (``kind='linear'`` or ``'slinear'``) of traced knots ``x``: SciPy's
+    values (its own interpolant of the plain data, at each call), with the derivatives of its
+    formula y_lo + (q - x_lo) (y_hi - y_lo) / (x_hi - x_lo) in the knots, the data and the
+    queries; the order of the knots, each query's interval and whether it lies outside are
+    decisions taken on the plain values (asked again in a replay). Outside the data, SciPy's
+    constant fill has no derivative."""
+
+    def __init__(self, x, y, kind, axis, bounds_error, fill_value, assume_sorted):
+        self.x, self.y = np.copy(x), np.copy(y)
+        self._settings = (kind, axis, bounds_error, fill_value, assume_sorted)
+        self.axis = axis % max(np.ndim(y), 1)
+        _linear_in_knots_value(self.x, self.y, self.x[:1], self._settings)  # SciPy's checks
+
+    def __call__(self, q):
+        value = _linear_in_knots_value(self.x, self.y, q, self._settings)
+        order, upper, outside = _linear_in_knots_decisions(self.x, q, self._settings)
+        x = self.x[order]
+        y = np.moveaxis(np.take(self.y, order, axis=self.axis), self.axis, 0)
+        flat = np.ravel(q)
+        x_lo, x_hi = x[upper - 1], x[upper]
+        y_lo, y_hi = y[upper - 1], y[upper]
+        rest = (slice(None),) + (None,) * (np.ndim(y) - 1)
+        composition = (y_hi - y_lo) / (x_hi - x_lo)[rest] * (flat - x_lo)[rest] + y_lo
+        if outside.any():  # (SciPy's fill: a constant)
+            composition = np.where(outside[rest], 0.0, composition)
+        composition = np.reshape(composition, np.shape(q) + np.shape(y)[1:])
+        composition = np.moveaxis(composition, list(range(np.ndim(q))),
+                                  list(range(self.axis, self.axis + np.ndim(q))))
+        return scipys_value(value, composition)
+
+    def __getattr__(self, name):
+        return refused_attribute(
+            name, f"scipy.interpolate.interp1d(...).{name}: this interpolant was built from "
+            "traced knots, and mutad differentiates its values (calling it) only. Build it "
+            "from plain data to use other attributes.")
+
+
+def _interp1d_of(x, y, settings):
+    kind, axis, bounds_error, fill_value, assume_sorted = settings
+    return _interpolate.interp1d(x, y, kind, axis, True, bounds_error, fill_value,
+                                 assume_sorted)
+
+
+_linear_in_knots_value = Value(lambda x, y, q, settings: _interp1d_of(x, y, settings)(q),
+                               "scipy.interpolate.interp1d")
+
+
+def _decisions(x, q, settings):
+    """SciPy's order of the knots (``mergesort``), each query's upper knot (clipped to
+    1 ... n - 1) and whether it lies outside the knots where SciPy fills."""
+    kind, axis, bounds_error, fill_value, assume_sorted = settings
+    order = np.arange(len(x)) if assume_sorted else np.argsort(x, kind="mergesort")
+    x = x[order]
+    flat = np.ravel(np.asarray(q, dtype=float))
+    upper = np.clip(np.searchsorted(x, flat), 1, len(x) - 1).astype(np.intp)
+    outside = ((flat < x[0]) | (flat > x[-1])) & (not _extrapolates(fill_value))
+    return order, upper, outside
+
+
+_linear_in_knots_decisions = Value(_decisions, "scipy.interpolate.interp1d's intervals")
 
 
 def _made(name, cls, slopes, x, y, axis, extrapolate, settings):
