@@ -586,10 +586,52 @@ def test_scattered_data_interpolation(name):
                       argnums=argnums)
 
 
+SCATTERED_POINTS_CASES = {
+    "griddata": lambda p, v, q: scipy.interpolate.griddata(p, v, q),
+    "griddata-fill-rescale": lambda p, v, q: scipy.interpolate.griddata(
+        p * [3.0, 0.5], v, q * [3.0, 0.5], fill_value=-1.0, rescale=True),
+    "griddata-vector-values": lambda p, v, q: scipy.interpolate.griddata(
+        p, np.stack([v, v * v], axis=1), q, fill_value=0.0),
+    "griddata-1d": lambda p, v, q: scipy.interpolate.griddata(
+        p[:, 0] + p[:, 1] * 0.13, v, q[:, 0], fill_value=0.0),
+    "griddata-3d": lambda p, v, q: scipy.interpolate.griddata(
+        np.concatenate([p, np.sin(3.0 * p[:, :1] + p[:, 1:])], axis=1), v,
+        np.concatenate([q, q[:, :1] * 0.2 + 0.3], axis=1), fill_value=0.0),
+    "LinearNDInterpolator": lambda p, v, q: scipy.interpolate.LinearNDInterpolator(
+        p, v, fill_value=0.0)(q),
+}
+
+
+@pytest.mark.parametrize("name", SCATTERED_POINTS_CASES)
+def test_linear_scattered_interpolation_in_its_data_points(name):
+    """griddata(method='linear') and LinearNDInterpolator of traced data points (a stop:
+    refused): SciPy's values bit for bit, the triangulation and each query's simplex decided
+    on the plain points, the barycentric weights following the points; both modes, policies,
+    second order; replayed on moved points (traced again where the simplices differ)."""
+    call = SCATTERED_POINTS_CASES[name]
+    args = (SCATTERED.copy(), SCATTERED_VALUES.copy(), INSIDE.copy())
+    y, _ = mutad.jvp(call, args, tuple(np.ones_like(a) for a in args))
+    assert np.asarray(y).tobytes() == np.asarray(call(*args)).tobytes()
+
+    def f(p, v, q):
+        out = call(p, v, q)
+        out = np.where(np.isnan(out), 0.0, out)
+        return (np.sin(out) * np.arange(1.0, np.size(out) + 1).reshape(np.shape(out))).sum()
+
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, *args, policy=policy)
+    mutad.check_jvp(f, *args)
+    mutad.check_grads(f, *args, order=2)
+    moved = SCATTERED.copy()
+    moved[4] = [0.6, 0.55]  # another triangulation
+    replays_as_traced(f, [(p, SCATTERED_VALUES, INSIDE) for p in (SCATTERED, SCATTERED * 1.05,
+                                                                    moved)], argnums=(0, 1, 2))
+
+
 def test_scattered_data_refusals():
     with pytest.raises(UnsupportedOperationError, match="data points"):
-        mutad.gradient(lambda p: scipy.interpolate.griddata(p, SCATTERED_VALUES, INSIDE).sum(),
-                       SCATTERED)
+        mutad.gradient(lambda p: scipy.interpolate.griddata(p, SCATTERED_VALUES, INSIDE,
+                                                            "nearest").sum(), SCATTERED)
     with pytest.raises(UnsupportedOperationError, match="cubic"):
         mutad.gradient(lambda v: scipy.interpolate.griddata(SCATTERED, v, INSIDE, "cubic")
                        .sum(), SCATTERED_VALUES)

@@ -78,12 +78,15 @@ Every rule computes with this module's evaluations and NumPy, so a derivative is
 again (``mutad.hvp``, a gradient of a gradient) and forward mode works as reverse mode does.
 
 Scattered data (``griddata``, ``LinearNDInterpolator``, ``NearestNDInterpolator``,
-``RBFInterpolator``) at constant data points: the values are SciPy's own interpolant's (of
-the plain values). Linear interpolation is differentiated in the values and the queries as
+``RBFInterpolator``): the values are SciPy's own interpolant's (of the plain values and
+points). Linear interpolation is differentiated in the values and the queries as
 Σ_k b_k(x) values[vertex_k], the barycentric weights b of the simplex of SciPy's Delaunay
 triangulation that holds each query (decided on the plain queries; 0 outside, where SciPy
-gives ``fill_value``), affine in x; the nearest neighbour passes each query's cotangent to the
-value at SciPy's nearest data point (its derivative in the queries 0). One-dimensional
+gives ``fill_value``), affine in x; of traced data points (``griddata(method='linear')``,
+``LinearNDInterpolator``) the weights solve each simplex's system in the traced points, the
+triangulation and each query's simplex decided on the plain points. The nearest neighbour
+passes each query's cotangent to the value at SciPy's nearest data point (its derivative in
+the queries 0). One-dimensional
 ``griddata`` is SciPy's ``interp1d`` of the sorted points (above). ``RBFInterpolator`` (and
 SciPy's own at differentiated queries) is differentiated in its values ``d``, its data points
 ``y`` and the queries through SciPy's vectorized steps written with functions mutad
@@ -92,7 +95,8 @@ monomials solved, its coefficients applied at the queries (the kernels smooth in
 r², the others with the derivative 0 at a query on a data point). With ``neighbors`` its local
 systems are differentiated in ``d`` alone, as ``W d``, ``W`` the values of the interpolants of
 the identity columns, a block of columns at a time (both modes and every order through the
-transposed pair). Refused: differentiated data points of the triangulations (they would move),
+transposed pair). Refused: differentiated data points of the nearest neighbour and
+Clough-Tocher interpolants,
 a differentiated ``fill_value``, ``smoothing`` or ``epsilon``, differentiated queries or data
 points of ``RBFInterpolator`` with ``neighbors``, ``CloughTocher2DInterpolator`` at
 differentiated queries, and ``griddata(method='cubic')`` in two dimensions (SciPy estimates
@@ -1753,13 +1757,22 @@ def splev(x: Any, tck: Any, der: int = 0, ext: int = 0) -> Any:
 # W d, W the values of the interpolants of the identity columns.
 
 
-def _scattered_points(name, points):
+def _scattered_points(name, points, followed=False):
+    """The data points as SciPy takes them, (n, ndim), a plain copy; where ``followed`` (a
+    triangulation's, whose simplices are decided on the plain points and whose barycentric
+    weights follow the points), the traced points too: ``(plain, traced or None)``."""
+    if followed and _traced(points):
+        traced = _queries(points, np.shape(points)[-1]) if not isinstance(points, tuple) \
+            else _queries(points, len(points))
+        traced = traced if np.ndim(traced) == 2 else np.reshape(traced, (-1, 1))
+        return _plain_copy(_plain(traced)), traced
     _refuse_traced(name, "the data points", points,
                    "Their triangulation (or kernel matrix) would move with them; interpolate "
                    "differentiated values at constant points, or write the interpolation with "
                    "NumPy.")
     points = _interpnd._ndim_coords_from_arrays(points)
-    return _plain_copy(points if np.ndim(points) == 2 else np.reshape(points, (-1, 1)))
+    points = _plain_copy(points if np.ndim(points) == 2 else np.reshape(points, (-1, 1)))
+    return (points, None) if followed else points
 
 
 def _queries(xi, ndim):
@@ -1785,10 +1798,13 @@ _scipy_call = Value(lambda interpolant, xi, options: interpolant(xi, **options),
                     "scipy.interpolate scattered interpolant")
 
 
-def _linear_at(interpolant, values, xi):
+def _linear_at(interpolant, values, xi, points=None):
     """``interpolant`` (SciPy's ``LinearNDInterpolator`` of the plain ``values``) at the queries
     ``xi`` (..., ndim): SciPy's values, differentiated in ``values`` and ``xi`` through the
-    barycentric interpolation in the simplex SciPy's triangulation puts each query in."""
+    barycentric interpolation in the simplex SciPy's triangulation puts each query in, and in
+    the data ``points`` where they are traced: the weights then solve the simplex's system
+    in the points' own coordinates (barycentric weights are those of any affine image, so
+    SciPy's ``rescale`` changes nothing of them)."""
     value = _scipy_call(interpolant, xi, {})
     ndim = np.shape(interpolant.points)[1]
     batch = np.shape(xi)[:-1]
@@ -1811,10 +1827,15 @@ def _linear_at(interpolant, values, xi):
                 "SciPy counts inside and mutad finds in no simplex; move the query inside.")
     inside = simplex >= 0
     where = np.maximum(simplex, 0)
-    transform = interpolant.tri.transform[where]  # (queries, ndim + 1, ndim)
-    partial = np.einsum("qij,qj->qi", transform[:, :ndim, :], scaled - transform[:, ndim, :])
-    weights = np.concatenate([partial, 1.0 - np.sum(partial, axis=1, keepdims=True)], axis=1)
     vertices = interpolant.tri.simplices[where]  # (queries, ndim + 1)
+    if points is None:
+        transform = interpolant.tri.transform[where]  # (queries, ndim + 1, ndim)
+        partial = np.einsum("qij,qj->qi", transform[:, :ndim, :], scaled - transform[:, ndim, :])
+    else:  # Σ_k b_k (v_k - v_last) = x - v_last, k < ndim
+        corners = points[vertices]  # (queries, ndim + 1, ndim)
+        edges = np.swapaxes(corners[:, :ndim] - corners[:, ndim:], 1, 2)
+        partial = np.linalg.solve(edges, (flat - corners[:, ndim])[..., None])[..., 0]
+    weights = np.concatenate([partial, 1.0 - np.sum(partial, axis=1, keepdims=True)], axis=1)
     gathered = np.take(values, vertices, axis=0)  # (queries, ndim + 1, trailing...)
     trailing = np.ndim(values) - 1
     w = np.reshape(weights, np.shape(weights) + (1,) * trailing)
@@ -1843,12 +1864,14 @@ class _TracedScattered:
     values are SciPy's (its own interpolant of the plain values), differentiated in the values
     and the queries."""
 
-    def __init__(self, name, interpolant, values):
+    def __init__(self, name, interpolant, values, points=None):
         self._name, self._interpolant, self._values = name, interpolant, values
-        self.points = interpolant.points
+        self._points = points
+        self.points = interpolant.points if points is None else points
 
     def __call__(self, *args, **query_options):
-        return _scattered_call(self._interpolant, self._values, args, query_options)
+        return _scattered_call(self._interpolant, self._values, args, query_options,
+                               self._points)
 
     def __getattr__(self, name):
         return refused_attribute(
@@ -1858,12 +1881,12 @@ class _TracedScattered:
             "values to use other attributes.")
 
 
-def _scattered_call(interpolant, values, args, query_options):
+def _scattered_call(interpolant, values, args, query_options, points=None):
     ndim = np.shape(interpolant.points)[1]
     xi = _queries(args[0] if len(args) == 1 else tuple(args), ndim)
     if isinstance(interpolant, _interpolate.NearestNDInterpolator):
-        return _nearest_at(interpolant, values, xi, query_options)
-    return _linear_at(interpolant, values, xi)
+        return _nearest_at(interpolant, values, xi, query_options)  # (0 in the points)
+    return _linear_at(interpolant, values, xi, points)
 
 
 def _plain_interpolant(cls, points, values, *settings):
@@ -1875,13 +1898,13 @@ def _plain_interpolant(cls, points, values, *settings):
 @_route(_interpolate.LinearNDInterpolator)
 def LinearNDInterpolator(points: Any, values: Any, fill_value: Any = np.nan,
                          rescale: bool = False) -> Any:
-    if not _traced(values):
+    if not _traced((points, values)):
         return _interpolate.LinearNDInterpolator(points, values, fill_value, rescale)
     _refuse_traced("LinearNDInterpolator", "fill_value", fill_value, "Pass it as a constant.")
-    points = _scattered_points("LinearNDInterpolator", points)
+    points, traced = _scattered_points("LinearNDInterpolator", points, followed=True)
     interpolant = _plain_interpolant(_interpolate.LinearNDInterpolator, points, values,
                                      fill_value, rescale)
-    return _TracedScattered("LinearNDInterpolator", interpolant, values)
+    return _TracedScattered("LinearNDInterpolator", interpolant, values, traced)
 
 
 @_route(_interpolate.NearestNDInterpolator)
@@ -2105,17 +2128,20 @@ def griddata(points: Any, values: Any, xi: Any, method: str = "linear",
     if not _traced((points, values, xi, fill_value)):
         return _interpolate.griddata(points, values, xi, method, fill_value, rescale)
     _refuse_traced("griddata", "fill_value", fill_value, "Pass it as a constant.")
-    given = _scattered_points("griddata", points)
+    given, traced = _scattered_points("griddata", points, followed=True) \
+        if method == "linear" else (_scattered_points("griddata", points), None)
     ndim = np.shape(given)[1]
     if ndim == 1 and method in ("nearest", "linear", "cubic"):
-        # SciPy's steps: interp1d of the sorted points (mutad's, of traced values or queries)
+        # SciPy's steps: interp1d of the sorted points (mutad's, of traced values or queries,
+        # and of traced points for the linear method)
         flat = given.ravel()
         if isinstance(xi, tuple):
             if len(xi) != 1:
                 raise ValueError("invalid number of dimensions in xi")
             xi, = xi
         idx = np.argsort(flat)
-        return interp1d(flat[idx], values[idx], kind=method, axis=0, bounds_error=False,
+        knots = flat[idx] if traced is None else np.ravel(traced)[idx]
+        return interp1d(knots, values[idx], kind=method, axis=0, bounds_error=False,
                         fill_value="extrapolate" if method == "nearest" else fill_value)(xi)
     if method == "nearest":
         return _scattered_call(_plain_interpolant(_interpolate.NearestNDInterpolator, given,
@@ -2123,7 +2149,7 @@ def griddata(points: Any, values: Any, xi: Any, method: str = "linear",
     if method == "linear":
         return _scattered_call(_plain_interpolant(_interpolate.LinearNDInterpolator, given,
                                                   values, fill_value, rescale), values, (xi,),
-                               {})
+                               {}, traced)
     if method == "cubic" and ndim == 2:
         raise UnsupportedOperationError(
             "scipy.interpolate.griddata(method='cubic') of differentiated values or queries: "
