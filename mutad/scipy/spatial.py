@@ -75,7 +75,7 @@ from ..core.registry import defmethod, defroute
 from ..engines.arraylike import carries_derivative
 from ._adjoints import Value, refused_attribute, scipys_value, stands_in_for
 
-__all__ = ["KDTree", "cKDTree", "cdist", "pdist", "squareform"]
+__all__ = ["ConvexHull", "KDTree", "cKDTree", "cdist", "pdist", "squareform"]
 
 # SciPy's classes, kept before a differentiation routes the module's names to the stand-ins
 _SCIPY_KDTREE = _spatial_module.KDTree
