@@ -310,8 +310,45 @@ def test_interp1d_in_its_knots(form):
     replays_as_traced(lambda x: np.sum(f(x) ** 2), [(X,), (X * 1.05 - 0.02,), (moved,)])
 
 
+SPLINE_KNOTS_FORMS = {
+    "not-a-knot": lambda x: CubicSpline(x, Y)(QUERIES),
+    "natural": lambda x: CubicSpline(x, Y, bc_type="natural")(QUERIES),
+    "clamped": lambda x: CubicSpline(x, Y, bc_type="clamped")(QUERIES),
+    "orders and values": lambda x: CubicSpline(x, Y, bc_type=((1, 0.5), (2, -1.0)))(QUERIES),
+    "first derivative": lambda x: CubicSpline(x, Y)(QUERIES, 1),
+    "derivative's derivative": lambda x: CubicSpline(x, Y).derivative()(QUERIES, 1),
+    "third derivative": lambda x: CubicSpline(x, Y)(QUERIES, 3),
+    "along axis 1": lambda x: CubicSpline(x, Y2, axis=1)(np.reshape(QUERIES, (5, 1))),
+    "extrapolated": lambda x: CubicSpline(x, Y)(OUTSIDE),
+    "NaN outside": lambda x: np.nan_to_num(CubicSpline(x, Y, extrapolate=False)(OUTSIDE)),
+    "three knots": lambda x: CubicSpline(x[:3], Y[:3])(QUERIES[:2]),
+    "two knots": lambda x: CubicSpline(x[:2], Y[:2])(QUERIES[:1]),
+    "knots, data and queries": lambda x: CubicSpline(x, np.sin(x))(x[1:] - 0.05),
+}
+
+
+@pytest.mark.parametrize("form", SPLINE_KNOTS_FORMS)
+def test_cubic_spline_in_its_knots(form):
+    """CubicSpline(x, y) of traced knots x (a stop: refused): SciPy's values bit for bit, the
+    derivatives of SciPy's steps (its tridiagonal system, the parabola of three knots, the
+    Hermite pieces) in the knots, both modes, both policies, second order, replayed as
+    traced on other knots."""
+    f = SPLINE_KNOTS_FORMS[form]
+    x = X.copy()
+    y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert np.asarray(y).tobytes() == np.asarray(f(X)).tobytes()
+    for policy in POLICIES:
+        mutad.check_grads(f, x, policy=policy, modes=("rev", "fwd"), order=2)
+    assert x.tobytes() == X.tobytes()
+    moved = X.copy()
+    moved[1] = 0.8  # the query 0.7 in another piece
+    replays_as_traced(lambda x: np.sum(f(x) ** 2), [(X,), (X * 1.05 - 0.02,), (moved,)])
+
+
 REFUSED = {
-    "traced knots": lambda y: CubicSpline(y, X)(QUERIES),
+    "traced knots, periodic": lambda y: CubicSpline(
+        np.cumsum(y), _periodic(X[:-1]), bc_type="periodic")(QUERIES),
+    "traced knots' attribute": lambda y: CubicSpline(np.cumsum(y), X).c,
     "interp1d traced knots of a cubic": lambda y: interp1d(y, X, kind="cubic")(QUERIES),
     "traced boundary value": lambda y: CubicSpline(X, X, bc_type=((1, y[0]), (2, 0.0)))(QUERIES),
     "traced grid": lambda y: RegularGridInterpolator((y[:5], GRID[1]), VALUES)(POINTS),

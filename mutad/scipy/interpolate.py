@@ -57,9 +57,10 @@ values that of the exactly solved spline (mutad solves directly), which SciPy's 
 to the solver's tolerance; pass ``solver=scipy.sparse.linalg.spsolve`` for values linear in the
 data up to rounding.
 
-Traced knots ``x`` of ``interp1d(kind='linear')`` (or ``'slinear'``): SciPy's values, with the
-derivatives of its formula in the knots, the data and the queries (the order of the knots and
-each query's interval decided on the plain values).
+Traced knots ``x`` of ``interp1d(kind='linear')`` (or ``'slinear'``) and of ``CubicSpline``
+(not periodic): SciPy's values, with the derivatives of SciPy's steps in the knots, the data
+and the queries (interp1d's formula; the spline's tridiagonal system and Hermite pieces), the
+order of the knots and each query's interval decided on the plain values.
 
 Refused, with an error that says what to do: other traced knots ``x`` and grids (interpolate in
 a variable made from them instead), traced boundary values in ``bc_type`` and a traced
@@ -125,6 +126,7 @@ from ..core.levels import Tracer
 from ..core.views import memory
 from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..api import stop_gradient
+from ..linalg.structured import solve_banded as _solve_banded
 from ..rules._helpers import unbroadcast
 from ._adjoints import ScipyAdjoint, Value, refused_attribute, scipys_value
 
@@ -956,6 +958,8 @@ def CubicSpline(x: Any, y: Any, axis: int = 0, bc_type: Any = "not-a-knot",
                 extrapolate: Any = None) -> Any:
     if not _traced((x, y, bc_type)):
         return _interpolate.CubicSpline(x, y, axis, bc_type, extrapolate)
+    if _traced(x):
+        return _SplineInKnots(x, y, axis, _boundary("CubicSpline", bc_type), extrapolate)
     x = _knots("CubicSpline", x)
     spec = _CubicSpline(x, axis, _boundary("CubicSpline", bc_type), extrapolate)
     spec.value((np.zeros(np.shape(y)),), x[:1], 0)  # SciPy's checks of the arguments' shapes
@@ -1080,6 +1084,148 @@ def _decisions(x, q, settings):
 
 
 _linear_in_knots_decisions = Value(_decisions, "scipy.interpolate.interp1d's intervals")
+
+
+class _SplineInKnots:
+    """``CubicSpline(x, y)`` of traced knots ``x``: SciPy's values (its own spline of the plain
+    data, at each call), with the derivatives of SciPy's steps on the traced arrays: the
+    slopes at the knots from its tridiagonal system (scipy.linalg.solve_banded, differentiated;
+    the parabola of three points), the Hermite coefficients, each query's piece evaluated.
+    Each query's piece, and whether it lies outside where SciPy gives NaN, are decisions
+    taken on the plain values (asked again in a replay). ``bc_type``'s boundary values are
+    constants; periodic conditions are refused."""
+
+    def __init__(self, x, y, axis, bc_type, extrapolate, nu=0):
+        self.x, self.y, self.axis = np.copy(x), np.copy(y), axis % max(np.ndim(y), 1)
+        self._settings = (axis, bc_type, extrapolate)
+        self._nu = nu
+        _spline_in_knots_value(self.x, self.y, self.x[:1], 0, self._settings)  # SciPy's checks
+        if (isinstance(bc_type, str) and bc_type == "periodic") or extrapolate == "periodic" \
+                or np.iscomplexobj(y):
+            raise UnsupportedOperationError(
+                "scipy.interpolate.CubicSpline of traced knots x, periodic or complex: mutad "
+                "differentiates a real spline's knots under 'not-a-knot', 'clamped', "
+                "'natural' and (order, value) conditions. Interpolate in a variable the "
+                "differentiated arguments do not change for the rest.")
+        if isinstance(bc_type, str):
+            bc_type = (bc_type, bc_type)
+        self._bc = [(1, 0.0) if bc == "clamped" else (2, 0.0) if bc == "natural" else bc
+                    for bc in bc_type]
+
+    def _slopes(self, x, y):
+        """SciPy's slopes at the knots (CubicSpline.__init__), on the traced arrays."""
+        n = np.shape(x)[0]
+        dx = np.diff(x)
+        dxr = np.reshape(dx, (n - 1,) + (1,) * (np.ndim(y) - 1))
+        slope = np.diff(y, axis=0) / dxr
+        start, end = self._bc
+        if n == 2:
+            start = (1, slope[0]) if start == "not-a-knot" else start
+            end = (1, slope[0]) if end == "not-a-knot" else end
+        if n == 3 and start == end == "not-a-knot":  # the parabola through the three points
+            one, zero = np.ones_like(dx[0]), np.zeros_like(dx[0])
+            a = np.stack([np.stack([one, one, zero]),
+                          np.stack([dx[1], 2 * (dx[0] + dx[1]), dx[0]]),
+                          np.stack([zero, one, one])])
+            b = np.stack([2 * slope[0], 3 * (dxr[0] * slope[1] + dxr[1] * slope[0]),
+                          2 * slope[1]])
+            return np.reshape(np.linalg.solve(a, np.reshape(b, (3, -1))), np.shape(b))
+        if start == "not-a-knot":
+            d = x[2] - x[0]
+            diagonal0, upper0 = dx[1], d
+            b0 = ((dxr[0] + 2 * d) * dxr[1] * slope[0] + dxr[0] ** 2 * slope[1]) / d
+        elif start[0] == 1:
+            diagonal0, upper0, b0 = 1.0, 0.0, start[1] + 0.0 * y[0]
+        else:
+            diagonal0, upper0 = 2 * dx[0], dx[0]
+            b0 = -0.5 * start[1] * dx[0] ** 2 + 3 * (y[1] - y[0])
+        if end == "not-a-knot":
+            d = x[-1] - x[-3]
+            diagonal1, lower1 = dx[-2], d
+            b1 = (dxr[-1] ** 2 * slope[-2] + (2 * d + dxr[-1]) * dxr[-2] * slope[-1]) / d
+        elif end[0] == 1:
+            diagonal1, lower1, b1 = 1.0, 0.0, end[1] + 0.0 * y[0]
+        else:
+            diagonal1, lower1 = 2 * dx[-1], dx[-1]
+            b1 = 0.5 * end[1] * dx[-1] ** 2 + 3 * (y[-1] - y[-2])
+
+        def entry(v):
+            return np.reshape(v + 0.0 * dx[0], (1,))
+
+        band = np.stack([  # SciPy's (1, 1) band storage; its corners 0
+            np.concatenate([entry(0.0), entry(upper0), dx[:-1]]),
+            np.concatenate([entry(diagonal0), 2 * (dx[:-1] + dx[1:]), entry(diagonal1)]),
+            np.concatenate([dx[1:], entry(lower1), entry(0.0)])])
+        b = np.concatenate([np.reshape(b0, (1,) + np.shape(y)[1:]),
+                            3 * (dxr[1:] * slope[:-1] + dxr[:-1] * slope[1:]),
+                            np.reshape(b1, (1,) + np.shape(y)[1:])])
+        solved = _solve_banded((1, 1), band, np.reshape(b, (n, -1)), check_finite=False)
+        return np.reshape(solved, np.shape(b))
+
+    def __call__(self, q, nu=0, extrapolate=None):
+        nu = nu + self._nu
+        if nu < 0:
+            return self.__getattr__("antiderivative")
+        axis, bc_type, ext = self._settings
+        ext = ext if extrapolate is None else extrapolate
+        if ext == "periodic":
+            self.__getattr__("periodic extrapolation")
+        value = _spline_in_knots_value(self.x, self.y, q, nu, (axis, bc_type, ext))
+        piece, outside = _spline_in_knots_decisions(self.x, q, ext)
+        y = np.moveaxis(self.y, self.axis, 0)
+        s = self._slopes(self.x, y)
+        dxr = np.reshape(np.diff(self.x), (-1,) + (1,) * (np.ndim(y) - 1))
+        slope = np.diff(y, axis=0) / dxr
+        t = (s[:-1] + s[1:] - 2 * slope) / dxr
+        c = [t / dxr, (slope - s[:-1]) / dxr - t, s[:-1], y[:-1]]  # SciPy's PPoly coefficients
+        for _ in range(nu):  # the derivative's: c_m times its power
+            c = [k * (len(c) - 1 - m) for m, k in enumerate(c[:-1])] or [0.0 * y[:-1]]
+        rest = (slice(None),) + (None,) * (np.ndim(y) - 1)
+        u = (np.ravel(q) - self.x[piece])[rest]
+        composition = 0.0 * u
+        for k in c:  # Horner's scheme in the piece's own variable
+            composition = composition * u + k[piece]
+        if outside.any():  # (SciPy's NaN: no derivative)
+            composition = np.where(outside[rest], 0.0, composition)
+        composition = np.reshape(composition, np.shape(q) + np.shape(y)[1:])
+        composition = np.moveaxis(composition, list(range(np.ndim(q))),
+                                  list(range(self.axis, self.axis + np.ndim(q))))
+        defined = np.isfinite(value)
+        scale = 1.0 + np.max(np.abs(value), where=defined, initial=0.0)
+        if not np.max(np.abs(np.where(defined, composition - value, 0.0)),
+                      initial=0.0) <= 1e-8 * scale:
+            raise UnsupportedOperationError(  # (a guard: never another spline's derivative)
+                "scipy.interpolate.CubicSpline of traced knots: SciPy's steps on the traced "
+                "arrays did not reproduce its spline's values here (nearly coincident knots?), "
+                "so mutad cannot differentiate it. Interpolate in a variable the "
+                "differentiated arguments do not change.")
+        return scipys_value(value, composition)
+
+    def derivative(self, nu=1):
+        return _SplineInKnots(self.x, self.y, *self._settings, nu=self._nu + nu)
+
+    def __getattr__(self, name):
+        return refused_attribute(
+            name, f"scipy.interpolate.CubicSpline(...).{name}: this spline was built from "
+            "traced knots, and mutad differentiates its values and derivatives (calling it, "
+            ".derivative()) only. Build it from plain knots to use other attributes.")
+
+
+_spline_in_knots_value = Value(
+    lambda x, y, q, nu, settings: _interpolate.CubicSpline(x, y, *settings[:2])(
+        q, nu, settings[2]), "scipy.interpolate.CubicSpline")
+
+
+def _pieces(x, q, extrapolate):
+    """PPoly's piece of each query (a knot begins its piece; the last knot ends the last)
+    and whether the query lies outside, where SciPy gives NaN without extrapolation."""
+    flat = np.ravel(np.asarray(q, dtype=float))
+    piece = np.clip(np.searchsorted(x, flat, side="right") - 1, 0, len(x) - 2).astype(np.intp)
+    outside = ((flat < x[0]) | (flat > x[-1])) & (extrapolate is False)
+    return piece, outside
+
+
+_spline_in_knots_decisions = Value(_pieces, "scipy.interpolate.CubicSpline's pieces")
 
 
 def _made(name, cls, slopes, x, y, axis, extrapolate, settings):
