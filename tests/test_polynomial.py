@@ -294,6 +294,22 @@ def test_poly1d_of_traced_coefficients_and_trim_zeros():
         pytest.approx(1.0),)
 
 
+def test_poly1d_of_a_list_of_traced_numbers():
+    """``np.poly1d([a, b, c])`` of traced numbers: NumPy's constructor converted the list (a
+    stop); now the array NumPy makes of it, NumPy's values, evaluated by calling it and by
+    np.polyval, in both modes, replayed."""
+    programs = [lambda x: np.poly1d([x[0], x[1], x[2]])(2.0),
+                lambda x: np.polyval(np.poly1d([x[0], 2.0, x[2] * x[1]]), x[1]),
+                lambda x: np.poly1d((x[0], x[1]))(0.3) + np.poly1d([x[2], 1.0]).deriv()(1.0),
+                lambda x: (np.poly1d([x[0], x[1]]) * np.poly1d([1.0, x[2]])).coeffs.sum()]
+    x = np.array([1.5, -0.5, 0.75])
+    for f in programs:
+        value, _ = mutad.value_and_gradient(f, x)
+        assert same(value, f(x))
+        mutad.check_grads(f, x, modes=("rev", "fwd"))
+        replayed_like_traced(f, [(x,), (x * 1.5 + 0.25,)])
+
+
 def test_polymul_keeps_numpys_untrimmed_product():
     """NumPy's polymul trims its operands, not their product: [0.] times [1., 2.] is [0., 0.];
     mutad's trimmed the product too (one coefficient)."""

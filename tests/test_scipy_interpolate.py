@@ -279,8 +279,77 @@ def test_regular_grid_built_outside():
                           policy=policy, order=2, rtol=1e-4, atol=1e-5)
 
 
+Y2 = np.stack([Y, Y ** 2, np.cos(X)])
+KNOTS_FORMS = {
+    "linear": lambda x: interp1d(x, Y)(QUERIES),
+    "unsorted": lambda x: interp1d(x[::-1], Y[::-1])(QUERIES),
+    "slinear": lambda x: interp1d(x, Y, kind="slinear")(QUERIES),
+    "data of two axes": lambda x: interp1d(x, Y2)(np.reshape(QUERIES[:4], (2, 2))),
+    "along axis 0": lambda x: interp1d(x, Y2.T, axis=0)(np.reshape(QUERIES[:4], (2, 2))),
+    "filled outside": lambda x: np.nan_to_num(interp1d(x, Y, bounds_error=False)(OUTSIDE)),
+    "extrapolated": lambda x: interp1d(x, Y, fill_value="extrapolate")(OUTSIDE),
+    "knots, data and queries": lambda x: interp1d(x, np.sin(x))(x[1:] - 0.1),
+    "one query": lambda x: interp1d(x, Y)(0.7),
+}
+
+
+@pytest.mark.parametrize("form", KNOTS_FORMS)
+def test_interp1d_in_its_knots(form):
+    """interp1d(x, y) of traced knots x (a stop: refused), kind 'linear' or 'slinear': SciPy's
+    values bit for bit, the derivatives of its formula in the knots (and the data and
+    queries), both modes, both policies, second order, replayed as traced on other knots."""
+    f = KNOTS_FORMS[form]
+    x = X.copy()
+    y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert np.asarray(y).tobytes() == np.asarray(f(X)).tobytes()
+    for policy in POLICIES:
+        mutad.check_grads(f, x, policy=policy, modes=("rev", "fwd"), order=2)
+    assert x.tobytes() == X.tobytes()
+    moved = X.copy()
+    moved[1] = 0.8  # the query 0.7 in another interval
+    replays_as_traced(lambda x: np.sum(f(x) ** 2), [(X,), (X * 1.05 - 0.02,), (moved,)])
+
+
+SPLINE_KNOTS_FORMS = {
+    "not-a-knot": lambda x: CubicSpline(x, Y)(QUERIES),
+    "natural": lambda x: CubicSpline(x, Y, bc_type="natural")(QUERIES),
+    "clamped": lambda x: CubicSpline(x, Y, bc_type="clamped")(QUERIES),
+    "orders and values": lambda x: CubicSpline(x, Y, bc_type=((1, 0.5), (2, -1.0)))(QUERIES),
+    "first derivative": lambda x: CubicSpline(x, Y)(QUERIES, 1),
+    "derivative's derivative": lambda x: CubicSpline(x, Y).derivative()(QUERIES, 1),
+    "third derivative": lambda x: CubicSpline(x, Y)(QUERIES, 3),
+    "along axis 1": lambda x: CubicSpline(x, Y2, axis=1)(np.reshape(QUERIES, (5, 1))),
+    "extrapolated": lambda x: CubicSpline(x, Y)(OUTSIDE),
+    "NaN outside": lambda x: np.nan_to_num(CubicSpline(x, Y, extrapolate=False)(OUTSIDE)),
+    "three knots": lambda x: CubicSpline(x[:3], Y[:3])(QUERIES[:2]),
+    "two knots": lambda x: CubicSpline(x[:2], Y[:2])(QUERIES[:1]),
+    "knots, data and queries": lambda x: CubicSpline(x, np.sin(x))(x[1:] - 0.05),
+}
+
+
+@pytest.mark.parametrize("form", SPLINE_KNOTS_FORMS)
+def test_cubic_spline_in_its_knots(form):
+    """CubicSpline(x, y) of traced knots x (a stop: refused): SciPy's values bit for bit, the
+    derivatives of SciPy's steps (its tridiagonal system, the parabola of three knots, the
+    Hermite pieces) in the knots, both modes, both policies, second order, replayed as
+    traced on other knots."""
+    f = SPLINE_KNOTS_FORMS[form]
+    x = X.copy()
+    y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert np.asarray(y).tobytes() == np.asarray(f(X)).tobytes()
+    for policy in POLICIES:
+        mutad.check_grads(f, x, policy=policy, modes=("rev", "fwd"), order=2)
+    assert x.tobytes() == X.tobytes()
+    moved = X.copy()
+    moved[1] = 0.8  # the query 0.7 in another piece
+    replays_as_traced(lambda x: np.sum(f(x) ** 2), [(X,), (X * 1.05 - 0.02,), (moved,)])
+
+
 REFUSED = {
-    "traced knots": lambda y: CubicSpline(y, X)(QUERIES),
+    "traced knots, periodic": lambda y: CubicSpline(
+        np.cumsum(y), _periodic(X[:-1]), bc_type="periodic")(QUERIES),
+    "traced knots' attribute": lambda y: CubicSpline(np.cumsum(y), X).c,
+    "interp1d traced knots of a cubic": lambda y: interp1d(y, X, kind="cubic")(QUERIES),
     "traced boundary value": lambda y: CubicSpline(X, X, bc_type=((1, y[0]), (2, 0.0)))(QUERIES),
     "traced grid": lambda y: RegularGridInterpolator((y[:5], GRID[1]), VALUES)(POINTS),
     "pchip grid": lambda y: RegularGridInterpolator(GRID, VALUES * y[0], method="pchip")(POINTS),
@@ -554,10 +623,52 @@ def test_scattered_data_interpolation(name):
                       argnums=argnums)
 
 
+SCATTERED_POINTS_CASES = {
+    "griddata": lambda p, v, q: scipy.interpolate.griddata(p, v, q),
+    "griddata-fill-rescale": lambda p, v, q: scipy.interpolate.griddata(
+        p * [3.0, 0.5], v, q * [3.0, 0.5], fill_value=-1.0, rescale=True),
+    "griddata-vector-values": lambda p, v, q: scipy.interpolate.griddata(
+        p, np.stack([v, v * v], axis=1), q, fill_value=0.0),
+    "griddata-1d": lambda p, v, q: scipy.interpolate.griddata(
+        p[:, 0] + p[:, 1] * 0.13, v, q[:, 0], fill_value=0.0),
+    "griddata-3d": lambda p, v, q: scipy.interpolate.griddata(
+        np.concatenate([p, np.sin(3.0 * p[:, :1] + p[:, 1:])], axis=1), v,
+        np.concatenate([q, q[:, :1] * 0.2 + 0.3], axis=1), fill_value=0.0),
+    "LinearNDInterpolator": lambda p, v, q: scipy.interpolate.LinearNDInterpolator(
+        p, v, fill_value=0.0)(q),
+}
+
+
+@pytest.mark.parametrize("name", SCATTERED_POINTS_CASES)
+def test_linear_scattered_interpolation_in_its_data_points(name):
+    """griddata(method='linear') and LinearNDInterpolator of traced data points (a stop:
+    refused): SciPy's values bit for bit, the triangulation and each query's simplex decided
+    on the plain points, the barycentric weights following the points; both modes, policies,
+    second order; replayed on moved points (traced again where the simplices differ)."""
+    call = SCATTERED_POINTS_CASES[name]
+    args = (SCATTERED.copy(), SCATTERED_VALUES.copy(), INSIDE.copy())
+    y, _ = mutad.jvp(call, args, tuple(np.ones_like(a) for a in args))
+    assert np.asarray(y).tobytes() == np.asarray(call(*args)).tobytes()
+
+    def f(p, v, q):
+        out = call(p, v, q)
+        out = np.where(np.isnan(out), 0.0, out)
+        return (np.sin(out) * np.arange(1.0, np.size(out) + 1).reshape(np.shape(out))).sum()
+
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, *args, policy=policy)
+    mutad.check_jvp(f, *args)
+    mutad.check_grads(f, *args, order=2)
+    moved = SCATTERED.copy()
+    moved[4] = [0.6, 0.55]  # another triangulation
+    replays_as_traced(f, [(p, SCATTERED_VALUES, INSIDE) for p in (SCATTERED, SCATTERED * 1.05,
+                                                                    moved)], argnums=(0, 1, 2))
+
+
 def test_scattered_data_refusals():
     with pytest.raises(UnsupportedOperationError, match="data points"):
-        mutad.gradient(lambda p: scipy.interpolate.griddata(p, SCATTERED_VALUES, INSIDE).sum(),
-                       SCATTERED)
+        mutad.gradient(lambda p: scipy.interpolate.griddata(p, SCATTERED_VALUES, INSIDE,
+                                                            "nearest").sum(), SCATTERED)
     with pytest.raises(UnsupportedOperationError, match="cubic"):
         mutad.gradient(lambda v: scipy.interpolate.griddata(SCATTERED, v, INSIDE, "cubic")
                        .sum(), SCATTERED_VALUES)

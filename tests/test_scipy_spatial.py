@@ -5,8 +5,10 @@ policies and in forward mode, the caller's arrays, zero distances, refusals and 
 
 import numpy as np
 import pytest
+import scipy.spatial
 import scipy.spatial.distance as distance
 from scipy.spatial.distance import cdist, pdist, squareform
+from scipy.spatial.transform import Rotation
 
 import mutad
 from mutad.errors import UnsupportedOperationError
@@ -389,3 +391,128 @@ def test_kdtree_second_order_and_traced_bound():
     bound = np.array(0.3)
     value, (_, g_bound) = mutad.value_and_grad(bounded, argnums=(0, 1))(TREE_POINTS, bound)
     assert value == bounded(TREE_POINTS, 0.3) and g_bound == 0.0
+
+
+# scipy.spatial.transform.Rotation of traced values: SciPy's values bit for bit, the derivatives
+# of SciPy's Array API backend's steps
+
+ROTVEC = np.array([0.3, -0.2, 0.5])
+ROTVECS = np.array([[0.3, -0.2, 0.5], [1.0, 0.4, -0.7]])
+VECTORS = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 0.2]])
+ROTATIONS = {
+    "from_rotvec as_matrix": (lambda v: Rotation.from_rotvec(v).as_matrix(), ROTVEC),
+    "degrees": (lambda v: Rotation.from_rotvec(v, True).as_matrix(), 30 * ROTVEC),
+    "apply": (lambda v: Rotation.from_rotvec(v).apply(VECTORS), ROTVEC),
+    "apply inverse to one vector": (
+        lambda v: Rotation.from_rotvec(v).apply(VECTORS[0], inverse=True), ROTVEC),
+    "a stack applied": (lambda v: Rotation.from_rotvec(v).apply(VECTORS), ROTVECS),
+    "a constant rotation applied to traced vectors": (
+        lambda p: Rotation.from_rotvec(ROTVEC).apply(p), VECTORS),
+    "inv and composition": (
+        lambda v: (Rotation.from_rotvec(v[0]) * Rotation.from_rotvec(v[1]).inv()).as_quat(),
+        ROTVECS),
+    "magnitude": (lambda v: Rotation.from_rotvec(v).magnitude(), ROTVECS),
+    "from_euler intrinsic": (lambda a: Rotation.from_euler("ZYX", a).as_rotvec(), ROTVEC),
+    "from_euler extrinsic degrees": (
+        lambda a: Rotation.from_euler("xz", a, degrees=True).as_matrix(), 40 * ROTVECS[:, :2]),
+    "from_quat": (lambda q: Rotation.from_quat(q).as_matrix(), np.array([0.1, 0.2, 0.3, 0.9])),
+    "Rotation(quat) scalar first": (
+        lambda q: Rotation(q, scalar_first=True).apply(VECTORS), np.array([0.9, 0.1, 0.2, 0.3])),
+    "from_matrix as_mrp": (
+        lambda v: Rotation.from_matrix(Rotation.from_rotvec(v).as_matrix()).as_mrp(), ROTVEC),
+    "from_mrp": (lambda m: Rotation.from_mrp(m).as_rotvec(), 0.5 * ROTVEC),
+    "from_matrix of a matrix that is not orthogonal": (
+        lambda m: Rotation.from_matrix(m).as_quat(),
+        np.array([[0.9, -0.3, 0.1], [0.35, 1.1, 0.2], [-0.1, 0.15, 0.95]])),
+    "indexed": (lambda v: Rotation.from_rotvec(v)[1].apply(VECTORS), ROTVECS),
+    "approx_equal": (lambda v: Rotation.from_rotvec(v).as_rotvec() * Rotation.from_rotvec(
+        v).approx_equal(Rotation.from_rotvec(ROTVECS[0]), atol=0.01)[:, None], ROTVECS),
+}
+
+
+@pytest.mark.parametrize("name", ROTATIONS)
+def test_rotations_of_traced_values(name):
+    """Rotation.from_rotvec(v).as_matrix(), .apply(x), ... of traced values (a stop: SciPy's
+    code converted them): SciPy's values bit for bit, gradients by finite differences in both
+    modes, the caller's arrays unchanged, replayed on other values as traced."""
+    f, x = ROTATIONS[name]
+    value, _ = mutad.value_and_gradient(lambda x: np.sum(f(x)), x.copy())
+    assert value == np.sum(f(x))
+    y, _ = mutad.jvp(f, (x.copy(),), (np.ones_like(x),))
+    assert np.asarray(y).tobytes() == np.asarray(f(x)).tobytes()
+    for policy in POLICIES:
+        mutad.check_grads(f, x.copy(), policy=policy, modes=("rev", "fwd"))
+    replays_as_traced(lambda x: np.sum(f(x) * np.cos(f(x))), [(x,), (0.7 * x,), (x + 0.1,)])
+
+
+def test_rotation_second_order():
+    mutad.check_grads(lambda v: Rotation.from_rotvec(v).apply(VECTORS), ROTVEC.copy(), order=2)
+
+
+def test_rotation_refusals():
+    """What mutad does not follow is named (as_euler, whose angles at gimbal lock are a
+    choice)."""
+    with pytest.raises(UnsupportedOperationError, match="not as_euler"):
+        mutad.gradient(lambda v: np.sum(Rotation.from_rotvec(v).as_euler("xyz")), ROTVEC.copy())
+    # constant rotations stay SciPy's
+    assert mutad.gradient(lambda s: s * np.sum(Rotation.from_rotvec(ROTVEC).as_euler("xyz")),
+                          2.0) == (np.sum(Rotation.from_rotvec(ROTVEC).as_euler("xyz")),)
+
+
+# scipy.spatial.ConvexHull of traced points: SciPy's facets, the volume and area differentiated
+
+
+@pytest.mark.parametrize("dimension", [2, 3, 4])
+@pytest.mark.parametrize("measure", ["volume", "area"])
+def test_convex_hull_volume_and_area(dimension, measure):
+    """ConvexHull(points).volume and .area of traced points (a stop: SciPy's code converted
+    them): SciPy's values bit for bit, the derivatives of the same sums over SciPy's facets
+    (0 for the points inside), both modes, both policies; the caller's points unchanged."""
+    rng = np.random.default_rng(dimension)
+    shell = rng.standard_normal((2 * dimension + 2, dimension))  # few facets, far from flat
+    shell *= (1.0 + 0.2 * rng.random((len(shell), 1))) / np.linalg.norm(shell, axis=1)[:, None]
+    points = np.concatenate([shell, 0.1 * rng.standard_normal((4, dimension))])
+    n = len(points)
+
+    def f(p):
+        return getattr(scipy.spatial.ConvexHull(p), measure)
+
+    value, (gradient,) = mutad.value_and_gradient(f, points.copy())
+    assert value == f(points)
+    inside = np.setdiff1d(np.arange(n), scipy.spatial.ConvexHull(points).vertices)
+    assert inside.size and not gradient[inside].any()
+    for policy in POLICIES:
+        mutad.check_grads(f, points.copy(), policy=policy, modes=("rev", "fwd"))
+
+
+def test_convex_hull_replay_asks_qhull_again():
+    """A replay takes the facets of the replayed points: the calls' hulls differ."""
+    rng = np.random.default_rng(5)
+    calls = [(rng.random((10, 2)),) for _ in range(4)]
+
+    def f(p):
+        hull = scipy.spatial.ConvexHull(p)
+        return hull.volume * hull.area + np.sum(p[hull.vertices] ** 2)
+
+    replays_as_traced(f, calls)
+    assert len({scipy.spatial.ConvexHull(p).vertices.size for (p,) in calls}) > 1
+
+
+def test_convex_hull_of_traced_points_is_scipys_in_what_it_gives():
+    points = np.random.default_rng(1).random((9, 3))
+
+    def f(p):
+        hull = scipy.spatial.ConvexHull(p)
+        expected = scipy.spatial.ConvexHull(points)
+        assert isinstance(hull, scipy.spatial.ConvexHull)
+        for name in ("simplices", "vertices", "neighbors", "coplanar"):
+            assert np.array_equal(getattr(hull, name), getattr(expected, name))
+        assert hull.good is expected.good is None  # (without qhull_options="QG...")
+        assert (hull.npoints, hull.ndim, hull.nsimplex) == (9, 3, expected.nsimplex)
+        return hull.volume
+
+    mutad.gradient(f, points.copy())
+    for g, match in ((lambda p: scipy.spatial.ConvexHull(p).equations, "equations"),
+                     (lambda p: scipy.spatial.ConvexHull(p, incremental=True), "incremental")):
+        with pytest.raises(UnsupportedOperationError, match=match):
+            mutad.gradient(lambda p: np.sum(g(p)), points.copy())

@@ -1270,15 +1270,18 @@ def _pinvh_jvp(tangents, a, atol=None, rtol=None, lower=True, return_rank=False,
     return result, ((tangent, None) if return_rank else tangent)
 
 
-# schur: A = Z T Zᵀ, SciPy's (LAPACK's gees) values. With real output and real, distinct
-# eigenvalues (T upper triangular, Z unique up to its columns' signs, a choice that does not
-# move) the derivative is Zᵀ dA Z = C = dT + T Ω - Ω T, Ω = Zᵀ dZ antisymmetric: its strictly
-# lower part L solves tril(L T - T L) = tril(C) column by column (T's diagonal gaps the
-# divisors), dZ = Z Ω and dT = triu(C + T Ω - Ω T). Complex eigenvalues (2x2 blocks, which
-# LAPACK standardizes), repeated ones, complex output (LAPACK's phases) and sort= (LAPACK's
-# reordering jumps with the signs of T's off-diagonal entries) are refused.
+# schur: A = Z T Zᴴ, SciPy's (LAPACK's gees) values. With distinct eigenvalues and T triangular
+# (real output of real eigenvalues, or complex output) Z is unique up to one sign (real) or
+# phase (complex) per column, and the derivative is Zᴴ dA Z = C = dT + Ω T - T Ω, Ω = Zᴴ dZ
+# skew-Hermitian: its strictly lower part L solves tril(L T - T L) = tril(C) column by column (T's
+# diagonal gaps the divisors), dZ = Z Ω and dT = triu(C + T Ω - Ω T), Ω = L - Lᴴ with no
+# diagonal: the phases' convention (a real sign does not move). A loss that reads the phases
+# (T's off-diagonal entries turn with them, T_kj → conj(φ_k) T_kj φ_j) is refused. Real output
+# with complex eigenvalues (2x2 blocks, which LAPACK standardizes), repeated eigenvalues and
+# sort= (LAPACK's reordering jumps with the signs of T's off-diagonal entries) are refused.
 
 schur = scipy_adjoint(_linalg.schur)
+schur.complex_values = CONVENTION  # complex output of a real matrix
 
 
 def _schur_checked(a, output, lwork, sort, check_finite, differentiated=True):
@@ -1286,11 +1289,6 @@ def _schur_checked(a, output, lwork, sort, check_finite, differentiated=True):
     constant's, mutad.stop_gradient's in forward mode, is SciPy's of any kind)."""
     if not differentiated:
         return schur(a, output, lwork, False, sort, check_finite)
-    if output not in ("real", "r") or np.iscomplexobj(a):
-        raise UnsupportedOperationError(
-            "scipy.linalg.schur(output='complex') of a differentiated matrix: the phases of "
-            "its vectors are LAPACK's choice, which its derivative would depend on. Take "
-            "output='real' (real eigenvalues), eig or eigvals for the eigenvalues.")
     if sort is not None:
         raise UnsupportedOperationError(
             "scipy.linalg.schur(sort=...) of a differentiated matrix: LAPACK's reordering "
@@ -1303,7 +1301,8 @@ def _schur_checked(a, output, lwork, sort, check_finite, differentiated=True):
         raise UnsupportedOperationError(
             "scipy.linalg.schur of a differentiated matrix with complex eigenvalues: mutad "
             "differentiates the real Schur form of real, distinct eigenvalues (T triangular), "
-            "not LAPACK's standardized 2x2 blocks. Differentiate the eigenvalues by eigvals.")
+            "not LAPACK's standardized 2x2 blocks. Take the complex Schur form, "
+            "schur(a, output='complex'), whose T is triangular, or the eigenvalues by eigvals.")
     d = np.diagonal(t)
     gaps = np.abs(d[:, None] - d[None, :])[~np.eye(len(d), dtype=bool)]
     if gaps.size and np.min(gaps) <= 1e-8 * max(1.0, np.max(np.abs(t))):
@@ -1326,7 +1325,7 @@ def _lower_solve(t, c):
 
 def _lower_solve_transposed(t, h):
     """X strictly lower with tril(X Tᵀ - Tᵀ X, -1) = tril(h, -1): the adjoint of
-    ``_lower_solve``."""
+    ``_lower_solve`` (for Tᴴ, given conj(T))."""
     n = np.shape(t)[0]
     x = np.zeros_like(h)
     for j in range(n - 1, -1, -1):
@@ -1334,6 +1333,17 @@ def _lower_solve_transposed(t, h):
             x[i, j] = (h[i, j] - x[i, j + 1:i] @ t[j, j + 1:i] + t[j + 1:i, i] @ x[j + 1:i, j]
                        ) / (t[j, j] - t[i, i])
     return x
+
+
+def _require_schur_phase_free(t, z, dt, dz):
+    """Refuse a loss that reads the phases of a complex Schur form's vectors: along
+    Z → Z diag(e^{iφ}) (T_kj → T_kj e^{i(φ_j - φ_k)}) it changes by Σ_j φ_j p_j, with
+    p_j = Im (Zᴴ Z̄)_jj + Σ_k w_kj - Σ_k w_jk and w_kj = -Im(conj(T̄_kj) T_kj)."""
+    w = -np.imag(np.conjugate(dt) * t)
+    phases = np.imag(np.diagonal(adjoint(z) @ dz)) + np.sum(w, axis=0) - np.sum(w, axis=1)
+    scale = squared_column_norms(dz) + np.sum(np.real(np.conjugate(dt) * dt)) * np.sum(
+        np.real(np.conjugate(t) * t))
+    require_phase_free("scipy.linalg.schur(output='complex')", phases, scale)
 
 
 @schur.rule
@@ -1344,10 +1354,13 @@ def _schur_rule(a, output="real", lwork=None, overwrite_a=False, sort=None, chec
     def back(dresult):
         dt, dz = dresult[0], dresult[1]
         dt = np.zeros_like(t) if dt is None else np.triu(dt)
-        g = np.zeros_like(t) if dz is None else transpose(z) @ dz
-        g = g + transpose(t) @ dt - dt @ transpose(t)
-        x = _lower_solve_transposed(t, np.tril(g - transpose(g), -1))
-        return (z @ (dt + x) @ transpose(z),)
+        dz = np.zeros_like(z) if dz is None else dz
+        if np.iscomplexobj(t):
+            _require_schur_phase_free(t, z, dt, dz)
+        g = adjoint(z) @ dz + adjoint(t) @ dt - dt @ adjoint(t)
+        x = _lower_solve_transposed(conjugate(t), np.tril(g - adjoint(g), -1))
+        da = z @ (dt + x) @ adjoint(z)
+        return (da if np.iscomplexobj(a) else np.real(da),)
 
     return result, back
 
@@ -1361,9 +1374,9 @@ def _schur_jvp(tangents, a, output="real", lwork=None, overwrite_a=False, sort=N
     if not differentiated:
         return result, None
     t, z = result[0], result[1]
-    c = transpose(z) @ tangents[0] @ z
+    c = adjoint(z) @ tangents[0] @ z
     lower = _lower_solve(t, c)
-    omega = lower - transpose(lower)
+    omega = lower - adjoint(lower)
     dz, dt = z @ omega, np.triu(c + t @ omega - omega @ t)
     return result, (dt, dz, None) if len(result) == 3 else (dt, dz)
 

@@ -1,7 +1,7 @@
 """Structured matrices: scipy.linalg's constructors (toeplitz, hankel, circulant, block_diag,
 companion, fiedler, fiedler_companion, leslie, convolution_matrix) and the solves with matrices
-held in compact storage (solve_banded, solveh_banded, solve_toeplitz), whose stored entries
-alone get gradient.
+held in compact storage (solve_banded, solveh_banded, cho_solve_banded, solve_toeplitz), whose
+stored entries alone get gradient.
 """
 
 import functools
@@ -15,8 +15,9 @@ from ..core.errors import UnsupportedOperationError
 from ..scipy._adjoints import scipy_adjoint, stands_in_for
 from ._common import times_transpose
 
-solve_banded, solveh_banded, solve_toeplitz = map(scipy_adjoint, (
-    _linalg.solve_banded, _linalg.solveh_banded, _linalg.solve_toeplitz))
+solve_banded, solveh_banded, cho_solve_banded, solve_toeplitz = map(scipy_adjoint, (
+    _linalg.solve_banded, _linalg.solveh_banded, _linalg.cho_solve_banded,
+    _linalg.solve_toeplitz))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -152,6 +153,56 @@ def _solveh_banded_jvp(tangents, ab, b, overwrite_ab=False, overwrite_b=False, l
     if rhs is None:
         return x, None
     return x, solveh_banded(ab, rhs, lower=lower, check_finite=False)
+
+
+def _factor_times(cb, lower, v, transposed=False):
+    """F v, or Fᵀ v, for the triangular factor F that cho_solve_banded reads from ``cb`` (U in
+    upper storage, cb[p + i - j, j] = U[i, j]; L in lower storage, cb[i - j, j] = L[i, j])."""
+    p = np.shape(cb)[0] - 1
+    l, u = (p, 0) if lower else (0, p)
+    if transposed:
+        return _band_times(_band_transpose(cb, l, u), u, l, v)
+    return _band_times(cb, l, u, v)
+
+
+@cho_solve_banded.rule
+def _cho_solve_banded_rule(cb_and_lower, b, overwrite_b=False, check_finite=True):
+    """x = A⁻¹ b with A = Uᵀ U (A = L Lᵀ), the factor in band storage: b̄ = A⁻¹ x̄ and
+    Ā = -b̄ xᵀ (Giles 2008, §3.1), so Ū = U (Ā + Āᵀ) (L̄ = (Ā + Āᵀ) L), cho_solve's rule,
+    read at the entries the storage holds and computed in it."""
+    cb, lower = cb_and_lower
+    p = _band_setting("cho_solve_banded", (np.shape(cb)[0] - 1, 0), cb)[0]
+    x = cho_solve_banded((cb, lower), b, False, check_finite)
+
+    def back(dx):
+        db = cho_solve_banded((cb, lower), dx, check_finite=False)
+        if lower:  # -(b̄ xᵀ + x b̄ᵀ) L = -(b̄ (Lᵀ x)ᵀ + x (Lᵀ b̄)ᵀ)
+            dcb = (_band_outer(db, _factor_times(cb, lower, x, True), p, 0)
+                   + _band_outer(x, _factor_times(cb, lower, db, True), p, 0))
+        else:  # -U (b̄ xᵀ + x b̄ᵀ) = -((U b̄) xᵀ + (U x) b̄ᵀ)
+            dcb = (_band_outer(_factor_times(cb, lower, db), x, 0, p)
+                   + _band_outer(_factor_times(cb, lower, x), db, 0, p))
+        return (dcb, None), db
+
+    return x, back
+
+
+@cho_solve_banded.jvp_rule
+def _cho_solve_banded_jvp(tangents, cb_and_lower, b, overwrite_b=False, check_finite=True):
+    cb, lower = cb_and_lower
+    _band_setting("cho_solve_banded", (np.shape(cb)[0] - 1, 0), cb)
+    x = cho_solve_banded((cb, lower), b, False, check_finite)
+    dfactor, db = tangents[:2]
+    rhs = db
+    if dfactor is not None and dfactor[0] is not None:
+        # dx = A⁻¹ (db - dA x): dA x = dUᵀ (U x) + Uᵀ (dU x), or dL (Lᵀ x) + L (dLᵀ x)
+        dcb = dfactor[0]
+        da_x = (_factor_times(dcb, lower, _factor_times(cb, lower, x, lower), not lower)
+                + _factor_times(cb, lower, _factor_times(dcb, lower, x, lower), not lower))
+        rhs = -da_x if rhs is None else rhs - da_x
+    if rhs is None:
+        return x, None
+    return x, cho_solve_banded((cb, lower), rhs, check_finite=False)
 
 
 def _toeplitz_columns(c_or_cr):

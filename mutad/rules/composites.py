@@ -467,6 +467,19 @@ def _as_poly1d(p):
     return p if np.shape(p)[0] else np.zeros_like(p, shape=(1,))
 
 
+def _poly1d_init(self, c_or_r, r=False, variable=None):
+    """``np.poly1d`` of a list or tuple holding traced numbers (``np.poly1d([a, b, c])``):
+    NumPy's own constructor, given the array NumPy makes of the list, which it would convert
+    (its ``np.atleast_1d``); a traced array it takes as it is."""
+    if type(c_or_r) in (list, tuple):
+        [c_or_r] = lists_as_arrays([c_or_r])
+    _POLY1D_INIT(self, c_or_r, r, variable)
+
+
+_POLY1D_INIT = np.poly1d.__init__
+defmethod(np.poly1d, "__init__", _poly1d_init)
+
+
 def _poly1d_divided(self, other):
     """``p / c`` of a ``poly1d``: NumPy divides the coefficients by a number (``np.isscalar``),
     which a traced value standing for a NumPy scalar is (``x[j] - x[k]``, as

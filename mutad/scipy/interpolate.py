@@ -57,8 +57,13 @@ values that of the exactly solved spline (mutad solves directly), which SciPy's 
 to the solver's tolerance; pass ``solver=scipy.sparse.linalg.spsolve`` for values linear in the
 data up to rounding.
 
-Refused, with an error that says what to do: traced knots ``x`` and grids (interpolate in a
-variable made from them instead), traced boundary values in ``bc_type`` and a traced
+Traced knots ``x`` of ``interp1d(kind='linear')`` (or ``'slinear'``) and of ``CubicSpline``
+(not periodic): SciPy's values, with the derivatives of SciPy's steps in the knots, the data
+and the queries (interp1d's formula; the spline's tridiagonal system and Hermite pieces), the
+order of the knots and each query's interval decided on the plain values.
+
+Refused, with an error that says what to do: other traced knots ``x`` and grids (interpolate in
+a variable made from them instead), traced boundary values in ``bc_type`` and a traced
 ``fill_value``, ``method='pchip'`` of ``RegularGridInterpolator`` with traced values or points,
 and attributes of a traced interpolant other than calling it, ``derivative`` and its knots
 ``x`` (``c``, ``roots``: build it from plain data for those). ``antiderivative`` and
@@ -74,12 +79,15 @@ Every rule computes with this module's evaluations and NumPy, so a derivative is
 again (``mutad.hvp``, a gradient of a gradient) and forward mode works as reverse mode does.
 
 Scattered data (``griddata``, ``LinearNDInterpolator``, ``NearestNDInterpolator``,
-``RBFInterpolator``) at constant data points: the values are SciPy's own interpolant's (of
-the plain values). Linear interpolation is differentiated in the values and the queries as
+``RBFInterpolator``): the values are SciPy's own interpolant's (of the plain values and
+points). Linear interpolation is differentiated in the values and the queries as
 Σ_k b_k(x) values[vertex_k], the barycentric weights b of the simplex of SciPy's Delaunay
 triangulation that holds each query (decided on the plain queries; 0 outside, where SciPy
-gives ``fill_value``), affine in x; the nearest neighbour passes each query's cotangent to the
-value at SciPy's nearest data point (its derivative in the queries 0). One-dimensional
+gives ``fill_value``), affine in x; of traced data points (``griddata(method='linear')``,
+``LinearNDInterpolator``) the weights solve each simplex's system in the traced points, the
+triangulation and each query's simplex decided on the plain points. The nearest neighbour
+passes each query's cotangent to the value at SciPy's nearest data point (its derivative in
+the queries 0). One-dimensional
 ``griddata`` is SciPy's ``interp1d`` of the sorted points (above). ``RBFInterpolator`` (and
 SciPy's own at differentiated queries) is differentiated in its values ``d``, its data points
 ``y`` and the queries through SciPy's vectorized steps written with functions mutad
@@ -88,7 +96,8 @@ monomials solved, its coefficients applied at the queries (the kernels smooth in
 r², the others with the derivative 0 at a query on a data point). With ``neighbors`` its local
 systems are differentiated in ``d`` alone, as ``W d``, ``W`` the values of the interpolants of
 the identity columns, a block of columns at a time (both modes and every order through the
-transposed pair). Refused: differentiated data points of the triangulations (they would move),
+transposed pair). Refused: differentiated data points of the nearest neighbour and
+Clough-Tocher interpolants,
 a differentiated ``fill_value``, ``smoothing`` or ``epsilon``, differentiated queries or data
 points of ``RBFInterpolator`` with ``neighbors``, ``CloughTocher2DInterpolator`` at
 differentiated queries, and ``griddata(method='cubic')`` in two dimensions (SciPy estimates
@@ -117,6 +126,7 @@ from ..core.levels import Tracer
 from ..core.views import memory
 from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..api import stop_gradient
+from ..linalg.structured import solve_banded as _solve_banded
 from ..rules._helpers import unbroadcast
 from ._adjoints import ScipyAdjoint, Value, refused_attribute, scipys_value
 
@@ -890,10 +900,10 @@ class _TracedGridInterpolant:
 # The constructors, by SciPy's names (registry.defroute)
 
 
-def _knots(name, x):
+def _knots(name, x, followed=""):
     _refuse_traced(name, "the knots x", x,
-                   "Interpolate in a variable the differentiated arguments do not change (map "
-                   "the queries onto it), or give the spline a rule of your own.")
+                   f"{followed}Interpolate in a variable the differentiated arguments do not "
+                   "change (map the queries onto it), or give the spline a rule of your own.")
     return _plain_copy(x)
 
 
@@ -948,6 +958,8 @@ def CubicSpline(x: Any, y: Any, axis: int = 0, bc_type: Any = "not-a-knot",
                 extrapolate: Any = None) -> Any:
     if not _traced((x, y, bc_type)):
         return _interpolate.CubicSpline(x, y, axis, bc_type, extrapolate)
+    if _traced(x):
+        return _SplineInKnots(x, y, axis, _boundary("CubicSpline", bc_type), extrapolate)
     x = _knots("CubicSpline", x)
     spec = _CubicSpline(x, axis, _boundary("CubicSpline", bc_type), extrapolate)
     spec.value((np.zeros(np.shape(y)),), x[:1], 0)  # SciPy's checks of the arguments' shapes
@@ -998,8 +1010,10 @@ def interp1d(x: Any, y: Any, kind: Any = "linear", axis: int = -1, copy: bool = 
     if not _traced((x, y, fill_value)):
         return _interpolate.interp1d(x, y, kind, axis, copy, bounds_error, fill_value,
                                      assume_sorted)
-    x = _knots("interp1d", x)
     _refuse_traced("interp1d", "fill_value", fill_value, "Pass it as a constant.")
+    if _traced(x) and kind in ("linear", "slinear"):
+        return _LinearInKnots(x, y, kind, axis, bounds_error, fill_value, assume_sorted)
+    x = _knots("interp1d", x, f"(It does with kind='linear' and 'slinear', not {kind!r}.) ")
     spec = _Interp1d(x, kind, axis, copy, bounds_error, fill_value, assume_sorted)
     spec.value((np.zeros(np.shape(y)),), x[:1], 0)
     # copy=False of sorted data: SciPy reads y itself when called, but for its spline kinds
@@ -1007,6 +1021,211 @@ def interp1d(x: Any, y: Any, kind: Any = "linear", axis: int = -1, copy: bool = 
                                                          "previous", "next")
     return _TracedInterpolant("interp1d", spec, (_held(y, None) if referenced else np.copy(y),),
                               x=x)
+
+
+class _LinearInKnots:
+    """``interp1d(x, y)`` (``kind='linear'`` or ``'slinear'``) of traced knots ``x``: SciPy's
+    values (its own interpolant of the plain data, at each call), with the derivatives of its
+    formula y_lo + (q - x_lo) (y_hi - y_lo) / (x_hi - x_lo) in the knots, the data and the
+    queries; the order of the knots, each query's interval and whether it lies outside are
+    decisions taken on the plain values (asked again in a replay). Outside the data, SciPy's
+    constant fill has no derivative."""
+
+    def __init__(self, x, y, kind, axis, bounds_error, fill_value, assume_sorted):
+        self.x, self.y = np.copy(x), np.copy(y)
+        self._settings = (kind, axis, bounds_error, fill_value, assume_sorted)
+        self.axis = axis % max(np.ndim(y), 1)
+        _linear_in_knots_value(self.x, self.y, self.x[:1], self._settings)  # SciPy's checks
+
+    def __call__(self, q):
+        value = _linear_in_knots_value(self.x, self.y, q, self._settings)
+        order, upper, outside = _linear_in_knots_decisions(self.x, q, self._settings)
+        x = self.x[order]
+        y = np.moveaxis(np.take(self.y, order, axis=self.axis), self.axis, 0)
+        flat = np.ravel(q)
+        x_lo, x_hi = x[upper - 1], x[upper]
+        y_lo, y_hi = y[upper - 1], y[upper]
+        rest = (slice(None),) + (None,) * (np.ndim(y) - 1)
+        composition = (y_hi - y_lo) / (x_hi - x_lo)[rest] * (flat - x_lo)[rest] + y_lo
+        if outside.any():  # (SciPy's fill: a constant)
+            composition = np.where(outside[rest], 0.0, composition)
+        composition = np.reshape(composition, np.shape(q) + np.shape(y)[1:])
+        composition = np.moveaxis(composition, list(range(np.ndim(q))),
+                                  list(range(self.axis, self.axis + np.ndim(q))))
+        return scipys_value(value, composition)
+
+    def __getattr__(self, name):
+        return refused_attribute(
+            name, f"scipy.interpolate.interp1d(...).{name}: this interpolant was built from "
+            "traced knots, and mutad differentiates its values (calling it) only. Build it "
+            "from plain data to use other attributes.")
+
+
+def _interp1d_of(x, y, settings):
+    kind, axis, bounds_error, fill_value, assume_sorted = settings
+    return _interpolate.interp1d(x, y, kind, axis, True, bounds_error, fill_value,
+                                 assume_sorted)
+
+
+_linear_in_knots_value = Value(lambda x, y, q, settings: _interp1d_of(x, y, settings)(q),
+                               "scipy.interpolate.interp1d")
+
+
+def _decisions(x, q, settings):
+    """SciPy's order of the knots (``mergesort``), each query's upper knot (clipped to
+    1 ... n - 1) and whether it lies outside the knots where SciPy fills."""
+    kind, axis, bounds_error, fill_value, assume_sorted = settings
+    order = np.arange(len(x)) if assume_sorted else np.argsort(x, kind="mergesort")
+    x = x[order]
+    flat = np.ravel(np.asarray(q, dtype=float))
+    upper = np.clip(np.searchsorted(x, flat), 1, len(x) - 1).astype(np.intp)
+    outside = ((flat < x[0]) | (flat > x[-1])) & (not _extrapolates(fill_value))
+    return order, upper, outside
+
+
+_linear_in_knots_decisions = Value(_decisions, "scipy.interpolate.interp1d's intervals")
+
+
+class _SplineInKnots:
+    """``CubicSpline(x, y)`` of traced knots ``x``: SciPy's values (its own spline of the plain
+    data, at each call), with the derivatives of SciPy's steps on the traced arrays: the
+    slopes at the knots from its tridiagonal system (scipy.linalg.solve_banded, differentiated;
+    the parabola of three points), the Hermite coefficients, each query's piece evaluated.
+    Each query's piece, and whether it lies outside where SciPy gives NaN, are decisions
+    taken on the plain values (asked again in a replay). ``bc_type``'s boundary values are
+    constants; periodic conditions are refused."""
+
+    def __init__(self, x, y, axis, bc_type, extrapolate, nu=0):
+        self.x, self.y, self.axis = np.copy(x), np.copy(y), axis % max(np.ndim(y), 1)
+        self._settings = (axis, bc_type, extrapolate)
+        self._nu = nu
+        _spline_in_knots_value(self.x, self.y, self.x[:1], 0, self._settings)  # SciPy's checks
+        if (isinstance(bc_type, str) and bc_type == "periodic") or extrapolate == "periodic" \
+                or np.iscomplexobj(y):
+            raise UnsupportedOperationError(
+                "scipy.interpolate.CubicSpline of traced knots x, periodic or complex: mutad "
+                "differentiates a real spline's knots under 'not-a-knot', 'clamped', "
+                "'natural' and (order, value) conditions. Interpolate in a variable the "
+                "differentiated arguments do not change for the rest.")
+        if isinstance(bc_type, str):
+            bc_type = (bc_type, bc_type)
+        self._bc = [(1, 0.0) if bc == "clamped" else (2, 0.0) if bc == "natural" else bc
+                    for bc in bc_type]
+
+    def _slopes(self, x, y):
+        """SciPy's slopes at the knots (CubicSpline.__init__), on the traced arrays."""
+        n = np.shape(x)[0]
+        dx = np.diff(x)
+        dxr = np.reshape(dx, (n - 1,) + (1,) * (np.ndim(y) - 1))
+        slope = np.diff(y, axis=0) / dxr
+        start, end = self._bc
+        if n == 2:
+            start = (1, slope[0]) if start == "not-a-knot" else start
+            end = (1, slope[0]) if end == "not-a-knot" else end
+        if n == 3 and start == end == "not-a-knot":  # the parabola through the three points
+            one, zero = np.ones_like(dx[0]), np.zeros_like(dx[0])
+            a = np.stack([np.stack([one, one, zero]),
+                          np.stack([dx[1], 2 * (dx[0] + dx[1]), dx[0]]),
+                          np.stack([zero, one, one])])
+            b = np.stack([2 * slope[0], 3 * (dxr[0] * slope[1] + dxr[1] * slope[0]),
+                          2 * slope[1]])
+            return np.reshape(np.linalg.solve(a, np.reshape(b, (3, -1))), np.shape(b))
+        if start == "not-a-knot":
+            d = x[2] - x[0]
+            diagonal0, upper0 = dx[1], d
+            b0 = ((dxr[0] + 2 * d) * dxr[1] * slope[0] + dxr[0] ** 2 * slope[1]) / d
+        elif start[0] == 1:
+            diagonal0, upper0, b0 = 1.0, 0.0, start[1] + 0.0 * y[0]
+        else:
+            diagonal0, upper0 = 2 * dx[0], dx[0]
+            b0 = -0.5 * start[1] * dx[0] ** 2 + 3 * (y[1] - y[0])
+        if end == "not-a-knot":
+            d = x[-1] - x[-3]
+            diagonal1, lower1 = dx[-2], d
+            b1 = (dxr[-1] ** 2 * slope[-2] + (2 * d + dxr[-1]) * dxr[-2] * slope[-1]) / d
+        elif end[0] == 1:
+            diagonal1, lower1, b1 = 1.0, 0.0, end[1] + 0.0 * y[0]
+        else:
+            diagonal1, lower1 = 2 * dx[-1], dx[-1]
+            b1 = 0.5 * end[1] * dx[-1] ** 2 + 3 * (y[-1] - y[-2])
+
+        def entry(v):
+            return np.reshape(v + 0.0 * dx[0], (1,))
+
+        band = np.stack([  # SciPy's (1, 1) band storage; its corners 0
+            np.concatenate([entry(0.0), entry(upper0), dx[:-1]]),
+            np.concatenate([entry(diagonal0), 2 * (dx[:-1] + dx[1:]), entry(diagonal1)]),
+            np.concatenate([dx[1:], entry(lower1), entry(0.0)])])
+        b = np.concatenate([np.reshape(b0, (1,) + np.shape(y)[1:]),
+                            3 * (dxr[1:] * slope[:-1] + dxr[:-1] * slope[1:]),
+                            np.reshape(b1, (1,) + np.shape(y)[1:])])
+        solved = _solve_banded((1, 1), band, np.reshape(b, (n, -1)), check_finite=False)
+        return np.reshape(solved, np.shape(b))
+
+    def __call__(self, q, nu=0, extrapolate=None):
+        nu = nu + self._nu
+        if nu < 0:
+            return self.__getattr__("antiderivative")
+        axis, bc_type, ext = self._settings
+        ext = ext if extrapolate is None else extrapolate
+        if ext == "periodic":
+            self.__getattr__("periodic extrapolation")
+        value = _spline_in_knots_value(self.x, self.y, q, nu, (axis, bc_type, ext))
+        piece, outside = _spline_in_knots_decisions(self.x, q, ext)
+        y = np.moveaxis(self.y, self.axis, 0)
+        s = self._slopes(self.x, y)
+        dxr = np.reshape(np.diff(self.x), (-1,) + (1,) * (np.ndim(y) - 1))
+        slope = np.diff(y, axis=0) / dxr
+        t = (s[:-1] + s[1:] - 2 * slope) / dxr
+        c = [t / dxr, (slope - s[:-1]) / dxr - t, s[:-1], y[:-1]]  # SciPy's PPoly coefficients
+        for _ in range(nu):  # the derivative's: c_m times its power
+            c = [k * (len(c) - 1 - m) for m, k in enumerate(c[:-1])] or [0.0 * y[:-1]]
+        rest = (slice(None),) + (None,) * (np.ndim(y) - 1)
+        u = (np.ravel(q) - self.x[piece])[rest]
+        composition = 0.0 * u
+        for k in c:  # Horner's scheme in the piece's own variable
+            composition = composition * u + k[piece]
+        if outside.any():  # (SciPy's NaN: no derivative)
+            composition = np.where(outside[rest], 0.0, composition)
+        composition = np.reshape(composition, np.shape(q) + np.shape(y)[1:])
+        composition = np.moveaxis(composition, list(range(np.ndim(q))),
+                                  list(range(self.axis, self.axis + np.ndim(q))))
+        defined = np.isfinite(value)
+        scale = 1.0 + np.max(np.abs(value), where=defined, initial=0.0)
+        if not np.max(np.abs(np.where(defined, composition - value, 0.0)),
+                      initial=0.0) <= 1e-8 * scale:
+            raise UnsupportedOperationError(  # (a guard: never another spline's derivative)
+                "scipy.interpolate.CubicSpline of traced knots: SciPy's steps on the traced "
+                "arrays did not reproduce its spline's values here (nearly coincident knots?), "
+                "so mutad cannot differentiate it. Interpolate in a variable the "
+                "differentiated arguments do not change.")
+        return scipys_value(value, composition)
+
+    def derivative(self, nu=1):
+        return _SplineInKnots(self.x, self.y, *self._settings, nu=self._nu + nu)
+
+    def __getattr__(self, name):
+        return refused_attribute(
+            name, f"scipy.interpolate.CubicSpline(...).{name}: this spline was built from "
+            "traced knots, and mutad differentiates its values and derivatives (calling it, "
+            ".derivative()) only. Build it from plain knots to use other attributes.")
+
+
+_spline_in_knots_value = Value(
+    lambda x, y, q, nu, settings: _interpolate.CubicSpline(x, y, *settings[:2])(
+        q, nu, settings[2]), "scipy.interpolate.CubicSpline")
+
+
+def _pieces(x, q, extrapolate):
+    """PPoly's piece of each query (a knot begins its piece; the last knot ends the last)
+    and whether the query lies outside, where SciPy gives NaN without extrapolation."""
+    flat = np.ravel(np.asarray(q, dtype=float))
+    piece = np.clip(np.searchsorted(x, flat, side="right") - 1, 0, len(x) - 2).astype(np.intp)
+    outside = ((flat < x[0]) | (flat > x[-1])) & (extrapolate is False)
+    return piece, outside
+
+
+_spline_in_knots_decisions = Value(_pieces, "scipy.interpolate.CubicSpline's pieces")
 
 
 def _made(name, cls, slopes, x, y, axis, extrapolate, settings):
@@ -1684,13 +1903,22 @@ def splev(x: Any, tck: Any, der: int = 0, ext: int = 0) -> Any:
 # W d, W the values of the interpolants of the identity columns.
 
 
-def _scattered_points(name, points):
+def _scattered_points(name, points, followed=False):
+    """The data points as SciPy takes them, (n, ndim), a plain copy; where ``followed`` (a
+    triangulation's, whose simplices are decided on the plain points and whose barycentric
+    weights follow the points), the traced points too: ``(plain, traced or None)``."""
+    if followed and _traced(points):
+        traced = _queries(points, np.shape(points)[-1]) if not isinstance(points, tuple) \
+            else _queries(points, len(points))
+        traced = traced if np.ndim(traced) == 2 else np.reshape(traced, (-1, 1))
+        return _plain_copy(_plain(traced)), traced
     _refuse_traced(name, "the data points", points,
                    "Their triangulation (or kernel matrix) would move with them; interpolate "
                    "differentiated values at constant points, or write the interpolation with "
                    "NumPy.")
     points = _interpnd._ndim_coords_from_arrays(points)
-    return _plain_copy(points if np.ndim(points) == 2 else np.reshape(points, (-1, 1)))
+    points = _plain_copy(points if np.ndim(points) == 2 else np.reshape(points, (-1, 1)))
+    return (points, None) if followed else points
 
 
 def _queries(xi, ndim):
@@ -1716,10 +1944,13 @@ _scipy_call = Value(lambda interpolant, xi, options: interpolant(xi, **options),
                     "scipy.interpolate scattered interpolant")
 
 
-def _linear_at(interpolant, values, xi):
+def _linear_at(interpolant, values, xi, points=None):
     """``interpolant`` (SciPy's ``LinearNDInterpolator`` of the plain ``values``) at the queries
     ``xi`` (..., ndim): SciPy's values, differentiated in ``values`` and ``xi`` through the
-    barycentric interpolation in the simplex SciPy's triangulation puts each query in."""
+    barycentric interpolation in the simplex SciPy's triangulation puts each query in, and in
+    the data ``points`` where they are traced: the weights then solve the simplex's system
+    in the points' own coordinates (barycentric weights are those of any affine image, so
+    SciPy's ``rescale`` changes nothing of them)."""
     value = _scipy_call(interpolant, xi, {})
     ndim = np.shape(interpolant.points)[1]
     batch = np.shape(xi)[:-1]
@@ -1742,10 +1973,15 @@ def _linear_at(interpolant, values, xi):
                 "SciPy counts inside and mutad finds in no simplex; move the query inside.")
     inside = simplex >= 0
     where = np.maximum(simplex, 0)
-    transform = interpolant.tri.transform[where]  # (queries, ndim + 1, ndim)
-    partial = np.einsum("qij,qj->qi", transform[:, :ndim, :], scaled - transform[:, ndim, :])
-    weights = np.concatenate([partial, 1.0 - np.sum(partial, axis=1, keepdims=True)], axis=1)
     vertices = interpolant.tri.simplices[where]  # (queries, ndim + 1)
+    if points is None:
+        transform = interpolant.tri.transform[where]  # (queries, ndim + 1, ndim)
+        partial = np.einsum("qij,qj->qi", transform[:, :ndim, :], scaled - transform[:, ndim, :])
+    else:  # Σ_k b_k (v_k - v_last) = x - v_last, k < ndim
+        corners = points[vertices]  # (queries, ndim + 1, ndim)
+        edges = np.swapaxes(corners[:, :ndim] - corners[:, ndim:], 1, 2)
+        partial = np.linalg.solve(edges, (flat - corners[:, ndim])[..., None])[..., 0]
+    weights = np.concatenate([partial, 1.0 - np.sum(partial, axis=1, keepdims=True)], axis=1)
     gathered = np.take(values, vertices, axis=0)  # (queries, ndim + 1, trailing...)
     trailing = np.ndim(values) - 1
     w = np.reshape(weights, np.shape(weights) + (1,) * trailing)
@@ -1774,12 +2010,14 @@ class _TracedScattered:
     values are SciPy's (its own interpolant of the plain values), differentiated in the values
     and the queries."""
 
-    def __init__(self, name, interpolant, values):
+    def __init__(self, name, interpolant, values, points=None):
         self._name, self._interpolant, self._values = name, interpolant, values
-        self.points = interpolant.points
+        self._points = points
+        self.points = interpolant.points if points is None else points
 
     def __call__(self, *args, **query_options):
-        return _scattered_call(self._interpolant, self._values, args, query_options)
+        return _scattered_call(self._interpolant, self._values, args, query_options,
+                               self._points)
 
     def __getattr__(self, name):
         return refused_attribute(
@@ -1789,12 +2027,12 @@ class _TracedScattered:
             "values to use other attributes.")
 
 
-def _scattered_call(interpolant, values, args, query_options):
+def _scattered_call(interpolant, values, args, query_options, points=None):
     ndim = np.shape(interpolant.points)[1]
     xi = _queries(args[0] if len(args) == 1 else tuple(args), ndim)
     if isinstance(interpolant, _interpolate.NearestNDInterpolator):
-        return _nearest_at(interpolant, values, xi, query_options)
-    return _linear_at(interpolant, values, xi)
+        return _nearest_at(interpolant, values, xi, query_options)  # (0 in the points)
+    return _linear_at(interpolant, values, xi, points)
 
 
 def _plain_interpolant(cls, points, values, *settings):
@@ -1806,13 +2044,13 @@ def _plain_interpolant(cls, points, values, *settings):
 @_route(_interpolate.LinearNDInterpolator)
 def LinearNDInterpolator(points: Any, values: Any, fill_value: Any = np.nan,
                          rescale: bool = False) -> Any:
-    if not _traced(values):
+    if not _traced((points, values)):
         return _interpolate.LinearNDInterpolator(points, values, fill_value, rescale)
     _refuse_traced("LinearNDInterpolator", "fill_value", fill_value, "Pass it as a constant.")
-    points = _scattered_points("LinearNDInterpolator", points)
+    points, traced = _scattered_points("LinearNDInterpolator", points, followed=True)
     interpolant = _plain_interpolant(_interpolate.LinearNDInterpolator, points, values,
                                      fill_value, rescale)
-    return _TracedScattered("LinearNDInterpolator", interpolant, values)
+    return _TracedScattered("LinearNDInterpolator", interpolant, values, traced)
 
 
 @_route(_interpolate.NearestNDInterpolator)
@@ -2036,17 +2274,20 @@ def griddata(points: Any, values: Any, xi: Any, method: str = "linear",
     if not _traced((points, values, xi, fill_value)):
         return _interpolate.griddata(points, values, xi, method, fill_value, rescale)
     _refuse_traced("griddata", "fill_value", fill_value, "Pass it as a constant.")
-    given = _scattered_points("griddata", points)
+    given, traced = _scattered_points("griddata", points, followed=True) \
+        if method == "linear" else (_scattered_points("griddata", points), None)
     ndim = np.shape(given)[1]
     if ndim == 1 and method in ("nearest", "linear", "cubic"):
-        # SciPy's steps: interp1d of the sorted points (mutad's, of traced values or queries)
+        # SciPy's steps: interp1d of the sorted points (mutad's, of traced values or queries,
+        # and of traced points for the linear method)
         flat = given.ravel()
         if isinstance(xi, tuple):
             if len(xi) != 1:
                 raise ValueError("invalid number of dimensions in xi")
             xi, = xi
         idx = np.argsort(flat)
-        return interp1d(flat[idx], values[idx], kind=method, axis=0, bounds_error=False,
+        knots = flat[idx] if traced is None else np.ravel(traced)[idx]
+        return interp1d(knots, values[idx], kind=method, axis=0, bounds_error=False,
                         fill_value="extrapolate" if method == "nearest" else fill_value)(xi)
     if method == "nearest":
         return _scattered_call(_plain_interpolant(_interpolate.NearestNDInterpolator, given,
@@ -2054,7 +2295,7 @@ def griddata(points: Any, values: Any, xi: Any, method: str = "linear",
     if method == "linear":
         return _scattered_call(_plain_interpolant(_interpolate.LinearNDInterpolator, given,
                                                   values, fill_value, rescale), values, (xi,),
-                               {})
+                               {}, traced)
     if method == "cubic" and ndim == 2:
         raise UnsupportedOperationError(
             "scipy.interpolate.griddata(method='cubic') of differentiated values or queries: "

@@ -59,7 +59,8 @@ The other side of a non-square matrix, whose unitary factor is not determined, i
 ``solve_banded``, ``solveh_banded`` and ``solve_toeplitz`` differentiate their compact storage:
 each stored band entry, or entry of Toeplitz's ``c`` and ``r``, gets the sum of the gradients
 of the matrix entries it stands for (``solveh_banded``'s off-diagonal entries stand for two;
-``r[0]``, which SciPy does not read, gets none; a lone ``c`` is ``r`` too). The banded rules
+``r[0]``, which SciPy does not read, gets none; a lone ``c`` is ``r`` too); so does
+``cho_solve_banded`` of the banded Cholesky factor ``cholesky_banded`` gives. The banded rules
 compute in band storage; the Toeplitz rule forms the n × n outer product b̄ xᵀ.
 
 The structured matrices ``toeplitz``, ``hankel``, ``circulant``, ``block_diag``, ``companion``,

@@ -1,6 +1,7 @@
-"""``scipy.spatial.distance``'s ``pdist``, ``cdist`` and ``squareform`` of traced points, and
+"""``scipy.spatial.distance``'s ``pdist``, ``cdist`` and ``squareform`` of traced points,
 ``scipy.spatial``'s ``KDTree`` and ``cKDTree`` of traced points or queried at traced points, by
-SciPy's names too.
+SciPy's names too, and ``ConvexHull``'s volume and area and ``scipy.spatial.transform.Rotation``
+of traced values (see their sections below).
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import spatial
@@ -59,9 +60,12 @@ The tree holds the points it was built of, as ``copy_data=True`` does: SciPy war
 writing into points a tree shares gives bogus results.
 """
 
+import math
+
 import numpy as np
 import scipy.spatial as _spatial_module
 import scipy.spatial.distance as _distance
+import scipy.spatial.transform._rotation as _rotation
 
 from ..api import stop_gradient
 from ..core.allocation import lists_as_arrays
@@ -71,7 +75,7 @@ from ..core.registry import defmethod, defroute
 from ..engines.arraylike import carries_derivative
 from ._adjoints import Value, refused_attribute, scipys_value, stands_in_for
 
-__all__ = ["KDTree", "cKDTree", "cdist", "pdist", "squareform"]
+__all__ = ["ConvexHull", "KDTree", "cKDTree", "cdist", "pdist", "squareform"]
 
 # SciPy's classes, kept before a differentiation routes the module's names to the stand-ins
 _SCIPY_KDTREE = _spatial_module.KDTree
@@ -316,10 +320,10 @@ def _carries(value):
 
 
 class _PlainTree:
-    """SciPy's tree (``cls``, built with ``options``) of the plain points a call brings: built
-    again when a call (a replay's, on other points) brings other points than the last, so that
-    the neighbours are always those of the points at hand. ``tree``: SciPy's own tree of
-    constant points, held as it is."""
+    """SciPy's tree (``cls``, built with ``options``; a convex hull too) of the plain points a
+    call brings: built again when a call (a replay's, on other points) brings other points than
+    the last, so that the neighbours (facets) are always those of the points at hand. ``tree``:
+    SciPy's own tree of constant points, held as it is."""
 
     def __init__(self, cls, options, tree=None):
         self.cls, self.options, self.tree, self.key = cls, options, tree, None
@@ -541,15 +545,15 @@ class _TracedTree:
 CARRIERS.add(_TracedTree)  # (SciPy's tree methods given one: their rules, or a refusal)
 
 
-class _TreeClass(type):
-    """The type of the stand-in for SciPy's tree class: calling it builds (SciPy's tree of
-    plain points, mutad's of traced ones); otherwise it is SciPy's class."""
+class _StandInClass(type):
+    """The type of the stand-in for a SciPy class of points (a tree, a hull): calling it builds
+    (SciPy's object of plain points, mutad's of traced ones); otherwise it is SciPy's class."""
 
     def __call__(cls, *args, **kwargs):
         return cls.construct(*args, **kwargs)
 
     def __instancecheck__(cls, instance):
-        if isinstance(instance, _TracedTree):
+        if isinstance(instance, (_TracedTree, _TracedHull)):
             return issubclass(instance._cls, cls.scipy)
         return isinstance(instance, cls.scipy)
 
@@ -576,7 +580,12 @@ def _tree_class(scipy_cls):
             raise ValueError("data must be 2 dimensions")
         return _TracedTree(scipy_cls, np.copy(data), options)
 
-    stand_in = _TreeClass(scipy_cls.__name__, (), {
+    return _class_stand_in(scipy_cls, construct)
+
+
+def _class_stand_in(scipy_cls, construct):
+    """The stand-in for ``scipy_cls`` (routed), whose calls ``construct`` builds."""
+    stand_in = _StandInClass(scipy_cls.__name__, (), {
         "construct": staticmethod(construct), "scipy": scipy_cls, "__module__": __name__,
         "__qualname__": scipy_cls.__qualname__,
         "__doc__": f"``scipy.spatial.{scipy_cls.__name__}``, of traced points too (see the "
@@ -618,3 +627,288 @@ defmethod(_SCIPY_KDTREE, "query", _constant_query)
 defmethod(_SCIPY_KDTREE, "sparse_distance_matrix", _constant_sparse)
 defmethod(_SCIPY_KDTREE, "query_ball_point", _constant_ball_point)
 defmethod(_SCIPY_KDTREE, "query_pairs", _constant_pairs)
+
+
+# ----------------------------------------------------------------------------------------------
+# Convex hulls: SciPy's hull of the plain points decides the facets (piecewise constant in the
+# points); its volume and area are SciPy's values with the derivatives of the same sums over
+# those facets, computed from the traced points: each facet's cone from a point inside the
+# hull (the mean of its vertices), |det(P_f - c)| / d!, and each facet's (d-1)-volume,
+# sqrt(det(E Eᵀ)) / (d-1)!, E the facet's edges from its first vertex.
+
+_HULL_INDICES = ("simplices", "vertices", "neighbors", "coplanar", "good")
+
+
+def _hull_answer(holder, data, what):
+    hull = holder.of(data)
+    value = getattr(hull, what)
+    return np.asarray(value, dtype=np.float64 if what in ("volume", "area") else np.intp) \
+        if value is not None else None
+
+
+_hull_asked = Value(_hull_answer, "scipy.spatial.ConvexHull")
+
+
+class _TracedHull:
+    """``ConvexHull`` of traced points: SciPy's hull of the plain points decides the facets;
+    ``volume`` and ``area`` follow the points (see the section)."""
+
+    def __init__(self, data, options):
+        # (SciPy's class held as an attribute: the allocation mode swaps routed classes in
+        # modules' names)
+        self._cls, self.points = ConvexHull.scipy, data
+        self._holder = _PlainTree(ConvexHull.scipy, options)
+        _hull_asked(self._holder, data, "vertices")  # SciPy's checks of the points
+        self.npoints, self.ndim = np.shape(data)
+
+    def __getattr__(self, name):
+        if name in _HULL_INDICES:
+            return _hull_asked(self._holder, self.points, name)
+        if name in ("nsimplex", "max_bound", "min_bound"):
+            if name == "nsimplex":
+                return np.shape(self.simplices)[0]
+            return (np.max if name == "max_bound" else np.min)(self.points, axis=0)
+        return refused_attribute(
+            name, f"scipy.spatial.ConvexHull(...).{name}: this hull was built of differentiated "
+            "points, and mutad follows its points, volume, area, simplices, vertices, "
+            "neighbors, coplanar, good, npoints, ndim, nsimplex, max_bound and min_bound. "
+            "Compute facet normals from points[simplices] with NumPy's functions, or build it "
+            "of plain points (mutad.stop_gradient).")
+
+    @property
+    def volume(self):
+        corners = self.points[self.simplices]  # (facets, d, d)
+        inside = np.mean(self.points[self.vertices], axis=0)
+        cones = np.abs(np.linalg.det(corners - inside)) / math.factorial(self.ndim)
+        return scipys_value(_hull_asked(self._holder, self.points, "volume"), np.sum(cones))
+
+    @property
+    def area(self):
+        corners = self.points[self.simplices]
+        edges = corners[:, 1:] - corners[:, :1]  # (facets, d - 1, d)
+        gram = edges @ np.swapaxes(edges, -1, -2)
+        facets = np.sqrt(np.linalg.det(gram)) / math.factorial(self.ndim - 1)
+        return scipys_value(_hull_asked(self._holder, self.points, "area"), np.sum(facets))
+
+    def add_points(self, *args, **kwargs):
+        raise UnsupportedOperationError(
+            "scipy.spatial.ConvexHull(..., incremental=True).add_points of differentiated "
+            "points: mutad follows a hull built at once. Build a new hull of all the points.")
+
+    close = add_points
+
+
+CARRIERS.add(_TracedHull)
+
+
+def _construct_hull(points, incremental=False, qhull_options=None):
+    if not _carries(points):
+        return ConvexHull.scipy(points, incremental, qhull_options)
+    _setting(qhull_options, "qhull_options")
+    points = _array(points)
+    if np.ndim(points) != 2:
+        raise ValueError("Input points array must have 2 dimensions.")
+    if incremental:
+        raise UnsupportedOperationError(
+            "scipy.spatial.ConvexHull(..., incremental=True) of differentiated points: mutad "
+            "follows a hull built at once. Build it of all the points, without incremental.")
+    return _TracedHull(np.copy(points), {"qhull_options": qhull_options})
+
+
+ConvexHull = _class_stand_in(_spatial_module.ConvexHull, _construct_hull)
+
+
+# ----------------------------------------------------------------------------------------------
+# Rotations: scipy.spatial.transform.Rotation of traced values holds its traced quaternions and
+# mutad's backend (``_FollowedRotations``) in place of SciPy's. Each step is SciPy's own value
+# (its compiled backend's, of the plain numbers) with the derivatives of the same step of
+# SciPy's Array API backend (``_rotation_xp``), which computes with NumPy's functions on the
+# traced arrays (``scipys_value``), guarded to agree. Its constructors (``from_quat``,
+# ``from_matrix``, ``from_rotvec``, ``from_mrp``, ``from_euler``, ``Rotation(quat)``), and
+# ``apply`` and ``*`` (which pick SciPy's backend afresh), are routed (``defmethod``); the rest
+# of the class reads the rotation's backend and needs nothing more.
+
+_Rotation = _rotation.Rotation
+_NUMPY_NAMESPACE = _rotation.array_namespace(np.empty(0))
+_ROTATION_STEPS = ("from_quat", "from_matrix", "from_rotvec", "from_mrp", "from_euler",
+                   "as_quat", "as_matrix", "as_rotvec", "as_mrp", "inv", "magnitude", "apply",
+                   "compose_quat")
+
+
+def _scipys_rotation_step(name, compiled, settings, *arrays):
+    backend = _rotation.cython_backend if compiled else _rotation.xp_backend
+    # (the compiled backend takes writable buffers; mutad keeps the constants it reads
+    # read-only)
+    arrays = [a.copy() if isinstance(a, np.ndarray) and not a.flags.writeable else a
+              for a in arrays]
+    return np.asarray(getattr(backend, name)(*arrays, **dict(settings)))
+
+
+_rotation_step_value = Value(_scipys_rotation_step, "scipy.spatial.transform.Rotation")
+
+
+def _from_quat(quat, normalize=True, copy=True, scalar_first=False):
+    """``_rotation_xp.from_quat`` (whose copy converts)."""
+    if scalar_first:
+        quat = np.roll(quat, -1, axis=-1)
+    return quat / np.linalg.norm(quat, axis=-1, keepdims=True) if normalize else quat
+
+
+def _from_matrix(matrix, assume_valid=False):
+    """``_rotation_xp.from_matrix``: a matrix that is not orthogonal (SciPy's decision, to
+    1e-12) replaced by its orthogonal polar factor U Vᵀ, which it writes with array_api_extra's
+    ``at``, matrix by matrix (an orthogonal one's SVD is not taken, as SciPy's)."""
+    if not assume_valid:
+        stack = np.reshape(matrix, (-1, 3, 3))
+        orthogonal = np.all(np.isclose(stack @ np.swapaxes(stack, -1, -2), np.eye(3),
+                                       rtol=1e-5, atol=1e-12), axis=(-2, -1))
+        if not np.all(orthogonal):
+            polar = [m if keep else (lambda u, _, vt: u @ vt)(*np.linalg.svd(m))
+                     for m, keep in zip(stack, orthogonal.tolist(), strict=True)]
+            matrix = np.reshape(np.stack(polar), np.shape(matrix))
+    return _rotation.xp_backend._from_matrix_orthogonal(matrix)
+
+
+def _inverse(quat):
+    """``_rotation_xp.inv``: the vector part negated (which it writes with array_api_extra's
+    ``at``, into an array it converts)."""
+    return quat * np.array([-1.0, -1.0, -1.0, 1.0])
+
+
+def _from_euler(seq, angles, degrees=False):
+    """``_rotation_xp.from_euler`` (whose elementary quaternions it writes into zeros it
+    allocates, out of mutad's sight): each made by ``np.stack``, composed in the order of
+    ``seq``, intrinsic (capitals) or extrinsic; SciPy's checks of ``seq`` and the angles ran in
+    its compiled step before."""
+    angles = np.atleast_1d(np.deg2rad(angles) if degrees else angles)
+    quat = None
+    for position, axis in enumerate(seq.lower()):
+        half = angles[..., position] / 2.0
+        parts = [np.zeros_like(half)] * 3
+        parts["xyz".index(axis)] = np.sin(half)
+        elementary = np.stack(parts + [np.cos(half)], axis=-1)
+        quat = elementary if quat is None else _rotation.xp_backend.compose_quat(
+            *((quat, elementary) if seq.isupper() else (elementary, quat)))
+    return quat
+
+
+_ROTATION_COMPOSITIONS = {"from_quat": _from_quat, "from_matrix": _from_matrix, "inv": _inverse,
+                          "from_euler": _from_euler}
+
+
+def _rotation_step(name, *arrays, **settings):
+    """Step ``name`` of SciPy's rotation backends on ``arrays``: SciPy's compiled backend's
+    value where SciPy would take it (arrays of at most two dimensions, a matrix's three),
+    its Array API backend's otherwise; with the derivatives of the latter's steps."""
+    compiled = all(np.ndim(a) < (4 if name == "from_matrix" else 3) for a in arrays)
+    if not _carries(arrays):
+        return _scipys_rotation_step(name, compiled, tuple(settings.items()), *arrays)
+    value = _rotation_step_value(name, compiled, tuple(settings.items()), *arrays)
+    composition = _ROTATION_COMPOSITIONS.get(name, getattr(_rotation.xp_backend, name))(
+        *arrays, **settings)
+    if np.shape(composition) != np.shape(value) or not np.max(
+            np.abs(composition - value), initial=0.0) <= 1e-8 * (1.0 + np.max(np.abs(value),
+                                                                            initial=0.0)):
+        raise UnsupportedOperationError(  # (a guard: never another step's derivative)
+            f"scipy.spatial.transform.Rotation ({name}): SciPy's Array API backend, whose "
+            "steps give mutad's derivative, did not reproduce its compiled backend's value "
+            "here (a rotation by π, whose vector's sign is a choice, or Euler angles at "
+            "gimbal lock), so mutad cannot differentiate it. Work with the quaternions or "
+            "matrices (as_quat, as_matrix) there.")
+    return scipys_value(value, composition)
+
+
+class _FollowedRotations:
+    """The backend of a Rotation holding traced quaternions (``_rotation_step``)."""
+
+    def __getattr__(self, name):
+        if name in _ROTATION_STEPS:
+            return lambda *arrays, **settings: _rotation_step(name, *arrays, **settings)
+        return refused_attribute(
+            name, f"scipy.spatial.transform.Rotation: mutad follows {', '.join(_ROTATION_STEPS)} "
+            f"of rotations of differentiated values, not {name}. Compute it from "
+            "as_quat() or as_matrix() with NumPy's functions.")
+
+
+_FOLLOWED_ROTATIONS = _FollowedRotations()
+
+
+def _followed(rotation):
+    return rotation._backend is _FOLLOWED_ROTATIONS
+
+
+def _as_float64(x):
+    """SciPy's ``_promote`` of NumPy arrays: float64."""
+    x = _array(x)
+    return x if x.dtype == np.float64 else x.astype(np.float64)
+
+
+def _made(quat):
+    """A Rotation of traced quaternions, as SciPy's ``_from_raw_quat`` makes one."""
+    return _Rotation._from_raw_quat(quat, xp=_NUMPY_NAMESPACE, backend=_FOLLOWED_ROTATIONS)
+
+
+def _rotation_init(self, quat, normalize=True, copy=True, scalar_first=False):
+    quat = _as_float64(quat)
+    if np.shape(quat)[-1] != 4:
+        raise ValueError(f"Expected `quat` to have shape (..., 4), got {np.shape(quat)}.")
+    self._xp, self._single = _NUMPY_NAMESPACE, np.ndim(quat) == 1
+    self._backend = _FOLLOWED_ROTATIONS
+    self._quat = _rotation_step("from_quat", quat[None] if self._single else quat,
+                                normalize=normalize, copy=copy, scalar_first=scalar_first)
+
+
+def _rotation_constructor(name):
+    """``Rotation.from_<name>`` of traced values (their array after the settings ``from_euler``
+    takes before it)."""
+    count = 2 if name == "from_euler" else 1  # (from_euler(seq, angles))
+
+    def construct(*args, **settings):
+        if len(args) > count:  # (a setting passed by position: degrees)
+            settings = {"degrees": args[count], **settings}
+        return _made(_rotation_step(name, *args[:count - 1], _as_float64(args[count - 1]),
+                                    **settings))
+
+    construct.__name__ = name
+    return construct
+
+
+def _rotation_apply(self, vectors, inverse=False):
+    if not (_followed(self) or _carries(vectors)):
+        return _ROTATION_APPLY(self, vectors, inverse)
+    vectors = _as_float64(vectors)
+    if np.shape(vectors)[-1] != 3:
+        raise ValueError(f"Expected input of shape (..., 3), got {np.shape(vectors)}.")
+    single_vector = np.ndim(vectors) == 1
+    result = _rotation_step("apply", self._quat, np.atleast_2d(vectors), inverse=inverse)
+    return result[0, ...] if self._single and single_vector else result
+
+
+def _rotation_times(self, other):
+    if not isinstance(other, _Rotation):
+        return NotImplemented
+    if not (_followed(self) or _followed(other)):
+        return _ROTATION_TIMES(self, other)
+    quat = _rotation_step("compose_quat", self._quat, other._quat)
+    return _Rotation(quat[0] if self._single and other._single else quat, normalize=True,
+                     copy=False)
+
+
+def _rotation_approx_equal(self, other, atol=None, degrees=False):
+    """A decision: SciPy's, of the plain quaternions."""
+    if not (_followed(self) or _followed(other)):
+        return _ROTATION_APPROX_EQUAL(self, other, atol, degrees)
+    compiled = np.ndim(self._quat) < 3 and np.ndim(other._quat) < 3
+    return _rotation_step_value("approx_equal", compiled, (("atol", atol), ("degrees", degrees)),
+                                self._quat, other._quat)
+
+
+_ROTATION_APPLY, _ROTATION_TIMES = _Rotation.apply, _Rotation.__mul__
+_ROTATION_APPROX_EQUAL = _Rotation.approx_equal
+for _name, _method in (("apply", _rotation_apply), ("__mul__", _rotation_times),
+                       ("approx_equal", _rotation_approx_equal)):
+    setattr(_method, "always", True)  # (a rotation of traced values given constants)
+    defmethod(_Rotation, _name, _method)
+defmethod(_Rotation, "__init__", _rotation_init)
+for _name in ("from_matrix", "from_rotvec", "from_mrp", "from_euler"):
+    defmethod(_Rotation, _name, _rotation_constructor(_name))
