@@ -123,7 +123,7 @@ unit eigenvector's derivative solves ``(A - λᵢ I) dvᵢ = -(I - vᵢ lᵢ) dA
 complex eigenvector's phase is refused. ``svds``: ``dσᵢ = uᵢᵀ dA vᵢ``, the vectors as the
 eigenvector ``[uᵢ; vᵢ]/√2`` of ``[[0, A], [Aᵀ, 0]]`` (``uᵢᵀ duᵢ = vᵢᵀ dvᵢ = 0``). First order;
 values that are not simple (repeated, returned or not; defective) and zero singular values
-refused.
+refused. Of a dense array with traced values (SciPy takes one), each entry is a stored value.
 
 **Exponentials.** ``expm_multiply(A, B)`` is SciPy's value. ``B̄ = e^{Aᵀ} Ȳ`` by
 ``expm_multiply(A.T, Ȳ)``; in ``A``, through ``exp([[A, E], [0, A]]) = [[e^A, L(A, E)],
