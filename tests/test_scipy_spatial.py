@@ -516,3 +516,61 @@ def test_convex_hull_of_traced_points_is_scipys_in_what_it_gives():
                      (lambda p: scipy.spatial.ConvexHull(p, incremental=True), "incremental")):
         with pytest.raises(UnsupportedOperationError, match=match):
             mutad.gradient(lambda p: np.sum(g(p)), points.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.spatial.Delaunay of traced points: SciPy's simplices, the transforms differentiated
+
+
+def barycentric_loss(p, queries):
+    """Barycentric coordinates of ``queries`` in their simplices, and the triangles' areas
+    (a mesh's), from a triangulation of the points ``p``."""
+    triangulation = scipy.spatial.Delaunay(p)
+    found = triangulation.find_simplex(queries)
+    transform = triangulation.transform[found]
+    coordinates = np.einsum("kij,kj->ki", transform[:, :2], queries - transform[:, 2])
+    corners = p[triangulation.simplices]
+    edges = corners[:, 1:] - corners[:, :1]
+    areas = 0.5 * np.abs(edges[:, 0, 0] * edges[:, 1, 1] - edges[:, 0, 1] * edges[:, 1, 0])
+    return np.sum(coordinates ** 2) + np.sum(areas ** 2) + np.sum(p[triangulation.convex_hull])
+
+
+def test_delaunay_of_traced_points():
+    """Delaunay(points) of traced points (a stop: SciPy's code converted them): SciPy's
+    triangulation of the plain points, its transforms SciPy's bit for bit with the derivatives
+    of the same inverses, both modes and policies, replayed (the triangulation asked again of
+    each call's points); the caller's points unchanged."""
+    rng = np.random.default_rng(3)
+    points, queries = rng.standard_normal((12, 2)), 0.5 * rng.standard_normal((5, 2))
+    before = points.tobytes()
+
+    def f(p):
+        return barycentric_loss(p, queries)
+
+    def given(p):
+        triangulation = scipy.spatial.Delaunay(p)
+        expected = scipy.spatial.Delaunay(points)
+        assert isinstance(triangulation, scipy.spatial.Delaunay)
+        assert np.asarray(mutad.stop_gradient(triangulation.transform)).tobytes() == \
+            expected.transform.tobytes()
+        for name in ("simplices", "neighbors", "coplanar", "convex_hull", "vertex_to_simplex"):
+            assert np.array_equal(getattr(triangulation, name), getattr(expected, name))
+        for mine, scipys in zip(triangulation.vertex_neighbor_vertices,
+                                expected.vertex_neighbor_vertices, strict=True):
+            assert np.array_equal(mine, scipys)
+        assert np.array_equal(triangulation.find_simplex(queries),
+                              expected.find_simplex(queries))
+        return np.sum(triangulation.transform)
+
+    mutad.gradient(given, points.copy())
+    value, _ = mutad.value_and_gradient(f, points.copy())
+    assert value == f(points.copy())
+    for policy in POLICIES:
+        mutad.check_grads(f, points.copy(), policy=policy, modes=("rev", "fwd"))
+    replays_as_traced(f, [(points + 0.05 * i * rng.standard_normal(points.shape),)
+                          for i in range(4)])
+    assert points.tobytes() == before
+    for g, match in ((lambda p: scipy.spatial.Delaunay(p).equations, "equations"),
+                     (lambda p: scipy.spatial.Delaunay(p, incremental=True), "incremental")):
+        with pytest.raises(UnsupportedOperationError, match=match):
+            mutad.gradient(lambda p: np.sum(g(p)), points.copy())

@@ -1,7 +1,8 @@
 """``scipy.spatial.distance``'s ``pdist``, ``cdist`` and ``squareform`` of traced points,
 ``scipy.spatial``'s ``KDTree`` and ``cKDTree`` of traced points or queried at traced points, by
-SciPy's names too, and ``ConvexHull``'s volume and area and ``scipy.spatial.transform.Rotation``
-of traced values (see their sections below).
+SciPy's names too, ``ConvexHull``'s volume and area, ``Delaunay``'s triangulation and
+transforms, and ``scipy.spatial.transform.Rotation`` of traced values (see their sections
+below).
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import spatial
@@ -75,7 +76,7 @@ from ..core.registry import defmethod, defroute
 from ..engines.arraylike import carries_derivative
 from ._adjoints import Value, refused_attribute, scipys_value, stands_in_for
 
-__all__ = ["ConvexHull", "KDTree", "cKDTree", "cdist", "pdist", "squareform"]
+__all__ = ["ConvexHull", "Delaunay", "KDTree", "cKDTree", "cdist", "pdist", "squareform"]
 
 # SciPy's classes, kept before a differentiation routes the module's names to the stand-ins
 _SCIPY_KDTREE = _spatial_module.KDTree
@@ -553,7 +554,7 @@ class _StandInClass(type):
         return cls.construct(*args, **kwargs)
 
     def __instancecheck__(cls, instance):
-        if isinstance(instance, (_TracedTree, _TracedHull)):
+        if isinstance(instance, (_TracedTree, _TracedHull, _TracedDelaunay)):
             return issubclass(instance._cls, cls.scipy)
         return isinstance(instance, cls.scipy)
 
@@ -716,6 +717,109 @@ def _construct_hull(points, incremental=False, qhull_options=None):
 
 
 ConvexHull = _class_stand_in(_spatial_module.ConvexHull, _construct_hull)
+
+
+# ----------------------------------------------------------------------------------------------
+# Delaunay triangulations: SciPy's triangulation of the plain points decides the simplices and
+# their neighbours (piecewise constant in the points), and a query's simplex (find_simplex);
+# the barycentric transforms are SciPy's values with the derivatives of the same inverses
+# computed from the traced points: T⁻¹ of T = [x_0 - x_d, ..., x_{d-1} - x_d] (as columns) and
+# x_d, a simplex's vertices x_0..x_d (NaN where SciPy finds the simplex degenerate).
+
+_DELAUNAY_INDICES = ("simplices", "neighbors", "coplanar", "convex_hull", "vertex_to_simplex")
+
+
+def _delaunay_answer(holder, data, what, *query):
+    triangulation = holder.of(data)
+    if what == "find_simplex":
+        xi, bruteforce, tol = query
+        return np.asarray(triangulation.find_simplex(xi, bruteforce, tol), dtype=np.intp)
+    if what == "transform":
+        return np.array(triangulation.transform, dtype=np.float64)
+    if what in ("indptr", "indices"):
+        return np.asarray(triangulation.vertex_neighbor_vertices[what == "indices"], np.intp)
+    return np.asarray(getattr(triangulation, what), dtype=np.intp)
+
+
+_delaunay_asked = Value(_delaunay_answer, "scipy.spatial.Delaunay")
+
+
+class _TracedDelaunay:
+    """``Delaunay`` of traced points: SciPy's triangulation of the plain points decides the
+    simplices; ``transform`` follows the points (see the section)."""
+
+    def __init__(self, data, options):
+        self._cls, self.points = Delaunay.scipy, data
+        self._holder = _PlainTree(Delaunay.scipy, options)
+        _delaunay_asked(self._holder, data, "simplices")  # SciPy's checks of the points
+        self.npoints, self.ndim = np.shape(data)
+        self.furthest_site = bool(options["furthest_site"])
+
+    def __getattr__(self, name):
+        if name in _DELAUNAY_INDICES:
+            return _delaunay_asked(self._holder, self.points, name)
+        if name == "vertex_neighbor_vertices":
+            return tuple(_delaunay_asked(self._holder, self.points, part)
+                         for part in ("indptr", "indices"))
+        if name == "nsimplex":
+            return np.shape(self.simplices)[0]
+        if name in ("max_bound", "min_bound"):
+            return (np.max if name == "max_bound" else np.min)(self.points, axis=0)
+        return refused_attribute(
+            name, f"scipy.spatial.Delaunay(...).{name}: this triangulation was built of "
+            "differentiated points, and mutad follows its points, transform, simplices, "
+            "neighbors, coplanar, convex_hull, vertex_to_simplex, vertex_neighbor_vertices, "
+            "find_simplex, npoints, ndim, nsimplex, max_bound and min_bound. Compute what you "
+            "need from points[simplices] with NumPy's functions, or build it of plain points "
+            "(mutad.stop_gradient).")
+
+    def find_simplex(self, xi, bruteforce=False, tol=None):
+        """The simplex holding each point of ``xi``: SciPy's answer, a decision (integers)."""
+        return _delaunay_asked(self._holder, self.points, "find_simplex", xi, bruteforce, tol)
+
+    @property
+    def transform(self):
+        value = _delaunay_asked(self._holder, self.points, "transform")
+        corners = self.points[self.simplices]  # (nsimplex, d + 1, d)
+        last = corners[:, -1]
+        columns = np.swapaxes(corners[:, :-1] - last[:, None, :], -1, -2)
+        regular = np.isfinite(value).all(axis=(1, 2))[:, None, None]
+        # (a degenerate simplex, NaN in SciPy's value, inverts the identity: no derivative)
+        inverse = np.linalg.inv(np.where(regular, columns, np.eye(self.ndim)))
+        composition = np.concatenate([inverse, last[:, None, :]], axis=1)
+        return np.where(regular, scipys_value(np.where(regular, value, 0.0), composition),
+                        value)
+
+    def add_points(self, *args, **kwargs):
+        raise UnsupportedOperationError(
+            "scipy.spatial.Delaunay(..., incremental=True).add_points of differentiated "
+            "points: mutad follows a triangulation built at once. Build a new one of all the "
+            "points.")
+
+    close = add_points
+
+
+CARRIERS.add(_TracedDelaunay)
+
+
+def _construct_delaunay(points, furthest_site=False, incremental=False, qhull_options=None):
+    if not _carries(points):
+        return Delaunay.scipy(points, furthest_site, incremental, qhull_options)
+    _setting(qhull_options, "qhull_options")
+    _setting(furthest_site, "furthest_site")
+    points = _array(points)
+    if np.ndim(points) != 2:
+        raise ValueError("Input points array must have 2 dimensions.")
+    if incremental:
+        raise UnsupportedOperationError(
+            "scipy.spatial.Delaunay(..., incremental=True) of differentiated points: mutad "
+            "follows a triangulation built at once. Build it of all the points, without "
+            "incremental.")
+    return _TracedDelaunay(np.copy(points), {"furthest_site": furthest_site,
+                                             "qhull_options": qhull_options})
+
+
+Delaunay = _class_stand_in(_spatial_module.Delaunay, _construct_delaunay)
 
 
 # ----------------------------------------------------------------------------------------------
