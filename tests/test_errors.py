@@ -784,6 +784,32 @@ def test_a_refused_conversion_the_function_catches_is_not_let_pass(mode):
     assert x.tobytes() == before
 
 
+def _global_minimum(a):
+    """SciPy's differential_evolution, which has no rule, of a function of traced values: its
+    code converts the values, and raises a RuntimeError from mutad's refusal."""
+    import scipy.optimize
+
+    return scipy.optimize.differential_evolution(lambda z: np.sum((z - a) ** 2),
+                                                 [(-2.0, 2.0)] * 2, seed=0, maxiter=3).fun
+
+
+@pytest.mark.parametrize("mode", ["gradient", "jvp", "replay"])
+def test_a_library_error_raised_from_a_refusal_is_the_refusal(mode):
+    """Regression: differential_evolution of a traced function raised SciPy's RuntimeError
+    ("The map-like callable must be of the form f(func, iterable)...") where the cause, a
+    conversion mutad refused, says what happened and what to do."""
+    a = np.array([0.3, -0.2])
+    before = a.tobytes()
+    with pytest.raises(errors.ConversionError, match="differential_evolution"):
+        if mode == "gradient":
+            mutad.gradient(_global_minimum, a)
+        elif mode == "jvp":
+            mutad.jvp(_global_minimum, (a,), (np.ones(2),))
+        else:
+            mutad.grad(_global_minimum, replay=True)(a)
+    assert a.tobytes() == before
+
+
 def _numpys_own_refusal(x):
     """Conversions NumPy refuses too, caught: the program goes on as on NumPy's arrays."""
     try:

@@ -74,10 +74,12 @@ def run(differentiation, f, call, explain=None):
             return result
         except MutadError:
             raise
-        except (ValueError, TypeError) as error:
+        except (ValueError, TypeError, RuntimeError) as error:
             mutad_error = unwrapped(error)
             if mutad_error is not None:
                 raise mutad_error from None
+            if isinstance(error, RuntimeError):
+                raise
             clearer = None if explain is None else explain(error)
             if clearer is not None:
                 raise clearer.with_traceback(error.__traceback__) from error  # the user's line
@@ -128,13 +130,17 @@ def no_full_collections():
 
 
 def unwrapped(error):
-    """The mutad error behind ``error``, if NumPy wrapped one it met while converting an
-    element (``out[0] = x`` calls ``float(x)``), with ``error``'s traceback: it runs down to the
-    user's line that made the write, where the wrapped error's own stops inside NumPy."""
+    """The mutad error behind ``error``, if NumPy or SciPy wrapped one (``raise ... from``) they
+    met while converting an element (``out[0] = x`` calls ``float(x)``) or calling the user's
+    function (``differential_evolution`` raises a RuntimeError from it), with ``error``'s
+    traceback: it runs down to the user's line that made the call, where the wrapped error's
+    own stops inside the library."""
+    if isinstance(error, MutadError):
+        return None
     cause = error.__cause__
-    if isinstance(cause, MutadError) and not isinstance(error, MutadError):
-        return cause.with_traceback(error.__traceback__)
-    return None
+    while cause is not None and not isinstance(cause, MutadError):
+        cause = cause.__cause__
+    return None if cause is None else cause.with_traceback(error.__traceback__)
 
 
 def check_argnums(argnums, count):
