@@ -2772,3 +2772,36 @@ def test_a_walk_meets_an_array_of_an_ended_differentiation_as_its_value():
     assert unfollowed is None and not any(type(x) is ReverseTape for x in objects)
     assert any(a is traced.value for a in arrays)
     assert kept and kept[0].holds()
+
+
+def test_a_function_of_constants_that_writes_nothing_and_returns_a_value_replays():
+    """Regression: np.diagflat of an array the function computed from constants (a Jacobi
+    iteration's D⁻¹) was traced on every call ("a function that writes into an array and
+    returns a value": mutad does not know which arguments a NumPy function it composes writes).
+    It is a call, replayed; a replay in which such a call writes into an array (the values may
+    decide: np.nan_to_num(copy=False) of a NaN) fails its guard, and is traced."""
+    from cases import replays_as_traced
+
+    def jacobi(b):
+        a = 4 * np.eye(b.size) - np.eye(b.size, k=1) - np.eye(b.size, k=-1)
+        d = np.diag(a)
+        rest = a - np.diagflat(d)
+        x = np.zeros_like(b)
+        for _ in range(30):
+            x = (b - rest @ x) / d
+        return x @ x
+
+    replaying = replays_as_traced(jacobi, [(np.linspace(-1.0, 1.0, 6) * s,) for s in (1, 2, 3)])
+    assert not replaying.reasons
+
+    # the check of such a call in a replay: an array it writes fails the replay's guard
+    from mutad.engines.replay import GuardFailed, _writing_nothing
+
+    def fill(a, value):
+        a[np.isnan(a)] = value
+        return a.sum()
+
+    checked = _writing_nothing(fill)
+    assert checked(np.ones(3), 0.0) == 3.0
+    with pytest.raises(GuardFailed):
+        checked(np.array([1.0, np.nan]), 0.0)

@@ -2673,11 +2673,21 @@ class Recorder:
                 or not target.buffer.constant:
             self.refuse("a function that may write into its arguments")
         before = len(tape.records)
+        held = target.value.tobytes()
         y = self._run(on_constants, call, args, kwargs, tape, written)
         if self.reason is not None:
             return y
         if y is not None:
-            self.refuse("a function that writes into an array and returns a value")
+            if tape.records[before:] or target.value.tobytes() != held:
+                self.refuse("a function that writes into an array and returns a value")
+                return y
+            # It returned a value and wrote nothing (a NumPy function mutad composes, not
+            # knowing which of its arguments it writes: np.diagflat): a call, whose replays
+            # are checked to write nothing either
+            depends = self.depends((*args, kwargs))
+            y = self.derive(y, depends)
+            self.steps.append(Call(_writing_nothing(call), self.spec(args), self.spec(kwargs),
+                                   self.outputs(y, depends)))
             return y
         slot = self.spec(target)
         if type(slot) is not Slot:
@@ -2808,6 +2818,20 @@ def _calling(function):
     def write(target, args, kwargs):
         function(*args, **kwargs)
     return write
+
+
+def _writing_nothing(function):
+    """``function`` (a call on constants whose recording wrote none of its arguments), raising
+    :class:`GuardFailed` where a replay's call writes into one of its arrays (the values
+    decide: ``np.nan_to_num(x, copy=False)`` of a NaN), which the recording did not save."""
+    def call(*args, **kwargs):
+        arrays = [x for x in flatten((args, kwargs))[0] if type(x) is np.ndarray]
+        held = [x.tobytes() for x in arrays]
+        y = function(*args, **kwargs)
+        if any(x.tobytes() != b for x, b in zip(arrays, held)):
+            raise GuardFailed
+        return y
+    return call
 
 
 def _first_of(rule):
