@@ -10,7 +10,8 @@ the function (module-level ``from scipy.optimize import ...``, ``scipy.optimize.
 ``mutad.scipy.optimize``'s; the caller's arrays bit for bit; SciPy's values bit for bit; and
 minima held by strictly active bounds; and the refusals: a minimum on a bound that is not
 strictly active, a singular Hessian or Jacobian, a saddle point, a result that is not a
-solution, constraints, second derivatives, a value reached other than through ``args=`` or a
+solution, constraints not strictly active or given as objects that depend on the
+differentiated values, second derivatives, a value reached other than through ``args=`` or a
 closure, and the result fields without a derivative.
 """
 
@@ -355,14 +356,94 @@ def test_minimize_refuses_what_has_not_converged():
         mutad.gradient(f, THETA)
 
 
-def test_minimize_refuses_constraints():
-    def constrained(theta):
-        res = minimize(lambda x: ((x - theta) ** 2).sum(), np.zeros(2), method="SLSQP",
-                       constraints=[{"type": "eq", "fun": lambda x: x[0] - x[1]}])
+# Constrained minima: the KKT conditions in (x, λ) at SciPy's minimum (optimize's section).
+
+WEIGHTS = np.array([1.0, 2.0, 3.0])
+
+
+def test_minimize_under_an_equality_constraint_is_the_closed_form():
+    """min ‖x - θ‖² subject to Σx = 1 is x = θ - (Σθ - 1)/n: its derivative I - 11ᵀ/n, and
+    res.fun's, by the envelope theorem, 2 (x - θ)·(-1) + λ·0 ... = 2 (θ - x)."""
+    theta = np.array([0.3, 0.9, -0.2])
+    before = theta.tobytes()
+
+    def f(theta):
+        res = minimize(lambda x: np.sum((x - theta) ** 2), np.zeros(3), method="SLSQP",
+                       constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1.0}],
+                       options={"ftol": 1e-14})
+        return res.x @ WEIGHTS + res.fun
+
+    value, (gradient,) = mutad.value_and_gradient(f, theta)
+    assert value == f(theta.copy())
+    x = theta - (theta.sum() - 1.0) / 3
+    expected = WEIGHTS - WEIGHTS.mean() + 2 * (theta - x)
+    assert np.allclose(gradient, expected, atol=1e-7)
+    assert theta.tobytes() == before
+
+
+@pytest.mark.parametrize("method", ("SLSQP", "trust-constr"))
+def test_minimize_under_active_and_inactive_constraints(method):
+    """Inequalities (a dict whose function reads θ, one holding through args=), an inactive
+    one, a bound, and NonlinearConstraint and LinearConstraint objects: both modes and
+    policies against finite differences, with tight tolerances."""
+    theta = np.array([0.3, 0.9, -0.2])
+    tight = {"ftol": 1e-15, "maxiter": 1000} if method == "SLSQP" else \
+        {"gtol": 1e-13, "xtol": 1e-15, "maxiter": 20000}
+
+    def dicts(theta):
+        res = minimize(lambda x: np.sum((x - theta) ** 2) + 0.1 * np.sum(x ** 4), np.zeros(3),
+                       method=method, bounds=[(None, None), (None, None), (-5.0, 5.0)],
+                       constraints=[{"type": "ineq", "fun": lambda x: x[0] - 1.0 - 0.5 * theta[2]},
+                                    {"type": "ineq", "fun": lambda x, c: c - x[1],
+                                     "args": (0.5,)},
+                                    {"type": "ineq", "fun": lambda x: 10.0 - x[2]}],
+                       options=tight)
+        return res.x @ WEIGHTS + res.fun
+
+    def objects(theta):
+        res = minimize(lambda x: np.sum((x - theta) ** 2) + np.sum(x ** 4), np.zeros(3),
+                       method=method, options=tight,
+                       constraints=[scipy.optimize.LinearConstraint(np.ones((1, 3)), 1.0, 1.0),
+                                    scipy.optimize.NonlinearConstraint(lambda x: x[0] ** 2,
+                                                                       -np.inf, 0.04)])
+        return res.x @ WEIGHTS
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (trust-constr's about its quasi-Newton updates)
+        for f in (dicts, objects):
+            for policy in ("restore", "checkpoint"):
+                mutad.check_grads(f, theta.copy(), policy=policy, modes=("rev", "fwd"),
+                                  rtol=1e-4)
+
+
+def test_minimize_refuses_what_its_constraints_do_not_determine():
+    theta = np.array([0.3, 0.9])
+
+    def weakly_active(theta):  # the unconstrained minimum lies on the constraint
+        res = minimize(lambda x: np.sum((x - theta) ** 2), np.zeros(2), method="SLSQP",
+                       constraints=[{"type": "ineq", "fun": lambda x: x[0] - theta[0]}],
+                       options={"ftol": 1e-15})
         return res.x.sum()
 
-    with pytest.raises(UnsupportedOperationError, match="constraints"):
-        mutad.gradient(constrained, np.array([1.0, 2.0]))
+    def moving_object(theta):
+        res = minimize(lambda x: np.sum((x - theta) ** 2), np.zeros(2), method="SLSQP",
+                       constraints=[scipy.optimize.NonlinearConstraint(
+                           lambda x: x[0] - theta[1], 0.0, 0.0)])
+        return res.x.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="strictly active"):
+        mutad.gradient(weakly_active, theta.copy())
+    with pytest.raises(UnsupportedOperationError, match="give it as dicts"):
+        mutad.gradient(moving_object, theta.copy())
+
+    def equality(theta):
+        res = minimize(lambda x: np.sum((x - theta) ** 4) + np.sum(x ** 2), np.zeros(2),
+                       method="SLSQP", options={"ftol": 1e-15},
+                       constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1.0}])
+        return res.x @ res.x
+
+    with pytest.raises(UnsupportedOperationError, match="higher order"):
+        mutad.hessian(equality, theta.copy())
 
 
 # Second order through a solution: chord steps from SciPy's solution (optimize._solution).

@@ -26,11 +26,20 @@ which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)�
 ``ẋ = -(∂F/∂x)⁻¹ Ḟ``. ``F`` for each solver:
 
 * ``minimize`` (every method: BFGS, L-BFGS-B, CG, Newton-CG, the trust methods, Nelder-Mead,
-  Powell, TNC, SLSQP and COBYLA without constraints, ...) and ``minimize_scalar``:
+  Powell, TNC, SLSQP, COBYLA, ...) and ``minimize_scalar``:
   ``F = ∇ₓL``, and ``∂F/∂x`` the Hessian of ``L``, applied by mutad's Hessian-vector products
   (``mutad.hvp``). ``res.fun`` is differentiated by the envelope theorem, ``dL*/dθ = ∂L/∂θ``
   at ``x*``; ``res.jac`` (``∇ₓL`` at ``x*``, zero along the solutions) keeps SciPy's values,
-  whose derivative is zero (refused when a bound holds the minimum).
+  whose derivative is zero (refused when a bound holds the minimum). With ``constraints=``
+  (SLSQP, trust-constr, COBYLA, ...: dicts ``{'type': 'eq' or 'ineq', 'fun', 'args'}``, whose
+  functions may read differentiated values, and ``NonlinearConstraint`` and
+  ``LinearConstraint`` objects that do not): ``F`` is the KKT conditions in ``(x, λ)``,
+  ``[∇ₓ(L - λ·g); g] = 0`` over the active constraints ``g`` (the equalities, the
+  inequalities meeting their bound within 1e-6 of ``x*``'s size, and the bounds ``x*`` lies
+  on), ``λ`` the least-squares multipliers at ``x*`` (refused when ``∇L`` is not a combination
+  of the active gradients, and when an active inequality's multiplier is not above zero: not
+  strictly active, one-sided); ``∂F/∂(x, λ)`` by forward and reverse products, and
+  ``res.fun`` by the envelope theorem, ``∂(L - λ·g)/∂θ``. First order.
 * ``least_squares`` and ``curve_fit``: ``F = ∇ₓ ½‖r‖²``, with the exact Hessian of ``½‖r‖²``
   (not Gauss-Newton's ``JᵀJ``, which drops the residuals' curvature); ``curve_fit``'s
   residuals are ``(f(xdata, *p) - ydata) / sigma``, and ``least_squares``' robust losses
@@ -82,7 +91,8 @@ derivatives up to order k are those of the exact solution of ``F = 0`` (the valu
 SciPy's). ``res.fun`` and ``least_squares``' ``res.cost`` are then the objective at that
 solution.
 
-Refused, with a ``MutadError`` that says so: constraints (``constraints=``), a callable
+Refused, with a ``MutadError`` that says so: constraints not strictly active, or given as
+objects that depend on the differentiated values (pass dicts), a callable
 ``loss`` of ``least_squares``, a 2-D ``sigma`` or ``nan_policy`` of ``curve_fit`` when what they
 touch is differentiated, and functions that reach a differentiated value other than through
 their arguments, closures and the attributes of the user's objects those hold (a global, an
@@ -183,6 +193,15 @@ def _plain(x, memo):
         (func, owner), replaced, followed = _plain((x.__func__, x.__self__), memo)
         if replaced:
             result = types.MethodType(func, owner), True, followed
+    elif isinstance(x, (_optimize.NonlinearConstraint, _optimize.LinearConstraint,
+                        _optimize.Bounds)):
+        # SciPy's plain records of a constraint (which its solvers convert, calling their
+        # functions and products): a copy holding the plain values
+        items = {k: _plain(v, memo) for k, v in vars(x).items()}
+        if any(replaced for _, replaced, _ in items.values()):
+            twin = copy.copy(x)
+            twin.__dict__.update({k: v for k, (v, _, _) in items.items()})
+            result = twin, True, any(followed for _, _, followed in items.values())
     elif user_object(x) and type(x).__new__ is object.__new__:
         # a dataclass of parameters: a twin holding their numbers, made without calling the
         # class's code (its __init__, __copy__ or __getattr__), the object itself untouched
@@ -842,14 +861,15 @@ def minimize(original, a, p, call, followed):
     if not followed:
         return res
     name = "scipy.optimize.minimize"
-    if a["constraints"] not in ((), [], None):
-        raise UnsupportedOperationError(
-            f"{name}: constraints= with differentiated values: mutad differentiates "
-            "unconstrained minima (and bounds that are not active) only.")
     gradient_too = a["jac"] is True
     objective = _objective(a["fun"], gradient_too)
     plain_objective = _objective(p["fun"], gradient_too)
     args, plain_args = _tuple(a["args"]), _tuple(p["args"])
+    if a["constraints"] not in ((), [], None):
+        return _constrained_minimum(name, res, lambda z: objective(z, *args),
+                                    lambda z: plain_objective(z, *plain_args),
+                                    _constraint_functions(name, a["constraints"],
+                                                          p["constraints"]), p["bounds"])
     x = np.array(res.x, dtype=float)
     stationarity = _gradient(lambda z: objective(z, *args), x)
     solution = _solution(
@@ -864,6 +884,169 @@ def minimize(original, a, p, call, followed):
     # The gradient at the minimum is zero along the solutions, unless a bound holds it.
     held = _on_bounds(x.ravel(), _bounds_arrays(p["bounds"], x.size, pairs=True)).any()
     return _result(name, res, values, keep=(*_KEEP, "fun", *(() if held else ("jac",))))
+
+
+# Constraints: at a minimum of f subject to g(x) = 0 (equalities) and g(x) ≥ 0 (inequalities,
+# SciPy's sense), the active ones (the equalities, the inequalities with g = 0 and the bounds x
+# lies on) hold with multipliers λ, ∇f = Jᵀλ (J the active constraints' Jacobian; λ ≥ 0 for
+# an inequality). The implicit function theorem is taken of the KKT conditions in (x, λ),
+# F = [∇ₓ(f - λ·g); g_active] = 0; the inactive inequalities play no part. Each active
+# inequality must hold strictly (λ above zero): else the minimum moves one-sidedly.
+
+
+def _constraint_functions(name, given, plain):
+    """``(g, g_plain, equality)``: ``minimize``'s ``constraints=`` as one function of ``x``,
+    the values of every constraint in a vector (``g = 0`` where ``equality(x)``, ``g ≥ 0``
+    elsewhere), computed by the user's functions (``g``) and their plain twins; from dicts
+    (``{'type': 'eq' or 'ineq', 'fun', 'args'}``), and ``NonlinearConstraint`` and
+    ``LinearConstraint`` objects (``lb ≤ fun(x) ≤ ub``, an equality where ``lb == ub``) that
+    do not depend on the differentiated values (as dicts, they may)."""
+    items = list(given) if isinstance(given, (list, tuple)) else [given]
+    plain_items = list(plain) if isinstance(plain, (list, tuple)) else [plain]
+    parts, plain_parts, senses = [], [], []
+    for item, plain_item in zip(items, plain_items, strict=True):
+        if isinstance(item, dict):
+            kind = plain_item.get("type")
+            if kind not in ("eq", "ineq"):
+                raise UnsupportedOperationError(f"{name}: a constraint of type {kind!r}.")
+            for functions, entry in ((parts, item), (plain_parts, plain_item)):
+                functions.append(lambda x, f=entry["fun"], r=_tuple(entry.get("args", ())):
+                                 np.ravel(_as_array(f(x, *r))))
+            senses.append(lambda rows, eq=kind == "eq": np.full(rows.size, eq))
+            continue
+        if not isinstance(item, (_optimize.NonlinearConstraint, _optimize.LinearConstraint)):
+            raise UnsupportedOperationError(
+                f"{name}: a constraint of type {type(item).__name__}: mutad differentiates "
+                "dicts ({'type': 'eq' or 'ineq', 'fun': ..., 'args': ...}), "
+                "NonlinearConstraint and LinearConstraint.")
+        if isinstance(item, _optimize.LinearConstraint):
+            fun = lambda x, A=item.A: A @ np.ravel(x)  # noqa: E731
+        else:
+            fun = item.fun
+        plain_fun, replaced, followed = _plain((fun, item.lb, item.ub), {})
+        if followed:
+            raise UnsupportedOperationError(
+                f"{name}: a {type(item).__name__} that depends on the differentiated values: "
+                "give it as dicts, {'type': 'eq' or 'ineq', 'fun': ..., 'args': ...}, whose "
+                "functions may.")
+        lower, upper = np.asarray(item.lb, dtype=float), np.asarray(item.ub, dtype=float)
+        for functions, f in ((parts, fun), (plain_parts, plain_fun[0])):
+            functions.append(lambda x, f=f, lower=lower, upper=upper: _bounded_rows(
+                np.ravel(_as_array(f(x))), lower, upper))
+        senses.append(lambda rows, lower=lower, upper=upper: _bounded_rows(
+            rows, lower, upper, sense=True))
+
+    def stacked(functions):
+        return lambda x: np.concatenate([g(x) for g in functions])
+
+    def equality(x):
+        """Which rows of ``g(x)`` are equalities, at plain ``x``."""
+        return np.concatenate([sense(f(x)) for sense, f in zip(senses, plain_parts)])
+
+    return stacked(parts), stacked(plain_parts), equality
+
+
+def _bounded_rows(y, lower, upper, sense=False):
+    """``lower ≤ y ≤ upper`` as the rows ``y - lower`` where the two are equal (equalities),
+    then ``y - lower`` and ``upper - y`` where finite; ``sense``: which of those rows are
+    equalities, for the number of ``y``'s rows (``y``'s values unread)."""
+    lower, upper = np.broadcast_to(lower, np.shape(y)), np.broadcast_to(upper, np.shape(y))
+    equal = lower == upper
+    below, above = np.isfinite(lower) & ~equal, np.isfinite(upper) & ~equal
+    if sense:
+        return np.concatenate([np.ones(np.count_nonzero(equal), dtype=bool),
+                               np.zeros(np.count_nonzero(below) + np.count_nonzero(above),
+                                        dtype=bool)])
+    return np.concatenate([y[equal] - lower[equal], y[below] - lower[below],
+                           upper[above] - y[above]])
+
+
+ACTIVE_CONSTRAINT = 1e-6
+"""An inequality whose value at the minimum is below this, relative to ``1 + ‖x*‖``, is
+active there: SciPy's solvers meet them to their tolerance, an interior point method
+(``trust-constr``) from inside. One that is not active but this close is found with a zero
+multiplier, and refused."""
+
+
+def _constrained_minimum(name, res, objective, plain_objective, constraints, bounds):
+    """``minimize`` with ``constraints=``: ``res.x`` and ``res.fun`` differentiated through the
+    KKT conditions at SciPy's minimum (see the section)."""
+    g, plain_g, equality_at = constraints
+    x = np.array(res.x, dtype=float)
+    shape, n = x.shape, x.size
+    scale = 1.0 + np.linalg.norm(x)
+    with outside_differentiations(name):
+        values = _numbers(plain_g(x.copy()))
+        equality = equality_at(x.copy())
+    if np.any(~equality & (values < -ACTIVE_CONSTRAINT * scale)) or np.any(
+            equality & (np.abs(values) > ACTIVE_CONSTRAINT * scale)):
+        raise UnsupportedOperationError(
+            f"{name}: SciPy's minimum violates its constraints (beyond "
+            f"{ACTIVE_CONSTRAINT:g} of x's size), so it is not the constrained minimum whose "
+            "derivative mutad takes. Tighten the solver's tolerances (ftol, tol) or raise "
+            "maxiter.")
+    active = equality | (values <= ACTIVE_CONSTRAINT * scale)
+    # the bounds x lies on: inequalities x - lower ≥ 0, upper - x ≥ 0
+    limits = _bounds_arrays(bounds, n, pairs=True)
+    on_lower = _on(x.ravel(), limits[0]) if limits is not None else np.zeros(n, dtype=bool)
+    on_upper = _on(x.ravel(), limits[1]) & ~on_lower if limits is not None else on_lower
+    held = np.concatenate([np.eye(n)[on_lower], -np.eye(n)[on_upper]])
+    held_at = np.concatenate([limits[0][on_lower], -limits[1][on_upper]]) if limits is not None \
+        else np.zeros(0)
+    m = int(np.count_nonzero(active)) + len(held)
+
+    def active_rows(function, z):
+        rows = function(z)[active]
+        return np.concatenate([rows, held @ np.ravel(z) - held_at]) if len(held) else rows
+
+    with outside_differentiations(name):
+        slope = np.ravel(grad(plain_objective)(x.copy()))
+        jacobian = np.array([np.ravel(jvp(lambda z: active_rows(plain_g, z), (x.copy(),),
+                                          (np.reshape(e, shape),))[1]) for e in np.eye(n)],
+                            dtype=float).reshape(n, m).T
+    multipliers, *_ = np.linalg.lstsq(jacobian.T, slope, rcond=None)
+    if m and np.linalg.norm(jacobian.T @ multipliers - slope) > \
+            STEP * (1.0 + np.linalg.norm(slope)):
+        raise UnsupportedOperationError(
+            f"{name}: at SciPy's minimum the objective's gradient is not a combination of the "
+            "active constraints' gradients (the KKT conditions do not hold to the accuracy "
+            "the derivative needs). Tighten the solver's tolerances, or raise maxiter.")
+    inequality = np.concatenate([~equality[active], np.ones(len(held), dtype=bool)])
+    weak = inequality & ~(multipliers > STEP_FAILED * (1.0 + np.linalg.norm(slope)))
+    if weak.any():
+        raise UnsupportedOperationError(
+            f"{name}: an inequality (or bound) is active at the minimum with a multiplier of "
+            f"{multipliers[weak].min():.3g}: it is not strictly active, so the minimum depends "
+            "on the differentiated values one-sidedly (it may stay on the constraint or leave "
+            "it) and has no derivative. Move the constraint away from the unconstrained "
+            "minimum, or make it an equality.")
+    z = np.concatenate([x.ravel(), multipliers])
+
+    def kkt(function, f, z, x_of):
+        lam = z[n:]
+        x_z = x_of(z)
+        stationary = np.ravel(grad(lambda w: f(w) - lam @ active_rows(function, w))(x_z))
+        return np.concatenate([stationary, active_rows(function, x_z)])
+
+    x_held = _constant(x)
+    lam = multipliers
+    residual = np.concatenate([
+        np.ravel(_gradient(lambda w: objective(w) - lam @ active_rows(g, w), x)),
+        active_rows(g, x_held)])
+    if _order(residual) > 1:
+        raise UnsupportedOperationError(
+            f"{name}: a derivative of higher order through a constrained minimum: mutad "
+            "differentiates it once.")
+    solution = _solution(
+        name, z, residual,
+        _root_linearization(name, lambda w: kkt(plain_g, plain_objective, w,
+                                                lambda v: np.reshape(v[:n], shape)), z),
+        bool(res.success), res.message)
+    out = {"x": np.reshape(solution[:n], shape) if _followed(solution) else res.x}
+    value = objective(x_held) - lam @ active_rows(g, x_held)
+    if _followed(value):
+        out["fun"] = _with_derivatives(res.fun, value)
+    return _result(name, res, out, keep=(*_KEEP, "fun"))
 
 
 @_stands_in_for(_optimize.minimize_scalar)
