@@ -162,6 +162,12 @@ CONSTRUCTORS = {
     "hstack, vstack, block_diag": lambda d: scipy.sparse.vstack([
         scipy.sparse.hstack([stiffness(d[:4]), scipy.sparse.csr_matrix((3, 3))]),
         scipy.sparse.block_diag([stiffness(d[4:8]), 2.0 * d[8] * scipy.sparse.eye(3)])]),
+    # dense blocks, traced or not, and numbers, as SciPy converts them (a crash: no matrix
+    # was found among the blocks)
+    "block_diag of dense blocks and a number": lambda d: scipy.sparse.block_diag(
+        [d[:4].reshape(2, 2), np.eye(N - 3), 2.0]),
+    "bmat of dense blocks": lambda d: scipy.sparse.bmat(
+        [[d[:4].reshape(2, 2), None], [None, np.eye(N - 2)]], format="csr"),
 }
 
 

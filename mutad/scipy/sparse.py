@@ -1946,12 +1946,15 @@ def _constructor_function(name):
 diags, diags_array, spdiags = map(_constructor_function, ("diags", "diags_array", "spdiags"))
 
 
-def _blocks(tree, replace):
-    """``tree`` (a list of sparse matrices, or of lists of them) with each matrix replaced."""
+def _blocks(tree, replace, dense=None):
+    """``tree`` (a list of sparse matrices, or of lists of them) with each matrix replaced;
+    given ``dense``, each array or number there (traced or not) replaced by ``dense(it)``."""
     if type(tree) in (list, tuple):
-        return type(tree)(_blocks(x, replace) for x in tree)
+        return type(tree)(_blocks(x, replace, dense) for x in tree)
     if isinstance(tree, TracedSparse) or _sparse.issparse(tree):
         return replace(tree)
+    if dense is not None and tree is not None:
+        return dense(np.atleast_2d(tree))
     return tree
 
 
@@ -1962,6 +1965,8 @@ def _stacking_function(name):
     def stack(blocks: Any, *args: Any, **kwargs: Any) -> Any:
         if not _followed(blocks):
             return SCIPY[name](blocks, *args, **kwargs)
+        # a dense block (block_diag takes arrays), as SciPy converts it: a coo matrix
+        blocks = _blocks(blocks, lambda m: m, dense=coo_matrix)
         matrices = []
         _blocks(blocks, lambda m: matrices.append(_lift(m)))
         pieces = [np.reshape(m.data, (-1,))[m.layout.valid] if m.layout.padded
