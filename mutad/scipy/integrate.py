@@ -1515,7 +1515,6 @@ def _solve_bvp(fun: Callable[..., Any], bc: Callable[..., Any], x: Any, y: Any, 
             "boundary value problems. Write the real and imaginary parts as real unknowns.")
     mesh, (n, m) = res.x, np.shape(res.y)
     with_parameters = res.p is not None
-    k = np.size(res.p) if with_parameters else 0
 
     def functions(f, b):
         def residual(z):
