@@ -310,6 +310,25 @@ def test_poly1d_of_a_list_of_traced_numbers():
         replayed_like_traced(f, [(x,), (x * 1.5 + 0.25,)])
 
 
+@pytest.mark.parametrize("f, x", [
+    (np.poly, np.array([1.5, -0.5, 0.75])),
+    (lambda r: np.poly1d(r, r=True)(0.3), np.array([1.5, -0.5, 0.75])),
+    (lambda r: np.poly1d([r[0], r[1]], r=True).coeffs, np.array([1.5, -0.5])),
+    (np.poly, np.array([[2.0, 1.0], [0.5, 0.5]])),  # real eigenvalues
+    (np.poly, np.array([[2.0, 1.0], [-1.0, 0.5]])),  # a conjugate pair: NumPy's real part
+    (lambda r: np.poly(np.array([1.0 + 2j, 1.0 - 2j, 0.5j]) * r[0]).imag, np.array([1.5])),
+], ids=["roots", "poly1d of roots", "poly1d of a list of roots", "matrix", "complex pair",
+        "complex"])
+def test_poly_of_traced_roots(f, x):
+    """np.poly (and np.poly1d(r, r=True), which calls it) of traced roots or of a traced
+    matrix's eigenvalues (a stop: no rule): NumPy's convolutions, its values and dtype bit for
+    bit, in both modes, replayed; the caller's array unchanged (check_grads)."""
+    y, _ = mutad.jvp(f, (x.copy(),), (np.ones_like(x),))
+    assert same(y, f(x))
+    mutad.check_grads(f, x.copy(), modes=("rev", "fwd"))
+    replayed_like_traced(lambda x: np.sum(f(x) ** 2), [(x,), (x * 1.5 + 0.25,)])
+
+
 def test_polymul_keeps_numpys_untrimmed_product():
     """NumPy's polymul trims its operands, not their product: [0.] times [1., 2.] is [0., 0.];
     mutad's trimmed the product too (one coefficient)."""

@@ -2551,8 +2551,9 @@ def test_a_plain_array_f_changes_after_a_step_read_it_is_not_replayed():
 
 def test_a_rule_refusing_an_array_outside_argnums_while_recording_is_traced_instead():
     """Regression: a recording follows the arrays outside argnums as inputs of the program, so
-    a rule taking one as a setting (interp1d's cubic knots) refused it as differentiated, where a
-    traced call takes it as a constant; the call is now traced, with the reason."""
+    a rule taking one as a setting (a cubic interp1d's knots, which mutad does not
+    differentiate) refused it as differentiated, where a traced call takes it as a constant;
+    the call is now traced, with the reason."""
     import scipy.interpolate
 
     knots = np.linspace(0.0, 1.0, 8)

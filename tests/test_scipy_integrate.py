@@ -23,6 +23,7 @@ from scipy.integrate import (cumulative_simpson, cumulative_trapezoid, nquad, od
 import mutad
 from mutad.errors import UnsupportedOperationError
 from mutad.scipy import integrate
+from cases import replays_as_traced
 
 # The slow kind (ODE solves, forward, adjoint and by finite differences): not in the fast subset,
 # python -m pytest -m "not slow".
@@ -647,19 +648,67 @@ def test_quad_vec_and_break_points():
 # What is refused, with a clear error
 
 
-def test_solve_bvp_is_refused_by_name():
-    def solve(k):
-        sol = scipy.integrate.solve_bvp(lambda t, y: np.vstack([y[1], -k * y[0]]),
-                                        lambda a, b: np.array([a[0], b[0] - 1.0]),
-                                        np.linspace(0.0, 1.0, 5), np.ones((2, 5)))
-        return sol.y[0, 2]
+def _oscillator(k, tol=1e-8, x=None):
+    """y'' = -k y, y(0) = 0, y(1) = 1: y = sin(√k t) / sin(√k)."""
+    return scipy.integrate.solve_bvp(lambda t, y: np.vstack([y[1], -k * y[0]]),
+                                     lambda a, b: np.array([a[0], b[0] - 1.0]),
+                                     np.linspace(0.0, 1.0, 5) if x is None else x,
+                                     np.ones((2, 5)), tol=tol)
 
-    for k in (0.5, np.array(0.5)):
-        with pytest.raises(UnsupportedOperationError, match="solve_bvp.*shooting"):
-            mutad.gradient(solve, k)
+
+def test_solve_bvp_by_the_implicit_function_theorem():
+    """solve_bvp (a stop: refused) differentiated in what its functions close over: SciPy's
+    values bit for bit, the derivative of the collocation solution (against the exact
+    solution's, to the solver's accuracy, and finite differences), of res.y, res.yp and
+    res.sol (its values and slopes), in both modes, both policies, to second order."""
+    def loss(k):
+        res = _oscillator(k)
+        return res.sol(0.5)[0] + res.sol(np.array([0.2, 0.7]), 1)[1].sum() \
+            + res.y[0, 1] * res.yp[1, -1]
+
+    value, (g,) = mutad.value_and_gradient(loss, 1.3)
+    assert value == loss(1.3)
+    exact = lambda k: np.sin(np.sqrt(k) * 0.5) / np.sin(np.sqrt(k))  # noqa: E731
+    (at_half,) = mutad.gradient(lambda k: _oscillator(k).sol(0.5)[0], 1.3)
+    np.testing.assert_allclose(at_half, (exact(1.3 + 1e-6) - exact(1.3 - 1e-6)) / 2e-6,
+                               rtol=1e-6)
+    for policy in POLICIES:
+        mutad.check_grads(loss, 1.3, policy=policy)
+    mutad.check_jvp(loss, 1.3)
+    mutad.check_grads(lambda k: _oscillator(k).sol(0.5)[0], 1.3, order=2)
+
+
+def test_solve_bvp_with_unknown_parameters_and_arrays_closed_over():
+    """An eigenvalue problem (p, with the boundary conditions fixing its scale): res.p and the
+    solution differentiated in an array the functions close over; the caller's array
+    unchanged (check_grads); each replayed call traced again (the solver runs on plain
+    numbers), its gradient the traced one."""
+    def loss(w):
+        res = scipy.integrate.solve_bvp(
+            lambda t, y, p: np.vstack([y[1], -p[0] * (1.0 + w[0] * t) * y[0]]),
+            lambda a, b, p: np.array([a[0], b[0], a[1] - w[1]]),
+            np.linspace(0.0, 1.0, 7), np.vstack([np.sin(np.pi * np.linspace(0.0, 1.0, 7)),
+                                                 np.zeros(7)]), p=[9.0], tol=1e-8)
+        return res.p[0] + res.sol(0.3)[0]
+
+    w = np.array([0.2, 1.5])
+    value, _ = mutad.value_and_gradient(loss, w)
+    assert value == loss(w)
+    mutad.check_grads(loss, w)
+    replaying = replays_as_traced(loss, [(w,), (w * 1.1,)])
+    assert any("solve_bvp" in why for why in replaying.reasons.values())
+
+
+def test_solve_bvp_refusals():
+    with pytest.raises(UnsupportedOperationError, match="solve_bvp with a differentiated mesh"):
+        mutad.gradient(lambda b: _oscillator(1.0, x=np.linspace(0.0, b, 5)).sol(0.5)[0], 1.0)
+    with pytest.raises(UnsupportedOperationError, match="rms_residuals"):
+        mutad.gradient(lambda k: _oscillator(k).rms_residuals.sum(), 1.0)
+    with pytest.raises(UnsupportedOperationError, match="sol.c"):
+        mutad.gradient(lambda k: _oscillator(k).sol.c.sum(), 1.0)
     # A plain problem inside a differentiation is SciPy's own.
-    (g,) = mutad.gradient(lambda s: s * solve(0.5), 2.0)
-    assert g == solve(0.5)
+    (g,) = mutad.gradient(lambda s: s * _oscillator(0.5).y[0, 2], 2.0)
+    assert g == _oscillator(0.5).y[0, 2]
 
 
 class _Model:

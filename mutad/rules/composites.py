@@ -425,6 +425,32 @@ def polyval(p, x):
     return y
 
 
+@defcomposite(np.poly)
+def poly(seq_of_zeros):
+    """NumPy's: the coefficients of the monic polynomial with these roots (of a square
+    matrix, its eigenvalues), one convolution with [1, -root] per root, in NumPy's dtype; its
+    real part where the roots come in conjugate pairs (a decision on their values, as
+    NumPy's)."""
+    zeros = np.atleast_1d(seq_of_zeros)
+    shape = np.shape(zeros)
+    if len(shape) == 2 and shape[0] == shape[1] and shape[0] != 0:
+        zeros = np.linalg.eigvals(zeros)
+    elif len(shape) == 1:
+        zeros = zeros.astype(np.mintypecode(zeros.dtype.char))
+    else:
+        raise ValueError("input must be 1d or non-empty square 2d array.")
+    if shape[0] == 0:
+        return 1.0
+    a = np.ones_like(zeros, shape=(1,))
+    for zero in zeros:
+        a = np.convolve(a, np.stack([np.ones_like(zero), -zero]), mode="full")
+    if np.iscomplexobj(a):
+        roots = zeros.astype(complex)
+        if np.all(np.sort(roots) == np.sort(np.conjugate(roots))):
+            a = np.real(a).copy()
+    return a
+
+
 @defcomposite(np.polyder)
 def polyder(p, m=1):
     for _ in range(m):
@@ -1024,6 +1050,7 @@ nondifferentiable(np.diag_indices_from, np.triu_indices_from, np.tril_indices_fr
 # magnitudes) are refused for complex values.
 complex_aware(np.gradient, np.trapezoid, np.ediff1d, np.cumulative_sum, np.cumulative_prod,
               np.nancumsum, np.nancumprod, np.average, np.polyval, np.polyder, np.polyint,
-              np.polyadd, np.polysub, np.polymul, np.roots, np.vander, np.linalg.multi_dot, np.meshgrid,
+              np.poly, np.polyadd, np.polysub, np.polymul, np.roots, np.vander,
+              np.linalg.multi_dot, np.meshgrid,
               np.diagflat, np.angle, np.real_if_close, np.linalg.svdvals, np.linalg.cond,
               np.insert, np.block, np.apply_along_axis, np.apply_over_axes, np.piecewise)

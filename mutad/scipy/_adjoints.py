@@ -209,6 +209,17 @@ def scipys_value(value, composition):
     return y
 
 
+def reproduces(value, composition, rtol=1e-8):
+    """Whether ``composition`` (a traced computation of SciPy's ``value``, whose derivatives
+    ``scipys_value`` gives it) has ``value``'s shape and agrees with it where it is finite, to
+    ``rtol`` of its largest entry: the guard that keeps another computation's derivative from
+    standing for SciPy's (a choice SciPy made otherwise, a case the composition misses)."""
+    finite = np.isfinite(value)
+    scale = 1.0 + np.max(np.abs(value), where=finite, initial=0.0)
+    return np.shape(composition) == np.shape(value) and bool(np.max(
+        np.abs(np.where(finite, composition - value, 0.0)), initial=0.0) <= rtol * scale)
+
+
 def array_tangent(x, dx):
     """The tangent ``dx`` of an array argument ``x`` as one array. Forward mode gives the
     tangent of a list or tuple (``lfilter([b0, 0.5], ...)``, ``b0`` a dual) item by item,

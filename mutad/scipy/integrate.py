@@ -1,7 +1,8 @@
 """``scipy.integrate`` functions mutad differentiates, by SciPy's names too: the quadratures of
 samples (``trapezoid``, ``simpson``, ``cumulative_trapezoid``, ``cumulative_simpson``,
 ``romb``), initial value problems (``solve_ivp`` with every method, ``odeint``), ``quad``,
-``quad_vec`` and ``nquad``.
+``quad_vec``, ``nquad`` and boundary value problems (``solve_bvp``, by the implicit function
+theorem at SciPy's collocation solution).
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import integrate
@@ -102,7 +103,12 @@ from ..core.levels import ACTIVE, Tracer, handled, innermost
 from ..core.registry import defroute
 from ..core.trees import flatten
 from ..core.views import memory, weaken
-from ._adjoints import outside_differentiations
+from ._adjoints import Value, outside_differentiations, refused_attribute, scipys_value
+from .optimize import (_as_array, _not_replayed, _root_linearization, _solution,
+                       _with_derivatives)
+from .optimize import _constant as _allocated
+from .optimize import _plain_call as _plain_arguments
+from .optimize import _result as _bvp_result
 
 __all__ = ["cumulative_simpson", "cumulative_trapezoid", "dblquad", "nquad", "odeint", "quad",
            "quad_vec", "romb", "simpson", "solve_ivp", "tplquad", "trapezoid"]
@@ -1471,21 +1477,103 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
 def _solve_bvp(fun: Callable[..., Any], bc: Callable[..., Any], x: Any, y: Any, p: Any = None,
                S: Any = None, fun_jac: Any = None, bc_jac: Any = None, tol: float = 0.001,
                max_nodes: int = 1000, verbose: int = 0, bc_tol: Any = None) -> Any:
-    """SciPy's ``solve_bvp``, refused where what it solves depends on the differentiated
-    arguments (mutad has no derivative of its collocation solve)."""
+    """SciPy's ``solve_bvp``, differentiated in what its functions read (the arrays and numbers
+    ``fun`` and ``bc`` close over, or are given through their defaults, objects or partials)
+    by the implicit function theorem: SciPy's solution (y at the nodes of its final mesh, and
+    the parameters p) solves the collocation equations F(y, p; θ) = 0 (SciPy's residuals of its
+    4th-order Lobatto IIIA scheme, on that mesh, and the boundary conditions), so its
+    derivative is -(∂F/∂(y, p))⁻¹ ∂F/∂θ (``optimize._solution``, which checks that the result
+    solves them to the accuracy a derivative needs). The mesh is SciPy's decision (its nodes
+    do not move with θ); the guesses ``y`` and ``p`` only choose the solution (no derivative).
+    ``res.y``, ``res.p``, ``res.yp`` and ``res.sol`` (SciPy's spline: its values with the
+    derivatives of the cubic Hermite interpolant of y and yp, which it is) are differentiated;
+    ``rms_residuals`` is refused. A differentiated mesh ``x``, ``S``, tolerances, complex
+    values and the Jacobians ``fun_jac``/``bc_jac`` closing over differentiated values (SciPy
+    would solve with them; mutad differentiates ``fun`` and ``bc``) are refused."""
     options = dict(p=p, S=S, fun_jac=fun_jac, bc_jac=bc_jac, tol=tol, max_nodes=max_nodes,
                    verbose=verbose, bc_tol=bc_tol)
-    # Constants (arrays the function made from none of its arguments) are SciPy's to read.
-    if ACTIVE.running and any(carries_derivative(v) for v in (
-            x, y, p, S, tol, bc_tol,
-            *_Parameters("solve_bvp", (fun, bc, fun_jac, bc_jac), ()).values())):
+    if not ACTIVE.running:
+        return _bvp.solve_bvp(fun, bc, x, y, **options)
+    if any(carries_derivative(v) for v in (x, S, tol, bc_tol)) or any(
+            carries_derivative(v) for v in _Parameters(
+                "solve_bvp", (fun_jac, bc_jac), ()).values()):
         raise UnsupportedOperationError(
-            "scipy.integrate.solve_bvp with differentiated inputs (its mesh, guess, parameters "
-            "or arrays its functions close over): mutad has no derivative of its collocation "
-            "solve. Solve the boundary value problem by shooting, solve_ivp inside "
-            "scipy.optimize.root or brentq (both differentiated), or pass the inputs through "
-            "mutad.stop_gradient.")
-    return _bvp.solve_bvp(fun, bc, x, y, **options)
+            "scipy.integrate.solve_bvp with a differentiated mesh x, S, tolerance or Jacobian "
+            "(fun_jac, bc_jac): mutad differentiates the solution in what fun and bc read, on "
+            "SciPy's mesh. Map the interval onto a constant one (t = a + (b - a) s, the "
+            "lengths a parameter of fun), leave out fun_jac and bc_jac, or pass those inputs "
+            "through mutad.stop_gradient.")
+    name = "scipy.integrate.solve_bvp"
+    _not_replayed(name)
+    given, _, call, followed = _plain_arguments(_bvp.solve_bvp, (fun, bc, x, y), options)
+    with outside_differentiations(name):
+        res = _bvp.solve_bvp(**call)
+    if not followed:
+        return res
+    if np.iscomplexobj(res.y):
+        raise UnsupportedOperationError(
+            f"{name} of complex values with differentiated inputs: mutad differentiates real "
+            "boundary value problems. Write the real and imaginary parts as real unknowns.")
+    mesh, (n, m) = res.x, np.shape(res.y)
+    with_parameters = res.p is not None
+
+    def functions(f, b):
+        def residual(z):
+            """SciPy's collocation residuals on its final mesh, and the boundary conditions."""
+            values = z[:n * m].reshape(n, m)
+            extra = (z[n * m:],) if with_parameters else ()
+            h = np.diff(mesh)
+            slopes = _as_array(f(mesh, values, *extra))
+            middle = (0.5 * (values[:, 1:] + values[:, :-1])
+                      - 0.125 * h * (slopes[:, 1:] - slopes[:, :-1]))
+            middle_slopes = _as_array(f(mesh[:-1] + 0.5 * h, middle, *extra))
+            collocation = values[:, 1:] - values[:, :-1] - h / 6 * (
+                slopes[:, :-1] + slopes[:, 1:] + 4 * middle_slopes)
+            boundary = _as_array(b(values[:, 0], values[:, -1], *extra))
+            return np.concatenate([np.ravel(collocation), np.ravel(boundary)])
+        return residual
+
+    traced, plain = functions(given["fun"], given["bc"]), functions(call["fun"], call["bc"])
+    z = np.concatenate([np.ravel(res.y), np.ravel(res.p) if with_parameters else []])
+    linearization = _root_linearization(name, plain, z.copy(), dense=True)
+    solution = _solution(name, z, traced(_allocated(z)), linearization, bool(res.success),
+                         res.message, at=lambda w: traced(w.copy()))
+    if solution is z:  # the residuals do not depend on the differentiated values
+        return res
+    values = np.reshape(solution[:n * m], (n, m))
+    parameters = solution[n * m:] if with_parameters else None
+    extra = (parameters,) if with_parameters else ()
+    slopes = _with_derivatives(res.yp, _as_array(given["fun"](mesh, values, *extra)))
+    return _bvp_result(name, res, {"y": values, "p": parameters, "yp": slopes,
+                                   "sol": _BVPSolution(res.sol, mesh, values, slopes)},
+                       keep=("x", "niter", "status", "message", "success"))
+
+
+class _BVPSolution:
+    """``res.sol`` of a differentiated ``solve_bvp``: SciPy's spline's values, with the
+    derivatives of the cubic Hermite interpolant of the solution and its slopes at the mesh's
+    nodes (SciPy's ``create_spline``), at the queries and their derivative order ``nu``."""
+
+    def __init__(self, spline, mesh, values, slopes):
+        self._spline, self._values, self._slopes = spline, values, slopes
+        self.x = mesh
+
+    def __call__(self, x, nu=0, extrapolate=None):
+        from .interpolate import CubicHermiteSpline  # (the differentiated interpolant)
+
+        value = _bvp_spline_value(self._spline, x, nu, extrapolate)
+        hermite = CubicHermiteSpline(self.x, self._values, self._slopes, axis=1)
+        return scipys_value(value, hermite(x, nu, extrapolate))
+
+    def __getattr__(self, name):
+        return refused_attribute(
+            name, f"scipy.integrate.solve_bvp(...).sol.{name}: the solution of a "
+            "differentiated boundary value problem is followed when called (sol(x), "
+            "sol(x, nu)). Call it, or use res.y and res.yp at res.x.")
+
+
+_bvp_spline_value = Value(lambda spline, x, nu, extrapolate: spline(x, nu, extrapolate),
+                          "scipy.integrate.solve_bvp's spline")
 
 
 # ----------------------------------------------------------------------------------------------

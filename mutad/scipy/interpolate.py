@@ -128,7 +128,7 @@ from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..api import stop_gradient
 from ..linalg.structured import solve_banded as _solve_banded
 from ..rules._helpers import unbroadcast
-from ._adjoints import ScipyAdjoint, Value, refused_attribute, scipys_value
+from ._adjoints import ScipyAdjoint, Value, refused_attribute, reproduces, scipys_value
 
 # SciPy's own names, kept before a differentiation routes the module's attributes to the
 # stand-ins below (which call these)
@@ -1049,16 +1049,21 @@ class _LinearInKnots:
         composition = (y_hi - y_lo) / (x_hi - x_lo)[rest] * (flat - x_lo)[rest] + y_lo
         if outside.any():  # (SciPy's fill: a constant)
             composition = np.where(outside[rest], 0.0, composition)
-        composition = np.reshape(composition, np.shape(q) + np.shape(y)[1:])
-        composition = np.moveaxis(composition, list(range(np.ndim(q))),
-                                  list(range(self.axis, self.axis + np.ndim(q))))
-        return scipys_value(value, composition)
+        return scipys_value(value, _laid_out(composition, q, self.axis))
 
     def __getattr__(self, name):
         return refused_attribute(
             name, f"scipy.interpolate.interp1d(...).{name}: this interpolant was built from "
             "traced knots, and mutad differentiates its values (calling it) only. Build it "
             "from plain data to use other attributes.")
+
+
+def _laid_out(values, q, axis):
+    """``values`` (one row per query, flat, then the data's other axes) laid out as SciPy's
+    one-dimensional interpolants return them: the queries' axes where the data's ``axis``
+    was."""
+    values = np.reshape(values, np.shape(q) + np.shape(values)[1:])
+    return np.moveaxis(values, list(range(np.ndim(q))), list(range(axis, axis + np.ndim(q))))
 
 
 def _interp1d_of(x, y, settings):
@@ -1187,13 +1192,8 @@ class _SplineInKnots:
             composition = composition * u + k[piece]
         if outside.any():  # (SciPy's NaN: no derivative)
             composition = np.where(outside[rest], 0.0, composition)
-        composition = np.reshape(composition, np.shape(q) + np.shape(y)[1:])
-        composition = np.moveaxis(composition, list(range(np.ndim(q))),
-                                  list(range(self.axis, self.axis + np.ndim(q))))
-        defined = np.isfinite(value)
-        scale = 1.0 + np.max(np.abs(value), where=defined, initial=0.0)
-        if not np.max(np.abs(np.where(defined, composition - value, 0.0)),
-                      initial=0.0) <= 1e-8 * scale:
+        composition = _laid_out(composition, q, self.axis)
+        if not reproduces(value, composition):
             raise UnsupportedOperationError(  # (a guard: never another spline's derivative)
                 "scipy.interpolate.CubicSpline of traced knots: SciPy's steps on the traced "
                 "arrays did not reproduce its spline's values here (nearly coincident knots?), "

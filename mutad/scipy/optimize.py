@@ -116,7 +116,7 @@ import scipy.optimize as _optimize
 import scipy.sparse.linalg as _sparse_linalg
 
 from ..core.allocation import allocate, lists_as_arrays, user_object
-from ..api import grad, hvp, jvp, stop_gradient
+from ..api import grad, hvp, jacobian, jvp, stop_gradient
 from ..custom import Adjoint
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE, Tracer
@@ -361,9 +361,10 @@ class _Linearization:
     positive definite); otherwise a Jacobian, with ``transposed`` its transpose's products.
     ``free``: where the solution is free (a mask; the other coordinates are held by bounds,
     and the solves are those of the block of the free ones). Refuses, when made, a matrix that
-    is singular (or not positive definite, at a minimum)."""
+    is singular (or not positive definite, at a minimum). ``matrix``: ``∂F/∂x`` itself, where
+    the caller computed it at once, taken as the dense matrix whatever its size."""
 
-    def __init__(self, name, n, apply, transposed=None, minimum=False, free=None):
+    def __init__(self, name, n, apply, transposed=None, minimum=False, free=None, matrix=None):
         self.name, self.minimum = name, minimum
         self.full, self.n = n, n if free is None else int(np.count_nonzero(free))
         self.free = free
@@ -371,11 +372,15 @@ class _Linearization:
         self.apply = self._block(apply)
         self.transposed = self._block(transposed) if transposed is not None else self.apply
         self.dense = None
-        if self.n <= DENSE:
+        if self.n <= DENSE or matrix is not None:
             n = self.n
-            with outside_differentiations(name):
-                columns = [self.apply(e) for e in np.eye(n)]
-            A = np.array(columns, dtype=float).reshape(n, n).T
+            if matrix is not None:
+                A = np.array(matrix, dtype=float).reshape(self.full, self.full)
+                A = A if free is None else A[np.ix_(free, free)]
+            else:
+                with outside_differentiations(name):
+                    columns = [self.apply(e) for e in np.eye(n)]
+                A = np.array(columns, dtype=float).reshape(n, n).T
             if not np.all(np.isfinite(A)):
                 raise self._singular("is not finite")
             if minimum:
@@ -677,8 +682,10 @@ def _minimum_linearization(name, objective, x):
     return lambda free: _Linearization(name, int(np.size(x)), apply, minimum=True, free=free)
 
 
-def _root_linearization(name, function, x):
-    """The Jacobian of plain ``function`` at ``x``, by forward and reverse products."""
+def _root_linearization(name, function, x, dense=False):
+    """The Jacobian of plain ``function`` at ``x``, by forward and reverse products; with
+    ``dense``, computed at once (``jacobian``: a batch of directions per pass) and solved
+    directly, for a large system an iterative solve would not converge on."""
     shape = np.shape(x)
 
     def apply(v):
@@ -688,7 +695,12 @@ def _root_linearization(name, function, x):
         y_shape = np.shape(function(x.copy()))  # a copy: the function may work in place
         return np.ravel(grad(lambda z: (function(z) * np.reshape(u, y_shape)).sum())(x))
 
-    return lambda free: _Linearization(name, int(np.size(x)), apply, transposed, free=free)
+    matrix = None
+    if dense:
+        with outside_differentiations(name):
+            matrix = jacobian(function, x.copy())
+    return lambda free: _Linearization(name, int(np.size(x)), apply, transposed, free=free,
+                                       matrix=matrix)
 
 
 _LOSSES = {
@@ -825,12 +837,17 @@ class _StandIn:
     def __call__(self, *args, **kwargs):
         if not ACTIVE.running:
             return self.original(*args, **kwargs)
-        for differentiation in ACTIVE.running:
-            recorder = getattr(differentiation, "recorder", None)
-            if recorder is not None:  # a replay would not run the solver again
-                recorder.refuse(f"scipy.optimize.{self.original.__name__}, whose solution a "
-                                "replay cannot compute again")
+        _not_replayed(f"scipy.optimize.{self.original.__name__}")
         return self.solve(self.original, *_plain_call(self.original, args, kwargs))
+
+
+def _not_replayed(name):
+    """Tell the running recordings that a replay would not run solver ``name`` again (it
+    solves on plain numbers, outside the recorded program): the calls are traced instead."""
+    for differentiation in ACTIVE.running:
+        recorder = getattr(differentiation, "recorder", None)
+        if recorder is not None:
+            recorder.refuse(f"{name}, whose solution a replay cannot compute again")
 
 
 def _stands_in_for(original, doc=None):

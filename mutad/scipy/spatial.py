@@ -74,7 +74,7 @@ from ..core.errors import UnsupportedOperationError
 from ..core.levels import CARRIERS
 from ..core.registry import defmethod, defroute
 from ..engines.arraylike import carries_derivative
-from ._adjoints import Value, refused_attribute, scipys_value, stands_in_for
+from ._adjoints import Value, refused_attribute, reproduces, scipys_value, stands_in_for
 
 __all__ = ["ConvexHull", "Delaunay", "KDTree", "cKDTree", "cdist", "pdist", "squareform"]
 
@@ -835,8 +835,8 @@ Delaunay = _class_stand_in(_spatial_module.Delaunay, _construct_delaunay)
 _Rotation = _rotation.Rotation
 _NUMPY_NAMESPACE = _rotation.array_namespace(np.empty(0))
 _ROTATION_STEPS = ("from_quat", "from_matrix", "from_rotvec", "from_mrp", "from_euler",
-                   "as_quat", "as_matrix", "as_rotvec", "as_mrp", "inv", "magnitude", "apply",
-                   "compose_quat")
+                   "as_quat", "as_matrix", "as_rotvec", "as_mrp", "as_euler", "inv", "magnitude",
+                   "apply", "compose_quat")
 
 
 def _scipys_rotation_step(name, compiled, settings, *arrays):
@@ -896,8 +896,40 @@ def _from_euler(seq, angles, degrees=False):
     return quat
 
 
+def _as_euler(quat, seq, degrees=False, suppress_warnings=False):
+    """``_rotation_xp.as_euler`` (Bernardes and Viollet's angles of the quaternion, which it
+    writes into zeros it allocates, out of mutad's sight): each angle made by ``np.where`` of
+    SciPy's cases (gimbal lock: the third angle 0), stacked; SciPy's checks of ``seq`` and its
+    warning came from its compiled step before."""
+    extrinsic = seq.islower()
+    i, j, k = ["xyz".index(axis) for axis in (seq if extrinsic else seq[::-1]).lower()]
+    symmetric = i == k
+    k = 3 - i - j if symmetric else k
+    sign = (i - j) * (j - k) * (k - i) // 2
+    if symmetric:
+        a, b, c, d = quat[..., 3], quat[..., i], quat[..., j], quat[..., k] * sign
+    else:
+        a, b = quat[..., 3] - quat[..., j], quat[..., i] + quat[..., k] * sign
+        c, d = quat[..., j] + quat[..., 3], quat[..., k] * sign - quat[..., i]
+    half_sum, half_diff = np.arctan2(b, a), np.arctan2(d, c)
+    second = 2 * np.arctan2(np.hypot(c, d), np.hypot(a, b))
+    near_zero, near_pi = np.abs(second) <= 1e-7, np.abs(second - np.pi) <= 1e-7
+    regular = ~(near_zero | near_pi)
+    # SciPy's writes, in its order: the locked value into angle 0 (the others 0), then the
+    # regular cases' first and third angles over it
+    written = {0: np.where(near_zero, 2 * half_sum, 2 * half_diff * (-1 if extrinsic else 1))}
+    written[2] = 0.0 * written[0]
+    first, third = (0, 2) if extrinsic else (2, 0)
+    written[first] = np.where(regular, half_sum - half_diff, written[first])
+    written[third] = np.where(regular, half_sum + half_diff, written[third])
+    if not symmetric:
+        written[third], second = written[third] * sign, second - np.pi / 2
+    angles = (np.stack([written[0], second, written[2]], axis=-1) + np.pi) % (2 * np.pi) - np.pi
+    return np.rad2deg(angles) if degrees else angles
+
+
 _ROTATION_COMPOSITIONS = {"from_quat": _from_quat, "from_matrix": _from_matrix, "inv": _inverse,
-                          "from_euler": _from_euler}
+                          "from_euler": _from_euler, "as_euler": _as_euler}
 
 
 def _rotation_step(name, *arrays, **settings):
@@ -910,9 +942,7 @@ def _rotation_step(name, *arrays, **settings):
     value = _rotation_step_value(name, compiled, tuple(settings.items()), *arrays)
     composition = _ROTATION_COMPOSITIONS.get(name, getattr(_rotation.xp_backend, name))(
         *arrays, **settings)
-    if np.shape(composition) != np.shape(value) or not np.max(
-            np.abs(composition - value), initial=0.0) <= 1e-8 * (1.0 + np.max(np.abs(value),
-                                                                            initial=0.0)):
+    if not reproduces(value, composition):
         raise UnsupportedOperationError(  # (a guard: never another step's derivative)
             f"scipy.spatial.transform.Rotation ({name}): SciPy's Array API backend, whose "
             "steps give mutad's derivative, did not reproduce its compiled backend's value "
