@@ -2325,3 +2325,42 @@ def test_issparse_of_traced_matrices_is_scipys():
     assert mutad.value_and_grad(f)(v)[0] == f(v)
     mutad.check_grads(f, v, modes=("rev", "fwd"))
     replays_as_traced(f, [(v,), (v + 1.0,)])
+
+
+# A matrix of constants the function builds (SciPy's own, or mutad's of constant values): its
+# toarray() is an array the differentiation follows, as np.zeros's is.
+
+CONSTANT_MATRICES = {
+    "eye": lambda: scipy.sparse.eye(4),
+    "identity": lambda: scipy.sparse.identity(4, format="csr"),
+    "diags of numbers": lambda: scipy.sparse.diags([1.0, 2.0], [0, 1], shape=(4, 4)),
+    "kron with an allocated array": lambda: scipy.sparse.kron(scipy.sparse.eye(2),
+                                                              np.ones((2, 2))),
+    "random": lambda: scipy.sparse.random(4, 4, density=0.5, random_state=0),
+    "tril": lambda: scipy.sparse.tril(np.ones((4, 4))),
+    "lil of an allocated array": lambda: scipy.sparse.lil_matrix(np.eye(4)),
+    "bmat of eyes": lambda: scipy.sparse.bmat([[scipy.sparse.eye(2), None],
+                                               [None, scipy.sparse.eye(2)]]),
+}
+
+
+@pytest.mark.parametrize("name", CONSTANT_MATRICES)
+def test_the_dense_array_of_a_matrix_of_constants_takes_traced_values(name):
+    """Regression: K = A.toarray() of a matrix of constants made in the function was a plain
+    array, so K[0, 0] = x[0] or K += np.diag(v) raised UntracedWriteError (a Schrödinger
+    operator's potential added to a constant Laplacian)."""
+    make = CONSTANT_MATRICES[name]
+
+    def f(x):
+        k = make().toarray()
+        k[0, 0] = x[0]
+        k += np.diag(x ** 2)
+        return np.sum(k * k) + np.linalg.solve(k + 10.0 * np.eye(4), x).sum()
+
+    x = np.array([3.0, 1.5, -0.5, 2.0])
+    before = x.tobytes()
+    value, _ = mutad.value_and_gradient(f, x)
+    assert value == f(x.copy())
+    mutad.check_grads(f, x.copy())
+    replays_as_traced(f, [(x * s,) for s in (1.0, 0.5, 1.0)])
+    assert x.tobytes() == before

@@ -157,7 +157,8 @@ import scipy.sparse.linalg as _splinalg
 import scipy.sparse.csgraph as _csgraph
 from scipy.sparse.linalg import _interface
 
-from ..core.allocation import INTERNAL
+from ..core.allocation import INTERNAL, allocate, holds_derivative
+from ..core.debug import _learn as _learn_inside
 from ..engines.arraylike import carries_derivative, settled
 from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
@@ -1450,11 +1451,12 @@ class TracedSparse:
         if out is not None:
             _refuse("toarray(out=...) of a scipy.sparse matrix with traced values",
                     "use the array it returns.")
-        dense = np.zeros_like(self.data, shape=self.shape)
-        valid = self.layout.valid
-        np.add.at(dense, (self.layout.rows[valid], self.layout.cols[valid]),
-                  np.reshape(self.data, (-1,))[valid])
-        return np.asfortranarray(dense) if order == "F" else dense
+        dense = _dense(self.layout, self.data, order)
+        if type(dense) is np.ndarray and ACTIVE.running:
+            # of constant values: a constant the differentiation follows, as np.zeros's is
+            # (a traced value written into it is followed), which a replay makes again
+            dense = allocate(dense, (_dense, (self.layout, self.data, order), {}))
+        return dense
 
     def todense(self, order: str | None = None, out: None = None) -> Any:
         if isinstance(self.layout.template, _sparse.spmatrix):
@@ -2360,7 +2362,7 @@ class _AssemblyClass(_SparseClass):
             "__module__": __name__, "__doc__": _Assembled.__doc__})
 
     def __call__(self, arg1, shape=None, dtype=None, copy=False, **kwargs):
-        if _followed(arg1):
+        if holds_derivative(arg1):  # (constants, arrays the function allocated: as plain)
             _refuse(f"scipy.sparse.{self.cls.__name__} of traced values",
                     "build a csr or coo matrix of them (mutad follows those), or assign the "
                     "entries one at a time.")
@@ -2390,6 +2392,37 @@ def _scaled_in_place(operator):
                 f"{operator} c and use that matrix.")
     return refuse
 
+
+def _dense(layout, data, order=None):
+    """The dense array of the matrix of ``layout`` holding ``data`` (``toarray``)."""
+    dense = np.zeros_like(data, shape=layout.shape)
+    valid = layout.valid
+    np.add.at(dense, (layout.rows[valid], layout.cols[valid]), np.reshape(data, (-1,))[valid])
+    return np.asfortranarray(dense) if order == "F" else dense
+
+
+def _constant_toarray(original):
+    """SciPy's ``toarray`` of a matrix of constants (one the function built of plain numbers:
+    ``scipy.sparse.eye(n)``, a ``kron``, a random matrix) called by the user's code while a
+    differentiation runs: the dense array as a constant the differentiation follows, as
+    ``np.zeros``'s is, so that a traced value written into it is followed (``K =
+    A.toarray(); K += np.diag(v)``); SciPy's own code, and an ``out=``, get SciPy's array."""
+    def toarray(self, order=None, out=None):
+        y = original(self, order, out)
+        if out is None and isinstance(y, np.ndarray) and y.dtype.kind in "fc" \
+                and not _learn_inside(sys._getframe(2).f_code.co_filename):
+            return allocate(y, (original, (self, order), {}))
+        return y
+
+    toarray.always = True  # (a routed method: of every call, the caller told apart above)
+    return toarray
+
+
+for _cls in {base for cls in (_sparse.csr_matrix, _sparse.csc_matrix, _sparse.coo_matrix,
+                              _sparse.dia_matrix, _sparse.bsr_matrix, _sparse.lil_matrix,
+                              _sparse.dok_matrix, _sparse.csr_array, _sparse.dia_array)
+             for base in cls.__mro__ if "toarray" in vars(base)}:
+    defmethod(_cls, "toarray", _constant_toarray(vars(_cls)["toarray"]))
 
 for _cls in (_sparse._data._data_matrix, _sparse._lil._lil_base, _sparse._dok._dok_base):
     defmethod(_cls, "__imul__", _scaled_in_place("*"))
@@ -2445,8 +2478,8 @@ def _dense_matrix_of(a, name):
 def _matrix_of(a, name):
     """The layout and stored values of ``a``, a sparse matrix (traced or not), or a constant
     dense one (which SciPy converts to csc too)."""
-    if type(a) is np.ndarray:
-        a = SCIPY["csc_array"](a)
+    if type(a) is np.ndarray or wrapped(a) and not holds_derivative(a):
+        a = SCIPY["csc_array"](memory(a))  # (an array the function allocated: its values)
     if isinstance(a, TracedSparse) or _sparse.issparse(a):
         a = _lift(a)
         return a.layout, a.data
