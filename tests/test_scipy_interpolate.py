@@ -324,6 +324,14 @@ SPLINE_KNOTS_FORMS = {
     "three knots": lambda x: CubicSpline(x[:3], Y[:3])(QUERIES[:2]),
     "two knots": lambda x: CubicSpline(x[:2], Y[:2])(QUERIES[:1]),
     "knots, data and queries": lambda x: CubicSpline(x, np.sin(x))(x[1:] - 0.05),
+    "periodic": lambda x: CubicSpline(x, _periodic(Y[:-1]), bc_type="periodic")(
+        np.r_[QUERIES, 4.1, -0.5]),
+    "periodic, first derivative, a column": lambda x: CubicSpline(
+        x, _periodic(Y[:-1])[:, None], bc_type="periodic")(QUERIES, 1),
+    "periodic, three knots": lambda x: CubicSpline(x[:3], np.array([1.0, 2.0, 1.0]),
+                                                   bc_type="periodic")(QUERIES[:2]),
+    "periodic extrapolation": lambda x: CubicSpline(x, Y, extrapolate="periodic")(
+        np.r_[QUERIES, 4.1]),
 }
 
 
@@ -331,7 +339,7 @@ SPLINE_KNOTS_FORMS = {
 def test_cubic_spline_in_its_knots(form):
     """CubicSpline(x, y) of traced knots x (a stop: refused): SciPy's values bit for bit, the
     derivatives of SciPy's steps (its tridiagonal system, the parabola of three knots, the
-    Hermite pieces) in the knots, both modes, both policies, second order, replayed as
+    periodic cyclic system, the Hermite pieces) in the knots, both modes, both policies, second order, replayed as
     traced on other knots."""
     f = SPLINE_KNOTS_FORMS[form]
     x = X.copy()
@@ -346,8 +354,6 @@ def test_cubic_spline_in_its_knots(form):
 
 
 REFUSED = {
-    "traced knots, periodic": lambda y: CubicSpline(
-        np.cumsum(y), _periodic(X[:-1]), bc_type="periodic")(QUERIES),
     "traced knots' attribute": lambda y: CubicSpline(np.cumsum(y), X).c,
     "interp1d traced knots of a cubic": lambda y: interp1d(y, X, kind="cubic")(QUERIES),
     "traced boundary value": lambda y: CubicSpline(X, X, bc_type=((1, y[0]), (2, 0.0)))(QUERIES),

@@ -57,8 +57,8 @@ values that of the exactly solved spline (mutad solves directly), which SciPy's 
 to the solver's tolerance; pass ``solver=scipy.sparse.linalg.spsolve`` for values linear in the
 data up to rounding.
 
-Traced knots ``x`` of ``interp1d(kind='linear')`` (or ``'slinear'``) and of ``CubicSpline``
-(not periodic): SciPy's values, with the derivatives of SciPy's steps in the knots, the data
+Traced knots ``x`` of ``interp1d(kind='linear')`` (or ``'slinear'``) and of ``CubicSpline``:
+SciPy's values, with the derivatives of SciPy's steps in the knots, the data
 and the queries (interp1d's formula; the spline's tridiagonal system and Hermite pieces), the
 order of the knots and each query's interval decided on the plain values.
 
@@ -1098,22 +1098,22 @@ class _SplineInKnots:
     the parabola of three points), the Hermite coefficients, each query's piece evaluated.
     Each query's piece, and whether it lies outside where SciPy gives NaN, are decisions
     taken on the plain values (asked again in a replay). ``bc_type``'s boundary values are
-    constants; periodic conditions are refused."""
+    constants."""
 
     def __init__(self, x, y, axis, bc_type, extrapolate, nu=0):
         self.x, self.y, self.axis = np.copy(x), np.copy(y), axis % max(np.ndim(y), 1)
         self._settings = (axis, bc_type, extrapolate)
         self._nu = nu
         _spline_in_knots_value(self.x, self.y, self.x[:1], 0, self._settings)  # SciPy's checks
-        if (isinstance(bc_type, str) and bc_type == "periodic") or extrapolate == "periodic" \
-                or np.iscomplexobj(y):
+        if np.iscomplexobj(y):
             raise UnsupportedOperationError(
-                "scipy.interpolate.CubicSpline of traced knots x, periodic or complex: mutad "
-                "differentiates a real spline's knots under 'not-a-knot', 'clamped', "
-                "'natural' and (order, value) conditions. Interpolate in a variable the "
-                "differentiated arguments do not change for the rest.")
+                "scipy.interpolate.CubicSpline of traced knots x and complex values: mutad "
+                "differentiates a real spline's knots. Interpolate the real and imaginary "
+                "parts apart.")
         if isinstance(bc_type, str):
             bc_type = (bc_type, bc_type)
+        if extrapolate is None and bc_type[0] == "periodic":  # (SciPy's default)
+            self._settings = (axis, self._settings[1], "periodic")
         self._bc = [(1, 0.0) if bc == "clamped" else (2, 0.0) if bc == "natural" else bc
                     for bc in bc_type]
 
@@ -1124,6 +1124,8 @@ class _SplineInKnots:
         dxr = np.reshape(dx, (n - 1,) + (1,) * (np.ndim(y) - 1))
         slope = np.diff(y, axis=0) / dxr
         start, end = self._bc
+        if start == "periodic":
+            return self._periodic_slopes(dx, dxr, slope)
         if n == 2:
             start = (1, slope[0]) if start == "not-a-knot" else start
             end = (1, slope[0]) if end == "not-a-knot" else end
@@ -1167,15 +1169,34 @@ class _SplineInKnots:
         solved = _solve_banded((1, 1), band, np.reshape(b, (n, -1)), check_finite=False)
         return np.reshape(solved, np.shape(b))
 
+    @staticmethod
+    def _periodic_slopes(dx, dxr, slope):
+        """SciPy's slopes of a periodic spline: of three knots, its common slope; else the
+        cyclic system of the n - 1 distinct slopes (s_{n-1} = s_0), which SciPy condenses to a
+        banded one: row i, dx_i s_{i-1} + 2 (dx_{i-1} + dx_i) s_i + dx_{i-1} s_{i+1} =
+        3 (dx_i m_{i-1} + dx_{i-1} m_i), indices cyclic (m the slopes of the pieces), solved
+        densely here."""
+        m = np.shape(dx)[0]
+        if m == 2:
+            common = np.sum(slope / dxr, axis=0) / np.sum(1.0 / dxr, axis=0)
+            return np.stack([common] * 3)
+        before, sloped_before = np.roll(dx, 1), np.roll(slope, 1, axis=0)
+        eye = np.eye(m)
+        matrix = (2 * (before + dx))[:, None] * eye + dx[:, None] * np.roll(eye, -1, axis=1) \
+            + before[:, None] * np.roll(eye, 1, axis=1)
+        rhs = 3 * (dxr * sloped_before + np.reshape(before, np.shape(dxr)) * slope)
+        solved = np.reshape(np.linalg.solve(matrix, np.reshape(rhs, (m, -1))), np.shape(rhs))
+        return np.concatenate([solved, solved[:1]])
+
     def __call__(self, q, nu=0, extrapolate=None):
         nu = nu + self._nu
         if nu < 0:
             return self.__getattr__("antiderivative")
         axis, bc_type, ext = self._settings
         ext = ext if extrapolate is None else extrapolate
-        if ext == "periodic":
-            self.__getattr__("periodic extrapolation")
         value = _spline_in_knots_value(self.x, self.y, q, nu, (axis, bc_type, ext))
+        if ext == "periodic":  # PPoly's: the queries moved into the knots' period
+            q = self.x[0] + (q - self.x[0]) % (self.x[-1] - self.x[0])
         piece, outside = _spline_in_knots_decisions(self.x, q, ext)
         y = np.moveaxis(self.y, self.axis, 0)
         s = self._slopes(self.x, y)

@@ -1,8 +1,13 @@
 """``scipy.spatial.distance``'s ``pdist``, ``cdist`` and ``squareform`` of traced points,
 ``scipy.spatial``'s ``KDTree`` and ``cKDTree`` of traced points or queried at traced points, by
+<<<<<<< HEAD
 SciPy's names too, ``ConvexHull``'s volume and area, ``Delaunay``'s triangulation and
 transforms, and ``scipy.spatial.transform.Rotation`` of traced values (see their sections
 below).
+=======
+SciPy's names too, and ``ConvexHull``'s volume, area and equations and
+``scipy.spatial.transform.Rotation`` of traced values (see their sections below).
+>>>>>>> stops4
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import spatial
@@ -632,19 +637,19 @@ defmethod(_SCIPY_KDTREE, "query_pairs", _constant_pairs)
 
 # ----------------------------------------------------------------------------------------------
 # Convex hulls: SciPy's hull of the plain points decides the facets (piecewise constant in the
-# points); its volume and area are SciPy's values with the derivatives of the same sums over
-# those facets, computed from the traced points: each facet's cone from a point inside the
-# hull (the mean of its vertices), |det(P_f - c)| / d!, and each facet's (d-1)-volume,
-# sqrt(det(E Eᵀ)) / (d-1)!, E the facet's edges from its first vertex.
+# points); its volume, area and equations are SciPy's values with the derivatives of the same
+# quantities of those facets, computed from the traced points: each facet's cone from a point
+# inside the hull (the mean of its vertices), |det(P_f - c)| / d!, each facet's (d-1)-volume,
+# sqrt(det(E Eᵀ)) / (d-1)!, E the facet's edges from its first vertex, and its unit normal.
 
-_HULL_INDICES = ("simplices", "vertices", "neighbors", "coplanar", "good")
+_HULL_INDICES = ("simplices", "vertices", "neighbors", "coplanar", "good")  # (decisions)
 
 
 def _hull_answer(holder, data, what):
     hull = holder.of(data)
     value = getattr(hull, what)
-    return np.asarray(value, dtype=np.float64 if what in ("volume", "area") else np.intp) \
-        if value is not None else None
+    return np.asarray(value, dtype=np.float64 if what in ("volume", "area", "equations")
+                      else np.intp) if value is not None else None
 
 
 _hull_asked = Value(_hull_answer, "scipy.spatial.ConvexHull")
@@ -671,10 +676,9 @@ class _TracedHull:
             return (np.max if name == "max_bound" else np.min)(self.points, axis=0)
         return refused_attribute(
             name, f"scipy.spatial.ConvexHull(...).{name}: this hull was built of differentiated "
-            "points, and mutad follows its points, volume, area, simplices, vertices, "
-            "neighbors, coplanar, good, npoints, ndim, nsimplex, max_bound and min_bound. "
-            "Compute facet normals from points[simplices] with NumPy's functions, or build it "
-            "of plain points (mutad.stop_gradient).")
+            "points, and mutad follows its points, volume, area, equations, simplices, "
+            "vertices, neighbors, coplanar, good, npoints, ndim, nsimplex, max_bound and "
+            "min_bound. Build it of plain points (mutad.stop_gradient) for the rest.")
 
     @property
     def volume(self):
@@ -690,6 +694,29 @@ class _TracedHull:
         gram = edges @ np.swapaxes(edges, -1, -2)
         facets = np.sqrt(np.linalg.det(gram)) / math.factorial(self.ndim - 1)
         return scipys_value(_hull_asked(self._holder, self.points, "area"), np.sum(facets))
+
+    @property
+    def equations(self):
+        """Each facet's outward unit normal n and offset -n·p (n·x + offset ≤ 0 inside):
+        SciPy's values with the derivatives of n ∝ the facet's generalized cross product (its
+        edges' cofactors), its sign SciPy's."""
+        value = _hull_asked(self._holder, self.points, "equations")
+        corners = self.points[self.simplices]  # (facets, d, d)
+        edges = corners[:, 1:] - corners[:, :1]  # (facets, d - 1, d)
+        d = self.ndim  # (Qhull's hulls have two dimensions or more)
+        cofactors = np.stack([(-1) ** k * np.linalg.det(np.delete(edges, k, axis=2))
+                              for k in range(d)], axis=1)
+        sign = np.where(np.sum(stop_gradient(cofactors) * value[:, :d], axis=1) < 0, -1.0, 1.0)
+        normals = cofactors * (sign / np.linalg.norm(cofactors, axis=1))[:, None]
+        offsets = -np.sum(normals * corners[:, 0], axis=1)
+        composition = np.concatenate([normals, offsets[:, None]], axis=1)
+        if not reproduces(value, composition, 1e-6):
+            raise UnsupportedOperationError(  # (a guard: Qhull's facets merged, say)
+                "scipy.spatial.ConvexHull(...).equations: the facets' normals mutad computes "
+                "from the differentiated points did not reproduce Qhull's (coplanar points "
+                "merged into one facet?), so it cannot differentiate them. Compute the "
+                "normals from points[simplices] with NumPy's functions.")
+        return scipys_value(value, composition)
 
     def add_points(self, *args, **kwargs):
         raise UnsupportedOperationError(
