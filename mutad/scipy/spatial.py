@@ -1,13 +1,8 @@
 """``scipy.spatial.distance``'s ``pdist``, ``cdist`` and ``squareform`` of traced points,
 ``scipy.spatial``'s ``KDTree`` and ``cKDTree`` of traced points or queried at traced points, by
-<<<<<<< HEAD
-SciPy's names too, ``ConvexHull``'s volume and area, ``Delaunay``'s triangulation and
-transforms, and ``scipy.spatial.transform.Rotation`` of traced values (see their sections
-below).
-=======
-SciPy's names too, and ``ConvexHull``'s volume, area and equations and
-``scipy.spatial.transform.Rotation`` of traced values (see their sections below).
->>>>>>> stops4
+SciPy's names too, ``ConvexHull``'s volume, area and equations, ``Delaunay``'s
+triangulation and transforms, and ``scipy.spatial.transform.Rotation`` of traced values (see
+their sections below).
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import spatial
