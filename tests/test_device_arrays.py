@@ -761,7 +761,7 @@ def test_no_copy_to_the_host():
 @pytest.mark.parametrize("policy", ["restore", "checkpoint"])
 def test_workloads_at_sizes_whose_writes_are_checked(name, params, policy):
     """Arrays large enough that the restore policy checks each inverse element by element
-    (``writes._exactly``), in scratch memory on the device; the checkpoint policy reads
+    (``writes._verify``), in scratch memory on the device; the checkpoint policy reads
     nothing on the host."""
     from mutad.bench.workloads import WORKLOADS
 

@@ -2497,6 +2497,70 @@ def test_a_replay_recomputes_what_the_recording_kept_when_an_undo_is_decided_oth
                              argnums=(0, 1))
 
 
+def scaled_and_shifted(x, c, v):
+    """Writes each undone by its inverse, checked and measured a piece at a time: into a
+    temporary and into the caller's argument."""
+    y = x * 1.0
+    y *= c   # undone by y /= c: within 2 ulps wherever the product is a normal float
+    y += v   # undone by y -= v, but where v absorbs y
+    y *= 3.0
+    x *= c
+    x -= v
+    np.divide(x, c, out=x)
+    return np.sum(y * y) + np.sum(np.sin(x) * y)
+
+
+def _deciding_calls(rng, n=43):
+    """Arguments of ``scaled_and_shifted`` whose values change how its writes are undone, in
+    some pieces only: none lost; products that are zero, subnormal or overflow, divisions by
+    zero; terms that absorb the target; a NaN and infinities; factors spanning so many decades
+    that inverting their writes would amplify errors too much (a checkpoint instead)."""
+    def call(x=None, c=None, v=None):
+        x = rng.uniform(0.5, 1.5, n) if x is None else x
+        c = rng.uniform(0.5, 2.0, n) if c is None else c
+        v = rng.uniform(-1.0, 1.0, n) if v is None else v
+        return x, c, v
+
+    def at(values, places, what):
+        values = values.copy()
+        values[places] = what
+        return values
+
+    ones, places = np.ones(n), [2, 17, 40]
+    return [
+        call(),
+        call(c=np.full(n, 3.0), x=0.1 * np.arange(1, n + 1)),  # x * 3 / 3 is not always x
+        call(c=at(ones, places, [0.0, 1e-310, 1e300])),  # zero, subnormal, overflowing products
+        call(x=at(rng.uniform(0.5, 1.5, n), places, [5e-324, -0.0, 1e-300])),
+        call(v=at(rng.uniform(-1.0, 1.0, n), places, [1e20, -1e17, 1e300])),  # absorbed
+        call(x=at(rng.uniform(0.5, 1.5, n), places, [np.nan, np.inf, -np.inf])),
+        call(c=np.geomspace(1e-150, 1e150, n)),  # an error growth of 10^300: saved
+        call(),
+    ]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_writes_checked_a_piece_at_a_time_replay_as_they_trace(monkeypatch, policy):
+    """Long writes are checked a piece at a time, in one pass that finds the elements their
+    inverses would not give back and measures their growth (``writes._verify``), on each call's
+    values: a replay decides as tracing does on calls whose values change those decisions, in
+    some pieces only, bit for bit, and the caller's arrays come back as they were."""
+    import mutad.engines.writes
+
+    monkeypatch.setattr(mutad.engines.writes, "CHUNK", 4)  # 11 pieces, the last one short
+    calls = _deciding_calls(np.random.default_rng(8))
+    with np.errstate(all="ignore"):  # (a call that warns where the recording did not traces)
+        replayed_like_traced(scaled_and_shifted, calls, policy, argnums=(0, 1, 2),
+                             traced_once=True)
+        for x, c, v in calls:  # the gradient is the checkpoint policy's
+            got = mutad.gradient(scaled_and_shifted, x.copy(), c, v, argnums=(0, 1, 2),
+                                 policy=policy)
+            expected = mutad.gradient(scaled_and_shifted, x.copy(), c, v, argnums=(0, 1, 2),
+                                      policy="checkpoint")
+            for a, b in zip(got, expected, strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-300)
+
+
 # ----------------------------------------------------------------------------------------------
 # Random programs
 

@@ -527,9 +527,9 @@ def test_a_write_whose_inverse_loses_elements_gives_them_back(writes, policy, dt
 def test_lost_elements_are_given_back_piece_by_piece_and_in_views(monkeypatch, rng, policy):
     # Large contiguous writes are checked a piece at a time; make small ones do it too, with
     # pieces that do not divide the size, and check views (evaluated whole) as well.
-    import mutad.engines.reverse
+    import mutad.engines.writes
 
-    monkeypatch.setattr(mutad.engines.reverse, "CHUNK", 3)
+    monkeypatch.setattr(mutad.engines.writes, "CHUNK", 3)
     x = rng.uniform(0.5, 1.5, (4, 5))
     factors = np.ones((4, 5))
     factors[1, 3] = factors[3, 0] = 1e-310  # underflow in two pieces only
@@ -547,6 +547,102 @@ def test_lost_elements_are_given_back_piece_by_piece_and_in_views(monkeypatch, r
     assert x.tobytes() == before
     expected = mutad.gradient(f, x, policy="checkpoint")[0]
     np.testing.assert_allclose(g, expected, rtol=1e-15, atol=0)
+
+
+# Values that decide how a write is undone, scattered over the pieces a long write is checked
+# in: zeros of either sign, subnormals, infinities, NaN, huge and tiny magnitudes
+_DECIDING = np.array([0.0, -0.0, 5e-324, -1e-310, 2.2e-308, np.inf, -np.inf, np.nan, 1e308,
+                      -1e300, 1e-300, 3.0, -0.5, 0.1])
+
+
+def _operand(rng, kind, n=45):
+    """An operand of a write checked a piece at a time: ``kind`` says which values it holds."""
+    x = rng.uniform(-2.0, 2.0, n)
+    if kind == "finite":
+        return x
+    if kind == "zeros":
+        return np.zeros(n)
+    if kind == "nan":
+        return np.full(n, np.nan)
+    if kind == "integers":
+        return rng.integers(-3, 4, n)
+    if kind == "complex":
+        return x + 1j * rng.uniform(-2.0, 2.0, n)
+    places = rng.choice(n, len(_DECIDING), replace=False)
+    x[places] = _DECIDING if kind == "deciding" else _DECIDING[np.isfinite(_DECIDING)][
+        rng.integers(0, np.isfinite(_DECIDING).sum(), len(_DECIDING))]
+    return x
+
+
+def _absorption(t, o):
+    """The growth of undoing ``t += o``, spelled out: 1 + max|o| / max|t| (1 where t is 0)."""
+    size_t = np.max(np.abs(t), initial=0.0)
+    if size_t == 0:
+        return 1.0
+    with np.errstate(over="ignore"):
+        return float(1.0 + np.max(np.abs(o), initial=0.0) / size_t)
+
+
+def _scaling(t, o):
+    """The growth of undoing ``t *= o``, spelled out: max|o| / min|o| over its elements not 0
+    (1 where there are none, or only infinite ones, or ``o`` is a number)."""
+    if np.ndim(o) == 0:
+        return 1.0
+    magnitude = np.abs(o).astype(np.float64)
+    nonzero = magnitude[magnitude > 0]  # (NaN is not > 0)
+    if not nonzero.size or not np.isfinite(nonzero.min()):
+        return 1.0
+    with np.errstate(over="ignore"):
+        return float(np.max(magnitude) / nonzero.min())
+
+
+@pytest.mark.parametrize("ufunc, reference", [(np.add, _absorption), (np.multiply, _scaling),
+                                              (np.divide, _scaling)])
+@pytest.mark.parametrize("target", ["finite", "deciding", "zeros", "nan", "complex"])
+@pytest.mark.parametrize("other", ["finite", "deciding", "extremes", "zeros", "nan", "integers",
+                                   "complex", "number"])
+def test_a_write_is_checked_and_measured_alike_whole_and_a_piece_at_a_time(
+        monkeypatch, rng, ufunc, reference, target, other):
+    """A long contiguous write is checked a piece at a time, in one pass that finds the elements
+    its inverse would not give back and measures its growth (``writes._verify``): what it finds
+    and measures is what the whole arrays give at once, and the growth the formula's, on
+    operands that decide both (zeros, subnormals, infinities, NaN, extremes)."""
+    from mutad.core.registry import rule_for
+    from mutad.engines import writes
+
+    rule = rule_for(ufunc).elementwise
+    t = _operand(rng, target)
+    o = 0.7 if other == "number" else _operand(rng, other)
+    if target == "complex" or other == "complex":
+        t = t.astype(complex)
+    values = [t, o]
+
+    def verify():
+        return writes._verify(ufunc, rule.inverse[0], t, values, 0, {}, rule.growth)
+
+    whole_lost, whole = verify()
+    monkeypatch.setattr(writes, "CHUNK", 4)  # 12 pieces, the last one short
+    lost, measures = verify()
+    assert measures == rule.growth.measure(t, [o]) or np.array_equal(
+        measures, whole, equal_nan=True)
+    np.testing.assert_array_equal(rule.growth.bound(measures), reference(t, o))
+
+    def mask(lost):
+        found = np.zeros(t.size, bool)
+        for where, packed, original in lost:
+            region = found if where is None else found[where]
+            region |= np.unpackbits(packed, count=region.size).view(bool)
+        return found
+
+    # the elements the inverse would not give back, whole or a piece at a time, are those it
+    # does not give back within 2 ulps (a product's inverse: wherever the product is normal)
+    with np.errstate(all="ignore"):
+        back = ufunc(t, o)
+        rule.inverse[0](back, [o])
+    far = writes._far(back, t, np.empty(t.shape, bool))
+    np.testing.assert_array_equal(mask(whole_lost), far)
+    if t.dtype.kind != "c":  # (NumPy's complex loops may round the elements of a short array
+        np.testing.assert_array_equal(mask(lost), far)  # otherwise than a long one's)
 
 
 @pytest.mark.parametrize("policy", POLICIES)

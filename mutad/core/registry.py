@@ -373,6 +373,25 @@ def always(*values):
     return True
 
 
+class Normwise:
+    """A rule's ``growth`` (:class:`ElementwiseRule`) bounded from magnitudes of the operands
+    reduced over their elements: ``measure(t, others)`` gives a tuple of numbers, each the
+    largest of something over the elements (a smallest, negated), so that measures of parts of
+    the operands combine by their maximum (a NaN in any part makes a NaN); ``bound(measures)``
+    the growth from the measures of the whole. Called on whole operands it is the growth; the
+    core measures the parts of a long write in its one pass over them, which also verifies
+    the inverse element by element (``writes.ElementwiseInverse``)."""
+
+    __slots__ = ("measure", "bound")
+
+    def __init__(self, measure, bound):
+        self.measure = measure
+        self.bound = bound
+
+    def __call__(self, t, others):
+        return self.bound(self.measure(t, others))
+
+
 class ElementwiseRule:
     """Everything about one elementwise ufunc.
 
@@ -383,8 +402,9 @@ class ElementwiseRule:
     if ``"x"`` in uses), so a record keeps only those alive. ``inverse[position](t, others)`` undoes ``t = ufunc(...)`` in place when
     ``t`` was input ``position`` (``None`` where that cannot be undone); ``is_safe(others)`` says
     whether the inverse is exact enough for these other operands, and ``growth(t, others)``
-    (None: 1) bounds how much it can amplify the relative error already in ``t``, evaluated
-    before the write (``Tape.undo_for``).
+    (None: 1; a :class:`Normwise` where it can be measured a part at a time) bounds how much
+    it can amplify the relative error already in ``t``, evaluated before the write
+    (``Tape.undo_for``).
 
     ``decide(*xs)`` (None: no decision) computes, when the operation runs and only if a gradient
     can flow, whatever discrete choice the partials depend on (which operand won, a sign, a
@@ -1337,6 +1357,9 @@ def _partial(partial):
         if getattr(function, "__module__", None) == "numpy":  # a ufunc: np.cos
             return f"np.{function.__name__}({value}) (registry.Applied)"
         return f"{function.__name__}({value}) (registry.Applied: {_where(function)})"
+    if type(partial) is Normwise:
+        return (f"the measures {_where(partial.measure)}, bounded by {_where(partial.bound)} "
+                "(registry.Normwise)")
     if getattr(partial, "__name__", None) == "<lambda>":
         source = _lambda_source(partial)
         if source:

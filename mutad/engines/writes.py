@@ -16,6 +16,7 @@ from ..core.devices import namespace
 from .products import CHUNK
 from .recompute import Rebuild
 from ..core.errors import ReadOnlyError, UnsupportedOperationError
+from ..core.registry import Normwise
 from ..core.views import (may_overlap, memory, overlaps_itself, same_region, views, wrapped,
                           writeable)
 
@@ -229,17 +230,21 @@ class Destination:
 
 class ElementwiseInverse:
     """The inverse on offer for the elementwise write ``ufunc(*values, out=target)`` (its
-    operand at ``position`` is the target, those at ``others_at`` the rest): called in the reverse pass, it computes the
-    target's old values from those the write left and the other operands (as ``kept`` holds
-    them then). With it, what ``decide_undo`` asks of an inverse: whether it is safe for
-    the operands at hand (``is_safe``: ``apart()``, no other operand over the target's
-    memory, and the rule's own condition), how much it may amplify the error already in the
-    target (``growth``), and the inverse made exact element by element (``exactly``).
-    ``find()`` gives the target in the reverse pass (None: a temporary nothing reads any
-    more); None: ``target`` itself."""
+    operand at ``position`` is the target, those at ``others_at`` the rest): called in the
+    reverse pass, it computes the target's old values from those the write left and the other
+    operands (as ``kept`` holds them then). With it, what ``decide_undo`` asks of an inverse:
+    whether it is safe for the operands at hand (``is_safe``: ``apart()``, no other operand
+    over the target's memory, and the rule's own condition), how much it may amplify the error
+    already in the target (``growth``), and the inverse made exact element by element
+    (``exactly``). ``find()`` gives the target in the reverse pass (None: a temporary nothing
+    reads any more); None: ``target`` itself.
+
+    ``Tape.undo_for`` asks ``growth`` only of an inverse it chooses, which ``exactly`` is then
+    asked of: a norm-wise growth (``registry.Normwise``) is measured in the pass over the
+    operands that verifies the inverse (``_verify``), whose findings ``exactly`` takes."""
 
     __slots__ = ("ufunc", "invert", "rule", "position", "values", "target", "kept",
-                 "others_at", "apart", "find", "kwargs")
+                 "others_at", "apart", "find", "kwargs", "verified")
 
     def __init__(self, ufunc, rule, position, others_at, values, target, kept, apart, find,
                  kwargs):
@@ -254,6 +259,7 @@ class ElementwiseInverse:
         self.apart = apart
         self.find = find
         self.kwargs = kwargs
+        self.verified = None  # what ``_verify`` found, once asked
 
     def __call__(self):
         written = self.target if self.find is None else self.find()
@@ -265,6 +271,7 @@ class ElementwiseInverse:
         which may be temporaries recomputed in the reverse pass, and the target where
         ``find`` finds it), so that the record holds no more than the inverse reads."""
         self.values = self.rule = self.ufunc = self.kwargs = self.apart = None
+        self.verified = None
         if self.find is not None:
             self.target = None
 
@@ -272,55 +279,86 @@ class ElementwiseInverse:
         return self.apart() and self.rule.is_safe([self.values[i] for i in self.others_at])
 
     def growth(self):
-        if self.rule.growth is None:
+        growth = self.rule.growth
+        if growth is None:
             return 1.0
-        return self.rule.growth(self.target, [self.values[i] for i in self.others_at])
+        if type(growth) is Normwise:
+            return growth.bound(self._verified(growth)[1])
+        return growth(self.target, [self.values[i] for i in self.others_at])
 
     def exactly(self, inverse):
+        """``inverse``, made to give back every element of the target that the write is about
+        to overwrite to within ``ULPS`` (``_verify``): it copies back, after it runs, the
+        elements it would not give back, saved now (where there are any; the whole region, a
+        checkpoint, under nested differentiation)."""
+        lost = self._verified(None)[0]
+        if lost is None:
+            return checkpoint(self.target)
+        if not lost:
+            return inverse
         target = self.target
-        return _exactly(inverse, self.ufunc, self.invert, target,
-                        self.find or (lambda: target), self.values, self.position, self.kwargs)
+        return _put_back(inverse, self.find or (lambda: target), lost)
+
+    def _verified(self, normwise):
+        if self.verified is None:
+            self.verified = _verify(self.ufunc, self.invert, self.target, self.values,
+                                    self.position, self.kwargs, normwise)
+        return self.verified
 
 
-def _exactly(inverse, ufunc, invert, target, find, values, position, kwargs):
-    """``inverse``, made to give back every element of ``target`` that ``ufunc(*values,
-    out=target)`` is about to overwrite to within ``ULPS``; ``find()`` gives the target in the
-    replay (None: a temporary nothing reads any more).
+def _verify(ufunc, invert, target, values, position, kwargs, normwise=None):
+    """``(lost, measures)``: which elements of ``target`` that ``ufunc(*values, out=target)``
+    is about to overwrite its inverse ``invert`` would not give back to within ``ULPS``, and
+    the ``measures`` of the growth ``normwise`` (a ``registry.Normwise``; None: none).
 
     Run before the write: the write and its inverse are computed on the values at hand, a piece
     at a time into scratch memory, and the elements the inverse would not give back (an
-    underflow, an overflow, a small term absorbed by a large one, a division by zero) are saved
-    now, as a bit mask and their values, and put back after the inverse runs. The replay
-    computes the same correctly rounded operations on the same bytes, so it gives back what was
-    verified here. An inverse marked ``bounded_where_normal`` (a product undone by a division)
-    is within ``ULPS`` wherever the write's result is a normal float, so that is all a piece is
-    checked for before its elements are. Under nested differentiation (the target is an array an outer one traces),
-    saved values would have to be traced too: the whole region is checkpointed instead.
+    underflow, an overflow, a small term absorbed by a large one, a division by zero) are
+    listed as ``(where, bit mask, their values)`` per piece (``lost``, empty where there are
+    none; None where they are, and the target is an array an outer differentiation traces,
+    whose saved values would have to be traced too: the whole region is checkpointed instead).
+    The replay computes the same correctly rounded operations on the same bytes, so it gives
+    back what was verified here. An inverse marked ``bounded_where_normal`` (a product undone
+    by a division) is within ``ULPS`` wherever the write's result is a normal float, so that
+    is all a piece is checked for before its elements are. The growth is measured on the same
+    pieces, while they are at hand: one pass over the operands for both.
     """
     plain = [memory(v) if wrapped(v) else v for v in values]
     plain[position] = memory(target)
     # (complex products are not correctly rounded part by part: checked element by element)
     bounded = getattr(invert, "bounded_where_normal", False) and target.dtype.kind != "c"
-    saved = []
+    lost, measures = [], []
     scratch = None
     with np.errstate(all="ignore"):  # the write itself warns, as NumPy does
         for where, piece, operands in _pieces(plain, position):
+            others = [v for i, v in enumerate(operands) if i != position]
+            if normwise is not None:
+                measures.append(normwise.measure(piece, others))
             if scratch is None or scratch[0].size < piece.size:
                 xp = namespace(piece)  # where the target lives: a device's memory
                 scratch = xp.empty(piece.size, piece.dtype), xp.empty(piece.size, bool)
             back = scratch[0][:piece.size].reshape(piece.shape)
             ufunc(*operands, out=back, **kwargs)
-            if bounded and _normal(back):
-                continue
-            invert(back, [v for i, v in enumerate(operands) if i != position])
-            lost = _lost(back, piece, scratch[1][:piece.size].reshape(piece.shape))
-            if lost is None:
+            if bounded:
+                if _normal(back):
+                    continue
+                ufunc(*operands, out=back, **kwargs)  # (``_normal`` left magnitudes there)
+            invert(back, others)
+            far = _lost(back, piece, scratch[1][:piece.size].reshape(piece.shape))
+            if far is None or lost is None:
                 continue
             if wrapped(target):
-                return checkpoint(target)
-            saved.append((where, np.packbits(lost), piece[lost]))
-    if not saved:
-        return inverse
+                lost = None  # (the growth still measured on every piece)
+                continue
+            lost.append((where, np.packbits(far), piece[far]))
+    if len(measures) > 1:  # each the largest over the pieces, a NaN in any made one
+        return lost, tuple(np.maximum.reduce(np.array(measures), axis=0).tolist())
+    return lost, measures[0] if measures else None
+
+
+def _put_back(inverse, find, lost):
+    """``inverse``, then the ``lost`` elements (``_verify``'s) copied back into the target,
+    which ``find()`` gives in the reverse pass (None: a temporary nothing reads any more)."""
 
     def inverse_then_put_back():
         written = find()
@@ -328,11 +366,11 @@ def _exactly(inverse, ufunc, invert, target, find, values, position, kwargs):
             return
         with np.errstate(all="ignore"):  # at the elements put back below
             inverse()
-        for where, packed, original in saved:
+        for where, packed, original in lost:
             region = written if where is None else written.reshape(-1)[where]
-            lost = (np.unpackbits(packed, count=region.size) if type(packed) is np.ndarray
+            mask = (np.unpackbits(packed, count=region.size) if type(packed) is np.ndarray
                     else np.unpackbits(packed)[:region.size]).view(bool)  # (CuPy's: no count)
-            region[lost.reshape(region.shape)] = original
+            region[mask.reshape(region.shape)] = original
 
     return inverse_then_put_back
 
