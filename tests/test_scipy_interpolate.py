@@ -293,12 +293,10 @@ KNOTS_FORMS = {
 }
 
 
-@pytest.mark.parametrize("form", KNOTS_FORMS)
-def test_interp1d_in_its_knots(form):
-    """interp1d(x, y) of traced knots x (a stop: refused), kind 'linear' or 'slinear': SciPy's
-    values bit for bit, the derivatives of its formula in the knots (and the data and
-    queries), both modes, both policies, second order, replayed as traced on other knots."""
-    f = KNOTS_FORMS[form]
+def in_its_knots(f):
+    """``f`` of the knots X: NumPy's bits in forward mode, both modes and policies to second
+    order against finite differences, the caller's knots unchanged, replayed as traced on
+    other knots (the query 0.7 in another interval of the moved ones)."""
     x = X.copy()
     y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
     assert np.asarray(y).tobytes() == np.asarray(f(X)).tobytes()
@@ -306,8 +304,16 @@ def test_interp1d_in_its_knots(form):
         mutad.check_grads(f, x, policy=policy, modes=("rev", "fwd"), order=2)
     assert x.tobytes() == X.tobytes()
     moved = X.copy()
-    moved[1] = 0.8  # the query 0.7 in another interval
+    moved[1] = 0.8
     replays_as_traced(lambda x: np.sum(f(x) ** 2), [(X,), (X * 1.05 - 0.02,), (moved,)])
+
+
+@pytest.mark.parametrize("form", KNOTS_FORMS)
+def test_interp1d_in_its_knots(form):
+    """interp1d(x, y) of traced knots x (a stop: refused), kind 'linear' or 'slinear': SciPy's
+    values bit for bit, the derivatives of its formula in the knots (and the data and
+    queries), both modes, both policies, second order, replayed as traced on other knots."""
+    in_its_knots(KNOTS_FORMS[form])
 
 
 SPLINE_KNOTS_FORMS = {
@@ -341,16 +347,7 @@ def test_cubic_spline_in_its_knots(form):
     derivatives of SciPy's steps (its tridiagonal system, the parabola of three knots, the
     periodic cyclic system, the Hermite pieces) in the knots, both modes, both policies, second order, replayed as
     traced on other knots."""
-    f = SPLINE_KNOTS_FORMS[form]
-    x = X.copy()
-    y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
-    assert np.asarray(y).tobytes() == np.asarray(f(X)).tobytes()
-    for policy in POLICIES:
-        mutad.check_grads(f, x, policy=policy, modes=("rev", "fwd"), order=2)
-    assert x.tobytes() == X.tobytes()
-    moved = X.copy()
-    moved[1] = 0.8  # the query 0.7 in another piece
-    replays_as_traced(lambda x: np.sum(f(x) ** 2), [(X,), (X * 1.05 - 0.02,), (moved,)])
+    in_its_knots(SPLINE_KNOTS_FORMS[form])
 
 
 REFUSED = {

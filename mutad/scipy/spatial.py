@@ -727,15 +727,22 @@ CARRIERS.add(_TracedHull)
 def _construct_hull(points, incremental=False, qhull_options=None):
     if not _carries(points):
         return ConvexHull.scipy(points, incremental, qhull_options)
+    return _TracedHull(_qhull_points("ConvexHull", "a hull", points, incremental,
+                                     qhull_options), {"qhull_options": qhull_options})
+
+
+def _qhull_points(name, what, points, incremental, qhull_options):
+    """A copy of the traced ``points`` of Qhull's ``name`` (``what``: a hull, a
+    triangulation), checked as SciPy checks them; ``incremental`` refused."""
     _setting(qhull_options, "qhull_options")
     points = _array(points)
     if np.ndim(points) != 2:
         raise ValueError("Input points array must have 2 dimensions.")
     if incremental:
         raise UnsupportedOperationError(
-            "scipy.spatial.ConvexHull(..., incremental=True) of differentiated points: mutad "
-            "follows a hull built at once. Build it of all the points, without incremental.")
-    return _TracedHull(np.copy(points), {"qhull_options": qhull_options})
+            f"scipy.spatial.{name}(..., incremental=True) of differentiated points: mutad "
+            f"follows {what} built at once. Build it of all the points, without incremental.")
+    return np.copy(points)
 
 
 ConvexHull = _class_stand_in(_spatial_module.ConvexHull, _construct_hull)
@@ -827,18 +834,10 @@ CARRIERS.add(_TracedDelaunay)
 def _construct_delaunay(points, furthest_site=False, incremental=False, qhull_options=None):
     if not _carries(points):
         return Delaunay.scipy(points, furthest_site, incremental, qhull_options)
-    _setting(qhull_options, "qhull_options")
     _setting(furthest_site, "furthest_site")
-    points = _array(points)
-    if np.ndim(points) != 2:
-        raise ValueError("Input points array must have 2 dimensions.")
-    if incremental:
-        raise UnsupportedOperationError(
-            "scipy.spatial.Delaunay(..., incremental=True) of differentiated points: mutad "
-            "follows a triangulation built at once. Build it of all the points, without "
-            "incremental.")
-    return _TracedDelaunay(np.copy(points), {"furthest_site": furthest_site,
-                                             "qhull_options": qhull_options})
+    return _TracedDelaunay(_qhull_points("Delaunay", "a triangulation", points, incremental,
+                                         qhull_options),
+                           {"furthest_site": furthest_site, "qhull_options": qhull_options})
 
 
 Delaunay = _class_stand_in(_spatial_module.Delaunay, _construct_delaunay)
