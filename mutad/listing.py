@@ -28,7 +28,7 @@ from .core.shadows import Buffer, Place
 from .core.tape import Absent, Primitive
 from .engines.operations import assign
 from .core.views import owner
-from .engines.writes import CopyBack
+from .engines.writes import CopyBack, SavedElement
 
 
 class TapeListing:
@@ -117,7 +117,7 @@ def kept_bytes(record, argument_memory=()):
     the constants and settings of its recipe, what its checkpoint saved, and the arrays a
     rule's pullback closure holds. A view counts the memory it keeps alive; each memory counts once, and the
     arguments' memory (``argument_memory``: ids of its owners), alive anyway, not at all."""
-    owners = {}
+    owners, scalars = {}, 0
     items = [record.kept, record.inputs, record.state, record.undo,
              list((record.settings or {}).values())]
     seen = set()
@@ -136,6 +136,8 @@ def kept_bytes(record, argument_memory=()):
             items.extend(x)
         elif type(x) is CopyBack:
             items.append(x.saved)
+        elif type(x) is SavedElement:
+            scalars += x.saved.nbytes  # NumPy's scalar: memory of its own
         elif callable(x) and getattr(x, "__closure__", None):
             # A pullback or undo closure: what it holds, one level deep.
             for cell in x.__closure__:
@@ -145,7 +147,7 @@ def kept_bytes(record, argument_memory=()):
                     continue
                 if isinstance(content, np.ndarray) or type(content) in (list, tuple):
                     items.append(content)
-    return sum(owners.values())
+    return sum(owners.values()) + scalars
 
 
 def _bytes(n):

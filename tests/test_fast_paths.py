@@ -12,7 +12,7 @@ import pytest
 import mutad
 from mutad.core.shadows import Buffer, Place
 from mutad.core.trees import flatten
-from mutad.engines import operations, tracing
+from mutad.engines import operations, tracing, writes
 from mutad.engines.products import times
 from mutad.engines.session import ReverseDifferentiation
 
@@ -154,6 +154,29 @@ def _aliased_elements(a, b):
     return np.sum(finite * finite) + 1e-6 * np.sum(np.where(np.isfinite(m32), m32, 0.0))
 
 
+def _overwritten_elements(a, b):
+    """Elements overwritten in arrays of each kind an element's undo tells apart (``inplace.
+    record_element_write``): an argument and a temporary of more than ``recompute.SMALL``
+    bytes, found through their buffers' references when put back; a small temporary and one
+    laid out in Fortran's order, which the undo holds; of float64, float32 and float16. The
+    arrays are read whole before they are written (products whose pullbacks read them), so
+    the gradient needs every element's bits put back; ``a`` may hold NaN, infinities, signed
+    zeros and subnormals."""
+    big = np.zeros(600) + b[0]
+    small = np.zeros(3) + b[1]
+    fortran = np.zeros((3, 2), order="F") + b[2]
+    low, half = a.astype(np.float32), a.astype(np.float16)
+    before = (np.sum(a * a) + np.sum(big * big) + np.sum(small * small)
+              + np.sum(fortran * fortran) + 1e-6 * np.sum(low * low) + 1e-6 * np.sum(half * half))
+    for x in (a, big, small, low, half):
+        for i in range(2):
+            x[i] = x[i + 1] * x[2]
+    fortran[1, 0] = fortran[0, 1] * fortran[2, 1]
+    after = (np.sum(a * b) + np.sum(big) + np.sum(small * small) + np.sum(fortran)
+             + 1e-6 * np.sum(low * low) + 1e-6 * np.sum(half * half))
+    return before + after
+
+
 PROGRAMS = {
     "aliases": (_aliased_elements, lambda rng: (rng.standard_normal(3), rng.standard_normal(3))),
     "cholesky": (_cholesky_in_place, lambda rng: (
@@ -166,6 +189,8 @@ PROGRAMS = {
     "float32": (_float32_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
     "numbers": (_numbers_into_elements, lambda rng: (rng.standard_normal(3),
                                                      rng.standard_normal(3))),
+    "overwritten": (_overwritten_elements, lambda rng: (rng.standard_normal(4),
+                                                        rng.standard_normal(4))),
 }
 
 
@@ -235,7 +260,7 @@ def test_the_dot_products_of_a_loop_take_the_fast_path_and_are_right(name, monke
 
 @pytest.mark.parametrize("name, pattern", [("seidel", 1), ("elements", 1), ("cholesky", 1),
                                            ("elements", 0), ("numbers", 0), ("aliases", 1),
-                                           ("aliases", 0)])
+                                           ("aliases", 0), ("overwritten", 1)])
 def test_the_elements_a_loop_writes_are_assigned_as_elements_and_are_right(name, pattern,
                                                                             monkeypatch):
     """Pattern 1: traced values written into elements; 0: Python numbers. Each is recorded by
@@ -406,7 +431,8 @@ def _bits(results):
 
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
-@pytest.mark.parametrize("name", ["seidel", "lu", "cholesky", "elements", "numbers", "aliases"])
+@pytest.mark.parametrize("name", ["seidel", "lu", "cholesky", "elements", "numbers", "aliases",
+                                  "overwritten"])
 def test_an_elements_own_write_gives_the_general_paths_bits_in_every_mode(name, monkeypatch):
     """The element's own write (``inplace.record_element_write``) against ``record_write``, by
     each policy, under a budget (which it leaves to ``record_write``), in a recording and its
@@ -417,4 +443,29 @@ def test_an_elements_own_write_gives_the_general_paths_bits_in_every_mode(name, 
     with monkeypatch.context() as patched:
         patched.setattr(operations, "record_element_write", lambda *arguments: None)
         general = _bits(_by_every_mode(f, args))
+    assert lean == general
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
+def test_an_element_write_keeps_numpys_scalar_of_the_element_and_puts_back_its_bits(
+        monkeypatch):
+    """The undo of an element's own write keeps the element as NumPy's scalar of its dtype (no
+    0-d copy), holding the region where no reference follows its buffer, else its place; what
+    it puts back is every bit the element held: a NaN's payload, -0.0, a subnormal, which the
+    products recorded before the writes read in the reverse pass, as the general path's
+    copies give them back."""
+    payload = np.array([0x7FF8_0000_0000_0123], np.uint64).view(np.float64)[0]
+    a = np.array([payload, -0.0, 5e-324, -np.inf])
+    b = np.array([0.5, -0.0, np.inf, 2.0])
+    with ReverseDifferentiation("restore") as d:
+        d.call(_overwritten_elements, d.wrap([np.copy(a), np.copy(b)]))
+        undos = [r.undo for r in d.tape.records if type(r.undo) is writes.SavedElement]
+    assert len(undos) == 11
+    assert {type(u.region) is np.ndarray for u in undos} == {True, False}  # held, found
+    assert {u.saved.dtype for u in undos} == {np.dtype(t) for t in ("f8", "f4", "f2")}
+    assert all(isinstance(u.saved, np.generic) for u in undos)
+    lean = _bits(_by_every_mode(_overwritten_elements, (a, b)))
+    with monkeypatch.context() as patched:
+        patched.setattr(operations, "record_element_write", lambda *arguments: None)
+        general = _bits(_by_every_mode(_overwritten_elements, (a, b)))
     assert lean == general
