@@ -22,7 +22,7 @@ import operator
 import numpy as np
 
 from .core.debug import location, source
-from .engines.elementwise import ASSIGNMENT
+from .engines.elementwise import ASSIGNMENT, ElementsRead
 from .core.errors import function_name
 from .core.shadows import Buffer, Place
 from .core.tape import Absent, Primitive
@@ -68,7 +68,9 @@ class TapeListing:
     __repr__ = __str__
 
     def _line(self, record):
-        inputs = ", ".join(self._value(x) for x in record.inputs)
+        read = record.state[1] if type(record) is ElementsRead else ()  # elements it read
+        inputs = ", ".join(self._element(*x) if i in read else self._value(x)
+                           for i, x in enumerate(record.inputs))
         if record.settings:
             inputs += "".join(f", {k}={self._value(v)}" for k, v in record.settings.items())
         call = f"{_primitive_name(record.primitive)}({inputs})"
@@ -86,6 +88,10 @@ class TapeListing:
         if place.whole:
             return name
         return name + _region(place)
+
+    def _element(self, source, key):
+        """The element ``source[key]`` (a place, the integers of a key), as ``%0[1, 2]``."""
+        return f"{self._value(source)}[{', '.join(map(str, key)) if type(key) is tuple else key}]"
 
     def _value(self, x):
         if type(x) in (Buffer, Place):

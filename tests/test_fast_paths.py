@@ -12,7 +12,7 @@ import pytest
 import mutad
 from mutad.core.shadows import Buffer, Place
 from mutad.core.trees import flatten
-from mutad.engines import operations, tracing, writes
+from mutad.engines import operations, reverse, tracing, writes
 from mutad.engines.products import times
 from mutad.engines.session import ReverseDifferentiation
 
@@ -177,6 +177,32 @@ def _overwritten_elements(a, b):
     return before + after
 
 
+def _elements_read(a, b):
+    """Elements read and used at once, as scalar loops do, of each kind the folding of reads
+    into the operation that uses them (``elementwise.fold_reads``) tells apart: one element
+    read twice (by an operation whose partials differ), negative indices, two arrays, a chain of operations, a view's elements,
+    complex and float32 elements; and the reads it must leave as they are: a value kept in a
+    variable, reads under an ``np.errstate`` block of their own."""
+    z = a * 1.0
+    c = b + 1j * a
+    low = a.astype(np.float32)
+    s = 0.0
+    for i in range(3):
+        s = s + a[i] * a[i] + np.arctan2(a[i], a[i])  # partials p and -p: their order shows
+        s = s + (z[i - 1] - b[2 - i]) * 0.5
+        kept = b[i]
+        s = s + kept * a[i] + kept
+        view = a[1:][::-1]
+        s = s + view[i % 2] / 3.0
+        t = c[i] * c[i - 1]
+        s = s + np.real(t * np.conj(t))
+        s = s + 1e-3 * (low[i] * low[i - 1])
+        a[i] += a[i - 1]
+        with np.errstate(divide="ignore"):
+            s = s + z[i] / a[0]
+    return s + np.sum(a * b)
+
+
 PROGRAMS = {
     "aliases": (_aliased_elements, lambda rng: (rng.standard_normal(3), rng.standard_normal(3))),
     "cholesky": (_cholesky_in_place, lambda rng: (
@@ -189,6 +215,7 @@ PROGRAMS = {
     "float32": (_float32_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
     "numbers": (_numbers_into_elements, lambda rng: (rng.standard_normal(3),
                                                      rng.standard_normal(3))),
+    "read": (_elements_read, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
     "overwritten": (_overwritten_elements, lambda rng: (rng.standard_normal(4),
                                                         rng.standard_normal(4))),
 }
@@ -469,3 +496,39 @@ def test_an_element_write_keeps_numpys_scalar_of_the_element_and_puts_back_its_b
         patched.setattr(operations, "record_element_write", lambda *arguments: None)
         general = _bits(_by_every_mode(_overwritten_elements, (a, b)))
     assert lean == general
+
+
+def test_reads_are_folded_only_where_nothing_else_can_reach_their_values():
+    """The reads of elements used at once are folded into the operation that used them; a read
+    whose value a variable keeps, or that ran under an ``np.errstate`` block of its own, keeps
+    its record (of the three steps of the loop: one kept value, the block's two reads)."""
+    args = PROGRAMS["read"][1](np.random.default_rng(1))
+    with ReverseDifferentiation("restore") as d:
+        d.call(_elements_read, d.wrap([np.copy(a) for a in args]))
+        kinds = [type(r).__name__ for r in d.tape.records]
+    assert kinds.count("Gathered") == 3 * 3
+    assert kinds.count("ElementsRead") == 3 * 8
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
+@pytest.mark.parametrize("special", [False, True], ids=["finite", "nan-inf-zeros"])
+@pytest.mark.parametrize("name", ["read", "seidel", "lu", "cholesky", "elements", "numbers",
+                                  "aliases", "overwritten"])
+def test_folded_reads_give_the_bits_of_their_own_records_in_every_mode(name, special,
+                                                                       monkeypatch):
+    """An operation with the reads of its elements folded in (``elementwise.ElementsRead``)
+    against the records of those reads and of the operation: the same values and derivatives
+    bit for bit, by each policy, under a budget and anomaly detection, recorded and replayed,
+    nested and beside forward mode; with NaN (a payload), infinities and signed zeros too."""
+    f, make = PROGRAMS[name]
+    args = make(np.random.default_rng(12))
+    if special:
+        payload = np.array([0x7FF8_0000_0000_0321], np.uint64).view(np.float64)[0]
+        args = tuple(np.concatenate([[payload, -0.0, np.inf], a.ravel()])[:a.size]
+                     .reshape(a.shape) for a in args)
+    with np.errstate(all="ignore"):
+        folded = _bits(_by_every_mode(f, args))
+        with monkeypatch.context() as patched:
+            patched.setattr(reverse, "fold_reads", lambda records, errors_of: None)
+            unfolded = _bits(_by_every_mode(f, args))
+    assert folded == unfolded

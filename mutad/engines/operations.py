@@ -372,6 +372,7 @@ def _fast_ufunc(ufunc, inputs, tape, values, pattern, plan):
     where = tape.caller(SKIPPED)  # (``ReverseTape.record``: called by apply_ufunc, called by
     if where is not None:         # the engine)
         record.where = tape.lines.setdefault(where, where)
+    tape.fold()
     tape.records.append(record)
     errors = ERRORS.get()  # (as ReverseTape.record notes an np.errstate block's handling)
     if errors is not tape.errors and tape.errors is not None:
