@@ -70,6 +70,17 @@ def _products(a, b):
     return y + np.sum(a * b[:3])
 
 
+def _outer_products(a, b):
+    """np.outer of traced vectors (the general path's rule), of a traced and a constant one,
+    of a matrix (flattened), and dot products of rows of the result, as a loop reads them."""
+    c = np.linspace(0.5, 1.5, 3)
+    o = np.outer(a[:3], b[:3]) + np.outer(c, a[:3]) + np.outer(b.reshape(3, 3), a[:3])[3:6]
+    s = 0.0
+    for i in range(3):
+        s = s + o[i, :i] @ o[:i, i] + o[i] @ a[:3]
+    return s + np.sum(o * o)
+
+
 def _complex_products(a, b):
     z = a + 1j * b[:3]
     return np.real(np.sum((z @ z) * np.conj(z @ b.reshape(3, 3))))
@@ -215,6 +226,7 @@ PROGRAMS = {
     "float32": (_float32_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
     "numbers": (_numbers_into_elements, lambda rng: (rng.standard_normal(3),
                                                      rng.standard_normal(3))),
+    "outer": (_outer_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
     "read": (_elements_read, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
     "overwritten": (_overwritten_elements, lambda rng: (rng.standard_normal(4),
                                                         rng.standard_normal(4))),
@@ -532,3 +544,44 @@ def test_folded_reads_give_the_bits_of_their_own_records_in_every_mode(name, spe
             patched.setattr(reverse, "fold_reads", lambda records, errors_of: None)
             unfolded = _bits(_by_every_mode(f, args))
     assert folded == unfolded
+
+
+def test_products_of_traced_operands_are_recorded_as_their_plain_functions():
+    """A product whose operands are all traced is recorded with the plain ``back`` its rule
+    offers (``operations.Product``), on the fast path and the general one (np.outer); one
+    with a batch, a constant operand or complex values keeps the record of the rule's
+    closure."""
+    def kinds(f, args):
+        with ReverseDifferentiation("restore") as d:
+            d.call(f, d.wrap([np.copy(a) for a in args]))
+            return [(repr(r.primitive), type(r).__name__) for r in d.tape.records
+                    if repr(r.primitive) in ("np.matmul", "np.outer")]
+
+    rng = np.random.default_rng(2)
+    products = kinds(_products, PROGRAMS["products"][1](rng))
+    assert ("np.matmul", "Product") in products and ("np.matmul", "Record") in products
+    outer = kinds(_outer_products, PROGRAMS["outer"][1](rng))
+    assert outer.count(("np.outer", "Product")) == 2 and ("np.outer", "Record") in outer
+    assert {kind for _, kind in kinds(_complex_products, PROGRAMS["complex"][1](rng))} \
+        == {"Record"}
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
+@pytest.mark.parametrize("special", [False, True], ids=["finite", "nan-inf-zeros"])
+@pytest.mark.parametrize("name", ["products", "outer", "complex", "float32", "lu", "cholesky"])
+def test_products_by_plain_functions_give_the_bits_of_the_rules_closures_in_every_mode(
+        name, special, monkeypatch):
+    """A product recorded with its rule's plain ``back`` (``operations.Product``) against the
+    record of the rule's closure: the same values and derivatives bit for bit in every mode
+    that reaches it, with NaN, infinities and signed zeros too."""
+    f, make = PROGRAMS[name]
+    args = make(np.random.default_rng(13))
+    if special:
+        args = tuple(np.concatenate([[np.nan, -0.0, np.inf], a.ravel()])[:a.size]
+                     .reshape(a.shape) for a in args)
+    with np.errstate(all="ignore"):
+        plain = _bits(_by_every_mode(f, args))
+        with monkeypatch.context() as patched:
+            patched.setattr(operations, "_plain_functions", lambda rule, values, kwargs: None)
+            closures = _bits(_by_every_mode(f, args))
+    assert plain == closures
