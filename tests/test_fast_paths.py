@@ -12,7 +12,7 @@ import pytest
 import mutad
 from mutad.core.shadows import Buffer, Place
 from mutad.core.trees import flatten
-from mutad.engines import operations, reverse, tracing, writes
+from mutad.engines import elementwise, operations, reverse, tracing, writes
 from mutad.engines.products import times
 from mutad.engines.session import ReverseDifferentiation
 
@@ -214,6 +214,21 @@ def _elements_read(a, b):
     return s + np.sum(a * b)
 
 
+def _values_written(a, b):
+    """Values computed and written into elements at once, with the values an element's write
+    must leave their buffers: one kept in a variable and used after the write, one written
+    twice, one that is a read element itself (no operation made it)."""
+    z = np.zeros(4)
+    for i in range(3):
+        z[i] = a[i] * b[i]
+        z[i + 1] += a[i] / 3.0
+        v = a[i] + b[i]
+        z[i] = v
+        a[i] = v * v
+        b[i] = a[i + 1]
+    return np.sum(z * z) + np.sum(a * b)
+
+
 PROGRAMS = {
     "aliases": (_aliased_elements, lambda rng: (rng.standard_normal(3), rng.standard_normal(3))),
     "cholesky": (_cholesky_in_place, lambda rng: (
@@ -227,6 +242,7 @@ PROGRAMS = {
     "numbers": (_numbers_into_elements, lambda rng: (rng.standard_normal(3),
                                                      rng.standard_normal(3))),
     "outer": (_outer_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
+    "written": (_values_written, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
     "read": (_elements_read, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
     "overwritten": (_overwritten_elements, lambda rng: (rng.standard_normal(4),
                                                         rng.standard_normal(4))),
@@ -522,16 +538,33 @@ def test_reads_are_folded_only_where_nothing_else_can_reach_their_values():
     assert kinds.count("ElementsRead") == 3 * 8
 
 
+def test_a_value_written_at_once_passes_its_cotangent_through_a_stand_in():
+    """The values the loop computes and writes at once have no buffer of their own on the
+    tape: the record that made each and the write share the stand-in (``elementwise.
+    fold_written``); a value kept in a variable and written twice keeps its buffer."""
+    args = (np.arange(1.0, 5.0), np.arange(2.0, 6.0))
+    with ReverseDifferentiation("restore") as d:
+        d.call(_values_written, d.wrap([np.copy(a) for a in args]))
+        inputs = [r.inputs[0] for r in d.tape.records
+                  if type(r).__name__ == "Write" and r.written.shape == ()]
+        assert len(inputs) == 5 * 3
+        stand_in = elementwise._stand_in(np.dtype(float), "written")
+        assert sum(x is stand_in for x in inputs) == 3 * 3  # z[i] = a * b, z[i + 1] += ..., v * v
+        assert sum(type(x) is Buffer and x is not stand_in for x in inputs) == 2 * 3
+
+
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
 @pytest.mark.parametrize("special", [False, True], ids=["finite", "nan-inf-zeros"])
-@pytest.mark.parametrize("name", ["read", "seidel", "lu", "cholesky", "elements", "numbers",
-                                  "aliases", "overwritten"])
-def test_folded_reads_give_the_bits_of_their_own_records_in_every_mode(name, special,
-                                                                       monkeypatch):
-    """An operation with the reads of its elements folded in (``elementwise.ElementsRead``)
-    against the records of those reads and of the operation: the same values and derivatives
-    bit for bit, by each policy, under a budget and anomaly detection, recorded and replayed,
-    nested and beside forward mode; with NaN (a payload), infinities and signed zeros too."""
+@pytest.mark.parametrize("name", ["read", "written", "seidel", "lu", "cholesky", "elements",
+                                  "numbers", "aliases", "overwritten"])
+def test_folded_reads_and_writes_give_the_bits_of_their_own_records_in_every_mode(
+        name, special, monkeypatch):
+    """An operation with the reads of its elements folded in (``elementwise.ElementsRead``),
+    and a value written through a stand-in (``elementwise.fold_written``), against the records
+    of those reads and of the operation, and the value's own buffer: the same values and
+    derivatives bit for bit, by each policy, under a budget and anomaly detection, recorded
+    and replayed, nested and beside forward mode; with NaN (a payload), infinities and signed
+    zeros too."""
     f, make = PROGRAMS[name]
     args = make(np.random.default_rng(12))
     if special:
@@ -540,10 +573,10 @@ def test_folded_reads_give_the_bits_of_their_own_records_in_every_mode(name, spe
                      .reshape(a.shape) for a in args)
     with np.errstate(all="ignore"):
         folded = _bits(_by_every_mode(f, args))
-        with monkeypatch.context() as patched:
-            patched.setattr(reverse, "fold_reads", lambda records, errors_of: None)
-            unfolded = _bits(_by_every_mode(f, args))
-    assert folded == unfolded
+        for unfolded in ("fold_reads", "fold_written"):
+            with monkeypatch.context() as patched:
+                patched.setattr(reverse, unfolded, lambda records, errors_of=None: None)
+                assert _bits(_by_every_mode(f, args)) == folded, unfolded
 
 
 def test_products_of_traced_operands_are_recorded_as_their_plain_functions():

@@ -122,13 +122,13 @@ filled_in_a_loop(%0: f64[3]):
   # test_make_tape.py:{3}  y[i] = x[i] * x[i]
   %1 = np.multiply(%0[0], %0[0])        16 B
   %2[0] <- assign(%1)                    8 B  checkpoint
-  %3 = np.multiply(%0[1], %0[1])        16 B
-  %2[1] <- assign(%3)                    8 B  checkpoint
-  %4 = np.multiply(%0[2], %0[2])        16 B
-  %2[2] <- assign(%4)                    8 B  checkpoint
+  %1 = np.multiply(%0[1], %0[1])        16 B
+  %2[1] <- assign(%1)                    8 B  checkpoint
+  %1 = np.multiply(%0[2], %0[2])        16 B
+  %2[2] <- assign(%1)                    8 B  checkpoint
   # test_make_tape.py:{4}  return y.sum()
-  %5 = np.sum(%2)                        0 B
-  return %5"""),
+  %3 = np.sum(%2)                        0 B
+  return %3"""),
     complex_parts: ((np.array([1 + 2j, 3 + 4j, 5 + 6j]),), """\
 complex_parts(%0: c128[3]):
   # test_make_tape.py:{2}  z.real *= 2.0

@@ -19,7 +19,7 @@ from .products import (UNTHREADED, _vdot, _times_partial_of, add_times_partial, 
 from ..core.registry import (HOLOMORPHIC, ONE, Constant, ElementwiseRule, NoClosedForm,
                              Operand, Rule)
 from ..core.shadows import Buffer, Place, bytes_of, overlapping
-from ..core.tape import OneOutput
+from ..core.tape import OneOutput, Write
 from ..core.views import writeable
 from .writes import reads_written
 
@@ -175,14 +175,16 @@ class ElementsRead(OneOutput):
 
 
 _STAND_INS = {}
-"""The buffers ``ElementsRead.pullback`` passes cotangents through, by dtype and position: each
-is shadowed only within one call of it (added into, then taken out), so all share them."""
+"""The 0-d buffers cotangents pass through between two pullbacks that run one right after the
+other (``ElementsRead.pullback``'s, by position; ``fold_written``'s, "written"), by dtype and
+role: each is shadowed only between those two (added into, then taken out), so all share
+them."""
 
 
-def _stand_in(dtype, n):
-    buffer = _STAND_INS.get((dtype, n))
+def _stand_in(dtype, role):
+    buffer = _STAND_INS.get((dtype, role))
     if buffer is None:
-        buffer = _STAND_INS[dtype, n] = Buffer(np.zeros((), dtype))
+        buffer = _STAND_INS[dtype, role] = Buffer(np.zeros((), dtype))
     return buffer
 
 
@@ -230,6 +232,35 @@ def fold_reads(records, errors_of):
     folded.where = last.where
     del records[start:]
     records.append(folded)
+
+
+def fold_written(records):
+    """Where the last of ``records`` is the write of one value, a 0-d array that the record
+    just before it computed (``x[i, j] = v``, ``x[i, j] += v``: ``Write`` after an
+    :class:`Elementwise` or :class:`ElementsRead` record) and that nothing else holds (neither
+    a traced value nor another record: CPython's count of references), let the two records
+    pass its cotangent through a stand-in buffer instead of its own: the write's pullback adds
+    it there, and the other's, which the reverse pass runs right after, takes it out. A scalar
+    loop keeps no buffer per value it writes.
+
+    Called before each record is appended, when the value written has gone."""
+    write = records[-1]
+    if type(write) is not Write or len(records) < 2:
+        return
+    made = records[-2]
+    if type(made) is not Elementwise and type(made) is not ElementsRead:
+        return
+    buffer = made.output
+    if buffer.shape != () or buffer.origin is not None or buffer.weak or buffer.constant \
+            or buffer.device is not None or type(write.inputs) is not tuple \
+            or len(write.inputs) != 1 or write.inputs[0] is not buffer:
+        return
+    # Held by ``made.output``, ``write.inputs`` and ``buffer``, and by getrefcount's argument
+    if sys.getrefcount(buffer) != 4:
+        return
+    stand_in = _stand_in(buffer.dtype, "written")
+    made.output = stand_in
+    write.inputs = (stand_in,)
 
 
 _FOLDED_STATES = {}

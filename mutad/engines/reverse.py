@@ -33,7 +33,7 @@ from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, caller, errors_as
 from ..core.errors import ConstantModifiedError, UnsupportedArrayError
 from ..core.levels import ACTIVE, LEVELS, escaped
-from .elementwise import fold_reads
+from .elementwise import fold_reads, fold_written
 from .products import CHUNK
 from .recompute import SMALL, Held, Recomputation, Written, flat, small, track
 from ..core.shadows import Buffer, Place
@@ -93,12 +93,14 @@ class ReverseTape(Tape):
 
     def fold(self):
         """Before a record is appended: fold the reads of elements into the elementwise record
-        before it that read them (``elementwise.fold_reads``), where the tape is its own (no
-        replay records it, no other differentiation encloses it, no anomaly detection checks
-        each record)."""
+        before it that read them (``elementwise.fold_reads``), and let a value written pass its
+        cotangent through a stand-in (``elementwise.fold_written``), where the tape is its own
+        (no replay records it, no other differentiation encloses it, no anomaly detection
+        checks each record)."""
         records = self.records
         if records and self.recorder is None and self.outer is None and self.anomaly is None:
             fold_reads(records, self.errors_of)
+            fold_written(records)
 
     def record(self, record, skip=SKIPPED):
         """``Tape.record``, noting the user's line that ran the operation (``where``, for
