@@ -188,6 +188,18 @@ def _stand_in(dtype, role):
     return buffer
 
 
+_WRITTEN = {}
+
+
+def _written_inputs(dtype):
+    """``(stand-in,)``, the inputs of a write of a value through the stand-in
+    (``fold_written``): one tuple for all writes of ``dtype``."""
+    inputs = _WRITTEN.get(dtype)
+    if inputs is None:
+        inputs = _WRITTEN[dtype] = (_stand_in(dtype, "written"),)
+    return inputs
+
+
 def fold_reads(records, errors_of):
     """Fold into the last of ``records``, if it is an :class:`Elementwise` record, the records
     just before it that read the elements it operates on (:class:`Gathered` records of one
@@ -258,9 +270,8 @@ def fold_written(records):
     # Held by ``made.output``, ``write.inputs`` and ``buffer``, and by getrefcount's argument
     if sys.getrefcount(buffer) != 4:
         return
-    stand_in = _stand_in(buffer.dtype, "written")
-    made.output = stand_in
-    write.inputs = (stand_in,)
+    write.inputs = _written_inputs(buffer.dtype)
+    made.output = write.inputs[0]
 
 
 _FOLDED_STATES = {}
