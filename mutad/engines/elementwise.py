@@ -216,29 +216,32 @@ def fold_reads(records, errors_of):
     if type(last) is not Elementwise or last.output.origin is not None:
         return
     inputs = last.inputs
+    count = len(inputs)
     start = len(records) - 1
     positions = []
     while start > 0:
         read = records[start - 1]
-        if type(read) is not Gathered or read.state or read.output.shape != () \
-                or read.output.dtype != read.inputs[0].dtype or read.output.weak \
-                or read.output.device is not None:
+        if type(read) is not Gathered or read.state:
             break
-        # Held by ``read.output`` and by ``inputs``, and by getrefcount's argument: nothing
-        # else (CPython's count of references)
-        if sys.getrefcount(read.output) != 3:
+        output = read.output
+        # Held by ``read.output``, by ``inputs`` and by ``output`` here, and by getrefcount's
+        # argument: nothing else (CPython's count of references)
+        if sys.getrefcount(output) != 4 or output.shape != () or output.weak \
+                or output.device is not None or output.dtype != read.inputs[0].dtype:
             break
-        position = _position(inputs, read.output)
-        if position is None:
+        i = 0
+        while i < count and inputs[i] is not output:
+            i += 1
+        if i == count:  # not an input of ``last``
             break
-        positions.append(position)
+        positions.append(i)
         start -= 1
     if not positions or (errors_of and any(id(r) in errors_of for r in records[start:])):
         return
     positions.reverse()
     named = list(inputs)
-    for read, i in zip(records[start:-1], positions, strict=True):
-        named[i] = read.inputs
+    for k, i in enumerate(positions):
+        named[i] = records[start + k].inputs
     folded = ElementsRead(last.primitive, tuple(named), last.settings, last.output, last.kept,
                           _folded_state(last.state, tuple(positions)))
     folded.where = last.where
@@ -289,14 +292,6 @@ def _folded_state(state, positions):
             _FOLDED_STATES.clear()
         folded = _FOLDED_STATES[key] = (state, positions)
     return folded
-
-
-def _position(inputs, buffer):
-    """The position of ``buffer`` in ``inputs`` (by identity), or None."""
-    for i in range(len(inputs)):
-        if inputs[i] is buffer:
-            return i
-    return None
 
 
 def _small_cotangents(shadows, rule, dy, y, places, values, traced):

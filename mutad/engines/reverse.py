@@ -33,11 +33,11 @@ from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, caller, errors_as
 from ..core.errors import ConstantModifiedError, UnsupportedArrayError
 from ..core.levels import ACTIVE, LEVELS, escaped
-from .elementwise import fold_reads, fold_written
+from .elementwise import Elementwise, fold_reads, fold_written
 from .products import CHUNK
 from .recompute import SMALL, Held, Recomputation, Written, flat, small, track
 from ..core.shadows import Buffer, Place
-from ..core.tape import Absent, OneOutput, Tape
+from ..core.tape import Absent, OneOutput, Tape, Write
 from ..core.trees import unsupported_array
 from ..core.views import address, itself, owner, owner_view, strided, wrapped, writeable
 
@@ -98,9 +98,15 @@ class ReverseTape(Tape):
         (no replay records it, no other differentiation encloses it, no anomaly detection
         checks each record)."""
         records = self.records
-        if records and self.recorder is None and self.outer is None and self.anomaly is None:
-            fold_reads(records, self.errors_of)
-            fold_written(records)
+        if not records:
+            return
+        kind = type(records[-1])  # (what each asks first, asked here: this runs per record)
+        if (kind is Elementwise or kind is Write) and self.recorder is None \
+                and self.outer is None and self.anomaly is None:
+            if kind is Elementwise:
+                fold_reads(records, self.errors_of)
+            else:
+                fold_written(records)
 
     def record(self, record, skip=SKIPPED):
         """``Tape.record``, noting the user's line that ran the operation (``where``, for
